@@ -1,0 +1,58 @@
+//! The `powercontext-hooks` command line: the only place clap and anyhow are used. It never
+//! shadows the Python `powercontext` CLI (which owns `server run`) and never embeds the Server.
+#![allow(clippy::print_stdout, clippy::print_stderr, reason = "a command-line tool talks on its terminal")]
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Connect coding-agent hosts to a PowerContext Server through fast, fail-open hook executables.
+///
+/// Hook executables (run by the hosts, not by you): powercontext-hook-claude-code,
+/// powercontext-hook-codex. Each reads the host's event on stdin, injects recalled context for the
+/// current prompt, captures the prompt as a Source (never secret-like text), and always exits 0.
+#[derive(Debug, Parser)]
+#[command(name = "powercontext-hooks", version, about, long_about = None, after_help = AFTER_HELP)]
+pub struct Args {
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+const AFTER_HELP: &str = "\
+Configuration: environment variables (POWERCONTEXT_<HOST>_SERVER_URL, POWERCONTEXT_<HOST>_AUTHORIZATION, …)
+override the optional file ~/.config/powercontext-hooks/config.toml (or $POWERCONTEXT_HOOKS_CONFIG).
+See the README for the full table. The Server itself is run by the Python CLI: `powercontext server run`.";
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Print the version of every executable in this installation.
+    Version,
+}
+
+/// Runs the CLI and returns its exit code.
+#[must_use]
+pub fn main() -> ExitCode {
+    let args = Args::parse();
+    match run(args) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("powercontext-hooks: error: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn run(args: Args) -> anyhow::Result<ExitCode> {
+    match args.command {
+        Some(Command::Version) => {
+            println!("powercontext-hooks {}", env!("CARGO_PKG_VERSION"));
+            Ok(ExitCode::SUCCESS)
+        }
+        None => {
+            use clap::CommandFactory;
+            Args::command().print_help()?;
+            println!();
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}

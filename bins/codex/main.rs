@@ -1,0 +1,4 @@
+//! `powercontext-hook-codex`: the Codex `UserPromptSubmit` hook.
+fn main() -> std::process::ExitCode {
+    powercontext_hooks_codex::main()
+}

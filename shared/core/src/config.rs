@@ -1,0 +1,669 @@
+//! Layered configuration for the hook executables: flags > environment > file > defaults.
+//! Defaults live only in [`Defaults`]; every resolved value remembers where it came from; every
+//! error names the setting that fixes it and never the value (values may be tokens).
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use crate::endpoint::{Authorization, BaseUrl};
+use crate::env::{Env, EnvValue};
+use crate::host::Integration;
+
+/// Names of the variables that are not per host.
+pub mod vars {
+    /// Path of the configuration file (overrides the default location).
+    pub const CONFIG_FILE: &str = "POWERCONTEXT_HOOKS_CONFIG";
+    /// Directory for the ledger, spool and other state.
+    pub const STATE_DIR: &str = "POWERCONTEXT_HOOKS_STATE_DIR";
+    /// Shared Server URL (1.4 client name).
+    pub const CLIENT_SERVER_URL: &str = "POWERCONTEXT_CLIENT_SERVER_URL";
+    /// Shared bare API token (1.4 client name).
+    pub const CLIENT_API_TOKEN: &str = "POWERCONTEXT_CLIENT_API_TOKEN";
+    /// Fault injection for self-tests (`panic`): proves the fail-open panic path of a release binary.
+    pub const FAULT: &str = "POWERCONTEXT_HOOKS_FAULT";
+}
+
+/// The default value of every setting, in one place.
+#[derive(Debug, Clone, Copy)]
+pub struct Defaults;
+
+impl Defaults {
+    /// Server base URL: the local Server's default address.
+    pub const SERVER_URL: &'static str = "http://127.0.0.1:8000";
+    /// Capture prompts as Sources.
+    pub const CAPTURE_PROMPTS: bool = true;
+    /// Flush Memory right after a capture (needs a Server with a model; off by default).
+    pub const FLUSH_ON_CAPTURE: bool = false;
+    /// Per-request timeout.
+    pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(1);
+    /// Whole-process budget, from process start.
+    pub const BUDGET: Duration = Duration::from_secs(4);
+    /// Flush calls after one capture.
+    pub const FLUSH_MAX_CALLS: u32 = 4;
+    /// Requested PreparedContext size in bytes.
+    pub const MAX_BYTES: u32 = 8000;
+}
+
+/// Where a resolved value came from (shown by `doctor`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Origin {
+    /// A command-line flag.
+    Flag(String),
+    /// An environment variable.
+    Env(String),
+    /// A key of the configuration file.
+    File {
+        /// The file.
+        path: PathBuf,
+        /// The key, e.g. `server_url` or `hosts.codex.server_url`.
+        key: String,
+    },
+    /// The built-in default.
+    Default,
+}
+
+impl std::fmt::Display for Origin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Flag(name) => write!(f, "flag `{name}`"),
+            Self::Env(name) => write!(f, "env `{name}`"),
+            Self::File { path, key } => write!(f, "file `{}` key `{key}`", path.display()),
+            Self::Default => f.write_str("default"),
+        }
+    }
+}
+
+/// A resolved value and its origin.
+#[derive(Debug, Clone)]
+pub struct Setting<T> {
+    /// The value.
+    pub value: T,
+    /// Where it came from.
+    pub origin: Origin,
+}
+
+/// Fully resolved settings for one host.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// Server base URL.
+    pub server_url: Setting<BaseUrl>,
+    /// Authorization header, if any.
+    pub authorization: Setting<Option<Authorization>>,
+    /// Explicit scope id, if any (otherwise resolved through the Server).
+    pub scope_id: Setting<Option<String>>,
+    /// Whether prompts are captured.
+    pub capture_prompts: Setting<bool>,
+    /// Whether to flush after each capture.
+    pub flush_on_capture: Setting<bool>,
+    /// Per-request timeout.
+    pub request_timeout: Setting<Duration>,
+    /// Whole-process budget.
+    pub budget: Setting<Duration>,
+    /// Flush calls after one capture (1–16).
+    pub flush_max_calls: Setting<u32>,
+    /// Requested context size (512–32768 bytes).
+    pub max_bytes: Setting<u32>,
+}
+
+/// A configuration error. Names the setting (variable, file key or flag), never its value.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid setting `{setting}`: {problem}")]
+pub struct ConfigError {
+    /// The variable, file key or flag to fix.
+    pub setting: String,
+    /// What is wrong, content-free.
+    pub problem: String,
+}
+
+impl ConfigError {
+    fn new(setting: impl Into<String>, problem: impl Into<String>) -> Self {
+        Self { setting: setting.into(), problem: problem.into() }
+    }
+}
+
+/// The optional TOML file: every key optional, unknown keys rejected.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileOptions {
+    #[serde(flatten)]
+    common: HostOptions,
+    #[serde(default)]
+    hosts: HostTables,
+}
+
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct HostTables {
+    #[serde(rename = "claude-code")]
+    claude_code: Option<HostOptions>,
+    codex: Option<HostOptions>,
+    opencode: Option<HostOptions>,
+    pi: Option<HostOptions>,
+    dsh: Option<HostOptions>,
+}
+
+/// One layer of options (file section or flags); `None` means "not set here".
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HostOptions {
+    /// Server base URL.
+    pub server_url: Option<String>,
+    /// Full `Authorization` header value (`Bearer …`).
+    pub authorization: Option<String>,
+    /// Explicit scope id.
+    pub scope_id: Option<String>,
+    /// Capture prompts.
+    pub capture_prompts: Option<bool>,
+    /// Flush after capture.
+    pub flush_on_capture: Option<bool>,
+    /// Per-request timeout in seconds.
+    pub request_timeout_seconds: Option<f64>,
+    /// Whole-process budget in seconds.
+    pub budget_seconds: Option<f64>,
+    /// Flush calls after a capture.
+    pub flush_max_calls: Option<i64>,
+    /// Requested context bytes.
+    pub max_bytes: Option<i64>,
+}
+
+/// The default location of the configuration file.
+#[must_use]
+pub fn default_config_path(env: &Env) -> Option<PathBuf> {
+    if let Some(p) = env.text(vars::CONFIG_FILE).filter(|p| !p.trim().is_empty()) {
+        return Some(PathBuf::from(p));
+    }
+    user_dir(env, "XDG_CONFIG_HOME", ".config").map(|d| d.join("powercontext-hooks").join("config.toml"))
+}
+
+/// The default state directory (ledger, spool).
+#[must_use]
+pub fn default_state_dir(env: &Env) -> Option<PathBuf> {
+    if let Some(p) = env.text(vars::STATE_DIR).filter(|p| !p.trim().is_empty()) {
+        return Some(PathBuf::from(p));
+    }
+    user_dir(env, "XDG_STATE_HOME", ".local/state").map(|d| d.join("powercontext-hooks"))
+}
+
+/// An XDG base directory from the injected environment; elsewhere than Linux, `directories`.
+fn user_dir(env: &Env, xdg: &str, home_rel: &str) -> Option<PathBuf> {
+    if cfg!(target_os = "linux") {
+        if let Some(d) = env.text(xdg).map(PathBuf::from).filter(|p| p.is_absolute()) {
+            return Some(d);
+        }
+        return env.text("HOME").filter(|h| !h.is_empty()).map(|h| Path::new(h).join(home_rel));
+    }
+    let dirs = directories::BaseDirs::new()?;
+    Some(if xdg == "XDG_CONFIG_HOME" { dirs.config_dir() } else { dirs.data_local_dir() }.to_path_buf())
+}
+
+/// Reads the configuration file if it exists.
+///
+/// # Errors
+/// A [`ConfigError`] naming the file (and key, for unknown keys) when it cannot be read or parsed.
+pub fn load_file(path: &Path) -> Result<Option<FileOptions>, ConfigError> {
+    let text = match std::fs::read(path) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(_) => return Err(ConfigError::new(path.display().to_string(), "cannot be read")),
+    };
+    let text = String::from_utf8(text)
+        .map_err(|_| ConfigError::new(path.display().to_string(), "is not UTF-8"))?;
+    toml::from_str::<FileOptions>(&text).map(Some).map_err(|e| {
+        // toml messages can quote values (tokens); keep only key names and the line number.
+        let message = e.message();
+        let line = e.span().map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1);
+        let problem = match message.strip_prefix("unknown field `").and_then(|m| m.split('`').next()) {
+            Some(key) => format!("unknown key `{key}`"),
+            None => "invalid TOML or value type".to_owned(),
+        };
+        let problem = match line {
+            Some(l) => format!("{problem} (line {l})"),
+            None => problem,
+        };
+        ConfigError::new(path.display().to_string(), problem)
+    })
+}
+
+/// Environment variable names for one host, in precedence order per setting.
+#[derive(Debug, Clone)]
+pub struct EnvNames {
+    /// Server URL variables.
+    pub server_url: Vec<String>,
+    /// Full header variables (`Bearer …`).
+    pub authorization: Vec<String>,
+    /// Bare token variables.
+    pub token: Vec<String>,
+    /// Scope id variables.
+    pub scope_id: Vec<String>,
+    /// Capture switch variables.
+    pub capture_prompts: Vec<String>,
+    /// Flush switch variables.
+    pub flush_on_capture: Vec<String>,
+    /// Request timeout variables (seconds).
+    pub request_timeout: Vec<String>,
+    /// Budget variables (seconds).
+    pub budget: Vec<String>,
+    /// Flush call limit variables.
+    pub flush_max_calls: Vec<String>,
+    /// Context size variables.
+    pub max_bytes: Vec<String>,
+}
+
+impl EnvNames {
+    /// The variables a host reads, compatible with the official hooks and the 1.4 client names.
+    #[must_use]
+    pub fn for_host(host: Integration) -> Self {
+        let p = format!("POWERCONTEXT_{}_", host.env_part());
+        let one = |s: &str| vec![format!("{p}{s}")];
+        let mut server_url = vec![format!("{p}SERVER_URL"), format!("{p}BASE_URL"), format!("{p}ENDPOINT")];
+        let mut capture_prompts = one("CAPTURE_PROMPTS");
+        if host == Integration::ClaudeCode {
+            server_url.push("CLAUDE_PLUGIN_OPTION_SERVER_URL".to_owned());
+            capture_prompts.push("CLAUDE_PLUGIN_OPTION_CAPTURE_PROMPTS".to_owned());
+        }
+        server_url.push(vars::CLIENT_SERVER_URL.to_owned());
+        Self {
+            server_url,
+            authorization: one("AUTHORIZATION"),
+            token: vec![vars::CLIENT_API_TOKEN.to_owned()],
+            scope_id: one("SCOPE_ID"),
+            capture_prompts,
+            flush_on_capture: one("FLUSH_ON_CAPTURE"),
+            request_timeout: one("REQUEST_TIMEOUT_SECONDS"),
+            budget: one("HTTP_BUDGET_SECONDS"),
+            flush_max_calls: one("FLUSH_MAX_CALLS"),
+            max_bytes: one("MAX_BYTES"),
+        }
+    }
+}
+
+/// Inputs of a resolution.
+pub struct Layers<'a> {
+    /// Which host's variables and file table apply.
+    pub host: Integration,
+    /// The environment snapshot.
+    pub env: &'a Env,
+    /// Command-line flags (the CLI only; hooks pass `None`).
+    pub flags: Option<&'a HostOptions>,
+    /// The parsed file and its path, if one exists.
+    pub file: Option<(&'a Path, &'a FileOptions)>,
+}
+
+/// A raw value found in some layer.
+struct Found<T> {
+    value: T,
+    origin: Origin,
+}
+
+impl Layers<'_> {
+    fn host_table<'f>(&self, file: &'f FileOptions) -> Option<&'f HostOptions> {
+        let t = &file.hosts;
+        match self.host {
+            Integration::ClaudeCode => t.claude_code.as_ref(),
+            Integration::Codex => t.codex.as_ref(),
+            Integration::OpenCode => t.opencode.as_ref(),
+            Integration::Pi => t.pi.as_ref(),
+            Integration::Dsh => t.dsh.as_ref(),
+        }
+    }
+
+    /// Finds the first layer that sets a value: flags, env (in name order), host file table, file.
+    fn find<T: Clone>(
+        &self,
+        key: &str,
+        names: &[String],
+        pick: impl Fn(&HostOptions) -> Option<T>,
+        from_env: impl Fn(&str) -> T,
+    ) -> Result<Option<Found<T>>, ConfigError> {
+        if let Some(v) = self.flags.and_then(&pick) {
+            return Ok(Some(Found { value: v, origin: Origin::Flag(format!("--{}", key.replace('_', "-"))) }));
+        }
+        for name in names {
+            match self.env.get(name) {
+                EnvValue::Set(v) if !v.trim().is_empty() => {
+                    return Ok(Some(Found { value: from_env(v), origin: Origin::Env(name.clone()) }));
+                }
+                EnvValue::NotUnicode => return Err(ConfigError::new(name.clone(), "is not valid UTF-8")),
+                _ => {}
+            }
+        }
+        if let Some((path, file)) = self.file {
+            if let Some(v) = self.host_table(file).and_then(&pick) {
+                let key = format!("hosts.{}.{key}", self.host.as_str());
+                return Ok(Some(Found { value: v, origin: Origin::File { path: path.to_path_buf(), key } }));
+            }
+            if let Some(v) = pick(&file.common) {
+                let origin = Origin::File { path: path.to_path_buf(), key: key.to_owned() };
+                return Ok(Some(Found { value: v, origin }));
+            }
+        }
+        Ok(None)
+    }
+}
+
+/// A value as written somewhere: env text, or a typed file/flag value.
+#[derive(Clone)]
+enum Raw<T> {
+    Text(String),
+    Typed(T),
+}
+
+fn setting_name(origin: &Origin) -> String {
+    match origin {
+        Origin::Flag(n) | Origin::Env(n) => n.clone(),
+        Origin::File { path, key } => format!("{} key {key}", path.display()),
+        Origin::Default => "default".to_owned(),
+    }
+}
+
+fn parse_bool(text: &str) -> Option<bool> {
+    match text.trim().to_ascii_lowercase().as_str() {
+        "1" | "true" | "yes" | "on" => Some(true),
+        "0" | "false" | "no" | "off" => Some(false),
+        _ => None,
+    }
+}
+
+fn seconds(value: f64) -> Option<Duration> {
+    (value.is_finite() && value > 0.0 && value <= 600.0).then(|| Duration::from_secs_f64(value))
+}
+
+impl Settings {
+    /// Resolves every setting through the layers.
+    ///
+    /// # Errors
+    /// The first [`ConfigError`] found, naming the setting.
+    pub fn resolve(layers: &Layers<'_>) -> Result<Self, ConfigError> {
+        let names = EnvNames::for_host(layers.host);
+
+        let server_url = match layers.find(
+            "server_url",
+            &names.server_url,
+            |o| o.server_url.clone().map(Raw::Typed),
+            |t| Raw::Text(t.to_owned()),
+        )? {
+            Some(Found { value: Raw::Text(s) | Raw::Typed(s), origin }) => {
+                let url = BaseUrl::parse(&s).map_err(|p| ConfigError::new(setting_name(&origin), p.to_string()))?;
+                Setting { value: url, origin }
+            }
+            None => Setting {
+                value: BaseUrl::parse(Defaults::SERVER_URL).expect("the default URL is valid"),
+                origin: Origin::Default,
+            },
+        };
+
+        let authorization = {
+            let header = layers.find(
+                "authorization",
+                &names.authorization,
+                |o| o.authorization.clone(),
+                str::to_owned,
+            )?;
+            match header {
+                Some(Found { value, origin }) if !matches!(origin, Origin::File { .. }) || !has_env(layers, &names.token) => {
+                    let a = Authorization::parse_header(&value)
+                        .map_err(|p| ConfigError::new(setting_name(&origin), p.to_string()))?;
+                    Setting { value: Some(a), origin }
+                }
+                _ => match first_env(layers.env, &names.token)? {
+                    Some((name, token)) => {
+                        let a = Authorization::parse_token(token)
+                            .map_err(|p| ConfigError::new(name.clone(), p.to_string()))?;
+                        Setting { value: Some(a), origin: Origin::Env(name) }
+                    }
+                    None => match header {
+                        Some(Found { value, origin }) => {
+                            let a = Authorization::parse_header(&value)
+                                .map_err(|p| ConfigError::new(setting_name(&origin), p.to_string()))?;
+                            Setting { value: Some(a), origin }
+                        }
+                        None => Setting { value: None, origin: Origin::Default },
+                    },
+                },
+            }
+        };
+
+        let scope_id = match layers.find("scope_id", &names.scope_id, |o| o.scope_id.clone(), str::to_owned)? {
+            Some(Found { value, origin }) => {
+                let v = value.trim();
+                if v.chars().count() > 256 || v.chars().any(char::is_control) {
+                    return Err(ConfigError::new(setting_name(&origin), "must be a scope id of at most 256 characters"));
+                }
+                Setting { value: (!v.is_empty()).then(|| v.to_owned()), origin }
+            }
+            None => Setting { value: None, origin: Origin::Default },
+        };
+
+        let boolean = |key: &str, names: &[String], pick: fn(&HostOptions) -> Option<bool>, default: bool| {
+            match layers.find(key, names, move |o| pick(o).map(Raw::Typed), |t| Raw::Text(t.to_owned()))? {
+                Some(Found { value: Raw::Typed(b), origin }) => Ok(Setting { value: b, origin }),
+                Some(Found { value: Raw::Text(t), origin }) => match parse_bool(&t) {
+                    Some(b) => Ok(Setting { value: b, origin }),
+                    None => Err(ConfigError::new(setting_name(&origin), "must be one of 1/0, true/false, yes/no, on/off")),
+                },
+                None => Ok(Setting { value: default, origin: Origin::Default }),
+            }
+        };
+        let capture_prompts =
+            boolean("capture_prompts", &names.capture_prompts, |o| o.capture_prompts, Defaults::CAPTURE_PROMPTS)?;
+        let flush_on_capture =
+            boolean("flush_on_capture", &names.flush_on_capture, |o| o.flush_on_capture, Defaults::FLUSH_ON_CAPTURE)?;
+
+        let duration = |key: &str, names: &[String], pick: fn(&HostOptions) -> Option<f64>, default: Duration| {
+            match layers.find(key, names, move |o| pick(o).map(Raw::Typed), |t| Raw::Text(t.to_owned()))? {
+                Some(Found { value, origin }) => {
+                    let secs = match value {
+                        Raw::Typed(f) => Some(f),
+                        Raw::Text(t) => t.trim().parse::<f64>().ok(),
+                    };
+                    match secs.and_then(seconds) {
+                        Some(d) => Ok(Setting { value: d, origin }),
+                        None => Err(ConfigError::new(setting_name(&origin), "must be a number of seconds above 0 and at most 600")),
+                    }
+                }
+                None => Ok(Setting { value: default, origin: Origin::Default }),
+            }
+        };
+        let request_timeout = duration(
+            "request_timeout_seconds",
+            &names.request_timeout,
+            |o| o.request_timeout_seconds,
+            Defaults::REQUEST_TIMEOUT,
+        )?;
+        let budget = duration("budget_seconds", &names.budget, |o| o.budget_seconds, Defaults::BUDGET)?;
+
+        let integer = |key: &str,
+                       names: &[String],
+                       pick: fn(&HostOptions) -> Option<i64>,
+                       range: std::ops::RangeInclusive<i64>,
+                       default: u32| {
+            match layers.find(key, names, move |o| pick(o).map(Raw::Typed), |t| Raw::Text(t.to_owned()))? {
+                Some(Found { value, origin }) => {
+                    let n = match value {
+                        Raw::Typed(n) => Some(n),
+                        Raw::Text(t) => t.trim().parse::<i64>().ok(),
+                    };
+                    match n.filter(|n| range.contains(n)).and_then(|n| u32::try_from(n).ok()) {
+                        Some(n) => Ok(Setting { value: n, origin }),
+                        None => Err(ConfigError::new(
+                            setting_name(&origin),
+                            format!("must be a whole number from {} to {}", range.start(), range.end()),
+                        )),
+                    }
+                }
+                None => Ok(Setting { value: default, origin: Origin::Default }),
+            }
+        };
+        let flush_max_calls =
+            integer("flush_max_calls", &names.flush_max_calls, |o| o.flush_max_calls, 1..=16, Defaults::FLUSH_MAX_CALLS)?;
+        let max_bytes = integer("max_bytes", &names.max_bytes, |o| o.max_bytes, 512..=32768, Defaults::MAX_BYTES)?;
+
+        Ok(Self {
+            server_url,
+            authorization,
+            scope_id,
+            capture_prompts,
+            flush_on_capture,
+            request_timeout,
+            budget,
+            flush_max_calls,
+            max_bytes,
+        })
+    }
+
+    /// Loads the file (if any) and resolves settings for a hook process (no flags).
+    ///
+    /// # Errors
+    /// The first [`ConfigError`].
+    pub fn for_hook(host: Integration, env: &Env) -> Result<Self, ConfigError> {
+        let path = default_config_path(env);
+        let file = match &path {
+            Some(p) => load_file(p)?,
+            None => None,
+        };
+        let file_ref = match (&path, &file) {
+            (Some(p), Some(f)) => Some((p.as_path(), f)),
+            _ => None,
+        };
+        Self::resolve(&Layers { host, env, flags: None, file: file_ref })
+    }
+}
+
+fn has_env(layers: &Layers<'_>, names: &[String]) -> bool {
+    names.iter().any(|n| matches!(layers.env.get(n), EnvValue::Set(v) if !v.trim().is_empty()))
+}
+
+fn first_env<'e>(env: &'e Env, names: &[String]) -> Result<Option<(String, &'e str)>, ConfigError> {
+    for name in names {
+        match env.get(name) {
+            EnvValue::Set(v) if !v.trim().is_empty() => return Ok(Some((name.clone(), v))),
+            EnvValue::NotUnicode => return Err(ConfigError::new(name.clone(), "is not valid UTF-8")),
+            _ => {}
+        }
+    }
+    Ok(None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn resolve(host: Integration, env: &[(&str, &str)], file: Option<&str>) -> Result<Settings, ConfigError> {
+        let env = Env::from_pairs(env.iter().copied());
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.toml");
+        let parsed = match file {
+            Some(text) => {
+                std::fs::write(&path, text).unwrap();
+                load_file(&path)?
+            }
+            None => None,
+        };
+        Settings::resolve(&Layers { host, env: &env, flags: None, file: parsed.as_ref().map(|f| (path.as_path(), f)) })
+    }
+
+    #[test]
+    fn defaults_apply_when_nothing_is_set() {
+        let s = resolve(Integration::ClaudeCode, &[], None).unwrap();
+        assert_eq!(s.server_url.value.as_str(), "http://127.0.0.1:8000");
+        assert_eq!(s.server_url.origin, Origin::Default);
+        assert!(s.authorization.value.is_none());
+        assert!(s.capture_prompts.value);
+        assert!(!s.flush_on_capture.value);
+        assert_eq!(s.request_timeout.value, Duration::from_secs(1));
+        assert_eq!(s.budget.value, Duration::from_secs(4));
+        assert_eq!(s.flush_max_calls.value, 4);
+        assert_eq!(s.max_bytes.value, 8000);
+    }
+
+    #[test]
+    fn env_beats_file_and_host_table_beats_file_common() {
+        let file = "server_url = \"https://common.example\"\nmax_bytes = 600\n[hosts.codex]\nserver_url = \"https://codex.example\"\n";
+        let s = resolve(Integration::Codex, &[], Some(file)).unwrap();
+        assert_eq!(s.server_url.value.as_str(), "https://codex.example");
+        assert!(matches!(&s.server_url.origin, Origin::File { key, .. } if key == "hosts.codex.server_url"));
+        assert_eq!(s.max_bytes.value, 600);
+        let s = resolve(Integration::ClaudeCode, &[], Some(file)).unwrap();
+        assert_eq!(s.server_url.value.as_str(), "https://common.example");
+        let s = resolve(Integration::Codex, &[("POWERCONTEXT_CODEX_SERVER_URL", "http://127.0.0.1:9")], Some(file)).unwrap();
+        assert_eq!(s.server_url.value.as_str(), "http://127.0.0.1:9");
+        assert_eq!(s.server_url.origin, Origin::Env("POWERCONTEXT_CODEX_SERVER_URL".into()));
+    }
+
+    #[test]
+    fn env_name_precedence_for_the_server_url() {
+        let all = [
+            ("POWERCONTEXT_CLIENT_SERVER_URL", "http://127.0.0.1:5"),
+            ("CLAUDE_PLUGIN_OPTION_SERVER_URL", "http://127.0.0.1:4"),
+            ("POWERCONTEXT_CLAUDE_ENDPOINT", "http://127.0.0.1:3"),
+            ("POWERCONTEXT_CLAUDE_BASE_URL", "http://127.0.0.1:2"),
+            ("POWERCONTEXT_CLAUDE_SERVER_URL", "http://127.0.0.1:1"),
+        ];
+        for i in 0..all.len() {
+            let s = resolve(Integration::ClaudeCode, &all[..=i], None).unwrap();
+            assert_eq!(s.server_url.value.as_str(), all[i].1);
+        }
+        // Blank values fall through to the next layer.
+        let s = resolve(Integration::ClaudeCode, &[("POWERCONTEXT_CLAUDE_SERVER_URL", "  "), all[0]], None).unwrap();
+        assert_eq!(s.server_url.value.as_str(), all[0].1);
+    }
+
+    #[test]
+    fn errors_name_the_setting_and_never_the_value() {
+        let cases: &[(&str, &str)] = &[
+            ("POWERCONTEXT_CLAUDE_SERVER_URL", "http://secret-host.example"),
+            ("POWERCONTEXT_CLAUDE_AUTHORIZATION", "Basic secret-token"),
+            ("POWERCONTEXT_CLIENT_API_TOKEN", "secret token"),
+            ("POWERCONTEXT_CLAUDE_CAPTURE_PROMPTS", "secret"),
+            ("POWERCONTEXT_CLAUDE_REQUEST_TIMEOUT_SECONDS", "-1"),
+            ("POWERCONTEXT_CLAUDE_HTTP_BUDGET_SECONDS", "secret"),
+            ("POWERCONTEXT_CLAUDE_FLUSH_MAX_CALLS", "17"),
+            ("POWERCONTEXT_CLAUDE_MAX_BYTES", "511"),
+        ];
+        for (name, value) in cases {
+            let err = resolve(Integration::ClaudeCode, &[(name, value)], None).unwrap_err();
+            assert_eq!(&err.setting, name);
+            let text = err.to_string();
+            assert!(text.contains(name) && !text.contains("secret"), "{text}");
+        }
+    }
+
+    #[test]
+    fn token_variables() {
+        let s = resolve(Integration::Codex, &[("POWERCONTEXT_CLIENT_API_TOKEN", "tok")], None).unwrap();
+        assert_eq!(s.authorization.value.unwrap().header_value(), "Bearer tok");
+        let s = resolve(
+            Integration::Codex,
+            &[("POWERCONTEXT_CLIENT_API_TOKEN", "tok"), ("POWERCONTEXT_CODEX_AUTHORIZATION", "Bearer host")],
+            None,
+        )
+        .unwrap();
+        assert_eq!(s.authorization.value.unwrap().header_value(), "Bearer host");
+        // A token in the environment beats an authorization written in the file.
+        let s = resolve(Integration::Codex, &[("POWERCONTEXT_CLIENT_API_TOKEN", "tok")], Some("authorization = \"Bearer file\"\n"))
+            .unwrap();
+        assert_eq!(s.authorization.value.unwrap().header_value(), "Bearer tok");
+    }
+
+    #[test]
+    fn file_errors_are_content_free() {
+        let err = resolve(Integration::Codex, &[], Some("sever_url = \"x\"\n")).unwrap_err();
+        assert!(err.problem.contains("unknown key `sever_url`"), "{err}");
+        let err = resolve(Integration::Codex, &[], Some("[hosts.codex]\nbogus = 1\n")).unwrap_err();
+        assert!(err.problem.contains("unknown key `bogus`"), "{err}");
+        let err = resolve(Integration::Codex, &[], Some("capture_prompts = \"secret-value\"\n")).unwrap_err();
+        assert!(!err.to_string().contains("secret"), "{err}");
+        let err = resolve(Integration::Codex, &[], Some("authorization = \"Basic secret\"\n")).unwrap_err();
+        assert!(err.setting.ends_with("key authorization") && !err.to_string().contains("secret"), "{err}");
+    }
+
+    #[test]
+    fn non_unicode_values_are_reported() {
+        let mut env = Env::default();
+        env.set_not_unicode("POWERCONTEXT_PI_SCOPE_ID");
+        let err = Settings::resolve(&Layers { host: Integration::Pi, env: &env, flags: None, file: None }).unwrap_err();
+        assert_eq!(err.setting, "POWERCONTEXT_PI_SCOPE_ID");
+    }
+}

@@ -1,0 +1,76 @@
+//! Host identities: the five integrations, the names the Server and the official CLI use for
+//! them, and the per-host literals (prefixes, components) that must match upstream byte for byte.
+
+/// One of the supported coding-agent hosts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Integration {
+    /// Claude Code (`UserPromptSubmit` command hook).
+    ClaudeCode,
+    /// Codex CLI (`UserPromptSubmit` command hook).
+    Codex,
+    /// OpenCode (`chat.message` + `experimental.chat.messages.transform`).
+    OpenCode,
+    /// Pi (`before_agent_start` + boundary events).
+    Pi,
+    /// DeepSeek Harness (`agent/pre-step`).
+    Dsh,
+}
+
+impl Integration {
+    /// The integration name used in Server binding keys and by the official CLI.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::ClaudeCode => "claude-code",
+            Self::Codex => "codex",
+            Self::OpenCode => "opencode",
+            Self::Pi => "pi",
+            Self::Dsh => "dsh",
+        }
+    }
+
+    /// The middle part of this host's environment variables: `POWERCONTEXT_<PART>_…`.
+    #[must_use]
+    pub fn env_part(self) -> &'static str {
+        match self {
+            Self::ClaudeCode => "CLAUDE",
+            Self::Codex => "CODEX",
+            Self::OpenCode => "OPENCODE",
+            Self::Pi => "PI",
+            Self::Dsh => "DSH",
+        }
+    }
+
+    /// The `source_id` prefix of captured prompts (upstream-compatible).
+    #[must_use]
+    pub fn source_prefix(self) -> &'static str {
+        match self {
+            Self::ClaudeCode => "claude-code-user-prompt",
+            Self::Codex => "codex-user-prompt",
+            Self::OpenCode => "opencode-user-prompt",
+            Self::Pi => "pi-user-prompt",
+            Self::Dsh => "dsh-user-prompt",
+        }
+    }
+
+    /// The diagnostic component prefix: `powercontext.<name>`.
+    #[must_use]
+    pub fn component(self) -> &'static str {
+        match self {
+            Self::ClaudeCode => "powercontext.claude_code",
+            Self::Codex => "powercontext.codex",
+            Self::OpenCode => "powercontext.opencode",
+            Self::Pi => "powercontext.pi",
+            Self::Dsh => "powercontext.dsh",
+        }
+    }
+
+    /// All hosts, in documentation order.
+    pub const ALL: [Self; 5] = [Self::ClaudeCode, Self::Codex, Self::OpenCode, Self::Pi, Self::Dsh];
+
+    /// Parses the integration name used on command lines (`claude-code`, `codex`, …).
+    #[must_use]
+    pub fn parse(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|i| i.as_str() == name)
+    }
+}

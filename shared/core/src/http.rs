@@ -1,0 +1,253 @@
+//! The one HTTP transport: ureq with rustls, JSON POST/GET under the process deadline, redirects
+//! never followed (any 3xx is an invalid response and nothing is sent to its target), response
+//! bodies capped at 1 MiB, and an explicit proxy policy. It never logs bodies or headers.
+
+use std::time::Duration;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::deadline::Deadline;
+use crate::endpoint::{Authorization, BaseUrl};
+use crate::env::Env;
+use crate::outcome::{Failure, Outcome};
+
+/// Largest response body read, declared or not.
+pub const MAX_BODY_BYTES: u64 = 1024 * 1024;
+
+/// The `User-Agent` sent with every request.
+pub const USER_AGENT: &str = concat!("powercontext-hooks/", env!("CARGO_PKG_VERSION"));
+
+/// A Server connection: base URL, credentials, timeouts.
+#[derive(Clone)]
+pub struct Transport {
+    agent: ureq::Agent,
+    base: BaseUrl,
+    authorization: Option<Authorization>,
+    request_timeout: Duration,
+    deadline: Deadline,
+}
+
+/// A response that arrived, with its status and JSON body (`Null` when the body is not JSON).
+#[derive(Debug, Clone)]
+pub struct Reply {
+    /// HTTP status.
+    pub status: u16,
+    /// Parsed body.
+    pub body: Value,
+    /// Whether the body parsed as JSON.
+    pub json: bool,
+}
+
+/// Why no usable reply arrived.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum HttpError {
+    /// The per-request timeout or the process deadline ran out.
+    #[error("timed out")]
+    Timeout,
+    /// Could not connect, or the connection broke.
+    #[error("server unavailable")]
+    Unavailable,
+    /// A 3xx answer: never followed.
+    #[error("redirect refused")]
+    Redirect(u16),
+    /// The body is larger than [`MAX_BODY_BYTES`].
+    #[error("response body too large")]
+    BodyTooLarge(u16),
+}
+
+impl HttpError {
+    /// The failure class of this error.
+    #[must_use]
+    pub fn failure(self) -> Failure {
+        match self {
+            Self::Timeout => Failure::new(Outcome::Timeout),
+            Self::Unavailable => Failure::new(Outcome::ServerUnavailable),
+            Self::Redirect(s) => Failure { outcome: Outcome::InvalidResponse, http_status: Some(s), detail: Some("redirect") },
+            Self::BodyTooLarge(s) => {
+                Failure { outcome: Outcome::InvalidResponse, http_status: Some(s), detail: Some("body_too_large") }
+            }
+        }
+    }
+}
+
+/// The proxy to use for a base URL: none for loopback or plain http; for remote `https`, the
+/// standard variables (`HTTPS_PROXY`, `ALL_PROXY`, lowercase too) unless `NO_PROXY` names the host.
+#[must_use]
+pub fn proxy_for(base: &BaseUrl, env: &Env) -> Option<String> {
+    if base.is_loopback() || !base.is_https() {
+        return None;
+    }
+    let no_proxy = env.text("NO_PROXY").or_else(|| env.text("no_proxy")).unwrap_or("");
+    let host = base.host();
+    let excluded = no_proxy.split(',').map(str::trim).filter(|e| !e.is_empty()).any(|entry| {
+        let entry = entry.trim_start_matches("*.").trim_start_matches('.');
+        entry == "*" || host == entry || host.ends_with(&format!(".{entry}"))
+    });
+    if excluded {
+        return None;
+    }
+    ["HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"]
+        .iter()
+        .find_map(|n| env.text(n).filter(|v| !v.trim().is_empty()))
+        .map(|v| v.trim().to_owned())
+}
+
+impl Transport {
+    /// Builds a transport. An unusable proxy variable is reported as the name of the variable.
+    ///
+    /// # Errors
+    /// The name of the proxy variable that could not be parsed.
+    pub fn new(
+        base: BaseUrl,
+        authorization: Option<Authorization>,
+        request_timeout: Duration,
+        deadline: Deadline,
+        env: &Env,
+    ) -> Result<Self, &'static str> {
+        let proxy = match proxy_for(&base, env) {
+            Some(p) => Some(ureq::Proxy::new(&p).map_err(|_| "HTTPS_PROXY")?),
+            None => None,
+        };
+        let config = ureq::Agent::config_builder()
+            .max_redirects(0)
+            .http_status_as_error(false)
+            .https_only(!base.is_loopback())
+            .user_agent(USER_AGENT)
+            .proxy(proxy)
+            .timeout_global(Some(deadline.cap(request_timeout)))
+            .build();
+        Ok(Self { agent: config.into(), base, authorization, request_timeout, deadline })
+    }
+
+    /// The Server base URL.
+    #[must_use]
+    pub fn base(&self) -> &BaseUrl {
+        &self.base
+    }
+
+    /// The process deadline.
+    #[must_use]
+    pub fn deadline(&self) -> &Deadline {
+        &self.deadline
+    }
+
+    /// POSTs a JSON body and returns the reply.
+    ///
+    /// # Errors
+    /// An [`HttpError`] when no usable reply arrived in time.
+    pub fn post_json<B: Serialize>(&self, path: &str, body: &B) -> Result<Reply, HttpError> {
+        let bytes = serde_json::to_vec(body).map_err(|_| HttpError::Unavailable)?;
+        let timeout = self.deadline.cap(self.request_timeout);
+        if timeout.is_zero() {
+            return Err(HttpError::Timeout);
+        }
+        let mut req = self
+            .agent
+            .post(self.base.join(path))
+            .header("Accept", "application/json")
+            .header("Content-Type", "application/json");
+        if let Some(a) = &self.authorization {
+            req = req.header("Authorization", a.header_value());
+        }
+        let result = req.config().timeout_global(Some(timeout)).build().send(&bytes[..]);
+        read_reply(result)
+    }
+
+    /// GETs a path and returns the reply.
+    ///
+    /// # Errors
+    /// An [`HttpError`] when no usable reply arrived in time.
+    pub fn get(&self, path: &str) -> Result<Reply, HttpError> {
+        let timeout = self.deadline.cap(self.request_timeout);
+        if timeout.is_zero() {
+            return Err(HttpError::Timeout);
+        }
+        let mut req = self.agent.get(self.base.join(path)).header("Accept", "application/json");
+        if let Some(a) = &self.authorization {
+            req = req.header("Authorization", a.header_value());
+        }
+        read_reply(req.config().timeout_global(Some(timeout)).build().call())
+    }
+}
+
+fn classify(err: &ureq::Error) -> HttpError {
+    match err {
+        ureq::Error::Timeout(_) => HttpError::Timeout,
+        ureq::Error::Io(e) if matches!(e.kind(), std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock) => {
+            HttpError::Timeout
+        }
+        _ => HttpError::Unavailable,
+    }
+}
+
+fn read_reply(result: Result<ureq::http::Response<ureq::Body>, ureq::Error>) -> Result<Reply, HttpError> {
+    let mut response = result.map_err(|e| classify(&e))?;
+    let status = response.status().as_u16();
+    if (300..400).contains(&status) {
+        return Err(HttpError::Redirect(status));
+    }
+    let declared = response
+        .headers()
+        .get("content-length")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    if declared.is_some_and(|n| n > MAX_BODY_BYTES) {
+        return Err(HttpError::BodyTooLarge(status));
+    }
+    let bytes = match response.body_mut().with_config().limit(MAX_BODY_BYTES).read_to_vec() {
+        Ok(b) => b,
+        Err(ureq::Error::BodyExceedsLimit(_)) => return Err(HttpError::BodyTooLarge(status)),
+        Err(e) => return Err(classify(&e)),
+    };
+    match serde_json::from_slice::<Value>(&bytes) {
+        Ok(body) => Ok(Reply { status, body, json: true }),
+        Err(_) => Ok(Reply { status, body: Value::Null, json: false }),
+    }
+}
+
+/// Maps a non-success reply to a failure class (shared by every call).
+#[must_use]
+pub fn failure_for(reply: &Reply) -> Failure {
+    let code = crate::wire::error_code(&reply.body);
+    let outcome = match reply.status {
+        401 => Outcome::AuthenticationFailed,
+        403 => Outcome::Forbidden,
+        404 if code == Some("scope_not_found") => Outcome::ScopeNotFound,
+        // A route 404 has no application envelope: an old or foreign server.
+        404 if code.is_none() => Outcome::VersionMismatch,
+        503 if code == Some("inference_unavailable") => Outcome::InferenceUnavailable,
+        503 => Outcome::ServerUnavailable,
+        _ => Outcome::InvalidResponse,
+    };
+    Failure { outcome, http_status: Some(reply.status), detail: None }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn proxy_policy() {
+        let env = Env::from_pairs([("HTTPS_PROXY", "http://proxy.example:3128"), ("NO_PROXY", "internal.example")]);
+        let remote = BaseUrl::parse("https://memory.example").unwrap();
+        assert_eq!(proxy_for(&remote, &env).as_deref(), Some("http://proxy.example:3128"));
+        assert_eq!(proxy_for(&BaseUrl::parse("http://127.0.0.1:8000").unwrap(), &env), None);
+        assert_eq!(proxy_for(&BaseUrl::parse("https://localhost").unwrap(), &env), None);
+        assert_eq!(proxy_for(&BaseUrl::parse("https://a.internal.example").unwrap(), &env), None);
+        assert_eq!(proxy_for(&remote, &Env::default()), None);
+    }
+
+    #[test]
+    fn status_mapping() {
+        let reply = |status, body: Value| Reply { status, body, json: true };
+        let env404 = serde_json::json!({"error": {"code": "scope_not_found", "message": "", "details": null}});
+        assert_eq!(failure_for(&reply(401, Value::Null)).outcome, Outcome::AuthenticationFailed);
+        assert_eq!(failure_for(&reply(403, Value::Null)).outcome, Outcome::Forbidden);
+        assert_eq!(failure_for(&reply(404, env404)).outcome, Outcome::ScopeNotFound);
+        assert_eq!(failure_for(&reply(404, serde_json::json!({"detail": "Not Found"}))).outcome, Outcome::VersionMismatch);
+        assert_eq!(failure_for(&reply(422, Value::Null)).outcome, Outcome::InvalidResponse);
+        assert_eq!(failure_for(&reply(500, Value::Null)).outcome, Outcome::InvalidResponse);
+        assert_eq!(failure_for(&reply(503, Value::Null)).outcome, Outcome::ServerUnavailable);
+    }
+}

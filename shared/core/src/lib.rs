@@ -1,0 +1,24 @@
+//! Shared contract logic for the PowerContext hook executables: configuration, the HTTP transport,
+//! scope resolution, PreparedContext validation, capture with the secret filter, and the fail-open
+//! process policy. Host crates only describe their payloads; everything else lives here.
+//!
+//! Exit codes: every hook executable exits 0, whatever happens (see [`protocol`]).
+#![deny(missing_docs)]
+
+pub mod capture;
+pub mod config;
+pub mod deadline;
+pub mod emit;
+pub mod endpoint;
+pub mod env;
+pub mod host;
+pub mod http;
+pub mod outcome;
+pub mod payload;
+pub mod process;
+pub mod prompt_hook;
+pub mod protocol;
+pub mod scope;
+pub mod secrets;
+pub mod wire;
+pub mod workspace;

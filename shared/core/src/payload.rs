@@ -1,0 +1,130 @@
+//! Decoding host stdin payloads: tolerant of unknown fields, of invalid UTF-8 bytes and of lone
+//! surrogate escapes (repaired to U+FFFD and flagged lossy, so the text is never persisted), and
+//! never echoing payload content anywhere.
+
+use serde_json::Value;
+
+/// A decoded JSON payload and whether decoding had to repair it.
+#[derive(Debug, Clone)]
+pub struct Decoded {
+    /// The JSON value.
+    pub value: Value,
+    /// True when invalid UTF-8 or lone surrogates were replaced: the text is not what the user
+    /// typed, so it may be used as a recall query but is never captured.
+    pub lossy: bool,
+}
+
+/// Decodes stdin bytes as JSON, repairing invalid UTF-8 and lone surrogate escapes.
+#[must_use]
+pub fn decode(bytes: &[u8]) -> Option<Decoded> {
+    if let Ok(value) = serde_json::from_slice::<Value>(bytes) {
+        return Some(Decoded { value, lossy: false });
+    }
+    let text = String::from_utf8_lossy(bytes);
+    let repaired = repair_lone_surrogates(&text);
+    let candidate = repaired.as_deref().unwrap_or(&text);
+    let value = serde_json::from_str::<Value>(candidate).ok()?;
+    let lossy = repaired.is_some() || matches!(text, std::borrow::Cow::Owned(_));
+    Some(Decoded { value, lossy })
+}
+
+/// Replaces `\uD800`–`\uDFFF` escapes that do not form a valid pair with `\uFFFD`. Returns `None`
+/// when nothing needed replacing.
+#[must_use]
+pub fn repair_lone_surrogates(text: &str) -> Option<String> {
+    let bytes = text.as_bytes();
+    let mut out = String::with_capacity(text.len());
+    let mut changed = false;
+    let mut copied = 0;
+    let mut i = 0;
+    let hex_at = |i: usize| -> Option<u16> {
+        let h = text.get(i..i + 4)?;
+        u16::from_str_radix(h, 16).ok()
+    };
+    while i < bytes.len() {
+        if bytes[i] != b'\\' {
+            i += 1;
+            continue;
+        }
+        if bytes.get(i + 1) != Some(&b'u') {
+            i += 2; // an escaped character, e.g. `\\` or `\"`
+            continue;
+        }
+        let Some(unit) = hex_at(i + 2) else {
+            i += 2;
+            continue;
+        };
+        let high = (0xD800..0xDC00).contains(&unit);
+        let low = (0xDC00..0xE000).contains(&unit);
+        if high
+            && bytes.get(i + 6) == Some(&b'\\')
+            && bytes.get(i + 7) == Some(&b'u')
+            && hex_at(i + 8).is_some_and(|next| (0xDC00..0xE000).contains(&next))
+        {
+            i += 12; // a valid pair
+            continue;
+        }
+        if high || low {
+            out.push_str(&text[copied..i]);
+            out.push_str("\\uFFFD");
+            changed = true;
+            copied = i + 6;
+        }
+        i += 6;
+    }
+    if !changed {
+        return None;
+    }
+    out.push_str(&text[copied..]);
+    Some(out)
+}
+
+/// The first of `fields` that holds a non-blank string, trimmed.
+#[must_use]
+pub fn first_text<'a>(value: &'a Value, fields: &[&str]) -> Option<&'a str> {
+    fields.iter().find_map(|f| value.get(*f).and_then(Value::as_str).map(str::trim).filter(|s| !s.is_empty()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clean_json_is_not_lossy() {
+        let d = decode(br#"{"prompt":"h\u00e9llo \ud83d\ude00"}"#).unwrap();
+        assert!(!d.lossy);
+        assert_eq!(d.value["prompt"], "héllo 😀");
+    }
+
+    #[test]
+    fn invalid_utf8_is_repaired_and_flagged() {
+        let d = decode(b"{\"prompt\":\"a\xffb\"}").unwrap();
+        assert!(d.lossy);
+        assert_eq!(d.value["prompt"], "a\u{fffd}b");
+    }
+
+    #[test]
+    fn lone_surrogates_are_repaired_and_flagged() {
+        let d = decode(br#"{"prompt":"x\ud800y","cwd":"\udc00"}"#).unwrap();
+        assert!(d.lossy);
+        assert_eq!(d.value["prompt"], "x\u{fffd}y");
+        assert_eq!(d.value["cwd"], "\u{fffd}");
+        // A literal backslash followed by `ud800` is text, not an escape.
+        assert_eq!(repair_lone_surrogates(r#""\\ud800""#), None);
+        // A valid pair stays.
+        assert_eq!(repair_lone_surrogates(r#""\ud83d\ude00""#), None);
+    }
+
+    #[test]
+    fn garbage_is_rejected() {
+        assert!(decode(b"not json").is_none());
+        assert!(decode(b"").is_none());
+    }
+
+    #[test]
+    fn first_text_skips_blank_and_non_strings() {
+        let v: Value = serde_json::json!({"a": " ", "b": 3, "c": " x "});
+        assert_eq!(first_text(&v, &["a", "b", "c"]), Some("x"));
+        assert_eq!(first_text(&v, &["a"]), None);
+    }
+}

@@ -1,0 +1,10 @@
+//! Test support for powercontext-hooks: hermetic environments, loopback servers (fault injection
+//! and a fake model), the real PowerContext Server harness and real-host runners. Never used by
+//! shipped code.
+#![allow(clippy::print_stdout, clippy::print_stderr, missing_docs)]
+
+pub mod fake_model;
+pub mod fault_server;
+pub mod hosts;
+pub mod http1;
+pub mod real_server;
