@@ -1,6 +1,10 @@
 //! The `powercontext-hooks` command line: the only place clap and anyhow are used. It never
 //! shadows the Python `powercontext` CLI (which owns `server run`) and never embeds the Server.
-#![allow(clippy::print_stdout, clippy::print_stderr, reason = "a command-line tool talks on its terminal")]
+#![allow(
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "a command-line tool talks on its terminal"
+)]
 
 use std::process::ExitCode;
 
@@ -12,7 +16,7 @@ use clap::{Parser, Subcommand};
 /// powercontext-hook-codex. Each reads the host's event on stdin, injects recalled context for the
 /// current prompt, captures the prompt as a Source (never secret-like text), and always exits 0.
 #[derive(Debug, Parser)]
-#[command(name = "powercontext-hooks", version, about, long_about = None, after_help = AFTER_HELP)]
+#[command(name = "powercontext-hooks", version, after_help = AFTER_HELP)]
 pub struct Args {
     #[command(subcommand)]
     command: Option<Command>,
@@ -25,7 +29,7 @@ See the README for the full table. The Server itself is run by the Python CLI: `
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Print the version of every executable in this installation.
+    /// Print the version.
     Version,
 }
 

@@ -66,11 +66,20 @@ pub fn metadata(origin: &str, event: &str, fields: &[(&str, Option<&str>)]) -> M
 /// # Errors
 /// The classified [`Failure`]; a 409 is [`Outcome::CaptureConflict`].
 pub fn send(transport: &Transport, request: &CaptureRequest) -> Result<u64, Failure> {
-    let reply = transport.post_json("/v1/sources/content", request).map_err(|e| e.failure())?;
+    let reply = transport
+        .post_json("/v1/sources/content", request)
+        .map_err(|e| e.failure())?;
     match reply.status {
-        200..=202 => capture_position(&reply.body)
-            .ok_or(Failure { outcome: Outcome::InvalidResponse, http_status: Some(reply.status), detail: Some("schema") }),
-        409 => Err(Failure { outcome: Outcome::CaptureConflict, http_status: Some(409), detail: None }),
+        200..=202 => capture_position(&reply.body).ok_or(Failure {
+            outcome: Outcome::InvalidResponse,
+            http_status: Some(reply.status),
+            detail: Some("schema"),
+        }),
+        409 => Err(Failure {
+            outcome: Outcome::CaptureConflict,
+            http_status: Some(409),
+            detail: None,
+        }),
         _ => Err(failure_for(&reply)),
     }
 }
@@ -80,14 +89,24 @@ pub fn send(transport: &Transport, request: &CaptureRequest) -> Result<u64, Fail
 /// # Errors
 /// [`Outcome::FlushIncomplete`] when calls ran out, [`Outcome::InferenceUnavailable`] for a Server
 /// without a model, or the classified failure of a call.
-pub fn flush_through(transport: &Transport, scope: &str, position: u64, max_calls: u32) -> Result<u64, Failure> {
+pub fn flush_through(
+    transport: &Transport,
+    scope: &str,
+    position: u64,
+    max_calls: u32,
+) -> Result<u64, Failure> {
     for _ in 0..max_calls {
-        let reply = transport.post_json("/v1/memory/flush", &FlushRequest { scope_id: scope }).map_err(|e| e.failure())?;
+        let reply = transport
+            .post_json("/v1/memory/flush", &FlushRequest { scope_id: scope })
+            .map_err(|e| e.failure())?;
         if reply.status != 200 {
             return Err(failure_for(&reply));
         }
-        let cursor = flush_cursor(&reply.body)
-            .ok_or(Failure { outcome: Outcome::InvalidResponse, http_status: Some(200), detail: Some("schema") })?;
+        let cursor = flush_cursor(&reply.body).ok_or(Failure {
+            outcome: Outcome::InvalidResponse,
+            http_status: Some(200),
+            detail: Some("schema"),
+        })?;
         if cursor >= position {
             return Ok(cursor);
         }
@@ -102,19 +121,43 @@ mod tests {
     #[test]
     fn official_source_id_vectors() {
         assert_eq!(
-            source_id("pi-user-prompt", "project:demo", "session-42", "2", "continue implementation"),
+            source_id(
+                "pi-user-prompt",
+                "project:demo",
+                "session-42",
+                "2",
+                "continue implementation"
+            ),
             "pi-user-prompt:e6a00963cdd775dfc032dd2f79e40d2583d144c09082352aae50bdd1dbe5bca5"
         );
         assert_eq!(
-            source_id("codex-user-prompt", "project:test", "session-1", "turn-2", "Keep the Source pipeline."),
+            source_id(
+                "codex-user-prompt",
+                "project:test",
+                "session-1",
+                "turn-2",
+                "Keep the Source pipeline."
+            ),
             "codex-user-prompt:816b0186fbb1c877ad4ccac222d80c32ebb86734c41f6fe36a9ea53c115d2c62"
         );
         assert_eq!(
-            source_id("claude-code-user-prompt", "project:test", "session-1", "prompt-2", "Keep the Source pipeline."),
+            source_id(
+                "claude-code-user-prompt",
+                "project:test",
+                "session-1",
+                "prompt-2",
+                "Keep the Source pipeline."
+            ),
             "claude-code-user-prompt:297038fe2ca34421ff13cb4c6cd98bf1398d93f392f60e29fece6ce2d6c82723"
         );
         assert_eq!(
-            source_id("codex-user-prompt", "project:test", "", "", "Keep the Source pipeline."),
+            source_id(
+                "codex-user-prompt",
+                "project:test",
+                "",
+                "",
+                "Keep the Source pipeline."
+            ),
             "codex-user-prompt:2d470c5486aed1ebfc2e1608680502be74f3b99393392aad57a700ec4adc8283"
         );
     }
@@ -129,7 +172,11 @@ mod tests {
 
     #[test]
     fn metadata_is_sorted_and_skips_absent_ids() {
-        let m = metadata("codex", "user_prompt_submit", &[("cwd", Some("/p")), ("session_id", None), ("turn_id", Some("t"))]);
+        let m = metadata(
+            "codex",
+            "user_prompt_submit",
+            &[("cwd", Some("/p")), ("session_id", None), ("turn_id", Some("t"))],
+        );
         assert_eq!(
             serde_json::to_string(&m).unwrap(),
             r#"{"cwd":"/p","event":"user_prompt_submit","origin":"codex","turn_id":"t"}"#

@@ -119,7 +119,10 @@ pub struct ConfigError {
 
 impl ConfigError {
     fn new(setting: impl Into<String>, problem: impl Into<String>) -> Self {
-        Self { setting: setting.into(), problem: problem.into() }
+        Self {
+            setting: setting.into(),
+            problem: problem.into(),
+        }
     }
 }
 
@@ -192,10 +195,20 @@ fn user_dir(env: &Env, xdg: &str, home_rel: &str) -> Option<PathBuf> {
         if let Some(d) = env.text(xdg).map(PathBuf::from).filter(|p| p.is_absolute()) {
             return Some(d);
         }
-        return env.text("HOME").filter(|h| !h.is_empty()).map(|h| Path::new(h).join(home_rel));
+        return env
+            .text("HOME")
+            .filter(|h| !h.is_empty())
+            .map(|h| Path::new(h).join(home_rel));
     }
     let dirs = directories::BaseDirs::new()?;
-    Some(if xdg == "XDG_CONFIG_HOME" { dirs.config_dir() } else { dirs.data_local_dir() }.to_path_buf())
+    Some(
+        if xdg == "XDG_CONFIG_HOME" {
+            dirs.config_dir()
+        } else {
+            dirs.data_local_dir()
+        }
+        .to_path_buf(),
+    )
 }
 
 /// Reads the configuration file if it exists.
@@ -208,13 +221,18 @@ pub fn load_file(path: &Path) -> Result<Option<FileOptions>, ConfigError> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(_) => return Err(ConfigError::new(path.display().to_string(), "cannot be read")),
     };
-    let text = String::from_utf8(text)
-        .map_err(|_| ConfigError::new(path.display().to_string(), "is not UTF-8"))?;
+    let text =
+        String::from_utf8(text).map_err(|_| ConfigError::new(path.display().to_string(), "is not UTF-8"))?;
     toml::from_str::<FileOptions>(&text).map(Some).map_err(|e| {
         // toml messages can quote values (tokens); keep only key names and the line number.
         let message = e.message();
-        let line = e.span().map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1);
-        let problem = match message.strip_prefix("unknown field `").and_then(|m| m.split('`').next()) {
+        let line = e
+            .span()
+            .map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1);
+        let problem = match message
+            .strip_prefix("unknown field `")
+            .and_then(|m| m.split('`').next())
+        {
             Some(key) => format!("unknown key `{key}`"),
             None => "invalid TOML or value type".to_owned(),
         };
@@ -257,7 +275,11 @@ impl EnvNames {
     pub fn for_host(host: Integration) -> Self {
         let p = format!("POWERCONTEXT_{}_", host.env_part());
         let one = |s: &str| vec![format!("{p}{s}")];
-        let mut server_url = vec![format!("{p}SERVER_URL"), format!("{p}BASE_URL"), format!("{p}ENDPOINT")];
+        let mut server_url = vec![
+            format!("{p}SERVER_URL"),
+            format!("{p}BASE_URL"),
+            format!("{p}ENDPOINT"),
+        ];
         let mut capture_prompts = one("CAPTURE_PROMPTS");
         if host == Integration::ClaudeCode {
             server_url.push("CLAUDE_PLUGIN_OPTION_SERVER_URL".to_owned());
@@ -318,12 +340,18 @@ impl Layers<'_> {
         from_env: impl Fn(&str) -> T,
     ) -> Result<Option<Found<T>>, ConfigError> {
         if let Some(v) = self.flags.and_then(&pick) {
-            return Ok(Some(Found { value: v, origin: Origin::Flag(format!("--{}", key.replace('_', "-"))) }));
+            return Ok(Some(Found {
+                value: v,
+                origin: Origin::Flag(format!("--{}", key.replace('_', "-"))),
+            }));
         }
         for name in names {
             match self.env.get(name) {
                 EnvValue::Set(v) if !v.trim().is_empty() => {
-                    return Ok(Some(Found { value: from_env(v), origin: Origin::Env(name.clone()) }));
+                    return Ok(Some(Found {
+                        value: from_env(v),
+                        origin: Origin::Env(name.clone()),
+                    }));
                 }
                 EnvValue::NotUnicode => return Err(ConfigError::new(name.clone(), "is not valid UTF-8")),
                 _ => {}
@@ -332,10 +360,19 @@ impl Layers<'_> {
         if let Some((path, file)) = self.file {
             if let Some(v) = self.host_table(file).and_then(&pick) {
                 let key = format!("hosts.{}.{key}", self.host.as_str());
-                return Ok(Some(Found { value: v, origin: Origin::File { path: path.to_path_buf(), key } }));
+                return Ok(Some(Found {
+                    value: v,
+                    origin: Origin::File {
+                        path: path.to_path_buf(),
+                        key,
+                    },
+                }));
             }
             if let Some(v) = pick(&file.common) {
-                let origin = Origin::File { path: path.to_path_buf(), key: key.to_owned() };
+                let origin = Origin::File {
+                    path: path.to_path_buf(),
+                    key: key.to_owned(),
+                };
                 return Ok(Some(Found { value: v, origin }));
             }
         }
@@ -384,8 +421,12 @@ impl Settings {
             |o| o.server_url.clone().map(Raw::Typed),
             |t| Raw::Text(t.to_owned()),
         )? {
-            Some(Found { value: Raw::Text(s) | Raw::Typed(s), origin }) => {
-                let url = BaseUrl::parse(&s).map_err(|p| ConfigError::new(setting_name(&origin), p.to_string()))?;
+            Some(Found {
+                value: Raw::Text(s) | Raw::Typed(s),
+                origin,
+            }) => {
+                let url =
+                    BaseUrl::parse(&s).map_err(|p| ConfigError::new(setting_name(&origin), p.to_string()))?;
                 Setting { value: url, origin }
             }
             None => Setting {
@@ -402,90 +443,164 @@ impl Settings {
                 str::to_owned,
             )?;
             match header {
-                Some(Found { value, origin }) if !matches!(origin, Origin::File { .. }) || !has_env(layers, &names.token) => {
+                Some(Found { value, origin })
+                    if !matches!(origin, Origin::File { .. }) || !has_env(layers, &names.token) =>
+                {
                     let a = Authorization::parse_header(&value)
                         .map_err(|p| ConfigError::new(setting_name(&origin), p.to_string()))?;
-                    Setting { value: Some(a), origin }
+                    Setting {
+                        value: Some(a),
+                        origin,
+                    }
                 }
                 _ => match first_env(layers.env, &names.token)? {
                     Some((name, token)) => {
                         let a = Authorization::parse_token(token)
                             .map_err(|p| ConfigError::new(name.clone(), p.to_string()))?;
-                        Setting { value: Some(a), origin: Origin::Env(name) }
+                        Setting {
+                            value: Some(a),
+                            origin: Origin::Env(name),
+                        }
                     }
                     None => match header {
                         Some(Found { value, origin }) => {
                             let a = Authorization::parse_header(&value)
                                 .map_err(|p| ConfigError::new(setting_name(&origin), p.to_string()))?;
-                            Setting { value: Some(a), origin }
+                            Setting {
+                                value: Some(a),
+                                origin,
+                            }
                         }
-                        None => Setting { value: None, origin: Origin::Default },
+                        None => Setting {
+                            value: None,
+                            origin: Origin::Default,
+                        },
                     },
                 },
             }
         };
 
-        let scope_id = match layers.find("scope_id", &names.scope_id, |o| o.scope_id.clone(), str::to_owned)? {
-            Some(Found { value, origin }) => {
-                let v = value.trim();
-                if v.chars().count() > 256 || v.chars().any(char::is_control) {
-                    return Err(ConfigError::new(setting_name(&origin), "must be a scope id of at most 256 characters"));
-                }
-                Setting { value: (!v.is_empty()).then(|| v.to_owned()), origin }
-            }
-            None => Setting { value: None, origin: Origin::Default },
-        };
-
-        let boolean = |key: &str, names: &[String], pick: fn(&HostOptions) -> Option<bool>, default: bool| {
-            match layers.find(key, names, move |o| pick(o).map(Raw::Typed), |t| Raw::Text(t.to_owned()))? {
-                Some(Found { value: Raw::Typed(b), origin }) => Ok(Setting { value: b, origin }),
-                Some(Found { value: Raw::Text(t), origin }) => match parse_bool(&t) {
-                    Some(b) => Ok(Setting { value: b, origin }),
-                    None => Err(ConfigError::new(setting_name(&origin), "must be one of 1/0, true/false, yes/no, on/off")),
-                },
-                None => Ok(Setting { value: default, origin: Origin::Default }),
-            }
-        };
-        let capture_prompts =
-            boolean("capture_prompts", &names.capture_prompts, |o| o.capture_prompts, Defaults::CAPTURE_PROMPTS)?;
-        let flush_on_capture =
-            boolean("flush_on_capture", &names.flush_on_capture, |o| o.flush_on_capture, Defaults::FLUSH_ON_CAPTURE)?;
-
-        let duration = |key: &str, names: &[String], pick: fn(&HostOptions) -> Option<f64>, default: Duration| {
-            match layers.find(key, names, move |o| pick(o).map(Raw::Typed), |t| Raw::Text(t.to_owned()))? {
+        let scope_id =
+            match layers.find("scope_id", &names.scope_id, |o| o.scope_id.clone(), str::to_owned)? {
                 Some(Found { value, origin }) => {
-                    let secs = match value {
-                        Raw::Typed(f) => Some(f),
-                        Raw::Text(t) => t.trim().parse::<f64>().ok(),
-                    };
-                    match secs.and_then(seconds) {
-                        Some(d) => Ok(Setting { value: d, origin }),
-                        None => Err(ConfigError::new(setting_name(&origin), "must be a number of seconds above 0 and at most 600")),
+                    let v = value.trim();
+                    if v.chars().count() > 256 || v.chars().any(char::is_control) {
+                        return Err(ConfigError::new(
+                            setting_name(&origin),
+                            "must be a scope id of at most 256 characters",
+                        ));
+                    }
+                    Setting {
+                        value: (!v.is_empty()).then(|| v.to_owned()),
+                        origin,
                     }
                 }
-                None => Ok(Setting { value: default, origin: Origin::Default }),
-            }
-        };
+                None => Setting {
+                    value: None,
+                    origin: Origin::Default,
+                },
+            };
+
+        let boolean =
+            |key: &str, names: &[String], pick: fn(&HostOptions) -> Option<bool>, default: bool| match layers
+                .find(
+                    key,
+                    names,
+                    move |o| pick(o).map(Raw::Typed),
+                    |t| Raw::Text(t.to_owned()),
+                )? {
+                Some(Found {
+                    value: Raw::Typed(b),
+                    origin,
+                }) => Ok(Setting { value: b, origin }),
+                Some(Found {
+                    value: Raw::Text(t),
+                    origin,
+                }) => match parse_bool(&t) {
+                    Some(b) => Ok(Setting { value: b, origin }),
+                    None => Err(ConfigError::new(
+                        setting_name(&origin),
+                        "must be one of 1/0, true/false, yes/no, on/off",
+                    )),
+                },
+                None => Ok(Setting {
+                    value: default,
+                    origin: Origin::Default,
+                }),
+            };
+        let capture_prompts = boolean(
+            "capture_prompts",
+            &names.capture_prompts,
+            |o| o.capture_prompts,
+            Defaults::CAPTURE_PROMPTS,
+        )?;
+        let flush_on_capture = boolean(
+            "flush_on_capture",
+            &names.flush_on_capture,
+            |o| o.flush_on_capture,
+            Defaults::FLUSH_ON_CAPTURE,
+        )?;
+
+        let duration =
+            |key: &str, names: &[String], pick: fn(&HostOptions) -> Option<f64>, default: Duration| {
+                match layers.find(
+                    key,
+                    names,
+                    move |o| pick(o).map(Raw::Typed),
+                    |t| Raw::Text(t.to_owned()),
+                )? {
+                    Some(Found { value, origin }) => {
+                        let secs = match value {
+                            Raw::Typed(f) => Some(f),
+                            Raw::Text(t) => t.trim().parse::<f64>().ok(),
+                        };
+                        match secs.and_then(seconds) {
+                            Some(d) => Ok(Setting { value: d, origin }),
+                            None => Err(ConfigError::new(
+                                setting_name(&origin),
+                                "must be a number of seconds above 0 and at most 600",
+                            )),
+                        }
+                    }
+                    None => Ok(Setting {
+                        value: default,
+                        origin: Origin::Default,
+                    }),
+                }
+            };
         let request_timeout = duration(
             "request_timeout_seconds",
             &names.request_timeout,
             |o| o.request_timeout_seconds,
             Defaults::REQUEST_TIMEOUT,
         )?;
-        let budget = duration("budget_seconds", &names.budget, |o| o.budget_seconds, Defaults::BUDGET)?;
+        let budget = duration(
+            "budget_seconds",
+            &names.budget,
+            |o| o.budget_seconds,
+            Defaults::BUDGET,
+        )?;
 
         let integer = |key: &str,
                        names: &[String],
                        pick: fn(&HostOptions) -> Option<i64>,
                        range: std::ops::RangeInclusive<i64>,
                        default: u32| {
-            match layers.find(key, names, move |o| pick(o).map(Raw::Typed), |t| Raw::Text(t.to_owned()))? {
+            match layers.find(
+                key,
+                names,
+                move |o| pick(o).map(Raw::Typed),
+                |t| Raw::Text(t.to_owned()),
+            )? {
                 Some(Found { value, origin }) => {
                     let n = match value {
                         Raw::Typed(n) => Some(n),
                         Raw::Text(t) => t.trim().parse::<i64>().ok(),
                     };
-                    match n.filter(|n| range.contains(n)).and_then(|n| u32::try_from(n).ok()) {
+                    match n
+                        .filter(|n| range.contains(n))
+                        .and_then(|n| u32::try_from(n).ok())
+                    {
                         Some(n) => Ok(Setting { value: n, origin }),
                         None => Err(ConfigError::new(
                             setting_name(&origin),
@@ -493,12 +608,26 @@ impl Settings {
                         )),
                     }
                 }
-                None => Ok(Setting { value: default, origin: Origin::Default }),
+                None => Ok(Setting {
+                    value: default,
+                    origin: Origin::Default,
+                }),
             }
         };
-        let flush_max_calls =
-            integer("flush_max_calls", &names.flush_max_calls, |o| o.flush_max_calls, 1..=16, Defaults::FLUSH_MAX_CALLS)?;
-        let max_bytes = integer("max_bytes", &names.max_bytes, |o| o.max_bytes, 512..=32768, Defaults::MAX_BYTES)?;
+        let flush_max_calls = integer(
+            "flush_max_calls",
+            &names.flush_max_calls,
+            |o| o.flush_max_calls,
+            1..=16,
+            Defaults::FLUSH_MAX_CALLS,
+        )?;
+        let max_bytes = integer(
+            "max_bytes",
+            &names.max_bytes,
+            |o| o.max_bytes,
+            512..=32768,
+            Defaults::MAX_BYTES,
+        )?;
 
         Ok(Self {
             server_url,
@@ -527,12 +656,19 @@ impl Settings {
             (Some(p), Some(f)) => Some((p.as_path(), f)),
             _ => None,
         };
-        Self::resolve(&Layers { host, env, flags: None, file: file_ref })
+        Self::resolve(&Layers {
+            host,
+            env,
+            flags: None,
+            file: file_ref,
+        })
     }
 }
 
 fn has_env(layers: &Layers<'_>, names: &[String]) -> bool {
-    names.iter().any(|n| matches!(layers.env.get(n), EnvValue::Set(v) if !v.trim().is_empty()))
+    names
+        .iter()
+        .any(|n| matches!(layers.env.get(n), EnvValue::Set(v) if !v.trim().is_empty()))
 }
 
 fn first_env<'e>(env: &'e Env, names: &[String]) -> Result<Option<(String, &'e str)>, ConfigError> {
@@ -561,7 +697,12 @@ mod tests {
             }
             None => None,
         };
-        Settings::resolve(&Layers { host, env: &env, flags: None, file: parsed.as_ref().map(|f| (path.as_path(), f)) })
+        Settings::resolve(&Layers {
+            host,
+            env: &env,
+            flags: None,
+            file: parsed.as_ref().map(|f| (path.as_path(), f)),
+        })
     }
 
     #[test]
@@ -587,9 +728,17 @@ mod tests {
         assert_eq!(s.max_bytes.value, 600);
         let s = resolve(Integration::ClaudeCode, &[], Some(file)).unwrap();
         assert_eq!(s.server_url.value.as_str(), "https://common.example");
-        let s = resolve(Integration::Codex, &[("POWERCONTEXT_CODEX_SERVER_URL", "http://127.0.0.1:9")], Some(file)).unwrap();
+        let s = resolve(
+            Integration::Codex,
+            &[("POWERCONTEXT_CODEX_SERVER_URL", "http://127.0.0.1:9")],
+            Some(file),
+        )
+        .unwrap();
         assert_eq!(s.server_url.value.as_str(), "http://127.0.0.1:9");
-        assert_eq!(s.server_url.origin, Origin::Env("POWERCONTEXT_CODEX_SERVER_URL".into()));
+        assert_eq!(
+            s.server_url.origin,
+            Origin::Env("POWERCONTEXT_CODEX_SERVER_URL".into())
+        );
     }
 
     #[test]
@@ -606,7 +755,12 @@ mod tests {
             assert_eq!(s.server_url.value.as_str(), all[i].1);
         }
         // Blank values fall through to the next layer.
-        let s = resolve(Integration::ClaudeCode, &[("POWERCONTEXT_CLAUDE_SERVER_URL", "  "), all[0]], None).unwrap();
+        let s = resolve(
+            Integration::ClaudeCode,
+            &[("POWERCONTEXT_CLAUDE_SERVER_URL", "  "), all[0]],
+            None,
+        )
+        .unwrap();
         assert_eq!(s.server_url.value.as_str(), all[0].1);
     }
 
@@ -632,18 +786,30 @@ mod tests {
 
     #[test]
     fn token_variables() {
-        let s = resolve(Integration::Codex, &[("POWERCONTEXT_CLIENT_API_TOKEN", "tok")], None).unwrap();
+        let s = resolve(
+            Integration::Codex,
+            &[("POWERCONTEXT_CLIENT_API_TOKEN", "tok")],
+            None,
+        )
+        .unwrap();
         assert_eq!(s.authorization.value.unwrap().header_value(), "Bearer tok");
         let s = resolve(
             Integration::Codex,
-            &[("POWERCONTEXT_CLIENT_API_TOKEN", "tok"), ("POWERCONTEXT_CODEX_AUTHORIZATION", "Bearer host")],
+            &[
+                ("POWERCONTEXT_CLIENT_API_TOKEN", "tok"),
+                ("POWERCONTEXT_CODEX_AUTHORIZATION", "Bearer host"),
+            ],
             None,
         )
         .unwrap();
         assert_eq!(s.authorization.value.unwrap().header_value(), "Bearer host");
         // A token in the environment beats an authorization written in the file.
-        let s = resolve(Integration::Codex, &[("POWERCONTEXT_CLIENT_API_TOKEN", "tok")], Some("authorization = \"Bearer file\"\n"))
-            .unwrap();
+        let s = resolve(
+            Integration::Codex,
+            &[("POWERCONTEXT_CLIENT_API_TOKEN", "tok")],
+            Some("authorization = \"Bearer file\"\n"),
+        )
+        .unwrap();
         assert_eq!(s.authorization.value.unwrap().header_value(), "Bearer tok");
     }
 
@@ -653,17 +819,36 @@ mod tests {
         assert!(err.problem.contains("unknown key `sever_url`"), "{err}");
         let err = resolve(Integration::Codex, &[], Some("[hosts.codex]\nbogus = 1\n")).unwrap_err();
         assert!(err.problem.contains("unknown key `bogus`"), "{err}");
-        let err = resolve(Integration::Codex, &[], Some("capture_prompts = \"secret-value\"\n")).unwrap_err();
+        let err = resolve(
+            Integration::Codex,
+            &[],
+            Some("capture_prompts = \"secret-value\"\n"),
+        )
+        .unwrap_err();
         assert!(!err.to_string().contains("secret"), "{err}");
-        let err = resolve(Integration::Codex, &[], Some("authorization = \"Basic secret\"\n")).unwrap_err();
-        assert!(err.setting.ends_with("key authorization") && !err.to_string().contains("secret"), "{err}");
+        let err = resolve(
+            Integration::Codex,
+            &[],
+            Some("authorization = \"Basic secret\"\n"),
+        )
+        .unwrap_err();
+        assert!(
+            err.setting.ends_with("key authorization") && !err.to_string().contains("secret"),
+            "{err}"
+        );
     }
 
     #[test]
     fn non_unicode_values_are_reported() {
         let mut env = Env::default();
         env.set_not_unicode("POWERCONTEXT_PI_SCOPE_ID");
-        let err = Settings::resolve(&Layers { host: Integration::Pi, env: &env, flags: None, file: None }).unwrap_err();
+        let err = Settings::resolve(&Layers {
+            host: Integration::Pi,
+            env: &env,
+            flags: None,
+            file: None,
+        })
+        .unwrap_err();
         assert_eq!(err.setting, "POWERCONTEXT_PI_SCOPE_ID");
     }
 }

@@ -14,7 +14,10 @@ impl Deadline {
     /// A deadline `budget` after `start` (normally the process start).
     #[must_use]
     pub fn new(start: Instant, budget: Duration) -> Self {
-        Self { start, end: start + budget }
+        Self {
+            start,
+            end: start + budget,
+        }
     }
 
     /// A deadline `budget` from now.
@@ -45,7 +48,10 @@ impl Deadline {
     #[must_use]
     pub fn within(&self, limit: Duration) -> Self {
         let end = (Instant::now() + limit).min(self.end);
-        Self { start: self.start, end }
+        Self {
+            start: self.start,
+            end,
+        }
     }
 
     /// When this deadline started.

@@ -1,6 +1,10 @@
 //! The only writer of the hook's stdout (the host protocol) and stderr (diagnostic lines). One
 //! lock serializes them so a line is never torn, even when the watchdog ends the process.
-#![allow(clippy::print_stdout, clippy::print_stderr, reason = "this module is the one place that writes them")]
+#![allow(
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "this module is the one place that writes them"
+)]
 
 use std::io::Write;
 use std::sync::{Mutex, MutexGuard, TryLockError};

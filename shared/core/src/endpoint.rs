@@ -78,7 +78,12 @@ impl BaseUrl {
         if path.contains("//") {
             return Err(UrlProblem::Host);
         }
-        let url = format!("{}://{}{}", if https { "https" } else { "http" }, authority.to_ascii_lowercase(), path);
+        let url = format!(
+            "{}://{}{}",
+            if https { "https" } else { "http" },
+            authority.to_ascii_lowercase(),
+            path
+        );
         Ok(Self { url, host, https })
     }
 
@@ -141,7 +146,11 @@ fn parse_host(authority: &str) -> Result<String, UrlProblem> {
             Some((h, p)) => (h, Some(p)),
             None => (authority, None),
         };
-        if h.is_empty() || !h.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '.' || c == '_') {
+        if h.is_empty()
+            || !h
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '.' || c == '_')
+        {
             return Err(UrlProblem::Host);
         }
         (h.to_ascii_lowercase(), port)
@@ -236,18 +245,44 @@ mod tests {
         let u = BaseUrl::parse(" http://127.0.0.1:8000/mcp/ ").unwrap();
         assert_eq!(u.as_str(), "http://127.0.0.1:8000");
         assert!(u.is_loopback());
-        assert_eq!(BaseUrl::parse("http://localhost:1").unwrap().as_str(), "http://localhost:1");
-        assert_eq!(BaseUrl::parse("http://[::1]:8000").unwrap().as_str(), "http://[::1]:8000");
-        assert_eq!(BaseUrl::parse("https://Memory.Example/api/mcp/").unwrap().as_str(), "https://memory.example/api");
+        assert_eq!(
+            BaseUrl::parse("http://localhost:1").unwrap().as_str(),
+            "http://localhost:1"
+        );
+        assert_eq!(
+            BaseUrl::parse("http://[::1]:8000").unwrap().as_str(),
+            "http://[::1]:8000"
+        );
+        assert_eq!(
+            BaseUrl::parse("https://Memory.Example/api/mcp/")
+                .unwrap()
+                .as_str(),
+            "https://memory.example/api"
+        );
     }
 
     #[test]
     fn rejects_unsafe_urls() {
-        assert_eq!(BaseUrl::parse("http://memory.example"), Err(UrlProblem::InsecureRemote));
-        assert_eq!(BaseUrl::parse("http://10.0.0.1:8000"), Err(UrlProblem::InsecureRemote));
-        assert_eq!(BaseUrl::parse("https://u:p@memory.example"), Err(UrlProblem::Userinfo));
-        assert_eq!(BaseUrl::parse("https://memory.example/?a=1"), Err(UrlProblem::QueryOrFragment));
-        assert_eq!(BaseUrl::parse("https://memory.example/#x"), Err(UrlProblem::QueryOrFragment));
+        assert_eq!(
+            BaseUrl::parse("http://memory.example"),
+            Err(UrlProblem::InsecureRemote)
+        );
+        assert_eq!(
+            BaseUrl::parse("http://10.0.0.1:8000"),
+            Err(UrlProblem::InsecureRemote)
+        );
+        assert_eq!(
+            BaseUrl::parse("https://u:p@memory.example"),
+            Err(UrlProblem::Userinfo)
+        );
+        assert_eq!(
+            BaseUrl::parse("https://memory.example/?a=1"),
+            Err(UrlProblem::QueryOrFragment)
+        );
+        assert_eq!(
+            BaseUrl::parse("https://memory.example/#x"),
+            Err(UrlProblem::QueryOrFragment)
+        );
         assert_eq!(BaseUrl::parse("file:///tmp/x"), Err(UrlProblem::Scheme));
         assert_eq!(BaseUrl::parse("ftp://memory.example"), Err(UrlProblem::Scheme));
         assert_eq!(BaseUrl::parse("memory.example"), Err(UrlProblem::Scheme));
@@ -256,21 +291,45 @@ mod tests {
         assert_eq!(BaseUrl::parse("https://h:99999"), Err(UrlProblem::Host));
         assert_eq!(BaseUrl::parse("https://h:"), Err(UrlProblem::Host));
         assert_eq!(BaseUrl::parse("https://a b"), Err(UrlProblem::Characters));
-        assert_eq!(BaseUrl::parse("http://127.0.0.1.evil.example"), Err(UrlProblem::InsecureRemote));
+        assert_eq!(
+            BaseUrl::parse("http://127.0.0.1.evil.example"),
+            Err(UrlProblem::InsecureRemote)
+        );
     }
 
     #[test]
     fn bearer_rules() {
-        assert_eq!(Authorization::parse_header("Bearer abc").unwrap().header_value(), "Bearer abc");
-        assert_eq!(Authorization::parse_header("bearer abc").unwrap().header_value(), "Bearer abc");
+        assert_eq!(
+            Authorization::parse_header("Bearer abc").unwrap().header_value(),
+            "Bearer abc"
+        );
+        assert_eq!(
+            Authorization::parse_header("bearer abc").unwrap().header_value(),
+            "Bearer abc"
+        );
         assert_eq!(Authorization::parse_header("Basic abc"), Err(AuthProblem::Scheme));
         assert_eq!(Authorization::parse_header("abc"), Err(AuthProblem::Scheme));
         assert_eq!(Authorization::parse_header("Bearer "), Err(AuthProblem::Scheme));
-        assert_eq!(Authorization::parse_header("Bearer token with spaces"), Err(AuthProblem::Token));
-        assert_eq!(Authorization::parse_header("Bearer tok\nen"), Err(AuthProblem::Token));
-        assert_eq!(Authorization::parse_header("Bearer tökén"), Err(AuthProblem::Token));
-        assert_eq!(Authorization::parse_token("abc").unwrap().header_value(), "Bearer abc");
-        assert_eq!(Authorization::parse_token("Bearer abc").unwrap().header_value(), "Bearer abc");
+        assert_eq!(
+            Authorization::parse_header("Bearer token with spaces"),
+            Err(AuthProblem::Token)
+        );
+        assert_eq!(
+            Authorization::parse_header("Bearer tok\nen"),
+            Err(AuthProblem::Token)
+        );
+        assert_eq!(
+            Authorization::parse_header("Bearer tökén"),
+            Err(AuthProblem::Token)
+        );
+        assert_eq!(
+            Authorization::parse_token("abc").unwrap().header_value(),
+            "Bearer abc"
+        );
+        assert_eq!(
+            Authorization::parse_token("Bearer abc").unwrap().header_value(),
+            "Bearer abc"
+        );
         assert!(!format!("{:?}", Authorization::parse_token("secret-token").unwrap()).contains("secret"));
     }
 }

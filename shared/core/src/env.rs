@@ -28,7 +28,10 @@ pub enum EnvValue<'a> {
 impl Env {
     /// Captures the environment of the running process.
     #[must_use]
-    #[expect(clippy::disallowed_methods, reason = "this is the one place that reads the process environment")]
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "this is the one place that reads the process environment"
+    )]
     pub fn from_process() -> Self {
         let mut env = Self::default();
         for (name, value) in std::env::vars_os() {

@@ -63,10 +63,16 @@ impl HttpError {
         match self {
             Self::Timeout => Failure::new(Outcome::Timeout),
             Self::Unavailable => Failure::new(Outcome::ServerUnavailable),
-            Self::Redirect(s) => Failure { outcome: Outcome::InvalidResponse, http_status: Some(s), detail: Some("redirect") },
-            Self::BodyTooLarge(s) => {
-                Failure { outcome: Outcome::InvalidResponse, http_status: Some(s), detail: Some("body_too_large") }
-            }
+            Self::Redirect(s) => Failure {
+                outcome: Outcome::InvalidResponse,
+                http_status: Some(s),
+                detail: Some("redirect"),
+            },
+            Self::BodyTooLarge(s) => Failure {
+                outcome: Outcome::InvalidResponse,
+                http_status: Some(s),
+                detail: Some("body_too_large"),
+            },
         }
     }
 }
@@ -78,12 +84,19 @@ pub fn proxy_for(base: &BaseUrl, env: &Env) -> Option<String> {
     if base.is_loopback() || !base.is_https() {
         return None;
     }
-    let no_proxy = env.text("NO_PROXY").or_else(|| env.text("no_proxy")).unwrap_or("");
+    let no_proxy = env
+        .text("NO_PROXY")
+        .or_else(|| env.text("no_proxy"))
+        .unwrap_or("");
     let host = base.host();
-    let excluded = no_proxy.split(',').map(str::trim).filter(|e| !e.is_empty()).any(|entry| {
-        let entry = entry.trim_start_matches("*.").trim_start_matches('.');
-        entry == "*" || host == entry || host.ends_with(&format!(".{entry}"))
-    });
+    let excluded = no_proxy
+        .split(',')
+        .map(str::trim)
+        .filter(|e| !e.is_empty())
+        .any(|entry| {
+            let entry = entry.trim_start_matches("*.").trim_start_matches('.');
+            entry == "*" || host == entry || host.ends_with(&format!(".{entry}"))
+        });
     if excluded {
         return None;
     }
@@ -117,7 +130,13 @@ impl Transport {
             .proxy(proxy)
             .timeout_global(Some(deadline.cap(request_timeout)))
             .build();
-        Ok(Self { agent: config.into(), base, authorization, request_timeout, deadline })
+        Ok(Self {
+            agent: config.into(),
+            base,
+            authorization,
+            request_timeout,
+            deadline,
+        })
     }
 
     /// The Server base URL.
@@ -150,7 +169,11 @@ impl Transport {
         if let Some(a) = &self.authorization {
             req = req.header("Authorization", a.header_value());
         }
-        let result = req.config().timeout_global(Some(timeout)).build().send(&bytes[..]);
+        let result = req
+            .config()
+            .timeout_global(Some(timeout))
+            .build()
+            .send(&bytes[..]);
         read_reply(result)
     }
 
@@ -163,7 +186,10 @@ impl Transport {
         if timeout.is_zero() {
             return Err(HttpError::Timeout);
         }
-        let mut req = self.agent.get(self.base.join(path)).header("Accept", "application/json");
+        let mut req = self
+            .agent
+            .get(self.base.join(path))
+            .header("Accept", "application/json");
         if let Some(a) = &self.authorization {
             req = req.header("Authorization", a.header_value());
         }
@@ -174,7 +200,12 @@ impl Transport {
 fn classify(err: &ureq::Error) -> HttpError {
     match err {
         ureq::Error::Timeout(_) => HttpError::Timeout,
-        ureq::Error::Io(e) if matches!(e.kind(), std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock) => {
+        ureq::Error::Io(e)
+            if matches!(
+                e.kind(),
+                std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock
+            ) =>
+        {
             HttpError::Timeout
         }
         _ => HttpError::Unavailable,
@@ -195,14 +226,27 @@ fn read_reply(result: Result<ureq::http::Response<ureq::Body>, ureq::Error>) -> 
     if declared.is_some_and(|n| n > MAX_BODY_BYTES) {
         return Err(HttpError::BodyTooLarge(status));
     }
-    let bytes = match response.body_mut().with_config().limit(MAX_BODY_BYTES).read_to_vec() {
+    let bytes = match response
+        .body_mut()
+        .with_config()
+        .limit(MAX_BODY_BYTES)
+        .read_to_vec()
+    {
         Ok(b) => b,
         Err(ureq::Error::BodyExceedsLimit(_)) => return Err(HttpError::BodyTooLarge(status)),
         Err(e) => return Err(classify(&e)),
     };
     match serde_json::from_slice::<Value>(&bytes) {
-        Ok(body) => Ok(Reply { status, body, json: true }),
-        Err(_) => Ok(Reply { status, body: Value::Null, json: false }),
+        Ok(body) => Ok(Reply {
+            status,
+            body,
+            json: true,
+        }),
+        Err(_) => Ok(Reply {
+            status,
+            body: Value::Null,
+            json: false,
+        }),
     }
 }
 
@@ -220,7 +264,11 @@ pub fn failure_for(reply: &Reply) -> Failure {
         503 => Outcome::ServerUnavailable,
         _ => Outcome::InvalidResponse,
     };
-    Failure { outcome, http_status: Some(reply.status), detail: None }
+    Failure {
+        outcome,
+        http_status: Some(reply.status),
+        detail: None,
+    }
 }
 
 #[cfg(test)]
@@ -229,25 +277,60 @@ mod tests {
 
     #[test]
     fn proxy_policy() {
-        let env = Env::from_pairs([("HTTPS_PROXY", "http://proxy.example:3128"), ("NO_PROXY", "internal.example")]);
+        let env = Env::from_pairs([
+            ("HTTPS_PROXY", "http://proxy.example:3128"),
+            ("NO_PROXY", "internal.example"),
+        ]);
         let remote = BaseUrl::parse("https://memory.example").unwrap();
-        assert_eq!(proxy_for(&remote, &env).as_deref(), Some("http://proxy.example:3128"));
-        assert_eq!(proxy_for(&BaseUrl::parse("http://127.0.0.1:8000").unwrap(), &env), None);
-        assert_eq!(proxy_for(&BaseUrl::parse("https://localhost").unwrap(), &env), None);
-        assert_eq!(proxy_for(&BaseUrl::parse("https://a.internal.example").unwrap(), &env), None);
+        assert_eq!(
+            proxy_for(&remote, &env).as_deref(),
+            Some("http://proxy.example:3128")
+        );
+        assert_eq!(
+            proxy_for(&BaseUrl::parse("http://127.0.0.1:8000").unwrap(), &env),
+            None
+        );
+        assert_eq!(
+            proxy_for(&BaseUrl::parse("https://localhost").unwrap(), &env),
+            None
+        );
+        assert_eq!(
+            proxy_for(&BaseUrl::parse("https://a.internal.example").unwrap(), &env),
+            None
+        );
         assert_eq!(proxy_for(&remote, &Env::default()), None);
     }
 
     #[test]
     fn status_mapping() {
-        let reply = |status, body: Value| Reply { status, body, json: true };
-        let env404 = serde_json::json!({"error": {"code": "scope_not_found", "message": "", "details": null}});
-        assert_eq!(failure_for(&reply(401, Value::Null)).outcome, Outcome::AuthenticationFailed);
+        let reply = |status, body: Value| Reply {
+            status,
+            body,
+            json: true,
+        };
+        let env404 =
+            serde_json::json!({"error": {"code": "scope_not_found", "message": "", "details": null}});
+        assert_eq!(
+            failure_for(&reply(401, Value::Null)).outcome,
+            Outcome::AuthenticationFailed
+        );
         assert_eq!(failure_for(&reply(403, Value::Null)).outcome, Outcome::Forbidden);
         assert_eq!(failure_for(&reply(404, env404)).outcome, Outcome::ScopeNotFound);
-        assert_eq!(failure_for(&reply(404, serde_json::json!({"detail": "Not Found"}))).outcome, Outcome::VersionMismatch);
-        assert_eq!(failure_for(&reply(422, Value::Null)).outcome, Outcome::InvalidResponse);
-        assert_eq!(failure_for(&reply(500, Value::Null)).outcome, Outcome::InvalidResponse);
-        assert_eq!(failure_for(&reply(503, Value::Null)).outcome, Outcome::ServerUnavailable);
+        assert_eq!(
+            failure_for(&reply(404, serde_json::json!({"detail": "Not Found"}))).outcome,
+            Outcome::VersionMismatch
+        );
+        assert_eq!(
+            failure_for(&reply(422, Value::Null)).outcome,
+            Outcome::InvalidResponse
+        );
+        assert_eq!(
+            failure_for(&reply(500, Value::Null)).outcome,
+            Outcome::InvalidResponse
+        );
+        assert_eq!(
+            failure_for(&reply(503, Value::Null)).outcome,
+            Outcome::ServerUnavailable
+        );
     }
 }

@@ -213,7 +213,11 @@ impl Failure {
     /// A failure without status or detail.
     #[must_use]
     pub fn new(outcome: Outcome) -> Self {
-        Self { outcome, http_status: None, detail: None }
+        Self {
+            outcome,
+            http_status: None,
+            detail: None,
+        }
     }
 
     /// Turns the failure into a diagnostic for a stage.

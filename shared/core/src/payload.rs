@@ -82,7 +82,13 @@ pub fn repair_lone_surrogates(text: &str) -> Option<String> {
 /// The first of `fields` that holds a non-blank string, trimmed.
 #[must_use]
 pub fn first_text<'a>(value: &'a Value, fields: &[&str]) -> Option<&'a str> {
-    fields.iter().find_map(|f| value.get(*f).and_then(Value::as_str).map(str::trim).filter(|s| !s.is_empty()))
+    fields.iter().find_map(|f| {
+        value
+            .get(*f)
+            .and_then(Value::as_str)
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+    })
 }
 
 #[cfg(test)]

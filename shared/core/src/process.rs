@@ -21,7 +21,11 @@ static WATCHDOG_AT_MS: AtomicU64 = AtomicU64::new(u64::MAX);
 pub fn install_panic_hook(component: &'static str) {
     std::panic::set_hook(Box::new(move |_info| {
         // The panic message may quote data (a prompt, a body): only the outcome is reported.
-        emit::diagnostic(&Diagnostic::new(component, Stage::Process, Outcome::InternalError));
+        emit::diagnostic(&Diagnostic::new(
+            component,
+            Stage::Process,
+            Outcome::InternalError,
+        ));
         emit::exit_quietly();
     }));
 }
@@ -29,7 +33,9 @@ pub fn install_panic_hook(component: &'static str) {
 /// Starts (or moves) the watchdog: at `start + budget + grace` the process exits 0, whatever any
 /// thread is blocked on (a host that never closes stdin, a slow disk, a stuck lock).
 pub fn arm_watchdog(start: Instant, budget: Duration) {
-    let at = (budget + WATCHDOG_GRACE).as_millis().min(u128::from(u64::MAX - 1));
+    let at = (budget + WATCHDOG_GRACE)
+        .as_millis()
+        .min(u128::from(u64::MAX - 1));
     let previous = WATCHDOG_AT_MS.swap(u64::try_from(at).unwrap_or(u64::MAX - 1), Ordering::SeqCst);
     if previous == u64::MAX {
         std::thread::spawn(move || {
@@ -61,7 +67,9 @@ pub enum StdinProblem {
 pub fn read_stdin() -> Result<Vec<u8>, StdinProblem> {
     let mut buf = Vec::with_capacity(16 * 1024);
     let mut handle = std::io::stdin().lock().take(MAX_STDIN_BYTES + 1);
-    handle.read_to_end(&mut buf).map_err(|_| StdinProblem::Unreadable)?;
+    handle
+        .read_to_end(&mut buf)
+        .map_err(|_| StdinProblem::Unreadable)?;
     if buf.len() as u64 > MAX_STDIN_BYTES {
         return Err(StdinProblem::TooLarge);
     }

@@ -20,7 +20,9 @@ use crate::payload::{self, first_text};
 use crate::process::{self, StdinProblem};
 use crate::protocol::{self, Answer, Protocol};
 use crate::scope::ScopeQuery;
-use crate::wire::{CaptureRequest, MAX_QUERY_CHARS, PrepareRequest, PreparedContext, parse_prepared_context, truncate_chars};
+use crate::wire::{
+    CaptureRequest, MAX_QUERY_CHARS, PrepareRequest, PreparedContext, parse_prepared_context, truncate_chars,
+};
 
 /// What differs between the `UserPromptSubmit` hosts.
 #[derive(Debug, Clone, Copy)]
@@ -100,7 +102,11 @@ pub fn parse_event(profile: &PromptHookProfile, bytes: &[u8]) -> Result<PromptEv
         .iter()
         .find_map(|f| v.get(*f).and_then(Value::as_str).filter(|s| !s.trim().is_empty()))
         .ok_or(SkipReason::BlankPrompt)?;
-    let cwd = v.get("cwd").and_then(Value::as_str).filter(|s| !s.is_empty()).ok_or(SkipReason::MissingCwd)?;
+    let cwd = v
+        .get("cwd")
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+        .ok_or(SkipReason::MissingCwd)?;
     Ok(PromptEvent {
         prompt: prompt.to_owned(),
         cwd: PathBuf::from(cwd),
@@ -148,7 +154,11 @@ pub fn run(profile: &PromptHookProfile, env: &Env, start: Instant) -> Answer {
     let stdin = match process::read_stdin() {
         Ok(b) => b,
         Err(p) => {
-            let detail = if p == StdinProblem::TooLarge { "stdin_too_large" } else { "stdin_unreadable" };
+            let detail = if p == StdinProblem::TooLarge {
+                "stdin_too_large"
+            } else {
+                "stdin_unreadable"
+            };
             emit::diagnostic(&diag(profile, Stage::Payload, Outcome::Skipped).detail(detail));
             return Answer::Nothing;
         }
@@ -166,7 +176,13 @@ pub fn run(profile: &PromptHookProfile, env: &Env, start: Instant) -> Answer {
 
 /// Scope, recall and capture for a decoded event.
 #[must_use]
-pub fn respond(profile: &PromptHookProfile, env: &Env, settings: &Settings, deadline: &Deadline, event: &PromptEvent) -> Answer {
+pub fn respond(
+    profile: &PromptHookProfile,
+    env: &Env,
+    settings: &Settings,
+    deadline: &Deadline,
+    event: &PromptEvent,
+) -> Answer {
     let transport = match Transport::new(
         settings.server_url.value.clone(),
         settings.authorization.value.clone(),
@@ -224,18 +240,31 @@ pub fn respond(profile: &PromptHookProfile, env: &Env, settings: &Settings, dead
     })
 }
 
-fn recall(profile: &PromptHookProfile, settings: &Settings, transport: &Transport, scope: &str, event: &PromptEvent) -> Answer {
+fn recall(
+    profile: &PromptHookProfile,
+    settings: &Settings,
+    transport: &Transport,
+    scope: &str,
+    event: &PromptEvent,
+) -> Answer {
     let mut max_bytes = settings.max_bytes.value;
     if let Some(limit) = profile.context_char_limit {
         // Content bytes bound its characters: asking for fewer bytes than the host's character
         // limit guarantees the host never truncates what we inject.
         let cap = u32::try_from(limit.saturating_sub(1)).unwrap_or(u32::MAX);
         if max_bytes > cap {
-            emit::diagnostic(&diag(profile, Stage::Prepare, Outcome::MaxBytesClamped).setting(settings.max_bytes.origin.to_string()));
+            emit::diagnostic(
+                &diag(profile, Stage::Prepare, Outcome::MaxBytesClamped)
+                    .setting(settings.max_bytes.origin.to_string()),
+            );
             max_bytes = cap;
         }
     }
-    let request = PrepareRequest { scope_id: scope, query: truncate_chars(&event.prompt, MAX_QUERY_CHARS), max_bytes };
+    let request = PrepareRequest {
+        scope_id: scope,
+        query: truncate_chars(&event.prompt, MAX_QUERY_CHARS),
+        max_bytes,
+    };
     let reply = match transport.post_json("/v1/context/prepare", &request) {
         Ok(r) => r,
         Err(e) => {
@@ -249,7 +278,10 @@ fn recall(profile: &PromptHookProfile, settings: &Settings, transport: &Transpor
     }
     match parse_prepared_context(&reply.body, max_bytes) {
         Ok(PreparedContext::Ready(text)) => {
-            if profile.context_char_limit.is_some_and(|l| text.chars().count() >= l) {
+            if profile
+                .context_char_limit
+                .is_some_and(|l| text.chars().count() >= l)
+            {
                 emit::diagnostic(&diag(profile, Stage::Prepare, Outcome::ContextTooLarge));
                 return Answer::Nothing;
             }
@@ -263,7 +295,11 @@ fn recall(profile: &PromptHookProfile, settings: &Settings, transport: &Transpor
             Answer::Nothing
         }
         Err(_) => {
-            emit::diagnostic(&diag(profile, Stage::Prepare, Outcome::InvalidResponse).status(Some(200)).detail("schema"));
+            emit::diagnostic(
+                &diag(profile, Stage::Prepare, Outcome::InvalidResponse)
+                    .status(Some(200))
+                    .detail("schema"),
+            );
             Answer::Nothing
         }
     }
@@ -277,7 +313,13 @@ pub fn capture_request(profile: &PromptHookProfile, scope: &str, event: &PromptE
     let cwd = event.cwd.to_string_lossy();
     CaptureRequest {
         scope_id: scope.to_owned(),
-        source_id: capture::source_id(profile.integration.source_prefix(), scope, session, turn, &event.prompt),
+        source_id: capture::source_id(
+            profile.integration.source_prefix(),
+            scope,
+            session,
+            turn,
+            &event.prompt,
+        ),
         content: event.prompt.clone(),
         metadata: capture::metadata(
             profile.integration.as_str(),
@@ -291,12 +333,19 @@ pub fn capture_request(profile: &PromptHookProfile, scope: &str, event: &PromptE
     }
 }
 
-fn capture_prompt(profile: &PromptHookProfile, settings: &Settings, transport: &Transport, scope: &str, event: &PromptEvent) {
+fn capture_prompt(
+    profile: &PromptHookProfile,
+    settings: &Settings,
+    transport: &Transport,
+    scope: &str,
+    event: &PromptEvent,
+) {
     let request = capture_request(profile, scope, event);
     match capture::send(transport, &request) {
         Ok(position) => {
             if settings.flush_on_capture.value
-                && let Err(f) = capture::flush_through(transport, scope, position, settings.flush_max_calls.value)
+                && let Err(f) =
+                    capture::flush_through(transport, scope, position, settings.flush_max_calls.value)
             {
                 report(profile, Stage::Flush, f);
             }

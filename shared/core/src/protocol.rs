@@ -34,7 +34,8 @@ pub fn render(protocol: Protocol, answer: &Answer) -> Option<String> {
     match (protocol, answer) {
         (_, Answer::Nothing) => None,
         (Protocol::UserPromptSubmit, Answer::Context(text)) => Some(
-            json!({"hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": text}}).to_string(),
+            json!({"hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": text}})
+                .to_string(),
         ),
     }
 }
@@ -55,7 +56,10 @@ mod tests {
     #[test]
     fn user_prompt_submit_line() {
         let line = render(Protocol::UserPromptSubmit, &Answer::Context("ctx \"q\" é".into())).unwrap();
-        assert_eq!(line, r#"{"hookSpecificOutput":{"additionalContext":"ctx \"q\" é","hookEventName":"UserPromptSubmit"}}"#);
+        assert_eq!(
+            line,
+            r#"{"hookSpecificOutput":{"additionalContext":"ctx \"q\" é","hookEventName":"UserPromptSubmit"}}"#
+        );
         assert_eq!(render(Protocol::UserPromptSubmit, &Answer::Nothing), None);
     }
 }

@@ -40,10 +40,17 @@ impl ScopeQuery {
         deadline: &Deadline,
     ) -> Self {
         if let Some(id) = explicit {
-            return Self { explicit: Some(id.to_owned()), keys: Vec::new(), legacy: None };
+            return Self {
+                explicit: Some(id.to_owned()),
+                keys: Vec::new(),
+                legacy: None,
+            };
         }
         let mut keys = Vec::with_capacity(2);
-        if let Some(s) = session_id.map(str::trim).filter(|s| !s.is_empty() && s.chars().count() <= 256) {
+        if let Some(s) = session_id
+            .map(str::trim)
+            .filter(|s| !s.is_empty() && s.chars().count() <= 256)
+        {
             keys.push(BindingKey {
                 integration: integration.as_str().to_owned(),
                 kind: "session".to_owned(),
@@ -56,7 +63,11 @@ impl ScopeQuery {
             external_id: workspace::workspace_external_id(integration, cwd, deadline),
         });
         let legacy = Some(workspace::legacy_scope(integration, None, cwd, deadline));
-        Self { explicit: None, keys, legacy }
+        Self {
+            explicit: None,
+            keys,
+            legacy,
+        }
     }
 
     /// Resolves the scope id through the Server.
@@ -67,11 +78,19 @@ impl ScopeQuery {
         if let Some(id) = &self.explicit {
             return Ok(id.clone());
         }
-        let request = ResolveRequest { binding_keys: &self.keys, allow_default: true };
-        let reply = transport.post_json("/v1/scope-bindings/resolve", &request).map_err(|e| e.failure())?;
+        let request = ResolveRequest {
+            binding_keys: &self.keys,
+            allow_default: true,
+        };
+        let reply = transport
+            .post_json("/v1/scope-bindings/resolve", &request)
+            .map_err(|e| e.failure())?;
         if reply.status == 200 {
-            return descriptor_scope(&reply.body)
-                .ok_or(Failure { outcome: Outcome::InvalidResponse, http_status: Some(200), detail: Some("schema") });
+            return descriptor_scope(&reply.body).ok_or(Failure {
+                outcome: Outcome::InvalidResponse,
+                http_status: Some(200),
+                detail: Some("schema"),
+            });
         }
         let failure = failure_for(&reply);
         match (failure.outcome, &self.legacy) {

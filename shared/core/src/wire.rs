@@ -107,14 +107,20 @@ pub enum SchemaViolation {
 /// The first [`SchemaViolation`] found.
 pub fn parse_prepared_context(body: &Value, max_bytes: u32) -> Result<PreparedContext, SchemaViolation> {
     let obj = body.as_object().ok_or(SchemaViolation::Keys)?;
-    if obj.len() != 4 || !["schema", "status", "content", "content_bytes"].iter().all(|k| obj.contains_key(*k)) {
+    if obj.len() != 4
+        || !["schema", "status", "content", "content_bytes"]
+            .iter()
+            .all(|k| obj.contains_key(*k))
+    {
         return Err(SchemaViolation::Keys);
     }
     if obj["schema"].as_str() != Some(PREPARED_CONTEXT_SCHEMA) {
         return Err(SchemaViolation::Schema);
     }
     // `as_u64` is only Some for integers: floats such as 8000.0 and booleans are rejected.
-    let bytes = obj["content_bytes"].as_u64().ok_or(SchemaViolation::ContentBytes)?;
+    let bytes = obj["content_bytes"]
+        .as_u64()
+        .ok_or(SchemaViolation::ContentBytes)?;
     match obj["status"].as_str() {
         Some("empty") => {
             if !obj["content"].is_null() || bytes != 0 {
@@ -186,7 +192,10 @@ mod tests {
 
     #[test]
     fn accepts_ready_and_empty() {
-        assert_eq!(parse_prepared_context(&ready("héllo", 6), 8000), Ok(PreparedContext::Ready("héllo".into())));
+        assert_eq!(
+            parse_prepared_context(&ready("héllo", 6), 8000),
+            Ok(PreparedContext::Ready("héllo".into()))
+        );
         let empty = json!({"schema": PREPARED_CONTEXT_SCHEMA, "status": "empty", "content": null, "content_bytes": 0});
         assert_eq!(parse_prepared_context(&empty, 8000), Ok(PreparedContext::Empty));
     }
@@ -199,23 +208,45 @@ mod tests {
         let mut missing = ready("x", 1);
         missing.as_object_mut().unwrap().remove("content_bytes");
         assert_eq!(parse_prepared_context(&missing, 8000), Err(SchemaViolation::Keys));
-        assert_eq!(parse_prepared_context(&json!([1, 2, 3, 4]), 8000), Err(SchemaViolation::Keys));
+        assert_eq!(
+            parse_prepared_context(&json!([1, 2, 3, 4]), 8000),
+            Err(SchemaViolation::Keys)
+        );
         let mut v2 = ready("x", 1);
         v2["schema"] = json!("powercontext.prepared-context.v2");
         assert_eq!(parse_prepared_context(&v2, 8000), Err(SchemaViolation::Schema));
-        assert_eq!(parse_prepared_context(&ready("x", 2), 8000), Err(SchemaViolation::ByteMismatch));
-        assert_eq!(parse_prepared_context(&ready("   \n", 4), 8000), Err(SchemaViolation::BlankReady));
+        assert_eq!(
+            parse_prepared_context(&ready("x", 2), 8000),
+            Err(SchemaViolation::ByteMismatch)
+        );
+        assert_eq!(
+            parse_prepared_context(&ready("   \n", 4), 8000),
+            Err(SchemaViolation::BlankReady)
+        );
         let mut float = ready("x", 1);
         float["content_bytes"] = json!(1.0);
-        assert_eq!(parse_prepared_context(&float, 8000), Err(SchemaViolation::ContentBytes));
+        assert_eq!(
+            parse_prepared_context(&float, 8000),
+            Err(SchemaViolation::ContentBytes)
+        );
         let mut boolean = ready("x", 1);
         boolean["content_bytes"] = json!(true);
-        assert_eq!(parse_prepared_context(&boolean, 8000), Err(SchemaViolation::ContentBytes));
-        let empty_with = json!({"schema": PREPARED_CONTEXT_SCHEMA, "status": "empty", "content": "x", "content_bytes": 1});
-        assert_eq!(parse_prepared_context(&empty_with, 8000), Err(SchemaViolation::EmptyWithContent));
+        assert_eq!(
+            parse_prepared_context(&boolean, 8000),
+            Err(SchemaViolation::ContentBytes)
+        );
+        let empty_with =
+            json!({"schema": PREPARED_CONTEXT_SCHEMA, "status": "empty", "content": "x", "content_bytes": 1});
+        assert_eq!(
+            parse_prepared_context(&empty_with, 8000),
+            Err(SchemaViolation::EmptyWithContent)
+        );
         let mut status = ready("x", 1);
         status["status"] = json!("partial");
-        assert_eq!(parse_prepared_context(&status, 8000), Err(SchemaViolation::Status));
+        assert_eq!(
+            parse_prepared_context(&status, 8000),
+            Err(SchemaViolation::Status)
+        );
     }
 
     #[test]
@@ -223,7 +254,10 @@ mod tests {
         let at = "a".repeat(8000);
         assert!(parse_prepared_context(&ready(&at, 8000), 8000).is_ok());
         let over = "a".repeat(8001);
-        assert_eq!(parse_prepared_context(&ready(&over, 8001), 8000), Err(SchemaViolation::TooLarge));
+        assert_eq!(
+            parse_prepared_context(&ready(&over, 8001), 8000),
+            Err(SchemaViolation::TooLarge)
+        );
     }
 
     #[test]
@@ -233,13 +267,21 @@ mod tests {
         assert_eq!(cut.chars().count(), MAX_QUERY_CHARS);
         assert_eq!(cut.len(), MAX_QUERY_CHARS * 3);
         let mixed = format!("{}é🙂", "a".repeat(8191));
-        assert_eq!(truncate_chars(&mixed, MAX_QUERY_CHARS), format!("{}é", "a".repeat(8191)));
+        assert_eq!(
+            truncate_chars(&mixed, MAX_QUERY_CHARS),
+            format!("{}é", "a".repeat(8191))
+        );
         assert_eq!(truncate_chars("short", MAX_QUERY_CHARS), "short");
     }
 
     #[test]
     fn prepare_body_has_exactly_three_fields() {
-        let body = serde_json::to_value(PrepareRequest { scope_id: "s", query: "q", max_bytes: 8000 }).unwrap();
+        let body = serde_json::to_value(PrepareRequest {
+            scope_id: "s",
+            query: "q",
+            max_bytes: 8000,
+        })
+        .unwrap();
         assert_eq!(body, json!({"scope_id": "s", "query": "q", "max_bytes": 8000}));
     }
 }

@@ -1,1 +1,748 @@
-//! placeholder: being written
+//! Real-host runner: drives the pinned Claude Code and Codex CLIs (tests/e2e/node_modules) headless
+//! against a loopback fake model, with our hook wired in through the plugin folder rendered from
+//! `installers/<host>/`, in a throwaway HOME with a clean environment. It must never run a host
+//! outside a loopback-only network namespace, never touch the real HOME, and never skip: a missing
+//! prerequisite panics with how to fix it.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
+use std::sync::mpsc::{self, Receiver};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use tempfile::TempDir;
+
+use crate::fake_model::FakeModel;
+
+/// Outer limit for one host command; a healthy run takes about half a second.
+const RUN_TIMEOUT: Duration = Duration::from_secs(90);
+/// Plugin and marketplace name used by both installer templates.
+pub const PLUGIN_NAME: &str = "powercontext";
+/// `<plugin>@<marketplace>` as both hosts spell an installed plugin.
+pub const PLUGIN_ID: &str = "powercontext@powercontext";
+/// Where the hooks are told to keep their state unless a test overrides it.
+const STATE_DIR_VAR: &str = "POWERCONTEXT_HOOKS_STATE_DIR";
+/// How Claude Code labels a hook's `additionalContext` inside the model request.
+const CLAUDE_CONTEXT_LABEL: &str = "UserPromptSubmit hook additional context: ";
+/// Claude appends this right after the hook context in the first turn's environment block.
+const CLAUDE_DATE_TAIL: &str = "\n\nToday's date is ";
+
+/// A real host CLI under test.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Host {
+    ClaudeCode,
+    Codex,
+}
+
+impl Host {
+    /// Stable short name: installer folder, fixture folder.
+    pub fn name(self) -> &'static str {
+        match self {
+            Host::ClaudeCode => "claude-code",
+            Host::Codex => "codex",
+        }
+    }
+
+    /// The hook configuration variable for this host: `var("SCOPE_ID")` →
+    /// `POWERCONTEXT_CLAUDE_SCOPE_ID` / `POWERCONTEXT_CODEX_SCOPE_ID`.
+    pub fn var(self, suffix: &str) -> String {
+        match self {
+            Host::ClaudeCode => format!("POWERCONTEXT_CLAUDE_{suffix}"),
+            Host::Codex => format!("POWERCONTEXT_CODEX_{suffix}"),
+        }
+    }
+
+    /// Prefix of the `source_id` our hook gives a captured prompt.
+    pub fn source_id_prefix(self) -> &'static str {
+        match self {
+            Host::ClaudeCode => "claude-code-user-prompt:",
+            Host::Codex => "codex-user-prompt:",
+        }
+    }
+
+    /// `installers/<host>/`: the plugin folder template.
+    pub fn installer_dir(self) -> PathBuf {
+        repo_root().join("installers").join(self.name())
+    }
+
+    /// `tests/fixtures/<host>/`: recorded host payloads.
+    pub fn fixtures_dir(self) -> PathBuf {
+        repo_root().join("tests").join("fixtures").join(self.name())
+    }
+
+    /// The CLI inside tests/e2e/node_modules; panics with the fix when it is not installed.
+    pub fn cli(self) -> PathBuf {
+        let bin = match self {
+            Host::ClaudeCode => "claude",
+            Host::Codex => "codex",
+        };
+        let path = repo_root().join("tests/e2e/node_modules/.bin").join(bin);
+        assert!(
+            path.is_file(),
+            "{} is missing: run scripts/ensure-hosts (make test does)",
+            path.display()
+        );
+        path
+    }
+
+    /// The hook context this host added to `body` (a model request) for the latest user prompt,
+    /// or `None` when no hook context follows that prompt. Earlier turns' contexts stay in the
+    /// conversation history and are deliberately not returned.
+    ///
+    /// Claude Code puts it into a `role: "system"` message after the prompt, labelled
+    /// "UserPromptSubmit hook additional context: " (in the first turn inside the environment
+    /// block, just before "Today's date is"). Codex adds `role: "developer"` messages after it.
+    pub fn latest_hook_context(self, body: &Value) -> Option<String> {
+        match self {
+            Host::ClaudeCode => {
+                let messages = body.get("messages")?.as_array()?;
+                let last_user = messages.iter().rposition(|m| m["role"] == "user")?;
+                let found: Vec<String> = messages[last_user + 1..]
+                    .iter()
+                    .filter(|m| m["role"] == "system")
+                    .flat_map(|m| texts(&m["content"]))
+                    .filter_map(|text| {
+                        let start = text.find(CLAUDE_CONTEXT_LABEL)? + CLAUDE_CONTEXT_LABEL.len();
+                        let rest = &text[start..];
+                        let end = rest.rfind(CLAUDE_DATE_TAIL).unwrap_or(rest.len());
+                        Some(rest[..end].to_owned())
+                    })
+                    .collect();
+                (!found.is_empty()).then(|| found.join("\n"))
+            }
+            Host::Codex => {
+                let input = body.get("input")?.as_array()?;
+                let last_user = input
+                    .iter()
+                    .rposition(|m| m["type"] == "message" && m["role"] == "user")?;
+                let found: Vec<String> = input[last_user + 1..]
+                    .iter()
+                    .filter(|m| m["type"] == "message" && m["role"] == "developer")
+                    .flat_map(|m| texts(&m["content"]))
+                    .collect();
+                (!found.is_empty()).then(|| found.join("\n"))
+            }
+        }
+    }
+}
+
+/// Text parts of a message `content` (a string or a list of typed parts).
+fn texts(content: &Value) -> Vec<String> {
+    match content {
+        Value::String(s) => vec![s.clone()],
+        Value::Array(parts) => parts
+            .iter()
+            .filter_map(|p| p["text"].as_str().map(str::to_owned))
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// The repository root (this crate lives in `<root>/shared/test-support`).
+pub fn repo_root() -> PathBuf {
+    let here = Path::new(env!("CARGO_MANIFEST_DIR"));
+    here.parent()
+        .and_then(Path::parent)
+        .expect("test-support sits two levels below the repo root")
+        .to_path_buf()
+}
+
+/// Panics unless this process sits in a network namespace whose only interface is loopback:
+/// real hosts reach for the internet (telemetry, plugin catalogues), and the tests must prove
+/// they work without it.
+pub fn assert_loopback_only_network() {
+    // /proc/self/net follows this process's namespace; /sys/class/net would show the namespace
+    // sysfs was mounted in, which `unshare -n` does not change.
+    let names: Vec<String> = fs::read_to_string("/proc/self/net/dev")
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|line| line.split_once(':').map(|(name, _)| name.trim().to_owned()))
+        .collect();
+    assert!(
+        names == ["lo"],
+        "real-host e2e tests must run in a loopback-only network namespace (interfaces here: \
+         {names:?}). Run them with `make e2e` (or `make test`), or by hand: \
+         unshare -n sh -c 'ip link set lo up && exec cargo test --offline --test integration e2e_'"
+    );
+}
+
+/// Writes `installers/<host>/` into `dest`, replacing every `{{name}}` from `values` in every
+/// file. Panics if a placeholder is left over, so a template and its renderer cannot drift.
+pub fn render_installer(host: Host, dest: &Path, values: &[(&str, &str)]) {
+    fn walk(src: &Path, dest: &Path, values: &[(&str, &str)]) {
+        fs::create_dir_all(dest).expect("create plugin dir");
+        for entry in fs::read_dir(src).expect("read installer dir") {
+            let entry = entry.expect("installer entry");
+            let to = dest.join(entry.file_name());
+            if entry.file_type().expect("file type").is_dir() {
+                walk(&entry.path(), &to, values);
+                continue;
+            }
+            let mut text = fs::read_to_string(entry.path()).expect("installer files are text");
+            for (name, value) in values {
+                text = text.replace(&format!("{{{{{name}}}}}"), value);
+            }
+            assert!(
+                !text.contains("{{"),
+                "unreplaced placeholder in {}",
+                entry.path().display()
+            );
+            fs::write(&to, text).expect("write rendered plugin file");
+        }
+    }
+    let src = host.installer_dir();
+    assert!(src.is_dir(), "missing installer template {}", src.display());
+    walk(&src, dest, values);
+}
+
+/// The `{{hook_command}}` value for an executable: the path, shell-quoted only when needed, then
+/// escaped for a JSON string (hooks.json holds it as a string the host hands to `sh -c`).
+pub fn hook_command_value(exe: &Path) -> String {
+    let path = exe.to_str().expect("hook path is UTF-8");
+    let safe = path
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b"/._-+,:@%".contains(&b));
+    let shell = if safe {
+        path.to_owned()
+    } else {
+        format!("'{}'", path.replace('\'', r"'\''"))
+    };
+    let quoted = Value::String(shell).to_string();
+    quoted[1..quoted.len() - 1].to_owned()
+}
+
+/// Finds `node` on this process's PATH (Codex's npm launcher is a Node script).
+fn node_dir() -> Option<PathBuf> {
+    // Test support only: the runner has to look where the developer's node lives.
+    #[allow(clippy::disallowed_methods)]
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path).find(|dir| dir.join("node").is_file())
+}
+
+/// One finished host command.
+#[derive(Debug)]
+pub struct HostRun {
+    pub status: ExitStatus,
+    pub stdout: String,
+    pub stderr: String,
+    pub elapsed: Duration,
+}
+
+impl HostRun {
+    /// The assistant's final text as the host printed it (`claude -p --output-format json`
+    /// `result`, or the last Codex `agent_message`).
+    pub fn answer(&self) -> Option<String> {
+        let mut answer = None;
+        for line in self.stdout.lines() {
+            let Ok(event) = serde_json::from_str::<Value>(line) else {
+                continue;
+            };
+            if event["type"] == "result" {
+                answer = event["result"].as_str().map(str::to_owned);
+            } else if event["type"] == "item.completed" && event["item"]["type"] == "agent_message" {
+                answer = event["item"]["text"].as_str().map(str::to_owned);
+            }
+        }
+        answer
+    }
+
+    /// Panics (with the host's output) unless the host exited 0 and printed `reply` as its answer,
+    /// i.e. the turn really completed against the fake model.
+    pub fn assert_completed(&self, reply: &str) {
+        assert!(
+            self.status.success() && self.answer().as_deref() == Some(reply),
+            "host turn did not complete (status {:?}, answer {:?})\n--- stdout\n{}\n--- stderr\n{}",
+            self.status.code(),
+            self.answer(),
+            self.stdout,
+            self.stderr
+        );
+    }
+}
+
+/// Configures a [`HostSession`].
+pub struct HostSessionBuilder {
+    host: Host,
+    model_url: String,
+    hook: Option<PathBuf>,
+    server_url: Option<String>,
+    env: BTreeMap<String, String>,
+    record_payloads: bool,
+}
+
+impl HostSessionBuilder {
+    /// Installs the plugin with `{{hook_command}}` = `exe` (which need not exist: a broken setup
+    /// is a scenario too). Without this the host runs bare, with no plugin at all.
+    pub fn hook(mut self, exe: &Path) -> Self {
+        self.hook = Some(exe.to_path_buf());
+        self
+    }
+
+    /// The PowerContext Server: `{{server_url}}` in the plugin and the host's
+    /// `POWERCONTEXT_<HOST>_SERVER_URL`. Defaults to a port nobody listens on.
+    pub fn server_url(mut self, url: &str) -> Self {
+        self.server_url = Some(url.trim_end_matches('/').to_owned());
+        self
+    }
+
+    /// An extra variable in the host's (and so the hook's) environment.
+    pub fn env(mut self, name: &str, value: &str) -> Self {
+        self.env.insert(name.to_owned(), value.to_owned());
+        self
+    }
+
+    /// Sets `POWERCONTEXT_<HOST>_<suffix>`, e.g. `.host_env("SCOPE_ID", id)`.
+    pub fn host_env(self, suffix: &str, value: &str) -> Self {
+        let name = self.host.var(suffix);
+        self.env(&name, value)
+    }
+
+    /// Wires a tiny `sh` wrapper in front of the hook that copies each stdin payload to a file
+    /// (see [`HostSession::payloads`]) before exec'ing the real hook.
+    pub fn record_payloads(mut self) -> Self {
+        self.record_payloads = true;
+        self
+    }
+
+    /// Creates the throwaway HOME and project, writes host config and installs the plugin the
+    /// way a user's setup would (Codex: marketplace + `plugin add` + persisted hook trust).
+    pub fn build(self) -> HostSession {
+        assert_loopback_only_network();
+        let cli = self.host.cli();
+        let root = tempfile::Builder::new()
+            .prefix(&format!("pc-e2e-{}-", self.host.name()))
+            .tempdir()
+            .expect("create session tempdir");
+        let home = root.path().join("home");
+        let project = root.path().join("project");
+        let state = root.path().join("state");
+        let payloads = root.path().join("payloads");
+        for dir in [&home, &project, &state, &payloads] {
+            fs::create_dir_all(dir).expect("create session dirs");
+        }
+        let server_url = self
+            .server_url
+            .clone()
+            .unwrap_or_else(crate::fault_server::closed_port_url);
+
+        let mut env = BTreeMap::new();
+        let mut path = Vec::new();
+        path.extend(node_dir());
+        path.extend(["/usr/local/bin", "/usr/bin", "/bin"].map(PathBuf::from));
+        let path = std::env::join_paths(path).expect("PATH entries");
+        env.insert("PATH".to_owned(), path.to_string_lossy().into_owned());
+        env.insert("HOME".to_owned(), home.display().to_string());
+        env.insert("TERM".to_owned(), "dumb".to_owned());
+        env.insert("LANG".to_owned(), "C.UTF-8".to_owned());
+        env.insert(STATE_DIR_VAR.to_owned(), state.display().to_string());
+        match self.host {
+            Host::ClaudeCode => {
+                for (k, v) in [
+                    ("ANTHROPIC_BASE_URL", self.model_url.as_str()),
+                    ("ANTHROPIC_API_KEY", "sk-ant-fake-e2e"),
+                    ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1"),
+                    ("DISABLE_TELEMETRY", "1"),
+                    ("DISABLE_ERROR_REPORTING", "1"),
+                    ("DISABLE_AUTOUPDATER", "1"),
+                    ("DISABLE_BUG_COMMAND", "1"),
+                    ("CLAUDE_CODE_DISABLE_FEEDBACK_SURVEY", "1"),
+                ] {
+                    env.insert(k.to_owned(), v.to_owned());
+                }
+            }
+            Host::Codex => {
+                env.insert("CODEX_HOME".to_owned(), home.join(".codex").display().to_string());
+                env.insert("FAKE_MODEL_API_KEY".to_owned(), "sk-fake-e2e".to_owned());
+            }
+        }
+        if self.hook.is_some() {
+            env.insert(self.host.var("SERVER_URL"), server_url.clone());
+        }
+        env.extend(self.env);
+
+        let session = HostSession {
+            host: self.host,
+            cli,
+            home,
+            project,
+            payloads,
+            env,
+            _root: root,
+        };
+        if self.host == Host::Codex {
+            session.write_codex_config(&self.model_url, self.hook.is_some());
+        }
+        if let Some(exe) = &self.hook {
+            let exe = if self.record_payloads {
+                session.write_recorder(exe)
+            } else {
+                exe.clone()
+            };
+            let plugin = session._root.path().join("plugin");
+            render_installer(
+                self.host,
+                &plugin,
+                &[
+                    ("hook_command", &hook_command_value(&exe)),
+                    ("server_url", &server_url),
+                    ("version", env!("CARGO_PKG_VERSION")),
+                ],
+            );
+            session.install_plugin(&plugin);
+        }
+        session
+    }
+}
+
+/// A throwaway HOME and project for one host, with our plugin installed (or not).
+pub struct HostSession {
+    host: Host,
+    cli: PathBuf,
+    home: PathBuf,
+    project: PathBuf,
+    payloads: PathBuf,
+    env: BTreeMap<String, String>,
+    _root: TempDir,
+}
+
+impl HostSession {
+    /// Starts configuring a session for `host` talking to `model`.
+    pub fn builder(host: Host, model: &FakeModel) -> HostSessionBuilder {
+        HostSessionBuilder {
+            host,
+            model_url: model.url(),
+            hook: None,
+            server_url: None,
+            env: BTreeMap::new(),
+            record_payloads: false,
+        }
+    }
+
+    /// The common case: plugin wired to `hook_exe`, plus the hook's environment.
+    pub fn new(host: Host, model: &FakeModel, hook_exe: &Path, hook_env: &[(&str, &str)]) -> Self {
+        let mut builder = Self::builder(host, model).hook(hook_exe);
+        for (k, v) in hook_env {
+            builder = builder.env(k, v);
+        }
+        builder.build()
+    }
+
+    pub fn host(&self) -> Host {
+        self.host
+    }
+
+    /// The session's working directory (the `cwd` the hook sees).
+    pub fn project_dir(&self) -> &Path {
+        &self.project
+    }
+
+    /// The throwaway HOME.
+    pub fn home_dir(&self) -> &Path {
+        &self.home
+    }
+
+    /// First prompt of a new conversation.
+    pub fn prompt(&self, text: &str) -> HostRun {
+        match self.host {
+            Host::ClaudeCode => self.run(&["-p", text, "--output-format", "json"]),
+            Host::Codex => self.run(&["exec", "--json", "--skip-git-repo-check", text]),
+        }
+    }
+
+    /// Next prompt in the most recent conversation of this session.
+    pub fn resume(&self, text: &str) -> HostRun {
+        match self.host {
+            Host::ClaudeCode => self.run(&["-p", "--continue", text, "--output-format", "json"]),
+            Host::Codex => self.run(&[
+                "exec",
+                "resume",
+                "--last",
+                "--json",
+                "--skip-git-repo-check",
+                text,
+            ]),
+        }
+    }
+
+    /// The hook stdin payloads seen so far, oldest first (needs
+    /// [`HostSessionBuilder::record_payloads`]).
+    pub fn payloads(&self) -> Vec<Value> {
+        let mut files: Vec<PathBuf> = fs::read_dir(&self.payloads)
+            .expect("payload dir")
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .collect();
+        files.sort();
+        files
+            .iter()
+            .map(|f| {
+                let text = fs::read_to_string(f).expect("read payload");
+                serde_json::from_str(&text).expect("hook payload is JSON")
+            })
+            .collect()
+    }
+
+    /// Runs the host CLI with `args` in the project dir, clean env, stdin from /dev/null, and an
+    /// outer timeout (the whole process group is killed past it).
+    pub fn run(&self, args: &[&str]) -> HostRun {
+        let mut command = Command::new(&self.cli);
+        command
+            .args(args)
+            .env_clear()
+            .envs(&self.env)
+            .current_dir(&self.project)
+            .stdin(Stdio::null());
+        run_command(command, RUN_TIMEOUT)
+    }
+
+    fn run_checked(&self, args: &[&str]) -> HostRun {
+        let run = self.run(args);
+        assert!(
+            run.status.success(),
+            "`{} {}` failed: {:?}\n--- stdout\n{}\n--- stderr\n{}",
+            self.host.name(),
+            args.join(" "),
+            run.status,
+            run.stdout,
+            run.stderr
+        );
+        run
+    }
+
+    fn write_recorder(&self, exe: &Path) -> PathBuf {
+        let script = self._root.path().join("record-hook");
+        let quote = |p: &Path| format!("'{}'", p.display().to_string().replace('\'', r"'\''"));
+        let body = format!(
+            "#!/bin/sh\n# e2e payload recorder: keep stdin, then run the real hook on it\n\
+             f={dir}/\"$(date +%s%N)-$$.json\"\ncat >\"$f\"\nexec {exe} <\"$f\"\n",
+            dir = quote(&self.payloads),
+            exe = quote(exe),
+        );
+        fs::write(&script, body).expect("write recorder");
+        fs::set_permissions(&script, fs::Permissions::from_mode(0o755)).expect("chmod recorder");
+        script
+    }
+
+    fn write_codex_config(&self, model_url: &str, plugins: bool) {
+        let dir = self.home.join(".codex");
+        fs::create_dir_all(&dir).expect("create CODEX_HOME");
+        // Analytics off: otherwise Codex waits ~5 s at exit for a flush that cannot succeed.
+        // Plugins stay off without a hook so the baseline has nothing to sync.
+        let config = format!(
+            r#"model = "fake-model"
+model_provider = "fake"
+approval_policy = "never"
+sandbox_mode = "read-only"
+check_for_update_on_startup = false
+
+[model_providers.fake]
+name = "Fake loopback model"
+base_url = "{model_url}/v1"
+env_key = "FAKE_MODEL_API_KEY"
+wire_api = "responses"
+request_max_retries = 0
+stream_max_retries = 0
+
+[features]
+hooks = true
+plugins = {plugins}
+
+[analytics]
+enabled = false
+"#
+        );
+        fs::write(dir.join("config.toml"), config).expect("write codex config");
+    }
+
+    fn install_plugin(&self, plugin: &Path) {
+        let dir = plugin.to_str().expect("UTF-8 tempdir");
+        match self.host {
+            Host::ClaudeCode => {
+                self.run_checked(&["plugin", "marketplace", "add", dir]);
+                self.run_checked(&["plugin", "install", PLUGIN_ID]);
+            }
+            Host::Codex => {
+                self.run_checked(&["plugin", "marketplace", "add", dir, "--json"]);
+                self.run_checked(&["plugin", "add", PLUGIN_ID, "--json"]);
+                self.trust_codex_plugin_hooks();
+            }
+        }
+    }
+
+    /// Codex runs a non-managed hook only once it is trusted, and skips it silently otherwise.
+    /// Trust is persisted the way Codex's own `/hooks` review does it, through the app server:
+    /// list the hooks, then write each of our plugin's current hashes into `hooks.state`.
+    fn trust_codex_plugin_hooks(&self) {
+        let mut child = Command::new(&self.cli)
+            .arg("app-server")
+            .env_clear()
+            .envs(&self.env)
+            .current_dir(&self.project)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .process_group(0)
+            .spawn()
+            .expect("spawn codex app-server");
+        let mut rpc = AppServer::new(&mut child);
+        rpc.call(
+            "initialize",
+            json!({"clientInfo": {"name": "powercontext-e2e", "version": "0"}}),
+        );
+        rpc.notify("initialized");
+        let listed = rpc.call(
+            "hooks/list",
+            json!({"cwds": [self.project.display().to_string()]}),
+        );
+        let mut trusted = serde_json::Map::new();
+        for entry in listed["data"].as_array().into_iter().flatten() {
+            for hook in entry["hooks"].as_array().into_iter().flatten() {
+                if hook["pluginId"] == PLUGIN_ID {
+                    let key = hook["key"].as_str().expect("hook key").to_owned();
+                    let hash = hook["currentHash"].clone();
+                    trusted.insert(key, json!({ "trusted_hash": hash }));
+                }
+            }
+        }
+        assert!(
+            !trusted.is_empty(),
+            "codex did not discover our plugin hook: {listed}"
+        );
+        let written = rpc.call(
+            "config/batchWrite",
+            json!({"edits": [{"keyPath": "hooks.state", "mergeStrategy": "upsert",
+                              "value": Value::Object(trusted)}]}),
+        );
+        assert_eq!(written["status"], "ok", "codex refused hook trust: {written}");
+        drop(rpc);
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+}
+
+/// Minimal line-delimited JSON-RPC client for `codex app-server` on stdio.
+struct AppServer {
+    stdin: ChildStdin,
+    lines: Receiver<String>,
+    next_id: u64,
+}
+
+impl AppServer {
+    fn new(child: &mut Child) -> Self {
+        let stdin = child.stdin.take().expect("app-server stdin");
+        let stdout = child.stdout.take().expect("app-server stdout");
+        let (tx, lines) = mpsc::channel();
+        thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        AppServer {
+            stdin,
+            lines,
+            next_id: 1,
+        }
+    }
+
+    fn send(&mut self, message: &Value) {
+        let mut line = message.to_string();
+        line.push('\n');
+        self.stdin
+            .write_all(line.as_bytes())
+            .expect("write to codex app-server");
+        self.stdin.flush().expect("flush codex app-server");
+    }
+
+    fn notify(&mut self, method: &str) {
+        self.send(&json!({"jsonrpc": "2.0", "method": method}));
+    }
+
+    fn call(&mut self, method: &str, params: Value) -> Value {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let line = self
+                .lines
+                .recv_timeout(left)
+                .unwrap_or_else(|_| panic!("codex app-server gave no answer to {method}"));
+            let Ok(message) = serde_json::from_str::<Value>(&line) else {
+                continue;
+            };
+            if message["id"] == id {
+                assert!(
+                    message.get("error").is_none(),
+                    "codex app-server {method} failed: {message}"
+                );
+                return message["result"].clone();
+            }
+        }
+    }
+}
+
+/// Runs `command` with piped output and a hard timeout; the child gets its own process group so
+/// a hung host and its hooks can be killed together.
+fn run_command(mut command: Command, timeout: Duration) -> HostRun {
+    command
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    let started = Instant::now();
+    let mut child = command
+        .spawn()
+        .unwrap_or_else(|e| panic!("spawn {command:?}: {e}"));
+    let stdout = drain(child.stdout.take().expect("stdout"));
+    let stderr = drain(child.stderr.take().expect("stderr"));
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait for host") {
+            break status;
+        }
+        if started.elapsed() > timeout {
+            kill_group(&child);
+            let _ = child.wait();
+            let out = stdout.recv_timeout(Duration::from_secs(2)).unwrap_or_default();
+            let err = stderr.recv_timeout(Duration::from_secs(2)).unwrap_or_default();
+            panic!("host run exceeded {timeout:?}: {command:?}\n--- stdout\n{out}\n--- stderr\n{err}");
+        }
+        thread::sleep(Duration::from_millis(5));
+    };
+    let elapsed = started.elapsed();
+    // A hook left running in the background could hold the pipes open; don't wait for it forever.
+    let collect = |rx: Receiver<String>| rx.recv_timeout(Duration::from_secs(10)).unwrap_or_default();
+    HostRun {
+        status,
+        stdout: collect(stdout),
+        stderr: collect(stderr),
+        elapsed,
+    }
+}
+
+fn drain(mut pipe: impl Read + Send + 'static) -> Receiver<String> {
+    let (tx, rx) = mpsc::channel();
+    thread::spawn(move || {
+        let mut bytes = Vec::new();
+        let _ = pipe.read_to_end(&mut bytes);
+        let _ = tx.send(String::from_utf8_lossy(&bytes).into_owned());
+    });
+    rx
+}
+
+/// Kills the host's process group (its own, made at spawn). Only called before the child is
+/// reaped, so the group id still belongs to us.
+fn kill_group(child: &Child) {
+    let _ = Command::new("kill")
+        .args(["-KILL", "--", &format!("-{}", child.id())])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status();
+}

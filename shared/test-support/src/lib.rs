@@ -5,6 +5,7 @@
 
 pub mod fake_model;
 pub mod fault_server;
+pub mod hook;
 pub mod hosts;
 pub mod http1;
 pub mod real_server;

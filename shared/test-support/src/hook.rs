@@ -1,0 +1,231 @@
+//! Runs a hook executable the way a host does (payload on stdin, clean environment, throwaway
+//! HOME and state dir) and reads back what it did: exit status, the protocol line, diagnostics.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+/// A hook invocation being prepared.
+#[must_use]
+pub struct HookCmd {
+    exe: PathBuf,
+    env: Vec<(String, String)>,
+    stdin: Vec<u8>,
+    home: tempfile::TempDir,
+    cwd: Option<PathBuf>,
+}
+
+/// What one hook run did.
+#[derive(Debug)]
+pub struct HookOutput {
+    pub status: ExitStatus,
+    pub stdout: String,
+    pub stderr: String,
+    pub elapsed: Duration,
+}
+
+impl HookCmd {
+    /// A run of `exe` with a clean environment: only `PATH`, a temp `HOME`, XDG dirs and state
+    /// dir inside it, and no configuration file, so the developer's own setup never leaks in.
+    pub fn new(exe: impl AsRef<Path>) -> Self {
+        let home = tempfile::tempdir().expect("temp home");
+        let h = home.path().to_string_lossy().into_owned();
+        let env = vec![
+            ("PATH".to_owned(), "/usr/local/bin:/usr/bin:/bin".to_owned()),
+            ("HOME".to_owned(), h.clone()),
+            ("XDG_CONFIG_HOME".to_owned(), format!("{h}/.config")),
+            ("XDG_STATE_HOME".to_owned(), format!("{h}/.local/state")),
+            ("POWERCONTEXT_HOOKS_STATE_DIR".to_owned(), format!("{h}/state")),
+            ("GIT_CEILING_DIRECTORIES".to_owned(), h.clone()),
+        ];
+        Self {
+            exe: exe.as_ref().to_path_buf(),
+            env,
+            stdin: Vec::new(),
+            home,
+            cwd: None,
+        }
+    }
+
+    /// The throwaway HOME.
+    pub fn home(&self) -> &Path {
+        self.home.path()
+    }
+
+    /// Sets (or replaces) one environment variable.
+    pub fn env(mut self, key: &str, value: impl Into<String>) -> Self {
+        self.env.retain(|(k, _)| k != key);
+        self.env.push((key.to_owned(), value.into()));
+        self
+    }
+
+    /// Removes one environment variable.
+    pub fn env_remove(mut self, key: &str) -> Self {
+        self.env.retain(|(k, _)| k != key);
+        self
+    }
+
+    /// The stdin payload as JSON.
+    pub fn stdin_json(mut self, v: &Value) -> Self {
+        self.stdin = serde_json::to_vec(v).expect("json");
+        self
+    }
+
+    /// The stdin payload as raw bytes.
+    pub fn stdin_bytes(mut self, b: impl Into<Vec<u8>>) -> Self {
+        self.stdin = b.into();
+        self
+    }
+
+    /// The working directory of the process.
+    pub fn current_dir(mut self, dir: impl AsRef<Path>) -> Self {
+        self.cwd = Some(dir.as_ref().to_path_buf());
+        self
+    }
+
+    /// Runs to completion (a 30 s safety timeout kills a hung hook and fails the test).
+    #[track_caller]
+    pub fn run(&self) -> HookOutput {
+        let mut cmd = Command::new(&self.exe);
+        cmd.env_clear()
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        if let Some(dir) = &self.cwd {
+            cmd.current_dir(dir);
+        }
+        let start = Instant::now();
+        let mut child = cmd
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {}: {e}", self.exe.display()));
+        let mut stdin = child.stdin.take().expect("stdin");
+        let payload = self.stdin.clone();
+        // Written from a thread: a hook that stops reading early must not block the test.
+        let writer = std::thread::spawn(move || {
+            let _ = stdin.write_all(&payload);
+        });
+        let out = wait_with_timeout(child, Duration::from_secs(30));
+        let elapsed = start.elapsed();
+        let _ = writer.join();
+        HookOutput {
+            status: out.status,
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+            elapsed,
+        }
+    }
+}
+
+fn wait_with_timeout(mut child: std::process::Child, limit: Duration) -> std::process::Output {
+    let start = Instant::now();
+    loop {
+        if child.try_wait().expect("wait").is_some() {
+            return child.wait_with_output().expect("output");
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let out = child.wait_with_output().expect("output");
+            panic!(
+                "hook did not exit within {limit:?}; stderr: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+impl HookOutput {
+    /// Every stderr line parsed as JSON (a non-JSON line fails the test: stderr is diagnostics only).
+    #[track_caller]
+    pub fn diagnostics(&self) -> Vec<Value> {
+        self.stderr
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .map(|l| {
+                serde_json::from_str(l)
+                    .unwrap_or_else(|_| panic!("stderr line is not a JSON diagnostic: {l}"))
+            })
+            .collect()
+    }
+
+    /// The outcomes named on stderr, in order.
+    pub fn outcomes(&self) -> Vec<String> {
+        self.diagnostics()
+            .iter()
+            .filter_map(|d| d["outcome"].as_str().map(str::to_owned))
+            .collect()
+    }
+
+    /// The first diagnostic with this outcome.
+    pub fn diagnostic(&self, outcome: &str) -> Option<Value> {
+        self.diagnostics().into_iter().find(|d| d["outcome"] == outcome)
+    }
+
+    /// The injected context, if the hook printed the `UserPromptSubmit` protocol line.
+    #[track_caller]
+    pub fn context(&self) -> Option<String> {
+        let line = self.stdout.trim_end_matches('\n');
+        if line.is_empty() {
+            return None;
+        }
+        assert!(
+            !line.contains('\n'),
+            "stdout must be a single protocol line: {:?}",
+            self.stdout
+        );
+        let v: Value = serde_json::from_str(line).expect("stdout is JSON");
+        assert_eq!(v["hookSpecificOutput"]["hookEventName"], "UserPromptSubmit");
+        assert_eq!(
+            v.as_object().map(serde_json::Map::len),
+            Some(1),
+            "stdout has only hookSpecificOutput"
+        );
+        Some(
+            v["hookSpecificOutput"]["additionalContext"]
+                .as_str()
+                .expect("context is text")
+                .to_owned(),
+        )
+    }
+
+    /// Asserts the fail-open promise: exit 0 and nothing but protocol on stdout.
+    #[track_caller]
+    pub fn assert_fail_open(&self) -> &Self {
+        assert!(
+            self.status.success(),
+            "exit status {:?}; stderr: {}",
+            self.status,
+            self.stderr
+        );
+        let _ = self.context();
+        let _ = self.diagnostics();
+        self
+    }
+
+    /// Asserts that none of `needles` appears in stdout-independent channels (stderr).
+    #[track_caller]
+    pub fn assert_stderr_free_of(&self, needles: &[&str]) -> &Self {
+        for n in needles {
+            assert!(!self.stderr.contains(n), "stderr leaks {n:?}: {}", self.stderr);
+        }
+        self
+    }
+}
+
+/// A Claude Code / Codex `UserPromptSubmit` payload as the hosts send it.
+pub fn prompt_payload(prompt: &str, cwd: &Path) -> Value {
+    serde_json::json!({
+        "session_id": "session-test-1",
+        "prompt_id": "prompt-test-1",
+        "turn_id": "turn-test-1",
+        "transcript_path": null,
+        "cwd": cwd.to_string_lossy(),
+        "permission_mode": "default",
+        "hook_event_name": "UserPromptSubmit",
+        "prompt": prompt,
+    })
+}
