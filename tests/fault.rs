@@ -291,7 +291,7 @@ fn payload_problems_are_skipped() {
     let cases: Vec<(Vec<u8>, &str)> = vec![
         (b"not json".to_vec(), "not_json"),
         (
-            serde_json::to_vec(&json!({"hook_event_name": "Stop", "prompt": "x", "cwd": "/"})).unwrap(),
+            serde_json::to_vec(&json!({"hook_event_name": "PreToolUse", "prompt": "x", "cwd": "/"})).unwrap(),
             "wrong_event",
         ),
         (
@@ -318,6 +318,19 @@ fn payload_problems_are_skipped() {
         assert_eq!(d[0]["detail"], detail);
     }
     assert_eq!(s.request_count(), 0, "skipped payloads make no calls");
+}
+
+#[test]
+fn boundary_events_are_silent_and_make_no_call() {
+    let s = server(|| Reply::json(200, &ready(CONTENT)));
+    for event in ["Stop", "SessionEnd", "session_end"] {
+        let payload = json!({"hook_event_name": event, "session_id": "s", "cwd": "/"});
+        let out = hook(CLAUDE, "CLAUDE", &s.url()).stdin_json(&payload).run();
+        assert_clean(&out);
+        assert_eq!(out.stdout, "");
+        assert_eq!(out.stderr, "", "{event}");
+    }
+    assert_eq!(s.request_count(), 0);
 }
 
 #[test]

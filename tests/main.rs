@@ -3,6 +3,13 @@
 //! network namespace.
 
 mod cli;
+mod dsh;
+mod e2e_dsh;
+mod doctor;
+mod setup;
 mod fault;
+mod e2e_pi;
+mod pi;
 mod real_server;
+mod state;
 mod support;

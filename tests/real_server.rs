@@ -14,6 +14,9 @@ use crate::support::{CLAUDE, CODEX, PROMPT_HOSTS};
 fn hook(exe: &str, part: &str, server: &RealServer, prompt: &str, cwd: &Path) -> HookCmd {
     HookCmd::new(exe)
         .env(&format!("POWERCONTEXT_{part}_SERVER_URL"), server.url())
+        // Generous limits: these tests prove the contract, not speed, on a loaded 2-core machine.
+        .env(&format!("POWERCONTEXT_{part}_REQUEST_TIMEOUT_SECONDS"), "8")
+        .env(&format!("POWERCONTEXT_{part}_HTTP_BUDGET_SECONDS"), "20")
         .stdin_json(&prompt_payload(prompt, cwd))
 }
 

@@ -10,6 +10,13 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod doctor;
+mod host_cli;
+mod install;
+mod setup;
+mod state_cmd;
+mod uninstall;
+
 /// Connect coding-agent hosts to a PowerContext Server through fast, fail-open hook executables.
 ///
 /// Hook executables (run by the hosts, not by you): powercontext-hook-claude-code,
@@ -31,6 +38,22 @@ See the README for the full table. The Server itself is run by the Python CLI: `
 enum Command {
     /// Print the version.
     Version,
+    /// Install the hooks into a host (prints the plan first; `--dry-run` stops there).
+    Setup(setup::SetupArgs),
+    /// Remove exactly what `setup` installed for a host.
+    Uninstall(uninstall::UninstallArgs),
+    /// Check installed → activated → Server-ready → working, with a fix for each failure.
+    Doctor(doctor::DoctorArgs),
+    /// Show the local state: pending flushes, spooled captures, the last drain (content-free).
+    Status(state_cmd::StatusArgs),
+    /// Deliver spooled captures and flush pending scopes now; exit 1 if anything is left.
+    Flush(state_cmd::FlushArgs),
+    /// One background-style drain pass (what hooks start after answering).
+    #[command(hide = true)]
+    Drain(state_cmd::DrainArgs),
+    /// Test helpers.
+    #[command(hide = true, subcommand)]
+    Debug(state_cmd::DebugCommand),
 }
 
 /// Runs the CLI and returns its exit code.
@@ -52,6 +75,13 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
             println!("powercontext-hooks {}", env!("CARGO_PKG_VERSION"));
             Ok(ExitCode::SUCCESS)
         }
+        Some(Command::Setup(a)) => setup::setup(&a),
+        Some(Command::Uninstall(a)) => uninstall::uninstall(&a),
+        Some(Command::Doctor(a)) => doctor::doctor(&a),
+        Some(Command::Status(a)) => state_cmd::status(&a),
+        Some(Command::Flush(a)) => state_cmd::flush(&a),
+        Some(Command::Drain(a)) => state_cmd::drain_once(&a),
+        Some(Command::Debug(c)) => state_cmd::debug(&c),
         None => {
             use clap::CommandFactory;
             Args::command().print_help()?;

@@ -11,18 +11,21 @@ use serde_json::Value;
 use crate::capture::{self, CaptureGate};
 use crate::config::{Settings, vars};
 use crate::deadline::Deadline;
+use crate::drain;
 use crate::emit;
 use crate::env::Env;
 use crate::host::Integration;
-use crate::http::{Transport, failure_for};
+use crate::http::Transport;
+use crate::ledger;
 use crate::outcome::{Diagnostic, Failure, Outcome, Stage};
 use crate::payload::{self, first_text};
 use crate::process::{self, StdinProblem};
 use crate::protocol::{self, Answer, Protocol};
+use crate::recall;
 use crate::scope::ScopeQuery;
-use crate::wire::{
-    CaptureRequest, MAX_QUERY_CHARS, PrepareRequest, PreparedContext, parse_prepared_context, truncate_chars,
-};
+use crate::spool::{self, SpooledCapture};
+use crate::state;
+use crate::wire::{CaptureRequest, PreparedContext};
 
 /// What differs between the `UserPromptSubmit` hosts.
 #[derive(Debug, Clone, Copy)]
@@ -63,6 +66,9 @@ pub enum SkipReason {
     NotJson,
     /// Not a `UserPromptSubmit` event.
     WrongEvent,
+    /// A turn or session boundary (`Stop`, `SessionEnd`): nothing to inject; pending spool and
+    /// ledger work is handed to the background drainer after the (empty) answer.
+    Boundary,
     /// No non-blank prompt.
     BlankPrompt,
     /// No `cwd` string.
@@ -76,6 +82,7 @@ impl SkipReason {
         match self {
             Self::NotJson => "not_json",
             Self::WrongEvent => "wrong_event",
+            Self::Boundary => "boundary",
             Self::BlankPrompt => "blank_prompt",
             Self::MissingCwd => "missing_cwd",
         }
@@ -93,7 +100,11 @@ pub fn parse_event(profile: &PromptHookProfile, bytes: &[u8]) -> Result<PromptEv
         return Err(SkipReason::NotJson);
     }
     let event = v.get("hook_event_name").and_then(Value::as_str).unwrap_or("");
-    if !event.replace('_', "").eq_ignore_ascii_case("userpromptsubmit") {
+    let normalized = event.replace('_', "").to_ascii_lowercase();
+    if normalized == "stop" || normalized == "sessionend" {
+        return Err(SkipReason::Boundary);
+    }
+    if normalized != "userpromptsubmit" {
         return Err(SkipReason::WrongEvent);
     }
     // The prompt itself is not trimmed: it is captured exactly as typed.
@@ -119,6 +130,9 @@ pub fn parse_event(profile: &PromptHookProfile, bytes: &[u8]) -> Result<PromptEv
 /// Runs a `UserPromptSubmit` hook process end to end and returns its exit code (always 0).
 #[must_use]
 pub fn main(profile: &PromptHookProfile) -> ExitCode {
+    if drain::is_drain_invocation() {
+        return drain::background_main(profile.integration.component());
+    }
     let start = Instant::now();
     let component = profile.integration.component();
     process::install_panic_hook(component);
@@ -127,7 +141,10 @@ pub fn main(profile: &PromptHookProfile) -> ExitCode {
         panic!("fault injection requested by {}", vars::FAULT);
     }
     let answer = run(profile, &env, start);
-    protocol::deliver(Protocol::UserPromptSubmit, &answer)
+    let code = protocol::deliver(Protocol::UserPromptSubmit, &answer);
+    // Only after the answer is out: leftover spool/ledger work goes to a detached drainer.
+    drain::spawn_if_needed(&env);
+    code
 }
 
 fn diag(profile: &PromptHookProfile, stage: Stage, outcome: Outcome) -> Diagnostic {
@@ -165,6 +182,7 @@ pub fn run(profile: &PromptHookProfile, env: &Env, start: Instant) -> Answer {
     };
     let event = match parse_event(profile, &stdin) {
         Ok(e) => e,
+        Err(SkipReason::Boundary) => return Answer::Nothing,
         Err(reason) => {
             emit::diagnostic(&diag(profile, Stage::Payload, Outcome::Skipped).detail(reason.as_str()));
             return Answer::Nothing;
@@ -228,13 +246,17 @@ pub fn respond(
         Ok(s) => s,
         Err(f) => {
             report(profile, Stage::Scope, f);
+            // Offline: keep the capture with its binding keys so replay lands in the same scope.
+            if capture_gate.is_some() && drain::is_retryable(&f) {
+                spool_capture(profile, env, settings, &transport, query, event);
+            }
             return Answer::Nothing;
         }
     };
 
     std::thread::scope(|s| {
         if capture_gate.is_some() {
-            s.spawn(|| capture_prompt(profile, settings, &transport, &scope, event));
+            s.spawn(|| capture_prompt(profile, env, settings, &transport, &scope, event));
         }
         recall(profile, settings, &transport, &scope, event)
     })
@@ -260,23 +282,7 @@ fn recall(
             max_bytes = cap;
         }
     }
-    let request = PrepareRequest {
-        scope_id: scope,
-        query: truncate_chars(&event.prompt, MAX_QUERY_CHARS),
-        max_bytes,
-    };
-    let reply = match transport.post_json("/v1/context/prepare", &request) {
-        Ok(r) => r,
-        Err(e) => {
-            report(profile, Stage::Prepare, e.failure());
-            return Answer::Nothing;
-        }
-    };
-    if reply.status != 200 {
-        report(profile, Stage::Prepare, failure_for(&reply));
-        return Answer::Nothing;
-    }
-    match parse_prepared_context(&reply.body, max_bytes) {
+    match recall::prepare(transport, scope, &event.prompt, max_bytes) {
         Ok(PreparedContext::Ready(text)) => {
             if profile
                 .context_char_limit
@@ -294,12 +300,8 @@ fn recall(
             emit::diagnostic(&d);
             Answer::Nothing
         }
-        Err(_) => {
-            emit::diagnostic(
-                &diag(profile, Stage::Prepare, Outcome::InvalidResponse)
-                    .status(Some(200))
-                    .detail("schema"),
-            );
+        Err(f) => {
+            report(profile, Stage::Prepare, f);
             Answer::Nothing
         }
     }
@@ -335,6 +337,7 @@ pub fn capture_request(profile: &PromptHookProfile, scope: &str, event: &PromptE
 
 fn capture_prompt(
     profile: &PromptHookProfile,
+    env: &Env,
     settings: &Settings,
     transport: &Transport,
     scope: &str,
@@ -348,8 +351,61 @@ fn capture_prompt(
                     capture::flush_through(transport, scope, position, settings.flush_max_calls.value)
             {
                 report(profile, Stage::Flush, f);
+                // Not flushed yet: the ledger keeps the position for the drainer (a Server
+                // without a model never will flush, so that case is not kept).
+                if f.outcome != Outcome::InferenceUnavailable {
+                    let wait = transport.deadline().within(state::HOOK_LOCK_WAIT);
+                    let (server, host) = (transport.base().as_str(), profile.integration.as_str());
+                    ledger::keep_pending(
+                        profile.integration.component(),
+                        env,
+                        &wait,
+                        server,
+                        scope,
+                        position,
+                        host,
+                    );
+                }
             }
         }
-        Err(f) => report(profile, Stage::Capture, f),
+        Err(f) => {
+            report(profile, Stage::Capture, f);
+            if drain::is_retryable(&f) {
+                let resolved = ScopeQuery {
+                    explicit: Some(scope.to_owned()),
+                    keys: Vec::new(),
+                    legacy: None,
+                    legacy_from: None,
+                };
+                spool_capture(profile, env, settings, transport, resolved, event);
+            }
+        }
     }
+}
+
+/// Spools a capture the Server could not take, with exactly what replay needs to rebuild the
+/// online request (same scope, `source_id` and metadata). The gate already ran: no secret here.
+fn spool_capture(
+    profile: &PromptHookProfile,
+    env: &Env,
+    settings: &Settings,
+    transport: &Transport,
+    query: ScopeQuery,
+    event: &PromptEvent,
+) {
+    // Metadata does not depend on the scope; the `source_id` is recomputed at replay.
+    let request = capture_request(profile, "", event);
+    let entry = SpooledCapture {
+        integration: profile.integration.as_str().to_owned(),
+        server: transport.base().as_str().to_owned(),
+        source_prefix: profile.integration.source_prefix().to_owned(),
+        query,
+        session: event.session_id.clone().unwrap_or_default(),
+        turn: event.turn_id.clone().unwrap_or_default(),
+        content: request.content,
+        metadata: request.metadata,
+        flush: settings.flush_on_capture.value,
+    };
+    let wait = transport.deadline().within(state::HOOK_LOCK_WAIT);
+    spool::keep_for_later(profile.integration.component(), env, &wait, &entry);
 }

@@ -3,6 +3,9 @@
 //! | protocol           | context ready                                                              | anything else | exit |
 //! |--------------------|----------------------------------------------------------------------------|---------------|------|
 //! | `UserPromptSubmit` | `{"hookSpecificOutput":{"hookEventName":"UserPromptSubmit","additionalContext":…}}` | nothing       | 0    |
+//! | `OpenCodeTransform`| `{"text":…}` (the part the OpenCode shim appends to the latest user message) | nothing       | 0    |
+//! | `DshPreStep`       | `{"context":…}` (the plugin message text the DSH plugin appends after `enter`) | nothing     | 0    |
+//! | `PiBeforeAgentStart` | `{"systemPrompt":…}` (Pi's whole system prompt, already extended by the Pi adapter) | nothing | 0 |
 //!
 //! Diagnostics always go to stderr as JSON lines and never change the exit code: a hook fails open.
 
@@ -26,6 +29,12 @@ pub enum Answer {
 pub enum Protocol {
     /// Claude Code and Codex command hooks.
     UserPromptSubmit,
+    /// The OpenCode shim's `inject` call (its other calls never print).
+    OpenCodeTransform,
+    /// The DSH plugin's `pre-step` call.
+    DshPreStep,
+    /// The Pi extension's `before-agent-start` call; the context is the full augmented system prompt.
+    PiBeforeAgentStart,
 }
 
 /// The stdout line for an answer, if any.
@@ -37,6 +46,11 @@ pub fn render(protocol: Protocol, answer: &Answer) -> Option<String> {
             json!({"hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": text}})
                 .to_string(),
         ),
+        (Protocol::OpenCodeTransform, Answer::Context(text)) => Some(json!({ "text": text }).to_string()),
+        (Protocol::DshPreStep, Answer::Context(text)) => Some(json!({ "context": text }).to_string()),
+        (Protocol::PiBeforeAgentStart, Answer::Context(text)) => {
+            Some(json!({ "systemPrompt": text }).to_string())
+        }
     }
 }
 
@@ -61,5 +75,34 @@ mod tests {
             r#"{"hookSpecificOutput":{"additionalContext":"ctx \"q\" é","hookEventName":"UserPromptSubmit"}}"#
         );
         assert_eq!(render(Protocol::UserPromptSubmit, &Answer::Nothing), None);
+    }
+
+    #[test]
+    fn opencode_transform_line() {
+        let line = render(
+            Protocol::OpenCodeTransform,
+            &Answer::Context("P\n\nctx \"q\"".into()),
+        )
+        .unwrap();
+        assert_eq!(line, r#"{"text":"P\n\nctx \"q\""}"#);
+        assert_eq!(render(Protocol::OpenCodeTransform, &Answer::Nothing), None);
+    }
+
+    #[test]
+    fn dsh_pre_step_line() {
+        let line = render(Protocol::DshPreStep, &Answer::Context("P\n\nctx \"q\" é".into())).unwrap();
+        assert_eq!(line, r#"{"context":"P\n\nctx \"q\" é"}"#);
+        assert_eq!(render(Protocol::DshPreStep, &Answer::Nothing), None);
+    }
+
+    #[test]
+    fn pi_before_agent_start_line() {
+        let line = render(
+            Protocol::PiBeforeAgentStart,
+            &Answer::Context("Base\n\nctx".into()),
+        )
+        .unwrap();
+        assert_eq!(line, r#"{"systemPrompt":"Base\n\nctx"}"#);
+        assert_eq!(render(Protocol::PiBeforeAgentStart, &Answer::Nothing), None);
     }
 }

@@ -23,9 +23,22 @@ pub struct ScopeQuery {
     /// Binding keys, most specific first.
     #[serde(default)]
     pub keys: Vec<BindingKey>,
-    /// The client-derived scope for Servers without the resolve route.
+    /// The client-derived scope for Servers without the resolve route, when already known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub legacy: Option<String>,
+    /// Where to derive the client-derived scope from, only if an old Server asks for it: deriving
+    /// it costs git calls that a current Server never needs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub legacy_from: Option<LegacySource>,
+}
+
+/// The inputs of the client-derived (0.0.x) scope.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LegacySource {
+    /// Integration name (`claude-code`, …).
+    pub integration: String,
+    /// The session working directory.
+    pub cwd: String,
 }
 
 impl ScopeQuery {
@@ -44,6 +57,7 @@ impl ScopeQuery {
                 explicit: Some(id.to_owned()),
                 keys: Vec::new(),
                 legacy: None,
+                legacy_from: None,
             };
         }
         let mut keys = Vec::with_capacity(2);
@@ -62,11 +76,15 @@ impl ScopeQuery {
             kind: "workspace".to_owned(),
             external_id: workspace::workspace_external_id(integration, cwd, deadline),
         });
-        let legacy = Some(workspace::legacy_scope(integration, None, cwd, deadline));
+        let legacy_from = Some(LegacySource {
+            integration: integration.as_str().to_owned(),
+            cwd: cwd.to_string_lossy().into_owned(),
+        });
         Self {
             explicit: None,
             keys,
-            legacy,
+            legacy: None,
+            legacy_from,
         }
     }
 
@@ -93,10 +111,22 @@ impl ScopeQuery {
             });
         }
         let failure = failure_for(&reply);
-        match (failure.outcome, &self.legacy) {
-            // No resolve route: a 0.0.x Server, which accepts client-derived scopes.
-            (Outcome::VersionMismatch, Some(legacy)) => Ok(legacy.clone()),
-            _ => Err(failure),
+        if failure.outcome != Outcome::VersionMismatch {
+            return Err(failure);
         }
+        // No resolve route: a 0.0.x Server, which accepts client-derived scopes.
+        if let Some(legacy) = &self.legacy {
+            return Ok(legacy.clone());
+        }
+        let derived = self.legacy_from.as_ref().and_then(|src| {
+            let integration = Integration::parse(&src.integration)?;
+            Some(workspace::legacy_scope(
+                integration,
+                None,
+                Path::new(&src.cwd),
+                transport.deadline(),
+            ))
+        });
+        derived.ok_or(failure)
     }
 }

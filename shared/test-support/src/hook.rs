@@ -40,6 +40,12 @@ impl HookCmd {
             ("XDG_STATE_HOME".to_owned(), format!("{h}/.local/state")),
             ("POWERCONTEXT_HOOKS_STATE_DIR".to_owned(), format!("{h}/state")),
             ("GIT_CEILING_DIRECTORIES".to_owned(), h.clone()),
+            // A detached drainer outliving the test would send requests to servers the test
+            // already dropped; tests of the drainer remove this.
+            (
+                "POWERCONTEXT_HOOKS_NO_BACKGROUND_DRAIN".to_owned(),
+                "1".to_owned(),
+            ),
         ];
         Self {
             exe: exe.as_ref().to_path_buf(),

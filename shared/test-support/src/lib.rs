@@ -6,6 +6,8 @@
 pub mod fake_model;
 pub mod fault_server;
 pub mod hook;
+pub mod host_dsh;
+pub mod host_pi;
 pub mod hosts;
 pub mod http1;
 pub mod real_server;

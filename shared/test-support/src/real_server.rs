@@ -116,7 +116,7 @@ impl RealServer {
                         stdin: Some(stdin),
                     };
                 }
-                // Only an early exit (most likely a lost race for the port) is worth another try.
+                // Only a lost race for the port is worth another try.
                 Err((failure, retry)) => {
                     last_failure = failure;
                     if !retry {
@@ -128,8 +128,8 @@ impl RealServer {
         panic!("{last_failure}");
     }
 
-    /// One attempt on a fresh port; `Err` carries the message to panic with and whether the
-    /// Server exited by itself.
+    /// One attempt on a fresh port; `Err` carries the message to panic with and whether the port
+    /// was taken in the meantime.
     fn launch(
         opts: &ServerOptions,
         venv: &Path,
@@ -183,7 +183,9 @@ impl RealServer {
                 let message = format!(
                     "the real PowerContext Server at {url} {why}; its console log ends with:\n{tail}"
                 );
-                return Err((message, exited.is_some()));
+                let lost_port =
+                    exited.is_some() && tail.to_ascii_lowercase().contains("address already in use");
+                return Err((message, lost_port));
             }
             std::thread::sleep(Duration::from_millis(50));
         }
@@ -593,6 +595,32 @@ mod tests {
             .get(&format!("{url}/health/live"))
             .call();
         assert!(after.is_err(), "the Server still answers after drop");
+    }
+
+    #[test]
+    fn a_server_that_cannot_start_panics_with_its_log() {
+        // A token without auth enabled is refused at startup.
+        let opts = ServerOptions {
+            auth_token: None,
+            env: vec![(
+                "POWERCONTEXT_SERVER_AUTH_TOKEN".to_owned(),
+                "orphan-token".to_owned(),
+            )],
+        };
+        let started = Instant::now();
+        let panic = std::panic::catch_unwind(|| RealServer::start(opts))
+            .err()
+            .expect("start must panic");
+        let message = panic.downcast_ref::<String>().cloned().unwrap_or_default();
+        assert!(message.contains("exited with"), "{message}");
+        assert!(
+            message.contains("AUTH_TOKEN"),
+            "the log tail names the problem: {message}"
+        );
+        assert!(
+            started.elapsed() < Duration::from_secs(45),
+            "no retries for a configuration error"
+        );
     }
 
     /// The official CLI derives the workspace key as documented in `powercontext_hooks_core::workspace`:

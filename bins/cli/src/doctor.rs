@@ -1,0 +1,780 @@
+//! `powercontext-hooks doctor [host…]`: evidence in four tiers — installed (our files, the hook
+//! executable, the host version), activated (the host itself lists and trusts our plugin),
+//! Server-ready (live, ready, token accepted, scope resolves) and working (our hook executable run
+//! end to end with a synthetic payload, capture off). Every line is ✓/!/✗ with a one-line fix;
+//! settings are shown with their origin. It never prints a token, a scope id or context text,
+//! and it is never a substitute for the real-host tests.
+
+use std::io::{Read, Write};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::Result;
+use clap::Args;
+use powercontext_hooks_core::config::Settings;
+use powercontext_hooks_core::deadline::Deadline;
+use powercontext_hooks_core::http::Transport;
+use powercontext_hooks_core::scope::ScopeQuery;
+use powercontext_hooks_core::state::StateDir;
+use powercontext_hooks_core::{ledger, spool, state};
+use serde_json::{Value, json};
+
+use crate::host_cli::HostCli;
+use crate::install::{self, HOST_NAMES, Host, Manifest, digest};
+use crate::setup::{Locate, Paths, check_hook_exe};
+
+/// `doctor [host…]`.
+#[derive(Debug, Args)]
+pub struct DoctorArgs {
+    /// Hosts to check (default: every host set up by powercontext-hooks).
+    pub hosts: Vec<String>,
+    /// Project directory used for scope resolution and the synthetic prompt (default: here).
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
+    #[command(flatten)]
+    pub locate: Locate,
+    /// One JSON object on stdout instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Status {
+    Ok,
+    Warn,
+    Fail,
+}
+
+struct Check {
+    tier: &'static str,
+    name: &'static str,
+    status: Status,
+    detail: String,
+    fix: Option<String>,
+}
+
+#[derive(Default)]
+struct Report {
+    checks: Vec<Check>,
+    settings: Vec<(String, String, String)>,
+}
+
+impl Report {
+    fn ok(&mut self, tier: &'static str, name: &'static str, detail: impl Into<String>) {
+        self.push(tier, name, Status::Ok, detail.into(), None);
+    }
+    fn warn(
+        &mut self,
+        tier: &'static str,
+        name: &'static str,
+        detail: impl Into<String>,
+        fix: impl Into<String>,
+    ) {
+        self.push(tier, name, Status::Warn, detail.into(), Some(fix.into()));
+    }
+    fn fail(
+        &mut self,
+        tier: &'static str,
+        name: &'static str,
+        detail: impl Into<String>,
+        fix: impl Into<String>,
+    ) {
+        self.push(tier, name, Status::Fail, detail.into(), Some(fix.into()));
+    }
+    fn push(
+        &mut self,
+        tier: &'static str,
+        name: &'static str,
+        status: Status,
+        detail: String,
+        fix: Option<String>,
+    ) {
+        self.checks.push(Check {
+            tier,
+            name,
+            status,
+            detail,
+            fix,
+        });
+    }
+    fn passed(&self) -> bool {
+        self.checks.iter().all(|c| c.status != Status::Fail)
+    }
+}
+
+/// Runs `doctor`.
+pub fn doctor(args: &DoctorArgs) -> Result<ExitCode> {
+    let paths = Paths::resolve(&args.locate)?;
+    let cwd = match &args.cwd {
+        Some(d) => d.clone(),
+        None => std::env::current_dir()?,
+    };
+    let mut names = args.hosts.clone();
+    if names.is_empty() {
+        for n in HOST_NAMES {
+            if let Ok(h) = Host::parse(n)
+                && install::manifest_path(&paths.state_root, h).exists()
+            {
+                names.push(n.to_owned());
+            }
+        }
+    }
+    let mut results = Vec::new();
+    if names.is_empty() {
+        let msg = "no host is set up by powercontext-hooks; run `powercontext-hooks setup <host>` first";
+        if args.json {
+            println!("{}", json!({"ok": false, "hosts": [], "error": msg}));
+        } else {
+            println!("✗ {msg}");
+        }
+        return Ok(ExitCode::from(1));
+    }
+    for name in &names {
+        let report = match Host::parse(name) {
+            Ok(host) => check_host(host, &paths, &args.locate, &cwd),
+            Err(e) => {
+                let mut r = Report::default();
+                r.fail("installed", "host", format!("{e:#}"), "use claude-code or codex");
+                r
+            }
+        };
+        results.push((name.clone(), report));
+    }
+    let ok = results.iter().all(|(_, r)| r.passed());
+    if args.json {
+        let hosts: Vec<Value> = results
+            .iter()
+            .map(|(name, r)| {
+                json!({
+                    "host": name,
+                    "ok": r.passed(),
+                    "settings": r.settings.iter().map(|(k, v, o)| json!({"name": k, "value": v, "origin": o})).collect::<Vec<_>>(),
+                    "checks": r.checks.iter().map(|c| json!({
+                        "tier": c.tier, "check": c.name,
+                        "status": match c.status { Status::Ok => "ok", Status::Warn => "warn", Status::Fail => "fail" },
+                        "detail": c.detail, "fix": c.fix,
+                    })).collect::<Vec<_>>(),
+                })
+            })
+            .collect();
+        println!("{}", json!({"ok": ok, "hosts": hosts}));
+    } else {
+        for (name, r) in &results {
+            println!("{name}");
+            let mut tier = "";
+            for c in &r.checks {
+                if c.tier != tier {
+                    tier = c.tier;
+                    println!("  {tier}");
+                    if tier == "server-ready" {
+                        for (k, v, o) in &r.settings {
+                            println!("    · {k} = {v}  ({o})");
+                        }
+                    }
+                }
+                let mark = match c.status {
+                    Status::Ok => "✓",
+                    Status::Warn => "!",
+                    Status::Fail => "✗",
+                };
+                println!("    {mark} {:<18} {}", c.name, c.detail);
+                if c.status != Status::Ok
+                    && let Some(f) = &c.fix
+                {
+                    println!("      fix: {f}");
+                }
+            }
+        }
+        println!("{}", if ok { "result: ok" } else { "result: FAILED" });
+    }
+    Ok(if ok { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}
+
+fn check_host(host: Host, paths: &Paths, locate: &Locate, cwd: &Path) -> Report {
+    let mut r = Report::default();
+    let setup_cmd = format!("powercontext-hooks setup {}", host.name());
+
+    // ---- installed
+    let manifest = match install::load_manifest(&paths.state_root, host) {
+        Ok(Some(m)) => {
+            r.ok(
+                "installed",
+                "ownership manifest",
+                install::manifest_path(&paths.state_root, host)
+                    .display()
+                    .to_string(),
+            );
+            Some(m)
+        }
+        Ok(None) => {
+            r.fail(
+                "installed",
+                "ownership manifest",
+                "not set up by powercontext-hooks",
+                &setup_cmd,
+            );
+            None
+        }
+        Err(e) => {
+            r.fail(
+                "installed",
+                "ownership manifest",
+                format!("{e:#}"),
+                "remove the manifest, then run setup again",
+            );
+            None
+        }
+    };
+    if let Some(m) = &manifest {
+        let bad: Vec<String> = m
+            .files
+            .iter()
+            .filter(|f| {
+                install::read_opt(&f.path)
+                    .ok()
+                    .flatten()
+                    .is_none_or(|b| digest(&b) != f.sha256)
+            })
+            .map(|f| f.path.display().to_string())
+            .collect();
+        if bad.is_empty() {
+            r.ok(
+                "installed",
+                "plugin files",
+                format!("{} files as setup wrote them", m.files.len()),
+            );
+        } else {
+            r.fail(
+                "installed",
+                "plugin files",
+                format!("missing or changed: {}", bad.join(", ")),
+                &setup_cmd,
+            );
+        }
+    }
+    let hook_exe = manifest
+        .as_ref()
+        .map_or_else(|| paths.hook_exe(host), |m| m.hook_exe.clone());
+    let exe_ok = match check_hook_exe(&hook_exe) {
+        Ok(()) => {
+            r.ok("installed", "hook executable", hook_exe.display().to_string());
+            true
+        }
+        Err(e) => {
+            r.fail(
+                "installed",
+                "hook executable",
+                format!("{e:#}"),
+                format!(
+                    "{setup_cmd} --bin-dir <dir with powercontext-hook-{}>",
+                    host.name()
+                ),
+            );
+            false
+        }
+    };
+    let cli = match HostCli::locate(host, locate.host_cli.as_deref(), &paths.env) {
+        Ok(cli) => match cli.version() {
+            Ok(v) if host.tested_versions().contains(&v.as_str()) => {
+                r.ok(
+                    "installed",
+                    "host version",
+                    format!("{} {v} (tested)", cli.path.display()),
+                );
+                Some(cli)
+            }
+            Ok(v) => {
+                r.warn(
+                    "installed",
+                    "host version",
+                    format!("{} {v} is not covered by our tests", cli.path.display()),
+                    format!("tested: {}", host.tested_versions().join(", ")),
+                );
+                Some(cli)
+            }
+            Err(e) => {
+                r.fail(
+                    "installed",
+                    "host version",
+                    format!("{e:#}"),
+                    format!("reinstall {}", host.name()),
+                );
+                None
+            }
+        },
+        Err(e) => {
+            r.fail(
+                "installed",
+                "host CLI",
+                format!("{e:#}"),
+                format!("install {} or pass --host-cli", host.name()),
+            );
+            None
+        }
+    };
+
+    // ---- activated
+    if let Some(cli) = &cli {
+        check_activated(host, cli, manifest.as_ref(), paths, &setup_cmd, &mut r);
+    } else {
+        r.fail(
+            "activated",
+            "plugin enabled",
+            "cannot ask the host (no CLI)",
+            format!("install {}", host.name()),
+        );
+    }
+
+    // ---- server-ready
+    let settings = match paths.settings(host, None) {
+        Ok(s) => Some(s),
+        Err(e) => {
+            r.fail(
+                "server-ready",
+                "configuration",
+                format!("{e:#}"),
+                "fix that setting (see `powercontext-hooks --help`)",
+            );
+            None
+        }
+    };
+    let server_ok = settings
+        .as_ref()
+        .is_some_and(|s| check_server(host, s, paths, cwd, &mut r));
+
+    // ---- working
+    if exe_ok && settings.is_some() {
+        check_working(host, &hook_exe, cwd, server_ok, &mut r);
+    } else {
+        r.fail(
+            "working",
+            "hook round trip",
+            "skipped: executable or configuration broken",
+            "fix the lines above",
+        );
+    }
+    check_state(paths, &mut r);
+    r
+}
+
+fn check_activated(
+    host: Host,
+    cli: &HostCli,
+    m: Option<&Manifest>,
+    paths: &Paths,
+    setup_cmd: &str,
+    r: &mut Report,
+) {
+    match cli.plugin_enabled() {
+        Ok(Some(true)) => r.ok(
+            "activated",
+            "plugin enabled",
+            format!("{} lists {}", host.name(), install::PLUGIN_ID),
+        ),
+        Ok(Some(false)) => r.fail(
+            "activated",
+            "plugin enabled",
+            format!("{} is installed but disabled", install::PLUGIN_ID),
+            match host {
+                Host::ClaudeCode => "claude plugin enable powercontext@powercontext".to_owned(),
+                Host::Codex => setup_cmd.to_owned(),
+            },
+        ),
+        Ok(None) => r.fail(
+            "activated",
+            "plugin enabled",
+            format!("{} does not list {} (removed?)", host.name(), install::PLUGIN_ID),
+            setup_cmd,
+        ),
+        Err(e) => r.fail(
+            "activated",
+            "plugin enabled",
+            format!("{e:#}"),
+            format!("check that `{}` works", host.cli_name()),
+        ),
+    }
+    match (cli.marketplace_path(), m) {
+        (Ok(Some(p)), Some(m)) if p == m.plugin_dir => {
+            r.ok(
+                "activated",
+                "marketplace",
+                format!("`{}` → {}", install::MARKETPLACE, p.display()),
+            );
+        }
+        (Ok(Some(p)), _) => r.fail(
+            "activated",
+            "marketplace",
+            format!(
+                "`{}` points at {} (not our plugin folder)",
+                install::MARKETPLACE,
+                p.display()
+            ),
+            setup_cmd,
+        ),
+        (Ok(None), _) => r.fail(
+            "activated",
+            "marketplace",
+            format!("`{}` is not registered", install::MARKETPLACE),
+            setup_cmd,
+        ),
+        (Err(e), _) => r.fail("activated", "marketplace", format!("{e:#}"), setup_cmd),
+    }
+    if host == Host::Codex {
+        let want = m.and_then(|m| install::hook_command_shell(&m.hook_exe).ok());
+        match cli.codex_hooks(&paths.neutral_cwd()) {
+            Ok(hooks) if hooks.is_empty() => r.fail(
+                "activated",
+                "hook loaded",
+                "Codex loads no hook from our plugin (plugins or hooks feature off?)",
+                "set `[features] plugins = true` and `hooks = true` in Codex's config.toml",
+            ),
+            Ok(hooks) => {
+                if want
+                    .as_deref()
+                    .is_some_and(|w| hooks.iter().any(|h| h["command"] != w))
+                {
+                    r.fail(
+                        "activated",
+                        "hook loaded",
+                        "Codex runs an older copy of our hook command",
+                        setup_cmd,
+                    );
+                } else {
+                    r.ok(
+                        "activated",
+                        "hook loaded",
+                        format!("{} UserPromptSubmit hook(s)", hooks.len()),
+                    );
+                }
+                if hooks.iter().all(|h| h["trustStatus"] == "trusted") {
+                    r.ok("activated", "hook trusted", "Codex will run it");
+                } else {
+                    r.fail(
+                        "activated",
+                        "hook trusted",
+                        "untrusted: Codex skips it silently",
+                        format!("{setup_cmd} (records trust), or review it with /hooks in Codex"),
+                    );
+                }
+            }
+            Err(e) => r.fail(
+                "activated",
+                "hook trusted",
+                format!("{e:#}"),
+                "check that `codex app-server` starts",
+            ),
+        }
+    }
+}
+
+fn check_server(host: Host, s: &Settings, paths: &Paths, cwd: &Path, r: &mut Report) -> bool {
+    r.settings.push((
+        "server_url".into(),
+        s.server_url.value.as_str().into(),
+        s.server_url.origin.to_string(),
+    ));
+    r.settings.push((
+        "authorization".into(),
+        if s.authorization.value.is_some() {
+            "set (not shown)"
+        } else {
+            "none"
+        }
+        .into(),
+        s.authorization.origin.to_string(),
+    ));
+    r.settings.push((
+        "scope_id".into(),
+        if s.scope_id.value.is_some() {
+            "set (not shown)"
+        } else {
+            "resolved by the Server"
+        }
+        .into(),
+        s.scope_id.origin.to_string(),
+    ));
+    r.settings.push((
+        "capture_prompts".into(),
+        if s.capture_prompts.value { "on" } else { "off" }.into(),
+        s.capture_prompts.origin.to_string(),
+    ));
+    let deadline = Deadline::after(Duration::from_secs(10));
+    let transport = match Transport::new(
+        s.server_url.value.clone(),
+        s.authorization.value.clone(),
+        Duration::from_secs(3),
+        deadline,
+        &paths.env,
+    ) {
+        Ok(t) => t,
+        Err(var) => {
+            r.fail(
+                "server-ready",
+                "transport",
+                format!("`{var}` is not a usable proxy"),
+                format!("fix or unset {var}"),
+            );
+            return false;
+        }
+    };
+    let start_hint = "start the Server (`powercontext server run`) or fix server_url";
+    for (name, path) in [("live", "/health/live"), ("ready", "/health/ready")] {
+        match transport.get(path) {
+            Ok(reply) if reply.status == 200 => r.ok("server-ready", name, format!("GET {path} 200")),
+            Ok(reply) => {
+                r.fail(
+                    "server-ready",
+                    name,
+                    format!("GET {path} answered {}", reply.status),
+                    start_hint,
+                );
+                return false;
+            }
+            Err(e) => {
+                r.fail("server-ready", name, format!("GET {path}: {e}"), start_hint);
+                return false;
+            }
+        }
+    }
+    let token_hint = format!(
+        "powercontext-hooks setup {} --token-env VAR (the Server's POWERCONTEXT_SERVER_AUTH_TOKEN)",
+        host.name()
+    );
+    match transport.get("/v1/scopes/default") {
+        Ok(reply) if reply.status == 200 => r.ok(
+            "server-ready",
+            "auth accepted",
+            if s.authorization.value.is_some() {
+                "token accepted"
+            } else {
+                "no token needed"
+            },
+        ),
+        Ok(reply) if reply.status == 401 || reply.status == 403 => {
+            let detail = if s.authorization.value.is_some() {
+                format!("the Server rejected the token ({})", reply.status)
+            } else {
+                format!("the Server requires a token ({})", reply.status)
+            };
+            r.fail("server-ready", "auth accepted", detail, token_hint);
+            return false;
+        }
+        Ok(reply) => {
+            r.fail(
+                "server-ready",
+                "auth accepted",
+                format!("GET /v1/scopes/default answered {}", reply.status),
+                start_hint,
+            );
+            return false;
+        }
+        Err(e) => {
+            r.fail("server-ready", "auth accepted", format!("{e}"), start_hint);
+            return false;
+        }
+    }
+    let query = ScopeQuery::for_event(
+        host.integration(),
+        s.scope_id.value.as_deref(),
+        None,
+        cwd,
+        transport.deadline(),
+    );
+    match query.resolve(&transport) {
+        Ok(_) => {
+            r.ok("server-ready", "scope resolves", format!("for {}", cwd.display()));
+            true
+        }
+        Err(f) => {
+            r.fail(
+                "server-ready",
+                "scope resolves",
+                format!(
+                    "{}{}",
+                    f.outcome.as_str(),
+                    f.http_status.map(|s| format!(" ({s})")).unwrap_or_default()
+                ),
+                "check scope_id, or the Server's scope bindings",
+            );
+            false
+        }
+    }
+}
+
+fn check_working(host: Host, exe: &Path, cwd: &Path, server_ok: bool, r: &mut Report) {
+    let mut payload = json!({
+        "hook_event_name": "UserPromptSubmit",
+        "cwd": cwd.display().to_string(),
+        "prompt": "powercontext-hooks doctor: synthetic prompt",
+    });
+    if host == Host::Codex {
+        payload["model"] = json!("doctor");
+    }
+    let capture_var = format!("POWERCONTEXT_{}_CAPTURE_PROMPTS", host.integration().env_part());
+    let started = Instant::now();
+    let child = Command::new(exe)
+        .env(&capture_var, "0")
+        .current_dir(cwd)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .spawn();
+    let mut child = match child {
+        Ok(c) => c,
+        Err(e) => {
+            r.fail(
+                "working",
+                "hook round trip",
+                format!("cannot run {}: {e}", exe.display()),
+                "reinstall powercontext-hooks",
+            );
+            return;
+        }
+    };
+    if let Some(mut stdin) = child.stdin.take() {
+        let _ = stdin.write_all(payload.to_string().as_bytes());
+    }
+    let mut out = String::new();
+    let mut err = String::new();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let mut so = child.stdout.take();
+    let mut se = child.stderr.take();
+    std::thread::spawn(move || {
+        let mut o = String::new();
+        let mut e = String::new();
+        if let Some(s) = so.as_mut() {
+            let _ = s.read_to_string(&mut o);
+        }
+        if let Some(s) = se.as_mut() {
+            let _ = s.read_to_string(&mut e);
+        }
+        let _ = tx.send((o, e));
+    });
+    let status = loop {
+        if let Ok(Some(s)) = child.try_wait() {
+            break Some(s);
+        }
+        if started.elapsed() > Duration::from_secs(15) {
+            let _ = Command::new("kill")
+                .args(["-KILL", "--", &format!("-{}", child.id())])
+                .status();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    let elapsed = started.elapsed().as_millis();
+    if let Ok((o, e)) = rx.recv_timeout(Duration::from_secs(5)) {
+        out = o;
+        err = e;
+    }
+    let Some(status) = status else {
+        r.fail(
+            "working",
+            "hook round trip",
+            "the hook did not finish within 15 s",
+            "report a bug: hooks must stay within their budget",
+        );
+        return;
+    };
+    if !status.success() {
+        r.fail(
+            "working",
+            "hook round trip",
+            format!("exit status {status} (hooks must exit 0)"),
+            "reinstall powercontext-hooks",
+        );
+        return;
+    }
+    let outcomes: Vec<String> = err
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter_map(|d| {
+            let o = d["outcome"].as_str()?.to_owned();
+            Some(match d["http_status"].as_u64() {
+                Some(s) => format!("{o} ({s})"),
+                None => o,
+            })
+        })
+        .collect();
+    let context = out
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find_map(|v| {
+            v["hookSpecificOutput"]["additionalContext"]
+                .as_str()
+                .map(str::len)
+        });
+    let empty = outcomes.iter().any(|o| o.starts_with("empty"));
+    let others: Vec<&String> = outcomes.iter().filter(|o| !o.starts_with("empty")).collect();
+    if others.is_empty() && (context.is_some() || empty) {
+        let what = match context {
+            Some(n) => format!("context ready ({n} bytes)"),
+            None => "empty context".to_owned(),
+        };
+        r.ok(
+            "working",
+            "hook round trip",
+            format!("prepare answered, {what}, in {elapsed} ms (capture off)"),
+        );
+    } else {
+        let detail = if others.is_empty() {
+            "the hook answered nothing and reported nothing".to_owned()
+        } else {
+            format!(
+                "the hook reported: {}",
+                others.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
+            )
+        };
+        let fix = if server_ok {
+            "see the diagnostics above; run the hook by hand with the same environment"
+        } else {
+            "fix the server-ready lines first"
+        };
+        r.fail("working", "hook round trip", detail, fix);
+    }
+}
+
+fn check_state(paths: &Paths, r: &mut Report) {
+    let dir = StateDir::at(paths.state_root.clone());
+    let pending = ledger::load(&dir);
+    let spooled = spool::list(&dir);
+    match (pending, spooled) {
+        (Ok(p), Ok(s)) => {
+            let sum = spool::summarize(&s, state::now_millis());
+            let detail = format!(
+                "{} pending flush(es), {} spooled capture(s){}",
+                p.len(),
+                sum.entries,
+                sum.oldest_age_secs
+                    .map(|a| format!(", oldest {a} s"))
+                    .unwrap_or_default()
+            );
+            if sum.entries > 0 || !p.is_empty() {
+                r.warn(
+                    "working",
+                    "ledger and spool",
+                    detail,
+                    "powercontext-hooks flush (delivers them now)",
+                );
+            } else {
+                r.ok("working", "ledger and spool", detail);
+            }
+        }
+        (Err(e), _) => r.fail(
+            "working",
+            "ledger and spool",
+            format!("ledger unreadable: {}", e.detail()),
+            "powercontext-hooks status",
+        ),
+        (_, Err(e)) => r.fail(
+            "working",
+            "ledger and spool",
+            format!("spool unreadable: {e}"),
+            "powercontext-hooks status",
+        ),
+    }
+}

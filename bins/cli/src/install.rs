@@ -1,0 +1,594 @@
+//! Install machinery shared by `setup`, `uninstall` and `doctor`: the embedded plugin templates,
+//! atomic file writes, the ownership manifest, byte-exact snapshots for rollback, and the
+//! line-preserving edit of our own config file. It never writes a file it was not asked to, never
+//! overwrites bytes it cannot restore, and never keeps a token anywhere but the config file.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::io::Write;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use powercontext_hooks_core::workspace::sha256_hex;
+use serde::{Deserialize, Serialize};
+
+/// A host setup knows how to wire (the others fail with "not yet supported").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Host {
+    /// Claude Code: local marketplace + `claude plugin install`.
+    ClaudeCode,
+    /// Codex: local marketplace + `codex plugin add` + hook trust.
+    Codex,
+}
+
+/// Every host name the CLI accepts on its command line.
+pub const HOST_NAMES: [&str; 5] = ["claude-code", "codex", "opencode", "pi", "dsh"];
+
+impl Host {
+    /// Parses a host name; the hosts whose installers have not landed yet are a clear error.
+    pub fn parse(name: &str) -> Result<Self> {
+        match name {
+            "claude-code" => Ok(Self::ClaudeCode),
+            "codex" => Ok(Self::Codex),
+            "opencode" | "pi" | "dsh" => bail!(
+                "host `{name}` is not yet supported by setup/doctor: its plugin installer has not landed \
+                 in this build (supported: claude-code, codex)"
+            ),
+            _ => bail!("unknown host `{name}` (one of: {})", HOST_NAMES.join(", ")),
+        }
+    }
+
+    /// The command-line and integration name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::ClaudeCode => "claude-code",
+            Self::Codex => "codex",
+        }
+    }
+
+    /// The integration in the core library.
+    pub fn integration(self) -> powercontext_hooks_core::host::Integration {
+        match self {
+            Self::ClaudeCode => powercontext_hooks_core::host::Integration::ClaudeCode,
+            Self::Codex => powercontext_hooks_core::host::Integration::Codex,
+        }
+    }
+
+    /// Our hook executable's file name.
+    pub fn hook_exe(self) -> &'static str {
+        match self {
+            Self::ClaudeCode => "powercontext-hook-claude-code",
+            Self::Codex => "powercontext-hook-codex",
+        }
+    }
+
+    /// The host CLI's executable name.
+    pub fn cli_name(self) -> &'static str {
+        match self {
+            Self::ClaudeCode => "claude",
+            Self::Codex => "codex",
+        }
+    }
+
+    /// Host versions our real-host tests cover (tests/e2e/package.json).
+    pub fn tested_versions(self) -> &'static [&'static str] {
+        match self {
+            Self::ClaudeCode => &["2.1.332"],
+            Self::Codex => &["0.171.0"],
+        }
+    }
+
+    /// The plugin folder template: (relative path, text with `{{…}}` placeholders).
+    pub fn templates(self) -> &'static [(&'static str, &'static str)] {
+        match self {
+            Self::ClaudeCode => &[
+                (
+                    ".claude-plugin/marketplace.json",
+                    include_str!("../../../installers/claude-code/.claude-plugin/marketplace.json"),
+                ),
+                (
+                    ".claude-plugin/plugin.json",
+                    include_str!("../../../installers/claude-code/.claude-plugin/plugin.json"),
+                ),
+                (
+                    ".mcp.json",
+                    include_str!("../../../installers/claude-code/.mcp.json"),
+                ),
+                (
+                    "hooks/hooks.json",
+                    include_str!("../../../installers/claude-code/hooks/hooks.json"),
+                ),
+            ],
+            Self::Codex => &[
+                (
+                    ".agents/plugins/marketplace.json",
+                    include_str!("../../../installers/codex/.agents/plugins/marketplace.json"),
+                ),
+                (
+                    ".codex-plugin/plugin.json",
+                    include_str!("../../../installers/codex/.codex-plugin/plugin.json"),
+                ),
+                (".mcp.json", include_str!("../../../installers/codex/.mcp.json")),
+                (
+                    "hooks/hooks.json",
+                    include_str!("../../../installers/codex/hooks/hooks.json"),
+                ),
+            ],
+        }
+    }
+}
+
+/// Plugin and marketplace name in both templates.
+pub const PLUGIN_ID: &str = "powercontext@powercontext";
+/// The marketplace name in both templates.
+pub const MARKETPLACE: &str = "powercontext";
+
+/// The `{{hook_command}}` value: the absolute path, shell-quoted only when needed, escaped for a
+/// JSON string (hosts hand the command to `sh -c`).
+pub fn hook_command_json(exe: &Path) -> Result<String> {
+    let shell = hook_command_shell(exe)?;
+    let quoted = serde_json::Value::String(shell).to_string();
+    Ok(quoted[1..quoted.len() - 1].to_owned())
+}
+
+/// The command line the host runs (before JSON escaping).
+pub fn hook_command_shell(exe: &Path) -> Result<String> {
+    let path = exe
+        .to_str()
+        .with_context(|| format!("{} is not a UTF-8 path", exe.display()))?;
+    let safe = path
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b"/._-+,:@%".contains(&b));
+    Ok(if safe {
+        path.to_owned()
+    } else {
+        format!("'{}'", path.replace('\'', r"'\''"))
+    })
+}
+
+/// Renders a template, refusing to leave a placeholder behind.
+pub fn render(template: &str, values: &[(&str, &str)]) -> Result<String> {
+    let mut text = template.to_owned();
+    for (name, value) in values {
+        text = text.replace(&format!("{{{{{name}}}}}"), value);
+    }
+    if text.contains("{{") {
+        bail!("internal error: an installer template has an unknown placeholder");
+    }
+    Ok(text)
+}
+
+/// SHA-256 of bytes as `sha256:<hex>`.
+pub fn digest(bytes: &[u8]) -> String {
+    format!("sha256:{}", sha256_hex(bytes))
+}
+
+/// Reads a file, `None` when it does not exist.
+pub fn read_opt(path: &Path) -> Result<Option<Vec<u8>>> {
+    match fs::read(path) {
+        Ok(b) => Ok(Some(b)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e).with_context(|| format!("cannot read {}", path.display())),
+    }
+}
+
+/// Writes `bytes` to `path` atomically: temp file in the same directory (exclusive create), fsync,
+/// rename, fsync of the directory. `private` makes the file 0600 (it may hold a token).
+pub fn write_atomic(path: &Path, bytes: &[u8], private: bool) -> Result<()> {
+    let dir = path.parent().context("a target path has no parent directory")?;
+    fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("file");
+    let mut n = 0u32;
+    let (tmp, mut file) = loop {
+        let tmp = dir.join(format!(".{name}.pc-setup-{}-{n}.tmp", std::process::id()));
+        match fs::OpenOptions::new().write(true).create_new(true).open(&tmp) {
+            Ok(f) => break (tmp, f),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && n < 100 => n += 1,
+            Err(e) => {
+                return Err(e).with_context(|| format!("cannot create a temp file in {}", dir.display()));
+            }
+        }
+    };
+    let result = (|| -> std::io::Result<()> {
+        let mode = if private {
+            0o600
+        } else {
+            // Keep the mode of the file being replaced (e.g. a user's 0600 config).
+            fs::metadata(path).map_or(0o644, |m| m.permissions().mode() & 0o777)
+        };
+        file.set_permissions(fs::Permissions::from_mode(mode))?;
+        file.write_all(bytes)?;
+        file.sync_all()?;
+        fs::rename(&tmp, path)?;
+        if let Ok(d) = fs::File::open(dir) {
+            let _ = d.sync_all();
+        }
+        Ok(())
+    })();
+    if let Err(e) = result {
+        let _ = fs::remove_file(&tmp);
+        return Err(e).with_context(|| format!("cannot write {}", path.display()));
+    }
+    Ok(())
+}
+
+/// What a path held before this run touched it.
+#[derive(Debug, Clone)]
+enum Before {
+    File(Vec<u8>, u32),
+    Absent,
+    /// A directory that did not exist: removed whole on rollback.
+    NoDir,
+    /// A directory that existed, with its entry names: entries added later are removed.
+    Dir(Vec<std::ffi::OsString>),
+}
+
+/// Byte-exact snapshots of every path a run may change, restored in reverse on failure.
+#[derive(Debug, Default)]
+pub struct Journal {
+    entries: Vec<(PathBuf, Before)>,
+}
+
+impl Journal {
+    /// Records a file's current bytes (or absence), once.
+    pub fn file(&mut self, path: &Path) -> Result<()> {
+        if self.entries.iter().any(|(p, _)| p == path) {
+            return Ok(());
+        }
+        let before = match read_opt(path)? {
+            Some(b) => {
+                let mode = fs::metadata(path).map_or(0o644, |m| m.permissions().mode() & 0o777);
+                Before::File(b, mode)
+            }
+            None => Before::Absent,
+        };
+        self.entries.push((path.to_path_buf(), before));
+        Ok(())
+    }
+
+    /// Records whether a directory exists; one that did not is removed whole on rollback.
+    pub fn dir(&mut self, path: &Path) {
+        if self.entries.iter().any(|(p, _)| p == path) {
+            return;
+        }
+        let before = match fs::read_dir(path) {
+            Ok(entries) => Before::Dir(entries.flatten().map(|e| e.file_name()).collect()),
+            Err(_) => Before::NoDir,
+        };
+        self.entries.push((path.to_path_buf(), before));
+    }
+
+    /// Records the outermost missing ancestor of `path` (so rollback removes what we created).
+    pub fn created_dirs_of(&mut self, path: &Path) {
+        let mut missing = None;
+        let mut cur = path.parent();
+        while let Some(d) = cur {
+            if d.exists() {
+                break;
+            }
+            missing = Some(d.to_path_buf());
+            cur = d.parent();
+        }
+        if let Some(d) = missing {
+            self.dir(&d);
+        }
+    }
+
+    /// Puts every recorded path back; returns the paths it could not restore.
+    pub fn restore(&self) -> Vec<PathBuf> {
+        let mut failed = Vec::new();
+        for (path, before) in self.entries.iter().rev() {
+            let ok = match before {
+                Before::File(bytes, mode) => {
+                    let same = fs::read(path).is_ok_and(|b| &b == bytes);
+                    same || write_atomic(path, bytes, false)
+                        .and_then(|()| {
+                            fs::set_permissions(path, fs::Permissions::from_mode(*mode)).context("chmod")
+                        })
+                        .is_ok()
+                }
+                Before::Absent => match fs::remove_file(path) {
+                    Ok(()) => true,
+                    Err(e) => e.kind() == std::io::ErrorKind::NotFound,
+                },
+                Before::NoDir => match fs::remove_dir_all(path) {
+                    Ok(()) => true,
+                    Err(e) => e.kind() == std::io::ErrorKind::NotFound,
+                },
+                Before::Dir(names) => fs::read_dir(path).map_or(true, |entries| {
+                    entries
+                        .flatten()
+                        .filter(|e| !names.contains(&e.file_name()))
+                        .all(|e| {
+                            let p = e.path();
+                            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                                fs::remove_dir_all(&p).is_ok()
+                            } else {
+                                fs::remove_file(&p).is_ok()
+                            }
+                        })
+                }),
+            };
+            if !ok {
+                failed.push(path.clone());
+            }
+        }
+        failed
+    }
+}
+
+/// One file we wrote, with the hash of what we wrote.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct OwnedFile {
+    /// Absolute path.
+    pub path: PathBuf,
+    /// `sha256:<hex>` of the bytes we wrote.
+    pub sha256: String,
+}
+
+/// Keys we set in our config file (`[hosts.<host>]`), by the hash of the line we wrote (a line
+/// may hold a token, so the manifest never keeps the text).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct OwnedConfig {
+    /// The config file.
+    pub path: PathBuf,
+    /// Whether we added the `[hosts.<host>]` header.
+    pub created_table: bool,
+    /// key → `sha256:` of the line we wrote.
+    pub keys: BTreeMap<String, String>,
+}
+
+/// Host registrations this tool made (and so may undo).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Registrations {
+    /// We added the `powercontext` marketplace.
+    pub marketplace: bool,
+    /// We installed `powercontext@powercontext`.
+    pub plugin: bool,
+    /// We recorded Codex hook trust.
+    #[serde(default)]
+    pub trust: bool,
+}
+
+/// The ownership manifest: what `setup` wrote for one host, so `uninstall` removes only that and
+/// a re-run can tell our files from a user's.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Manifest {
+    /// Format version.
+    pub schema: u32,
+    /// Always `powercontext-hooks`.
+    pub owner: String,
+    /// Host name.
+    pub host: String,
+    /// powercontext-hooks version that wrote it.
+    pub version: String,
+    /// The plugin folder.
+    pub plugin_dir: PathBuf,
+    /// The hook executable wired in.
+    pub hook_exe: PathBuf,
+    /// Files we own.
+    pub files: Vec<OwnedFile>,
+    /// Config keys we own.
+    pub config: Option<OwnedConfig>,
+    /// Host registrations we made.
+    pub registrations: Registrations,
+}
+
+/// Where setup keeps one host's plugin folder and manifest: `<state>/installs/<host>/`.
+pub fn install_dir(state_root: &Path, host: Host) -> PathBuf {
+    state_root.join("installs").join(host.name())
+}
+
+/// The manifest path.
+pub fn manifest_path(state_root: &Path, host: Host) -> PathBuf {
+    install_dir(state_root, host).join("manifest.json")
+}
+
+/// Loads the manifest, `None` when setup never ran.
+pub fn load_manifest(state_root: &Path, host: Host) -> Result<Option<Manifest>> {
+    let path = manifest_path(state_root, host);
+    let Some(bytes) = read_opt(&path)? else {
+        return Ok(None);
+    };
+    let m: Manifest = serde_json::from_slice(&bytes).with_context(|| {
+        format!(
+            "the ownership manifest {} is not valid; remove it by hand",
+            path.display()
+        )
+    })?;
+    if m.owner != "powercontext-hooks" || m.host != host.name() {
+        bail!(
+            "{} is not a powercontext-hooks manifest for {}",
+            path.display(),
+            host.name()
+        );
+    }
+    Ok(Some(m))
+}
+
+/// Serializes a manifest.
+pub fn manifest_bytes(m: &Manifest) -> Result<Vec<u8>> {
+    let mut v = serde_json::to_vec_pretty(m)?;
+    v.push(b'\n');
+    Ok(v)
+}
+
+// ----- our config file: `[hosts.<host>]` keys, edited line by line so comments survive -----
+
+/// A TOML basic string.
+pub fn toml_string(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if c.is_control() => out.push_str(&format!("\\u{:04X}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+fn is_table_header(line: &str) -> bool {
+    line.trim_start().starts_with('[')
+}
+
+fn header_matches(line: &str, host: &str) -> bool {
+    let t = line.trim();
+    let Some(inner) = t.strip_prefix('[').and_then(|r| r.split('#').next()) else {
+        return false;
+    };
+    let inner = inner.trim().trim_end_matches(']').trim();
+    if inner.starts_with('[') {
+        return false;
+    }
+    let parts: Vec<String> = inner
+        .split('.')
+        .map(|p| p.trim().trim_matches('"').trim_matches('\'').to_owned())
+        .collect();
+    parts == ["hosts", host]
+}
+
+fn key_of(line: &str) -> Option<String> {
+    let t = line.trim_start();
+    if t.starts_with('#') || t.starts_with('[') {
+        return None;
+    }
+    let (k, _) = t.split_once('=')?;
+    Some(k.trim().trim_matches('"').to_owned())
+}
+
+/// Sets `key = value` lines (values already TOML-encoded) in `[hosts.<host>]`, keeping every other
+/// byte. Returns the new text and whether the table header was added.
+pub fn config_set(text: &str, host: &str, lines: &[(String, String)]) -> (String, bool) {
+    let mut out: Vec<String> = text.lines().map(str::to_owned).collect();
+    let header = out.iter().position(|l| header_matches(l, host));
+    let created = header.is_none();
+    let header = match header {
+        Some(h) => h,
+        None => {
+            if out.last().is_some_and(|l| !l.trim().is_empty()) {
+                out.push(String::new());
+            }
+            out.push(format!("[hosts.{host}]"));
+            out.len() - 1
+        }
+    };
+    for (key, value) in lines {
+        let end = out[header + 1..]
+            .iter()
+            .position(|l| is_table_header(l))
+            .map_or(out.len(), |p| header + 1 + p);
+        let new_line = format!("{key} = {value}");
+        if let Some(i) = (header + 1..end).find(|&i| key_of(&out[i]).as_deref() == Some(key)) {
+            out[i] = new_line;
+        } else {
+            // After the table's last non-blank line.
+            let mut at = end;
+            while at > header + 1 && out[at - 1].trim().is_empty() {
+                at -= 1;
+            }
+            out.insert(at, new_line);
+        }
+    }
+    let mut s = out.join("\n");
+    s.push('\n');
+    (s, created)
+}
+
+/// Removes the lines we own from `[hosts.<host>]` (only when the line still hashes to what we
+/// wrote), and the header when we created it and the table is now empty. Returns the new text
+/// and the keys left in place because someone changed them.
+pub fn config_remove(text: &str, host: &str, owned: &OwnedConfig) -> (String, Vec<String>) {
+    let mut out: Vec<String> = text.lines().map(str::to_owned).collect();
+    let mut kept = Vec::new();
+    let Some(header) = out.iter().position(|l| header_matches(l, host)) else {
+        return (text.to_owned(), owned.keys.keys().cloned().collect());
+    };
+    for (key, hash) in &owned.keys {
+        let end = out[header + 1..]
+            .iter()
+            .position(|l| is_table_header(l))
+            .map_or(out.len(), |p| header + 1 + p);
+        match (header + 1..end).find(|&i| key_of(&out[i]).as_deref() == Some(key.as_str())) {
+            Some(i) if digest(out[i].as_bytes()) == *hash => {
+                out.remove(i);
+            }
+            Some(_) => kept.push(key.clone()),
+            None => {}
+        }
+    }
+    if owned.created_table {
+        let end = out[header + 1..]
+            .iter()
+            .position(|l| is_table_header(l))
+            .map_or(out.len(), |p| header + 1 + p);
+        if out[header + 1..end].iter().all(|l| l.trim().is_empty()) {
+            out.drain(header..end);
+            if header > 0 && header == out.len() && out[header - 1].trim().is_empty() {
+                out.remove(header - 1);
+            }
+        }
+    }
+    if out.is_empty() {
+        return (String::new(), kept);
+    }
+    let mut s = out.join("\n");
+    s.push('\n');
+    (s, kept)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn config_set_keeps_comments_and_foreign_keys_and_remove_undoes_it() {
+        let text = "# mine\nmax_bytes = 600 # keep\n\n[hosts.codex]\n# note\nscope_id = \"x\"\n\n[hosts.pi]\nserver_url = \"http://127.0.0.1:1\"\n";
+        let lines = vec![
+            ("server_url".to_owned(), toml_string("http://127.0.0.1:9")),
+            ("scope_id".to_owned(), toml_string("y")),
+        ];
+        let (new, created) = config_set(text, "codex", &lines);
+        assert!(!created);
+        assert_eq!(
+            new,
+            "# mine\nmax_bytes = 600 # keep\n\n[hosts.codex]\n# note\nscope_id = \"y\"\nserver_url = \"http://127.0.0.1:9\"\n\n[hosts.pi]\nserver_url = \"http://127.0.0.1:1\"\n"
+        );
+        let (new, created) = config_set("a = 1\n", "claude-code", &lines[..1]);
+        assert!(created);
+        assert_eq!(
+            new,
+            "a = 1\n\n[hosts.claude-code]\nserver_url = \"http://127.0.0.1:9\"\n"
+        );
+        let owned = OwnedConfig {
+            path: PathBuf::new(),
+            created_table: true,
+            keys: [(
+                "server_url".to_owned(),
+                digest(b"server_url = \"http://127.0.0.1:9\""),
+            )]
+            .into(),
+        };
+        assert_eq!(
+            config_remove(&new, "claude-code", &owned),
+            ("a = 1\n".to_owned(), vec![])
+        );
+        // A line the user changed stays.
+        let changed = new.replace("127.0.0.1:9", "127.0.0.1:7");
+        let (after, kept) = config_remove(&changed, "claude-code", &owned);
+        assert_eq!(after, changed);
+        assert_eq!(kept, vec!["server_url".to_owned()]);
+    }
+
+    #[test]
+    fn quoted_headers_match() {
+        assert!(header_matches("[hosts.\"claude-code\"]  # x", "claude-code"));
+        assert!(header_matches(" [ hosts . codex ]", "codex"));
+        assert!(!header_matches("[[hosts.codex]]", "codex"));
+        assert!(!header_matches("[hosts.codex.x]", "codex"));
+    }
+}

@@ -1,0 +1,266 @@
+//! `status`, `flush`, and the hidden `drain` and `debug` subcommands: inspect and drain the local
+//! state (spool, pending-flush ledger). Output is content-free: counts, sizes, ages and outcome
+//! words, never prompts, scope contents or tokens.
+
+use std::io::Write;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::{Args, Subcommand};
+use powercontext_hooks_core::deadline::Deadline;
+use powercontext_hooks_core::drain::{self, DrainOptions, DrainReport, Progress};
+use powercontext_hooks_core::env::Env;
+use powercontext_hooks_core::ledger;
+use powercontext_hooks_core::spool::{self, SpoolLimits};
+use powercontext_hooks_core::state::{StateDir, StateError, now_millis, now_secs};
+use serde_json::json;
+
+/// `status` options.
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+/// `flush` options.
+#[derive(Debug, Args)]
+pub struct FlushArgs {
+    /// Drain everything (the default).
+    #[arg(long, conflicts_with = "scope")]
+    all: bool,
+    /// Only captures and pending flushes for this scope id.
+    #[arg(long, value_name = "ID")]
+    scope: Option<String>,
+    /// Give up after this many seconds.
+    #[arg(long, value_name = "SECONDS", default_value_t = 60.0)]
+    budget: f64,
+    /// Print the final report as JSON on stdout.
+    #[arg(long)]
+    json: bool,
+}
+
+/// `drain` options (hidden: what a hook's background drainer does, for tests and debugging).
+#[derive(Debug, Args)]
+pub struct DrainArgs {
+    /// Give up after this many seconds.
+    #[arg(long, value_name = "SECONDS", default_value_t = drain::BACKGROUND_BUDGET.as_secs_f64())]
+    budget: f64,
+}
+
+/// Hidden test helpers.
+#[derive(Debug, Subcommand)]
+pub enum DebugCommand {
+    /// Records positions into the ledger, printing each one once it is committed.
+    LedgerRecord {
+        /// Server base URL.
+        #[arg(long)]
+        server: String,
+        /// Scope id.
+        #[arg(long)]
+        scope: String,
+        /// First position.
+        #[arg(long)]
+        position: u64,
+        /// How many increasing positions to record (0: until killed).
+        #[arg(long, default_value_t = 1)]
+        count: u64,
+        /// Recording host.
+        #[arg(long, default_value = "codex")]
+        integration: String,
+    },
+}
+
+fn state_dir(env: &Env) -> anyhow::Result<StateDir> {
+    StateDir::locate(env).context("no state directory: set POWERCONTEXT_HOOKS_STATE_DIR or HOME")
+}
+
+fn seconds(value: f64, flag: &str) -> anyhow::Result<Duration> {
+    anyhow::ensure!(
+        value.is_finite() && value > 0.0 && value <= 86_400.0,
+        "{flag} must be between 0 and 86400 seconds"
+    );
+    Ok(Duration::from_secs_f64(value))
+}
+
+/// `powercontext-hooks status`.
+pub fn status(args: &StatusArgs) -> anyhow::Result<ExitCode> {
+    let env = Env::from_process();
+    let state = state_dir(&env)?;
+    let mut problems: Vec<&'static str> = Vec::new();
+    let pending = match ledger::load(&state) {
+        Ok(e) => e.len(),
+        Err(e) => {
+            problems.push(e.detail());
+            0
+        }
+    };
+    let now = now_millis();
+    let spool = match spool::list(&state) {
+        Ok(entries) => spool::summarize(&entries, now),
+        Err(e) => {
+            problems.push(StateError::from(e).detail());
+            spool::Summary::default()
+        }
+    };
+    let last = match drain::last_drain(&state) {
+        Ok(l) => l,
+        Err(e) => {
+            problems.push(e.detail());
+            None
+        }
+    };
+    let last_age = last.as_ref().map(|l| now_secs().saturating_sub(l.finished));
+    let last_error = last.as_ref().and_then(|l| l.report.last_error.clone());
+    if args.json {
+        let v = json!({
+            "state_dir": state.path().to_string_lossy(),
+            "pending_scopes": pending,
+            "spool_entries": spool.entries,
+            "spool_bytes": spool.bytes,
+            "spool_oldest_age_seconds": spool.oldest_age_secs,
+            "last_drain_age_seconds": last_age,
+            "last_error": last_error,
+            "problems": problems,
+        });
+        println!("{v}");
+    } else {
+        println!("state directory: {}", state.path().display());
+        println!("pending flushes: {pending} scope(s)");
+        match spool.oldest_age_secs {
+            Some(age) => println!(
+                "spooled captures: {} ({} bytes, oldest {age} s)",
+                spool.entries, spool.bytes
+            ),
+            None => println!("spooled captures: 0"),
+        }
+        match last_age {
+            Some(age) => println!(
+                "last drain: {age} s ago, last error: {}",
+                last_error.as_deref().unwrap_or("none")
+            ),
+            None => println!("last drain: never"),
+        }
+        for p in &problems {
+            println!("problem: {p}");
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn summary_line(r: &DrainReport) -> String {
+    let mut line = format!(
+        "delivered {}, rejected {}, dropped by limits {}, still spooled {}; flushed {}, still pending {}, given up {}",
+        r.delivered, r.rejected, r.expired, r.kept, r.flushed, r.pending, r.gave_up
+    );
+    if r.unconfigured > 0 {
+        line.push_str(&format!(
+            "; {} for a Server no host is configured for",
+            r.unconfigured
+        ));
+    }
+    if r.newer_format > 0 {
+        line.push_str(&format!(
+            "; {} written by a newer version (left untouched)",
+            r.newer_format
+        ));
+    }
+    if let Some(e) = &r.last_error {
+        line.push_str(&format!("; last error: {e}"));
+    }
+    line
+}
+
+/// `powercontext-hooks flush`: drains now, waiting for a running drainer within the budget.
+/// Exit 0 when everything was delivered and flushed, 1 when something is left.
+pub fn flush(args: &FlushArgs) -> anyhow::Result<ExitCode> {
+    let env = Env::from_process();
+    let state = state_dir(&env)?;
+    let _ = args.all;
+    let opts = DrainOptions {
+        budget: seconds(args.budget, "--budget")?,
+        scope: args.scope.clone(),
+        wait_for_lock: true,
+        limits: SpoolLimits::from_env(&env),
+    };
+    let mut err = std::io::stderr();
+    let mut shown = (usize::MAX, usize::MAX);
+    let report = drain::drain(&state, &env, &opts, &mut |p| {
+        let (kind, done, total) = match p {
+            Progress::Spool { done, total } => ("spooled captures", done, total),
+            Progress::Flush { done, total } => ("pending flushes", done, total),
+        };
+        if total > 0 && (done, total) != shown {
+            shown = (done, total);
+            let _ = writeln!(err, "{kind}: {done}/{total}");
+        }
+    })
+    .map_err(|e| anyhow::anyhow!("state unusable ({})", e.detail()))?;
+    if report.busy {
+        eprintln!("another drainer kept the state busy for the whole budget");
+    }
+    if args.json {
+        println!("{}", serde_json::to_string(&report)?);
+    } else {
+        println!("{}", summary_line(&report));
+    }
+    Ok(if report.complete() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+/// The hidden `drain`: one background-style pass (leaves at once if another drainer runs),
+/// report as JSON on stdout. Exit 0 when complete, 1 otherwise, 3 when another drainer ran.
+pub fn drain_once(args: &DrainArgs) -> anyhow::Result<ExitCode> {
+    let env = Env::from_process();
+    let state = state_dir(&env)?;
+    let opts = DrainOptions {
+        budget: seconds(args.budget, "--budget")?,
+        scope: None,
+        wait_for_lock: false,
+        limits: SpoolLimits::from_env(&env),
+    };
+    let report = drain::drain(&state, &env, &opts, &mut |_| {})
+        .map_err(|e| anyhow::anyhow!("state unusable ({})", e.detail()))?;
+    println!("{}", serde_json::to_string(&report)?);
+    Ok(match (report.busy, report.complete()) {
+        (true, _) => ExitCode::from(3),
+        (false, true) => ExitCode::SUCCESS,
+        (false, false) => ExitCode::from(1),
+    })
+}
+
+/// The hidden `debug` helpers.
+pub fn debug(command: &DebugCommand) -> anyhow::Result<ExitCode> {
+    let env = Env::from_process();
+    let state = state_dir(&env)?;
+    match command {
+        DebugCommand::LedgerRecord {
+            server,
+            scope,
+            position,
+            count,
+            integration,
+        } => {
+            let mut out = std::io::stdout().lock();
+            let mut p = *position;
+            let end = if *count == 0 {
+                u64::MAX
+            } else {
+                position.saturating_add(*count)
+            };
+            while p < end {
+                let deadline = Deadline::after(Duration::from_secs(30));
+                ledger::record(&state, &deadline, server, scope, p, integration)
+                    .map_err(|e| anyhow::anyhow!("ledger record failed ({})", e.detail()))?;
+                writeln!(out, "{p}")?;
+                out.flush()?;
+                p += 1;
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}

@@ -1,0 +1,185 @@
+//! `powercontext-hooks uninstall <host>`: removes exactly what the ownership manifest says setup
+//! made — host registrations it added (through the host's CLI), files whose bytes are still ours,
+//! config lines still as we wrote them. Anything changed by someone else stays, with a note.
+
+use std::fs;
+use std::path::Path;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use clap::Args;
+use serde_json::json;
+
+use crate::host_cli::HostCli;
+use crate::install::{self, Host, digest};
+use crate::setup::{Locate, Paths, fail};
+
+/// `uninstall <host>`.
+#[derive(Debug, Args)]
+pub struct UninstallArgs {
+    /// claude-code or codex.
+    pub host: String,
+    #[command(flatten)]
+    pub locate: Locate,
+    /// Print what would be removed and stop.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// One JSON object on stdout instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Runs `uninstall`.
+pub fn uninstall(args: &UninstallArgs) -> Result<ExitCode> {
+    match run(args) {
+        Ok((actions, kept)) => {
+            if args.json {
+                println!(
+                    "{}",
+                    json!({"ok": true, "host": args.host, "dry_run": args.dry_run, "actions": actions, "kept": kept})
+                );
+            } else {
+                for a in &actions {
+                    println!("  {a}");
+                }
+                for k in &kept {
+                    println!("  kept    {k}");
+                }
+                if actions.is_empty() {
+                    println!(
+                        "nothing to remove: {} was not set up by powercontext-hooks",
+                        args.host
+                    );
+                } else if args.dry_run {
+                    println!("dry run: nothing was changed");
+                } else {
+                    println!("done: powercontext-hooks removed from {}", args.host);
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(e) => fail(args.json, &e),
+    }
+}
+
+fn run(args: &UninstallArgs) -> Result<(Vec<String>, Vec<String>)> {
+    let host = Host::parse(&args.host)?;
+    let paths = Paths::resolve(&args.locate)?;
+    let Some(manifest) = install::load_manifest(&paths.state_root, host)? else {
+        return Ok((Vec::new(), Vec::new()));
+    };
+    let mut actions = Vec::new();
+    let mut kept = Vec::new();
+    let dry = args.dry_run;
+
+    // 1. Host registrations first: if the host CLI fails, nothing else has changed yet.
+    if manifest.registrations.plugin || manifest.registrations.marketplace {
+        let cli = HostCli::locate(host, args.locate.host_cli.as_deref(), &paths.env)?;
+        if manifest.registrations.plugin && cli.plugin_enabled()?.is_some() {
+            let a: &[&str] = match host {
+                Host::ClaudeCode => &["plugin", "uninstall", install::PLUGIN_ID, "--scope", "user"],
+                Host::Codex => &["plugin", "remove", install::PLUGIN_ID, "--json"],
+            };
+            actions.push(format!("run     {}", cli.display(a)));
+            if !dry {
+                cli.run_ok(a)?;
+            }
+        }
+        if manifest.registrations.marketplace {
+            match cli.marketplace_path()? {
+                Some(p) if p == manifest.plugin_dir => {
+                    let a: &[&str] = match host {
+                        Host::ClaudeCode => &["plugin", "marketplace", "remove", install::MARKETPLACE],
+                        Host::Codex => &["plugin", "marketplace", "remove", install::MARKETPLACE, "--json"],
+                    };
+                    actions.push(format!("run     {}", cli.display(a)));
+                    if !dry {
+                        cli.run_ok(a)?;
+                    }
+                }
+                Some(p) => kept.push(format!(
+                    "marketplace `powercontext` now points at {} (not ours)",
+                    p.display()
+                )),
+                None if host == Host::Codex && !dry => {
+                    // `codex plugin list` shows a marketplace only while it lists a plugin; the
+                    // remove command is idempotent, so run it for the source we added.
+                    let a = ["plugin", "marketplace", "remove", install::MARKETPLACE, "--json"];
+                    if cli.run(&a)?.ok {
+                        actions.push(format!("run     {}", cli.display(&a)));
+                    }
+                }
+                None => {}
+            }
+        }
+    }
+
+    // 2. Our files, only while they still hold what we wrote.
+    for f in &manifest.files {
+        match install::read_opt(&f.path)? {
+            None => {}
+            Some(b) if digest(&b) == f.sha256 => {
+                actions.push(format!("remove  {}", f.path.display()));
+                if !dry {
+                    fs::remove_file(&f.path)
+                        .with_context(|| format!("cannot remove {}", f.path.display()))?;
+                }
+            }
+            Some(_) => kept.push(format!("{} (changed since setup)", f.path.display())),
+        }
+    }
+    if !dry {
+        remove_empty_dirs(&manifest.plugin_dir);
+    }
+
+    // 3. Our config lines.
+    if let Some(owned) = &manifest.config
+        && let Some(bytes) = install::read_opt(&owned.path)?
+    {
+        let text =
+            String::from_utf8(bytes).map_err(|_| anyhow::anyhow!("{} is not UTF-8", owned.path.display()))?;
+        let (new, kept_keys) = install::config_remove(&text, host.name(), owned);
+        for k in kept_keys {
+            kept.push(format!(
+                "{} [hosts.{}] {k} (changed since setup)",
+                owned.path.display(),
+                host.name()
+            ));
+        }
+        if new != text {
+            actions.push(format!(
+                "edit    {} [hosts.{}]",
+                owned.path.display(),
+                host.name()
+            ));
+            if !dry {
+                install::write_atomic(&owned.path, new.as_bytes(), false)?;
+            }
+        }
+    }
+
+    // 4. The manifest last: an interrupted uninstall can run again.
+    let mpath = install::manifest_path(&paths.state_root, host);
+    actions.push(format!("remove  {}", mpath.display()));
+    if !dry {
+        fs::remove_file(&mpath).with_context(|| format!("cannot remove {}", mpath.display()))?;
+        let dir = install::install_dir(&paths.state_root, host);
+        let _ = fs::remove_dir(&dir);
+        if let Some(parent) = dir.parent() {
+            let _ = fs::remove_dir(parent);
+        }
+    }
+    Ok((actions, kept))
+}
+
+/// Removes `dir` and its subdirectories bottom-up when they are empty (never a file).
+fn remove_empty_dirs(dir: &Path) {
+    if let Ok(entries) = fs::read_dir(dir) {
+        for e in entries.flatten() {
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                remove_empty_dirs(&e.path());
+            }
+        }
+    }
+    let _ = fs::remove_dir(dir);
+}

@@ -1,0 +1,183 @@
+// PowerContext for DSH (DeepSeek Harness): a thin Cordis plugin. Its `agent/pre-step` middleware
+// hands each step's batch to the powercontext-hook-dsh executable (JSON on stdin, one JSON line
+// on stdout), calls next() exactly once, and appends the returned context as a plugin message only
+// when the downstream decision is `enter`. Every PowerContext decision (which text is the user's,
+// scope, recall once per turn, capture and its secret filter, base URL and token rules) is made
+// by the executable. This file never throws and never hangs: each spawn has a hard deadline,
+// combined with DSH's abort signal, and any error means "no change".
+import { spawn } from "node:child_process"
+import { randomUUID } from "node:crypto"
+
+export const name = "powercontext-dsh"
+export const inject = ["agents"]
+
+// Rendered at install time to the executable's absolute path (a JSON string, no shell involved).
+const RENDERED_EXECUTABLE = "{{hook_command}}"
+const EXECUTABLE_ENV = "POWERCONTEXT_DSH_HOOK_EXECUTABLE"
+// The executable's own budget is 4 s by default; past this the child is killed.
+const DEFAULT_TIMEOUT_MS = 5000
+const MAX_STDOUT_BYTES = 1 << 20
+const MAX_STDERR_BYTES = 1 << 16
+
+function executable() {
+  const override = process.env[EXECUTABLE_ENV]
+  if (typeof override === "string" && override.trim() !== "") return override
+  // Not rendered (a raw checkout): fall back to PATH.
+  if (RENDERED_EXECUTABLE.startsWith("{" + "{")) return "powercontext-hook-dsh"
+  return RENDERED_EXECUTABLE
+}
+
+function timeoutMs(config) {
+  const value = config?.timeoutMs
+  return Number.isFinite(value) && value > 0 ? Math.min(value, 60_000) : DEFAULT_TIMEOUT_MS
+}
+
+// The batch as the executable reads it: ids, numbers, and only the text blocks of each message.
+function batch(payload) {
+  const header = payload?.agent?.session?.header
+  const messages = Array.isArray(payload?.messages) ? payload.messages : []
+  return {
+    session: {
+      id: typeof header?.id === "string" ? header.id : undefined,
+      cwd: typeof header?.cwd === "string" ? header.cwd : undefined,
+    },
+    turn: payload?.turn,
+    step: payload?.step,
+    messages: messages.map((m) => ({
+      source: { kind: typeof m?.source?.kind === "string" ? m.source.kind : undefined },
+      content: (Array.isArray(m?.content) ? m.content : [])
+        .filter((b) => b?.type === "text" && typeof b.text === "string")
+        .map((b) => ({ type: "text", text: b.text })),
+    })),
+  }
+}
+
+function deepFreeze(value) {
+  if (value !== null && typeof value === "object" && !Object.isFrozen(value)) {
+    Object.freeze(value)
+    for (const v of Object.values(value)) deepFreeze(v)
+  }
+  return value
+}
+
+// Same shape as @deepseek-ai/dsh-llm's createUserMessage (frozen, fresh id), built here so the
+// plugin imports no DSH package and loads from any path.
+function pluginMessage(text) {
+  return deepFreeze({
+    content: [{ type: "text", text }],
+    source: { kind: "plugin", plugin: name },
+    role: "user",
+    id: randomUUID(),
+  })
+}
+
+// Diagnostics are content-free JSON lines from the executable; they go to the DSH logger as is.
+function forward(logger, stderr) {
+  for (const line of stderr.split("\n")) {
+    const text = line.trim()
+    if (text === "") continue
+    let outcome
+    try {
+      outcome = JSON.parse(text)?.outcome
+    } catch {
+      continue
+    }
+    if (outcome === "empty") logger.debug(text)
+    else logger.warn(text)
+  }
+}
+
+// Runs the executable once. Resolves to the context text or undefined; never rejects.
+function runHook(input, limitMs, signal, logger) {
+  return new Promise((resolve) => {
+    let done = false
+    let child
+    let timer
+    const finish = (value) => {
+      if (done) return
+      done = true
+      clearTimeout(timer)
+      signal?.removeEventListener?.("abort", onAbort)
+      resolve(value)
+    }
+    const stop = (outcome) => {
+      // The whole process group: a wrapper script's children must not outlive the deadline.
+      try {
+        process.kill(-child.pid, "SIGKILL")
+      } catch {
+        try {
+          child?.kill("SIGKILL")
+        } catch {}
+      }
+      logger.warn(JSON.stringify({ component: "powercontext.dsh.plugin", outcome }))
+      finish(undefined)
+    }
+    const onAbort = () => stop("aborted")
+    if (signal?.aborted) return finish(undefined)
+    try {
+      child = spawn(executable(), ["pre-step"], {
+        stdio: ["pipe", "pipe", "pipe"],
+        detached: process.platform !== "win32",
+        windowsHide: true,
+      })
+    } catch {
+      return stop("spawn_failed")
+    }
+    timer = setTimeout(() => stop("timeout"), limitMs)
+    signal?.addEventListener?.("abort", onAbort, { once: true })
+    const out = []
+    const err = []
+    let outBytes = 0
+    let errBytes = 0
+    child.stdout.on("data", (chunk) => {
+      outBytes += chunk.length
+      if (outBytes <= MAX_STDOUT_BYTES) out.push(chunk)
+    })
+    child.stderr.on("data", (chunk) => {
+      errBytes += chunk.length
+      if (errBytes <= MAX_STDERR_BYTES) err.push(chunk)
+    })
+    child.on("error", () => stop("spawn_failed"))
+    child.on("close", () => {
+      if (done) return
+      try {
+        forward(logger, Buffer.concat(err).toString("utf8"))
+        const line = outBytes <= MAX_STDOUT_BYTES ? Buffer.concat(out).toString("utf8").trim() : ""
+        const context = line === "" ? undefined : JSON.parse(line)?.context
+        finish(typeof context === "string" && context.trim() !== "" ? context : undefined)
+      } catch {
+        finish(undefined)
+      }
+    })
+    child.stdin.on("error", () => {})
+    child.stdin.end(JSON.stringify(input))
+  })
+}
+
+export function apply(ctx, config) {
+  let logger
+  try {
+    logger = ctx.logger(name)
+  } catch {
+    logger = { warn() {}, debug() {} }
+  }
+  const limitMs = timeoutMs(config)
+
+  ctx.on("agent/pre-step", async (payload, next) => {
+    // The executable runs while the rest of the chain decides; next() is called exactly once.
+    let pending
+    try {
+      pending = runHook(batch(payload), limitMs, payload?.signal, logger)
+    } catch {
+      pending = Promise.resolve(undefined)
+    }
+    const decision = await next()
+    const context = await pending
+    try {
+      if (context === undefined || decision?.kind !== "enter" || payload?.signal?.aborted) return decision
+      return { ...decision, messages: [...decision.messages, pluginMessage(context)] }
+    } catch {
+      return decision
+    }
+  })
+}

@@ -1,0 +1,229 @@
+// PowerContext for OpenCode: a thin shim between OpenCode's plugin hooks and the Rust executable
+// `powercontext-hook-opencode`, which makes every decision (prompt text, scope, recall, capture,
+// secret filter, which turn may receive which context). This file only maps host events to the
+// executable (JSON on stdin, JSON on stdout) and applies its answer.
+//
+// It never throws (a throwing hook fails the OpenCode turn) and never hangs (OpenCode puts no
+// timeout around hooks): every call has a hard deadline after which the executable's process group
+// is killed, and any error or timeout means "change nothing".
+//
+// Install: copy to <opencode config dir>/plugins/powercontext-opencode.js (e.g.
+// ~/.config/opencode/plugins/) with {{hook_command}} replaced by the absolute path of
+// powercontext-hook-opencode, or set POWERCONTEXT_OPENCODE_HOOK_COMMAND to that path.
+
+import { spawn, spawnSync } from "node:child_process"
+
+const HOOK_COMMAND = "{{hook_command}}"
+const HOOK_COMMAND_VAR = "POWERCONTEXT_OPENCODE_HOOK_COMMAND"
+// prepare runs scope + recall + capture within the executable's own budget (4 s by default,
+// POWERCONTEXT_OPENCODE_HTTP_BUDGET_SECONDS); this deadline only catches a hung executable.
+const PREPARE_TIMEOUT_MS_VAR = "POWERCONTEXT_OPENCODE_PREPARE_TIMEOUT_MS"
+const PREPARE_TIMEOUT_MS = 6000
+// inject and forget only touch local files (the executable gives itself 2 s).
+const LOCAL_TIMEOUT_MS = 3000
+const SESSION_LOOKUP_TIMEOUT_MS = 2000
+const MAX_STDOUT_BYTES = 1 << 20
+const MAX_LOGGED_LINES = 8
+// Enough of a synthetic part for the executable to recognize its own part; never whole files.
+const SYNTHETIC_TEXT_CHARS = 256
+const MAX_KNOWN_DIRECTORIES = 256
+const SERVICE = "powercontext-opencode"
+
+function hookCommand() {
+  const override = process.env[HOOK_COMMAND_VAR]
+  return typeof override === "string" && override.trim() !== "" ? override.trim() : HOOK_COMMAND
+}
+
+function prepareTimeoutMs() {
+  const n = Number.parseInt(process.env[PREPARE_TIMEOUT_MS_VAR] ?? "", 10)
+  return Number.isFinite(n) && n > 0 ? n : PREPARE_TIMEOUT_MS
+}
+
+function killGroup(child) {
+  try {
+    process.kill(-child.pid, "SIGKILL")
+  } catch {
+    try {
+      child.kill("SIGKILL")
+    } catch {}
+  }
+}
+
+// Runs `<hook> <subcommand>` with `payload` as JSON on stdin. Resolves to { stdout, stderr } on a
+// clean exit, to null on any failure or past `timeoutMs`; never rejects.
+function call(subcommand, payload, timeoutMs) {
+  return new Promise((resolve) => {
+    let settled = false
+    let timer
+    const finish = (value) => {
+      if (settled) return
+      settled = true
+      clearTimeout(timer)
+      resolve(value)
+    }
+    try {
+      // Own process group, so a deadline kills the executable and anything it started.
+      const child = spawn(hookCommand(), [subcommand], { stdio: ["pipe", "pipe", "pipe"], detached: true })
+      timer = setTimeout(() => {
+        killGroup(child)
+        finish(null)
+      }, timeoutMs)
+      const out = []
+      let outBytes = 0
+      const err = []
+      child.stdout.on("data", (chunk) => {
+        outBytes += chunk.length
+        if (outBytes <= MAX_STDOUT_BYTES) out.push(chunk)
+      })
+      child.stderr.on("data", (chunk) => {
+        if (err.length < 64) err.push(chunk)
+      })
+      child.on("error", () => finish(null))
+      child.on("close", (code) => {
+        if (code !== 0 || outBytes > MAX_STDOUT_BYTES) return finish(null)
+        finish({ stdout: Buffer.concat(out).toString("utf8"), stderr: Buffer.concat(err).toString("utf8") })
+      })
+      child.stdin.on("error", () => {})
+      child.stdin.end(JSON.stringify(payload))
+    } catch {
+      finish(null)
+    }
+  })
+}
+
+// Runs `<hook> <subcommand>` synchronously, output discarded, killed past `timeoutMs`. For events
+// after which OpenCode may exit at once (`opencode session delete`), where an asynchronous write
+// to the child's stdin would never happen. Never throws.
+function callSync(subcommand, payload, timeoutMs) {
+  try {
+    spawnSync(hookCommand(), [subcommand], {
+      input: JSON.stringify(payload),
+      stdio: ["pipe", "ignore", "ignore"],
+      timeout: timeoutMs,
+      killSignal: "SIGKILL",
+    })
+  } catch {}
+}
+
+function withTimeout(promise, ms) {
+  let timer
+  return Promise.race([
+    promise,
+    new Promise((resolve) => {
+      timer = setTimeout(() => resolve(undefined), ms)
+    }),
+  ]).finally(() => clearTimeout(timer))
+}
+
+function textParts(parts) {
+  if (!Array.isArray(parts)) return []
+  return parts
+    .filter((p) => p && p.type === "text")
+    .map((p) => ({ type: "text", text: p.text, synthetic: p.synthetic === true }))
+}
+
+function syntheticTexts(parts) {
+  if (!Array.isArray(parts)) return []
+  return parts
+    .filter((p) => p && p.type === "text" && p.synthetic === true && typeof p.text === "string")
+    .map((p) => p.text.slice(0, SYNTHETIC_TEXT_CHARS))
+}
+
+export const PowerContextPlugin = async (ctx) => {
+  // The executable's diagnostics are content-free JSON lines; they go to OpenCode's log.
+  const log = (result) => {
+    try {
+      const lines = (result?.stderr ?? "").split("\n").filter((l) => l.trim() !== "").slice(0, MAX_LOGGED_LINES)
+      for (const message of lines) {
+        const level = /"outcome":"(skipped|empty)"/.test(message) ? "debug" : "warn"
+        Promise.resolve(ctx?.client?.app?.log?.({ body: { service: SERVICE, level, message } })).catch(() => {})
+      }
+    } catch {}
+  }
+
+  // Session directories as OpenCode announced them (the workspace the scope is derived from).
+  const directories = new Map()
+  const remember = (id, directory) => {
+    if (typeof id !== "string" || typeof directory !== "string") return
+    directories.delete(id)
+    directories.set(id, directory)
+    if (directories.size > MAX_KNOWN_DIRECTORIES) directories.delete(directories.keys().next().value)
+  }
+  const directoryOf = async (sessionID) => {
+    if (directories.has(sessionID)) return directories.get(sessionID)
+    try {
+      const found = await withTimeout(ctx?.client?.session?.get?.({ path: { id: sessionID } }), SESSION_LOOKUP_TIMEOUT_MS)
+      const directory = found?.data?.directory
+      remember(sessionID, directory)
+      return typeof directory === "string" ? directory : undefined
+    } catch {
+      return undefined
+    }
+  }
+
+  return {
+    "chat.message": async (input, output) => {
+      try {
+        const sessionID = input?.sessionID ?? output?.message?.sessionID
+        if (typeof sessionID !== "string") return
+        const directory = await directoryOf(sessionID)
+        const result = await call(
+          "prepare",
+          {
+            session_id: sessionID,
+            input_message_id: input?.messageID,
+            message_id: output?.message?.id,
+            created_ms: output?.message?.time?.created,
+            parts: textParts(output?.parts),
+            directory,
+          },
+          prepareTimeoutMs(),
+        )
+        log(result)
+      } catch {}
+    },
+
+    "experimental.chat.messages.transform": async (_input, output) => {
+      try {
+        const messages = Array.isArray(output?.messages) ? output.messages : []
+        const summary = messages.map((m) => ({
+          id: m?.info?.id,
+          session_id: m?.info?.sessionID,
+          role: m?.info?.role,
+          synthetic_texts: m?.info?.role === "user" ? syntheticTexts(m?.parts) : [],
+        }))
+        const result = await call("inject", { messages: summary }, LOCAL_TIMEOUT_MS)
+        log(result)
+        if (!result || result.stdout.trim() === "") return
+        const text = JSON.parse(result.stdout)?.text
+        if (typeof text !== "string" || text === "") return
+        // The executable answered for the latest user message; that is where the part goes.
+        const target = [...messages].reverse().find((m) => m?.info?.role === "user")
+        if (!target || !Array.isArray(target.parts)) return
+        target.parts.push({
+          id: "prt_powercontext" + Date.now(),
+          sessionID: target.info.sessionID,
+          messageID: target.info.id,
+          type: "text",
+          text,
+          synthetic: true,
+        })
+      } catch {}
+    },
+
+    event: async ({ event } = {}) => {
+      try {
+        const type = event?.type
+        const props = event?.properties ?? {}
+        if (type === "session.created" || type === "session.updated") {
+          remember(props.info?.id, props.info?.directory)
+        } else if (type === "session.deleted") {
+          const id = props.sessionID ?? props.info?.id
+          if (typeof id !== "string") return
+          directories.delete(id)
+          callSync("forget", { session_id: id }, LOCAL_TIMEOUT_MS)
+        }
+      } catch {}
+    },
+  }
+}

@@ -1,0 +1,556 @@
+//! Draining local state: replays spooled captures oldest first (original `source_id`s, so the
+//! Server's dedupe makes replays exactly-once) and flushes pending ledger entries, one drainer at
+//! a time, within a budget. Also starts the detached background drainer after a hook has
+//! answered. It never runs on the prompt's critical path, never makes the host wait on its pipes,
+//! and takes credentials only from the environment and config it inherited (never from disk).
+
+use std::collections::{HashMap, HashSet};
+use std::fs;
+use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::process::CommandExt;
+use std::process::{Command, ExitCode, Stdio};
+use std::time::{Duration, Instant, SystemTime};
+
+use serde::{Deserialize, Serialize};
+
+use crate::capture;
+use crate::config::Settings;
+use crate::deadline::Deadline;
+use crate::env::Env;
+use crate::host::Integration;
+use crate::http::Transport;
+use crate::ledger;
+use crate::lock::{self, LockError};
+use crate::outcome::{Failure, Outcome};
+use crate::process;
+use crate::spool::{self, SpoolLimits};
+use crate::state::{StateDir, StateError, now_secs};
+
+/// Held by the drainer for its whole run: one drainer at a time.
+pub const DRAIN_LOCK: &str = "drain.lock";
+/// The last drain's content-free summary (`status` shows it).
+pub const STATUS_FILE: &str = "drain.json";
+/// The hidden argument that turns a hook executable into the background drainer.
+pub const DRAIN_ARG: &str = "--powercontext-drain";
+/// Budget of a background drainer (its watchdog ends it shortly after).
+pub const BACKGROUND_BUDGET: Duration = Duration::from_secs(30);
+/// A background drainer first waits this long: the Server just failed, so an immediate retry is
+/// pointless, and a burst of prompts is better handled by one pass.
+pub const BACKGROUND_DELAY: Duration = Duration::from_secs(2);
+/// A hook starts a background drainer at most this often.
+pub const MIN_SPAWN_INTERVAL: Duration = Duration::from_secs(5);
+/// Set to a true value to never start background drainers (explicit `flush` still works).
+pub const NO_BACKGROUND_VAR: &str = "POWERCONTEXT_HOOKS_NO_BACKGROUND_DRAIN";
+
+/// Whether a failed call may succeed later, so its capture or flush is kept: unavailable,
+/// timeouts, any 5xx, 408 and 429.
+#[must_use]
+pub fn is_retryable(failure: &Failure) -> bool {
+    failure.outcome.is_retryable()
+        || failure
+            .http_status
+            .is_some_and(|s| (500..600).contains(&s) || s == 408 || s == 429)
+            && failure.outcome != Outcome::InferenceUnavailable
+}
+
+/// Whether the Server rejected a capture for good (409, 422, 413, scope gone…): it is dropped.
+/// Authentication problems and unknown routes are kept: fixing the token or the URL helps.
+#[must_use]
+pub fn is_permanent_rejection(failure: &Failure) -> bool {
+    match failure.outcome {
+        Outcome::CaptureConflict | Outcome::ScopeNotFound => true,
+        Outcome::InvalidResponse => failure
+            .http_status
+            .is_some_and(|s| (400..500).contains(&s) && s != 408 && s != 429),
+        _ => false,
+    }
+}
+
+/// What one drain run may do.
+#[derive(Debug, Clone)]
+pub struct DrainOptions {
+    /// Time budget for the whole run, lock wait included.
+    pub budget: Duration,
+    /// Only this scope (spooled captures resolving to it, ledger entries for it).
+    pub scope: Option<String>,
+    /// Wait (within the budget) for a running drainer instead of leaving at once.
+    pub wait_for_lock: bool,
+    /// Spool bounds applied before replaying.
+    pub limits: SpoolLimits,
+}
+
+/// Content-free progress events for an interactive `flush`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Progress {
+    /// Spool replay: `done` of `total` entries handled.
+    Spool {
+        /// Handled.
+        done: usize,
+        /// Listed.
+        total: usize,
+    },
+    /// Ledger flush: `done` of `total` entries handled.
+    Flush {
+        /// Handled.
+        done: usize,
+        /// Listed.
+        total: usize,
+    },
+}
+
+/// The result of a drain run. Counts and outcome words only.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DrainReport {
+    /// Another drainer held the lock; nothing was done.
+    pub busy: bool,
+    /// Captures the Server accepted (new, or a dedupe of an earlier delivery).
+    pub delivered: usize,
+    /// Captures the Server rejected for good (409 conflict, 4xx) or unreadable entries.
+    pub rejected: usize,
+    /// Captures dropped by the spool limits.
+    pub expired: usize,
+    /// Spooled captures still waiting (for the filtered scope, when one was given).
+    pub kept: usize,
+    /// Spooled captures left alone because no configured host points at their Server.
+    pub unconfigured: usize,
+    /// Pending flushes completed.
+    pub flushed: usize,
+    /// Pending flushes still waiting.
+    pub pending: usize,
+    /// Pending flushes given up (too many attempts or too old).
+    pub gave_up: usize,
+    /// State files written by a newer release, left untouched.
+    pub newer_format: usize,
+    /// The class of the last failure seen, if any.
+    pub last_error: Option<String>,
+}
+
+impl DrainReport {
+    /// Whether everything in reach was delivered and flushed.
+    #[must_use]
+    pub fn complete(&self) -> bool {
+        !self.busy && self.kept == 0 && self.pending == 0 && self.unconfigured == 0 && self.newer_format == 0
+    }
+}
+
+/// The summary file written after each run.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct LastDrain {
+    /// When the run finished (Unix seconds).
+    pub finished: u64,
+    /// Its report.
+    pub report: DrainReport,
+}
+
+/// Transports by (integration, Server), built from the inherited settings.
+struct Connections<'a> {
+    env: &'a Env,
+    deadline: Deadline,
+    cache: HashMap<(String, String), Option<(Transport, u32)>>,
+}
+
+impl Connections<'_> {
+    /// The transport for a Server: the recording host's settings when they still point there,
+    /// else any host's settings that do. `None` when no configuration names this Server: its
+    /// entries wait (and age out) rather than travel without the right credentials.
+    fn get(&mut self, integration: &str, server: &str) -> Option<&(Transport, u32)> {
+        let key = (integration.to_owned(), server.to_owned());
+        if !self.cache.contains_key(&key) {
+            let preferred = Integration::parse(integration);
+            let order = preferred
+                .into_iter()
+                .chain(Integration::ALL.into_iter().filter(|i| Some(*i) != preferred));
+            let found = order
+                .filter_map(|i| Settings::for_hook(i, self.env).ok())
+                .find(|s| s.server_url.value.as_str() == server)
+                .and_then(|s| {
+                    let calls = s.flush_max_calls.value;
+                    Transport::new(
+                        s.server_url.value,
+                        s.authorization.value,
+                        s.request_timeout.value,
+                        self.deadline,
+                        self.env,
+                    )
+                    .ok()
+                    .map(|t| (t, calls))
+                });
+            self.cache.insert(key.clone(), found);
+        }
+        self.cache.get(&key).and_then(Option::as_ref)
+    }
+}
+
+/// Runs one drain: takes the drain lock (or reports `busy`), applies the spool limits, replays
+/// the spool oldest first, flushes the ledger, and writes the summary.
+///
+/// # Errors
+/// A [`StateError`] when the state directory itself is unusable.
+pub fn drain(
+    state: &StateDir,
+    env: &Env,
+    opts: &DrainOptions,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<DrainReport, StateError> {
+    let deadline = Deadline::after(opts.budget);
+    let mut report = DrainReport::default();
+    if !state.path().is_dir() {
+        return Ok(report);
+    }
+    let lock_path = state.file(DRAIN_LOCK);
+    let drain_lock = if opts.wait_for_lock {
+        lock::acquire(&lock_path, &deadline)
+    } else {
+        lock::try_acquire(&lock_path)
+    };
+    let _drain_lock = match drain_lock {
+        Ok(g) => g,
+        Err(LockError::Busy) => {
+            report.busy = true;
+            return Ok(report);
+        }
+        Err(LockError::Io(e)) => return Err(e.into()),
+    };
+    let short = || deadline.within(Duration::from_secs(2));
+
+    {
+        let lock = state.lock(&short())?;
+        report.expired = spool::enforce(state, &lock, &opts.limits)?.total();
+    }
+
+    let mut conns = Connections {
+        env,
+        deadline,
+        cache: HashMap::new(),
+    };
+    // Servers that failed this run: their remaining entries wait for the next one.
+    let mut down: HashSet<String> = HashSet::new();
+    let mut scopes: HashMap<String, Result<String, Failure>> = HashMap::new();
+
+    let entries = spool::list(state)?;
+    let total = entries.len();
+    for (i, entry) in entries.iter().enumerate() {
+        progress(Progress::Spool { done: i, total });
+        if deadline.expired() {
+            report.kept += total - i;
+            break;
+        }
+        let cap = match spool::read(state, entry) {
+            Ok(Some(c)) => c,
+            Ok(None) => continue,
+            Err(StateError::NewerFormat) => {
+                report.newer_format += 1;
+                continue;
+            }
+            Err(StateError::Corrupt) => {
+                report.rejected += 1;
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
+        if down.contains(&cap.server) {
+            report.kept += 1;
+            continue;
+        }
+        let Some((transport, _)) = conns.get(&cap.integration, &cap.server) else {
+            report.unconfigured += 1;
+            continue;
+        };
+        let query_key = format!(
+            "{}\n{}",
+            cap.server,
+            serde_json::to_string(&cap.query).unwrap_or_default()
+        );
+        let scope = scopes
+            .entry(query_key)
+            .or_insert_with(|| cap.query.resolve(transport))
+            .clone();
+        let scope = match scope {
+            Ok(s) => s,
+            Err(f) => {
+                report.last_error = Some(f.outcome.as_str().to_owned());
+                if is_permanent_rejection(&f) && f.outcome == Outcome::ScopeNotFound {
+                    spool::remove(state, entry)?;
+                    report.rejected += 1;
+                } else {
+                    down.insert(cap.server.clone());
+                    report.kept += 1;
+                }
+                continue;
+            }
+        };
+        if opts.scope.as_ref().is_some_and(|only| *only != scope) {
+            continue;
+        }
+        match capture::send(transport, &cap.request(&scope)) {
+            Ok(position) => {
+                if cap.flush {
+                    let lock = state.lock(&short())?;
+                    ledger::update(state, &lock, |e| {
+                        ledger::record_in(e, &cap.server, &scope, position, &cap.integration, now_secs())
+                    })?;
+                }
+                spool::remove(state, entry)?;
+                report.delivered += 1;
+            }
+            Err(f) => {
+                report.last_error = Some(f.outcome.as_str().to_owned());
+                if is_permanent_rejection(&f) {
+                    spool::remove(state, entry)?;
+                    report.rejected += 1;
+                } else {
+                    down.insert(cap.server.clone());
+                    report.kept += 1;
+                }
+            }
+        }
+    }
+    progress(Progress::Spool { done: total, total });
+
+    flush_ledger(state, opts, &deadline, &mut conns, &down, &mut report, progress)?;
+
+    if let Ok(lock) = state.lock(&short()) {
+        let _ = state.write_json(
+            &lock,
+            STATUS_FILE,
+            &LastDrain {
+                finished: now_secs(),
+                report: report.clone(),
+            },
+        );
+    }
+    Ok(report)
+}
+
+fn flush_ledger(
+    state: &StateDir,
+    opts: &DrainOptions,
+    deadline: &Deadline,
+    conns: &mut Connections<'_>,
+    down: &HashSet<String>,
+    report: &mut DrainReport,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<(), StateError> {
+    let short = || deadline.within(Duration::from_secs(2));
+    let entries = match ledger::load(state) {
+        Ok(e) => e,
+        Err(StateError::NewerFormat) => {
+            report.newer_format += 1;
+            return Ok(());
+        }
+        Err(e) => return Err(e),
+    };
+    let max_age = opts.limits.max_age.as_secs();
+    let total = entries.len();
+    for (i, e) in entries.iter().enumerate() {
+        progress(Progress::Flush { done: i, total });
+        if opts.scope.as_ref().is_some_and(|only| *only != e.scope) {
+            continue;
+        }
+        if now_secs().saturating_sub(e.first_seen) > max_age {
+            let lock = state.lock(&short())?;
+            let gone = ledger::update(state, &lock, |es| {
+                let before = es.len();
+                es.retain(|x| !(x.server == e.server && x.scope == e.scope && x.first_seen == e.first_seen));
+                before != es.len()
+            })?;
+            report.gave_up += usize::from(gone);
+            continue;
+        }
+        let reachable = !deadline.expired() && !down.contains(&e.server);
+        let result = match conns.get(&e.integration, &e.server) {
+            Some((transport, calls)) if reachable => Some(capture::flush_through(
+                transport,
+                &e.scope,
+                e.position,
+                (*calls).max(1),
+            )),
+            _ => None,
+        };
+        let lock = state.lock(&short())?;
+        match result {
+            Some(Ok(cursor)) => {
+                let settled = ledger::update(state, &lock, |es| {
+                    ledger::settle_in(es, &e.server, &e.scope, e.position, cursor)
+                })?;
+                // A larger position recorded meanwhile keeps the entry: still pending.
+                if settled {
+                    report.flushed += 1;
+                } else {
+                    report.pending += 1;
+                }
+            }
+            Some(Err(f)) => {
+                report.last_error = Some(f.outcome.as_str().to_owned());
+                let gave_up = ledger::update(state, &lock, |es| {
+                    let Some(x) = es.iter_mut().find(|x| x.server == e.server && x.scope == e.scope) else {
+                        return false;
+                    };
+                    x.attempts = x.attempts.saturating_add(1);
+                    if x.attempts >= ledger::MAX_ATTEMPTS {
+                        es.retain(|x| !(x.server == e.server && x.scope == e.scope));
+                        return true;
+                    }
+                    false
+                })?;
+                if gave_up {
+                    report.gave_up += 1;
+                } else {
+                    report.pending += 1;
+                }
+            }
+            None => report.pending += 1,
+        }
+    }
+    progress(Progress::Flush { done: total, total });
+    Ok(())
+}
+
+/// The summary of the last drain, if any.
+///
+/// # Errors
+/// See [`StateDir::read_json`].
+pub fn last_drain(state: &StateDir) -> Result<Option<LastDrain>, StateError> {
+    state.read_json(STATUS_FILE)
+}
+
+/// Whether this process was started as the background drainer.
+#[must_use]
+pub fn is_drain_invocation() -> bool {
+    std::env::args_os().nth(1).is_some_and(|a| a == DRAIN_ARG)
+}
+
+/// The background drainer's whole life: drain within [`BACKGROUND_BUDGET`], leave at once if
+/// another drainer runs, exit 0. Its stdio is null (see [`spawn_if_needed`]).
+#[must_use]
+pub fn background_main(component: &'static str) -> ExitCode {
+    let start = Instant::now();
+    process::install_panic_hook(component);
+    process::arm_watchdog(
+        start,
+        BACKGROUND_DELAY + BACKGROUND_BUDGET + Duration::from_secs(2),
+    );
+    let env = Env::from_process();
+    std::thread::sleep(BACKGROUND_DELAY);
+    if let Ok(state) = StateDir::locate(&env) {
+        let opts = DrainOptions {
+            budget: BACKGROUND_BUDGET,
+            scope: None,
+            wait_for_lock: false,
+            limits: SpoolLimits::from_env(&env),
+        };
+        let _ = drain(&state, &env, &opts, &mut |_| {});
+    }
+    ExitCode::SUCCESS
+}
+
+/// After a hook has answered: if the spool or the ledger holds work (two cheap file-system
+/// checks, nothing parsed) and no drainer started recently, starts this executable again as a
+/// detached background drainer: own process group, stdin/stdout/stderr null so the host never
+/// waits on our pipes, never waited for.
+pub fn spawn_if_needed(env: &Env) {
+    if env.text(NO_BACKGROUND_VAR).is_some_and(|v| {
+        matches!(
+            v.trim().to_ascii_lowercase().as_str(),
+            "1" | "true" | "yes" | "on"
+        )
+    }) {
+        return;
+    }
+    let Ok(state) = StateDir::locate(env) else { return };
+    if !(ledger::has_work(&state) || spool::has_work(&state)) {
+        return;
+    }
+    // The drain lock file's mtime records the last start: hooks firing in a burst start one.
+    let stamp = state.file(DRAIN_LOCK);
+    let recent = fs::metadata(&stamp)
+        .and_then(|m| m.modified())
+        .is_ok_and(|t| t.elapsed().is_ok_and(|age| age < MIN_SPAWN_INTERVAL));
+    if recent {
+        return;
+    }
+    let touched = fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .open(&stamp)
+        .and_then(|f| f.set_modified(SystemTime::now()));
+    if touched.is_err() {
+        return;
+    }
+    let Ok(exe) = std::env::current_exe() else { return };
+    let _ = Command::new(exe)
+        .arg(DRAIN_ARG)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .process_group(0)
+        .spawn();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retry_and_rejection_classes() {
+        let f = |outcome, status| Failure {
+            outcome,
+            http_status: status,
+            detail: None,
+        };
+        assert!(is_retryable(&f(Outcome::ServerUnavailable, None)));
+        assert!(is_retryable(&f(Outcome::ServerUnavailable, Some(503))));
+        assert!(is_retryable(&f(Outcome::Timeout, None)));
+        assert!(is_retryable(&f(Outcome::InvalidResponse, Some(500))));
+        assert!(is_retryable(&f(Outcome::InvalidResponse, Some(429))));
+        assert!(!is_retryable(&f(Outcome::InvalidResponse, Some(422))));
+        assert!(!is_retryable(&f(Outcome::AuthenticationFailed, Some(401))));
+        assert!(!is_retryable(&f(Outcome::InferenceUnavailable, Some(503))));
+        assert!(is_permanent_rejection(&f(Outcome::CaptureConflict, Some(409))));
+        assert!(is_permanent_rejection(&f(Outcome::InvalidResponse, Some(422))));
+        assert!(is_permanent_rejection(&f(Outcome::ScopeNotFound, Some(404))));
+        assert!(!is_permanent_rejection(&f(
+            Outcome::AuthenticationFailed,
+            Some(401)
+        )));
+        assert!(!is_permanent_rejection(&f(Outcome::VersionMismatch, Some(404))));
+        assert!(!is_permanent_rejection(&f(Outcome::InvalidResponse, Some(500))));
+    }
+
+    #[test]
+    fn a_second_drainer_reports_busy() {
+        let tmp = tempfile::tempdir().unwrap();
+        let state = StateDir::at(tmp.path());
+        let _held = lock::try_acquire(&state.file(DRAIN_LOCK)).unwrap();
+        let opts = DrainOptions {
+            budget: Duration::from_millis(50),
+            scope: None,
+            wait_for_lock: false,
+            limits: SpoolLimits::DEFAULT,
+        };
+        let r = drain(&state, &Env::default(), &opts, &mut |_| {}).unwrap();
+        assert!(r.busy && !r.complete());
+    }
+
+    #[test]
+    fn unconfigured_servers_keep_their_entries() {
+        let tmp = tempfile::tempdir().unwrap();
+        let state = StateDir::at(tmp.path());
+        let d = Deadline::after(Duration::from_secs(2));
+        ledger::record(&state, &d, "http://127.0.0.1:9", "scp", 4, "codex").unwrap();
+        let opts = DrainOptions {
+            budget: Duration::from_secs(2),
+            scope: None,
+            wait_for_lock: false,
+            limits: SpoolLimits::DEFAULT,
+        };
+        // The default Server URL is port 8000, not 9: nothing is sent anywhere.
+        let env = Env::from_pairs([("HOME", tmp.path().to_str().unwrap())]);
+        let r = drain(&state, &env, &opts, &mut |_| {}).unwrap();
+        assert_eq!((r.pending, r.flushed), (1, 0));
+        assert!(ledger::has_work(&state));
+        assert!(last_drain(&state).unwrap().is_some());
+    }
+}

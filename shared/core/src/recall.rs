@@ -1,0 +1,36 @@
+//! One recall round trip, shared by every host: `POST /v1/context/prepare` with the query cut to
+//! the Server's limit, exactly HTTP 200, and the exact PreparedContext v1 validation. Returns a
+//! classified value; reporting it is the caller's job.
+
+use crate::http::{Transport, failure_for};
+use crate::outcome::{Failure, Outcome};
+use crate::wire::{MAX_QUERY_CHARS, PrepareRequest, PreparedContext, parse_prepared_context, truncate_chars};
+
+/// Prepares context for `query` (cut at [`MAX_QUERY_CHARS`] characters) in `scope`.
+///
+/// # Errors
+/// The classified [`Failure`]: transport errors, any status but 200, or a schema violation
+/// (`invalid_response` with detail `schema`).
+pub fn prepare(
+    transport: &Transport,
+    scope: &str,
+    query: &str,
+    max_bytes: u32,
+) -> Result<PreparedContext, Failure> {
+    let request = PrepareRequest {
+        scope_id: scope,
+        query: truncate_chars(query, MAX_QUERY_CHARS),
+        max_bytes,
+    };
+    let reply = transport
+        .post_json("/v1/context/prepare", &request)
+        .map_err(|e| e.failure())?;
+    if reply.status != 200 {
+        return Err(failure_for(&reply));
+    }
+    parse_prepared_context(&reply.body, max_bytes).map_err(|_| Failure {
+        outcome: Outcome::InvalidResponse,
+        http_status: Some(200),
+        detail: Some("schema"),
+    })
+}

@@ -1,0 +1,419 @@
+//! The on-disk state directory shared by every host executable and the CLI: where it is, its
+//! permissions (directory 0700, files 0600), the format version carried by every file, atomic
+//! writes (temp file + fsync + rename) and the sweep of temp files a killed writer left behind.
+//! It never overwrites a file written by a newer format, and never stores a token.
+
+use std::fs::{self, DirBuilder, OpenOptions};
+use std::io::{self, Write};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::config::default_state_dir;
+use crate::deadline::Deadline;
+use crate::env::Env;
+use crate::lock::{self, LockError, LockGuard};
+
+/// The format version written into every state file. A file with a larger number was written by
+/// a newer release: it is left untouched and reported.
+pub const FORMAT: u64 = 1;
+
+/// Prefix of in-flight temp files; anything with it found under the state lock is a leftover.
+pub const TEMP_PREFIX: &str = ".tmp.";
+
+/// The lock serializing every read-modify-write of the state files (held for milliseconds).
+pub const STATE_LOCK: &str = "state.lock";
+
+/// The longest a hook waits for the state lock (also bounded by its process deadline): a hook
+/// that cannot get it in time skips the state work and still answers on time.
+pub const HOOK_LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Why the state could not be used. Content-free: no paths, no data.
+#[derive(Debug, thiserror::Error)]
+pub enum StateError {
+    /// Neither the override variable nor a home directory names a location.
+    #[error("no state directory (set POWERCONTEXT_HOOKS_STATE_DIR)")]
+    NoLocation,
+    /// The lock stayed busy until the deadline.
+    #[error("state lock busy")]
+    Busy,
+    /// A file has a newer format version; it was left untouched.
+    #[error("a state file was written by a newer version of powercontext-hooks")]
+    NewerFormat,
+    /// A file is not valid state; it was moved aside as `*.corrupt`.
+    #[error("a state file was unreadable and was moved aside")]
+    Corrupt,
+    /// A file-system error (read-only, full disk, permissions…).
+    #[error("state directory unusable: {0}")]
+    Io(#[from] io::Error),
+}
+
+impl StateError {
+    /// A closed detail word for diagnostics.
+    #[must_use]
+    pub fn detail(&self) -> &'static str {
+        match self {
+            Self::NoLocation => "no_location",
+            Self::Busy => "lock_busy",
+            Self::NewerFormat => "newer_format",
+            Self::Corrupt => "corrupt",
+            Self::Io(e) => match e.raw_os_error() {
+                Some(28) => "disk_full",
+                Some(30) => "read_only",
+                Some(27) => "file_too_large",
+                _ if e.kind() == io::ErrorKind::PermissionDenied => "permission_denied",
+                _ => "io_error",
+            },
+        }
+    }
+}
+
+impl From<LockError> for StateError {
+    fn from(e: LockError) -> Self {
+        match e {
+            LockError::Busy => Self::Busy,
+            LockError::Io(e) => Self::Io(e),
+        }
+    }
+}
+
+/// Seconds since the Unix epoch (0 if the clock is before it).
+#[must_use]
+pub fn now_secs() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// Milliseconds since the Unix epoch.
+#[must_use]
+pub fn now_millis() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+/// The state directory (it may not exist yet).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StateDir {
+    root: PathBuf,
+}
+
+impl StateDir {
+    /// The configured location: `POWERCONTEXT_HOOKS_STATE_DIR`, else the user state directory.
+    ///
+    /// # Errors
+    /// [`StateError::NoLocation`] when nothing names one.
+    pub fn locate(env: &Env) -> Result<Self, StateError> {
+        default_state_dir(env).map(Self::at).ok_or(StateError::NoLocation)
+    }
+
+    /// A state directory at an explicit path.
+    #[must_use]
+    pub fn at(root: impl Into<PathBuf>) -> Self {
+        Self { root: root.into() }
+    }
+
+    /// The directory.
+    #[must_use]
+    pub fn path(&self) -> &Path {
+        &self.root
+    }
+
+    /// A file in the directory.
+    #[must_use]
+    pub fn file(&self, name: &str) -> PathBuf {
+        self.root.join(name)
+    }
+
+    /// Creates the directory (0700) and a subdirectory if missing; tightens a looser mode on a
+    /// directory we own (best effort: another owner's directory is used as it is).
+    ///
+    /// # Errors
+    /// The I/O error when the directory cannot be created.
+    pub fn ensure(&self, sub: Option<&str>) -> Result<(), StateError> {
+        let target = match sub {
+            Some(s) => self.root.join(s),
+            None => self.root.clone(),
+        };
+        if target.is_dir() {
+            return Ok(());
+        }
+        if let Some(parent) = self.root.parent() {
+            fs::create_dir_all(parent)?;
+        }
+        for dir in [Some(&self.root), sub.map(|_| &target)].into_iter().flatten() {
+            match DirBuilder::new().mode(0o700).create(dir) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                    if let Ok(meta) = fs::metadata(dir)
+                        && meta.permissions().mode() & 0o077 != 0
+                    {
+                        let _ = fs::set_permissions(dir, fs::Permissions::from_mode(0o700));
+                    }
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok(())
+    }
+
+    /// Creates the directory if needed, takes the state lock within `deadline`, and sweeps
+    /// leftover temp files from the top level (only lock holders write, so any temp file seen
+    /// now belongs to a writer that died).
+    ///
+    /// # Errors
+    /// [`StateError::Busy`] when the deadline passed, or the I/O error.
+    pub fn lock(&self, deadline: &Deadline) -> Result<LockGuard, StateError> {
+        self.ensure(None)?;
+        let guard = lock::acquire(&self.file(STATE_LOCK), deadline)?;
+        sweep_temps(&self.root);
+        Ok(guard)
+    }
+
+    /// Reads a versioned JSON file. `Ok(None)` when it does not exist. A newer format is reported
+    /// and left alone; an unparsable file is moved aside (`<name>.corrupt`) and reported.
+    ///
+    /// # Errors
+    /// [`StateError::NewerFormat`], [`StateError::Corrupt`] or the I/O error.
+    pub fn read_json<T: DeserializeOwned>(&self, name: &str) -> Result<Option<T>, StateError> {
+        read_versioned(&self.file(name))
+    }
+
+    /// Writes a versioned JSON file atomically (the caller holds the state lock).
+    ///
+    /// # Errors
+    /// The I/O error; the previous file is then unchanged.
+    pub fn write_json<T: Serialize>(
+        &self,
+        _lock: &LockGuard,
+        name: &str,
+        value: &T,
+    ) -> Result<(), StateError> {
+        let bytes = versioned_bytes(value)?;
+        write_atomic(&self.root, name, &bytes)?;
+        Ok(())
+    }
+
+    /// Removes a file (the caller holds the state lock); a missing file is fine.
+    ///
+    /// # Errors
+    /// The I/O error.
+    pub fn remove(&self, _lock: &LockGuard, name: &str) -> Result<(), StateError> {
+        match fs::remove_file(self.file(name)) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e.into()),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// Serializes `value` with a `"format": FORMAT` field added.
+///
+/// # Errors
+/// An I/O error of kind `InvalidData` when the value is not a JSON object.
+pub fn versioned_bytes<T: Serialize>(value: &T) -> io::Result<Vec<u8>> {
+    let Value::Object(fields) = serde_json::to_value(value).map_err(io::Error::other)? else {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            "state must be an object",
+        ));
+    };
+    let mut out = serde_json::Map::with_capacity(fields.len() + 1);
+    out.insert("format".into(), Value::from(FORMAT));
+    out.extend(fields.into_iter().filter(|(k, _)| k != "format"));
+    let mut bytes = serde_json::to_vec(&Value::Object(out)).map_err(io::Error::other)?;
+    bytes.push(b'\n');
+    Ok(bytes)
+}
+
+/// Reads and checks a versioned file (see [`StateDir::read_json`]).
+///
+/// # Errors
+/// As [`StateDir::read_json`].
+pub fn read_versioned<T: DeserializeOwned>(path: &Path) -> Result<Option<T>, StateError> {
+    let bytes = match fs::read(path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e.into()),
+    };
+    let value: Option<Value> = serde_json::from_slice(&bytes).ok();
+    let format = value
+        .as_ref()
+        .and_then(|v| v.get("format"))
+        .and_then(Value::as_u64);
+    match format {
+        Some(f) if f > FORMAT => Err(StateError::NewerFormat),
+        Some(_) => match value.map(serde_json::from_value::<T>) {
+            Some(Ok(v)) => Ok(Some(v)),
+            _ => Err(set_aside(path)),
+        },
+        None => Err(set_aside(path)),
+    }
+}
+
+fn set_aside(path: &Path) -> StateError {
+    let mut aside = path.as_os_str().to_owned();
+    aside.push(".corrupt");
+    match fs::rename(path, PathBuf::from(aside)) {
+        Ok(()) => StateError::Corrupt,
+        Err(e) => StateError::Io(e),
+    }
+}
+
+static TEMP_SEQ: AtomicU64 = AtomicU64::new(0);
+
+/// Writes `dir/name` atomically: a 0600 temp file in the same directory, fsync, rename, then an
+/// fsync of the directory so the rename itself survives a power cut. A crash leaves either the
+/// old file or the new one, plus at worst a temp file that the next lock holder sweeps.
+///
+/// # Errors
+/// The I/O error (the temp file is removed).
+pub fn write_atomic(dir: &Path, name: &str, bytes: &[u8]) -> io::Result<()> {
+    let seq = TEMP_SEQ.fetch_add(1, Ordering::Relaxed);
+    let temp = dir.join(format!("{TEMP_PREFIX}{name}.{}.{seq}", std::process::id()));
+    let result = (|| {
+        let mut f = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&temp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        drop(f);
+        fs::rename(&temp, dir.join(name))
+    })();
+    if result.is_err() {
+        let _ = fs::remove_file(&temp);
+        return result;
+    }
+    // Best effort: some file systems refuse to fsync a directory.
+    if let Ok(d) = fs::File::open(dir) {
+        let _ = d.sync_all();
+    }
+    Ok(())
+}
+
+/// Removes every temp file in `dir`; returns how many. Call only while holding the state lock.
+pub fn sweep_temps(dir: &Path) -> usize {
+    let Ok(entries) = fs::read_dir(dir) else { return 0 };
+    entries
+        .flatten()
+        .filter(|e| e.file_name().to_str().is_some_and(|n| n.starts_with(TEMP_PREFIX)))
+        .filter(|e| fs::remove_file(e.path()).is_ok())
+        .count()
+}
+
+/// Temp files present in `dir` (tests and `status`).
+#[must_use]
+pub fn count_temps(dir: &Path) -> usize {
+    let Ok(entries) = fs::read_dir(dir) else { return 0 };
+    entries
+        .flatten()
+        .filter(|e| e.file_name().to_str().is_some_and(|n| n.starts_with(TEMP_PREFIX)))
+        .count()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde::Deserialize;
+    use std::time::Duration;
+
+    #[derive(Debug, Serialize, Deserialize, PartialEq)]
+    struct Doc {
+        n: u32,
+    }
+
+    fn deadline() -> Deadline {
+        Deadline::after(Duration::from_secs(2))
+    }
+
+    #[test]
+    fn permissions_format_and_roundtrip() {
+        let tmp = tempfile::tempdir().unwrap();
+        let state = StateDir::at(tmp.path().join("a").join("state"));
+        let guard = state.lock(&deadline()).unwrap();
+        state.write_json(&guard, "doc.json", &Doc { n: 7 }).unwrap();
+        let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(state.path()), 0o700);
+        assert_eq!(mode(&state.file("doc.json")), 0o600);
+        let text = fs::read_to_string(state.file("doc.json")).unwrap();
+        assert!(text.starts_with("{\"format\":1,"), "{text}");
+        assert_eq!(state.read_json::<Doc>("doc.json").unwrap(), Some(Doc { n: 7 }));
+        assert_eq!(state.read_json::<Doc>("missing.json").unwrap(), None);
+        assert_eq!(count_temps(state.path()), 0);
+    }
+
+    #[test]
+    fn newer_format_is_left_untouched() {
+        let tmp = tempfile::tempdir().unwrap();
+        let state = StateDir::at(tmp.path());
+        let newer = "{\"format\":2,\"n\":1,\"future\":true}";
+        fs::write(state.file("doc.json"), newer).unwrap();
+        assert!(matches!(
+            state.read_json::<Doc>("doc.json"),
+            Err(StateError::NewerFormat)
+        ));
+        assert_eq!(fs::read_to_string(state.file("doc.json")).unwrap(), newer);
+    }
+
+    #[test]
+    fn corrupt_file_is_moved_aside() {
+        let tmp = tempfile::tempdir().unwrap();
+        let state = StateDir::at(tmp.path());
+        fs::write(state.file("doc.json"), "{\"format\":1,\"n\":").unwrap();
+        assert!(matches!(
+            state.read_json::<Doc>("doc.json"),
+            Err(StateError::Corrupt)
+        ));
+        assert!(!state.file("doc.json").exists());
+        assert!(state.file("doc.json.corrupt").exists());
+        fs::write(state.file("doc.json"), "{\"n\":1}").unwrap();
+        assert!(matches!(
+            state.read_json::<Doc>("doc.json"),
+            Err(StateError::Corrupt)
+        ));
+    }
+
+    #[test]
+    fn leftover_temps_are_swept_under_the_lock() {
+        let tmp = tempfile::tempdir().unwrap();
+        let state = StateDir::at(tmp.path());
+        fs::write(state.file(".tmp.doc.json.999.0"), "partial").unwrap();
+        assert_eq!(count_temps(state.path()), 1);
+        let _guard = state.lock(&deadline()).unwrap();
+        assert_eq!(count_temps(state.path()), 0);
+    }
+
+    #[test]
+    fn loose_directory_mode_is_tightened() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("s");
+        fs::create_dir(&root).unwrap();
+        fs::set_permissions(&root, fs::Permissions::from_mode(0o755)).unwrap();
+        StateDir::at(&root).ensure(Some("spool")).unwrap();
+        assert_eq!(fs::metadata(&root).unwrap().permissions().mode() & 0o777, 0o700);
+        assert_eq!(
+            fs::metadata(root.join("spool")).unwrap().permissions().mode() & 0o777,
+            0o700
+        );
+    }
+
+    #[test]
+    fn errors_have_closed_detail_words() {
+        assert_eq!(
+            StateError::Io(io::Error::from_raw_os_error(28)).detail(),
+            "disk_full"
+        );
+        assert_eq!(
+            StateError::Io(io::Error::from_raw_os_error(30)).detail(),
+            "read_only"
+        );
+        assert_eq!(StateError::Busy.detail(), "lock_busy");
+    }
+}

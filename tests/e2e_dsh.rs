@@ -1,0 +1,202 @@
+//! Real DSH (DeepSeek Harness 0.1.0-rc.8 on Node 22, pinned in tests/e2e/dsh) with our plugin,
+//! the real Server and a fake model, inside a loopback-only namespace: recalled context reaches the
+//! model request, the prompt is stored as a Source, a multi-step turn recalls once, and a Server
+//! that is down or an executable that is missing or hangs leaves DSH answering normally. Never
+//! skips: a missing DSH fails with the script that installs it.
+
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use powercontext_hooks_test_support::fake_model::FakeModel;
+use powercontext_hooks_test_support::fault_server::{FaultServer, Reply, closed_port_url};
+use powercontext_hooks_test_support::host_dsh::{DshSession, DshSessionBuilder, Install, injected_contexts};
+use powercontext_hooks_test_support::real_server::RealServer;
+use serde_json::{Value, json};
+
+const EXE: &str = env!("CARGO_BIN_EXE_powercontext-hook-dsh");
+/// What the fake model answers; a completed turn prints exactly this.
+const REPLY: &str = "FAKE-MODEL-REPLY-7731";
+
+fn bodies(model: &FakeModel) -> Vec<Value> {
+    model.model_requests().iter().map(|r| r.json().expect("model request is JSON")).collect()
+}
+
+/// The first model call of the run (the turn itself; the session title comes after).
+fn turn_body(model: &FakeModel) -> Value {
+    bodies(model).into_iter().next().expect("a model call")
+}
+
+/// A fresh scope with one remembered fact, and a session wired to it.
+fn world(model: &FakeModel, tag: &str) -> (&'static RealServer, String, DshSessionBuilder) {
+    let server = RealServer::shared();
+    let scope = server.create_scope(&format!("e2e dsh {tag}"));
+    server.remember(&scope, "The quasar7 ingest service keeps its cache in the redis-orchid-51 cluster.");
+    let builder = DshSession::builder(model)
+        .hook(Path::new(EXE))
+        .server_url(&server.url())
+        .env("POWERCONTEXT_DSH_SCOPE_ID", &scope);
+    (server, scope, builder)
+}
+
+fn captured(server: &RealServer, scope: &str) -> Vec<Value> {
+    server
+        .sources(scope)
+        .into_iter()
+        .filter(|s| s["source_id"].as_str().is_some_and(|id| id.starts_with("dsh-user-prompt:")))
+        .collect()
+}
+
+fn recall_and_capture(install: Install) {
+    let model = FakeModel::start(REPLY);
+    let (server, scope, builder) = world(&model, "recall");
+    let session = builder.install(install).build();
+    let prompt = "Where does quasar7 ingest keep its cache?";
+    let run = session.run(prompt);
+    run.assert_completed(REPLY);
+
+    let contexts = injected_contexts(&turn_body(&model));
+    assert_eq!(
+        contexts.len(),
+        1,
+        "one injected context: {contexts:?}\n--- plugin log\n{:?}\n--- stderr\n{}",
+        session.plugin_log(),
+        run.stderr
+    );
+    assert!(contexts[0].contains("redis-orchid-51"), "recalled fact missing: {}", contexts[0]);
+    let sources = captured(server, &scope);
+    assert_eq!(sources.len(), 1, "one captured prompt: {sources:?}");
+    assert_eq!(sources[0]["content"], prompt);
+    assert!(session.plugin_log().is_empty(), "a ready run logs nothing: {:?}", session.plugin_log());
+}
+
+#[test]
+fn recall_reaches_the_model_and_the_prompt_is_captured() {
+    recall_and_capture(Install::Patch);
+}
+
+#[test]
+fn the_plugin_package_installs_with_dsh_plugin_add() {
+    recall_and_capture(Install::PluginAdd);
+}
+
+#[test]
+fn server_down_leaves_dsh_answering_and_is_logged() {
+    let model = FakeModel::start(REPLY);
+    let session = DshSession::builder(&model).hook(Path::new(EXE)).server_url(&closed_port_url()).build();
+    let run = session.run("server down turn");
+    run.assert_completed(REPLY);
+    assert!(injected_contexts(&turn_body(&model)).is_empty());
+    let log = session.plugin_log();
+    assert!(
+        log.iter().any(|l| l["type"] == "warn" && l["text"].as_str().unwrap().contains("\"server_unavailable\"")),
+        "the outcome reaches the DSH logger: {log:?}"
+    );
+}
+
+#[test]
+fn a_missing_executable_leaves_dsh_answering() {
+    let model = FakeModel::start(REPLY);
+    let session = DshSession::builder(&model).hook(Path::new("/nonexistent/powercontext-hook-dsh")).build();
+    let run = session.run("missing executable turn");
+    run.assert_completed(REPLY);
+    assert!(injected_contexts(&turn_body(&model)).is_empty());
+    assert!(session.plugin_log().iter().any(|l| l["text"].as_str().unwrap().contains("spawn_failed")));
+}
+
+#[test]
+fn a_hanging_executable_is_cut_off_and_dsh_answers() {
+    let model = FakeModel::start(REPLY);
+    let dir = tempfile::tempdir().unwrap();
+    let hang = dir.path().join("hang.sh");
+    fs::write(&hang, "#!/bin/sh\nsleep 60\n").unwrap();
+    fs::set_permissions(&hang, fs::Permissions::from_mode(0o755)).unwrap();
+    let session = DshSession::builder(&model).hook(&hang).timeout_ms(1000).build();
+    let started = Instant::now();
+    let run = session.run("hanging executable turn");
+    run.assert_completed(REPLY);
+    assert!(started.elapsed() < Duration::from_secs(30), "{:?}", started.elapsed());
+    assert!(injected_contexts(&turn_body(&model)).is_empty());
+    assert!(session.plugin_log().iter().any(|l| l["text"].as_str().unwrap().contains("\"timeout\"")));
+}
+
+/// A chat-completions model that answers the turn's first request with one `glob` tool call and
+/// everything else with text, so DSH runs a second step (pre-step with `messages: []`).
+fn tool_calling_model(requests: Arc<AtomicUsize>) -> FaultServer {
+    FaultServer::start(move |req| {
+        if !req.path.ends_with("/chat/completions") {
+            return Reply::json(404, &json!({"error": {"message": "no route"}}));
+        }
+        requests.fetch_add(1, Ordering::SeqCst);
+        let body = req.json().unwrap_or(Value::Null);
+        let messages = body["messages"].as_array().cloned().unwrap_or_default();
+        let has_tools = body["tools"].as_array().is_some_and(|t| !t.is_empty());
+        let after_tool = messages.iter().any(|m| m["role"] == "tool");
+        let chunk = |delta: Value, finish: Value| {
+            json!({"id": "c1", "object": "chat.completion.chunk", "created": 0, "model": "m",
+                   "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+        };
+        let events = if has_tools && !after_tool {
+            let call = json!([{"index": 0, "id": "call_1", "type": "function",
+                               "function": {"name": "glob", "arguments": "{\"pattern\":\"*.none\"}"}}]);
+            vec![
+                chunk(json!({"role": "assistant", "content": null, "tool_calls": call}), Value::Null),
+                chunk(json!({}), json!("tool_calls")),
+            ]
+        } else {
+            vec![
+                chunk(json!({"role": "assistant", "content": REPLY}), Value::Null),
+                chunk(json!({}), json!("stop")),
+            ]
+        };
+        let mut sse = String::new();
+        for e in events {
+            sse.push_str(&format!("data: {e}\n\n"));
+        }
+        let usage = json!({"id": "c1", "object": "chat.completion.chunk", "created": 0, "model": "m", "choices": [],
+                           "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}});
+        sse.push_str(&format!("data: {usage}\n\ndata: [DONE]\n\n"));
+        Reply::Status {
+            status: 200,
+            headers: vec![("content-type".into(), "text/event-stream".into())],
+            body: sse.into_bytes(),
+        }
+    })
+}
+
+#[test]
+fn a_multi_step_turn_recalls_once_and_injects_once() {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let model_server = tool_calling_model(Arc::clone(&calls));
+    let server = RealServer::shared();
+    let scope = server.create_scope("e2e dsh multi-step");
+    server.remember(&scope, "The quasar7 ingest service keeps its cache in the redis-orchid-51 cluster.");
+    // The builder only needs the model's URL; this model is ours.
+    let placeholder = FakeModel::start(REPLY);
+    let session = DshSession::builder(&placeholder)
+        .hook(Path::new(EXE))
+        .server_url(&server.url())
+        .env("POWERCONTEXT_DSH_SCOPE_ID", &scope)
+        .env("DEEPSEEK_BASE_URL", &model_server.url())
+        .build();
+    let run = session.run("Where does quasar7 ingest keep its cache? Look around first.");
+    run.assert_completed(REPLY);
+
+    let turn: Vec<Value> = model_server
+        .requests()
+        .iter()
+        .filter(|r| r.path.ends_with("/chat/completions"))
+        .filter_map(|r| r.json())
+        .filter(|b| b["tools"].as_array().is_some_and(|t| !t.is_empty()))
+        .collect();
+    assert!(turn.len() >= 2, "the tool call made a second step: {} requests\n{}", turn.len(), run.stderr);
+    for (i, body) in turn.iter().enumerate() {
+        let contexts = injected_contexts(body);
+        assert_eq!(contexts.len(), 1, "step {}: exactly one context in the conversation: {contexts:?}", i + 1);
+        assert!(contexts[0].contains("redis-orchid-51"));
+    }
+    assert_eq!(captured(server, &scope).len(), 1, "one capture for the one user message");
+}

@@ -1,0 +1,457 @@
+//! Real-host end-to-end scenarios shared by Claude Code and Codex (issue 4): the pinned host CLI,
+//! our hook installed through its plugin folder, the real Server and a fake model, all on loopback.
+//! Each scenario takes the host as a parameter; `e2e_claude` and `e2e_codex` hold the `#[test]`s.
+//! Nothing here may skip: a missing host, Server or namespace fails the test with how to fix it.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use powercontext_hooks_test_support::fake_model::FakeModel;
+use powercontext_hooks_test_support::fault_server::{FaultServer, Reply, closed_port_url};
+use powercontext_hooks_test_support::hosts::{Host, HostRun, HostSession, HostSessionBuilder};
+use powercontext_hooks_test_support::real_server::RealServer;
+use serde_json::{Value, json};
+
+/// What the fake model answers; a completed turn prints exactly this.
+pub const REPLY: &str = "FAKE-MODEL-REPLY-7731";
+
+/// Claude Code turns a larger hook context into a file reference plus a preview.
+const CLAUDE_CONTEXT_CHAR_LIMIT: usize = 10_000;
+/// What Claude Code's preview of an oversized hook context looks like.
+const CLAUDE_TRUNCATION_MARKERS: [&str; 2] = ["<persisted-output>", "Output too large"];
+
+/// Our hook executable for `host`, as built by cargo for this test binary.
+pub fn hook_exe(host: Host) -> PathBuf {
+    PathBuf::from(match host {
+        Host::ClaudeCode => env!("CARGO_BIN_EXE_powercontext-hook-claude-code"),
+        Host::Codex => env!("CARGO_BIN_EXE_powercontext-hook-codex"),
+    })
+}
+
+/// One test's world: a fake model of its own and a fresh scope in a real Server.
+struct World {
+    host: Host,
+    model: FakeModel,
+    server: &'static RealServer,
+    scope: String,
+}
+
+impl World {
+    fn new(host: Host, server: &'static RealServer, tag: &str) -> Self {
+        let scope = server.create_scope(&format!("e2e {} {tag}", host.name()));
+        World {
+            host,
+            model: FakeModel::start(REPLY),
+            server,
+            scope,
+        }
+    }
+
+    /// Plugin wired to our real hook, pointed at this world's Server and scope.
+    fn session(&self) -> HostSessionBuilder {
+        HostSession::builder(self.host, &self.model)
+            .hook(&hook_exe(self.host))
+            .server_url(&self.server.url())
+            .host_env("SCOPE_ID", &self.scope)
+    }
+
+    /// Bodies of the model calls so far, oldest first.
+    fn model_bodies(&self) -> Vec<Value> {
+        self.model
+            .model_requests()
+            .iter()
+            .map(|r| r.json().expect("model request body is JSON"))
+            .collect()
+    }
+
+    /// The one model call the latest turn made, and the hook context it carries for that turn.
+    fn last_turn_context(&self, turns_so_far: usize) -> (Value, Option<String>) {
+        let bodies = self.model_bodies();
+        assert_eq!(bodies.len(), turns_so_far, "one model call per turn");
+        let body = bodies.last().expect("a model call").clone();
+        let context = self.host.latest_hook_context(&body);
+        (body, context)
+    }
+
+    /// Sources our hook captured in this world's scope (remembered facts are Sources too).
+    fn captured(&self) -> Vec<Value> {
+        self.server
+            .sources(&self.scope)
+            .into_iter()
+            .filter(|s| {
+                s["source_id"]
+                    .as_str()
+                    .is_some_and(|id| id.starts_with(self.host.source_id_prefix()))
+            })
+            .collect()
+    }
+
+    /// Waits briefly for `n` captured Sources (the hook finishes before the host's model call,
+    /// so this is normally immediate).
+    fn wait_captured(&self, n: usize) -> Vec<Value> {
+        let start = Instant::now();
+        loop {
+            let found = self.captured();
+            if found.len() >= n || start.elapsed() > Duration::from_secs(5) {
+                return found;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+fn content_text(source: &Value) -> String {
+    source["content"]
+        .as_str()
+        .map_or_else(|| source["content"].to_string(), str::to_owned)
+}
+
+fn assert_no_hook_context(host: Host, run: &HostRun, body: &Value) {
+    assert_eq!(
+        host.latest_hook_context(body),
+        None,
+        "no context may be injected here\n--- stderr\n{}",
+        run.stderr
+    );
+}
+
+/// Scenario 1: a remembered fact reaches the model through our hook, and the prompt becomes a
+/// Source.
+pub fn recall_and_capture(host: Host) {
+    let world = World::new(host, RealServer::shared(), "recall");
+    let fact = "The quasar7 ingest service keeps its cache in the redis-orchid-51 cluster.";
+    world.server.remember(&world.scope, fact);
+    let session = world.session().build();
+
+    let prompt = "Where does quasar7 ingest keep its cache?";
+    let run = session.prompt(prompt);
+    run.assert_completed(REPLY);
+
+    let (_, context) = world.last_turn_context(1);
+    let context = context.unwrap_or_else(|| panic!("no hook context reached the model\n{}", run.stderr));
+    assert!(context.contains("redis-orchid-51"), "recalled fact missing from context: {context}");
+
+    let captured = world.wait_captured(1);
+    assert_eq!(captured.len(), 1, "exactly one captured prompt: {captured:?}");
+    assert_eq!(content_text(&captured[0]), prompt);
+}
+
+/// Scenario 2a: the payload the live host sends still has the shape of the committed fixture
+/// (same keys, same JSON types), so parser tests built on the fixture stay honest.
+pub fn live_payload_matches_fixture(host: Host) {
+    let world = World::new(host, RealServer::shared(), "fixture-live");
+    let session = world.session().record_payloads().build();
+    let prompt = "fixture-kestrel payload check";
+    session.prompt(prompt).assert_completed(REPLY);
+
+    let payloads = session.payloads();
+    assert_eq!(payloads.len(), 1, "one hook run per turn: {payloads:?}");
+    let live = &payloads[0];
+    assert_eq!(live["hook_event_name"], "UserPromptSubmit");
+    assert_eq!(live["prompt"], prompt);
+    let cwd = live["cwd"].as_str().expect("cwd is a string");
+    assert_eq!(
+        Path::new(cwd).canonicalize().expect("cwd exists"),
+        session.project_dir().canonicalize().expect("project exists")
+    );
+
+    let fixture = load_fixture(host);
+    assert_eq!(
+        shape(live),
+        shape(&fixture),
+        "the host's UserPromptSubmit payload changed shape; re-record {}",
+        fixture_path(host).display()
+    );
+}
+
+/// Scenario 2b: our hook binary accepts the recorded fixture payload as-is: it recalls and
+/// captures against the real Server.
+pub fn hook_accepts_fixture(host: Host) {
+    let world = World::new(host, RealServer::shared(), "fixture-parse");
+    world
+        .server
+        .remember(&world.scope, "The fixture-kestrel pipeline deploys the heron-gateway-88 service.");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let payload = serde_json::to_string(&load_fixture(host)).expect("fixture JSON");
+
+    let mut child = Command::new(hook_exe(host))
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .env("HOME", dir.path())
+        .env("POWERCONTEXT_HOOKS_STATE_DIR", dir.path().join("state"))
+        .env(host.var("SERVER_URL"), world.server.url())
+        .env(host.var("SCOPE_ID"), &world.scope)
+        .current_dir(dir.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn hook");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(payload.as_bytes())
+        .expect("write payload");
+    let out = child.wait_with_output().expect("hook output");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "hook exit {:?}: {stderr}", out.status);
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 1, "one protocol line expected: {stdout:?} / {stderr}");
+    let answer: Value = serde_json::from_str(lines[0]).expect("protocol line is JSON");
+    assert_eq!(answer["hookSpecificOutput"]["hookEventName"], "UserPromptSubmit");
+    let context = answer["hookSpecificOutput"]["additionalContext"]
+        .as_str()
+        .expect("additionalContext string");
+    assert!(context.contains("heron-gateway-88"), "fixture prompt not recalled: {context}");
+
+    let captured = world.wait_captured(1);
+    assert_eq!(captured.len(), 1, "fixture prompt captured once: {captured:?}");
+    assert_eq!(
+        content_text(&captured[0]),
+        load_fixture(host)["prompt"].as_str().expect("fixture prompt")
+    );
+}
+
+fn fixture_path(host: Host) -> PathBuf {
+    host.fixtures_dir().join("user_prompt_submit.json")
+}
+
+fn load_fixture(host: Host) -> Value {
+    let path = fixture_path(host);
+    let text = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("read fixture {}: {e}", path.display()));
+    serde_json::from_str(&text).expect("fixture is JSON")
+}
+
+/// Keys and JSON types of a flat payload object (`null` counts as its own type).
+fn shape(payload: &Value) -> Vec<(String, &'static str)> {
+    let object = payload.as_object().expect("payload is an object");
+    let mut shape: Vec<(String, &'static str)> = object
+        .iter()
+        .map(|(k, v)| {
+            let kind = match v {
+                Value::Null => "null",
+                Value::Bool(_) => "bool",
+                Value::Number(_) => "number",
+                Value::String(_) => "string",
+                Value::Array(_) => "array",
+                Value::Object(_) => "object",
+            };
+            (k.clone(), kind)
+        })
+        .collect();
+    shape.sort();
+    shape
+}
+
+/// Scenario 3: with the Server down the host still finishes, nothing is injected, and the run is
+/// not slower than a bare host (no plugin at all) beyond our budget.
+pub fn server_down_is_harmless_and_fast(host: Host) {
+    let model = FakeModel::start(REPLY);
+    let down = closed_port_url();
+    let hooked = HostSession::builder(host, &model)
+        .hook(&hook_exe(host))
+        .server_url(&down)
+        .record_payloads()
+        .build();
+    let bare = HostSession::builder(host, &model).build();
+
+    // Alternate and keep the best of two each, so one noisy run on a busy machine does not decide.
+    let mut with_hook = Duration::MAX;
+    let mut without_hook = Duration::MAX;
+    for round in 0..2 {
+        let plain = bare.prompt(&format!("plain turn {round}"));
+        plain.assert_completed(REPLY);
+        without_hook = without_hook.min(plain.elapsed);
+
+        let run = hooked.prompt(&format!("server down turn {round}"));
+        run.assert_completed(REPLY);
+        with_hook = with_hook.min(run.elapsed);
+        let body = model
+            .model_requests()
+            .last()
+            .and_then(|r| r.json())
+            .expect("model call");
+        assert_no_hook_context(host, &run, &body);
+    }
+    assert_eq!(hooked.payloads().len(), 2, "our hook ran for both turns");
+    eprintln!(
+        "{}: server down: with hook {with_hook:?}, without hook {without_hook:?}",
+        host.name()
+    );
+    assert!(
+        with_hook.saturating_sub(without_hook) < Duration::from_millis(1500),
+        "server-down run too slow: with hook {with_hook:?}, without {without_hook:?}"
+    );
+}
+
+/// Scenario 4: two prompts in one conversation; each turn's hook context is the one recalled for
+/// that prompt, and turn 1's block is not added again for turn 2.
+pub fn two_prompts_one_conversation(host: Host) {
+    let world = World::new(host, RealServer::shared(), "two-turns");
+    world
+        .server
+        .remember(&world.scope, "Quasar7 ingest keeps its cache in the redis-orchid-51 cluster.");
+    world
+        .server
+        .remember(&world.scope, "Heliotrope9 uploads retry with ember-backoff-62 timing.");
+    let session = world.session().build();
+
+    let prompt1 = "quasar7 ingest cache?";
+    session.prompt(prompt1).assert_completed(REPLY);
+    let (_, first) = world.last_turn_context(1);
+    let first = first.expect("turn 1 hook context");
+    assert!(first.contains("redis-orchid-51"), "turn 1 context: {first}");
+    assert!(!first.contains("ember-backoff-62"), "turn 1 got turn 2's fact: {first}");
+
+    let prompt2 = "heliotrope9 uploads retry?";
+    let run = session.resume(prompt2);
+    run.assert_completed(REPLY);
+    let (body, second) = world.last_turn_context(2);
+    let second = second.unwrap_or_else(|| panic!("turn 2 hook context missing\n{}", run.stderr));
+    assert!(second.contains("ember-backoff-62"), "turn 2 context: {second}");
+    assert!(
+        !second.contains("redis-orchid-51"),
+        "turn 1's context was injected again for turn 2: {second}"
+    );
+    // Same conversation: turn 1 is still in the history the model sees.
+    assert!(body.to_string().contains(prompt1), "turn 2 did not resume turn 1");
+
+    let captured = world.wait_captured(2);
+    let mut prompts: Vec<String> = captured.iter().map(content_text).collect();
+    prompts.sort();
+    assert_eq!(prompts, [prompt2.to_owned(), prompt1.to_owned()]);
+}
+
+/// Scenario 5: a prompt holding a secret-like value still gets recall, but is never stored.
+pub fn secret_prompt_recalled_not_stored(host: Host) {
+    let world = World::new(host, RealServer::shared(), "secret");
+    world
+        .server
+        .remember(&world.scope, "Saffron4 deploys authenticate through the vault-kiwi-17 broker.");
+    let session = world.session().build();
+    let prompts = [
+        "saffron4 deploys: password = hunter2",
+        "saffron4 deploys use key sk-proj-Q3x9TfL2mV8rW1aZ7pK4bN6cY0dE5gH3jS",
+    ];
+    for (turn, prompt) in prompts.iter().enumerate() {
+        let run = session.prompt(prompt);
+        run.assert_completed(REPLY);
+        let (_, context) = world.last_turn_context(turn + 1);
+        let context = context.unwrap_or_else(|| panic!("no recall for a secret prompt\n{}", run.stderr));
+        assert!(context.contains("vault-kiwi-17"), "context: {context}");
+    }
+    // Give a wrongly queued capture a moment to land before asserting absence.
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(world.captured(), Vec::<Value>::new(), "a secret-like prompt was stored");
+    let all = world.server.sources(&world.scope).to_vec();
+    assert!(
+        !Value::Array(all).to_string().contains("hunter2"),
+        "the secret reached the Server"
+    );
+}
+
+/// Scenario 6a: the hook executable is missing; the host still completes the turn.
+pub fn missing_hook_executable(host: Host) {
+    let model = FakeModel::start(REPLY);
+    let missing = std::env::temp_dir().join("powercontext-e2e-no-such-dir/powercontext-hook");
+    assert!(!missing.exists());
+    let session = HostSession::builder(host, &model)
+        .hook(&missing)
+        .server_url(&RealServer::shared().url())
+        .build();
+    let run = session.prompt("missing hook turn");
+    run.assert_completed(REPLY);
+    let body = model.model_requests()[0].json().expect("model call");
+    assert_no_hook_context(host, &run, &body);
+}
+
+/// Scenario 6b: the Server answers 500 to everything; the host completes, nothing injected, and
+/// the fault server proves our hook really called it.
+pub fn server_error_500(host: Host) {
+    let model = FakeModel::start(REPLY);
+    let fault = FaultServer::always(Reply::json(
+        500,
+        &json!({"error": {"code": "internal_error", "message": "injected failure"}}),
+    ));
+    let session = HostSession::builder(host, &model)
+        .hook(&hook_exe(host))
+        .server_url(&fault.url())
+        .host_env("SCOPE_ID", "scp_00000000000000000000000000")
+        .build();
+    let run = session.prompt("server error turn");
+    run.assert_completed(REPLY);
+    let body = model.model_requests()[0].json().expect("model call");
+    assert_no_hook_context(host, &run, &body);
+    let hook_calls = fault
+        .requests()
+        .iter()
+        .filter(|r| r.path.starts_with("/v1/"))
+        .count();
+    assert!(hook_calls >= 1, "our hook never called the failing Server");
+}
+
+/// Scenario 6c: a wrong bearer token against a Server with auth; the host completes, nothing is
+/// injected or stored.
+pub fn wrong_token(host: Host) {
+    let world = World::new(host, RealServer::shared_auth(), "wrong-token");
+    world
+        .server
+        .remember(&world.scope, "Marlin3 builds publish to the cobalt-mirror-23 registry.");
+    let session = world
+        .session()
+        .host_env("AUTHORIZATION", "Bearer not-the-right-token")
+        .record_payloads()
+        .build();
+    let run = session.prompt("marlin3 builds publish where?");
+    run.assert_completed(REPLY);
+    let (body, _) = world.last_turn_context(1);
+    assert_no_hook_context(host, &run, &body);
+    assert_eq!(session.payloads().len(), 1, "our hook ran");
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(world.captured(), Vec::<Value>::new(), "stored despite a wrong token");
+}
+
+/// Scenario 7 (Claude Code): however much the Server returns, the context we emit stays under
+/// Claude's 10,000-character limit, so Claude never swaps it for a truncated preview.
+pub fn claude_context_stays_under_limit() {
+    let host = Host::ClaudeCode;
+    let world = World::new(host, RealServer::shared(), "big-context");
+    for i in 0..40 {
+        let filler = "The lapwing6 telemetry relay buffers metrics before shipping them upstream. "
+            .repeat(6);
+        world
+            .server
+            .remember(&world.scope, &format!("Lapwing6 note {i}: {filler}(entry lapwing6-{i:03})"));
+    }
+    let prompt = "lapwing6 telemetry relay metrics buffering?";
+    // The Server alone would hand over more than Claude accepts, so the limit is really ours to keep.
+    let (status, prepared) = world.server.post(
+        "/v1/context/prepare",
+        &json!({"scope_id": world.scope, "query": prompt, "max_bytes": 32768}),
+    );
+    assert_eq!(status, 200, "prepare: {prepared}");
+    let server_chars = prepared["content"].as_str().unwrap_or_default().chars().count();
+    assert!(server_chars > CLAUDE_CONTEXT_CHAR_LIMIT, "Server returned only {server_chars} chars");
+
+    let session = world.session().host_env("MAX_BYTES", "32768").build();
+    let run = session.prompt(prompt);
+    run.assert_completed(REPLY);
+    let (body, context) = world.last_turn_context(1);
+    let context = context.unwrap_or_else(|| panic!("no hook context\n{}", run.stderr));
+    assert!(context.contains("lapwing6"), "context lost its facts: {context}");
+    let chars = context.chars().count();
+    eprintln!("claude-code: emitted context of {chars} characters");
+    assert!(
+        chars < CLAUDE_CONTEXT_CHAR_LIMIT,
+        "context of {chars} characters reached Claude (limit {CLAUDE_CONTEXT_CHAR_LIMIT})"
+    );
+    let raw = body.to_string();
+    for marker in CLAUDE_TRUNCATION_MARKERS {
+        assert!(!raw.contains(marker), "Claude truncated our context ({marker})");
+    }
+}

@@ -1,0 +1,397 @@
+//! `powercontext-hooks setup` / `uninstall` against the real, pinned Claude Code and Codex CLIs in
+//! throwaway HOME directories: fresh install, idempotent re-run, foreign settings preserved,
+//! refusal on a foreign same-name file, byte-exact rollback, uninstall of only what we own.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use powercontext_hooks_test_support::hosts::{assert_loopback_only_network, repo_root};
+use serde_json::Value;
+use tempfile::TempDir;
+
+use crate::support::CLI;
+
+pub const TOKEN: &str = "setup-secret-token-0123456789";
+
+/// A throwaway HOME with the host CLIs on PATH, and a clean environment for our CLI.
+pub struct Sandbox {
+    pub root: TempDir,
+    pub env: BTreeMap<String, String>,
+}
+
+impl Sandbox {
+    pub fn new() -> Self {
+        assert_loopback_only_network();
+        let bin = repo_root().join("tests/e2e/node_modules/.bin");
+        for cli in ["claude", "codex"] {
+            assert!(
+                bin.join(cli).is_file(),
+                "{} is missing: run scripts/ensure-hosts (make test does)",
+                bin.join(cli).display()
+            );
+        }
+        let root = tempfile::Builder::new().prefix("pc-setup-").tempdir().unwrap();
+        let home = root.path().join("home");
+        fs::create_dir_all(home.join(".claude")).unwrap();
+        fs::create_dir_all(home.join(".codex")).unwrap();
+        fs::create_dir_all(root.path().join("project")).unwrap();
+        let mut path = vec![bin.display().to_string()];
+        path.extend(["/usr/local/bin", "/usr/bin", "/bin"].map(str::to_owned));
+        let env = BTreeMap::from(
+            [
+                ("PATH", path.join(":")),
+                ("HOME", home.display().to_string()),
+                ("CODEX_HOME", home.join(".codex").display().to_string()),
+                ("LANG", "C.UTF-8".to_owned()),
+                ("TERM", "dumb".to_owned()),
+                ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1".to_owned()),
+                ("DISABLE_TELEMETRY", "1".to_owned()),
+                ("DISABLE_AUTOUPDATER", "1".to_owned()),
+                ("PC_TEST_TOKEN", TOKEN.to_owned()),
+            ]
+            .map(|(k, v)| (k.to_owned(), v)),
+        );
+        Self { root, env }
+    }
+
+    pub fn home(&self) -> PathBuf {
+        self.root.path().join("home")
+    }
+
+    pub fn project(&self) -> PathBuf {
+        self.root.path().join("project")
+    }
+
+    pub fn config(&self) -> PathBuf {
+        self.home().join(".config/powercontext-hooks/config.toml")
+    }
+
+    pub fn plugin_dir(&self, host: &str) -> PathBuf {
+        self.home()
+            .join(".local/state/powercontext-hooks/installs")
+            .join(host)
+            .join("plugin")
+    }
+
+    /// Runs our CLI with the sandbox environment.
+    pub fn cli(&self, args: &[&str]) -> Output {
+        Command::new(CLI)
+            .args(args)
+            .env_clear()
+            .envs(&self.env)
+            .current_dir(self.project())
+            .output()
+            .unwrap()
+    }
+
+    /// Runs our CLI with `--json` and returns (exit code, the JSON object, stderr).
+    pub fn cli_json(&self, args: &[&str]) -> (i32, Value, String) {
+        let mut all = args.to_vec();
+        all.push("--json");
+        let out = self.cli(&all);
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(
+            !stdout.contains(TOKEN) && !stderr.contains(TOKEN),
+            "the token leaked: {stdout}{stderr}"
+        );
+        let json = serde_json::from_str(stdout.trim())
+            .unwrap_or_else(|_| panic!("not JSON: {stdout}\n--- stderr\n{stderr}"));
+        (out.status.code().unwrap_or(-1), json, stderr)
+    }
+
+    /// Runs a host CLI directly.
+    pub fn host(&self, cli: &str, args: &[&str]) -> Output {
+        Command::new(repo_root().join("tests/e2e/node_modules/.bin").join(cli))
+            .args(args)
+            .env_clear()
+            .envs(&self.env)
+            .current_dir(self.project())
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap()
+    }
+
+    /// Every file under HOME except the hosts' own per-run bookkeeping (sessions, logs,
+    /// telemetry, databases, caches they refresh on every start).
+    pub fn tree(&self) -> BTreeMap<String, Vec<u8>> {
+        fn walk(dir: &Path, base: &Path, out: &mut BTreeMap<String, Vec<u8>>) {
+            let Ok(entries) = fs::read_dir(dir) else { return };
+            for e in entries.flatten() {
+                let p = e.path();
+                let rel = p.strip_prefix(base).unwrap().display().to_string();
+                let volatile = [
+                    ".claude.json",
+                    ".claude/backups",
+                    ".claude/telemetry",
+                    ".claude/statsig",
+                    ".claude/projects",
+                    ".claude/shell-snapshots",
+                    ".claude/todos",
+                    ".codex/skills",
+                    ".codex/.tmp",
+                    ".codex/log",
+                    ".codex/installation_id",
+                    ".codex/sessions",
+                    ".codex/shell_snapshots",
+                ]
+                .iter()
+                .any(|v| rel == *v || rel.starts_with(&format!("{v}/")))
+                    || rel.starts_with(".codex/") && rel.contains(".sqlite");
+                if volatile {
+                    continue;
+                }
+                if e.file_type().unwrap().is_dir() {
+                    out.insert(format!("{rel}/"), Vec::new());
+                    walk(&p, base, out);
+                } else {
+                    out.insert(rel, fs::read(&p).unwrap_or_default());
+                }
+            }
+        }
+        let mut out = BTreeMap::new();
+        let home = self.home();
+        walk(&home, &home, &mut out);
+        out
+    }
+}
+
+pub const CLAUDE_SETTINGS: &str = "{\n  \"model\": \"my-model\",\n  \"env\": {\"FOO\": \"bar\"},\n  \"hooks\": {\n    \"UserPromptSubmit\": [\n      {\"hooks\": [{\"type\": \"command\", \"command\": \"/usr/bin/true mine\"}]}\n    ]\n  }\n}\n";
+pub const CODEX_CONFIG: &str = "# my codex settings\nmodel = \"my-model\" # keep this comment\n\n[features]\nplugins = true\n\n[analytics]\nenabled = false\n";
+pub const OUR_CONFIG: &str = "# my hooks config\nmax_bytes = 4000\n\n[hosts.pi]\nscope_id = \"mine\"\n";
+
+/// Writes foreign settings the user already had.
+pub fn seed_foreign(sb: &Sandbox) {
+    fs::write(sb.home().join(".claude/settings.json"), CLAUDE_SETTINGS).unwrap();
+    fs::write(sb.home().join(".codex/config.toml"), CODEX_CONFIG).unwrap();
+    fs::create_dir_all(sb.config().parent().unwrap()).unwrap();
+    fs::write(sb.config(), OUR_CONFIG).unwrap();
+}
+
+fn setup_args<'a>(host: &'a str, url: &'a str) -> Vec<&'a str> {
+    vec![
+        "setup",
+        host,
+        "--server-url",
+        url,
+        "--token-env",
+        "PC_TEST_TOKEN",
+        "--capture-prompts",
+        "off",
+    ]
+}
+
+fn plugin_listed(sb: &Sandbox, host: &str) -> bool {
+    let out = match host {
+        "claude-code" => sb.host("claude", &["plugin", "list", "--json"]),
+        _ => sb.host("codex", &["plugin", "list", "--json"]),
+    };
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let list = if host == "codex" {
+        v["installed"].clone()
+    } else {
+        v
+    };
+    list.as_array().unwrap().iter().any(|p| {
+        (p["id"] == "powercontext@powercontext" || p["pluginId"] == "powercontext@powercontext")
+            && p["enabled"] == true
+    })
+}
+
+fn assert_foreign_host_settings_kept(sb: &Sandbox, host: &str) {
+    if host == "claude-code" {
+        let now: Value =
+            serde_json::from_slice(&fs::read(sb.home().join(".claude/settings.json")).unwrap()).unwrap();
+        let was: Value = serde_json::from_str(CLAUDE_SETTINGS).unwrap();
+        for key in ["model", "env", "hooks"] {
+            assert_eq!(now[key], was[key], "Claude settings key {key} changed");
+        }
+    } else {
+        let now = fs::read_to_string(sb.home().join(".codex/config.toml")).unwrap();
+        assert!(
+            now.starts_with(CODEX_CONFIG),
+            "Codex config lost foreign content:\n{now}"
+        );
+    }
+}
+
+fn install_round_trip(host: &str) {
+    let sb = Sandbox::new();
+    seed_foreign(&sb);
+    let url = "http://127.0.0.1:9";
+
+    // Dry run: the plan, and nothing written.
+    let before = sb.tree();
+    let mut dry = setup_args(host, url);
+    dry.push("--dry-run");
+    let (code, plan, _) = sb.cli_json(&dry);
+    assert_eq!(code, 0, "{plan}");
+    assert_eq!(plan["result"], "planned");
+    assert_eq!(plan["files"].as_array().unwrap().len(), 4);
+    assert!(!plan["commands"].as_array().unwrap().is_empty());
+    assert_eq!(sb.tree(), before, "--dry-run changed files");
+
+    // Fresh install.
+    let (code, out, err) = sb.cli_json(&setup_args(host, url));
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert_eq!(out["result"], "installed", "{out}");
+    assert!(plugin_listed(&sb, host), "{host} does not list our plugin");
+    let hooks = fs::read_to_string(sb.plugin_dir(host).join("hooks/hooks.json")).unwrap();
+    let exe = Path::new(CLI)
+        .parent()
+        .unwrap()
+        .join(format!("powercontext-hook-{host}"));
+    assert!(hooks.contains(&exe.display().to_string()), "{hooks}");
+    let config = fs::read_to_string(sb.config()).unwrap();
+    assert!(
+        config.starts_with(OUR_CONFIG),
+        "our config lost the user's lines:\n{config}"
+    );
+    assert!(config.contains(&format!(
+        "[hosts.{host}]\nserver_url = \"{url}\"\ncapture_prompts = false\n"
+    )));
+    assert!(config.contains(&format!("authorization = \"Bearer {TOKEN}\"")));
+    assert_eq!(
+        fs::metadata(sb.config()).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+    assert_foreign_host_settings_kept(&sb, host);
+
+    // Re-run: says so, changes nothing.
+    let installed = sb.tree();
+    let (code, out, _) = sb.cli_json(&setup_args(host, url));
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(out["result"], "unchanged", "{out}");
+    assert!(out["commands"].as_array().unwrap().is_empty(), "{out}");
+    assert_eq!(sb.tree(), installed, "a re-run changed files");
+
+    // Uninstall: ours gone, theirs intact.
+    let (code, out, _) = sb.cli_json(&["uninstall", host]);
+    assert_eq!(code, 0, "{out}");
+    assert!(!plugin_listed(&sb, host), "{host} still lists our plugin");
+    assert!(!sb.plugin_dir(host).exists());
+    assert_eq!(fs::read_to_string(sb.config()).unwrap(), OUR_CONFIG);
+    assert_foreign_host_settings_kept(&sb, host);
+    if host == "codex" {
+        let now = fs::read_to_string(sb.home().join(".codex/config.toml")).unwrap();
+        assert!(
+            !now.contains("[plugins.\"powercontext@powercontext\"]")
+                && !now.contains("[marketplaces.powercontext]"),
+            "{now}"
+        );
+    }
+    let (_, again, _) = sb.cli_json(&["uninstall", host]);
+    assert_eq!(again["actions"].as_array().unwrap().len(), 0, "{again}");
+}
+
+#[test]
+fn claude_code_install_rerun_uninstall() {
+    install_round_trip("claude-code");
+}
+
+#[test]
+fn codex_install_rerun_uninstall() {
+    install_round_trip("codex");
+}
+
+fn rollback_after_registration(host: &str) {
+    let sb = Sandbox::new();
+    seed_foreign(&sb);
+    let before = sb.tree();
+    let mut sb_env = sb;
+    sb_env
+        .env
+        .insert("POWERCONTEXT_HOOKS_SETUP_FAULT".into(), "verify".into());
+    let (code, out, _) = sb_env.cli_json(&setup_args(host, "http://127.0.0.1:9"));
+    assert_eq!(code, 1, "{out}");
+    assert_eq!(out["result"], "rolled_back", "{out}");
+    assert!(out["error"].as_str().unwrap().contains("rolled back"), "{out}");
+    let after = sb_env.tree();
+    let diff: Vec<&String> = before
+        .keys()
+        .chain(after.keys())
+        .filter(|k| before.get(*k) != after.get(*k))
+        .collect();
+    assert!(diff.is_empty(), "rollback was not byte-exact for: {diff:?}");
+    sb_env.env.remove("POWERCONTEXT_HOOKS_SETUP_FAULT");
+    assert!(!plugin_listed(&sb_env, host));
+}
+
+#[test]
+fn claude_code_failure_after_registration_rolls_back_byte_exact() {
+    rollback_after_registration("claude-code");
+}
+
+#[test]
+fn codex_failure_after_trust_rolls_back_byte_exact() {
+    rollback_after_registration("codex");
+}
+
+#[test]
+fn claude_rejecting_its_own_settings_mid_install_rolls_back_its_half_registration() {
+    // Claude Code cannot parse a settings.json with comments: `marketplace add` then fails after
+    // it already recorded the marketplace in known_marketplaces.json.
+    let sb = Sandbox::new();
+    fs::write(
+        sb.home().join(".claude/settings.json"),
+        "{\n  // mine\n  \"model\": \"m\"\n}\n",
+    )
+    .unwrap();
+    let before = sb.tree();
+    let (code, out, _) = sb.cli_json(&setup_args("claude-code", "http://127.0.0.1:9"));
+    assert_eq!(code, 1, "{out}");
+    assert_eq!(out["result"], "rolled_back", "{out}");
+    assert_eq!(sb.tree(), before, "rollback was not byte-exact");
+}
+
+#[test]
+fn a_foreign_same_name_file_is_refused_before_any_write() {
+    let sb = Sandbox::new();
+    seed_foreign(&sb);
+    let hooks = sb.plugin_dir("codex").join("hooks/hooks.json");
+    fs::create_dir_all(hooks.parent().unwrap()).unwrap();
+    fs::write(&hooks, "{\"hooks\": {}}\n").unwrap();
+    let before = sb.tree();
+    let (code, out, _) = sb.cli_json(&setup_args("codex", "http://127.0.0.1:9"));
+    assert_eq!(code, 1, "{out}");
+    let error = out["error"].as_str().unwrap();
+    assert!(
+        error.contains("refusing") && error.contains("hooks.json"),
+        "{error}"
+    );
+    assert_eq!(sb.tree(), before);
+}
+
+#[test]
+fn invalid_inputs_fail_before_any_write_without_echoing_values() {
+    let sb = Sandbox::new();
+    seed_foreign(&sb);
+    let before = sb.tree();
+    let cases: &[&[&str]] = &[
+        &["setup", "codex", "--server-url", "http://secret-host.example:1"],
+        &["setup", "codex", "--token-env", "PC_MISSING"],
+        &["setup", "claude-code", "--token-env", "PC_BAD_TOKEN"],
+        &["setup", "claude-code", "--bin-dir", "/nonexistent"],
+    ];
+    let mut sb = sb;
+    sb.env
+        .insert("PC_BAD_TOKEN".into(), "two words-setup-secret".into());
+    for args in cases {
+        let (code, out, _) = sb.cli_json(args);
+        assert_eq!(code, 1, "{args:?}: {out}");
+        let text = out.to_string();
+        assert!(!text.contains("secret"), "a value was echoed: {text}");
+    }
+    assert_eq!(sb.tree(), before);
+    for host in ["pi", "opencode", "dsh"] {
+        let (code, out, _) = sb.cli_json(&["setup", host]);
+        assert_eq!(code, 1);
+        assert!(
+            out["error"].as_str().unwrap().contains("not yet supported"),
+            "{out}"
+        );
+    }
+}

@@ -1,0 +1,700 @@
+//! The on-disk state (ledger, spool, drainer) through the real executables: concurrent writers,
+//! writers killed mid-write, offline capture then replay into the real Server, spool limits,
+//! unusable state directories, the one-drainer rule, and flush boundaries with a fake model.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use powercontext_hooks_core::deadline::Deadline;
+use powercontext_hooks_core::endpoint::BaseUrl;
+use powercontext_hooks_core::env::Env;
+use powercontext_hooks_core::http::Transport;
+use powercontext_hooks_test_support::fake_model::FakeModel;
+use powercontext_hooks_test_support::fault_server::{FaultServer, Reply, closed_port_url};
+use powercontext_hooks_test_support::hook::{HookCmd, HookOutput};
+use powercontext_hooks_test_support::real_server::{RealServer, ServerOptions};
+use serde_json::{Value, json};
+
+use crate::support::{CLAUDE, CLI};
+
+const NO_DRAINER: (&str, &str) = ("POWERCONTEXT_HOOKS_NO_BACKGROUND_DRAIN", "1");
+
+fn payload(prompt: &str, session: &str, turn: &str, cwd: &Path) -> Value {
+    json!({
+        "session_id": session,
+        "prompt_id": turn,
+        "cwd": cwd.to_string_lossy(),
+        "hook_event_name": "UserPromptSubmit",
+        "prompt": prompt,
+    })
+}
+
+fn ready(content: &str) -> Value {
+    json!({"schema": "powercontext.prepared-context.v1", "status": "ready", "content": content, "content_bytes": content.len()})
+}
+
+/// A Claude Code hook run against `url` with a shared state directory.
+fn hook(url: &str, state: &Path, prompt: &str, turn: &str, cwd: &Path) -> HookCmd {
+    HookCmd::new(CLAUDE)
+        .env("POWERCONTEXT_CLAUDE_SERVER_URL", url)
+        .env("POWERCONTEXT_HOOKS_STATE_DIR", state.to_string_lossy())
+        .stdin_json(&payload(prompt, "session-state", turn, cwd))
+}
+
+/// The CLI with a clean environment plus `env`.
+fn cli(args: &[&str], env: &[(&str, &str)]) -> Command {
+    let mut c = Command::new(CLI);
+    c.args(args)
+        .env_clear()
+        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+        .stdin(Stdio::null());
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    c
+}
+
+fn run_cli(args: &[&str], env: &[(&str, &str)]) -> Output {
+    cli(args, env).output().expect("run powercontext-hooks")
+}
+
+fn ledger(state: &Path) -> Value {
+    let text = std::fs::read_to_string(state.join("ledger.json")).expect("ledger.json");
+    serde_json::from_str(&text).expect("ledger.json parses")
+}
+
+fn temps(dir: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    for d in [dir.to_path_buf(), dir.join("spool")] {
+        if let Ok(entries) = std::fs::read_dir(&d) {
+            out.extend(
+                entries
+                    .flatten()
+                    .filter_map(|e| e.file_name().into_string().ok())
+                    .filter(|n| n.starts_with(".tmp.")),
+            );
+        }
+    }
+    out
+}
+
+fn spool_files(state: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(state.join("spool"))
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.path())
+                .filter(|p| p.extension().is_some_and(|x| x == "json"))
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+fn spooled_contents(state: &Path) -> Vec<String> {
+    spool_files(state)
+        .iter()
+        .map(|p| {
+            let v: Value = serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap();
+            assert_eq!(v["format"], 1);
+            v["content"].as_str().unwrap().to_owned()
+        })
+        .collect()
+}
+
+#[test]
+fn state_64_concurrent_writers_leave_the_max_per_scope() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let st = state.to_string_lossy().into_owned();
+    let server = "http://127.0.0.1:8000";
+    let mut expected = [0_u64; 8];
+    let children: Vec<_> = (0..64_u64)
+        .map(|i| {
+            let scope = (i % 8) as usize;
+            // A scrambled order, so the largest position is not always written last.
+            let position = (i * 37) % 101 + 1;
+            expected[scope] = expected[scope].max(position);
+            let (s, p) = (format!("scope-{scope}"), position.to_string());
+            cli(
+                &[
+                    "debug",
+                    "ledger-record",
+                    "--server",
+                    server,
+                    "--scope",
+                    &s,
+                    "--position",
+                    &p,
+                ],
+                &[("POWERCONTEXT_HOOKS_STATE_DIR", &st)],
+            )
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap()
+        })
+        .collect();
+    for mut c in children {
+        assert!(c.wait().unwrap().success());
+    }
+    let l = ledger(&state);
+    assert_eq!(l["format"], 1);
+    let entries = l["entries"].as_array().unwrap();
+    assert_eq!(entries.len(), 8);
+    for (scope, max) in expected.iter().enumerate() {
+        let e = entries
+            .iter()
+            .find(|e| e["scope"] == format!("scope-{scope}"))
+            .unwrap();
+        assert_eq!(e["position"], *max, "scope-{scope}");
+        assert_eq!(e["server"], server);
+    }
+    assert_eq!(temps(&state), Vec::<String>::new());
+    let mode = |p: &Path| {
+        std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(p).unwrap().permissions()) & 0o777
+    };
+    assert_eq!(mode(&state), 0o700);
+    assert_eq!(mode(&state.join("ledger.json")), 0o600);
+}
+
+#[test]
+fn state_writer_killed_mid_write_loses_nothing_committed() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let st = state.to_string_lossy().into_owned();
+    let mut base = 1_u64;
+    for round in 0..25_u64 {
+        let mut child = cli(
+            &[
+                "debug",
+                "ledger-record",
+                "--server",
+                "http://127.0.0.1:1",
+                "--scope",
+                "s",
+                "--position",
+                &base.to_string(),
+                "--count",
+                "0",
+            ],
+            &[("POWERCONTEXT_HOOKS_STATE_DIR", &st)],
+        )
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        // Let it commit a few writes, then SIGKILL it at a varying point of its write cycle.
+        let want = 3 + round % 7;
+        let mut committed = 0;
+        for _ in 0..want {
+            committed = lines.next().unwrap().unwrap().parse::<u64>().unwrap();
+        }
+        std::thread::sleep(Duration::from_micros(137 * round));
+        child.kill().unwrap();
+        let _ = child.wait();
+        // Everything it printed had been committed before it was killed.
+        let l = ledger(&state);
+        let position = l["entries"][0]["position"].as_u64().unwrap();
+        assert!(
+            position >= committed,
+            "round {round}: ledger {position} < committed {committed}"
+        );
+        base = position + 1;
+    }
+    // A later writer sweeps whatever the killed ones left behind.
+    let out = run_cli(
+        &[
+            "debug",
+            "ledger-record",
+            "--server",
+            "http://127.0.0.1:1",
+            "--scope",
+            "s",
+            "--position",
+            "1",
+        ],
+        &[("POWERCONTEXT_HOOKS_STATE_DIR", &st)],
+    );
+    assert!(out.status.success());
+    assert_eq!(temps(&state), Vec::<String>::new());
+    assert!(ledger(&state)["entries"][0]["position"].as_u64().unwrap() >= base - 1);
+}
+
+/// A proxy in front of the real Server that refuses every request while `up` is false.
+fn switchable_proxy(target: String, up: Arc<AtomicBool>) -> FaultServer {
+    FaultServer::start(move |req| {
+        if !up.load(Ordering::SeqCst) {
+            return Reply::Close;
+        }
+        let transport = Transport::new(
+            BaseUrl::parse(&target).unwrap(),
+            None,
+            Duration::from_secs(20),
+            Deadline::after(Duration::from_secs(20)),
+            &Env::default(),
+        )
+        .unwrap();
+        let body: Value = serde_json::from_slice(&req.body).unwrap_or(Value::Null);
+        match transport.post_json(&req.path, &body) {
+            Ok(r) => Reply::json(r.status, &r.body),
+            Err(_) => Reply::Close,
+        }
+    })
+}
+
+#[test]
+fn state_offline_prompts_reach_the_real_server_exactly_once_after_one_drain() {
+    let real = RealServer::shared();
+    let up = Arc::new(AtomicBool::new(false));
+    let proxy = switchable_proxy(real.url(), up.clone());
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let cwd = tempfile::tempdir().unwrap();
+    let nonce = format!(
+        "{:x}",
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos()
+    );
+    let prompts: Vec<(String, String)> = (0..5)
+        .map(|i| {
+            (
+                format!("offline prompt {i} about release checklists {nonce}"),
+                format!("turn-{i}"),
+            )
+        })
+        .collect();
+
+    for (prompt, turn) in &prompts {
+        let out = hook(&proxy.url(), &state, prompt, turn, cwd.path())
+            .env(NO_DRAINER.0, NO_DRAINER.1)
+            .run();
+        out.assert_fail_open();
+        assert!(out.diagnostic("capture_spooled").is_some(), "{}", out.stderr);
+        assert!(!out.stderr.contains(&nonce));
+    }
+    assert_eq!(spool_files(&state).len(), prompts.len());
+    // A replayed entry must dedupe: keep a copy of one to put back after the drain.
+    let first = spool_files(&state)[0].clone();
+    let first_bytes = std::fs::read(&first).unwrap();
+
+    up.store(true, Ordering::SeqCst);
+    let st = state.to_string_lossy().into_owned();
+    let url = proxy.url();
+    let env = [
+        ("POWERCONTEXT_HOOKS_STATE_DIR", st.as_str()),
+        ("POWERCONTEXT_CLAUDE_SERVER_URL", url.as_str()),
+    ];
+    let out = run_cli(&["flush"], &env);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("delivered 5"),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert!(spool_files(&state).is_empty());
+
+    std::fs::write(&first, first_bytes).unwrap();
+    let out = run_cli(&["flush", "--json"], &env);
+    assert!(out.status.success());
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        report["delivered"], 1,
+        "the Server answers a replay with 202 and the same position"
+    );
+
+    // Unbound session and workspace resolve to the default scope, as they would have online.
+    let scope = real.default_scope();
+    let sources = real.sources(&scope);
+    for (prompt, turn) in &prompts {
+        let expected = powercontext_hooks_core::capture::source_id(
+            "claude-code-user-prompt",
+            &scope,
+            "session-state",
+            turn,
+            prompt,
+        );
+        let hits: Vec<&Value> = sources
+            .iter()
+            .filter(|s| s["source_id"] == expected.as_str())
+            .collect();
+        assert_eq!(hits.len(), 1, "exactly one Source for {turn}");
+        assert_eq!(hits[0]["content"], prompt.as_str());
+    }
+}
+
+#[test]
+fn state_spool_limits_drop_the_oldest_and_report_it() {
+    let down = closed_port_url();
+    let cwd = tempfile::tempdir().unwrap();
+    let run = |state: &Path, i: usize, limit: (&str, &str)| -> HookOutput {
+        let out = hook(
+            &down,
+            state,
+            &format!("spooled prompt number {i}"),
+            &format!("t{i}"),
+            cwd.path(),
+        )
+        .env(NO_DRAINER.0, NO_DRAINER.1)
+        .env(limit.0, limit.1)
+        .run();
+        out.assert_fail_open();
+        out
+    };
+
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("count");
+    for i in 0..5 {
+        let out = run(&state, i, ("POWERCONTEXT_HOOKS_SPOOL_MAX_ENTRIES", "3"));
+        let dropped = out
+            .diagnostics()
+            .iter()
+            .any(|d| d["detail"] == "spool_count_limit");
+        assert_eq!(dropped, i >= 3, "run {i}: {}", out.stderr);
+        assert!(out.diagnostic("capture_spooled").is_some());
+    }
+    let contents = spooled_contents(&state);
+    assert_eq!(
+        contents,
+        [
+            "spooled prompt number 2",
+            "spooled prompt number 3",
+            "spooled prompt number 4"
+        ]
+    );
+
+    let state = dir.path().join("bytes");
+    run(&state, 0, ("POWERCONTEXT_HOOKS_SPOOL_MAX_BYTES", "100000"));
+    let one = std::fs::metadata(&spool_files(&state)[0]).unwrap().len();
+    let limit = (one * 2 + one / 2).to_string();
+    for i in 1..4 {
+        let out = run(&state, i, ("POWERCONTEXT_HOOKS_SPOOL_MAX_BYTES", &limit));
+        let dropped = out
+            .diagnostics()
+            .iter()
+            .any(|d| d["detail"] == "spool_bytes_limit");
+        assert_eq!(dropped, i >= 2, "run {i}: {}", out.stderr);
+    }
+    assert_eq!(
+        spooled_contents(&state),
+        ["spooled prompt number 2", "spooled prompt number 3"]
+    );
+
+    let state = dir.path().join("age");
+    run(&state, 0, ("POWERCONTEXT_HOOKS_SPOOL_MAX_AGE_SECONDS", "1"));
+    std::thread::sleep(Duration::from_millis(1100));
+    let out = run(&state, 1, ("POWERCONTEXT_HOOKS_SPOOL_MAX_AGE_SECONDS", "1"));
+    assert!(
+        out.diagnostics().iter().any(|d| d["detail"] == "spool_age_limit"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(spooled_contents(&state), ["spooled prompt number 1"]);
+
+    let st = state.to_string_lossy().into_owned();
+    let status = run_cli(&["status", "--json"], &[("POWERCONTEXT_HOOKS_STATE_DIR", &st)]);
+    let v: Value = serde_json::from_slice(&status.stdout).unwrap();
+    assert_eq!(v["spool_entries"], 1);
+    assert!(!String::from_utf8_lossy(&status.stdout).contains("spooled prompt"));
+}
+
+/// A Server that answers recall but refuses captures with 503, so the hook needs its state.
+fn recall_only_server() -> FaultServer {
+    FaultServer::start(|req| match req.path.as_str() {
+        "/v1/scope-bindings/resolve" => {
+            Reply::json(200, &json!({"scope_id": "scp_state_test", "title": "t"}))
+        }
+        "/v1/context/prepare" => Reply::json(200, &ready("remembered context")),
+        _ => Reply::json(
+            503,
+            &json!({"error": {"code": "unavailable", "message": "", "details": null}}),
+        ),
+    })
+}
+
+fn assert_answers_despite_state(out: &HookOutput, detail: Option<&str>) {
+    out.assert_fail_open();
+    assert_eq!(
+        out.context().as_deref(),
+        Some("remembered context"),
+        "{}",
+        out.stderr
+    );
+    assert!(out.elapsed < Duration::from_secs(2), "{:?}", out.elapsed);
+    let d = out
+        .diagnostic("state_unavailable")
+        .unwrap_or_else(|| panic!("no state_unavailable: {}", out.stderr));
+    if let Some(detail) = detail {
+        assert_eq!(d["detail"], detail, "{}", out.stderr);
+    }
+}
+
+fn mount_tmpfs(dir: &Path, options: &str) -> bool {
+    Command::new("mount")
+        .args(["-t", "tmpfs", "-o", options, "tmpfs"])
+        .arg(dir)
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+fn umount(dir: &Path) {
+    let _ = Command::new("umount").arg(dir).status();
+}
+
+#[test]
+fn state_unusable_dirs_never_stop_the_answer() {
+    let server = recall_only_server();
+    let cwd = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let run = |state: &Path| {
+        hook(
+            &server.url(),
+            state,
+            "what did we decide about caching",
+            "t1",
+            cwd.path(),
+        )
+        .run()
+    };
+
+    // Missing: created on first use (0700) and the capture is kept.
+    let missing = dir.path().join("not").join("yet").join("state");
+    let out = run(&missing);
+    out.assert_fail_open();
+    assert_eq!(out.context().as_deref(), Some("remembered context"));
+    assert!(out.diagnostic("capture_spooled").is_some(), "{}", out.stderr);
+    assert_eq!(spool_files(&missing).len(), 1);
+
+    // Not a directory at all.
+    let file = dir.path().join("plain-file");
+    std::fs::write(&file, "x").unwrap();
+    assert_answers_despite_state(&run(&file.join("state")), None);
+
+    // Read-only: a read-only tmpfs as root, a 0500 directory otherwise.
+    let ro = dir.path().join("ro");
+    std::fs::create_dir(&ro).unwrap();
+    let mounted = mount_tmpfs(&ro, "ro,size=64k");
+    if !mounted {
+        std::fs::set_permissions(&ro, std::os::unix::fs::PermissionsExt::from_mode(0o500)).unwrap();
+    }
+    let out = run(&ro);
+    if mounted {
+        umount(&ro);
+    }
+    assert_answers_despite_state(&out, None);
+
+    // Full disk: a tiny tmpfs filled to the last byte, when mounting is allowed here.
+    let full = dir.path().join("full");
+    std::fs::create_dir(&full).unwrap();
+    if mount_tmpfs(&full, "size=64k") {
+        let state = full.join("state");
+        std::fs::create_dir(&state).unwrap();
+        std::fs::write(state.join("state.lock"), "").unwrap();
+        std::fs::write(state.join("drain.lock"), "").unwrap();
+        let filler = vec![b'x'; 4096];
+        let mut f = std::fs::File::create(full.join("filler")).unwrap();
+        while std::io::Write::write_all(&mut f, &filler).is_ok() {}
+        drop(f);
+        let out = run(&state);
+        umount(&full);
+        assert_answers_despite_state(&out, Some("disk_full"));
+    }
+
+    // A file-size limit (what a full disk looks like to a writer, available without root): every
+    // write fails with EFBIG while SIGXFSZ is ignored.
+    let limited = dir.path().join("limited");
+    let wrapper = dir.path().join("hook-fsize0.sh");
+    std::fs::write(
+        &wrapper,
+        format!("#!/bin/sh\ntrap '' XFSZ\nexec prlimit --fsize=0 -- {CLAUDE}\n"),
+    )
+    .unwrap();
+    std::fs::set_permissions(&wrapper, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let has_prlimit = Command::new("prlimit")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if has_prlimit {
+        let out = HookCmd::new(&wrapper)
+            .env("POWERCONTEXT_CLAUDE_SERVER_URL", server.url())
+            .env("POWERCONTEXT_HOOKS_STATE_DIR", limited.to_string_lossy())
+            .stdin_json(&payload(
+                "what did we decide about caching",
+                "s",
+                "t1",
+                cwd.path(),
+            ))
+            .run();
+        assert_answers_despite_state(&out, Some("file_too_large"));
+        assert!(spool_files(&limited).is_empty());
+    }
+}
+
+#[test]
+fn state_one_drainer_at_a_time_and_hooks_never_wait_for_it() {
+    let hanging = FaultServer::always(Reply::Hang);
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let st = state.to_string_lossy().into_owned();
+    let cwd = tempfile::tempdir().unwrap();
+
+    // A capture for the hanging Server: resolution times out, so it is spooled.
+    let out = hook(
+        &hanging.url(),
+        &state,
+        "prompt for the hanging server",
+        "t1",
+        cwd.path(),
+    )
+    .env(NO_DRAINER.0, NO_DRAINER.1)
+    .env("POWERCONTEXT_CLAUDE_REQUEST_TIMEOUT_SECONDS", "0.3")
+    .env("POWERCONTEXT_CLAUDE_HTTP_BUDGET_SECONDS", "1")
+    .run();
+    out.assert_fail_open();
+    assert!(out.diagnostic("capture_spooled").is_some(), "{}", out.stderr);
+    let seen = hanging.request_count();
+
+    // Drainer A hangs on that Server for up to its budget.
+    let url = hanging.url();
+    let env = [
+        ("POWERCONTEXT_HOOKS_STATE_DIR", st.as_str()),
+        ("POWERCONTEXT_CLAUDE_SERVER_URL", url.as_str()),
+        ("POWERCONTEXT_CLAUDE_REQUEST_TIMEOUT_SECONDS", "6"),
+    ];
+    let mut a = cli(&["drain", "--budget", "6"], &env)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    assert!(
+        hanging.wait_for_requests(seen + 1, Duration::from_secs(5)),
+        "drainer A reached the Server"
+    );
+
+    // Drainer B leaves at once: the lock is held.
+    let start = Instant::now();
+    let b = run_cli(&["drain", "--budget", "6"], &env);
+    assert_eq!(b.status.code(), Some(3), "{}", String::from_utf8_lossy(&b.stdout));
+    assert!(start.elapsed() < Duration::from_secs(1));
+    let report: Value = serde_json::from_slice(&b.stdout).unwrap();
+    assert_eq!(report["busy"], true);
+
+    // A hook against a healthy Server answers at its normal speed while A is busy, spools its
+    // refused capture (the drainer holds no state lock while it waits on the network) and does
+    // not wait for the drainer it would start.
+    let healthy = recall_only_server();
+    let out = hook(
+        &healthy.url(),
+        &state,
+        "what did we decide about caching",
+        "t2",
+        cwd.path(),
+    )
+    .run();
+    out.assert_fail_open();
+    assert_eq!(out.context().as_deref(), Some("remembered context"));
+    assert!(out.diagnostic("capture_spooled").is_some(), "{}", out.stderr);
+    assert!(
+        out.elapsed < Duration::from_millis(1500),
+        "hook waited: {:?}",
+        out.elapsed
+    );
+    assert!(a.try_wait().unwrap().is_none(), "drainer A is still busy");
+    assert_eq!(spool_files(&state).len(), 2);
+
+    let _ = a.kill();
+    let _ = a.wait();
+}
+
+#[test]
+fn state_flush_boundaries_against_the_real_server_with_a_fake_model() {
+    let model = FakeModel::start(r#"{"candidates":[]}"#);
+    let real = RealServer::start(ServerOptions {
+        env: vec![
+            (
+                "POWERCONTEXT_SERVER_INFERENCE_GENERATION_MODEL".into(),
+                "openai-chat:fake-model".into(),
+            ),
+            (
+                "POWERCONTEXT_SERVER_INFERENCE_GENERATION_BASE_URL".into(),
+                format!("{}/v1", model.url()),
+            ),
+            ("OPENAI_API_KEY".into(), "fake-key".into()),
+            // One Source per flush call, so a backlog needs several calls.
+            (
+                "POWERCONTEXT_SERVER_RUNTIME_SOURCE_WINDOW_LIMIT".into(),
+                "1".into(),
+            ),
+        ],
+        ..ServerOptions::default()
+    });
+    let scope = real.default_scope();
+    for i in 0..2 {
+        let (status, body) = real.post(
+            "/v1/sources/content",
+            &json!({"scope_id": scope, "source_id": format!("backlog-{i}"), "content": format!("backlog {i}"), "metadata": {}}),
+        );
+        assert_eq!(status, 202, "{body}");
+    }
+
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let st = state.to_string_lossy().into_owned();
+    let cwd = tempfile::tempdir().unwrap();
+    let url = real.url();
+    // The hook captures position 3 and its single flush call reaches only cursor 1: pending.
+    let out = hook(
+        &url,
+        &state,
+        "a prompt whose flush cannot finish at once",
+        "t1",
+        cwd.path(),
+    )
+    .env(NO_DRAINER.0, NO_DRAINER.1)
+    .env("POWERCONTEXT_CLAUDE_FLUSH_ON_CAPTURE", "1")
+    .env("POWERCONTEXT_CLAUDE_FLUSH_MAX_CALLS", "1")
+    .env("POWERCONTEXT_CLAUDE_HTTP_BUDGET_SECONDS", "20")
+    .env("POWERCONTEXT_CLAUDE_REQUEST_TIMEOUT_SECONDS", "10")
+    .run();
+    out.assert_fail_open();
+    assert!(out.diagnostic("flush_incomplete").is_some(), "{}", out.stderr);
+    let l = ledger(&state);
+    assert_eq!(l["entries"][0]["position"], 3);
+
+    let env = [
+        ("POWERCONTEXT_HOOKS_STATE_DIR", st.as_str()),
+        ("POWERCONTEXT_CLAUDE_SERVER_URL", url.as_str()),
+        ("POWERCONTEXT_CLAUDE_FLUSH_MAX_CALLS", "1"),
+        ("POWERCONTEXT_CLAUDE_REQUEST_TIMEOUT_SECONDS", "10"),
+    ];
+    // Cursor 2 < 3: the entry stays, with one more attempt; the exit code says so.
+    let out = run_cli(&["flush", "--scope", &scope, "--json"], &env);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert_eq!(ledger(&state)["entries"][0]["attempts"], 1);
+    assert_eq!(ledger(&state)["entries"][0]["position"], 3);
+    // Another scope's flush leaves this one alone.
+    let out = run_cli(&["flush", "--scope", "scp_some_other_scope"], &env);
+    assert!(out.status.success());
+    assert!(state.join("ledger.json").exists());
+    // Cursor 3 ≥ 3: settled, the ledger file goes away.
+    let out = run_cli(&["flush", "--json"], &env);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["flushed"], 1);
+    assert!(!state.join("ledger.json").exists());
+    let status: Value = serde_json::from_slice(
+        &run_cli(&["status", "--json"], &[("POWERCONTEXT_HOOKS_STATE_DIR", &st)]).stdout,
+    )
+    .unwrap();
+    assert_eq!(status["pending_scopes"], 0);
+}
