@@ -34,9 +34,10 @@ fn server(prepare: impl Fn() -> Reply + Send + Sync + 'static) -> FaultServer {
     FaultServer::start(move |req| match req.path.as_str() {
         "/v1/scope-bindings/resolve" => Reply::json(200, &json!({"scope_id": SCOPE, "title": "t"})),
         "/v1/context/prepare" => prepare(),
-        "/v1/sources/content" => {
-            Reply::json(202, &json!({"status": "accepted", "source": {"source_id": "x"}, "position": 7}))
-        }
+        "/v1/sources/content" => Reply::json(
+            202,
+            &json!({"status": "accepted", "source": {"source_id": "x"}, "position": 7}),
+        ),
         _ => Reply::json(404, &json!({"detail": "Not Found"})),
     })
 }
@@ -73,10 +74,16 @@ impl Hook {
             ("HOME".to_owned(), h.clone()),
             ("XDG_CONFIG_HOME".to_owned(), format!("{h}/.config")),
             ("POWERCONTEXT_HOOKS_STATE_DIR".to_owned(), format!("{h}/state")),
-            ("POWERCONTEXT_HOOKS_NO_BACKGROUND_DRAIN".to_owned(), "1".to_owned()),
+            (
+                "POWERCONTEXT_HOOKS_NO_BACKGROUND_DRAIN".to_owned(),
+                "1".to_owned(),
+            ),
             ("GIT_CEILING_DIRECTORIES".to_owned(), h),
             ("POWERCONTEXT_DSH_SERVER_URL".to_owned(), url.to_owned()),
-            ("POWERCONTEXT_DSH_AUTHORIZATION".to_owned(), format!("Bearer {TOKEN}")),
+            (
+                "POWERCONTEXT_DSH_AUTHORIZATION".to_owned(),
+                format!("Bearer {TOKEN}"),
+            ),
         ];
         Self { home, env }
     }
@@ -139,7 +146,11 @@ fn context(out: &HookOutput) -> Option<String> {
     }
     assert!(!line.contains('\n'), "one stdout line: {:?}", out.stdout);
     let v: Value = serde_json::from_str(line).expect("stdout is JSON");
-    assert_eq!(v.as_object().map(serde_json::Map::len), Some(1), "only `context`: {v}");
+    assert_eq!(
+        v.as_object().map(serde_json::Map::len),
+        Some(1),
+        "only `context`: {v}"
+    );
     Some(v["context"].as_str().expect("context is text").to_owned())
 }
 
@@ -165,7 +176,10 @@ fn ready_context_is_wrapped_and_only_user_text_is_recalled_and_captured() {
     let s = ready_server();
     let hook = Hook::new(&s.url());
     let input = batch(
-        &[message("user", PROMPT), message("plugin", "Plugin-provided context")],
+        &[
+            message("user", PROMPT),
+            message("plugin", "Plugin-provided context"),
+        ],
         Some(&hook.project()),
         1,
         1,
@@ -176,21 +190,40 @@ fn ready_context_is_wrapped_and_only_user_text_is_recalled_and_captured() {
     assert!(out.stderr.is_empty(), "a ready run is silent: {}", out.stderr);
 
     let resolve = body_of(&s, "/v1/scope-bindings/resolve");
-    assert_eq!(resolve["binding_keys"][0], json!({"integration": "dsh", "kind": "session", "external_id": SESSION}));
+    assert_eq!(
+        resolve["binding_keys"][0],
+        json!({"integration": "dsh", "kind": "session", "external_id": SESSION})
+    );
     let workspace = sha256_hex(hook.project().to_str().unwrap().as_bytes());
-    assert_eq!(resolve["binding_keys"][1], json!({"integration": "dsh", "kind": "workspace", "external_id": workspace}));
+    assert_eq!(
+        resolve["binding_keys"][1],
+        json!({"integration": "dsh", "kind": "workspace", "external_id": workspace})
+    );
     // The recall query is the user's text, not plugin text (ours or anyone's).
-    assert_eq!(body_of(&s, "/v1/context/prepare"), json!({"scope_id": SCOPE, "query": PROMPT, "max_bytes": 8000}));
+    assert_eq!(
+        body_of(&s, "/v1/context/prepare"),
+        json!({"scope_id": SCOPE, "query": PROMPT, "max_bytes": 8000})
+    );
     let capture = body_of(&s, "/v1/sources/content");
     assert_eq!(capture["content"], PROMPT);
-    assert_eq!(capture["source_id"], source_id("dsh-user-prompt", SCOPE, SESSION, "1", PROMPT));
+    assert_eq!(
+        capture["source_id"],
+        source_id("dsh-user-prompt", SCOPE, SESSION, "1", PROMPT)
+    );
     assert_eq!(
         capture["metadata"],
         json!({"origin": "dsh", "event": "user_prompt_submit", "cwd": hook.project().to_str().unwrap(),
                "session_id": SESSION, "turn_id": "1"})
     );
-    let prepare = s.requests().into_iter().find(|r| r.path == "/v1/context/prepare").unwrap();
-    assert_eq!(prepare.header("authorization"), Some(format!("Bearer {TOKEN}").as_str()));
+    let prepare = s
+        .requests()
+        .into_iter()
+        .find(|r| r.path == "/v1/context/prepare")
+        .unwrap();
+    assert_eq!(
+        prepare.header("authorization"),
+        Some(format!("Bearer {TOKEN}").as_str())
+    );
 }
 
 #[test]
@@ -199,7 +232,12 @@ fn empty_and_plugin_only_batches_make_no_call_and_say_nothing() {
     let hook = Hook::new(&s.url());
     for input in [
         batch(&[], Some(&hook.project()), 1, 2),
-        batch(&[message("plugin", "Plugin-provided context")], Some(&hook.project()), 1, 1),
+        batch(
+            &[message("plugin", "Plugin-provided context")],
+            Some(&hook.project()),
+            1,
+            1,
+        ),
         batch(&[message("user", "   ")], Some(&hook.project()), 1, 1),
     ] {
         let out = hook.run(&input);
@@ -222,10 +260,16 @@ fn recall_runs_once_per_user_turn_and_capture_keeps_later_user_text() {
     let steer = hook.run(&hook.user_batch("and the staging service too", 1, 3));
     assert_eq!(context(&steer), None);
     assert!(steer.stderr.is_empty(), "{}", steer.stderr);
-    assert_eq!((count("/v1/context/prepare"), count("/v1/sources/content")), (1, 2));
+    assert_eq!(
+        (count("/v1/context/prepare"), count("/v1/sources/content")),
+        (1, 2)
+    );
     // The next turn recalls again.
     assert!(context(&hook.run(&hook.user_batch("next question", 2, 1))).is_some());
-    assert_eq!((count("/v1/context/prepare"), count("/v1/sources/content")), (2, 3));
+    assert_eq!(
+        (count("/v1/context/prepare"), count("/v1/sources/content")),
+        (2, 3)
+    );
     // Another session in the same turn number is its own turn.
     let mut other = hook.user_batch("other session", 2, 2);
     other["session"]["id"] = json!("session-other");
@@ -239,7 +283,10 @@ fn unusable_state_still_recalls() {
     let hook = Hook::new(&s.url());
     let blocker = hook.home.path().join("not-a-dir");
     fs::write(&blocker, "x").unwrap();
-    let hook = hook.env("POWERCONTEXT_HOOKS_STATE_DIR", &blocker.join("state").to_string_lossy());
+    let hook = hook.env(
+        "POWERCONTEXT_HOOKS_STATE_DIR",
+        &blocker.join("state").to_string_lossy(),
+    );
     let out = hook.run(&hook.user_batch(PROMPT, 1, 1));
     assert!(context(&out).is_some());
     assert_eq!(out.outcomes(), ["state_unavailable"]);
@@ -251,22 +298,36 @@ fn server_down_fails_open_fast() {
     let out = hook.run(&hook.user_batch(PROMPT, 1, 1));
     assert_clean(&out);
     assert_eq!(context(&out), None);
-    let d = out.diagnostic("server_unavailable").expect("server_unavailable reported");
+    let d = out
+        .diagnostic("server_unavailable")
+        .expect("server_unavailable reported");
     assert_eq!(d["component"], "powercontext.dsh.recall");
     assert!(out.elapsed < Duration::from_secs(3), "{:?}", out.elapsed);
 }
 
 #[test]
 fn http_failures_use_the_shared_taxonomy() {
-    for (status, outcome) in [(401, "authentication_failed"), (503, "server_unavailable"), (500, "invalid_response")] {
-        let s = server(move || Reply::json(status, &json!({"error": {"code": "x", "message": "BODYSECRET"}})));
+    for (status, outcome) in [
+        (401, "authentication_failed"),
+        (503, "server_unavailable"),
+        (500, "invalid_response"),
+    ] {
+        let s =
+            server(move || Reply::json(status, &json!({"error": {"code": "x", "message": "BODYSECRET"}})));
         let hook = Hook::new(&s.url());
         let out = hook.run(&hook.user_batch(PROMPT, 1, 1));
         assert_clean(&out);
         out.assert_stderr_free_of(&["BODYSECRET"]);
         assert_eq!(context(&out), None);
-        let d = out.diagnostics().into_iter().find(|d| d["event"] == "context_prepare").unwrap();
-        assert_eq!((d["outcome"].as_str(), d["http_status"].as_u64()), (Some(outcome), Some(u64::from(status))));
+        let d = out
+            .diagnostics()
+            .into_iter()
+            .find(|d| d["event"] == "context_prepare")
+            .unwrap();
+        assert_eq!(
+            (d["outcome"].as_str(), d["http_status"].as_u64()),
+            (Some(outcome), Some(u64::from(status)))
+        );
         // Recall failed; the capture still went through on its own.
         assert!(paths(&s).contains(&"/v1/sources/content".to_owned()));
     }
@@ -291,7 +352,10 @@ fn missing_cwd_without_a_configured_scope_is_skipped_without_calls() {
         let out = hook.run(&input);
         assert_eq!(context(&out), None);
         let d = out.diagnostic("skipped").expect("skipped reported");
-        assert_eq!((d["event"].as_str(), d["detail"].as_str()), (Some("context_prepare"), Some("missing_session_cwd")));
+        assert_eq!(
+            (d["event"].as_str(), d["detail"].as_str()),
+            (Some("context_prepare"), Some("missing_session_cwd"))
+        );
     }
     assert_eq!(s.request_count(), 0);
 }
@@ -302,8 +366,14 @@ fn configured_scope_without_cwd_captures_metadata_without_cwd() {
     let hook = Hook::new(&s.url()).env("POWERCONTEXT_DSH_SCOPE_ID", "project:configured");
     let out = hook.run(&batch(&[message("user", PROMPT)], None, 4, 1));
     assert!(context(&out).is_some());
-    assert!(!paths(&s).contains(&"/v1/scope-bindings/resolve".to_owned()), "explicit scope: no resolve");
-    assert_eq!(body_of(&s, "/v1/context/prepare")["scope_id"], "project:configured");
+    assert!(
+        !paths(&s).contains(&"/v1/scope-bindings/resolve".to_owned()),
+        "explicit scope: no resolve"
+    );
+    assert_eq!(
+        body_of(&s, "/v1/context/prepare")["scope_id"],
+        "project:configured"
+    );
     let capture = body_of(&s, "/v1/sources/content");
     assert_eq!(
         capture["metadata"],
@@ -314,7 +384,11 @@ fn configured_scope_without_cwd_captures_metadata_without_cwd() {
 #[test]
 fn the_shared_secret_filter_replaces_the_official_substring_markers() {
     // The official DSH markers (`sk-`, `api_key`, `BEGIN PRIVATE`) drop these ordinary prompts…
-    for prompt in ["Use risk-based prioritization.", "Sort the task-list on the desk-top.", "Reword the api_key docs."] {
+    for prompt in [
+        "Use risk-based prioritization.",
+        "Sort the task-list on the desk-top.",
+        "Reword the api_key docs.",
+    ] {
         let s = ready_server();
         let hook = Hook::new(&s.url());
         let out = hook.run(&hook.user_batch(prompt, 1, 1));
@@ -333,8 +407,15 @@ fn the_shared_secret_filter_replaces_the_official_substring_markers() {
         let out = hook.run(&hook.user_batch(prompt, 1, 1));
         assert_clean(&out);
         assert!(context(&out).is_some(), "{prompt}: recall still runs");
-        assert!(out.diagnostic("capture_skipped_secret").is_some(), "{prompt}: {}", out.stderr);
-        assert!(!paths(&s).contains(&"/v1/sources/content".to_owned()), "{prompt} was captured");
+        assert!(
+            out.diagnostic("capture_skipped_secret").is_some(),
+            "{prompt}: {}",
+            out.stderr
+        );
+        assert!(
+            !paths(&s).contains(&"/v1/sources/content".to_owned()),
+            "{prompt} was captured"
+        );
     }
 }
 
@@ -344,12 +425,31 @@ fn capture_is_bounded_at_200000_characters() {
     let hook = Hook::new(&s.url());
     let at_limit = "é".repeat(200_000);
     assert!(context(&hook.run(&hook.user_batch(&at_limit, 1, 1))).is_some());
-    assert_eq!(body_of(&s, "/v1/sources/content")["content"].as_str().unwrap().chars().count(), 200_000);
+    assert_eq!(
+        body_of(&s, "/v1/sources/content")["content"]
+            .as_str()
+            .unwrap()
+            .chars()
+            .count(),
+        200_000
+    );
     let over = hook.run(&hook.user_batch(&format!("{at_limit}x"), 2, 1));
     assert!(over.diagnostic("capture_skipped_too_large").is_some());
-    assert_eq!(s.requests().iter().filter(|r| r.path == "/v1/sources/content").count(), 1);
+    assert_eq!(
+        s.requests()
+            .iter()
+            .filter(|r| r.path == "/v1/sources/content")
+            .count(),
+        1
+    );
     // The query is cut at the Server's 8,192-character limit, so recall survives.
-    let query = s.requests().iter().filter(|r| r.path == "/v1/context/prepare").last().unwrap().json().unwrap();
+    let query = s
+        .requests()
+        .iter()
+        .rfind(|r| r.path == "/v1/context/prepare")
+        .unwrap()
+        .json()
+        .unwrap();
     assert_eq!(query["query"].as_str().unwrap().chars().count(), 8192);
 }
 
@@ -358,9 +458,18 @@ fn base_url_and_bearer_rules_match_every_other_host() {
     let s = ready_server();
     let port = s.port();
     for (var, value) in [
-        ("POWERCONTEXT_DSH_SERVER_URL", "http://example.com:8000".to_owned()),
-        ("POWERCONTEXT_DSH_SERVER_URL", format!("http://user:pw@127.0.0.1:{port}")),
-        ("POWERCONTEXT_DSH_SERVER_URL", format!("http://127.0.0.1:{port}/?x=1")),
+        (
+            "POWERCONTEXT_DSH_SERVER_URL",
+            "http://example.com:8000".to_owned(),
+        ),
+        (
+            "POWERCONTEXT_DSH_SERVER_URL",
+            format!("http://user:pw@127.0.0.1:{port}"),
+        ),
+        (
+            "POWERCONTEXT_DSH_SERVER_URL",
+            format!("http://127.0.0.1:{port}/?x=1"),
+        ),
         ("POWERCONTEXT_DSH_SERVER_URL", format!("ftp://127.0.0.1:{port}")),
         ("POWERCONTEXT_DSH_AUTHORIZATION", format!("Token {TOKEN}")),
         ("POWERCONTEXT_DSH_AUTHORIZATION", format!("Bearer {TOKEN} extra")),
@@ -369,7 +478,9 @@ fn base_url_and_bearer_rules_match_every_other_host() {
         let out = hook.run(&hook.user_batch(PROMPT, 1, 1));
         assert_clean(&out);
         assert_eq!(context(&out), None);
-        let d = out.diagnostic("config_invalid").unwrap_or_else(|| panic!("{var}={value}: {}", out.stderr));
+        let d = out
+            .diagnostic("config_invalid")
+            .unwrap_or_else(|| panic!("{var}={value}: {}", out.stderr));
         assert_eq!(d["setting"], var);
         out.assert_stderr_free_of(&["pw@", "example.com"]);
     }
@@ -397,7 +508,10 @@ fn bad_input_and_unknown_commands_fail_open() {
     assert!(out.diagnostic("capture_skipped_lossy").is_some());
     assert!(!paths(&s).contains(&"/v1/sources/content".to_owned()));
     let version = hook.run_args(&["version"], b"");
-    assert_eq!(version.stdout.trim(), concat!("powercontext-hook-dsh ", env!("CARGO_PKG_VERSION")));
+    assert_eq!(
+        version.stdout.trim(),
+        concat!("powercontext-hook-dsh ", env!("CARGO_PKG_VERSION"))
+    );
 }
 
 // ---- The plugin (installers/dsh/index.js), driven by a fake Cordis context in Node. ----
@@ -426,8 +540,13 @@ impl Shim {
             .stdin(Stdio::null())
             .output()
             .expect("run node");
-        assert!(out.status.success(), "driver failed: {}", String::from_utf8_lossy(&out.stderr));
-        serde_json::from_slice(&out.stdout).unwrap_or_else(|_| panic!("driver output: {}", String::from_utf8_lossy(&out.stdout)))
+        assert!(
+            out.status.success(),
+            "driver failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|_| panic!("driver output: {}", String::from_utf8_lossy(&out.stdout)))
     }
 
     fn scenario(&self, messages: &[Value], decision: &Value) -> Value {
@@ -450,7 +569,12 @@ fn warn_outcomes(r: &Value) -> Vec<String> {
         .unwrap()
         .iter()
         .filter(|l| l["type"] == "warn")
-        .map(|l| serde_json::from_str::<Value>(l["text"].as_str().unwrap()).unwrap()["outcome"].as_str().unwrap().to_owned())
+        .map(|l| {
+            serde_json::from_str::<Value>(l["text"].as_str().unwrap()).unwrap()["outcome"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
         .collect()
 }
 
@@ -465,16 +589,28 @@ fn plugin_appends_context_only_after_enter() {
     assert_eq!(messages[0], message("user", PROMPT));
     let added = &messages[1];
     assert_eq!(added["role"], "user");
-    assert_eq!(added["source"], json!({"kind": "plugin", "plugin": "powercontext-dsh"}));
+    assert_eq!(
+        added["source"],
+        json!({"kind": "plugin", "plugin": "powercontext-dsh"})
+    );
     let text = added["content"][0]["text"].as_str().unwrap();
-    assert!(text.contains("untrusted historical evidence") && text.ends_with(CONTENT), "{text}");
+    assert!(
+        text.contains("untrusted historical evidence") && text.ends_with(CONTENT),
+        "{text}"
+    );
     assert_eq!(r["appendedFrozen"], true);
-    assert!(r["logs"].as_array().unwrap().is_empty(), "a ready run logs nothing: {r}");
+    assert!(
+        r["logs"].as_array().unwrap().is_empty(),
+        "a ready run logs nothing: {r}"
+    );
 
     // A rejected step stays rejected, untouched; the capture still happened (as upstream).
     let reject = json!({"kind": "reject"});
     let r = shim.run(&shim.scenario(&[message("user", "another prompt")], &reject));
-    assert_eq!((r["nextCalls"].as_u64(), r["same"].as_bool()), (Some(1), Some(true)));
+    assert_eq!(
+        (r["nextCalls"].as_u64(), r["same"].as_bool()),
+        (Some(1), Some(true))
+    );
 }
 
 #[test]
@@ -483,7 +619,11 @@ fn plugin_passes_empty_and_plugin_only_batches_through() {
     let shim = Shim::new(Hook::new(&s.url()), Path::new(EXE));
     for messages in [vec![], vec![message("plugin", "Plugin-provided context")]] {
         let r = shim.run(&shim.scenario(&messages, &enter()));
-        assert_eq!((r["nextCalls"].as_u64(), r["same"].as_bool()), (Some(1), Some(true)), "{r}");
+        assert_eq!(
+            (r["nextCalls"].as_u64(), r["same"].as_bool()),
+            (Some(1), Some(true)),
+            "{r}"
+        );
     }
     assert_eq!(s.request_count(), 0);
 }
@@ -492,9 +632,16 @@ fn plugin_passes_empty_and_plugin_only_batches_through() {
 fn plugin_returns_the_downstream_decision_when_the_server_is_down() {
     let shim = Shim::new(Hook::new(&closed_port_url()), Path::new(EXE));
     let r = shim.run(&shim.scenario(&[message("user", PROMPT)], &enter()));
-    assert_eq!((r["nextCalls"].as_u64(), r["same"].as_bool()), (Some(1), Some(true)), "{r}");
+    assert_eq!(
+        (r["nextCalls"].as_u64(), r["same"].as_bool()),
+        (Some(1), Some(true)),
+        "{r}"
+    );
     // Diagnostics reach the DSH logger as the executable wrote them.
-    assert!(warn_outcomes(&r).contains(&"server_unavailable".to_owned()), "{r}");
+    assert!(
+        warn_outcomes(&r).contains(&"server_unavailable".to_owned()),
+        "{r}"
+    );
 }
 
 #[test]
@@ -503,7 +650,11 @@ fn plugin_returns_the_downstream_decision_when_wrapping_fails() {
     let shim = Shim::new(Hook::new(&s.url()), Path::new(EXE));
     let odd = json!({"kind": "enter", "messages": 42});
     let r = shim.run(&shim.scenario(&[message("user", PROMPT)], &odd));
-    assert_eq!((r["nextCalls"].as_u64(), r["same"].as_bool()), (Some(1), Some(true)), "{r}");
+    assert_eq!(
+        (r["nextCalls"].as_u64(), r["same"].as_bool()),
+        (Some(1), Some(true)),
+        "{r}"
+    );
 }
 
 #[test]
@@ -513,15 +664,25 @@ fn plugin_lets_a_downstream_error_through_after_one_next_call() {
     let mut scenario = shim.scenario(&[message("user", PROMPT)], &enter());
     scenario["nextThrows"] = json!(true);
     let r = shim.run(&scenario);
-    assert_eq!((r["nextCalls"].as_u64(), r["threw"].as_str()), (Some(1), Some("downstream failure")));
+    assert_eq!(
+        (r["nextCalls"].as_u64(), r["threw"].as_str()),
+        (Some(1), Some("downstream failure"))
+    );
 }
 
 #[test]
 fn plugin_survives_a_missing_executable() {
     let s = ready_server();
-    let shim = Shim::new(Hook::new(&s.url()), Path::new("/nonexistent/powercontext-hook-dsh"));
+    let shim = Shim::new(
+        Hook::new(&s.url()),
+        Path::new("/nonexistent/powercontext-hook-dsh"),
+    );
     let r = shim.run(&shim.scenario(&[message("user", PROMPT)], &enter()));
-    assert_eq!((r["nextCalls"].as_u64(), r["same"].as_bool()), (Some(1), Some(true)), "{r}");
+    assert_eq!(
+        (r["nextCalls"].as_u64(), r["same"].as_bool()),
+        (Some(1), Some(true)),
+        "{r}"
+    );
     assert_eq!(warn_outcomes(&r), ["spawn_failed"]);
 }
 
@@ -540,7 +701,11 @@ fn plugin_kills_a_hanging_executable_at_its_deadline_and_on_abort() {
     let mut scenario = shim.scenario(&[message("user", PROMPT)], &enter());
     scenario["config"] = json!({"timeoutMs": 300});
     let r = shim.run(&scenario);
-    assert_eq!((r["nextCalls"].as_u64(), r["same"].as_bool()), (Some(1), Some(true)), "{r}");
+    assert_eq!(
+        (r["nextCalls"].as_u64(), r["same"].as_bool()),
+        (Some(1), Some(true)),
+        "{r}"
+    );
     assert!(r["elapsedMs"].as_u64().unwrap() < 2000, "{r}");
     assert_eq!(warn_outcomes(&r), ["timeout"]);
 
@@ -548,7 +713,11 @@ fn plugin_kills_a_hanging_executable_at_its_deadline_and_on_abort() {
     scenario["config"] = json!({"timeoutMs": 20000});
     scenario["abortAfterMs"] = json!(200);
     let r = shim.run(&scenario);
-    assert_eq!((r["nextCalls"].as_u64(), r["same"].as_bool()), (Some(1), Some(true)), "{r}");
+    assert_eq!(
+        (r["nextCalls"].as_u64(), r["same"].as_bool()),
+        (Some(1), Some(true)),
+        "{r}"
+    );
     assert!(r["elapsedMs"].as_u64().unwrap() < 2000, "{r}");
     assert_eq!(warn_outcomes(&r), ["aborted"]);
 }

@@ -7,8 +7,8 @@
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use powercontext_hooks_test_support::fake_model::FakeModel;
@@ -21,8 +21,31 @@ const EXE: &str = env!("CARGO_BIN_EXE_powercontext-hook-dsh");
 /// What the fake model answers; a completed turn prints exactly this.
 const REPLY: &str = "FAKE-MODEL-REPLY-7731";
 
+/// DSH runs are heavy (Node, ~170 MB each) on a 2-core machine: one at a time keeps them from
+/// starving each other, and the real Server, into timeouts.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+fn serial() -> MutexGuard<'static, ()> {
+    ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// The real Server can be slow on a loaded machine; these tests prove the chain, the budgets are
+/// proven elsewhere (tests/dsh.rs).
+fn patient(builder: DshSessionBuilder) -> DshSessionBuilder {
+    builder
+        .env("POWERCONTEXT_DSH_REQUEST_TIMEOUT_SECONDS", "8")
+        .env("POWERCONTEXT_DSH_HTTP_BUDGET_SECONDS", "20")
+        .timeout_ms(25_000)
+}
+
 fn bodies(model: &FakeModel) -> Vec<Value> {
-    model.model_requests().iter().map(|r| r.json().expect("model request is JSON")).collect()
+    model
+        .model_requests()
+        .iter()
+        .map(|r| r.json().expect("model request is JSON"))
+        .collect()
 }
 
 /// The first model call of the run (the turn itself; the session title comes after).
@@ -34,8 +57,11 @@ fn turn_body(model: &FakeModel) -> Value {
 fn world(model: &FakeModel, tag: &str) -> (&'static RealServer, String, DshSessionBuilder) {
     let server = RealServer::shared();
     let scope = server.create_scope(&format!("e2e dsh {tag}"));
-    server.remember(&scope, "The quasar7 ingest service keeps its cache in the redis-orchid-51 cluster.");
-    let builder = DshSession::builder(model)
+    server.remember(
+        &scope,
+        "The quasar7 ingest service keeps its cache in the redis-orchid-51 cluster.",
+    );
+    let builder = patient(DshSession::builder(model))
         .hook(Path::new(EXE))
         .server_url(&server.url())
         .env("POWERCONTEXT_DSH_SCOPE_ID", &scope);
@@ -46,7 +72,11 @@ fn captured(server: &RealServer, scope: &str) -> Vec<Value> {
     server
         .sources(scope)
         .into_iter()
-        .filter(|s| s["source_id"].as_str().is_some_and(|id| id.starts_with("dsh-user-prompt:")))
+        .filter(|s| {
+            s["source_id"]
+                .as_str()
+                .is_some_and(|id| id.starts_with("dsh-user-prompt:"))
+        })
         .collect()
 }
 
@@ -66,49 +96,73 @@ fn recall_and_capture(install: Install) {
         session.plugin_log(),
         run.stderr
     );
-    assert!(contexts[0].contains("redis-orchid-51"), "recalled fact missing: {}", contexts[0]);
+    assert!(
+        contexts[0].contains("redis-orchid-51"),
+        "recalled fact missing: {}",
+        contexts[0]
+    );
     let sources = captured(server, &scope);
     assert_eq!(sources.len(), 1, "one captured prompt: {sources:?}");
     assert_eq!(sources[0]["content"], prompt);
-    assert!(session.plugin_log().is_empty(), "a ready run logs nothing: {:?}", session.plugin_log());
+    assert!(
+        session.plugin_log().is_empty(),
+        "a ready run logs nothing: {:?}",
+        session.plugin_log()
+    );
 }
 
 #[test]
 fn recall_reaches_the_model_and_the_prompt_is_captured() {
+    let _serial = serial();
     recall_and_capture(Install::Patch);
 }
 
 #[test]
 fn the_plugin_package_installs_with_dsh_plugin_add() {
+    let _serial = serial();
     recall_and_capture(Install::PluginAdd);
 }
 
 #[test]
 fn server_down_leaves_dsh_answering_and_is_logged() {
+    let _serial = serial();
     let model = FakeModel::start(REPLY);
-    let session = DshSession::builder(&model).hook(Path::new(EXE)).server_url(&closed_port_url()).build();
+    let session = DshSession::builder(&model)
+        .hook(Path::new(EXE))
+        .server_url(&closed_port_url())
+        .build();
     let run = session.run("server down turn");
     run.assert_completed(REPLY);
     assert!(injected_contexts(&turn_body(&model)).is_empty());
     let log = session.plugin_log();
     assert!(
-        log.iter().any(|l| l["type"] == "warn" && l["text"].as_str().unwrap().contains("\"server_unavailable\"")),
+        log.iter()
+            .any(|l| l["type"] == "warn" && l["text"].as_str().unwrap().contains("\"server_unavailable\"")),
         "the outcome reaches the DSH logger: {log:?}"
     );
 }
 
 #[test]
 fn a_missing_executable_leaves_dsh_answering() {
+    let _serial = serial();
     let model = FakeModel::start(REPLY);
-    let session = DshSession::builder(&model).hook(Path::new("/nonexistent/powercontext-hook-dsh")).build();
+    let session = DshSession::builder(&model)
+        .hook(Path::new("/nonexistent/powercontext-hook-dsh"))
+        .build();
     let run = session.run("missing executable turn");
     run.assert_completed(REPLY);
     assert!(injected_contexts(&turn_body(&model)).is_empty());
-    assert!(session.plugin_log().iter().any(|l| l["text"].as_str().unwrap().contains("spawn_failed")));
+    assert!(
+        session
+            .plugin_log()
+            .iter()
+            .any(|l| l["text"].as_str().unwrap().contains("spawn_failed"))
+    );
 }
 
 #[test]
 fn a_hanging_executable_is_cut_off_and_dsh_answers() {
+    let _serial = serial();
     let model = FakeModel::start(REPLY);
     let dir = tempfile::tempdir().unwrap();
     let hang = dir.path().join("hang.sh");
@@ -118,9 +172,18 @@ fn a_hanging_executable_is_cut_off_and_dsh_answers() {
     let started = Instant::now();
     let run = session.run("hanging executable turn");
     run.assert_completed(REPLY);
-    assert!(started.elapsed() < Duration::from_secs(30), "{:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "{:?}",
+        started.elapsed()
+    );
     assert!(injected_contexts(&turn_body(&model)).is_empty());
-    assert!(session.plugin_log().iter().any(|l| l["text"].as_str().unwrap().contains("\"timeout\"")));
+    assert!(
+        session
+            .plugin_log()
+            .iter()
+            .any(|l| l["text"].as_str().unwrap().contains("\"timeout\""))
+    );
 }
 
 /// A chat-completions model that answers the turn's first request with one `glob` tool call and
@@ -143,7 +206,10 @@ fn tool_calling_model(requests: Arc<AtomicUsize>) -> FaultServer {
             let call = json!([{"index": 0, "id": "call_1", "type": "function",
                                "function": {"name": "glob", "arguments": "{\"pattern\":\"*.none\"}"}}]);
             vec![
-                chunk(json!({"role": "assistant", "content": null, "tool_calls": call}), Value::Null),
+                chunk(
+                    json!({"role": "assistant", "content": null, "tool_calls": call}),
+                    Value::Null,
+                ),
                 chunk(json!({}), json!("tool_calls")),
             ]
         } else {
@@ -169,14 +235,18 @@ fn tool_calling_model(requests: Arc<AtomicUsize>) -> FaultServer {
 
 #[test]
 fn a_multi_step_turn_recalls_once_and_injects_once() {
+    let _serial = serial();
     let calls = Arc::new(AtomicUsize::new(0));
     let model_server = tool_calling_model(Arc::clone(&calls));
     let server = RealServer::shared();
     let scope = server.create_scope("e2e dsh multi-step");
-    server.remember(&scope, "The quasar7 ingest service keeps its cache in the redis-orchid-51 cluster.");
+    server.remember(
+        &scope,
+        "The quasar7 ingest service keeps its cache in the redis-orchid-51 cluster.",
+    );
     // The builder only needs the model's URL; this model is ours.
     let placeholder = FakeModel::start(REPLY);
-    let session = DshSession::builder(&placeholder)
+    let session = patient(DshSession::builder(&placeholder))
         .hook(Path::new(EXE))
         .server_url(&server.url())
         .env("POWERCONTEXT_DSH_SCOPE_ID", &scope)
@@ -192,11 +262,25 @@ fn a_multi_step_turn_recalls_once_and_injects_once() {
         .filter_map(|r| r.json())
         .filter(|b| b["tools"].as_array().is_some_and(|t| !t.is_empty()))
         .collect();
-    assert!(turn.len() >= 2, "the tool call made a second step: {} requests\n{}", turn.len(), run.stderr);
+    assert!(
+        turn.len() >= 2,
+        "the tool call made a second step: {} requests\n{}",
+        turn.len(),
+        run.stderr
+    );
     for (i, body) in turn.iter().enumerate() {
         let contexts = injected_contexts(body);
-        assert_eq!(contexts.len(), 1, "step {}: exactly one context in the conversation: {contexts:?}", i + 1);
+        assert_eq!(
+            contexts.len(),
+            1,
+            "step {}: exactly one context in the conversation: {contexts:?}",
+            i + 1
+        );
         assert!(contexts[0].contains("redis-orchid-51"));
     }
-    assert_eq!(captured(server, &scope).len(), 1, "one capture for the one user message");
+    assert_eq!(
+        captured(server, &scope).len(),
+        1,
+        "one capture for the one user message"
+    );
 }

@@ -131,7 +131,10 @@ pub fn recall_and_capture(host: Host) {
 
     let (_, context) = world.last_turn_context(1);
     let context = context.unwrap_or_else(|| panic!("no hook context reached the model\n{}", run.stderr));
-    assert!(context.contains("redis-orchid-51"), "recalled fact missing from context: {context}");
+    assert!(
+        context.contains("redis-orchid-51"),
+        "recalled fact missing from context: {context}"
+    );
 
     let captured = world.wait_captured(1);
     assert_eq!(captured.len(), 1, "exactly one captured prompt: {captured:?}");
@@ -170,9 +173,10 @@ pub fn live_payload_matches_fixture(host: Host) {
 /// captures against the real Server.
 pub fn hook_accepts_fixture(host: Host) {
     let world = World::new(host, RealServer::shared(), "fixture-parse");
-    world
-        .server
-        .remember(&world.scope, "The fixture-kestrel pipeline deploys the heron-gateway-88 service.");
+    world.server.remember(
+        &world.scope,
+        "The fixture-kestrel pipeline deploys the heron-gateway-88 service.",
+    );
     let dir = tempfile::tempdir().expect("tempdir");
     let payload = serde_json::to_string(&load_fixture(host)).expect("fixture JSON");
 
@@ -200,13 +204,20 @@ pub fn hook_accepts_fixture(host: Host) {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "hook exit {:?}: {stderr}", out.status);
     let lines: Vec<&str> = stdout.lines().collect();
-    assert_eq!(lines.len(), 1, "one protocol line expected: {stdout:?} / {stderr}");
+    assert_eq!(
+        lines.len(),
+        1,
+        "one protocol line expected: {stdout:?} / {stderr}"
+    );
     let answer: Value = serde_json::from_str(lines[0]).expect("protocol line is JSON");
     assert_eq!(answer["hookSpecificOutput"]["hookEventName"], "UserPromptSubmit");
     let context = answer["hookSpecificOutput"]["additionalContext"]
         .as_str()
         .expect("additionalContext string");
-    assert!(context.contains("heron-gateway-88"), "fixture prompt not recalled: {context}");
+    assert!(
+        context.contains("heron-gateway-88"),
+        "fixture prompt not recalled: {context}"
+    );
 
     let captured = world.wait_captured(1);
     assert_eq!(captured.len(), 1, "fixture prompt captured once: {captured:?}");
@@ -222,8 +233,8 @@ fn fixture_path(host: Host) -> PathBuf {
 
 fn load_fixture(host: Host) -> Value {
     let path = fixture_path(host);
-    let text = std::fs::read_to_string(&path)
-        .unwrap_or_else(|e| panic!("read fixture {}: {e}", path.display()));
+    let text =
+        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("read fixture {}: {e}", path.display()));
     serde_json::from_str(&text).expect("fixture is JSON")
 }
 
@@ -248,8 +259,15 @@ fn shape(payload: &Value) -> Vec<(String, &'static str)> {
     shape
 }
 
-/// Scenario 3: with the Server down the host still finishes, nothing is injected, and the run is
-/// not slower than a bare host (no plugin at all) beyond our budget.
+/// Scenario 3: with the Server down the host still finishes, nothing is injected, and our hook
+/// adds no more than its budget to the turn. The baseline is the same plugin whose hook command is
+/// `true`: the host's own reaction to the unreachable Server (its MCP client retrying `/mcp`) is
+/// the same on both sides, so the difference is what our executable costs. The bare host (no
+/// plugin) is measured too and printed, so the MCP share stays visible.
+#[allow(
+    clippy::print_stderr,
+    reason = "the measured timings are printed for whoever reads the test log"
+)]
 pub fn server_down_is_harmless_and_fast(host: Host) {
     let model = FakeModel::start(REPLY);
     let down = closed_port_url();
@@ -258,15 +276,24 @@ pub fn server_down_is_harmless_and_fast(host: Host) {
         .server_url(&down)
         .record_payloads()
         .build();
+    let noop = HostSession::builder(host, &model)
+        .hook(Path::new("/bin/true"))
+        .server_url(&down)
+        .build();
     let bare = HostSession::builder(host, &model).build();
 
     // Alternate and keep the best of two each, so one noisy run on a busy machine does not decide.
     let mut with_hook = Duration::MAX;
     let mut without_hook = Duration::MAX;
+    let mut no_plugin = Duration::MAX;
     for round in 0..2 {
-        let plain = bare.prompt(&format!("plain turn {round}"));
+        let plain = bare.prompt(&format!("bare turn {round}"));
         plain.assert_completed(REPLY);
-        without_hook = without_hook.min(plain.elapsed);
+        no_plugin = no_plugin.min(plain.elapsed);
+
+        let baseline = noop.prompt(&format!("no-op hook turn {round}"));
+        baseline.assert_completed(REPLY);
+        without_hook = without_hook.min(baseline.elapsed);
 
         let run = hooked.prompt(&format!("server down turn {round}"));
         run.assert_completed(REPLY);
@@ -280,7 +307,8 @@ pub fn server_down_is_harmless_and_fast(host: Host) {
     }
     assert_eq!(hooked.payloads().len(), 2, "our hook ran for both turns");
     eprintln!(
-        "{}: server down: with hook {with_hook:?}, without hook {without_hook:?}",
+        "{}: server down: with our hook {with_hook:?}, with a no-op hook {without_hook:?}, \
+         without the plugin {no_plugin:?}",
         host.name()
     );
     assert!(
@@ -293,12 +321,14 @@ pub fn server_down_is_harmless_and_fast(host: Host) {
 /// that prompt, and turn 1's block is not added again for turn 2.
 pub fn two_prompts_one_conversation(host: Host) {
     let world = World::new(host, RealServer::shared(), "two-turns");
-    world
-        .server
-        .remember(&world.scope, "Quasar7 ingest keeps its cache in the redis-orchid-51 cluster.");
-    world
-        .server
-        .remember(&world.scope, "Heliotrope9 uploads retry with ember-backoff-62 timing.");
+    world.server.remember(
+        &world.scope,
+        "Quasar7 ingest keeps its cache in the redis-orchid-51 cluster.",
+    );
+    world.server.remember(
+        &world.scope,
+        "Heliotrope9 uploads retry with ember-backoff-62 timing.",
+    );
     let session = world.session().build();
 
     let prompt1 = "quasar7 ingest cache?";
@@ -306,7 +336,10 @@ pub fn two_prompts_one_conversation(host: Host) {
     let (_, first) = world.last_turn_context(1);
     let first = first.expect("turn 1 hook context");
     assert!(first.contains("redis-orchid-51"), "turn 1 context: {first}");
-    assert!(!first.contains("ember-backoff-62"), "turn 1 got turn 2's fact: {first}");
+    assert!(
+        !first.contains("ember-backoff-62"),
+        "turn 1 got turn 2's fact: {first}"
+    );
 
     let prompt2 = "heliotrope9 uploads retry?";
     let run = session.resume(prompt2);
@@ -330,9 +363,10 @@ pub fn two_prompts_one_conversation(host: Host) {
 /// Scenario 5: a prompt holding a secret-like value still gets recall, but is never stored.
 pub fn secret_prompt_recalled_not_stored(host: Host) {
     let world = World::new(host, RealServer::shared(), "secret");
-    world
-        .server
-        .remember(&world.scope, "Saffron4 deploys authenticate through the vault-kiwi-17 broker.");
+    world.server.remember(
+        &world.scope,
+        "Saffron4 deploys authenticate through the vault-kiwi-17 broker.",
+    );
     let session = world.session().build();
     let prompts = [
         "saffron4 deploys: password = hunter2",
@@ -347,7 +381,11 @@ pub fn secret_prompt_recalled_not_stored(host: Host) {
     }
     // Give a wrongly queued capture a moment to land before asserting absence.
     std::thread::sleep(Duration::from_millis(300));
-    assert_eq!(world.captured(), Vec::<Value>::new(), "a secret-like prompt was stored");
+    assert_eq!(
+        world.captured(),
+        Vec::<Value>::new(),
+        "a secret-like prompt was stored"
+    );
     let all = world.server.sources(&world.scope).to_vec();
     assert!(
         !Value::Array(all).to_string().contains("hunter2"),
@@ -399,9 +437,10 @@ pub fn server_error_500(host: Host) {
 /// injected or stored.
 pub fn wrong_token(host: Host) {
     let world = World::new(host, RealServer::shared_auth(), "wrong-token");
-    world
-        .server
-        .remember(&world.scope, "Marlin3 builds publish to the cobalt-mirror-23 registry.");
+    world.server.remember(
+        &world.scope,
+        "Marlin3 builds publish to the cobalt-mirror-23 registry.",
+    );
     let session = world
         .session()
         .host_env("AUTHORIZATION", "Bearer not-the-right-token")
@@ -413,20 +452,30 @@ pub fn wrong_token(host: Host) {
     assert_no_hook_context(host, &run, &body);
     assert_eq!(session.payloads().len(), 1, "our hook ran");
     std::thread::sleep(Duration::from_millis(300));
-    assert_eq!(world.captured(), Vec::<Value>::new(), "stored despite a wrong token");
+    assert_eq!(
+        world.captured(),
+        Vec::<Value>::new(),
+        "stored despite a wrong token"
+    );
 }
 
 /// Scenario 7 (Claude Code): however much the Server returns, the context we emit stays under
 /// Claude's 10,000-character limit, so Claude never swaps it for a truncated preview.
+#[allow(
+    clippy::print_stderr,
+    reason = "the emitted size is printed for whoever reads the test log"
+)]
 pub fn claude_context_stays_under_limit() {
     let host = Host::ClaudeCode;
     let world = World::new(host, RealServer::shared(), "big-context");
-    for i in 0..40 {
-        let filler = "The lapwing6 telemetry relay buffers metrics before shipping them upstream. "
-            .repeat(6);
-        world
-            .server
-            .remember(&world.scope, &format!("Lapwing6 note {i}: {filler}(entry lapwing6-{i:03})"));
+    // The Server recalls at most about 8 items, so each has to be long for the total to matter.
+    for i in 0..12 {
+        let filler =
+            "The lapwing6 telemetry relay buffers metrics before shipping them upstream. ".repeat(25);
+        world.server.remember(
+            &world.scope,
+            &format!("Lapwing6 note {i}: {filler}(entry lapwing6-{i:03})"),
+        );
     }
     let prompt = "lapwing6 telemetry relay metrics buffering?";
     // The Server alone would hand over more than Claude accepts, so the limit is really ours to keep.
@@ -436,7 +485,10 @@ pub fn claude_context_stays_under_limit() {
     );
     assert_eq!(status, 200, "prepare: {prepared}");
     let server_chars = prepared["content"].as_str().unwrap_or_default().chars().count();
-    assert!(server_chars > CLAUDE_CONTEXT_CHAR_LIMIT, "Server returned only {server_chars} chars");
+    assert!(
+        server_chars > CLAUDE_CONTEXT_CHAR_LIMIT,
+        "Server returned only {server_chars} chars"
+    );
 
     let session = world.session().host_env("MAX_BYTES", "32768").build();
     let run = session.prompt(prompt);

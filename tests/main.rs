@@ -3,13 +3,18 @@
 //! network namespace.
 
 mod cli;
-mod dsh;
-mod e2e_dsh;
 mod doctor;
-mod setup;
-mod fault;
+mod dsh;
+mod e2e_claude;
+mod e2e_codex;
+mod e2e_dsh;
+mod e2e_opencode;
 mod e2e_pi;
+mod e2e_scenarios;
+mod fault;
+mod opencode;
 mod pi;
 mod real_server;
+mod setup;
 mod state;
 mod support;

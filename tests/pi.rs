@@ -96,7 +96,10 @@ impl PiHook {
 
     fn ledger(&self) -> Vec<Value> {
         match std::fs::read_to_string(self.state().join("ledger.json")) {
-            Ok(t) => serde_json::from_str::<Value>(&t).unwrap()["entries"].as_array().cloned().unwrap(),
+            Ok(t) => serde_json::from_str::<Value>(&t).unwrap()["entries"]
+                .as_array()
+                .cloned()
+                .unwrap(),
             Err(_) => Vec::new(),
         }
     }
@@ -112,8 +115,17 @@ fn system_prompt(out: &HookOutput) -> Option<String> {
     }
     assert!(!line.contains('\n'), "one protocol line: {:?}", out.stdout);
     let v: Value = serde_json::from_str(line).expect("stdout is JSON");
-    assert_eq!(v.as_object().map(serde_json::Map::len), Some(1), "only systemPrompt: {v}");
-    Some(v["systemPrompt"].as_str().expect("systemPrompt is text").to_owned())
+    assert_eq!(
+        v.as_object().map(serde_json::Map::len),
+        Some(1),
+        "only systemPrompt: {v}"
+    );
+    Some(
+        v["systemPrompt"]
+            .as_str()
+            .expect("systemPrompt is text")
+            .to_owned(),
+    )
 }
 
 trait PiAssert {
@@ -123,7 +135,12 @@ trait PiAssert {
 impl PiAssert for HookOutput {
     #[track_caller]
     fn assert_fail_open_pi(&self) {
-        assert!(self.status.success(), "exit {:?}; stderr: {}", self.status, self.stderr);
+        assert!(
+            self.status.success(),
+            "exit {:?}; stderr: {}",
+            self.status,
+            self.stderr
+        );
         let _ = self.diagnostics();
         assert!(!self.stderr.contains(TOKEN), "token leaked: {}", self.stderr);
     }
@@ -142,7 +159,9 @@ fn ready(content: &str) -> Value {
 /// A Server that answers prepare with `Prior`, captures at position 7 and flushes with `flush`.
 fn server(flush: impl Fn(&RecordedRequest) -> Reply + Send + Sync + 'static) -> FaultServer {
     FaultServer::start(move |req| match req.path.as_str() {
-        "/v1/scope-bindings/resolve" => Reply::json(200, &json!({"scope_id": "project:resolved", "title": "t"})),
+        "/v1/scope-bindings/resolve" => {
+            Reply::json(200, &json!({"scope_id": "project:resolved", "title": "t"}))
+        }
         "/v1/context/prepare" => Reply::json(200, &ready("Prior")),
         "/v1/sources/content" => Reply::json(202, &json!({"status": "accepted", "position": 7})),
         "/v1/memory/flush" => flush(req),
@@ -151,12 +170,19 @@ fn server(flush: impl Fn(&RecordedRequest) -> Reply + Send + Sync + 'static) -> 
 }
 
 fn cursor(n: u64) -> Reply {
-    Reply::json(200, &json!({"status": "processed", "previous_cursor": 0, "current_cursor": n, "high_watermark": n,
-                             "processed_source_count": 1}))
+    Reply::json(
+        200,
+        &json!({"status": "processed", "previous_cursor": 0, "current_cursor": n, "high_watermark": n,
+                             "processed_source_count": 1}),
+    )
 }
 
 fn bodies(s: &FaultServer, path: &str) -> Vec<Value> {
-    s.requests().iter().filter(|r| r.path == path).map(|r| r.json().expect("JSON body")).collect()
+    s.requests()
+        .iter()
+        .filter(|r| r.path == path)
+        .map(|r| r.json().expect("JSON body"))
+        .collect()
 }
 
 fn explicit(url: &str) -> PiHook {
@@ -186,11 +212,18 @@ fn pi_vector_injects_and_captures_exact_bodies() {
     );
     // An explicit scope needs no resolve call; every call carries the configured header.
     assert!(bodies(&s, "/v1/scope-bindings/resolve").is_empty());
-    assert!(s.requests().iter().all(|r| r.header("authorization") == Some(&format!("Bearer {TOKEN}"))));
+    assert!(
+        s.requests()
+            .iter()
+            .all(|r| r.header("authorization") == Some(&format!("Bearer {TOKEN}")))
+    );
     // Default FLUSH_ON_CAPTURE=false: no flush now, the position waits in the ledger.
     assert!(bodies(&s, "/v1/memory/flush").is_empty());
     let l = hook.ledger();
-    assert_eq!((l.len(), &l[0]["position"], &l[0]["integration"]), (1, &json!(7), &json!("pi")));
+    assert_eq!(
+        (l.len(), &l[0]["position"], &l[0]["integration"]),
+        (1, &json!(7), &json!("pi"))
+    );
     assert_eq!(l[0]["scope"], "project:demo");
 }
 
@@ -202,7 +235,10 @@ fn pi_prompt_is_trimmed_and_scope_resolved_with_pi_keys() {
     let event = json!({"prompt": "  continue implementation\n", "system_prompt": "", "cwd": cwd.path(),
                        "session_id": "  ", "branch_roles": null});
     let out = hook.start(&event);
-    assert_eq!(system_prompt(&out).as_deref(), Some(format!("\n\n{PREFIX}\n\nPrior").as_str()));
+    assert_eq!(
+        system_prompt(&out).as_deref(),
+        Some(format!("\n\n{PREFIX}\n\nPrior").as_str())
+    );
     // No session id: only the workspace key, SHA-256 of the lexical cwd (as the 1.4.1 CLI for pi).
     let resolve = bodies(&s, "/v1/scope-bindings/resolve");
     let keys = resolve[0]["binding_keys"].as_array().unwrap();
@@ -238,14 +274,23 @@ fn pi_secret_and_oversized_prompts_are_recalled_but_not_captured() {
         let hook = explicit(&s.url());
         let out = hook.start(&vector_event(prompt));
         assert!(system_prompt(&out).is_some(), "recall still answers");
-        assert_eq!(bodies(&s, "/v1/sources/content").len(), usize::from(captured), "{}", &prompt[..20.min(prompt.len())]);
+        assert_eq!(
+            bodies(&s, "/v1/sources/content").len(),
+            usize::from(captured),
+            "{}",
+            &prompt[..20.min(prompt.len())]
+        );
         if !captured {
             assert!(
                 out.outcomes().iter().any(|o| o.starts_with("capture_skipped_")),
                 "{}",
                 out.stderr
             );
-            assert!(!out.stderr.contains("hunter2") && !out.stderr.contains("sk-live"), "{}", out.stderr);
+            assert!(
+                !out.stderr.contains("hunter2") && !out.stderr.contains("sk-live"),
+                "{}",
+                out.stderr
+            );
             assert!(hook.ledger().is_empty());
         }
     }
@@ -263,12 +308,18 @@ fn pi_server_down_changes_nothing() {
     let hook = explicit(&closed_port_url());
     let out = hook.start(&vector_event("continue implementation PROMPTSECRET"));
     assert_eq!(system_prompt(&out), None);
-    assert!(out.outcomes().contains(&"server_unavailable".to_owned()), "{}", out.stderr);
+    assert!(
+        out.outcomes().contains(&"server_unavailable".to_owned()),
+        "{}",
+        out.stderr
+    );
     assert!(!out.stderr.contains("PROMPTSECRET") && !out.stderr.contains("project:demo"));
     assert!(out.elapsed < Duration::from_secs(3), "{:?}", out.elapsed);
     // The capture waits in the spool for the drainer; nothing is pending a flush.
     assert!(hook.ledger().is_empty());
-    let spooled = std::fs::read_dir(hook.state().join("spool")).map(|d| d.count()).unwrap_or(0);
+    let spooled = std::fs::read_dir(hook.state().join("spool"))
+        .map(|d| d.count())
+        .unwrap_or(0);
     assert_eq!(spooled, 1);
 }
 
@@ -296,7 +347,10 @@ fn pi_compaction_boundary_flushes_the_pending_position() {
     let out = hook.flush("session_before_compact");
     out.assert_fail_open_pi();
     assert_eq!(out.stdout, "", "a flush never prints");
-    assert_eq!(bodies(&s, "/v1/memory/flush"), [json!({"scope_id": "project:demo"})]);
+    assert_eq!(
+        bodies(&s, "/v1/memory/flush"),
+        [json!({"scope_id": "project:demo"})]
+    );
     assert!(hook.ledger().is_empty());
     assert!(!hook.state().join("ledger.json").exists());
     // Repeated boundaries (Pi sends some events twice) find nothing left to do.
@@ -378,7 +432,11 @@ fn pi_boundary_error_stops_the_scope_and_keeps_the_entry() {
     assert!(system_prompt(&hook.start(&vector_event("continue implementation"))).is_some());
     let out = hook.flush("agent_end");
     out.assert_fail_open_pi();
-    assert_eq!(bodies(&s, "/v1/memory/flush").len(), 1, "no retry within one boundary");
+    assert_eq!(
+        bodies(&s, "/v1/memory/flush").len(),
+        1,
+        "no retry within one boundary"
+    );
     let l = hook.ledger();
     assert_eq!((&l[0]["position"], &l[0]["attempts"]), (&json!(7), &json!(1)));
     assert!(out.diagnostic("invalid_response").is_some(), "{}", out.stderr);
@@ -387,12 +445,19 @@ fn pi_boundary_error_stops_the_scope_and_keeps_the_entry() {
 #[test]
 fn pi_server_without_a_model_drops_the_reminder() {
     let s = server(|_| {
-        Reply::json(503, &json!({"error": {"code": "inference_unavailable", "message": "m", "details": null}}))
+        Reply::json(
+            503,
+            &json!({"error": {"code": "inference_unavailable", "message": "m", "details": null}}),
+        )
     });
     let hook = explicit(&s.url());
     assert!(system_prompt(&hook.start(&vector_event("continue implementation"))).is_some());
     let out = hook.flush("agent_end");
-    assert!(out.diagnostic("inference_unavailable").is_some(), "{}", out.stderr);
+    assert!(
+        out.diagnostic("inference_unavailable").is_some(),
+        "{}",
+        out.stderr
+    );
     assert!(hook.ledger().is_empty());
 }
 
@@ -413,7 +478,15 @@ fn pi_flush_leaves_other_servers_entries_alone() {
     let s = server(|_| cursor(7));
     let hook = explicit(&s.url());
     let d = Deadline::after(Duration::from_secs(2));
-    ledger::record(&StateDir::at(hook.state()), &d, "http://127.0.0.1:9", "elsewhere", 3, "codex").unwrap();
+    ledger::record(
+        &StateDir::at(hook.state()),
+        &d,
+        "http://127.0.0.1:9",
+        "elsewhere",
+        3,
+        "codex",
+    )
+    .unwrap();
     hook.flush("agent_end").assert_fail_open_pi();
     assert!(bodies(&s, "/v1/memory/flush").is_empty());
     assert_eq!(hook.ledger().len(), 1);
@@ -427,12 +500,25 @@ fn pi_bad_input_fails_open() {
         (&["nonsense"][..], &b"{}"[..], "unknown_subcommand"),
         (&[][..], &b"{}"[..], "unknown_subcommand"),
         (&["before-agent-start"][..], &b"not json"[..], "not_json"),
-        (&["before-agent-start"][..], &br#"{"prompt":"  ","system_prompt":"b","cwd":"/x"}"#[..], "blank_prompt"),
-        (&["before-agent-start"][..], &br#"{"prompt":"p","cwd":"/x"}"#[..], "missing_system_prompt"),
+        (
+            &["before-agent-start"][..],
+            &br#"{"prompt":"  ","system_prompt":"b","cwd":"/x"}"#[..],
+            "blank_prompt",
+        ),
+        (
+            &["before-agent-start"][..],
+            &br#"{"prompt":"p","cwd":"/x"}"#[..],
+            "missing_system_prompt",
+        ),
     ] {
         let out = hook.run(args, stdin);
         assert_eq!(system_prompt(&out), None);
-        assert_eq!(out.diagnostic("skipped").map(|d| d["detail"].clone()), Some(json!(detail)), "{}", out.stderr);
+        assert_eq!(
+            out.diagnostic("skipped").map(|d| d["detail"].clone()),
+            Some(json!(detail)),
+            "{}",
+            out.stderr
+        );
     }
     assert!(s.requests().is_empty());
     // Invalid configuration: nothing is sent, the setting is named.
@@ -440,7 +526,10 @@ fn pi_bad_input_fails_open() {
         .env("POWERCONTEXT_PI_MAX_BYTES", "12")
         .start(&vector_event("continue implementation"));
     assert_eq!(system_prompt(&out), None);
-    assert_eq!(out.diagnostic("config_invalid").unwrap()["setting"], "POWERCONTEXT_PI_MAX_BYTES");
+    assert_eq!(
+        out.diagnostic("config_invalid").unwrap()["setting"],
+        "POWERCONTEXT_PI_MAX_BYTES"
+    );
     assert!(s.requests().is_empty());
     // A panic is an internal error, still exit 0 and silent stdout.
     let out = explicit(&s.url())
@@ -455,6 +544,24 @@ fn pi_extension_template_holds_the_placeholder() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("installers/pi");
     let ts = std::fs::read_to_string(root.join("extensions/powercontext.ts")).unwrap();
     assert_eq!(ts.matches("{{hook_command}}").count(), 1);
-    let pkg: Value = serde_json::from_str(&std::fs::read_to_string(root.join("package.json")).unwrap()).unwrap();
+    let pkg: Value =
+        serde_json::from_str(&std::fs::read_to_string(root.join("package.json")).unwrap()).unwrap();
     assert_eq!(pkg["pi"]["extensions"], json!(["./extensions/powercontext.ts"]));
+}
+
+#[test]
+fn pi_accepts_the_recorded_extension_payload() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/pi/before_agent_start.json");
+    let fixture: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let s = server(|_| cursor(7));
+    let out = explicit(&s.url()).start(&fixture);
+    let base = fixture["system_prompt"].as_str().unwrap();
+    assert_eq!(system_prompt(&out), Some(format!("{base}\n\n{PREFIX}\n\nPrior")));
+    let capture = &bodies(&s, "/v1/sources/content")[0];
+    assert_eq!(capture["content"], fixture["prompt"]);
+    assert_eq!(
+        capture["metadata"]["turn_id"], "1",
+        "a fresh session has no user message yet"
+    );
+    assert_eq!(capture["metadata"]["session_id"], fixture["session_id"]);
 }

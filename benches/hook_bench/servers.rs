@@ -12,7 +12,6 @@ pub const SCOPE: &str = "scp_bench000000000000000000";
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Prepared {
     Ready,
-    Empty,
 }
 
 /// A realistic ready PreparedContext body (about 1.6 KB, the size of a few recalled decisions).
@@ -41,11 +40,6 @@ pub fn instant(prepared: Prepared) -> Http1Server {
             200,
             &json!({"schema": "powercontext.prepared-context.v1", "status": "ready",
                     "content": content, "content_bytes": content.len()}),
-        ),
-        Prepared::Empty => ok(
-            200,
-            &json!({"schema": "powercontext.prepared-context.v1", "status": "empty",
-                    "content": null, "content_bytes": 0}),
         ),
     };
     let resolve = ok(200, &json!({"scope_id": SCOPE, "title": "bench"}));

@@ -31,7 +31,9 @@ const SERVICE = "powercontext-opencode"
 
 function hookCommand() {
   const override = process.env[HOOK_COMMAND_VAR]
-  return typeof override === "string" && override.trim() !== "" ? override.trim() : HOOK_COMMAND
+  if (typeof override === "string" && override.trim() !== "") return override.trim()
+  // Left unrendered: the executable on PATH.
+  return HOOK_COMMAND.startsWith("{") ? "powercontext-hook-opencode" : HOOK_COMMAND
 }
 
 function prepareTimeoutMs() {

@@ -30,7 +30,11 @@ const MODEL: &str = "fake-model";
 /// The pinned `pi` CLI; panics with the fix when it is not installed.
 pub fn pi_cli() -> PathBuf {
     let path = repo_root().join("tests/e2e/pi/node_modules/.bin/pi");
-    assert!(path.is_file(), "{} is missing: run scripts/ensure-host-pi (make test does)", path.display());
+    assert!(
+        path.is_file(),
+        "{} is missing: run scripts/ensure-host-pi (make test does)",
+        path.display()
+    );
     path
 }
 
@@ -54,7 +58,11 @@ pub fn render_extension(dest: &Path, exe: &Path) {
             }
             let text = fs::read_to_string(entry.path()).expect("installer files are text");
             let text = text.replace(HOOK_PLACEHOLDER, value);
-            assert!(!text.contains("{{"), "unreplaced placeholder in {}", entry.path().display());
+            assert!(
+                !text.contains("{{"),
+                "unreplaced placeholder in {}",
+                entry.path().display()
+            );
             fs::write(&to, text).expect("write rendered extension file");
         }
     }
@@ -116,7 +124,10 @@ impl PiSessionBuilder {
     pub fn build(self) -> PiSession {
         assert_loopback_only_network();
         let cli = pi_cli();
-        let root = tempfile::Builder::new().prefix("pc-e2e-pi-").tempdir().expect("create session tempdir");
+        let root = tempfile::Builder::new()
+            .prefix("pc-e2e-pi-")
+            .tempdir()
+            .expect("create session tempdir");
         // Pi reports the real (symlink-free) cwd; keep every path canonical so tests can compare.
         let base = fs::canonicalize(root.path()).expect("canonical tempdir");
         let home = base.join("home");
@@ -140,8 +151,14 @@ impl PiSessionBuilder {
         env.insert("PI_TELEMETRY".to_owned(), "0".to_owned());
         env.insert("TERM".to_owned(), "dumb".to_owned());
         env.insert("LANG".to_owned(), "C.UTF-8".to_owned());
-        env.insert("POWERCONTEXT_HOOKS_STATE_DIR".to_owned(), state.display().to_string());
-        env.insert("POWERCONTEXT_PI_SERVER_URL".to_owned(), crate::fault_server::closed_port_url());
+        env.insert(
+            "POWERCONTEXT_HOOKS_STATE_DIR".to_owned(),
+            state.display().to_string(),
+        );
+        env.insert(
+            "POWERCONTEXT_PI_SERVER_URL".to_owned(),
+            crate::fault_server::closed_port_url(),
+        );
         env.extend(self.env);
 
         let models = json!({"providers": {"fake": {
@@ -165,14 +182,25 @@ impl PiSessionBuilder {
             _root: root,
         };
         if self.loading != Loading::None {
-            let exe = self.hook.expect("a PiSession that loads the extension needs .hook(exe)");
-            let exe = if self.record { session.write_recorder(&exe) } else { exe };
+            let exe = self
+                .hook
+                .expect("a PiSession that loads the extension needs .hook(exe)");
+            let exe = if self.record {
+                session.write_recorder(&exe)
+            } else {
+                exe
+            };
             render_extension(&session.extension, &exe);
             match self.loading {
                 Loading::Install => {
                     let dir = session.extension.display().to_string();
                     let run = session.run_raw(&["install", &dir]);
-                    assert!(run.status.success(), "`pi install` failed:\n{}\n{}", run.stdout, run.stderr);
+                    assert!(
+                        run.status.success(),
+                        "`pi install` failed:\n{}\n{}",
+                        run.stdout,
+                        run.stderr
+                    );
                 }
                 Loading::Settings => {
                     let settings = json!({"packages": [session.extension.display().to_string()]});
@@ -274,7 +302,9 @@ impl PiSession {
                 let sub = parts.next()?.to_owned();
                 let file = parts.next()?;
                 let name = if sub == "flush" {
-                    let body: Value = fs::read_to_string(file).ok().and_then(|t| serde_json::from_str(&t).ok())?;
+                    let body: Value = fs::read_to_string(file)
+                        .ok()
+                        .and_then(|t| serde_json::from_str(&t).ok())?;
                     format!("flush {}", body["event"].as_str().unwrap_or("?"))
                 } else {
                     sub
@@ -290,7 +320,11 @@ impl PiSession {
         log.lines()
             .filter(|l| l.starts_with("start before-agent-start "))
             .filter_map(|l| l.splitn(3, ' ').nth(2))
-            .filter_map(|f| fs::read_to_string(f).ok().and_then(|t| serde_json::from_str(&t).ok()))
+            .filter_map(|f| {
+                fs::read_to_string(f)
+                    .ok()
+                    .and_then(|t| serde_json::from_str(&t).ok())
+            })
             .collect()
     }
 
@@ -309,7 +343,11 @@ impl PiSession {
     fn model_args(&self) -> Vec<String> {
         let mut args = Vec::new();
         if self.loading == Loading::Flag {
-            args.extend(["--no-extensions".to_owned(), "-e".to_owned(), self.extension.display().to_string()]);
+            args.extend([
+                "--no-extensions".to_owned(),
+                "-e".to_owned(),
+                self.extension.display().to_string(),
+            ]);
         }
         args.extend(["--provider", "fake", "--model", MODEL].map(str::to_owned));
         args
@@ -327,7 +365,12 @@ impl PiSession {
     /// (Pi's whole process group is killed past it).
     pub fn run_raw(&self, args: &[&str]) -> PiRun {
         let mut command = Command::new(&self.cli);
-        command.args(args).env_clear().envs(&self.env).current_dir(&self.project).stdin(Stdio::null());
+        command
+            .args(args)
+            .env_clear()
+            .envs(&self.env)
+            .current_dir(&self.project)
+            .stdin(Stdio::null());
         run_command(command, RUN_TIMEOUT)
     }
 
@@ -360,7 +403,13 @@ impl PiSession {
             }
         });
         let stderr = drain(child.stderr.take().expect("rpc stderr"));
-        PiRpc { child, stdin: Some(stdin), events, seen: Vec::new(), stderr: Some(stderr) }
+        PiRpc {
+            child,
+            stdin: Some(stdin),
+            events,
+            seen: Vec::new(),
+            stderr: Some(stderr),
+        }
     }
 
     fn write_recorder(&self, exe: &Path) -> PathBuf {
@@ -441,8 +490,11 @@ impl PiRpc {
             kill_group(&self.child);
             let _ = self.child.wait();
         }
-        let stderr =
-            self.stderr.take().and_then(|rx| rx.recv_timeout(Duration::from_secs(5)).ok()).unwrap_or_default();
+        let stderr = self
+            .stderr
+            .take()
+            .and_then(|rx| rx.recv_timeout(Duration::from_secs(5)).ok())
+            .unwrap_or_default();
         (status, stderr)
     }
 }
@@ -465,9 +517,14 @@ fn node_dir() -> Option<PathBuf> {
 }
 
 fn run_command(mut command: Command, timeout: Duration) -> PiRun {
-    command.stdout(Stdio::piped()).stderr(Stdio::piped()).process_group(0);
+    command
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
     let started = Instant::now();
-    let mut child = command.spawn().unwrap_or_else(|e| panic!("spawn {command:?}: {e}"));
+    let mut child = command
+        .spawn()
+        .unwrap_or_else(|e| panic!("spawn {command:?}: {e}"));
     let stdout = drain(child.stdout.take().expect("stdout"));
     let stderr = drain(child.stderr.take().expect("stderr"));
     let status = loop {
@@ -486,7 +543,12 @@ fn run_command(mut command: Command, timeout: Duration) -> PiRun {
     let elapsed = started.elapsed();
     // A hook left running in the background could hold the pipes open; don't wait forever.
     let collect = |rx: Receiver<String>| rx.recv_timeout(Duration::from_secs(10)).unwrap_or_default();
-    PiRun { status, stdout: collect(stdout), stderr: collect(stderr), elapsed }
+    PiRun {
+        status,
+        stdout: collect(stdout),
+        stderr: collect(stderr),
+        elapsed,
+    }
 }
 
 fn drain(mut pipe: impl Read + Send + 'static) -> Receiver<String> {

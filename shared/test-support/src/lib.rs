@@ -7,6 +7,7 @@ pub mod fake_model;
 pub mod fault_server;
 pub mod hook;
 pub mod host_dsh;
+pub mod host_opencode;
 pub mod host_pi;
 pub mod hosts;
 pub mod http1;

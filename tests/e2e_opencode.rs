@@ -1,0 +1,213 @@
+//! Real OpenCode (pinned in tests/e2e/opencode/package-lock.json) with our plugin from
+//! `installers/opencode/` and `powercontext-hook-opencode`, the real Server and a fake
+//! OpenAI-compatible model, inside a loopback-only namespace. Proves that recalled context reaches
+//! the model request of its own turn only, that a later prompt gets its own context and never the
+//! earlier one's, that `opencode session delete` clears our state, and that a Server that is down,
+//! a missing executable or a hanging one leave `opencode run` answering normally with exit 0.
+//! Nothing here may skip: a missing OpenCode, Server or namespace fails with how to fix it.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use powercontext_hooks_core::workspace::sha256_hex;
+use powercontext_hooks_test_support::fake_model::FakeModel;
+use powercontext_hooks_test_support::host_opencode::{
+    CONTEXT_PREFIX, OpenCodeSession, OpenCodeSessionBuilder, assert_completed, is_turn_request, session_id,
+    user_texts,
+};
+use powercontext_hooks_test_support::hosts::HostRun;
+use powercontext_hooks_test_support::real_server::RealServer;
+use serde_json::Value;
+
+/// What the fake model answers; a completed turn prints exactly this.
+const REPLY: &str = "FAKE-OPENCODE-REPLY-4417";
+
+fn hook_exe() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_powercontext-hook-opencode"))
+}
+
+fn builder(model: &FakeModel) -> OpenCodeSessionBuilder {
+    // Background drainers would outlive the test's temp dirs; they are tested elsewhere.
+    OpenCodeSession::builder(model).env("POWERCONTEXT_HOOKS_NO_BACKGROUND_DRAIN", "1")
+}
+
+/// Bodies of the main-turn model requests so far (title generation excluded), oldest first.
+fn turn_bodies(model: &FakeModel) -> Vec<Value> {
+    model
+        .model_requests()
+        .iter()
+        .map(|r| r.json().expect("model request body is JSON"))
+        .filter(is_turn_request)
+        .collect()
+}
+
+/// How many of our context parts a request carries, anywhere.
+fn prefix_count(body: &Value) -> usize {
+    user_texts(body)
+        .iter()
+        .flatten()
+        .filter(|t| t.starts_with(CONTEXT_PREFIX))
+        .count()
+}
+
+/// Our context parts in the latest user message of a request.
+fn latest_context(body: &Value) -> Vec<String> {
+    user_texts(body)
+        .last()
+        .map(|texts| {
+            texts
+                .iter()
+                .filter(|t| t.starts_with(CONTEXT_PREFIX))
+                .cloned()
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn assert_no_context_anywhere(model: &FakeModel, run: &HostRun) {
+    assert!(
+        !model.any_body_contains(CONTEXT_PREFIX),
+        "no context may reach the model\n{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn recall_reaches_its_own_turn_only_and_session_delete_clears_state() {
+    let server = RealServer::shared();
+    let scope = server.create_scope("e2e opencode recall");
+    server.remember(
+        &scope,
+        "The quasar7 ingest service keeps its cache in the redis-orchid-51 cluster.",
+    );
+    server.remember(
+        &scope,
+        "The billing export job runs every Tuesday on the zeta-ledger-88 host.",
+    );
+    let model = FakeModel::start(REPLY);
+    let session = builder(&model)
+        .hook(&hook_exe())
+        .server_url(&server.url())
+        .build();
+    // Bind this project's workspace key (SHA-256 of the session directory) to the scope, so the
+    // scope is found exactly as the official CLI's `scope resolve --integration opencode` finds it.
+    let workspace = sha256_hex(session.project_dir().as_os_str().as_encoded_bytes());
+    server.bind("opencode", "workspace", &workspace, &scope);
+
+    // Turn 1: a multi-word prompt, which `opencode run` hands the plugin in quotes.
+    let first = "Where does quasar7 ingest keep its cache?";
+    let run1 = session.prompt(first);
+    assert_completed(&run1, REPLY);
+    let sid = session_id(&run1).expect("the run names its session");
+    let turns = turn_bodies(&model);
+    assert_eq!(turns.len(), 1, "one main-turn model call");
+    let ctx1 = latest_context(&turns[0]);
+    assert_eq!(
+        ctx1.len(),
+        1,
+        "exactly one context part in the turn's user message\n{}",
+        run1.stderr
+    );
+    assert!(
+        ctx1[0].contains("redis-orchid-51"),
+        "recalled fact missing: {}",
+        ctx1[0]
+    );
+    let titles: Vec<Value> = model
+        .model_requests()
+        .iter()
+        .filter_map(|r| r.json())
+        .filter(|b| !is_turn_request(b))
+        .collect();
+    assert!(
+        titles.iter().all(|b| prefix_count(b) == 0),
+        "title generation never carries context"
+    );
+
+    // The prompt became a Source, without the quotes.
+    let captured: Vec<Value> = server
+        .sources(&scope)
+        .into_iter()
+        .filter(|s| {
+            s["source_id"]
+                .as_str()
+                .is_some_and(|id| id.starts_with("opencode-user-prompt:"))
+        })
+        .collect();
+    assert_eq!(captured.len(), 1, "{captured:?}");
+    assert_eq!(captured[0]["content"], first);
+
+    // Turn 2 in the same session: its own context, and turn 1's part is not in the history.
+    let run2 = session.prompt_in(&sid, "When does the billing export job run?");
+    assert_completed(&run2, REPLY);
+    let turns = turn_bodies(&model);
+    assert_eq!(turns.len(), 2);
+    let body2 = &turns[1];
+    let history = user_texts(body2);
+    assert_eq!(history.len(), 2, "two user messages: {history:?}");
+    assert_eq!(
+        prefix_count(body2),
+        1,
+        "one context part in the whole request: {history:?}"
+    );
+    let ctx2 = latest_context(body2);
+    assert_eq!(ctx2.len(), 1);
+    assert!(ctx2[0].contains("zeta-ledger-88"), "turn 2 context: {}", ctx2[0]);
+    assert_ne!(ctx2[0], ctx1[0], "turn 2 never gets turn 1's context");
+
+    // `opencode session delete` reaches the plugin's `session.deleted` and clears our state.
+    let turn_file = session
+        .state_dir()
+        .join("opencode-turns")
+        .join(format!("{}.json", sha256_hex(sid.as_bytes())));
+    assert!(
+        turn_file.is_file(),
+        "the session's turn is on disk before the delete"
+    );
+    let deleted = session.delete_session(&sid);
+    assert!(
+        deleted.status.success(),
+        "session delete failed: {}",
+        deleted.stderr
+    );
+    assert!(
+        !turn_file.exists(),
+        "session.deleted must clear the session's state"
+    );
+}
+
+#[test]
+fn server_down_leaves_the_turn_untouched() {
+    let model = FakeModel::start(REPLY);
+    let session = builder(&model).hook(&hook_exe()).build();
+    let run = session.prompt("Where does quasar7 ingest keep its cache?");
+    assert_completed(&run, REPLY);
+    assert_no_context_anywhere(&model, &run);
+}
+
+#[test]
+fn missing_executable_leaves_the_turn_untouched() {
+    let model = FakeModel::start(REPLY);
+    let session = builder(&model)
+        .hook(&PathBuf::from("/nonexistent/powercontext-hook-opencode"))
+        .build();
+    let run = session.prompt("hello there");
+    assert_completed(&run, REPLY);
+    assert_no_context_anywhere(&model, &run);
+}
+
+#[test]
+fn hanging_executable_is_cut_off_and_the_turn_completes() {
+    let model = FakeModel::start(REPLY);
+    let probe = builder(&model).build();
+    let hang = probe.write_script("hanging-hook", "sleep 600");
+    let session = builder(&model)
+        .hook(&hang)
+        .env("POWERCONTEXT_OPENCODE_PREPARE_TIMEOUT_MS", "1500")
+        .build();
+    let run = session.prompt("hello there");
+    assert_completed(&run, REPLY);
+    assert_no_context_anywhere(&model, &run);
+    // 1.5 s for chat.message plus 3 s for the one transform: far below any "hung" threshold.
+    assert!(run.elapsed < Duration::from_secs(60), "took {:?}", run.elapsed);
+}
