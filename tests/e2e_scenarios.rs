@@ -306,6 +306,26 @@ pub fn server_down_is_harmless_and_fast(host: Host) {
         assert_no_hook_context(host, &run, &body);
     }
     assert_eq!(hooked.payloads().len(), 2, "our hook ran for both turns");
+    // Nothing lost: both prompts wait in the spool for the Server to come back.
+    let spooled = std::fs::read_dir(hooked.state_dir().join("spool"))
+        .map(|d| {
+            d.filter_map(Result::ok)
+                .filter(|e| e.path().extension().is_some_and(|x| x == "json"))
+                .count()
+        })
+        .unwrap_or(0);
+    assert_eq!(spooled, 2, "both captures spooled while the Server was down");
+    // The turn boundary reaches our hook too (it hands spooled work to the background drainer).
+    let events: Vec<String> = hooked
+        .all_payloads()
+        .iter()
+        .filter_map(|p| p["hook_event_name"].as_str().map(str::to_owned))
+        .collect();
+    eprintln!("{}: hook events seen: {events:?}", host.name());
+    assert!(
+        events.iter().any(|e| e == "Stop"),
+        "no Stop boundary reached the hook: {events:?}"
+    );
     eprintln!(
         "{}: server down: with our hook {with_hook:?}, with a no-op hook {without_hook:?}, \
          without the plugin {no_plugin:?}",

@@ -38,7 +38,10 @@ fn from_fixture(file: &Path, p: &Payload<'_>, turn_key: &str) -> Vec<u8> {
     let obj = v.as_object_mut().expect("recorded payload is an object");
     obj.insert("cwd".into(), p.cwd.to_string_lossy().into_owned().into());
     obj.insert("prompt".into(), p.prompt.into());
-    obj.insert(turn_key.into(), format!("00000000-0000-4000-8000-{:012}", p.run).into());
+    obj.insert(
+        turn_key.into(),
+        format!("00000000-0000-4000-8000-{:012}", p.run).into(),
+    );
     if let Some(s) = p.session {
         obj.insert("session_id".into(), s.into());
     }
@@ -50,7 +53,11 @@ pub fn fixtures() -> PathBuf {
 }
 
 fn claude_payload(fixtures: &Path, p: &Payload<'_>) -> Vec<u8> {
-    from_fixture(&fixtures.join("claude-code/user_prompt_submit.json"), p, "prompt_id")
+    from_fixture(
+        &fixtures.join("claude-code/user_prompt_submit.json"),
+        p,
+        "prompt_id",
+    )
 }
 
 fn codex_payload(fixtures: &Path, p: &Payload<'_>) -> Vec<u8> {

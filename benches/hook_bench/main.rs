@@ -5,6 +5,7 @@
 //! talks to anything but 127.0.0.1 and never touches the developer's own configuration or state.
 #![allow(
     clippy::print_stderr,
+    clippy::print_stdout,
     clippy::cast_precision_loss,
     reason = "a benchmark reports progress on stderr and turns counts into averages"
 )]
@@ -26,7 +27,7 @@ use powercontext_hooks_core::env::Env;
 use powercontext_hooks_core::http::Transport;
 use powercontext_hooks_core::ledger;
 use powercontext_hooks_core::recall;
-use powercontext_hooks_core::spool::{self, SpoolLimits};
+use powercontext_hooks_core::spool;
 use powercontext_hooks_core::state::{StateDir, now_secs};
 use powercontext_hooks_core::wire::CaptureRequest;
 use powercontext_hooks_test_support::fault_server::{FaultServer, Reply, closed_port_url};
@@ -88,6 +89,7 @@ struct Ctx {
     fixtures: PathBuf,
     python: String,
     node: String,
+    git: String,
     floor: PathBuf,
     plan: Plan,
 }
@@ -241,10 +243,7 @@ impl<'a> Case<'a> {
         let total = self.samples.len();
         match &self.first_failure {
             None => String::new(),
-            Some(why) => format!(
-                "CHECK FAILED in {} of {total} runs (first: {why})",
-                self.failed
-            ),
+            Some(why) => format!("CHECK FAILED in {} of {total} runs (first: {why})", self.failed),
         }
     }
 }
@@ -310,14 +309,14 @@ fn real_python() -> String {
         .expect("python3 is needed for the baseline (apt-get install -y python3)")
 }
 
-fn which(program: &str) -> String {
+fn which(program: &str, package: &str) -> String {
     Command::new("sh")
         .args(["-c", &format!("command -v {program}")])
         .output()
         .ok()
         .filter(|o| o.status.success())
         .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
-        .unwrap_or_else(|| panic!("{program} is needed for the baseline (apt-get install -y nodejs)"))
+        .unwrap_or_else(|| panic!("{program} is needed: apt-get install -y {package}"))
 }
 
 /// The floor: an empty `main` built with the same release settings as the hooks.
@@ -326,7 +325,16 @@ fn build_floor(dir: &Path) -> PathBuf {
     let out = dir.join("floor");
     std::fs::write(&src, "fn main() {}\n").expect("write floor.rs");
     let status = Command::new("rustc")
-        .args(["--edition", "2024", "-C", "opt-level=3", "-C", "panic=abort", "-C", "strip=symbols"])
+        .args([
+            "--edition",
+            "2024",
+            "-C",
+            "opt-level=3",
+            "-C",
+            "panic=abort",
+            "-C",
+            "strip=symbols",
+        ])
         .args(["-C", "codegen-units=1", "-C", "lto=fat", "-o"])
         .arg(&out)
         .arg(&src)
@@ -343,7 +351,10 @@ fn git_init(dir: &Path) {
         .current_dir(dir)
         .status()
         .is_ok_and(|s| s.success());
-    assert!(ok, "git is needed (the hooks ask git for the workspace root): apt-get install -y git");
+    assert!(
+        ok,
+        "git is needed (the hooks ask git for the workspace root): apt-get install -y git"
+    );
 }
 
 /// Realistic prompt text of exactly `bytes` ASCII bytes: prose and code, no secret-like strings, so
@@ -375,7 +386,19 @@ fn captures(server: &powercontext_hooks_test_support::http1::Http1Server) -> usi
         .count()
 }
 
+/// `hook_bench --serve`: an instant Server for profiling a hook by hand; prints its URL and runs
+/// until stdin closes.
+fn serve() {
+    let server = servers::instant(servers::Prepared::Ready);
+    println!("{}", server.url());
+    let mut sink = String::new();
+    while std::io::stdin().read_line(&mut sink).is_ok_and(|n| n > 0) {}
+}
+
 fn main() {
+    if std::env::args().any(|a| a == "--serve") {
+        return serve();
+    }
     let started = Instant::now();
     let env = Env::from_process();
     let plan = Plan::from_env(&env);
@@ -390,7 +413,8 @@ fn main() {
         project,
         fixtures: hosts::fixtures(),
         python: real_python(),
-        node: which("node"),
+        node: which("node", "nodejs"),
+        git: which("git", "git"),
         floor,
         plan,
         root,
@@ -418,10 +442,9 @@ fn main() {
 
     report.notes = method_notes(&ctx);
     report.elapsed_secs = started.elapsed().as_secs_f64();
-    let analysis = std::fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/hook_bench/analysis.md"),
-    )
-    .unwrap_or_default();
+    let analysis =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/hook_bench/analysis.md"))
+            .unwrap_or_default();
     let out = env.text("POWERCONTEXT_BENCH_OUT").map_or_else(
         || Path::new(env!("CARGO_MANIFEST_DIR")).join("docs"),
         PathBuf::from,
@@ -436,11 +459,16 @@ fn main() {
         say(h);
     }
     for t in &report.targets {
-        say(&format!("target {}: {} ({})", t.name, t.measured, match t.met {
-            Some(true) => "met",
-            Some(false) => "MISSED",
-            None => "n/a",
-        }));
+        say(&format!(
+            "target {}: {} ({})",
+            t.name,
+            t.measured,
+            match t.met {
+                Some(true) => "met",
+                Some(false) => "MISSED",
+                None => "n/a",
+            }
+        ));
     }
 }
 
@@ -473,7 +501,12 @@ fn bench_main(ctx: &Ctx, hosts: &[&Host], report: &mut Report) -> MainFigures {
     say("hooks vs the interpreter floor (instant loopback Server)…");
     let servers: Vec<_> = hosts
         .iter()
-        .map(|_| (servers::instant(servers::Prepared::Ready), servers::instant(servers::Prepared::Ready)))
+        .map(|_| {
+            (
+                servers::instant(servers::Prepared::Ready),
+                servers::instant(servers::Prepared::Ready),
+            )
+        })
         .collect();
     let mut cases = Vec::new();
     for (host, (full, scoped)) in hosts.iter().zip(&servers) {
@@ -510,6 +543,12 @@ fn bench_main(ctx: &Ctx, hosts: &[&Host], report: &mut Report) -> MainFigures {
         move |_| ctx.baseline(&node, &["-e", "0"]),
         |o| o.success,
     ));
+    cases.push(Case::new(
+        "baseline.git",
+        "`git rev-parse --show-toplevel` (what the full path spawns)",
+        move |_| ctx.baseline(&ctx.git, &["rev-parse", "--show-toplevel"]),
+        |o| o.success,
+    ));
     let floor = ctx.floor.to_string_lossy().into_owned();
     cases.push(Case::new(
         "baseline.floor",
@@ -535,7 +574,11 @@ fn bench_main(ctx: &Ctx, hosts: &[&Host], report: &mut Report) -> MainFigures {
                 py.p50 / st.p50,
                 nd.p50 / st.p50,
                 format_args!("+{:.2} ms", st.p50 - fl.p50),
-                if c.failed > 0 { format!("; {}", c.checked()) } else { String::new() }
+                if c.failed > 0 {
+                    format!("; {}", c.checked())
+                } else {
+                    String::new()
+                }
             );
             rows.push(c.row(
                 note,
@@ -551,7 +594,12 @@ fn bench_main(ctx: &Ctx, hosts: &[&Host], report: &mut Report) -> MainFigures {
         }
         figures.push((host.name.to_owned(), per[0], per[1]));
     }
-    for id in ["baseline.python", "baseline.node", "baseline.floor"] {
+    for id in [
+        "baseline.python",
+        "baseline.node",
+        "baseline.git",
+        "baseline.floor",
+    ] {
         let c = find(&cases, id);
         rows.push(c.row(c.checked(), json!({})));
     }
@@ -612,7 +660,11 @@ fn bench_failures(ctx: &Ctx, hosts: &[&Host], report: &mut Report) {
         rows.push(c.row(
             format!(
                 "fails open, capture spooled; background drainer allowed (at most one per 5 s){}",
-                if c.failed > 0 { format!("; {}", c.checked()) } else { String::new() }
+                if c.failed > 0 {
+                    format!("; {}", c.checked())
+                } else {
+                    String::new()
+                }
             ),
             json!({"check_failures": c.failed}),
         ));
@@ -696,7 +748,12 @@ fn bench_real(ctx: &Ctx, hosts: &[&Host], report: &mut Report) {
         server.bind(host.name, "session", &empty_session, &empty_scope);
         for (suffix, label, session, capture) in [
             ("ready", "ready context, capture on", ready_session.clone(), true),
-            ("ready-nocapture", "ready context, capture off", ready_session, false),
+            (
+                "ready-nocapture",
+                "ready context, capture off",
+                ready_session,
+                false,
+            ),
             ("empty", "empty context, capture on", empty_session, true),
         ] {
             let url = url.clone();
@@ -730,15 +787,24 @@ fn bench_real(ctx: &Ctx, hosts: &[&Host], report: &mut Report) {
         }
     }
     interleave(&mut cases, ctx.plan.real_runs, 3, "real Server");
-    let mut rows: Vec<Row> = cases.iter().map(|c| c.row(c.checked(), json!({"check_failures": c.failed}))).collect();
+    let mut rows: Vec<Row> = cases
+        .iter()
+        .map(|c| c.row(c.checked(), json!({"check_failures": c.failed})))
+        .collect();
 
     // The same two calls in-process through the hooks' own transport: what running them
     // concurrently saves over running them one after the other.
     let base = BaseUrl::parse(&url).expect("server url");
     let no_env = Env::from_pairs(Vec::<(String, String)>::new());
     let transport = || {
-        Transport::new(base.clone(), None, Duration::from_secs(5), Deadline::after(Duration::from_secs(10)), &no_env)
-            .expect("transport")
+        Transport::new(
+            base.clone(),
+            None,
+            Duration::from_secs(5),
+            Deadline::after(Duration::from_secs(10)),
+            &no_env,
+        )
+        .expect("transport")
     };
     let recall_once = |t: &Transport| {
         recall::prepare(t, &ready_scope, PROMPT, 8000).expect("prepare against the real Server");
@@ -750,7 +816,11 @@ fn bench_real(ctx: &Ctx, hosts: &[&Host], report: &mut Report) {
             scope_id: ready_scope.clone(),
             source_id: capture::source_id("bench-direct", &ready_scope, "s", &n.to_string(), PROMPT),
             content: PROMPT.to_owned(),
-            metadata: capture::metadata("codex", "user_prompt_submit", &[("turn_id", Some(&n.to_string()))]),
+            metadata: capture::metadata(
+                "codex",
+                "user_prompt_submit",
+                &[("turn_id", Some(&n.to_string()))],
+            ),
         };
         capture::send(t, &request).expect("capture against the real Server");
     };
@@ -786,7 +856,10 @@ fn bench_real(ctx: &Ctx, hosts: &[&Host], report: &mut Report) {
     let saved = direct[2].p50 - direct[3].p50;
     for (k, (kind, label)) in kinds.iter().enumerate() {
         let note = match *kind {
-            "concurrent" => format!("saves {saved:.1} ms at p50 over sequential ({:.2}×)", direct[2].p50 / direct[3].p50),
+            "concurrent" => format!(
+                "saves {saved:.1} ms at p50 over sequential ({:.2}×)",
+                direct[2].p50 / direct[3].p50
+            ),
             _ => String::new(),
         };
         rows.push(Row {
@@ -821,7 +894,10 @@ fn bench_prompt_size(ctx: &Ctx, report: &mut Report) {
     let host = &hosts::ALL[0];
     let sizes = [1_000usize, 10_000, 50_000, 100_000, 200_000];
     let prompts: Vec<String> = sizes.iter().map(|&n| prompt_of(n)).collect();
-    let servers: Vec<_> = sizes.iter().map(|_| servers::instant(servers::Prepared::Ready)).collect();
+    let servers: Vec<_> = sizes
+        .iter()
+        .map(|_| servers::instant(servers::Prepared::Ready))
+        .collect();
     let mut cases = Vec::new();
     for ((size, prompt), server) in sizes.iter().zip(&prompts).zip(&servers) {
         let url = server.url();
@@ -871,9 +947,12 @@ fn bench_prompt_size(ctx: &Ctx, report: &mut Report) {
     });
 }
 
-/// Fills a state dir with `n` spooled captures through the spool API, seeded by one real hook run
-/// against a closed port (so the entry is exactly what a hook writes), plus a ledger of `n` pending
-/// flushes.
+/// Fills a state dir with `n` spooled captures and a ledger of `n` pending flushes. The first
+/// capture is written by a real hook run against a closed port (so it is exactly what a hook
+/// writes); the others are byte copies of it under names in the spool's own scheme (creation
+/// time, size, writer, sequence), older than the seed. `spool::append` would take minutes here (it
+/// lists the directory and fsyncs twice per entry), so the copies are checked through the spool
+/// API instead: `spool::list` must see all `n`, and `spool::read` must decode the oldest.
 fn fill_state(ctx: &Ctx, name: &str, n: usize) {
     let host = &hosts::ALL[0];
     let state = StateDir::at(ctx.state_dir(name));
@@ -885,20 +964,42 @@ fn fill_state(ctx: &Ctx, name: &str, n: usize) {
         .env(&format!("POWERCONTEXT_{}_SCOPE_ID", host.part), servers::SCOPE)
         .env("POWERCONTEXT_HOOKS_NO_BACKGROUND_DRAIN", "1")
         .run();
-    assert!(seed.stderr.contains("capture_spooled"), "seeding the spool failed: {}", seed.stderr);
+    assert!(
+        seed.stderr.contains("capture_spooled"),
+        "seeding the spool failed: {}",
+        seed.stderr
+    );
     let entries = spool::list(&state).expect("list spool");
-    let capture = spool::read(&state, &entries[0]).expect("read spool").expect("spool entry");
-    let lock = state.lock(&Deadline::after(Duration::from_secs(30))).expect("state lock");
-    for _ in 1..n {
-        spool::append(&state, &lock, &capture, &SpoolLimits::DEFAULT).expect("append to spool");
+    let first = entries.first().expect("the seed run spooled its capture");
+    let dir = ctx.state_dir(name).join(spool::DIR);
+    let bytes = std::fs::read(dir.join(&first.name)).expect("read the seed entry");
+    for i in 1..n {
+        let created = first.created_ms - (n - i) as u64;
+        let file = format!("{created:016}-{:012}-1-{i}.json", bytes.len());
+        std::fs::write(dir.join(file), &bytes).expect("write a spool entry");
     }
+    let listed = spool::list(&state).expect("list spool");
+    assert_eq!(listed.len(), n, "the spool API does not see the copied entries");
+    assert!(
+        spool::read(&state, &listed[0]).expect("read spool").is_some(),
+        "copied entry unreadable"
+    );
+    let lock = state
+        .lock(&Deadline::after(Duration::from_secs(30)))
+        .expect("state lock");
     ledger::update(&state, &lock, |entries| {
         for i in 0..n {
-            ledger::record_in(entries, "http://127.0.0.1:9", &format!("scp_bench{i:08}"), 1, "codex", now_secs());
+            ledger::record_in(
+                entries,
+                "http://127.0.0.1:9",
+                &format!("scp_bench{i:08}"),
+                1,
+                "codex",
+                now_secs(),
+            );
         }
     })
     .expect("fill ledger");
-    assert_eq!(spool::list(&state).expect("list").len(), n);
 }
 
 fn bench_spool(ctx: &Ctx, report: &mut Report) {
@@ -961,13 +1062,20 @@ fn bench_spool(ctx: &Ctx, report: &mut Report) {
             format!(
                 "+{:.2} ms over an empty state dir at p50{}",
                 st.p50 - b,
-                if c.failed > 0 { format!("; {}", c.checked()) } else { String::new() }
+                if c.failed > 0 {
+                    format!("; {}", c.checked())
+                } else {
+                    String::new()
+                }
             ),
             json!({"added_p50_ms": round3(st.p50 - b), "check_failures": c.failed}),
         ));
     }
     remember("spool_delta", cases[counts.len() - 1].stats().p50 - base);
-    remember("spool_down_delta", cases[2 * counts.len() - 1].stats().p50 - base_down);
+    remember(
+        "spool_down_delta",
+        cases[2 * counts.len() - 1].stats().p50 - base_down,
+    );
     report.sections.push(Section {
         title: "Scaling: spool and ledger size".into(),
         intro: format!(
@@ -1009,7 +1117,10 @@ fn bench_burst(ctx: &Ctx, single_p50: f64, report: &mut Report) {
                     })
                 })
                 .collect();
-            handles.into_iter().map(|h| h.join().expect("burst thread")).collect()
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("burst thread"))
+                .collect()
         });
         let span = start.elapsed();
         if round == 0 {
@@ -1044,7 +1155,11 @@ fn bench_burst(ctx: &Ctx, single_p50: f64, report: &mut Report) {
                 note: format!(
                     "{:.1}× the single-process p50{}",
                     st.p50 / single_p50,
-                    if failed > 0 { format!("; CHECK FAILED in {failed} runs") } else { String::new() }
+                    if failed > 0 {
+                        format!("; CHECK FAILED in {failed} runs")
+                    } else {
+                        String::new()
+                    }
                 ),
             },
             Row {
@@ -1076,23 +1191,39 @@ fn bench_binaries(ctx: &Ctx, hosts: &[&Host], report: &mut Report) {
     let size = |p: &Path| std::fs::metadata(p).map_or(0, |m| m.len());
     for host in hosts {
         let rss = max_rss(&|run| ctx.hook(host, &url, "rss", &ctx.payload(PROMPT, run)));
-        report.sizes.push((host.exe.to_owned(), size(&Ctx::exe(host.exe)), rss));
+        report
+            .sizes
+            .push((host.exe.to_owned(), size(&Ctx::exe(host.exe)), rss));
     }
     for (name, exe) in hosts::PENDING {
-        report.sizes.push((format!("{exe} (not yet implemented: not measured)"), size(&Ctx::exe(exe)), None));
+        report.sizes.push((
+            format!("{exe} (not yet implemented: not measured)"),
+            size(&Ctx::exe(exe)),
+            None,
+        ));
         let _ = name;
     }
-    report.sizes.push(("powercontext-hooks (CLI)".into(), size(&Ctx::exe("powercontext-hooks")), None));
+    report.sizes.push((
+        "powercontext-hooks (CLI)".into(),
+        size(&Ctx::exe("powercontext-hooks")),
+        None,
+    ));
     let floor = ctx.floor.to_string_lossy().into_owned();
-    report
-        .sizes
-        .push(("empty Rust binary (floor)".into(), size(&ctx.floor), max_rss(&|_| ctx.baseline(&floor, &[]))));
+    report.sizes.push((
+        "empty Rust binary (floor)".into(),
+        size(&ctx.floor),
+        max_rss(&|_| ctx.baseline(&floor, &[])),
+    ));
     report.sizes.push((
         "python3 -c pass".into(),
         0,
         max_rss(&|_| ctx.baseline(&ctx.python, &["-c", "pass"])),
     ));
-    report.sizes.push(("node -e 0".into(), 0, max_rss(&|_| ctx.baseline(&ctx.node, &["-e", "0"]))));
+    report.sizes.push((
+        "node -e 0".into(),
+        0,
+        max_rss(&|_| ctx.baseline(&ctx.node, &["-e", "0"])),
+    ));
 }
 
 fn finish_targets(report: &mut Report, main: &MainFigures) {
@@ -1144,7 +1275,12 @@ fn finish_targets(report: &mut Report, main: &MainFigures) {
         t.push(Target {
             name: "Server hanging: exit after budget".into(),
             goal: "≤ budget + 50 ms".into(),
-            measured: format!("+{:.1} ms worst, +{:.1} ms p50 ({})", st.max, st.p50, id.trim_end_matches(".hang")),
+            measured: format!(
+                "+{:.1} ms worst, +{:.1} ms p50 ({})",
+                st.max,
+                st.p50,
+                id.trim_end_matches(".hang")
+            ),
             met: Some(st.max <= 50.0),
         });
     }
@@ -1164,8 +1300,11 @@ fn finish_targets(report: &mut Report, main: &MainFigures) {
             met: Some(d <= 0.5),
         });
     }
-    let exes: Vec<&(String, u64, Option<u64>)> =
-        report.sizes.iter().filter(|s| s.0.starts_with("powercontext-hook-") && !s.0.contains("not yet")).collect();
+    let exes: Vec<&(String, u64, Option<u64>)> = report
+        .sizes
+        .iter()
+        .filter(|s| s.0.starts_with("powercontext-hook-") && !s.0.contains("not yet"))
+        .collect();
     if let Some(big) = exes.iter().max_by_key(|s| s.1) {
         t.push(Target {
             name: "Executable size (stripped)".into(),

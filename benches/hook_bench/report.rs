@@ -56,7 +56,12 @@ fn command_line(program: &str, args: &[&str]) -> String {
         .filter(|o| o.status.success())
         .map(|o| {
             let text = if o.stdout.is_empty() { o.stderr } else { o.stdout };
-            String::from_utf8_lossy(&text).lines().next().unwrap_or("").trim().to_owned()
+            String::from_utf8_lossy(&text)
+                .lines()
+                .next()
+                .unwrap_or("")
+                .trim()
+                .to_owned()
         })
         .unwrap_or_else(|| "not available".to_owned())
 }
@@ -74,7 +79,10 @@ pub fn machine_info(python: &str, node: &str) -> Vec<(String, String)> {
     let cpus = std::thread::available_parallelism().map_or(0, std::num::NonZero::get);
     let mem = file_field("/proc/meminfo", "MemTotal")
         .and_then(|v| v.split_whitespace().next().and_then(|n| n.parse::<u64>().ok()))
-        .map_or_else(|| "unknown".to_owned(), |kib| format!("{:.1} GiB", kib as f64 / 1024.0 / 1024.0));
+        .map_or_else(
+            || "unknown".to_owned(),
+            |kib| format!("{:.1} GiB", kib as f64 / 1024.0 / 1024.0),
+        );
     let repo = env!("CARGO_MANIFEST_DIR");
     let commit = command_line("git", &["-C", repo, "rev-parse", "--short=12", "HEAD"]);
     let dirty = Command::new("git")
@@ -95,15 +103,26 @@ pub fn machine_info(python: &str, node: &str) -> Vec<(String, String)> {
         ),
         (
             "Kernel".into(),
-            std::fs::read_to_string("/proc/sys/kernel/osrelease").map_or_else(|_| "unknown".into(), |s| s.trim().to_owned()),
+            std::fs::read_to_string("/proc/sys/kernel/osrelease")
+                .map_or_else(|_| "unknown".into(), |s| s.trim().to_owned()),
         ),
         ("rustc".into(), command_line("rustc", &["--version"])),
-        ("Python (baseline)".into(), format!("{} ({python})", command_line(python, &["--version"]))),
-        ("Node.js (baseline)".into(), format!("{} ({node})", command_line(node, &["--version"]))),
+        (
+            "Python (baseline)".into(),
+            format!("{} ({python})", command_line(python, &["--version"])),
+        ),
+        (
+            "Node.js (baseline)".into(),
+            format!("{} ({node})", command_line(node, &["--version"])),
+        ),
         ("git".into(), command_line("git", &["--version"])),
         (
             "Commit".into(),
-            if dirty { format!("{commit} (with uncommitted changes)") } else { commit },
+            if dirty {
+                format!("{commit} (with uncommitted changes)")
+            } else {
+                commit
+            },
         ),
     ]
 }
@@ -124,11 +143,22 @@ fn utc_now() -> String {
     let d = doy - (153 * mp + 2) / 5 + 1;
     let m = if mp < 10 { mp + 3 } else { mp - 9 };
     let y = yoe + era * 400 + i64::from(m <= 2);
-    format!("{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}", rem / 3600, rem % 3600 / 60, rem % 60)
+    format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
 }
 
 fn ms(x: f64) -> String {
-    if x >= 100.0 { format!("{x:.0}") } else if x >= 10.0 { format!("{x:.1}") } else { format!("{x:.2}") }
+    if x >= 100.0 {
+        format!("{x:.0}")
+    } else if x >= 10.0 {
+        format!("{x:.1}")
+    } else {
+        format!("{x:.2}")
+    }
 }
 
 fn verdict(met: Option<bool>) -> &'static str {
@@ -160,16 +190,29 @@ impl Report {
         for (k, v) in &self.machine {
             let _ = writeln!(s, "| {k} | {v} |");
         }
-        let _ = writeln!(s, "\n## Targets (issue #5)\n\n| Target | Goal | Measured | Verdict |\n|---|---|---|---|");
+        let _ = writeln!(
+            s,
+            "\n## Targets (issue #5)\n\n| Target | Goal | Measured | Verdict |\n|---|---|---|---|"
+        );
         for t in &self.targets {
-            let _ = writeln!(s, "| {} | {} | {} | {} |", t.name, t.goal, t.measured, verdict(t.met));
+            let _ = writeln!(
+                s,
+                "| {} | {} | {} | {} |",
+                t.name,
+                t.goal,
+                t.measured,
+                verdict(t.met)
+            );
         }
         for sec in &self.sections {
             let _ = writeln!(s, "\n## {}\n", sec.title);
             if !sec.intro.is_empty() {
                 let _ = writeln!(s, "{}\n", sec.intro);
             }
-            let _ = writeln!(s, "| Row | n | p50 | p95 | p99 | max | Notes |\n|---|---:|---:|---:|---:|---:|---|");
+            let _ = writeln!(
+                s,
+                "| Row | n | p50 | p95 | p99 | max | Notes |\n|---|---:|---:|---:|---:|---:|---|"
+            );
             for r in &sec.rows {
                 let st = r.stats;
                 let _ = writeln!(
@@ -193,7 +236,11 @@ impl Report {
         );
         for (name, size, rss) in &self.sizes {
             let rss = rss.map_or_else(|| "—".to_owned(), |k| format!("{:.1} MiB", k as f64 / 1024.0));
-            let size = if *size == 0 { "—".to_owned() } else { format!("{:.2} MiB", *size as f64 / 1024.0 / 1024.0) };
+            let size = if *size == 0 {
+                "—".to_owned()
+            } else {
+                format!("{:.2} MiB", *size as f64 / 1024.0 / 1024.0)
+            };
             let _ = writeln!(s, "| `{name}` | {size} | {rss} |");
         }
         let _ = writeln!(s, "\n## Method\n");

@@ -51,7 +51,9 @@ pub fn instant(prepared: Prepared) -> Http1Server {
     let not_found = ok(404, &json!({"detail": "Not Found"}));
     let headers = vec![("content-type".to_owned(), "application/json".to_owned())];
     Http1Server::start(move |mut conn| {
-        let Ok(Some(req)) = conn.read_request() else { return };
+        let Ok(Some(req)) = conn.read_request() else {
+            return;
+        };
         let (status, body) = match req.path_only() {
             "/v1/scope-bindings/resolve" => &resolve,
             "/v1/context/prepare" => &prepare,

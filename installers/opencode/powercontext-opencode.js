@@ -8,7 +8,7 @@
 // is killed, and any error or timeout means "change nothing".
 //
 // Install: copy to <opencode config dir>/plugins/powercontext-opencode.js (e.g.
-// ~/.config/opencode/plugins/) with {{hook_command}} replaced by the absolute path of
+// ~/.config/opencode/plugins/) with the hook_command placeholder below replaced by the absolute path of
 // powercontext-hook-opencode, or set POWERCONTEXT_OPENCODE_HOOK_COMMAND to that path.
 
 import { spawn, spawnSync } from "node:child_process"

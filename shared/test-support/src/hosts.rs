@@ -447,6 +447,11 @@ impl HostSession {
         &self.home
     }
 
+    /// The hooks' state directory (`POWERCONTEXT_HOOKS_STATE_DIR`) of this session.
+    pub fn state_dir(&self) -> PathBuf {
+        PathBuf::from(&self.env[STATE_DIR_VAR])
+    }
+
     /// First prompt of a new conversation.
     pub fn prompt(&self, text: &str) -> HostRun {
         match self.host {
@@ -470,9 +475,17 @@ impl HostSession {
         }
     }
 
-    /// The hook stdin payloads seen so far, oldest first (needs
-    /// [`HostSessionBuilder::record_payloads`]).
+    /// Every `UserPromptSubmit` payload our hook received, in order (boundary events such as
+    /// `Stop` and `SessionEnd` run the hook too; see [`HostSession::all_payloads`]).
     pub fn payloads(&self) -> Vec<Value> {
+        self.all_payloads()
+            .into_iter()
+            .filter(|p| p["hook_event_name"] == "UserPromptSubmit")
+            .collect()
+    }
+
+    /// Every payload our hook received, whatever the event, in order.
+    pub fn all_payloads(&self) -> Vec<Value> {
         let mut files: Vec<PathBuf> = fs::read_dir(&self.payloads)
             .expect("payload dir")
             .filter_map(|e| e.ok().map(|e| e.path()))
