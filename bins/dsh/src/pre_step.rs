@@ -7,23 +7,19 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::time::Instant;
 
-use powercontext_hooks_core::capture::{self, CaptureGate};
+use powercontext_hooks_core::capture;
 use powercontext_hooks_core::config::{Settings, vars};
 use powercontext_hooks_core::deadline::Deadline;
 use powercontext_hooks_core::drain;
 use powercontext_hooks_core::emit;
 use powercontext_hooks_core::env::Env;
 use powercontext_hooks_core::host::Integration;
-use powercontext_hooks_core::http::Transport;
-use powercontext_hooks_core::ledger;
-use powercontext_hooks_core::outcome::{Diagnostic, Failure, Outcome, Stage};
+use powercontext_hooks_core::outcome::{Diagnostic, Outcome, Stage};
 use powercontext_hooks_core::process::{self, StdinProblem};
 use powercontext_hooks_core::protocol::{self, Answer, Protocol};
-use powercontext_hooks_core::recall;
 use powercontext_hooks_core::scope::ScopeQuery;
-use powercontext_hooks_core::spool::{self, SpooledCapture};
 use powercontext_hooks_core::state::{self, StateDir};
-use powercontext_hooks_core::wire::{CaptureRequest, PreparedContext};
+use powercontext_hooks_core::turn::{Capture, Turn};
 
 use crate::event::{self, PreStepEvent};
 use crate::turns::{self, Claim};
@@ -41,10 +37,6 @@ pub fn wrap(content: &str) -> String {
 
 fn diag(stage: Stage, outcome: Outcome) -> Diagnostic {
     Diagnostic::new(HOST.component(), stage, outcome)
-}
-
-fn report(stage: Stage, failure: Failure) {
-    emit::diagnostic(&failure.diagnostic(HOST.component(), stage));
 }
 
 /// Runs the subcommand end to end; the exit code is always 0.
@@ -108,24 +100,16 @@ pub fn respond(env: &Env, settings: &Settings, deadline: &Deadline, event: &PreS
         emit::diagnostic(&diag(Stage::Prepare, Outcome::Skipped).detail("missing_session_cwd"));
         return Answer::Nothing;
     }
-    let transport = match Transport::new(
-        settings.server_url.value.clone(),
-        settings.authorization.value.clone(),
-        settings.request_timeout.value,
-        *deadline,
-        env,
-    ) {
-        Ok(t) => t,
-        Err(name) => {
-            emit::diagnostic(&diag(Stage::Config, Outcome::ConfigInvalid).setting(name));
-            return Answer::Nothing;
-        }
+    let Some(session_turn) = Turn::open(HOST, env, settings, deadline) else {
+        return Answer::Nothing;
     };
 
     // The capture decision needs no network: make it first so a secret never waits on anything.
-    let capture = settings.capture_prompts.value && capture_allowed(event);
+    let capture = session_turn
+        .capture_allowed(&event.user_text, event.lossy)
+        .then(|| capture_of(event));
     let recall = recall_allowed(env, deadline, event);
-    if !capture && !recall {
+    if capture.is_none() && !recall {
         return Answer::Nothing;
     }
 
@@ -138,46 +122,22 @@ pub fn respond(env: &Env, settings: &Settings, deadline: &Deadline, event: &PreS
         cwd,
         deadline,
     );
-    let scope = match query.resolve(&transport) {
-        Ok(s) => s,
-        Err(f) => {
-            report(Stage::Scope, f);
-            // Offline: keep the capture with its binding keys so replay lands in the same scope.
-            if capture && drain::is_retryable(&f) {
-                spool_capture(env, settings, &transport, query, event);
-            }
-            return Answer::Nothing;
-        }
+    let Some(scope) = session_turn.resolve(query, capture.as_ref()) else {
+        return Answer::Nothing;
     };
 
     std::thread::scope(|s| {
-        if capture {
-            s.spawn(|| capture_text(env, settings, &transport, &scope, event));
+        if let Some(capture) = &capture {
+            s.spawn(|| session_turn.capture_and_flush(&scope, capture));
         }
-        if recall {
-            prepare(settings, &transport, &scope, event)
-        } else {
-            Answer::Nothing
+        if !recall {
+            return Answer::Nothing;
+        }
+        match session_turn.recall(&scope, &event.user_text, settings.max_bytes.value) {
+            Some(text) => Answer::Context(wrap(&text)),
+            None => Answer::Nothing,
         }
     })
-}
-
-fn capture_allowed(event: &PreStepEvent) -> bool {
-    if event.lossy {
-        emit::diagnostic(&diag(Stage::Capture, Outcome::CaptureSkippedLossy));
-        return false;
-    }
-    match capture::gate(&event.user_text) {
-        CaptureGate::Allowed => true,
-        CaptureGate::Secret(kind) => {
-            emit::diagnostic(&diag(Stage::Capture, Outcome::CaptureSkippedSecret).detail(kind));
-            false
-        }
-        CaptureGate::TooLarge => {
-            emit::diagnostic(&diag(Stage::Capture, Outcome::CaptureSkippedTooLarge));
-            false
-        }
-    }
 }
 
 /// Once per user turn: the first step of a turn with user text recalls; later steps of the same
@@ -201,37 +161,15 @@ fn recall_allowed(env: &Env, deadline: &Deadline, event: &PreStepEvent) -> bool 
     }
 }
 
-fn prepare(settings: &Settings, transport: &Transport, scope: &str, event: &PreStepEvent) -> Answer {
-    match recall::prepare(transport, scope, &event.user_text, settings.max_bytes.value) {
-        Ok(PreparedContext::Ready(text)) => Answer::Context(wrap(&text)),
-        Ok(PreparedContext::Empty) => {
-            let mut d = diag(Stage::Prepare, Outcome::Empty).status(Some(200));
-            d.context_status = Some("empty");
-            d.content_bytes = Some(0);
-            emit::diagnostic(&d);
-            Answer::Nothing
-        }
-        Err(f) => {
-            report(Stage::Prepare, f);
-            Answer::Nothing
-        }
-    }
-}
-
-/// The capture request for a batch: the official `dsh-user-prompt` id over scope, session, turn
-/// and text; metadata carries `cwd` only when DSH gave a real session cwd (never invented).
+/// What a batch captures: the user-originated text under the official `dsh-user-prompt` id over
+/// scope, session, turn and text; metadata carries `cwd` only when DSH gave a real session cwd
+/// (never invented).
 #[must_use]
-pub fn capture_request(scope: &str, event: &PreStepEvent) -> CaptureRequest {
+pub fn capture_of(event: &PreStepEvent) -> Capture {
     let cwd = event.cwd.as_ref().map(|p| p.to_string_lossy().into_owned());
-    CaptureRequest {
-        scope_id: scope.to_owned(),
-        source_id: capture::source_id(
-            HOST.source_prefix(),
-            scope,
-            event.session_id.as_deref().unwrap_or(""),
-            event.turn_id.as_deref().unwrap_or(""),
-            &event.user_text,
-        ),
+    Capture {
+        session: event.session_id.clone().unwrap_or_default(),
+        turn: event.turn_id.clone().unwrap_or_default(),
         content: event.user_text.clone(),
         metadata: capture::metadata(
             HOST.as_str(),
@@ -243,71 +181,6 @@ pub fn capture_request(scope: &str, event: &PreStepEvent) -> CaptureRequest {
             ],
         ),
     }
-}
-
-fn capture_text(env: &Env, settings: &Settings, transport: &Transport, scope: &str, event: &PreStepEvent) {
-    match capture::send(transport, &capture_request(scope, event)) {
-        Ok(position) => {
-            if settings.flush_on_capture.value
-                && let Err(f) =
-                    capture::flush_through(transport, scope, position, settings.flush_max_calls.value)
-            {
-                report(Stage::Flush, f);
-                // Not flushed yet: the ledger keeps the position for the drainer (a Server
-                // without a model never will flush, so that case is not kept).
-                if f.outcome != Outcome::InferenceUnavailable {
-                    let wait = transport.deadline().within(state::HOOK_LOCK_WAIT);
-                    let server = transport.base().as_str();
-                    ledger::keep_pending(
-                        HOST.component(),
-                        env,
-                        &wait,
-                        server,
-                        scope,
-                        position,
-                        HOST.as_str(),
-                    );
-                }
-            }
-        }
-        Err(f) => {
-            report(Stage::Capture, f);
-            if drain::is_retryable(&f) {
-                let resolved = ScopeQuery {
-                    explicit: Some(scope.to_owned()),
-                    keys: Vec::new(),
-                    legacy: None,
-                    legacy_from: None,
-                };
-                spool_capture(env, settings, transport, resolved, event);
-            }
-        }
-    }
-}
-
-/// Spools a capture the Server could not take, with exactly what replay needs to rebuild the
-/// online request. The gate already ran: no secret here.
-fn spool_capture(
-    env: &Env,
-    settings: &Settings,
-    transport: &Transport,
-    query: ScopeQuery,
-    event: &PreStepEvent,
-) {
-    let request = capture_request("", event);
-    let entry = SpooledCapture {
-        integration: HOST.as_str().to_owned(),
-        server: transport.base().as_str().to_owned(),
-        source_prefix: HOST.source_prefix().to_owned(),
-        query,
-        session: event.session_id.clone().unwrap_or_default(),
-        turn: event.turn_id.clone().unwrap_or_default(),
-        content: request.content,
-        metadata: request.metadata,
-        flush: settings.flush_on_capture.value,
-    };
-    let wait = transport.deadline().within(state::HOOK_LOCK_WAIT);
-    spool::keep_for_later(HOST.component(), env, &wait, &entry);
 }
 
 #[cfg(test)]
@@ -329,7 +202,7 @@ mod tests {
 
     #[test]
     fn capture_request_follows_the_official_rule() {
-        let r = capture_request("project:test", &event(Some("/work/p")));
+        let r = capture_of(&event(Some("/work/p"))).request(HOST, "project:test");
         assert_eq!(
             r.source_id,
             capture::source_id(
@@ -344,7 +217,7 @@ mod tests {
             serde_json::to_string(&r.metadata).unwrap(),
             r#"{"cwd":"/work/p","event":"user_prompt_submit","origin":"dsh","session_id":"session-1","turn_id":"2"}"#
         );
-        let no_cwd = capture_request("project:test", &event(None));
+        let no_cwd = capture_of(&event(None)).request(HOST, "project:test");
         assert!(!no_cwd.metadata.contains_key("cwd"));
         assert_eq!(no_cwd.metadata["session_id"], "session-1");
     }

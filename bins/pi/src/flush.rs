@@ -12,6 +12,7 @@ use powercontext_hooks_core::http::{Transport, failure_for};
 use powercontext_hooks_core::ledger::{self, PendingFlush};
 use powercontext_hooks_core::outcome::{Diagnostic, Failure, Outcome, Stage};
 use powercontext_hooks_core::state::{self, StateDir};
+use powercontext_hooks_core::turn::Turn;
 use powercontext_hooks_core::wire::{FlushRequest, flush_cursor};
 
 use crate::{COMPONENT, HOST};
@@ -102,29 +103,18 @@ pub fn boundary(env: &Env, settings: &Settings, deadline: &Deadline) -> Boundary
     };
     // Stable: Pi's entries keep their order and go first.
     entries.sort_by_key(|e| e.integration != HOST.as_str());
-    let transport = match Transport::new(
-        settings.server_url.value.clone(),
-        settings.authorization.value.clone(),
-        settings.request_timeout.value,
-        *deadline,
-        env,
-    ) {
-        Ok(t) => t,
-        Err(name) => {
-            emit::diagnostic(
-                &Diagnostic::new(COMPONENT, Stage::Config, Outcome::ConfigInvalid).setting(name),
-            );
-            out.pending = entries.len();
-            return out;
-        }
+    let Some(turn) = Turn::open(HOST, env, settings, deadline) else {
+        out.pending = entries.len();
+        return out;
     };
+    let transport = &turn.transport;
     let max_calls = settings.flush_max_calls.value;
     for (i, e) in entries.iter().enumerate() {
         if deadline.expired() {
             out.pending += entries.len() - i;
             break;
         }
-        let result = capture::flush_through(&transport, &e.scope, e.position, max_calls);
+        let result = capture::flush_through(transport, &e.scope, e.position, max_calls);
         if let Err(f) = result {
             report(Stage::Flush, f);
         }

@@ -15,23 +15,20 @@ pub mod flush;
 use std::process::ExitCode;
 use std::time::Instant;
 
-use powercontext_hooks_core::capture::{self, CaptureGate};
+use powercontext_hooks_core::capture;
 use powercontext_hooks_core::config::{Settings, vars};
 use powercontext_hooks_core::deadline::Deadline;
 use powercontext_hooks_core::drain;
 use powercontext_hooks_core::emit;
 use powercontext_hooks_core::env::Env;
 use powercontext_hooks_core::host::Integration;
-use powercontext_hooks_core::http::Transport;
-use powercontext_hooks_core::ledger;
-use powercontext_hooks_core::outcome::{Diagnostic, Failure, Outcome, Stage};
+use powercontext_hooks_core::outcome::{Diagnostic, Outcome, Stage};
 use powercontext_hooks_core::process::{self, StdinProblem};
 use powercontext_hooks_core::protocol::{self, Answer, Protocol};
-use powercontext_hooks_core::recall;
 use powercontext_hooks_core::scope::ScopeQuery;
-use powercontext_hooks_core::spool::{self, SpooledCapture};
-use powercontext_hooks_core::state::{self, StateDir};
-use powercontext_hooks_core::wire::{CaptureRequest, PreparedContext};
+use powercontext_hooks_core::spool;
+use powercontext_hooks_core::state::StateDir;
+use powercontext_hooks_core::turn::{Capture, Turn};
 
 use crate::event::{Boundary, StartEvent};
 
@@ -77,10 +74,6 @@ pub fn augment(system_prompt: &str, content: &str) -> String {
 
 fn diag(stage: Stage, outcome: Outcome) -> Diagnostic {
     Diagnostic::new(COMPONENT, stage, outcome)
-}
-
-fn report(stage: Stage, failure: Failure) {
-    emit::diagnostic(&failure.diagnostic(COMPONENT, stage));
 }
 
 /// Runs the hook process and returns its exit code (always 0).
@@ -161,39 +154,14 @@ fn read_stdin() -> Option<Vec<u8>> {
 /// Scope, then recall and capture side by side (each guarded on its own), then the answer.
 #[must_use]
 pub fn before_agent_start(env: &Env, settings: &Settings, deadline: &Deadline, event: &StartEvent) -> Answer {
-    let transport = match Transport::new(
-        settings.server_url.value.clone(),
-        settings.authorization.value.clone(),
-        settings.request_timeout.value,
-        *deadline,
-        env,
-    ) {
-        Ok(t) => t,
-        Err(name) => {
-            emit::diagnostic(&diag(Stage::Config, Outcome::ConfigInvalid).setting(name));
-            return Answer::Nothing;
-        }
+    let Some(mut turn) = Turn::open(HOST, env, settings, deadline) else {
+        return Answer::Nothing;
     };
-
-    // Decided before any network call, so a secret never waits on anything.
-    let capture_allowed = settings.capture_prompts.value
-        && if event.lossy {
-            emit::diagnostic(&diag(Stage::Capture, Outcome::CaptureSkippedLossy));
-            false
-        } else {
-            match capture::gate(&event.prompt) {
-                CaptureGate::Allowed => true,
-                CaptureGate::Secret(kind) => {
-                    emit::diagnostic(&diag(Stage::Capture, Outcome::CaptureSkippedSecret).detail(kind));
-                    false
-                }
-                CaptureGate::TooLarge => {
-                    emit::diagnostic(&diag(Stage::Capture, Outcome::CaptureSkippedTooLarge));
-                    false
-                }
-            }
-        };
-
+    // Every Pi capture is meant to be flushed (at once or at a boundary), spooled ones too.
+    turn.flush_wanted = true;
+    let capture = turn
+        .capture_allowed(&event.prompt, event.lossy)
+        .then(|| capture_of(event));
     let session_key = event.session_known.then_some(event.session_id.as_str());
     let query = ScopeQuery::for_event(
         HOST,
@@ -202,51 +170,28 @@ pub fn before_agent_start(env: &Env, settings: &Settings, deadline: &Deadline, e
         &event.cwd,
         deadline,
     );
-    let scope = match query.resolve(&transport) {
-        Ok(s) => s,
-        Err(f) => {
-            report(Stage::Scope, f);
-            if capture_allowed && drain::is_retryable(&f) {
-                spool_capture(env, &transport, query, event);
-            }
-            return Answer::Nothing;
-        }
+    let Some(scope) = turn.resolve(query, capture.as_ref()) else {
+        return Answer::Nothing;
     };
-
     std::thread::scope(|s| {
-        if capture_allowed {
-            s.spawn(|| capture_prompt(env, settings, &transport, &scope, event));
+        if let Some(capture) = &capture {
+            s.spawn(|| capture_prompt(&turn, &scope, capture));
         }
-        match recall::prepare(&transport, &scope, &event.prompt, settings.max_bytes.value) {
-            Ok(PreparedContext::Ready(text)) => Answer::Context(augment(&event.system_prompt, &text)),
-            Ok(PreparedContext::Empty) => {
-                let mut d = diag(Stage::Prepare, Outcome::Empty).status(Some(200));
-                d.context_status = Some("empty");
-                d.content_bytes = Some(0);
-                emit::diagnostic(&d);
-                Answer::Nothing
-            }
-            Err(f) => {
-                report(Stage::Prepare, f);
-                Answer::Nothing
-            }
+        match turn.recall(&scope, &event.prompt, settings.max_bytes.value) {
+            Some(text) => Answer::Context(augment(&event.system_prompt, &text)),
+            None => Answer::Nothing,
         }
     })
 }
 
-/// The capture request (`source_id` and metadata exactly as the official Pi extension builds them).
+/// What a prompt captures (`source_id` and metadata exactly as the official Pi extension builds
+/// them: session and turn ids always present).
 #[must_use]
-pub fn capture_request(scope: &str, event: &StartEvent) -> CaptureRequest {
+pub fn capture_of(event: &StartEvent) -> Capture {
     let cwd = event.cwd.to_string_lossy();
-    CaptureRequest {
-        scope_id: scope.to_owned(),
-        source_id: capture::source_id(
-            HOST.source_prefix(),
-            scope,
-            &event.session_id,
-            &event.turn_id,
-            &event.prompt,
-        ),
+    Capture {
+        session: event.session_id.clone(),
+        turn: event.turn_id.clone(),
         content: event.prompt.clone(),
         metadata: capture::metadata(
             HOST.as_str(),
@@ -260,28 +205,16 @@ pub fn capture_request(scope: &str, event: &StartEvent) -> CaptureRequest {
     }
 }
 
-fn capture_prompt(env: &Env, settings: &Settings, transport: &Transport, scope: &str, event: &StartEvent) {
-    let position = match capture::send(transport, &capture_request(scope, event)) {
-        Ok(p) => p,
-        Err(f) => {
-            report(Stage::Capture, f);
-            if drain::is_retryable(&f) {
-                let resolved = ScopeQuery {
-                    explicit: Some(scope.to_owned()),
-                    keys: Vec::new(),
-                    legacy: None,
-                    legacy_from: None,
-                };
-                spool_capture(env, transport, resolved, event);
-            }
-            return;
-        }
+fn capture_prompt(turn: &Turn<'_>, scope: &str, capture: &Capture) {
+    let Some(position) = turn.send(scope, capture) else {
+        return;
     };
+    let settings = turn.settings;
     if settings.flush_on_capture.value {
-        match flush::immediate(transport, scope, position, settings.flush_max_calls.value) {
+        match flush::immediate(&turn.transport, scope, position, settings.flush_max_calls.value) {
             Ok(_) => return,
             Err(f) => {
-                report(Stage::Flush, f);
+                turn.report(Stage::Flush, f);
                 // A Server without a model will not flush at the next boundary either.
                 if f.outcome == Outcome::InferenceUnavailable {
                     return;
@@ -290,36 +223,7 @@ fn capture_prompt(env: &Env, settings: &Settings, transport: &Transport, scope: 
         }
     }
     // Pending until a boundary (agent_end, compaction, switch, shutdown) sees it flushed.
-    let wait = transport.deadline().within(state::HOOK_LOCK_WAIT);
-    ledger::keep_pending(
-        COMPONENT,
-        env,
-        &wait,
-        transport.base().as_str(),
-        scope,
-        position,
-        HOST.as_str(),
-    );
-}
-
-/// Spools a capture the Server could not take, with what replay needs to rebuild the exact online
-/// request. The gate already ran: no secret reaches the disk.
-fn spool_capture(env: &Env, transport: &Transport, query: ScopeQuery, event: &StartEvent) {
-    let request = capture_request("", event);
-    let entry = SpooledCapture {
-        integration: HOST.as_str().to_owned(),
-        server: transport.base().as_str().to_owned(),
-        source_prefix: HOST.source_prefix().to_owned(),
-        query,
-        session: event.session_id.clone(),
-        turn: event.turn_id.clone(),
-        content: request.content,
-        metadata: request.metadata,
-        // Every Pi capture is meant to be flushed (at a boundary or at once).
-        flush: true,
-    };
-    let wait = transport.deadline().within(state::HOOK_LOCK_WAIT);
-    spool::keep_for_later(COMPONENT, env, &wait, &entry);
+    turn.keep_pending(scope, position);
 }
 
 #[cfg(test)]
@@ -359,7 +263,7 @@ mod tests {
             turn_id: "2".into(),
             lossy: false,
         };
-        let r = capture_request("project:demo", &event);
+        let r = capture_of(&event).request(HOST, "project:demo");
         assert_eq!(
             r.source_id,
             "pi-user-prompt:e6a00963cdd775dfc032dd2f79e40d2583d144c09082352aae50bdd1dbe5bca5"

@@ -26,5 +26,6 @@ pub mod scope;
 pub mod secrets;
 pub mod spool;
 pub mod state;
+pub mod turn;
 pub mod wire;
 pub mod workspace;

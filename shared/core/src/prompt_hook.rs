@@ -8,24 +8,19 @@ use std::time::Instant;
 
 use serde_json::Value;
 
-use crate::capture::{self, CaptureGate};
+use crate::capture;
 use crate::config::{Settings, vars};
 use crate::deadline::Deadline;
 use crate::drain;
 use crate::emit;
 use crate::env::Env;
 use crate::host::Integration;
-use crate::http::Transport;
-use crate::ledger;
-use crate::outcome::{Diagnostic, Failure, Outcome, Stage};
+use crate::outcome::{Diagnostic, Outcome, Stage};
 use crate::payload::{self, first_text};
 use crate::process::{self, StdinProblem};
 use crate::protocol::{self, Answer, Protocol};
-use crate::recall;
 use crate::scope::ScopeQuery;
-use crate::spool::{self, SpooledCapture};
-use crate::state;
-use crate::wire::{CaptureRequest, PreparedContext};
+use crate::turn::{Capture, Turn};
 
 /// What differs between the `UserPromptSubmit` hosts.
 #[derive(Debug, Clone, Copy)]
@@ -151,10 +146,6 @@ fn diag(profile: &PromptHookProfile, stage: Stage, outcome: Outcome) -> Diagnost
     Diagnostic::new(profile.integration.component(), stage, outcome)
 }
 
-fn report(profile: &PromptHookProfile, stage: Stage, failure: Failure) {
-    emit::diagnostic(&failure.diagnostic(profile.integration.component(), stage));
-}
-
 /// The pipeline, reading stdin from the process.
 #[must_use]
 pub fn run(profile: &PromptHookProfile, env: &Env, start: Instant) -> Answer {
@@ -201,40 +192,12 @@ pub fn respond(
     deadline: &Deadline,
     event: &PromptEvent,
 ) -> Answer {
-    let transport = match Transport::new(
-        settings.server_url.value.clone(),
-        settings.authorization.value.clone(),
-        settings.request_timeout.value,
-        *deadline,
-        env,
-    ) {
-        Ok(t) => t,
-        Err(name) => {
-            emit::diagnostic(&diag(profile, Stage::Config, Outcome::ConfigInvalid).setting(name));
-            return Answer::Nothing;
-        }
+    let Some(turn) = Turn::open(profile.integration, env, settings, deadline) else {
+        return Answer::Nothing;
     };
-
-    // The capture decision needs no network: make it first so a secret never waits on anything.
-    let capture_gate = if !settings.capture_prompts.value {
-        None
-    } else if event.lossy {
-        emit::diagnostic(&diag(profile, Stage::Capture, Outcome::CaptureSkippedLossy));
-        None
-    } else {
-        match capture::gate(&event.prompt) {
-            CaptureGate::Allowed => Some(()),
-            CaptureGate::Secret(kind) => {
-                emit::diagnostic(&diag(profile, Stage::Capture, Outcome::CaptureSkippedSecret).detail(kind));
-                None
-            }
-            CaptureGate::TooLarge => {
-                emit::diagnostic(&diag(profile, Stage::Capture, Outcome::CaptureSkippedTooLarge));
-                None
-            }
-        }
-    };
-
+    let capture = turn
+        .capture_allowed(&event.prompt, event.lossy)
+        .then(|| capture_of(profile, event));
     let query = ScopeQuery::for_event(
         profile.integration,
         settings.scope_id.value.as_deref(),
@@ -242,86 +205,55 @@ pub fn respond(
         &event.cwd,
         deadline,
     );
-    let scope = match query.resolve(&transport) {
-        Ok(s) => s,
-        Err(f) => {
-            report(profile, Stage::Scope, f);
-            // Offline: keep the capture with its binding keys so replay lands in the same scope.
-            if capture_gate.is_some() && drain::is_retryable(&f) {
-                spool_capture(profile, env, settings, &transport, query, event);
-            }
-            return Answer::Nothing;
-        }
+    let Some(scope) = turn.resolve(query, capture.as_ref()) else {
+        return Answer::Nothing;
     };
-
     std::thread::scope(|s| {
-        if capture_gate.is_some() {
-            s.spawn(|| capture_prompt(profile, env, settings, &transport, &scope, event));
+        if let Some(capture) = &capture {
+            s.spawn(|| turn.capture_and_flush(&scope, capture));
         }
-        recall(profile, settings, &transport, &scope, event)
+        recall(profile, &turn, &scope, event)
     })
 }
 
-fn recall(
-    profile: &PromptHookProfile,
-    settings: &Settings,
-    transport: &Transport,
-    scope: &str,
-    event: &PromptEvent,
-) -> Answer {
-    let mut max_bytes = settings.max_bytes.value;
+fn recall(profile: &PromptHookProfile, turn: &Turn<'_>, scope: &str, event: &PromptEvent) -> Answer {
+    let mut max_bytes = turn.settings.max_bytes.value;
     if let Some(limit) = profile.context_char_limit {
         // Content bytes bound its characters: asking for fewer bytes than the host's character
         // limit guarantees the host never truncates what we inject.
         let cap = u32::try_from(limit.saturating_sub(1)).unwrap_or(u32::MAX);
         if max_bytes > cap {
+            let origin = turn.settings.max_bytes.origin.to_string();
             emit::diagnostic(
-                &diag(profile, Stage::Prepare, Outcome::MaxBytesClamped)
-                    .setting(settings.max_bytes.origin.to_string()),
+                &turn
+                    .diag(Stage::Prepare, Outcome::MaxBytesClamped)
+                    .setting(origin),
             );
             max_bytes = cap;
         }
     }
-    match recall::prepare(transport, scope, &event.prompt, max_bytes) {
-        Ok(PreparedContext::Ready(text)) => {
+    match turn.recall(scope, &event.prompt, max_bytes) {
+        Some(text)
             if profile
                 .context_char_limit
-                .is_some_and(|l| text.chars().count() >= l)
-            {
-                emit::diagnostic(&diag(profile, Stage::Prepare, Outcome::ContextTooLarge));
-                return Answer::Nothing;
-            }
-            Answer::Context(text)
-        }
-        Ok(PreparedContext::Empty) => {
-            let mut d = diag(profile, Stage::Prepare, Outcome::Empty).status(Some(200));
-            d.context_status = Some("empty");
-            d.content_bytes = Some(0);
-            emit::diagnostic(&d);
+                .is_some_and(|l| text.chars().count() >= l) =>
+        {
+            emit::diagnostic(&turn.diag(Stage::Prepare, Outcome::ContextTooLarge));
             Answer::Nothing
         }
-        Err(f) => {
-            report(profile, Stage::Prepare, f);
-            Answer::Nothing
-        }
+        Some(text) => Answer::Context(text),
+        None => Answer::Nothing,
     }
 }
 
-/// Builds the capture request for an event (shared with the spool).
+/// What a prompt event captures: the prompt, keyed by session and turn, with metadata
+/// `{origin, event, cwd, session_id?, <turn key>?}` as the official hooks send it.
 #[must_use]
-pub fn capture_request(profile: &PromptHookProfile, scope: &str, event: &PromptEvent) -> CaptureRequest {
-    let session = event.session_id.as_deref().unwrap_or("");
-    let turn = event.turn_id.as_deref().unwrap_or("");
+pub fn capture_of(profile: &PromptHookProfile, event: &PromptEvent) -> Capture {
     let cwd = event.cwd.to_string_lossy();
-    CaptureRequest {
-        scope_id: scope.to_owned(),
-        source_id: capture::source_id(
-            profile.integration.source_prefix(),
-            scope,
-            session,
-            turn,
-            &event.prompt,
-        ),
+    Capture {
+        session: event.session_id.clone().unwrap_or_default(),
+        turn: event.turn_id.clone().unwrap_or_default(),
         content: event.prompt.clone(),
         metadata: capture::metadata(
             profile.integration.as_str(),
@@ -333,79 +265,4 @@ pub fn capture_request(profile: &PromptHookProfile, scope: &str, event: &PromptE
             ],
         ),
     }
-}
-
-fn capture_prompt(
-    profile: &PromptHookProfile,
-    env: &Env,
-    settings: &Settings,
-    transport: &Transport,
-    scope: &str,
-    event: &PromptEvent,
-) {
-    let request = capture_request(profile, scope, event);
-    match capture::send(transport, &request) {
-        Ok(position) => {
-            if settings.flush_on_capture.value
-                && let Err(f) =
-                    capture::flush_through(transport, scope, position, settings.flush_max_calls.value)
-            {
-                report(profile, Stage::Flush, f);
-                // Not flushed yet: the ledger keeps the position for the drainer (a Server
-                // without a model never will flush, so that case is not kept).
-                if f.outcome != Outcome::InferenceUnavailable {
-                    let wait = transport.deadline().within(state::HOOK_LOCK_WAIT);
-                    let (server, host) = (transport.base().as_str(), profile.integration.as_str());
-                    ledger::keep_pending(
-                        profile.integration.component(),
-                        env,
-                        &wait,
-                        server,
-                        scope,
-                        position,
-                        host,
-                    );
-                }
-            }
-        }
-        Err(f) => {
-            report(profile, Stage::Capture, f);
-            if drain::is_retryable(&f) {
-                let resolved = ScopeQuery {
-                    explicit: Some(scope.to_owned()),
-                    keys: Vec::new(),
-                    legacy: None,
-                    legacy_from: None,
-                };
-                spool_capture(profile, env, settings, transport, resolved, event);
-            }
-        }
-    }
-}
-
-/// Spools a capture the Server could not take, with exactly what replay needs to rebuild the
-/// online request (same scope, `source_id` and metadata). The gate already ran: no secret here.
-fn spool_capture(
-    profile: &PromptHookProfile,
-    env: &Env,
-    settings: &Settings,
-    transport: &Transport,
-    query: ScopeQuery,
-    event: &PromptEvent,
-) {
-    // Metadata does not depend on the scope; the `source_id` is recomputed at replay.
-    let request = capture_request(profile, "", event);
-    let entry = SpooledCapture {
-        integration: profile.integration.as_str().to_owned(),
-        server: transport.base().as_str().to_owned(),
-        source_prefix: profile.integration.source_prefix().to_owned(),
-        query,
-        session: event.session_id.clone().unwrap_or_default(),
-        turn: event.turn_id.clone().unwrap_or_default(),
-        content: request.content,
-        metadata: request.metadata,
-        flush: settings.flush_on_capture.value,
-    };
-    let wait = transport.deadline().within(state::HOOK_LOCK_WAIT);
-    spool::keep_for_later(profile.integration.component(), env, &wait, &entry);
 }

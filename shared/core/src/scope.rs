@@ -88,6 +88,17 @@ impl ScopeQuery {
         }
     }
 
+    /// A query for a scope that is already resolved (a capture that failed after resolution).
+    #[must_use]
+    pub fn resolved(scope: &str) -> Self {
+        Self {
+            explicit: Some(scope.to_owned()),
+            keys: Vec::new(),
+            legacy: None,
+            legacy_from: None,
+        }
+    }
+
     /// Resolves the scope id through the Server.
     ///
     /// # Errors
