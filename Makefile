@@ -4,7 +4,7 @@ SHELL := /bin/bash
 CARGO ?= cargo
 TEST_ARGS ?=
 
-.PHONY: all build release deps demo test unit e2e lint fmt clippy clean-state
+.PHONY: all build release deps demo test unit e2e bench lint fmt clippy clean-state
 
 all: build
 
@@ -32,6 +32,15 @@ test: deps release
 e2e: deps release
 	$(CARGO) test --locked --test integration --no-run
 	scripts/in-netns $(CARGO) test --offline --locked --test integration -- e2e_ $(TEST_ARGS)
+
+# Hook cost, deadline adherence and scaling against the interpreter floor (issue #5): one run
+# writes docs/benchmarks.md and docs/benchmarks.json. Loopback-only network namespace, as the tests.
+bench:
+	@for t in python3 node git /usr/bin/time; do command -v $$t >/dev/null || { \
+	  echo "make bench: $$t is missing; run: apt-get install -y python3 nodejs git time" >&2; exit 1; }; done
+	scripts/ensure-server-venv
+	$(CARGO) bench --locked --bench hook_bench --no-run
+	scripts/in-netns $(CARGO) bench --offline --locked --bench hook_bench
 
 unit:
 	$(CARGO) test --locked --workspace --lib

@@ -13,6 +13,7 @@ use serde_json::Value;
 pub struct HookCmd {
     exe: PathBuf,
     env: Vec<(String, String)>,
+    args: Vec<String>,
     stdin: Vec<u8>,
     home: tempfile::TempDir,
     cwd: Option<PathBuf>,
@@ -50,6 +51,7 @@ impl HookCmd {
         Self {
             exe: exe.as_ref().to_path_buf(),
             env,
+            args: Vec::new(),
             stdin: Vec::new(),
             home,
             cwd: None,
@@ -65,6 +67,12 @@ impl HookCmd {
     pub fn env(mut self, key: &str, value: impl Into<String>) -> Self {
         self.env.retain(|(k, _)| k != key);
         self.env.push((key.to_owned(), value.into()));
+        self
+    }
+
+    /// Adds a command-line argument (a host subcommand such as `prepare`).
+    pub fn arg(mut self, arg: &str) -> Self {
+        self.args.push(arg.to_owned());
         self
     }
 
@@ -96,7 +104,8 @@ impl HookCmd {
     #[track_caller]
     pub fn run(&self) -> HookOutput {
         let mut cmd = Command::new(&self.exe);
-        cmd.env_clear()
+        cmd.args(&self.args)
+            .env_clear()
             .envs(self.env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())

@@ -1,0 +1,392 @@
+//! The negative experiments of the hooks contract, run the same way against all five host
+//! executables: unknown schema, oversized bodies, a hanging Server, redirects, 401/403, a Server
+//! that is down, and a panic in the release binary. Each must fail open — exit 0, no injection,
+//! a content-free diagnostic — so "equal negative-test depth on every host" holds by construction.
+
+use std::path::Path;
+use std::time::Duration;
+
+use powercontext_hooks_test_support::fault_server::{FaultServer, Reply, closed_port_url};
+use powercontext_hooks_test_support::hook::{HookCmd, HookOutput, prompt_payload};
+use serde_json::{Value, json};
+
+use crate::support::{CLAUDE, CODEX, release_exe};
+
+const SCOPE: &str = "scp_negscopeSECRET000000000";
+const TOKEN: &str = "tok-NEGSECRET-9999";
+const PROMPT: &str = "Where is the NEGPROMPT deployment runbook?";
+const CONTENT: &str = "NEGCONTENT: the runbook lives in ops/deploy.md";
+
+/// One host executable, driven the way its host (or thin shim) drives it.
+#[derive(Clone, Copy)]
+struct HostCase {
+    name: &'static str,
+    exe: &'static str,
+    /// `POWERCONTEXT_<PART>_…`.
+    part: &'static str,
+}
+
+const HOSTS: [HostCase; 5] = [
+    HostCase {
+        name: "claude-code",
+        exe: CLAUDE,
+        part: "CLAUDE",
+    },
+    HostCase {
+        name: "codex",
+        exe: CODEX,
+        part: "CODEX",
+    },
+    HostCase {
+        name: "pi",
+        exe: env!("CARGO_BIN_EXE_powercontext-hook-pi"),
+        part: "PI",
+    },
+    HostCase {
+        name: "opencode",
+        exe: env!("CARGO_BIN_EXE_powercontext-hook-opencode"),
+        part: "OPENCODE",
+    },
+    HostCase {
+        name: "dsh",
+        exe: env!("CARGO_BIN_EXE_powercontext-hook-dsh"),
+        part: "DSH",
+    },
+];
+
+/// What one prompt turn did on a host: every process output, and the injected text, if any.
+struct TurnResult {
+    outputs: Vec<HookOutput>,
+    injected: Option<String>,
+}
+
+impl TurnResult {
+    fn stderr(&self) -> String {
+        self.outputs
+            .iter()
+            .map(|o| o.stderr.as_str())
+            .collect::<Vec<_>>()
+            .join("")
+    }
+
+    fn diagnostics(&self) -> Vec<Value> {
+        self.outputs.iter().flat_map(HookOutput::diagnostics).collect()
+    }
+
+    /// The recall diagnostic (the prepare stage, or scope resolution when it failed first).
+    fn recall_outcome(&self) -> Value {
+        self.diagnostics()
+            .into_iter()
+            .find(|d| d["event"] == "context_prepare" || d["event"] == "scope_resolve")
+            .unwrap_or_else(|| panic!("no recall diagnostic: {}", self.stderr()))
+    }
+
+    #[track_caller]
+    fn assert_fail_open(&self, host: &str) {
+        for out in &self.outputs {
+            assert!(
+                out.status.success(),
+                "{host}: exit {:?}: {}",
+                out.status,
+                out.stderr
+            );
+        }
+        for leak in [TOKEN, "NEGPROMPT", SCOPE, "NEGCONTENT", "NEGBODY"] {
+            assert!(
+                !self.stderr().contains(leak),
+                "{host}: stderr leaks {leak}: {}",
+                self.stderr()
+            );
+        }
+    }
+}
+
+impl HostCase {
+    fn cmd(&self, exe: &str, url: &str, state: &Path, extra: &[(&str, &str)]) -> HookCmd {
+        let mut cmd = HookCmd::new(exe)
+            .env(&format!("POWERCONTEXT_{}_SERVER_URL", self.part), url)
+            .env(
+                &format!("POWERCONTEXT_{}_AUTHORIZATION", self.part),
+                format!("Bearer {TOKEN}"),
+            )
+            .env("POWERCONTEXT_HOOKS_STATE_DIR", state.to_string_lossy());
+        for (k, v) in extra {
+            cmd = cmd.env(&k.replace("<H>", self.part), *v);
+        }
+        cmd
+    }
+
+    /// Runs one prompt turn as the host would, with `exe` (debug or release build).
+    fn turn_with(&self, exe: &str, url: &str, extra: &[(&str, &str)]) -> TurnResult {
+        let dir = tempfile::tempdir().unwrap();
+        let (cwd, state) = (dir.path().join("work"), dir.path().join("state"));
+        std::fs::create_dir_all(&cwd).unwrap();
+        let cwd_text = cwd.to_string_lossy().into_owned();
+        match self.name {
+            "claude-code" | "codex" => {
+                let out = self
+                    .cmd(exe, url, &state, extra)
+                    .stdin_json(&prompt_payload(PROMPT, &cwd))
+                    .run();
+                let injected = if out.status.success() { out.context() } else { None };
+                TurnResult {
+                    outputs: vec![out],
+                    injected,
+                }
+            }
+            "pi" => {
+                let payload = json!({"prompt": PROMPT, "system_prompt": "BASE", "cwd": cwd_text,
+                                     "session_id": "neg-session", "branch_roles": ["user"]});
+                let out = self
+                    .cmd(exe, url, &state, extra)
+                    .arg("before-agent-start")
+                    .stdin_json(&payload)
+                    .run();
+                let injected = line_field(&out, "systemPrompt");
+                TurnResult {
+                    outputs: vec![out],
+                    injected,
+                }
+            }
+            "dsh" => {
+                let payload = json!({"session": {"id": "neg-session", "cwd": cwd_text}, "turn": 1, "step": 1,
+                                     "messages": [{"source": {"kind": "user"}, "content": [{"type": "text", "text": PROMPT}]}]});
+                let out = self
+                    .cmd(exe, url, &state, extra)
+                    .arg("pre-step")
+                    .stdin_json(&payload)
+                    .run();
+                let injected = line_field(&out, "context");
+                TurnResult {
+                    outputs: vec![out],
+                    injected,
+                }
+            }
+            "opencode" => {
+                let prepare = json!({"session_id": "ses_neg", "message_id": "msg_neg_1", "created_ms": 1,
+                                     "parts": [{"type": "text", "text": PROMPT, "synthetic": false}],
+                                     "directory": cwd_text});
+                let first = self
+                    .cmd(exe, url, &state, extra)
+                    .arg("prepare")
+                    .stdin_json(&prepare)
+                    .run();
+                let transform = json!({"messages": [{"id": "msg_neg_1", "session_id": "ses_neg", "role": "user",
+                                                     "synthetic_texts": []}]});
+                let second = self
+                    .cmd(exe, url, &state, extra)
+                    .arg("inject")
+                    .stdin_json(&transform)
+                    .run();
+                let injected = line_field(&second, "text");
+                TurnResult {
+                    outputs: vec![first, second],
+                    injected,
+                }
+            }
+            other => unreachable!("{other}"),
+        }
+    }
+
+    fn turn(&self, url: &str, extra: &[(&str, &str)]) -> TurnResult {
+        self.turn_with(self.exe, url, extra)
+    }
+}
+
+/// A field of the one JSON line a shim host reads on stdout.
+fn line_field(out: &HookOutput, field: &str) -> Option<String> {
+    let line = out.stdout.trim_end_matches('\n');
+    if line.is_empty() {
+        return None;
+    }
+    assert!(!line.contains('\n'), "one protocol line: {:?}", out.stdout);
+    let v: Value = serde_json::from_str(line).expect("protocol line is JSON");
+    Some(v[field].as_str().expect("protocol field is text").to_owned())
+}
+
+fn ready(content: &str) -> Value {
+    json!({"schema": "powercontext.prepared-context.v1", "status": "ready", "content": content, "content_bytes": content.len()})
+}
+
+/// A Server that behaves, except that the prepare answer is `prepare()`.
+fn server(prepare: impl Fn() -> Reply + Send + Sync + 'static) -> FaultServer {
+    FaultServer::start(move |req| match req.path.as_str() {
+        "/v1/scope-bindings/resolve" => Reply::json(200, &json!({"scope_id": SCOPE})),
+        "/v1/context/prepare" => prepare(),
+        "/v1/sources/content" => Reply::json(202, &json!({"status": "accepted", "position": 1})),
+        "/v1/memory/flush" => Reply::json(200, &json!({"status": "idle", "current_cursor": 1})),
+        _ => Reply::json(404, &json!({"detail": "Not Found"})),
+    })
+}
+
+#[test]
+fn every_host_injects_a_valid_context() {
+    // The harness must see injection when there is some, or the negative cases below prove nothing.
+    for host in HOSTS {
+        let s = server(|| Reply::json(200, &ready(CONTENT)));
+        let turn = host.turn(&s.url(), &[]);
+        turn.assert_fail_open(host.name);
+        let stderr = turn.stderr();
+        let injected = turn
+            .injected
+            .unwrap_or_else(|| panic!("{}: nothing injected: {stderr}", host.name));
+        assert!(injected.contains(CONTENT), "{}: {injected}", host.name);
+    }
+}
+
+#[test]
+fn every_host_rejects_an_unknown_schema_and_oversized_bodies() {
+    let replies: [(&str, fn() -> Reply, &str); 3] = [
+        (
+            "schema v2",
+            || {
+                let mut v = ready("NEGBODY");
+                v["schema"] = json!("powercontext.prepared-context.v2");
+                Reply::json(200, &v)
+            },
+            "schema",
+        ),
+        (
+            "oversized, declared",
+            || Reply::Oversized {
+                status: 200,
+                size: 2 << 20,
+                declared_length: true,
+            },
+            "body_too_large",
+        ),
+        (
+            "oversized, streamed",
+            || Reply::Oversized {
+                status: 200,
+                size: 2 << 20,
+                declared_length: false,
+            },
+            "body_too_large",
+        ),
+    ];
+    for host in HOSTS {
+        for (case, reply, detail) in replies {
+            let s = server(reply);
+            let turn = host.turn(&s.url(), &[]);
+            turn.assert_fail_open(host.name);
+            assert_eq!(turn.injected, None, "{} / {case}", host.name);
+            let d = turn.recall_outcome();
+            assert_eq!(d["outcome"], "invalid_response", "{} / {case}: {d}", host.name);
+            assert_eq!(d["detail"], detail, "{} / {case}", host.name);
+        }
+    }
+}
+
+#[test]
+fn every_host_reports_auth_failures_distinctly() {
+    for host in HOSTS {
+        for (status, outcome) in [(401, "authentication_failed"), (403, "forbidden")] {
+            let s = server(move || {
+                Reply::json(
+                    status,
+                    &json!({"error": {"code": "x", "message": "NEGBODY", "details": null}}),
+                )
+            });
+            let turn = host.turn(&s.url(), &[]);
+            turn.assert_fail_open(host.name);
+            assert_eq!(turn.injected, None);
+            let d = turn.recall_outcome();
+            assert_eq!(d["outcome"], outcome, "{}: {d}", host.name);
+            assert_eq!(d["http_status"], status);
+        }
+    }
+}
+
+#[test]
+fn every_host_refuses_redirects_and_never_forwards_the_token() {
+    let target = FaultServer::start(|_| Reply::json(200, &ready(CONTENT)));
+    let location = format!("{}/v1/context/prepare", target.url());
+    for host in HOSTS {
+        let location = location.clone();
+        let s = server(move || Reply::Redirect {
+            status: 307,
+            location: location.clone(),
+        });
+        let turn = host.turn(&s.url(), &[]);
+        turn.assert_fail_open(host.name);
+        assert_eq!(turn.injected, None, "{}", host.name);
+        assert_eq!(turn.recall_outcome()["detail"], "redirect", "{}", host.name);
+    }
+    assert_eq!(
+        target.request_count(),
+        0,
+        "a redirect target never hears from any host"
+    );
+}
+
+#[test]
+fn every_host_fails_open_fast_when_the_server_is_down() {
+    for host in HOSTS {
+        let turn = host.turn(&closed_port_url(), &[]);
+        turn.assert_fail_open(host.name);
+        assert_eq!(turn.injected, None);
+        assert_eq!(
+            turn.recall_outcome()["outcome"],
+            "server_unavailable",
+            "{}",
+            host.name
+        );
+        for out in &turn.outputs {
+            assert!(
+                out.elapsed < Duration::from_secs(1),
+                "{}: {:?}",
+                host.name,
+                out.elapsed
+            );
+        }
+    }
+}
+
+#[test]
+fn every_host_exits_within_its_budget_when_the_server_hangs() {
+    let budget = Duration::from_millis(1500);
+    let limits = [
+        ("POWERCONTEXT_<H>_HTTP_BUDGET_SECONDS", "1.5"),
+        ("POWERCONTEXT_<H>_REQUEST_TIMEOUT_SECONDS", "1"),
+    ];
+    for host in HOSTS {
+        let s = FaultServer::start(|_| Reply::Hang);
+        let turn = host.turn(&s.url(), &limits);
+        turn.assert_fail_open(host.name);
+        assert_eq!(turn.injected, None);
+        assert_eq!(turn.recall_outcome()["outcome"], "timeout", "{}", host.name);
+        for out in &turn.outputs {
+            assert!(
+                out.elapsed <= budget + Duration::from_millis(100),
+                "{}: {:?}",
+                host.name,
+                out.elapsed
+            );
+        }
+    }
+}
+
+#[test]
+fn every_release_binary_fails_open_on_a_panic() {
+    for host in HOSTS {
+        let exe = release_exe(Path::new(host.exe).file_name().unwrap().to_str().unwrap());
+        let s = server(|| Reply::json(200, &ready(CONTENT)));
+        let turn = host.turn_with(
+            exe.to_str().unwrap(),
+            &s.url(),
+            &[("POWERCONTEXT_HOOKS_FAULT", "panic")],
+        );
+        turn.assert_fail_open(host.name);
+        for out in &turn.outputs {
+            assert_eq!(out.stdout, "", "{}", host.name);
+            assert_eq!(
+                out.outcomes(),
+                vec!["internal_error"],
+                "{}: {}",
+                host.name,
+                out.stderr
+            );
+        }
+    }
+}
