@@ -234,9 +234,12 @@ fn every_host_injects_a_valid_context() {
     }
 }
 
+/// A named misbehaviour and the diagnostic detail it must produce.
+type Case = (&'static str, fn() -> Reply, &'static str);
+
 #[test]
 fn every_host_rejects_an_unknown_schema_and_oversized_bodies() {
-    let replies: [(&str, fn() -> Reply, &str); 3] = [
+    let replies: [Case; 3] = [
         (
             "schema v2",
             || {
