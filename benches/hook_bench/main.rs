@@ -440,6 +440,9 @@ fn main() {
     bench_binaries(&ctx, &hosts, &mut report);
     finish_targets(&mut report, &main);
 
+    report
+        .machine
+        .push(("Load average at end (1/5/15 min)".into(), report::load_average()));
     report.notes = method_notes(&ctx);
     report.elapsed_secs = started.elapsed().as_secs_f64();
     let analysis =

@@ -116,6 +116,7 @@ pub fn machine_info(python: &str, node: &str) -> Vec<(String, String)> {
             format!("{} ({node})", command_line(node, &["--version"])),
         ),
         ("git".into(), command_line("git", &["--version"])),
+        ("Load average at start (1/5/15 min)".into(), load_average()),
         (
             "Commit".into(),
             if dirty {
@@ -125,6 +126,13 @@ pub fn machine_info(python: &str, node: &str) -> Vec<(String, String)> {
             },
         ),
     ]
+}
+
+/// The 1/5/15-minute load averages: figures from a busy machine are not comparable with a quiet one.
+pub fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" / "))
+        .unwrap_or_else(|_| "unknown".into())
 }
 
 /// `YYYY-MM-DD HH:MM:SS` from the system clock (civil-from-days, no date crate needed).

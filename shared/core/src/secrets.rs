@@ -17,9 +17,10 @@
 //! 6. [`SecretKind::Jwt`] matches `eyJ….eyJ….<signature>`.
 //! 7. [`SecretKind::UrlCredentials`] matches `scheme://user:password@host`.
 //!
-//! Rules 1–4 follow the upstream regexes exactly, including their blind spots (a key preceded by
-//! `-`, as in `X-Api-Key:`, is not a key) and their over-matches (`token::Token` or a
-//! `password: String` field counts as an assignment). "Word" characters for adjacency are Unicode
+//! Rules 1–4 follow the upstream regexes, including their blind spots (a key preceded by `-`, as
+//! in `X-Api-Key:`, is not a key) and one over-match (a `password: String` field counts as an
+//! assignment), with one deliberate narrowing: `::`, `==` and `=>` after a key are code (a path, a
+//! comparison, a match arm), not an assignment, so prompts quoting code stay capturable. "Word" characters for adjacency are Unicode
 //! alphanumerics and `_`; "whitespace" is the JavaScript `\s` set. Upstream's `/iu` folding of
 //! `ſ` and the Kelvin sign onto `s`/`k` is not reproduced.
 //!
@@ -214,6 +215,14 @@ fn assignment_tail(text: &str, end: usize) -> bool {
     }
     pos = skip_space(text, pos);
     if !matches!(bytes.get(pos), Some(b':' | b'=')) {
+        return false;
+    }
+    // Code, not an assignment: a path (`token::Token`), a comparison (`token == x`) or a match
+    // arm (`password => …`). Prompts to coding agents are full of these.
+    if matches!(
+        (bytes[pos], bytes.get(pos + 1)),
+        (b':', Some(b':')) | (b'=', Some(b'=' | b'>'))
+    ) {
         return false;
     }
     pos = skip_space(text, pos + 1);
@@ -546,13 +555,20 @@ mod tests {
     }
 
     #[test]
-    fn rust_paths_and_typed_fields_match_like_upstream() {
-        // Upstream parity: `[:=]` then any non-separator counts as a value, so code that names a
-        // `token` module or declares a `password` field is treated as secret-like.
+    fn typed_fields_match_like_upstream_but_paths_and_comparisons_do_not() {
+        // Upstream parity: `[:=]` then any non-separator counts as a value, so a declared
+        // `password` field is treated as secret-like.
         assert_kind(
             SecretKind::Assignment,
-            &["use crate::token::Token;", "struct Login { password: String }"],
+            &["struct Login { password: String }", "token = a==b"],
         );
+        for code in [
+            "use crate::token::Token;",
+            "if token == expected { ok }",
+            "match k { password => 1 }",
+        ] {
+            assert_eq!(find_secret(code), None, "{code}");
+        }
     }
 
     #[test]
