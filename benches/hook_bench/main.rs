@@ -928,7 +928,7 @@ fn bench_prompt_size(ctx: &Ctx, report: &mut Report) {
         let seen = captures(server);
         rows.push(c.row(
             format!(
-                "+{:.2} ms over 1 KB at p50; {seen} captures received{}",
+                "{:+.2} ms over 1 KB at p50; {seen} captures received{}",
                 st.p50 - base,
                 if c.failed > 0 { format!("; {}", c.checked()) } else { String::new() }
             ),
@@ -1063,7 +1063,7 @@ fn bench_spool(ctx: &Ctx, report: &mut Report) {
         let b = if i < counts.len() { base } else { base_down };
         rows.push(c.row(
             format!(
-                "+{:.2} ms over an empty state dir at p50{}",
+                "{:+.2} ms over an empty state dir at p50{}",
                 st.p50 - b,
                 if c.failed > 0 {
                     format!("; {}", c.checked())

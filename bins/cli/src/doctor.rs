@@ -581,6 +581,7 @@ fn check_server(host: Host, s: &Settings, paths: &Paths, cwd: &Path, r: &mut Rep
         None,
         cwd,
         transport.deadline(),
+        powercontext_hooks_core::workspace::Discovery::Git,
     );
     match query.resolve(&transport) {
         Ok(_) => {

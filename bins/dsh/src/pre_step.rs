@@ -121,6 +121,7 @@ pub fn respond(env: &Env, settings: &Settings, deadline: &Deadline, event: &PreS
         event.session_id.as_deref(),
         cwd,
         deadline,
+        powercontext_hooks_core::workspace::Discovery::for_env(env),
     );
     let Some(scope) = session_turn.resolve(query, capture.as_ref()) else {
         return Answer::Nothing;

@@ -107,6 +107,7 @@ pub fn run(env: &Env, settings: Result<&Settings, String>, deadline: &Deadline, 
         Some(&event.session_id),
         directory,
         deadline,
+        powercontext_hooks_core::workspace::Discovery::for_env(env),
     );
     let Some(scope) = turn.resolve(query, capture.as_ref()) else {
         return;

@@ -169,6 +169,7 @@ pub fn before_agent_start(env: &Env, settings: &Settings, deadline: &Deadline, e
         session_key,
         &event.cwd,
         deadline,
+        powercontext_hooks_core::workspace::Discovery::for_env(env),
     );
     let Some(scope) = turn.resolve(query, capture.as_ref()) else {
         return Answer::Nothing;

@@ -129,6 +129,12 @@ impl Transport {
             .user_agent(USER_AGENT)
             .proxy(proxy)
             .timeout_global(Some(deadline.cap(request_timeout)))
+            // ureq zeroes 128 KiB per buffer per connection by default: most of a short hook's
+            // user-space instructions. Server answers have small headers; 32 KiB still holds a
+            // whole TLS record.
+            .max_response_header_size(16 * 1024)
+            .input_buffer_size(32 * 1024)
+            .output_buffer_size(16 * 1024)
             .build();
         Ok(Self {
             agent: config.into(),

@@ -204,6 +204,7 @@ pub fn respond(
         event.session_id.as_deref(),
         &event.cwd,
         deadline,
+        crate::workspace::Discovery::for_env(env),
     );
     let Some(scope) = turn.resolve(query, capture.as_ref()) else {
         return Answer::Nothing;

@@ -11,7 +11,7 @@ use crate::host::Integration;
 use crate::http::{Transport, failure_for};
 use crate::outcome::{Failure, Outcome};
 use crate::wire::{BindingKey, ResolveRequest, descriptor_scope};
-use crate::workspace;
+use crate::workspace::{self, Discovery};
 
 /// Everything needed to resolve a scope later, without the host payload: kept with spooled
 /// captures so an offline prompt lands in exactly the scope it would have landed in online.
@@ -51,6 +51,7 @@ impl ScopeQuery {
         session_id: Option<&str>,
         cwd: &Path,
         deadline: &Deadline,
+        discovery: Discovery,
     ) -> Self {
         if let Some(id) = explicit {
             return Self {
@@ -74,7 +75,7 @@ impl ScopeQuery {
         keys.push(BindingKey {
             integration: integration.as_str().to_owned(),
             kind: "workspace".to_owned(),
-            external_id: workspace::workspace_external_id(integration, cwd, deadline),
+            external_id: workspace::workspace_external_id_with(integration, cwd, deadline, discovery),
         });
         let legacy_from = Some(LegacySource {
             integration: integration.as_str().to_owned(),

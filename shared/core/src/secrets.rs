@@ -184,19 +184,24 @@ fn assignment_at(text: &str, i: usize) -> bool {
         }
         eat_ci(bytes, pos, second)
     };
-    let key_ends = [
-        two_words(b"api", b"key"),
-        two_words(b"access", b"key"),
-        two_words(b"client", b"secret"),
-        eat_ci(bytes, i, b"secret"),
-        two_words(b"secret", b"key"),
-        eat_ci(bytes, i, b"password"),
-        eat_ci(bytes, i, b"passwd"),
-        eat_ci(bytes, i, b"passphrase"),
-        eat_ci(bytes, i, b"token"),
-        eat_ci(bytes, i, b"authorization"),
-        eat_ci(bytes, i, b"cookie"),
-    ];
+    // Dispatch on the first letter: most word starts begin with none of these, and the prompt
+    // path scans every word of up to 200,000 characters.
+    let key_ends: [Option<usize>; 3] = match bytes[i].to_ascii_lowercase() {
+        b'a' => [
+            two_words(b"api", b"key"),
+            two_words(b"access", b"key"),
+            eat_ci(bytes, i, b"authorization"),
+        ],
+        b'c' => [two_words(b"client", b"secret"), eat_ci(bytes, i, b"cookie"), None],
+        b's' => [eat_ci(bytes, i, b"secret"), two_words(b"secret", b"key"), None],
+        b'p' => [
+            eat_ci(bytes, i, b"password"),
+            eat_ci(bytes, i, b"passwd"),
+            eat_ci(bytes, i, b"passphrase"),
+        ],
+        b't' => [eat_ci(bytes, i, b"token"), None, None],
+        _ => return false,
+    };
     key_ends
         .into_iter()
         .flatten()
