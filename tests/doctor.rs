@@ -1,6 +1,7 @@
-//! `powercontext-hooks doctor` after a real `setup` (real host CLIs, the real pinned Server): green
-//! when everything works, and red with the right fix when the Server is down, the token is wrong,
-//! the Codex hook is untrusted, or the plugin was removed behind our back. Doctor is evidence for
+//! `powercontext-hooks doctor` after a real `setup` (real host CLIs — Claude Code, Codex, Pi,
+//! OpenCode, DSH — and the real pinned Server): green when everything works, and red with the
+//! right fix when the Server is down, the token is wrong, the Codex hook is untrusted, or the
+//! plugin was removed behind our back. Doctor is evidence for
 //! users, never a substitute for the real-host E2E tests.
 
 use std::fs;
@@ -9,7 +10,7 @@ use powercontext_hooks_test_support::fault_server::closed_port_url;
 use powercontext_hooks_test_support::real_server::RealServer;
 use serde_json::Value;
 
-use crate::setup::{Sandbox, TOKEN, seed_foreign};
+use crate::setup::{Sandbox, TOKEN, host_bin, seed_foreign, seed_foreign_packages};
 
 fn setup(sb: &Sandbox, host: &str, url: &str, token: bool) {
     let mut args = vec!["setup", host, "--server-url", url];
@@ -141,4 +142,88 @@ fn red_when_the_server_is_down() {
     // Installed and activated still pass: the failure is pinned on the Server.
     assert_eq!(check(&report, "plugin enabled").0, "ok");
     assert_eq!(check(&report, "plugin files").0, "ok");
+}
+
+/// Pi, OpenCode, DSH: one setup, then doctor green; red for a wrong token and a Server that is
+/// down (both through the environment, which overrides the config file exactly as for the hook);
+/// red when the host no longer loads our package.
+fn package_host_doctor(host: &str, activation_check: &str) {
+    let server = RealServer::shared_auth();
+    let mut sb = Sandbox::new();
+    seed_foreign_packages(&mut sb, host);
+    sb.env
+        .insert("PC_TEST_TOKEN".into(), RealServer::TEST_TOKEN.into());
+    setup(&sb, host, &server.url(), true);
+    let (code, report) = doctor(&sb, host);
+    assert_eq!(code, 0, "{report}");
+    assert_green(&report);
+    assert!(!report.to_string().contains(RealServer::TEST_TOKEN));
+    assert_eq!(check(&report, activation_check).0, "ok");
+    assert_eq!(check(&report, "hook round trip").0, "ok");
+
+    let part = host.to_ascii_uppercase();
+    let auth_var = format!("POWERCONTEXT_{part}_AUTHORIZATION");
+    sb.env.insert(auth_var.clone(), format!("Bearer {TOKEN}"));
+    let (code, report) = doctor(&sb, host);
+    assert_eq!(code, 1, "{report}");
+    let (status, fix) = check(&report, "auth accepted");
+    assert_eq!(status, "fail");
+    assert!(fix.contains("--token-env"), "{fix}");
+    // The value is shown with where it came from.
+    let origin = report["hosts"][0]["settings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["name"] == "authorization")
+        .map(|v| v["origin"].to_string())
+        .unwrap_or_default();
+    assert!(origin.contains(&auth_var), "{origin}");
+    sb.env.remove(&auth_var);
+
+    let url_var = format!("POWERCONTEXT_{part}_SERVER_URL");
+    sb.env.insert(url_var.clone(), closed_port_url());
+    let (code, report) = doctor(&sb, host);
+    assert_eq!(code, 1, "{report}");
+    let (status, fix) = check(&report, "live");
+    assert_eq!(status, "fail");
+    assert!(fix.contains("start the Server"), "{fix}");
+    assert_eq!(check(&report, activation_check).0, "ok", "{report}");
+    sb.env.remove(&url_var);
+
+    // Removed behind our back, with the host's own tools.
+    match host {
+        "pi" => {
+            let dir = sb.plugin_dir("pi");
+            let out = sb.run(&host_bin("pi").join("pi"), &["remove", dir.to_str().unwrap()]);
+            assert!(out.status.success());
+        }
+        "dsh" => {
+            let out = sb.run(
+                &host_bin("dsh").join("dsh"),
+                &["plugin", "--profile", "web", "remove", "powercontext-hooks-dsh"],
+            );
+            assert!(out.status.success());
+        }
+        _ => fs::remove_file(sb.opencode_config().join("plugins/powercontext-opencode.js")).unwrap(),
+    }
+    let (code, report) = doctor(&sb, host);
+    assert_eq!(code, 1, "{report}");
+    let (status, fix) = check(&report, activation_check);
+    assert_eq!(status, "fail", "{report}");
+    assert!(fix.contains(&format!("powercontext-hooks setup {host}")), "{fix}");
+}
+
+#[test]
+fn pi_doctor_green_then_red_for_token_server_and_removal() {
+    package_host_doctor("pi", "package listed");
+}
+
+#[test]
+fn opencode_doctor_green_then_red_for_token_server_and_removal() {
+    package_host_doctor("opencode", "plugin loaded");
+}
+
+#[test]
+fn dsh_doctor_green_then_red_for_token_server_and_removal() {
+    package_host_doctor("dsh", "plugin in config");
 }

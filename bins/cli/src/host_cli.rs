@@ -1,9 +1,12 @@
-//! Talking to the hosts' own CLIs (`claude`, `codex`): locate them, run them with a hard deadline,
-//! read their JSON listings, and drive `codex app-server` for hook trust. It never edits a host's
+//! Talking to the hosts' own CLIs (`claude`, `codex`, `opencode`, `pi`, `dsh`): locate them, run
+//! them with a hard deadline, read their listings, drive `codex app-server` for hook trust, and
+//! prove OpenCode loads our plugin through a short-lived `opencode serve`. It never edits a host's
 //! configuration file itself: registrations go through the host's CLI, so the host's own writer
 //! keeps its formatting and comments.
 
+use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
@@ -15,7 +18,7 @@ use anyhow::{Context, Result, anyhow, bail};
 use powercontext_hooks_core::env::Env;
 use serde_json::{Value, json};
 
-use crate::install::{Host, MARKETPLACE, PLUGIN_ID};
+use crate::install::{DSH_PLUGIN_ID, Host, MARKETPLACE, PLUGIN_ID};
 
 /// One host CLI call's limit (the official installer uses 120 s).
 const CALL_TIMEOUT: Duration = Duration::from_secs(120);
@@ -142,8 +145,10 @@ impl HostCli {
     /// `X.Y.Z` from `--version`.
     pub fn version(&self) -> Result<String> {
         let run = self.run_ok(&["--version"])?;
+        // Pi prints its version on stderr.
         run.stdout
             .split_whitespace()
+            .chain(run.stderr.split_whitespace())
             .find(|w| w.chars().next().is_some_and(|c| c.is_ascii_digit()) && w.contains('.'))
             .map(str::to_owned)
             .ok_or_else(|| anyhow!("cannot read the {} version from `--version`", self.host.name()))
@@ -174,6 +179,7 @@ impl HostCli {
                     .and_then(|p| p["marketplaceSource"]["source"].as_str().map(PathBuf::from));
                 Ok(found)
             }
+            Host::OpenCode | Host::Pi | Host::Dsh => Ok(None),
         }
     }
 
@@ -181,12 +187,12 @@ impl HostCli {
     pub fn plugin_enabled(&self) -> Result<Option<bool>> {
         let list = self.json(&["plugin", "list", "--json"])?;
         let entries: Vec<&Value> = match self.host {
-            Host::ClaudeCode => list.as_array().into_iter().flatten().collect(),
             Host::Codex => list["installed"].as_array().into_iter().flatten().collect(),
+            _ => list.as_array().into_iter().flatten().collect(),
         };
         let id_key = match self.host {
-            Host::ClaudeCode => "id",
             Host::Codex => "pluginId",
+            _ => "id",
         };
         Ok(entries
             .into_iter()
@@ -236,6 +242,240 @@ impl HostCli {
         }
         Ok(n)
     }
+}
+
+impl HostCli {
+    /// Pi: whether `pi list` shows `dir` as an installed user package (its installed-path line,
+    /// or a source line naming it).
+    pub fn pi_lists(&self, dir: &Path) -> Result<bool> {
+        let run = self.run_ok(&["list"])?;
+        let want: Vec<PathBuf> = [Some(dir.to_path_buf()), std::fs::canonicalize(dir).ok()]
+            .into_iter()
+            .flatten()
+            .collect();
+        let mut user = false;
+        for line in run.stdout.lines() {
+            let t = line.trim();
+            if !line.starts_with(' ') {
+                user = t == "User packages:";
+                continue;
+            }
+            if user && want.iter().any(|w| Path::new(t) == w) {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
+    /// DSH: whether `dsh --profile <p> --dump-config` has our plugin row (`id: powercontext-dsh`,
+    /// quoted or not).
+    pub fn dsh_has_plugin(&self, profile: &str) -> Result<bool> {
+        let run = self.run_ok(&["--profile", profile, "--dump-config"])?;
+        Ok(run.stdout.lines().any(|l| {
+            let t = l.trim().trim_start_matches('-').trim();
+            t.strip_prefix("id:")
+                .map(|v| v.trim().trim_matches(|c| c == '\'' || c == '"'))
+                == Some(DSH_PLUGIN_ID)
+        }))
+    }
+
+    /// OpenCode: `opencode debug paths` as name → directory (`config`, `data`, …).
+    pub fn opencode_paths(&self) -> Result<BTreeMap<String, PathBuf>> {
+        let run = self.run_ok(&["debug", "paths"])?;
+        let paths: BTreeMap<String, PathBuf> = run
+            .stdout
+            .lines()
+            .filter_map(|l| {
+                let (k, v) = l.trim().split_once(char::is_whitespace)?;
+                Some((k.to_owned(), PathBuf::from(v.trim())))
+            })
+            .collect();
+        if !paths.contains_key("config") {
+            bail!("`opencode debug paths` printed no config directory");
+        }
+        Ok(paths)
+    }
+
+    /// OpenCode: starts `opencode serve` on a free loopback port with our plugin's hook command
+    /// replaced by a probe, creates and deletes a session (the plugin answers `session.deleted`
+    /// by running its hook's `forget`), and waits for the probe to write a nonce. Also reads the
+    /// status OpenCode reports for our MCP entry. The server is always killed.
+    pub fn opencode_probe(&self, work: &Path) -> Result<OpenCodeProbe> {
+        let _ = std::fs::remove_dir_all(work);
+        let cwd = work.join("project");
+        std::fs::create_dir_all(&cwd).with_context(|| format!("cannot create {}", work.display()))?;
+        let probe = work.join("probe.sh");
+        let marker = work.join("activated");
+        std::fs::write(
+            &probe,
+            "#!/bin/sh\n# powercontext-hooks doctor: proves OpenCode loaded the plugin\ncat >/dev/null\n\
+             [ \"$1\" = forget ] && printf '%s' \"$PC_DOCTOR_NONCE\" >\"$PC_DOCTOR_PROBE\"\nexit 0\n",
+        )?;
+        std::fs::set_permissions(&probe, std::os::unix::fs::PermissionsExt::from_mode(0o755))?;
+        let nonce = format!(
+            "{:x}{:x}",
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos()),
+            std::process::id()
+        );
+        let port = TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+        let port_s = port.to_string();
+        let child = Command::new(&self.path)
+            .args(["serve", "--hostname", "127.0.0.1", "--port", &port_s])
+            .current_dir(&cwd)
+            .env("POWERCONTEXT_OPENCODE_HOOK_COMMAND", &probe)
+            .env("PC_DOCTOR_PROBE", &marker)
+            .env("PC_DOCTOR_NONCE", &nonce)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .process_group(0)
+            .spawn()
+            .context("cannot start `opencode serve`")?;
+        let server = Killed(child);
+        let result = (|| -> Result<OpenCodeProbe> {
+            let started = Instant::now();
+            loop {
+                if let Ok((200, _)) = local_http(port, "GET", "/session", None) {
+                    break;
+                }
+                if started.elapsed() > Duration::from_secs(30) {
+                    bail!("`opencode serve` did not answer within 30 s");
+                }
+                thread::sleep(Duration::from_millis(100));
+            }
+            let mcp = local_http(port, "GET", "/mcp", None)
+                .ok()
+                .and_then(|(_, b)| serde_json::from_str::<Value>(&b).ok())
+                .and_then(|v| {
+                    v[crate::install::OPENCODE_MCP_KEY]["status"]
+                        .as_str()
+                        .map(str::to_owned)
+                });
+            let (status, body) = local_http(port, "POST", "/session", Some("{}"))?;
+            let id = serde_json::from_str::<Value>(&body)
+                .ok()
+                .and_then(|v| v["id"].as_str().map(str::to_owned))
+                .filter(|_| status == 200)
+                .ok_or_else(|| anyhow!("`opencode serve` did not create a session ({status})"))?;
+            local_http(port, "DELETE", &format!("/session/{id}"), None)?;
+            let waited = Instant::now();
+            let loaded = loop {
+                if std::fs::read_to_string(&marker).is_ok_and(|t| t == nonce) {
+                    break true;
+                }
+                if waited.elapsed() > Duration::from_secs(10) {
+                    break false;
+                }
+                thread::sleep(Duration::from_millis(50));
+            };
+            Ok(OpenCodeProbe { loaded, mcp })
+        })();
+        drop(server);
+        let _ = std::fs::remove_dir_all(work);
+        result
+    }
+}
+
+/// What the OpenCode activation probe saw.
+#[derive(Debug)]
+pub struct OpenCodeProbe {
+    /// Our plugin ran its hook command with the nonce.
+    pub loaded: bool,
+    /// OpenCode's status for our MCP entry (`connected`, `failed`, …).
+    pub mcp: Option<String>,
+}
+
+/// A child whose process group is killed on drop.
+struct Killed(Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        kill_group(&self.0);
+        let _ = self.0.wait();
+    }
+}
+
+/// One HTTP/1.1 request to a loopback port (OpenCode's local server), `Connection: close`.
+fn local_http(port: u16, method: &str, path: &str, body: Option<&str>) -> Result<(u16, String)> {
+    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+    let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(2))?;
+    stream.set_read_timeout(Some(Duration::from_secs(5)))?;
+    stream.set_write_timeout(Some(Duration::from_secs(5)))?;
+    let body = body.unwrap_or("");
+    let request = format!(
+        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAccept: application/json\r\n\
+         Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(request.as_bytes())?;
+    // Read until the body is complete (a keep-alive server may not close the connection).
+    let mut raw = Vec::new();
+    let mut buf = [0u8; 8192];
+    loop {
+        if let Some(len) = complete(&raw) {
+            raw.truncate(len);
+            break;
+        }
+        match stream.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) if raw.len() < 1 << 20 => raw.extend_from_slice(&buf[..n]),
+            Ok(_) => bail!("answer too large"),
+            Err(e) => return Err(e.into()),
+        }
+    }
+    let text = String::from_utf8_lossy(&raw);
+    let (head, rest) = text.split_once("\r\n\r\n").context("no HTTP header")?;
+    let status = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .context("no HTTP status")?;
+    let body = if is_chunked(head) {
+        dechunk(rest)
+    } else {
+        rest.to_owned()
+    };
+    Ok((status, body))
+}
+
+fn is_chunked(head: &str) -> bool {
+    head.lines()
+        .any(|l| l.to_ascii_lowercase().starts_with("transfer-encoding:") && l.contains("chunked"))
+}
+
+/// The length of a complete response in `raw`, once there is one.
+fn complete(raw: &[u8]) -> Option<usize> {
+    let end = raw.windows(4).position(|w| w == b"\r\n\r\n")? + 4;
+    let head = String::from_utf8_lossy(&raw[..end]).to_ascii_lowercase();
+    if is_chunked(&head) {
+        return raw[end..]
+            .windows(5)
+            .position(|w| w == b"0\r\n\r\n")
+            .filter(|&p| p == 0 || raw[end + p - 1] == b'\n')
+            .map(|p| end + p + 5);
+    }
+    let len = head
+        .lines()
+        .find_map(|l| l.strip_prefix("content-length:"))
+        .and_then(|v| v.trim().parse::<usize>().ok())?;
+    (raw.len() >= end + len).then_some(end + len)
+}
+
+fn dechunk(mut s: &str) -> String {
+    let mut out = String::new();
+    while let Some((size, rest)) = s.split_once("\r\n") {
+        let Ok(n) = usize::from_str_radix(size.trim(), 16) else {
+            break;
+        };
+        if n == 0 || rest.len() < n {
+            break;
+        }
+        out.push_str(&rest[..n]);
+        s = rest[n..].trim_start_matches("\r\n");
+    }
+    out
 }
 
 fn pipe(p: Option<impl Read + Send + 'static>) -> Receiver<String> {

@@ -13,28 +13,33 @@ use anyhow::{Context, Result, bail};
 use powercontext_hooks_core::workspace::sha256_hex;
 use serde::{Deserialize, Serialize};
 
-/// A host setup knows how to wire (the others fail with "not yet supported").
+/// A host setup knows how to wire.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Host {
     /// Claude Code: local marketplace + `claude plugin install`.
     ClaudeCode,
     /// Codex: local marketplace + `codex plugin add` + hook trust.
     Codex,
+    /// OpenCode: one plugin file in its plugins folder + an MCP entry in its config.
+    OpenCode,
+    /// Pi: a package folder registered with `pi install <dir>`.
+    Pi,
+    /// DSH: a plugin bundle linked into a profile with `dsh plugin add <dir>`.
+    Dsh,
 }
 
 /// Every host name the CLI accepts on its command line.
 pub const HOST_NAMES: [&str; 5] = ["claude-code", "codex", "opencode", "pi", "dsh"];
 
 impl Host {
-    /// Parses a host name; the hosts whose installers have not landed yet are a clear error.
+    /// Parses a host name.
     pub fn parse(name: &str) -> Result<Self> {
         match name {
             "claude-code" => Ok(Self::ClaudeCode),
             "codex" => Ok(Self::Codex),
-            "opencode" | "pi" | "dsh" => bail!(
-                "host `{name}` is not yet supported by setup/doctor: its plugin installer has not landed \
-                 in this build (supported: claude-code, codex)"
-            ),
+            "opencode" => Ok(Self::OpenCode),
+            "pi" => Ok(Self::Pi),
+            "dsh" => Ok(Self::Dsh),
             _ => bail!("unknown host `{name}` (one of: {})", HOST_NAMES.join(", ")),
         }
     }
@@ -44,14 +49,21 @@ impl Host {
         match self {
             Self::ClaudeCode => "claude-code",
             Self::Codex => "codex",
+            Self::OpenCode => "opencode",
+            Self::Pi => "pi",
+            Self::Dsh => "dsh",
         }
     }
 
     /// The integration in the core library.
     pub fn integration(self) -> powercontext_hooks_core::host::Integration {
+        use powercontext_hooks_core::host::Integration;
         match self {
-            Self::ClaudeCode => powercontext_hooks_core::host::Integration::ClaudeCode,
-            Self::Codex => powercontext_hooks_core::host::Integration::Codex,
+            Self::ClaudeCode => Integration::ClaudeCode,
+            Self::Codex => Integration::Codex,
+            Self::OpenCode => Integration::OpenCode,
+            Self::Pi => Integration::Pi,
+            Self::Dsh => Integration::Dsh,
         }
     }
 
@@ -60,6 +72,9 @@ impl Host {
         match self {
             Self::ClaudeCode => "powercontext-hook-claude-code",
             Self::Codex => "powercontext-hook-codex",
+            Self::OpenCode => "powercontext-hook-opencode",
+            Self::Pi => "powercontext-hook-pi",
+            Self::Dsh => "powercontext-hook-dsh",
         }
     }
 
@@ -68,18 +83,43 @@ impl Host {
         match self {
             Self::ClaudeCode => "claude",
             Self::Codex => "codex",
+            Self::OpenCode => "opencode",
+            Self::Pi => "pi",
+            Self::Dsh => "dsh",
         }
     }
 
-    /// Host versions our real-host tests cover (tests/e2e/package.json).
+    /// Whether the host is wired through a Claude-style local marketplace.
+    pub fn uses_marketplace(self) -> bool {
+        matches!(self, Self::ClaudeCode | Self::Codex)
+    }
+
+    /// Host versions our real-host tests cover (the pins in tests/e2e/**/package.json).
     pub fn tested_versions(self) -> &'static [&'static str] {
         match self {
             Self::ClaudeCode => &["2.1.332"],
             Self::Codex => &["0.171.0"],
+            Self::OpenCode => &["1.18.33"],
+            Self::Pi => &["0.73.1"],
+            Self::Dsh => &["0.1.0-rc.8"],
         }
     }
 
-    /// The plugin folder template: (relative path, text with `{{…}}` placeholders).
+    /// The `{{hook_command}}` value: Claude Code and Codex hand it to `sh -c` inside a JSON
+    /// string; the JavaScript shims spawn it directly from a string literal (no shell quoting).
+    pub fn hook_command_value(self, exe: &Path) -> Result<String> {
+        if self.uses_marketplace() {
+            return hook_command_json(exe);
+        }
+        let path = exe
+            .to_str()
+            .with_context(|| format!("{} is not a UTF-8 path", exe.display()))?;
+        let quoted = serde_json::Value::String(path.to_owned()).to_string();
+        Ok(quoted[1..quoted.len() - 1].to_owned())
+    }
+
+    /// The plugin folder template: (relative path, text with `{{…}}` placeholders). For OpenCode
+    /// the folder is OpenCode's own plugins folder.
     pub fn templates(self) -> &'static [(&'static str, &'static str)] {
         match self {
             Self::ClaudeCode => &[
@@ -115,9 +155,45 @@ impl Host {
                     include_str!("../../../installers/codex/hooks/hooks.json"),
                 ),
             ],
+            Self::OpenCode => &[(
+                OPENCODE_PLUGIN_FILE,
+                include_str!("../../../installers/opencode/powercontext-opencode.js"),
+            )],
+            Self::Pi => &[
+                (
+                    "package.json",
+                    include_str!("../../../installers/pi/package.json"),
+                ),
+                (
+                    "extensions/powercontext.ts",
+                    include_str!("../../../installers/pi/extensions/powercontext.ts"),
+                ),
+            ],
+            Self::Dsh => &[
+                (
+                    "package.json",
+                    include_str!("../../../installers/dsh/package.json"),
+                ),
+                (
+                    "cordis.patch.yml",
+                    include_str!("../../../installers/dsh/cordis.patch.yml"),
+                ),
+                ("index.js", include_str!("../../../installers/dsh/index.js")),
+            ],
         }
     }
 }
+
+/// OpenCode's plugin file name (as the official installer names it).
+pub const OPENCODE_PLUGIN_FILE: &str = "powercontext-opencode.js";
+/// The member of OpenCode's `mcp` object we own.
+pub const OPENCODE_MCP_KEY: &str = "powercontext";
+/// The package name `dsh plugin add` links into the profile.
+pub const DSH_PACKAGE: &str = "powercontext-hooks-dsh";
+/// The cordis row id our DSH bundle inserts.
+pub const DSH_PLUGIN_ID: &str = "powercontext-dsh";
+/// The DSH profile setup uses when none is given (the official installer's choice).
+pub const DSH_DEFAULT_PROFILE: &str = "web";
 
 /// Plugin and marketplace name in both templates.
 pub const PLUGIN_ID: &str = "powercontext@powercontext";
@@ -339,6 +415,24 @@ pub struct OwnedConfig {
     pub keys: BTreeMap<String, String>,
 }
 
+/// A member we added to a host's JSONC config (OpenCode's `mcp.powercontext`): where, how, and
+/// the hash of the value we wrote (compact JSON), so uninstall removes it only while unchanged.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct OwnedEntry {
+    /// The config file.
+    pub path: PathBuf,
+    /// The parent object's key (`mcp`).
+    pub parent: String,
+    /// Our key (`powercontext`).
+    pub key: String,
+    /// `sha256:` of the compact JSON of the value we wrote.
+    pub sha256: String,
+    /// We created the file.
+    pub created_file: bool,
+    /// How the member was inserted (to undo it byte for byte).
+    pub inserted: crate::jsonc::Inserted,
+}
+
 /// Host registrations this tool made (and so may undo).
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
 pub struct Registrations {
@@ -373,6 +467,12 @@ pub struct Manifest {
     pub config: Option<OwnedConfig>,
     /// Host registrations we made.
     pub registrations: Registrations,
+    /// Members we added to the host's own config (OpenCode's MCP entry).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_entry: Option<OwnedEntry>,
+    /// The DSH profile we installed into.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<String>,
 }
 
 /// Where setup keeps one host's plugin folder and manifest: `<state>/installs/<host>/`.

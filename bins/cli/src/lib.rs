@@ -13,6 +13,7 @@ use clap::{Parser, Subcommand};
 mod doctor;
 mod host_cli;
 mod install;
+mod jsonc;
 mod setup;
 mod state_cmd;
 mod uninstall;
@@ -20,7 +21,8 @@ mod uninstall;
 /// Connect coding-agent hosts to a PowerContext Server through fast, fail-open hook executables.
 ///
 /// Hook executables (run by the hosts, not by you): powercontext-hook-claude-code,
-/// powercontext-hook-codex. Each reads the host's event on stdin, injects recalled context for the
+/// powercontext-hook-codex, powercontext-hook-opencode, powercontext-hook-pi,
+/// powercontext-hook-dsh. Each reads the host's event on stdin, injects recalled context for the
 /// current prompt, captures the prompt as a Source (never secret-like text), and always exits 0.
 #[derive(Debug, Parser)]
 #[command(name = "powercontext-hooks", version, after_help = AFTER_HELP)]

@@ -15,10 +15,11 @@ use serde_json::{Value, json};
 
 use crate::host_cli::HostCli;
 use crate::install::{
-    self, Host, Journal, Manifest, OwnedConfig, OwnedFile, Registrations, digest, toml_string,
+    self, Host, Journal, Manifest, OwnedConfig, OwnedEntry, OwnedFile, Registrations, digest, toml_string,
 };
+use crate::jsonc;
 
-/// Test-only fault injection: fail right after the named step (files, config, marketplace,
+/// Test-only fault injection: fail right after the named step (files, config, mcp, marketplace,
 /// plugin, trust, verify) to prove the rollback.
 pub const FAULT_VAR: &str = "POWERCONTEXT_HOOKS_SETUP_FAULT";
 
@@ -28,7 +29,7 @@ pub struct Locate {
     /// Directory holding the powercontext-hook-* executables (default: next to this program).
     #[arg(long, value_name = "DIR")]
     pub bin_dir: Option<PathBuf>,
-    /// The host's CLI executable (default: `claude` / `codex` on PATH).
+    /// The host's CLI executable (default: `claude`, `codex`, `opencode`, `pi` or `dsh` on PATH).
     #[arg(long, value_name = "PATH")]
     pub host_cli: Option<PathBuf>,
 }
@@ -36,8 +37,11 @@ pub struct Locate {
 /// `setup <host>`.
 #[derive(Debug, Args)]
 pub struct SetupArgs {
-    /// claude-code or codex (opencode, pi, dsh: not yet supported).
+    /// claude-code, codex, opencode, pi or dsh.
     pub host: String,
+    /// DSH only: the profile to install into (default: web).
+    #[arg(long, value_name = "NAME")]
+    pub profile: Option<String>,
     /// PowerContext Server base URL (http only for loopback).
     #[arg(long, value_name = "URL")]
     pub server_url: Option<String>,
@@ -112,19 +116,34 @@ impl Paths {
     }
 
     /// The host's config home (Claude: `$CLAUDE_CONFIG_DIR` or `~/.claude`; Codex: `$CODEX_HOME`
-    /// or `~/.codex`).
+    /// or `~/.codex`; Pi: `$PI_CODING_AGENT_DIR` or `~/.pi/agent`; DSH: `$DSH_HOME` or `~/.dsh`;
+    /// OpenCode: `$XDG_CONFIG_HOME/opencode` or `~/.config/opencode` — setup asks `opencode`).
     pub fn host_home(&self, host: Host) -> Option<PathBuf> {
         let (var, rel) = match host {
             Host::ClaudeCode => ("CLAUDE_CONFIG_DIR", ".claude"),
             Host::Codex => ("CODEX_HOME", ".codex"),
+            Host::Pi => ("PI_CODING_AGENT_DIR", ".pi/agent"),
+            Host::Dsh => ("DSH_HOME", ".dsh"),
+            Host::OpenCode => {
+                if let Some(x) = self.env.text("XDG_CONFIG_HOME").filter(|v| v.starts_with('/')) {
+                    return Some(Path::new(x).join("opencode"));
+                }
+                ("", ".config/opencode")
+            }
         };
-        if let Some(v) = self.env.text(var).filter(|v| !v.is_empty()) {
+        if let Some(v) = self.env.text(var).filter(|v| !v.is_empty() && !var.is_empty()) {
             return Some(PathBuf::from(v));
         }
         self.env
             .text("HOME")
             .filter(|h| !h.is_empty())
             .map(|h| Path::new(h).join(rel))
+    }
+
+    /// A DSH profile's directory.
+    pub fn dsh_profile_dir(&self, profile: &str) -> Option<PathBuf> {
+        self.host_home(Host::Dsh)
+            .map(|h| h.join("profiles").join(profile))
     }
 
     /// A directory to run host CLIs from (their listings are not about a project).
@@ -247,6 +266,12 @@ struct Plan {
     hook_exe: PathBuf,
     files: Vec<FileChange>,
     config: Option<(FileChange, OwnedConfig)>,
+    /// A member added to the host's own config (OpenCode's MCP entry).
+    host_entry: Option<(FileChange, OwnedEntry)>,
+    /// Owned host entry to keep recording when unchanged.
+    kept_entry: Option<OwnedEntry>,
+    /// DSH profile.
+    profile: Option<String>,
     steps: Vec<Step>,
     settings_lines: Vec<(String, String, String)>,
     warnings: Vec<String>,
@@ -255,7 +280,10 @@ struct Plan {
 
 impl Plan {
     fn changes(&self) -> bool {
-        self.files.iter().any(|f| f.action != "keep") || self.config.is_some() || !self.steps.is_empty()
+        self.files.iter().any(|f| f.action != "keep")
+            || self.config.is_some()
+            || self.host_entry.is_some()
+            || !self.steps.is_empty()
     }
 
     fn step_command(&self, step: Step) -> String {
@@ -280,6 +308,12 @@ impl Plan {
             (Host::Codex, Step::Install | Step::Enable) => {
                 self.cli.display(&["plugin", "add", install::PLUGIN_ID, "--json"])
             }
+            (Host::Pi, _) => self.cli.display(&["install", &dir]),
+            (Host::Dsh, _) => {
+                let profile = self.profile.as_deref().unwrap_or(install::DSH_DEFAULT_PROFILE);
+                self.cli.display(&["plugin", "--profile", profile, "add", &dir])
+            }
+            (Host::OpenCode, _) => String::new(),
             (_, Step::Trust) => format!(
                 "{} app-server: hooks/list, then config/batchWrite hooks.state (trust our hook's current hash)",
                 self.cli.path.display()
@@ -298,6 +332,8 @@ impl Plan {
             "settings": self.settings_lines.iter().map(|(k, v, o)| json!({"name": k, "value": v, "origin": o})).collect::<Vec<_>>(),
             "files": self.files.iter().map(|f| json!({"path": f.path, "action": f.action})).collect::<Vec<_>>(),
             "config": self.config.as_ref().map(|(f, o)| json!({"path": f.path, "action": f.action, "keys": o.keys.keys().collect::<Vec<_>>()})),
+            "host_config": self.host_entry.as_ref().map(|(f, o)| json!({"path": f.path, "action": f.action, "key": format!("{}.{}", o.parent, o.key)})),
+            "profile": self.profile,
             "commands": self.steps.iter().map(|s| self.step_command(*s)).collect::<Vec<_>>(),
             "warnings": self.warnings,
         })
@@ -313,6 +349,9 @@ impl Plan {
             if self.tested { " (tested)" } else { " (NOT tested)" }
         );
         println!("  plugin folder    {}", self.plugin_dir.display());
+        if let Some(p) = &self.profile {
+            println!("  DSH profile      {p}");
+        }
         println!("  settings the hook will use:");
         for (k, v, o) in &self.settings_lines {
             println!("    {k:<17} {v}  ({o})");
@@ -330,6 +369,9 @@ impl Plan {
                 self.host.name(),
                 keys.join(", ")
             );
+        }
+        if let Some((f, o)) = &self.host_entry {
+            println!("  {:<7} {} {}.{}", f.action, f.path.display(), o.parent, o.key);
         }
         for s in &self.steps {
             println!("  run     {}", self.step_command(*s));
@@ -417,8 +459,44 @@ fn build_plan(args: &SetupArgs, host: Host, paths: &Paths) -> Result<Plan> {
 
     // 2. Our plugin folder, rendered; same-name files we do not own stop everything.
     let previous = install::load_manifest(&paths.state_root, host)?;
-    let plugin_dir = install::install_dir(&paths.state_root, host).join("plugin");
-    let hook_command = install::hook_command_json(&hook_exe)?;
+    let profile = match (host, &args.profile) {
+        (Host::Dsh, Some(p)) => {
+            if p.is_empty()
+                || p.starts_with('.')
+                || !p
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b))
+            {
+                bail!("--profile: a DSH profile name is letters, digits, `.`, `_` and `-`");
+            }
+            Some(p.clone())
+        }
+        (Host::Dsh, None) => Some(
+            previous
+                .as_ref()
+                .and_then(|m| m.profile.clone())
+                .unwrap_or_else(|| install::DSH_DEFAULT_PROFILE.to_owned()),
+        ),
+        (_, Some(_)) => bail!("--profile is for dsh only"),
+        (_, None) => None,
+    };
+    if let (Some(p), Some(old)) = (&profile, previous.as_ref().and_then(|m| m.profile.as_ref()))
+        && p != old
+    {
+        bail!(
+            "dsh is set up in profile `{old}`; run `powercontext-hooks uninstall dsh` first to move it to `{p}`"
+        );
+    }
+    let opencode_config = if host == Host::OpenCode {
+        Some(cli.opencode_paths()?["config"].clone())
+    } else {
+        None
+    };
+    let plugin_dir = match &opencode_config {
+        Some(c) => c.join("plugins"),
+        None => install::install_dir(&paths.state_root, host).join("plugin"),
+    };
+    let hook_command = host.hook_command_value(&hook_exe)?;
     let url = settings.server_url.value.as_str().to_owned();
     let version = env!("CARGO_PKG_VERSION");
     let mut files = Vec::new();
@@ -519,36 +597,71 @@ fn build_plan(args: &SetupArgs, host: Host, paths: &Paths) -> Result<Plan> {
 
     // 4. Host registrations, through the host's own CLI.
     let mut steps = Vec::new();
-    match cli.marketplace_path()? {
-        Some(p) if p == plugin_dir => {}
-        Some(p) => bail!(
-            "{} already has a marketplace named `{}` from {} — not ours. Remove it first ({}), then run setup again",
-            host.name(),
-            install::MARKETPLACE,
-            p.display(),
-            match host {
-                Host::ClaudeCode => "claude plugin marketplace remove powercontext",
-                Host::Codex => "codex plugin marketplace remove powercontext",
+    let mut host_entry = None;
+    let mut kept_entry = None;
+    match host {
+        Host::Pi => {
+            if !cli.pi_lists(&plugin_dir)? {
+                steps.push(Step::Install);
             }
-        ),
-        None => steps.push(Step::Marketplace),
+        }
+        Host::Dsh => {
+            let p = profile.as_deref().unwrap_or(install::DSH_DEFAULT_PROFILE);
+            let dir = paths
+                .dsh_profile_dir(p)
+                .context("cannot find DSH's home: set HOME or DSH_HOME")?;
+            match dsh_dependency(&dir)? {
+                None => steps.push(Step::Install),
+                Some(spec) if spec == format!("link:{}", plugin_dir.display()) => {}
+                Some(spec) => bail!(
+                    "DSH profile `{p}` already has a package `{}` ({spec}) — not ours. Remove it first \
+                     (dsh plugin --profile {p} remove {}), then run setup again",
+                    install::DSH_PACKAGE,
+                    install::DSH_PACKAGE
+                ),
+            }
+        }
+        Host::OpenCode => {
+            let config_dir = opencode_config.as_deref().context("no OpenCode config dir")?;
+            let want = json!({"type": "remote", "url": format!("{url}/mcp"), "enabled": true});
+            (host_entry, kept_entry) = plan_opencode_mcp(config_dir, &want, previous.as_ref())?;
+        }
+        Host::ClaudeCode | Host::Codex => {}
+    }
+    if host.uses_marketplace() {
+        match cli.marketplace_path()? {
+            Some(p) if p == plugin_dir => {}
+            Some(p) => bail!(
+                "{} already has a marketplace named `{}` from {} — not ours. Remove it first ({}), then run setup again",
+                host.name(),
+                install::MARKETPLACE,
+                p.display(),
+                match host {
+                    Host::Codex => "codex plugin marketplace remove powercontext",
+                    _ => "claude plugin marketplace remove powercontext",
+                }
+            ),
+            None => steps.push(Step::Marketplace),
+        }
     }
     let files_change = files.iter().any(|f| f.action != "keep");
-    match cli.plugin_enabled()? {
-        None => steps.push(Step::Install),
-        // Codex runs a cached copy of the plugin: a changed folder has to be added again.
-        Some(_) if host == Host::Codex && files_change => steps.push(Step::Install),
-        Some(false) => steps.push(Step::Enable),
-        Some(true) => {}
-    }
-    if host == Host::Codex {
-        let needs_trust = steps.contains(&Step::Install)
-            || cli
-                .codex_hooks(&paths.neutral_cwd())?
-                .iter()
-                .any(|h| h["trustStatus"] != "trusted");
-        if needs_trust {
-            steps.push(Step::Trust);
+    if host.uses_marketplace() {
+        match cli.plugin_enabled()? {
+            None => steps.push(Step::Install),
+            // Codex runs a cached copy of the plugin: a changed folder has to be added again.
+            Some(_) if host == Host::Codex && files_change => steps.push(Step::Install),
+            Some(false) => steps.push(Step::Enable),
+            Some(true) => {}
+        }
+        if host == Host::Codex {
+            let needs_trust = steps.contains(&Step::Install)
+                || cli
+                    .codex_hooks(&paths.neutral_cwd())?
+                    .iter()
+                    .any(|h| h["trustStatus"] != "trusted");
+            if needs_trust {
+                steps.push(Step::Trust);
+            }
         }
     }
 
@@ -561,11 +674,105 @@ fn build_plan(args: &SetupArgs, host: Host, paths: &Paths) -> Result<Plan> {
         hook_exe,
         files,
         config,
+        host_entry,
+        kept_entry,
+        profile,
         steps,
         settings_lines,
         warnings,
         previous,
     })
+}
+
+/// The spec of our package in a DSH profile's `package.json` dependencies, if any.
+pub fn dsh_dependency(profile_dir: &Path) -> Result<Option<String>> {
+    let path = profile_dir.join("package.json");
+    let Some(bytes) = install::read_opt(&path)? else {
+        return Ok(None);
+    };
+    let v: Value =
+        serde_json::from_slice(&bytes).with_context(|| format!("{} is not valid JSON", path.display()))?;
+    Ok(v["dependencies"][install::DSH_PACKAGE]
+        .as_str()
+        .map(str::to_owned))
+}
+
+/// OpenCode's global config files, in the order OpenCode merges them.
+pub const OPENCODE_CONFIG_FILES: [&str; 3] = ["config.json", "opencode.json", "opencode.jsonc"];
+
+/// `sha256:` of a JSON value's compact form (how the manifest identifies our MCP entry).
+pub fn value_digest(v: &Value) -> String {
+    digest(v.to_string().as_bytes())
+}
+
+type EntryPlan = (Option<(FileChange, OwnedEntry)>, Option<OwnedEntry>);
+
+/// Plans OpenCode's `mcp.powercontext`: added to the config file OpenCode reads last (created
+/// when there is none), updated only while it is still what we wrote, refused when it is not ours.
+fn plan_opencode_mcp(config_dir: &Path, want: &Value, previous: Option<&Manifest>) -> Result<EntryPlan> {
+    let owned = previous.and_then(|m| m.host_entry.clone());
+    let (parent, key) = ("mcp", install::OPENCODE_MCP_KEY);
+    let mut existing = Vec::new();
+    for name in OPENCODE_CONFIG_FILES {
+        let path = config_dir.join(name);
+        if let Some(bytes) = install::read_opt(&path)? {
+            let text = String::from_utf8(bytes).map_err(|_| anyhow!("{} is not UTF-8", path.display()))?;
+            jsonc::parse(&text).with_context(|| {
+                format!("cannot read {} (OpenCode's config): fix it first", path.display())
+            })?;
+            existing.push((path, text));
+        }
+    }
+    for (path, text) in &existing {
+        let Some(current) = jsonc::get(text, parent, key)? else {
+            continue;
+        };
+        let ours = owned
+            .as_ref()
+            .filter(|o| &o.path == path && o.sha256 == value_digest(&current));
+        let Some(o) = ours else {
+            bail!(
+                "refusing to overwrite `{parent}.{key}` in {}: powercontext-hooks did not write it (or it changed since). \
+                 Remove that entry, then run setup again",
+                path.display()
+            );
+        };
+        if &current == want {
+            return Ok((None, Some(o.clone())));
+        }
+        let new = jsonc::replace(text, parent, key, want)?;
+        let entry = OwnedEntry {
+            sha256: value_digest(want),
+            ..o.clone()
+        };
+        let change = FileChange {
+            path: path.clone(),
+            bytes: new.into_bytes(),
+            action: "update",
+            private: false,
+        };
+        return Ok((Some((change, entry)), None));
+    }
+    let (path, text, created_file) = match existing.pop() {
+        Some((p, t)) => (p, t, false),
+        None => (config_dir.join("opencode.json"), "{}\n".to_owned(), true),
+    };
+    let (new, inserted) = jsonc::insert(&text, parent, key, want)?;
+    let entry = OwnedEntry {
+        path: path.clone(),
+        parent: parent.to_owned(),
+        key: key.to_owned(),
+        sha256: value_digest(want),
+        created_file,
+        inserted,
+    };
+    let change = FileChange {
+        path,
+        bytes: new.into_bytes(),
+        action: if created_file { "create" } else { "update" },
+        private: false,
+    };
+    Ok((Some((change, entry)), None))
 }
 
 fn fault(env: &Env, step: &str) -> Result<()> {
@@ -576,8 +783,8 @@ fn fault(env: &Env, step: &str) -> Result<()> {
 }
 
 /// Host files the host CLI may change: snapshotted so a failed run restores them byte for byte.
-fn journal_host_files(journal: &mut Journal, host: Host, home: &Path) -> Result<()> {
-    let (files, dirs): (Vec<PathBuf>, Vec<PathBuf>) = match host {
+fn journal_host_files(journal: &mut Journal, plan: &Plan, paths: &Paths, home: &Path) -> Result<()> {
+    let (files, dirs): (Vec<PathBuf>, Vec<PathBuf>) = match plan.host {
         Host::ClaudeCode => (
             vec![
                 home.join("settings.json"),
@@ -598,6 +805,46 @@ fn journal_host_files(journal: &mut Journal, host: Host, home: &Path) -> Result<
                 home.join(".hook-trust"),
             ],
         ),
+        // `pi install <dir>` records the folder in the agent settings, nothing else.
+        Host::Pi => (vec![home.join("settings.json")], Vec::new()),
+        // `dsh plugin add` initializes the profile if needed and runs pnpm in it (which also
+        // creates its content store); `--dump-config` boots the profile.
+        Host::Dsh => {
+            let profile = home
+                .join("profiles")
+                .join(plan.profile.as_deref().unwrap_or(install::DSH_DEFAULT_PROFILE));
+            let nm = profile.join("node_modules");
+            let data = paths
+                .env
+                .text("XDG_DATA_HOME")
+                .filter(|d| d.starts_with('/'))
+                .map(PathBuf::from)
+                .or_else(|| paths.env.text("HOME").map(|h| Path::new(h).join(".local/share")));
+            let mut dirs = vec![
+                profile.clone(),
+                nm.clone(),
+                nm.join(".pnpm"),
+                home.join("profiles/node_modules"),
+            ];
+            dirs.extend(data.map(|d| d.join("pnpm/store")));
+            (
+                [
+                    "package.json",
+                    "pnpm-lock.yaml",
+                    "pnpm-workspace.yaml",
+                    "cordis.patch.yml",
+                    "cordis.yml",
+                    "node_modules/.modules.yaml",
+                    "node_modules/.pnpm-workspace-state-v1.json",
+                    "node_modules/.pnpm/lock.yaml",
+                ]
+                .iter()
+                .map(|f| profile.join(f))
+                .collect(),
+                dirs,
+            )
+        }
+        Host::OpenCode => (Vec::new(), Vec::new()),
     };
     for f in &files {
         journal.created_dirs_of(f);
@@ -641,11 +888,15 @@ fn apply_inner(plan: &Plan, paths: &Paths, journal: &mut Journal) -> Result<Regi
         journal.created_dirs_of(&f.path);
         journal.file(&f.path)?;
     }
+    if let Some((f, _)) = &plan.host_entry {
+        journal.created_dirs_of(&f.path);
+        journal.file(&f.path)?;
+    }
     if !plan.steps.is_empty() {
         let home = paths
             .host_home(plan.host)
             .context("cannot find the host's configuration directory: set HOME")?;
-        journal_host_files(journal, plan.host, &home)?;
+        journal_host_files(journal, plan, paths, &home)?;
     }
 
     for f in plan.files.iter().filter(|f| f.action != "keep") {
@@ -668,6 +919,10 @@ fn apply_inner(plan: &Plan, paths: &Paths, journal: &mut Journal) -> Result<Regi
         }
     }
     fault(env, "config")?;
+    if let Some((f, _)) = &plan.host_entry {
+        install::write_atomic(&f.path, &f.bytes, f.private)?;
+        fault(env, "mcp")?;
+    }
 
     let mut regs = plan
         .previous
@@ -705,18 +960,59 @@ fn apply_inner(plan: &Plan, paths: &Paths, journal: &mut Journal) -> Result<Regi
                 plan.cli.codex_trust(&paths.neutral_cwd())?;
                 regs.trust = true;
             }
-            (Host::ClaudeCode, Step::Trust) => {}
+            (Host::Pi, _) => {
+                plan.cli.run_ok(&["install", &dir])?;
+                regs.plugin = true;
+            }
+            (Host::Dsh, _) => {
+                let profile = plan.profile.as_deref().unwrap_or(install::DSH_DEFAULT_PROFILE);
+                plan.cli.run_ok(&["plugin", "--profile", profile, "add", &dir])?;
+                regs.plugin = true;
+            }
+            (Host::ClaudeCode | Host::OpenCode, _) => {}
         }
         fault(env, step.name())?;
     }
 
     // Verify the host really lists it, before declaring success.
-    if plan.cli.plugin_enabled()? != Some(true) {
-        bail!(
-            "{} does not list {} as enabled after setup",
-            plan.host.name(),
-            install::PLUGIN_ID
-        );
+    match plan.host {
+        Host::ClaudeCode | Host::Codex => {
+            if plan.cli.plugin_enabled()? != Some(true) {
+                bail!(
+                    "{} does not list {} as enabled after setup",
+                    plan.host.name(),
+                    install::PLUGIN_ID
+                );
+            }
+        }
+        Host::Pi => {
+            if !plan.cli.pi_lists(&plan.plugin_dir)? {
+                bail!(
+                    "`pi list` does not show {} after setup",
+                    plan.plugin_dir.display()
+                );
+            }
+        }
+        Host::Dsh => {
+            let profile = plan.profile.as_deref().unwrap_or(install::DSH_DEFAULT_PROFILE);
+            if !plan.cli.dsh_has_plugin(profile)? {
+                bail!(
+                    "`dsh --profile {profile} --dump-config` has no `{}` row after setup",
+                    install::DSH_PLUGIN_ID
+                );
+            }
+        }
+        // Loading is proven by `doctor opencode` (a short `opencode serve`); here the config
+        // OpenCode reads must still parse and hold our entry.
+        Host::OpenCode => {
+            if let Some((f, o)) = &plan.host_entry {
+                let text = std::fs::read_to_string(&f.path)?;
+                let v = jsonc::get(&text, &o.parent, &o.key)?;
+                if v.as_ref().map(value_digest) != Some(o.sha256.clone()) {
+                    bail!("{} does not hold our MCP entry after setup", f.path.display());
+                }
+            }
+        }
     }
     if plan.host == Host::Codex {
         let hooks = plan.cli.codex_hooks(&paths.neutral_cwd())?;
@@ -752,6 +1048,12 @@ fn apply_inner(plan: &Plan, paths: &Paths, journal: &mut Journal) -> Result<Regi
             .map(|(_, o)| o.clone())
             .or_else(|| plan.previous.as_ref().and_then(|m| m.config.clone())),
         registrations: regs.clone(),
+        host_entry: plan
+            .host_entry
+            .as_ref()
+            .map(|(_, o)| o.clone())
+            .or_else(|| plan.kept_entry.clone()),
+        profile: plan.profile.clone(),
     };
     let bytes = install::manifest_bytes(&manifest)?;
     if install::read_opt(&manifest_path)?.as_deref() != Some(&bytes[..]) {

@@ -1,6 +1,7 @@
 //! `powercontext-hooks uninstall <host>`: removes exactly what the ownership manifest says setup
 //! made — host registrations it added (through the host's CLI), files whose bytes are still ours,
-//! config lines still as we wrote them. Anything changed by someone else stays, with a note.
+//! config lines and host config entries (OpenCode's MCP entry) still as we wrote them. Anything
+//! changed by someone else stays, with a note.
 
 use std::fs;
 use std::path::Path;
@@ -11,13 +12,14 @@ use clap::Args;
 use serde_json::json;
 
 use crate::host_cli::HostCli;
-use crate::install::{self, Host, digest};
-use crate::setup::{Locate, Paths, fail};
+use crate::install::{self, Host, Manifest, digest};
+use crate::jsonc;
+use crate::setup::{Locate, Paths, dsh_dependency, fail, value_digest};
 
 /// `uninstall <host>`.
 #[derive(Debug, Args)]
 pub struct UninstallArgs {
-    /// claude-code or codex.
+    /// claude-code, codex, opencode, pi or dsh.
     pub host: String,
     #[command(flatten)]
     pub locate: Locate,
@@ -73,12 +75,16 @@ fn run(args: &UninstallArgs) -> Result<(Vec<String>, Vec<String>)> {
     let dry = args.dry_run;
 
     // 1. Host registrations first: if the host CLI fails, nothing else has changed yet.
-    if manifest.registrations.plugin || manifest.registrations.marketplace {
+    if manifest.registrations.plugin && matches!(host, Host::Pi | Host::Dsh) {
+        let cli = HostCli::locate(host, args.locate.host_cli.as_deref(), &paths.env)?;
+        unregister_package(host, &cli, &manifest, &paths, dry, &mut actions)?;
+    }
+    if host.uses_marketplace() && (manifest.registrations.plugin || manifest.registrations.marketplace) {
         let cli = HostCli::locate(host, args.locate.host_cli.as_deref(), &paths.env)?;
         if manifest.registrations.plugin && cli.plugin_enabled()?.is_some() {
             let a: &[&str] = match host {
-                Host::ClaudeCode => &["plugin", "uninstall", install::PLUGIN_ID, "--scope", "user"],
                 Host::Codex => &["plugin", "remove", install::PLUGIN_ID, "--json"],
+                _ => &["plugin", "uninstall", install::PLUGIN_ID, "--scope", "user"],
             };
             actions.push(format!("run     {}", cli.display(a)));
             if !dry {
@@ -89,8 +95,8 @@ fn run(args: &UninstallArgs) -> Result<(Vec<String>, Vec<String>)> {
             match cli.marketplace_path()? {
                 Some(p) if p == manifest.plugin_dir => {
                     let a: &[&str] = match host {
-                        Host::ClaudeCode => &["plugin", "marketplace", "remove", install::MARKETPLACE],
                         Host::Codex => &["plugin", "marketplace", "remove", install::MARKETPLACE, "--json"],
+                        _ => &["plugin", "marketplace", "remove", install::MARKETPLACE],
                     };
                     actions.push(format!("run     {}", cli.display(a)));
                     if !dry {
@@ -128,8 +134,44 @@ fn run(args: &UninstallArgs) -> Result<(Vec<String>, Vec<String>)> {
             Some(_) => kept.push(format!("{} (changed since setup)", f.path.display())),
         }
     }
-    if !dry {
+    // OpenCode's plugins folder is OpenCode's, not ours.
+    if !dry && host != Host::OpenCode {
         remove_empty_dirs(&manifest.plugin_dir);
+    }
+
+    // 2b. Our entry in the host's own config, only while it is still what we wrote.
+    if let Some(e) = &manifest.host_entry
+        && let Some(bytes) = install::read_opt(&e.path)?
+    {
+        let text =
+            String::from_utf8(bytes).map_err(|_| anyhow::anyhow!("{} is not UTF-8", e.path.display()))?;
+        match jsonc::get(&text, &e.parent, &e.key) {
+            Ok(Some(v)) if value_digest(&v) == e.sha256 => {
+                let new = jsonc::remove(&text, &e.parent, &e.key, &e.inserted)?;
+                let empty = e.created_file
+                    && jsonc::parse(&new).is_ok_and(|v| v.as_object().is_some_and(|o| o.is_empty()));
+                if empty {
+                    actions.push(format!("remove  {}", e.path.display()));
+                    if !dry {
+                        fs::remove_file(&e.path)
+                            .with_context(|| format!("cannot remove {}", e.path.display()))?;
+                    }
+                } else {
+                    actions.push(format!("edit    {} {}.{}", e.path.display(), e.parent, e.key));
+                    if !dry {
+                        install::write_atomic(&e.path, new.as_bytes(), false)?;
+                    }
+                }
+            }
+            Ok(Some(_)) => kept.push(format!(
+                "{} {}.{} (changed since setup)",
+                e.path.display(),
+                e.parent,
+                e.key
+            )),
+            Ok(None) => {}
+            Err(_) => kept.push(format!("{} (no longer parses; left as is)", e.path.display())),
+        }
     }
 
     // 3. Our config lines.
@@ -182,4 +224,67 @@ fn remove_empty_dirs(dir: &Path) {
         }
     }
     let _ = fs::remove_dir(dir);
+}
+
+/// Pi and DSH: undo `pi install <dir>` / `dsh plugin add <dir>`, only while the host still has
+/// our folder registered.
+fn unregister_package(
+    host: Host,
+    cli: &HostCli,
+    m: &Manifest,
+    paths: &Paths,
+    dry: bool,
+    actions: &mut Vec<String>,
+) -> Result<()> {
+    let dir = m.plugin_dir.display().to_string();
+    if host == Host::Pi {
+        if cli.pi_lists(&m.plugin_dir)? {
+            let a = ["remove", dir.as_str()];
+            actions.push(format!("run     {}", cli.display(&a)));
+            if !dry {
+                cli.run_ok(&a)?;
+            }
+        }
+        return Ok(());
+    }
+    let profile = m.profile.as_deref().unwrap_or(install::DSH_DEFAULT_PROFILE);
+    let Some(profile_dir) = paths.dsh_profile_dir(profile) else {
+        return Ok(());
+    };
+    if dsh_dependency(&profile_dir)?.as_deref() == Some(format!("link:{dir}").as_str()) {
+        let a = ["plugin", "--profile", profile, "remove", install::DSH_PACKAGE];
+        actions.push(format!("run     {}", cli.display(&a)));
+        if !dry {
+            cli.run_ok(&a)?;
+        }
+    }
+    // pnpm's hoisted linker leaves the link behind; it would dangle once our folder is gone.
+    let link = profile_dir.join("node_modules").join(install::DSH_PACKAGE);
+    let ours = fs::symlink_metadata(&link).is_ok_and(|md| md.file_type().is_symlink())
+        && fs::read_link(&link).is_ok_and(|t| {
+            let target = link.parent().map_or(t.clone(), |p| p.join(&t));
+            normalize(&target) == normalize(&m.plugin_dir)
+        });
+    if ours {
+        actions.push(format!("remove  {}", link.display()));
+        if !dry {
+            fs::remove_file(&link).with_context(|| format!("cannot remove {}", link.display()))?;
+        }
+    }
+    Ok(())
+}
+
+/// Resolves `.` and `..` lexically (the link target may not exist any more).
+fn normalize(p: &Path) -> std::path::PathBuf {
+    let mut out = std::path::PathBuf::new();
+    for c in p.components() {
+        match c {
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            std::path::Component::CurDir => {}
+            c => out.push(c),
+        }
+    }
+    out
 }
