@@ -1,10 +1,11 @@
 //! The host executables under test: one row per executable, each with the stdin payload (and
-//! subcommand) its real host sends and the check that a run injected the recalled context. It owns
+//! subcommand) its real host or shim sends — the shapes `tests/negative.rs` drives, from the recorded
+//! fixtures where there are some — and the check that a run injected the recalled context. It owns
 //! no timing and never edits the recorded fixtures.
 
 use std::path::{Path, PathBuf};
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
 /// How one host executable is driven.
 pub struct Host {
@@ -17,8 +18,13 @@ pub struct Host {
     /// Subcommand, if the host calls the executable with one.
     pub args: &'static [&'static str],
     /// Builds the stdin payload.
-    pub payload: fn(&Path, &Payload<'_>) -> Vec<u8>,
+    pub payload: PayloadFn,
+    /// A second process the host starts for the same prompt: its subcommand and payload.
+    pub then: Option<(&'static [&'static str], PayloadFn)>,
 }
+
+/// Builds one stdin payload from the fixtures directory and what varies per run.
+pub type PayloadFn = fn(&Path, &Payload<'_>) -> Vec<u8>;
 
 /// What varies between payloads.
 pub struct Payload<'a> {
@@ -64,6 +70,66 @@ fn codex_payload(fixtures: &Path, p: &Payload<'_>) -> Vec<u8> {
     from_fixture(&fixtures.join("codex/user_prompt_submit.json"), p, "turn_id")
 }
 
+fn read_fixture(file: &Path) -> Value {
+    let text = std::fs::read_to_string(file)
+        .unwrap_or_else(|e| panic!("cannot read the recorded payload {}: {e}", file.display()));
+    serde_json::from_str(&text).expect("recorded payload is JSON")
+}
+
+/// Pi's extension sends the roles of the session branch; the turn id is the number of user
+/// messages in it, so run `n` is turn `n + 1` of one growing session.
+fn pi_payload(fixtures: &Path, p: &Payload<'_>) -> Vec<u8> {
+    let mut v = read_fixture(&fixtures.join("pi/before_agent_start.json"));
+    v["prompt"] = p.prompt.into();
+    v["cwd"] = p.cwd.to_string_lossy().into_owned().into();
+    if let Some(s) = p.session {
+        v["session_id"] = s.into();
+    }
+    let roles = v["branch_roles"]
+        .as_array_mut()
+        .expect("branch_roles is an array");
+    roles.extend(std::iter::repeat_n(Value::from("user"), p.run + 1));
+    serde_json::to_vec(&v).expect("payload serializes")
+}
+
+/// DSH's `agent/pre-step` batch for the first step of a turn (DSH recalls once per session and
+/// turn, so every run is a new turn).
+fn dsh_payload(_: &Path, p: &Payload<'_>) -> Vec<u8> {
+    let v = json!({
+        "session": {"id": p.session.unwrap_or("dsh-bench-session"), "cwd": p.cwd.to_string_lossy()},
+        "turn": p.run + 1,
+        "step": 1,
+        "messages": [{"source": {"kind": "user"}, "content": [{"type": "text", "text": p.prompt}]}],
+    });
+    serde_json::to_vec(&v).expect("payload serializes")
+}
+
+const OPENCODE_SESSION: &str = "ses_bench0000000000000000000";
+
+fn opencode_message(run: usize) -> String {
+    format!("msg_bench{run:021}")
+}
+
+/// OpenCode's `chat.message` (`prepare`): a new message per run, created later than the last one.
+fn opencode_prepare(fixtures: &Path, p: &Payload<'_>) -> Vec<u8> {
+    let mut v = read_fixture(&fixtures.join("opencode/prepare.json"));
+    let created = v["created_ms"].as_u64().expect("created_ms is a number");
+    v["session_id"] = p.session.unwrap_or(OPENCODE_SESSION).into();
+    v["message_id"] = opencode_message(p.run).into();
+    v["created_ms"] = (created + p.run as u64).into();
+    v["parts"][0]["text"] = p.prompt.into();
+    v["directory"] = p.cwd.to_string_lossy().into_owned().into();
+    serde_json::to_vec(&v).expect("payload serializes")
+}
+
+/// OpenCode's `experimental.chat.messages.transform` (`inject`) for the message just prepared.
+fn opencode_inject(fixtures: &Path, p: &Payload<'_>) -> Vec<u8> {
+    let mut v = read_fixture(&fixtures.join("opencode/inject.json"));
+    v["messages"][0]["id"] = opencode_message(p.run).into();
+    v["messages"][0]["session_id"] = p.session.unwrap_or(OPENCODE_SESSION).into();
+    serde_json::to_vec(&v).expect("payload serializes")
+}
+
 /// Every host executable the workspace ships, in report order.
 pub const ALL: &[Host] = &[
     Host {
@@ -72,6 +138,7 @@ pub const ALL: &[Host] = &[
         part: "CLAUDE",
         args: &[],
         payload: claude_payload,
+        then: None,
     },
     Host {
         name: "codex",
@@ -79,14 +146,32 @@ pub const ALL: &[Host] = &[
         part: "CODEX",
         args: &[],
         payload: codex_payload,
+        then: None,
     },
-];
-
-/// Executables not driven yet, with why (shown in the report).
-pub const PENDING: &[(&str, &str)] = &[
-    ("pi", "powercontext-hook-pi"),
-    ("opencode", "powercontext-hook-opencode"),
-    ("dsh", "powercontext-hook-dsh"),
+    Host {
+        name: "pi",
+        exe: "powercontext-hook-pi",
+        part: "PI",
+        args: &["before-agent-start"],
+        payload: pi_payload,
+        then: None,
+    },
+    Host {
+        name: "dsh",
+        exe: "powercontext-hook-dsh",
+        part: "DSH",
+        args: &["pre-step"],
+        payload: dsh_payload,
+        then: None,
+    },
+    Host {
+        name: "opencode",
+        exe: "powercontext-hook-opencode",
+        part: "OPENCODE",
+        args: &["prepare"],
+        payload: opencode_prepare,
+        then: Some((&["inject"], opencode_inject)),
+    },
 ];
 
 /// Did the run inject the recalled context? (The instant Server's content ends with this marker.)

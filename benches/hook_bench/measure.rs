@@ -10,7 +10,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-/// One process to run: program, arguments, the whole environment, stdin and working directory.
+/// One process to run: program, arguments, the whole environment, stdin and working directory;
+/// optionally a second process the host starts right after it for the same prompt (OpenCode's
+/// `prepare` then `inject`).
 #[derive(Debug, Clone)]
 pub struct Invocation {
     pub program: PathBuf,
@@ -18,12 +20,15 @@ pub struct Invocation {
     pub env: Vec<(String, String)>,
     pub stdin: Vec<u8>,
     pub cwd: PathBuf,
+    pub then: Option<Box<Invocation>>,
 }
 
-/// What one run did.
+/// What one run did (for a two-process prompt: both, outputs concatenated, walls summed).
 #[derive(Debug)]
 pub struct RunOut {
     pub wall: Duration,
+    /// Each process's own spawn → exit, in order.
+    pub steps: Vec<Duration>,
     pub success: bool,
     pub stdout: String,
     pub stderr: String,
@@ -37,7 +42,14 @@ impl Invocation {
             env: Vec::new(),
             stdin: Vec::new(),
             cwd: cwd.to_path_buf(),
+            then: None,
         }
+    }
+
+    /// The process the host starts next for the same prompt; it shares this one's environment.
+    pub fn then(mut self, next: Invocation) -> Self {
+        self.then = Some(Box::new(next));
+        self
     }
 
     pub fn arg(mut self, a: &str) -> Self {
@@ -45,13 +57,16 @@ impl Invocation {
         self
     }
 
-    /// Sets (or replaces) one variable.
+    /// Sets (or replaces) one variable, in every process of the prompt.
     pub fn env(mut self, key: &str, value: impl Into<String>) -> Self {
+        let value = value.into();
         self.env.retain(|(k, _)| k != key);
-        self.env.push((key.to_owned(), value.into()));
+        self.env.push((key.to_owned(), value.clone()));
+        self.then = self.then.map(|n| Box::new(n.env(key, value)));
         self
     }
 
+    /// The first process's stdin.
     pub fn stdin(mut self, bytes: Vec<u8>) -> Self {
         self.stdin = bytes;
         self
@@ -75,6 +90,24 @@ impl Invocation {
     /// whole stdin before writing anything, and a process that never reads (the baselines) gets
     /// an empty payload, so this cannot deadlock; it also keeps a writer thread out of the timing.
     pub fn run(&self) -> RunOut {
+        let first = self.run_alone();
+        match &self.then {
+            // The host only starts the next step after the first exited.
+            Some(next) => {
+                let second = next.run();
+                RunOut {
+                    wall: first.wall + second.wall,
+                    steps: [first.steps, second.steps].concat(),
+                    success: first.success && second.success,
+                    stdout: first.stdout + &second.stdout,
+                    stderr: first.stderr + &second.stderr,
+                }
+            }
+            None => first,
+        }
+    }
+
+    fn run_alone(&self) -> RunOut {
         let mut cmd = self.command(&self.program);
         let start = Instant::now();
         let mut child = cmd
@@ -88,14 +121,24 @@ impl Invocation {
         let wall = start.elapsed();
         RunOut {
             wall,
+            steps: vec![wall],
             success: out.status.success(),
             stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
             stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
         }
     }
 
-    /// Peak resident set size in KiB, measured by `/usr/bin/time -f %M` around one run.
+    /// Peak resident set size in KiB, measured by `/usr/bin/time -f %M` around one run (the
+    /// larger of the two processes of a two-process prompt).
     pub fn peak_rss_kib(&self, scratch: &Path) -> Option<u64> {
+        let first = self.peak_rss_alone(scratch)?;
+        match &self.then {
+            Some(next) => Some(first.max(next.peak_rss_kib(scratch)?)),
+            None => Some(first),
+        }
+    }
+
+    fn peak_rss_alone(&self, scratch: &Path) -> Option<u64> {
         let report = scratch.join("rss.txt");
         let mut cmd = Command::new(TIME);
         cmd.arg("-f")
