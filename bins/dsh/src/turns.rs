@@ -104,7 +104,7 @@ pub fn claim(
         now_secs(),
     );
     if claim == Claim::First {
-        state.write_json(&guard, FILE, &turns)?;
+        state.write_cache_json(&guard, FILE, &turns)?;
     }
     Ok(claim)
 }

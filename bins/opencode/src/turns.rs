@@ -26,7 +26,7 @@ use powercontext_hooks_core::deadline::Deadline;
 use powercontext_hooks_core::env::Env;
 use powercontext_hooks_core::lock::{self, LockGuard};
 use powercontext_hooks_core::state::{
-    StateDir, StateError, now_millis, read_versioned, sweep_temps, versioned_bytes, write_atomic,
+    StateDir, StateError, now_millis, read_versioned, sweep_temps, versioned_bytes, write_cache,
 };
 use powercontext_hooks_core::workspace::sha256_hex;
 
@@ -151,7 +151,8 @@ impl TurnCache {
     }
 
     fn write(&self, _lock: &LockGuard, turn: &Turn) -> Result<(), StateError> {
-        write_atomic(
+        // A cache: losing a write to a power cut costs one prompt without context, never a torn file.
+        write_cache(
             &self.dir(),
             &Self::file_name(&turn.session),
             &versioned_bytes(turn)?,
