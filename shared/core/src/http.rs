@@ -6,6 +6,8 @@ use std::time::Duration;
 
 use serde::Serialize;
 use serde_json::Value;
+use ureq::unversioned::resolver::{DefaultResolver, ResolvedSocketAddrs, Resolver};
+use ureq::unversioned::transport::{DefaultConnector, NextTimeout};
 
 use crate::deadline::Deadline;
 use crate::endpoint::{Authorization, BaseUrl};
@@ -136,8 +138,9 @@ impl Transport {
             .input_buffer_size(32 * 1024)
             .output_buffer_size(16 * 1024)
             .build();
+        let agent = ureq::Agent::with_parts(config, DefaultConnector::new(), LiteralFirst::default());
         Ok(Self {
-            agent: config.into(),
+            agent,
             base,
             authorization,
             request_timeout,
@@ -200,6 +203,36 @@ impl Transport {
             req = req.header("Authorization", a.header_value());
         }
         read_reply(req.config().timeout_global(Some(timeout)).build().call())
+    }
+}
+
+/// Answers IP-literal hosts (`127.0.0.1`, `[::1]`) without a lookup; names go to ureq's resolver.
+/// ureq's resolver starts a lookup thread per connection even for a literal address: most of a
+/// loopback hook's threads. (This uses ureq's unversioned API, hence the exact version pin.)
+#[derive(Debug, Default)]
+struct LiteralFirst(DefaultResolver);
+
+impl Resolver for LiteralFirst {
+    fn resolve(
+        &self,
+        uri: &ureq::http::Uri,
+        config: &ureq::config::Config,
+        timeout: NextTimeout,
+    ) -> Result<ResolvedSocketAddrs, ureq::Error> {
+        if let (Some(scheme), Some(authority)) = (uri.scheme_str(), uri.authority()) {
+            let host = authority.host().trim_start_matches('[').trim_end_matches(']');
+            let port = authority.port_u16().or(match scheme {
+                "http" => Some(80),
+                "https" => Some(443),
+                _ => None,
+            });
+            if let (Ok(ip), Some(port)) = (host.parse::<std::net::IpAddr>(), port) {
+                let mut out = self.empty();
+                out.push(std::net::SocketAddr::new(ip, port));
+                return Ok(out);
+            }
+        }
+        self.0.resolve(uri, config, timeout)
     }
 }
 
