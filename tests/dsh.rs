@@ -500,7 +500,7 @@ fn bad_input_and_unknown_commands_fail_open() {
     for args in [&[][..], &["post-step"][..], &["pre-step", "x"][..]] {
         let out = hook.run_args(args, b"{}");
         assert_eq!(context(&out), None);
-        assert_eq!(out.diagnostic("skipped").unwrap()["detail"], "unknown_command");
+        assert_eq!(out.diagnostic("skipped").unwrap()["detail"], "unknown_subcommand");
     }
     let lossy = br#"{"session":{"id":"s","cwd":"/tmp"},"turn":1,"step":1,"messages":[{"source":{"kind":"user"},"content":[{"type":"text","text":"a\ud800b"}]}]}"#;
     let out = hook.run_args(&["pre-step"], lossy);

@@ -59,7 +59,7 @@ pub fn main() -> ExitCode {
         }
         Command::Unknown => {
             emit::diagnostic(
-                &Diagnostic::new(component, Stage::Payload, Outcome::Skipped).detail("unknown_command"),
+                &Diagnostic::new(component, Stage::Payload, Outcome::Skipped).detail("unknown_subcommand"),
             );
             ExitCode::SUCCESS
         }

@@ -69,7 +69,7 @@ pub fn main() -> ExitCode {
     }
     let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
     let Some(command) = Command::parse(&args) else {
-        emit::diagnostic(&diag(Stage::Payload, Outcome::Skipped).detail("unknown_command"));
+        emit::diagnostic(&diag(Stage::Payload, Outcome::Skipped).detail("unknown_subcommand"));
         return ExitCode::SUCCESS;
     };
     let answer = run(command, &env, start);
