@@ -7,12 +7,12 @@ use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use powercontext_hooks_core::capture::source_id;
 use powercontext_hooks_core::workspace::sha256_hex;
 use powercontext_hooks_test_support::fault_server::{FaultServer, Reply, closed_port_url};
-use powercontext_hooks_test_support::hook::HookOutput;
+use powercontext_hooks_test_support::hook::{HookCmd, HookOutput};
 use powercontext_hooks_test_support::host_dsh::{self, CONTEXT_PREFIX};
 use powercontext_hooks_test_support::hosts::repo_root;
 use serde_json::{Value, json};
@@ -102,32 +102,16 @@ impl Hook {
         batch(&[message("user", text)], Some(&self.project()), turn, step)
     }
 
+    /// Through [`HookCmd`], with this home's whole environment (and nothing of HookCmd's own
+    /// throwaway home left over) and the home as the working directory.
     fn run_args(&self, args: &[&str], stdin: &[u8]) -> HookOutput {
-        let start = Instant::now();
-        let mut child = Command::new(EXE)
-            .args(args)
-            .env_clear()
+        HookCmd::new(EXE)
+            .env_remove("XDG_STATE_HOME")
             .envs(self.env.iter().map(|(k, v)| (k, v)))
+            .args(args)
             .current_dir(self.home.path())
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn powercontext-hook-dsh");
-        let mut pipe = child.stdin.take().unwrap();
-        let input = stdin.to_vec();
-        let writer = std::thread::spawn(move || {
-            use std::io::Write;
-            let _ = pipe.write_all(&input);
-        });
-        let out = child.wait_with_output().expect("wait for hook");
-        let _ = writer.join();
-        HookOutput {
-            status: out.status,
-            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-            elapsed: start.elapsed(),
-        }
+            .stdin_bytes(stdin)
+            .run()
     }
 
     fn run(&self, stdin: &Value) -> HookOutput {

@@ -86,7 +86,7 @@ fn recall_and_capture(install: Install) {
     let session = builder.install(install).build();
     let prompt = "Where does quasar7 ingest keep its cache?";
     let run = session.run(prompt);
-    run.assert_completed(REPLY);
+    run.assert_answered(REPLY);
 
     let contexts = injected_contexts(&turn_body(&model));
     assert_eq!(
@@ -132,7 +132,7 @@ fn server_down_leaves_dsh_answering_and_is_logged() {
         .server_url(&closed_port_url())
         .build();
     let run = session.run("server down turn");
-    run.assert_completed(REPLY);
+    run.assert_answered(REPLY);
     assert!(injected_contexts(&turn_body(&model)).is_empty());
     let log = session.plugin_log();
     assert!(
@@ -150,7 +150,7 @@ fn a_missing_executable_leaves_dsh_answering() {
         .hook(Path::new("/nonexistent/powercontext-hook-dsh"))
         .build();
     let run = session.run("missing executable turn");
-    run.assert_completed(REPLY);
+    run.assert_answered(REPLY);
     assert!(injected_contexts(&turn_body(&model)).is_empty());
     assert!(
         session
@@ -171,7 +171,7 @@ fn a_hanging_executable_is_cut_off_and_dsh_answers() {
     let session = DshSession::builder(&model).hook(&hang).timeout_ms(1000).build();
     let started = Instant::now();
     let run = session.run("hanging executable turn");
-    run.assert_completed(REPLY);
+    run.assert_answered(REPLY);
     assert!(
         started.elapsed() < Duration::from_secs(30),
         "{:?}",
@@ -253,7 +253,7 @@ fn a_multi_step_turn_recalls_once_and_injects_once() {
         .env("DEEPSEEK_BASE_URL", &model_server.url())
         .build();
     let run = session.run("Where does quasar7 ingest keep its cache? Look around first.");
-    run.assert_completed(REPLY);
+    run.assert_answered(REPLY);
 
     let turn: Vec<Value> = model_server
         .requests()

@@ -14,6 +14,58 @@ use powercontext_hooks_test_support::hosts::{Host, HostRun, HostSession, HostSes
 use powercontext_hooks_test_support::real_server::RealServer;
 use serde_json::{Value, json};
 
+/// The `#[test]` wrappers every scenario gets for one host (`$host`: a [`Host`]); `e2e_claude` and
+/// `e2e_codex` invoke it so both hosts always run the same list under the same names.
+macro_rules! host_scenarios {
+    ($host:expr) => {
+        #[test]
+        fn recall_reaches_model_and_prompt_is_captured() {
+            $crate::e2e_scenarios::recall_and_capture($host);
+        }
+
+        #[test]
+        fn live_payload_matches_fixture() {
+            $crate::e2e_scenarios::live_payload_matches_fixture($host);
+        }
+
+        #[test]
+        fn hook_accepts_fixture_payload() {
+            $crate::e2e_scenarios::hook_accepts_fixture($host);
+        }
+
+        #[test]
+        fn server_down_is_harmless_and_fast() {
+            $crate::e2e_scenarios::server_down_is_harmless_and_fast($host);
+        }
+
+        #[test]
+        fn two_prompts_each_get_their_own_context() {
+            $crate::e2e_scenarios::two_prompts_one_conversation($host);
+        }
+
+        #[test]
+        fn secret_prompt_is_recalled_but_not_stored() {
+            $crate::e2e_scenarios::secret_prompt_recalled_not_stored($host);
+        }
+
+        #[test]
+        fn missing_hook_executable_does_not_break_the_turn() {
+            $crate::e2e_scenarios::missing_hook_executable($host);
+        }
+
+        #[test]
+        fn server_error_does_not_break_the_turn() {
+            $crate::e2e_scenarios::server_error_500($host);
+        }
+
+        #[test]
+        fn wrong_token_does_not_break_the_turn() {
+            $crate::e2e_scenarios::wrong_token($host);
+        }
+    };
+}
+pub(crate) use host_scenarios;
+
 /// What the fake model answers; a completed turn prints exactly this.
 pub const REPLY: &str = "FAKE-MODEL-REPLY-7731";
 

@@ -76,6 +76,17 @@ impl HookCmd {
         self
     }
 
+    /// Adds command-line arguments in order.
+    pub fn args<S: AsRef<str>>(self, args: impl IntoIterator<Item = S>) -> Self {
+        args.into_iter().fold(self, |cmd, a| cmd.arg(a.as_ref()))
+    }
+
+    /// Sets (or replaces) each of these environment variables, in order.
+    pub fn envs<K: AsRef<str>, V: AsRef<str>>(self, vars: impl IntoIterator<Item = (K, V)>) -> Self {
+        vars.into_iter()
+            .fold(self, |cmd, (k, v)| cmd.env(k.as_ref(), v.as_ref()))
+    }
+
     /// Removes one environment variable.
     pub fn env_remove(mut self, key: &str) -> Self {
         self.env.retain(|(k, _)| k != key);

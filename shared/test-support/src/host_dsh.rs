@@ -8,19 +8,15 @@
 
 use std::collections::BTreeMap;
 use std::fs;
-use std::io::Read;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitStatus, Stdio};
-use std::sync::mpsc::{self, Receiver};
-use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::Value;
 use tempfile::TempDir;
 
 use crate::fake_model::FakeModel;
 use crate::hosts::{assert_loopback_only_network, repo_root};
+use crate::process::{ProcessRun, clean_command, run_with_timeout};
 
 /// Outer limit for one DSH command; a healthy run takes about a second.
 const RUN_TIMEOUT: Duration = Duration::from_secs(90);
@@ -312,88 +308,13 @@ impl DshSession {
     /// Runs the DSH CLI with `args` in the project dir, clean env, stdin from /dev/null, and an
     /// outer timeout (the whole process group is killed past it).
     pub fn run_args(&self, args: &[&str]) -> DshRun {
-        let mut command = Command::new(&self.cli);
-        command
-            .args(args)
-            .env_clear()
-            .envs(&self.env)
-            .current_dir(&self.project)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0);
-        let started = Instant::now();
-        let mut child = command
-            .spawn()
-            .unwrap_or_else(|e| panic!("spawn {command:?}: {e}"));
-        let stdout = drain(child.stdout.take().expect("stdout"));
-        let stderr = drain(child.stderr.take().expect("stderr"));
-        let status = loop {
-            if let Some(status) = child.try_wait().expect("wait for dsh") {
-                break status;
-            }
-            if started.elapsed() > RUN_TIMEOUT {
-                kill_group(child.id());
-                let _ = child.wait();
-                let out = stdout.recv_timeout(Duration::from_secs(2)).unwrap_or_default();
-                let err = stderr.recv_timeout(Duration::from_secs(2)).unwrap_or_default();
-                panic!("dsh run exceeded {RUN_TIMEOUT:?}: {args:?}\n--- stdout\n{out}\n--- stderr\n{err}");
-            }
-            thread::sleep(Duration::from_millis(5));
-        };
-        let elapsed = started.elapsed();
-        // A process left behind (a hung hook) could hold the pipes open; never wait on it forever.
-        let collect = |rx: Receiver<String>| rx.recv_timeout(Duration::from_secs(10)).unwrap_or_default();
-        DshRun {
-            status,
-            stdout: collect(stdout),
-            stderr: collect(stderr),
-            elapsed,
-        }
+        let command = clean_command(&self.cli, args, &self.env, &self.project);
+        run_with_timeout(command, RUN_TIMEOUT, "dsh")
     }
 }
 
-fn drain(mut pipe: impl Read + Send + 'static) -> Receiver<String> {
-    let (tx, rx) = mpsc::channel();
-    thread::spawn(move || {
-        let mut bytes = Vec::new();
-        let _ = pipe.read_to_end(&mut bytes);
-        let _ = tx.send(String::from_utf8_lossy(&bytes).into_owned());
-    });
-    rx
-}
-
-/// Kills a process group we created (only called before the child is reaped).
-fn kill_group(pid: u32) {
-    let _ = Command::new("kill")
-        .args(["-KILL", "--", &format!("-{pid}")])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status();
-}
-
-/// One finished DSH command.
-#[derive(Debug)]
-pub struct DshRun {
-    pub status: ExitStatus,
-    pub stdout: String,
-    pub stderr: String,
-    pub elapsed: Duration,
-}
-
-impl DshRun {
-    /// Panics (with DSH's output) unless DSH exited 0 and printed `reply` as its answer.
-    #[track_caller]
-    pub fn assert_completed(&self, reply: &str) {
-        assert!(
-            self.status.success() && self.stdout.trim() == reply,
-            "dsh turn did not complete (status {:?})\n--- stdout\n{}\n--- stderr\n{}",
-            self.status.code(),
-            self.stdout,
-            self.stderr
-        );
-    }
-}
+/// One finished DSH command ([`ProcessRun::assert_answered`] checks its answer).
+pub type DshRun = ProcessRun;
 
 /// The user-role texts of one chat-completions request, in order.
 pub fn user_texts(body: &Value) -> Vec<String> {

@@ -7,18 +7,15 @@
 use std::collections::BTreeMap;
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::sync::mpsc::{self, Receiver};
-use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{Value, json};
 use tempfile::TempDir;
 
 use crate::fake_model::FakeModel;
 use crate::hosts::{HostRun, assert_loopback_only_network, repo_root};
+use crate::process::{clean_command, run_with_timeout};
 
 /// The OpenCode version pinned in tests/e2e/opencode/package.json.
 pub const OPENCODE_VERSION: &str = "1.18.33";
@@ -226,14 +223,8 @@ impl OpenCodeSession {
     /// Runs the CLI with `args` in the project dir, clean env, stdin from /dev/null, and an outer
     /// timeout (the whole process group is killed past it).
     pub fn run(&self, args: &[&str]) -> HostRun {
-        let mut command = Command::new(&self.cli);
-        command
-            .args(args)
-            .env_clear()
-            .envs(&self.env)
-            .current_dir(&self.project)
-            .stdin(Stdio::null());
-        run_command(command, RUN_TIMEOUT)
+        let command = clean_command(&self.cli, args, &self.env, &self.project);
+        run_with_timeout(command, RUN_TIMEOUT, "opencode")
     }
 
     /// Writes an executable `sh` script next to the session (for broken-hook scenarios).
@@ -307,58 +298,4 @@ pub fn user_texts(body: &Value) -> Vec<Vec<String>> {
             _ => Vec::new(),
         })
         .collect()
-}
-
-fn run_command(mut command: Command, timeout: Duration) -> HostRun {
-    command
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0);
-    let started = Instant::now();
-    let mut child = command
-        .spawn()
-        .unwrap_or_else(|e| panic!("spawn {command:?}: {e}"));
-    let stdout = drain(child.stdout.take().expect("stdout"));
-    let stderr = drain(child.stderr.take().expect("stderr"));
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("wait for opencode") {
-            break status;
-        }
-        if started.elapsed() > timeout {
-            kill_group(child.id());
-            let _ = child.wait();
-            let out = stdout.recv_timeout(Duration::from_secs(2)).unwrap_or_default();
-            let err = stderr.recv_timeout(Duration::from_secs(2)).unwrap_or_default();
-            panic!("opencode run exceeded {timeout:?}: {command:?}\n--- stdout\n{out}\n--- stderr\n{err}");
-        }
-        thread::sleep(Duration::from_millis(5));
-    };
-    let elapsed = started.elapsed();
-    // A hook left running could hold the pipes open; don't wait for it forever.
-    let collect = |rx: Receiver<String>| rx.recv_timeout(Duration::from_secs(10)).unwrap_or_default();
-    HostRun {
-        status,
-        stdout: collect(stdout),
-        stderr: collect(stderr),
-        elapsed,
-    }
-}
-
-fn drain(mut pipe: impl std::io::Read + Send + 'static) -> Receiver<String> {
-    let (tx, rx) = mpsc::channel();
-    thread::spawn(move || {
-        let mut bytes = Vec::new();
-        let _ = pipe.read_to_end(&mut bytes);
-        let _ = tx.send(String::from_utf8_lossy(&bytes).into_owned());
-    });
-    rx
-}
-
-/// Kills OpenCode's own process group (made at spawn), before the child is reaped.
-fn kill_group(pid: u32) {
-    let _ = Command::new("kill")
-        .args(["-KILL", "--", &format!("-{pid}")])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status();
 }

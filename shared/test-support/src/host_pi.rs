@@ -6,11 +6,11 @@
 
 use std::collections::BTreeMap;
 use std::fs;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
+use std::process::{Child, ChildStdin, ExitStatus, Stdio};
 use std::sync::mpsc::{self, Receiver};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -19,6 +19,7 @@ use serde_json::{Value, json};
 use tempfile::TempDir;
 
 use crate::hosts::{assert_loopback_only_network, repo_root};
+use crate::process::{ProcessRun, clean_command, drain, kill_group, run_with_timeout};
 
 /// Outer limit for one Pi command; a healthy print-mode run takes about a second.
 const RUN_TIMEOUT: Duration = Duration::from_secs(90);
@@ -226,37 +227,9 @@ pub struct PiSession {
     _root: TempDir,
 }
 
-/// One finished Pi command.
-#[derive(Debug)]
-pub struct PiRun {
-    pub status: ExitStatus,
-    pub stdout: String,
-    pub stderr: String,
-    pub elapsed: Duration,
-}
-
-impl PiRun {
-    /// Panics (with Pi's output) unless Pi exited 0 and printed `reply` as its answer.
-    #[track_caller]
-    pub fn assert_answered(&self, reply: &str) {
-        assert!(
-            self.status.success() && self.stdout.trim() == reply,
-            "pi did not answer (status {:?})\n--- stdout\n{}\n--- stderr\n{}",
-            self.status.code(),
-            self.stdout,
-            self.stderr
-        );
-    }
-
-    /// The JSON diagnostic lines the extension forwarded to Pi's stderr.
-    pub fn diagnostics(&self) -> Vec<Value> {
-        self.stderr
-            .lines()
-            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-            .filter(|v| v.get("outcome").is_some())
-            .collect()
-    }
-}
+/// One finished Pi command ([`ProcessRun::assert_answered`] checks its answer,
+/// [`ProcessRun::diagnostics`] reads what the extension forwarded).
+pub type PiRun = ProcessRun;
 
 impl PiSession {
     /// A builder whose fake provider points at `model_url` (a [`crate::fake_model::FakeModel`]).
@@ -364,25 +337,16 @@ impl PiSession {
     /// Runs `pi <args>` in the project dir: clean env, stdin from /dev/null, an outer timeout
     /// (Pi's whole process group is killed past it).
     pub fn run_raw(&self, args: &[&str]) -> PiRun {
-        let mut command = Command::new(&self.cli);
-        command
-            .args(args)
-            .env_clear()
-            .envs(&self.env)
-            .current_dir(&self.project)
-            .stdin(Stdio::null());
-        run_command(command, RUN_TIMEOUT)
+        let command = clean_command(&self.cli, args, &self.env, &self.project);
+        run_with_timeout(command, RUN_TIMEOUT, "pi")
     }
 
     /// Starts `pi --mode rpc`.
     pub fn rpc(&self) -> PiRpc {
         let mut args = self.model_args();
         args.extend(["--mode".to_owned(), "rpc".to_owned()]);
-        let mut child = Command::new(&self.cli)
-            .args(&args)
-            .env_clear()
-            .envs(&self.env)
-            .current_dir(&self.project)
+        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+        let mut child = clean_command(&self.cli, &refs, &self.env, &self.project)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -487,7 +451,7 @@ impl PiRpc {
             thread::sleep(Duration::from_millis(10));
         };
         if status.is_none() {
-            kill_group(&self.child);
+            kill_group(self.child.id());
             let _ = self.child.wait();
         }
         let stderr = self
@@ -502,7 +466,7 @@ impl PiRpc {
 impl Drop for PiRpc {
     fn drop(&mut self) {
         if matches!(self.child.try_wait(), Ok(None)) {
-            kill_group(&self.child);
+            kill_group(self.child.id());
             let _ = self.child.wait();
         }
     }
@@ -514,58 +478,4 @@ fn node_dir() -> Option<PathBuf> {
     #[allow(clippy::disallowed_methods)]
     let path = std::env::var_os("PATH")?;
     std::env::split_paths(&path).find(|dir| dir.join("node").is_file())
-}
-
-fn run_command(mut command: Command, timeout: Duration) -> PiRun {
-    command
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0);
-    let started = Instant::now();
-    let mut child = command
-        .spawn()
-        .unwrap_or_else(|e| panic!("spawn {command:?}: {e}"));
-    let stdout = drain(child.stdout.take().expect("stdout"));
-    let stderr = drain(child.stderr.take().expect("stderr"));
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("wait for pi") {
-            break status;
-        }
-        if started.elapsed() > timeout {
-            kill_group(&child);
-            let _ = child.wait();
-            let out = stdout.recv_timeout(Duration::from_secs(2)).unwrap_or_default();
-            let err = stderr.recv_timeout(Duration::from_secs(2)).unwrap_or_default();
-            panic!("pi run exceeded {timeout:?}: {command:?}\n--- stdout\n{out}\n--- stderr\n{err}");
-        }
-        thread::sleep(Duration::from_millis(5));
-    };
-    let elapsed = started.elapsed();
-    // A hook left running in the background could hold the pipes open; don't wait forever.
-    let collect = |rx: Receiver<String>| rx.recv_timeout(Duration::from_secs(10)).unwrap_or_default();
-    PiRun {
-        status,
-        stdout: collect(stdout),
-        stderr: collect(stderr),
-        elapsed,
-    }
-}
-
-fn drain(mut pipe: impl Read + Send + 'static) -> Receiver<String> {
-    let (tx, rx) = mpsc::channel();
-    thread::spawn(move || {
-        let mut bytes = Vec::new();
-        let _ = pipe.read_to_end(&mut bytes);
-        let _ = tx.send(String::from_utf8_lossy(&bytes).into_owned());
-    });
-    rx
-}
-
-/// Kills Pi's process group (its own, made at spawn), only before the child is reaped.
-fn kill_group(child: &Child) {
-    let _ = Command::new("kill")
-        .args(["-KILL", "--", &format!("-{}", child.id())])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status();
 }

@@ -6,11 +6,11 @@
 
 use std::collections::BTreeMap;
 use std::fs;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
+use std::process::{Child, ChildStdin, Stdio};
 use std::sync::mpsc::{self, Receiver};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -19,6 +19,7 @@ use serde_json::{Value, json};
 use tempfile::TempDir;
 
 use crate::fake_model::FakeModel;
+use crate::process::{ProcessRun, clean_command, run_with_timeout};
 
 /// Outer limit for one host command; a healthy run takes about half a second.
 const RUN_TIMEOUT: Duration = Duration::from_secs(90);
@@ -225,16 +226,11 @@ fn node_dir() -> Option<PathBuf> {
     std::env::split_paths(&path).find(|dir| dir.join("node").is_file())
 }
 
-/// One finished host command.
-#[derive(Debug)]
-pub struct HostRun {
-    pub status: ExitStatus,
-    pub stdout: String,
-    pub stderr: String,
-    pub elapsed: Duration,
-}
+/// One finished Claude Code, Codex or OpenCode command.
+pub type HostRun = ProcessRun;
 
-impl HostRun {
+/// Claude Code and Codex answers (JSON events on stdout).
+impl ProcessRun {
     /// The assistant's final text as the host printed it (`claude -p --output-format json`
     /// `result`, or the last Codex `agent_message`).
     pub fn answer(&self) -> Option<String> {
@@ -503,14 +499,8 @@ impl HostSession {
     /// Runs the host CLI with `args` in the project dir, clean env, stdin from /dev/null, and an
     /// outer timeout (the whole process group is killed past it).
     pub fn run(&self, args: &[&str]) -> HostRun {
-        let mut command = Command::new(&self.cli);
-        command
-            .args(args)
-            .env_clear()
-            .envs(&self.env)
-            .current_dir(&self.project)
-            .stdin(Stdio::null());
-        run_command(command, RUN_TIMEOUT)
+        let command = clean_command(&self.cli, args, &self.env, &self.project);
+        run_with_timeout(command, RUN_TIMEOUT, self.host.name())
     }
 
     fn run_checked(&self, args: &[&str]) -> HostRun {
@@ -591,11 +581,7 @@ enabled = false
     /// Trust is persisted the way Codex's own `/hooks` review does it, through the app server:
     /// list the hooks, then write each of our plugin's current hashes into `hooks.state`.
     fn trust_codex_plugin_hooks(&self) {
-        let mut child = Command::new(&self.cli)
-            .arg("app-server")
-            .env_clear()
-            .envs(&self.env)
-            .current_dir(&self.project)
+        let mut child = clean_command(&self.cli, &["app-server"], &self.env, &self.project)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -701,61 +687,4 @@ impl AppServer {
             }
         }
     }
-}
-
-/// Runs `command` with piped output and a hard timeout; the child gets its own process group so
-/// a hung host and its hooks can be killed together.
-fn run_command(mut command: Command, timeout: Duration) -> HostRun {
-    command
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0);
-    let started = Instant::now();
-    let mut child = command
-        .spawn()
-        .unwrap_or_else(|e| panic!("spawn {command:?}: {e}"));
-    let stdout = drain(child.stdout.take().expect("stdout"));
-    let stderr = drain(child.stderr.take().expect("stderr"));
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("wait for host") {
-            break status;
-        }
-        if started.elapsed() > timeout {
-            kill_group(&child);
-            let _ = child.wait();
-            let out = stdout.recv_timeout(Duration::from_secs(2)).unwrap_or_default();
-            let err = stderr.recv_timeout(Duration::from_secs(2)).unwrap_or_default();
-            panic!("host run exceeded {timeout:?}: {command:?}\n--- stdout\n{out}\n--- stderr\n{err}");
-        }
-        thread::sleep(Duration::from_millis(5));
-    };
-    let elapsed = started.elapsed();
-    // A hook left running in the background could hold the pipes open; don't wait for it forever.
-    let collect = |rx: Receiver<String>| rx.recv_timeout(Duration::from_secs(10)).unwrap_or_default();
-    HostRun {
-        status,
-        stdout: collect(stdout),
-        stderr: collect(stderr),
-        elapsed,
-    }
-}
-
-fn drain(mut pipe: impl Read + Send + 'static) -> Receiver<String> {
-    let (tx, rx) = mpsc::channel();
-    thread::spawn(move || {
-        let mut bytes = Vec::new();
-        let _ = pipe.read_to_end(&mut bytes);
-        let _ = tx.send(String::from_utf8_lossy(&bytes).into_owned());
-    });
-    rx
-}
-
-/// Kills the host's process group (its own, made at spawn). Only called before the child is
-/// reaped, so the group id still belongs to us.
-fn kill_group(child: &Child) {
-    let _ = Command::new("kill")
-        .args(["-KILL", "--", &format!("-{}", child.id())])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status();
 }

@@ -11,4 +11,5 @@ pub mod host_opencode;
 pub mod host_pi;
 pub mod hosts;
 pub mod http1;
+pub mod process;
 pub mod real_server;
