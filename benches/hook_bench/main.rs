@@ -1471,7 +1471,8 @@ fn method_notes(ctx: &Ctx) -> Vec<String> {
             "Baselines: the real Python interpreter behind `python3` (`{}`; a pyenv shim would add a \
              shell script and make the comparison look better than it is), `{}`, and `fn main() {{}}` built \
              by `rustc` with the release settings (opt-level 3, fat LTO, panic=abort, stripped).",
-            ctx.python, ctx.node
+            report::tilde(&ctx.python),
+            report::tilde(&ctx.node)
         ),
         "The instant Server is the test harness's loopback HTTP/1.1 server (`shared/test-support/src/http1.rs`) \
          with a handler that reads the request and answers from canned bodies; the fault server's peek \

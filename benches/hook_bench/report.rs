@@ -109,11 +109,11 @@ pub fn machine_info(python: &str, node: &str) -> Vec<(String, String)> {
         ("rustc".into(), command_line("rustc", &["--version"])),
         (
             "Python (baseline)".into(),
-            format!("{} ({python})", command_line(python, &["--version"])),
+            format!("{} ({})", command_line(python, &["--version"]), tilde(python)),
         ),
         (
             "Node.js (baseline)".into(),
-            format!("{} ({node})", command_line(node, &["--version"])),
+            format!("{} ({})", command_line(node, &["--version"]), tilde(node)),
         ),
         ("git".into(), command_line("git", &["--version"])),
         ("Load average at start (1/5/15 min)".into(), load_average()),
@@ -295,5 +295,15 @@ impl Report {
         let mut json = serde_json::to_string_pretty(&self.json()).map_err(std::io::Error::other)?;
         json.push('\n');
         std::fs::write(dir.join("benchmarks.json"), json)
+    }
+}
+
+/// A path with the home directory shown as `~`, so reports name no machine-specific home.
+pub fn tilde(path: &str) -> String {
+    match std::env::home_dir().and_then(|h| h.to_str().map(str::to_owned)) {
+        Some(home) if !home.is_empty() && path.starts_with(&format!("{home}/")) => {
+            format!("~{}", &path[home.len()..])
+        }
+        _ => path.to_owned(),
     }
 }

@@ -203,7 +203,7 @@ mod tests {
 
     #[test]
     fn capture_request_follows_the_official_rule() {
-        let r = capture_of(&event(Some("/work/p"))).request(HOST, "project:test");
+        let r = capture_of(&event(Some("/home/user/p"))).request(HOST, "project:test");
         assert_eq!(
             r.source_id,
             capture::source_id(
@@ -216,7 +216,7 @@ mod tests {
         );
         assert_eq!(
             serde_json::to_string(&r.metadata).unwrap(),
-            r#"{"cwd":"/work/p","event":"user_prompt_submit","origin":"dsh","session_id":"session-1","turn_id":"2"}"#
+            r#"{"cwd":"/home/user/p","event":"user_prompt_submit","origin":"dsh","session_id":"session-1","turn_id":"2"}"#
         );
         let no_cwd = capture_of(&event(None)).request(HOST, "project:test");
         assert!(!no_cwd.metadata.contains_key("cwd"));
