@@ -15,7 +15,7 @@ use powercontext_hooks_core::emit;
 use powercontext_hooks_core::env::Env;
 use powercontext_hooks_core::host::Integration;
 use powercontext_hooks_core::outcome::{Diagnostic, Outcome, Stage};
-use powercontext_hooks_core::process::{self, StdinProblem};
+use powercontext_hooks_core::process;
 use powercontext_hooks_core::protocol::{self, Answer, Protocol};
 use powercontext_hooks_core::scope::ScopeQuery;
 use powercontext_hooks_core::state::{self, StateDir};
@@ -57,17 +57,8 @@ pub fn main(env: &Env, start: Instant) -> ExitCode {
 pub fn run(env: &Env, start: Instant) -> Answer {
     // Bound stdin too: a plugin that never closes it must not keep the step waiting.
     process::arm_watchdog(start, powercontext_hooks_core::config::Defaults::BUDGET);
-    let stdin = match process::read_stdin() {
-        Ok(b) => b,
-        Err(p) => {
-            let detail = if p == StdinProblem::TooLarge {
-                "stdin_too_large"
-            } else {
-                "stdin_unreadable"
-            };
-            emit::diagnostic(&diag(Stage::Payload, Outcome::Skipped).detail(detail));
-            return Answer::Nothing;
-        }
+    let Some(stdin) = process::read_payload(HOST.component()) else {
+        return Answer::Nothing;
     };
     let Ok(event) = event::parse(&stdin) else {
         emit::diagnostic(&diag(Stage::Payload, Outcome::Skipped).detail("not_json"));

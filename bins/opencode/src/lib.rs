@@ -17,7 +17,7 @@ use powercontext_hooks_core::drain;
 use powercontext_hooks_core::emit;
 use powercontext_hooks_core::env::Env;
 use powercontext_hooks_core::outcome::{Outcome, Stage};
-use powercontext_hooks_core::process::{self, StdinProblem};
+use powercontext_hooks_core::process;
 use powercontext_hooks_core::protocol::{self, Answer, Protocol};
 
 use crate::prepare::{INTEGRATION, diag};
@@ -82,18 +82,7 @@ pub fn main() -> ExitCode {
 }
 
 fn read_stdin() -> Option<Vec<u8>> {
-    match process::read_stdin() {
-        Ok(b) => Some(b),
-        Err(p) => {
-            let detail = if p == StdinProblem::TooLarge {
-                "stdin_too_large"
-            } else {
-                "stdin_unreadable"
-            };
-            emit::diagnostic(&diag(Stage::Payload, Outcome::Skipped).detail(detail));
-            None
-        }
-    }
+    process::read_payload(INTEGRATION.component())
 }
 
 fn skipped(reason: event::Skip) -> Answer {

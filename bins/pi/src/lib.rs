@@ -23,7 +23,7 @@ use powercontext_hooks_core::emit;
 use powercontext_hooks_core::env::Env;
 use powercontext_hooks_core::host::Integration;
 use powercontext_hooks_core::outcome::{Diagnostic, Outcome, Stage};
-use powercontext_hooks_core::process::{self, StdinProblem};
+use powercontext_hooks_core::process;
 use powercontext_hooks_core::protocol::{self, Answer, Protocol};
 use powercontext_hooks_core::scope::ScopeQuery;
 use powercontext_hooks_core::spool;
@@ -137,18 +137,7 @@ pub fn main() -> ExitCode {
 }
 
 fn read_stdin() -> Option<Vec<u8>> {
-    match process::read_stdin() {
-        Ok(b) => Some(b),
-        Err(p) => {
-            let detail = if p == StdinProblem::TooLarge {
-                "stdin_too_large"
-            } else {
-                "stdin_unreadable"
-            };
-            emit::diagnostic(&diag(Stage::Payload, Outcome::Skipped).detail(detail));
-            None
-        }
-    }
+    process::read_payload(COMPONENT)
 }
 
 /// Scope, then recall and capture side by side (each guarded on its own), then the answer.

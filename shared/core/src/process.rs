@@ -75,3 +75,21 @@ pub fn read_stdin() -> Result<Vec<u8>, StdinProblem> {
     }
     Ok(buf)
 }
+
+/// Reads stdin up to the cap; when it cannot be used, reports `skipped` (`stdin_too_large` or
+/// `stdin_unreadable`) for `component` and returns `None`.
+#[must_use]
+pub fn read_payload(component: &str) -> Option<Vec<u8>> {
+    match read_stdin() {
+        Ok(b) => Some(b),
+        Err(p) => {
+            let detail = if p == StdinProblem::TooLarge {
+                "stdin_too_large"
+            } else {
+                "stdin_unreadable"
+            };
+            emit::diagnostic(&Diagnostic::new(component, Stage::Payload, Outcome::Skipped).detail(detail));
+            None
+        }
+    }
+}

@@ -17,7 +17,7 @@ use crate::env::Env;
 use crate::host::Integration;
 use crate::outcome::{Diagnostic, Outcome, Stage};
 use crate::payload::{self, first_text};
-use crate::process::{self, StdinProblem};
+use crate::process;
 use crate::protocol::{self, Answer, Protocol};
 use crate::scope::ScopeQuery;
 use crate::turn::{Capture, Turn};
@@ -159,17 +159,8 @@ pub fn run(profile: &PromptHookProfile, env: &Env, start: Instant) -> Answer {
     let deadline = Deadline::new(start, settings.budget.value);
     process::arm_watchdog(start, settings.budget.value);
 
-    let stdin = match process::read_stdin() {
-        Ok(b) => b,
-        Err(p) => {
-            let detail = if p == StdinProblem::TooLarge {
-                "stdin_too_large"
-            } else {
-                "stdin_unreadable"
-            };
-            emit::diagnostic(&diag(profile, Stage::Payload, Outcome::Skipped).detail(detail));
-            return Answer::Nothing;
-        }
+    let Some(stdin) = process::read_payload(profile.integration.component()) else {
+        return Answer::Nothing;
     };
     let event = match parse_event(profile, &stdin) {
         Ok(e) => e,
