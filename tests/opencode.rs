@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use powercontext_hooks_core::capture::source_id;
 use powercontext_hooks_core::workspace::sha256_hex;
 use powercontext_hooks_test_support::fault_server::{FaultServer, Reply, closed_port_url};
-use powercontext_hooks_test_support::hook::{HookCmd, HookOutput};
+use powercontext_hooks_test_support::hook::{HookOutput, HookSession};
 use powercontext_hooks_test_support::http1::RecordedRequest;
 use serde_json::{Value, json};
 
@@ -26,49 +26,35 @@ const TOKEN: &str = "tok-OCSECRET-5150";
 /// dir and session directories shared by every call made through the same value (prepare and
 /// inject are separate processes).
 struct Oc {
-    env: Vec<(String, String)>,
-    root: tempfile::TempDir,
+    session: HookSession,
 }
 
 impl Oc {
     fn new(url: &str) -> Self {
-        let root = tempfile::tempdir().unwrap();
-        let state = root.path().join("state").display().to_string();
-        let env = [
-            ("POWERCONTEXT_HOOKS_STATE_DIR", state),
-            ("POWERCONTEXT_OPENCODE_SERVER_URL", url.to_owned()),
-            ("POWERCONTEXT_OPENCODE_AUTHORIZATION", format!("Bearer {TOKEN}")),
-        ]
-        .into_iter()
-        .map(|(k, v)| (k.to_owned(), v))
-        .collect();
-        Self { env, root }
+        Self {
+            session: HookSession::new(OPENCODE, "OPENCODE", url, TOKEN),
+        }
     }
 
     fn env(mut self, key: &str, value: &str) -> Self {
-        self.env.retain(|(k, _)| k != key);
-        self.env.push((key.to_owned(), value.to_owned()));
+        self.session = self.session.env(key, value);
         self
     }
 
     fn state(&self) -> PathBuf {
-        self.root.path().join("state")
+        self.session.state()
     }
 
     /// A session directory that exists (the workspace key only needs the path).
     fn dir(&self, name: &str) -> PathBuf {
-        let d = self.root.path().join("work").join(name);
+        let d = self.session.root().join("work").join(name);
         std::fs::create_dir_all(&d).unwrap();
         d
     }
 
     #[track_caller]
     fn call(&self, subcommand: &str, payload: &Value) -> HookOutput {
-        let output = HookCmd::new(OPENCODE)
-            .arg(subcommand)
-            .envs(self.env.iter().map(|(k, v)| (k, v)))
-            .stdin_json(payload)
-            .run();
+        let output = self.session.cmd().arg(subcommand).stdin_json(payload).run();
         assert!(
             output.status.success(),
             "exit status {:?}; stderr {}",

@@ -12,7 +12,7 @@ use powercontext_hooks_core::deadline::Deadline;
 use powercontext_hooks_core::ledger;
 use powercontext_hooks_core::state::StateDir;
 use powercontext_hooks_test_support::fault_server::{FaultServer, Reply, closed_port_url};
-use powercontext_hooks_test_support::hook::{HookCmd, HookOutput};
+use powercontext_hooks_test_support::hook::{HookOutput, HookSession};
 use powercontext_hooks_test_support::http1::RecordedRequest;
 use serde_json::{Value, json};
 
@@ -24,41 +24,27 @@ const TOKEN: &str = "tok-PISECRET-4242";
 /// Runs of the Pi executable through [`HookCmd`] (clean environment, throwaway HOME), sharing
 /// one state dir so the ledger survives from call to call.
 struct PiHook {
-    env: Vec<(String, String)>,
-    root: tempfile::TempDir,
+    session: HookSession,
 }
 
 impl PiHook {
     fn new(url: &str) -> Self {
-        let root = tempfile::tempdir().unwrap();
-        let state = root.path().join("state").display().to_string();
-        let env = [
-            ("POWERCONTEXT_HOOKS_STATE_DIR", state),
-            ("POWERCONTEXT_PI_SERVER_URL", url.to_owned()),
-            ("POWERCONTEXT_PI_AUTHORIZATION", format!("Bearer {TOKEN}")),
-        ]
-        .into_iter()
-        .map(|(k, v)| (k.to_owned(), v))
-        .collect();
-        Self { env, root }
+        Self {
+            session: HookSession::new(PI, "PI", url, TOKEN),
+        }
     }
 
     fn env(mut self, key: &str, value: &str) -> Self {
-        self.env.retain(|(k, _)| k != key);
-        self.env.push((key.to_owned(), value.to_owned()));
+        self.session = self.session.env(key, value);
         self
     }
 
     fn state(&self) -> PathBuf {
-        self.root.path().join("state")
+        self.session.state()
     }
 
     fn run(&self, args: &[&str], stdin: &[u8]) -> HookOutput {
-        HookCmd::new(PI)
-            .args(args)
-            .envs(self.env.iter().map(|(k, v)| (k, v)))
-            .stdin_bytes(stdin)
-            .run()
+        self.session.cmd().args(args).stdin_bytes(stdin).run()
     }
 
     fn start(&self, payload: &Value) -> HookOutput {

@@ -255,3 +255,57 @@ pub fn prompt_payload(prompt: &str, cwd: &Path) -> Value {
         "prompt": prompt,
     })
 }
+
+/// Runs of one hook executable that share a state dir (and a work area) across processes — the
+/// two phases of OpenCode, Pi's prompts and boundaries — with the host's Server URL and token set.
+pub struct HookSession {
+    exe: PathBuf,
+    env: Vec<(String, String)>,
+    root: tempfile::TempDir,
+}
+
+impl HookSession {
+    /// `POWERCONTEXT_<part>_SERVER_URL` = `url`, `…_AUTHORIZATION` = `Bearer <token>`, and a state
+    /// dir of its own.
+    pub fn new(exe: &str, part: &str, url: &str, token: &str) -> Self {
+        let root = tempfile::tempdir().expect("temp root");
+        let env = vec![
+            (
+                "POWERCONTEXT_HOOKS_STATE_DIR".to_owned(),
+                root.path().join("state").display().to_string(),
+            ),
+            (format!("POWERCONTEXT_{part}_SERVER_URL"), url.to_owned()),
+            (
+                format!("POWERCONTEXT_{part}_AUTHORIZATION"),
+                format!("Bearer {token}"),
+            ),
+        ];
+        Self {
+            exe: PathBuf::from(exe),
+            env,
+            root,
+        }
+    }
+
+    /// Sets (or replaces) one variable for every later run.
+    pub fn env(mut self, key: &str, value: &str) -> Self {
+        self.env.retain(|(k, _)| k != key);
+        self.env.push((key.to_owned(), value.to_owned()));
+        self
+    }
+
+    /// The shared state dir.
+    pub fn state(&self) -> PathBuf {
+        self.root.path().join("state")
+    }
+
+    /// A scratch area that lives as long as the session.
+    pub fn root(&self) -> &Path {
+        self.root.path()
+    }
+
+    /// A run of the executable with this session's environment.
+    pub fn cmd(&self) -> HookCmd {
+        HookCmd::new(&self.exe).envs(self.env.iter().map(|(k, v)| (k, v)))
+    }
+}
