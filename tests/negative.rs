@@ -118,6 +118,11 @@ impl HostCase {
 
     /// Runs one prompt turn as the host would, with `exe` (debug or release build).
     fn turn_with(&self, exe: &str, url: &str, extra: &[(&str, &str)]) -> TurnResult {
+        self.turn_of(exe, PROMPT, url, extra)
+    }
+
+    /// Runs one turn of `prompt` as the host would.
+    fn turn_of(&self, exe: &str, prompt: &str, url: &str, extra: &[(&str, &str)]) -> TurnResult {
         let dir = tempfile::tempdir().unwrap();
         let (cwd, state) = (dir.path().join("work"), dir.path().join("state"));
         std::fs::create_dir_all(&cwd).unwrap();
@@ -126,7 +131,7 @@ impl HostCase {
             "claude-code" | "codex" => {
                 let out = self
                     .cmd(exe, url, &state, extra)
-                    .stdin_json(&prompt_payload(PROMPT, &cwd))
+                    .stdin_json(&prompt_payload(prompt, &cwd))
                     .run();
                 let injected = if out.status.success() { out.context() } else { None };
                 TurnResult {
@@ -135,7 +140,7 @@ impl HostCase {
                 }
             }
             "pi" => {
-                let payload = json!({"prompt": PROMPT, "system_prompt": "BASE", "cwd": cwd_text,
+                let payload = json!({"prompt": prompt, "system_prompt": "BASE", "cwd": cwd_text,
                                      "session_id": "neg-session", "branch_roles": ["user"]});
                 let out = self
                     .cmd(exe, url, &state, extra)
@@ -150,7 +155,7 @@ impl HostCase {
             }
             "dsh" => {
                 let payload = json!({"session": {"id": "neg-session", "cwd": cwd_text}, "turn": 1, "step": 1,
-                                     "messages": [{"source": {"kind": "user"}, "content": [{"type": "text", "text": PROMPT}]}]});
+                                     "messages": [{"source": {"kind": "user"}, "content": [{"type": "text", "text": prompt}]}]});
                 let out = self
                     .cmd(exe, url, &state, extra)
                     .arg("pre-step")
@@ -164,7 +169,7 @@ impl HostCase {
             }
             "opencode" => {
                 let prepare = json!({"session_id": "ses_neg", "message_id": "msg_neg_1", "created_ms": 1,
-                                     "parts": [{"type": "text", "text": PROMPT, "synthetic": false}],
+                                     "parts": [{"type": "text", "text": prompt, "synthetic": false}],
                                      "directory": cwd_text});
                 let first = self
                     .cmd(exe, url, &state, extra)
@@ -392,4 +397,141 @@ fn every_release_binary_fails_open_on_a_panic() {
             );
         }
     }
+}
+
+impl HostCase {
+    /// The subcommand the host's shim runs for a prompt (none for command hooks).
+    fn prompt_args(&self) -> &'static [&'static str] {
+        match self.name {
+            "pi" => &["before-agent-start"],
+            "opencode" => &["prepare"],
+            "dsh" => &["pre-step"],
+            _ => &[],
+        }
+    }
+}
+
+#[test]
+fn every_host_refuses_a_config_that_is_not_a_regular_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("config.toml");
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(made.success(), "mkfifo");
+    // A FIFO blocks whoever opens it until a writer appears; /dev/zero never ends.
+    for config in [fifo.to_str().unwrap(), "/dev/zero"] {
+        for host in HOSTS {
+            let s = server(|| Reply::json(200, &ready(CONTENT)));
+            let turn = host.turn(&s.url(), &[("POWERCONTEXT_HOOKS_CONFIG", config)]);
+            turn.assert_fail_open(host.name);
+            assert_eq!(turn.injected, None, "{} / {config}", host.name);
+            let d = turn
+                .diagnostics()
+                .into_iter()
+                .find(|d| d["outcome"] == "config_invalid")
+                .unwrap_or_else(|| panic!("{} / {config}: no config_invalid: {}", host.name, turn.stderr()));
+            assert_eq!(d["setting"], config, "{}: names the file", host.name);
+            assert_eq!(
+                s.request_count(),
+                0,
+                "{} / {config}: no call with a bad config",
+                host.name
+            );
+            for out in &turn.outputs {
+                assert!(
+                    out.elapsed < Duration::from_secs(3),
+                    "{} / {config}: {:?}",
+                    host.name,
+                    out.elapsed
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn every_host_treats_an_invisible_prompt_as_blank() {
+    for prompt in ["\u{200B}", "\u{FEFF}\u{200B} \u{2060}\n\u{200D}\t"] {
+        for host in HOSTS {
+            let s = server(|| Reply::json(200, &ready(CONTENT)));
+            let turn = host.turn_of(host.exe, prompt, &s.url(), &[]);
+            turn.assert_fail_open(host.name);
+            assert_eq!(turn.injected, None, "{}", host.name);
+            assert!(
+                turn.diagnostics().iter().any(|d| d["detail"] == "blank_prompt"),
+                "{}: {}",
+                host.name,
+                turn.stderr()
+            );
+            assert_eq!(
+                s.request_count(),
+                0,
+                "{}: neither recalled nor captured",
+                host.name
+            );
+        }
+    }
+}
+
+#[test]
+fn every_host_ends_at_its_budget_with_a_timeout_line_when_stdin_never_closes() {
+    for host in HOSTS {
+        let s = server(|| Reply::json(200, &ready(CONTENT)));
+        let dir = tempfile::tempdir().unwrap();
+        let out = host
+            .cmd(
+                host.exe,
+                &s.url(),
+                dir.path(),
+                &[("POWERCONTEXT_<H>_HTTP_BUDGET_SECONDS", "1")],
+            )
+            .args(host.prompt_args())
+            .stdin_bytes(b"{\"prompt\":".to_vec())
+            .run_with_stdin_open();
+        assert!(out.status.success(), "{}: {:?}", host.name, out.status);
+        assert_eq!(out.stdout, "", "{}", host.name);
+        // DSH reads stdin before its configuration, so the default budget (4 s) holds it.
+        assert!(
+            out.elapsed < Duration::from_secs(6),
+            "{}: {:?}",
+            host.name,
+            out.elapsed
+        );
+        let d = out
+            .diagnostic("timeout")
+            .unwrap_or_else(|| panic!("{}: no timeout line: {}", host.name, out.stderr));
+        assert_eq!(
+            d["event"], "payload",
+            "{}: names the interrupted stage",
+            host.name
+        );
+        assert_eq!(d["detail"], "watchdog", "{}", host.name);
+    }
+}
+
+#[test]
+fn pi_ends_at_its_budget_when_the_host_does_not_read_a_large_answer() {
+    let host = HOSTS[2];
+    assert_eq!(host.name, "pi");
+    let s = server(|| Reply::json(200, &ready(CONTENT)));
+    let dir = tempfile::tempdir().unwrap();
+    // Far more than a pipe holds: the answer repeats the system prompt, and nobody reads it
+    // until the process has exited.
+    let payload = json!({"prompt": PROMPT, "system_prompt": "S".repeat(70_000), "cwd": dir.path(),
+                         "session_id": "neg-session", "branch_roles": ["user"]});
+    let out = host
+        .cmd(
+            host.exe,
+            &s.url(),
+            dir.path(),
+            &[("POWERCONTEXT_<H>_HTTP_BUDGET_SECONDS", "1")],
+        )
+        .arg("before-agent-start")
+        .stdin_json(&payload)
+        .run();
+    assert!(out.status.success(), "{:?}", out.status);
+    assert!(out.elapsed < Duration::from_secs(4), "{:?}", out.elapsed);
+    let d = out
+        .diagnostic("timeout")
+        .unwrap_or_else(|| panic!("no timeout line: {}", out.stderr));
+    assert_eq!(d["detail"], "watchdog");
 }

@@ -64,7 +64,7 @@ pub fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Command::PreStep => {
-            process::install_panic_hook(component);
+            process::begin(component, start);
             pre_step::main(&Env::from_process(), start)
         }
     }

@@ -55,8 +55,8 @@ pub fn main(env: &Env, start: Instant) -> ExitCode {
 /// Reads stdin and answers.
 #[must_use]
 pub fn run(env: &Env, start: Instant) -> Answer {
-    // Bound stdin too: a plugin that never closes it must not keep the step waiting.
-    process::arm_watchdog(start, powercontext_hooks_core::config::Defaults::BUDGET);
+    // The watchdog is already armed at the default budget (`process::begin`): a plugin that never
+    // closes stdin cannot keep the step waiting.
     let Some(stdin) = process::read_payload(HOST.component()) else {
         return Answer::Nothing;
     };
@@ -68,6 +68,10 @@ pub fn run(env: &Env, start: Instant) -> Answer {
     // Later steps of a turn carry `messages: []`, and plugin-only batches are not user input:
     // nothing to recall or capture, and nothing worth a line on every step.
     if event.user_text.is_empty() {
+        return Answer::Nothing;
+    }
+    if powercontext_hooks_core::payload::is_blank(&event.user_text) {
+        emit::diagnostic(&diag(Stage::Payload, Outcome::Skipped).detail("blank_prompt"));
         return Answer::Nothing;
     }
     let settings = match Settings::for_hook(HOST, env) {

@@ -62,7 +62,7 @@ pub fn main() -> ExitCode {
         return drain::background_main(INTEGRATION.component());
     }
     let start = Instant::now();
-    process::install_panic_hook(INTEGRATION.component());
+    process::begin(INTEGRATION.component(), start);
     let env = Env::from_process();
     if env.text(vars::FAULT) == Some("panic") {
         panic!("fault injection requested by {}", vars::FAULT);

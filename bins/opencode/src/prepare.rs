@@ -86,7 +86,7 @@ pub fn run(env: &Env, settings: Result<&Settings, String>, deadline: &Deadline, 
             return;
         }
     };
-    if event.prompt.is_empty() {
+    if powercontext_hooks_core::payload::is_blank(&event.prompt) {
         emit::diagnostic(&diag(Stage::Payload, Outcome::Skipped).detail("blank_prompt"));
         return;
     }

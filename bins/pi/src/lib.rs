@@ -83,7 +83,7 @@ pub fn main() -> ExitCode {
         return drain::background_main(COMPONENT);
     }
     let start = Instant::now();
-    process::install_panic_hook(COMPONENT);
+    process::begin(COMPONENT, start);
     let env = Env::from_process();
     if env.text(vars::FAULT) == Some("panic") {
         panic!("fault injection requested by {}", vars::FAULT);

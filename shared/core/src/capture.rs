@@ -66,6 +66,7 @@ pub fn metadata(origin: &str, event: &str, fields: &[(&str, Option<&str>)]) -> M
 /// # Errors
 /// The classified [`Failure`]; a 409 is [`Outcome::CaptureConflict`].
 pub fn send(transport: &Transport, request: &CaptureRequest) -> Result<u64, Failure> {
+    let _stage = crate::process::enter(crate::outcome::Stage::Capture);
     let reply = transport
         .post_json("/v1/sources/content", request)
         .map_err(|e| e.failure())?;
@@ -95,6 +96,7 @@ pub fn flush_through(
     position: u64,
     max_calls: u32,
 ) -> Result<u64, Failure> {
+    let _stage = crate::process::enter(crate::outcome::Stage::Flush);
     for _ in 0..max_calls {
         let reply = transport
             .post_json("/v1/memory/flush", &FlushRequest { scope_id: scope })

@@ -211,15 +211,71 @@ fn user_dir(env: &Env, xdg: &str, home_rel: &str) -> Option<PathBuf> {
     )
 }
 
+/// Largest configuration file read: a real one is a few hundred bytes.
+pub const MAX_CONFIG_BYTES: u64 = 256 * 1024;
+
+enum FileProblem {
+    Missing,
+    NotRegular,
+    TooLarge,
+    Unreadable,
+}
+
+/// Reads a regular file of at most [`MAX_CONFIG_BYTES`]. The type is checked before opening, so a
+/// FIFO or a device is never opened (opening a FIFO blocks until a writer appears); a link to a
+/// regular file is fine (dotfile managers link configuration files). The read is capped whatever
+/// the metadata said.
+fn read_bounded(path: &Path) -> Result<Vec<u8>, FileProblem> {
+    use std::io::Read;
+    let meta = match std::fs::metadata(path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(FileProblem::Missing),
+        Err(_) => return Err(FileProblem::Unreadable),
+    };
+    if !meta.is_file() {
+        return Err(FileProblem::NotRegular);
+    }
+    if meta.len() > MAX_CONFIG_BYTES {
+        return Err(FileProblem::TooLarge);
+    }
+    let file = std::fs::File::open(path).map_err(|_| FileProblem::Unreadable)?;
+    // The path may have been swapped between the two looks: check what was actually opened.
+    if !file.metadata().is_ok_and(|m| m.is_file()) {
+        return Err(FileProblem::NotRegular);
+    }
+    let mut bytes = Vec::new();
+    file.take(MAX_CONFIG_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|_| FileProblem::Unreadable)?;
+    if bytes.len() as u64 > MAX_CONFIG_BYTES {
+        return Err(FileProblem::TooLarge);
+    }
+    Ok(bytes)
+}
+
 /// Reads the configuration file if it exists.
 ///
 /// # Errors
 /// A [`ConfigError`] naming the file (and key, for unknown keys) when it cannot be read or parsed.
 pub fn load_file(path: &Path) -> Result<Option<FileOptions>, ConfigError> {
-    let text = match std::fs::read(path) {
+    let text = match read_bounded(path) {
         Ok(bytes) => bytes,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(_) => return Err(ConfigError::new(path.display().to_string(), "cannot be read")),
+        Err(FileProblem::Missing) => return Ok(None),
+        Err(FileProblem::NotRegular) => {
+            return Err(ConfigError::new(
+                path.display().to_string(),
+                "is not a regular file",
+            ));
+        }
+        Err(FileProblem::TooLarge) => {
+            return Err(ConfigError::new(
+                path.display().to_string(),
+                format!("is larger than {} KiB", MAX_CONFIG_BYTES / 1024),
+            ));
+        }
+        Err(FileProblem::Unreadable) => {
+            return Err(ConfigError::new(path.display().to_string(), "cannot be read"));
+        }
     };
     let text =
         String::from_utf8(text).map_err(|_| ConfigError::new(path.display().to_string(), "is not UTF-8"))?;
@@ -647,6 +703,7 @@ impl Settings {
     /// # Errors
     /// The first [`ConfigError`].
     pub fn for_hook(host: Integration, env: &Env) -> Result<Self, ConfigError> {
+        let _stage = crate::process::enter(crate::outcome::Stage::Config);
         let path = default_config_path(env);
         let file = match &path {
             Some(p) => load_file(p)?,
@@ -835,6 +892,25 @@ mod tests {
         assert!(
             err.setting.ends_with("key authorization") && !err.to_string().contains("secret"),
             "{err}"
+        );
+    }
+
+    #[test]
+    fn only_bounded_regular_files_are_read() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(load_file(&dir.path().join("absent.toml")).unwrap().is_none());
+        let err = load_file(dir.path()).unwrap_err();
+        assert_eq!(err.problem, "is not a regular file");
+        let big = dir.path().join("big.toml");
+        std::fs::write(&big, vec![b'#'; usize::try_from(MAX_CONFIG_BYTES).unwrap() + 1]).unwrap();
+        assert!(load_file(&big).unwrap_err().problem.starts_with("is larger than"));
+        let link = dir.path().join("linked.toml");
+        let target = dir.path().join("real.toml");
+        std::fs::write(&target, "capture_prompts = false\n").unwrap();
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        assert!(
+            load_file(&link).unwrap().is_some(),
+            "a dotfile link to a regular file is read"
         );
     }
 

@@ -37,29 +37,50 @@ pub fn diagnostic(d: &Diagnostic) {
     let _ = writeln!(err, "{line}");
 }
 
+/// Writes a final diagnostic line without ever blocking the caller for more than a few
+/// milliseconds: the write happens on its own thread, which waits briefly for a line in progress
+/// to finish and then writes anyway (stderr is a separate stream from a stalled stdout). A stderr
+/// the host does not read only loses the line; the caller goes on.
+pub fn last_words(d: &Diagnostic) {
+    let line = d.to_line();
+    let (done, finished) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let guard = lock_briefly();
+        let _ = writeln!(std::io::stderr().lock(), "{line}");
+        drop(guard);
+        let _ = done.send(());
+    });
+    let _ = finished.recv_timeout(std::time::Duration::from_millis(25));
+}
+
+/// Our line lock, if it can be had within 20 ms (a writer that holds it longer is blocked on a
+/// host that does not read).
+fn lock_briefly() -> Option<MutexGuard<'static, ()>> {
+    let start = std::time::Instant::now();
+    loop {
+        match LOCK.try_lock() {
+            Ok(g) => return Some(g),
+            Err(TryLockError::Poisoned(p)) => return Some(p.into_inner()),
+            Err(TryLockError::WouldBlock) => {}
+        }
+        if start.elapsed() > std::time::Duration::from_millis(20) {
+            return None;
+        }
+        std::thread::yield_now();
+    }
+}
+
 /// Ends the process with exit code 0 without tearing a line in progress. Used by the watchdog and
-/// the panic hook: both must fail open.
+/// the panic hook: both must fail open, and neither may block: a stdout writer stalled on a host
+/// that does not read keeps its lock, so nothing here waits on stdout.
 #[allow(clippy::exit, reason = "fail-open exit from the watchdog and the panic hook")]
 pub fn exit_quietly() -> ! {
     // A line being written by another thread is finished first; if this thread itself holds the
     // lock (a panic inside a write), exit at once rather than deadlock.
-    let guard = match LOCK.try_lock() {
-        Ok(g) => Some(g),
-        Err(TryLockError::Poisoned(p)) => Some(p.into_inner()),
-        Err(TryLockError::WouldBlock) => {
-            let start = std::time::Instant::now();
-            loop {
-                if let Ok(g) = LOCK.try_lock() {
-                    break Some(g);
-                }
-                if start.elapsed() > std::time::Duration::from_millis(20) {
-                    break None;
-                }
-                std::thread::yield_now();
-            }
-        }
-    };
-    let _ = std::io::stdout().lock().flush();
+    let guard = lock_briefly();
+    // No stdout flush: every line is written and flushed under the lock, so nothing is buffered
+    // once the lock is free, and flushing would block behind a stalled writer. `exit` itself only
+    // try-locks stdout.
     std::mem::forget(guard);
     std::process::exit(0)
 }

@@ -79,7 +79,41 @@ pub fn repair_lone_surrogates(text: &str) -> Option<String> {
     Some(out)
 }
 
-/// The first of `fields` that holds a non-blank string, trimmed.
+/// True when `text` shows nothing: only white space and invisible format characters (zero-width
+/// spaces and joiners, the byte-order mark, bidi controls, variation selectors, tag characters,
+/// fillers). Such a prompt carries no question to recall for and nothing worth storing.
+#[must_use]
+pub fn is_blank(text: &str) -> bool {
+    text.chars().all(|c| c.is_whitespace() || is_invisible(c))
+}
+
+/// Characters that render as nothing (Unicode format characters and their look-alikes).
+fn is_invisible(c: char) -> bool {
+    matches!(
+        c,
+        '\u{00AD}'
+            | '\u{034F}'
+            | '\u{061C}'
+            | '\u{115F}'
+            | '\u{1160}'
+            | '\u{17B4}'
+            | '\u{17B5}'
+            | '\u{180B}'..='\u{180F}'
+            | '\u{200B}'..='\u{200F}'
+            | '\u{202A}'..='\u{202E}'
+            | '\u{2060}'..='\u{206F}'
+            | '\u{3164}'
+            | '\u{FE00}'..='\u{FE0F}'
+            | '\u{FEFF}'
+            | '\u{FFA0}'
+            | '\u{FFF9}'..='\u{FFFB}'
+            | '\u{1D173}'..='\u{1D17A}'
+            | '\u{E0000}'..='\u{E007F}'
+            | '\u{E0100}'..='\u{E01EF}'
+    )
+}
+
+/// The first of `fields` that holds a non-blank string (see [`is_blank`]), trimmed.
 #[must_use]
 pub fn first_text<'a>(value: &'a Value, fields: &[&str]) -> Option<&'a str> {
     fields.iter().find_map(|f| {
@@ -87,7 +121,7 @@ pub fn first_text<'a>(value: &'a Value, fields: &[&str]) -> Option<&'a str> {
             .get(*f)
             .and_then(Value::as_str)
             .map(str::trim)
-            .filter(|s| !s.is_empty())
+            .filter(|s| !is_blank(s))
     })
 }
 
@@ -125,6 +159,24 @@ mod tests {
     fn garbage_is_rejected() {
         assert!(decode(b"not json").is_none());
         assert!(decode(b"").is_none());
+    }
+
+    #[test]
+    fn invisible_only_text_is_blank() {
+        for blank in [
+            "",
+            " \t\n",
+            "\u{200B}",
+            "\u{FEFF}\u{200B} \u{2060}\u{200D}",
+            "\u{E0041}\u{FE0F}\u{00AD}",
+        ] {
+            assert!(is_blank(blank), "{blank:?}");
+        }
+        for text in ["a", "\u{200B}x", "\u{FEFF}é", "👍\u{FE0F}", "\u{3000}字"] {
+            assert!(!is_blank(text), "{text:?}");
+        }
+        let v: Value = serde_json::json!({"a": "\u{200B}\u{FEFF}", "b": "x"});
+        assert_eq!(first_text(&v, &["a", "b"]), Some("x"));
     }
 
     #[test]

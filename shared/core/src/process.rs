@@ -2,9 +2,11 @@
 //! at its budget whatever is blocking, and the capped stdin read. It never decides what to inject.
 
 use std::io::Read;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use crate::config::Defaults;
 use crate::emit;
 use crate::outcome::{Diagnostic, Outcome, Stage};
 
@@ -15,6 +17,70 @@ pub const MAX_STDIN_BYTES: u64 = 8 * 1024 * 1024;
 pub const WATCHDOG_GRACE: Duration = Duration::from_millis(50);
 
 static WATCHDOG_AT_MS: AtomicU64 = AtomicU64::new(u64::MAX);
+
+/// The component the watchdog reports for (set by [`begin`]).
+static COMPONENT: OnceLock<&'static str> = OnceLock::new();
+
+/// The stages in progress, one bit each (see [`stage_bit`]): what a watchdog exit interrupted.
+static ACTIVE_STAGES: AtomicU32 = AtomicU32::new(0);
+
+/// Pipeline order: a watchdog exit names the earliest stage still in progress.
+const STAGE_ORDER: [Stage; 8] = [
+    Stage::Config,
+    Stage::Payload,
+    Stage::Scope,
+    Stage::Prepare,
+    Stage::Capture,
+    Stage::Flush,
+    Stage::State,
+    Stage::Process,
+];
+
+fn stage_bit(stage: Stage) -> u32 {
+    let index = STAGE_ORDER
+        .iter()
+        .position(|s| *s == stage)
+        .unwrap_or(STAGE_ORDER.len() - 1);
+    1 << index
+}
+
+/// Marks a stage as in progress until the guard is dropped, so a watchdog exit can say what it
+/// interrupted. Cheap: one atomic operation each way.
+#[must_use = "the stage ends when the guard is dropped"]
+pub struct StageGuard(u32);
+
+impl Drop for StageGuard {
+    fn drop(&mut self) {
+        ACTIVE_STAGES.fetch_and(!self.0, Ordering::SeqCst);
+    }
+}
+
+/// Enters `stage` (see [`StageGuard`]).
+pub fn enter(stage: Stage) -> StageGuard {
+    let bit = stage_bit(stage);
+    ACTIVE_STAGES.fetch_or(bit, Ordering::SeqCst);
+    StageGuard(bit)
+}
+
+/// The earliest stage in progress, or [`Stage::Process`] when none is marked.
+#[must_use]
+pub fn interrupted_stage() -> Stage {
+    let active = ACTIVE_STAGES.load(Ordering::SeqCst);
+    STAGE_ORDER
+        .into_iter()
+        .find(|s| active & stage_bit(*s) != 0)
+        .unwrap_or(Stage::Process)
+}
+
+/// The first thing a hook process does, before it reads any configuration or stdin: the fail-open
+/// panic hook, and the watchdog armed at the default budget, so that nothing (a config path that is
+/// a FIFO, a host that never closes stdin) can hold the host past it. A configured budget moves the
+/// watchdog later (or earlier) with [`arm_watchdog`]; the configuration read that follows is marked as its own stage.
+pub fn begin(component: &'static str, start: Instant) {
+    let _ = COMPONENT.set(component);
+    install_panic_hook(component);
+    arm_watchdog(start, Defaults::BUDGET);
+}
 
 /// Installs the fail-open panic hook: one content-free `internal_error` line on stderr, nothing on
 /// stdout, exit code 0. With `panic = "abort"` the hook runs before the abort and pre-empts it.
@@ -43,12 +109,21 @@ pub fn arm_watchdog(start: Instant, budget: Duration) {
                 let at = Duration::from_millis(WATCHDOG_AT_MS.load(Ordering::SeqCst));
                 let elapsed = start.elapsed();
                 if elapsed >= at {
-                    emit::exit_quietly();
+                    watchdog_exit();
                 }
                 std::thread::sleep((at - elapsed).min(Duration::from_millis(250)));
             }
         });
     }
+}
+
+/// The watchdog's end: one content-free `timeout` line naming the interrupted stage, then exit 0.
+/// Neither step can block it (see [`emit::last_words`]).
+fn watchdog_exit() -> ! {
+    let component = COMPONENT.get().copied().unwrap_or("powercontext.hook");
+    let line = Diagnostic::new(component, interrupted_stage(), Outcome::Timeout).detail("watchdog");
+    emit::last_words(&line);
+    emit::exit_quietly()
 }
 
 /// Why stdin could not be used.
@@ -80,6 +155,7 @@ pub fn read_stdin() -> Result<Vec<u8>, StdinProblem> {
 /// `stdin_unreadable`) for `component` and returns `None`.
 #[must_use]
 pub fn read_payload(component: &str) -> Option<Vec<u8>> {
+    let _stage = enter(Stage::Payload);
     match read_stdin() {
         Ok(b) => Some(b),
         Err(p) => {

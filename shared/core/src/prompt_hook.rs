@@ -106,7 +106,11 @@ pub fn parse_event(profile: &PromptHookProfile, bytes: &[u8]) -> Result<PromptEv
     let prompt = profile
         .prompt_fields
         .iter()
-        .find_map(|f| v.get(*f).and_then(Value::as_str).filter(|s| !s.trim().is_empty()))
+        .find_map(|f| {
+            v.get(*f)
+                .and_then(Value::as_str)
+                .filter(|s| !payload::is_blank(s))
+        })
         .ok_or(SkipReason::BlankPrompt)?;
     let cwd = v
         .get("cwd")
@@ -130,7 +134,7 @@ pub fn main(profile: &PromptHookProfile) -> ExitCode {
     }
     let start = Instant::now();
     let component = profile.integration.component();
-    process::install_panic_hook(component);
+    process::begin(component, start);
     let env = Env::from_process();
     if env.text(vars::FAULT) == Some("panic") {
         panic!("fault injection requested by {}", vars::FAULT);

@@ -17,6 +17,7 @@ pub fn prepare(
     query: &str,
     max_bytes: u32,
 ) -> Result<PreparedContext, Failure> {
+    let _stage = crate::process::enter(crate::outcome::Stage::Prepare);
     let request = PrepareRequest {
         scope_id: scope,
         query: truncate_chars(query, MAX_QUERY_CHARS),

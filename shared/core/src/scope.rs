@@ -105,6 +105,7 @@ impl ScopeQuery {
     /// # Errors
     /// The classified [`Failure`] when the Server could not name a scope.
     pub fn resolve(&self, transport: &Transport) -> Result<String, Failure> {
+        let _stage = crate::process::enter(crate::outcome::Stage::Scope);
         if let Some(id) = &self.explicit {
             return Ok(id.clone());
         }

@@ -114,6 +114,18 @@ impl HookCmd {
     /// Runs to completion (a 30 s safety timeout kills a hung hook and fails the test).
     #[track_caller]
     pub fn run(&self) -> HookOutput {
+        self.run_inner(false)
+    }
+
+    /// Runs with stdin written but never closed, as a host that forgets to close it: only the
+    /// hook's own watchdog can end the run (the 30 s safety timeout fails the test).
+    #[track_caller]
+    pub fn run_with_stdin_open(&self) -> HookOutput {
+        self.run_inner(true)
+    }
+
+    #[track_caller]
+    fn run_inner(&self, keep_stdin_open: bool) -> HookOutput {
         let mut cmd = Command::new(&self.exe);
         cmd.args(&self.args)
             .env_clear()
@@ -131,11 +143,17 @@ impl HookCmd {
         let mut stdin = child.stdin.take().expect("stdin");
         let payload = self.stdin.clone();
         // Written from a thread: a hook that stops reading early must not block the test.
+        let (release, hold) = std::sync::mpsc::channel::<()>();
         let writer = std::thread::spawn(move || {
             let _ = stdin.write_all(&payload);
+            if keep_stdin_open {
+                // Held until the run is over (the sender is dropped below).
+                let _ = hold.recv();
+            }
         });
         let out = wait_with_timeout(child, Duration::from_secs(30));
         let elapsed = start.elapsed();
+        drop(release);
         let _ = writer.join();
         HookOutput {
             status: out.status,
