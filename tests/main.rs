@@ -3,6 +3,7 @@
 //! network namespace.
 
 mod cli;
+mod docs_sync;
 mod doctor;
 mod dsh;
 mod e2e_claude;

@@ -159,12 +159,12 @@ pub fn read_payload(component: &str) -> Option<Vec<u8>> {
     match read_stdin() {
         Ok(b) => Some(b),
         Err(p) => {
-            let detail = if p == StdinProblem::TooLarge {
-                "stdin_too_large"
+            let d = Diagnostic::new(component, Stage::Payload, Outcome::Skipped);
+            emit::diagnostic(&if p == StdinProblem::TooLarge {
+                d.detail("stdin_too_large")
             } else {
-                "stdin_unreadable"
-            };
-            emit::diagnostic(&Diagnostic::new(component, Stage::Payload, Outcome::Skipped).detail(detail));
+                d.detail("stdin_unreadable")
+            });
             None
         }
     }
