@@ -224,6 +224,11 @@ export const PowerContextPlugin = async (ctx) => {
           if (typeof id !== "string") return
           directories.delete(id)
           callSync("forget", { session_id: id }, LOCAL_TIMEOUT_MS)
+        } else if (type === "session.compacted") {
+          // The next message bootstraps the session again (lifecycle `compact`).
+          const id = props.sessionID ?? props.info?.id
+          if (typeof id !== "string") return
+          callSync("compacted", { session_id: id }, LOCAL_TIMEOUT_MS)
         }
       } catch {}
     },

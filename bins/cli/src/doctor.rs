@@ -655,6 +655,16 @@ fn check_server(host: Host, s: &Settings, paths: &Paths, cwd: &Path, r: &mut Rep
         if s.capture_prompts.value { "on" } else { "off" }.into(),
         s.capture_prompts.origin.to_string(),
     ));
+    r.settings.push((
+        "bootstrap".into(),
+        if s.bootstrap.value { "on" } else { "off" }.into(),
+        s.bootstrap.origin.to_string(),
+    ));
+    r.settings.push((
+        "bootstrap_max_bytes".into(),
+        s.bootstrap_max_bytes.value.to_string(),
+        s.bootstrap_max_bytes.origin.to_string(),
+    ));
     let deadline = Deadline::after(Duration::from_secs(10));
     let transport = match Transport::new(
         s.server_url.value.clone(),

@@ -14,6 +14,7 @@ mod doctor;
 mod host_cli;
 mod install;
 mod jsonc;
+mod pin;
 mod setup;
 mod state_cmd;
 mod uninstall;
@@ -50,6 +51,10 @@ enum Command {
     Status(state_cmd::StatusArgs),
     /// Deliver spooled captures and flush pending scopes now; exit 1 if anything is left.
     Flush(state_cmd::FlushArgs),
+    /// Curate an atomic memory for session bootstrap (tag it `bootstrap-context`).
+    Pin(pin::PinArgs),
+    /// Remove an atomic memory from session bootstrap.
+    Unpin(pin::PinArgs),
     /// One background-style drain pass (what hooks start after answering).
     #[command(hide = true)]
     Drain(state_cmd::DrainArgs),
@@ -82,6 +87,8 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
         Some(Command::Doctor(a)) => doctor::doctor(&a),
         Some(Command::Status(a)) => state_cmd::status(&a),
         Some(Command::Flush(a)) => state_cmd::flush(&a),
+        Some(Command::Pin(a)) => pin::run(&a, true),
+        Some(Command::Unpin(a)) => pin::run(&a, false),
         Some(Command::Drain(a)) => state_cmd::drain_once(&a),
         Some(Command::Debug(c)) => state_cmd::debug(&c),
         None => {

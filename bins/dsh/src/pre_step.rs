@@ -95,7 +95,9 @@ pub fn respond(env: &Env, settings: &Settings, deadline: &Deadline, event: &PreS
         emit::diagnostic(&diag(Stage::Prepare, Outcome::Skipped).detail("missing_session_cwd"));
         return Answer::Nothing;
     }
-    let Some(session_turn) = Turn::open(HOST, env, settings, deadline) else {
+    let Some(session_turn) =
+        Turn::open(HOST, env, settings, deadline).map(|t| t.in_session(event.session_id.as_deref()))
+    else {
         return Answer::Nothing;
     };
 

@@ -1,6 +1,7 @@
 //! The OpenCode adapter: the executable the OpenCode plugin shim spawns, one subcommand per host
-//! event — `prepare` (`chat.message`), `inject` (`experimental.chat.messages.transform`) and
-//! `forget` (`session.deleted`) — with JSON on stdin and, for `inject` only, one JSON line on
+//! event — `prepare` (`chat.message`), `inject` (`experimental.chat.messages.transform`),
+//! `forget` (`session.deleted`) and `compacted` (`session.compacted`) — with JSON on stdin and, for
+//! `inject` only, one JSON line on
 //! stdout. Every contract decision (prompt text, scope, capture policy, stale-turn rules) is made
 //! here, not in the shim. Whatever happens it exits 0 on time: a hook never breaks an OpenCode turn.
 
@@ -19,6 +20,8 @@ use powercontext_hooks_core::env::Env;
 use powercontext_hooks_core::outcome::{Outcome, Stage};
 use powercontext_hooks_core::process;
 use powercontext_hooks_core::protocol::{self, Answer, Protocol};
+
+use powercontext_hooks_core::session::SessionFile;
 
 use crate::prepare::{INTEGRATION, diag};
 use crate::turns::TurnCache;
@@ -39,6 +42,8 @@ pub enum Command {
     Inject,
     /// `session.deleted`: drop the session's turn.
     Forget,
+    /// `session.compacted`: the session's next message bootstraps again.
+    Compacted,
 }
 
 impl Command {
@@ -50,6 +55,7 @@ impl Command {
             "prepare" => Some(Self::Prepare),
             "inject" => Some(Self::Inject),
             "forget" => Some(Self::Forget),
+            "compacted" => Some(Self::Compacted),
             _ => None,
         }
     }
@@ -137,6 +143,21 @@ pub fn run(command: Command, env: &Env, start: Instant) -> Answer {
                 Ok(session) => {
                     if let Err(e) = TurnCache::locate(env).and_then(|c| c.forget(&deadline, &session)) {
                         emit::diagnostic(&diag(Stage::State, Outcome::StateUnavailable).detail(e.detail()));
+                    }
+                    Answer::Nothing
+                }
+                Err(reason) => skipped(reason),
+            }
+        }
+        Command::Compacted => {
+            process::arm_watchdog(start, LOCAL_BUDGET);
+            let Some(stdin) = read_stdin() else {
+                return Answer::Nothing;
+            };
+            match event::parse_forget(&stdin) {
+                Ok(session) => {
+                    if let Some(file) = SessionFile::locate(env, INTEGRATION, &session) {
+                        file.mark_compacted();
                     }
                     Answer::Nothing
                 }

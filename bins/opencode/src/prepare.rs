@@ -95,7 +95,9 @@ pub fn run(env: &Env, settings: Result<&Settings, String>, deadline: &Deadline, 
         emit::diagnostic(&diag(Stage::Payload, Outcome::Skipped).detail("missing_directory"));
         return;
     };
-    let Some(turn) = Turn::open(INTEGRATION, env, settings, deadline) else {
+    let Some(turn) =
+        Turn::open(INTEGRATION, env, settings, deadline).map(|t| t.in_session(Some(&event.session_id)))
+    else {
         return;
     };
     let capture = turn
@@ -118,7 +120,8 @@ pub fn run(env: &Env, settings: Result<&Settings, String>, deadline: &Deadline, 
     {
         let wait = deadline.within(state::HOOK_LOCK_WAIT);
         match cache.commit(&wait, &event.session_id, &event.message_id, ticket, &text) {
-            Ok(true) => {}
+            // The inject step hands the cached text to OpenCode: the package is delivered.
+            Ok(true) => powercontext_hooks_core::bootstrap::settle(true),
             // A newer message claimed the session while we were away: drop this context.
             Ok(false) => emit::diagnostic(&diag(Stage::State, Outcome::Skipped).detail("stale_turn")),
             Err(e) => emit::diagnostic(&diag(Stage::State, Outcome::StateUnavailable).detail(e.detail())),

@@ -114,12 +114,27 @@ pub enum Boundary {
 }
 
 impl Boundary {
+    /// Reads `{"event": "<pi event name>", "session_id": …}`: the boundary (anything unreadable
+    /// is [`Boundary::Other`]) and the session, when named.
+    #[must_use]
+    pub fn parse_with_session(bytes: &[u8]) -> (Self, Option<String>) {
+        let decoded = payload::decode(bytes);
+        let session = decoded
+            .as_ref()
+            .and_then(|d| first_text(&d.value, &["session_id"]))
+            .map(str::to_owned);
+        let event = decoded.and_then(|d| d.value.get("event").and_then(Value::as_str).map(str::to_owned));
+        (Self::named(event.as_deref()), session)
+    }
+
     /// Reads `{"event": "<pi event name>"}`; anything unreadable is [`Boundary::Other`].
     #[must_use]
     pub fn parse(bytes: &[u8]) -> Self {
-        let event = payload::decode(bytes)
-            .and_then(|d| d.value.get("event").and_then(Value::as_str).map(str::to_owned));
-        match event.as_deref() {
+        Self::parse_with_session(bytes).0
+    }
+
+    fn named(event: Option<&str>) -> Self {
+        match event {
             Some("agent_end") => Self::AgentEnd,
             Some("session_before_compact") => Self::BeforeCompact,
             Some("session_before_switch") => Self::BeforeSwitch,

@@ -125,7 +125,17 @@ pub fn main() -> ExitCode {
             let deadline = Deadline::new(start, budget);
             // Past the network deadline there is still a ledger write to finish.
             process::arm_watchdog(start, budget + LEDGER_GRACE);
-            let boundary = read_stdin().map_or(Boundary::Other, |b| Boundary::parse(&b));
+            let (boundary, session) =
+                read_stdin().map_or((Boundary::Other, None), |b| Boundary::parse_with_session(&b));
+            if boundary == Boundary::BeforeCompact
+                && let Some(file) = session
+                    .as_deref()
+                    .and_then(|s| powercontext_hooks_core::session::SessionFile::locate(&env, HOST, s))
+            {
+                // What was injected is about to be summarised away: the next prompt bootstraps
+                // with lifecycle `compact`.
+                file.mark_compacted();
+            }
             let _ = flush::boundary(&env, &settings, &deadline);
             // Pi is going away: whatever is still pending goes to the detached drainer.
             if boundary == Boundary::Shutdown {
@@ -143,9 +153,10 @@ fn read_stdin() -> Option<Vec<u8>> {
 /// Scope, then recall and capture side by side (each guarded on its own), then the answer.
 #[must_use]
 pub fn before_agent_start(env: &Env, settings: &Settings, deadline: &Deadline, event: &StartEvent) -> Answer {
-    let Some(mut turn) = Turn::open(HOST, env, settings, deadline) else {
+    let Some(turn) = Turn::open(HOST, env, settings, deadline) else {
         return Answer::Nothing;
     };
+    let mut turn = turn.in_session(event.session_known.then_some(event.session_id.as_str()));
     // Every Pi capture is meant to be flushed (at once or at a boundary), spooled ones too.
     turn.flush_wanted = true;
     let capture = turn

@@ -179,7 +179,8 @@ export default function powercontext(pi: any): void {
   let inflight: Promise<void> | undefined;
   const flush = (event: string, ctx: any, signal?: AbortSignal): Promise<void> => {
     if (inflight) return inflight;
-    const running = runHook("flush", { event }, FLUSH_DEADLINE_MS, signal)
+    const session_id = safely(() => ctx.sessionManager.getSessionId()) ?? null;
+    const running = runHook("flush", { event, session_id }, FLUSH_DEADLINE_MS, signal)
       .then((result) => show(ctx, result, false))
       .catch(() => {})
       .finally(() => {

@@ -44,6 +44,10 @@ impl Defaults {
     pub const FLUSH_MAX_CALLS: u32 = 4;
     /// Requested PreparedContext size in bytes.
     pub const MAX_BYTES: u32 = 8000;
+    /// Bootstrap curated memory at session start and after compaction.
+    pub const BOOTSTRAP: bool = true;
+    /// Requested bootstrap package size in bytes (the Server allows 512–8192).
+    pub const BOOTSTRAP_MAX_BYTES: u32 = 4096;
 }
 
 /// Where a resolved value came from (shown by `doctor`).
@@ -105,6 +109,10 @@ pub struct Settings {
     pub flush_max_calls: Setting<u32>,
     /// Requested context size (512–32768 bytes).
     pub max_bytes: Setting<u32>,
+    /// Whether sessions are bootstrapped at start and after compaction.
+    pub bootstrap: Setting<bool>,
+    /// Requested bootstrap size (512–8192 bytes).
+    pub bootstrap_max_bytes: Setting<u32>,
 }
 
 /// A configuration error. Names the setting (variable, file key or flag), never its value.
@@ -169,6 +177,10 @@ pub struct HostOptions {
     pub flush_max_calls: Option<i64>,
     /// Requested context bytes.
     pub max_bytes: Option<i64>,
+    /// Session bootstrap switch.
+    pub bootstrap: Option<bool>,
+    /// Requested bootstrap bytes.
+    pub bootstrap_max_bytes: Option<i64>,
 }
 
 /// The default location of the configuration file.
@@ -323,6 +335,10 @@ pub struct EnvNames {
     pub flush_max_calls: Vec<String>,
     /// Context size variables.
     pub max_bytes: Vec<String>,
+    /// Bootstrap switch variables.
+    pub bootstrap: Vec<String>,
+    /// Bootstrap size variables.
+    pub bootstrap_max_bytes: Vec<String>,
 }
 
 impl EnvNames {
@@ -353,6 +369,8 @@ impl EnvNames {
             budget: one("HTTP_BUDGET_SECONDS"),
             flush_max_calls: one("FLUSH_MAX_CALLS"),
             max_bytes: one("MAX_BYTES"),
+            bootstrap: one("BOOTSTRAP"),
+            bootstrap_max_bytes: one("BOOTSTRAP_MAX_BYTES"),
         }
     }
 }
@@ -684,6 +702,19 @@ impl Settings {
             512..=32768,
             Defaults::MAX_BYTES,
         )?;
+        let bootstrap = boolean(
+            "bootstrap",
+            &names.bootstrap,
+            |o| o.bootstrap,
+            Defaults::BOOTSTRAP,
+        )?;
+        let bootstrap_max_bytes = integer(
+            "bootstrap_max_bytes",
+            &names.bootstrap_max_bytes,
+            |o| o.bootstrap_max_bytes,
+            512..=8192,
+            Defaults::BOOTSTRAP_MAX_BYTES,
+        )?;
 
         Ok(Self {
             server_url,
@@ -695,6 +726,8 @@ impl Settings {
             budget,
             flush_max_calls,
             max_bytes,
+            bootstrap,
+            bootstrap_max_bytes,
         })
     }
 

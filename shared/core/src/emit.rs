@@ -17,16 +17,16 @@ fn lock() -> MutexGuard<'static, ()> {
     LOCK.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-/// Writes the one protocol line to stdout (a newline is appended).
-pub fn stdout_line(line: &str) {
+/// Writes the one protocol line to stdout (a newline is appended); true when it was written and
+/// flushed.
+pub fn stdout_line(line: &str) -> bool {
     let _guard = lock();
     let mut out = std::io::stdout().lock();
     let mut buf = String::with_capacity(line.len() + 1);
     buf.push_str(line);
     buf.push('\n');
     // A closed stdout means the host stopped listening; there is nobody left to tell.
-    let _ = out.write_all(buf.as_bytes());
-    let _ = out.flush();
+    out.write_all(buf.as_bytes()).is_ok() && out.flush().is_ok()
 }
 
 /// Writes one diagnostic line to stderr.

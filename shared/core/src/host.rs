@@ -65,6 +65,14 @@ impl Integration {
         }
     }
 
+    /// Whether a session's first prompt bootstraps it: hosts whose plugin API gives the hook no
+    /// session-start event of its own. Claude Code and Codex bootstrap in their `SessionStart`
+    /// hook instead (and after a compaction, at the next prompt if no `SessionStart` did).
+    #[must_use]
+    pub fn bootstraps_at_first_prompt(self) -> bool {
+        matches!(self, Self::OpenCode | Self::Pi | Self::Dsh)
+    }
+
     /// All hosts, in documentation order.
     pub const ALL: [Self; 5] = [Self::ClaudeCode, Self::Codex, Self::OpenCode, Self::Pi, Self::Dsh];
 

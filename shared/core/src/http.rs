@@ -39,6 +39,8 @@ pub struct Reply {
     pub body: Value,
     /// Whether the body parsed as JSON.
     pub json: bool,
+    /// The `ETag` header, when the Server sent one (conditional updates quote it back).
+    pub etag: Option<String>,
 }
 
 /// Why no usable reply arrived.
@@ -186,6 +188,38 @@ impl Transport {
         read_reply(result)
     }
 
+    /// PUTs a JSON body, only if the resource still has entity tag `if_match`.
+    ///
+    /// # Errors
+    /// An [`HttpError`] when no usable reply arrived in time.
+    pub fn put_json_if_match<B: Serialize>(
+        &self,
+        path: &str,
+        body: &B,
+        if_match: &str,
+    ) -> Result<Reply, HttpError> {
+        let bytes = serde_json::to_vec(body).map_err(|_| HttpError::Unavailable)?;
+        let timeout = self.deadline.cap(self.request_timeout);
+        if timeout.is_zero() {
+            return Err(HttpError::Timeout);
+        }
+        let mut req = self
+            .agent
+            .put(self.base.join(path))
+            .header("Accept", "application/json")
+            .header("Content-Type", "application/json")
+            .header("If-Match", if_match);
+        if let Some(a) = &self.authorization {
+            req = req.header("Authorization", a.header_value());
+        }
+        read_reply(
+            req.config()
+                .timeout_global(Some(timeout))
+                .build()
+                .send(&bytes[..]),
+        )
+    }
+
     /// GETs a path and returns the reply.
     ///
     /// # Errors
@@ -257,6 +291,11 @@ fn read_reply(result: Result<ureq::http::Response<ureq::Body>, ureq::Error>) -> 
     if (300..400).contains(&status) {
         return Err(HttpError::Redirect(status));
     }
+    let etag = response
+        .headers()
+        .get("etag")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
     let declared = response
         .headers()
         .get("content-length")
@@ -280,11 +319,13 @@ fn read_reply(result: Result<ureq::http::Response<ureq::Body>, ureq::Error>) -> 
             status,
             body,
             json: true,
+            etag,
         }),
         Err(_) => Ok(Reply {
             status,
             body: Value::Null,
             json: false,
+            etag,
         }),
     }
 }
@@ -346,6 +387,7 @@ mod tests {
             status,
             body,
             json: true,
+            etag: None,
         };
         let env404 =
             serde_json::json!({"error": {"code": "scope_not_found", "message": "", "details": null}});

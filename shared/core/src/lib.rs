@@ -5,6 +5,7 @@
 //! Exit codes: every hook executable exits 0, whatever happens (see [`protocol`]).
 #![deny(missing_docs)]
 
+pub mod bootstrap;
 pub mod capture;
 pub mod config;
 pub mod deadline;
@@ -24,6 +25,7 @@ pub mod protocol;
 pub mod recall;
 pub mod scope;
 pub mod secrets;
+pub mod session;
 pub mod spool;
 pub mod state;
 pub mod turn;

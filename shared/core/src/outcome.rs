@@ -105,6 +105,9 @@ pub enum Stage {
     /// `POST /v1/context/prepare`.
     #[serde(rename = "context_prepare")]
     Prepare,
+    /// `POST /v1/context/bootstrap` and its receipts.
+    #[serde(rename = "context_bootstrap")]
+    Bootstrap,
     /// `POST /v1/sources/content`.
     #[serde(rename = "source_capture")]
     Capture,
@@ -122,7 +125,9 @@ pub enum Stage {
 impl Stage {
     fn component_suffix(self) -> &'static str {
         match self {
-            Self::Prepare | Self::Scope | Self::Payload | Self::Config | Self::Process => "recall",
+            Self::Prepare | Self::Bootstrap | Self::Scope | Self::Payload | Self::Config | Self::Process => {
+                "recall"
+            }
             Self::Capture | Self::Flush | Self::State => "capture",
         }
     }

@@ -25,10 +25,11 @@ static COMPONENT: OnceLock<&'static str> = OnceLock::new();
 static ACTIVE_STAGES: AtomicU32 = AtomicU32::new(0);
 
 /// Pipeline order: a watchdog exit names the earliest stage still in progress.
-const STAGE_ORDER: [Stage; 8] = [
+const STAGE_ORDER: [Stage; 9] = [
     Stage::Config,
     Stage::Payload,
     Stage::Scope,
+    Stage::Bootstrap,
     Stage::Prepare,
     Stage::Capture,
     Stage::Flush,

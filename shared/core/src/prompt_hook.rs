@@ -1,6 +1,8 @@
-//! The `UserPromptSubmit` pipeline shared by Claude Code and Codex: payload → settings → scope →
-//! recall and capture concurrently (each guarded on its own) → answer. Fails open at every step:
-//! whatever happens, the host gets at most one protocol line and exit code 0, on time.
+//! The command-hook pipeline shared by Claude Code and Codex: `UserPromptSubmit` (payload →
+//! settings → scope → recall and capture concurrently, each guarded on its own → answer),
+//! `SessionStart` (scope → the boundary's bootstrap package → answer) and `PreCompact` (the session
+//! bootstraps again after the compaction). Fails open at every step: whatever happens, the host
+//! gets at most one protocol line and exit code 0, on time.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -8,6 +10,7 @@ use std::time::Instant;
 
 use serde_json::Value;
 
+use crate::bootstrap::Lifecycle;
 use crate::capture;
 use crate::config::{Settings, vars};
 use crate::deadline::Deadline;
@@ -54,6 +57,41 @@ pub struct PromptEvent {
     pub lossy: bool,
 }
 
+/// A lifecycle event of a command-hook host.
+#[derive(Debug, Clone)]
+pub enum LifecycleEvent {
+    /// `SessionStart` (Claude Code's `source`: startup, resume, clear or compact).
+    Start {
+        /// Session working directory.
+        cwd: PathBuf,
+        /// Session id, trimmed.
+        session_id: Option<String>,
+        /// The boundary.
+        lifecycle: Lifecycle,
+    },
+    /// `PreCompact`: the conversation is about to be compacted.
+    Compacting {
+        /// Session id, trimmed.
+        session_id: Option<String>,
+    },
+}
+
+/// Decodes a lifecycle event; `None` for anything else (a prompt, a boundary, garbage).
+#[must_use]
+pub fn parse_lifecycle(profile: &PromptHookProfile, v: &Value) -> Option<LifecycleEvent> {
+    let event = v.get("hook_event_name").and_then(Value::as_str)?;
+    let session_id = first_text(v, profile.session_fields).map(str::to_owned);
+    match event.replace('_', "").to_ascii_lowercase().as_str() {
+        "sessionstart" => Some(LifecycleEvent::Start {
+            cwd: PathBuf::from(v.get("cwd").and_then(Value::as_str).filter(|s| !s.is_empty())?),
+            session_id,
+            lifecycle: Lifecycle::from_source(v.get("source").and_then(Value::as_str)),
+        }),
+        "precompact" => Some(LifecycleEvent::Compacting { session_id }),
+        _ => None,
+    }
+}
+
 /// Why a payload was skipped (content-free detail words).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SkipReason {
@@ -89,7 +127,14 @@ impl SkipReason {
 /// # Errors
 /// The [`SkipReason`] when the payload is not a usable prompt event.
 pub fn parse_event(profile: &PromptHookProfile, bytes: &[u8]) -> Result<PromptEvent, SkipReason> {
-    let decoded = payload::decode(bytes).ok_or(SkipReason::NotJson)?;
+    prompt_of(profile, &payload::decode(bytes).ok_or(SkipReason::NotJson)?)
+}
+
+/// [`parse_event`] of an already decoded payload.
+///
+/// # Errors
+/// The [`SkipReason`] when the payload is not a usable prompt event.
+pub fn prompt_of(profile: &PromptHookProfile, decoded: &payload::Decoded) -> Result<PromptEvent, SkipReason> {
     let v = &decoded.value;
     if !v.is_object() {
         return Err(SkipReason::NotJson);
@@ -139,8 +184,8 @@ pub fn main(profile: &PromptHookProfile) -> ExitCode {
     if env.text(vars::FAULT) == Some("panic") {
         panic!("fault injection requested by {}", vars::FAULT);
     }
-    let answer = run(profile, &env, start);
-    let code = protocol::deliver(Protocol::UserPromptSubmit, &answer);
+    let (protocol, answer) = run(profile, &env, start);
+    let code = protocol::deliver(protocol, &answer);
     // Only after the answer is out: leftover spool/ledger work goes to a detached drainer.
     drain::spawn_if_needed(&env);
     code
@@ -150,32 +195,92 @@ fn diag(profile: &PromptHookProfile, stage: Stage, outcome: Outcome) -> Diagnost
     Diagnostic::new(profile.integration.component(), stage, outcome)
 }
 
-/// The pipeline, reading stdin from the process.
+/// The pipeline, reading stdin from the process: the protocol to answer with, and the answer.
 #[must_use]
-pub fn run(profile: &PromptHookProfile, env: &Env, start: Instant) -> Answer {
+pub fn run(profile: &PromptHookProfile, env: &Env, start: Instant) -> (Protocol, Answer) {
+    let nothing = (Protocol::UserPromptSubmit, Answer::Nothing);
     let settings = match Settings::for_hook(profile.integration, env) {
         Ok(s) => s,
         Err(e) => {
             emit::diagnostic(&diag(profile, Stage::Config, Outcome::ConfigInvalid).setting(e.setting));
-            return Answer::Nothing;
+            return nothing;
         }
     };
     let deadline = Deadline::new(start, settings.budget.value);
     process::arm_watchdog(start, settings.budget.value);
 
     let Some(stdin) = process::read_payload(profile.integration.component()) else {
-        return Answer::Nothing;
+        return nothing;
     };
-    let event = match parse_event(profile, &stdin) {
+    let decoded = payload::decode(&stdin);
+    drop(stdin);
+    if let Some(event) = decoded.as_ref().and_then(|d| parse_lifecycle(profile, &d.value)) {
+        return (
+            Protocol::SessionStart,
+            lifecycle(profile, env, &settings, &deadline, &event),
+        );
+    }
+    let event = match decoded
+        .ok_or(SkipReason::NotJson)
+        .and_then(|d| prompt_of(profile, &d))
+    {
         Ok(e) => e,
-        Err(SkipReason::Boundary) => return Answer::Nothing,
+        Err(SkipReason::Boundary) => return nothing,
         Err(reason) => {
             emit::diagnostic(&diag(profile, Stage::Payload, Outcome::Skipped).detail(reason.as_str()));
-            return Answer::Nothing;
+            return nothing;
         }
     };
-    drop(stdin);
-    respond(profile, env, &settings, &deadline, &event)
+    (
+        Protocol::UserPromptSubmit,
+        respond(profile, env, &settings, &deadline, &event),
+    )
+}
+
+/// `SessionStart` and `PreCompact`.
+#[must_use]
+pub fn lifecycle(
+    profile: &PromptHookProfile,
+    env: &Env,
+    settings: &Settings,
+    deadline: &Deadline,
+    event: &LifecycleEvent,
+) -> Answer {
+    match event {
+        LifecycleEvent::Compacting { session_id } => {
+            // Pending captures go to the drainer after the (empty) answer, as at any boundary.
+            if let Some(file) = session_id
+                .as_deref()
+                .and_then(|s| crate::session::SessionFile::locate(env, profile.integration, s))
+            {
+                file.mark_compacted();
+            }
+            Answer::Nothing
+        }
+        LifecycleEvent::Start {
+            cwd,
+            session_id,
+            lifecycle,
+        } => {
+            let Some(turn) = Turn::open(profile.integration, env, settings, deadline) else {
+                return Answer::Nothing;
+            };
+            let turn = turn.in_session(session_id.as_deref());
+            let query = ScopeQuery::for_event(
+                profile.integration,
+                settings.scope_id.value.as_deref(),
+                session_id.as_deref(),
+                cwd,
+                deadline,
+                crate::workspace::Discovery::for_env(env),
+            );
+            let Some(scope) = turn.resolve(query, None) else {
+                return Answer::Nothing;
+            };
+            turn.session_start(&scope, *lifecycle)
+                .map_or(Answer::Nothing, Answer::Context)
+        }
+    }
 }
 
 /// Scope, recall and capture for a decoded event.
@@ -190,6 +295,7 @@ pub fn respond(
     let Some(turn) = Turn::open(profile.integration, env, settings, deadline) else {
         return Answer::Nothing;
     };
+    let turn = turn.in_session(event.session_id.as_deref());
     let capture = turn
         .capture_allowed(&event.prompt, event.lossy)
         .then(|| capture_of(profile, event));

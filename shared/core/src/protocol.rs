@@ -3,6 +3,7 @@
 //! | protocol           | context ready                                                              | anything else | exit |
 //! |--------------------|----------------------------------------------------------------------------|---------------|------|
 //! | `UserPromptSubmit` | `{"hookSpecificOutput":{"hookEventName":"UserPromptSubmit","additionalContext":…}}` | nothing       | 0    |
+//! | `SessionStart`     | `{"hookSpecificOutput":{"hookEventName":"SessionStart","additionalContext":…}}` | nothing           | 0    |
 //! | `OpenCodeTransform`| `{"text":…}` (the part the OpenCode shim appends to the latest user message) | nothing       | 0    |
 //! | `DshPreStep`       | `{"context":…}` (the plugin message text the DSH plugin appends after `enter`) | nothing     | 0    |
 //! | `PiBeforeAgentStart` | `{"systemPrompt":…}` (Pi's whole system prompt, already extended by the Pi adapter) | nothing | 0 |
@@ -29,6 +30,8 @@ pub enum Answer {
 pub enum Protocol {
     /// Claude Code and Codex command hooks.
     UserPromptSubmit,
+    /// Claude Code and Codex `SessionStart` command hooks.
+    SessionStart,
     /// The OpenCode shim's `inject` call (its other calls never print).
     OpenCodeTransform,
     /// The DSH plugin's `pre-step` call.
@@ -46,6 +49,10 @@ pub fn render(protocol: Protocol, answer: &Answer) -> Option<String> {
             json!({"hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": text}})
                 .to_string(),
         ),
+        (Protocol::SessionStart, Answer::Context(text)) => Some(
+            json!({"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": text}})
+                .to_string(),
+        ),
         (Protocol::OpenCodeTransform, Answer::Context(text)) => Some(json!({ "text": text }).to_string()),
         (Protocol::DshPreStep, Answer::Context(text)) => Some(json!({ "context": text }).to_string()),
         (Protocol::PiBeforeAgentStart, Answer::Context(text)) => {
@@ -54,12 +61,15 @@ pub fn render(protocol: Protocol, answer: &Answer) -> Option<String> {
     }
 }
 
-/// Writes the answer and returns the exit code (always success).
+/// Writes the answer, settles a bootstrap package it carries (see [`crate::bootstrap::settle`]),
+/// and returns the exit code (always success).
 #[must_use]
 pub fn deliver(protocol: Protocol, answer: &Answer) -> ExitCode {
-    if let Some(line) = render(protocol, answer) {
-        emit::stdout_line(&line);
-    }
+    let written = match render(protocol, answer) {
+        Some(line) => emit::stdout_line(&line),
+        None => false,
+    };
+    crate::bootstrap::settle(written);
     ExitCode::SUCCESS
 }
 
@@ -75,6 +85,15 @@ mod tests {
             r#"{"hookSpecificOutput":{"additionalContext":"ctx \"q\" é","hookEventName":"UserPromptSubmit"}}"#
         );
         assert_eq!(render(Protocol::UserPromptSubmit, &Answer::Nothing), None);
+    }
+
+    #[test]
+    fn session_start_line() {
+        let line = render(Protocol::SessionStart, &Answer::Context("boot".into())).unwrap();
+        assert_eq!(
+            line,
+            r#"{"hookSpecificOutput":{"additionalContext":"boot","hookEventName":"SessionStart"}}"#
+        );
     }
 
     #[test]

@@ -17,11 +17,26 @@ pub fn prepare(
     query: &str,
     max_bytes: u32,
 ) -> Result<PreparedContext, Failure> {
+    prepare_citing(transport, scope, query, max_bytes, None)
+}
+
+/// [`prepare`], citing the session's injected bootstrap receipt so its items are not repeated.
+///
+/// # Errors
+/// As [`prepare`].
+pub fn prepare_citing(
+    transport: &Transport,
+    scope: &str,
+    query: &str,
+    max_bytes: u32,
+    bootstrap_receipt_id: Option<&str>,
+) -> Result<PreparedContext, Failure> {
     let _stage = crate::process::enter(crate::outcome::Stage::Prepare);
     let request = PrepareRequest {
         scope_id: scope,
         query: truncate_chars(query, MAX_QUERY_CHARS),
         max_bytes,
+        bootstrap_receipt_id,
     };
     let reply = transport
         .post_json("/v1/context/prepare", &request)

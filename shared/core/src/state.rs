@@ -228,6 +228,14 @@ impl StateDir {
     }
 }
 
+/// Whether a file's metadata shows it is owned by this user and not writable by anyone else:
+/// only then may a hook trust what it says.
+#[must_use]
+pub fn owned_private(meta: &fs::Metadata) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    meta.mode() & 0o022 == 0 && fs::metadata("/proc/self").is_ok_and(|me| me.uid() == meta.uid())
+}
+
 /// Serializes `value` with a `"format": FORMAT` field added.
 ///
 /// # Errors

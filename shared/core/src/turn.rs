@@ -5,6 +5,7 @@
 
 use serde_json::{Map, Value};
 
+use crate::bootstrap::{self, Bootstrap, Lifecycle};
 use crate::capture::{self, CaptureGate};
 use crate::config::Settings;
 use crate::deadline::Deadline;
@@ -17,6 +18,7 @@ use crate::ledger;
 use crate::outcome::{Diagnostic, Failure, Outcome, Stage};
 use crate::recall;
 use crate::scope::ScopeQuery;
+use crate::session::{self, Filtered, SessionFile};
 use crate::spool::{self, SpooledCapture};
 use crate::state;
 use crate::wire::{CaptureRequest, PreparedContext};
@@ -67,6 +69,8 @@ pub struct Turn<'a> {
     /// Whether a spooled capture should be flushed once delivered (Pi: always; others: when
     /// `flush_on_capture` is on).
     pub flush_wanted: bool,
+    /// The host session's record (bootstrap receipt, injected items), when the host named one.
+    pub session: Option<SessionFile>,
 }
 
 impl<'a> Turn<'a> {
@@ -91,6 +95,7 @@ impl<'a> Turn<'a> {
                 settings,
                 transport,
                 flush_wanted: settings.flush_on_capture.value,
+                session: None,
             }),
             Err(name) => {
                 emit::diagnostic(
@@ -160,10 +165,172 @@ impl<'a> Turn<'a> {
         }
     }
 
+    /// This turn belongs to host session `session`: its prompts cite the session's bootstrap
+    /// receipt, skip items already injected in the session's window, and bootstrap when one is
+    /// due (see [`Turn::recall`]).
+    #[must_use]
+    pub fn in_session(mut self, session: Option<&str>) -> Self {
+        self.session = session
+            .filter(|s| !s.trim().is_empty())
+            .and_then(|s| SessionFile::locate(self.env, self.integration, s));
+        self
+    }
+
+    /// A session boundary (start, resume, clear, compaction seen by `SessionStart`): a new window
+    /// of injected items, and the boundary's bootstrap package, if there is one. The package's
+    /// receipt is settled when the answer is delivered.
+    #[must_use]
+    pub fn session_start(&self, scope: &str, lifecycle: Lifecycle) -> Option<String> {
+        let mut record = self
+            .session
+            .as_ref()
+            .and_then(SessionFile::load)
+            .unwrap_or_default();
+        record.restart();
+        record.generation = record.generation.wrapping_add(1);
+        if let Some(file) = &self.session {
+            file.prune_old();
+            file.store(&record);
+        }
+        if !self.settings.bootstrap.value {
+            return None;
+        }
+        let (content, hold) = self.fetch_bootstrap(scope, lifecycle, record.generation)?;
+        bootstrap::hold(hold);
+        Some(content)
+    }
+
+    fn fetch_bootstrap(
+        &self,
+        scope: &str,
+        lifecycle: Lifecycle,
+        generation: u32,
+    ) -> Option<(String, bootstrap::Held)> {
+        // A stable id per boundary event: a retry of the same event gets the same receipt.
+        let event_id = format!(
+            "{}:{}:{}:{generation}",
+            self.integration.as_str(),
+            self.session.as_ref().map_or("none", SessionFile::key),
+            lifecycle.as_str(),
+        );
+        let request = bootstrap::BootstrapRequest {
+            scope_id: scope,
+            enabled: true,
+            profile: bootstrap::PROFILE,
+            lifecycle,
+            integration: self.integration.as_str(),
+            event_id: &event_id,
+            max_bytes: self.settings.bootstrap_max_bytes.value,
+        };
+        match bootstrap::request(&self.transport, &request) {
+            Ok(Bootstrap::Ready {
+                content,
+                items,
+                receipt_id,
+            }) => Some((
+                content,
+                bootstrap::Held {
+                    transport: self.transport.clone(),
+                    component: self.integration.component(),
+                    scope: scope.to_owned(),
+                    receipt_id,
+                    items,
+                    session: self.session.clone(),
+                },
+            )),
+            Ok(Bootstrap::Nothing(reason)) => {
+                let outcome = if reason == "no_eligible_context" {
+                    Outcome::Empty
+                } else {
+                    Outcome::Skipped
+                };
+                emit::diagnostic(
+                    &self
+                        .diag(Stage::Bootstrap, outcome)
+                        .status(Some(200))
+                        .detail(reason),
+                );
+                None
+            }
+            Err(f) => {
+                self.report(Stage::Bootstrap, f);
+                None
+            }
+        }
+    }
+
     /// One recall round trip: the text of a ready context, or `None` after reporting why not.
+    ///
+    /// In a session (see [`Turn::in_session`]) the prepare cites the session's injected bootstrap
+    /// receipt, items injected earlier in the window are dropped (a prompt whose items were all
+    /// injected already injects nothing), and when a bootstrap is due — a session's first prompt
+    /// on hosts without a session-start hook, or the first prompt after a compaction that no
+    /// `SessionStart` handled — its package is fetched at the same time and put before the
+    /// recalled items, within the same `max_bytes`.
     #[must_use]
     pub fn recall(&self, scope: &str, query: &str, max_bytes: u32) -> Option<String> {
-        match recall::prepare(&self.transport, scope, query, max_bytes) {
+        let Some(file) = &self.session else {
+            return self.prepare(scope, query, max_bytes, None);
+        };
+        let loaded = file.load();
+        let due = match &loaded {
+            _ if !self.settings.bootstrap.value => None,
+            None if self.integration.bootstraps_at_first_prompt() => Some(Lifecycle::Startup),
+            None => None,
+            Some(r) => r.pending,
+        };
+        let mut record = loaded.unwrap_or_default();
+        let mut package = None;
+        let prepared = match due {
+            None => self.prepare(scope, query, max_bytes, record.receipt_for(scope)),
+            Some(lifecycle) => {
+                record.restart();
+                record.generation = record.generation.wrapping_add(1);
+                let room = max_bytes
+                    .saturating_sub(self.settings.bootstrap_max_bytes.value + 2)
+                    .max(bootstrap::MIN_BYTES);
+                let generation = record.generation;
+                let (fetched, prepared) = std::thread::scope(|s| {
+                    let b = s.spawn(|| self.fetch_bootstrap(scope, lifecycle, generation));
+                    let p = self.prepare(scope, query, room, None);
+                    (b.join().ok().flatten(), p)
+                });
+                package = fetched;
+                prepared
+            }
+        };
+        let mut seen = record.injected.clone();
+        if let Some((_, held)) = &package {
+            seen.extend(held.items.iter().filter(|i| !i.truncated).map(|i| i.key.clone()));
+        }
+        let recalled = match prepared.map(|text| session::filter_seen(&text, &seen)) {
+            Some(Filtered::Inject(text, fresh)) => {
+                record.remember(fresh);
+                Some(text)
+            }
+            Some(Filtered::AllSeen) => {
+                let mut d = self.diag(Stage::Prepare, Outcome::Empty).status(Some(200));
+                d.detail = Some("already_injected");
+                emit::diagnostic(&d);
+                None
+            }
+            None => None,
+        };
+        file.store(&record);
+        match (package, recalled) {
+            (Some((content, held)), recalled) => {
+                bootstrap::hold(held);
+                Some(match recalled {
+                    Some(text) => format!("{content}\n\n{text}"),
+                    None => content,
+                })
+            }
+            (None, recalled) => recalled,
+        }
+    }
+
+    fn prepare(&self, scope: &str, query: &str, max_bytes: u32, receipt: Option<&str>) -> Option<String> {
+        match recall::prepare_citing(&self.transport, scope, query, max_bytes, receipt) {
             Ok(PreparedContext::Ready(text)) => Some(text),
             Ok(PreparedContext::Empty) => {
                 let mut d = self.diag(Stage::Prepare, Outcome::Empty).status(Some(200));

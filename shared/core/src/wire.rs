@@ -21,6 +21,9 @@ pub struct PrepareRequest<'a> {
     pub query: &'a str,
     /// Byte cap for the content.
     pub max_bytes: u32,
+    /// The session's injected bootstrap receipt: what it delivered is not recalled again.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bootstrap_receipt_id: Option<&'a str>,
 }
 
 /// `POST /v1/sources/content`.
@@ -280,6 +283,7 @@ mod tests {
             scope_id: "s",
             query: "q",
             max_bytes: 8000,
+            bootstrap_receipt_id: None,
         })
         .unwrap();
         assert_eq!(body, json!({"scope_id": "s", "query": "q", "max_bytes": 8000}));

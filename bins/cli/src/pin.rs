@@ -1,0 +1,150 @@
+//! `pin` and `unpin`: curate an atomic memory for session bootstrap by adding or removing the
+//! `bootstrap-context` tag the Server's bootstrap selects on. Reads the tag set with its entity
+//! tag and writes it back with `If-Match`, so a concurrent edit is never overwritten. It never
+//! prints a scope id or memory text.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use powercontext_hooks_core::config::Settings;
+use powercontext_hooks_core::deadline::Deadline;
+use powercontext_hooks_core::env::Env;
+use powercontext_hooks_core::http::{Reply, Transport};
+use powercontext_hooks_core::scope::ScopeQuery;
+use powercontext_hooks_core::workspace::Discovery;
+use serde_json::{Value, json};
+
+use crate::install::{HOST_NAMES, Host};
+
+/// The tag the Server's bootstrap profile selects on.
+pub const TAG: &str = "bootstrap-context";
+
+/// `pin` / `unpin` arguments.
+#[derive(Debug, clap::Args)]
+pub struct PinArgs {
+    /// The atomic memory's artifact id (`art_…`, as shown by the Server or the official CLI).
+    pub artifact_id: String,
+    /// Whose connection settings and scope binding to use.
+    #[arg(long, default_value = "claude-code", value_parser = clap::builder::PossibleValuesParser::new(HOST_NAMES))]
+    pub host: String,
+    /// Project directory whose scope to use (default: here), resolved as the host's hook would.
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
+    /// An explicit scope id instead of resolving one.
+    #[arg(long, value_name = "SCOPE_ID")]
+    pub scope: Option<String>,
+}
+
+fn describe(reply: &Reply) -> String {
+    let code = reply.body["error"]["code"].as_str().unwrap_or("no error code");
+    format!("HTTP {} ({code})", reply.status)
+}
+
+/// Adds (`pin = true`) or removes the bootstrap tag. Exit 0 when the tag set is as asked.
+///
+/// # Errors
+/// Configuration, connection or Server errors, each naming what to fix.
+pub fn run(args: &PinArgs, pin: bool) -> Result<ExitCode> {
+    let env = Env::from_process();
+    let host = Host::parse(&args.host)?;
+    let settings = Settings::for_hook(host.integration(), &env)?;
+    let deadline = Deadline::after(Duration::from_secs(15));
+    let transport = Transport::new(
+        settings.server_url.value.clone(),
+        settings.authorization.value.clone(),
+        Duration::from_secs(5),
+        deadline,
+        &env,
+    )
+    .map_err(|var| anyhow::anyhow!("the proxy variable {var} cannot be used"))?;
+    let cwd = match &args.cwd {
+        Some(d) => d.clone(),
+        None => std::env::current_dir().context("cannot read the current directory")?,
+    };
+    let explicit = args.scope.clone().or_else(|| settings.scope_id.value.clone());
+    let scope = ScopeQuery::for_event(
+        host.integration(),
+        explicit.as_deref(),
+        None,
+        &cwd,
+        &deadline,
+        Discovery::for_env(&env),
+    )
+    .resolve(&transport)
+    .map_err(|f| anyhow::anyhow!("could not resolve the scope: {}", f.outcome.as_str()))?;
+    let id = &args.artifact_id;
+    if id.is_empty()
+        || !id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+    {
+        bail!("`{id}` is not an artifact id (letters, digits, `_` and `-` only)");
+    }
+    let path = format!("/v1/scopes/{scope}/artifacts/atomic-memory/{id}/tags");
+    let current = transport
+        .get(&path)
+        .map_err(|e| anyhow::anyhow!("the Server did not answer: {}", e.failure().outcome.as_str()))?;
+    match current.status {
+        200 => {}
+        404 => bail!(
+            "no atomic memory `{id}` in this scope ({}); check the id and --cwd/--scope",
+            describe(&current)
+        ),
+        _ => bail!("the Server refused to read its tags: {}", describe(&current)),
+    }
+    let etag = current
+        .etag
+        .clone()
+        .context("the Server sent no ETag for the tag set")?;
+    let mut tags: Vec<String> = current.body["tags"]
+        .as_array()
+        .context("the Server's tag set has no `tags` list")?
+        .iter()
+        .filter_map(|t| t.as_str().map(str::to_owned))
+        .collect();
+    let has = tags.iter().any(|t| t == TAG);
+    if has == pin {
+        println!(
+            "{id}: already {}",
+            if pin {
+                "pinned for session bootstrap"
+            } else {
+                "not pinned"
+            }
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    if pin {
+        tags.push(TAG.to_owned());
+    } else {
+        tags.retain(|t| t != TAG);
+    }
+    let written = transport
+        .put_json_if_match(&path, &json!({ "tags": tags }), &etag)
+        .map_err(|e| anyhow::anyhow!("the Server did not answer: {}", e.failure().outcome.as_str()))?;
+    match written.status {
+        200 => {}
+        409 | 412 | 428 => bail!(
+            "the tag set changed meanwhile ({}); run the command again",
+            describe(&written)
+        ),
+        _ => bail!("the Server refused the tag change: {}", describe(&written)),
+    }
+    let now = written.body["tags"]
+        .as_array()
+        .is_some_and(|t| t.iter().any(|v| v == &Value::from(TAG)));
+    if now != pin {
+        bail!("the Server answered, but the tag set does not show the change");
+    }
+    println!(
+        "{id}: {}",
+        if pin {
+            "pinned: sessions of this scope start with it (bootstrap)"
+        } else {
+            "unpinned: no longer part of session bootstrap"
+        }
+    );
+    Ok(ExitCode::SUCCESS)
+}
