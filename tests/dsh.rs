@@ -84,6 +84,9 @@ impl Hook {
                 "POWERCONTEXT_DSH_AUTHORIZATION".to_owned(),
                 format!("Bearer {TOKEN}"),
             ),
+            // These tests pin the exact prepare/capture exchange; session bootstrap (one more
+            // request at a session's first prompt) has its own tests in `negative`.
+            ("POWERCONTEXT_DSH_BOOTSTRAP".to_owned(), "0".to_owned()),
         ];
         Self { home, env }
     }

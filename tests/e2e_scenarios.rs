@@ -62,6 +62,11 @@ macro_rules! host_scenarios {
         fn wrong_token_does_not_break_the_turn() {
             $crate::e2e_scenarios::wrong_token($host);
         }
+
+        #[test]
+        fn pinned_memory_bootstraps_the_session_and_recall_never_repeats() {
+            $crate::e2e_scenarios::bootstrap_and_no_repeats($host);
+        }
     };
 }
 pub(crate) use host_scenarios;
@@ -578,4 +583,102 @@ pub fn claude_context_stays_under_limit() {
     for marker in CLAUDE_TRUNCATION_MARKERS {
         assert!(!raw.contains(marker), "Claude truncated our context ({marker})");
     }
+}
+
+/// Pins `artifact` for session bootstrap with our CLI, as a user would.
+fn pin(world: &World, artifact: &str) {
+    let out = Command::new(env!("CARGO_BIN_EXE_powercontext-hooks"))
+        .args([
+            "pin",
+            artifact,
+            "--host",
+            world.host.name(),
+            "--scope",
+            &world.scope,
+        ])
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .env("HOME", world.server.home())
+        .env("POWERCONTEXT_HOOKS_CONFIG", "/nonexistent/config.toml")
+        .env(world.host.var("SERVER_URL"), world.server.url())
+        .output()
+        .expect("run powercontext-hooks pin");
+    assert!(
+        out.status.success(),
+        "pin failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Session memory: a pinned memory reaches the model at session start, before any recall (the
+/// prompt shares no word with it); a resumed session is bootstrapped again; and across three
+/// turns on one topic the recalled fact is injected once, not once per turn.
+pub fn bootstrap_and_no_repeats(host: Host) {
+    let world = World::new(host, RealServer::shared(), "bootstrap");
+    let pinned = "Team rule zebra-lantern-42: every release note names its rollback owner.";
+    let artifact = world.server.remember_artifact(&world.scope, pinned);
+    pin(&world, &artifact);
+    world.server.remember(
+        &world.scope,
+        "The quasar9 ingest service keeps its cache in the redis-opal-77 cluster.",
+    );
+    let session = world.session().record_payloads().build();
+
+    let run = session.prompt("Where does quasar9 ingest keep its cache?");
+    run.assert_completed(REPLY);
+    let (body, context) = world.last_turn_context(1);
+    assert!(
+        body.to_string().contains("zebra-lantern-42"),
+        "the pinned memory did not reach the model at session start\n{}",
+        run.stderr
+    );
+    let context = context.unwrap_or_else(|| panic!("no recall context\n{}", run.stderr));
+    assert!(context.contains("redis-opal-77"), "recall: {context}");
+    assert!(
+        !context.contains("zebra-lantern-42"),
+        "the prompt's recall repeats the bootstrap item: {context}"
+    );
+
+    for (turn, prompt) in [
+        (2, "Remind me: which cluster holds the quasar9 ingest cache?"),
+        (3, "Is the quasar9 ingest cache still in that cluster?"),
+    ] {
+        let run = session.resume(prompt);
+        run.assert_completed(REPLY);
+        let (body, context) = world.last_turn_context(turn);
+        if let Some(context) = &context {
+            assert!(
+                !context.contains("redis-opal-77"),
+                "turn {turn} injects the same item again: {context}"
+            );
+        }
+        assert!(
+            body.to_string().contains("zebra-lantern-42"),
+            "turn {turn}: the resumed session lost its bootstrap"
+        );
+    }
+
+    let starts: Vec<String> = session
+        .all_payloads()
+        .iter()
+        .filter(|p| p["hook_event_name"] == "SessionStart")
+        .map(|p| p["source"].as_str().unwrap_or("none").to_owned())
+        .collect();
+    assert_eq!(starts.first().map(String::as_str), Some("startup"), "{starts:?}");
+    assert!(
+        starts.len() >= 3,
+        "every run starts or resumes a session: {starts:?}"
+    );
+    let records: Vec<Value> = std::fs::read_dir(session.state_dir().join("sessions"))
+        .expect("session records")
+        .map(|e| serde_json::from_slice(&std::fs::read(e.unwrap().path()).unwrap()).unwrap())
+        .collect();
+    let text = serde_json::to_string(&records).unwrap();
+    for leak in ["zebra-lantern", "redis-opal", "quasar9", world.scope.as_str()] {
+        assert!(!text.contains(leak), "session record holds {leak}: {text}");
+    }
+    assert!(
+        records.iter().any(|r| r["receipt_id"].is_string()),
+        "an injected receipt was recorded: {text}"
+    );
 }

@@ -2,6 +2,7 @@
 //! Run through `make test`, which provides the pinned Server, the host CLIs and a loopback-only
 //! network namespace.
 
+mod bootstrap;
 mod cli;
 mod docs_sync;
 mod doctor;

@@ -535,3 +535,207 @@ fn pi_ends_at_its_budget_when_the_host_does_not_read_a_large_answer() {
         .unwrap_or_else(|| panic!("no timeout line: {}", out.stderr));
     assert_eq!(d["detail"], "watchdog");
 }
+
+/// A bootstrap package in the exact v1 shape, for `scope`.
+fn bootstrap_ready(text: &str) -> Value {
+    json!({"schema": "powercontext.bootstrap-context.v1", "status": "ready", "reason": null,
+           "profile": "powercontext.scope-bootstrap.v1", "content": text, "content_bytes": text.len(),
+           "package_digest": format!("sha256:{}", "a".repeat(64)),
+           "items": [{"kind": "atomic-memory", "scope_id": SCOPE,
+                      "artifact": {"family": "atomic-memory", "artifact_id": "art_neg", "revision": 1},
+                      "content_digest": format!("sha256:{}", "b".repeat(64)), "truncated": false}],
+           "truncated": false, "receipt": {"receipt_id": "bcr_neg", "state": "pending"}})
+}
+
+/// A Server whose prepare works and whose bootstrap answers `bootstrap()`.
+fn bootstrap_server(bootstrap: impl Fn() -> Reply + Send + Sync + 'static) -> FaultServer {
+    FaultServer::start(move |req| match req.path.as_str() {
+        "/v1/scope-bindings/resolve" => Reply::json(200, &json!({"scope_id": SCOPE})),
+        "/v1/context/prepare" => Reply::json(200, &ready(CONTENT)),
+        "/v1/context/bootstrap" => bootstrap(),
+        "/v1/context/bootstrap/receipts" => {
+            Reply::json(200, &json!({"receipt_id": "bcr_neg", "state": "injected"}))
+        }
+        "/v1/sources/content" => Reply::json(202, &json!({"status": "accepted", "position": 1})),
+        _ => Reply::json(404, &json!({"detail": "Not Found"})),
+    })
+}
+
+impl HostCase {
+    /// The session's start as the host signals it: Claude Code and Codex run their
+    /// `SessionStart` hook; the others bootstrap at the session's first prompt.
+    fn session_start(&self, url: &str, extra: &[(&str, &str)]) -> TurnResult {
+        if !matches!(self.name, "claude-code" | "codex") {
+            return self.turn(url, extra);
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let payload = json!({"hook_event_name": "SessionStart", "session_id": "neg-session",
+                             "cwd": dir.path(), "source": "startup"});
+        let out = self
+            .cmd(self.exe, url, &dir.path().join("state"), extra)
+            .stdin_json(&payload)
+            .run();
+        let injected = if out.status.success() {
+            serde_json::from_str::<Value>(out.stdout.trim())
+                .ok()
+                .and_then(|v| {
+                    assert_eq!(v["hookSpecificOutput"]["hookEventName"], "SessionStart");
+                    v["hookSpecificOutput"]["additionalContext"]
+                        .as_str()
+                        .map(str::to_owned)
+                })
+        } else {
+            None
+        };
+        TurnResult {
+            outputs: vec![out],
+            injected,
+        }
+    }
+
+    fn bootstrap_outcome(turn: &TurnResult) -> Value {
+        turn.diagnostics()
+            .into_iter()
+            .find(|d| d["event"] == "context_bootstrap")
+            .unwrap_or_else(|| panic!("no bootstrap diagnostic: {}", turn.stderr()))
+    }
+}
+
+#[test]
+fn every_host_bootstraps_a_session_with_a_valid_package() {
+    for host in HOSTS {
+        let s = bootstrap_server(|| Reply::json(200, &bootstrap_ready("NEGBOOT curated rule")));
+        let turn = host.session_start(&s.url(), &[]);
+        turn.assert_fail_open(host.name);
+        let injected = turn
+            .injected
+            .clone()
+            .unwrap_or_else(|| panic!("{}: nothing injected: {}", host.name, turn.stderr()));
+        assert!(
+            injected.contains("NEGBOOT curated rule"),
+            "{}: {injected}",
+            host.name
+        );
+        let receipts = s
+            .requests()
+            .into_iter()
+            .filter(|r| r.path == "/v1/context/bootstrap/receipts")
+            .map(|r| r.json().expect("receipt request is JSON"))
+            .collect::<Vec<_>>();
+        assert_eq!(receipts.len(), 1, "{}: one receipt", host.name);
+        assert_eq!(receipts[0]["outcome"], "injected", "{}", host.name);
+        assert_eq!(receipts[0]["receipt_id"], "bcr_neg", "{}", host.name);
+    }
+}
+
+#[test]
+fn every_host_fails_open_when_the_bootstrap_misbehaves() {
+    let target = FaultServer::start(|_| Reply::json(200, &bootstrap_ready("NEGBOOT")));
+    let location = format!("{}/v1/context/bootstrap", target.url());
+    let cases: Vec<(&str, Box<dyn Fn() -> Reply + Send + Sync>, &str, Option<&str>)> = vec![
+        (
+            "schema v2",
+            Box::new(|| {
+                let mut v = bootstrap_ready("NEGBODY");
+                v["schema"] = json!("powercontext.bootstrap-context.v2");
+                Reply::json(200, &v)
+            }),
+            "invalid_response",
+            Some("schema"),
+        ),
+        (
+            "oversized",
+            Box::new(|| Reply::Oversized {
+                status: 200,
+                size: 2 << 20,
+                declared_length: false,
+            }),
+            "invalid_response",
+            Some("body_too_large"),
+        ),
+        (
+            "redirect",
+            Box::new(move || Reply::Redirect {
+                status: 307,
+                location: location.clone(),
+            }),
+            "invalid_response",
+            Some("redirect"),
+        ),
+        (
+            "401",
+            Box::new(|| {
+                Reply::json(
+                    401,
+                    &json!({"error": {"code": "x", "message": "NEGBODY", "details": null}}),
+                )
+            }),
+            "authentication_failed",
+            None,
+        ),
+        (
+            "403",
+            Box::new(|| {
+                Reply::json(
+                    403,
+                    &json!({"error": {"code": "x", "message": "NEGBODY", "details": null}}),
+                )
+            }),
+            "forbidden",
+            None,
+        ),
+        (
+            "503",
+            Box::new(|| {
+                Reply::json(
+                    503,
+                    &json!({"error": {"code": "x", "message": "NEGBODY", "details": null}}),
+                )
+            }),
+            "server_unavailable",
+            None,
+        ),
+        ("hang", Box::new(|| Reply::Hang), "timeout", None),
+    ];
+    let limits = [
+        ("POWERCONTEXT_<H>_HTTP_BUDGET_SECONDS", "1.5"),
+        ("POWERCONTEXT_<H>_REQUEST_TIMEOUT_SECONDS", "1"),
+    ];
+    let cases = std::sync::Arc::new(cases);
+    for host in HOSTS {
+        for i in 0..cases.len() {
+            let shared = std::sync::Arc::clone(&cases);
+            let (case, _, outcome, detail) = &cases[i];
+            let s = bootstrap_server(move || (shared[i].1)());
+            let turn = host.session_start(&s.url(), &limits);
+            turn.assert_fail_open(host.name);
+            let d = HostCase::bootstrap_outcome(&turn);
+            assert_eq!(d["outcome"], *outcome, "{} / {case}: {d}", host.name);
+            if let Some(detail) = detail {
+                assert_eq!(d["detail"], *detail, "{} / {case}", host.name);
+            }
+            // The prompt's own recall is unaffected; a session start injects nothing.
+            match host.name {
+                "claude-code" | "codex" => assert_eq!(turn.injected, None, "{} / {case}", host.name),
+                _ => {
+                    let injected = turn.injected.clone().unwrap_or_default();
+                    assert!(injected.contains(CONTENT), "{} / {case}: {injected}", host.name);
+                    assert!(!injected.contains("NEGBOOT"), "{} / {case}", host.name);
+                }
+            }
+            for out in &turn.outputs {
+                assert!(
+                    out.elapsed <= Duration::from_millis(1600),
+                    "{} / {case}: {:?}",
+                    host.name,
+                    out.elapsed
+                );
+            }
+        }
+    }
+    assert_eq!(
+        target.request_count(),
+        0,
+        "a redirect target never hears from any host"
+    );
+}

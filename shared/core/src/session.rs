@@ -363,6 +363,9 @@ mod tests {
         assert_eq!(f.load(), Some(r));
         let bytes = std::fs::read_to_string(f.path()).unwrap();
         assert!(!bytes.contains("SECRET"), "{bytes}");
-        assert!(!f.key().contains("sess"), "the session id is hashed into the name");
+        assert!(
+            !f.key().contains("sess"),
+            "the session id is hashed into the name"
+        );
     }
 }

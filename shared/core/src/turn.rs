@@ -177,8 +177,9 @@ impl<'a> Turn<'a> {
     }
 
     /// A session boundary (start, resume, clear, compaction seen by `SessionStart`): a new window
-    /// of injected items, and the boundary's bootstrap package, if there is one. The package's
-    /// receipt is settled when the answer is delivered.
+    /// of injected items (except on resume, which restores the transcript and what it had been
+    /// given), and the boundary's bootstrap package, if there is one. The package's receipt is
+    /// settled when the answer is delivered.
     #[must_use]
     pub fn session_start(&self, scope: &str, lifecycle: Lifecycle) -> Option<String> {
         let mut record = self
@@ -186,7 +187,11 @@ impl<'a> Turn<'a> {
             .as_ref()
             .and_then(SessionFile::load)
             .unwrap_or_default();
-        record.restart();
+        if lifecycle == Lifecycle::Resume {
+            record.pending = None;
+        } else {
+            record.restart();
+        }
         record.generation = record.generation.wrapping_add(1);
         if let Some(file) = &self.session {
             file.prune_old();

@@ -283,8 +283,9 @@ pub struct HookSession {
 }
 
 impl HookSession {
-    /// `POWERCONTEXT_<part>_SERVER_URL` = `url`, `…_AUTHORIZATION` = `Bearer <token>`, and a state
-    /// dir of its own.
+    /// `POWERCONTEXT_<part>_SERVER_URL` = `url`, `…_AUTHORIZATION` = `Bearer <token>`, a state dir
+    /// of its own, and session bootstrap off: these runs pin the exact prepare/capture exchange
+    /// (bootstrap has its own tests; `.env("POWERCONTEXT_<part>_BOOTSTRAP", "1")` turns it on).
     pub fn new(exe: &str, part: &str, url: &str, token: &str) -> Self {
         let root = tempfile::tempdir().expect("temp root");
         let env = vec![
@@ -297,6 +298,7 @@ impl HookSession {
                 format!("POWERCONTEXT_{part}_AUTHORIZATION"),
                 format!("Bearer {token}"),
             ),
+            (format!("POWERCONTEXT_{part}_BOOTSTRAP"), "0".to_owned()),
         ];
         Self {
             exe: PathBuf::from(exe),

@@ -258,6 +258,19 @@ impl RealServer {
         assert_eq!(status, 200, "POST /v1/memory/remember: {reply}");
     }
 
+    /// Stores an explicit `decision` memory and returns its atomic-memory artifact id.
+    pub fn remember_artifact(&self, scope: &str, text: &str) -> String {
+        let (status, reply) = self.post(
+            "/v1/memory/remember",
+            &json!({"scope_id": scope, "kind": "decision", "text": text}),
+        );
+        assert_eq!(status, 200, "POST /v1/memory/remember: {reply}");
+        reply["records"][0]["artifact"]["artifact_id"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no artifact id in {reply}"))
+            .to_owned()
+    }
+
     /// Binds a binding key to a scope over HTTP (`PUT /v1/scope-bindings`).
     pub fn bind(&self, integration: &str, kind: &str, external_id: &str, scope: &str) {
         let body = json!({"key": {"integration": integration, "kind": kind, "external_id": external_id}, "scope_id": scope});

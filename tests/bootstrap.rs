@@ -1,0 +1,220 @@
+//! Session bootstrap against the real pinned Server: the package for a curated (pinned) memory,
+//! the `empty` and `skipped` answers, a receipt that only one of two concurrent hooks can claim,
+//! and per-prompt recall that cites the receipt and never repeats an item in the session window.
+//! Every answer passes the hook's exact schema validation, so a drift in the Server fails here.
+
+use std::path::Path;
+use std::time::Duration;
+
+use powercontext_hooks_core::bootstrap::{self, Bootstrap, BootstrapRequest, Lifecycle};
+use powercontext_hooks_core::deadline::Deadline;
+use powercontext_hooks_core::endpoint::BaseUrl;
+use powercontext_hooks_core::env::Env;
+use powercontext_hooks_core::http::Transport;
+use powercontext_hooks_test_support::hook::{HookCmd, prompt_payload};
+use powercontext_hooks_test_support::real_server::RealServer;
+use serde_json::{Value, json};
+
+use crate::support::{CLAUDE, CLI};
+
+fn transport(server: &RealServer) -> Transport {
+    Transport::new(
+        BaseUrl::parse(&server.url()).unwrap(),
+        None,
+        Duration::from_secs(8),
+        Deadline::after(Duration::from_secs(30)),
+        &Env::default(),
+    )
+    .unwrap()
+}
+
+fn ask(t: &Transport, scope: &str, event_id: &str, enabled: bool) -> Bootstrap {
+    bootstrap::request(
+        t,
+        &BootstrapRequest {
+            scope_id: scope,
+            enabled,
+            profile: bootstrap::PROFILE,
+            lifecycle: Lifecycle::Startup,
+            integration: "claude-code",
+            event_id,
+            max_bytes: 4096,
+        },
+    )
+    .unwrap_or_else(|f| panic!("bootstrap failed: {f:?}"))
+}
+
+/// A scope with one pinned memory (pinned with our CLI, as a user would) and its artifact id.
+fn pinned_scope(server: &RealServer, tag: &str, text: &str) -> (String, String) {
+    let scope = server.create_scope(&format!("bootstrap {tag}"));
+    let artifact = server.remember_artifact(&scope, text);
+    let out = std::process::Command::new(CLI)
+        .args(["pin", &artifact, "--scope", &scope])
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .env("HOME", server.home())
+        .env("POWERCONTEXT_HOOKS_CONFIG", "/nonexistent/config.toml")
+        .env("POWERCONTEXT_CLAUDE_SERVER_URL", server.url())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "pin: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (scope, artifact)
+}
+
+#[test]
+fn ready_empty_and_skipped_packages_validate_exactly() {
+    let server = RealServer::shared();
+    let t = transport(server);
+    let bare = server.create_scope("bootstrap empty");
+    assert_eq!(
+        ask(&t, &bare, "e1", true),
+        Bootstrap::Nothing("no_eligible_context")
+    );
+    assert_eq!(ask(&t, &bare, "e2", false), Bootstrap::Nothing("disabled"));
+
+    let (scope, artifact) = pinned_scope(
+        server,
+        "ready",
+        "Rule orchid-vane-5: tag releases from main only.",
+    );
+    let Bootstrap::Ready {
+        content,
+        items,
+        receipt_id,
+    } = ask(&t, &scope, "r1", true)
+    else {
+        panic!("a pinned memory makes a ready package");
+    };
+    assert!(content.contains("orchid-vane-5"), "{content}");
+    assert_eq!(items.len(), 1);
+    assert_eq!(items[0].key, format!("atomic-memory/{artifact}@1"));
+    // A retry of the same event gets the same pending receipt.
+    let Bootstrap::Ready {
+        receipt_id: again, ..
+    } = ask(&t, &scope, "r1", true)
+    else {
+        panic!("retry");
+    };
+    assert_eq!(again, receipt_id);
+    bootstrap::record(&t, &scope, &receipt_id, true).expect("record injected");
+    assert_eq!(
+        ask(&t, &scope, "r1", true),
+        Bootstrap::Nothing("already_delivered")
+    );
+}
+
+#[test]
+fn only_one_of_two_concurrent_hooks_claims_a_receipt() {
+    let server = RealServer::shared();
+    let (scope, _) = pinned_scope(server, "race", "Rule birch-signal-8: never deploy on Fridays.");
+    let t = transport(server);
+    let Bootstrap::Ready { receipt_id, .. } = ask(&t, &scope, "race", true) else {
+        panic!("ready");
+    };
+    let results: Vec<bool> = std::thread::scope(|s| {
+        let claims: Vec<_> = (0..2)
+            .map(|_| s.spawn(|| bootstrap::record(&transport(server), &scope, &receipt_id, true).is_ok()))
+            .collect();
+        claims.into_iter().map(|c| c.join().unwrap()).collect()
+    });
+    assert_eq!(results.iter().filter(|ok| **ok).count(), 1, "{results:?}");
+}
+
+fn run(
+    event: &Value,
+    scope: &str,
+    server: &RealServer,
+    state: &Path,
+) -> powercontext_hooks_test_support::hook::HookOutput {
+    HookCmd::new(CLAUDE)
+        .env("POWERCONTEXT_CLAUDE_SERVER_URL", server.url())
+        .env("POWERCONTEXT_CLAUDE_SCOPE_ID", scope)
+        .env("POWERCONTEXT_CLAUDE_REQUEST_TIMEOUT_SECONDS", "8")
+        .env("POWERCONTEXT_CLAUDE_HTTP_BUDGET_SECONDS", "20")
+        .env("POWERCONTEXT_CLAUDE_CAPTURE_PROMPTS", "0")
+        .env("POWERCONTEXT_HOOKS_STATE_DIR", state.to_string_lossy())
+        .stdin_json(event)
+        .run()
+}
+
+#[test]
+fn session_start_then_prompts_cite_the_receipt_and_never_repeat_an_item() {
+    let server = RealServer::shared();
+    let (scope, _) = pinned_scope(
+        server,
+        "window",
+        "Rule cedar-kite-3: the kestrel pipeline needs two reviewers.",
+    );
+    server.remember(
+        &scope,
+        "The kestrel pipeline rolls back with scripts/kestrel-undo.sh.",
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let start = json!({"hook_event_name": "SessionStart", "session_id": "win-1", "cwd": dir.path(), "source": "startup"});
+    let out = run(&start, &scope, server, &state);
+    assert!(out.status.success(), "{}", out.stderr);
+    let line: Value = serde_json::from_str(out.stdout.trim()).expect("one protocol line");
+    assert_eq!(line["hookSpecificOutput"]["hookEventName"], "SessionStart");
+    let boot = line["hookSpecificOutput"]["additionalContext"].as_str().unwrap();
+    assert!(boot.contains("cedar-kite-3"), "{boot}");
+
+    let mut prompt = prompt_payload("How do kestrel pipeline rollbacks and reviews work?", dir.path());
+    prompt["session_id"] = json!("win-1");
+    let first = run(&prompt, &scope, server, &state);
+    first.assert_fail_open();
+    let context = first
+        .context()
+        .unwrap_or_else(|| panic!("recall: {}", first.stderr));
+    assert!(context.contains("kestrel-undo.sh"), "{context}");
+    assert!(
+        !context.contains("cedar-kite-3"),
+        "the receipt keeps the bootstrap item out: {context}"
+    );
+
+    let second = run(&prompt, &scope, server, &state);
+    second.assert_fail_open();
+    assert_eq!(second.context(), None, "the same item twice in one window");
+    assert_eq!(second.diagnostic("empty").unwrap()["detail"], "already_injected");
+
+    // A new session (another id) gets the item again; so does this one after a compaction.
+    let mut other = prompt.clone();
+    other["session_id"] = json!("win-2");
+    assert!(
+        run(&other, &scope, server, &state)
+            .context()
+            .is_some_and(|c| c.contains("kestrel-undo.sh"))
+    );
+    let compact =
+        json!({"hook_event_name": "PreCompact", "session_id": "win-1", "cwd": dir.path(), "trigger": "auto"});
+    let compacting = run(&compact, &scope, server, &state);
+    assert!(
+        compacting.status.success() && compacting.stdout.is_empty(),
+        "{}",
+        compacting.stderr
+    );
+    let after = run(&prompt, &scope, server, &state);
+    let context = after
+        .context()
+        .unwrap_or_else(|| panic!("after compaction: {}", after.stderr));
+    assert!(
+        context.contains("cedar-kite-3"),
+        "the compaction's bootstrap: {context}"
+    );
+    assert!(
+        context.contains("kestrel-undo.sh"),
+        "the window started again: {context}"
+    );
+
+    let records = std::fs::read_dir(state.join("sessions")).unwrap();
+    for r in records {
+        let text = std::fs::read_to_string(r.unwrap().path()).unwrap();
+        for leak in ["cedar", "kestrel", "win-1", scope.as_str()] {
+            assert!(!text.contains(leak), "session record holds {leak}: {text}");
+        }
+    }
+}
