@@ -632,7 +632,8 @@ fn every_host_bootstraps_a_session_with_a_valid_package() {
 fn every_host_fails_open_when_the_bootstrap_misbehaves() {
     let target = FaultServer::start(|_| Reply::json(200, &bootstrap_ready("NEGBOOT")));
     let location = format!("{}/v1/context/bootstrap", target.url());
-    let cases: Vec<(&str, Box<dyn Fn() -> Reply + Send + Sync>, &str, Option<&str>)> = vec![
+    type Fault = Box<dyn Fn() -> Reply + Send + Sync>;
+    let cases: Vec<(&str, Fault, &str, Option<&str>)> = vec![
         (
             "schema v2",
             Box::new(|| {
