@@ -227,7 +227,13 @@ impl<'a> Turn<'a> {
             event_id: &event_id,
             max_bytes: self.settings.bootstrap_max_bytes.value,
         };
-        match bootstrap::request(&self.transport, &request) {
+        // A fresh scope's first writes can race on the Server (409 for both of two concurrent
+        // first requests); the event id makes one retry safe.
+        let answer = match bootstrap::request(&self.transport, &request) {
+            Err(f) if f.http_status == Some(409) => bootstrap::request(&self.transport, &request),
+            other => other,
+        };
+        match answer {
             Ok(Bootstrap::Ready {
                 content,
                 items,
@@ -243,15 +249,12 @@ impl<'a> Turn<'a> {
                     session: self.session.clone(),
                 },
             )),
+            // No curated memory is the normal case for most scopes: nothing worth a line.
+            Ok(Bootstrap::Nothing("no_eligible_context")) => None,
             Ok(Bootstrap::Nothing(reason)) => {
-                let outcome = if reason == "no_eligible_context" {
-                    Outcome::Empty
-                } else {
-                    Outcome::Skipped
-                };
                 emit::diagnostic(
                     &self
-                        .diag(Stage::Bootstrap, outcome)
+                        .diag(Stage::Bootstrap, Outcome::Skipped)
                         .status(Some(200))
                         .detail(reason),
                 );
