@@ -468,6 +468,7 @@ fn main() {
     bench_real(&ctx, &hosts, &mut report);
     bench_prompt_size(&ctx, &mut report);
     bench_spool(&ctx, &mut report);
+    bench_write_ahead(&ctx, &mut report);
     bench_burst(&ctx, main.single_p50, &mut report);
     bench_binaries(&ctx, &hosts, &mut report);
     finish_targets(&mut report, &main);
@@ -1061,9 +1062,8 @@ fn bench_prompt_size(ctx: &Ctx, report: &mut Report) {
 /// Fills a state dir with `n` spooled captures and a ledger of `n` pending flushes. The first
 /// capture is written by a real hook run against a closed port (so it is exactly what a hook
 /// writes); the others are byte copies of it under names in the spool's own scheme (creation
-/// time, size, writer, sequence), older than the seed. `spool::append` would take minutes here (it
-/// lists the directory and fsyncs twice per entry), so the copies are checked through the spool
-/// API instead: `spool::list` must see all `n`, and `spool::read` must decode the oldest.
+/// time, size, writer, sequence), older than the seed, checked through the spool API:
+/// `spool::list` must see all `n`, and `spool::claim` must decode the oldest.
 fn fill_state(ctx: &Ctx, name: &str, n: usize) {
     let host = &hosts::ALL[0];
     let state = StateDir::at(ctx.state_dir(name));
@@ -1092,7 +1092,7 @@ fn fill_state(ctx: &Ctx, name: &str, n: usize) {
     let listed = spool::list(&state).expect("list spool");
     assert_eq!(listed.len(), n, "the spool API does not see the copied entries");
     assert!(
-        spool::read(&state, &listed[0]).expect("read spool").is_some(),
+        matches!(spool::claim(&state, &listed[0]), spool::Claim::Ready(..)),
         "copied entry unreadable"
     );
     let lock = state
@@ -1195,9 +1195,89 @@ fn bench_spool(ctx: &Ctx, report: &mut Report) {
              Server-up rows are the prompt path the target is about: the hook answers, then only checks \
              whether there is work for a drainer (a drainer stamp younger than 5 s is kept in place so \
              none is started; starting one is a detached fork/exec at most every 5 s). The Server-down \
-             rows add the offline write: every run appends one capture (at {full} the oldest is dropped \
-             to stay at the bound).",
+             rows add the offline case: every run's write-ahead entry stays in the spool (the bound of \
+             {full} is applied by the drainer, never on the prompt path).",
             host.exe
+        ),
+        rows,
+    });
+}
+
+/// Samples of one step of the write-ahead, timed in-process (a whole hook process is ~4 ms, far
+/// too noisy to see a 0.1 ms step in).
+const WRITE_AHEAD_SAMPLES: usize = 2_000;
+
+/// The prompt-path cost of the write-ahead capture, timed in-process on the same file system as
+/// the hooks' state: the entry written before the first request, the resolved scope pinned
+/// (on the capture thread, beside recall), the entry retired after delivery. Half the runs go to
+/// a spool already holding 10,000 entries: no step may depend on the spool's size.
+fn bench_write_ahead(ctx: &Ctx, report: &mut Report) {
+    say("write-ahead capture step (in-process)…");
+    let limits = spool::SpoolLimits::DEFAULT;
+    let capture = spool::SpooledCapture {
+        integration: "claude-code".into(),
+        server: "http://127.0.0.1:9".into(),
+        source_prefix: "claude-code-user-prompt".into(),
+        query: powercontext_hooks_core::scope::ScopeQuery {
+            explicit: None,
+            keys: Vec::new(),
+            legacy: None,
+            legacy_from: None,
+        },
+        session: "bench-session".into(),
+        turn: "bench-turn".into(),
+        content: PROMPT.into(),
+        metadata: capture::metadata("claude-code", "user_prompt_submit", &[("cwd", Some("/p"))]),
+        flush: false,
+    };
+    let mut rows = Vec::new();
+    for (id, state_name) in [("empty", "write-ahead"), ("10k", "spool-down-10000")] {
+        let state = StateDir::at(ctx.state_dir(state_name));
+        let (mut write, mut pin, mut retire, mut total) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        for i in 0..WRITE_AHEAD_SAMPLES + 50 {
+            let t0 = Instant::now();
+            let mut ahead = spool::write_ahead(&state, &capture, &limits).expect("write ahead");
+            let t1 = Instant::now();
+            ahead.pin_scope(servers::SCOPE).expect("pin scope");
+            let t2 = Instant::now();
+            ahead.retire();
+            let t3 = Instant::now();
+            if i >= 50 {
+                write.push(t1 - t0);
+                pin.push(t2 - t1);
+                retire.push(t3 - t2);
+                total.push(t3 - t0);
+            }
+        }
+        for (step, samples, label) in [
+            ("write", &write, "entry written before the first request"),
+            ("pin", &pin, "resolved scope pinned (capture thread)"),
+            ("retire", &retire, "entry retired after delivery"),
+            ("total", &total, "whole write-ahead step"),
+        ] {
+            let st = Stats::of(samples);
+            if (id, step) == ("empty", "total") {
+                remember("write_ahead_p50", st.p50);
+            }
+            rows.push(Row {
+                id: format!("write-ahead.{id}.{step}"),
+                label: format!(
+                    "{label}, spool {}",
+                    if id == "empty" { "empty" } else { "of 10,000" }
+                ),
+                note: format!("{:.3} ms p50", st.p50),
+                extra: json!({"p50_ms": round3(st.p50)}),
+                stats: st,
+            });
+        }
+    }
+    report.sections.push(Section {
+        title: "Write-ahead capture (prompt-path cost)".into(),
+        intro: format!(
+            "`spool::write_ahead` (O_EXCL temp file, flock, write, rename; no fsync, no listing, no \
+             shared lock), `pin_scope` (the resolved scope written into a replacement entry) and \
+             `retire` (unlink), timed in-process, {WRITE_AHEAD_SAMPLES} runs each after 50 warm-up runs, \
+             with the benchmark prompt."
         ),
         rows,
     });
@@ -1413,6 +1493,14 @@ fn finish_targets(report: &mut Report, main: &MainFigures) {
             goal: "≤ 2 ms".into(),
             measured: format!("+{d:.2} ms"),
             met: Some(d <= 2.0),
+        });
+    }
+    if let Some(d) = recalled("write_ahead_p50") {
+        t.push(Target {
+            name: "Write-ahead capture step, p50 (prompt path)".into(),
+            goal: "≤ 0.2 ms".into(),
+            measured: format!("{d:.3} ms"),
+            met: Some(d <= 0.2),
         });
     }
     if let Some(d) = recalled("spool_delta") {

@@ -966,6 +966,31 @@ fn check_working(host: Host, exe: &Path, cwd: &Path, server_ok: bool, r: &mut Re
 
 fn check_state(paths: &Paths, r: &mut Report) {
     let dir = StateDir::at(paths.state_root.clone());
+    for problem in dir.inspect(spool::DIR) {
+        match problem {
+            state::DirProblem::LooseMode => r.warn(
+                "working",
+                "state directory permissions",
+                problem.word().to_owned(),
+                problem.fix(),
+            ),
+            _ => r.fail(
+                "working",
+                "state directory permissions",
+                format!("{}: hooks run without local state", problem.word()),
+                problem.fix(),
+            ),
+        }
+    }
+    let (corrupt, unsafe_files) = spool::set_aside_counts(&dir);
+    if corrupt + unsafe_files > 0 {
+        r.warn(
+            "working",
+            "spool entries set aside",
+            format!("{corrupt} unreadable, {unsafe_files} owned by another user or writable by others"),
+            "never replayed: delete spool/*.corrupt and spool/*.unsafe in the state directory",
+        );
+    }
     let pending = ledger::load(&dir);
     let spooled = spool::list(&dir);
     match (pending, spooled) {

@@ -84,15 +84,62 @@ fn seconds(value: f64, flag: &str) -> anyhow::Result<Duration> {
     Ok(Duration::from_secs_f64(value))
 }
 
+/// Escapes control characters (C0, DEL, C1) so that bytes read from state files or paths never
+/// reach the terminal raw: a planted escape sequence is shown, not executed.
+#[must_use]
+pub fn terminal_safe(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if c.is_control() {
+            out.push_str(&c.escape_unicode().to_string());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// A state problem: a closed word and what to do about it.
+type Problem = (&'static str, &'static str);
+
+fn state_problems(state: &StateDir) -> Vec<Problem> {
+    let mut problems: Vec<Problem> = state
+        .inspect(spool::DIR)
+        .into_iter()
+        .map(|p| (p.word(), p.fix()))
+        .collect();
+    let (corrupt, unsafe_files) = spool::set_aside_counts(state);
+    if corrupt > 0 {
+        problems.push((
+            "spool_corrupt",
+            "unreadable spool entries were set aside as spool/*.corrupt: never replayed, delete them",
+        ));
+    }
+    if unsafe_files > 0 {
+        problems.push((
+            "spool_unsafe",
+            "spool entries owned by another user or writable by others were set aside as spool/*.unsafe: never replayed, delete them",
+        ));
+    }
+    problems
+}
+
 /// `powercontext-hooks status`.
 pub fn status(args: &StatusArgs) -> anyhow::Result<ExitCode> {
     let env = Env::from_process();
     let state = state_dir(&env)?;
-    let mut problems: Vec<&'static str> = Vec::new();
+    let mut problems = state_problems(&state);
+    let mut state_error = |e: &StateError| match e {
+        StateError::Unsafe => problems.push((
+            "unsafe_permissions",
+            "a state file is owned by another user or writable by others: it is never used; remove it",
+        )),
+        e => problems.push((e.detail(), "")),
+    };
     let pending = match ledger::load(&state) {
         Ok(e) => e.len(),
         Err(e) => {
-            problems.push(e.detail());
+            state_error(&e);
             0
         }
     };
@@ -100,33 +147,39 @@ pub fn status(args: &StatusArgs) -> anyhow::Result<ExitCode> {
     let spool = match spool::list(&state) {
         Ok(entries) => spool::summarize(&entries, now),
         Err(e) => {
-            problems.push(StateError::from(e).detail());
+            state_error(&StateError::from(e));
             spool::Summary::default()
         }
     };
     let last = match drain::last_drain(&state) {
         Ok(l) => l,
         Err(e) => {
-            problems.push(e.detail());
+            state_error(&e);
             None
         }
     };
+    problems.dedup();
     let last_age = last.as_ref().map(|l| now_secs().saturating_sub(l.finished));
-    let last_error = last.as_ref().and_then(|l| l.report.last_error.clone());
+    // Bytes from a state file: escaped before they reach the terminal.
+    let last_error = last
+        .as_ref()
+        .and_then(|l| l.report.last_error.as_deref())
+        .map(terminal_safe);
+    let dir = terminal_safe(&state.path().to_string_lossy());
     if args.json {
         let v = json!({
-            "state_dir": state.path().to_string_lossy(),
+            "state_dir": dir,
             "pending_scopes": pending,
             "spool_entries": spool.entries,
             "spool_bytes": spool.bytes,
             "spool_oldest_age_seconds": spool.oldest_age_secs,
             "last_drain_age_seconds": last_age,
             "last_error": last_error,
-            "problems": problems,
+            "problems": problems.iter().map(|(w, _)| *w).collect::<Vec<_>>(),
         });
         println!("{v}");
     } else {
-        println!("state directory: {}", state.path().display());
+        println!("state directory: {dir}");
         println!("pending flushes: {pending} scope(s)");
         match spool.oldest_age_secs {
             Some(age) => println!(
@@ -142,8 +195,12 @@ pub fn status(args: &StatusArgs) -> anyhow::Result<ExitCode> {
             ),
             None => println!("last drain: never"),
         }
-        for p in &problems {
-            println!("problem: {p}");
+        for (word, fix) in &problems {
+            if fix.is_empty() {
+                println!("problem: {word}");
+            } else {
+                println!("problem: {word}: {fix}");
+            }
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -160,6 +217,15 @@ fn summary_line(r: &DrainReport) -> String {
             r.unconfigured
         ));
     }
+    if r.set_aside > 0 {
+        line.push_str(&format!(
+            "; {} unreadable or unsafe spool entries set aside (see status)",
+            r.set_aside
+        ));
+    }
+    if r.unsafe_ledger {
+        line.push_str("; ledger.json not used: owned by another user or writable by others (see status)");
+    }
     if r.newer_format > 0 {
         line.push_str(&format!(
             "; {} written by a newer version (left untouched)",
@@ -167,7 +233,7 @@ fn summary_line(r: &DrainReport) -> String {
         ));
     }
     if let Some(e) = &r.last_error {
-        line.push_str(&format!("; last error: {e}"));
+        line.push_str(&format!("; last error: {}", terminal_safe(e)));
     }
     line
 }

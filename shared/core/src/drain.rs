@@ -23,7 +23,7 @@ use crate::ledger;
 use crate::lock::{self, LockError};
 use crate::outcome::{Failure, Outcome};
 use crate::process;
-use crate::spool::{self, SpoolLimits};
+use crate::spool::{self, Claim, SpoolLimits};
 use crate::state::{StateDir, StateError, now_secs};
 
 /// Held by the drainer for its whole run: one drainer at a time.
@@ -105,8 +105,15 @@ pub struct DrainReport {
     pub busy: bool,
     /// Captures the Server accepted (new, or a dedupe of an earlier delivery).
     pub delivered: usize,
-    /// Captures the Server rejected for good (409 conflict, 4xx) or unreadable entries.
+    /// Captures the Server rejected for good (409 conflict, 4xx).
     pub rejected: usize,
+    /// Spool entries set aside unread: unparsable, not a regular file (`*.corrupt`), or another
+    /// user's or writable by others (`*.unsafe`). Never replayed.
+    #[serde(default)]
+    pub set_aside: usize,
+    /// The ledger is another user's or writable by others: it was not used.
+    #[serde(default)]
+    pub unsafe_ledger: bool,
     /// Captures dropped by the spool limits.
     pub expired: usize,
     /// Spooled captures still waiting (for the filtered scope, when one was given).
@@ -129,7 +136,12 @@ impl DrainReport {
     /// Whether everything in reach was delivered and flushed.
     #[must_use]
     pub fn complete(&self) -> bool {
-        !self.busy && self.kept == 0 && self.pending == 0 && self.unconfigured == 0 && self.newer_format == 0
+        !self.busy
+            && self.kept == 0
+            && self.pending == 0
+            && self.unconfigured == 0
+            && self.newer_format == 0
+            && !self.unsafe_ledger
     }
 }
 
@@ -197,6 +209,8 @@ pub fn drain(
     if !state.path().is_dir() {
         return Ok(report);
     }
+    // Another user's directory is never used (not even its lock file).
+    state.ensure(None)?;
     let lock_path = state.file(DRAIN_LOCK);
     let drain_lock = if opts.wait_for_lock {
         lock::acquire(&lock_path, &deadline)
@@ -235,18 +249,23 @@ pub fn drain(
             report.kept += total - i;
             break;
         }
-        let cap = match spool::read(state, entry) {
-            Ok(Some(c)) => c,
-            Ok(None) => continue,
-            Err(StateError::NewerFormat) => {
+        // Each entry on its own: a bad one is set aside and the drain goes on with the rest.
+        let (cap, claimed) = match spool::claim(state, entry) {
+            Claim::Ready(c, k) => (c, k),
+            Claim::Gone => continue,
+            // A live hook is delivering it right now.
+            Claim::InFlight => {
+                report.kept += 1;
+                continue;
+            }
+            Claim::Corrupt | Claim::Unsafe => {
+                report.set_aside += 1;
+                continue;
+            }
+            Claim::NewerFormat => {
                 report.newer_format += 1;
                 continue;
             }
-            Err(StateError::Corrupt) => {
-                report.rejected += 1;
-                continue;
-            }
-            Err(e) => return Err(e),
         };
         if down.contains(&cap.server) {
             report.kept += 1;
@@ -270,7 +289,7 @@ pub fn drain(
             Err(f) => {
                 report.last_error = Some(f.outcome.as_str().to_owned());
                 if is_permanent_rejection(&f) && f.outcome == Outcome::ScopeNotFound {
-                    spool::remove(state, entry)?;
+                    claimed.remove()?;
                     report.rejected += 1;
                 } else {
                     down.insert(cap.server.clone());
@@ -290,13 +309,13 @@ pub fn drain(
                         ledger::record_in(e, &cap.server, &scope, position, &cap.integration, now_secs())
                     })?;
                 }
-                spool::remove(state, entry)?;
+                claimed.remove()?;
                 report.delivered += 1;
             }
             Err(f) => {
                 report.last_error = Some(f.outcome.as_str().to_owned());
                 if is_permanent_rejection(&f) {
-                    spool::remove(state, entry)?;
+                    claimed.remove()?;
                     report.rejected += 1;
                 } else {
                     down.insert(cap.server.clone());
@@ -338,6 +357,10 @@ fn flush_ledger(
             report.newer_format += 1;
             return Ok(());
         }
+        Err(StateError::Unsafe) => {
+            report.unsafe_ledger = true;
+            return Ok(());
+        }
         Err(e) => return Err(e),
     };
     let max_age = opts.limits.max_age.as_secs();
@@ -376,6 +399,21 @@ fn flush_ledger(
                 // A larger position recorded meanwhile keeps the entry: still pending.
                 if settled {
                     report.flushed += 1;
+                } else {
+                    report.pending += 1;
+                }
+            }
+            // A Server without a model never flushes: the Sources are safe on it, so the reminder
+            // is not kept (unless a larger position arrived meanwhile, which keeps its chance).
+            Some(Err(f)) if f.outcome == Outcome::InferenceUnavailable => {
+                report.last_error = Some(f.outcome.as_str().to_owned());
+                let dropped = ledger::update(state, &lock, |es| {
+                    let before = es.len();
+                    es.retain(|x| !(x.server == e.server && x.scope == e.scope && x.position == e.position));
+                    es.len() != before
+                })?;
+                if dropped {
+                    report.gave_up += 1;
                 } else {
                     report.pending += 1;
                 }
@@ -447,7 +485,9 @@ pub fn background_main(component: &'static str) -> ExitCode {
 /// After a hook has answered: if the spool or the ledger holds work (two cheap file-system
 /// checks, nothing parsed) and no drainer started recently, starts this executable again as a
 /// detached background drainer: own process group, stdin/stdout/stderr null so the host never
-/// waits on our pipes, never waited for.
+/// waits on our pipes, never waited for. The drainer applies the spool limits; with background
+/// draining off, a hook that left a capture in the spool applies them itself, here, after its
+/// answer (never on the prompt path).
 pub fn spawn_if_needed(env: &Env) {
     if env.text(NO_BACKGROUND_VAR).is_some_and(|v| {
         matches!(
@@ -455,6 +495,9 @@ pub fn spawn_if_needed(env: &Env) {
             "1" | "true" | "yes" | "on"
         )
     }) {
+        if let Some(component) = spool::left_this_run() {
+            spool::enforce_after_answer(env, component);
+        }
         return;
     }
     let Ok(state) = StateDir::locate(env) else { return };

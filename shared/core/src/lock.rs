@@ -30,20 +30,43 @@ pub enum LockError {
 fn open(path: &Path) -> io::Result<File> {
     // Read access is enough for flock; the file is never written, so a read-only lock file
     // (another user's umask, a read-only bind mount) still works.
+    // Never through a symlink planted in the state directory.
+    let nofollow = no_follow_flags();
     OpenOptions::new()
         .read(true)
         .write(true)
         .create(true)
         .truncate(false)
         .mode(0o600)
+        .custom_flags(nofollow)
         .open(path)
         .or_else(|e| {
             if e.kind() == io::ErrorKind::PermissionDenied || e.raw_os_error() == Some(30) {
-                File::open(path)
+                OpenOptions::new().read(true).custom_flags(nofollow).open(path)
             } else {
                 Err(e)
             }
         })
+}
+
+/// `O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC`: opening never follows a final symlink and never blocks
+/// (a FIFO planted under a state-file name must not hang a hook or a drain).
+#[must_use]
+pub fn no_follow_flags() -> i32 {
+    use rustix::fs::OFlags;
+    #[expect(clippy::cast_possible_wrap, reason = "open(2) flags fit an int")]
+    let flags = (OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC).bits() as i32;
+    flags
+}
+
+/// Tries to take an exclusive lock on an already open file (a spool entry claimed by the hook
+/// delivering it, or by the drainer replaying it). `Ok(false)` when someone else holds it. The
+/// lock goes with the file: closing it, or the holder dying, releases it.
+///
+/// # Errors
+/// The I/O error when the file cannot be locked at all.
+pub fn try_lock_file(file: &File) -> io::Result<bool> {
+    try_once(file)
 }
 
 #[expect(

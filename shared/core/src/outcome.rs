@@ -49,6 +49,8 @@ pub enum Outcome {
     ContextTooLarge,
     /// Local state (ledger, spool) could not be used; the hook went on without it.
     StateUnavailable,
+    /// The state directory was looser than 0700 and was tightened; the hook used it.
+    StateRepaired,
     /// A bug: the hook panicked and failed open.
     InternalError,
 }
@@ -79,6 +81,7 @@ impl Outcome {
             Self::MaxBytesClamped => "max_bytes_clamped",
             Self::ContextTooLarge => "context_too_large",
             Self::StateUnavailable => "state_unavailable",
+            Self::StateRepaired => "state_repaired",
             Self::InternalError => "internal_error",
         }
     }

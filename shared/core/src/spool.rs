@@ -1,14 +1,22 @@
-//! The capture spool: captures the Server could not take (down, timeout, 5xx) kept on disk, one
-//! file per capture, for the drainer to replay oldest first with the `source_id` the online path
-//! would have used. Bounded by count, bytes and age; the oldest go first and every drop is
-//! reported. Only text that already passed the secret filter is ever written here; no token.
+//! The capture spool: every capture that passed the gate, made durable before any network call
+//! (write-ahead), then delivered and retired by the hook; what is left (Server down, timeout,
+//! 5xx, a hook killed mid-request) is replayed by the drainer oldest first with the `source_id`
+//! the online path used. One uniquely named file per capture, created with `O_EXCL`, mode 0600,
+//! written then renamed into place, and `flock`ed by the hook that delivers it: appending never
+//! takes the shared state lock, and a drainer never replays an entry a live hook still holds.
+//! Bounded by count, bytes and age (enforced by the drainer, or after the answer, never on the
+//! prompt path); the oldest go first and every drop is reported. Only text that already passed
+//! the secret filter is ever written here; no token. Unreadable, foreign or non-regular entries
+//! are set aside, never opened or replayed.
 //!
 //! Creation time and size are encoded in each file name, so counting, sizing and ageing the spool
-//! is one directory listing: nothing is parsed on the prompt path.
+//! is one directory listing: nothing is parsed to enforce the limits.
 
-use std::fs;
-use std::io;
-use std::path::Path;
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Write};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
@@ -19,16 +27,23 @@ use crate::capture;
 use crate::deadline::Deadline;
 use crate::emit;
 use crate::env::Env;
-use crate::lock::LockGuard;
+use crate::lock::{self, LockGuard};
 use crate::outcome::{Diagnostic, Outcome, Stage};
 use crate::scope::ScopeQuery;
 use crate::state::{
-    StateDir, StateError, now_millis, read_versioned, sweep_temps, versioned_bytes, write_atomic,
+    Opened, StateDir, StateError, TEMP_PREFIX, now_millis, open_state_file, parse_versioned, read_bounded,
+    sweep_stale_temps, versioned_bytes,
 };
 use crate::wire::CaptureRequest;
 
 /// The spool subdirectory.
 pub const DIR: &str = "spool";
+
+/// Suffix of an entry set aside because it could not be read or parsed (or was not a regular
+/// file): never replayed, shown by `status`, safe to delete.
+pub const CORRUPT_SUFFIX: &str = ".corrupt";
+/// Suffix of an entry set aside because another user owns it or others can write it.
+pub const UNSAFE_SUFFIX: &str = ".unsafe";
 
 /// Spool bounds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -280,45 +295,161 @@ pub fn plan_drops(
 
 static SEQ: AtomicU64 = AtomicU64::new(0);
 
-/// Adds a capture under the held state lock, first dropping what the limits require (oldest
-/// first). A capture larger than the byte limit by itself is not kept (reported as a bytes drop).
-///
-/// # Errors
-/// The I/O error; nothing was dropped when the listing failed.
-pub fn append(
-    state: &StateDir,
-    _lock: &LockGuard,
-    capture: &SpooledCapture,
-    limits: &SpoolLimits,
-) -> Result<Dropped, StateError> {
-    state.ensure(Some(DIR))?;
-    let dir = state.file(DIR);
-    sweep_temps(&dir);
-    let bytes = versioned_bytes(capture)?;
-    let size = bytes.len() as u64;
-    let now = now_millis();
-    let entries = list(state)?;
-    if size > limits.max_bytes {
-        let (drop, mut dropped) = plan_drops(&entries, limits, now, None);
-        remove_all(&dir, &entries, &drop);
-        dropped.bytes += 1;
-        return Ok(dropped);
-    }
-    let (drop, dropped) = plan_drops(&entries, limits, now, Some(size));
-    remove_all(&dir, &entries, &drop);
-    let seq = SEQ.fetch_add(1, Ordering::Relaxed);
-    let name = format!("{now:016}-{size:012}-{}-{seq}.json", std::process::id());
-    write_atomic(&dir, &name, &bytes)?;
-    Ok(dropped)
+/// A capture made durable before delivery and claimed (locked) by this process until it is
+/// retired or the handle is dropped. Dropping it without [`WriteAhead::retire`] leaves the entry
+/// for the drainer: that is what a crash, a kill or a failed delivery amounts to.
+#[derive(Debug)]
+pub struct WriteAhead {
+    dir: PathBuf,
+    name: String,
+    // Holds the entry's lock: a drainer skips it while this process lives.
+    _file: File,
+    capture: SpooledCapture,
 }
 
-/// Applies the limits without adding anything (the drainer does this before replaying).
+/// Why a capture was not written ahead.
+#[derive(Debug, thiserror::Error)]
+pub enum WriteAheadError {
+    /// Larger than the spool's byte limit by itself: never kept (a `spool_bytes_limit` drop if it
+    /// cannot be delivered).
+    #[error("capture larger than the spool byte limit")]
+    TooLarge,
+    /// The state directory could not be used.
+    #[error(transparent)]
+    State(#[from] StateError),
+}
+
+fn entry_name(created_ms: u64, size: u64, seq: u64) -> String {
+    format!("{created_ms:016}-{size:012}-{}-{seq}.json", std::process::id())
+}
+
+/// Creates `dir/name` through a fresh temp file (`O_EXCL`, 0600), locked before it becomes
+/// visible under its final name, so no drainer can ever claim it while we hold it. No fsync: a
+/// capture has to survive the process, not a power cut, and an fsync would cost milliseconds on
+/// every prompt.
+fn create_locked(dir: &Path, name: &str, bytes: &[u8]) -> io::Result<File> {
+    let temp = dir.join(format!("{TEMP_PREFIX}{name}"));
+    let result = (|| {
+        let mut f = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .custom_flags(lock::no_follow_flags())
+            .open(&temp)?;
+        // Nobody else knows this name yet: the lock is always free.
+        lock::try_lock_file(&f)?;
+        f.write_all(bytes)?;
+        if fs::symlink_metadata(dir.join(name)).is_ok() {
+            return Err(io::Error::from(io::ErrorKind::AlreadyExists));
+        }
+        fs::rename(&temp, dir.join(name))?;
+        Ok(f)
+    })();
+    if result.is_err() {
+        let _ = fs::remove_file(&temp);
+    }
+    result
+}
+
+/// Makes a capture durable in the spool before anything is sent: one new file, no shared lock,
+/// no directory listing. The returned handle keeps the entry claimed until dropped.
+///
+/// # Errors
+/// [`WriteAheadError::TooLarge`] or the state problem.
+pub fn write_ahead(
+    state: &StateDir,
+    capture: &SpooledCapture,
+    limits: &SpoolLimits,
+) -> Result<WriteAhead, WriteAheadError> {
+    state.ensure(Some(DIR))?;
+    let dir = state.file(DIR);
+    let bytes = versioned_bytes(capture).map_err(StateError::from)?;
+    let size = bytes.len() as u64;
+    if size > limits.max_bytes {
+        return Err(WriteAheadError::TooLarge);
+    }
+    let now = now_millis();
+    let mut last = io::Error::from(io::ErrorKind::AlreadyExists);
+    // A name is unique per process and sequence; another process with the same pid (another pid
+    // namespace sharing the directory) just makes us pick the next sequence number.
+    for _ in 0..4 {
+        let name = entry_name(now, size, SEQ.fetch_add(1, Ordering::Relaxed));
+        match create_locked(&dir, &name, &bytes) {
+            Ok(file) => {
+                return Ok(WriteAhead {
+                    dir,
+                    name,
+                    _file: file,
+                    capture: capture.clone(),
+                });
+            }
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => last = e,
+            Err(e) => return Err(StateError::from(e).into()),
+        }
+    }
+    Err(StateError::from(last).into())
+}
+
+impl WriteAhead {
+    /// The entry as written.
+    #[must_use]
+    pub fn capture(&self) -> &SpooledCapture {
+        &self.capture
+    }
+
+    /// Records the scope the hook resolved, before the capture is sent: a replay after a crash
+    /// then sends exactly the request the hook sent (same scope, so same `source_id`), even if
+    /// the binding changed meanwhile. The new file is claimed before it appears; the old one goes.
+    ///
+    /// # Errors
+    /// The I/O error; the entry with the unresolved query then stays as it was.
+    pub fn pin_scope(&mut self, scope: &str) -> Result<(), StateError> {
+        if self.capture.query.explicit.as_deref() == Some(scope) {
+            return Ok(());
+        }
+        let mut pinned = self.capture.clone();
+        pinned.query = ScopeQuery::resolved(scope);
+        let bytes = versioned_bytes(&pinned)?;
+        let created = Entry::parse(&self.name).map_or_else(now_millis, |e| e.created_ms);
+        let name = entry_name(created, bytes.len() as u64, SEQ.fetch_add(1, Ordering::Relaxed));
+        let file = create_locked(&self.dir, &name, &bytes)?;
+        let _ = fs::remove_file(self.dir.join(&self.name));
+        self.name = name;
+        self._file = file;
+        self.capture = pinned;
+        Ok(())
+    }
+
+    /// The capture was delivered (or rejected for good): the entry goes, while still claimed, so
+    /// no drainer can replay it in between.
+    pub fn retire(self) {
+        let _ = fs::remove_file(self.dir.join(&self.name));
+    }
+
+    /// Leaves the entry for the drainer (releases the claim) and remembers, for the work done
+    /// after the answer, that this run left something in the spool.
+    pub fn keep(self, component: &'static str) {
+        let _ = LEFT_BY.set(component);
+    }
+}
+
+static LEFT_BY: OnceLock<&'static str> = OnceLock::new();
+
+/// The component of this process's hook if it left a capture in the spool this run.
+#[must_use]
+pub fn left_this_run() -> Option<&'static str> {
+    LEFT_BY.get().copied()
+}
+
+/// Applies the limits without adding anything (the drainer does this before replaying; a hook
+/// with background draining off does it after its answer). Temp files are swept only once stale:
+/// a young one may be a live hook's write-ahead.
 ///
 /// # Errors
 /// The I/O error of the listing.
 pub fn enforce(state: &StateDir, _lock: &LockGuard, limits: &SpoolLimits) -> Result<Dropped, StateError> {
     let dir = state.file(DIR);
-    sweep_temps(&dir);
+    sweep_stale_temps(&dir);
     let entries = list(state)?;
     let (drop, dropped) = plan_drops(&entries, limits, now_millis(), None);
     remove_all(&dir, &entries, &drop);
@@ -331,43 +462,147 @@ fn remove_all(dir: &Path, entries: &[Entry], which: &[usize]) {
     }
 }
 
-/// Reads one entry.
-///
-/// # Errors
-/// [`StateError::NewerFormat`] (left in place), [`StateError::Corrupt`] (moved aside) or I/O.
-pub fn read(state: &StateDir, entry: &Entry) -> Result<Option<SpooledCapture>, StateError> {
-    read_versioned(&state.file(DIR).join(&entry.name))
+/// An entry the drainer holds while it replays it.
+#[derive(Debug)]
+pub struct Claimed {
+    path: PathBuf,
+    _file: File,
 }
 
-/// Removes a delivered or dropped entry (a single unlink: safe without the state lock, and a
-/// second remover simply finds it gone).
-///
-/// # Errors
-/// The I/O error, other than "already gone".
-pub fn remove(state: &StateDir, entry: &Entry) -> Result<(), StateError> {
-    match fs::remove_file(state.file(DIR).join(&entry.name)) {
-        Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e.into()),
-        _ => Ok(()),
+impl Claimed {
+    /// Removes the delivered or rejected entry, still under the claim.
+    ///
+    /// # Errors
+    /// The I/O error, other than "already gone".
+    pub fn remove(self) -> Result<(), StateError> {
+        match fs::remove_file(&self.path) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e.into()),
+            _ => Ok(()),
+        }
     }
 }
 
-/// The hook's entry point: spools an undeliverable capture and reports `capture_spooled` (or
-/// `state_unavailable`, and any drops). Never fails the hook.
-pub fn keep_for_later(component: &str, env: &Env, deadline: &Deadline, capture: &SpooledCapture) {
+/// What the drainer found under one entry name.
+#[derive(Debug)]
+pub enum Claim {
+    /// Ours to replay: the capture and the claim.
+    Ready(Box<SpooledCapture>, Claimed),
+    /// A live hook holds it (it is being delivered right now).
+    InFlight,
+    /// Already retired or dropped.
+    Gone,
+    /// Unreadable, unparsable or not a regular file: renamed `*.corrupt`.
+    Corrupt,
+    /// Another user's, or writable by others: renamed `*.unsafe`, never replayed.
+    Unsafe,
+    /// Written by a newer release: left untouched.
+    NewerFormat,
+}
+
+fn rename_aside(path: &Path, suffix: &str) {
+    let mut aside = path.as_os_str().to_owned();
+    aside.push(suffix);
+    let _ = fs::rename(path, PathBuf::from(aside));
+}
+
+/// Claims one entry for replay without ever opening a non-regular file, following a symlink or
+/// blocking: `lstat`, `open(O_NOFOLLOW | O_NONBLOCK)`, `fstat`, then a non-blocking lock. Anything
+/// that is not a readable capture of ours is set aside so the drain goes on with the rest.
+///
+/// # Errors
+/// Only an I/O error of the open or read itself (the caller sets the entry aside too).
+pub fn claim(state: &StateDir, entry: &Entry) -> Claim {
+    let path = state.file(DIR).join(&entry.name);
+    let (mut file, meta) = match open_state_file(&path) {
+        Ok(Opened::File(f, m)) => (f, m),
+        Ok(Opened::Missing) => return Claim::Gone,
+        Ok(Opened::Unsafe) => {
+            rename_aside(&path, UNSAFE_SUFFIX);
+            return Claim::Unsafe;
+        }
+        Ok(Opened::NotRegular) | Err(_) => {
+            rename_aside(&path, CORRUPT_SUFFIX);
+            return Claim::Corrupt;
+        }
+    };
+    match lock::try_lock_file(&file) {
+        Ok(true) => {}
+        Ok(false) => return Claim::InFlight,
+        Err(_) => {
+            rename_aside(&path, CORRUPT_SUFFIX);
+            return Claim::Corrupt;
+        }
+    }
+    // Retired (unlinked) between our open and our lock: nothing left to replay.
+    if meta.nlink() == 0 || file.metadata().is_ok_and(|m| m.nlink() == 0) {
+        return Claim::Gone;
+    }
+    let bytes = match read_bounded(&mut file) {
+        Ok(Some(b)) => b,
+        Ok(None) | Err(_) => {
+            rename_aside(&path, CORRUPT_SUFFIX);
+            return Claim::Corrupt;
+        }
+    };
+    match parse_versioned::<SpooledCapture>(&path, &bytes) {
+        Ok(Some(c)) => Claim::Ready(Box::new(c), Claimed { path, _file: file }),
+        Ok(None) => Claim::Gone,
+        Err(StateError::NewerFormat) => Claim::NewerFormat,
+        // `parse_versioned` already moved it aside.
+        Err(_) => Claim::Corrupt,
+    }
+}
+
+/// Entries set aside (`*.corrupt`, `*.unsafe`) in the spool, for `status` and `doctor`.
+#[must_use]
+pub fn set_aside_counts(state: &StateDir) -> (usize, usize) {
+    let Ok(entries) = fs::read_dir(state.file(DIR)) else {
+        return (0, 0);
+    };
+    entries.flatten().fold((0, 0), |(c, u), e| {
+        let name = e.file_name();
+        let name = name.to_string_lossy();
+        (
+            c + usize::from(name.ends_with(CORRUPT_SUFFIX)),
+            u + usize::from(name.ends_with(UNSAFE_SUFFIX)),
+        )
+    })
+}
+
+/// Reports a capture that could not be delivered now: `capture_spooled` when it waits in the
+/// spool, else why it could not be kept (`state_unavailable` was already reported at write-ahead
+/// time; a capture larger than the byte limit is reported as such a drop).
+pub fn report_left(component: &'static str, ahead: Option<WriteAhead>, too_large: bool) {
+    if let Some(ahead) = ahead {
+        ahead.keep(component);
+        emit::diagnostic(&Diagnostic::new(
+            component,
+            Stage::Capture,
+            Outcome::CaptureSpooled,
+        ));
+    } else if too_large {
+        let dropped = Dropped {
+            bytes: 1,
+            ..Dropped::default()
+        };
+        for d in dropped.diagnostics(component) {
+            emit::diagnostic(&d);
+        }
+    }
+}
+
+/// After the answer, for a hook that left a capture in the spool with background draining off:
+/// applies the limits (one listing, off the prompt path) and reports each drop.
+pub fn enforce_after_answer(env: &Env, component: &str) {
     let result = StateDir::locate(env).and_then(|state| {
-        let lock = state.lock(deadline)?;
-        append(&state, &lock, capture, &SpoolLimits::from_env(env))
+        let lock = state.lock(&Deadline::after(crate::state::HOOK_LOCK_WAIT))?;
+        enforce(&state, &lock, &SpoolLimits::from_env(env))
     });
     match result {
         Ok(dropped) => {
             for d in dropped.diagnostics(component) {
                 emit::diagnostic(&d);
             }
-            emit::diagnostic(&Diagnostic::new(
-                component,
-                Stage::Capture,
-                Outcome::CaptureSpooled,
-            ));
         }
         Err(e) => emit::diagnostic(
             &Diagnostic::new(component, Stage::State, Outcome::StateUnavailable).detail(e.detail()),
@@ -480,44 +715,116 @@ mod tests {
         );
     }
 
+    fn replay_all(state: &StateDir) -> Vec<String> {
+        let mut out = Vec::new();
+        for e in list(state).unwrap() {
+            if let Claim::Ready(c, claimed) = claim(state, &e) {
+                out.push(c.content.clone());
+                claimed.remove().unwrap();
+            }
+        }
+        out
+    }
+
     #[test]
-    fn append_list_read_remove() {
+    fn write_ahead_is_claimed_until_dropped_and_retire_removes_it() {
         let tmp = tempfile::tempdir().unwrap();
         let state = StateDir::at(tmp.path().join("st"));
         assert!(!has_work(&state));
-        let lock = state.lock(&Deadline::after(Duration::from_secs(2))).unwrap();
+        let limits = SpoolLimits::DEFAULT;
+        let live = write_ahead(&state, &sample("delivered live"), &limits).unwrap();
+        let crashed = write_ahead(&state, &sample("left behind"), &limits).unwrap();
+        assert!(has_work(&state));
+        let es = list(&state).unwrap();
+        assert_eq!(es.len(), 2);
+        let on_disk = fs::metadata(state.file(DIR).join(&es[0].name)).unwrap().len();
+        assert_eq!(on_disk, es[0].bytes);
+        let mode = fs::metadata(state.file(DIR).join(&es[0].name)).unwrap().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+        // Both are claimed by their writers: a drainer leaves them alone.
+        assert!(es.iter().all(|e| matches!(claim(&state, e), Claim::InFlight)));
+        live.retire();
+        drop(crashed);
+        assert_eq!(replay_all(&state), ["left behind"]);
+        assert!(!has_work(&state));
+        assert_eq!(crate::state::count_temps(&state.file(DIR)), 0);
+    }
+
+    #[test]
+    fn pinned_scope_replaces_the_entry_and_keeps_its_age() {
+        let tmp = tempfile::tempdir().unwrap();
+        let state = StateDir::at(tmp.path());
+        let mut ahead = write_ahead(&state, &sample("pin me"), &SpoolLimits::DEFAULT).unwrap();
+        let before = list(&state).unwrap();
+        ahead.pin_scope("scp_resolved").unwrap();
+        drop(ahead);
+        let after = list(&state).unwrap();
+        assert_eq!(after.len(), 1);
+        assert_eq!(after[0].created_ms, before[0].created_ms);
+        let Claim::Ready(c, _) = claim(&state, &after[0]) else {
+            panic!("not claimable")
+        };
+        assert_eq!(c.query, ScopeQuery::resolved("scp_resolved"));
+        assert_eq!(
+            c.request("scp_resolved"),
+            sample("pin me").request("scp_resolved")
+        );
+    }
+
+    #[test]
+    fn limits_drop_the_oldest() {
+        let tmp = tempfile::tempdir().unwrap();
+        let state = StateDir::at(tmp.path().join("st"));
         let limits = SpoolLimits {
             max_entries: 2,
             ..SpoolLimits::DEFAULT
         };
         for i in 0..3 {
-            let d = append(&state, &lock, &sample(&format!("prompt {i}")), &limits).unwrap();
-            assert_eq!(d.count, usize::from(i == 2));
+            drop(write_ahead(&state, &sample(&format!("prompt {i}")), &limits).unwrap());
+            std::thread::sleep(Duration::from_millis(2));
         }
-        assert!(has_work(&state));
-        let es = list(&state).unwrap();
-        assert_eq!(es.len(), 2);
-        let first = read(&state, &es[0]).unwrap().unwrap();
-        assert_eq!(first.content, "prompt 1", "the oldest was dropped");
-        let on_disk = fs::metadata(state.file(DIR).join(&es[0].name)).unwrap().len();
-        assert_eq!(on_disk, es[0].bytes);
-        remove(&state, &es[0]).unwrap();
-        remove(&state, &es[0]).unwrap();
-        assert_eq!(list(&state).unwrap().len(), 1);
-        assert_eq!(crate::state::count_temps(&state.file(DIR)), 0);
+        let lock = state.lock(&Deadline::after(Duration::from_secs(2))).unwrap();
+        let d = enforce(&state, &lock, &limits).unwrap();
+        assert_eq!(d.count, 1);
+        assert_eq!(replay_all(&state), ["prompt 1", "prompt 2"]);
     }
 
     #[test]
     fn oversized_capture_is_not_kept() {
         let tmp = tempfile::tempdir().unwrap();
         let state = StateDir::at(tmp.path());
-        let lock = state.lock(&Deadline::after(Duration::from_secs(2))).unwrap();
         let limits = SpoolLimits {
             max_bytes: 100,
             ..SpoolLimits::DEFAULT
         };
-        let d = append(&state, &lock, &sample(&"x".repeat(200)), &limits).unwrap();
-        assert_eq!(d.bytes, 1);
+        let r = write_ahead(&state, &sample(&"x".repeat(200)), &limits);
+        assert!(matches!(r, Err(WriteAheadError::TooLarge)));
+        assert!(list(&state).unwrap().is_empty());
+    }
+
+    #[test]
+    fn bad_entries_are_set_aside_without_being_opened() {
+        let tmp = tempfile::tempdir().unwrap();
+        let state = StateDir::at(tmp.path());
+        drop(write_ahead(&state, &sample("good"), &SpoolLimits::DEFAULT).unwrap());
+        let dir = state.file(DIR);
+        fs::create_dir(dir.join("0000000000000001-000000000010-1-0.json")).unwrap();
+        fs::write(dir.join("0000000000000002-000000000010-1-0.json"), "{not json").unwrap();
+        std::os::unix::fs::symlink(
+            "/etc/hostname",
+            dir.join("0000000000000003-000000000010-1-0.json"),
+        )
+        .unwrap();
+        let fifo = dir.join("0000000000000004-000000000010-1-0.json");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .is_ok_and(|s| s.success());
+        let start = std::time::Instant::now();
+        assert_eq!(replay_all(&state), ["good"]);
+        assert!(start.elapsed() < Duration::from_secs(1));
+        let (corrupt, _) = set_aside_counts(&state);
+        assert_eq!(corrupt, 3 + usize::from(made));
         assert!(list(&state).unwrap().is_empty());
     }
 }

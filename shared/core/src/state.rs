@@ -1,14 +1,16 @@
 //! The on-disk state directory shared by every host executable and the CLI: where it is, its
-//! permissions (directory 0700, files 0600), the format version carried by every file, atomic
-//! writes (temp file + fsync + rename) and the sweep of temp files a killed writer left behind.
-//! It never overwrites a file written by a newer format, and never stores a token.
+//! permissions (directory 0700, files 0600, everything owned by the effective user), the format
+//! version carried by every file, atomic writes (temp file + fsync + rename) and the sweep of temp
+//! files a killed writer left behind. It never overwrites a file written by a newer format, never
+//! stores a token, never follows a symlink inside the directory and never opens a non-regular
+//! file there; a directory or file another user owns or can write is never used.
 
-use std::fs::{self, DirBuilder, OpenOptions};
-use std::io::{self, Write};
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+use std::fs::{self, DirBuilder, File, OpenOptions};
+use std::io::{self, Read, Write};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -48,6 +50,10 @@ pub enum StateError {
     /// A file is not valid state; it was moved aside as `*.corrupt`.
     #[error("a state file was unreadable and was moved aside")]
     Corrupt,
+    /// The directory or a file in it is owned by another user, writable by group or others, or a
+    /// symlink: it is never used.
+    #[error("the state directory or a file in it is owned by another user or writable by others")]
+    Unsafe,
     /// A file-system error (read-only, full disk, permissions…).
     #[error("state directory unusable: {0}")]
     Io(#[from] io::Error),
@@ -62,6 +68,7 @@ impl StateError {
             Self::Busy => "lock_busy",
             Self::NewerFormat => "newer_format",
             Self::Corrupt => "corrupt",
+            Self::Unsafe => "unsafe_permissions",
             Self::Io(e) => match e.raw_os_error() {
                 Some(28) => "disk_full",
                 Some(30) => "read_only",
@@ -79,6 +86,76 @@ impl From<LockError> for StateError {
             LockError::Busy => Self::Busy,
             LockError::Io(e) => Self::Io(e),
         }
+    }
+}
+
+/// The largest state file read (a ledger of thousands of scopes fits many times over; a spool
+/// entry holds at most one capture of 200,000 characters).
+pub const MAX_FILE_BYTES: u64 = 8 * 1024 * 1024;
+
+/// A temp file older than this belongs to a writer that died: no hook or drainer lives this long.
+pub const STALE_TEMP_AGE: Duration = Duration::from_secs(600);
+
+/// The effective user id: the only owner whose state is used.
+#[must_use]
+pub fn euid() -> u32 {
+    rustix::process::geteuid().as_raw()
+}
+
+static TIGHTENED: AtomicBool = AtomicBool::new(false);
+
+/// Whether this process tightened a loose state directory (reported once by the caller).
+#[must_use]
+pub fn take_tightened() -> bool {
+    TIGHTENED.swap(false, Ordering::Relaxed)
+}
+
+/// What is wrong with a state directory's permissions, if anything (read-only check for `status`
+/// and `doctor`; the hooks repair a loose mode themselves).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DirProblem {
+    /// Owned by another user: never used.
+    ForeignOwner,
+    /// A symlink or not a directory where a directory belongs: never used.
+    NotADirectory,
+    /// Owned by us but readable or writable by group or others: tightened on next use.
+    LooseMode,
+}
+
+impl DirProblem {
+    /// What to do about it (shown by `status` and `doctor`).
+    #[must_use]
+    pub fn fix(self) -> &'static str {
+        match self {
+            Self::ForeignOwner => {
+                "the state directory is owned by another user: remove it (or set POWERCONTEXT_HOOKS_STATE_DIR to a directory you own); it is never used as it is"
+            }
+            Self::NotADirectory => {
+                "a symlink or file stands where the state directory or its spool belongs: remove it"
+            }
+            Self::LooseMode => "chmod 700 the state directory (the next hook does it)",
+        }
+    }
+
+    /// The closed detail word.
+    #[must_use]
+    pub fn word(self) -> &'static str {
+        match self {
+            Self::ForeignOwner | Self::NotADirectory => "unsafe_permissions",
+            Self::LooseMode => "loose_permissions",
+        }
+    }
+}
+
+fn dir_problem(meta: &fs::Metadata) -> Option<DirProblem> {
+    if !meta.is_dir() {
+        Some(DirProblem::NotADirectory)
+    } else if meta.uid() != euid() {
+        Some(DirProblem::ForeignOwner)
+    } else if meta.mode() & 0o077 != 0 {
+        Some(DirProblem::LooseMode)
+    } else {
+        None
     }
 }
 
@@ -131,36 +208,63 @@ impl StateDir {
         self.root.join(name)
     }
 
-    /// Creates the directory (0700) and a subdirectory if missing; tightens a looser mode on a
-    /// directory we own (best effort: another owner's directory is used as it is).
+    /// Creates the directory (0700) and a subdirectory if missing, and checks both: owned by the
+    /// effective user, a real directory (the subdirectory is never a symlink). A looser mode on a
+    /// directory we own is tightened to 0700 (see [`take_tightened`]).
     ///
     /// # Errors
-    /// The I/O error when the directory cannot be created.
+    /// [`StateError::Unsafe`] for another user's directory or a symlinked subdirectory, else the
+    /// I/O error when a directory cannot be created.
     pub fn ensure(&self, sub: Option<&str>) -> Result<(), StateError> {
-        let target = match sub {
-            Some(s) => self.root.join(s),
-            None => self.root.clone(),
-        };
-        if target.is_dir() {
-            return Ok(());
-        }
-        if let Some(parent) = self.root.parent() {
-            fs::create_dir_all(parent)?;
-        }
-        for dir in [Some(&self.root), sub.map(|_| &target)].into_iter().flatten() {
-            match DirBuilder::new().mode(0o700).create(dir) {
-                Ok(()) => {}
-                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
-                    if let Ok(meta) = fs::metadata(dir)
-                        && meta.permissions().mode() & 0o077 != 0
-                    {
-                        let _ = fs::set_permissions(dir, fs::Permissions::from_mode(0o700));
-                    }
+        // The root may be reached through symlinks the user set up; what it resolves to is checked.
+        let meta = match fs::metadata(&self.root) {
+            Ok(m) => m,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                if let Some(parent) = self.root.parent() {
+                    fs::create_dir_all(parent)?;
                 }
-                Err(e) => return Err(e.into()),
+                match DirBuilder::new().mode(0o700).create(&self.root) {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+                    Err(e) => return Err(e.into()),
+                }
+                fs::metadata(&self.root)?
+            }
+            Err(e) => return Err(e.into()),
+        };
+        if !meta.is_dir() {
+            return Err(io::Error::from(io::ErrorKind::NotADirectory).into());
+        }
+        check_dir(&self.root, &meta)?;
+        let Some(sub) = sub else { return Ok(()) };
+        let target = self.root.join(sub);
+        let meta = match fs::symlink_metadata(&target) {
+            Ok(m) => m,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                match DirBuilder::new().mode(0o700).create(&target) {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+                    Err(e) => return Err(e.into()),
+                }
+                fs::symlink_metadata(&target)?
+            }
+            Err(e) => return Err(e.into()),
+        };
+        check_dir(&target, &meta)
+    }
+
+    /// The permission problems of the directory and its spool, without changing anything.
+    #[must_use]
+    pub fn inspect(&self, sub: &str) -> Vec<DirProblem> {
+        let mut out = Vec::new();
+        if let Ok(meta) = fs::metadata(&self.root) {
+            out.extend(dir_problem(&meta));
+            if let Ok(meta) = fs::symlink_metadata(self.root.join(sub)) {
+                out.extend(dir_problem(&meta));
             }
         }
-        Ok(())
+        out.dedup();
+        out
     }
 
     /// Creates the directory if needed, takes the state lock within `deadline`, and sweeps
@@ -232,8 +336,76 @@ impl StateDir {
 /// only then may a hook trust what it says.
 #[must_use]
 pub fn owned_private(meta: &fs::Metadata) -> bool {
-    use std::os::unix::fs::MetadataExt;
-    meta.mode() & 0o022 == 0 && fs::metadata("/proc/self").is_ok_and(|me| me.uid() == meta.uid())
+    meta.uid() == euid() && meta.mode() & 0o022 == 0
+}
+
+/// Checks one directory of the state: ours and a real directory; a loose mode is tightened.
+fn check_dir(path: &Path, meta: &fs::Metadata) -> Result<(), StateError> {
+    match dir_problem(meta) {
+        None => Ok(()),
+        Some(DirProblem::LooseMode) => {
+            fs::set_permissions(path, fs::Permissions::from_mode(0o700))?;
+            TIGHTENED.store(true, Ordering::Relaxed);
+            Ok(())
+        }
+        Some(_) => Err(StateError::Unsafe),
+    }
+}
+
+/// What opening a state file found.
+#[derive(Debug)]
+pub enum Opened {
+    /// A regular file of ours, opened without following a symlink.
+    File(File, fs::Metadata),
+    /// Nothing under that name.
+    Missing,
+    /// A symlink, directory, FIFO, socket or device: never opened.
+    NotRegular,
+    /// Another user's file, or one group or others may write: never used.
+    Unsafe,
+}
+
+/// Opens a state file for reading the safe way: `lstat` first (a non-regular file is never
+/// opened), then `O_NOFOLLOW | O_NONBLOCK`, then `fstat` again on what was actually opened.
+///
+/// # Errors
+/// The I/O error of the open itself.
+pub fn open_state_file(path: &Path) -> io::Result<Opened> {
+    match fs::symlink_metadata(path) {
+        Ok(m) if !m.file_type().is_file() => return Ok(Opened::NotRegular),
+        Ok(_) => {}
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Opened::Missing),
+        Err(e) => return Err(e),
+    }
+    let file = match OpenOptions::new()
+        .read(true)
+        .custom_flags(crate::lock::no_follow_flags())
+        .open(path)
+    {
+        Ok(f) => f,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Opened::Missing),
+        // ELOOP: it became a symlink in between.
+        Err(e) if e.raw_os_error() == Some(40) => return Ok(Opened::NotRegular),
+        Err(e) => return Err(e),
+    };
+    let meta = file.metadata()?;
+    if !meta.file_type().is_file() {
+        return Ok(Opened::NotRegular);
+    }
+    if !owned_private(&meta) {
+        return Ok(Opened::Unsafe);
+    }
+    Ok(Opened::File(file, meta))
+}
+
+/// Reads an opened state file, at most [`MAX_FILE_BYTES`]; `None` when it is larger.
+///
+/// # Errors
+/// The I/O error.
+pub fn read_bounded(file: &mut File) -> io::Result<Option<Vec<u8>>> {
+    let mut bytes = Vec::new();
+    file.take(MAX_FILE_BYTES + 1).read_to_end(&mut bytes)?;
+    Ok((bytes.len() as u64 <= MAX_FILE_BYTES).then_some(bytes))
 }
 
 /// Serializes `value` with a `"format": FORMAT` field added.
@@ -260,12 +432,24 @@ pub fn versioned_bytes<T: Serialize>(value: &T) -> io::Result<Vec<u8>> {
 /// # Errors
 /// As [`StateDir::read_json`].
 pub fn read_versioned<T: DeserializeOwned>(path: &Path) -> Result<Option<T>, StateError> {
-    let bytes = match fs::read(path) {
-        Ok(b) => b,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(e.into()),
+    let mut file = match open_state_file(path)? {
+        Opened::File(f, _) => f,
+        Opened::Missing => return Ok(None),
+        Opened::NotRegular => return Err(set_aside(path)),
+        Opened::Unsafe => return Err(StateError::Unsafe),
     };
-    let value: Option<Value> = serde_json::from_slice(&bytes).ok();
+    let Some(bytes) = read_bounded(&mut file)? else {
+        return Err(set_aside(path));
+    };
+    parse_versioned(path, &bytes)
+}
+
+/// Checks and decodes the bytes of a versioned file read from `path` (set aside when invalid).
+///
+/// # Errors
+/// As [`StateDir::read_json`].
+pub fn parse_versioned<T: DeserializeOwned>(path: &Path, bytes: &[u8]) -> Result<Option<T>, StateError> {
+    let value: Option<Value> = serde_json::from_slice(bytes).ok();
     let format = value
         .as_ref()
         .and_then(|v| v.get("format"))
@@ -280,7 +464,8 @@ pub fn read_versioned<T: DeserializeOwned>(path: &Path) -> Result<Option<T>, Sta
     }
 }
 
-fn set_aside(path: &Path) -> StateError {
+/// Moves an unreadable file aside as `<name>.corrupt` (a rename: never follows, never opens).
+pub fn set_aside(path: &Path) -> StateError {
     let mut aside = path.as_os_str().to_owned();
     aside.push(".corrupt");
     match fs::rename(path, PathBuf::from(aside)) {
@@ -344,6 +529,22 @@ pub fn sweep_temps(dir: &Path) -> usize {
     entries
         .flatten()
         .filter(|e| e.file_name().to_str().is_some_and(|n| n.starts_with(TEMP_PREFIX)))
+        .filter(|e| fs::remove_file(e.path()).is_ok())
+        .count()
+}
+
+/// Removes the temp files in `dir` older than [`STALE_TEMP_AGE`], for directories where writers
+/// do not hold the state lock (the spool): a young temp file may be a live writer's.
+pub fn sweep_stale_temps(dir: &Path) -> usize {
+    let Ok(entries) = fs::read_dir(dir) else { return 0 };
+    entries
+        .flatten()
+        .filter(|e| e.file_name().to_str().is_some_and(|n| n.starts_with(TEMP_PREFIX)))
+        .filter(|e| {
+            e.metadata()
+                .and_then(|m| m.modified())
+                .is_ok_and(|t| t.elapsed().is_ok_and(|age| age > STALE_TEMP_AGE))
+        })
         .filter(|e| fs::remove_file(e.path()).is_ok())
         .count()
 }

@@ -1,7 +1,12 @@
 //! One host turn's shared mechanics, used by every host executable: the transport built from the
 //! settings, the persistence gate, recall with its diagnostics, capture with flush, ledger and
-//! spool, and scope resolution that keeps an offline capture for later. Hosts keep only what
-//! differs (payload fields, how context is wrapped, their flush policy). Never writes stdout.
+//! spool, and scope resolution. A capture that passed the gate is written ahead to the spool
+//! before the first network call, then delivered and retired; whatever is not delivered stays
+//! there for the drainer. Hosts keep only what differs (payload fields, how context is wrapped,
+//! their flush policy). Never writes stdout.
+
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde_json::{Map, Value};
 
@@ -19,8 +24,8 @@ use crate::outcome::{Diagnostic, Failure, Outcome, Stage};
 use crate::recall;
 use crate::scope::ScopeQuery;
 use crate::session::{self, Filtered, SessionFile};
-use crate::spool::{self, SpooledCapture};
-use crate::state;
+use crate::spool::{self, SpoolLimits, SpooledCapture, WriteAhead, WriteAheadError};
+use crate::state::{self, StateDir};
 use crate::wire::{CaptureRequest, PreparedContext};
 
 /// What one capture persists, independent of the scope: the parts of the upstream `source_id`
@@ -71,6 +76,10 @@ pub struct Turn<'a> {
     pub flush_wanted: bool,
     /// The host session's record (bootstrap receipt, injected items), when the host named one.
     pub session: Option<SessionFile>,
+    /// The capture written ahead, claimed until delivered (then retired) or left for the drainer.
+    ahead: Mutex<Option<WriteAhead>>,
+    /// The capture was too large for the spool: not written ahead.
+    too_large: AtomicBool,
 }
 
 impl<'a> Turn<'a> {
@@ -96,6 +105,8 @@ impl<'a> Turn<'a> {
                 transport,
                 flush_wanted: settings.flush_on_capture.value,
                 session: None,
+                ahead: Mutex::new(None),
+                too_large: AtomicBool::new(false),
             }),
             Err(name) => {
                 emit::diagnostic(
@@ -146,19 +157,20 @@ impl<'a> Turn<'a> {
         }
     }
 
-    /// Resolves the scope. When the Server cannot be reached and a capture is pending, the
-    /// capture is spooled with the binding keys, so replay lands in the scope it would have
-    /// landed in online.
+    /// Resolves the scope. A pending capture is first written ahead to the spool (with the
+    /// binding keys, so a replay lands in the scope it would have landed in online); when the
+    /// Server cannot be reached it simply stays there.
     #[must_use]
     pub fn resolve(&self, query: ScopeQuery, pending: Option<&Capture>) -> Option<String> {
+        if let Some(capture) = pending {
+            self.write_ahead(&query, capture);
+        }
         match query.resolve(&self.transport) {
             Ok(scope) => Some(scope),
             Err(f) => {
                 self.report(Stage::Scope, f);
-                if let Some(capture) = pending
-                    && drain::is_retryable(&f)
-                {
-                    self.spool(query, capture);
+                if pending.is_some() {
+                    self.settle(drain::is_retryable(&f));
                 }
                 None
             }
@@ -267,6 +279,62 @@ impl<'a> Turn<'a> {
         }
     }
 
+    /// Makes a gated capture durable before any network call: one new spool file, no shared
+    /// lock. A state problem is reported and the capture goes on without it.
+    pub fn write_ahead(&self, query: &ScopeQuery, capture: &Capture) {
+        let entry = SpooledCapture {
+            integration: self.integration.as_str().to_owned(),
+            server: self.transport.base().as_str().to_owned(),
+            source_prefix: self.integration.source_prefix().to_owned(),
+            query: query.clone(),
+            session: capture.session.clone(),
+            turn: capture.turn.clone(),
+            content: capture.content.clone(),
+            metadata: capture.metadata.clone(),
+            flush: self.flush_wanted,
+        };
+        let written = StateDir::locate(self.env)
+            .map_err(WriteAheadError::from)
+            .and_then(|st| spool::write_ahead(&st, &entry, &SpoolLimits::from_env(self.env)));
+        if state::take_tightened() {
+            emit::diagnostic(
+                &self
+                    .diag(Stage::State, Outcome::StateRepaired)
+                    .detail("permissions_tightened"),
+            );
+        }
+        match written {
+            Ok(ahead) => *self.lock_ahead() = Some(ahead),
+            Err(WriteAheadError::TooLarge) => self.too_large.store(true, Ordering::Relaxed),
+            Err(WriteAheadError::State(e)) => emit::diagnostic(
+                &self
+                    .diag(Stage::State, Outcome::StateUnavailable)
+                    .detail(e.detail()),
+            ),
+        }
+    }
+
+    fn lock_ahead(&self) -> std::sync::MutexGuard<'_, Option<WriteAhead>> {
+        self.ahead
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Ends the write-ahead: a retryable failure leaves the entry for the drainer (and says so);
+    /// a delivery or a permanent failure retires it.
+    fn settle(&self, keep: bool) {
+        let ahead = self.lock_ahead().take();
+        if keep {
+            spool::report_left(
+                self.integration.component(),
+                ahead,
+                self.too_large.load(Ordering::Relaxed),
+            );
+        } else if let Some(ahead) = ahead {
+            ahead.retire();
+        }
+    }
+
     /// One recall round trip: the text of a ready context, or `None` after reporting why not.
     ///
     /// In a session (see [`Turn::in_session`]) the prepare cites the session's injected bootstrap
@@ -354,17 +422,28 @@ impl<'a> Turn<'a> {
         }
     }
 
-    /// Sends a capture; a retryable failure spools it with the resolved scope. Returns the
-    /// Source position when the Server took it.
+    /// Sends a capture and retires its write-ahead entry; a retryable failure leaves the entry
+    /// in the spool. Returns the Source position when the Server took it.
     #[must_use]
     pub fn send(&self, scope: &str, capture: &Capture) -> Option<u64> {
+        // A replay after a crash must send exactly this request: pin the resolved scope first.
+        if let Some(ahead) = self.lock_ahead().as_mut()
+            && let Err(e) = ahead.pin_scope(scope)
+        {
+            emit::diagnostic(
+                &self
+                    .diag(Stage::State, Outcome::StateUnavailable)
+                    .detail(e.detail()),
+            );
+        }
         match capture::send(&self.transport, &capture.request(self.integration, scope)) {
-            Ok(position) => Some(position),
+            Ok(position) => {
+                self.settle(false);
+                Some(position)
+            }
             Err(f) => {
                 self.report(Stage::Capture, f);
-                if drain::is_retryable(&f) {
-                    self.spool(ScopeQuery::resolved(scope), capture);
-                }
+                self.settle(drain::is_retryable(&f));
                 None
             }
         }
@@ -405,23 +484,5 @@ impl<'a> Turn<'a> {
             position,
             self.integration.as_str(),
         );
-    }
-
-    /// Keeps a capture the Server could not take, with exactly what replay needs to rebuild the
-    /// online request. The gate already ran: no secret reaches the disk.
-    pub fn spool(&self, query: ScopeQuery, capture: &Capture) {
-        let entry = SpooledCapture {
-            integration: self.integration.as_str().to_owned(),
-            server: self.transport.base().as_str().to_owned(),
-            source_prefix: self.integration.source_prefix().to_owned(),
-            query,
-            session: capture.session.clone(),
-            turn: capture.turn.clone(),
-            content: capture.content.clone(),
-            metadata: capture.metadata.clone(),
-            flush: self.flush_wanted,
-        };
-        let wait = self.transport.deadline().within(state::HOOK_LOCK_WAIT);
-        spool::keep_for_later(self.integration.component(), self.env, &wait, &entry);
     }
 }
