@@ -303,8 +303,14 @@ pub struct WriteAhead {
     dir: PathBuf,
     name: String,
     // Holds the entry's lock: a drainer skips it while this process lives.
-    _file: File,
+    file: File,
     capture: SpooledCapture,
+}
+
+/// The line a hook appends to its entry once the scope is resolved.
+#[derive(Debug, Serialize, Deserialize)]
+struct Pin {
+    pinned_scope: String,
 }
 
 /// Why a capture was not written ahead.
@@ -323,6 +329,25 @@ fn entry_name(created_ms: u64, size: u64, seq: u64) -> String {
     format!("{created_ms:016}-{size:012}-{}-{seq}.json", std::process::id())
 }
 
+/// Renames without ever replacing an existing entry (`renameat2(RENAME_NOREPLACE)` where the
+/// file system has it, else a check then a rename).
+fn rename_no_replace(from: &Path, to: &Path) -> io::Result<()> {
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    {
+        use rustix::fs::{CWD, RenameFlags, renameat_with};
+        use rustix::io::Errno;
+        match renameat_with(CWD, from, CWD, to, RenameFlags::NOREPLACE) {
+            Ok(()) => return Ok(()),
+            Err(e) if e != Errno::INVAL && e != Errno::NOSYS => return Err(e.into()),
+            Err(_) => {}
+        }
+    }
+    if fs::symlink_metadata(to).is_ok() {
+        return Err(io::Error::from(io::ErrorKind::AlreadyExists));
+    }
+    fs::rename(from, to)
+}
+
 /// Creates `dir/name` through a fresh temp file (`O_EXCL`, 0600), locked before it becomes
 /// visible under its final name, so no drainer can ever claim it while we hold it. No fsync: a
 /// capture has to survive the process, not a power cut, and an fsync would cost milliseconds on
@@ -339,10 +364,7 @@ fn create_locked(dir: &Path, name: &str, bytes: &[u8]) -> io::Result<File> {
         // Nobody else knows this name yet: the lock is always free.
         lock::try_lock_file(&f)?;
         f.write_all(bytes)?;
-        if fs::symlink_metadata(dir.join(name)).is_ok() {
-            return Err(io::Error::from(io::ErrorKind::AlreadyExists));
-        }
-        fs::rename(&temp, dir.join(name))?;
+        rename_no_replace(&temp, &dir.join(name))?;
         Ok(f)
     })();
     if result.is_err() {
@@ -379,7 +401,7 @@ pub fn write_ahead(
                 return Ok(WriteAhead {
                     dir,
                     name,
-                    _file: file,
+                    file,
                     capture: capture.clone(),
                 });
             }
@@ -399,7 +421,9 @@ impl WriteAhead {
 
     /// Records the scope the hook resolved, before the capture is sent: a replay after a crash
     /// then sends exactly the request the hook sent (same scope, so same `source_id`), even if
-    /// the binding changed meanwhile. The new file is claimed before it appears; the old one goes.
+    /// the binding changed meanwhile. One small append to the claimed file (a second JSON line):
+    /// a write cut short by a crash is ignored at replay, and then nothing had been sent yet.
+    /// The size in the entry's name stays the size at write time.
     ///
     /// # Errors
     /// The I/O error; the entry with the unresolved query then stays as it was.
@@ -407,16 +431,13 @@ impl WriteAhead {
         if self.capture.query.explicit.as_deref() == Some(scope) {
             return Ok(());
         }
-        let mut pinned = self.capture.clone();
-        pinned.query = ScopeQuery::resolved(scope);
-        let bytes = versioned_bytes(&pinned)?;
-        let created = Entry::parse(&self.name).map_or_else(now_millis, |e| e.created_ms);
-        let name = entry_name(created, bytes.len() as u64, SEQ.fetch_add(1, Ordering::Relaxed));
-        let file = create_locked(&self.dir, &name, &bytes)?;
-        let _ = fs::remove_file(self.dir.join(&self.name));
-        self.name = name;
-        self._file = file;
-        self.capture = pinned;
+        let mut line = serde_json::to_vec(&Pin {
+            pinned_scope: scope.to_owned(),
+        })
+        .map_err(io::Error::other)?;
+        line.push(b'\n');
+        self.file.write_all(&line)?;
+        self.capture.query = ScopeQuery::resolved(scope);
         Ok(())
     }
 
@@ -544,8 +565,18 @@ pub fn claim(state: &StateDir, entry: &Entry) -> Claim {
             return Claim::Corrupt;
         }
     };
-    match parse_versioned::<SpooledCapture>(&path, &bytes) {
-        Ok(Some(c)) => Claim::Ready(Box::new(c), Claimed { path, _file: file }),
+    // The entry, then at most one pin line appended by the hook that resolved its scope.
+    let (head, tail) = match bytes.iter().position(|b| *b == b'\n') {
+        Some(i) => bytes.split_at(i + 1),
+        None => (&bytes[..], &[][..]),
+    };
+    match parse_versioned::<SpooledCapture>(&path, head) {
+        Ok(Some(mut c)) => {
+            if let Ok(pin) = serde_json::from_slice::<Pin>(tail) {
+                c.query = ScopeQuery::resolved(&pin.pinned_scope);
+            }
+            Claim::Ready(Box::new(c), Claimed { path, _file: file })
+        }
         Ok(None) => Claim::Gone,
         Err(StateError::NewerFormat) => Claim::NewerFormat,
         // `parse_versioned` already moved it aside.
@@ -751,16 +782,24 @@ mod tests {
     }
 
     #[test]
-    fn pinned_scope_replaces_the_entry_and_keeps_its_age() {
+    fn pinned_scope_is_what_a_replay_sends() {
         let tmp = tempfile::tempdir().unwrap();
         let state = StateDir::at(tmp.path());
         let mut ahead = write_ahead(&state, &sample("pin me"), &SpoolLimits::DEFAULT).unwrap();
-        let before = list(&state).unwrap();
         ahead.pin_scope("scp_resolved").unwrap();
         drop(ahead);
         let after = list(&state).unwrap();
         assert_eq!(after.len(), 1);
-        assert_eq!(after[0].created_ms, before[0].created_ms);
+        // A pin line cut short by a crash is ignored: the query is resolved again.
+        let path = state.file(DIR).join(&after[0].name);
+        let whole = fs::read(&path).unwrap();
+        fs::write(&path, &whole[..whole.len() - 5]).unwrap();
+        let Claim::Ready(c, claimed) = claim(&state, &after[0]) else {
+            panic!("not claimable")
+        };
+        assert_eq!(c.query, sample("").query);
+        drop(claimed);
+        fs::write(&path, &whole).unwrap();
         let Claim::Ready(c, _) = claim(&state, &after[0]) else {
             panic!("not claimable")
         };
