@@ -1057,6 +1057,10 @@ fn apply_inner(plan: &Plan, paths: &Paths, journal: &mut Journal) -> Result<Regi
     };
     let bytes = install::manifest_bytes(&manifest)?;
     if install::read_opt(&manifest_path)?.as_deref() != Some(&bytes[..]) {
+        // The state directory is the hooks' (0700): created so here rather than with the umask's
+        // mode, which the first hook would have to tighten.
+        let _ = std::os::unix::fs::DirBuilderExt::mode(std::fs::DirBuilder::new().recursive(true), 0o700)
+            .create(&paths.state_root);
         install::write_atomic(&manifest_path, &bytes, false)?;
     }
     Ok(regs)

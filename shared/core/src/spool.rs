@@ -623,23 +623,22 @@ pub fn report_left(component: &'static str, ahead: Option<WriteAhead>, too_large
 }
 
 /// After the answer, for a hook that left a capture in the spool with background draining off:
-/// applies the limits (one listing, off the prompt path) and reports each drop.
+/// applies the limits (one listing, off the prompt path) and reports each drop. A busy or
+/// unusable state is left alone: the capture is already safe, and the next run applies them.
 pub fn enforce_after_answer(env: &Env, component: &str) {
     let result = StateDir::locate(env).and_then(|state| {
-        let lock = state.lock(&Deadline::after(crate::state::HOOK_LOCK_WAIT))?;
+        let lock = state.lock(&Deadline::after(AFTER_ANSWER_LOCK_WAIT))?;
         enforce(&state, &lock, &SpoolLimits::from_env(env))
     });
-    match result {
-        Ok(dropped) => {
-            for d in dropped.diagnostics(component) {
-                emit::diagnostic(&d);
-            }
+    if let Ok(dropped) = result {
+        for d in dropped.diagnostics(component) {
+            emit::diagnostic(&d);
         }
-        Err(e) => emit::diagnostic(
-            &Diagnostic::new(component, Stage::State, Outcome::StateUnavailable).detail(e.detail()),
-        ),
     }
 }
+
+/// How long a hook that already answered waits for the state lock to apply the spool limits.
+const AFTER_ANSWER_LOCK_WAIT: Duration = Duration::from_millis(100);
 
 #[cfg(test)]
 mod tests {

@@ -158,6 +158,9 @@ impl DshSessionBuilder {
         for dir in [&home, &project, &state] {
             fs::create_dir_all(dir).expect("create session dirs");
         }
+        // As the hooks create it: owner-only (a looser one would be tightened and reported).
+        fs::set_permissions(&state, std::os::unix::fs::PermissionsExt::from_mode(0o700))
+            .expect("chmod state dir");
         let log = root.path().join("plugin-log.jsonl");
 
         let path = std::env::join_paths(

@@ -104,6 +104,9 @@ impl OpenCodeSessionBuilder {
         ] {
             fs::create_dir_all(dir).expect("create session dirs");
         }
+        // As the hooks create it: owner-only (a looser one would be tightened and reported).
+        fs::set_permissions(&state, std::os::unix::fs::PermissionsExt::from_mode(0o700))
+            .expect("chmod state dir");
         let dep = json!({"@opencode-ai/plugin": OPENCODE_VERSION});
         fs::write(
             config.join("package.json"),

@@ -140,6 +140,9 @@ impl PiSessionBuilder {
         for dir in [&agent, &project, &state, &payloads] {
             fs::create_dir_all(dir).expect("create session dirs");
         }
+        // As the hooks create it: owner-only (a looser one would be tightened and reported).
+        fs::set_permissions(&state, std::os::unix::fs::PermissionsExt::from_mode(0o700))
+            .expect("chmod state dir");
 
         let mut env = BTreeMap::new();
         let mut path: Vec<PathBuf> = node_dir().into_iter().collect();

@@ -322,6 +322,9 @@ impl HostSessionBuilder {
         for dir in [&home, &project, &state, &payloads] {
             fs::create_dir_all(dir).expect("create session dirs");
         }
+        // As the hooks create it: owner-only (a looser one would be tightened and reported).
+        fs::set_permissions(&state, std::os::unix::fs::PermissionsExt::from_mode(0o700))
+            .expect("chmod state dir");
         let server_url = self
             .server_url
             .clone()
