@@ -938,10 +938,12 @@ fn state_64_concurrent_hooks_with_the_server_down_then_up_make_64_sources() {
     let prompts: Vec<String> = (0..64)
         .map(|i| format!("concurrent offline prompt {i} {tag}"))
         .collect();
+    // A tight budget: a capture that has to queue for a shared lock runs out of it.
+    let budget = [("POWERCONTEXT_CLAUDE_HTTP_BUDGET_SECONDS", "0.5")];
     let children: Vec<_> = prompts
         .iter()
         .enumerate()
-        .map(|(i, p)| spawn_hook(&proxy.url(), &state, p, &format!("t-{i}"), cwd.path(), &[]))
+        .map(|(i, p)| spawn_hook(&proxy.url(), &state, p, &format!("t-{i}"), cwd.path(), &budget))
         .collect();
     for child in children {
         let out = child.wait_with_output().unwrap();
