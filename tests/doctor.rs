@@ -87,6 +87,22 @@ fn green_after_setup_then_red_when_the_plugin_is_removed_behind_our_back() {
     // Setup repairs it.
     setup(&sb, "claude-code", &server.url(), false);
     assert_eq!(doctor(&sb, "claude-code").0, 0);
+
+    // A state directory others can write: a warning with the fix (the next hook tightens it).
+    let state = sb.home().join(".local/state/powercontext-hooks");
+    let mode = |p: &std::path::Path| {
+        std::os::unix::fs::PermissionsExt::mode(&fs::metadata(p).unwrap().permissions()) & 0o777
+    };
+    assert_eq!(
+        mode(&state),
+        0o700,
+        "setup creates the state directory owner-only"
+    );
+    fs::set_permissions(&state, std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
+    let (_, report) = doctor(&sb, "claude-code");
+    let (status, fix) = check(&report, "state directory permissions");
+    assert_eq!(status, "warn", "{report}");
+    assert!(fix.contains("chmod 700"), "{fix}");
 }
 
 #[test]

@@ -880,6 +880,13 @@ fn apply_inner(plan: &Plan, paths: &Paths, journal: &mut Journal) -> Result<Regi
     journal.created_dirs_of(&manifest_path);
     journal.created_dirs_of(&plan.plugin_dir.join("x"));
     journal.file(&manifest_path)?;
+    // The state directory is the hooks' (0700): created so before anything is written under it,
+    // rather than with the umask's mode, which the first hook would have to tighten.
+    if let Some(parent) = paths.state_root.parent() {
+        let _ = std::fs::create_dir_all(parent);
+    }
+    let _ = std::os::unix::fs::DirBuilderExt::mode(&mut std::fs::DirBuilder::new(), 0o700)
+        .create(&paths.state_root);
     for f in &plan.files {
         journal.created_dirs_of(&f.path);
         journal.file(&f.path)?;
@@ -1057,10 +1064,6 @@ fn apply_inner(plan: &Plan, paths: &Paths, journal: &mut Journal) -> Result<Regi
     };
     let bytes = install::manifest_bytes(&manifest)?;
     if install::read_opt(&manifest_path)?.as_deref() != Some(&bytes[..]) {
-        // The state directory is the hooks' (0700): created so here rather than with the umask's
-        // mode, which the first hook would have to tighten.
-        let _ = std::os::unix::fs::DirBuilderExt::mode(std::fs::DirBuilder::new().recursive(true), 0o700)
-            .create(&paths.state_root);
         install::write_atomic(&manifest_path, &bytes, false)?;
     }
     Ok(regs)
