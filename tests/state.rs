@@ -816,13 +816,15 @@ fn flush_env(state: &Path, url: &str) -> Vec<(&'static str, String)> {
             state.to_string_lossy().into_owned(),
         ),
         ("POWERCONTEXT_CLAUDE_SERVER_URL", url.to_owned()),
+        // The shared real Server can be slow while other tests use it.
+        ("POWERCONTEXT_CLAUDE_REQUEST_TIMEOUT_SECONDS", "10".to_owned()),
     ]
 }
 
 fn flush_json(state: &Path, url: &str) -> (Option<i32>, Value) {
     let env = flush_env(state, url);
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    let out = run_cli(&["flush", "--json", "--budget", "20"], &env);
+    let out = run_cli(&["flush", "--json", "--budget", "60"], &env);
     let report = serde_json::from_slice(&out.stdout)
         .unwrap_or_else(|_| panic!("flush said: {}", String::from_utf8_lossy(&out.stderr)));
     (out.status.code(), report)
@@ -1247,6 +1249,7 @@ fn state_replayed_pi_captures_for_a_server_without_a_model_leave_no_ledger_entry
     let env = [
         ("POWERCONTEXT_HOOKS_STATE_DIR", st.as_str()),
         ("POWERCONTEXT_PI_SERVER_URL", url.as_str()),
+        ("POWERCONTEXT_PI_REQUEST_TIMEOUT_SECONDS", "10"),
     ];
     let first = run_cli(&["flush", "--json"], &env);
     let report: Value = serde_json::from_slice(&first.stdout).unwrap();

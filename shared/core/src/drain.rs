@@ -517,6 +517,7 @@ pub fn spawn_if_needed(env: &Env) {
         .create(true)
         .truncate(false)
         .mode(0o600)
+        .custom_flags(lock::no_follow_flags())
         .open(&stamp)
         .and_then(|f| f.set_modified(SystemTime::now()));
     if touched.is_err() {
