@@ -9,6 +9,7 @@
 use std::io::Write;
 use std::sync::{Mutex, MutexGuard, TryLockError};
 
+use crate::journal;
 use crate::outcome::Diagnostic;
 
 static LOCK: Mutex<()> = Mutex::new(());
@@ -31,6 +32,7 @@ pub fn stdout_line(line: &str) {
 
 /// Writes one diagnostic line to stderr.
 pub fn diagnostic(d: &Diagnostic) {
+    journal::observe(d);
     let line = d.to_line();
     let _guard = lock();
     let mut err = std::io::stderr().lock();
@@ -41,6 +43,8 @@ pub fn diagnostic(d: &Diagnostic) {
 /// the panic hook: both must fail open.
 #[allow(clippy::exit, reason = "fail-open exit from the watchdog and the panic hook")]
 pub fn exit_quietly() -> ! {
+    // The run is journaled first (it never touches this module's lock).
+    journal::finish_abrupt();
     // A line being written by another thread is finished first; if this thread itself holds the
     // lock (a panic inside a write), exit at once rather than deadlock.
     let guard = match LOCK.try_lock() {

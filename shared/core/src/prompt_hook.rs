@@ -15,6 +15,7 @@ use crate::drain;
 use crate::emit;
 use crate::env::Env;
 use crate::host::Integration;
+use crate::journal;
 use crate::outcome::{Diagnostic, Outcome, Stage};
 use crate::payload::{self, first_text};
 use crate::process;
@@ -96,6 +97,7 @@ pub fn parse_event(profile: &PromptHookProfile, bytes: &[u8]) -> Result<PromptEv
     }
     let event = v.get("hook_event_name").and_then(Value::as_str).unwrap_or("");
     let normalized = event.replace('_', "").to_ascii_lowercase();
+    journal::set_event(event_word(&normalized));
     if normalized == "stop" || normalized == "sessionend" {
         return Err(SkipReason::Boundary);
     }
@@ -122,6 +124,17 @@ pub fn parse_event(profile: &PromptHookProfile, bytes: &[u8]) -> Result<PromptEv
     })
 }
 
+/// The journal's name for a (normalized) hook event: a closed word, never payload text.
+fn event_word(normalized: &str) -> &'static str {
+    match normalized {
+        "userpromptsubmit" => "UserPromptSubmit",
+        "stop" => "Stop",
+        "sessionend" => "SessionEnd",
+        "sessionstart" => "SessionStart",
+        _ => "other",
+    }
+}
+
 /// Runs a `UserPromptSubmit` hook process end to end and returns its exit code (always 0).
 #[must_use]
 pub fn main(profile: &PromptHookProfile) -> ExitCode {
@@ -132,6 +145,7 @@ pub fn main(profile: &PromptHookProfile) -> ExitCode {
     let component = profile.integration.component();
     process::install_panic_hook(component);
     let env = Env::from_process();
+    let _journal = journal::start(profile.integration, "unknown", &env, start);
     if env.text(vars::FAULT) == Some("panic") {
         panic!("fault injection requested by {}", vars::FAULT);
     }

@@ -14,6 +14,7 @@ use std::process::ExitCode;
 use serde_json::json;
 
 use crate::emit;
+use crate::journal;
 
 /// What a hook run decided to give the host.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -54,12 +55,16 @@ pub fn render(protocol: Protocol, answer: &Answer) -> Option<String> {
     }
 }
 
-/// Writes the answer and returns the exit code (always success).
+/// Writes the answer, then the run's journal record, and returns the exit code (always success).
 #[must_use]
 pub fn deliver(protocol: Protocol, answer: &Answer) -> ExitCode {
     if let Some(line) = render(protocol, answer) {
         emit::stdout_line(&line);
     }
+    journal::finish(match answer {
+        Answer::Context(text) => Some(text.len()),
+        Answer::Nothing => None,
+    });
     ExitCode::SUCCESS
 }
 

@@ -13,6 +13,7 @@ use crate::emit;
 use crate::env::Env;
 use crate::host::Integration;
 use crate::http::Transport;
+use crate::journal;
 use crate::ledger;
 use crate::outcome::{Diagnostic, Failure, Outcome, Stage};
 use crate::recall;
@@ -164,7 +165,10 @@ impl<'a> Turn<'a> {
     #[must_use]
     pub fn recall(&self, scope: &str, query: &str, max_bytes: u32) -> Option<String> {
         match recall::prepare(&self.transport, scope, query, max_bytes) {
-            Ok(PreparedContext::Ready(text)) => Some(text),
+            Ok(PreparedContext::Ready(text)) => {
+                journal::note_recalled(text.len());
+                Some(text)
+            }
             Ok(PreparedContext::Empty) => {
                 let mut d = self.diag(Stage::Prepare, Outcome::Empty).status(Some(200));
                 d.context_status = Some("empty");
@@ -184,7 +188,10 @@ impl<'a> Turn<'a> {
     #[must_use]
     pub fn send(&self, scope: &str, capture: &Capture) -> Option<u64> {
         match capture::send(&self.transport, &capture.request(self.integration, scope)) {
-            Ok(position) => Some(position),
+            Ok(position) => {
+                journal::note_delivered();
+                Some(position)
+            }
             Err(f) => {
                 self.report(Stage::Capture, f);
                 if drain::is_retryable(&f) {
