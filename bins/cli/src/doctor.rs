@@ -326,27 +326,33 @@ fn check_host(host: Host, paths: &Paths, locate: &Locate, cwd: &Path) -> Report 
         let now = std::fs::read_to_string(&e.path)
             .ok()
             .and_then(|t| jsonc::get(&t, &e.parent, &e.key).ok().flatten());
+        // A root member is Claude Code's status line: optional, so its loss is only a warning.
+        let (name, optional) = if e.parent.is_empty() {
+            ("status line", true)
+        } else {
+            ("mcp entry", false)
+        };
+        let member = e.member();
         match now {
-            Some(v) if value_digest(&v) == e.sha256 => r.ok(
-                "installed",
-                "mcp entry",
-                format!("{}.{} in {}", e.parent, e.key, e.path.display()),
-            ),
+            Some(v) if value_digest(&v) == e.sha256 => {
+                r.ok("installed", name, format!("{member} in {}", e.path.display()))
+            }
             Some(_) => r.warn(
                 "installed",
-                "mcp entry",
-                format!(
-                    "{}.{} in {} was changed since setup",
-                    e.parent,
-                    e.key,
-                    e.path.display()
-                ),
+                name,
+                format!("{member} in {} was changed since setup", e.path.display()),
                 &setup_cmd,
+            ),
+            None if optional => r.warn(
+                "installed",
+                name,
+                format!("{member} is missing from {}", e.path.display()),
+                format!("{setup_cmd} --statusline"),
             ),
             None => r.fail(
                 "installed",
-                "mcp entry",
-                format!("{}.{} is missing from {}", e.parent, e.key, e.path.display()),
+                name,
+                format!("{member} is missing from {}", e.path.display()),
                 &setup_cmd,
             ),
         }
