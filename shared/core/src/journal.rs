@@ -251,30 +251,32 @@ fn with_run(f: impl FnOnce(&mut Run)) {
 
 /// Records one emitted diagnostic (stage, outcome and the capture's fate).
 pub fn observe(d: &Diagnostic) {
-    with_run(|r| {
-        if r.stages.len() < MAX_STAGES && r.stages.last() != Some(&(d.event, d.outcome)) {
-            r.stages.push((d.event, d.outcome));
+    with_run(|r| apply(r, d));
+}
+
+fn apply(r: &mut Run, d: &Diagnostic) {
+    if r.stages.len() < MAX_STAGES && r.stages.last() != Some(&(d.event, d.outcome)) {
+        r.stages.push((d.event, d.outcome));
+    }
+    match d.outcome {
+        Outcome::CaptureSpooled => r.capture = Some("spooled"),
+        Outcome::CaptureSkippedSecret => {
+            r.capture = Some("skipped");
+            r.rule = Some(d.detail.unwrap_or("secret"));
         }
-        match d.outcome {
-            Outcome::CaptureSpooled => r.capture = Some("spooled"),
-            Outcome::CaptureSkippedSecret => {
-                r.capture = Some("skipped");
-                r.rule = Some(d.detail.unwrap_or("secret"));
-            }
-            Outcome::CaptureSkippedTooLarge => {
-                r.capture = Some("skipped");
-                r.rule = Some("too_large");
-            }
-            Outcome::CaptureSkippedLossy => {
-                r.capture = Some("skipped");
-                r.rule = Some("lossy");
-            }
-            o if d.event == Stage::Capture && is_failure(o) && r.capture.is_none() => {
-                r.capture = Some("failed");
-            }
-            _ => {}
+        Outcome::CaptureSkippedTooLarge => {
+            r.capture = Some("skipped");
+            r.rule = Some("too_large");
         }
-    });
+        Outcome::CaptureSkippedLossy => {
+            r.capture = Some("skipped");
+            r.rule = Some("lossy");
+        }
+        o if d.event == Stage::Capture && is_failure(o) && r.capture.is_none() => {
+            r.capture = Some("failed");
+        }
+        _ => {}
+    }
 }
 
 /// Records a ready context of `bytes` (a success writes no diagnostic).
@@ -565,6 +567,70 @@ mod tests {
             ms,
             ..Record::default()
         }
+    }
+
+    fn run() -> Run {
+        Run {
+            host: Integration::Codex,
+            event: "UserPromptSubmit",
+            started: Instant::now(),
+            dir: PathBuf::new(),
+            stages: Vec::new(),
+            recalled: None,
+            capture: None,
+            rule: None,
+            done: false,
+        }
+    }
+
+    fn d(stage: Stage, outcome: Outcome) -> Diagnostic {
+        Diagnostic::new("powercontext.codex", stage, outcome)
+    }
+
+    #[test]
+    fn outcome_is_the_first_failure_else_ready_empty_or_skipped() {
+        let mut r = run();
+        assert_eq!(build(&r, 0).outcome, "skipped");
+        apply(&mut r, &d(Stage::Prepare, Outcome::Empty));
+        assert_eq!(build(&r, 0).outcome, "empty");
+        apply(
+            &mut r,
+            &d(Stage::Capture, Outcome::CaptureSkippedSecret).detail("private_key"),
+        );
+        let rec = build(&r, 0);
+        assert_eq!(
+            (rec.outcome.as_str(), rec.capture.as_deref(), rec.rule.as_deref()),
+            ("empty", Some("skipped"), Some("private_key"))
+        );
+        let mut r = run();
+        apply(&mut r, &d(Stage::Scope, Outcome::ServerUnavailable));
+        apply(&mut r, &d(Stage::Capture, Outcome::CaptureSpooled));
+        apply(&mut r, &d(Stage::Process, Outcome::Timeout));
+        let rec = build(&r, 0);
+        assert_eq!(rec.outcome, "server_unavailable");
+        assert_eq!(rec.capture.as_deref(), Some("spooled"));
+        assert_eq!(
+            rec.stages,
+            [
+                "scope_resolve:server_unavailable",
+                "source_capture:capture_spooled",
+                "process:timeout"
+            ]
+        );
+        let mut r = run();
+        apply(&mut r, &d(Stage::Capture, Outcome::CaptureConflict));
+        r.recalled = Some(10);
+        let rec = build(&r, 10);
+        assert_eq!(
+            (rec.outcome.as_str(), rec.capture.as_deref(), rec.injected),
+            ("capture_conflict", Some("failed"), 10)
+        );
+        let mut r = run();
+        for _ in 0..20 {
+            apply(&mut r, &d(Stage::State, Outcome::StateUnavailable));
+            apply(&mut r, &d(Stage::State, Outcome::Skipped));
+        }
+        assert_eq!(build(&r, 0).stages.len(), MAX_STAGES);
     }
 
     #[test]
