@@ -13,6 +13,10 @@ use serde_json::{Value, json};
 
 use crate::support::{CLAUDE, CLI, CODEX};
 
+const PI: &str = env!("CARGO_BIN_EXE_powercontext-hook-pi");
+const OPENCODE: &str = env!("CARGO_BIN_EXE_powercontext-hook-opencode");
+const DSH: &str = env!("CARGO_BIN_EXE_powercontext-hook-dsh");
+
 const PROMPT: &str = "How do we deploy the JOURNALPROMPTMARK service?";
 const SCOPE: &str = "scp_JOURNALSCOPEMARK0000000";
 const CONTENT: &str = "JOURNALCONTEXTMARK: deploy with the blue-green script";
@@ -355,5 +359,63 @@ fn status_figures_from_a_known_journal() {
     assert!(
         text.contains("codex UserPromptSubmit: last fired 30 min ago (ready); 4 run(s), 1 failed; p50 20 ms, p95 40 ms; 3.5 KB injected; captures 2 delivered, 1 spooled, 1 skipped"),
         "{text}"
+    );
+}
+
+#[test]
+fn journal_names_each_hosts_events() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let st = state.to_string_lossy().into_owned();
+    let down = closed_port_url();
+    let runs: [(&str, &[&str], Value, &str, &str); 5] = [
+        (
+            OPENCODE,
+            &["inject"],
+            json!({"messages": []}),
+            "opencode",
+            "messages.transform",
+        ),
+        (
+            OPENCODE,
+            &["forget"],
+            json!({"session_id": "s"}),
+            "opencode",
+            "session.deleted",
+        ),
+        (PI, &["flush"], json!({"event": "agent_end"}), "pi", "boundary"),
+        (
+            PI,
+            &["before-agent-start"],
+            json!({"prompt": PROMPT, "system_prompt": "base", "cwd": "/", "session_id": "s", "branch_roles": ["user"]}),
+            "pi",
+            "before_agent_start",
+        ),
+        (DSH, &["pre-step"], json!({}), "dsh", "agent/pre-step"),
+    ];
+    for (exe, args, payload, host, event) in runs {
+        let out = HookCmd::new(exe)
+            .args(args.iter().copied())
+            .env("POWERCONTEXT_HOOKS_STATE_DIR", st.clone())
+            .env(
+                &format!("POWERCONTEXT_{}_SERVER_URL", host.to_ascii_uppercase()),
+                down.clone(),
+            )
+            .stdin_json(&payload)
+            .run();
+        out.assert_fail_open();
+        let r = last(&state, host);
+        assert_eq!(r["event"], event, "{r}");
+        assert_eq!(r["host"], host, "{r}");
+    }
+    // Pi's prompt went to a closed port: its capture was spooled, and the journal says so.
+    let pi = records(&state, "pi");
+    assert_eq!(pi.len(), 2);
+    assert_eq!(pi[1]["outcome"], "server_unavailable", "{}", pi[1]);
+    assert_eq!(pi[1]["capture"], "spooled", "{}", pi[1]);
+    assert!(
+        !std::fs::read_to_string(state.join("journal-pi.jsonl"))
+            .unwrap()
+            .contains("JOURNALPROMPTMARK")
     );
 }
