@@ -3,7 +3,7 @@
 //! durations, bytes injected, capture fates. Content-free by construction: the journal holds only
 //! closed words and numbers. It never calls the network and never takes the state lock.
 
-use std::io::{IsTerminal, Read};
+use std::io::{IsTerminal, Read, Write};
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -165,7 +165,8 @@ pub fn statusline() -> ExitCode {
         }
         Err(_) => "PC · no state directory".to_owned(),
     };
-    println!("{line}");
+    // A closed stdout must not turn into a panic: the status line never fails.
+    let _ = writeln!(std::io::stdout(), "{line}");
     ExitCode::SUCCESS
 }
 

@@ -543,14 +543,19 @@ pub fn summarize(records: &[Record], now_ms: u64) -> Vec<Summary> {
         }
         durations.push(r.ms);
     }
-    out.into_iter()
+    let mut out: Vec<Summary> = out
+        .into_iter()
         .map(|(mut s, mut d)| {
             d.sort_unstable();
             s.p50_ms = percentile(&d, 50);
             s.p95_ms = percentile(&d, 95);
             s
         })
-        .collect()
+        .collect();
+    // A stable order for people and scripts: hosts in documentation order, then events by name.
+    let rank = |host: &str| Integration::ALL.iter().position(|i| i.as_str() == host);
+    out.sort_by(|a, b| (rank(&a.host), &a.event).cmp(&(rank(&b.host), &b.event)));
+    out
 }
 
 #[cfg(test)]
@@ -707,7 +712,8 @@ mod tests {
         records.push(record(now - 5, "Stop", "skipped", 2));
         let s = summarize(&records, now);
         assert_eq!(s.len(), 2);
-        let ups = &s[0];
+        assert_eq!(s[0].event, "Stop");
+        let ups = &s[1];
         assert_eq!(ups.event, "UserPromptSubmit");
         assert_eq!(ups.retained, 6);
         assert_eq!(ups.runs_24h, 5);
@@ -719,7 +725,6 @@ mod tests {
         assert_eq!(ups.injected_bytes_24h, 400);
         assert_eq!(ups.captures_delivered_24h, 4);
         assert_eq!(ups.captures_spooled_24h, 1);
-        assert_eq!(s[1].event, "Stop");
-        assert_eq!(s[1].failures_24h, 0);
+        assert_eq!(s[0].failures_24h, 0);
     }
 }
