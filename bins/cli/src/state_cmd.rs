@@ -113,6 +113,7 @@ pub fn status(args: &StatusArgs) -> anyhow::Result<ExitCode> {
     };
     let last_age = last.as_ref().map(|l| now_secs().saturating_sub(l.finished));
     let last_error = last.as_ref().and_then(|l| l.report.last_error.clone());
+    let hooks = crate::activity::summaries(&state, now);
     if args.json {
         let v = json!({
             "state_dir": state.path().to_string_lossy(),
@@ -123,10 +124,14 @@ pub fn status(args: &StatusArgs) -> anyhow::Result<ExitCode> {
             "last_drain_age_seconds": last_age,
             "last_error": last_error,
             "problems": problems,
+            "hooks": crate::activity::to_json(&hooks, now),
         });
         println!("{v}");
     } else {
         println!("state directory: {}", state.path().display());
+        for line in crate::activity::lines(&hooks, now) {
+            println!("{line}");
+        }
         println!("pending flushes: {pending} scope(s)");
         match spool.oldest_age_secs {
             Some(age) => println!(

@@ -14,6 +14,7 @@ use crate::emit;
 use crate::env::Env;
 use crate::host::Integration;
 use crate::http::Transport;
+use crate::journal;
 use crate::ledger;
 use crate::outcome::{Diagnostic, Failure, Outcome, Stage};
 use crate::recall;
@@ -339,7 +340,10 @@ impl<'a> Turn<'a> {
 
     fn prepare(&self, scope: &str, query: &str, max_bytes: u32, receipt: Option<&str>) -> Option<String> {
         match recall::prepare_citing(&self.transport, scope, query, max_bytes, receipt) {
-            Ok(PreparedContext::Ready(text)) => Some(text),
+            Ok(PreparedContext::Ready(text)) => {
+                journal::note_recalled(text.len());
+                Some(text)
+            }
             Ok(PreparedContext::Empty) => {
                 let mut d = self.diag(Stage::Prepare, Outcome::Empty).status(Some(200));
                 d.context_status = Some("empty");
@@ -359,7 +363,10 @@ impl<'a> Turn<'a> {
     #[must_use]
     pub fn send(&self, scope: &str, capture: &Capture) -> Option<u64> {
         match capture::send(&self.transport, &capture.request(self.integration, scope)) {
-            Ok(position) => Some(position),
+            Ok(position) => {
+                journal::note_delivered();
+                Some(position)
+            }
             Err(f) => {
                 self.report(Stage::Capture, f);
                 if drain::is_retryable(&f) {
