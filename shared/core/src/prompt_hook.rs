@@ -285,6 +285,10 @@ pub fn lifecycle(
                 return Answer::Nothing;
             };
             let turn = turn.in_session(session_id.as_deref());
+            if !settings.bootstrap.value {
+                turn.session_start_offline(*lifecycle);
+                return Answer::Nothing;
+            }
             let query = ScopeQuery::for_event(
                 profile.integration,
                 settings.scope_id.value.as_deref(),
@@ -294,6 +298,7 @@ pub fn lifecycle(
                 crate::workspace::Discovery::for_env(env),
             );
             let Some(scope) = turn.resolve(query, None) else {
+                turn.session_start_offline(*lifecycle);
                 return Answer::Nothing;
             };
             turn.session_start(&scope, *lifecycle)

@@ -280,6 +280,22 @@ pub fn read_versioned<T: DeserializeOwned>(path: &Path) -> Result<Option<T>, Sta
     }
 }
 
+/// Parses versioned JSON bytes already read: a newer format is [`StateError::NewerFormat`], an
+/// unparsable text [`StateError::Corrupt`] (nothing is moved: the caller owns the file).
+///
+/// # Errors
+/// As described.
+pub fn parse_versioned<T: DeserializeOwned>(bytes: &[u8]) -> Result<Option<T>, StateError> {
+    let value: Value = serde_json::from_slice(bytes).map_err(|_| StateError::Corrupt)?;
+    match value.get("format").and_then(Value::as_u64) {
+        Some(f) if f > FORMAT => Err(StateError::NewerFormat),
+        Some(_) => serde_json::from_value::<T>(value)
+            .map(Some)
+            .map_err(|_| StateError::Corrupt),
+        None => Err(StateError::Corrupt),
+    }
+}
+
 fn set_aside(path: &Path) -> StateError {
     let mut aside = path.as_os_str().to_owned();
     aside.push(".corrupt");
