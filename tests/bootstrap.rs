@@ -91,7 +91,7 @@ fn ready_empty_and_skipped_packages_validate_exactly() {
     };
     assert!(content.contains("orchid-vane-5"), "{content}");
     assert_eq!(items.len(), 1);
-    assert_eq!(items[0].key, format!("atomic-memory/{artifact}@1"));
+    assert_eq!(items[0].key, format!("atomic-memory {artifact} 1"));
     // A retry of the same event gets the same pending receipt.
     let Bootstrap::Ready {
         receipt_id: again, ..

@@ -243,3 +243,55 @@ fn opencode_doctor_green_then_red_for_token_server_and_removal() {
 fn dsh_doctor_green_then_red_for_token_server_and_removal() {
     package_host_doctor("dsh", "plugin in config");
 }
+
+/// The `firing` check: (status, detail, fix).
+fn firing(report: &Value) -> (String, String, String) {
+    let c = report["hosts"][0]["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["check"] == "firing")
+        .unwrap_or_else(|| panic!("no firing line: {report}"));
+    (
+        c["status"].as_str().unwrap().to_owned(),
+        c["detail"].as_str().unwrap().to_owned(),
+        c["fix"].as_str().unwrap_or("").to_owned(),
+    )
+}
+
+#[test]
+fn firing_line_for_a_host_that_never_ran_its_hook_then_after_a_real_run() {
+    let sb = Sandbox::new();
+    setup(&sb, "claude-code", &closed_port_url(), false);
+    // Doctor's own synthetic run (it runs the hook) must not count as the host firing.
+    for _ in 0..2 {
+        let (_, report) = doctor(&sb, "claude-code");
+        let (status, detail, fix) = firing(&report);
+        assert_eq!(status, "warn", "{report}");
+        assert!(detail.contains("has not run our hook since setup"), "{detail}");
+        assert!(detail.contains("plugin is disabled"), "{detail}");
+        assert!(
+            fix.contains("claude plugin enable powercontext@powercontext"),
+            "{fix}"
+        );
+    }
+    // The host fires (its hook executable, run as Claude Code runs it, in the same HOME).
+    let payload = serde_json::json!({"hook_event_name": "UserPromptSubmit", "cwd": sb.project(),
+        "prompt": "firing check", "session_id": "s-1"});
+    let mut child = std::process::Command::new(crate::support::CLAUDE)
+        .env_clear()
+        .envs(&sb.env)
+        .env("POWERCONTEXT_HOOKS_NO_BACKGROUND_DRAIN", "1")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::io::Write::write_all(&mut child.stdin.take().unwrap(), payload.to_string().as_bytes()).unwrap();
+    assert!(child.wait().unwrap().success());
+    let (_, report) = doctor(&sb, "claude-code");
+    let (status, detail, _) = firing(&report);
+    assert_eq!(status, "ok", "{report}");
+    assert!(detail.contains("UserPromptSubmit server_unavailable"), "{detail}");
+    assert!(detail.contains("1 run(s) in 24 h, 1 failed"), "{detail}");
+}

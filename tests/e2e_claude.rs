@@ -12,3 +12,8 @@ host_scenarios!(Host::ClaudeCode);
 fn context_never_exceeds_claude_limit() {
     scenario::claude_context_stays_under_limit();
 }
+
+#[test]
+fn status_line_shows_what_the_hook_did_in_real_turns() {
+    scenario::claude_status_line_after_real_turns();
+}

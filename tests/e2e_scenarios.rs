@@ -682,3 +682,69 @@ pub fn bootstrap_and_no_repeats(host: Host) {
         "an injected receipt was recorded: {text}"
     );
 }
+
+/// Runs `powercontext-hooks statusline` on the session's state with Claude Code's status-line
+/// payload (the committed fixture, its paths pointed at the session) on stdin.
+fn statusline_for(session: &HostSession) -> String {
+    let mut payload: Value = serde_json::from_str(
+        &std::fs::read_to_string(Host::ClaudeCode.fixtures_dir().join("statusline.json")).expect("fixture"),
+    )
+    .expect("fixture is JSON");
+    let project = session.project_dir().display().to_string();
+    payload["cwd"] = json!(project);
+    payload["workspace"] = json!({"current_dir": project, "project_dir": project});
+    let mut child = Command::new(env!("CARGO_BIN_EXE_powercontext-hooks"))
+        .arg("statusline")
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .env("POWERCONTEXT_HOOKS_STATE_DIR", session.state_dir())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run statusline");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(payload.to_string().as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "statusline exit: {:?}", out.status);
+    assert!(out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).expect("UTF-8 status line")
+}
+
+/// Claude Code's status line after real `claude -p` turns: what the journal recorded for the
+/// hook Claude Code ran (context recalled, or the Server down with the prompt spooled).
+pub fn claude_status_line_after_real_turns() {
+    let host = Host::ClaudeCode;
+    let world = World::new(host, RealServer::shared(), "statusline");
+    world.server.remember(
+        &world.scope,
+        "The heron4 batch importer writes to the bucket heron-archive-9.",
+    );
+    let session = world.session().build();
+    assert_eq!(statusline_for(&session), "PC · no prompt hook run yet\n");
+    let prompt = "Where does the heron4 batch importer write?";
+    session.prompt(prompt).assert_completed(REPLY);
+    let (_, context) = world.last_turn_context(1);
+    assert!(context.is_some_and(|c| c.contains("heron-archive-9")));
+    let line = statusline_for(&session);
+    let rest = line
+        .strip_prefix("PC ✓ ")
+        .and_then(|l| l.strip_suffix(" ms · 1 recalled · 0 pending\n"))
+        .unwrap_or_else(|| panic!("unexpected status line: {line:?}"));
+    assert!(rest.parse::<u64>().is_ok(), "{line:?}");
+    let journal = std::fs::read_to_string(session.state_dir().join("journal-claude-code.jsonl")).unwrap();
+    assert!(!journal.contains("heron"), "{journal}");
+    assert!(!journal.contains(&world.scope), "{journal}");
+
+    let down = HostSession::builder(host, &world.model)
+        .hook(&hook_exe(host))
+        .server_url(&closed_port_url())
+        .build();
+    down.prompt("Where does the heron4 importer write when offline?")
+        .assert_completed(REPLY);
+    assert_eq!(statusline_for(&down), "PC ✗ server down · 1 spooled\n");
+}

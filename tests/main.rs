@@ -14,6 +14,7 @@ mod e2e_opencode;
 mod e2e_pi;
 mod e2e_scenarios;
 mod fault;
+mod journal;
 mod negative;
 mod opencode;
 mod pi;

@@ -124,9 +124,19 @@ impl HostCase {
     /// Runs one turn of `prompt` as the host would.
     fn turn_of(&self, exe: &str, prompt: &str, url: &str, extra: &[(&str, &str)]) -> TurnResult {
         let dir = tempfile::tempdir().unwrap();
-        let (cwd, state) = (dir.path().join("work"), dir.path().join("state"));
+        self.turn_in(dir.path(), exe, prompt, url, extra)
+    }
+
+    /// Runs one turn of `prompt` with the work area and state dir under `dir` (shared by the
+    /// turns of one session).
+    fn turn_in(&self, dir: &Path, exe: &str, prompt: &str, url: &str, extra: &[(&str, &str)]) -> TurnResult {
+        let (cwd, state) = (dir.join("work"), dir.join("state"));
         std::fs::create_dir_all(&cwd).unwrap();
         let cwd_text = cwd.to_string_lossy().into_owned();
+        // Turns of one session differ by their prompt: DSH recalls once per turn number and
+        // OpenCode keys its turn on the message id.
+        let turn_no = prompt.len();
+        let message_id = format!("msg_neg_{turn_no}");
         match self.name {
             "claude-code" | "codex" => {
                 let out = self
@@ -154,7 +164,7 @@ impl HostCase {
                 }
             }
             "dsh" => {
-                let payload = json!({"session": {"id": "neg-session", "cwd": cwd_text}, "turn": 1, "step": 1,
+                let payload = json!({"session": {"id": "neg-session", "cwd": cwd_text}, "turn": turn_no, "step": 1,
                                      "messages": [{"source": {"kind": "user"}, "content": [{"type": "text", "text": prompt}]}]});
                 let out = self
                     .cmd(exe, url, &state, extra)
@@ -168,7 +178,7 @@ impl HostCase {
                 }
             }
             "opencode" => {
-                let prepare = json!({"session_id": "ses_neg", "message_id": "msg_neg_1", "created_ms": 1,
+                let prepare = json!({"session_id": "ses_neg", "message_id": message_id, "created_ms": turn_no,
                                      "parts": [{"type": "text", "text": prompt, "synthetic": false}],
                                      "directory": cwd_text});
                 let first = self
@@ -176,7 +186,7 @@ impl HostCase {
                     .arg("prepare")
                     .stdin_json(&prepare)
                     .run();
-                let transform = json!({"messages": [{"id": "msg_neg_1", "session_id": "ses_neg", "role": "user",
+                let transform = json!({"messages": [{"id": message_id, "session_id": "ses_neg", "role": "user",
                                                      "synthetic_texts": []}]});
                 let second = self
                     .cmd(exe, url, &state, extra)
@@ -739,4 +749,51 @@ fn every_host_fails_open_when_the_bootstrap_misbehaves() {
         0,
         "a redirect target never hears from any host"
     );
+}
+
+#[test]
+fn a_recalled_item_is_injected_once_per_window_where_injections_persist() {
+    // The Server's envelope, with one cited item.
+    let cited = format!(
+        "Policy.\n\nBEGIN_POWERCONTEXT_PREPARED_CONTEXT_V1\n{}\nEND_POWERCONTEXT_PREPARED_CONTEXT_V1",
+        json!({"trust": "untrusted_history", "items": [{"citation": {"artifact_ref":
+               {"family": "atomic-memory", "artifact_id": "art_neg", "revision": 1}},
+               "content": CONTENT, "truncated": false, "kind": "atomic-memory"}]})
+    );
+    for host in HOSTS {
+        let body = cited.clone();
+        let s = server(move || Reply::json(200, &ready(&body)));
+        let dir = tempfile::tempdir().unwrap();
+        let first = host.turn_in(dir.path(), host.exe, PROMPT, &s.url(), &[]);
+        first.assert_fail_open(host.name);
+        assert!(
+            first.injected.as_deref().is_some_and(|t| t.contains(CONTENT)),
+            "{}",
+            host.name
+        );
+        let again = format!("{PROMPT} Once more.");
+        let second = host.turn_in(dir.path(), host.exe, &again, &s.url(), &[]);
+        second.assert_fail_open(host.name);
+        match host.name {
+            // Their hook context and plugin messages stay in the conversation.
+            "claude-code" | "codex" | "dsh" => {
+                assert_eq!(second.injected, None, "{}: injected twice", host.name);
+                assert!(
+                    second
+                        .diagnostics()
+                        .iter()
+                        .any(|d| d["detail"] == "already_injected"),
+                    "{}: {}",
+                    host.name,
+                    second.stderr()
+                );
+            }
+            // Pi's system prompt and OpenCode's transform last one turn: every turn carries it.
+            _ => assert!(
+                second.injected.as_deref().is_some_and(|t| t.contains(CONTENT)),
+                "{}: the second turn lost its context",
+                host.name
+            ),
+        }
+    }
 }

@@ -759,3 +759,85 @@ fn foreign_same_name_files_and_entries_are_refused_before_any_write() {
     );
     assert_eq!(sb.tree(), before);
 }
+
+/// The `statusLine` member of Claude Code's settings in the sandbox.
+fn claude_statusline(sb: &Sandbox) -> Option<Value> {
+    let v: Value =
+        serde_json::from_slice(&fs::read(sb.home().join(".claude/settings.json")).unwrap()).unwrap();
+    v.get("statusLine").cloned()
+}
+
+#[test]
+fn claude_code_statusline_is_opt_in_runs_our_cli_and_uninstalls_cleanly() {
+    let sb = Sandbox::new();
+    seed_foreign(&sb);
+    let url = "http://127.0.0.1:9";
+
+    // Without the flag: no status line.
+    let (code, out, err) = sb.cli_json(&setup_args("claude-code", url));
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert_eq!(claude_statusline(&sb), None);
+
+    // Opt in: our CLI's `statusline` command, and the user's settings intact.
+    let mut args = setup_args("claude-code", url);
+    args.push("--statusline");
+    let (code, out, err) = sb.cli_json(&args);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert_eq!(out["host_config"]["key"], "statusLine", "{out}");
+    let line = claude_statusline(&sb).expect("statusLine installed");
+    assert_eq!(line["type"], "command");
+    let command = line["command"].as_str().unwrap();
+    assert_eq!(command, format!("{CLI} statusline"));
+    assert_foreign_host_settings_kept(&sb, "claude-code");
+    // The command itself answers one line from the (empty) journal, exit 0.
+    let run = Command::new("sh")
+        .args(["-c", command])
+        .env_clear()
+        .envs(&sb.env)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert!(run.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&run.stdout),
+        "PC · no prompt hook run yet\n"
+    );
+
+    // A plain re-run keeps it and changes nothing.
+    let installed = sb.tree();
+    let (code, out, _) = sb.cli_json(&setup_args("claude-code", url));
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(out["result"], "unchanged", "{out}");
+    assert_eq!(sb.tree(), installed);
+
+    // Uninstall removes ours; the rest of the settings is as the user had it.
+    let (code, out, _) = sb.cli_json(&["uninstall", "claude-code"]);
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(claude_statusline(&sb), None);
+    assert_foreign_host_settings_kept(&sb, "claude-code");
+}
+
+#[test]
+fn claude_code_statusline_never_replaces_the_users_own() {
+    let sb = Sandbox::new();
+    let theirs = "{\n  \"model\": \"my-model\",\n  \"statusLine\": {\"type\": \"command\", \"command\": \"~/.claude/my-line.sh\"}\n}\n";
+    fs::write(sb.home().join(".claude/settings.json"), theirs).unwrap();
+    let mut args = setup_args("claude-code", "http://127.0.0.1:9");
+    args.push("--statusline");
+    let (code, out, err) = sb.cli_json(&args);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(
+        out["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|w| w.as_str().unwrap().contains("already has a status line")),
+        "{out}"
+    );
+    assert_eq!(out["host_config"], Value::Null, "{out}");
+    let was: Value = serde_json::from_str(theirs).unwrap();
+    assert_eq!(claude_statusline(&sb), Some(was["statusLine"].clone()));
+    let (code, out, _) = sb.cli_json(&["uninstall", "claude-code"]);
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(claude_statusline(&sb), Some(was["statusLine"].clone()));
+}

@@ -25,6 +25,7 @@ use powercontext_hooks_core::deadline::Deadline;
 use powercontext_hooks_core::endpoint::BaseUrl;
 use powercontext_hooks_core::env::Env;
 use powercontext_hooks_core::http::Transport;
+use powercontext_hooks_core::journal;
 use powercontext_hooks_core::ledger;
 use powercontext_hooks_core::recall;
 use powercontext_hooks_core::spool;
@@ -470,6 +471,7 @@ fn main() {
     bench_spool(&ctx, &mut report);
     bench_write_ahead(&ctx, &mut report);
     bench_burst(&ctx, main.single_p50, &mut report);
+    bench_journal(&ctx, &mut report);
     bench_binaries(&ctx, &hosts, &mut report);
     finish_targets(&mut report, &main);
 
@@ -1283,6 +1285,123 @@ fn bench_write_ahead(ctx: &Ctx, report: &mut Report) {
     });
 }
 
+/// The run journal's cost: one record appended in-process (what a hook adds after its answer),
+/// the hook with the journal on vs off, and the Claude Code status line reading a full journal.
+fn bench_journal(ctx: &Ctx, report: &mut Report) {
+    say("run journal: append cost, hook with and without it, status line…");
+    let host = &hosts::ALL[0];
+    let record = journal::Record {
+        v: journal::FORMAT,
+        at: powercontext_hooks_core::state::now_millis(),
+        host: "claude-code".into(),
+        event: "UserPromptSubmit".into(),
+        outcome: "ready".into(),
+        ms: 4,
+        injected: 3456,
+        capture: Some("delivered".into()),
+        rule: None,
+        stages: vec!["context_prepare:ready".into()],
+    };
+    // In-process: serialize + open/fstat/write/close, including the rotations a long run causes.
+    let dir = ctx.state_dir("journal-append");
+    let appends = ctx.plan.runs * 50;
+    let mut samples = Vec::with_capacity(appends);
+    for _ in 0..appends {
+        let t = Instant::now();
+        let mut line = serde_json::to_vec(&record).expect("record");
+        line.push(b'\n');
+        journal::append(&dir, host_integration(host.name), &line).expect("append");
+        samples.push(t.elapsed());
+    }
+    let append = Stats::of(&samples);
+    remember("journal_append_p50", append.p50);
+
+    let server = servers::instant(servers::Prepared::Ready);
+    let mut cases = Vec::new();
+    for (id, value) in [("journal.on", "on"), ("journal.off", "off")] {
+        let url = server.url();
+        let state = id.to_owned();
+        let stamp = ctx.state_dir(&state).join("drain.lock");
+        cases.push(
+            Case::new(
+                id,
+                format!("`{}` — journal {value}", host.exe),
+                move |run| {
+                    ctx.hook(host, &url, &state, &ctx.payload(PROMPT, run))
+                        .env(&format!("POWERCONTEXT_{}_SCOPE_ID", host.part), servers::SCOPE)
+                        .env(journal::JOURNAL_VAR, value)
+                },
+                |o| o.success && hosts::injected(&o.stdout),
+            )
+            .before(move || touch(&stamp)),
+        );
+    }
+    // The status line reads both segments of a journal filled by the append loop above.
+    let statusline_state = "journal-append".to_owned();
+    cases.push(Case::new(
+        "statusline",
+        "`powercontext-hooks statusline` — full journal (two segments)",
+        move |_| {
+            let mut inv = Invocation::new(Ctx::exe("powercontext-hooks"), &ctx.project)
+                .arg("statusline")
+                .stdin(
+                    br#"{"hook_event_name":"Status","session_id":"s","model":{"display_name":"M"}}"#.to_vec(),
+                );
+            for (k, v) in ctx.base_env(&statusline_state) {
+                inv = inv.env(&k, v);
+            }
+            inv
+        },
+        |o| o.success && o.stdout.starts_with("PC ✓"),
+    ));
+    interleave(&mut cases, ctx.plan.runs, ctx.plan.warmup, "journal");
+    let off = find(&cases, "journal.off").stats();
+    let line = find(&cases, "statusline").stats();
+    remember("statusline_p50", line.p50);
+    let mut rows = vec![Row {
+        id: "journal.append".into(),
+        label: "one record: serialize + `O_APPEND` write (in-process, rotations included)".into(),
+        stats: append,
+        extra: json!({"appends": appends}),
+        note: format!(
+            "{appends} appends, segment cap {} KiB",
+            journal::MAX_SEGMENT_BYTES / 1024
+        ),
+    }];
+    for c in &cases {
+        let st = c.stats();
+        let note = match c.id.as_str() {
+            "journal.on" => format!(
+                "{:+.3} ms vs journal off at p50 ({:.2}×)",
+                st.p50 - off.p50,
+                ratio(st.p50, off.p50)
+            ),
+            _ => c.checked(),
+        };
+        rows.push(c.row(
+            note,
+            json!({"ratio_to_journal_off_p50": ratio(st.p50, off.p50), "check_failures": c.failed}),
+        ));
+    }
+    report.sections.push(Section {
+        title: "Run journal and status line".into(),
+        intro: format!(
+            "The journal record a hook appends after answering, measured in-process over {appends} appends \
+             (serialize, open with `O_APPEND|O_NOFOLLOW`, fstat, one write, close; rotation at the cap \
+             included); then `{}` against the instant Server with `{}` on and off, interleaved; then \
+             the Claude Code status line command reading a journal of two full segments.",
+            host.exe,
+            journal::JOURNAL_VAR
+        ),
+        rows,
+    });
+}
+
+/// The core integration for a bench host row name.
+fn host_integration(name: &str) -> powercontext_hooks_core::host::Integration {
+    powercontext_hooks_core::host::Integration::parse(name).expect("a host name")
+}
+
 fn bench_burst(ctx: &Ctx, single_p50: f64, report: &mut Report) {
     say(&format!("{BURST} concurrent hook processes…"));
     let host = &hosts::ALL[0];
@@ -1509,6 +1628,22 @@ fn finish_targets(report: &mut Report, main: &MainFigures) {
             goal: "≤ 0.5 ms".into(),
             measured: format!("{d:+.2} ms"),
             met: Some(d <= 0.5),
+        });
+    }
+    if let Some(d) = recalled("journal_append_p50") {
+        t.push(Target {
+            name: "Run journal append, p50".into(),
+            goal: "≤ 0.1 ms".into(),
+            measured: format!("{d:.3} ms"),
+            met: Some(d <= 0.1),
+        });
+    }
+    if let Some(d) = recalled("statusline_p50") {
+        t.push(Target {
+            name: "Claude Code status line, p50".into(),
+            goal: "≤ 5 ms".into(),
+            measured: format!("{d:.2} ms"),
+            met: Some(d <= 5.0),
         });
     }
     let exes: Vec<&(String, u64, Option<u64>)> = report

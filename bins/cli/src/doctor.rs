@@ -17,6 +17,7 @@ use clap::Args;
 use powercontext_hooks_core::config::Settings;
 use powercontext_hooks_core::deadline::Deadline;
 use powercontext_hooks_core::http::Transport;
+use powercontext_hooks_core::journal;
 use powercontext_hooks_core::scope::ScopeQuery;
 use powercontext_hooks_core::state::StateDir;
 use powercontext_hooks_core::{ledger, spool, state};
@@ -326,27 +327,33 @@ fn check_host(host: Host, paths: &Paths, locate: &Locate, cwd: &Path) -> Report 
         let now = std::fs::read_to_string(&e.path)
             .ok()
             .and_then(|t| jsonc::get(&t, &e.parent, &e.key).ok().flatten());
+        // A root member is Claude Code's status line: optional, so its loss is only a warning.
+        let (name, optional) = if e.parent.is_empty() {
+            ("status line", true)
+        } else {
+            ("mcp entry", false)
+        };
+        let member = e.member();
         match now {
-            Some(v) if value_digest(&v) == e.sha256 => r.ok(
-                "installed",
-                "mcp entry",
-                format!("{}.{} in {}", e.parent, e.key, e.path.display()),
-            ),
+            Some(v) if value_digest(&v) == e.sha256 => {
+                r.ok("installed", name, format!("{member} in {}", e.path.display()))
+            }
             Some(_) => r.warn(
                 "installed",
-                "mcp entry",
-                format!(
-                    "{}.{} in {} was changed since setup",
-                    e.parent,
-                    e.key,
-                    e.path.display()
-                ),
+                name,
+                format!("{member} in {} was changed since setup", e.path.display()),
                 &setup_cmd,
+            ),
+            None if optional => r.warn(
+                "installed",
+                name,
+                format!("{member} is missing from {}", e.path.display()),
+                format!("{setup_cmd} --statusline"),
             ),
             None => r.fail(
                 "installed",
-                "mcp entry",
-                format!("{}.{} is missing from {}", e.parent, e.key, e.path.display()),
+                name,
+                format!("{member} is missing from {}", e.path.display()),
                 &setup_cmd,
             ),
         }
@@ -400,6 +407,7 @@ fn check_host(host: Host, paths: &Paths, locate: &Locate, cwd: &Path) -> Report 
         );
     }
     check_state(paths, &mut r);
+    check_firing(host, paths, &mut r);
     r
 }
 
@@ -783,6 +791,8 @@ fn run_hook(
     let mut child = Command::new(exe)
         .args(args)
         .env(capture_var, "0")
+        // The doctor's own runs are not the host firing.
+        .env(journal::JOURNAL_VAR, "off")
         .current_dir(cwd)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -962,6 +972,114 @@ fn check_working(host: Host, exe: &Path, cwd: &Path, server_ok: bool, r: &mut Re
         };
         r.fail("working", "hook round trip", detail, fix);
     }
+}
+
+/// A host whose last run is older than this, while another host ran since, is reported.
+const QUIET_DAYS: u64 = 7;
+
+/// Why a set-up host may not be firing, and the fix: (likely causes, fix).
+fn silence_causes(host: Host) -> (&'static str, &'static str) {
+    match host {
+        Host::ClaudeCode => (
+            "the Claude Code plugin is disabled or was dropped by an upgrade (`claude plugin list`), or hooks are \
+             off (`disableAllHooks` in Claude Code's settings)",
+            "claude plugin enable powercontext@powercontext --scope user, or powercontext-hooks setup claude-code",
+        ),
+        Host::Codex => (
+            "Codex skips hooks whose trust is not recorded (or that changed since they were trusted), or the \
+             plugin was removed",
+            "powercontext-hooks setup codex (records trust for the current hook), or review it with /hooks in Codex",
+        ),
+        Host::OpenCode => (
+            "OpenCode did not load the plugin (another config directory, a config error, or the plugin file was \
+             removed)",
+            "powercontext-hooks setup opencode, then start OpenCode from a shell with the same environment",
+        ),
+        Host::Pi => (
+            "Pi does not load the extension (`pi list` does not show it, or Pi runs from another agent directory)",
+            "powercontext-hooks setup pi",
+        ),
+        Host::Dsh => (
+            "the plugin is not in the DSH profile you run (`dsh --profile <name>`)",
+            "powercontext-hooks setup dsh --profile <the profile you use>",
+        ),
+    }
+}
+
+/// Whether the host's hook is really running on the user's prompts: its last journal record
+/// against the time of setup (the manifest's mtime) and the other hosts' activity.
+fn check_firing(host: Host, paths: &Paths, r: &mut Report) {
+    if journal::disabled(&paths.env) {
+        r.warn(
+            "working",
+            "firing",
+            format!(
+                "the run journal is off ({}), so firing cannot be shown",
+                journal::JOURNAL_VAR
+            ),
+            format!("unset {}", journal::JOURNAL_VAR),
+        );
+        return;
+    }
+    let now = state::now_millis();
+    let setup_at = std::fs::metadata(install::manifest_path(&paths.state_root, host))
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+    let records = journal::read(&paths.state_root, host.integration());
+    let (causes, fix) = silence_causes(host);
+    let name = host.name();
+    let Some(last) = records.last().filter(|l| setup_at.is_none_or(|s| l.at >= s)) else {
+        let since = setup_at.map_or_else(String::new, |s| {
+            format!(" (set up {})", crate::activity::ago(now, s))
+        });
+        r.warn(
+            "working",
+            "firing",
+            format!(
+                "{name} has not run our hook since setup{since}; if you have used {name} since, likely: {causes}"
+            ),
+            fix,
+        );
+        return;
+    };
+    let quiet_ms = QUIET_DAYS * 86_400_000;
+    let others_recent = journal::read_all(&paths.state_root)
+        .iter()
+        .rev()
+        .find(|o| o.host != name)
+        .filter(|o| o.at > last.at && now.saturating_sub(o.at) < quiet_ms)
+        .map(|o| (o.host.clone(), o.at));
+    if now.saturating_sub(last.at) >= quiet_ms
+        && let Some((other, at)) = others_recent
+    {
+        r.warn(
+            "working",
+            "firing",
+            format!(
+                "{name} last ran our hook {} while {other} ran {}; likely: {causes}",
+                crate::activity::ago(now, last.at),
+                crate::activity::ago(now, at)
+            ),
+            fix,
+        );
+        return;
+    }
+    let since = now.saturating_sub(u64::try_from(journal::WINDOW.as_millis()).unwrap_or(u64::MAX));
+    let day: Vec<_> = records.iter().filter(|x| x.at >= since).collect();
+    r.ok(
+        "working",
+        "firing",
+        format!(
+            "last ran {} ({} {}); {} run(s) in 24 h, {} failed",
+            crate::activity::ago(now, last.at),
+            last.event,
+            last.outcome,
+            day.len(),
+            day.iter().filter(|x| x.failed()).count()
+        ),
+    );
 }
 
 fn check_state(paths: &Paths, r: &mut Report) {

@@ -421,7 +421,8 @@ pub struct OwnedConfig {
 pub struct OwnedEntry {
     /// The config file.
     pub path: PathBuf,
-    /// The parent object's key (`mcp`).
+    /// The parent object's key (`mcp`); empty for a member of the root (Claude Code's
+    /// `statusLine`).
     pub parent: String,
     /// Our key (`powercontext`).
     pub key: String,
@@ -432,6 +433,21 @@ pub struct OwnedEntry {
     /// How the member was inserted (to undo it byte for byte).
     pub inserted: crate::jsonc::Inserted,
 }
+
+impl OwnedEntry {
+    /// `parent.key`, or `key` for a root member.
+    #[must_use]
+    pub fn member(&self) -> String {
+        if self.parent.is_empty() {
+            self.key.clone()
+        } else {
+            format!("{}.{}", self.parent, self.key)
+        }
+    }
+}
+
+/// Claude Code's settings member for a status-line command.
+pub const STATUSLINE_KEY: &str = "statusLine";
 
 /// Host registrations this tool made (and so may undo).
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]

@@ -232,9 +232,27 @@ pub struct Inserted {
 }
 
 /// Adds `"key": value` as the last member of the object at `parent` (one level below the root;
-/// created when missing). Fails if the key is already there.
+/// created when missing; an empty `parent` is the root itself). Fails if the key is already there.
 pub fn insert(text: &str, parent: &str, key: &str, value: &Value) -> Result<(String, Inserted)> {
     let root = find(text, &[])?.ok_or_else(|| anyhow!("no root object"))?;
+    if parent.is_empty() {
+        if root.members.iter().any(|m| m.key == key) {
+            bail!("`{key}` already exists");
+        }
+        let empty_inner = root
+            .members
+            .is_empty()
+            .then(|| text[root.open + 1..root.close].to_owned());
+        let (out, added_comma) = insert_member(text, &root, "", key, value, 1);
+        return Ok((
+            out,
+            Inserted {
+                added_comma,
+                created_parent: false,
+                empty_inner,
+            },
+        ));
+    }
     match find(text, &[parent])? {
         Some(obj) => {
             if obj.members.iter().any(|m| m.key == key) {
@@ -333,14 +351,29 @@ fn insert_member(
     }
 }
 
-/// The value of `parent.key`, if present.
+/// The value of `parent.key` (of the root's `key` when `parent` is empty), if present.
 pub fn get(text: &str, parent: &str, key: &str) -> Result<Option<Value>> {
-    Ok(parse(text)?.get(parent).and_then(|p| p.get(key)).cloned())
+    let root = parse(text)?;
+    let obj = if parent.is_empty() {
+        Some(&root)
+    } else {
+        root.get(parent)
+    };
+    Ok(obj.and_then(|p| p.get(key)).cloned())
+}
+
+/// The object path of `parent` (the root when empty).
+fn path_of(parent: &str) -> Vec<&str> {
+    if parent.is_empty() {
+        Vec::new()
+    } else {
+        vec![parent]
+    }
 }
 
 /// Replaces the value of an existing `parent.key`, keeping everything around it.
 pub fn replace(text: &str, parent: &str, key: &str, value: &Value) -> Result<String> {
-    let obj = find(text, &[parent])?.ok_or_else(|| anyhow!("no `{parent}` object"))?;
+    let obj = find(text, &path_of(parent))?.ok_or_else(|| anyhow!("no `{parent}` object"))?;
     let m = obj
         .members
         .iter()
@@ -356,7 +389,7 @@ pub fn replace(text: &str, parent: &str, key: &str, value: &Value) -> Result<Str
 /// Removes `parent.key` (and `parent` itself when `how.created_parent` and it is now empty),
 /// undoing [`insert`] byte for byte when nothing else changed.
 pub fn remove(text: &str, parent: &str, key: &str, how: &Inserted) -> Result<String> {
-    let Some(obj) = find(text, &[parent])? else {
+    let Some(obj) = find(text, &path_of(parent))? else {
         return Ok(text.to_owned());
     };
     let Some(idx) = obj.members.iter().position(|m| m.key == key) else {
@@ -455,6 +488,38 @@ mod tests {
             assert_eq!(before, after, "{new}");
             let back = remove(&new, "mcp", "powercontext", &how).unwrap();
             assert_eq!(back, text, "inserted:\n{new}");
+        }
+    }
+
+    #[test]
+    fn a_root_member_inserts_and_removes_byte_exact() {
+        let line = json!({"type": "command", "command": "/x/powercontext-hooks statusline", "padding": 0});
+        let cases = [
+            "{\n  \"model\": \"opus\",\n  \"enabledPlugins\": {\"a@b\": true}\n}\n",
+            "{\n  \"model\": \"opus\",\n}\n",
+            "{}\n",
+            "{\"a\":1}",
+        ];
+        for text in cases {
+            let (new, how) = insert(text, "", "statusLine", &line).unwrap();
+            assert_eq!(get(&new, "", "statusLine").unwrap(), Some(line.clone()), "{new}");
+            let mut after = parse(&new).unwrap();
+            after.as_object_mut().unwrap().remove("statusLine");
+            assert_eq!(parse(text).unwrap(), after, "{new}");
+            let swapped = replace(
+                &new,
+                "",
+                "statusLine",
+                &json!({"type": "command", "command": "y"}),
+            )
+            .unwrap();
+            assert_eq!(get(&swapped, "", "statusLine").unwrap().unwrap()["command"], "y");
+            assert_eq!(
+                remove(&new, "", "statusLine", &how).unwrap(),
+                text,
+                "inserted:\n{new}"
+            );
+            assert!(insert(&new, "", "statusLine", &line).is_err());
         }
     }
 

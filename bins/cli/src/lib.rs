@@ -10,6 +10,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod activity;
 mod doctor;
 mod host_cli;
 mod install;
@@ -47,8 +48,11 @@ enum Command {
     Uninstall(uninstall::UninstallArgs),
     /// Check installed → activated → Server-ready → working, with a fix for each failure.
     Doctor(doctor::DoctorArgs),
-    /// Show the local state: pending flushes, spooled captures, the last drain (content-free).
+    /// Show the local state: hook runs per host and event, pending flushes, spooled captures,
+    /// the last drain (content-free).
     Status(state_cmd::StatusArgs),
+    /// One line for Claude Code's status line (reads its JSON on stdin; journal and state only).
+    Statusline,
     /// Deliver spooled captures and flush pending scopes now; exit 1 if anything is left.
     Flush(state_cmd::FlushArgs),
     /// Curate an atomic memory for session bootstrap (tag it `bootstrap-context`).
@@ -86,6 +90,7 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
         Some(Command::Uninstall(a)) => uninstall::uninstall(&a),
         Some(Command::Doctor(a)) => doctor::doctor(&a),
         Some(Command::Status(a)) => state_cmd::status(&a),
+        Some(Command::Statusline) => Ok(activity::statusline()),
         Some(Command::Flush(a)) => state_cmd::flush(&a),
         Some(Command::Pin(a)) => pin::run(&a, true),
         Some(Command::Unpin(a)) => pin::run(&a, false),

@@ -37,6 +37,25 @@ pub struct PinArgs {
     pub scope: Option<String>,
 }
 
+/// `text` as one URL path segment: every byte but the unreserved ones percent-encoded, so a
+/// scope id can never add a segment, a query or a fragment.
+fn path_segment(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for b in text.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    // `.` and `..` alone would still be read as dot segments.
+    match out.as_str() {
+        "." => "%2E".to_owned(),
+        ".." => "%2E%2E".to_owned(),
+        _ => out,
+    }
+}
+
 fn describe(reply: &Reply) -> String {
     let code = reply.body["error"]["code"].as_str().unwrap_or("no error code");
     format!("HTTP {} ({code})", reply.status)
@@ -47,6 +66,14 @@ fn describe(reply: &Reply) -> String {
 /// # Errors
 /// Configuration, connection or Server errors, each naming what to fix.
 pub fn run(args: &PinArgs, pin: bool) -> Result<ExitCode> {
+    let id = &args.artifact_id;
+    if id.is_empty()
+        || !id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+    {
+        bail!("`{id}` is not an artifact id (letters, digits, `_` and `-` only)");
+    }
     let env = Env::from_process();
     let host = Host::parse(&args.host)?;
     let settings = Settings::for_hook(host.integration(), &env)?;
@@ -74,15 +101,10 @@ pub fn run(args: &PinArgs, pin: bool) -> Result<ExitCode> {
     )
     .resolve(&transport)
     .map_err(|f| anyhow::anyhow!("could not resolve the scope: {}", f.outcome.as_str()))?;
-    let id = &args.artifact_id;
-    if id.is_empty()
-        || !id
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
-    {
-        bail!("`{id}` is not an artifact id (letters, digits, `_` and `-` only)");
-    }
-    let path = format!("/v1/scopes/{scope}/artifacts/atomic-memory/{id}/tags");
+    let path = format!(
+        "/v1/scopes/{}/artifacts/atomic-memory/{id}/tags",
+        path_segment(&scope)
+    );
     let current = transport
         .get(&path)
         .map_err(|e| anyhow::anyhow!("the Server did not answer: {}", e.failure().outcome.as_str()))?;
@@ -147,4 +169,18 @@ pub fn run(args: &PinArgs, pin: bool) -> Result<ExitCode> {
         }
     );
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::path_segment;
+
+    #[test]
+    fn scope_ids_stay_one_path_segment() {
+        assert_eq!(path_segment("scp_abc-1"), "scp_abc-1");
+        assert_eq!(path_segment("x?y=1#"), "x%3Fy%3D1%23");
+        assert_eq!(path_segment("team/alpha"), "team%2Falpha");
+        assert_eq!(path_segment(".."), "%2E%2E");
+        assert_eq!(path_segment("é "), "%C3%A9%20");
+    }
 }

@@ -56,6 +56,10 @@ pub struct SetupArgs {
     pub capture_prompts: Option<bool>,
     #[command(flatten)]
     pub locate: Locate,
+    /// Claude Code only: also install `powercontext-hooks statusline` as Claude Code's status line
+    /// (never replaces a status line you already have; `uninstall` removes only ours).
+    #[arg(long)]
+    pub statusline: bool,
     /// Print the plan and stop.
     #[arg(long)]
     pub dry_run: bool,
@@ -332,7 +336,7 @@ impl Plan {
             "settings": self.settings_lines.iter().map(|(k, v, o)| json!({"name": k, "value": v, "origin": o})).collect::<Vec<_>>(),
             "files": self.files.iter().map(|f| json!({"path": f.path, "action": f.action})).collect::<Vec<_>>(),
             "config": self.config.as_ref().map(|(f, o)| json!({"path": f.path, "action": f.action, "keys": o.keys.keys().collect::<Vec<_>>()})),
-            "host_config": self.host_entry.as_ref().map(|(f, o)| json!({"path": f.path, "action": f.action, "key": format!("{}.{}", o.parent, o.key)})),
+            "host_config": self.host_entry.as_ref().map(|(f, o)| json!({"path": f.path, "action": f.action, "key": o.member()})),
             "profile": self.profile,
             "commands": self.steps.iter().map(|s| self.step_command(*s)).collect::<Vec<_>>(),
             "warnings": self.warnings,
@@ -371,7 +375,7 @@ impl Plan {
             );
         }
         if let Some((f, o)) = &self.host_entry {
-            println!("  {:<7} {} {}.{}", f.action, f.path.display(), o.parent, o.key);
+            println!("  {:<7} {} {}", f.action, f.path.display(), o.member());
         }
         for s in &self.steps {
             println!("  run     {}", self.step_command(*s));
@@ -480,6 +484,9 @@ fn build_plan(args: &SetupArgs, host: Host, paths: &Paths) -> Result<Plan> {
         (_, Some(_)) => bail!("--profile is for dsh only"),
         (_, None) => None,
     };
+    if args.statusline && host != Host::ClaudeCode {
+        bail!("--statusline is for claude-code only");
+    }
     if let (Some(p), Some(old)) = (&profile, previous.as_ref().and_then(|m| m.profile.as_ref()))
         && p != old
     {
@@ -626,7 +633,22 @@ fn build_plan(args: &SetupArgs, host: Host, paths: &Paths) -> Result<Plan> {
             let want = json!({"type": "remote", "url": format!("{url}/mcp"), "enabled": true});
             (host_entry, kept_entry) = plan_opencode_mcp(config_dir, &want, previous.as_ref())?;
         }
-        Host::ClaudeCode | Host::Codex => {}
+        Host::ClaudeCode => {
+            // Once installed, a re-run keeps the status line in step (the CLI may have moved).
+            if args.statusline || previous.as_ref().is_some_and(|m| m.host_entry.is_some()) {
+                let home = paths
+                    .host_home(host)
+                    .context("cannot find Claude Code's configuration directory: set HOME")?;
+                let want = statusline_value()?;
+                (host_entry, kept_entry) = plan_statusline(
+                    &home.join("settings.json"),
+                    &want,
+                    previous.as_ref(),
+                    &mut warnings,
+                )?;
+            }
+        }
+        Host::Codex => {}
     }
     if host.uses_marketplace() {
         match cli.marketplace_path()? {
@@ -768,6 +790,88 @@ fn plan_opencode_mcp(config_dir: &Path, want: &Value, previous: Option<&Manifest
     };
     let change = FileChange {
         path,
+        bytes: new.into_bytes(),
+        action: if created_file { "create" } else { "update" },
+        private: false,
+    };
+    Ok((Some((change, entry)), None))
+}
+
+/// The `statusLine` member of Claude Code's settings: our CLI's `statusline` command.
+fn statusline_value() -> Result<Value> {
+    let exe = std::env::current_exe().context("cannot locate this program")?;
+    let command = format!("{} statusline", install::hook_command_shell(&exe)?);
+    Ok(json!({"type": "command", "command": command, "padding": 0}))
+}
+
+/// Plans Claude Code's top-level `statusLine` in `settings.json`: added when there is none,
+/// updated only while it is still what we wrote. A status line the user has is never replaced:
+/// setup goes on without ours and says so.
+fn plan_statusline(
+    settings: &Path,
+    want: &Value,
+    previous: Option<&Manifest>,
+    warnings: &mut Vec<String>,
+) -> Result<EntryPlan> {
+    let key = install::STATUSLINE_KEY;
+    let owned = previous.and_then(|m| m.host_entry.clone());
+    let text = match install::read_opt(settings)? {
+        Some(bytes) => {
+            let text =
+                String::from_utf8(bytes).map_err(|_| anyhow!("{} is not UTF-8", settings.display()))?;
+            jsonc::parse(&text).with_context(|| {
+                format!(
+                    "cannot read {} (Claude Code's settings): fix it first",
+                    settings.display()
+                )
+            })?;
+            Some(text)
+        }
+        None => None,
+    };
+    if let Some(text) = &text
+        && let Some(current) = jsonc::get(text, "", key)?
+    {
+        let ours = owned
+            .as_ref()
+            .filter(|o| o.path == settings && o.sha256 == value_digest(&current));
+        let Some(o) = ours else {
+            warnings.push(format!(
+                "Claude Code already has a status line (`{key}` in {}); it is kept and ours is not installed",
+                settings.display()
+            ));
+            return Ok((None, None));
+        };
+        if &current == want {
+            return Ok((None, Some(o.clone())));
+        }
+        let entry = OwnedEntry {
+            sha256: value_digest(want),
+            ..o.clone()
+        };
+        let change = FileChange {
+            path: settings.to_path_buf(),
+            bytes: jsonc::replace(text, "", key, want)?.into_bytes(),
+            action: "update",
+            private: false,
+        };
+        return Ok((Some((change, entry)), None));
+    }
+    let (text, created_file) = match text {
+        Some(t) => (t, false),
+        None => ("{}\n".to_owned(), true),
+    };
+    let (new, inserted) = jsonc::insert(&text, "", key, want)?;
+    let entry = OwnedEntry {
+        path: settings.to_path_buf(),
+        parent: String::new(),
+        key: key.to_owned(),
+        sha256: value_digest(want),
+        created_file,
+        inserted,
+    };
+    let change = FileChange {
+        path: settings.to_path_buf(),
         bytes: new.into_bytes(),
         action: if created_file { "create" } else { "update" },
         private: false,
@@ -1019,6 +1123,15 @@ fn apply_inner(plan: &Plan, paths: &Paths, journal: &mut Journal) -> Result<Regi
                     bail!("{} does not hold our MCP entry after setup", f.path.display());
                 }
             }
+        }
+    }
+    if plan.host == Host::ClaudeCode
+        && let Some((f, o)) = &plan.host_entry
+    {
+        // `claude plugin …` rewrites settings.json: our status line must have survived it.
+        let text = std::fs::read_to_string(&f.path)?;
+        if jsonc::get(&text, &o.parent, &o.key)?.as_ref().map(value_digest) != Some(o.sha256.clone()) {
+            bail!("{} does not hold our status line after setup", f.path.display());
         }
     }
     if plan.host == Host::Codex {

@@ -160,6 +160,7 @@ pub fn status(args: &StatusArgs) -> anyhow::Result<ExitCode> {
     };
     problems.dedup();
     let last_age = last.as_ref().map(|l| now_secs().saturating_sub(l.finished));
+    let hooks = crate::activity::summaries(&state, now);
     // Bytes from a state file: escaped before they reach the terminal.
     let last_error = last
         .as_ref()
@@ -176,10 +177,14 @@ pub fn status(args: &StatusArgs) -> anyhow::Result<ExitCode> {
             "last_drain_age_seconds": last_age,
             "last_error": last_error,
             "problems": problems.iter().map(|(w, _)| *w).collect::<Vec<_>>(),
+            "hooks": crate::activity::to_json(&hooks, now),
         });
         println!("{v}");
     } else {
         println!("state directory: {dir}");
+        for line in crate::activity::lines(&hooks, now) {
+            println!("{}", terminal_safe(&line));
+        }
         println!("pending flushes: {pending} scope(s)");
         match spool.oldest_age_secs {
             Some(age) => println!(

@@ -157,17 +157,16 @@ fn run(args: &UninstallArgs) -> Result<(Vec<String>, Vec<String>)> {
                             .with_context(|| format!("cannot remove {}", e.path.display()))?;
                     }
                 } else {
-                    actions.push(format!("edit    {} {}.{}", e.path.display(), e.parent, e.key));
+                    actions.push(format!("edit    {} {}", e.path.display(), e.member()));
                     if !dry {
                         install::write_atomic(&e.path, new.as_bytes(), false)?;
                     }
                 }
             }
             Ok(Some(_)) => kept.push(format!(
-                "{} {}.{} (changed since setup)",
+                "{} {} (changed since setup)",
                 e.path.display(),
-                e.parent,
-                e.key
+                e.member()
             )),
             Ok(None) => {}
             Err(_) => kept.push(format!("{} (no longer parses; left as is)", e.path.display())),

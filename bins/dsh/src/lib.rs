@@ -14,6 +14,7 @@ use powercontext_hooks_core::drain;
 use powercontext_hooks_core::emit;
 use powercontext_hooks_core::env::Env;
 use powercontext_hooks_core::host::Integration;
+use powercontext_hooks_core::journal;
 use powercontext_hooks_core::outcome::{Diagnostic, Outcome, Stage};
 use powercontext_hooks_core::process;
 
@@ -65,7 +66,9 @@ pub fn main() -> ExitCode {
         }
         Command::PreStep => {
             process::begin(component, start);
-            pre_step::main(&Env::from_process(), start)
+            let env = Env::from_process();
+            let _journal = journal::start(Integration::Dsh, "agent/pre-step", &env, start);
+            pre_step::main(&env, start)
         }
     }
 }

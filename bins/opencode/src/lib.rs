@@ -17,6 +17,7 @@ use powercontext_hooks_core::deadline::Deadline;
 use powercontext_hooks_core::drain;
 use powercontext_hooks_core::emit;
 use powercontext_hooks_core::env::Env;
+use powercontext_hooks_core::journal;
 use powercontext_hooks_core::outcome::{Outcome, Stage};
 use powercontext_hooks_core::process;
 use powercontext_hooks_core::protocol::{self, Answer, Protocol};
@@ -61,6 +62,19 @@ impl Command {
     }
 }
 
+impl Command {
+    /// The run journal's event word (the OpenCode hook behind the subcommand).
+    #[must_use]
+    pub fn event(self) -> &'static str {
+        match self {
+            Self::Prepare => "chat.message",
+            Self::Inject => "messages.transform",
+            Self::Forget => "session.deleted",
+            Self::Compacted => "session.compacted",
+        }
+    }
+}
+
 /// Runs the hook process.
 #[must_use]
 pub fn main() -> ExitCode {
@@ -78,6 +92,7 @@ pub fn main() -> ExitCode {
         emit::diagnostic(&diag(Stage::Payload, Outcome::Skipped).detail("unknown_subcommand"));
         return ExitCode::SUCCESS;
     };
+    let _journal = journal::start(INTEGRATION, command.event(), &env, start);
     let answer = run(command, &env, start);
     let code = protocol::deliver(Protocol::OpenCodeTransform, &answer);
     if command == Command::Prepare {

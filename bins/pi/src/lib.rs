@@ -22,6 +22,7 @@ use powercontext_hooks_core::drain;
 use powercontext_hooks_core::emit;
 use powercontext_hooks_core::env::Env;
 use powercontext_hooks_core::host::Integration;
+use powercontext_hooks_core::journal;
 use powercontext_hooks_core::outcome::{Diagnostic, Outcome, Stage};
 use powercontext_hooks_core::process;
 use powercontext_hooks_core::protocol::{self, Answer, Protocol};
@@ -65,6 +66,17 @@ impl Subcommand {
     }
 }
 
+impl Subcommand {
+    /// The run journal's event word.
+    #[must_use]
+    pub fn event(self) -> &'static str {
+        match self {
+            Self::BeforeAgentStart => "before_agent_start",
+            Self::Flush => "boundary",
+        }
+    }
+}
+
 /// Pi's system prompt with the Server's context appended: base, blank line, the prefix line,
 /// blank line, content.
 #[must_use]
@@ -93,6 +105,7 @@ pub fn main() -> ExitCode {
         emit::diagnostic(&diag(Stage::Payload, Outcome::Skipped).detail("unknown_subcommand"));
         return ExitCode::SUCCESS;
     };
+    let _journal = journal::start(HOST, sub.event(), &env, start);
     let settings = match Settings::for_hook(HOST, &env) {
         Ok(s) => s,
         Err(e) => {

@@ -12,7 +12,7 @@ use serde_json::{Map, Value};
 use crate::emit;
 use crate::http::{Transport, failure_for};
 use crate::outcome::{Failure, Outcome, Stage};
-use crate::session::SessionFile;
+use crate::session::{self, Delivered};
 
 /// The bootstrap schema this client accepts.
 pub const BOOTSTRAP_SCHEMA: &str = "powercontext.bootstrap-context.v1";
@@ -86,7 +86,7 @@ pub struct BootstrapRequest<'a> {
 /// One delivered item: what the per-session record keeps (ids and revisions, never content).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ItemRef {
-    /// `family/artifact_id@revision`.
+    /// `family artifact_id revision` (ids are printable ASCII without spaces: unambiguous).
     pub key: String,
     /// The body was cut to fit: recall may still bring the whole of it.
     pub truncated: bool,
@@ -185,8 +185,6 @@ pub struct Held {
     pub receipt_id: String,
     /// Its items, remembered as injected in the session's window.
     pub items: Vec<ItemRef>,
-    /// The session's record, if the host named a session.
-    pub session: Option<SessionFile>,
 }
 
 /// At most one package per run: the one in the answer being written.
@@ -197,33 +195,29 @@ pub fn hold(held: Held) {
     *HELD.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(held);
 }
 
-/// Settles the held package, if any: `injected` when the answer carrying it was written (its
-/// items join the session's window and prompts cite the receipt from now on), `failed` when it was
-/// not. Called by the one place that writes answers, right after writing.
+/// Settles the held package, if any: `injected` when the answer carrying it was written, `failed`
+/// when it was not; then applies the run's session change (see [`session::settle`]). Called by
+/// the one place that writes answers, right after writing.
 pub fn settle(written: bool) {
-    let Some(held) = HELD
+    let held = HELD
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .take()
-    else {
-        return;
-    };
-    let recorded = match record(&held.transport, &held.scope, &held.receipt_id, written) {
-        Ok(()) => true,
-        Err(f) => {
-            emit::diagnostic(&f.diagnostic(held.component, Stage::Bootstrap));
-            false
+        .take();
+    let delivered = held.map(|held| {
+        let recorded = match record(&held.transport, &held.scope, &held.receipt_id, written) {
+            Ok(()) => true,
+            Err(f) => {
+                emit::diagnostic(&f.diagnostic(held.component, Stage::Bootstrap));
+                false
+            }
+        };
+        Delivered {
+            scope: held.scope,
+            receipt_id: (written && recorded).then_some(held.receipt_id),
+            items: held.items,
         }
-    };
-    if written && let Some(file) = &held.session {
-        let mut r = file.load().unwrap_or_default();
-        if recorded {
-            r.delivered(&held.scope, &held.receipt_id, &held.items);
-        } else {
-            r.remember(held.items.iter().filter(|i| !i.truncated).map(|i| i.key.clone()));
-        }
-        file.store(&r);
-    }
+    });
+    session::settle(written, delivered.as_ref());
 }
 
 /// The object when it has exactly `keys`.
@@ -267,7 +261,7 @@ fn item(value: &Value) -> Option<ItemRef> {
     })
 }
 
-/// `family/artifact_id@revision` of an exact `ArtifactReference` (`scope_id` allowed, as in a
+/// `family artifact_id revision` of an exact `ArtifactReference` (`scope_id` allowed, as in a
 /// PreparedContext citation's `artifact` address).
 #[must_use]
 pub fn artifact_key(value: &Value) -> Option<String> {
@@ -281,7 +275,7 @@ pub fn artifact_key(value: &Value) -> Option<String> {
     let family = id(obj.get("family")?, 128)?;
     let artifact = id(obj.get("artifact_id")?, 128)?;
     let revision = obj.get("revision")?.as_u64().filter(|r| *r >= 1)?;
-    Some(format!("{family}/{artifact}@{revision}"))
+    Some(format!("{family} {artifact} {revision}"))
 }
 
 /// Validates a body exactly against `powercontext.bootstrap-context.v1`.
@@ -394,7 +388,7 @@ mod tests {
         assert_eq!(
             items,
             vec![ItemRef {
-                key: "atomic-memory/art_1@2".into(),
+                key: "atomic-memory art_1 2".into(),
                 truncated: false
             }]
         );

@@ -9,6 +9,7 @@
 use std::io::Write;
 use std::sync::{Mutex, MutexGuard, TryLockError};
 
+use crate::journal;
 use crate::outcome::Diagnostic;
 
 static LOCK: Mutex<()> = Mutex::new(());
@@ -31,6 +32,7 @@ pub fn stdout_line(line: &str) -> bool {
 
 /// Writes one diagnostic line to stderr.
 pub fn diagnostic(d: &Diagnostic) {
+    journal::observe(d);
     let line = d.to_line();
     let _guard = lock();
     let mut err = std::io::stderr().lock();
@@ -42,6 +44,7 @@ pub fn diagnostic(d: &Diagnostic) {
 /// to finish and then writes anyway (stderr is a separate stream from a stalled stdout). A stderr
 /// the host does not read only loses the line; the caller goes on.
 pub fn last_words(d: &Diagnostic) {
+    journal::observe(d);
     let line = d.to_line();
     let (done, finished) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
@@ -50,7 +53,8 @@ pub fn last_words(d: &Diagnostic) {
         drop(guard);
         let _ = done.send(());
     });
-    let _ = finished.recv_timeout(std::time::Duration::from_millis(25));
+    // Long enough for a loaded machine to schedule the writer, short next to any budget.
+    let _ = finished.recv_timeout(std::time::Duration::from_millis(60));
 }
 
 /// Our line lock, if it can be had within 20 ms (a writer that holds it longer is blocked on a
@@ -75,6 +79,8 @@ fn lock_briefly() -> Option<MutexGuard<'static, ()>> {
 /// that does not read keeps its lock, so nothing here waits on stdout.
 #[allow(clippy::exit, reason = "fail-open exit from the watchdog and the panic hook")]
 pub fn exit_quietly() -> ! {
+    // The run is journaled first (it never touches this module's lock).
+    journal::finish_abrupt();
     // A line being written by another thread is finished first; if this thread itself holds the
     // lock (a panic inside a write), exit at once rather than deadlock.
     let guard = lock_briefly();

@@ -73,6 +73,15 @@ impl Integration {
         matches!(self, Self::OpenCode | Self::Pi | Self::Dsh)
     }
 
+    /// Whether what a hook injects stays in the host's conversation for later turns (Claude Code's
+    /// and Codex's hook context, DSH's plugin messages). Pi replaces its system prompt each turn
+    /// and OpenCode's transform changes only the request in flight: there, every turn must carry
+    /// what it needs, so nothing is remembered as already injected.
+    #[must_use]
+    pub fn injection_persists(self) -> bool {
+        matches!(self, Self::ClaudeCode | Self::Codex | Self::Dsh)
+    }
+
     /// All hosts, in documentation order.
     pub const ALL: [Self; 5] = [Self::ClaudeCode, Self::Codex, Self::OpenCode, Self::Pi, Self::Dsh];
 

@@ -15,6 +15,7 @@ pub mod endpoint;
 pub mod env;
 pub mod host;
 pub mod http;
+pub mod journal;
 pub mod ledger;
 pub mod lock;
 pub mod outcome;

@@ -105,18 +105,26 @@ pub fn arm_watchdog(start: Instant, budget: Duration) {
         .min(u128::from(u64::MAX - 1));
     let previous = WATCHDOG_AT_MS.swap(u64::try_from(at).unwrap_or(u64::MAX - 1), Ordering::SeqCst);
     if previous == u64::MAX {
-        std::thread::spawn(move || {
+        let handle = std::thread::spawn(move || {
             loop {
                 let at = Duration::from_millis(WATCHDOG_AT_MS.load(Ordering::SeqCst));
                 let elapsed = start.elapsed();
                 if elapsed >= at {
                     watchdog_exit();
                 }
-                std::thread::sleep((at - elapsed).min(Duration::from_millis(250)));
+                // Woken early when the budget moves (see below).
+                std::thread::park_timeout((at - elapsed).min(Duration::from_millis(250)));
             }
         });
+        let _ = WATCHDOG.set(handle.thread().clone());
+    } else if let Some(thread) = WATCHDOG.get() {
+        // A budget moved earlier than the watchdog's current sleep must be seen at once.
+        thread.unpark();
     }
 }
+
+/// The watchdog thread, to wake when its deadline moves.
+static WATCHDOG: OnceLock<std::thread::Thread> = OnceLock::new();
 
 /// The watchdog's end: one content-free `timeout` line naming the interrupted stage, then exit 0.
 /// Neither step can block it (see [`emit::last_words`]).

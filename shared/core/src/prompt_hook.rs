@@ -18,6 +18,7 @@ use crate::drain;
 use crate::emit;
 use crate::env::Env;
 use crate::host::Integration;
+use crate::journal;
 use crate::outcome::{Diagnostic, Outcome, Stage};
 use crate::payload::{self, first_text};
 use crate::process;
@@ -81,7 +82,11 @@ pub enum LifecycleEvent {
 pub fn parse_lifecycle(profile: &PromptHookProfile, v: &Value) -> Option<LifecycleEvent> {
     let event = v.get("hook_event_name").and_then(Value::as_str)?;
     let session_id = first_text(v, profile.session_fields).map(str::to_owned);
-    match event.replace('_', "").to_ascii_lowercase().as_str() {
+    let normalized = event.replace('_', "").to_ascii_lowercase();
+    if matches!(normalized.as_str(), "sessionstart" | "precompact") {
+        journal::set_event(event_word(&normalized));
+    }
+    match normalized.as_str() {
         "sessionstart" => Some(LifecycleEvent::Start {
             cwd: PathBuf::from(v.get("cwd").and_then(Value::as_str).filter(|s| !s.is_empty())?),
             session_id,
@@ -141,6 +146,7 @@ pub fn prompt_of(profile: &PromptHookProfile, decoded: &payload::Decoded) -> Res
     }
     let event = v.get("hook_event_name").and_then(Value::as_str).unwrap_or("");
     let normalized = event.replace('_', "").to_ascii_lowercase();
+    journal::set_event(event_word(&normalized));
     if normalized == "stop" || normalized == "sessionend" {
         return Err(SkipReason::Boundary);
     }
@@ -171,6 +177,18 @@ pub fn prompt_of(profile: &PromptHookProfile, decoded: &payload::Decoded) -> Res
     })
 }
 
+/// The journal's name for a (normalized) hook event: a closed word, never payload text.
+fn event_word(normalized: &str) -> &'static str {
+    match normalized {
+        "userpromptsubmit" => "UserPromptSubmit",
+        "stop" => "Stop",
+        "sessionend" => "SessionEnd",
+        "sessionstart" => "SessionStart",
+        "precompact" => "PreCompact",
+        _ => "other",
+    }
+}
+
 /// Runs a `UserPromptSubmit` hook process end to end and returns its exit code (always 0).
 #[must_use]
 pub fn main(profile: &PromptHookProfile) -> ExitCode {
@@ -181,6 +199,7 @@ pub fn main(profile: &PromptHookProfile) -> ExitCode {
     let component = profile.integration.component();
     process::begin(component, start);
     let env = Env::from_process();
+    let _journal = journal::start(profile.integration, "unknown", &env, start);
     if env.text(vars::FAULT) == Some("panic") {
         panic!("fault injection requested by {}", vars::FAULT);
     }
@@ -266,6 +285,10 @@ pub fn lifecycle(
                 return Answer::Nothing;
             };
             let turn = turn.in_session(session_id.as_deref());
+            if !settings.bootstrap.value {
+                turn.session_start_offline(*lifecycle);
+                return Answer::Nothing;
+            }
             let query = ScopeQuery::for_event(
                 profile.integration,
                 settings.scope_id.value.as_deref(),
@@ -275,6 +298,7 @@ pub fn lifecycle(
                 crate::workspace::Discovery::for_env(env),
             );
             let Some(scope) = turn.resolve(query, None) else {
+                turn.session_start_offline(*lifecycle);
                 return Answer::Nothing;
             };
             turn.session_start(&scope, *lifecycle)

@@ -15,6 +15,7 @@ use std::process::ExitCode;
 use serde_json::json;
 
 use crate::emit;
+use crate::journal;
 
 /// What a hook run decided to give the host.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -62,7 +63,7 @@ pub fn render(protocol: Protocol, answer: &Answer) -> Option<String> {
 }
 
 /// Writes the answer, settles a bootstrap package it carries (see [`crate::bootstrap::settle`]),
-/// and returns the exit code (always success).
+/// then writes the run's journal record, and returns the exit code (always success).
 #[must_use]
 pub fn deliver(protocol: Protocol, answer: &Answer) -> ExitCode {
     let written = match render(protocol, answer) {
@@ -70,6 +71,10 @@ pub fn deliver(protocol: Protocol, answer: &Answer) -> ExitCode {
         None => false,
     };
     crate::bootstrap::settle(written);
+    journal::finish(match answer {
+        Answer::Context(text) => Some(text.len()),
+        Answer::Nothing => None,
+    });
     ExitCode::SUCCESS
 }
 

@@ -1,12 +1,17 @@
 //! The per-session memory record: which bootstrap receipt the session's prompts cite, whether the
-//! next turn must bootstrap again (after a compaction), and which recalled items were already
-//! injected since the session's last start or compaction, so the same block is not injected turn
-//! after turn. Content-free by construction: artifact ids and revisions, a receipt id and digests,
-//! never text, never a scope id. One small file per session, written without the shared lock
-//! (a lost update costs at most one repeated item).
+//! next turn must bootstrap (after a compaction, or a bootstrap that failed), and which recalled
+//! items were already injected since the session's last start, clear or compaction, so the same
+//! block is not injected turn after turn on hosts whose injections stay in the conversation.
+//! Content-free by construction: artifact ids and revisions, a receipt id and a salted digest,
+//! never text, never a scope id. One small file per session, never behind a link. A run's changes
+//! are applied after its answer is out, to the record as it is then: a boundary another process
+//! recorded meanwhile (a compaction) wins, and this run's changes are dropped.
 
 use std::fs;
+use std::io::Read;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
@@ -14,7 +19,7 @@ use serde_json::value::RawValue;
 use crate::bootstrap::{ItemRef, Lifecycle, artifact_key};
 use crate::env::Env;
 use crate::host::Integration;
-use crate::state::{self, StateDir};
+use crate::state::{self, StateDir, StateError};
 
 /// The subdirectory of the state directory.
 pub const DIR: &str = "sessions";
@@ -22,7 +27,7 @@ pub const DIR: &str = "sessions";
 pub const MAX_ITEMS: usize = 512;
 /// Records untouched for this long are removed when a session starts.
 pub const MAX_AGE: std::time::Duration = std::time::Duration::from_secs(7 * 24 * 3600);
-/// Largest record read (a full one is about 40 KiB).
+/// Largest record read (a full one is about 60 KiB).
 const MAX_RECORD_BYTES: u64 = 256 * 1024;
 
 /// What is kept for one session.
@@ -31,16 +36,18 @@ pub struct Record {
     /// The last bootstrap receipt recorded as injected, for `bootstrap_receipt_id`.
     #[serde(default)]
     pub receipt_id: Option<String>,
-    /// SHA-256 of the scope that receipt belongs to (a receipt is only valid in its own scope).
+    /// SHA-256 of the receipt id and the scope it belongs to (a receipt is only valid in its own
+    /// scope; the random receipt id salts the digest, so it does not reveal the scope).
     #[serde(default)]
     pub receipt_scope: Option<String>,
-    /// A boundary the next turn must bootstrap for (set by a compaction).
+    /// A boundary the next turn must bootstrap for (a compaction, or a bootstrap that failed).
     #[serde(default)]
     pub pending: Option<Lifecycle>,
-    /// How many bootstraps this session asked for (makes each boundary's event id distinct).
+    /// Boundaries seen so far: makes each boundary's event id distinct, and tells a run whether
+    /// another boundary happened while it was working.
     #[serde(default)]
     pub generation: u32,
-    /// Items injected since the last start or compaction: `family/artifact_id@revision`.
+    /// Items injected since the last start, clear or compaction (`family id revision`).
     #[serde(default)]
     pub injected: Vec<String>,
 }
@@ -70,21 +77,29 @@ impl Record {
     /// Remembers a delivered bootstrap package: its receipt and its whole (untruncated) items.
     pub fn delivered(&mut self, scope: &str, receipt_id: &str, items: &[ItemRef]) {
         self.receipt_id = Some(receipt_id.to_owned());
-        self.receipt_scope = Some(scope_digest(scope));
+        self.receipt_scope = Some(receipt_digest(receipt_id, scope));
         self.remember(items.iter().filter(|i| !i.truncated).map(|i| i.key.clone()));
     }
 
     /// The receipt to cite in a prepare for `scope`, if it belongs to that scope.
     #[must_use]
     pub fn receipt_for(&self, scope: &str) -> Option<&str> {
-        (self.receipt_scope.as_deref() == Some(scope_digest(scope).as_str()))
-            .then_some(self.receipt_id.as_deref())
-            .flatten()
+        let id = self.receipt_id.as_deref()?;
+        (self.receipt_scope.as_deref() == Some(receipt_digest(id, scope).as_str())).then_some(id)
     }
 }
 
-fn scope_digest(scope: &str) -> String {
-    crate::workspace::sha256_hex(scope.as_bytes())
+fn receipt_digest(receipt_id: &str, scope: &str) -> String {
+    crate::workspace::sha256_hex(format!("{receipt_id}\0{scope}").as_bytes())
+}
+
+/// Whether `name` is a file this module writes (a record, a set-aside record, or a temp file).
+fn own_name(name: &str) -> bool {
+    let stem = name
+        .strip_suffix(".json.corrupt")
+        .or_else(|| name.strip_suffix(".json"));
+    stem.is_some_and(|s| s.len() == 32 && s.bytes().all(|b| b.is_ascii_hexdigit()))
+        || name.starts_with(state::TEMP_PREFIX)
 }
 
 /// Where one session's record lives.
@@ -119,40 +134,64 @@ impl SessionFile {
         self.name.trim_end_matches(".json")
     }
 
-    /// A compaction is under way: what was injected is about to be dropped, so the window starts
-    /// again and the session's next prompt bootstraps with lifecycle `compact` (unless a
-    /// `SessionStart` for the compaction does it first).
-    pub fn mark_compacted(&self) {
-        let mut r = self.load().unwrap_or_default();
-        r.restart();
-        r.pending = Some(Lifecycle::Compact);
-        self.store(&r);
-    }
-
     /// The file.
     #[must_use]
     pub fn path(&self) -> PathBuf {
         self.dir.join(&self.name)
     }
 
-    /// The record, or `None` when the session has none yet (or it cannot be used: a record is a
-    /// cache, and a missing one only costs a repeated item).
-    #[must_use]
-    pub fn load(&self) -> Option<Record> {
-        let path = self.path();
-        let meta = fs::symlink_metadata(&path).ok()?;
-        if !meta.is_file() || meta.len() > MAX_RECORD_BYTES || !state::owned_private(&meta) {
-            return None;
-        }
-        state::read_versioned::<Record>(&path).ok().flatten()
+    /// The `sessions` directory, when it is a real directory (not a link) of this user's that
+    /// nobody else can write.
+    fn usable_dir(&self) -> bool {
+        fs::symlink_metadata(&self.dir).is_ok_and(|m| m.is_dir() && state::owned_private(&m))
     }
 
-    /// Writes the record (atomic rename, 0600, no fsync: see [`state::write_cache`]).
-    pub fn store(&self, record: &Record) {
-        if StateDir::at(self.dir.parent().unwrap_or(Path::new(".")))
-            .ensure(Some(DIR))
-            .is_err()
+    /// The record: `Ok(None)` when the session has none yet; an error when it cannot be used
+    /// (not a regular file of ours, too large, unreadable, a newer format).
+    fn read(&self) -> Result<Option<Record>, StateError> {
+        if !self.usable_dir() {
+            return Ok(None);
+        }
+        // No link is followed and a FIFO never blocks: the opened file itself is checked.
+        let file = match fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+            .open(self.path())
         {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(e.into()),
+        };
+        let meta = file.metadata()?;
+        if !meta.is_file()
+            || meta.len() > MAX_RECORD_BYTES
+            || !state::owned_private(&meta)
+            || meta.nlink() != 1
+        {
+            return Err(StateError::Io(std::io::Error::other("unusable session record")));
+        }
+        let mut bytes = Vec::new();
+        file.take(MAX_RECORD_BYTES).read_to_end(&mut bytes)?;
+        state::parse_versioned::<Record>(&bytes)
+    }
+
+    /// The record, or `None` when the session has none yet or it cannot be used (a record is a
+    /// cache: a missing one only costs a repeated item or a repeated bootstrap).
+    #[must_use]
+    pub fn load(&self) -> Option<Record> {
+        self.read().ok().flatten()
+    }
+
+    /// Writes the record (atomic rename, 0600, no fsync: see [`state::write_cache`]). Never into a
+    /// linked or foreign `sessions` directory, never over a record of a newer format.
+    pub fn store(&self, record: &Record) {
+        if !self.dir.exists() {
+            let root = StateDir::at(self.dir.parent().unwrap_or(Path::new(".")));
+            if root.ensure(Some(DIR)).is_err() {
+                return;
+            }
+        }
+        if !self.usable_dir() || matches!(self.read(), Err(StateError::NewerFormat)) {
             return;
         }
         if let Ok(bytes) = state::versioned_bytes(record) {
@@ -160,14 +199,35 @@ impl SessionFile {
         }
     }
 
-    /// Removes records not written for [`MAX_AGE`] (called at session start, never per prompt).
+    /// A compaction is under way: what was injected is about to be dropped, so the window starts
+    /// again and the session's next prompt bootstraps with lifecycle `compact` (unless a
+    /// `SessionStart` for the compaction does it first). A run still working on the old window
+    /// sees the new generation and drops its changes.
+    pub fn mark_compacted(&self) {
+        let mut r = self.load().unwrap_or_default();
+        r.restart();
+        r.pending = Some(Lifecycle::Compact);
+        r.generation = r.generation.wrapping_add(1);
+        self.store(&r);
+    }
+
+    /// Removes this module's records (and leftover temp files) not written for [`MAX_AGE`];
+    /// called at session start, never per prompt. Nothing else in the directory is touched.
     pub fn prune_old(&self) {
+        if !self.usable_dir() {
+            return;
+        }
         let Ok(entries) = fs::read_dir(&self.dir) else {
             return;
         };
         let now = std::time::SystemTime::now();
         for entry in entries.flatten().take(10_000) {
-            let Ok(meta) = entry.metadata() else { continue };
+            if !entry.file_name().to_str().is_some_and(own_name) {
+                continue;
+            }
+            let Ok(meta) = fs::symlink_metadata(entry.path()) else {
+                continue;
+            };
             let old = meta
                 .modified()
                 .ok()
@@ -178,6 +238,97 @@ impl SessionFile {
             }
         }
     }
+
+    /// Applies a run's [`Change`] to the record as it is now (see the module doc).
+    fn apply(&self, change: Change, written: bool, delivered: Option<&Delivered>) {
+        let mut r = match self.read() {
+            Ok(r) => r.unwrap_or_default(),
+            Err(_) => return,
+        };
+        if r.generation != change.seen_generation {
+            return;
+        }
+        let mut changed = false;
+        if let Some(b) = change.boundary {
+            if b.restart {
+                r.restart();
+            }
+            r.pending = b.pending_after;
+            r.generation = r.generation.wrapping_add(1);
+            changed = true;
+        }
+        if written && change.persists {
+            if !change.fresh.is_empty() {
+                r.remember(change.fresh);
+                changed = true;
+            }
+            if let Some(d) = delivered {
+                match &d.receipt_id {
+                    Some(id) => r.delivered(&d.scope, id, &d.items),
+                    None => r.remember(d.items.iter().filter(|i| !i.truncated).map(|i| i.key.clone())),
+                }
+                changed = true;
+            }
+        }
+        if changed {
+            self.store(&r);
+        }
+    }
+}
+
+/// A boundary a run handled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BoundaryChange {
+    /// Start a new window (not on resume, not when only a retry is scheduled).
+    pub restart: bool,
+    /// What the next prompt must bootstrap for (the boundary again, when its bootstrap failed).
+    pub pending_after: Option<Lifecycle>,
+}
+
+/// What one run changes in its session's record, applied once its answer is out.
+#[derive(Debug)]
+pub struct Change {
+    /// The record.
+    pub file: SessionFile,
+    /// The record's generation when the run read it.
+    pub seen_generation: u32,
+    /// Whether injections stay in the host's conversation (otherwise nothing is remembered).
+    pub persists: bool,
+    /// A boundary this run handled.
+    pub boundary: Option<BoundaryChange>,
+    /// Recalled items new in the window, remembered if the answer was written.
+    pub fresh: Vec<String>,
+}
+
+/// A bootstrap package the answer carried.
+#[derive(Debug)]
+pub struct Delivered {
+    /// Its scope.
+    pub scope: String,
+    /// The receipt, when it was recorded as injected.
+    pub receipt_id: Option<String>,
+    /// Its items.
+    pub items: Vec<ItemRef>,
+}
+
+/// At most one change per run: the one for the answer being written.
+static HELD: Mutex<Option<Change>> = Mutex::new(None);
+
+/// Keeps a run's change until [`settle`].
+pub fn hold(change: Change) {
+    *HELD.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(change);
+}
+
+/// Applies the held change, if any, now that the answer was (or was not) written.
+pub fn settle(written: bool, delivered: Option<&Delivered>) {
+    let change = HELD
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .take();
+    if let Some(change) = change {
+        let file = change.file.clone();
+        file.apply(change, written, delivered);
+    }
 }
 
 /// The line that opens the item envelope of a PreparedContext.
@@ -186,6 +337,7 @@ const BEGIN: &str = "BEGIN_POWERCONTEXT_PREPARED_CONTEXT_V1\n";
 const END: &str = "\nEND_POWERCONTEXT_PREPARED_CONTEXT_V1";
 
 #[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 struct Envelope<'a> {
     #[serde(borrow)]
     trust: &'a RawValue,
@@ -207,17 +359,21 @@ pub enum Filtered {
     AllSeen,
 }
 
-/// The citation's artifact key (`artifact_ref` or `artifact` address).
+/// The citation's artifact key: an `artifact_ref`, or an `artifact` address (a reference with the
+/// scope it lives in, flat or nested as `{scope_id, artifact: {…}}`).
 fn citation_key(citation: &serde_json::Value) -> Option<String> {
     let obj = citation.as_object()?;
-    obj.get("artifact_ref")
-        .or_else(|| obj.get("artifact"))
-        .and_then(artifact_key)
+    let target = obj.get("artifact_ref").or_else(|| obj.get("artifact"))?;
+    match target.get("artifact") {
+        Some(inner) if inner.is_object() => artifact_key(inner),
+        _ => artifact_key(target),
+    }
 }
 
 /// Drops the items of a prepared context that were injected already in this window, keeping the
 /// Server's own bytes for everything else (the envelope's items are re-joined exactly as sent).
-/// A content this client cannot read item by item is passed through whole.
+/// A content this client cannot read item by item (or an envelope with fields it does not know)
+/// is passed through whole.
 #[must_use]
 pub fn filter_seen(content: &str, seen: &[String]) -> Filtered {
     let Some((head, rest)) = content.split_once(BEGIN) else {
@@ -284,21 +440,21 @@ mod tests {
             filter_seen(&whole, &[]),
             Filtered::Inject(
                 whole.clone(),
-                vec!["atomic-memory/art_a@1".into(), "atomic-memory/art_b@1".into()]
+                vec!["atomic-memory art_a 1".into(), "atomic-memory art_b 1".into()]
             )
         );
         assert_eq!(
-            filter_seen(&whole, &["atomic-memory/art_a@1".into()]),
-            Filtered::Inject(prepared(&[b]), vec!["atomic-memory/art_b@1".into()])
+            filter_seen(&whole, &["atomic-memory art_a 1".into()]),
+            Filtered::Inject(prepared(&[b]), vec!["atomic-memory art_b 1".into()])
         );
         let all = [
-            "atomic-memory/art_a@1".to_owned(),
-            "atomic-memory/art_b@1".to_owned(),
+            "atomic-memory art_a 1".to_owned(),
+            "atomic-memory art_b 1".to_owned(),
         ];
         assert_eq!(filter_seen(&whole, &all), Filtered::AllSeen);
         // A new revision is a new item.
         assert!(
-            matches!(filter_seen(&whole, &["atomic-memory/art_a@2".into()]), Filtered::Inject(t, _) if t == whole)
+            matches!(filter_seen(&whole, &["atomic-memory art_a 2".into()]), Filtered::Inject(t, _) if t == whole)
         );
     }
 
@@ -346,6 +502,127 @@ mod tests {
     }
 
     #[test]
+    fn items_cited_by_address_are_recognised() {
+        let nested = r#"{"citation":{"artifact":{"scope_id":"scp_parent","artifact":{"family":"atomic-memory","artifact_id":"art_p","revision":3}}},"content":"parent fact","truncated":false,"kind":"atomic-memory"}"#.to_owned();
+        let flat = r#"{"citation":{"artifact":{"scope_id":"scp_x","family":"profile","artifact_id":"art_f","revision":1}},"content":"f","truncated":false}"#.to_owned();
+        let whole = prepared(&[nested, flat, item("art_b", "beta")]);
+        assert_eq!(
+            filter_seen(&whole, &[]),
+            Filtered::Inject(
+                whole.clone(),
+                vec![
+                    "atomic-memory art_p 3".into(),
+                    "profile art_f 1".into(),
+                    "atomic-memory art_b 1".into()
+                ]
+            )
+        );
+    }
+
+    #[test]
+    fn an_envelope_with_unknown_fields_passes_through_whole() {
+        let text = format!(
+            "P\n\n{BEGIN}{{\"trust\":\"untrusted_history\",\"items\":[{}],\"next\":1}}{END}",
+            item("art_a", "a")
+        );
+        assert_eq!(
+            filter_seen(&text, &["atomic-memory art_a 1".into()]),
+            Filtered::Inject(text.clone(), vec![])
+        );
+    }
+
+    #[test]
+    fn prune_and_store_never_touch_a_linked_or_foreign_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let victim = dir.path().join("victim");
+        std::fs::create_dir(&victim).unwrap();
+        let precious = victim.join("notes.txt");
+        let record_like = victim.join(format!("{}.json", "a".repeat(32)));
+        let old = std::time::SystemTime::now() - MAX_AGE - std::time::Duration::from_secs(3600);
+        for f in [&precious, &record_like] {
+            std::fs::write(f, "precious").unwrap();
+            std::fs::File::options()
+                .write(true)
+                .open(f)
+                .unwrap()
+                .set_modified(old)
+                .unwrap();
+        }
+        let state = dir.path().join("state");
+        std::fs::create_dir(&state).unwrap();
+        std::os::unix::fs::symlink(&victim, state.join(DIR)).unwrap();
+        let f = SessionFile::new(&StateDir::at(&state), Integration::ClaudeCode, "s");
+        f.prune_old();
+        f.store(&Record::default());
+        assert!(
+            precious.exists() && record_like.exists(),
+            "prune went through the link"
+        );
+        assert_eq!(
+            std::fs::read_dir(&victim).unwrap().count(),
+            2,
+            "store wrote through the link"
+        );
+
+        // In a real directory only this module's own old files go.
+        std::fs::remove_file(state.join(DIR)).unwrap();
+        let own = SessionFile::new(&StateDir::at(&state), Integration::ClaudeCode, "t");
+        own.store(&Record::default());
+        let foreign = state.join(DIR).join("notes.txt");
+        std::fs::write(&foreign, "x").unwrap();
+        for p in [&foreign, &own.path()] {
+            std::fs::File::options()
+                .write(true)
+                .open(p)
+                .unwrap()
+                .set_modified(old)
+                .unwrap();
+        }
+        own.prune_old();
+        assert!(foreign.exists());
+        assert!(!own.path().exists());
+    }
+
+    #[test]
+    fn a_boundary_recorded_meanwhile_wins_over_a_run_that_read_before_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = SessionFile::new(&StateDir::at(dir.path()), Integration::Dsh, "s");
+        let mut r = Record::default();
+        r.remember(["atomic-memory old 1".to_owned()]);
+        f.store(&r);
+        let change = Change {
+            file: f.clone(),
+            seen_generation: 0,
+            persists: true,
+            boundary: None,
+            fresh: vec!["atomic-memory new 1".into()],
+        };
+        f.mark_compacted();
+        f.apply(change, true, None);
+        let now = f.load().unwrap();
+        assert_eq!(now.pending, Some(Lifecycle::Compact));
+        assert!(now.injected.is_empty(), "{now:?}");
+
+        // Without a boundary in between the run's items are remembered, if written.
+        let fresh = |written| {
+            let change = Change {
+                file: f.clone(),
+                seen_generation: f.load().unwrap().generation,
+                persists: true,
+                boundary: None,
+                fresh: vec![format!("atomic-memory w{written} 1")],
+            };
+            f.apply(change, written, None);
+        };
+        fresh(false);
+        fresh(true);
+        assert_eq!(
+            f.load().unwrap().injected,
+            vec!["atomic-memory wtrue 1".to_owned()]
+        );
+    }
+
+    #[test]
     fn records_round_trip_without_content() {
         let dir = tempfile::tempdir().unwrap();
         let f = SessionFile::new(&StateDir::at(dir.path()), Integration::ClaudeCode, "sess-SECRET");
@@ -355,7 +632,7 @@ mod tests {
             "scp_SECRETSCOPE",
             "bcr_9",
             &[ItemRef {
-                key: "atomic-memory/art_1@1".into(),
+                key: "atomic-memory art_1 1".into(),
                 truncated: false,
             }],
         );

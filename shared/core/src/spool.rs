@@ -31,7 +31,7 @@ use crate::lock::{self, LockGuard};
 use crate::outcome::{Diagnostic, Outcome, Stage};
 use crate::scope::ScopeQuery;
 use crate::state::{
-    Opened, StateDir, StateError, TEMP_PREFIX, now_millis, open_state_file, parse_versioned, read_bounded,
+    Opened, StateDir, StateError, TEMP_PREFIX, now_millis, open_state_file, parse_versioned_at, read_bounded,
     sweep_stale_temps, versioned_bytes,
 };
 use crate::wire::CaptureRequest;
@@ -570,7 +570,7 @@ pub fn claim(state: &StateDir, entry: &Entry) -> Claim {
         Some(i) => bytes.split_at(i + 1),
         None => (&bytes[..], &[][..]),
     };
-    match parse_versioned::<SpooledCapture>(&path, head) {
+    match parse_versioned_at::<SpooledCapture>(&path, head) {
         Ok(Some(mut c)) => {
             if let Ok(pin) = serde_json::from_slice::<Pin>(tail) {
                 c.query = ScopeQuery::resolved(&pin.pinned_scope);
@@ -579,7 +579,7 @@ pub fn claim(state: &StateDir, entry: &Entry) -> Claim {
         }
         Ok(None) => Claim::Gone,
         Err(StateError::NewerFormat) => Claim::NewerFormat,
-        // `parse_versioned` already moved it aside.
+        // `parse_versioned_at` already moved it aside.
         Err(_) => Claim::Corrupt,
     }
 }

@@ -441,26 +441,34 @@ pub fn read_versioned<T: DeserializeOwned>(path: &Path) -> Result<Option<T>, Sta
     let Some(bytes) = read_bounded(&mut file)? else {
         return Err(set_aside(path));
     };
-    parse_versioned(path, &bytes)
+    parse_versioned_at(path, &bytes)
 }
 
-/// Checks and decodes the bytes of a versioned file read from `path` (set aside when invalid).
+/// Checks and decodes the bytes of a versioned file read from `path`; an invalid one is set
+/// aside (`<name>.corrupt`).
 ///
 /// # Errors
 /// As [`StateDir::read_json`].
-pub fn parse_versioned<T: DeserializeOwned>(path: &Path, bytes: &[u8]) -> Result<Option<T>, StateError> {
-    let value: Option<Value> = serde_json::from_slice(bytes).ok();
-    let format = value
-        .as_ref()
-        .and_then(|v| v.get("format"))
-        .and_then(Value::as_u64);
-    match format {
+pub fn parse_versioned_at<T: DeserializeOwned>(path: &Path, bytes: &[u8]) -> Result<Option<T>, StateError> {
+    match parse_versioned(bytes) {
+        Err(StateError::Corrupt) => Err(set_aside(path)),
+        other => other,
+    }
+}
+
+/// Parses versioned JSON bytes already read: a newer format is [`StateError::NewerFormat`], an
+/// unparsable text [`StateError::Corrupt`] (nothing is moved: the caller owns the file).
+///
+/// # Errors
+/// As described.
+pub fn parse_versioned<T: DeserializeOwned>(bytes: &[u8]) -> Result<Option<T>, StateError> {
+    let value: Value = serde_json::from_slice(bytes).map_err(|_| StateError::Corrupt)?;
+    match value.get("format").and_then(Value::as_u64) {
         Some(f) if f > FORMAT => Err(StateError::NewerFormat),
-        Some(_) => match value.map(serde_json::from_value::<T>) {
-            Some(Ok(v)) => Ok(Some(v)),
-            _ => Err(set_aside(path)),
-        },
-        None => Err(set_aside(path)),
+        Some(_) => serde_json::from_value::<T>(value)
+            .map(Some)
+            .map_err(|_| StateError::Corrupt),
+        None => Err(StateError::Corrupt),
     }
 }
 

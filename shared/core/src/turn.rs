@@ -19,11 +19,12 @@ use crate::emit;
 use crate::env::Env;
 use crate::host::Integration;
 use crate::http::Transport;
+use crate::journal;
 use crate::ledger;
 use crate::outcome::{Diagnostic, Failure, Outcome, Stage};
 use crate::recall;
 use crate::scope::ScopeQuery;
-use crate::session::{self, Filtered, SessionFile};
+use crate::session::{self, BoundaryChange, Change, Filtered, SessionFile};
 use crate::spool::{self, SpoolLimits, SpooledCapture, WriteAhead, WriteAheadError};
 use crate::state::{self, StateDir};
 use crate::wire::{CaptureRequest, PreparedContext};
@@ -188,47 +189,77 @@ impl<'a> Turn<'a> {
         self
     }
 
-    /// A session boundary (start, resume, clear, compaction seen by `SessionStart`): a new window
+    /// A session boundary seen by `SessionStart` (start, resume, clear, compaction): a new window
     /// of injected items (except on resume, which restores the transcript and what it had been
-    /// given), and the boundary's bootstrap package, if there is one. The package's receipt is
-    /// settled when the answer is delivered.
+    /// given) and the boundary's bootstrap package, if there is one. Everything is recorded once
+    /// the answer is out; a bootstrap that failed is retried by the session's next prompt.
     #[must_use]
     pub fn session_start(&self, scope: &str, lifecycle: Lifecycle) -> Option<String> {
-        let mut record = self
-            .session
-            .as_ref()
-            .and_then(SessionFile::load)
-            .unwrap_or_default();
-        if lifecycle == Lifecycle::Resume {
-            record.pending = None;
-        } else {
-            record.restart();
+        let file = self.session.as_ref();
+        let generation = file.and_then(SessionFile::load).map_or(0, |r| r.generation);
+        if let Some(f) = file {
+            f.prune_old();
         }
-        record.generation = record.generation.wrapping_add(1);
-        if let Some(file) = &self.session {
-            file.prune_old();
-            file.store(&record);
-        }
-        if !self.settings.bootstrap.value {
-            return None;
-        }
-        let (content, hold) = self.fetch_bootstrap(scope, lifecycle, record.generation)?;
-        bootstrap::hold(hold);
+        let fetched = self.fetch_bootstrap(
+            scope,
+            lifecycle,
+            generation,
+            self.settings.bootstrap_max_bytes.value,
+        );
+        self.hold_change(
+            generation,
+            Some(boundary_after(lifecycle, fetched.is_ok())),
+            Vec::new(),
+        );
+        let (content, held) = fetched.ok().flatten()?;
+        bootstrap::hold(held);
         Some(content)
     }
 
+    /// A `SessionStart` that could not reach the Server, or one with bootstrap off: the window
+    /// still starts again; the next prompt bootstraps when bootstrap is on.
+    pub fn session_start_offline(&self, lifecycle: Lifecycle) {
+        let generation = self
+            .session
+            .as_ref()
+            .and_then(SessionFile::load)
+            .map_or(0, |r| r.generation);
+        let retry = self.settings.bootstrap.value;
+        self.hold_change(generation, Some(boundary_after(lifecycle, !retry)), Vec::new());
+    }
+
+    fn hold_change(&self, seen_generation: u32, boundary: Option<BoundaryChange>, fresh: Vec<String>) {
+        if let Some(file) = &self.session {
+            session::hold(Change {
+                file: file.clone(),
+                seen_generation,
+                persists: self.integration.injection_persists(),
+                boundary,
+                fresh,
+            });
+        }
+    }
+
+    /// The boundary's package: `Ok(None)` when the Server has none to give, `Err` when it could
+    /// not be asked (reported; the boundary stays pending).
     fn fetch_bootstrap(
         &self,
         scope: &str,
         lifecycle: Lifecycle,
         generation: u32,
-    ) -> Option<(String, bootstrap::Held)> {
-        // A stable id per boundary event: a retry of the same event gets the same receipt.
+        max_bytes: u32,
+    ) -> Result<Option<(String, bootstrap::Held)>, ()> {
+        // A stable id per boundary event: a retry of the same event gets the same receipt. Without
+        // a session the event is this process.
+        let session_key = self.session.as_ref().map_or_else(
+            || format!("run-{}-{}", std::process::id(), crate::state::now_millis()),
+            |f| f.key().to_owned(),
+        );
         let event_id = format!(
-            "{}:{}:{}:{generation}",
+            "{}:{session_key}:{}:{}",
             self.integration.as_str(),
-            self.session.as_ref().map_or("none", SessionFile::key),
             lifecycle.as_str(),
+            generation.wrapping_add(1),
         );
         let request = bootstrap::BootstrapRequest {
             scope_id: scope,
@@ -237,7 +268,7 @@ impl<'a> Turn<'a> {
             lifecycle,
             integration: self.integration.as_str(),
             event_id: &event_id,
-            max_bytes: self.settings.bootstrap_max_bytes.value,
+            max_bytes,
         };
         // A fresh scope's first writes can race on the Server (409 for both of two concurrent
         // first requests); the event id makes one retry safe.
@@ -250,7 +281,7 @@ impl<'a> Turn<'a> {
                 content,
                 items,
                 receipt_id,
-            }) => Some((
+            }) => Ok(Some((
                 content,
                 bootstrap::Held {
                     transport: self.transport.clone(),
@@ -258,11 +289,10 @@ impl<'a> Turn<'a> {
                     scope: scope.to_owned(),
                     receipt_id,
                     items,
-                    session: self.session.clone(),
                 },
-            )),
+            ))),
             // No curated memory is the normal case for most scopes: nothing worth a line.
-            Ok(Bootstrap::Nothing("no_eligible_context")) => None,
+            Ok(Bootstrap::Nothing("no_eligible_context")) => Ok(None),
             Ok(Bootstrap::Nothing(reason)) => {
                 emit::diagnostic(
                     &self
@@ -270,11 +300,11 @@ impl<'a> Turn<'a> {
                         .status(Some(200))
                         .detail(reason),
                 );
-                None
+                Ok(None)
             }
             Err(f) => {
                 self.report(Stage::Bootstrap, f);
-                None
+                Err(())
             }
         }
     }
@@ -337,51 +367,62 @@ impl<'a> Turn<'a> {
 
     /// One recall round trip: the text of a ready context, or `None` after reporting why not.
     ///
-    /// In a session (see [`Turn::in_session`]) the prepare cites the session's injected bootstrap
-    /// receipt, items injected earlier in the window are dropped (a prompt whose items were all
-    /// injected already injects nothing), and when a bootstrap is due — a session's first prompt
-    /// on hosts without a session-start hook, or the first prompt after a compaction that no
-    /// `SessionStart` handled — its package is fetched at the same time and put before the
-    /// recalled items, within the same `max_bytes`.
+    /// In a session (see [`Turn::in_session`]) a bootstrap is fetched alongside when one is due —
+    /// a session's first prompt on hosts without a session-start hook, or the first prompt after
+    /// a compaction or a failed bootstrap — and put before the recalled items; on hosts whose
+    /// injections stay in the conversation the prepare also cites the session's receipt, and
+    /// items injected earlier in the window are left out (a prompt whose items were all injected
+    /// already injects nothing). What the answer delivered is recorded once it is out.
     #[must_use]
     pub fn recall(&self, scope: &str, query: &str, max_bytes: u32) -> Option<String> {
         let Some(file) = &self.session else {
             return self.prepare(scope, query, max_bytes, None);
         };
+        let persists = self.integration.injection_persists();
         let loaded = file.load();
+        let generation = loaded.as_ref().map_or(0, |r| r.generation);
         let due = match &loaded {
             _ if !self.settings.bootstrap.value => None,
             None if self.integration.bootstraps_at_first_prompt() => Some(Lifecycle::Startup),
             None => None,
             Some(r) => r.pending,
         };
-        let mut record = loaded.unwrap_or_default();
-        let mut package = None;
-        let prepared = match due {
-            None => self.prepare(scope, query, max_bytes, record.receipt_for(scope)),
+        let receipt = loaded
+            .as_ref()
+            .filter(|_| persists && due.is_none())
+            .and_then(|r| r.receipt_for(scope));
+        let (fetched, prepared) = match due {
+            None => (Ok(None), self.prepare(scope, query, max_bytes, receipt)),
             Some(lifecycle) => {
-                record.restart();
-                record.generation = record.generation.wrapping_add(1);
-                let room = max_bytes
-                    .saturating_sub(self.settings.bootstrap_max_bytes.value + 2)
+                // Both parts share `max_bytes` (as long as it leaves each the Server's minimum).
+                let boot = self
+                    .settings
+                    .bootstrap_max_bytes
+                    .value
+                    .min(max_bytes.saturating_sub(bootstrap::MIN_BYTES + 2))
                     .max(bootstrap::MIN_BYTES);
-                let generation = record.generation;
-                let (fetched, prepared) = std::thread::scope(|s| {
-                    let b = s.spawn(|| self.fetch_bootstrap(scope, lifecycle, generation));
+                let room = max_bytes.saturating_sub(boot + 2).max(bootstrap::MIN_BYTES);
+                std::thread::scope(|s| {
+                    let b = s.spawn(|| self.fetch_bootstrap(scope, lifecycle, generation, boot));
                     let p = self.prepare(scope, query, room, None);
-                    (b.join().ok().flatten(), p)
-                });
-                package = fetched;
-                prepared
+                    (b.join().unwrap_or(Err(())), p)
+                })
             }
         };
-        let mut seen = record.injected.clone();
+        let boundary = due.map(|l| boundary_after(l, fetched.is_ok()));
+        let package = fetched.ok().flatten();
+        let mut seen = if persists {
+            loaded.map(|r| r.injected).unwrap_or_default()
+        } else {
+            Vec::new()
+        };
         if let Some((_, held)) = &package {
             seen.extend(held.items.iter().filter(|i| !i.truncated).map(|i| i.key.clone()));
         }
+        let mut fresh = Vec::new();
         let recalled = match prepared.map(|text| session::filter_seen(&text, &seen)) {
-            Some(Filtered::Inject(text, fresh)) => {
-                record.remember(fresh);
+            Some(Filtered::Inject(text, new_keys)) => {
+                fresh = new_keys;
                 Some(text)
             }
             Some(Filtered::AllSeen) => {
@@ -392,7 +433,7 @@ impl<'a> Turn<'a> {
             }
             None => None,
         };
-        file.store(&record);
+        self.hold_change(generation, boundary, fresh);
         match (package, recalled) {
             (Some((content, held)), recalled) => {
                 bootstrap::hold(held);
@@ -407,7 +448,10 @@ impl<'a> Turn<'a> {
 
     fn prepare(&self, scope: &str, query: &str, max_bytes: u32, receipt: Option<&str>) -> Option<String> {
         match recall::prepare_citing(&self.transport, scope, query, max_bytes, receipt) {
-            Ok(PreparedContext::Ready(text)) => Some(text),
+            Ok(PreparedContext::Ready(text)) => {
+                journal::note_recalled(text.len());
+                Some(text)
+            }
             Ok(PreparedContext::Empty) => {
                 let mut d = self.diag(Stage::Prepare, Outcome::Empty).status(Some(200));
                 d.context_status = Some("empty");
@@ -438,6 +482,7 @@ impl<'a> Turn<'a> {
         }
         match capture::send(&self.transport, &capture.request(self.integration, scope)) {
             Ok(position) => {
+                journal::note_delivered();
                 self.settle(false);
                 Some(position)
             }
@@ -484,5 +529,14 @@ impl<'a> Turn<'a> {
             position,
             self.integration.as_str(),
         );
+    }
+}
+
+/// What a handled boundary leaves in the record: a new window (not on resume), and the boundary
+/// still pending when its bootstrap could not be fetched.
+fn boundary_after(lifecycle: Lifecycle, fetched: bool) -> BoundaryChange {
+    BoundaryChange {
+        restart: lifecycle != Lifecycle::Resume,
+        pending_after: (!fetched).then_some(lifecycle),
     }
 }
