@@ -391,15 +391,11 @@ fn open_read(path: &Path) -> io::Result<File> {
 /// The I/O error; the caller ignores it (a journal never fails a hook).
 pub fn append(dir: &Path, host: Integration, line: &[u8]) -> io::Result<()> {
     let path = dir.join(file_name(host));
-    let file = match open_append(&path) {
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {
-            StateDir::at(dir)
-                .ensure(None)
-                .map_err(|e| io::Error::other(e.to_string()))?;
-            open_append(&path)?
-        }
-        r => r?,
-    };
+    // One stat: never write into a state directory another user owns (created 0700 if missing).
+    StateDir::at(dir)
+        .ensure(None)
+        .map_err(|e| io::Error::other(e.to_string()))?;
+    let file = open_append(&path)?;
     let meta = file.metadata()?;
     if !meta.is_file() {
         return Err(io::Error::other("journal is not a regular file"));
