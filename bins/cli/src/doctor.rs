@@ -655,6 +655,11 @@ fn check_server(host: Host, s: &Settings, paths: &Paths, cwd: &Path, r: &mut Rep
         if s.capture_prompts.value { "on" } else { "off" }.into(),
         s.capture_prompts.origin.to_string(),
     ));
+    r.settings.push((
+        "capture_secrets".into(),
+        s.capture_secrets.value.as_str().into(),
+        s.capture_secrets.origin.to_string(),
+    ));
     let deadline = Deadline::after(Duration::from_secs(10));
     let transport = match Transport::new(
         s.server_url.value.clone(),

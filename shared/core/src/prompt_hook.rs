@@ -187,8 +187,8 @@ pub fn respond(
         return Answer::Nothing;
     };
     let capture = turn
-        .capture_allowed(&event.prompt, event.lossy)
-        .then(|| capture_of(profile, event));
+        .capture_text(&event.prompt, event.lossy)
+        .map(|text| capture_of(profile, event).with_content(text));
     let query = ScopeQuery::for_event(
         profile.integration,
         settings.scope_id.value.as_deref(),

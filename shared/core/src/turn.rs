@@ -36,6 +36,14 @@ pub struct Capture {
 }
 
 impl Capture {
+    /// The same capture with `content` as its text (the gated prompt: private blocks removed,
+    /// secrets redacted).
+    #[must_use]
+    pub fn with_content(mut self, content: String) -> Self {
+        self.content = content;
+        self
+    }
+
     /// The request for `scope`, with the integration's `source_id` prefix.
     #[must_use]
     pub fn request(&self, integration: Integration, scope: &str) -> CaptureRequest {
@@ -114,31 +122,31 @@ impl<'a> Turn<'a> {
     }
 
     /// The persistence policy, decided before any network call so a secret never waits on
-    /// anything: capture enabled, exact text (not repaired), within the bound, not secret-like.
+    /// anything: capture enabled, exact text (not repaired), private blocks removed, within the
+    /// bound, secrets withheld or redacted (`capture_secrets`). Returns the text to capture.
     #[must_use]
-    pub fn capture_allowed(&self, text: &str, lossy: bool) -> bool {
+    pub fn capture_text(&self, text: &str, lossy: bool) -> Option<String> {
         if !self.settings.capture_prompts.value {
-            return false;
+            return None;
         }
-        let skipped = if lossy {
-            Some(self.diag(Stage::Capture, Outcome::CaptureSkippedLossy))
-        } else {
-            match capture::gate(text) {
-                CaptureGate::Allowed => None,
-                CaptureGate::Secret(kind) => Some(
-                    self.diag(Stage::Capture, Outcome::CaptureSkippedSecret)
-                        .detail(kind),
-                ),
-                CaptureGate::TooLarge => Some(self.diag(Stage::Capture, Outcome::CaptureSkippedTooLarge)),
+        if lossy {
+            emit::diagnostic(&self.diag(Stage::Capture, Outcome::CaptureSkippedLossy));
+            return None;
+        }
+        let skipped = match capture::gate(text, self.settings.capture_secrets.value) {
+            CaptureGate::Allowed(text) => return Some(text.into_owned()),
+            CaptureGate::Redacted(text, kind) => {
+                emit::diagnostic(&self.diag(Stage::Capture, Outcome::CaptureRedacted).detail(kind));
+                return Some(text);
             }
+            CaptureGate::Secret(kind) => self
+                .diag(Stage::Capture, Outcome::CaptureSkippedSecret)
+                .detail(kind),
+            CaptureGate::TooLarge => self.diag(Stage::Capture, Outcome::CaptureSkippedTooLarge),
+            CaptureGate::Private => self.diag(Stage::Capture, Outcome::Skipped).detail("private"),
         };
-        match skipped {
-            Some(d) => {
-                emit::diagnostic(&d);
-                false
-            }
-            None => true,
-        }
+        emit::diagnostic(&skipped);
+        None
     }
 
     /// Resolves the scope. When the Server cannot be reached and a capture is pending, the
@@ -161,9 +169,14 @@ impl<'a> Turn<'a> {
     }
 
     /// One recall round trip: the text of a ready context, or `None` after reporting why not.
+    /// The query never carries a private block or a detected secret, whatever `capture_secrets`.
     #[must_use]
     pub fn recall(&self, scope: &str, query: &str, max_bytes: u32) -> Option<String> {
-        match recall::prepare(&self.transport, scope, query, max_bytes) {
+        let Some(query) = capture::recall_query(query) else {
+            emit::diagnostic(&self.diag(Stage::Prepare, Outcome::Skipped).detail("private"));
+            return None;
+        };
+        match recall::prepare(&self.transport, scope, &query, max_bytes) {
             Ok(PreparedContext::Ready(text)) => Some(text),
             Ok(PreparedContext::Empty) => {
                 let mut d = self.diag(Stage::Prepare, Outcome::Empty).status(Some(200));
