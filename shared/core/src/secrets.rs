@@ -110,6 +110,8 @@ pub fn findings(text: &str) -> Vec<Finding> {
         text,
         bytes: text.as_bytes(),
         found: Vec::new(),
+        covered: 0,
+        line: (0, None),
     };
     scan.run();
     let mut found = scan.found;
@@ -215,6 +217,12 @@ struct Scan<'t> {
     text: &'t str,
     bytes: &'t [u8],
     found: Vec<Finding>,
+    /// The end of the furthest finding: rules starting before it are not tried again (the span
+    /// is withheld or redacted anyway), which keeps a repeated `token=` linear.
+    covered: usize,
+    /// The start of the current line and which password-taking commands it names (bit set,
+    /// computed once per line on the first short flag).
+    line: (usize, Option<u8>),
 }
 
 /// Bytes a key may be made of (identifiers, dotted paths, header names, flags).
@@ -226,6 +234,7 @@ impl Scan<'_> {
     fn push(&mut self, kind: SecretKind, start: usize, end: usize) {
         if end > start {
             self.found.push(Finding { kind, start, end });
+            self.covered = self.covered.max(end);
         }
     }
 
@@ -244,6 +253,14 @@ impl Scan<'_> {
                 };
                 prev = if word { b'a' } else { b' ' };
                 i += len;
+                continue;
+            }
+            if prev == b'\n' {
+                self.line = (i, None);
+            }
+            if i < self.covered {
+                prev = b;
+                i += 1;
                 continue;
             }
             if prev == b'\n' {
@@ -312,7 +329,7 @@ impl Scan<'_> {
         if start == scheme_end || start >= bytes.len() {
             return;
         }
-        let end = run_end(bytes, start, |b| {
+        let end = run_end_max(bytes, start, MAX_VALUE, |b| {
             b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'~' | b'+' | b'/' | b'=' | b'-')
         });
         if end - start < 8 || word_at(self.text, end) {
@@ -341,7 +358,8 @@ impl Scan<'_> {
         while kend > i && matches!(bytes[kend - 1], b'.' | b'-') {
             kend -= 1;
         }
-        if kend - i < 2 {
+        // No key is this long; not looking keeps a run of repeated key words linear.
+        if kend - i < 2 || kend - i > 128 {
             return;
         }
         let key = &bytes[i..kend];
@@ -398,24 +416,11 @@ impl Scan<'_> {
     /// `redis-cli`, `-u user:password` / `--user` after `curl`.
     fn short_flag_at(&mut self, i: usize, kend: usize, flag: u8, glued: bool) {
         let bytes = self.bytes;
-        let line = line_before(bytes, i);
+        let commands = self.line_commands(i);
         let (spaced_ok, glued_ok) = match flag {
-            b'p' => {
-                let login = [
-                    &b"docker login"[..],
-                    b"podman login",
-                    b"buildah login",
-                    b"registry login",
-                    b"nerdctl login",
-                    b"sshpass",
-                ]
-                .iter()
-                .any(|c| contains_ci(line, c));
-                let mysql = contains_ci(line, b"mysql") || contains_ci(line, b"mariadb");
-                (login, mysql)
-            }
-            b'a' => (contains_ci(line, b"redis-cli"), false),
-            b'u' => (contains_ci(line, b"curl"), false),
+            b'p' => (commands & LOGIN != 0, commands & MYSQL != 0),
+            b'a' => (commands & REDIS != 0, false),
+            b'u' => (commands & CURL != 0, false),
             _ => return,
         };
         let start = if glued && glued_ok {
@@ -445,6 +450,44 @@ impl Scan<'_> {
         if v.len() >= 3 && !is_placeholder(v) {
             self.push(SecretKind::CommandLine, value.start, value.end);
         }
+    }
+
+    /// Which password-taking commands the line holding `i` names, computed once per line.
+    fn line_commands(&mut self, i: usize) -> u8 {
+        let bytes = self.bytes;
+        let (start, cached) = self.line;
+        if let Some(set) = cached.filter(|_| start <= i) {
+            return set;
+        }
+        let start = if start <= i {
+            start
+        } else {
+            line_start_of(bytes, i)
+        };
+        let line = &bytes[start..line_end(bytes, i)];
+        let mut set = 0;
+        for (bit, names) in [
+            (
+                LOGIN,
+                &[
+                    &b"docker login"[..],
+                    b"podman login",
+                    b"buildah login",
+                    b"registry login",
+                    b"nerdctl login",
+                    b"sshpass",
+                ][..],
+            ),
+            (MYSQL, &[&b"mysql"[..], b"mariadb"][..]),
+            (REDIS, &[&b"redis-cli"[..]][..]),
+            (CURL, &[&b"curl"[..]][..]),
+        ] {
+            if names.iter().any(|n| contains_ci(line, n)) {
+                set |= bit;
+            }
+        }
+        self.line = (start, Some(set));
+        set
     }
 
     /// What follows a key ending at `kend`: separator, value, and whether the value is a secret.
@@ -553,7 +596,10 @@ impl Scan<'_> {
     /// `-----BEGIN … PRIVATE KEY-----` through its END line, or an END line with the body above.
     fn pem_at(&mut self, i: usize) {
         let bytes = self.bytes;
-        let dashes = run_end(bytes, i, |b| b == b'-');
+        if i > 0 && bytes[i - 1] == b'-' {
+            return; // only the first dash of a run starts a line
+        }
+        let dashes = run_end_max(bytes, i, 16, |b| b == b'-');
         let (begin, after) = if let Some(e) = eat_ci(bytes, dashes, b"begin ") {
             (true, e)
         } else if let Some(e) = eat_ci(bytes, dashes, b"end ") {
@@ -561,7 +607,7 @@ impl Scan<'_> {
         } else {
             return;
         };
-        let words = run_end(bytes, after, |b| b.is_ascii_alphanumeric() || b == b' ');
+        let words = run_end_max(bytes, after, 64, |b| b.is_ascii_alphanumeric() || b == b' ');
         let label = &bytes[after..words];
         let label = label.strip_suffix(b" BLOCK").unwrap_or(label);
         if label.len() < 11 || !label[label.len() - 11..].eq_ignore_ascii_case(b"private key") {
@@ -572,7 +618,8 @@ impl Scan<'_> {
         }
         let line_end = line_end(bytes, words);
         if begin {
-            let end = match find_ci(bytes, line_end, b"-----end ") {
+            let window = &bytes[..bytes.len().min(line_end + MAX_PEM)];
+            let end = match find_ci(window, line_end, b"-----end ") {
                 Some(e) => line_end_of(bytes, e),
                 None => base64_block_end(bytes, line_end),
             };
@@ -593,6 +640,9 @@ impl Scan<'_> {
         let mut pos = i + 3;
         let mut colon = None;
         loop {
+            if pos - i > 512 {
+                return; // no userinfo is this long
+            }
             let Some(c) = char_at(self.text, pos) else { return };
             match c {
                 '@' => break,
@@ -624,7 +674,7 @@ impl Scan<'_> {
             return;
         }
         let body = i + ".atlasv1.".len();
-        let end = run_end(bytes, body, b64url);
+        let end = run_end_max(bytes, body, 71, b64url);
         if (60..=70).contains(&(end - body)) && !word_at(self.text, end) {
             self.push(SecretKind::Vendor("terraform_token"), start, end);
         }
@@ -641,7 +691,7 @@ impl Scan<'_> {
         if !bytes[start..i - 2].iter().all(|&b| class(b)) || start > 0 && class(bytes[start - 1]) {
             return;
         }
-        let end = run_end(bytes, i + 1, class);
+        let end = run_end_max(bytes, i + 1, 35, class);
         if (31..=34).contains(&(end - i - 1)) {
             self.push(SecretKind::Vendor("azure_client_secret"), start, end);
         }
@@ -960,6 +1010,10 @@ fn strong_word_before(bytes: &[u8], i: usize) -> bool {
     .any(|w| word.eq_ignore_ascii_case(w))
 }
 
+/// The longest value looked at: longer runs are cut there (a secret's head is enough to tell, and
+/// the checks on a value then cost a bounded amount however often a key repeats).
+const MAX_VALUE: usize = 512;
+
 /// A parsed value: its span (without quotes) and how it was written.
 struct Value {
     start: usize,
@@ -981,7 +1035,7 @@ impl Value {
         let first = *bytes.get(pos)?;
         if matches!(first, b'"' | b'\'' | b'`') {
             let start = pos + 1;
-            let limit = bytes.len().min(start + 4096);
+            let limit = bytes.len().min(start + MAX_VALUE);
             let end = (start..limit).find(|&k| bytes[k] == first || bytes[k] == b'\n')?;
             if bytes[end] != first {
                 return None;
@@ -998,13 +1052,13 @@ impl Value {
         {
             return None;
         }
-        let mut raw_end = run_end(bytes, pos, |b| {
+        let mut raw_end = run_end_max(bytes, pos, MAX_VALUE, |b| {
             !b.is_ascii_whitespace() && !matches!(b, b',' | b';' | b'"' | b'\'' | b'`')
         });
         // A URL query goes on with `&name=`: that ends the value, another `&` does not.
         if let Some(amp) = bytes[pos..raw_end].iter().enumerate().position(|(k, &b)| {
             b == b'&' && {
-                let name = run_end(bytes, pos + k + 1, |c| c.is_ascii_alphanumeric() || c == b'_');
+                let name = run_end_max(bytes, pos + k + 1, 64, |c| c.is_ascii_alphanumeric() || c == b'_');
                 name > pos + k + 1 && bytes.get(name) == Some(&b'=')
             }
         }) {
@@ -1416,7 +1470,7 @@ fn skip_fillers(bytes: &[u8], start: usize) -> usize {
     ];
     let mut pos = start;
     for _ in 0..4 {
-        let end = run_end(bytes, pos, |b| !b.is_ascii_whitespace());
+        let end = run_end_max(bytes, pos, 256, |b| !b.is_ascii_whitespace());
         if end == pos || end >= bytes.len() || bytes[end] == b'\n' {
             break;
         }
@@ -1427,7 +1481,7 @@ fn skip_fillers(bytes: &[u8], start: usize) -> usize {
     }
     let mut pos = start;
     for _ in 0..2 {
-        let end = run_end(bytes, pos, |b| !b.is_ascii_whitespace());
+        let end = run_end_max(bytes, pos, 256, |b| !b.is_ascii_whitespace());
         let word = &bytes[pos..end];
         if end < bytes.len() && FILLERS.iter().any(|f| word.eq_ignore_ascii_case(f)) {
             pos = skip_blank(bytes, end);
@@ -1436,6 +1490,18 @@ fn skip_fillers(bytes: &[u8], start: usize) -> usize {
         }
     }
     pos
+}
+
+/// Commands whose short flag takes a password (`-p`: logins and `sshpass`, glued for `mysql`;
+/// `-a`: `redis-cli`; `-u user:password`: `curl`).
+const LOGIN: u8 = 1;
+const MYSQL: u8 = 2;
+const REDIS: u8 = 4;
+const CURL: u8 = 8;
+
+/// The start of the line holding `i`.
+fn line_start_of(bytes: &[u8], i: usize) -> usize {
+    bytes[..i].iter().rposition(|&b| b == b'\n').map_or(0, |p| p + 1)
 }
 
 /// The text of the current line before `i` (at most 256 bytes).
@@ -1554,10 +1620,14 @@ fn pem_body_at(bytes: &[u8], s: usize) -> bool {
             .all(|&b| is_base64_byte(b) || b == b'\r')
 }
 
+/// The longest PEM block looked at (an 8192-bit RSA key is under 7 KB).
+const MAX_PEM: usize = 16 * 1024;
+
 /// The end of the run of base64 (or PEM header) lines from `pos`.
 fn base64_block_end(bytes: &[u8], mut pos: usize) -> usize {
     let mut end = pos;
-    while pos < bytes.len() {
+    let stop = bytes.len().min(pos + MAX_PEM);
+    while pos < stop {
         let s = skip_blank(bytes, if bytes[pos] == b'\n' { pos + 1 } else { pos });
         let e = line_end(bytes, s);
         let line = trim_ascii(&bytes[s..e]);
@@ -1576,7 +1646,11 @@ fn base64_block_end(bytes: &[u8], mut pos: usize) -> usize {
 /// The start of the run of base64 lines that ends just before the line holding `i`.
 fn base64_block_start(bytes: &[u8], i: usize) -> usize {
     let mut start = i;
+    let floor = i.saturating_sub(MAX_PEM);
     loop {
+        if start <= floor {
+            return start;
+        }
         let Some(nl) = start.checked_sub(1).filter(|&p| bytes[p] == b'\n') else {
             return start;
         };
@@ -1884,7 +1958,7 @@ impl Vendor {
         if !prefix_ok {
             return None;
         }
-        let end = run_end(bytes, body, self.class);
+        let end = run_end_max(bytes, body, self.max + 1, self.class);
         let len = end - body;
         if len < self.min || len > self.max || word_or_hyphen_at(text, end) {
             return None;
@@ -1916,12 +1990,12 @@ fn jwt_at(text: &str, i: usize) -> Option<usize> {
         if !bytes[start..].starts_with(b"eyJ") {
             return None;
         }
-        let end = run_end(bytes, start, b64url);
+        let end = run_end_max(bytes, start, MAX_VALUE, b64url);
         (end - start >= 10 && bytes.get(end) == Some(&b'.')).then_some(end + 1)
     };
     let payload = json_segment(i)?;
     let signature = json_segment(payload)?;
-    let end = run_end(bytes, signature, b64url);
+    let end = run_end_max(bytes, signature, MAX_VALUE, b64url);
     (end - signature >= 8 && !word_or_hyphen_at(text, end)).then_some(end)
 }
 
@@ -1936,13 +2010,29 @@ fn eat_ci(bytes: &[u8], pos: usize, lit: &[u8]) -> Option<usize> {
 }
 
 fn contains_ci(hay: &[u8], needle: &[u8]) -> bool {
-    needle.len() <= hay.len() && hay.windows(needle.len()).any(|w| w.eq_ignore_ascii_case(needle))
+    let Some(&first) = needle.first() else { return true };
+    let first = first.to_ascii_lowercase();
+    needle.len() <= hay.len()
+        && (0..=hay.len() - needle.len()).any(|k| {
+            hay[k].to_ascii_lowercase() == first && hay[k..k + needle.len()].eq_ignore_ascii_case(needle)
+        })
 }
 
 /// The end of the longest run of `class` bytes from `pos`.
 fn run_end(bytes: &[u8], pos: usize, class: impl Fn(u8) -> bool) -> usize {
     let mut end = pos;
     while bytes.get(end).is_some_and(|&b| class(b)) {
+        end += 1;
+    }
+    end
+}
+
+/// Like [`run_end`], but stops `limit` bytes after `pos`: rules that start anywhere must not each
+/// scan the rest of the text, or a repetitive prompt would cost quadratic time.
+fn run_end_max(bytes: &[u8], pos: usize, limit: usize, class: impl Fn(u8) -> bool) -> usize {
+    let stop = bytes.len().min(pos.saturating_add(limit));
+    let mut end = pos;
+    while end < stop && class(bytes[end]) {
         end += 1;
     }
     end
@@ -1982,4 +2072,405 @@ fn is_js_space(c: char) -> bool {
         '\t' | '\n' | '\u{0B}' | '\u{0C}' | '\r' | ' ' | '\u{A0}' | '\u{1680}' | '\u{2000}'
             ..='\u{200A}' | '\u{2028}' | '\u{2029}' | '\u{202F}' | '\u{205F}' | '\u{3000}' | '\u{FEFF}'
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{SecretKind, find_secret, findings, is_secret_like, redact, strip_private};
+    use std::time::{Duration, Instant};
+
+    const JWT: &str = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.\
+        eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4gRG9lIiwiaWF0IjoxNTE2MjM5MDIyfQ.\
+        SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c";
+
+    fn assert_clean(texts: &[&str]) {
+        for text in texts {
+            assert_eq!(find_secret(text), None, "expected no match for {text:?}");
+        }
+    }
+
+    fn assert_kind(expected: SecretKind, texts: &[&str]) {
+        for text in texts {
+            assert_eq!(
+                find_secret(text),
+                Some(expected),
+                "expected {expected:?} for {text:?}"
+            );
+            assert!(is_secret_like(text));
+        }
+    }
+
+    /// The text of each finding, for span assertions.
+    fn spans(text: &str) -> Vec<&str> {
+        findings(text).iter().map(|f| &text[f.start..f.end]).collect()
+    }
+
+    #[test]
+    fn rule_names_are_snake_case() {
+        for (kind, name) in [
+            (SecretKind::PrivateKey, "private_key"),
+            (SecretKind::Assignment, "assignment"),
+            (SecretKind::CommandLine, "command_line"),
+            (SecretKind::AuthHeader, "auth_header"),
+            (SecretKind::UrlCredentials, "url_credentials"),
+            (SecretKind::CredentialFile, "credential_file"),
+            (SecretKind::Vendor("stripe_key"), "stripe_key"),
+            (SecretKind::Jwt, "jwt"),
+            (SecretKind::Prose, "prose"),
+        ] {
+            assert_eq!(kind.as_str(), name);
+        }
+        for v in &super::VENDORS {
+            assert!(
+                v.name.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'),
+                "{}",
+                v.name
+            );
+        }
+    }
+
+    #[test]
+    fn pem_blocks_are_private_keys_whole() {
+        let block =
+            "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAq7Bz\nab+/cd==\n-----END RSA PRIVATE KEY-----";
+        let text = format!("key:\n{block}\nthanks");
+        assert_eq!(spans(&text), [block]);
+        assert_kind(
+            SecretKind::PrivateKey,
+            &[
+                "-----BEGIN PRIVATE KEY-----",
+                "-----begin openssh private key-----",
+                "-----BEGIN PGP PRIVATE KEY BLOCK-----",
+                "-----BEGIN ENCRYPTED PRIVATE KEY----- then password = x",
+            ],
+        );
+    }
+
+    #[test]
+    fn pem_bodies_without_armor_are_private_keys_but_certificates_are_not() {
+        let line = "MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7VJTUt9Us8cKj";
+        assert_kind(SecretKind::PrivateKey, &[&format!("{line}\n{line}\n{line}")]);
+        let cert = "MIIDdzCCAl+gAwIBAgIEAgAAuTANBgkqhkiG9w0BAQUFADBaMQswCQYDVQQGEwJJ";
+        assert_clean(&[
+            &format!("{cert}\n{cert}"),
+            "-----BEGIN PUBLIC KEY-----",
+            "-----BEGIN CERTIFICATE-----",
+            "-----BEGIN PRIVATE KEY----",
+            line,
+        ]);
+    }
+
+    #[test]
+    fn keys_containing_a_secret_word_match_with_any_affix_case_and_separator() {
+        assert_kind(
+            SecretKind::Assignment,
+            &[
+                "password = hunter2",
+                r#"{"api_key": "abc9"}"#,
+                "export AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMIK7MDENGbPxRfiCYzzKEY",
+                "DB_PASSWORD=s3cr3t docker compose up",
+                "PGPASSWORD=pw4d psql",
+                "mysqlRootPassword: 'Qz9!xw'",
+                "spring.datasource.password=Zq7kLm2p",
+                "client-secret: q8Zk!2",
+                "Secret_Key = 'v4lue'",
+                "passphrase = \"correct horse battery staple\"",
+                "cookie: session=abc123",
+                "app.config['SECRET_KEY'] = 'k3yv4l'",
+                "set GITHUB_TOKEN=t0kenv4lue",
+                "mypassword = hunter2",
+            ],
+        );
+    }
+
+    #[test]
+    fn the_value_is_the_span_not_the_key() {
+        assert_eq!(spans("DB_PASSWORD=s3cr3t docker compose up"), ["s3cr3t"]);
+        assert_eq!(spans(r#"{"token": "abc9xyz", "n": 1}"#), ["abc9xyz"]);
+        assert_eq!(spans("Password=hunter2;Encrypt=true"), ["hunter2"]);
+        assert_eq!(spans("https://ci/x?token=Zk3n8QwL2x&page=2"), ["Zk3n8QwL2x"]);
+    }
+
+    #[test]
+    fn metadata_keys_types_code_and_placeholders_are_not_secrets() {
+        assert_clean(&[
+            "password: String",
+            "api_key: Option<String>",
+            "token: string",
+            "token?: string",
+            "fn f(password: &str)",
+            "let token = lexer.next_token();",
+            "Client(api_key=os.environ[\"KEY\"])",
+            "Client(api_key=api_key)",
+            "const token = process.env.TOKEN;",
+            "use crate::token::Token;",
+            "if token == expected { ok }",
+            "token_count = 3",
+            "max_tokens: 4096",
+            "tokenizer: bpe",
+            "password_file = /run/secrets/db",
+            "password = None",
+            "password: ${DB_PASSWORD}",
+            "password: {{ .Values.db.password }}",
+            "password = \"****\"",
+            "api_key = \"xxxxxxxxxxxxxxxx\"",
+            "SECRET_KEY=changeme",
+            "set DB_PASSWORD=%DB_PASSWORD%",
+            "password: !vault |",
+            "password = [REDACTED:assignment]",
+            "password: \"Password must be at least 8 characters\"",
+            "PWD=/home/dev/project",
+            "password=password",
+        ]);
+    }
+
+    #[test]
+    fn prose_needs_a_random_looking_word_after_the_secret_word() {
+        assert_kind(
+            SecretKind::Prose,
+            &[
+                "my password is hunter2",
+                "the api key is 9f8e7d6c5b4a3f2e1d0c",
+                "the db password for staging: KmNk7wV5",
+            ],
+        );
+        assert_clean(&[
+            "the token is here",
+            "Use the token bucket algorithm",
+            "password reset flow",
+            "the api key rotation doc",
+            "Is the token base64url-encoded or hex?",
+            "Use sha256 for the token hash",
+            "a secret, kept",
+        ]);
+    }
+
+    #[test]
+    fn command_line_credentials() {
+        assert_kind(
+            SecretKind::CommandLine,
+            &[
+                "mysqldump --password=Zq7kLm2p shop",
+                "docker login -u bot -p Zq7kLm2p registry",
+                "sshpass -p 'Zq7kLm2p' ssh host",
+                "mysql -u root -pZq7kLm2p",
+                "redis-cli -a Zq7kLm2p ping",
+                "curl -u admin:Zq7kLm2p https://ci",
+                "curl --user admin:Zq7kLm2p https://ci",
+            ],
+        );
+        assert_eq!(spans("curl -u admin:Zq7kLm2p https://ci"), ["Zq7kLm2p"]);
+        assert_clean(&[
+            "mysql -u root -p shop",
+            "psql -h db -p 5432",
+            "docker login --password-stdin",
+            "curl -u \"$USER:$PASS\" https://ci",
+            "tar -p -x file",
+        ]);
+    }
+
+    #[test]
+    fn auth_headers() {
+        assert_kind(
+            SecretKind::AuthHeader,
+            &[
+                "Authorization: Bearer abcdefgh12345",
+                "Authorization: Basic dXNlcjpwYXNz",
+                "X-Api-Key: 3f9a8b7c6d5e",
+                "send it with Bearer abcdefgh12345 please",
+                "curl -H 'Basic dXNlcjpwYXNz'",
+            ],
+        );
+        assert_clean(&[
+            "Bearer <your-token>",
+            "Authorization: Bearer $TOKEN",
+            "bearer of bad news",
+            "Use Bearer authentication everywhere",
+            "Basic authentication is off",
+            "pall-bearer abcdefgh12345",
+            "Bearerabcdefgh12345",
+        ]);
+    }
+
+    #[test]
+    fn vendor_shapes_have_prefix_alphabet_and_length() {
+        let cases = [
+            ("sk-proj-abcdefgh1234", "openai_style_key"),
+            ("ghp_abcdefgh1234", "github_token"),
+            ("xoxb-12345678-abc", "slack_token"),
+            ("AKIAQ3EGRUPXZ7N4K2WB", "aws_access_key"),
+            ("sk_live_4eC39HqLyjWDarjtT1zdp7dc", "stripe_key"),
+            ("AIzaSyDaGmWKa4JsXZ-HjGw7ISLn_3namBGewQe", "google_api_key"),
+            ("glpat-Zk3n8QwL2xVb7Rt5Yp1M", "gitlab_token"),
+            ("npm_Zk3n8QwL2xVb7Rt5Yp1Mc9Ds4Fh6Jg0Ae2Ku", "npm_token"),
+            (
+                "dop_v1_0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+                "digitalocean_token",
+            ),
+            ("shpat_0123456789abcdef0123456789abcdef", "shopify_token"),
+        ];
+        for (token, name) in cases {
+            assert_eq!(
+                find_secret(&format!("use {token} now")),
+                Some(SecretKind::Vendor(name)),
+                "{token}"
+            );
+        }
+        assert_clean(&[
+            "risk-based task-list on the desk-top",
+            "sk-short",
+            "ghp_abcdefg",
+            "ghp_abcdefgh1234-more",
+            "my_ghp_abcdefgh1234",
+            "AKIAIOSFODNN7EXAMPLE",
+            "AKIAQ3EGRUPXZ7N4K2W",
+            "sk_live_xxxxxxxxxxxxxxxxxxxxxxxx",
+            "npm_Zk3n8QwL2xVb7Rt5Yp1Mc9Ds4Fh6Jg0Ae2K",
+            "中sk-abcdefgh1234",
+            "sk-abcdefgh中",
+        ]);
+    }
+
+    #[test]
+    fn jwts_and_url_credentials() {
+        assert_kind(SecretKind::Jwt, &[JWT]);
+        assert_kind(
+            SecretKind::UrlCredentials,
+            &[
+                "https://bob:s3cret@example.com/x",
+                "redis://:Zk3n8QwL@cache:6379",
+                "连接 https://bob:密码密码@例子.com 吧",
+            ],
+        );
+        assert_eq!(spans("postgres://app:Zk3n8QwL@db/prod"), ["Zk3n8QwL"]);
+        assert_clean(&[
+            "postgres://USER:PASSWORD@HOST:5432/DB",
+            "https://user:${PASS}@host",
+            "git@github.com:org/repo.git",
+            "https://example.com/a@b",
+            r#"{"url":"http://host:8000","owner":"a@b.c"}"#,
+        ]);
+    }
+
+    #[test]
+    fn credential_files() {
+        assert_kind(
+            SecretKind::CredentialFile,
+            &[
+                "machine api.example.com login me password Zq7kLm2p",
+                "db.internal:5432:prod:app:Zq7kLm2p",
+            ],
+        );
+        assert_clean(&[
+            "host:port:database:username:password is the format",
+            "12:30:00 on 2024-01-05",
+        ]);
+    }
+
+    #[test]
+    fn redaction_replaces_each_span_with_its_rule() {
+        let (text, top) = redact("DB_PASSWORD=s3cr3t and ghp_abcdefgh1234 done");
+        assert_eq!(
+            text,
+            "DB_PASSWORD=[REDACTED:assignment] and [REDACTED:github_token] done"
+        );
+        assert_eq!(top, Some(SecretKind::Assignment));
+        let (text, top) = redact("nothing here");
+        assert!(matches!(text, std::borrow::Cow::Borrowed("nothing here")));
+        assert_eq!(top, None);
+    }
+
+    #[test]
+    fn private_blocks_are_stripped_unclosed_ones_to_the_end() {
+        assert_eq!(
+            strip_private("a<private>b</private>c<PRIVATE>d</Private>e"),
+            "ace"
+        );
+        assert_eq!(strip_private("keep <private>drop all of this"), "keep ");
+        assert_eq!(
+            strip_private("no tags </private> here"),
+            "no tags </private> here"
+        );
+    }
+
+    #[test]
+    fn every_prefix_of_every_sample_is_scanned_without_panicking() {
+        let samples = [
+            "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAq7Bz\n-----END RSA PRIVATE KEY-----",
+            "\"client secret\" :\u{3000}\"v4lue9\"",
+            "Bearer abcdefgh.ijk9",
+            "github_pat_abcdefgh1234",
+            "AKIAQ3EGRUPXZ7N4K2WB",
+            JWT,
+            "postgres://u:pw9@db:5432/x",
+            "curl -u a:b9cdef https://x",
+            "db:5432:p:u:Zq7kLm2p",
+            "abcdefghijklmn.atlasv1.x",
+            "abc8Q~xyz",
+        ];
+        for sample in samples {
+            for tail in ["", "é", "🎉", "密", "\n"] {
+                for (cut, _) in sample.char_indices() {
+                    let _ = findings(&format!("{}{tail}", &sample[..cut]));
+                    let _ = findings(&format!("{tail}{}", &sample[cut..]));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_200000_character_prompt_without_secrets_is_clean() {
+        let paragraph = "Refactor the risk-based task-list 中文 🎉 so the token bucket keeps \
+            password reset flow working; let token = lexer.next_token(); password: String, \
+            see https://example.com/a@b and git@github.com:o/r.git. ";
+        let mut prompt = String::new();
+        while prompt.chars().count() < 200_000 {
+            prompt.push_str(paragraph);
+        }
+        assert_eq!(find_secret(&prompt), None);
+        prompt.push_str(" password=hunter2");
+        assert_eq!(find_secret(&prompt), Some(SecretKind::Assignment));
+    }
+
+    #[test]
+    fn adversarial_repetitions_scan_in_linear_time() {
+        let units = [
+            "bearer ",
+            "bearer a.",
+            "-----BEGIN ",
+            "-----END ",
+            "a://",
+            "://a:",
+            "sk-",
+            "eyJ.",
+            "token ",
+            "token=",
+            "password ",
+            "AKIA",
+            "xoxb-",
+            "-",
+            "密",
+            "\n",
+            "a:",
+            "-p ",
+            "MIIEowIBAAKCAQEAq7Bz\n",
+            "~",
+            "Q~",
+            ".atlasv1.",
+            "key",
+            "<private>",
+        ];
+        let started = Instant::now();
+        for unit in units {
+            let prompt = unit.repeat(200_000 / unit.len());
+            let _ = findings(&prompt);
+            let _ = strip_private(&prompt);
+        }
+        // Linear scans take milliseconds; a quadratic one would take minutes.
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "took {:?}",
+            started.elapsed()
+        );
+    }
 }
