@@ -321,7 +321,7 @@ fn a_redacted_capture_stores_only_the_redacted_text_online_and_through_the_spool
             .iter()
             .map(|s| s["content"].as_str().unwrap().to_owned())
             .collect();
-        assert_eq!(contents, [online_stored.clone()], "{part}");
+        assert_eq!(contents, std::slice::from_ref(&online_stored), "{part}");
 
         // Server down: the spool holds the redacted text only, and replay stores exactly that.
         let offline = format!("Offline ({part}): curl -H \"Authorization: Bearer {SECRET}\" https://ci");
