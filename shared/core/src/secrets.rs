@@ -521,11 +521,40 @@ impl Scan<'_> {
             _ => None,
         };
         let line = line_before(bytes, kstart);
+        let quoted_key = pos > kend;
+        // `<password>…</password>`: the element's text is the value.
+        if sep.is_none() && bytes.get(pos) == Some(&b'>') && kstart > 0 && bytes[kstart - 1] == b'<' {
+            let start = pos + 1;
+            let end = run_end_max(bytes, start, MAX_VALUE, |b| b != b'<' && b != b'\n');
+            let value = Value {
+                start,
+                end,
+                quoted: true,
+                raw_end: end,
+            };
+            if bytes.get(end) == Some(&b'<') && value_is_secret(bytes, &value, key, strength, Mode::Literal) {
+                self.push(kind, start, end);
+            }
+            return;
+        }
         let mode = match sep {
             Some(len) => {
                 let after = pos + len;
                 let spaced_after = skip_blank(bytes, after) > after;
                 pos = skip_blank(bytes, after);
+                let glued_colon = bytes[after - 1] == b':' && !spaced_before && !spaced_after && !quoted_key;
+                if glued_colon && !matches!(bytes.get(pos), Some(b'"' | b'\'' | b'`')) {
+                    // `key:value` glued is an ARN, URN or path segment more often than a
+                    // mapping: only a random-looking value without further colons counts.
+                    let Some(value) = Value::parse(bytes, pos) else {
+                        return;
+                    };
+                    let v = value.text(bytes);
+                    if !v.contains(&b':') && value_is_secret(bytes, &value, key, strength, Mode::Prose) {
+                        self.push(kind, value.start, value.end);
+                    }
+                    return;
+                }
                 if flag
                     || (bytes[pos - 1] == b'='
                         && !spaced_before
@@ -1117,9 +1146,15 @@ fn value_is_secret(bytes: &[u8], value: &Value, key: &[u8], strength: Strength, 
     }
 }
 
-/// A value standing alone in a sentence, not glued to a quote (`name="password"`).
+/// A value standing alone in a sentence, not glued to a quote (`name="password"`), not `Name=word`.
 fn prose_word(bytes: &[u8], value: &Value) -> bool {
+    let v = value.text(bytes);
+    let named = v
+        .iter()
+        .position(|&b| b == b'=')
+        .is_some_and(|eq| eq >= 3 && v[..eq].iter().all(u8::is_ascii_alphabetic));
     !value.quoted
+        && !named
         && bytes
             .get(value.raw_end)
             .is_none_or(|&b| b.is_ascii_whitespace() || matches!(b, b',' | b';'))
@@ -2179,6 +2214,8 @@ mod tests {
                 "app.config['SECRET_KEY'] = 'k3yv4l'",
                 "set GITHUB_TOKEN=t0kenv4lue",
                 "mypassword = hunter2",
+                "<password>Hq8vN2pLxQ7</password>",
+                "password:Hq8vN2pLxQ7",
             ],
         );
     }
@@ -2221,6 +2258,9 @@ mod tests {
             "password: \"Password must be at least 8 characters\"",
             "PWD=/home/dev/project",
             "password=password",
+            "arn:aws:secretsmanager:eu-west-1:123456789012:secret:prod/db",
+            "the session cookie SameSite=Strict and Secure",
+            "<password></password>",
         ]);
     }
 
