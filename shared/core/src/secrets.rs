@@ -196,12 +196,18 @@ pub fn strip_private(text: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
-/// The first position of `needle` (lowercase ASCII) at or after `from`, ignoring ASCII case.
+/// The first position of `needle` (lowercase ASCII, starting with a non-letter such as `<` or
+/// `-`) at or after `from`, ignoring ASCII case.
 fn find_ci(bytes: &[u8], from: usize, needle: &[u8]) -> Option<usize> {
     let first = needle[0];
     let mut i = from;
     while i + needle.len() <= bytes.len() {
-        if bytes[i].to_ascii_lowercase() == first && bytes[i..i + needle.len()].eq_ignore_ascii_case(needle) {
+        // The first byte is not a letter, so a plain byte search finds the candidates.
+        let k = bytes[i..=bytes.len() - needle.len()]
+            .iter()
+            .position(|&b| b == first)?;
+        i += k;
+        if bytes[i..i + needle.len()].eq_ignore_ascii_case(needle) {
             return Some(i);
         }
         i += 1;
@@ -288,7 +294,8 @@ impl Scan<'_> {
 
     fn word_at(&mut self, i: usize, after_hyphen: bool) {
         let bytes = self.bytes;
-        let mut mask = VENDOR_INDEX[usize::from(bytes[i])];
+        let second = bytes.get(i + 1).map_or(0, |&b| usize::from(b));
+        let mut mask = VENDOR_INDEX[0][usize::from(bytes[i])] & VENDOR_INDEX[1][second];
         while mask != 0 {
             let k = mask.trailing_zeros() as usize;
             mask &= mask - 1;
@@ -921,6 +928,20 @@ fn secret_word(key: &[u8]) -> Option<SecretWord> {
     let mut best: Option<SecretWord> = None;
     let mut j = 0;
     while j < key.len() {
+        // Most words hold no secret word: look at two bytes before trying any.
+        let next = key.get(j + 1).map_or(0, |b| b | 0x20);
+        let candidate = match key[j] | 0x20 {
+            b'p' => matches!(next, b'a' | b'w' | b'r'),
+            b's' | b'k' => next == b'e',
+            b't' => next == b'o',
+            b'a' => matches!(next, b'p' | b'c' | b'u'),
+            b'c' => matches!(next, b'r' | b'o'),
+            _ => false,
+        };
+        if !candidate {
+            j += 1;
+            continue;
+        }
         let hit: Option<(usize, Strength, bool)> = match key[j] | 0x20 {
             b'p' => longest(key, j, &[b"password", b"passwd", b"passphrase"])
                 .map(|e| (e, Strength::Strong, false))
@@ -1593,6 +1614,24 @@ fn netrc_line(line: &[u8]) -> bool {
 
 /// A `.pgpass` line `host:port:database:user:password`: returns the password's span.
 fn pgpass_at(bytes: &[u8], s: usize) -> Option<(usize, usize)> {
+    // A pgpass line has no blank and at least four colons within its first 512 bytes: most lines
+    // of a prompt fail on their first word.
+    let mut colons = 0;
+    let mut k = s;
+    while k < bytes.len() && bytes[k] != b'\n' {
+        match bytes[k] {
+            b':' => colons += 1,
+            b if b.is_ascii_whitespace() => return None,
+            _ => {}
+        }
+        k += 1;
+        if k - s > 512 {
+            return None;
+        }
+    }
+    if colons != 4 {
+        return None;
+    }
     let end = line_end(bytes, s);
     if end - s > 512 || end - s < 9 {
         return None;
@@ -1961,18 +2000,24 @@ const VENDOR_TABLE: [Vendor; 100] = [
 /// The vendor shapes (see the table above), one rule name per provider.
 pub static VENDORS: [Vendor; VENDOR_TABLE.len()] = VENDOR_TABLE;
 
-/// For each byte, the bit set of [`VENDORS`] entries whose prefix starts with it.
-static VENDOR_INDEX: [u128; 256] = vendor_index(&VENDOR_TABLE);
+/// For each byte, the bit set of [`VENDORS`] entries whose prefix starts with it, and (second
+/// array) whose prefix has it second: a word start costs two lookups and an AND, and only the
+/// entries left are compared.
+static VENDOR_INDEX: [[u128; 256]; 2] = vendor_index(&VENDOR_TABLE);
 
-const fn vendor_index(table: &[Vendor]) -> [u128; 256] {
-    let mut index = [0u128; 256];
+const fn vendor_index(table: &[Vendor]) -> [[u128; 256]; 2] {
+    let mut index = [[0u128; 256]; 2];
     let mut k = 0;
     while k < table.len() {
-        let first = table[k].prefix[0];
-        index[first as usize] |= 1 << k;
-        if table[k].ci {
-            index[first.to_ascii_uppercase() as usize] |= 1 << k;
-            index[first.to_ascii_lowercase() as usize] |= 1 << k;
+        let mut at = 0;
+        while at < 2 {
+            let b = table[k].prefix[at];
+            index[at][b as usize] |= 1 << k;
+            if table[k].ci {
+                index[at][b.to_ascii_uppercase() as usize] |= 1 << k;
+                index[at][b.to_ascii_lowercase() as usize] |= 1 << k;
+            }
+            at += 1;
         }
         k += 1;
     }
