@@ -80,24 +80,33 @@ pub enum CaptureGate<'a> {
 /// is withheld or redacted according to `policy`.
 #[must_use]
 pub fn gate(prompt: &str, policy: SecretPolicy) -> CaptureGate<'_> {
+    gate_and_query(prompt, policy).0
+}
+
+/// [`gate`], and the recall query ([`recall_query`]'s result) when the scan it made covers it,
+/// so a hook that does both scans the prompt once.
+#[must_use]
+pub fn gate_and_query(prompt: &str, policy: SecretPolicy) -> (CaptureGate<'_>, Option<Option<String>>) {
     let text = secrets::strip_private(prompt);
     if text.trim().is_empty() {
-        return CaptureGate::Private;
+        return (CaptureGate::Private, Some(None));
     }
     if text.chars().count() > MAX_CAPTURE_CHARS {
-        return CaptureGate::TooLarge;
+        return (CaptureGate::TooLarge, None);
     }
     let (redacted, kind) = secrets::redact(&text);
+    let query = Some(Some(truncate_chars(&redacted, MAX_QUERY_CHARS).to_owned()));
     let Some(kind) = kind else {
         drop(redacted);
-        return CaptureGate::Allowed(text);
+        return (CaptureGate::Allowed(text), query);
     };
-    match policy {
+    let gated = match policy {
         SecretPolicy::Skip => CaptureGate::Secret(kind.as_str()),
         // The markers can push a prompt just under the limit over it.
         SecretPolicy::Redact if redacted.chars().count() > MAX_CAPTURE_CHARS => CaptureGate::TooLarge,
         SecretPolicy::Redact => CaptureGate::Redacted(redacted.into_owned(), kind.as_str()),
-    }
+    };
+    (gated, query)
 }
 
 /// Characters scanned past the query limit, so that a secret straddling the cut is still whole
@@ -311,6 +320,22 @@ mod tests {
             recall_query("plain question"),
             Some(Cow::Borrowed("plain question"))
         ));
+    }
+
+    #[test]
+    fn the_gate_s_query_is_the_recall_query() {
+        for prompt in [
+            "plain question",
+            "why does login fail with password = hunter2 <private>host db7</private>?",
+            "<private>only this</private>",
+        ] {
+            let (_, query) = gate_and_query(prompt, SecretPolicy::Skip);
+            assert_eq!(
+                query.unwrap(),
+                recall_query(prompt).map(Cow::into_owned),
+                "{prompt}"
+            );
+        }
     }
 
     #[test]

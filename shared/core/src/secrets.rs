@@ -252,6 +252,12 @@ impl Scan<'_> {
         let mut i = 0;
         while i < bytes.len() {
             let b = bytes[i];
+            // The inside of a word starts no rule: most bytes of a prompt take only this branch.
+            if b.is_ascii_alphanumeric() && (prev.is_ascii_alphanumeric() || prev == b'_') {
+                prev = b;
+                i += 1;
+                continue;
+            }
             if !b.is_ascii() {
                 let (word, len) = match char_at(self.text, i) {
                     Some(c) => (is_word(c), c.len_utf8()),

@@ -75,6 +75,9 @@ pub struct Turn<'a> {
     /// Whether a spooled capture should be flushed once delivered (Pi: always; others: when
     /// `flush_on_capture` is on).
     pub flush_wanted: bool,
+    /// The prompt the capture gate scanned and the recall query it produced, so the prompt is
+    /// scanned once per turn.
+    query_cache: std::sync::OnceLock<(String, Option<String>)>,
 }
 
 impl<'a> Turn<'a> {
@@ -99,6 +102,7 @@ impl<'a> Turn<'a> {
                 settings,
                 transport,
                 flush_wanted: settings.flush_on_capture.value,
+                query_cache: std::sync::OnceLock::new(),
             }),
             Err(name) => {
                 emit::diagnostic(
@@ -133,7 +137,11 @@ impl<'a> Turn<'a> {
             emit::diagnostic(&self.diag(Stage::Capture, Outcome::CaptureSkippedLossy));
             return None;
         }
-        let skipped = match capture::gate(text, self.settings.capture_secrets.value) {
+        let (gated, query) = capture::gate_and_query(text, self.settings.capture_secrets.value);
+        if let Some(query) = query {
+            let _ = self.query_cache.set((text.to_owned(), query));
+        }
+        let skipped = match gated {
             CaptureGate::Allowed(text) => return Some(text.into_owned()),
             CaptureGate::Redacted(text, kind) => {
                 emit::diagnostic(&self.diag(Stage::Capture, Outcome::CaptureRedacted).detail(kind));
@@ -172,7 +180,12 @@ impl<'a> Turn<'a> {
     /// The query never carries a private block or a detected secret, whatever `capture_secrets`.
     #[must_use]
     pub fn recall(&self, scope: &str, query: &str, max_bytes: u32) -> Option<String> {
-        let Some(query) = capture::recall_query(query) else {
+        let cached = self
+            .query_cache
+            .get()
+            .filter(|(prompt, _)| prompt == query)
+            .map(|(_, q)| q.as_deref().map(std::borrow::Cow::Borrowed));
+        let Some(query) = cached.unwrap_or_else(|| capture::recall_query(query)) else {
             emit::diagnostic(&self.diag(Stage::Prepare, Outcome::Skipped).detail("private"));
             return None;
         };
