@@ -5,8 +5,10 @@
 //! One left-to-right pass over the bytes, linear in the input, no allocation until something is
 //! found, no regex engine: a hook pays start-up cost on every prompt, and compiling a rule set of
 //! this size on each run costs more than scanning a 200 KB prompt by hand (the micro-benchmark in
-//! `benches/hook_bench` measures the scan). Dispatch is on the byte that starts a word, as
-//! gitleaks prefilters its rules on keywords: most words start no rule.
+//! `benches/hook_bench` measures the scan). Dispatch is on the first two bytes of a word, as
+//! gitleaks prefilters its rules on keywords: most words start no rule, and the inside of a word
+//! costs one comparison per byte. Every run a rule scans is bounded, and a span already found is
+//! not scanned again, so repetitive prompts stay linear.
 //!
 //! What is found (the rule names are what diagnostics and `[REDACTED:<rule>]` markers show):
 //! - `private_key`: a PEM block (`-----BEGIN … PRIVATE KEY-----` to its END line), an END line
@@ -662,7 +664,7 @@ impl Scan<'_> {
         if begin {
             let window = &bytes[..bytes.len().min(line_end + MAX_PEM)];
             let end = match find_ci(window, line_end, b"-----end ") {
-                Some(e) => line_end_of(bytes, e),
+                Some(e) => line_end(bytes, e),
                 None => base64_block_end(bytes, line_end),
             };
             self.push(SecretKind::PrivateKey, i, end);
@@ -1749,10 +1751,6 @@ fn line_end(bytes: &[u8], pos: usize) -> usize {
         .iter()
         .position(|&b| b == b'\n')
         .map_or(bytes.len(), |p| pos + p)
-}
-
-fn line_end_of(bytes: &[u8], pos: usize) -> usize {
-    line_end(bytes, pos)
 }
 
 /// Whether base64 `token` decodes to text holding a `:` (HTTP Basic `user:password`).
