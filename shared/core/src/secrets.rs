@@ -660,17 +660,17 @@ impl Scan<'_> {
         if !bytes[words..].starts_with(b"-----") {
             return;
         }
-        let line_end = line_end(bytes, words);
+        let eol = line_end(bytes, words);
         if begin {
-            let window = &bytes[..bytes.len().min(line_end + MAX_PEM)];
-            let end = match find_ci(window, line_end, b"-----end ") {
+            let window = &bytes[..bytes.len().min(eol + MAX_PEM)];
+            let end = match find_ci(window, eol, b"-----end ") {
                 Some(e) => line_end(bytes, e),
-                None => base64_block_end(bytes, line_end),
+                None => base64_block_end(bytes, eol),
             };
             self.push(SecretKind::PrivateKey, i, end);
         } else {
             let start = base64_block_start(bytes, i);
-            self.push(SecretKind::PrivateKey, start, line_end);
+            self.push(SecretKind::PrivateKey, start, eol);
         }
     }
 
