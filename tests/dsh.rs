@@ -404,7 +404,38 @@ fn the_shared_secret_filter_replaces_the_official_substring_markers() {
             !paths(&s).contains(&"/v1/sources/content".to_owned()),
             "{prompt} was captured"
         );
+        // The recall query carries the prompt with its secret redacted.
+        let query = body_of(&s, "/v1/context/prepare")["query"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        assert!(query.contains("[REDACTED:"), "{query}");
+        for secret in [
+            "PROMPTSECRET",
+            "hunter2",
+            "abcdefgh12345678",
+            "sk-abcdefghijklmnop",
+        ] {
+            assert!(!query.contains(secret), "{query}");
+        }
     }
+}
+
+#[test]
+fn redact_mode_captures_the_redacted_text_and_private_blocks_never_leave() {
+    let s = ready_server();
+    let hook = Hook::new(&s.url()).env("POWERCONTEXT_DSH_CAPTURE_SECRETS", "redact");
+    let prompt = "rotate API_KEY=PROMPTSECRET9 <private>PRIVNOTE db7</private>tonight";
+    let out = hook.run(&hook.user_batch(prompt, 1, 1));
+    assert_clean(&out);
+    assert_eq!(
+        out.diagnostic("capture_redacted").unwrap()["detail"],
+        "assignment"
+    );
+    let stored = "rotate API_KEY=[REDACTED:assignment] tonight";
+    assert_eq!(body_of(&s, "/v1/sources/content")["content"], stored);
+    assert_eq!(body_of(&s, "/v1/context/prepare")["query"], stored);
+    out.assert_stderr_free_of(&["PROMPTSECRET", "PRIVNOTE"]);
 }
 
 #[test]

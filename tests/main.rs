@@ -19,6 +19,7 @@ mod negative;
 mod opencode;
 mod pi;
 mod real_server;
+mod secrets;
 mod setup;
 mod state;
 mod support;

@@ -316,6 +316,14 @@ fn secret_prompt_is_recalled_but_never_captured() {
         out.stderr
     );
     out.assert_stderr_free_of(&["sk-live", "api_key="]);
+    let query = bodies(&server, "/v1/context/prepare")[0]["query"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        !query.contains("sk-live") && query.contains("[REDACTED:"),
+        "{query}"
+    );
     assert!(
         oc.inject("ses_1", "msg_100", &[]).is_some(),
         "recall still serves the turn"

@@ -253,6 +253,14 @@ fn pi_secret_and_oversized_prompts_are_recalled_but_not_captured() {
                 out.stderr
             );
             assert!(hook.ledger().is_empty());
+            let query = bodies(&s, "/v1/context/prepare")[0]["query"]
+                .as_str()
+                .unwrap()
+                .to_owned();
+            assert!(
+                !query.contains("hunter2") && !query.contains("sk-live"),
+                "the query kept the secret"
+            );
         }
     }
     // Capture switched off: recall only.

@@ -673,6 +673,11 @@ fn check_server(host: Host, s: &Settings, paths: &Paths, cwd: &Path, r: &mut Rep
         s.bootstrap_max_bytes.value.to_string(),
         s.bootstrap_max_bytes.origin.to_string(),
     ));
+    r.settings.push((
+        "capture_secrets".into(),
+        s.capture_secrets.value.as_str().into(),
+        s.capture_secrets.origin.to_string(),
+    ));
     let deadline = Deadline::after(Duration::from_secs(10));
     let transport = match Transport::new(
         s.server_url.value.clone(),

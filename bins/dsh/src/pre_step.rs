@@ -103,8 +103,8 @@ pub fn respond(env: &Env, settings: &Settings, deadline: &Deadline, event: &PreS
 
     // The capture decision needs no network: make it first so a secret never waits on anything.
     let capture = session_turn
-        .capture_allowed(&event.user_text, event.lossy)
-        .then(|| capture_of(event));
+        .capture_text(&event.user_text, event.lossy)
+        .map(|text| capture_of(event).with_content(text));
     let recall = recall_allowed(env, deadline, event);
     if capture.is_none() && !recall {
         return Answer::Nothing;

@@ -101,8 +101,8 @@ pub fn run(env: &Env, settings: Result<&Settings, String>, deadline: &Deadline, 
         return;
     };
     let capture = turn
-        .capture_allowed(&event.prompt, event.lossy)
-        .then(|| capture_of(event, &directory.to_string_lossy()));
+        .capture_text(&event.prompt, event.lossy)
+        .map(|text| capture_of(event, &directory.to_string_lossy()).with_content(text));
     let query = ScopeQuery::for_event(
         INTEGRATION,
         settings.scope_id.value.as_deref(),

@@ -173,8 +173,8 @@ pub fn before_agent_start(env: &Env, settings: &Settings, deadline: &Deadline, e
     // Every Pi capture is meant to be flushed (at once or at a boundary), spooled ones too.
     turn.flush_wanted = true;
     let capture = turn
-        .capture_allowed(&event.prompt, event.lossy)
-        .then(|| capture_of(event));
+        .capture_text(&event.prompt, event.lossy)
+        .map(|text| capture_of(event).with_content(text));
     let session_key = event.session_known.then_some(event.session_id.as_str());
     let query = ScopeQuery::for_event(
         HOST,

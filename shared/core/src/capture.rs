@@ -1,13 +1,19 @@
 //! Prompt capture as a Source and the optional flush-through: builds the upstream-compatible
-//! `source_id` and deterministic metadata, applies the secret filter and size bound before
-//! anything is persisted, and classifies every answer. Never persists secret-like text.
+//! `source_id` and deterministic metadata, applies the private-block removal, the secret filter
+//! (withhold or redact) and the size bound before anything is persisted, prepares the recall query
+//! the same way, and classifies every answer. Never persists nor sends a detected secret.
+
+use std::borrow::Cow;
 
 use serde_json::{Map, Value};
 
 use crate::http::{Transport, failure_for};
 use crate::outcome::{Failure, Outcome};
 use crate::secrets;
-use crate::wire::{CaptureRequest, FlushRequest, MAX_CAPTURE_CHARS, capture_position, flush_cursor};
+use crate::wire::{
+    CaptureRequest, FlushRequest, MAX_CAPTURE_CHARS, MAX_QUERY_CHARS, capture_position, flush_cursor,
+    truncate_chars,
+};
 use crate::workspace::sha256_hex;
 
 /// `prefix:` + SHA-256 hex of `scope ␀ session ␀ turn ␀ prompt` (the official rule).
@@ -23,28 +29,108 @@ pub fn source_id(prefix: &str, scope: &str, session: &str, turn: &str, prompt: &
     format!("{prefix}:{}", sha256_hex(&material))
 }
 
-/// Why a prompt is not captured, before any network call.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CaptureGate {
-    /// Capture it.
-    Allowed,
-    /// Secret-like text; the rule name is content-free.
+/// What a prompt that holds a secret becomes (`capture_secrets`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SecretPolicy {
+    /// Not captured at all (the safe default).
+    #[default]
+    Skip,
+    /// Captured with each secret replaced by `[REDACTED:<rule>]`.
+    Redact,
+}
+
+impl SecretPolicy {
+    /// The setting's value.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Skip => "skip",
+            Self::Redact => "redact",
+        }
+    }
+
+    /// Parses a setting value (`skip` or `redact`, ASCII case and surrounding blanks ignored).
+    #[must_use]
+    pub fn parse(text: &str) -> Option<Self> {
+        match text.trim().to_ascii_lowercase().as_str() {
+            "skip" => Some(Self::Skip),
+            "redact" => Some(Self::Redact),
+            _ => None,
+        }
+    }
+}
+
+/// What the persistence policy decided, before any network call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CaptureGate<'a> {
+    /// Capture this text (the prompt without its private blocks).
+    Allowed(Cow<'a, str>),
+    /// Capture this redacted text; the rule name (content-free) is the highest-priority one.
+    Redacted(String, &'static str),
+    /// Secret-like text withheld; the rule name is content-free.
     Secret(&'static str),
     /// Longer than the Server accepts.
     TooLarge,
+    /// Nothing left once private blocks are removed.
+    Private,
 }
 
-/// Applies the persistence policy shared by every host: at most [`MAX_CAPTURE_CHARS`] characters
-/// (the Server's own unit) and no secret-like text.
+/// Applies the persistence policy shared by every host: `<private>` blocks removed, at most
+/// [`MAX_CAPTURE_CHARS`] characters (the Server's own unit), and no detected secret — the prompt
+/// is withheld or redacted according to `policy`.
 #[must_use]
-pub fn gate(prompt: &str) -> CaptureGate {
-    if prompt.chars().count() > MAX_CAPTURE_CHARS {
-        return CaptureGate::TooLarge;
+pub fn gate(prompt: &str, policy: SecretPolicy) -> CaptureGate<'_> {
+    gate_and_query(prompt, policy).0
+}
+
+/// [`gate`], and the recall query ([`recall_query`]'s result) when the scan it made covers it,
+/// so a hook that does both scans the prompt once.
+#[must_use]
+pub fn gate_and_query(prompt: &str, policy: SecretPolicy) -> (CaptureGate<'_>, Option<Option<String>>) {
+    let text = secrets::strip_private(prompt);
+    if text.trim().is_empty() {
+        return (CaptureGate::Private, Some(None));
     }
-    match secrets::find_secret(prompt) {
-        Some(kind) => CaptureGate::Secret(kind.as_str()),
-        None => CaptureGate::Allowed,
+    if text.chars().count() > MAX_CAPTURE_CHARS {
+        return (CaptureGate::TooLarge, None);
     }
+    let (redacted, kind) = secrets::redact(&text);
+    let query = Some(Some(truncate_chars(&redacted, MAX_QUERY_CHARS).to_owned()));
+    let Some(kind) = kind else {
+        drop(redacted);
+        return (CaptureGate::Allowed(text), query);
+    };
+    let gated = match policy {
+        SecretPolicy::Skip => CaptureGate::Secret(kind.as_str()),
+        // The markers can push a prompt just under the limit over it.
+        SecretPolicy::Redact if redacted.chars().count() > MAX_CAPTURE_CHARS => CaptureGate::TooLarge,
+        SecretPolicy::Redact => CaptureGate::Redacted(redacted.into_owned(), kind.as_str()),
+    };
+    (gated, query)
+}
+
+/// Characters scanned past the query limit, so that a secret straddling the cut is still whole
+/// when it is detected (the longest rule, a PEM block, fits).
+const QUERY_SCAN_MARGIN: usize = 8192;
+
+/// The recall query for a prompt, whatever the capture policy: private blocks removed, every
+/// detected secret redacted, cut at [`MAX_QUERY_CHARS`]. `None` when nothing is left to ask.
+#[must_use]
+pub fn recall_query(prompt: &str) -> Option<Cow<'_, str>> {
+    let text = secrets::strip_private(prompt);
+    // Only the head is sent, so only the head (and a margin) is scanned.
+    let head = match text {
+        Cow::Borrowed(t) => Cow::Borrowed(truncate_chars(t, MAX_QUERY_CHARS + QUERY_SCAN_MARGIN)),
+        Cow::Owned(t) => Cow::Owned(truncate_chars(&t, MAX_QUERY_CHARS + QUERY_SCAN_MARGIN).to_owned()),
+    };
+    let query = match secrets::redact(&head).0 {
+        Cow::Borrowed(_) => match head {
+            Cow::Borrowed(h) => Cow::Borrowed(truncate_chars(h, MAX_QUERY_CHARS)),
+            Cow::Owned(h) => Cow::Owned(truncate_chars(&h, MAX_QUERY_CHARS).to_owned()),
+        },
+        Cow::Owned(r) => Cow::Owned(truncate_chars(&r, MAX_QUERY_CHARS).to_owned()),
+    };
+    (!query.trim().is_empty()).then_some(query)
 }
 
 /// Builds metadata (keys sorted by the map), so a replay is byte-identical and dedupes on the Server.
@@ -166,10 +252,100 @@ mod tests {
 
     #[test]
     fn gate_bounds_and_secrets() {
-        assert_eq!(gate("risk-based prioritization"), CaptureGate::Allowed);
-        assert!(matches!(gate("password = hunter2"), CaptureGate::Secret(_)));
-        assert_eq!(gate(&"é".repeat(MAX_CAPTURE_CHARS)), CaptureGate::Allowed);
-        assert_eq!(gate(&"é".repeat(MAX_CAPTURE_CHARS + 1)), CaptureGate::TooLarge);
+        let skip = SecretPolicy::Skip;
+        assert_eq!(
+            gate("risk-based prioritization", skip),
+            CaptureGate::Allowed(Cow::Borrowed("risk-based prioritization"))
+        );
+        assert!(matches!(
+            gate("password = hunter2", skip),
+            CaptureGate::Secret("assignment")
+        ));
+        assert!(matches!(
+            gate(&"é".repeat(MAX_CAPTURE_CHARS), skip),
+            CaptureGate::Allowed(_)
+        ));
+        assert_eq!(
+            gate(&"é".repeat(MAX_CAPTURE_CHARS + 1), skip),
+            CaptureGate::TooLarge
+        );
+    }
+
+    #[test]
+    fn redact_policy_captures_the_rest_of_the_prompt() {
+        let gated = gate(
+            "deploy with password = hunter2 then restart",
+            SecretPolicy::Redact,
+        );
+        assert_eq!(
+            gated,
+            CaptureGate::Redacted(
+                "deploy with password = [REDACTED:assignment] then restart".to_owned(),
+                "assignment"
+            )
+        );
+        // A prompt just under the limit whose markers push it over is not captured.
+        let long = format!("{} password = hunter2", "a".repeat(MAX_CAPTURE_CHARS - 20));
+        assert_eq!(gate(&long, SecretPolicy::Redact), CaptureGate::TooLarge);
+    }
+
+    #[test]
+    fn private_blocks_are_removed_before_the_gate() {
+        let gated = gate(
+            "keep <private>password = hunter2</private>this",
+            SecretPolicy::Skip,
+        );
+        assert_eq!(gated, CaptureGate::Allowed(Cow::Owned("keep this".to_owned())));
+        assert_eq!(
+            gate("<private>all of it</private>  ", SecretPolicy::Skip),
+            CaptureGate::Private
+        );
+    }
+
+    #[test]
+    fn recall_query_is_redacted_private_free_and_cut() {
+        assert_eq!(
+            recall_query("why does login fail with password = hunter2 <private>host db7</private>?")
+                .as_deref(),
+            Some("why does login fail with password = [REDACTED:assignment] ?")
+        );
+        assert_eq!(recall_query("<PRIVATE>only this</Private>"), None);
+        let long = format!(
+            "{}{}",
+            "a".repeat(MAX_QUERY_CHARS - 4),
+            " token=ghp_Zk3n8QwL2xVb7Rt5Yp1Mc9Ds4Fh6Jg0Ae2Ku"
+        );
+        let q = recall_query(&long).unwrap();
+        assert_eq!(q.chars().count(), MAX_QUERY_CHARS);
+        assert!(!q.contains("Zk3n"), "the secret straddling the cut leaked");
+        assert!(matches!(
+            recall_query("plain question"),
+            Some(Cow::Borrowed("plain question"))
+        ));
+    }
+
+    #[test]
+    fn the_gate_s_query_is_the_recall_query() {
+        for prompt in [
+            "plain question",
+            "why does login fail with password = hunter2 <private>host db7</private>?",
+            "<private>only this</private>",
+        ] {
+            let (_, query) = gate_and_query(prompt, SecretPolicy::Skip);
+            assert_eq!(
+                query.unwrap(),
+                recall_query(prompt).map(Cow::into_owned),
+                "{prompt}"
+            );
+        }
+    }
+
+    #[test]
+    fn policy_values_parse() {
+        assert_eq!(SecretPolicy::parse(" Redact "), Some(SecretPolicy::Redact));
+        assert_eq!(SecretPolicy::parse("skip"), Some(SecretPolicy::Skip));
+        assert_eq!(SecretPolicy::parse("drop"), None);
+        assert_eq!(SecretPolicy::default().as_str(), "skip");
     }
 
     #[test]

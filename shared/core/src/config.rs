@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+use crate::capture::SecretPolicy;
 use crate::endpoint::{Authorization, BaseUrl};
 use crate::env::{Env, EnvValue};
 use crate::host::Integration;
@@ -34,6 +35,8 @@ impl Defaults {
     pub const SERVER_URL: &'static str = "http://127.0.0.1:8000";
     /// Capture prompts as Sources.
     pub const CAPTURE_PROMPTS: bool = true;
+    /// A prompt holding a secret is not captured (`redact` captures it with the secrets replaced).
+    pub const CAPTURE_SECRETS: SecretPolicy = SecretPolicy::Skip;
     /// Flush Memory right after a capture (needs a Server with a model; off by default).
     pub const FLUSH_ON_CAPTURE: bool = false;
     /// Per-request timeout.
@@ -99,6 +102,8 @@ pub struct Settings {
     pub scope_id: Setting<Option<String>>,
     /// Whether prompts are captured.
     pub capture_prompts: Setting<bool>,
+    /// What a prompt holding a secret becomes: withheld or redacted.
+    pub capture_secrets: Setting<SecretPolicy>,
     /// Whether to flush after each capture.
     pub flush_on_capture: Setting<bool>,
     /// Per-request timeout.
@@ -167,6 +172,8 @@ pub struct HostOptions {
     pub scope_id: Option<String>,
     /// Capture prompts.
     pub capture_prompts: Option<bool>,
+    /// `skip` or `redact` a prompt that holds a secret.
+    pub capture_secrets: Option<String>,
     /// Flush after capture.
     pub flush_on_capture: Option<bool>,
     /// Per-request timeout in seconds.
@@ -325,6 +332,8 @@ pub struct EnvNames {
     pub scope_id: Vec<String>,
     /// Capture switch variables.
     pub capture_prompts: Vec<String>,
+    /// Secret policy variables.
+    pub capture_secrets: Vec<String>,
     /// Flush switch variables.
     pub flush_on_capture: Vec<String>,
     /// Request timeout variables (seconds).
@@ -364,6 +373,7 @@ impl EnvNames {
             token: vec![vars::CLIENT_API_TOKEN.to_owned()],
             scope_id: one("SCOPE_ID"),
             capture_prompts,
+            capture_secrets: one("CAPTURE_SECRETS"),
             flush_on_capture: one("FLUSH_ON_CAPTURE"),
             request_timeout: one("REQUEST_TIMEOUT_SECONDS"),
             budget: one("HTTP_BUDGET_SECONDS"),
@@ -608,6 +618,29 @@ impl Settings {
             |o| o.capture_prompts,
             Defaults::CAPTURE_PROMPTS,
         )?;
+        let capture_secrets = match layers.find(
+            "capture_secrets",
+            &names.capture_secrets,
+            |o| o.capture_secrets.clone(),
+            str::to_owned,
+        )? {
+            Some(Found { value, origin }) => match SecretPolicy::parse(&value) {
+                Some(policy) => Setting {
+                    value: policy,
+                    origin,
+                },
+                None => {
+                    return Err(ConfigError::new(
+                        setting_name(&origin),
+                        "must be `skip` or `redact`",
+                    ));
+                }
+            },
+            None => Setting {
+                value: Defaults::CAPTURE_SECRETS,
+                origin: Origin::Default,
+            },
+        };
         let flush_on_capture = boolean(
             "flush_on_capture",
             &names.flush_on_capture,
@@ -721,6 +754,7 @@ impl Settings {
             authorization,
             scope_id,
             capture_prompts,
+            capture_secrets,
             flush_on_capture,
             request_timeout,
             budget,
@@ -810,6 +844,36 @@ mod tests {
     }
 
     #[test]
+    fn capture_secrets_is_layered_per_host_and_validated() {
+        let s = resolve(Integration::Pi, &[], None).unwrap();
+        assert_eq!(s.capture_secrets.value, SecretPolicy::Skip);
+        assert_eq!(s.capture_secrets.origin, Origin::Default);
+        let file = "capture_secrets = \"redact\"\n[hosts.dsh]\ncapture_secrets = \"skip\"\n";
+        let s = resolve(Integration::Codex, &[], Some(file)).unwrap();
+        assert_eq!(s.capture_secrets.value, SecretPolicy::Redact);
+        assert!(matches!(&s.capture_secrets.origin, Origin::File { key, .. } if key == "capture_secrets"));
+        let s = resolve(Integration::Dsh, &[], Some(file)).unwrap();
+        assert_eq!(s.capture_secrets.value, SecretPolicy::Skip);
+        assert!(
+            matches!(&s.capture_secrets.origin, Origin::File { key, .. } if key == "hosts.dsh.capture_secrets")
+        );
+        let s = resolve(
+            Integration::Dsh,
+            &[("POWERCONTEXT_DSH_CAPTURE_SECRETS", "REDACT")],
+            Some(file),
+        )
+        .unwrap();
+        assert_eq!(s.capture_secrets.value, SecretPolicy::Redact);
+        assert_eq!(
+            s.capture_secrets.origin,
+            Origin::Env("POWERCONTEXT_DSH_CAPTURE_SECRETS".into())
+        );
+        let err = resolve(Integration::Codex, &[], Some("capture_secrets = \"drop\"\n")).unwrap_err();
+        assert!(err.setting.ends_with("key capture_secrets"), "{}", err.setting);
+        assert!(!err.to_string().contains("drop"), "{err}");
+    }
+
+    #[test]
     fn env_beats_file_and_host_table_beats_file_common() {
         let file = "server_url = \"https://common.example\"\nmax_bytes = 600\n[hosts.codex]\nserver_url = \"https://codex.example\"\n";
         let s = resolve(Integration::Codex, &[], Some(file)).unwrap();
@@ -861,6 +925,7 @@ mod tests {
             ("POWERCONTEXT_CLAUDE_AUTHORIZATION", "Basic secret-token"),
             ("POWERCONTEXT_CLIENT_API_TOKEN", "secret token"),
             ("POWERCONTEXT_CLAUDE_CAPTURE_PROMPTS", "secret"),
+            ("POWERCONTEXT_CLAUDE_CAPTURE_SECRETS", "secret"),
             ("POWERCONTEXT_CLAUDE_REQUEST_TIMEOUT_SECONDS", "-1"),
             ("POWERCONTEXT_CLAUDE_HTTP_BUDGET_SECONDS", "secret"),
             ("POWERCONTEXT_CLAUDE_FLUSH_MAX_CALLS", "17"),

@@ -31,6 +31,8 @@ pub enum Outcome {
     ConfigInvalid,
     /// The prompt looked like it holds a secret; it was not persisted.
     CaptureSkippedSecret,
+    /// The prompt held secrets; it was captured with each one replaced by `[REDACTED:<rule>]`.
+    CaptureRedacted,
     /// The prompt exceeds the Server's content limit; it was not captured.
     CaptureSkippedTooLarge,
     /// The prompt could not be decoded exactly (invalid UTF-8 or lone surrogates); not persisted.
@@ -72,6 +74,7 @@ impl Outcome {
             Self::Timeout => "timeout",
             Self::ConfigInvalid => "config_invalid",
             Self::CaptureSkippedSecret => "capture_skipped_secret",
+            Self::CaptureRedacted => "capture_redacted",
             Self::CaptureSkippedTooLarge => "capture_skipped_too_large",
             Self::CaptureSkippedLossy => "capture_skipped_lossy",
             Self::CaptureConflict => "capture_conflict",

@@ -321,8 +321,8 @@ pub fn respond(
     };
     let turn = turn.in_session(event.session_id.as_deref());
     let capture = turn
-        .capture_allowed(&event.prompt, event.lossy)
-        .then(|| capture_of(profile, event));
+        .capture_text(&event.prompt, event.lossy)
+        .map(|text| capture_of(profile, event).with_content(text));
     let query = ScopeQuery::for_event(
         profile.integration,
         settings.scope_id.value.as_deref(),

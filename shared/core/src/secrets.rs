@@ -1,114 +1,145 @@
-//! The secret-like filter: decides whether text looks like it carries a credential, so that it is
-//! never persisted as a Source or memory. It must never log, copy or return any part of the text.
+//! The secret filter: finds the spans of a text that carry a credential, so that a prompt is
+//! either withheld or redacted before it is persisted or sent as a recall query. It must never
+//! log or return any part of a secret: callers get rule names and byte spans, nothing else.
 //!
-//! The rule set is a superset of the Pi/OpenCode regex set (host-contracts §2.5), matched with
-//! hand-written byte scanning instead of a regex engine: one left-to-right pass, linear in the
-//! input, no allocation. ASCII letters compare case-insensitively unless a rule says otherwise.
+//! One left-to-right pass over the bytes, linear in the input, no allocation until something is
+//! found, no regex engine: a hook pays start-up cost on every prompt, and compiling a rule set of
+//! this size on each run costs more than scanning a 200 KB prompt by hand (the micro-benchmark in
+//! `benches/hook_bench` measures the scan). Dispatch is on the first two bytes of a word, as
+//! gitleaks prefilters its rules on keywords: most words start no rule, and the inside of a word
+//! costs one comparison per byte. Every run a rule scans is bounded, and a span already found is
+//! not scanned again, so repetitive prompts stay linear.
 //!
-//! 1. [`SecretKind::PrivateKey`] matches a PEM `-----BEGIN <words> PRIVATE KEY-----` line.
-//! 2. [`SecretKind::Assignment`] matches a credential key (`api key`, `access key`, `client secret`,
-//!    `secret`, `secret key`, `password`, `passwd`, `passphrase`, `token`, `authorization`,
-//!    `cookie`, with `_`, `-`, space or nothing inside the two-word keys) that is not glued to a
-//!    word or `-` on its left and ends at a word boundary, an optional closing quote, `:` or `=`,
-//!    and a non-empty value.
-//! 3. [`SecretKind::BearerToken`] matches `bearer`, whitespace, and an 8+ character token.
-//! 4. [`SecretKind::ApiKeyShape`] matches `sk-…`, `github_pat_…`, `gh[pousr]_…`, `xox[baprs]-…`.
-//! 5. [`SecretKind::AwsAccessKey`] matches `AKIA`/`ASIA`/`ABIA`/`ACCA` + 16 uppercase/digits, one word.
-//! 6. [`SecretKind::Jwt`] matches `eyJ….eyJ….<signature>`.
-//! 7. [`SecretKind::UrlCredentials`] matches `scheme://user:password@host`.
+//! What is found (the rule names are what diagnostics and `[REDACTED:<rule>]` markers show):
+//! - `private_key`: a PEM block (`-----BEGIN … PRIVATE KEY-----` to its END line), an END line
+//!   alone, or a DER body pasted without its armor (`MII…IBA…`, `b3BlbnNzaC1rZXktdjE…`).
+//! - `assignment`: a key that *contains* a secret word (`password`, `passwd`, `pwd`,
+//!   `passphrase`, `secret`, `token`, `api key`, `access key`, `private key`, `credential`,
+//!   `cookie`; weaker: `key`, `auth`, `pass`) with any prefix or suffix, `_`/`-`/`.` separators,
+//!   quoted or not, then `=`, `:`, `:=`, `=>` or whitespace and a value. Keys whose suffix makes
+//!   them metadata (`token_count`, `password_file`, `tokenizer`, …) are not keys.
+//! - `command_line`: `--password=…`-style flags, `-p` after `docker login`/`sshpass`/`mysql`,
+//!   `-a` after `redis-cli`, `-u user:pw` after `curl`.
+//! - `auth_header`: `Authorization:`/`X-…` headers, `Bearer <token>`, `Basic <base64 user:pw>`.
+//! - `url_credentials`: `scheme://user:password@host` (the password is the span).
+//! - `credential_file`: `.netrc` `password` entries and `.pgpass` lines.
+//! - vendor shapes (one rule name per provider, see [`VENDORS`]): real prefix, alphabet, length.
+//! - `jwt`: `eyJ….eyJ….<signature>`.
+//! - `prose`: a random-looking value right after a secret word (`my password is hunter2`).
 //!
-//! Rules 1–4 follow the upstream regexes, including their blind spots (a key preceded by `-`, as
-//! in `X-Api-Key:`, is not a key) and one over-match (a `password: String` field counts as an
-//! assignment), with one deliberate narrowing: `::`, `==` and `=>` after a key are code (a path, a
-//! comparison, a match arm), not an assignment, so prompts quoting code stay capturable. "Word" characters for adjacency are Unicode
-//! alphanumerics and `_`; "whitespace" is the JavaScript `\s` set. Upstream's `/iu` folding of
-//! `ſ` and the Kelvin sign onto `s`/`k` is not reproduced.
-//!
-//! The filter gates persistence only (prompt capture and explicit write tools). Callers still send
-//! the same text as the recall query; nothing here is meant to block a request.
+//! Precision: a value that is a placeholder or a reference (`<…>`, `$VAR`, `${…}`, `{{…}}`,
+//! `%VAR%`, `os.environ[…]`, `process.env.X`, `xxxx`, `****`, `changeme`, `example`, the key's
+//! own name), a type annotation or code expression (`String`, `Option<String>`,
+//! `lexer.next_token()`), a plain identifier, a number, a date or a path is not a secret. How
+//! strict the value test is depends on how the value is written: a quoted or shell/env literal
+//! needs only to be a non-placeholder, an unquoted `key: value` in code or config needs a digit or
+//! symbol, prose needs a random-looking word.
+
+use std::borrow::Cow;
 
 /// Which rule matched, content-free (safe to put in a diagnostic).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SecretKind {
-    /// A PEM private-key block (its BEGIN line is enough).
+    /// A PEM private key, its END line, or its body without armor.
     PrivateKey,
-    /// A credential key assigned a value with `:` or `=`.
+    /// A credential key assigned a value.
     Assignment,
-    /// An HTTP `Bearer` token.
-    BearerToken,
-    /// A vendor token shape: OpenAI-style `sk-`, GitHub, Slack.
-    ApiKeyShape,
-    /// An AWS access key id.
-    AwsAccessKey,
-    /// A JSON Web Token.
-    Jwt,
+    /// A credential on a command line.
+    CommandLine,
+    /// An HTTP authorization header or scheme (`Bearer`, `Basic`, API-key headers).
+    AuthHeader,
     /// A URL with a password in its userinfo.
     UrlCredentials,
+    /// A `.netrc` or `.pgpass` entry.
+    CredentialFile,
+    /// A vendor token shape; the name is the provider rule.
+    Vendor(&'static str),
+    /// A JSON Web Token.
+    Jwt,
+    /// A random-looking value right after a secret word in prose.
+    Prose,
 }
 
 impl SecretKind {
-    /// The rule name in snake_case, for diagnostics.
+    /// The rule name in snake_case, for diagnostics and redaction markers.
     #[must_use]
     pub fn as_str(self) -> &'static str {
         match self {
             Self::PrivateKey => "private_key",
             Self::Assignment => "assignment",
-            Self::BearerToken => "bearer_token",
-            Self::ApiKeyShape => "api_key_shape",
-            Self::AwsAccessKey => "aws_access_key",
-            Self::Jwt => "jwt",
+            Self::CommandLine => "command_line",
+            Self::AuthHeader => "auth_header",
             Self::UrlCredentials => "url_credentials",
+            Self::CredentialFile => "credential_file",
+            Self::Vendor(name) => name,
+            Self::Jwt => "jwt",
+            Self::Prose => "prose",
         }
     }
 
     /// Declaration order doubles as priority when several rules match.
     fn rank(self) -> u8 {
-        self as u8
+        match self {
+            Self::PrivateKey => 0,
+            Self::Assignment => 1,
+            Self::CommandLine => 2,
+            Self::AuthHeader => 3,
+            Self::UrlCredentials => 4,
+            Self::CredentialFile => 5,
+            Self::Vendor(_) => 6,
+            Self::Jwt => 7,
+            Self::Prose => 8,
+        }
     }
+}
+
+/// One detected secret: the rule and the byte span of the secret value (not of its key).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Finding {
+    /// The rule.
+    pub kind: SecretKind,
+    /// First byte of the secret.
+    pub start: usize,
+    /// One past its last byte.
+    pub end: usize,
+}
+
+/// Every secret in `text`, in order of position, overlapping spans merged (the higher-priority
+/// rule names the merged span).
+#[must_use]
+pub fn findings(text: &str) -> Vec<Finding> {
+    let mut scan = Scan {
+        text,
+        bytes: text.as_bytes(),
+        found: Vec::new(),
+        covered: 0,
+        line: (0, None),
+    };
+    scan.run();
+    let mut found = scan.found;
+    found.sort_by_key(|f| (f.start, f.kind.rank()));
+    let mut merged: Vec<Finding> = Vec::with_capacity(found.len());
+    for f in found {
+        match merged.last_mut() {
+            Some(last) if f.start < last.end => {
+                last.end = last.end.max(f.end);
+                if f.kind.rank() < last.kind.rank() {
+                    last.kind = f.kind;
+                }
+            }
+            _ => merged.push(f),
+        }
+    }
+    merged
 }
 
 /// The highest-priority rule (in [`SecretKind`] declaration order) that matches anywhere in `text`.
 #[must_use]
 pub fn find_secret(text: &str) -> Option<SecretKind> {
-    let bytes = text.as_bytes();
-    let mut best: Option<SecretKind> = None;
-    let mut prev = Prev::Other;
-    let mut i = 0;
-    while i < bytes.len() {
-        let byte = bytes[i];
-        if !byte.is_ascii() {
-            // Every anchor is ASCII, so a non-ASCII character only matters as a neighbour.
-            let (word, len) = match char_at(text, i) {
-                Some(ch) => (is_word(ch), ch.len_utf8()),
-                None => (false, 1),
-            };
-            prev = if word { Prev::Word } else { Prev::Other };
-            i += len;
-            continue;
-        }
-        let hit = match byte {
-            b'-' => pem_at(bytes, i).then_some(SecretKind::PrivateKey),
-            b':' => url_credentials_at(text, i).then_some(SecretKind::UrlCredentials),
-            _ if prev != Prev::Word && byte.is_ascii_alphabetic() => {
-                word_start(text, i, prev == Prev::Hyphen)
-            }
-            _ => None,
-        };
-        if let Some(kind) = hit {
-            if kind == SecretKind::PrivateKey {
-                return Some(kind);
-            }
-            best = lower_rank(best, Some(kind));
-        }
-        prev = match byte {
-            b'-' => Prev::Hyphen,
-            b'_' => Prev::Word,
-            _ if byte.is_ascii_alphanumeric() => Prev::Word,
-            _ => Prev::Other,
-        };
-        i += 1;
-    }
-    best
+    findings(text)
+        .into_iter()
+        .map(|f| f.kind)
+        .min_by_key(|k| k.rank())
 }
 
 /// Whether any rule matches `text`.
@@ -117,260 +148,1958 @@ pub fn is_secret_like(text: &str) -> bool {
     find_secret(text).is_some()
 }
 
-/// What the character before the current position was, for the adjacency rules.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Prev {
-    Word,
-    Hyphen,
-    Other,
-}
-
-fn lower_rank(a: Option<SecretKind>, b: Option<SecretKind>) -> Option<SecretKind> {
-    match (a, b) {
-        (Some(x), Some(y)) => Some(if y.rank() < x.rank() { y } else { x }),
-        (x, None) => x,
-        (None, y) => y,
+/// `text` with every finding replaced by `[REDACTED:<rule>]`, and the highest-priority rule that
+/// fired (`None`, and the text borrowed, when nothing did).
+#[must_use]
+pub fn redact(text: &str) -> (Cow<'_, str>, Option<SecretKind>) {
+    let found = findings(text);
+    if found.is_empty() {
+        return (Cow::Borrowed(text), None);
     }
+    let mut out = String::with_capacity(text.len());
+    let mut at = 0;
+    for f in &found {
+        out.push_str(&text[at..f.start]);
+        out.push_str("[REDACTED:");
+        out.push_str(f.kind.as_str());
+        out.push(']');
+        at = f.end;
+    }
+    out.push_str(&text[at..]);
+    let top = found.iter().map(|f| f.kind).min_by_key(|k| k.rank());
+    (Cow::Owned(out), top)
 }
 
-/// Checks the rules anchored at the start of a word: `i` holds an ASCII letter and the character
-/// before it is not a word character (`after_hyphen` says whether it was `-`).
-fn word_start(text: &str, i: usize, after_hyphen: bool) -> Option<SecretKind> {
+/// Opening tag of a private block: its content is never captured nor sent.
+pub const PRIVATE_OPEN: &str = "<private>";
+/// Closing tag of a private block.
+pub const PRIVATE_CLOSE: &str = "</private>";
+
+/// `text` without its `<private>…</private>` blocks (tags included, ASCII case ignored). An
+/// unclosed block runs to the end of the text: when in doubt, less is kept.
+#[must_use]
+pub fn strip_private(text: &str) -> Cow<'_, str> {
     let bytes = text.as_bytes();
-    // AWS ids only need a plain word boundary, so `-` on the left is allowed.
-    let aws = (bytes[i] == b'A' && aws_at(text, i)).then_some(SecretKind::AwsAccessKey);
-    if after_hyphen {
-        return aws;
+    let Some(first) = find_ci(bytes, 0, PRIVATE_OPEN.as_bytes()) else {
+        return Cow::Borrowed(text);
+    };
+    let mut out = String::with_capacity(text.len());
+    let mut at = 0;
+    let mut open = Some(first);
+    while let Some(o) = open {
+        out.push_str(&text[at..o]);
+        match find_ci(bytes, o + PRIVATE_OPEN.len(), PRIVATE_CLOSE.as_bytes()) {
+            Some(c) => at = c + PRIVATE_CLOSE.len(),
+            None => return Cow::Owned(out),
+        }
+        open = find_ci(bytes, at, PRIVATE_OPEN.as_bytes());
     }
-    let other = match bytes[i].to_ascii_lowercase() {
-        b'a' | b'c' | b'p' | b't' => assignment_at(text, i).then_some(SecretKind::Assignment),
-        b's' => {
-            if assignment_at(text, i) {
-                Some(SecretKind::Assignment)
-            } else {
-                sk_at(text, i).then_some(SecretKind::ApiKeyShape)
+    out.push_str(&text[at..]);
+    Cow::Owned(out)
+}
+
+/// The first position of `needle` (lowercase ASCII, starting with a non-letter such as `<` or
+/// `-`) at or after `from`, ignoring ASCII case.
+fn find_ci(bytes: &[u8], from: usize, needle: &[u8]) -> Option<usize> {
+    let first = needle[0];
+    let mut i = from;
+    while i + needle.len() <= bytes.len() {
+        // The first byte is not a letter, so a plain byte search finds the candidates.
+        let k = bytes[i..=bytes.len() - needle.len()]
+            .iter()
+            .position(|&b| b == first)?;
+        i += k;
+        if bytes[i..i + needle.len()].eq_ignore_ascii_case(needle) {
+            return Some(i);
+        }
+        i += 1;
+    }
+    None
+}
+
+// ---------------------------------------------------------------------------------------------
+// The scan
+// ---------------------------------------------------------------------------------------------
+
+struct Scan<'t> {
+    text: &'t str,
+    bytes: &'t [u8],
+    found: Vec<Finding>,
+    /// The end of the furthest finding: rules starting before it are not tried again (the span
+    /// is withheld or redacted anyway), which keeps a repeated `token=` linear.
+    covered: usize,
+    /// The start of the current line and which password-taking commands it names (bit set,
+    /// computed once per line on the first short flag).
+    line: (usize, Option<u8>),
+}
+
+/// Bytes a key may be made of (identifiers, dotted paths, header names, flags).
+fn is_key_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.')
+}
+
+impl Scan<'_> {
+    fn push(&mut self, kind: SecretKind, start: usize, end: usize) {
+        if end > start {
+            self.found.push(Finding { kind, start, end });
+            self.covered = self.covered.max(end);
+        }
+    }
+
+    fn run(&mut self) {
+        let bytes = self.bytes;
+        // What came before `i`: an ASCII byte, or a stand-in for a non-ASCII character
+        // (`a` for a letter or digit, space otherwise).
+        let mut prev = b'\n';
+        let mut i = 0;
+        while i < bytes.len() {
+            let b = bytes[i];
+            // The inside of a word starts no rule: most bytes of a prompt take only this branch.
+            if b.is_ascii_alphanumeric() && (prev.is_ascii_alphanumeric() || prev == b'_') {
+                prev = b;
+                i += 1;
+                continue;
+            }
+            if !b.is_ascii() {
+                let (word, len) = match char_at(self.text, i) {
+                    Some(c) => (is_word(c), c.len_utf8()),
+                    None => (false, 1),
+                };
+                prev = if word { b'a' } else { b' ' };
+                i += len;
+                continue;
+            }
+            if prev == b'\n' {
+                self.line = (i, None);
+            }
+            if i < self.covered {
+                prev = b;
+                i += 1;
+                continue;
+            }
+            if prev == b'\n' {
+                self.line_start(i);
+            }
+            match b {
+                b'-' if bytes[i..].starts_with(b"-----") => self.pem_at(i),
+                b':' if bytes[i..].starts_with(b"://") => self.url_credentials_at(i),
+                b'.' if bytes[i..].starts_with(b".atlasv1.") => self.terraform_at(i),
+                b'~' => self.azure_ad_at(i),
+                _ => {}
+            }
+            if is_key_byte(b) && !is_key_byte(prev) && prev != b'a' {
+                self.key_at(i);
+            }
+            if b.is_ascii_alphanumeric() && !(prev.is_ascii_alphanumeric() || prev == b'_') {
+                self.word_at(i, prev == b'-');
+            }
+            prev = b;
+            i += 1;
+        }
+    }
+
+    // --- rules anchored at the start of a word -------------------------------------------------
+
+    fn word_at(&mut self, i: usize, after_hyphen: bool) {
+        let bytes = self.bytes;
+        let second = bytes.get(i + 1).map_or(0, |&b| usize::from(b));
+        let mut mask = VENDOR_INDEX[0][usize::from(bytes[i])] & VENDOR_INDEX[1][second];
+        while mask != 0 {
+            let k = mask.trailing_zeros() as usize;
+            mask &= mask - 1;
+            let v = &VENDORS[k];
+            if after_hyphen && v.legacy {
+                continue;
+            }
+            if let Some(end) = v.matches(self.text, i) {
+                self.push(SecretKind::Vendor(v.name), i, end);
+                return;
             }
         }
-        b'b' => bearer_at(text, i).then_some(SecretKind::BearerToken),
-        b'g' | b'x' => vendor_token_at(text, i).then_some(SecretKind::ApiKeyShape),
-        b'e' => jwt_at(text, i).then_some(SecretKind::Jwt),
-        _ => None,
-    };
-    lower_rank(aws, other)
+        if after_hyphen {
+            return;
+        }
+        match bytes[i] {
+            b'b' | b'B' => self.auth_scheme_at(i),
+            b'e' => {
+                if let Some(end) = jwt_at(self.text, i) {
+                    self.push(SecretKind::Jwt, i, end);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// `Bearer <token>` and `Basic <base64 of user:password>` anywhere.
+    fn auth_scheme_at(&mut self, i: usize) {
+        let bytes = self.bytes;
+        let (scheme_end, basic) = if let Some(e) = eat_ci(bytes, i, b"bearer") {
+            (e, false)
+        } else if let Some(e) = eat_ci(bytes, i, b"basic") {
+            (e, true)
+        } else {
+            return;
+        };
+        let start = skip_blank(bytes, scheme_end);
+        if start == scheme_end || start >= bytes.len() {
+            return;
+        }
+        let end = run_end_max(bytes, start, MAX_VALUE, |b| {
+            b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'~' | b'+' | b'/' | b'=' | b'-')
+        });
+        if end - start < 8 || word_at(self.text, end) {
+            return;
+        }
+        let token = &bytes[start..end];
+        let secret = if basic {
+            base64_has_colon(token)
+        } else {
+            !is_placeholder(token)
+                && (token.iter().any(u8::is_ascii_digit) || (token.len() >= 20 && mixed_case(token)))
+        };
+        if secret {
+            self.push(SecretKind::AuthHeader, start, end);
+        }
+    }
+
+    // --- keys --------------------------------------------------------------------------------
+
+    /// A key run starting at `i`: if it holds a secret word, what follows decides.
+    fn key_at(&mut self, i: usize) {
+        let bytes = self.bytes;
+        let run = run_end(bytes, i, is_key_byte);
+        // Trailing dots and dashes end a sentence or a flag, they are not part of the key.
+        let mut kend = run;
+        while kend > i && matches!(bytes[kend - 1], b'.' | b'-') {
+            kend -= 1;
+        }
+        // No key is this long; not looking keeps a run of repeated key words linear.
+        if kend - i < 2 || kend - i > 128 {
+            return;
+        }
+        let key = &bytes[i..kend];
+        if key[0] == b'-' {
+            self.flag_at(i, kend);
+            return;
+        }
+        let Some(word) = secret_word(key) else {
+            return;
+        };
+        let mut strength = word.strength;
+        // `api key`, `secret key`, `client secret` written with a space.
+        if strength == Strength::Weak && key.eq_ignore_ascii_case(b"key") && strong_word_before(bytes, i) {
+            strength = Strength::Strong;
+        }
+        let header = key.len() > 2 && key[..2].eq_ignore_ascii_case(b"x-") || word.authorization;
+        let kind = if header {
+            SecretKind::AuthHeader
+        } else {
+            SecretKind::Assignment
+        };
+        self.assignment_after(i, kend, key, strength, kind, false);
+    }
+
+    /// `--password=…`, `--token …` and the short flags of the commands that take a password.
+    fn flag_at(&mut self, i: usize, kend: usize) {
+        let bytes = self.bytes;
+        let key = &bytes[i..kend];
+        let dashes = run_end(key, 0, |b| b == b'-');
+        let name = &key[dashes..];
+        if name.is_empty() {
+            return;
+        }
+        if dashes == 1 {
+            // `-pSECRET`, or `-p*SECRET` where the run stopped at a symbol.
+            let glued = name.len() > 1
+                || bytes
+                    .get(kend)
+                    .is_some_and(|&b| !b.is_ascii_whitespace() && b != b'=');
+            self.short_flag_at(i, kend, name[0], glued);
+            return;
+        }
+        if name.eq_ignore_ascii_case(b"user") {
+            self.short_flag_at(i, kend, b'u', false);
+            return;
+        }
+        let Some(word) = secret_word(name) else {
+            return;
+        };
+        self.assignment_after(i, kend, name, word.strength, SecretKind::CommandLine, true);
+    }
+
+    /// `-p` after `docker login` and friends or `sshpass`, `-pSECRET` after `mysql`, `-a` after
+    /// `redis-cli`, `-u user:password` / `--user` after `curl`.
+    fn short_flag_at(&mut self, i: usize, kend: usize, flag: u8, glued: bool) {
+        let bytes = self.bytes;
+        let commands = self.line_commands(i);
+        let (spaced_ok, glued_ok) = match flag {
+            b'p' => (commands & LOGIN != 0, commands & MYSQL != 0),
+            b'a' => (commands & REDIS != 0, false),
+            b'u' => (commands & CURL != 0, false),
+            _ => return,
+        };
+        let start = if glued && glued_ok {
+            i + 2
+        } else if !glued && spaced_ok && matches!(bytes.get(kend), Some(b' ' | b'\t' | b'=')) {
+            skip_blank(bytes, kend + 1)
+        } else {
+            return;
+        };
+        let Some(value) = Value::parse(bytes, start) else {
+            return;
+        };
+        let v = value.text(bytes);
+        if v.starts_with(b"-") || is_reference(v) {
+            return;
+        }
+        if flag == b'u' {
+            // `user:password`: the password is the secret.
+            if let Some(colon) = v.iter().position(|&b| b == b':') {
+                let pw = &v[colon + 1..];
+                if pw.len() >= 3 && !is_placeholder(pw) && !constant_like(pw) {
+                    self.push(SecretKind::CommandLine, value.start + colon + 1, value.end);
+                }
+            }
+            return;
+        }
+        if v.len() >= 3 && !is_placeholder(v) {
+            self.push(SecretKind::CommandLine, value.start, value.end);
+        }
+    }
+
+    /// Which password-taking commands the line holding `i` names, computed once per line.
+    fn line_commands(&mut self, i: usize) -> u8 {
+        let bytes = self.bytes;
+        let (start, cached) = self.line;
+        if let Some(set) = cached.filter(|_| start <= i) {
+            return set;
+        }
+        let start = if start <= i {
+            start
+        } else {
+            line_start_of(bytes, i)
+        };
+        let line = &bytes[start..line_end(bytes, i)];
+        let mut set = 0;
+        for (bit, names) in [
+            (
+                LOGIN,
+                &[
+                    &b"docker login"[..],
+                    b"podman login",
+                    b"buildah login",
+                    b"registry login",
+                    b"nerdctl login",
+                    b"sshpass",
+                ][..],
+            ),
+            (MYSQL, &[&b"mysql"[..], b"mariadb"][..]),
+            (REDIS, &[&b"redis-cli"[..]][..]),
+            (CURL, &[&b"curl"[..]][..]),
+        ] {
+            if names.iter().any(|n| contains_ci(line, n)) {
+                set |= bit;
+            }
+        }
+        self.line = (start, Some(set));
+        set
+    }
+
+    /// What follows a key ending at `kend`: separator, value, and whether the value is a secret.
+    fn assignment_after(
+        &mut self,
+        kstart: usize,
+        kend: usize,
+        key: &[u8],
+        strength: Strength,
+        kind: SecretKind,
+        flag: bool,
+    ) {
+        let bytes = self.bytes;
+        let mut pos = kend;
+        if matches!(bytes.get(pos), Some(b'"' | b'\'' | b'`')) {
+            pos += 1;
+            // `config['SECRET_KEY'] = …`
+            if bytes.get(pos) == Some(&b']') {
+                pos += 1;
+            }
+        }
+        let blank_before = skip_blank(bytes, pos);
+        let spaced_before = blank_before > pos;
+        pos = blank_before;
+        let sep = match (bytes.get(pos), bytes.get(pos + 1)) {
+            (Some(b':'), Some(b':')) | (Some(b'='), Some(b'=')) => return,
+            (Some(b':'), Some(b'=')) => Some(2),
+            (Some(b'='), Some(b'>')) => Some(2),
+            (Some(b'?'), Some(b':')) => return, // a TypeScript optional field: a type follows
+            (Some(b':' | b'='), _) => Some(1),
+            _ => None,
+        };
+        let line = line_before(bytes, kstart);
+        let quoted_key = pos > kend;
+        // `<password>…</password>`: the element's text is the value.
+        if sep.is_none() && bytes.get(pos) == Some(&b'>') && kstart > 0 && bytes[kstart - 1] == b'<' {
+            let start = pos + 1;
+            let end = run_end_max(bytes, start, MAX_VALUE, |b| b != b'<' && b != b'\n');
+            let value = Value {
+                start,
+                end,
+                quoted: true,
+                raw_end: end,
+            };
+            if bytes.get(end) == Some(&b'<') && value_is_secret(bytes, &value, key, strength, Mode::Literal) {
+                self.push(kind, start, end);
+            }
+            return;
+        }
+        let mode = match sep {
+            Some(len) => {
+                let after = pos + len;
+                let spaced_after = skip_blank(bytes, after) > after;
+                pos = skip_blank(bytes, after);
+                let glued_colon = bytes[after - 1] == b':' && !spaced_before && !spaced_after && !quoted_key;
+                if glued_colon && !matches!(bytes.get(pos), Some(b'"' | b'\'' | b'`')) {
+                    // `key:value` glued is an ARN, URN or path segment more often than a
+                    // mapping: only a random-looking value without further colons counts.
+                    let Some(value) = Value::parse(bytes, pos) else {
+                        return;
+                    };
+                    let v = value.text(bytes);
+                    if !v.contains(&b':') && value_is_secret(bytes, &value, key, strength, Mode::Prose) {
+                        self.push(kind, value.start, value.end);
+                    }
+                    return;
+                }
+                if flag
+                    || (bytes[pos - 1] == b'='
+                        && !spaced_before
+                        && !spaced_after
+                        && (shell_line(line) || all_caps(key)))
+                {
+                    Mode::Literal
+                } else {
+                    Mode::Code
+                }
+            }
+            // `<add key="ApiSecret" value="…" />`
+            None if spaced_before && bytes[pos..].starts_with(b"value=") => {
+                pos += b"value=".len();
+                Mode::Code
+            }
+            None if spaced_before && pos < bytes.len() && bytes[pos] != b'\n' => {
+                if flag || env_command_line(line) {
+                    Mode::Literal
+                } else if netrc_line(line) {
+                    if let Some(v) = Value::parse(bytes, pos)
+                        && !is_placeholder(v.text(bytes))
+                    {
+                        self.push(SecretKind::CredentialFile, v.start, v.end);
+                    }
+                    return;
+                } else {
+                    pos = skip_fillers(bytes, pos);
+                    Mode::Prose
+                }
+            }
+            None => return,
+        };
+        let Some(mut value) = Value::parse(bytes, pos) else {
+            return;
+        };
+        let mut kind = kind;
+        let mut mode = mode;
+        // `"Authorization": "token …"`: the scheme word inside the quotes is not the secret.
+        if value.quoted {
+            let v = value.text(bytes);
+            if let Some(space) = v.iter().position(|&b| b == b' ')
+                && is_auth_scheme(&v[..space])
+            {
+                value.start += space + 1;
+                kind = SecretKind::AuthHeader;
+            }
+        }
+        // `Authorization: Bearer <token>`: the scheme word is not the secret.
+        if !value.quoted && is_auth_scheme(value.text(bytes)) && matches!(bytes.get(value.end), Some(b' ')) {
+            let Some(v) = Value::parse(bytes, skip_blank(bytes, value.end)) else {
+                return;
+            };
+            value = v;
+            kind = SecretKind::AuthHeader;
+            mode = Mode::Literal;
+        }
+        if mode == Mode::Prose {
+            kind = SecretKind::Prose;
+        }
+        if value_is_secret(bytes, &value, key, strength, mode) {
+            self.push(kind, value.start, value.end);
+        }
+    }
+
+    // --- anchored on punctuation ---------------------------------------------------------------
+
+    /// `-----BEGIN … PRIVATE KEY-----` through its END line, or an END line with the body above.
+    fn pem_at(&mut self, i: usize) {
+        let bytes = self.bytes;
+        if i > 0 && bytes[i - 1] == b'-' {
+            return; // only the first dash of a run starts a line
+        }
+        let dashes = run_end_max(bytes, i, 16, |b| b == b'-');
+        let (begin, after) = if let Some(e) = eat_ci(bytes, dashes, b"begin ") {
+            (true, e)
+        } else if let Some(e) = eat_ci(bytes, dashes, b"end ") {
+            (false, e)
+        } else {
+            return;
+        };
+        let words = run_end_max(bytes, after, 64, |b| b.is_ascii_alphanumeric() || b == b' ');
+        let label = &bytes[after..words];
+        let label = label.strip_suffix(b" BLOCK").unwrap_or(label);
+        if label.len() < 11 || !label[label.len() - 11..].eq_ignore_ascii_case(b"private key") {
+            return;
+        }
+        if !bytes[words..].starts_with(b"-----") {
+            return;
+        }
+        let eol = line_end(bytes, words);
+        if begin {
+            let window = &bytes[..bytes.len().min(eol + MAX_PEM)];
+            let end = match find_ci(window, eol, b"-----end ") {
+                Some(e) => line_end(bytes, e),
+                None => base64_block_end(bytes, eol),
+            };
+            self.push(SecretKind::PrivateKey, i, end);
+        } else {
+            let start = base64_block_start(bytes, i);
+            self.push(SecretKind::PrivateKey, start, eol);
+        }
+    }
+
+    /// `scheme://user:password@host`: the password is the span.
+    fn url_credentials_at(&mut self, i: usize) {
+        let bytes = self.bytes;
+        let scheme_end = i.checked_sub(1).and_then(|p| bytes.get(p));
+        if !scheme_end.is_some_and(|&b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'.' | b'-')) {
+            return;
+        }
+        let mut pos = i + 3;
+        let mut colon = None;
+        loop {
+            if pos - i > 512 {
+                return; // no userinfo is this long
+            }
+            let Some(c) = char_at(self.text, pos) else { return };
+            match c {
+                '@' => break,
+                // Characters that cannot appear in a URL end it, so `"http://h:1","u":"a@b"` in
+                // JSON is not read as one userinfo.
+                '/' | '"' | '<' | '>' | '`' | '\'' => return,
+                ':' if colon.is_none() => colon = Some(pos),
+                _ if is_js_space(c) => return,
+                _ => {}
+            }
+            pos += c.len_utf8();
+        }
+        let Some(colon) = colon else { return };
+        let password = &bytes[colon + 1..pos];
+        let host_follows =
+            char_at(self.text, pos + 1).is_some_and(|c| c.is_alphanumeric() || c == '[' || c == '_');
+        if host_follows && password.len() >= 3 && !is_placeholder(password) && !constant_like(password) {
+            self.push(SecretKind::UrlCredentials, colon + 1, pos);
+        }
+    }
+
+    /// Terraform Cloud: 14 alphanumerics, `.atlasv1.`, 60–70 base64url characters.
+    fn terraform_at(&mut self, i: usize) {
+        let bytes = self.bytes;
+        let Some(start) = i.checked_sub(14) else { return };
+        if !bytes[start..i].iter().all(u8::is_ascii_alphanumeric)
+            || start > 0 && bytes[start - 1].is_ascii_alphanumeric()
+        {
+            return;
+        }
+        let body = i + ".atlasv1.".len();
+        let end = run_end_max(bytes, body, 71, b64url);
+        if (60..=70).contains(&(end - body)) && !word_at(self.text, end) {
+            self.push(SecretKind::Vendor("terraform_token"), start, end);
+        }
+    }
+
+    /// Azure AD client secret: 3 characters, a digit, `Q~`, then 31–34 characters.
+    fn azure_ad_at(&mut self, i: usize) {
+        let bytes = self.bytes;
+        if i < 5 || bytes[i - 1] != b'Q' || !bytes[i - 2].is_ascii_digit() {
+            return;
+        }
+        let class = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'~' | b'.' | b'-');
+        let start = i - 5;
+        if !bytes[start..i - 2].iter().all(|&b| class(b)) || start > 0 && class(bytes[start - 1]) {
+            return;
+        }
+        let end = run_end_max(bytes, i + 1, 35, class);
+        if (31..=34).contains(&(end - i - 1)) {
+            self.push(SecretKind::Vendor("azure_client_secret"), start, end);
+        }
+    }
+
+    // --- anchored at the start of a line -------------------------------------------------------
+
+    fn line_start(&mut self, i: usize) {
+        let bytes = self.bytes;
+        let s = skip_blank(bytes, i);
+        if matches!(bytes.get(s), Some(b'M' | b'b')) && pem_body_at(bytes, s) {
+            let end = base64_block_end(bytes, s);
+            self.push(SecretKind::PrivateKey, s, end);
+        }
+        if let Some((start, end)) = pgpass_at(bytes, s) {
+            self.push(SecretKind::CredentialFile, start, end);
+        }
+    }
 }
 
-/// Rule 1: `-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----` starting at `i`.
-fn pem_at(bytes: &[u8], i: usize) -> bool {
-    const TAIL: &[u8] = b"private key";
-    let Some(start) = eat_ci(bytes, i, b"-----begin ") else {
+// ---------------------------------------------------------------------------------------------
+// Keys and values
+// ---------------------------------------------------------------------------------------------
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Strength {
+    /// Any non-placeholder value is a secret.
+    Strong,
+    /// Only a random-looking value is (`key`, `auth`, `pass`, plurals).
+    Weak,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// A quoted value, a shell/env assignment or a flag: the text is the value itself.
+    Literal,
+    /// `key: value` / `key = value` in code or config: identifiers and types are not values.
+    Code,
+    /// The secret word in a sentence: only a random-looking word counts.
+    Prose,
+}
+
+struct SecretWord {
+    strength: Strength,
+    authorization: bool,
+}
+
+/// Suffixes after a secret word that make the key metadata about a secret, not the secret.
+const QUALIFIERS: &[&[u8]] = &[
+    b"count",
+    b"len",
+    b"limit",
+    b"max",
+    b"min",
+    b"size",
+    b"ttl",
+    b"expir",
+    b"timeout",
+    b"type",
+    b"kind",
+    b"name",
+    b"file",
+    b"path",
+    b"dir",
+    b"url",
+    b"uri",
+    b"endpoint",
+    b"id",
+    b"field",
+    b"header",
+    b"prefix",
+    b"suffix",
+    b"env",
+    b"var",
+    b"hint",
+    b"policy",
+    b"pattern",
+    b"regex",
+    b"rule",
+    b"label",
+    b"input",
+    b"prompt",
+    b"reset",
+    b"required",
+    b"enabled",
+    b"strategy",
+    b"provider",
+    b"manager",
+    b"store",
+    b"service",
+    b"cache",
+    b"valid",
+    b"strength",
+    b"format",
+    b"encod",
+    b"helper",
+    b"handler",
+    b"mode",
+    b"version",
+    b"index",
+    b"idx",
+    b"pos",
+    b"offset",
+    b"iz",
+    b"hash",
+    b"digest",
+    b"stdin",
+    b"from",
+    b"source",
+    b"ref",
+    b"cmd",
+    b"command",
+    b"usage",
+    b"budget",
+    b"rate",
+    b"stream",
+    b"lifetime",
+    b"age",
+    b"created",
+    b"updated",
+    b"location",
+    b"loc",
+    b"exists",
+    b"set",
+    b"present",
+    b"error",
+    b"message",
+    b"msg",
+    b"text",
+    b"placeholder",
+    b"schema",
+    b"class",
+    b"style",
+    b"visible",
+    b"show",
+    b"hide",
+    b"mask",
+    b"changed",
+    b"per",
+    b"used",
+    b"total",
+    b"window",
+    b"list",
+    b"ize",
+    b"ization",
+    b"ing",
+    b"less",
+    b"ary",
+    b"ive",
+    b"bucket",
+    b"estimat",
+    b"counter",
+    b"confirm_field",
+];
+
+/// Prefixes before a secret word that make the key metadata (`max_tokens`, `is_secret`).
+const PREFIX_QUALIFIERS: &[&[u8]] = &[
+    b"max",
+    b"min",
+    b"num",
+    b"n",
+    b"total",
+    b"prompt",
+    b"input",
+    b"output",
+    b"completion",
+    b"forgot",
+    b"reset",
+    b"show",
+    b"hide",
+    b"is",
+    b"has",
+    b"use",
+    b"no",
+    b"next",
+    b"prev",
+    b"last",
+    b"first",
+    b"count",
+    b"cached",
+    b"reasoning",
+    b"thinking",
+    b"context",
+    b"byte",
+    b"bypass",
+    b"validate",
+    b"check",
+    b"verify",
+    b"require",
+    b"toggle",
+    b"by",
+    b"com",
+    b"sur",
+];
+
+/// The strongest secret word in `key`, unless a qualifier makes the key metadata.
+fn secret_word(key: &[u8]) -> Option<SecretWord> {
+    let mut best: Option<SecretWord> = None;
+    let mut j = 0;
+    while j < key.len() {
+        // Most words hold no secret word: look at two bytes before trying any.
+        let next = key.get(j + 1).map_or(0, |b| b | 0x20);
+        let candidate = match key[j] | 0x20 {
+            b'p' => matches!(next, b'a' | b'w' | b'r'),
+            b's' | b'k' => next == b'e',
+            b't' => next == b'o',
+            b'a' => matches!(next, b'p' | b'c' | b'u'),
+            b'c' => matches!(next, b'r' | b'o'),
+            _ => false,
+        };
+        if !candidate {
+            j += 1;
+            continue;
+        }
+        let hit: Option<(usize, Strength, bool)> = match key[j] | 0x20 {
+            b'p' => longest(key, j, &[b"password", b"passwd", b"passphrase"])
+                .map(|e| (e, Strength::Strong, false))
+                .or_else(|| two_part(key, j, b"private", b"key").map(|e| (e, Strength::Strong, false)))
+                .or_else(|| eat_ci(key, j, b"pwd").map(|e| (e, Strength::Strong, false)))
+                .or_else(|| eat_ci(key, j, b"pass").map(|e| (e, Strength::Weak, false))),
+            b's' => eat_ci(key, j, b"secret").map(|e| (e, Strength::Strong, false)),
+            b't' => eat_ci(key, j, b"token").map(|e| (e, Strength::Strong, false)),
+            b'k' => eat_ci(key, j, b"key").map(|e| (e, Strength::Weak, false)),
+            b'a' => two_part(key, j, b"api", b"key")
+                .or_else(|| two_part(key, j, b"access", b"key"))
+                .map(|e| (e, Strength::Strong, false))
+                .or_else(|| longest(key, j, &[b"authorization"]).map(|e| (e, Strength::Strong, true)))
+                .or_else(|| eat_ci(key, j, b"auth").map(|e| (e, Strength::Weak, false))),
+            b'c' => {
+                longest(key, j, &[b"credential", b"creds", b"cookie"]).map(|e| (e, Strength::Strong, false))
+            }
+            _ => None,
+        };
+        let Some((end, mut strength, authorization)) = hit else {
+            j += 1;
+            continue;
+        };
+        if qualified_before(&key[..j]) {
+            j = end;
+            continue;
+        }
+        let mut tail = &key[end..];
+        // A plural is about several secrets or a count of them: only random values count.
+        if tail.first().is_some_and(|b| b | 0x20 == b's')
+            && tail.get(1).is_none_or(|b| !b.is_ascii_lowercase())
+        {
+            tail = &tail[1..];
+            strength = Strength::Weak;
+        }
+        let tail = &tail[run_end(tail, 0, |b| matches!(b, b'_' | b'-' | b'.'))..];
+        let qualified = QUALIFIERS
+            .iter()
+            .any(|q| tail.len() >= q.len() && tail[..q.len()].eq_ignore_ascii_case(q));
+        if !qualified {
+            let better = match &best {
+                None => true,
+                Some(b) => b.strength == Strength::Weak && strength == Strength::Strong,
+            };
+            if better {
+                best = Some(SecretWord {
+                    strength,
+                    authorization,
+                });
+            }
+        }
+        j = end;
+    }
+    best
+}
+
+/// Whether the part of a key before its secret word ends with a qualifier (`max_`, `is`).
+fn qualified_before(before: &[u8]) -> bool {
+    let trimmed = &before[..before.len()
+        - before
+            .iter()
+            .rev()
+            .take_while(|b| matches!(b, b'_' | b'-' | b'.'))
+            .count()];
+    if trimmed.is_empty() {
+        return false;
+    }
+    // The last segment: after the last separator or at the last lower→upper change.
+    let mut seg_start = 0;
+    for (k, w) in trimmed.windows(2).enumerate() {
+        if matches!(w[0], b'_' | b'-' | b'.') || (w[0].is_ascii_lowercase() && w[1].is_ascii_uppercase()) {
+            seg_start = k + 1;
+        }
+    }
+    let seg = &trimmed[seg_start..];
+    let seg = seg.strip_prefix(b"_").unwrap_or(seg);
+    PREFIX_QUALIFIERS.iter().any(|q| seg.eq_ignore_ascii_case(q))
+}
+
+fn longest(key: &[u8], j: usize, words: &[&[u8]]) -> Option<usize> {
+    words.iter().filter_map(|w| eat_ci(key, j, w)).max()
+}
+
+/// `first[_-. ]?second` at `j`.
+fn two_part(bytes: &[u8], j: usize, first: &[u8], second: &[u8]) -> Option<usize> {
+    let mut pos = eat_ci(bytes, j, first)?;
+    if matches!(bytes.get(pos), Some(b'_' | b'-' | b'.' | b' ')) {
+        pos += 1;
+    }
+    eat_ci(bytes, pos, second)
+}
+
+/// `api key`, `secret key`, `access key`, `private key`, … written with a space before `key`.
+fn strong_word_before(bytes: &[u8], i: usize) -> bool {
+    let Some(before) = i.checked_sub(1).filter(|&p| bytes[p] == b' ') else {
         return false;
     };
-    let end = run_end(bytes, start, |b| b.is_ascii_alphanumeric() || b == b' ');
-    // "PRIVATE KEY" is inside the word class and `-` is not, so the words must end with it.
-    end - start >= TAIL.len()
-        && bytes[end - TAIL.len()..end].eq_ignore_ascii_case(TAIL)
-        && bytes[end..].starts_with(b"-----")
+    let start = before
+        - bytes[..before]
+            .iter()
+            .rev()
+            .take_while(|b| b.is_ascii_alphabetic())
+            .count();
+    let word = &bytes[start..before];
+    [
+        &b"api"[..],
+        b"secret",
+        b"access",
+        b"private",
+        b"signing",
+        b"encryption",
+        b"master",
+        b"client",
+    ]
+    .iter()
+    .any(|w| word.eq_ignore_ascii_case(w))
 }
 
-/// Rule 2: a credential key at `i`, then `\s*[:=]\s*` and a value.
-fn assignment_at(text: &str, i: usize) -> bool {
-    let bytes = text.as_bytes();
-    // `[_ -]?` between two words: the separator never equals the second word's first letter,
-    // so taking it when present is the only way to match.
-    let two_words = |first: &[u8], second: &[u8]| {
-        let mut pos = eat_ci(bytes, i, first)?;
-        if matches!(bytes.get(pos), Some(b'_' | b' ' | b'-')) {
+/// The longest value looked at: longer runs are cut there (a secret's head is enough to tell, and
+/// the checks on a value then cost a bounded amount however often a key repeats).
+const MAX_VALUE: usize = 512;
+
+/// A parsed value: its span (without quotes) and how it was written.
+struct Value {
+    start: usize,
+    end: usize,
+    quoted: bool,
+    /// The unquoted run before trailing punctuation was trimmed (for code detection).
+    raw_end: usize,
+}
+
+impl Value {
+    fn parse(bytes: &[u8], pos: usize) -> Option<Self> {
+        let mut pos = pos;
+        // Python byte/raw string prefixes.
+        if matches!(bytes.get(pos), Some(b'b' | b'r' | b'B' | b'R'))
+            && matches!(bytes.get(pos + 1), Some(b'"' | b'\''))
+        {
             pos += 1;
         }
-        eat_ci(bytes, pos, second)
-    };
-    // Dispatch on the first letter: most word starts begin with none of these, and the prompt
-    // path scans every word of up to 200,000 characters.
-    let key_ends: [Option<usize>; 3] = match bytes[i].to_ascii_lowercase() {
-        b'a' => [
-            two_words(b"api", b"key"),
-            two_words(b"access", b"key"),
-            eat_ci(bytes, i, b"authorization"),
-        ],
-        b'c' => [two_words(b"client", b"secret"), eat_ci(bytes, i, b"cookie"), None],
-        b's' => [eat_ci(bytes, i, b"secret"), two_words(b"secret", b"key"), None],
-        b'p' => [
-            eat_ci(bytes, i, b"password"),
-            eat_ci(bytes, i, b"passwd"),
-            eat_ci(bytes, i, b"passphrase"),
-        ],
-        b't' => [eat_ci(bytes, i, b"token"), None, None],
-        _ => return false,
-    };
-    key_ends
-        .into_iter()
-        .flatten()
-        .any(|end| assignment_tail(text, end))
+        let first = *bytes.get(pos)?;
+        if matches!(first, b'"' | b'\'' | b'`') {
+            let start = pos + 1;
+            let limit = bytes.len().min(start + MAX_VALUE);
+            let end = (start..limit).find(|&k| bytes[k] == first || bytes[k] == b'\n')?;
+            if bytes[end] != first {
+                return None;
+            }
+            return Some(Self {
+                start,
+                end,
+                quoted: true,
+                raw_end: end,
+            });
+        }
+        if first.is_ascii_whitespace()
+            || matches!(first, b',' | b';' | b'}' | b']' | b')' | b'{' | b'[' | b'(')
+        {
+            return None;
+        }
+        let mut raw_end = run_end_max(bytes, pos, MAX_VALUE, |b| {
+            !b.is_ascii_whitespace() && !matches!(b, b',' | b';' | b'"' | b'\'' | b'`')
+        });
+        // A URL query goes on with `&name=`: that ends the value, another `&` does not.
+        if let Some(amp) = bytes[pos..raw_end].iter().enumerate().position(|(k, &b)| {
+            b == b'&' && {
+                let name = run_end_max(bytes, pos + k + 1, 64, |c| c.is_ascii_alphanumeric() || c == b'_');
+                name > pos + k + 1 && bytes.get(name) == Some(&b'=')
+            }
+        }) {
+            raw_end = pos + amp;
+        }
+        let mut end = raw_end;
+        while end > pos
+            && matches!(
+                bytes[end - 1],
+                b')' | b']' | b'}' | b'.' | b':' | b'!' | b'?' | b'>'
+            )
+        {
+            end -= 1;
+        }
+        (end > pos).then_some(Self {
+            start: pos,
+            end,
+            quoted: false,
+            raw_end,
+        })
+    }
+
+    fn text<'b>(&self, bytes: &'b [u8]) -> &'b [u8] {
+        &bytes[self.start..self.end]
+    }
 }
 
-/// What must follow a key that ended at `end`: word boundary, optional quote, `\s*[:=]\s*`, value.
-fn assignment_tail(text: &str, end: usize) -> bool {
-    let bytes = text.as_bytes();
-    if char_at(text, end).is_some_and(is_word) {
+fn value_is_secret(bytes: &[u8], value: &Value, key: &[u8], strength: Strength, mode: Mode) -> bool {
+    let v = value.text(bytes);
+    let raw = &bytes[value.start..value.raw_end];
+    if is_placeholder(v) || is_reference(v) || same_as_key(v, key) || v.starts_with(b"-") {
         return false;
     }
-    let mut pos = end;
-    if matches!(bytes.get(pos), Some(b'"' | b'\'')) {
-        pos += 1;
+    // A quoted value is a literal wherever it stands.
+    let mode = if value.quoted && mode == Mode::Code {
+        Mode::Literal
+    } else {
+        mode
+    };
+    if !value.quoted && (raw.contains(&b'(') || raw.contains(&b'[') || v.contains(&b'<')) {
+        return false; // a call, an index or a generic type
     }
-    pos = skip_space(text, pos);
-    if !matches!(bytes.get(pos), Some(b':' | b'=')) {
+    if value.quoted && v.iter().any(u8::is_ascii_whitespace) && !contains_ci(key, b"passphrase") {
+        return false; // a message, not a credential
+    }
+    if numeric_like(v) || is_path_or_url(v) {
         return false;
     }
-    // Code, not an assignment: a path (`token::Token`), a comparison (`token == x`) or a match
-    // arm (`password => …`). Prompts to coding agents are full of these.
-    if matches!(
-        (bytes[pos], bytes.get(pos + 1)),
-        (b':', Some(b':')) | (b'=', Some(b'=' | b'>'))
-    ) {
-        return false;
+    let weak = strength == Strength::Weak;
+    match mode {
+        Mode::Literal if !weak => v.len() >= 4,
+        Mode::Code if !weak => v.len() >= 6 && !identifier_like(v) && (has_digit(v) || has_symbol(v)),
+        Mode::Prose if !prose_word(bytes, value) => false,
+        Mode::Prose if !weak => looks_random(v, 6),
+        _ => looks_random(v, 12),
     }
-    pos = skip_space(text, pos + 1);
-    // A quoted value starts with a quote, which the bare-value class also accepts, so the first
-    // character alone decides whether a value is present.
-    char_at(text, pos).is_some_and(|c| !matches!(c, ',' | ';' | '}' | ']'))
 }
 
-/// Rule 3: `bearer\s+[A-Za-z0-9._~+/=-]{8,}` with no word character or `-` right after the token.
-fn bearer_at(text: &str, i: usize) -> bool {
-    let bytes = text.as_bytes();
-    let Some(after_word) = eat_ci(bytes, i, b"bearer") else {
-        return false;
-    };
-    let start = skip_space(text, after_word);
-    if start == after_word {
+/// A value standing alone in a sentence, not glued to a quote (`name="password"`), not `Name=word`.
+fn prose_word(bytes: &[u8], value: &Value) -> bool {
+    let v = value.text(bytes);
+    let named = v
+        .iter()
+        .position(|&b| b == b'=')
+        .is_some_and(|eq| eq >= 3 && v[..eq].iter().all(u8::is_ascii_alphabetic));
+    !value.quoted
+        && !named
+        && bytes
+            .get(value.raw_end)
+            .is_none_or(|&b| b.is_ascii_whitespace() || matches!(b, b',' | b';'))
+}
+
+/// A random-looking word of at least `min` bytes: digits and letters mixed, or symbols, or a long
+/// high-entropy run; not a technical word (`sha256`) nor words joined by dashes.
+fn looks_random(v: &[u8], min: usize) -> bool {
+    if v.len() < min || identifier_like(v) && v.len() < 20 || wordy(v) || tech_word(v) {
         return false;
     }
+    let letters = v.iter().any(u8::is_ascii_alphabetic);
+    (letters && (has_digit(v) || has_symbol(v))) || (v.len() >= 16 && entropy(v) >= 3.5)
+}
+
+fn has_digit(v: &[u8]) -> bool {
+    v.iter().any(u8::is_ascii_digit)
+}
+
+/// A character that identifiers and words do not use.
+fn has_symbol(v: &[u8]) -> bool {
+    v.iter()
+        .any(|&b| !b.is_ascii_alphanumeric() && !matches!(b, b'_' | b'-' | b'.' | b':' | b'/'))
+}
+
+fn mixed_case(v: &[u8]) -> bool {
+    v.iter().any(u8::is_ascii_uppercase) && v.iter().any(u8::is_ascii_lowercase)
+}
+
+/// An identifier, a dotted or `::` path, a reference or a type: letters, `_`, `.`, `:`, `&`, `'`,
+/// `?`, `|`, no digits (so `hunter2` is not one).
+fn identifier_like(v: &[u8]) -> bool {
+    v.first()
+        .is_some_and(|&b| b.is_ascii_alphabetic() || matches!(b, b'_' | b'&'))
+        && v.iter().all(|&b| {
+            b.is_ascii_alphabetic() || matches!(b, b'_' | b'.' | b':' | b'&' | b'\'' | b'?' | b'|' | b'-')
+        })
+}
+
+/// Numbers, dates, times, versions and IP addresses.
+fn numeric_like(v: &[u8]) -> bool {
+    let body = v.strip_prefix(b"v").unwrap_or(v);
+    !body.is_empty()
+        && body[0].is_ascii_digit()
+        && body
+            .iter()
+            .all(|&b| b.is_ascii_digit() || matches!(b, b'.' | b'-' | b':' | b'/' | b'_' | b'+'))
+        || (v.len() <= 5
+            && v.iter()
+                .all(|&b| b.is_ascii_digit() || matches!(b, b'k' | b'K' | b'm' | b'M')))
+}
+
+fn is_path_or_url(v: &[u8]) -> bool {
+    v.starts_with(b"/")
+        || v.starts_with(b"./")
+        || v.starts_with(b"../")
+        || v.starts_with(b"~/")
+        || (v.len() > 2 && v[1] == b':' && v[2] == b'\\')
+        || contains_ci(v, b"://") && !v.contains(&b'@')
+}
+
+/// Words joined by `-`, `_`, `.` or `/` (`base64url-encoded`, `my-tls-secret`).
+fn wordy(v: &[u8]) -> bool {
+    let parts = v.split(|&b| matches!(b, b'-' | b'_' | b'.' | b'/'));
+    let mut total = 0;
+    let mut words = 0;
+    for p in parts {
+        if p.is_empty() {
+            continue;
+        }
+        total += 1;
+        let word = p.len() >= 3
+            && p.iter().all(u8::is_ascii_alphabetic)
+            && (p.iter().all(u8::is_ascii_lowercase) || p[1..].iter().all(u8::is_ascii_lowercase));
+        words += usize::from(word);
+    }
+    total >= 2 && words * 2 >= total
+}
+
+/// Technical words that mix letters and digits without being secrets.
+fn tech_word(v: &[u8]) -> bool {
+    const WORDS: &[&[u8]] = &[
+        b"sha1",
+        b"sha256",
+        b"sha384",
+        b"sha512",
+        b"base64",
+        b"base64url",
+        b"base32",
+        b"utf8",
+        b"utf-8",
+        b"md5",
+        b"x509",
+        b"ipv4",
+        b"ipv6",
+        b"http2",
+        b"http3",
+        b"oauth2",
+        b"hs256",
+        b"hs512",
+        b"rs256",
+        b"rs512",
+        b"es256",
+        b"aes128",
+        b"aes256",
+        b"pbkdf2",
+        b"argon2",
+        b"argon2id",
+        b"k8s",
+        b"ed25519",
+        b"secp256k1",
+        b"rsa2048",
+        b"rsa4096",
+        b"p256",
+        b"blake3",
+        b"sha3-256",
+        b"x25519",
+        b"chacha20",
+        b"s3",
+        b"ec2",
+        b"gpt-4",
+        b"gpt4",
+        b"gpt-4o",
+        b"o200k",
+        b"cl100k",
+        b"cl100k_base",
+        b"o200k_base",
+        b"bpe",
+        b"wordpiece",
+    ];
+    WORDS.iter().any(|w| v.eq_ignore_ascii_case(w))
+}
+
+/// Shannon entropy in bits per byte.
+fn entropy(v: &[u8]) -> f64 {
+    let mut counts = [0u32; 256];
+    for &b in v {
+        counts[usize::from(b)] += 1;
+    }
+    #[allow(clippy::cast_precision_loss)]
+    let n = v.len() as f64;
+    counts
+        .iter()
+        .filter(|&&c| c > 0)
+        .map(|&c| {
+            let p = f64::from(c) / n;
+            -p * p.log2()
+        })
+        .sum()
+}
+
+/// A placeholder, not a value: `<…>`, `$VAR`, `${…}`, `{{…}}`, `%VAR%`, `xxxx`, `****`, `…`,
+/// `changeme`, `example`, our own `[REDACTED:…]`, a repeated character, a common stand-in word.
+fn is_placeholder(v: &[u8]) -> bool {
+    const EXACT: &[&[u8]] = &[
+        b"secret",
+        b"password",
+        b"passwd",
+        b"pass",
+        b"pwd",
+        b"token",
+        b"key",
+        b"apikey",
+        b"api_key",
+        b"none",
+        b"null",
+        b"nil",
+        b"undefined",
+        b"true",
+        b"false",
+        b"yes",
+        b"no",
+        b"on",
+        b"off",
+        b"empty",
+        b"hidden",
+        b"required",
+        b"optional",
+        b"string",
+        b"str",
+        b"text",
+        b"default",
+        b"test",
+        b"testing",
+        b"foo",
+        b"bar",
+        b"baz",
+        b"foobar",
+        b"abc",
+        b"abc123",
+        b"123456",
+        b"12345678",
+        b"value",
+        b"username",
+        b"user",
+        b"secretkey",
+        b"mysecret",
+        b"mypassword",
+        b"mytoken",
+        b"todo",
+        b"tbd",
+        b"na",
+        b"n/a",
+        b"unset",
+        b"masked",
+        b"sensitive",
+        b"private",
+        b"public",
+        b"auto",
+    ];
+    const CONTAINS: &[&[u8]] = &[
+        b"example",
+        b"placeholder",
+        b"changeme",
+        b"change_me",
+        b"change-me",
+        b"changeit",
+        b"your",
+        b"dummy",
+        b"redacted",
+        b"replace",
+        b"insert",
+        b"xxxx",
+        b"****",
+        b"...",
+        b"${",
+        b"{{",
+        b"$(",
+        b"\xe2\x80\xa6",
+        b"sample",
+    ];
+    let Some(&first) = v.first() else { return true };
+    if matches!(first, b'<' | b'$' | b'{' | b'[')
+        || (first == b'%' && v.len() > 2 && v.last() == Some(&b'%'))
+        // A YAML tag or alias, a decorator, a comment: `!vault`, `*default`, `@Value`, `#todo`.
+        || (matches!(first, b'!' | b'*' | b'#' | b'@') && (v.len() == 1 || identifier_like(&v[1..])))
+    {
+        return true;
+    }
+    if EXACT.iter().any(|w| v.eq_ignore_ascii_case(w)) || CONTAINS.iter().any(|w| contains_ci(v, w)) {
+        return true;
+    }
+    let mut distinct = [false; 256];
+    let mut n = 0;
+    for &b in v {
+        if !distinct[usize::from(b.to_ascii_lowercase())] {
+            distinct[usize::from(b.to_ascii_lowercase())] = true;
+            n += 1;
+        }
+    }
+    n <= 2 || (v.len() >= 6 && n <= 3)
+}
+
+/// A reference to where the secret lives, not the secret: environment and config lookups.
+fn is_reference(v: &[u8]) -> bool {
+    const PREFIXES: &[&[u8]] = &[
+        b"os.environ",
+        b"os.getenv",
+        b"process.env",
+        b"import.meta.env",
+        b"env.",
+        b"env(",
+        b"env[",
+        b"ENV[",
+        b"ENV.",
+        b"System.getenv",
+        b"getenv",
+        b"Deno.env",
+        b"std::env",
+        b"env!",
+        b"secrets.",
+        b"vault:",
+        b"ref+",
+        b"config.",
+        b"settings.",
+        b"self.",
+        b"this.",
+        b"cfg.",
+        b"conf.",
+        b"args.",
+        b"opts.",
+        b"options.",
+        b"params.",
+        b"props.",
+        b"req.",
+        b"request.",
+        b"ctx.",
+        b"context.",
+        b"credentials.",
+        b"data.",
+        b"user.",
+        b"auth.",
+        b"Environment.",
+        b"Config.",
+        b"Settings.",
+    ];
+    PREFIXES.iter().any(|p| v.starts_with(p))
+}
+
+/// `password=PASSWORD`, `TOKEN=$TOKEN` without the `$`: the key's own name is a template.
+fn same_as_key(v: &[u8], key: &[u8]) -> bool {
+    v.eq_ignore_ascii_case(key) || constant_like(v) && v.len() >= 4 && contains_ci(key, &v[..v.len().min(4)])
+}
+
+/// `USER`, `DB_PASSWORD`, `PASSWORD`: an all-caps name, used as a template slot.
+fn constant_like(v: &[u8]) -> bool {
+    v.len() >= 2 && v.iter().all(|&b| b.is_ascii_uppercase() || b == b'_')
+}
+
+fn all_caps(key: &[u8]) -> bool {
+    key.iter().any(u8::is_ascii_uppercase) && !key.iter().any(u8::is_ascii_lowercase)
+}
+
+fn is_auth_scheme(v: &[u8]) -> bool {
+    [
+        &b"bearer"[..],
+        b"basic",
+        b"token",
+        b"digest",
+        b"apikey",
+        b"key",
+        b"bot",
+    ]
+    .iter()
+    .any(|s| v.eq_ignore_ascii_case(s))
+}
+
+/// Skips `is`, `was`, `to`, `:` and similar words between a secret word and its value in prose,
+/// or a short phrase ending with `:` (`password for staging: …`).
+fn skip_fillers(bytes: &[u8], start: usize) -> usize {
+    const FILLERS: &[&[u8]] = &[
+        b"is",
+        b"was",
+        b"are",
+        b"be",
+        b"to",
+        b"as",
+        b"now",
+        b"currently",
+        b"set",
+        b"equals",
+        b"=",
+        b":",
+        b"is:",
+        b"of",
+        b"here:",
+        b"value",
+    ];
     let mut pos = start;
-    while let Some(&b) = bytes.get(pos) {
-        if !(b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'~' | b'+' | b'/' | b'=' | b'-')) {
+    for _ in 0..4 {
+        let end = run_end_max(bytes, pos, 256, |b| !b.is_ascii_whitespace());
+        if end == pos || end >= bytes.len() || bytes[end] == b'\n' {
             break;
         }
-        // The token class also holds non-word punctuation: a shorter token ending just before
-        // one of those satisfies the right-hand boundary even when the full run does not.
-        if pos - start >= 8 && matches!(b, b'.' | b'~' | b'+' | b'/' | b'=') {
-            return true;
+        if bytes[end - 1] == b':' {
+            return skip_blank(bytes, end);
         }
-        pos += 1;
+        pos = skip_blank(bytes, end);
     }
-    pos - start >= 8 && !word_or_hyphen_at(text, pos)
+    let mut pos = start;
+    for _ in 0..2 {
+        let end = run_end_max(bytes, pos, 256, |b| !b.is_ascii_whitespace());
+        let word = &bytes[pos..end];
+        if end < bytes.len() && FILLERS.iter().any(|f| word.eq_ignore_ascii_case(f)) {
+            pos = skip_blank(bytes, end);
+        } else {
+            break;
+        }
+    }
+    pos
 }
 
-/// Rule 4, `sk-[A-Za-z0-9][A-Za-z0-9_-]{7,}`.
-fn sk_at(text: &str, i: usize) -> bool {
-    let bytes = text.as_bytes();
-    let Some(start) = eat_ci(bytes, i, b"sk-") else {
-        return false;
-    };
-    if !bytes.get(start).is_some_and(u8::is_ascii_alphanumeric) {
-        return false;
-    }
-    shape_tail(text, start, 8, |b| {
-        b.is_ascii_alphanumeric() || b == b'_' || b == b'-'
-    })
+/// Commands whose short flag takes a password (`-p`: logins and `sshpass`, glued for `mysql`;
+/// `-a`: `redis-cli`; `-u user:password`: `curl`).
+const LOGIN: u8 = 1;
+const MYSQL: u8 = 2;
+const REDIS: u8 = 4;
+const CURL: u8 = 8;
+
+/// The start of the line holding `i`.
+fn line_start_of(bytes: &[u8], i: usize) -> usize {
+    bytes[..i].iter().rposition(|&b| b == b'\n').map_or(0, |p| p + 1)
 }
 
-/// Rule 4, GitHub (`github_pat_`, `gh[pousr]_`) and Slack (`xox[baprs]-`) shapes.
-fn vendor_token_at(text: &str, i: usize) -> bool {
-    let bytes = text.as_bytes();
-    let word_class = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
-    if let Some(start) = eat_ci(bytes, i, b"github_pat_") {
-        return shape_tail(text, start, 8, word_class);
+/// The text of the current line before `i` (at most 256 bytes).
+fn line_before(bytes: &[u8], i: usize) -> &[u8] {
+    let floor = i.saturating_sub(256);
+    let start = bytes[floor..i]
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .map_or(floor, |p| floor + p + 1);
+    &bytes[start..i]
+}
+
+/// A line where `KEY=value` is a shell or env-file assignment: the key starts it, or follows
+/// `export`, `set`, `ENV`, `-e`, `--env`, a YAML list dash, `;` or `&&`.
+fn shell_line(line: &[u8]) -> bool {
+    let t = trim_ascii(line);
+    if t.is_empty() {
+        return true;
     }
-    let lower_at = |pos: usize| bytes.get(pos).map(u8::to_ascii_lowercase);
-    if eat_ci(bytes, i, b"gh").is_some()
-        && matches!(lower_at(i + 2), Some(b'p' | b'o' | b'u' | b's' | b'r'))
-        && bytes.get(i + 3) == Some(&b'_')
-    {
-        return shape_tail(text, i + 4, 8, word_class);
+    let last = t.rsplit(|&b| b == b' ' || b == b'\t').next().unwrap_or(t);
+    const STARTERS: &[&[u8]] = &[
+        b"export",
+        b"set",
+        b"ENV",
+        b"ARG",
+        b"-e",
+        b"--env",
+        b"--build-arg",
+        b"env",
+        b"declare",
+        b"readonly",
+        b"-",
+        b";",
+        b"&&",
+        b"--set",
+        b"SET",
+        b"local",
+    ];
+    STARTERS.contains(&last) || t.ends_with(b";")
+}
+
+/// `set -x KEY value` (fish), `setenv KEY value` (csh), `ENV KEY value` (Dockerfile).
+fn env_command_line(line: &[u8]) -> bool {
+    let t = trim_ascii(line);
+    const COMMANDS: &[&[u8]] = &[b"set -x", b"set -gx", b"set -Ux", b"setenv", b"ENV", b"export"];
+    COMMANDS.contains(&t)
+}
+
+/// A `.netrc` line: `machine <host> login <user> password <secret>`.
+fn netrc_line(line: &[u8]) -> bool {
+    let t = trim_ascii(line);
+    (t.starts_with(b"machine ") || t.starts_with(b"default")) && contains_ci(t, b"login")
+}
+
+/// A `.pgpass` line `host:port:database:user:password`: returns the password's span.
+fn pgpass_at(bytes: &[u8], s: usize) -> Option<(usize, usize)> {
+    // A pgpass line has no blank and at least four colons within its first 512 bytes: most lines
+    // of a prompt fail on their first word.
+    let mut colons = 0;
+    let mut k = s;
+    while k < bytes.len() && bytes[k] != b'\n' {
+        match bytes[k] {
+            b':' => colons += 1,
+            b if b.is_ascii_whitespace() => return None,
+            _ => {}
+        }
+        k += 1;
+        if k - s > 512 {
+            return None;
+        }
     }
-    if eat_ci(bytes, i, b"xox").is_some()
-        && matches!(lower_at(i + 3), Some(b'b' | b'a' | b'p' | b'r' | b's'))
-        && bytes.get(i + 4) == Some(&b'-')
-    {
-        return shape_tail(text, i + 5, 8, |b| b.is_ascii_alphanumeric() || b == b'-');
+    if colons != 4 {
+        return None;
+    }
+    let end = line_end(bytes, s);
+    if end - s > 512 || end - s < 9 {
+        return None;
+    }
+    let line = &bytes[s..end];
+    if line.iter().filter(|&&b| b == b':').count() != 4 || line.iter().any(u8::is_ascii_whitespace) {
+        return None;
+    }
+    let mut fields = line.split(|&b| b == b':');
+    let host = fields.next()?;
+    let port = fields.next()?;
+    let db = fields.next()?;
+    let user = fields.next()?;
+    let pw = fields.next()?;
+    let host_ok = host == b"*"
+        || !host.is_empty()
+            && host
+                .iter()
+                .all(|&b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b'_'))
+            && host.iter().any(|&b| b.is_ascii_alphabetic() || b == b'.');
+    let port_ok = port == b"*" || !port.is_empty() && port.len() <= 5 && port.iter().all(u8::is_ascii_digit);
+    if !host_ok || !port_ok || db.is_empty() || user.is_empty() || pw.len() < 3 || is_placeholder(pw) {
+        return None;
+    }
+    Some((end - pw.len(), end))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Private keys
+// ---------------------------------------------------------------------------------------------
+
+fn is_base64_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'=')
+}
+
+/// The first line of a DER private key pasted without armor: PKCS#1/#8 (`MII??` + `IBA`, the
+/// version integer), EC (`MHcCAQEE`), Ed25519 PKCS#8 (`MC4CAQAw`), OpenSSH (`b3BlbnNzaC1rZXktdjE`),
+/// followed by at least one more base64 line. Certificates (`MII??CCA`) do not match.
+fn pem_body_at(bytes: &[u8], s: usize) -> bool {
+    let end = line_end(bytes, s);
+    let line = &bytes[s..end];
+    let line = trim_ascii(line);
+    if line.len() < 40 || !line.iter().all(|&b| is_base64_byte(b)) {
+        return false;
+    }
+    let der = line.starts_with(b"MII") && line.len() > 9 && &line[6..9] == b"IBA";
+    let shape = der
+        || line.starts_with(b"MHcCAQEE")
+        || line.starts_with(b"MC4CAQAw")
+        || line.starts_with(b"b3BlbnNzaC1rZXktdjE");
+    if !shape {
+        return false;
+    }
+    let next = skip_blank(bytes, end + 1);
+    let next_end = line_end(bytes, next);
+    next_end > next
+        && next_end - next >= 16
+        && bytes[next..next_end]
+            .iter()
+            .all(|&b| is_base64_byte(b) || b == b'\r')
+}
+
+/// The longest PEM block looked at (an 8192-bit RSA key is under 7 KB).
+const MAX_PEM: usize = 16 * 1024;
+
+/// The end of the run of base64 (or PEM header) lines from `pos`.
+fn base64_block_end(bytes: &[u8], mut pos: usize) -> usize {
+    let mut end = pos;
+    let stop = bytes.len().min(pos + MAX_PEM);
+    while pos < stop {
+        let s = skip_blank(bytes, if bytes[pos] == b'\n' { pos + 1 } else { pos });
+        let e = line_end(bytes, s);
+        let line = trim_ascii(&bytes[s..e]);
+        let header = line.starts_with(b"Proc-Type:")
+            || line.starts_with(b"DEK-Info:")
+            || line.starts_with(b"Comment:");
+        if line.is_empty() || !(header || line.iter().all(|&b| is_base64_byte(b))) {
+            break;
+        }
+        end = e;
+        pos = e;
+    }
+    end
+}
+
+/// The start of the run of base64 lines that ends just before the line holding `i`.
+fn base64_block_start(bytes: &[u8], i: usize) -> usize {
+    let mut start = i;
+    let floor = i.saturating_sub(MAX_PEM);
+    loop {
+        if start <= floor {
+            return start;
+        }
+        let Some(nl) = start.checked_sub(1).filter(|&p| bytes[p] == b'\n') else {
+            return start;
+        };
+        let prev_start = bytes[..nl].iter().rposition(|&b| b == b'\n').map_or(0, |p| p + 1);
+        let line = trim_ascii(&bytes[prev_start..nl]);
+        if line.is_empty() || !line.iter().all(|&b| is_base64_byte(b)) {
+            return start;
+        }
+        start = prev_start;
+    }
+}
+
+/// The end of the line containing `pos` (before its newline).
+fn line_end(bytes: &[u8], pos: usize) -> usize {
+    bytes[pos.min(bytes.len())..]
+        .iter()
+        .position(|&b| b == b'\n')
+        .map_or(bytes.len(), |p| pos + p)
+}
+
+/// Whether base64 `token` decodes to text holding a `:` (HTTP Basic `user:password`).
+fn base64_has_colon(token: &[u8]) -> bool {
+    let mut acc: u32 = 0;
+    let mut bits = 0;
+    for &b in token {
+        let v = match b {
+            b'A'..=b'Z' => b - b'A',
+            b'a'..=b'z' => b - b'a' + 26,
+            b'0'..=b'9' => b - b'0' + 52,
+            b'+' | b'-' => 62,
+            b'/' | b'_' => 63,
+            b'=' => break,
+            _ => return false,
+        };
+        acc = (acc << 6) | u32::from(v);
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            if (acc >> bits) & 0xff == u32::from(b':') {
+                return true;
+            }
+        }
     }
     false
 }
 
-/// A token body of at least `min` class bytes from `start`, not followed by a word character or
-/// `-`. Every class here is a subset of `[\w-]`, so only the longest run can satisfy the boundary.
-fn shape_tail(text: &str, start: usize, min: usize, class: fn(u8) -> bool) -> bool {
-    let end = run_end(text.as_bytes(), start, class);
-    end - start >= min && !word_or_hyphen_at(text, end)
+// ---------------------------------------------------------------------------------------------
+// Vendor token shapes
+// ---------------------------------------------------------------------------------------------
+
+/// A provider's token: its prefix, alphabet and length (facts from the public rule sets of
+/// gitleaks, trufflehog and detect-secrets).
+pub struct Vendor {
+    /// The rule name shown in diagnostics.
+    pub name: &'static str,
+    prefix: &'static [u8],
+    /// ASCII case of the prefix ignored (the original filter's shapes).
+    ci: bool,
+    /// From the original filter: not matched right after a `-`.
+    legacy: bool,
+    class: fn(u8) -> bool,
+    min: usize,
+    max: usize,
 }
 
-/// Rule 5: `(AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}` as a whole word, uppercase only.
-fn aws_at(text: &str, i: usize) -> bool {
-    let Some(id) = text.as_bytes().get(i..i + 20) else {
-        return false;
-    };
-    matches!(&id[..4], b"AKIA" | b"ASIA" | b"ABIA" | b"ACCA")
-        && id[4..]
-            .iter()
-            .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit())
-        && !char_at(text, i + 20).is_some_and(is_word)
+fn alnum(b: u8) -> bool {
+    b.is_ascii_alphanumeric()
+}
+fn word_class(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_'
+}
+fn b64url(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_' || b == b'-'
+}
+fn b64url_eq(b: u8) -> bool {
+    b64url(b) || b == b'='
+}
+fn b64(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'+' || b == b'/' || b == b'='
+}
+fn hex(b: u8) -> bool {
+    b.is_ascii_hexdigit()
+}
+fn hex_dash(b: u8) -> bool {
+    b.is_ascii_hexdigit() || b == b'-'
+}
+fn upper_alnum(b: u8) -> bool {
+    b.is_ascii_uppercase() || b.is_ascii_digit()
+}
+fn alnum_dash(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'-'
+}
+fn path_class(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || matches!(b, b'/' | b'_' | b'-')
+}
+fn dotted_upper(b: u8) -> bool {
+    upper_alnum(b) || b == b'.'
+}
+fn pscale(b: u8) -> bool {
+    b64url_eq(b) || b == b'.'
+}
+fn b64url_dot(b: u8) -> bool {
+    b64url(b) || b == b'.'
+}
+fn dollar_alnum(b: u8) -> bool {
+    alnum(b) || b == b'$'
 }
 
-/// Rule 6: `eyJ…` header (≥ 10) `.` `eyJ…` payload (≥ 10) `.` signature (≥ 8), base64url.
-fn jwt_at(text: &str, i: usize) -> bool {
+const fn v(
+    name: &'static str,
+    prefix: &'static [u8],
+    class: fn(u8) -> bool,
+    min: usize,
+    max: usize,
+) -> Vendor {
+    Vendor {
+        name,
+        prefix,
+        ci: false,
+        legacy: false,
+        class,
+        min,
+        max,
+    }
+}
+
+const fn legacy(name: &'static str, prefix: &'static [u8], class: fn(u8) -> bool, min: usize) -> Vendor {
+    Vendor {
+        name,
+        prefix,
+        ci: true,
+        legacy: true,
+        class,
+        min,
+        max: 1024,
+    }
+}
+
+/// The vendor shapes, dispatched on their first byte (at most 128: the index is a `u128`).
+const VENDOR_TABLE: [Vendor; 100] = [
+    // The original filter's shapes, case-insensitive prefixes.
+    legacy("openai_style_key", b"sk-", b64url, 8),
+    legacy("github_token", b"github_pat_", word_class, 8),
+    legacy("github_token", b"ghp_", word_class, 8),
+    legacy("github_token", b"gho_", word_class, 8),
+    legacy("github_token", b"ghu_", word_class, 8),
+    legacy("github_token", b"ghs_", word_class, 8),
+    legacy("github_token", b"ghr_", word_class, 8),
+    legacy("slack_token", b"xoxb-", alnum_dash, 8),
+    legacy("slack_token", b"xoxa-", alnum_dash, 8),
+    legacy("slack_token", b"xoxp-", alnum_dash, 8),
+    legacy("slack_token", b"xoxr-", alnum_dash, 8),
+    legacy("slack_token", b"xoxs-", alnum_dash, 8),
+    v("slack_token", b"xoxe-", alnum_dash, 20, 400),
+    v("slack_token", b"xoxe.xoxp-", alnum_dash, 20, 400),
+    v("slack_token", b"xapp-", alnum_dash, 20, 400),
+    v("slack_webhook", b"hooks.slack.com/services/", path_class, 30, 200),
+    v(
+        "slack_webhook",
+        b"hooks.slack.com/workflows/",
+        path_class,
+        30,
+        200,
+    ),
+    v("slack_webhook", b"hooks.slack.com/triggers/", path_class, 30, 200),
+    v(
+        "discord_webhook",
+        b"discord.com/api/webhooks/",
+        path_class,
+        60,
+        200,
+    ),
+    v(
+        "discord_webhook",
+        b"discordapp.com/api/webhooks/",
+        path_class,
+        60,
+        200,
+    ),
+    // AWS access key ids: exactly 16 uppercase letters or digits.
+    v("aws_access_key", b"AKIA", upper_alnum, 16, 16),
+    v("aws_access_key", b"ASIA", upper_alnum, 16, 16),
+    v("aws_access_key", b"ABIA", upper_alnum, 16, 16),
+    v("aws_access_key", b"ACCA", upper_alnum, 16, 16),
+    v("aws_access_key", b"A3T", upper_alnum, 17, 17),
+    v("stripe_key", b"sk_live_", alnum, 10, 247),
+    v("stripe_key", b"sk_test_", alnum, 10, 247),
+    v("stripe_key", b"sk_prod_", alnum, 10, 247),
+    v("stripe_key", b"rk_live_", alnum, 10, 247),
+    v("stripe_key", b"rk_test_", alnum, 10, 247),
+    v("stripe_webhook_secret", b"whsec_", alnum, 24, 128),
+    v("google_api_key", b"AIza", b64url, 35, 35),
+    v("google_oauth_secret", b"GOCSPX-", b64url, 24, 40),
+    v("google_oauth_token", b"ya29.", b64url, 20, 2048),
+    v("gitlab_token", b"glpat-", b64url, 20, 64),
+    v("gitlab_token", b"gldt-", b64url, 20, 64),
+    v("gitlab_token", b"glrt-", b64url, 20, 64),
+    v("gitlab_token", b"glptt-", b64url, 20, 64),
+    v("gitlab_token", b"glcbt-", b64url, 20, 64),
+    v("gitlab_token", b"glimt-", b64url, 20, 64),
+    v("gitlab_token", b"glft-", b64url, 20, 64),
+    v("gitlab_token", b"glsoat-", b64url, 20, 64),
+    v("gitlab_token", b"gloas-", b64url, 20, 64),
+    v("npm_token", b"npm_", alnum, 36, 36),
+    v("pypi_token", b"pypi-AgE", b64url, 50, 400),
+    v("huggingface_token", b"hf_", alnum, 30, 40),
+    v("huggingface_token", b"api_org_", alnum, 30, 40),
+    v("sendgrid_key", b"SG.", b64url_dot, 60, 70),
+    v("twilio_key", b"SK", hex, 32, 32),
+    v("shopify_token", b"shpat_", hex, 32, 32),
+    v("shopify_token", b"shpca_", hex, 32, 32),
+    v("shopify_token", b"shppa_", hex, 32, 32),
+    v("shopify_token", b"shpss_", hex, 32, 32),
+    v("digitalocean_token", b"dop_v1_", hex, 64, 64),
+    v("digitalocean_token", b"doo_v1_", hex, 64, 64),
+    v("digitalocean_token", b"dor_v1_", hex, 64, 64),
+    v("databricks_token", b"dapi", hex_dash, 32, 34),
+    v("mailgun_key", b"key-", hex, 32, 32),
+    v("atlassian_token", b"ATATT3", b64url_eq, 150, 300),
+    v("heroku_key", b"HRKU-", b64url, 40, 100),
+    v("postman_key", b"PMAK-", hex_dash, 50, 70),
+    v("linear_key", b"lin_api_", alnum, 40, 40),
+    v("doppler_token", b"dp.pt.", alnum, 40, 50),
+    v("doppler_token", b"dp.st.", alnum, 40, 50),
+    v("doppler_token", b"dp.ct.", alnum, 40, 50),
+    v("pulumi_token", b"pul-", hex, 40, 40),
+    v("newrelic_key", b"NRAK-", upper_alnum, 27, 27),
+    v("newrelic_key", b"NRII-", b64url, 32, 40),
+    v("grafana_token", b"glc_", b64, 32, 400),
+    v("grafana_token", b"glsa_", word_class, 32, 60),
+    v("sentry_token", b"sntrys_", b64url_eq, 50, 400),
+    v("sentry_token", b"sntryu_", hex, 64, 64),
+    v("age_secret_key", b"AGE-SECRET-KEY-1", upper_alnum, 58, 58),
+    v("dynatrace_token", b"dt0c01.", dotted_upper, 80, 100),
+    v("square_token", b"sq0atp-", b64url, 22, 22),
+    v("square_token", b"sq0csp-", b64url, 43, 43),
+    v("square_token", b"EAAA", b64url, 60, 100),
+    v("figma_token", b"figd_", b64url, 40, 60),
+    v("vault_token", b"hvs.", b64url, 90, 200),
+    v("vault_token", b"hvb.", b64url, 90, 250),
+    v("planetscale_token", b"pscale_tkn_", pscale, 32, 64),
+    v("planetscale_token", b"pscale_pw_", pscale, 32, 64),
+    v("supabase_token", b"sbp_", hex, 40, 40),
+    v("replicate_token", b"r8_", alnum, 37, 37),
+    v("groq_key", b"gsk_", alnum, 52, 52),
+    v("perplexity_key", b"pplx-", alnum, 48, 48),
+    v("xai_key", b"xai-", alnum, 80, 80),
+    v("notion_token", b"ntn_", alnum, 46, 46),
+    v("notion_token", b"secret_", alnum, 43, 43),
+    v("rubygems_key", b"rubygems_", hex, 48, 48),
+    v("docker_token", b"dckr_pat_", b64url, 27, 40),
+    v("tailscale_key", b"tskey-", alnum_dash, 30, 100),
+    v("buildkite_token", b"bkua_", hex, 40, 40),
+    v("prefect_key", b"pnu_", alnum, 36, 36),
+    v("easypost_key", b"EZAK", alnum, 54, 54),
+    v("alibaba_key", b"LTAI", alnum, 12, 20),
+    v("contentful_token", b"CFPAT-", b64url, 43, 43),
+    v("langsmith_key", b"lsv2_", word_class, 40, 60),
+    v("onepassword_token", b"ops_eyJ", b64url, 250, 2000),
+    v(
+        "braintree_token",
+        b"access_token$production$",
+        dollar_alnum,
+        40,
+        100,
+    ),
+];
+
+/// The vendor shapes (see the table above), one rule name per provider.
+pub static VENDORS: [Vendor; VENDOR_TABLE.len()] = VENDOR_TABLE;
+
+/// For each byte, the bit set of [`VENDORS`] entries whose prefix starts with it, and (second
+/// array) whose prefix has it second: a word start costs two lookups and an AND, and only the
+/// entries left are compared.
+static VENDOR_INDEX: [[u128; 256]; 2] = vendor_index(&VENDOR_TABLE);
+
+const fn vendor_index(table: &[Vendor]) -> [[u128; 256]; 2] {
+    let mut index = [[0u128; 256]; 2];
+    let mut k = 0;
+    while k < table.len() {
+        let mut at = 0;
+        while at < 2 {
+            let b = table[k].prefix[at];
+            index[at][b as usize] |= 1 << k;
+            if table[k].ci {
+                index[at][b.to_ascii_uppercase() as usize] |= 1 << k;
+                index[at][b.to_ascii_lowercase() as usize] |= 1 << k;
+            }
+            at += 1;
+        }
+        k += 1;
+    }
+    index
+}
+
+impl Vendor {
+    /// The end of this token if it starts at `i`.
+    fn matches(&self, text: &str, i: usize) -> Option<usize> {
+        let bytes = text.as_bytes();
+        let body = i + self.prefix.len();
+        let head = bytes.get(i..body)?;
+        let prefix_ok = if self.ci {
+            head.eq_ignore_ascii_case(self.prefix)
+        } else {
+            head == self.prefix
+        };
+        if !prefix_ok {
+            return None;
+        }
+        let end = run_end_max(bytes, body, self.max + 1, self.class);
+        let len = end - body;
+        if len < self.min || len > self.max || word_or_hyphen_at(text, end) {
+            return None;
+        }
+        // `sk-` needs an alphanumeric after the dash, as in the original rule.
+        if self.prefix == b"sk-" && !bytes[body].is_ascii_alphanumeric() {
+            return None;
+        }
+        let token = &bytes[body..end];
+        if is_repetitive(token)
+            || contains_ci(token, b"xxxx")
+            || contains_ci(token, b"example") && !self.legacy
+        {
+            return None;
+        }
+        Some(end)
+    }
+}
+
+/// `aaaa…`, `0000…`: a stand-in, not a token.
+fn is_repetitive(v: &[u8]) -> bool {
+    v.len() >= 8 && v.iter().all(|&b| b == v[0])
+}
+
+/// `eyJ…` header (≥ 10) `.` `eyJ…` payload (≥ 10) `.` signature (≥ 8), base64url.
+fn jwt_at(text: &str, i: usize) -> Option<usize> {
     let bytes = text.as_bytes();
-    let b64url = |b: u8| b.is_ascii_alphanumeric() || b == b'_' || b == b'-';
-    // Returns where the next segment starts, if this one is a JSON-object segment followed by `.`.
     let json_segment = |start: usize| {
         if !bytes[start..].starts_with(b"eyJ") {
             return None;
         }
-        let end = run_end(bytes, start, b64url);
+        let end = run_end_max(bytes, start, MAX_VALUE, b64url);
         (end - start >= 10 && bytes.get(end) == Some(&b'.')).then_some(end + 1)
     };
-    let Some(payload) = json_segment(i) else {
-        return false;
-    };
-    let Some(signature) = json_segment(payload) else {
-        return false;
-    };
-    shape_tail(text, signature, 8, b64url)
+    let payload = json_segment(i)?;
+    let signature = json_segment(payload)?;
+    let end = run_end_max(bytes, signature, MAX_VALUE, b64url);
+    (end - signature >= 8 && !word_or_hyphen_at(text, end)).then_some(end)
 }
 
-/// Rule 7: `://` at `i`, then `user:password@host` with a non-empty password.
-fn url_credentials_at(text: &str, i: usize) -> bool {
-    let bytes = text.as_bytes();
-    if !bytes[i..].starts_with(b"://") {
-        return false;
-    }
-    let scheme_end = i.checked_sub(1).and_then(|p| bytes.get(p));
-    if !scheme_end.is_some_and(|&b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'.' | b'-')) {
-        return false;
-    }
-    let mut pos = i + 3;
-    let mut colon = None;
-    loop {
-        let Some(c) = char_at(text, pos) else { return false };
-        match c {
-            '@' => break,
-            // Besides the brief's `/` and whitespace, characters that cannot appear in a URL
-            // end it, so `"http://h:1","u":"a@b"` in JSON is not read as one userinfo.
-            '/' | '"' | '<' | '>' | '`' => return false,
-            ':' if colon.is_none() => colon = Some(pos),
-            _ if is_js_space(c) => return false,
-            _ => {}
-        }
-        pos += c.len_utf8();
-    }
-    let Some(colon) = colon else { return false };
-    pos - colon >= 2 && char_at(text, pos + 1).is_some_and(|c| c.is_alphanumeric() || c == '[' || c == '_')
-}
+// ---------------------------------------------------------------------------------------------
+// Byte helpers
+// ---------------------------------------------------------------------------------------------
 
 /// The end of `lit` (given in lowercase) if it appears at `pos`, ignoring ASCII case.
 fn eat_ci(bytes: &[u8], pos: usize, lit: &[u8]) -> Option<usize> {
     let end = pos.checked_add(lit.len())?;
     bytes.get(pos..end)?.eq_ignore_ascii_case(lit).then_some(end)
+}
+
+fn contains_ci(hay: &[u8], needle: &[u8]) -> bool {
+    let Some(&first) = needle.first() else { return true };
+    let first = first.to_ascii_lowercase();
+    needle.len() <= hay.len()
+        && (0..=hay.len() - needle.len()).any(|k| {
+            hay[k].to_ascii_lowercase() == first && hay[k..k + needle.len()].eq_ignore_ascii_case(needle)
+        })
 }
 
 /// The end of the longest run of `class` bytes from `pos`.
@@ -382,20 +2111,33 @@ fn run_end(bytes: &[u8], pos: usize, class: impl Fn(u8) -> bool) -> usize {
     end
 }
 
-/// Skips JavaScript `\s` characters from `pos`.
-fn skip_space(text: &str, mut pos: usize) -> usize {
-    while let Some(c) = char_at(text, pos) {
-        if !is_js_space(c) {
-            break;
-        }
-        pos += c.len_utf8();
+/// Like [`run_end`], but stops `limit` bytes after `pos`: rules that start anywhere must not each
+/// scan the rest of the text, or a repetitive prompt would cost quadratic time.
+fn run_end_max(bytes: &[u8], pos: usize, limit: usize, class: impl Fn(u8) -> bool) -> usize {
+    let stop = bytes.len().min(pos.saturating_add(limit));
+    let mut end = pos;
+    while end < stop && class(bytes[end]) {
+        end += 1;
     }
-    pos
+    end
+}
+
+/// Skips spaces and tabs (not newlines) from `pos`.
+fn skip_blank(bytes: &[u8], pos: usize) -> usize {
+    run_end(bytes, pos, |b| b == b' ' || b == b'\t')
+}
+
+fn trim_ascii(v: &[u8]) -> &[u8] {
+    v.trim_ascii()
 }
 
 /// The character starting at byte `pos`; `None` at the end (or, defensively, off a boundary).
 fn char_at(text: &str, pos: usize) -> Option<char> {
     text.get(pos..)?.chars().next()
+}
+
+fn word_at(text: &str, pos: usize) -> bool {
+    char_at(text, pos).is_some_and(is_word)
 }
 
 fn word_or_hyphen_at(text: &str, pos: usize) -> bool {
@@ -407,7 +2149,7 @@ fn is_word(c: char) -> bool {
     c == '_' || c.is_alphanumeric()
 }
 
-/// JavaScript's `\s` (which differs from `char::is_whitespace` on U+0085 and U+FEFF).
+/// JavaScript's `\s`, the set the original URL rule stopped at.
 fn is_js_space(c: char) -> bool {
     matches!(
         c,
@@ -418,393 +2160,364 @@ fn is_js_space(c: char) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::{SecretKind, find_secret, is_secret_like};
+    use super::{SecretKind, find_secret, findings, is_secret_like, redact, strip_private};
     use std::time::{Duration, Instant};
 
     const JWT: &str = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.\
         eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4gRG9lIiwiaWF0IjoxNTE2MjM5MDIyfQ.\
         SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c";
 
-    fn kind(text: &str) -> Option<SecretKind> {
-        find_secret(text)
-    }
-
     fn assert_clean(texts: &[&str]) {
         for text in texts {
-            assert_eq!(kind(text), None, "expected no match for {text:?}");
+            assert_eq!(find_secret(text), None, "expected no match for {text:?}");
         }
     }
 
     fn assert_kind(expected: SecretKind, texts: &[&str]) {
         for text in texts {
-            assert_eq!(kind(text), Some(expected), "expected {expected:?} for {text:?}");
+            assert_eq!(
+                find_secret(text),
+                Some(expected),
+                "expected {expected:?} for {text:?}"
+            );
             assert!(is_secret_like(text));
         }
     }
 
+    /// The text of each finding, for span assertions.
+    fn spans(text: &str) -> Vec<&str> {
+        findings(text).iter().map(|f| &text[f.start..f.end]).collect()
+    }
+
     #[test]
-    fn as_str_names_are_snake_case_and_distinct() {
-        let all = [
+    fn rule_names_are_snake_case() {
+        for (kind, name) in [
             (SecretKind::PrivateKey, "private_key"),
             (SecretKind::Assignment, "assignment"),
-            (SecretKind::BearerToken, "bearer_token"),
-            (SecretKind::ApiKeyShape, "api_key_shape"),
-            (SecretKind::AwsAccessKey, "aws_access_key"),
-            (SecretKind::Jwt, "jwt"),
+            (SecretKind::CommandLine, "command_line"),
+            (SecretKind::AuthHeader, "auth_header"),
             (SecretKind::UrlCredentials, "url_credentials"),
-        ];
-        for (kind, name) in all {
+            (SecretKind::CredentialFile, "credential_file"),
+            (SecretKind::Vendor("stripe_key"), "stripe_key"),
+            (SecretKind::Jwt, "jwt"),
+            (SecretKind::Prose, "prose"),
+        ] {
             assert_eq!(kind.as_str(), name);
+        }
+        for v in &super::VENDORS {
+            assert!(
+                v.name.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'),
+                "{}",
+                v.name
+            );
         }
     }
 
     #[test]
-    fn pem_begin_line_is_a_private_key() {
+    fn pem_blocks_are_private_keys_whole() {
+        let block =
+            "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAq7Bz\nab+/cd==\n-----END RSA PRIVATE KEY-----";
+        let text = format!("key:\n{block}\nthanks");
+        assert_eq!(spans(&text), [block]);
         assert_kind(
             SecretKind::PrivateKey,
             &[
                 "-----BEGIN PRIVATE KEY-----",
-                "here:\n-----BEGIN RSA PRIVATE KEY-----\nMIIEow...",
                 "-----begin openssh private key-----",
-                "------BEGIN EC PRIVATE KEY-----",
+                "-----BEGIN PGP PRIVATE KEY BLOCK-----",
                 "-----BEGIN ENCRYPTED PRIVATE KEY----- then password = x",
             ],
         );
     }
 
     #[test]
-    fn pem_public_keys_and_certificates_are_not_private_keys() {
+    fn pem_bodies_without_armor_are_private_keys_but_certificates_are_not() {
+        let line = "MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7VJTUt9Us8cKj";
+        assert_kind(SecretKind::PrivateKey, &[&format!("{line}\n{line}\n{line}")]);
+        let cert = "MIIDdzCCAl+gAwIBAgIEAgAAuTANBgkqhkiG9w0BAQUFADBaMQswCQYDVQQGEwJJ";
         assert_clean(&[
+            &format!("{cert}\n{cert}"),
             "-----BEGIN PUBLIC KEY-----",
             "-----BEGIN CERTIFICATE-----",
             "-----BEGIN PRIVATE KEY----",
-            "-----BEGIN PRIVATE-KEY-----",
-            "-----BEGINPRIVATE KEY-----",
-            "-----BEGIN ",
+            line,
         ]);
     }
 
     #[test]
-    fn assignments_of_credential_keys_match() {
+    fn keys_containing_a_secret_word_match_with_any_affix_case_and_separator() {
         assert_kind(
             SecretKind::Assignment,
             &[
                 "password = hunter2",
-                r#"{"api_key": "abc"}"#,
-                "TOKEN=xyz",
-                "client-secret: q",
-                "client secret=q",
-                "api key: abc",
-                "APIKEY=abc",
-                "access_key = k",
-                "secret=s",
-                "secret_key: s",
-                "Secret Key = s",
-                "passwd:x",
-                "passphrase = correct horse",
-                "cookie: session=abc",
-                "'password' = 'x'",
-                r#"password = "two words""#,
-                "token\n:\n  value",
-                "password\u{3000}=\u{A0}x",
-                "Authorization: Basic dXNlcjpwYXNz",
-                "(password=x)",
+                r#"{"api_key": "abc9"}"#,
+                "export AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMIK7MDENGbPxRfiCYzzKEY",
+                "DB_PASSWORD=s3cr3t docker compose up",
+                "PGPASSWORD=pw4d psql",
+                "mysqlRootPassword: 'Qz9!xw'",
+                "spring.datasource.password=Zq7kLm2p",
+                "client-secret: q8Zk!2",
+                "Secret_Key = 'v4lue'",
+                "passphrase = \"correct horse battery staple\"",
+                "cookie: session=abc123",
+                "app.config['SECRET_KEY'] = 'k3yv4l'",
+                "set GITHUB_TOKEN=t0kenv4lue",
+                "mypassword = hunter2",
+                "<password>Hq8vN2pLxQ7</password>",
+                "password:Hq8vN2pLxQ7",
             ],
         );
     }
 
     #[test]
-    fn authorization_bearer_header_reports_the_assignment_rule_first() {
-        assert_kind(SecretKind::Assignment, &["Authorization: Bearer abcdefgh12345"]);
+    fn the_value_is_the_span_not_the_key() {
+        assert_eq!(spans("DB_PASSWORD=s3cr3t docker compose up"), ["s3cr3t"]);
+        assert_eq!(spans(r#"{"token": "abc9xyz", "n": 1}"#), ["abc9xyz"]);
+        assert_eq!(spans("Password=hunter2;Encrypt=true"), ["hunter2"]);
+        assert_eq!(spans("https://ci/x?token=Zk3n8QwL2x&page=2"), ["Zk3n8QwL2x"]);
     }
 
     #[test]
-    fn assignment_needs_a_non_empty_value() {
+    fn metadata_keys_types_code_and_placeholders_are_not_secrets() {
         assert_clean(&[
-            "password:",
-            "password =   ",
-            "password = , next",
-            "token: ;",
-            "cookie=}",
-            "secret = ]",
-        ]);
-    }
-
-    #[test]
-    fn key_glued_to_a_word_or_hyphen_on_the_left_is_not_a_key() {
-        assert_clean(&["mypassword = x", "x-token: abc", "X-Api-Key: abc", "_token=1"]);
-    }
-
-    #[test]
-    fn key_without_a_word_boundary_on_the_right_is_not_a_key() {
-        // `passwords`, `token_count`, `secret_keys` and `client_secret_key` extend past the key.
-        assert_clean(&[
-            "passwords = x",
-            "let token_count = 3;",
-            "secret_keys = x",
-            "client_secret_key = x",
+            "password: String",
+            "api_key: Option<String>",
+            "token: string",
+            "token?: string",
+            "fn f(password: &str)",
+            "let token = lexer.next_token();",
+            "Client(api_key=os.environ[\"KEY\"])",
+            "Client(api_key=api_key)",
+            "const token = process.env.TOKEN;",
+            "use crate::token::Token;",
+            "if token == expected { ok }",
+            "token_count = 3",
+            "max_tokens: 4096",
             "tokenizer: bpe",
+            "password_file = /run/secrets/db",
+            "password = None",
+            "password: ${DB_PASSWORD}",
+            "password: {{ .Values.db.password }}",
+            "password = \"****\"",
+            "api_key = \"xxxxxxxxxxxxxxxx\"",
+            "SECRET_KEY=changeme",
+            "set DB_PASSWORD=%DB_PASSWORD%",
+            "password: !vault |",
+            "password = [REDACTED:assignment]",
+            "password: \"Password must be at least 8 characters\"",
+            "PWD=/home/dev/project",
+            "password=password",
+            "arn:aws:secretsmanager:eu-west-1:123456789012:secret:prod/db",
+            "the session cookie SameSite=Strict and Secure",
+            "<password></password>",
         ]);
     }
 
     #[test]
-    fn prose_mentioning_credential_words_is_not_an_assignment() {
+    fn prose_needs_a_random_looking_word_after_the_secret_word() {
+        assert_kind(
+            SecretKind::Prose,
+            &[
+                "my password is hunter2",
+                "the api key is 9f8e7d6c5b4a3f2e1d0c",
+                "the db password for staging: KmNk7wV5",
+            ],
+        );
         assert_clean(&[
             "the token is here",
             "Use the token bucket algorithm",
             "password reset flow",
             "the api key rotation doc",
-            "token-count = 3",
+            "Is the token base64url-encoded or hex?",
+            "Use sha256 for the token hash",
             "a secret, kept",
         ]);
     }
 
     #[test]
-    fn typed_fields_match_like_upstream_but_paths_and_comparisons_do_not() {
-        // Upstream parity: `[:=]` then any non-separator counts as a value, so a declared
-        // `password` field is treated as secret-like.
+    fn command_line_credentials() {
         assert_kind(
-            SecretKind::Assignment,
-            &["struct Login { password: String }", "token = a==b"],
+            SecretKind::CommandLine,
+            &[
+                "mysqldump --password=Zq7kLm2p shop",
+                "docker login -u bot -p Zq7kLm2p registry",
+                "sshpass -p 'Zq7kLm2p' ssh host",
+                "mysql -u root -pZq7kLm2p",
+                "redis-cli -a Zq7kLm2p ping",
+                "curl -u admin:Zq7kLm2p https://ci",
+                "curl --user admin:Zq7kLm2p https://ci",
+            ],
         );
-        for code in [
-            "use crate::token::Token;",
-            "if token == expected { ok }",
-            "match k { password => 1 }",
-        ] {
-            assert_eq!(find_secret(code), None, "{code}");
-        }
+        assert_eq!(spans("curl -u admin:Zq7kLm2p https://ci"), ["Zq7kLm2p"]);
+        assert_clean(&[
+            "mysql -u root -p shop",
+            "psql -h db -p 5432",
+            "docker login --password-stdin",
+            "curl -u \"$USER:$PASS\" https://ci",
+            "tar -p -x file",
+        ]);
     }
 
     #[test]
-    fn bearer_tokens_match() {
+    fn auth_headers() {
         assert_kind(
-            SecretKind::BearerToken,
+            SecretKind::AuthHeader,
             &[
+                "Authorization: Bearer abcdefgh12345",
+                "Authorization: Basic dXNlcjpwYXNz",
+                "X-Api-Key: 3f9a8b7c6d5e",
                 "send it with Bearer abcdefgh12345 please",
-                "bearer\tabc.def-ghi_jk==",
-                "BEARER   abcdefgh",
-                "curl -H 'Bearer abcdefgh12345'",
-                "Bearer abcdefgh.é",
+                "curl -H 'Basic dXNlcjpwYXNz'",
             ],
         );
-    }
-
-    #[test]
-    fn bearer_in_prose_or_glued_is_not_a_token() {
         assert_clean(&[
+            "Bearer <your-token>",
+            "Authorization: Bearer $TOKEN",
             "bearer of bad news",
-            "Bearer abcdefg",
-            "Bearerabcdefgh12345",
-            "cardbearer abcdefgh12345",
+            "Use Bearer authentication everywhere",
+            "Basic authentication is off",
             "pall-bearer abcdefgh12345",
-            "Bearer abcdefgh-é",
-            "Bearer abcdefghé",
+            "Bearerabcdefgh12345",
         ]);
     }
 
     #[test]
-    fn vendor_token_shapes_match() {
-        assert_kind(
-            SecretKind::ApiKeyShape,
-            &[
-                "sk-live-secret",
-                "key sk-proj-abcdefgh1234 ok",
-                "SK-ABCDEFGH",
-                "ghp_abcdefgh1234",
-                "GHO_abcdefgh",
-                "ghs_abcdefgh, ghr_x",
-                "github_pat_abcdefgh_1234",
-                "xoxb-12345678-abc",
-                "XOXP-abcdefgh",
-                "(sk-abcdefgh)",
-            ],
-        );
-    }
-
-    #[test]
-    fn sk_inside_ordinary_words_is_not_a_token() {
+    fn vendor_shapes_have_prefix_alphabet_and_length() {
+        let cases = [
+            ("sk-proj-abcdefgh1234", "openai_style_key"),
+            ("ghp_abcdefgh1234", "github_token"),
+            ("xoxb-12345678-abc", "slack_token"),
+            ("AKIAQ3EGRUPXZ7N4K2WB", "aws_access_key"),
+            ("sk_live_4eC39HqLyjWDarjtT1zdp7dc", "stripe_key"),
+            ("AIzaSyDaGmWKa4JsXZ-HjGw7ISLn_3namBGewQe", "google_api_key"),
+            ("glpat-Zk3n8QwL2xVb7Rt5Yp1M", "gitlab_token"),
+            ("npm_Zk3n8QwL2xVb7Rt5Yp1Mc9Ds4Fh6Jg0Ae2Ku", "npm_token"),
+            (
+                "dop_v1_0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+                "digitalocean_token",
+            ),
+            ("shpat_0123456789abcdef0123456789abcdef", "shopify_token"),
+        ];
+        for (token, name) in cases {
+            assert_eq!(
+                find_secret(&format!("use {token} now")),
+                Some(SecretKind::Vendor(name)),
+                "{token}"
+            );
+        }
         assert_clean(&[
-            "risk-based prioritization",
-            "task-list",
-            "desk-top",
-            "ask-questions-quickly",
+            "risk-based task-list on the desk-top",
             "sk-short",
-            "sk--abcdefgh",
-            "sk-abcdefg",
-        ]);
-    }
-
-    #[test]
-    fn vendor_shapes_need_length_and_a_clean_right_edge() {
-        assert_clean(&[
             "ghp_abcdefg",
-            "ghx_abcdefgh1234",
-            "ghp-abcdefgh1234",
             "ghp_abcdefgh1234-more",
-            "xoxb-1234567",
-            "xoxz-12345678",
-            "xoxb-12345678_more",
-            "github_pat_abc",
             "my_ghp_abcdefgh1234",
+            "AKIAIOSFODNN7EXAMPLE",
+            "AKIAQ3EGRUPXZ7N4K2W",
+            "sk_live_xxxxxxxxxxxxxxxxxxxxxxxx",
+            "npm_Zk3n8QwL2xVb7Rt5Yp1Mc9Ds4Fh6Jg0Ae2K",
+            "中sk-abcdefgh1234",
+            "sk-abcdefgh中",
         ]);
     }
 
     #[test]
-    fn aws_access_key_ids_match_as_whole_uppercase_words() {
-        assert_kind(
-            SecretKind::AwsAccessKey,
-            &[
-                "AKIAIOSFODNN7EXAMPLE",
-                "id=AKIAIOSFODNN7EXAMPLE.",
-                "ASIAIOSFODNN7EXAMPLE",
-                "ABIAIOSFODNN7EXAMPLE",
-                "ACCAIOSFODNN7EXAMPLE",
-                "aws-AKIAIOSFODNN7EXAMPLE",
-            ],
-        );
-    }
-
-    #[test]
-    fn aws_lookalikes_do_not_match() {
-        assert_clean(&[
-            "AKIA",
-            "AKIA alone",
-            "akiaiosfodnn7example",
-            "AKIAIOSFODNN7EXAMPL",
-            "AKIAIOSFODNN7EXAMPLE1",
-            "xAKIAIOSFODNN7EXAMPLE",
-            "AKIAIOSFODNN7EXAMPLE_",
-            "AKIAiosfodnn7example",
-        ]);
-    }
-
-    #[test]
-    fn jwts_match() {
-        assert_kind(SecretKind::Jwt, &[JWT, &format!("cookie jar: [{JWT}]")[..]]);
-    }
-
-    #[test]
-    fn jwt_lookalikes_do_not_match() {
-        let glued = format!("x{JWT}");
-        let trailing = format!("{JWT}é");
-        assert_clean(&[
-            "eyJ.eyJ.x",
-            "eyJhbGciOiJIUzI1NiJ9.notjsonpayload.sigsigsigsig",
-            "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIx.short",
-            "eyJhbGciOi.eyJzdWIiOi",
-            "version eyJ.1.2",
-            &glued,
-            &trailing,
-        ]);
-    }
-
-    #[test]
-    fn url_userinfo_with_password_matches() {
+    fn jwts_and_url_credentials() {
+        assert_kind(SecretKind::Jwt, &[JWT]);
         assert_kind(
             SecretKind::UrlCredentials,
             &[
                 "https://bob:s3cret@example.com/x",
-                "postgres://u:p@db:5432/x",
-                "clone https://:ghtoken@github.com/org/repo",
-                "redis://default:pa:ss@[::1]:6379",
+                "redis://:Zk3n8QwL@cache:6379",
+                "连接 https://bob:密码密码@例子.com 吧",
             ],
         );
-    }
-
-    #[test]
-    fn urls_and_addresses_without_a_password_do_not_match() {
+        assert_eq!(spans("postgres://app:Zk3n8QwL@db/prod"), ["Zk3n8QwL"]);
         assert_clean(&[
-            "https://example.com/a@b",
+            "postgres://USER:PASSWORD@HOST:5432/DB",
+            "https://user:${PASS}@host",
             "git@github.com:org/repo.git",
-            "user@example.com",
-            "email me at bob@example.com",
-            "https://bob@example.com",
-            "https://bob:@example.com",
-            "ssh://git@github.com:22/x",
-            "https://bob:s3cret@",
-            "://u:p@host",
-            "see http://localhost:8000 or mail a@b.c",
+            "https://example.com/a@b",
+            r#"{"url":"http://host:8000","owner":"a@b.c"}"#,
         ]);
     }
 
     #[test]
-    fn url_scan_stops_at_a_quote_so_json_fields_do_not_join() {
-        assert_clean(&[r#"{"url":"http://host:8000","owner":"a@b.c"}"#]);
-    }
-
-    #[test]
-    fn highest_priority_rule_wins_regardless_of_position() {
-        assert_eq!(
-            kind("AKIAIOSFODNN7EXAMPLE then password=x"),
-            Some(SecretKind::Assignment)
-        );
-        assert_eq!(
-            kind("sk-abcdefgh1234 then -----BEGIN PRIVATE KEY-----"),
-            Some(SecretKind::PrivateKey)
-        );
-    }
-
-    #[test]
-    fn multibyte_neighbours_are_handled() {
+    fn credential_files() {
         assert_kind(
-            SecretKind::Assignment,
-            &["请使用 password = hunter2 谢谢 🎉", "🔑password=x", "token=é"],
+            SecretKind::CredentialFile,
+            &[
+                "machine api.example.com login me password Zq7kLm2p",
+                "db.internal:5432:prod:app:Zq7kLm2p",
+            ],
         );
-        // Fullwidth punctuation is not a word character, so it bounds a token like ASCII does.
-        assert_kind(
-            SecretKind::ApiKeyShape,
-            &["密钥：sk-abcdefgh1234，好的", "🎉ghp_abcdefgh1234🎉"],
-        );
-        assert_kind(SecretKind::UrlCredentials, &["连接 https://bob:密码@例子.com 吧"]);
-    }
-
-    #[test]
-    fn cjk_letters_count_as_word_characters_for_adjacency() {
         assert_clean(&[
-            "中password=x",
-            "sk-abcdefgh中",
-            "中sk-abcdefgh1234",
-            "AKIAIOSFODNN7EXAMPLE文",
+            "host:port:database:username:password is the format",
+            "12:30:00 on 2024-01-05",
         ]);
+    }
+
+    #[test]
+    fn redaction_replaces_each_span_with_its_rule() {
+        let (text, top) = redact("DB_PASSWORD=s3cr3t and ghp_abcdefgh1234 done");
+        assert_eq!(
+            text,
+            "DB_PASSWORD=[REDACTED:assignment] and [REDACTED:github_token] done"
+        );
+        assert_eq!(top, Some(SecretKind::Assignment));
+        let (text, top) = redact("nothing here");
+        assert!(matches!(text, std::borrow::Cow::Borrowed("nothing here")));
+        assert_eq!(top, None);
+    }
+
+    #[test]
+    fn private_blocks_are_stripped_unclosed_ones_to_the_end() {
+        assert_eq!(
+            strip_private("a<private>b</private>c<PRIVATE>d</Private>e"),
+            "ace"
+        );
+        assert_eq!(strip_private("keep <private>drop all of this"), "keep ");
+        assert_eq!(
+            strip_private("no tags </private> here"),
+            "no tags </private> here"
+        );
     }
 
     #[test]
     fn every_prefix_of_every_sample_is_scanned_without_panicking() {
         let samples = [
-            "-----BEGIN RSA PRIVATE KEY-----",
-            "\"client secret\" :\u{3000}\"v\"",
-            "Bearer abcdefgh.ijk",
+            "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAq7Bz\n-----END RSA PRIVATE KEY-----",
+            "\"client secret\" :\u{3000}\"v4lue9\"",
+            "Bearer abcdefgh.ijk9",
             "github_pat_abcdefgh1234",
-            "xoxb-12345678",
-            "AKIAIOSFODNN7EXAMPLE",
+            "AKIAQ3EGRUPXZ7N4K2WB",
             JWT,
-            "postgres://u:p@db:5432/x",
+            "postgres://u:pw9@db:5432/x",
+            "curl -u a:b9cdef https://x",
+            "db:5432:p:u:Zq7kLm2p",
+            "abcdefghijklmn.atlasv1.x",
+            "abc8Q~xyz",
         ];
-        let mut matched_whole = 0;
         for sample in samples {
-            for tail in ["", "é", "🎉", "密"] {
+            for tail in ["", "é", "🎉", "密", "\n"] {
                 for (cut, _) in sample.char_indices() {
-                    let _ = find_secret(&format!("{}{tail}", &sample[..cut]));
-                    let _ = find_secret(&format!("{tail}{}", &sample[cut..]));
+                    let _ = findings(&format!("{}{tail}", &sample[..cut]));
+                    let _ = findings(&format!("{tail}{}", &sample[cut..]));
                 }
             }
-            matched_whole += usize::from(is_secret_like(&format!("密 {sample} 🎉")));
         }
-        assert_eq!(matched_whole, samples.len());
     }
 
     #[test]
     fn a_200000_character_prompt_without_secrets_is_clean() {
         let paragraph = "Refactor the risk-based task-list 中文 🎉 so the token bucket keeps \
-            password reset flow working; see https://example.com/a@b and git@github.com:o/r.git. ";
+            password reset flow working; let token = lexer.next_token(); password: String, \
+            see https://example.com/a@b and git@github.com:o/r.git. ";
         let mut prompt = String::new();
         while prompt.chars().count() < 200_000 {
             prompt.push_str(paragraph);
         }
-        assert!(prompt.chars().count() >= 200_000);
         assert_eq!(find_secret(&prompt), None);
-        prompt.push_str(" password=x");
+        prompt.push_str(" password=hunter2");
         assert_eq!(find_secret(&prompt), Some(SecretKind::Assignment));
     }
 
@@ -814,24 +2527,37 @@ mod tests {
             "bearer ",
             "bearer a.",
             "-----BEGIN ",
+            "-----END ",
             "a://",
             "://a:",
             "sk-",
             "eyJ.",
             "token ",
+            "token=",
+            "password ",
             "AKIA",
             "xoxb-",
             "-",
             "密",
+            "\n",
+            "a:",
+            "-p ",
+            "MIIEowIBAAKCAQEAq7Bz\n",
+            "~",
+            "Q~",
+            ".atlasv1.",
+            "key",
+            "<private>",
         ];
         let started = Instant::now();
         for unit in units {
             let prompt = unit.repeat(200_000 / unit.len());
-            let _ = find_secret(&prompt);
+            let _ = findings(&prompt);
+            let _ = strip_private(&prompt);
         }
         // Linear scans take milliseconds; a quadratic one would take minutes.
         assert!(
-            started.elapsed() < Duration::from_secs(10),
+            started.elapsed() < Duration::from_secs(20),
             "took {:?}",
             started.elapsed()
         );

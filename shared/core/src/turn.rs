@@ -44,6 +44,14 @@ pub struct Capture {
 }
 
 impl Capture {
+    /// The same capture with `content` as its text (the gated prompt: private blocks removed,
+    /// secrets redacted).
+    #[must_use]
+    pub fn with_content(mut self, content: String) -> Self {
+        self.content = content;
+        self
+    }
+
     /// The request for `scope`, with the integration's `source_id` prefix.
     #[must_use]
     pub fn request(&self, integration: Integration, scope: &str) -> CaptureRequest {
@@ -81,6 +89,9 @@ pub struct Turn<'a> {
     ahead: Mutex<Option<WriteAhead>>,
     /// The capture was too large for the spool: not written ahead.
     too_large: AtomicBool,
+    /// The prompt the capture gate scanned and the recall query it produced, so the prompt is
+    /// scanned once per turn.
+    query_cache: std::sync::OnceLock<(String, Option<String>)>,
 }
 
 impl<'a> Turn<'a> {
@@ -108,6 +119,7 @@ impl<'a> Turn<'a> {
                 session: None,
                 ahead: Mutex::new(None),
                 too_large: AtomicBool::new(false),
+                query_cache: std::sync::OnceLock::new(),
             }),
             Err(name) => {
                 emit::diagnostic(
@@ -131,31 +143,35 @@ impl<'a> Turn<'a> {
     }
 
     /// The persistence policy, decided before any network call so a secret never waits on
-    /// anything: capture enabled, exact text (not repaired), within the bound, not secret-like.
+    /// anything: capture enabled, exact text (not repaired), private blocks removed, within the
+    /// bound, secrets withheld or redacted (`capture_secrets`). Returns the text to capture.
     #[must_use]
-    pub fn capture_allowed(&self, text: &str, lossy: bool) -> bool {
+    pub fn capture_text(&self, text: &str, lossy: bool) -> Option<String> {
         if !self.settings.capture_prompts.value {
-            return false;
+            return None;
         }
-        let skipped = if lossy {
-            Some(self.diag(Stage::Capture, Outcome::CaptureSkippedLossy))
-        } else {
-            match capture::gate(text) {
-                CaptureGate::Allowed => None,
-                CaptureGate::Secret(kind) => Some(
-                    self.diag(Stage::Capture, Outcome::CaptureSkippedSecret)
-                        .detail(kind),
-                ),
-                CaptureGate::TooLarge => Some(self.diag(Stage::Capture, Outcome::CaptureSkippedTooLarge)),
+        if lossy {
+            emit::diagnostic(&self.diag(Stage::Capture, Outcome::CaptureSkippedLossy));
+            return None;
+        }
+        let (gated, query) = capture::gate_and_query(text, self.settings.capture_secrets.value);
+        if let Some(query) = query {
+            let _ = self.query_cache.set((text.to_owned(), query));
+        }
+        let skipped = match gated {
+            CaptureGate::Allowed(text) => return Some(text.into_owned()),
+            CaptureGate::Redacted(text, kind) => {
+                emit::diagnostic(&self.diag(Stage::Capture, Outcome::CaptureRedacted).detail(kind));
+                return Some(text);
             }
+            CaptureGate::Secret(kind) => self
+                .diag(Stage::Capture, Outcome::CaptureSkippedSecret)
+                .detail(kind),
+            CaptureGate::TooLarge => self.diag(Stage::Capture, Outcome::CaptureSkippedTooLarge),
+            CaptureGate::Private => self.diag(Stage::Capture, Outcome::Skipped).detail("private"),
         };
-        match skipped {
-            Some(d) => {
-                emit::diagnostic(&d);
-                false
-            }
-            None => true,
-        }
+        emit::diagnostic(&skipped);
+        None
     }
 
     /// Resolves the scope. A pending capture is first written ahead to the spool (with the
@@ -373,8 +389,20 @@ impl<'a> Turn<'a> {
     /// injections stay in the conversation the prepare also cites the session's receipt, and
     /// items injected earlier in the window are left out (a prompt whose items were all injected
     /// already injects nothing). What the answer delivered is recorded once it is out.
+    ///
+    /// The query never carries a private block or a detected secret, whatever `capture_secrets`.
     #[must_use]
     pub fn recall(&self, scope: &str, query: &str, max_bytes: u32) -> Option<String> {
+        let cached = self
+            .query_cache
+            .get()
+            .filter(|(prompt, _)| prompt == query)
+            .map(|(_, q)| q.as_deref().map(std::borrow::Cow::Borrowed));
+        let Some(query) = cached.unwrap_or_else(|| capture::recall_query(query)) else {
+            emit::diagnostic(&self.diag(Stage::Prepare, Outcome::Skipped).detail("private"));
+            return None;
+        };
+        let query: &str = &query;
         let Some(file) = &self.session else {
             return self.prepare(scope, query, max_bytes, None);
         };
