@@ -14,6 +14,7 @@ mod e2e_pi;
 mod e2e_scenarios;
 mod fault;
 mod negative;
+mod official;
 mod opencode;
 mod pi;
 mod real_server;

@@ -14,9 +14,11 @@ use std::time::{Duration, Instant};
 
 use anyhow::Result;
 use clap::Args;
-use powercontext_hooks_core::config::Settings;
+use powercontext_hooks_core::config::{self, Layers, Settings};
 use powercontext_hooks_core::deadline::Deadline;
+use powercontext_hooks_core::endpoint::BaseUrl;
 use powercontext_hooks_core::http::Transport;
+use powercontext_hooks_core::official;
 use powercontext_hooks_core::scope::ScopeQuery;
 use powercontext_hooks_core::state::StateDir;
 use powercontext_hooks_core::{ledger, spool, state};
@@ -655,6 +657,7 @@ fn check_server(host: Host, s: &Settings, paths: &Paths, cwd: &Path, r: &mut Rep
         if s.capture_prompts.value { "on" } else { "off" }.into(),
         s.capture_prompts.origin.to_string(),
     ));
+    check_sources(host, s, paths, r);
     let deadline = Deadline::after(Duration::from_secs(10));
     let transport = match Transport::new(
         s.server_url.value.clone(),
@@ -756,6 +759,75 @@ fn check_server(host: Host, s: &Settings, paths: &Paths, cwd: &Path, r: &mut Rep
             );
             false
         }
+    }
+}
+
+/// Where the URL and token came from: a warning when two sources name different Servers, when
+/// the official CLI's saved token is present but not used, and for consented plain `http://`.
+fn check_sources(host: Host, s: &Settings, paths: &Paths, r: &mut Report) {
+    let file = paths.load_config().ok().flatten();
+    let file_ref = match (&paths.config_path, &file) {
+        (Some(p), Some(f)) => Some((p.as_path(), f)),
+        _ => None,
+    };
+    let candidates = config::server_url_candidates(&Layers {
+        host: host.integration(),
+        env: &paths.env,
+        flags: None,
+        file: file_ref,
+    });
+    let chosen = &s.server_url.value;
+    let others: Vec<String> = candidates
+        .iter()
+        .filter(|(o, _)| *o != s.server_url.origin)
+        .filter(|(_, v)| BaseUrl::parse_insecure(v).map_or(true, |u| !official::same_endpoint(&u, chosen)))
+        .map(|(o, v)| format!("{o} says {}", v.trim()))
+        .collect();
+    if others.is_empty() {
+        r.ok(
+            "server-ready",
+            "url sources agree",
+            format!("{} source(s) set server_url", candidates.len()),
+        );
+    } else {
+        r.warn(
+            "server-ready",
+            "url sources agree",
+            format!(
+                "{chosen} ({}) wins, but {}",
+                s.server_url.origin,
+                others.join("; ")
+            ),
+            "remove or align the source you do not mean (environment > powercontext-hooks config > official CLI files)",
+        );
+    }
+    if !chosen.is_https() && !chosen.is_loopback() {
+        r.warn(
+            "server-ready",
+            "plain http",
+            format!("{chosen} is remote and unencrypted; allowed only by the consent the official CLI recorded for it"),
+            "use https://",
+        );
+    }
+    if s.authorization.value.is_none()
+        && let (Some(path), official::Credential::Refused(why)) =
+            official::credential(host.integration(), &paths.env, chosen)
+    {
+        r.warn(
+            "server-ready",
+            "saved token",
+            format!("{} is not used: it {why}", path.display()),
+            match why {
+                official::CredentialProblem::OtherServer => format!(
+                    "powercontext setup {} --server-url {chosen} (saves a token for this Server)",
+                    host.name()
+                ),
+                _ => format!(
+                    "chmod 600 {} (a regular file owned by you), or set the token in the environment",
+                    path.display()
+                ),
+            },
+        );
     }
 }
 

@@ -127,7 +127,7 @@ impl Transport {
         let config = ureq::Agent::config_builder()
             .max_redirects(0)
             .http_status_as_error(false)
-            .https_only(!base.is_loopback())
+            .https_only(base.is_https() && !base.is_loopback())
             .user_agent(USER_AGENT)
             .proxy(proxy)
             .timeout_global(Some(deadline.cap(request_timeout)))

@@ -16,6 +16,7 @@ pub mod host;
 pub mod http;
 pub mod ledger;
 pub mod lock;
+pub mod official;
 pub mod outcome;
 pub mod payload;
 pub mod process;
