@@ -19,5 +19,6 @@ mod opencode;
 mod pi;
 mod real_server;
 mod setup;
+mod setup_safety;
 mod state;
 mod support;

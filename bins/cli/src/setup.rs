@@ -56,6 +56,10 @@ pub struct SetupArgs {
     pub capture_prompts: Option<bool>,
     #[command(flatten)]
     pub locate: Locate,
+    /// Codex only: record trust for the powercontext hooks Codex already lists (as installed by
+    /// the official `powercontext setup codex`), and change nothing else.
+    #[arg(long)]
+    pub trust_only: bool,
     /// Print the plan and stop.
     #[arg(long)]
     pub dry_run: bool,
@@ -266,6 +270,8 @@ struct Plan {
     hook_exe: PathBuf,
     files: Vec<FileChange>,
     config: Option<(FileChange, OwnedConfig)>,
+    /// The user's own `authorization` line, kept owner-only for uninstall.
+    prior_authorization: Option<FileChange>,
     /// A member added to the host's own config (OpenCode's MCP entry).
     host_entry: Option<(FileChange, OwnedEntry)>,
     /// Owned host entry to keep recording when unchanged.
@@ -553,6 +559,7 @@ fn build_plan(args: &SetupArgs, host: Host, paths: &Paths) -> Result<Plan> {
     if let Some((auth, _)) = &token {
         lines.push(("authorization".to_owned(), toml_string(auth.header_value())));
     }
+    let mut prior_authorization = None;
     let config = if lines.is_empty() {
         None
     } else {
@@ -569,6 +576,29 @@ fn build_plan(args: &SetupArgs, host: Host, paths: &Paths) -> Result<Plan> {
         };
         let (new_text, created) = install::config_set(&old_text, host.name(), &lines);
         let prev_cfg = previous.as_ref().and_then(|m| m.config.clone());
+        // Lines the user had before we first set these keys: uninstall puts them back.
+        let mut prior = prev_cfg.as_ref().map(|c| c.previous.clone()).unwrap_or_default();
+        for (k, _) in &lines {
+            let ours = prev_cfg.as_ref().is_some_and(|c| c.keys.contains_key(k));
+            if ours {
+                continue;
+            }
+            match install::config_line(&old_text, host.name(), k) {
+                Some(line) if k == "authorization" => {
+                    prior_authorization = Some(FileChange {
+                        path: install::install_dir(&paths.state_root, host)
+                            .join(install::PRIOR_AUTHORIZATION_FILE),
+                        bytes: format!("{line}\n").into_bytes(),
+                        action: "create",
+                        private: true,
+                    });
+                }
+                Some(line) => {
+                    prior.insert(k.clone(), line);
+                }
+                None => {}
+            }
+        }
         let owned = OwnedConfig {
             path: path.clone(),
             created_table: created || prev_cfg.as_ref().is_some_and(|c| c.created_table),
@@ -579,6 +609,7 @@ fn build_plan(args: &SetupArgs, host: Host, paths: &Paths) -> Result<Plan> {
                 }
                 keys
             },
+            previous: prior,
         };
         if old.as_deref() == Some(new_text.as_bytes()) {
             None
@@ -674,6 +705,7 @@ fn build_plan(args: &SetupArgs, host: Host, paths: &Paths) -> Result<Plan> {
         hook_exe,
         files,
         config,
+        prior_authorization,
         host_entry,
         kept_entry,
         profile,
@@ -903,8 +935,12 @@ fn apply_inner(plan: &Plan, paths: &Paths, journal: &mut Journal) -> Result<Regi
         install::write_atomic(&f.path, &f.bytes, f.private)?;
     }
     fault(env, "files")?;
+    if let Some(f) = &plan.prior_authorization {
+        journal.file(&f.path)?;
+        install::write_atomic(&f.path, &f.bytes, true)?;
+    }
     if let Some((f, owned)) = &plan.config {
-        install::write_atomic(&f.path, &f.bytes, f.private)?;
+        install::write_through(&f.path, &f.bytes, f.private)?;
         // The hook must read back exactly what we wrote (without the environment's overrides).
         let file = config::load_file(&f.path)?.context("the config file vanished")?;
         Settings::resolve(&Layers {
@@ -920,7 +956,7 @@ fn apply_inner(plan: &Plan, paths: &Paths, journal: &mut Journal) -> Result<Regi
     }
     fault(env, "config")?;
     if let Some((f, _)) = &plan.host_entry {
-        install::write_atomic(&f.path, &f.bytes, f.private)?;
+        install::write_through(&f.path, &f.bytes, f.private)?;
         fault(env, "mcp")?;
     }
 
@@ -973,6 +1009,9 @@ fn apply_inner(plan: &Plan, paths: &Paths, journal: &mut Journal) -> Result<Regi
         }
         fault(env, step.name())?;
     }
+
+    // A host CLI that rewrote a linked settings file replaced the link: edit through it instead.
+    journal.relink()?;
 
     // Verify the host really lists it, before declaring success.
     match plan.host {
@@ -1064,6 +1103,9 @@ fn apply_inner(plan: &Plan, paths: &Paths, journal: &mut Journal) -> Result<Regi
 
 /// Runs `setup`.
 pub fn setup(args: &SetupArgs) -> Result<ExitCode> {
+    if args.trust_only {
+        return crate::interop::trust_only(args).or_else(|e| fail(args.json, &e));
+    }
     let outcome = (|| -> Result<(Plan, Option<Result<Registrations>>)> {
         let host = Host::parse(&args.host)?;
         let paths = Paths::resolve(&args.locate)?;

@@ -289,6 +289,11 @@ pub fn load_file(path: &Path) -> Result<Option<FileOptions>, ConfigError> {
     };
     let text =
         String::from_utf8(text).map_err(|_| ConfigError::new(path.display().to_string(), "is not UTF-8"))?;
+    // Editors on Windows save a byte-order mark; TOML parsers reject it, so it is skipped here.
+    let text = match text.strip_prefix('\u{feff}') {
+        Some(rest) => rest.to_owned(),
+        None => text,
+    };
     toml::from_str::<FileOptions>(&text).map(Some).map_err(|e| {
         // toml messages can quote values (tokens); keep only key names and the line number.
         let message = e.message();
@@ -1025,6 +1030,9 @@ mod tests {
             load_file(&link).unwrap().is_some(),
             "a dotfile link to a regular file is read"
         );
+        let bom = dir.path().join("bom.toml");
+        std::fs::write(&bom, "\u{feff}capture_prompts = false\r\nmax_bytes = 600\r\n").unwrap();
+        assert_eq!(load_file(&bom).unwrap().unwrap().common.max_bytes, Some(600));
     }
 
     #[test]
