@@ -15,6 +15,18 @@ use crate::support::CLI;
 
 const REPLY: &str = "FAKE-MODEL-REPLY-OFFICIAL-5521";
 
+/// A fresh scope holding the fact. Created one at a time: the Server answers two concurrent first
+/// scope creations with `409 binding-version`.
+fn scope_with(server: &RealServer, title: &str, fact: &str) -> String {
+    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _guard = ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let scope = server.create_scope(title);
+    server.remember(&scope, fact);
+    scope
+}
+
 fn official_cli() -> PathBuf {
     let p = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv-server/bin/powercontext");
     assert!(
@@ -51,12 +63,11 @@ fn official_setup_then_real_prompt(host: Host) {
     let server = RealServer::shared_auth();
     let token = server.token().unwrap().to_owned();
     let model = FakeModel::start(REPLY);
-    let scope = server.create_scope(&format!("official {}", host.name()));
     let fact = format!(
         "The {} drop-in keeps its ledger in the vault-heron-88 bucket.",
         host.name()
     );
-    server.remember(&scope, &fact);
+    let scope = scope_with(server, &format!("official {}", host.name()), &fact);
     let session = HostSession::builder(host, &model)
         .host_env("SCOPE_ID", &scope)
         .build();
@@ -178,4 +189,87 @@ fn claude_code_official_setup_installs_our_tree_and_a_real_prompt_works_with_aut
 #[test]
 fn codex_official_setup_then_our_trust_step_and_a_real_prompt_works_with_auth() {
     official_setup_then_real_prompt(Host::Codex);
+}
+
+/// Pi and OpenCode: official setup of our tree (no Server variable anywhere), a real prompt, then
+/// official doctor green.
+fn official_setup_package_host(host: &str) {
+    use powercontext_hooks_test_support::host_opencode::OpenCodeSession;
+    use powercontext_hooks_test_support::host_pi::{Loading, PiSession};
+
+    let server = RealServer::shared_auth();
+    let token = server.token().unwrap().to_owned();
+    let model = FakeModel::start(REPLY);
+    let fact = format!("The {host} drop-in keeps its ledger in the vault-heron-88 bucket.");
+    let scope = scope_with(server, &format!("official {host}"), &fact);
+    let part = if host == "pi" { "PI" } else { "OPENCODE" };
+    let scope_var = format!("POWERCONTEXT_{part}_SCOPE_ID");
+    let url_var = format!("POWERCONTEXT_{part}_SERVER_URL");
+    let work = tempfile::tempdir().unwrap();
+    let tree = package(work.path());
+    let data = work.path().join("pc-data");
+    let data_s = data.display().to_string();
+    let args = [
+        "setup",
+        host,
+        "--source",
+        tree.to_str().unwrap(),
+        "--server-url",
+        &server.url(),
+        "--json",
+    ];
+    let extra = [
+        ("POWERCONTEXT_CLIENT_API_TOKEN", token.as_str()),
+        ("POWERCONTEXT_HOME", data_s.as_str()),
+    ];
+    let prompt = format!("Where does the {host} drop-in keep its ledger?");
+    let (setup, run, doctor) = if host == "pi" {
+        let session = PiSession::builder(&model.url())
+            .loading(Loading::None)
+            .without(&url_var)
+            .env(&scope_var, &scope)
+            .env("POWERCONTEXT_PI_REQUEST_TIMEOUT_SECONDS", "8")
+            .env("POWERCONTEXT_PI_HTTP_BUDGET_SECONDS", "20")
+            .env("POWERCONTEXT_PI_HOOK_TIMEOUT_MS", "25000")
+            .build();
+        let setup = session.run_other(&official_cli(), &args, &extra);
+        let run = session.print(&prompt);
+        let doctor = session.run_other(&official_cli(), &["doctor", host, "--json"], &extra);
+        (setup, run, doctor)
+    } else {
+        let session = OpenCodeSession::builder(&model)
+            .without(&url_var)
+            .env(&scope_var, &scope)
+            .env("POWERCONTEXT_OPENCODE_REQUEST_TIMEOUT_SECONDS", "8")
+            .env("POWERCONTEXT_OPENCODE_HTTP_BUDGET_SECONDS", "20")
+            .env("POWERCONTEXT_OPENCODE_PREPARE_TIMEOUT_MS", "25000")
+            .build();
+        let setup = session.run_other(&official_cli(), &args, &extra);
+        let run = session.prompt(&prompt);
+        let doctor = session.run_other(&official_cli(), &["doctor", host, "--json"], &extra);
+        (setup, run, doctor)
+    };
+    assert!(setup.status.success(), "{}", show(&setup));
+    assert!(!setup.stdout.contains(&token) && !setup.stderr.contains(&token));
+    assert!(
+        model.any_body_contains("vault-heron-88"),
+        "recall did not reach the model\n{}",
+        show(&run)
+    );
+    let stored = server
+        .sources(&scope)
+        .iter()
+        .any(|s| s["content"] == prompt.as_str());
+    assert!(stored, "the prompt was not stored\n{}", show(&run));
+    assert!(doctor.status.success(), "{}", show(&doctor));
+}
+
+#[test]
+fn pi_official_setup_installs_our_tree_and_a_real_prompt_works_with_auth() {
+    official_setup_package_host("pi");
+}
+
+#[test]
+fn opencode_official_setup_installs_our_tree_and_a_real_prompt_works_with_auth() {
+    official_setup_package_host("opencode");
 }

@@ -504,19 +504,9 @@ impl HostSession {
     }
 
     /// Runs another program (the official `powercontext` CLI, our own CLI) in this session's
-    /// environment and project dir, with the host CLI's folder first on `PATH` (installers look
-    /// the host up there) and `extra` variables on top.
+    /// environment and project dir (see [`crate::process::run_beside`]).
     pub fn run_other(&self, program: &Path, args: &[&str], extra: &[(&str, &str)]) -> HostRun {
-        let mut env = self.env.clone();
-        if let Some(dir) = self.cli.parent() {
-            let path = format!("{}:{}", dir.display(), env.get("PATH").map_or("", String::as_str));
-            env.insert("PATH".to_owned(), path);
-        }
-        for (k, v) in extra {
-            env.insert((*k).to_owned(), (*v).to_owned());
-        }
-        let command = clean_command(program, args, &env, &self.project);
-        run_with_timeout(command, RUN_TIMEOUT * 2, "installer")
+        crate::process::run_beside(&self.cli, &self.env, &self.project, program, args, extra)
     }
 
     fn run_checked(&self, args: &[&str]) -> HostRun {
