@@ -273,3 +273,54 @@ fn pi_official_setup_installs_our_tree_and_a_real_prompt_works_with_auth() {
 fn opencode_official_setup_installs_our_tree_and_a_real_prompt_works_with_auth() {
     official_setup_package_host("opencode");
 }
+
+/// DSH: official setup of our tree into the Web profile and official doctor OK; the prompt runs
+/// the very plugin module official setup linked (the tree's `lib/index.js`) in DSH's headless
+/// profile, since the Web profile has no one-shot task mode.
+#[test]
+fn dsh_official_setup_installs_our_tree_and_a_real_prompt_works_with_auth() {
+    use powercontext_hooks_test_support::host_dsh::DshSession;
+
+    let server = RealServer::shared_auth();
+    let token = server.token().unwrap().to_owned();
+    let model = FakeModel::start(REPLY);
+    let fact = "The dsh drop-in keeps its ledger in the vault-heron-88 bucket.";
+    let scope = scope_with(server, "official dsh", fact);
+    let work = tempfile::tempdir().unwrap();
+    let tree = package(work.path());
+    let module = tree.join("integrations/dsh/plugins/powercontext/lib/index.js");
+    let session = DshSession::builder(&model)
+        .plugin_file(&module)
+        .env("POWERCONTEXT_DSH_SCOPE_ID", &scope)
+        .env("POWERCONTEXT_DSH_REQUEST_TIMEOUT_SECONDS", "8")
+        .env("POWERCONTEXT_DSH_HTTP_BUDGET_SECONDS", "20")
+        .build();
+    let extra = [("POWERCONTEXT_CLIENT_API_TOKEN", token.as_str())];
+    let setup = session.run_other(
+        &official_cli(),
+        &[
+            "setup",
+            "dsh",
+            "--source",
+            tree.to_str().unwrap(),
+            "--server-url",
+            &server.url(),
+            "--json",
+        ],
+        &extra,
+    );
+    assert!(setup.status.success(), "{}", show(&setup));
+    assert!(!setup.stdout.contains(&token) && !setup.stderr.contains(&token));
+
+    let prompt = "Where does the dsh drop-in keep its ledger?";
+    let run = session.run(prompt);
+    assert!(
+        model.any_body_contains("vault-heron-88"),
+        "recall did not reach the model\n{}",
+        show(&run)
+    );
+    let stored = server.sources(&scope).iter().any(|s| s["content"] == prompt);
+    assert!(stored, "the prompt was not stored\n{}", show(&run));
+    let doctor = session.run_other(&official_cli(), &["doctor", "dsh", "--json"], &extra);
+    assert!(doctor.status.success(), "{}", show(&doctor));
+}
