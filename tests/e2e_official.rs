@@ -135,6 +135,18 @@ fn official_setup_then_real_prompt(host: Host) {
     match host {
         Host::ClaudeCode => assert!(doctor.status.success(), "{}", show(&doctor)),
         Host::Codex => {
+            // Our doctor sees the official install: trusted, and the installed hook works end to end.
+            let ours = session.run_other(Path::new(CLI), &["doctor", "codex", "--json"], &[]);
+            let mine: Value = serde_json::from_str(ours.stdout.trim()).unwrap_or(Value::Null);
+            for name in ["hook trusted", "hook round trip", "auth accepted"] {
+                let status = mine["hosts"][0]["checks"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .find(|c| c["check"] == name)
+                    .map(|c| c["status"].clone());
+                assert_eq!(status, Some(Value::from("ok")), "{name}\n{}", show(&ours));
+            }
             // Everything but the MCP tool checks (official setup forces a `uv run … mcp_headers.py`
             // headers helper our tree cannot satisfy without uv): README, "With the official
             // PowerContext CLI".

@@ -137,3 +137,72 @@ fn claude_settings_link_is_kept_by_setup_and_restored_by_rollback() {
     assert_eq!(now["model"], "my-model");
     assert_eq!(now["enabledPlugins"]["powercontext@powercontext"], true, "{now}");
 }
+
+/// Our setup writes what the official CLI reads (its doctor then agrees), with the token only in
+/// an owner-only credential file; uninstall takes all of it back.
+#[test]
+fn our_setup_writes_what_official_doctor_reads_and_uninstall_takes_it_back() {
+    use powercontext_hooks_test_support::real_server::RealServer;
+    use std::path::Path;
+
+    let server = RealServer::shared_auth();
+    let mut sb = Sandbox::new();
+    sb.env
+        .insert("PC_TEST_TOKEN".into(), RealServer::TEST_TOKEN.into());
+    let official = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv-server/bin/powercontext");
+    let before = sb.tree();
+    let (code, out, err) = sb.cli_json(&[
+        "setup",
+        "claude-code",
+        "--server-url",
+        &server.url(),
+        "--token-env",
+        "PC_TEST_TOKEN",
+    ]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(!out.to_string().contains(RealServer::TEST_TOKEN));
+
+    let clients: serde_json::Value =
+        serde_json::from_slice(&fs::read(sb.home().join(".config/powercontext/clients.json")).unwrap())
+            .unwrap();
+    assert_eq!(clients["hosts"]["claude-code"]["server_url"], server.url());
+    let cred = sb.home().join(".claude/powercontext/credentials.json");
+    assert_eq!(fs::metadata(&cred).unwrap().permissions().mode() & 0o777, 0o600);
+    assert_eq!(
+        fs::metadata(cred.parent().unwrap()).unwrap().permissions().mode() & 0o777,
+        0o700
+    );
+    let manifest = fs::read_to_string(
+        sb.home()
+            .join(".local/state/powercontext-hooks/installs/claude-code/manifest.json"),
+    )
+    .unwrap();
+    assert!(!manifest.contains(RealServer::TEST_TOKEN), "{manifest}");
+
+    // The official doctor finds the install and the Server it points at.
+    let doctor = sb.run(&official, &["doctor", "claude-code", "--json"]);
+    assert!(
+        doctor.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&doctor.stdout),
+        String::from_utf8_lossy(&doctor.stderr)
+    );
+
+    let (code, out, err) = sb.cli_json(&["uninstall", "claude-code"]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(!cred.exists());
+    assert!(!sb.home().join(".config/powercontext/clients.json").exists());
+    let settings = fs::read_to_string(sb.home().join(".claude/settings.json")).unwrap_or_default();
+    assert!(
+        !settings.contains("pluginConfigs\": {\n    \"powercontext"),
+        "{settings}"
+    );
+    // No file is left in the official CLI's places.
+    let after = sb.tree();
+    let added: Vec<&String> = after
+        .keys()
+        .filter(|k| !before.contains_key(*k) && !k.ends_with('/'))
+        .filter(|k| k.starts_with(".config/powercontext/") || k.starts_with(".claude/powercontext/"))
+        .collect();
+    assert!(added.is_empty(), "{added:?}");
+}

@@ -119,7 +119,8 @@ pub fn doctor(args: &DoctorArgs) -> Result<ExitCode> {
     if names.is_empty() {
         for n in HOST_NAMES {
             if let Ok(h) = Host::parse(n)
-                && install::manifest_path(&paths.state_root, h).exists()
+                && (install::manifest_path(&paths.state_root, h).exists()
+                    || official::clients_entry(h.integration(), &paths.env).is_some())
             {
                 names.push(n.to_owned());
             }
@@ -216,6 +217,15 @@ fn check_host(host: Host, paths: &Paths, locate: &Locate, cwd: &Path) -> Report 
                     .to_string(),
             );
             Some(m)
+        }
+        Ok(None) if official::clients_entry(host.integration(), &paths.env).is_some() => {
+            r.warn(
+                "installed",
+                "ownership manifest",
+                "installed by the official `powercontext setup` (clients.json lists it); checked as found",
+                "nothing to do; powercontext-hooks uninstall leaves it alone",
+            );
+            None
         }
         Ok(None) => {
             r.fail(
@@ -449,6 +459,16 @@ fn check_activated(
                 format!("`{}` → {}", install::MARKETPLACE, p.display()),
             );
         }
+        (Ok(Some(p)), None) => r.warn(
+            "activated",
+            "marketplace",
+            format!(
+                "`{}` → {} (another installer's source)",
+                install::MARKETPLACE,
+                p.display()
+            ),
+            "nothing to do when the official `powercontext setup` installed it",
+        ),
         (Ok(Some(p)), _) => r.fail(
             "activated",
             "marketplace",
@@ -501,7 +521,13 @@ fn check_activated(
                         "activated",
                         "hook trusted",
                         "untrusted: Codex skips it silently",
-                        format!("{setup_cmd} (records trust), or review it with /hooks in Codex"),
+                        if m.is_some() {
+                            format!("{setup_cmd} (records trust), or review it with /hooks in Codex")
+                        } else {
+                            // Installed by the official `powercontext setup codex`, which records no trust.
+                            "powercontext-hooks setup codex --trust-only, or review it with /hooks in Codex"
+                                .to_owned()
+                        },
                     );
                 }
             }

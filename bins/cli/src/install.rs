@@ -157,10 +157,17 @@ impl Host {
                     include_str!("../../../installers/codex/hooks/hooks.json"),
                 ),
             ],
-            Self::OpenCode => &[(
-                OPENCODE_PLUGIN_FILE,
-                include_str!("../../../installers/opencode/powercontext-opencode.js"),
-            )],
+            Self::OpenCode => &[
+                (
+                    OPENCODE_PLUGIN_FILE,
+                    include_str!("../../../installers/opencode/powercontext-opencode.js"),
+                ),
+                // The official installer's ownership mark: its setup and doctor see this install.
+                (
+                    ".powercontext-opencode.json",
+                    "{\"schema\":1,\"owner\":\"powercontext\",\"integration\":\"opencode-plugin\"}\n",
+                ),
+            ],
             Self::Pi => &[
                 (
                     "package.json",
@@ -580,6 +587,9 @@ pub struct Manifest {
     /// The DSH profile we installed into.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profile: Option<String>,
+    /// What we wrote to the files the official CLI reads.
+    #[serde(default, skip_serializing_if = "crate::shared_files::OwnedShared::is_empty")]
+    pub shared: crate::shared_files::OwnedShared,
 }
 
 /// Where setup keeps one host's plugin folder and manifest: `<state>/installs/<host>/`.

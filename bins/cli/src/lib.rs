@@ -17,6 +17,7 @@ mod interop;
 mod jsonc;
 mod package;
 mod setup;
+mod shared_files;
 mod state_cmd;
 mod textstyle;
 mod uninstall;

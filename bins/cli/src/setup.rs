@@ -279,6 +279,8 @@ struct Plan {
     /// DSH profile.
     profile: Option<String>,
     steps: Vec<Step>,
+    /// The files the official CLI reads.
+    shared: crate::shared_files::SharedPlan,
     settings_lines: Vec<(String, String, String)>,
     warnings: Vec<String>,
     previous: Option<Manifest>,
@@ -290,6 +292,7 @@ impl Plan {
             || self.config.is_some()
             || self.host_entry.is_some()
             || !self.steps.is_empty()
+            || self.shared.changes()
     }
 
     fn step_command(&self, step: Step) -> String {
@@ -341,6 +344,7 @@ impl Plan {
             "host_config": self.host_entry.as_ref().map(|(f, o)| json!({"path": f.path, "action": f.action, "key": format!("{}.{}", o.parent, o.key)})),
             "profile": self.profile,
             "commands": self.steps.iter().map(|s| self.step_command(*s)).collect::<Vec<_>>(),
+            "official_files": self.shared.lines().iter().map(|(a, p, w)| json!({"path": p, "action": a, "what": w})).collect::<Vec<_>>(),
             "warnings": self.warnings,
         })
     }
@@ -381,6 +385,9 @@ impl Plan {
         }
         for s in &self.steps {
             println!("  run     {}", self.step_command(*s));
+        }
+        for (action, path, what) in self.shared.lines() {
+            println!("  {action:<7} {} {what}", path.display());
         }
         if !self.changes() {
             println!("  (nothing to change)");
@@ -696,6 +703,16 @@ fn build_plan(args: &SetupArgs, host: Host, paths: &Paths) -> Result<Plan> {
         }
     }
 
+    let shared = crate::shared_files::plan(
+        host,
+        &paths.env,
+        &url,
+        token.as_ref().map(|(a, _)| a),
+        args.capture_prompts,
+        previous.as_ref().map(|m| &m.shared),
+        &install::install_dir(&paths.state_root, host),
+    )?;
+
     Ok(Plan {
         host,
         cli,
@@ -710,6 +727,7 @@ fn build_plan(args: &SetupArgs, host: Host, paths: &Paths) -> Result<Plan> {
         kept_entry,
         profile,
         steps,
+        shared,
         settings_lines,
         warnings,
         previous,
@@ -924,6 +942,8 @@ fn apply_inner(plan: &Plan, paths: &Paths, journal: &mut Journal) -> Result<Regi
         journal.created_dirs_of(&f.path);
         journal.file(&f.path)?;
     }
+    let install_dir = install::install_dir(&paths.state_root, plan.host);
+    crate::shared_files::journal(&plan.shared, journal, &install_dir)?;
     if !plan.steps.is_empty() {
         let home = paths
             .host_home(plan.host)
@@ -1012,6 +1032,9 @@ fn apply_inner(plan: &Plan, paths: &Paths, journal: &mut Journal) -> Result<Regi
 
     // A host CLI that rewrote a linked settings file replaced the link: edit through it instead.
     journal.relink()?;
+    // After the host CLI: Claude rewrites its settings file while installing.
+    let shared = crate::shared_files::apply(&plan.shared, &install_dir)?;
+    fault(env, "official")?;
 
     // Verify the host really lists it, before declaring success.
     match plan.host {
@@ -1093,6 +1116,7 @@ fn apply_inner(plan: &Plan, paths: &Paths, journal: &mut Journal) -> Result<Regi
             .map(|(_, o)| o.clone())
             .or_else(|| plan.kept_entry.clone()),
         profile: plan.profile.clone(),
+        shared,
     };
     let bytes = install::manifest_bytes(&manifest)?;
     if install::read_opt(&manifest_path)?.as_deref() != Some(&bytes[..]) {

@@ -209,6 +209,16 @@ fn run(args: &UninstallArgs) -> Result<(Vec<String>, Vec<String>)> {
         }
     }
 
+    // 3b. What we wrote to the official CLI's files, put back as it was.
+    let (a, k) = crate::shared_files::uninstall(
+        host,
+        &manifest.shared,
+        &install::install_dir(&paths.state_root, host),
+        dry,
+    )?;
+    actions.extend(a);
+    kept.extend(k);
+
     // 4. The manifest last: an interrupted uninstall can run again.
     let prior_auth = install::install_dir(&paths.state_root, host).join(install::PRIOR_AUTHORIZATION_FILE);
     if !dry && prior_auth.exists() {
