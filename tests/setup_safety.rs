@@ -206,3 +206,105 @@ fn our_setup_writes_what_official_doctor_reads_and_uninstall_takes_it_back() {
         .collect();
     assert!(added.is_empty(), "{added:?}");
 }
+
+/// Takeover in both directions for Claude Code: our setup replaces an official install only with
+/// `--take-over` (shown in the plan, rolled back on failure); the official installer takes ours
+/// back after `powercontext-hooks uninstall`.
+#[test]
+fn claude_code_takeover_in_both_directions() {
+    use powercontext_hooks_test_support::real_server::RealServer;
+    use std::path::Path;
+
+    let server = RealServer::shared();
+    let mut sb = Sandbox::new();
+    let official = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv-server/bin/powercontext");
+    let cli_dir = Path::new(crate::support::CLI).parent().unwrap();
+    let tree = sb.root.path().join("tree");
+    let out = sb.cli(&[
+        "package",
+        "--out",
+        tree.to_str().unwrap(),
+        "--bin-dir",
+        cli_dir.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let official_setup = |sb: &Sandbox| {
+        sb.run(
+            &official,
+            &[
+                "setup",
+                "claude-code",
+                "--source",
+                tree.to_str().unwrap(),
+                "--server-url",
+                &server.url(),
+            ],
+        )
+    };
+    let marketplace = |sb: &Sandbox| -> String {
+        let v: serde_json::Value = serde_json::from_slice(
+            &sb.host("claude", &["plugin", "marketplace", "list", "--json"])
+                .stdout,
+        )
+        .unwrap();
+        v.to_string()
+    };
+    let out = official_setup(&sb);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
+    assert!(marketplace(&sb).contains(tree.to_str().unwrap()));
+
+    // Without --take-over: refused before any change, with the way out.
+    let (code, out, _) = sb.cli_json(&["setup", "claude-code", "--server-url", &server.url()]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out["error"].as_str().unwrap().contains("--take-over"), "{out}");
+
+    // A failure mid-takeover restores the official install.
+    sb.env
+        .insert("POWERCONTEXT_HOOKS_SETUP_FAULT".into(), "verify".into());
+    let (code, out, _) = sb.cli_json(&[
+        "setup",
+        "claude-code",
+        "--server-url",
+        &server.url(),
+        "--take-over",
+    ]);
+    assert_eq!(code, 1, "{out}");
+    assert_eq!(out["result"], "rolled_back", "{out}");
+    assert!(
+        marketplace(&sb).contains(tree.to_str().unwrap()),
+        "{}",
+        marketplace(&sb)
+    );
+    sb.env.remove("POWERCONTEXT_HOOKS_SETUP_FAULT");
+
+    // With it: the plan says so, ours replaces theirs, and both doctors agree.
+    let (code, out, err) = sb.cli_json(&[
+        "setup",
+        "claude-code",
+        "--server-url",
+        &server.url(),
+        "--take-over",
+    ]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(out["warnings"].to_string().contains("taking over"), "{out}");
+    assert!(
+        !marketplace(&sb).contains(tree.to_str().unwrap()),
+        "{}",
+        marketplace(&sb)
+    );
+    let (code, report, _) = sb.cli_json(&["doctor", "claude-code"]);
+    assert_eq!(code, 0, "{report}");
+    let doctor = sb.run(&official, &["doctor", "claude-code"]);
+    assert!(
+        doctor.status.success(),
+        "{}",
+        String::from_utf8_lossy(&doctor.stdout)
+    );
+
+    // The other way: the official installer after our uninstall.
+    let (code, out, _) = sb.cli_json(&["uninstall", "claude-code"]);
+    assert_eq!(code, 0, "{out}");
+    let out = official_setup(&sb);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
+    assert!(marketplace(&sb).contains(tree.to_str().unwrap()));
+}

@@ -56,6 +56,10 @@ pub struct SetupArgs {
     pub capture_prompts: Option<bool>,
     #[command(flatten)]
     pub locate: Locate,
+    /// Claude Code and Codex: replace a `powercontext` marketplace and plugin another installer
+    /// (the official `powercontext setup`) registered; the plan shows it and a failure restores it.
+    #[arg(long)]
+    pub take_over: bool,
     /// Codex only: record trust for the powercontext hooks Codex already lists (as installed by
     /// the official `powercontext setup codex`), and change nothing else.
     #[arg(long)]
@@ -245,6 +249,8 @@ struct FileChange {
 /// A planned host CLI call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Step {
+    /// Remove the `powercontext` marketplace and plugin another installer registered.
+    Replace,
     Marketplace,
     Install,
     Enable,
@@ -254,6 +260,7 @@ enum Step {
 impl Step {
     fn name(self) -> &'static str {
         match self {
+            Self::Replace => "replace",
             Self::Marketplace => "marketplace",
             Self::Install | Self::Enable => "plugin",
             Self::Trust => "trust",
@@ -298,6 +305,20 @@ impl Plan {
     fn step_command(&self, step: Step) -> String {
         let dir = self.plugin_dir.display().to_string();
         match (self.host, step) {
+            (Host::ClaudeCode, Step::Replace) => format!(
+                "{}; {}",
+                self.cli
+                    .display(&["plugin", "uninstall", install::PLUGIN_ID, "--scope", "user"]),
+                self.cli
+                    .display(&["plugin", "marketplace", "remove", install::MARKETPLACE])
+            ),
+            (_, Step::Replace) => format!(
+                "{}; {}",
+                self.cli
+                    .display(&["plugin", "remove", install::PLUGIN_ID, "--json"]),
+                self.cli
+                    .display(&["plugin", "marketplace", "remove", install::MARKETPLACE, "--json"])
+            ),
             (Host::ClaudeCode, Step::Marketplace) => {
                 self.cli
                     .display(&["plugin", "marketplace", "add", &dir, "--scope", "user"])
@@ -666,11 +687,22 @@ fn build_plan(args: &SetupArgs, host: Host, paths: &Paths) -> Result<Plan> {
         }
         Host::ClaudeCode | Host::Codex => {}
     }
+    let mut replacing = false;
     if host.uses_marketplace() {
         match cli.marketplace_path()? {
             Some(p) if p == plugin_dir => {}
+            Some(p) if args.take_over => {
+                warnings.push(format!(
+                    "taking over: the `{}` marketplace from {} and its plugin are replaced (not restored by uninstall)",
+                    install::MARKETPLACE,
+                    p.display()
+                ));
+                steps.push(Step::Replace);
+                steps.push(Step::Marketplace);
+                replacing = true;
+            }
             Some(p) => bail!(
-                "{} already has a marketplace named `{}` from {} — not ours. Remove it first ({}), then run setup again",
+                "{} already has a marketplace named `{}` from {} — not ours. Remove it first ({}), or pass --take-over, then run setup again",
                 host.name(),
                 install::MARKETPLACE,
                 p.display(),
@@ -685,6 +717,7 @@ fn build_plan(args: &SetupArgs, host: Host, paths: &Paths) -> Result<Plan> {
     let files_change = files.iter().any(|f| f.action != "keep");
     if host.uses_marketplace() {
         match cli.plugin_enabled()? {
+            _ if replacing => steps.push(Step::Install),
             None => steps.push(Step::Install),
             // Codex runs a cached copy of the plugin: a changed folder has to be added again.
             Some(_) if host == Host::Codex && files_change => steps.push(Step::Install),
@@ -988,6 +1021,22 @@ fn apply_inner(plan: &Plan, paths: &Paths, journal: &mut Journal) -> Result<Regi
     let dir = plan.plugin_dir.display().to_string();
     for step in &plan.steps {
         match (plan.host, step) {
+            (Host::ClaudeCode, Step::Replace) => {
+                if plan.cli.plugin_enabled()?.is_some() {
+                    plan.cli
+                        .run_ok(&["plugin", "uninstall", install::PLUGIN_ID, "--scope", "user"])?;
+                }
+                plan.cli
+                    .run_ok(&["plugin", "marketplace", "remove", install::MARKETPLACE])?;
+            }
+            (Host::Codex, Step::Replace) => {
+                if plan.cli.plugin_enabled()?.is_some() {
+                    plan.cli
+                        .run_ok(&["plugin", "remove", install::PLUGIN_ID, "--json"])?;
+                }
+                plan.cli
+                    .run_ok(&["plugin", "marketplace", "remove", install::MARKETPLACE, "--json"])?;
+            }
             (Host::ClaudeCode, Step::Marketplace) => {
                 plan.cli
                     .run_ok(&["plugin", "marketplace", "add", &dir, "--scope", "user"])?;
