@@ -116,3 +116,32 @@ fn hooks_use_the_url_and_token_official_setup_saved_and_only_under_the_rules() {
         );
     }
 }
+
+/// The MCP headers helper our Claude Code plugin declares prints the saved token for the URL
+/// Claude's MCP client is configured with, and nothing for another Server.
+#[test]
+fn the_mcp_headers_helper_sends_the_saved_token_only_to_its_server() {
+    let home = tempfile::tempdir().unwrap();
+    let url = "http://127.0.0.1:18431";
+    save_official(home.path(), "claude-code", ".claude", url, url, "tok-abc");
+    let settings = home.path().join(".claude/settings.json");
+    let run = |server: &str| {
+        std::fs::write(
+            &settings,
+            json!({"pluginConfigs": {"powercontext@powercontext": {"options": {"server_url": server}}}})
+                .to_string(),
+        )
+        .unwrap();
+        let out = std::process::Command::new(crate::support::CLI)
+            .args(["mcp-headers", "claude-code"])
+            .env_clear()
+            .env("HOME", home.path())
+            .env("PATH", "/usr/bin:/bin")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()
+    };
+    assert_eq!(run(url), json!({"Authorization": "Bearer tok-abc"}));
+    assert_eq!(run("http://127.0.0.1:18432"), json!({}));
+}

@@ -551,4 +551,34 @@ mod tests {
             PathBuf::from("/c/powercontext/credentials.json")
         );
     }
+
+    #[test]
+    fn codex_reads_its_plugin_mcp_url_and_dsh_its_row() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join(".mcp.json"),
+            r#"{"mcpServers":{"powercontext":{"type":"http","url":"http://127.0.0.1:18431/mcp/"}}}"#,
+        )
+        .unwrap();
+        let env = Env::from_pairs([
+            ("PLUGIN_ROOT", dir.path().to_str().unwrap()),
+            ("HOME", "/nowhere"),
+        ]);
+        let f = server_url(Integration::Codex, &env).unwrap();
+        assert_eq!(f.value, "http://127.0.0.1:18431/mcp/");
+        assert_eq!(f.key, "mcpServers.powercontext.url");
+        // An unrendered template is not a saved connection.
+        std::fs::write(
+            dir.path().join(".mcp.json"),
+            r#"{"mcpServers":{"powercontext":{"type":"http","url":"{{server_url}}/mcp"}}}"#,
+        )
+        .unwrap();
+        assert!(server_url(Integration::Codex, &env).is_none());
+        let env = Env::from_pairs([(vars::DSH_ROW_BASE_URL, "https://row.example")]);
+        assert_eq!(
+            server_url(Integration::Dsh, &env).unwrap().value,
+            "https://row.example"
+        );
+        assert!(server_url(Integration::Pi, &env).is_none());
+    }
 }
