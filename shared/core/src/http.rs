@@ -186,6 +186,32 @@ impl Transport {
         read_reply(result)
     }
 
+    /// PUTs a JSON body and returns the reply.
+    ///
+    /// # Errors
+    /// An [`HttpError`] when no usable reply arrived in time.
+    pub fn put_json<B: Serialize>(&self, path: &str, body: &B) -> Result<Reply, HttpError> {
+        let bytes = serde_json::to_vec(body).map_err(|_| HttpError::Unavailable)?;
+        let timeout = self.deadline.cap(self.request_timeout);
+        if timeout.is_zero() {
+            return Err(HttpError::Timeout);
+        }
+        let mut req = self
+            .agent
+            .put(self.base.join(path))
+            .header("Accept", "application/json")
+            .header("Content-Type", "application/json");
+        if let Some(a) = &self.authorization {
+            req = req.header("Authorization", a.header_value());
+        }
+        let result = req
+            .config()
+            .timeout_global(Some(timeout))
+            .build()
+            .send(&bytes[..]);
+        read_reply(result)
+    }
+
     /// GETs a path and returns the reply.
     ///
     /// # Errors
