@@ -676,6 +676,7 @@ impl Settings {
             |o| o.budget_seconds,
             Defaults::BUDGET,
         )?;
+        let (request_timeout, budget) = opencode_millis(layers, request_timeout, budget)?;
 
         let integer = |key: &str,
                        names: &[String],
@@ -760,6 +761,51 @@ impl Settings {
             file: file_ref,
         })
     }
+}
+
+/// OpenCode's upstream plugin reads `POWERCONTEXT_OPENCODE_REQUEST_TIMEOUT_MS` (an integer from
+/// 50 to 30000) and `…_HTTP_BUDGET_MS` (100 to 60000), the timeout never above the budget. They
+/// apply, validated the same way, where nothing else set the value (the `_SECONDS` variables and
+/// the file win).
+fn opencode_millis(
+    layers: &Layers<'_>,
+    request: Setting<Duration>,
+    budget: Setting<Duration>,
+) -> Result<(Setting<Duration>, Setting<Duration>), ConfigError> {
+    const REQUEST: &str = "POWERCONTEXT_OPENCODE_REQUEST_TIMEOUT_MS";
+    const BUDGET: &str = "POWERCONTEXT_OPENCODE_HTTP_BUDGET_MS";
+    if layers.host != Integration::OpenCode {
+        return Ok((request, budget));
+    }
+    let millis = |name: &str, min: u64, max: u64| -> Result<Option<Duration>, ConfigError> {
+        let Some((_, raw)) = first_env(layers.env, &[name.to_owned()])? else {
+            return Ok(None);
+        };
+        raw.trim()
+            .parse::<u64>()
+            .ok()
+            .filter(|n| (min..=max).contains(n))
+            .map(|n| Some(Duration::from_millis(n)))
+            .ok_or_else(|| ConfigError::new(name, format!("must be an integer between {min} and {max}")))
+    };
+    let from_ms = |current: Setting<Duration>, name: &str, value: Option<Duration>| match value {
+        Some(v) if current.origin == Origin::Default => Setting {
+            value: v,
+            origin: Origin::Env(name.to_owned()),
+        },
+        _ => current,
+    };
+    let request_ms = millis(REQUEST, 50, 30_000)?;
+    let budget_ms = millis(BUDGET, 100, 60_000)?;
+    if let (Some(r), Some(b)) = (request_ms, budget_ms)
+        && r > b
+    {
+        return Err(ConfigError::new(REQUEST, format!("must not exceed {BUDGET}")));
+    }
+    Ok((
+        from_ms(request, REQUEST, request_ms),
+        from_ms(budget, BUDGET, budget_ms),
+    ))
 }
 
 /// Every layer that sets the server URL, highest precedence first, with its raw value (for
@@ -1145,5 +1191,62 @@ mod tests {
         let err = resolve(Integration::Pi, &[("HOME", home.path().to_str().unwrap())], None).unwrap_err();
         assert!(err.setting.ends_with("key hosts.pi.server_url"), "{err}");
         assert!(err.problem.contains("plain `http://`"), "{err}");
+    }
+
+    #[test]
+    fn opencode_millisecond_variables_are_read_and_validated_as_upstream() {
+        let s = resolve(
+            Integration::OpenCode,
+            &[
+                ("POWERCONTEXT_OPENCODE_REQUEST_TIMEOUT_MS", "750"),
+                ("POWERCONTEXT_OPENCODE_HTTP_BUDGET_MS", "2500"),
+            ],
+            None,
+        )
+        .unwrap();
+        assert_eq!(s.request_timeout.value, Duration::from_millis(750));
+        assert_eq!(s.budget.value, Duration::from_millis(2500));
+        assert_eq!(
+            s.budget.origin,
+            Origin::Env("POWERCONTEXT_OPENCODE_HTTP_BUDGET_MS".into())
+        );
+        for (name, value) in [
+            ("POWERCONTEXT_OPENCODE_REQUEST_TIMEOUT_MS", "49"),
+            ("POWERCONTEXT_OPENCODE_REQUEST_TIMEOUT_MS", "30001"),
+            ("POWERCONTEXT_OPENCODE_REQUEST_TIMEOUT_MS", "1.5"),
+            ("POWERCONTEXT_OPENCODE_HTTP_BUDGET_MS", "99"),
+            ("POWERCONTEXT_OPENCODE_HTTP_BUDGET_MS", "soon"),
+        ] {
+            let err = resolve(Integration::OpenCode, &[(name, value)], None).unwrap_err();
+            assert_eq!(err.setting, name, "{value}");
+        }
+        let err = resolve(
+            Integration::OpenCode,
+            &[
+                ("POWERCONTEXT_OPENCODE_REQUEST_TIMEOUT_MS", "2000"),
+                ("POWERCONTEXT_OPENCODE_HTTP_BUDGET_MS", "1000"),
+            ],
+            None,
+        )
+        .unwrap_err();
+        assert!(err.problem.contains("must not exceed"), "{err}");
+        // The seconds variables win; other hosts ignore OpenCode's names.
+        let s = resolve(
+            Integration::OpenCode,
+            &[
+                ("POWERCONTEXT_OPENCODE_REQUEST_TIMEOUT_SECONDS", "2"),
+                ("POWERCONTEXT_OPENCODE_REQUEST_TIMEOUT_MS", "750"),
+            ],
+            None,
+        )
+        .unwrap();
+        assert_eq!(s.request_timeout.value, Duration::from_secs(2));
+        let s = resolve(
+            Integration::Pi,
+            &[("POWERCONTEXT_OPENCODE_REQUEST_TIMEOUT_MS", "750")],
+            None,
+        )
+        .unwrap();
+        assert_eq!(s.request_timeout.value, Duration::from_secs(1));
     }
 }
