@@ -131,6 +131,28 @@ fn official_setup_then_real_prompt(host: Host) {
         .any(|s| s["content"] == prompt.as_str());
     assert!(stored, "the prompt was not stored\n{}", show(&run));
 
+    if host == Host::ClaudeCode {
+        // The status line official setup configured points at a script our tree ships, and it runs.
+        let settings: Value =
+            serde_json::from_slice(&std::fs::read(session.home_dir().join(".claude/settings.json")).unwrap())
+                .unwrap();
+        let command = settings["statusLine"]["command"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        assert!(command.contains("scripts/statusline.py"), "{settings}");
+        let line = session.run_other(
+            Path::new("/bin/sh"),
+            &["-c", &format!("{command} </dev/null")],
+            &[],
+        );
+        assert!(
+            line.status.success() && !line.stdout.trim().is_empty(),
+            "{}",
+            show(&line)
+        );
+    }
+
     let doctor = session.run_other(&official_cli(), &["doctor", host.name(), "--json"], &[]);
     match host {
         Host::ClaudeCode => assert!(doctor.status.success(), "{}", show(&doctor)),

@@ -234,19 +234,22 @@ fn statusline_script(cli: &Path) -> Result<String> {
         .to_str()
         .with_context(|| format!("{} is not a UTF-8 path", cli.display()))?;
     let quoted = serde_json::Value::String(cli.to_owned()).to_string();
-    Ok(format!(
-        "#!/usr/bin/env python3\n\
-# PowerContext status line for Claude Code (rendered by `powercontext-hooks package`).\n\
-import subprocess, sys\n\
-CLI = {quoted}\n\
-try:\n\
-    data = sys.stdin.buffer.read(1 << 20)\n\
-    done = subprocess.run([CLI, \"statusline\"], input=data, capture_output=True, timeout=2)\n\
-    line = done.stdout.decode(\"utf-8\", \"replace\").strip() if done.returncode == 0 else \"\"\n\
-except Exception:\n\
-    line = \"\"\n\
-print(line or \"PowerContext\")\n"
-    ))
+    let lines = [
+        "#!/usr/bin/env python3".to_owned(),
+        "# PowerContext status line for Claude Code (rendered by `powercontext-hooks package`).".to_owned(),
+        "import subprocess, sys".to_owned(),
+        format!("CLI = {quoted}"),
+        "try:".to_owned(),
+        "    data = sys.stdin.buffer.read(1 << 20)".to_owned(),
+        "    done = subprocess.run([CLI, \"statusline\"], input=data, capture_output=True, timeout=2)"
+            .to_owned(),
+        "    line = done.stdout.decode(\"utf-8\", \"replace\").strip() if done.returncode == 0 else \"\""
+            .to_owned(),
+        "except Exception:".to_owned(),
+        "    line = \"\"".to_owned(),
+        "print(line or \"PowerContext\")".to_owned(),
+    ];
+    Ok(lines.join("\n") + "\n")
 }
 
 /// Runs `package`.
