@@ -269,6 +269,8 @@ fn official_setup_package_host(host: &str) {
         let setup = session.run_other(&official_cli(), &args, &extra);
         let run = session.print(&prompt);
         let doctor = session.run_other(&official_cli(), &["doctor", host, "--json"], &extra);
+        let ours = session.run_other(Path::new(CLI), &["doctor", host, "--json"], &extra);
+        assert_our_doctor_sees_it(&ours, "package listed");
         (setup, run, doctor)
     } else {
         let session = OpenCodeSession::builder(&model)
@@ -281,6 +283,8 @@ fn official_setup_package_host(host: &str) {
         let setup = session.run_other(&official_cli(), &args, &extra);
         let run = session.prompt(&prompt);
         let doctor = session.run_other(&official_cli(), &["doctor", host, "--json"], &extra);
+        let ours = session.run_other(Path::new(CLI), &["doctor", host, "--json"], &extra);
+        assert_our_doctor_sees_it(&ours, "plugin loaded");
         (setup, run, doctor)
     };
     assert!(setup.status.success(), "{}", show(&setup));
@@ -357,4 +361,20 @@ fn dsh_official_setup_installs_our_tree_and_a_real_prompt_works_with_auth() {
     assert!(stored, "the prompt was not stored\n{}", show(&run));
     let doctor = session.run_other(&official_cli(), &["doctor", "dsh", "--json"], &extra);
     assert!(doctor.status.success(), "{}", show(&doctor));
+}
+
+/// Our doctor checks an install the official CLI made: the host loads it, the token is accepted,
+/// and the installed hook works end to end.
+#[track_caller]
+fn assert_our_doctor_sees_it(run: &HostRun, activation: &str) {
+    let report: Value = serde_json::from_str(run.stdout.trim()).unwrap_or(Value::Null);
+    for name in [activation, "auth accepted", "hook round trip"] {
+        let status = report["hosts"][0]["checks"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|c| c["check"] == name)
+            .map(|c| c["status"].clone());
+        assert_eq!(status, Some(Value::from("ok")), "{name}\n{}", show(run));
+    }
 }

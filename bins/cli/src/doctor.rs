@@ -550,26 +550,35 @@ fn check_activated_package(
     setup_cmd: &str,
     r: &mut Report,
 ) {
-    let Some(m) = m else {
-        r.fail(
-            "activated",
-            "plugin loaded",
-            "not set up by powercontext-hooks",
-            setup_cmd,
-        );
-        return;
+    // Ours, or what the official `powercontext setup` installed (listed in clients.json).
+    let official_entry = official::clients_entry(host.integration(), &paths.env);
+    let (plugin_dir, profile) = match (m, &official_entry) {
+        (Some(m), _) => (m.plugin_dir.clone(), m.profile.clone()),
+        (None, Some((_, entry))) => (
+            official_package_dir(host, paths),
+            entry["profile"].as_str().map(str::to_owned),
+        ),
+        (None, None) => {
+            r.fail(
+                "activated",
+                "plugin loaded",
+                "not set up by powercontext-hooks",
+                setup_cmd,
+            );
+            return;
+        }
     };
     match host {
-        Host::Pi => match cli.pi_lists(&m.plugin_dir) {
+        Host::Pi => match cli.pi_lists(&plugin_dir) {
             Ok(true) => r.ok(
                 "activated",
                 "package listed",
-                format!("`pi list` shows {}", m.plugin_dir.display()),
+                format!("`pi list` shows {}", plugin_dir.display()),
             ),
             Ok(false) => r.fail(
                 "activated",
                 "package listed",
-                format!("`pi list` does not show {} (removed?)", m.plugin_dir.display()),
+                format!("`pi list` does not show {} (removed?)", plugin_dir.display()),
                 setup_cmd,
             ),
             Err(e) => r.fail(
@@ -580,7 +589,7 @@ fn check_activated_package(
             ),
         },
         Host::Dsh => {
-            let profile = m.profile.as_deref().unwrap_or(install::DSH_DEFAULT_PROFILE);
+            let profile = profile.as_deref().unwrap_or(install::DSH_DEFAULT_PROFILE);
             match cli.dsh_has_plugin(profile) {
                 Ok(true) => r.ok(
                     "activated",
@@ -650,6 +659,24 @@ fn check_activated_package(
             }
         }
     }
+}
+
+/// Where the official `powercontext setup pi` copies its package: `$POWERCONTEXT_HOME` (else
+/// `~/.local/share/powercontext`) `/plugins/pi`. Other hosts are found through their own CLI.
+fn official_package_dir(host: Host, paths: &Paths) -> PathBuf {
+    let data = paths
+        .env
+        .text("POWERCONTEXT_HOME")
+        .filter(|v| !v.trim().is_empty())
+        .map(PathBuf::from)
+        .or_else(|| {
+            paths
+                .env
+                .text("HOME")
+                .map(|h| Path::new(h).join(".local/share/powercontext"))
+        })
+        .unwrap_or_default();
+    data.join("plugins").join(host.name())
 }
 
 fn check_server(host: Host, s: &Settings, paths: &Paths, cwd: &Path, r: &mut Report) -> bool {
