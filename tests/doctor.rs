@@ -200,7 +200,7 @@ fn package_host_doctor(host: &str, activation_check: &str) {
         "dsh" => {
             let out = sb.run(
                 &host_bin("dsh").join("dsh"),
-                &["plugin", "--profile", "web", "remove", "powercontext-hooks-dsh"],
+                &["plugin", "--profile", "web", "remove", "powercontext-dsh"],
             );
             assert!(out.status.success());
         }

@@ -308,3 +308,27 @@ fn claude_code_takeover_in_both_directions() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
     assert!(marketplace(&sb).contains(tree.to_str().unwrap()));
 }
+
+/// After our setup, the official doctor recognises the Pi package (it looks for the package name
+/// `powercontext-pi` in `pi list`) and checks the Server saved in clients.json.
+#[test]
+fn official_doctor_recognises_our_pi_package() {
+    use powercontext_hooks_test_support::real_server::RealServer;
+    use std::path::Path;
+
+    let server = RealServer::shared();
+    let mut sb = Sandbox::new();
+    crate::setup::seed_foreign_packages(&mut sb, "pi");
+    let (code, out, err) = sb.cli_json(&["setup", "pi", "--server-url", &server.url()]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    let official = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv-server/bin/powercontext");
+    let doctor = sb.run(&official, &["doctor", "pi"]);
+    assert!(
+        doctor.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&doctor.stdout),
+        String::from_utf8_lossy(&doctor.stderr)
+    );
+    let (code, out, _) = sb.cli_json(&["uninstall", "pi"]);
+    assert_eq!(code, 0, "{out}");
+}

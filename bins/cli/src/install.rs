@@ -198,7 +198,7 @@ pub const OPENCODE_PLUGIN_FILE: &str = "powercontext-opencode.js";
 /// The member of OpenCode's `mcp` object we own.
 pub const OPENCODE_MCP_KEY: &str = "powercontext";
 /// The package name `dsh plugin add` links into the profile.
-pub const DSH_PACKAGE: &str = "powercontext-hooks-dsh";
+pub const DSH_PACKAGE: &str = "powercontext-dsh";
 /// The cordis row id our DSH bundle inserts.
 pub const DSH_PLUGIN_ID: &str = "powercontext-dsh";
 /// The DSH profile setup uses when none is given (the official installer's choice).

@@ -187,7 +187,6 @@ fn items(bin_dir: &Path) -> Result<Vec<Item>> {
             }
             Host::Pi => {
                 let mut pkg = rendered_json(host, "package.json", &values)?;
-                pkg["name"] = json!("powercontext-pi");
                 pkg["version"] = json!(version);
                 pkg["pi"]["skills"] = json!(["./skills"]);
                 put("package.json", json_bytes(&pkg));
@@ -198,19 +197,15 @@ fn items(bin_dir: &Path) -> Result<Vec<Item>> {
             }
             Host::Dsh => {
                 let mut pkg = rendered_json(host, "package.json", &values)?;
-                pkg["name"] = json!("powercontext-dsh");
                 pkg["main"] = json!("lib/index.js");
                 pkg["exports"] = json!({".": "./lib/index.js", "./package.json": "./package.json"});
                 pkg["files"] = json!(["lib/index.js", "cordis.patch.yml"]);
                 put("package.json", json_bytes(&pkg));
                 put("lib/index.js", rendered(host, "index.js", &values)?.into_bytes());
+                // The row's name is the package name the official installer looks for.
                 let patch = rendered(host, "cordis.patch.yml", &values)?;
-                let patch = patch.replace(
-                    &format!("name: '{}'", install::DSH_PACKAGE),
-                    "name: 'powercontext-dsh'",
-                );
                 if !patch.contains("name: 'powercontext-dsh'") {
-                    bail!("internal error: the DSH patch row has no name to rename");
+                    bail!("internal error: the DSH patch row is not named powercontext-dsh");
                 }
                 put("cordis.patch.yml", patch.into_bytes());
             }
