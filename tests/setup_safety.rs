@@ -332,3 +332,52 @@ fn official_doctor_recognises_our_pi_package() {
     let (code, out, _) = sb.cli_json(&["uninstall", "pi"]);
     assert_eq!(code, 0, "{out}");
 }
+
+/// OpenCode: our setup takes over the official installer's plugin file only with `--take-over`;
+/// official doctor still finds an active, owned plugin afterwards.
+#[test]
+fn opencode_takeover_of_an_official_install() {
+    use powercontext_hooks_test_support::real_server::RealServer;
+    use std::path::Path;
+
+    let server = RealServer::shared();
+    let mut sb = Sandbox::new();
+    crate::setup::seed_foreign_packages(&mut sb, "opencode");
+    let official = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv-server/bin/powercontext");
+    let cli_dir = Path::new(crate::support::CLI).parent().unwrap();
+    let tree = sb.root.path().join("tree");
+    let out = sb.cli(&[
+        "package",
+        "--out",
+        tree.to_str().unwrap(),
+        "--bin-dir",
+        cli_dir.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = sb.run(
+        &official,
+        &[
+            "setup",
+            "opencode",
+            "--source",
+            tree.to_str().unwrap(),
+            "--server-url",
+            &server.url(),
+        ],
+    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
+
+    let (code, out, _) = sb.cli_json(&["setup", "opencode", "--server-url", &server.url()]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out["error"].as_str().unwrap().contains("does not own"), "{out}");
+    let (code, out, err) = sb.cli_json(&["setup", "opencode", "--server-url", &server.url(), "--take-over"]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(out["warnings"].to_string().contains("taking over"), "{out}");
+    let doctor = sb.run(&official, &["doctor", "opencode"]);
+    assert!(
+        doctor.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&doctor.stdout),
+        String::from_utf8_lossy(&doctor.stderr)
+    );
+}

@@ -56,8 +56,9 @@ pub struct SetupArgs {
     pub capture_prompts: Option<bool>,
     #[command(flatten)]
     pub locate: Locate,
-    /// Claude Code and Codex: replace a `powercontext` marketplace and plugin another installer
-    /// (the official `powercontext setup`) registered; the plan shows it and a failure restores it.
+    /// Replace an install the official `powercontext setup` made (Claude Code and Codex: its
+    /// `powercontext` marketplace and plugin; OpenCode: its plugin file); the plan shows it and a
+    /// failure restores it.
     #[arg(long)]
     pub take_over: bool,
     /// Codex only: record trust for the powercontext hooks Codex already lists (as installed by
@@ -566,6 +567,21 @@ fn build_plan(args: &SetupArgs, host: Host, paths: &Paths) -> Result<Plan> {
             action,
             private: false,
         });
+    }
+    // OpenCode: the official installer's plugin file, marked as PowerContext's by its ownership
+    // file, may be replaced with --take-over (the plan says so; a failure restores it).
+    if host == Host::OpenCode && args.take_over && !conflicts.is_empty() {
+        let mark = plugin_dir.join(".powercontext-opencode.json");
+        let official = install::read_opt(&mark)?
+            .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
+            .is_some_and(|v| v["owner"] == "powercontext");
+        if official {
+            warnings.push(format!(
+                "taking over: the official installer's {} is replaced (not restored by uninstall)",
+                plugin_dir.join(install::OPENCODE_PLUGIN_FILE).display()
+            ));
+            conflicts.clear();
+        }
     }
     if !conflicts.is_empty() {
         let list: Vec<String> = conflicts.iter().map(|p| p.display().to_string()).collect();
