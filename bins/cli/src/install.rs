@@ -825,4 +825,33 @@ mod tests {
         assert!(!header_matches("[[hosts.codex]]", "codex"));
         assert!(!header_matches("[hosts.codex.x]", "codex"));
     }
+
+    #[test]
+    fn uninstall_puts_back_the_users_own_lines_in_their_style() {
+        let text =
+            "\u{feff}[hosts.pi]\r\nserver_url = \"http://127.0.0.1:1\" # mine\r\ncapture_prompts = true\r\n";
+        let lines = vec![
+            ("server_url".to_owned(), toml_string("http://127.0.0.1:9")),
+            ("capture_prompts".to_owned(), "false".to_owned()),
+        ];
+        let (new, created) = config_set(text, "pi", &lines);
+        assert!(!created);
+        assert_eq!(
+            new,
+            "\u{feff}[hosts.pi]\r\nserver_url = \"http://127.0.0.1:9\"\r\ncapture_prompts = false\r\n"
+        );
+        let owned = OwnedConfig {
+            path: PathBuf::new(),
+            created_table: false,
+            keys: lines
+                .iter()
+                .map(|(k, v)| (k.clone(), digest(format!("{k} = {v}").as_bytes())))
+                .collect(),
+            previous: ["server_url".to_owned(), "capture_prompts".to_owned()]
+                .into_iter()
+                .map(|k| (k.clone(), config_line(text, "pi", &k).unwrap()))
+                .collect(),
+        };
+        assert_eq!(config_remove(&new, "pi", &owned), (text.to_owned(), vec![]));
+    }
 }
