@@ -18,7 +18,7 @@ use anyhow::{Context, Result, anyhow, bail};
 use powercontext_hooks_core::env::Env;
 use serde_json::{Value, json};
 
-use crate::install::{DSH_PLUGIN_ID, Host, MARKETPLACE, PLUGIN_ID};
+use crate::install::{DSH_PLUGIN_ID, Host, HostExt, MARKETPLACE, PLUGIN_ID};
 
 /// One host CLI call's limit (the official installer uses 120 s).
 const CALL_TIMEOUT: Duration = Duration::from_secs(120);
@@ -79,7 +79,7 @@ impl HostCli {
                 anyhow!(
                     "`{}` is not on PATH: install {} first (or pass --host-cli PATH)",
                     host.cli_name(),
-                    host.name()
+                    host.as_str()
                 )
             })
     }
@@ -151,7 +151,7 @@ impl HostCli {
             .chain(run.stderr.split_whitespace())
             .find(|w| w.chars().next().is_some_and(|c| c.is_ascii_digit()) && w.contains('.'))
             .map(str::to_owned)
-            .ok_or_else(|| anyhow!("cannot read the {} version from `--version`", self.host.name()))
+            .ok_or_else(|| anyhow!("cannot read the {} version from `--version`", self.host.as_str()))
     }
 
     /// Where the `powercontext` marketplace points, if registered.

@@ -11,14 +11,15 @@ use clap::Args;
 use serde_json::{Value, json};
 
 use crate::host_cli::HostCli;
-use crate::install::Host;
+use crate::install::{Host, HostExt};
 use crate::setup::{Paths, SetupArgs};
 
 /// `mcp-headers <host>`.
 #[derive(Debug, Args)]
 pub struct McpHeadersArgs {
     /// claude-code, codex, opencode, pi or dsh.
-    pub host: String,
+    #[arg(value_parser = crate::install::host_arg())]
+    pub host: crate::install::Host,
 }
 
 /// Prints the MCP request headers for a host as one JSON object (an MCP client's headers helper:
@@ -26,9 +27,9 @@ pub struct McpHeadersArgs {
 /// send (environment, our config, then the official CLI's saved credential bound to the same
 /// URL), or `{}` without one. The token goes to stdout only, for the host that asked.
 pub fn mcp_headers(args: &McpHeadersArgs) -> Result<ExitCode> {
-    let host = Host::parse(&args.host)?;
+    let host = args.host;
     let env = powercontext_hooks_core::env::Env::from_process();
-    let settings = powercontext_hooks_core::config::Settings::for_hook(host.integration(), &env)?;
+    let settings = powercontext_hooks_core::config::Settings::for_hook(host, &env)?;
     let headers = match &settings.authorization.value {
         Some(a) => json!({"Authorization": a.header_value()}),
         None => json!({}),
@@ -52,7 +53,7 @@ fn runs_our_hook(command: &str) -> bool {
 /// skips untrusted hooks silently). Refuses when a hook of that plugin runs anything but our
 /// executable: trust is for code we ship.
 pub fn trust_only(args: &SetupArgs) -> Result<ExitCode> {
-    let host = Host::parse(&args.host)?;
+    let host = args.host;
     if host != Host::Codex {
         bail!("--trust-only is for codex only (the one host that asks for hook trust)");
     }

@@ -15,7 +15,8 @@ use serde_json::{Value, json};
 
 use crate::host_cli::HostCli;
 use crate::install::{
-    self, Host, Journal, Manifest, OwnedConfig, OwnedEntry, OwnedFile, Registrations, digest, toml_string,
+    self, Host, HostExt, Journal, Manifest, OwnedConfig, OwnedEntry, OwnedFile, Registrations, digest,
+    toml_string,
 };
 use crate::jsonc;
 
@@ -38,7 +39,8 @@ pub struct Locate {
 #[derive(Debug, Args)]
 pub struct SetupArgs {
     /// claude-code, codex, opencode, pi or dsh.
-    pub host: String,
+    #[arg(value_parser = crate::install::host_arg())]
+    pub host: crate::install::Host,
     /// DSH only: the profile to install into (default: web).
     #[arg(long, value_name = "NAME")]
     pub profile: Option<String>,
@@ -184,7 +186,7 @@ impl Paths {
             _ => None,
         };
         Ok(Settings::resolve(&Layers {
-            host: host.integration(),
+            host,
             env: &self.env,
             flags,
             file: file_ref,
@@ -358,7 +360,7 @@ impl Plan {
 
     fn to_json(&self) -> Value {
         json!({
-            "host": self.host.name(),
+            "host": self.host.as_str(),
             "host_cli": self.cli.path,
             "host_version": self.host_version,
             "host_version_tested": self.tested,
@@ -376,7 +378,7 @@ impl Plan {
     }
 
     fn print(&self) {
-        println!("powercontext-hooks setup {}", self.host.name());
+        println!("powercontext-hooks setup {}", self.host.as_str());
         println!("  hook executable  {}", self.hook_exe.display());
         println!(
             "  host CLI         {} {}{}",
@@ -402,7 +404,7 @@ impl Plan {
                 "  {:<7} {} [hosts.{}] {}",
                 f.action,
                 f.path.display(),
-                self.host.name(),
+                self.host.as_str(),
                 keys.join(", ")
             );
         }
@@ -451,7 +453,7 @@ fn build_plan(args: &SetupArgs, host: Host, paths: &Paths) -> Result<Plan> {
     if !tested {
         warnings.push(format!(
             "{} {host_version} is not a version our real-host tests cover ({}); installing anyway",
-            host.name(),
+            host.as_str(),
             host.tested_versions().join(", ")
         ));
     }
@@ -492,7 +494,7 @@ fn build_plan(args: &SetupArgs, host: Host, paths: &Paths) -> Result<Plan> {
         warnings.push(format!(
             "the server URL comes from {}; the hook sees it only if {} runs with that variable (pass --server-url to save it)",
             settings.server_url.origin,
-            host.name()
+            host.as_str()
         ));
     }
 
@@ -625,7 +627,7 @@ fn build_plan(args: &SetupArgs, host: Host, paths: &Paths) -> Result<Plan> {
             }
             None => String::new(),
         };
-        let (new_text, created) = install::config_set(&old_text, host.name(), &lines);
+        let (new_text, created) = install::config_set(&old_text, host.as_str(), &lines);
         let prev_cfg = previous.as_ref().and_then(|m| m.config.clone());
         // Lines the user had before we first set these keys: uninstall puts them back.
         let mut prior = prev_cfg.as_ref().map(|c| c.previous.clone()).unwrap_or_default();
@@ -634,7 +636,7 @@ fn build_plan(args: &SetupArgs, host: Host, paths: &Paths) -> Result<Plan> {
             if ours {
                 continue;
             }
-            match install::config_line(&old_text, host.name(), k) {
+            match install::config_line(&old_text, host.as_str(), k) {
                 Some(line) if k == "authorization" => {
                     prior_authorization = Some(FileChange {
                         path: install::install_dir(&paths.state_root, host)
@@ -741,7 +743,7 @@ fn build_plan(args: &SetupArgs, host: Host, paths: &Paths) -> Result<Plan> {
             }
             Some(p) => bail!(
                 "{} already has a marketplace named `{}` from {} — not ours. Remove it first ({}), or pass --take-over, then run setup again",
-                host.name(),
+                host.as_str(),
                 install::MARKETPLACE,
                 p.display(),
                 match host {
@@ -1124,7 +1126,7 @@ fn apply_inner(plan: &Plan, paths: &Paths, journal: &mut Journal) -> Result<Regi
         // The hook must read back exactly what we wrote (without the environment's overrides).
         let file = config::load_file(&f.path)?.context("the config file vanished")?;
         Settings::resolve(&Layers {
-            host: plan.host.integration(),
+            host: plan.host,
             env: &Env::default(),
             flags: None,
             file: Some((&f.path, &file)),
@@ -1218,7 +1220,7 @@ fn apply_inner(plan: &Plan, paths: &Paths, journal: &mut Journal) -> Result<Regi
             if plan.cli.plugin_enabled()? != Some(true) {
                 bail!(
                     "{} does not list {} as enabled after setup",
-                    plan.host.name(),
+                    plan.host.as_str(),
                     install::PLUGIN_ID
                 );
             }
@@ -1277,7 +1279,7 @@ fn apply_inner(plan: &Plan, paths: &Paths, journal: &mut Journal) -> Result<Regi
     let manifest = Manifest {
         schema: 1,
         owner: "powercontext-hooks".to_owned(),
-        host: plan.host.name().to_owned(),
+        host: plan.host.as_str().to_owned(),
         version: env!("CARGO_PKG_VERSION").to_owned(),
         plugin_dir: plan.plugin_dir.clone(),
         hook_exe: plan.hook_exe.clone(),
@@ -1316,7 +1318,7 @@ pub fn setup(args: &SetupArgs) -> Result<ExitCode> {
         return crate::interop::trust_only(args).or_else(|e| fail(args.json, &e));
     }
     let outcome = (|| -> Result<(Plan, Option<Result<Registrations>>)> {
-        let host = Host::parse(&args.host)?;
+        let host = args.host;
         let paths = Paths::resolve(&args.locate)?;
         let plan = build_plan(args, host, &paths)?;
         if !args.json {
@@ -1364,7 +1366,7 @@ pub fn setup(args: &SetupArgs) -> Result<ExitCode> {
                 v["ok"] = json!(true);
                 println!("{v}");
             } else {
-                println!("done: {} is set up", plan.host.name());
+                println!("done: {} is set up", plan.host.as_str());
                 next_steps(&plan);
             }
             Ok(ExitCode::SUCCESS)
@@ -1373,8 +1375,8 @@ pub fn setup(args: &SetupArgs) -> Result<ExitCode> {
 }
 
 fn next_steps(plan: &Plan) {
-    println!("next: powercontext-hooks doctor {}", plan.host.name());
-    println!("undo: powercontext-hooks uninstall {}", plan.host.name());
+    println!("next: powercontext-hooks doctor {}", plan.host.as_str());
+    println!("undo: powercontext-hooks uninstall {}", plan.host.as_str());
     if plan.host == Host::Codex {
         println!(
             "note: Codex runs only trusted hooks; setup recorded trust for this exact hook. If you edit the plugin, \

@@ -12,7 +12,7 @@ use clap::Args;
 use serde_json::json;
 
 use crate::host_cli::HostCli;
-use crate::install::{self, Host, Manifest, digest};
+use crate::install::{self, Host, HostExt, Manifest, digest};
 use crate::jsonc;
 use crate::setup::{Locate, Paths, dsh_dependency, fail, value_digest};
 
@@ -20,7 +20,8 @@ use crate::setup::{Locate, Paths, dsh_dependency, fail, value_digest};
 #[derive(Debug, Args)]
 pub struct UninstallArgs {
     /// claude-code, codex, opencode, pi or dsh.
-    pub host: String,
+    #[arg(value_parser = crate::install::host_arg())]
+    pub host: crate::install::Host,
     #[command(flatten)]
     pub locate: Locate,
     /// Print what would be removed and stop.
@@ -38,7 +39,7 @@ pub fn uninstall(args: &UninstallArgs) -> Result<ExitCode> {
             if args.json {
                 println!(
                     "{}",
-                    json!({"ok": true, "host": args.host, "dry_run": args.dry_run, "actions": actions, "kept": kept})
+                    json!({"ok": true, "host": args.host.as_str(), "dry_run": args.dry_run, "actions": actions, "kept": kept})
                 );
             } else {
                 for a in &actions {
@@ -65,7 +66,7 @@ pub fn uninstall(args: &UninstallArgs) -> Result<ExitCode> {
 }
 
 fn run(args: &UninstallArgs) -> Result<(Vec<String>, Vec<String>)> {
-    let host = Host::parse(&args.host)?;
+    let host = args.host;
     let paths = Paths::resolve(&args.locate)?;
     let Some(manifest) = install::load_manifest(&paths.state_root, host)? else {
         return Ok((Vec::new(), Vec::new()));
@@ -188,19 +189,19 @@ fn run(args: &UninstallArgs) -> Result<(Vec<String>, Vec<String>)> {
         {
             owned.previous.insert("authorization".to_owned(), line);
         }
-        let (new, kept_keys) = install::config_remove(&text, host.name(), &owned);
+        let (new, kept_keys) = install::config_remove(&text, host.as_str(), &owned);
         for k in kept_keys {
             kept.push(format!(
                 "{} [hosts.{}] {k} (changed since setup)",
                 owned.path.display(),
-                host.name()
+                host.as_str()
             ));
         }
         if new != text {
             actions.push(format!(
                 "edit    {} [hosts.{}]",
                 owned.path.display(),
-                host.name()
+                host.as_str()
             ));
             if !dry {
                 install::write_through(&owned.path, new.as_bytes(), false)?;

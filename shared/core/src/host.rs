@@ -91,3 +91,9 @@ impl Integration {
         Self::ALL.into_iter().find(|i| i.as_str() == name)
     }
 }
+
+impl std::fmt::Display for Integration {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
