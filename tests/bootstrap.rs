@@ -45,7 +45,7 @@ fn ask(t: &Transport, scope: &str, event_id: &str, enabled: bool) -> Bootstrap {
 }
 
 /// A scope with one pinned memory (pinned with our CLI, as a user would) and its artifact id.
-fn pinned_scope(server: &RealServer, tag: &str, text: &str) -> (String, String) {
+pub(crate) fn pinned_scope(server: &RealServer, tag: &str, text: &str) -> (String, String) {
     let scope = server.create_scope(&format!("bootstrap {tag}"));
     let artifact = server.remember_artifact(&scope, text);
     let out = std::process::Command::new(CLI)
