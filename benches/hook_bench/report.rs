@@ -246,7 +246,13 @@ impl Report {
             }
         }
         for sec in &self.byte_sections {
-            let _ = writeln!(s, "\n## {}\n\n{}\n\n{}", sec.title, sec.intro, sec.table.trim_end());
+            let _ = writeln!(
+                s,
+                "\n## {}\n\n{}\n\n{}",
+                sec.title,
+                sec.intro,
+                sec.table.trim_end()
+            );
         }
         let _ = writeln!(
             s,
