@@ -14,6 +14,7 @@ mod hosts;
 mod measure;
 mod report;
 mod servers;
+mod session_memory;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -457,6 +458,14 @@ fn main() {
         "{} is needed for peak RSS: apt-get install -y time",
         measure::TIME
     );
+    // `POWERCONTEXT_BENCH_ONLY=session-memory` runs that one section, prints its table and
+    // writes nothing (the docs keep the figures of the last full run).
+    if env.text("POWERCONTEXT_BENCH_ONLY") == Some("session-memory") {
+        let figures = session_memory::measure(&ctx);
+        println!("{}", figures.markdown());
+        println!("{}", figures.json());
+        return;
+    }
     let hosts: Vec<&Host> = hosts::ALL.iter().collect();
     let mut report = Report {
         runs: ctx.plan.runs,
@@ -474,6 +483,13 @@ fn main() {
     bench_burst(&ctx, main.single_p50, &mut report);
     bench_journal(&ctx, &mut report);
     bench_binaries(&ctx, &hosts, &mut report);
+    let figures = session_memory::measure(&ctx);
+    report.byte_sections.push(report::ByteSection {
+        title: SESSION_MEMORY_TITLE.into(),
+        intro: SESSION_MEMORY_INTRO.into(),
+        table: figures.markdown(),
+        json: figures.json(),
+    });
     finish_targets(&mut report, &main);
 
     report
@@ -510,6 +526,16 @@ fn main() {
         ));
     }
 }
+
+const SESSION_MEMORY_TITLE: &str = "Session memory: bytes injected per turn (real Server)";
+const SESSION_MEMORY_INTRO: &str = "The Claude Code hook executable driven with its recorded payload \
+    shapes against the pinned Server: six ready memories on one topic, two of them curated \
+    (`bootstrap-context`), then a `SessionStart` and ten prompts on that topic. *Before*: \
+    `POWERCONTEXT_CLAUDE_BOOTSTRAP=0` and a new session id per prompt, so nothing is remembered and \
+    every prompt injects its whole recall (the behaviour before session memory). *After*: one \
+    session; the start injects the curated package and each prompt leaves out what the session \
+    already has. Bytes of `additionalContext`, capture off. \
+    `POWERCONTEXT_BENCH_ONLY=session-memory` runs this section alone and prints it.";
 
 /// Figures later sections and the targets need from the main comparison.
 struct MainFigures {
