@@ -608,6 +608,12 @@ impl Settings {
             match layers.find("scope_id", &names.scope_id, |o| o.scope_id.clone(), str::to_owned)? {
                 Some(Found { value, origin }) => {
                     let v = value.trim();
+                    // Upstream's DSH plugin sends an over-long configured scope as
+                    // `sha256:<hex>` rather than refusing it; DSH keeps that id.
+                    let bounded = (layers.host == Integration::Dsh)
+                        .then(|| crate::workspace::bounded_utf16_scope(v))
+                        .flatten();
+                    let v = bounded.as_deref().unwrap_or(v);
                     if v.chars().count() > 256 || v.chars().any(char::is_control) {
                         return Err(ConfigError::new(
                             setting_name(&origin),
@@ -1005,6 +1011,37 @@ mod tests {
         assert_eq!(s.budget.value, Duration::from_secs(4));
         assert_eq!(s.flush_max_calls.value, 4);
         assert_eq!(s.max_bytes.value, 8000);
+    }
+
+    #[test]
+    fn dsh_bounds_an_over_long_configured_scope_as_upstream_does() {
+        let long = "x".repeat(300);
+        let hashed = "sha256:0d4e2ca9e9cbced7a7a5380eb29e1a3783b9b6d0db72de36a1051038e1c1fbc7";
+        let s = resolve(
+            Integration::Dsh,
+            &[("POWERCONTEXT_DSH_SCOPE_ID", &format!(" {long} "))],
+            None,
+        )
+        .unwrap();
+        assert_eq!(s.scope_id.value.as_deref(), Some(hashed));
+        let file = format!("[hosts.dsh]\nscope_id = \"{long}\"\n");
+        let s = resolve(Integration::Dsh, &[], Some(&file)).unwrap();
+        assert_eq!(s.scope_id.value.as_deref(), Some(hashed));
+        let s = resolve(
+            Integration::Dsh,
+            &[("POWERCONTEXT_DSH_SCOPE_ID", "project:demo")],
+            None,
+        )
+        .unwrap();
+        assert_eq!(s.scope_id.value.as_deref(), Some("project:demo"));
+        // The other hosts keep refusing it by name.
+        let e = resolve(
+            Integration::Codex,
+            &[("POWERCONTEXT_CODEX_SCOPE_ID", &long)],
+            None,
+        )
+        .unwrap_err();
+        assert_eq!(e.setting, "POWERCONTEXT_CODEX_SCOPE_ID");
     }
 
     #[test]
