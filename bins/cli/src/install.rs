@@ -232,6 +232,43 @@ pub fn hook_command_shell(exe: &Path) -> Result<String> {
     })
 }
 
+/// Where setup keeps the header value OpenCode's MCP entry reads through `{file:…}`: owner-only,
+/// in our install folder, never in the host's config (which users commit to dotfiles).
+pub const MCP_AUTHORIZATION_FILE: &str = "mcp-authorization";
+
+/// The MCP headers helper command line (`<cli> mcp-headers <host> [--config FILE] [--env N=V]…`),
+/// shell-quoted where needed; no token, only where to find it.
+pub fn mcp_headers_command(
+    cli: &Path,
+    host: Host,
+    config: Option<&Path>,
+    env: &[(&str, &str)],
+) -> Result<String> {
+    let mut line = format!("{} mcp-headers {}", hook_command_shell(cli)?, host.name());
+    if let Some(c) = config {
+        line.push_str(" --config ");
+        line.push_str(&hook_command_shell(c)?);
+    }
+    for (name, value) in env {
+        line.push_str(" --env ");
+        line.push_str(&hook_command_shell(Path::new(&format!("{name}={value}")))?);
+    }
+    Ok(line)
+}
+
+/// Codex's `.mcp.json` with our `http_headers_helper` added to the `powercontext` server.
+pub fn codex_mcp_with_helper(rendered: &str, helper: &str) -> Result<Vec<u8>> {
+    let mut v: serde_json::Value =
+        serde_json::from_str(rendered).context("internal error: Codex's .mcp.json template is not JSON")?;
+    let server = v["mcpServers"]["powercontext"]
+        .as_object_mut()
+        .context("internal error: Codex's .mcp.json template has no powercontext server")?;
+    server.insert("http_headers_helper".to_owned(), serde_json::Value::from(helper));
+    let mut bytes = serde_json::to_vec_pretty(&v)?;
+    bytes.push(b'\n');
+    Ok(bytes)
+}
+
 /// Renders a template, refusing to leave a placeholder behind.
 pub fn render(template: &str, values: &[(&str, &str)]) -> Result<String> {
     let mut text = template.to_owned();
