@@ -199,6 +199,8 @@ pub const OPENCODE_PLUGIN_FILE: &str = "powercontext-opencode.js";
 pub const OPENCODE_MCP_KEY: &str = "powercontext";
 /// The package name `dsh plugin add` links into the profile.
 pub const DSH_PACKAGE: &str = "powercontext-dsh";
+/// The name of our Pi package (the official installer's too).
+pub const PI_PACKAGE: &str = "powercontext-pi";
 /// The cordis row id our DSH bundle inserts.
 pub const DSH_PLUGIN_ID: &str = "powercontext-dsh";
 /// The DSH profile setup uses when none is given (the official installer's choice).

@@ -61,8 +61,8 @@ pub struct SetupArgs {
     #[arg(long)]
     pub statusline: bool,
     /// Replace an install the official `powercontext setup` made (Claude Code and Codex: its
-    /// `powercontext` marketplace and plugin; OpenCode: its plugin file); the plan shows it and a
-    /// failure restores it.
+    /// `powercontext` marketplace and plugin; OpenCode: its plugin file; Pi and DSH: its
+    /// `powercontext-pi` / `powercontext-dsh` package); the plan shows it and a failure restores it.
     #[arg(long)]
     pub take_over: bool,
     /// Codex only: record trust for the powercontext hooks Codex already lists (as installed by
@@ -294,6 +294,8 @@ struct Plan {
     mcp_header_file: Option<FileChange>,
     /// OpenCode: a header file no longer referenced (no token any more).
     drop_mcp_header_file: Option<PathBuf>,
+    /// Pi: the official installer's `powercontext-pi` packages `--take-over` removes.
+    pi_replace: Vec<PathBuf>,
     /// DSH profile.
     profile: Option<String>,
     steps: Vec<Step>,
@@ -325,6 +327,17 @@ impl Plan {
                 self.cli
                     .display(&["plugin", "marketplace", "remove", install::MARKETPLACE])
             ),
+            (Host::Dsh, Step::Replace) => {
+                let profile = self.profile.as_deref().unwrap_or(install::DSH_DEFAULT_PROFILE);
+                self.cli
+                    .display(&["plugin", "--profile", profile, "remove", install::DSH_PACKAGE])
+            }
+            (Host::Pi, Step::Replace) => self
+                .pi_replace
+                .iter()
+                .map(|p| self.cli.display(&["remove", &p.display().to_string()]))
+                .collect::<Vec<_>>()
+                .join("; "),
             (_, Step::Replace) => format!(
                 "{}; {}",
                 self.cli
@@ -707,8 +720,29 @@ fn build_plan(args: &SetupArgs, host: Host, paths: &Paths) -> Result<Plan> {
     let mut kept_entry = None;
     let mut mcp_header_file = None;
     let mut drop_mcp_header_file = None;
+    let mut pi_replace = Vec::new();
     match host {
         Host::Pi => {
+            // Pi tells local packages apart by path: the official installer's `powercontext-pi`
+            // would load beside ours (recall and capture twice).
+            pi_replace = cli.pi_other_powercontext(&plugin_dir)?;
+            if !pi_replace.is_empty() {
+                let list: Vec<String> = pi_replace.iter().map(|p| p.display().to_string()).collect();
+                if !args.take_over {
+                    bail!(
+                        "Pi already has another {} package ({}) — the official installer's; both would load. \
+                         Pass --take-over to replace it, or remove it first (pi remove <path>), then run setup again",
+                        install::PI_PACKAGE,
+                        list.join(", ")
+                    );
+                }
+                warnings.push(format!(
+                    "taking over: Pi's other {} package ({}) is removed (not restored by uninstall)",
+                    install::PI_PACKAGE,
+                    list.join(", ")
+                ));
+                steps.push(Step::Replace);
+            }
             if !cli.pi_lists(&plugin_dir)? {
                 steps.push(Step::Install);
             }
@@ -721,9 +755,17 @@ fn build_plan(args: &SetupArgs, host: Host, paths: &Paths) -> Result<Plan> {
             match dsh_dependency(&dir)? {
                 None => steps.push(Step::Install),
                 Some(spec) if spec == format!("link:{}", plugin_dir.display()) => {}
+                Some(spec) if args.take_over => {
+                    warnings.push(format!(
+                        "taking over: DSH profile `{p}`'s `{}` package ({spec}) is replaced (not restored by uninstall)",
+                        install::DSH_PACKAGE
+                    ));
+                    steps.push(Step::Replace);
+                    steps.push(Step::Install);
+                }
                 Some(spec) => bail!(
                     "DSH profile `{p}` already has a package `{}` ({spec}) — not ours. Remove it first \
-                     (dsh plugin --profile {p} remove {}), then run setup again",
+                     (dsh plugin --profile {p} remove {}), or pass --take-over, then run setup again",
                     install::DSH_PACKAGE,
                     install::DSH_PACKAGE
                 ),
@@ -848,6 +890,7 @@ fn build_plan(args: &SetupArgs, host: Host, paths: &Paths) -> Result<Plan> {
         kept_entry,
         mcp_header_file,
         drop_mcp_header_file,
+        pi_replace,
         profile,
         steps,
         shared,
@@ -1288,9 +1331,19 @@ fn apply_inner(plan: &Plan, paths: &Paths, journal: &mut Journal) -> Result<Regi
                 plan.cli.codex_trust(&paths.neutral_cwd())?;
                 regs.trust = true;
             }
+            (Host::Pi, Step::Replace) => {
+                for p in &plan.pi_replace {
+                    plan.cli.run_ok(&["remove", &p.display().to_string()])?;
+                }
+            }
             (Host::Pi, _) => {
                 plan.cli.run_ok(&["install", &dir])?;
                 regs.plugin = true;
+            }
+            (Host::Dsh, Step::Replace) => {
+                let profile = plan.profile.as_deref().unwrap_or(install::DSH_DEFAULT_PROFILE);
+                plan.cli
+                    .run_ok(&["plugin", "--profile", profile, "remove", install::DSH_PACKAGE])?;
             }
             (Host::Dsh, _) => {
                 let profile = plan.profile.as_deref().unwrap_or(install::DSH_DEFAULT_PROFILE);
