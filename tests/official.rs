@@ -185,7 +185,7 @@ fn the_skills_workstream_binding_file_does_not_choose_the_scope() {
         )
         .unwrap();
         let out = hook(exe, part, "Which fleet do we deploy?", repo.path())
-            .env(&format!("POWERCONTEXT_{part}_SERVER_URL"), &server.url())
+            .env(&format!("POWERCONTEXT_{part}_SERVER_URL"), server.url())
             .env(&format!("POWERCONTEXT_{part}_BOOTSTRAP"), "0")
             .current_dir(repo.path())
             .run();
