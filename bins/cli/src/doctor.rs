@@ -951,9 +951,7 @@ fn run_hook(
             break Some(s);
         }
         if started.elapsed() > Duration::from_secs(15) {
-            let _ = Command::new("kill")
-                .args(["-KILL", "--", &format!("-{}", child.id())])
-                .status();
+            crate::host_cli::kill_group(&child);
             let _ = child.wait();
             break None;
         }

@@ -508,294 +508,319 @@ fn seconds(value: f64) -> Option<Duration> {
     (value.is_finite() && value > 0.0 && value <= 600.0).then(|| Duration::from_secs_f64(value))
 }
 
+/// How one kind of value is read: from environment text, or from the typed value a file or flag
+/// holds. Every setting of a kind shares its parsing, its bounds and its error text.
+trait Kind {
+    /// The value's type in the file and in flags.
+    type File: Clone;
+    /// The resolved type.
+    type Value;
+    fn parse_text(&self, text: &str) -> Option<Self::Value>;
+    fn parse_file(&self, value: Self::File) -> Option<Self::Value>;
+    /// What a valid value looks like (the error's problem; never the value itself).
+    fn expected(&self) -> String;
+}
+
+/// A switch: `1/0`, `true/false`, `yes/no`, `on/off`.
+struct Switch;
+
+impl Kind for Switch {
+    type File = bool;
+    type Value = bool;
+    fn parse_text(&self, text: &str) -> Option<bool> {
+        parse_bool(text)
+    }
+    fn parse_file(&self, value: bool) -> Option<bool> {
+        Some(value)
+    }
+    fn expected(&self) -> String {
+        "must be one of 1/0, true/false, yes/no, on/off".to_owned()
+    }
+}
+
+/// A duration in seconds, above 0 and at most 600.
+struct Seconds;
+
+impl Kind for Seconds {
+    type File = f64;
+    type Value = Duration;
+    fn parse_text(&self, text: &str) -> Option<Duration> {
+        text.trim().parse::<f64>().ok().and_then(seconds)
+    }
+    fn parse_file(&self, value: f64) -> Option<Duration> {
+        seconds(value)
+    }
+    fn expected(&self) -> String {
+        "must be a number of seconds above 0 and at most 600".to_owned()
+    }
+}
+
+/// A whole number within bounds.
+struct Whole(std::ops::RangeInclusive<i64>);
+
+impl Kind for Whole {
+    type File = i64;
+    type Value = u32;
+    fn parse_text(&self, text: &str) -> Option<u32> {
+        self.parse_file(text.trim().parse::<i64>().ok()?)
+    }
+    fn parse_file(&self, value: i64) -> Option<u32> {
+        self.0
+            .contains(&value)
+            .then(|| u32::try_from(value).ok())
+            .flatten()
+    }
+    fn expected(&self) -> String {
+        format!(
+            "must be a whole number from {} to {}",
+            self.0.start(),
+            self.0.end()
+        )
+    }
+}
+
+/// `skip` or `redact`.
+struct Policy;
+
+impl Kind for Policy {
+    type File = String;
+    type Value = SecretPolicy;
+    fn parse_text(&self, text: &str) -> Option<SecretPolicy> {
+        SecretPolicy::parse(text)
+    }
+    fn parse_file(&self, value: String) -> Option<SecretPolicy> {
+        SecretPolicy::parse(&value)
+    }
+    fn expected(&self) -> String {
+        "must be `skip` or `redact`".to_owned()
+    }
+}
+
+/// An explicit scope id: at most 256 characters, no control characters; blank means none.
+struct ScopeId {
+    /// DSH: an over-long id is sent as `sha256:<hex>`, as upstream's DSH plugin does, instead of
+    /// being refused.
+    bound_long: bool,
+}
+
+impl Kind for ScopeId {
+    type File = String;
+    type Value = Option<String>;
+    fn parse_text(&self, text: &str) -> Option<Option<String>> {
+        let v = text.trim();
+        if self.bound_long
+            && let Some(hashed) = crate::workspace::bounded_utf16_scope(v)
+        {
+            return Some(Some(hashed));
+        }
+        if v.chars().count() > 256 || v.chars().any(char::is_control) {
+            return None;
+        }
+        Some((!v.is_empty()).then(|| v.to_owned()))
+    }
+    fn parse_file(&self, value: String) -> Option<Option<String>> {
+        self.parse_text(&value)
+    }
+    fn expected(&self) -> String {
+        "must be a scope id of at most 256 characters".to_owned()
+    }
+}
+
+impl Layers<'_> {
+    /// One setting of kind `kind`: the first layer that sets it, parsed, or the default.
+    fn setting<K: Kind>(
+        &self,
+        key: &str,
+        names: &[String],
+        pick: fn(&HostOptions) -> Option<K::File>,
+        kind: &K,
+        default: K::Value,
+    ) -> Result<Setting<K::Value>, ConfigError> {
+        let found = self.find(
+            key,
+            names,
+            |o| pick(o).map(Raw::Typed),
+            |t| Raw::Text(t.to_owned()),
+        )?;
+        let Some(Found { value, origin }) = found else {
+            return Ok(Setting {
+                value: default,
+                origin: Origin::Default,
+            });
+        };
+        let parsed = match value {
+            Raw::Text(t) => kind.parse_text(&t),
+            Raw::Typed(v) => kind.parse_file(v),
+        };
+        match parsed {
+            Some(value) => Ok(Setting { value, origin }),
+            None => Err(ConfigError::new(setting_name(&origin), kind.expected())),
+        }
+    }
+}
+
+/// The server URL: flags, environment, our file, then the URL the official CLI saved (plain http
+/// to a remote host only with the consent it recorded for that endpoint), then the default.
+fn resolve_server_url(layers: &Layers<'_>, names: &EnvNames) -> Result<Setting<BaseUrl>, ConfigError> {
+    let found = layers.find(
+        "server_url",
+        &names.server_url,
+        |o| o.server_url.clone(),
+        str::to_owned,
+    )?;
+    if let Some(Found { value, origin }) = found {
+        let url = match BaseUrl::parse(&value) {
+            Err(crate::endpoint::UrlProblem::InsecureRemote)
+                if BaseUrl::parse_insecure(&value)
+                    .is_ok_and(|u| official::insecure_consent(layers.host, layers.env, &u)) =>
+            {
+                BaseUrl::parse_insecure(&value)
+            }
+            other => other,
+        }
+        .map_err(|p| ConfigError::new(setting_name(&origin), p.to_string()))?;
+        return Ok(Setting { value: url, origin });
+    }
+    let Some(f) = official::server_url(layers.host, layers.env) else {
+        return Ok(Setting {
+            value: BaseUrl::parse(Defaults::SERVER_URL).expect("the default URL is valid"),
+            origin: Origin::Default,
+        });
+    };
+    let origin = Origin::Official {
+        path: f.path.clone(),
+        key: f.key.clone(),
+    };
+    let parsed = match BaseUrl::parse(&f.value) {
+        Err(crate::endpoint::UrlProblem::InsecureRemote) if f.insecure_consent => {
+            BaseUrl::parse_insecure(&f.value)
+        }
+        other => other,
+    };
+    let url = parsed.map_err(|p| ConfigError::new(setting_name(&origin), p.to_string()))?;
+    Ok(Setting { value: url, origin })
+}
+
+/// The authorization header, in this order: a full header from flags or the environment; a bare
+/// token variable (it beats a header that only the file sets, so a token exported for one run
+/// wins over a stale file); the file's header; the token the official CLI saved for this very
+/// endpoint; none.
+fn resolve_authorization(
+    layers: &Layers<'_>,
+    names: &EnvNames,
+    url: &BaseUrl,
+) -> Result<Setting<Option<Authorization>>, ConfigError> {
+    let header = |Found { value, origin }: Found<String>| {
+        let a = Authorization::parse_header(&value)
+            .map_err(|p| ConfigError::new(setting_name(&origin), p.to_string()))?;
+        Ok(Setting {
+            value: Some(a),
+            origin,
+        })
+    };
+    let found = layers.find(
+        "authorization",
+        &names.authorization,
+        |o| o.authorization.clone(),
+        str::to_owned,
+    )?;
+    match found {
+        Some(f) if !matches!(f.origin, Origin::File { .. }) || !has_env(layers, &names.token) => header(f),
+        found => match first_env(layers.env, &names.token)? {
+            Some((name, token)) => {
+                let a = Authorization::parse_token(token)
+                    .map_err(|p| ConfigError::new(name.clone(), p.to_string()))?;
+                Ok(Setting {
+                    value: Some(a),
+                    origin: Origin::Env(name),
+                })
+            }
+            None => match found {
+                Some(f) => header(f),
+                None => official_authorization(layers, url),
+            },
+        },
+    }
+}
+
 impl Settings {
     /// Resolves every setting through the layers.
     ///
     /// # Errors
     /// The first [`ConfigError`] found, naming the setting.
     pub fn resolve(layers: &Layers<'_>) -> Result<Self, ConfigError> {
-        let names = EnvNames::for_host(layers.host);
-
-        let server_url = match layers.find(
-            "server_url",
-            &names.server_url,
-            |o| o.server_url.clone().map(Raw::Typed),
-            |t| Raw::Text(t.to_owned()),
-        )? {
-            Some(Found {
-                value: Raw::Text(s) | Raw::Typed(s),
-                origin,
-            }) => {
-                let url = match BaseUrl::parse(&s) {
-                    Err(crate::endpoint::UrlProblem::InsecureRemote)
-                        if BaseUrl::parse_insecure(&s)
-                            .is_ok_and(|u| official::insecure_consent(layers.host, layers.env, &u)) =>
-                    {
-                        BaseUrl::parse_insecure(&s)
-                    }
-                    other => other,
-                }
-                .map_err(|p| ConfigError::new(setting_name(&origin), p.to_string()))?;
-                Setting { value: url, origin }
-            }
-            None => match official::server_url(layers.host, layers.env) {
-                // The official CLI's saved URL; plain http to a remote host only with the consent
-                // it recorded for this endpoint.
-                Some(f) => {
-                    let origin = Origin::Official {
-                        path: f.path.clone(),
-                        key: f.key.clone(),
-                    };
-                    let parsed = match BaseUrl::parse(&f.value) {
-                        Err(crate::endpoint::UrlProblem::InsecureRemote) if f.insecure_consent => {
-                            BaseUrl::parse_insecure(&f.value)
-                        }
-                        other => other,
-                    };
-                    let url = parsed.map_err(|p| ConfigError::new(setting_name(&origin), p.to_string()))?;
-                    Setting { value: url, origin }
-                }
-                None => Setting {
-                    value: BaseUrl::parse(Defaults::SERVER_URL).expect("the default URL is valid"),
-                    origin: Origin::Default,
-                },
-            },
+        let n = EnvNames::for_host(layers.host);
+        // In the order errors are reported: the first invalid setting is the one named.
+        let server_url = resolve_server_url(layers, &n)?;
+        let authorization = resolve_authorization(layers, &n, &server_url.value)?;
+        let scope = ScopeId {
+            bound_long: layers.host == Integration::Dsh,
         };
-
-        let authorization = {
-            let header = layers.find(
-                "authorization",
-                &names.authorization,
-                |o| o.authorization.clone(),
-                str::to_owned,
-            )?;
-            match header {
-                Some(Found { value, origin })
-                    if !matches!(origin, Origin::File { .. }) || !has_env(layers, &names.token) =>
-                {
-                    let a = Authorization::parse_header(&value)
-                        .map_err(|p| ConfigError::new(setting_name(&origin), p.to_string()))?;
-                    Setting {
-                        value: Some(a),
-                        origin,
-                    }
-                }
-                _ => match first_env(layers.env, &names.token)? {
-                    Some((name, token)) => {
-                        let a = Authorization::parse_token(token)
-                            .map_err(|p| ConfigError::new(name.clone(), p.to_string()))?;
-                        Setting {
-                            value: Some(a),
-                            origin: Origin::Env(name),
-                        }
-                    }
-                    None => match header {
-                        Some(Found { value, origin }) => {
-                            let a = Authorization::parse_header(&value)
-                                .map_err(|p| ConfigError::new(setting_name(&origin), p.to_string()))?;
-                            Setting {
-                                value: Some(a),
-                                origin,
-                            }
-                        }
-                        None => official_authorization(layers, &server_url.value)?,
-                    },
-                },
-            }
-        };
-
-        let scope_id =
-            match layers.find("scope_id", &names.scope_id, |o| o.scope_id.clone(), str::to_owned)? {
-                Some(Found { value, origin }) => {
-                    let v = value.trim();
-                    // Upstream's DSH plugin sends an over-long configured scope as
-                    // `sha256:<hex>` rather than refusing it; DSH keeps that id.
-                    let bounded = (layers.host == Integration::Dsh)
-                        .then(|| crate::workspace::bounded_utf16_scope(v))
-                        .flatten();
-                    let v = bounded.as_deref().unwrap_or(v);
-                    if v.chars().count() > 256 || v.chars().any(char::is_control) {
-                        return Err(ConfigError::new(
-                            setting_name(&origin),
-                            "must be a scope id of at most 256 characters",
-                        ));
-                    }
-                    Setting {
-                        value: (!v.is_empty()).then(|| v.to_owned()),
-                        origin,
-                    }
-                }
-                None => Setting {
-                    value: None,
-                    origin: Origin::Default,
-                },
-            };
-
-        let boolean =
-            |key: &str, names: &[String], pick: fn(&HostOptions) -> Option<bool>, default: bool| match layers
-                .find(
-                    key,
-                    names,
-                    move |o| pick(o).map(Raw::Typed),
-                    |t| Raw::Text(t.to_owned()),
-                )? {
-                Some(Found {
-                    value: Raw::Typed(b),
-                    origin,
-                }) => Ok(Setting { value: b, origin }),
-                Some(Found {
-                    value: Raw::Text(t),
-                    origin,
-                }) => match parse_bool(&t) {
-                    Some(b) => Ok(Setting { value: b, origin }),
-                    None => Err(ConfigError::new(
-                        setting_name(&origin),
-                        "must be one of 1/0, true/false, yes/no, on/off",
-                    )),
-                },
-                None => Ok(Setting {
-                    value: default,
-                    origin: Origin::Default,
-                }),
-            };
-        let capture_prompts = boolean(
+        let scope_id = layers.setting("scope_id", &n.scope_id, |o| o.scope_id.clone(), &scope, None)?;
+        let capture_prompts = layers.setting(
             "capture_prompts",
-            &names.capture_prompts,
+            &n.capture_prompts,
             |o| o.capture_prompts,
+            &Switch,
             Defaults::CAPTURE_PROMPTS,
         )?;
-        let capture_secrets = match layers.find(
+        let capture_secrets = layers.setting(
             "capture_secrets",
-            &names.capture_secrets,
+            &n.capture_secrets,
             |o| o.capture_secrets.clone(),
-            str::to_owned,
-        )? {
-            Some(Found { value, origin }) => match SecretPolicy::parse(&value) {
-                Some(policy) => Setting {
-                    value: policy,
-                    origin,
-                },
-                None => {
-                    return Err(ConfigError::new(
-                        setting_name(&origin),
-                        "must be `skip` or `redact`",
-                    ));
-                }
-            },
-            None => Setting {
-                value: Defaults::CAPTURE_SECRETS,
-                origin: Origin::Default,
-            },
-        };
-        let flush_on_capture = boolean(
+            &Policy,
+            Defaults::CAPTURE_SECRETS,
+        )?;
+        let flush_on_capture = layers.setting(
             "flush_on_capture",
-            &names.flush_on_capture,
+            &n.flush_on_capture,
             |o| o.flush_on_capture,
+            &Switch,
             Defaults::FLUSH_ON_CAPTURE,
         )?;
-
-        let duration =
-            |key: &str, names: &[String], pick: fn(&HostOptions) -> Option<f64>, default: Duration| {
-                match layers.find(
-                    key,
-                    names,
-                    move |o| pick(o).map(Raw::Typed),
-                    |t| Raw::Text(t.to_owned()),
-                )? {
-                    Some(Found { value, origin }) => {
-                        let secs = match value {
-                            Raw::Typed(f) => Some(f),
-                            Raw::Text(t) => t.trim().parse::<f64>().ok(),
-                        };
-                        match secs.and_then(seconds) {
-                            Some(d) => Ok(Setting { value: d, origin }),
-                            None => Err(ConfigError::new(
-                                setting_name(&origin),
-                                "must be a number of seconds above 0 and at most 600",
-                            )),
-                        }
-                    }
-                    None => Ok(Setting {
-                        value: default,
-                        origin: Origin::Default,
-                    }),
-                }
-            };
-        let request_timeout = duration(
+        let request_timeout = layers.setting(
             "request_timeout_seconds",
-            &names.request_timeout,
+            &n.request_timeout,
             |o| o.request_timeout_seconds,
+            &Seconds,
             Defaults::REQUEST_TIMEOUT,
         )?;
-        let budget = duration(
+        let budget = layers.setting(
             "budget_seconds",
-            &names.budget,
+            &n.budget,
             |o| o.budget_seconds,
+            &Seconds,
             Defaults::BUDGET,
         )?;
         let (request_timeout, budget) = opencode_millis(layers, request_timeout, budget)?;
-
-        let integer = |key: &str,
-                       names: &[String],
-                       pick: fn(&HostOptions) -> Option<i64>,
-                       range: std::ops::RangeInclusive<i64>,
-                       default: u32| {
-            match layers.find(
-                key,
-                names,
-                move |o| pick(o).map(Raw::Typed),
-                |t| Raw::Text(t.to_owned()),
-            )? {
-                Some(Found { value, origin }) => {
-                    let n = match value {
-                        Raw::Typed(n) => Some(n),
-                        Raw::Text(t) => t.trim().parse::<i64>().ok(),
-                    };
-                    match n
-                        .filter(|n| range.contains(n))
-                        .and_then(|n| u32::try_from(n).ok())
-                    {
-                        Some(n) => Ok(Setting { value: n, origin }),
-                        None => Err(ConfigError::new(
-                            setting_name(&origin),
-                            format!("must be a whole number from {} to {}", range.start(), range.end()),
-                        )),
-                    }
-                }
-                None => Ok(Setting {
-                    value: default,
-                    origin: Origin::Default,
-                }),
-            }
-        };
-        let flush_max_calls = integer(
+        let flush_max_calls = layers.setting(
             "flush_max_calls",
-            &names.flush_max_calls,
+            &n.flush_max_calls,
             |o| o.flush_max_calls,
-            1..=16,
+            &Whole(1..=16),
             Defaults::FLUSH_MAX_CALLS,
         )?;
-        let max_bytes = integer(
+        let max_bytes = layers.setting(
             "max_bytes",
-            &names.max_bytes,
+            &n.max_bytes,
             |o| o.max_bytes,
-            512..=32768,
+            &Whole(512..=32768),
             Defaults::MAX_BYTES,
         )?;
-        let bootstrap = boolean(
+        let bootstrap = layers.setting(
             "bootstrap",
-            &names.bootstrap,
+            &n.bootstrap,
             |o| o.bootstrap,
+            &Switch,
             Defaults::BOOTSTRAP,
         )?;
-        let bootstrap_max_bytes = integer(
+        let bootstrap_max_bytes = layers.setting(
             "bootstrap_max_bytes",
-            &names.bootstrap_max_bytes,
+            &n.bootstrap_max_bytes,
             |o| o.bootstrap_max_bytes,
-            512..=8192,
+            &Whole(512..=8192),
             Defaults::BOOTSTRAP_MAX_BYTES,
         )?;
-
         Ok(Self {
             server_url,
             authorization,

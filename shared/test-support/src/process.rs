@@ -116,11 +116,9 @@ pub fn drain(mut pipe: impl Read + Send + 'static) -> Receiver<String> {
 /// Kills the process group a child made at spawn (`process_group(0)`). Call it only before the
 /// child is reaped, so the group id still belongs to us.
 pub fn kill_group(pid: u32) {
-    let _ = Command::new("kill")
-        .args(["-KILL", "--", &format!("-{pid}")])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status();
+    if let Some(pid) = i32::try_from(pid).ok().and_then(rustix::process::Pid::from_raw) {
+        let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
+    }
 }
 
 /// Runs another program (an installer such as the official `powercontext` CLI) in a host session's
