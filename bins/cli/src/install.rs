@@ -831,6 +831,33 @@ fn config_remove_plain(text: &str, host: &str, owned: &OwnedConfig) -> (String, 
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn mcp_headers_command_quotes_paths_and_names_only_locations() {
+        let line = mcp_headers_command(
+            Path::new("/opt/pc hooks/powercontext-hooks"),
+            Host::Codex,
+            Some(Path::new("/home/u/.config/powercontext-hooks/config.toml")),
+            &[("CODEX_HOME", "/home/u/my codex")],
+        )
+        .unwrap();
+        assert_eq!(
+            line,
+            "'/opt/pc hooks/powercontext-hooks' mcp-headers codex --config /home/u/.config/powercontext-hooks/config.toml \
+             --env 'CODEX_HOME=/home/u/my codex'"
+        );
+        let mcp = codex_mcp_with_helper(
+            r#"{"mcpServers":{"powercontext":{"type":"http","url":"u"}}}"#,
+            &line,
+        )
+        .unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&mcp).unwrap();
+        assert_eq!(
+            v["mcpServers"]["powercontext"]["http_headers_helper"],
+            line.as_str()
+        );
+        assert_eq!(v["mcpServers"]["powercontext"]["url"], "u");
+    }
     use super::*;
 
     #[test]

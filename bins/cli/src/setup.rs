@@ -1541,3 +1541,19 @@ pub fn fail(json_out: bool, e: &anyhow::Error) -> Result<ExitCode> {
     }
     Ok(ExitCode::from(1))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn opencode_file_references_refuse_paths_its_substitution_would_cut() {
+        assert_eq!(
+            opencode_file_reference(Path::new("/home/u/.local/state/x/mcp-authorization")).unwrap(),
+            "{file:/home/u/.local/state/x/mcp-authorization}"
+        );
+        for bad in ["/a}b/f", "/a{b/f", "/a\"b/f", "/a\\b/f", "/a\nb/f"] {
+            assert!(opencode_file_reference(Path::new(bad)).is_err(), "{bad:?}");
+        }
+    }
+}
