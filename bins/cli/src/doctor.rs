@@ -639,7 +639,7 @@ fn check_activated_package(
                             "activated",
                             "mcp connected",
                             format!("OpenCode reports our MCP entry as `{status}`"),
-                            "start the Server; with a Server token, add an Authorization header to mcp.powercontext",
+                            "start the Server; after a token change, run `powercontext-hooks setup opencode` again (the entry reads the token setup saved)",
                         ),
                         None => r.warn(
                             "activated",

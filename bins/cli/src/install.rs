@@ -169,6 +169,8 @@ pub const OPENCODE_PLUGIN_FILE: &str = "powercontext-opencode.js";
 pub const OPENCODE_MCP_KEY: &str = "powercontext";
 /// The package name `dsh plugin add` links into the profile.
 pub const DSH_PACKAGE: &str = "powercontext-dsh";
+/// The name of our Pi package (the official installer's too).
+pub const PI_PACKAGE: &str = "powercontext-pi";
 /// The cordis row id our DSH bundle inserts.
 pub const DSH_PLUGIN_ID: &str = "powercontext-dsh";
 /// The DSH profile setup uses when none is given (the official installer's choice).
@@ -200,6 +202,43 @@ pub fn hook_command_shell(exe: &Path) -> Result<String> {
     } else {
         format!("'{}'", path.replace('\'', r"'\''"))
     })
+}
+
+/// Where setup keeps the header value OpenCode's MCP entry reads through `{file:…}`: owner-only,
+/// in our install folder, never in the host's config (which users commit to dotfiles).
+pub const MCP_AUTHORIZATION_FILE: &str = "mcp-authorization";
+
+/// The MCP headers helper command line (`<cli> mcp-headers <host> [--config FILE] [--env N=V]…`),
+/// shell-quoted where needed; no token, only where to find it.
+pub fn mcp_headers_command(
+    cli: &Path,
+    host: Host,
+    config: Option<&Path>,
+    env: &[(&str, &str)],
+) -> Result<String> {
+    let mut line = format!("{} mcp-headers {}", hook_command_shell(cli)?, host.as_str());
+    if let Some(c) = config {
+        line.push_str(" --config ");
+        line.push_str(&hook_command_shell(c)?);
+    }
+    for (name, value) in env {
+        line.push_str(" --env ");
+        line.push_str(&hook_command_shell(Path::new(&format!("{name}={value}")))?);
+    }
+    Ok(line)
+}
+
+/// Codex's `.mcp.json` with our `http_headers_helper` added to the `powercontext` server.
+pub fn codex_mcp_with_helper(rendered: &str, helper: &str) -> Result<Vec<u8>> {
+    let mut v: serde_json::Value =
+        serde_json::from_str(rendered).context("internal error: Codex's .mcp.json template is not JSON")?;
+    let server = v["mcpServers"]["powercontext"]
+        .as_object_mut()
+        .context("internal error: Codex's .mcp.json template has no powercontext server")?;
+    server.insert("http_headers_helper".to_owned(), serde_json::Value::from(helper));
+    let mut bytes = serde_json::to_vec_pretty(&v)?;
+    bytes.push(b'\n');
+    Ok(bytes)
 }
 
 /// Renders a template, refusing to leave a placeholder behind.
@@ -762,6 +801,33 @@ fn config_remove_plain(text: &str, host: &str, owned: &OwnedConfig) -> (String, 
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn mcp_headers_command_quotes_paths_and_names_only_locations() {
+        let line = mcp_headers_command(
+            Path::new("/opt/pc hooks/powercontext-hooks"),
+            Host::Codex,
+            Some(Path::new("/home/u/.config/powercontext-hooks/config.toml")),
+            &[("CODEX_HOME", "/home/u/my codex")],
+        )
+        .unwrap();
+        assert_eq!(
+            line,
+            "'/opt/pc hooks/powercontext-hooks' mcp-headers codex --config /home/u/.config/powercontext-hooks/config.toml \
+             --env 'CODEX_HOME=/home/u/my codex'"
+        );
+        let mcp = codex_mcp_with_helper(
+            r#"{"mcpServers":{"powercontext":{"type":"http","url":"u"}}}"#,
+            &line,
+        )
+        .unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&mcp).unwrap();
+        assert_eq!(
+            v["mcpServers"]["powercontext"]["http_headers_helper"],
+            line.as_str()
+        );
+        assert_eq!(v["mcpServers"]["powercontext"]["url"], "u");
+    }
     use super::*;
 
     #[test]

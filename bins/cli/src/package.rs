@@ -162,9 +162,21 @@ fn items(bin_dir: &Path) -> Result<Vec<Item>> {
                 );
             }
             Host::Codex => {
-                for rel in [".codex-plugin/plugin.json", ".mcp.json", "hooks/hooks.json"] {
+                for rel in [".codex-plugin/plugin.json", "hooks/hooks.json"] {
                     put(rel, rendered(host, rel, &values)?.into_bytes());
                 }
+                // Official setup replaces the helper with its own (`uv run … mcp_headers.py`);
+                // a tree added to Codex directly sends the saved token through ours.
+                let helper = install::mcp_headers_command(
+                    &bin_dir.join("powercontext-hooks"),
+                    Host::Codex,
+                    None,
+                    &[],
+                )?;
+                put(
+                    ".mcp.json",
+                    install::codex_mcp_with_helper(&rendered(host, ".mcp.json", &values)?, &helper)?,
+                );
             }
             Host::OpenCode => {
                 put(

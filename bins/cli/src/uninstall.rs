@@ -141,6 +141,7 @@ fn run(args: &UninstallArgs) -> Result<(Vec<String>, Vec<String>)> {
     }
 
     // 2b. Our entry in the host's own config, only while it is still what we wrote.
+    let mut entry_kept = false;
     if let Some(e) = &manifest.host_entry
         && let Some(bytes) = install::read_opt(&e.path)?
     {
@@ -164,13 +165,36 @@ fn run(args: &UninstallArgs) -> Result<(Vec<String>, Vec<String>)> {
                     }
                 }
             }
-            Ok(Some(_)) => kept.push(format!(
-                "{} {} (changed since setup)",
-                e.path.display(),
-                e.member()
-            )),
+            Ok(Some(_)) => {
+                entry_kept = true;
+                kept.push(format!(
+                    "{} {} (changed since setup)",
+                    e.path.display(),
+                    e.member()
+                ));
+            }
             Ok(None) => {}
-            Err(_) => kept.push(format!("{} (no longer parses; left as is)", e.path.display())),
+            Err(_) => {
+                entry_kept = true;
+                kept.push(format!("{} (no longer parses; left as is)", e.path.display()));
+            }
+        }
+    }
+    // OpenCode's MCP header file goes with the entry that names it: OpenCode refuses a config
+    // whose `{file:…}` is missing, so an entry left in place keeps its file.
+    let header_file = install::install_dir(&paths.state_root, host).join(install::MCP_AUTHORIZATION_FILE);
+    if header_file.exists() {
+        if entry_kept {
+            kept.push(format!(
+                "{} (the entry above still reads it)",
+                header_file.display()
+            ));
+        } else {
+            actions.push(format!("remove  {}", header_file.display()));
+            if !dry {
+                fs::remove_file(&header_file)
+                    .with_context(|| format!("cannot remove {}", header_file.display()))?;
+            }
         }
     }
 
