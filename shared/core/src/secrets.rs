@@ -445,7 +445,7 @@ impl Scan<'_> {
         } else {
             return;
         };
-        let Some(value) = Value::parse(bytes, start) else {
+        let Some(value) = Value::parse(bytes, start, Stop::Blank) else {
             return;
         };
         let v = value.text(bytes);
@@ -457,13 +457,13 @@ impl Scan<'_> {
             if let Some(colon) = v.iter().position(|&b| b == b':') {
                 let pw = &v[colon + 1..];
                 if pw.len() >= 3 && !is_placeholder(pw) && !constant_like(pw) {
-                    self.push(SecretKind::CommandLine, value.start + colon + 1, value.end);
+                    self.push(SecretKind::CommandLine, value.start + colon + 1, value.span_end);
                 }
             }
             return;
         }
         if v.len() >= 3 && !is_placeholder(v) {
-            self.push(SecretKind::CommandLine, value.start, value.end);
+            self.push(SecretKind::CommandLine, value.start, value.span_end);
         }
     }
 
@@ -546,6 +546,7 @@ impl Scan<'_> {
                 end,
                 quoted: true,
                 raw_end: end,
+                span_end: end,
             };
             if bytes.get(end) == Some(&b'<') && value_is_secret(bytes, &value, key, strength, Mode::Literal) {
                 self.push(kind, start, end);
@@ -561,12 +562,12 @@ impl Scan<'_> {
                 if glued_colon && !matches!(bytes.get(pos), Some(b'"' | b'\'' | b'`')) {
                     // `key:value` glued is an ARN, URN or path segment more often than a
                     // mapping: only a random-looking value without further colons counts.
-                    let Some(value) = Value::parse(bytes, pos) else {
+                    let Some(value) = Value::parse(bytes, pos, Stop::Code) else {
                         return;
                     };
                     let v = value.text(bytes);
                     if !v.contains(&b':') && value_is_secret(bytes, &value, key, strength, Mode::Prose) {
-                        self.push(kind, value.start, value.end);
+                        self.push(kind, value.start, value.span_end);
                     }
                     return;
                 }
@@ -590,10 +591,10 @@ impl Scan<'_> {
                 if flag || env_command_line(line) {
                     Mode::Literal
                 } else if netrc_line(line) {
-                    if let Some(v) = Value::parse(bytes, pos)
+                    if let Some(v) = Value::parse(bytes, pos, Stop::Blank)
                         && !is_placeholder(v.text(bytes))
                     {
-                        self.push(SecretKind::CredentialFile, v.start, v.end);
+                        self.push(SecretKind::CredentialFile, v.start, v.span_end);
                     }
                     return;
                 } else {
@@ -603,7 +604,8 @@ impl Scan<'_> {
             }
             None => return,
         };
-        let Some(mut value) = Value::parse(bytes, pos) else {
+        let stop = if mode == Mode::Literal { Stop::Blank } else { Stop::Code };
+        let Some(mut value) = Value::parse(bytes, pos, stop) else {
             return;
         };
         let mut kind = kind;
@@ -620,7 +622,7 @@ impl Scan<'_> {
         }
         // `Authorization: Bearer <token>`: the scheme word is not the secret.
         if !value.quoted && is_auth_scheme(value.text(bytes)) && matches!(bytes.get(value.end), Some(b' ')) {
-            let Some(v) = Value::parse(bytes, skip_blank(bytes, value.end)) else {
+            let Some(v) = Value::parse(bytes, skip_blank(bytes, value.end), Stop::Blank) else {
                 return;
             };
             value = v;
@@ -631,7 +633,7 @@ impl Scan<'_> {
             kind = SecretKind::Prose;
         }
         if value_is_secret(bytes, &value, key, strength, mode) {
-            self.push(kind, value.start, value.end);
+            self.push(kind, value.start, value.span_end);
         }
     }
 
@@ -1072,26 +1074,43 @@ fn strong_word_before(bytes: &[u8], i: usize) -> bool {
 /// the checks on a value then cost a bounded amount however often a key repeats).
 const MAX_VALUE: usize = 512;
 
+/// Where an unquoted value stops.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stop {
+    /// A shell/env literal, a flag or a file entry: the value is the whole run up to a blank
+    /// (`Abcd3fGh,Xyz12Q`, `R00tP4ss!`), a quote that closes an enclosing string, or the next
+    /// `;Name=` / `&name=` of a connection string or URL query.
+    Blank,
+    /// `key: value` in code, config or prose: additionally a `,` or `;` before a blank (or a
+    /// `,name=`) ends it, and closing brackets after it are structure, not value.
+    Code,
+}
+
 /// A parsed value: its span (without quotes) and how it was written.
 struct Value {
     start: usize,
+    /// The end of the value as the checks see it (trailing punctuation trimmed).
     end: usize,
     quoted: bool,
     /// The unquoted run before trailing punctuation was trimmed (for code detection).
     raw_end: usize,
+    /// The end of what is redacted: the whole run, trailing punctuation included, less
+    /// structural closers in code.
+    span_end: usize,
 }
 
 impl Value {
-    fn parse(bytes: &[u8], pos: usize) -> Option<Self> {
+    fn parse(bytes: &[u8], pos: usize, stop: Stop) -> Option<Self> {
         let mut pos = pos;
-        // Python byte/raw string prefixes.
-        if matches!(bytes.get(pos), Some(b'b' | b'r' | b'B' | b'R'))
+        // Python byte/raw/format string prefixes.
+        if matches!(bytes.get(pos), Some(b'b' | b'r' | b'B' | b'R' | b'f' | b'F' | b'u' | b'U'))
             && matches!(bytes.get(pos + 1), Some(b'"' | b'\''))
         {
             pos += 1;
         }
         let first = *bytes.get(pos)?;
         if matches!(first, b'"' | b'\'' | b'`') {
+            // A quoted value runs to its closing quote, whatever it holds.
             let start = pos + 1;
             let limit = bytes.len().min(start + MAX_VALUE);
             let end = (start..limit).find(|&k| bytes[k] == first || bytes[k] == b'\n')?;
@@ -1103,6 +1122,7 @@ impl Value {
                 end,
                 quoted: true,
                 raw_end: end,
+                span_end: end,
             });
         }
         if first.is_ascii_whitespace()
@@ -1110,32 +1130,53 @@ impl Value {
         {
             return None;
         }
-        let mut raw_end = run_end_max(bytes, pos, MAX_VALUE, |b| {
-            !b.is_ascii_whitespace() && !matches!(b, b',' | b';' | b'"' | b'\'' | b'`')
-        });
-        // A URL query goes on with `&name=`: that ends the value, another `&` does not.
-        if let Some(amp) = bytes[pos..raw_end].iter().enumerate().position(|(k, &b)| {
-            b == b'&' && {
-                let name = run_end_max(bytes, pos + k + 1, 64, |c| c.is_ascii_alphanumeric() || c == b'_');
-                name > pos + k + 1 && bytes.get(name) == Some(&b'=')
+        // What follows byte `k` ends a token there: a blank, the end, or structure.
+        let closes = |k: usize| {
+            bytes
+                .get(k + 1)
+                .is_none_or(|&c| c.is_ascii_whitespace() || matches!(c, b',' | b';' | b')' | b']' | b'}' | b'>'))
+        };
+        // `;Name=`, `&name=` (and in code `,name=`): the next field of a connection string,
+        // URL query or argument list.
+        let next_field = |k: usize| {
+            let name = run_end_max(bytes, k + 1, 64, |c| c.is_ascii_alphanumeric() || c == b'_');
+            name > k + 1 && bytes.get(name) == Some(&b'=')
+        };
+        let limit = bytes.len().min(pos + MAX_VALUE);
+        let mut raw_end = pos;
+        while raw_end < limit {
+            let b = bytes[raw_end];
+            let ends = b.is_ascii_whitespace()
+                || (matches!(b, b'"' | b'\'' | b'`') && closes(raw_end))
+                || (matches!(b, b'&' | b';') && next_field(raw_end))
+                || (stop == Stop::Code && b == b',' && next_field(raw_end))
+                || (stop == Stop::Code && matches!(b, b',' | b';') && closes(raw_end));
+            if ends {
+                break;
             }
-        }) {
-            raw_end = pos + amp;
+            raw_end += 1;
         }
         let mut end = raw_end;
         while end > pos
             && matches!(
                 bytes[end - 1],
-                b')' | b']' | b'}' | b'.' | b':' | b'!' | b'?' | b'>'
+                b')' | b']' | b'}' | b'.' | b':' | b'!' | b'?' | b'>' | b',' | b';'
             )
         {
             end -= 1;
+        }
+        let mut span_end = raw_end;
+        if stop == Stop::Code {
+            while span_end > pos && matches!(bytes[span_end - 1], b')' | b']' | b'}' | b',' | b';') {
+                span_end -= 1;
+            }
         }
         (end > pos).then_some(Self {
             start: pos,
             end,
             quoted: false,
             raw_end,
+            span_end: span_end.max(end),
         })
     }
 
@@ -1156,23 +1197,82 @@ fn value_is_secret(bytes: &[u8], value: &Value, key: &[u8], strength: Strength, 
     } else {
         mode
     };
-    if !value.quoted && (raw.contains(&b'(') || raw.contains(&b'[') || v.contains(&b'<')) {
-        return false; // a call, an index or a generic type
+    let weak = strength == Strength::Weak;
+    if !value.quoted {
+        // A call, an index or a generic type. A shell/env literal is the text itself, so there
+        // only a whole expression (`get_password()`) counts, not a `(` inside `Abc(d3f)Gh`.
+        let code = if mode == Mode::Literal {
+            code_expression(raw)
+        } else {
+            raw.contains(&b'(') || raw.contains(&b'[') || v.contains(&b'<')
+        };
+        if code {
+            return false;
+        }
     }
-    if value.quoted && v.iter().any(u8::is_ascii_whitespace) && !contains_ci(key, b"passphrase") {
-        return false; // a message, not a credential
+    if value.quoted && v.iter().any(u8::is_ascii_whitespace) {
+        // A passphrase has spaces; a message has sentence words or names the secret itself.
+        return (!weak || contains_ci(key, b"passphrase")) && passphrase_like(v);
     }
     if numeric_like(v) || is_path_or_url(v) {
         return false;
     }
-    let weak = strength == Strength::Weak;
     match mode {
         Mode::Literal if !weak => v.len() >= 4,
         Mode::Code if !weak => v.len() >= 6 && !identifier_like(v) && (has_digit(v) || has_symbol(v)),
+        Mode::Prose if value.quoted => v.len() >= 4 && looks_random(v, if weak { 12 } else { 6 }),
         Mode::Prose if !prose_word(bytes, value) => false,
         Mode::Prose if !weak => looks_random(v, 6),
+        // A short generated value of a weak key: letters, digits and symbols together.
+        Mode::Literal | Mode::Code if v.len() >= 8 && generated(v) => true,
         _ => looks_random(v, 12),
     }
+}
+
+/// `name(…)`, `name[…]`, `Name<…>`: an identifier applied to something, closed at the end.
+fn code_expression(raw: &[u8]) -> bool {
+    let Some(open) = raw.iter().position(|&b| matches!(b, b'(' | b'[' | b'<')) else {
+        return false;
+    };
+    let head = &raw[..open];
+    let body = trim_end_of(raw, |b| matches!(b, b';' | b',' | b'.'));
+    !head.is_empty()
+        && head
+            .iter()
+            .all(|&b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b':'))
+        && matches!(body.last(), Some(b')' | b']' | b'>'))
+}
+
+fn trim_end_of(v: &[u8], class: impl Fn(u8) -> bool) -> &[u8] {
+    let n = v.iter().rev().take_while(|&&b| class(b)).count();
+    &v[..v.len() - n]
+}
+
+/// Letters, digits and a symbol together, not words joined by separators: a generated value.
+fn generated(v: &[u8]) -> bool {
+    v.iter().any(u8::is_ascii_alphabetic) && has_digit(v) && has_symbol(v) && !wordy(v) && !v.contains(&b'@')
+}
+
+/// A quoted value with spaces that reads as a passphrase, not a message: a few words, none of
+/// them a sentence word or a secret word (`"Password must be at least 8 characters"`).
+fn passphrase_like(v: &[u8]) -> bool {
+    const MESSAGE_WORDS: &[&[u8]] = &[
+        b"a", b"an", b"the", b"is", b"are", b"be", b"must", b"should", b"at", b"least", b"please",
+        b"enter", b"your", b"invalid", b"required", b"not", b"of", b"to", b"for", b"and", b"or",
+        b"with", b"characters", b"chars", b"field", b"missing", b"wrong", b"incorrect", b"match",
+        b"cannot", b"can't", b"does", b"do", b"this", b"that", b"you", b"in", b"on", b"if", b"it",
+        b"was", b"expired", b"empty", b"too", b"short", b"long", b"here", b"new", b"old",
+    ];
+    let words: Vec<&[u8]> = v
+        .split(u8::is_ascii_whitespace)
+        .filter(|w| !w.is_empty())
+        .collect();
+    (2..=8).contains(&words.len())
+        && v.len() >= 12
+        && words.iter().all(|w| {
+            let w = trim_end_of(w, |b| matches!(b, b'.' | b',' | b'!' | b'?' | b':'));
+            !MESSAGE_WORDS.iter().any(|m| w.eq_ignore_ascii_case(m)) && secret_word(w).is_none()
+        })
 }
 
 /// A value standing alone in a sentence, not glued to a quote (`name="password"`), not `Name=word`.
@@ -2561,5 +2661,44 @@ mod tests {
             "took {:?}",
             started.elapsed()
         );
+    }
+
+    /// Review findings: a value the filter recognised must be redacted whole, so that neither a
+    /// redacted capture nor the recall query carries the rest of it.
+    #[test]
+    fn review_a_recognised_value_is_redacted_whole() {
+        let mut leaks = Vec::new();
+        for (prompt, tail) in [
+            ("DB_PASSWORD=Abcd3fGh,Xyz12Q", "Xyz12Q"),
+            ("db_password: Abcd3fGh,Xyz12Q", "Xyz12Q"),
+            ("spring.datasource.password=Abcd3fGh,Xyz12Q", "Xyz12Q"),
+            ("DB_PASSWORD=Abcd3fGh'Xyz12Q", "Xyz12Q"),
+        ] {
+            let (redacted, kind) = redact(prompt);
+            if kind.is_none() || redacted.contains(tail) {
+                leaks.push(format!("{prompt} => {redacted}"));
+            }
+        }
+        assert!(leaks.is_empty(), "part of a secret survives: {leaks:#?}");
+    }
+
+    /// Review findings: a quoted value of a strong key is the user's password whatever it contains
+    /// (a passphrase has spaces; a generated password has `,`, `(` or `<`).
+    #[test]
+    fn review_quoted_and_punctuated_passwords_are_found() {
+        let mut missed = Vec::new();
+        for prompt in [
+            r#"{"password": "correct horse battery staple"}"#,
+            r#"DB_PASSWORD="correct horse battery staple""#,
+            "export DB_PASSWORD='Abc!d3f Gh Xyz'",
+            "DB_PASSWORD=Abc(d3f)GhXyz",
+            "DB_PASSWORD=Abc<d3fGhXyz",
+            "DB_PASSWORD=Abc,d3fGhXyz",
+        ] {
+            if find_secret(prompt).is_none() {
+                missed.push(prompt);
+            }
+        }
+        assert!(missed.is_empty(), "not detected: {missed:#?}");
     }
 }
