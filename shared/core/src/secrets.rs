@@ -114,6 +114,8 @@ pub fn findings(text: &str) -> Vec<Finding> {
         found: Vec::new(),
         covered: 0,
         line: (0, None),
+        pem_end: PemEnd::default(),
+        pem_searched: 0,
     };
     scan.run();
     let mut found = scan.found;
@@ -231,6 +233,18 @@ struct Scan<'t> {
     /// The start of the current line and which password-taking commands it names (bit set,
     /// computed once per line on the first short flag).
     line: (usize, Option<u8>),
+    /// The last search for a PEM END line, reused by the next BEGIN line.
+    pem_end: PemEnd,
+    /// Bytes the END-line searches looked at (the work a prompt of BEGIN lines costs).
+    pem_searched: usize,
+}
+
+/// What is known about `-----end ` after a position: searched `[from, to)`, first hit `found`.
+#[derive(Default)]
+struct PemEnd {
+    from: usize,
+    to: usize,
+    found: Option<usize>,
 }
 
 /// Bytes a key may be made of (identifiers, dotted paths, header names, flags).
@@ -536,6 +550,7 @@ impl Scan<'_> {
             _ => None,
         };
         let line = line_before(bytes, kstart);
+        let colon = sep == Some(1) && bytes[pos] == b':';
         let quoted_key = pos > kend;
         // `<password>…</password>`: the element's text is the value.
         if sep.is_none() && bytes.get(pos) == Some(&b'>') && kstart > 0 && bytes[kstart - 1] == b'<' {
@@ -604,7 +619,11 @@ impl Scan<'_> {
             }
             None => return,
         };
-        let stop = if mode == Mode::Literal { Stop::Blank } else { Stop::Code };
+        let stop = if mode == Mode::Literal {
+            Stop::Blank
+        } else {
+            Stop::Code
+        };
         let Some(mut value) = Value::parse(bytes, pos, stop) else {
             return;
         };
@@ -634,6 +653,14 @@ impl Scan<'_> {
         }
         if value_is_secret(bytes, &value, key, strength, mode) {
             self.push(kind, value.start, value.span_end);
+        } else if mode == Mode::Code
+            && strength == Strength::Strong
+            && colon
+            && owned_in_prose(line)
+            && passphrase_word(bytes, &value)
+        {
+            // `my password: correcthorsebatterystaple`: a sentence names its owner's secret.
+            self.push(SecretKind::Prose, value.start, value.span_end);
         }
     }
 
@@ -664,8 +691,7 @@ impl Scan<'_> {
         }
         let eol = line_end(bytes, words);
         if begin {
-            let window = &bytes[..bytes.len().min(eol + MAX_PEM)];
-            let end = match find_ci(window, eol, b"-----end ") {
+            let end = match self.pem_end_after(eol) {
                 Some(e) => line_end(bytes, e),
                 None => base64_block_end(bytes, eol),
             };
@@ -674,6 +700,37 @@ impl Scan<'_> {
             let start = base64_block_start(bytes, i);
             self.push(SecretKind::PrivateKey, start, eol);
         }
+    }
+
+    /// The first `-----end ` within [`MAX_PEM`] bytes after `from`. A prompt of BEGIN lines asks
+    /// this once per line: the last answer is kept, so the text is searched once, not once per
+    /// line.
+    fn pem_end_after(&mut self, from: usize) -> Option<usize> {
+        const NEEDLE: &[u8] = b"-----end ";
+        let limit = self.bytes.len().min(from + MAX_PEM);
+        let known = (self.pem_end.from, self.pem_end.to, self.pem_end.found);
+        if known.0 <= from && from <= known.1 {
+            match known.2 {
+                Some(e) if e >= from => return (e + NEEDLE.len() <= limit).then_some(e),
+                None if known.1 >= limit => return None,
+                None => {
+                    // Nothing in `[from, to)`: only the rest of the window is new (less the
+                    // needle's length, so a match across `to` is not missed).
+                    let resume = known.1.saturating_sub(NEEDLE.len() - 1).max(from);
+                    return self.pem_search(from, resume, limit);
+                }
+                Some(_) => {}
+            }
+        }
+        self.pem_search(from, from, limit)
+    }
+
+    fn pem_search(&mut self, from: usize, resume: usize, limit: usize) -> Option<usize> {
+        let found = find_ci(&self.bytes[..limit], resume, b"-----end ");
+        let to = found.map_or(limit, |e| e + b"-----end ".len());
+        self.pem_searched += to.saturating_sub(resume);
+        self.pem_end = PemEnd { from, to, found };
+        found
     }
 
     /// `scheme://user:password@host`: the password is the span.
@@ -957,6 +1014,15 @@ fn secret_word(key: &[u8]) -> Option<SecretWord> {
                 .map(|e| (e, Strength::Strong, false))
                 .or_else(|| two_part(key, j, b"private", b"key").map(|e| (e, Strength::Strong, false)))
                 .or_else(|| eat_ci(key, j, b"pwd").map(|e| (e, Strength::Strong, false)))
+                .or_else(|| {
+                    // `pw` only as a segment of its own (`my pw is`, `DB_PW`), not in `upward`.
+                    eat_ci(key, j, b"pw")
+                        .filter(|&e| {
+                            (j == 0 || !key[j - 1].is_ascii_alphabetic())
+                                && key.get(e).is_none_or(|b| !b.is_ascii_alphabetic())
+                        })
+                        .map(|e| (e, Strength::Strong, false))
+                })
                 .or_else(|| eat_ci(key, j, b"pass").map(|e| (e, Strength::Weak, false))),
             b's' => eat_ci(key, j, b"secret").map(|e| (e, Strength::Strong, false)),
             b't' => eat_ci(key, j, b"token").map(|e| (e, Strength::Strong, false)),
@@ -1103,8 +1169,10 @@ impl Value {
     fn parse(bytes: &[u8], pos: usize, stop: Stop) -> Option<Self> {
         let mut pos = pos;
         // Python byte/raw/format string prefixes.
-        if matches!(bytes.get(pos), Some(b'b' | b'r' | b'B' | b'R' | b'f' | b'F' | b'u' | b'U'))
-            && matches!(bytes.get(pos + 1), Some(b'"' | b'\''))
+        if matches!(
+            bytes.get(pos),
+            Some(b'b' | b'r' | b'B' | b'R' | b'f' | b'F' | b'u' | b'U')
+        ) && matches!(bytes.get(pos + 1), Some(b'"' | b'\''))
         {
             pos += 1;
         }
@@ -1132,9 +1200,9 @@ impl Value {
         }
         // What follows byte `k` ends a token there: a blank, the end, or structure.
         let closes = |k: usize| {
-            bytes
-                .get(k + 1)
-                .is_none_or(|&c| c.is_ascii_whitespace() || matches!(c, b',' | b';' | b')' | b']' | b'}' | b'>'))
+            bytes.get(k + 1).is_none_or(|&c| {
+                c.is_ascii_whitespace() || matches!(c, b',' | b';' | b')' | b']' | b'}' | b'>')
+            })
         };
         // `;Name=`, `&name=` (and in code `,name=`): the next field of a connection string,
         // URL query or argument list.
@@ -1257,11 +1325,55 @@ fn generated(v: &[u8]) -> bool {
 /// them a sentence word or a secret word (`"Password must be at least 8 characters"`).
 fn passphrase_like(v: &[u8]) -> bool {
     const MESSAGE_WORDS: &[&[u8]] = &[
-        b"a", b"an", b"the", b"is", b"are", b"be", b"must", b"should", b"at", b"least", b"please",
-        b"enter", b"your", b"invalid", b"required", b"not", b"of", b"to", b"for", b"and", b"or",
-        b"with", b"characters", b"chars", b"field", b"missing", b"wrong", b"incorrect", b"match",
-        b"cannot", b"can't", b"does", b"do", b"this", b"that", b"you", b"in", b"on", b"if", b"it",
-        b"was", b"expired", b"empty", b"too", b"short", b"long", b"here", b"new", b"old",
+        b"a",
+        b"an",
+        b"the",
+        b"is",
+        b"are",
+        b"be",
+        b"must",
+        b"should",
+        b"at",
+        b"least",
+        b"please",
+        b"enter",
+        b"your",
+        b"invalid",
+        b"required",
+        b"not",
+        b"of",
+        b"to",
+        b"for",
+        b"and",
+        b"or",
+        b"with",
+        b"characters",
+        b"chars",
+        b"field",
+        b"missing",
+        b"wrong",
+        b"incorrect",
+        b"match",
+        b"cannot",
+        b"can't",
+        b"does",
+        b"do",
+        b"this",
+        b"that",
+        b"you",
+        b"in",
+        b"on",
+        b"if",
+        b"it",
+        b"was",
+        b"expired",
+        b"empty",
+        b"too",
+        b"short",
+        b"long",
+        b"here",
+        b"new",
+        b"old",
     ];
     let words: Vec<&[u8]> = v
         .split(u8::is_ascii_whitespace)
@@ -1273,6 +1385,21 @@ fn passphrase_like(v: &[u8]) -> bool {
             let w = trim_end_of(w, |b| matches!(b, b'.' | b',' | b'!' | b'?' | b':'));
             !MESSAGE_WORDS.iter().any(|m| w.eq_ignore_ascii_case(m)) && secret_word(w).is_none()
         })
+}
+
+/// `my`, `our`, `the`… right before the key: the colon after it is a sentence's, not a mapping's.
+fn owned_in_prose(line: &[u8]) -> bool {
+    let t = trim_ascii(line);
+    let last = t.rsplit(|&b| b == b' ' || b == b'\t').next().unwrap_or(t);
+    [&b"my"[..], b"our", b"the", b"his", b"her", b"their"]
+        .iter()
+        .any(|w| last.eq_ignore_ascii_case(w))
+}
+
+/// A long run of lowercase letters standing alone: words run together as a passphrase.
+fn passphrase_word(bytes: &[u8], value: &Value) -> bool {
+    let v = value.text(bytes);
+    !value.quoted && v.len() >= 16 && v.iter().all(u8::is_ascii_lowercase) && prose_word(bytes, value)
 }
 
 /// A value standing alone in a sentence, not glued to a quote (`name="password"`), not `Name=word`.
@@ -1494,27 +1621,8 @@ fn is_placeholder(v: &[u8]) -> bool {
         b"public",
         b"auto",
     ];
-    const CONTAINS: &[&[u8]] = &[
-        b"example",
-        b"placeholder",
-        b"changeme",
-        b"change_me",
-        b"change-me",
-        b"changeit",
-        b"your",
-        b"dummy",
-        b"redacted",
-        b"replace",
-        b"insert",
-        b"xxxx",
-        b"****",
-        b"...",
-        b"${",
-        b"{{",
-        b"$(",
-        b"\xe2\x80\xa6",
-        b"sample",
-    ];
+    // Templating and elision: the value is a slot, not a value, wherever these stand.
+    const TEMPLATED: &[&[u8]] = &[b"...", b"${", b"{{", b"$(", b"\xe2\x80\xa6"];
     let Some(&first) = v.first() else { return true };
     if matches!(first, b'<' | b'$' | b'{' | b'[')
         || (first == b'%' && v.len() > 2 && v.last() == Some(&b'%'))
@@ -1523,7 +1631,12 @@ fn is_placeholder(v: &[u8]) -> bool {
     {
         return true;
     }
-    if EXACT.iter().any(|w| v.eq_ignore_ascii_case(w)) || CONTAINS.iter().any(|w| contains_ci(v, w)) {
+    if EXACT.iter().any(|w| v.eq_ignore_ascii_case(w))
+        || TEMPLATED.iter().any(|w| contains_ci(v, w))
+        || format_slot(v)
+        || masked(v)
+        || placeholder_words(v)
+    {
         return true;
     }
     let mut distinct = [false; 256];
@@ -1535,6 +1648,146 @@ fn is_placeholder(v: &[u8]) -> bool {
         }
     }
     n <= 2 || (v.len() >= 6 && n <= 3)
+}
+
+/// A `{name}` format slot inside the value (`user:{user_id}`).
+fn format_slot(v: &[u8]) -> bool {
+    let mut at = 0;
+    while let Some(k) = v[at..].iter().position(|&b| b == b'{') {
+        let open = at + k;
+        let name = run_end(v, open + 1, |b| {
+            b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.')
+        });
+        if name > open + 1 && v.get(name) == Some(&b'}') && v[open + 1].is_ascii_alphabetic() {
+            return true;
+        }
+        at = open + 1;
+    }
+    false
+}
+
+/// Masked: runs of four or more `x` or `*` make up at least half of the value
+/// (`sk_live_xxxxxxxxxxxx`, `****`), not a password that happens to hold `xxxx`.
+fn masked(v: &[u8]) -> bool {
+    let mut masked = 0;
+    let mut k = 0;
+    while k < v.len() {
+        let run = run_end(v, k, |b| matches!(b, b'x' | b'X' | b'*'));
+        if run - k >= 4 {
+            masked += run - k;
+        }
+        k = run.max(k + 1);
+    }
+    masked > 0 && masked * 2 >= v.len()
+}
+
+/// The whole value is made of stand-in words (`YOUR_API_KEY`, `change-me`, `your-token-here`,
+/// `example`, `<placeholder>`): at least one marker word and nothing else but filler words. A value
+/// with a digit or symbol (`Example123!`) is a real-looking password, not a placeholder.
+fn placeholder_words(v: &[u8]) -> bool {
+    const MARKERS: &[&[u8]] = &[
+        b"example",
+        b"examples",
+        b"placeholder",
+        b"changeme",
+        b"changeit",
+        b"change",
+        b"your",
+        b"dummy",
+        b"redacted",
+        b"replace",
+        b"insert",
+        b"sample",
+        b"fake",
+        b"todo",
+        b"fixme",
+    ];
+    const FILLERS: &[&[u8]] = &[
+        b"me",
+        b"it",
+        b"my",
+        b"the",
+        b"a",
+        b"an",
+        b"with",
+        b"real",
+        b"actual",
+        b"own",
+        b"here",
+        b"goes",
+        b"this",
+        b"value",
+        b"secret",
+        b"password",
+        b"passwd",
+        b"pass",
+        b"pwd",
+        b"token",
+        b"key",
+        b"api",
+        b"access",
+        b"auth",
+        b"client",
+        b"app",
+        b"db",
+        b"database",
+        b"user",
+        b"name",
+        b"id",
+        b"string",
+        b"test",
+        b"demo",
+        b"com",
+        b"org",
+        b"net",
+        b"for",
+        b"of",
+        b"to",
+        b"new",
+        b"default",
+        b"private",
+        b"public",
+        b"sk",
+        b"pk",
+        b"live",
+        b"prod",
+        b"dev",
+        b"and",
+        b"or",
+        b"credentials",
+        b"credential",
+    ];
+    if !v
+        .iter()
+        .all(|&b| b.is_ascii_alphabetic() || matches!(b, b'_' | b'-' | b'.' | b' '))
+    {
+        return false;
+    }
+    let mut marker = false;
+    let mut start = 0;
+    for k in 0..=v.len() {
+        let boundary = k == v.len()
+            || matches!(v[k], b'_' | b'-' | b'.' | b' ')
+            || (k > start && v[k].is_ascii_uppercase() && v[k - 1].is_ascii_lowercase());
+        if !boundary {
+            continue;
+        }
+        let part = &v[start..k];
+        start = if k < v.len() && !v[k].is_ascii_alphabetic() {
+            k + 1
+        } else {
+            k
+        };
+        if part.is_empty() {
+            continue;
+        }
+        if MARKERS.iter().any(|w| part.eq_ignore_ascii_case(w)) {
+            marker = true;
+        } else if !FILLERS.iter().any(|w| part.eq_ignore_ascii_case(w)) {
+            return false;
+        }
+    }
+    marker
 }
 
 /// A reference to where the secret lives, not the secret: environment and config lookups.
@@ -1632,13 +1885,20 @@ fn skip_fillers(bytes: &[u8], start: usize) -> usize {
         b"here:",
         b"value",
     ];
+    // `for prod`, `on staging`, `in CI`: a phrase naming where the secret is used.
+    let first = &bytes[start..run_end_max(bytes, start, 8, |b| b.is_ascii_alphabetic())];
+    let scoped = [&b"for"[..], b"on", b"in", b"at", b"of"]
+        .iter()
+        .any(|w| first.eq_ignore_ascii_case(w));
     let mut pos = start;
     for _ in 0..4 {
         let end = run_end_max(bytes, pos, 256, |b| !b.is_ascii_whitespace());
         if end == pos || end >= bytes.len() || bytes[end] == b'\n' {
             break;
         }
-        if bytes[end - 1] == b':' {
+        let word = &bytes[pos..end];
+        // `password for staging: …`, `password for prod is …`
+        if bytes[end - 1] == b':' || pos > start && scoped && [&b"is"[..], b"was", b"="].contains(&word) {
             return skip_blank(bytes, end);
         }
         pos = skip_blank(bytes, end);
@@ -2700,5 +2960,88 @@ mod tests {
             }
         }
         assert!(missed.is_empty(), "not detected: {missed:#?}");
+    }
+
+    /// The span of a recognised value covers all of it: to the blank for an env literal, to the
+    /// closing quote for a quoted one, to the next `;Name=` in a connection string; structure
+    /// around a value in code stays outside.
+    #[test]
+    fn spans_cover_the_whole_value() {
+        assert_eq!(spans("DB_PASSWORD=Abcd3fGh;Xyz12Q"), ["Abcd3fGh;Xyz12Q"]);
+        assert_eq!(spans("export DB_PASSWORD=R00tP4ss! && make"), ["R00tP4ss!"]);
+        assert_eq!(spans("db_password: R00tP4ss!"), ["R00tP4ss!"]);
+        assert_eq!(spans("export DB_PASSWORD='Abc!d3f Gh Xyz'"), ["Abc!d3f Gh Xyz"]);
+        assert_eq!(
+            spans(r#"{"password": "correct horse battery staple"}"#),
+            ["correct horse battery staple"]
+        );
+        assert_eq!(
+            spans("Server=db;Password=Abc,d3fGhXyz;Database=x"),
+            ["Abc,d3fGhXyz"]
+        );
+        assert_eq!(spans("f(password=Zq7kLm2p)"), ["Zq7kLm2p"]);
+        assert_eq!(spans("{password: Zq7kLm2p}, next"), ["Zq7kLm2p"]);
+        assert_eq!(spans("docker run -e 'DB_PASSWORD=Zq7kLm2p' x"), ["Zq7kLm2p"]);
+        let (text, _) = redact("DB_PASSWORD=R00tP4ss!");
+        assert_eq!(text, "DB_PASSWORD=[REDACTED:assignment]");
+    }
+
+    #[test]
+    fn short_weak_key_values_prose_phrasings_and_real_looking_example_values_are_found() {
+        for text in [
+            "DB_PASS=Xk9#mQ2$vL",
+            "auth=Xk9#mQ2$vL",
+            "the password for prod is Zq7kLm2p",
+            "my pw is Zq7kLm2p",
+            "use password \"hunter2\"",
+            "my password: correcthorsebatterystaple",
+            "password=Example123!",
+            "DB_PASSWORD=Chang3me!xxxx",
+        ] {
+            assert!(find_secret(text).is_some(), "not detected: {text:?}");
+        }
+        assert_clean(&[
+            "password=example",
+            "API_KEY=YOUR_API_KEY",
+            "token: your-token-here",
+            "SECRET_KEY=change-me",
+            "password = \"<placeholder>\"",
+            "cache_key = f\"user:{user_id}\"",
+            "password = get_password()",
+            "password: \"Please enter your password\"",
+            "the password for prod is in the vault",
+            "my pw is weak",
+            "the token: authentication",
+            "upward=Zq7kLm2p",
+            "auth=enabled-by-default",
+        ]);
+    }
+
+    /// A prompt of BEGIN lines without an END line: the END search is done once over the text,
+    /// not once per line over a 16 KiB window.
+    #[test]
+    fn begin_lines_without_an_end_search_the_text_once() {
+        let prompt = "-----BEGIN RSA PRIVATE KEY-----\n".repeat(200_000 / 32);
+        let mut scan = super::Scan {
+            text: &prompt,
+            bytes: prompt.as_bytes(),
+            found: Vec::new(),
+            covered: 0,
+            line: (0, None),
+            pem_end: super::PemEnd::default(),
+            pem_searched: 0,
+        };
+        scan.run();
+        assert_eq!(scan.found.len(), 200_000 / 32);
+        assert!(
+            scan.pem_searched <= 2 * prompt.len(),
+            "searched {} bytes for a {}-byte prompt",
+            scan.pem_searched,
+            prompt.len()
+        );
+        // An END line further on still closes the block.
+        let block = "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAq7Bz\n-----END RSA PRIVATE KEY-----";
+        let text = format!("{}{block}", "-----BEGIN RSA PRIVATE KEY-----\n".repeat(3));
+        assert_eq!(findings(&text).last().map(|f| f.end), Some(text.len()));
     }
 }
