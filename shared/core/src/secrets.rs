@@ -15,9 +15,13 @@
 //!   alone, or a DER body pasted without its armor (`MII…IBA…`, `b3BlbnNzaC1rZXktdjE…`).
 //! - `assignment`: a key that *contains* a secret word (`password`, `passwd`, `pwd`,
 //!   `passphrase`, `secret`, `token`, `api key`, `access key`, `private key`, `credential`,
-//!   `cookie`; weaker: `key`, `auth`, `pass`) with any prefix or suffix, `_`/`-`/`.` separators,
-//!   quoted or not, then `=`, `:`, `:=`, `=>` or whitespace and a value. Keys whose suffix makes
-//!   them metadata (`token_count`, `password_file`, `tokenizer`, …) are not keys.
+//!   `cookie`, `pw`; weaker: `key`, `auth`, `pass`) with any prefix or suffix, `_`/`-`/`.`
+//!   separators, quoted or not, then `=`, `:`, `:=`, `=>` or whitespace and a value. Keys whose
+//!   suffix makes them metadata (`token_count`, `password_file`, `tokenizer`, …) are not keys.
+//!   The span is the whole value: a quoted one to its closing quote, a shell/env literal to the
+//!   next blank (punctuation inside and at the end included), a connection-string or query field
+//!   to the next `;Name=`/`&name=`; in code a `,`/`;` before a blank and closing brackets are
+//!   structure, outside the span.
 //! - `command_line`: `--password=…`-style flags, `-p` after `docker login`/`sshpass`/`mysql`,
 //!   `-a` after `redis-cli`, `-u user:pw` after `curl`.
 //! - `auth_header`: `Authorization:`/`X-…` headers, `Bearer <token>`, `Basic <base64 user:pw>`.
@@ -25,15 +29,19 @@
 //! - `credential_file`: `.netrc` `password` entries and `.pgpass` lines.
 //! - vendor shapes (one rule name per provider, see [`VENDORS`]): real prefix, alphabet, length.
 //! - `jwt`: `eyJ….eyJ….<signature>`.
-//! - `prose`: a random-looking value right after a secret word (`my password is hunter2`).
+//! - `prose`: a random-looking value right after a secret word (`my password is hunter2`, `the
+//!   password for prod is …`, `use password "…"`, `my password: <words run together>`).
 //!
 //! Precision: a value that is a placeholder or a reference (`<…>`, `$VAR`, `${…}`, `{{…}}`,
-//! `%VAR%`, `os.environ[…]`, `process.env.X`, `xxxx`, `****`, `changeme`, `example`, the key's
-//! own name), a type annotation or code expression (`String`, `Option<String>`,
+//! `{name}`, `%VAR%`, `os.environ[…]`, `process.env.X`, mostly `xxxx`/`****`, nothing but
+//! stand-in words such as `changeme`, `example`, `YOUR_API_KEY` — `Example123!` is a password —,
+//! the key's own name), a type annotation or code expression (`String`, `Option<String>`,
 //! `lexer.next_token()`), a plain identifier, a number, a date or a path is not a secret. How
 //! strict the value test is depends on how the value is written: a quoted or shell/env literal
-//! needs only to be a non-placeholder, an unquoted `key: value` in code or config needs a digit or
-//! symbol, prose needs a random-looking word.
+//! needs only to be a non-placeholder (a quoted one with spaces must read as a passphrase, not a
+//! message), an unquoted `key: value` in code or config needs a digit or symbol, prose needs a
+//! random-looking word; a weak key's value must look random (or, short, mix letters, digits and
+//! symbols).
 
 use std::borrow::Cow;
 
