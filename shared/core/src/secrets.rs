@@ -1290,7 +1290,7 @@ fn value_is_secret(bytes: &[u8], value: &Value, key: &[u8], strength: Strength, 
         // A passphrase has spaces; a message has sentence words or names the secret itself.
         return (!weak || contains_ci(key, b"passphrase")) && passphrase_like(v);
     }
-    if numeric_like(v) || is_path_or_url(v) {
+    if numeric_like(v) || is_path_or_url(v) || key_chord(v) {
         return false;
     }
     match mode {
@@ -1303,6 +1303,19 @@ fn value_is_secret(bytes: &[u8], value: &Value, key: &[u8], strength: Strength, 
         Mode::Literal | Mode::Code if v.len() >= 8 && generated(v) => true,
         _ => looks_random(v, 12),
     }
+}
+
+/// A keyboard shortcut (`ctrl+shift+1`, `Cmd+K`): modifiers joined by `+`.
+fn key_chord(v: &[u8]) -> bool {
+    const MODIFIERS: &[&[u8]] = &[
+        b"ctrl", b"control", b"shift", b"alt", b"cmd", b"meta", b"option", b"super", b"win",
+    ];
+    let mut parts = v.split(|&b| b == b'+').collect::<Vec<_>>();
+    parts.pop();
+    !parts.is_empty()
+        && parts
+            .iter()
+            .all(|p| MODIFIERS.iter().any(|m| p.eq_ignore_ascii_case(m)))
 }
 
 /// `name(…)`, `name[…]`, `Name<…>`: an identifier applied to something, closed at the end.
@@ -1324,9 +1337,15 @@ fn trim_end_of(v: &[u8], class: impl Fn(u8) -> bool) -> &[u8] {
     &v[..v.len() - n]
 }
 
-/// Letters, digits and a symbol together, not words joined by separators: a generated value.
+/// Letters of both cases, digits and a symbol together, not words joined by separators: a
+/// generated value. Mixed case, so that key chords (`ctrl+shift+1`) and `user@host1` are not one.
 fn generated(v: &[u8]) -> bool {
-    v.iter().any(u8::is_ascii_alphabetic) && has_digit(v) && has_symbol(v) && !wordy(v) && !v.contains(&b'@')
+    mixed_case(v)
+        && has_digit(v)
+        && v.iter().any(|&b| {
+            !b.is_ascii_alphanumeric() && !matches!(b, b'_' | b'-' | b'.' | b':' | b'/' | b'+' | b'@')
+        })
+        && !wordy(v)
 }
 
 /// A quoted value with spaces that reads as a passphrase, not a message: a few words, none of
@@ -1709,6 +1728,7 @@ fn placeholder_words(v: &[u8]) -> bool {
         b"fake",
         b"todo",
         b"fixme",
+        b"please",
     ];
     const FILLERS: &[&[u8]] = &[
         b"me",
@@ -1789,13 +1809,35 @@ fn placeholder_words(v: &[u8]) -> bool {
         if part.is_empty() {
             continue;
         }
-        if MARKERS.iter().any(|w| part.eq_ignore_ascii_case(w)) {
-            marker = true;
-        } else if !FILLERS.iter().any(|w| part.eq_ignore_ascii_case(w)) {
-            return false;
+        match stand_in_words(part, MARKERS, FILLERS) {
+            Some(m) => marker |= m,
+            None => return false,
         }
     }
     marker
+}
+
+/// Whether `part` is stand-in words run together (`yourpassword`, `changemeplease`): `None` if
+/// not, else whether a marker word is among them.
+fn stand_in_words(part: &[u8], markers: &[&[u8]], fillers: &[&[u8]]) -> Option<bool> {
+    if part.len() > 64 {
+        return None;
+    }
+    // reach[k]: `part[..k]` splits into words; `Some(true)` if one of them is a marker.
+    let mut reach: [Option<bool>; 65] = [None; 65];
+    reach[0] = Some(false);
+    for k in 0..part.len() {
+        let Some(seen) = reach[k] else { continue };
+        for (words, marker) in [(markers, true), (fillers, false)] {
+            for w in words {
+                if eat_ci(part, k, w).is_some() {
+                    let e = k + w.len();
+                    reach[e] = Some(reach[e].unwrap_or(false) | seen | marker);
+                }
+            }
+        }
+    }
+    reach[part.len()]
 }
 
 /// A reference to where the secret lives, not the secret: environment and config lookups.
@@ -3022,6 +3064,10 @@ mod tests {
             "the token: authentication",
             "upward=Zq7kLm2p",
             "auth=enabled-by-default",
+            "PASSWORD=yourpassword",
+            "token = changemeplease",
+            r#"{"key": "ctrl+shift+1"}"#,
+            "auth=Dep@Host12",
         ]);
     }
 
