@@ -1089,8 +1089,9 @@ fn bench_prompt_size(ctx: &Ctx, report: &mut Report) {
 }
 
 /// The secret filter in process: the capture gate (private blocks, scan, redaction) plus the recall
-/// query preparation, on clean prompts of 10 KB and 200 KB and on a 200 KB prompt with a secret
-/// every 10 KB; then the corpus of `tests/fixtures/secrets_corpus.txt` for detection and
+/// query preparation, on clean prompts of 10 KB and 200 KB, on a 200 KB prompt with a secret
+/// every 10 KB and on an adversarial 200 KB of PEM BEGIN lines (each asks where its END line is);
+/// then the corpus of `tests/fixtures/secrets_corpus.txt` for detection and
 /// false-positive rates.
 fn bench_secret_filter(ctx: &Ctx, report: &mut Report) {
     say("secret filter micro-benchmark and corpus rates…");
@@ -1108,6 +1109,11 @@ fn bench_secret_filter(ctx: &Ctx, report: &mut Report) {
             "filter.200k_secrets",
             "200 KB prompt, 2 secrets every 10 KB (redacted)",
             with_secrets,
+        ),
+        (
+            "filter.200k_begin_lines",
+            "adversarial 200 KB of PEM BEGIN lines without an END line",
+            "-----BEGIN RSA PRIVATE KEY-----\n".repeat(200_000 / 32),
         ),
     ];
     let mut rows = Vec::new();
