@@ -296,6 +296,39 @@ fn firing_line_for_a_host_that_never_ran_its_hook_then_after_a_real_run() {
     assert!(detail.contains("1 run(s) in 24 h, 1 failed"), "{detail}");
 }
 
+/// The firing line shows the last journal record's words escaped: a record planted with terminal
+/// escape sequences never reaches the terminal raw.
+#[test]
+fn firing_line_escapes_a_planted_journals_control_characters() {
+    use std::os::unix::fs::PermissionsExt;
+
+    let sb = Sandbox::new();
+    setup(&sb, "claude-code", &closed_port_url(), false);
+    let state = sb.home().join(".local/state/powercontext-hooks");
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    let planted = serde_json::json!({"v": 1, "at": now + 1000, "host": "claude-code",
+        "event": "UserPromptSubmit\u{1b}[2J", "outcome": "\u{1b}]0;owned\u{7}", "ms": 5});
+    let journal = state.join("journal-claude-code.jsonl");
+    fs::write(&journal, format!("{planted}\n")).unwrap();
+    fs::set_permissions(&journal, fs::Permissions::from_mode(0o600)).unwrap();
+
+    let (_, report) = doctor(&sb, "claude-code");
+    let (status, detail, _) = firing(&report);
+    assert_eq!(status, "ok", "{report}");
+    assert!(!detail.chars().any(char::is_control), "{detail:?}");
+    assert!(detail.contains(r"\u{1b}]0;owned"), "{detail:?}");
+    let out = sb.cli(&["doctor", "claude-code"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("firing"), "{text}");
+    assert!(
+        !text.chars().any(|c| c.is_control() && c != '\n'),
+        "doctor printed a control character: {text:?}"
+    );
+}
+
 /// Doctor shows the URL and token the official CLI saved as their origin, and warns when another
 /// source names a different Server or when the saved token cannot be used.
 #[test]

@@ -419,3 +419,40 @@ fn journal_names_each_hosts_events() {
             .contains("JOURNALPROMPTMARK")
     );
 }
+
+/// Words in a journal are closed values only when our hooks wrote them: a record planted with
+/// terminal escape sequences reaches neither `statusline` nor `status` raw.
+#[test]
+fn statusline_and_status_escape_a_planted_journals_control_characters() {
+    use std::os::unix::fs::PermissionsExt;
+
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    std::fs::create_dir(&state).unwrap();
+    std::fs::set_permissions(&state, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    let planted = json!({"v": 1, "at": now - 1000, "host": "claude-code", "event": "UserPromptSubmit",
+        "outcome": "\u{1b}]0;owned\u{7}\u{1b}[2J", "ms": 5});
+    let journal = state.join("journal-claude-code.jsonl");
+    std::fs::write(&journal, format!("{planted}\n")).unwrap();
+    std::fs::set_permissions(&journal, std::fs::Permissions::from_mode(0o600)).unwrap();
+    for args in [&["statusline"][..], &["status"][..]] {
+        let out = Command::new(CLI)
+            .args(args)
+            .env_clear()
+            .env("POWERCONTEXT_HOOKS_STATE_DIR", &state)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{args:?}");
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            !text.chars().any(|c| c.is_control() && c != '\n'),
+            "{args:?} printed a control character: {text:?}"
+        );
+        assert!(text.contains(r"\u{1b}]0;owned"), "{args:?}: {text:?}");
+    }
+}

@@ -560,3 +560,106 @@ fn dsh_takeover_in_both_directions_leaves_one_row() {
     assert_eq!(code, 0, "{out}");
     assert_eq!(dsh_powercontext(&sb), theirs);
 }
+
+/// Every file under `dir`, depth first.
+fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in fs::read_dir(dir).unwrap().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(files_under(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
+
+/// A state directory left loose, with `installs` planted as a link to someone else's folder:
+/// setup refuses (naming the link and the fix) and writes nothing there, neither the plugin nor
+/// the manifest nor the user's earlier token; once the link is gone, setup tightens the state
+/// directory and installs into real folders of its own.
+#[test]
+fn setup_never_writes_through_a_linked_installs_folder() {
+    let root = tempfile::tempdir().unwrap();
+    let home = root.path().join("home");
+    let state = home.join(".local/state/powercontext-hooks");
+    fs::create_dir_all(&state).unwrap();
+    fs::set_permissions(&state, fs::Permissions::from_mode(0o777)).unwrap();
+    let elsewhere = root.path().join("elsewhere");
+    fs::create_dir(&elsewhere).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, state.join("installs")).unwrap();
+    // The user's earlier token, which setup keeps aside for uninstall.
+    let creds = home.join(".pi/agent/powercontext");
+    fs::create_dir_all(&creds).unwrap();
+    fs::set_permissions(&creds, fs::Permissions::from_mode(0o700)).unwrap();
+    fs::write(
+        creds.join("credentials.json"),
+        r#"{"version":1,"server_url":"http://127.0.0.1:9","token_type":"Bearer","access_token":"OLD-TOKEN-KEPT"}"#,
+    )
+    .unwrap();
+    fs::set_permissions(creds.join("credentials.json"), fs::Permissions::from_mode(0o600)).unwrap();
+    // A stand-in `pi` that lists our plugin as installed.
+    let plugin = state.join("installs/pi/plugin");
+    let pi = root.path().join("pi");
+    fs::write(
+        &pi,
+        format!(
+            "#!/bin/sh\ncase \"$1\" in --version) echo 0.73.1;; list) echo 'User packages:'; echo '  {}';; esac\nexit 0\n",
+            plugin.display()
+        ),
+    )
+    .unwrap();
+    fs::set_permissions(&pi, fs::Permissions::from_mode(0o755)).unwrap();
+    let setup = || {
+        std::process::Command::new(crate::support::CLI)
+            .args([
+                "setup",
+                "pi",
+                "--server-url",
+                "http://127.0.0.1:9",
+                "--token-env",
+                "PC_TOKEN",
+                "--host-cli",
+            ])
+            .arg(&pi)
+            .env_clear()
+            .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+            .env("HOME", &home)
+            .env("PC_TOKEN", "new-token-kept")
+            .output()
+            .unwrap()
+    };
+
+    let out = setup();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let written = files_under(&elsewhere);
+    assert!(
+        written.is_empty(),
+        "setup wrote through the planted link (exit {:?}): {written:#?}",
+        out.status
+    );
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains(&state.join("installs").display().to_string())
+            && stderr.contains("symlink")
+            && stderr.contains("remove"),
+        "the error names neither the link nor the fix: {stderr}"
+    );
+
+    fs::remove_file(state.join("installs")).unwrap();
+    let out = setup();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for dir in [state.clone(), state.join("installs"), state.join("installs/pi")] {
+        let meta = fs::symlink_metadata(&dir).unwrap();
+        assert!(meta.is_dir(), "{}", dir.display());
+        assert_eq!(meta.permissions().mode() & 0o777, 0o700, "{}", dir.display());
+    }
+    assert!(state.join("installs/pi/manifest.json").is_file());
+    assert!(files_under(&elsewhere).is_empty());
+}

@@ -132,7 +132,8 @@ pub fn statusline_text(records: &[Record], spooled: usize, pending_flushes: usiz
         line.push_str(" · ");
         line.push_str(&ago(now_ms, last.at));
     }
-    line
+    // The words come from a file on disk: the terminal sees them escaped, as `status` shows them.
+    crate::state_cmd::terminal_safe(&line)
 }
 
 /// Drains Claude Code's JSON payload (bounded in size and time; its fields are not needed).
@@ -218,5 +219,16 @@ mod tests {
         assert_eq!(ago(10_000_000, 10_000_000 - 7_200_000), "2 h ago");
         assert_eq!(bytes(812), "812 B");
         assert_eq!(bytes(3400), "3.4 KB");
+    }
+
+    /// The status line reaches the terminal like `status` does: a journal record's words never
+    /// carry a control character there (a planted escape sequence is shown, not executed).
+    #[test]
+    fn status_line_escapes_control_characters_from_the_journal() {
+        let now = 10 * 86_400_000;
+        let planted = vec![rec(now - 1000, "\u{1b}]0;owned\u{7}\u{1b}[2J", 5, 0)];
+        let line = statusline_text(&planted, 0, 0, now);
+        assert!(!line.chars().any(char::is_control), "{line:?}");
+        assert!(line.contains(r"\u{1b}]0;owned"), "{line:?}");
     }
 }

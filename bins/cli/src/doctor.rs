@@ -617,7 +617,10 @@ fn check_activated_package(
         }
         _ => {
             let work = install::install_dir(&paths.state_root, host).join("doctor-probe");
-            match cli.opencode_probe(&work) {
+            // The probe writes under `installs/<host>`: never through a planted link.
+            let probe =
+                install::check_install_dirs(&paths.state_root, host).and_then(|()| cli.opencode_probe(&work));
+            match probe {
                 Ok(p) => {
                     if p.loaded {
                         r.ok(
@@ -1193,8 +1196,9 @@ fn check_firing(host: Host, paths: &Paths, r: &mut Report) {
         format!(
             "last ran {} ({} {}); {} run(s) in 24 h, {} failed",
             crate::activity::ago(now, last.at),
-            last.event,
-            last.outcome,
+            // Words read from a file on disk: escaped as `status` shows them.
+            crate::state_cmd::terminal_safe(&last.event),
+            crate::state_cmd::terminal_safe(&last.outcome),
             day.len(),
             day.iter().filter(|x| x.failed()).count()
         ),

@@ -6,10 +6,11 @@
 use std::collections::BTreeMap;
 use std::fs;
 use std::io::Write;
-use std::os::unix::fs::PermissionsExt;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
+use powercontext_hooks_core::state::{self, Opened, StateDir, StateError};
 use powercontext_hooks_core::workspace::sha256_hex;
 use serde::{Deserialize, Serialize};
 
@@ -627,10 +628,104 @@ pub fn manifest_path(state_root: &Path, host: Host) -> PathBuf {
     install_dir(state_root, host).join("manifest.json")
 }
 
+/// What is wrong with one folder on the way to `installs/<host>`, if anything: it must be a real
+/// directory (never a symlink) owned by this user. A loose mode is not a problem here (setup
+/// tightens it); `None` also when the folder does not exist yet.
+fn install_folder_problem(path: &Path) -> Result<Option<&'static str>> {
+    let meta = match fs::symlink_metadata(path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e).with_context(|| format!("cannot inspect {}", path.display())),
+    };
+    Ok(if meta.file_type().is_symlink() {
+        Some("is a symlink")
+    } else if !meta.is_dir() {
+        Some("is not a directory")
+    } else if meta.uid() != state::euid() {
+        Some("is owned by another user")
+    } else {
+        None
+    })
+}
+
+/// Refuses an `installs/` or `installs/<host>` folder that is a symlink, not a directory or not
+/// ours: setup would otherwise write the plugin, the manifest and a kept token wherever it points.
+/// Read-only (a dry run and `doctor` change nothing).
+///
+/// # Errors
+/// The folder, what is wrong with it and the fix.
+pub fn check_install_dirs(state_root: &Path, host: Host) -> Result<()> {
+    let installs = state_root.join("installs");
+    for dir in [installs.clone(), installs.join(host.as_str())] {
+        if let Some(problem) = install_folder_problem(&dir)? {
+            bail!(
+                "{} {problem}; powercontext-hooks keeps its plugin folders and manifests only in a directory of its own: \
+                 remove {} (setup recreates it) and run the command again",
+                dir.display(),
+                dir.display()
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Creates (0700) or checks the state directory, `installs/` and `installs/<host>/` before setup
+/// writes under them: each a real directory owned by this user (never a symlink), a loose mode
+/// tightened to 0700. Returns the `installs/<host>` folder.
+///
+/// # Errors
+/// A folder that is another user's, a symlink or not a directory (named, with the fix), or the
+/// I/O error.
+pub fn ensure_install_dirs(state_root: &Path, host: Host) -> Result<PathBuf> {
+    check_install_dirs(state_root, host)?;
+    let state = StateDir::at(state_root);
+    state.ensure(Some("installs")).map_err(|e| match e {
+        StateError::Unsafe => anyhow::anyhow!(
+            "{} is owned by another user (or is not a directory): it is never used; remove it, or set \
+             POWERCONTEXT_HOOKS_STATE_DIR to a directory you own",
+            state_root.display()
+        ),
+        e => anyhow::Error::new(e).context(format!("cannot prepare {}", state_root.display())),
+    })?;
+    let installs = StateDir::at(state_root.join("installs"));
+    installs
+        .ensure(Some(host.as_str()))
+        .with_context(|| format!("cannot prepare {}", installs.path().display()))?;
+    // Checked again now that the folders exist and only this user can change them.
+    check_install_dirs(state_root, host)?;
+    Ok(install_dir(state_root, host))
+}
+
+/// Reads a file setup keeps under `installs/<host>` (the manifest, a kept token): owner-only,
+/// never through a symlink, at most [`state::MAX_FILE_BYTES`]; `None` when it does not exist.
+///
+/// # Errors
+/// A symlink, non-regular, foreign or oversized file (named, with the fix), or the I/O error.
+pub fn read_private(path: &Path) -> Result<Option<Vec<u8>>> {
+    let opened = state::open_state_file(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let mut file = match opened {
+        Opened::File(f, _) => f,
+        Opened::Missing => return Ok(None),
+        Opened::NotRegular => bail!(
+            "{} is a symlink or not a regular file; powercontext-hooks never reads it: remove it",
+            path.display()
+        ),
+        Opened::Unsafe => bail!(
+            "{} is owned by another user or writable by others; powercontext-hooks never reads it: remove it",
+            path.display()
+        ),
+    };
+    match state::read_bounded(&mut file).with_context(|| format!("cannot read {}", path.display()))? {
+        Some(bytes) => Ok(Some(bytes)),
+        None => bail!("{} is too large to be ours: remove it", path.display()),
+    }
+}
+
 /// Loads the manifest, `None` when setup never ran.
 pub fn load_manifest(state_root: &Path, host: Host) -> Result<Option<Manifest>> {
+    check_install_dirs(state_root, host)?;
     let path = manifest_path(state_root, host);
-    let Some(bytes) = read_opt(&path)? else {
+    let Some(bytes) = read_private(&path)? else {
         return Ok(None);
     };
     let m: Manifest = serde_json::from_slice(&bytes).with_context(|| {

@@ -1213,13 +1213,9 @@ fn apply_inner(plan: &Plan, paths: &Paths, journal: &mut Journal) -> Result<Regi
     journal.created_dirs_of(&manifest_path);
     journal.created_dirs_of(&plan.plugin_dir.join("x"));
     journal.file(&manifest_path)?;
-    // The state directory is the hooks' (0700): created so before anything is written under it,
-    // rather than with the umask's mode, which the first hook would have to tighten.
-    if let Some(parent) = paths.state_root.parent() {
-        let _ = std::fs::create_dir_all(parent);
-    }
-    let _ = std::os::unix::fs::DirBuilderExt::mode(&mut std::fs::DirBuilder::new(), 0o700)
-        .create(&paths.state_root);
+    // The state directory is the hooks' (0700, ours): created or tightened so before anything is
+    // written under it, and `installs/<host>` a real folder of ours, never a link elsewhere.
+    install::ensure_install_dirs(&paths.state_root, plan.host)?;
     for f in &plan.files {
         journal.created_dirs_of(&f.path);
         journal.file(&f.path)?;

@@ -384,7 +384,7 @@ pub fn uninstall(
     if let Some(c) = &owned.credentials {
         let prior = install_dir.join(PRIOR_CREDENTIALS_FILE);
         match install::read_opt(&c.path)? {
-            Some(b) if digest(&b) == c.sha256 => match install::read_opt(&prior)? {
+            Some(b) if digest(&b) == c.sha256 => match install::read_private(&prior)? {
                 Some(old) => {
                     actions.push(format!("restore {}", c.path.display()));
                     if !dry {

@@ -207,7 +207,7 @@ fn run(args: &UninstallArgs) -> Result<(Vec<String>, Vec<String>)> {
         let mut owned = owned.clone();
         let prior_auth =
             install::install_dir(&paths.state_root, host).join(install::PRIOR_AUTHORIZATION_FILE);
-        if let Some(line) = install::read_opt(&prior_auth)?
+        if let Some(line) = install::read_private(&prior_auth)?
             .and_then(|b| String::from_utf8(b).ok())
             .and_then(|t| t.lines().next().map(str::to_owned))
         {

@@ -29,7 +29,7 @@ use serde::{Deserialize, Serialize};
 use crate::env::Env;
 use crate::host::Integration;
 use crate::outcome::{Diagnostic, Outcome, Stage};
-use crate::state::{StateDir, now_millis};
+use crate::state::{Opened, StateDir, now_millis, open_state_file};
 
 /// Record format version.
 pub const FORMAT: u64 = 1;
@@ -377,13 +377,6 @@ fn open_append(path: &Path) -> io::Result<File> {
         .open(path)
 }
 
-fn open_read(path: &Path) -> io::Result<File> {
-    OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(path)
-}
-
 /// Appends one line to `host`'s journal in `dir` (created 0700 if missing), rotating the segment
 /// when it grew past [`MAX_SEGMENT_BYTES`]. No lock: one `O_APPEND` write per record.
 ///
@@ -415,10 +408,11 @@ pub fn append(dir: &Path, host: Integration, line: &[u8]) -> io::Result<()> {
 }
 
 fn read_segment(path: &Path, out: &mut Vec<Record>) {
-    let Ok(file) = open_read(path) else { return };
-    if !file.metadata().is_ok_and(|m| m.is_file()) {
+    // Like every state read: a regular file of ours that no one else can write, never through a
+    // symlink (a planted journal would put its words on the user's terminal).
+    let Ok(Opened::File(file, _)) = open_state_file(path) else {
         return;
-    }
+    };
     let mut bytes = Vec::new();
     // Bounded: a segment is rotated at the cap, so twice the cap is already a foreign file.
     if file.take(2 * MAX_SEGMENT_BYTES).read_to_end(&mut bytes).is_err() {
@@ -678,6 +672,19 @@ mod tests {
         assert!(append(tmp.path(), Integration::Pi, b"{}\n").is_err());
         assert_eq!(fs::read_to_string(&target).unwrap(), "theirs\n");
         assert!(read(tmp.path(), Integration::Pi).is_empty());
+    }
+
+    #[test]
+    fn a_journal_others_may_write_is_never_read() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join(file_name(Integration::Codex));
+        let good = serde_json::to_string(&record(5, "Stop", "skipped", 1)).unwrap();
+        fs::write(&path, format!("{good}\n")).unwrap();
+        fs::set_permissions(&path, fs::Permissions::from_mode(0o600)).unwrap();
+        assert_eq!(read(tmp.path(), Integration::Codex).len(), 1);
+        // Anyone could have planted these words: they are not ours to show.
+        fs::set_permissions(&path, fs::Permissions::from_mode(0o666)).unwrap();
+        assert!(read(tmp.path(), Integration::Codex).is_empty());
     }
 
     #[test]
