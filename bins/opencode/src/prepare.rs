@@ -127,7 +127,8 @@ pub fn run(env: &Env, settings: Result<&Settings, String>, deadline: &Deadline, 
             Err(e) => emit::diagnostic(&diag(Stage::State, Outcome::StateUnavailable).detail(e.detail())),
         }
     }
+    // Sent once this step is done (see `turn::after_answer`), never before the context is ready.
     if let Some(capture) = &capture {
-        turn.capture_and_flush(&scope, capture);
+        turn.defer_capture(capture);
     }
 }

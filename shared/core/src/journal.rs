@@ -66,7 +66,8 @@ pub struct Record {
     /// Bytes of context injected into the host.
     #[serde(skip_serializing_if = "is_zero")]
     pub injected: u64,
-    /// What became of the prompt capture: `delivered`, `spooled`, `skipped` or `failed`.
+    /// What became of the prompt capture: `delivered`, `queued` (handed to the background
+    /// drainer), `spooled`, `skipped` or `failed`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub capture: Option<String>,
     /// The rule that skipped the capture (a secret rule's name, `too_large`, `lossy`).
@@ -297,6 +298,16 @@ pub fn note_delivered() {
     with_run(|r| {
         if r.capture != Some("spooled") {
             r.capture = Some("delivered");
+        }
+    });
+}
+
+/// Records a capture handed to the background drainer after the answer (delivered by it, not
+/// by this run).
+pub fn note_queued() {
+    with_run(|r| {
+        if r.capture.is_none() {
+            r.capture = Some("queued");
         }
     });
 }
