@@ -3,7 +3,7 @@
 //! diagnostic, and an exit within the budget.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use powercontext_hooks_test_support::fault_server::{FaultServer, Reply, closed_port_url};
