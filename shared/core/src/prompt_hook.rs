@@ -286,10 +286,6 @@ pub fn lifecycle(
                 return Answer::Nothing;
             };
             let turn = turn.in_session(session_id.as_deref());
-            if !settings.bootstrap.value {
-                turn.session_start_offline(*lifecycle);
-                return Answer::Nothing;
-            }
             let query = ScopeQuery::for_event(
                 profile.integration,
                 settings.scope_id.value.as_deref(),
@@ -298,7 +294,14 @@ pub fn lifecycle(
                 deadline,
                 crate::workspace::Discovery::for_env(env),
             );
-            let Some(scope) = turn.resolve(query, None) else {
+            if !settings.bootstrap.value {
+                // A binding changed before this session (re)started takes effect at its first
+                // prompt: the cached scope goes.
+                turn.forget_cached_scope(&query);
+                turn.session_start_offline(*lifecycle);
+                return Answer::Nothing;
+            }
+            let Some(scope) = turn.resolve_fresh(query) else {
                 turn.session_start_offline(*lifecycle);
                 return Answer::Nothing;
             };

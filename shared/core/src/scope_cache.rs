@@ -130,6 +130,15 @@ impl ScopeCache {
         let _ = state::write_cache(dir, name, &bytes);
     }
 
+    /// Drops the entry for this key (a `SessionStart` that does not resolve): the next prompt asks
+    /// the Server.
+    pub fn forget(&self, server: &str, integration: Integration, query: &ScopeQuery) {
+        if let Some(path) = self.path(server, integration, query) {
+            // A removal never follows a link: `unlink` removes the name itself.
+            let _ = fs::remove_file(path);
+        }
+    }
+
     /// Removes entries not refreshed for [`PRUNE_AGE`] and stale temp files (the drainer calls
     /// this, off the prompt path). Only regular files of ours are removed.
     pub fn prune(&self) {

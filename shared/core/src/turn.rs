@@ -224,6 +224,14 @@ impl<'a> Turn<'a> {
         self.resolve_with(&query, false, cache.as_ref())
     }
 
+    /// Drops the cached scope for `query`, so the next prompt resolves it (a `SessionStart` that
+    /// has no reason to ask the Server itself).
+    pub fn forget_cached_scope(&self, query: &ScopeQuery) {
+        if let Some(cache) = ScopeCache::locate(self.env) {
+            cache.forget(self.transport.base().as_str(), self.integration, query);
+        }
+    }
+
     fn resolve_with(&self, query: &ScopeQuery, pending: bool, cache: Option<&ScopeCache>) -> Option<String> {
         match query.resolve(&self.transport) {
             Ok(scope) => {
@@ -705,7 +713,13 @@ impl Deferred {
             }
         };
         if self.flush_on_capture {
-            match capture::flush_through(&self.transport, &scope, position, self.flush_max_calls) {
+            // Pi retries a failed flush call (its host contract); the others stop at the first.
+            let flushed = if self.component == Integration::Pi.component() {
+                capture::flush_retrying(&self.transport, &scope, position, self.flush_max_calls)
+            } else {
+                capture::flush_through(&self.transport, &scope, position, self.flush_max_calls)
+            };
+            match flushed {
                 Ok(_) => return,
                 Err(f) => {
                     emit::diagnostic(&f.diagnostic(component, Stage::Flush));
