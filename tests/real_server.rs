@@ -361,3 +361,76 @@ fn a_rebinding_reaches_recall_within_the_cache_window_and_at_once_after_session_
         assert!(!name.contains("scp") && !name.contains(&session), "{name}");
     }
 }
+
+#[test]
+fn a_burst_of_32_prompts_is_answered_within_budget_and_each_prompt_delivered_exactly_once() {
+    const N: usize = 32;
+    let server = RealServer::shared();
+    let scope = server.create_scope("burst");
+    server.remember(
+        &scope,
+        "Decision burst: the release train leaves every Thursday at noon",
+    );
+    let tag = format!("burst-{}", std::process::id());
+    let sessions: Vec<String> = (0..N).map(|i| format!("{tag}-{i}")).collect();
+    for s in &sessions {
+        server.bind("claude-code", "session", s, &scope);
+    }
+    let cwd = tempfile::tempdir().unwrap();
+    let state = tempfile::tempdir().unwrap();
+    // The default budget: the one a host runs the hook with.
+    let budget = Duration::from_secs(4);
+    let prompts: Vec<String> = (0..N)
+        .map(|i| format!("When does the release train leave? ({tag} prompt {i})"))
+        .collect();
+    let outs: Vec<_> = std::thread::scope(|s| {
+        let handles: Vec<_> = prompts
+            .iter()
+            .zip(&sessions)
+            .map(|(prompt, session)| {
+                let cmd = hook(CLAUDE, "CLAUDE", server, "", cwd.path())
+                    .env("POWERCONTEXT_HOOKS_STATE_DIR", state.path().to_str().unwrap())
+                    .env(
+                        "POWERCONTEXT_CLAUDE_HTTP_BUDGET_SECONDS",
+                        budget.as_secs().to_string(),
+                    )
+                    .env_remove("POWERCONTEXT_HOOKS_NO_BACKGROUND_DRAIN")
+                    .stdin_json(&turn_payload(prompt, cwd.path(), session, "t0"));
+                s.spawn(move || cmd.run())
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    for out in &outs {
+        out.assert_fail_open();
+        // The watchdog's margin past the budget is the process's own, not the Server's.
+        assert!(
+            out.elapsed < budget + Duration::from_millis(500),
+            "{:?}",
+            out.elapsed
+        );
+    }
+    let until = Instant::now() + Duration::from_secs(90);
+    let count = |p: &String, sources: &[Value]| sources.iter().filter(|s| s["content"] == p.as_str()).count();
+    loop {
+        let sources = server.sources(&scope);
+        if prompts.iter().all(|p| count(p, &sources) >= 1) || Instant::now() > until {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    // A duplicate would come from a second drainer replaying an entry: give it the time to.
+    std::thread::sleep(Duration::from_secs(1));
+    let sources = server.sources(&scope);
+    for p in &prompts {
+        assert_eq!(count(p, &sources), 1, "{p}");
+    }
+    let left = std::fs::read_dir(state.path().join("spool"))
+        .map(|d| {
+            d.flatten()
+                .filter(|e| e.file_name().to_string_lossy().ends_with(".json"))
+                .count()
+        })
+        .unwrap_or(0);
+    assert_eq!(left, 0, "the spool is empty once everything is delivered");
+}
