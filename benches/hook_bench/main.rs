@@ -12,6 +12,7 @@
 
 mod hosts;
 mod measure;
+mod prompt_path;
 mod report;
 mod servers;
 
@@ -93,6 +94,8 @@ struct Ctx {
     git: String,
     floor: PathBuf,
     plan: Plan,
+    /// The upstream Claude Code plugin directory (`POWERCONTEXT_OFFICIAL_HOOKS`), if given.
+    official_hooks: Option<String>,
 }
 
 impl Ctx {
@@ -451,6 +454,7 @@ fn main() {
         floor,
         plan,
         root,
+        official_hooks: env.text(prompt_path::OFFICIAL_VAR).map(str::to_owned),
     };
     assert!(
         Path::new(measure::TIME).is_file(),
@@ -464,9 +468,31 @@ fn main() {
     };
     report.machine = report::machine_info(&ctx.python, &ctx.node);
 
+    // `POWERCONTEXT_BENCH_ONLY=prompt-path` runs that section alone (its report goes to
+    // `POWERCONTEXT_BENCH_OUT`, default `target/bench-prompt-path`, never over the full report).
+    if env.text("POWERCONTEXT_BENCH_ONLY") == Some("prompt-path") {
+        let _ = prompt_path::bench_prompt_path(&ctx, &mut report);
+        report.notes = method_notes(&ctx);
+        report.elapsed_secs = started.elapsed().as_secs_f64();
+        let out = env.text("POWERCONTEXT_BENCH_OUT").map_or_else(
+            || Path::new(env!("CARGO_MANIFEST_DIR")).join("target/bench-prompt-path"),
+            PathBuf::from,
+        );
+        std::fs::create_dir_all(&out).expect("create the report directory");
+        report.write(&out, "").expect("write the report");
+        say(&format!("wrote {}", out.join("benchmarks.md").display()));
+        for h in &report.headline {
+            say(h);
+        }
+        for t in &report.targets {
+            say(&format!("target {}: {} ({:?})", t.name, t.measured, t.met));
+        }
+        return;
+    }
     let main = bench_main(&ctx, &hosts, &mut report);
     bench_failures(&ctx, &hosts, &mut report);
     bench_real(&ctx, &hosts, &mut report);
+    let _ = prompt_path::bench_prompt_path(&ctx, &mut report);
     bench_prompt_size(&ctx, &mut report);
     bench_secret_filter(&ctx, &mut report);
     bench_spool(&ctx, &mut report);

@@ -493,6 +493,8 @@ pub struct Summary {
     pub captures_delivered_24h: u64,
     /// Captures spooled in the last 24 h.
     pub captures_spooled_24h: u64,
+    /// Captures handed to the background drainer after the answer in the last 24 h.
+    pub captures_queued_24h: u64,
     /// Captures skipped in the last 24 h.
     pub captures_skipped_24h: u64,
     /// Runs retained in the journal for this host and event.
@@ -548,6 +550,7 @@ pub fn summarize(records: &[Record], now_ms: u64) -> Vec<Summary> {
         match r.capture.as_deref() {
             Some("delivered") => s.captures_delivered_24h += 1,
             Some("spooled") => s.captures_spooled_24h += 1,
+            Some("queued") => s.captures_queued_24h += 1,
             Some("skipped") => s.captures_skipped_24h += 1,
             _ => {}
         }
