@@ -1839,5 +1839,14 @@ fn method_notes(ctx: &Ctx) -> Vec<String> {
         "Loopback only: the instant and hanging Servers, the closed port and the real Server all listen on \
          127.0.0.1."
             .into(),
+        format!(
+            "The official Claude Code hook column needs the upstream plugin, which is not in the PyPI wheel: \
+             `{}` names its directory (the one holding `hooks/user_prompt_submit.py`, \
+             `claude_code_settings.py` and `scripts/`, e.g. from `git archive HEAD \
+             integrations/claude-code/plugins/powercontext` of the upstream repository). Unset, the column is \
+             skipped with a message. This run: {}. It runs under the same `python3` as the baseline.",
+            prompt_path::OFFICIAL_VAR,
+            if ctx.official_hooks.is_some() { "set" } else { "not set" }
+        ),
     ]
 }
