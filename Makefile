@@ -4,7 +4,7 @@ SHELL := /bin/bash
 CARGO ?= cargo
 TEST_ARGS ?=
 
-.PHONY: all build release deps demo test unit e2e bench lint fmt clippy clean-state
+.PHONY: all build release dist deps demo test unit e2e bench lint fmt clippy clean-state
 
 all: build
 
@@ -13,6 +13,12 @@ build:
 
 release:
 	$(CARGO) build --release --locked
+
+# The plugin source tree for the official installer: `powercontext setup <host> --source dist/plugins`.
+# It references the release executables in target/release by absolute path: keep both in place.
+DIST ?= dist/plugins
+dist: release
+	target/release/powercontext-hooks package --out $(DIST)
 
 # Everything the tests need that does not come from cargo: the pinned Server and the host CLIs.
 deps:

@@ -216,7 +216,7 @@ fn package_host_doctor(host: &str, activation_check: &str) {
         "dsh" => {
             let out = sb.run(
                 &host_bin("dsh").join("dsh"),
-                &["plugin", "--profile", "web", "remove", "powercontext-hooks-dsh"],
+                &["plugin", "--profile", "web", "remove", "powercontext-dsh"],
             );
             assert!(out.status.success());
         }
@@ -294,4 +294,68 @@ fn firing_line_for_a_host_that_never_ran_its_hook_then_after_a_real_run() {
     assert_eq!(status, "ok", "{report}");
     assert!(detail.contains("UserPromptSubmit server_unavailable"), "{detail}");
     assert!(detail.contains("1 run(s) in 24 h, 1 failed"), "{detail}");
+}
+
+/// Doctor shows the URL and token the official CLI saved as their origin, and warns when another
+/// source names a different Server or when the saved token cannot be used.
+#[test]
+fn doctor_shows_the_official_sources_and_warns_when_they_disagree() {
+    use std::os::unix::fs::PermissionsExt;
+    let server = RealServer::shared_auth();
+    let sb = Sandbox::new();
+    let clients = sb.home().join(".config/powercontext/clients.json");
+    fs::create_dir_all(clients.parent().unwrap()).unwrap();
+    fs::write(
+        &clients,
+        serde_json::json!({"version": 1, "hosts": {"pi": {"server_url": server.url(), "allow_insecure_http": false}}})
+            .to_string(),
+    )
+    .unwrap();
+    let cred = sb.home().join(".pi/agent/powercontext/credentials.json");
+    fs::create_dir_all(cred.parent().unwrap()).unwrap();
+    fs::write(
+        &cred,
+        serde_json::json!({"version": 1, "server_url": server.url(),
+                           "authorization": format!("Bearer {}", RealServer::TEST_TOKEN)})
+        .to_string(),
+    )
+    .unwrap();
+    fs::set_permissions(&cred, fs::Permissions::from_mode(0o600)).unwrap();
+
+    let (_, report) = doctor(&sb, "pi");
+    assert!(!report.to_string().contains(RealServer::TEST_TOKEN));
+    let setting = |name: &str| {
+        report["hosts"][0]["settings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["name"] == name)
+            .unwrap()["origin"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    assert!(setting("server_url").contains("clients.json"), "{report}");
+    assert!(setting("authorization").contains("credentials.json"), "{report}");
+    assert_eq!(check(&report, "auth accepted").0, "ok", "{report}");
+    assert_eq!(check(&report, "url sources agree").0, "ok", "{report}");
+
+    // Our config file points elsewhere: it wins, and doctor says who disagrees.
+    fs::create_dir_all(sb.config().parent().unwrap()).unwrap();
+    fs::write(
+        sb.config(),
+        format!("[hosts.pi]\nserver_url = \"{}\"\n", closed_port_url()),
+    )
+    .unwrap();
+    let (_, report) = doctor(&sb, "pi");
+    let (status, _) = check(&report, "url sources agree");
+    assert_eq!(status, "warn", "{report}");
+    assert!(report.to_string().contains("clients.json"), "{report}");
+    fs::remove_file(sb.config()).unwrap();
+
+    // A saved token readable by the group is not used, and doctor says why.
+    fs::set_permissions(&cred, fs::Permissions::from_mode(0o644)).unwrap();
+    let (_, report) = doctor(&sb, "pi");
+    assert_eq!(check(&report, "saved token").0, "warn", "{report}");
+    assert_eq!(check(&report, "auth accepted").0, "fail", "{report}");
 }

@@ -276,7 +276,9 @@ fn e2e_pi_hanging_executable_is_cut_at_the_extension_deadline() {
     let dir = tempfile::tempdir().unwrap();
     let hang = dir.path().join("hang-hook");
     // Not `exec`: the sleeping grandchild holds the pipes, as a stuck child of a real hook would.
-    std::fs::write(&hang, "#!/bin/sh\ncat >/dev/null\nsleep 617\n").unwrap();
+    // A marker of this process alone, so a concurrent run of the same test is never counted.
+    let marker = format!("617.{}", std::process::id());
+    std::fs::write(&hang, format!("#!/bin/sh\ncat >/dev/null\nsleep {marker}\n")).unwrap();
     std::fs::set_permissions(&hang, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     let pi = PiSession::builder(&model.url()).hook(&hang).build();
     let run = pi.print("say hello with a stuck hook");
@@ -294,5 +296,10 @@ fn e2e_pi_hanging_executable_is_cut_at_the_extension_deadline() {
         "{}",
         run.stderr
     );
-    assert_eq!(sleepers("617"), 0, "the hook's process group was killed");
+    // SIGKILL is delivered asynchronously: give the kernel a moment to reap the group.
+    let deadline = std::time::Instant::now() + Duration::from_secs(3);
+    while sleepers(&marker) > 0 && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(sleepers(&marker), 0, "the hook's process group was killed");
 }

@@ -1,4 +1,4 @@
-//! Real-host end-to-end scenarios shared by Claude Code and Codex (issue 4): the pinned host CLI,
+//! Real-host end-to-end scenarios shared by Claude Code and Codex: the pinned host CLI,
 //! our hook installed through its plugin folder, the real Server and a fake model, all on loopback.
 //! Each scenario takes the host as a parameter; `e2e_claude` and `e2e_codex` hold the `#[test]`s.
 //! Nothing here may skip: a missing host, Server or namespace fails the test with how to fix it.

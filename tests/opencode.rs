@@ -156,6 +156,9 @@ fn answer(req: &RecordedRequest) -> Reply {
             Reply::json(202, &json!({"status": "accepted", "source": {}, "position": 3}))
         }
         "/v1/memory/flush" => Reply::json(200, &json!({"status": "processed", "current_cursor": 3})),
+        "/v1/scope-bindings" if req.method == "PUT" => {
+            Reply::json(200, &json!({"key": body["key"], "scope_id": body["scope_id"]}))
+        }
         _ => Reply::json(404, &json!({"error": {"code": "not_found"}})),
     }
 }
@@ -213,7 +216,8 @@ fn prepare_comes_before_capture_with_the_upstream_source_id() {
         [
             "/v1/scope-bindings/resolve",
             "/v1/context/prepare",
-            "/v1/sources/content"
+            "/v1/sources/content",
+            "/v1/scope-bindings"
         ]
     );
     let resolve = &bodies(&server, "/v1/scope-bindings/resolve")[0];
@@ -308,7 +312,11 @@ fn secret_prompt_is_recalled_but_never_captured() {
     let out = oc.prepare("ses_1", "msg_100", 100, secret, Some(&dir));
     assert_eq!(
         paths(&server),
-        ["/v1/scope-bindings/resolve", "/v1/context/prepare"]
+        [
+            "/v1/scope-bindings/resolve",
+            "/v1/context/prepare",
+            "/v1/scope-bindings"
+        ]
     );
     assert!(
         out.outcomes().contains(&"capture_skipped_secret".to_owned()),
@@ -381,9 +389,10 @@ fn unknown_directory_makes_no_http_call_and_still_invalidates() {
     let oc = Oc::new(&server.url());
     let dir = oc.dir("p");
     oc.prepare("ses_1", "msg_100", 100, "first", Some(&dir));
-    assert_eq!(server.request_count(), 3);
+    // resolve, prepare, capture, the new session's pin
+    assert_eq!(server.request_count(), 4);
     let out = oc.prepare("ses_1", "msg_200", 200, "second", None);
-    assert_eq!(server.request_count(), 3, "no directory, no HTTP");
+    assert_eq!(server.request_count(), 4, "no directory, no HTTP");
     assert_eq!(out.diagnostic("skipped").unwrap()["detail"], "missing_directory");
     assert_eq!(
         oc.inject("ses_1", "msg_100", &[]),
@@ -609,4 +618,40 @@ fn bad_input_is_skipped_quietly() {
         .unwrap();
     assert!(out.status.success() && out.stdout.is_empty());
     assert_eq!(server.request_count(), 0);
+}
+
+/// Upstream pins a new session to the scope it resolved to (`set_scope_binding` for
+/// `opencode/session/<id>`) when no explicit scope is configured; later prompts of the session
+/// and sessions with an explicit scope are not pinned.
+#[test]
+fn a_new_session_is_pinned_to_its_resolved_scope_once() {
+    let server = FaultServer::start(answer);
+    let oc = Oc::new(&server.url());
+    let dir = oc.dir("p");
+    oc.prepare("ses_pin", "msg_100", 100, "first prompt", Some(&dir));
+    oc.prepare("ses_pin", "msg_200", 200, "second prompt", Some(&dir));
+    let ws = sha256_hex(dir.as_os_str().as_encoded_bytes());
+    let pins: Vec<Value> = server
+        .requests()
+        .iter()
+        .filter(|r| r.method == "PUT" && r.path_only() == "/v1/scope-bindings")
+        .map(|r| r.json().unwrap())
+        .collect();
+    assert_eq!(
+        pins,
+        [
+            json!({"key": {"integration": "opencode", "kind": "session", "external_id": "ses_pin"},
+                "scope_id": format!("scope-{}", &ws[..12])})
+        ]
+    );
+
+    let server = FaultServer::start(answer);
+    let oc = Oc::new(&server.url()).env("POWERCONTEXT_OPENCODE_SCOPE_ID", "project:explicit");
+    let dir = oc.dir("p");
+    oc.prepare("ses_explicit", "msg_100", 100, "first prompt", Some(&dir));
+    assert!(
+        !paths(&server).iter().any(|p| p == "/v1/scope-bindings"),
+        "{:?}",
+        paths(&server)
+    );
 }

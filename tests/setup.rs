@@ -531,7 +531,7 @@ pub fn package_registered(sb: &Sandbox, host: &str) -> bool {
             let pkg: Value =
                 serde_json::from_slice(&fs::read(sb.dsh_profile("web").join("package.json")).unwrap())
                     .unwrap();
-            pkg["dependencies"]["powercontext-hooks-dsh"] == format!("link:{}", dir.display()).as_str()
+            pkg["dependencies"]["powercontext-dsh"] == format!("link:{}", dir.display()).as_str()
         }
         _ => sb
             .opencode_config()
@@ -653,7 +653,7 @@ fn package_round_trip(host: &str) {
         ),
         "dsh" => {
             assert!(!sb.plugin_dir(host).exists());
-            let link = sb.dsh_profile("web").join("node_modules/powercontext-hooks-dsh");
+            let link = sb.dsh_profile("web").join("node_modules/powercontext-dsh");
             assert!(fs::symlink_metadata(link).is_err(), "a dangling link was left");
         }
         _ => assert!(!sb.plugin_dir(host).exists()),

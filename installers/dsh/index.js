@@ -27,6 +27,20 @@ function executable() {
   return RENDERED_EXECUTABLE
 }
 
+// The row's connection values (as the official plugin's row config names them), handed to the
+// executable under names it ranks below its own environment and config file.
+function rowEnv(config) {
+  const env = { ...process.env }
+  const put = (name, value) => {
+    if (typeof value === "string" && value.trim() !== "") env[name] = value
+    else if (typeof value === "boolean") env[name] = String(value)
+  }
+  put("POWERCONTEXT_DSH_ROW_BASE_URL", config?.baseUrl)
+  put("POWERCONTEXT_DSH_ROW_AUTHORIZATION", config?.authorization)
+  put("POWERCONTEXT_DSH_ROW_ALLOW_INSECURE_HTTP", config?.allowInsecureHttp)
+  return env
+}
+
 function timeoutMs(config) {
   const value = config?.timeoutMs
   return Number.isFinite(value) && value > 0 ? Math.min(value, 60_000) : DEFAULT_TIMEOUT_MS
@@ -88,7 +102,7 @@ function forward(logger, stderr) {
 }
 
 // Runs the executable once. Resolves to the context text or undefined; never rejects.
-function runHook(input, limitMs, signal, logger) {
+function runHook(input, limitMs, signal, logger, env) {
   return new Promise((resolve) => {
     let done = false
     let child
@@ -117,6 +131,7 @@ function runHook(input, limitMs, signal, logger) {
     try {
       child = spawn(executable(), ["pre-step"], {
         stdio: ["pipe", "pipe", "pipe"],
+        env,
         detached: process.platform !== "win32",
         windowsHide: true,
       })
@@ -162,12 +177,13 @@ export function apply(ctx, config) {
     logger = { warn() {}, debug() {} }
   }
   const limitMs = timeoutMs(config)
+  const env = rowEnv(config)
 
   ctx.on("agent/pre-step", async (payload, next) => {
     // The executable runs while the rest of the chain decides; next() is called exactly once.
     let pending
     try {
-      pending = runHook(batch(payload), limitMs, payload?.signal, logger)
+      pending = runHook(batch(payload), limitMs, payload?.signal, logger, env)
     } catch {
       pending = Promise.resolve(undefined)
     }

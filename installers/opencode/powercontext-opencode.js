@@ -12,6 +12,7 @@
 // powercontext-hook-opencode, or set POWERCONTEXT_OPENCODE_HOOK_COMMAND to that path.
 
 import { spawn, spawnSync } from "node:child_process"
+import { writeFileSync } from "node:fs"
 
 const HOOK_COMMAND = "{{hook_command}}"
 const HOOK_COMMAND_VAR = "POWERCONTEXT_OPENCODE_HOOK_COMMAND"
@@ -131,7 +132,20 @@ function syntheticTexts(parts) {
     .map((p) => p.text.slice(0, SYNTHETIC_TEXT_CHARS))
 }
 
+// `powercontext doctor opencode` (the official CLI) starts `opencode serve` with these two
+// variables and waits for the nonce: proof that OpenCode loaded this plugin. Exclusive create,
+// owner-only; a failure only means the probe fails.
+function answerActivationProbe() {
+  try {
+    const path = process.env.POWERCONTEXT_OPENCODE_ACTIVATION_PROBE_PATH?.trim()
+    const nonce = process.env.POWERCONTEXT_OPENCODE_ACTIVATION_PROBE_NONCE?.trim()
+    if (!path || !nonce) return
+    writeFileSync(path, nonce, { encoding: "utf8", flag: "wx", mode: 0o600 })
+  } catch {}
+}
+
 export const PowerContextPlugin = async (ctx) => {
+  answerActivationProbe()
   // The executable's diagnostics are content-free JSON lines; they go to OpenCode's log.
   const log = (result) => {
     try {

@@ -14,10 +14,12 @@ use std::time::{Duration, Instant};
 
 use anyhow::Result;
 use clap::Args;
-use powercontext_hooks_core::config::Settings;
+use powercontext_hooks_core::config::{self, Layers, Settings};
 use powercontext_hooks_core::deadline::Deadline;
+use powercontext_hooks_core::endpoint::BaseUrl;
 use powercontext_hooks_core::http::Transport;
 use powercontext_hooks_core::journal;
+use powercontext_hooks_core::official;
 use powercontext_hooks_core::scope::ScopeQuery;
 use powercontext_hooks_core::state::StateDir;
 use powercontext_hooks_core::{ledger, spool, state};
@@ -118,7 +120,8 @@ pub fn doctor(args: &DoctorArgs) -> Result<ExitCode> {
     if names.is_empty() {
         for n in HOST_NAMES {
             if let Ok(h) = Host::parse(n)
-                && install::manifest_path(&paths.state_root, h).exists()
+                && (install::manifest_path(&paths.state_root, h).exists()
+                    || official::clients_entry(h.integration(), &paths.env).is_some())
             {
                 names.push(n.to_owned());
             }
@@ -215,6 +218,15 @@ fn check_host(host: Host, paths: &Paths, locate: &Locate, cwd: &Path) -> Report 
                     .to_string(),
             );
             Some(m)
+        }
+        Ok(None) if official::clients_entry(host.integration(), &paths.env).is_some() => {
+            r.warn(
+                "installed",
+                "ownership manifest",
+                "installed by the official `powercontext setup` (clients.json lists it); checked as found",
+                "nothing to do; powercontext-hooks uninstall leaves it alone",
+            );
+            None
         }
         Ok(None) => {
             r.fail(
@@ -455,6 +467,16 @@ fn check_activated(
                 format!("`{}` → {}", install::MARKETPLACE, p.display()),
             );
         }
+        (Ok(Some(p)), None) => r.warn(
+            "activated",
+            "marketplace",
+            format!(
+                "`{}` → {} (another installer's source)",
+                install::MARKETPLACE,
+                p.display()
+            ),
+            "nothing to do when the official `powercontext setup` installed it",
+        ),
         (Ok(Some(p)), _) => r.fail(
             "activated",
             "marketplace",
@@ -507,7 +529,13 @@ fn check_activated(
                         "activated",
                         "hook trusted",
                         "untrusted: Codex skips it silently",
-                        format!("{setup_cmd} (records trust), or review it with /hooks in Codex"),
+                        if m.is_some() {
+                            format!("{setup_cmd} (records trust), or review it with /hooks in Codex")
+                        } else {
+                            // Installed by the official `powercontext setup codex`, which records no trust.
+                            "powercontext-hooks setup codex --trust-only, or review it with /hooks in Codex"
+                                .to_owned()
+                        },
                     );
                 }
             }
@@ -530,26 +558,35 @@ fn check_activated_package(
     setup_cmd: &str,
     r: &mut Report,
 ) {
-    let Some(m) = m else {
-        r.fail(
-            "activated",
-            "plugin loaded",
-            "not set up by powercontext-hooks",
-            setup_cmd,
-        );
-        return;
+    // Ours, or what the official `powercontext setup` installed (listed in clients.json).
+    let official_entry = official::clients_entry(host.integration(), &paths.env);
+    let (plugin_dir, profile) = match (m, &official_entry) {
+        (Some(m), _) => (m.plugin_dir.clone(), m.profile.clone()),
+        (None, Some((_, entry))) => (
+            official_package_dir(host, paths),
+            entry["profile"].as_str().map(str::to_owned),
+        ),
+        (None, None) => {
+            r.fail(
+                "activated",
+                "plugin loaded",
+                "not set up by powercontext-hooks",
+                setup_cmd,
+            );
+            return;
+        }
     };
     match host {
-        Host::Pi => match cli.pi_lists(&m.plugin_dir) {
+        Host::Pi => match cli.pi_lists(&plugin_dir) {
             Ok(true) => r.ok(
                 "activated",
                 "package listed",
-                format!("`pi list` shows {}", m.plugin_dir.display()),
+                format!("`pi list` shows {}", plugin_dir.display()),
             ),
             Ok(false) => r.fail(
                 "activated",
                 "package listed",
-                format!("`pi list` does not show {} (removed?)", m.plugin_dir.display()),
+                format!("`pi list` does not show {} (removed?)", plugin_dir.display()),
                 setup_cmd,
             ),
             Err(e) => r.fail(
@@ -560,7 +597,7 @@ fn check_activated_package(
             ),
         },
         Host::Dsh => {
-            let profile = m.profile.as_deref().unwrap_or(install::DSH_DEFAULT_PROFILE);
+            let profile = profile.as_deref().unwrap_or(install::DSH_DEFAULT_PROFILE);
             match cli.dsh_has_plugin(profile) {
                 Ok(true) => r.ok(
                     "activated",
@@ -632,6 +669,24 @@ fn check_activated_package(
     }
 }
 
+/// Where the official `powercontext setup pi` copies its package: `$POWERCONTEXT_HOME` (else
+/// `~/.local/share/powercontext`) `/plugins/pi`. Other hosts are found through their own CLI.
+fn official_package_dir(host: Host, paths: &Paths) -> PathBuf {
+    let data = paths
+        .env
+        .text("POWERCONTEXT_HOME")
+        .filter(|v| !v.trim().is_empty())
+        .map(PathBuf::from)
+        .or_else(|| {
+            paths
+                .env
+                .text("HOME")
+                .map(|h| Path::new(h).join(".local/share/powercontext"))
+        })
+        .unwrap_or_default();
+    data.join("plugins").join(host.name())
+}
+
 fn check_server(host: Host, s: &Settings, paths: &Paths, cwd: &Path, r: &mut Report) -> bool {
     r.settings.push((
         "server_url".into(),
@@ -678,6 +733,7 @@ fn check_server(host: Host, s: &Settings, paths: &Paths, cwd: &Path, r: &mut Rep
         s.capture_secrets.value.as_str().into(),
         s.capture_secrets.origin.to_string(),
     ));
+    check_sources(host, s, paths, r);
     let deadline = Deadline::after(Duration::from_secs(10));
     let transport = match Transport::new(
         s.server_url.value.clone(),
@@ -782,6 +838,75 @@ fn check_server(host: Host, s: &Settings, paths: &Paths, cwd: &Path, r: &mut Rep
     }
 }
 
+/// Where the URL and token came from: a warning when two sources name different Servers, when
+/// the official CLI's saved token is present but not used, and for consented plain `http://`.
+fn check_sources(host: Host, s: &Settings, paths: &Paths, r: &mut Report) {
+    let file = paths.load_config().ok().flatten();
+    let file_ref = match (&paths.config_path, &file) {
+        (Some(p), Some(f)) => Some((p.as_path(), f)),
+        _ => None,
+    };
+    let candidates = config::server_url_candidates(&Layers {
+        host: host.integration(),
+        env: &paths.env,
+        flags: None,
+        file: file_ref,
+    });
+    let chosen = &s.server_url.value;
+    let others: Vec<String> = candidates
+        .iter()
+        .filter(|(o, _)| *o != s.server_url.origin)
+        .filter(|(_, v)| BaseUrl::parse_insecure(v).map_or(true, |u| !official::same_endpoint(&u, chosen)))
+        .map(|(o, v)| format!("{o} says {}", v.trim()))
+        .collect();
+    if others.is_empty() {
+        r.ok(
+            "server-ready",
+            "url sources agree",
+            format!("{} source(s) set server_url", candidates.len()),
+        );
+    } else {
+        r.warn(
+            "server-ready",
+            "url sources agree",
+            format!(
+                "{chosen} ({}) wins, but {}",
+                s.server_url.origin,
+                others.join("; ")
+            ),
+            "remove or align the source you do not mean (environment > powercontext-hooks config > official CLI files)",
+        );
+    }
+    if !chosen.is_https() && !chosen.is_loopback() {
+        r.warn(
+            "server-ready",
+            "plain http",
+            format!("{chosen} is remote and unencrypted; allowed only by the consent the official CLI recorded for it"),
+            "use https://",
+        );
+    }
+    if s.authorization.value.is_none()
+        && let (Some(path), official::Credential::Refused(why)) =
+            official::credential(host.integration(), &paths.env, chosen)
+    {
+        r.warn(
+            "server-ready",
+            "saved token",
+            format!("{} is not used: it {why}", path.display()),
+            match why {
+                official::CredentialProblem::OtherServer => format!(
+                    "powercontext setup {} --server-url {chosen} (saves a token for this Server)",
+                    host.name()
+                ),
+                _ => format!(
+                    "chmod 600 {} (a regular file owned by you), or set the token in the environment",
+                    path.display()
+                ),
+            },
+        );
+    }
+}
+
 /// One synthetic hook run: exit status (None past the deadline), stdout, stderr.
 type HookRun = (Option<std::process::ExitStatus>, String, String);
 
@@ -826,9 +951,7 @@ fn run_hook(
             break Some(s);
         }
         if started.elapsed() > Duration::from_secs(15) {
-            let _ = Command::new("kill")
-                .args(["-KILL", "--", &format!("-{}", child.id())])
-                .status();
+            crate::host_cli::kill_group(&child);
             let _ = child.wait();
             break None;
         }

@@ -490,12 +490,15 @@ fn pipe(p: Option<impl Read + Send + 'static>) -> Receiver<String> {
     rx
 }
 
-fn kill_group(child: &Child) {
-    let _ = Command::new("kill")
-        .args(["-KILL", "--", &format!("-{}", child.id())])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status();
+/// Kills the process group a child made at spawn (`process_group(0)`); call it before the child
+/// is reaped, so the group id still belongs to us.
+pub(crate) fn kill_group(child: &Child) {
+    let pid = i32::try_from(child.id())
+        .ok()
+        .and_then(rustix::process::Pid::from_raw);
+    if let Some(pid) = pid {
+        let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
+    }
 }
 
 /// Minimal line-delimited JSON-RPC client for `codex app-server` on stdio; killed on drop.

@@ -13,6 +13,8 @@ use anyhow::{Context, Result, bail};
 use powercontext_hooks_core::workspace::sha256_hex;
 use serde::{Deserialize, Serialize};
 
+use crate::textstyle::Style;
+
 /// A host setup knows how to wire.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Host {
@@ -155,10 +157,17 @@ impl Host {
                     include_str!("../../../installers/codex/hooks/hooks.json"),
                 ),
             ],
-            Self::OpenCode => &[(
-                OPENCODE_PLUGIN_FILE,
-                include_str!("../../../installers/opencode/powercontext-opencode.js"),
-            )],
+            Self::OpenCode => &[
+                (
+                    OPENCODE_PLUGIN_FILE,
+                    include_str!("../../../installers/opencode/powercontext-opencode.js"),
+                ),
+                // The official installer's ownership mark: its setup and doctor see this install.
+                (
+                    ".powercontext-opencode.json",
+                    "{\"schema\":1,\"owner\":\"powercontext\",\"integration\":\"opencode-plugin\"}\n",
+                ),
+            ],
             Self::Pi => &[
                 (
                     "package.json",
@@ -189,7 +198,7 @@ pub const OPENCODE_PLUGIN_FILE: &str = "powercontext-opencode.js";
 /// The member of OpenCode's `mcp` object we own.
 pub const OPENCODE_MCP_KEY: &str = "powercontext";
 /// The package name `dsh plugin add` links into the profile.
-pub const DSH_PACKAGE: &str = "powercontext-hooks-dsh";
+pub const DSH_PACKAGE: &str = "powercontext-dsh";
 /// The cordis row id our DSH bundle inserts.
 pub const DSH_PLUGIN_ID: &str = "powercontext-dsh";
 /// The DSH profile setup uses when none is given (the official installer's choice).
@@ -289,10 +298,39 @@ pub fn write_atomic(path: &Path, bytes: &[u8], private: bool) -> Result<()> {
     Ok(())
 }
 
+/// The file a symbolic link finally names (relative links resolved against their directory), or
+/// `path` itself when it is not a link. The target need not exist.
+pub fn link_target(path: &Path) -> PathBuf {
+    let mut p = path.to_path_buf();
+    for _ in 0..16 {
+        match fs::symlink_metadata(&p) {
+            Ok(m) if m.file_type().is_symlink() => match fs::read_link(&p) {
+                Ok(t) if t.is_absolute() => p = t,
+                Ok(t) => p = p.parent().map_or(t.clone(), |d| d.join(&t)),
+                Err(_) => break,
+            },
+            _ => break,
+        }
+    }
+    p
+}
+
+/// [`write_atomic`] for a user's configuration file that may be a dotfile link: the link's target
+/// is replaced and the link stays a link.
+pub fn write_through(path: &Path, bytes: &[u8], private: bool) -> Result<()> {
+    write_atomic(&link_target(path), bytes, private)
+}
+
 /// What a path held before this run touched it.
 #[derive(Debug, Clone)]
 enum Before {
     File(Vec<u8>, u32),
+    /// A symbolic link (as written) to `target`, which held these bytes (or nothing).
+    Link {
+        link: PathBuf,
+        target: PathBuf,
+        bytes: Option<(Vec<u8>, u32)>,
+    },
     Absent,
     /// A directory that did not exist: removed whole on rollback.
     NoDir,
@@ -310,6 +348,20 @@ impl Journal {
     /// Records a file's current bytes (or absence), once.
     pub fn file(&mut self, path: &Path) -> Result<()> {
         if self.entries.iter().any(|(p, _)| p == path) {
+            return Ok(());
+        }
+        if let Ok(m) = fs::symlink_metadata(path)
+            && m.file_type().is_symlink()
+        {
+            let target = link_target(path);
+            let bytes = read_opt(&target)?.map(|b| {
+                let mode = fs::metadata(&target).map_or(0o644, |m| m.permissions().mode() & 0o777);
+                (b, mode)
+            });
+            let link =
+                fs::read_link(path).with_context(|| format!("cannot read the link {}", path.display()))?;
+            self.entries
+                .push((path.to_path_buf(), Before::Link { link, target, bytes }));
             return Ok(());
         }
         let before = match read_opt(path)? {
@@ -351,6 +403,27 @@ impl Journal {
         }
     }
 
+    /// A host CLI that replaced a recorded link with a regular file: its new bytes go to the
+    /// link's target and the link is put back (the file stays edited through the link).
+    pub fn relink(&self) -> Result<()> {
+        for (path, before) in &self.entries {
+            let Before::Link { link, target, .. } = before else {
+                continue;
+            };
+            let is_link = fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink());
+            if is_link {
+                continue;
+            }
+            if let Some(bytes) = read_opt(path)? {
+                write_atomic(target, &bytes, false)?;
+                fs::remove_file(path).with_context(|| format!("cannot remove {}", path.display()))?;
+            }
+            std::os::unix::fs::symlink(link, path)
+                .with_context(|| format!("cannot put the link {} back", path.display()))?;
+        }
+        Ok(())
+    }
+
     /// Puts every recorded path back; returns the paths it could not restore.
     pub fn restore(&self) -> Vec<PathBuf> {
         let mut failed = Vec::new();
@@ -363,6 +436,27 @@ impl Journal {
                             fs::set_permissions(path, fs::Permissions::from_mode(*mode)).context("chmod")
                         })
                         .is_ok()
+                }
+                Before::Link { link, target, bytes } => {
+                    let content_ok = match bytes {
+                        Some((b, mode)) => {
+                            fs::read(target).is_ok_and(|now| &now == b)
+                                || write_atomic(target, b, false)
+                                    .and_then(|()| {
+                                        fs::set_permissions(target, fs::Permissions::from_mode(*mode))
+                                            .context("chmod")
+                                    })
+                                    .is_ok()
+                        }
+                        None => match fs::remove_file(target) {
+                            Ok(()) => true,
+                            Err(e) => e.kind() == std::io::ErrorKind::NotFound,
+                        },
+                    };
+                    let link_ok = fs::read_link(path).is_ok_and(|l| &l == link)
+                        || ((fs::remove_file(path).is_ok() || fs::symlink_metadata(path).is_err())
+                            && std::os::unix::fs::symlink(link, path).is_ok());
+                    content_ok && link_ok
                 }
                 Before::Absent => match fs::remove_file(path) {
                     Ok(()) => true,
@@ -413,6 +507,26 @@ pub struct OwnedConfig {
     pub created_table: bool,
     /// key → `sha256:` of the line we wrote.
     pub keys: BTreeMap<String, String>,
+    /// key → the line the user had before setup replaced it (put back by uninstall). Never the
+    /// `authorization` line: that one waits in the owner-only [`PRIOR_AUTHORIZATION_FILE`].
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub previous: BTreeMap<String, String>,
+}
+
+/// Beside the manifest, mode 0600: the `authorization` line the user had in `[hosts.<host>]`
+/// before setup replaced it, put back by uninstall (the manifest never holds a token).
+pub const PRIOR_AUTHORIZATION_FILE: &str = "prior-authorization.toml";
+
+/// The line setting `key` in `[hosts.<host>]`, if any (plain text: no mark, LF).
+pub fn config_line(text: &str, host: &str, key: &str) -> Option<String> {
+    let (_, plain) = Style::split(text);
+    let lines: Vec<&str> = plain.lines().collect();
+    let header = lines.iter().position(|l| header_matches(l, host))?;
+    lines[header + 1..]
+        .iter()
+        .take_while(|l| !is_table_header(l))
+        .find(|l| key_of(l).as_deref() == Some(key))
+        .map(|l| (*l).to_owned())
 }
 
 /// A member we added to a host's JSONC config (OpenCode's `mcp.powercontext`): where, how, and
@@ -489,6 +603,9 @@ pub struct Manifest {
     /// The DSH profile we installed into.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profile: Option<String>,
+    /// What we wrote to the files the official CLI reads.
+    #[serde(default, skip_serializing_if = "crate::shared_files::OwnedShared::is_empty")]
+    pub shared: crate::shared_files::OwnedShared,
 }
 
 /// Where setup keeps one host's plugin folder and manifest: `<state>/installs/<host>/`.
@@ -580,6 +697,12 @@ fn key_of(line: &str) -> Option<String> {
 /// Sets `key = value` lines (values already TOML-encoded) in `[hosts.<host>]`, keeping every other
 /// byte. Returns the new text and whether the table header was added.
 pub fn config_set(text: &str, host: &str, lines: &[(String, String)]) -> (String, bool) {
+    let (style, plain) = Style::split(text);
+    let (out, created) = config_set_plain(&plain, host, lines);
+    (style.join(&out), created)
+}
+
+fn config_set_plain(text: &str, host: &str, lines: &[(String, String)]) -> (String, bool) {
     let mut out: Vec<String> = text.lines().map(str::to_owned).collect();
     let header = out.iter().position(|l| header_matches(l, host));
     let created = header.is_none();
@@ -619,6 +742,12 @@ pub fn config_set(text: &str, host: &str, lines: &[(String, String)]) -> (String
 /// wrote), and the header when we created it and the table is now empty. Returns the new text
 /// and the keys left in place because someone changed them.
 pub fn config_remove(text: &str, host: &str, owned: &OwnedConfig) -> (String, Vec<String>) {
+    let (style, plain) = Style::split(text);
+    let (out, kept) = config_remove_plain(&plain, host, owned);
+    (style.join(&out), kept)
+}
+
+fn config_remove_plain(text: &str, host: &str, owned: &OwnedConfig) -> (String, Vec<String>) {
     let mut out: Vec<String> = text.lines().map(str::to_owned).collect();
     let mut kept = Vec::new();
     let Some(header) = out.iter().position(|l| header_matches(l, host)) else {
@@ -630,9 +759,13 @@ pub fn config_remove(text: &str, host: &str, owned: &OwnedConfig) -> (String, Ve
             .position(|l| is_table_header(l))
             .map_or(out.len(), |p| header + 1 + p);
         match (header + 1..end).find(|&i| key_of(&out[i]).as_deref() == Some(key.as_str())) {
-            Some(i) if digest(out[i].as_bytes()) == *hash => {
-                out.remove(i);
-            }
+            Some(i) if digest(out[i].as_bytes()) == *hash => match owned.previous.get(key) {
+                // The user's own line before setup: put back as it was.
+                Some(line) => out[i].clone_from(line),
+                None => {
+                    out.remove(i);
+                }
+            },
             Some(_) => kept.push(key.clone()),
             None => {}
         }
@@ -688,6 +821,7 @@ mod tests {
                 digest(b"server_url = \"http://127.0.0.1:9\""),
             )]
             .into(),
+            previous: BTreeMap::new(),
         };
         assert_eq!(
             config_remove(&new, "claude-code", &owned),
@@ -706,5 +840,34 @@ mod tests {
         assert!(header_matches(" [ hosts . codex ]", "codex"));
         assert!(!header_matches("[[hosts.codex]]", "codex"));
         assert!(!header_matches("[hosts.codex.x]", "codex"));
+    }
+
+    #[test]
+    fn uninstall_puts_back_the_users_own_lines_in_their_style() {
+        let text =
+            "\u{feff}[hosts.pi]\r\nserver_url = \"http://127.0.0.1:1\" # mine\r\ncapture_prompts = true\r\n";
+        let lines = vec![
+            ("server_url".to_owned(), toml_string("http://127.0.0.1:9")),
+            ("capture_prompts".to_owned(), "false".to_owned()),
+        ];
+        let (new, created) = config_set(text, "pi", &lines);
+        assert!(!created);
+        assert_eq!(
+            new,
+            "\u{feff}[hosts.pi]\r\nserver_url = \"http://127.0.0.1:9\"\r\ncapture_prompts = false\r\n"
+        );
+        let owned = OwnedConfig {
+            path: PathBuf::new(),
+            created_table: false,
+            keys: lines
+                .iter()
+                .map(|(k, v)| (k.clone(), digest(format!("{k} = {v}").as_bytes())))
+                .collect(),
+            previous: ["server_url".to_owned(), "capture_prompts".to_owned()]
+                .into_iter()
+                .map(|k| (k.clone(), config_line(text, "pi", &k).unwrap()))
+                .collect(),
+        };
+        assert_eq!(config_remove(&new, "pi", &owned), (text.to_owned(), vec![]));
     }
 }

@@ -8,6 +8,8 @@ use std::ops::Range;
 use anyhow::{Result, anyhow, bail};
 use serde_json::{Map, Value};
 
+use crate::textstyle::Style;
+
 /// One `"key": value` member of an object, by byte ranges.
 #[derive(Debug, Clone)]
 struct Member {
@@ -170,9 +172,9 @@ impl Parser<'_> {
     }
 }
 
-/// Parses JSONC (comments, trailing commas) to a value.
+/// Parses JSONC (comments, trailing commas, a leading byte-order mark) to a value.
 pub fn parse(text: &str) -> Result<Value> {
-    Ok(parse_root(text)?.0)
+    Ok(parse_root(&Style::split(text).1)?.0)
 }
 
 fn parse_root(text: &str) -> Result<(Value, Object)> {
@@ -233,7 +235,15 @@ pub struct Inserted {
 
 /// Adds `"key": value` as the last member of the object at `parent` (one level below the root;
 /// created when missing; an empty `parent` is the root itself). Fails if the key is already there.
+///
+/// The file's byte-order mark and CRLF line ends are kept (new lines use them too).
 pub fn insert(text: &str, parent: &str, key: &str, value: &Value) -> Result<(String, Inserted)> {
+    let (style, plain) = Style::split(text);
+    let (out, how) = insert_plain(&plain, parent, key, value)?;
+    Ok((style.join(&out), how))
+}
+
+fn insert_plain(text: &str, parent: &str, key: &str, value: &Value) -> Result<(String, Inserted)> {
     let root = find(text, &[])?.ok_or_else(|| anyhow!("no root object"))?;
     if parent.is_empty() {
         if root.members.iter().any(|m| m.key == key) {
@@ -373,6 +383,10 @@ fn path_of(parent: &str) -> Vec<&str> {
 
 /// Replaces the value of an existing `parent.key`, keeping everything around it.
 pub fn replace(text: &str, parent: &str, key: &str, value: &Value) -> Result<String> {
+    Style::edit(text, |plain| replace_plain(plain, parent, key, value))
+}
+
+fn replace_plain(text: &str, parent: &str, key: &str, value: &Value) -> Result<String> {
     let obj = find(text, &path_of(parent))?.ok_or_else(|| anyhow!("no `{parent}` object"))?;
     let m = obj
         .members
@@ -389,6 +403,10 @@ pub fn replace(text: &str, parent: &str, key: &str, value: &Value) -> Result<Str
 /// Removes `parent.key` (and `parent` itself when `how.created_parent` and it is now empty),
 /// undoing [`insert`] byte for byte when nothing else changed.
 pub fn remove(text: &str, parent: &str, key: &str, how: &Inserted) -> Result<String> {
+    Style::edit(text, |plain| remove_plain(plain, parent, key, how))
+}
+
+fn remove_plain(text: &str, parent: &str, key: &str, how: &Inserted) -> Result<String> {
     let Some(obj) = find(text, &path_of(parent))? else {
         return Ok(text.to_owned());
     };
@@ -535,5 +553,17 @@ mod tests {
         assert!(insert(text, "mcp", "powercontext", &json!(1)).is_err());
         assert!(parse("{\"a\": }").is_err());
         assert!(parse("[1]").is_err());
+    }
+
+    #[test]
+    fn bom_and_crlf_are_kept_and_undone_byte_for_byte() {
+        let text = "\u{feff}{\r\n  // mine\r\n  \"model\": \"x/y\"\r\n}\r\n";
+        assert_eq!(parse(text).unwrap()["model"], "x/y");
+        let v = serde_json::json!({"type": "remote", "url": "http://127.0.0.1:1/mcp"});
+        let (new, how) = insert(text, "mcp", "powercontext", &v).unwrap();
+        assert!(new.starts_with('\u{feff}'), "{new:?}");
+        assert_eq!(new.matches('\n').count(), new.matches("\r\n").count(), "{new:?}");
+        assert_eq!(get(&new, "mcp", "powercontext").unwrap().unwrap(), v);
+        assert_eq!(remove(&new, "mcp", "powercontext", &how).unwrap(), text);
     }
 }

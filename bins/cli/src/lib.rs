@@ -14,10 +14,14 @@ mod activity;
 mod doctor;
 mod host_cli;
 mod install;
+mod interop;
 mod jsonc;
+mod package;
 mod pin;
 mod setup;
+mod shared_files;
 mod state_cmd;
+mod textstyle;
 mod uninstall;
 
 /// Connect coding-agent hosts to a PowerContext Server through fast, fail-open hook executables.
@@ -48,6 +52,11 @@ enum Command {
     Uninstall(uninstall::UninstallArgs),
     /// Check installed → activated → Server-ready → working, with a fix for each failure.
     Doctor(doctor::DoctorArgs),
+    /// Render the plugin source tree for the official `powercontext setup <host> --source DIR`.
+    Package(package::PackageArgs),
+    /// Print the MCP headers (the saved token) for a host's MCP headers helper.
+    #[command(hide = true)]
+    McpHeaders(interop::McpHeadersArgs),
     /// Show the local state: hook runs per host and event, pending flushes, spooled captures,
     /// the last drain (content-free).
     Status(state_cmd::StatusArgs),
@@ -89,6 +98,8 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
         Some(Command::Setup(a)) => setup::setup(&a),
         Some(Command::Uninstall(a)) => uninstall::uninstall(&a),
         Some(Command::Doctor(a)) => doctor::doctor(&a),
+        Some(Command::Package(a)) => package::package(&a),
+        Some(Command::McpHeaders(a)) => interop::mcp_headers(&a),
         Some(Command::Status(a)) => state_cmd::status(&a),
         Some(Command::Statusline) => Ok(activity::statusline()),
         Some(Command::Flush(a)) => state_cmd::flush(&a),

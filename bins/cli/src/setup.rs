@@ -60,6 +60,15 @@ pub struct SetupArgs {
     /// (never replaces a status line you already have; `uninstall` removes only ours).
     #[arg(long)]
     pub statusline: bool,
+    /// Replace an install the official `powercontext setup` made (Claude Code and Codex: its
+    /// `powercontext` marketplace and plugin; OpenCode: its plugin file); the plan shows it and a
+    /// failure restores it.
+    #[arg(long)]
+    pub take_over: bool,
+    /// Codex only: record trust for the powercontext hooks Codex already lists (as installed by
+    /// the official `powercontext setup codex`), and change nothing else.
+    #[arg(long)]
+    pub trust_only: bool,
     /// Print the plan and stop.
     #[arg(long)]
     pub dry_run: bool,
@@ -245,6 +254,8 @@ struct FileChange {
 /// A planned host CLI call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Step {
+    /// Remove the `powercontext` marketplace and plugin another installer registered.
+    Replace,
     Marketplace,
     Install,
     Enable,
@@ -254,6 +265,7 @@ enum Step {
 impl Step {
     fn name(self) -> &'static str {
         match self {
+            Self::Replace => "replace",
             Self::Marketplace => "marketplace",
             Self::Install | Self::Enable => "plugin",
             Self::Trust => "trust",
@@ -270,6 +282,8 @@ struct Plan {
     hook_exe: PathBuf,
     files: Vec<FileChange>,
     config: Option<(FileChange, OwnedConfig)>,
+    /// The user's own `authorization` line, kept owner-only for uninstall.
+    prior_authorization: Option<FileChange>,
     /// A member added to the host's own config (OpenCode's MCP entry).
     host_entry: Option<(FileChange, OwnedEntry)>,
     /// Owned host entry to keep recording when unchanged.
@@ -277,6 +291,8 @@ struct Plan {
     /// DSH profile.
     profile: Option<String>,
     steps: Vec<Step>,
+    /// The files the official CLI reads.
+    shared: crate::shared_files::SharedPlan,
     settings_lines: Vec<(String, String, String)>,
     warnings: Vec<String>,
     previous: Option<Manifest>,
@@ -288,11 +304,26 @@ impl Plan {
             || self.config.is_some()
             || self.host_entry.is_some()
             || !self.steps.is_empty()
+            || self.shared.changes()
     }
 
     fn step_command(&self, step: Step) -> String {
         let dir = self.plugin_dir.display().to_string();
         match (self.host, step) {
+            (Host::ClaudeCode, Step::Replace) => format!(
+                "{}; {}",
+                self.cli
+                    .display(&["plugin", "uninstall", install::PLUGIN_ID, "--scope", "user"]),
+                self.cli
+                    .display(&["plugin", "marketplace", "remove", install::MARKETPLACE])
+            ),
+            (_, Step::Replace) => format!(
+                "{}; {}",
+                self.cli
+                    .display(&["plugin", "remove", install::PLUGIN_ID, "--json"]),
+                self.cli
+                    .display(&["plugin", "marketplace", "remove", install::MARKETPLACE, "--json"])
+            ),
             (Host::ClaudeCode, Step::Marketplace) => {
                 self.cli
                     .display(&["plugin", "marketplace", "add", &dir, "--scope", "user"])
@@ -339,6 +370,7 @@ impl Plan {
             "host_config": self.host_entry.as_ref().map(|(f, o)| json!({"path": f.path, "action": f.action, "key": o.member()})),
             "profile": self.profile,
             "commands": self.steps.iter().map(|s| self.step_command(*s)).collect::<Vec<_>>(),
+            "official_files": self.shared.lines().iter().map(|(a, p, w)| json!({"path": p, "action": a, "what": w})).collect::<Vec<_>>(),
             "warnings": self.warnings,
         })
     }
@@ -379,6 +411,9 @@ impl Plan {
         }
         for s in &self.steps {
             println!("  run     {}", self.step_command(*s));
+        }
+        for (action, path, what) in self.shared.lines() {
+            println!("  {action:<7} {} {what}", path.display());
         }
         if !self.changes() {
             println!("  (nothing to change)");
@@ -540,6 +575,21 @@ fn build_plan(args: &SetupArgs, host: Host, paths: &Paths) -> Result<Plan> {
             private: false,
         });
     }
+    // OpenCode: the official installer's plugin file, marked as PowerContext's by its ownership
+    // file, may be replaced with --take-over (the plan says so; a failure restores it).
+    if host == Host::OpenCode && args.take_over && !conflicts.is_empty() {
+        let mark = plugin_dir.join(".powercontext-opencode.json");
+        let official = install::read_opt(&mark)?
+            .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
+            .is_some_and(|v| v["owner"] == "powercontext");
+        if official {
+            warnings.push(format!(
+                "taking over: the official installer's {} is replaced (not restored by uninstall)",
+                plugin_dir.join(install::OPENCODE_PLUGIN_FILE).display()
+            ));
+            conflicts.clear();
+        }
+    }
     if !conflicts.is_empty() {
         let list: Vec<String> = conflicts.iter().map(|p| p.display().to_string()).collect();
         bail!(
@@ -560,6 +610,7 @@ fn build_plan(args: &SetupArgs, host: Host, paths: &Paths) -> Result<Plan> {
     if let Some((auth, _)) = &token {
         lines.push(("authorization".to_owned(), toml_string(auth.header_value())));
     }
+    let mut prior_authorization = None;
     let config = if lines.is_empty() {
         None
     } else {
@@ -576,6 +627,29 @@ fn build_plan(args: &SetupArgs, host: Host, paths: &Paths) -> Result<Plan> {
         };
         let (new_text, created) = install::config_set(&old_text, host.name(), &lines);
         let prev_cfg = previous.as_ref().and_then(|m| m.config.clone());
+        // Lines the user had before we first set these keys: uninstall puts them back.
+        let mut prior = prev_cfg.as_ref().map(|c| c.previous.clone()).unwrap_or_default();
+        for (k, _) in &lines {
+            let ours = prev_cfg.as_ref().is_some_and(|c| c.keys.contains_key(k));
+            if ours {
+                continue;
+            }
+            match install::config_line(&old_text, host.name(), k) {
+                Some(line) if k == "authorization" => {
+                    prior_authorization = Some(FileChange {
+                        path: install::install_dir(&paths.state_root, host)
+                            .join(install::PRIOR_AUTHORIZATION_FILE),
+                        bytes: format!("{line}\n").into_bytes(),
+                        action: "create",
+                        private: true,
+                    });
+                }
+                Some(line) => {
+                    prior.insert(k.clone(), line);
+                }
+                None => {}
+            }
+        }
         let owned = OwnedConfig {
             path: path.clone(),
             created_table: created || prev_cfg.as_ref().is_some_and(|c| c.created_table),
@@ -586,6 +660,7 @@ fn build_plan(args: &SetupArgs, host: Host, paths: &Paths) -> Result<Plan> {
                 }
                 keys
             },
+            previous: prior,
         };
         if old.as_deref() == Some(new_text.as_bytes()) {
             None
@@ -650,11 +725,22 @@ fn build_plan(args: &SetupArgs, host: Host, paths: &Paths) -> Result<Plan> {
         }
         Host::Codex => {}
     }
+    let mut replacing = false;
     if host.uses_marketplace() {
         match cli.marketplace_path()? {
             Some(p) if p == plugin_dir => {}
+            Some(p) if args.take_over => {
+                warnings.push(format!(
+                    "taking over: the `{}` marketplace from {} and its plugin are replaced (not restored by uninstall)",
+                    install::MARKETPLACE,
+                    p.display()
+                ));
+                steps.push(Step::Replace);
+                steps.push(Step::Marketplace);
+                replacing = true;
+            }
             Some(p) => bail!(
-                "{} already has a marketplace named `{}` from {} — not ours. Remove it first ({}), then run setup again",
+                "{} already has a marketplace named `{}` from {} — not ours. Remove it first ({}), or pass --take-over, then run setup again",
                 host.name(),
                 install::MARKETPLACE,
                 p.display(),
@@ -669,6 +755,7 @@ fn build_plan(args: &SetupArgs, host: Host, paths: &Paths) -> Result<Plan> {
     let files_change = files.iter().any(|f| f.action != "keep");
     if host.uses_marketplace() {
         match cli.plugin_enabled()? {
+            _ if replacing => steps.push(Step::Install),
             None => steps.push(Step::Install),
             // Codex runs a cached copy of the plugin: a changed folder has to be added again.
             Some(_) if host == Host::Codex && files_change => steps.push(Step::Install),
@@ -687,6 +774,16 @@ fn build_plan(args: &SetupArgs, host: Host, paths: &Paths) -> Result<Plan> {
         }
     }
 
+    let shared = crate::shared_files::plan(
+        host,
+        &paths.env,
+        &url,
+        token.as_ref().map(|(a, _)| a),
+        args.capture_prompts,
+        previous.as_ref().map(|m| &m.shared),
+        &install::install_dir(&paths.state_root, host),
+    )?;
+
     Ok(Plan {
         host,
         cli,
@@ -696,10 +793,12 @@ fn build_plan(args: &SetupArgs, host: Host, paths: &Paths) -> Result<Plan> {
         hook_exe,
         files,
         config,
+        prior_authorization,
         host_entry,
         kept_entry,
         profile,
         steps,
+        shared,
         settings_lines,
         warnings,
         previous,
@@ -1003,6 +1102,8 @@ fn apply_inner(plan: &Plan, paths: &Paths, journal: &mut Journal) -> Result<Regi
         journal.created_dirs_of(&f.path);
         journal.file(&f.path)?;
     }
+    let install_dir = install::install_dir(&paths.state_root, plan.host);
+    crate::shared_files::journal(&plan.shared, journal, &install_dir)?;
     if !plan.steps.is_empty() {
         let home = paths
             .host_home(plan.host)
@@ -1014,8 +1115,12 @@ fn apply_inner(plan: &Plan, paths: &Paths, journal: &mut Journal) -> Result<Regi
         install::write_atomic(&f.path, &f.bytes, f.private)?;
     }
     fault(env, "files")?;
+    if let Some(f) = &plan.prior_authorization {
+        journal.file(&f.path)?;
+        install::write_atomic(&f.path, &f.bytes, true)?;
+    }
     if let Some((f, owned)) = &plan.config {
-        install::write_atomic(&f.path, &f.bytes, f.private)?;
+        install::write_through(&f.path, &f.bytes, f.private)?;
         // The hook must read back exactly what we wrote (without the environment's overrides).
         let file = config::load_file(&f.path)?.context("the config file vanished")?;
         Settings::resolve(&Layers {
@@ -1031,7 +1136,7 @@ fn apply_inner(plan: &Plan, paths: &Paths, journal: &mut Journal) -> Result<Regi
     }
     fault(env, "config")?;
     if let Some((f, _)) = &plan.host_entry {
-        install::write_atomic(&f.path, &f.bytes, f.private)?;
+        install::write_through(&f.path, &f.bytes, f.private)?;
         fault(env, "mcp")?;
     }
 
@@ -1043,6 +1148,22 @@ fn apply_inner(plan: &Plan, paths: &Paths, journal: &mut Journal) -> Result<Regi
     let dir = plan.plugin_dir.display().to_string();
     for step in &plan.steps {
         match (plan.host, step) {
+            (Host::ClaudeCode, Step::Replace) => {
+                if plan.cli.plugin_enabled()?.is_some() {
+                    plan.cli
+                        .run_ok(&["plugin", "uninstall", install::PLUGIN_ID, "--scope", "user"])?;
+                }
+                plan.cli
+                    .run_ok(&["plugin", "marketplace", "remove", install::MARKETPLACE])?;
+            }
+            (Host::Codex, Step::Replace) => {
+                if plan.cli.plugin_enabled()?.is_some() {
+                    plan.cli
+                        .run_ok(&["plugin", "remove", install::PLUGIN_ID, "--json"])?;
+                }
+                plan.cli
+                    .run_ok(&["plugin", "marketplace", "remove", install::MARKETPLACE, "--json"])?;
+            }
             (Host::ClaudeCode, Step::Marketplace) => {
                 plan.cli
                     .run_ok(&["plugin", "marketplace", "add", &dir, "--scope", "user"])?;
@@ -1084,6 +1205,12 @@ fn apply_inner(plan: &Plan, paths: &Paths, journal: &mut Journal) -> Result<Regi
         }
         fault(env, step.name())?;
     }
+
+    // A host CLI that rewrote a linked settings file replaced the link: edit through it instead.
+    journal.relink()?;
+    // After the host CLI: Claude rewrites its settings file while installing.
+    let shared = crate::shared_files::apply(&plan.shared, &install_dir)?;
+    fault(env, "official")?;
 
     // Verify the host really lists it, before declaring success.
     match plan.host {
@@ -1174,6 +1301,7 @@ fn apply_inner(plan: &Plan, paths: &Paths, journal: &mut Journal) -> Result<Regi
             .map(|(_, o)| o.clone())
             .or_else(|| plan.kept_entry.clone()),
         profile: plan.profile.clone(),
+        shared,
     };
     let bytes = install::manifest_bytes(&manifest)?;
     if install::read_opt(&manifest_path)?.as_deref() != Some(&bytes[..]) {
@@ -1184,6 +1312,9 @@ fn apply_inner(plan: &Plan, paths: &Paths, journal: &mut Journal) -> Result<Regi
 
 /// Runs `setup`.
 pub fn setup(args: &SetupArgs) -> Result<ExitCode> {
+    if args.trust_only {
+        return crate::interop::trust_only(args).or_else(|e| fail(args.json, &e));
+    }
     let outcome = (|| -> Result<(Plan, Option<Result<Registrations>>)> {
         let host = Host::parse(&args.host)?;
         let paths = Paths::resolve(&args.locate)?;

@@ -159,7 +159,7 @@ fn run(args: &UninstallArgs) -> Result<(Vec<String>, Vec<String>)> {
                 } else {
                     actions.push(format!("edit    {} {}", e.path.display(), e.member()));
                     if !dry {
-                        install::write_atomic(&e.path, new.as_bytes(), false)?;
+                        install::write_through(&e.path, new.as_bytes(), false)?;
                     }
                 }
             }
@@ -179,7 +179,16 @@ fn run(args: &UninstallArgs) -> Result<(Vec<String>, Vec<String>)> {
     {
         let text =
             String::from_utf8(bytes).map_err(|_| anyhow::anyhow!("{} is not UTF-8", owned.path.display()))?;
-        let (new, kept_keys) = install::config_remove(&text, host.name(), owned);
+        let mut owned = owned.clone();
+        let prior_auth =
+            install::install_dir(&paths.state_root, host).join(install::PRIOR_AUTHORIZATION_FILE);
+        if let Some(line) = install::read_opt(&prior_auth)?
+            .and_then(|b| String::from_utf8(b).ok())
+            .and_then(|t| t.lines().next().map(str::to_owned))
+        {
+            owned.previous.insert("authorization".to_owned(), line);
+        }
+        let (new, kept_keys) = install::config_remove(&text, host.name(), &owned);
         for k in kept_keys {
             kept.push(format!(
                 "{} [hosts.{}] {k} (changed since setup)",
@@ -194,12 +203,26 @@ fn run(args: &UninstallArgs) -> Result<(Vec<String>, Vec<String>)> {
                 host.name()
             ));
             if !dry {
-                install::write_atomic(&owned.path, new.as_bytes(), false)?;
+                install::write_through(&owned.path, new.as_bytes(), false)?;
             }
         }
     }
 
+    // 3b. What we wrote to the official CLI's files, put back as it was.
+    let (a, k) = crate::shared_files::uninstall(
+        host,
+        &manifest.shared,
+        &install::install_dir(&paths.state_root, host),
+        dry,
+    )?;
+    actions.extend(a);
+    kept.extend(k);
+
     // 4. The manifest last: an interrupted uninstall can run again.
+    let prior_auth = install::install_dir(&paths.state_root, host).join(install::PRIOR_AUTHORIZATION_FILE);
+    if !dry && prior_auth.exists() {
+        fs::remove_file(&prior_auth).with_context(|| format!("cannot remove {}", prior_auth.display()))?;
+    }
     let mpath = install::manifest_path(&paths.state_root, host);
     actions.push(format!("remove  {}", mpath.display()));
     if !dry {

@@ -78,6 +78,8 @@ fn capture_of(event: &PrepareEvent, cwd: &str) -> Capture {
 /// Runs the prepare step for a decoded event. `settings` is `Err` when configuration is invalid:
 /// the turn is still claimed (invalidating older context), then nothing else happens.
 pub fn run(env: &Env, settings: Result<&Settings, String>, deadline: &Deadline, event: &PrepareEvent) {
+    // A session this state has never seen is new: its resolved scope gets pinned below.
+    let new_session = TurnCache::locate(env).is_ok_and(|c| !c.knows(&event.session_id));
     let claim = claim(env, deadline, event);
     let settings = match settings {
         Ok(s) => s,
@@ -130,5 +132,30 @@ pub fn run(env: &Env, settings: Result<&Settings, String>, deadline: &Deadline, 
     // Sent once this step is done (see `turn::after_answer`), never before the context is ready.
     if let Some(capture) = &capture {
         turn.defer_capture(capture);
+    }
+    // As upstream, a new session without an explicit scope is pinned to the scope it resolved to,
+    // so a later workspace rebinding does not move a conversation already under way. Last, so its
+    // outcome never hides recall's or capture's; `powercontext-hooks doctor`'s synthetic sessions
+    // are never pinned (they must leave no binding behind).
+    if new_session
+        && settings.scope_id.value.is_none()
+        && !event.session_id.starts_with("powercontext-hooks-doctor-")
+    {
+        pin_session(&turn, &event.session_id, &scope);
+    }
+}
+
+/// `PUT /v1/scope-bindings` for `opencode/session/<id>` → `scope`. A failure is reported and
+/// changes nothing else (the prompt still gets its recall and capture).
+fn pin_session(turn: &Turn<'_>, session: &str, scope: &str) {
+    let _stage = powercontext_hooks_core::process::enter(Stage::Scope);
+    let body = serde_json::json!({
+        "key": {"integration": INTEGRATION.as_str(), "kind": "session", "external_id": session},
+        "scope_id": scope,
+    });
+    match turn.transport.put_json("/v1/scope-bindings", &body) {
+        Ok(reply) if reply.status == 200 => {}
+        Ok(reply) => turn.report(Stage::Scope, powercontext_hooks_core::http::failure_for(&reply)),
+        Err(e) => turn.report(Stage::Scope, e.failure()),
     }
 }

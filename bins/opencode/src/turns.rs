@@ -132,6 +132,11 @@ impl TurnCache {
         self.state.path().join(DIR)
     }
 
+    /// Whether this session already has a turn here (a later prompt of a session seen before).
+    pub fn knows(&self, session: &str) -> bool {
+        self.dir().join(Self::file_name(session)).exists()
+    }
+
     fn file_name(session: &str) -> String {
         format!("{}.json", sha256_hex(session.as_bytes()))
     }

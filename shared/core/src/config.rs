@@ -1,4 +1,5 @@
-//! Layered configuration for the hook executables: flags > environment > file > defaults.
+//! Layered configuration for the hook executables: flags > environment > file > the files the
+//! official `powercontext` CLI saved (server URL and token only, see [`crate::official`]) > defaults.
 //! Defaults live only in [`Defaults`]; every resolved value remembers where it came from; every
 //! error names the setting that fixes it and never the value (values may be tokens).
 
@@ -11,6 +12,7 @@ use crate::capture::SecretPolicy;
 use crate::endpoint::{Authorization, BaseUrl};
 use crate::env::{Env, EnvValue};
 use crate::host::Integration;
+use crate::official;
 
 /// Names of the variables that are not per host.
 pub mod vars {
@@ -67,6 +69,13 @@ pub enum Origin {
         /// The key, e.g. `server_url` or `hosts.codex.server_url`.
         key: String,
     },
+    /// A file the official `powercontext` CLI wrote (`clients.json`, `credentials.json`, …).
+    Official {
+        /// The file.
+        path: PathBuf,
+        /// The key, e.g. `hosts.pi.server_url`.
+        key: String,
+    },
     /// The built-in default.
     Default,
 }
@@ -77,6 +86,7 @@ impl std::fmt::Display for Origin {
             Self::Flag(name) => write!(f, "flag `{name}`"),
             Self::Env(name) => write!(f, "env `{name}`"),
             Self::File { path, key } => write!(f, "file `{}` key `{key}`", path.display()),
+            Self::Official { path, key } => write!(f, "official CLI file `{}` key `{key}`", path.display()),
             Self::Default => f.write_str("default"),
         }
     }
@@ -298,6 +308,11 @@ pub fn load_file(path: &Path) -> Result<Option<FileOptions>, ConfigError> {
     };
     let text =
         String::from_utf8(text).map_err(|_| ConfigError::new(path.display().to_string(), "is not UTF-8"))?;
+    // Editors on Windows save a byte-order mark; TOML parsers reject it, so it is skipped here.
+    let text = match text.strip_prefix('\u{feff}') {
+        Some(rest) => rest.to_owned(),
+        None => text,
+    };
     toml::from_str::<FileOptions>(&text).map(Some).map_err(|e| {
         // toml messages can quote values (tokens); keep only key names and the line number.
         let message = e.message();
@@ -474,7 +489,9 @@ enum Raw<T> {
 fn setting_name(origin: &Origin) -> String {
     match origin {
         Origin::Flag(n) | Origin::Env(n) => n.clone(),
-        Origin::File { path, key } => format!("{} key {key}", path.display()),
+        Origin::File { path, key } | Origin::Official { path, key } => {
+            format!("{} key {key}", path.display())
+        }
         Origin::Default => "default".to_owned(),
     }
 }
@@ -491,264 +508,307 @@ fn seconds(value: f64) -> Option<Duration> {
     (value.is_finite() && value > 0.0 && value <= 600.0).then(|| Duration::from_secs_f64(value))
 }
 
+/// How one kind of value is read: from environment text, or from the typed value a file or flag
+/// holds. Every setting of a kind shares its parsing, its bounds and its error text.
+trait Kind {
+    /// The value's type in the file and in flags.
+    type File: Clone;
+    /// The resolved type.
+    type Value;
+    fn parse_text(&self, text: &str) -> Option<Self::Value>;
+    fn parse_file(&self, value: Self::File) -> Option<Self::Value>;
+    /// What a valid value looks like (the error's problem; never the value itself).
+    fn expected(&self) -> String;
+}
+
+/// A switch: `1/0`, `true/false`, `yes/no`, `on/off`.
+struct Switch;
+
+impl Kind for Switch {
+    type File = bool;
+    type Value = bool;
+    fn parse_text(&self, text: &str) -> Option<bool> {
+        parse_bool(text)
+    }
+    fn parse_file(&self, value: bool) -> Option<bool> {
+        Some(value)
+    }
+    fn expected(&self) -> String {
+        "must be one of 1/0, true/false, yes/no, on/off".to_owned()
+    }
+}
+
+/// A duration in seconds, above 0 and at most 600.
+struct Seconds;
+
+impl Kind for Seconds {
+    type File = f64;
+    type Value = Duration;
+    fn parse_text(&self, text: &str) -> Option<Duration> {
+        text.trim().parse::<f64>().ok().and_then(seconds)
+    }
+    fn parse_file(&self, value: f64) -> Option<Duration> {
+        seconds(value)
+    }
+    fn expected(&self) -> String {
+        "must be a number of seconds above 0 and at most 600".to_owned()
+    }
+}
+
+/// A whole number within bounds.
+struct Whole(std::ops::RangeInclusive<i64>);
+
+impl Kind for Whole {
+    type File = i64;
+    type Value = u32;
+    fn parse_text(&self, text: &str) -> Option<u32> {
+        self.parse_file(text.trim().parse::<i64>().ok()?)
+    }
+    fn parse_file(&self, value: i64) -> Option<u32> {
+        self.0
+            .contains(&value)
+            .then(|| u32::try_from(value).ok())
+            .flatten()
+    }
+    fn expected(&self) -> String {
+        format!(
+            "must be a whole number from {} to {}",
+            self.0.start(),
+            self.0.end()
+        )
+    }
+}
+
+/// `skip` or `redact`.
+struct Policy;
+
+impl Kind for Policy {
+    type File = String;
+    type Value = SecretPolicy;
+    fn parse_text(&self, text: &str) -> Option<SecretPolicy> {
+        SecretPolicy::parse(text)
+    }
+    fn parse_file(&self, value: String) -> Option<SecretPolicy> {
+        SecretPolicy::parse(&value)
+    }
+    fn expected(&self) -> String {
+        "must be `skip` or `redact`".to_owned()
+    }
+}
+
+/// An explicit scope id: at most 256 characters, no control characters; blank means none.
+struct ScopeId;
+
+impl Kind for ScopeId {
+    type File = String;
+    type Value = Option<String>;
+    fn parse_text(&self, text: &str) -> Option<Option<String>> {
+        let v = text.trim();
+        if v.chars().count() > 256 || v.chars().any(char::is_control) {
+            return None;
+        }
+        Some((!v.is_empty()).then(|| v.to_owned()))
+    }
+    fn parse_file(&self, value: String) -> Option<Option<String>> {
+        self.parse_text(&value)
+    }
+    fn expected(&self) -> String {
+        "must be a scope id of at most 256 characters".to_owned()
+    }
+}
+
+impl Layers<'_> {
+    /// One setting of kind `kind`: the first layer that sets it, parsed, or the default.
+    fn setting<K: Kind>(
+        &self,
+        key: &str,
+        names: &[String],
+        pick: fn(&HostOptions) -> Option<K::File>,
+        kind: &K,
+        default: K::Value,
+    ) -> Result<Setting<K::Value>, ConfigError> {
+        let found = self.find(
+            key,
+            names,
+            |o| pick(o).map(Raw::Typed),
+            |t| Raw::Text(t.to_owned()),
+        )?;
+        let Some(Found { value, origin }) = found else {
+            return Ok(Setting {
+                value: default,
+                origin: Origin::Default,
+            });
+        };
+        let parsed = match value {
+            Raw::Text(t) => kind.parse_text(&t),
+            Raw::Typed(v) => kind.parse_file(v),
+        };
+        match parsed {
+            Some(value) => Ok(Setting { value, origin }),
+            None => Err(ConfigError::new(setting_name(&origin), kind.expected())),
+        }
+    }
+}
+
+/// The server URL: flags, environment, our file, then the URL the official CLI saved (plain http
+/// to a remote host only with the consent it recorded for that endpoint), then the default.
+fn resolve_server_url(layers: &Layers<'_>, names: &EnvNames) -> Result<Setting<BaseUrl>, ConfigError> {
+    let found = layers.find(
+        "server_url",
+        &names.server_url,
+        |o| o.server_url.clone(),
+        str::to_owned,
+    )?;
+    if let Some(Found { value, origin }) = found {
+        let url = match BaseUrl::parse(&value) {
+            Err(crate::endpoint::UrlProblem::InsecureRemote)
+                if BaseUrl::parse_insecure(&value)
+                    .is_ok_and(|u| official::insecure_consent(layers.host, layers.env, &u)) =>
+            {
+                BaseUrl::parse_insecure(&value)
+            }
+            other => other,
+        }
+        .map_err(|p| ConfigError::new(setting_name(&origin), p.to_string()))?;
+        return Ok(Setting { value: url, origin });
+    }
+    let Some(f) = official::server_url(layers.host, layers.env) else {
+        return Ok(Setting {
+            value: BaseUrl::parse(Defaults::SERVER_URL).expect("the default URL is valid"),
+            origin: Origin::Default,
+        });
+    };
+    let origin = Origin::Official {
+        path: f.path.clone(),
+        key: f.key.clone(),
+    };
+    let parsed = match BaseUrl::parse(&f.value) {
+        Err(crate::endpoint::UrlProblem::InsecureRemote) if f.insecure_consent => {
+            BaseUrl::parse_insecure(&f.value)
+        }
+        other => other,
+    };
+    let url = parsed.map_err(|p| ConfigError::new(setting_name(&origin), p.to_string()))?;
+    Ok(Setting { value: url, origin })
+}
+
+/// The authorization header, in this order: a full header from flags or the environment; a bare
+/// token variable (it beats a header that only the file sets, so a token exported for one run
+/// wins over a stale file); the file's header; the token the official CLI saved for this very
+/// endpoint; none.
+fn resolve_authorization(
+    layers: &Layers<'_>,
+    names: &EnvNames,
+    url: &BaseUrl,
+) -> Result<Setting<Option<Authorization>>, ConfigError> {
+    let header = |Found { value, origin }: Found<String>| {
+        let a = Authorization::parse_header(&value)
+            .map_err(|p| ConfigError::new(setting_name(&origin), p.to_string()))?;
+        Ok(Setting {
+            value: Some(a),
+            origin,
+        })
+    };
+    let found = layers.find(
+        "authorization",
+        &names.authorization,
+        |o| o.authorization.clone(),
+        str::to_owned,
+    )?;
+    match found {
+        Some(f) if !matches!(f.origin, Origin::File { .. }) || !has_env(layers, &names.token) => header(f),
+        found => match first_env(layers.env, &names.token)? {
+            Some((name, token)) => {
+                let a = Authorization::parse_token(token)
+                    .map_err(|p| ConfigError::new(name.clone(), p.to_string()))?;
+                Ok(Setting {
+                    value: Some(a),
+                    origin: Origin::Env(name),
+                })
+            }
+            None => match found {
+                Some(f) => header(f),
+                None => official_authorization(layers, url),
+            },
+        },
+    }
+}
+
 impl Settings {
     /// Resolves every setting through the layers.
     ///
     /// # Errors
     /// The first [`ConfigError`] found, naming the setting.
     pub fn resolve(layers: &Layers<'_>) -> Result<Self, ConfigError> {
-        let names = EnvNames::for_host(layers.host);
-
-        let server_url = match layers.find(
-            "server_url",
-            &names.server_url,
-            |o| o.server_url.clone().map(Raw::Typed),
-            |t| Raw::Text(t.to_owned()),
-        )? {
-            Some(Found {
-                value: Raw::Text(s) | Raw::Typed(s),
-                origin,
-            }) => {
-                let url =
-                    BaseUrl::parse(&s).map_err(|p| ConfigError::new(setting_name(&origin), p.to_string()))?;
-                Setting { value: url, origin }
-            }
-            None => Setting {
-                value: BaseUrl::parse(Defaults::SERVER_URL).expect("the default URL is valid"),
-                origin: Origin::Default,
-            },
-        };
-
-        let authorization = {
-            let header = layers.find(
-                "authorization",
-                &names.authorization,
-                |o| o.authorization.clone(),
-                str::to_owned,
-            )?;
-            match header {
-                Some(Found { value, origin })
-                    if !matches!(origin, Origin::File { .. }) || !has_env(layers, &names.token) =>
-                {
-                    let a = Authorization::parse_header(&value)
-                        .map_err(|p| ConfigError::new(setting_name(&origin), p.to_string()))?;
-                    Setting {
-                        value: Some(a),
-                        origin,
-                    }
-                }
-                _ => match first_env(layers.env, &names.token)? {
-                    Some((name, token)) => {
-                        let a = Authorization::parse_token(token)
-                            .map_err(|p| ConfigError::new(name.clone(), p.to_string()))?;
-                        Setting {
-                            value: Some(a),
-                            origin: Origin::Env(name),
-                        }
-                    }
-                    None => match header {
-                        Some(Found { value, origin }) => {
-                            let a = Authorization::parse_header(&value)
-                                .map_err(|p| ConfigError::new(setting_name(&origin), p.to_string()))?;
-                            Setting {
-                                value: Some(a),
-                                origin,
-                            }
-                        }
-                        None => Setting {
-                            value: None,
-                            origin: Origin::Default,
-                        },
-                    },
-                },
-            }
-        };
-
-        let scope_id =
-            match layers.find("scope_id", &names.scope_id, |o| o.scope_id.clone(), str::to_owned)? {
-                Some(Found { value, origin }) => {
-                    let v = value.trim();
-                    if v.chars().count() > 256 || v.chars().any(char::is_control) {
-                        return Err(ConfigError::new(
-                            setting_name(&origin),
-                            "must be a scope id of at most 256 characters",
-                        ));
-                    }
-                    Setting {
-                        value: (!v.is_empty()).then(|| v.to_owned()),
-                        origin,
-                    }
-                }
-                None => Setting {
-                    value: None,
-                    origin: Origin::Default,
-                },
-            };
-
-        let boolean =
-            |key: &str, names: &[String], pick: fn(&HostOptions) -> Option<bool>, default: bool| match layers
-                .find(
-                    key,
-                    names,
-                    move |o| pick(o).map(Raw::Typed),
-                    |t| Raw::Text(t.to_owned()),
-                )? {
-                Some(Found {
-                    value: Raw::Typed(b),
-                    origin,
-                }) => Ok(Setting { value: b, origin }),
-                Some(Found {
-                    value: Raw::Text(t),
-                    origin,
-                }) => match parse_bool(&t) {
-                    Some(b) => Ok(Setting { value: b, origin }),
-                    None => Err(ConfigError::new(
-                        setting_name(&origin),
-                        "must be one of 1/0, true/false, yes/no, on/off",
-                    )),
-                },
-                None => Ok(Setting {
-                    value: default,
-                    origin: Origin::Default,
-                }),
-            };
-        let capture_prompts = boolean(
+        let n = EnvNames::for_host(layers.host);
+        // In the order errors are reported: the first invalid setting is the one named.
+        let server_url = resolve_server_url(layers, &n)?;
+        let authorization = resolve_authorization(layers, &n, &server_url.value)?;
+        let scope_id = layers.setting("scope_id", &n.scope_id, |o| o.scope_id.clone(), &ScopeId, None)?;
+        let capture_prompts = layers.setting(
             "capture_prompts",
-            &names.capture_prompts,
+            &n.capture_prompts,
             |o| o.capture_prompts,
+            &Switch,
             Defaults::CAPTURE_PROMPTS,
         )?;
-        let capture_secrets = match layers.find(
+        let capture_secrets = layers.setting(
             "capture_secrets",
-            &names.capture_secrets,
+            &n.capture_secrets,
             |o| o.capture_secrets.clone(),
-            str::to_owned,
-        )? {
-            Some(Found { value, origin }) => match SecretPolicy::parse(&value) {
-                Some(policy) => Setting {
-                    value: policy,
-                    origin,
-                },
-                None => {
-                    return Err(ConfigError::new(
-                        setting_name(&origin),
-                        "must be `skip` or `redact`",
-                    ));
-                }
-            },
-            None => Setting {
-                value: Defaults::CAPTURE_SECRETS,
-                origin: Origin::Default,
-            },
-        };
-        let flush_on_capture = boolean(
+            &Policy,
+            Defaults::CAPTURE_SECRETS,
+        )?;
+        let flush_on_capture = layers.setting(
             "flush_on_capture",
-            &names.flush_on_capture,
+            &n.flush_on_capture,
             |o| o.flush_on_capture,
+            &Switch,
             Defaults::FLUSH_ON_CAPTURE,
         )?;
-
-        let duration =
-            |key: &str, names: &[String], pick: fn(&HostOptions) -> Option<f64>, default: Duration| {
-                match layers.find(
-                    key,
-                    names,
-                    move |o| pick(o).map(Raw::Typed),
-                    |t| Raw::Text(t.to_owned()),
-                )? {
-                    Some(Found { value, origin }) => {
-                        let secs = match value {
-                            Raw::Typed(f) => Some(f),
-                            Raw::Text(t) => t.trim().parse::<f64>().ok(),
-                        };
-                        match secs.and_then(seconds) {
-                            Some(d) => Ok(Setting { value: d, origin }),
-                            None => Err(ConfigError::new(
-                                setting_name(&origin),
-                                "must be a number of seconds above 0 and at most 600",
-                            )),
-                        }
-                    }
-                    None => Ok(Setting {
-                        value: default,
-                        origin: Origin::Default,
-                    }),
-                }
-            };
-        let request_timeout = duration(
+        let request_timeout = layers.setting(
             "request_timeout_seconds",
-            &names.request_timeout,
+            &n.request_timeout,
             |o| o.request_timeout_seconds,
+            &Seconds,
             Defaults::REQUEST_TIMEOUT,
         )?;
-        let budget = duration(
+        let budget = layers.setting(
             "budget_seconds",
-            &names.budget,
+            &n.budget,
             |o| o.budget_seconds,
+            &Seconds,
             Defaults::BUDGET,
         )?;
-
-        let integer = |key: &str,
-                       names: &[String],
-                       pick: fn(&HostOptions) -> Option<i64>,
-                       range: std::ops::RangeInclusive<i64>,
-                       default: u32| {
-            match layers.find(
-                key,
-                names,
-                move |o| pick(o).map(Raw::Typed),
-                |t| Raw::Text(t.to_owned()),
-            )? {
-                Some(Found { value, origin }) => {
-                    let n = match value {
-                        Raw::Typed(n) => Some(n),
-                        Raw::Text(t) => t.trim().parse::<i64>().ok(),
-                    };
-                    match n
-                        .filter(|n| range.contains(n))
-                        .and_then(|n| u32::try_from(n).ok())
-                    {
-                        Some(n) => Ok(Setting { value: n, origin }),
-                        None => Err(ConfigError::new(
-                            setting_name(&origin),
-                            format!("must be a whole number from {} to {}", range.start(), range.end()),
-                        )),
-                    }
-                }
-                None => Ok(Setting {
-                    value: default,
-                    origin: Origin::Default,
-                }),
-            }
-        };
-        let flush_max_calls = integer(
+        let (request_timeout, budget) = opencode_millis(layers, request_timeout, budget)?;
+        let flush_max_calls = layers.setting(
             "flush_max_calls",
-            &names.flush_max_calls,
+            &n.flush_max_calls,
             |o| o.flush_max_calls,
-            1..=16,
+            &Whole(1..=16),
             Defaults::FLUSH_MAX_CALLS,
         )?;
-        let max_bytes = integer(
+        let max_bytes = layers.setting(
             "max_bytes",
-            &names.max_bytes,
+            &n.max_bytes,
             |o| o.max_bytes,
-            512..=32768,
+            &Whole(512..=32768),
             Defaults::MAX_BYTES,
         )?;
-        let bootstrap = boolean(
+        let bootstrap = layers.setting(
             "bootstrap",
-            &names.bootstrap,
+            &n.bootstrap,
             |o| o.bootstrap,
+            &Switch,
             Defaults::BOOTSTRAP,
         )?;
-        let bootstrap_max_bytes = integer(
+        let bootstrap_max_bytes = layers.setting(
             "bootstrap_max_bytes",
-            &names.bootstrap_max_bytes,
+            &n.bootstrap_max_bytes,
             |o| o.bootstrap_max_bytes,
-            512..=8192,
+            &Whole(512..=8192),
             Defaults::BOOTSTRAP_MAX_BYTES,
         )?;
-
         Ok(Self {
             server_url,
             authorization,
@@ -786,6 +846,129 @@ impl Settings {
             flags: None,
             file: file_ref,
         })
+    }
+}
+
+/// OpenCode's upstream plugin reads `POWERCONTEXT_OPENCODE_REQUEST_TIMEOUT_MS` (an integer from
+/// 50 to 30000) and `…_HTTP_BUDGET_MS` (100 to 60000), the timeout never above the budget. They
+/// apply, validated the same way, where nothing else set the value (the `_SECONDS` variables and
+/// the file win).
+fn opencode_millis(
+    layers: &Layers<'_>,
+    request: Setting<Duration>,
+    budget: Setting<Duration>,
+) -> Result<(Setting<Duration>, Setting<Duration>), ConfigError> {
+    const REQUEST: &str = "POWERCONTEXT_OPENCODE_REQUEST_TIMEOUT_MS";
+    const BUDGET: &str = "POWERCONTEXT_OPENCODE_HTTP_BUDGET_MS";
+    if layers.host != Integration::OpenCode {
+        return Ok((request, budget));
+    }
+    let millis = |name: &str, min: u64, max: u64| -> Result<Option<Duration>, ConfigError> {
+        let Some((_, raw)) = first_env(layers.env, &[name.to_owned()])? else {
+            return Ok(None);
+        };
+        raw.trim()
+            .parse::<u64>()
+            .ok()
+            .filter(|n| (min..=max).contains(n))
+            .map(|n| Some(Duration::from_millis(n)))
+            .ok_or_else(|| ConfigError::new(name, format!("must be an integer between {min} and {max}")))
+    };
+    let from_ms = |current: Setting<Duration>, name: &str, value: Option<Duration>| match value {
+        Some(v) if current.origin == Origin::Default => Setting {
+            value: v,
+            origin: Origin::Env(name.to_owned()),
+        },
+        _ => current,
+    };
+    let request_ms = millis(REQUEST, 50, 30_000)?;
+    let budget_ms = millis(BUDGET, 100, 60_000)?;
+    if let (Some(r), Some(b)) = (request_ms, budget_ms)
+        && r > b
+    {
+        return Err(ConfigError::new(REQUEST, format!("must not exceed {BUDGET}")));
+    }
+    Ok((
+        from_ms(request, REQUEST, request_ms),
+        from_ms(budget, BUDGET, budget_ms),
+    ))
+}
+
+/// Every layer that sets the server URL, highest precedence first, with its raw value (for
+/// `doctor`, which warns when two of them name different Servers). Never holds a token.
+#[must_use]
+pub fn server_url_candidates(layers: &Layers<'_>) -> Vec<(Origin, String)> {
+    let names = EnvNames::for_host(layers.host);
+    let mut out = Vec::new();
+    if let Some(v) = layers.flags.and_then(|f| f.server_url.clone()) {
+        out.push((Origin::Flag("--server-url".to_owned()), v));
+    }
+    for name in &names.server_url {
+        if let Some(v) = layers.env.text(name).filter(|v| !v.trim().is_empty()) {
+            out.push((Origin::Env(name.clone()), v.to_owned()));
+        }
+    }
+    if let Some((path, file)) = layers.file {
+        if let Some(v) = layers.host_table(file).and_then(|t| t.server_url.clone()) {
+            let key = format!("hosts.{}.server_url", layers.host.as_str());
+            out.push((
+                Origin::File {
+                    path: path.to_path_buf(),
+                    key,
+                },
+                v,
+            ));
+        }
+        if let Some(v) = file.common.server_url.clone() {
+            out.push((
+                Origin::File {
+                    path: path.to_path_buf(),
+                    key: "server_url".to_owned(),
+                },
+                v,
+            ));
+        }
+    }
+    for f in official::server_url_sources(layers.host, layers.env) {
+        out.push((
+            Origin::Official {
+                path: f.path,
+                key: f.key,
+            },
+            f.value,
+        ));
+    }
+    out
+}
+
+/// The token the official CLI saved: DSH's row value (passed on by our DSH plugin), then the
+/// host's `credentials.json` when it is owner-only and bound to this very endpoint.
+fn official_authorization(
+    layers: &Layers<'_>,
+    url: &BaseUrl,
+) -> Result<Setting<Option<Authorization>>, ConfigError> {
+    if layers.host == Integration::Dsh
+        && let Some(raw) = official::dsh_row_authorization(layers.env)
+    {
+        let a = Authorization::parse_token(&raw)
+            .map_err(|p| ConfigError::new(official::vars::DSH_ROW_AUTHORIZATION, p.to_string()))?;
+        return Ok(Setting {
+            value: Some(a),
+            origin: Origin::Env(official::vars::DSH_ROW_AUTHORIZATION.to_owned()),
+        });
+    }
+    match official::credential(layers.host, layers.env, url) {
+        (Some(path), official::Credential::Found(a)) => Ok(Setting {
+            value: Some(a),
+            origin: Origin::Official {
+                path,
+                key: "authorization".to_owned(),
+            },
+        }),
+        _ => Ok(Setting {
+            value: None,
+            origin: Origin::Default,
+        }),
     }
 }
 
@@ -1010,6 +1193,9 @@ mod tests {
             load_file(&link).unwrap().is_some(),
             "a dotfile link to a regular file is read"
         );
+        let bom = dir.path().join("bom.toml");
+        std::fs::write(&bom, "\u{feff}capture_prompts = false\r\nmax_bytes = 600\r\n").unwrap();
+        assert_eq!(load_file(&bom).unwrap().unwrap().common.max_bytes, Some(600));
     }
 
     #[test]
@@ -1024,5 +1210,160 @@ mod tests {
         })
         .unwrap_err();
         assert_eq!(err.setting, "POWERCONTEXT_PI_SCOPE_ID");
+    }
+
+    /// A HOME holding what `powercontext setup pi --server-url URL` writes.
+    fn official_home(url: &str, cred_url: &str, consent: bool) -> tempfile::TempDir {
+        use std::os::unix::fs::PermissionsExt;
+        let home = tempfile::tempdir().unwrap();
+        let clients = home.path().join(".config/powercontext/clients.json");
+        std::fs::create_dir_all(clients.parent().unwrap()).unwrap();
+        std::fs::write(
+            &clients,
+            format!(
+                r#"{{"version":1,"hosts":{{"pi":{{"server_url":"{url}","allow_insecure_http":{consent}}}}}}}"#
+            ),
+        )
+        .unwrap();
+        let cred = home.path().join(".pi/agent/powercontext/credentials.json");
+        std::fs::create_dir_all(cred.parent().unwrap()).unwrap();
+        std::fs::write(
+            &cred,
+            format!(r#"{{"version":1,"server_url":"{cred_url}","authorization":"Bearer saved-token"}}"#),
+        )
+        .unwrap();
+        std::fs::set_permissions(&cred, std::fs::Permissions::from_mode(0o600)).unwrap();
+        home
+    }
+
+    #[test]
+    fn official_files_rank_below_env_and_file_and_above_defaults() {
+        let home = official_home("http://127.0.0.1:18431/", "http://127.0.0.1:18431", false);
+        let h = home.path().to_str().unwrap();
+        let s = resolve(Integration::Pi, &[("HOME", h)], None).unwrap();
+        assert_eq!(s.server_url.value.as_str(), "http://127.0.0.1:18431");
+        assert!(
+            matches!(&s.server_url.origin, Origin::Official { key, .. } if key == "hosts.pi.server_url"),
+            "{:?}",
+            s.server_url.origin
+        );
+        assert_eq!(
+            s.authorization.value.as_ref().unwrap().header_value(),
+            "Bearer saved-token"
+        );
+        assert!(matches!(&s.authorization.origin, Origin::Official { .. }));
+        // Our file beats the official files; the saved token is bound to its URL and not sent
+        // to the other Server.
+        let s = resolve(
+            Integration::Pi,
+            &[("HOME", h)],
+            Some("server_url = \"http://127.0.0.1:9\"\n"),
+        )
+        .unwrap();
+        assert_eq!(s.server_url.value.as_str(), "http://127.0.0.1:9");
+        assert!(s.authorization.value.is_none());
+        // The environment beats both, for the token too.
+        let s = resolve(
+            Integration::Pi,
+            &[("HOME", h), ("POWERCONTEXT_PI_AUTHORIZATION", "Bearer env-token")],
+            None,
+        )
+        .unwrap();
+        assert_eq!(s.authorization.value.unwrap().header_value(), "Bearer env-token");
+        // Another host reads nothing from the pi entry.
+        let s = resolve(Integration::Codex, &[("HOME", h)], None).unwrap();
+        assert_eq!(s.server_url.origin, Origin::Default);
+        assert!(s.authorization.value.is_none());
+    }
+
+    #[test]
+    fn remote_plain_http_needs_the_consent_recorded_for_that_endpoint() {
+        let home = official_home("http://10.1.2.3:8000", "http://10.1.2.3:8000", true);
+        let h = home.path().to_str().unwrap();
+        let s = resolve(Integration::Pi, &[("HOME", h)], None).unwrap();
+        assert_eq!(s.server_url.value.as_str(), "http://10.1.2.3:8000");
+        // The same endpoint from the environment is covered by that consent...
+        let s = resolve(
+            Integration::Pi,
+            &[
+                ("HOME", h),
+                ("POWERCONTEXT_PI_SERVER_URL", "http://10.1.2.3:8000/mcp"),
+            ],
+            None,
+        )
+        .unwrap();
+        assert_eq!(s.server_url.value.as_str(), "http://10.1.2.3:8000");
+        // ...another endpoint is not.
+        let err = resolve(
+            Integration::Pi,
+            &[
+                ("HOME", h),
+                ("POWERCONTEXT_PI_SERVER_URL", "http://10.1.2.3:8001"),
+            ],
+            None,
+        )
+        .unwrap_err();
+        assert_eq!(err.setting, "POWERCONTEXT_PI_SERVER_URL");
+        let home = official_home("http://10.1.2.3:8000", "http://10.1.2.3:8000", false);
+        let err = resolve(Integration::Pi, &[("HOME", home.path().to_str().unwrap())], None).unwrap_err();
+        assert!(err.setting.ends_with("key hosts.pi.server_url"), "{err}");
+        assert!(err.problem.contains("plain `http://`"), "{err}");
+    }
+
+    #[test]
+    fn opencode_millisecond_variables_are_read_and_validated_as_upstream() {
+        let s = resolve(
+            Integration::OpenCode,
+            &[
+                ("POWERCONTEXT_OPENCODE_REQUEST_TIMEOUT_MS", "750"),
+                ("POWERCONTEXT_OPENCODE_HTTP_BUDGET_MS", "2500"),
+            ],
+            None,
+        )
+        .unwrap();
+        assert_eq!(s.request_timeout.value, Duration::from_millis(750));
+        assert_eq!(s.budget.value, Duration::from_millis(2500));
+        assert_eq!(
+            s.budget.origin,
+            Origin::Env("POWERCONTEXT_OPENCODE_HTTP_BUDGET_MS".into())
+        );
+        for (name, value) in [
+            ("POWERCONTEXT_OPENCODE_REQUEST_TIMEOUT_MS", "49"),
+            ("POWERCONTEXT_OPENCODE_REQUEST_TIMEOUT_MS", "30001"),
+            ("POWERCONTEXT_OPENCODE_REQUEST_TIMEOUT_MS", "1.5"),
+            ("POWERCONTEXT_OPENCODE_HTTP_BUDGET_MS", "99"),
+            ("POWERCONTEXT_OPENCODE_HTTP_BUDGET_MS", "soon"),
+        ] {
+            let err = resolve(Integration::OpenCode, &[(name, value)], None).unwrap_err();
+            assert_eq!(err.setting, name, "{value}");
+        }
+        let err = resolve(
+            Integration::OpenCode,
+            &[
+                ("POWERCONTEXT_OPENCODE_REQUEST_TIMEOUT_MS", "2000"),
+                ("POWERCONTEXT_OPENCODE_HTTP_BUDGET_MS", "1000"),
+            ],
+            None,
+        )
+        .unwrap_err();
+        assert!(err.problem.contains("must not exceed"), "{err}");
+        // The seconds variables win; other hosts ignore OpenCode's names.
+        let s = resolve(
+            Integration::OpenCode,
+            &[
+                ("POWERCONTEXT_OPENCODE_REQUEST_TIMEOUT_SECONDS", "2"),
+                ("POWERCONTEXT_OPENCODE_REQUEST_TIMEOUT_MS", "750"),
+            ],
+            None,
+        )
+        .unwrap();
+        assert_eq!(s.request_timeout.value, Duration::from_secs(2));
+        let s = resolve(
+            Integration::Pi,
+            &[("POWERCONTEXT_OPENCODE_REQUEST_TIMEOUT_MS", "750")],
+            None,
+        )
+        .unwrap();
+        assert_eq!(s.request_timeout.value, Duration::from_secs(1));
     }
 }

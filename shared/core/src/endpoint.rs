@@ -44,6 +44,20 @@ impl BaseUrl {
     /// # Errors
     /// Returns the [`UrlProblem`] that makes the value unusable.
     pub fn parse(raw: &str) -> Result<Self, UrlProblem> {
+        Self::parse_with(raw, false)
+    }
+
+    /// Like [`BaseUrl::parse`], but plain `http://` to a remote host is accepted: only for a URL
+    /// the user consented to (the official CLI's `allow_insecure_http` for that exact endpoint)
+    /// or for comparing endpoints.
+    ///
+    /// # Errors
+    /// Returns the [`UrlProblem`] that makes the value unusable.
+    pub fn parse_insecure(raw: &str) -> Result<Self, UrlProblem> {
+        Self::parse_with(raw, true)
+    }
+
+    fn parse_with(raw: &str, allow_insecure: bool) -> Result<Self, UrlProblem> {
         let raw = raw.trim();
         if raw.is_empty() {
             return Err(UrlProblem::Empty);
@@ -68,7 +82,7 @@ impl BaseUrl {
             return Err(UrlProblem::Userinfo);
         }
         let host = parse_host(authority)?;
-        if !https && !is_loopback_host(&host) {
+        if !https && !allow_insecure && !is_loopback_host(&host) {
             return Err(UrlProblem::InsecureRemote);
         }
         let mut path = path.trim_end_matches('/');

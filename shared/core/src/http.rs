@@ -129,7 +129,7 @@ impl Transport {
         let config = ureq::Agent::config_builder()
             .max_redirects(0)
             .http_status_as_error(false)
-            .https_only(!base.is_loopback())
+            .https_only(base.is_https() && !base.is_loopback())
             .user_agent(USER_AGENT)
             .proxy(proxy)
             .timeout_global(Some(deadline.cap(request_timeout)))
@@ -188,6 +188,14 @@ impl Transport {
         read_reply(result)
     }
 
+    /// PUTs a JSON body and returns the reply.
+    ///
+    /// # Errors
+    /// An [`HttpError`] when no usable reply arrived in time.
+    pub fn put_json<B: Serialize>(&self, path: &str, body: &B) -> Result<Reply, HttpError> {
+        self.put(path, body, None)
+    }
+
     /// PUTs a JSON body, only if the resource still has entity tag `if_match`.
     ///
     /// # Errors
@@ -198,6 +206,10 @@ impl Transport {
         body: &B,
         if_match: &str,
     ) -> Result<Reply, HttpError> {
+        self.put(path, body, Some(if_match))
+    }
+
+    fn put<B: Serialize>(&self, path: &str, body: &B, if_match: Option<&str>) -> Result<Reply, HttpError> {
         let bytes = serde_json::to_vec(body).map_err(|_| HttpError::Unavailable)?;
         let timeout = self.deadline.cap(self.request_timeout);
         if timeout.is_zero() {
@@ -207,17 +219,19 @@ impl Transport {
             .agent
             .put(self.base.join(path))
             .header("Accept", "application/json")
-            .header("Content-Type", "application/json")
-            .header("If-Match", if_match);
+            .header("Content-Type", "application/json");
+        if let Some(tag) = if_match {
+            req = req.header("If-Match", tag);
+        }
         if let Some(a) = &self.authorization {
             req = req.header("Authorization", a.header_value());
         }
-        read_reply(
-            req.config()
-                .timeout_global(Some(timeout))
-                .build()
-                .send(&bytes[..]),
-        )
+        let result = req
+            .config()
+            .timeout_global(Some(timeout))
+            .build()
+            .send(&bytes[..]);
+        read_reply(result)
     }
 
     /// GETs a path and returns the reply.

@@ -18,6 +18,7 @@ pub mod http;
 pub mod journal;
 pub mod ledger;
 pub mod lock;
+pub mod official;
 pub mod outcome;
 pub mod payload;
 pub mod process;

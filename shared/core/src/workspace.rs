@@ -21,8 +21,8 @@
 //! * `dsh`: the CLI refuses it ("Unsupported workspace integration"). We use the `opencode`/`pi` rule,
 //!   since DSH is a Node host like them; a user binds it with an explicit `--external-id`.
 //!
-//! So the description is right for all four CLI-supported hosts, with one precision: for
-//! `opencode` and `pi` the key is the cwd itself, never its Git toplevel.
+//! So for all four CLI-supported hosts the key is a digest of the workspace path, with one
+//! precision: for `opencode` and `pi` the key is the cwd itself, never its Git toplevel.
 //!
 //! The legacy scope (only for Servers without `/v1/scope-bindings/resolve`) follows the 0.0.x hooks:
 //! family A (Claude Code, Codex) resolves symlinks in the project root, family B (Pi, OpenCode, DSH)

@@ -112,9 +112,17 @@ pub struct DshSessionBuilder {
     timeout_ms: Option<u64>,
     server_url: Option<String>,
     env: BTreeMap<String, String>,
+    plugin_file: Option<PathBuf>,
 }
 
 impl DshSessionBuilder {
+    /// Loads this already-rendered plugin module (by absolute path, through the overlay) instead
+    /// of rendering ours: a plugin another installer put in place.
+    pub fn plugin_file(mut self, path: &Path) -> Self {
+        self.plugin_file = Some(path.to_path_buf());
+        self
+    }
+
     /// Installs the plugin with `{{hook_command}}` = `exe` (which need not exist). Without this DSH
     /// runs bare.
     pub fn hook(mut self, exe: &Path) -> Self {
@@ -220,6 +228,12 @@ impl DshSessionBuilder {
                 (Install::PluginAdd, None) => {}
             }
         }
+        if let Some(file) = &self.plugin_file {
+            overlay.push_str(&format!(
+                "    - id: {PLUGIN_NAME}\n      name: {}\n",
+                yaml_string(file)
+            ));
+        }
         let overlay_path = root.path().join("overlay.patch.yml");
         fs::write(&overlay_path, overlay).expect("write overlay");
 
@@ -285,6 +299,7 @@ impl DshSession {
             timeout_ms: None,
             server_url: None,
             env: BTreeMap::new(),
+            plugin_file: None,
         }
     }
 
@@ -297,6 +312,11 @@ impl DshSession {
     pub fn run(&self, task: &str) -> DshRun {
         let overlay = self.overlay.to_str().expect("UTF-8 overlay path");
         self.run_args(&["--profile", PROFILE, "--patch", overlay, task])
+    }
+
+    /// Runs another program (an installer) in this session's environment and project dir.
+    pub fn run_other(&self, program: &Path, args: &[&str], extra: &[(&str, &str)]) -> DshRun {
+        crate::process::run_beside(&self.cli, &self.env, &self.project, program, args, extra)
     }
 
     /// What our plugin logged through the DSH logger: `{type, text}` per line, oldest first.

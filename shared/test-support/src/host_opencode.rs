@@ -59,6 +59,7 @@ pub struct OpenCodeSessionBuilder {
     hook: Option<PathBuf>,
     server_url: Option<String>,
     env: BTreeMap<String, String>,
+    remove: Vec<String>,
 }
 
 impl OpenCodeSessionBuilder {
@@ -72,6 +73,13 @@ impl OpenCodeSessionBuilder {
     /// The PowerContext Server (`POWERCONTEXT_OPENCODE_SERVER_URL`); defaults to a closed port.
     pub fn server_url(mut self, url: &str) -> Self {
         self.server_url = Some(url.trim_end_matches('/').to_owned());
+        self
+    }
+
+    /// Leaves a variable the session would set out of the environment (e.g. the Server URL, to
+    /// test a hook that finds it elsewhere).
+    pub fn without(mut self, name: &str) -> Self {
+        self.remove.push(name.to_owned());
         self
     }
 
@@ -168,6 +176,9 @@ impl OpenCodeSessionBuilder {
             env.insert(flag.to_owned(), "1".to_owned());
         }
         env.extend(self.env);
+        for name in &self.remove {
+            env.remove(name);
+        }
         OpenCodeSession {
             _root: root,
             cli,
@@ -195,6 +206,7 @@ impl OpenCodeSession {
             hook: None,
             server_url: None,
             env: BTreeMap::new(),
+            remove: Vec::new(),
         }
     }
 
@@ -228,6 +240,11 @@ impl OpenCodeSession {
     pub fn run(&self, args: &[&str]) -> HostRun {
         let command = clean_command(&self.cli, args, &self.env, &self.project);
         run_with_timeout(command, RUN_TIMEOUT, "opencode")
+    }
+
+    /// Runs another program (an installer) in this session's environment and project dir.
+    pub fn run_other(&self, program: &Path, args: &[&str], extra: &[(&str, &str)]) -> HostRun {
+        crate::process::run_beside(&self.cli, &self.env, &self.project, program, args, extra)
     }
 
     /// Writes an executable `sh` script next to the session (for broken-hook scenarios).

@@ -92,6 +92,7 @@ pub struct PiSessionBuilder {
     record: bool,
     loading: Loading,
     env: BTreeMap<String, String>,
+    remove: Vec<String>,
 }
 
 impl PiSessionBuilder {
@@ -111,6 +112,13 @@ impl PiSessionBuilder {
     /// How the extension is loaded (default [`Loading::Settings`]).
     pub fn loading(mut self, loading: Loading) -> Self {
         self.loading = loading;
+        self
+    }
+
+    /// Leaves a variable the session would set out of the environment (e.g. the Server URL, to
+    /// test a hook that finds it elsewhere).
+    pub fn without(mut self, name: &str) -> Self {
+        self.remove.push(name.to_owned());
         self
     }
 
@@ -164,6 +172,9 @@ impl PiSessionBuilder {
             crate::fault_server::closed_port_url(),
         );
         env.extend(self.env);
+        for name in &self.remove {
+            env.remove(name);
+        }
 
         let models = json!({"providers": {"fake": {
             "baseUrl": format!("{}/v1", self.model_url),
@@ -243,6 +254,7 @@ impl PiSession {
             record: false,
             loading: Loading::Settings,
             env: BTreeMap::new(),
+            remove: Vec::new(),
         }
     }
 
@@ -342,6 +354,11 @@ impl PiSession {
     pub fn run_raw(&self, args: &[&str]) -> PiRun {
         let command = clean_command(&self.cli, args, &self.env, &self.project);
         run_with_timeout(command, RUN_TIMEOUT, "pi")
+    }
+
+    /// Runs another program (an installer) in this session's environment and project dir.
+    pub fn run_other(&self, program: &Path, args: &[&str], extra: &[(&str, &str)]) -> PiRun {
+        crate::process::run_beside(&self.cli, &self.env, &self.project, program, args, extra)
     }
 
     /// Starts `pi --mode rpc`.

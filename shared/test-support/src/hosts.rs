@@ -506,6 +506,12 @@ impl HostSession {
         run_with_timeout(command, RUN_TIMEOUT, self.host.name())
     }
 
+    /// Runs another program (the official `powercontext` CLI, our own CLI) in this session's
+    /// environment and project dir (see [`crate::process::run_beside`]).
+    pub fn run_other(&self, program: &Path, args: &[&str], extra: &[(&str, &str)]) -> HostRun {
+        crate::process::run_beside(&self.cli, &self.env, &self.project, program, args, extra)
+    }
+
     fn run_checked(&self, args: &[&str]) -> HostRun {
         let run = self.run(args);
         assert!(

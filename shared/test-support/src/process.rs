@@ -116,9 +116,33 @@ pub fn drain(mut pipe: impl Read + Send + 'static) -> Receiver<String> {
 /// Kills the process group a child made at spawn (`process_group(0)`). Call it only before the
 /// child is reaped, so the group id still belongs to us.
 pub fn kill_group(pid: u32) {
-    let _ = Command::new("kill")
-        .args(["-KILL", "--", &format!("-{pid}")])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status();
+    if let Some(pid) = i32::try_from(pid).ok().and_then(rustix::process::Pid::from_raw) {
+        let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
+    }
+}
+
+/// Runs another program (an installer such as the official `powercontext` CLI) in a host session's
+/// environment and cwd, with the host CLI's folder first on `PATH` (installers look the host up
+/// there) and `extra` variables on top.
+pub fn run_beside(
+    host_cli: &Path,
+    env: &BTreeMap<String, String>,
+    cwd: &Path,
+    program: &Path,
+    args: &[&str],
+    extra: &[(&str, &str)],
+) -> ProcessRun {
+    let mut env = env.clone();
+    if let Some(dir) = host_cli.parent() {
+        let path = format!("{}:{}", dir.display(), env.get("PATH").map_or("", String::as_str));
+        env.insert("PATH".to_owned(), path);
+    }
+    for (k, v) in extra {
+        env.insert((*k).to_owned(), (*v).to_owned());
+    }
+    run_with_timeout(
+        clean_command(program, args, &env, cwd),
+        Duration::from_secs(240),
+        "installer",
+    )
 }

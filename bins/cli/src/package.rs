@@ -1,0 +1,306 @@
+//! `powercontext-hooks package --out DIR`: renders the plugin source tree the official installer
+//! recognises (`powercontext setup <host> --source DIR`) for all five hosts — the root Claude Code
+//! and Codex marketplaces, `integrations/<host>/plugins/powercontext/` with the package names and
+//! files the official `recognizes()` and installers require, and the project-context Skill. Our hook
+//! executables are referenced by absolute path: the official installer copies most plugin folders
+//! into host caches, where a path relative to the plugin root would no longer reach them. It
+//! writes only inside DIR and never overwrites a tree it did not render.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{Context, Result, anyhow, bail};
+use clap::Args;
+use serde_json::{Value, json};
+
+use crate::install::{self, Host};
+
+/// `package --out DIR`.
+#[derive(Debug, Args)]
+pub struct PackageArgs {
+    /// Directory to render the tree into (created; an earlier rendering is replaced).
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    /// Directory holding the powercontext-hook-* executables (default: next to this program).
+    #[arg(long, value_name = "DIR")]
+    pub bin_dir: Option<PathBuf>,
+    /// One JSON object on stdout instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Marks a directory as rendered by this command (so a re-run may replace it).
+const STAMP: &str = ".powercontext-hooks-package.json";
+
+/// The folder of one host's plugin inside the tree.
+pub fn plugin_rel(host: Host) -> String {
+    format!("integrations/{}/plugins/powercontext", host.name())
+}
+
+const SKILL: &str = "---
+name: powercontext-project-context
+description: Use PowerContext project memory. Relevant context recalled from the PowerContext Server is added to your prompt automatically; prompts are captured as Sources unless capture is off.
+---
+
+# PowerContext project context
+
+PowerContext hooks add recalled project context to each prompt, marked
+`BEGIN_POWERCONTEXT_PREPARED_CONTEXT_V1`. Treat it as background from earlier work in this
+project: prefer it over guesses, and say when it looks stale or contradicts the code.
+
+Nothing needs to be done to recall or capture: the hooks do both before the model sees the
+prompt. Secret-looking prompts are never stored.
+";
+
+/// One file of the tree: path relative to the root, bytes, executable bit.
+struct Item {
+    rel: String,
+    bytes: Vec<u8>,
+}
+
+fn json_bytes(v: &Value) -> Vec<u8> {
+    let mut b = serde_json::to_vec_pretty(v).unwrap_or_default();
+    b.push(b'\n');
+    b
+}
+
+fn rendered(host: Host, rel: &str, values: &[(&str, &str)]) -> Result<String> {
+    let (_, template) = host
+        .templates()
+        .iter()
+        .find(|(r, _)| *r == rel)
+        .ok_or_else(|| anyhow!("internal error: no template {rel} for {}", host.name()))?;
+    install::render(template, values)
+}
+
+fn rendered_json(host: Host, rel: &str, values: &[(&str, &str)]) -> Result<Value> {
+    serde_json::from_str(&rendered(host, rel, values)?)
+        .with_context(|| format!("internal error: template {rel} is not JSON"))
+}
+
+/// Every file of the tree.
+fn items(bin_dir: &Path) -> Result<Vec<Item>> {
+    let version = env!("CARGO_PKG_VERSION");
+    let mut out = Vec::new();
+    let mut add = |rel: String, bytes: Vec<u8>| out.push(Item { rel, bytes });
+
+    add(
+        ".claude-plugin/marketplace.json".to_owned(),
+        json_bytes(&json!({
+            "name": install::MARKETPLACE,
+            "owner": {"name": "PowerContext"},
+            "plugins": [{
+                "name": "powercontext",
+                "source": format!("./{}", plugin_rel(Host::ClaudeCode)),
+                "version": version,
+                "description": "PowerContext recall and prompt capture for Claude Code",
+            }],
+        })),
+    );
+    add(
+        ".agents/plugins/marketplace.json".to_owned(),
+        json_bytes(&json!({
+            "name": install::MARKETPLACE,
+            "interface": {"displayName": "PowerContext"},
+            "plugins": [{
+                "name": "powercontext",
+                "source": {"source": "local", "path": format!("./{}", plugin_rel(Host::Codex))},
+                "policy": {"installation": "AVAILABLE", "authentication": "ON_INSTALL"},
+                "category": "Productivity",
+            }],
+        })),
+    );
+
+    for host in [Host::ClaudeCode, Host::Codex, Host::OpenCode, Host::Pi, Host::Dsh] {
+        let exe = bin_dir.join(host.hook_exe());
+        let hook_command = host.hook_command_value(&exe)?;
+        let values = [
+            ("hook_command", hook_command.as_str()),
+            ("server_url", "http://127.0.0.1:8000"),
+            ("version", version),
+        ];
+        let base = plugin_rel(host);
+        let mut put = |rel: &str, bytes: Vec<u8>| add(format!("{base}/{rel}"), bytes);
+        put(
+            "skills/powercontext-project-context/SKILL.md",
+            SKILL.as_bytes().to_vec(),
+        );
+        match host {
+            Host::ClaudeCode => {
+                let mut plugin = rendered_json(host, ".claude-plugin/plugin.json", &values)?;
+                // Declared so Claude substitutes `${user_config.server_url}` in `.mcp.json`; the
+                // official setup writes the values under `pluginConfigs`.
+                plugin["userConfig"] = json!({
+                    "server_url": {"type": "string", "title": "PowerContext Server URL",
+                                   "description": "Base URL of the PowerContext Server",
+                                   "default": "http://127.0.0.1:8000"},
+                    "capture_prompts": {"type": "boolean", "title": "Capture prompts",
+                                        "description": "Store each prompt as a Source", "default": true},
+                    "allow_insecure_http": {"type": "boolean", "title": "Allow plain HTTP",
+                                            "description": "Allow plain http:// to a remote Server",
+                                            "default": false},
+                });
+                put(".claude-plugin/plugin.json", json_bytes(&plugin));
+                put(
+                    "hooks/hooks.json",
+                    rendered(host, "hooks/hooks.json", &values)?.into_bytes(),
+                );
+                put(
+                    ".mcp.json",
+                    json_bytes(&json!({"mcpServers": {"powercontext": {
+                        "type": "http",
+                        "url": "${user_config.server_url}/mcp",
+                        "headersHelper": format!(
+                            "{} mcp-headers claude-code",
+                            install::hook_command_shell(&bin_dir.join("powercontext-hooks"))?
+                        ),
+                    }}})),
+                );
+                put(
+                    "scripts/statusline.py",
+                    statusline_script(&bin_dir.join("powercontext-hooks"))?.into_bytes(),
+                );
+            }
+            Host::Codex => {
+                for rel in [".codex-plugin/plugin.json", ".mcp.json", "hooks/hooks.json"] {
+                    put(rel, rendered(host, rel, &values)?.into_bytes());
+                }
+            }
+            Host::OpenCode => {
+                put(
+                    "package.json",
+                    json_bytes(&json!({
+                        "name": "powercontext-opencode",
+                        "version": version,
+                        "private": true,
+                        "type": "module",
+                        "main": "lib/index.js",
+                        "description": "PowerContext for OpenCode (thin plugin over powercontext-hook-opencode)",
+                        "license": "Apache-2.0",
+                    })),
+                );
+                put(
+                    "lib/index.js",
+                    rendered(host, install::OPENCODE_PLUGIN_FILE, &values)?.into_bytes(),
+                );
+                put("lib/tui.js", OPENCODE_TUI.as_bytes().to_vec());
+            }
+            Host::Pi => {
+                let mut pkg = rendered_json(host, "package.json", &values)?;
+                pkg["version"] = json!(version);
+                pkg["pi"]["skills"] = json!(["./skills"]);
+                put("package.json", json_bytes(&pkg));
+                put(
+                    "extensions/powercontext.ts",
+                    rendered(host, "extensions/powercontext.ts", &values)?.into_bytes(),
+                );
+            }
+            Host::Dsh => {
+                let mut pkg = rendered_json(host, "package.json", &values)?;
+                pkg["main"] = json!("lib/index.js");
+                pkg["exports"] = json!({".": "./lib/index.js", "./package.json": "./package.json"});
+                pkg["files"] = json!(["lib/index.js", "cordis.patch.yml"]);
+                put("package.json", json_bytes(&pkg));
+                put("lib/index.js", rendered(host, "index.js", &values)?.into_bytes());
+                // The row's name is the package name the official installer looks for.
+                let patch = rendered(host, "cordis.patch.yml", &values)?;
+                if !patch.contains("name: 'powercontext-dsh'") {
+                    bail!("internal error: the DSH patch row is not named powercontext-dsh");
+                }
+                put("cordis.patch.yml", patch.into_bytes());
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// OpenCode's TUI side: the official installer registers this module in `tui.json`. Ours adds
+/// nothing to the TUI (recall and capture run in the server plugin), so it is an empty plugin.
+const OPENCODE_TUI: &str = "// PowerContext for OpenCode, TUI side: nothing to add to the TUI; recall and capture run in\n\
+// the server plugin (lib/index.js). Registered by `powercontext setup opencode` in tui.json.\n\
+export const PowerContextTui = async () => ({})\n\
+export default { id: \"powercontext-opencode\", tui: PowerContextTui }\n";
+
+/// The status line the official setup points Claude Code at (`python3 <plugin>/scripts/statusline.py
+/// --server-url URL`): hands over to `powercontext-hooks statusline` when this CLI has it, else prints
+/// a short fixed line. Never blocks: the child is bounded.
+fn statusline_script(cli: &Path) -> Result<String> {
+    let cli = cli
+        .to_str()
+        .with_context(|| format!("{} is not a UTF-8 path", cli.display()))?;
+    let quoted = serde_json::Value::String(cli.to_owned()).to_string();
+    let lines = [
+        "#!/usr/bin/env python3".to_owned(),
+        "# PowerContext status line for Claude Code (rendered by `powercontext-hooks package`).".to_owned(),
+        "import subprocess, sys".to_owned(),
+        format!("CLI = {quoted}"),
+        "try:".to_owned(),
+        "    data = sys.stdin.buffer.read(1 << 20)".to_owned(),
+        "    done = subprocess.run([CLI, \"statusline\"], input=data, capture_output=True, timeout=2)"
+            .to_owned(),
+        "    line = done.stdout.decode(\"utf-8\", \"replace\").strip() if done.returncode == 0 else \"\""
+            .to_owned(),
+        "except Exception:".to_owned(),
+        "    line = \"\"".to_owned(),
+        "print(line or \"PowerContext\")".to_owned(),
+    ];
+    Ok(lines.join("\n") + "\n")
+}
+
+/// Runs `package`.
+pub fn package(args: &PackageArgs) -> Result<ExitCode> {
+    let bin_dir = match &args.bin_dir {
+        Some(d) => std::path::absolute(d)?,
+        None => std::env::current_exe()
+            .context("cannot locate this program")?
+            .parent()
+            .context("this program has no directory")?
+            .to_path_buf(),
+    };
+    for host in [Host::ClaudeCode, Host::Codex, Host::OpenCode, Host::Pi, Host::Dsh] {
+        crate::setup::check_hook_exe(&bin_dir.join(host.hook_exe()))?;
+    }
+    let out = std::path::absolute(&args.out)?;
+    if out.exists() {
+        let ours = out.join(STAMP).is_file();
+        let empty = std::fs::read_dir(&out).is_ok_and(|mut d| d.next().is_none());
+        if !ours && !empty {
+            bail!(
+                "{} exists and was not rendered by `powercontext-hooks package`; choose another --out",
+                out.display()
+            );
+        }
+        if ours {
+            std::fs::remove_dir_all(&out).with_context(|| format!("cannot replace {}", out.display()))?;
+        }
+    }
+    let items = items(&bin_dir)?;
+    for item in &items {
+        install::write_atomic(&out.join(&item.rel), &item.bytes, false)?;
+    }
+    install::write_atomic(
+        &out.join(STAMP),
+        &json_bytes(
+            &json!({"owner": "powercontext-hooks", "version": env!("CARGO_PKG_VERSION"),
+                            "bin_dir": bin_dir}),
+        ),
+        false,
+    )?;
+    if args.json {
+        println!(
+            "{}",
+            json!({"ok": true, "out": out, "bin_dir": bin_dir,
+                   "files": items.iter().map(|i| &i.rel).collect::<Vec<_>>()})
+        );
+    } else {
+        println!("rendered {} files into {}", items.len(), out.display());
+        println!("hook executables: {}", bin_dir.display());
+        println!("install with the official CLI, for example:");
+        println!(
+            "  powercontext setup claude-code --source {} --server-url URL",
+            out.display()
+        );
+        println!("keep this folder in place: Claude Code, DSH and OpenCode's TUI use it where it is");
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,380 @@
+//! Drop-in for the official installer, end to end: `powercontext-hooks package` renders the plugin
+//! source tree, the official 1.4.1 `powercontext setup <host> --source <tree>` installs it into the
+//! real host (the token only in the variable the official CLI reads), and a real host prompt
+//! against the real Server with auth on recalls a remembered fact and stores the prompt — our
+//! hook found the URL and token the official CLI saved. Then `powercontext doctor <host>`.
+
+use std::path::{Path, PathBuf};
+
+use powercontext_hooks_test_support::fake_model::FakeModel;
+use powercontext_hooks_test_support::hosts::{Host, HostRun, HostSession};
+use powercontext_hooks_test_support::real_server::RealServer;
+use serde_json::Value;
+
+use crate::support::CLI;
+
+const REPLY: &str = "FAKE-MODEL-REPLY-OFFICIAL-5521";
+
+/// A fresh scope holding the fact. Created one at a time: the Server answers two concurrent first
+/// scope creations with `409 binding-version`.
+fn scope_with(server: &RealServer, title: &str, fact: &str) -> String {
+    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _guard = ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let scope = server.create_scope(title);
+    server.remember(&scope, fact);
+    scope
+}
+
+fn official_cli() -> PathBuf {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv-server/bin/powercontext");
+    assert!(
+        p.is_file(),
+        "{} is missing: run scripts/ensure-server-venv",
+        p.display()
+    );
+    p
+}
+
+/// Renders our tree with the executables cargo built for this test binary.
+fn package(dir: &Path) -> PathBuf {
+    let out = dir.join("tree");
+    let bin_dir = Path::new(CLI).parent().unwrap();
+    let run = std::process::Command::new(CLI)
+        .args(["package", "--out"])
+        .arg(&out)
+        .arg("--bin-dir")
+        .arg(bin_dir)
+        .output()
+        .unwrap();
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    out
+}
+
+fn show(run: &HostRun) -> String {
+    format!(
+        "status {:?}\n--- stdout\n{}\n--- stderr\n{}",
+        run.status, run.stdout, run.stderr
+    )
+}
+
+fn official_setup_then_real_prompt(host: Host) {
+    let server = RealServer::shared_auth();
+    let token = server.token().unwrap().to_owned();
+    let model = FakeModel::start(REPLY);
+    let fact = format!(
+        "The {} drop-in keeps its ledger in the vault-heron-88 bucket.",
+        host.name()
+    );
+    let scope = scope_with(server, &format!("official {}", host.name()), &fact);
+    let session = HostSession::builder(host, &model)
+        .host_env("SCOPE_ID", &scope)
+        .build();
+    if host == Host::Codex {
+        // Official setup needs Codex's plugins feature (the bare session leaves it off).
+        let cfg = session.home_dir().join(".codex/config.toml");
+        let text = std::fs::read_to_string(&cfg).unwrap();
+        std::fs::write(&cfg, text.replace("plugins = false", "plugins = true")).unwrap();
+    }
+    let work = tempfile::tempdir().unwrap();
+    let tree = package(work.path());
+
+    let setup = session.run_other(
+        &official_cli(),
+        &[
+            "setup",
+            host.name(),
+            "--source",
+            tree.to_str().unwrap(),
+            "--server-url",
+            &server.url(),
+            "--json",
+        ],
+        &[("POWERCONTEXT_CLIENT_API_TOKEN", &token)],
+    );
+    assert!(!setup.stdout.contains(&token) && !setup.stderr.contains(&token));
+    let report: Value = serde_json::from_str(setup.stdout.trim()).unwrap_or(Value::Null);
+    match host {
+        Host::ClaudeCode => assert!(setup.status.success(), "{}", show(&setup)),
+        // Installed and configured; official doctor's MCP checks need its uv headers helper.
+        Host::Codex => {
+            let failing = failing_checks(&report);
+            assert!(
+                !failing.is_empty() && failing.iter().all(|c| c.starts_with("mcp_")),
+                "{failing:?}\n{}",
+                show(&setup)
+            );
+            let trust = session.run_other(Path::new(CLI), &["setup", "codex", "--trust-only", "--json"], &[]);
+            assert!(trust.status.success(), "{}", show(&trust));
+            assert!(trust.stdout.contains("\"trusted\""), "{}", show(&trust));
+        }
+    }
+
+    let prompt = format!("Where does the {} drop-in keep its ledger?", host.name());
+    let run = session.prompt(&prompt);
+    run.assert_completed(REPLY);
+    let bodies: Vec<Value> = model
+        .model_requests()
+        .iter()
+        .map(|r| r.json().expect("model request body is JSON"))
+        .collect();
+    let context = bodies
+        .iter()
+        .rev()
+        .find_map(|b| host.latest_hook_context(b))
+        .unwrap_or_else(|| panic!("no hook context reached the model\n{}", show(&run)));
+    assert!(context.contains("vault-heron-88"), "{context}");
+    let stored = server
+        .sources(&scope)
+        .iter()
+        .any(|s| s["content"] == prompt.as_str());
+    assert!(stored, "the prompt was not stored\n{}", show(&run));
+
+    if host == Host::ClaudeCode {
+        // The status line official setup configured points at a script our tree ships, and it runs.
+        let settings: Value =
+            serde_json::from_slice(&std::fs::read(session.home_dir().join(".claude/settings.json")).unwrap())
+                .unwrap();
+        let command = settings["statusLine"]["command"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        assert!(command.contains("scripts/statusline.py"), "{settings}");
+        let line = session.run_other(
+            Path::new("/bin/sh"),
+            &["-c", &format!("{command} </dev/null")],
+            &[],
+        );
+        assert!(
+            line.status.success() && !line.stdout.trim().is_empty(),
+            "{}",
+            show(&line)
+        );
+    }
+
+    let doctor = session.run_other(&official_cli(), &["doctor", host.name(), "--json"], &[]);
+    match host {
+        Host::ClaudeCode => assert!(doctor.status.success(), "{}", show(&doctor)),
+        Host::Codex => {
+            // Our doctor sees the official install: trusted, and the installed hook works end to end.
+            let ours = session.run_other(Path::new(CLI), &["doctor", "codex", "--json"], &[]);
+            let mine: Value = serde_json::from_str(ours.stdout.trim()).unwrap_or(Value::Null);
+            for name in ["hook trusted", "hook round trip", "auth accepted"] {
+                let status = mine["hosts"][0]["checks"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .find(|c| c["check"] == name)
+                    .map(|c| c["status"].clone());
+                assert_eq!(status, Some(Value::from("ok")), "{name}\n{}", show(&ours));
+            }
+            // Everything but the MCP tool checks (official setup forces a `uv run … mcp_headers.py`
+            // headers helper our tree cannot satisfy without uv): README, "With the official
+            // PowerContext CLI".
+            let v: Value = serde_json::from_str(doctor.stdout.trim()).unwrap_or(Value::Null);
+            let failing: Vec<String> = failing_checks(&v);
+            assert!(
+                failing.contains(&"mcp_tools".to_owned()),
+                "{failing:?}\n{}",
+                show(&doctor)
+            );
+            assert!(
+                failing.iter().all(|c| c.starts_with("mcp_")),
+                "{failing:?}\n{}",
+                show(&doctor)
+            );
+        }
+    }
+}
+
+/// Names of the checks an official `--json` report marks as not ok (its checks are objects with a
+/// `status`, keyed by the check name); the optional ones setup also tolerates when skipped.
+fn failing_checks(v: &Value) -> Vec<String> {
+    fn walk(v: &Value, out: &mut Vec<String>) {
+        match v {
+            Value::Object(m) => {
+                for (name, child) in m {
+                    if let Some(status) = child.get("status").and_then(Value::as_str)
+                        && status != "ok"
+                        // A host's aggregate (it holds the checks themselves).
+                        && child.get("checks").is_none()
+                        && !(status == "skipped" && matches!(name.as_str(), "runtime" | "mcp_session"))
+                    {
+                        out.push(name.clone());
+                    }
+                    walk(child, out);
+                }
+            }
+            Value::Array(a) => a.iter().for_each(|x| walk(x, out)),
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    walk(v, &mut out);
+    out
+}
+
+#[test]
+fn claude_code_official_setup_installs_our_tree_and_a_real_prompt_works_with_auth() {
+    official_setup_then_real_prompt(Host::ClaudeCode);
+}
+
+#[test]
+fn codex_official_setup_then_our_trust_step_and_a_real_prompt_works_with_auth() {
+    official_setup_then_real_prompt(Host::Codex);
+}
+
+/// Pi and OpenCode: official setup of our tree (no Server variable anywhere), a real prompt, then
+/// official doctor green.
+fn official_setup_package_host(host: &str) {
+    use powercontext_hooks_test_support::host_opencode::OpenCodeSession;
+    use powercontext_hooks_test_support::host_pi::{Loading, PiSession};
+
+    let server = RealServer::shared_auth();
+    let token = server.token().unwrap().to_owned();
+    let model = FakeModel::start(REPLY);
+    let fact = format!("The {host} drop-in keeps its ledger in the vault-heron-88 bucket.");
+    let scope = scope_with(server, &format!("official {host}"), &fact);
+    let part = if host == "pi" { "PI" } else { "OPENCODE" };
+    let scope_var = format!("POWERCONTEXT_{part}_SCOPE_ID");
+    let url_var = format!("POWERCONTEXT_{part}_SERVER_URL");
+    let work = tempfile::tempdir().unwrap();
+    let tree = package(work.path());
+    let data = work.path().join("pc-data");
+    let data_s = data.display().to_string();
+    let args = [
+        "setup",
+        host,
+        "--source",
+        tree.to_str().unwrap(),
+        "--server-url",
+        &server.url(),
+        "--json",
+    ];
+    let extra = [
+        ("POWERCONTEXT_CLIENT_API_TOKEN", token.as_str()),
+        ("POWERCONTEXT_HOME", data_s.as_str()),
+    ];
+    let prompt = format!("Where does the {host} drop-in keep its ledger?");
+    let (setup, run, doctor) = if host == "pi" {
+        let session = PiSession::builder(&model.url())
+            .loading(Loading::None)
+            .without(&url_var)
+            .env(&scope_var, &scope)
+            .env("POWERCONTEXT_PI_REQUEST_TIMEOUT_SECONDS", "8")
+            .env("POWERCONTEXT_PI_HTTP_BUDGET_SECONDS", "20")
+            .env("POWERCONTEXT_PI_HOOK_TIMEOUT_MS", "25000")
+            .build();
+        let setup = session.run_other(&official_cli(), &args, &extra);
+        let run = session.print(&prompt);
+        let doctor = session.run_other(&official_cli(), &["doctor", host, "--json"], &extra);
+        let ours = session.run_other(Path::new(CLI), &["doctor", host, "--json"], &extra);
+        assert_our_doctor_sees_it(&ours, "package listed");
+        (setup, run, doctor)
+    } else {
+        let session = OpenCodeSession::builder(&model)
+            .without(&url_var)
+            .env(&scope_var, &scope)
+            .env("POWERCONTEXT_OPENCODE_REQUEST_TIMEOUT_SECONDS", "8")
+            .env("POWERCONTEXT_OPENCODE_HTTP_BUDGET_SECONDS", "20")
+            .env("POWERCONTEXT_OPENCODE_PREPARE_TIMEOUT_MS", "25000")
+            .build();
+        let setup = session.run_other(&official_cli(), &args, &extra);
+        let run = session.prompt(&prompt);
+        let doctor = session.run_other(&official_cli(), &["doctor", host, "--json"], &extra);
+        let ours = session.run_other(Path::new(CLI), &["doctor", host, "--json"], &extra);
+        assert_our_doctor_sees_it(&ours, "plugin loaded");
+        (setup, run, doctor)
+    };
+    assert!(setup.status.success(), "{}", show(&setup));
+    assert!(!setup.stdout.contains(&token) && !setup.stderr.contains(&token));
+    assert!(
+        model.any_body_contains("vault-heron-88"),
+        "recall did not reach the model\n{}",
+        show(&run)
+    );
+    let stored = server
+        .sources(&scope)
+        .iter()
+        .any(|s| s["content"] == prompt.as_str());
+    assert!(stored, "the prompt was not stored\n{}", show(&run));
+    assert!(doctor.status.success(), "{}", show(&doctor));
+}
+
+#[test]
+fn pi_official_setup_installs_our_tree_and_a_real_prompt_works_with_auth() {
+    official_setup_package_host("pi");
+}
+
+#[test]
+fn opencode_official_setup_installs_our_tree_and_a_real_prompt_works_with_auth() {
+    official_setup_package_host("opencode");
+}
+
+/// DSH: official setup of our tree into the Web profile and official doctor OK; the prompt runs
+/// the very plugin module official setup linked (the tree's `lib/index.js`) in DSH's headless
+/// profile, since the Web profile has no one-shot task mode.
+#[test]
+fn dsh_official_setup_installs_our_tree_and_a_real_prompt_works_with_auth() {
+    use powercontext_hooks_test_support::host_dsh::DshSession;
+
+    let server = RealServer::shared_auth();
+    let token = server.token().unwrap().to_owned();
+    let model = FakeModel::start(REPLY);
+    let fact = "The dsh drop-in keeps its ledger in the vault-heron-88 bucket.";
+    let scope = scope_with(server, "official dsh", fact);
+    let work = tempfile::tempdir().unwrap();
+    let tree = package(work.path());
+    let module = tree.join("integrations/dsh/plugins/powercontext/lib/index.js");
+    let session = DshSession::builder(&model)
+        .plugin_file(&module)
+        .env("POWERCONTEXT_DSH_SCOPE_ID", &scope)
+        .env("POWERCONTEXT_DSH_REQUEST_TIMEOUT_SECONDS", "8")
+        .env("POWERCONTEXT_DSH_HTTP_BUDGET_SECONDS", "20")
+        .build();
+    let extra = [("POWERCONTEXT_CLIENT_API_TOKEN", token.as_str())];
+    let setup = session.run_other(
+        &official_cli(),
+        &[
+            "setup",
+            "dsh",
+            "--source",
+            tree.to_str().unwrap(),
+            "--server-url",
+            &server.url(),
+            "--json",
+        ],
+        &extra,
+    );
+    assert!(setup.status.success(), "{}", show(&setup));
+    assert!(!setup.stdout.contains(&token) && !setup.stderr.contains(&token));
+
+    let prompt = "Where does the dsh drop-in keep its ledger?";
+    let run = session.run(prompt);
+    assert!(
+        model.any_body_contains("vault-heron-88"),
+        "recall did not reach the model\n{}",
+        show(&run)
+    );
+    let stored = server.sources(&scope).iter().any(|s| s["content"] == prompt);
+    assert!(stored, "the prompt was not stored\n{}", show(&run));
+    let doctor = session.run_other(&official_cli(), &["doctor", "dsh", "--json"], &extra);
+    assert!(doctor.status.success(), "{}", show(&doctor));
+}
+
+/// Our doctor checks an install the official CLI made: the host loads it, the token is accepted,
+/// and the installed hook works end to end.
+#[track_caller]
+fn assert_our_doctor_sees_it(run: &HostRun, activation: &str) {
+    let report: Value = serde_json::from_str(run.stdout.trim()).unwrap_or(Value::Null);
+    for name in [activation, "auth accepted", "hook round trip"] {
+        let status = report["hosts"][0]["checks"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|c| c["check"] == name)
+            .map(|c| c["status"].clone());
+        assert_eq!(status, Some(Value::from("ok")), "{name}\n{}", show(run));
+    }
+}

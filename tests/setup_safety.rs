@@ -1,0 +1,383 @@
+//! Setup safety with the files users really have: host and hook configs that are dotfile links
+//! (edited through the link, the link kept, a rollback restoring the target's bytes and the link),
+//! CRLF files and a UTF-8 byte-order mark kept, and per-host settings the user had before setup
+//! put back exactly by uninstall.
+
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+use crate::setup::Sandbox;
+
+const OPENCODE_CONFIG: &str = "\u{feff}{\r\n  // mine\r\n  \"model\": \"x/y\"\r\n}\r\n";
+const OUR_CONFIG: &str = "\u{feff}# my hooks config\r\nmax_bytes = 4000\r\n\r\n[hosts.opencode]\r\nserver_url = \"http://127.0.0.1:1\" # mine\r\ncapture_prompts = true\r\nauthorization = \"Bearer my-own-token\"\r\n";
+
+/// `path` becomes a link into a dotfiles folder holding `text`; returns the target.
+fn link_dotfile(sb: &Sandbox, path: &Path, text: &str) -> PathBuf {
+    let target = sb.root.path().join("dotfiles").join(path.file_name().unwrap());
+    fs::create_dir_all(target.parent().unwrap()).unwrap();
+    fs::write(&target, text).unwrap();
+    fs::create_dir_all(path.parent().unwrap()).unwrap();
+    let _ = fs::remove_file(path);
+    std::os::unix::fs::symlink(&target, path).unwrap();
+    target
+}
+
+#[track_caller]
+fn assert_link(path: &Path, target: &Path) {
+    let meta = fs::symlink_metadata(path).unwrap();
+    assert!(
+        meta.file_type().is_symlink(),
+        "{} is no longer a link",
+        path.display()
+    );
+    assert_eq!(fs::read_link(path).unwrap(), target);
+}
+
+fn setup_opencode(sb: &Sandbox) -> (i32, serde_json::Value) {
+    let (code, out, err) = sb.cli_json(&[
+        "setup",
+        "opencode",
+        "--server-url",
+        "http://127.0.0.1:9",
+        "--token-env",
+        "PC_TEST_TOKEN",
+        "--capture-prompts",
+        "off",
+    ]);
+    assert!(code == 0 || code == 1, "{out}\n{err}");
+    (code, out)
+}
+
+#[test]
+fn opencode_linked_crlf_bom_configs_survive_rollback_setup_and_uninstall() {
+    let mut sb = Sandbox::new();
+    let oc_path = sb.opencode_config().join("opencode.jsonc");
+    let oc_target = link_dotfile(&sb, &oc_path, OPENCODE_CONFIG);
+    let our_target = link_dotfile(&sb, &sb.config(), OUR_CONFIG);
+
+    // A failure after the MCP edit: both links and both targets' bytes come back.
+    sb.env
+        .insert("POWERCONTEXT_HOOKS_SETUP_FAULT".into(), "mcp".into());
+    let (code, out) = setup_opencode(&sb);
+    assert_eq!(code, 1, "{out}");
+    assert_eq!(out["result"], "rolled_back", "{out}");
+    assert_link(&oc_path, &oc_target);
+    assert_link(&sb.config(), &our_target);
+    assert_eq!(fs::read_to_string(&oc_target).unwrap(), OPENCODE_CONFIG);
+    assert_eq!(fs::read_to_string(&our_target).unwrap(), OUR_CONFIG);
+    sb.env.remove("POWERCONTEXT_HOOKS_SETUP_FAULT");
+
+    // Setup edits through the links and keeps each file's BOM and CRLF.
+    let (code, out) = setup_opencode(&sb);
+    assert_eq!(code, 0, "{out}");
+    assert_link(&oc_path, &oc_target);
+    assert_link(&sb.config(), &our_target);
+    for target in [&oc_target, &our_target] {
+        let text = fs::read_to_string(target).unwrap();
+        assert!(text.starts_with('\u{feff}'), "{text:?}");
+        assert_eq!(
+            text.matches('\n').count(),
+            text.matches("\r\n").count(),
+            "LF crept into {text:?}"
+        );
+    }
+    let oc = fs::read_to_string(&oc_target).unwrap();
+    assert!(oc.contains("\"powercontext\""), "{oc}");
+    let ours = fs::read_to_string(&our_target).unwrap();
+    assert!(ours.contains("server_url = \"http://127.0.0.1:9\""), "{ours}");
+    assert!(ours.contains("capture_prompts = false"), "{ours}");
+    assert!(!ours.contains("my-own-token"), "{ours}");
+    // The user's own token waits in an owner-only file, never in the manifest.
+    let installs = sb
+        .home()
+        .join(".local/state/powercontext-hooks/installs/opencode");
+    let manifest = fs::read_to_string(installs.join("manifest.json")).unwrap();
+    assert!(!manifest.contains("my-own-token"), "{manifest}");
+    assert!(
+        manifest.contains("127.0.0.1:1"),
+        "prior server_url not recorded: {manifest}"
+    );
+    let prior = installs.join("prior-authorization.toml");
+    assert_eq!(fs::metadata(&prior).unwrap().permissions().mode() & 0o777, 0o600);
+
+    // Uninstall puts every byte back, including the settings the user had before.
+    let (code, out, err) = sb.cli_json(&["uninstall", "opencode"]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert_link(&oc_path, &oc_target);
+    assert_link(&sb.config(), &our_target);
+    assert_eq!(fs::read_to_string(&oc_target).unwrap(), OPENCODE_CONFIG);
+    assert_eq!(fs::read_to_string(&our_target).unwrap(), OUR_CONFIG);
+    assert!(
+        !sb.home()
+            .join(".local/state/powercontext-hooks/installs/opencode")
+            .exists()
+    );
+}
+
+#[test]
+fn claude_settings_link_is_kept_by_setup_and_restored_by_rollback() {
+    let mut sb = Sandbox::new();
+    let settings = sb.home().join(".claude/settings.json");
+    let original = "{\r\n  \"model\": \"my-model\"\r\n}\r\n";
+    let target = link_dotfile(&sb, &settings, original);
+
+    sb.env
+        .insert("POWERCONTEXT_HOOKS_SETUP_FAULT".into(), "verify".into());
+    let (code, out, _) = sb.cli_json(&["setup", "claude-code", "--server-url", "http://127.0.0.1:9"]);
+    assert_eq!(code, 1, "{out}");
+    assert_link(&settings, &target);
+    assert_eq!(fs::read_to_string(&target).unwrap(), original);
+    sb.env.remove("POWERCONTEXT_HOOKS_SETUP_FAULT");
+
+    let (code, out, err) = sb.cli_json(&["setup", "claude-code", "--server-url", "http://127.0.0.1:9"]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert_link(&settings, &target);
+    let now: serde_json::Value = serde_json::from_str(&fs::read_to_string(&target).unwrap()).unwrap();
+    assert_eq!(now["model"], "my-model");
+    assert_eq!(now["enabledPlugins"]["powercontext@powercontext"], true, "{now}");
+}
+
+/// Our setup writes what the official CLI reads (its doctor then agrees), with the token only in
+/// an owner-only credential file; uninstall takes all of it back.
+#[test]
+fn our_setup_writes_what_official_doctor_reads_and_uninstall_takes_it_back() {
+    use powercontext_hooks_test_support::real_server::RealServer;
+    use std::path::Path;
+
+    let server = RealServer::shared_auth();
+    let mut sb = Sandbox::new();
+    sb.env
+        .insert("PC_TEST_TOKEN".into(), RealServer::TEST_TOKEN.into());
+    let official = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv-server/bin/powercontext");
+    let before = sb.tree();
+    let (code, out, err) = sb.cli_json(&[
+        "setup",
+        "claude-code",
+        "--server-url",
+        &server.url(),
+        "--token-env",
+        "PC_TEST_TOKEN",
+    ]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(!out.to_string().contains(RealServer::TEST_TOKEN));
+
+    let clients: serde_json::Value =
+        serde_json::from_slice(&fs::read(sb.home().join(".config/powercontext/clients.json")).unwrap())
+            .unwrap();
+    assert_eq!(clients["hosts"]["claude-code"]["server_url"], server.url());
+    let cred = sb.home().join(".claude/powercontext/credentials.json");
+    assert_eq!(fs::metadata(&cred).unwrap().permissions().mode() & 0o777, 0o600);
+    assert_eq!(
+        fs::metadata(cred.parent().unwrap()).unwrap().permissions().mode() & 0o777,
+        0o700
+    );
+    let manifest = fs::read_to_string(
+        sb.home()
+            .join(".local/state/powercontext-hooks/installs/claude-code/manifest.json"),
+    )
+    .unwrap();
+    assert!(!manifest.contains(RealServer::TEST_TOKEN), "{manifest}");
+
+    // The official doctor finds the install and the Server it points at.
+    let doctor = sb.run(&official, &["doctor", "claude-code", "--json"]);
+    assert!(
+        doctor.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&doctor.stdout),
+        String::from_utf8_lossy(&doctor.stderr)
+    );
+
+    let (code, out, err) = sb.cli_json(&["uninstall", "claude-code"]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(!cred.exists());
+    assert!(!sb.home().join(".config/powercontext/clients.json").exists());
+    let settings = fs::read_to_string(sb.home().join(".claude/settings.json")).unwrap_or_default();
+    assert!(
+        !settings.contains("pluginConfigs\": {\n    \"powercontext"),
+        "{settings}"
+    );
+    // No file is left in the official CLI's places.
+    let after = sb.tree();
+    let added: Vec<&String> = after
+        .keys()
+        .filter(|k| !before.contains_key(*k) && !k.ends_with('/'))
+        .filter(|k| k.starts_with(".config/powercontext/") || k.starts_with(".claude/powercontext/"))
+        .collect();
+    assert!(added.is_empty(), "{added:?}");
+}
+
+/// Takeover in both directions for Claude Code: our setup replaces an official install only with
+/// `--take-over` (shown in the plan, rolled back on failure); the official installer takes ours
+/// back after `powercontext-hooks uninstall`.
+#[test]
+fn claude_code_takeover_in_both_directions() {
+    use powercontext_hooks_test_support::real_server::RealServer;
+    use std::path::Path;
+
+    let server = RealServer::shared();
+    let mut sb = Sandbox::new();
+    let official = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv-server/bin/powercontext");
+    let cli_dir = Path::new(crate::support::CLI).parent().unwrap();
+    let tree = sb.root.path().join("tree");
+    let out = sb.cli(&[
+        "package",
+        "--out",
+        tree.to_str().unwrap(),
+        "--bin-dir",
+        cli_dir.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let official_setup = |sb: &Sandbox| {
+        sb.run(
+            &official,
+            &[
+                "setup",
+                "claude-code",
+                "--source",
+                tree.to_str().unwrap(),
+                "--server-url",
+                &server.url(),
+            ],
+        )
+    };
+    let marketplace = |sb: &Sandbox| -> String {
+        let v: serde_json::Value = serde_json::from_slice(
+            &sb.host("claude", &["plugin", "marketplace", "list", "--json"])
+                .stdout,
+        )
+        .unwrap();
+        v.to_string()
+    };
+    let out = official_setup(&sb);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
+    assert!(marketplace(&sb).contains(tree.to_str().unwrap()));
+
+    // Without --take-over: refused before any change, with the way out.
+    let (code, out, _) = sb.cli_json(&["setup", "claude-code", "--server-url", &server.url()]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out["error"].as_str().unwrap().contains("--take-over"), "{out}");
+
+    // A failure mid-takeover restores the official install.
+    sb.env
+        .insert("POWERCONTEXT_HOOKS_SETUP_FAULT".into(), "verify".into());
+    let (code, out, _) = sb.cli_json(&[
+        "setup",
+        "claude-code",
+        "--server-url",
+        &server.url(),
+        "--take-over",
+    ]);
+    assert_eq!(code, 1, "{out}");
+    assert_eq!(out["result"], "rolled_back", "{out}");
+    assert!(
+        marketplace(&sb).contains(tree.to_str().unwrap()),
+        "{}",
+        marketplace(&sb)
+    );
+    sb.env.remove("POWERCONTEXT_HOOKS_SETUP_FAULT");
+
+    // With it: the plan says so, ours replaces theirs, and both doctors agree.
+    let (code, out, err) = sb.cli_json(&[
+        "setup",
+        "claude-code",
+        "--server-url",
+        &server.url(),
+        "--take-over",
+    ]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(out["warnings"].to_string().contains("taking over"), "{out}");
+    assert!(
+        !marketplace(&sb).contains(tree.to_str().unwrap()),
+        "{}",
+        marketplace(&sb)
+    );
+    let (code, report, _) = sb.cli_json(&["doctor", "claude-code"]);
+    assert_eq!(code, 0, "{report}");
+    let doctor = sb.run(&official, &["doctor", "claude-code"]);
+    assert!(
+        doctor.status.success(),
+        "{}",
+        String::from_utf8_lossy(&doctor.stdout)
+    );
+
+    // The other way: the official installer after our uninstall.
+    let (code, out, _) = sb.cli_json(&["uninstall", "claude-code"]);
+    assert_eq!(code, 0, "{out}");
+    let out = official_setup(&sb);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
+    assert!(marketplace(&sb).contains(tree.to_str().unwrap()));
+}
+
+/// After our setup, the official doctor recognises the Pi package (it looks for the package name
+/// `powercontext-pi` in `pi list`) and checks the Server saved in clients.json.
+#[test]
+fn official_doctor_recognises_our_pi_package() {
+    use powercontext_hooks_test_support::real_server::RealServer;
+    use std::path::Path;
+
+    let server = RealServer::shared();
+    let mut sb = Sandbox::new();
+    crate::setup::seed_foreign_packages(&mut sb, "pi");
+    let (code, out, err) = sb.cli_json(&["setup", "pi", "--server-url", &server.url()]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    let official = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv-server/bin/powercontext");
+    let doctor = sb.run(&official, &["doctor", "pi"]);
+    assert!(
+        doctor.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&doctor.stdout),
+        String::from_utf8_lossy(&doctor.stderr)
+    );
+    let (code, out, _) = sb.cli_json(&["uninstall", "pi"]);
+    assert_eq!(code, 0, "{out}");
+}
+
+/// OpenCode: our setup takes over the official installer's plugin file only with `--take-over`;
+/// official doctor still finds an active, owned plugin afterwards.
+#[test]
+fn opencode_takeover_of_an_official_install() {
+    use powercontext_hooks_test_support::real_server::RealServer;
+    use std::path::Path;
+
+    let server = RealServer::shared();
+    let mut sb = Sandbox::new();
+    crate::setup::seed_foreign_packages(&mut sb, "opencode");
+    let official = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv-server/bin/powercontext");
+    let cli_dir = Path::new(crate::support::CLI).parent().unwrap();
+    let tree = sb.root.path().join("tree");
+    let out = sb.cli(&[
+        "package",
+        "--out",
+        tree.to_str().unwrap(),
+        "--bin-dir",
+        cli_dir.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = sb.run(
+        &official,
+        &[
+            "setup",
+            "opencode",
+            "--source",
+            tree.to_str().unwrap(),
+            "--server-url",
+            &server.url(),
+        ],
+    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
+
+    let (code, out, _) = sb.cli_json(&["setup", "opencode", "--server-url", &server.url()]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out["error"].as_str().unwrap().contains("does not own"), "{out}");
+    let (code, out, err) = sb.cli_json(&["setup", "opencode", "--server-url", &server.url(), "--take-over"]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(out["warnings"].to_string().contains("taking over"), "{out}");
+    let doctor = sb.run(&official, &["doctor", "opencode"]);
+    assert!(
+        doctor.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&doctor.stdout),
+        String::from_utf8_lossy(&doctor.stderr)
+    );
+}
