@@ -969,7 +969,7 @@ fn bench_real(ctx: &Ctx, hosts: &[&Host], report: &mut Report) {
         ("recall", "recall alone (`POST /v1/context/prepare`)"),
         ("capture", "capture alone (`POST /v1/sources/content`)"),
         ("sequential", "recall, then capture (sequential)"),
-        ("concurrent", "recall ∥ capture (concurrent, as the hooks do)"),
+        ("concurrent", "recall ∥ capture (concurrent, as the hooks did before the capture left the prompt path)"),
     ];
     let mut samples: Vec<Vec<Duration>> = vec![Vec::new(); kinds.len()];
     for i in 0..ctx.plan.real_runs + 3 {
@@ -1012,8 +1012,8 @@ fn bench_real(ctx: &Ctx, hosts: &[&Host], report: &mut Report) {
         });
     }
     report.headline.push(format!(
-        "Against the real PowerContext Server 1.4.1, recall and capture run concurrently: {:.1} ms at p50 \
-         instead of {:.1} ms one after the other ({:.2}×).",
+        "Against the real PowerContext Server 1.4.1, recall and capture together cost {:.1} ms at p50 run \
+         concurrently and {:.1} ms one after the other ({:.2}×); the hooks now send the capture after the answer.",
         direct[3].p50,
         direct[2].p50,
         direct[2].p50 / direct[3].p50
@@ -1022,9 +1022,9 @@ fn bench_real(ctx: &Ctx, hosts: &[&Host], report: &mut Report) {
         title: "Against the real PowerContext Server (1.4.1, pinned)".into(),
         intro: "The Server from `.venv-server` on loopback, no auth. Each host's session id is bound to a \
                 scope: one holding a remembered decision the prompt recalls (*ready*), one holding nothing \
-                (*empty*). The hook resolves the scope, recalls and captures (a new turn id each run, so \
-                every capture is a new Source). The in-process rows time the two Server calls alone \
-                through the hooks' own transport, to show what concurrency saves."
+                (*empty*). The hook resolves the scope (or takes it from its cache), recalls, answers, and hands \
+                the capture to the drainer (a new turn id each run, so every capture is a new Source). The \
+                in-process rows time the two Server calls alone through the hooks' own transport."
             .into(),
         rows,
     });
