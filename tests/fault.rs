@@ -747,3 +747,61 @@ fn flush_on_capture_stops_once_the_cursor_reaches_the_position() {
     assert_eq!(calls.load(Ordering::SeqCst), 2);
     assert!(out.diagnostic("flush_incomplete").is_none());
 }
+
+#[test]
+fn the_scope_cache_spares_resolve_until_a_session_start_or_the_window_ends() {
+    let s = server(|| Reply::json(200, &ready(CONTENT)));
+    let resolves = || {
+        s.requests()
+            .iter()
+            .filter(|r| r.path == "/v1/scope-bindings/resolve")
+            .count()
+    };
+    let cwd = tempfile::tempdir().unwrap();
+    let session = HookSession::new(CLAUDE, "CLAUDE", &s.url(), TOKEN)
+        .env("POWERCONTEXT_CLAUDE_CAPTURE_PROMPTS", "0")
+        .env("POWERCONTEXT_HOOKS_SCOPE_CACHE_SECONDS", "2");
+    let prompt = |n: usize| {
+        let mut p = prompt_payload(PROMPT, cwd.path());
+        p["prompt_id"] = json!(format!("p{n}"));
+        let out = session.cmd().stdin_json(&p).run();
+        assert_clean(&out);
+        assert_eq!(out.context().as_deref(), Some(CONTENT), "{}", out.stderr);
+    };
+    let start = |bootstrap: &str| {
+        let p = json!({"hook_event_name": "SessionStart", "session_id": "session-test-1",
+                       "cwd": cwd.path(), "source": "resume"});
+        let out = session
+            .cmd()
+            .env("POWERCONTEXT_CLAUDE_BOOTSTRAP", bootstrap)
+            .stdin_json(&p)
+            .run();
+        assert_clean(&out);
+    };
+    prompt(1);
+    assert_eq!(resolves(), 1);
+    prompt(2);
+    assert_eq!(resolves(), 1, "within the window the cached scope is used");
+    // SessionStart with bootstrap off asks nothing, but the next prompt resolves again.
+    start("0");
+    assert_eq!(resolves(), 1);
+    prompt(3);
+    assert_eq!(resolves(), 2);
+    // SessionStart with bootstrap on resolves afresh, and the next prompt uses that answer.
+    start("1");
+    assert_eq!(resolves(), 3);
+    prompt(4);
+    assert_eq!(resolves(), 3);
+    // Past the window, a prompt resolves again.
+    std::thread::sleep(Duration::from_millis(2100));
+    prompt(5);
+    assert_eq!(resolves(), 4);
+    // The cache file names neither the scope nor the session, and diagnostics never the scope.
+    for e in std::fs::read_dir(session.state().join("scopes")).unwrap() {
+        let name = e.unwrap().file_name().into_string().unwrap();
+        assert!(
+            !name.contains("scp_") && !name.contains("session-test-1"),
+            "{name}"
+        );
+    }
+}

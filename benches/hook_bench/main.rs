@@ -969,7 +969,10 @@ fn bench_real(ctx: &Ctx, hosts: &[&Host], report: &mut Report) {
         ("recall", "recall alone (`POST /v1/context/prepare`)"),
         ("capture", "capture alone (`POST /v1/sources/content`)"),
         ("sequential", "recall, then capture (sequential)"),
-        ("concurrent", "recall ∥ capture (concurrent, as the hooks did before the capture left the prompt path)"),
+        (
+            "concurrent",
+            "recall ∥ capture (concurrent, as the hooks did before the capture left the prompt path)",
+        ),
     ];
     let mut samples: Vec<Vec<Duration>> = vec![Vec::new(); kinds.len()];
     for i in 0..ctx.plan.real_runs + 3 {

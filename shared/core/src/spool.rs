@@ -863,6 +863,41 @@ mod tests {
     }
 
     #[test]
+    fn a_drainer_pins_what_it_sends_and_sees_held_entries_with_their_order() {
+        let tmp = tempfile::tempdir().unwrap();
+        let state = StateDir::at(tmp.path());
+        let held = write_ahead(&state, &sample("held"), &SpoolLimits::DEFAULT).unwrap();
+        std::thread::sleep(Duration::from_millis(2));
+        drop(write_ahead(&state, &sample("free"), &SpoolLimits::DEFAULT).unwrap());
+        let es = list(&state).unwrap();
+        // The held entry is in flight, and names the queue it keeps its order in.
+        assert!(
+            matches!(claim(&state, &es[0]), Claim::InFlight(Some(ref k)) if *k == sample("").order_key())
+        );
+        let mut left = std::collections::HashSet::new();
+        assert!(claimable_beyond(&state, &left));
+        left.insert(es[1].name.clone());
+        assert!(
+            !claimable_beyond(&state, &left),
+            "only the held one is outside `left`"
+        );
+        drop(held);
+        assert!(claimable_beyond(&state, &left), "released: claimable now");
+        // A drainer pins the scope it resolved before sending: a replay after its crash sends the
+        // same request.
+        let Claim::Ready(c, mut claimed) = claim(&state, &es[1]) else {
+            panic!("not claimable")
+        };
+        assert_eq!(c.query, sample("").query);
+        claimed.pin_scope("scp_drained").unwrap();
+        drop(claimed);
+        let Claim::Ready(c, _) = claim(&state, &es[1]) else {
+            panic!("not claimable")
+        };
+        assert_eq!(c.query, ScopeQuery::resolved("scp_drained"));
+    }
+
+    #[test]
     fn limits_drop_the_oldest() {
         let tmp = tempfile::tempdir().unwrap();
         let state = StateDir::at(tmp.path().join("st"));
