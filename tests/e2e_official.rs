@@ -351,7 +351,7 @@ fn dsh_official_setup_installs_our_tree_and_a_real_prompt_works_with_auth() {
         "recall did not reach the model\n{}",
         show(&run)
     );
-    let stored = stored_eventually(server, &scope, &prompt);
+    let stored = stored_eventually(server, &scope, prompt);
     assert!(stored, "the prompt was not stored\n{}", show(&run));
     let doctor = session.run_other(&official_cli(), &["doctor", "dsh", "--json"], &extra);
     assert!(doctor.status.success(), "{}", show(&doctor));
