@@ -344,8 +344,12 @@ pub fn drain(
         }
         // A replay after a crash past this point sends exactly this request (same scope, same
         // `source_id`): the Server dedupes it instead of storing it in a scope rebound meanwhile.
-        if cap.query.explicit.as_deref() != Some(scope.as_str()) {
-            claimed.pin_scope(&scope)?;
+        // Without the pin it is not sent this run (it keeps its place in its session's order).
+        if cap.query.explicit.as_deref() != Some(scope.as_str()) && claimed.pin_scope(&scope).is_err() {
+            blocked.insert(order);
+            report.kept += 1;
+            report.left.push(entry.name.clone());
+            continue;
         }
         match capture::send(transport, &cap.request(&scope)) {
             Ok(position) => {
