@@ -1278,6 +1278,9 @@ fn bench_spool(ctx: &Ctx, report: &mut Report) {
                 move |run| {
                     ctx.hook(host, &url, &state, &ctx.payload(PROMPT, run))
                         .env(&format!("POWERCONTEXT_{}_SCOPE_ID", host.part), servers::SCOPE)
+                        // The hook delivers its own capture after its answer, as before the
+                        // hand-over: a drainer started by every run would replay the whole spool.
+                        .env("POWERCONTEXT_HOOKS_NO_BACKGROUND_DRAIN", "1")
                 },
                 |o| o.success && hosts::injected(&o.stdout),
             )
@@ -1296,6 +1299,9 @@ fn bench_spool(ctx: &Ctx, report: &mut Report) {
                 move |run| {
                     ctx.hook(host, &url, &state, &ctx.payload(PROMPT, run))
                         .env(&format!("POWERCONTEXT_{}_SCOPE_ID", host.part), servers::SCOPE)
+                        // The hook delivers its own capture after its answer, as before the
+                        // hand-over: a drainer started by every run would replay the whole spool.
+                        .env("POWERCONTEXT_HOOKS_NO_BACKGROUND_DRAIN", "1")
                 },
                 |o| exit_ok_silent(o) && o.stderr.contains("capture_spooled"),
             )
