@@ -45,7 +45,7 @@ fn ask(t: &Transport, scope: &str, event_id: &str, enabled: bool) -> Bootstrap {
 }
 
 /// A scope with one pinned memory (pinned with our CLI, as a user would) and its artifact id.
-fn pinned_scope(server: &RealServer, tag: &str, text: &str) -> (String, String) {
+pub(crate) fn pinned_scope(server: &RealServer, tag: &str, text: &str) -> (String, String) {
     let scope = server.create_scope(&format!("bootstrap {tag}"));
     let artifact = server.remember_artifact(&scope, text);
     let out = std::process::Command::new(CLI)
@@ -216,5 +216,43 @@ fn session_start_then_prompts_cite_the_receipt_and_never_repeat_an_item() {
         for leak in ["cedar", "kestrel", "win-1", scope.as_str()] {
             assert!(!text.contains(leak), "session record holds {leak}: {text}");
         }
+    }
+}
+
+/// A resume on Codex, whose resumed transcript still holds the package, injects nothing (unless a
+/// compaction left a bootstrap pending); on Claude Code, whose resumed transcript drops it, the
+/// resume injects it again.
+#[test]
+fn a_resume_reinjects_the_package_only_where_the_transcript_dropped_it() {
+    let server = RealServer::shared();
+    let (scope, _) = pinned_scope(
+        server,
+        "resume",
+        "Rule alder-quill-6: every migration ships with its down script.",
+    );
+    for (exe, var, expect_on_resume) in [(CLAUDE, "CLAUDE", true), (crate::support::CODEX, "CODEX", false)] {
+        let dir = tempfile::tempdir().unwrap();
+        let state = dir.path().join("state");
+        let hook = |event: &Value| {
+            let out = HookCmd::new(exe)
+                .env(&format!("POWERCONTEXT_{var}_SERVER_URL"), server.url())
+                .env(&format!("POWERCONTEXT_{var}_SCOPE_ID"), &scope)
+                .env(&format!("POWERCONTEXT_{var}_REQUEST_TIMEOUT_SECONDS"), "8")
+                .env(&format!("POWERCONTEXT_{var}_HTTP_BUDGET_SECONDS"), "20")
+                .env("POWERCONTEXT_HOOKS_STATE_DIR", state.to_string_lossy())
+                .stdin_json(event)
+                .run();
+            assert!(out.status.success(), "{}", out.stderr);
+            out.stdout.contains("alder-quill-6")
+        };
+        let start = |source: &str| json!({"hook_event_name": "SessionStart", "session_id": "res-1", "cwd": dir.path(), "source": source});
+        assert!(hook(&start("startup")), "{var}: the start injects the package");
+        assert_eq!(hook(&start("resume")), expect_on_resume, "{var}: resume");
+        let compact = json!({"hook_event_name": "PreCompact", "session_id": "res-1", "cwd": dir.path(), "trigger": "auto"});
+        assert!(!hook(&compact));
+        assert!(
+            hook(&start("resume")),
+            "{var}: a resume with a bootstrap pending injects it"
+        );
     }
 }

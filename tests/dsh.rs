@@ -349,6 +349,21 @@ fn missing_cwd_without_a_configured_scope_is_skipped_without_calls() {
 }
 
 #[test]
+fn an_over_long_configured_scope_is_sent_as_its_sha256_like_upstream() {
+    // Upstream DSH's scope test vector: 300 × `x` ⇒ `sha256:` + SHA-256 hex of the UTF-8.
+    let hashed = "sha256:0d4e2ca9e9cbced7a7a5380eb29e1a3783b9b6d0db72de36a1051038e1c1fbc7";
+    let s = ready_server();
+    let hook = Hook::new(&s.url()).env("POWERCONTEXT_DSH_SCOPE_ID", &"x".repeat(300));
+    let out = hook.run(&hook.user_batch(PROMPT, 1, 1));
+    assert_clean(&out);
+    assert!(context(&out).is_some(), "{}", out.stderr);
+    out.assert_stderr_free_of(&["xxxxxxxx", hashed]);
+    assert!(!paths(&s).contains(&"/v1/scope-bindings/resolve".to_owned()));
+    assert_eq!(body_of(&s, "/v1/context/prepare")["scope_id"], hashed);
+    assert_eq!(body_of(&s, "/v1/sources/content")["scope_id"], hashed);
+}
+
+#[test]
 fn configured_scope_without_cwd_captures_metadata_without_cwd() {
     let s = ready_server();
     let hook = Hook::new(&s.url()).env("POWERCONTEXT_DSH_SCOPE_ID", "project:configured");

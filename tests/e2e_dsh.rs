@@ -296,3 +296,45 @@ fn a_multi_step_turn_recalls_once_and_injects_once() {
         "one capture for the one user message"
     );
 }
+
+/// Session memory on DSH: the session's first user turn carries the pinned memory, once, before
+/// the turn's recall, in the one injected context.
+#[test]
+fn the_first_user_turn_carries_the_pinned_memory() {
+    let _serial = serial();
+    let model = FakeModel::start(REPLY);
+    let server = RealServer::shared();
+    let (scope, _) = crate::bootstrap::pinned_scope(
+        server,
+        "dsh e2e",
+        "Team rule zebra-lantern-45: every release note names its rollback owner.",
+    );
+    server.remember(
+        &scope,
+        "The quasar9 ingest service keeps its cache in the redis-opal-80 cluster.",
+    );
+    let session = patient(DshSession::builder(&model))
+        .hook(Path::new(EXE))
+        .server_url(&server.url())
+        .env("POWERCONTEXT_DSH_SCOPE_ID", &scope)
+        .build();
+    let run = session.run("Where does quasar9 ingest keep its cache?");
+    run.assert_answered(REPLY);
+    let body = turn_body(&model);
+    let contexts = injected_contexts(&body);
+    assert_eq!(
+        contexts.len(),
+        1,
+        "one injected context: {contexts:?}\n{:?}\n{}",
+        session.plugin_log(),
+        run.stderr
+    );
+    let (pinned, fact) = ("zebra-lantern-45", "redis-opal-80");
+    assert_eq!(body.to_string().matches(pinned).count(), 1, "{body}");
+    assert_eq!(contexts[0].matches(fact).count(), 1, "{}", contexts[0]);
+    assert!(
+        contexts[0].find(pinned).is_some() && contexts[0].find(pinned) < contexts[0].find(fact),
+        "the package comes first: {}",
+        contexts[0]
+    );
+}

@@ -97,7 +97,8 @@ fn official_setup_then_real_prompt(host: Host) {
     let report: Value = serde_json::from_str(setup.stdout.trim()).unwrap_or(Value::Null);
     match host {
         Host::ClaudeCode => assert!(setup.status.success(), "{}", show(&setup)),
-        // Installed and configured; official doctor's MCP checks need its uv headers helper.
+        // Installed and configured; official doctor's MCP checks fail until `--trust-only` replaces
+        // its `uv run … mcp_headers.py` headers helper with ours.
         Host::Codex => {
             let failing = failing_checks(&report);
             assert!(
@@ -108,6 +109,13 @@ fn official_setup_then_real_prompt(host: Host) {
             let trust = session.run_other(Path::new(CLI), &["setup", "codex", "--trust-only", "--json"], &[]);
             assert!(trust.status.success(), "{}", show(&trust));
             assert!(trust.stdout.contains("\"trusted\""), "{}", show(&trust));
+            let trusted: Value = serde_json::from_str(trust.stdout.trim()).unwrap_or(Value::Null);
+            assert_eq!(
+                trusted["mcp_helpers"].as_array().map(Vec::len),
+                Some(1),
+                "{}",
+                show(&trust)
+            );
         }
     }
 
@@ -166,18 +174,12 @@ fn official_setup_then_real_prompt(host: Host) {
                     .map(|c| c["status"].clone());
                 assert_eq!(status, Some(Value::from("ok")), "{name}\n{}", show(&ours));
             }
-            // Everything but the MCP tool checks (official setup forces a `uv run … mcp_headers.py`
-            // headers helper our tree cannot satisfy without uv): README, "With the official
-            // PowerContext CLI".
+            // Official doctor too, MCP tool checks included: after `--trust-only`, Codex's own MCP
+            // client gets the saved token from our headers helper (the token is in no variable).
             let v: Value = serde_json::from_str(doctor.stdout.trim()).unwrap_or(Value::Null);
             let failing: Vec<String> = failing_checks(&v);
             assert!(
-                failing.contains(&"mcp_tools".to_owned()),
-                "{failing:?}\n{}",
-                show(&doctor)
-            );
-            assert!(
-                failing.iter().all(|c| c.starts_with("mcp_")),
+                doctor.status.success() && failing.is_empty(),
                 "{failing:?}\n{}",
                 show(&doctor)
             );

@@ -211,3 +211,68 @@ fn hanging_executable_is_cut_off_and_the_turn_completes() {
     // 1.5 s for chat.message plus 3 s for the one transform: far below any "hung" threshold.
     assert!(run.elapsed < Duration::from_secs(60), "took {:?}", run.elapsed);
 }
+
+/// Session memory on OpenCode: the session's first `chat.message` carries the pinned memory with
+/// that turn's recall (package first); OpenCode's transform changes only the request in flight, so
+/// the second turn of the session carries its own full recall again and no package (the session
+/// was bootstrapped once, and the first turn's part is not in the history).
+#[test]
+fn the_sessions_first_message_carries_the_pinned_memory_once() {
+    let server = RealServer::shared();
+    let (scope, _) = crate::bootstrap::pinned_scope(
+        server,
+        "opencode e2e",
+        "Team rule zebra-lantern-44: every release note names its rollback owner.",
+    );
+    server.remember(
+        &scope,
+        "The quasar9 ingest service keeps its cache in the redis-opal-79 cluster.",
+    );
+    let model = FakeModel::start(REPLY);
+    let session = builder(&model)
+        .hook(&hook_exe())
+        .server_url(&server.url())
+        .env("POWERCONTEXT_OPENCODE_SCOPE_ID", &scope)
+        .build();
+    let (pinned, fact) = ("zebra-lantern-44", "redis-opal-79");
+
+    let run1 = session.prompt("Where does quasar9 ingest keep its cache?");
+    assert_completed(&run1, REPLY);
+    let sid = session_id(&run1).expect("the run names its session");
+    let turns = turn_bodies(&model);
+    assert_eq!(turns.len(), 1, "one main-turn model call");
+    let ctx1 = latest_context(&turns[0]);
+    assert_eq!(ctx1.len(), 1, "one context part\n{}", run1.stderr);
+    assert_eq!(
+        ctx1[0].matches(pinned).count(),
+        1,
+        "package on the first turn: {}",
+        ctx1[0]
+    );
+    assert_eq!(
+        ctx1[0].matches(fact).count(),
+        1,
+        "recall on the first turn: {}",
+        ctx1[0]
+    );
+    assert!(
+        ctx1[0].find(pinned) < ctx1[0].find(fact),
+        "package first: {}",
+        ctx1[0]
+    );
+
+    let run2 = session.prompt_in(&sid, "Which cluster holds the quasar9 ingest cache again?");
+    assert_completed(&run2, REPLY);
+    let turns = turn_bodies(&model);
+    assert_eq!(turns.len(), 2);
+    let whole = turns[1].to_string();
+    assert_eq!(
+        whole.matches(fact).count(),
+        1,
+        "full recall on the second turn: {whole}"
+    );
+    assert!(
+        !whole.contains(pinned),
+        "the session is bootstrapped once, not per message: {whole}"
+    );
+}

@@ -8,7 +8,7 @@ use std::time::Duration;
 use powercontext_hooks_core::capture::source_id;
 use powercontext_hooks_core::workspace::sha256_hex;
 use powercontext_hooks_test_support::fake_model::FakeModel;
-use powercontext_hooks_test_support::host_pi::{Loading, PiSession};
+use powercontext_hooks_test_support::host_pi::{Loading, PiRpc, PiSession};
 use powercontext_hooks_test_support::real_server::{RealServer, ServerOptions};
 use serde_json::{Value, json};
 
@@ -302,4 +302,95 @@ fn e2e_pi_hanging_executable_is_cut_at_the_extension_deadline() {
         std::thread::sleep(Duration::from_millis(50));
     }
     assert_eq!(sleepers(&marker), 0, "the hook's process group was killed");
+}
+
+/// Session memory on Pi: the session's first `before_agent_start` puts the pinned memory and the
+/// prompt's recall into one system-prompt addition; Pi rebuilds its system prompt every turn, so
+/// the second turn carries its full recall again but not the package (the session was bootstrapped
+/// once); after a compaction the next turn bootstraps again.
+#[test]
+fn e2e_pi_pinned_memory_reaches_the_sessions_first_request_and_returns_after_compaction() {
+    let server = RealServer::shared();
+    let (scope, _) = crate::bootstrap::pinned_scope(
+        server,
+        "pi e2e",
+        "Team rule zebra-lantern-43: every release note names its rollback owner.",
+    );
+    server.remember(
+        &scope,
+        "The quasar9 ingest service keeps its cache in the redis-opal-78 cluster.",
+    );
+    let model = FakeModel::start(REPLY);
+    let pi = PiSession::builder(&model.url())
+        .hook(Path::new(PI))
+        .record_calls()
+        .env("POWERCONTEXT_PI_SERVER_URL", &server.url())
+        .env("POWERCONTEXT_PI_SCOPE_ID", &scope)
+        .env("POWERCONTEXT_PI_REQUEST_TIMEOUT_SECONDS", "8")
+        .env("POWERCONTEXT_HOOKS_NO_BACKGROUND_DRAIN", "1")
+        .build();
+    let mut rpc = pi.rpc();
+    let turn = |rpc: &mut PiRpc, id: &str, prompt: &str| -> String {
+        let before = model.model_requests().len();
+        rpc.send(&json!({"id": id, "type": "prompt", "message": prompt}));
+        rpc.wait_for("agent_end", Duration::from_secs(60), |e| e["type"] == "agent_end");
+        let calls = model.model_requests();
+        assert_eq!(calls.len(), before + 1, "one model call per turn");
+        system_text(&calls[before].json().expect("JSON")).expect("system message")
+    };
+    let pinned = "zebra-lantern-43";
+    let fact = "redis-opal-78";
+
+    let first = turn(&mut rpc, "1", "Where does quasar9 ingest keep its cache?");
+    assert_eq!(
+        first.matches(pinned).count(),
+        1,
+        "package on the first turn:\n{first}"
+    );
+    assert_eq!(
+        first.matches(fact).count(),
+        1,
+        "recall on the first turn:\n{first}"
+    );
+    assert!(
+        first.find(pinned) < first.find(fact),
+        "the package comes before the recall:\n{first}"
+    );
+
+    let second = turn(
+        &mut rpc,
+        "2",
+        "Which cluster holds the quasar9 ingest cache again?",
+    );
+    assert_eq!(
+        second.matches(fact).count(),
+        1,
+        "full recall every turn:\n{second}"
+    );
+    assert!(
+        !second.contains(pinned),
+        "the session is bootstrapped once, not per turn:\n{second}"
+    );
+
+    rpc.send(&json!({"id": "3", "type": "compact"}));
+    let reply = rpc.wait_for("compact response", Duration::from_secs(60), |e| {
+        e["type"] == "response" && e["command"] == "compact"
+    });
+    assert_eq!(reply["success"], true, "{reply}");
+    let third = turn(
+        &mut rpc,
+        "4",
+        "Is the quasar9 ingest cache still in that cluster?",
+    );
+    assert_eq!(
+        third.matches(pinned).count(),
+        1,
+        "the turn after a compaction bootstraps again (hook calls {:?}):\n{third}",
+        pi.calls()
+    );
+    let (status, stderr) = rpc.finish(Duration::from_secs(15));
+    assert!(
+        status.is_some_and(|s| s.success()),
+        "pi rpc exit {status:?}: {stderr}"
+    );
 }

@@ -610,13 +610,26 @@ fn pin(world: &World, artifact: &str) {
     );
 }
 
+/// How often `needle` occurs in a model request (a repeated injection shows up as a count > 1:
+/// earlier turns' injections stay in the conversation the host sends).
+fn occurrences(body: &Value, needle: &str) -> usize {
+    body.to_string().matches(needle).count()
+}
+
 /// Session memory: a pinned memory reaches the model at session start, before any recall (the
-/// prompt shares no word with it); a resumed session is bootstrapped again; and across three
-/// turns on one topic the recalled fact is injected once, not once per turn.
+/// prompt shares no word with it, and the prompt's recall does not carry it); every resumed turn
+/// has it exactly once (Claude Code drops a `SessionStart` context from a resumed transcript, so
+/// the resume injects it again; Codex replays it from its rollout, so the resume must not); and
+/// across three turns on one topic the recalled fact is injected once, not once per turn. On
+/// Claude Code a `/clear` starts a new window: the package and the fact come back, once each.
 pub fn bootstrap_and_no_repeats(host: Host) {
+    const PINNED: &str = "zebra-lantern-42";
+    const FACT: &str = "redis-opal-77";
     let world = World::new(host, RealServer::shared(), "bootstrap");
-    let pinned = "Team rule zebra-lantern-42: every release note names its rollback owner.";
-    let artifact = world.server.remember_artifact(&world.scope, pinned);
+    let artifact = world.server.remember_artifact(
+        &world.scope,
+        "Team rule zebra-lantern-42: every release note names its rollback owner.",
+    );
     pin(&world, &artifact);
     world.server.remember(
         &world.scope,
@@ -624,18 +637,20 @@ pub fn bootstrap_and_no_repeats(host: Host) {
     );
     let session = world.session().record_payloads().build();
 
-    let run = session.prompt("Where does quasar9 ingest keep its cache?");
+    let first = "Where does quasar9 ingest keep its cache?";
+    let run = session.prompt(first);
     run.assert_completed(REPLY);
     let (body, context) = world.last_turn_context(1);
-    assert!(
-        body.to_string().contains("zebra-lantern-42"),
-        "the pinned memory did not reach the model at session start\n{}",
+    assert_eq!(
+        occurrences(&body, PINNED),
+        1,
+        "the pinned memory must reach the first model request once\n{}\n{body}",
         run.stderr
     );
-    let context = context.unwrap_or_else(|| panic!("no recall context\n{}", run.stderr));
-    assert!(context.contains("redis-opal-77"), "recall: {context}");
+    let context = context.unwrap_or_else(|| panic!("no recall context\n{}\n{body}", run.stderr));
+    assert!(context.contains(FACT), "recall: {context}");
     assert!(
-        !context.contains("zebra-lantern-42"),
+        !context.contains(PINNED),
         "the prompt's recall repeats the bootstrap item: {context}"
     );
 
@@ -646,15 +661,15 @@ pub fn bootstrap_and_no_repeats(host: Host) {
         let run = session.resume(prompt);
         run.assert_completed(REPLY);
         let (body, context) = world.last_turn_context(turn);
-        if let Some(context) = &context {
-            assert!(
-                !context.contains("redis-opal-77"),
-                "turn {turn} injects the same item again: {context}"
-            );
-        }
-        assert!(
-            body.to_string().contains("zebra-lantern-42"),
-            "turn {turn}: the resumed session lost its bootstrap"
+        assert_eq!(
+            occurrences(&body, FACT),
+            1,
+            "turn {turn}: the recalled fact must be in the conversation exactly once (context {context:?})"
+        );
+        assert_eq!(
+            occurrences(&body, PINNED),
+            1,
+            "turn {turn}: the resumed session must carry its bootstrap exactly once\n{body}"
         );
     }
 
@@ -664,11 +679,38 @@ pub fn bootstrap_and_no_repeats(host: Host) {
         .filter(|p| p["hook_event_name"] == "SessionStart")
         .map(|p| p["source"].as_str().unwrap_or("none").to_owned())
         .collect();
-    assert_eq!(starts.first().map(String::as_str), Some("startup"), "{starts:?}");
-    assert!(
-        starts.len() >= 3,
-        "every run starts or resumes a session: {starts:?}"
-    );
+    assert_eq!(starts, ["startup", "resume", "resume"], "SessionStart sources");
+
+    if host == Host::ClaudeCode {
+        // Headless `/clear` runs no model turn; it starts a new conversation (SessionStart
+        // `clear`), which `--continue` then resumes.
+        let cleared = session.run(&["-p", "/clear", "--output-format", "json"]);
+        assert!(cleared.status.success(), "/clear: {}", cleared.stderr);
+        let run = session.resume(first);
+        run.assert_completed(REPLY);
+        let (body, context) = world.last_turn_context(4);
+        assert_eq!(
+            occurrences(&body, PINNED),
+            1,
+            "after /clear the bootstrap comes back once\n{body}"
+        );
+        assert!(
+            context.as_deref().is_some_and(|c| c.contains(FACT)),
+            "after /clear the window starts again and the fact is recalled: {context:?}"
+        );
+        assert_eq!(occurrences(&body, FACT), 1, "{body}");
+        let sources: Vec<Value> = session
+            .all_payloads()
+            .iter()
+            .filter(|p| p["hook_event_name"] == "SessionStart")
+            .map(|p| p["source"].clone())
+            .collect();
+        assert!(
+            sources.contains(&json!("clear")),
+            "no SessionStart clear: {sources:?}"
+        );
+    }
+
     let records: Vec<Value> = std::fs::read_dir(session.state_dir().join("sessions"))
         .expect("session records")
         .map(|e| serde_json::from_slice(&std::fs::read(e.unwrap().path()).unwrap()).unwrap())

@@ -145,3 +145,65 @@ fn the_mcp_headers_helper_sends_the_saved_token_only_to_its_server() {
     assert_eq!(run(url), json!({"Authorization": "Bearer tok-abc"}));
     assert_eq!(run("http://127.0.0.1:18432"), json!({}));
 }
+
+/// The workstream binding the official project-context Skill writes into a checkout
+/// (`<gitdir>/powercontext/codex-workspace.json`) is no scope source for our Claude Code and Codex
+/// hooks (README): they still resolve through the Server, and the id in that file is never sent.
+#[test]
+fn the_skills_workstream_binding_file_does_not_choose_the_scope() {
+    use powercontext_hooks_test_support::fault_server::{FaultServer, Reply};
+
+    const SERVER_SCOPE: &str = "scp_chosen_by_the_server";
+    const FILE_SCOPE: &str = "project:bound-by-the-skill-file";
+    for (exe, part) in [(CLAUDE, "CLAUDE"), (CODEX, "CODEX")] {
+        let server = FaultServer::start(|req| match req.path.as_str() {
+            "/v1/scope-bindings/resolve" => {
+                Reply::json(200, &json!({"scope_id": SERVER_SCOPE, "title": "t"}))
+            }
+            "/v1/context/prepare" => Reply::json(
+                200,
+                &json!({"schema": "powercontext.prepared-context.v1", "status": "empty", "content": "", "content_bytes": 0}),
+            ),
+            "/v1/sources/content" => Reply::json(
+                202,
+                &json!({"status": "accepted", "source": {"source_id": "x"}, "position": 1}),
+            ),
+            _ => Reply::json(404, &json!({"detail": "Not Found"})),
+        });
+        let repo = tempfile::tempdir().unwrap();
+        let git = std::process::Command::new("git")
+            .args(["init", "-q"])
+            .current_dir(repo.path())
+            .status()
+            .unwrap();
+        assert!(git.success());
+        let binding = repo.path().join(".git/powercontext");
+        std::fs::create_dir_all(&binding).unwrap();
+        std::fs::write(
+            binding.join("codex-workspace.json"),
+            json!({"schema": "powercontext.codex-workspace.v1", "scope_id": FILE_SCOPE}).to_string(),
+        )
+        .unwrap();
+        let out = hook(exe, part, "Which fleet do we deploy?", repo.path())
+            .env(&format!("POWERCONTEXT_{part}_SERVER_URL"), server.url())
+            .env(&format!("POWERCONTEXT_{part}_BOOTSTRAP"), "0")
+            .current_dir(repo.path())
+            .run();
+        assert!(out.status.success(), "{}", out.stderr);
+        let requests = server.requests();
+        let paths: Vec<&str> = requests.iter().map(|r| r.path.as_str()).collect();
+        assert!(paths.contains(&"/v1/scope-bindings/resolve"), "{part}: {paths:?}");
+        let prepare = requests
+            .iter()
+            .find(|r| r.path == "/v1/context/prepare")
+            .unwrap_or_else(|| panic!("{part}: no prepare: {paths:?}"));
+        assert_eq!(prepare.json().unwrap()["scope_id"], SERVER_SCOPE, "{part}");
+        for r in &requests {
+            assert!(
+                !String::from_utf8_lossy(&r.body).contains(FILE_SCOPE),
+                "{part}: the file's scope reached {}",
+                r.path
+            );
+        }
+    }
+}

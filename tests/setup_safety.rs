@@ -381,3 +381,182 @@ fn opencode_takeover_of_an_official_install() {
         String::from_utf8_lossy(&doctor.stderr)
     );
 }
+
+/// The `powercontext-pi` packages `pi list` shows as installed (Pi loads each of them).
+fn pi_powercontext_packages(sb: &Sandbox) -> Vec<PathBuf> {
+    let out = sb.run(&crate::setup::host_bin("pi").join("pi"), &["list"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    text.lines()
+        .filter(|l| l.starts_with("    "))
+        .map(|l| PathBuf::from(l.trim()))
+        .filter(|p| {
+            fs::read(p.join("package.json"))
+                .ok()
+                .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+                .is_some_and(|v| v["name"] == "powercontext-pi")
+        })
+        .collect()
+}
+
+/// Pi tells local packages apart by path, so ours and the official installer's copy (both named
+/// `powercontext-pi`) would both load. Our setup refuses, `--take-over` removes theirs (exactly
+/// one left); official setup after ours cannot remove ours, and our uninstall leaves theirs.
+#[test]
+fn pi_takeover_in_both_directions_leaves_one_package() {
+    use powercontext_hooks_test_support::real_server::RealServer;
+
+    let server = RealServer::shared();
+    let mut sb = Sandbox::new();
+    crate::setup::seed_foreign_packages(&mut sb, "pi");
+    let official = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv-server/bin/powercontext");
+    let cli_dir = Path::new(crate::support::CLI).parent().unwrap();
+    let tree = sb.root.path().join("tree");
+    let out = sb.cli(&[
+        "package",
+        "--out",
+        tree.to_str().unwrap(),
+        "--bin-dir",
+        cli_dir.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let official_setup = || {
+        let out = sb.run(
+            &official,
+            &[
+                "setup",
+                "pi",
+                "--source",
+                tree.to_str().unwrap(),
+                "--server-url",
+                &server.url(),
+            ],
+        );
+        let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+        (out.status.success(), text)
+    };
+    let (ok, text) = official_setup();
+    assert!(ok, "{text}");
+    let theirs = pi_powercontext_packages(&sb);
+    assert_eq!(theirs.len(), 1, "{theirs:?}");
+    let settings = sb.home().join(".pi/agent/settings.json");
+    let before = fs::read(&settings).unwrap();
+
+    let (code, out, _) = sb.cli_json(&["setup", "pi", "--server-url", &server.url()]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out["error"].as_str().unwrap().contains("--take-over"), "{out}");
+    assert_eq!(fs::read(&settings).unwrap(), before, "a refused setup changed Pi");
+
+    let (code, out, err) = sb.cli_json(&["setup", "pi", "--server-url", &server.url(), "--take-over"]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(out["warnings"].to_string().contains("taking over"), "{out}");
+    assert_eq!(pi_powercontext_packages(&sb), [sb.plugin_dir("pi")]);
+    let now: serde_json::Value = serde_json::from_slice(&fs::read(&settings).unwrap()).unwrap();
+    assert!(
+        now["packages"].to_string().contains("npm:foreign-pi-package"),
+        "{now}"
+    );
+
+    // The other way round the official installer adds its copy, then fails to remove ours: it
+    // hands Pi the relative path `pi list` shows, which Pi resolves against the working
+    // directory. Both would load until `powercontext-hooks uninstall pi` (README).
+    let (ok, text) = official_setup();
+    assert!(!ok && text.contains("No matching package found"), "{text}");
+    assert_eq!(pi_powercontext_packages(&sb).len(), 2);
+    let (code, out, _) = sb.cli_json(&["uninstall", "pi"]);
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(pi_powercontext_packages(&sb), theirs);
+    let (ok, text) = official_setup();
+    assert!(ok, "{text}");
+    assert_eq!(pi_powercontext_packages(&sb), theirs);
+}
+
+/// The DSH profile's `powercontext-dsh` dependency spec and how many `powercontext-dsh` rows the
+/// composed profile has.
+fn dsh_powercontext(sb: &Sandbox) -> (Option<String>, usize) {
+    let pkg: serde_json::Value =
+        serde_json::from_slice(&fs::read(sb.dsh_profile("web").join("package.json")).unwrap()).unwrap();
+    let spec = pkg["dependencies"]["powercontext-dsh"]
+        .as_str()
+        .map(str::to_owned);
+    let out = sb.run(
+        &crate::setup::host_bin("dsh").join("dsh"),
+        &["--profile", "web", "--dump-config"],
+    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let rows = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| l.trim().trim_start_matches("- ") == "id: powercontext-dsh")
+        .count();
+    (spec, rows)
+}
+
+/// DSH: one profile has one `powercontext-dsh` package. Our setup refuses the official
+/// installer's, `--take-over` replaces it with ours, official setup after ours replaces ours, and
+/// our uninstall then leaves theirs: exactly one row each time.
+#[test]
+fn dsh_takeover_in_both_directions_leaves_one_row() {
+    use powercontext_hooks_test_support::real_server::RealServer;
+
+    let server = RealServer::shared();
+    let mut sb = Sandbox::new();
+    crate::setup::seed_foreign_packages(&mut sb, "dsh");
+    let official = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv-server/bin/powercontext");
+    let cli_dir = Path::new(crate::support::CLI).parent().unwrap();
+    let tree = sb.root.path().join("tree");
+    let out = sb.cli(&[
+        "package",
+        "--out",
+        tree.to_str().unwrap(),
+        "--bin-dir",
+        cli_dir.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let official_setup = || {
+        let out = sb.run(
+            &official,
+            &[
+                "setup",
+                "dsh",
+                "--source",
+                tree.to_str().unwrap(),
+                "--server-url",
+                &server.url(),
+            ],
+        );
+        assert!(
+            out.status.success(),
+            "{}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    official_setup();
+    let theirs = dsh_powercontext(&sb);
+    assert_eq!(theirs.1, 1, "{theirs:?}");
+    let package = sb.dsh_profile("web").join("package.json");
+    let before = fs::read(&package).unwrap();
+
+    let (code, out, _) = sb.cli_json(&["setup", "dsh", "--server-url", &server.url()]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out["error"].as_str().unwrap().contains("--take-over"), "{out}");
+    assert_eq!(
+        fs::read(&package).unwrap(),
+        before,
+        "a refused setup changed the profile"
+    );
+
+    let (code, out, err) = sb.cli_json(&["setup", "dsh", "--server-url", &server.url(), "--take-over"]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(out["warnings"].to_string().contains("taking over"), "{out}");
+    let ours = format!("link:{}", sb.plugin_dir("dsh").display());
+    assert_eq!(dsh_powercontext(&sb), (Some(ours), 1));
+    let pkg: serde_json::Value = serde_json::from_slice(&fs::read(&package).unwrap()).unwrap();
+    assert!(pkg["dependencies"]["mine-dsh-plugin"].is_string(), "{pkg}");
+
+    official_setup();
+    assert_eq!(dsh_powercontext(&sb), theirs);
+    let (code, out, _) = sb.cli_json(&["uninstall", "dsh"]);
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(dsh_powercontext(&sb), theirs);
+}

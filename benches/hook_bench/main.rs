@@ -15,6 +15,7 @@ mod measure;
 mod prompt_path;
 mod report;
 mod servers;
+mod session_memory;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -461,6 +462,14 @@ fn main() {
         "{} is needed for peak RSS: apt-get install -y time",
         measure::TIME
     );
+    // `POWERCONTEXT_BENCH_ONLY=session-memory` runs that one section, prints its table and
+    // writes nothing (the docs keep the figures of the last full run).
+    if env.text("POWERCONTEXT_BENCH_ONLY") == Some("session-memory") {
+        let figures = session_memory::measure(&ctx);
+        println!("{}", figures.markdown());
+        println!("{}", figures.json());
+        return;
+    }
     let hosts: Vec<&Host> = hosts::ALL.iter().collect();
     let mut report = Report {
         runs: ctx.plan.runs,
@@ -500,6 +509,13 @@ fn main() {
     bench_burst(&ctx, main.single_p50, &mut report);
     bench_journal(&ctx, &mut report);
     bench_binaries(&ctx, &hosts, &mut report);
+    let figures = session_memory::measure(&ctx);
+    report.byte_sections.push(report::ByteSection {
+        title: SESSION_MEMORY_TITLE.into(),
+        intro: SESSION_MEMORY_INTRO.into(),
+        table: figures.markdown(),
+        json: figures.json(),
+    });
     finish_targets(&mut report, &main);
 
     report
@@ -536,6 +552,16 @@ fn main() {
         ));
     }
 }
+
+const SESSION_MEMORY_TITLE: &str = "Session memory: bytes injected per turn (real Server)";
+const SESSION_MEMORY_INTRO: &str = "The Claude Code hook executable driven with its recorded payload \
+    shapes against the pinned Server: six ready memories on one topic, two of them curated \
+    (`bootstrap-context`), then a `SessionStart` and ten prompts on that topic. *Before*: \
+    `POWERCONTEXT_CLAUDE_BOOTSTRAP=0` and a new session id per prompt, so nothing is remembered and \
+    every prompt injects its whole recall (the behaviour before session memory). *After*: one \
+    session; the start injects the curated package and each prompt leaves out what the session \
+    already has. Bytes of `additionalContext`, capture off. \
+    `POWERCONTEXT_BENCH_ONLY=session-memory` runs this section alone and prints it.";
 
 /// Figures later sections and the targets need from the main comparison.
 struct MainFigures {
@@ -1092,8 +1118,9 @@ fn bench_prompt_size(ctx: &Ctx, report: &mut Report) {
 }
 
 /// The secret filter in process: the capture gate (private blocks, scan, redaction) plus the recall
-/// query preparation, on clean prompts of 10 KB and 200 KB and on a 200 KB prompt with a secret
-/// every 10 KB; then the corpus of `tests/fixtures/secrets_corpus.txt` for detection and
+/// query preparation, on clean prompts of 10 KB and 200 KB, on a 200 KB prompt with a secret
+/// every 10 KB and on an adversarial 200 KB of PEM BEGIN lines (each asks where its END line is);
+/// then the corpus of `tests/fixtures/secrets_corpus.txt` for detection and
 /// false-positive rates.
 fn bench_secret_filter(ctx: &Ctx, report: &mut Report) {
     say("secret filter micro-benchmark and corpus rates…");
@@ -1111,6 +1138,11 @@ fn bench_secret_filter(ctx: &Ctx, report: &mut Report) {
             "filter.200k_secrets",
             "200 KB prompt, 2 secrets every 10 KB (redacted)",
             with_secrets,
+        ),
+        (
+            "filter.200k_begin_lines",
+            "adversarial 200 KB of PEM BEGIN lines without an END line",
+            "-----BEGIN RSA PRIVATE KEY-----\n".repeat(200_000 / 32),
         ),
     ];
     let mut rows = Vec::new();

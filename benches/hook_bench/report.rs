@@ -27,6 +27,14 @@ pub struct Section {
     pub rows: Vec<Row>,
 }
 
+/// A table of figures other than times (bytes, counts), already rendered.
+pub struct ByteSection {
+    pub title: String,
+    pub intro: String,
+    pub table: String,
+    pub json: Value,
+}
+
 /// One target of the issue and its verdict.
 pub struct Target {
     pub name: String,
@@ -39,6 +47,7 @@ pub struct Target {
 #[derive(Default)]
 pub struct Report {
     pub sections: Vec<Section>,
+    pub byte_sections: Vec<ByteSection>,
     pub targets: Vec<Target>,
     pub headline: Vec<String>,
     pub sizes: Vec<(String, u64, Option<u64>)>,
@@ -236,6 +245,15 @@ impl Report {
                 );
             }
         }
+        for sec in &self.byte_sections {
+            let _ = writeln!(
+                s,
+                "\n## {}\n\n{}\n\n{}",
+                sec.title,
+                sec.intro,
+                sec.table.trim_end()
+            );
+        }
         let _ = writeln!(
             s,
             "\n## Binary size and peak RSS\n\nRelease profile (fat LTO, `panic = \"abort\"`, stripped). \
@@ -283,6 +301,7 @@ impl Report {
                 "name": t.name, "goal": t.goal, "measured": t.measured, "met": t.met,
             })).collect::<Vec<_>>(),
             "sections": sections,
+            "byte_sections": self.byte_sections.iter().map(|b| json!({"title": b.title, "figures": b.json})).collect::<Vec<_>>(),
             "binaries": self.sizes.iter().map(|(n, size, rss)| json!({
                 "name": n, "bytes": size, "peak_rss_kib": rss,
             })).collect::<Vec<_>>(),

@@ -26,7 +26,7 @@ use powercontext_hooks_core::{ledger, spool, state};
 use serde_json::{Value, json};
 
 use crate::host_cli::HostCli;
-use crate::install::{self, HOST_NAMES, Host, Manifest, digest};
+use crate::install::{self, Host, HostExt, Manifest, digest};
 use crate::jsonc;
 use crate::setup::{Locate, Paths, check_hook_exe, value_digest};
 
@@ -34,7 +34,8 @@ use crate::setup::{Locate, Paths, check_hook_exe, value_digest};
 #[derive(Debug, Args)]
 pub struct DoctorArgs {
     /// Hosts to check (default: every host set up by powercontext-hooks).
-    pub hosts: Vec<String>,
+    #[arg(value_parser = install::host_arg())]
+    pub hosts: Vec<Host>,
     /// Project directory used for scope resolution and the synthetic prompt (default: here).
     #[arg(long, value_name = "DIR")]
     pub cwd: Option<PathBuf>,
@@ -116,19 +117,18 @@ pub fn doctor(args: &DoctorArgs) -> Result<ExitCode> {
         Some(d) => d.clone(),
         None => std::env::current_dir()?,
     };
-    let mut names = args.hosts.clone();
-    if names.is_empty() {
-        for n in HOST_NAMES {
-            if let Ok(h) = Host::parse(n)
-                && (install::manifest_path(&paths.state_root, h).exists()
-                    || official::clients_entry(h.integration(), &paths.env).is_some())
-            {
-                names.push(n.to_owned());
-            }
-        }
+    let mut hosts = args.hosts.clone();
+    if hosts.is_empty() {
+        hosts = Host::ALL
+            .into_iter()
+            .filter(|h| {
+                install::manifest_path(&paths.state_root, *h).exists()
+                    || official::clients_entry(*h, &paths.env).is_some()
+            })
+            .collect();
     }
     let mut results = Vec::new();
-    if names.is_empty() {
+    if hosts.is_empty() {
         let msg = "no host is set up by powercontext-hooks; run `powercontext-hooks setup <host>` first";
         if args.json {
             println!("{}", json!({"ok": false, "hosts": [], "error": msg}));
@@ -137,21 +137,8 @@ pub fn doctor(args: &DoctorArgs) -> Result<ExitCode> {
         }
         return Ok(ExitCode::from(1));
     }
-    for name in &names {
-        let report = match Host::parse(name) {
-            Ok(host) => check_host(host, &paths, &args.locate, &cwd),
-            Err(e) => {
-                let mut r = Report::default();
-                r.fail(
-                    "installed",
-                    "host",
-                    format!("{e:#}"),
-                    "use claude-code, codex, opencode, pi or dsh",
-                );
-                r
-            }
-        };
-        results.push((name.clone(), report));
+    for host in hosts {
+        results.push((host.as_str(), check_host(host, &paths, &args.locate, &cwd)));
     }
     let ok = results.iter().all(|(_, r)| r.passed());
     if args.json {
@@ -205,7 +192,7 @@ pub fn doctor(args: &DoctorArgs) -> Result<ExitCode> {
 
 fn check_host(host: Host, paths: &Paths, locate: &Locate, cwd: &Path) -> Report {
     let mut r = Report::default();
-    let setup_cmd = format!("powercontext-hooks setup {}", host.name());
+    let setup_cmd = format!("powercontext-hooks setup {}", host.as_str());
 
     // ---- installed
     let manifest = match install::load_manifest(&paths.state_root, host) {
@@ -219,7 +206,7 @@ fn check_host(host: Host, paths: &Paths, locate: &Locate, cwd: &Path) -> Report 
             );
             Some(m)
         }
-        Ok(None) if official::clients_entry(host.integration(), &paths.env).is_some() => {
+        Ok(None) if official::clients_entry(host, &paths.env).is_some() => {
             r.warn(
                 "installed",
                 "ownership manifest",
@@ -289,7 +276,7 @@ fn check_host(host: Host, paths: &Paths, locate: &Locate, cwd: &Path) -> Report 
                 format!("{e:#}"),
                 format!(
                     "{setup_cmd} --bin-dir <dir with powercontext-hook-{}>",
-                    host.name()
+                    host.as_str()
                 ),
             );
             false
@@ -319,7 +306,7 @@ fn check_host(host: Host, paths: &Paths, locate: &Locate, cwd: &Path) -> Report 
                     "installed",
                     "host version",
                     format!("{e:#}"),
-                    format!("reinstall {}", host.name()),
+                    format!("reinstall {}", host.as_str()),
                 );
                 None
             }
@@ -329,7 +316,7 @@ fn check_host(host: Host, paths: &Paths, locate: &Locate, cwd: &Path) -> Report 
                 "installed",
                 "host CLI",
                 format!("{e:#}"),
-                format!("install {} or pass --host-cli", host.name()),
+                format!("install {} or pass --host-cli", host.as_str()),
             );
             None
         }
@@ -386,7 +373,7 @@ fn check_host(host: Host, paths: &Paths, locate: &Locate, cwd: &Path) -> Report 
             "activated",
             "plugin enabled",
             "cannot ask the host (no CLI)",
-            format!("install {}", host.name()),
+            format!("install {}", host.as_str()),
         );
     }
 
@@ -435,7 +422,7 @@ fn check_activated(
         Ok(Some(true)) => r.ok(
             "activated",
             "plugin enabled",
-            format!("{} lists {}", host.name(), install::PLUGIN_ID),
+            format!("{} lists {}", host.as_str(), install::PLUGIN_ID),
         ),
         Ok(Some(false)) => r.fail(
             "activated",
@@ -449,7 +436,11 @@ fn check_activated(
         Ok(None) => r.fail(
             "activated",
             "plugin enabled",
-            format!("{} does not list {} (removed?)", host.name(), install::PLUGIN_ID),
+            format!(
+                "{} does not list {} (removed?)",
+                host.as_str(),
+                install::PLUGIN_ID
+            ),
             setup_cmd,
         ),
         Err(e) => r.fail(
@@ -559,7 +550,7 @@ fn check_activated_package(
     r: &mut Report,
 ) {
     // Ours, or what the official `powercontext setup` installed (listed in clients.json).
-    let official_entry = official::clients_entry(host.integration(), &paths.env);
+    let official_entry = official::clients_entry(host, &paths.env);
     let (plugin_dir, profile) = match (m, &official_entry) {
         (Some(m), _) => (m.plugin_dir.clone(), m.profile.clone()),
         (None, Some((_, entry))) => (
@@ -648,7 +639,7 @@ fn check_activated_package(
                             "activated",
                             "mcp connected",
                             format!("OpenCode reports our MCP entry as `{status}`"),
-                            "start the Server; with a Server token, add an Authorization header to mcp.powercontext",
+                            "start the Server; after a token change, run `powercontext-hooks setup opencode` again (the entry reads the token setup saved)",
                         ),
                         None => r.warn(
                             "activated",
@@ -684,7 +675,7 @@ fn official_package_dir(host: Host, paths: &Paths) -> PathBuf {
                 .map(|h| Path::new(h).join(".local/share/powercontext"))
         })
         .unwrap_or_default();
-    data.join("plugins").join(host.name())
+    data.join("plugins").join(host.as_str())
 }
 
 fn check_server(host: Host, s: &Settings, paths: &Paths, cwd: &Path, r: &mut Report) -> bool {
@@ -774,7 +765,7 @@ fn check_server(host: Host, s: &Settings, paths: &Paths, cwd: &Path, r: &mut Rep
     }
     let token_hint = format!(
         "powercontext-hooks setup {} --token-env VAR (the Server's POWERCONTEXT_SERVER_AUTH_TOKEN)",
-        host.name()
+        host.as_str()
     );
     match transport.get("/v1/scopes/default") {
         Ok(reply) if reply.status == 200 => r.ok(
@@ -810,7 +801,7 @@ fn check_server(host: Host, s: &Settings, paths: &Paths, cwd: &Path, r: &mut Rep
         }
     }
     let query = ScopeQuery::for_event(
-        host.integration(),
+        host,
         s.scope_id.value.as_deref(),
         None,
         cwd,
@@ -847,7 +838,7 @@ fn check_sources(host: Host, s: &Settings, paths: &Paths, r: &mut Report) {
         _ => None,
     };
     let candidates = config::server_url_candidates(&Layers {
-        host: host.integration(),
+        host,
         env: &paths.env,
         flags: None,
         file: file_ref,
@@ -887,7 +878,7 @@ fn check_sources(host: Host, s: &Settings, paths: &Paths, r: &mut Report) {
     }
     if s.authorization.value.is_none()
         && let (Some(path), official::Credential::Refused(why)) =
-            official::credential(host.integration(), &paths.env, chosen)
+            official::credential(host, &paths.env, chosen)
     {
         r.warn(
             "server-ready",
@@ -896,7 +887,7 @@ fn check_sources(host: Host, s: &Settings, paths: &Paths, r: &mut Report) {
             match why {
                 official::CredentialProblem::OtherServer => format!(
                     "powercontext setup {} --server-url {chosen} (saves a token for this Server)",
-                    host.name()
+                    host.as_str()
                 ),
                 _ => format!(
                     "chmod 600 {} (a regular file owned by you), or set the token in the environment",
@@ -1023,7 +1014,7 @@ fn context_len(host: Host, stdout: &str) -> Option<usize> {
 }
 
 fn check_working(host: Host, exe: &Path, cwd: &Path, server_ok: bool, r: &mut Report) {
-    let capture_var = format!("POWERCONTEXT_{}_CAPTURE_PROMPTS", host.integration().env_part());
+    let capture_var = format!("POWERCONTEXT_{}_CAPTURE_PROMPTS", host.env_part());
     let started = Instant::now();
     let mut outcomes: Vec<String> = Vec::new();
     let mut context = None;
@@ -1155,9 +1146,9 @@ fn check_firing(host: Host, paths: &Paths, r: &mut Report) {
         .ok()
         .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
         .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
-    let records = journal::read(&paths.state_root, host.integration());
+    let records = journal::read(&paths.state_root, host);
     let (causes, fix) = silence_causes(host);
-    let name = host.name();
+    let name = host.as_str();
     let Some(last) = records.last().filter(|l| setup_at.is_none_or(|s| l.at >= s)) else {
         let since = setup_at.map_or_else(String::new, |s| {
             format!(" (set up {})", crate::activity::ago(now, s))

@@ -18,7 +18,7 @@ use anyhow::{Context, Result, anyhow, bail};
 use powercontext_hooks_core::env::Env;
 use serde_json::{Value, json};
 
-use crate::install::{DSH_PLUGIN_ID, Host, MARKETPLACE, PLUGIN_ID};
+use crate::install::{DSH_PLUGIN_ID, Host, HostExt, MARKETPLACE, PLUGIN_ID};
 
 /// One host CLI call's limit (the official installer uses 120 s).
 const CALL_TIMEOUT: Duration = Duration::from_secs(120);
@@ -79,7 +79,7 @@ impl HostCli {
                 anyhow!(
                     "`{}` is not on PATH: install {} first (or pass --host-cli PATH)",
                     host.cli_name(),
-                    host.name()
+                    host.as_str()
                 )
             })
     }
@@ -151,7 +151,7 @@ impl HostCli {
             .chain(run.stderr.split_whitespace())
             .find(|w| w.chars().next().is_some_and(|c| c.is_ascii_digit()) && w.contains('.'))
             .map(str::to_owned)
-            .ok_or_else(|| anyhow!("cannot read the {} version from `--version`", self.host.name()))
+            .ok_or_else(|| anyhow!("cannot read the {} version from `--version`", self.host.as_str()))
     }
 
     /// Where the `powercontext` marketplace points, if registered.
@@ -265,6 +265,41 @@ impl HostCli {
             }
         }
         Ok(false)
+    }
+
+    /// Pi: the installed paths of user packages named `powercontext-pi` other than `dir` (the
+    /// official installer's copy). Pi tells local packages apart by path, not by name, so each
+    /// of them loads beside ours.
+    pub fn pi_other_powercontext(&self, dir: &Path) -> Result<Vec<PathBuf>> {
+        let run = self.run_ok(&["list"])?;
+        let ours = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+        let mut user = false;
+        let mut out = Vec::new();
+        for line in run.stdout.lines() {
+            let t = line.trim();
+            if !line.starts_with(' ') {
+                user = t == "User packages:";
+                continue;
+            }
+            // Installed-path lines are indented four spaces (source lines two).
+            let path = Path::new(t);
+            if !user || !line.starts_with("    ") || !path.is_absolute() {
+                continue;
+            }
+            if path == dir || std::fs::canonicalize(path).is_ok_and(|p| p == ours) {
+                continue;
+            }
+            let name = crate::install::read_opt(&path.join("package.json"))
+                .ok()
+                .flatten()
+                .filter(|b| b.len() <= 1 << 20)
+                .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
+                .and_then(|v| v["name"].as_str().map(str::to_owned));
+            if name.as_deref() == Some(crate::install::PI_PACKAGE) {
+                out.push(path.to_path_buf());
+            }
+        }
+        Ok(out)
     }
 
     /// DSH: whether `dsh --profile <p> --dump-config` has our plugin row (`id: powercontext-dsh`,

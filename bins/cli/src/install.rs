@@ -15,62 +15,39 @@ use serde::{Deserialize, Serialize};
 
 use crate::textstyle::Style;
 
-/// A host setup knows how to wire.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Host {
-    /// Claude Code: local marketplace + `claude plugin install`.
-    ClaudeCode,
-    /// Codex: local marketplace + `codex plugin add` + hook trust.
-    Codex,
-    /// OpenCode: one plugin file in its plugins folder + an MCP entry in its config.
-    OpenCode,
-    /// Pi: a package folder registered with `pi install <dir>`.
-    Pi,
-    /// DSH: a plugin bundle linked into a profile with `dsh plugin add <dir>`.
-    Dsh,
+/// A host setup knows how to wire: the core library's one host list.
+pub use powercontext_hooks_core::host::Integration as Host;
+
+/// The value parser of every `<host>` argument: one of the core library's host names.
+pub fn host_arg() -> impl clap::builder::TypedValueParser<Value = Host> {
+    use clap::builder::TypedValueParser as _;
+    clap::builder::PossibleValuesParser::new(Host::ALL.map(Host::as_str))
+        .map(|name: String| Host::parse(&name).expect("clap only passes a listed host name"))
 }
 
-/// Every host name the CLI accepts on its command line.
-pub const HOST_NAMES: [&str; 5] = ["claude-code", "codex", "opencode", "pi", "dsh"];
-
-impl Host {
-    /// Parses a host name.
-    pub fn parse(name: &str) -> Result<Self> {
-        match name {
-            "claude-code" => Ok(Self::ClaudeCode),
-            "codex" => Ok(Self::Codex),
-            "opencode" => Ok(Self::OpenCode),
-            "pi" => Ok(Self::Pi),
-            "dsh" => Ok(Self::Dsh),
-            _ => bail!("unknown host `{name}` (one of: {})", HOST_NAMES.join(", ")),
-        }
-    }
-
-    /// The command-line and integration name.
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::ClaudeCode => "claude-code",
-            Self::Codex => "codex",
-            Self::OpenCode => "opencode",
-            Self::Pi => "pi",
-            Self::Dsh => "dsh",
-        }
-    }
-
-    /// The integration in the core library.
-    pub fn integration(self) -> powercontext_hooks_core::host::Integration {
-        use powercontext_hooks_core::host::Integration;
-        match self {
-            Self::ClaudeCode => Integration::ClaudeCode,
-            Self::Codex => Integration::Codex,
-            Self::OpenCode => Integration::OpenCode,
-            Self::Pi => Integration::Pi,
-            Self::Dsh => Integration::Dsh,
-        }
-    }
-
+/// What the CLI knows of each host beyond the core library: executables, templates, versions.
+pub trait HostExt: Copy {
     /// Our hook executable's file name.
-    pub fn hook_exe(self) -> &'static str {
+    fn hook_exe(self) -> &'static str;
+    /// The host CLI's executable name.
+    fn cli_name(self) -> &'static str;
+    /// Whether the host is wired through a Claude-style local marketplace.
+    fn uses_marketplace(self) -> bool;
+    /// Host versions our real-host tests cover (the pins in tests/e2e/**/package.json).
+    fn tested_versions(self) -> &'static [&'static str];
+    /// The `{{hook_command}}` value: Claude Code and Codex hand it to `sh -c` inside a JSON
+    /// string; the JavaScript shims spawn it directly from a string literal (no shell quoting).
+    ///
+    /// # Errors
+    /// A path that is not UTF-8.
+    fn hook_command_value(self, exe: &Path) -> Result<String>;
+    /// The plugin folder template: (relative path, text with `{{…}}` placeholders). For OpenCode
+    /// the folder is OpenCode's own plugins folder.
+    fn templates(self) -> &'static [(&'static str, &'static str)];
+}
+
+impl HostExt for Host {
+    fn hook_exe(self) -> &'static str {
         match self {
             Self::ClaudeCode => "powercontext-hook-claude-code",
             Self::Codex => "powercontext-hook-codex",
@@ -80,8 +57,7 @@ impl Host {
         }
     }
 
-    /// The host CLI's executable name.
-    pub fn cli_name(self) -> &'static str {
+    fn cli_name(self) -> &'static str {
         match self {
             Self::ClaudeCode => "claude",
             Self::Codex => "codex",
@@ -91,13 +67,11 @@ impl Host {
         }
     }
 
-    /// Whether the host is wired through a Claude-style local marketplace.
-    pub fn uses_marketplace(self) -> bool {
+    fn uses_marketplace(self) -> bool {
         matches!(self, Self::ClaudeCode | Self::Codex)
     }
 
-    /// Host versions our real-host tests cover (the pins in tests/e2e/**/package.json).
-    pub fn tested_versions(self) -> &'static [&'static str] {
+    fn tested_versions(self) -> &'static [&'static str] {
         match self {
             Self::ClaudeCode => &["2.1.332"],
             Self::Codex => &["0.171.0"],
@@ -107,9 +81,7 @@ impl Host {
         }
     }
 
-    /// The `{{hook_command}}` value: Claude Code and Codex hand it to `sh -c` inside a JSON
-    /// string; the JavaScript shims spawn it directly from a string literal (no shell quoting).
-    pub fn hook_command_value(self, exe: &Path) -> Result<String> {
+    fn hook_command_value(self, exe: &Path) -> Result<String> {
         if self.uses_marketplace() {
             return hook_command_json(exe);
         }
@@ -120,9 +92,7 @@ impl Host {
         Ok(quoted[1..quoted.len() - 1].to_owned())
     }
 
-    /// The plugin folder template: (relative path, text with `{{…}}` placeholders). For OpenCode
-    /// the folder is OpenCode's own plugins folder.
-    pub fn templates(self) -> &'static [(&'static str, &'static str)] {
+    fn templates(self) -> &'static [(&'static str, &'static str)] {
         match self {
             Self::ClaudeCode => &[
                 (
@@ -199,6 +169,8 @@ pub const OPENCODE_PLUGIN_FILE: &str = "powercontext-opencode.js";
 pub const OPENCODE_MCP_KEY: &str = "powercontext";
 /// The package name `dsh plugin add` links into the profile.
 pub const DSH_PACKAGE: &str = "powercontext-dsh";
+/// The name of our Pi package (the official installer's too).
+pub const PI_PACKAGE: &str = "powercontext-pi";
 /// The cordis row id our DSH bundle inserts.
 pub const DSH_PLUGIN_ID: &str = "powercontext-dsh";
 /// The DSH profile setup uses when none is given (the official installer's choice).
@@ -230,6 +202,43 @@ pub fn hook_command_shell(exe: &Path) -> Result<String> {
     } else {
         format!("'{}'", path.replace('\'', r"'\''"))
     })
+}
+
+/// Where setup keeps the header value OpenCode's MCP entry reads through `{file:…}`: owner-only,
+/// in our install folder, never in the host's config (which users commit to dotfiles).
+pub const MCP_AUTHORIZATION_FILE: &str = "mcp-authorization";
+
+/// The MCP headers helper command line (`<cli> mcp-headers <host> [--config FILE] [--env N=V]…`),
+/// shell-quoted where needed; no token, only where to find it.
+pub fn mcp_headers_command(
+    cli: &Path,
+    host: Host,
+    config: Option<&Path>,
+    env: &[(&str, &str)],
+) -> Result<String> {
+    let mut line = format!("{} mcp-headers {}", hook_command_shell(cli)?, host.as_str());
+    if let Some(c) = config {
+        line.push_str(" --config ");
+        line.push_str(&hook_command_shell(c)?);
+    }
+    for (name, value) in env {
+        line.push_str(" --env ");
+        line.push_str(&hook_command_shell(Path::new(&format!("{name}={value}")))?);
+    }
+    Ok(line)
+}
+
+/// Codex's `.mcp.json` with our `http_headers_helper` added to the `powercontext` server.
+pub fn codex_mcp_with_helper(rendered: &str, helper: &str) -> Result<Vec<u8>> {
+    let mut v: serde_json::Value =
+        serde_json::from_str(rendered).context("internal error: Codex's .mcp.json template is not JSON")?;
+    let server = v["mcpServers"]["powercontext"]
+        .as_object_mut()
+        .context("internal error: Codex's .mcp.json template has no powercontext server")?;
+    server.insert("http_headers_helper".to_owned(), serde_json::Value::from(helper));
+    let mut bytes = serde_json::to_vec_pretty(&v)?;
+    bytes.push(b'\n');
+    Ok(bytes)
 }
 
 /// Renders a template, refusing to leave a placeholder behind.
@@ -610,7 +619,7 @@ pub struct Manifest {
 
 /// Where setup keeps one host's plugin folder and manifest: `<state>/installs/<host>/`.
 pub fn install_dir(state_root: &Path, host: Host) -> PathBuf {
-    state_root.join("installs").join(host.name())
+    state_root.join("installs").join(host.as_str())
 }
 
 /// The manifest path.
@@ -630,11 +639,11 @@ pub fn load_manifest(state_root: &Path, host: Host) -> Result<Option<Manifest>> 
             path.display()
         )
     })?;
-    if m.owner != "powercontext-hooks" || m.host != host.name() {
+    if m.owner != "powercontext-hooks" || m.host != host.as_str() {
         bail!(
             "{} is not a powercontext-hooks manifest for {}",
             path.display(),
-            host.name()
+            host.as_str()
         );
     }
     Ok(Some(m))
@@ -792,6 +801,33 @@ fn config_remove_plain(text: &str, host: &str, owned: &OwnedConfig) -> (String, 
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn mcp_headers_command_quotes_paths_and_names_only_locations() {
+        let line = mcp_headers_command(
+            Path::new("/opt/pc hooks/powercontext-hooks"),
+            Host::Codex,
+            Some(Path::new("/home/u/.config/powercontext-hooks/config.toml")),
+            &[("CODEX_HOME", "/home/u/my codex")],
+        )
+        .unwrap();
+        assert_eq!(
+            line,
+            "'/opt/pc hooks/powercontext-hooks' mcp-headers codex --config /home/u/.config/powercontext-hooks/config.toml \
+             --env 'CODEX_HOME=/home/u/my codex'"
+        );
+        let mcp = codex_mcp_with_helper(
+            r#"{"mcpServers":{"powercontext":{"type":"http","url":"u"}}}"#,
+            &line,
+        )
+        .unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&mcp).unwrap();
+        assert_eq!(
+            v["mcpServers"]["powercontext"]["http_headers_helper"],
+            line.as_str()
+        );
+        assert_eq!(v["mcpServers"]["powercontext"]["url"], "u");
+    }
     use super::*;
 
     #[test]

@@ -3,35 +3,82 @@
 //! trusts only hook commands that run our own executable, and prints a token only to the stdout
 //! of the host process that asked for it.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use anyhow::{Result, bail};
+use anyhow::{Context, Result, bail};
 use clap::Args;
 use serde_json::{Value, json};
 
 use crate::host_cli::HostCli;
-use crate::install::Host;
+use crate::install::{Host, HostExt};
 use crate::setup::{Paths, SetupArgs};
 
 /// `mcp-headers <host>`.
 #[derive(Debug, Args)]
 pub struct McpHeadersArgs {
     /// claude-code, codex, opencode, pi or dsh.
-    pub host: String,
+    #[arg(value_parser = crate::install::host_arg())]
+    pub host: crate::install::Host,
+    /// Our config file (as `POWERCONTEXT_HOOKS_CONFIG`).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// A location variable setup saw (`NAME=VALUE`, only those in [`LOCATION_VARS`]): Codex runs
+    /// a headers helper with nothing but `HOME` and `PATH`, so setup names them on the command line.
+    #[arg(long = "env", value_name = "NAME=VALUE")]
+    pub env: Vec<String>,
 }
 
+/// The variables that say where the connection files are; the only ones `--env` may set.
+pub const LOCATION_VARS: [&str; 7] = [
+    "POWERCONTEXT_CLIENT_CONFIG_FILE",
+    "CLAUDE_CONFIG_DIR",
+    "CODEX_HOME",
+    "OPENCODE_CONFIG_DIR",
+    "PI_CODING_AGENT_DIR",
+    "DSH_HOME",
+    "XDG_CONFIG_HOME",
+];
+
 /// Prints the MCP request headers for a host as one JSON object (an MCP client's headers helper:
-/// Claude Code's `headersHelper`): `{"Authorization": "Bearer …"}` with the token the hooks would
-/// send (environment, our config, then the official CLI's saved credential bound to the same
-/// URL), or `{}` without one. The token goes to stdout only, for the host that asked.
+/// Claude Code's `headersHelper`, Codex's `http_headers_helper`): `{"Authorization": "Bearer …"}`
+/// with the token the hooks would send (environment, our config, then the official CLI's saved
+/// credential bound to the same URL), or `{}` without one. The token goes to stdout only, for the
+/// host that asked. An invalid setting prints `{}` (and names the setting on stderr): a failing
+/// helper would take the host's MCP connection down with it.
 pub fn mcp_headers(args: &McpHeadersArgs) -> Result<ExitCode> {
-    let host = Host::parse(&args.host)?;
-    let env = powercontext_hooks_core::env::Env::from_process();
-    let settings = powercontext_hooks_core::config::Settings::for_hook(host.integration(), &env)?;
-    let headers = match &settings.authorization.value {
-        Some(a) => json!({"Authorization": a.header_value()}),
-        None => json!({}),
+    let host = args.host;
+    let mut env = powercontext_hooks_core::env::Env::from_process();
+    if let Some(c) = &args.config {
+        env.set(
+            "POWERCONTEXT_HOOKS_CONFIG",
+            c.to_str().context("--config is not UTF-8")?,
+        );
+    }
+    for pair in &args.env {
+        let (name, value) = pair
+            .split_once('=')
+            .filter(|(n, _)| LOCATION_VARS.contains(n))
+            .with_context(|| {
+                format!(
+                    "--env takes NAME=VALUE with NAME one of {}",
+                    LOCATION_VARS.join(", ")
+                )
+            })?;
+        env.set(name, value);
+    }
+    let headers = match powercontext_hooks_core::config::Settings::for_hook(host, &env) {
+        Ok(settings) => match &settings.authorization.value {
+            Some(a) => json!({"Authorization": a.header_value()}),
+            None => json!({}),
+        },
+        Err(e) => {
+            eprintln!(
+                "powercontext-hooks mcp-headers: {} is invalid; sending no token",
+                e.setting
+            );
+            json!({})
+        }
     };
     println!("{headers}");
     Ok(ExitCode::SUCCESS)
@@ -49,10 +96,10 @@ fn runs_our_hook(command: &str) -> bool {
 
 /// `setup codex --trust-only`: records Codex trust for the hooks of an installed
 /// `powercontext@powercontext` plugin (the official installer leaves them untrusted, and Codex
-/// skips untrusted hooks silently). Refuses when a hook of that plugin runs anything but our
-/// executable: trust is for code we ship.
+/// skips untrusted hooks silently), and gives its MCP server our headers helper. Refuses when a
+/// hook of that plugin runs anything but our executable: trust is for code we ship.
 pub fn trust_only(args: &SetupArgs) -> Result<ExitCode> {
-    let host = Host::parse(&args.host)?;
+    let host = args.host;
     if host != Host::Codex {
         bail!("--trust-only is for codex only (the one host that asks for hook trust)");
     }
@@ -78,6 +125,7 @@ pub fn trust_only(args: &SetupArgs) -> Result<ExitCode> {
         );
     }
     let untrusted = hooks.iter().filter(|h| h["trustStatus"] != "trusted").count();
+    let helpers = codex_helper_changes(&paths)?;
     if !args.json {
         println!("powercontext-hooks setup codex --trust-only");
         for h in &hooks {
@@ -91,12 +139,19 @@ pub fn trust_only(args: &SetupArgs) -> Result<ExitCode> {
                 h["command"].as_str().unwrap_or("?")
             );
         }
+        for (path, _) in &helpers {
+            println!(
+                "  edit      {} mcpServers.powercontext.http_headers_helper (our mcp-headers)",
+                path.display()
+            );
+        }
     }
-    if args.dry_run || untrusted == 0 {
+    if args.dry_run || (untrusted == 0 && helpers.is_empty()) {
         if args.json {
             println!(
                 "{}",
-                json!({"ok": true, "result": if args.dry_run { "planned" } else { "unchanged" }, "untrusted": untrusted})
+                json!({"ok": true, "result": if args.dry_run { "planned" } else { "unchanged" }, "untrusted": untrusted,
+                       "mcp_helpers": helpers.iter().map(|(p, _)| p).collect::<Vec<_>>()})
             );
         } else {
             println!(
@@ -110,15 +165,76 @@ pub fn trust_only(args: &SetupArgs) -> Result<ExitCode> {
         }
         return Ok(ExitCode::SUCCESS);
     }
-    let n = cli.codex_trust(&cwd)?;
+    // The helper first: Codex's trust hash covers the plugin, so trust is recorded for the
+    // plugin as it will stay.
+    for (path, bytes) in &helpers {
+        crate::install::write_atomic(path, bytes, false)?;
+    }
+    let untrusted = cli
+        .codex_hooks(&cwd)?
+        .iter()
+        .filter(|h| h["trustStatus"] != "trusted")
+        .count();
+    let n = if untrusted == 0 { 0 } else { cli.codex_trust(&cwd)? };
     let after = cli.codex_hooks(&cwd)?;
     if after.iter().any(|h: &Value| h["trustStatus"] != "trusted") {
         bail!("codex still lists an untrusted powercontext hook after recording trust");
     }
     if args.json {
-        println!("{}", json!({"ok": true, "result": "trusted", "trusted": n}));
+        println!(
+            "{}",
+            json!({"ok": true, "result": "trusted", "trusted": n,
+                   "mcp_helpers": helpers.iter().map(|(p, _)| p).collect::<Vec<_>>()})
+        );
     } else {
         println!("done: Codex trusts {n} powercontext hook(s); it runs them from the next session");
+        if !helpers.is_empty() {
+            println!("done: Codex's MCP client sends the saved token through powercontext-hooks mcp-headers");
+        }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The official installer points the cached plugin's MCP headers helper at `uv run …
+/// mcp_headers.py`, which our plugin does not ship (and uv may be missing): the helper fails and
+/// Codex drops the MCP connection. Each cached `.mcp.json` whose helper is that one (or none) gets
+/// ours instead, `env_http_headers` and every other key kept. A helper of anyone else is left.
+fn codex_helper_changes(paths: &Paths) -> Result<Vec<(PathBuf, Vec<u8>)>> {
+    let Some(home) = paths.host_home(Host::Codex) else {
+        return Ok(Vec::new());
+    };
+    let helper = crate::setup::codex_headers_helper(paths)?;
+    let mut out = Vec::new();
+    let Ok(markets) = std::fs::read_dir(home.join("plugins/cache")) else {
+        return Ok(out);
+    };
+    for market in markets.flatten().take(64) {
+        let Ok(versions) = std::fs::read_dir(market.path().join("powercontext")) else {
+            continue;
+        };
+        for version in versions.flatten().take(64) {
+            let path = version.path().join(".mcp.json");
+            let Some(bytes) = crate::install::read_opt(&path)? else {
+                continue;
+            };
+            let Ok(mut v) = serde_json::from_slice::<Value>(&bytes) else {
+                continue;
+            };
+            let Some(server) = v["mcpServers"]["powercontext"].as_object_mut() else {
+                continue;
+            };
+            let replace = match server.get("http_headers_helper") {
+                None => true,
+                Some(Value::String(h)) => h != &helper && h.contains("mcp_headers.py"),
+                Some(_) => false,
+            };
+            if replace {
+                server.insert("http_headers_helper".to_owned(), Value::from(helper.clone()));
+                let mut new = serde_json::to_vec_pretty(&v)?;
+                new.push(b'\n');
+                out.push((path, new));
+            }
+        }
+    }
+    Ok(out)
 }

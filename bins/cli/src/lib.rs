@@ -79,7 +79,26 @@ enum Command {
 /// Runs the CLI and returns its exit code.
 #[must_use]
 pub fn main() -> ExitCode {
-    let args = Args::parse();
+    let args = match Args::try_parse() {
+        Ok(args) => args,
+        // A script that asked for JSON gets JSON for a bad argument too (an unknown host, say),
+        // with the exit code of every other refused command.
+        Err(e) if e.use_stderr() && std::env::args_os().any(|a| a == "--json") => {
+            let error = e.kind().as_str().unwrap_or("invalid arguments").to_owned();
+            let detail = e.render().to_string();
+            let first = detail
+                .lines()
+                .next()
+                .unwrap_or_default()
+                .trim_start_matches("error: ");
+            println!(
+                "{}",
+                serde_json::json!({"ok": false, "error": format!("{error}: {first}")})
+            );
+            return ExitCode::from(1);
+        }
+        Err(e) => e.exit(),
+    };
     match run(args) {
         Ok(code) => code,
         Err(e) => {

@@ -13,7 +13,7 @@ use anyhow::{Context, Result, anyhow, bail};
 use clap::Args;
 use serde_json::{Value, json};
 
-use crate::install::{self, Host};
+use crate::install::{self, Host, HostExt};
 
 /// `package --out DIR`.
 #[derive(Debug, Args)]
@@ -34,7 +34,7 @@ const STAMP: &str = ".powercontext-hooks-package.json";
 
 /// The folder of one host's plugin inside the tree.
 pub fn plugin_rel(host: Host) -> String {
-    format!("integrations/{}/plugins/powercontext", host.name())
+    format!("integrations/{}/plugins/powercontext", host.as_str())
 }
 
 const SKILL: &str = "---
@@ -69,7 +69,7 @@ fn rendered(host: Host, rel: &str, values: &[(&str, &str)]) -> Result<String> {
         .templates()
         .iter()
         .find(|(r, _)| *r == rel)
-        .ok_or_else(|| anyhow!("internal error: no template {rel} for {}", host.name()))?;
+        .ok_or_else(|| anyhow!("internal error: no template {rel} for {}", host.as_str()))?;
     install::render(template, values)
 }
 
@@ -162,9 +162,21 @@ fn items(bin_dir: &Path) -> Result<Vec<Item>> {
                 );
             }
             Host::Codex => {
-                for rel in [".codex-plugin/plugin.json", ".mcp.json", "hooks/hooks.json"] {
+                for rel in [".codex-plugin/plugin.json", "hooks/hooks.json"] {
                     put(rel, rendered(host, rel, &values)?.into_bytes());
                 }
+                // Official setup replaces the helper with its own (`uv run … mcp_headers.py`);
+                // a tree added to Codex directly sends the saved token through ours.
+                let helper = install::mcp_headers_command(
+                    &bin_dir.join("powercontext-hooks"),
+                    Host::Codex,
+                    None,
+                    &[],
+                )?;
+                put(
+                    ".mcp.json",
+                    install::codex_mcp_with_helper(&rendered(host, ".mcp.json", &values)?, &helper)?,
+                );
             }
             Host::OpenCode => {
                 put(

@@ -16,7 +16,7 @@ use powercontext_hooks_core::scope::ScopeQuery;
 use powercontext_hooks_core::workspace::Discovery;
 use serde_json::{Value, json};
 
-use crate::install::{HOST_NAMES, Host};
+use crate::install::Host;
 
 /// The tag the Server's bootstrap profile selects on.
 pub const TAG: &str = "bootstrap-context";
@@ -27,8 +27,8 @@ pub struct PinArgs {
     /// The atomic memory's artifact id (`art_…`, as shown by the Server or the official CLI).
     pub artifact_id: String,
     /// Whose connection settings and scope binding to use.
-    #[arg(long, default_value = "claude-code", value_parser = clap::builder::PossibleValuesParser::new(HOST_NAMES))]
-    pub host: String,
+    #[arg(long, default_value = "claude-code", value_parser = crate::install::host_arg())]
+    pub host: Host,
     /// Project directory whose scope to use (default: here), resolved as the host's hook would.
     #[arg(long, value_name = "DIR")]
     pub cwd: Option<PathBuf>,
@@ -75,8 +75,8 @@ pub fn run(args: &PinArgs, pin: bool) -> Result<ExitCode> {
         bail!("`{id}` is not an artifact id (letters, digits, `_` and `-` only)");
     }
     let env = Env::from_process();
-    let host = Host::parse(&args.host)?;
-    let settings = Settings::for_hook(host.integration(), &env)?;
+    let host = args.host;
+    let settings = Settings::for_hook(host, &env)?;
     let deadline = Deadline::after(Duration::from_secs(15));
     let transport = Transport::new(
         settings.server_url.value.clone(),
@@ -92,7 +92,7 @@ pub fn run(args: &PinArgs, pin: bool) -> Result<ExitCode> {
     };
     let explicit = args.scope.clone().or_else(|| settings.scope_id.value.clone());
     let scope = ScopeQuery::for_event(
-        host.integration(),
+        host,
         explicit.as_deref(),
         None,
         &cwd,

@@ -15,7 +15,8 @@ use serde_json::{Value, json};
 
 use crate::host_cli::HostCli;
 use crate::install::{
-    self, Host, Journal, Manifest, OwnedConfig, OwnedEntry, OwnedFile, Registrations, digest, toml_string,
+    self, Host, HostExt, Journal, Manifest, OwnedConfig, OwnedEntry, OwnedFile, Registrations, digest,
+    toml_string,
 };
 use crate::jsonc;
 
@@ -38,7 +39,8 @@ pub struct Locate {
 #[derive(Debug, Args)]
 pub struct SetupArgs {
     /// claude-code, codex, opencode, pi or dsh.
-    pub host: String,
+    #[arg(value_parser = crate::install::host_arg())]
+    pub host: crate::install::Host,
     /// DSH only: the profile to install into (default: web).
     #[arg(long, value_name = "NAME")]
     pub profile: Option<String>,
@@ -61,12 +63,14 @@ pub struct SetupArgs {
     #[arg(long)]
     pub statusline: bool,
     /// Replace an install the official `powercontext setup` made (Claude Code and Codex: its
-    /// `powercontext` marketplace and plugin; OpenCode: its plugin file); the plan shows it and a
-    /// failure restores it.
+    /// `powercontext` marketplace and plugin; OpenCode: its plugin file; Pi and DSH: its
+    /// `powercontext-pi` / `powercontext-dsh` package); the plan shows it and a failure restores it.
     #[arg(long)]
     pub take_over: bool,
     /// Codex only: record trust for the powercontext hooks Codex already lists (as installed by
-    /// the official `powercontext setup codex`), and change nothing else.
+    /// the official `powercontext setup codex`), and point that plugin's MCP headers helper at
+    /// `powercontext-hooks mcp-headers` instead of the official `uv run … mcp_headers.py`;
+    /// change nothing else.
     #[arg(long)]
     pub trust_only: bool,
     /// Print the plan and stop.
@@ -184,7 +188,7 @@ impl Paths {
             _ => None,
         };
         Ok(Settings::resolve(&Layers {
-            host: host.integration(),
+            host,
             env: &self.env,
             flags,
             file: file_ref,
@@ -288,6 +292,12 @@ struct Plan {
     host_entry: Option<(FileChange, OwnedEntry)>,
     /// Owned host entry to keep recording when unchanged.
     kept_entry: Option<OwnedEntry>,
+    /// OpenCode: the owner-only header file its MCP entry reads (holds the token).
+    mcp_header_file: Option<FileChange>,
+    /// OpenCode: a header file no longer referenced (no token any more).
+    drop_mcp_header_file: Option<PathBuf>,
+    /// Pi: the official installer's `powercontext-pi` packages `--take-over` removes.
+    pi_replace: Vec<PathBuf>,
     /// DSH profile.
     profile: Option<String>,
     steps: Vec<Step>,
@@ -303,6 +313,8 @@ impl Plan {
         self.files.iter().any(|f| f.action != "keep")
             || self.config.is_some()
             || self.host_entry.is_some()
+            || self.mcp_header_file.is_some()
+            || self.drop_mcp_header_file.is_some()
             || !self.steps.is_empty()
             || self.shared.changes()
     }
@@ -317,6 +329,17 @@ impl Plan {
                 self.cli
                     .display(&["plugin", "marketplace", "remove", install::MARKETPLACE])
             ),
+            (Host::Dsh, Step::Replace) => {
+                let profile = self.profile.as_deref().unwrap_or(install::DSH_DEFAULT_PROFILE);
+                self.cli
+                    .display(&["plugin", "--profile", profile, "remove", install::DSH_PACKAGE])
+            }
+            (Host::Pi, Step::Replace) => self
+                .pi_replace
+                .iter()
+                .map(|p| self.cli.display(&["remove", &p.display().to_string()]))
+                .collect::<Vec<_>>()
+                .join("; "),
             (_, Step::Replace) => format!(
                 "{}; {}",
                 self.cli
@@ -358,7 +381,7 @@ impl Plan {
 
     fn to_json(&self) -> Value {
         json!({
-            "host": self.host.name(),
+            "host": self.host.as_str(),
             "host_cli": self.cli.path,
             "host_version": self.host_version,
             "host_version_tested": self.tested,
@@ -368,6 +391,8 @@ impl Plan {
             "files": self.files.iter().map(|f| json!({"path": f.path, "action": f.action})).collect::<Vec<_>>(),
             "config": self.config.as_ref().map(|(f, o)| json!({"path": f.path, "action": f.action, "keys": o.keys.keys().collect::<Vec<_>>()})),
             "host_config": self.host_entry.as_ref().map(|(f, o)| json!({"path": f.path, "action": f.action, "key": o.member()})),
+            "mcp_header_file": self.mcp_header_file.as_ref().map(|f| json!({"path": f.path, "action": "write"}))
+                .or_else(|| self.drop_mcp_header_file.as_ref().map(|p| json!({"path": p, "action": "remove"}))),
             "profile": self.profile,
             "commands": self.steps.iter().map(|s| self.step_command(*s)).collect::<Vec<_>>(),
             "official_files": self.shared.lines().iter().map(|(a, p, w)| json!({"path": p, "action": a, "what": w})).collect::<Vec<_>>(),
@@ -376,7 +401,7 @@ impl Plan {
     }
 
     fn print(&self) {
-        println!("powercontext-hooks setup {}", self.host.name());
+        println!("powercontext-hooks setup {}", self.host.as_str());
         println!("  hook executable  {}", self.hook_exe.display());
         println!(
             "  host CLI         {} {}{}",
@@ -402,9 +427,19 @@ impl Plan {
                 "  {:<7} {} [hosts.{}] {}",
                 f.action,
                 f.path.display(),
-                self.host.name(),
+                self.host.as_str(),
                 keys.join(", ")
             );
+        }
+        if let Some(f) = &self.mcp_header_file {
+            println!(
+                "  {:<7} {} (owner-only; the MCP Authorization header OpenCode reads)",
+                "write",
+                f.path.display()
+            );
+        }
+        if let Some(p) = &self.drop_mcp_header_file {
+            println!("  {:<7} {} (no token any more)", "remove", p.display());
         }
         if let Some((f, o)) = &self.host_entry {
             println!("  {:<7} {} {}", f.action, f.path.display(), o.member());
@@ -451,7 +486,7 @@ fn build_plan(args: &SetupArgs, host: Host, paths: &Paths) -> Result<Plan> {
     if !tested {
         warnings.push(format!(
             "{} {host_version} is not a version our real-host tests cover ({}); installing anyway",
-            host.name(),
+            host.as_str(),
             host.tested_versions().join(", ")
         ));
     }
@@ -492,7 +527,7 @@ fn build_plan(args: &SetupArgs, host: Host, paths: &Paths) -> Result<Plan> {
         warnings.push(format!(
             "the server URL comes from {}; the hook sees it only if {} runs with that variable (pass --server-url to save it)",
             settings.server_url.origin,
-            host.name()
+            host.as_str()
         ));
     }
 
@@ -553,7 +588,11 @@ fn build_plan(args: &SetupArgs, host: Host, paths: &Paths) -> Result<Plan> {
                 ("version", version),
             ],
         )?;
-        let bytes = text.into_bytes();
+        let bytes = if host == Host::Codex && *rel == ".mcp.json" {
+            install::codex_mcp_with_helper(&text, &codex_headers_helper(paths)?)?
+        } else {
+            text.into_bytes()
+        };
         let action = match install::read_opt(&path)? {
             None => "create",
             Some(old) if old == bytes => "keep",
@@ -625,7 +664,7 @@ fn build_plan(args: &SetupArgs, host: Host, paths: &Paths) -> Result<Plan> {
             }
             None => String::new(),
         };
-        let (new_text, created) = install::config_set(&old_text, host.name(), &lines);
+        let (new_text, created) = install::config_set(&old_text, host.as_str(), &lines);
         let prev_cfg = previous.as_ref().and_then(|m| m.config.clone());
         // Lines the user had before we first set these keys: uninstall puts them back.
         let mut prior = prev_cfg.as_ref().map(|c| c.previous.clone()).unwrap_or_default();
@@ -634,7 +673,7 @@ fn build_plan(args: &SetupArgs, host: Host, paths: &Paths) -> Result<Plan> {
             if ours {
                 continue;
             }
-            match install::config_line(&old_text, host.name(), k) {
+            match install::config_line(&old_text, host.as_str(), k) {
                 Some(line) if k == "authorization" => {
                     prior_authorization = Some(FileChange {
                         path: install::install_dir(&paths.state_root, host)
@@ -681,8 +720,31 @@ fn build_plan(args: &SetupArgs, host: Host, paths: &Paths) -> Result<Plan> {
     let mut steps = Vec::new();
     let mut host_entry = None;
     let mut kept_entry = None;
+    let mut mcp_header_file = None;
+    let mut drop_mcp_header_file = None;
+    let mut pi_replace = Vec::new();
     match host {
         Host::Pi => {
+            // Pi tells local packages apart by path: the official installer's `powercontext-pi`
+            // would load beside ours (recall and capture twice).
+            pi_replace = cli.pi_other_powercontext(&plugin_dir)?;
+            if !pi_replace.is_empty() {
+                let list: Vec<String> = pi_replace.iter().map(|p| p.display().to_string()).collect();
+                if !args.take_over {
+                    bail!(
+                        "Pi already has another {} package ({}) — the official installer's; both would load. \
+                         Pass --take-over to replace it, or remove it first (pi remove <path>), then run setup again",
+                        install::PI_PACKAGE,
+                        list.join(", ")
+                    );
+                }
+                warnings.push(format!(
+                    "taking over: Pi's other {} package ({}) is removed (not restored by uninstall)",
+                    install::PI_PACKAGE,
+                    list.join(", ")
+                ));
+                steps.push(Step::Replace);
+            }
             if !cli.pi_lists(&plugin_dir)? {
                 steps.push(Step::Install);
             }
@@ -695,9 +757,17 @@ fn build_plan(args: &SetupArgs, host: Host, paths: &Paths) -> Result<Plan> {
             match dsh_dependency(&dir)? {
                 None => steps.push(Step::Install),
                 Some(spec) if spec == format!("link:{}", plugin_dir.display()) => {}
+                Some(spec) if args.take_over => {
+                    warnings.push(format!(
+                        "taking over: DSH profile `{p}`'s `{}` package ({spec}) is replaced (not restored by uninstall)",
+                        install::DSH_PACKAGE
+                    ));
+                    steps.push(Step::Replace);
+                    steps.push(Step::Install);
+                }
                 Some(spec) => bail!(
                     "DSH profile `{p}` already has a package `{}` ({spec}) — not ours. Remove it first \
-                     (dsh plugin --profile {p} remove {}), then run setup again",
+                     (dsh plugin --profile {p} remove {}), or pass --take-over, then run setup again",
                     install::DSH_PACKAGE,
                     install::DSH_PACKAGE
                 ),
@@ -705,7 +775,31 @@ fn build_plan(args: &SetupArgs, host: Host, paths: &Paths) -> Result<Plan> {
         }
         Host::OpenCode => {
             let config_dir = opencode_config.as_deref().context("no OpenCode config dir")?;
-            let want = json!({"type": "remote", "url": format!("{url}/mcp"), "enabled": true});
+            let mut want = json!({"type": "remote", "url": format!("{url}/mcp"), "enabled": true});
+            // The token the hooks send, for OpenCode's own MCP client: the entry names an
+            // owner-only file (OpenCode substitutes `{file:…}`), never the token itself.
+            let header_file =
+                install::install_dir(&paths.state_root, host).join(install::MCP_AUTHORIZATION_FILE);
+            let mcp_token = token
+                .as_ref()
+                .map(|(a, _)| a.clone())
+                .or_else(|| settings.authorization.value.clone());
+            match mcp_token {
+                Some(auth) => {
+                    want["headers"] = json!({"Authorization": opencode_file_reference(&header_file)?});
+                    let bytes = format!("{}\n", auth.header_value()).into_bytes();
+                    if install::read_opt(&header_file)?.as_deref() != Some(&bytes[..]) {
+                        mcp_header_file = Some(FileChange {
+                            path: header_file,
+                            bytes,
+                            action: "private",
+                            private: true,
+                        });
+                    }
+                }
+                None if header_file.exists() => drop_mcp_header_file = Some(header_file),
+                None => {}
+            }
             (host_entry, kept_entry) = plan_opencode_mcp(config_dir, &want, previous.as_ref())?;
         }
         Host::ClaudeCode => {
@@ -741,7 +835,7 @@ fn build_plan(args: &SetupArgs, host: Host, paths: &Paths) -> Result<Plan> {
             }
             Some(p) => bail!(
                 "{} already has a marketplace named `{}` from {} — not ours. Remove it first ({}), or pass --take-over, then run setup again",
-                host.name(),
+                host.as_str(),
                 install::MARKETPLACE,
                 p.display(),
                 match host {
@@ -796,6 +890,9 @@ fn build_plan(args: &SetupArgs, host: Host, paths: &Paths) -> Result<Plan> {
         prior_authorization,
         host_entry,
         kept_entry,
+        mcp_header_file,
+        drop_mcp_header_file,
+        pi_replace,
         profile,
         steps,
         shared,
@@ -803,6 +900,39 @@ fn build_plan(args: &SetupArgs, host: Host, paths: &Paths) -> Result<Plan> {
         warnings,
         previous,
     })
+}
+
+/// Codex's MCP headers helper: our CLI's `mcp-headers codex`, with our config file and the
+/// location variables this setup saw named on the line (Codex gives a helper only HOME and PATH).
+pub fn codex_headers_helper(paths: &Paths) -> Result<String> {
+    let cli = std::env::current_exe().context("cannot locate this program")?;
+    let env: Vec<(&str, &str)> = crate::interop::LOCATION_VARS
+        .iter()
+        .filter_map(|n| {
+            paths
+                .env
+                .text(n)
+                .filter(|v| !v.trim().is_empty())
+                .map(|v| (*n, v))
+        })
+        .collect();
+    install::mcp_headers_command(&cli, Host::Codex, paths.config_path.as_deref(), &env)
+}
+
+/// `{file:<path>}` for OpenCode's config substitution, which takes everything up to the first
+/// `}` and reads the JSON text before parsing it: a path it would cut or mangle is refused.
+fn opencode_file_reference(path: &Path) -> Result<String> {
+    let text = path
+        .to_str()
+        .filter(|t| !t.chars().any(|c| c.is_control() || "{}\"\\".contains(c)))
+        .with_context(|| {
+            format!(
+                "OpenCode cannot read a file reference to {} (it holds `{{`, `}}`, a quote, a backslash or a control \
+                 character): set POWERCONTEXT_HOOKS_STATE_DIR to a plain path",
+                path.display()
+            )
+        })?;
+    Ok(format!("{{file:{text}}}"))
 }
 
 /// The spec of our package in a DSH profile's `package.json` dependencies, if any.
@@ -1124,7 +1254,7 @@ fn apply_inner(plan: &Plan, paths: &Paths, journal: &mut Journal) -> Result<Regi
         // The hook must read back exactly what we wrote (without the environment's overrides).
         let file = config::load_file(&f.path)?.context("the config file vanished")?;
         Settings::resolve(&Layers {
-            host: plan.host.integration(),
+            host: plan.host,
             env: &Env::default(),
             flags: None,
             file: Some((&f.path, &file)),
@@ -1135,9 +1265,20 @@ fn apply_inner(plan: &Plan, paths: &Paths, journal: &mut Journal) -> Result<Regi
         }
     }
     fault(env, "config")?;
+    // The header file before the entry that names it: OpenCode refuses a config whose
+    // `{file:…}` is missing.
+    if let Some(f) = &plan.mcp_header_file {
+        journal.created_dirs_of(&f.path);
+        journal.file(&f.path)?;
+        install::write_atomic(&f.path, &f.bytes, true)?;
+    }
     if let Some((f, _)) = &plan.host_entry {
         install::write_through(&f.path, &f.bytes, f.private)?;
         fault(env, "mcp")?;
+    }
+    if let Some(p) = &plan.drop_mcp_header_file {
+        journal.file(p)?;
+        std::fs::remove_file(p).with_context(|| format!("cannot remove {}", p.display()))?;
     }
 
     let mut regs = plan
@@ -1192,9 +1333,19 @@ fn apply_inner(plan: &Plan, paths: &Paths, journal: &mut Journal) -> Result<Regi
                 plan.cli.codex_trust(&paths.neutral_cwd())?;
                 regs.trust = true;
             }
+            (Host::Pi, Step::Replace) => {
+                for p in &plan.pi_replace {
+                    plan.cli.run_ok(&["remove", &p.display().to_string()])?;
+                }
+            }
             (Host::Pi, _) => {
                 plan.cli.run_ok(&["install", &dir])?;
                 regs.plugin = true;
+            }
+            (Host::Dsh, Step::Replace) => {
+                let profile = plan.profile.as_deref().unwrap_or(install::DSH_DEFAULT_PROFILE);
+                plan.cli
+                    .run_ok(&["plugin", "--profile", profile, "remove", install::DSH_PACKAGE])?;
             }
             (Host::Dsh, _) => {
                 let profile = plan.profile.as_deref().unwrap_or(install::DSH_DEFAULT_PROFILE);
@@ -1218,7 +1369,7 @@ fn apply_inner(plan: &Plan, paths: &Paths, journal: &mut Journal) -> Result<Regi
             if plan.cli.plugin_enabled()? != Some(true) {
                 bail!(
                     "{} does not list {} as enabled after setup",
-                    plan.host.name(),
+                    plan.host.as_str(),
                     install::PLUGIN_ID
                 );
             }
@@ -1277,7 +1428,7 @@ fn apply_inner(plan: &Plan, paths: &Paths, journal: &mut Journal) -> Result<Regi
     let manifest = Manifest {
         schema: 1,
         owner: "powercontext-hooks".to_owned(),
-        host: plan.host.name().to_owned(),
+        host: plan.host.as_str().to_owned(),
         version: env!("CARGO_PKG_VERSION").to_owned(),
         plugin_dir: plan.plugin_dir.clone(),
         hook_exe: plan.hook_exe.clone(),
@@ -1316,7 +1467,7 @@ pub fn setup(args: &SetupArgs) -> Result<ExitCode> {
         return crate::interop::trust_only(args).or_else(|e| fail(args.json, &e));
     }
     let outcome = (|| -> Result<(Plan, Option<Result<Registrations>>)> {
-        let host = Host::parse(&args.host)?;
+        let host = args.host;
         let paths = Paths::resolve(&args.locate)?;
         let plan = build_plan(args, host, &paths)?;
         if !args.json {
@@ -1364,7 +1515,7 @@ pub fn setup(args: &SetupArgs) -> Result<ExitCode> {
                 v["ok"] = json!(true);
                 println!("{v}");
             } else {
-                println!("done: {} is set up", plan.host.name());
+                println!("done: {} is set up", plan.host.as_str());
                 next_steps(&plan);
             }
             Ok(ExitCode::SUCCESS)
@@ -1373,8 +1524,8 @@ pub fn setup(args: &SetupArgs) -> Result<ExitCode> {
 }
 
 fn next_steps(plan: &Plan) {
-    println!("next: powercontext-hooks doctor {}", plan.host.name());
-    println!("undo: powercontext-hooks uninstall {}", plan.host.name());
+    println!("next: powercontext-hooks doctor {}", plan.host.as_str());
+    println!("undo: powercontext-hooks uninstall {}", plan.host.as_str());
     if plan.host == Host::Codex {
         println!(
             "note: Codex runs only trusted hooks; setup recorded trust for this exact hook. If you edit the plugin, \
@@ -1391,4 +1542,20 @@ pub fn fail(json_out: bool, e: &anyhow::Error) -> Result<ExitCode> {
         eprintln!("powercontext-hooks: error: {e:#}");
     }
     Ok(ExitCode::from(1))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn opencode_file_references_refuse_paths_its_substitution_would_cut() {
+        assert_eq!(
+            opencode_file_reference(Path::new("/home/u/.local/state/x/mcp-authorization")).unwrap(),
+            "{file:/home/u/.local/state/x/mcp-authorization}"
+        );
+        for bad in ["/a}b/f", "/a{b/f", "/a\"b/f", "/a\\b/f", "/a\nb/f"] {
+            assert!(opencode_file_reference(Path::new(bad)).is_err(), "{bad:?}");
+        }
+    }
 }

@@ -140,7 +140,7 @@ pub fn plan(
     previous: Option<&OwnedShared>,
     install_dir: &Path,
 ) -> Result<SharedPlan> {
-    let integration = host.integration();
+    let integration = host;
     let mut out = SharedPlan::default();
     let prev = previous.cloned().unwrap_or_default();
 
@@ -157,7 +157,7 @@ pub fn plan(
         }
         let created = doc.is_none();
         let mut doc = doc.unwrap_or_else(|| json!({"version": 1, "hosts": {}}));
-        let current = doc["hosts"].get(host.name()).cloned();
+        let current = doc["hosts"].get(host.as_str()).cloned();
         let mut want = current
             .as_ref()
             .and_then(Value::as_object)
@@ -180,7 +180,7 @@ pub fn plan(
                 created_file: ours_before.is_some_and(|m| m.created_file) || created,
                 inserted: None,
             };
-            doc["hosts"][host.name()] = want;
+            doc["hosts"][host.as_str()] = want;
             let mut bytes = serde_json::to_vec_pretty(&doc)?;
             bytes.push(b'\n');
             out.clients = Some((path, bytes, member));
@@ -345,17 +345,17 @@ pub fn uninstall(
     if let Some(m) = &owned.clients
         && let Some(mut doc) = read_json_doc(&m.path, "clients.json").ok().flatten()
     {
-        match doc["hosts"].get(host.name()) {
+        match doc["hosts"].get(host.as_str()) {
             Some(v) if value_digest(v) == m.sha256 => {
                 let hosts = doc["hosts"]
                     .as_object_mut()
                     .context("clients.json lost its hosts")?;
                 match &m.prior {
                     Some(p) => {
-                        hosts.insert(host.name().to_owned(), p.clone());
+                        hosts.insert(host.as_str().to_owned(), p.clone());
                     }
                     None => {
-                        hosts.remove(host.name());
+                        hosts.remove(host.as_str());
                     }
                 }
                 let empty = hosts.is_empty();
@@ -365,7 +365,7 @@ pub fn uninstall(
                         fs::remove_file(&m.path)?;
                     }
                 } else {
-                    actions.push(format!("edit    {} hosts.{}", m.path.display(), host.name()));
+                    actions.push(format!("edit    {} hosts.{}", m.path.display(), host.as_str()));
                     if !dry {
                         let mut bytes = serde_json::to_vec_pretty(&doc)?;
                         bytes.push(b'\n');
@@ -376,7 +376,7 @@ pub fn uninstall(
             Some(_) => kept.push(format!(
                 "{} hosts.{} (changed since setup)",
                 m.path.display(),
-                host.name()
+                host.as_str()
             )),
             None => {}
         }

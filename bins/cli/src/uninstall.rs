@@ -12,7 +12,7 @@ use clap::Args;
 use serde_json::json;
 
 use crate::host_cli::HostCli;
-use crate::install::{self, Host, Manifest, digest};
+use crate::install::{self, Host, HostExt, Manifest, digest};
 use crate::jsonc;
 use crate::setup::{Locate, Paths, dsh_dependency, fail, value_digest};
 
@@ -20,7 +20,8 @@ use crate::setup::{Locate, Paths, dsh_dependency, fail, value_digest};
 #[derive(Debug, Args)]
 pub struct UninstallArgs {
     /// claude-code, codex, opencode, pi or dsh.
-    pub host: String,
+    #[arg(value_parser = crate::install::host_arg())]
+    pub host: crate::install::Host,
     #[command(flatten)]
     pub locate: Locate,
     /// Print what would be removed and stop.
@@ -38,7 +39,7 @@ pub fn uninstall(args: &UninstallArgs) -> Result<ExitCode> {
             if args.json {
                 println!(
                     "{}",
-                    json!({"ok": true, "host": args.host, "dry_run": args.dry_run, "actions": actions, "kept": kept})
+                    json!({"ok": true, "host": args.host.as_str(), "dry_run": args.dry_run, "actions": actions, "kept": kept})
                 );
             } else {
                 for a in &actions {
@@ -65,7 +66,7 @@ pub fn uninstall(args: &UninstallArgs) -> Result<ExitCode> {
 }
 
 fn run(args: &UninstallArgs) -> Result<(Vec<String>, Vec<String>)> {
-    let host = Host::parse(&args.host)?;
+    let host = args.host;
     let paths = Paths::resolve(&args.locate)?;
     let Some(manifest) = install::load_manifest(&paths.state_root, host)? else {
         return Ok((Vec::new(), Vec::new()));
@@ -140,6 +141,7 @@ fn run(args: &UninstallArgs) -> Result<(Vec<String>, Vec<String>)> {
     }
 
     // 2b. Our entry in the host's own config, only while it is still what we wrote.
+    let mut entry_kept = false;
     if let Some(e) = &manifest.host_entry
         && let Some(bytes) = install::read_opt(&e.path)?
     {
@@ -163,13 +165,36 @@ fn run(args: &UninstallArgs) -> Result<(Vec<String>, Vec<String>)> {
                     }
                 }
             }
-            Ok(Some(_)) => kept.push(format!(
-                "{} {} (changed since setup)",
-                e.path.display(),
-                e.member()
-            )),
+            Ok(Some(_)) => {
+                entry_kept = true;
+                kept.push(format!(
+                    "{} {} (changed since setup)",
+                    e.path.display(),
+                    e.member()
+                ));
+            }
             Ok(None) => {}
-            Err(_) => kept.push(format!("{} (no longer parses; left as is)", e.path.display())),
+            Err(_) => {
+                entry_kept = true;
+                kept.push(format!("{} (no longer parses; left as is)", e.path.display()));
+            }
+        }
+    }
+    // OpenCode's MCP header file goes with the entry that names it: OpenCode refuses a config
+    // whose `{file:…}` is missing, so an entry left in place keeps its file.
+    let header_file = install::install_dir(&paths.state_root, host).join(install::MCP_AUTHORIZATION_FILE);
+    if header_file.exists() {
+        if entry_kept {
+            kept.push(format!(
+                "{} (the entry above still reads it)",
+                header_file.display()
+            ));
+        } else {
+            actions.push(format!("remove  {}", header_file.display()));
+            if !dry {
+                fs::remove_file(&header_file)
+                    .with_context(|| format!("cannot remove {}", header_file.display()))?;
+            }
         }
     }
 
@@ -188,19 +213,19 @@ fn run(args: &UninstallArgs) -> Result<(Vec<String>, Vec<String>)> {
         {
             owned.previous.insert("authorization".to_owned(), line);
         }
-        let (new, kept_keys) = install::config_remove(&text, host.name(), &owned);
+        let (new, kept_keys) = install::config_remove(&text, host.as_str(), &owned);
         for k in kept_keys {
             kept.push(format!(
                 "{} [hosts.{}] {k} (changed since setup)",
                 owned.path.display(),
-                host.name()
+                host.as_str()
             ));
         }
         if new != text {
             actions.push(format!(
                 "edit    {} [hosts.{}]",
                 owned.path.display(),
-                host.name()
+                host.as_str()
             ));
             if !dry {
                 install::write_through(&owned.path, new.as_bytes(), false)?;

@@ -224,7 +224,12 @@ export default function powercontext(pi: any): void {
     return undefined;
   });
 
+  // Runs its own flush after any running one (the previous turn's `agent_end` flush is often
+  // still running): only this event's run marks the session for a bootstrap after the compaction.
   pi.on("session_before_compact", async (event: any, ctx: any) => {
+    try {
+      if (inflight) await inflight;
+    } catch {}
     await flush("session_before_compact", ctx, event?.signal);
     return undefined;
   });

@@ -153,23 +153,41 @@ pub fn metadata(origin: &str, event: &str, fields: &[(&str, Option<&str>)]) -> M
 /// The classified [`Failure`]; a 409 is [`Outcome::CaptureConflict`].
 pub fn send(transport: &Transport, request: &CaptureRequest) -> Result<u64, Failure> {
     let _stage = crate::process::enter(crate::outcome::Stage::Capture);
-    let reply = transport
-        .post_json("/v1/sources/content", request)
-        .map_err(|e| e.failure())?;
-    match reply.status {
-        200..=202 => capture_position(&reply.body).ok_or(Failure {
-            outcome: Outcome::InvalidResponse,
-            http_status: Some(reply.status),
-            detail: Some("schema"),
-        }),
-        409 => Err(Failure {
-            outcome: Outcome::CaptureConflict,
-            http_status: Some(409),
-            detail: None,
-        }),
-        _ => Err(failure_for(&reply)),
+    let mut retried = false;
+    loop {
+        let reply = transport
+            .post_json("/v1/sources/content", request)
+            .map_err(|e| e.failure())?;
+        return match reply.status {
+            200..=202 => capture_position(&reply.body).ok_or(Failure {
+                outcome: Outcome::InvalidResponse,
+                http_status: Some(reply.status),
+                detail: Some("schema"),
+            }),
+            // Only `source_conflict` says this Source identity holds other content (for good).
+            // Any other 409 is a race of first writes on a fresh scope: asked again once at
+            // once, then kept for a later replay.
+            409 if crate::wire::error_code(&reply.body) == Some("source_conflict") => Err(Failure {
+                outcome: Outcome::CaptureConflict,
+                http_status: Some(409),
+                detail: None,
+            }),
+            409 if !retried => {
+                retried = true;
+                continue;
+            }
+            409 => Err(Failure {
+                outcome: Outcome::CaptureConflict,
+                http_status: Some(409),
+                detail: Some(TRANSIENT_CONFLICT),
+            }),
+            _ => Err(failure_for(&reply)),
+        };
     }
 }
+
+/// The detail of a 409 that is not `source_conflict`: the capture is kept and replayed.
+pub const TRANSIENT_CONFLICT: &str = "transient";
 
 /// Flushes until the processing cursor reaches `position`, at most `max_calls` calls.
 ///

@@ -597,13 +597,22 @@ impl Kind for Policy {
 }
 
 /// An explicit scope id: at most 256 characters, no control characters; blank means none.
-struct ScopeId;
+struct ScopeId {
+    /// DSH: an over-long id is sent as `sha256:<hex>`, as upstream's DSH plugin does, instead of
+    /// being refused.
+    bound_long: bool,
+}
 
 impl Kind for ScopeId {
     type File = String;
     type Value = Option<String>;
     fn parse_text(&self, text: &str) -> Option<Option<String>> {
         let v = text.trim();
+        if self.bound_long
+            && let Some(hashed) = crate::workspace::bounded_utf16_scope(v)
+        {
+            return Some(Some(hashed));
+        }
         if v.chars().count() > 256 || v.chars().any(char::is_control) {
             return None;
         }
@@ -744,7 +753,10 @@ impl Settings {
         // In the order errors are reported: the first invalid setting is the one named.
         let server_url = resolve_server_url(layers, &n)?;
         let authorization = resolve_authorization(layers, &n, &server_url.value)?;
-        let scope_id = layers.setting("scope_id", &n.scope_id, |o| o.scope_id.clone(), &ScopeId, None)?;
+        let scope = ScopeId {
+            bound_long: layers.host == Integration::Dsh,
+        };
+        let scope_id = layers.setting("scope_id", &n.scope_id, |o| o.scope_id.clone(), &scope, None)?;
         let capture_prompts = layers.setting(
             "capture_prompts",
             &n.capture_prompts,
@@ -1024,6 +1036,37 @@ mod tests {
         assert_eq!(s.budget.value, Duration::from_secs(4));
         assert_eq!(s.flush_max_calls.value, 4);
         assert_eq!(s.max_bytes.value, 8000);
+    }
+
+    #[test]
+    fn dsh_bounds_an_over_long_configured_scope_as_upstream_does() {
+        let long = "x".repeat(300);
+        let hashed = "sha256:0d4e2ca9e9cbced7a7a5380eb29e1a3783b9b6d0db72de36a1051038e1c1fbc7";
+        let s = resolve(
+            Integration::Dsh,
+            &[("POWERCONTEXT_DSH_SCOPE_ID", &format!(" {long} "))],
+            None,
+        )
+        .unwrap();
+        assert_eq!(s.scope_id.value.as_deref(), Some(hashed));
+        let file = format!("[hosts.dsh]\nscope_id = \"{long}\"\n");
+        let s = resolve(Integration::Dsh, &[], Some(&file)).unwrap();
+        assert_eq!(s.scope_id.value.as_deref(), Some(hashed));
+        let s = resolve(
+            Integration::Dsh,
+            &[("POWERCONTEXT_DSH_SCOPE_ID", "project:demo")],
+            None,
+        )
+        .unwrap();
+        assert_eq!(s.scope_id.value.as_deref(), Some("project:demo"));
+        // The other hosts keep refusing it by name.
+        let e = resolve(
+            Integration::Codex,
+            &[("POWERCONTEXT_CODEX_SCOPE_ID", &long)],
+            None,
+        )
+        .unwrap_err();
+        assert_eq!(e.setting, "POWERCONTEXT_CODEX_SCOPE_ID");
     }
 
     #[test]

@@ -68,10 +68,12 @@ pub fn background_disabled(env: &Env) -> bool {
 }
 
 /// Whether a failed call may succeed later, so its capture or flush is kept: unavailable,
-/// timeouts, any 5xx, 408 and 429.
+/// timeouts, any 5xx, 408 and 429, and a 409 that is not `source_conflict`.
 #[must_use]
 pub fn is_retryable(failure: &Failure) -> bool {
     failure.outcome.is_retryable()
+        || (failure.outcome == Outcome::CaptureConflict
+            && failure.detail == Some(crate::capture::TRANSIENT_CONFLICT))
         || failure
             .http_status
             .is_some_and(|s| (500..600).contains(&s) || s == 408 || s == 429)
@@ -83,7 +85,8 @@ pub fn is_retryable(failure: &Failure) -> bool {
 #[must_use]
 pub fn is_permanent_rejection(failure: &Failure) -> bool {
     match failure.outcome {
-        Outcome::CaptureConflict | Outcome::ScopeNotFound => true,
+        Outcome::CaptureConflict => failure.detail != Some(crate::capture::TRANSIENT_CONFLICT),
+        Outcome::ScopeNotFound => true,
         Outcome::InvalidResponse => failure
             .http_status
             .is_some_and(|s| (400..500).contains(&s) && s != 408 && s != 429),

@@ -47,14 +47,17 @@ pub fn last_words(d: &Diagnostic) {
     journal::observe(d);
     let line = d.to_line();
     let (done, finished) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
+    // A thread that cannot be started (a process at its limit) costs the line, never the exit.
+    let spawned = std::thread::Builder::new().spawn(move || {
         let guard = lock_briefly();
         let _ = writeln!(std::io::stderr().lock(), "{line}");
         drop(guard);
         let _ = done.send(());
     });
     // Long enough for a loaded machine to schedule the writer, short next to any budget.
-    let _ = finished.recv_timeout(std::time::Duration::from_millis(60));
+    if spawned.is_ok() {
+        let _ = finished.recv_timeout(std::time::Duration::from_millis(60));
+    }
 }
 
 /// Our line lock, if it can be had within 20 ms (a writer that holds it longer is blocked on a
@@ -79,8 +82,17 @@ fn lock_briefly() -> Option<MutexGuard<'static, ()>> {
 /// that does not read keeps its lock, so nothing here waits on stdout.
 #[allow(clippy::exit, reason = "fail-open exit from the watchdog and the panic hook")]
 pub fn exit_quietly() -> ! {
-    // The run is journaled first (it never touches this module's lock).
-    journal::finish_abrupt();
+    // The run is journaled first (it never touches this module's lock), from a helper thread with
+    // a bounded wait: a state directory on a stalled disk (a hung network home) must not hold the
+    // exit past the budget.
+    let (done, finished) = std::sync::mpsc::channel();
+    let spawned = std::thread::Builder::new().spawn(move || {
+        journal::finish_abrupt();
+        let _ = done.send(());
+    });
+    if spawned.is_ok() {
+        let _ = finished.recv_timeout(std::time::Duration::from_millis(100));
+    }
     // A line being written by another thread is finished first; if this thread itself holds the
     // lock (a panic inside a write), exit at once rather than deadlock.
     let guard = lock_briefly();

@@ -73,6 +73,15 @@ impl Integration {
         matches!(self, Self::OpenCode | Self::Pi | Self::Dsh)
     }
 
+    /// Whether a resumed session's transcript still holds the package its `SessionStart` hook
+    /// injected: Codex replays it from the session's rollout on resume, so injecting it again
+    /// would repeat it; Claude Code's resumed transcript drops it, so there it comes back only if
+    /// the resume's own `SessionStart` injects it.
+    #[must_use]
+    pub fn resume_keeps_start_context(self) -> bool {
+        matches!(self, Self::Codex)
+    }
+
     /// Whether what a hook injects stays in the host's conversation for later turns (Claude Code's
     /// and Codex's hook context, DSH's plugin messages). Pi replaces its system prompt each turn
     /// and OpenCode's transform changes only the request in flight: there, every turn must carry
@@ -89,5 +98,11 @@ impl Integration {
     #[must_use]
     pub fn parse(name: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|i| i.as_str() == name)
+    }
+}
+
+impl std::fmt::Display for Integration {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
     }
 }

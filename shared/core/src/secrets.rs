@@ -15,9 +15,13 @@
 //!   alone, or a DER body pasted without its armor (`MII…IBA…`, `b3BlbnNzaC1rZXktdjE…`).
 //! - `assignment`: a key that *contains* a secret word (`password`, `passwd`, `pwd`,
 //!   `passphrase`, `secret`, `token`, `api key`, `access key`, `private key`, `credential`,
-//!   `cookie`; weaker: `key`, `auth`, `pass`) with any prefix or suffix, `_`/`-`/`.` separators,
-//!   quoted or not, then `=`, `:`, `:=`, `=>` or whitespace and a value. Keys whose suffix makes
-//!   them metadata (`token_count`, `password_file`, `tokenizer`, …) are not keys.
+//!   `cookie`, `pw`; weaker: `key`, `auth`, `pass`) with any prefix or suffix, `_`/`-`/`.`
+//!   separators, quoted or not, then `=`, `:`, `:=`, `=>` or whitespace and a value. Keys whose
+//!   suffix makes them metadata (`token_count`, `password_file`, `tokenizer`, …) are not keys.
+//!   The span is the whole value: a quoted one to its closing quote, a shell/env literal to the
+//!   next blank (punctuation inside and at the end included), a connection-string or query field
+//!   to the next `;Name=`/`&name=`; in code a `,`/`;` before a blank and closing brackets are
+//!   structure, outside the span.
 //! - `command_line`: `--password=…`-style flags, `-p` after `docker login`/`sshpass`/`mysql`,
 //!   `-a` after `redis-cli`, `-u user:pw` after `curl`.
 //! - `auth_header`: `Authorization:`/`X-…` headers, `Bearer <token>`, `Basic <base64 user:pw>`.
@@ -25,15 +29,19 @@
 //! - `credential_file`: `.netrc` `password` entries and `.pgpass` lines.
 //! - vendor shapes (one rule name per provider, see [`VENDORS`]): real prefix, alphabet, length.
 //! - `jwt`: `eyJ….eyJ….<signature>`.
-//! - `prose`: a random-looking value right after a secret word (`my password is hunter2`).
+//! - `prose`: a random-looking value right after a secret word (`my password is hunter2`, `the
+//!   password for prod is …`, `use password "…"`, `my password: <words run together>`).
 //!
 //! Precision: a value that is a placeholder or a reference (`<…>`, `$VAR`, `${…}`, `{{…}}`,
-//! `%VAR%`, `os.environ[…]`, `process.env.X`, `xxxx`, `****`, `changeme`, `example`, the key's
-//! own name), a type annotation or code expression (`String`, `Option<String>`,
+//! `{name}`, `%VAR%`, `os.environ[…]`, `process.env.X`, mostly `xxxx`/`****`, nothing but
+//! stand-in words such as `changeme`, `example`, `YOUR_API_KEY` — `Example123!` is a password —,
+//! the key's own name), a type annotation or code expression (`String`, `Option<String>`,
 //! `lexer.next_token()`), a plain identifier, a number, a date or a path is not a secret. How
 //! strict the value test is depends on how the value is written: a quoted or shell/env literal
-//! needs only to be a non-placeholder, an unquoted `key: value` in code or config needs a digit or
-//! symbol, prose needs a random-looking word.
+//! needs only to be a non-placeholder (a quoted one with spaces must read as a passphrase, not a
+//! message), an unquoted `key: value` in code or config needs a digit or symbol, prose needs a
+//! random-looking word; a weak key's value must look random (or, short, mix letters, digits and
+//! symbols).
 
 use std::borrow::Cow;
 
@@ -114,6 +122,8 @@ pub fn findings(text: &str) -> Vec<Finding> {
         found: Vec::new(),
         covered: 0,
         line: (0, None),
+        pem_end: PemEnd::default(),
+        pem_searched: 0,
     };
     scan.run();
     let mut found = scan.found;
@@ -231,6 +241,18 @@ struct Scan<'t> {
     /// The start of the current line and which password-taking commands it names (bit set,
     /// computed once per line on the first short flag).
     line: (usize, Option<u8>),
+    /// The last search for a PEM END line, reused by the next BEGIN line.
+    pem_end: PemEnd,
+    /// Bytes the END-line searches looked at (the work a prompt of BEGIN lines costs).
+    pem_searched: usize,
+}
+
+/// What is known about `-----end ` after a position: searched `[from, to)`, first hit `found`.
+#[derive(Default)]
+struct PemEnd {
+    from: usize,
+    to: usize,
+    found: Option<usize>,
 }
 
 /// Bytes a key may be made of (identifiers, dotted paths, header names, flags).
@@ -445,7 +467,7 @@ impl Scan<'_> {
         } else {
             return;
         };
-        let Some(value) = Value::parse(bytes, start) else {
+        let Some(value) = Value::parse(bytes, start, Stop::Blank) else {
             return;
         };
         let v = value.text(bytes);
@@ -457,13 +479,13 @@ impl Scan<'_> {
             if let Some(colon) = v.iter().position(|&b| b == b':') {
                 let pw = &v[colon + 1..];
                 if pw.len() >= 3 && !is_placeholder(pw) && !constant_like(pw) {
-                    self.push(SecretKind::CommandLine, value.start + colon + 1, value.end);
+                    self.push(SecretKind::CommandLine, value.start + colon + 1, value.span_end);
                 }
             }
             return;
         }
         if v.len() >= 3 && !is_placeholder(v) {
-            self.push(SecretKind::CommandLine, value.start, value.end);
+            self.push(SecretKind::CommandLine, value.start, value.span_end);
         }
     }
 
@@ -536,6 +558,7 @@ impl Scan<'_> {
             _ => None,
         };
         let line = line_before(bytes, kstart);
+        let colon = sep == Some(1) && bytes[pos] == b':';
         let quoted_key = pos > kend;
         // `<password>…</password>`: the element's text is the value.
         if sep.is_none() && bytes.get(pos) == Some(&b'>') && kstart > 0 && bytes[kstart - 1] == b'<' {
@@ -546,6 +569,7 @@ impl Scan<'_> {
                 end,
                 quoted: true,
                 raw_end: end,
+                span_end: end,
             };
             if bytes.get(end) == Some(&b'<') && value_is_secret(bytes, &value, key, strength, Mode::Literal) {
                 self.push(kind, start, end);
@@ -561,12 +585,12 @@ impl Scan<'_> {
                 if glued_colon && !matches!(bytes.get(pos), Some(b'"' | b'\'' | b'`')) {
                     // `key:value` glued is an ARN, URN or path segment more often than a
                     // mapping: only a random-looking value without further colons counts.
-                    let Some(value) = Value::parse(bytes, pos) else {
+                    let Some(value) = Value::parse(bytes, pos, Stop::Code) else {
                         return;
                     };
                     let v = value.text(bytes);
                     if !v.contains(&b':') && value_is_secret(bytes, &value, key, strength, Mode::Prose) {
-                        self.push(kind, value.start, value.end);
+                        self.push(kind, value.start, value.span_end);
                     }
                     return;
                 }
@@ -590,10 +614,10 @@ impl Scan<'_> {
                 if flag || env_command_line(line) {
                     Mode::Literal
                 } else if netrc_line(line) {
-                    if let Some(v) = Value::parse(bytes, pos)
+                    if let Some(v) = Value::parse(bytes, pos, Stop::Blank)
                         && !is_placeholder(v.text(bytes))
                     {
-                        self.push(SecretKind::CredentialFile, v.start, v.end);
+                        self.push(SecretKind::CredentialFile, v.start, v.span_end);
                     }
                     return;
                 } else {
@@ -603,7 +627,12 @@ impl Scan<'_> {
             }
             None => return,
         };
-        let Some(mut value) = Value::parse(bytes, pos) else {
+        let stop = if mode == Mode::Literal {
+            Stop::Blank
+        } else {
+            Stop::Code
+        };
+        let Some(mut value) = Value::parse(bytes, pos, stop) else {
             return;
         };
         let mut kind = kind;
@@ -620,7 +649,7 @@ impl Scan<'_> {
         }
         // `Authorization: Bearer <token>`: the scheme word is not the secret.
         if !value.quoted && is_auth_scheme(value.text(bytes)) && matches!(bytes.get(value.end), Some(b' ')) {
-            let Some(v) = Value::parse(bytes, skip_blank(bytes, value.end)) else {
+            let Some(v) = Value::parse(bytes, skip_blank(bytes, value.end), Stop::Blank) else {
                 return;
             };
             value = v;
@@ -631,7 +660,15 @@ impl Scan<'_> {
             kind = SecretKind::Prose;
         }
         if value_is_secret(bytes, &value, key, strength, mode) {
-            self.push(kind, value.start, value.end);
+            self.push(kind, value.start, value.span_end);
+        } else if mode == Mode::Code
+            && strength == Strength::Strong
+            && colon
+            && owned_in_prose(line)
+            && passphrase_word(bytes, &value)
+        {
+            // `my password: correcthorsebatterystaple`: a sentence names its owner's secret.
+            self.push(SecretKind::Prose, value.start, value.span_end);
         }
     }
 
@@ -662,8 +699,7 @@ impl Scan<'_> {
         }
         let eol = line_end(bytes, words);
         if begin {
-            let window = &bytes[..bytes.len().min(eol + MAX_PEM)];
-            let end = match find_ci(window, eol, b"-----end ") {
+            let end = match self.pem_end_after(eol) {
                 Some(e) => line_end(bytes, e),
                 None => base64_block_end(bytes, eol),
             };
@@ -672,6 +708,37 @@ impl Scan<'_> {
             let start = base64_block_start(bytes, i);
             self.push(SecretKind::PrivateKey, start, eol);
         }
+    }
+
+    /// The first `-----end ` within [`MAX_PEM`] bytes after `from`. A prompt of BEGIN lines asks
+    /// this once per line: the last answer is kept, so the text is searched once, not once per
+    /// line.
+    fn pem_end_after(&mut self, from: usize) -> Option<usize> {
+        const NEEDLE: &[u8] = b"-----end ";
+        let limit = self.bytes.len().min(from + MAX_PEM);
+        let known = (self.pem_end.from, self.pem_end.to, self.pem_end.found);
+        if known.0 <= from && from <= known.1 {
+            match known.2 {
+                Some(e) if e >= from => return (e + NEEDLE.len() <= limit).then_some(e),
+                None if known.1 >= limit => return None,
+                None => {
+                    // Nothing in `[from, to)`: only the rest of the window is new (less the
+                    // needle's length, so a match across `to` is not missed).
+                    let resume = known.1.saturating_sub(NEEDLE.len() - 1).max(from);
+                    return self.pem_search(from, resume, limit);
+                }
+                Some(_) => {}
+            }
+        }
+        self.pem_search(from, from, limit)
+    }
+
+    fn pem_search(&mut self, from: usize, resume: usize, limit: usize) -> Option<usize> {
+        let found = find_ci(&self.bytes[..limit], resume, b"-----end ");
+        let to = found.map_or(limit, |e| e + b"-----end ".len());
+        self.pem_searched += to.saturating_sub(resume);
+        self.pem_end = PemEnd { from, to, found };
+        found
     }
 
     /// `scheme://user:password@host`: the password is the span.
@@ -955,6 +1022,15 @@ fn secret_word(key: &[u8]) -> Option<SecretWord> {
                 .map(|e| (e, Strength::Strong, false))
                 .or_else(|| two_part(key, j, b"private", b"key").map(|e| (e, Strength::Strong, false)))
                 .or_else(|| eat_ci(key, j, b"pwd").map(|e| (e, Strength::Strong, false)))
+                .or_else(|| {
+                    // `pw` only as a segment of its own (`my pw is`, `DB_PW`), not in `upward`.
+                    eat_ci(key, j, b"pw")
+                        .filter(|&e| {
+                            (j == 0 || !key[j - 1].is_ascii_alphabetic())
+                                && key.get(e).is_none_or(|b| !b.is_ascii_alphabetic())
+                        })
+                        .map(|e| (e, Strength::Strong, false))
+                })
                 .or_else(|| eat_ci(key, j, b"pass").map(|e| (e, Strength::Weak, false))),
             b's' => eat_ci(key, j, b"secret").map(|e| (e, Strength::Strong, false)),
             b't' => eat_ci(key, j, b"token").map(|e| (e, Strength::Strong, false)),
@@ -1072,26 +1148,45 @@ fn strong_word_before(bytes: &[u8], i: usize) -> bool {
 /// the checks on a value then cost a bounded amount however often a key repeats).
 const MAX_VALUE: usize = 512;
 
+/// Where an unquoted value stops.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stop {
+    /// A shell/env literal, a flag or a file entry: the value is the whole run up to a blank
+    /// (`Abcd3fGh,Xyz12Q`, `R00tP4ss!`), a quote that closes an enclosing string, or the next
+    /// `;Name=` / `&name=` of a connection string or URL query.
+    Blank,
+    /// `key: value` in code, config or prose: additionally a `,` or `;` before a blank (or a
+    /// `,name=`) ends it, and closing brackets after it are structure, not value.
+    Code,
+}
+
 /// A parsed value: its span (without quotes) and how it was written.
 struct Value {
     start: usize,
+    /// The end of the value as the checks see it (trailing punctuation trimmed).
     end: usize,
     quoted: bool,
     /// The unquoted run before trailing punctuation was trimmed (for code detection).
     raw_end: usize,
+    /// The end of what is redacted: the whole run, trailing punctuation included, less
+    /// structural closers in code.
+    span_end: usize,
 }
 
 impl Value {
-    fn parse(bytes: &[u8], pos: usize) -> Option<Self> {
+    fn parse(bytes: &[u8], pos: usize, stop: Stop) -> Option<Self> {
         let mut pos = pos;
-        // Python byte/raw string prefixes.
-        if matches!(bytes.get(pos), Some(b'b' | b'r' | b'B' | b'R'))
-            && matches!(bytes.get(pos + 1), Some(b'"' | b'\''))
+        // Python byte/raw/format string prefixes.
+        if matches!(
+            bytes.get(pos),
+            Some(b'b' | b'r' | b'B' | b'R' | b'f' | b'F' | b'u' | b'U')
+        ) && matches!(bytes.get(pos + 1), Some(b'"' | b'\''))
         {
             pos += 1;
         }
         let first = *bytes.get(pos)?;
         if matches!(first, b'"' | b'\'' | b'`') {
+            // A quoted value runs to its closing quote, whatever it holds.
             let start = pos + 1;
             let limit = bytes.len().min(start + MAX_VALUE);
             let end = (start..limit).find(|&k| bytes[k] == first || bytes[k] == b'\n')?;
@@ -1103,6 +1198,7 @@ impl Value {
                 end,
                 quoted: true,
                 raw_end: end,
+                span_end: end,
             });
         }
         if first.is_ascii_whitespace()
@@ -1110,32 +1206,53 @@ impl Value {
         {
             return None;
         }
-        let mut raw_end = run_end_max(bytes, pos, MAX_VALUE, |b| {
-            !b.is_ascii_whitespace() && !matches!(b, b',' | b';' | b'"' | b'\'' | b'`')
-        });
-        // A URL query goes on with `&name=`: that ends the value, another `&` does not.
-        if let Some(amp) = bytes[pos..raw_end].iter().enumerate().position(|(k, &b)| {
-            b == b'&' && {
-                let name = run_end_max(bytes, pos + k + 1, 64, |c| c.is_ascii_alphanumeric() || c == b'_');
-                name > pos + k + 1 && bytes.get(name) == Some(&b'=')
+        // What follows byte `k` ends a token there: a blank, the end, or structure.
+        let closes = |k: usize| {
+            bytes.get(k + 1).is_none_or(|&c| {
+                c.is_ascii_whitespace() || matches!(c, b',' | b';' | b')' | b']' | b'}' | b'>')
+            })
+        };
+        // `;Name=`, `&name=` (and in code `,name=`): the next field of a connection string,
+        // URL query or argument list.
+        let next_field = |k: usize| {
+            let name = run_end_max(bytes, k + 1, 64, |c| c.is_ascii_alphanumeric() || c == b'_');
+            name > k + 1 && bytes.get(name) == Some(&b'=')
+        };
+        let limit = bytes.len().min(pos + MAX_VALUE);
+        let mut raw_end = pos;
+        while raw_end < limit {
+            let b = bytes[raw_end];
+            let ends = b.is_ascii_whitespace()
+                || (matches!(b, b'"' | b'\'' | b'`') && closes(raw_end))
+                || (matches!(b, b'&' | b';') && next_field(raw_end))
+                || (stop == Stop::Code && b == b',' && next_field(raw_end))
+                || (stop == Stop::Code && matches!(b, b',' | b';') && closes(raw_end));
+            if ends {
+                break;
             }
-        }) {
-            raw_end = pos + amp;
+            raw_end += 1;
         }
         let mut end = raw_end;
         while end > pos
             && matches!(
                 bytes[end - 1],
-                b')' | b']' | b'}' | b'.' | b':' | b'!' | b'?' | b'>'
+                b')' | b']' | b'}' | b'.' | b':' | b'!' | b'?' | b'>' | b',' | b';'
             )
         {
             end -= 1;
+        }
+        let mut span_end = raw_end;
+        if stop == Stop::Code {
+            while span_end > pos && matches!(bytes[span_end - 1], b')' | b']' | b'}' | b',' | b';') {
+                span_end -= 1;
+            }
         }
         (end > pos).then_some(Self {
             start: pos,
             end,
             quoted: false,
             raw_end,
+            span_end: span_end.max(end),
         })
     }
 
@@ -1156,23 +1273,160 @@ fn value_is_secret(bytes: &[u8], value: &Value, key: &[u8], strength: Strength, 
     } else {
         mode
     };
-    if !value.quoted && (raw.contains(&b'(') || raw.contains(&b'[') || v.contains(&b'<')) {
-        return false; // a call, an index or a generic type
+    let weak = strength == Strength::Weak;
+    if !value.quoted {
+        // A call, an index or a generic type. A shell/env literal is the text itself, so there
+        // only a whole expression (`get_password()`) counts, not a `(` inside `Abc(d3f)Gh`.
+        let code = if mode == Mode::Literal {
+            code_expression(raw)
+        } else {
+            raw.contains(&b'(') || raw.contains(&b'[') || v.contains(&b'<')
+        };
+        if code {
+            return false;
+        }
     }
-    if value.quoted && v.iter().any(u8::is_ascii_whitespace) && !contains_ci(key, b"passphrase") {
-        return false; // a message, not a credential
+    if value.quoted && v.iter().any(u8::is_ascii_whitespace) {
+        // A passphrase has spaces; a message has sentence words or names the secret itself.
+        return (!weak || contains_ci(key, b"passphrase")) && passphrase_like(v);
     }
-    if numeric_like(v) || is_path_or_url(v) {
+    if numeric_like(v) || is_path_or_url(v) || key_chord(v) {
         return false;
     }
-    let weak = strength == Strength::Weak;
     match mode {
         Mode::Literal if !weak => v.len() >= 4,
         Mode::Code if !weak => v.len() >= 6 && !identifier_like(v) && (has_digit(v) || has_symbol(v)),
+        Mode::Prose if value.quoted => v.len() >= 4 && looks_random(v, if weak { 12 } else { 6 }),
         Mode::Prose if !prose_word(bytes, value) => false,
         Mode::Prose if !weak => looks_random(v, 6),
+        // A short generated value of a weak key: letters, digits and symbols together.
+        Mode::Literal | Mode::Code if v.len() >= 8 && generated(v) => true,
         _ => looks_random(v, 12),
     }
+}
+
+/// A keyboard shortcut (`ctrl+shift+1`, `Cmd+K`): modifiers joined by `+`.
+fn key_chord(v: &[u8]) -> bool {
+    const MODIFIERS: &[&[u8]] = &[
+        b"ctrl", b"control", b"shift", b"alt", b"cmd", b"meta", b"option", b"super", b"win",
+    ];
+    let mut parts = v.split(|&b| b == b'+').collect::<Vec<_>>();
+    parts.pop();
+    !parts.is_empty()
+        && parts
+            .iter()
+            .all(|p| MODIFIERS.iter().any(|m| p.eq_ignore_ascii_case(m)))
+}
+
+/// `name(…)`, `name[…]`, `Name<…>`: an identifier applied to something, closed at the end.
+fn code_expression(raw: &[u8]) -> bool {
+    let Some(open) = raw.iter().position(|&b| matches!(b, b'(' | b'[' | b'<')) else {
+        return false;
+    };
+    let head = &raw[..open];
+    let body = trim_end_of(raw, |b| matches!(b, b';' | b',' | b'.'));
+    !head.is_empty()
+        && head
+            .iter()
+            .all(|&b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b':'))
+        && matches!(body.last(), Some(b')' | b']' | b'>'))
+}
+
+fn trim_end_of(v: &[u8], class: impl Fn(u8) -> bool) -> &[u8] {
+    let n = v.iter().rev().take_while(|&&b| class(b)).count();
+    &v[..v.len() - n]
+}
+
+/// Letters of both cases, digits and a symbol together, not words joined by separators: a
+/// generated value. Mixed case, so that key chords (`ctrl+shift+1`) and `user@host1` are not one.
+fn generated(v: &[u8]) -> bool {
+    mixed_case(v)
+        && has_digit(v)
+        && v.iter().any(|&b| {
+            !b.is_ascii_alphanumeric() && !matches!(b, b'_' | b'-' | b'.' | b':' | b'/' | b'+' | b'@')
+        })
+        && !wordy(v)
+}
+
+/// A quoted value with spaces that reads as a passphrase, not a message: a few words, none of
+/// them a sentence word or a secret word (`"Password must be at least 8 characters"`).
+fn passphrase_like(v: &[u8]) -> bool {
+    const MESSAGE_WORDS: &[&[u8]] = &[
+        b"a",
+        b"an",
+        b"the",
+        b"is",
+        b"are",
+        b"be",
+        b"must",
+        b"should",
+        b"at",
+        b"least",
+        b"please",
+        b"enter",
+        b"your",
+        b"invalid",
+        b"required",
+        b"not",
+        b"of",
+        b"to",
+        b"for",
+        b"and",
+        b"or",
+        b"with",
+        b"characters",
+        b"chars",
+        b"field",
+        b"missing",
+        b"wrong",
+        b"incorrect",
+        b"match",
+        b"cannot",
+        b"can't",
+        b"does",
+        b"do",
+        b"this",
+        b"that",
+        b"you",
+        b"in",
+        b"on",
+        b"if",
+        b"it",
+        b"was",
+        b"expired",
+        b"empty",
+        b"too",
+        b"short",
+        b"long",
+        b"here",
+        b"new",
+        b"old",
+    ];
+    let words: Vec<&[u8]> = v
+        .split(u8::is_ascii_whitespace)
+        .filter(|w| !w.is_empty())
+        .collect();
+    (2..=8).contains(&words.len())
+        && v.len() >= 12
+        && words.iter().all(|w| {
+            let w = trim_end_of(w, |b| matches!(b, b'.' | b',' | b'!' | b'?' | b':'));
+            !MESSAGE_WORDS.iter().any(|m| w.eq_ignore_ascii_case(m)) && secret_word(w).is_none()
+        })
+}
+
+/// `my`, `our`, `the`… right before the key: the colon after it is a sentence's, not a mapping's.
+fn owned_in_prose(line: &[u8]) -> bool {
+    let t = trim_ascii(line);
+    let last = t.rsplit(|&b| b == b' ' || b == b'\t').next().unwrap_or(t);
+    [&b"my"[..], b"our", b"the", b"his", b"her", b"their"]
+        .iter()
+        .any(|w| last.eq_ignore_ascii_case(w))
+}
+
+/// A long run of lowercase letters standing alone: words run together as a passphrase.
+fn passphrase_word(bytes: &[u8], value: &Value) -> bool {
+    let v = value.text(bytes);
+    !value.quoted && v.len() >= 16 && v.iter().all(u8::is_ascii_lowercase) && prose_word(bytes, value)
 }
 
 /// A value standing alone in a sentence, not glued to a quote (`name="password"`), not `Name=word`.
@@ -1394,27 +1648,8 @@ fn is_placeholder(v: &[u8]) -> bool {
         b"public",
         b"auto",
     ];
-    const CONTAINS: &[&[u8]] = &[
-        b"example",
-        b"placeholder",
-        b"changeme",
-        b"change_me",
-        b"change-me",
-        b"changeit",
-        b"your",
-        b"dummy",
-        b"redacted",
-        b"replace",
-        b"insert",
-        b"xxxx",
-        b"****",
-        b"...",
-        b"${",
-        b"{{",
-        b"$(",
-        b"\xe2\x80\xa6",
-        b"sample",
-    ];
+    // Templating and elision: the value is a slot, not a value, wherever these stand.
+    const TEMPLATED: &[&[u8]] = &[b"...", b"${", b"{{", b"$(", b"\xe2\x80\xa6"];
     let Some(&first) = v.first() else { return true };
     if matches!(first, b'<' | b'$' | b'{' | b'[')
         || (first == b'%' && v.len() > 2 && v.last() == Some(&b'%'))
@@ -1423,7 +1658,12 @@ fn is_placeholder(v: &[u8]) -> bool {
     {
         return true;
     }
-    if EXACT.iter().any(|w| v.eq_ignore_ascii_case(w)) || CONTAINS.iter().any(|w| contains_ci(v, w)) {
+    if EXACT.iter().any(|w| v.eq_ignore_ascii_case(w))
+        || TEMPLATED.iter().any(|w| contains_ci(v, w))
+        || format_slot(v)
+        || masked(v)
+        || placeholder_words(v)
+    {
         return true;
     }
     let mut distinct = [false; 256];
@@ -1435,6 +1675,169 @@ fn is_placeholder(v: &[u8]) -> bool {
         }
     }
     n <= 2 || (v.len() >= 6 && n <= 3)
+}
+
+/// A `{name}` format slot inside the value (`user:{user_id}`).
+fn format_slot(v: &[u8]) -> bool {
+    let mut at = 0;
+    while let Some(k) = v[at..].iter().position(|&b| b == b'{') {
+        let open = at + k;
+        let name = run_end(v, open + 1, |b| {
+            b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.')
+        });
+        if name > open + 1 && v.get(name) == Some(&b'}') && v[open + 1].is_ascii_alphabetic() {
+            return true;
+        }
+        at = open + 1;
+    }
+    false
+}
+
+/// Masked: runs of four or more `x` or `*` make up at least half of the value
+/// (`sk_live_xxxxxxxxxxxx`, `****`), not a password that happens to hold `xxxx`.
+fn masked(v: &[u8]) -> bool {
+    let mut masked = 0;
+    let mut k = 0;
+    while k < v.len() {
+        let run = run_end(v, k, |b| matches!(b, b'x' | b'X' | b'*'));
+        if run - k >= 4 {
+            masked += run - k;
+        }
+        k = run.max(k + 1);
+    }
+    masked > 0 && masked * 2 >= v.len()
+}
+
+/// The whole value is made of stand-in words (`YOUR_API_KEY`, `change-me`, `your-token-here`,
+/// `example`, `<placeholder>`): at least one marker word and nothing else but filler words. A value
+/// with a digit or symbol (`Example123!`) is a real-looking password, not a placeholder.
+fn placeholder_words(v: &[u8]) -> bool {
+    const MARKERS: &[&[u8]] = &[
+        b"example",
+        b"examples",
+        b"placeholder",
+        b"changeme",
+        b"changeit",
+        b"change",
+        b"your",
+        b"dummy",
+        b"redacted",
+        b"replace",
+        b"insert",
+        b"sample",
+        b"fake",
+        b"todo",
+        b"fixme",
+        b"please",
+    ];
+    const FILLERS: &[&[u8]] = &[
+        b"me",
+        b"it",
+        b"my",
+        b"the",
+        b"a",
+        b"an",
+        b"with",
+        b"real",
+        b"actual",
+        b"own",
+        b"here",
+        b"goes",
+        b"this",
+        b"value",
+        b"secret",
+        b"password",
+        b"passwd",
+        b"pass",
+        b"pwd",
+        b"token",
+        b"key",
+        b"api",
+        b"access",
+        b"auth",
+        b"client",
+        b"app",
+        b"db",
+        b"database",
+        b"user",
+        b"name",
+        b"id",
+        b"string",
+        b"test",
+        b"demo",
+        b"com",
+        b"org",
+        b"net",
+        b"for",
+        b"of",
+        b"to",
+        b"new",
+        b"default",
+        b"private",
+        b"public",
+        b"sk",
+        b"pk",
+        b"live",
+        b"prod",
+        b"dev",
+        b"and",
+        b"or",
+        b"credentials",
+        b"credential",
+    ];
+    if !v
+        .iter()
+        .all(|&b| b.is_ascii_alphabetic() || matches!(b, b'_' | b'-' | b'.' | b' '))
+    {
+        return false;
+    }
+    let mut marker = false;
+    let mut start = 0;
+    for k in 0..=v.len() {
+        let boundary = k == v.len()
+            || matches!(v[k], b'_' | b'-' | b'.' | b' ')
+            || (k > start && v[k].is_ascii_uppercase() && v[k - 1].is_ascii_lowercase());
+        if !boundary {
+            continue;
+        }
+        let part = &v[start..k];
+        start = if k < v.len() && !v[k].is_ascii_alphabetic() {
+            k + 1
+        } else {
+            k
+        };
+        if part.is_empty() {
+            continue;
+        }
+        match stand_in_words(part, MARKERS, FILLERS) {
+            Some(m) => marker |= m,
+            None => return false,
+        }
+    }
+    marker
+}
+
+/// Whether `part` is stand-in words run together (`yourpassword`, `changemeplease`): `None` if
+/// not, else whether a marker word is among them.
+fn stand_in_words(part: &[u8], markers: &[&[u8]], fillers: &[&[u8]]) -> Option<bool> {
+    if part.len() > 64 {
+        return None;
+    }
+    // reach[k]: `part[..k]` splits into words; `Some(true)` if one of them is a marker.
+    let mut reach: [Option<bool>; 65] = [None; 65];
+    reach[0] = Some(false);
+    for k in 0..part.len() {
+        let Some(seen) = reach[k] else { continue };
+        for (words, marker) in [(markers, true), (fillers, false)] {
+            for w in words {
+                if eat_ci(part, k, w).is_some() {
+                    let e = k + w.len();
+                    reach[e] = Some(reach[e].unwrap_or(false) | seen | marker);
+                }
+            }
+        }
+    }
+    reach[part.len()]
 }
 
 /// A reference to where the secret lives, not the secret: environment and config lookups.
@@ -1532,13 +1935,20 @@ fn skip_fillers(bytes: &[u8], start: usize) -> usize {
         b"here:",
         b"value",
     ];
+    // `for prod`, `on staging`, `in CI`: a phrase naming where the secret is used.
+    let first = &bytes[start..run_end_max(bytes, start, 8, |b| b.is_ascii_alphabetic())];
+    let scoped = [&b"for"[..], b"on", b"in", b"at", b"of"]
+        .iter()
+        .any(|w| first.eq_ignore_ascii_case(w));
     let mut pos = start;
     for _ in 0..4 {
         let end = run_end_max(bytes, pos, 256, |b| !b.is_ascii_whitespace());
         if end == pos || end >= bytes.len() || bytes[end] == b'\n' {
             break;
         }
-        if bytes[end - 1] == b':' {
+        let word = &bytes[pos..end];
+        // `password for staging: …`, `password for prod is …`
+        if bytes[end - 1] == b':' || pos > start && scoped && [&b"is"[..], b"was", b"="].contains(&word) {
             return skip_blank(bytes, end);
         }
         pos = skip_blank(bytes, end);
@@ -2561,5 +2971,131 @@ mod tests {
             "took {:?}",
             started.elapsed()
         );
+    }
+
+    /// Review findings: a value the filter recognised must be redacted whole, so that neither a
+    /// redacted capture nor the recall query carries the rest of it.
+    #[test]
+    fn review_a_recognised_value_is_redacted_whole() {
+        let mut leaks = Vec::new();
+        for (prompt, tail) in [
+            ("DB_PASSWORD=Abcd3fGh,Xyz12Q", "Xyz12Q"),
+            ("db_password: Abcd3fGh,Xyz12Q", "Xyz12Q"),
+            ("spring.datasource.password=Abcd3fGh,Xyz12Q", "Xyz12Q"),
+            ("DB_PASSWORD=Abcd3fGh'Xyz12Q", "Xyz12Q"),
+        ] {
+            let (redacted, kind) = redact(prompt);
+            if kind.is_none() || redacted.contains(tail) {
+                leaks.push(format!("{prompt} => {redacted}"));
+            }
+        }
+        assert!(leaks.is_empty(), "part of a secret survives: {leaks:#?}");
+    }
+
+    /// Review findings: a quoted value of a strong key is the user's password whatever it contains
+    /// (a passphrase has spaces; a generated password has `,`, `(` or `<`).
+    #[test]
+    fn review_quoted_and_punctuated_passwords_are_found() {
+        let mut missed = Vec::new();
+        for prompt in [
+            r#"{"password": "correct horse battery staple"}"#,
+            r#"DB_PASSWORD="correct horse battery staple""#,
+            "export DB_PASSWORD='Abc!d3f Gh Xyz'",
+            "DB_PASSWORD=Abc(d3f)GhXyz",
+            "DB_PASSWORD=Abc<d3fGhXyz",
+            "DB_PASSWORD=Abc,d3fGhXyz",
+        ] {
+            if find_secret(prompt).is_none() {
+                missed.push(prompt);
+            }
+        }
+        assert!(missed.is_empty(), "not detected: {missed:#?}");
+    }
+
+    /// The span of a recognised value covers all of it: to the blank for an env literal, to the
+    /// closing quote for a quoted one, to the next `;Name=` in a connection string; structure
+    /// around a value in code stays outside.
+    #[test]
+    fn spans_cover_the_whole_value() {
+        assert_eq!(spans("DB_PASSWORD=Abcd3fGh;Xyz12Q"), ["Abcd3fGh;Xyz12Q"]);
+        assert_eq!(spans("export DB_PASSWORD=R00tP4ss! && make"), ["R00tP4ss!"]);
+        assert_eq!(spans("db_password: R00tP4ss!"), ["R00tP4ss!"]);
+        assert_eq!(spans("export DB_PASSWORD='Abc!d3f Gh Xyz'"), ["Abc!d3f Gh Xyz"]);
+        assert_eq!(
+            spans(r#"{"password": "correct horse battery staple"}"#),
+            ["correct horse battery staple"]
+        );
+        assert_eq!(
+            spans("Server=db;Password=Abc,d3fGhXyz;Database=x"),
+            ["Abc,d3fGhXyz"]
+        );
+        assert_eq!(spans("f(password=Zq7kLm2p)"), ["Zq7kLm2p"]);
+        assert_eq!(spans("{password: Zq7kLm2p}, next"), ["Zq7kLm2p"]);
+        assert_eq!(spans("docker run -e 'DB_PASSWORD=Zq7kLm2p' x"), ["Zq7kLm2p"]);
+        let (text, _) = redact("DB_PASSWORD=R00tP4ss!");
+        assert_eq!(text, "DB_PASSWORD=[REDACTED:assignment]");
+    }
+
+    #[test]
+    fn short_weak_key_values_prose_phrasings_and_real_looking_example_values_are_found() {
+        for text in [
+            "DB_PASS=Xk9#mQ2$vL",
+            "auth=Xk9#mQ2$vL",
+            "the password for prod is Zq7kLm2p",
+            "my pw is Zq7kLm2p",
+            "use password \"hunter2\"",
+            "my password: correcthorsebatterystaple",
+            "password=Example123!",
+            "DB_PASSWORD=Chang3me!xxxx",
+        ] {
+            assert!(find_secret(text).is_some(), "not detected: {text:?}");
+        }
+        assert_clean(&[
+            "password=example",
+            "API_KEY=YOUR_API_KEY",
+            "token: your-token-here",
+            "SECRET_KEY=change-me",
+            "password = \"<placeholder>\"",
+            "cache_key = f\"user:{user_id}\"",
+            "password = get_password()",
+            "password: \"Please enter your password\"",
+            "the password for prod is in the vault",
+            "my pw is weak",
+            "the token: authentication",
+            "upward=Zq7kLm2p",
+            "auth=enabled-by-default",
+            "PASSWORD=yourpassword",
+            "token = changemeplease",
+            r#"{"key": "ctrl+shift+1"}"#,
+            "auth=Dep@Host12",
+        ]);
+    }
+
+    /// A prompt of BEGIN lines without an END line: the END search is done once over the text,
+    /// not once per line over a 16 KiB window.
+    #[test]
+    fn begin_lines_without_an_end_search_the_text_once() {
+        let prompt = "-----BEGIN RSA PRIVATE KEY-----\n".repeat(200_000 / 32);
+        let mut scan = super::Scan {
+            text: &prompt,
+            bytes: prompt.as_bytes(),
+            found: Vec::new(),
+            covered: 0,
+            line: (0, None),
+            pem_end: super::PemEnd::default(),
+            pem_searched: 0,
+        };
+        scan.run();
+        assert_eq!(scan.found.len(), 200_000 / 32);
+        assert!(
+            scan.pem_searched <= 2 * prompt.len(),
+            "searched {} bytes for a {}-byte prompt",
+            scan.pem_searched,
+            prompt.len()
+        );
+        // An END line further on still closes the block.
+        let block = "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAq7Bz\n-----END RSA PRIVATE KEY-----";
+        let text = format!("{}{block}", "-----BEGIN RSA PRIVATE KEY-----\n".repeat(3));
+        assert_eq!(findings(&text).last().map(|f| f.end), Some(text.len()));
     }
 }

@@ -268,13 +268,24 @@ impl<'a> Turn<'a> {
     /// A session boundary seen by `SessionStart` (start, resume, clear, compaction): a new window
     /// of injected items (except on resume, which restores the transcript and what it had been
     /// given) and the boundary's bootstrap package, if there is one. Everything is recorded once
-    /// the answer is out; a bootstrap that failed is retried by the session's next prompt.
+    /// the answer is out; a bootstrap that failed is retried by the session's next prompt. A
+    /// resume on a host whose resumed transcript still holds the window's package (nothing
+    /// pending) injects nothing: the package is already there.
     #[must_use]
     pub fn session_start(&self, scope: &str, lifecycle: Lifecycle) -> Option<String> {
         let file = self.session.as_ref();
-        let generation = file.and_then(SessionFile::load).map_or(0, |r| r.generation);
+        let loaded = file.and_then(SessionFile::load);
+        let generation = loaded.as_ref().map_or(0, |r| r.generation);
         if let Some(f) = file {
             f.prune_old();
+        }
+        let still_there = lifecycle == Lifecycle::Resume
+            && self.integration.resume_keeps_start_context()
+            && loaded
+                .as_ref()
+                .is_some_and(|r| r.pending.is_none() && r.receipt_for(scope).is_some());
+        if still_there {
+            return None;
         }
         let fetched = self.fetch_bootstrap(
             scope,

@@ -83,6 +83,14 @@ pub fn bounded_explicit_scope(raw: &str) -> Option<String> {
     }
 }
 
+/// A configured scope id as upstream's Node plugins (DSH) bound it: over 256 UTF-16 code units
+/// (JavaScript's `length`) it becomes `sha256:<hex of the UTF-8>`; `None` when it fits.
+#[must_use]
+pub fn bounded_utf16_scope(value: &str) -> Option<String> {
+    (value.encode_utf16().count() > MAX_SCOPE_CHARS)
+        .then(|| format!("sha256:{}", sha256_hex(value.as_bytes())))
+}
+
 /// `<prefix>:<value>`, or `<prefix>:sha256:<hex of value>` when that is over 256 characters.
 fn bounded(prefix: &str, value: &str) -> String {
     let candidate = format!("{prefix}:{value}");
@@ -654,6 +662,24 @@ mod tests {
             bounded_explicit_scope(&wider),
             Some(format!("sha256:{}", sha256_hex(wider.as_bytes())))
         );
+    }
+
+    #[test]
+    fn node_plugins_bound_a_configured_scope_in_utf16_units() {
+        // Upstream's DSH scope test vector: 300 × `x`.
+        assert_eq!(
+            bounded_utf16_scope(&"x".repeat(300)).as_deref(),
+            Some("sha256:0d4e2ca9e9cbced7a7a5380eb29e1a3783b9b6d0db72de36a1051038e1c1fbc7")
+        );
+        assert_eq!(bounded_utf16_scope(&"x".repeat(256)), None);
+        assert_eq!(bounded_utf16_scope("project:demo"), None);
+        // JavaScript counts UTF-16 units: 129 astral characters are 258 units, over the bound.
+        let astral = "\u{1F600}".repeat(129);
+        assert_eq!(
+            bounded_utf16_scope(&astral),
+            Some(format!("sha256:{}", sha256_hex(astral.as_bytes())))
+        );
+        assert_eq!(bounded_utf16_scope(&"é".repeat(256)), None);
     }
 
     #[test]

@@ -634,14 +634,15 @@ enabled = false
 }
 
 /// Minimal line-delimited JSON-RPC client for `codex app-server` on stdio.
-struct AppServer {
+pub struct AppServer {
     stdin: ChildStdin,
     lines: Receiver<String>,
     next_id: u64,
 }
 
 impl AppServer {
-    fn new(child: &mut Child) -> Self {
+    /// Talks to a spawned `codex app-server` (its stdin and stdout piped).
+    pub fn new(child: &mut Child) -> Self {
         let stdin = child.stdin.take().expect("app-server stdin");
         let stdout = child.stdout.take().expect("app-server stdout");
         let (tx, lines) = mpsc::channel();
@@ -669,11 +670,13 @@ impl AppServer {
         self.stdin.flush().expect("flush codex app-server");
     }
 
-    fn notify(&mut self, method: &str) {
+    /// Sends a notification without parameters.
+    pub fn notify(&mut self, method: &str) {
         self.send(&json!({"jsonrpc": "2.0", "method": method}));
     }
 
-    fn call(&mut self, method: &str, params: Value) -> Value {
+    /// Calls `method` and returns its result; panics on an error or no answer within 30 s.
+    pub fn call(&mut self, method: &str, params: Value) -> Value {
         let id = self.next_id;
         self.next_id += 1;
         self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
