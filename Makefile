@@ -39,8 +39,11 @@ e2e: deps release
 	$(CARGO) test --locked --test integration --no-run
 	scripts/in-netns $(CARGO) test --offline --locked --test integration -- e2e_ $(TEST_ARGS)
 
-# Hook cost, deadline adherence and scaling against the interpreter floor (issue #5): one run
+# Hook cost, deadline adherence and scaling against the interpreter floor: one run
 # writes docs/benchmarks.md and docs/benchmarks.json. Loopback-only network namespace, as the tests.
+# POWERCONTEXT_OFFICIAL_HOOKS=<upstream integrations/claude-code/plugins/powercontext directory> adds the
+# official Python Claude Code hook to the real-Server prompt-path table (skipped, with a message, when unset);
+# POWERCONTEXT_BENCH_ONLY=prompt-path runs that table and the real-Server burst alone (report under target/).
 bench:
 	@for t in python3 node git /usr/bin/time; do command -v $$t >/dev/null || { \
 	  echo "make bench: $$t is missing; run: apt-get install -y python3 nodejs git time" >&2; exit 1; }; done

@@ -68,7 +68,19 @@ fn world(model: &FakeModel, tag: &str) -> (&'static RealServer, String, DshSessi
     (server, scope, builder)
 }
 
+/// Our captured Sources, once there are some: the detached drainer delivers them after the hook
+/// answered, so they may land a moment after the run (waits up to 10 s, then 300 ms more so a
+/// duplicate would show).
 fn captured(server: &RealServer, scope: &str) -> Vec<Value> {
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while captured_now(server, scope).is_empty() && std::time::Instant::now() < until {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    captured_now(server, scope)
+}
+
+fn captured_now(server: &RealServer, scope: &str) -> Vec<Value> {
     server
         .sources(scope)
         .into_iter()

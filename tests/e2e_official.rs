@@ -133,10 +133,7 @@ fn official_setup_then_real_prompt(host: Host) {
         .find_map(|b| host.latest_hook_context(b))
         .unwrap_or_else(|| panic!("no hook context reached the model\n{}", show(&run)));
     assert!(context.contains("vault-heron-88"), "{context}");
-    let stored = server
-        .sources(&scope)
-        .iter()
-        .any(|s| s["content"] == prompt.as_str());
+    let stored = stored_eventually(server, &scope, &prompt);
     assert!(stored, "the prompt was not stored\n{}", show(&run));
 
     if host == Host::ClaudeCode {
@@ -296,10 +293,7 @@ fn official_setup_package_host(host: &str) {
         "recall did not reach the model\n{}",
         show(&run)
     );
-    let stored = server
-        .sources(&scope)
-        .iter()
-        .any(|s| s["content"] == prompt.as_str());
+    let stored = stored_eventually(server, &scope, &prompt);
     assert!(stored, "the prompt was not stored\n{}", show(&run));
     assert!(doctor.status.success(), "{}", show(&doctor));
 }
@@ -359,7 +353,7 @@ fn dsh_official_setup_installs_our_tree_and_a_real_prompt_works_with_auth() {
         "recall did not reach the model\n{}",
         show(&run)
     );
-    let stored = server.sources(&scope).iter().any(|s| s["content"] == prompt);
+    let stored = stored_eventually(server, &scope, prompt);
     assert!(stored, "the prompt was not stored\n{}", show(&run));
     let doctor = session.run_other(&official_cli(), &["doctor", "dsh", "--json"], &extra);
     assert!(doctor.status.success(), "{}", show(&doctor));
@@ -378,5 +372,20 @@ fn assert_our_doctor_sees_it(run: &HostRun, activation: &str) {
             .find(|c| c["check"] == name)
             .map(|c| c["status"].clone());
         assert_eq!(status, Some(Value::from("ok")), "{name}\n{}", show(run));
+    }
+}
+
+/// Whether `prompt` was stored in `scope`, waiting up to 10 s: the detached drainer delivers the
+/// capture after the hook answered, so it may land a moment after the host's run.
+fn stored_eventually(server: &RealServer, scope: &str, prompt: &str) -> bool {
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        if server.sources(scope).iter().any(|s| s["content"] == prompt) {
+            return true;
+        }
+        if std::time::Instant::now() > until {
+            return false;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
     }
 }

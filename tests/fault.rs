@@ -3,11 +3,11 @@
 //! diagnostic, and an exit within the budget.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use powercontext_hooks_test_support::fault_server::{FaultServer, Reply, closed_port_url};
-use powercontext_hooks_test_support::hook::{HookCmd, HookOutput, prompt_payload};
+use powercontext_hooks_test_support::hook::{HookCmd, HookOutput, HookSession, prompt_payload};
 use serde_json::{Value, json};
 
 use crate::support::{CLAUDE, CODEX, PROMPT_HOSTS, release_exe};
@@ -429,32 +429,72 @@ fn recall_and_capture_are_independent() {
 }
 
 #[test]
-fn recall_and_capture_run_concurrently() {
-    // The prepare answer waits until the capture request has arrived. Run one after the other,
-    // prepare would time out; run concurrently, both succeed.
-    let seen_capture = Arc::new(AtomicBool::new(false));
-    let flag = Arc::clone(&seen_capture);
+fn the_answer_is_out_before_the_capture_is_sent_and_the_drainer_delivers_it_once_in_order() {
+    // Each Source request stalls for 1.5 s. The hook must answer and exit long before that (the
+    // capture is not on the prompt path); the detached drainer then delivers every prompt of the
+    // session exactly once, in the order they were typed, though the second prompt's hook ran
+    // while the first capture was still stalled.
+    const STALL: Duration = Duration::from_millis(1500);
+    let done: Arc<std::sync::Mutex<Vec<(String, Instant)>>> = Arc::default();
+    let log = Arc::clone(&done);
     let s = FaultServer::start(move |req| match req.path.as_str() {
-        "/v1/scope-bindings/resolve" => Reply::json(200, &json!({"scope_id": SCOPE})),
-        "/v1/context/prepare" => {
-            let start = Instant::now();
-            while !flag.load(Ordering::SeqCst) && start.elapsed() < Duration::from_secs(3) {
-                std::thread::sleep(Duration::from_millis(5));
-            }
-            Reply::json(200, &ready(CONTENT))
-        }
+        "/v1/scope-bindings/resolve" => Reply::json(200, &json!({"scope_id": SCOPE, "title": "t"})),
+        "/v1/context/prepare" => Reply::json(200, &ready(CONTENT)),
         "/v1/sources/content" => {
-            flag.store(true, Ordering::SeqCst);
+            std::thread::sleep(STALL);
+            let body: Value = serde_json::from_slice(&req.body).unwrap_or_default();
+            let content = body["content"].as_str().unwrap_or_default().to_owned();
+            log.lock().unwrap().push((content, Instant::now()));
             Reply::json(202, &captured())
         }
         _ => Reply::json(404, &json!({"detail": "Not Found"})),
     });
-    let out = hook(CLAUDE, "CLAUDE", &s.url())
-        .env("POWERCONTEXT_CLAUDE_REQUEST_TIMEOUT_SECONDS", "1")
-        .run();
-    assert_clean(&out);
-    assert_eq!(out.context().as_deref(), Some(CONTENT), "{}", out.stderr);
-    assert!(seen_capture.load(Ordering::SeqCst));
+    let cwd = tempfile::tempdir().unwrap();
+    let session = HookSession::new(CLAUDE, "CLAUDE", &s.url(), TOKEN)
+        .env("POWERCONTEXT_CLAUDE_REQUEST_TIMEOUT_SECONDS", "5");
+    let prompts = ["first PROMPTSECRET prompt", "second PROMPTSECRET prompt"];
+    let mut finished = Vec::new();
+    for (n, prompt) in prompts.iter().enumerate() {
+        let mut payload = prompt_payload(prompt, cwd.path());
+        payload["session_id"] = json!("sess-order");
+        payload["prompt_id"] = json!(format!("turn-{n}"));
+        let out = session
+            .cmd()
+            .env_remove("POWERCONTEXT_HOOKS_NO_BACKGROUND_DRAIN")
+            .stdin_json(&payload)
+            .run();
+        assert_clean(&out);
+        assert_eq!(out.context().as_deref(), Some(CONTENT), "{}", out.stderr);
+        assert!(
+            out.elapsed < STALL,
+            "the hook waited for its capture: {:?}",
+            out.elapsed
+        );
+        finished.push(Instant::now());
+    }
+    // Both prompts answered before the first capture request had even completed.
+    assert!(done.lock().unwrap().is_empty());
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while done.lock().unwrap().len() < 2 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // Give a duplicate the time to show up.
+    std::thread::sleep(Duration::from_millis(500));
+    let done = done.lock().unwrap().clone();
+    let contents: Vec<&str> = done.iter().map(|(c, _)| c.as_str()).collect();
+    assert_eq!(contents, prompts, "delivered once each, in order");
+    assert!(
+        done[0].1 > finished[1],
+        "both hooks were gone before the first capture landed"
+    );
+    let spooled = std::fs::read_dir(session.state().join("spool"))
+        .map(|d| {
+            d.flatten()
+                .filter(|e| e.file_name().to_string_lossy().ends_with(".json"))
+                .count()
+        })
+        .unwrap_or(0);
+    assert_eq!(spooled, 0, "the spool is empty once delivered");
 }
 
 #[test]
@@ -706,4 +746,62 @@ fn flush_on_capture_stops_once_the_cursor_reaches_the_position() {
     assert_clean(&out);
     assert_eq!(calls.load(Ordering::SeqCst), 2);
     assert!(out.diagnostic("flush_incomplete").is_none());
+}
+
+#[test]
+fn the_scope_cache_spares_resolve_until_a_session_start_or_the_window_ends() {
+    let s = server(|| Reply::json(200, &ready(CONTENT)));
+    let resolves = || {
+        s.requests()
+            .iter()
+            .filter(|r| r.path == "/v1/scope-bindings/resolve")
+            .count()
+    };
+    let cwd = tempfile::tempdir().unwrap();
+    let session = HookSession::new(CLAUDE, "CLAUDE", &s.url(), TOKEN)
+        .env("POWERCONTEXT_CLAUDE_CAPTURE_PROMPTS", "0")
+        .env("POWERCONTEXT_HOOKS_SCOPE_CACHE_SECONDS", "2");
+    let prompt = |n: usize| {
+        let mut p = prompt_payload(PROMPT, cwd.path());
+        p["prompt_id"] = json!(format!("p{n}"));
+        let out = session.cmd().stdin_json(&p).run();
+        assert_clean(&out);
+        assert_eq!(out.context().as_deref(), Some(CONTENT), "{}", out.stderr);
+    };
+    let start = |bootstrap: &str| {
+        let p = json!({"hook_event_name": "SessionStart", "session_id": "session-test-1",
+                       "cwd": cwd.path(), "source": "resume"});
+        let out = session
+            .cmd()
+            .env("POWERCONTEXT_CLAUDE_BOOTSTRAP", bootstrap)
+            .stdin_json(&p)
+            .run();
+        assert_clean(&out);
+    };
+    prompt(1);
+    assert_eq!(resolves(), 1);
+    prompt(2);
+    assert_eq!(resolves(), 1, "within the window the cached scope is used");
+    // SessionStart with bootstrap off asks nothing, but the next prompt resolves again.
+    start("0");
+    assert_eq!(resolves(), 1);
+    prompt(3);
+    assert_eq!(resolves(), 2);
+    // SessionStart with bootstrap on resolves afresh, and the next prompt uses that answer.
+    start("1");
+    assert_eq!(resolves(), 3);
+    prompt(4);
+    assert_eq!(resolves(), 3);
+    // Past the window, a prompt resolves again.
+    std::thread::sleep(Duration::from_millis(2100));
+    prompt(5);
+    assert_eq!(resolves(), 4);
+    // The cache file names neither the scope nor the session, and diagnostics never the scope.
+    for e in std::fs::read_dir(session.state().join("scopes")).unwrap() {
+        let name = e.unwrap().file_name().into_string().unwrap();
+        assert!(
+            !name.contains("scp_") && !name.contains("session-test-1"),
+            "{name}"
+        );
+    }
 }

@@ -456,3 +456,36 @@ fn statusline_and_status_escape_a_planted_journals_control_characters() {
         assert!(text.contains(r"\u{1b}]0;owned"), "{args:?}: {text:?}");
     }
 }
+
+#[test]
+fn a_capture_handed_to_the_drainer_is_journaled_as_queued_and_then_delivered() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let s = server(|| Reply::json(200, &ready()));
+    run(
+        CLAUDE,
+        "CLAUDE",
+        &s.url(),
+        &state,
+        PROMPT,
+        &[("POWERCONTEXT_HOOKS_NO_BACKGROUND_DRAIN", "0")],
+    );
+    let r = last(&state, "claude-code");
+    assert_eq!(r["outcome"], "ready", "{r}");
+    assert_eq!(r["capture"], "queued", "{r}");
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let delivered = || s.requests().iter().any(|q| q.path == "/v1/sources/content");
+    while !delivered() && std::time::Instant::now() < until {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert!(delivered(), "the drainer delivered it");
+    let text = std::fs::read_to_string(state.join("journal-claude-code.jsonl")).unwrap();
+    for mark in [
+        "JOURNALPROMPTMARK",
+        "JOURNALSCOPEMARK",
+        "JOURNALCONTEXTMARK",
+        "JOURNALTOKENMARK",
+    ] {
+        assert!(!text.contains(mark), "{mark} in the journal");
+    }
+}

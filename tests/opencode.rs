@@ -216,8 +216,10 @@ fn prepare_comes_before_capture_with_the_upstream_source_id() {
         [
             "/v1/scope-bindings/resolve",
             "/v1/context/prepare",
-            "/v1/sources/content",
-            "/v1/scope-bindings"
+            "/v1/scope-bindings",
+            // The capture goes once the step is done (here, with background draining off, by the
+            // hook itself after it).
+            "/v1/sources/content"
         ]
     );
     let resolve = &bodies(&server, "/v1/scope-bindings/resolve")[0];

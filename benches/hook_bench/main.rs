@@ -12,6 +12,7 @@
 
 mod hosts;
 mod measure;
+mod prompt_path;
 mod report;
 mod servers;
 mod session_memory;
@@ -94,6 +95,8 @@ struct Ctx {
     git: String,
     floor: PathBuf,
     plan: Plan,
+    /// The upstream Claude Code plugin directory (`POWERCONTEXT_OFFICIAL_HOOKS`), if given.
+    official_hooks: Option<String>,
 }
 
 impl Ctx {
@@ -452,6 +455,7 @@ fn main() {
         floor,
         plan,
         root,
+        official_hooks: env.text(prompt_path::OFFICIAL_VAR).map(str::to_owned),
     };
     assert!(
         Path::new(measure::TIME).is_file(),
@@ -473,9 +477,31 @@ fn main() {
     };
     report.machine = report::machine_info(&ctx.python, &ctx.node);
 
+    // `POWERCONTEXT_BENCH_ONLY=prompt-path` runs that section alone (its report goes to
+    // `POWERCONTEXT_BENCH_OUT`, default `target/bench-prompt-path`, never over the full report).
+    if env.text("POWERCONTEXT_BENCH_ONLY") == Some("prompt-path") {
+        let _ = prompt_path::bench_prompt_path(&ctx, &mut report);
+        report.notes = method_notes(&ctx);
+        report.elapsed_secs = started.elapsed().as_secs_f64();
+        let out = env.text("POWERCONTEXT_BENCH_OUT").map_or_else(
+            || Path::new(env!("CARGO_MANIFEST_DIR")).join("target/bench-prompt-path"),
+            PathBuf::from,
+        );
+        std::fs::create_dir_all(&out).expect("create the report directory");
+        report.write(&out, "").expect("write the report");
+        say(&format!("wrote {}", out.join("benchmarks.md").display()));
+        for h in &report.headline {
+            say(h);
+        }
+        for t in &report.targets {
+            say(&format!("target {}: {} ({:?})", t.name, t.measured, t.met));
+        }
+        return;
+    }
     let main = bench_main(&ctx, &hosts, &mut report);
     bench_failures(&ctx, &hosts, &mut report);
     bench_real(&ctx, &hosts, &mut report);
+    let _ = prompt_path::bench_prompt_path(&ctx, &mut report);
     bench_prompt_size(&ctx, &mut report);
     bench_secret_filter(&ctx, &mut report);
     bench_spool(&ctx, &mut report);
@@ -969,7 +995,10 @@ fn bench_real(ctx: &Ctx, hosts: &[&Host], report: &mut Report) {
         ("recall", "recall alone (`POST /v1/context/prepare`)"),
         ("capture", "capture alone (`POST /v1/sources/content`)"),
         ("sequential", "recall, then capture (sequential)"),
-        ("concurrent", "recall ∥ capture (concurrent, as the hooks do)"),
+        (
+            "concurrent",
+            "recall ∥ capture (concurrent, as the hooks did before the capture left the prompt path)",
+        ),
     ];
     let mut samples: Vec<Vec<Duration>> = vec![Vec::new(); kinds.len()];
     for i in 0..ctx.plan.real_runs + 3 {
@@ -1012,8 +1041,8 @@ fn bench_real(ctx: &Ctx, hosts: &[&Host], report: &mut Report) {
         });
     }
     report.headline.push(format!(
-        "Against the real PowerContext Server 1.4.1, recall and capture run concurrently: {:.1} ms at p50 \
-         instead of {:.1} ms one after the other ({:.2}×).",
+        "Against the real PowerContext Server 1.4.1, recall and capture together cost {:.1} ms at p50 run \
+         concurrently and {:.1} ms one after the other ({:.2}×); the hooks now send the capture after the answer.",
         direct[3].p50,
         direct[2].p50,
         direct[2].p50 / direct[3].p50
@@ -1022,9 +1051,9 @@ fn bench_real(ctx: &Ctx, hosts: &[&Host], report: &mut Report) {
         title: "Against the real PowerContext Server (1.4.1, pinned)".into(),
         intro: "The Server from `.venv-server` on loopback, no auth. Each host's session id is bound to a \
                 scope: one holding a remembered decision the prompt recalls (*ready*), one holding nothing \
-                (*empty*). The hook resolves the scope, recalls and captures (a new turn id each run, so \
-                every capture is a new Source). The in-process rows time the two Server calls alone \
-                through the hooks' own transport, to show what concurrency saves."
+                (*empty*). The hook resolves the scope (or takes it from its cache), recalls, answers, and hands \
+                the capture to the drainer (a new turn id each run, so every capture is a new Source). The \
+                in-process rows time the two Server calls alone through the hooks' own transport."
             .into(),
         rows,
     });
@@ -1281,6 +1310,9 @@ fn bench_spool(ctx: &Ctx, report: &mut Report) {
                 move |run| {
                     ctx.hook(host, &url, &state, &ctx.payload(PROMPT, run))
                         .env(&format!("POWERCONTEXT_{}_SCOPE_ID", host.part), servers::SCOPE)
+                        // The hook delivers its own capture after its answer, as before the
+                        // hand-over: a drainer started by every run would replay the whole spool.
+                        .env("POWERCONTEXT_HOOKS_NO_BACKGROUND_DRAIN", "1")
                 },
                 |o| o.success && hosts::injected(&o.stdout),
             )
@@ -1299,6 +1331,9 @@ fn bench_spool(ctx: &Ctx, report: &mut Report) {
                 move |run| {
                     ctx.hook(host, &url, &state, &ctx.payload(PROMPT, run))
                         .env(&format!("POWERCONTEXT_{}_SCOPE_ID", host.part), servers::SCOPE)
+                        // The hook delivers its own capture after its answer, as before the
+                        // hand-over: a drainer started by every run would replay the whole spool.
+                        .env("POWERCONTEXT_HOOKS_NO_BACKGROUND_DRAIN", "1")
                 },
                 |o| exit_ok_silent(o) && o.stderr.contains("capture_spooled"),
             )
@@ -1845,5 +1880,14 @@ fn method_notes(ctx: &Ctx) -> Vec<String> {
         "Loopback only: the instant and hanging Servers, the closed port and the real Server all listen on \
          127.0.0.1."
             .into(),
+        format!(
+            "The official Claude Code hook column needs the upstream plugin, which is not in the PyPI wheel: \
+             `{}` names its directory (the one holding `hooks/user_prompt_submit.py`, \
+             `claude_code_settings.py` and `scripts/`, e.g. from `git archive HEAD \
+             integrations/claude-code/plugins/powercontext` of the upstream repository). Unset, the column is \
+             skipped with a message. This run: {}. It runs under the same `python3` as the baseline.",
+            prompt_path::OFFICIAL_VAR,
+            if ctx.official_hooks.is_some() { "set" } else { "not set" }
+        ),
     ]
 }

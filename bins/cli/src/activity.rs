@@ -71,7 +71,7 @@ pub fn lines(summaries: &[Summary], now_ms: u64) -> Vec<String> {
             _ => "no run in 24 h".to_owned(),
         };
         out.push(format!(
-            "  {} {}: last fired {} ({}); {} run(s), {} failed; {durations}; {} injected; captures {} delivered, {} spooled, {} skipped",
+            "  {} {}: last fired {} ({}); {} run(s), {} failed; {durations}; {} injected; captures {} delivered, {} spooled, {} skipped{}",
             s.host,
             s.event,
             ago(now_ms, s.last_at),
@@ -82,6 +82,11 @@ pub fn lines(summaries: &[Summary], now_ms: u64) -> Vec<String> {
             s.captures_delivered_24h,
             s.captures_spooled_24h,
             s.captures_skipped_24h,
+            if s.captures_queued_24h > 0 {
+                format!(", {} handed to the drainer", s.captures_queued_24h)
+            } else {
+                String::new()
+            },
         ));
     }
     out

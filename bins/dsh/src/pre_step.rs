@@ -124,18 +124,19 @@ pub fn respond(env: &Env, settings: &Settings, deadline: &Deadline, event: &PreS
         return Answer::Nothing;
     };
 
-    std::thread::scope(|s| {
-        if let Some(capture) = &capture {
-            s.spawn(|| session_turn.capture_and_flush(&scope, capture));
-        }
-        if !recall {
-            return Answer::Nothing;
-        }
+    let answer = if recall {
         match session_turn.recall(&scope, &event.user_text, settings.max_bytes.value) {
             Some(text) => Answer::Context(wrap(&text)),
             None => Answer::Nothing,
         }
-    })
+    } else {
+        Answer::Nothing
+    };
+    // Sent after the answer is out, never on the prompt path.
+    if let Some(capture) = &capture {
+        session_turn.defer_capture(capture);
+    }
+    answer
 }
 
 /// Once per user turn: the first step of a turn with user text recalls; later steps of the same

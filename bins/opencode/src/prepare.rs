@@ -129,13 +129,15 @@ pub fn run(env: &Env, settings: Result<&Settings, String>, deadline: &Deadline, 
             Err(e) => emit::diagnostic(&diag(Stage::State, Outcome::StateUnavailable).detail(e.detail())),
         }
     }
+    // Sent once this step is done (see `turn::after_answer`), never before the context is ready.
     if let Some(capture) = &capture {
-        turn.capture_and_flush(&scope, capture);
+        turn.defer_capture(capture);
     }
     // As upstream, a new session without an explicit scope is pinned to the scope it resolved to,
-    // so a later workspace rebinding does not move a conversation already under way. Last, so its
-    // outcome never hides recall's or capture's; `powercontext-hooks doctor`'s synthetic sessions
-    // are never pinned (they must leave no binding behind).
+    // so a later workspace rebinding does not move a conversation already under way. After recall,
+    // so its outcome never hides recall's (the capture goes after the step, see above);
+    // `powercontext-hooks doctor`'s synthetic sessions are never pinned (they must leave no binding
+    // behind).
     if new_session
         && settings.scope_id.value.is_none()
         && !event.session_id.starts_with("powercontext-hooks-doctor-")

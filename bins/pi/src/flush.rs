@@ -8,12 +8,11 @@ use powercontext_hooks_core::config::Settings;
 use powercontext_hooks_core::deadline::Deadline;
 use powercontext_hooks_core::emit;
 use powercontext_hooks_core::env::Env;
-use powercontext_hooks_core::http::{Transport, failure_for};
+use powercontext_hooks_core::http::Transport;
 use powercontext_hooks_core::ledger::{self, PendingFlush};
 use powercontext_hooks_core::outcome::{Diagnostic, Failure, Outcome, Stage};
 use powercontext_hooks_core::state::{self, StateDir};
 use powercontext_hooks_core::turn::Turn;
-use powercontext_hooks_core::wire::{FlushRequest, flush_cursor};
 
 use crate::{COMPONENT, HOST};
 
@@ -27,38 +26,7 @@ pub const BOUNDARY_BUDGET: std::time::Duration = std::time::Duration::from_secs(
 /// # Errors
 /// The last failure, or [`Outcome::FlushIncomplete`] when every call answered behind `position`.
 pub fn immediate(transport: &Transport, scope: &str, position: u64, max_calls: u32) -> Result<u64, Failure> {
-    let mut last = Failure::new(Outcome::FlushIncomplete);
-    for _ in 0..max_calls.max(1) {
-        if transport.deadline().expired() {
-            return Err(Failure::new(Outcome::Timeout));
-        }
-        let reply = match transport.post_json("/v1/memory/flush", &FlushRequest { scope_id: scope }) {
-            Ok(r) => r,
-            Err(e) => {
-                last = e.failure();
-                continue;
-            }
-        };
-        if reply.status != 200 {
-            last = failure_for(&reply);
-            if last.outcome == Outcome::InferenceUnavailable {
-                return Err(last);
-            }
-            continue;
-        }
-        match flush_cursor(&reply.body) {
-            Some(cursor) if cursor >= position => return Ok(cursor),
-            Some(_) => last = Failure::new(Outcome::FlushIncomplete),
-            None => {
-                last = Failure {
-                    outcome: Outcome::InvalidResponse,
-                    http_status: Some(200),
-                    detail: Some("schema"),
-                };
-            }
-        }
-    }
-    Err(last)
+    capture::flush_retrying(transport, scope, position, max_calls)
 }
 
 /// What one boundary flush did (counts only).

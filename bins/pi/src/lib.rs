@@ -163,7 +163,7 @@ fn read_stdin() -> Option<Vec<u8>> {
     process::read_payload(COMPONENT)
 }
 
-/// Scope, then recall and capture side by side (each guarded on its own), then the answer.
+/// Capture written ahead, scope, recall, the answer; the capture goes after the answer.
 #[must_use]
 pub fn before_agent_start(env: &Env, settings: &Settings, deadline: &Deadline, event: &StartEvent) -> Answer {
     let Some(turn) = Turn::open(HOST, env, settings, deadline) else {
@@ -187,15 +187,16 @@ pub fn before_agent_start(env: &Env, settings: &Settings, deadline: &Deadline, e
     let Some(scope) = turn.resolve(query, capture.as_ref()) else {
         return Answer::Nothing;
     };
-    std::thread::scope(|s| {
-        if let Some(capture) = &capture {
-            s.spawn(|| capture_prompt(&turn, &scope, capture));
-        }
-        match turn.recall(&scope, &event.prompt, settings.max_bytes.value) {
-            Some(text) => Answer::Context(augment(&event.system_prompt, &text)),
-            None => Answer::Nothing,
-        }
-    })
+    let answer = match turn.recall(&scope, &event.prompt, settings.max_bytes.value) {
+        Some(text) => Answer::Context(augment(&event.system_prompt, &text)),
+        None => Answer::Nothing,
+    };
+    // Sent after the answer is out, never on the prompt path; its position is kept pending
+    // until flushed (at once with `flush_on_capture`, else at a boundary).
+    if let Some(capture) = &capture {
+        turn.defer_capture(capture);
+    }
+    answer
 }
 
 /// What a prompt captures (`source_id` and metadata exactly as the official Pi extension builds
@@ -217,27 +218,6 @@ pub fn capture_of(event: &StartEvent) -> Capture {
             ],
         ),
     }
-}
-
-fn capture_prompt(turn: &Turn<'_>, scope: &str, capture: &Capture) {
-    let Some(position) = turn.send(scope, capture) else {
-        return;
-    };
-    let settings = turn.settings;
-    if settings.flush_on_capture.value {
-        match flush::immediate(&turn.transport, scope, position, settings.flush_max_calls.value) {
-            Ok(_) => return,
-            Err(f) => {
-                turn.report(Stage::Flush, f);
-                // A Server without a model will not flush at the next boundary either.
-                if f.outcome == Outcome::InferenceUnavailable {
-                    return;
-                }
-            }
-        }
-    }
-    // Pending until a boundary (agent_end, compaction, switch, shutdown) sees it flushed.
-    turn.keep_pending(scope, position);
 }
 
 #[cfg(test)]

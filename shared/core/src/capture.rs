@@ -220,6 +220,52 @@ pub fn flush_through(
     Err(Failure::new(Outcome::FlushIncomplete))
 }
 
+/// Pi's immediate flush: like [`flush_through`], but a failed call is retried like a lagging
+/// cursor; stops early only when retrying cannot help (no model on the Server, or the deadline is
+/// gone).
+///
+/// # Errors
+/// The last failure, or [`Outcome::FlushIncomplete`] when every call answered behind `position`.
+pub fn flush_retrying(
+    transport: &Transport,
+    scope: &str,
+    position: u64,
+    max_calls: u32,
+) -> Result<u64, Failure> {
+    let mut last = Failure::new(Outcome::FlushIncomplete);
+    for _ in 0..max_calls.max(1) {
+        if transport.deadline().expired() {
+            return Err(Failure::new(Outcome::Timeout));
+        }
+        let reply = match transport.post_json("/v1/memory/flush", &FlushRequest { scope_id: scope }) {
+            Ok(r) => r,
+            Err(e) => {
+                last = e.failure();
+                continue;
+            }
+        };
+        if reply.status != 200 {
+            last = failure_for(&reply);
+            if last.outcome == Outcome::InferenceUnavailable {
+                return Err(last);
+            }
+            continue;
+        }
+        match flush_cursor(&reply.body) {
+            Some(cursor) if cursor >= position => return Ok(cursor),
+            Some(_) => last = Failure::new(Outcome::FlushIncomplete),
+            None => {
+                last = Failure {
+                    outcome: Outcome::InvalidResponse,
+                    http_status: Some(200),
+                    detail: Some("schema"),
+                };
+            }
+        }
+    }
+    Err(last)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,8 +1,16 @@
-//! Draining local state: replays spooled captures oldest first (original `source_id`s, so the
-//! Server's dedupe makes replays exactly-once) and flushes pending ledger entries, one drainer at
-//! a time, within a budget. Also starts the detached background drainer after a hook has
-//! answered. It never runs on the prompt's critical path, never makes the host wait on its pipes,
-//! and takes credentials only from the environment and config it inherited (never from disk).
+//! Draining local state: replays spooled captures oldest first, in order per session (original
+//! `source_id`s, so the Server's dedupe makes replays exactly-once), each to a scope the Server
+//! resolves for it then (pinned in the entry before the request), and flushes pending ledger
+//! entries, one drainer at a time, within a budget. Also starts the detached background drainer
+//! after a hook has answered: at once for a capture the hook handed over, after a pause for work
+//! left by failures. It never runs on the prompt's critical path, never makes the host wait on its
+//! pipes, and takes credentials only from the environment and config it inherited (never from
+//! disk).
+//!
+//! Hand-over without a lost wake-up: a hook releases its entry, then looks at the drain lock; a
+//! free lock means it starts a drainer, a held one means the running drainer looks at the spool
+//! again after releasing its lock, and takes on any entry it can claim that it did not leave
+//! behind on purpose (Server down, unconfigured, newer format).
 
 use std::collections::{HashMap, HashSet};
 use std::fs;
@@ -39,8 +47,25 @@ pub const BACKGROUND_BUDGET: Duration = Duration::from_secs(30);
 pub const BACKGROUND_DELAY: Duration = Duration::from_secs(2);
 /// A hook starts a background drainer at most this often.
 pub const MIN_SPAWN_INTERVAL: Duration = Duration::from_secs(5);
-/// Set to a true value to never start background drainers (explicit `flush` still works).
+/// Set to a true value to never start background drainers (explicit `flush` still works): a hook
+/// then delivers its own capture after its answer, while the host waits for it to exit.
 pub const NO_BACKGROUND_VAR: &str = "POWERCONTEXT_HOOKS_NO_BACKGROUND_DRAIN";
+/// The second argument of a drainer started for a handed-over capture: no initial pause.
+pub const NOW_ARG: &str = "now";
+/// Between two passes of one background drainer when the last pass delivered nothing (an older
+/// entry of the same session is still held by its hook).
+const REPASS_PAUSE: Duration = Duration::from_millis(20);
+
+/// Whether background draining is turned off ([`NO_BACKGROUND_VAR`]).
+#[must_use]
+pub fn background_disabled(env: &Env) -> bool {
+    env.text(NO_BACKGROUND_VAR).is_some_and(|v| {
+        matches!(
+            v.trim().to_ascii_lowercase().as_str(),
+            "1" | "true" | "yes" | "on"
+        )
+    })
+}
 
 /// Whether a failed call may succeed later, so its capture or flush is kept: unavailable,
 /// timeouts, any 5xx, 408 and 429, and a 409 that is not `source_conflict`.
@@ -133,6 +158,10 @@ pub struct DrainReport {
     pub newer_format: usize,
     /// The class of the last failure seen, if any.
     pub last_error: Option<String>,
+    /// Spool entries this run left behind on purpose (Server down, unconfigured, newer format):
+    /// a background drainer does not pass over them again in the same life.
+    #[serde(skip)]
+    pub left: Vec<String>,
 }
 
 impl DrainReport {
@@ -246,6 +275,9 @@ pub fn drain(
 
     let entries = spool::list(state)?;
     let total = entries.len();
+    // Sessions whose oldest waiting entry could not go now: their later entries wait too, so a
+    // session's captures reach the Server in the order they were written.
+    let mut blocked: HashSet<String> = HashSet::new();
     for (i, entry) in entries.iter().enumerate() {
         progress(Progress::Spool { done: i, total });
         if deadline.expired() {
@@ -253,11 +285,12 @@ pub fn drain(
             break;
         }
         // Each entry on its own: a bad one is set aside and the drain goes on with the rest.
-        let (cap, claimed) = match spool::claim(state, entry) {
+        let (cap, mut claimed) = match spool::claim(state, entry) {
             Claim::Ready(c, k) => (c, k),
             Claim::Gone => continue,
-            // A live hook is delivering it right now.
-            Claim::InFlight => {
+            // A live hook holds it (it hands it over once its answer is out).
+            Claim::InFlight(order) => {
+                blocked.extend(order);
                 report.kept += 1;
                 continue;
             }
@@ -267,15 +300,21 @@ pub fn drain(
             }
             Claim::NewerFormat => {
                 report.newer_format += 1;
+                report.left.push(entry.name.clone());
                 continue;
             }
         };
-        if down.contains(&cap.server) {
+        let order = cap.order_key();
+        if blocked.contains(&order) || down.contains(&cap.server) {
+            blocked.insert(order);
             report.kept += 1;
+            report.left.push(entry.name.clone());
             continue;
         }
         let Some((transport, _)) = conns.get(&cap.integration, &cap.server) else {
+            blocked.insert(order);
             report.unconfigured += 1;
+            report.left.push(entry.name.clone());
             continue;
         };
         let query_key = format!(
@@ -296,12 +335,23 @@ pub fn drain(
                     report.rejected += 1;
                 } else {
                     down.insert(cap.server.clone());
+                    blocked.insert(order);
                     report.kept += 1;
+                    report.left.push(entry.name.clone());
                 }
                 continue;
             }
         };
         if opts.scope.as_ref().is_some_and(|only| *only != scope) {
+            continue;
+        }
+        // A replay after a crash past this point sends exactly this request (same scope, same
+        // `source_id`): the Server dedupes it instead of storing it in a scope rebound meanwhile.
+        // Without the pin it is not sent this run (it keeps its place in its session's order).
+        if cap.query.explicit.as_deref() != Some(scope.as_str()) && claimed.pin_scope(&scope).is_err() {
+            blocked.insert(order);
+            report.kept += 1;
+            report.left.push(entry.name.clone());
             continue;
         }
         match capture::send(transport, &cap.request(&scope)) {
@@ -322,7 +372,9 @@ pub fn drain(
                     report.rejected += 1;
                 } else {
                     down.insert(cap.server.clone());
+                    blocked.insert(order);
                     report.kept += 1;
+                    report.left.push(entry.name.clone());
                 }
             }
         }
@@ -462,7 +514,11 @@ pub fn is_drain_invocation() -> bool {
 }
 
 /// The background drainer's whole life: drain within [`BACKGROUND_BUDGET`], leave at once if
-/// another drainer runs, exit 0. Its stdio is null (see [`spawn_if_needed`]).
+/// another drainer runs, exit 0. Started for a handed-over capture ([`NOW_ARG`]) it begins at
+/// once, else after [`BACKGROUND_DELAY`]. After each pass it lets go of the lock and looks again:
+/// an entry it can claim now, and did not leave behind on purpose, was handed over meanwhile (its
+/// hook saw this drainer's lock and started none), so it passes again. Its stdio is null (see
+/// [`spawn_if_needed`]).
 #[must_use]
 pub fn background_main(component: &'static str) -> ExitCode {
     let start = Instant::now();
@@ -472,17 +528,78 @@ pub fn background_main(component: &'static str) -> ExitCode {
         BACKGROUND_DELAY + BACKGROUND_BUDGET + Duration::from_secs(2),
     );
     let env = Env::from_process();
-    std::thread::sleep(BACKGROUND_DELAY);
-    if let Ok(state) = StateDir::locate(&env) {
+    let now = std::env::args_os().nth(2).is_some_and(|a| a == NOW_ARG);
+    if !now {
+        std::thread::sleep(BACKGROUND_DELAY);
+    }
+    let Ok(state) = StateDir::locate(&env) else {
+        return ExitCode::SUCCESS;
+    };
+    let until = Instant::now() + BACKGROUND_BUDGET;
+    let mut left: HashSet<String> = HashSet::new();
+    loop {
+        let remaining = until.saturating_duration_since(Instant::now());
+        if remaining.is_zero() {
+            break;
+        }
         let opts = DrainOptions {
-            budget: BACKGROUND_BUDGET,
+            budget: remaining,
             scope: None,
             wait_for_lock: false,
             limits: SpoolLimits::from_env(&env),
         };
-        let _ = drain(&state, &env, &opts, &mut |_| {});
+        let Ok(report) = drain(&state, &env, &opts, &mut |_| {}) else {
+            break;
+        };
+        if report.busy {
+            break;
+        }
+        left.extend(report.left);
+        if !spool::claimable_beyond(&state, &left) {
+            break;
+        }
+        if report.delivered == 0 {
+            std::thread::sleep(REPASS_PAUSE);
+        }
+    }
+    if let Some(cache) = crate::scope_cache::ScopeCache::locate(&env) {
+        cache.prune();
     }
     ExitCode::SUCCESS
+}
+
+/// After a hook answered with a capture written ahead and released: starts a drainer at once,
+/// unless one holds the drain lock (it looks at the spool again once it lets go, see
+/// [`background_main`]). Never waits.
+pub fn hand_off(state: &StateDir) {
+    HANDED_OFF.store(true, std::sync::atomic::Ordering::Relaxed);
+    match lock::try_acquire(&state.file(DRAIN_LOCK)) {
+        Ok(guard) => {
+            drop(guard);
+            spawn_drainer(true);
+        }
+        Err(LockError::Busy) => {}
+        // No usable lock file: a drainer would not get further; the entry waits in the spool.
+        Err(LockError::Io(_)) => {}
+    }
+}
+
+/// This run handed its capture over: the drainer it started (or found) does the rest.
+static HANDED_OFF: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+fn spawn_drainer(now: bool) {
+    let Ok(exe) = std::env::current_exe() else { return };
+    let mut cmd = Command::new(exe);
+    cmd.arg(DRAIN_ARG);
+    if now {
+        cmd.arg(NOW_ARG);
+    }
+    let _ = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .process_group(0)
+        .spawn();
 }
 
 /// After a hook has answered: if the spool or the ledger holds work (two cheap file-system
@@ -492,15 +609,13 @@ pub fn background_main(component: &'static str) -> ExitCode {
 /// draining off, a hook that left a capture in the spool applies them itself, here, after its
 /// answer (never on the prompt path).
 pub fn spawn_if_needed(env: &Env) {
-    if env.text(NO_BACKGROUND_VAR).is_some_and(|v| {
-        matches!(
-            v.trim().to_ascii_lowercase().as_str(),
-            "1" | "true" | "yes" | "on"
-        )
-    }) {
+    if background_disabled(env) {
         if let Some(component) = spool::left_this_run() {
             spool::enforce_after_answer(env, component);
         }
+        return;
+    }
+    if HANDED_OFF.load(std::sync::atomic::Ordering::Relaxed) {
         return;
     }
     let Ok(state) = StateDir::locate(env) else { return };
@@ -526,14 +641,7 @@ pub fn spawn_if_needed(env: &Env) {
     if touched.is_err() {
         return;
     }
-    let Ok(exe) = std::env::current_exe() else { return };
-    let _ = Command::new(exe)
-        .arg(DRAIN_ARG)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .process_group(0)
-        .spawn();
+    spawn_drainer(false);
 }
 
 #[cfg(test)]

@@ -66,7 +66,8 @@ pub struct Record {
     /// Bytes of context injected into the host.
     #[serde(skip_serializing_if = "is_zero")]
     pub injected: u64,
-    /// What became of the prompt capture: `delivered`, `spooled`, `skipped` or `failed`.
+    /// What became of the prompt capture: `delivered`, `queued` (handed to the background
+    /// drainer), `spooled`, `skipped` or `failed`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub capture: Option<String>,
     /// The rule that skipped the capture (a secret rule's name, `too_large`, `lossy`).
@@ -301,6 +302,16 @@ pub fn note_delivered() {
     });
 }
 
+/// Records a capture handed to the background drainer after the answer (delivered by it, not
+/// by this run).
+pub fn note_queued() {
+    with_run(|r| {
+        if r.capture.is_none() {
+            r.capture = Some("queued");
+        }
+    });
+}
+
 /// Ends the run normally: `answered` is the length of the answer given to the host, if any.
 pub fn finish(answered: Option<usize>) {
     end(answered, false);
@@ -476,6 +487,8 @@ pub struct Summary {
     pub captures_delivered_24h: u64,
     /// Captures spooled in the last 24 h.
     pub captures_spooled_24h: u64,
+    /// Captures handed to the background drainer after the answer in the last 24 h.
+    pub captures_queued_24h: u64,
     /// Captures skipped in the last 24 h.
     pub captures_skipped_24h: u64,
     /// Runs retained in the journal for this host and event.
@@ -531,6 +544,7 @@ pub fn summarize(records: &[Record], now_ms: u64) -> Vec<Summary> {
         match r.capture.as_deref() {
             Some("delivered") => s.captures_delivered_24h += 1,
             Some("spooled") => s.captures_spooled_24h += 1,
+            Some("queued") => s.captures_queued_24h += 1,
             Some("skipped") => s.captures_skipped_24h += 1,
             _ => {}
         }

@@ -26,6 +26,7 @@ pub mod prompt_hook;
 pub mod protocol;
 pub mod recall;
 pub mod scope;
+pub mod scope_cache;
 pub mod secrets;
 pub mod session;
 pub mod spool;

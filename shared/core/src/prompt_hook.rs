@@ -1,5 +1,6 @@
 //! The command-hook pipeline shared by Claude Code and Codex: `UserPromptSubmit` (payload →
-//! settings → scope → recall and capture concurrently, each guarded on its own → answer),
+//! settings → capture written ahead → scope (cached while valid) → recall → answer → the capture
+//! handed to the drainer),
 //! `SessionStart` (scope → the boundary's bootstrap package → answer) and `PreCompact` (the session
 //! bootstraps again after the compaction). Fails open at every step: whatever happens, the host
 //! gets at most one protocol line and exit code 0, on time.
@@ -285,10 +286,6 @@ pub fn lifecycle(
                 return Answer::Nothing;
             };
             let turn = turn.in_session(session_id.as_deref());
-            if !settings.bootstrap.value {
-                turn.session_start_offline(*lifecycle);
-                return Answer::Nothing;
-            }
             let query = ScopeQuery::for_event(
                 profile.integration,
                 settings.scope_id.value.as_deref(),
@@ -297,7 +294,14 @@ pub fn lifecycle(
                 deadline,
                 crate::workspace::Discovery::for_env(env),
             );
-            let Some(scope) = turn.resolve(query, None) else {
+            if !settings.bootstrap.value {
+                // A binding changed before this session (re)started takes effect at its first
+                // prompt: the cached scope goes.
+                turn.forget_cached_scope(&query);
+                turn.session_start_offline(*lifecycle);
+                return Answer::Nothing;
+            }
+            let Some(scope) = turn.resolve_fresh(query) else {
                 turn.session_start_offline(*lifecycle);
                 return Answer::Nothing;
             };
@@ -334,12 +338,12 @@ pub fn respond(
     let Some(scope) = turn.resolve(query, capture.as_ref()) else {
         return Answer::Nothing;
     };
-    std::thread::scope(|s| {
-        if let Some(capture) = &capture {
-            s.spawn(|| turn.capture_and_flush(&scope, capture));
-        }
-        recall(profile, &turn, &scope, event)
-    })
+    let answer = recall(profile, &turn, &scope, event);
+    // Sent after the answer is out, never on the prompt path.
+    if let Some(capture) = &capture {
+        turn.defer_capture(capture);
+    }
+    answer
 }
 
 fn recall(profile: &PromptHookProfile, turn: &Turn<'_>, scope: &str, event: &PromptEvent) -> Answer {

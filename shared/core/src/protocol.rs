@@ -63,7 +63,8 @@ pub fn render(protocol: Protocol, answer: &Answer) -> Option<String> {
 }
 
 /// Writes the answer, settles a bootstrap package it carries (see [`crate::bootstrap::settle`]),
-/// then writes the run's journal record, and returns the exit code (always success).
+/// does the work held for after the answer (the capture, see [`crate::turn::after_answer`]), then
+/// writes the run's journal record, and returns the exit code (always success).
 #[must_use]
 pub fn deliver(protocol: Protocol, answer: &Answer) -> ExitCode {
     let written = match render(protocol, answer) {
@@ -71,6 +72,7 @@ pub fn deliver(protocol: Protocol, answer: &Answer) -> ExitCode {
         None => false,
     };
     crate::bootstrap::settle(written);
+    crate::turn::after_answer();
     journal::finish(match answer {
         Answer::Context(text) => Some(text.len()),
         Answer::Nothing => None,

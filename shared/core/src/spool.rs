@@ -126,6 +126,12 @@ pub struct SpooledCapture {
 }
 
 impl SpooledCapture {
+    /// The queue this capture keeps its order in: one per Server, host and session.
+    #[must_use]
+    pub fn order_key(&self) -> String {
+        format!("{}\n{}\n{}", self.server, self.integration, self.session)
+    }
+
     /// The request for a resolved scope, with the `source_id` the online path would have used.
     #[must_use]
     pub fn request(&self, scope: &str) -> CaptureRequest {
@@ -491,6 +497,25 @@ pub struct Claimed {
 }
 
 impl Claimed {
+    /// Records the scope the drainer resolved, before it sends the capture (see
+    /// [`WriteAhead::pin_scope`]): one line appended to the claimed entry, never through a link.
+    ///
+    /// # Errors
+    /// The I/O error; the capture is then not sent this run.
+    pub fn pin_scope(&mut self, scope: &str) -> Result<(), StateError> {
+        let mut line = serde_json::to_vec(&Pin {
+            pinned_scope: scope.to_owned(),
+        })
+        .map_err(io::Error::other)?;
+        line.push(b'\n');
+        let mut f = OpenOptions::new()
+            .append(true)
+            .custom_flags(lock::no_follow_flags())
+            .open(&self.path)?;
+        f.write_all(&line)?;
+        Ok(())
+    }
+
     /// Removes the delivered or rejected entry, still under the claim.
     ///
     /// # Errors
@@ -508,8 +533,9 @@ impl Claimed {
 pub enum Claim {
     /// Ours to replay: the capture and the claim.
     Ready(Box<SpooledCapture>, Claimed),
-    /// A live hook holds it (it is being delivered right now).
-    InFlight,
+    /// A live hook holds it (it hands it over once its answer is out), with its order key when
+    /// it could be read.
+    InFlight(Option<String>),
     /// Already retired or dropped.
     Gone,
     /// Unreadable, unparsable or not a regular file: renamed `*.corrupt`.
@@ -548,7 +574,16 @@ pub fn claim(state: &StateDir, entry: &Entry) -> Claim {
     };
     match lock::try_lock_file(&file) {
         Ok(true) => {}
-        Ok(false) => return Claim::InFlight,
+        Ok(false) => {
+            let order = read_bounded(&mut file).ok().flatten().and_then(|b| {
+                let head = b.split(|c| *c == b'\n').next().unwrap_or_default();
+                crate::state::parse_versioned::<SpooledCapture>(head)
+                    .ok()
+                    .flatten()
+                    .map(|c| c.order_key())
+            });
+            return Claim::InFlight(order);
+        }
         Err(_) => {
             rename_aside(&path, CORRUPT_SUFFIX);
             return Claim::Corrupt;
@@ -582,6 +617,21 @@ pub fn claim(state: &StateDir, entry: &Entry) -> Claim {
         // `parse_versioned_at` already moved it aside.
         Err(_) => Claim::Corrupt,
     }
+}
+
+/// Whether the spool holds an entry outside `left` that nobody holds: a regular file of ours
+/// whose lock is free right now (taken and released at once, nothing read).
+#[must_use]
+pub fn claimable_beyond(state: &StateDir, left: &std::collections::HashSet<String>) -> bool {
+    let Ok(entries) = list(state) else {
+        return false;
+    };
+    entries.iter().filter(|e| !left.contains(&e.name)).any(|e| {
+        match open_state_file(&state.file(DIR).join(&e.name)) {
+            Ok(Opened::File(f, _)) => lock::try_lock_file(&f).unwrap_or(false),
+            _ => false,
+        }
+    })
 }
 
 /// Entries set aside (`*.corrupt`, `*.unsafe`) in the spool, for `status` and `doctor`.
@@ -772,7 +822,10 @@ mod tests {
         let mode = fs::metadata(state.file(DIR).join(&es[0].name)).unwrap().mode() & 0o777;
         assert_eq!(mode, 0o600);
         // Both are claimed by their writers: a drainer leaves them alone.
-        assert!(es.iter().all(|e| matches!(claim(&state, e), Claim::InFlight)));
+        assert!(
+            es.iter()
+                .all(|e| matches!(claim(&state, e), Claim::InFlight(Some(_))))
+        );
         live.retire();
         drop(crashed);
         assert_eq!(replay_all(&state), ["left behind"]);
@@ -807,6 +860,41 @@ mod tests {
             c.request("scp_resolved"),
             sample("pin me").request("scp_resolved")
         );
+    }
+
+    #[test]
+    fn a_drainer_pins_what_it_sends_and_sees_held_entries_with_their_order() {
+        let tmp = tempfile::tempdir().unwrap();
+        let state = StateDir::at(tmp.path());
+        let held = write_ahead(&state, &sample("held"), &SpoolLimits::DEFAULT).unwrap();
+        std::thread::sleep(Duration::from_millis(2));
+        drop(write_ahead(&state, &sample("free"), &SpoolLimits::DEFAULT).unwrap());
+        let es = list(&state).unwrap();
+        // The held entry is in flight, and names the queue it keeps its order in.
+        assert!(
+            matches!(claim(&state, &es[0]), Claim::InFlight(Some(ref k)) if *k == sample("").order_key())
+        );
+        let mut left = std::collections::HashSet::new();
+        assert!(claimable_beyond(&state, &left));
+        left.insert(es[1].name.clone());
+        assert!(
+            !claimable_beyond(&state, &left),
+            "only the held one is outside `left`"
+        );
+        drop(held);
+        assert!(claimable_beyond(&state, &left), "released: claimable now");
+        // A drainer pins the scope it resolved before sending: a replay after its crash sends the
+        // same request.
+        let Claim::Ready(c, mut claimed) = claim(&state, &es[1]) else {
+            panic!("not claimable")
+        };
+        assert_eq!(c.query, sample("").query);
+        claimed.pin_scope("scp_drained").unwrap();
+        drop(claimed);
+        let Claim::Ready(c, _) = claim(&state, &es[1]) else {
+            panic!("not claimable")
+        };
+        assert_eq!(c.query, ScopeQuery::resolved("scp_drained"));
     }
 
     #[test]

@@ -1,9 +1,11 @@
 //! One host turn's shared mechanics, used by every host executable: the transport built from the
 //! settings, the persistence gate, recall with its diagnostics, capture with flush, ledger and
-//! spool, and scope resolution. A capture that passed the gate is written ahead to the spool
-//! before the first network call, then delivered and retired; whatever is not delivered stays
-//! there for the drainer. Hosts keep only what differs (payload fields, how context is wrapped,
-//! their flush policy). Never writes stdout.
+//! spool, and scope resolution (through the resolved-scope cache on the prompt path). A capture
+//! that passed the gate is written ahead to the spool before the first network call and is never
+//! sent before the answer: after it, it is handed to the detached drainer (or, with background
+//! draining off or without a spool entry, delivered by this process), always to a scope resolved
+//! by the Server for it, never to a cached one. Hosts keep only what differs (payload fields, how
+//! context is wrapped). Never writes stdout.
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -24,6 +26,7 @@ use crate::ledger;
 use crate::outcome::{Diagnostic, Failure, Outcome, Stage};
 use crate::recall;
 use crate::scope::ScopeQuery;
+use crate::scope_cache::ScopeCache;
 use crate::session::{self, BoundaryChange, Change, Filtered, SessionFile};
 use crate::spool::{self, SpoolLimits, SpooledCapture, WriteAhead, WriteAheadError};
 use crate::state::{self, StateDir};
@@ -89,6 +92,10 @@ pub struct Turn<'a> {
     ahead: Mutex<Option<WriteAhead>>,
     /// The capture was too large for the spool: not written ahead.
     too_large: AtomicBool,
+    /// The scope the Server resolved during this turn (not taken from the cache), if any.
+    fresh_scope: Mutex<Option<String>>,
+    /// The prompt's scope query (what a deferred capture resolves when nothing was pinned).
+    query: Mutex<Option<ScopeQuery>>,
     /// The prompt the capture gate scanned and the recall query it produced, so the prompt is
     /// scanned once per turn.
     query_cache: std::sync::OnceLock<(String, Option<String>)>,
@@ -119,6 +126,8 @@ impl<'a> Turn<'a> {
                 session: None,
                 ahead: Mutex::new(None),
                 too_large: AtomicBool::new(false),
+                fresh_scope: Mutex::new(None),
+                query: Mutex::new(None),
                 query_cache: std::sync::OnceLock::new(),
             }),
             Err(name) => {
@@ -174,19 +183,70 @@ impl<'a> Turn<'a> {
         None
     }
 
-    /// Resolves the scope. A pending capture is first written ahead to the spool (with the
+    /// The scope for a prompt. A pending capture is first written ahead to the spool (with the
     /// binding keys, so a replay lands in the scope it would have landed in online); when the
-    /// Server cannot be reached it simply stays there.
+    /// Server cannot be reached it simply stays there. A scope the Server resolved for the same
+    /// keys within the cache's validity is used without asking again: it only steers recall, since
+    /// the capture is resolved afresh before it is sent (see [`Turn::defer_capture`]).
     #[must_use]
     pub fn resolve(&self, query: ScopeQuery, pending: Option<&Capture>) -> Option<String> {
         if let Some(capture) = pending {
             self.write_ahead(&query, capture);
         }
+        *self
+            .query
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(query.clone());
+        let cache = query
+            .explicit
+            .is_none()
+            .then(|| ScopeCache::locate(self.env))
+            .flatten();
+        let server = self.transport.base().as_str();
+        if let Some(scope) = cache
+            .as_ref()
+            .and_then(|c| c.get(server, self.integration, &query))
+        {
+            return Some(scope);
+        }
+        self.resolve_with(&query, pending.is_some(), cache.as_ref())
+    }
+
+    /// The scope straight from the Server, never from the cache, which it refreshes: a
+    /// `SessionStart` sees a binding changed a moment ago.
+    #[must_use]
+    pub fn resolve_fresh(&self, query: ScopeQuery) -> Option<String> {
+        let cache = query
+            .explicit
+            .is_none()
+            .then(|| ScopeCache::locate(self.env))
+            .flatten();
+        self.resolve_with(&query, false, cache.as_ref())
+    }
+
+    /// Drops the cached scope for `query`, so the next prompt resolves it (a `SessionStart` that
+    /// has no reason to ask the Server itself).
+    pub fn forget_cached_scope(&self, query: &ScopeQuery) {
+        if let Some(cache) = ScopeCache::locate(self.env) {
+            cache.forget(self.transport.base().as_str(), self.integration, query);
+        }
+    }
+
+    fn resolve_with(&self, query: &ScopeQuery, pending: bool, cache: Option<&ScopeCache>) -> Option<String> {
         match query.resolve(&self.transport) {
-            Ok(scope) => Some(scope),
+            Ok(scope) => {
+                if let Some(c) = cache {
+                    c.put(self.transport.base().as_str(), self.integration, query, &scope);
+                }
+                *self
+                    .fresh_scope
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(scope.clone());
+                Some(scope)
+            }
             Err(f) => {
                 self.report(Stage::Scope, f);
-                if pending.is_some() {
+                if pending {
                     self.settle(drain::is_retryable(&f));
                 }
                 None
@@ -505,13 +565,19 @@ impl<'a> Turn<'a> {
         }
     }
 
-    /// Sends a capture and retires its write-ahead entry; a retryable failure leaves the entry
-    /// in the spool. Returns the Source position when the Server took it.
-    #[must_use]
-    pub fn send(&self, scope: &str, capture: &Capture) -> Option<u64> {
-        // A replay after a crash must send exactly this request: pin the resolved scope first.
-        if let Some(ahead) = self.lock_ahead().as_mut()
-            && let Err(e) = ahead.pin_scope(scope)
+    /// Holds the turn's capture for after the answer (see [`after_answer`]): nothing is sent on
+    /// the prompt path. `capture` is what was gated; `scope` is only used when the Server resolved
+    /// it during this turn (then it is pinned in the spool entry: fresh, and a replay sends the
+    /// same request); a scope from the cache is never used for a capture.
+    pub fn defer_capture(&self, capture: &Capture) {
+        let fresh = self
+            .fresh_scope
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        let mut ahead = self.lock_ahead().take();
+        if let (Some(a), Some(scope)) = (ahead.as_mut(), fresh.as_deref())
+            && let Err(e) = a.pin_scope(scope)
         {
             emit::diagnostic(
                 &self
@@ -519,41 +585,42 @@ impl<'a> Turn<'a> {
                     .detail(e.detail()),
             );
         }
-        match capture::send(&self.transport, &capture.request(self.integration, scope)) {
-            Ok(position) => {
-                journal::note_delivered();
-                self.settle(false);
-                Some(position)
-            }
-            Err(f) => {
-                self.report(Stage::Capture, f);
-                self.settle(drain::is_retryable(&f));
-                None
-            }
-        }
-    }
-
-    /// Sends a capture and, with `flush_on_capture`, flushes through its position; a flush that
-    /// does not finish leaves the position in the ledger (unless the Server has no model, which
-    /// will never flush).
-    pub fn capture_and_flush(&self, scope: &str, capture: &Capture) {
-        let Some(position) = self.send(scope, capture) else {
-            return;
+        let background = ahead.is_some() && !drain::background_disabled(self.env);
+        let state = StateDir::locate(self.env).ok();
+        let entry = SpooledCapture {
+            integration: self.integration.as_str().to_owned(),
+            server: self.transport.base().as_str().to_owned(),
+            source_prefix: self.integration.source_prefix().to_owned(),
+            query: match fresh.as_deref() {
+                Some(scope) => ScopeQuery::resolved(scope),
+                None => match self
+                    .query
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .clone()
+                {
+                    Some(q) => q,
+                    // Never resolved: nothing to deliver to.
+                    None => return,
+                },
+            },
+            session: capture.session.clone(),
+            turn: capture.turn.clone(),
+            content: capture.content.clone(),
+            metadata: capture.metadata.clone(),
+            flush: self.flush_wanted,
         };
-        if !self.settings.flush_on_capture.value {
-            return;
-        }
-        if let Err(f) = capture::flush_through(
-            &self.transport,
-            scope,
-            position,
-            self.settings.flush_max_calls.value,
-        ) {
-            self.report(Stage::Flush, f);
-            if f.outcome != Outcome::InferenceUnavailable {
-                self.keep_pending(scope, position);
-            }
-        }
+        *DEFERRED.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(Deferred {
+            component: self.integration.component(),
+            ahead,
+            entry,
+            transport: self.transport.clone(),
+            flush_on_capture: self.settings.flush_on_capture.value,
+            flush_max_calls: self.settings.flush_max_calls.value,
+            too_large: self.too_large.load(Ordering::Relaxed),
+            background,
+            state,
+        });
     }
 
     /// Records a captured position in the shared ledger for a later flush.
@@ -577,5 +644,133 @@ fn boundary_after(lifecycle: Lifecycle, fetched: bool) -> BoundaryChange {
     BoundaryChange {
         restart: lifecycle != Lifecycle::Resume,
         pending_after: (!fetched).then_some(lifecycle),
+    }
+}
+
+/// A capture held from the prompt path until the answer is out.
+struct Deferred {
+    component: &'static str,
+    /// The claimed spool entry, when one could be written.
+    ahead: Option<WriteAhead>,
+    /// The capture with its scope query (a pinned scope when the Server resolved it this turn).
+    entry: SpooledCapture,
+    transport: crate::http::Transport,
+    flush_on_capture: bool,
+    flush_max_calls: u32,
+    too_large: bool,
+    /// Hand the entry to the detached drainer instead of delivering it here.
+    background: bool,
+    state: Option<StateDir>,
+}
+
+static DEFERRED: Mutex<Option<Deferred>> = Mutex::new(None);
+
+/// The work a prompt leaves for after its answer, called by the one place that writes answers
+/// once the answer is out (and before the run's journal record). A capture written ahead is
+/// released and handed to the detached drainer, which resolves its scope and delivers it, in
+/// order per session, exactly once (the `source_id` makes a replay a dedupe). With background
+/// draining off, or when the capture could not be spooled, this process delivers it itself,
+/// within what is left of its budget, with a freshly resolved scope.
+pub fn after_answer() {
+    let Some(d) = DEFERRED
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .take()
+    else {
+        return;
+    };
+    let mut d = d;
+    if d.background
+        && let Some(state) = d.state.clone()
+        && let Some(ahead) = d.ahead.take()
+    {
+        // Released before the drainer is looked for, so whichever drainer runs sees it.
+        drop(ahead);
+        journal::note_queued();
+        drain::hand_off(&state);
+        return;
+    }
+    d.deliver_here();
+}
+
+impl Deferred {
+    fn deliver_here(mut self) {
+        let component = self.component;
+        let scope = match self.entry.query.resolve(&self.transport) {
+            Ok(scope) => scope,
+            Err(f) => {
+                emit::diagnostic(&f.diagnostic(component, Stage::Scope));
+                self.settle(drain::is_retryable(&f));
+                return;
+            }
+        };
+        if let Some(ahead) = self.ahead.as_mut()
+            && let Err(e) = ahead.pin_scope(&scope)
+        {
+            emit::diagnostic(
+                &Diagnostic::new(component, Stage::State, Outcome::StateUnavailable).detail(e.detail()),
+            );
+        }
+        let position = match capture::send(&self.transport, &self.entry.request(&scope)) {
+            Ok(position) => {
+                journal::note_delivered();
+                self.settle(false);
+                position
+            }
+            Err(f) => {
+                emit::diagnostic(&f.diagnostic(component, Stage::Capture));
+                self.settle(drain::is_retryable(&f));
+                return;
+            }
+        };
+        if self.flush_on_capture {
+            // Pi retries a failed flush call (its host contract); the others stop at the first.
+            let flushed = if self.component == Integration::Pi.component() {
+                capture::flush_retrying(&self.transport, &scope, position, self.flush_max_calls)
+            } else {
+                capture::flush_through(&self.transport, &scope, position, self.flush_max_calls)
+            };
+            match flushed {
+                Ok(_) => return,
+                Err(f) => {
+                    emit::diagnostic(&f.diagnostic(component, Stage::Flush));
+                    // A Server without a model will not flush later either.
+                    if f.outcome == Outcome::InferenceUnavailable {
+                        return;
+                    }
+                }
+            }
+        } else if !self.entry.flush {
+            return;
+        }
+        // Pending until a flush (a boundary, the drainer) sees it through.
+        let wait = self.transport.deadline().within(state::HOOK_LOCK_WAIT);
+        let recorded = self
+            .state
+            .as_ref()
+            .map_or(Err(crate::state::StateError::NoLocation), |st| {
+                ledger::record(
+                    st,
+                    &wait,
+                    &self.entry.server,
+                    &scope,
+                    position,
+                    &self.entry.integration,
+                )
+            });
+        if let Err(e) = recorded {
+            emit::diagnostic(
+                &Diagnostic::new(component, Stage::State, Outcome::StateUnavailable).detail(e.detail()),
+            );
+        }
+    }
+
+    fn settle(&mut self, keep: bool) {
+        let ahead = self.ahead.take();
+        if keep {
+            spool::report_left(self.component, ahead, self.too_large);
+        } else if let Some(ahead) = ahead {
+            ahead.retire();
+        }
     }
 }
