@@ -209,7 +209,7 @@ impl Report {
         }
         let _ = writeln!(
             s,
-            "\n## Targets (issue #5)\n\n| Target | Goal | Measured | Verdict |\n|---|---|---|---|"
+            "\n## Targets\n\n| Target | Goal | Measured | Verdict |\n|---|---|---|---|"
         );
         for t in &self.targets {
             let _ = writeln!(
