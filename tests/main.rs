@@ -16,6 +16,7 @@ mod e2e_pi;
 mod e2e_scenarios;
 mod fault;
 mod journal;
+mod kept_captures;
 mod mcp_auth;
 mod negative;
 mod official;

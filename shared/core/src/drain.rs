@@ -334,7 +334,12 @@ pub fn drain(
                     claimed.remove()?;
                     report.rejected += 1;
                 } else {
-                    down.insert(cap.server.clone());
+                    // Only an unreachable Server holds back its other entries; an answer about
+                    // this entry (a binding that does not resolve, a refused token) holds back
+                    // its own session only.
+                    if is_retryable(&f) {
+                        down.insert(cap.server.clone());
+                    }
                     blocked.insert(order);
                     report.kept += 1;
                     report.left.push(entry.name.clone());
@@ -371,7 +376,12 @@ pub fn drain(
                     claimed.remove()?;
                     report.rejected += 1;
                 } else {
-                    down.insert(cap.server.clone());
+                    // Only an unreachable Server holds back its other entries; an answer about
+                    // this entry (a binding that does not resolve, a refused token) holds back
+                    // its own session only.
+                    if is_retryable(&f) {
+                        down.insert(cap.server.clone());
+                    }
                     blocked.insert(order);
                     report.kept += 1;
                     report.left.push(entry.name.clone());

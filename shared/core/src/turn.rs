@@ -247,7 +247,7 @@ impl<'a> Turn<'a> {
             Err(f) => {
                 self.report(Stage::Scope, f);
                 if pending {
-                    self.settle(drain::is_retryable(&f));
+                    self.settle(!drain::is_permanent_rejection(&f));
                 }
                 None
             }
@@ -700,7 +700,7 @@ impl Deferred {
             Ok(scope) => scope,
             Err(f) => {
                 emit::diagnostic(&f.diagnostic(component, Stage::Scope));
-                self.settle(drain::is_retryable(&f));
+                self.settle(!drain::is_permanent_rejection(&f));
                 return;
             }
         };
@@ -719,7 +719,7 @@ impl Deferred {
             }
             Err(f) => {
                 emit::diagnostic(&f.diagnostic(component, Stage::Capture));
-                self.settle(drain::is_retryable(&f));
+                self.settle(!drain::is_permanent_rejection(&f));
                 return;
             }
         };
