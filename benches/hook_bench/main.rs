@@ -930,6 +930,9 @@ fn bench_real(ctx: &Ctx, hosts: &[&Host], report: &mut Report) {
                 format!("{}.real.{suffix}", host.name),
                 format!("`{}` — {label}", host.exe),
                 move |run| {
+                    // Each run recalls as a session's first prompt does: the same prompt again in
+                    // the same session would inject nothing (`already_injected`).
+                    prompt_path::fresh_window(&ctx.state_dir(&state));
                     let p = Payload {
                         prompt: PROMPT,
                         cwd: &ctx.project,

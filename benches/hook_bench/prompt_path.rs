@@ -95,7 +95,7 @@ fn quiesce(state: &Path) {
 /// Empties the session records of `state` (untimed): each run then recalls as a session's first
 /// prompt does. Left alone, the same prompt in the same session injects nothing after the first
 /// run (`already_injected`), for the same Server work.
-fn fresh_window(state: &Path) {
+pub(crate) fn fresh_window(state: &Path) {
     if let Ok(d) = std::fs::read_dir(state.join("sessions")) {
         for e in d.flatten() {
             let _ = std::fs::remove_file(e.path());
