@@ -7,9 +7,12 @@ use powercontext_hooks_core::prompt_hook::PromptHookProfile;
 /// Claude Code truncates hook context above this many characters to a short preview.
 pub const CONTEXT_CHAR_LIMIT: usize = 10_000;
 
+/// This host.
+pub const HOST: Integration = Integration::ClaudeCode;
+
 /// The Claude Code payload profile (`prompt`, or `user_prompt` from older versions).
 pub const PROFILE: PromptHookProfile = PromptHookProfile {
-    integration: Integration::ClaudeCode,
+    integration: HOST,
     prompt_fields: &["prompt", "user_prompt"],
     session_fields: &["session_id"],
     turn_fields: &["prompt_id", "request_id"],

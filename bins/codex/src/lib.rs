@@ -4,9 +4,12 @@
 use powercontext_hooks_core::host::Integration;
 use powercontext_hooks_core::prompt_hook::PromptHookProfile;
 
+/// This host.
+pub const HOST: Integration = Integration::Codex;
+
 /// The Codex payload profile.
 pub const PROFILE: PromptHookProfile = PromptHookProfile {
-    integration: Integration::Codex,
+    integration: HOST,
     prompt_fields: &["prompt"],
     session_fields: &["session_id", "conversation_id", "thread_id"],
     turn_fields: &["turn_id", "request_id"],

@@ -13,7 +13,6 @@ use std::time::Instant;
 use powercontext_hooks_core::drain;
 use powercontext_hooks_core::emit;
 use powercontext_hooks_core::env::Env;
-use powercontext_hooks_core::host::Integration;
 use powercontext_hooks_core::journal;
 use powercontext_hooks_core::outcome::{Diagnostic, Outcome, Stage};
 use powercontext_hooks_core::process;
@@ -50,7 +49,7 @@ pub fn parse_args(args: &[OsString]) -> Command {
 #[must_use]
 pub fn main() -> ExitCode {
     let start = Instant::now();
-    let component = Integration::Dsh.component();
+    let component = pre_step::HOST.component();
     let args: Vec<OsString> = std::env::args_os().skip(1).collect();
     match parse_args(&args) {
         Command::Drain => drain::background_main(component),
@@ -67,7 +66,7 @@ pub fn main() -> ExitCode {
         Command::PreStep => {
             process::begin(component, start);
             let env = Env::from_process();
-            let _journal = journal::start(Integration::Dsh, "agent/pre-step", &env, start);
+            let _journal = journal::start(pre_step::HOST, "agent/pre-step", &env, start);
             pre_step::main(&env, start)
         }
     }

@@ -24,7 +24,7 @@ use powercontext_hooks_core::protocol::{self, Answer, Protocol};
 
 use powercontext_hooks_core::session::SessionFile;
 
-use crate::prepare::{INTEGRATION, diag};
+use crate::prepare::{HOST, diag};
 use crate::turns::TurnCache;
 
 /// Opens the part appended to the user message; also how an already injected part is recognized
@@ -79,10 +79,10 @@ impl Command {
 #[must_use]
 pub fn main() -> ExitCode {
     if drain::is_drain_invocation() {
-        return drain::background_main(INTEGRATION.component());
+        return drain::background_main(HOST.component());
     }
     let start = Instant::now();
-    process::begin(INTEGRATION.component(), start);
+    process::begin(HOST.component(), start);
     let env = Env::from_process();
     if env.text(vars::FAULT) == Some("panic") {
         panic!("fault injection requested by {}", vars::FAULT);
@@ -92,7 +92,7 @@ pub fn main() -> ExitCode {
         emit::diagnostic(&diag(Stage::Payload, Outcome::Skipped).detail("unknown_subcommand"));
         return ExitCode::SUCCESS;
     };
-    let _journal = journal::start(INTEGRATION, command.event(), &env, start);
+    let _journal = journal::start(HOST, command.event(), &env, start);
     let answer = run(command, &env, start);
     let code = protocol::deliver(Protocol::OpenCodeTransform, &answer);
     if command == Command::Prepare {
@@ -103,7 +103,7 @@ pub fn main() -> ExitCode {
 }
 
 fn read_stdin() -> Option<Vec<u8>> {
-    process::read_payload(INTEGRATION.component())
+    process::read_payload(HOST.component())
 }
 
 fn skipped(reason: event::Skip) -> Answer {
@@ -116,7 +116,7 @@ fn skipped(reason: event::Skip) -> Answer {
 pub fn run(command: Command, env: &Env, start: Instant) -> Answer {
     match command {
         Command::Prepare => {
-            let settings = Settings::for_hook(INTEGRATION, env);
+            let settings = Settings::for_hook(HOST, env);
             let budget = settings.as_ref().map_or(Defaults::BUDGET, |s| s.budget.value);
             let deadline = Deadline::new(start, budget);
             process::arm_watchdog(start, budget);
@@ -171,7 +171,7 @@ pub fn run(command: Command, env: &Env, start: Instant) -> Answer {
             };
             match event::parse_forget(&stdin) {
                 Ok(session) => {
-                    if let Some(file) = SessionFile::locate(env, INTEGRATION, &session) {
+                    if let Some(file) = SessionFile::locate(env, HOST, &session) {
                         file.mark_compacted();
                     }
                     Answer::Nothing

@@ -18,10 +18,10 @@ use crate::event::PrepareEvent;
 use crate::turns::TurnCache;
 
 /// The integration.
-pub const INTEGRATION: Integration = Integration::OpenCode;
+pub const HOST: Integration = Integration::OpenCode;
 
 pub(crate) fn diag(stage: Stage, outcome: Outcome) -> Diagnostic {
-    Diagnostic::new(INTEGRATION.component(), stage, outcome)
+    Diagnostic::new(HOST.component(), stage, outcome)
 }
 
 /// The turn this run holds, if any.
@@ -64,7 +64,7 @@ fn capture_of(event: &PrepareEvent, cwd: &str) -> Capture {
         turn: event.message_id.clone(),
         content: event.prompt.clone(),
         metadata: capture::metadata(
-            INTEGRATION.as_str(),
+            HOST.as_str(),
             "user_prompt_submit",
             &[
                 ("cwd", Some(cwd)),
@@ -97,8 +97,7 @@ pub fn run(env: &Env, settings: Result<&Settings, String>, deadline: &Deadline, 
         emit::diagnostic(&diag(Stage::Payload, Outcome::Skipped).detail("missing_directory"));
         return;
     };
-    let Some(turn) =
-        Turn::open(INTEGRATION, env, settings, deadline).map(|t| t.in_session(Some(&event.session_id)))
+    let Some(turn) = Turn::open(HOST, env, settings, deadline).map(|t| t.in_session(Some(&event.session_id)))
     else {
         return;
     };
@@ -106,7 +105,7 @@ pub fn run(env: &Env, settings: Result<&Settings, String>, deadline: &Deadline, 
         .capture_text(&event.prompt, event.lossy)
         .map(|text| capture_of(event, &directory.to_string_lossy()).with_content(text));
     let query = ScopeQuery::for_event(
-        INTEGRATION,
+        HOST,
         settings.scope_id.value.as_deref(),
         Some(&event.session_id),
         directory,
@@ -151,7 +150,7 @@ pub fn run(env: &Env, settings: Result<&Settings, String>, deadline: &Deadline, 
 fn pin_session(turn: &Turn<'_>, session: &str, scope: &str) {
     let _stage = powercontext_hooks_core::process::enter(Stage::Scope);
     let body = serde_json::json!({
-        "key": {"integration": INTEGRATION.as_str(), "kind": "session", "external_id": session},
+        "key": {"integration": HOST.as_str(), "kind": "session", "external_id": session},
         "scope_id": scope,
     });
     match turn.transport.put_json("/v1/scope-bindings", &body) {
