@@ -167,25 +167,7 @@ impl Transport {
     /// # Errors
     /// An [`HttpError`] when no usable reply arrived in time.
     pub fn post_json<B: Serialize>(&self, path: &str, body: &B) -> Result<Reply, HttpError> {
-        let bytes = serde_json::to_vec(body).map_err(|_| HttpError::Unavailable)?;
-        let timeout = self.deadline.cap(self.request_timeout);
-        if timeout.is_zero() {
-            return Err(HttpError::Timeout);
-        }
-        let mut req = self
-            .agent
-            .post(self.base.join(path))
-            .header("Accept", "application/json")
-            .header("Content-Type", "application/json");
-        if let Some(a) = &self.authorization {
-            req = req.header("Authorization", a.header_value());
-        }
-        let result = req
-            .config()
-            .timeout_global(Some(timeout))
-            .build()
-            .send(&bytes[..]);
-        read_reply(result)
+        self.send_json(false, path, body, None)
     }
 
     /// PUTs a JSON body and returns the reply.
@@ -193,7 +175,7 @@ impl Transport {
     /// # Errors
     /// An [`HttpError`] when no usable reply arrived in time.
     pub fn put_json<B: Serialize>(&self, path: &str, body: &B) -> Result<Reply, HttpError> {
-        self.put(path, body, None)
+        self.send_json(true, path, body, None)
     }
 
     /// PUTs a JSON body, only if the resource still has entity tag `if_match`.
@@ -206,20 +188,29 @@ impl Transport {
         body: &B,
         if_match: &str,
     ) -> Result<Reply, HttpError> {
-        self.put(path, body, Some(if_match))
+        self.send_json(true, path, body, Some(if_match))
     }
 
-    fn put<B: Serialize>(&self, path: &str, body: &B, if_match: Option<&str>) -> Result<Reply, HttpError> {
+    fn send_json<B: Serialize>(
+        &self,
+        put: bool,
+        path: &str,
+        body: &B,
+        if_match: Option<&str>,
+    ) -> Result<Reply, HttpError> {
         let bytes = serde_json::to_vec(body).map_err(|_| HttpError::Unavailable)?;
         let timeout = self.deadline.cap(self.request_timeout);
         if timeout.is_zero() {
             return Err(HttpError::Timeout);
         }
-        let mut req = self
-            .agent
-            .put(self.base.join(path))
-            .header("Accept", "application/json")
-            .header("Content-Type", "application/json");
+        let url = self.base.join(path);
+        let mut req = if put {
+            self.agent.put(url)
+        } else {
+            self.agent.post(url)
+        }
+        .header("Accept", "application/json")
+        .header("Content-Type", "application/json");
         if let Some(tag) = if_match {
             req = req.header("If-Match", tag);
         }
