@@ -151,13 +151,8 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
 
-use powercontext_hooks_core::deadline::Deadline;
-use powercontext_hooks_core::endpoint::BaseUrl;
-use powercontext_hooks_core::env::Env;
-use powercontext_hooks_core::http::Transport;
-use powercontext_hooks_test_support::fault_server::{FaultServer, Reply};
+use powercontext_hooks_test_support::fault_server::FaultServer;
 use powercontext_hooks_test_support::hook::{HookCmd, prompt_payload};
 use powercontext_hooks_test_support::real_server::RealServer;
 use serde_json::Value;
@@ -167,28 +162,6 @@ use crate::support::{CLI, PROMPT_HOSTS};
 /// The secret every end-to-end prompt carries, and the private note it hides.
 const SECRET: &str = "Zq7kLm2pXw9Rt4";
 const PRIVATE_NOTE: &str = "PRIVNOTE-staging-db7";
-
-/// A proxy in front of `target` that records every request and refuses them all while `up` is false.
-fn recording_proxy(target: String, up: Arc<AtomicBool>) -> FaultServer {
-    FaultServer::start(move |req| {
-        if !up.load(Ordering::SeqCst) {
-            return Reply::Close;
-        }
-        let transport = Transport::new(
-            BaseUrl::parse(&target).unwrap(),
-            None,
-            Duration::from_secs(20),
-            Deadline::after(Duration::from_secs(20)),
-            &Env::default(),
-        )
-        .unwrap();
-        let body: Value = serde_json::from_slice(&req.body).unwrap_or(Value::Null);
-        match transport.post_json(&req.path, &body) {
-            Ok(r) => Reply::json(r.status, &r.body),
-            Err(_) => Reply::Close,
-        }
-    })
-}
 
 fn hook_run(
     exe: &str,
@@ -242,7 +215,7 @@ fn captured_contents(proxy: &FaultServer) -> Vec<String> {
 fn a_caught_secret_reaches_neither_the_real_server_nor_the_spool_and_recall_still_runs() {
     let server = RealServer::shared();
     let up = Arc::new(AtomicBool::new(true));
-    let proxy = recording_proxy(server.url(), up.clone());
+    let proxy = crate::state::switchable_proxy(server.url(), up.clone());
     for (exe, part, _) in PROMPT_HOSTS {
         let scope = server.create_scope(&format!("secret-skip-{part}"));
         let fact = format!("Decision {part}: the heron database is migrated with flyway on Fridays");
@@ -300,7 +273,7 @@ fn a_caught_secret_reaches_neither_the_real_server_nor_the_spool_and_recall_stil
 fn a_redacted_capture_stores_only_the_redacted_text_online_and_through_the_spool() {
     let server = RealServer::shared();
     let up = Arc::new(AtomicBool::new(true));
-    let proxy = recording_proxy(server.url(), up.clone());
+    let proxy = crate::state::switchable_proxy(server.url(), up.clone());
     for (exe, part, _) in PROMPT_HOSTS {
         let scope = server.create_scope(&format!("secret-redact-{part}"));
         let dir = tempfile::tempdir().unwrap();

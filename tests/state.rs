@@ -225,7 +225,7 @@ fn state_writer_killed_mid_write_loses_nothing_committed() {
 }
 
 /// A proxy in front of the real Server that refuses every request while `up` is false.
-fn switchable_proxy(target: String, up: Arc<AtomicBool>) -> FaultServer {
+pub(crate) fn switchable_proxy(target: String, up: Arc<AtomicBool>) -> FaultServer {
     FaultServer::start(move |req| {
         if !up.load(Ordering::SeqCst) {
             return Reply::Close;

@@ -1593,24 +1593,8 @@ fn bench_burst(ctx: &Ctx, single_p50: f64, report: &mut Report) {
         let invs: Vec<Invocation> = (0..BURST)
             .map(|i| ctx.hook(host, &url, "burst", &ctx.payload(PROMPT, round * BURST + i)))
             .collect();
-        let barrier = Arc::new(Barrier::new(BURST));
         let start = Instant::now();
-        let outs: Vec<RunOut> = std::thread::scope(|s| {
-            let handles: Vec<_> = invs
-                .iter()
-                .map(|inv| {
-                    let barrier = Arc::clone(&barrier);
-                    s.spawn(move || {
-                        barrier.wait();
-                        inv.run()
-                    })
-                })
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| h.join().expect("burst thread"))
-                .collect()
-        });
+        let outs = run_together(&invs);
         let span = start.elapsed();
         if round == 0 {
             continue;
@@ -1893,4 +1877,26 @@ fn method_notes(ctx: &Ctx) -> Vec<String> {
             if ctx.official_hooks.is_some() { "set" } else { "not set" }
         ),
     ]
+}
+
+/// Starts every invocation at the same moment (one thread each, released by one barrier) and
+/// returns their outputs in order.
+fn run_together(invs: &[Invocation]) -> Vec<RunOut> {
+    let barrier = Arc::new(Barrier::new(invs.len()));
+    std::thread::scope(|s| {
+        let handles: Vec<_> = invs
+            .iter()
+            .map(|inv| {
+                let barrier = Arc::clone(&barrier);
+                s.spawn(move || {
+                    barrier.wait();
+                    inv.run()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("burst thread"))
+            .collect()
+    })
 }

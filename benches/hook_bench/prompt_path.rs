@@ -7,7 +7,6 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
 use powercontext_hooks_core::deadline::Deadline;
@@ -517,23 +516,7 @@ fn bench_real_burst(ctx: &Ctx, server: &RealServer, report: &mut Report) {
                 ctx.hook(host, &url, "path-burst", &p)
             })
             .collect();
-        let barrier = Arc::new(Barrier::new(BURST));
-        let outs: Vec<RunOut> = std::thread::scope(|s| {
-            let handles: Vec<_> = invs
-                .iter()
-                .map(|inv| {
-                    let barrier = Arc::clone(&barrier);
-                    s.spawn(move || {
-                        barrier.wait();
-                        inv.run()
-                    })
-                })
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| h.join().expect("burst thread"))
-                .collect()
-        });
+        let outs = crate::run_together(&invs);
         quiesce(&state);
         // Round 0 warms the Server and the page cache; its prompts are still checked.
         prompts.extend(round_prompts);
