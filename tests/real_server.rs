@@ -272,7 +272,10 @@ fn captured(server: &RealServer, scope: &str, prompt: &str) -> usize {
 #[test]
 fn a_rebinding_reaches_recall_within_the_cache_window_and_at_once_after_session_start_and_never_a_capture_late()
  {
-    const WINDOW: Duration = Duration::from_secs(3);
+    // A window no loaded machine outlasts between two prompts, and a short one for the expiry:
+    // validity is judged by the reader, so each run says which window it reads with.
+    const LONG: Duration = Duration::from_secs(120);
+    const SHORT: Duration = Duration::from_secs(1);
     let server = RealServer::shared();
     let scopes = ["cache-a", "cache-b", "cache-c"].map(|t| server.create_scope(t));
     let facts = ["01:10", "04:40", "06:20"]
@@ -286,12 +289,12 @@ fn a_rebinding_reaches_recall_within_the_cache_window_and_at_once_after_session_
     server.bind("claude-code", "session", &session, a);
     let cwd = tempfile::tempdir().unwrap();
     let state = tempfile::tempdir().unwrap();
-    let run = |payload: &Value, background: bool| {
+    let run = |payload: &Value, background: bool, window: Duration| {
         let mut cmd = hook(CLAUDE, "CLAUDE", server, "", cwd.path())
             .env("POWERCONTEXT_HOOKS_STATE_DIR", state.path().to_str().unwrap())
             .env(
                 "POWERCONTEXT_HOOKS_SCOPE_CACHE_SECONDS",
-                WINDOW.as_secs().to_string(),
+                window.as_secs().to_string(),
             )
             .stdin_json(payload);
         if background {
@@ -301,16 +304,18 @@ fn a_rebinding_reaches_recall_within_the_cache_window_and_at_once_after_session_
         out.assert_fail_open();
         out
     };
-    let ask = |n: usize, background: bool| {
+    let ask = |n: usize, background: bool, window: Duration| {
         let prompt = format!("When does the nightly replica backup window open? (ask {n} {session})");
         let out = run(
             &turn_payload(&prompt, cwd.path(), &session, &format!("t{n}")),
             background,
+            window,
         );
         (prompt, out.context().unwrap_or_default(), out.stderr)
     };
 
-    let (p1, ctx, err) = ask(1, false);
+    let first = Instant::now();
+    let (p1, ctx, err) = ask(1, false, LONG);
     assert!(
         ctx.contains(fact_a.as_str()) && !ctx.contains(fact_b.as_str()),
         "{ctx} {err}"
@@ -319,11 +324,10 @@ fn a_rebinding_reaches_recall_within_the_cache_window_and_at_once_after_session_
     // Rebound (as the official CLI does, through the Server API). Within the window recall may
     // still use the cached scope (nothing from B shows), but the capture is resolved afresh: it
     // lands in B, never in A, also when the background drainer delivers it.
-    let rebound = Instant::now();
     server.bind("claude-code", "session", &session, b);
-    let (p2, ctx, err) = ask(2, true);
+    let (p2, ctx, err) = ask(2, true, LONG);
     assert!(
-        rebound.elapsed() < WINDOW,
+        first.elapsed() < LONG,
         "the machine is too slow for this window"
     );
     assert!(
@@ -339,23 +343,22 @@ fn a_rebinding_reaches_recall_within_the_cache_window_and_at_once_after_session_
 
     // SessionStart resolves at once: the next prompt recalls from B.
     let start = serde_json::json!({"hook_event_name": "SessionStart", "session_id": session, "cwd": cwd.path(), "source": "resume"});
-    let _ = run(&start, false);
-    let (p3, ctx, err) = ask(3, false);
+    let _ = run(&start, false, LONG);
+    let (p3, ctx, err) = ask(3, false, LONG);
     assert!(
         ctx.contains(fact_b.as_str()) && !ctx.contains(fact_a.as_str()),
         "{ctx} {err}"
     );
 
-    // Past the window, a rebinding shows without any SessionStart.
+    // Past the window, a rebinding shows without any SessionStart. The entry is at least as old
+    // as the end of the third prompt (whose capture resolved last).
     server.bind("claude-code", "session", &session, c);
-    let rebound = Instant::now();
-    let (p4, _, _) = ask(4, false);
-    std::thread::sleep(WINDOW.saturating_sub(rebound.elapsed()) + Duration::from_millis(200));
-    let (p5, ctx, err) = ask(5, false);
+    std::thread::sleep(SHORT + Duration::from_millis(300));
+    let (p4, ctx, err) = ask(4, false, SHORT);
     assert!(ctx.contains(fact_c.as_str()), "{ctx} {err}");
 
     // Every capture exactly once, each in the scope bound when it was sent.
-    for (prompt, home) in [(&p1, a), (&p2, b), (&p3, b), (&p4, c), (&p5, c)] {
+    for (prompt, home) in [(&p1, a), (&p2, b), (&p3, b), (&p4, c)] {
         for scope in &scopes {
             let want = usize::from(scope == home);
             assert_eq!(captured(server, scope, prompt), want, "{prompt}");
