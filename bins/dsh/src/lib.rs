@@ -8,73 +8,52 @@
 
 use std::ffi::OsString;
 use std::process::ExitCode;
-use std::time::Instant;
 
-use powercontext_hooks_core::drain;
 use powercontext_hooks_core::emit;
-use powercontext_hooks_core::env::Env;
-use powercontext_hooks_core::journal;
-use powercontext_hooks_core::outcome::{Diagnostic, Outcome, Stage};
-use powercontext_hooks_core::process;
+use powercontext_hooks_core::hook::{self, Reply};
+use powercontext_hooks_core::protocol::Protocol;
 
 pub mod event;
 pub mod pre_step;
 pub mod turns;
 
-/// What the command line asks for.
+/// The one hook command: handle one `agent/pre-step` batch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Command {
-    /// Handle one `agent/pre-step` batch.
-    PreStep,
-    /// Print the version.
-    Version,
-    /// The detached background drainer (started by a hook run, never by the plugin).
-    Drain,
-    /// Missing or unknown: do nothing.
-    Unknown,
+pub struct PreStep;
+
+impl hook::Command for PreStep {
+    fn parse(args: &[OsString]) -> Option<Self> {
+        matches!(args, [one] if one == "pre-step").then_some(Self)
+    }
+
+    fn event(self) -> &'static str {
+        "agent/pre-step"
+    }
 }
 
-/// Parses the arguments after the program name.
+/// Whether the command line asks for the version (answered before anything else starts).
 #[must_use]
-pub fn parse_args(args: &[OsString]) -> Command {
-    match args.first().and_then(|a| a.to_str()) {
-        Some("pre-step") if args.len() == 1 => Command::PreStep,
-        Some("version" | "--version") if args.len() == 1 => Command::Version,
-        Some(drain::DRAIN_ARG) => Command::Drain,
-        _ => Command::Unknown,
-    }
+pub fn is_version(args: &[OsString]) -> bool {
+    matches!(args, [one] if one == "version" || one == "--version")
 }
 
 /// Runs the hook process.
 #[must_use]
 pub fn main() -> ExitCode {
-    let start = Instant::now();
-    let component = pre_step::HOST.component();
     let args: Vec<OsString> = std::env::args_os().skip(1).collect();
-    match parse_args(&args) {
-        Command::Drain => drain::background_main(component),
-        Command::Version => {
-            emit::stdout_line(concat!("powercontext-hook-dsh ", env!("CARGO_PKG_VERSION")));
-            ExitCode::SUCCESS
-        }
-        Command::Unknown => {
-            emit::diagnostic(
-                &Diagnostic::new(component, Stage::Payload, Outcome::Skipped).detail("unknown_subcommand"),
-            );
-            ExitCode::SUCCESS
-        }
-        Command::PreStep => {
-            process::begin(component, start);
-            let env = Env::from_process();
-            let _journal = journal::start(pre_step::HOST, "agent/pre-step", &env, start);
-            pre_step::main(&env, start)
-        }
+    if is_version(&args) {
+        emit::stdout_line(concat!("powercontext-hook-dsh ", env!("CARGO_PKG_VERSION")));
+        return ExitCode::SUCCESS;
     }
+    hook::run_hook(pre_step::HOST, |PreStep, run| {
+        Reply::drain(Protocol::DshPreStep, pre_step::run(run))
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use powercontext_hooks_core::hook::Command as _;
 
     fn args(a: &[&str]) -> Vec<OsString> {
         a.iter().map(OsString::from).collect()
@@ -82,12 +61,12 @@ mod tests {
 
     #[test]
     fn subcommands_are_parsed_by_hand() {
-        assert_eq!(parse_args(&args(&["pre-step"])), Command::PreStep);
-        assert_eq!(parse_args(&args(&["version"])), Command::Version);
-        assert_eq!(parse_args(&args(&["--version"])), Command::Version);
-        assert_eq!(parse_args(&args(&[drain::DRAIN_ARG])), Command::Drain);
-        assert_eq!(parse_args(&args(&[])), Command::Unknown);
-        assert_eq!(parse_args(&args(&["pre-step", "extra"])), Command::Unknown);
-        assert_eq!(parse_args(&args(&["post-step"])), Command::Unknown);
+        assert_eq!(PreStep::parse(&args(&["pre-step"])), Some(PreStep));
+        assert!(is_version(&args(&["version"])));
+        assert!(is_version(&args(&["--version"])));
+        assert!(!is_version(&args(&["version", "x"])));
+        assert_eq!(PreStep::parse(&args(&[])), None);
+        assert_eq!(PreStep::parse(&args(&["pre-step", "extra"])), None);
+        assert_eq!(PreStep::parse(&args(&["post-step"])), None);
     }
 }

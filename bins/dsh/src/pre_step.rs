@@ -4,22 +4,18 @@
 //! and the `enter` check stay in the plugin).
 
 use std::path::Path;
-use std::process::ExitCode;
-use std::time::Instant;
 
 use powercontext_hooks_core::capture;
-use powercontext_hooks_core::config::{Settings, vars};
+use powercontext_hooks_core::config::Settings;
 use powercontext_hooks_core::deadline::Deadline;
-use powercontext_hooks_core::drain;
 use powercontext_hooks_core::emit;
 use powercontext_hooks_core::env::Env;
+use powercontext_hooks_core::hook::Run;
 use powercontext_hooks_core::host::Integration;
 use powercontext_hooks_core::outcome::{Diagnostic, Outcome, Stage};
-use powercontext_hooks_core::process;
-use powercontext_hooks_core::protocol::{self, Answer, Protocol};
-use powercontext_hooks_core::scope::ScopeQuery;
+use powercontext_hooks_core::protocol::Answer;
 use powercontext_hooks_core::state::{self, StateDir};
-use powercontext_hooks_core::turn::{Capture, Turn};
+use powercontext_hooks_core::turn::{Capture, Prompt, Turn};
 
 use crate::event::{self, PreStepEvent};
 use crate::turns::{self, Claim};
@@ -40,30 +36,16 @@ fn diag(stage: Stage, outcome: Outcome) -> Diagnostic {
     Diagnostic::new(HOST.component(), stage, outcome)
 }
 
-/// Runs the subcommand end to end; the exit code is always 0.
+/// Reads the batch and answers.
 #[must_use]
-pub fn main(env: &Env, start: Instant) -> ExitCode {
-    if env.text(vars::FAULT) == Some("panic") {
-        panic!("fault injection requested by {}", vars::FAULT);
-    }
-    let answer = run(env, start);
-    let code = protocol::deliver(Protocol::DshPreStep, &answer);
-    // Only after the answer is out: leftover spool/ledger work goes to a detached drainer.
-    drain::spawn_if_needed(env);
-    code
-}
-
-/// Reads stdin and answers.
-#[must_use]
-pub fn run(env: &Env, start: Instant) -> Answer {
-    // The watchdog is already armed at the default budget (`process::begin`): a plugin that never
-    // closes stdin cannot keep the step waiting.
-    let Some(stdin) = process::read_payload(HOST.component()) else {
+pub fn run(run: &Run<'_>) -> Answer {
+    // The watchdog is already armed at the default budget: a plugin that never closes stdin
+    // cannot keep the step waiting.
+    let Some(stdin) = run.payload() else {
         return Answer::Nothing;
     };
     let Ok(event) = event::parse(&stdin) else {
-        emit::diagnostic(&diag(Stage::Payload, Outcome::Skipped).detail("not_json"));
-        return Answer::Nothing;
+        return run.skip("not_json");
     };
     drop(stdin);
     // Later steps of a turn carry `messages: []`, and plugin-only batches are not user input:
@@ -72,19 +54,13 @@ pub fn run(env: &Env, start: Instant) -> Answer {
         return Answer::Nothing;
     }
     if powercontext_hooks_core::payload::is_blank(&event.user_text) {
-        emit::diagnostic(&diag(Stage::Payload, Outcome::Skipped).detail("blank_prompt"));
-        return Answer::Nothing;
+        return run.skip("blank_prompt");
     }
-    let settings = match Settings::for_hook(HOST, env) {
-        Ok(s) => s,
-        Err(e) => {
-            emit::diagnostic(&diag(Stage::Config, Outcome::ConfigInvalid).setting(e.setting));
-            return Answer::Nothing;
-        }
+    let Some(settings) = run.settings() else {
+        return Answer::Nothing;
     };
-    process::arm_watchdog(start, settings.budget.value);
-    let deadline = Deadline::new(start, settings.budget.value);
-    respond(env, &settings, &deadline, &event)
+    let deadline = run.arm(settings.budget.value);
+    respond(run.env, &settings, &deadline, &event)
 }
 
 /// Scope, recall and capture for a batch with user text.
@@ -96,47 +72,24 @@ pub fn respond(env: &Env, settings: &Settings, deadline: &Deadline, event: &PreS
         emit::diagnostic(&diag(Stage::Prepare, Outcome::Skipped).detail("missing_session_cwd"));
         return Answer::Nothing;
     }
-    let Some(session_turn) =
-        Turn::open(HOST, env, settings, deadline).map(|t| t.in_session(event.session_id.as_deref()))
-    else {
+    let prompt = Prompt {
+        text: &event.user_text,
+        lossy: event.lossy,
+        session: event.session_id.as_deref(),
+        // With a configured scope the cwd is never looked at, so an empty path is never used.
+        cwd: event.cwd.as_deref().unwrap_or(Path::new("")),
+        capture: capture_of(event),
+        recall: recall_allowed(env, deadline, event),
+    };
+    let recall = prompt.recall;
+    let Some(mut begun) = Turn::begin(HOST, env, settings, deadline, prompt) else {
         return Answer::Nothing;
     };
-
-    // The capture decision needs no network: make it first so a secret never waits on anything.
-    let capture = session_turn
-        .capture_text(&event.user_text, event.lossy)
-        .map(|text| capture_of(event).with_content(text));
-    let recall = recall_allowed(env, deadline, event);
-    if capture.is_none() && !recall {
-        return Answer::Nothing;
-    }
-
-    // With a configured scope the cwd is never looked at, so an empty path is never used.
-    let cwd = event.cwd.as_deref().unwrap_or(Path::new(""));
-    let query = ScopeQuery::for_event(
-        HOST,
-        settings.scope_id.value.as_deref(),
-        event.session_id.as_deref(),
-        cwd,
-        deadline,
-        powercontext_hooks_core::workspace::Discovery::for_env(env),
-    );
-    let Some(scope) = session_turn.resolve(query, capture.as_ref()) else {
-        return Answer::Nothing;
-    };
-
-    let answer = if recall {
-        match session_turn.recall(&scope, &event.user_text, settings.max_bytes.value) {
-            Some(text) => Answer::Context(wrap(&text)),
-            None => Answer::Nothing,
-        }
-    } else {
-        Answer::Nothing
-    };
-    // Sent after the answer is out, never on the prompt path.
-    if let Some(capture) = &capture {
-        session_turn.defer_capture(capture);
-    }
+    let answer = recall
+        .then(|| begun.recall(&event.user_text, settings.max_bytes.value))
+        .flatten()
+        .map_or(Answer::Nothing, |text| Answer::Context(wrap(&text)));
+    begun.finish();
     answer
 }
 

@@ -9,19 +9,17 @@ pub mod event;
 pub mod prepare;
 pub mod turns;
 
+use std::ffi::OsString;
 use std::process::ExitCode;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use powercontext_hooks_core::config::{Defaults, Settings, vars};
+use powercontext_hooks_core::config::{Defaults, Settings};
 use powercontext_hooks_core::deadline::Deadline;
-use powercontext_hooks_core::drain;
 use powercontext_hooks_core::emit;
 use powercontext_hooks_core::env::Env;
-use powercontext_hooks_core::journal;
+use powercontext_hooks_core::hook::{self, Reply, Run, Then};
 use powercontext_hooks_core::outcome::{Outcome, Stage};
-use powercontext_hooks_core::process;
-use powercontext_hooks_core::protocol::{self, Answer, Protocol};
-
+use powercontext_hooks_core::protocol::{Answer, Protocol};
 use powercontext_hooks_core::session::SessionFile;
 
 use crate::prepare::{HOST, diag};
@@ -47,12 +45,11 @@ pub enum Command {
     Compacted,
 }
 
-impl Command {
-    /// Parses the first argument (no other arguments are accepted).
-    #[must_use]
-    pub fn parse<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Option<Self> {
+impl hook::Command for Command {
+    /// The first argument (no other arguments are accepted).
+    fn parse(args: &[OsString]) -> Option<Self> {
         let [only] = args else { return None };
-        match only.as_ref().to_str()? {
+        match only.to_str()? {
             "prepare" => Some(Self::Prepare),
             "inject" => Some(Self::Inject),
             "forget" => Some(Self::Forget),
@@ -60,12 +57,9 @@ impl Command {
             _ => None,
         }
     }
-}
 
-impl Command {
-    /// The run journal's event word (the OpenCode hook behind the subcommand).
-    #[must_use]
-    pub fn event(self) -> &'static str {
+    /// The OpenCode hook behind the subcommand.
+    fn event(self) -> &'static str {
         match self {
             Self::Prepare => "chat.message",
             Self::Inject => "messages.transform",
@@ -78,107 +72,67 @@ impl Command {
 /// Runs the hook process.
 #[must_use]
 pub fn main() -> ExitCode {
-    if drain::is_drain_invocation() {
-        return drain::background_main(HOST.component());
-    }
-    let start = Instant::now();
-    process::begin(HOST.component(), start);
-    let env = Env::from_process();
-    if env.text(vars::FAULT) == Some("panic") {
-        panic!("fault injection requested by {}", vars::FAULT);
-    }
-    let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
-    let Some(command) = Command::parse(&args) else {
-        emit::diagnostic(&diag(Stage::Payload, Outcome::Skipped).detail("unknown_subcommand"));
-        return ExitCode::SUCCESS;
-    };
-    let _journal = journal::start(HOST, command.event(), &env, start);
-    let answer = run(command, &env, start);
-    let code = protocol::deliver(Protocol::OpenCodeTransform, &answer);
-    if command == Command::Prepare {
-        // Only after the work is done: leftover spool/ledger work goes to a detached drainer.
-        drain::spawn_if_needed(&env);
-    }
-    code
-}
-
-fn read_stdin() -> Option<Vec<u8>> {
-    process::read_payload(HOST.component())
-}
-
-fn skipped(reason: event::Skip) -> Answer {
-    emit::diagnostic(&diag(Stage::Payload, Outcome::Skipped).detail(reason.as_str()));
-    Answer::Nothing
+    hook::run_hook(HOST, |command, run| Reply {
+        protocol: Protocol::OpenCodeTransform,
+        answer: handle(command, run),
+        // Only a prepared turn leaves spool or ledger work for the drainer.
+        then: if command == Command::Prepare {
+            Then::Drain
+        } else {
+            Then::Stop
+        },
+    })
 }
 
 /// One subcommand, reading stdin from the process.
-#[must_use]
-pub fn run(command: Command, env: &Env, start: Instant) -> Answer {
+fn handle(command: Command, run: &Run<'_>) -> Answer {
+    let env = run.env;
+    let settings = match command {
+        // Invalid settings still claim the turn (see `prepare::run`), under the default budget.
+        Command::Prepare => Settings::for_hook(HOST, env).map_err(|e| e.setting),
+        _ => Err(String::new()),
+    };
+    let deadline = run.arm(match &settings {
+        Ok(s) => s.budget.value,
+        Err(_) if command == Command::Prepare => Defaults::BUDGET,
+        Err(_) => LOCAL_BUDGET,
+    });
+    let Some(stdin) = run.payload() else {
+        return Answer::Nothing;
+    };
+    let skipped = |reason: event::Skip| run.skip(reason.as_str());
     match command {
-        Command::Prepare => {
-            let settings = Settings::for_hook(HOST, env);
-            let budget = settings.as_ref().map_or(Defaults::BUDGET, |s| s.budget.value);
-            let deadline = Deadline::new(start, budget);
-            process::arm_watchdog(start, budget);
-            let Some(stdin) = read_stdin() else {
-                return Answer::Nothing;
-            };
-            let event = match event::parse_prepare(&stdin) {
-                Ok(e) => e,
-                Err(reason) => return skipped(reason),
-            };
-            drop(stdin);
-            prepare::run(
-                env,
-                settings.as_ref().map_err(|e| e.setting.clone()),
-                &deadline,
-                &event,
-            );
-            Answer::Nothing
-        }
-        Command::Inject => {
-            let deadline = Deadline::new(start, LOCAL_BUDGET);
-            process::arm_watchdog(start, LOCAL_BUDGET);
-            let Some(stdin) = read_stdin() else {
-                return Answer::Nothing;
-            };
-            match event::parse_inject(&stdin) {
-                Ok(Some(latest)) => inject(env, &deadline, &latest),
-                Ok(None) => Answer::Nothing,
-                Err(reason) => skipped(reason),
+        Command::Prepare => match event::parse_prepare(&stdin) {
+            Ok(event) => {
+                drop(stdin);
+                prepare::run(env, settings.as_ref().map_err(Clone::clone), &deadline, &event);
+                Answer::Nothing
             }
-        }
-        Command::Forget => {
-            let deadline = Deadline::new(start, LOCAL_BUDGET);
-            process::arm_watchdog(start, LOCAL_BUDGET);
-            let Some(stdin) = read_stdin() else {
-                return Answer::Nothing;
-            };
-            match event::parse_forget(&stdin) {
-                Ok(session) => {
-                    if let Err(e) = TurnCache::locate(env).and_then(|c| c.forget(&deadline, &session)) {
-                        emit::diagnostic(&diag(Stage::State, Outcome::StateUnavailable).detail(e.detail()));
-                    }
-                    Answer::Nothing
+            Err(reason) => skipped(reason),
+        },
+        Command::Inject => match event::parse_inject(&stdin) {
+            Ok(Some(latest)) => inject(env, &deadline, &latest),
+            Ok(None) => Answer::Nothing,
+            Err(reason) => skipped(reason),
+        },
+        Command::Forget => match event::parse_forget(&stdin) {
+            Ok(session) => {
+                if let Err(e) = TurnCache::locate(env).and_then(|c| c.forget(&deadline, &session)) {
+                    emit::diagnostic(&diag(Stage::State, Outcome::StateUnavailable).detail(e.detail()));
                 }
-                Err(reason) => skipped(reason),
+                Answer::Nothing
             }
-        }
-        Command::Compacted => {
-            process::arm_watchdog(start, LOCAL_BUDGET);
-            let Some(stdin) = read_stdin() else {
-                return Answer::Nothing;
-            };
-            match event::parse_forget(&stdin) {
-                Ok(session) => {
-                    if let Some(file) = SessionFile::locate(env, HOST, &session) {
-                        file.mark_compacted();
-                    }
-                    Answer::Nothing
+            Err(reason) => skipped(reason),
+        },
+        Command::Compacted => match event::parse_forget(&stdin) {
+            Ok(session) => {
+                if let Some(file) = SessionFile::locate(env, HOST, &session) {
+                    file.mark_compacted();
                 }
-                Err(reason) => skipped(reason),
+                Answer::Nothing
             }
-        }
+            Err(reason) => skipped(reason),
+        },
     }
 }
 
@@ -206,11 +160,13 @@ mod tests {
 
     #[test]
     fn subcommands_are_exact() {
-        assert_eq!(Command::parse(&["prepare"]), Some(Command::Prepare));
-        assert_eq!(Command::parse(&["inject"]), Some(Command::Inject));
-        assert_eq!(Command::parse(&["forget"]), Some(Command::Forget));
-        assert_eq!(Command::parse(&["Prepare"]), None);
-        assert_eq!(Command::parse::<&str>(&[]), None);
-        assert_eq!(Command::parse(&["inject", "x"]), None);
+        use powercontext_hooks_core::hook::Command as _;
+        let parse = |a: &[&str]| Command::parse(&a.iter().map(OsString::from).collect::<Vec<_>>());
+        assert_eq!(parse(&["prepare"]), Some(Command::Prepare));
+        assert_eq!(parse(&["inject"]), Some(Command::Inject));
+        assert_eq!(parse(&["forget"]), Some(Command::Forget));
+        assert_eq!(parse(&["Prepare"]), None);
+        assert_eq!(parse(&[]), None);
+        assert_eq!(parse(&["inject", "x"]), None);
     }
 }

@@ -10,9 +10,8 @@ use powercontext_hooks_core::emit;
 use powercontext_hooks_core::env::Env;
 use powercontext_hooks_core::host::Integration;
 use powercontext_hooks_core::outcome::{Diagnostic, Outcome, Stage};
-use powercontext_hooks_core::scope::ScopeQuery;
 use powercontext_hooks_core::state::{self, now_millis};
-use powercontext_hooks_core::turn::{Capture, Turn};
+use powercontext_hooks_core::turn::{Capture, Prompt, Turn};
 
 use crate::event::PrepareEvent;
 use crate::turns::TurnCache;
@@ -97,27 +96,20 @@ pub fn run(env: &Env, settings: Result<&Settings, String>, deadline: &Deadline, 
         emit::diagnostic(&diag(Stage::Payload, Outcome::Skipped).detail("missing_directory"));
         return;
     };
-    let Some(turn) = Turn::open(HOST, env, settings, deadline).map(|t| t.in_session(Some(&event.session_id)))
-    else {
-        return;
+    let prompt = Prompt {
+        text: &event.prompt,
+        lossy: event.lossy,
+        session: Some(&event.session_id),
+        cwd: directory,
+        capture: capture_of(event, &directory.to_string_lossy()),
+        recall: true,
     };
-    let capture = turn
-        .capture_text(&event.prompt, event.lossy)
-        .map(|text| capture_of(event, &directory.to_string_lossy()).with_content(text));
-    let query = ScopeQuery::for_event(
-        HOST,
-        settings.scope_id.value.as_deref(),
-        Some(&event.session_id),
-        directory,
-        deadline,
-        powercontext_hooks_core::workspace::Discovery::for_env(env),
-    );
-    let Some(scope) = turn.resolve(query, capture.as_ref()) else {
+    let Some(mut begun) = Turn::begin(HOST, env, settings, deadline, prompt) else {
         return;
     };
     // Recall before capture, as the official plugin orders them.
     if let Claim::Held(cache, ticket) = &claim
-        && let Some(text) = turn.recall(&scope, &event.prompt, settings.max_bytes.value)
+        && let Some(text) = begun.recall(&event.prompt, settings.max_bytes.value)
     {
         let wait = deadline.within(state::HOOK_LOCK_WAIT);
         match cache.commit(&wait, &event.session_id, &event.message_id, ticket, &text) {
@@ -129,9 +121,7 @@ pub fn run(env: &Env, settings: Result<&Settings, String>, deadline: &Deadline, 
         }
     }
     // Sent once this step is done (see `turn::after_answer`), never before the context is ready.
-    if let Some(capture) = &capture {
-        turn.defer_capture(capture);
-    }
+    begun.finish();
     // As upstream, a new session without an explicit scope is pinned to the scope it resolved to,
     // so a later workspace rebinding does not move a conversation already under way. After recall,
     // so its outcome never hides recall's (the capture goes after the step, see above);
@@ -141,7 +131,7 @@ pub fn run(env: &Env, settings: Result<&Settings, String>, deadline: &Deadline, 
         && settings.scope_id.value.is_none()
         && !event.session_id.starts_with("powercontext-hooks-doctor-")
     {
-        pin_session(&turn, &event.session_id, &scope);
+        pin_session(&begun.turn, &event.session_id, &begun.scope);
     }
 }
 

@@ -1,4 +1,4 @@
-//! Prompt capture as a Source and the optional flush-through: builds the upstream-compatible
+//! Prompt capture as a Source: builds the upstream-compatible
 //! `source_id` and deterministic metadata, applies the private-block removal, the secret filter
 //! (withhold or redact) and the size bound before anything is persisted, prepares the recall query
 //! the same way, and classifies every answer. Never persists nor sends a detected secret.
@@ -10,10 +10,7 @@ use serde_json::{Map, Value};
 use crate::http::{Transport, failure_for};
 use crate::outcome::{Failure, Outcome};
 use crate::secrets;
-use crate::wire::{
-    CaptureRequest, FlushRequest, MAX_CAPTURE_CHARS, MAX_QUERY_CHARS, capture_position, flush_cursor,
-    truncate_chars,
-};
+use crate::wire::{CaptureRequest, MAX_CAPTURE_CHARS, MAX_QUERY_CHARS, capture_position, truncate_chars};
 use crate::workspace::sha256_hex;
 
 /// `prefix:` + SHA-256 hex of `scope ␀ session ␀ turn ␀ prompt` (the official rule).
@@ -188,83 +185,6 @@ pub fn send(transport: &Transport, request: &CaptureRequest) -> Result<u64, Fail
 
 /// The detail of a 409 that is not `source_conflict`: the capture is kept and replayed.
 pub const TRANSIENT_CONFLICT: &str = "transient";
-
-/// Flushes until the processing cursor reaches `position`, at most `max_calls` calls.
-///
-/// # Errors
-/// [`Outcome::FlushIncomplete`] when calls ran out, [`Outcome::InferenceUnavailable`] for a Server
-/// without a model, or the classified failure of a call.
-pub fn flush_through(
-    transport: &Transport,
-    scope: &str,
-    position: u64,
-    max_calls: u32,
-) -> Result<u64, Failure> {
-    let _stage = crate::process::enter(crate::outcome::Stage::Flush);
-    for _ in 0..max_calls {
-        let reply = transport
-            .post_json("/v1/memory/flush", &FlushRequest { scope_id: scope })
-            .map_err(|e| e.failure())?;
-        if reply.status != 200 {
-            return Err(failure_for(&reply));
-        }
-        let cursor = flush_cursor(&reply.body).ok_or(Failure {
-            outcome: Outcome::InvalidResponse,
-            http_status: Some(200),
-            detail: Some("schema"),
-        })?;
-        if cursor >= position {
-            return Ok(cursor);
-        }
-    }
-    Err(Failure::new(Outcome::FlushIncomplete))
-}
-
-/// Pi's immediate flush: like [`flush_through`], but a failed call is retried like a lagging
-/// cursor; stops early only when retrying cannot help (no model on the Server, or the deadline is
-/// gone).
-///
-/// # Errors
-/// The last failure, or [`Outcome::FlushIncomplete`] when every call answered behind `position`.
-pub fn flush_retrying(
-    transport: &Transport,
-    scope: &str,
-    position: u64,
-    max_calls: u32,
-) -> Result<u64, Failure> {
-    let mut last = Failure::new(Outcome::FlushIncomplete);
-    for _ in 0..max_calls.max(1) {
-        if transport.deadline().expired() {
-            return Err(Failure::new(Outcome::Timeout));
-        }
-        let reply = match transport.post_json("/v1/memory/flush", &FlushRequest { scope_id: scope }) {
-            Ok(r) => r,
-            Err(e) => {
-                last = e.failure();
-                continue;
-            }
-        };
-        if reply.status != 200 {
-            last = failure_for(&reply);
-            if last.outcome == Outcome::InferenceUnavailable {
-                return Err(last);
-            }
-            continue;
-        }
-        match flush_cursor(&reply.body) {
-            Some(cursor) if cursor >= position => return Ok(cursor),
-            Some(_) => last = Failure::new(Outcome::FlushIncomplete),
-            None => {
-                last = Failure {
-                    outcome: Outcome::InvalidResponse,
-                    http_status: Some(200),
-                    detail: Some("schema"),
-                };
-            }
-        }
-    }
-    Err(last)
-}
 
 #[cfg(test)]
 mod tests {

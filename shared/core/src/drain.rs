@@ -25,6 +25,7 @@ use crate::capture;
 use crate::config::Settings;
 use crate::deadline::Deadline;
 use crate::env::Env;
+use crate::flush::{self, Applied, Flush};
 use crate::host::Integration;
 use crate::http::Transport;
 use crate::ledger;
@@ -446,63 +447,24 @@ fn flush_ledger(
             continue;
         }
         let reachable = !deadline.expired() && !down.contains(&e.server);
-        let result = match conns.get(&e.integration, &e.server) {
-            Some((transport, calls)) if reachable => Some(capture::flush_through(
-                transport,
-                &e.scope,
-                e.position,
-                (*calls).max(1),
-            )),
-            _ => None,
+        let Some((transport, calls)) = conns.get(&e.integration, &e.server).filter(|_| reachable) else {
+            report.pending += 1;
+            continue;
         };
+        let flush = Flush {
+            max_calls: (*calls).max(1),
+            retry_failed: false,
+        };
+        let result = flush.run(transport, &e.scope, e.position);
+        if let Err(f) = &result {
+            report.last_error = Some(f.outcome.as_str().to_owned());
+        }
         let lock = state.lock(&short())?;
-        match result {
-            Some(Ok(cursor)) => {
-                let settled = ledger::update(state, &lock, |es| {
-                    ledger::settle_in(es, &e.server, &e.scope, e.position, cursor)
-                })?;
-                // A larger position recorded meanwhile keeps the entry: still pending.
-                if settled {
-                    report.flushed += 1;
-                } else {
-                    report.pending += 1;
-                }
-            }
-            // A Server without a model never flushes: the Sources are safe on it, so the reminder
-            // is not kept (unless a larger position arrived meanwhile, which keeps its chance).
-            Some(Err(f)) if f.outcome == Outcome::InferenceUnavailable => {
-                report.last_error = Some(f.outcome.as_str().to_owned());
-                let dropped = ledger::update(state, &lock, |es| {
-                    let before = es.len();
-                    es.retain(|x| !(x.server == e.server && x.scope == e.scope && x.position == e.position));
-                    es.len() != before
-                })?;
-                if dropped {
-                    report.gave_up += 1;
-                } else {
-                    report.pending += 1;
-                }
-            }
-            Some(Err(f)) => {
-                report.last_error = Some(f.outcome.as_str().to_owned());
-                let gave_up = ledger::update(state, &lock, |es| {
-                    let Some(x) = es.iter_mut().find(|x| x.server == e.server && x.scope == e.scope) else {
-                        return false;
-                    };
-                    x.attempts = x.attempts.saturating_add(1);
-                    if x.attempts >= ledger::MAX_ATTEMPTS {
-                        es.retain(|x| !(x.server == e.server && x.scope == e.scope));
-                        return true;
-                    }
-                    false
-                })?;
-                if gave_up {
-                    report.gave_up += 1;
-                } else {
-                    report.pending += 1;
-                }
-            }
-            None => report.pending += 1,
+        match ledger::update(state, &lock, |es| flush::apply(es, e, result))? {
+            Applied::Flushed => report.flushed += 1,
+            // A larger position recorded meanwhile keeps the entry: still pending.
+            Applied::Pending => report.pending += 1,
+            Applied::Dropped => report.gave_up += 1,
         }
     }
     progress(Progress::Flush { done: total, total });

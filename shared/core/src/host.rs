@@ -91,6 +91,13 @@ impl Integration {
         matches!(self, Self::ClaudeCode | Self::Codex | Self::Dsh)
     }
 
+    /// Whether every capture is flushed (Pi's contract): at once with `flush_on_capture`, retrying
+    /// a failed call, else kept pending until a boundary or the drainer flushes it.
+    #[must_use]
+    pub fn flushes_every_capture(self) -> bool {
+        matches!(self, Self::Pi)
+    }
+
     /// All hosts, in documentation order.
     pub const ALL: [Self; 5] = [Self::ClaudeCode, Self::Codex, Self::OpenCode, Self::Pi, Self::Dsh];
 

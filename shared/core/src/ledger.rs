@@ -6,10 +6,8 @@
 use serde::{Deserialize, Serialize};
 
 use crate::deadline::Deadline;
-use crate::emit;
-use crate::env::Env;
 use crate::lock::LockGuard;
-use crate::outcome::{Diagnostic, Outcome, Stage};
+
 use crate::state::{StateDir, StateError, now_secs};
 
 /// The ledger file; it exists only while something is pending, so "is there work" is one stat.
@@ -145,26 +143,6 @@ pub fn record(
 #[must_use]
 pub fn has_work(state: &StateDir) -> bool {
     state.file(FILE).exists()
-}
-
-/// The hook's entry point: keeps a captured position pending for the drainer. Never fails the
-/// hook: a state problem becomes a content-free `state_unavailable` diagnostic.
-pub fn keep_pending(
-    component: &str,
-    env: &Env,
-    deadline: &Deadline,
-    server: &str,
-    scope: &str,
-    position: u64,
-    integration: &str,
-) {
-    let result = StateDir::locate(env)
-        .and_then(|state| record(&state, deadline, server, scope, position, integration));
-    if let Err(e) = result {
-        emit::diagnostic(
-            &Diagnostic::new(component, Stage::State, Outcome::StateUnavailable).detail(e.detail()),
-        );
-    }
 }
 
 #[cfg(test)]

@@ -13,6 +13,8 @@ pub mod drain;
 pub mod emit;
 pub mod endpoint;
 pub mod env;
+pub mod flush;
+pub mod hook;
 pub mod host;
 pub mod http;
 pub mod journal;

@@ -7,25 +7,23 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::Instant;
 
 use serde_json::Value;
 
 use crate::bootstrap::Lifecycle;
 use crate::capture;
-use crate::config::{Settings, vars};
+use crate::config::Settings;
 use crate::deadline::Deadline;
-use crate::drain;
 use crate::emit;
 use crate::env::Env;
+use crate::hook::{self, Reply, Run};
 use crate::host::Integration;
 use crate::journal;
-use crate::outcome::{Diagnostic, Outcome, Stage};
+use crate::outcome::{Outcome, Stage};
 use crate::payload::{self, first_text};
-use crate::process;
-use crate::protocol::{self, Answer, Protocol};
+use crate::protocol::{Answer, Protocol};
 use crate::scope::ScopeQuery;
-use crate::turn::{Capture, Turn};
+use crate::turn::{Begun, Capture, Prompt, Turn};
 
 /// What differs between the `UserPromptSubmit` hosts.
 #[derive(Debug, Clone, Copy)]
@@ -193,68 +191,42 @@ fn event_word(normalized: &str) -> &'static str {
 /// Runs a `UserPromptSubmit` hook process end to end and returns its exit code (always 0).
 #[must_use]
 pub fn main(profile: &PromptHookProfile) -> ExitCode {
-    if drain::is_drain_invocation() {
-        return drain::background_main(profile.integration.component());
-    }
-    let start = Instant::now();
-    let component = profile.integration.component();
-    process::begin(component, start);
-    let env = Env::from_process();
-    let _journal = journal::start(profile.integration, "unknown", &env, start);
-    if env.text(vars::FAULT) == Some("panic") {
-        panic!("fault injection requested by {}", vars::FAULT);
-    }
-    let (protocol, answer) = run(profile, &env, start);
-    let code = protocol::deliver(protocol, &answer);
-    // Only after the answer is out: leftover spool/ledger work goes to a detached drainer.
-    drain::spawn_if_needed(&env);
-    code
-}
-
-fn diag(profile: &PromptHookProfile, stage: Stage, outcome: Outcome) -> Diagnostic {
-    Diagnostic::new(profile.integration.component(), stage, outcome)
+    hook::run_hook(profile.integration, |hook::Payload, run| {
+        let (protocol, answer) = handle(profile, run);
+        Reply::drain(protocol, answer)
+    })
 }
 
 /// The pipeline, reading stdin from the process: the protocol to answer with, and the answer.
-#[must_use]
-pub fn run(profile: &PromptHookProfile, env: &Env, start: Instant) -> (Protocol, Answer) {
+fn handle(profile: &PromptHookProfile, run: &Run<'_>) -> (Protocol, Answer) {
     let nothing = (Protocol::UserPromptSubmit, Answer::Nothing);
-    let settings = match Settings::for_hook(profile.integration, env) {
-        Ok(s) => s,
-        Err(e) => {
-            emit::diagnostic(&diag(profile, Stage::Config, Outcome::ConfigInvalid).setting(e.setting));
-            return nothing;
-        }
+    let Some(settings) = run.settings() else {
+        return nothing;
     };
-    let deadline = Deadline::new(start, settings.budget.value);
-    process::arm_watchdog(start, settings.budget.value);
-
-    let Some(stdin) = process::read_payload(profile.integration.component()) else {
+    let deadline = run.arm(settings.budget.value);
+    let Some(stdin) = run.payload() else {
         return nothing;
     };
     let decoded = payload::decode(&stdin);
     drop(stdin);
+    let env = run.env;
     if let Some(event) = decoded.as_ref().and_then(|d| parse_lifecycle(profile, &d.value)) {
         return (
             Protocol::SessionStart,
             lifecycle(profile, env, &settings, &deadline, &event),
         );
     }
-    let event = match decoded
+    match decoded
         .ok_or(SkipReason::NotJson)
         .and_then(|d| prompt_of(profile, &d))
     {
-        Ok(e) => e,
-        Err(SkipReason::Boundary) => return nothing,
-        Err(reason) => {
-            emit::diagnostic(&diag(profile, Stage::Payload, Outcome::Skipped).detail(reason.as_str()));
-            return nothing;
-        }
-    };
-    (
-        Protocol::UserPromptSubmit,
-        respond(profile, env, &settings, &deadline, &event),
-    )
+        Ok(event) => (
+            Protocol::UserPromptSubmit,
+            respond(profile, env, &settings, &deadline, &event),
+        ),
+        Err(SkipReason::Boundary) => nothing,
+        Err(reason) => (Protocol::UserPromptSubmit, run.skip(reason.as_str())),
+    }
 }
 
 /// `SessionStart` and `PreCompact`.
@@ -320,33 +292,24 @@ pub fn respond(
     deadline: &Deadline,
     event: &PromptEvent,
 ) -> Answer {
-    let Some(turn) = Turn::open(profile.integration, env, settings, deadline) else {
+    let prompt = Prompt {
+        text: &event.prompt,
+        lossy: event.lossy,
+        session: event.session_id.as_deref(),
+        cwd: &event.cwd,
+        capture: capture_of(profile, event),
+        recall: true,
+    };
+    let Some(mut begun) = Turn::begin(profile.integration, env, settings, deadline, prompt) else {
         return Answer::Nothing;
     };
-    let turn = turn.in_session(event.session_id.as_deref());
-    let capture = turn
-        .capture_text(&event.prompt, event.lossy)
-        .map(|text| capture_of(profile, event).with_content(text));
-    let query = ScopeQuery::for_event(
-        profile.integration,
-        settings.scope_id.value.as_deref(),
-        event.session_id.as_deref(),
-        &event.cwd,
-        deadline,
-        crate::workspace::Discovery::for_env(env),
-    );
-    let Some(scope) = turn.resolve(query, capture.as_ref()) else {
-        return Answer::Nothing;
-    };
-    let answer = recall(profile, &turn, &scope, event);
-    // Sent after the answer is out, never on the prompt path.
-    if let Some(capture) = &capture {
-        turn.defer_capture(capture);
-    }
+    let answer = recall(profile, &begun, event);
+    begun.finish();
     answer
 }
 
-fn recall(profile: &PromptHookProfile, turn: &Turn<'_>, scope: &str, event: &PromptEvent) -> Answer {
+fn recall(profile: &PromptHookProfile, begun: &Begun<'_>, event: &PromptEvent) -> Answer {
+    let turn = &begun.turn;
     let mut max_bytes = turn.settings.max_bytes.value;
     if let Some(limit) = profile.context_char_limit {
         // Content bytes bound its characters: asking for fewer bytes than the host's character
@@ -362,7 +325,7 @@ fn recall(profile: &PromptHookProfile, turn: &Turn<'_>, scope: &str, event: &Pro
             max_bytes = cap;
         }
     }
-    match turn.recall(scope, &event.prompt, max_bytes) {
+    match begun.recall(&event.prompt, max_bytes) {
         Some(text)
             if profile
                 .context_char_limit

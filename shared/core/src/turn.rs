@@ -19,6 +19,7 @@ use crate::deadline::Deadline;
 use crate::drain;
 use crate::emit;
 use crate::env::Env;
+use crate::flush::FlushPolicy;
 use crate::host::Integration;
 use crate::http::Transport;
 use crate::journal;
@@ -73,6 +74,50 @@ impl Capture {
     }
 }
 
+/// A prompt as every host hands it to [`Turn::begin`]: the host's mapping of its payload.
+#[derive(Debug)]
+pub struct Prompt<'p> {
+    /// The prompt exactly as typed (recall query and capture text both come from it).
+    pub text: &'p str,
+    /// Stdin had to be repaired: recall only, never captured.
+    pub lossy: bool,
+    /// The host session (binding key, session record), when the host named one.
+    pub session: Option<&'p str>,
+    /// The session's working directory (never looked at with a configured scope).
+    pub cwd: &'p std::path::Path,
+    /// What this prompt captures when the gate lets it through; its content becomes the gated
+    /// text.
+    pub capture: Capture,
+    /// Whether recall is wanted: without it and without a capture, nothing is sent at all.
+    pub recall: bool,
+}
+
+/// A turn whose prompt passed the capture gate and whose scope is known: what [`Turn::begin`]
+/// gives every host.
+pub struct Begun<'a> {
+    /// The turn.
+    pub turn: Turn<'a>,
+    /// The scope recall uses (possibly from the cache; a capture never does).
+    pub scope: String,
+    capture: Option<Capture>,
+}
+
+impl Begun<'_> {
+    /// One recall for `query` in the turn's scope (see [`Turn::recall`]).
+    #[must_use]
+    pub fn recall(&self, query: &str, max_bytes: u32) -> Option<String> {
+        self.turn.recall(&self.scope, query, max_bytes)
+    }
+
+    /// Ends the prompt path: the gated capture is held for after the answer (see
+    /// [`Turn::defer_capture`]); nothing is sent before the answer is out.
+    pub fn finish(&mut self) {
+        if let Some(capture) = self.capture.take() {
+            self.turn.defer_capture(&capture);
+        }
+    }
+}
+
 /// A host turn in progress: settings, transport and the integration's diagnostics.
 pub struct Turn<'a> {
     /// The host.
@@ -83,9 +128,8 @@ pub struct Turn<'a> {
     pub settings: &'a Settings,
     /// The Server connection, bounded by the process deadline.
     pub transport: Transport,
-    /// Whether a spooled capture should be flushed once delivered (Pi: always; others: when
-    /// `flush_on_capture` is on).
-    pub flush_wanted: bool,
+    /// When this host's delivered captures are flushed.
+    pub flush: FlushPolicy,
     /// The host session's record (bootstrap receipt, injected items), when the host named one.
     pub session: Option<SessionFile>,
     /// The capture written ahead, claimed until delivered (then retired) or left for the drainer.
@@ -122,7 +166,7 @@ impl<'a> Turn<'a> {
                 env,
                 settings,
                 transport,
-                flush_wanted: settings.flush_on_capture.value,
+                flush: FlushPolicy::of(integration, settings),
                 session: None,
                 ahead: Mutex::new(None),
                 too_large: AtomicBool::new(false),
@@ -263,6 +307,36 @@ impl<'a> Turn<'a> {
             .filter(|s| !s.trim().is_empty())
             .and_then(|s| SessionFile::locate(self.env, self.integration, s));
         self
+    }
+
+    /// The prompt path every host shares, up to recall: the turn in its session, the capture
+    /// gate (before any network call), the capture written ahead, the scope. `None` (after
+    /// reporting why) when there is nothing to do or no scope.
+    #[must_use]
+    pub fn begin(
+        integration: Integration,
+        env: &'a Env,
+        settings: &'a Settings,
+        deadline: &Deadline,
+        prompt: Prompt<'_>,
+    ) -> Option<Begun<'a>> {
+        let turn = Self::open(integration, env, settings, deadline)?.in_session(prompt.session);
+        let capture = turn
+            .capture_text(prompt.text, prompt.lossy)
+            .map(|text| prompt.capture.with_content(text));
+        if capture.is_none() && !prompt.recall {
+            return None;
+        }
+        let query = ScopeQuery::for_event(
+            integration,
+            settings.scope_id.value.as_deref(),
+            prompt.session,
+            prompt.cwd,
+            deadline,
+            crate::workspace::Discovery::for_env(env),
+        );
+        let scope = turn.resolve(query, capture.as_ref())?;
+        Some(Begun { turn, scope, capture })
     }
 
     /// A session boundary seen by `SessionStart` (start, resume, clear, compaction): a new window
@@ -408,7 +482,7 @@ impl<'a> Turn<'a> {
             turn: capture.turn.clone(),
             content: capture.content.clone(),
             metadata: capture.metadata.clone(),
-            flush: self.flush_wanted,
+            flush: self.flush.keep_pending,
         };
         let written = StateDir::locate(self.env)
             .map_err(WriteAheadError::from)
@@ -608,33 +682,18 @@ impl<'a> Turn<'a> {
             turn: capture.turn.clone(),
             content: capture.content.clone(),
             metadata: capture.metadata.clone(),
-            flush: self.flush_wanted,
+            flush: self.flush.keep_pending,
         };
         *DEFERRED.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(Deferred {
             component: self.integration.component(),
             ahead,
             entry,
             transport: self.transport.clone(),
-            flush_on_capture: self.settings.flush_on_capture.value,
-            flush_max_calls: self.settings.flush_max_calls.value,
+            flush: self.flush,
             too_large: self.too_large.load(Ordering::Relaxed),
             background,
             state,
         });
-    }
-
-    /// Records a captured position in the shared ledger for a later flush.
-    pub fn keep_pending(&self, scope: &str, position: u64) {
-        let wait = self.transport.deadline().within(state::HOOK_LOCK_WAIT);
-        ledger::keep_pending(
-            self.integration.component(),
-            self.env,
-            &wait,
-            self.transport.base().as_str(),
-            scope,
-            position,
-            self.integration.as_str(),
-        );
     }
 }
 
@@ -655,8 +714,7 @@ struct Deferred {
     /// The capture with its scope query (a pinned scope when the Server resolved it this turn).
     entry: SpooledCapture,
     transport: crate::http::Transport,
-    flush_on_capture: bool,
-    flush_max_calls: u32,
+    flush: FlushPolicy,
     too_large: bool,
     /// Hand the entry to the detached drainer instead of delivering it here.
     background: bool,
@@ -723,14 +781,8 @@ impl Deferred {
                 return;
             }
         };
-        if self.flush_on_capture {
-            // Pi retries a failed flush call (its host contract); the others stop at the first.
-            let flushed = if self.component == Integration::Pi.component() {
-                capture::flush_retrying(&self.transport, &scope, position, self.flush_max_calls)
-            } else {
-                capture::flush_through(&self.transport, &scope, position, self.flush_max_calls)
-            };
-            match flushed {
+        if self.flush.at_once {
+            match self.flush.immediate.run(&self.transport, &scope, position) {
                 Ok(_) => return,
                 Err(f) => {
                     emit::diagnostic(&f.diagnostic(component, Stage::Flush));
