@@ -186,8 +186,10 @@ impl HostCase {
                     .arg("prepare")
                     .stdin_json(&prepare)
                     .run();
+                // As the shim does: the context `prepare` printed goes back to `inject`.
+                let prepared: Vec<String> = line_field(&first, "text").into_iter().collect();
                 let transform = json!({"messages": [{"id": message_id, "session_id": "ses_neg", "role": "user",
-                                                     "synthetic_texts": []}]});
+                                                     "synthetic_texts": []}], "prepared": prepared});
                 let second = self
                     .cmd(exe, url, &state, extra)
                     .arg("inject")
@@ -246,6 +248,41 @@ fn every_host_injects_a_valid_context() {
             .injected
             .unwrap_or_else(|| panic!("{}: nothing injected: {stderr}", host.name));
         assert!(injected.contains(CONTENT), "{}: {injected}", host.name);
+    }
+}
+
+#[test]
+fn no_state_file_of_any_host_holds_the_context_it_injected() {
+    // OpenCode prepares and injects in two processes: the context crosses through the shim's
+    // memory, never through a file.
+    for host in HOSTS {
+        let s = server(|| Reply::json(200, &ready(CONTENT)));
+        let dir = tempfile::tempdir().unwrap();
+        let turn = host.turn_in(dir.path(), host.exe, PROMPT, &s.url(), &[]);
+        turn.assert_fail_open(host.name);
+        assert!(
+            turn.injected.as_ref().is_some_and(|t| t.contains(CONTENT)),
+            "{}: {}",
+            host.name,
+            turn.stderr()
+        );
+        let mut files = vec![dir.path().join("state")];
+        let mut seen = 0;
+        while let Some(p) = files.pop() {
+            if p.is_dir() {
+                files.extend(std::fs::read_dir(&p).unwrap().map(|e| e.unwrap().path()));
+            } else if p.is_file() {
+                seen += 1;
+                let bytes = std::fs::read(&p).unwrap();
+                assert!(
+                    !String::from_utf8_lossy(&bytes).contains(CONTENT),
+                    "{}: {} holds the context",
+                    host.name,
+                    p.display()
+                );
+            }
+        }
+        assert!(seen > 0, "{}: the run left no state to inspect", host.name);
     }
 }
 

@@ -24,15 +24,18 @@ const TOKEN: &str = "tok-OCSECRET-5150";
 
 /// The executable run through [`HookCmd`] (clean environment, throwaway HOME), with one state
 /// dir and session directories shared by every call made through the same value (prepare and
-/// inject are separate processes).
+/// inject are separate processes), and, as the shim does, the context each session's last
+/// `prepare` printed, handed back to `inject`.
 struct Oc {
     session: HookSession,
+    prepared: Mutex<std::collections::HashMap<String, Vec<String>>>,
 }
 
 impl Oc {
     fn new(url: &str) -> Self {
         Self {
             session: HookSession::new(OPENCODE, "OPENCODE", url, TOKEN),
+            prepared: Mutex::default(),
         }
     }
 
@@ -54,7 +57,33 @@ impl Oc {
 
     #[track_caller]
     fn call(&self, subcommand: &str, payload: &Value) -> HookOutput {
-        let output = self.session.cmd().arg(subcommand).stdin_json(payload).run();
+        let mut payload = payload.clone();
+        let latest_user = payload["messages"].as_array().and_then(|m| {
+            m.iter().rev().find(|m| m["role"] == "user")?["session_id"]
+                .as_str()
+                .map(str::to_owned)
+        });
+        if subcommand == "inject"
+            && let Some(texts) = latest_user.and_then(|s| self.prepared.lock().unwrap().get(&s).cloned())
+        {
+            payload["prepared"] = json!(texts);
+        }
+        let output = self.session.cmd().arg(subcommand).stdin_json(&payload).run();
+        let session = payload["session_id"].as_str().unwrap_or_default().to_owned();
+        match subcommand {
+            "prepare" if !output.stdout.is_empty() => {
+                let v: Value = serde_json::from_str(output.stdout.trim_end()).expect("one JSON line");
+                let text = v["text"].as_str().expect("prepare prints only its context");
+                let mut kept = self.prepared.lock().unwrap();
+                let texts = kept.entry(session).or_default();
+                texts.insert(0, text.to_owned());
+                texts.truncate(4);
+            }
+            "forget" => {
+                self.prepared.lock().unwrap().remove(&session);
+            }
+            _ => {}
+        }
         assert!(
             output.status.success(),
             "exit status {:?}; stderr {}",
@@ -80,7 +109,11 @@ impl Oc {
             "prepare",
             &prepare_payload(session, message, created, prompt, dir),
         );
-        assert_eq!(out.stdout, "", "prepare never prints");
+        assert!(
+            out.stdout.is_empty() || out.stdout.starts_with("{\"text\":"),
+            "prepare prints nothing but its context: {}",
+            out.stdout
+        );
         out
     }
 

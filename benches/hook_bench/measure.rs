@@ -92,14 +92,27 @@ impl Invocation {
     pub fn run(&self) -> RunOut {
         let first = self.run_alone();
         match &self.then {
-            // The host only starts the next step after the first exited.
+            // The host only starts the next step after the first exited, and the shim hands it
+            // what the first printed (OpenCode's prepared context); the host sees the second's
+            // answer.
             Some(next) => {
+                let prepared = first.stdout.lines().next().and_then(|l| {
+                    let v: Value = serde_json::from_str(l).ok()?;
+                    v["text"].as_str().map(str::to_owned)
+                });
+                let mut next = (**next).clone();
+                if let Some(text) = prepared
+                    && let Ok(mut v) = serde_json::from_slice::<Value>(&next.stdin)
+                {
+                    v["prepared"] = json!([text]);
+                    next.stdin = serde_json::to_vec(&v).expect("payload serializes");
+                }
                 let second = next.run();
                 RunOut {
                     wall: first.wall + second.wall,
                     steps: [first.steps, second.steps].concat(),
                     success: first.success && second.success,
-                    stdout: first.stdout + &second.stdout,
+                    stdout: second.stdout,
                     stderr: first.stderr + &second.stderr,
                 }
             }

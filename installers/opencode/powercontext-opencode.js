@@ -28,6 +28,7 @@ const MAX_LOGGED_LINES = 8
 // Enough of a synthetic part for the executable to recognize its own part; never whole files.
 const SYNTHETIC_TEXT_CHARS = 256
 const MAX_KNOWN_DIRECTORIES = 256
+const PREPARED_PER_SESSION = 4
 const SERVICE = "powercontext-opencode"
 
 function hookCommand() {
@@ -157,6 +158,17 @@ export const PowerContextPlugin = async (ctx) => {
     } catch {}
   }
 
+  // The contexts the last `prepare` runs answered, per session, handed back to `inject` (which
+  // decides which, if any, goes into the latest message: runs may finish out of order). Held in
+  // memory only: a context never touches the disk.
+  const prepared = new Map()
+  const keep = (id, text) => {
+    const texts = [text, ...(prepared.get(id) ?? [])].slice(0, PREPARED_PER_SESSION)
+    prepared.delete(id)
+    prepared.set(id, texts)
+    if (prepared.size > MAX_KNOWN_DIRECTORIES) prepared.delete(prepared.keys().next().value)
+  }
+
   // Session directories as OpenCode announced them (the workspace the scope is derived from).
   const directories = new Map()
   const remember = (id, directory) => {
@@ -196,6 +208,9 @@ export const PowerContextPlugin = async (ctx) => {
           prepareTimeoutMs(),
         )
         log(result)
+        if (!result || result.stdout.trim() === "") return
+        const text = JSON.parse(result.stdout)?.text
+        if (typeof text === "string" && text !== "") keep(sessionID, text)
       } catch {}
     },
 
@@ -208,7 +223,9 @@ export const PowerContextPlugin = async (ctx) => {
           role: m?.info?.role,
           synthetic_texts: m?.info?.role === "user" ? syntheticTexts(m?.parts) : [],
         }))
-        const result = await call("inject", { messages: summary }, LOCAL_TIMEOUT_MS)
+        const latest = [...summary].reverse().find((m) => m.role === "user")
+        const offered = typeof latest?.session_id === "string" ? prepared.get(latest.session_id) : undefined
+        const result = await call("inject", { messages: summary, prepared: offered }, LOCAL_TIMEOUT_MS)
         log(result)
         if (!result || result.stdout.trim() === "") return
         const text = JSON.parse(result.stdout)?.text
@@ -237,6 +254,7 @@ export const PowerContextPlugin = async (ctx) => {
           const id = props.sessionID ?? props.info?.id
           if (typeof id !== "string") return
           directories.delete(id)
+          prepared.delete(id)
           callSync("forget", { session_id: id }, LOCAL_TIMEOUT_MS)
         } else if (type === "session.compacted") {
           // The next message bootstraps the session again (lifecycle `compact`).

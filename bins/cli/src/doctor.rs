@@ -1021,7 +1021,12 @@ fn check_working(host: Host, exe: &Path, cwd: &Path, server_ok: bool, r: &mut Re
     let started = Instant::now();
     let mut outcomes: Vec<String> = Vec::new();
     let mut context = None;
-    for (args, payload) in synthetic_calls(host, cwd) {
+    // What OpenCode's `prepare` printed, handed back to `inject` as the shim does.
+    let mut prepared: Vec<String> = Vec::new();
+    for (args, mut payload) in synthetic_calls(host, cwd) {
+        if args == ["inject"] {
+            payload["prepared"] = json!(prepared);
+        }
         let (status, out, err) = match run_hook(exe, &args, &payload, &capture_var, cwd) {
             Ok(run) => run,
             Err(e) => {
@@ -1063,7 +1068,15 @@ fn check_working(host: Host, exe: &Path, cwd: &Path, server_ok: bool, r: &mut Re
                     })
                 }),
         );
-        context = context.or_else(|| context_len(host, &out));
+        if args == ["prepare"] {
+            prepared.extend(
+                out.lines()
+                    .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+                    .filter_map(|v| v["text"].as_str().map(str::to_owned)),
+            );
+        } else {
+            context = context.or_else(|| context_len(host, &out));
+        }
     }
     let elapsed = started.elapsed().as_millis();
     let empty = outcomes.iter().any(|o| o.starts_with("empty"));

@@ -57,6 +57,10 @@ pub struct LatestUser {
     pub session_id: String,
     /// The (possibly shortened) texts of its synthetic text parts.
     pub synthetic_texts: Vec<String>,
+    /// The contexts the last `prepare` runs printed for this message's session, as the shim kept
+    /// them (one is injected only when the turn cache says it was prepared for exactly this
+    /// message).
+    pub prepared: Vec<String>,
 }
 
 fn object(bytes: &[u8]) -> Result<(Value, bool), Skip> {
@@ -143,8 +147,8 @@ pub fn prompt_text(parts: &[Value], unquote: bool) -> String {
     texts.join("\n\n")
 }
 
-/// Decodes the `inject` payload, `{messages: [{id, session_id, role, synthetic_texts}]}`, down to
-/// its latest user message (`None` when there is none).
+/// Decodes the `inject` payload, `{messages: [{id, session_id, role, synthetic_texts}], prepared?}`,
+/// down to its latest user message (`None` when there is none).
 ///
 /// # Errors
 /// [`Skip::NotJson`] when the payload is not an object.
@@ -169,10 +173,16 @@ pub fn parse_inject(bytes: &[u8]) -> Result<Option<LatestUser>, Skip> {
         .and_then(Value::as_array)
         .map(|a| a.iter().filter_map(Value::as_str).map(str::to_owned).collect())
         .unwrap_or_default();
+    let prepared = v
+        .get("prepared")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+        .unwrap_or_default();
     Ok(Some(LatestUser {
         message_id,
         session_id,
         synthetic_texts,
+        prepared,
     }))
 }
 

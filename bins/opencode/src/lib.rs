@@ -105,8 +105,7 @@ fn handle(command: Command, run: &Run<'_>) -> Answer {
         Command::Prepare => match event::parse_prepare(&stdin) {
             Ok(event) => {
                 drop(stdin);
-                prepare::run(env, settings.as_ref().map_err(Clone::clone), &deadline, &event);
-                Answer::Nothing
+                prepare::run(env, settings.as_ref().map_err(Clone::clone), &deadline, &event)
             }
             Err(reason) => skipped(reason),
         },
@@ -136,16 +135,19 @@ fn handle(command: Command, run: &Run<'_>) -> Answer {
     }
 }
 
-/// The context part for the latest user message: only for the exact turn that was prepared, and
-/// only when the message does not carry our part already (a transform may run twice on the same
-/// request; each model request of the turn gets the part once).
+/// The context part for the latest user message: a text `prepare` printed (kept by the shim),
+/// only for the exact turn it was prepared for, and only when the message does not carry our part
+/// already (a transform may run twice on the same request; each model request of the turn gets
+/// the part once).
 #[must_use]
 pub fn inject(env: &Env, deadline: &Deadline, latest: &event::LatestUser) -> Answer {
-    if latest.synthetic_texts.iter().any(|t| t.starts_with(PREFIX)) {
+    if latest.prepared.is_empty() || latest.synthetic_texts.iter().any(|t| t.starts_with(PREFIX)) {
         return Answer::Nothing;
     }
-    match TurnCache::locate(env).and_then(|c| c.lookup(deadline, &latest.session_id, &latest.message_id)) {
-        Ok(Some(content)) => Answer::Context(format!("{PREFIX}\n\n{content}")),
+    let found = TurnCache::locate(env)
+        .and_then(|c| c.lookup(deadline, &latest.session_id, &latest.message_id, &latest.prepared));
+    match found {
+        Ok(Some(text)) => Answer::Context(format!("{PREFIX}\n\n{text}")),
         Ok(None) => Answer::Nothing,
         Err(e) => {
             emit::diagnostic(&diag(Stage::State, Outcome::StateUnavailable).detail(e.detail()));

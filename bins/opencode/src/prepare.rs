@@ -1,7 +1,8 @@
 //! The `prepare` step (OpenCode `chat.message`): claim the turn in the cache → scope → recall →
-//! store the context for that exact turn → capture → optional flush, in that order (recall before
-//! capture, as the official plugin). Fails open at every step; it never writes to stdout and never
-//! stores context for a turn it no longer holds.
+//! mark that exact turn ready → answer the context (the shim keeps it in memory for `inject`) →
+//! capture → optional flush, in that order (recall before capture, as the official plugin). Fails
+//! open at every step; it never answers a context for a turn it no longer holds and never writes
+//! a context to disk.
 
 use powercontext_hooks_core::capture;
 use powercontext_hooks_core::config::Settings;
@@ -10,6 +11,7 @@ use powercontext_hooks_core::emit;
 use powercontext_hooks_core::env::Env;
 use powercontext_hooks_core::host::Integration;
 use powercontext_hooks_core::outcome::{Diagnostic, Outcome, Stage};
+use powercontext_hooks_core::protocol::Answer;
 use powercontext_hooks_core::state::{self, now_millis};
 use powercontext_hooks_core::turn::{Capture, Prompt, Turn};
 
@@ -76,7 +78,12 @@ fn capture_of(event: &PrepareEvent, cwd: &str) -> Capture {
 
 /// Runs the prepare step for a decoded event. `settings` is `Err` when configuration is invalid:
 /// the turn is still claimed (invalidating older context), then nothing else happens.
-pub fn run(env: &Env, settings: Result<&Settings, String>, deadline: &Deadline, event: &PrepareEvent) {
+pub fn run(
+    env: &Env,
+    settings: Result<&Settings, String>,
+    deadline: &Deadline,
+    event: &PrepareEvent,
+) -> Answer {
     // A session this state has never seen is new: its resolved scope gets pinned below.
     let new_session = TurnCache::locate(env).is_ok_and(|c| !c.knows(&event.session_id));
     let claim = claim(env, deadline, event);
@@ -84,17 +91,17 @@ pub fn run(env: &Env, settings: Result<&Settings, String>, deadline: &Deadline, 
         Ok(s) => s,
         Err(setting) => {
             emit::diagnostic(&diag(Stage::Config, Outcome::ConfigInvalid).setting(setting));
-            return;
+            return Answer::Nothing;
         }
     };
     if powercontext_hooks_core::payload::is_blank(&event.prompt) {
         emit::diagnostic(&diag(Stage::Payload, Outcome::Skipped).detail("blank_prompt"));
-        return;
+        return Answer::Nothing;
     }
     // Without the session directory there is no workspace key: nothing is sent anywhere.
     let Some(directory) = event.directory.as_ref() else {
         emit::diagnostic(&diag(Stage::Payload, Outcome::Skipped).detail("missing_directory"));
-        return;
+        return Answer::Nothing;
     };
     let prompt = Prompt {
         text: &event.prompt,
@@ -105,16 +112,20 @@ pub fn run(env: &Env, settings: Result<&Settings, String>, deadline: &Deadline, 
         recall: true,
     };
     let Some(mut begun) = Turn::begin(HOST, env, settings, deadline, prompt) else {
-        return;
+        return Answer::Nothing;
     };
     // Recall before capture, as the official plugin orders them.
+    let mut answer = Answer::Nothing;
     if let Claim::Held(cache, ticket) = &claim
         && let Some(text) = begun.recall(&event.prompt, settings.max_bytes.value)
     {
         let wait = deadline.within(state::HOOK_LOCK_WAIT);
         match cache.commit(&wait, &event.session_id, &event.message_id, ticket, &text) {
-            // The inject step hands the cached text to OpenCode: the package is delivered.
-            Ok(true) => powercontext_hooks_core::bootstrap::settle(true),
+            // The shim hands the text to the inject step: the package is delivered.
+            Ok(true) => {
+                powercontext_hooks_core::bootstrap::settle(true);
+                answer = Answer::Context(text);
+            }
             // A newer message claimed the session while we were away: drop this context.
             Ok(false) => emit::diagnostic(&diag(Stage::State, Outcome::Skipped).detail("stale_turn")),
             Err(e) => emit::diagnostic(&diag(Stage::State, Outcome::StateUnavailable).detail(e.detail())),
@@ -133,6 +144,7 @@ pub fn run(env: &Env, settings: Result<&Settings, String>, deadline: &Deadline, 
     {
         pin_session(&begun.turn, &event.session_id, &begun.scope);
     }
+    answer
 }
 
 /// `PUT /v1/scope-bindings` for `opencode/session/<id>` → `scope`. A failure is reported and

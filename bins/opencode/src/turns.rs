@@ -1,11 +1,14 @@
 //! The OpenCode turn cache: for each session, the one user message whose context is being (or has
-//! been) prepared, and that context. OpenCode prepares in `chat.message` and injects in a later
-//! transform, in separate processes, so the cache lives on disk: one file per session under the
-//! state directory, every read-modify-write under one file lock (held for milliseconds, never
-//! across a network call), at most [`MAX_SESSIONS`] sessions, each expiring after [`TTL`].
+//! been) prepared, and the digest of that context. OpenCode prepares in `chat.message` and injects
+//! in a later transform, in separate processes: the context itself travels through the plugin
+//! shim's memory (`prepare` prints it, the shim hands it back to `inject`), and only the turn and
+//! the digest live on disk, one file per session under the state directory, every
+//! read-modify-write under one file lock (held for milliseconds, never across a network call), at
+//! most [`MAX_SESSIONS`] sessions, each expiring after [`TTL`].
 //!
 //! It owns the stale-turn rules and nothing else: it never talks to the network, never stores a
-//! token, and never hands out context for any message but the exact one it was prepared for.
+//! token or a context, and never lets context be injected into any message but the exact one it
+//! was prepared for.
 //!
 //! Ordering: turns of a session are ordered by (message creation time, message id) — OpenCode's
 //! message ids are ascending, so the id breaks ties within a millisecond. A prepare may only claim
@@ -53,9 +56,10 @@ pub struct Turn {
     pub ticket: String,
     /// When the claim was made (Unix ms), for expiry.
     pub prepared_ms: u64,
-    /// The prepared context, once ready; absent while pending, for an empty prompt or answer.
+    /// SHA-256 of the prepared context, once ready; absent while pending, for an empty prompt or
+    /// answer. The context itself is never written here.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub content: Option<String>,
+    pub digest: Option<String>,
 }
 
 impl Turn {
@@ -78,16 +82,18 @@ pub fn may_commit(current: Option<&Turn>, message: &str, ticket: &str) -> bool {
     current.is_some_and(|t| t.message == message && t.ticket == ticket)
 }
 
-/// The context to inject for `message` of `session` at `now_ms`: only when the current turn is that
-/// exact message of that exact session, it is ready, non-blank and not expired.
+/// Whether `offered` may be injected into `message` of `session` at `now_ms`: only when it is
+/// non-blank and the context prepared for the current turn, that turn is that exact message of
+/// that exact session, and it has not expired.
 #[must_use]
-pub fn servable<'a>(current: Option<&'a Turn>, session: &str, message: &str, now_ms: u64) -> Option<&'a str> {
-    let t = current?;
+pub fn servable(current: Option<&Turn>, session: &str, message: &str, now_ms: u64, offered: &str) -> bool {
+    let Some(t) = current else { return false };
     let ttl = u64::try_from(TTL.as_millis()).unwrap_or(u64::MAX);
-    if t.session != session || t.message != message || now_ms.saturating_sub(t.prepared_ms) > ttl {
-        return None;
-    }
-    t.content.as_deref().filter(|c| !c.trim().is_empty())
+    t.session == session
+        && t.message == message
+        && now_ms.saturating_sub(t.prepared_ms) <= ttl
+        && !offered.trim().is_empty()
+        && t.digest.as_deref() == Some(sha256_hex(offered.as_bytes()).as_str())
 }
 
 static TICKETS: AtomicU64 = AtomicU64::new(0);
@@ -190,15 +196,15 @@ impl TurnCache {
             created_ms,
             ticket: ticket.clone(),
             prepared_ms: now_millis(),
-            content: None,
+            digest: None,
         };
         self.write(&guard, &turn)?;
         prune(&self.dir(), &guard, MAX_SESSIONS, TTL, SystemTime::now());
         Ok(Some(ticket))
     }
 
-    /// Stores the prepared context of a turn, only if `ticket` still holds the session's turn for
-    /// `message`. Returns whether it was stored.
+    /// Marks a turn ready with the digest of its prepared context, only if `ticket` still holds
+    /// the session's turn for `message`. Returns whether it was marked.
     ///
     /// # Errors
     /// [`StateError`] when the lock or the files cannot be used.
@@ -217,24 +223,30 @@ impl TurnCache {
         if !may_commit(Some(&turn), message, ticket) {
             return Ok(false);
         }
-        turn.content = Some(content.to_owned());
+        turn.digest = Some(sha256_hex(content.as_bytes()));
         self.write(&guard, &turn)?;
         Ok(true)
     }
 
-    /// The context to inject into `message` of `session`, if any (see [`servable`]).
+    /// Which of the `offered` contexts may be injected into `message` of `session`, if any (see
+    /// [`servable`]).
     ///
     /// # Errors
     /// [`StateError`] when the lock or the files cannot be used.
-    pub fn lookup(
+    pub fn lookup<'a, S: AsRef<str>>(
         &self,
         deadline: &Deadline,
         session: &str,
         message: &str,
-    ) -> Result<Option<String>, StateError> {
+        offered: &'a [S],
+    ) -> Result<Option<&'a str>, StateError> {
         let _guard = self.lock(deadline)?;
         let current = self.read_or_reset(session)?;
-        Ok(servable(current.as_ref(), session, message, now_millis()).map(str::to_owned))
+        let now = now_millis();
+        Ok(offered
+            .iter()
+            .map(AsRef::as_ref)
+            .find(|o| servable(current.as_ref(), session, message, now, o)))
     }
 
     /// Drops everything kept for a session. Returns whether there was anything.
@@ -294,7 +306,7 @@ mod tests {
             created_ms,
             ticket: ticket.into(),
             prepared_ms: 1_000,
-            content: content.map(str::to_owned),
+            digest: content.map(|c| sha256_hex(c.as_bytes())),
         }
     }
 
@@ -332,26 +344,30 @@ mod tests {
     }
 
     #[test]
-    fn serving_needs_the_exact_ready_turn() {
+    fn serving_needs_the_exact_ready_turn_and_its_own_context() {
         let ready = turn("msg_b", 20, "t", Some("ctx"));
-        assert_eq!(servable(Some(&ready), "ses", "msg_b", 2_000), Some("ctx"));
-        assert_eq!(servable(Some(&ready), "ses", "msg_a", 2_000), None, "stale turn");
-        assert_eq!(
-            servable(Some(&ready), "other", "msg_b", 2_000),
-            None,
+        assert!(servable(Some(&ready), "ses", "msg_b", 2_000, "ctx"));
+        assert!(!servable(
+            Some(&ready),
+            "ses",
+            "msg_b",
+            2_000,
+            "ctx of another turn"
+        ));
+        assert!(
+            !servable(Some(&ready), "ses", "msg_a", 2_000, "ctx"),
+            "stale turn"
+        );
+        assert!(
+            !servable(Some(&ready), "other", "msg_b", 2_000, "ctx"),
             "other session"
         );
         let late = 1_000 + u64::try_from(TTL.as_millis()).unwrap() + 1;
-        assert_eq!(servable(Some(&ready), "ses", "msg_b", late), None, "expired");
-        assert_eq!(
-            servable(Some(&turn("msg_b", 20, "t", None)), "ses", "msg_b", 2_000),
-            None,
-            "pending"
-        );
-        assert_eq!(
-            servable(Some(&turn("msg_b", 20, "t", Some(" \n"))), "ses", "msg_b", 2_000),
-            None
-        );
+        assert!(!servable(Some(&ready), "ses", "msg_b", late, "ctx"), "expired");
+        let pending = turn("msg_b", 20, "t", None);
+        assert!(!servable(Some(&pending), "ses", "msg_b", 2_000, "ctx"), "pending");
+        let blank = turn("msg_b", 20, "t", Some(" \n"));
+        assert!(!servable(Some(&blank), "ses", "msg_b", 2_000, " \n"));
     }
 
     #[test]
@@ -363,17 +379,20 @@ mod tests {
         let b = cache.begin(&d(), "ses", "msg_b", 20).unwrap().expect("B claims");
         assert!(cache.commit(&d(), "ses", "msg_b", &b, "ctx B").unwrap());
         assert!(!cache.commit(&d(), "ses", "msg_a", &a, "ctx A").unwrap());
+        assert!(cache.lookup(&d(), "ses", "msg_b", &["ctx B"]).unwrap().is_some());
+        assert!(cache.lookup(&d(), "ses", "msg_a", &["ctx A"]).unwrap().is_none());
+        // The shim offers what it kept, newest first whatever the order runs finished in.
         assert_eq!(
-            cache.lookup(&d(), "ses", "msg_b").unwrap().as_deref(),
+            cache.lookup(&d(), "ses", "msg_b", &["ctx A", "ctx B"]).unwrap(),
             Some("ctx B")
         );
-        assert_eq!(cache.lookup(&d(), "ses", "msg_a").unwrap(), None);
+        assert_eq!(
+            cache.lookup(&d(), "ses", "msg_a", &["ctx A", "ctx B"]).unwrap(),
+            None
+        );
         // A's claim arriving after B's (processes started out of order) is refused outright.
         assert_eq!(cache.begin(&d(), "ses", "msg_a", 10).unwrap(), None);
-        assert_eq!(
-            cache.lookup(&d(), "ses", "msg_b").unwrap().as_deref(),
-            Some("ctx B")
-        );
+        assert!(cache.lookup(&d(), "ses", "msg_b", &["ctx B"]).unwrap().is_some());
     }
 
     #[test]
@@ -389,15 +408,25 @@ mod tests {
                 .unwrap()
         );
         cache.begin(&d(), "ses", "msg_b", 20).unwrap().unwrap();
-        assert_eq!(cache.lookup(&d(), "ses", "msg_a").unwrap(), None);
-        assert_eq!(cache.lookup(&d(), "ses", "msg_b").unwrap(), None, "pending");
-        assert_eq!(
-            cache.lookup(&d(), "ses_other", "msg_a").unwrap().as_deref(),
-            Some("ctx other")
+        assert!(cache.lookup(&d(), "ses", "msg_a", &["ctx A"]).unwrap().is_none());
+        assert!(
+            cache.lookup(&d(), "ses", "msg_b", &["ctx A"]).unwrap().is_none(),
+            "pending"
+        );
+        assert!(
+            cache
+                .lookup(&d(), "ses_other", "msg_a", &["ctx other"])
+                .unwrap()
+                .is_some()
         );
         assert!(cache.forget(&d(), "ses_other").unwrap());
         assert!(!cache.forget(&d(), "ses_other").unwrap());
-        assert_eq!(cache.lookup(&d(), "ses_other", "msg_a").unwrap(), None);
+        assert!(
+            cache
+                .lookup(&d(), "ses_other", "msg_a", &["ctx other"])
+                .unwrap()
+                .is_none()
+        );
     }
 
     #[test]
@@ -413,9 +442,15 @@ mod tests {
             fs::metadata(cache.dir()).unwrap().permissions().mode() & 0o777,
             0o700
         );
-        assert!(fs::read_to_string(&file).unwrap().contains("\"format\":1,"));
+        let text = fs::read_to_string(&file).unwrap();
+        assert!(text.contains("\"format\":1,"));
+        assert!(
+            !text.contains("ctx"),
+            "the context never reaches the disk: {text}"
+        );
+        assert!(cache.lookup(&d(), "ses", "msg_a", &["ctx"]).unwrap().is_some());
         fs::write(&file, "{\"format\":1,").unwrap();
-        assert_eq!(cache.lookup(&d(), "ses", "msg_a").unwrap(), None);
+        assert!(cache.lookup(&d(), "ses", "msg_a", &["ctx"]).unwrap().is_none());
         assert!(cache.begin(&d(), "ses", "msg_b", 20).unwrap().is_some());
     }
 

@@ -4,7 +4,7 @@
 //! |--------------------|----------------------------------------------------------------------------|---------------|------|
 //! | `UserPromptSubmit` | `{"hookSpecificOutput":{"hookEventName":"UserPromptSubmit","additionalContext":…}}` | nothing       | 0    |
 //! | `SessionStart`     | `{"hookSpecificOutput":{"hookEventName":"SessionStart","additionalContext":…}}` | nothing           | 0    |
-//! | `OpenCodeTransform`| `{"text":…}` (the part the OpenCode shim appends to the latest user message) | nothing       | 0    |
+//! | `OpenCodeTransform`| `{"text":…}` (`prepare`: the context the shim keeps for `inject`; `inject`: the part the shim appends to the latest user message) | nothing | 0 |
 //! | `DshPreStep`       | `{"context":…}` (the plugin message text the DSH plugin appends after `enter`) | nothing     | 0    |
 //! | `PiBeforeAgentStart` | `{"systemPrompt":…}` (Pi's whole system prompt, already extended by the Pi adapter) | nothing | 0 |
 //!
@@ -33,7 +33,7 @@ pub enum Protocol {
     UserPromptSubmit,
     /// Claude Code and Codex `SessionStart` command hooks.
     SessionStart,
-    /// The OpenCode shim's `inject` call (its other calls never print).
+    /// The OpenCode shim's `prepare` and `inject` calls (its other calls never print).
     OpenCodeTransform,
     /// The DSH plugin's `pre-step` call.
     DshPreStep,
