@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
 use crate::bootstrap::{ItemRef, Lifecycle, artifact_key};
+use crate::deadline::Deadline;
 use crate::env::Env;
 use crate::host::Integration;
 use crate::state::{self, StateDir, StateError};
@@ -29,6 +30,12 @@ pub const MAX_ITEMS: usize = 512;
 pub const MAX_AGE: std::time::Duration = std::time::Duration::from_secs(7 * 24 * 3600);
 /// Largest record read (a full one is about 60 KiB).
 const MAX_RECORD_BYTES: u64 = 256 * 1024;
+
+/// The lock serializing every change to the records (held for one small read and write).
+pub const LOCK: &str = "sessions.lock";
+
+/// How long a change waits for that lock: it runs after the answer, never on the prompt path.
+const LOCK_WAIT: std::time::Duration = std::time::Duration::from_millis(500);
 
 /// What is kept for one session.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -182,19 +189,33 @@ impl SessionFile {
         self.read().ok().flatten()
     }
 
-    /// Writes the record (atomic rename, 0600, no fsync: see [`state::write_cache`]). Never into a
-    /// linked or foreign `sessions` directory, never over a record of a newer format.
+    /// Writes the record (see [`SessionFile::update`]).
     pub fn store(&self, record: &Record) {
-        if !self.dir.exists() {
-            let root = StateDir::at(self.dir.parent().unwrap_or(Path::new(".")));
-            if root.ensure(Some(DIR)).is_err() {
-                return;
-            }
-        }
-        if !self.usable_dir() || matches!(self.read(), Err(StateError::NewerFormat)) {
+        self.update(|r| {
+            r.clone_from(record);
+            true
+        });
+    }
+
+    /// Read-modify-write of the record under the directory's lock, so two runs of one session (a
+    /// prompt settling what it injected, a compaction being marked) never lose each other's
+    /// write; `change` says whether anything changed. Written by atomic rename, 0600, no fsync
+    /// (see [`state::write_cache`]). A loose `sessions` directory is tightened first; never into a
+    /// linked or foreign one, never over a record of a newer format. A lock not had within
+    /// [`LOCK_WAIT`] skips the change (a record is a cache).
+    fn update(&self, change: impl FnOnce(&mut Record) -> bool) {
+        let root = StateDir::at(self.dir.parent().unwrap_or(Path::new(".")));
+        if root.ensure(Some(DIR)).is_err() || !self.usable_dir() {
             return;
         }
-        if let Ok(bytes) = state::versioned_bytes(record) {
+        let Ok(_guard) = crate::lock::acquire(&self.dir.join(LOCK), &Deadline::after(LOCK_WAIT)) else {
+            return;
+        };
+        let Ok(found) = self.read() else { return };
+        let mut r = found.unwrap_or_default();
+        if change(&mut r)
+            && let Ok(bytes) = state::versioned_bytes(&r)
+        {
             let _ = state::write_cache(&self.dir, &self.name, &bytes);
         }
     }
@@ -204,11 +225,12 @@ impl SessionFile {
     /// `SessionStart` for the compaction does it first). A run still working on the old window
     /// sees the new generation and drops its changes.
     pub fn mark_compacted(&self) {
-        let mut r = self.load().unwrap_or_default();
-        r.restart();
-        r.pending = Some(Lifecycle::Compact);
-        r.generation = r.generation.wrapping_add(1);
-        self.store(&r);
+        self.update(|r| {
+            r.restart();
+            r.pending = Some(Lifecycle::Compact);
+            r.generation = r.generation.wrapping_add(1);
+            true
+        });
     }
 
     /// Removes this module's records (and leftover temp files) not written for [`MAX_AGE`];
@@ -241,38 +263,34 @@ impl SessionFile {
 
     /// Applies a run's [`Change`] to the record as it is now (see the module doc).
     fn apply(&self, change: Change, written: bool, delivered: Option<&Delivered>) {
-        let mut r = match self.read() {
-            Ok(r) => r.unwrap_or_default(),
-            Err(_) => return,
-        };
-        if r.generation != change.seen_generation {
-            return;
-        }
-        let mut changed = false;
-        if let Some(b) = change.boundary {
-            if b.restart {
-                r.restart();
+        self.update(|r| {
+            if r.generation != change.seen_generation {
+                return false;
             }
-            r.pending = b.pending_after;
-            r.generation = r.generation.wrapping_add(1);
-            changed = true;
-        }
-        if written && change.persists {
-            if !change.fresh.is_empty() {
-                r.remember(change.fresh);
-                changed = true;
-            }
-            if let Some(d) = delivered {
-                match &d.receipt_id {
-                    Some(id) => r.delivered(&d.scope, id, &d.items),
-                    None => r.remember(d.items.iter().filter(|i| !i.truncated).map(|i| i.key.clone())),
+            let mut changed = false;
+            if let Some(b) = change.boundary {
+                if b.restart {
+                    r.restart();
                 }
+                r.pending = b.pending_after;
+                r.generation = r.generation.wrapping_add(1);
                 changed = true;
             }
-        }
-        if changed {
-            self.store(&r);
-        }
+            if written && change.persists {
+                if !change.fresh.is_empty() {
+                    r.remember(change.fresh);
+                    changed = true;
+                }
+                if let Some(d) = delivered {
+                    match &d.receipt_id {
+                        Some(id) => r.delivered(&d.scope, id, &d.items),
+                        None => r.remember(d.items.iter().filter(|i| !i.truncated).map(|i| i.key.clone())),
+                    }
+                    changed = true;
+                }
+            }
+            changed
+        });
     }
 }
 
@@ -581,6 +599,39 @@ mod tests {
         own.prune_old();
         assert!(foreign.exists());
         assert!(!own.path().exists());
+    }
+
+    #[test]
+    fn changes_wait_for_each_other_and_a_loose_directory_is_tightened() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let f = SessionFile::new(&StateDir::at(dir.path()), Integration::Pi, "s");
+        f.store(&Record::default());
+        let sessions = dir.path().join(DIR);
+        std::fs::set_permissions(&sessions, std::fs::Permissions::from_mode(0o775)).unwrap();
+        assert!(f.load().is_none(), "a loose directory is not read");
+        f.mark_compacted();
+        let mode = std::fs::metadata(&sessions).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o700);
+        assert_eq!(f.load().unwrap().generation, 1);
+
+        // A change waits for the lock holder and applies to what it left.
+        let held = crate::lock::acquire(
+            &sessions.join(LOCK),
+            &Deadline::after(std::time::Duration::from_secs(1)),
+        )
+        .unwrap();
+        let other = f.clone();
+        let marker = std::thread::spawn(move || other.mark_compacted());
+        std::thread::sleep(std::time::Duration::from_millis(150));
+        let holder = Record {
+            generation: 7,
+            ..Record::default()
+        };
+        state::write_cache(&sessions, &f.name, &state::versioned_bytes(&holder).unwrap()).unwrap();
+        drop(held);
+        marker.join().unwrap();
+        assert_eq!(f.load().unwrap().generation, 8);
     }
 
     #[test]
