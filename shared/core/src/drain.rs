@@ -537,6 +537,7 @@ pub fn background_main(component: &'static str) -> ExitCode {
     if let Some(cache) = crate::scope_cache::ScopeCache::locate(&env) {
         cache.prune();
     }
+    spool::prune_set_aside(&state, SpoolLimits::from_env(&env).max_age);
     ExitCode::SUCCESS
 }
 

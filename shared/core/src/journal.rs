@@ -404,6 +404,10 @@ pub fn append(dir: &Path, host: Integration, line: &[u8]) -> io::Result<()> {
     if !meta.is_file() {
         return Err(io::Error::other("journal is not a regular file"));
     }
+    // A segment someone else owns is never written to (nor made ours by a chmod).
+    if meta.uid() != crate::state::euid() {
+        return Err(io::Error::other("journal is not ours"));
+    }
     if meta.permissions().mode() & 0o077 != 0 {
         file.set_permissions(fs::Permissions::from_mode(0o600))?;
     }
@@ -652,6 +656,20 @@ mod tests {
         assert_eq!(percentile(&v, 95), Some(95));
         assert_eq!(percentile(&[7], 95), Some(7));
         assert_eq!(percentile(&[], 50), None);
+    }
+
+    #[test]
+    fn a_segment_another_user_owns_is_never_written() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("state");
+        append(&dir, Integration::Pi, b"{}\n").unwrap();
+        let path = dir.join(file_name(Integration::Pi));
+        // Only root can give a file away; elsewhere the owner check cannot be staged.
+        if std::os::unix::fs::chown(&path, Some(crate::state::euid() + 4242), None).is_err() {
+            return;
+        }
+        assert!(append(&dir, Integration::Pi, b"{}\n").is_err());
+        assert_eq!(fs::read(&path).unwrap(), b"{}\n");
     }
 
     #[test]

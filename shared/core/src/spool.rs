@@ -650,6 +650,36 @@ pub fn set_aside_counts(state: &StateDir) -> (usize, usize) {
     })
 }
 
+/// Removes entries set aside longer ago than `max_age` (the spool's own age limit: what could
+/// have been replayed by then is gone anyway), so a spool that once met a bad file does not keep
+/// it, and its warning, forever. Only files, never through a link; returns how many went.
+pub fn prune_set_aside(state: &StateDir, max_age: Duration) -> usize {
+    let Ok(entries) = fs::read_dir(state.file(DIR)) else {
+        return 0;
+    };
+    let now = std::time::SystemTime::now();
+    entries
+        .flatten()
+        // Bounded work per drain; a later drain takes the rest.
+        .take(20_000)
+        .filter(|e| {
+            let name = e.file_name();
+            let name = name.to_string_lossy();
+            name.ends_with(CORRUPT_SUFFIX) || name.ends_with(UNSAFE_SUFFIX)
+        })
+        .filter(|e| {
+            fs::symlink_metadata(e.path()).is_ok_and(|m| {
+                m.is_file()
+                    && m.modified()
+                        .ok()
+                        .and_then(|t| now.duration_since(t).ok())
+                        .is_some_and(|age| age > max_age)
+            })
+        })
+        .filter(|e| fs::remove_file(e.path()).is_ok())
+        .count()
+}
+
 /// Reports a capture that could not be delivered now: `capture_spooled` when it waits in the
 /// spool, else why it could not be kept (`state_unavailable` was already reported at write-ahead
 /// time; a capture larger than the byte limit is reported as such a drop).
@@ -724,6 +754,38 @@ mod tests {
             created_ms: ms,
             bytes,
         }
+    }
+
+    #[test]
+    fn set_aside_entries_go_after_the_age_limit_and_only_files() {
+        let tmp = tempfile::tempdir().unwrap();
+        let state = StateDir::at(tmp.path().join("st"));
+        state.ensure(Some(DIR)).unwrap();
+        let dir = state.file(DIR);
+        let old = std::time::SystemTime::now() - Duration::from_secs(3600);
+        for name in ["a.json.corrupt", "b.json.unsafe", "c.json.corrupt", "d.json"] {
+            fs::write(dir.join(name), "x").unwrap();
+        }
+        for name in ["a.json.corrupt", "b.json.unsafe", "d.json"] {
+            File::options()
+                .write(true)
+                .open(dir.join(name))
+                .unwrap()
+                .set_modified(old)
+                .unwrap();
+        }
+        fs::create_dir(dir.join("e.json.corrupt")).unwrap();
+        assert_eq!(prune_set_aside(&state, Duration::from_secs(60)), 2);
+        for (name, kept) in [
+            ("a.json.corrupt", false),
+            ("b.json.unsafe", false),
+            ("c.json.corrupt", true),
+            ("d.json", true),
+            ("e.json.corrupt", true),
+        ] {
+            assert_eq!(dir.join(name).exists(), kept, "{name}");
+        }
+        assert_eq!(set_aside_counts(&state), (2, 0));
     }
 
     #[test]
