@@ -534,3 +534,46 @@ fn pi_accepts_the_recorded_extension_payload() {
     );
     assert_eq!(capture["metadata"]["session_id"], fixture["session_id"]);
 }
+
+#[test]
+fn a_large_answer_reaches_a_host_that_reads_only_after_exit_whole() {
+    use std::io::{Read, Write};
+    use std::process::{Command, Stdio};
+    // A system prompt far larger than a pipe's default 64 KiB: a host that reads stdout only
+    // once the hook exited must still get one whole line, never the watchdog's torn half.
+    let base = "Base instructions. ".repeat(300_000 / 19);
+    let s = server(|_| cursor(7));
+    let state = tempfile::tempdir().unwrap();
+    let mut child = Command::new(PI)
+        .arg("before-agent-start")
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .env("HOME", state.path())
+        .env("POWERCONTEXT_HOOKS_STATE_DIR", state.path().join("st"))
+        .env("POWERCONTEXT_HOOKS_NO_BACKGROUND_DRAIN", "1")
+        .env("POWERCONTEXT_PI_SERVER_URL", s.url())
+        .env("POWERCONTEXT_PI_SCOPE_ID", "project:demo")
+        .env("POWERCONTEXT_PI_HTTP_BUDGET_SECONDS", "1")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut event = vector_event("continue implementation");
+    event["system_prompt"] = json!(base);
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(event.to_string().as_bytes())
+        .unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    assert!(child.wait().unwrap().success());
+    let mut out = String::new();
+    stdout.read_to_string(&mut out).unwrap();
+    let v: Value = serde_json::from_str(out.trim_end()).expect("one whole JSON line");
+    assert_eq!(
+        v["systemPrompt"].as_str().unwrap(),
+        format!("{base}\n\n{PREFIX}\n\nPrior")
+    );
+}

@@ -26,8 +26,26 @@ pub fn stdout_line(line: &str) -> bool {
     let mut buf = String::with_capacity(line.len() + 1);
     buf.push_str(line);
     buf.push('\n');
+    make_room(&out, buf.len());
     // A closed stdout means the host stopped listening; there is nobody left to tell.
     out.write_all(buf.as_bytes()).is_ok() && out.flush().is_ok()
+}
+
+/// Grows a stdout pipe (up to the system's limit for an unprivileged process, 1 MiB by default)
+/// until `len` more bytes fit: the line then goes in without blocking, so a host that reads stdout
+/// only once the hook has exited still gets the whole line, and the watchdog can never end the
+/// process halfway through it. Not a pipe, or no room to be had: nothing changes.
+fn make_room(out: &impl std::os::fd::AsFd, len: usize) {
+    let Ok(capacity) = rustix::pipe::fcntl_getpipe_size(out) else {
+        return;
+    };
+    let unread = rustix::io::ioctl_fionread(out)
+        .ok()
+        .and_then(|n| usize::try_from(n).ok())
+        .unwrap_or(0);
+    if capacity.saturating_sub(unread) < len {
+        let _ = rustix::pipe::fcntl_setpipe_size(out, (unread + len).next_power_of_two());
+    }
 }
 
 /// Writes one diagnostic line to stderr.
