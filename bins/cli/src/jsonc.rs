@@ -172,7 +172,14 @@ fn insert_plain(text: &str, parent: &str, key: &str, value: &Value) -> Result<(S
     let doc = Doc::parse(text)?;
     let root = layout(&doc.top);
     let (target, depth, key, value, created_parent) = match doc.object(parent)? {
-        Some(obj) if obj.get(key).is_some() => bail!("`{parent}.{key}` already exists"),
+        Some(obj) if obj.get(key).is_some() => {
+            let at = if parent.is_empty() {
+                String::new()
+            } else {
+                format!("{parent}.")
+            };
+            bail!("`{at}{key}` already exists")
+        }
         Some(obj) if parent.is_empty() => (layout(&obj), 1, key, value.clone(), false),
         Some(obj) => (layout(&obj), 2, key, value.clone(), false),
         None => {
@@ -442,6 +449,27 @@ mod tests {
         assert!(insert(text, "mcp", "powercontext", &json!(1)).is_err());
         assert!(parse("{\"a\": }").is_err());
         assert!(parse("[1]").is_err());
+    }
+
+    #[test]
+    fn only_comments_and_trailing_commas_are_accepted_beyond_json() {
+        assert_eq!(
+            parse("{\"a\": [1, 2,], /* c */ \"b\": {},} // c").unwrap(),
+            json!({"a": [1, 2], "b": {}})
+        );
+        for looser in [
+            "{'a': 1}",
+            "{a: 1}",
+            "{\"a\": 0x1}",
+            "{\"a\": +1}",
+            "{\"a\": .5}",
+            "{\"a\": NaN}",
+            "{\"a\": 1 \"b\": 2}",
+            "{\"a\": \"\\x41\"}",
+            "{} {}",
+        ] {
+            assert!(parse(looser).is_err(), "{looser}");
+        }
     }
 
     #[test]
