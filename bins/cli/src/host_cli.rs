@@ -567,3 +567,46 @@ impl Drop for AppServer {
         let _ = self.child.wait();
     }
 }
+
+#[cfg(test)]
+mod local_http_tests {
+    use super::*;
+
+    /// Answers one connection on a loopback port with `answer` (`None`: reads, never answers).
+    fn serve_once(answer: Option<Vec<u8>>) -> u16 {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        thread::spawn(move || {
+            let Ok((mut s, _)) = listener.accept() else { return };
+            let _ = s.read(&mut [0u8; 4096]);
+            match answer {
+                Some(a) => drop(s.write_all(&a)),
+                None => thread::sleep(Duration::from_secs(30)),
+            }
+        });
+        port
+    }
+
+    #[test]
+    fn local_http_decodes_chunks_follows_no_redirect_and_is_bounded() {
+        let chunked =
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\n{\"a\r\n4\r\n\":1}\r\n0\r\n\r\n";
+        let port = serve_once(Some(chunked.to_vec()));
+        assert_eq!(
+            local_http(port, "GET", "/x", None).unwrap(),
+            (200, "{\"a\":1}".to_owned())
+        );
+        let moved = b"HTTP/1.1 307 Moved\r\nLocation: http://127.0.0.1:9/\r\nContent-Length: 0\r\n\r\n";
+        let port = serve_once(Some(moved.to_vec()));
+        assert_eq!(local_http(port, "DELETE", "/x", None).unwrap().0, 307);
+        let big = 2 << 20;
+        let huge = format!(
+            "HTTP/1.1 200 OK\r\nContent-Length: {big}\r\n\r\n{}",
+            "x".repeat(big)
+        );
+        let port = serve_once(Some(huge.into_bytes()));
+        assert!(local_http(port, "GET", "/x", None).is_err());
+        // A server that never answers: the call still ends, with an error.
+        assert!(local_http(serve_once(None), "POST", "/x", Some("{}")).is_err());
+    }
+}
