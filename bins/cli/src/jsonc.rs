@@ -4,12 +4,12 @@
 //! byte-order mark) exactly as it was. It never reformats a file and never touches a member it
 //! was not asked about.
 //!
-//! Parsing, lookup and replacing a value are `jsonc-parser`'s CST, which prints back every byte it
-//! read (so it also gives each node's byte offset). Adding and removing a member stay two small
-//! splices here: the crate's `append` re-lays out the user's object (a one-line object becomes
-//! multi-line, blank lines at its start and end go) and its `remove` collapses an emptied `{ }`
-//! to `{}`, drops a comment written after the member on its line and always drops the previous
-//! comma, so neither could undo our insert byte for byte or keep the user's comment.
+//! Parsing and lookup are `jsonc-parser`'s CST, which prints back every byte it read (so it also
+//! gives each node's byte offset). Adding and removing a member stay two small splices here: the
+//! crate's `append` re-lays out the user's object (a one-line object becomes multi-line, blank
+//! lines at its start and end go) and its `remove` collapses an emptied `{ }` to `{}`, drops a
+//! comment written after the member on its line and drops the previous member's comma whether or
+//! not we added it, so neither could undo our insert byte for byte or keep the user's comment.
 
 use anyhow::{Result, anyhow, bail};
 use jsonc_parser::ParseOptions;
