@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpListener;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
@@ -432,85 +432,30 @@ impl Drop for Killed {
     }
 }
 
-/// One HTTP/1.1 request to a loopback port (OpenCode's local server), `Connection: close`.
+/// One request to OpenCode's local server on a loopback port: no proxy, no redirect followed,
+/// 2 s to connect and 5 s in all, and an answer of at most 1 MiB.
 fn local_http(port: u16, method: &str, path: &str, body: Option<&str>) -> Result<(u16, String)> {
-    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
-    let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(2))?;
-    stream.set_read_timeout(Some(Duration::from_secs(5)))?;
-    stream.set_write_timeout(Some(Duration::from_secs(5)))?;
-    let body = body.unwrap_or("");
-    let request = format!(
-        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAccept: application/json\r\n\
-         Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    );
-    stream.write_all(request.as_bytes())?;
-    // Read until the body is complete (a keep-alive server may not close the connection).
-    let mut raw = Vec::new();
-    let mut buf = [0u8; 8192];
-    loop {
-        if let Some(len) = complete(&raw) {
-            raw.truncate(len);
-            break;
-        }
-        match stream.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) if raw.len() < 1 << 20 => raw.extend_from_slice(&buf[..n]),
-            Ok(_) => bail!("answer too large"),
-            Err(e) => return Err(e.into()),
-        }
-    }
-    let text = String::from_utf8_lossy(&raw);
-    let (head, rest) = text.split_once("\r\n\r\n").context("no HTTP header")?;
-    let status = head
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .context("no HTTP status")?;
-    let body = if is_chunked(head) {
-        dechunk(rest)
-    } else {
-        rest.to_owned()
-    };
-    Ok((status, body))
-}
-
-fn is_chunked(head: &str) -> bool {
-    head.lines()
-        .any(|l| l.to_ascii_lowercase().starts_with("transfer-encoding:") && l.contains("chunked"))
-}
-
-/// The length of a complete response in `raw`, once there is one.
-fn complete(raw: &[u8]) -> Option<usize> {
-    let end = raw.windows(4).position(|w| w == b"\r\n\r\n")? + 4;
-    let head = String::from_utf8_lossy(&raw[..end]).to_ascii_lowercase();
-    if is_chunked(&head) {
-        return raw[end..]
-            .windows(5)
-            .position(|w| w == b"0\r\n\r\n")
-            .filter(|&p| p == 0 || raw[end + p - 1] == b'\n')
-            .map(|p| end + p + 5);
-    }
-    let len = head
-        .lines()
-        .find_map(|l| l.strip_prefix("content-length:"))
-        .and_then(|v| v.trim().parse::<usize>().ok())?;
-    (raw.len() >= end + len).then_some(end + len)
-}
-
-fn dechunk(mut s: &str) -> String {
-    let mut out = String::new();
-    while let Some((size, rest)) = s.split_once("\r\n") {
-        let Ok(n) = usize::from_str_radix(size.trim(), 16) else {
-            break;
-        };
-        if n == 0 || rest.len() < n {
-            break;
-        }
-        out.push_str(&rest[..n]);
-        s = rest[n..].trim_start_matches("\r\n");
-    }
-    out
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .proxy(None)
+        .max_redirects(0)
+        .http_status_as_error(false)
+        .timeout_connect(Some(Duration::from_secs(2)))
+        .timeout_global(Some(Duration::from_secs(5)))
+        .build()
+        .into();
+    let request = ureq::http::Request::builder()
+        .method(method)
+        .uri(format!("http://127.0.0.1:{port}{path}"))
+        .header("Accept", "application/json")
+        .header("Content-Type", "application/json")
+        .body(body.unwrap_or(""))?;
+    let mut response = agent.run(request)?;
+    let text = response
+        .body_mut()
+        .with_config()
+        .limit(1 << 20)
+        .read_to_string()?;
+    Ok((response.status().as_u16(), text))
 }
 
 fn pipe(p: Option<impl Read + Send + 'static>) -> Receiver<String> {
@@ -620,5 +565,48 @@ impl Drop for AppServer {
     fn drop(&mut self) {
         kill_group(&self.child);
         let _ = self.child.wait();
+    }
+}
+
+#[cfg(test)]
+mod local_http_tests {
+    use super::*;
+
+    /// Answers one connection on a loopback port with `answer` (`None`: reads, never answers).
+    fn serve_once(answer: Option<Vec<u8>>) -> u16 {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        thread::spawn(move || {
+            let Ok((mut s, _)) = listener.accept() else { return };
+            let _ = s.read(&mut [0u8; 4096]);
+            match answer {
+                Some(a) => drop(s.write_all(&a)),
+                None => thread::sleep(Duration::from_secs(30)),
+            }
+        });
+        port
+    }
+
+    #[test]
+    fn local_http_decodes_chunks_follows_no_redirect_and_is_bounded() {
+        let chunked =
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\n{\"a\r\n4\r\n\":1}\r\n0\r\n\r\n";
+        let port = serve_once(Some(chunked.to_vec()));
+        assert_eq!(
+            local_http(port, "GET", "/x", None).unwrap(),
+            (200, "{\"a\":1}".to_owned())
+        );
+        let moved = b"HTTP/1.1 307 Moved\r\nLocation: http://127.0.0.1:9/\r\nContent-Length: 0\r\n\r\n";
+        let port = serve_once(Some(moved.to_vec()));
+        assert_eq!(local_http(port, "DELETE", "/x", None).unwrap().0, 307);
+        let big = 2 << 20;
+        let huge = format!(
+            "HTTP/1.1 200 OK\r\nContent-Length: {big}\r\n\r\n{}",
+            "x".repeat(big)
+        );
+        let port = serve_once(Some(huge.into_bytes()));
+        assert!(local_http(port, "GET", "/x", None).is_err());
+        // A server that never answers: the call still ends, with an error.
+        assert!(local_http(serve_once(None), "POST", "/x", Some("{}")).is_err());
     }
 }

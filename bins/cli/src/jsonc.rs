@@ -1,27 +1,82 @@
-//! Byte-preserving edits of a JSONC host config (OpenCode's `opencode.json[c]`): parse it with
-//! comments and trailing commas, add or remove one member of a nested object, and leave every
-//! other byte — comments, ordering, formatting, foreign keys — exactly as it was. It never
-//! reformats a file and never touches a member it was not asked about.
-
-use std::ops::Range;
+//! Byte-preserving edits of a JSONC host config (OpenCode's `opencode.json[c]`, Claude Code's
+//! settings): add, replace or remove one member of the root object or of an object one level
+//! below it, and leave every other byte (comments, trailing commas, layout, foreign keys, CRLF, a
+//! byte-order mark) exactly as it was. It never reformats a file and never touches a member it
+//! was not asked about.
+//!
+//! Parsing and lookup are `jsonc-parser`'s CST, which prints back every byte it read (so it also
+//! gives each node's byte offset). Adding and removing a member stay two small splices here: the
+//! crate's `append` re-lays out the user's object (a one-line object becomes multi-line, blank
+//! lines at its start and end go) and its `remove` collapses an emptied `{ }` to `{}`, drops a
+//! comment written after the member on its line and drops the previous member's comma whether or
+//! not we added it, so neither could undo our insert byte for byte or keep the user's comment.
 
 use anyhow::{Result, anyhow, bail};
+use jsonc_parser::ParseOptions;
+use jsonc_parser::cst::{CstNode, CstObject, CstRootNode};
 use serde_json::{Map, Value};
 
 use crate::textstyle::Style;
 
-/// One `"key": value` member of an object, by byte ranges.
+/// JSON plus comments and trailing commas, nothing looser (the JSONC the hosts read).
+fn options() -> ParseOptions {
+    ParseOptions {
+        allow_comments: true,
+        allow_trailing_commas: true,
+        allow_loose_object_property_names: false,
+        allow_missing_commas: false,
+        allow_single_quoted_strings: false,
+        allow_hexadecimal_numbers: false,
+        allow_unary_plus_numbers: false,
+        allow_bare_decimal_point_numbers: false,
+        allow_non_finite_numbers: false,
+        allow_extended_string_escapes: false,
+    }
+}
+
+/// A parsed file. The CST's nodes only reach their ancestors while the root lives, so it is kept.
+struct Doc {
+    root: CstRootNode,
+    top: CstObject,
+}
+
+impl Doc {
+    fn parse(text: &str) -> Result<Self> {
+        let root = CstRootNode::parse(text, &options())?;
+        let top = root
+            .object_value()
+            .ok_or_else(|| anyhow!("the top level is not an object"))?;
+        Ok(Self { root, top })
+    }
+
+    /// The object at `parent` (the root when empty), if present.
+    fn object(&self, parent: &str) -> Result<Option<CstObject>> {
+        if parent.is_empty() {
+            return Ok(Some(self.top.clone()));
+        }
+        match self.top.get(parent) {
+            None => Ok(None),
+            Some(p) => p
+                .object_value()
+                .map(Some)
+                .ok_or_else(|| anyhow!("`{parent}` is not an object")),
+        }
+    }
+}
+
+/// One `"key": value` member of an object, by byte offsets.
 #[derive(Debug, Clone)]
 struct Member {
     key: String,
     /// From the opening quote of the key.
     start: usize,
-    value: Range<usize>,
+    /// Just past the value.
+    end: usize,
     /// The `,` after the value, if any.
     comma: Option<usize>,
 }
 
-/// An object's braces and members.
+/// An object's braces and members, by byte offsets.
 #[derive(Debug, Clone)]
 struct Object {
     open: usize,
@@ -29,185 +84,55 @@ struct Object {
     members: Vec<Member>,
 }
 
-struct Parser<'a> {
-    s: &'a [u8],
-    i: usize,
+/// Where `node` starts in the text it was parsed from.
+fn offset(node: CstNode) -> usize {
+    let mut at = 0;
+    let mut node = node;
+    loop {
+        at += node
+            .previous_siblings()
+            .map(|s| s.to_string().len())
+            .sum::<usize>();
+        match node.parent() {
+            Some(parent) => node = parent.into(),
+            None => return at,
+        }
+    }
 }
 
-impl Parser<'_> {
-    fn skip(&mut self) -> Result<()> {
-        loop {
-            match self.s.get(self.i) {
-                Some(b' ' | b'\t' | b'\n' | b'\r') => self.i += 1,
-                Some(b'/') if self.s.get(self.i + 1) == Some(&b'/') => {
-                    while self.i < self.s.len() && self.s[self.i] != b'\n' {
-                        self.i += 1;
-                    }
-                }
-                Some(b'/') if self.s.get(self.i + 1) == Some(&b'*') => {
-                    let rest = &self.s[self.i + 2..];
-                    let end = rest
-                        .windows(2)
-                        .position(|w| w == b"*/")
-                        .ok_or_else(|| anyhow!("unterminated comment"))?;
-                    self.i += 2 + end + 2;
-                }
-                _ => return Ok(()),
-            }
+fn layout(obj: &CstObject) -> Object {
+    let open = offset(obj.clone().into());
+    let mut at = open;
+    let mut members: Vec<Member> = Vec::new();
+    for child in obj.children() {
+        let len = child.to_string().len();
+        if let Some(prop) = child.as_object_prop() {
+            members.push(Member {
+                key: prop.decoded_name().unwrap_or_default(),
+                start: at,
+                end: at + len,
+                comma: None,
+            });
+        } else if child.is_comma()
+            && let Some(m) = members.last_mut()
+        {
+            m.comma = Some(at);
         }
+        at += len;
     }
-
-    fn peek(&self) -> Option<u8> {
-        self.s.get(self.i).copied()
-    }
-
-    fn string(&mut self) -> Result<String> {
-        let start = self.i;
-        self.i += 1;
-        while let Some(&c) = self.s.get(self.i) {
-            self.i += 1;
-            match c {
-                b'\\' => self.i += 1,
-                b'"' => {
-                    let raw = std::str::from_utf8(&self.s[start..self.i])?;
-                    return Ok(serde_json::from_str(raw)?);
-                }
-                _ => {}
-            }
-        }
-        bail!("unterminated string")
-    }
-
-    /// Parses a value; objects are returned with their layout.
-    fn value(&mut self, depth: usize) -> Result<(Value, Option<Object>)> {
-        if depth > 64 {
-            bail!("nested too deeply");
-        }
-        self.skip()?;
-        match self.peek() {
-            Some(b'{') => {
-                let open = self.i;
-                self.i += 1;
-                let mut map = Map::new();
-                let mut members = Vec::new();
-                loop {
-                    self.skip()?;
-                    match self.peek() {
-                        Some(b'}') => {
-                            let close = self.i;
-                            self.i += 1;
-                            return Ok((Value::Object(map), Some(Object { open, close, members })));
-                        }
-                        Some(b'"') => {}
-                        _ => bail!("expected a key at byte {}", self.i),
-                    }
-                    let start = self.i;
-                    let key = self.string()?;
-                    self.skip()?;
-                    if self.peek() != Some(b':') {
-                        bail!("expected `:` at byte {}", self.i);
-                    }
-                    self.i += 1;
-                    self.skip()?;
-                    let vstart = self.i;
-                    let (v, _) = self.value(depth + 1)?;
-                    let vend = self.i;
-                    self.skip()?;
-                    let comma = if self.peek() == Some(b',') {
-                        self.i += 1;
-                        Some(self.i - 1)
-                    } else {
-                        None
-                    };
-                    map.insert(key.clone(), v);
-                    members.push(Member {
-                        key,
-                        start,
-                        value: vstart..vend,
-                        comma,
-                    });
-                    if comma.is_none() {
-                        self.skip()?;
-                        if self.peek() != Some(b'}') {
-                            bail!("expected `,` or `}}` at byte {}", self.i);
-                        }
-                    }
-                }
-            }
-            Some(b'[') => {
-                self.i += 1;
-                let mut items = Vec::new();
-                loop {
-                    self.skip()?;
-                    if self.peek() == Some(b']') {
-                        self.i += 1;
-                        return Ok((Value::Array(items), None));
-                    }
-                    let (v, _) = self.value(depth + 1)?;
-                    items.push(v);
-                    self.skip()?;
-                    match self.peek() {
-                        Some(b',') => self.i += 1,
-                        Some(b']') => {}
-                        _ => bail!("expected `,` or `]` at byte {}", self.i),
-                    }
-                }
-            }
-            Some(b'"') => Ok((Value::String(self.string()?), None)),
-            Some(_) => {
-                let start = self.i;
-                while let Some(c) = self.peek() {
-                    if matches!(c, b',' | b'}' | b']' | b' ' | b'\t' | b'\n' | b'\r' | b'/') {
-                        break;
-                    }
-                    self.i += 1;
-                }
-                let raw = std::str::from_utf8(&self.s[start..self.i])?;
-                let v: Value =
-                    serde_json::from_str(raw).map_err(|_| anyhow!("bad literal at byte {start}"))?;
-                Ok((v, None))
-            }
-            None => bail!("unexpected end"),
-        }
+    Object {
+        open,
+        close: at - 1,
+        members,
     }
 }
 
 /// Parses JSONC (comments, trailing commas, a leading byte-order mark) to a value.
 pub fn parse(text: &str) -> Result<Value> {
-    Ok(parse_root(&Style::split(text).1)?.0)
-}
-
-fn parse_root(text: &str) -> Result<(Value, Object)> {
-    let mut p = Parser {
-        s: text.as_bytes(),
-        i: 0,
-    };
-    let (v, obj) = p.value(0)?;
-    p.skip()?;
-    if p.i != text.len() {
-        bail!("trailing content at byte {}", p.i);
-    }
-    let obj = obj.ok_or_else(|| anyhow!("the top level is not an object"))?;
-    Ok((v, obj))
-}
-
-/// The object at `path` (keys from the root), with its layout.
-fn find(text: &str, path: &[&str]) -> Result<Option<Object>> {
-    let (_, mut obj) = parse_root(text)?;
-    for key in path {
-        let Some(m) = obj.members.iter().find(|m| m.key == *key) else {
-            return Ok(None);
-        };
-        let mut p = Parser {
-            s: text.as_bytes(),
-            i: m.value.start,
-        };
-        match p.value(0)? {
-            (_, Some(o)) => obj = o,
-            _ => bail!("`{key}` is not an object"),
-        }
-    }
-    Ok(Some(obj))
+    let doc = Doc::parse(&Style::split(text).1)?;
+    doc.root
+        .to_serde_value()
+        .ok_or_else(|| anyhow!("the top level is not an object"))
 }
 
 fn line_indent(text: &str, at: usize) -> Option<&str> {
@@ -244,62 +169,42 @@ pub fn insert(text: &str, parent: &str, key: &str, value: &Value) -> Result<(Str
 }
 
 fn insert_plain(text: &str, parent: &str, key: &str, value: &Value) -> Result<(String, Inserted)> {
-    let root = find(text, &[])?.ok_or_else(|| anyhow!("no root object"))?;
-    if parent.is_empty() {
-        if root.members.iter().any(|m| m.key == key) {
-            bail!("`{key}` already exists");
+    let doc = Doc::parse(text)?;
+    let root = layout(&doc.top);
+    let (target, depth, key, value, created_parent) = match doc.object(parent)? {
+        Some(obj) if obj.get(key).is_some() => {
+            let at = if parent.is_empty() {
+                String::new()
+            } else {
+                format!("{parent}.")
+            };
+            bail!("`{at}{key}` already exists")
         }
-        let empty_inner = root
-            .members
-            .is_empty()
-            .then(|| text[root.open + 1..root.close].to_owned());
-        let (out, added_comma) = insert_member(text, &root, "", key, value, 1);
-        return Ok((
-            out,
-            Inserted {
-                added_comma,
-                created_parent: false,
-                empty_inner,
-            },
-        ));
-    }
-    match find(text, &[parent])? {
-        Some(obj) => {
-            if obj.members.iter().any(|m| m.key == key) {
-                bail!("`{parent}.{key}` already exists");
-            }
-            let empty_inner = obj
-                .members
-                .is_empty()
-                .then(|| text[obj.open + 1..obj.close].to_owned());
-            let (out, added_comma) = insert_member(text, &obj, &root_indent(text, &root), key, value, 2);
-            Ok((
-                out,
-                Inserted {
-                    added_comma,
-                    created_parent: false,
-                    empty_inner,
-                },
-            ))
-        }
+        Some(obj) if parent.is_empty() => (layout(&obj), 1, key, value.clone(), false),
+        Some(obj) => (layout(&obj), 2, key, value.clone(), false),
         None => {
-            let mut inner = Map::new();
-            inner.insert(key.to_owned(), value.clone());
-            let empty_inner = root
-                .members
-                .is_empty()
-                .then(|| text[root.open + 1..root.close].to_owned());
-            let (out, added_comma) = insert_member(text, &root, "", parent, &Value::Object(inner), 1);
-            Ok((
-                out,
-                Inserted {
-                    added_comma,
-                    created_parent: true,
-                    empty_inner,
-                },
-            ))
+            let inner = Map::from_iter([(key.to_owned(), value.clone())]);
+            (root.clone(), 1, parent, Value::Object(inner), true)
         }
-    }
+    };
+    let parent_indent = if depth == 1 {
+        String::new()
+    } else {
+        root_indent(text, &root)
+    };
+    let empty_inner = target
+        .members
+        .is_empty()
+        .then(|| text[target.open + 1..target.close].to_owned());
+    let (out, added_comma) = insert_member(text, &target, &parent_indent, key, &value, depth);
+    Ok((
+        out,
+        Inserted {
+            added_comma,
+            created_parent,
+            empty_inner,
+        },
+    ))
 }
 
 /// The indentation of the root object's members' parent line (normally empty).
@@ -333,7 +238,7 @@ fn insert_member(
                     (out, false)
                 }
                 None => {
-                    let at = last.value.end;
+                    let at = last.end;
                     let mut out = text[..at].to_owned();
                     out.push(',');
                     out.push_str(&member);
@@ -372,31 +277,21 @@ pub fn get(text: &str, parent: &str, key: &str) -> Result<Option<Value>> {
     Ok(obj.and_then(|p| p.get(key)).cloned())
 }
 
-/// The object path of `parent` (the root when empty).
-fn path_of(parent: &str) -> Vec<&str> {
-    if parent.is_empty() {
-        Vec::new()
-    } else {
-        vec![parent]
-    }
-}
-
 /// Replaces the value of an existing `parent.key`, keeping everything around it.
 pub fn replace(text: &str, parent: &str, key: &str, value: &Value) -> Result<String> {
     Style::edit(text, |plain| replace_plain(plain, parent, key, value))
 }
 
 fn replace_plain(text: &str, parent: &str, key: &str, value: &Value) -> Result<String> {
-    let obj = find(text, &path_of(parent))?.ok_or_else(|| anyhow!("no `{parent}` object"))?;
-    let m = obj
-        .members
-        .iter()
-        .find(|m| m.key == key)
-        .ok_or_else(|| anyhow!("no `{parent}.{key}`"))?;
-    let indent = line_indent(text, m.start).unwrap_or("");
-    let mut out = text[..m.value.start].to_owned();
+    let doc = Doc::parse(text)?;
+    let missing = || anyhow!("no `{parent}.{key}`");
+    let prop = doc.object(parent)?.and_then(|o| o.get(key)).ok_or_else(missing)?;
+    let old = prop.value().ok_or_else(missing)?;
+    let start = offset(old.clone());
+    let indent = line_indent(text, offset(prop.into())).unwrap_or("");
+    let mut out = text[..start].to_owned();
     out.push_str(&render(value, indent));
-    out.push_str(&text[m.value.end..]);
+    out.push_str(&text[start + old.to_string().len()..]);
     Ok(out)
 }
 
@@ -407,14 +302,15 @@ pub fn remove(text: &str, parent: &str, key: &str, how: &Inserted) -> Result<Str
 }
 
 fn remove_plain(text: &str, parent: &str, key: &str, how: &Inserted) -> Result<String> {
-    let Some(obj) = find(text, &path_of(parent))? else {
+    let doc = Doc::parse(text)?;
+    let Some(obj) = doc.object(parent)?.as_ref().map(layout) else {
         return Ok(text.to_owned());
     };
     let Some(idx) = obj.members.iter().position(|m| m.key == key) else {
         return Ok(text.to_owned());
     };
     let (target, idx) = if obj.members.len() == 1 && how.created_parent {
-        let root = find(text, &[])?.ok_or_else(|| anyhow!("no root object"))?;
+        let root = layout(&doc.top);
         let pidx = root
             .members
             .iter()
@@ -440,7 +336,7 @@ fn remove_plain(text: &str, parent: &str, key: &str, how: &Inserted) -> Result<S
 fn cut_member(text: &str, obj: &Object, idx: usize, drop_prev_comma: bool) -> String {
     let m = &obj.members[idx];
     let mut start = m.start;
-    let mut end = m.comma.map_or(m.value.end, |c| c + 1);
+    let mut end = m.comma.map_or(m.end, |c| c + 1);
     if let Some(indent) = line_indent(text, m.start) {
         // Whole line: from its start through its newline, when nothing else is on it.
         let rest = &text[end..];
@@ -553,6 +449,27 @@ mod tests {
         assert!(insert(text, "mcp", "powercontext", &json!(1)).is_err());
         assert!(parse("{\"a\": }").is_err());
         assert!(parse("[1]").is_err());
+    }
+
+    #[test]
+    fn only_comments_and_trailing_commas_are_accepted_beyond_json() {
+        assert_eq!(
+            parse("{\"a\": [1, 2,], /* c */ \"b\": {},} // c").unwrap(),
+            json!({"a": [1, 2], "b": {}})
+        );
+        for looser in [
+            "{'a': 1}",
+            "{a: 1}",
+            "{\"a\": 0x1}",
+            "{\"a\": +1}",
+            "{\"a\": .5}",
+            "{\"a\": NaN}",
+            "{\"a\": 1 \"b\": 2}",
+            "{\"a\": \"\\x41\"}",
+            "{} {}",
+        ] {
+            assert!(parse(looser).is_err(), "{looser}");
+        }
     }
 
     #[test]
