@@ -13,6 +13,23 @@ use crate::secrets;
 use crate::wire::{CaptureRequest, MAX_CAPTURE_CHARS, MAX_QUERY_CHARS, capture_position, truncate_chars};
 use crate::workspace::sha256_hex;
 
+/// The Source request for one capture in `scope`, with the integration's `source_id` (`prefix`).
+#[must_use]
+pub fn request(
+    prefix: &str,
+    scope: &str,
+    (session, turn): (&str, &str),
+    content: &str,
+    metadata: &Map<String, Value>,
+) -> CaptureRequest {
+    CaptureRequest {
+        scope_id: scope.to_owned(),
+        source_id: source_id(prefix, scope, session, turn, content),
+        content: content.to_owned(),
+        metadata: metadata.clone(),
+    }
+}
+
 /// `prefix:` + SHA-256 hex of `scope ␀ session ␀ turn ␀ prompt` (the official rule).
 #[must_use]
 pub fn source_id(prefix: &str, scope: &str, session: &str, turn: &str, prompt: &str) -> String {

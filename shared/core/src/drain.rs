@@ -327,53 +327,56 @@ pub fn drain(
             .entry(query_key)
             .or_insert_with(|| cap.query.resolve(transport))
             .clone();
-        let scope = match scope {
-            Ok(s) => s,
-            Err(f) => {
-                report.last_error = Some(f.outcome.as_str().to_owned());
-                if is_permanent_rejection(&f) && f.outcome == Outcome::ScopeNotFound {
-                    claimed.remove()?;
-                    report.rejected += 1;
-                } else {
-                    // Only an unreachable Server holds back its other entries; an answer about
-                    // this entry (a binding that does not resolve, a refused token) holds back
-                    // its own session only.
-                    if is_retryable(&f) {
-                        down.insert(cap.server.clone());
-                    }
+        // A failure, and whether the Server's answer is final for this entry.
+        let failed = match scope {
+            Err(f) => Some((
+                f,
+                is_permanent_rejection(&f) && f.outcome == Outcome::ScopeNotFound,
+            )),
+            Ok(scope) => {
+                if opts.scope.as_ref().is_some_and(|only| *only != scope) {
+                    continue;
+                }
+                // A replay after a crash past this point sends exactly this request (same scope,
+                // same `source_id`): the Server dedupes it instead of storing it in a scope rebound
+                // meanwhile. Without the pin it is not sent this run (it keeps its place in its
+                // session's order).
+                if cap.query.explicit.as_deref() != Some(scope.as_str()) && claimed.pin_scope(&scope).is_err()
+                {
                     blocked.insert(order);
                     report.kept += 1;
                     report.left.push(entry.name.clone());
+                    continue;
                 }
-                continue;
+                match capture::send(transport, &cap.request(&scope)) {
+                    Ok(position) => {
+                        if cap.flush {
+                            let lock = state.lock(&short())?;
+                            ledger::update(state, &lock, |e| {
+                                ledger::record_in(
+                                    e,
+                                    &cap.server,
+                                    &scope,
+                                    position,
+                                    &cap.integration,
+                                    now_secs(),
+                                )
+                            })?;
+                        }
+                        None
+                    }
+                    Err(f) => Some((f, is_permanent_rejection(&f))),
+                }
             }
         };
-        if opts.scope.as_ref().is_some_and(|only| *only != scope) {
-            continue;
-        }
-        // A replay after a crash past this point sends exactly this request (same scope, same
-        // `source_id`): the Server dedupes it instead of storing it in a scope rebound meanwhile.
-        // Without the pin it is not sent this run (it keeps its place in its session's order).
-        if cap.query.explicit.as_deref() != Some(scope.as_str()) && claimed.pin_scope(&scope).is_err() {
-            blocked.insert(order);
-            report.kept += 1;
-            report.left.push(entry.name.clone());
-            continue;
-        }
-        match capture::send(transport, &cap.request(&scope)) {
-            Ok(position) => {
-                if cap.flush {
-                    let lock = state.lock(&short())?;
-                    ledger::update(state, &lock, |e| {
-                        ledger::record_in(e, &cap.server, &scope, position, &cap.integration, now_secs())
-                    })?;
-                }
+        match failed {
+            None => {
                 claimed.remove()?;
                 report.delivered += 1;
             }
-            Err(f) => {
+            Some((f, final_answer)) => {
                 report.last_error = Some(f.outcome.as_str().to_owned());
-                if is_permanent_rejection(&f) {
+                if final_answer {
                     claimed.remove()?;
                     report.rejected += 1;
                 } else {

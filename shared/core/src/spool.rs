@@ -135,18 +135,13 @@ impl SpooledCapture {
     /// The request for a resolved scope, with the `source_id` the online path would have used.
     #[must_use]
     pub fn request(&self, scope: &str) -> CaptureRequest {
-        CaptureRequest {
-            scope_id: scope.to_owned(),
-            source_id: capture::source_id(
-                &self.source_prefix,
-                scope,
-                &self.session,
-                &self.turn,
-                &self.content,
-            ),
-            content: self.content.clone(),
-            metadata: self.metadata.clone(),
-        }
+        capture::request(
+            &self.source_prefix,
+            scope,
+            (&self.session, &self.turn),
+            &self.content,
+            &self.metadata,
+        )
     }
 }
 

@@ -299,9 +299,7 @@ impl StateDir {
         name: &str,
         value: &T,
     ) -> Result<(), StateError> {
-        let bytes = versioned_bytes(value)?;
-        write_atomic(&self.root, name, &bytes)?;
-        Ok(())
+        Ok(write_atomic(&self.root, name, &versioned_bytes(value)?)?)
     }
 
     /// Writes a versioned JSON cache file (turn state) atomically but without fsync; see
@@ -315,9 +313,7 @@ impl StateDir {
         name: &str,
         value: &T,
     ) -> Result<(), StateError> {
-        let bytes = versioned_bytes(value)?;
-        write_cache(&self.root, name, &bytes)?;
-        Ok(())
+        Ok(write_cache(&self.root, name, &versioned_bytes(value)?)?)
     }
 
     /// Removes a file (the caller holds the state lock); a missing file is fine.

@@ -59,18 +59,13 @@ impl Capture {
     /// The request for `scope`, with the integration's `source_id` prefix.
     #[must_use]
     pub fn request(&self, integration: Integration, scope: &str) -> CaptureRequest {
-        CaptureRequest {
-            scope_id: scope.to_owned(),
-            source_id: capture::source_id(
-                integration.source_prefix(),
-                scope,
-                &self.session,
-                &self.turn,
-                &self.content,
-            ),
-            content: self.content.clone(),
-            metadata: self.metadata.clone(),
-        }
+        capture::request(
+            integration.source_prefix(),
+            scope,
+            (&self.session, &self.turn),
+            &self.content,
+            &self.metadata,
+        )
     }
 }
 
@@ -473,17 +468,7 @@ impl<'a> Turn<'a> {
     /// Makes a gated capture durable before any network call: one new spool file, no shared
     /// lock. A state problem is reported and the capture goes on without it.
     pub fn write_ahead(&self, query: &ScopeQuery, capture: &Capture) {
-        let entry = SpooledCapture {
-            integration: self.integration.as_str().to_owned(),
-            server: self.transport.base().as_str().to_owned(),
-            source_prefix: self.integration.source_prefix().to_owned(),
-            query: query.clone(),
-            session: capture.session.clone(),
-            turn: capture.turn.clone(),
-            content: capture.content.clone(),
-            metadata: capture.metadata.clone(),
-            flush: self.flush.keep_pending,
-        };
+        let entry = self.spooled(capture, query.clone());
         let written = StateDir::locate(self.env)
             .map_err(WriteAheadError::from)
             .and_then(|st| spool::write_ahead(&st, &entry, &SpoolLimits::from_env(self.env)));
@@ -502,6 +487,21 @@ impl<'a> Turn<'a> {
                     .diag(Stage::State, Outcome::StateUnavailable)
                     .detail(e.detail()),
             ),
+        }
+    }
+
+    /// The spool entry of `capture` for `query`.
+    fn spooled(&self, capture: &Capture, query: ScopeQuery) -> SpooledCapture {
+        SpooledCapture {
+            integration: self.integration.as_str().to_owned(),
+            server: self.transport.base().as_str().to_owned(),
+            source_prefix: self.integration.source_prefix().to_owned(),
+            query,
+            session: capture.session.clone(),
+            turn: capture.turn.clone(),
+            content: capture.content.clone(),
+            metadata: capture.metadata.clone(),
+            flush: self.flush.keep_pending,
         }
     }
 
@@ -661,29 +661,20 @@ impl<'a> Turn<'a> {
         }
         let background = ahead.is_some() && !drain::background_disabled(self.env);
         let state = StateDir::locate(self.env).ok();
-        let entry = SpooledCapture {
-            integration: self.integration.as_str().to_owned(),
-            server: self.transport.base().as_str().to_owned(),
-            source_prefix: self.integration.source_prefix().to_owned(),
-            query: match fresh.as_deref() {
-                Some(scope) => ScopeQuery::resolved(scope),
-                None => match self
-                    .query
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner)
-                    .clone()
-                {
-                    Some(q) => q,
-                    // Never resolved: nothing to deliver to.
-                    None => return,
-                },
+        let query = match fresh.as_deref() {
+            Some(scope) => ScopeQuery::resolved(scope),
+            None => match self
+                .query
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .clone()
+            {
+                Some(q) => q,
+                // Never resolved: nothing to deliver to.
+                None => return,
             },
-            session: capture.session.clone(),
-            turn: capture.turn.clone(),
-            content: capture.content.clone(),
-            metadata: capture.metadata.clone(),
-            flush: self.flush.keep_pending,
         };
+        let entry = self.spooled(capture, query);
         *DEFERRED.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(Deferred {
             component: self.integration.component(),
             ahead,
