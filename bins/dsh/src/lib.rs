@@ -11,11 +11,15 @@ use std::process::ExitCode;
 
 use powercontext_hooks_core::emit;
 use powercontext_hooks_core::hook::{self, Reply};
+use powercontext_hooks_core::host::Integration;
 use powercontext_hooks_core::protocol::Protocol;
 
 pub mod event;
 pub mod pre_step;
 pub mod turns;
+
+/// This host.
+pub const HOST: Integration = Integration::Dsh;
 
 /// The one hook command: handle one `agent/pre-step` batch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -45,7 +49,7 @@ pub fn main() -> ExitCode {
         emit::stdout_line(concat!("powercontext-hook-dsh ", env!("CARGO_PKG_VERSION")));
         return ExitCode::SUCCESS;
     }
-    hook::run_hook(pre_step::HOST, |PreStep, run| {
+    hook::run_hook(HOST, |PreStep, run| {
         Reply::drain(Protocol::DshPreStep, pre_step::run(run))
     })
 }

@@ -18,12 +18,16 @@ use powercontext_hooks_core::deadline::Deadline;
 use powercontext_hooks_core::emit;
 use powercontext_hooks_core::env::Env;
 use powercontext_hooks_core::hook::{self, Reply, Run, Then};
+use powercontext_hooks_core::host::Integration;
 use powercontext_hooks_core::outcome::{Outcome, Stage};
 use powercontext_hooks_core::protocol::{Answer, Protocol};
 use powercontext_hooks_core::session::SessionFile;
 
-use crate::prepare::{HOST, diag};
+use crate::prepare::diag;
 use crate::turns::TurnCache;
+
+/// This host.
+pub const HOST: Integration = Integration::OpenCode;
 
 /// Opens the part appended to the user message; also how an already injected part is recognized
 /// (upstream literal).

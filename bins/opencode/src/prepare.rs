@@ -9,17 +9,14 @@ use powercontext_hooks_core::config::Settings;
 use powercontext_hooks_core::deadline::Deadline;
 use powercontext_hooks_core::emit;
 use powercontext_hooks_core::env::Env;
-use powercontext_hooks_core::host::Integration;
 use powercontext_hooks_core::outcome::{Diagnostic, Outcome, Stage};
 use powercontext_hooks_core::protocol::Answer;
 use powercontext_hooks_core::state::{self, now_millis};
 use powercontext_hooks_core::turn::{Capture, Prompt, Turn};
 
+use crate::HOST;
 use crate::event::PrepareEvent;
 use crate::turns::TurnCache;
-
-/// The integration.
-pub const HOST: Integration = Integration::OpenCode;
 
 pub(crate) fn diag(stage: Stage, outcome: Outcome) -> Diagnostic {
     Diagnostic::new(HOST.component(), stage, outcome)
