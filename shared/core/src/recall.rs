@@ -38,9 +38,17 @@ pub fn prepare_citing(
         max_bytes,
         bootstrap_receipt_id,
     };
-    let reply = transport
-        .post_json("/v1/context/prepare", &request)
-        .map_err(|e| e.failure())?;
+    let ask = || {
+        transport
+            .post_json("/v1/context/prepare", &request)
+            .map_err(|e| e.failure())
+    };
+    // A fresh scope's first writes race on the Server (a 409 for one of two concurrent first
+    // requests, e.g. a session's first prepare beside its bootstrap); asking once more is safe.
+    let reply = match ask()? {
+        r if r.status == 409 => ask()?,
+        r => r,
+    };
     if reply.status != 200 {
         return Err(failure_for(&reply));
     }
