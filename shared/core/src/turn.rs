@@ -105,11 +105,18 @@ impl Begun<'_> {
     }
 
     /// Ends the prompt path: the gated capture is held for after the answer (see
-    /// [`Turn::defer_capture`]); nothing is sent before the answer is out.
+    /// [`Turn::defer_capture`]); nothing is sent before the answer is out. Dropping the value
+    /// does the same, so a host that returns early never loses its capture.
     pub fn finish(&mut self) {
         if let Some(capture) = self.capture.take() {
             self.turn.defer_capture(&capture);
         }
+    }
+}
+
+impl Drop for Begun<'_> {
+    fn drop(&mut self) {
+        self.finish();
     }
 }
 
