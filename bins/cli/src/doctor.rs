@@ -26,6 +26,7 @@ use powercontext_hooks_core::{ledger, spool, state};
 use serde_json::{Value, json};
 
 use crate::host_cli::HostCli;
+use crate::hosts::{Activation, installer};
 use crate::install::{self, Host, HostExt, Manifest, digest};
 use crate::jsonc;
 use crate::setup::{Locate, Paths, check_hook_exe, value_digest};
@@ -47,31 +48,33 @@ pub struct DoctorArgs {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Status {
+pub(crate) enum Status {
     Ok,
     Warn,
     Fail,
 }
 
-struct Check {
-    tier: &'static str,
-    name: &'static str,
-    status: Status,
-    detail: String,
-    fix: Option<String>,
+/// One doctor line.
+pub(crate) struct Check {
+    pub tier: &'static str,
+    pub name: &'static str,
+    pub status: Status,
+    pub detail: String,
+    pub fix: Option<String>,
 }
 
+/// Everything doctor found for one host.
 #[derive(Default)]
-struct Report {
-    checks: Vec<Check>,
+pub(crate) struct Report {
+    pub checks: Vec<Check>,
     settings: Vec<(String, String, String)>,
 }
 
 impl Report {
-    fn ok(&mut self, tier: &'static str, name: &'static str, detail: impl Into<String>) {
+    pub fn ok(&mut self, tier: &'static str, name: &'static str, detail: impl Into<String>) {
         self.push(tier, name, Status::Ok, detail.into(), None);
     }
-    fn warn(
+    pub fn warn(
         &mut self,
         tier: &'static str,
         name: &'static str,
@@ -80,7 +83,7 @@ impl Report {
     ) {
         self.push(tier, name, Status::Warn, detail.into(), Some(fix.into()));
     }
-    fn fail(
+    pub fn fail(
         &mut self,
         tier: &'static str,
         name: &'static str,
@@ -195,93 +198,7 @@ fn check_host(host: Host, paths: &Paths, locate: &Locate, cwd: &Path) -> Report 
     let setup_cmd = format!("powercontext-hooks setup {}", host.as_str());
 
     // ---- installed
-    let manifest = match install::load_manifest(&paths.state_root, host) {
-        Ok(Some(m)) => {
-            r.ok(
-                "installed",
-                "ownership manifest",
-                install::manifest_path(&paths.state_root, host)
-                    .display()
-                    .to_string(),
-            );
-            Some(m)
-        }
-        Ok(None) if official::clients_entry(host, &paths.env).is_some() => {
-            r.warn(
-                "installed",
-                "ownership manifest",
-                "installed by the official `powercontext setup` (clients.json lists it); checked as found",
-                "nothing to do; powercontext-hooks uninstall leaves it alone",
-            );
-            None
-        }
-        Ok(None) => {
-            r.fail(
-                "installed",
-                "ownership manifest",
-                "not set up by powercontext-hooks",
-                &setup_cmd,
-            );
-            None
-        }
-        Err(e) => {
-            r.fail(
-                "installed",
-                "ownership manifest",
-                format!("{e:#}"),
-                "remove the manifest, then run setup again",
-            );
-            None
-        }
-    };
-    if let Some(m) = &manifest {
-        let bad: Vec<String> = m
-            .files
-            .iter()
-            .filter(|f| {
-                install::read_opt(&f.path)
-                    .ok()
-                    .flatten()
-                    .is_none_or(|b| digest(&b) != f.sha256)
-            })
-            .map(|f| f.path.display().to_string())
-            .collect();
-        if bad.is_empty() {
-            r.ok(
-                "installed",
-                "plugin files",
-                format!("{} files as setup wrote them", m.files.len()),
-            );
-        } else {
-            r.fail(
-                "installed",
-                "plugin files",
-                format!("missing or changed: {}", bad.join(", ")),
-                &setup_cmd,
-            );
-        }
-    }
-    let hook_exe = manifest
-        .as_ref()
-        .map_or_else(|| paths.hook_exe(host), |m| m.hook_exe.clone());
-    let exe_ok = match check_hook_exe(&hook_exe) {
-        Ok(()) => {
-            r.ok("installed", "hook executable", hook_exe.display().to_string());
-            true
-        }
-        Err(e) => {
-            r.fail(
-                "installed",
-                "hook executable",
-                format!("{e:#}"),
-                format!(
-                    "{setup_cmd} --bin-dir <dir with powercontext-hook-{}>",
-                    host.as_str()
-                ),
-            );
-            false
-        }
-    };
+    let (manifest, hook_exe, exe_ok) = check_installed(host, paths, &setup_cmd, &mut r);
     let cli = match HostCli::locate(host, locate.host_cli.as_deref(), &paths.env) {
         Ok(cli) => match cli.version() {
             Ok(v) if host.tested_versions().contains(&v.as_str()) => {
@@ -322,52 +239,20 @@ fn check_host(host: Host, paths: &Paths, locate: &Locate, cwd: &Path) -> Report 
         }
     };
 
-    if let Some(e) = manifest.as_ref().and_then(|m| m.host_entry.as_ref()) {
-        let now = std::fs::read_to_string(&e.path)
-            .ok()
-            .and_then(|t| jsonc::get(&t, &e.parent, &e.key).ok().flatten());
-        // A root member is Claude Code's status line: optional, so its loss is only a warning.
-        let (name, optional) = if e.parent.is_empty() {
-            ("status line", true)
-        } else {
-            ("mcp entry", false)
-        };
-        let member = e.member();
-        match now {
-            Some(v) if value_digest(&v) == e.sha256 => {
-                r.ok("installed", name, format!("{member} in {}", e.path.display()))
-            }
-            Some(_) => r.warn(
-                "installed",
-                name,
-                format!("{member} in {} was changed since setup", e.path.display()),
-                &setup_cmd,
-            ),
-            None if optional => r.warn(
-                "installed",
-                name,
-                format!("{member} is missing from {}", e.path.display()),
-                format!("{setup_cmd} --statusline"),
-            ),
-            None => r.fail(
-                "installed",
-                name,
-                format!("{member} is missing from {}", e.path.display()),
-                &setup_cmd,
-            ),
-        }
-    }
+    check_host_entry(manifest.as_ref(), &setup_cmd, &mut r);
 
     // ---- activated
     if let Some(cli) = &cli {
-        match host {
-            Host::ClaudeCode | Host::Codex => {
-                check_activated(host, cli, manifest.as_ref(), paths, &setup_cmd, &mut r);
-            }
-            Host::Pi | Host::Dsh | Host::OpenCode => {
-                check_activated_package(host, cli, manifest.as_ref(), paths, &setup_cmd, &mut r);
-            }
-        }
+        let (manifest, setup_cmd) = (manifest.as_ref(), setup_cmd.as_str());
+        installer(host).check_activated(
+            &Activation {
+                cli,
+                manifest,
+                paths,
+                setup_cmd,
+            },
+            &mut r,
+        );
     } else {
         r.fail(
             "activated",
@@ -410,275 +295,142 @@ fn check_host(host: Host, paths: &Paths, locate: &Locate, cwd: &Path) -> Report 
     r
 }
 
-fn check_activated(
+/// Doctor's installed tier from files alone: the manifest (or the official installer's record),
+/// our plugin files, the hook executable. Returns the manifest, the hook executable and whether
+/// it runs.
+pub(crate) fn check_installed(
     host: Host,
-    cli: &HostCli,
-    m: Option<&Manifest>,
     paths: &Paths,
     setup_cmd: &str,
     r: &mut Report,
-) {
-    match cli.plugin_enabled() {
-        Ok(Some(true)) => r.ok(
-            "activated",
-            "plugin enabled",
-            format!("{} lists {}", host.as_str(), install::PLUGIN_ID),
-        ),
-        Ok(Some(false)) => r.fail(
-            "activated",
-            "plugin enabled",
-            format!("{} is installed but disabled", install::PLUGIN_ID),
-            match host {
-                Host::ClaudeCode => "claude plugin enable powercontext@powercontext".to_owned(),
-                _ => setup_cmd.to_owned(),
-            },
-        ),
-        Ok(None) => r.fail(
-            "activated",
-            "plugin enabled",
-            format!(
-                "{} does not list {} (removed?)",
-                host.as_str(),
-                install::PLUGIN_ID
-            ),
-            setup_cmd,
-        ),
-        Err(e) => r.fail(
-            "activated",
-            "plugin enabled",
-            format!("{e:#}"),
-            format!("check that `{}` works", host.cli_name()),
-        ),
-    }
-    match (cli.marketplace_path(), m) {
-        (Ok(Some(p)), Some(m)) if p == m.plugin_dir => {
+) -> (Option<Manifest>, PathBuf, bool) {
+    let manifest = match install::load_manifest(&paths.state_root, host) {
+        Ok(Some(m)) => {
             r.ok(
-                "activated",
-                "marketplace",
-                format!("`{}` → {}", install::MARKETPLACE, p.display()),
+                "installed",
+                "ownership manifest",
+                install::manifest_path(&paths.state_root, host)
+                    .display()
+                    .to_string(),
             );
+            Some(m)
         }
-        (Ok(Some(p)), None) => r.warn(
-            "activated",
-            "marketplace",
-            format!(
-                "`{}` → {} (another installer's source)",
-                install::MARKETPLACE,
-                p.display()
-            ),
-            "nothing to do when the official `powercontext setup` installed it",
-        ),
-        (Ok(Some(p)), _) => r.fail(
-            "activated",
-            "marketplace",
-            format!(
-                "`{}` points at {} (not our plugin folder)",
-                install::MARKETPLACE,
-                p.display()
-            ),
-            setup_cmd,
-        ),
-        (Ok(None), _) => r.fail(
-            "activated",
-            "marketplace",
-            format!("`{}` is not registered", install::MARKETPLACE),
-            setup_cmd,
-        ),
-        (Err(e), _) => r.fail("activated", "marketplace", format!("{e:#}"), setup_cmd),
-    }
-    if host == Host::Codex {
-        let want = m.and_then(|m| install::hook_command_shell(&m.hook_exe).ok());
-        match cli.codex_hooks(&paths.neutral_cwd()) {
-            Ok(hooks) if hooks.is_empty() => r.fail(
-                "activated",
-                "hook loaded",
-                "Codex loads no hook from our plugin (plugins or hooks feature off?)",
-                "set `[features] plugins = true` and `hooks = true` in Codex's config.toml",
-            ),
-            Ok(hooks) => {
-                if want
-                    .as_deref()
-                    .is_some_and(|w| hooks.iter().any(|h| h["command"] != w))
-                {
-                    r.fail(
-                        "activated",
-                        "hook loaded",
-                        "Codex runs an older copy of our hook command",
-                        setup_cmd,
-                    );
-                } else {
-                    r.ok(
-                        "activated",
-                        "hook loaded",
-                        format!("{} UserPromptSubmit hook(s)", hooks.len()),
-                    );
-                }
-                if hooks.iter().all(|h| h["trustStatus"] == "trusted") {
-                    r.ok("activated", "hook trusted", "Codex will run it");
-                } else {
-                    r.fail(
-                        "activated",
-                        "hook trusted",
-                        "untrusted: Codex skips it silently",
-                        if m.is_some() {
-                            format!("{setup_cmd} (records trust), or review it with /hooks in Codex")
-                        } else {
-                            // Installed by the official `powercontext setup codex`, which records no trust.
-                            "powercontext-hooks setup codex --trust-only, or review it with /hooks in Codex"
-                                .to_owned()
-                        },
-                    );
-                }
-            }
-            Err(e) => r.fail(
-                "activated",
-                "hook trusted",
-                format!("{e:#}"),
-                "check that `codex app-server` starts",
-            ),
+        Ok(None) if official::clients_entry(host, &paths.env).is_some() => {
+            r.warn(
+                "installed",
+                "ownership manifest",
+                "installed by the official `powercontext setup` (clients.json lists it); checked as found",
+                "nothing to do; powercontext-hooks uninstall leaves it alone",
+            );
+            None
         }
-    }
-}
-
-/// Pi, DSH and OpenCode: does the host itself load our package?
-fn check_activated_package(
-    host: Host,
-    cli: &HostCli,
-    m: Option<&Manifest>,
-    paths: &Paths,
-    setup_cmd: &str,
-    r: &mut Report,
-) {
-    // Ours, or what the official `powercontext setup` installed (listed in clients.json).
-    let official_entry = official::clients_entry(host, &paths.env);
-    let (plugin_dir, profile) = match (m, &official_entry) {
-        (Some(m), _) => (m.plugin_dir.clone(), m.profile.clone()),
-        (None, Some((_, entry))) => (
-            official_package_dir(host, paths),
-            entry["profile"].as_str().map(str::to_owned),
-        ),
-        (None, None) => {
+        Ok(None) => {
             r.fail(
-                "activated",
-                "plugin loaded",
+                "installed",
+                "ownership manifest",
                 "not set up by powercontext-hooks",
                 setup_cmd,
             );
-            return;
+            None
+        }
+        Err(e) => {
+            r.fail(
+                "installed",
+                "ownership manifest",
+                format!("{e:#}"),
+                "remove the manifest, then run setup again",
+            );
+            None
         }
     };
-    match host {
-        Host::Pi => match cli.pi_lists(&plugin_dir) {
-            Ok(true) => r.ok(
-                "activated",
-                "package listed",
-                format!("`pi list` shows {}", plugin_dir.display()),
-            ),
-            Ok(false) => r.fail(
-                "activated",
-                "package listed",
-                format!("`pi list` does not show {} (removed?)", plugin_dir.display()),
+    if let Some(m) = &manifest {
+        let bad: Vec<String> = m
+            .files
+            .iter()
+            .filter(|f| {
+                install::read_opt(&f.path)
+                    .ok()
+                    .flatten()
+                    .is_none_or(|b| digest(&b) != f.sha256)
+            })
+            .map(|f| f.path.display().to_string())
+            .collect();
+        if bad.is_empty() {
+            r.ok(
+                "installed",
+                "plugin files",
+                format!("{} files as setup wrote them", m.files.len()),
+            );
+        } else {
+            r.fail(
+                "installed",
+                "plugin files",
+                format!("missing or changed: {}", bad.join(", ")),
                 setup_cmd,
-            ),
-            Err(e) => r.fail(
-                "activated",
-                "package listed",
-                format!("{e:#}"),
-                "check that `pi list` works",
-            ),
-        },
-        Host::Dsh => {
-            let profile = profile.as_deref().unwrap_or(install::DSH_DEFAULT_PROFILE);
-            match cli.dsh_has_plugin(profile) {
-                Ok(true) => r.ok(
-                    "activated",
-                    "plugin in config",
-                    format!(
-                        "`dsh --profile {profile} --dump-config` has `{}`",
-                        install::DSH_PLUGIN_ID
-                    ),
-                ),
-                Ok(false) => r.fail(
-                    "activated",
-                    "plugin in config",
-                    format!(
-                        "profile `{profile}` does not load `{}` (removed?)",
-                        install::DSH_PLUGIN_ID
-                    ),
-                    format!("{setup_cmd} --profile {profile}"),
-                ),
-                Err(e) => r.fail(
-                    "activated",
-                    "plugin in config",
-                    format!("{e:#}"),
-                    format!("check that `dsh --profile {profile} --dump-config` works"),
-                ),
-            }
-        }
-        _ => {
-            let work = install::install_dir(&paths.state_root, host).join("doctor-probe");
-            // The probe writes under `installs/<host>`: never through a planted link.
-            let probe =
-                install::check_install_dirs(&paths.state_root, host).and_then(|()| cli.opencode_probe(&work));
-            match probe {
-                Ok(p) => {
-                    if p.loaded {
-                        r.ok(
-                            "activated",
-                            "plugin loaded",
-                            "`opencode serve` ran our plugin (activation nonce seen)",
-                        );
-                    } else {
-                        r.fail(
-                            "activated",
-                            "plugin loaded",
-                            "`opencode serve` did not run our plugin (removed or disabled?)",
-                            setup_cmd,
-                        );
-                    }
-                    match p.mcp.as_deref() {
-                        Some("connected") => r.ok("activated", "mcp connected", "OpenCode reached the Server's /mcp"),
-                        Some(status) => r.warn(
-                            "activated",
-                            "mcp connected",
-                            format!("OpenCode reports our MCP entry as `{status}`"),
-                            "start the Server; after a token change, run `powercontext-hooks setup opencode` again (the entry reads the token setup saved)",
-                        ),
-                        None => r.warn(
-                            "activated",
-                            "mcp connected",
-                            "OpenCode does not know our MCP entry",
-                            setup_cmd,
-                        ),
-                    }
-                }
-                Err(e) => r.fail(
-                    "activated",
-                    "plugin loaded",
-                    format!("{e:#}"),
-                    "check that `opencode serve` starts",
-                ),
-            }
+            );
         }
     }
+    let hook_exe = manifest
+        .as_ref()
+        .map_or_else(|| paths.hook_exe(host), |m| m.hook_exe.clone());
+    let exe_ok = match check_hook_exe(&hook_exe) {
+        Ok(()) => {
+            r.ok("installed", "hook executable", hook_exe.display().to_string());
+            true
+        }
+        Err(e) => {
+            r.fail(
+                "installed",
+                "hook executable",
+                format!("{e:#}"),
+                format!(
+                    "{setup_cmd} --bin-dir <dir with powercontext-hook-{}>",
+                    host.as_str()
+                ),
+            );
+            false
+        }
+    };
+    (manifest, hook_exe, exe_ok)
 }
 
-/// Where the official `powercontext setup pi` copies its package: `$POWERCONTEXT_HOME` (else
-/// `~/.local/share/powercontext`) `/plugins/pi`. Other hosts are found through their own CLI.
-fn official_package_dir(host: Host, paths: &Paths) -> PathBuf {
-    let data = paths
-        .env
-        .text("POWERCONTEXT_HOME")
-        .filter(|v| !v.trim().is_empty())
-        .map(PathBuf::from)
-        .or_else(|| {
-            paths
-                .env
-                .text("HOME")
-                .map(|h| Path::new(h).join(".local/share/powercontext"))
-        })
-        .unwrap_or_default();
-    data.join("plugins").join(host.as_str())
+/// Our entry in the host's own config (OpenCode's MCP entry, Claude Code's status line).
+fn check_host_entry(m: Option<&Manifest>, setup_cmd: &str, r: &mut Report) {
+    if let Some(e) = m.and_then(|m| m.host_entry.as_ref()) {
+        let now = std::fs::read_to_string(&e.path)
+            .ok()
+            .and_then(|t| jsonc::get(&t, &e.parent, &e.key).ok().flatten());
+        // A root member is Claude Code's status line: optional, so its loss is only a warning.
+        let (name, optional) = if e.parent.is_empty() {
+            ("status line", true)
+        } else {
+            ("mcp entry", false)
+        };
+        let member = e.member();
+        match now {
+            Some(v) if value_digest(&v) == e.sha256 => {
+                r.ok("installed", name, format!("{member} in {}", e.path.display()))
+            }
+            Some(_) => r.warn(
+                "installed",
+                name,
+                format!("{member} in {} was changed since setup", e.path.display()),
+                setup_cmd,
+            ),
+            None if optional => r.warn(
+                "installed",
+                name,
+                format!("{member} is missing from {}", e.path.display()),
+                format!("{setup_cmd} --statusline"),
+            ),
+            None => r.fail(
+                "installed",
+                name,
+                format!("{member} is missing from {}", e.path.display()),
+                setup_cmd,
+            ),
+        }
+    }
 }
 
 fn check_server(host: Host, s: &Settings, paths: &Paths, cwd: &Path, r: &mut Report) -> bool {
@@ -957,47 +709,14 @@ fn run_hook(
 
 /// The synthetic calls for a host: (arguments, stdin payload), run in order.
 fn synthetic_calls(host: Host, cwd: &Path) -> Vec<(Vec<&'static str>, Value)> {
-    const PROMPT: &str = "powercontext-hooks doctor: synthetic prompt";
-    let cwd_s = cwd.display().to_string();
     // A fresh session each run: hosts that recall once per turn must not skip the doctor's.
     let session = format!(
         "powercontext-hooks-doctor-{}-{}",
         std::process::id(),
         state::now_millis()
     );
-    match host {
-        Host::ClaudeCode | Host::Codex => {
-            let mut payload = json!({"hook_event_name": "UserPromptSubmit", "cwd": cwd_s, "prompt": PROMPT});
-            if host == Host::Codex {
-                payload["model"] = json!("doctor");
-            }
-            vec![(Vec::new(), payload)]
-        }
-        Host::Pi => vec![(
-            vec!["before-agent-start"],
-            json!({"prompt": PROMPT, "system_prompt": "doctor", "cwd": cwd_s,
-                   "session_id": session, "branch_roles": ["user"]}),
-        )],
-        Host::Dsh => vec![(
-            vec!["pre-step"],
-            json!({"session": {"id": session, "cwd": cwd_s}, "turn": 1, "step": 1,
-                   "messages": [{"source": {"kind": "user"}, "content": [{"type": "text", "text": PROMPT}]}]}),
-        )],
-        Host::OpenCode => vec![
-            (
-                vec!["prepare"],
-                json!({"session_id": session, "message_id": "msg_powercontext_doctor",
-                       "created_ms": state::now_millis(), "directory": cwd_s,
-                       "parts": [{"type": "text", "text": PROMPT, "synthetic": false}]}),
-            ),
-            (
-                vec!["inject"],
-                json!({"messages": [{"id": "msg_powercontext_doctor", "session_id": session,
-                                     "role": "user", "synthetic_texts": []}]}),
-            ),
-            (vec!["forget"], json!({"session_id": session})),
-        ],
-    }
+    let prompt = "powercontext-hooks doctor: synthetic prompt";
+    installer(host).synthetic_calls(&cwd.display().to_string(), &session, prompt)
 }
 
 /// The length of the context a host's answer line carries, if any.
@@ -1005,15 +724,7 @@ fn context_len(host: Host, stdout: &str) -> Option<usize> {
     stdout
         .lines()
         .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .find_map(|v| {
-            let text = match host {
-                Host::ClaudeCode | Host::Codex => &v["hookSpecificOutput"]["additionalContext"],
-                Host::Pi => &v["systemPrompt"],
-                Host::Dsh => &v["context"],
-                Host::OpenCode => &v["text"],
-            };
-            text.as_str().map(str::len)
-        })
+        .find_map(|v| installer(host).context(&v).as_str().map(str::len))
 }
 
 fn check_working(host: Host, exe: &Path, cwd: &Path, server_ok: bool, r: &mut Report) {
@@ -1099,35 +810,6 @@ fn check_working(host: Host, exe: &Path, cwd: &Path, server_ok: bool, r: &mut Re
 /// A host whose last run is older than this, while another host ran since, is reported.
 const QUIET_DAYS: u64 = 7;
 
-/// Why a set-up host may not be firing, and the fix: (likely causes, fix).
-fn silence_causes(host: Host) -> (&'static str, &'static str) {
-    match host {
-        Host::ClaudeCode => (
-            "the Claude Code plugin is disabled or was dropped by an upgrade (`claude plugin list`), or hooks are \
-             off (`disableAllHooks` in Claude Code's settings)",
-            "claude plugin enable powercontext@powercontext --scope user, or powercontext-hooks setup claude-code",
-        ),
-        Host::Codex => (
-            "Codex skips hooks whose trust is not recorded (or that changed since they were trusted), or the \
-             plugin was removed",
-            "powercontext-hooks setup codex (records trust for the current hook), or review it with /hooks in Codex",
-        ),
-        Host::OpenCode => (
-            "OpenCode did not load the plugin (another config directory, a config error, or the plugin file was \
-             removed)",
-            "powercontext-hooks setup opencode, then start OpenCode from a shell with the same environment",
-        ),
-        Host::Pi => (
-            "Pi does not load the extension (`pi list` does not show it, or Pi runs from another agent directory)",
-            "powercontext-hooks setup pi",
-        ),
-        Host::Dsh => (
-            "the plugin is not in the DSH profile you run (`dsh --profile <name>`)",
-            "powercontext-hooks setup dsh --profile <the profile you use>",
-        ),
-    }
-}
-
 /// Whether the host's hook is really running on the user's prompts: its last journal record
 /// against the time of setup (the manifest's mtime) and the other hosts' activity.
 fn check_firing(host: Host, paths: &Paths, r: &mut Report) {
@@ -1150,7 +832,7 @@ fn check_firing(host: Host, paths: &Paths, r: &mut Report) {
         .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
         .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
     let records = journal::read(&paths.state_root, host);
-    let (causes, fix) = silence_causes(host);
+    let (causes, fix) = installer(host).silence_causes();
     let name = host.as_str();
     let Some(last) = records.last().filter(|l| setup_at.is_none_or(|s| l.at >= s)) else {
         let since = setup_at.map_or_else(String::new, |s| {

@@ -26,7 +26,7 @@ pub fn host_arg() -> impl clap::builder::TypedValueParser<Value = Host> {
         .map(|name: String| Host::parse(&name).expect("clap only passes a listed host name"))
 }
 
-/// What the CLI knows of each host beyond the core library: executables, templates, versions.
+/// What the CLI knows of each host beyond the core library: executables, versions.
 pub trait HostExt: Copy {
     /// Our hook executable's file name.
     fn hook_exe(self) -> &'static str;
@@ -42,9 +42,6 @@ pub trait HostExt: Copy {
     /// # Errors
     /// A path that is not UTF-8.
     fn hook_command_value(self, exe: &Path) -> Result<String>;
-    /// The plugin folder template: (relative path, text with `{{…}}` placeholders). For OpenCode
-    /// the folder is OpenCode's own plugins folder.
-    fn templates(self) -> &'static [(&'static str, &'static str)];
 }
 
 impl HostExt for Host {
@@ -92,90 +89,7 @@ impl HostExt for Host {
         let quoted = serde_json::Value::String(path.to_owned()).to_string();
         Ok(quoted[1..quoted.len() - 1].to_owned())
     }
-
-    fn templates(self) -> &'static [(&'static str, &'static str)] {
-        match self {
-            Self::ClaudeCode => &[
-                (
-                    ".claude-plugin/marketplace.json",
-                    include_str!("../../../installers/claude-code/.claude-plugin/marketplace.json"),
-                ),
-                (
-                    ".claude-plugin/plugin.json",
-                    include_str!("../../../installers/claude-code/.claude-plugin/plugin.json"),
-                ),
-                (
-                    ".mcp.json",
-                    include_str!("../../../installers/claude-code/.mcp.json"),
-                ),
-                (
-                    "hooks/hooks.json",
-                    include_str!("../../../installers/claude-code/hooks/hooks.json"),
-                ),
-            ],
-            Self::Codex => &[
-                (
-                    ".agents/plugins/marketplace.json",
-                    include_str!("../../../installers/codex/.agents/plugins/marketplace.json"),
-                ),
-                (
-                    ".codex-plugin/plugin.json",
-                    include_str!("../../../installers/codex/.codex-plugin/plugin.json"),
-                ),
-                (".mcp.json", include_str!("../../../installers/codex/.mcp.json")),
-                (
-                    "hooks/hooks.json",
-                    include_str!("../../../installers/codex/hooks/hooks.json"),
-                ),
-            ],
-            Self::OpenCode => &[
-                (
-                    OPENCODE_PLUGIN_FILE,
-                    include_str!("../../../installers/opencode/powercontext-opencode.js"),
-                ),
-                // The official installer's ownership mark: its setup and doctor see this install.
-                (
-                    ".powercontext-opencode.json",
-                    "{\"schema\":1,\"owner\":\"powercontext\",\"integration\":\"opencode-plugin\"}\n",
-                ),
-            ],
-            Self::Pi => &[
-                (
-                    "package.json",
-                    include_str!("../../../installers/pi/package.json"),
-                ),
-                (
-                    "extensions/powercontext.ts",
-                    include_str!("../../../installers/pi/extensions/powercontext.ts"),
-                ),
-            ],
-            Self::Dsh => &[
-                (
-                    "package.json",
-                    include_str!("../../../installers/dsh/package.json"),
-                ),
-                (
-                    "cordis.patch.yml",
-                    include_str!("../../../installers/dsh/cordis.patch.yml"),
-                ),
-                ("index.js", include_str!("../../../installers/dsh/index.js")),
-            ],
-        }
-    }
 }
-
-/// OpenCode's plugin file name (as the official installer names it).
-pub const OPENCODE_PLUGIN_FILE: &str = "powercontext-opencode.js";
-/// The member of OpenCode's `mcp` object we own.
-pub const OPENCODE_MCP_KEY: &str = "powercontext";
-/// The package name `dsh plugin add` links into the profile.
-pub const DSH_PACKAGE: &str = "powercontext-dsh";
-/// The name of our Pi package (the official installer's too).
-pub const PI_PACKAGE: &str = "powercontext-pi";
-/// The cordis row id our DSH bundle inserts.
-pub const DSH_PLUGIN_ID: &str = "powercontext-dsh";
-/// The DSH profile setup uses when none is given (the official installer's choice).
-pub const DSH_DEFAULT_PROFILE: &str = "web";
 
 /// Plugin and marketplace name in both templates.
 pub const PLUGIN_ID: &str = "powercontext@powercontext";
@@ -227,19 +141,6 @@ pub fn mcp_headers_command(
         line.push_str(&hook_command_shell(Path::new(&format!("{name}={value}")))?);
     }
     Ok(line)
-}
-
-/// Codex's `.mcp.json` with our `http_headers_helper` added to the `powercontext` server.
-pub fn codex_mcp_with_helper(rendered: &str, helper: &str) -> Result<Vec<u8>> {
-    let mut v: serde_json::Value =
-        serde_json::from_str(rendered).context("internal error: Codex's .mcp.json template is not JSON")?;
-    let server = v["mcpServers"]["powercontext"]
-        .as_object_mut()
-        .context("internal error: Codex's .mcp.json template has no powercontext server")?;
-    server.insert("http_headers_helper".to_owned(), serde_json::Value::from(helper));
-    let mut bytes = serde_json::to_vec_pretty(&v)?;
-    bytes.push(b'\n');
-    Ok(bytes)
 }
 
 /// Renders a template, refusing to leave a placeholder behind.
@@ -911,7 +812,7 @@ mod tests {
             "'/opt/pc hooks/powercontext-hooks' mcp-headers codex --config /home/u/.config/powercontext-hooks/config.toml \
              --env 'CODEX_HOME=/home/u/my codex'"
         );
-        let mcp = codex_mcp_with_helper(
+        let mcp = crate::hosts::codex::mcp_with_helper(
             r#"{"mcpServers":{"powercontext":{"type":"http","url":"u"}}}"#,
             &line,
         )

@@ -13,6 +13,7 @@ use clap::{Parser, Subcommand};
 mod activity;
 mod doctor;
 mod host_cli;
+mod hosts;
 mod install;
 mod interop;
 mod jsonc;
