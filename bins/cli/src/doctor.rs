@@ -47,16 +47,28 @@ pub struct DoctorArgs {
     pub json: bool,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Status {
-    Ok,
-    Warn,
-    Fail,
+words! {
+    /// Doctor's four tiers of evidence, in the order they are checked.
+    pub(crate) enum Tier {
+        Installed => "installed",
+        Activated => "activated",
+        ServerReady => "server-ready",
+        Working => "working",
+    }
+}
+
+words! {
+    /// A doctor line's verdict.
+    pub(crate) enum Status {
+        Ok => "ok",
+        Warn => "warn",
+        Fail => "fail",
+    }
 }
 
 /// One doctor line.
 pub(crate) struct Check {
-    pub tier: &'static str,
+    pub tier: Tier,
     pub name: &'static str,
     pub status: Status,
     pub detail: String,
@@ -71,12 +83,12 @@ pub(crate) struct Report {
 }
 
 impl Report {
-    pub fn ok(&mut self, tier: &'static str, name: &'static str, detail: impl Into<String>) {
+    pub fn ok(&mut self, tier: Tier, name: &'static str, detail: impl Into<String>) {
         self.push(tier, name, Status::Ok, detail.into(), None);
     }
     pub fn warn(
         &mut self,
-        tier: &'static str,
+        tier: Tier,
         name: &'static str,
         detail: impl Into<String>,
         fix: impl Into<String>,
@@ -85,21 +97,14 @@ impl Report {
     }
     pub fn fail(
         &mut self,
-        tier: &'static str,
+        tier: Tier,
         name: &'static str,
         detail: impl Into<String>,
         fix: impl Into<String>,
     ) {
         self.push(tier, name, Status::Fail, detail.into(), Some(fix.into()));
     }
-    fn push(
-        &mut self,
-        tier: &'static str,
-        name: &'static str,
-        status: Status,
-        detail: String,
-        fix: Option<String>,
-    ) {
+    fn push(&mut self, tier: Tier, name: &'static str, status: Status, detail: String, fix: Option<String>) {
         self.checks.push(Check {
             tier,
             name,
@@ -153,8 +158,7 @@ pub fn doctor(args: &DoctorArgs) -> Result<ExitCode> {
                     "ok": r.passed(),
                     "settings": r.settings.iter().map(|(k, v, o)| json!({"name": k, "value": v, "origin": o})).collect::<Vec<_>>(),
                     "checks": r.checks.iter().map(|c| json!({
-                        "tier": c.tier, "check": c.name,
-                        "status": match c.status { Status::Ok => "ok", Status::Warn => "warn", Status::Fail => "fail" },
+                        "tier": c.tier, "check": c.name, "status": c.status,
                         "detail": c.detail, "fix": c.fix,
                     })).collect::<Vec<_>>(),
                 })
@@ -164,12 +168,12 @@ pub fn doctor(args: &DoctorArgs) -> Result<ExitCode> {
     } else {
         for (name, r) in &results {
             println!("{name}");
-            let mut tier = "";
+            let mut tier = None;
             for c in &r.checks {
-                if c.tier != tier {
-                    tier = c.tier;
-                    println!("  {tier}");
-                    if tier == "server-ready" {
+                if tier != Some(c.tier) {
+                    tier = Some(c.tier);
+                    println!("  {}", c.tier);
+                    if c.tier == Tier::ServerReady {
                         for (k, v, o) in &r.settings {
                             println!("    · {k} = {v}  ({o})");
                         }
@@ -203,7 +207,7 @@ fn check_host(host: Host, paths: &Paths, locate: &Locate, cwd: &Path) -> Report 
         Ok(cli) => match cli.version() {
             Ok(v) if host.tested_versions().contains(&v.as_str()) => {
                 r.ok(
-                    "installed",
+                    Tier::Installed,
                     "host version",
                     format!("{} {v} (tested)", cli.path.display()),
                 );
@@ -211,7 +215,7 @@ fn check_host(host: Host, paths: &Paths, locate: &Locate, cwd: &Path) -> Report 
             }
             Ok(v) => {
                 r.warn(
-                    "installed",
+                    Tier::Installed,
                     "host version",
                     format!("{} {v} is not covered by our tests", cli.path.display()),
                     format!("tested: {}", host.tested_versions().join(", ")),
@@ -220,7 +224,7 @@ fn check_host(host: Host, paths: &Paths, locate: &Locate, cwd: &Path) -> Report 
             }
             Err(e) => {
                 r.fail(
-                    "installed",
+                    Tier::Installed,
                     "host version",
                     format!("{e:#}"),
                     format!("reinstall {}", host.as_str()),
@@ -230,7 +234,7 @@ fn check_host(host: Host, paths: &Paths, locate: &Locate, cwd: &Path) -> Report 
         },
         Err(e) => {
             r.fail(
-                "installed",
+                Tier::Installed,
                 "host CLI",
                 format!("{e:#}"),
                 format!("install {} or pass --host-cli", host.as_str()),
@@ -255,7 +259,7 @@ fn check_host(host: Host, paths: &Paths, locate: &Locate, cwd: &Path) -> Report 
         );
     } else {
         r.fail(
-            "activated",
+            Tier::Activated,
             "plugin enabled",
             "cannot ask the host (no CLI)",
             format!("install {}", host.as_str()),
@@ -267,7 +271,7 @@ fn check_host(host: Host, paths: &Paths, locate: &Locate, cwd: &Path) -> Report 
         Ok(s) => Some(s),
         Err(e) => {
             r.fail(
-                "server-ready",
+                Tier::ServerReady,
                 "configuration",
                 format!("{e:#}"),
                 "fix that setting (see `powercontext-hooks --help`)",
@@ -284,7 +288,7 @@ fn check_host(host: Host, paths: &Paths, locate: &Locate, cwd: &Path) -> Report 
         check_working(host, &hook_exe, cwd, server_ok, &mut r);
     } else {
         r.fail(
-            "working",
+            Tier::Working,
             "hook round trip",
             "skipped: executable or configuration broken",
             "fix the lines above",
@@ -307,7 +311,7 @@ pub(crate) fn check_installed(
     let manifest = match install::load_manifest(&paths.state_root, host) {
         Ok(Some(m)) => {
             r.ok(
-                "installed",
+                Tier::Installed,
                 "ownership manifest",
                 install::manifest_path(&paths.state_root, host)
                     .display()
@@ -317,7 +321,7 @@ pub(crate) fn check_installed(
         }
         Ok(None) if official::clients_entry(host, &paths.env).is_some() => {
             r.warn(
-                "installed",
+                Tier::Installed,
                 "ownership manifest",
                 "installed by the official `powercontext setup` (clients.json lists it); checked as found",
                 "nothing to do; powercontext-hooks uninstall leaves it alone",
@@ -326,7 +330,7 @@ pub(crate) fn check_installed(
         }
         Ok(None) => {
             r.fail(
-                "installed",
+                Tier::Installed,
                 "ownership manifest",
                 "not set up by powercontext-hooks",
                 setup_cmd,
@@ -335,7 +339,7 @@ pub(crate) fn check_installed(
         }
         Err(e) => {
             r.fail(
-                "installed",
+                Tier::Installed,
                 "ownership manifest",
                 format!("{e:#}"),
                 "remove the manifest, then run setup again",
@@ -357,13 +361,13 @@ pub(crate) fn check_installed(
             .collect();
         if bad.is_empty() {
             r.ok(
-                "installed",
+                Tier::Installed,
                 "plugin files",
                 format!("{} files as setup wrote them", m.files.len()),
             );
         } else {
             r.fail(
-                "installed",
+                Tier::Installed,
                 "plugin files",
                 format!("missing or changed: {}", bad.join(", ")),
                 setup_cmd,
@@ -375,12 +379,12 @@ pub(crate) fn check_installed(
         .map_or_else(|| paths.hook_exe(host), |m| m.hook_exe.clone());
     let exe_ok = match check_hook_exe(&hook_exe) {
         Ok(()) => {
-            r.ok("installed", "hook executable", hook_exe.display().to_string());
+            r.ok(Tier::Installed, "hook executable", hook_exe.display().to_string());
             true
         }
         Err(e) => {
             r.fail(
-                "installed",
+                Tier::Installed,
                 "hook executable",
                 format!("{e:#}"),
                 format!(
@@ -409,22 +413,22 @@ fn check_host_entry(m: Option<&Manifest>, setup_cmd: &str, r: &mut Report) {
         let member = e.member();
         match now {
             Some(v) if value_digest(&v) == e.sha256 => {
-                r.ok("installed", name, format!("{member} in {}", e.path.display()))
+                r.ok(Tier::Installed, name, format!("{member} in {}", e.path.display()))
             }
             Some(_) => r.warn(
-                "installed",
+                Tier::Installed,
                 name,
                 format!("{member} in {} was changed since setup", e.path.display()),
                 setup_cmd,
             ),
             None if optional => r.warn(
-                "installed",
+                Tier::Installed,
                 name,
                 format!("{member} is missing from {}", e.path.display()),
                 format!("{setup_cmd} --statusline"),
             ),
             None => r.fail(
-                "installed",
+                Tier::Installed,
                 name,
                 format!("{member} is missing from {}", e.path.display()),
                 setup_cmd,
@@ -491,7 +495,7 @@ fn check_server(host: Host, s: &Settings, paths: &Paths, cwd: &Path, r: &mut Rep
         Ok(t) => t,
         Err(var) => {
             r.fail(
-                "server-ready",
+                Tier::ServerReady,
                 "transport",
                 format!("`{var}` is not a usable proxy"),
                 format!("fix or unset {var}"),
@@ -502,10 +506,10 @@ fn check_server(host: Host, s: &Settings, paths: &Paths, cwd: &Path, r: &mut Rep
     let start_hint = "start the Server (`powercontext server run`) or fix server_url";
     for (name, path) in [("live", "/health/live"), ("ready", "/health/ready")] {
         match transport.get(path) {
-            Ok(reply) if reply.status == 200 => r.ok("server-ready", name, format!("GET {path} 200")),
+            Ok(reply) if reply.status == 200 => r.ok(Tier::ServerReady, name, format!("GET {path} 200")),
             Ok(reply) => {
                 r.fail(
-                    "server-ready",
+                    Tier::ServerReady,
                     name,
                     format!("GET {path} answered {}", reply.status),
                     start_hint,
@@ -513,7 +517,7 @@ fn check_server(host: Host, s: &Settings, paths: &Paths, cwd: &Path, r: &mut Rep
                 return false;
             }
             Err(e) => {
-                r.fail("server-ready", name, format!("GET {path}: {e}"), start_hint);
+                r.fail(Tier::ServerReady, name, format!("GET {path}: {e}"), start_hint);
                 return false;
             }
         }
@@ -524,7 +528,7 @@ fn check_server(host: Host, s: &Settings, paths: &Paths, cwd: &Path, r: &mut Rep
     );
     match transport.get("/v1/scopes/default") {
         Ok(reply) if reply.status == 200 => r.ok(
-            "server-ready",
+            Tier::ServerReady,
             "auth accepted",
             if s.authorization.value.is_some() {
                 "token accepted"
@@ -538,12 +542,12 @@ fn check_server(host: Host, s: &Settings, paths: &Paths, cwd: &Path, r: &mut Rep
             } else {
                 format!("the Server requires a token ({})", reply.status)
             };
-            r.fail("server-ready", "auth accepted", detail, token_hint);
+            r.fail(Tier::ServerReady, "auth accepted", detail, token_hint);
             return false;
         }
         Ok(reply) => {
             r.fail(
-                "server-ready",
+                Tier::ServerReady,
                 "auth accepted",
                 format!("GET /v1/scopes/default answered {}", reply.status),
                 start_hint,
@@ -551,7 +555,7 @@ fn check_server(host: Host, s: &Settings, paths: &Paths, cwd: &Path, r: &mut Rep
             return false;
         }
         Err(e) => {
-            r.fail("server-ready", "auth accepted", format!("{e}"), start_hint);
+            r.fail(Tier::ServerReady, "auth accepted", format!("{e}"), start_hint);
             return false;
         }
     }
@@ -565,12 +569,16 @@ fn check_server(host: Host, s: &Settings, paths: &Paths, cwd: &Path, r: &mut Rep
     );
     match query.resolve(&transport) {
         Ok(_) => {
-            r.ok("server-ready", "scope resolves", format!("for {}", cwd.display()));
+            r.ok(
+                Tier::ServerReady,
+                "scope resolves",
+                format!("for {}", cwd.display()),
+            );
             true
         }
         Err(f) => {
             r.fail(
-                "server-ready",
+                Tier::ServerReady,
                 "scope resolves",
                 format!(
                     "{}{}",
@@ -607,13 +615,13 @@ fn check_sources(host: Host, s: &Settings, paths: &Paths, r: &mut Report) {
         .collect();
     if others.is_empty() {
         r.ok(
-            "server-ready",
+            Tier::ServerReady,
             "url sources agree",
             format!("{} source(s) set server_url", candidates.len()),
         );
     } else {
         r.warn(
-            "server-ready",
+            Tier::ServerReady,
             "url sources agree",
             format!(
                 "{chosen} ({}) wins, but {}",
@@ -625,7 +633,7 @@ fn check_sources(host: Host, s: &Settings, paths: &Paths, r: &mut Report) {
     }
     if !chosen.is_https() && !chosen.is_loopback() {
         r.warn(
-            "server-ready",
+            Tier::ServerReady,
             "plain http",
             format!("{chosen} is remote and unencrypted; allowed only by the consent the official CLI recorded for it"),
             "use https://",
@@ -636,7 +644,7 @@ fn check_sources(host: Host, s: &Settings, paths: &Paths, r: &mut Report) {
             official::credential(host, &paths.env, chosen)
     {
         r.warn(
-            "server-ready",
+            Tier::ServerReady,
             "saved token",
             format!("{} is not used: it {why}", path.display()),
             match why {
@@ -737,7 +745,7 @@ fn check_working(host: Host, exe: &Path, cwd: &Path, server_ok: bool, r: &mut Re
             Ok(run) => run,
             Err(e) => {
                 r.fail(
-                    "working",
+                    Tier::Working,
                     "hook round trip",
                     format!("cannot run {}: {e}", exe.display()),
                     "reinstall powercontext-hooks",
@@ -747,7 +755,7 @@ fn check_working(host: Host, exe: &Path, cwd: &Path, server_ok: bool, r: &mut Re
         };
         let Some(status) = status else {
             r.fail(
-                "working",
+                Tier::Working,
                 "hook round trip",
                 "the hook did not finish within 15 s",
                 "report a bug: hooks must stay within their budget",
@@ -756,7 +764,7 @@ fn check_working(host: Host, exe: &Path, cwd: &Path, server_ok: bool, r: &mut Re
         };
         if !status.success() {
             r.fail(
-                "working",
+                Tier::Working,
                 "hook round trip",
                 format!("exit status {status} (hooks must exit 0)"),
                 "reinstall powercontext-hooks",
@@ -785,7 +793,7 @@ fn check_working(host: Host, exe: &Path, cwd: &Path, server_ok: bool, r: &mut Re
             None => "empty context".to_owned(),
         };
         r.ok(
-            "working",
+            Tier::Working,
             "hook round trip",
             format!("prepare answered, {what}, in {elapsed} ms (capture off)"),
         );
@@ -803,7 +811,7 @@ fn check_working(host: Host, exe: &Path, cwd: &Path, server_ok: bool, r: &mut Re
         } else {
             "fix the server-ready lines first"
         };
-        r.fail("working", "hook round trip", detail, fix);
+        r.fail(Tier::Working, "hook round trip", detail, fix);
     }
 }
 
@@ -815,7 +823,7 @@ const QUIET_DAYS: u64 = 7;
 fn check_firing(host: Host, paths: &Paths, r: &mut Report) {
     if journal::disabled(&paths.env) {
         r.warn(
-            "working",
+            Tier::Working,
             "firing",
             format!(
                 "the run journal is off ({}), so firing cannot be shown",
@@ -839,7 +847,7 @@ fn check_firing(host: Host, paths: &Paths, r: &mut Report) {
             format!(" (set up {})", crate::activity::ago(now, s))
         });
         r.warn(
-            "working",
+            Tier::Working,
             "firing",
             format!(
                 "{name} has not run our hook since setup{since}; if you have used {name} since, likely: {causes}"
@@ -859,7 +867,7 @@ fn check_firing(host: Host, paths: &Paths, r: &mut Report) {
         && let Some((other, at)) = others_recent
     {
         r.warn(
-            "working",
+            Tier::Working,
             "firing",
             format!(
                 "{name} last ran our hook {} while {other} ran {}; likely: {causes}",
@@ -873,7 +881,7 @@ fn check_firing(host: Host, paths: &Paths, r: &mut Report) {
     let since = now.saturating_sub(u64::try_from(journal::WINDOW.as_millis()).unwrap_or(u64::MAX));
     let day: Vec<_> = records.iter().filter(|x| x.at >= since).collect();
     r.ok(
-        "working",
+        Tier::Working,
         "firing",
         format!(
             "last ran {} ({} {}); {} run(s) in 24 h, {} failed",
@@ -892,13 +900,13 @@ fn check_state(paths: &Paths, r: &mut Report) {
     for problem in dir.inspect(spool::DIR) {
         match problem {
             state::DirProblem::LooseMode => r.warn(
-                "working",
+                Tier::Working,
                 "state directory permissions",
                 problem.word().to_owned(),
                 problem.fix(),
             ),
             _ => r.fail(
-                "working",
+                Tier::Working,
                 "state directory permissions",
                 format!("{}: hooks run without local state", problem.word()),
                 problem.fix(),
@@ -908,7 +916,7 @@ fn check_state(paths: &Paths, r: &mut Report) {
     let (corrupt, unsafe_files) = spool::set_aside_counts(&dir);
     if corrupt + unsafe_files > 0 {
         r.warn(
-            "working",
+            Tier::Working,
             "spool entries set aside",
             format!("{corrupt} unreadable, {unsafe_files} owned by another user or writable by others"),
             "never replayed: delete spool/*.corrupt and spool/*.unsafe in the state directory",
@@ -929,23 +937,23 @@ fn check_state(paths: &Paths, r: &mut Report) {
             );
             if sum.entries > 0 || !p.is_empty() {
                 r.warn(
-                    "working",
+                    Tier::Working,
                     "ledger and spool",
                     detail,
                     "powercontext-hooks flush (delivers them now)",
                 );
             } else {
-                r.ok("working", "ledger and spool", detail);
+                r.ok(Tier::Working, "ledger and spool", detail);
             }
         }
         (Err(e), _) => r.fail(
-            "working",
+            Tier::Working,
             "ledger and spool",
             format!("ledger unreadable: {}", e.detail()),
             "powercontext-hooks status",
         ),
         (_, Err(e)) => r.fail(
-            "working",
+            Tier::Working,
             "ledger and spool",
             format!("spool unreadable: {e}"),
             "powercontext-hooks status",

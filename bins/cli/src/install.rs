@@ -1,7 +1,8 @@
-//! Install machinery shared by `setup`, `uninstall` and `doctor`: the embedded plugin templates,
-//! atomic file writes, the ownership manifest, byte-exact snapshots for rollback, and the
-//! line-preserving edit of our own config file. It never writes a file it was not asked to, never
-//! overwrites bytes it cannot restore, and never keeps a token anywhere but the config file.
+//! Install machinery shared by `setup`, `uninstall` and `doctor` (each host's own part is in
+//! `hosts/`): template rendering, atomic file writes, the ownership manifest, byte-exact snapshots
+//! for rollback, and the line-preserving edit of our own config file. It never writes a file it was
+//! not asked to, never overwrites bytes it cannot restore, and never keeps a token anywhere but the
+//! config file.
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -32,8 +33,6 @@ pub trait HostExt: Copy {
     fn hook_exe(self) -> &'static str;
     /// The host CLI's executable name.
     fn cli_name(self) -> &'static str;
-    /// Whether the host is wired through a Claude-style local marketplace.
-    fn uses_marketplace(self) -> bool;
     /// Host versions our real-host tests cover (the pins in tests/e2e/**/package.json).
     fn tested_versions(self) -> &'static [&'static str];
     /// The `{{hook_command}}` value: Claude Code and Codex hand it to `sh -c` inside a JSON
@@ -65,10 +64,6 @@ impl HostExt for Host {
         }
     }
 
-    fn uses_marketplace(self) -> bool {
-        matches!(self, Self::ClaudeCode | Self::Codex)
-    }
-
     fn tested_versions(self) -> &'static [&'static str] {
         match self {
             Self::ClaudeCode => &["2.1.332"],
@@ -80,13 +75,14 @@ impl HostExt for Host {
     }
 
     fn hook_command_value(self, exe: &Path) -> Result<String> {
-        if self.uses_marketplace() {
-            return hook_command_json(exe);
-        }
-        let path = exe
-            .to_str()
-            .with_context(|| format!("{} is not a UTF-8 path", exe.display()))?;
-        let quoted = serde_json::Value::String(path.to_owned()).to_string();
+        let command = match self {
+            Self::ClaudeCode | Self::Codex => hook_command_shell(exe)?,
+            _ => exe
+                .to_str()
+                .with_context(|| format!("{} is not a UTF-8 path", exe.display()))?
+                .to_owned(),
+        };
+        let quoted = serde_json::Value::String(command).to_string();
         Ok(quoted[1..quoted.len() - 1].to_owned())
     }
 }
@@ -95,14 +91,6 @@ impl HostExt for Host {
 pub const PLUGIN_ID: &str = "powercontext@powercontext";
 /// The marketplace name in both templates.
 pub const MARKETPLACE: &str = "powercontext";
-
-/// The `{{hook_command}}` value: the absolute path, shell-quoted only when needed, escaped for a
-/// JSON string (hosts hand the command to `sh -c`).
-pub fn hook_command_json(exe: &Path) -> Result<String> {
-    let shell = hook_command_shell(exe)?;
-    let quoted = serde_json::Value::String(shell).to_string();
-    Ok(quoted[1..quoted.len() - 1].to_owned())
-}
 
 /// The command line the host runs (before JSON escaping).
 pub fn hook_command_shell(exe: &Path) -> Result<String> {

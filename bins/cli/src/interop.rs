@@ -203,7 +203,7 @@ pub fn trust_only(args: &SetupArgs) -> Result<ExitCode> {
 /// Codex drops the MCP connection. Each cached `.mcp.json` whose helper is that one (or none) gets
 /// ours instead, `env_http_headers` and every other key kept. A helper of anyone else is left.
 fn codex_helper_changes(paths: &Paths) -> Result<Vec<(PathBuf, Vec<u8>)>> {
-    let Some(home) = paths.host_home(Host::Codex) else {
+    let Some(home) = crate::hosts::installer(Host::Codex).home(&paths.env) else {
         return Ok(Vec::new());
     };
     let helper = crate::hosts::codex::headers_helper(paths)?;

@@ -132,13 +132,6 @@ impl Paths {
         self.bin_dir.join(host.hook_exe())
     }
 
-    /// The host's config home (Claude: `$CLAUDE_CONFIG_DIR` or `~/.claude`; Codex: `$CODEX_HOME`
-    /// or `~/.codex`; Pi: `$PI_CODING_AGENT_DIR` or `~/.pi/agent`; DSH: `$DSH_HOME` or `~/.dsh`;
-    /// OpenCode: `$XDG_CONFIG_HOME/opencode` or `~/.config/opencode` — setup asks `opencode`).
-    pub fn host_home(&self, host: Host) -> Option<PathBuf> {
-        installer(host).home(&self.env)
-    }
-
     /// A directory to run host CLIs from (their listings are not about a project).
     pub fn neutral_cwd(&self) -> PathBuf {
         self.env
@@ -222,12 +215,22 @@ fn read_token(args: &SetupArgs, env: &Env) -> Result<Option<(Authorization, Stri
     Ok(Some((auth, source)))
 }
 
+words! {
+    /// What setup does to one planned file.
+    pub(crate) enum Action {
+        Create => "create",
+        Keep => "keep",
+        Update => "update",
+        Private => "private",
+    }
+}
+
 /// A planned change to one file.
 #[derive(Debug)]
 pub(crate) struct FileChange {
     pub path: PathBuf,
     pub bytes: Vec<u8>,
-    pub action: &'static str,
+    pub action: Action,
     pub private: bool,
 }
 
@@ -292,7 +295,7 @@ pub(crate) struct Plan {
 
 impl Plan {
     fn changes(&self) -> bool {
-        self.files.iter().any(|f| f.action != "keep")
+        self.files.iter().any(|f| f.action != Action::Keep)
             || self.config.is_some()
             || self.host_entry.is_some()
             || self.mcp_header_file.is_some()
@@ -516,8 +519,8 @@ pub(crate) fn plan_ours(
         )?;
         let bytes = inst.file_bytes(rel, text, paths)?;
         let action = match install::read_opt(&path)? {
-            None => "create",
-            Some(old) if old == bytes => "keep",
+            None => Action::Create,
+            Some(old) if old == bytes => Action::Keep,
             Some(old) => {
                 let owned = previous
                     .as_ref()
@@ -526,7 +529,7 @@ pub(crate) fn plan_ours(
                 if !owned {
                     conflicts.push(path.clone());
                 }
-                "update"
+                Action::Update
             }
         };
         files.push(FileChange {
@@ -589,7 +592,7 @@ pub(crate) fn plan_ours(
                         path: install::install_dir(&paths.state_root, host)
                             .join(install::PRIOR_AUTHORIZATION_FILE),
                         bytes: format!("{line}\n").into_bytes(),
-                        action: "create",
+                        action: Action::Create,
                         private: true,
                     });
                 }
@@ -616,7 +619,11 @@ pub(crate) fn plan_ours(
         } else {
             Some((
                 FileChange {
-                    action: if old.is_some() { "update" } else { "create" },
+                    action: if old.is_some() {
+                        Action::Update
+                    } else {
+                        Action::Create
+                    },
                     path,
                     bytes: new_text.into_bytes(),
                     private: token.is_some(),
@@ -669,20 +676,6 @@ fn fault(env: &Env, step: &str) -> Result<()> {
     Ok(())
 }
 
-/// Host files the host CLI may change: snapshotted so a failed run restores them byte for byte.
-fn journal_host_files(journal: &mut Journal, plan: &Plan, paths: &Paths, home: &Path) -> Result<()> {
-    let (files, dirs) = installer(plan.host).host_files(plan, paths, home);
-    for f in &files {
-        journal.created_dirs_of(f);
-        journal.file(f)?;
-    }
-    for d in &dirs {
-        journal.created_dirs_of(d);
-        journal.dir(d);
-    }
-    Ok(())
-}
-
 fn apply(plan: &Plan, paths: &Paths) -> Result<Registrations> {
     let mut journal = Journal::default();
     let result = apply_inner(plan, paths, &mut journal);
@@ -724,13 +717,22 @@ fn apply_inner(plan: &Plan, paths: &Paths, journal: &mut Journal) -> Result<Regi
     let install_dir = install::install_dir(&paths.state_root, plan.host);
     crate::shared_files::journal(&plan.shared, journal, &install_dir)?;
     if !plan.steps.is_empty() {
-        let home = paths
-            .host_home(plan.host)
+        let home = installer(plan.host)
+            .home(&paths.env)
             .context("cannot find the host's configuration directory: set HOME")?;
-        journal_host_files(journal, plan, paths, &home)?;
+        // Host files the host CLI may change: snapshotted so a failed run restores them byte for byte.
+        let (files, dirs) = installer(plan.host).host_files(plan, paths, &home);
+        for f in &files {
+            journal.created_dirs_of(f);
+            journal.file(f)?;
+        }
+        for d in &dirs {
+            journal.created_dirs_of(d);
+            journal.dir(d);
+        }
     }
 
-    for f in plan.files.iter().filter(|f| f.action != "keep") {
+    for f in plan.files.iter().filter(|f| f.action != Action::Keep) {
         install::write_atomic(&f.path, &f.bytes, f.private)?;
     }
     fault(env, "files")?;

@@ -16,10 +16,10 @@ use serde_json::{Value, json};
 
 use super::marketplace::{Market, enabled_in};
 use super::{Activation, Calls, Installer, Undo, argv, describe_calls, home_from, run_all};
-use crate::doctor::Report;
+use crate::doctor::{Report, Tier};
 use crate::host_cli::{HostCli, kill_group};
 use crate::install::{self, Host, MARKETPLACE, Manifest, PLUGIN_ID, Registrations};
-use crate::setup::{Paths, Plan, SetupArgs, Step};
+use crate::setup::{Action, Paths, Plan, SetupArgs, Step};
 
 pub(super) struct Codex;
 
@@ -67,7 +67,7 @@ impl Installer for Codex {
 
     fn plan(&self, args: &SetupArgs, paths: &Paths, plan: &mut Plan) -> Result<()> {
         // Codex runs a cached copy of the plugin: a changed folder has to be added again.
-        let changed = plan.files.iter().any(|f| f.action != "keep");
+        let changed = plan.files.iter().any(|f| f.action != Action::Keep);
         MARKET.plan(plan, args.take_over, changed)?;
         let needs_trust = plan.steps.contains(&Step::Install)
             || hooks(&plan.cli, &paths.neutral_cwd())?
@@ -195,7 +195,7 @@ pub(super) fn check_hooks(
 ) {
     match hooks {
         Ok(hooks) if hooks.is_empty() => r.fail(
-            "activated",
+            Tier::Activated,
             "hook loaded",
             "Codex loads no hook from our plugin (plugins or hooks feature off?)",
             "set `[features] plugins = true` and `hooks = true` in Codex's config.toml",
@@ -203,23 +203,23 @@ pub(super) fn check_hooks(
         Ok(hooks) => {
             if want.is_some_and(|w| hooks.iter().any(|h| h["command"] != w)) {
                 r.fail(
-                    "activated",
+                    Tier::Activated,
                     "hook loaded",
                     "Codex runs an older copy of our hook command",
                     setup_cmd,
                 );
             } else {
                 r.ok(
-                    "activated",
+                    Tier::Activated,
                     "hook loaded",
                     format!("{} UserPromptSubmit hook(s)", hooks.len()),
                 );
             }
             if hooks.iter().all(|h| h["trustStatus"] == "trusted") {
-                r.ok("activated", "hook trusted", "Codex will run it");
+                r.ok(Tier::Activated, "hook trusted", "Codex will run it");
             } else {
                 r.fail(
-                    "activated",
+                    Tier::Activated,
                     "hook trusted",
                     "untrusted: Codex skips it silently",
                     if ours {
@@ -233,7 +233,7 @@ pub(super) fn check_hooks(
             }
         }
         Err(e) => r.fail(
-            "activated",
+            Tier::Activated,
             "hook trusted",
             format!("{e:#}"),
             "check that `codex app-server` starts",

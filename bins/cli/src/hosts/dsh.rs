@@ -10,7 +10,7 @@ use powercontext_hooks_core::env::Env;
 use serde_json::{Value, json};
 
 use super::{Activation, Calls, Installer, Undo, argv, home_from, package_source};
-use crate::doctor::Report;
+use crate::doctor::{Report, Tier};
 use crate::host_cli::HostCli;
 use crate::install::{self, Manifest};
 use crate::setup::{Paths, Plan, SetupArgs, Step};
@@ -162,18 +162,18 @@ impl Installer for Dsh {
         let profile = self::profile(profile.as_deref());
         match has_plugin(a.cli, profile) {
             Ok(true) => r.ok(
-                "activated",
+                Tier::Activated,
                 "plugin in config",
                 format!("`dsh --profile {profile} --dump-config` has `{PLUGIN_ID}`"),
             ),
             Ok(false) => r.fail(
-                "activated",
+                Tier::Activated,
                 "plugin in config",
                 format!("profile `{profile}` does not load `{PLUGIN_ID}` (removed?)"),
                 format!("{} --profile {profile}", a.setup_cmd),
             ),
             Err(e) => r.fail(
-                "activated",
+                Tier::Activated,
                 "plugin in config",
                 format!("{e:#}"),
                 format!("check that `dsh --profile {profile} --dump-config` works"),

@@ -8,7 +8,7 @@ use anyhow::{Result, bail};
 use serde_json::Value;
 
 use super::{Activation, Undo};
-use crate::doctor::Report;
+use crate::doctor::{Report, Tier};
 use crate::host_cli::HostCli;
 use crate::install::{self, Host, HostExt, Manifest};
 use crate::setup::{Plan, Step};
@@ -154,18 +154,18 @@ pub(super) fn check_listing(
 ) {
     match enabled {
         Ok(Some(true)) => r.ok(
-            "activated",
+            Tier::Activated,
             "plugin enabled",
             format!("{} lists {}", host.as_str(), install::PLUGIN_ID),
         ),
         Ok(Some(false)) => r.fail(
-            "activated",
+            Tier::Activated,
             "plugin enabled",
             format!("{} is installed but disabled", install::PLUGIN_ID),
             enable_fix,
         ),
         Ok(None) => r.fail(
-            "activated",
+            Tier::Activated,
             "plugin enabled",
             format!(
                 "{} does not list {} (removed?)",
@@ -175,7 +175,7 @@ pub(super) fn check_listing(
             setup_cmd,
         ),
         Err(e) => r.fail(
-            "activated",
+            Tier::Activated,
             "plugin enabled",
             format!("{e:#}"),
             format!("check that `{}` works", host.cli_name()),
@@ -184,13 +184,13 @@ pub(super) fn check_listing(
     match (found, m) {
         (Ok(Some(p)), Some(m)) if p == m.plugin_dir => {
             r.ok(
-                "activated",
+                Tier::Activated,
                 "marketplace",
                 format!("`{}` → {}", install::MARKETPLACE, p.display()),
             );
         }
         (Ok(Some(p)), None) => r.warn(
-            "activated",
+            Tier::Activated,
             "marketplace",
             format!(
                 "`{}` → {} (another installer's source)",
@@ -200,7 +200,7 @@ pub(super) fn check_listing(
             "nothing to do when the official `powercontext setup` installed it",
         ),
         (Ok(Some(p)), _) => r.fail(
-            "activated",
+            Tier::Activated,
             "marketplace",
             format!(
                 "`{}` points at {} (not our plugin folder)",
@@ -210,11 +210,11 @@ pub(super) fn check_listing(
             setup_cmd,
         ),
         (Ok(None), _) => r.fail(
-            "activated",
+            Tier::Activated,
             "marketplace",
             format!("`{}` is not registered", install::MARKETPLACE),
             setup_cmd,
         ),
-        (Err(e), _) => r.fail("activated", "marketplace", format!("{e:#}"), setup_cmd),
+        (Err(e), _) => r.fail(Tier::Activated, "marketplace", format!("{e:#}"), setup_cmd),
     }
 }

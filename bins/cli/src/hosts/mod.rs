@@ -10,11 +10,11 @@ use powercontext_hooks_core::env::Env;
 use powercontext_hooks_core::official;
 use serde_json::Value;
 
-use crate::doctor::Report;
+use crate::doctor::{Report, Tier};
 use crate::host_cli::HostCli;
 use crate::install::{self, Host, Manifest, OwnedEntry, Registrations};
 use crate::jsonc;
-use crate::setup::{FileChange, Paths, Plan, SetupArgs, Step, value_digest};
+use crate::setup::{Action, FileChange, Paths, Plan, SetupArgs, Step, value_digest};
 
 mod claude_code;
 pub(crate) mod codex;
@@ -217,7 +217,7 @@ fn plan_entry(
             ..o.clone()
         };
         let new = jsonc::replace(text, parent, key, want)?;
-        return Ok(Some((Some((change(new, "update"), entry)), None)));
+        return Ok(Some((Some((change(new, Action::Update), entry)), None)));
     }
     let (new, inserted) = jsonc::insert(text.unwrap_or("{}\n"), parent, key, want)?;
     let entry = OwnedEntry {
@@ -228,7 +228,11 @@ fn plan_entry(
         created_file: text.is_none(),
         inserted,
     };
-    let action = if text.is_none() { "create" } else { "update" };
+    let action = if text.is_none() {
+        Action::Create
+    } else {
+        Action::Update
+    };
     Ok(Some((Some((change(new, action), entry)), None)))
 }
 
@@ -252,7 +256,7 @@ fn package_source(a: &Activation<'_>, r: &mut Report) -> Option<(PathBuf, Option
         )),
         (None, None) => {
             r.fail(
-                "activated",
+                Tier::Activated,
                 "plugin loaded",
                 "not set up by powercontext-hooks",
                 a.setup_cmd,

@@ -19,10 +19,10 @@ use serde_json::{Value, json};
 use super::{
     Activation, Calls, EntryPlan, Installer, entry_holds, home_from, package_source, plan_entry, read_jsonc,
 };
-use crate::doctor::Report;
+use crate::doctor::{Report, Tier};
 use crate::host_cli::{HostCli, kill_group, local_http};
 use crate::install::{self, Manifest};
-use crate::setup::{FileChange, Paths, Plan, SetupArgs};
+use crate::setup::{Action, FileChange, Paths, Plan, SetupArgs};
 
 pub(super) struct OpenCode;
 
@@ -95,7 +95,7 @@ impl Installer for OpenCode {
                     plan.mcp_header_file = Some(FileChange {
                         path: header_file,
                         bytes,
-                        action: "private",
+                        action: Action::Private,
                         private: true,
                     });
                 }
@@ -130,28 +130,28 @@ impl Installer for OpenCode {
             Ok(p) => {
                 if p.loaded {
                     r.ok(
-                        "activated",
+                        Tier::Activated,
                         "plugin loaded",
                         "`opencode serve` ran our plugin (activation nonce seen)",
                     );
                 } else {
                     r.fail(
-                        "activated",
+                        Tier::Activated,
                         "plugin loaded",
                         "`opencode serve` did not run our plugin (removed or disabled?)",
                         a.setup_cmd,
                     );
                 }
                 match p.mcp.as_deref() {
-                    Some("connected") => r.ok("activated", "mcp connected", "OpenCode reached the Server's /mcp"),
+                    Some("connected") => r.ok(Tier::Activated, "mcp connected", "OpenCode reached the Server's /mcp"),
                     Some(status) => r.warn(
-                        "activated",
+                        Tier::Activated,
                         "mcp connected",
                         format!("OpenCode reports our MCP entry as `{status}`"),
                         "start the Server; after a token change, run `powercontext-hooks setup opencode` again (the entry reads the token setup saved)",
                     ),
                     None => r.warn(
-                        "activated",
+                        Tier::Activated,
                         "mcp connected",
                         "OpenCode does not know our MCP entry",
                         a.setup_cmd,
@@ -159,7 +159,7 @@ impl Installer for OpenCode {
                 }
             }
             Err(e) => r.fail(
-                "activated",
+                Tier::Activated,
                 "plugin loaded",
                 format!("{e:#}"),
                 "check that `opencode serve` starts",

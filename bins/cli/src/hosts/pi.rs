@@ -9,7 +9,7 @@ use powercontext_hooks_core::env::Env;
 use serde_json::{Value, json};
 
 use super::{Activation, Calls, Installer, Undo, argv, home_from, package_source};
-use crate::doctor::Report;
+use crate::doctor::{Report, Tier};
 use crate::host_cli::HostCli;
 use crate::install::Manifest;
 use crate::setup::{Paths, Plan, SetupArgs, Step};
@@ -102,18 +102,18 @@ impl Installer for Pi {
         };
         match lists(a.cli, &plugin_dir) {
             Ok(true) => r.ok(
-                "activated",
+                Tier::Activated,
                 "package listed",
                 format!("`pi list` shows {}", plugin_dir.display()),
             ),
             Ok(false) => r.fail(
-                "activated",
+                Tier::Activated,
                 "package listed",
                 format!("`pi list` does not show {} (removed?)", plugin_dir.display()),
                 a.setup_cmd,
             ),
             Err(e) => r.fail(
-                "activated",
+                Tier::Activated,
                 "package listed",
                 format!("{e:#}"),
                 "check that `pi list` works",

@@ -13,7 +13,7 @@ use super::{codex, dsh, installer, marketplace, opencode, pi};
 use crate::doctor::{Report, Status};
 use crate::host_cli::HostCli;
 use crate::install::{self, Host, HostExt, Manifest, OwnedFile, Registrations, digest};
-use crate::setup::{Locate, Paths, Plan, SetupArgs, Step};
+use crate::setup::{Action, Locate, Paths, Plan, SetupArgs, Step};
 
 /// A temporary tree: `home/`, `state/`, `bin/` (fake hook executables), removed on drop.
 struct Tree(PathBuf);
@@ -92,7 +92,12 @@ fn each_hosts_plan_renders_its_templates_into_its_plugin_folder_and_writes_nothi
             "{host}"
         );
         for f in &plan.files {
-            assert_eq!((f.action, f.private), ("create", false), "{}", f.path.display());
+            assert_eq!(
+                (f.action, f.private),
+                (Action::Create, false),
+                "{}",
+                f.path.display()
+            );
             let text = String::from_utf8(f.bytes.clone()).unwrap();
             assert!(!text.contains("{{"), "{}", f.path.display());
         }
@@ -130,7 +135,7 @@ fn a_token_and_url_go_to_our_config_file_owner_only_and_never_into_the_plan_text
     let plan = tree.plan(&a).unwrap();
     let (f, owned) = plan.config.as_ref().unwrap();
     assert_eq!(f.path, tree.0.join("config.toml"));
-    assert_eq!((f.action, f.private), ("create", true));
+    assert_eq!((f.action, f.private), (Action::Create, true));
     let keys: Vec<&str> = owned.keys.keys().map(String::as_str).collect();
     assert_eq!(keys, ["authorization", "server_url"]);
     assert!(String::from_utf8_lossy(&f.bytes).contains("[hosts.pi]"));
@@ -146,7 +151,7 @@ fn a_same_name_file_we_do_not_own_is_refused_and_our_own_bytes_are_kept() {
     fs::create_dir_all(first.path.parent().unwrap()).unwrap();
     fs::write(&first.path, &first.bytes).unwrap();
     let again = tree.plan(&args(Host::Dsh)).unwrap();
-    assert_eq!(again.files[0].action, "keep");
+    assert_eq!(again.files[0].action, Action::Keep);
     fs::write(&first.path, b"someone else's\n").unwrap();
     let err = tree.plan(&args(Host::Dsh)).err().unwrap().to_string();
     assert!(
@@ -226,7 +231,7 @@ fn opencode_mcp_entry_is_created_kept_when_ours_and_refused_when_not() {
     let (f, entry) = change.unwrap();
     assert_eq!(
         (f.path.clone(), f.action, kept),
-        (config.join("opencode.json"), "create", None)
+        (config.join("opencode.json"), Action::Create, None)
     );
     assert!(entry.created_file && entry.member() == "mcp.powercontext");
     fs::create_dir_all(&config).unwrap();
@@ -260,7 +265,7 @@ fn claude_code_keeps_a_status_line_the_user_has() {
     let want = json!({"type": "command", "command": "pc statusline"});
     let mut warnings = Vec::new();
     let (change, _) = super::claude_code::plan_statusline(&settings, &want, None, &mut warnings).unwrap();
-    assert_eq!(change.unwrap().0.action, "create");
+    assert_eq!(change.unwrap().0.action, Action::Create);
     fs::write(
         &settings,
         r#"{"statusLine": {"type": "command", "command": "mine"}}"#,
@@ -445,4 +450,17 @@ fn doctor_activation_verdicts_from_what_the_host_lists() {
         "/bin/hook"
     ));
     assert!(!codex::trusted_and_current(&[], "/bin/hook"));
+}
+
+#[test]
+fn closed_words_print_and_serialize_as_spelled_once() {
+    use crate::doctor::Tier;
+    assert_eq!(
+        json!({"tier": Tier::ServerReady, "status": Status::Warn}),
+        json!({"tier": "server-ready", "status": "warn"})
+    );
+    assert_eq!(
+        format!("[{:<7}] {}", Action::Keep, Tier::Installed),
+        "[keep   ] installed"
+    );
 }
