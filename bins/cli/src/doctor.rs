@@ -26,6 +26,7 @@ use powercontext_hooks_core::{ledger, spool, state};
 use serde_json::{Value, json};
 
 use crate::host_cli::HostCli;
+use crate::hosts::{Activation, installer};
 use crate::install::{self, Host, HostExt, Manifest, digest};
 use crate::jsonc;
 use crate::setup::{Locate, Paths, check_hook_exe, value_digest};
@@ -46,57 +47,64 @@ pub struct DoctorArgs {
     pub json: bool,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Status {
-    Ok,
-    Warn,
-    Fail,
+words! {
+    /// Doctor's four tiers of evidence, in the order they are checked.
+    pub(crate) enum Tier {
+        Installed => "installed",
+        Activated => "activated",
+        ServerReady => "server-ready",
+        Working => "working",
+    }
 }
 
-struct Check {
-    tier: &'static str,
-    name: &'static str,
-    status: Status,
-    detail: String,
-    fix: Option<String>,
+words! {
+    /// A doctor line's verdict.
+    pub(crate) enum Status {
+        Ok => "ok",
+        Warn => "warn",
+        Fail => "fail",
+    }
 }
 
+/// One doctor line.
+pub(crate) struct Check {
+    pub tier: Tier,
+    pub name: &'static str,
+    pub status: Status,
+    pub detail: String,
+    pub fix: Option<String>,
+}
+
+/// Everything doctor found for one host.
 #[derive(Default)]
-struct Report {
-    checks: Vec<Check>,
+pub(crate) struct Report {
+    pub checks: Vec<Check>,
     settings: Vec<(String, String, String)>,
 }
 
 impl Report {
-    fn ok(&mut self, tier: &'static str, name: &'static str, detail: impl Into<String>) {
+    pub fn ok(&mut self, tier: Tier, name: &'static str, detail: impl Into<String>) {
         self.push(tier, name, Status::Ok, detail.into(), None);
     }
-    fn warn(
+    pub fn warn(
         &mut self,
-        tier: &'static str,
+        tier: Tier,
         name: &'static str,
         detail: impl Into<String>,
         fix: impl Into<String>,
     ) {
         self.push(tier, name, Status::Warn, detail.into(), Some(fix.into()));
     }
-    fn fail(
+    pub fn fail(
         &mut self,
-        tier: &'static str,
+        tier: Tier,
         name: &'static str,
         detail: impl Into<String>,
         fix: impl Into<String>,
     ) {
         self.push(tier, name, Status::Fail, detail.into(), Some(fix.into()));
     }
-    fn push(
-        &mut self,
-        tier: &'static str,
-        name: &'static str,
-        status: Status,
-        detail: String,
-        fix: Option<String>,
-    ) {
+    fn push(&mut self, tier: Tier, name: &'static str, status: Status, detail: String, fix: Option<String>) {
         self.checks.push(Check {
             tier,
             name,
@@ -150,8 +158,7 @@ pub fn doctor(args: &DoctorArgs) -> Result<ExitCode> {
                     "ok": r.passed(),
                     "settings": r.settings.iter().map(|(k, v, o)| json!({"name": k, "value": v, "origin": o})).collect::<Vec<_>>(),
                     "checks": r.checks.iter().map(|c| json!({
-                        "tier": c.tier, "check": c.name,
-                        "status": match c.status { Status::Ok => "ok", Status::Warn => "warn", Status::Fail => "fail" },
+                        "tier": c.tier, "check": c.name, "status": c.status,
                         "detail": c.detail, "fix": c.fix,
                     })).collect::<Vec<_>>(),
                 })
@@ -161,12 +168,12 @@ pub fn doctor(args: &DoctorArgs) -> Result<ExitCode> {
     } else {
         for (name, r) in &results {
             println!("{name}");
-            let mut tier = "";
+            let mut tier = None;
             for c in &r.checks {
-                if c.tier != tier {
-                    tier = c.tier;
-                    println!("  {tier}");
-                    if tier == "server-ready" {
+                if tier != Some(c.tier) {
+                    tier = Some(c.tier);
+                    println!("  {}", c.tier);
+                    if c.tier == Tier::ServerReady {
                         for (k, v, o) in &r.settings {
                             println!("    · {k} = {v}  ({o})");
                         }
@@ -195,10 +202,116 @@ fn check_host(host: Host, paths: &Paths, locate: &Locate, cwd: &Path) -> Report 
     let setup_cmd = format!("powercontext-hooks setup {}", host.as_str());
 
     // ---- installed
+    let (manifest, hook_exe, exe_ok) = check_installed(host, paths, &setup_cmd, &mut r);
+    let cli = match HostCli::locate(host, locate.host_cli.as_deref(), &paths.env) {
+        Ok(cli) => match cli.version() {
+            Ok(v) if host.tested_versions().contains(&v.as_str()) => {
+                r.ok(
+                    Tier::Installed,
+                    "host version",
+                    format!("{} {v} (tested)", cli.path.display()),
+                );
+                Some(cli)
+            }
+            Ok(v) => {
+                r.warn(
+                    Tier::Installed,
+                    "host version",
+                    format!("{} {v} is not covered by our tests", cli.path.display()),
+                    format!("tested: {}", host.tested_versions().join(", ")),
+                );
+                Some(cli)
+            }
+            Err(e) => {
+                r.fail(
+                    Tier::Installed,
+                    "host version",
+                    format!("{e:#}"),
+                    format!("reinstall {}", host.as_str()),
+                );
+                None
+            }
+        },
+        Err(e) => {
+            r.fail(
+                Tier::Installed,
+                "host CLI",
+                format!("{e:#}"),
+                format!("install {} or pass --host-cli", host.as_str()),
+            );
+            None
+        }
+    };
+
+    check_host_entry(manifest.as_ref(), &setup_cmd, &mut r);
+
+    // ---- activated
+    if let Some(cli) = &cli {
+        let (manifest, setup_cmd) = (manifest.as_ref(), setup_cmd.as_str());
+        installer(host).check_activated(
+            &Activation {
+                cli,
+                manifest,
+                paths,
+                setup_cmd,
+            },
+            &mut r,
+        );
+    } else {
+        r.fail(
+            Tier::Activated,
+            "plugin enabled",
+            "cannot ask the host (no CLI)",
+            format!("install {}", host.as_str()),
+        );
+    }
+
+    // ---- server-ready
+    let settings = match paths.settings(host, None) {
+        Ok(s) => Some(s),
+        Err(e) => {
+            r.fail(
+                Tier::ServerReady,
+                "configuration",
+                format!("{e:#}"),
+                "fix that setting (see `powercontext-hooks --help`)",
+            );
+            None
+        }
+    };
+    let server_ok = settings
+        .as_ref()
+        .is_some_and(|s| check_server(host, s, paths, cwd, &mut r));
+
+    // ---- working
+    if exe_ok && settings.is_some() {
+        check_working(host, &hook_exe, cwd, server_ok, &mut r);
+    } else {
+        r.fail(
+            Tier::Working,
+            "hook round trip",
+            "skipped: executable or configuration broken",
+            "fix the lines above",
+        );
+    }
+    check_state(paths, &mut r);
+    check_firing(host, paths, &mut r);
+    r
+}
+
+/// Doctor's installed tier from files alone: the manifest (or the official installer's record),
+/// our plugin files, the hook executable. Returns the manifest, the hook executable and whether
+/// it runs.
+pub(crate) fn check_installed(
+    host: Host,
+    paths: &Paths,
+    setup_cmd: &str,
+    r: &mut Report,
+) -> (Option<Manifest>, PathBuf, bool) {
     let manifest = match install::load_manifest(&paths.state_root, host) {
         Ok(Some(m)) => {
             r.ok(
-                "installed",
+                Tier::Installed,
                 "ownership manifest",
                 install::manifest_path(&paths.state_root, host)
                     .display()
@@ -208,7 +321,7 @@ fn check_host(host: Host, paths: &Paths, locate: &Locate, cwd: &Path) -> Report 
         }
         Ok(None) if official::clients_entry(host, &paths.env).is_some() => {
             r.warn(
-                "installed",
+                Tier::Installed,
                 "ownership manifest",
                 "installed by the official `powercontext setup` (clients.json lists it); checked as found",
                 "nothing to do; powercontext-hooks uninstall leaves it alone",
@@ -217,16 +330,16 @@ fn check_host(host: Host, paths: &Paths, locate: &Locate, cwd: &Path) -> Report 
         }
         Ok(None) => {
             r.fail(
-                "installed",
+                Tier::Installed,
                 "ownership manifest",
                 "not set up by powercontext-hooks",
-                &setup_cmd,
+                setup_cmd,
             );
             None
         }
         Err(e) => {
             r.fail(
-                "installed",
+                Tier::Installed,
                 "ownership manifest",
                 format!("{e:#}"),
                 "remove the manifest, then run setup again",
@@ -248,16 +361,16 @@ fn check_host(host: Host, paths: &Paths, locate: &Locate, cwd: &Path) -> Report 
             .collect();
         if bad.is_empty() {
             r.ok(
-                "installed",
+                Tier::Installed,
                 "plugin files",
                 format!("{} files as setup wrote them", m.files.len()),
             );
         } else {
             r.fail(
-                "installed",
+                Tier::Installed,
                 "plugin files",
                 format!("missing or changed: {}", bad.join(", ")),
-                &setup_cmd,
+                setup_cmd,
             );
         }
     }
@@ -266,12 +379,12 @@ fn check_host(host: Host, paths: &Paths, locate: &Locate, cwd: &Path) -> Report 
         .map_or_else(|| paths.hook_exe(host), |m| m.hook_exe.clone());
     let exe_ok = match check_hook_exe(&hook_exe) {
         Ok(()) => {
-            r.ok("installed", "hook executable", hook_exe.display().to_string());
+            r.ok(Tier::Installed, "hook executable", hook_exe.display().to_string());
             true
         }
         Err(e) => {
             r.fail(
-                "installed",
+                Tier::Installed,
                 "hook executable",
                 format!("{e:#}"),
                 format!(
@@ -282,47 +395,12 @@ fn check_host(host: Host, paths: &Paths, locate: &Locate, cwd: &Path) -> Report 
             false
         }
     };
-    let cli = match HostCli::locate(host, locate.host_cli.as_deref(), &paths.env) {
-        Ok(cli) => match cli.version() {
-            Ok(v) if host.tested_versions().contains(&v.as_str()) => {
-                r.ok(
-                    "installed",
-                    "host version",
-                    format!("{} {v} (tested)", cli.path.display()),
-                );
-                Some(cli)
-            }
-            Ok(v) => {
-                r.warn(
-                    "installed",
-                    "host version",
-                    format!("{} {v} is not covered by our tests", cli.path.display()),
-                    format!("tested: {}", host.tested_versions().join(", ")),
-                );
-                Some(cli)
-            }
-            Err(e) => {
-                r.fail(
-                    "installed",
-                    "host version",
-                    format!("{e:#}"),
-                    format!("reinstall {}", host.as_str()),
-                );
-                None
-            }
-        },
-        Err(e) => {
-            r.fail(
-                "installed",
-                "host CLI",
-                format!("{e:#}"),
-                format!("install {} or pass --host-cli", host.as_str()),
-            );
-            None
-        }
-    };
+    (manifest, hook_exe, exe_ok)
+}
 
-    if let Some(e) = manifest.as_ref().and_then(|m| m.host_entry.as_ref()) {
+/// Our entry in the host's own config (OpenCode's MCP entry, Claude Code's status line).
+fn check_host_entry(m: Option<&Manifest>, setup_cmd: &str, r: &mut Report) {
+    if let Some(e) = m.and_then(|m| m.host_entry.as_ref()) {
         let now = std::fs::read_to_string(&e.path)
             .ok()
             .and_then(|t| jsonc::get(&t, &e.parent, &e.key).ok().flatten());
@@ -335,350 +413,28 @@ fn check_host(host: Host, paths: &Paths, locate: &Locate, cwd: &Path) -> Report 
         let member = e.member();
         match now {
             Some(v) if value_digest(&v) == e.sha256 => {
-                r.ok("installed", name, format!("{member} in {}", e.path.display()))
+                r.ok(Tier::Installed, name, format!("{member} in {}", e.path.display()))
             }
             Some(_) => r.warn(
-                "installed",
+                Tier::Installed,
                 name,
                 format!("{member} in {} was changed since setup", e.path.display()),
-                &setup_cmd,
+                setup_cmd,
             ),
             None if optional => r.warn(
-                "installed",
+                Tier::Installed,
                 name,
                 format!("{member} is missing from {}", e.path.display()),
                 format!("{setup_cmd} --statusline"),
             ),
             None => r.fail(
-                "installed",
+                Tier::Installed,
                 name,
                 format!("{member} is missing from {}", e.path.display()),
-                &setup_cmd,
-            ),
-        }
-    }
-
-    // ---- activated
-    if let Some(cli) = &cli {
-        match host {
-            Host::ClaudeCode | Host::Codex => {
-                check_activated(host, cli, manifest.as_ref(), paths, &setup_cmd, &mut r);
-            }
-            Host::Pi | Host::Dsh | Host::OpenCode => {
-                check_activated_package(host, cli, manifest.as_ref(), paths, &setup_cmd, &mut r);
-            }
-        }
-    } else {
-        r.fail(
-            "activated",
-            "plugin enabled",
-            "cannot ask the host (no CLI)",
-            format!("install {}", host.as_str()),
-        );
-    }
-
-    // ---- server-ready
-    let settings = match paths.settings(host, None) {
-        Ok(s) => Some(s),
-        Err(e) => {
-            r.fail(
-                "server-ready",
-                "configuration",
-                format!("{e:#}"),
-                "fix that setting (see `powercontext-hooks --help`)",
-            );
-            None
-        }
-    };
-    let server_ok = settings
-        .as_ref()
-        .is_some_and(|s| check_server(host, s, paths, cwd, &mut r));
-
-    // ---- working
-    if exe_ok && settings.is_some() {
-        check_working(host, &hook_exe, cwd, server_ok, &mut r);
-    } else {
-        r.fail(
-            "working",
-            "hook round trip",
-            "skipped: executable or configuration broken",
-            "fix the lines above",
-        );
-    }
-    check_state(paths, &mut r);
-    check_firing(host, paths, &mut r);
-    r
-}
-
-fn check_activated(
-    host: Host,
-    cli: &HostCli,
-    m: Option<&Manifest>,
-    paths: &Paths,
-    setup_cmd: &str,
-    r: &mut Report,
-) {
-    match cli.plugin_enabled() {
-        Ok(Some(true)) => r.ok(
-            "activated",
-            "plugin enabled",
-            format!("{} lists {}", host.as_str(), install::PLUGIN_ID),
-        ),
-        Ok(Some(false)) => r.fail(
-            "activated",
-            "plugin enabled",
-            format!("{} is installed but disabled", install::PLUGIN_ID),
-            match host {
-                Host::ClaudeCode => "claude plugin enable powercontext@powercontext".to_owned(),
-                _ => setup_cmd.to_owned(),
-            },
-        ),
-        Ok(None) => r.fail(
-            "activated",
-            "plugin enabled",
-            format!(
-                "{} does not list {} (removed?)",
-                host.as_str(),
-                install::PLUGIN_ID
-            ),
-            setup_cmd,
-        ),
-        Err(e) => r.fail(
-            "activated",
-            "plugin enabled",
-            format!("{e:#}"),
-            format!("check that `{}` works", host.cli_name()),
-        ),
-    }
-    match (cli.marketplace_path(), m) {
-        (Ok(Some(p)), Some(m)) if p == m.plugin_dir => {
-            r.ok(
-                "activated",
-                "marketplace",
-                format!("`{}` → {}", install::MARKETPLACE, p.display()),
-            );
-        }
-        (Ok(Some(p)), None) => r.warn(
-            "activated",
-            "marketplace",
-            format!(
-                "`{}` → {} (another installer's source)",
-                install::MARKETPLACE,
-                p.display()
-            ),
-            "nothing to do when the official `powercontext setup` installed it",
-        ),
-        (Ok(Some(p)), _) => r.fail(
-            "activated",
-            "marketplace",
-            format!(
-                "`{}` points at {} (not our plugin folder)",
-                install::MARKETPLACE,
-                p.display()
-            ),
-            setup_cmd,
-        ),
-        (Ok(None), _) => r.fail(
-            "activated",
-            "marketplace",
-            format!("`{}` is not registered", install::MARKETPLACE),
-            setup_cmd,
-        ),
-        (Err(e), _) => r.fail("activated", "marketplace", format!("{e:#}"), setup_cmd),
-    }
-    if host == Host::Codex {
-        let want = m.and_then(|m| install::hook_command_shell(&m.hook_exe).ok());
-        match cli.codex_hooks(&paths.neutral_cwd()) {
-            Ok(hooks) if hooks.is_empty() => r.fail(
-                "activated",
-                "hook loaded",
-                "Codex loads no hook from our plugin (plugins or hooks feature off?)",
-                "set `[features] plugins = true` and `hooks = true` in Codex's config.toml",
-            ),
-            Ok(hooks) => {
-                if want
-                    .as_deref()
-                    .is_some_and(|w| hooks.iter().any(|h| h["command"] != w))
-                {
-                    r.fail(
-                        "activated",
-                        "hook loaded",
-                        "Codex runs an older copy of our hook command",
-                        setup_cmd,
-                    );
-                } else {
-                    r.ok(
-                        "activated",
-                        "hook loaded",
-                        format!("{} UserPromptSubmit hook(s)", hooks.len()),
-                    );
-                }
-                if hooks.iter().all(|h| h["trustStatus"] == "trusted") {
-                    r.ok("activated", "hook trusted", "Codex will run it");
-                } else {
-                    r.fail(
-                        "activated",
-                        "hook trusted",
-                        "untrusted: Codex skips it silently",
-                        if m.is_some() {
-                            format!("{setup_cmd} (records trust), or review it with /hooks in Codex")
-                        } else {
-                            // Installed by the official `powercontext setup codex`, which records no trust.
-                            "powercontext-hooks setup codex --trust-only, or review it with /hooks in Codex"
-                                .to_owned()
-                        },
-                    );
-                }
-            }
-            Err(e) => r.fail(
-                "activated",
-                "hook trusted",
-                format!("{e:#}"),
-                "check that `codex app-server` starts",
-            ),
-        }
-    }
-}
-
-/// Pi, DSH and OpenCode: does the host itself load our package?
-fn check_activated_package(
-    host: Host,
-    cli: &HostCli,
-    m: Option<&Manifest>,
-    paths: &Paths,
-    setup_cmd: &str,
-    r: &mut Report,
-) {
-    // Ours, or what the official `powercontext setup` installed (listed in clients.json).
-    let official_entry = official::clients_entry(host, &paths.env);
-    let (plugin_dir, profile) = match (m, &official_entry) {
-        (Some(m), _) => (m.plugin_dir.clone(), m.profile.clone()),
-        (None, Some((_, entry))) => (
-            official_package_dir(host, paths),
-            entry["profile"].as_str().map(str::to_owned),
-        ),
-        (None, None) => {
-            r.fail(
-                "activated",
-                "plugin loaded",
-                "not set up by powercontext-hooks",
-                setup_cmd,
-            );
-            return;
-        }
-    };
-    match host {
-        Host::Pi => match cli.pi_lists(&plugin_dir) {
-            Ok(true) => r.ok(
-                "activated",
-                "package listed",
-                format!("`pi list` shows {}", plugin_dir.display()),
-            ),
-            Ok(false) => r.fail(
-                "activated",
-                "package listed",
-                format!("`pi list` does not show {} (removed?)", plugin_dir.display()),
                 setup_cmd,
             ),
-            Err(e) => r.fail(
-                "activated",
-                "package listed",
-                format!("{e:#}"),
-                "check that `pi list` works",
-            ),
-        },
-        Host::Dsh => {
-            let profile = profile.as_deref().unwrap_or(install::DSH_DEFAULT_PROFILE);
-            match cli.dsh_has_plugin(profile) {
-                Ok(true) => r.ok(
-                    "activated",
-                    "plugin in config",
-                    format!(
-                        "`dsh --profile {profile} --dump-config` has `{}`",
-                        install::DSH_PLUGIN_ID
-                    ),
-                ),
-                Ok(false) => r.fail(
-                    "activated",
-                    "plugin in config",
-                    format!(
-                        "profile `{profile}` does not load `{}` (removed?)",
-                        install::DSH_PLUGIN_ID
-                    ),
-                    format!("{setup_cmd} --profile {profile}"),
-                ),
-                Err(e) => r.fail(
-                    "activated",
-                    "plugin in config",
-                    format!("{e:#}"),
-                    format!("check that `dsh --profile {profile} --dump-config` works"),
-                ),
-            }
-        }
-        _ => {
-            let work = install::install_dir(&paths.state_root, host).join("doctor-probe");
-            // The probe writes under `installs/<host>`: never through a planted link.
-            let probe =
-                install::check_install_dirs(&paths.state_root, host).and_then(|()| cli.opencode_probe(&work));
-            match probe {
-                Ok(p) => {
-                    if p.loaded {
-                        r.ok(
-                            "activated",
-                            "plugin loaded",
-                            "`opencode serve` ran our plugin (activation nonce seen)",
-                        );
-                    } else {
-                        r.fail(
-                            "activated",
-                            "plugin loaded",
-                            "`opencode serve` did not run our plugin (removed or disabled?)",
-                            setup_cmd,
-                        );
-                    }
-                    match p.mcp.as_deref() {
-                        Some("connected") => r.ok("activated", "mcp connected", "OpenCode reached the Server's /mcp"),
-                        Some(status) => r.warn(
-                            "activated",
-                            "mcp connected",
-                            format!("OpenCode reports our MCP entry as `{status}`"),
-                            "start the Server; after a token change, run `powercontext-hooks setup opencode` again (the entry reads the token setup saved)",
-                        ),
-                        None => r.warn(
-                            "activated",
-                            "mcp connected",
-                            "OpenCode does not know our MCP entry",
-                            setup_cmd,
-                        ),
-                    }
-                }
-                Err(e) => r.fail(
-                    "activated",
-                    "plugin loaded",
-                    format!("{e:#}"),
-                    "check that `opencode serve` starts",
-                ),
-            }
         }
     }
-}
-
-/// Where the official `powercontext setup pi` copies its package: `$POWERCONTEXT_HOME` (else
-/// `~/.local/share/powercontext`) `/plugins/pi`. Other hosts are found through their own CLI.
-fn official_package_dir(host: Host, paths: &Paths) -> PathBuf {
-    let data = paths
-        .env
-        .text("POWERCONTEXT_HOME")
-        .filter(|v| !v.trim().is_empty())
-        .map(PathBuf::from)
-        .or_else(|| {
-            paths
-                .env
-                .text("HOME")
-                .map(|h| Path::new(h).join(".local/share/powercontext"))
-        })
-        .unwrap_or_default();
-    data.join("plugins").join(host.as_str())
 }
 
 fn check_server(host: Host, s: &Settings, paths: &Paths, cwd: &Path, r: &mut Report) -> bool {
@@ -739,7 +495,7 @@ fn check_server(host: Host, s: &Settings, paths: &Paths, cwd: &Path, r: &mut Rep
         Ok(t) => t,
         Err(var) => {
             r.fail(
-                "server-ready",
+                Tier::ServerReady,
                 "transport",
                 format!("`{var}` is not a usable proxy"),
                 format!("fix or unset {var}"),
@@ -750,10 +506,10 @@ fn check_server(host: Host, s: &Settings, paths: &Paths, cwd: &Path, r: &mut Rep
     let start_hint = "start the Server (`powercontext server run`) or fix server_url";
     for (name, path) in [("live", "/health/live"), ("ready", "/health/ready")] {
         match transport.get(path) {
-            Ok(reply) if reply.status == 200 => r.ok("server-ready", name, format!("GET {path} 200")),
+            Ok(reply) if reply.status == 200 => r.ok(Tier::ServerReady, name, format!("GET {path} 200")),
             Ok(reply) => {
                 r.fail(
-                    "server-ready",
+                    Tier::ServerReady,
                     name,
                     format!("GET {path} answered {}", reply.status),
                     start_hint,
@@ -761,7 +517,7 @@ fn check_server(host: Host, s: &Settings, paths: &Paths, cwd: &Path, r: &mut Rep
                 return false;
             }
             Err(e) => {
-                r.fail("server-ready", name, format!("GET {path}: {e}"), start_hint);
+                r.fail(Tier::ServerReady, name, format!("GET {path}: {e}"), start_hint);
                 return false;
             }
         }
@@ -772,7 +528,7 @@ fn check_server(host: Host, s: &Settings, paths: &Paths, cwd: &Path, r: &mut Rep
     );
     match transport.get("/v1/scopes/default") {
         Ok(reply) if reply.status == 200 => r.ok(
-            "server-ready",
+            Tier::ServerReady,
             "auth accepted",
             if s.authorization.value.is_some() {
                 "token accepted"
@@ -786,12 +542,12 @@ fn check_server(host: Host, s: &Settings, paths: &Paths, cwd: &Path, r: &mut Rep
             } else {
                 format!("the Server requires a token ({})", reply.status)
             };
-            r.fail("server-ready", "auth accepted", detail, token_hint);
+            r.fail(Tier::ServerReady, "auth accepted", detail, token_hint);
             return false;
         }
         Ok(reply) => {
             r.fail(
-                "server-ready",
+                Tier::ServerReady,
                 "auth accepted",
                 format!("GET /v1/scopes/default answered {}", reply.status),
                 start_hint,
@@ -799,7 +555,7 @@ fn check_server(host: Host, s: &Settings, paths: &Paths, cwd: &Path, r: &mut Rep
             return false;
         }
         Err(e) => {
-            r.fail("server-ready", "auth accepted", format!("{e}"), start_hint);
+            r.fail(Tier::ServerReady, "auth accepted", format!("{e}"), start_hint);
             return false;
         }
     }
@@ -813,12 +569,16 @@ fn check_server(host: Host, s: &Settings, paths: &Paths, cwd: &Path, r: &mut Rep
     );
     match query.resolve(&transport) {
         Ok(_) => {
-            r.ok("server-ready", "scope resolves", format!("for {}", cwd.display()));
+            r.ok(
+                Tier::ServerReady,
+                "scope resolves",
+                format!("for {}", cwd.display()),
+            );
             true
         }
         Err(f) => {
             r.fail(
-                "server-ready",
+                Tier::ServerReady,
                 "scope resolves",
                 format!(
                     "{}{}",
@@ -855,13 +615,13 @@ fn check_sources(host: Host, s: &Settings, paths: &Paths, r: &mut Report) {
         .collect();
     if others.is_empty() {
         r.ok(
-            "server-ready",
+            Tier::ServerReady,
             "url sources agree",
             format!("{} source(s) set server_url", candidates.len()),
         );
     } else {
         r.warn(
-            "server-ready",
+            Tier::ServerReady,
             "url sources agree",
             format!(
                 "{chosen} ({}) wins, but {}",
@@ -873,7 +633,7 @@ fn check_sources(host: Host, s: &Settings, paths: &Paths, r: &mut Report) {
     }
     if !chosen.is_https() && !chosen.is_loopback() {
         r.warn(
-            "server-ready",
+            Tier::ServerReady,
             "plain http",
             format!("{chosen} is remote and unencrypted; allowed only by the consent the official CLI recorded for it"),
             "use https://",
@@ -884,7 +644,7 @@ fn check_sources(host: Host, s: &Settings, paths: &Paths, r: &mut Report) {
             official::credential(host, &paths.env, chosen)
     {
         r.warn(
-            "server-ready",
+            Tier::ServerReady,
             "saved token",
             format!("{} is not used: it {why}", path.display()),
             match why {
@@ -957,47 +717,14 @@ fn run_hook(
 
 /// The synthetic calls for a host: (arguments, stdin payload), run in order.
 fn synthetic_calls(host: Host, cwd: &Path) -> Vec<(Vec<&'static str>, Value)> {
-    const PROMPT: &str = "powercontext-hooks doctor: synthetic prompt";
-    let cwd_s = cwd.display().to_string();
     // A fresh session each run: hosts that recall once per turn must not skip the doctor's.
     let session = format!(
         "powercontext-hooks-doctor-{}-{}",
         std::process::id(),
         state::now_millis()
     );
-    match host {
-        Host::ClaudeCode | Host::Codex => {
-            let mut payload = json!({"hook_event_name": "UserPromptSubmit", "cwd": cwd_s, "prompt": PROMPT});
-            if host == Host::Codex {
-                payload["model"] = json!("doctor");
-            }
-            vec![(Vec::new(), payload)]
-        }
-        Host::Pi => vec![(
-            vec!["before-agent-start"],
-            json!({"prompt": PROMPT, "system_prompt": "doctor", "cwd": cwd_s,
-                   "session_id": session, "branch_roles": ["user"]}),
-        )],
-        Host::Dsh => vec![(
-            vec!["pre-step"],
-            json!({"session": {"id": session, "cwd": cwd_s}, "turn": 1, "step": 1,
-                   "messages": [{"source": {"kind": "user"}, "content": [{"type": "text", "text": PROMPT}]}]}),
-        )],
-        Host::OpenCode => vec![
-            (
-                vec!["prepare"],
-                json!({"session_id": session, "message_id": "msg_powercontext_doctor",
-                       "created_ms": state::now_millis(), "directory": cwd_s,
-                       "parts": [{"type": "text", "text": PROMPT, "synthetic": false}]}),
-            ),
-            (
-                vec!["inject"],
-                json!({"messages": [{"id": "msg_powercontext_doctor", "session_id": session,
-                                     "role": "user", "synthetic_texts": []}]}),
-            ),
-            (vec!["forget"], json!({"session_id": session})),
-        ],
-    }
+    let prompt = "powercontext-hooks doctor: synthetic prompt";
+    installer(host).synthetic_calls(&cwd.display().to_string(), &session, prompt)
 }
 
 /// The length of the context a host's answer line carries, if any.
@@ -1005,15 +732,7 @@ fn context_len(host: Host, stdout: &str) -> Option<usize> {
     stdout
         .lines()
         .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .find_map(|v| {
-            let text = match host {
-                Host::ClaudeCode | Host::Codex => &v["hookSpecificOutput"]["additionalContext"],
-                Host::Pi => &v["systemPrompt"],
-                Host::Dsh => &v["context"],
-                Host::OpenCode => &v["text"],
-            };
-            text.as_str().map(str::len)
-        })
+        .find_map(|v| installer(host).context(&v).as_str().map(str::len))
 }
 
 fn check_working(host: Host, exe: &Path, cwd: &Path, server_ok: bool, r: &mut Report) {
@@ -1031,7 +750,7 @@ fn check_working(host: Host, exe: &Path, cwd: &Path, server_ok: bool, r: &mut Re
             Ok(run) => run,
             Err(e) => {
                 r.fail(
-                    "working",
+                    Tier::Working,
                     "hook round trip",
                     format!("cannot run {}: {e}", exe.display()),
                     "reinstall powercontext-hooks",
@@ -1041,7 +760,7 @@ fn check_working(host: Host, exe: &Path, cwd: &Path, server_ok: bool, r: &mut Re
         };
         let Some(status) = status else {
             r.fail(
-                "working",
+                Tier::Working,
                 "hook round trip",
                 "the hook did not finish within 15 s",
                 "report a bug: hooks must stay within their budget",
@@ -1050,7 +769,7 @@ fn check_working(host: Host, exe: &Path, cwd: &Path, server_ok: bool, r: &mut Re
         };
         if !status.success() {
             r.fail(
-                "working",
+                Tier::Working,
                 "hook round trip",
                 format!("exit status {status} (hooks must exit 0)"),
                 "reinstall powercontext-hooks",
@@ -1087,7 +806,7 @@ fn check_working(host: Host, exe: &Path, cwd: &Path, server_ok: bool, r: &mut Re
             None => "empty context".to_owned(),
         };
         r.ok(
-            "working",
+            Tier::Working,
             "hook round trip",
             format!("prepare answered, {what}, in {elapsed} ms (capture off)"),
         );
@@ -1105,48 +824,19 @@ fn check_working(host: Host, exe: &Path, cwd: &Path, server_ok: bool, r: &mut Re
         } else {
             "fix the server-ready lines first"
         };
-        r.fail("working", "hook round trip", detail, fix);
+        r.fail(Tier::Working, "hook round trip", detail, fix);
     }
 }
 
 /// A host whose last run is older than this, while another host ran since, is reported.
 const QUIET_DAYS: u64 = 7;
 
-/// Why a set-up host may not be firing, and the fix: (likely causes, fix).
-fn silence_causes(host: Host) -> (&'static str, &'static str) {
-    match host {
-        Host::ClaudeCode => (
-            "the Claude Code plugin is disabled or was dropped by an upgrade (`claude plugin list`), or hooks are \
-             off (`disableAllHooks` in Claude Code's settings)",
-            "claude plugin enable powercontext@powercontext --scope user, or powercontext-hooks setup claude-code",
-        ),
-        Host::Codex => (
-            "Codex skips hooks whose trust is not recorded (or that changed since they were trusted), or the \
-             plugin was removed",
-            "powercontext-hooks setup codex (records trust for the current hook), or review it with /hooks in Codex",
-        ),
-        Host::OpenCode => (
-            "OpenCode did not load the plugin (another config directory, a config error, or the plugin file was \
-             removed)",
-            "powercontext-hooks setup opencode, then start OpenCode from a shell with the same environment",
-        ),
-        Host::Pi => (
-            "Pi does not load the extension (`pi list` does not show it, or Pi runs from another agent directory)",
-            "powercontext-hooks setup pi",
-        ),
-        Host::Dsh => (
-            "the plugin is not in the DSH profile you run (`dsh --profile <name>`)",
-            "powercontext-hooks setup dsh --profile <the profile you use>",
-        ),
-    }
-}
-
 /// Whether the host's hook is really running on the user's prompts: its last journal record
 /// against the time of setup (the manifest's mtime) and the other hosts' activity.
 fn check_firing(host: Host, paths: &Paths, r: &mut Report) {
     if journal::disabled(&paths.env) {
         r.warn(
-            "working",
+            Tier::Working,
             "firing",
             format!(
                 "the run journal is off ({}), so firing cannot be shown",
@@ -1163,14 +853,14 @@ fn check_firing(host: Host, paths: &Paths, r: &mut Report) {
         .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
         .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
     let records = journal::read(&paths.state_root, host);
-    let (causes, fix) = silence_causes(host);
+    let (causes, fix) = installer(host).silence_causes();
     let name = host.as_str();
     let Some(last) = records.last().filter(|l| setup_at.is_none_or(|s| l.at >= s)) else {
         let since = setup_at.map_or_else(String::new, |s| {
             format!(" (set up {})", crate::activity::ago(now, s))
         });
         r.warn(
-            "working",
+            Tier::Working,
             "firing",
             format!(
                 "{name} has not run our hook since setup{since}; if you have used {name} since, likely: {causes}"
@@ -1190,7 +880,7 @@ fn check_firing(host: Host, paths: &Paths, r: &mut Report) {
         && let Some((other, at)) = others_recent
     {
         r.warn(
-            "working",
+            Tier::Working,
             "firing",
             format!(
                 "{name} last ran our hook {} while {other} ran {}; likely: {causes}",
@@ -1204,7 +894,7 @@ fn check_firing(host: Host, paths: &Paths, r: &mut Report) {
     let since = now.saturating_sub(u64::try_from(journal::WINDOW.as_millis()).unwrap_or(u64::MAX));
     let day: Vec<_> = records.iter().filter(|x| x.at >= since).collect();
     r.ok(
-        "working",
+        Tier::Working,
         "firing",
         format!(
             "last ran {} ({} {}); {} run(s) in 24 h, {} failed",
@@ -1223,13 +913,13 @@ fn check_state(paths: &Paths, r: &mut Report) {
     for problem in dir.inspect(spool::DIR) {
         match problem {
             state::DirProblem::LooseMode => r.warn(
-                "working",
+                Tier::Working,
                 "state directory permissions",
                 problem.word().to_owned(),
                 problem.fix(),
             ),
             _ => r.fail(
-                "working",
+                Tier::Working,
                 "state directory permissions",
                 format!("{}: hooks run without local state", problem.word()),
                 problem.fix(),
@@ -1239,7 +929,7 @@ fn check_state(paths: &Paths, r: &mut Report) {
     let (corrupt, unsafe_files) = spool::set_aside_counts(&dir);
     if corrupt + unsafe_files > 0 {
         r.warn(
-            "working",
+            Tier::Working,
             "spool entries set aside",
             format!("{corrupt} unreadable, {unsafe_files} owned by another user or writable by others"),
             "never replayed: delete spool/*.corrupt and spool/*.unsafe in the state directory",
@@ -1260,23 +950,23 @@ fn check_state(paths: &Paths, r: &mut Report) {
             );
             if sum.entries > 0 || !p.is_empty() {
                 r.warn(
-                    "working",
+                    Tier::Working,
                     "ledger and spool",
                     detail,
                     "powercontext-hooks flush (delivers them now)",
                 );
             } else {
-                r.ok("working", "ledger and spool", detail);
+                r.ok(Tier::Working, "ledger and spool", detail);
             }
         }
         (Err(e), _) => r.fail(
-            "working",
+            Tier::Working,
             "ledger and spool",
             format!("ledger unreadable: {}", e.detail()),
             "powercontext-hooks status",
         ),
         (_, Err(e)) => r.fail(
-            "working",
+            Tier::Working,
             "ledger and spool",
             format!("spool unreadable: {e}"),
             "powercontext-hooks status",

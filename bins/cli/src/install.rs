@@ -1,7 +1,8 @@
-//! Install machinery shared by `setup`, `uninstall` and `doctor`: the embedded plugin templates,
-//! atomic file writes, the ownership manifest, byte-exact snapshots for rollback, and the
-//! line-preserving edit of our own config file. It never writes a file it was not asked to, never
-//! overwrites bytes it cannot restore, and never keeps a token anywhere but the config file.
+//! Install machinery shared by `setup`, `uninstall` and `doctor` (each host's own part is in
+//! `hosts/`): template rendering, atomic file writes, the ownership manifest, byte-exact snapshots
+//! for rollback, and the line-preserving edit of our own config file. It never writes a file it was
+//! not asked to, never overwrites bytes it cannot restore, and never keeps a token anywhere but the
+//! config file.
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -26,14 +27,12 @@ pub fn host_arg() -> impl clap::builder::TypedValueParser<Value = Host> {
         .map(|name: String| Host::parse(&name).expect("clap only passes a listed host name"))
 }
 
-/// What the CLI knows of each host beyond the core library: executables, templates, versions.
+/// What the CLI knows of each host beyond the core library: executables, versions.
 pub trait HostExt: Copy {
     /// Our hook executable's file name.
     fn hook_exe(self) -> &'static str;
     /// The host CLI's executable name.
     fn cli_name(self) -> &'static str;
-    /// Whether the host is wired through a Claude-style local marketplace.
-    fn uses_marketplace(self) -> bool;
     /// Host versions our real-host tests cover (the pins in tests/e2e/**/package.json).
     fn tested_versions(self) -> &'static [&'static str];
     /// The `{{hook_command}}` value: Claude Code and Codex hand it to `sh -c` inside a JSON
@@ -42,9 +41,6 @@ pub trait HostExt: Copy {
     /// # Errors
     /// A path that is not UTF-8.
     fn hook_command_value(self, exe: &Path) -> Result<String>;
-    /// The plugin folder template: (relative path, text with `{{…}}` placeholders). For OpenCode
-    /// the folder is OpenCode's own plugins folder.
-    fn templates(self) -> &'static [(&'static str, &'static str)];
 }
 
 impl HostExt for Host {
@@ -68,10 +64,6 @@ impl HostExt for Host {
         }
     }
 
-    fn uses_marketplace(self) -> bool {
-        matches!(self, Self::ClaudeCode | Self::Codex)
-    }
-
     fn tested_versions(self) -> &'static [&'static str] {
         match self {
             Self::ClaudeCode => &["2.1.332"],
@@ -83,112 +75,22 @@ impl HostExt for Host {
     }
 
     fn hook_command_value(self, exe: &Path) -> Result<String> {
-        if self.uses_marketplace() {
-            return hook_command_json(exe);
-        }
-        let path = exe
-            .to_str()
-            .with_context(|| format!("{} is not a UTF-8 path", exe.display()))?;
-        let quoted = serde_json::Value::String(path.to_owned()).to_string();
+        let command = match self {
+            Self::ClaudeCode | Self::Codex => hook_command_shell(exe)?,
+            _ => exe
+                .to_str()
+                .with_context(|| format!("{} is not a UTF-8 path", exe.display()))?
+                .to_owned(),
+        };
+        let quoted = serde_json::Value::String(command).to_string();
         Ok(quoted[1..quoted.len() - 1].to_owned())
     }
-
-    fn templates(self) -> &'static [(&'static str, &'static str)] {
-        match self {
-            Self::ClaudeCode => &[
-                (
-                    ".claude-plugin/marketplace.json",
-                    include_str!("../../../installers/claude-code/.claude-plugin/marketplace.json"),
-                ),
-                (
-                    ".claude-plugin/plugin.json",
-                    include_str!("../../../installers/claude-code/.claude-plugin/plugin.json"),
-                ),
-                (
-                    ".mcp.json",
-                    include_str!("../../../installers/claude-code/.mcp.json"),
-                ),
-                (
-                    "hooks/hooks.json",
-                    include_str!("../../../installers/claude-code/hooks/hooks.json"),
-                ),
-            ],
-            Self::Codex => &[
-                (
-                    ".agents/plugins/marketplace.json",
-                    include_str!("../../../installers/codex/.agents/plugins/marketplace.json"),
-                ),
-                (
-                    ".codex-plugin/plugin.json",
-                    include_str!("../../../installers/codex/.codex-plugin/plugin.json"),
-                ),
-                (".mcp.json", include_str!("../../../installers/codex/.mcp.json")),
-                (
-                    "hooks/hooks.json",
-                    include_str!("../../../installers/codex/hooks/hooks.json"),
-                ),
-            ],
-            Self::OpenCode => &[
-                (
-                    OPENCODE_PLUGIN_FILE,
-                    include_str!("../../../installers/opencode/powercontext-opencode.js"),
-                ),
-                // The official installer's ownership mark: its setup and doctor see this install.
-                (
-                    ".powercontext-opencode.json",
-                    "{\"schema\":1,\"owner\":\"powercontext\",\"integration\":\"opencode-plugin\"}\n",
-                ),
-            ],
-            Self::Pi => &[
-                (
-                    "package.json",
-                    include_str!("../../../installers/pi/package.json"),
-                ),
-                (
-                    "extensions/powercontext.ts",
-                    include_str!("../../../installers/pi/extensions/powercontext.ts"),
-                ),
-            ],
-            Self::Dsh => &[
-                (
-                    "package.json",
-                    include_str!("../../../installers/dsh/package.json"),
-                ),
-                (
-                    "cordis.patch.yml",
-                    include_str!("../../../installers/dsh/cordis.patch.yml"),
-                ),
-                ("index.js", include_str!("../../../installers/dsh/index.js")),
-            ],
-        }
-    }
 }
-
-/// OpenCode's plugin file name (as the official installer names it).
-pub const OPENCODE_PLUGIN_FILE: &str = "powercontext-opencode.js";
-/// The member of OpenCode's `mcp` object we own.
-pub const OPENCODE_MCP_KEY: &str = "powercontext";
-/// The package name `dsh plugin add` links into the profile.
-pub const DSH_PACKAGE: &str = "powercontext-dsh";
-/// The name of our Pi package (the official installer's too).
-pub const PI_PACKAGE: &str = "powercontext-pi";
-/// The cordis row id our DSH bundle inserts.
-pub const DSH_PLUGIN_ID: &str = "powercontext-dsh";
-/// The DSH profile setup uses when none is given (the official installer's choice).
-pub const DSH_DEFAULT_PROFILE: &str = "web";
 
 /// Plugin and marketplace name in both templates.
 pub const PLUGIN_ID: &str = "powercontext@powercontext";
 /// The marketplace name in both templates.
 pub const MARKETPLACE: &str = "powercontext";
-
-/// The `{{hook_command}}` value: the absolute path, shell-quoted only when needed, escaped for a
-/// JSON string (hosts hand the command to `sh -c`).
-pub fn hook_command_json(exe: &Path) -> Result<String> {
-    let shell = hook_command_shell(exe)?;
-    let quoted = serde_json::Value::String(shell).to_string();
-    Ok(quoted[1..quoted.len() - 1].to_owned())
-}
 
 /// The command line the host runs (before JSON escaping).
 pub fn hook_command_shell(exe: &Path) -> Result<String> {
@@ -227,19 +129,6 @@ pub fn mcp_headers_command(
         line.push_str(&hook_command_shell(Path::new(&format!("{name}={value}")))?);
     }
     Ok(line)
-}
-
-/// Codex's `.mcp.json` with our `http_headers_helper` added to the `powercontext` server.
-pub fn codex_mcp_with_helper(rendered: &str, helper: &str) -> Result<Vec<u8>> {
-    let mut v: serde_json::Value =
-        serde_json::from_str(rendered).context("internal error: Codex's .mcp.json template is not JSON")?;
-    let server = v["mcpServers"]["powercontext"]
-        .as_object_mut()
-        .context("internal error: Codex's .mcp.json template has no powercontext server")?;
-    server.insert("http_headers_helper".to_owned(), serde_json::Value::from(helper));
-    let mut bytes = serde_json::to_vec_pretty(&v)?;
-    bytes.push(b'\n');
-    Ok(bytes)
 }
 
 /// Renders a template, refusing to leave a placeholder behind.
@@ -911,7 +800,7 @@ mod tests {
             "'/opt/pc hooks/powercontext-hooks' mcp-headers codex --config /home/u/.config/powercontext-hooks/config.toml \
              --env 'CODEX_HOME=/home/u/my codex'"
         );
-        let mcp = codex_mcp_with_helper(
+        let mcp = crate::hosts::codex::mcp_with_helper(
             r#"{"mcpServers":{"powercontext":{"type":"http","url":"u"}}}"#,
             &line,
         )

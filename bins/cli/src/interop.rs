@@ -106,7 +106,7 @@ pub fn trust_only(args: &SetupArgs) -> Result<ExitCode> {
     let paths = Paths::resolve(&args.locate)?;
     let cli = HostCli::locate(host, args.locate.host_cli.as_deref(), &paths.env)?;
     let cwd = paths.neutral_cwd();
-    let hooks = cli.codex_hooks(&cwd)?;
+    let hooks = crate::hosts::codex::hooks(&cli, &cwd)?;
     if hooks.is_empty() {
         bail!(
             "Codex lists no hook of powercontext@powercontext: install the plugin first (powercontext setup codex --source DIR)"
@@ -170,13 +170,16 @@ pub fn trust_only(args: &SetupArgs) -> Result<ExitCode> {
     for (path, bytes) in &helpers {
         crate::install::write_atomic(path, bytes, false)?;
     }
-    let untrusted = cli
-        .codex_hooks(&cwd)?
+    let untrusted = crate::hosts::codex::hooks(&cli, &cwd)?
         .iter()
         .filter(|h| h["trustStatus"] != "trusted")
         .count();
-    let n = if untrusted == 0 { 0 } else { cli.codex_trust(&cwd)? };
-    let after = cli.codex_hooks(&cwd)?;
+    let n = if untrusted == 0 {
+        0
+    } else {
+        crate::hosts::codex::trust(&cli, &cwd)?
+    };
+    let after = crate::hosts::codex::hooks(&cli, &cwd)?;
     if after.iter().any(|h: &Value| h["trustStatus"] != "trusted") {
         bail!("codex still lists an untrusted powercontext hook after recording trust");
     }
@@ -200,10 +203,10 @@ pub fn trust_only(args: &SetupArgs) -> Result<ExitCode> {
 /// Codex drops the MCP connection. Each cached `.mcp.json` whose helper is that one (or none) gets
 /// ours instead, `env_http_headers` and every other key kept. A helper of anyone else is left.
 fn codex_helper_changes(paths: &Paths) -> Result<Vec<(PathBuf, Vec<u8>)>> {
-    let Some(home) = paths.host_home(Host::Codex) else {
+    let Some(home) = crate::hosts::installer(Host::Codex).home(&paths.env) else {
         return Ok(Vec::new());
     };
-    let helper = crate::setup::codex_headers_helper(paths)?;
+    let helper = crate::hosts::codex::headers_helper(paths)?;
     let mut out = Vec::new();
     let Ok(markets) = std::fs::read_dir(home.join("plugins/cache")) else {
         return Ok(out);

@@ -10,9 +10,43 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+/// A closed set of words (doctor's tiers and verdicts, setup's file actions): one enum whose
+/// `Display` (padding honoured) and `Serialize` both give the word, spelled once.
+macro_rules! words {
+    ($(#[$m:meta])* $vis:vis enum $name:ident { $($v:ident => $w:literal),+ $(,)? }) => {
+        $(#[$m])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        $vis enum $name {
+            $(#[doc = $w] $v),+
+        }
+
+        impl $name {
+            /// The word.
+            pub const fn as_str(self) -> &'static str {
+                match self {
+                    $(Self::$v => $w),+
+                }
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.pad(self.as_str())
+            }
+        }
+
+        impl serde::Serialize for $name {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.serialize_str(self.as_str())
+            }
+        }
+    };
+}
+
 mod activity;
 mod doctor;
 mod host_cli;
+mod hosts;
 mod install;
 mod interop;
 mod jsonc;

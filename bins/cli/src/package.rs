@@ -65,7 +65,7 @@ fn json_bytes(v: &Value) -> Vec<u8> {
 }
 
 fn rendered(host: Host, rel: &str, values: &[(&str, &str)]) -> Result<String> {
-    let (_, template) = host
+    let (_, template) = crate::hosts::installer(host)
         .templates()
         .iter()
         .find(|(r, _)| *r == rel)
@@ -175,7 +175,7 @@ fn items(bin_dir: &Path) -> Result<Vec<Item>> {
                 )?;
                 put(
                     ".mcp.json",
-                    install::codex_mcp_with_helper(&rendered(host, ".mcp.json", &values)?, &helper)?,
+                    crate::hosts::codex::mcp_with_helper(&rendered(host, ".mcp.json", &values)?, &helper)?,
                 );
             }
             Host::OpenCode => {
@@ -193,7 +193,7 @@ fn items(bin_dir: &Path) -> Result<Vec<Item>> {
                 );
                 put(
                     "lib/index.js",
-                    rendered(host, install::OPENCODE_PLUGIN_FILE, &values)?.into_bytes(),
+                    rendered(host, crate::hosts::opencode::PLUGIN_FILE, &values)?.into_bytes(),
                 );
                 put("lib/tui.js", OPENCODE_TUI.as_bytes().to_vec());
             }

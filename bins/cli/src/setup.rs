@@ -14,11 +14,11 @@ use powercontext_hooks_core::env::{Env, EnvValue};
 use serde_json::{Value, json};
 
 use crate::host_cli::HostCli;
+use crate::hosts::installer;
 use crate::install::{
     self, Host, HostExt, Journal, Manifest, OwnedConfig, OwnedEntry, OwnedFile, Registrations, digest,
     toml_string,
 };
-use crate::jsonc;
 
 /// Test-only fault injection: fail right after the named step (files, config, mcp, marketplace,
 /// plugin, trust, verify) to prove the rollback.
@@ -132,37 +132,6 @@ impl Paths {
         self.bin_dir.join(host.hook_exe())
     }
 
-    /// The host's config home (Claude: `$CLAUDE_CONFIG_DIR` or `~/.claude`; Codex: `$CODEX_HOME`
-    /// or `~/.codex`; Pi: `$PI_CODING_AGENT_DIR` or `~/.pi/agent`; DSH: `$DSH_HOME` or `~/.dsh`;
-    /// OpenCode: `$XDG_CONFIG_HOME/opencode` or `~/.config/opencode` — setup asks `opencode`).
-    pub fn host_home(&self, host: Host) -> Option<PathBuf> {
-        let (var, rel) = match host {
-            Host::ClaudeCode => ("CLAUDE_CONFIG_DIR", ".claude"),
-            Host::Codex => ("CODEX_HOME", ".codex"),
-            Host::Pi => ("PI_CODING_AGENT_DIR", ".pi/agent"),
-            Host::Dsh => ("DSH_HOME", ".dsh"),
-            Host::OpenCode => {
-                if let Some(x) = self.env.text("XDG_CONFIG_HOME").filter(|v| v.starts_with('/')) {
-                    return Some(Path::new(x).join("opencode"));
-                }
-                ("", ".config/opencode")
-            }
-        };
-        if let Some(v) = self.env.text(var).filter(|v| !v.is_empty() && !var.is_empty()) {
-            return Some(PathBuf::from(v));
-        }
-        self.env
-            .text("HOME")
-            .filter(|h| !h.is_empty())
-            .map(|h| Path::new(h).join(rel))
-    }
-
-    /// A DSH profile's directory.
-    pub fn dsh_profile_dir(&self, profile: &str) -> Option<PathBuf> {
-        self.host_home(Host::Dsh)
-            .map(|h| h.join("profiles").join(profile))
-    }
-
     /// A directory to run host CLIs from (their listings are not about a project).
     pub fn neutral_cwd(&self) -> PathBuf {
         self.env
@@ -246,18 +215,28 @@ fn read_token(args: &SetupArgs, env: &Env) -> Result<Option<(Authorization, Stri
     Ok(Some((auth, source)))
 }
 
+words! {
+    /// What setup does to one planned file.
+    pub(crate) enum Action {
+        Create => "create",
+        Keep => "keep",
+        Update => "update",
+        Private => "private",
+    }
+}
+
 /// A planned change to one file.
 #[derive(Debug)]
-struct FileChange {
-    path: PathBuf,
-    bytes: Vec<u8>,
-    action: &'static str,
-    private: bool,
+pub(crate) struct FileChange {
+    pub path: PathBuf,
+    pub bytes: Vec<u8>,
+    pub action: Action,
+    pub private: bool,
 }
 
 /// A planned host CLI call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Step {
+pub(crate) enum Step {
     /// Remove the `powercontext` marketplace and plugin another installer registered.
     Replace,
     Marketplace,
@@ -277,40 +256,46 @@ impl Step {
     }
 }
 
-struct Plan {
-    host: Host,
-    cli: HostCli,
-    host_version: String,
-    tested: bool,
-    plugin_dir: PathBuf,
-    hook_exe: PathBuf,
-    files: Vec<FileChange>,
-    config: Option<(FileChange, OwnedConfig)>,
+/// Everything setup will do for one host, decided before anything is written.
+pub(crate) struct Plan {
+    pub host: Host,
+    pub cli: HostCli,
+    pub host_version: String,
+    pub tested: bool,
+    pub plugin_dir: PathBuf,
+    pub hook_exe: PathBuf,
+    /// The resolved server URL.
+    pub url: String,
+    /// The token from the flags, and the one the hook will send (flags, else settings).
+    pub token: Option<Authorization>,
+    pub authorization: Option<Authorization>,
+    pub files: Vec<FileChange>,
+    pub config: Option<(FileChange, OwnedConfig)>,
     /// The user's own `authorization` line, kept owner-only for uninstall.
-    prior_authorization: Option<FileChange>,
+    pub prior_authorization: Option<FileChange>,
     /// A member added to the host's own config (OpenCode's MCP entry).
-    host_entry: Option<(FileChange, OwnedEntry)>,
+    pub host_entry: Option<(FileChange, OwnedEntry)>,
     /// Owned host entry to keep recording when unchanged.
-    kept_entry: Option<OwnedEntry>,
+    pub kept_entry: Option<OwnedEntry>,
     /// OpenCode: the owner-only header file its MCP entry reads (holds the token).
-    mcp_header_file: Option<FileChange>,
+    pub mcp_header_file: Option<FileChange>,
     /// OpenCode: a header file no longer referenced (no token any more).
-    drop_mcp_header_file: Option<PathBuf>,
+    pub drop_mcp_header_file: Option<PathBuf>,
     /// Pi: the official installer's `powercontext-pi` packages `--take-over` removes.
-    pi_replace: Vec<PathBuf>,
+    pub pi_replace: Vec<PathBuf>,
     /// DSH profile.
-    profile: Option<String>,
-    steps: Vec<Step>,
+    pub profile: Option<String>,
+    pub steps: Vec<Step>,
     /// The files the official CLI reads.
-    shared: crate::shared_files::SharedPlan,
-    settings_lines: Vec<(String, String, String)>,
-    warnings: Vec<String>,
-    previous: Option<Manifest>,
+    pub shared: crate::shared_files::SharedPlan,
+    pub settings_lines: Vec<(String, String, String)>,
+    pub warnings: Vec<String>,
+    pub previous: Option<Manifest>,
 }
 
 impl Plan {
     fn changes(&self) -> bool {
-        self.files.iter().any(|f| f.action != "keep")
+        self.files.iter().any(|f| f.action != Action::Keep)
             || self.config.is_some()
             || self.host_entry.is_some()
             || self.mcp_header_file.is_some()
@@ -320,63 +305,7 @@ impl Plan {
     }
 
     fn step_command(&self, step: Step) -> String {
-        let dir = self.plugin_dir.display().to_string();
-        match (self.host, step) {
-            (Host::ClaudeCode, Step::Replace) => format!(
-                "{}; {}",
-                self.cli
-                    .display(&["plugin", "uninstall", install::PLUGIN_ID, "--scope", "user"]),
-                self.cli
-                    .display(&["plugin", "marketplace", "remove", install::MARKETPLACE])
-            ),
-            (Host::Dsh, Step::Replace) => {
-                let profile = self.profile.as_deref().unwrap_or(install::DSH_DEFAULT_PROFILE);
-                self.cli
-                    .display(&["plugin", "--profile", profile, "remove", install::DSH_PACKAGE])
-            }
-            (Host::Pi, Step::Replace) => self
-                .pi_replace
-                .iter()
-                .map(|p| self.cli.display(&["remove", &p.display().to_string()]))
-                .collect::<Vec<_>>()
-                .join("; "),
-            (_, Step::Replace) => format!(
-                "{}; {}",
-                self.cli
-                    .display(&["plugin", "remove", install::PLUGIN_ID, "--json"]),
-                self.cli
-                    .display(&["plugin", "marketplace", "remove", install::MARKETPLACE, "--json"])
-            ),
-            (Host::ClaudeCode, Step::Marketplace) => {
-                self.cli
-                    .display(&["plugin", "marketplace", "add", &dir, "--scope", "user"])
-            }
-            (Host::ClaudeCode, Step::Install) => {
-                self.cli
-                    .display(&["plugin", "install", install::PLUGIN_ID, "--scope", "user"])
-            }
-            (Host::ClaudeCode, Step::Enable) => {
-                self.cli
-                    .display(&["plugin", "enable", install::PLUGIN_ID, "--scope", "user"])
-            }
-            (Host::Codex, Step::Marketplace) => {
-                self.cli
-                    .display(&["plugin", "marketplace", "add", &dir, "--json"])
-            }
-            (Host::Codex, Step::Install | Step::Enable) => {
-                self.cli.display(&["plugin", "add", install::PLUGIN_ID, "--json"])
-            }
-            (Host::Pi, _) => self.cli.display(&["install", &dir]),
-            (Host::Dsh, _) => {
-                let profile = self.profile.as_deref().unwrap_or(install::DSH_DEFAULT_PROFILE);
-                self.cli.display(&["plugin", "--profile", profile, "add", &dir])
-            }
-            (Host::OpenCode, _) => String::new(),
-            (_, Step::Trust) => format!(
-                "{} app-server: hooks/list, then config/batchWrite hooks.state (trust our hook's current hash)",
-                self.cli.path.display()
-            ),
-        }
+        installer(self.host).describe(self, step)
     }
 
     fn to_json(&self) -> Value {
@@ -464,6 +393,35 @@ fn origin_text(o: &Origin) -> String {
 }
 
 fn build_plan(args: &SetupArgs, host: Host, paths: &Paths) -> Result<Plan> {
+    let locate = || -> Result<(HostCli, String)> {
+        let cli = HostCli::locate(host, args.locate.host_cli.as_deref(), &paths.env)?;
+        let version = cli.version()?;
+        Ok((cli, version))
+    };
+    let mut plan = plan_ours(args, host, paths, locate)?;
+    // 4. Host registrations and entries in the host's own config, through the host's CLI.
+    installer(host).plan(args, paths, &mut plan)?;
+    plan.shared = crate::shared_files::plan(
+        host,
+        &paths.env,
+        &plan.url,
+        plan.token.as_ref(),
+        args.capture_prompts,
+        plan.previous.as_ref().map(|m| &m.shared),
+        &install::install_dir(&paths.state_root, host),
+    )?;
+    Ok(plan)
+}
+
+/// The part of the plan that is ours alone: inputs, our plugin folder and our config file.
+/// `locate` finds the host CLI and its version (after the inputs are validated).
+pub(crate) fn plan_ours(
+    args: &SetupArgs,
+    host: Host,
+    paths: &Paths,
+    locate: impl FnOnce() -> Result<(HostCli, String)>,
+) -> Result<Plan> {
+    let inst = installer(host);
     // 1. Inputs, validated before anything else.
     let server_url = match &args.server_url {
         Some(u) => Some(BaseUrl::parse(u).map_err(|p| anyhow!("--server-url: {p}"))?),
@@ -480,8 +438,7 @@ fn build_plan(args: &SetupArgs, host: Host, paths: &Paths) -> Result<Plan> {
 
     let hook_exe = paths.hook_exe(host);
     check_hook_exe(&hook_exe)?;
-    let cli = HostCli::locate(host, args.locate.host_cli.as_deref(), &paths.env)?;
-    let host_version = cli.version()?;
+    let (cli, host_version) = locate()?;
     let tested = host.tested_versions().contains(&host_version.as_str());
     if !tested {
         warnings.push(format!(
@@ -533,27 +490,7 @@ fn build_plan(args: &SetupArgs, host: Host, paths: &Paths) -> Result<Plan> {
 
     // 2. Our plugin folder, rendered; same-name files we do not own stop everything.
     let previous = install::load_manifest(&paths.state_root, host)?;
-    let profile = match (host, &args.profile) {
-        (Host::Dsh, Some(p)) => {
-            if p.is_empty()
-                || p.starts_with('.')
-                || !p
-                    .bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b))
-            {
-                bail!("--profile: a DSH profile name is letters, digits, `.`, `_` and `-`");
-            }
-            Some(p.clone())
-        }
-        (Host::Dsh, None) => Some(
-            previous
-                .as_ref()
-                .and_then(|m| m.profile.clone())
-                .unwrap_or_else(|| install::DSH_DEFAULT_PROFILE.to_owned()),
-        ),
-        (_, Some(_)) => bail!("--profile is for dsh only"),
-        (_, None) => None,
-    };
+    let profile = inst.profile(args, previous.as_ref())?;
     if args.statusline && host != Host::ClaudeCode {
         bail!("--statusline is for claude-code only");
     }
@@ -564,21 +501,13 @@ fn build_plan(args: &SetupArgs, host: Host, paths: &Paths) -> Result<Plan> {
             "dsh is set up in profile `{old}`; run `powercontext-hooks uninstall dsh` first to move it to `{p}`"
         );
     }
-    let opencode_config = if host == Host::OpenCode {
-        Some(cli.opencode_paths()?["config"].clone())
-    } else {
-        None
-    };
-    let plugin_dir = match &opencode_config {
-        Some(c) => c.join("plugins"),
-        None => install::install_dir(&paths.state_root, host).join("plugin"),
-    };
+    let plugin_dir = inst.plugin_dir(&cli, &install::install_dir(&paths.state_root, host))?;
     let hook_command = host.hook_command_value(&hook_exe)?;
     let url = settings.server_url.value.as_str().to_owned();
     let version = env!("CARGO_PKG_VERSION");
     let mut files = Vec::new();
     let mut conflicts = Vec::new();
-    for (rel, template) in host.templates() {
+    for (rel, template) in inst.templates() {
         let path = plugin_dir.join(rel);
         let text = install::render(
             template,
@@ -588,14 +517,10 @@ fn build_plan(args: &SetupArgs, host: Host, paths: &Paths) -> Result<Plan> {
                 ("version", version),
             ],
         )?;
-        let bytes = if host == Host::Codex && *rel == ".mcp.json" {
-            install::codex_mcp_with_helper(&text, &codex_headers_helper(paths)?)?
-        } else {
-            text.into_bytes()
-        };
+        let bytes = inst.file_bytes(rel, text, paths)?;
         let action = match install::read_opt(&path)? {
-            None => "create",
-            Some(old) if old == bytes => "keep",
+            None => Action::Create,
+            Some(old) if old == bytes => Action::Keep,
             Some(old) => {
                 let owned = previous
                     .as_ref()
@@ -604,7 +529,7 @@ fn build_plan(args: &SetupArgs, host: Host, paths: &Paths) -> Result<Plan> {
                 if !owned {
                     conflicts.push(path.clone());
                 }
-                "update"
+                Action::Update
             }
         };
         files.push(FileChange {
@@ -614,20 +539,8 @@ fn build_plan(args: &SetupArgs, host: Host, paths: &Paths) -> Result<Plan> {
             private: false,
         });
     }
-    // OpenCode: the official installer's plugin file, marked as PowerContext's by its ownership
-    // file, may be replaced with --take-over (the plan says so; a failure restores it).
-    if host == Host::OpenCode && args.take_over && !conflicts.is_empty() {
-        let mark = plugin_dir.join(".powercontext-opencode.json");
-        let official = install::read_opt(&mark)?
-            .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
-            .is_some_and(|v| v["owner"] == "powercontext");
-        if official {
-            warnings.push(format!(
-                "taking over: the official installer's {} is replaced (not restored by uninstall)",
-                plugin_dir.join(install::OPENCODE_PLUGIN_FILE).display()
-            ));
-            conflicts.clear();
-        }
+    if args.take_over && !conflicts.is_empty() && inst.takes_over_files(&plugin_dir, &mut warnings)? {
+        conflicts.clear();
     }
     if !conflicts.is_empty() {
         let list: Vec<String> = conflicts.iter().map(|p| p.display().to_string()).collect();
@@ -679,7 +592,7 @@ fn build_plan(args: &SetupArgs, host: Host, paths: &Paths) -> Result<Plan> {
                         path: install::install_dir(&paths.state_root, host)
                             .join(install::PRIOR_AUTHORIZATION_FILE),
                         bytes: format!("{line}\n").into_bytes(),
-                        action: "create",
+                        action: Action::Create,
                         private: true,
                     });
                 }
@@ -706,7 +619,11 @@ fn build_plan(args: &SetupArgs, host: Host, paths: &Paths) -> Result<Plan> {
         } else {
             Some((
                 FileChange {
-                    action: if old.is_some() { "update" } else { "create" },
+                    action: if old.is_some() {
+                        Action::Update
+                    } else {
+                        Action::Create
+                    },
                     path,
                     bytes: new_text.into_bytes(),
                     private: token.is_some(),
@@ -716,168 +633,10 @@ fn build_plan(args: &SetupArgs, host: Host, paths: &Paths) -> Result<Plan> {
         }
     };
 
-    // 4. Host registrations, through the host's own CLI.
-    let mut steps = Vec::new();
-    let mut host_entry = None;
-    let mut kept_entry = None;
-    let mut mcp_header_file = None;
-    let mut drop_mcp_header_file = None;
-    let mut pi_replace = Vec::new();
-    match host {
-        Host::Pi => {
-            // Pi tells local packages apart by path: the official installer's `powercontext-pi`
-            // would load beside ours (recall and capture twice).
-            pi_replace = cli.pi_other_powercontext(&plugin_dir)?;
-            if !pi_replace.is_empty() {
-                let list: Vec<String> = pi_replace.iter().map(|p| p.display().to_string()).collect();
-                if !args.take_over {
-                    bail!(
-                        "Pi already has another {} package ({}) — the official installer's; both would load. \
-                         Pass --take-over to replace it, or remove it first (pi remove <path>), then run setup again",
-                        install::PI_PACKAGE,
-                        list.join(", ")
-                    );
-                }
-                warnings.push(format!(
-                    "taking over: Pi's other {} package ({}) is removed (not restored by uninstall)",
-                    install::PI_PACKAGE,
-                    list.join(", ")
-                ));
-                steps.push(Step::Replace);
-            }
-            if !cli.pi_lists(&plugin_dir)? {
-                steps.push(Step::Install);
-            }
-        }
-        Host::Dsh => {
-            let p = profile.as_deref().unwrap_or(install::DSH_DEFAULT_PROFILE);
-            let dir = paths
-                .dsh_profile_dir(p)
-                .context("cannot find DSH's home: set HOME or DSH_HOME")?;
-            match dsh_dependency(&dir)? {
-                None => steps.push(Step::Install),
-                Some(spec) if spec == format!("link:{}", plugin_dir.display()) => {}
-                Some(spec) if args.take_over => {
-                    warnings.push(format!(
-                        "taking over: DSH profile `{p}`'s `{}` package ({spec}) is replaced (not restored by uninstall)",
-                        install::DSH_PACKAGE
-                    ));
-                    steps.push(Step::Replace);
-                    steps.push(Step::Install);
-                }
-                Some(spec) => bail!(
-                    "DSH profile `{p}` already has a package `{}` ({spec}) — not ours. Remove it first \
-                     (dsh plugin --profile {p} remove {}), or pass --take-over, then run setup again",
-                    install::DSH_PACKAGE,
-                    install::DSH_PACKAGE
-                ),
-            }
-        }
-        Host::OpenCode => {
-            let config_dir = opencode_config.as_deref().context("no OpenCode config dir")?;
-            let mut want = json!({"type": "remote", "url": format!("{url}/mcp"), "enabled": true});
-            // The token the hooks send, for OpenCode's own MCP client: the entry names an
-            // owner-only file (OpenCode substitutes `{file:…}`), never the token itself.
-            let header_file =
-                install::install_dir(&paths.state_root, host).join(install::MCP_AUTHORIZATION_FILE);
-            let mcp_token = token
-                .as_ref()
-                .map(|(a, _)| a.clone())
-                .or_else(|| settings.authorization.value.clone());
-            match mcp_token {
-                Some(auth) => {
-                    want["headers"] = json!({"Authorization": opencode_file_reference(&header_file)?});
-                    let bytes = format!("{}\n", auth.header_value()).into_bytes();
-                    if install::read_opt(&header_file)?.as_deref() != Some(&bytes[..]) {
-                        mcp_header_file = Some(FileChange {
-                            path: header_file,
-                            bytes,
-                            action: "private",
-                            private: true,
-                        });
-                    }
-                }
-                None if header_file.exists() => drop_mcp_header_file = Some(header_file),
-                None => {}
-            }
-            (host_entry, kept_entry) = plan_opencode_mcp(config_dir, &want, previous.as_ref())?;
-        }
-        Host::ClaudeCode => {
-            // Once installed, a re-run keeps the status line in step (the CLI may have moved).
-            if args.statusline || previous.as_ref().is_some_and(|m| m.host_entry.is_some()) {
-                let home = paths
-                    .host_home(host)
-                    .context("cannot find Claude Code's configuration directory: set HOME")?;
-                let want = statusline_value()?;
-                (host_entry, kept_entry) = plan_statusline(
-                    &home.join("settings.json"),
-                    &want,
-                    previous.as_ref(),
-                    &mut warnings,
-                )?;
-            }
-        }
-        Host::Codex => {}
-    }
-    let mut replacing = false;
-    if host.uses_marketplace() {
-        match cli.marketplace_path()? {
-            Some(p) if p == plugin_dir => {}
-            Some(p) if args.take_over => {
-                warnings.push(format!(
-                    "taking over: the `{}` marketplace from {} and its plugin are replaced (not restored by uninstall)",
-                    install::MARKETPLACE,
-                    p.display()
-                ));
-                steps.push(Step::Replace);
-                steps.push(Step::Marketplace);
-                replacing = true;
-            }
-            Some(p) => bail!(
-                "{} already has a marketplace named `{}` from {} — not ours. Remove it first ({}), or pass --take-over, then run setup again",
-                host.as_str(),
-                install::MARKETPLACE,
-                p.display(),
-                match host {
-                    Host::Codex => "codex plugin marketplace remove powercontext",
-                    _ => "claude plugin marketplace remove powercontext",
-                }
-            ),
-            None => steps.push(Step::Marketplace),
-        }
-    }
-    let files_change = files.iter().any(|f| f.action != "keep");
-    if host.uses_marketplace() {
-        match cli.plugin_enabled()? {
-            _ if replacing => steps.push(Step::Install),
-            None => steps.push(Step::Install),
-            // Codex runs a cached copy of the plugin: a changed folder has to be added again.
-            Some(_) if host == Host::Codex && files_change => steps.push(Step::Install),
-            Some(false) => steps.push(Step::Enable),
-            Some(true) => {}
-        }
-        if host == Host::Codex {
-            let needs_trust = steps.contains(&Step::Install)
-                || cli
-                    .codex_hooks(&paths.neutral_cwd())?
-                    .iter()
-                    .any(|h| h["trustStatus"] != "trusted");
-            if needs_trust {
-                steps.push(Step::Trust);
-            }
-        }
-    }
-
-    let shared = crate::shared_files::plan(
-        host,
-        &paths.env,
-        &url,
-        token.as_ref().map(|(a, _)| a),
-        args.capture_prompts,
-        previous.as_ref().map(|m| &m.shared),
-        &install::install_dir(&paths.state_root, host),
-    )?;
-
+    let authorization = token
+        .as_ref()
+        .map(|(a, _)| a.clone())
+        .or_else(|| settings.authorization.value.clone());
     Ok(Plan {
         host,
         cli,
@@ -885,307 +644,34 @@ fn build_plan(args: &SetupArgs, host: Host, paths: &Paths) -> Result<Plan> {
         tested,
         plugin_dir,
         hook_exe,
+        url,
+        token: token.map(|(a, _)| a),
+        authorization,
         files,
         config,
         prior_authorization,
-        host_entry,
-        kept_entry,
-        mcp_header_file,
-        drop_mcp_header_file,
-        pi_replace,
+        host_entry: None,
+        kept_entry: None,
+        mcp_header_file: None,
+        drop_mcp_header_file: None,
+        pi_replace: Vec::new(),
         profile,
-        steps,
-        shared,
+        steps: Vec::new(),
+        shared: crate::shared_files::SharedPlan::default(),
         settings_lines,
         warnings,
         previous,
     })
 }
 
-/// Codex's MCP headers helper: our CLI's `mcp-headers codex`, with our config file and the
-/// location variables this setup saw named on the line (Codex gives a helper only HOME and PATH).
-pub fn codex_headers_helper(paths: &Paths) -> Result<String> {
-    let cli = std::env::current_exe().context("cannot locate this program")?;
-    let env: Vec<(&str, &str)> = crate::interop::LOCATION_VARS
-        .iter()
-        .filter_map(|n| {
-            paths
-                .env
-                .text(n)
-                .filter(|v| !v.trim().is_empty())
-                .map(|v| (*n, v))
-        })
-        .collect();
-    install::mcp_headers_command(&cli, Host::Codex, paths.config_path.as_deref(), &env)
-}
-
-/// `{file:<path>}` for OpenCode's config substitution, which takes everything up to the first
-/// `}` and reads the JSON text before parsing it: a path it would cut or mangle is refused.
-fn opencode_file_reference(path: &Path) -> Result<String> {
-    let text = path
-        .to_str()
-        .filter(|t| !t.chars().any(|c| c.is_control() || "{}\"\\".contains(c)))
-        .with_context(|| {
-            format!(
-                "OpenCode cannot read a file reference to {} (it holds `{{`, `}}`, a quote, a backslash or a control \
-                 character): set POWERCONTEXT_HOOKS_STATE_DIR to a plain path",
-                path.display()
-            )
-        })?;
-    Ok(format!("{{file:{text}}}"))
-}
-
-/// The spec of our package in a DSH profile's `package.json` dependencies, if any.
-pub fn dsh_dependency(profile_dir: &Path) -> Result<Option<String>> {
-    let path = profile_dir.join("package.json");
-    let Some(bytes) = install::read_opt(&path)? else {
-        return Ok(None);
-    };
-    let v: Value =
-        serde_json::from_slice(&bytes).with_context(|| format!("{} is not valid JSON", path.display()))?;
-    Ok(v["dependencies"][install::DSH_PACKAGE]
-        .as_str()
-        .map(str::to_owned))
-}
-
-/// OpenCode's global config files, in the order OpenCode merges them.
-pub const OPENCODE_CONFIG_FILES: [&str; 3] = ["config.json", "opencode.json", "opencode.jsonc"];
-
 /// `sha256:` of a JSON value's compact form (how the manifest identifies our MCP entry).
 pub fn value_digest(v: &Value) -> String {
     digest(v.to_string().as_bytes())
 }
 
-type EntryPlan = (Option<(FileChange, OwnedEntry)>, Option<OwnedEntry>);
-
-/// Plans OpenCode's `mcp.powercontext`: added to the config file OpenCode reads last (created
-/// when there is none), updated only while it is still what we wrote, refused when it is not ours.
-fn plan_opencode_mcp(config_dir: &Path, want: &Value, previous: Option<&Manifest>) -> Result<EntryPlan> {
-    let owned = previous.and_then(|m| m.host_entry.clone());
-    let (parent, key) = ("mcp", install::OPENCODE_MCP_KEY);
-    let mut existing = Vec::new();
-    for name in OPENCODE_CONFIG_FILES {
-        let path = config_dir.join(name);
-        if let Some(bytes) = install::read_opt(&path)? {
-            let text = String::from_utf8(bytes).map_err(|_| anyhow!("{} is not UTF-8", path.display()))?;
-            jsonc::parse(&text).with_context(|| {
-                format!("cannot read {} (OpenCode's config): fix it first", path.display())
-            })?;
-            existing.push((path, text));
-        }
-    }
-    for (path, text) in &existing {
-        let Some(current) = jsonc::get(text, parent, key)? else {
-            continue;
-        };
-        let ours = owned
-            .as_ref()
-            .filter(|o| &o.path == path && o.sha256 == value_digest(&current));
-        let Some(o) = ours else {
-            bail!(
-                "refusing to overwrite `{parent}.{key}` in {}: powercontext-hooks did not write it (or it changed since). \
-                 Remove that entry, then run setup again",
-                path.display()
-            );
-        };
-        if &current == want {
-            return Ok((None, Some(o.clone())));
-        }
-        let new = jsonc::replace(text, parent, key, want)?;
-        let entry = OwnedEntry {
-            sha256: value_digest(want),
-            ..o.clone()
-        };
-        let change = FileChange {
-            path: path.clone(),
-            bytes: new.into_bytes(),
-            action: "update",
-            private: false,
-        };
-        return Ok((Some((change, entry)), None));
-    }
-    let (path, text, created_file) = match existing.pop() {
-        Some((p, t)) => (p, t, false),
-        None => (config_dir.join("opencode.json"), "{}\n".to_owned(), true),
-    };
-    let (new, inserted) = jsonc::insert(&text, parent, key, want)?;
-    let entry = OwnedEntry {
-        path: path.clone(),
-        parent: parent.to_owned(),
-        key: key.to_owned(),
-        sha256: value_digest(want),
-        created_file,
-        inserted,
-    };
-    let change = FileChange {
-        path,
-        bytes: new.into_bytes(),
-        action: if created_file { "create" } else { "update" },
-        private: false,
-    };
-    Ok((Some((change, entry)), None))
-}
-
-/// The `statusLine` member of Claude Code's settings: our CLI's `statusline` command.
-fn statusline_value() -> Result<Value> {
-    let exe = std::env::current_exe().context("cannot locate this program")?;
-    let command = format!("{} statusline", install::hook_command_shell(&exe)?);
-    Ok(json!({"type": "command", "command": command, "padding": 0}))
-}
-
-/// Plans Claude Code's top-level `statusLine` in `settings.json`: added when there is none,
-/// updated only while it is still what we wrote. A status line the user has is never replaced:
-/// setup goes on without ours and says so.
-fn plan_statusline(
-    settings: &Path,
-    want: &Value,
-    previous: Option<&Manifest>,
-    warnings: &mut Vec<String>,
-) -> Result<EntryPlan> {
-    let key = install::STATUSLINE_KEY;
-    let owned = previous.and_then(|m| m.host_entry.clone());
-    let text = match install::read_opt(settings)? {
-        Some(bytes) => {
-            let text =
-                String::from_utf8(bytes).map_err(|_| anyhow!("{} is not UTF-8", settings.display()))?;
-            jsonc::parse(&text).with_context(|| {
-                format!(
-                    "cannot read {} (Claude Code's settings): fix it first",
-                    settings.display()
-                )
-            })?;
-            Some(text)
-        }
-        None => None,
-    };
-    if let Some(text) = &text
-        && let Some(current) = jsonc::get(text, "", key)?
-    {
-        let ours = owned
-            .as_ref()
-            .filter(|o| o.path == settings && o.sha256 == value_digest(&current));
-        let Some(o) = ours else {
-            warnings.push(format!(
-                "Claude Code already has a status line (`{key}` in {}); it is kept and ours is not installed",
-                settings.display()
-            ));
-            return Ok((None, None));
-        };
-        if &current == want {
-            return Ok((None, Some(o.clone())));
-        }
-        let entry = OwnedEntry {
-            sha256: value_digest(want),
-            ..o.clone()
-        };
-        let change = FileChange {
-            path: settings.to_path_buf(),
-            bytes: jsonc::replace(text, "", key, want)?.into_bytes(),
-            action: "update",
-            private: false,
-        };
-        return Ok((Some((change, entry)), None));
-    }
-    let (text, created_file) = match text {
-        Some(t) => (t, false),
-        None => ("{}\n".to_owned(), true),
-    };
-    let (new, inserted) = jsonc::insert(&text, "", key, want)?;
-    let entry = OwnedEntry {
-        path: settings.to_path_buf(),
-        parent: String::new(),
-        key: key.to_owned(),
-        sha256: value_digest(want),
-        created_file,
-        inserted,
-    };
-    let change = FileChange {
-        path: settings.to_path_buf(),
-        bytes: new.into_bytes(),
-        action: if created_file { "create" } else { "update" },
-        private: false,
-    };
-    Ok((Some((change, entry)), None))
-}
-
 fn fault(env: &Env, step: &str) -> Result<()> {
     if env.text(FAULT_VAR) == Some(step) {
         bail!("injected fault after step `{step}` ({FAULT_VAR})");
-    }
-    Ok(())
-}
-
-/// Host files the host CLI may change: snapshotted so a failed run restores them byte for byte.
-fn journal_host_files(journal: &mut Journal, plan: &Plan, paths: &Paths, home: &Path) -> Result<()> {
-    let (files, dirs): (Vec<PathBuf>, Vec<PathBuf>) = match plan.host {
-        Host::ClaudeCode => (
-            vec![
-                home.join("settings.json"),
-                home.join("plugins/known_marketplaces.json"),
-                home.join("plugins/installed_plugins.json"),
-            ],
-            vec![
-                home.join("plugins/cache/powercontext"),
-                home.join("plugins/data/powercontext-powercontext"),
-            ],
-        ),
-        Host::Codex => (
-            vec![home.join("config.toml")],
-            vec![
-                home.join("plugins/cache/powercontext"),
-                home.join("plugins/data/powercontext-powercontext"),
-                // Codex keeps a per-hook trust record here besides `hooks.state`.
-                home.join(".hook-trust"),
-            ],
-        ),
-        // `pi install <dir>` records the folder in the agent settings, nothing else.
-        Host::Pi => (vec![home.join("settings.json")], Vec::new()),
-        // `dsh plugin add` initializes the profile if needed and runs pnpm in it (which also
-        // creates its content store); `--dump-config` boots the profile.
-        Host::Dsh => {
-            let profile = home
-                .join("profiles")
-                .join(plan.profile.as_deref().unwrap_or(install::DSH_DEFAULT_PROFILE));
-            let nm = profile.join("node_modules");
-            let data = paths
-                .env
-                .text("XDG_DATA_HOME")
-                .filter(|d| d.starts_with('/'))
-                .map(PathBuf::from)
-                .or_else(|| paths.env.text("HOME").map(|h| Path::new(h).join(".local/share")));
-            let mut dirs = vec![
-                profile.clone(),
-                nm.clone(),
-                nm.join(".pnpm"),
-                home.join("profiles/node_modules"),
-            ];
-            dirs.extend(data.map(|d| d.join("pnpm/store")));
-            (
-                [
-                    "package.json",
-                    "pnpm-lock.yaml",
-                    "pnpm-workspace.yaml",
-                    "cordis.patch.yml",
-                    "cordis.yml",
-                    "node_modules/.modules.yaml",
-                    "node_modules/.pnpm-workspace-state-v1.json",
-                    "node_modules/.pnpm/lock.yaml",
-                ]
-                .iter()
-                .map(|f| profile.join(f))
-                .collect(),
-                dirs,
-            )
-        }
-        Host::OpenCode => (Vec::new(), Vec::new()),
-    };
-    for f in &files {
-        journal.created_dirs_of(f);
-        journal.file(f)?;
-    }
-    for d in &dirs {
-        journal.created_dirs_of(d);
-        journal.dir(d);
     }
     Ok(())
 }
@@ -1231,13 +717,22 @@ fn apply_inner(plan: &Plan, paths: &Paths, journal: &mut Journal) -> Result<Regi
     let install_dir = install::install_dir(&paths.state_root, plan.host);
     crate::shared_files::journal(&plan.shared, journal, &install_dir)?;
     if !plan.steps.is_empty() {
-        let home = paths
-            .host_home(plan.host)
+        let home = installer(plan.host)
+            .home(&paths.env)
             .context("cannot find the host's configuration directory: set HOME")?;
-        journal_host_files(journal, plan, paths, &home)?;
+        // Host files the host CLI may change: snapshotted so a failed run restores them byte for byte.
+        let (files, dirs) = installer(plan.host).host_files(plan, paths, &home);
+        for f in &files {
+            journal.created_dirs_of(f);
+            journal.file(f)?;
+        }
+        for d in &dirs {
+            journal.created_dirs_of(d);
+            journal.dir(d);
+        }
     }
 
-    for f in plan.files.iter().filter(|f| f.action != "keep") {
+    for f in plan.files.iter().filter(|f| f.action != Action::Keep) {
         install::write_atomic(&f.path, &f.bytes, f.private)?;
     }
     fault(env, "files")?;
@@ -1282,74 +777,8 @@ fn apply_inner(plan: &Plan, paths: &Paths, journal: &mut Journal) -> Result<Regi
         .as_ref()
         .map(|m| m.registrations.clone())
         .unwrap_or_default();
-    let dir = plan.plugin_dir.display().to_string();
     for step in &plan.steps {
-        match (plan.host, step) {
-            (Host::ClaudeCode, Step::Replace) => {
-                if plan.cli.plugin_enabled()?.is_some() {
-                    plan.cli
-                        .run_ok(&["plugin", "uninstall", install::PLUGIN_ID, "--scope", "user"])?;
-                }
-                plan.cli
-                    .run_ok(&["plugin", "marketplace", "remove", install::MARKETPLACE])?;
-            }
-            (Host::Codex, Step::Replace) => {
-                if plan.cli.plugin_enabled()?.is_some() {
-                    plan.cli
-                        .run_ok(&["plugin", "remove", install::PLUGIN_ID, "--json"])?;
-                }
-                plan.cli
-                    .run_ok(&["plugin", "marketplace", "remove", install::MARKETPLACE, "--json"])?;
-            }
-            (Host::ClaudeCode, Step::Marketplace) => {
-                plan.cli
-                    .run_ok(&["plugin", "marketplace", "add", &dir, "--scope", "user"])?;
-                regs.marketplace = true;
-            }
-            (Host::ClaudeCode, Step::Install) => {
-                plan.cli
-                    .run_ok(&["plugin", "install", install::PLUGIN_ID, "--scope", "user"])?;
-                regs.plugin = true;
-            }
-            (Host::ClaudeCode, Step::Enable) => {
-                plan.cli
-                    .run_ok(&["plugin", "enable", install::PLUGIN_ID, "--scope", "user"])?;
-            }
-            (Host::Codex, Step::Marketplace) => {
-                plan.cli
-                    .run_ok(&["plugin", "marketplace", "add", &dir, "--json"])?;
-                regs.marketplace = true;
-            }
-            (Host::Codex, Step::Install | Step::Enable) => {
-                plan.cli
-                    .run_ok(&["plugin", "add", install::PLUGIN_ID, "--json"])?;
-                regs.plugin = true;
-            }
-            (Host::Codex, Step::Trust) => {
-                plan.cli.codex_trust(&paths.neutral_cwd())?;
-                regs.trust = true;
-            }
-            (Host::Pi, Step::Replace) => {
-                for p in &plan.pi_replace {
-                    plan.cli.run_ok(&["remove", &p.display().to_string()])?;
-                }
-            }
-            (Host::Pi, _) => {
-                plan.cli.run_ok(&["install", &dir])?;
-                regs.plugin = true;
-            }
-            (Host::Dsh, Step::Replace) => {
-                let profile = plan.profile.as_deref().unwrap_or(install::DSH_DEFAULT_PROFILE);
-                plan.cli
-                    .run_ok(&["plugin", "--profile", profile, "remove", install::DSH_PACKAGE])?;
-            }
-            (Host::Dsh, _) => {
-                let profile = plan.profile.as_deref().unwrap_or(install::DSH_DEFAULT_PROFILE);
-                plan.cli.run_ok(&["plugin", "--profile", profile, "add", &dir])?;
-                regs.plugin = true;
-            }
-            (Host::ClaudeCode | Host::OpenCode, _) => {}
-        }
+        installer(plan.host).run_step(plan, paths, *step, &mut regs)?;
         fault(env, step.name())?;
     }
 
@@ -1360,65 +789,7 @@ fn apply_inner(plan: &Plan, paths: &Paths, journal: &mut Journal) -> Result<Regi
     fault(env, "official")?;
 
     // Verify the host really lists it, before declaring success.
-    match plan.host {
-        Host::ClaudeCode | Host::Codex => {
-            if plan.cli.plugin_enabled()? != Some(true) {
-                bail!(
-                    "{} does not list {} as enabled after setup",
-                    plan.host.as_str(),
-                    install::PLUGIN_ID
-                );
-            }
-        }
-        Host::Pi => {
-            if !plan.cli.pi_lists(&plan.plugin_dir)? {
-                bail!(
-                    "`pi list` does not show {} after setup",
-                    plan.plugin_dir.display()
-                );
-            }
-        }
-        Host::Dsh => {
-            let profile = plan.profile.as_deref().unwrap_or(install::DSH_DEFAULT_PROFILE);
-            if !plan.cli.dsh_has_plugin(profile)? {
-                bail!(
-                    "`dsh --profile {profile} --dump-config` has no `{}` row after setup",
-                    install::DSH_PLUGIN_ID
-                );
-            }
-        }
-        // Loading is proven by `doctor opencode` (a short `opencode serve`); here the config
-        // OpenCode reads must still parse and hold our entry.
-        Host::OpenCode => {
-            if let Some((f, o)) = &plan.host_entry {
-                let text = std::fs::read_to_string(&f.path)?;
-                let v = jsonc::get(&text, &o.parent, &o.key)?;
-                if v.as_ref().map(value_digest) != Some(o.sha256.clone()) {
-                    bail!("{} does not hold our MCP entry after setup", f.path.display());
-                }
-            }
-        }
-    }
-    if plan.host == Host::ClaudeCode
-        && let Some((f, o)) = &plan.host_entry
-    {
-        // `claude plugin …` rewrites settings.json: our status line must have survived it.
-        let text = std::fs::read_to_string(&f.path)?;
-        if jsonc::get(&text, &o.parent, &o.key)?.as_ref().map(value_digest) != Some(o.sha256.clone()) {
-            bail!("{} does not hold our status line after setup", f.path.display());
-        }
-    }
-    if plan.host == Host::Codex {
-        let hooks = plan.cli.codex_hooks(&paths.neutral_cwd())?;
-        let want = install::hook_command_shell(&plan.hook_exe)?;
-        if hooks.is_empty()
-            || hooks
-                .iter()
-                .any(|h| h["trustStatus"] != "trusted" || h["command"] != want.as_str())
-        {
-            bail!("codex does not show our hook as trusted and current after setup");
-        }
-    }
+    installer(plan.host).verify(plan, paths)?;
     fault(env, "verify")?;
 
     let manifest = Manifest {
@@ -1522,11 +893,8 @@ pub fn setup(args: &SetupArgs) -> Result<ExitCode> {
 fn next_steps(plan: &Plan) {
     println!("next: powercontext-hooks doctor {}", plan.host.as_str());
     println!("undo: powercontext-hooks uninstall {}", plan.host.as_str());
-    if plan.host == Host::Codex {
-        println!(
-            "note: Codex runs only trusted hooks; setup recorded trust for this exact hook. If you edit the plugin, \
-             run setup again (or review it with /hooks in Codex)."
-        );
+    if let Some(note) = installer(plan.host).note() {
+        println!("note: {note}");
     }
 }
 
@@ -1538,20 +906,4 @@ pub fn fail(json_out: bool, e: &anyhow::Error) -> Result<ExitCode> {
         eprintln!("powercontext-hooks: error: {e:#}");
     }
     Ok(ExitCode::from(1))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn opencode_file_references_refuse_paths_its_substitution_would_cut() {
-        assert_eq!(
-            opencode_file_reference(Path::new("/home/u/.local/state/x/mcp-authorization")).unwrap(),
-            "{file:/home/u/.local/state/x/mcp-authorization}"
-        );
-        for bad in ["/a}b/f", "/a{b/f", "/a\"b/f", "/a\\b/f", "/a\nb/f"] {
-            assert!(opencode_file_reference(Path::new(bad)).is_err(), "{bad:?}");
-        }
-    }
 }

@@ -12,9 +12,10 @@ use clap::Args;
 use serde_json::json;
 
 use crate::host_cli::HostCli;
-use crate::install::{self, Host, HostExt, Manifest, digest};
+use crate::hosts::{Undo, installer};
+use crate::install::{self, digest};
 use crate::jsonc;
-use crate::setup::{Locate, Paths, dsh_dependency, fail, value_digest};
+use crate::setup::{Locate, Paths, fail, value_digest};
 
 /// `uninstall <host>`.
 #[derive(Debug, Args)]
@@ -76,49 +77,17 @@ fn run(args: &UninstallArgs) -> Result<(Vec<String>, Vec<String>)> {
     let dry = args.dry_run;
 
     // 1. Host registrations first: if the host CLI fails, nothing else has changed yet.
-    if manifest.registrations.plugin && matches!(host, Host::Pi | Host::Dsh) {
+    if manifest.registrations.plugin || manifest.registrations.marketplace {
         let cli = HostCli::locate(host, args.locate.host_cli.as_deref(), &paths.env)?;
-        unregister_package(host, &cli, &manifest, &paths, dry, &mut actions)?;
-    }
-    if host.uses_marketplace() && (manifest.registrations.plugin || manifest.registrations.marketplace) {
-        let cli = HostCli::locate(host, args.locate.host_cli.as_deref(), &paths.env)?;
-        if manifest.registrations.plugin && cli.plugin_enabled()?.is_some() {
-            let a: &[&str] = match host {
-                Host::Codex => &["plugin", "remove", install::PLUGIN_ID, "--json"],
-                _ => &["plugin", "uninstall", install::PLUGIN_ID, "--scope", "user"],
-            };
-            actions.push(format!("run     {}", cli.display(a)));
-            if !dry {
-                cli.run_ok(a)?;
-            }
-        }
-        if manifest.registrations.marketplace {
-            match cli.marketplace_path()? {
-                Some(p) if p == manifest.plugin_dir => {
-                    let a: &[&str] = match host {
-                        Host::Codex => &["plugin", "marketplace", "remove", install::MARKETPLACE, "--json"],
-                        _ => &["plugin", "marketplace", "remove", install::MARKETPLACE],
-                    };
-                    actions.push(format!("run     {}", cli.display(a)));
-                    if !dry {
-                        cli.run_ok(a)?;
-                    }
-                }
-                Some(p) => kept.push(format!(
-                    "marketplace `powercontext` now points at {} (not ours)",
-                    p.display()
-                )),
-                None if host == Host::Codex && !dry => {
-                    // `codex plugin list` shows a marketplace only while it lists a plugin; the
-                    // remove command is idempotent, so run it for the source we added.
-                    let a = ["plugin", "marketplace", "remove", install::MARKETPLACE, "--json"];
-                    if cli.run(&a)?.ok {
-                        actions.push(format!("run     {}", cli.display(&a)));
-                    }
-                }
-                None => {}
-            }
-        }
+        let mut undo = Undo {
+            cli: &cli,
+            paths: &paths,
+            dry,
+            actions: Vec::new(),
+            kept: Vec::new(),
+        };
+        installer(host).unregister(&manifest, &mut undo)?;
+        (actions, kept) = (undo.actions, undo.kept);
     }
 
     // 2. Our files, only while they still hold what we wrote.
@@ -136,7 +105,11 @@ fn run(args: &UninstallArgs) -> Result<(Vec<String>, Vec<String>)> {
         }
     }
     // OpenCode's plugins folder is OpenCode's, not ours.
-    if !dry && host != Host::OpenCode {
+    if !dry
+        && manifest
+            .plugin_dir
+            .starts_with(install::install_dir(&paths.state_root, host))
+    {
         remove_empty_dirs(&manifest.plugin_dir);
     }
 
@@ -271,67 +244,4 @@ fn remove_empty_dirs(dir: &Path) {
         }
     }
     let _ = fs::remove_dir(dir);
-}
-
-/// Pi and DSH: undo `pi install <dir>` / `dsh plugin add <dir>`, only while the host still has
-/// our folder registered.
-fn unregister_package(
-    host: Host,
-    cli: &HostCli,
-    m: &Manifest,
-    paths: &Paths,
-    dry: bool,
-    actions: &mut Vec<String>,
-) -> Result<()> {
-    let dir = m.plugin_dir.display().to_string();
-    if host == Host::Pi {
-        if cli.pi_lists(&m.plugin_dir)? {
-            let a = ["remove", dir.as_str()];
-            actions.push(format!("run     {}", cli.display(&a)));
-            if !dry {
-                cli.run_ok(&a)?;
-            }
-        }
-        return Ok(());
-    }
-    let profile = m.profile.as_deref().unwrap_or(install::DSH_DEFAULT_PROFILE);
-    let Some(profile_dir) = paths.dsh_profile_dir(profile) else {
-        return Ok(());
-    };
-    if dsh_dependency(&profile_dir)?.as_deref() == Some(format!("link:{dir}").as_str()) {
-        let a = ["plugin", "--profile", profile, "remove", install::DSH_PACKAGE];
-        actions.push(format!("run     {}", cli.display(&a)));
-        if !dry {
-            cli.run_ok(&a)?;
-        }
-    }
-    // pnpm's hoisted linker leaves the link behind; it would dangle once our folder is gone.
-    let link = profile_dir.join("node_modules").join(install::DSH_PACKAGE);
-    let ours = fs::symlink_metadata(&link).is_ok_and(|md| md.file_type().is_symlink())
-        && fs::read_link(&link).is_ok_and(|t| {
-            let target = link.parent().map_or(t.clone(), |p| p.join(&t));
-            normalize(&target) == normalize(&m.plugin_dir)
-        });
-    if ours {
-        actions.push(format!("remove  {}", link.display()));
-        if !dry {
-            fs::remove_file(&link).with_context(|| format!("cannot remove {}", link.display()))?;
-        }
-    }
-    Ok(())
-}
-
-/// Resolves `.` and `..` lexically (the link target may not exist any more).
-fn normalize(p: &Path) -> std::path::PathBuf {
-    let mut out = std::path::PathBuf::new();
-    for c in p.components() {
-        match c {
-            std::path::Component::ParentDir => {
-                out.pop();
-            }
-            std::path::Component::CurDir => {}
-            c => out.push(c),
-        }
-    }
-    out
 }

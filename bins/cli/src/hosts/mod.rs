@@ -1,0 +1,300 @@
+//! One installer per host: the [`Installer`] trait and [`installer`], which setup, uninstall and
+//! doctor ask for everything that differs between hosts (templates, plan, host CLI calls,
+//! unregistering, activation checks, synthetic doctor calls). It owns no shared mechanics (plans,
+//! journals, manifests, file writes stay in setup and install) and never writes a file itself.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Result;
+use powercontext_hooks_core::env::Env;
+use powercontext_hooks_core::official;
+use serde_json::Value;
+
+use crate::doctor::{Report, Tier};
+use crate::host_cli::HostCli;
+use crate::install::{self, Host, Manifest, OwnedEntry, Registrations};
+use crate::jsonc;
+use crate::setup::{Action, FileChange, Paths, Plan, SetupArgs, Step, value_digest};
+
+mod claude_code;
+pub(crate) mod codex;
+mod dsh;
+mod marketplace;
+pub(crate) mod opencode;
+mod pi;
+
+/// What setup, uninstall and doctor need to know of one host.
+pub(crate) trait Installer: Sync {
+    /// The plugin folder template: (relative path, text with `{{…}}` placeholders).
+    fn templates(&self) -> &'static [(&'static str, &'static str)];
+
+    /// The host's config home when the environment names none of its own.
+    fn home(&self, env: &Env) -> Option<PathBuf>;
+
+    /// `--profile`, validated (only DSH has profiles).
+    fn profile(&self, args: &SetupArgs, _previous: Option<&Manifest>) -> Result<Option<String>> {
+        if args.profile.is_some() {
+            anyhow::bail!("--profile is for dsh only");
+        }
+        Ok(None)
+    }
+
+    /// Where the plugin folder goes: ours under `installs/<host>/plugin` unless the host decides.
+    fn plugin_dir(&self, _cli: &HostCli, install_dir: &Path) -> Result<PathBuf> {
+        Ok(install_dir.join("plugin"))
+    }
+
+    /// A rendered template file's bytes.
+    fn file_bytes(&self, _rel: &str, text: String, _paths: &Paths) -> Result<Vec<u8>> {
+        Ok(text.into_bytes())
+    }
+
+    /// Whether `--take-over` may replace same-name files we do not own in `plugin_dir`.
+    fn takes_over_files(&self, _plugin_dir: &Path, _warnings: &mut Vec<String>) -> Result<bool> {
+        Ok(false)
+    }
+
+    /// This host's part of setup's plan: registrations, host config entries, warnings.
+    fn plan(&self, args: &SetupArgs, paths: &Paths, plan: &mut Plan) -> Result<()>;
+
+    /// The host CLI calls one planned step makes (argument lists).
+    fn commands(&self, _plan: &Plan, _step: Step) -> Vec<Vec<String>> {
+        Vec::new()
+    }
+
+    /// One planned step as the plan prints it.
+    fn describe(&self, plan: &Plan, step: Step) -> String {
+        describe_calls(&plan.cli, &self.commands(plan, step))
+    }
+
+    /// Runs one planned step, recording the registrations it made.
+    fn run_step(&self, plan: &Plan, _paths: &Paths, step: Step, regs: &mut Registrations) -> Result<()> {
+        run_all(&plan.cli, &self.commands(plan, step))?;
+        regs.plugin |= step != Step::Replace;
+        Ok(())
+    }
+
+    /// Host files and folders the host CLI may change (snapshotted for rollback).
+    fn host_files(&self, _plan: &Plan, _paths: &Paths, _home: &Path) -> (Vec<PathBuf>, Vec<PathBuf>) {
+        (Vec::new(), Vec::new())
+    }
+
+    /// Proves the host really took the install, before setup declares success.
+    fn verify(&self, plan: &Plan, paths: &Paths) -> Result<()>;
+
+    /// A line printed after setup, if the host needs one.
+    fn note(&self) -> Option<&'static str> {
+        None
+    }
+
+    /// Undoes the registrations setup made, through the host CLI (a dry run only lists them).
+    fn unregister(&self, _m: &Manifest, _undo: &mut Undo<'_>) -> Result<()> {
+        Ok(())
+    }
+
+    /// Doctor's activated tier: does the host itself list, trust or load our plugin?
+    fn check_activated(&self, a: &Activation<'_>, r: &mut Report);
+
+    /// Doctor's synthetic hook calls: (arguments, stdin payload), run in order.
+    fn synthetic_calls(&self, cwd: &str, session: &str, prompt: &str) -> Calls;
+
+    /// Where the context sits in one line of the hook's answer.
+    fn context<'a>(&self, answer: &'a Value) -> &'a Value;
+
+    /// Why a set-up host may not be firing, and the fix: (likely causes, fix).
+    fn silence_causes(&self) -> (&'static str, &'static str);
+}
+
+/// Doctor's synthetic hook calls: (arguments, stdin payload).
+pub(crate) type Calls = Vec<(Vec<&'static str>, Value)>;
+
+/// The installer of one host.
+pub(crate) fn installer(host: Host) -> &'static dyn Installer {
+    match host {
+        Host::ClaudeCode => &claude_code::ClaudeCode,
+        Host::Codex => &codex::Codex,
+        Host::OpenCode => &opencode::OpenCode,
+        Host::Pi => &pi::Pi,
+        Host::Dsh => &dsh::Dsh,
+    }
+}
+
+/// Uninstall's undoing of host registrations: what it did (or would do) and what it left.
+pub(crate) struct Undo<'a> {
+    pub cli: &'a HostCli,
+    pub paths: &'a Paths,
+    /// Only list what would be done.
+    pub dry: bool,
+    /// `run …`, `remove …` lines.
+    pub actions: Vec<String>,
+    /// What was left because it is not ours any more.
+    pub kept: Vec<String>,
+}
+
+impl Undo<'_> {
+    /// Runs (unless dry) and lists one host CLI call.
+    pub fn run(&mut self, a: &[&str]) -> Result<()> {
+        self.actions.push(format!("run     {}", self.cli.display(a)));
+        if !self.dry {
+            self.cli.run_ok(a)?;
+        }
+        Ok(())
+    }
+}
+
+/// What doctor's activation check works from.
+pub(crate) struct Activation<'a> {
+    pub cli: &'a HostCli,
+    /// Our manifest; `None` when the official installer set the host up.
+    pub manifest: Option<&'a Manifest>,
+    pub paths: &'a Paths,
+    /// `powercontext-hooks setup <host>`, the usual fix.
+    pub setup_cmd: &'a str,
+}
+
+/// Planned host CLI calls as the plan prints them.
+fn describe_calls(cli: &HostCli, calls: &[Vec<String>]) -> String {
+    let shown: Vec<String> = calls
+        .iter()
+        .map(|a| cli.display(&a.iter().map(String::as_str).collect::<Vec<_>>()))
+        .collect();
+    shown.join("; ")
+}
+
+/// An argument list as owned strings.
+fn argv(a: &[&str]) -> Vec<String> {
+    a.iter().map(|s| (*s).to_owned()).collect()
+}
+
+/// Runs planned host CLI calls in order, each required to succeed.
+fn run_all(cli: &HostCli, calls: &[Vec<String>]) -> Result<()> {
+    for a in calls {
+        cli.run_ok(&a.iter().map(String::as_str).collect::<Vec<_>>())?;
+    }
+    Ok(())
+}
+
+/// A host's config home: `$var` when set, else `~/<rel>`.
+fn home_from(env: &Env, var: &str, rel: &str) -> Option<PathBuf> {
+    if let Some(v) = env.text(var).filter(|v| !v.is_empty() && !var.is_empty()) {
+        return Some(PathBuf::from(v));
+    }
+    env.text("HOME")
+        .filter(|h| !h.is_empty())
+        .map(|h| Path::new(h).join(rel))
+}
+
+/// A planned member of a host's JSONC config, and the owned entry kept when it is unchanged.
+pub(crate) type EntryPlan = (Option<(FileChange, OwnedEntry)>, Option<OwnedEntry>);
+
+/// Plans our member `parent.key` = `want` in a host's JSONC config (`text`: its contents, `None`
+/// when there is no file): inserted when absent, updated only while it is still what we wrote.
+/// `None` when the member is there and not ours (the caller refuses or warns).
+fn plan_entry(
+    path: &Path,
+    text: Option<&str>,
+    (parent, key): (&str, &str),
+    want: &Value,
+    owned: Option<&OwnedEntry>,
+) -> Result<Option<EntryPlan>> {
+    let change = |bytes: String, action| FileChange {
+        path: path.to_path_buf(),
+        bytes: bytes.into_bytes(),
+        action,
+        private: false,
+    };
+    if let Some(text) = text
+        && let Some(current) = jsonc::get(text, parent, key)?
+    {
+        let Some(o) = owned.filter(|o| o.path == path && o.sha256 == value_digest(&current)) else {
+            return Ok(None);
+        };
+        if &current == want {
+            return Ok(Some((None, Some(o.clone()))));
+        }
+        let entry = OwnedEntry {
+            sha256: value_digest(want),
+            ..o.clone()
+        };
+        let new = jsonc::replace(text, parent, key, want)?;
+        return Ok(Some((Some((change(new, Action::Update), entry)), None)));
+    }
+    let (new, inserted) = jsonc::insert(text.unwrap_or("{}\n"), parent, key, want)?;
+    let entry = OwnedEntry {
+        path: path.to_path_buf(),
+        parent: parent.to_owned(),
+        key: key.to_owned(),
+        sha256: value_digest(want),
+        created_file: text.is_none(),
+        inserted,
+    };
+    let action = if text.is_none() {
+        Action::Create
+    } else {
+        Action::Update
+    };
+    Ok(Some((Some((change(new, action), entry)), None)))
+}
+
+/// Whether the planned host entry still holds what setup wrote.
+fn entry_holds(plan: &Plan) -> Result<bool> {
+    let Some((f, o)) = &plan.host_entry else {
+        return Ok(true);
+    };
+    let text = std::fs::read_to_string(&f.path)?;
+    Ok(jsonc::get(&text, &o.parent, &o.key)?.as_ref().map(value_digest) == Some(o.sha256.clone()))
+}
+
+/// Pi, DSH and OpenCode in doctor: our plugin folder and profile, or what the official
+/// `powercontext setup` installed (listed in clients.json); `None` (reported) when neither.
+fn package_source(a: &Activation<'_>, r: &mut Report) -> Option<(PathBuf, Option<String>)> {
+    match (a.manifest, official::clients_entry(a.cli.host, &a.paths.env)) {
+        (Some(m), _) => Some((m.plugin_dir.clone(), m.profile.clone())),
+        (None, Some((_, entry))) => Some((
+            official_package_dir(a.cli.host, a.paths),
+            entry["profile"].as_str().map(str::to_owned),
+        )),
+        (None, None) => {
+            r.fail(
+                Tier::Activated,
+                "plugin loaded",
+                "not set up by powercontext-hooks",
+                a.setup_cmd,
+            );
+            None
+        }
+    }
+}
+
+/// Where the official `powercontext setup pi` copies its package: `$POWERCONTEXT_HOME` (else
+/// `~/.local/share/powercontext`) `/plugins/pi`. Other hosts are found through their own CLI.
+fn official_package_dir(host: Host, paths: &Paths) -> PathBuf {
+    let data = paths
+        .env
+        .text("POWERCONTEXT_HOME")
+        .filter(|v| !v.trim().is_empty())
+        .map(PathBuf::from)
+        .or_else(|| {
+            paths
+                .env
+                .text("HOME")
+                .map(|h| Path::new(h).join(".local/share/powercontext"))
+        })
+        .unwrap_or_default();
+    data.join("plugins").join(host.as_str())
+}
+
+/// Reads a host config file we are about to edit: UTF-8 and parsing as JSONC, or the error
+/// naming it (`what`: whose config it is).
+fn read_jsonc(path: &Path, what: &str) -> Result<Option<String>> {
+    use anyhow::Context as _;
+    let Some(bytes) = install::read_opt(path)? else {
+        return Ok(None);
+    };
+    let text = String::from_utf8(bytes).map_err(|_| anyhow::anyhow!("{} is not UTF-8", path.display()))?;
+    jsonc::parse(&text).with_context(|| format!("cannot read {} ({what}): fix it first", path.display()))?;
+    Ok(Some(text))
+}
+
+#[cfg(test)]
+mod tests;
