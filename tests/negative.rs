@@ -561,9 +561,9 @@ fn pi_ends_at_its_budget_when_the_host_does_not_read_a_large_answer() {
     assert_eq!(host.name, "pi");
     let s = server(|| Reply::json(200, &ready(CONTENT)));
     let dir = tempfile::tempdir().unwrap();
-    // Far more than a pipe holds: the answer repeats the system prompt, and nobody reads it
-    // until the process has exited.
-    let payload = json!({"prompt": PROMPT, "system_prompt": "S".repeat(70_000), "cwd": dir.path(),
+    // Far more than a pipe holds, even grown to the 1 MiB the hook grows it to: the answer
+    // repeats the system prompt, and nobody reads it until the process has exited.
+    let payload = json!({"prompt": PROMPT, "system_prompt": "S".repeat(1_200_000), "cwd": dir.path(),
                          "session_id": "neg-session", "branch_roles": ["user"]});
     let out = host
         .cmd(

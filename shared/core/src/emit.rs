@@ -31,10 +31,14 @@ pub fn stdout_line(line: &str) -> bool {
     out.write_all(buf.as_bytes()).is_ok() && out.flush().is_ok()
 }
 
-/// Grows a stdout pipe (up to the system's limit for an unprivileged process, 1 MiB by default)
-/// until `len` more bytes fit: the line then goes in without blocking, so a host that reads stdout
-/// only once the hook has exited still gets the whole line, and the watchdog can never end the
-/// process halfway through it. Not a pipe, or no room to be had: nothing changes.
+/// The most a stdout pipe is grown to: Linux's default limit for an unprivileged process, so the
+/// hook behaves the same whoever runs it.
+const MAX_PIPE_BYTES: usize = 1 << 20;
+
+/// Grows a stdout pipe (up to [`MAX_PIPE_BYTES`]) until `len` more bytes fit: the line then goes
+/// in without blocking, so a host that reads stdout only once the hook has exited still gets the
+/// whole line, and the watchdog can never end the process halfway through it. Not a pipe, or no
+/// room to be had (a larger answer, a lower system limit): nothing changes.
 fn make_room(out: &impl std::os::fd::AsFd, len: usize) {
     let Ok(capacity) = rustix::pipe::fcntl_getpipe_size(out) else {
         return;
@@ -44,7 +48,10 @@ fn make_room(out: &impl std::os::fd::AsFd, len: usize) {
         .and_then(|n| usize::try_from(n).ok())
         .unwrap_or(0);
     if capacity.saturating_sub(unread) < len {
-        let _ = rustix::pipe::fcntl_setpipe_size(out, (unread + len).next_power_of_two());
+        let want = (unread + len).next_power_of_two();
+        if want <= MAX_PIPE_BYTES {
+            let _ = rustix::pipe::fcntl_setpipe_size(out, want);
+        }
     }
 }
 
