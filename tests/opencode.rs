@@ -690,3 +690,23 @@ fn a_new_session_is_pinned_to_its_resolved_scope_once() {
         paths(&server)
     );
 }
+
+#[test]
+fn an_older_plugin_that_hands_nothing_back_is_reported_not_silent() {
+    let server = FaultServer::start(answer);
+    let oc = Oc::new(&server.url());
+    let dir = oc.dir("p");
+    oc.prepare("ses_1", "msg_100", 100, "question", Some(&dir));
+    // The transform as a plugin file from before the hand-over sends it: no `prepared`.
+    let old = json!({"messages": [{"id": "msg_100", "session_id": "ses_1", "role": "user", "synthetic_texts": []}]});
+    let out = oc.session.cmd().arg("inject").stdin_json(&old).run();
+    assert_eq!(out.stdout, "");
+    assert_eq!(
+        out.diagnostic("skipped").map(|d| d["detail"].clone()),
+        Some(json!("context_not_offered")),
+        "{}",
+        out.stderr
+    );
+    // The current plugin hands it back and gets the part.
+    assert!(oc.inject("ses_1", "msg_100", &[]).is_some());
+}

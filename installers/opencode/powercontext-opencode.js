@@ -54,7 +54,8 @@ function killGroup(child) {
 }
 
 // Runs `<hook> <subcommand>` with `payload` as JSON on stdin. Resolves to { stdout, stderr } on a
-// clean exit, to null on any failure or past `timeoutMs`; never rejects.
+// clean exit, or past `timeoutMs` to the answer line if one was written; to null on any failure;
+// never rejects.
 function call(subcommand, payload, timeoutMs) {
   return new Promise((resolve) => {
     let settled = false
@@ -70,7 +71,11 @@ function call(subcommand, payload, timeoutMs) {
       const child = spawn(hookCommand(), [subcommand], { stdio: ["pipe", "pipe", "pipe"], detached: true })
       timer = setTimeout(() => {
         killGroup(child)
-        finish(null)
+        // An answer line already written stands (the executable may still be busy with work it
+        // does after answering); anything else means "change nothing".
+        const text = Buffer.concat(out).toString("utf8")
+        const end = text.indexOf("\n")
+        finish(end >= 0 && outBytes <= MAX_STDOUT_BYTES ? { stdout: text.slice(0, end + 1), stderr: "" } : null)
       }, timeoutMs)
       const out = []
       let outBytes = 0

@@ -76,13 +76,14 @@ pub fn respond(env: &Env, settings: &Settings, deadline: &Deadline, event: &PreS
         // With a configured scope the cwd is never looked at, so an empty path is never used.
         cwd: event.cwd.as_deref().unwrap_or(Path::new("")),
         capture: capture_of(event),
-        recall: recall_allowed(env, deadline, event),
+        // After the capture gate, as every host: a secret never waits on the claim.
+        recall: &|| recall_allowed(env, deadline, event),
     };
-    let recall = prompt.recall;
     let Some(mut begun) = Turn::begin(HOST, env, settings, deadline, prompt) else {
         return Answer::Nothing;
     };
-    let answer = recall
+    let answer = begun
+        .recalls
         .then(|| begun.recall(&event.user_text, settings.max_bytes.value))
         .flatten()
         .map_or(Answer::Nothing, |text| Answer::Context(wrap(&text)));

@@ -1,8 +1,8 @@
 //! The OpenCode adapter: the executable the OpenCode plugin shim spawns, one subcommand per host
 //! event — `prepare` (`chat.message`), `inject` (`experimental.chat.messages.transform`),
 //! `forget` (`session.deleted`) and `compacted` (`session.compacted`) — with JSON on stdin and, for
-//! `inject` only, one JSON line on
-//! stdout. Every contract decision (prompt text, scope, capture policy, stale-turn rules) is made
+//! `prepare` (the context the shim keeps in memory) and `inject` (the part to append), one JSON line
+//! on stdout. Every contract decision (prompt text, scope, capture policy, stale-turn rules) is made
 //! here, not in the shim. Whatever happens it exits 0 on time: a hook never breaks an OpenCode turn.
 
 pub mod event;
@@ -77,7 +77,11 @@ impl hook::Command for Command {
 #[must_use]
 pub fn main() -> ExitCode {
     hook::run_hook(HOST, |command, run| Reply {
-        protocol: Protocol::OpenCodeTransform,
+        protocol: if command == Command::Prepare {
+            Protocol::OpenCodePrepare
+        } else {
+            Protocol::OpenCodeTransform
+        },
         answer: handle(command, run),
         // Only a prepared turn leaves spool or ledger work for the drainer.
         then: if command == Command::Prepare {
@@ -145,7 +149,18 @@ fn handle(command: Command, run: &Run<'_>) -> Answer {
 /// the part once).
 #[must_use]
 pub fn inject(env: &Env, deadline: &Deadline, latest: &event::LatestUser) -> Answer {
-    if latest.prepared.is_empty() || latest.synthetic_texts.iter().any(|t| t.starts_with(PREFIX)) {
+    if latest.synthetic_texts.iter().any(|t| t.starts_with(PREFIX)) {
+        return Answer::Nothing;
+    }
+    if latest.prepared.is_empty() {
+        // A plugin file older than this executable hands nothing back: say so, or injection
+        // would stop without a word.
+        if TurnCache::locate(env)
+            .and_then(|c| c.prepared_for(deadline, &latest.session_id, &latest.message_id))
+            .is_ok_and(|ready| ready)
+        {
+            emit::diagnostic(&diag(Stage::State, Outcome::Skipped).detail("context_not_offered"));
+        }
         return Answer::Nothing;
     }
     let found = TurnCache::locate(env)

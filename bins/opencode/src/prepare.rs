@@ -9,6 +9,7 @@ use powercontext_hooks_core::config::Settings;
 use powercontext_hooks_core::deadline::Deadline;
 use powercontext_hooks_core::emit;
 use powercontext_hooks_core::env::Env;
+use powercontext_hooks_core::http::Transport;
 use powercontext_hooks_core::outcome::{Diagnostic, Outcome, Stage};
 use powercontext_hooks_core::protocol::Answer;
 use powercontext_hooks_core::state::{self, now_millis};
@@ -106,7 +107,7 @@ pub fn run(
         session: Some(&event.session_id),
         cwd: directory,
         capture: capture_of(event, &directory.to_string_lossy()),
-        recall: true,
+        recall: &|| true,
     };
     let Some(mut begun) = Turn::begin(HOST, env, settings, deadline, prompt) else {
         return Answer::Nothing;
@@ -118,11 +119,9 @@ pub fn run(
     {
         let wait = deadline.within(state::HOOK_LOCK_WAIT);
         match cache.commit(&wait, &event.session_id, &event.message_id, ticket, &text) {
-            // The shim hands the text to the inject step: the package is delivered.
-            Ok(true) => {
-                powercontext_hooks_core::bootstrap::settle(true);
-                answer = Answer::Context(text);
-            }
+            // The answer carries it to the shim, which hands it to the inject step (a package in
+            // it is recorded as injected once the answer is written).
+            Ok(true) => answer = Answer::Context(text),
             // A newer message claimed the session while we were away: drop this context.
             Ok(false) => emit::diagnostic(&diag(Stage::State, Outcome::Skipped).detail("stale_turn")),
             Err(e) => emit::diagnostic(&diag(Stage::State, Outcome::StateUnavailable).detail(e.detail())),
@@ -139,22 +138,29 @@ pub fn run(
         && settings.scope_id.value.is_none()
         && !event.session_id.starts_with("powercontext-hooks-doctor-")
     {
-        pin_session(&begun.turn, &event.session_id, &begun.scope);
+        let (transport, session, scope) = (
+            begun.turn.transport.clone(),
+            event.session_id.clone(),
+            begun.scope.clone(),
+        );
+        // After the answer: a slow binding request never costs the prepared context.
+        powercontext_hooks_core::turn::later(move || pin_session(&transport, &session, &scope));
     }
     answer
 }
 
 /// `PUT /v1/scope-bindings` for `opencode/session/<id>` → `scope`. A failure is reported and
 /// changes nothing else (the prompt still gets its recall and capture).
-fn pin_session(turn: &Turn<'_>, session: &str, scope: &str) {
+fn pin_session(transport: &Transport, session: &str, scope: &str) {
     let _stage = powercontext_hooks_core::process::enter(Stage::Scope);
     let body = serde_json::json!({
         "key": {"integration": HOST.as_str(), "kind": "session", "external_id": session},
         "scope_id": scope,
     });
-    match turn.transport.put_json("/v1/scope-bindings", &body) {
-        Ok(reply) if reply.status == 200 => {}
-        Ok(reply) => turn.report(Stage::Scope, powercontext_hooks_core::http::failure_for(&reply)),
-        Err(e) => turn.report(Stage::Scope, e.failure()),
-    }
+    let failure = match transport.put_json("/v1/scope-bindings", &body) {
+        Ok(reply) if reply.status == 200 => return,
+        Ok(reply) => powercontext_hooks_core::http::failure_for(&reply),
+        Err(e) => e.failure(),
+    };
+    emit::diagnostic(&failure.diagnostic(HOST.component(), Stage::Scope));
 }

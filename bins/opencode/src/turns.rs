@@ -249,6 +249,24 @@ impl TurnCache {
             .find(|o| servable(current.as_ref(), session, message, now, o)))
     }
 
+    /// Whether a context was prepared for exactly `message` of `session` and has not expired
+    /// (whatever the shim offers).
+    ///
+    /// # Errors
+    /// [`StateError`] when the lock or the files cannot be used.
+    pub fn prepared_for(
+        &self,
+        deadline: &Deadline,
+        session: &str,
+        message: &str,
+    ) -> Result<bool, StateError> {
+        let _guard = self.lock(deadline)?;
+        let ttl = u64::try_from(TTL.as_millis()).unwrap_or(u64::MAX);
+        Ok(self.read_or_reset(session)?.is_some_and(|t| {
+            t.message == message && t.digest.is_some() && now_millis().saturating_sub(t.prepared_ms) <= ttl
+        }))
+    }
+
     /// Drops everything kept for a session. Returns whether there was anything.
     ///
     /// # Errors

@@ -138,7 +138,7 @@ pub fn before_agent_start(env: &Env, settings: &Settings, deadline: &Deadline, e
         session: event.session_known.then_some(event.session_id.as_str()),
         cwd: &event.cwd,
         capture: capture_of(event),
-        recall: true,
+        recall: &|| true,
     };
     let Some(mut begun) = Turn::begin(HOST, env, settings, deadline, prompt) else {
         return Answer::Nothing;

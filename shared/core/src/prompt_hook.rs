@@ -298,7 +298,7 @@ pub fn respond(
         session: event.session_id.as_deref(),
         cwd: &event.cwd,
         capture: capture_of(profile, event),
-        recall: true,
+        recall: &|| true,
     };
     let Some(mut begun) = Turn::begin(profile.integration, env, settings, deadline, prompt) else {
         return Answer::Nothing;

@@ -4,7 +4,8 @@
 //! |--------------------|----------------------------------------------------------------------------|---------------|------|
 //! | `UserPromptSubmit` | `{"hookSpecificOutput":{"hookEventName":"UserPromptSubmit","additionalContext":…}}` | nothing       | 0    |
 //! | `SessionStart`     | `{"hookSpecificOutput":{"hookEventName":"SessionStart","additionalContext":…}}` | nothing           | 0    |
-//! | `OpenCodeTransform`| `{"text":…}` (`prepare`: the context the shim keeps for `inject`; `inject`: the part the shim appends to the latest user message) | nothing | 0 |
+//! | `OpenCodeTransform`| `{"text":…}` (the part the OpenCode shim appends to the latest user message) | nothing       | 0    |
+//! | `OpenCodePrepare`  | `{"text":…}` (the context the OpenCode shim keeps for `inject`) | nothing                        | 0    |
 //! | `DshPreStep`       | `{"context":…}` (the plugin message text the DSH plugin appends after `enter`) | nothing     | 0    |
 //! | `PiBeforeAgentStart` | `{"systemPrompt":…}` (Pi's whole system prompt, already extended by the Pi adapter) | nothing | 0 |
 //!
@@ -33,8 +34,11 @@ pub enum Protocol {
     UserPromptSubmit,
     /// Claude Code and Codex `SessionStart` command hooks.
     SessionStart,
-    /// The OpenCode shim's `prepare` and `inject` calls (its other calls never print).
+    /// The OpenCode shim's `inject` call: the part it appends to the latest user message.
     OpenCodeTransform,
+    /// The OpenCode shim's `prepare` call: the context the shim keeps for `inject` (the same line;
+    /// not yet given to the host, so the journal does not count it as injected).
+    OpenCodePrepare,
     /// The DSH plugin's `pre-step` call.
     DshPreStep,
     /// The Pi extension's `before-agent-start` call; the context is the full augmented system prompt.
@@ -54,7 +58,9 @@ pub fn render(protocol: Protocol, answer: &Answer) -> Option<String> {
             json!({"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": text}})
                 .to_string(),
         ),
-        (Protocol::OpenCodeTransform, Answer::Context(text)) => Some(json!({ "text": text }).to_string()),
+        (Protocol::OpenCodeTransform | Protocol::OpenCodePrepare, Answer::Context(text)) => {
+            Some(json!({ "text": text }).to_string())
+        }
         (Protocol::DshPreStep, Answer::Context(text)) => Some(json!({ "context": text }).to_string()),
         (Protocol::PiBeforeAgentStart, Answer::Context(text)) => {
             Some(json!({ "systemPrompt": text }).to_string())
@@ -74,8 +80,8 @@ pub fn deliver(protocol: Protocol, answer: &Answer) -> ExitCode {
     crate::bootstrap::settle(written);
     crate::turn::after_answer();
     journal::finish(match answer {
-        Answer::Context(text) => Some(text.len()),
-        Answer::Nothing => None,
+        Answer::Context(text) if protocol != Protocol::OpenCodePrepare => Some(text.len()),
+        _ => None,
     });
     ExitCode::SUCCESS
 }

@@ -43,10 +43,18 @@ pub fn prepare_citing(
             .post_json("/v1/context/prepare", &request)
             .map_err(|e| e.failure())
     };
-    // A fresh scope's first writes race on the Server (a 409 for one of two concurrent first
-    // requests, e.g. a session's first prepare beside its bootstrap); asking once more is safe.
+    // A fresh scope's first writes race on the Server (a 409 naming the identity conflict for one
+    // of two concurrent first requests, e.g. a session's first prepare beside its bootstrap);
+    // asking once more is safe. Any other 409 is an answer.
     let reply = match ask()? {
-        r if r.status == 409 => ask()?,
+        r if r.status == 409
+            && matches!(
+                crate::wire::error_code(&r.body),
+                Some("subject_scope_conflict" | "idempotency_conflict")
+            ) =>
+        {
+            ask()?
+        }
         r => r,
     };
     if reply.status != 200 {

@@ -34,8 +34,9 @@ const MAX_RECORD_BYTES: u64 = 256 * 1024;
 /// The lock serializing every change to the records (held for one small read and write).
 pub const LOCK: &str = "sessions.lock";
 
-/// How long a change waits for that lock: it runs after the answer, never on the prompt path.
-const LOCK_WAIT: std::time::Duration = std::time::Duration::from_millis(500);
+/// How long a change waits for that lock (a prompt's change runs after its answer; a compaction
+/// mark at a boundary that answers nothing).
+const LOCK_WAIT: std::time::Duration = std::time::Duration::from_millis(200);
 
 /// What is kept for one session.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -211,8 +212,13 @@ impl SessionFile {
         let Ok(_guard) = crate::lock::acquire(&self.dir.join(LOCK), &Deadline::after(LOCK_WAIT)) else {
             return;
         };
-        let Ok(found) = self.read() else { return };
-        let mut r = found.unwrap_or_default();
+        let mut r = match self.read() {
+            Ok(found) => found.unwrap_or_default(),
+            // An unparsable record (a torn write after a power cut) counts as absent and is
+            // replaced; a newer format or a file that is not ours is never overwritten.
+            Err(StateError::Corrupt) => Record::default(),
+            Err(_) => return,
+        };
         if change(&mut r)
             && let Ok(bytes) = state::versioned_bytes(&r)
         {

@@ -70,7 +70,6 @@ impl Capture {
 }
 
 /// A prompt as every host hands it to [`Turn::begin`]: the host's mapping of its payload.
-#[derive(Debug)]
 pub struct Prompt<'p> {
     /// The prompt exactly as typed (recall query and capture text both come from it).
     pub text: &'p str,
@@ -83,8 +82,9 @@ pub struct Prompt<'p> {
     /// What this prompt captures when the gate lets it through; its content becomes the gated
     /// text.
     pub capture: Capture,
-    /// Whether recall is wanted: without it and without a capture, nothing is sent at all.
-    pub recall: bool,
+    /// Whether recall is wanted, asked once the capture gate has decided (it may take local state,
+    /// e.g. DSH's once-per-turn claim): without recall and without a capture, nothing is sent.
+    pub recall: &'p dyn Fn() -> bool,
 }
 
 /// A turn whose prompt passed the capture gate and whose scope is known: what [`Turn::begin`]
@@ -94,6 +94,8 @@ pub struct Begun<'a> {
     pub turn: Turn<'a>,
     /// The scope recall uses (possibly from the cache; a capture never does).
     pub scope: String,
+    /// Whether the host wants recall this turn (see [`Prompt::recall`]).
+    pub recalls: bool,
     capture: Option<Capture>,
 }
 
@@ -326,7 +328,8 @@ impl<'a> Turn<'a> {
         let capture = turn
             .capture_text(prompt.text, prompt.lossy)
             .map(|text| prompt.capture.with_content(text));
-        if capture.is_none() && !prompt.recall {
+        let recalls = (prompt.recall)();
+        if capture.is_none() && !recalls {
             return None;
         }
         let query = ScopeQuery::for_event(
@@ -338,7 +341,12 @@ impl<'a> Turn<'a> {
             crate::workspace::Discovery::for_env(env),
         );
         let scope = turn.resolve(query, capture.as_ref())?;
-        Some(Begun { turn, scope, capture })
+        Some(Begun {
+            turn,
+            scope,
+            recalls,
+            capture,
+        })
     }
 
     /// A session boundary seen by `SessionStart` (start, resume, clear, compaction): a new window
@@ -721,6 +729,18 @@ struct Deferred {
 
 static DEFERRED: Mutex<Option<Deferred>> = Mutex::new(None);
 
+/// Other work a host leaves for after its answer (run first, before the capture is handed over).
+static LATER: Mutex<Vec<Box<dyn FnOnce() + Send>>> = Mutex::new(Vec::new());
+
+/// Runs `work` once the answer is out (see [`after_answer`]): what need not hold the host's
+/// answer, and must not be able to cost it (a slow request past the watchdog).
+pub fn later(work: impl FnOnce() + Send + 'static) {
+    LATER
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .push(Box::new(work));
+}
+
 /// The work a prompt leaves for after its answer, called by the one place that writes answers
 /// once the answer is out (and before the run's journal record). A capture written ahead is
 /// released and handed to the detached drainer, which resolves its scope and delivers it, in
@@ -728,6 +748,10 @@ static DEFERRED: Mutex<Option<Deferred>> = Mutex::new(None);
 /// draining off, or when the capture could not be spooled, this process delivers it itself,
 /// within what is left of its budget, with a freshly resolved scope.
 pub fn after_answer() {
+    let later = std::mem::take(&mut *LATER.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
+    for work in later {
+        work();
+    }
     let Some(d) = DEFERRED
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
