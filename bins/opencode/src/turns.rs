@@ -60,6 +60,13 @@ pub struct Turn {
     /// answer. The context itself is never written here.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub digest: Option<String>,
+    /// A file written by an older version that kept the context itself: removed when read.
+    #[serde(rename = "content", default, skip_serializing, deserialize_with = "present")]
+    pub legacy: bool,
+}
+
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
+    serde::de::IgnoredAny::deserialize(d).map(|_| true)
 }
 
 impl Turn {
@@ -197,6 +204,7 @@ impl TurnCache {
             ticket: ticket.clone(),
             prepared_ms: now_millis(),
             digest: None,
+            legacy: false,
         };
         self.write(&guard, &turn)?;
         prune(&self.dir(), &guard, MAX_SESSIONS, TTL, SystemTime::now());
@@ -285,6 +293,11 @@ impl TurnCache {
     fn read_or_reset(&self, session: &str) -> Result<Option<Turn>, StateError> {
         match self.read(session) {
             Err(StateError::Corrupt) => Ok(None),
+            // Never leave a context on disk, nor serve one from there.
+            Ok(Some(t)) if t.legacy => {
+                let _ = fs::remove_file(self.dir().join(Self::file_name(session)));
+                Ok(None)
+            }
             other => other,
         }
     }
@@ -325,6 +338,7 @@ mod tests {
             ticket: ticket.into(),
             prepared_ms: 1_000,
             digest: content.map(|c| sha256_hex(c.as_bytes())),
+            legacy: false,
         }
     }
 
@@ -470,6 +484,19 @@ mod tests {
         fs::write(&file, "{\"format\":1,").unwrap();
         assert!(cache.lookup(&d(), "ses", "msg_a", &["ctx"]).unwrap().is_none());
         assert!(cache.begin(&d(), "ses", "msg_b", 20).unwrap().is_some());
+    }
+
+    #[test]
+    fn a_turn_file_that_holds_a_context_is_removed_not_served() {
+        let tmp = tempfile::tempdir().unwrap();
+        let cache = TurnCache::at(tmp.path());
+        cache.begin(&d(), "ses", "msg_a", 10).unwrap().unwrap();
+        let file = cache.dir().join(TurnCache::file_name("ses"));
+        let mut v: serde_json::Value = serde_json::from_slice(&fs::read(&file).unwrap()).unwrap();
+        v["content"] = "an old context".into();
+        fs::write(&file, v.to_string()).unwrap();
+        assert!(!cache.prepared_for(&d(), "ses", "msg_a").unwrap());
+        assert!(!file.exists());
     }
 
     #[test]

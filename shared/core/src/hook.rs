@@ -2,7 +2,9 @@
 //! fail-open panic hook and watchdog, the environment snapshot, the fault-injection switch, the
 //! command line, the run journal) and shut-down (the answer through [`protocol::deliver`], then
 //! the drainer when the host's event leaves work for it). A host crate supplies its commands and
-//! one handler; it never starts, answers or ends a process itself. Never reads a payload.
+//! one handler; it never starts, answers or ends a hook run itself (DSH's `version`, which is no
+//! hook run, is printed before any of this). Never decides anything about a payload: it only hands
+//! the handler a bounded read of stdin.
 
 use std::ffi::OsString;
 use std::process::ExitCode;

@@ -544,7 +544,21 @@ pub enum Claim {
 fn rename_aside(path: &Path, suffix: &str) {
     let mut aside = path.as_os_str().to_owned();
     aside.push(suffix);
-    let _ = fs::rename(path, PathBuf::from(aside));
+    let aside = PathBuf::from(aside);
+    if fs::rename(path, &aside).is_ok() {
+        // Its age now counts from being set aside (see `prune_set_aside`), so `status` and
+        // `doctor` get to report it; the link itself, never what it points to.
+        use rustix::fs::{AtFlags, CWD, Timestamps, UTIME_NOW, utimensat};
+        let now = rustix::fs::Timespec {
+            tv_sec: 0,
+            tv_nsec: UTIME_NOW,
+        };
+        let times = Timestamps {
+            last_access: now,
+            last_modification: now,
+        };
+        let _ = utimensat(CWD, &aside, &times, AtFlags::SYMLINK_NOFOLLOW);
+    }
 }
 
 /// Claims one entry for replay without ever opening a non-regular file, following a symlink or
@@ -655,13 +669,13 @@ pub fn prune_set_aside(state: &StateDir, max_age: Duration) -> usize {
     let now = std::time::SystemTime::now();
     entries
         .flatten()
-        // Bounded work per drain; a later drain takes the rest.
-        .take(20_000)
         .filter(|e| {
             let name = e.file_name();
             let name = name.to_string_lossy();
             name.ends_with(CORRUPT_SUFFIX) || name.ends_with(UNSAFE_SUFFIX)
         })
+        // Bounded work per drain; a later drain takes the rest.
+        .take(20_000)
         .filter(|e| {
             fs::symlink_metadata(e.path()).is_ok_and(|m| {
                 m.is_file()
