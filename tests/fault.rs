@@ -6,6 +6,9 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
+use powercontext_hooks_test_support::fake_server::{
+    CAPTURE, FLUSH, FakeServer, RESOLVE, accepted, empty, envelope, flushed, ready,
+};
 use powercontext_hooks_test_support::fault_server::{FaultServer, Reply, closed_port_url};
 use powercontext_hooks_test_support::hook::{HookCmd, HookOutput, HookSession, prompt_payload};
 use serde_json::{Value, json};
@@ -17,27 +20,12 @@ const TOKEN: &str = "tok-SECRET-4242";
 const PROMPT: &str = "How do we deploy the PROMPTSECRET service?";
 const CONTENT: &str = "CONTENTSECRET: deploy with the blue-green script";
 
-fn ready(content: &str) -> Value {
-    json!({"schema": "powercontext.prepared-context.v1", "status": "ready", "content": content, "content_bytes": content.len()})
-}
-
-fn empty() -> Value {
-    json!({"schema": "powercontext.prepared-context.v1", "status": "empty", "content": null, "content_bytes": 0})
-}
-
-fn captured() -> Value {
-    json!({"status": "accepted", "source": {"name": "content", "source_id": "x"}, "position": 7})
-}
-
 /// A well-behaved Server whose prepare answer is replaced by `prepare`.
-fn server(prepare: impl Fn() -> Reply + Send + Sync + 'static) -> FaultServer {
-    FaultServer::start(move |req| match req.path.as_str() {
-        "/v1/scope-bindings/resolve" => Reply::json(200, &json!({"scope_id": SCOPE, "title": "t"})),
-        "/v1/context/prepare" => prepare(),
-        "/v1/sources/content" => Reply::json(202, &captured()),
-        "/v1/memory/flush" => Reply::json(200, &json!({"status": "processed", "current_cursor": 7})),
-        _ => Reply::json(404, &json!({"detail": "Not Found"})),
-    })
+fn server(prepare: impl Fn() -> Reply + Send + Sync + 'static) -> FakeServer {
+    FakeServer::builder(SCOPE)
+        .prepare(prepare)
+        .answer(FLUSH, flushed(7))
+        .start()
 }
 
 fn hook(exe: &str, part: &str, url: &str) -> HookCmd {
@@ -407,11 +395,11 @@ fn the_config_file_is_read_and_unknown_keys_are_errors() {
 #[test]
 fn recall_and_capture_are_independent() {
     // Capture fails: the context is still injected.
-    let s = FaultServer::start(|req| match req.path.as_str() {
-        "/v1/scope-bindings/resolve" => Reply::json(200, &json!({"scope_id": SCOPE})),
-        "/v1/context/prepare" => Reply::json(200, &ready(CONTENT)),
-        _ => Reply::Close,
-    });
+    let s = FakeServer::builder(SCOPE)
+        .ready(CONTENT)
+        .without(CAPTURE)
+        .fallback(|_| Reply::Close)
+        .start();
     let out = hook(CLAUDE, "CLAUDE", &s.url()).run();
     assert_clean(&out);
     assert_eq!(out.context().as_deref(), Some(CONTENT));
@@ -437,18 +425,16 @@ fn the_answer_is_out_before_the_capture_is_sent_and_the_drainer_delivers_it_once
     const STALL: Duration = Duration::from_millis(1500);
     let done: Arc<std::sync::Mutex<Vec<(String, Instant)>>> = Arc::default();
     let log = Arc::clone(&done);
-    let s = FaultServer::start(move |req| match req.path.as_str() {
-        "/v1/scope-bindings/resolve" => Reply::json(200, &json!({"scope_id": SCOPE, "title": "t"})),
-        "/v1/context/prepare" => Reply::json(200, &ready(CONTENT)),
-        "/v1/sources/content" => {
+    let s = FakeServer::builder(SCOPE)
+        .ready(CONTENT)
+        .route(CAPTURE, move |req| {
             std::thread::sleep(STALL);
             let body: Value = serde_json::from_slice(&req.body).unwrap_or_default();
             let content = body["content"].as_str().unwrap_or_default().to_owned();
             log.lock().unwrap().push((content, Instant::now()));
-            Reply::json(202, &captured())
-        }
-        _ => Reply::json(404, &json!({"detail": "Not Found"})),
-    });
+            Reply::json(202, &accepted(7))
+        })
+        .start();
     let cwd = tempfile::tempdir().unwrap();
     let session = HookSession::new(CLAUDE, "CLAUDE", &s.url(), TOKEN)
         .env("POWERCONTEXT_CLAUDE_REQUEST_TIMEOUT_SECONDS", "5");
@@ -623,11 +609,7 @@ fn undecodable_stdin_is_recalled_but_never_captured() {
 
 #[test]
 fn an_old_server_without_the_resolve_route_gets_the_client_derived_scope() {
-    let s = FaultServer::start(|req| match req.path.as_str() {
-        "/v1/context/prepare" => Reply::json(200, &ready(CONTENT)),
-        "/v1/sources/content" => Reply::json(202, &captured()),
-        _ => Reply::json(404, &json!({"detail": "Not Found"})),
-    });
+    let s = FakeServer::builder(SCOPE).ready(CONTENT).without(RESOLVE).start();
     let out = hook(CODEX, "CODEX", &s.url()).run();
     assert_clean(&out);
     assert_eq!(out.context().as_deref(), Some(CONTENT));
@@ -697,16 +679,10 @@ fn a_panic_in_the_release_binary_fails_open() {
 
 #[test]
 fn flush_on_capture_reports_a_server_without_a_model() {
-    let s = FaultServer::start(|req| match req.path.as_str() {
-        "/v1/scope-bindings/resolve" => Reply::json(200, &json!({"scope_id": SCOPE})),
-        "/v1/context/prepare" => Reply::json(200, &empty()),
-        "/v1/sources/content" => Reply::json(202, &captured()),
-        "/v1/memory/flush" => Reply::json(
-            503,
-            &json!({"error": {"code": "inference_unavailable", "message": "m", "details": null}}),
-        ),
-        _ => Reply::json(404, &json!({"detail": "Not Found"})),
-    });
+    let s = FakeServer::builder(SCOPE)
+        .empty()
+        .answer(FLUSH, envelope(503, "inference_unavailable"))
+        .start();
     let out = hook(CODEX, "CODEX", &s.url())
         .env("POWERCONTEXT_CODEX_FLUSH_ON_CAPTURE", "true")
         .run();
@@ -727,19 +703,14 @@ fn flush_on_capture_reports_a_server_without_a_model() {
 fn flush_on_capture_stops_once_the_cursor_reaches_the_position() {
     let calls = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let c = Arc::clone(&calls);
-    let s = FaultServer::start(move |req| match req.path.as_str() {
-        "/v1/scope-bindings/resolve" => Reply::json(200, &json!({"scope_id": SCOPE})),
-        "/v1/context/prepare" => Reply::json(200, &empty()),
-        "/v1/sources/content" => Reply::json(202, &json!({"status": "accepted", "position": 3})),
-        "/v1/memory/flush" => {
+    let s = FakeServer::builder(SCOPE)
+        .empty()
+        .capture_position(3)
+        .route(FLUSH, move |_| {
             let n = c.fetch_add(1, Ordering::SeqCst);
-            Reply::json(
-                200,
-                &json!({"status": "processed", "current_cursor": if n == 0 { 1 } else { 3 }}),
-            )
-        }
-        _ => Reply::json(404, &json!({"detail": "Not Found"})),
-    });
+            flushed(if n == 0 { 1 } else { 3 })
+        })
+        .start();
     let out = hook(CODEX, "CODEX", &s.url())
         .env("POWERCONTEXT_CODEX_FLUSH_ON_CAPTURE", "1")
         .run();

@@ -326,10 +326,7 @@ fn a_rebinding_reaches_recall_within_the_cache_window_and_at_once_after_session_
     // lands in B, never in A, also when the background drainer delivers it.
     server.bind("claude-code", "session", &session, b);
     let (p2, ctx, err) = ask(2, true, LONG);
-    assert!(
-        first.elapsed() < LONG,
-        "the machine is too slow for this window"
-    );
+    assert!(first.elapsed() < LONG, "the machine is too slow for this window");
     assert!(
         !ctx.contains(fact_b.as_str()),
         "the cached scope steers recall: {ctx} {err}"

@@ -149,9 +149,8 @@ fn negatives_are_captured_verbatim_under_both_policies() {
 
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 
+use powercontext_hooks_test_support::fake_server::{Gate, Proxy};
 use powercontext_hooks_test_support::fault_server::FaultServer;
 use powercontext_hooks_test_support::hook::{HookCmd, prompt_payload};
 use powercontext_hooks_test_support::real_server::RealServer;
@@ -214,8 +213,7 @@ fn captured_contents(proxy: &FaultServer) -> Vec<String> {
 #[test]
 fn a_caught_secret_reaches_neither_the_real_server_nor_the_spool_and_recall_still_runs() {
     let server = RealServer::shared();
-    let up = Arc::new(AtomicBool::new(true));
-    let proxy = crate::state::switchable_proxy(server.url(), up.clone());
+    let proxy = Proxy::start(&server.url(), Gate::Up);
     for (exe, part, _) in PROMPT_HOSTS {
         let scope = server.create_scope(&format!("secret-skip-{part}"));
         let fact = format!("Decision {part}: the heron database is migrated with flyway on Fridays");
@@ -252,9 +250,9 @@ fn a_caught_secret_reaches_neither_the_real_server_nor_the_spool_and_recall_stil
         );
 
         // Server down: nothing is spooled either.
-        up.store(false, Ordering::SeqCst);
+        proxy.set(Gate::Down);
         let out = hook_run(exe, part, &proxy.url(), &scope, &state, &prompt, "skip").run();
-        up.store(true, Ordering::SeqCst);
+        proxy.set(Gate::Up);
         out.assert_fail_open();
         assert!(
             out.diagnostic("capture_skipped_secret").is_some(),
@@ -272,8 +270,7 @@ fn a_caught_secret_reaches_neither_the_real_server_nor_the_spool_and_recall_stil
 #[test]
 fn a_redacted_capture_stores_only_the_redacted_text_online_and_through_the_spool() {
     let server = RealServer::shared();
-    let up = Arc::new(AtomicBool::new(true));
-    let proxy = crate::state::switchable_proxy(server.url(), up.clone());
+    let proxy = Proxy::start(&server.url(), Gate::Up);
     for (exe, part, _) in PROMPT_HOSTS {
         let scope = server.create_scope(&format!("secret-redact-{part}"));
         let dir = tempfile::tempdir().unwrap();
@@ -300,9 +297,9 @@ fn a_redacted_capture_stores_only_the_redacted_text_online_and_through_the_spool
         let offline = format!("Offline ({part}): curl -H \"Authorization: Bearer {SECRET}\" https://ci");
         let offline_stored =
             format!("Offline ({part}): curl -H \"Authorization: Bearer [REDACTED:auth_header]\" https://ci");
-        up.store(false, Ordering::SeqCst);
+        proxy.set(Gate::Down);
         let out = hook_run(exe, part, &proxy.url(), &scope, &state, &offline, "redact").run();
-        up.store(true, Ordering::SeqCst);
+        proxy.set(Gate::Up);
         out.assert_fail_open().assert_stderr_free_of(&[SECRET]);
         assert!(out.diagnostic("capture_spooled").is_some(), "{}", out.stderr);
         let files = spooled(&state);

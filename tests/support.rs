@@ -2,9 +2,25 @@
 
 use std::path::PathBuf;
 
+use powercontext_hooks_core::host::Integration;
+
 pub const CLAUDE: &str = env!("CARGO_BIN_EXE_powercontext-hook-claude-code");
 pub const CODEX: &str = env!("CARGO_BIN_EXE_powercontext-hook-codex");
 pub const CLI: &str = env!("CARGO_BIN_EXE_powercontext-hooks");
+pub const PI: &str = env!("CARGO_BIN_EXE_powercontext-hook-pi");
+pub const OPENCODE: &str = env!("CARGO_BIN_EXE_powercontext-hook-opencode");
+pub const DSH: &str = env!("CARGO_BIN_EXE_powercontext-hook-dsh");
+
+/// The hook executable of `host`.
+pub fn hook_exe(host: Integration) -> &'static str {
+    match host {
+        Integration::ClaudeCode => CLAUDE,
+        Integration::Codex => CODEX,
+        Integration::OpenCode => OPENCODE,
+        Integration::Pi => PI,
+        Integration::Dsh => DSH,
+    }
+}
 
 /// Both `UserPromptSubmit` hosts: (executable, env-var part, source_id prefix).
 pub const PROMPT_HOSTS: [(&str, &str, &str); 2] = [
