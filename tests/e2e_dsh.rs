@@ -305,7 +305,7 @@ fn the_first_user_turn_carries_the_pinned_memory() {
     let _serial = serial();
     let model = FakeModel::start(REPLY);
     let server = RealServer::shared();
-    let (scope, _) = crate::bootstrap::pinned_scope(
+    let (scope, _) = crate::support::pinned_scope(
         server,
         "dsh e2e",
         "Team rule zebra-lantern-45: every release note names its rollback owner.",

@@ -219,7 +219,7 @@ fn hanging_executable_is_cut_off_and_the_turn_completes() {
 #[test]
 fn the_sessions_first_message_carries_the_pinned_memory_once() {
     let server = RealServer::shared();
-    let (scope, _) = crate::bootstrap::pinned_scope(
+    let (scope, _) = crate::support::pinned_scope(
         server,
         "opencode e2e",
         "Team rule zebra-lantern-44: every release note names its rollback owner.",
