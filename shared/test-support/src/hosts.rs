@@ -15,6 +15,7 @@ use std::sync::mpsc::{self, Receiver};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use powercontext_hooks_core::host::Integration;
 use serde_json::{Value, json};
 use tempfile::TempDir;
 
@@ -34,54 +35,60 @@ const CLAUDE_CONTEXT_LABEL: &str = "UserPromptSubmit hook additional context: ";
 /// Claude appends this right after the hook context in the first turn's environment block.
 const CLAUDE_DATE_TAIL: &str = "\n\nToday's date is ";
 
-/// A real host CLI under test.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Host {
-    ClaudeCode,
-    Codex,
+/// What the real-host tests know about a host beyond core's [`Integration`] (the one host list):
+/// where its installer template, recorded payloads and pinned CLI live, and how it shows our hook
+/// context to the model. The CLI runner ([`HostSession`]) drives Claude Code and Codex.
+pub trait HostFacts: Copy {
+    /// The hook configuration variable: `var("SCOPE_ID")` → `POWERCONTEXT_CLAUDE_SCOPE_ID`.
+    fn var(self, suffix: &str) -> String;
+    /// Prefix of the `source_id` our hook gives a captured prompt (`claude-code-user-prompt:`).
+    fn source_id_prefix(self) -> &'static str;
+    /// `installers/<host>/`: the plugin folder template.
+    fn installer_dir(self) -> PathBuf;
+    /// `tests/fixtures/<host>/`: recorded host payloads.
+    fn fixtures_dir(self) -> PathBuf;
+    /// The Claude Code or Codex CLI inside tests/e2e/node_modules; panics with the fix when it is
+    /// not installed (or for a host [`HostSession`] does not drive).
+    fn cli(self) -> PathBuf;
+    /// The hook context this host added to `body` (a model request) for the latest user prompt,
+    /// or `None` when no hook context follows that prompt. Earlier turns' contexts stay in the
+    /// conversation history and are deliberately not returned.
+    ///
+    /// Claude Code puts it into a `role: "system"` message after the prompt, labelled
+    /// "UserPromptSubmit hook additional context: " (in the first turn inside the environment
+    /// block, just before "Today's date is"). Codex adds `role: "developer"` messages after it.
+    fn latest_hook_context(self, body: &Value) -> Option<String>;
 }
 
-impl Host {
-    /// Stable short name: installer folder, fixture folder.
-    pub fn name(self) -> &'static str {
+impl HostFacts for Integration {
+    fn var(self, suffix: &str) -> String {
+        format!("POWERCONTEXT_{}_{suffix}", self.env_part())
+    }
+
+    fn source_id_prefix(self) -> &'static str {
+        // The upstream-compatible values, spelled out: a test vector, not core's constant.
         match self {
-            Host::ClaudeCode => "claude-code",
-            Host::Codex => "codex",
+            Integration::ClaudeCode => "claude-code-user-prompt:",
+            Integration::Codex => "codex-user-prompt:",
+            Integration::OpenCode => "opencode-user-prompt:",
+            Integration::Pi => "pi-user-prompt:",
+            Integration::Dsh => "dsh-user-prompt:",
         }
     }
 
-    /// The hook configuration variable for this host: `var("SCOPE_ID")` →
-    /// `POWERCONTEXT_CLAUDE_SCOPE_ID` / `POWERCONTEXT_CODEX_SCOPE_ID`.
-    pub fn var(self, suffix: &str) -> String {
-        match self {
-            Host::ClaudeCode => format!("POWERCONTEXT_CLAUDE_{suffix}"),
-            Host::Codex => format!("POWERCONTEXT_CODEX_{suffix}"),
-        }
+    fn installer_dir(self) -> PathBuf {
+        repo_root().join("installers").join(self.as_str())
     }
 
-    /// Prefix of the `source_id` our hook gives a captured prompt.
-    pub fn source_id_prefix(self) -> &'static str {
-        match self {
-            Host::ClaudeCode => "claude-code-user-prompt:",
-            Host::Codex => "codex-user-prompt:",
-        }
+    fn fixtures_dir(self) -> PathBuf {
+        repo_root().join("tests").join("fixtures").join(self.as_str())
     }
 
-    /// `installers/<host>/`: the plugin folder template.
-    pub fn installer_dir(self) -> PathBuf {
-        repo_root().join("installers").join(self.name())
-    }
-
-    /// `tests/fixtures/<host>/`: recorded host payloads.
-    pub fn fixtures_dir(self) -> PathBuf {
-        repo_root().join("tests").join("fixtures").join(self.name())
-    }
-
-    /// The CLI inside tests/e2e/node_modules; panics with the fix when it is not installed.
-    pub fn cli(self) -> PathBuf {
+    fn cli(self) -> PathBuf {
         let bin = match self {
-            Host::ClaudeCode => "claude",
-            Host::Codex => "codex",
+            Integration::ClaudeCode => "claude",
+            Integration::Codex => "codex",
+            other => panic!("{other} has no CLI in tests/e2e/node_modules"),
         };
         let path = repo_root().join("tests/e2e/node_modules/.bin").join(bin);
         assert!(
@@ -92,16 +99,9 @@ impl Host {
         path
     }
 
-    /// The hook context this host added to `body` (a model request) for the latest user prompt,
-    /// or `None` when no hook context follows that prompt. Earlier turns' contexts stay in the
-    /// conversation history and are deliberately not returned.
-    ///
-    /// Claude Code puts it into a `role: "system"` message after the prompt, labelled
-    /// "UserPromptSubmit hook additional context: " (in the first turn inside the environment
-    /// block, just before "Today's date is"). Codex adds `role: "developer"` messages after it.
-    pub fn latest_hook_context(self, body: &Value) -> Option<String> {
+    fn latest_hook_context(self, body: &Value) -> Option<String> {
         match self {
-            Host::ClaudeCode => {
+            Integration::ClaudeCode => {
                 let messages = body.get("messages")?.as_array()?;
                 let last_user = messages.iter().rposition(|m| m["role"] == "user")?;
                 let found: Vec<String> = messages[last_user + 1..]
@@ -117,7 +117,7 @@ impl Host {
                     .collect();
                 (!found.is_empty()).then(|| found.join("\n"))
             }
-            Host::Codex => {
+            Integration::Codex => {
                 let input = body.get("input")?.as_array()?;
                 let last_user = input
                     .iter()
@@ -129,6 +129,7 @@ impl Host {
                     .collect();
                 (!found.is_empty()).then(|| found.join("\n"))
             }
+            other => panic!("{other}: its hook context is read by its own harness"),
         }
     }
 }
@@ -175,7 +176,7 @@ pub fn assert_loopback_only_network() {
 
 /// Writes `installers/<host>/` into `dest`, replacing every `{{name}}` from `values` in every
 /// file. Panics if a placeholder is left over, so a template and its renderer cannot drift.
-pub fn render_installer(host: Host, dest: &Path, values: &[(&str, &str)]) {
+pub fn render_installer(host: Integration, dest: &Path, values: &[(&str, &str)]) {
     fn walk(src: &Path, dest: &Path, values: &[(&str, &str)]) {
         fs::create_dir_all(dest).expect("create plugin dir");
         for entry in fs::read_dir(src).expect("read installer dir") {
@@ -264,7 +265,7 @@ impl ProcessRun {
 
 /// Configures a [`HostSession`].
 pub struct HostSessionBuilder {
-    host: Host,
+    host: Integration,
     model_url: String,
     hook: Option<PathBuf>,
     server_url: Option<String>,
@@ -312,7 +313,7 @@ impl HostSessionBuilder {
         assert_loopback_only_network();
         let cli = self.host.cli();
         let root = tempfile::Builder::new()
-            .prefix(&format!("pc-e2e-{}-", self.host.name()))
+            .prefix(&format!("pc-e2e-{}-", self.host.as_str()))
             .tempdir()
             .expect("create session tempdir");
         let home = root.path().join("home");
@@ -341,7 +342,7 @@ impl HostSessionBuilder {
         env.insert("LANG".to_owned(), "C.UTF-8".to_owned());
         env.insert(STATE_DIR_VAR.to_owned(), state.display().to_string());
         match self.host {
-            Host::ClaudeCode => {
+            Integration::ClaudeCode => {
                 for (k, v) in [
                     ("ANTHROPIC_BASE_URL", self.model_url.as_str()),
                     ("ANTHROPIC_API_KEY", "sk-ant-fake-e2e"),
@@ -355,10 +356,11 @@ impl HostSessionBuilder {
                     env.insert(k.to_owned(), v.to_owned());
                 }
             }
-            Host::Codex => {
+            Integration::Codex => {
                 env.insert("CODEX_HOME".to_owned(), home.join(".codex").display().to_string());
                 env.insert("FAKE_MODEL_API_KEY".to_owned(), "sk-fake-e2e".to_owned());
             }
+            other => unreachable!("{other}: HostSession drives Claude Code and Codex only"),
         }
         if self.hook.is_some() {
             env.insert(self.host.var("SERVER_URL"), server_url.clone());
@@ -374,7 +376,7 @@ impl HostSessionBuilder {
             env,
             _root: root,
         };
-        if self.host == Host::Codex {
+        if self.host == Integration::Codex {
             session.write_codex_config(&self.model_url, self.hook.is_some());
         }
         if let Some(exe) = &self.hook {
@@ -401,7 +403,7 @@ impl HostSessionBuilder {
 
 /// A throwaway HOME and project for one host, with our plugin installed (or not).
 pub struct HostSession {
-    host: Host,
+    host: Integration,
     cli: PathBuf,
     home: PathBuf,
     project: PathBuf,
@@ -412,7 +414,7 @@ pub struct HostSession {
 
 impl HostSession {
     /// Starts configuring a session for `host` talking to `model`.
-    pub fn builder(host: Host, model: &FakeModel) -> HostSessionBuilder {
+    pub fn builder(host: Integration, model: &FakeModel) -> HostSessionBuilder {
         HostSessionBuilder {
             host,
             model_url: model.url(),
@@ -424,7 +426,7 @@ impl HostSession {
     }
 
     /// The common case: plugin wired to `hook_exe`, plus the hook's environment.
-    pub fn new(host: Host, model: &FakeModel, hook_exe: &Path, hook_env: &[(&str, &str)]) -> Self {
+    pub fn new(host: Integration, model: &FakeModel, hook_exe: &Path, hook_env: &[(&str, &str)]) -> Self {
         let mut builder = Self::builder(host, model).hook(hook_exe);
         for (k, v) in hook_env {
             builder = builder.env(k, v);
@@ -432,7 +434,7 @@ impl HostSession {
         builder.build()
     }
 
-    pub fn host(&self) -> Host {
+    pub fn host(&self) -> Integration {
         self.host
     }
 
@@ -454,16 +456,17 @@ impl HostSession {
     /// First prompt of a new conversation.
     pub fn prompt(&self, text: &str) -> HostRun {
         match self.host {
-            Host::ClaudeCode => self.run(&["-p", text, "--output-format", "json"]),
-            Host::Codex => self.run(&["exec", "--json", "--skip-git-repo-check", text]),
+            Integration::ClaudeCode => self.run(&["-p", text, "--output-format", "json"]),
+            Integration::Codex => self.run(&["exec", "--json", "--skip-git-repo-check", text]),
+            other => unreachable!("{other}: HostSession drives Claude Code and Codex only"),
         }
     }
 
     /// Next prompt in the most recent conversation of this session.
     pub fn resume(&self, text: &str) -> HostRun {
         match self.host {
-            Host::ClaudeCode => self.run(&["-p", "--continue", text, "--output-format", "json"]),
-            Host::Codex => self.run(&[
+            Integration::ClaudeCode => self.run(&["-p", "--continue", text, "--output-format", "json"]),
+            Integration::Codex => self.run(&[
                 "exec",
                 "resume",
                 "--last",
@@ -471,6 +474,7 @@ impl HostSession {
                 "--skip-git-repo-check",
                 text,
             ]),
+            other => unreachable!("{other}: HostSession drives Claude Code and Codex only"),
         }
     }
 
@@ -503,7 +507,7 @@ impl HostSession {
     /// outer timeout (the whole process group is killed past it).
     pub fn run(&self, args: &[&str]) -> HostRun {
         let command = clean_command(&self.cli, args, &self.env, &self.project);
-        run_with_timeout(command, RUN_TIMEOUT, self.host.name())
+        run_with_timeout(command, RUN_TIMEOUT, self.host.as_str())
     }
 
     /// Runs another program (the official `powercontext` CLI, our own CLI) in this session's
@@ -517,7 +521,7 @@ impl HostSession {
         assert!(
             run.status.success(),
             "`{} {}` failed: {:?}\n--- stdout\n{}\n--- stderr\n{}",
-            self.host.name(),
+            self.host.as_str(),
             args.join(" "),
             run.status,
             run.stdout,
@@ -574,15 +578,16 @@ enabled = false
     fn install_plugin(&self, plugin: &Path) {
         let dir = plugin.to_str().expect("UTF-8 tempdir");
         match self.host {
-            Host::ClaudeCode => {
+            Integration::ClaudeCode => {
                 self.run_checked(&["plugin", "marketplace", "add", dir]);
                 self.run_checked(&["plugin", "install", PLUGIN_ID]);
             }
-            Host::Codex => {
+            Integration::Codex => {
                 self.run_checked(&["plugin", "marketplace", "add", dir, "--json"]);
                 self.run_checked(&["plugin", "add", PLUGIN_ID, "--json"]);
                 self.trust_codex_plugin_hooks();
             }
+            other => unreachable!("{other}: HostSession drives Claude Code and Codex only"),
         }
     }
 
