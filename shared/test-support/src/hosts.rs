@@ -17,10 +17,10 @@ use std::time::{Duration, Instant};
 
 use powercontext_hooks_core::host::Integration;
 use serde_json::{Value, json};
-use tempfile::TempDir;
 
 use crate::fake_model::FakeModel;
-use crate::process::{ProcessRun, clean_command, run_with_timeout};
+use crate::process::{ProcessRun, clean_command};
+use crate::sandbox::{Sandbox, node_dir};
 
 /// Outer limit for one host command; a healthy run takes about half a second.
 const RUN_TIMEOUT: Duration = Duration::from_secs(90);
@@ -28,8 +28,6 @@ const RUN_TIMEOUT: Duration = Duration::from_secs(90);
 pub const PLUGIN_NAME: &str = "powercontext";
 /// `<plugin>@<marketplace>` as both hosts spell an installed plugin.
 pub const PLUGIN_ID: &str = "powercontext@powercontext";
-/// Where the hooks are told to keep their state unless a test overrides it.
-const STATE_DIR_VAR: &str = "POWERCONTEXT_HOOKS_STATE_DIR";
 /// How Claude Code labels a hook's `additionalContext` inside the model request.
 const CLAUDE_CONTEXT_LABEL: &str = "UserPromptSubmit hook additional context: ";
 /// Claude appends this right after the hook context in the first turn's environment block.
@@ -219,14 +217,6 @@ pub fn hook_command_value(exe: &Path) -> String {
     quoted[1..quoted.len() - 1].to_owned()
 }
 
-/// Finds `node` on this process's PATH (Codex's npm launcher is a Node script).
-fn node_dir() -> Option<PathBuf> {
-    // Test support only: the runner has to look where the developer's node lives.
-    #[allow(clippy::disallowed_methods)]
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path).find(|dir| dir.join("node").is_file())
-}
-
 /// One finished Claude Code, Codex or OpenCode command.
 pub type HostRun = ProcessRun;
 
@@ -310,37 +300,14 @@ impl HostSessionBuilder {
     /// Creates the throwaway HOME and project, writes host config and installs the plugin the
     /// way a user's setup would (Codex: marketplace + `plugin add` + persisted hook trust).
     pub fn build(self) -> HostSession {
-        assert_loopback_only_network();
         let cli = self.host.cli();
-        let root = tempfile::Builder::new()
-            .prefix(&format!("pc-e2e-{}-", self.host.as_str()))
-            .tempdir()
-            .expect("create session tempdir");
-        let home = root.path().join("home");
-        let project = root.path().join("project");
-        let state = root.path().join("state");
-        let payloads = root.path().join("payloads");
-        for dir in [&home, &project, &state, &payloads] {
-            fs::create_dir_all(dir).expect("create session dirs");
-        }
-        // As the hooks create it: owner-only (a looser one would be tightened and reported).
-        fs::set_permissions(&state, std::os::unix::fs::PermissionsExt::from_mode(0o700))
-            .expect("chmod state dir");
+        let mut sandbox = Sandbox::new(self.host, node_dir());
+        let payloads = sandbox.path("payloads");
+        fs::create_dir_all(&payloads).expect("create session dirs");
         let server_url = self
             .server_url
             .clone()
             .unwrap_or_else(crate::fault_server::closed_port_url);
-
-        let mut env = BTreeMap::new();
-        let mut path = Vec::new();
-        path.extend(node_dir());
-        path.extend(["/usr/local/bin", "/usr/bin", "/bin"].map(PathBuf::from));
-        let path = std::env::join_paths(path).expect("PATH entries");
-        env.insert("PATH".to_owned(), path.to_string_lossy().into_owned());
-        env.insert("HOME".to_owned(), home.display().to_string());
-        env.insert("TERM".to_owned(), "dumb".to_owned());
-        env.insert("LANG".to_owned(), "C.UTF-8".to_owned());
-        env.insert(STATE_DIR_VAR.to_owned(), state.display().to_string());
         match self.host {
             Integration::ClaudeCode => {
                 for (k, v) in [
@@ -353,28 +320,26 @@ impl HostSessionBuilder {
                     ("DISABLE_BUG_COMMAND", "1"),
                     ("CLAUDE_CODE_DISABLE_FEEDBACK_SURVEY", "1"),
                 ] {
-                    env.insert(k.to_owned(), v.to_owned());
+                    sandbox.set(k, v);
                 }
             }
             Integration::Codex => {
-                env.insert("CODEX_HOME".to_owned(), home.join(".codex").display().to_string());
-                env.insert("FAKE_MODEL_API_KEY".to_owned(), "sk-fake-e2e".to_owned());
+                let codex_home = sandbox.home.join(".codex").display().to_string();
+                sandbox.set("CODEX_HOME", codex_home);
+                sandbox.set("FAKE_MODEL_API_KEY", "sk-fake-e2e");
             }
             other => unreachable!("{other}: HostSession drives Claude Code and Codex only"),
         }
         if self.hook.is_some() {
-            env.insert(self.host.var("SERVER_URL"), server_url.clone());
+            sandbox.set(&self.host.var("SERVER_URL"), server_url.clone());
         }
-        env.extend(self.env);
+        sandbox.env.extend(self.env);
 
         let session = HostSession {
             host: self.host,
             cli,
-            home,
-            project,
             payloads,
-            env,
-            _root: root,
+            sandbox,
         };
         if self.host == Integration::Codex {
             session.write_codex_config(&self.model_url, self.hook.is_some());
@@ -385,7 +350,7 @@ impl HostSessionBuilder {
             } else {
                 exe.clone()
             };
-            let plugin = session._root.path().join("plugin");
+            let plugin = session.sandbox.path("plugin");
             render_installer(
                 self.host,
                 &plugin,
@@ -405,11 +370,8 @@ impl HostSessionBuilder {
 pub struct HostSession {
     host: Integration,
     cli: PathBuf,
-    home: PathBuf,
-    project: PathBuf,
     payloads: PathBuf,
-    env: BTreeMap<String, String>,
-    _root: TempDir,
+    sandbox: Sandbox,
 }
 
 impl HostSession {
@@ -440,17 +402,17 @@ impl HostSession {
 
     /// The session's working directory (the `cwd` the hook sees).
     pub fn project_dir(&self) -> &Path {
-        &self.project
+        &self.sandbox.project
     }
 
     /// The throwaway HOME.
     pub fn home_dir(&self) -> &Path {
-        &self.home
+        &self.sandbox.home
     }
 
     /// The hooks' state directory (`POWERCONTEXT_HOOKS_STATE_DIR`) of this session.
     pub fn state_dir(&self) -> PathBuf {
-        PathBuf::from(&self.env[STATE_DIR_VAR])
+        self.sandbox.state.clone()
     }
 
     /// First prompt of a new conversation.
@@ -506,14 +468,13 @@ impl HostSession {
     /// Runs the host CLI with `args` in the project dir, clean env, stdin from /dev/null, and an
     /// outer timeout (the whole process group is killed past it).
     pub fn run(&self, args: &[&str]) -> HostRun {
-        let command = clean_command(&self.cli, args, &self.env, &self.project);
-        run_with_timeout(command, RUN_TIMEOUT, self.host.as_str())
+        self.sandbox.run(&self.cli, args, RUN_TIMEOUT, self.host.as_str())
     }
 
     /// Runs another program (the official `powercontext` CLI, our own CLI) in this session's
     /// environment and project dir (see [`crate::process::run_beside`]).
     pub fn run_other(&self, program: &Path, args: &[&str], extra: &[(&str, &str)]) -> HostRun {
-        crate::process::run_beside(&self.cli, &self.env, &self.project, program, args, extra)
+        self.sandbox.run_other(&self.cli, program, args, extra)
     }
 
     fn run_checked(&self, args: &[&str]) -> HostRun {
@@ -531,7 +492,7 @@ impl HostSession {
     }
 
     fn write_recorder(&self, exe: &Path) -> PathBuf {
-        let script = self._root.path().join("record-hook");
+        let script = self.sandbox.path("record-hook");
         let quote = |p: &Path| format!("'{}'", p.display().to_string().replace('\'', r"'\''"));
         let body = format!(
             "#!/bin/sh\n# e2e payload recorder: keep stdin, then run the real hook on it\n\
@@ -545,7 +506,7 @@ impl HostSession {
     }
 
     fn write_codex_config(&self, model_url: &str, plugins: bool) {
-        let dir = self.home.join(".codex");
+        let dir = self.sandbox.home.join(".codex");
         fs::create_dir_all(&dir).expect("create CODEX_HOME");
         // Analytics off: otherwise Codex waits ~5 s at exit for a flush that cannot succeed.
         // Plugins stay off without a hook so the baseline has nothing to sync.
@@ -595,13 +556,18 @@ enabled = false
     /// Trust is persisted the way Codex's own `/hooks` review does it, through the app server:
     /// list the hooks, then write each of our plugin's current hashes into `hooks.state`.
     fn trust_codex_plugin_hooks(&self) {
-        let mut child = clean_command(&self.cli, &["app-server"], &self.env, &self.project)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .process_group(0)
-            .spawn()
-            .expect("spawn codex app-server");
+        let mut child = clean_command(
+            &self.cli,
+            &["app-server"],
+            &self.sandbox.env,
+            &self.sandbox.project,
+        )
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .process_group(0)
+        .spawn()
+        .expect("spawn codex app-server");
         let mut rpc = AppServer::new(&mut child);
         rpc.call(
             "initialize",
@@ -610,7 +576,7 @@ enabled = false
         rpc.notify("initialized");
         let listed = rpc.call(
             "hooks/list",
-            json!({"cwds": [self.project.display().to_string()]}),
+            json!({"cwds": [self.sandbox.project.display().to_string()]}),
         );
         let mut trusted = serde_json::Map::new();
         for entry in listed["data"].as_array().into_iter().flatten() {

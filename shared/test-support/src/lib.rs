@@ -14,3 +14,4 @@ pub mod hosts;
 pub mod http1;
 pub mod process;
 pub mod real_server;
+pub mod sandbox;
