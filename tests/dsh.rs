@@ -224,7 +224,7 @@ fn empty_and_plugin_only_batches_make_no_call_and_say_nothing() {
 fn recall_runs_once_per_user_turn_and_capture_keeps_later_user_text() {
     let s = ready_server();
     let hook = Hook::new(&s.url());
-    let count = |path: &str| s.requests().iter().filter(|r| r.path == path).count();
+    let count = |path: &str| s.count(path);
 
     assert!(context(&hook.run(&hook.user_batch(PROMPT, 1, 1))).is_some());
     // A later step of turn 1: DSH passes `messages: []` — nothing at all.
@@ -455,21 +455,9 @@ fn capture_is_bounded_at_200000_characters() {
     );
     let over = hook.run(&hook.user_batch(&format!("{at_limit}x"), 2, 1));
     assert!(over.diagnostic("capture_skipped_too_large").is_some());
-    assert_eq!(
-        s.requests()
-            .iter()
-            .filter(|r| r.path == "/v1/sources/content")
-            .count(),
-        1
-    );
+    assert_eq!(s.count("/v1/sources/content"), 1);
     // The query is cut at the Server's 8,192-character limit, so recall survives.
-    let query = s
-        .requests()
-        .iter()
-        .rfind(|r| r.path == "/v1/context/prepare")
-        .unwrap()
-        .json()
-        .unwrap();
+    let query = s.last_json("/v1/context/prepare").unwrap();
     assert_eq!(query["query"].as_str().unwrap().chars().count(), 8192);
 }
 

@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use powercontext_hooks_test_support::fake_server::{
-    CAPTURE, FLUSH, FakeServer, RESOLVE, accepted, empty, envelope, flushed, ready,
+    CAPTURE, FLUSH, FakeServer, PREPARE, RESOLVE, accepted, empty, envelope, flushed, ready,
 };
 use powercontext_hooks_test_support::fault_server::{FaultServer, Reply, closed_port_url};
 use powercontext_hooks_test_support::hook::{HookCmd, HookOutput, HookSession, prompt_payload};
@@ -76,21 +76,11 @@ fn ready_context_is_injected_for_both_hosts() {
             Some(format!("Bearer {TOKEN}").as_str())
         );
         assert_eq!(prepare.header("content-type"), Some("application/json"));
-        let capture = reqs
-            .iter()
-            .find(|r| r.path == "/v1/sources/content")
-            .expect("capture sent")
-            .json()
-            .unwrap();
+        let capture = s.last_json(CAPTURE).expect("capture sent");
         assert_eq!(capture["content"], PROMPT);
         assert!(capture["source_id"].as_str().unwrap().starts_with(prefix));
         assert_eq!(capture["scope_id"], SCOPE);
-        let resolve = reqs
-            .iter()
-            .find(|r| r.path == "/v1/scope-bindings/resolve")
-            .unwrap()
-            .json()
-            .unwrap();
+        let resolve = &s.bodies(RESOLVE)[0];
         assert_eq!(resolve["allow_default"], true);
         assert_eq!(resolve["binding_keys"][0]["kind"], "session");
         assert_eq!(resolve["binding_keys"][1]["kind"], "workspace");
@@ -377,10 +367,7 @@ fn the_config_file_is_read_and_unknown_keys_are_errors() {
         .run();
     assert_clean(&out);
     assert_eq!(out.context().as_deref(), Some(CONTENT));
-    assert!(
-        !s.requests().iter().any(|r| r.path == "/v1/sources/content"),
-        "capture disabled by the host table"
-    );
+    assert!(s.count(CAPTURE) == 0, "capture disabled by the host table");
 
     std::fs::write(&file, "server_urll = \"http://127.0.0.1:1\"\n").unwrap();
     let out = hook(CODEX, "CODEX", "unused")
@@ -413,7 +400,7 @@ fn recall_and_capture_are_independent() {
     let s = server(|| Reply::json(500, &json!({})));
     let out = hook(CODEX, "CODEX", &s.url()).run();
     assert_clean(&out);
-    assert!(s.requests().iter().any(|r| r.path == "/v1/sources/content"));
+    assert!(s.count(CAPTURE) > 0);
 }
 
 #[test]
@@ -505,11 +492,8 @@ fn secret_prompts_are_recalled_but_never_captured() {
             out.diagnostic("capture_skipped_secret").unwrap()["event"],
             "source_capture"
         );
-        assert!(s.requests().iter().any(|r| r.path == "/v1/context/prepare"));
-        assert!(
-            !s.requests().iter().any(|r| r.path == "/v1/sources/content"),
-            "secret captured"
-        );
+        assert!(s.count(PREPARE) > 0);
+        assert!(s.count(CAPTURE) == 0, "secret captured");
     }
 }
 
@@ -522,24 +506,10 @@ fn long_prompts_keep_recall_with_a_query_cut_at_8192_characters() {
         .stdin_json(&prompt_payload(&prompt, cwd.path()))
         .run();
     assert_clean(&out);
-    let reqs = s.requests();
-    let q = reqs
-        .iter()
-        .find(|r| r.path == "/v1/context/prepare")
-        .unwrap()
-        .json()
-        .unwrap()["query"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let q = s.bodies(PREPARE)[0]["query"].as_str().unwrap().to_owned();
     assert_eq!(q.chars().count(), 8192);
     assert_eq!(q, format!("{}é", "界".repeat(8191)));
-    let captured = reqs
-        .iter()
-        .find(|r| r.path == "/v1/sources/content")
-        .unwrap()
-        .json()
-        .unwrap();
+    let captured = &s.bodies(CAPTURE)[0];
     assert_eq!(captured["content"], prompt, "the capture keeps the whole prompt");
 }
 
@@ -551,15 +521,7 @@ fn claude_code_never_asks_for_more_than_its_host_can_show() {
         .run();
     assert_clean(&out);
     assert_eq!(out.context().as_deref(), Some(CONTENT));
-    let max = s
-        .requests()
-        .iter()
-        .find(|r| r.path == "/v1/context/prepare")
-        .unwrap()
-        .json()
-        .unwrap()["max_bytes"]
-        .as_u64()
-        .unwrap();
+    let max = s.bodies(PREPARE)[0]["max_bytes"].as_u64().unwrap();
     assert!(max < 10_000, "asked for {max} bytes");
     assert_eq!(
         out.diagnostic("max_bytes_clamped").unwrap()["setting"],
@@ -571,15 +533,7 @@ fn claude_code_never_asks_for_more_than_its_host_can_show() {
         .env("POWERCONTEXT_CODEX_MAX_BYTES", "32768")
         .run();
     assert!(out.stderr.is_empty(), "{}", out.stderr);
-    let max = s
-        .requests()
-        .iter()
-        .find(|r| r.path == "/v1/context/prepare")
-        .unwrap()
-        .json()
-        .unwrap()["max_bytes"]
-        .as_u64()
-        .unwrap();
+    let max = s.bodies(PREPARE)[0]["max_bytes"].as_u64().unwrap();
     assert_eq!(max, 32768);
 }
 
@@ -604,7 +558,7 @@ fn undecodable_stdin_is_recalled_but_never_captured() {
             out.stderr
         );
     }
-    assert!(!s.requests().iter().any(|r| r.path == "/v1/sources/content"));
+    assert!(s.count(CAPTURE) == 0);
 }
 
 #[test]
@@ -613,16 +567,7 @@ fn an_old_server_without_the_resolve_route_gets_the_client_derived_scope() {
     let out = hook(CODEX, "CODEX", &s.url()).run();
     assert_clean(&out);
     assert_eq!(out.context().as_deref(), Some(CONTENT));
-    let scope = s
-        .requests()
-        .iter()
-        .find(|r| r.path == "/v1/context/prepare")
-        .unwrap()
-        .json()
-        .unwrap()["scope_id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let scope = s.bodies(PREPARE)[0]["scope_id"].as_str().unwrap().to_owned();
     assert!(
         scope.starts_with("local:") || scope.starts_with("git:"),
         "{scope}"
@@ -636,16 +581,8 @@ fn an_explicit_scope_skips_resolution() {
         .env("POWERCONTEXT_CODEX_SCOPE_ID", "scp_explicit")
         .run();
     assert_clean(&out);
-    let reqs = s.requests();
-    assert!(!reqs.iter().any(|r| r.path == "/v1/scope-bindings/resolve"));
-    assert_eq!(
-        reqs.iter()
-            .find(|r| r.path == "/v1/context/prepare")
-            .unwrap()
-            .json()
-            .unwrap()["scope_id"],
-        "scp_explicit"
-    );
+    assert!(s.count(RESOLVE) == 0);
+    assert_eq!(s.bodies(PREPARE)[0]["scope_id"], "scp_explicit");
 }
 
 #[test]
@@ -691,11 +628,7 @@ fn flush_on_capture_reports_a_server_without_a_model() {
         out.diagnostic("inference_unavailable").unwrap()["event"],
         "memory_flush"
     );
-    let flushes = s
-        .requests()
-        .iter()
-        .filter(|r| r.path == "/v1/memory/flush")
-        .count();
+    let flushes = s.count(FLUSH);
     assert_eq!(flushes, 1, "a 503 is reported, not retried");
 }
 
@@ -722,12 +655,7 @@ fn flush_on_capture_stops_once_the_cursor_reaches_the_position() {
 #[test]
 fn the_scope_cache_spares_resolve_until_a_session_start_or_the_window_ends() {
     let s = server(|| Reply::json(200, &ready(CONTENT)));
-    let resolves = || {
-        s.requests()
-            .iter()
-            .filter(|r| r.path == "/v1/scope-bindings/resolve")
-            .count()
-    };
+    let resolves = || s.count(RESOLVE);
     let cwd = tempfile::tempdir().unwrap();
     let session = HookSession::new(CLAUDE, "CLAUDE", &s.url(), TOKEN)
         .env("POWERCONTEXT_CLAUDE_CAPTURE_PROMPTS", "0")

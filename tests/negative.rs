@@ -605,12 +605,7 @@ fn every_host_bootstraps_a_session_with_a_valid_package() {
             "{}: {injected}",
             host.name
         );
-        let receipts = s
-            .requests()
-            .into_iter()
-            .filter(|r| r.path == "/v1/context/bootstrap/receipts")
-            .map(|r| r.json().expect("receipt request is JSON"))
-            .collect::<Vec<_>>();
+        let receipts = s.bodies("/v1/context/bootstrap/receipts");
         assert_eq!(receipts.len(), 1, "{}: one receipt", host.name);
         assert_eq!(receipts[0]["outcome"], "injected", "{}", host.name);
         assert_eq!(receipts[0]["receipt_id"], "bcr_neg", "{}", host.name);

@@ -194,19 +194,17 @@ fn spooled(state: &Path) -> Vec<String> {
 
 fn queries(proxy: &FaultServer) -> Vec<String> {
     proxy
-        .requests()
+        .bodies("/v1/context/prepare")
         .iter()
-        .filter(|r| r.path_only() == "/v1/context/prepare")
-        .map(|r| r.json().unwrap()["query"].as_str().unwrap().to_owned())
+        .map(|b| b["query"].as_str().unwrap().to_owned())
         .collect()
 }
 
 fn captured_contents(proxy: &FaultServer) -> Vec<String> {
     proxy
-        .requests()
+        .bodies("/v1/sources/content")
         .iter()
-        .filter(|r| r.path_only() == "/v1/sources/content")
-        .map(|r| r.json().unwrap()["content"].as_str().unwrap().to_owned())
+        .map(|b| b["content"].as_str().unwrap().to_owned())
         .collect()
 }
 

@@ -732,7 +732,7 @@ fn spawn_hook(
 
 fn wait_for_source_request(proxy: &FaultServer) {
     let start = Instant::now();
-    while !proxy.requests().iter().any(|r| r.path == "/v1/sources/content") {
+    while proxy.count("/v1/sources/content") == 0 {
         assert!(
             start.elapsed() < Duration::from_secs(20),
             "the hook never sent its capture"
