@@ -15,7 +15,7 @@ use powercontext_hooks_core::host::Integration;
 use serde_json::Value;
 
 use crate::fake_model::FakeModel;
-use crate::hosts::repo_root;
+use crate::hosts::{js_string_body, repo_root};
 use crate::process::ProcessRun;
 use crate::sandbox::Sandbox;
 
@@ -65,15 +65,8 @@ pub fn pnpm_bin_dir() -> PathBuf {
         .to_path_buf()
 }
 
-/// The `{{hook_command}}` value for DSH: the executable's path as the inside of a JS string
-/// literal (JSON escaping; no shell is involved, so no shell quoting).
-pub fn hook_command_value(exe: &Path) -> String {
-    let quoted = Value::String(exe.to_str().expect("hook path is UTF-8").to_owned()).to_string();
-    quoted[1..quoted.len() - 1].to_owned()
-}
-
-/// Copies the plugin files of `installers/dsh/` to `dest`, filling `{{hook_command}}` and
-/// `{{version}}`.
+/// Copies the plugin files of `installers/dsh/` to `dest`, filling `{{hook_command}}` (a JS
+/// string body: no shell is involved) and `{{version}}`.
 pub fn render_plugin(dest: &Path, exe: &Path) {
     let src = repo_root().join("installers/dsh");
     fs::create_dir_all(dest).expect("create plugin dir");
@@ -85,7 +78,7 @@ pub fn render_plugin(dest: &Path, exe: &Path) {
         }
         let text = fs::read_to_string(entry.path())
             .expect("installer files are text")
-            .replace("{{hook_command}}", &hook_command_value(exe))
+            .replace("{{hook_command}}", &js_string_body(exe))
             .replace("{{version}}", env!("CARGO_PKG_VERSION"));
         assert!(
             !text.contains("{{"),

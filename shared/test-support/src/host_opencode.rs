@@ -14,7 +14,7 @@ use powercontext_hooks_core::host::Integration;
 use serde_json::{Value, json};
 
 use crate::fake_model::FakeModel;
-use crate::hosts::{HostRun, repo_root};
+use crate::hosts::{HostRun, js_string_body, repo_root};
 use crate::sandbox::Sandbox;
 
 /// The OpenCode version pinned in tests/e2e/opencode/package.json.
@@ -43,8 +43,7 @@ pub fn cli() -> PathBuf {
 pub fn render_plugin(dest: &Path, exe: &Path) {
     let src = repo_root().join("installers/opencode").join(PLUGIN_FILE);
     let template = fs::read_to_string(&src).unwrap_or_else(|e| panic!("read {}: {e}", src.display()));
-    let quoted = Value::String(exe.to_str().expect("hook path is UTF-8").to_owned()).to_string();
-    let text = template.replace("{{hook_command}}", &quoted[1..quoted.len() - 1]);
+    let text = template.replace("{{hook_command}}", &js_string_body(exe));
     assert!(
         !text.contains("{{"),
         "unreplaced placeholder in {}",

@@ -18,14 +18,12 @@ use std::time::{Duration, Instant};
 use powercontext_hooks_core::host::Integration;
 use serde_json::{Value, json};
 
-use crate::hosts::repo_root;
+use crate::hosts::{js_string_body, render_installer, repo_root};
 use crate::process::{ProcessRun, clean_command, drain, kill_group};
 use crate::sandbox::{Sandbox, node_dir};
 
 /// Outer limit for one Pi command; a healthy print-mode run takes about a second.
 const RUN_TIMEOUT: Duration = Duration::from_secs(90);
-/// The placeholder the extension template holds for the executable's absolute path.
-pub const HOOK_PLACEHOLDER: &str = "{{hook_command}}";
 /// The model id the runner registers for the fake provider.
 const MODEL: &str = "fake-model";
 
@@ -38,39 +36,6 @@ pub fn pi_cli() -> PathBuf {
         path.display()
     );
     path
-}
-
-/// `installers/pi/`: the extension package template.
-pub fn installer_dir() -> PathBuf {
-    repo_root().join("installers").join("pi")
-}
-
-/// Copies `installers/pi/` to `dest` with `{{hook_command}}` replaced by `exe` as a JavaScript
-/// string body (JSON escaping: the extension spawns it directly, no shell). Panics if any
-/// placeholder is left over.
-pub fn render_extension(dest: &Path, exe: &Path) {
-    fn walk(src: &Path, dest: &Path, value: &str) {
-        fs::create_dir_all(dest).expect("create extension dir");
-        for entry in fs::read_dir(src).expect("read installer dir") {
-            let entry = entry.expect("installer entry");
-            let to = dest.join(entry.file_name());
-            if entry.file_type().expect("file type").is_dir() {
-                walk(&entry.path(), &to, value);
-                continue;
-            }
-            let text = fs::read_to_string(entry.path()).expect("installer files are text");
-            let text = text.replace(HOOK_PLACEHOLDER, value);
-            assert!(
-                !text.contains("{{"),
-                "unreplaced placeholder in {}",
-                entry.path().display()
-            );
-            fs::write(&to, text).expect("write rendered extension file");
-        }
-    }
-    let path = exe.to_str().expect("hook path is UTF-8");
-    let quoted = Value::String(path.to_owned()).to_string();
-    walk(&installer_dir(), dest, &quoted[1..quoted.len() - 1]);
 }
 
 /// How the extension gets loaded.
@@ -177,7 +142,10 @@ impl PiSessionBuilder {
             } else {
                 exe
             };
-            render_extension(&session.extension, &exe);
+            // `installers/pi/` with the path as a JavaScript string body: the extension spawns
+            // it directly, no shell.
+            let value = js_string_body(&exe);
+            render_installer(Integration::Pi, &session.extension, &[("hook_command", &value)]);
             match self.loading {
                 Loading::Install => {
                     let dir = session.extension.display().to_string();

@@ -201,6 +201,13 @@ pub fn render_installer(host: Integration, dest: &Path, values: &[(&str, &str)])
     walk(&src, dest, values);
 }
 
+/// A path as the inside of a JSON (and so JavaScript) string literal, for templates that hand it
+/// to a spawn call directly.
+pub fn js_string_body(path: &Path) -> String {
+    let quoted = Value::String(path.to_str().expect("hook path is UTF-8").to_owned()).to_string();
+    quoted[1..quoted.len() - 1].to_owned()
+}
+
 /// The `{{hook_command}}` value for an executable: the path, shell-quoted only when needed, then
 /// escaped for a JSON string (hooks.json holds it as a string the host hands to `sh -c`).
 pub fn hook_command_value(exe: &Path) -> String {
@@ -213,8 +220,7 @@ pub fn hook_command_value(exe: &Path) -> String {
     } else {
         format!("'{}'", path.replace('\'', r"'\''"))
     };
-    let quoted = Value::String(shell).to_string();
-    quoted[1..quoted.len() - 1].to_owned()
+    js_string_body(Path::new(&shell))
 }
 
 /// One finished Claude Code, Codex or OpenCode command.
