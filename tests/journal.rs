@@ -12,7 +12,7 @@ use powercontext_hooks_test_support::fault_server::{Reply, closed_port_url};
 use powercontext_hooks_test_support::hook::HookCmd;
 use serde_json::{Value, json};
 
-use crate::support::{CLAUDE, CLI, CODEX, DSH, OPENCODE, PI};
+use crate::support::{CLAUDE, CODEX, DSH, OPENCODE, PI, run_cli};
 
 const PROMPT: &str = "How do we deploy the JOURNALPROMPTMARK service?";
 const SCOPE: &str = "scp_JOURNALSCOPEMARK0000000";
@@ -197,12 +197,10 @@ fn journal_one_record_per_run_for_every_outcome_class_and_never_content() {
         let mode = std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&path).unwrap().permissions());
         assert_eq!(mode & 0o777, 0o600);
     }
-    let status = Command::new(CLI)
-        .args(["status", "--json"])
-        .env_clear()
-        .env("POWERCONTEXT_HOOKS_STATE_DIR", &state)
-        .output()
-        .unwrap();
+    let status = run_cli(
+        &["status", "--json"],
+        &[("POWERCONTEXT_HOOKS_STATE_DIR", &state.to_string_lossy())],
+    );
     let text = String::from_utf8_lossy(&status.stdout);
     assert!(!text.contains("MARK"), "{text}");
 }
@@ -291,12 +289,10 @@ fn status_figures_from_a_known_journal() {
         "{\"v\":1,\"at\":12,\"host\":\"co".to_owned(),
     ];
     std::fs::write(state.join("journal-codex.jsonl"), lines.join("\n") + "\n").unwrap();
-    let out = Command::new(CLI)
-        .args(["status", "--json"])
-        .env_clear()
-        .env("POWERCONTEXT_HOOKS_STATE_DIR", &state)
-        .output()
-        .unwrap();
+    let out = run_cli(
+        &["status", "--json"],
+        &[("POWERCONTEXT_HOOKS_STATE_DIR", &state.to_string_lossy())],
+    );
     assert!(out.status.success());
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     let hooks = v["hooks"].as_array().unwrap();
@@ -321,12 +317,10 @@ fn status_figures_from_a_known_journal() {
     );
 
     // The text view says the same, per host and event.
-    let out = Command::new(CLI)
-        .arg("status")
-        .env_clear()
-        .env("POWERCONTEXT_HOOKS_STATE_DIR", &state)
-        .output()
-        .unwrap();
+    let out = run_cli(
+        &["status"],
+        &[("POWERCONTEXT_HOOKS_STATE_DIR", &state.to_string_lossy())],
+    );
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
         text.contains("codex UserPromptSubmit: last fired 30 min ago (ready); 4 run(s), 1 failed; p50 20 ms, p95 40 ms; 3.5 KB injected; captures 2 delivered, 1 spooled, 1 skipped"),
@@ -412,13 +406,10 @@ fn statusline_and_status_escape_a_planted_journals_control_characters() {
     std::fs::write(&journal, format!("{planted}\n")).unwrap();
     std::fs::set_permissions(&journal, std::fs::Permissions::from_mode(0o600)).unwrap();
     for args in [&["statusline"][..], &["status"][..]] {
-        let out = Command::new(CLI)
-            .args(args)
-            .env_clear()
-            .env("POWERCONTEXT_HOOKS_STATE_DIR", &state)
-            .stdin(Stdio::null())
-            .output()
-            .unwrap();
+        let out = run_cli(
+            args,
+            &[("POWERCONTEXT_HOOKS_STATE_DIR", &state.to_string_lossy())],
+        );
         assert!(out.status.success(), "{args:?}");
         let text = String::from_utf8_lossy(&out.stdout);
         assert!(

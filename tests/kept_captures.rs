@@ -9,7 +9,7 @@ use powercontext_hooks_test_support::fault_server::{FaultServer, Reply};
 use powercontext_hooks_test_support::hook::HookCmd;
 use serde_json::json;
 
-use crate::support::CLAUDE;
+use crate::support::{CLAUDE, run_cli};
 
 const SCOPE: &str = "scp_KEPTSCOPE00000000000000";
 
@@ -129,14 +129,13 @@ fn one_entry_whose_scope_cannot_resolve_does_not_hold_back_the_others() {
     assert_eq!(spool_entries(&state).len(), 2);
 
     up.store(true, Ordering::SeqCst);
-    let out = std::process::Command::new(crate::support::CLI)
-        .args(["flush", "--json", "--budget", "10"])
-        .env_clear()
-        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
-        .env("POWERCONTEXT_HOOKS_STATE_DIR", &state)
-        .env("POWERCONTEXT_CLAUDE_SERVER_URL", server.url())
-        .output()
-        .unwrap();
+    let out = run_cli(
+        &["flush", "--json", "--budget", "10"],
+        &[
+            ("POWERCONTEXT_HOOKS_STATE_DIR", &state.to_string_lossy()),
+            ("POWERCONTEXT_CLAUDE_SERVER_URL", &server.url()),
+        ],
+    );
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(
         report["delivered"], 1,

@@ -148,7 +148,6 @@ fn negatives_are_captured_verbatim_under_both_policies() {
 // ---------------------------------------------------------------------------------------------
 
 use std::path::Path;
-use std::process::{Command, Stdio};
 
 use powercontext_hooks_test_support::fake_server::{Gate, Proxy};
 use powercontext_hooks_test_support::fault_server::FaultServer;
@@ -156,7 +155,7 @@ use powercontext_hooks_test_support::hook::{HookCmd, prompt_payload};
 use powercontext_hooks_test_support::real_server::RealServer;
 use serde_json::Value;
 
-use crate::support::{CLI, PROMPT_HOSTS};
+use crate::support::{PROMPT_HOSTS, run_cli};
 
 /// The secret every end-to-end prompt carries, and the private note it hides.
 const SECRET: &str = "Zq7kLm2pXw9Rt4";
@@ -310,16 +309,14 @@ fn a_redacted_capture_stores_only_the_redacted_text_online_and_through_the_spool
             "{entry}"
         );
 
-        let flushed = Command::new(CLI)
-            .arg("flush")
-            .env_clear()
-            .env("PATH", "/usr/local/bin:/usr/bin:/bin")
-            .env("HOME", dir.path())
-            .env("POWERCONTEXT_HOOKS_STATE_DIR", &state)
-            .env(format!("POWERCONTEXT_{part}_SERVER_URL"), proxy.url())
-            .stdin(Stdio::null())
-            .output()
-            .unwrap();
+        let flushed = run_cli(
+            &["flush"],
+            &[
+                ("HOME", &dir.path().to_string_lossy()),
+                ("POWERCONTEXT_HOOKS_STATE_DIR", &state.to_string_lossy()),
+                (&format!("POWERCONTEXT_{part}_SERVER_URL"), &proxy.url()),
+            ],
+        );
         assert!(
             flushed.status.success(),
             "{}\n{}",

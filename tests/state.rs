@@ -4,7 +4,7 @@
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -16,7 +16,7 @@ use powercontext_hooks_test_support::hook::{HookCmd, HookOutput};
 use powercontext_hooks_test_support::real_server::{RealServer, ServerOptions};
 use serde_json::{Value, json};
 
-use crate::support::{CLAUDE, CLI, PI};
+use crate::support::{CLAUDE, PI, cli, run_cli};
 
 const NO_DRAINER: (&str, &str) = ("POWERCONTEXT_HOOKS_NO_BACKGROUND_DRAIN", "1");
 
@@ -36,23 +36,6 @@ fn hook(url: &str, state: &Path, prompt: &str, turn: &str, cwd: &Path) -> HookCm
         .env("POWERCONTEXT_CLAUDE_SERVER_URL", url)
         .env("POWERCONTEXT_HOOKS_STATE_DIR", state.to_string_lossy())
         .stdin_json(&payload(prompt, "session-state", turn, cwd))
-}
-
-/// The CLI with a clean environment plus `env`.
-fn cli(args: &[&str], env: &[(&str, &str)]) -> Command {
-    let mut c = Command::new(CLI);
-    c.args(args)
-        .env_clear()
-        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
-        .stdin(Stdio::null());
-    for (k, v) in env {
-        c.env(k, v);
-    }
-    c
-}
-
-fn run_cli(args: &[&str], env: &[(&str, &str)]) -> Output {
-    cli(args, env).output().expect("run powercontext-hooks")
 }
 
 fn ledger(state: &Path) -> Value {

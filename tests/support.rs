@@ -21,6 +21,24 @@ pub const PI: &str = env!("CARGO_BIN_EXE_powercontext-hook-pi");
 pub const OPENCODE: &str = env!("CARGO_BIN_EXE_powercontext-hook-opencode");
 pub const DSH: &str = env!("CARGO_BIN_EXE_powercontext-hook-dsh");
 
+/// Our CLI with `args`, a clean environment (a system PATH) plus `env`, and no stdin.
+pub fn cli(args: &[&str], env: &[(&str, &str)]) -> Command {
+    let mut c = Command::new(CLI);
+    c.args(args)
+        .env_clear()
+        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+        .stdin(std::process::Stdio::null());
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    c
+}
+
+/// Runs [`cli`] to completion.
+pub fn run_cli(args: &[&str], env: &[(&str, &str)]) -> Output {
+    cli(args, env).output().expect("run powercontext-hooks")
+}
+
 /// The hook executable of `host`.
 pub fn hook_exe(host: Integration) -> &'static str {
     match host {
