@@ -38,6 +38,12 @@ pub fn pi_cli() -> PathBuf {
     path
 }
 
+/// Copies `installers/pi/` to `dest` with `{{hook_command}}` replaced by `exe` as a JavaScript
+/// string body (the extension spawns it directly, no shell). Panics if any placeholder is left.
+pub fn render_extension(dest: &Path, exe: &Path) {
+    render_installer(Integration::Pi, dest, &[("hook_command", &js_string_body(exe))]);
+}
+
 /// How the extension gets loaded.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Loading {
@@ -142,10 +148,7 @@ impl PiSessionBuilder {
             } else {
                 exe
             };
-            // `installers/pi/` with the path as a JavaScript string body: the extension spawns
-            // it directly, no shell.
-            let value = js_string_body(&exe);
-            render_installer(Integration::Pi, &session.extension, &[("hook_command", &value)]);
+            render_extension(&session.extension, &exe);
             match self.loading {
                 Loading::Install => {
                     let dir = session.extension.display().to_string();
