@@ -216,14 +216,7 @@ impl Sandbox {
 
     /// Runs a host CLI directly.
     pub fn host(&self, cli: &str, args: &[&str]) -> Output {
-        Command::new(repo_root().join("tests/e2e/node_modules/.bin").join(cli))
-            .args(args)
-            .env_clear()
-            .envs(&self.env)
-            .current_dir(self.project())
-            .stdin(std::process::Stdio::null())
-            .output()
-            .unwrap()
+        self.run(&repo_root().join("tests/e2e/node_modules/.bin").join(cli), args)
     }
 
     /// Every file under HOME except the hosts' own per-run bookkeeping (sessions, logs,
@@ -356,15 +349,14 @@ pub fn seed_foreign_packages(sb: &mut Sandbox, host: &str) {
 pub fn pinned_scope(server: &RealServer, tag: &str, text: &str) -> (String, String) {
     let scope = server.create_scope(&format!("bootstrap {tag}"));
     let artifact = server.remember_artifact(&scope, text);
-    let out = std::process::Command::new(CLI)
-        .args(["pin", &artifact, "--scope", &scope])
-        .env_clear()
-        .env("PATH", "/usr/bin:/bin")
-        .env("HOME", server.home())
-        .env("POWERCONTEXT_HOOKS_CONFIG", "/nonexistent/config.toml")
-        .env("POWERCONTEXT_CLAUDE_SERVER_URL", server.url())
-        .output()
-        .unwrap();
+    let out = run_cli(
+        &["pin", &artifact, "--scope", &scope],
+        &[
+            ("HOME", &server.home().to_string_lossy()),
+            ("POWERCONTEXT_HOOKS_CONFIG", "/nonexistent/config.toml"),
+            ("POWERCONTEXT_CLAUDE_SERVER_URL", &server.url()),
+        ],
+    );
     assert!(
         out.status.success(),
         "pin: {}",
