@@ -15,7 +15,7 @@ use powercontext_hooks_test_support::hook::{HookCmd, prompt_payload};
 use powercontext_hooks_test_support::real_server::RealServer;
 use serde_json::{Value, json};
 
-use crate::support::{CLAUDE, CLI};
+use crate::support::{CLAUDE, pinned_scope};
 
 fn transport(server: &RealServer) -> Transport {
     Transport::new(
@@ -42,27 +42,6 @@ fn ask(t: &Transport, scope: &str, event_id: &str, enabled: bool) -> Bootstrap {
         },
     )
     .unwrap_or_else(|f| panic!("bootstrap failed: {f:?}"))
-}
-
-/// A scope with one pinned memory (pinned with our CLI, as a user would) and its artifact id.
-pub(crate) fn pinned_scope(server: &RealServer, tag: &str, text: &str) -> (String, String) {
-    let scope = server.create_scope(&format!("bootstrap {tag}"));
-    let artifact = server.remember_artifact(&scope, text);
-    let out = std::process::Command::new(CLI)
-        .args(["pin", &artifact, "--scope", &scope])
-        .env_clear()
-        .env("PATH", "/usr/bin:/bin")
-        .env("HOME", server.home())
-        .env("POWERCONTEXT_HOOKS_CONFIG", "/nonexistent/config.toml")
-        .env("POWERCONTEXT_CLAUDE_SERVER_URL", server.url())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "pin: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (scope, artifact)
 }
 
 #[test]

@@ -10,7 +10,7 @@ use powercontext_hooks_test_support::fault_server::closed_port_url;
 use powercontext_hooks_test_support::real_server::RealServer;
 use serde_json::Value;
 
-use crate::setup::{Sandbox, TOKEN, host_bin, seed_foreign, seed_foreign_packages};
+use crate::support::{Sandbox, TOKEN, host_bin, seed_foreign, seed_foreign_packages};
 
 fn setup(sb: &Sandbox, host: &str, url: &str, token: bool) {
     let mut args = vec!["setup", host, "--server-url", url];

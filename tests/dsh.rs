@@ -11,39 +11,29 @@ use std::time::Duration;
 
 use powercontext_hooks_core::capture::source_id;
 use powercontext_hooks_core::workspace::sha256_hex;
+use powercontext_hooks_test_support::fake_server::FakeServer;
 use powercontext_hooks_test_support::fault_server::{FaultServer, Reply, closed_port_url};
 use powercontext_hooks_test_support::hook::{HookCmd, HookOutput};
 use powercontext_hooks_test_support::host_dsh::{self, CONTEXT_PREFIX};
 use powercontext_hooks_test_support::hosts::repo_root;
 use serde_json::{Value, json};
+
+use crate::support::DSH;
 use tempfile::TempDir;
 
-const EXE: &str = env!("CARGO_BIN_EXE_powercontext-hook-dsh");
 const SCOPE: &str = "scp_secretscopeid0000000000";
 const TOKEN: &str = "tok-SECRET-4242";
 const PROMPT: &str = "How do we deploy the PROMPTSECRET service?";
 const CONTENT: &str = "CONTENTSECRET: deploy with the blue-green script";
 const SESSION: &str = "session-9dd19107-test";
 
-fn ready(content: &str) -> Value {
-    json!({"schema": "powercontext.prepared-context.v1", "status": "ready", "content": content, "content_bytes": content.len()})
-}
-
 /// A well-behaved Server whose prepare answer is replaced by `prepare`.
-fn server(prepare: impl Fn() -> Reply + Send + Sync + 'static) -> FaultServer {
-    FaultServer::start(move |req| match req.path.as_str() {
-        "/v1/scope-bindings/resolve" => Reply::json(200, &json!({"scope_id": SCOPE, "title": "t"})),
-        "/v1/context/prepare" => prepare(),
-        "/v1/sources/content" => Reply::json(
-            202,
-            &json!({"status": "accepted", "source": {"source_id": "x"}, "position": 7}),
-        ),
-        _ => Reply::json(404, &json!({"detail": "Not Found"})),
-    })
+fn server(prepare: impl Fn() -> Reply + Send + Sync + 'static) -> FakeServer {
+    FakeServer::with_prepare(SCOPE, prepare)
 }
 
-fn ready_server() -> FaultServer {
-    server(|| Reply::json(200, &ready(CONTENT)))
+fn ready_server() -> FakeServer {
+    FakeServer::builder(SCOPE).ready(CONTENT).start()
 }
 
 fn message(kind: &str, text: &str) -> Value {
@@ -108,7 +98,7 @@ impl Hook {
     /// Through [`HookCmd`], with this home's whole environment (and nothing of HookCmd's own
     /// throwaway home left over) and the home as the working directory.
     fn run_args(&self, args: &[&str], stdin: &[u8]) -> HookOutput {
-        HookCmd::new(EXE)
+        HookCmd::new(DSH)
             .env_remove("XDG_STATE_HOME")
             .envs(self.env.iter().map(|(k, v)| (k, v)))
             .args(args)
@@ -145,15 +135,11 @@ fn assert_clean(out: &HookOutput) {
     out.assert_stderr_free_of(&[TOKEN, "PROMPTSECRET", SCOPE, "CONTENTSECRET", SESSION]);
 }
 
-fn paths(s: &FaultServer) -> Vec<String> {
-    s.requests().iter().map(|r| r.path.clone()).collect()
-}
-
 fn body_of(s: &FaultServer, path: &str) -> Value {
     s.requests()
         .iter()
         .find(|r| r.path == path)
-        .unwrap_or_else(|| panic!("no {path} request: {:?}", paths(s)))
+        .unwrap_or_else(|| panic!("no {path} request: {:?}", s.paths()))
         .json()
         .unwrap()
 }
@@ -238,7 +224,7 @@ fn empty_and_plugin_only_batches_make_no_call_and_say_nothing() {
 fn recall_runs_once_per_user_turn_and_capture_keeps_later_user_text() {
     let s = ready_server();
     let hook = Hook::new(&s.url());
-    let count = |path: &str| s.requests().iter().filter(|r| r.path == path).count();
+    let count = |path: &str| s.count(path);
 
     assert!(context(&hook.run(&hook.user_batch(PROMPT, 1, 1))).is_some());
     // A later step of turn 1: DSH passes `messages: []` — nothing at all.
@@ -317,7 +303,7 @@ fn http_failures_use_the_shared_taxonomy() {
             (Some(outcome), Some(u64::from(status)))
         );
         // Recall failed; the capture still went through on its own.
-        assert!(paths(&s).contains(&"/v1/sources/content".to_owned()));
+        assert!(s.paths().contains(&"/v1/sources/content".to_owned()));
     }
 }
 
@@ -327,7 +313,7 @@ fn capture_disabled_means_prepare_only() {
     let hook = Hook::new(&s.url()).env("POWERCONTEXT_DSH_CAPTURE_PROMPTS", "false");
     let out = hook.run(&hook.user_batch(PROMPT, 1, 1));
     assert!(context(&out).is_some());
-    assert_eq!(paths(&s), ["/v1/scope-bindings/resolve", "/v1/context/prepare"]);
+    assert_eq!(s.paths(), ["/v1/scope-bindings/resolve", "/v1/context/prepare"]);
 }
 
 #[test]
@@ -358,7 +344,7 @@ fn an_over_long_configured_scope_is_sent_as_its_sha256_like_upstream() {
     assert_clean(&out);
     assert!(context(&out).is_some(), "{}", out.stderr);
     out.assert_stderr_free_of(&["xxxxxxxx", hashed]);
-    assert!(!paths(&s).contains(&"/v1/scope-bindings/resolve".to_owned()));
+    assert!(!s.paths().contains(&"/v1/scope-bindings/resolve".to_owned()));
     assert_eq!(body_of(&s, "/v1/context/prepare")["scope_id"], hashed);
     assert_eq!(body_of(&s, "/v1/sources/content")["scope_id"], hashed);
 }
@@ -370,7 +356,7 @@ fn configured_scope_without_cwd_captures_metadata_without_cwd() {
     let out = hook.run(&batch(&[message("user", PROMPT)], None, 4, 1));
     assert!(context(&out).is_some());
     assert!(
-        !paths(&s).contains(&"/v1/scope-bindings/resolve".to_owned()),
+        !s.paths().contains(&"/v1/scope-bindings/resolve".to_owned()),
         "explicit scope: no resolve"
     );
     assert_eq!(
@@ -416,7 +402,7 @@ fn the_shared_secret_filter_replaces_the_official_substring_markers() {
             out.stderr
         );
         assert!(
-            !paths(&s).contains(&"/v1/sources/content".to_owned()),
+            !s.paths().contains(&"/v1/sources/content".to_owned()),
             "{prompt} was captured"
         );
         // The recall query carries the prompt with its secret redacted.
@@ -469,21 +455,9 @@ fn capture_is_bounded_at_200000_characters() {
     );
     let over = hook.run(&hook.user_batch(&format!("{at_limit}x"), 2, 1));
     assert!(over.diagnostic("capture_skipped_too_large").is_some());
-    assert_eq!(
-        s.requests()
-            .iter()
-            .filter(|r| r.path == "/v1/sources/content")
-            .count(),
-        1
-    );
+    assert_eq!(s.count("/v1/sources/content"), 1);
     // The query is cut at the Server's 8,192-character limit, so recall survives.
-    let query = s
-        .requests()
-        .iter()
-        .rfind(|r| r.path == "/v1/context/prepare")
-        .unwrap()
-        .json()
-        .unwrap();
+    let query = s.last_json("/v1/context/prepare").unwrap();
     assert_eq!(query["query"].as_str().unwrap().chars().count(), 8192);
 }
 
@@ -540,7 +514,7 @@ fn bad_input_and_unknown_commands_fail_open() {
     let out = hook.run_args(&["pre-step"], lossy);
     assert!(context(&out).is_some(), "recalled");
     assert!(out.diagnostic("capture_skipped_lossy").is_some());
-    assert!(!paths(&s).contains(&"/v1/sources/content".to_owned()));
+    assert!(!s.paths().contains(&"/v1/sources/content".to_owned()));
     let version = hook.run_args(&["version"], b"");
     assert_eq!(
         version.stdout.trim(),
@@ -615,7 +589,7 @@ fn warn_outcomes(r: &Value) -> Vec<String> {
 #[test]
 fn plugin_appends_context_only_after_enter() {
     let s = ready_server();
-    let shim = Shim::new(Hook::new(&s.url()), Path::new(EXE));
+    let shim = Shim::new(Hook::new(&s.url()), Path::new(DSH));
     let r = shim.run(&shim.scenario(&[message("user", PROMPT)], &enter()));
     assert_eq!(r["nextCalls"], 1);
     let messages = r["result"]["messages"].as_array().unwrap();
@@ -650,7 +624,7 @@ fn plugin_appends_context_only_after_enter() {
 #[test]
 fn plugin_passes_empty_and_plugin_only_batches_through() {
     let s = ready_server();
-    let shim = Shim::new(Hook::new(&s.url()), Path::new(EXE));
+    let shim = Shim::new(Hook::new(&s.url()), Path::new(DSH));
     for messages in [vec![], vec![message("plugin", "Plugin-provided context")]] {
         let r = shim.run(&shim.scenario(&messages, &enter()));
         assert_eq!(
@@ -664,7 +638,7 @@ fn plugin_passes_empty_and_plugin_only_batches_through() {
 
 #[test]
 fn plugin_returns_the_downstream_decision_when_the_server_is_down() {
-    let shim = Shim::new(Hook::new(&closed_port_url()), Path::new(EXE));
+    let shim = Shim::new(Hook::new(&closed_port_url()), Path::new(DSH));
     let r = shim.run(&shim.scenario(&[message("user", PROMPT)], &enter()));
     assert_eq!(
         (r["nextCalls"].as_u64(), r["same"].as_bool()),
@@ -681,7 +655,7 @@ fn plugin_returns_the_downstream_decision_when_the_server_is_down() {
 #[test]
 fn plugin_returns_the_downstream_decision_when_wrapping_fails() {
     let s = ready_server();
-    let shim = Shim::new(Hook::new(&s.url()), Path::new(EXE));
+    let shim = Shim::new(Hook::new(&s.url()), Path::new(DSH));
     let odd = json!({"kind": "enter", "messages": 42});
     let r = shim.run(&shim.scenario(&[message("user", PROMPT)], &odd));
     assert_eq!(
@@ -694,7 +668,7 @@ fn plugin_returns_the_downstream_decision_when_wrapping_fails() {
 #[test]
 fn plugin_lets_a_downstream_error_through_after_one_next_call() {
     let s = ready_server();
-    let shim = Shim::new(Hook::new(&s.url()), Path::new(EXE));
+    let shim = Shim::new(Hook::new(&s.url()), Path::new(DSH));
     let mut scenario = shim.scenario(&[message("user", PROMPT)], &enter());
     scenario["nextThrows"] = json!(true);
     let r = shim.run(&scenario);
@@ -759,7 +733,7 @@ fn plugin_kills_a_hanging_executable_at_its_deadline_and_on_abort() {
 #[test]
 fn the_env_override_names_the_executable() {
     let s = ready_server();
-    let hook = Hook::new(&s.url()).env("POWERCONTEXT_DSH_HOOK_EXECUTABLE", EXE);
+    let hook = Hook::new(&s.url()).env("POWERCONTEXT_DSH_HOOK_EXECUTABLE", DSH);
     let shim = Shim::new(hook, Path::new("/nonexistent/powercontext-hook-dsh"));
     let r = shim.run(&shim.scenario(&[message("user", PROMPT)], &enter()));
     assert_eq!(r["result"]["messages"].as_array().unwrap().len(), 2, "{r}");

@@ -2,11 +2,11 @@
 //! fake model, inside a loopback-only namespace. The scenarios live in `e2e_scenarios`; this module
 //! only names them for Claude Code and must never skip one.
 
-use powercontext_hooks_test_support::hosts::Host;
+use powercontext_hooks_core::host::Integration;
 
 use crate::e2e_scenarios::{self as scenario, host_scenarios};
 
-host_scenarios!(Host::ClaudeCode);
+host_scenarios!(Integration::ClaudeCode);
 
 #[test]
 fn context_never_exceeds_claude_limit() {

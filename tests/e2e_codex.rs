@@ -2,8 +2,8 @@
 //! fake model, inside a loopback-only namespace. The scenarios live in `e2e_scenarios`; this module
 //! only names them for Codex and must never skip one.
 
-use powercontext_hooks_test_support::hosts::Host;
+use powercontext_hooks_core::host::Integration;
 
 use crate::e2e_scenarios::host_scenarios;
 
-host_scenarios!(Host::Codex);
+host_scenarios!(Integration::Codex);

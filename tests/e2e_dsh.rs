@@ -17,7 +17,8 @@ use powercontext_hooks_test_support::host_dsh::{DshSession, DshSessionBuilder, I
 use powercontext_hooks_test_support::real_server::RealServer;
 use serde_json::{Value, json};
 
-const EXE: &str = env!("CARGO_BIN_EXE_powercontext-hook-dsh");
+use crate::support::DSH;
+
 /// What the fake model answers; a completed turn prints exactly this.
 const REPLY: &str = "FAKE-MODEL-REPLY-7731";
 
@@ -62,7 +63,7 @@ fn world(model: &FakeModel, tag: &str) -> (&'static RealServer, String, DshSessi
         "The quasar7 ingest service keeps its cache in the redis-orchid-51 cluster.",
     );
     let builder = patient(DshSession::builder(model))
-        .hook(Path::new(EXE))
+        .hook(Path::new(DSH))
         .server_url(&server.url())
         .env("POWERCONTEXT_DSH_SCOPE_ID", &scope);
     (server, scope, builder)
@@ -140,7 +141,7 @@ fn server_down_leaves_dsh_answering_and_is_logged() {
     let _serial = serial();
     let model = FakeModel::start(REPLY);
     let session = DshSession::builder(&model)
-        .hook(Path::new(EXE))
+        .hook(Path::new(DSH))
         .server_url(&closed_port_url())
         .build();
     let run = session.run("server down turn");
@@ -259,7 +260,7 @@ fn a_multi_step_turn_recalls_once_and_injects_once() {
     // The builder only needs the model's URL; this model is ours.
     let placeholder = FakeModel::start(REPLY);
     let session = patient(DshSession::builder(&placeholder))
-        .hook(Path::new(EXE))
+        .hook(Path::new(DSH))
         .server_url(&server.url())
         .env("POWERCONTEXT_DSH_SCOPE_ID", &scope)
         .env("DEEPSEEK_BASE_URL", &model_server.url())
@@ -304,7 +305,7 @@ fn the_first_user_turn_carries_the_pinned_memory() {
     let _serial = serial();
     let model = FakeModel::start(REPLY);
     let server = RealServer::shared();
-    let (scope, _) = crate::bootstrap::pinned_scope(
+    let (scope, _) = crate::support::pinned_scope(
         server,
         "dsh e2e",
         "Team rule zebra-lantern-45: every release note names its rollback owner.",
@@ -314,7 +315,7 @@ fn the_first_user_turn_carries_the_pinned_memory() {
         "The quasar9 ingest service keeps its cache in the redis-opal-80 cluster.",
     );
     let session = patient(DshSession::builder(&model))
-        .hook(Path::new(EXE))
+        .hook(Path::new(DSH))
         .server_url(&server.url())
         .env("POWERCONTEXT_DSH_SCOPE_ID", &scope)
         .build();

@@ -6,8 +6,9 @@
 
 use std::path::{Path, PathBuf};
 
+use powercontext_hooks_core::host::Integration;
 use powercontext_hooks_test_support::fake_model::FakeModel;
-use powercontext_hooks_test_support::hosts::{Host, HostRun, HostSession};
+use powercontext_hooks_test_support::hosts::{HostFacts, HostRun, HostSession};
 use powercontext_hooks_test_support::real_server::RealServer;
 use serde_json::Value;
 
@@ -59,19 +60,19 @@ fn show(run: &HostRun) -> String {
     )
 }
 
-fn official_setup_then_real_prompt(host: Host) {
+fn official_setup_then_real_prompt(host: Integration) {
     let server = RealServer::shared_auth();
     let token = server.token().unwrap().to_owned();
     let model = FakeModel::start(REPLY);
     let fact = format!(
         "The {} drop-in keeps its ledger in the vault-heron-88 bucket.",
-        host.name()
+        host.as_str()
     );
-    let scope = scope_with(server, &format!("official {}", host.name()), &fact);
+    let scope = scope_with(server, &format!("official {}", host.as_str()), &fact);
     let session = HostSession::builder(host, &model)
         .host_env("SCOPE_ID", &scope)
         .build();
-    if host == Host::Codex {
+    if host == Integration::Codex {
         // Official setup needs Codex's plugins feature (the bare session leaves it off).
         let cfg = session.home_dir().join(".codex/config.toml");
         let text = std::fs::read_to_string(&cfg).unwrap();
@@ -84,7 +85,7 @@ fn official_setup_then_real_prompt(host: Host) {
         &official_cli(),
         &[
             "setup",
-            host.name(),
+            host.as_str(),
             "--source",
             tree.to_str().unwrap(),
             "--server-url",
@@ -96,10 +97,10 @@ fn official_setup_then_real_prompt(host: Host) {
     assert!(!setup.stdout.contains(&token) && !setup.stderr.contains(&token));
     let report: Value = serde_json::from_str(setup.stdout.trim()).unwrap_or(Value::Null);
     match host {
-        Host::ClaudeCode => assert!(setup.status.success(), "{}", show(&setup)),
+        Integration::ClaudeCode => assert!(setup.status.success(), "{}", show(&setup)),
         // Installed and configured; official doctor's MCP checks fail until `--trust-only` replaces
         // its `uv run … mcp_headers.py` headers helper with ours.
-        Host::Codex => {
+        _ => {
             let failing = failing_checks(&report);
             assert!(
                 !failing.is_empty() && failing.iter().all(|c| c.starts_with("mcp_")),
@@ -119,7 +120,7 @@ fn official_setup_then_real_prompt(host: Host) {
         }
     }
 
-    let prompt = format!("Where does the {} drop-in keep its ledger?", host.name());
+    let prompt = format!("Where does the {} drop-in keep its ledger?", host.as_str());
     let run = session.prompt(&prompt);
     run.assert_completed(REPLY);
     let bodies: Vec<Value> = model
@@ -136,7 +137,7 @@ fn official_setup_then_real_prompt(host: Host) {
     let stored = stored_eventually(server, &scope, &prompt);
     assert!(stored, "the prompt was not stored\n{}", show(&run));
 
-    if host == Host::ClaudeCode {
+    if host == Integration::ClaudeCode {
         // The status line official setup configured points at a script our tree ships, and it runs.
         let settings: Value =
             serde_json::from_slice(&std::fs::read(session.home_dir().join(".claude/settings.json")).unwrap())
@@ -158,10 +159,10 @@ fn official_setup_then_real_prompt(host: Host) {
         );
     }
 
-    let doctor = session.run_other(&official_cli(), &["doctor", host.name(), "--json"], &[]);
+    let doctor = session.run_other(&official_cli(), &["doctor", host.as_str(), "--json"], &[]);
     match host {
-        Host::ClaudeCode => assert!(doctor.status.success(), "{}", show(&doctor)),
-        Host::Codex => {
+        Integration::ClaudeCode => assert!(doctor.status.success(), "{}", show(&doctor)),
+        _ => {
             // Our doctor sees the official install: trusted, and the installed hook works end to end.
             let ours = session.run_other(Path::new(CLI), &["doctor", "codex", "--json"], &[]);
             let mine: Value = serde_json::from_str(ours.stdout.trim()).unwrap_or(Value::Null);
@@ -216,12 +217,12 @@ fn failing_checks(v: &Value) -> Vec<String> {
 
 #[test]
 fn claude_code_official_setup_installs_our_tree_and_a_real_prompt_works_with_auth() {
-    official_setup_then_real_prompt(Host::ClaudeCode);
+    official_setup_then_real_prompt(Integration::ClaudeCode);
 }
 
 #[test]
 fn codex_official_setup_then_our_trust_step_and_a_real_prompt_works_with_auth() {
-    official_setup_then_real_prompt(Host::Codex);
+    official_setup_then_real_prompt(Integration::Codex);
 }
 
 /// Pi and OpenCode: official setup of our tree (no Server variable anywhere), a real prompt, then

@@ -6,7 +6,7 @@
 //! a missing executable or a hanging one leave `opencode run` answering normally with exit 0.
 //! Nothing here may skip: a missing OpenCode, Server or namespace fails with how to fix it.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use powercontext_hooks_core::workspace::sha256_hex;
@@ -19,12 +19,10 @@ use powercontext_hooks_test_support::hosts::HostRun;
 use powercontext_hooks_test_support::real_server::RealServer;
 use serde_json::Value;
 
+use crate::support::OPENCODE;
+
 /// What the fake model answers; a completed turn prints exactly this.
 const REPLY: &str = "FAKE-OPENCODE-REPLY-4417";
-
-fn hook_exe() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_powercontext-hook-opencode"))
-}
 
 fn builder(model: &FakeModel) -> OpenCodeSessionBuilder {
     // Background drainers would outlive the test's temp dirs; they are tested elsewhere.
@@ -86,7 +84,7 @@ fn recall_reaches_its_own_turn_only_and_session_delete_clears_state() {
     );
     let model = FakeModel::start(REPLY);
     let session = builder(&model)
-        .hook(&hook_exe())
+        .hook(Path::new(OPENCODE))
         .server_url(&server.url())
         .build();
     // Bind this project's workspace key (SHA-256 of the session directory) to the scope, so the
@@ -179,7 +177,7 @@ fn recall_reaches_its_own_turn_only_and_session_delete_clears_state() {
 #[test]
 fn server_down_leaves_the_turn_untouched() {
     let model = FakeModel::start(REPLY);
-    let session = builder(&model).hook(&hook_exe()).build();
+    let session = builder(&model).hook(Path::new(OPENCODE)).build();
     let run = session.prompt("Where does quasar7 ingest keep its cache?");
     assert_completed(&run, REPLY);
     assert_no_context_anywhere(&model, &run);
@@ -219,7 +217,7 @@ fn hanging_executable_is_cut_off_and_the_turn_completes() {
 #[test]
 fn the_sessions_first_message_carries_the_pinned_memory_once() {
     let server = RealServer::shared();
-    let (scope, _) = crate::bootstrap::pinned_scope(
+    let (scope, _) = crate::support::pinned_scope(
         server,
         "opencode e2e",
         "Team rule zebra-lantern-44: every release note names its rollback owner.",
@@ -230,7 +228,7 @@ fn the_sessions_first_message_carries_the_pinned_memory_once() {
     );
     let model = FakeModel::start(REPLY);
     let session = builder(&model)
-        .hook(&hook_exe())
+        .hook(Path::new(OPENCODE))
         .server_url(&server.url())
         .env("POWERCONTEXT_OPENCODE_SCOPE_ID", &scope)
         .build();

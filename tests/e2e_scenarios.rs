@@ -8,13 +8,16 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use powercontext_hooks_core::host::Integration;
 use powercontext_hooks_test_support::fake_model::FakeModel;
 use powercontext_hooks_test_support::fault_server::{FaultServer, Reply, closed_port_url};
-use powercontext_hooks_test_support::hosts::{Host, HostRun, HostSession, HostSessionBuilder};
+use powercontext_hooks_test_support::hosts::{HostFacts, HostRun, HostSession, HostSessionBuilder};
 use powercontext_hooks_test_support::real_server::RealServer;
 use serde_json::{Value, json};
 
-/// The `#[test]` wrappers every scenario gets for one host (`$host`: a [`Host`]); `e2e_claude` and
+use crate::support::hook_exe;
+
+/// The `#[test]` wrappers every scenario gets for one host (`$host`: an [`Integration`]); `e2e_claude` and
 /// `e2e_codex` invoke it so both hosts always run the same list under the same names.
 macro_rules! host_scenarios {
     ($host:expr) => {
@@ -79,25 +82,17 @@ const CLAUDE_CONTEXT_CHAR_LIMIT: usize = 10_000;
 /// What Claude Code's preview of an oversized hook context looks like.
 const CLAUDE_TRUNCATION_MARKERS: [&str; 2] = ["<persisted-output>", "Output too large"];
 
-/// Our hook executable for `host`, as built by cargo for this test binary.
-pub fn hook_exe(host: Host) -> PathBuf {
-    PathBuf::from(match host {
-        Host::ClaudeCode => env!("CARGO_BIN_EXE_powercontext-hook-claude-code"),
-        Host::Codex => env!("CARGO_BIN_EXE_powercontext-hook-codex"),
-    })
-}
-
 /// One test's world: a fake model of its own and a fresh scope in a real Server.
 struct World {
-    host: Host,
+    host: Integration,
     model: FakeModel,
     server: &'static RealServer,
     scope: String,
 }
 
 impl World {
-    fn new(host: Host, server: &'static RealServer, tag: &str) -> Self {
-        let scope = server.create_scope(&format!("e2e {} {tag}", host.name()));
+    fn new(host: Integration, server: &'static RealServer, tag: &str) -> Self {
+        let scope = server.create_scope(&format!("e2e {} {tag}", host.as_str()));
         World {
             host,
             model: FakeModel::start(REPLY),
@@ -109,7 +104,7 @@ impl World {
     /// Plugin wired to our real hook, pointed at this world's Server and scope.
     fn session(&self) -> HostSessionBuilder {
         HostSession::builder(self.host, &self.model)
-            .hook(&hook_exe(self.host))
+            .hook(Path::new(hook_exe(self.host)))
             .server_url(&self.server.url())
             .host_env("SCOPE_ID", &self.scope)
     }
@@ -165,7 +160,7 @@ fn content_text(source: &Value) -> String {
         .map_or_else(|| source["content"].to_string(), str::to_owned)
 }
 
-fn assert_no_hook_context(host: Host, run: &HostRun, body: &Value) {
+fn assert_no_hook_context(host: Integration, run: &HostRun, body: &Value) {
     assert_eq!(
         host.latest_hook_context(body),
         None,
@@ -176,7 +171,7 @@ fn assert_no_hook_context(host: Host, run: &HostRun, body: &Value) {
 
 /// Scenario 1: a remembered fact reaches the model through our hook, and the prompt becomes a
 /// Source.
-pub fn recall_and_capture(host: Host) {
+pub fn recall_and_capture(host: Integration) {
     let world = World::new(host, RealServer::shared(), "recall");
     let fact = "The quasar7 ingest service keeps its cache in the redis-orchid-51 cluster.";
     world.server.remember(&world.scope, fact);
@@ -200,7 +195,7 @@ pub fn recall_and_capture(host: Host) {
 
 /// Scenario 2a: the payload the live host sends still has the shape of the committed fixture
 /// (same keys, same JSON types), so parser tests built on the fixture stay honest.
-pub fn live_payload_matches_fixture(host: Host) {
+pub fn live_payload_matches_fixture(host: Integration) {
     let world = World::new(host, RealServer::shared(), "fixture-live");
     let session = world.session().record_payloads().build();
     let prompt = "fixture-kestrel payload check";
@@ -228,7 +223,7 @@ pub fn live_payload_matches_fixture(host: Host) {
 
 /// Scenario 2b: our hook binary accepts the recorded fixture payload as-is: it recalls and
 /// captures against the real Server.
-pub fn hook_accepts_fixture(host: Host) {
+pub fn hook_accepts_fixture(host: Integration) {
     let world = World::new(host, RealServer::shared(), "fixture-parse");
     world.server.remember(
         &world.scope,
@@ -284,11 +279,11 @@ pub fn hook_accepts_fixture(host: Host) {
     );
 }
 
-fn fixture_path(host: Host) -> PathBuf {
+fn fixture_path(host: Integration) -> PathBuf {
     host.fixtures_dir().join("user_prompt_submit.json")
 }
 
-fn load_fixture(host: Host) -> Value {
+fn load_fixture(host: Integration) -> Value {
     let path = fixture_path(host);
     let text =
         std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("read fixture {}: {e}", path.display()));
@@ -325,11 +320,11 @@ fn shape(payload: &Value) -> Vec<(String, &'static str)> {
     clippy::print_stderr,
     reason = "the measured timings are printed for whoever reads the test log"
 )]
-pub fn server_down_is_harmless_and_fast(host: Host) {
+pub fn server_down_is_harmless_and_fast(host: Integration) {
     let model = FakeModel::start(REPLY);
     let down = closed_port_url();
     let hooked = HostSession::builder(host, &model)
-        .hook(&hook_exe(host))
+        .hook(Path::new(hook_exe(host)))
         .server_url(&down)
         .record_payloads()
         .build();
@@ -378,7 +373,7 @@ pub fn server_down_is_harmless_and_fast(host: Host) {
         .iter()
         .filter_map(|p| p["hook_event_name"].as_str().map(str::to_owned))
         .collect();
-    eprintln!("{}: hook events seen: {events:?}", host.name());
+    eprintln!("{}: hook events seen: {events:?}", host.as_str());
     assert!(
         events.iter().any(|e| e == "Stop"),
         "no Stop boundary reached the hook: {events:?}"
@@ -386,7 +381,7 @@ pub fn server_down_is_harmless_and_fast(host: Host) {
     eprintln!(
         "{}: server down: with our hook {with_hook:?}, with a no-op hook {without_hook:?}, \
          without the plugin {no_plugin:?}",
-        host.name()
+        host.as_str()
     );
     assert!(
         with_hook.saturating_sub(without_hook) < Duration::from_millis(1500),
@@ -396,7 +391,7 @@ pub fn server_down_is_harmless_and_fast(host: Host) {
 
 /// Scenario 4: two prompts in one conversation; each turn's hook context is the one recalled for
 /// that prompt, and turn 1's block is not added again for turn 2.
-pub fn two_prompts_one_conversation(host: Host) {
+pub fn two_prompts_one_conversation(host: Integration) {
     let world = World::new(host, RealServer::shared(), "two-turns");
     world.server.remember(
         &world.scope,
@@ -438,7 +433,7 @@ pub fn two_prompts_one_conversation(host: Host) {
 }
 
 /// Scenario 5: a prompt holding a secret-like value still gets recall, but is never stored.
-pub fn secret_prompt_recalled_not_stored(host: Host) {
+pub fn secret_prompt_recalled_not_stored(host: Integration) {
     let world = World::new(host, RealServer::shared(), "secret");
     world.server.remember(
         &world.scope,
@@ -471,7 +466,7 @@ pub fn secret_prompt_recalled_not_stored(host: Host) {
 }
 
 /// Scenario 6a: the hook executable is missing; the host still completes the turn.
-pub fn missing_hook_executable(host: Host) {
+pub fn missing_hook_executable(host: Integration) {
     let model = FakeModel::start(REPLY);
     let missing = std::env::temp_dir().join("powercontext-e2e-no-such-dir/powercontext-hook");
     assert!(!missing.exists());
@@ -487,14 +482,14 @@ pub fn missing_hook_executable(host: Host) {
 
 /// Scenario 6b: the Server answers 500 to everything; the host completes, nothing injected, and
 /// the fault server proves our hook really called it.
-pub fn server_error_500(host: Host) {
+pub fn server_error_500(host: Integration) {
     let model = FakeModel::start(REPLY);
     let fault = FaultServer::always(Reply::json(
         500,
         &json!({"error": {"code": "internal_error", "message": "injected failure"}}),
     ));
     let session = HostSession::builder(host, &model)
-        .hook(&hook_exe(host))
+        .hook(Path::new(hook_exe(host)))
         .server_url(&fault.url())
         .host_env("SCOPE_ID", "scp_00000000000000000000000000")
         .build();
@@ -512,7 +507,7 @@ pub fn server_error_500(host: Host) {
 
 /// Scenario 6c: a wrong bearer token against a Server with auth; the host completes, nothing is
 /// injected or stored.
-pub fn wrong_token(host: Host) {
+pub fn wrong_token(host: Integration) {
     let world = World::new(host, RealServer::shared_auth(), "wrong-token");
     world.server.remember(
         &world.scope,
@@ -543,7 +538,7 @@ pub fn wrong_token(host: Host) {
     reason = "the emitted size is printed for whoever reads the test log"
 )]
 pub fn claude_context_stays_under_limit() {
-    let host = Host::ClaudeCode;
+    let host = Integration::ClaudeCode;
     let world = World::new(host, RealServer::shared(), "big-context");
     // The Server recalls at most about 8 items, so each has to be long for the total to matter.
     for i in 0..12 {
@@ -592,7 +587,7 @@ fn pin(world: &World, artifact: &str) {
             "pin",
             artifact,
             "--host",
-            world.host.name(),
+            world.host.as_str(),
             "--scope",
             &world.scope,
         ])
@@ -622,7 +617,7 @@ fn occurrences(body: &Value, needle: &str) -> usize {
 /// the resume injects it again; Codex replays it from its rollout, so the resume must not); and
 /// across three turns on one topic the recalled fact is injected once, not once per turn. On
 /// Claude Code a `/clear` starts a new window: the package and the fact come back, once each.
-pub fn bootstrap_and_no_repeats(host: Host) {
+pub fn bootstrap_and_no_repeats(host: Integration) {
     const PINNED: &str = "zebra-lantern-42";
     const FACT: &str = "redis-opal-77";
     let world = World::new(host, RealServer::shared(), "bootstrap");
@@ -681,7 +676,7 @@ pub fn bootstrap_and_no_repeats(host: Host) {
         .collect();
     assert_eq!(starts, ["startup", "resume", "resume"], "SessionStart sources");
 
-    if host == Host::ClaudeCode {
+    if host == Integration::ClaudeCode {
         // Headless `/clear` runs no model turn; it starts a new conversation (SessionStart
         // `clear`), which `--continue` then resumes.
         let cleared = session.run(&["-p", "/clear", "--output-format", "json"]);
@@ -729,7 +724,8 @@ pub fn bootstrap_and_no_repeats(host: Host) {
 /// payload (the committed fixture, its paths pointed at the session) on stdin.
 fn statusline_for(session: &HostSession) -> String {
     let mut payload: Value = serde_json::from_str(
-        &std::fs::read_to_string(Host::ClaudeCode.fixtures_dir().join("statusline.json")).expect("fixture"),
+        &std::fs::read_to_string(Integration::ClaudeCode.fixtures_dir().join("statusline.json"))
+            .expect("fixture"),
     )
     .expect("fixture is JSON");
     let project = session.project_dir().display().to_string();
@@ -760,7 +756,7 @@ fn statusline_for(session: &HostSession) -> String {
 /// Claude Code's status line after real `claude -p` turns: what the journal recorded for the
 /// hook Claude Code ran (context recalled, or the Server down with the prompt spooled).
 pub fn claude_status_line_after_real_turns() {
-    let host = Host::ClaudeCode;
+    let host = Integration::ClaudeCode;
     let world = World::new(host, RealServer::shared(), "statusline");
     world.server.remember(
         &world.scope,
@@ -783,7 +779,7 @@ pub fn claude_status_line_after_real_turns() {
     assert!(!journal.contains(&world.scope), "{journal}");
 
     let down = HostSession::builder(host, &world.model)
-        .hook(&hook_exe(host))
+        .hook(Path::new(hook_exe(host)))
         .server_url(&closed_port_url())
         .build();
     down.prompt("Where does the heron4 importer write when offline?")

@@ -6,6 +6,9 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
+use powercontext_hooks_test_support::fake_server::{
+    CAPTURE, FLUSH, FakeServer, PREPARE, RESOLVE, accepted, empty, envelope, flushed, ready,
+};
 use powercontext_hooks_test_support::fault_server::{FaultServer, Reply, closed_port_url};
 use powercontext_hooks_test_support::hook::{HookCmd, HookOutput, HookSession, prompt_payload};
 use serde_json::{Value, json};
@@ -17,27 +20,12 @@ const TOKEN: &str = "tok-SECRET-4242";
 const PROMPT: &str = "How do we deploy the PROMPTSECRET service?";
 const CONTENT: &str = "CONTENTSECRET: deploy with the blue-green script";
 
-fn ready(content: &str) -> Value {
-    json!({"schema": "powercontext.prepared-context.v1", "status": "ready", "content": content, "content_bytes": content.len()})
-}
-
-fn empty() -> Value {
-    json!({"schema": "powercontext.prepared-context.v1", "status": "empty", "content": null, "content_bytes": 0})
-}
-
-fn captured() -> Value {
-    json!({"status": "accepted", "source": {"name": "content", "source_id": "x"}, "position": 7})
-}
-
 /// A well-behaved Server whose prepare answer is replaced by `prepare`.
-fn server(prepare: impl Fn() -> Reply + Send + Sync + 'static) -> FaultServer {
-    FaultServer::start(move |req| match req.path.as_str() {
-        "/v1/scope-bindings/resolve" => Reply::json(200, &json!({"scope_id": SCOPE, "title": "t"})),
-        "/v1/context/prepare" => prepare(),
-        "/v1/sources/content" => Reply::json(202, &captured()),
-        "/v1/memory/flush" => Reply::json(200, &json!({"status": "processed", "current_cursor": 7})),
-        _ => Reply::json(404, &json!({"detail": "Not Found"})),
-    })
+fn server(prepare: impl Fn() -> Reply + Send + Sync + 'static) -> FakeServer {
+    FakeServer::builder(SCOPE)
+        .prepare(prepare)
+        .answer(FLUSH, flushed(7))
+        .start()
 }
 
 fn hook(exe: &str, part: &str, url: &str) -> HookCmd {
@@ -88,21 +76,11 @@ fn ready_context_is_injected_for_both_hosts() {
             Some(format!("Bearer {TOKEN}").as_str())
         );
         assert_eq!(prepare.header("content-type"), Some("application/json"));
-        let capture = reqs
-            .iter()
-            .find(|r| r.path == "/v1/sources/content")
-            .expect("capture sent")
-            .json()
-            .unwrap();
+        let capture = s.last_json(CAPTURE).expect("capture sent");
         assert_eq!(capture["content"], PROMPT);
         assert!(capture["source_id"].as_str().unwrap().starts_with(prefix));
         assert_eq!(capture["scope_id"], SCOPE);
-        let resolve = reqs
-            .iter()
-            .find(|r| r.path == "/v1/scope-bindings/resolve")
-            .unwrap()
-            .json()
-            .unwrap();
+        let resolve = &s.bodies(RESOLVE)[0];
         assert_eq!(resolve["allow_default"], true);
         assert_eq!(resolve["binding_keys"][0]["kind"], "session");
         assert_eq!(resolve["binding_keys"][1]["kind"], "workspace");
@@ -389,10 +367,7 @@ fn the_config_file_is_read_and_unknown_keys_are_errors() {
         .run();
     assert_clean(&out);
     assert_eq!(out.context().as_deref(), Some(CONTENT));
-    assert!(
-        !s.requests().iter().any(|r| r.path == "/v1/sources/content"),
-        "capture disabled by the host table"
-    );
+    assert!(s.count(CAPTURE) == 0, "capture disabled by the host table");
 
     std::fs::write(&file, "server_urll = \"http://127.0.0.1:1\"\n").unwrap();
     let out = hook(CODEX, "CODEX", "unused")
@@ -407,11 +382,11 @@ fn the_config_file_is_read_and_unknown_keys_are_errors() {
 #[test]
 fn recall_and_capture_are_independent() {
     // Capture fails: the context is still injected.
-    let s = FaultServer::start(|req| match req.path.as_str() {
-        "/v1/scope-bindings/resolve" => Reply::json(200, &json!({"scope_id": SCOPE})),
-        "/v1/context/prepare" => Reply::json(200, &ready(CONTENT)),
-        _ => Reply::Close,
-    });
+    let s = FakeServer::builder(SCOPE)
+        .ready(CONTENT)
+        .without(CAPTURE)
+        .fallback(|_| Reply::Close)
+        .start();
     let out = hook(CLAUDE, "CLAUDE", &s.url()).run();
     assert_clean(&out);
     assert_eq!(out.context().as_deref(), Some(CONTENT));
@@ -425,7 +400,7 @@ fn recall_and_capture_are_independent() {
     let s = server(|| Reply::json(500, &json!({})));
     let out = hook(CODEX, "CODEX", &s.url()).run();
     assert_clean(&out);
-    assert!(s.requests().iter().any(|r| r.path == "/v1/sources/content"));
+    assert!(s.count(CAPTURE) > 0);
 }
 
 #[test]
@@ -437,18 +412,16 @@ fn the_answer_is_out_before_the_capture_is_sent_and_the_drainer_delivers_it_once
     const STALL: Duration = Duration::from_millis(1500);
     let done: Arc<std::sync::Mutex<Vec<(String, Instant)>>> = Arc::default();
     let log = Arc::clone(&done);
-    let s = FaultServer::start(move |req| match req.path.as_str() {
-        "/v1/scope-bindings/resolve" => Reply::json(200, &json!({"scope_id": SCOPE, "title": "t"})),
-        "/v1/context/prepare" => Reply::json(200, &ready(CONTENT)),
-        "/v1/sources/content" => {
+    let s = FakeServer::builder(SCOPE)
+        .ready(CONTENT)
+        .route(CAPTURE, move |req| {
             std::thread::sleep(STALL);
             let body: Value = serde_json::from_slice(&req.body).unwrap_or_default();
             let content = body["content"].as_str().unwrap_or_default().to_owned();
             log.lock().unwrap().push((content, Instant::now()));
-            Reply::json(202, &captured())
-        }
-        _ => Reply::json(404, &json!({"detail": "Not Found"})),
-    });
+            Reply::json(202, &accepted(7))
+        })
+        .start();
     let cwd = tempfile::tempdir().unwrap();
     let session = HookSession::new(CLAUDE, "CLAUDE", &s.url(), TOKEN)
         .env("POWERCONTEXT_CLAUDE_REQUEST_TIMEOUT_SECONDS", "5");
@@ -519,11 +492,8 @@ fn secret_prompts_are_recalled_but_never_captured() {
             out.diagnostic("capture_skipped_secret").unwrap()["event"],
             "source_capture"
         );
-        assert!(s.requests().iter().any(|r| r.path == "/v1/context/prepare"));
-        assert!(
-            !s.requests().iter().any(|r| r.path == "/v1/sources/content"),
-            "secret captured"
-        );
+        assert!(s.count(PREPARE) > 0);
+        assert!(s.count(CAPTURE) == 0, "secret captured");
     }
 }
 
@@ -536,24 +506,10 @@ fn long_prompts_keep_recall_with_a_query_cut_at_8192_characters() {
         .stdin_json(&prompt_payload(&prompt, cwd.path()))
         .run();
     assert_clean(&out);
-    let reqs = s.requests();
-    let q = reqs
-        .iter()
-        .find(|r| r.path == "/v1/context/prepare")
-        .unwrap()
-        .json()
-        .unwrap()["query"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let q = s.bodies(PREPARE)[0]["query"].as_str().unwrap().to_owned();
     assert_eq!(q.chars().count(), 8192);
     assert_eq!(q, format!("{}é", "界".repeat(8191)));
-    let captured = reqs
-        .iter()
-        .find(|r| r.path == "/v1/sources/content")
-        .unwrap()
-        .json()
-        .unwrap();
+    let captured = &s.bodies(CAPTURE)[0];
     assert_eq!(captured["content"], prompt, "the capture keeps the whole prompt");
 }
 
@@ -565,15 +521,7 @@ fn claude_code_never_asks_for_more_than_its_host_can_show() {
         .run();
     assert_clean(&out);
     assert_eq!(out.context().as_deref(), Some(CONTENT));
-    let max = s
-        .requests()
-        .iter()
-        .find(|r| r.path == "/v1/context/prepare")
-        .unwrap()
-        .json()
-        .unwrap()["max_bytes"]
-        .as_u64()
-        .unwrap();
+    let max = s.bodies(PREPARE)[0]["max_bytes"].as_u64().unwrap();
     assert!(max < 10_000, "asked for {max} bytes");
     assert_eq!(
         out.diagnostic("max_bytes_clamped").unwrap()["setting"],
@@ -585,15 +533,7 @@ fn claude_code_never_asks_for_more_than_its_host_can_show() {
         .env("POWERCONTEXT_CODEX_MAX_BYTES", "32768")
         .run();
     assert!(out.stderr.is_empty(), "{}", out.stderr);
-    let max = s
-        .requests()
-        .iter()
-        .find(|r| r.path == "/v1/context/prepare")
-        .unwrap()
-        .json()
-        .unwrap()["max_bytes"]
-        .as_u64()
-        .unwrap();
+    let max = s.bodies(PREPARE)[0]["max_bytes"].as_u64().unwrap();
     assert_eq!(max, 32768);
 }
 
@@ -618,29 +558,16 @@ fn undecodable_stdin_is_recalled_but_never_captured() {
             out.stderr
         );
     }
-    assert!(!s.requests().iter().any(|r| r.path == "/v1/sources/content"));
+    assert!(s.count(CAPTURE) == 0);
 }
 
 #[test]
 fn an_old_server_without_the_resolve_route_gets_the_client_derived_scope() {
-    let s = FaultServer::start(|req| match req.path.as_str() {
-        "/v1/context/prepare" => Reply::json(200, &ready(CONTENT)),
-        "/v1/sources/content" => Reply::json(202, &captured()),
-        _ => Reply::json(404, &json!({"detail": "Not Found"})),
-    });
+    let s = FakeServer::builder(SCOPE).ready(CONTENT).without(RESOLVE).start();
     let out = hook(CODEX, "CODEX", &s.url()).run();
     assert_clean(&out);
     assert_eq!(out.context().as_deref(), Some(CONTENT));
-    let scope = s
-        .requests()
-        .iter()
-        .find(|r| r.path == "/v1/context/prepare")
-        .unwrap()
-        .json()
-        .unwrap()["scope_id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let scope = s.bodies(PREPARE)[0]["scope_id"].as_str().unwrap().to_owned();
     assert!(
         scope.starts_with("local:") || scope.starts_with("git:"),
         "{scope}"
@@ -654,16 +581,8 @@ fn an_explicit_scope_skips_resolution() {
         .env("POWERCONTEXT_CODEX_SCOPE_ID", "scp_explicit")
         .run();
     assert_clean(&out);
-    let reqs = s.requests();
-    assert!(!reqs.iter().any(|r| r.path == "/v1/scope-bindings/resolve"));
-    assert_eq!(
-        reqs.iter()
-            .find(|r| r.path == "/v1/context/prepare")
-            .unwrap()
-            .json()
-            .unwrap()["scope_id"],
-        "scp_explicit"
-    );
+    assert!(s.count(RESOLVE) == 0);
+    assert_eq!(s.bodies(PREPARE)[0]["scope_id"], "scp_explicit");
 }
 
 #[test]
@@ -697,16 +616,10 @@ fn a_panic_in_the_release_binary_fails_open() {
 
 #[test]
 fn flush_on_capture_reports_a_server_without_a_model() {
-    let s = FaultServer::start(|req| match req.path.as_str() {
-        "/v1/scope-bindings/resolve" => Reply::json(200, &json!({"scope_id": SCOPE})),
-        "/v1/context/prepare" => Reply::json(200, &empty()),
-        "/v1/sources/content" => Reply::json(202, &captured()),
-        "/v1/memory/flush" => Reply::json(
-            503,
-            &json!({"error": {"code": "inference_unavailable", "message": "m", "details": null}}),
-        ),
-        _ => Reply::json(404, &json!({"detail": "Not Found"})),
-    });
+    let s = FakeServer::builder(SCOPE)
+        .empty()
+        .answer(FLUSH, envelope(503, "inference_unavailable"))
+        .start();
     let out = hook(CODEX, "CODEX", &s.url())
         .env("POWERCONTEXT_CODEX_FLUSH_ON_CAPTURE", "true")
         .run();
@@ -715,11 +628,7 @@ fn flush_on_capture_reports_a_server_without_a_model() {
         out.diagnostic("inference_unavailable").unwrap()["event"],
         "memory_flush"
     );
-    let flushes = s
-        .requests()
-        .iter()
-        .filter(|r| r.path == "/v1/memory/flush")
-        .count();
+    let flushes = s.count(FLUSH);
     assert_eq!(flushes, 1, "a 503 is reported, not retried");
 }
 
@@ -727,19 +636,14 @@ fn flush_on_capture_reports_a_server_without_a_model() {
 fn flush_on_capture_stops_once_the_cursor_reaches_the_position() {
     let calls = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let c = Arc::clone(&calls);
-    let s = FaultServer::start(move |req| match req.path.as_str() {
-        "/v1/scope-bindings/resolve" => Reply::json(200, &json!({"scope_id": SCOPE})),
-        "/v1/context/prepare" => Reply::json(200, &empty()),
-        "/v1/sources/content" => Reply::json(202, &json!({"status": "accepted", "position": 3})),
-        "/v1/memory/flush" => {
+    let s = FakeServer::builder(SCOPE)
+        .empty()
+        .capture_position(3)
+        .route(FLUSH, move |_| {
             let n = c.fetch_add(1, Ordering::SeqCst);
-            Reply::json(
-                200,
-                &json!({"status": "processed", "current_cursor": if n == 0 { 1 } else { 3 }}),
-            )
-        }
-        _ => Reply::json(404, &json!({"detail": "Not Found"})),
-    });
+            flushed(if n == 0 { 1 } else { 3 })
+        })
+        .start();
     let out = hook(CODEX, "CODEX", &s.url())
         .env("POWERCONTEXT_CODEX_FLUSH_ON_CAPTURE", "1")
         .run();
@@ -751,12 +655,7 @@ fn flush_on_capture_stops_once_the_cursor_reaches_the_position() {
 #[test]
 fn the_scope_cache_spares_resolve_until_a_session_start_or_the_window_ends() {
     let s = server(|| Reply::json(200, &ready(CONTENT)));
-    let resolves = || {
-        s.requests()
-            .iter()
-            .filter(|r| r.path == "/v1/scope-bindings/resolve")
-            .count()
-    };
+    let resolves = || s.count(RESOLVE);
     let cwd = tempfile::tempdir().unwrap();
     let session = HookSession::new(CLAUDE, "CLAUDE", &s.url(), TOKEN)
         .env("POWERCONTEXT_CLAUDE_CAPTURE_PROMPTS", "0")

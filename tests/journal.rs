@@ -7,35 +7,20 @@ use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use powercontext_hooks_test_support::fault_server::{FaultServer, Reply, closed_port_url};
+use powercontext_hooks_test_support::fake_server::{FakeServer, empty, envelope, ready};
+use powercontext_hooks_test_support::fault_server::{Reply, closed_port_url};
 use powercontext_hooks_test_support::hook::HookCmd;
 use serde_json::{Value, json};
 
-use crate::support::{CLAUDE, CLI, CODEX};
-
-const PI: &str = env!("CARGO_BIN_EXE_powercontext-hook-pi");
-const OPENCODE: &str = env!("CARGO_BIN_EXE_powercontext-hook-opencode");
-const DSH: &str = env!("CARGO_BIN_EXE_powercontext-hook-dsh");
+use crate::support::{CLAUDE, CODEX, DSH, OPENCODE, PI, run_cli};
 
 const PROMPT: &str = "How do we deploy the JOURNALPROMPTMARK service?";
 const SCOPE: &str = "scp_JOURNALSCOPEMARK0000000";
 const CONTENT: &str = "JOURNALCONTEXTMARK: deploy with the blue-green script";
 const TOKEN: &str = "tok-JOURNALTOKENMARK-77";
 
-fn ready() -> Value {
-    json!({"schema": "powercontext.prepared-context.v1", "status": "ready", "content": CONTENT, "content_bytes": CONTENT.len()})
-}
-
-fn server(prepare: impl Fn() -> Reply + Send + Sync + 'static) -> FaultServer {
-    FaultServer::start(move |req| match req.path.as_str() {
-        "/v1/scope-bindings/resolve" => Reply::json(200, &json!({"scope_id": SCOPE, "title": "t"})),
-        "/v1/context/prepare" => prepare(),
-        "/v1/sources/content" => Reply::json(
-            202,
-            &json!({"status": "accepted", "source": {"name": "content", "source_id": "x"}, "position": 7}),
-        ),
-        _ => Reply::json(404, &json!({"detail": "Not Found"})),
-    })
+fn server(prepare: impl Fn() -> Reply + Send + Sync + 'static) -> FakeServer {
+    FakeServer::with_prepare(SCOPE, prepare)
 }
 
 fn run(exe: &str, part: &str, url: &str, state: &Path, prompt: &str, extra: &[(&str, &str)]) {
@@ -76,10 +61,6 @@ fn stages(r: &Value) -> Vec<String> {
         .unwrap_or_default()
 }
 
-fn envelope(code: &str) -> Value {
-    json!({"error": {"code": code, "message": "", "details": null}})
-}
-
 #[test]
 fn journal_one_record_per_run_for_every_outcome_class_and_never_content() {
     let dir = tempfile::tempdir().unwrap();
@@ -87,7 +68,7 @@ fn journal_one_record_per_run_for_every_outcome_class_and_never_content() {
     let quick = [("POWERCONTEXT_CLAUDE_REQUEST_TIMEOUT_SECONDS", "0.3")];
 
     // Success: context injected, capture delivered.
-    let s = server(|| Reply::json(200, &ready()));
+    let s = server(|| Reply::json(200, &ready(CONTENT)));
     run(CLAUDE, "CLAUDE", &s.url(), &state, PROMPT, &[]);
     let r = last(&state, "claude-code");
     assert_eq!(r["event"], "UserPromptSubmit");
@@ -99,24 +80,15 @@ fn journal_one_record_per_run_for_every_outcome_class_and_never_content() {
 
     // Each failure class the Server can cause, named with the stage it happened in.
     let cases: Vec<(Reply, &str)> = vec![
-        (
-            Reply::json(
-                200,
-                &json!({"schema": "powercontext.prepared-context.v1", "status": "empty", "content": null, "content_bytes": 0}),
-            ),
-            "empty",
-        ),
-        (
-            Reply::json(401, &envelope("unauthorized")),
-            "authentication_failed",
-        ),
-        (Reply::json(403, &envelope("forbidden")), "forbidden"),
+        (Reply::json(200, &empty()), "empty"),
+        (envelope(401, "unauthorized"), "authentication_failed"),
+        (envelope(403, "forbidden"), "forbidden"),
         (
             Reply::json(404, &json!({"detail": "Not Found"})),
             "version_mismatch",
         ),
         (Reply::text(200, "not json"), "invalid_response"),
-        (Reply::json(503, &envelope("unavailable")), "server_unavailable"),
+        (envelope(503, "unavailable"), "server_unavailable"),
         (Reply::Hang, "timeout"),
     ];
     for (reply, want) in cases {
@@ -142,7 +114,7 @@ fn journal_one_record_per_run_for_every_outcome_class_and_never_content() {
     assert_eq!(stages(&r), ["config:config_invalid"]);
 
     // Skips: a blank prompt, a secret-like prompt (capture skipped with its rule), a boundary.
-    let s = server(|| Reply::json(200, &ready()));
+    let s = server(|| Reply::json(200, &ready(CONTENT)));
     run(CLAUDE, "CLAUDE", &s.url(), &state, "   ", &[]);
     let r = last(&state, "claude-code");
     assert_eq!(r["outcome"], "skipped", "{r}");
@@ -225,12 +197,10 @@ fn journal_one_record_per_run_for_every_outcome_class_and_never_content() {
         let mode = std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&path).unwrap().permissions());
         assert_eq!(mode & 0o777, 0o600);
     }
-    let status = Command::new(CLI)
-        .args(["status", "--json"])
-        .env_clear()
-        .env("POWERCONTEXT_HOOKS_STATE_DIR", &state)
-        .output()
-        .unwrap();
+    let status = run_cli(
+        &["status", "--json"],
+        &[("POWERCONTEXT_HOOKS_STATE_DIR", &state.to_string_lossy())],
+    );
     let text = String::from_utf8_lossy(&status.stdout);
     assert!(!text.contains("MARK"), "{text}");
 }
@@ -319,12 +289,10 @@ fn status_figures_from_a_known_journal() {
         "{\"v\":1,\"at\":12,\"host\":\"co".to_owned(),
     ];
     std::fs::write(state.join("journal-codex.jsonl"), lines.join("\n") + "\n").unwrap();
-    let out = Command::new(CLI)
-        .args(["status", "--json"])
-        .env_clear()
-        .env("POWERCONTEXT_HOOKS_STATE_DIR", &state)
-        .output()
-        .unwrap();
+    let out = run_cli(
+        &["status", "--json"],
+        &[("POWERCONTEXT_HOOKS_STATE_DIR", &state.to_string_lossy())],
+    );
     assert!(out.status.success());
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     let hooks = v["hooks"].as_array().unwrap();
@@ -349,12 +317,10 @@ fn status_figures_from_a_known_journal() {
     );
 
     // The text view says the same, per host and event.
-    let out = Command::new(CLI)
-        .arg("status")
-        .env_clear()
-        .env("POWERCONTEXT_HOOKS_STATE_DIR", &state)
-        .output()
-        .unwrap();
+    let out = run_cli(
+        &["status"],
+        &[("POWERCONTEXT_HOOKS_STATE_DIR", &state.to_string_lossy())],
+    );
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
         text.contains("codex UserPromptSubmit: last fired 30 min ago (ready); 4 run(s), 1 failed; p50 20 ms, p95 40 ms; 3.5 KB injected; captures 2 delivered, 1 spooled, 1 skipped"),
@@ -440,13 +406,10 @@ fn statusline_and_status_escape_a_planted_journals_control_characters() {
     std::fs::write(&journal, format!("{planted}\n")).unwrap();
     std::fs::set_permissions(&journal, std::fs::Permissions::from_mode(0o600)).unwrap();
     for args in [&["statusline"][..], &["status"][..]] {
-        let out = Command::new(CLI)
-            .args(args)
-            .env_clear()
-            .env("POWERCONTEXT_HOOKS_STATE_DIR", &state)
-            .stdin(Stdio::null())
-            .output()
-            .unwrap();
+        let out = run_cli(
+            args,
+            &[("POWERCONTEXT_HOOKS_STATE_DIR", &state.to_string_lossy())],
+        );
         assert!(out.status.success(), "{args:?}");
         let text = String::from_utf8_lossy(&out.stdout);
         assert!(
@@ -461,7 +424,7 @@ fn statusline_and_status_escape_a_planted_journals_control_characters() {
 fn a_capture_handed_to_the_drainer_is_journaled_as_queued_and_then_delivered() {
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join("state");
-    let s = server(|| Reply::json(200, &ready()));
+    let s = server(|| Reply::json(200, &ready(CONTENT)));
     run(
         CLAUDE,
         "CLAUDE",

@@ -4,27 +4,14 @@
 
 use std::path::{Path, PathBuf};
 
+use powercontext_hooks_test_support::fake_server::{CAPTURE, FakeServer, accepted, empty, envelope};
 use powercontext_hooks_test_support::fault_server::{FaultServer, Reply};
 use powercontext_hooks_test_support::hook::HookCmd;
 use serde_json::json;
 
-use crate::support::CLAUDE;
+use crate::support::{CLAUDE, run_cli};
 
 const SCOPE: &str = "scp_KEPTSCOPE00000000000000";
-
-fn empty() -> Reply {
-    Reply::json(
-        200,
-        &json!({"schema": "powercontext.prepared-context.v1", "status": "empty", "content": null, "content_bytes": 0}),
-    )
-}
-
-fn envelope(status: u16, code: &str) -> Reply {
-    Reply::json(
-        status,
-        &json!({"error": {"code": code, "message": "m", "details": null}}),
-    )
-}
 
 fn spool_entries(state: &Path) -> Vec<PathBuf> {
     std::fs::read_dir(state.join("spool"))
@@ -35,6 +22,15 @@ fn spool_entries(state: &Path) -> Vec<PathBuf> {
                 .collect()
         })
         .unwrap_or_default()
+}
+
+/// A Server whose recall works and which answers everything else (the capture) with `refusal`.
+fn refusing_captures(refusal: Reply) -> FakeServer {
+    FakeServer::builder(SCOPE)
+        .empty()
+        .without(CAPTURE)
+        .fallback(move |_| refusal.clone())
+        .start()
 }
 
 fn run(server: &FaultServer, state: &Path) {
@@ -55,10 +51,7 @@ fn run(server: &FaultServer, state: &Path) {
 #[test]
 fn a_capture_refused_for_its_token_waits_in_the_spool() {
     // The token was rotated: the Server answers 401 to the scope resolution.
-    let server = FaultServer::start(|req| match req.path.as_str() {
-        "/v1/scope-bindings/resolve" => envelope(401, "authentication_required"),
-        _ => envelope(401, "authentication_required"),
-    });
+    let server = FaultServer::always(envelope(401, "authentication_required"));
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join("state");
     run(&server, &state);
@@ -69,11 +62,7 @@ fn a_capture_refused_for_its_token_waits_in_the_spool() {
     );
 
     // The same when only the capture itself is refused.
-    let server = FaultServer::start(|req| match req.path.as_str() {
-        "/v1/scope-bindings/resolve" => Reply::json(200, &json!({"scope_id": SCOPE, "title": "t"})),
-        "/v1/context/prepare" => empty(),
-        _ => envelope(403, "forbidden"),
-    });
+    let server = refusing_captures(envelope(403, "forbidden"));
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join("state");
     run(&server, &state);
@@ -85,11 +74,7 @@ fn a_conflict_that_is_not_the_sources_own_keeps_the_capture() {
     // A fresh scope's first concurrent writes can answer 409 (seen on the pinned Server with auth
     // on: the first prompt's capture got 409 while its prepare ran, and was never stored). Only
     // `source_conflict` says this Source identity holds other content.
-    let server = FaultServer::start(|req| match req.path.as_str() {
-        "/v1/scope-bindings/resolve" => Reply::json(200, &json!({"scope_id": SCOPE, "title": "t"})),
-        "/v1/context/prepare" => empty(),
-        _ => envelope(409, "generation_conflict"),
-    });
+    let server = refusing_captures(envelope(409, "generation_conflict"));
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join("state");
     run(&server, &state);
@@ -120,11 +105,8 @@ fn one_entry_whose_scope_cannot_resolve_does_not_hold_back_the_others() {
                 envelope(409, "scope_binding_target_missing")
             }
             "/v1/scope-bindings/resolve" => Reply::json(200, &json!({"scope_id": SCOPE, "title": "t"})),
-            "/v1/sources/content" => Reply::json(
-                202,
-                &json!({"status": "accepted", "source": {"name": "content", "source_id": "x"}, "position": 1}),
-            ),
-            _ => empty(),
+            "/v1/sources/content" => Reply::json(202, &accepted(1)),
+            _ => Reply::json(200, &empty()),
         }
     });
     let dir = tempfile::tempdir().unwrap();
@@ -147,14 +129,13 @@ fn one_entry_whose_scope_cannot_resolve_does_not_hold_back_the_others() {
     assert_eq!(spool_entries(&state).len(), 2);
 
     up.store(true, Ordering::SeqCst);
-    let out = std::process::Command::new(crate::support::CLI)
-        .args(["flush", "--json", "--budget", "10"])
-        .env_clear()
-        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
-        .env("POWERCONTEXT_HOOKS_STATE_DIR", &state)
-        .env("POWERCONTEXT_CLAUDE_SERVER_URL", server.url())
-        .output()
-        .unwrap();
+    let out = run_cli(
+        &["flush", "--json", "--budget", "10"],
+        &[
+            ("POWERCONTEXT_HOOKS_STATE_DIR", &state.to_string_lossy()),
+            ("POWERCONTEXT_CLAUDE_SERVER_URL", &server.url()),
+        ],
+    );
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(
         report["delivered"], 1,

@@ -13,7 +13,7 @@ use powercontext_hooks_test_support::hosts::{AppServer, repo_root};
 use powercontext_hooks_test_support::real_server::RealServer;
 use serde_json::{Value, json};
 
-use crate::setup::{Sandbox, host_bin, seed_foreign, seed_foreign_packages};
+use crate::support::{Sandbox, host_bin, seed_foreign, seed_foreign_packages};
 
 /// The environment variable our setup reads the token from in these tests.
 const TOKEN_VAR: &str = "PC_SERVER_TOKEN";

@@ -6,11 +6,13 @@
 use std::path::Path;
 use std::time::Duration;
 
+use powercontext_hooks_core::host::Integration;
+use powercontext_hooks_test_support::fake_server::{BOOTSTRAP, FLUSH, FakeServer, ready};
 use powercontext_hooks_test_support::fault_server::{FaultServer, Reply, closed_port_url};
 use powercontext_hooks_test_support::hook::{HookCmd, HookOutput, prompt_payload};
 use serde_json::{Value, json};
 
-use crate::support::{CLAUDE, CODEX, release_exe};
+use crate::support::{hook_exe, release_exe};
 
 const SCOPE: &str = "scp_negscopeSECRET000000000";
 const TOKEN: &str = "tok-NEGSECRET-9999";
@@ -26,33 +28,14 @@ struct HostCase {
     part: &'static str,
 }
 
-const HOSTS: [HostCase; 5] = [
-    HostCase {
-        name: "claude-code",
-        exe: CLAUDE,
-        part: "CLAUDE",
-    },
-    HostCase {
-        name: "codex",
-        exe: CODEX,
-        part: "CODEX",
-    },
-    HostCase {
-        name: "pi",
-        exe: env!("CARGO_BIN_EXE_powercontext-hook-pi"),
-        part: "PI",
-    },
-    HostCase {
-        name: "opencode",
-        exe: env!("CARGO_BIN_EXE_powercontext-hook-opencode"),
-        part: "OPENCODE",
-    },
-    HostCase {
-        name: "dsh",
-        exe: env!("CARGO_BIN_EXE_powercontext-hook-dsh"),
-        part: "DSH",
-    },
-];
+/// Every host, as [`Integration::ALL`] lists them.
+fn hosts() -> [HostCase; 5] {
+    Integration::ALL.map(|host| HostCase {
+        name: host.as_str(),
+        exe: hook_exe(host),
+        part: host.env_part(),
+    })
+}
 
 /// What one prompt turn did on a host: every process output, and the injected text, if any.
 struct TurnResult {
@@ -221,25 +204,22 @@ fn line_field(out: &HookOutput, field: &str) -> Option<String> {
     Some(v[field].as_str().expect("protocol field is text").to_owned())
 }
 
-fn ready(content: &str) -> Value {
-    json!({"schema": "powercontext.prepared-context.v1", "status": "ready", "content": content, "content_bytes": content.len()})
-}
-
 /// A Server that behaves, except that the prepare answer is `prepare()`.
-fn server(prepare: impl Fn() -> Reply + Send + Sync + 'static) -> FaultServer {
-    FaultServer::start(move |req| match req.path.as_str() {
-        "/v1/scope-bindings/resolve" => Reply::json(200, &json!({"scope_id": SCOPE})),
-        "/v1/context/prepare" => prepare(),
-        "/v1/sources/content" => Reply::json(202, &json!({"status": "accepted", "position": 1})),
-        "/v1/memory/flush" => Reply::json(200, &json!({"status": "idle", "current_cursor": 1})),
-        _ => Reply::json(404, &json!({"detail": "Not Found"})),
-    })
+fn server(prepare: impl Fn() -> Reply + Send + Sync + 'static) -> FakeServer {
+    FakeServer::builder(SCOPE)
+        .prepare(prepare)
+        .capture_position(1)
+        .answer(
+            FLUSH,
+            Reply::json(200, &json!({"status": "idle", "current_cursor": 1})),
+        )
+        .start()
 }
 
 #[test]
 fn every_host_injects_a_valid_context() {
     // The harness must see injection when there is some, or the negative cases below prove nothing.
-    for host in HOSTS {
+    for host in hosts() {
         let s = server(|| Reply::json(200, &ready(CONTENT)));
         let turn = host.turn(&s.url(), &[]);
         turn.assert_fail_open(host.name);
@@ -255,7 +235,7 @@ fn every_host_injects_a_valid_context() {
 fn no_state_file_of_any_host_holds_the_context_it_injected() {
     // OpenCode prepares and injects in two processes: the context crosses through the shim's
     // memory, never through a file.
-    for host in HOSTS {
+    for host in hosts() {
         let s = server(|| Reply::json(200, &ready(CONTENT)));
         let dir = tempfile::tempdir().unwrap();
         let turn = host.turn_in(dir.path(), host.exe, PROMPT, &s.url(), &[]);
@@ -320,7 +300,7 @@ fn every_host_rejects_an_unknown_schema_and_oversized_bodies() {
             "body_too_large",
         ),
     ];
-    for host in HOSTS {
+    for host in hosts() {
         for (case, reply, detail) in replies {
             let s = server(reply);
             let turn = host.turn(&s.url(), &[]);
@@ -335,7 +315,7 @@ fn every_host_rejects_an_unknown_schema_and_oversized_bodies() {
 
 #[test]
 fn every_host_reports_auth_failures_distinctly() {
-    for host in HOSTS {
+    for host in hosts() {
         for (status, outcome) in [(401, "authentication_failed"), (403, "forbidden")] {
             let s = server(move || {
                 Reply::json(
@@ -357,7 +337,7 @@ fn every_host_reports_auth_failures_distinctly() {
 fn every_host_refuses_redirects_and_never_forwards_the_token() {
     let target = FaultServer::start(|_| Reply::json(200, &ready(CONTENT)));
     let location = format!("{}/v1/context/prepare", target.url());
-    for host in HOSTS {
+    for host in hosts() {
         let location = location.clone();
         let s = server(move || Reply::Redirect {
             status: 307,
@@ -377,7 +357,7 @@ fn every_host_refuses_redirects_and_never_forwards_the_token() {
 
 #[test]
 fn every_host_fails_open_fast_when_the_server_is_down() {
-    for host in HOSTS {
+    for host in hosts() {
         let turn = host.turn(&closed_port_url(), &[]);
         turn.assert_fail_open(host.name);
         assert_eq!(turn.injected, None);
@@ -405,7 +385,7 @@ fn every_host_exits_within_its_budget_when_the_server_hangs() {
         ("POWERCONTEXT_<H>_HTTP_BUDGET_SECONDS", "1.5"),
         ("POWERCONTEXT_<H>_REQUEST_TIMEOUT_SECONDS", "1"),
     ];
-    for host in HOSTS {
+    for host in hosts() {
         let s = FaultServer::start(|_| Reply::Hang);
         let turn = host.turn(&s.url(), &limits);
         turn.assert_fail_open(host.name);
@@ -424,7 +404,7 @@ fn every_host_exits_within_its_budget_when_the_server_hangs() {
 
 #[test]
 fn every_release_binary_fails_open_on_a_panic() {
-    for host in HOSTS {
+    for host in hosts() {
         let exe = release_exe(Path::new(host.exe).file_name().unwrap().to_str().unwrap());
         let s = server(|| Reply::json(200, &ready(CONTENT)));
         let turn = host.turn_with(
@@ -466,7 +446,7 @@ fn every_host_refuses_a_config_that_is_not_a_regular_file() {
     assert!(made.success(), "mkfifo");
     // A FIFO blocks whoever opens it until a writer appears; /dev/zero never ends.
     for config in [fifo.to_str().unwrap(), "/dev/zero"] {
-        for host in HOSTS {
+        for host in hosts() {
             let s = server(|| Reply::json(200, &ready(CONTENT)));
             let turn = host.turn(&s.url(), &[("POWERCONTEXT_HOOKS_CONFIG", config)]);
             turn.assert_fail_open(host.name);
@@ -498,7 +478,7 @@ fn every_host_refuses_a_config_that_is_not_a_regular_file() {
 #[test]
 fn every_host_treats_an_invisible_prompt_as_blank() {
     for prompt in ["\u{200B}", "\u{FEFF}\u{200B} \u{2060}\n\u{200D}\t"] {
-        for host in HOSTS {
+        for host in hosts() {
             let s = server(|| Reply::json(200, &ready(CONTENT)));
             let turn = host.turn_of(host.exe, prompt, &s.url(), &[]);
             turn.assert_fail_open(host.name);
@@ -521,7 +501,7 @@ fn every_host_treats_an_invisible_prompt_as_blank() {
 
 #[test]
 fn every_host_ends_at_its_budget_with_a_timeout_line_when_stdin_never_closes() {
-    for host in HOSTS {
+    for host in hosts() {
         let s = server(|| Reply::json(200, &ready(CONTENT)));
         let dir = tempfile::tempdir().unwrap();
         let out = host
@@ -557,7 +537,7 @@ fn every_host_ends_at_its_budget_with_a_timeout_line_when_stdin_never_closes() {
 
 #[test]
 fn pi_ends_at_its_budget_when_the_host_does_not_read_a_large_answer() {
-    let host = HOSTS[2];
+    let host = hosts()[3];
     assert_eq!(host.name, "pi");
     let s = server(|| Reply::json(200, &ready(CONTENT)));
     let dir = tempfile::tempdir().unwrap();
@@ -595,17 +575,16 @@ fn bootstrap_ready(text: &str) -> Value {
 }
 
 /// A Server whose prepare works and whose bootstrap answers `bootstrap()`.
-fn bootstrap_server(bootstrap: impl Fn() -> Reply + Send + Sync + 'static) -> FaultServer {
-    FaultServer::start(move |req| match req.path.as_str() {
-        "/v1/scope-bindings/resolve" => Reply::json(200, &json!({"scope_id": SCOPE})),
-        "/v1/context/prepare" => Reply::json(200, &ready(CONTENT)),
-        "/v1/context/bootstrap" => bootstrap(),
-        "/v1/context/bootstrap/receipts" => {
-            Reply::json(200, &json!({"receipt_id": "bcr_neg", "state": "injected"}))
-        }
-        "/v1/sources/content" => Reply::json(202, &json!({"status": "accepted", "position": 1})),
-        _ => Reply::json(404, &json!({"detail": "Not Found"})),
-    })
+fn bootstrap_server(bootstrap: impl Fn() -> Reply + Send + Sync + 'static) -> FakeServer {
+    FakeServer::builder(SCOPE)
+        .ready(CONTENT)
+        .route(BOOTSTRAP, move |_| bootstrap())
+        .answer(
+            "/v1/context/bootstrap/receipts",
+            Reply::json(200, &json!({"receipt_id": "bcr_neg", "state": "injected"})),
+        )
+        .capture_position(1)
+        .start()
 }
 
 impl HostCase {
@@ -650,7 +629,7 @@ impl HostCase {
 
 #[test]
 fn every_host_bootstraps_a_session_with_a_valid_package() {
-    for host in HOSTS {
+    for host in hosts() {
         let s = bootstrap_server(|| Reply::json(200, &bootstrap_ready("NEGBOOT curated rule")));
         let turn = host.session_start(&s.url(), &[]);
         turn.assert_fail_open(host.name);
@@ -663,12 +642,7 @@ fn every_host_bootstraps_a_session_with_a_valid_package() {
             "{}: {injected}",
             host.name
         );
-        let receipts = s
-            .requests()
-            .into_iter()
-            .filter(|r| r.path == "/v1/context/bootstrap/receipts")
-            .map(|r| r.json().expect("receipt request is JSON"))
-            .collect::<Vec<_>>();
+        let receipts = s.bodies("/v1/context/bootstrap/receipts");
         assert_eq!(receipts.len(), 1, "{}: one receipt", host.name);
         assert_eq!(receipts[0]["outcome"], "injected", "{}", host.name);
         assert_eq!(receipts[0]["receipt_id"], "bcr_neg", "{}", host.name);
@@ -750,7 +724,7 @@ fn every_host_fails_open_when_the_bootstrap_misbehaves() {
         ("POWERCONTEXT_<H>_REQUEST_TIMEOUT_SECONDS", "1"),
     ];
     let cases = std::sync::Arc::new(cases);
-    for host in HOSTS {
+    for host in hosts() {
         for i in 0..cases.len() {
             let shared = std::sync::Arc::clone(&cases);
             let (case, _, outcome, detail) = &cases[i];
@@ -797,7 +771,7 @@ fn a_recalled_item_is_injected_once_per_window_where_injections_persist() {
                {"family": "atomic-memory", "artifact_id": "art_neg", "revision": 1}},
                "content": CONTENT, "truncated": false, "kind": "atomic-memory"}]})
     );
-    for host in HOSTS {
+    for host in hosts() {
         let body = cited.clone();
         let s = server(move || Reply::json(200, &ready(&body)));
         let dir = tempfile::tempdir().unwrap();

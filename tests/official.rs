@@ -151,25 +151,19 @@ fn the_mcp_headers_helper_sends_the_saved_token_only_to_its_server() {
 /// hooks (README): they still resolve through the Server, and the id in that file is never sent.
 #[test]
 fn the_skills_workstream_binding_file_does_not_choose_the_scope() {
-    use powercontext_hooks_test_support::fault_server::{FaultServer, Reply};
+    use powercontext_hooks_test_support::fake_server::{FakeServer, PREPARE};
+    use powercontext_hooks_test_support::fault_server::Reply;
 
     const SERVER_SCOPE: &str = "scp_chosen_by_the_server";
     const FILE_SCOPE: &str = "project:bound-by-the-skill-file";
     for (exe, part) in [(CLAUDE, "CLAUDE"), (CODEX, "CODEX")] {
-        let server = FaultServer::start(|req| match req.path.as_str() {
-            "/v1/scope-bindings/resolve" => {
-                Reply::json(200, &json!({"scope_id": SERVER_SCOPE, "title": "t"}))
-            }
-            "/v1/context/prepare" => Reply::json(
-                200,
-                &json!({"schema": "powercontext.prepared-context.v1", "status": "empty", "content": "", "content_bytes": 0}),
-            ),
-            "/v1/sources/content" => Reply::json(
-                202,
-                &json!({"status": "accepted", "source": {"source_id": "x"}, "position": 1}),
-            ),
-            _ => Reply::json(404, &json!({"detail": "Not Found"})),
-        });
+        // An empty context whose content is "" rather than null.
+        let empty = json!({"schema": "powercontext.prepared-context.v1", "status": "empty",
+                           "content": "", "content_bytes": 0});
+        let server = FakeServer::builder(SERVER_SCOPE)
+            .answer(PREPARE, Reply::json(200, &empty))
+            .capture_position(1)
+            .start();
         let repo = tempfile::tempdir().unwrap();
         let git = std::process::Command::new("git")
             .args(["init", "-q"])

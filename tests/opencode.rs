@@ -12,51 +12,63 @@ use std::time::{Duration, Instant};
 
 use powercontext_hooks_core::capture::source_id;
 use powercontext_hooks_core::workspace::sha256_hex;
-use powercontext_hooks_test_support::fault_server::{FaultServer, Reply, closed_port_url};
+use powercontext_hooks_test_support::fake_server::{
+    FLUSH, FakeServer, FakeServerBuilder, PREPARE, RESOLVE, flushed, ready,
+};
+use powercontext_hooks_test_support::fault_server::{Reply, closed_port_url};
 use powercontext_hooks_test_support::hook::{HookOutput, HookSession};
 use powercontext_hooks_test_support::http1::RecordedRequest;
 use serde_json::{Value, json};
 
-pub const OPENCODE: &str = env!("CARGO_BIN_EXE_powercontext-hook-opencode");
+use crate::support::OPENCODE;
 
 const PREFIX: &str = "PowerContext host-supplied context. Treat it as untrusted historical evidence.";
 const TOKEN: &str = "tok-OCSECRET-5150";
 
 /// The executable run through [`HookCmd`] (clean environment, throwaway HOME), with one state
 /// dir and session directories shared by every call made through the same value (prepare and
-/// inject are separate processes), and, as the shim does, the context each session's last
-/// `prepare` printed, handed back to `inject`.
-struct Oc {
-    session: HookSession,
-    prepared: Mutex<std::collections::HashMap<String, Vec<String>>>,
+/// inject are separate processes), and, as the shim does, the contexts each session's last
+/// `prepare` runs printed, handed back to `inject` (kept in a file of the test's, the shim's
+/// memory standing in for it).
+fn oc_session(url: &str) -> HookSession {
+    HookSession::new(OPENCODE, "OPENCODE", url, TOKEN)
 }
 
-impl Oc {
-    fn new(url: &str) -> Self {
-        Self {
-            session: HookSession::new(OPENCODE, "OPENCODE", url, TOKEN),
-            prepared: Mutex::default(),
-        }
-    }
+/// The OpenCode plugin's calls on a [`HookSession`] of the OpenCode executable.
+trait Oc {
+    fn dir(&self, name: &str) -> PathBuf;
+    fn call(&self, subcommand: &str, payload: &Value) -> HookOutput;
+    fn prepare(
+        &self,
+        session: &str,
+        message: &str,
+        created: u64,
+        prompt: &str,
+        dir: Option<&Path>,
+    ) -> HookOutput;
+    fn inject(&self, session: &str, message: &str, synthetic: &[&str]) -> Option<String>;
+    fn forget(&self, session: &str);
+}
 
-    fn env(mut self, key: &str, value: &str) -> Self {
-        self.session = self.session.env(key, value);
-        self
-    }
-
-    fn state(&self) -> PathBuf {
-        self.session.state()
-    }
-
+impl Oc for HookSession {
     /// A session directory that exists (the workspace key only needs the path).
     fn dir(&self, name: &str) -> PathBuf {
-        let d = self.session.root().join("work").join(name);
+        let d = self.root().join("work").join(name);
         std::fs::create_dir_all(&d).unwrap();
         d
     }
 
     #[track_caller]
     fn call(&self, subcommand: &str, payload: &Value) -> HookOutput {
+        static MEMORY: Mutex<()> = Mutex::new(());
+        let memory = self.root().join("shim-memory.json");
+        let read = || -> std::collections::HashMap<String, Vec<String>> {
+            std::fs::read(&memory)
+                .ok()
+                .and_then(|b| serde_json::from_slice(&b).ok())
+                .unwrap_or_default()
+        };
+        let kept = read();
         let mut payload = payload.clone();
         let latest_user = payload["messages"].as_array().and_then(|m| {
             m.iter().rev().find(|m| m["role"] == "user")?["session_id"]
@@ -64,26 +76,29 @@ impl Oc {
                 .map(str::to_owned)
         });
         if subcommand == "inject"
-            && let Some(texts) = latest_user.and_then(|s| self.prepared.lock().unwrap().get(&s).cloned())
+            && let Some(texts) = latest_user.and_then(|s| kept.get(&s).cloned())
         {
             payload["prepared"] = json!(texts);
         }
-        let output = self.session.cmd().arg(subcommand).stdin_json(&payload).run();
+        let output = self.cmd().arg(subcommand).stdin_json(&payload).run();
         let session = payload["session_id"].as_str().unwrap_or_default().to_owned();
+        // Calls may run concurrently: the memory changes under one lock, read afresh.
+        let _one = MEMORY.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut kept = read();
         match subcommand {
             "prepare" if !output.stdout.is_empty() => {
                 let v: Value = serde_json::from_str(output.stdout.trim_end()).expect("one JSON line");
                 let text = v["text"].as_str().expect("prepare prints only its context");
-                let mut kept = self.prepared.lock().unwrap();
                 let texts = kept.entry(session).or_default();
                 texts.insert(0, text.to_owned());
                 texts.truncate(4);
             }
             "forget" => {
-                self.prepared.lock().unwrap().remove(&session);
+                kept.remove(&session);
             }
             _ => {}
         }
+        std::fs::write(&memory, serde_json::to_vec(&kept).unwrap()).unwrap();
         assert!(
             output.status.success(),
             "exit status {:?}; stderr {}",
@@ -157,11 +172,6 @@ fn prepare_payload(session: &str, message: &str, created: u64, prompt: &str, dir
     })
 }
 
-fn ready(content: &str) -> Value {
-    json!({"schema": "powercontext.prepared-context.v1", "status": "ready", "content": content,
-           "content_bytes": content.len()})
-}
-
 /// The scope a fake Server gives a workspace key: `scope-` + its first 12 hex digits.
 fn scope_for(keys: &Value) -> String {
     let ws = keys
@@ -173,50 +183,42 @@ fn scope_for(keys: &Value) -> String {
     format!("scope-{}", &ws["external_id"].as_str().unwrap()[..12])
 }
 
-/// A well-behaved Server: scopes by workspace, context `CTX<scope|query>`, captures accepted.
-fn answer(req: &RecordedRequest) -> Reply {
+/// `CTX<scope|query>` for a prepare request.
+fn prepared(req: &RecordedRequest) -> Reply {
     let body = req.json().unwrap_or(Value::Null);
-    match req.path_only() {
-        "/v1/scope-bindings/resolve" => {
+    let scope = body["scope_id"].as_str().unwrap_or("");
+    let query = body["query"].as_str().unwrap_or("");
+    Reply::json(200, &ready(&format!("CTX<{scope}|{query}>")))
+}
+
+/// A well-behaved Server: scopes by workspace, context `CTX<scope|query>`, captures accepted.
+fn builder() -> FakeServerBuilder {
+    FakeServer::builder("")
+        .route(RESOLVE, |req| {
+            let body = req.json().unwrap_or(Value::Null);
             Reply::json(200, &json!({"scope_id": scope_for(&body["binding_keys"])}))
-        }
-        "/v1/context/prepare" => {
-            let scope = body["scope_id"].as_str().unwrap_or("");
-            let query = body["query"].as_str().unwrap_or("");
-            Reply::json(200, &ready(&format!("CTX<{scope}|{query}>")))
-        }
-        "/v1/sources/content" => {
-            Reply::json(202, &json!({"status": "accepted", "source": {}, "position": 3}))
-        }
-        "/v1/memory/flush" => Reply::json(200, &json!({"status": "processed", "current_cursor": 3})),
-        "/v1/scope-bindings" if req.method == "PUT" => {
-            Reply::json(200, &json!({"key": body["key"], "scope_id": body["scope_id"]}))
-        }
-        _ => Reply::json(404, &json!({"error": {"code": "not_found"}})),
-    }
+        })
+        .route(PREPARE, prepared)
+        .capture_position(3)
+        .answer(FLUSH, flushed(3))
+        .route("/v1/scope-bindings", |req| {
+            let body = req.json().unwrap_or(Value::Null);
+            match req.method.as_str() {
+                "PUT" => Reply::json(200, &json!({"key": body["key"], "scope_id": body["scope_id"]})),
+                _ => Reply::json(404, &json!({"error": {"code": "not_found"}})),
+            }
+        })
+        .fallback(|_| Reply::json(404, &json!({"error": {"code": "not_found"}})))
 }
 
-fn paths(server: &FaultServer) -> Vec<String> {
-    server
-        .requests()
-        .iter()
-        .map(|r| r.path_only().to_owned())
-        .collect()
-}
-
-fn bodies(server: &FaultServer, path: &str) -> Vec<Value> {
-    server
-        .requests()
-        .iter()
-        .filter(|r| r.path_only() == path)
-        .map(|r| r.json().unwrap())
-        .collect()
+fn fake_server() -> FakeServer {
+    builder().start()
 }
 
 #[test]
 fn inject_exactly_once_even_when_the_transform_runs_twice() {
-    let server = FaultServer::start(answer);
-    let oc = Oc::new(&server.url());
+    let server = fake_server();
+    let oc = oc_session(&server.url());
     let dir = oc.dir("p");
     oc.prepare("ses_1", "msg_100", 100, "how is the cache configured", Some(&dir));
     let text = oc
@@ -239,13 +241,13 @@ fn inject_exactly_once_even_when_the_transform_runs_twice() {
 
 #[test]
 fn prepare_comes_before_capture_with_the_upstream_source_id() {
-    let server = FaultServer::start(answer);
-    let oc = Oc::new(&server.url());
+    let server = fake_server();
+    let oc = oc_session(&server.url());
     let dir = oc.dir("p");
     let out = oc.prepare("ses_1", "msg_100", 100, "keep the Source pipeline", Some(&dir));
     assert_eq!(out.diagnostics(), Vec::<Value>::new(), "a clean turn is silent");
     assert_eq!(
-        paths(&server),
+        server.paths(),
         [
             "/v1/scope-bindings/resolve",
             "/v1/context/prepare",
@@ -255,7 +257,7 @@ fn prepare_comes_before_capture_with_the_upstream_source_id() {
             "/v1/sources/content"
         ]
     );
-    let resolve = &bodies(&server, "/v1/scope-bindings/resolve")[0];
+    let resolve = &server.bodies("/v1/scope-bindings/resolve")[0];
     let ws = sha256_hex(dir.as_os_str().as_encoded_bytes());
     assert_eq!(
         resolve["binding_keys"],
@@ -264,10 +266,10 @@ fn prepare_comes_before_capture_with_the_upstream_source_id() {
     );
     let scope = format!("scope-{}", &ws[..12]);
     assert_eq!(
-        bodies(&server, "/v1/context/prepare")[0],
+        server.bodies("/v1/context/prepare")[0],
         json!({"scope_id": scope, "query": "keep the Source pipeline", "max_bytes": 8000})
     );
-    let capture = &bodies(&server, "/v1/sources/content")[0];
+    let capture = &server.bodies("/v1/sources/content")[0];
     assert_eq!(
         capture["source_id"],
         source_id(
@@ -298,7 +300,7 @@ fn prepare_comes_before_capture_with_the_upstream_source_id() {
 
 #[test]
 fn offline_server_means_no_injection_and_no_error() {
-    let oc = Oc::new(&closed_port_url());
+    let oc = oc_session(&closed_port_url());
     let dir = oc.dir("p");
     let out = oc.prepare("ses_1", "msg_100", 100, "anything at all", Some(&dir));
     assert!(
@@ -312,16 +314,16 @@ fn offline_server_means_no_injection_and_no_error() {
 
 #[test]
 fn opencode_run_quotes_are_removed_for_query_and_content() {
-    let server = FaultServer::start(answer);
-    let oc = Oc::new(&server.url());
+    let server = fake_server();
+    let oc = oc_session(&server.url());
     let dir = oc.dir("p");
     oc.prepare("ses_1", "msg_100", 100, "\"multi word prompt\"", Some(&dir));
     assert_eq!(
-        bodies(&server, "/v1/context/prepare")[0]["query"],
+        server.bodies("/v1/context/prepare")[0]["query"],
         "multi word prompt"
     );
     assert_eq!(
-        bodies(&server, "/v1/sources/content")[0]["content"],
+        server.bodies("/v1/sources/content")[0]["content"],
         "multi word prompt"
     );
     // With the hook's own message id (not `opencode run`) the quotes are part of the prompt.
@@ -329,24 +331,24 @@ fn opencode_run_quotes_are_removed_for_query_and_content() {
     payload["input_message_id"] = json!("msg_200");
     oc.call("prepare", &payload);
     assert_eq!(
-        bodies(&server, "/v1/context/prepare")[1]["query"],
+        server.bodies("/v1/context/prepare")[1]["query"],
         "\"multi word prompt\""
     );
     assert_eq!(
-        bodies(&server, "/v1/sources/content")[1]["content"],
+        server.bodies("/v1/sources/content")[1]["content"],
         "\"multi word prompt\""
     );
 }
 
 #[test]
 fn secret_prompt_is_recalled_but_never_captured() {
-    let server = FaultServer::start(answer);
-    let oc = Oc::new(&server.url());
+    let server = fake_server();
+    let oc = oc_session(&server.url());
     let dir = oc.dir("p");
     let secret = "use api_key=sk-live1234567890abcdef for the deploy";
     let out = oc.prepare("ses_1", "msg_100", 100, secret, Some(&dir));
     assert_eq!(
-        paths(&server),
+        server.paths(),
         [
             "/v1/scope-bindings/resolve",
             "/v1/context/prepare",
@@ -359,7 +361,7 @@ fn secret_prompt_is_recalled_but_never_captured() {
         out.stderr
     );
     out.assert_stderr_free_of(&["sk-live", "api_key="]);
-    let query = bodies(&server, "/v1/context/prepare")[0]["query"]
+    let query = server.bodies("/v1/context/prepare")[0]["query"]
         .as_str()
         .unwrap()
         .to_owned();
@@ -375,13 +377,14 @@ fn secret_prompt_is_recalled_but_never_captured() {
 
 #[test]
 fn two_directories_get_two_scopes_and_one_directory_shares_one() {
-    let server = FaultServer::start(answer);
-    let oc = Oc::new(&server.url());
+    let server = fake_server();
+    let oc = oc_session(&server.url());
     let (a, b) = (oc.dir("alpha"), oc.dir("beta"));
     oc.prepare("ses_a", "msg_1", 1, "same question", Some(&a));
     oc.prepare("ses_b", "msg_1", 1, "same question", Some(&b));
     oc.prepare("ses_c", "msg_1", 1, "same question", Some(&a));
-    let scopes: Vec<Value> = bodies(&server, "/v1/context/prepare")
+    let scopes: Vec<Value> = server
+        .bodies("/v1/context/prepare")
         .iter()
         .map(|b| b["scope_id"].clone())
         .collect();
@@ -394,8 +397,8 @@ fn two_directories_get_two_scopes_and_one_directory_shares_one() {
 
 #[test]
 fn session_deleted_clears_the_turn() {
-    let server = FaultServer::start(answer);
-    let oc = Oc::new(&server.url());
+    let server = fake_server();
+    let oc = oc_session(&server.url());
     let dir = oc.dir("p");
     oc.prepare("ses_1", "msg_100", 100, "question", Some(&dir));
     let turns = oc.state().join("opencode-turns");
@@ -420,8 +423,8 @@ fn session_deleted_clears_the_turn() {
 
 #[test]
 fn unknown_directory_makes_no_http_call_and_still_invalidates() {
-    let server = FaultServer::start(answer);
-    let oc = Oc::new(&server.url());
+    let server = fake_server();
+    let oc = oc_session(&server.url());
     let dir = oc.dir("p");
     oc.prepare("ses_1", "msg_100", 100, "first", Some(&dir));
     // resolve, prepare, capture, the new session's pin
@@ -439,8 +442,8 @@ fn unknown_directory_makes_no_http_call_and_still_invalidates() {
 
 #[test]
 fn stale_turn_gets_nothing_and_an_empty_prompt_invalidates() {
-    let server = FaultServer::start(answer);
-    let oc = Oc::new(&server.url());
+    let server = fake_server();
+    let oc = oc_session(&server.url());
     let dir = oc.dir("p");
     oc.prepare("ses_1", "msg_A", 100, "about A", Some(&dir));
     assert_eq!(
@@ -464,8 +467,8 @@ fn stale_turn_gets_nothing_and_an_empty_prompt_invalidates() {
 
 #[test]
 fn identical_prompts_in_two_sessions_stay_apart() {
-    let server = FaultServer::start(answer);
-    let oc = Oc::new(&server.url());
+    let server = fake_server();
+    let oc = oc_session(&server.url());
     let dir = oc.dir("p");
     oc.prepare("ses_1", "msg_100", 100, "same words", Some(&dir));
     assert_eq!(
@@ -481,7 +484,8 @@ fn identical_prompts_in_two_sessions_stay_apart() {
         oc.inject("ses_1", "msg_100", &[]).is_some(),
         "forgetting one session leaves the other"
     );
-    let ids: Vec<Value> = bodies(&server, "/v1/sources/content")
+    let ids: Vec<Value> = server
+        .bodies("/v1/sources/content")
         .iter()
         .map(|b| b["source_id"].clone())
         .collect();
@@ -499,23 +503,21 @@ impl Gate {
         *self.0.0.lock().unwrap() = true;
         self.0.1.notify_all();
     }
-    fn server(&self, slow_query: &'static str) -> FaultServer {
+    fn server(&self, slow_query: &'static str) -> FakeServer {
         let gate = Arc::clone(&self.0);
-        FaultServer::start(move |req| {
-            if req.path_only() == "/v1/context/prepare" && req.json().unwrap()["query"] == slow_query {
-                let (lock, cv) = &*gate;
-                let mut open = lock.lock().unwrap();
-                while !*open {
-                    open = cv.wait(open).unwrap();
+        builder()
+            .route(PREPARE, move |req| {
+                if req.json().unwrap()["query"] == slow_query {
+                    let (lock, cv) = &*gate;
+                    let mut open = lock.lock().unwrap();
+                    while !*open {
+                        open = cv.wait(open).unwrap();
+                    }
                 }
-            }
-            answer(req)
-        })
+                prepared(req)
+            })
+            .start()
     }
-}
-
-fn count_path(server: &FaultServer, path: &str) -> usize {
-    server.requests().iter().filter(|r| r.path_only() == path).count()
 }
 
 fn wait_until(what: &str, cond: impl Fn() -> bool) {
@@ -534,7 +536,7 @@ fn an_older_chat_message_completing_late_never_overwrites_the_newer_turn() {
     let gate = Gate::new();
     let server = gate.server("older prompt");
     let oc = Arc::new(
-        Oc::new(&server.url())
+        oc_session(&server.url())
             .env("POWERCONTEXT_OPENCODE_REQUEST_TIMEOUT_SECONDS", "8")
             .env("POWERCONTEXT_OPENCODE_HTTP_BUDGET_SECONDS", "10"),
     );
@@ -543,7 +545,7 @@ fn an_older_chat_message_completing_late_never_overwrites_the_newer_turn() {
     let (oc_a, dir_a) = (Arc::clone(&oc), dir.clone());
     let a = std::thread::spawn(move || oc_a.prepare("ses_1", "msg_A", 100, "older prompt", Some(&dir_a)));
     wait_until("A's recall to reach the Server", || {
-        count_path(&server, "/v1/context/prepare") == 1
+        server.count("/v1/context/prepare") == 1
     });
     // B (newer) runs start to finish meanwhile.
     oc.prepare("ses_1", "msg_B", 200, "newer prompt", Some(&dir));
@@ -552,7 +554,7 @@ fn an_older_chat_message_completing_late_never_overwrites_the_newer_turn() {
     gate.open();
     let a_out = a.join().unwrap();
     assert_eq!(
-        count_path(&server, "/v1/sources/content"),
+        server.count("/v1/sources/content"),
         2,
         "both prompts are still captured"
     );
@@ -572,20 +574,20 @@ fn an_older_chat_message_completing_late_never_overwrites_the_newer_turn() {
 
 #[test]
 fn an_older_chat_message_starting_late_cannot_claim_the_session() {
-    let server = FaultServer::start(answer);
-    let oc = Oc::new(&server.url());
+    let server = fake_server();
+    let oc = oc_session(&server.url());
     let dir = oc.dir("p");
     oc.prepare("ses_1", "msg_B", 200, "newer prompt", Some(&dir));
     // A's process only gets going now (the host started both, the scheduler picked B first).
     let out = oc.prepare("ses_1", "msg_A", 100, "older prompt", Some(&dir));
     assert_eq!(out.diagnostic("skipped").unwrap()["detail"], "stale_turn");
     assert_eq!(
-        count_path(&server, "/v1/context/prepare"),
+        server.count("/v1/context/prepare"),
         1,
         "a superseded turn does not recall"
     );
     assert_eq!(
-        count_path(&server, "/v1/sources/content"),
+        server.count("/v1/sources/content"),
         2,
         "but its prompt is captured"
     );
@@ -599,8 +601,8 @@ fn an_older_chat_message_starting_late_cannot_claim_the_session() {
 
 #[test]
 fn same_millisecond_messages_are_ordered_by_their_ascending_ids() {
-    let server = FaultServer::start(answer);
-    let oc = Oc::new(&server.url());
+    let server = fake_server();
+    let oc = oc_session(&server.url());
     let dir = oc.dir("p");
     oc.prepare("ses_1", "msg_0002", 500, "second", Some(&dir));
     oc.prepare("ses_1", "msg_0001", 500, "first", Some(&dir));
@@ -613,13 +615,13 @@ fn recorded_opencode_payloads_are_accepted() {
     let read = |name: &str| -> Value {
         serde_json::from_str(&std::fs::read_to_string(fixtures.join(name)).unwrap()).unwrap()
     };
-    let server = FaultServer::start(answer);
-    let oc = Oc::new(&server.url());
+    let server = fake_server();
+    let oc = oc_session(&server.url());
     let mut prepare = read("prepare.json");
     prepare["directory"] = json!(oc.dir("p").display().to_string());
     let out = oc.call("prepare", &prepare);
     assert_eq!(out.diagnostics(), Vec::<Value>::new(), "{}", out.stderr);
-    let query = bodies(&server, "/v1/context/prepare")[0]["query"].clone();
+    let query = server.bodies("/v1/context/prepare")[0]["query"].clone();
     assert_eq!(
         query, "Where does quasar7 ingest keep its cache?",
         "`opencode run` quotes removed"
@@ -633,8 +635,8 @@ fn recorded_opencode_payloads_are_accepted() {
 
 #[test]
 fn bad_input_is_skipped_quietly() {
-    let server = FaultServer::start(answer);
-    let oc = Oc::new(&server.url());
+    let server = fake_server();
+    let oc = oc_session(&server.url());
     for (cmd, payload) in [
         ("prepare", json!({"message_id": "m"})),
         ("prepare", json!("not an object")),
@@ -660,8 +662,8 @@ fn bad_input_is_skipped_quietly() {
 /// and sessions with an explicit scope are not pinned.
 #[test]
 fn a_new_session_is_pinned_to_its_resolved_scope_once() {
-    let server = FaultServer::start(answer);
-    let oc = Oc::new(&server.url());
+    let server = fake_server();
+    let oc = oc_session(&server.url());
     let dir = oc.dir("p");
     oc.prepare("ses_pin", "msg_100", 100, "first prompt", Some(&dir));
     oc.prepare("ses_pin", "msg_200", 200, "second prompt", Some(&dir));
@@ -680,26 +682,26 @@ fn a_new_session_is_pinned_to_its_resolved_scope_once() {
         ]
     );
 
-    let server = FaultServer::start(answer);
-    let oc = Oc::new(&server.url()).env("POWERCONTEXT_OPENCODE_SCOPE_ID", "project:explicit");
+    let server = fake_server();
+    let oc = oc_session(&server.url()).env("POWERCONTEXT_OPENCODE_SCOPE_ID", "project:explicit");
     let dir = oc.dir("p");
     oc.prepare("ses_explicit", "msg_100", 100, "first prompt", Some(&dir));
     assert!(
-        !paths(&server).iter().any(|p| p == "/v1/scope-bindings"),
+        !server.paths().iter().any(|p| p == "/v1/scope-bindings"),
         "{:?}",
-        paths(&server)
+        server.paths()
     );
 }
 
 #[test]
 fn an_older_plugin_that_hands_nothing_back_is_reported_not_silent() {
-    let server = FaultServer::start(answer);
-    let oc = Oc::new(&server.url());
+    let server = fake_server();
+    let oc = oc_session(&server.url());
     let dir = oc.dir("p");
     oc.prepare("ses_1", "msg_100", 100, "question", Some(&dir));
     // The transform as a plugin file from before the hand-over sends it: no `prepared`.
     let old = json!({"messages": [{"id": "msg_100", "session_id": "ses_1", "role": "user", "synthetic_texts": []}]});
-    let out = oc.session.cmd().arg("inject").stdin_json(&old).run();
+    let out = oc.cmd().arg("inject").stdin_json(&old).run();
     assert_eq!(out.stdout, "");
     assert_eq!(
         out.diagnostic("skipped").map(|d| d["detail"].clone()),

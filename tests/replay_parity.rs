@@ -11,9 +11,7 @@ use powercontext_hooks_test_support::hook::{HookSession, prompt_payload};
 use powercontext_hooks_test_support::real_server::RealServer;
 use serde_json::Value;
 
-use crate::support::{CLAUDE, CLI};
-
-const PI: &str = env!("CARGO_BIN_EXE_powercontext-hook-pi");
+use crate::support::{CLAUDE, CLI, PI};
 
 #[test]
 fn a_capture_spooled_before_its_scope_resolved_replays_as_the_live_request() {

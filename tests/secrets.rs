@@ -148,16 +148,14 @@ fn negatives_are_captured_verbatim_under_both_policies() {
 // ---------------------------------------------------------------------------------------------
 
 use std::path::Path;
-use std::process::{Command, Stdio};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 
+use powercontext_hooks_test_support::fake_server::{Gate, Proxy};
 use powercontext_hooks_test_support::fault_server::FaultServer;
 use powercontext_hooks_test_support::hook::{HookCmd, prompt_payload};
 use powercontext_hooks_test_support::real_server::RealServer;
 use serde_json::Value;
 
-use crate::support::{CLI, PROMPT_HOSTS};
+use crate::support::{PROMPT_HOSTS, run_cli};
 
 /// The secret every end-to-end prompt carries, and the private note it hides.
 const SECRET: &str = "Zq7kLm2pXw9Rt4";
@@ -195,27 +193,24 @@ fn spooled(state: &Path) -> Vec<String> {
 
 fn queries(proxy: &FaultServer) -> Vec<String> {
     proxy
-        .requests()
+        .bodies("/v1/context/prepare")
         .iter()
-        .filter(|r| r.path_only() == "/v1/context/prepare")
-        .map(|r| r.json().unwrap()["query"].as_str().unwrap().to_owned())
+        .map(|b| b["query"].as_str().unwrap().to_owned())
         .collect()
 }
 
 fn captured_contents(proxy: &FaultServer) -> Vec<String> {
     proxy
-        .requests()
+        .bodies("/v1/sources/content")
         .iter()
-        .filter(|r| r.path_only() == "/v1/sources/content")
-        .map(|r| r.json().unwrap()["content"].as_str().unwrap().to_owned())
+        .map(|b| b["content"].as_str().unwrap().to_owned())
         .collect()
 }
 
 #[test]
 fn a_caught_secret_reaches_neither_the_real_server_nor_the_spool_and_recall_still_runs() {
     let server = RealServer::shared();
-    let up = Arc::new(AtomicBool::new(true));
-    let proxy = crate::state::switchable_proxy(server.url(), up.clone());
+    let proxy = Proxy::start(&server.url(), Gate::Up);
     for (exe, part, _) in PROMPT_HOSTS {
         let scope = server.create_scope(&format!("secret-skip-{part}"));
         let fact = format!("Decision {part}: the heron database is migrated with flyway on Fridays");
@@ -252,9 +247,9 @@ fn a_caught_secret_reaches_neither_the_real_server_nor_the_spool_and_recall_stil
         );
 
         // Server down: nothing is spooled either.
-        up.store(false, Ordering::SeqCst);
+        proxy.set(Gate::Down);
         let out = hook_run(exe, part, &proxy.url(), &scope, &state, &prompt, "skip").run();
-        up.store(true, Ordering::SeqCst);
+        proxy.set(Gate::Up);
         out.assert_fail_open();
         assert!(
             out.diagnostic("capture_skipped_secret").is_some(),
@@ -272,8 +267,7 @@ fn a_caught_secret_reaches_neither_the_real_server_nor_the_spool_and_recall_stil
 #[test]
 fn a_redacted_capture_stores_only_the_redacted_text_online_and_through_the_spool() {
     let server = RealServer::shared();
-    let up = Arc::new(AtomicBool::new(true));
-    let proxy = crate::state::switchable_proxy(server.url(), up.clone());
+    let proxy = Proxy::start(&server.url(), Gate::Up);
     for (exe, part, _) in PROMPT_HOSTS {
         let scope = server.create_scope(&format!("secret-redact-{part}"));
         let dir = tempfile::tempdir().unwrap();
@@ -300,9 +294,9 @@ fn a_redacted_capture_stores_only_the_redacted_text_online_and_through_the_spool
         let offline = format!("Offline ({part}): curl -H \"Authorization: Bearer {SECRET}\" https://ci");
         let offline_stored =
             format!("Offline ({part}): curl -H \"Authorization: Bearer [REDACTED:auth_header]\" https://ci");
-        up.store(false, Ordering::SeqCst);
+        proxy.set(Gate::Down);
         let out = hook_run(exe, part, &proxy.url(), &scope, &state, &offline, "redact").run();
-        up.store(true, Ordering::SeqCst);
+        proxy.set(Gate::Up);
         out.assert_fail_open().assert_stderr_free_of(&[SECRET]);
         assert!(out.diagnostic("capture_spooled").is_some(), "{}", out.stderr);
         let files = spooled(&state);
@@ -315,16 +309,14 @@ fn a_redacted_capture_stores_only_the_redacted_text_online_and_through_the_spool
             "{entry}"
         );
 
-        let flushed = Command::new(CLI)
-            .arg("flush")
-            .env_clear()
-            .env("PATH", "/usr/local/bin:/usr/bin:/bin")
-            .env("HOME", dir.path())
-            .env("POWERCONTEXT_HOOKS_STATE_DIR", &state)
-            .env(format!("POWERCONTEXT_{part}_SERVER_URL"), proxy.url())
-            .stdin(Stdio::null())
-            .output()
-            .unwrap();
+        let flushed = run_cli(
+            &["flush"],
+            &[
+                ("HOME", &dir.path().to_string_lossy()),
+                ("POWERCONTEXT_HOOKS_STATE_DIR", &state.to_string_lossy()),
+                (&format!("POWERCONTEXT_{part}_SERVER_URL"), &proxy.url()),
+            ],
+        );
         assert!(
             flushed.status.success(),
             "{}\n{}",

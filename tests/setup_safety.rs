@@ -7,7 +7,7 @@ use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use crate::setup::Sandbox;
+use crate::support::Sandbox;
 
 const OPENCODE_CONFIG: &str = "\u{feff}{\r\n  // mine\r\n  \"model\": \"x/y\"\r\n}\r\n";
 const OUR_CONFIG: &str = "\u{feff}# my hooks config\r\nmax_bytes = 4000\r\n\r\n[hosts.opencode]\r\nserver_url = \"http://127.0.0.1:1\" # mine\r\ncapture_prompts = true\r\nauthorization = \"Bearer my-own-token\"\r\n";
@@ -318,7 +318,7 @@ fn official_doctor_recognises_our_pi_package() {
 
     let server = RealServer::shared();
     let mut sb = Sandbox::new();
-    crate::setup::seed_foreign_packages(&mut sb, "pi");
+    crate::support::seed_foreign_packages(&mut sb, "pi");
     let (code, out, err) = sb.cli_json(&["setup", "pi", "--server-url", &server.url()]);
     assert_eq!(code, 0, "{out}\n{err}");
     let official = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv-server/bin/powercontext");
@@ -342,7 +342,7 @@ fn opencode_takeover_of_an_official_install() {
 
     let server = RealServer::shared();
     let mut sb = Sandbox::new();
-    crate::setup::seed_foreign_packages(&mut sb, "opencode");
+    crate::support::seed_foreign_packages(&mut sb, "opencode");
     let official = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv-server/bin/powercontext");
     let cli_dir = Path::new(crate::support::CLI).parent().unwrap();
     let tree = sb.root.path().join("tree");
@@ -384,7 +384,7 @@ fn opencode_takeover_of_an_official_install() {
 
 /// The `powercontext-pi` packages `pi list` shows as installed (Pi loads each of them).
 fn pi_powercontext_packages(sb: &Sandbox) -> Vec<PathBuf> {
-    let out = sb.run(&crate::setup::host_bin("pi").join("pi"), &["list"]);
+    let out = sb.run(&crate::support::host_bin("pi").join("pi"), &["list"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
     text.lines()
@@ -408,7 +408,7 @@ fn pi_takeover_in_both_directions_leaves_one_package() {
 
     let server = RealServer::shared();
     let mut sb = Sandbox::new();
-    crate::setup::seed_foreign_packages(&mut sb, "pi");
+    crate::support::seed_foreign_packages(&mut sb, "pi");
     let official = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv-server/bin/powercontext");
     let cli_dir = Path::new(crate::support::CLI).parent().unwrap();
     let tree = sb.root.path().join("tree");
@@ -480,7 +480,7 @@ fn dsh_powercontext(sb: &Sandbox) -> (Option<String>, usize) {
         .as_str()
         .map(str::to_owned);
     let out = sb.run(
-        &crate::setup::host_bin("dsh").join("dsh"),
+        &crate::support::host_bin("dsh").join("dsh"),
         &["--profile", "web", "--dump-config"],
     );
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
@@ -500,7 +500,7 @@ fn dsh_takeover_in_both_directions_leaves_one_row() {
 
     let server = RealServer::shared();
     let mut sb = Sandbox::new();
-    crate::setup::seed_foreign_packages(&mut sb, "dsh");
+    crate::support::seed_foreign_packages(&mut sb, "dsh");
     let official = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv-server/bin/powercontext");
     let cli_dir = Path::new(crate::support::CLI).parent().unwrap();
     let tree = sb.root.path().join("tree");

@@ -4,22 +4,19 @@
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use powercontext_hooks_core::deadline::Deadline;
-use powercontext_hooks_core::endpoint::BaseUrl;
-use powercontext_hooks_core::env::Env;
-use powercontext_hooks_core::http::Transport;
 use powercontext_hooks_test_support::fake_model::FakeModel;
+use powercontext_hooks_test_support::fake_server::{CAPTURE, FakeServer, Gate, Proxy, envelope};
 use powercontext_hooks_test_support::fault_server::{FaultServer, Reply, closed_port_url};
 use powercontext_hooks_test_support::hook::{HookCmd, HookOutput};
 use powercontext_hooks_test_support::real_server::{RealServer, ServerOptions};
 use serde_json::{Value, json};
 
-use crate::support::{CLAUDE, CLI};
+use crate::support::{CLAUDE, PI, cli, run_cli};
 
 const NO_DRAINER: (&str, &str) = ("POWERCONTEXT_HOOKS_NO_BACKGROUND_DRAIN", "1");
 
@@ -33,33 +30,12 @@ fn payload(prompt: &str, session: &str, turn: &str, cwd: &Path) -> Value {
     })
 }
 
-fn ready(content: &str) -> Value {
-    json!({"schema": "powercontext.prepared-context.v1", "status": "ready", "content": content, "content_bytes": content.len()})
-}
-
 /// A Claude Code hook run against `url` with a shared state directory.
 fn hook(url: &str, state: &Path, prompt: &str, turn: &str, cwd: &Path) -> HookCmd {
     HookCmd::new(CLAUDE)
         .env("POWERCONTEXT_CLAUDE_SERVER_URL", url)
         .env("POWERCONTEXT_HOOKS_STATE_DIR", state.to_string_lossy())
         .stdin_json(&payload(prompt, "session-state", turn, cwd))
-}
-
-/// The CLI with a clean environment plus `env`.
-fn cli(args: &[&str], env: &[(&str, &str)]) -> Command {
-    let mut c = Command::new(CLI);
-    c.args(args)
-        .env_clear()
-        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
-        .stdin(Stdio::null());
-    for (k, v) in env {
-        c.env(k, v);
-    }
-    c
-}
-
-fn run_cli(args: &[&str], env: &[(&str, &str)]) -> Output {
-    cli(args, env).output().expect("run powercontext-hooks")
 }
 
 fn ledger(state: &Path) -> Value {
@@ -224,33 +200,10 @@ fn state_writer_killed_mid_write_loses_nothing_committed() {
     assert!(ledger(&state)["entries"][0]["position"].as_u64().unwrap() >= base - 1);
 }
 
-/// A proxy in front of the real Server that refuses every request while `up` is false.
-pub(crate) fn switchable_proxy(target: String, up: Arc<AtomicBool>) -> FaultServer {
-    FaultServer::start(move |req| {
-        if !up.load(Ordering::SeqCst) {
-            return Reply::Close;
-        }
-        let transport = Transport::new(
-            BaseUrl::parse(&target).unwrap(),
-            None,
-            Duration::from_secs(20),
-            Deadline::after(Duration::from_secs(20)),
-            &Env::default(),
-        )
-        .unwrap();
-        let body: Value = serde_json::from_slice(&req.body).unwrap_or(Value::Null);
-        match transport.post_json(&req.path, &body) {
-            Ok(r) => Reply::json(r.status, &r.body),
-            Err(_) => Reply::Close,
-        }
-    })
-}
-
 #[test]
 fn state_offline_prompts_reach_the_real_server_exactly_once_after_one_drain() {
     let real = RealServer::shared();
-    let up = Arc::new(AtomicBool::new(false));
-    let proxy = switchable_proxy(real.url(), up.clone());
+    let proxy = Proxy::start(&real.url(), Gate::Down);
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join("state");
     let cwd = tempfile::tempdir().unwrap();
@@ -283,7 +236,7 @@ fn state_offline_prompts_reach_the_real_server_exactly_once_after_one_drain() {
     let first = spool_files(&state)[0].clone();
     let first_bytes = std::fs::read(&first).unwrap();
 
-    up.store(true, Ordering::SeqCst);
+    proxy.set(Gate::Up);
     let st = state.to_string_lossy().into_owned();
     let url = proxy.url();
     let env = [
@@ -404,17 +357,12 @@ fn state_spool_limits_drop_the_oldest_and_report_it() {
 }
 
 /// A Server that answers recall but refuses captures with 503, so the hook needs its state.
-fn recall_only_server() -> FaultServer {
-    FaultServer::start(|req| match req.path.as_str() {
-        "/v1/scope-bindings/resolve" => {
-            Reply::json(200, &json!({"scope_id": "scp_state_test", "title": "t"}))
-        }
-        "/v1/context/prepare" => Reply::json(200, &ready("remembered context")),
-        _ => Reply::json(
-            503,
-            &json!({"error": {"code": "unavailable", "message": "", "details": null}}),
-        ),
-    })
+fn recall_only_server() -> FakeServer {
+    FakeServer::builder("scp_state_test")
+        .ready("remembered context")
+        .without(CAPTURE)
+        .fallback(|_| envelope(503, "unavailable"))
+        .start()
 }
 
 fn assert_answers_despite_state(out: &HookOutput, detail: Option<&str>) {
@@ -701,39 +649,6 @@ fn state_flush_boundaries_against_the_real_server_with_a_fake_model() {
 
 // ---- Write-ahead capture, bad spool entries, ownership and permissions ----
 
-/// What the gated proxy does with requests.
-const DOWN: u8 = 0;
-const UP: u8 = 1;
-/// Forwards everything; a Source request reaches the real Server, but its answer never comes back.
-const SWALLOW_SOURCE_ANSWERS: u8 = 2;
-
-/// A proxy in front of the real Server whose behaviour the test switches with `mode`.
-fn gated_proxy(target: String, mode: Arc<std::sync::atomic::AtomicU8>) -> FaultServer {
-    FaultServer::start(move |req| {
-        let m = mode.load(Ordering::SeqCst);
-        if m == DOWN {
-            return Reply::Close;
-        }
-        let transport = Transport::new(
-            BaseUrl::parse(&target).unwrap(),
-            None,
-            Duration::from_secs(20),
-            Deadline::after(Duration::from_secs(20)),
-            &Env::default(),
-        )
-        .unwrap();
-        let body: Value = serde_json::from_slice(&req.body).unwrap_or(Value::Null);
-        let reply = match transport.post_json(&req.path, &body) {
-            Ok(r) => Reply::json(r.status, &r.body),
-            Err(_) => Reply::Close,
-        };
-        if m == SWALLOW_SOURCE_ANSWERS && req.path == "/v1/sources/content" {
-            return Reply::Hang;
-        }
-        reply
-    })
-}
-
 fn nonce() -> String {
     format!(
         "{:x}",
@@ -800,7 +715,7 @@ fn spawn_hook(
 
 fn wait_for_source_request(proxy: &FaultServer) {
     let start = Instant::now();
-    while !proxy.requests().iter().any(|r| r.path == "/v1/sources/content") {
+    while proxy.count("/v1/sources/content") == 0 {
         assert!(
             start.elapsed() < Duration::from_secs(20),
             "the hook never sent its capture"
@@ -833,8 +748,7 @@ fn flush_json(state: &Path, url: &str) -> (Option<i32>, Value) {
 #[test]
 fn state_sigkill_mid_capture_keeps_the_prompt_and_replay_is_exactly_once() {
     let real = RealServer::shared();
-    let mode = Arc::new(std::sync::atomic::AtomicU8::new(SWALLOW_SOURCE_ANSWERS));
-    let proxy = gated_proxy(real.url(), mode.clone());
+    let proxy = Proxy::start(&real.url(), Gate::SwallowSourceAnswers);
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join("state");
     let cwd = tempfile::tempdir().unwrap();
@@ -850,7 +764,7 @@ fn state_sigkill_mid_capture_keeps_the_prompt_and_replay_is_exactly_once() {
     let _ = child.wait();
     assert_eq!(spool_files(&state).len(), 1, "the capture was not kept");
 
-    mode.store(UP, Ordering::SeqCst);
+    proxy.set(Gate::Up);
     let (code, report) = flush_json(&state, &proxy.url());
     assert_eq!(code, Some(0), "{report}");
     assert_eq!(report["delivered"], 1, "{report}");
@@ -865,8 +779,7 @@ fn state_sigkill_mid_capture_keeps_the_prompt_and_replay_is_exactly_once() {
 #[test]
 fn state_capture_is_durable_while_in_flight_when_the_budget_runs_out() {
     let real = RealServer::shared();
-    let mode = Arc::new(std::sync::atomic::AtomicU8::new(SWALLOW_SOURCE_ANSWERS));
-    let proxy = gated_proxy(real.url(), mode.clone());
+    let proxy = Proxy::start(&real.url(), Gate::SwallowSourceAnswers);
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join("state");
     let cwd = tempfile::tempdir().unwrap();
@@ -892,7 +805,7 @@ fn state_capture_is_durable_while_in_flight_when_the_budget_runs_out() {
     assert!(!stderr.contains("nonce") && !stderr.contains(&prompt));
     assert_eq!(spool_files(&state).len(), 1);
 
-    mode.store(UP, Ordering::SeqCst);
+    proxy.set(Gate::Up);
     let (code, report) = flush_json(&state, &proxy.url());
     assert_eq!((code, &report["delivered"]), (Some(0), &json!(1)), "{report}");
     assert_eq!(sources_for(real, &prompt, "t-budget"), 1);
@@ -901,8 +814,7 @@ fn state_capture_is_durable_while_in_flight_when_the_budget_runs_out() {
 #[test]
 fn state_a_held_state_lock_never_drops_a_capture() {
     let real = RealServer::shared();
-    let mode = Arc::new(std::sync::atomic::AtomicU8::new(DOWN));
-    let proxy = gated_proxy(real.url(), mode.clone());
+    let proxy = Proxy::start(&real.url(), Gate::Down);
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join("state");
     std::fs::create_dir(&state).unwrap();
@@ -922,7 +834,7 @@ fn state_a_held_state_lock_never_drops_a_capture() {
     assert_eq!(spool_files(&state).len(), 1);
     drop(held);
 
-    mode.store(UP, Ordering::SeqCst);
+    proxy.set(Gate::Up);
     let (code, report) = flush_json(&state, &proxy.url());
     assert_eq!((code, &report["delivered"]), (Some(0), &json!(1)), "{report}");
     assert_eq!(sources_for(real, &prompt, "t-lock"), 1);
@@ -931,8 +843,7 @@ fn state_a_held_state_lock_never_drops_a_capture() {
 #[test]
 fn state_64_concurrent_hooks_with_the_server_down_then_up_make_64_sources() {
     let real = RealServer::shared();
-    let mode = Arc::new(std::sync::atomic::AtomicU8::new(DOWN));
-    let proxy = gated_proxy(real.url(), mode.clone());
+    let proxy = Proxy::start(&real.url(), Gate::Down);
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join("state");
     let cwd = tempfile::tempdir().unwrap();
@@ -956,7 +867,7 @@ fn state_64_concurrent_hooks_with_the_server_down_then_up_make_64_sources() {
     }
     assert_eq!(spool_files(&state).len(), 64);
 
-    mode.store(UP, Ordering::SeqCst);
+    proxy.set(Gate::Up);
     let (code, report) = flush_json(&state, &proxy.url());
     assert_eq!((code, &report["delivered"]), (Some(0), &json!(64)), "{report}");
     for (i, p) in prompts.iter().enumerate() {
@@ -977,8 +888,7 @@ fn spool_one(state: &Path, url: &str, prompt: &str, turn: &str) {
 #[test]
 fn state_poisoned_spool_entries_are_set_aside_and_the_rest_is_delivered() {
     let real = RealServer::shared();
-    let mode = Arc::new(std::sync::atomic::AtomicU8::new(DOWN));
-    let proxy = gated_proxy(real.url(), mode.clone());
+    let proxy = Proxy::start(&real.url(), Gate::Down);
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join("state");
     let tag = nonce();
@@ -1008,7 +918,7 @@ fn state_poisoned_spool_entries_are_set_aside_and_the_rest_is_delivered() {
         std::fs::set_permissions(poison(i), std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
     }
 
-    mode.store(UP, Ordering::SeqCst);
+    proxy.set(Gate::Up);
     let mut c = cli(&["flush", "--json", "--budget", "5"], &[]);
     for (k, v) in flush_env(&state, &proxy.url()) {
         c.env(k, v);
@@ -1226,8 +1136,7 @@ fn state_status_escapes_control_characters_from_state_files() {
 #[test]
 fn state_replayed_pi_captures_for_a_server_without_a_model_leave_no_ledger_entry() {
     let real = RealServer::shared();
-    let mode = Arc::new(std::sync::atomic::AtomicU8::new(DOWN));
-    let proxy = gated_proxy(real.url(), mode.clone());
+    let proxy = Proxy::start(&real.url(), Gate::Down);
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join("state");
     let st = state.to_string_lossy().into_owned();
@@ -1235,7 +1144,7 @@ fn state_replayed_pi_captures_for_a_server_without_a_model_leave_no_ledger_entry
     let prompt = format!("a Pi prompt spooled while the Server was down {}", nonce());
     let event = json!({"prompt": prompt, "system_prompt": "Base instructions",
         "cwd": cwd.path().to_string_lossy(), "session_id": "session-pi-state", "branch_roles": ["user"]});
-    let out = HookCmd::new(crate::pi::PI)
+    let out = HookCmd::new(PI)
         .env("POWERCONTEXT_PI_SERVER_URL", proxy.url())
         .env("POWERCONTEXT_HOOKS_STATE_DIR", &st)
         .arg("before-agent-start")
@@ -1244,7 +1153,7 @@ fn state_replayed_pi_captures_for_a_server_without_a_model_leave_no_ledger_entry
     assert!(out.status.success());
     assert!(out.diagnostic("capture_spooled").is_some(), "{}", out.stderr);
 
-    mode.store(UP, Ordering::SeqCst);
+    proxy.set(Gate::Up);
     let url = proxy.url();
     let env = [
         ("POWERCONTEXT_HOOKS_STATE_DIR", st.as_str()),

@@ -2,6 +2,7 @@
 //! route at once from canned bodies, and the content the hooks get back from it. Loopback only;
 //! it never waits, sleeps or polls on the request path, so what is timed is the hook.
 
+use powercontext_hooks_test_support::fake_server::{accepted, ready};
 use powercontext_hooks_test_support::http1::Http1Server;
 use serde_json::{Value, json};
 
@@ -36,17 +37,10 @@ fn ok(status: u16, body: &Value) -> (u16, Vec<u8>) {
 pub fn instant(prepared: Prepared) -> Http1Server {
     let content = ready_content();
     let prepare = match prepared {
-        Prepared::Ready => ok(
-            200,
-            &json!({"schema": "powercontext.prepared-context.v1", "status": "ready",
-                    "content": content, "content_bytes": content.len()}),
-        ),
+        Prepared::Ready => ok(200, &ready(&content)),
     };
     let resolve = ok(200, &json!({"scope_id": SCOPE, "title": "bench"}));
-    let capture = ok(
-        202,
-        &json!({"status": "accepted", "source": {"name": "content", "source_id": "x"}, "position": 7}),
-    );
+    let capture = ok(202, &accepted(7));
     let flush = ok(200, &json!({"status": "processed", "current_cursor": 7}));
     let not_found = ok(404, &json!({"detail": "Not Found"}));
     let headers = vec![("content-type".to_owned(), "application/json".to_owned())];

@@ -127,6 +127,31 @@ impl FaultServer {
     pub fn wait_for_requests(&self, n: usize, timeout: Duration) -> bool {
         self.server.wait_for_requests(n, timeout)
     }
+
+    /// The path (without query) of every request so far, in arrival order.
+    pub fn paths(&self) -> Vec<String> {
+        self.requests().iter().map(|r| r.path_only().to_owned()).collect()
+    }
+
+    /// How many requests went to `path` (without query).
+    pub fn count(&self, path: &str) -> usize {
+        self.requests().iter().filter(|r| r.path_only() == path).count()
+    }
+
+    /// The JSON body of every request to `path` (without query), in order; panics on one that
+    /// is not JSON.
+    pub fn bodies(&self, path: &str) -> Vec<serde_json::Value> {
+        self.requests()
+            .iter()
+            .filter(|r| r.path_only() == path)
+            .map(|r| r.json().expect("JSON body"))
+            .collect()
+    }
+
+    /// The JSON body of the last request to `path`, if any.
+    pub fn last_json(&self, path: &str) -> Option<serde_json::Value> {
+        self.bodies(path).pop()
+    }
 }
 
 /// A URL on which nothing listens, so connecting is refused. The port was just free; another

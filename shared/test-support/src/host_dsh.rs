@@ -11,12 +11,13 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use powercontext_hooks_core::host::Integration;
 use serde_json::Value;
-use tempfile::TempDir;
 
 use crate::fake_model::FakeModel;
-use crate::hosts::{assert_loopback_only_network, repo_root};
-use crate::process::{ProcessRun, clean_command, run_with_timeout};
+use crate::hosts::{js_string_body, repo_root};
+use crate::process::ProcessRun;
+use crate::sandbox::Sandbox;
 
 /// Outer limit for one DSH command; a healthy run takes about a second.
 const RUN_TIMEOUT: Duration = Duration::from_secs(90);
@@ -64,15 +65,8 @@ pub fn pnpm_bin_dir() -> PathBuf {
         .to_path_buf()
 }
 
-/// The `{{hook_command}}` value for DSH: the executable's path as the inside of a JS string
-/// literal (JSON escaping; no shell is involved, so no shell quoting).
-pub fn hook_command_value(exe: &Path) -> String {
-    let quoted = Value::String(exe.to_str().expect("hook path is UTF-8").to_owned()).to_string();
-    quoted[1..quoted.len() - 1].to_owned()
-}
-
-/// Copies the plugin files of `installers/dsh/` to `dest`, filling `{{hook_command}}` and
-/// `{{version}}`.
+/// Copies the plugin files of `installers/dsh/` to `dest`, filling `{{hook_command}}` (a JS
+/// string body: no shell is involved) and `{{version}}`.
 pub fn render_plugin(dest: &Path, exe: &Path) {
     let src = repo_root().join("installers/dsh");
     fs::create_dir_all(dest).expect("create plugin dir");
@@ -84,7 +78,7 @@ pub fn render_plugin(dest: &Path, exe: &Path) {
         }
         let text = fs::read_to_string(entry.path())
             .expect("installer files are text")
-            .replace("{{hook_command}}", &hook_command_value(exe))
+            .replace("{{hook_command}}", &js_string_body(exe))
             .replace("{{version}}", env!("CARGO_PKG_VERSION"));
         assert!(
             !text.contains("{{"),
@@ -154,61 +148,36 @@ impl DshSessionBuilder {
     }
 
     pub fn build(self) -> DshSession {
-        assert_loopback_only_network();
         let cli = dsh_cli();
-        let root = tempfile::Builder::new()
-            .prefix("pc-e2e-dsh-")
-            .tempdir()
-            .expect("create session tempdir");
-        let home = root.path().join("home");
-        let project = root.path().join("project");
-        let state = root.path().join("state");
-        for dir in [&home, &project, &state] {
-            fs::create_dir_all(dir).expect("create session dirs");
-        }
-        // As the hooks create it: owner-only (a looser one would be tightened and reported).
-        fs::set_permissions(&state, std::os::unix::fs::PermissionsExt::from_mode(0o700))
-            .expect("chmod state dir");
-        let log = root.path().join("plugin-log.jsonl");
-
-        let path = std::env::join_paths(
-            [node22_bin_dir(), pnpm_bin_dir()]
-                .into_iter()
-                .chain(["/usr/local/bin", "/usr/bin", "/bin"].map(PathBuf::from)),
-        )
-        .expect("PATH entries");
-        let mut env = BTreeMap::new();
+        let mut sandbox = Sandbox::new(Integration::Dsh, [node22_bin_dir(), pnpm_bin_dir()]);
+        let log = sandbox.path("plugin-log.jsonl");
+        let dsh_home = sandbox.home.join(".dsh").display().to_string();
         for (k, v) in [
-            ("PATH", path.to_string_lossy().into_owned()),
-            ("HOME", home.display().to_string()),
-            ("DSH_HOME", home.join(".dsh").display().to_string()),
+            ("DSH_HOME", dsh_home),
             ("DSH_TELEMETRY_DISABLED", "1".to_owned()),
             ("DEEPSEEK_BASE_URL", self.model_url.clone()),
             ("DEEPSEEK_API_KEY", "sk-fake-e2e".to_owned()),
-            ("TERM", "dumb".to_owned()),
-            ("LANG", "C.UTF-8".to_owned()),
-            ("POWERCONTEXT_HOOKS_STATE_DIR", state.display().to_string()),
             ("PC_E2E_PLUGIN_LOG", log.display().to_string()),
         ] {
-            env.insert(k.to_owned(), v);
+            sandbox.set(k, v);
         }
         if self.hook.is_some() {
             let url = self
                 .server_url
                 .clone()
                 .unwrap_or_else(crate::fault_server::closed_port_url);
-            env.insert("POWERCONTEXT_DSH_SERVER_URL".to_owned(), url);
+            sandbox.set("POWERCONTEXT_DSH_SERVER_URL", url);
         }
-        env.extend(self.env);
+        sandbox.env.extend(self.env);
 
         // A test-only plugin: DSH headless has no log sink, so this one records our plugin's lines.
-        let log_capture = root.path().join("log-capture.mjs");
+        let log_capture = sandbox.path("log-capture.mjs");
         fs::write(&log_capture, LOG_CAPTURE_PLUGIN).expect("write log capture plugin");
         let mut overlay = format!(
             "- insert:\n    - id: pc-e2e-log-capture\n      name: {}\n",
             yaml_string(&log_capture)
         );
-        let session_plugin = root.path().join("plugin");
+        let session_plugin = sandbox.path("plugin");
         if let Some(exe) = &self.hook {
             render_plugin(&session_plugin, exe);
             match (self.install, self.timeout_ms) {
@@ -234,16 +203,14 @@ impl DshSessionBuilder {
                 yaml_string(file)
             ));
         }
-        let overlay_path = root.path().join("overlay.patch.yml");
+        let overlay_path = sandbox.path("overlay.patch.yml");
         fs::write(&overlay_path, overlay).expect("write overlay");
 
         let session = DshSession {
             cli,
-            project,
-            env,
+            sandbox,
             overlay: overlay_path,
             log,
-            _root: root,
         };
         if self.hook.is_some() && self.install == Install::PluginAdd {
             let dir = session_plugin.to_str().expect("UTF-8 tempdir");
@@ -283,11 +250,9 @@ fn yaml_string(path: &Path) -> String {
 /// A throwaway HOME/DSH_HOME and project, with our plugin wired in (or not).
 pub struct DshSession {
     cli: PathBuf,
-    project: PathBuf,
-    env: BTreeMap<String, String>,
+    sandbox: Sandbox,
     overlay: PathBuf,
     log: PathBuf,
-    _root: TempDir,
 }
 
 impl DshSession {
@@ -305,7 +270,7 @@ impl DshSession {
 
     /// The session's working directory (the `cwd` DSH records in the session header).
     pub fn project_dir(&self) -> &Path {
-        &self.project
+        &self.sandbox.project
     }
 
     /// One headless task: `dsh --profile headless --patch <overlay> "<task>"`.
@@ -316,7 +281,7 @@ impl DshSession {
 
     /// Runs another program (an installer) in this session's environment and project dir.
     pub fn run_other(&self, program: &Path, args: &[&str], extra: &[(&str, &str)]) -> DshRun {
-        crate::process::run_beside(&self.cli, &self.env, &self.project, program, args, extra)
+        self.sandbox.run_other(&self.cli, program, args, extra)
     }
 
     /// What our plugin logged through the DSH logger: `{type, text}` per line, oldest first.
@@ -331,8 +296,7 @@ impl DshSession {
     /// Runs the DSH CLI with `args` in the project dir, clean env, stdin from /dev/null, and an
     /// outer timeout (the whole process group is killed past it).
     pub fn run_args(&self, args: &[&str]) -> DshRun {
-        let command = clean_command(&self.cli, args, &self.env, &self.project);
-        run_with_timeout(command, RUN_TIMEOUT, "dsh")
+        self.sandbox.run(&self.cli, args, RUN_TIMEOUT, "dsh")
     }
 }
 

@@ -10,12 +10,12 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use powercontext_hooks_core::host::Integration;
 use serde_json::{Value, json};
-use tempfile::TempDir;
 
 use crate::fake_model::FakeModel;
-use crate::hosts::{HostRun, assert_loopback_only_network, repo_root};
-use crate::process::{clean_command, run_with_timeout};
+use crate::hosts::{HostRun, js_string_body, repo_root};
+use crate::sandbox::Sandbox;
 
 /// The OpenCode version pinned in tests/e2e/opencode/package.json.
 pub const OPENCODE_VERSION: &str = "1.18.33";
@@ -43,8 +43,7 @@ pub fn cli() -> PathBuf {
 pub fn render_plugin(dest: &Path, exe: &Path) {
     let src = repo_root().join("installers/opencode").join(PLUGIN_FILE);
     let template = fs::read_to_string(&src).unwrap_or_else(|e| panic!("read {}: {e}", src.display()));
-    let quoted = Value::String(exe.to_str().expect("hook path is UTF-8").to_owned()).to_string();
-    let text = template.replace("{{hook_command}}", &quoted[1..quoted.len() - 1]);
+    let text = template.replace("{{hook_command}}", &js_string_body(exe));
     assert!(
         !text.contains("{{"),
         "unreplaced placeholder in {}",
@@ -93,28 +92,12 @@ impl OpenCodeSessionBuilder {
     /// config dir so OpenCode does not try (and, offline, stall ~70 s on) an npm install of its
     /// plugin package; installs our plugin.
     pub fn build(self) -> OpenCodeSession {
-        assert_loopback_only_network();
         let cli = cli();
-        let root = tempfile::Builder::new()
-            .prefix("pc-e2e-opencode-")
-            .tempdir()
-            .expect("session tempdir");
-        let home = root.path().join("home");
-        let project = root.path().join("project");
-        let state = root.path().join("state");
-        let config = home.join(".config/opencode");
-        for dir in [
-            &home,
-            &project,
-            &state,
-            &config.join("plugins"),
-            &config.join("node_modules"),
-        ] {
+        let mut sandbox = Sandbox::new(Integration::OpenCode, []);
+        let config = sandbox.home.join(".config/opencode");
+        for dir in [&config.join("plugins"), &config.join("node_modules")] {
             fs::create_dir_all(dir).expect("create session dirs");
         }
-        // As the hooks create it: owner-only (a looser one would be tightened and reported).
-        fs::set_permissions(&state, std::os::unix::fs::PermissionsExt::from_mode(0o700))
-            .expect("chmod state dir");
         let dep = json!({"@opencode-ai/plugin": OPENCODE_VERSION});
         fs::write(
             config.join("package.json"),
@@ -148,22 +131,16 @@ impl OpenCodeSessionBuilder {
         let server_url = self
             .server_url
             .unwrap_or_else(crate::fault_server::closed_port_url);
-        let mut env = BTreeMap::new();
-        let h = home.display().to_string();
+        let h = sandbox.home.display().to_string();
         for (k, v) in [
-            ("PATH", "/usr/local/bin:/usr/bin:/bin".to_owned()),
-            ("HOME", h.clone()),
             ("XDG_CONFIG_HOME", format!("{h}/.config")),
             ("XDG_DATA_HOME", format!("{h}/.local/share")),
             ("XDG_CACHE_HOME", format!("{h}/.cache")),
             ("XDG_STATE_HOME", format!("{h}/.local/state")),
-            ("TERM", "dumb".to_owned()),
-            ("LANG", "C.UTF-8".to_owned()),
             ("NO_COLOR", "1".to_owned()),
-            ("POWERCONTEXT_HOOKS_STATE_DIR", state.display().to_string()),
             ("POWERCONTEXT_OPENCODE_SERVER_URL", server_url),
         ] {
-            env.insert(k.to_owned(), v);
+            sandbox.set(k, v);
         }
         for flag in [
             "OPENCODE_DISABLE_AUTOUPDATE",
@@ -173,29 +150,20 @@ impl OpenCodeSessionBuilder {
             "OPENCODE_DISABLE_CLAUDE_CODE",
             "OPENCODE_DISABLE_EXTERNAL_SKILLS",
         ] {
-            env.insert(flag.to_owned(), "1".to_owned());
+            sandbox.set(flag, "1");
         }
-        env.extend(self.env);
+        sandbox.env.extend(self.env);
         for name in &self.remove {
-            env.remove(name);
+            sandbox.env.remove(name);
         }
-        OpenCodeSession {
-            _root: root,
-            cli,
-            project,
-            state,
-            env,
-        }
+        OpenCodeSession { cli, sandbox }
     }
 }
 
 /// A throwaway OpenCode installation with our plugin, run headless with `opencode run`.
 pub struct OpenCodeSession {
-    _root: TempDir,
     cli: PathBuf,
-    project: PathBuf,
-    state: PathBuf,
-    env: BTreeMap<String, String>,
+    sandbox: Sandbox,
 }
 
 impl OpenCodeSession {
@@ -212,12 +180,12 @@ impl OpenCodeSession {
 
     /// The project directory OpenCode runs in (the session directory).
     pub fn project_dir(&self) -> &Path {
-        &self.project
+        &self.sandbox.project
     }
 
     /// The hooks' state directory.
     pub fn state_dir(&self) -> &Path {
-        &self.state
+        &self.sandbox.state
     }
 
     /// `opencode run --format json <text>` in a new session.
@@ -238,18 +206,17 @@ impl OpenCodeSession {
     /// Runs the CLI with `args` in the project dir, clean env, stdin from /dev/null, and an outer
     /// timeout (the whole process group is killed past it).
     pub fn run(&self, args: &[&str]) -> HostRun {
-        let command = clean_command(&self.cli, args, &self.env, &self.project);
-        run_with_timeout(command, RUN_TIMEOUT, "opencode")
+        self.sandbox.run(&self.cli, args, RUN_TIMEOUT, "opencode")
     }
 
     /// Runs another program (an installer) in this session's environment and project dir.
     pub fn run_other(&self, program: &Path, args: &[&str], extra: &[(&str, &str)]) -> HostRun {
-        crate::process::run_beside(&self.cli, &self.env, &self.project, program, args, extra)
+        self.sandbox.run_other(&self.cli, program, args, extra)
     }
 
     /// Writes an executable `sh` script next to the session (for broken-hook scenarios).
     pub fn write_script(&self, name: &str, body: &str) -> PathBuf {
-        let path = self._root.path().join(name);
+        let path = self.sandbox.path(name);
         fs::write(&path, format!("#!/bin/sh\n{body}\n")).expect("write script");
         fs::set_permissions(&path, fs::Permissions::from_mode(0o755)).expect("chmod script");
         path

@@ -15,16 +15,15 @@ use std::sync::mpsc::{self, Receiver};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use powercontext_hooks_core::host::Integration;
 use serde_json::{Value, json};
-use tempfile::TempDir;
 
-use crate::hosts::{assert_loopback_only_network, repo_root};
-use crate::process::{ProcessRun, clean_command, drain, kill_group, run_with_timeout};
+use crate::hosts::{js_string_body, render_installer, repo_root};
+use crate::process::{ProcessRun, clean_command, drain, kill_group};
+use crate::sandbox::{Sandbox, node_dir};
 
 /// Outer limit for one Pi command; a healthy print-mode run takes about a second.
 const RUN_TIMEOUT: Duration = Duration::from_secs(90);
-/// The placeholder the extension template holds for the executable's absolute path.
-pub const HOOK_PLACEHOLDER: &str = "{{hook_command}}";
 /// The model id the runner registers for the fake provider.
 const MODEL: &str = "fake-model";
 
@@ -39,37 +38,10 @@ pub fn pi_cli() -> PathBuf {
     path
 }
 
-/// `installers/pi/`: the extension package template.
-pub fn installer_dir() -> PathBuf {
-    repo_root().join("installers").join("pi")
-}
-
 /// Copies `installers/pi/` to `dest` with `{{hook_command}}` replaced by `exe` as a JavaScript
-/// string body (JSON escaping: the extension spawns it directly, no shell). Panics if any
-/// placeholder is left over.
+/// string body (the extension spawns it directly, no shell). Panics if any placeholder is left.
 pub fn render_extension(dest: &Path, exe: &Path) {
-    fn walk(src: &Path, dest: &Path, value: &str) {
-        fs::create_dir_all(dest).expect("create extension dir");
-        for entry in fs::read_dir(src).expect("read installer dir") {
-            let entry = entry.expect("installer entry");
-            let to = dest.join(entry.file_name());
-            if entry.file_type().expect("file type").is_dir() {
-                walk(&entry.path(), &to, value);
-                continue;
-            }
-            let text = fs::read_to_string(entry.path()).expect("installer files are text");
-            let text = text.replace(HOOK_PLACEHOLDER, value);
-            assert!(
-                !text.contains("{{"),
-                "unreplaced placeholder in {}",
-                entry.path().display()
-            );
-            fs::write(&to, text).expect("write rendered extension file");
-        }
-    }
-    let path = exe.to_str().expect("hook path is UTF-8");
-    let quoted = Value::String(path.to_owned()).to_string();
-    walk(&installer_dir(), dest, &quoted[1..quoted.len() - 1]);
+    render_installer(Integration::Pi, dest, &[("hook_command", &js_string_body(exe))]);
 }
 
 /// How the extension gets loaded.
@@ -131,49 +103,24 @@ impl PiSessionBuilder {
     /// Creates the throwaway HOME, project and state dirs, the fake provider, and loads the
     /// extension.
     pub fn build(self) -> PiSession {
-        assert_loopback_only_network();
         let cli = pi_cli();
-        let root = tempfile::Builder::new()
-            .prefix("pc-e2e-pi-")
-            .tempdir()
-            .expect("create session tempdir");
-        // Pi reports the real (symlink-free) cwd; keep every path canonical so tests can compare.
-        let base = fs::canonicalize(root.path()).expect("canonical tempdir");
-        let home = base.join("home");
-        let agent = home.join(".pi").join("agent");
-        let project = base.join("project");
-        let state = base.join("state");
-        let payloads = base.join("payloads");
-        let extension = base.join("extension");
-        for dir in [&agent, &project, &state, &payloads] {
+        let mut sandbox = Sandbox::new(Integration::Pi, node_dir());
+        let agent = sandbox.home.join(".pi").join("agent");
+        let payloads = sandbox.path("payloads");
+        let extension = sandbox.path("extension");
+        for dir in [&agent, &payloads] {
             fs::create_dir_all(dir).expect("create session dirs");
         }
-        // As the hooks create it: owner-only (a looser one would be tightened and reported).
-        fs::set_permissions(&state, std::os::unix::fs::PermissionsExt::from_mode(0o700))
-            .expect("chmod state dir");
-
-        let mut env = BTreeMap::new();
-        let mut path: Vec<PathBuf> = node_dir().into_iter().collect();
-        path.extend(["/usr/local/bin", "/usr/bin", "/bin"].map(PathBuf::from));
-        let path = std::env::join_paths(path).expect("PATH entries");
-        env.insert("PATH".to_owned(), path.to_string_lossy().into_owned());
-        env.insert("HOME".to_owned(), home.display().to_string());
-        env.insert("PI_CODING_AGENT_DIR".to_owned(), agent.display().to_string());
-        env.insert("PI_OFFLINE".to_owned(), "1".to_owned());
-        env.insert("PI_TELEMETRY".to_owned(), "0".to_owned());
-        env.insert("TERM".to_owned(), "dumb".to_owned());
-        env.insert("LANG".to_owned(), "C.UTF-8".to_owned());
-        env.insert(
-            "POWERCONTEXT_HOOKS_STATE_DIR".to_owned(),
-            state.display().to_string(),
-        );
-        env.insert(
-            "POWERCONTEXT_PI_SERVER_URL".to_owned(),
+        sandbox.set("PI_CODING_AGENT_DIR", agent.display().to_string());
+        sandbox.set("PI_OFFLINE", "1");
+        sandbox.set("PI_TELEMETRY", "0");
+        sandbox.set(
+            "POWERCONTEXT_PI_SERVER_URL",
             crate::fault_server::closed_port_url(),
         );
-        env.extend(self.env);
+        sandbox.env.extend(self.env);
         for name in &self.remove {
-            env.remove(name);
+            sandbox.env.remove(name);
         }
 
         let models = json!({"providers": {"fake": {
@@ -187,14 +134,10 @@ impl PiSessionBuilder {
 
         let session = PiSession {
             cli,
-            env,
-            home,
-            project,
-            state,
+            sandbox,
             payloads,
             extension,
             loading: self.loading,
-            _root: root,
         };
         if self.loading != Loading::None {
             let exe = self
@@ -231,14 +174,10 @@ impl PiSessionBuilder {
 /// A throwaway Pi installation: HOME, project dir, state dir and the rendered extension.
 pub struct PiSession {
     cli: PathBuf,
-    env: BTreeMap<String, String>,
-    home: PathBuf,
-    project: PathBuf,
-    state: PathBuf,
+    sandbox: Sandbox,
     payloads: PathBuf,
     extension: PathBuf,
     loading: Loading,
-    _root: TempDir,
 }
 
 /// One finished Pi command ([`ProcessRun::assert_answered`] checks its answer,
@@ -260,22 +199,22 @@ impl PiSession {
 
     /// The project directory (Pi's cwd).
     pub fn project(&self) -> &Path {
-        &self.project
+        &self.sandbox.project
     }
 
     /// The hooks' state directory (ledger, spool).
     pub fn state_dir(&self) -> &Path {
-        &self.state
+        &self.sandbox.state
     }
 
     /// The throwaway HOME.
     pub fn home(&self) -> &Path {
-        &self.home
+        &self.sandbox.home
     }
 
     /// The pending-flush ledger, if any.
     pub fn ledger(&self) -> Option<Value> {
-        let text = fs::read_to_string(self.state.join("ledger.json")).ok()?;
+        let text = fs::read_to_string(self.sandbox.state.join("ledger.json")).ok()?;
         Some(serde_json::from_str(&text).expect("ledger is JSON"))
     }
 
@@ -352,13 +291,12 @@ impl PiSession {
     /// Runs `pi <args>` in the project dir: clean env, stdin from /dev/null, an outer timeout
     /// (Pi's whole process group is killed past it).
     pub fn run_raw(&self, args: &[&str]) -> PiRun {
-        let command = clean_command(&self.cli, args, &self.env, &self.project);
-        run_with_timeout(command, RUN_TIMEOUT, "pi")
+        self.sandbox.run(&self.cli, args, RUN_TIMEOUT, "pi")
     }
 
     /// Runs another program (an installer) in this session's environment and project dir.
     pub fn run_other(&self, program: &Path, args: &[&str], extra: &[(&str, &str)]) -> PiRun {
-        crate::process::run_beside(&self.cli, &self.env, &self.project, program, args, extra)
+        self.sandbox.run_other(&self.cli, program, args, extra)
     }
 
     /// Starts `pi --mode rpc`.
@@ -366,7 +304,7 @@ impl PiSession {
         let mut args = self.model_args();
         args.extend(["--mode".to_owned(), "rpc".to_owned()]);
         let refs: Vec<&str> = args.iter().map(String::as_str).collect();
-        let mut child = clean_command(&self.cli, &refs, &self.env, &self.project)
+        let mut child = clean_command(&self.cli, &refs, &self.sandbox.env, &self.sandbox.project)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -490,12 +428,4 @@ impl Drop for PiRpc {
             let _ = self.child.wait();
         }
     }
-}
-
-/// Finds `node` on this process's PATH (the `pi` launcher is a Node script).
-fn node_dir() -> Option<PathBuf> {
-    // Test support only: the runner has to look where the developer's node lives.
-    #[allow(clippy::disallowed_methods)]
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path).find(|dir| dir.join("node").is_file())
 }

@@ -15,11 +15,12 @@ use std::sync::mpsc::{self, Receiver};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use powercontext_hooks_core::host::Integration;
 use serde_json::{Value, json};
-use tempfile::TempDir;
 
 use crate::fake_model::FakeModel;
-use crate::process::{ProcessRun, clean_command, run_with_timeout};
+use crate::process::{ProcessRun, clean_command};
+use crate::sandbox::{Sandbox, node_dir};
 
 /// Outer limit for one host command; a healthy run takes about half a second.
 const RUN_TIMEOUT: Duration = Duration::from_secs(90);
@@ -27,61 +28,65 @@ const RUN_TIMEOUT: Duration = Duration::from_secs(90);
 pub const PLUGIN_NAME: &str = "powercontext";
 /// `<plugin>@<marketplace>` as both hosts spell an installed plugin.
 pub const PLUGIN_ID: &str = "powercontext@powercontext";
-/// Where the hooks are told to keep their state unless a test overrides it.
-const STATE_DIR_VAR: &str = "POWERCONTEXT_HOOKS_STATE_DIR";
 /// How Claude Code labels a hook's `additionalContext` inside the model request.
 const CLAUDE_CONTEXT_LABEL: &str = "UserPromptSubmit hook additional context: ";
 /// Claude appends this right after the hook context in the first turn's environment block.
 const CLAUDE_DATE_TAIL: &str = "\n\nToday's date is ";
 
-/// A real host CLI under test.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Host {
-    ClaudeCode,
-    Codex,
+/// What the real-host tests know about a host beyond core's [`Integration`] (the one host list):
+/// where its installer template, recorded payloads and pinned CLI live, and how it shows our hook
+/// context to the model. The CLI runner ([`HostSession`]) drives Claude Code and Codex.
+pub trait HostFacts: Copy {
+    /// The hook configuration variable: `var("SCOPE_ID")` → `POWERCONTEXT_CLAUDE_SCOPE_ID`.
+    fn var(self, suffix: &str) -> String;
+    /// Prefix of the `source_id` our hook gives a captured prompt (`claude-code-user-prompt:`).
+    fn source_id_prefix(self) -> &'static str;
+    /// `installers/<host>/`: the plugin folder template.
+    fn installer_dir(self) -> PathBuf;
+    /// `tests/fixtures/<host>/`: recorded host payloads.
+    fn fixtures_dir(self) -> PathBuf;
+    /// The Claude Code or Codex CLI inside tests/e2e/node_modules; panics with the fix when it is
+    /// not installed (or for a host [`HostSession`] does not drive).
+    fn cli(self) -> PathBuf;
+    /// The hook context this host added to `body` (a model request) for the latest user prompt,
+    /// or `None` when no hook context follows that prompt. Earlier turns' contexts stay in the
+    /// conversation history and are deliberately not returned.
+    ///
+    /// Claude Code puts it into a `role: "system"` message after the prompt, labelled
+    /// "UserPromptSubmit hook additional context: " (in the first turn inside the environment
+    /// block, just before "Today's date is"). Codex adds `role: "developer"` messages after it.
+    fn latest_hook_context(self, body: &Value) -> Option<String>;
 }
 
-impl Host {
-    /// Stable short name: installer folder, fixture folder.
-    pub fn name(self) -> &'static str {
+impl HostFacts for Integration {
+    fn var(self, suffix: &str) -> String {
+        format!("POWERCONTEXT_{}_{suffix}", self.env_part())
+    }
+
+    fn source_id_prefix(self) -> &'static str {
+        // The upstream-compatible values, spelled out: a test vector, not core's constant.
         match self {
-            Host::ClaudeCode => "claude-code",
-            Host::Codex => "codex",
+            Integration::ClaudeCode => "claude-code-user-prompt:",
+            Integration::Codex => "codex-user-prompt:",
+            Integration::OpenCode => "opencode-user-prompt:",
+            Integration::Pi => "pi-user-prompt:",
+            Integration::Dsh => "dsh-user-prompt:",
         }
     }
 
-    /// The hook configuration variable for this host: `var("SCOPE_ID")` →
-    /// `POWERCONTEXT_CLAUDE_SCOPE_ID` / `POWERCONTEXT_CODEX_SCOPE_ID`.
-    pub fn var(self, suffix: &str) -> String {
-        match self {
-            Host::ClaudeCode => format!("POWERCONTEXT_CLAUDE_{suffix}"),
-            Host::Codex => format!("POWERCONTEXT_CODEX_{suffix}"),
-        }
+    fn installer_dir(self) -> PathBuf {
+        repo_root().join("installers").join(self.as_str())
     }
 
-    /// Prefix of the `source_id` our hook gives a captured prompt.
-    pub fn source_id_prefix(self) -> &'static str {
-        match self {
-            Host::ClaudeCode => "claude-code-user-prompt:",
-            Host::Codex => "codex-user-prompt:",
-        }
+    fn fixtures_dir(self) -> PathBuf {
+        repo_root().join("tests").join("fixtures").join(self.as_str())
     }
 
-    /// `installers/<host>/`: the plugin folder template.
-    pub fn installer_dir(self) -> PathBuf {
-        repo_root().join("installers").join(self.name())
-    }
-
-    /// `tests/fixtures/<host>/`: recorded host payloads.
-    pub fn fixtures_dir(self) -> PathBuf {
-        repo_root().join("tests").join("fixtures").join(self.name())
-    }
-
-    /// The CLI inside tests/e2e/node_modules; panics with the fix when it is not installed.
-    pub fn cli(self) -> PathBuf {
+    fn cli(self) -> PathBuf {
         let bin = match self {
-            Host::ClaudeCode => "claude",
-            Host::Codex => "codex",
+            Integration::ClaudeCode => "claude",
+            Integration::Codex => "codex",
+            other => panic!("{other} has no CLI in tests/e2e/node_modules"),
         };
         let path = repo_root().join("tests/e2e/node_modules/.bin").join(bin);
         assert!(
@@ -92,16 +97,9 @@ impl Host {
         path
     }
 
-    /// The hook context this host added to `body` (a model request) for the latest user prompt,
-    /// or `None` when no hook context follows that prompt. Earlier turns' contexts stay in the
-    /// conversation history and are deliberately not returned.
-    ///
-    /// Claude Code puts it into a `role: "system"` message after the prompt, labelled
-    /// "UserPromptSubmit hook additional context: " (in the first turn inside the environment
-    /// block, just before "Today's date is"). Codex adds `role: "developer"` messages after it.
-    pub fn latest_hook_context(self, body: &Value) -> Option<String> {
+    fn latest_hook_context(self, body: &Value) -> Option<String> {
         match self {
-            Host::ClaudeCode => {
+            Integration::ClaudeCode => {
                 let messages = body.get("messages")?.as_array()?;
                 let last_user = messages.iter().rposition(|m| m["role"] == "user")?;
                 let found: Vec<String> = messages[last_user + 1..]
@@ -117,7 +115,7 @@ impl Host {
                     .collect();
                 (!found.is_empty()).then(|| found.join("\n"))
             }
-            Host::Codex => {
+            Integration::Codex => {
                 let input = body.get("input")?.as_array()?;
                 let last_user = input
                     .iter()
@@ -129,6 +127,7 @@ impl Host {
                     .collect();
                 (!found.is_empty()).then(|| found.join("\n"))
             }
+            other => panic!("{other}: its hook context is read by its own harness"),
         }
     }
 }
@@ -175,7 +174,7 @@ pub fn assert_loopback_only_network() {
 
 /// Writes `installers/<host>/` into `dest`, replacing every `{{name}}` from `values` in every
 /// file. Panics if a placeholder is left over, so a template and its renderer cannot drift.
-pub fn render_installer(host: Host, dest: &Path, values: &[(&str, &str)]) {
+pub fn render_installer(host: Integration, dest: &Path, values: &[(&str, &str)]) {
     fn walk(src: &Path, dest: &Path, values: &[(&str, &str)]) {
         fs::create_dir_all(dest).expect("create plugin dir");
         for entry in fs::read_dir(src).expect("read installer dir") {
@@ -202,6 +201,13 @@ pub fn render_installer(host: Host, dest: &Path, values: &[(&str, &str)]) {
     walk(&src, dest, values);
 }
 
+/// A path as the inside of a JSON (and so JavaScript) string literal, for templates that hand it
+/// to a spawn call directly.
+pub fn js_string_body(path: &Path) -> String {
+    let quoted = Value::String(path.to_str().expect("hook path is UTF-8").to_owned()).to_string();
+    quoted[1..quoted.len() - 1].to_owned()
+}
+
 /// The `{{hook_command}}` value for an executable: the path, shell-quoted only when needed, then
 /// escaped for a JSON string (hooks.json holds it as a string the host hands to `sh -c`).
 pub fn hook_command_value(exe: &Path) -> String {
@@ -214,16 +220,7 @@ pub fn hook_command_value(exe: &Path) -> String {
     } else {
         format!("'{}'", path.replace('\'', r"'\''"))
     };
-    let quoted = Value::String(shell).to_string();
-    quoted[1..quoted.len() - 1].to_owned()
-}
-
-/// Finds `node` on this process's PATH (Codex's npm launcher is a Node script).
-fn node_dir() -> Option<PathBuf> {
-    // Test support only: the runner has to look where the developer's node lives.
-    #[allow(clippy::disallowed_methods)]
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path).find(|dir| dir.join("node").is_file())
+    js_string_body(Path::new(&shell))
 }
 
 /// One finished Claude Code, Codex or OpenCode command.
@@ -264,7 +261,7 @@ impl ProcessRun {
 
 /// Configures a [`HostSession`].
 pub struct HostSessionBuilder {
-    host: Host,
+    host: Integration,
     model_url: String,
     hook: Option<PathBuf>,
     server_url: Option<String>,
@@ -309,39 +306,16 @@ impl HostSessionBuilder {
     /// Creates the throwaway HOME and project, writes host config and installs the plugin the
     /// way a user's setup would (Codex: marketplace + `plugin add` + persisted hook trust).
     pub fn build(self) -> HostSession {
-        assert_loopback_only_network();
         let cli = self.host.cli();
-        let root = tempfile::Builder::new()
-            .prefix(&format!("pc-e2e-{}-", self.host.name()))
-            .tempdir()
-            .expect("create session tempdir");
-        let home = root.path().join("home");
-        let project = root.path().join("project");
-        let state = root.path().join("state");
-        let payloads = root.path().join("payloads");
-        for dir in [&home, &project, &state, &payloads] {
-            fs::create_dir_all(dir).expect("create session dirs");
-        }
-        // As the hooks create it: owner-only (a looser one would be tightened and reported).
-        fs::set_permissions(&state, std::os::unix::fs::PermissionsExt::from_mode(0o700))
-            .expect("chmod state dir");
+        let mut sandbox = Sandbox::new(self.host, node_dir());
+        let payloads = sandbox.path("payloads");
+        fs::create_dir_all(&payloads).expect("create session dirs");
         let server_url = self
             .server_url
             .clone()
             .unwrap_or_else(crate::fault_server::closed_port_url);
-
-        let mut env = BTreeMap::new();
-        let mut path = Vec::new();
-        path.extend(node_dir());
-        path.extend(["/usr/local/bin", "/usr/bin", "/bin"].map(PathBuf::from));
-        let path = std::env::join_paths(path).expect("PATH entries");
-        env.insert("PATH".to_owned(), path.to_string_lossy().into_owned());
-        env.insert("HOME".to_owned(), home.display().to_string());
-        env.insert("TERM".to_owned(), "dumb".to_owned());
-        env.insert("LANG".to_owned(), "C.UTF-8".to_owned());
-        env.insert(STATE_DIR_VAR.to_owned(), state.display().to_string());
         match self.host {
-            Host::ClaudeCode => {
+            Integration::ClaudeCode => {
                 for (k, v) in [
                     ("ANTHROPIC_BASE_URL", self.model_url.as_str()),
                     ("ANTHROPIC_API_KEY", "sk-ant-fake-e2e"),
@@ -352,29 +326,28 @@ impl HostSessionBuilder {
                     ("DISABLE_BUG_COMMAND", "1"),
                     ("CLAUDE_CODE_DISABLE_FEEDBACK_SURVEY", "1"),
                 ] {
-                    env.insert(k.to_owned(), v.to_owned());
+                    sandbox.set(k, v);
                 }
             }
-            Host::Codex => {
-                env.insert("CODEX_HOME".to_owned(), home.join(".codex").display().to_string());
-                env.insert("FAKE_MODEL_API_KEY".to_owned(), "sk-fake-e2e".to_owned());
+            Integration::Codex => {
+                let codex_home = sandbox.home.join(".codex").display().to_string();
+                sandbox.set("CODEX_HOME", codex_home);
+                sandbox.set("FAKE_MODEL_API_KEY", "sk-fake-e2e");
             }
+            other => unreachable!("{other}: HostSession drives Claude Code and Codex only"),
         }
         if self.hook.is_some() {
-            env.insert(self.host.var("SERVER_URL"), server_url.clone());
+            sandbox.set(&self.host.var("SERVER_URL"), server_url.clone());
         }
-        env.extend(self.env);
+        sandbox.env.extend(self.env);
 
         let session = HostSession {
             host: self.host,
             cli,
-            home,
-            project,
             payloads,
-            env,
-            _root: root,
+            sandbox,
         };
-        if self.host == Host::Codex {
+        if self.host == Integration::Codex {
             session.write_codex_config(&self.model_url, self.hook.is_some());
         }
         if let Some(exe) = &self.hook {
@@ -383,7 +356,7 @@ impl HostSessionBuilder {
             } else {
                 exe.clone()
             };
-            let plugin = session._root.path().join("plugin");
+            let plugin = session.sandbox.path("plugin");
             render_installer(
                 self.host,
                 &plugin,
@@ -401,18 +374,15 @@ impl HostSessionBuilder {
 
 /// A throwaway HOME and project for one host, with our plugin installed (or not).
 pub struct HostSession {
-    host: Host,
+    host: Integration,
     cli: PathBuf,
-    home: PathBuf,
-    project: PathBuf,
     payloads: PathBuf,
-    env: BTreeMap<String, String>,
-    _root: TempDir,
+    sandbox: Sandbox,
 }
 
 impl HostSession {
     /// Starts configuring a session for `host` talking to `model`.
-    pub fn builder(host: Host, model: &FakeModel) -> HostSessionBuilder {
+    pub fn builder(host: Integration, model: &FakeModel) -> HostSessionBuilder {
         HostSessionBuilder {
             host,
             model_url: model.url(),
@@ -424,7 +394,7 @@ impl HostSession {
     }
 
     /// The common case: plugin wired to `hook_exe`, plus the hook's environment.
-    pub fn new(host: Host, model: &FakeModel, hook_exe: &Path, hook_env: &[(&str, &str)]) -> Self {
+    pub fn new(host: Integration, model: &FakeModel, hook_exe: &Path, hook_env: &[(&str, &str)]) -> Self {
         let mut builder = Self::builder(host, model).hook(hook_exe);
         for (k, v) in hook_env {
             builder = builder.env(k, v);
@@ -432,38 +402,39 @@ impl HostSession {
         builder.build()
     }
 
-    pub fn host(&self) -> Host {
+    pub fn host(&self) -> Integration {
         self.host
     }
 
     /// The session's working directory (the `cwd` the hook sees).
     pub fn project_dir(&self) -> &Path {
-        &self.project
+        &self.sandbox.project
     }
 
     /// The throwaway HOME.
     pub fn home_dir(&self) -> &Path {
-        &self.home
+        &self.sandbox.home
     }
 
     /// The hooks' state directory (`POWERCONTEXT_HOOKS_STATE_DIR`) of this session.
     pub fn state_dir(&self) -> PathBuf {
-        PathBuf::from(&self.env[STATE_DIR_VAR])
+        self.sandbox.state.clone()
     }
 
     /// First prompt of a new conversation.
     pub fn prompt(&self, text: &str) -> HostRun {
         match self.host {
-            Host::ClaudeCode => self.run(&["-p", text, "--output-format", "json"]),
-            Host::Codex => self.run(&["exec", "--json", "--skip-git-repo-check", text]),
+            Integration::ClaudeCode => self.run(&["-p", text, "--output-format", "json"]),
+            Integration::Codex => self.run(&["exec", "--json", "--skip-git-repo-check", text]),
+            other => unreachable!("{other}: HostSession drives Claude Code and Codex only"),
         }
     }
 
     /// Next prompt in the most recent conversation of this session.
     pub fn resume(&self, text: &str) -> HostRun {
         match self.host {
-            Host::ClaudeCode => self.run(&["-p", "--continue", text, "--output-format", "json"]),
-            Host::Codex => self.run(&[
+            Integration::ClaudeCode => self.run(&["-p", "--continue", text, "--output-format", "json"]),
+            Integration::Codex => self.run(&[
                 "exec",
                 "resume",
                 "--last",
@@ -471,6 +442,7 @@ impl HostSession {
                 "--skip-git-repo-check",
                 text,
             ]),
+            other => unreachable!("{other}: HostSession drives Claude Code and Codex only"),
         }
     }
 
@@ -502,14 +474,13 @@ impl HostSession {
     /// Runs the host CLI with `args` in the project dir, clean env, stdin from /dev/null, and an
     /// outer timeout (the whole process group is killed past it).
     pub fn run(&self, args: &[&str]) -> HostRun {
-        let command = clean_command(&self.cli, args, &self.env, &self.project);
-        run_with_timeout(command, RUN_TIMEOUT, self.host.name())
+        self.sandbox.run(&self.cli, args, RUN_TIMEOUT, self.host.as_str())
     }
 
     /// Runs another program (the official `powercontext` CLI, our own CLI) in this session's
     /// environment and project dir (see [`crate::process::run_beside`]).
     pub fn run_other(&self, program: &Path, args: &[&str], extra: &[(&str, &str)]) -> HostRun {
-        crate::process::run_beside(&self.cli, &self.env, &self.project, program, args, extra)
+        self.sandbox.run_other(&self.cli, program, args, extra)
     }
 
     fn run_checked(&self, args: &[&str]) -> HostRun {
@@ -517,7 +488,7 @@ impl HostSession {
         assert!(
             run.status.success(),
             "`{} {}` failed: {:?}\n--- stdout\n{}\n--- stderr\n{}",
-            self.host.name(),
+            self.host.as_str(),
             args.join(" "),
             run.status,
             run.stdout,
@@ -527,7 +498,7 @@ impl HostSession {
     }
 
     fn write_recorder(&self, exe: &Path) -> PathBuf {
-        let script = self._root.path().join("record-hook");
+        let script = self.sandbox.path("record-hook");
         let quote = |p: &Path| format!("'{}'", p.display().to_string().replace('\'', r"'\''"));
         let body = format!(
             "#!/bin/sh\n# e2e payload recorder: keep stdin, then run the real hook on it\n\
@@ -541,7 +512,7 @@ impl HostSession {
     }
 
     fn write_codex_config(&self, model_url: &str, plugins: bool) {
-        let dir = self.home.join(".codex");
+        let dir = self.sandbox.home.join(".codex");
         fs::create_dir_all(&dir).expect("create CODEX_HOME");
         // Analytics off: otherwise Codex waits ~5 s at exit for a flush that cannot succeed.
         // Plugins stay off without a hook so the baseline has nothing to sync.
@@ -574,15 +545,16 @@ enabled = false
     fn install_plugin(&self, plugin: &Path) {
         let dir = plugin.to_str().expect("UTF-8 tempdir");
         match self.host {
-            Host::ClaudeCode => {
+            Integration::ClaudeCode => {
                 self.run_checked(&["plugin", "marketplace", "add", dir]);
                 self.run_checked(&["plugin", "install", PLUGIN_ID]);
             }
-            Host::Codex => {
+            Integration::Codex => {
                 self.run_checked(&["plugin", "marketplace", "add", dir, "--json"]);
                 self.run_checked(&["plugin", "add", PLUGIN_ID, "--json"]);
                 self.trust_codex_plugin_hooks();
             }
+            other => unreachable!("{other}: HostSession drives Claude Code and Codex only"),
         }
     }
 
@@ -590,13 +562,18 @@ enabled = false
     /// Trust is persisted the way Codex's own `/hooks` review does it, through the app server:
     /// list the hooks, then write each of our plugin's current hashes into `hooks.state`.
     fn trust_codex_plugin_hooks(&self) {
-        let mut child = clean_command(&self.cli, &["app-server"], &self.env, &self.project)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .process_group(0)
-            .spawn()
-            .expect("spawn codex app-server");
+        let mut child = clean_command(
+            &self.cli,
+            &["app-server"],
+            &self.sandbox.env,
+            &self.sandbox.project,
+        )
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .process_group(0)
+        .spawn()
+        .expect("spawn codex app-server");
         let mut rpc = AppServer::new(&mut child);
         rpc.call(
             "initialize",
@@ -605,7 +582,7 @@ enabled = false
         rpc.notify("initialized");
         let listed = rpc.call(
             "hooks/list",
-            json!({"cwds": [self.project.display().to_string()]}),
+            json!({"cwds": [self.sandbox.project.display().to_string()]}),
         );
         let mut trusted = serde_json::Map::new();
         for entry in listed["data"].as_array().into_iter().flatten() {

@@ -4,6 +4,7 @@
 #![allow(clippy::print_stdout, clippy::print_stderr, missing_docs)]
 
 pub mod fake_model;
+pub mod fake_server;
 pub mod fault_server;
 pub mod hook;
 pub mod host_dsh;
@@ -13,3 +14,4 @@ pub mod hosts;
 pub mod http1;
 pub mod process;
 pub mod real_server;
+pub mod sandbox;
