@@ -31,7 +31,8 @@ pub const MAX_AGE: std::time::Duration = std::time::Duration::from_secs(7 * 24 *
 /// Largest record read (a full one is about 60 KiB).
 const MAX_RECORD_BYTES: u64 = 256 * 1024;
 
-/// The lock serializing every change to the records (held for one small read and write).
+/// The lock serializing every change to the records (held for one small read and write); in the
+/// state directory, beside `sessions/`, which holds records only.
 pub const LOCK: &str = "sessions.lock";
 
 /// How long a change waits for that lock (a prompt's change runs after its answer; a compaction
@@ -209,7 +210,7 @@ impl SessionFile {
         if root.ensure(Some(DIR)).is_err() || !self.usable_dir() {
             return;
         }
-        let Ok(_guard) = crate::lock::acquire(&self.dir.join(LOCK), &Deadline::after(LOCK_WAIT)) else {
+        let Ok(_guard) = crate::lock::acquire(&root.file(LOCK), &Deadline::after(LOCK_WAIT)) else {
             return;
         };
         let mut r = match self.read() {
@@ -623,7 +624,7 @@ mod tests {
 
         // A change waits for the lock holder and applies to what it left.
         let held = crate::lock::acquire(
-            &sessions.join(LOCK),
+            &dir.path().join(LOCK),
             &Deadline::after(std::time::Duration::from_secs(1)),
         )
         .unwrap();
