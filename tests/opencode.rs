@@ -36,24 +36,12 @@ fn oc_session(url: &str) -> HookSession {
 
 /// The OpenCode plugin's calls on a [`HookSession`] of the OpenCode executable.
 trait Oc {
-    fn dir(&self, name: &str) -> PathBuf;
-    fn call(&self, subcommand: &str, payload: &Value) -> HookOutput;
-    fn prepare(
-        &self,
-        session: &str,
-        message: &str,
-        created: u64,
-        prompt: &str,
-        dir: Option<&Path>,
-    ) -> HookOutput;
-    fn inject(&self, session: &str, message: &str, synthetic: &[&str]) -> Option<String>;
-    fn forget(&self, session: &str);
-}
+    /// The session the calls run in.
+    fn session(&self) -> &HookSession;
 
-impl Oc for HookSession {
     /// A session directory that exists (the workspace key only needs the path).
     fn dir(&self, name: &str) -> PathBuf {
-        let d = self.root().join("work").join(name);
+        let d = self.session().root().join("work").join(name);
         std::fs::create_dir_all(&d).unwrap();
         d
     }
@@ -61,7 +49,7 @@ impl Oc for HookSession {
     #[track_caller]
     fn call(&self, subcommand: &str, payload: &Value) -> HookOutput {
         static MEMORY: Mutex<()> = Mutex::new(());
-        let memory = self.root().join("shim-memory.json");
+        let memory = self.session().root().join("shim-memory.json");
         let read = || -> std::collections::HashMap<String, Vec<String>> {
             std::fs::read(&memory)
                 .ok()
@@ -80,7 +68,7 @@ impl Oc for HookSession {
         {
             payload["prepared"] = json!(texts);
         }
-        let output = self.cmd().arg(subcommand).stdin_json(&payload).run();
+        let output = self.session().cmd().arg(subcommand).stdin_json(&payload).run();
         let session = payload["session_id"].as_str().unwrap_or_default().to_owned();
         // Calls may run concurrently: the memory changes under one lock, read afresh.
         let _one = MEMORY.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -159,6 +147,12 @@ impl Oc for HookSession {
     fn forget(&self, session: &str) {
         let out = self.call("forget", &json!({"session_id": session}));
         assert_eq!(out.stdout, "");
+    }
+}
+
+impl Oc for HookSession {
+    fn session(&self) -> &HookSession {
+        self
     }
 }
 
