@@ -143,13 +143,11 @@ fn claude_settings_link_is_kept_by_setup_and_restored_by_rollback() {
 #[test]
 fn our_setup_writes_what_official_doctor_reads_and_uninstall_takes_it_back() {
     use powercontext_hooks_test_support::real_server::RealServer;
-    use std::path::Path;
 
     let server = RealServer::shared_auth();
     let mut sb = Sandbox::new();
     sb.env
         .insert("PC_TEST_TOKEN".into(), RealServer::TEST_TOKEN.into());
-    let official = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv-server/bin/powercontext");
     let before = sb.tree();
     let (code, out, err) = sb.cli_json(&[
         "setup",
@@ -180,7 +178,7 @@ fn our_setup_writes_what_official_doctor_reads_and_uninstall_takes_it_back() {
     assert!(!manifest.contains(RealServer::TEST_TOKEN), "{manifest}");
 
     // The official doctor finds the install and the Server it points at.
-    let doctor = sb.run(&official, &["doctor", "claude-code", "--json"]);
+    let doctor = sb.official(&["doctor", "claude-code", "--json"]);
     assert!(
         doctor.status.success(),
         "{}\n{}",
@@ -213,34 +211,11 @@ fn our_setup_writes_what_official_doctor_reads_and_uninstall_takes_it_back() {
 #[test]
 fn claude_code_takeover_in_both_directions() {
     use powercontext_hooks_test_support::real_server::RealServer;
-    use std::path::Path;
 
     let server = RealServer::shared();
     let mut sb = Sandbox::new();
-    let official = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv-server/bin/powercontext");
-    let cli_dir = Path::new(crate::support::CLI).parent().unwrap();
-    let tree = sb.root.path().join("tree");
-    let out = sb.cli(&[
-        "package",
-        "--out",
-        tree.to_str().unwrap(),
-        "--bin-dir",
-        cli_dir.to_str().unwrap(),
-    ]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let official_setup = |sb: &Sandbox| {
-        sb.run(
-            &official,
-            &[
-                "setup",
-                "claude-code",
-                "--source",
-                tree.to_str().unwrap(),
-                "--server-url",
-                &server.url(),
-            ],
-        )
-    };
+    let tree = sb.package_tree();
+    let official_setup = |sb: &Sandbox| sb.official_setup("claude-code", &tree, &server.url());
     let marketplace = |sb: &Sandbox| -> String {
         let v: serde_json::Value = serde_json::from_slice(
             &sb.host("claude", &["plugin", "marketplace", "list", "--json"])
@@ -294,7 +269,7 @@ fn claude_code_takeover_in_both_directions() {
     );
     let (code, report, _) = sb.cli_json(&["doctor", "claude-code"]);
     assert_eq!(code, 0, "{report}");
-    let doctor = sb.run(&official, &["doctor", "claude-code"]);
+    let doctor = sb.official(&["doctor", "claude-code"]);
     assert!(
         doctor.status.success(),
         "{}",
@@ -314,15 +289,13 @@ fn claude_code_takeover_in_both_directions() {
 #[test]
 fn official_doctor_recognises_our_pi_package() {
     use powercontext_hooks_test_support::real_server::RealServer;
-    use std::path::Path;
 
     let server = RealServer::shared();
     let mut sb = Sandbox::new();
     crate::support::seed_foreign_packages(&mut sb, "pi");
     let (code, out, err) = sb.cli_json(&["setup", "pi", "--server-url", &server.url()]);
     assert_eq!(code, 0, "{out}\n{err}");
-    let official = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv-server/bin/powercontext");
-    let doctor = sb.run(&official, &["doctor", "pi"]);
+    let doctor = sb.official(&["doctor", "pi"]);
     assert!(
         doctor.status.success(),
         "{}\n{}",
@@ -338,33 +311,12 @@ fn official_doctor_recognises_our_pi_package() {
 #[test]
 fn opencode_takeover_of_an_official_install() {
     use powercontext_hooks_test_support::real_server::RealServer;
-    use std::path::Path;
 
     let server = RealServer::shared();
     let mut sb = Sandbox::new();
     crate::support::seed_foreign_packages(&mut sb, "opencode");
-    let official = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv-server/bin/powercontext");
-    let cli_dir = Path::new(crate::support::CLI).parent().unwrap();
-    let tree = sb.root.path().join("tree");
-    let out = sb.cli(&[
-        "package",
-        "--out",
-        tree.to_str().unwrap(),
-        "--bin-dir",
-        cli_dir.to_str().unwrap(),
-    ]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let out = sb.run(
-        &official,
-        &[
-            "setup",
-            "opencode",
-            "--source",
-            tree.to_str().unwrap(),
-            "--server-url",
-            &server.url(),
-        ],
-    );
+    let tree = sb.package_tree();
+    let out = sb.official_setup("opencode", &tree, &server.url());
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
 
     let (code, out, _) = sb.cli_json(&["setup", "opencode", "--server-url", &server.url()]);
@@ -373,7 +325,7 @@ fn opencode_takeover_of_an_official_install() {
     let (code, out, err) = sb.cli_json(&["setup", "opencode", "--server-url", &server.url(), "--take-over"]);
     assert_eq!(code, 0, "{out}\n{err}");
     assert!(out["warnings"].to_string().contains("taking over"), "{out}");
-    let doctor = sb.run(&official, &["doctor", "opencode"]);
+    let doctor = sb.official(&["doctor", "opencode"]);
     assert!(
         doctor.status.success(),
         "{}\n{}",
@@ -409,29 +361,9 @@ fn pi_takeover_in_both_directions_leaves_one_package() {
     let server = RealServer::shared();
     let mut sb = Sandbox::new();
     crate::support::seed_foreign_packages(&mut sb, "pi");
-    let official = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv-server/bin/powercontext");
-    let cli_dir = Path::new(crate::support::CLI).parent().unwrap();
-    let tree = sb.root.path().join("tree");
-    let out = sb.cli(&[
-        "package",
-        "--out",
-        tree.to_str().unwrap(),
-        "--bin-dir",
-        cli_dir.to_str().unwrap(),
-    ]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let tree = sb.package_tree();
     let official_setup = || {
-        let out = sb.run(
-            &official,
-            &[
-                "setup",
-                "pi",
-                "--source",
-                tree.to_str().unwrap(),
-                "--server-url",
-                &server.url(),
-            ],
-        );
+        let out = sb.official_setup("pi", &tree, &server.url());
         let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
         (out.status.success(), text)
     };
@@ -501,29 +433,9 @@ fn dsh_takeover_in_both_directions_leaves_one_row() {
     let server = RealServer::shared();
     let mut sb = Sandbox::new();
     crate::support::seed_foreign_packages(&mut sb, "dsh");
-    let official = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv-server/bin/powercontext");
-    let cli_dir = Path::new(crate::support::CLI).parent().unwrap();
-    let tree = sb.root.path().join("tree");
-    let out = sb.cli(&[
-        "package",
-        "--out",
-        tree.to_str().unwrap(),
-        "--bin-dir",
-        cli_dir.to_str().unwrap(),
-    ]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let tree = sb.package_tree();
     let official_setup = || {
-        let out = sb.run(
-            &official,
-            &[
-                "setup",
-                "dsh",
-                "--source",
-                tree.to_str().unwrap(),
-                "--server-url",
-                &server.url(),
-            ],
-        );
+        let out = sb.official_setup("dsh", &tree, &server.url());
         assert!(
             out.status.success(),
             "{}\n{}",

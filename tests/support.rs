@@ -164,6 +164,42 @@ impl Sandbox {
             .unwrap()
     }
 
+    /// The official `powercontext` CLI of the pinned Server venv, run with the sandbox environment.
+    pub fn official(&self, args: &[&str]) -> Output {
+        self.run(
+            &Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv-server/bin/powercontext"),
+            args,
+        )
+    }
+
+    /// Our plugin source tree (`powercontext-hooks package`), rendered once into the sandbox with
+    /// the hook executables beside our CLI.
+    pub fn package_tree(&self) -> PathBuf {
+        let tree = self.root.path().join("tree");
+        let bin_dir = Path::new(CLI).parent().unwrap();
+        let out = self.cli(&[
+            "package",
+            "--out",
+            tree.to_str().unwrap(),
+            "--bin-dir",
+            bin_dir.to_str().unwrap(),
+        ]);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        tree
+    }
+
+    /// `powercontext setup <host> --source <tree> --server-url <url>` with the official CLI.
+    pub fn official_setup(&self, host: &str, tree: &Path, url: &str) -> Output {
+        self.official(&[
+            "setup",
+            host,
+            "--source",
+            tree.to_str().unwrap(),
+            "--server-url",
+            url,
+        ])
+    }
+
     pub fn opencode_config(&self) -> PathBuf {
         self.home().join(".config/opencode")
     }
