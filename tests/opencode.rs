@@ -63,9 +63,10 @@ trait Oc {
                 .as_str()
                 .map(str::to_owned)
         });
-        if subcommand == "inject"
-            && let Some(texts) = latest_user.and_then(|s| kept.get(&s).cloned())
-        {
+        if subcommand == "inject" {
+            let texts = latest_user
+                .and_then(|s| kept.get(&s).cloned())
+                .unwrap_or_default();
             payload["prepared"] = json!(texts);
         }
         let output = self.session().cmd().arg(subcommand).stdin_json(&payload).run();

@@ -101,10 +101,8 @@ impl Invocation {
                     v["text"].as_str().map(str::to_owned)
                 });
                 let mut next = (**next).clone();
-                if let Some(text) = prepared
-                    && let Ok(mut v) = serde_json::from_slice::<Value>(&next.stdin)
-                {
-                    v["prepared"] = json!([text]);
+                if let Ok(mut v) = serde_json::from_slice::<Value>(&next.stdin) {
+                    v["prepared"] = json!(prepared.into_iter().collect::<Vec<_>>());
                     next.stdin = serde_json::to_vec(&v).expect("payload serializes");
                 }
                 let second = next.run();

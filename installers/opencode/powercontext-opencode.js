@@ -229,7 +229,7 @@ export const PowerContextPlugin = async (ctx) => {
           synthetic_texts: m?.info?.role === "user" ? syntheticTexts(m?.parts) : [],
         }))
         const latest = [...summary].reverse().find((m) => m.role === "user")
-        const offered = typeof latest?.session_id === "string" ? prepared.get(latest.session_id) : undefined
+        const offered = (typeof latest?.session_id === "string" && prepared.get(latest.session_id)) || []
         const result = await call("inject", { messages: summary, prepared: offered }, LOCAL_TIMEOUT_MS)
         log(result)
         if (!result || result.stdout.trim() === "") return

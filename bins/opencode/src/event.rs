@@ -59,8 +59,8 @@ pub struct LatestUser {
     pub synthetic_texts: Vec<String>,
     /// The contexts the last `prepare` runs printed for this message's session, as the shim kept
     /// them (one is injected only when the turn cache says it was prepared for exactly this
-    /// message).
-    pub prepared: Vec<String>,
+    /// message); `None` when the field is missing: a plugin file older than the hand-over.
+    pub prepared: Option<Vec<String>>,
 }
 
 fn object(bytes: &[u8]) -> Result<(Value, bool), Skip> {
@@ -176,8 +176,7 @@ pub fn parse_inject(bytes: &[u8]) -> Result<Option<LatestUser>, Skip> {
     let prepared = v
         .get("prepared")
         .and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(Value::as_str).map(str::to_owned).collect())
-        .unwrap_or_default();
+        .map(|a| a.iter().filter_map(Value::as_str).map(str::to_owned).collect());
     Ok(Some(LatestUser {
         message_id,
         session_id,

@@ -152,9 +152,9 @@ pub fn inject(env: &Env, deadline: &Deadline, latest: &event::LatestUser) -> Ans
     if latest.synthetic_texts.iter().any(|t| t.starts_with(PREFIX)) {
         return Answer::Nothing;
     }
-    if latest.prepared.is_empty() {
-        // A plugin file older than this executable hands nothing back: say so, or injection
-        // would stop without a word.
+    let Some(offered) = latest.prepared.as_deref() else {
+        // A plugin file older than this executable hands nothing back: say so when a context was
+        // prepared for this message, or injection would stop without a word.
         if TurnCache::locate(env)
             .and_then(|c| c.prepared_for(deadline, &latest.session_id, &latest.message_id))
             .is_ok_and(|ready| ready)
@@ -162,9 +162,12 @@ pub fn inject(env: &Env, deadline: &Deadline, latest: &event::LatestUser) -> Ans
             emit::diagnostic(&diag(Stage::State, Outcome::Skipped).detail("context_not_offered"));
         }
         return Answer::Nothing;
+    };
+    if offered.is_empty() {
+        return Answer::Nothing;
     }
     let found = TurnCache::locate(env)
-        .and_then(|c| c.lookup(deadline, &latest.session_id, &latest.message_id, &latest.prepared));
+        .and_then(|c| c.lookup(deadline, &latest.session_id, &latest.message_id, offered));
     match found {
         Ok(Some(text)) => Answer::Context(format!("{PREFIX}\n\n{text}")),
         Ok(None) => Answer::Nothing,
