@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use powercontext_hooks_test_support::fake_model::FakeModel;
-use powercontext_hooks_test_support::fake_server::{CAPTURE, FakeServer, Gate, Proxy, envelope};
+use powercontext_hooks_test_support::fake_server::{CAPTURE, FakeServer, Gate, PREPARE, Proxy, envelope};
 use powercontext_hooks_test_support::fault_server::{FaultServer, Reply, closed_port_url};
 use powercontext_hooks_test_support::hook::{HookCmd, HookOutput};
 use powercontext_hooks_test_support::real_server::{RealServer, ServerOptions};
@@ -774,6 +774,47 @@ fn state_sigkill_mid_capture_keeps_the_prompt_and_replay_is_exactly_once() {
         1,
         "live delivery and replay are one Source"
     );
+}
+
+#[test]
+fn state_a_hook_killed_while_recalling_has_its_capture_delivered_by_the_drainer_it_started() {
+    let real = RealServer::shared();
+    let proxy = Proxy::start(&real.url(), Gate::HangRecall);
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let cwd = tempfile::tempdir().unwrap();
+    let prompt = format!("a prompt whose hook is killed while it recalls {}", nonce());
+    let env = [
+        ("POWERCONTEXT_CLAUDE_HTTP_BUDGET_SECONDS", "30"),
+        ("POWERCONTEXT_CLAUDE_REQUEST_TIMEOUT_SECONDS", "30"),
+        (NO_DRAINER.0, "0"),
+    ];
+    let mut child = spawn_hook(&proxy.url(), &state, &prompt, "t-early", cwd.path(), &env);
+    let start = Instant::now();
+    while proxy.count(PREPARE) == 0 {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "the hook never recalled"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // Recall is in flight, no Source has been sent: the host gives up on the hook.
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(proxy.count(CAPTURE), 0, "the capture went out before the answer");
+    child.kill().unwrap();
+    let _ = child.wait();
+
+    // No other run, no flush: the drainer the hook started delivers the prompt once it is gone.
+    let until = Instant::now() + Duration::from_secs(30);
+    while !(sources_for(real, &prompt, "t-early") == 1 && spool_files(&state).is_empty()) {
+        assert!(
+            Instant::now() < until,
+            "the killed hook's capture waits for another run: {} spooled",
+            spool_files(&state).len()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(proxy.count(CAPTURE), 1, "delivered exactly once");
 }
 
 #[test]

@@ -1,11 +1,11 @@
 //! Draining local state: replays spooled captures oldest first, in order per session (original
 //! `source_id`s, so the Server's dedupe makes replays exactly-once), each to a scope the Server
 //! resolves for it then (pinned in the entry before the request), and flushes pending ledger
-//! entries, one drainer at a time, within a budget. Also starts the detached background drainer
-//! after a hook has answered: at once for a capture the hook handed over, after a pause for work
-//! left by failures. It never runs on the prompt's critical path, never makes the host wait on its
-//! pipes, and takes credentials only from the environment and config it inherited (never from
-//! disk).
+//! entries, one drainer at a time, within a budget. Also starts the detached background drainer:
+//! while the prompt is on the network for a capture written ahead (it drains once the hook has
+//! exited), after the answer when that start did not happen, after a pause for work left by
+//! failures. It never runs on the prompt's critical path, never makes the host wait on its pipes,
+//! and takes credentials only from the environment and config it inherited (never from disk).
 //!
 //! Hand-over without a lost wake-up: a hook releases its entry, then looks at the drain lock; a
 //! free lock means it starts a drainer, a held one means the running drainer looks at the spool
@@ -53,6 +53,13 @@ pub const MIN_SPAWN_INTERVAL: Duration = Duration::from_secs(5);
 pub const NO_BACKGROUND_VAR: &str = "POWERCONTEXT_HOOKS_NO_BACKGROUND_DRAIN";
 /// The second argument of a drainer started for a handed-over capture: no initial pause.
 pub const NOW_ARG: &str = "now";
+/// The second argument of a drainer started while its hook is still on the network: it waits for
+/// the hook to exit (its stdin, a pipe only the hook holds, reaches end of file), then drains at
+/// once.
+pub const AFTER_EXIT_ARG: &str = "after-exit";
+/// The longest a drainer waits for the hook that started it to exit (hooks end far sooner: their
+/// own watchdogs end them past their budgets).
+const PARENT_WAIT: Duration = Duration::from_secs(120);
 /// Between two passes of one background drainer when the last pass delivered nothing (an older
 /// entry of the same session is still held by its hook).
 const REPASS_PAUSE: Duration = Duration::from_millis(20);
@@ -498,15 +505,22 @@ pub fn is_drain_invocation() -> bool {
 pub fn background_main(component: &'static str) -> ExitCode {
     let start = Instant::now();
     process::install_panic_hook(component);
+    let mode = std::env::args_os().nth(2);
+    let pause = if mode.as_deref() == Some(AFTER_EXIT_ARG.as_ref()) {
+        process::arm_watchdog(start, PARENT_WAIT);
+        wait_for_parent_exit();
+        Duration::ZERO
+    } else if mode.as_deref() == Some(NOW_ARG.as_ref()) {
+        Duration::ZERO
+    } else {
+        BACKGROUND_DELAY
+    };
     process::arm_watchdog(
         start,
-        BACKGROUND_DELAY + BACKGROUND_BUDGET + Duration::from_secs(2),
+        start.elapsed() + pause + BACKGROUND_BUDGET + Duration::from_secs(2),
     );
     let env = Env::from_process();
-    let now = std::env::args_os().nth(2).is_some_and(|a| a == NOW_ARG);
-    if !now {
-        std::thread::sleep(BACKGROUND_DELAY);
-    }
+    std::thread::sleep(pause);
     let Ok(state) = StateDir::locate(&env) else {
         return ExitCode::SUCCESS;
     };
@@ -544,15 +558,74 @@ pub fn background_main(component: &'static str) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-/// After a hook answered with a capture written ahead and released: starts a drainer at once,
-/// unless one holds the drain lock (it looks at the spool again once it lets go, see
-/// [`background_main`]). Never waits.
+/// Reads the drainer's stdin to its end: the hook that started it holds the only write end, so
+/// this returns once the hook has exited, whatever way it ended (answered, timed out, killed).
+fn wait_for_parent_exit() {
+    use std::io::Read;
+    let mut stdin = std::io::stdin().lock();
+    let mut buf = [0u8; 64];
+    while matches!(stdin.read(&mut buf), Ok(n) if n > 0) {}
+}
+
+/// While a prompt is on the network, with its capture written ahead: starts the drainer that will
+/// deliver it, on a thread of its own, so the start (`posix_spawn` returns only once the child has
+/// exec'd) overlaps the network wait instead of following the answer. That drainer waits for this
+/// process to exit (see [`AFTER_EXIT_ARG`]), so it never competes with the prompt's recall, and a
+/// hook killed mid-request still has its capture delivered. Nothing starts while a drainer holds
+/// the drain lock: the hand-over after the answer covers that case.
+pub fn start_early(state: &StateDir) {
+    let mut early = lock_early();
+    if early.is_some() {
+        return;
+    }
+    let lock_file = state.file(DRAIN_LOCK);
+    *early = Some(std::thread::spawn(move || {
+        match lock::try_acquire(&lock_file) {
+            Ok(guard) => drop(guard),
+            Err(_) => return None,
+        }
+        spawn_drainer(Start::AfterExit)
+    }));
+}
+
+/// The drainer [`start_early`] started: its start finished, and the write end of its stdin, held
+/// until this process exits.
+type Early = std::thread::JoinHandle<Option<std::process::ChildStdin>>;
+
+static EARLY: std::sync::Mutex<Option<Early>> = std::sync::Mutex::new(None);
+
+fn lock_early() -> std::sync::MutexGuard<'static, Option<Early>> {
+    EARLY.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Whether a drainer started by [`start_early`] waits for this process to exit. Its pipe is
+/// leaked on purpose: the kernel closes it when this process ends, which is the drainer's signal.
+fn early_drainer_waits() -> bool {
+    let Some(start) = lock_early().take() else {
+        return false;
+    };
+    match start.join() {
+        Ok(Some(pipe)) => {
+            std::mem::forget(pipe);
+            true
+        }
+        _ => false,
+    }
+}
+
+/// After a hook answered with a capture written ahead and released: nothing more when the drainer
+/// [`start_early`] started waits for this process; otherwise starts a drainer at once, unless one
+/// holds the drain lock (it looks at the spool again once it lets go, see [`background_main`]).
+/// Never waits for a drainer.
 pub fn hand_off(state: &StateDir) {
     HANDED_OFF.store(true, std::sync::atomic::Ordering::Relaxed);
+    if early_drainer_waits() {
+        return;
+    }
     match lock::try_acquire(&state.file(DRAIN_LOCK)) {
         Ok(guard) => {
             drop(guard);
-            spawn_drainer(true);
+            spawn_drainer(Start::Now);
         }
         Err(LockError::Busy) => {}
         // No usable lock file: a drainer would not get further; the entry waits in the spool.
@@ -563,19 +636,45 @@ pub fn hand_off(state: &StateDir) {
 /// This run handed its capture over: the drainer it started (or found) does the rest.
 static HANDED_OFF: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
-fn spawn_drainer(now: bool) {
-    let Ok(exe) = std::env::current_exe() else { return };
+/// When a drainer starts its pass.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Start {
+    /// After [`BACKGROUND_DELAY`].
+    Paused,
+    /// At once.
+    Now,
+    /// Once the hook that started it has exited.
+    AfterExit,
+}
+
+/// Starts the detached drainer; for [`Start::AfterExit`] gives the write end of its stdin.
+fn spawn_drainer(start: Start) -> Option<std::process::ChildStdin> {
+    let exe = std::env::current_exe().ok()?;
     let mut cmd = Command::new(exe);
     cmd.arg(DRAIN_ARG);
-    if now {
-        cmd.arg(NOW_ARG);
+    match start {
+        Start::Paused => {}
+        Start::Now => {
+            cmd.arg(NOW_ARG);
+        }
+        Start::AfterExit => {
+            cmd.arg(AFTER_EXIT_ARG);
+        }
     }
-    let _ = cmd
-        .stdin(Stdio::null())
+    let stdin = if start == Start::AfterExit {
+        Stdio::piped()
+    } else {
+        Stdio::null()
+    };
+    // Never waited for: it outlives this process, which the host waits for.
+    let child = cmd
+        .stdin(stdin)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .process_group(0)
-        .spawn();
+        .spawn()
+        .ok()?;
+    child.stdin
 }
 
 /// After a hook has answered: if the spool or the ledger holds work (two cheap file-system
@@ -617,7 +716,7 @@ pub fn spawn_if_needed(env: &Env) {
     if touched.is_err() {
         return;
     }
-    spawn_drainer(false);
+    spawn_drainer(Start::Paused);
 }
 
 #[cfg(test)]

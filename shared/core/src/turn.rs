@@ -486,7 +486,13 @@ impl<'a> Turn<'a> {
         let entry = self.spooled(capture, query.clone());
         let written = StateDir::locate(self.env)
             .map_err(WriteAheadError::from)
-            .and_then(|st| spool::write_ahead(&st, &entry, &SpoolLimits::from_env(self.env)));
+            .and_then(|st| {
+                let ahead = spool::write_ahead(&st, &entry, &SpoolLimits::from_env(self.env))?;
+                if !drain::background_disabled(self.env) {
+                    drain::start_early(&st);
+                }
+                Ok(ahead)
+            });
         if state::take_tightened() {
             emit::diagnostic(
                 &self

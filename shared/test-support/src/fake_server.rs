@@ -159,6 +159,8 @@ pub enum Gate {
     Up = 1,
     /// Forwards everything; a capture reaches the Server, but its answer never comes back.
     SwallowSourceAnswers = 2,
+    /// Forwards everything but recall: a prepare request is never answered (nor forwarded).
+    HangRecall = 3,
 }
 
 /// A loopback front of the real Server that the test switches between [`Gate`]s; derefs to the
@@ -187,6 +189,9 @@ impl Proxy {
                 &Env::default(),
             )
             .unwrap();
+            if m == Gate::HangRecall as u8 && req.path == PREPARE {
+                return Reply::Hang;
+            }
             let body: Value = serde_json::from_slice(&req.body).unwrap_or(Value::Null);
             let reply = match transport.post_json(&req.path, &body) {
                 Ok(r) => Reply::json(r.status, &r.body),
