@@ -81,6 +81,24 @@ impl FakeModel {
     }
 }
 
+/// The texts of every user message of a chat-completions body, oldest first.
+pub fn user_texts(body: &Value) -> Vec<Vec<String>> {
+    body["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|m| m["role"] == "user")
+        .map(|m| match &m["content"] {
+            Value::String(s) => vec![s.clone()],
+            Value::Array(parts) => parts
+                .iter()
+                .filter_map(|p| p["text"].as_str().map(str::to_owned))
+                .collect(),
+            _ => Vec::new(),
+        })
+        .collect()
+}
+
 /// Whether a request is a model call (by path suffix, query ignored).
 pub fn is_model_request(request: &RecordedRequest) -> bool {
     let path = request.path_only().trim_end_matches('/');

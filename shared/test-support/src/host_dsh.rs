@@ -303,22 +303,9 @@ impl DshSession {
 /// One finished DSH command ([`ProcessRun::assert_answered`] checks its answer).
 pub type DshRun = ProcessRun;
 
-/// The user-role texts of one chat-completions request, in order.
+/// The user-role texts of one chat-completions request, in order, parts flattened.
 pub fn user_texts(body: &Value) -> Vec<String> {
-    body.get("messages")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter(|m| m["role"] == "user")
-        .flat_map(|m| match &m["content"] {
-            Value::String(s) => vec![s.clone()],
-            Value::Array(parts) => parts
-                .iter()
-                .filter_map(|p| p["text"].as_str().map(str::to_owned))
-                .collect(),
-            _ => Vec::new(),
-        })
-        .collect()
+    crate::fake_model::user_texts(body).concat()
 }
 
 /// The contexts our plugin injected into one chat-completions request.

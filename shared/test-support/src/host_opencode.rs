@@ -269,20 +269,4 @@ pub fn is_turn_request(body: &Value) -> bool {
         .is_some_and(|t| !t.is_empty())
 }
 
-/// The texts of every user message of a chat-completions body, oldest first.
-pub fn user_texts(body: &Value) -> Vec<Vec<String>> {
-    body["messages"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|m| m["role"] == "user")
-        .map(|m| match &m["content"] {
-            Value::String(s) => vec![s.clone()],
-            Value::Array(parts) => parts
-                .iter()
-                .filter_map(|p| p["text"].as_str().map(str::to_owned))
-                .collect(),
-            _ => Vec::new(),
-        })
-        .collect()
-}
+pub use crate::fake_model::user_texts;
