@@ -23,12 +23,14 @@ use powercontext_hooks_core::official;
 use powercontext_hooks_core::scope::ScopeQuery;
 use powercontext_hooks_core::state::StateDir;
 use powercontext_hooks_core::{ledger, spool, state};
+use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::host_cli::HostCli;
 use crate::hosts::{Activation, installer};
 use crate::install::{self, Host, HostExt, Manifest, digest};
 use crate::jsonc;
+use crate::report::{self, SettingRow};
 use crate::setup::{Locate, Paths, check_hook_exe, value_digest};
 
 /// `doctor [host…]`.
@@ -67,8 +69,10 @@ words! {
 }
 
 /// One doctor line.
+#[derive(Serialize)]
 pub(crate) struct Check {
     pub tier: Tier,
+    #[serde(rename = "check")]
     pub name: &'static str,
     pub status: Status,
     pub detail: String,
@@ -79,7 +83,64 @@ pub(crate) struct Check {
 #[derive(Default)]
 pub(crate) struct Report {
     pub checks: Vec<Check>,
-    settings: Vec<(String, String, String)>,
+    settings: Vec<SettingRow>,
+}
+
+/// What `doctor` says: every host's settings and checks.
+#[derive(Serialize)]
+struct Doctored {
+    ok: bool,
+    hosts: Vec<HostResult>,
+}
+
+#[derive(Serialize)]
+struct HostResult {
+    host: &'static str,
+    ok: bool,
+    settings: Vec<SettingRow>,
+    checks: Vec<Check>,
+}
+
+impl report::Report for Doctored {
+    fn exit_code(&self) -> ExitCode {
+        if self.ok {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::from(1)
+        }
+    }
+}
+
+impl std::fmt::Display for Doctored {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for h in &self.hosts {
+            writeln!(f, "{}", h.host)?;
+            let mut tier = None;
+            for c in &h.checks {
+                if tier != Some(c.tier) {
+                    tier = Some(c.tier);
+                    writeln!(f, "  {}", c.tier)?;
+                    if c.tier == Tier::ServerReady {
+                        for s in &h.settings {
+                            writeln!(f, "    · {} = {}  ({})", s.name, s.value, s.origin)?;
+                        }
+                    }
+                }
+                let mark = match c.status {
+                    Status::Ok => "✓",
+                    Status::Warn => "!",
+                    Status::Fail => "✗",
+                };
+                writeln!(f, "    {mark} {:<18} {}", c.name, c.detail)?;
+                if c.status != Status::Ok
+                    && let Some(fix) = &c.fix
+                {
+                    writeln!(f, "      fix: {fix}")?;
+                }
+            }
+        }
+        writeln!(f, "{}", if self.ok { "result: ok" } else { "result: FAILED" })
+    }
 }
 
 impl Report {
@@ -135,66 +196,26 @@ pub fn doctor(args: &DoctorArgs) -> Result<ExitCode> {
             })
             .collect();
     }
-    let mut results = Vec::new();
     if hosts.is_empty() {
-        let msg = "no host is set up by powercontext-hooks; run `powercontext-hooks setup <host>` first";
-        if args.json {
-            println!("{}", json!({"ok": false, "hosts": [], "error": msg}));
-        } else {
-            println!("✗ {msg}");
-        }
-        return Ok(ExitCode::from(1));
+        return report::refuse_with(
+            args.json,
+            "no host is set up by powercontext-hooks; run `powercontext-hooks setup <host>` first",
+        );
     }
-    for host in hosts {
-        results.push((host.as_str(), check_host(host, &paths, &args.locate, &cwd)));
-    }
-    let ok = results.iter().all(|(_, r)| r.passed());
-    if args.json {
-        let hosts: Vec<Value> = results
-            .iter()
-            .map(|(name, r)| {
-                json!({
-                    "host": name,
-                    "ok": r.passed(),
-                    "settings": r.settings.iter().map(|(k, v, o)| json!({"name": k, "value": v, "origin": o})).collect::<Vec<_>>(),
-                    "checks": r.checks.iter().map(|c| json!({
-                        "tier": c.tier, "check": c.name, "status": c.status,
-                        "detail": c.detail, "fix": c.fix,
-                    })).collect::<Vec<_>>(),
-                })
-            })
-            .collect();
-        println!("{}", json!({"ok": ok, "hosts": hosts}));
-    } else {
-        for (name, r) in &results {
-            println!("{name}");
-            let mut tier = None;
-            for c in &r.checks {
-                if tier != Some(c.tier) {
-                    tier = Some(c.tier);
-                    println!("  {}", c.tier);
-                    if c.tier == Tier::ServerReady {
-                        for (k, v, o) in &r.settings {
-                            println!("    · {k} = {v}  ({o})");
-                        }
-                    }
-                }
-                let mark = match c.status {
-                    Status::Ok => "✓",
-                    Status::Warn => "!",
-                    Status::Fail => "✗",
-                };
-                println!("    {mark} {:<18} {}", c.name, c.detail);
-                if c.status != Status::Ok
-                    && let Some(f) = &c.fix
-                {
-                    println!("      fix: {f}");
-                }
+    let hosts: Vec<HostResult> = hosts
+        .into_iter()
+        .map(|host| {
+            let r = check_host(host, &paths, &args.locate, &cwd);
+            HostResult {
+                host: host.as_str(),
+                ok: r.passed(),
+                settings: r.settings,
+                checks: r.checks,
             }
-        }
-        println!("{}", if ok { "result: ok" } else { "result: FAILED" });
-    }
-    Ok(if ok { ExitCode::SUCCESS } else { ExitCode::from(1) })
+        })
+        .collect();
+    let ok = hosts.iter().all(|h| h.ok);
+    report::emit(&Doctored { ok, hosts }, args.json)
 }
 
 fn check_host(host: Host, paths: &Paths, locate: &Locate, cwd: &Path) -> Report {
@@ -438,51 +459,7 @@ fn check_host_entry(m: Option<&Manifest>, setup_cmd: &str, r: &mut Report) {
 }
 
 fn check_server(host: Host, s: &Settings, paths: &Paths, cwd: &Path, r: &mut Report) -> bool {
-    r.settings.push((
-        "server_url".into(),
-        s.server_url.value.as_str().into(),
-        s.server_url.origin.to_string(),
-    ));
-    r.settings.push((
-        "authorization".into(),
-        if s.authorization.value.is_some() {
-            "set (not shown)"
-        } else {
-            "none"
-        }
-        .into(),
-        s.authorization.origin.to_string(),
-    ));
-    r.settings.push((
-        "scope_id".into(),
-        if s.scope_id.value.is_some() {
-            "set (not shown)"
-        } else {
-            "resolved by the Server"
-        }
-        .into(),
-        s.scope_id.origin.to_string(),
-    ));
-    r.settings.push((
-        "capture_prompts".into(),
-        if s.capture_prompts.value { "on" } else { "off" }.into(),
-        s.capture_prompts.origin.to_string(),
-    ));
-    r.settings.push((
-        "bootstrap".into(),
-        if s.bootstrap.value { "on" } else { "off" }.into(),
-        s.bootstrap.origin.to_string(),
-    ));
-    r.settings.push((
-        "bootstrap_max_bytes".into(),
-        s.bootstrap_max_bytes.value.to_string(),
-        s.bootstrap_max_bytes.origin.to_string(),
-    ));
-    r.settings.push((
-        "capture_secrets".into(),
-        s.capture_secrets.value.as_str().into(),
-        s.capture_secrets.origin.to_string(),
-    ));
+    r.settings = report::setting_rows(s);
     check_sources(host, s, paths, r);
     let deadline = Deadline::after(Duration::from_secs(10));
     let transport = match Transport::new(

@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 
 use crate::host_cli::HostCli;
 use crate::install::{Host, HostExt};
+use crate::report;
 use crate::setup::{Paths, SetupArgs};
 
 /// `mcp-headers <host>`.
@@ -126,44 +127,32 @@ pub fn trust_only(args: &SetupArgs) -> Result<ExitCode> {
     }
     let untrusted = hooks.iter().filter(|h| h["trustStatus"] != "trusted").count();
     let helpers = codex_helper_changes(&paths)?;
-    if !args.json {
-        println!("powercontext-hooks setup codex --trust-only");
-        for h in &hooks {
-            println!(
-                "  {:<9} {} {}",
-                h["trustStatus"].as_str().unwrap_or("?"),
-                h["eventName"]
-                    .as_str()
-                    .or_else(|| h["event"].as_str())
-                    .unwrap_or("hook"),
-                h["command"].as_str().unwrap_or("?")
-            );
-        }
-        for (path, _) in &helpers {
-            println!(
-                "  edit      {} mcpServers.powercontext.http_headers_helper (our mcp-headers)",
-                path.display()
-            );
-        }
-    }
+    let mut said = Trusted {
+        ok: true,
+        result: TrustResult::Planned,
+        untrusted: Some(untrusted),
+        trusted: None,
+        mcp_helpers: helpers.iter().map(|(p, _)| p.clone()).collect(),
+        hooks: hooks
+            .iter()
+            .map(|h| {
+                format!(
+                    "{:<9} {} {}",
+                    h["trustStatus"].as_str().unwrap_or("?"),
+                    h["eventName"]
+                        .as_str()
+                        .or_else(|| h["event"].as_str())
+                        .unwrap_or("hook"),
+                    h["command"].as_str().unwrap_or("?")
+                )
+            })
+            .collect(),
+    };
     if args.dry_run || (untrusted == 0 && helpers.is_empty()) {
-        if args.json {
-            println!(
-                "{}",
-                json!({"ok": true, "result": if args.dry_run { "planned" } else { "unchanged" }, "untrusted": untrusted,
-                       "mcp_helpers": helpers.iter().map(|(p, _)| p).collect::<Vec<_>>()})
-            );
-        } else {
-            println!(
-                "{}",
-                if args.dry_run {
-                    "dry run: nothing was changed"
-                } else {
-                    "already trusted: nothing changed"
-                }
-            );
+        if !args.dry_run {
+            said.result = TrustResult::Unchanged;
         }
-        return Ok(ExitCode::SUCCESS);
+        return report::emit(&said, args.json);
     }
     // The helper first: Codex's trust hash covers the plugin, so trust is recorded for the
     // plugin as it will stay.
@@ -183,19 +172,71 @@ pub fn trust_only(args: &SetupArgs) -> Result<ExitCode> {
     if after.iter().any(|h: &Value| h["trustStatus"] != "trusted") {
         bail!("codex still lists an untrusted powercontext hook after recording trust");
     }
-    if args.json {
-        println!(
-            "{}",
-            json!({"ok": true, "result": "trusted", "trusted": n,
-                   "mcp_helpers": helpers.iter().map(|(p, _)| p).collect::<Vec<_>>()})
-        );
-    } else {
-        println!("done: Codex trusts {n} powercontext hook(s); it runs them from the next session");
-        if !helpers.is_empty() {
-            println!("done: Codex's MCP client sends the saved token through powercontext-hooks mcp-headers");
+    said.result = TrustResult::Trusted;
+    said.untrusted = None;
+    said.trusted = Some(n);
+    report::emit(&said, args.json)
+}
+
+words! {
+    /// What `setup codex --trust-only` did.
+    enum TrustResult {
+        Planned => "planned",
+        Unchanged => "unchanged",
+        Trusted => "trusted",
+    }
+}
+
+/// What `setup codex --trust-only` says.
+#[derive(serde::Serialize)]
+struct Trusted {
+    ok: bool,
+    result: TrustResult,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    untrusted: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    trusted: Option<usize>,
+    mcp_helpers: Vec<std::path::PathBuf>,
+    /// The plugin's hooks as Codex listed them before any change (text form only).
+    #[serde(skip)]
+    hooks: Vec<String>,
+}
+
+impl report::Report for Trusted {}
+
+impl std::fmt::Display for Trusted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        writeln!(f, "powercontext-hooks setup codex --trust-only")?;
+        for h in &self.hooks {
+            writeln!(f, "  {h}")?;
+        }
+        for path in &self.mcp_helpers {
+            writeln!(
+                f,
+                "  edit      {} mcpServers.powercontext.http_headers_helper (our mcp-headers)",
+                path.display()
+            )?;
+        }
+        match self.result {
+            TrustResult::Planned => writeln!(f, "dry run: nothing was changed"),
+            TrustResult::Unchanged => writeln!(f, "already trusted: nothing changed"),
+            TrustResult::Trusted => {
+                writeln!(
+                    f,
+                    "done: Codex trusts {} powercontext hook(s); it runs them from the next session",
+                    self.trusted.unwrap_or(0)
+                )?;
+                if self.mcp_helpers.is_empty() {
+                    Ok(())
+                } else {
+                    writeln!(
+                        f,
+                        "done: Codex's MCP client sends the saved token through powercontext-hooks mcp-headers"
+                    )
+                }
+            }
         }
     }
-    Ok(ExitCode::SUCCESS)
 }
 
 /// The official installer points the cached plugin's MCP headers helper at `uv run …

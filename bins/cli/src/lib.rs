@@ -52,6 +52,7 @@ mod interop;
 mod jsonc;
 mod package;
 mod pin;
+mod report;
 mod setup;
 mod shared_files;
 mod state_cmd;
@@ -125,18 +126,16 @@ pub fn main() -> ExitCode {
                 .next()
                 .unwrap_or_default()
                 .trim_start_matches("error: ");
-            println!(
-                "{}",
-                serde_json::json!({"ok": false, "error": format!("{error}: {first}")})
-            );
-            return ExitCode::from(1);
+            return report::refuse_with(true, &format!("{error}: {first}")).unwrap_or(ExitCode::from(1));
         }
         Err(e) => e.exit(),
     };
+    let json = std::env::args_os().any(|a| a == "--json");
     match run(args) {
         Ok(code) => code,
+        // A command that could not run at all: exit 2, in the form the caller asked for.
         Err(e) => {
-            eprintln!("powercontext-hooks: error: {e:#}");
+            let _ = report::refuse(json, &e);
             ExitCode::from(2)
         }
     }

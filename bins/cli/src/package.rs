@@ -14,6 +14,7 @@ use clap::Args;
 use serde_json::{Value, json};
 
 use crate::install::{self, Host, HostExt};
+use crate::report;
 
 /// `package --out DIR`.
 #[derive(Debug, Args)]
@@ -298,21 +299,41 @@ pub fn package(args: &PackageArgs) -> Result<ExitCode> {
         ),
         false,
     )?;
-    if args.json {
-        println!(
-            "{}",
-            json!({"ok": true, "out": out, "bin_dir": bin_dir,
-                   "files": items.iter().map(|i| &i.rel).collect::<Vec<_>>()})
-        );
-    } else {
-        println!("rendered {} files into {}", items.len(), out.display());
-        println!("hook executables: {}", bin_dir.display());
-        println!("install with the official CLI, for example:");
-        println!(
-            "  powercontext setup claude-code --source {} --server-url URL",
-            out.display()
-        );
-        println!("keep this folder in place: Claude Code, DSH and OpenCode's TUI use it where it is");
+    report::emit(
+        &Packaged {
+            ok: true,
+            files: items.into_iter().map(|i| i.rel).collect(),
+            out,
+            bin_dir,
+        },
+        args.json,
+    )
+}
+
+/// What `package` says: where the tree is and what it holds.
+#[derive(serde::Serialize)]
+struct Packaged {
+    ok: bool,
+    out: PathBuf,
+    bin_dir: PathBuf,
+    files: Vec<String>,
+}
+
+impl report::Report for Packaged {}
+
+impl std::fmt::Display for Packaged {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let out = self.out.display();
+        writeln!(f, "rendered {} files into {out}", self.files.len())?;
+        writeln!(f, "hook executables: {}", self.bin_dir.display())?;
+        writeln!(f, "install with the official CLI, for example:")?;
+        writeln!(
+            f,
+            "  powercontext setup claude-code --source {out} --server-url URL"
+        )?;
+        writeln!(
+            f,
+            "keep this folder in place: Claude Code, DSH and OpenCode's TUI use it where it is"
+        )
     }
-    Ok(ExitCode::SUCCESS)
 }

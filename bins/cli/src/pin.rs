@@ -17,6 +17,7 @@ use powercontext_hooks_core::workspace::Discovery;
 use serde_json::{Value, json};
 
 use crate::install::Host;
+use crate::report;
 
 /// The tag the Server's bootstrap profile selects on.
 pub const TAG: &str = "bootstrap-context";
@@ -35,6 +36,32 @@ pub struct PinArgs {
     /// An explicit scope id instead of resolving one.
     #[arg(long, value_name = "SCOPE_ID")]
     pub scope: Option<String>,
+    /// One JSON object on stdout instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// What `pin` / `unpin` say: the tag set is now as asked, and whether it had to change.
+#[derive(serde::Serialize)]
+struct Pinned {
+    ok: bool,
+    artifact_id: String,
+    pinned: bool,
+    changed: bool,
+}
+
+impl report::Report for Pinned {}
+
+impl std::fmt::Display for Pinned {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let said = match (self.pinned, self.changed) {
+            (true, false) => "already pinned for session bootstrap",
+            (false, false) => "already not pinned",
+            (true, true) => "pinned: sessions of this scope start with it (bootstrap)",
+            (false, true) => "unpinned: no longer part of session bootstrap",
+        };
+        writeln!(f, "{}: {said}", self.artifact_id)
+    }
 }
 
 /// `text` as one URL path segment: every byte but the unreserved ones percent-encoded, so a
@@ -61,11 +88,25 @@ fn describe(reply: &Reply) -> String {
     format!("HTTP {} ({code})", reply.status)
 }
 
-/// Adds (`pin = true`) or removes the bootstrap tag. Exit 0 when the tag set is as asked.
-///
-/// # Errors
-/// Configuration, connection or Server errors, each naming what to fix.
+/// Adds (`pin = true`) or removes the bootstrap tag. Exit 0 when the tag set is as asked, 1 with
+/// the reason (configuration, connection or Server errors, each naming what to fix) when not.
 pub fn run(args: &PinArgs, pin: bool) -> Result<ExitCode> {
+    match change(args, pin) {
+        Ok(changed) => report::emit(
+            &Pinned {
+                ok: true,
+                artifact_id: args.artifact_id.clone(),
+                pinned: pin,
+                changed,
+            },
+            args.json,
+        ),
+        Err(e) => report::refuse(args.json, &e),
+    }
+}
+
+/// Makes the tag set as asked; whether it had to change.
+fn change(args: &PinArgs, pin: bool) -> Result<bool> {
     let id = &args.artifact_id;
     if id.is_empty()
         || !id
@@ -128,15 +169,7 @@ pub fn run(args: &PinArgs, pin: bool) -> Result<ExitCode> {
         .collect();
     let has = tags.iter().any(|t| t == TAG);
     if has == pin {
-        println!(
-            "{id}: already {}",
-            if pin {
-                "pinned for session bootstrap"
-            } else {
-                "not pinned"
-            }
-        );
-        return Ok(ExitCode::SUCCESS);
+        return Ok(false);
     }
     if pin {
         tags.push(TAG.to_owned());
@@ -160,15 +193,7 @@ pub fn run(args: &PinArgs, pin: bool) -> Result<ExitCode> {
     if now != pin {
         bail!("the Server answered, but the tag set does not show the change");
     }
-    println!(
-        "{id}: {}",
-        if pin {
-            "pinned: sessions of this scope start with it (bootstrap)"
-        } else {
-            "unpinned: no longer part of session bootstrap"
-        }
-    );
-    Ok(ExitCode::SUCCESS)
+    Ok(true)
 }
 
 #[cfg(test)]

@@ -19,6 +19,7 @@ use crate::install::{
     self, Host, HostExt, Journal, Manifest, OwnedConfig, OwnedEntry, OwnedFile, Registrations, digest,
     toml_string,
 };
+use crate::report::{self, SettingRow};
 
 /// Test-only fault injection: fail right after the named step (files, config, mcp, marketplace,
 /// plugin, trust, verify) to prove the rollback.
@@ -288,7 +289,7 @@ pub(crate) struct Plan {
     pub steps: Vec<Step>,
     /// The files the official CLI reads.
     pub shared: crate::shared_files::SharedPlan,
-    pub settings_lines: Vec<(String, String, String)>,
+    pub settings_lines: Vec<SettingRow>,
     pub warnings: Vec<String>,
     pub previous: Option<Manifest>,
 }
@@ -316,7 +317,7 @@ impl Plan {
             "host_version_tested": self.tested,
             "hook_executable": self.hook_exe,
             "plugin_dir": self.plugin_dir,
-            "settings": self.settings_lines.iter().map(|(k, v, o)| json!({"name": k, "value": v, "origin": o})).collect::<Vec<_>>(),
+            "settings": self.settings_lines,
             "files": self.files.iter().map(|f| json!({"path": f.path, "action": f.action})).collect::<Vec<_>>(),
             "config": self.config.as_ref().map(|(f, o)| json!({"path": f.path, "action": f.action, "keys": o.keys.keys().collect::<Vec<_>>()})),
             "host_config": self.host_entry.as_ref().map(|(f, o)| json!({"path": f.path, "action": f.action, "key": o.member()})),
@@ -329,67 +330,77 @@ impl Plan {
         })
     }
 
-    fn print(&self) {
-        println!("powercontext-hooks setup {}", self.host.as_str());
-        println!("  hook executable  {}", self.hook_exe.display());
-        println!(
+    fn write_text(&self, out: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        writeln!(out, "powercontext-hooks setup {}", self.host.as_str())?;
+        writeln!(out, "  hook executable  {}", self.hook_exe.display())?;
+        writeln!(
+            out,
             "  host CLI         {} {}{}",
             self.cli.path.display(),
             self.host_version,
             if self.tested { " (tested)" } else { " (NOT tested)" }
-        );
-        println!("  plugin folder    {}", self.plugin_dir.display());
+        )?;
+        writeln!(out, "  plugin folder    {}", self.plugin_dir.display())?;
         if let Some(p) = &self.profile {
-            println!("  DSH profile      {p}");
+            writeln!(out, "  DSH profile      {p}")?;
         }
-        println!("  settings the hook will use:");
-        for (k, v, o) in &self.settings_lines {
-            println!("    {k:<17} {v}  ({o})");
+        writeln!(out, "  settings the hook will use:")?;
+        for s in &self.settings_lines {
+            writeln!(out, "    {:<17} {}  ({})", s.name, s.value, s.origin)?;
         }
-        println!("plan:");
+        writeln!(out, "plan:")?;
         for f in &self.files {
-            println!("  {:<7} {}", f.action, f.path.display());
+            writeln!(out, "  {:<7} {}", f.action, f.path.display())?;
         }
         if let Some((f, o)) = &self.config {
             let keys: Vec<&str> = o.keys.keys().map(String::as_str).collect();
-            println!(
+            writeln!(
+                out,
                 "  {:<7} {} [hosts.{}] {}",
                 f.action,
                 f.path.display(),
                 self.host.as_str(),
                 keys.join(", ")
-            );
+            )?;
         }
         if let Some(f) = &self.mcp_header_file {
-            println!(
+            writeln!(
+                out,
                 "  {:<7} {} (owner-only; the MCP Authorization header OpenCode reads)",
                 "write",
                 f.path.display()
-            );
+            )?;
         }
         if let Some(p) = &self.drop_mcp_header_file {
-            println!("  {:<7} {} (no token any more)", "remove", p.display());
+            writeln!(out, "  {:<7} {} (no token any more)", "remove", p.display())?;
         }
         if let Some((f, o)) = &self.host_entry {
-            println!("  {:<7} {} {}", f.action, f.path.display(), o.member());
+            writeln!(out, "  {:<7} {} {}", f.action, f.path.display(), o.member())?;
         }
         for s in &self.steps {
-            println!("  run     {}", self.step_command(*s));
+            writeln!(out, "  run     {}", self.step_command(*s))?;
         }
         for (action, path, what) in self.shared.lines() {
-            println!("  {action:<7} {} {what}", path.display());
+            writeln!(out, "  {action:<7} {} {what}", path.display())?;
         }
         if !self.changes() {
-            println!("  (nothing to change)");
+            writeln!(out, "  (nothing to change)")?;
         }
         for w in &self.warnings {
-            println!("warning: {w}");
+            writeln!(out, "warning: {w}")?;
         }
+        Ok(())
     }
 }
 
-fn origin_text(o: &Origin) -> String {
-    o.to_string()
+words! {
+    /// What `setup` did with its plan.
+    enum SetupResult {
+        Planned => "planned",
+        Unchanged => "unchanged",
+        Installed => "installed",
+        RolledBack => "rolled_back",
+    }
 }
 
 fn build_plan(args: &SetupArgs, host: Host, paths: &Paths) -> Result<Plan> {
@@ -448,38 +459,13 @@ pub(crate) fn plan_ours(
         ));
     }
 
-    let mut settings_lines = vec![(
-        "server_url".to_owned(),
-        settings.server_url.value.as_str().to_owned(),
-        origin_text(&settings.server_url.origin),
-    )];
-    match (&token, &settings.authorization.value) {
-        (Some((_, source)), _) => settings_lines.push((
-            "authorization".to_owned(),
-            "set (not shown)".to_owned(),
-            format!("{source}, saved to the config file"),
-        )),
-        (None, Some(_)) => settings_lines.push((
-            "authorization".to_owned(),
-            "set (not shown)".to_owned(),
-            origin_text(&settings.authorization.origin),
-        )),
-        (None, None) => settings_lines.push((
-            "authorization".to_owned(),
-            "none".to_owned(),
-            "default".to_owned(),
-        )),
+    let mut settings_lines = report::setting_rows(&settings);
+    if let Some((_, source)) = &token
+        && let Some(row) = settings_lines.iter_mut().find(|r| r.name == "authorization")
+    {
+        row.value = "set (not shown)".to_owned();
+        row.origin = format!("{source}, saved to the config file");
     }
-    settings_lines.push((
-        "capture_prompts".to_owned(),
-        if settings.capture_prompts.value {
-            "on"
-        } else {
-            "off"
-        }
-        .to_owned(),
-        origin_text(&settings.capture_prompts.origin),
-    ));
     if matches!(settings.server_url.origin, Origin::Env(_)) {
         warnings.push(format!(
             "the server URL comes from {}; the hook sees it only if {} runs with that variable (pass --server-url to save it)",
@@ -831,79 +817,84 @@ fn apply_inner(plan: &Plan, paths: &Paths, journal: &mut Journal) -> Result<Regi
 /// Runs `setup`.
 pub fn setup(args: &SetupArgs) -> Result<ExitCode> {
     if args.trust_only {
-        return crate::interop::trust_only(args).or_else(|e| fail(args.json, &e));
+        return crate::interop::trust_only(args).or_else(|e| report::refuse(args.json, &e));
     }
-    let outcome = (|| -> Result<(Plan, Option<Result<Registrations>>)> {
-        let host = args.host;
-        let paths = Paths::resolve(&args.locate)?;
-        let plan = build_plan(args, host, &paths)?;
-        if !args.json {
-            plan.print();
-        }
-        if args.dry_run || !plan.changes() {
-            return Ok((plan, None));
-        }
-        let applied = apply(&plan, &paths);
-        Ok((plan, Some(applied)))
-    })();
-    match outcome {
-        Err(e) => fail(args.json, &e),
-        Ok((plan, None)) => {
-            let status = if args.dry_run { "planned" } else { "unchanged" };
-            if args.json {
-                let mut v = plan.to_json();
-                v["result"] = json!(status);
-                v["ok"] = json!(true);
-                println!("{v}");
-            } else if args.dry_run {
-                println!("dry run: nothing was changed");
-            } else {
-                println!("already set up: nothing changed");
-                next_steps(&plan);
-            }
-            Ok(ExitCode::SUCCESS)
-        }
-        Ok((plan, Some(Err(e)))) => {
-            if args.json {
-                let mut v = plan.to_json();
-                v["result"] = json!("rolled_back");
-                v["ok"] = json!(false);
-                v["error"] = json!(format!("{e:#}"));
-                println!("{v}");
-            } else {
-                eprintln!("powercontext-hooks: error: {e:#}");
-            }
-            Ok(ExitCode::from(1))
-        }
-        Ok((plan, Some(Ok(_)))) => {
-            if args.json {
-                let mut v = plan.to_json();
-                v["result"] = json!("installed");
-                v["ok"] = json!(true);
-                println!("{v}");
-            } else {
-                println!("done: {} is set up", plan.host.as_str());
-                next_steps(&plan);
-            }
-            Ok(ExitCode::SUCCESS)
-        }
-    }
-}
-
-fn next_steps(plan: &Plan) {
-    println!("next: powercontext-hooks doctor {}", plan.host.as_str());
-    println!("undo: powercontext-hooks uninstall {}", plan.host.as_str());
-    if let Some(note) = installer(plan.host).note() {
-        println!("note: {note}");
-    }
-}
-
-/// Reports an error (JSON or text) with exit code 1.
-pub fn fail(json_out: bool, e: &anyhow::Error) -> Result<ExitCode> {
-    if json_out {
-        println!("{}", json!({"ok": false, "error": format!("{e:#}")}));
+    let planned = Paths::resolve(&args.locate).and_then(|paths| {
+        let plan = build_plan(args, args.host, &paths)?;
+        Ok((plan, paths))
+    });
+    let (plan, paths) = match planned {
+        Ok(p) => p,
+        Err(e) => return report::refuse(args.json, &e),
+    };
+    let (result, error) = if args.dry_run {
+        (SetupResult::Planned, None)
+    } else if !plan.changes() {
+        (SetupResult::Unchanged, None)
     } else {
-        eprintln!("powercontext-hooks: error: {e:#}");
+        match apply(&plan, &paths) {
+            Ok(_) => (SetupResult::Installed, None),
+            Err(e) => (SetupResult::RolledBack, Some(format!("{e:#}"))),
+        }
+    };
+    report::emit(
+        &SetupReport {
+            plan: &plan,
+            result,
+            error,
+        },
+        args.json,
+    )
+}
+
+/// What `setup` says: its plan, and what became of it.
+struct SetupReport<'p> {
+    plan: &'p Plan,
+    result: SetupResult,
+    error: Option<String>,
+}
+
+impl serde::Serialize for SetupReport<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        let mut v = self.plan.to_json();
+        v["result"] = json!(self.result);
+        v["ok"] = json!(self.error.is_none());
+        if let Some(e) = &self.error {
+            v["error"] = json!(e);
+        }
+        v.serialize(s)
     }
-    Ok(ExitCode::from(1))
+}
+
+impl std::fmt::Display for SetupReport<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let plan = self.plan;
+        plan.write_text(f)?;
+        let host = plan.host.as_str();
+        match self.result {
+            SetupResult::Planned => return writeln!(f, "dry run: nothing was changed"),
+            SetupResult::RolledBack => return Ok(()),
+            SetupResult::Unchanged => writeln!(f, "already set up: nothing changed")?,
+            SetupResult::Installed => writeln!(f, "done: {host} is set up")?,
+        }
+        writeln!(f, "next: powercontext-hooks doctor {host}")?;
+        writeln!(f, "undo: powercontext-hooks uninstall {host}")?;
+        if let Some(note) = installer(plan.host).note() {
+            writeln!(f, "note: {note}")?;
+        }
+        Ok(())
+    }
+}
+
+impl report::Report for SetupReport<'_> {
+    fn exit_code(&self) -> ExitCode {
+        if self.error.is_some() {
+            ExitCode::from(1)
+        } else {
+            ExitCode::SUCCESS
+        }
+    }
+    fn error(&self) -> Option<&str> {
+        self.error.as_deref()
+    }
 }

@@ -14,7 +14,10 @@ use powercontext_hooks_core::env::Env;
 use powercontext_hooks_core::ledger;
 use powercontext_hooks_core::spool::{self, SpoolLimits};
 use powercontext_hooks_core::state::{StateDir, StateError, now_millis, now_secs};
-use serde_json::json;
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::report;
 
 /// `status` options.
 #[derive(Debug, Args)]
@@ -167,48 +170,76 @@ pub fn status(args: &StatusArgs) -> anyhow::Result<ExitCode> {
         .and_then(|l| l.report.last_error.as_deref())
         .map(terminal_safe);
     let dir = terminal_safe(&state.path().to_string_lossy());
-    if args.json {
-        let v = json!({
-            "state_dir": dir,
-            "pending_scopes": pending,
-            "spool_entries": spool.entries,
-            "spool_bytes": spool.bytes,
-            "spool_oldest_age_seconds": spool.oldest_age_secs,
-            "last_drain_age_seconds": last_age,
-            "last_error": last_error,
-            "problems": problems.iter().map(|(w, _)| *w).collect::<Vec<_>>(),
-            "hooks": crate::activity::to_json(&hooks, now),
-        });
-        println!("{v}");
-    } else {
-        println!("state directory: {dir}");
-        for line in crate::activity::lines(&hooks, now) {
-            println!("{}", terminal_safe(&line));
+    let status = Status {
+        state_dir: dir,
+        pending_scopes: pending,
+        spool_entries: spool.entries,
+        spool_bytes: spool.bytes,
+        spool_oldest_age_seconds: spool.oldest_age_secs,
+        last_drain_age_seconds: last_age,
+        last_error,
+        problems,
+        hooks: crate::activity::to_json(&hooks, now),
+        hook_lines: crate::activity::lines(&hooks, now),
+    };
+    report::emit(&status, args.json)
+}
+
+/// What `status` says (content-free: counts, ages, outcome words).
+#[derive(Serialize)]
+struct Status {
+    state_dir: String,
+    pending_scopes: usize,
+    spool_entries: usize,
+    spool_bytes: u64,
+    spool_oldest_age_seconds: Option<u64>,
+    last_drain_age_seconds: Option<u64>,
+    last_error: Option<String>,
+    #[serde(serialize_with = "problem_words")]
+    problems: Vec<Problem>,
+    hooks: Value,
+    #[serde(skip)]
+    hook_lines: Vec<String>,
+}
+
+fn problem_words<S: serde::Serializer>(problems: &[Problem], s: S) -> Result<S::Ok, S::Error> {
+    s.collect_seq(problems.iter().map(|(word, _)| word))
+}
+
+impl report::Report for Status {}
+
+impl std::fmt::Display for Status {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        writeln!(f, "state directory: {}", self.state_dir)?;
+        for line in &self.hook_lines {
+            writeln!(f, "{}", terminal_safe(line))?;
         }
-        println!("pending flushes: {pending} scope(s)");
-        match spool.oldest_age_secs {
-            Some(age) => println!(
+        writeln!(f, "pending flushes: {} scope(s)", self.pending_scopes)?;
+        match self.spool_oldest_age_seconds {
+            Some(age) => writeln!(
+                f,
                 "spooled captures: {} ({} bytes, oldest {age} s)",
-                spool.entries, spool.bytes
-            ),
-            None => println!("spooled captures: 0"),
+                self.spool_entries, self.spool_bytes
+            )?,
+            None => writeln!(f, "spooled captures: 0")?,
         }
-        match last_age {
-            Some(age) => println!(
+        match self.last_drain_age_seconds {
+            Some(age) => writeln!(
+                f,
                 "last drain: {age} s ago, last error: {}",
-                last_error.as_deref().unwrap_or("none")
-            ),
-            None => println!("last drain: never"),
+                self.last_error.as_deref().unwrap_or("none")
+            )?,
+            None => writeln!(f, "last drain: never")?,
         }
-        for (word, fix) in &problems {
+        for (word, fix) in &self.problems {
             if fix.is_empty() {
-                println!("problem: {word}");
+                writeln!(f, "problem: {word}")?;
             } else {
-                println!("problem: {word}: {fix}");
+                writeln!(f, "problem: {word}: {fix}")?;
             }
         }
+        Ok(())
     }
-    Ok(ExitCode::SUCCESS)
 }
 
 fn summary_line(r: &DrainReport) -> String {
@@ -271,16 +302,28 @@ pub fn flush(args: &FlushArgs) -> anyhow::Result<ExitCode> {
     if report.busy {
         eprintln!("another drainer kept the state busy for the whole budget");
     }
-    if args.json {
-        println!("{}", serde_json::to_string(&report)?);
-    } else {
-        println!("{}", summary_line(&report));
+    report::emit(&Flushed(report), args.json)
+}
+
+/// What `flush` says: the drain's counts.
+#[derive(Serialize)]
+#[serde(transparent)]
+struct Flushed(DrainReport);
+
+impl report::Report for Flushed {
+    fn exit_code(&self) -> ExitCode {
+        if self.0.complete() {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::from(1)
+        }
     }
-    Ok(if report.complete() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    })
+}
+
+impl std::fmt::Display for Flushed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        writeln!(f, "{}", summary_line(&self.0))
+    }
 }
 
 /// The hidden `drain`: one background-style pass (leaves at once if another drainer runs),
@@ -296,12 +339,28 @@ pub fn drain_once(args: &DrainArgs) -> anyhow::Result<ExitCode> {
     };
     let report = drain::drain(&state, &env, &opts, &mut |_| {})
         .map_err(|e| anyhow::anyhow!("state unusable ({})", e.detail()))?;
-    println!("{}", serde_json::to_string(&report)?);
-    Ok(match (report.busy, report.complete()) {
-        (true, _) => ExitCode::from(3),
-        (false, true) => ExitCode::SUCCESS,
-        (false, false) => ExitCode::from(1),
-    })
+    report::emit(&Drained(report), true)
+}
+
+/// What the hidden `drain` says, always as JSON.
+#[derive(Serialize)]
+#[serde(transparent)]
+struct Drained(DrainReport);
+
+impl report::Report for Drained {
+    fn exit_code(&self) -> ExitCode {
+        match (self.0.busy, self.0.complete()) {
+            (true, _) => ExitCode::from(3),
+            (false, true) => ExitCode::SUCCESS,
+            (false, false) => ExitCode::from(1),
+        }
+    }
+}
+
+impl std::fmt::Display for Drained {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        writeln!(f, "{}", summary_line(&self.0))
+    }
 }
 
 /// The hidden `debug` helpers.

@@ -9,13 +9,14 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::Args;
-use serde_json::json;
+use serde::Serialize;
 
 use crate::host_cli::HostCli;
 use crate::hosts::{Undo, installer};
 use crate::install::{self, digest};
 use crate::jsonc;
-use crate::setup::{Locate, Paths, fail, value_digest};
+use crate::report;
+use crate::setup::{Locate, Paths, value_digest};
 
 /// `uninstall <host>`.
 #[derive(Debug, Args)]
@@ -36,33 +37,51 @@ pub struct UninstallArgs {
 /// Runs `uninstall`.
 pub fn uninstall(args: &UninstallArgs) -> Result<ExitCode> {
     match run(args) {
-        Ok((actions, kept)) => {
-            if args.json {
-                println!(
-                    "{}",
-                    json!({"ok": true, "host": args.host.as_str(), "dry_run": args.dry_run, "actions": actions, "kept": kept})
-                );
-            } else {
-                for a in &actions {
-                    println!("  {a}");
-                }
-                for k in &kept {
-                    println!("  kept    {k}");
-                }
-                if actions.is_empty() {
-                    println!(
-                        "nothing to remove: {} was not set up by powercontext-hooks",
-                        args.host
-                    );
-                } else if args.dry_run {
-                    println!("dry run: nothing was changed");
-                } else {
-                    println!("done: powercontext-hooks removed from {}", args.host);
-                }
-            }
-            Ok(ExitCode::SUCCESS)
+        Ok((actions, kept)) => report::emit(
+            &Uninstalled {
+                ok: true,
+                host: args.host.as_str(),
+                dry_run: args.dry_run,
+                actions,
+                kept,
+            },
+            args.json,
+        ),
+        Err(e) => report::refuse(args.json, &e),
+    }
+}
+
+/// What `uninstall` says: what it removed (or would remove) and what it kept.
+#[derive(Serialize)]
+struct Uninstalled {
+    ok: bool,
+    host: &'static str,
+    dry_run: bool,
+    actions: Vec<String>,
+    kept: Vec<String>,
+}
+
+impl report::Report for Uninstalled {}
+
+impl std::fmt::Display for Uninstalled {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for a in &self.actions {
+            writeln!(f, "  {a}")?;
         }
-        Err(e) => fail(args.json, &e),
+        for k in &self.kept {
+            writeln!(f, "  kept    {k}")?;
+        }
+        if self.actions.is_empty() {
+            writeln!(
+                f,
+                "nothing to remove: {} was not set up by powercontext-hooks",
+                self.host
+            )
+        } else if self.dry_run {
+            writeln!(f, "dry run: nothing was changed")
+        } else {
+            writeln!(f, "done: powercontext-hooks removed from {}", self.host)
+        }
     }
 }
 

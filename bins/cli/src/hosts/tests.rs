@@ -139,7 +139,7 @@ fn a_token_and_url_go_to_our_config_file_owner_only_and_never_into_the_plan_text
     let keys: Vec<&str> = owned.keys.keys().map(String::as_str).collect();
     assert_eq!(keys, ["authorization", "server_url"]);
     assert!(String::from_utf8_lossy(&f.bytes).contains("[hosts.pi]"));
-    assert!(!plan.settings_lines.iter().any(|(_, v, _)| v.contains("sk-test")));
+    assert!(!plan.settings_lines.iter().any(|r| r.value.contains("sk-test")));
     assert!(!tree.0.join("config.toml").exists());
 }
 

@@ -1,0 +1,116 @@
+//! The one place the CLI's commands print their results: a command builds a [`Report`] (its
+//! `Serialize` form for `--json`, its `Display` form for people, its exit code) and [`emit`]
+//! writes it; a refused command goes through [`refuse`]. Reports never hold a token, a scope id or
+//! context text, and nothing else in the CLI prints a command's result (`mcp-headers` and
+//! `statusline` answer a host's own protocol, not a person or a script, and write it themselves).
+
+use std::fmt;
+use std::process::ExitCode;
+
+use powercontext_hooks_core::config::Settings;
+use serde::Serialize;
+
+/// What a command has to say, in both forms.
+pub(crate) trait Report: Serialize + fmt::Display {
+    /// The command's exit code (success unless the report says otherwise).
+    fn exit_code(&self) -> ExitCode {
+        ExitCode::SUCCESS
+    }
+    /// An error to show on stderr beside the text form (the JSON form carries it as `error`).
+    fn error(&self) -> Option<&str> {
+        None
+    }
+}
+
+/// Prints `report` on stdout, as one JSON object or as text, and gives its exit code.
+pub(crate) fn emit(report: &impl Report, json: bool) -> anyhow::Result<ExitCode> {
+    if json {
+        println!("{}", serde_json::to_string(report)?);
+    } else {
+        print!("{report}");
+        if let Some(e) = report.error() {
+            eprintln!("powercontext-hooks: error: {e}");
+        }
+    }
+    Ok(report.exit_code())
+}
+
+/// A refused command: `{"ok":false,"error":…}` on stdout for `--json`, else the error on
+/// stderr; exit code 1.
+#[allow(clippy::unnecessary_wraps)]
+pub(crate) fn refuse(json: bool, e: &anyhow::Error) -> anyhow::Result<ExitCode> {
+    refuse_with(json, &format!("{e:#}"))
+}
+
+/// [`refuse`] with a message.
+#[allow(clippy::unnecessary_wraps)]
+pub(crate) fn refuse_with(json: bool, message: &str) -> anyhow::Result<ExitCode> {
+    if json {
+        println!("{}", serde_json::json!({"ok": false, "error": message}));
+    } else {
+        eprintln!("powercontext-hooks: error: {message}");
+    }
+    Ok(ExitCode::from(1))
+}
+
+/// One setting as setup and doctor show it: its value (never a secret) and where it came from.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct SettingRow {
+    pub name: &'static str,
+    pub value: String,
+    pub origin: String,
+}
+
+/// The settings a hook will use, as setup and doctor both show them.
+pub(crate) fn setting_rows(s: &Settings) -> Vec<SettingRow> {
+    let set = |on: bool, yes: &str, no: &str| if on { yes } else { no }.to_owned();
+    vec![
+        row(
+            "server_url",
+            s.server_url.value.as_str().to_owned(),
+            &s.server_url.origin,
+        ),
+        row(
+            "authorization",
+            set(s.authorization.value.is_some(), "set (not shown)", "none"),
+            &s.authorization.origin,
+        ),
+        row(
+            "scope_id",
+            set(
+                s.scope_id.value.is_some(),
+                "set (not shown)",
+                "resolved by the Server",
+            ),
+            &s.scope_id.origin,
+        ),
+        row(
+            "capture_prompts",
+            set(s.capture_prompts.value, "on", "off"),
+            &s.capture_prompts.origin,
+        ),
+        row(
+            "bootstrap",
+            set(s.bootstrap.value, "on", "off"),
+            &s.bootstrap.origin,
+        ),
+        row(
+            "bootstrap_max_bytes",
+            s.bootstrap_max_bytes.value.to_string(),
+            &s.bootstrap_max_bytes.origin,
+        ),
+        row(
+            "capture_secrets",
+            s.capture_secrets.value.as_str().to_owned(),
+            &s.capture_secrets.origin,
+        ),
+    ]
+}
+
+fn row(name: &'static str, value: String, origin: &impl fmt::Display) -> SettingRow {
+    SettingRow {
+        name,
+        value,
+        origin: origin.to_string(),
+    }
+}
