@@ -4,8 +4,9 @@
 //! entries, one drainer at a time, within a budget. Also starts the detached background drainer:
 //! while the prompt is on the network for a capture written ahead (it drains once the hook has
 //! exited), after the answer when that start did not happen, after a pause for work left by
-//! failures. It never runs on the prompt's critical path, never makes the host wait on its pipes,
-//! and takes credentials only from the environment and config it inherited (never from disk).
+//! failures. Its requests never run on the prompt's critical path (the early start costs the
+//! prompt one thread), it never makes the host wait on its pipes, and it takes credentials only
+//! from the environment and config it inherited (never from disk).
 //!
 //! Hand-over without a lost wake-up: a hook releases its entry, then looks at the drain lock; a
 //! free lock means it starts a drainer, a held one means the running drainer looks at the spool
@@ -57,9 +58,13 @@ pub const NOW_ARG: &str = "now";
 /// the hook to exit (its stdin, a pipe only the hook holds, reaches end of file), then drains at
 /// once.
 pub const AFTER_EXIT_ARG: &str = "after-exit";
-/// The longest a drainer waits for the hook that started it to exit (hooks end far sooner: their
-/// own watchdogs end them past their budgets).
-const PARENT_WAIT: Duration = Duration::from_secs(120);
+/// The longest a drainer waits for the hook that started it to exit: beyond the longest budget a
+/// hook can be given (600 s) and its watchdog's grace. A hook outliving it (a host that stopped it)
+/// starts a drainer itself after its answer (see [`hand_off`]).
+const PARENT_WAIT: Duration = Duration::from_secs(660);
+/// How often a drainer that found the drain lock held on its first pass tries again before it
+/// leaves it to the holder: a hook only probes the lock for an instant (see [`start_early`]).
+const FIRST_PASS_TRIES: u32 = 5;
 /// Between two passes of one background drainer when the last pass delivered nothing (an older
 /// entry of the same session is still held by its hook).
 const REPASS_PAUSE: Duration = Duration::from_millis(20);
@@ -495,12 +500,13 @@ pub fn is_drain_invocation() -> bool {
     std::env::args_os().nth(1).is_some_and(|a| a == DRAIN_ARG)
 }
 
-/// The background drainer's whole life: drain within [`BACKGROUND_BUDGET`], leave at once if
-/// another drainer runs, exit 0. Started for a handed-over capture ([`NOW_ARG`]) it begins at
-/// once, else after [`BACKGROUND_DELAY`]. After each pass it lets go of the lock and looks again:
+/// The background drainer's whole life: drain within [`BACKGROUND_BUDGET`], leave when another
+/// drainer runs (after a few quick tries on its first pass), exit 0. Started for a handed-over
+/// capture ([`NOW_ARG`]) it begins at once, started early ([`AFTER_EXIT_ARG`]) once its hook has
+/// exited, else after [`BACKGROUND_DELAY`]. After each pass it lets go of the lock and looks again:
 /// an entry it can claim now, and did not leave behind on purpose, was handed over meanwhile (its
-/// hook saw this drainer's lock and started none), so it passes again. Its stdio is null (see
-/// [`spawn_if_needed`]).
+/// hook saw this drainer's lock and started none), so it passes again. Its stdout and stderr are
+/// null, and so is its stdin but for the early start's pipe (see [`spawn_drainer`]).
 #[must_use]
 pub fn background_main(component: &'static str) -> ExitCode {
     let start = Instant::now();
@@ -526,6 +532,7 @@ pub fn background_main(component: &'static str) -> ExitCode {
     };
     let until = Instant::now() + BACKGROUND_BUDGET;
     let mut left: HashSet<String> = HashSet::new();
+    let mut first_pass_tries = FIRST_PASS_TRIES;
     loop {
         let remaining = until.saturating_duration_since(Instant::now());
         if remaining.is_zero() {
@@ -541,8 +548,14 @@ pub fn background_main(component: &'static str) -> ExitCode {
             break;
         };
         if report.busy {
+            if first_pass_tries > 1 {
+                first_pass_tries -= 1;
+                std::thread::sleep(REPASS_PAUSE);
+                continue;
+            }
             break;
         }
+        first_pass_tries = 0;
         left.extend(report.left);
         if !spool::claimable_beyond(&state, &left) {
             break;
@@ -579,18 +592,21 @@ pub fn start_early(state: &StateDir) {
         return;
     }
     let lock_file = state.file(DRAIN_LOCK);
-    *early = Some(std::thread::spawn(move || {
-        match lock::try_acquire(&lock_file) {
-            Ok(guard) => drop(guard),
-            Err(_) => return None,
-        }
-        spawn_drainer(Start::AfterExit)
-    }));
+    // A thread that cannot be made leaves the start to the hand-over after the answer.
+    *early = std::thread::Builder::new()
+        .spawn(move || {
+            match lock::try_acquire(&lock_file) {
+                Ok(guard) => drop(guard),
+                Err(_) => return None,
+            }
+            spawn_drainer(Start::AfterExit)
+        })
+        .ok();
 }
 
-/// The drainer [`start_early`] started: its start finished, and the write end of its stdin, held
-/// until this process exits.
-type Early = std::thread::JoinHandle<Option<std::process::ChildStdin>>;
+/// The drainer [`start_early`] started, once its start finished: the child, and the write end of
+/// its stdin, held until this process exits.
+type Early = std::thread::JoinHandle<Option<(std::process::Child, std::process::ChildStdin)>>;
 
 static EARLY: std::sync::Mutex<Option<Early>> = std::sync::Mutex::new(None);
 
@@ -598,16 +614,17 @@ fn lock_early() -> std::sync::MutexGuard<'static, Option<Early>> {
     EARLY.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-/// Whether a drainer started by [`start_early`] waits for this process to exit. Its pipe is
-/// leaked on purpose: the kernel closes it when this process ends, which is the drainer's signal.
+/// Whether a drainer started by [`start_early`] still waits for this process to exit (one that
+/// gave up waiting has exited). Its pipe is leaked on purpose: the kernel closes it when this
+/// process ends, which is the drainer's signal.
 fn early_drainer_waits() -> bool {
     let Some(start) = lock_early().take() else {
         return false;
     };
     match start.join() {
-        Ok(Some(pipe)) => {
+        Ok(Some((mut child, pipe))) => {
             std::mem::forget(pipe);
-            true
+            matches!(child.try_wait(), Ok(None))
         }
         _ => false,
     }
@@ -647,8 +664,8 @@ enum Start {
     AfterExit,
 }
 
-/// Starts the detached drainer; for [`Start::AfterExit`] gives the write end of its stdin.
-fn spawn_drainer(start: Start) -> Option<std::process::ChildStdin> {
+/// Starts the detached drainer; for [`Start::AfterExit`] gives it with the write end of its stdin.
+fn spawn_drainer(start: Start) -> Option<(std::process::Child, std::process::ChildStdin)> {
     let exe = std::env::current_exe().ok()?;
     let mut cmd = Command::new(exe);
     cmd.arg(DRAIN_ARG);
@@ -667,14 +684,15 @@ fn spawn_drainer(start: Start) -> Option<std::process::ChildStdin> {
         Stdio::null()
     };
     // Never waited for: it outlives this process, which the host waits for.
-    let child = cmd
+    let mut child = cmd
         .stdin(stdin)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .process_group(0)
         .spawn()
         .ok()?;
-    child.stdin
+    let pipe = child.stdin.take()?;
+    Some((child, pipe))
 }
 
 /// After a hook has answered: if the spool or the ledger holds work (two cheap file-system
