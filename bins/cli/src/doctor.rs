@@ -91,6 +91,9 @@ pub(crate) struct Report {
 struct Doctored {
     ok: bool,
     hosts: Vec<HostResult>,
+    /// Why there was nothing to check.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<&'static str>,
 }
 
 #[derive(Serialize)]
@@ -113,6 +116,9 @@ impl report::Report for Doctored {
 
 impl std::fmt::Display for Doctored {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if let Some(e) = self.error {
+            return writeln!(f, "✗ {e}");
+        }
         for h in &self.hosts {
             writeln!(f, "{}", h.host)?;
             let mut tier = None;
@@ -197,10 +203,14 @@ pub fn doctor(args: &DoctorArgs) -> Result<ExitCode> {
             .collect();
     }
     if hosts.is_empty() {
-        return report::refuse_with(
-            args.json,
-            "no host is set up by powercontext-hooks; run `powercontext-hooks setup <host>` first",
-        );
+        let nothing = Doctored {
+            ok: false,
+            hosts: Vec::new(),
+            error: Some(
+                "no host is set up by powercontext-hooks; run `powercontext-hooks setup <host>` first",
+            ),
+        };
+        return report::emit(&nothing, args.json);
     }
     let hosts: Vec<HostResult> = hosts
         .into_iter()
@@ -215,7 +225,14 @@ pub fn doctor(args: &DoctorArgs) -> Result<ExitCode> {
         })
         .collect();
     let ok = hosts.iter().all(|h| h.ok);
-    report::emit(&Doctored { ok, hosts }, args.json)
+    report::emit(
+        &Doctored {
+            ok,
+            hosts,
+            error: None,
+        },
+        args.json,
+    )
 }
 
 fn check_host(host: Host, paths: &Paths, locate: &Locate, cwd: &Path) -> Report {

@@ -133,6 +133,7 @@ pub fn trust_only(args: &SetupArgs) -> Result<ExitCode> {
         untrusted: Some(untrusted),
         trusted: None,
         mcp_helpers: helpers.iter().map(|(p, _)| p.clone()).collect(),
+        previewed: false,
         hooks: hooks
             .iter()
             .map(|h| {
@@ -154,6 +155,7 @@ pub fn trust_only(args: &SetupArgs) -> Result<ExitCode> {
         }
         return report::emit(&said, args.json);
     }
+    said.previewed = report::preview(&TrustPlan(&said), args.json);
     // The helper first: Codex's trust hash covers the plugin, so trust is recorded for the
     // plugin as it will stay.
     for (path, bytes) in &helpers {
@@ -200,22 +202,37 @@ struct Trusted {
     /// The plugin's hooks as Codex listed them before any change (text form only).
     #[serde(skip)]
     hooks: Vec<String>,
+    /// The listing was shown before trust was recorded.
+    #[serde(skip)]
+    previewed: bool,
+}
+
+/// The listing `--trust-only` shows before it changes anything.
+struct TrustPlan<'t>(&'t Trusted);
+
+impl std::fmt::Display for TrustPlan<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        writeln!(f, "powercontext-hooks setup codex --trust-only")?;
+        for h in &self.0.hooks {
+            writeln!(f, "  {h}")?;
+        }
+        for path in &self.0.mcp_helpers {
+            writeln!(
+                f,
+                "  edit      {} mcpServers.powercontext.http_headers_helper (our mcp-headers)",
+                path.display()
+            )?;
+        }
+        Ok(())
+    }
 }
 
 impl report::Report for Trusted {}
 
 impl std::fmt::Display for Trusted {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        writeln!(f, "powercontext-hooks setup codex --trust-only")?;
-        for h in &self.hooks {
-            writeln!(f, "  {h}")?;
-        }
-        for path in &self.mcp_helpers {
-            writeln!(
-                f,
-                "  edit      {} mcpServers.powercontext.http_headers_helper (our mcp-headers)",
-                path.display()
-            )?;
+        if !self.previewed {
+            TrustPlan(self).fmt(f)?;
         }
         match self.result {
             TrustResult::Planned => writeln!(f, "dry run: nothing was changed"),
@@ -247,7 +264,7 @@ fn codex_helper_changes(paths: &Paths) -> Result<Vec<(PathBuf, Vec<u8>)>> {
     let Some(home) = crate::hosts::installer(Host::Codex).home(&paths.env) else {
         return Ok(Vec::new());
     };
-    let helper = crate::hosts::codex::headers_helper(paths)?;
+    let helper = crate::hosts::headers_helper(Host::Codex, paths)?;
     let mut out = Vec::new();
     let Ok(markets) = std::fs::read_dir(home.join("plugins/cache")) else {
         return Ok(out);

@@ -1,8 +1,8 @@
 //! The one place the CLI's commands print their results: a command builds a [`Report`] (its
 //! `Serialize` form for `--json`, its `Display` form for people, its exit code) and [`emit`]
 //! writes it; a refused command goes through [`refuse`]. Reports never hold a token, a scope id or
-//! context text, and nothing else in the CLI prints a command's result (`mcp-headers` and
-//! `statusline` answer a host's own protocol, not a person or a script, and write it themselves).
+//! context text, and nothing else in the CLI prints a command's result (`version` and clap's help
+//! aside; `mcp-headers` and `statusline` answer a host's own protocol and write it themselves).
 
 use std::fmt;
 use std::process::ExitCode;
@@ -33,6 +33,17 @@ pub(crate) fn emit(report: &impl Report, json: bool) -> anyhow::Result<ExitCode>
         }
     }
     Ok(report.exit_code())
+}
+
+/// For people only: what a command is about to do, before it does it (a host CLI call can take a
+/// while). The report at the end then leaves it out; `--json` gets everything in that one object.
+pub(crate) fn preview(view: &impl fmt::Display, json: bool) -> bool {
+    if json {
+        return false;
+    }
+    print!("{view}");
+    let _ = std::io::Write::flush(&mut std::io::stdout());
+    true
 }
 
 /// A refused command: `{"ok":false,"error":…}` on stdout for `--json`, else the error on

@@ -827,6 +827,7 @@ pub fn setup(args: &SetupArgs) -> Result<ExitCode> {
         Ok(p) => p,
         Err(e) => return report::refuse(args.json, &e),
     };
+    let previewed = !args.dry_run && plan.changes() && report::preview(&PlanView(&plan), args.json);
     let (result, error) = if args.dry_run {
         (SetupResult::Planned, None)
     } else if !plan.changes() {
@@ -840,6 +841,7 @@ pub fn setup(args: &SetupArgs) -> Result<ExitCode> {
     report::emit(
         &SetupReport {
             plan: &plan,
+            previewed,
             result,
             error,
         },
@@ -847,9 +849,20 @@ pub fn setup(args: &SetupArgs) -> Result<ExitCode> {
     )
 }
 
+/// A plan, as text.
+struct PlanView<'p>(&'p Plan);
+
+impl std::fmt::Display for PlanView<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.write_text(f)
+    }
+}
+
 /// What `setup` says: its plan, and what became of it.
 struct SetupReport<'p> {
     plan: &'p Plan,
+    /// The plan was shown before it was applied.
+    previewed: bool,
     result: SetupResult,
     error: Option<String>,
 }
@@ -869,7 +882,9 @@ impl serde::Serialize for SetupReport<'_> {
 impl std::fmt::Display for SetupReport<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let plan = self.plan;
-        plan.write_text(f)?;
+        if !self.previewed {
+            plan.write_text(f)?;
+        }
         let host = plan.host.as_str();
         match self.result {
             SetupResult::Planned => return writeln!(f, "dry run: nothing was changed"),
