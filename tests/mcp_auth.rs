@@ -2,8 +2,9 @@
 //! real Server (auth on) with the token setup saved, and the token never lands in the host's
 //! config: OpenCode's `mcp.powercontext` reads it from an owner-only file through `{file:…}`
 //! (checked with `opencode mcp list`), Codex's plugin MCP server runs our `mcp-headers` as its
-//! `http_headers_helper` (checked with the app server's `mcpServerStatus/list`). Uninstall takes
-//! both away again.
+//! `http_headers_helper` (checked with the app server's `mcpServerStatus/list`), and Claude Code's
+//! plugin MCP server runs it as its `headersHelper` (checked with `claude mcp list`). Uninstall
+//! takes them away again.
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
@@ -205,4 +206,87 @@ fn codex_mcp_authenticates_through_our_headers_helper() {
     let (code, out, _) = sb.cli_json(&["uninstall", "codex"]);
     assert_eq!(code, 0, "{out}");
     assert!(!cached.exists(), "uninstall left Codex's cached plugin");
+}
+
+/// `claude mcp list`, the line naming our plugin's server.
+fn claude_mcp_status(sb: &Sandbox) -> String {
+    let out = sb.run(
+        &repo_root().join("tests/e2e/node_modules/.bin/claude"),
+        &["mcp", "list"],
+    );
+    let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    text.lines()
+        .find(|l| l.contains("powercontext"))
+        .unwrap_or_else(|| panic!("`claude mcp list` does not list powercontext:\n{text}"))
+        .to_owned()
+}
+
+#[test]
+fn claude_code_mcp_authenticates_through_our_headers_helper() {
+    let server = RealServer::shared_auth();
+    let token = server.token().unwrap();
+    let mut sb = Sandbox::new();
+    seed_foreign(&sb);
+    sb.env.insert(TOKEN_VAR.to_owned(), token.to_owned());
+    let out = setup(&sb, "claude-code", server);
+
+    // Neither our plugin folder nor Claude's copies of it hold the token.
+    let plugin_dir = std::path::PathBuf::from(out["plugin_dir"].as_str().unwrap());
+    let mcp: Value = serde_json::from_slice(&fs::read(plugin_dir.join(".mcp.json")).unwrap()).unwrap();
+    let helper = mcp["mcpServers"]["powercontext"]["headersHelper"]
+        .as_str()
+        .unwrap();
+    assert!(helper.contains(" mcp-headers claude-code"), "{helper}");
+    for dir in [plugin_dir, sb.home().join(".claude/plugins")] {
+        let files = walk(&dir);
+        assert!(!files.is_empty(), "nothing in {}", dir.display());
+        for file in files {
+            let bytes = fs::read(&file).unwrap_or_default();
+            assert!(
+                !String::from_utf8_lossy(&bytes).contains(token),
+                "the token is in {}",
+                file.display()
+            );
+        }
+    }
+    let status = claude_mcp_status(&sb);
+    assert!(
+        status.contains("Connected") && !status.contains("Failed"),
+        "{status}"
+    );
+
+    // It connected with the saved token: a wrong one is refused.
+    sb.env
+        .insert(TOKEN_VAR.to_owned(), "wrong-token-0000000000".to_owned());
+    let (code, out, _) = sb.cli_json(&[
+        "setup",
+        "claude-code",
+        "--server-url",
+        &server.url(),
+        "--token-env",
+        TOKEN_VAR,
+    ]);
+    assert_eq!(code, 0, "{out}");
+    let status = claude_mcp_status(&sb);
+    assert!(status.contains("401"), "{status}");
+
+    let (code, out, _) = sb.cli_json(&["uninstall", "claude-code"]);
+    assert_eq!(code, 0, "{out}");
+}
+
+/// Every file below `dir` (links not followed).
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut files = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for entry in fs::read_dir(&d).into_iter().flatten().flatten() {
+            let kind = entry.file_type().unwrap();
+            if kind.is_dir() {
+                todo.push(entry.path());
+            } else if kind.is_file() {
+                files.push(entry.path());
+            }
+        }
+    }
+    files
 }

@@ -800,8 +800,9 @@ mod tests {
             "'/opt/pc hooks/powercontext-hooks' mcp-headers codex --config /home/u/.config/powercontext-hooks/config.toml \
              --env 'CODEX_HOME=/home/u/my codex'"
         );
-        let mcp = crate::hosts::codex::mcp_with_helper(
+        let mcp = crate::hosts::mcp_with_helper(
             r#"{"mcpServers":{"powercontext":{"type":"http","url":"u"}}}"#,
+            crate::hosts::codex::HELPER_FIELD,
             &line,
         )
         .unwrap();

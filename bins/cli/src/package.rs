@@ -151,10 +151,12 @@ fn items(bin_dir: &Path) -> Result<Vec<Item>> {
                     json_bytes(&json!({"mcpServers": {"powercontext": {
                         "type": "http",
                         "url": "${user_config.server_url}/mcp",
-                        "headersHelper": format!(
-                            "{} mcp-headers claude-code",
-                            install::hook_command_shell(&bin_dir.join("powercontext-hooks"))?
-                        ),
+                        "headersHelper": install::mcp_headers_command(
+                            &bin_dir.join("powercontext-hooks"),
+                            Host::ClaudeCode,
+                            None,
+                            &[],
+                        )?,
                     }}})),
                 );
                 put(
@@ -176,7 +178,11 @@ fn items(bin_dir: &Path) -> Result<Vec<Item>> {
                 )?;
                 put(
                     ".mcp.json",
-                    crate::hosts::codex::mcp_with_helper(&rendered(host, ".mcp.json", &values)?, &helper)?,
+                    crate::hosts::mcp_with_helper(
+                        &rendered(host, ".mcp.json", &values)?,
+                        crate::hosts::codex::HELPER_FIELD,
+                        &helper,
+                    )?,
                 );
             }
             Host::OpenCode => {

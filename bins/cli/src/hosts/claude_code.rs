@@ -10,15 +10,18 @@ use serde_json::{Value, json};
 
 use super::marketplace::{Market, enabled_in};
 use super::{
-    Activation, Calls, EntryPlan, Installer, Undo, argv, entry_holds, home_from, plan_entry, read_jsonc,
-    run_all,
+    Activation, Calls, EntryPlan, Installer, Undo, argv, entry_holds, headers_helper, home_from,
+    mcp_with_helper, plan_entry, read_jsonc, run_all,
 };
 use crate::doctor::Report;
 use crate::host_cli::HostCli;
-use crate::install::{self, MARKETPLACE, Manifest, PLUGIN_ID, Registrations};
+use crate::install::{self, Host, MARKETPLACE, Manifest, PLUGIN_ID, Registrations};
 use crate::setup::{Paths, Plan, SetupArgs, Step};
 
 pub(super) struct ClaudeCode;
+
+/// Claude Code's name for an MCP server's headers helper (a command printing a JSON object).
+pub(super) const HELPER_FIELD: &str = "headersHelper";
 
 const MARKET: Market = Market {
     marketplace,
@@ -53,6 +56,13 @@ impl Installer for ClaudeCode {
 
     fn home(&self, env: &Env) -> Option<PathBuf> {
         home_from(env, "CLAUDE_CONFIG_DIR", ".claude")
+    }
+
+    fn file_bytes(&self, rel: &str, text: String, paths: &Paths) -> Result<Vec<u8>> {
+        if rel == ".mcp.json" {
+            return mcp_with_helper(&text, HELPER_FIELD, &headers_helper(Host::ClaudeCode, paths)?);
+        }
+        Ok(text.into_bytes())
     }
 
     fn plan(&self, args: &SetupArgs, paths: &Paths, plan: &mut Plan) -> Result<()> {

@@ -15,13 +15,19 @@ use powercontext_hooks_core::env::Env;
 use serde_json::{Value, json};
 
 use super::marketplace::{Market, enabled_in};
-use super::{Activation, Calls, Installer, Undo, argv, describe_calls, home_from, run_all};
+use super::{
+    Activation, Calls, Installer, Undo, argv, describe_calls, headers_helper, home_from, mcp_with_helper,
+    run_all,
+};
 use crate::doctor::{Report, Tier};
 use crate::host_cli::{HostCli, kill_group};
 use crate::install::{self, Host, MARKETPLACE, Manifest, PLUGIN_ID, Registrations};
 use crate::setup::{Action, Paths, Plan, SetupArgs, Step};
 
 pub(super) struct Codex;
+
+/// Codex's name for an MCP server's headers helper.
+pub(crate) const HELPER_FIELD: &str = "http_headers_helper";
 
 const MARKET: Market = Market {
     marketplace,
@@ -60,7 +66,7 @@ impl Installer for Codex {
 
     fn file_bytes(&self, rel: &str, text: String, paths: &Paths) -> Result<Vec<u8>> {
         if rel == ".mcp.json" {
-            return mcp_with_helper(&text, &headers_helper(paths)?);
+            return mcp_with_helper(&text, HELPER_FIELD, &headers_helper(Host::Codex, paths)?);
         }
         Ok(text.into_bytes())
     }
@@ -304,36 +310,6 @@ pub(crate) fn trust(cli: &HostCli, cwd: &Path) -> Result<usize> {
         bail!("codex refused to record hook trust");
     }
     Ok(n)
-}
-
-/// Codex's MCP headers helper: our CLI's `mcp-headers codex`, with our config file and the
-/// location variables this setup saw named on the line (Codex gives a helper only HOME and PATH).
-pub(crate) fn headers_helper(paths: &Paths) -> Result<String> {
-    let cli = std::env::current_exe().context("cannot locate this program")?;
-    let env: Vec<(&str, &str)> = crate::interop::LOCATION_VARS
-        .iter()
-        .filter_map(|n| {
-            paths
-                .env
-                .text(n)
-                .filter(|v| !v.trim().is_empty())
-                .map(|v| (*n, v))
-        })
-        .collect();
-    install::mcp_headers_command(&cli, Host::Codex, paths.config_path.as_deref(), &env)
-}
-
-/// Codex's `.mcp.json` with our `http_headers_helper` added to the `powercontext` server.
-pub(crate) fn mcp_with_helper(rendered: &str, helper: &str) -> Result<Vec<u8>> {
-    let mut v: Value =
-        serde_json::from_str(rendered).context("internal error: Codex's .mcp.json template is not JSON")?;
-    let server = v["mcpServers"]["powercontext"]
-        .as_object_mut()
-        .context("internal error: Codex's .mcp.json template has no powercontext server")?;
-    server.insert("http_headers_helper".to_owned(), Value::from(helper));
-    let mut bytes = serde_json::to_vec_pretty(&v)?;
-    bytes.push(b'\n');
-    Ok(bytes)
 }
 
 /// Minimal line-delimited JSON-RPC client for `codex app-server` on stdio; killed on drop.

@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use powercontext_hooks_core::env::Env;
 use powercontext_hooks_core::official;
 use serde_json::Value;
@@ -153,6 +153,38 @@ pub(crate) struct Activation<'a> {
 }
 
 /// Planned host CLI calls as the plan prints them.
+/// The MCP headers helper setup gives `host`'s plugin MCP server: our CLI's `mcp-headers <host>`,
+/// with our config file and the location variables this setup saw named on the line (Codex gives
+/// a helper only HOME and PATH). It holds no token, only where to find it.
+pub(crate) fn headers_helper(host: Host, paths: &Paths) -> Result<String> {
+    let cli = std::env::current_exe().context("cannot locate this program")?;
+    let env: Vec<(&str, &str)> = crate::interop::LOCATION_VARS
+        .iter()
+        .filter_map(|n| {
+            paths
+                .env
+                .text(n)
+                .filter(|v| !v.trim().is_empty())
+                .map(|v| (*n, v))
+        })
+        .collect();
+    install::mcp_headers_command(&cli, host, paths.config_path.as_deref(), &env)
+}
+
+/// A plugin's rendered `.mcp.json` with `field` (the host's name for a headers helper) set to
+/// `helper` on the `powercontext` server.
+pub(crate) fn mcp_with_helper(rendered: &str, field: &str, helper: &str) -> Result<Vec<u8>> {
+    let mut v: Value =
+        serde_json::from_str(rendered).context("internal error: an .mcp.json template is not JSON")?;
+    let server = v["mcpServers"]["powercontext"]
+        .as_object_mut()
+        .context("internal error: an .mcp.json template has no powercontext server")?;
+    server.insert(field.to_owned(), Value::from(helper));
+    let mut bytes = serde_json::to_vec_pretty(&v)?;
+    bytes.push(b'\n');
+    Ok(bytes)
+}
+
 fn describe_calls(cli: &HostCli, calls: &[Vec<String>]) -> String {
     let shown: Vec<String> = calls
         .iter()

@@ -113,15 +113,19 @@ fn each_hosts_plan_renders_its_templates_into_its_plugin_folder_and_writes_nothi
 }
 
 #[test]
-fn codex_plan_gives_the_mcp_server_our_headers_helper() {
-    let tree = Tree::new("codex-mcp");
-    let plan = tree.plan(&args(Host::Codex)).unwrap();
-    let mcp = plan.files.iter().find(|f| f.path.ends_with(".mcp.json")).unwrap();
-    let v: Value = serde_json::from_slice(&mcp.bytes).unwrap();
-    let helper = v["mcpServers"]["powercontext"]["http_headers_helper"]
-        .as_str()
-        .unwrap();
-    assert!(helper.contains(" mcp-headers codex --config "), "{helper}");
+fn claude_code_and_codex_plans_give_the_mcp_server_our_headers_helper() {
+    for (host, field) in [
+        (Host::ClaudeCode, "headersHelper"),
+        (Host::Codex, "http_headers_helper"),
+    ] {
+        let tree = Tree::new(&format!("{}-mcp", host.as_str()));
+        let plan = tree.plan(&args(host)).unwrap();
+        let mcp = plan.files.iter().find(|f| f.path.ends_with(".mcp.json")).unwrap();
+        let v: Value = serde_json::from_slice(&mcp.bytes).unwrap();
+        let helper = v["mcpServers"]["powercontext"][field].as_str().unwrap();
+        let wanted = format!(" mcp-headers {} --config ", host.as_str());
+        assert!(helper.contains(&wanted), "{helper}");
+    }
 }
 
 #[test]
