@@ -768,7 +768,14 @@ pub fn claude_status_line_after_real_turns() {
     session.prompt(prompt).assert_completed(REPLY);
     let (_, context) = world.last_turn_context(1);
     assert!(context.is_some_and(|c| c.contains("heron-archive-9")));
-    let line = statusline_for(&session);
+    // The capture is delivered (and flushed at Stop) by a detached drainer: while it is on its
+    // way the line rightly counts it as pending.
+    let settled = Instant::now() + Duration::from_secs(15);
+    let mut line = statusline_for(&session);
+    while !line.ends_with(" 0 pending\n") && Instant::now() < settled {
+        std::thread::sleep(Duration::from_millis(200));
+        line = statusline_for(&session);
+    }
     let rest = line
         .strip_prefix("PC ✓ ")
         .and_then(|l| l.strip_suffix(" ms · 1 recalled · 0 pending\n"))
