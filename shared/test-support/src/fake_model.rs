@@ -88,15 +88,20 @@ pub fn user_texts(body: &Value) -> Vec<Vec<String>> {
         .into_iter()
         .flatten()
         .filter(|m| m["role"] == "user")
-        .map(|m| match &m["content"] {
-            Value::String(s) => vec![s.clone()],
-            Value::Array(parts) => parts
-                .iter()
-                .filter_map(|p| p["text"].as_str().map(str::to_owned))
-                .collect(),
-            _ => Vec::new(),
-        })
+        .map(|m| content_texts(&m["content"]))
         .collect()
+}
+
+/// Text parts of a message `content` (a string or a list of typed parts).
+pub fn content_texts(content: &Value) -> Vec<String> {
+    match content {
+        Value::String(s) => vec![s.clone()],
+        Value::Array(parts) => parts
+            .iter()
+            .filter_map(|p| p["text"].as_str().map(str::to_owned))
+            .collect(),
+        _ => Vec::new(),
+    }
 }
 
 /// Whether a request is a model call (by path suffix, query ignored).

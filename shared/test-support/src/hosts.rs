@@ -105,7 +105,7 @@ impl HostFacts for Integration {
                 let found: Vec<String> = messages[last_user + 1..]
                     .iter()
                     .filter(|m| m["role"] == "system")
-                    .flat_map(|m| texts(&m["content"]))
+                    .flat_map(|m| crate::fake_model::content_texts(&m["content"]))
                     .filter_map(|text| {
                         let start = text.find(CLAUDE_CONTEXT_LABEL)? + CLAUDE_CONTEXT_LABEL.len();
                         let rest = &text[start..];
@@ -123,24 +123,12 @@ impl HostFacts for Integration {
                 let found: Vec<String> = input[last_user + 1..]
                     .iter()
                     .filter(|m| m["type"] == "message" && m["role"] == "developer")
-                    .flat_map(|m| texts(&m["content"]))
+                    .flat_map(|m| crate::fake_model::content_texts(&m["content"]))
                     .collect();
                 (!found.is_empty()).then(|| found.join("\n"))
             }
             other => panic!("{other}: its hook context is read by its own harness"),
         }
-    }
-}
-
-/// Text parts of a message `content` (a string or a list of typed parts).
-fn texts(content: &Value) -> Vec<String> {
-    match content {
-        Value::String(s) => vec![s.clone()],
-        Value::Array(parts) => parts
-            .iter()
-            .filter_map(|p| p["text"].as_str().map(str::to_owned))
-            .collect(),
-        _ => Vec::new(),
     }
 }
 
