@@ -32,6 +32,15 @@ fn setup(sb: &Sandbox, host: &str, server: &RealServer) -> Value {
     out
 }
 
+/// Setup run again with a wrong token (a changed token takes effect on a re-run).
+fn setup_again_with_a_wrong_token(sb: &mut Sandbox, host: &str, server: &RealServer) {
+    sb.env
+        .insert(TOKEN_VAR.to_owned(), "wrong-token-0000000000".to_owned());
+    let url = server.url();
+    let (code, out, _) = sb.cli_json(&["setup", host, "--server-url", &url, "--token-env", TOKEN_VAR]);
+    assert_eq!(code, 0, "{out}");
+}
+
 /// `opencode mcp list`, the line naming our server.
 fn opencode_mcp_status(sb: &Sandbox) -> String {
     let out = sb.run(&host_bin("opencode").join("opencode"), &["mcp", "list"]);
@@ -89,17 +98,7 @@ fn opencode_mcp_entry_authenticates_with_the_saved_token_it_never_holds() {
     );
 
     // A changed token on a re-run rewrites the file only.
-    sb.env
-        .insert(TOKEN_VAR.to_owned(), "wrong-token-0000000000".to_owned());
-    let (code, out, _) = sb.cli_json(&[
-        "setup",
-        "opencode",
-        "--server-url",
-        &server.url(),
-        "--token-env",
-        TOKEN_VAR,
-    ]);
-    assert_eq!(code, 0, "{out}");
+    setup_again_with_a_wrong_token(&mut sb, "opencode", server);
     assert_eq!(
         fs::read_to_string(sb.opencode_config().join("opencode.jsonc")).unwrap(),
         config
@@ -186,17 +185,7 @@ fn codex_mcp_authenticates_through_our_headers_helper() {
     }
 
     // The tools came with the saved token: a wrong one loses them.
-    sb.env
-        .insert(TOKEN_VAR.to_owned(), "wrong-token-0000000000".to_owned());
-    let (code, out, _) = sb.cli_json(&[
-        "setup",
-        "codex",
-        "--server-url",
-        &server.url(),
-        "--token-env",
-        TOKEN_VAR,
-    ]);
-    assert_eq!(code, 0, "{out}");
+    setup_again_with_a_wrong_token(&mut sb, "codex", server);
     let status = codex_mcp_status(&sb);
     assert!(
         status["tools"].as_object().is_none_or(serde_json::Map::is_empty),
@@ -256,17 +245,7 @@ fn claude_code_mcp_authenticates_through_our_headers_helper() {
     );
 
     // It connected with the saved token: a wrong one is refused.
-    sb.env
-        .insert(TOKEN_VAR.to_owned(), "wrong-token-0000000000".to_owned());
-    let (code, out, _) = sb.cli_json(&[
-        "setup",
-        "claude-code",
-        "--server-url",
-        &server.url(),
-        "--token-env",
-        TOKEN_VAR,
-    ]);
-    assert_eq!(code, 0, "{out}");
+    setup_again_with_a_wrong_token(&mut sb, "claude-code", server);
     let status = claude_mcp_status(&sb);
     assert!(status.contains("401"), "{status}");
 
