@@ -126,7 +126,7 @@ pub fn main() -> ExitCode {
                 .next()
                 .unwrap_or_default()
                 .trim_start_matches("error: ");
-            return report::refuse_with(true, &format!("{error}: {first}")).unwrap_or(ExitCode::from(1));
+            return report::refuse_with(true, &format!("{error}: {first}"));
         }
         Err(e) => e.exit(),
     };
@@ -135,7 +135,7 @@ pub fn main() -> ExitCode {
         Ok(code) => code,
         // A command that could not run at all: exit 2, in the form the caller asked for.
         Err(e) => {
-            let _ = report::refuse(json, &e);
+            report::refuse_with(json, &format!("{e:#}"));
             ExitCode::from(2)
         }
     }

@@ -48,20 +48,18 @@ pub(crate) fn preview(view: &impl fmt::Display, json: bool) -> bool {
 
 /// A refused command: `{"ok":false,"error":…}` on stdout for `--json`, else the error on
 /// stderr; exit code 1.
-#[allow(clippy::unnecessary_wraps)]
 pub(crate) fn refuse(json: bool, e: &anyhow::Error) -> anyhow::Result<ExitCode> {
-    refuse_with(json, &format!("{e:#}"))
+    Ok(refuse_with(json, &format!("{e:#}")))
 }
 
 /// [`refuse`] with a message.
-#[allow(clippy::unnecessary_wraps)]
-pub(crate) fn refuse_with(json: bool, message: &str) -> anyhow::Result<ExitCode> {
+pub(crate) fn refuse_with(json: bool, message: &str) -> ExitCode {
     if json {
         println!("{}", serde_json::json!({"ok": false, "error": message}));
     } else {
         eprintln!("powercontext-hooks: error: {message}");
     }
-    Ok(ExitCode::from(1))
+    ExitCode::from(1)
 }
 
 /// One setting as setup and doctor show it: its value (never a secret) and where it came from.
