@@ -562,3 +562,58 @@ fn claude_code_statusline_never_replaces_the_users_own() {
     assert_eq!(code, 0, "{out}");
     assert_eq!(claude_statusline(&sb), Some(was["statusLine"].clone()));
 }
+
+#[test]
+fn setup_refuses_fifos_devices_and_huge_files_without_reading_them() {
+    let sb = Sandbox::new();
+    let fifo = sb.project().join("token.fifo");
+    let made = Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(made.success());
+    for token_file in ["/dev/zero", fifo.to_str().unwrap()] {
+        let args = [
+            "setup",
+            "claude-code",
+            "--dry-run",
+            "--server-url",
+            "http://127.0.0.1:9",
+            "--token-file",
+            token_file,
+        ];
+        let (code, out, _) = sb.cli_json(&args);
+        assert_eq!(code, 1, "{out}");
+        assert!(
+            out["error"].as_str().unwrap().contains("not a regular file"),
+            "{out}"
+        );
+    }
+    // Claude Code's settings turned into a FIFO, then into a huge file: named, never read.
+    let settings = sb.home().join(".claude/settings.json");
+    fs::create_dir_all(settings.parent().unwrap()).unwrap();
+    let _ = fs::remove_file(&settings);
+    assert!(Command::new("mkfifo").arg(&settings).status().unwrap().success());
+    let (code, out, _) = sb.cli_json(&[
+        "setup",
+        "claude-code",
+        "--dry-run",
+        "--server-url",
+        "http://127.0.0.1:9",
+    ]);
+    assert_eq!(code, 1, "{out}");
+    let error = out["error"].as_str().unwrap();
+    assert!(
+        error.contains("settings.json") && error.contains("not a regular file"),
+        "{out}"
+    );
+    fs::remove_file(&settings).unwrap();
+    let big = fs::File::create(&settings).unwrap();
+    big.set_len(3 * 1024 * 1024 * 1024).unwrap();
+    let (code, out, _) = sb.cli_json(&[
+        "setup",
+        "claude-code",
+        "--dry-run",
+        "--server-url",
+        "http://127.0.0.1:9",
+    ]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out["error"].as_str().unwrap().contains("larger than"), "{out}");
+}

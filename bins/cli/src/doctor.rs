@@ -439,8 +439,10 @@ pub(crate) fn check_installed(
 /// Our entry in the host's own config (OpenCode's MCP entry, Claude Code's status line).
 fn check_host_entry(m: Option<&Manifest>, setup_cmd: &str, r: &mut Report) {
     if let Some(e) = m.and_then(|m| m.host_entry.as_ref()) {
-        let now = std::fs::read_to_string(&e.path)
+        let now = install::read_opt(&e.path)
             .ok()
+            .flatten()
+            .and_then(|b| String::from_utf8(b).ok())
             .and_then(|t| jsonc::get(&t, &e.parent, &e.key).ok().flatten());
         // A root member is Claude Code's status line: optional, so its loss is only a warning.
         let (name, optional) = if e.parent.is_empty() {

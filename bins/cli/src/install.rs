@@ -148,13 +148,63 @@ pub fn digest(bytes: &[u8]) -> String {
     format!("sha256:{}", sha256_hex(bytes))
 }
 
-/// Reads a file, `None` when it does not exist.
+/// The largest host or config file read: real ones are kilobytes, and a bound keeps a file
+/// turned into `/dev/zero` or a huge one from eating memory.
+pub const MAX_FILE_BYTES: u64 = 8 * 1024 * 1024;
+
+/// Reads a file, `None` when it does not exist. A link to a regular file is fine (dotfile
+/// managers link host settings); anything else (a FIFO, a device, a directory) is refused
+/// without being opened for a blocking read, and so is a file over [`MAX_FILE_BYTES`].
 pub fn read_opt(path: &Path) -> Result<Option<Vec<u8>>> {
-    match fs::read(path) {
-        Ok(b) => Ok(Some(b)),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(e).with_context(|| format!("cannot read {}", path.display())),
+    read_bounded(path, MAX_FILE_BYTES)
+}
+
+/// [`read_opt`] with its own size cap.
+pub fn read_bounded(path: &Path, cap: u64) -> Result<Option<Vec<u8>>> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let not_regular = || {
+        anyhow::anyhow!(
+            "{} is not a regular file; powercontext-hooks reads only regular files: replace it with one",
+            path.display()
+        )
+    };
+    let too_large = || {
+        anyhow::anyhow!(
+            "{} is larger than {} MiB; powercontext-hooks does not read it: check that it is the right file",
+            path.display(),
+            cap / (1024 * 1024)
+        )
+    };
+    match fs::metadata(path) {
+        Ok(m) if !m.is_file() => return Err(not_regular()),
+        Ok(m) if m.len() > cap => return Err(too_large()),
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
     }
+    // Non-blocking open: a path swapped for a FIFO after the look above must not hang us.
+    let file = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc_nonblock())
+        .open(path)
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    if !file.metadata().is_ok_and(|m| m.is_file()) {
+        return Err(not_regular());
+    }
+    let mut bytes = Vec::new();
+    file.take(cap + 1)
+        .read_to_end(&mut bytes)
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    if bytes.len() as u64 > cap {
+        return Err(too_large());
+    }
+    Ok(Some(bytes))
+}
+
+/// `O_NONBLOCK`, through rustix's constant (no libc dependency in the CLI).
+fn libc_nonblock() -> i32 {
+    i32::try_from(rustix::fs::OFlags::NONBLOCK.bits()).unwrap_or(0)
 }
 
 /// Writes `bytes` to `path` atomically: temp file in the same directory (exclusive create), fsync,
@@ -329,7 +379,7 @@ impl Journal {
         for (path, before) in self.entries.iter().rev() {
             let ok = match before {
                 Before::File(bytes, mode) => {
-                    let same = fs::read(path).is_ok_and(|b| &b == bytes);
+                    let same = read_opt(path).is_ok_and(|b| b.as_ref() == Some(bytes));
                     same || write_atomic(path, bytes, false)
                         .and_then(|()| {
                             fs::set_permissions(path, fs::Permissions::from_mode(*mode)).context("chmod")
@@ -339,7 +389,7 @@ impl Journal {
                 Before::Link { link, target, bytes } => {
                     let content_ok = match bytes {
                         Some((b, mode)) => {
-                            fs::read(target).is_ok_and(|now| &now == b)
+                            read_opt(target).is_ok_and(|now| now.as_ref() == Some(b))
                                 || write_atomic(target, b, false)
                                     .and_then(|()| {
                                         fs::set_permissions(target, fs::Permissions::from_mode(*mode))

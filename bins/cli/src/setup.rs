@@ -198,8 +198,11 @@ fn read_token(args: &SetupArgs, env: &Env) -> Result<Option<(Authorization, Stri
             _ => bail!("--token-env: the environment variable `{name}` is not set or empty"),
         }
     } else if let Some(path) = &args.token_file {
-        let bytes =
-            std::fs::read(path).map_err(|_| anyhow!("--token-file: cannot read {}", path.display()))?;
+        // A token is a line: 64 KiB is far beyond any, and a bound keeps `/dev/zero` or a FIFO
+        // from hanging setup.
+        let bytes = install::read_bounded(path, 64 * 1024)
+            .map_err(|e| anyhow!("--token-file: {e:#}"))?
+            .ok_or_else(|| anyhow!("--token-file: {} does not exist", path.display()))?;
         let text =
             String::from_utf8(bytes).map_err(|_| anyhow!("--token-file: {} is not UTF-8", path.display()))?;
         (text, format!("file `{}`", path.display()))

@@ -181,10 +181,12 @@ pub struct HostOptions {
     /// Explicit scope id.
     pub scope_id: Option<String>,
     /// Capture prompts.
+    #[serde(default, deserialize_with = "file_switch")]
     pub capture_prompts: Option<bool>,
     /// `skip` or `redact` a prompt that holds a secret.
     pub capture_secrets: Option<String>,
     /// Flush after capture.
+    #[serde(default, deserialize_with = "file_switch")]
     pub flush_on_capture: Option<bool>,
     /// Per-request timeout in seconds.
     pub request_timeout_seconds: Option<f64>,
@@ -195,9 +197,33 @@ pub struct HostOptions {
     /// Requested context bytes.
     pub max_bytes: Option<i64>,
     /// Session bootstrap switch.
+    #[serde(default, deserialize_with = "file_switch")]
     pub bootstrap: Option<bool>,
     /// Requested bootstrap bytes.
     pub bootstrap_max_bytes: Option<i64>,
+}
+
+/// A switch in the file: a TOML boolean, or the words the variables take (`"on"`, `"yes"`, …) and
+/// `0`/`1`, so the file accepts what the README lists for every switch.
+fn file_switch<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<bool>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Raw {
+        Bool(bool),
+        Int(i64),
+        Text(String),
+    }
+    let parsed = match Raw::deserialize(d)? {
+        Raw::Bool(b) => Some(b),
+        Raw::Int(0) => Some(false),
+        Raw::Int(1) => Some(true),
+        Raw::Int(_) => None,
+        Raw::Text(t) => parse_bool(&t),
+    };
+    // The message never quotes the value; the key is named from the error's position.
+    parsed
+        .map(Some)
+        .ok_or_else(|| serde::de::Error::custom("must be one of 1/0, true/false, yes/no, on/off"))
 }
 
 /// The default location of the configuration file.
@@ -248,6 +274,9 @@ enum FileProblem {
     NotRegular,
     TooLarge,
     Unreadable,
+    /// Owned by another user (not root) or writable by group or others: whoever can write it
+    /// chooses where the token goes.
+    Foreign,
 }
 
 /// Reads a regular file of at most [`MAX_CONFIG_BYTES`]. The type is checked before opening, so a
@@ -264,13 +293,18 @@ fn read_bounded(path: &Path) -> Result<Vec<u8>, FileProblem> {
     if !meta.is_file() {
         return Err(FileProblem::NotRegular);
     }
+    if !trusted_owner(&meta) {
+        return Err(FileProblem::Foreign);
+    }
     if meta.len() > MAX_CONFIG_BYTES {
         return Err(FileProblem::TooLarge);
     }
     let file = std::fs::File::open(path).map_err(|_| FileProblem::Unreadable)?;
     // The path may have been swapped between the two looks: check what was actually opened.
-    if !file.metadata().is_ok_and(|m| m.is_file()) {
-        return Err(FileProblem::NotRegular);
+    match file.metadata() {
+        Ok(m) if m.is_file() && trusted_owner(&m) => {}
+        Ok(m) if m.is_file() => return Err(FileProblem::Foreign),
+        _ => return Err(FileProblem::NotRegular),
     }
     let mut bytes = Vec::new();
     file.take(MAX_CONFIG_BYTES + 1)
@@ -280,6 +314,12 @@ fn read_bounded(path: &Path) -> Result<Vec<u8>, FileProblem> {
         return Err(FileProblem::TooLarge);
     }
     Ok(bytes)
+}
+
+/// The file (a link's target) belongs to this user or root and no one else may write it.
+fn trusted_owner(meta: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    (meta.uid() == crate::state::euid() || meta.uid() == 0) && meta.mode() & 0o022 == 0
 }
 
 /// Reads the configuration file if it exists.
@@ -305,6 +345,12 @@ pub fn load_file(path: &Path) -> Result<Option<FileOptions>, ConfigError> {
         Err(FileProblem::Unreadable) => {
             return Err(ConfigError::new(path.display().to_string(), "cannot be read"));
         }
+        Err(FileProblem::Foreign) => {
+            return Err(ConfigError::new(
+                path.display().to_string(),
+                "must be owned by you and not writable by group or others (chown it to you, chmod go-w)",
+            ));
+        }
     };
     let text =
         String::from_utf8(text).map_err(|_| ConfigError::new(path.display().to_string(), "is not UTF-8"))?;
@@ -314,23 +360,66 @@ pub fn load_file(path: &Path) -> Result<Option<FileOptions>, ConfigError> {
         None => text,
     };
     toml::from_str::<FileOptions>(&text).map(Some).map_err(|e| {
-        // toml messages can quote values (tokens); keep only key names and the line number.
+        // toml messages can quote values (tokens): the key is taken from the error's line (or
+        // the unknown field's name), the problem from a fixed list, and the value never shown.
         let message = e.message();
-        let line = e
-            .span()
-            .map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1);
-        let problem = match message
+        let at = e.span().map(|s| s.start.min(text.len()));
+        let line = at.map(|a| text[..a].matches('\n').count() + 1);
+        let unknown = message
             .strip_prefix("unknown field `")
-            .and_then(|m| m.split('`').next())
-        {
-            Some(key) => format!("unknown key `{key}`"),
-            None => "invalid TOML or value type".to_owned(),
+            .and_then(|m| m.split('`').next());
+        let key = at
+            .and_then(|a| key_at(&text, a))
+            .or_else(|| unknown.map(str::to_owned));
+        let problem = if let Some(k) = unknown {
+            format!("unknown key `{k}`")
+        } else if message.starts_with("must be ") {
+            message.to_owned()
+        } else {
+            "is not valid TOML or has the wrong type".to_owned()
         };
         let problem = match line {
             Some(l) => format!("{problem} (line {l})"),
             None => problem,
         };
-        ConfigError::new(path.display().to_string(), problem)
+        let setting = match key {
+            Some(k) => format!("{} key {k}", path.display()),
+            None => path.display().to_string(),
+        };
+        ConfigError::new(setting, problem)
+    })
+}
+
+/// The dotted key written on the line holding byte `at` (`hosts.codex.max_bytes`, or the table
+/// name of a `[hosts.x]` header line), if that line names one.
+fn key_at(text: &str, at: usize) -> Option<String> {
+    let start = text[..at].rfind('\n').map_or(0, |n| n + 1);
+    let line = text[start..].lines().next().unwrap_or_default().trim();
+    let clean = |k: &str| -> Option<String> {
+        let k: String = k
+            .chars()
+            .filter(|c| !c.is_whitespace() && *c != '"' && *c != '\'')
+            .collect();
+        let ok = !k.is_empty()
+            && k.len() <= 64
+            && k.chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'));
+        ok.then_some(k)
+    };
+    if let Some(header) = line.strip_prefix('[') {
+        return clean(header.trim_start_matches('[').split(']').next()?);
+    }
+    let key = clean(line.split('=').next()?)?;
+    // The table the line belongs to: the last header above it.
+    let table = text[..start]
+        .lines()
+        .rev()
+        .map(str::trim)
+        .find(|l| l.starts_with('['))
+        .and_then(|h| clean(h.trim_start_matches('[').split(']').next()?));
+    Some(match table {
+        Some(t) => format!("{t}.{key}"),
+        None => key,
     })
 }
 
@@ -749,6 +838,7 @@ impl Settings {
     /// # Errors
     /// The first [`ConfigError`] found, naming the setting.
     pub fn resolve(layers: &Layers<'_>) -> Result<Self, ConfigError> {
+        check_process_vars(layers.env)?;
         let n = EnvNames::for_host(layers.host);
         // In the order errors are reported: the first invalid setting is the one named.
         let server_url = resolve_server_url(layers, &n)?;
@@ -848,6 +938,13 @@ impl Settings {
             Some(p) => load_file(p)?,
             None => None,
         };
+        // A file named on purpose that is not there is a typo, not "no file".
+        if file.is_none() && env.text(vars::CONFIG_FILE).is_some_and(|p| !p.trim().is_empty()) {
+            return Err(ConfigError::new(
+                vars::CONFIG_FILE,
+                "names a file that does not exist",
+            ));
+        }
         let file_ref = match (&path, &file) {
             (Some(p), Some(f)) => Some((p.as_path(), f)),
             _ => None,
@@ -859,6 +956,40 @@ impl Settings {
             file: file_ref,
         })
     }
+}
+
+/// The variables every host shares (journal, scope cache, spool limits) are read where they are
+/// used; they are checked here so that an invalid one is reported like any setting, not ignored.
+fn check_process_vars(env: &Env) -> Result<(), ConfigError> {
+    let set = |name: &str| env.text(name).map(str::trim).filter(|v| !v.is_empty());
+    // A relative path would land under whatever directory the host runs the hook from.
+    for name in [vars::STATE_DIR, vars::CONFIG_FILE] {
+        if env
+            .text(name)
+            .is_some_and(|p| !p.trim().is_empty() && !Path::new(p).is_absolute())
+        {
+            return Err(ConfigError::new(name, "must be an absolute path"));
+        }
+    }
+    if set(crate::journal::JOURNAL_VAR).is_some_and(|v| parse_bool(v).is_none()) {
+        return Err(ConfigError::new(crate::journal::JOURNAL_VAR, Switch.expected()));
+    }
+    if set(crate::scope_cache::VALIDITY_VAR).is_some_and(|v| v.parse::<u32>().map_or(true, |n| n > 86_400)) {
+        return Err(ConfigError::new(
+            crate::scope_cache::VALIDITY_VAR,
+            "must be a whole number of seconds from 0 (off) to 86400",
+        ));
+    }
+    for name in [
+        crate::spool::vars::MAX_ENTRIES,
+        crate::spool::vars::MAX_BYTES,
+        crate::spool::vars::MAX_AGE_SECONDS,
+    ] {
+        if set(name).is_some_and(|v| v.parse::<u64>().map_or(true, |n| n == 0)) {
+            return Err(ConfigError::new(name, "must be a whole number above 0"));
+        }
+    }
+    Ok(())
 }
 
 /// OpenCode's upstream plugin reads `POWERCONTEXT_OPENCODE_REQUEST_TIMEOUT_MS` (an integer from
@@ -1207,6 +1338,11 @@ mod tests {
         )
         .unwrap_err();
         assert!(!err.to_string().contains("secret"), "{err}");
+        assert!(err.setting.ends_with("key capture_prompts"), "{err}");
+        let err = resolve(Integration::Codex, &[], Some("[hosts.codex]\nbogus = 1\n")).unwrap_err();
+        assert!(err.setting.ends_with("key hosts.codex.bogus"), "{err}");
+        let err = resolve(Integration::Codex, &[], Some("[hosts.claude]\nmax_bytes = 600\n")).unwrap_err();
+        assert!(err.setting.ends_with("key hosts.claude"), "{err}");
         let err = resolve(
             Integration::Codex,
             &[],
@@ -1217,6 +1353,71 @@ mod tests {
             err.setting.ends_with("key authorization") && !err.to_string().contains("secret"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn file_switches_take_the_words_the_variables_take() {
+        for (text, want) in [
+            ("\"on\"", false),
+            ("\"off\"", true),
+            ("1", false),
+            ("false", true),
+        ] {
+            let s = resolve(Integration::Pi, &[], Some(&format!("capture_prompts = {text}\n"))).unwrap();
+            assert_eq!(s.capture_prompts.value, !want, "{text}");
+        }
+        let err = resolve(Integration::Pi, &[], Some("bootstrap = \"maybe-x\"\n")).unwrap_err();
+        assert!(
+            err.setting.ends_with("key bootstrap") && !err.to_string().contains("maybe-x"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn shared_variables_are_checked_like_settings() {
+        for (name, value) in [
+            (crate::journal::JOURNAL_VAR, "maybe"),
+            (crate::scope_cache::VALIDITY_VAR, "-1"),
+            (crate::spool::vars::MAX_ENTRIES, "abc"),
+            (crate::spool::vars::MAX_BYTES, "-7"),
+            (vars::STATE_DIR, "relative/state"),
+        ] {
+            let err = resolve(Integration::Codex, &[(name, value)], None).unwrap_err();
+            assert_eq!(err.setting, name);
+            assert!(!err.to_string().contains(value), "{err}");
+        }
+        for (name, value) in [
+            (crate::journal::JOURNAL_VAR, "off"),
+            (crate::scope_cache::VALIDITY_VAR, "0"),
+            (crate::spool::vars::MAX_ENTRIES, "5"),
+        ] {
+            assert!(
+                resolve(Integration::Codex, &[(name, value)], None).is_ok(),
+                "{name}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_named_config_file_must_exist() {
+        let dir = tempfile::tempdir().unwrap();
+        let absent = dir.path().join("absent.toml");
+        let env = Env::from_pairs([(vars::CONFIG_FILE, absent.to_str().unwrap())]);
+        let err = Settings::for_hook(Integration::Codex, &env).unwrap_err();
+        assert_eq!(err.setting, vars::CONFIG_FILE);
+    }
+
+    #[test]
+    fn a_config_file_others_may_write_is_refused() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.toml");
+        std::fs::write(&path, "server_url = \"http://127.0.0.1:1\"\n").unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o666)).unwrap();
+        let err = load_file(&path).unwrap_err();
+        assert!(err.problem.contains("chmod go-w"), "{err}");
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+        assert!(load_file(&path).unwrap().is_some());
     }
 
     #[test]

@@ -299,11 +299,6 @@ fn endpoint_key(u: &BaseUrl) -> String {
     format!("{scheme}://{authority}{path}")
 }
 
-/// The current process's effective user id, from the owner of `/proc/self` (no `unsafe` call).
-fn euid() -> Option<u32> {
-    std::fs::metadata("/proc/self").ok().map(|m| m.uid())
-}
-
 /// DSH's row `config.authorization`, passed on by our DSH plugin (ranks above the credential file).
 #[must_use]
 pub fn dsh_row_authorization(env: &Env) -> Option<String> {
@@ -384,7 +379,7 @@ fn owner_only(meta: &std::fs::Metadata) -> Result<(), CredentialProblem> {
     if meta.permissions().mode() & 0o077 != 0 {
         return Err(CredentialProblem::Permissions);
     }
-    if euid().is_some_and(|u| u != meta.uid()) {
+    if crate::state::euid() != meta.uid() {
         return Err(CredentialProblem::NotOwner);
     }
     Ok(())

@@ -395,7 +395,7 @@ fn fast_toplevel(cwd: &Path) -> Result<Option<PathBuf>, ()> {
     // git works from the physical directory, as getcwd reports it.
     let start = std::fs::canonicalize(cwd).map_err(|_| ())?;
     let device = std::fs::metadata(&start).map_err(|_| ())?.dev();
-    let euid = std::fs::metadata("/proc/self").map_err(|_| ())?.uid();
+    let euid = crate::state::euid();
     let mut dir = start.as_path();
     loop {
         let dot_git = dir.join(".git");
@@ -407,7 +407,7 @@ fn fast_toplevel(cwd: &Path) -> Result<Option<PathBuf>, ()> {
                 if !looks_like_repo || m.uid() != euid {
                     return Err(());
                 }
-                let config = std::fs::read(dot_git.join("config")).unwrap_or_default();
+                let config = git_config(&dot_git.join("config"))?;
                 let config = String::from_utf8_lossy(&config).to_ascii_lowercase();
                 let steers = config.lines().any(|line| {
                     let (key, value) = line.split_once('=').unwrap_or((line, ""));
@@ -593,6 +593,29 @@ fn real_path(path: &Path) -> PathBuf {
     out
 }
 
+/// A repository's `config`, read only as a regular file of at most 1 MiB (a FIFO or a huge file
+/// would stall the prompt): anything else leaves the answer to git. Missing is empty.
+fn git_config(path: &Path) -> Result<Vec<u8>, ()> {
+    use std::os::unix::fs::OpenOptionsExt;
+    const MAX: u64 = 1024 * 1024;
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if m.is_file() && m.len() <= MAX => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        _ => return Err(()),
+    }
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW)
+        .open(path)
+        .map_err(|_| ())?;
+    let mut bytes = Vec::new();
+    file.take(MAX + 1).read_to_end(&mut bytes).map_err(|_| ())?;
+    if bytes.len() as u64 > MAX {
+        return Err(());
+    }
+    Ok(bytes)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -600,6 +623,22 @@ mod tests {
 
     fn forever() -> Deadline {
         Deadline::after(Duration::from_secs(30))
+    }
+
+    #[test]
+    fn a_repository_config_is_read_only_as_a_small_regular_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join("config");
+        assert_eq!(git_config(&config), Ok(Vec::new()));
+        std::fs::write(&config, "[core]\n\tbare = false\n").unwrap();
+        assert_eq!(git_config(&config).unwrap(), b"[core]\n\tbare = false\n");
+        std::fs::remove_file(&config).unwrap();
+        assert!(Command::new("mkfifo").arg(&config).status().unwrap().success());
+        // A FIFO is never opened: the answer is left to git instead of waiting for a writer.
+        assert_eq!(git_config(&config), Err(()));
+        std::fs::remove_file(&config).unwrap();
+        std::fs::write(&config, vec![b'#'; 1024 * 1024 + 1]).unwrap();
+        assert_eq!(git_config(&config), Err(()));
     }
 
     fn sh(cwd: &Path, args: &[&str]) {

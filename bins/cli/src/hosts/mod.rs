@@ -273,7 +273,8 @@ fn entry_holds(plan: &Plan) -> Result<bool> {
     let Some((f, o)) = &plan.host_entry else {
         return Ok(true);
     };
-    let text = std::fs::read_to_string(&f.path)?;
+    let bytes = install::read_opt(&f.path)?.unwrap_or_default();
+    let text = String::from_utf8(bytes).with_context(|| format!("{} is not UTF-8", f.path.display()))?;
     Ok(jsonc::get(&text, &o.parent, &o.key)?.as_ref().map(value_digest) == Some(o.sha256.clone()))
 }
 
