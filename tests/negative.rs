@@ -232,6 +232,20 @@ fn every_host_injects_a_valid_context() {
 }
 
 #[test]
+fn a_prompt_private_as_a_whole_reaches_no_server_on_any_host() {
+    for host in hosts() {
+        let s = server(|| Reply::json(200, &ready(CONTENT)));
+        let turn = host.turn_of(host.exe, "<private>the deploy notes</private>", &s.url(), &[]);
+        turn.assert_fail_open(host.name);
+        let stderr = turn.stderr();
+        assert!(turn.injected.is_none(), "{}: {stderr}", host.name);
+        assert_eq!(s.paths(), Vec::<String>::new(), "{}: {stderr}", host.name);
+        assert!(stderr.contains("\"detail\":\"private\""), "{}: {stderr}", host.name);
+        assert!(!stderr.contains("deploy notes"), "{}: {stderr}", host.name);
+    }
+}
+
+#[test]
 fn no_state_file_of_any_host_holds_the_context_it_injected() {
     // OpenCode prepares and injects in two processes: the context crosses through the shim's
     // memory, never through a file.

@@ -328,7 +328,24 @@ impl<'a> Turn<'a> {
         let capture = turn
             .capture_text(prompt.text, prompt.lossy)
             .map(|text| prompt.capture.with_content(text));
-        let recalls = (prompt.recall)();
+        let mut recalls = (prompt.recall)();
+        if recalls {
+            // A prompt that is private as a whole has no query: nothing to resolve a scope for.
+            let cached = turn.query_cache.get().filter(|(t, _)| t == prompt.text);
+            let private = match cached {
+                Some((_, q)) => q.is_none(),
+                None => {
+                    let q = capture::recall_query(prompt.text).map(std::borrow::Cow::into_owned);
+                    let none = q.is_none();
+                    let _ = turn.query_cache.set((prompt.text.to_owned(), q));
+                    none
+                }
+            };
+            if private {
+                emit::diagnostic(&turn.diag(Stage::Prepare, Outcome::Skipped).detail("private"));
+                recalls = false;
+            }
+        }
         if capture.is_none() && !recalls {
             return None;
         }
