@@ -37,3 +37,30 @@ fn an_unknown_subcommand_is_a_usage_error() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("frobnicate"));
 }
+
+#[test]
+fn a_wrong_command_line_exits_2_in_text_and_in_json_naming_what_is_missing() {
+    for args in [
+        &["setup"][..],
+        &["setup", "nosuchhost"],
+        &["pin"],
+        &["flush", "--all", "--scope", "x"],
+    ] {
+        let text = Command::new(CLI).args(args).output().unwrap();
+        assert_eq!(text.status.code(), Some(2), "{args:?}");
+        let mut with_json = args.to_vec();
+        with_json.push("--json");
+        let json = Command::new(CLI).args(&with_json).output().unwrap();
+        assert_eq!(json.status.code(), Some(2), "{with_json:?}");
+        let answer: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+        assert_eq!(answer["ok"], false);
+        let error = answer["error"].as_str().unwrap();
+        let named = match args {
+            ["setup"] => "<HOST>",
+            ["pin"] => "<ARTIFACT_ID>",
+            ["setup", _] => "claude-code, codex",
+            _ => "--scope",
+        };
+        assert!(error.contains(named), "{with_json:?}: {error}");
+    }
+}

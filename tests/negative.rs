@@ -240,7 +240,11 @@ fn a_prompt_private_as_a_whole_reaches_no_server_on_any_host() {
         let stderr = turn.stderr();
         assert!(turn.injected.is_none(), "{}: {stderr}", host.name);
         assert_eq!(s.paths(), Vec::<String>::new(), "{}: {stderr}", host.name);
-        assert!(stderr.contains("\"detail\":\"private\""), "{}: {stderr}", host.name);
+        assert!(
+            stderr.contains("\"detail\":\"private\""),
+            "{}: {stderr}",
+            host.name
+        );
         assert!(!stderr.contains("deploy notes"), "{}: {stderr}", host.name);
     }
 }

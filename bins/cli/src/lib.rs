@@ -117,16 +117,20 @@ pub fn main() -> ExitCode {
     let args = match Args::try_parse() {
         Ok(args) => args,
         // A script that asked for JSON gets JSON for a bad argument too (an unknown host, say),
-        // with the exit code of every other refused command.
+        // with clap's usage-error exit code, as in text mode.
         Err(e) if e.use_stderr() && std::env::args_os().any(|a| a == "--json") => {
-            let error = e.kind().as_str().unwrap_or("invalid arguments").to_owned();
             let detail = e.render().to_string();
-            let first = detail
+            // The message is everything before the usage lines: for a missing argument the
+            // names are on the lines after the first.
+            let message = detail
                 .lines()
-                .next()
-                .unwrap_or_default()
-                .trim_start_matches("error: ");
-            return report::refuse_with(true, &format!("{error}: {first}"));
+                .map(str::trim)
+                .take_while(|l| !l.is_empty() && !l.starts_with("Usage:"))
+                .collect::<Vec<_>>()
+                .join(" ");
+            let message = message.trim_start_matches("error: ");
+            report::refuse_with(true, message);
+            return ExitCode::from(2);
         }
         Err(e) => e.exit(),
     };

@@ -268,6 +268,11 @@ fn statusline_script(cli: &Path) -> Result<String> {
 
 /// Runs `package`.
 pub fn package(args: &PackageArgs) -> Result<ExitCode> {
+    // A refusal (a foreign folder, a missing executable) exits 1 like every refused command.
+    render(args).or_else(|e| report::refuse(args.json, &e))
+}
+
+fn render(args: &PackageArgs) -> Result<ExitCode> {
     let bin_dir = match &args.bin_dir {
         Some(d) => std::path::absolute(d)?,
         None => std::env::current_exe()

@@ -82,7 +82,7 @@ fn state_dir(env: &Env) -> anyhow::Result<StateDir> {
 fn seconds(value: f64, flag: &str) -> anyhow::Result<Duration> {
     anyhow::ensure!(
         value.is_finite() && value > 0.0 && value <= 86_400.0,
-        "{flag} must be between 0 and 86400 seconds"
+        "{flag} must be a number of seconds above 0 and at most 86400"
     );
     Ok(Duration::from_secs_f64(value))
 }
