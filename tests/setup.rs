@@ -77,6 +77,16 @@ fn install_round_trip(host: &str) {
     assert_eq!(plan["files"].as_array().unwrap().len(), 4);
     assert!(!plan["commands"].as_array().unwrap().is_empty());
     assert_eq!(sb.tree(), before, "--dry-run changed files");
+    // The plan names what it writes for this host, and a fresh home has no old token file.
+    let plan_text = plan.to_string();
+    assert!(
+        plan_text.contains(&format!("hosts.{host} (for the official CLI)")),
+        "{plan}"
+    );
+    assert!(
+        !plan_text.contains("<host>") && !plan_text.contains("old file is kept"),
+        "{plan}"
+    );
 
     // Fresh install.
     let (code, out, err) = sb.cli_json(&setup_args(host, url));
@@ -618,4 +628,16 @@ fn setup_refuses_fifos_devices_and_huge_files_without_reading_them() {
     ]);
     assert_eq!(code, 1, "{out}");
     assert!(out["error"].as_str().unwrap().contains("larger than"), "{out}");
+}
+
+#[test]
+fn uninstall_removes_the_config_file_setup_created_once_it_is_empty_again() {
+    let sb = Sandbox::new();
+    assert!(!sb.config().exists());
+    let (code, out, err) = sb.cli_json(&setup_args("claude-code", "http://127.0.0.1:9"));
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(sb.config().exists());
+    let (code, out, err) = sb.cli_json(&["uninstall", "claude-code"]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(!sb.config().exists(), "an empty config file was left behind");
 }

@@ -454,6 +454,9 @@ pub struct OwnedConfig {
     pub path: PathBuf,
     /// Whether we added the `[hosts.<host>]` header.
     pub created_table: bool,
+    /// Whether setup created the file (uninstall removes it once nothing else is left in it).
+    #[serde(default)]
+    pub created_file: bool,
     /// key → `sha256:` of the line we wrote.
     pub keys: BTreeMap<String, String>,
     /// key → the line the user had before setup replaced it (put back by uninstall). Never the
@@ -885,6 +888,7 @@ mod tests {
             "a = 1\n\n[hosts.claude-code]\nserver_url = \"http://127.0.0.1:9\"\n"
         );
         let owned = OwnedConfig {
+            created_file: false,
             path: PathBuf::new(),
             created_table: true,
             keys: [(
@@ -928,6 +932,7 @@ mod tests {
             "\u{feff}[hosts.pi]\r\nserver_url = \"http://127.0.0.1:9\"\r\ncapture_prompts = false\r\n"
         );
         let owned = OwnedConfig {
+            created_file: false,
             path: PathBuf::new(),
             created_table: false,
             keys: lines

@@ -594,6 +594,7 @@ pub(crate) fn plan_ours(
         let owned = OwnedConfig {
             path: path.clone(),
             created_table: created || prev_cfg.as_ref().is_some_and(|c| c.created_table),
+            created_file: old.is_none() || prev_cfg.as_ref().is_some_and(|c| c.created_file),
             keys: {
                 let mut keys = prev_cfg.map(|c| c.keys).unwrap_or_default();
                 for (k, v) in &lines {

@@ -80,6 +80,10 @@ pub struct SharedPlan {
     clients: Option<(PathBuf, Vec<u8>, OwnedMember)>,
     /// `credentials.json`: (path, bytes, whether a different file is replaced).
     credentials: Option<(PathBuf, Vec<u8>, bool)>,
+    /// The host, for the plan's words.
+    host: Option<Host>,
+    /// A `credentials.json` setup wrote before is there (it is updated, not created).
+    credentials_ours: bool,
     /// Claude options: (settings path, wanted value, prior value) when they change.
     claude: Option<(PathBuf, Value, Option<Value>)>,
     /// What stays recorded from an earlier run.
@@ -96,18 +100,25 @@ impl SharedPlan {
     pub fn lines(&self) -> Vec<(String, PathBuf, String)> {
         let mut out = Vec::new();
         if let Some((p, _, m)) = &self.clients {
+            let host = self.host.map_or("<host>", Host::as_str);
             out.push((
                 if m.created_file { "create" } else { "update" }.to_owned(),
                 p.clone(),
-                "hosts.<host> (for the official CLI)".to_owned(),
+                format!("hosts.{host} (for the official CLI)"),
             ));
         }
         if let Some((p, _, replaces)) = &self.credentials {
-            out.push((
-                if *replaces { "replace" } else { "create" }.to_owned(),
-                p.clone(),
-                "token for this Server URL, 0600 (the old file is kept for uninstall)".to_owned(),
-            ));
+            let (action, what) = if *replaces {
+                (
+                    "replace",
+                    "token for this Server URL, 0600 (the old file is kept for uninstall)",
+                )
+            } else if self.credentials_ours {
+                ("update", "token for this Server URL, 0600")
+            } else {
+                ("create", "token for this Server URL, 0600")
+            };
+            out.push((action.to_owned(), p.clone(), what.to_owned()));
         }
         if let Some((p, _, _)) = &self.claude {
             out.push((
@@ -141,7 +152,10 @@ pub fn plan(
     install_dir: &Path,
 ) -> Result<SharedPlan> {
     let integration = host;
-    let mut out = SharedPlan::default();
+    let mut out = SharedPlan {
+        host: Some(host),
+        ..SharedPlan::default()
+    };
     let prev = previous.cloned().unwrap_or_default();
 
     // clients.json
@@ -214,6 +228,7 @@ pub fn plan(
                     install_dir.join(PRIOR_CREDENTIALS_FILE).display()
                 );
             }
+            out.credentials_ours = ours;
             out.credentials = Some((path, bytes, replaces));
         }
     } else {

@@ -213,7 +213,14 @@ fn run(args: &UninstallArgs) -> Result<(Vec<String>, Vec<String>)> {
                 host.as_str()
             ));
         }
-        if new != text {
+        if owned.created_file && new.trim().is_empty() {
+            // Setup created the file and nothing else is in it now: it goes as it came.
+            actions.push(format!("remove  {}", owned.path.display()));
+            if !dry {
+                fs::remove_file(&owned.path)
+                    .with_context(|| format!("cannot remove {}", owned.path.display()))?;
+            }
+        } else if new != text {
             actions.push(format!(
                 "edit    {} [hosts.{}]",
                 owned.path.display(),
