@@ -118,9 +118,12 @@ fn failure_phrase(outcome: &str) -> String {
 #[must_use]
 pub fn statusline_text(records: &[Record], spooled: usize, pending_flushes: usize, now_ms: u64) -> String {
     let prompts: Vec<&Record> = records.iter().filter(|r| r.event == "UserPromptSubmit").collect();
-    let Some(last) = prompts.last() else {
+    let Some(latest) = prompts.last() else {
         return "PC · no prompt hook run yet".to_owned();
     };
+    // A run that skipped (a blank or private prompt) asked the Server nothing: the line shows
+    // the last run that did, so one such prompt does not turn "server down" into ✓.
+    let last = prompts.iter().rev().find(|r| r.outcome != "skipped").unwrap_or(latest);
     let mut line = if last.failed() {
         format!("PC ✗ {} · {spooled} spooled", failure_phrase(&last.outcome))
     } else {
@@ -133,9 +136,9 @@ pub fn statusline_text(records: &[Record], spooled: usize, pending_flushes: usiz
         )
     };
     // Silence is the failure this line exists to show: an old last run says so.
-    if now_ms.saturating_sub(last.at) >= 3_600_000 {
+    if now_ms.saturating_sub(latest.at) >= 3_600_000 {
         line.push_str(" · ");
-        line.push_str(&ago(now_ms, last.at));
+        line.push_str(&ago(now_ms, latest.at));
     }
     // The words come from a file on disk: the terminal sees them escaped, as `status` shows them.
     crate::state_cmd::terminal_safe(&line)
@@ -209,6 +212,9 @@ mod tests {
         );
         let mut down = ok.clone();
         down.push(rec(now - 1000, "server_unavailable", 40, 0));
+        assert_eq!(statusline_text(&down, 2, 1, now), "PC ✗ server down · 2 spooled");
+        // A blank or private prompt asks the Server nothing: the line keeps saying it is down.
+        down.push(rec(now - 500, "skipped", 0, 0));
         assert_eq!(statusline_text(&down, 2, 1, now), "PC ✗ server down · 2 spooled");
         let stale = vec![rec(now - 2 * 86_400_000, "ready", 9, 10)];
         assert_eq!(
