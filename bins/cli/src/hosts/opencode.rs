@@ -293,12 +293,16 @@ fn probe(cli: &HostCli, work: &Path) -> Result<Probe> {
         .process_group(0)
         .spawn()
         .context("cannot start `opencode serve`")?;
-    let server = Killed(child);
+    let mut server = Killed(child);
     let result = (|| -> Result<Probe> {
         let started = Instant::now();
         loop {
             if let Ok((200, _)) = local_http(port, "GET", "/session", None) {
                 break;
+            }
+            // A server that exited will never answer: say so now, not after the whole wait.
+            if let Ok(Some(status)) = server.0.try_wait() {
+                bail!("`opencode serve` exited before answering ({status})");
             }
             if started.elapsed() > Duration::from_secs(30) {
                 bail!("`opencode serve` did not answer within 30 s");
