@@ -70,6 +70,19 @@ fn ready_empty_and_skipped_packages_validate_exactly() {
     };
     assert!(content.contains("orchid-vane-5"), "{content}");
     assert_eq!(items.len(), 1);
+    // Pinning in a scope the Server does not know says so, not that the memory is missing.
+    let out = crate::support::run_cli(
+        &["pin", &artifact, "--scope", "scp_no_such_scope", "--json"],
+        &[
+            ("HOME", &server.home().to_string_lossy()),
+            ("POWERCONTEXT_HOOKS_CONFIG", "/nonexistent/config.toml"),
+            ("POWERCONTEXT_CLAUDE_SERVER_URL", &server.url()),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let answer: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let error = answer["error"].as_str().unwrap();
+    assert!(error.contains("scope does not exist"), "{error}");
     assert_eq!(items[0].key, format!("atomic-memory {artifact} 1"));
     // A retry of the same event gets the same pending receipt.
     let Bootstrap::Ready {

@@ -123,7 +123,11 @@ pub fn statusline_text(records: &[Record], spooled: usize, pending_flushes: usiz
     };
     // A run that skipped (a blank or private prompt) asked the Server nothing: the line shows
     // the last run that did, so one such prompt does not turn "server down" into ✓.
-    let last = prompts.iter().rev().find(|r| r.outcome != "skipped").unwrap_or(latest);
+    let last = prompts
+        .iter()
+        .rev()
+        .find(|r| r.outcome != "skipped")
+        .unwrap_or(latest);
     let mut line = if last.failed() {
         format!("PC ✗ {} · {spooled} spooled", failure_phrase(&last.outcome))
     } else {

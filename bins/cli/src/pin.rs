@@ -131,6 +131,30 @@ fn change(args: &PinArgs, pin: bool) -> Result<bool> {
         Some(d) => d.clone(),
         None => std::env::current_dir().context("cannot read the current directory")?,
     };
+    if args.scope.as_deref().is_some_and(|s| s.trim().is_empty()) {
+        bail!("--scope is empty: give a scope id, or leave it out to use the one the hooks resolve");
+    }
+    if let Some(d) = &args.cwd
+        && !d.is_dir()
+    {
+        bail!("--cwd {} is not a directory", d.display());
+    }
+    let server = settings.server_url.value.as_str().to_owned();
+    let unreachable = |what: &str, outcome: &str| {
+        let fix = match outcome {
+            "server_unavailable" | "timeout" => format!(
+                "is the Server running at {server} (from {})? Point the hooks elsewhere with \
+                 `powercontext-hooks setup {} --server-url URL`",
+                settings.server_url.origin,
+                host.as_str()
+            ),
+            "authentication_failed" | "forbidden" => {
+                format!("check the token ({})", settings.authorization.origin)
+            }
+            _ => "run `powercontext-hooks doctor` for this host".to_owned(),
+        };
+        anyhow::anyhow!("{what}: {outcome}; {fix}")
+    };
     let explicit = args.scope.clone().or_else(|| settings.scope_id.value.clone());
     let scope = ScopeQuery::for_event(
         host,
@@ -141,16 +165,20 @@ fn change(args: &PinArgs, pin: bool) -> Result<bool> {
         Discovery::for_env(&env),
     )
     .resolve(&transport)
-    .map_err(|f| anyhow::anyhow!("could not resolve the scope: {}", f.outcome.as_str()))?;
+    .map_err(|f| unreachable("could not resolve the scope", f.outcome.as_str()))?;
     let path = format!(
         "/v1/scopes/{}/artifacts/atomic-memory/{id}/tags",
         path_segment(&scope)
     );
     let current = transport
         .get(&path)
-        .map_err(|e| anyhow::anyhow!("the Server did not answer: {}", e.failure().outcome.as_str()))?;
+        .map_err(|e| unreachable("the Server did not answer", e.failure().outcome.as_str()))?;
     match current.status {
         200 => {}
+        404 if current.body["error"]["code"] == "scope_not_found" => bail!(
+            "the scope does not exist on this Server ({}); check --scope or the scope binding of --cwd",
+            describe(&current)
+        ),
         404 => bail!(
             "no atomic memory `{id}` in this scope ({}); check the id and --cwd/--scope",
             describe(&current)
@@ -178,7 +206,7 @@ fn change(args: &PinArgs, pin: bool) -> Result<bool> {
     }
     let written = transport
         .put_json_if_match(&path, &json!({ "tags": tags }), &etag)
-        .map_err(|e| anyhow::anyhow!("the Server did not answer: {}", e.failure().outcome.as_str()))?;
+        .map_err(|e| unreachable("the Server did not answer", e.failure().outcome.as_str()))?;
     match written.status {
         200 => {}
         409 | 412 | 428 => bail!(

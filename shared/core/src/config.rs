@@ -938,13 +938,6 @@ impl Settings {
             Some(p) => load_file(p)?,
             None => None,
         };
-        // A file named on purpose that is not there is a typo, not "no file".
-        if file.is_none() && env.text(vars::CONFIG_FILE).is_some_and(|p| !p.trim().is_empty()) {
-            return Err(ConfigError::new(
-                vars::CONFIG_FILE,
-                "names a file that does not exist",
-            ));
-        }
         let file_ref = match (&path, &file) {
             (Some(p), Some(f)) => Some((p.as_path(), f)),
             _ => None,
@@ -1396,15 +1389,6 @@ mod tests {
                 "{name}"
             );
         }
-    }
-
-    #[test]
-    fn a_named_config_file_must_exist() {
-        let dir = tempfile::tempdir().unwrap();
-        let absent = dir.path().join("absent.toml");
-        let env = Env::from_pairs([(vars::CONFIG_FILE, absent.to_str().unwrap())]);
-        let err = Settings::for_hook(Integration::Codex, &env).unwrap_err();
-        assert_eq!(err.setting, vars::CONFIG_FILE);
     }
 
     #[test]
