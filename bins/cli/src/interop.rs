@@ -24,8 +24,10 @@ pub struct McpHeadersArgs {
     /// Our config file (as `POWERCONTEXT_HOOKS_CONFIG`).
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
-    /// A location variable setup saw (`NAME=VALUE`, only those in [`LOCATION_VARS`]): Codex runs
-    /// a headers helper with nothing but `HOME` and `PATH`, so setup names them on the command line.
+    /// A location variable setup saw (`NAME=VALUE`; only POWERCONTEXT_CLIENT_CONFIG_FILE,
+    /// CLAUDE_CONFIG_DIR, CODEX_HOME, OPENCODE_CONFIG_DIR, PI_CODING_AGENT_DIR, DSH_HOME,
+    /// XDG_CONFIG_HOME): Codex runs a headers helper with nothing but `HOME` and `PATH`, so setup
+    /// names them on the command line.
     #[arg(long = "env", value_name = "NAME=VALUE")]
     pub env: Vec<String>,
 }
