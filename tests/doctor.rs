@@ -103,6 +103,17 @@ fn green_after_setup_then_red_when_the_plugin_is_removed_behind_our_back() {
     let (status, fix) = check(&report, "state directory permissions");
     assert_eq!(status, "warn", "{report}");
     assert!(fix.contains("chmod 700"), "{fix}");
+
+    // A configured scope id the Server does not have is red, not "resolves".
+    let mut sb = sb;
+    sb.env
+        .insert("POWERCONTEXT_CLAUDE_SCOPE_ID".into(), "scp_no_such_scope".into());
+    let (code, report) = doctor(&sb, "claude-code");
+    assert_eq!(code, 1, "{report}");
+    let (status, fix) = check(&report, "scope resolves");
+    assert_eq!(status, "fail", "{report}");
+    assert!(fix.contains("POWERCONTEXT_CLAUDE_SCOPE_ID"), "{fix}");
+    assert!(!report.to_string().contains("scp_no_such_scope"), "{report}");
 }
 
 #[test]

@@ -564,6 +564,24 @@ fn check_server(host: Host, s: &Settings, paths: &Paths, cwd: &Path, r: &mut Rep
         powercontext_hooks_core::workspace::Discovery::Git,
     );
     match query.resolve(&transport) {
+        // A configured scope id "resolves" to itself: whether the Server has it is the question.
+        Ok(scope)
+            if s.scope_id.value.is_some()
+                && transport
+                    .get(&format!("/v1/scopes/{}", crate::pin::path_segment(&scope)))
+                    .is_ok_and(|reply| reply.status == 404) =>
+        {
+            r.fail(
+                Tier::ServerReady,
+                "scope resolves",
+                "the configured scope id does not exist on this Server",
+                format!(
+                    "create it with the official CLI, or fix scope_id ({})",
+                    s.scope_id.origin
+                ),
+            );
+            false
+        }
         Ok(_) => {
             r.ok(
                 Tier::ServerReady,

@@ -66,7 +66,7 @@ impl std::fmt::Display for Pinned {
 
 /// `text` as one URL path segment: every byte but the unreserved ones percent-encoded, so a
 /// scope id can never add a segment, a query or a fragment.
-fn path_segment(text: &str) -> String {
+pub(crate) fn path_segment(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for b in text.bytes() {
         if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
