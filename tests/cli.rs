@@ -29,6 +29,10 @@ fn version_is_printed() {
             format!("powercontext-hooks {}", env!("CARGO_PKG_VERSION"))
         );
     }
+    let out = Command::new(CLI).args(["version", "--json"]).output().unwrap();
+    assert!(out.status.success());
+    let answer: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(answer["version"], env!("CARGO_PKG_VERSION"));
 }
 
 #[test]

@@ -80,7 +80,11 @@ See the README for the full table. The Server itself is run by the Python CLI: `
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Print the version.
-    Version,
+    Version {
+        /// One JSON object: `{"ok": true, "version": "…"}`.
+        #[arg(long)]
+        json: bool,
+    },
     /// Install the hooks into a host (prints the plan first; `--dry-run` stops there).
     Setup(setup::SetupArgs),
     /// Remove exactly what `setup` installed for a host.
@@ -147,7 +151,14 @@ pub fn main() -> ExitCode {
 
 fn run(args: Args) -> anyhow::Result<ExitCode> {
     match args.command {
-        Some(Command::Version) => {
+        Some(Command::Version { json: true }) => {
+            println!(
+                "{}",
+                serde_json::json!({"ok": true, "version": env!("CARGO_PKG_VERSION")})
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        Some(Command::Version { json: false }) => {
             println!("powercontext-hooks {}", env!("CARGO_PKG_VERSION"));
             Ok(ExitCode::SUCCESS)
         }
