@@ -138,6 +138,30 @@ fn claude_settings_link_is_kept_by_setup_and_restored_by_rollback() {
     assert_eq!(now["enabledPlugins"]["powercontext@powercontext"], true, "{now}");
 }
 
+#[test]
+fn claude_settings_keep_their_bom_crlf_and_order_and_uninstall_gives_back_the_same_bytes() {
+    let sb = Sandbox::new();
+    let settings = sb.home().join(".claude/settings.json");
+    fs::create_dir_all(settings.parent().unwrap()).unwrap();
+    // Claude's CLI rewrites this file with neither mark nor CRLF, its own key order, and leaves
+    // empty plugin objects behind on uninstall.
+    let original = "\u{feff}{\r\n  \"theme\": \"dark\",\r\n  \"model\": \"my-model\"\r\n}\r\n";
+    fs::write(&settings, original).unwrap();
+    let (code, out, err) = sb.cli_json(&["setup", "claude-code", "--server-url", "http://127.0.0.1:9"]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    let installed = fs::read_to_string(&settings).unwrap();
+    assert!(installed.starts_with('\u{feff}'), "{installed:?}");
+    assert_eq!(
+        installed.matches('\n').count(),
+        installed.matches("\r\n").count(),
+        "{installed:?}"
+    );
+    assert!(installed.contains("powercontext@powercontext"), "{installed:?}");
+    let (code, out, err) = sb.cli_json(&["uninstall", "claude-code"]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert_eq!(fs::read_to_string(&settings).unwrap(), original);
+}
+
 /// Our setup writes what the official CLI reads (its doctor then agrees), with the token only in
 /// an owner-only credential file; uninstall takes all of it back.
 #[test]

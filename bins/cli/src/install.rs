@@ -373,6 +373,26 @@ impl Journal {
         Ok(())
     }
 
+    /// Gives back the byte-order mark and CRLF line ends a host CLI dropped when it rewrote a
+    /// recorded file (Claude Code's `claude plugin …` rewrites `settings.json` with neither), so
+    /// the file keeps the user's conventions. Content the host wrote is kept as it is.
+    pub fn restyle(&self) -> Result<()> {
+        for (path, before) in &self.entries {
+            let before = match before {
+                Before::File(b, _)
+                | Before::Link {
+                    bytes: Some((b, _)), ..
+                } => b,
+                _ => continue,
+            };
+            let Some(now) = read_opt(path)? else { continue };
+            if let Some(styled) = restyled(before, &now) {
+                write_through(path, &styled, false)?;
+            }
+        }
+        Ok(())
+    }
+
     /// Puts every recorded path back; returns the paths it could not restore.
     pub fn restore(&self) -> Vec<PathBuf> {
         let mut failed = Vec::new();
@@ -555,9 +575,25 @@ pub struct Manifest {
     /// The DSH profile we installed into.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profile: Option<String>,
+    /// Members of the host's settings file that were not there before setup (the host CLI adds
+    /// them): uninstall removes each that the host CLI leaves empty.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_leftovers: Option<HostLeftovers>,
     /// What we wrote to the files the official CLI reads.
     #[serde(default, skip_serializing_if = "crate::shared_files::OwnedShared::is_empty")]
     pub shared: crate::shared_files::OwnedShared,
+}
+
+/// Top-level members a host CLI adds to its settings file (names only, never values).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct HostLeftovers {
+    /// The host's settings file.
+    pub path: PathBuf,
+    /// Members absent before the first setup.
+    pub keys: Vec<String>,
+    /// The root members before the first setup, in their order (the host CLI reorders them).
+    #[serde(default)]
+    pub order: Vec<String>,
 }
 
 /// Where setup keeps one host's plugin folder and manifest: `<state>/installs/<host>/`.
@@ -661,6 +697,36 @@ pub fn read_private(path: &Path) -> Result<Option<Vec<u8>>> {
         Some(bytes) => Ok(Some(bytes)),
         None => bail!("{} is too large to be ours: remove it", path.display()),
     }
+}
+
+/// `now` in the conventions of `before` (a UTF-8 byte-order mark, CRLF line ends), or `None`
+/// when it already follows them or `before` had neither.
+#[must_use]
+pub fn restyled(before: &[u8], now: &[u8]) -> Option<Vec<u8>> {
+    const BOM: &[u8] = b"\xEF\xBB\xBF";
+    let crlf = |b: &[u8]| {
+        let lfs = b.iter().filter(|&&c| c == b'\n').count();
+        lfs > 0 && b.windows(2).filter(|w| w == b"\r\n").count() == lfs
+    };
+    let want_bom = before.starts_with(BOM);
+    let want_crlf = crlf(before);
+    let body = now.strip_prefix(BOM).unwrap_or(now);
+    let bom_ok = !want_bom || now.starts_with(BOM);
+    let crlf_ok = !want_crlf || crlf(body) || !body.contains(&b'\n');
+    if bom_ok && crlf_ok {
+        return None;
+    }
+    let mut out = Vec::with_capacity(now.len() + now.len() / 16 + 3);
+    if want_bom {
+        out.extend_from_slice(BOM);
+    }
+    for (i, &c) in body.iter().enumerate() {
+        if want_crlf && c == b'\n' && (i == 0 || body[i - 1] != b'\r') {
+            out.push(b'\r');
+        }
+        out.push(c);
+    }
+    Some(out)
 }
 
 /// Loads the manifest, `None` when setup never ran.
@@ -838,6 +904,26 @@ fn config_remove_plain(text: &str, host: &str, owned: &OwnedConfig) -> (String, 
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
+    #[test]
+    fn a_rewritten_file_gets_back_its_byte_order_mark_and_crlf() {
+        let before = b"\xEF\xBB\xBF{\r\n  \"theme\": \"dark\"\r\n}\r\n";
+        let now = b"{\n  \"theme\": \"dark\",\n  \"enabledPlugins\": {}\n}\n";
+        assert_eq!(
+            restyled(before, now).unwrap(),
+            b"\xEF\xBB\xBF{\r\n  \"theme\": \"dark\",\r\n  \"enabledPlugins\": {}\r\n}\r\n"
+        );
+        // Already in style, or nothing to keep: left alone.
+        assert_eq!(restyled(before, &restyled(before, now).unwrap()), None);
+        assert_eq!(restyled(b"{\n}\n", now), None);
+        // Only the mark, only the line ends.
+        assert_eq!(
+            restyled(b"\xEF\xBB\xBF{}\n", b"{}\n").unwrap(),
+            b"\xEF\xBB\xBF{}\n"
+        );
+        assert_eq!(restyled(b"{\r\n}\r\n", b"{\n}").unwrap(), b"{\r\n}");
+    }
 
     #[test]
     fn mcp_headers_command_quotes_paths_and_names_only_locations() {
@@ -866,7 +952,6 @@ mod tests {
         );
         assert_eq!(v["mcpServers"]["powercontext"]["url"], "u");
     }
-    use super::*;
 
     #[test]
     fn config_set_keeps_comments_and_foreign_keys_and_remove_undoes_it() {

@@ -127,6 +127,12 @@ fn layout(obj: &CstObject) -> Object {
     }
 }
 
+/// The names of the root object's members, in the file's order.
+pub fn root_keys(text: &str) -> Result<Vec<String>> {
+    let doc = Doc::parse(&Style::split(text).1)?;
+    Ok(layout(&doc.top).members.into_iter().map(|m| m.key).collect())
+}
+
 /// Parses JSONC (comments, trailing commas, a leading byte-order mark) to a value.
 pub fn parse(text: &str) -> Result<Value> {
     let doc = Doc::parse(&Style::split(text).1)?;
@@ -332,6 +338,36 @@ fn remove_plain(text: &str, parent: &str, key: &str, how: &Inserted) -> Result<S
     Ok(cut_member(text, &target, idx, is_last && how.added_comma))
 }
 
+/// The root object's members put back in `order` (their names), each member's own text and every
+/// separator between members kept: only which member stands in which slot changes. The text as
+/// it is unless the root has exactly the members `order` names.
+pub fn reorder_root(text: &str, order: &[String]) -> Result<String> {
+    Style::edit(text, |plain| {
+        let doc = Doc::parse(plain)?;
+        let obj = layout(&doc.top);
+        let mut names: Vec<&str> = obj.members.iter().map(|m| m.key.as_str()).collect();
+        names.sort_unstable();
+        let mut wanted: Vec<&str> = order.iter().map(String::as_str).collect();
+        wanted.sort_unstable();
+        if names != wanted {
+            return Ok(plain.to_owned());
+        }
+        let by_name = |k: &str| obj.members.iter().find(|m| m.key == k);
+        let mut out = String::with_capacity(plain.len());
+        let mut at = 0;
+        for (slot, key) in obj.members.iter().zip(order) {
+            let Some(m) = by_name(key) else {
+                return Ok(plain.to_owned());
+            };
+            out.push_str(&plain[at..slot.start]);
+            out.push_str(&plain[m.start..m.end]);
+            at = slot.end;
+        }
+        out.push_str(&plain[at..]);
+        Ok(out)
+    })
+}
+
 /// Cuts member `idx` with its line; `drop_prev_comma` also removes the previous member's comma.
 fn cut_member(text: &str, obj: &Object, idx: usize, drop_prev_comma: bool) -> String {
     let m = &obj.members[idx];
@@ -371,6 +407,19 @@ fn cut_member(text: &str, obj: &Object, idx: usize, drop_prev_comma: bool) -> St
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn root_members_go_back_to_their_order_with_every_separator_kept() {
+        let text = "\u{feff}{\r\n  \"model\": \"x\",\r\n  \"theme\": {\"a\": 1} // mine\r\n}\r\n";
+        assert_eq!(root_keys(text).unwrap(), ["model", "theme"]);
+        let order = ["theme".to_owned(), "model".to_owned()];
+        assert_eq!(
+            reorder_root(text, &order).unwrap(),
+            "\u{feff}{\r\n  \"theme\": {\"a\": 1},\r\n  \"model\": \"x\" // mine\r\n}\r\n"
+        );
+        // A different set of members: left as it is.
+        assert_eq!(reorder_root(text, &order[..1]).unwrap(), text);
+    }
     use serde_json::json;
 
     fn ours() -> Value {

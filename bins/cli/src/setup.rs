@@ -683,6 +683,32 @@ fn apply(plan: &Plan, paths: &Paths) -> Result<Registrations> {
     result
 }
 
+/// The members of the host's settings file its CLI adds (see `Installer::settings_file`) that
+/// are not there yet; `None` for a host without one.
+fn absent_members(plan: &Plan, paths: &Paths) -> Result<Option<install::HostLeftovers>> {
+    let inst = installer(plan.host);
+    let Some((path, keys)) = inst.home(&paths.env).and_then(|h| inst.settings_file(&h)) else {
+        return Ok(None);
+    };
+    let order = match install::read_opt(&path)? {
+        Some(bytes) => {
+            let text = String::from_utf8(bytes).map_err(|_| anyhow!("{} is not UTF-8", path.display()))?;
+            crate::jsonc::root_keys(&text)
+                .with_context(|| format!("cannot read {}: fix it first", path.display()))?
+        }
+        None => Vec::new(),
+    };
+    Ok(Some(install::HostLeftovers {
+        keys: keys
+            .iter()
+            .filter(|k| !order.iter().any(|o| o == *k))
+            .map(|k| (*k).to_owned())
+            .collect(),
+        order,
+        path,
+    }))
+}
+
 fn apply_inner(plan: &Plan, paths: &Paths, journal: &mut Journal) -> Result<Registrations> {
     let env = &paths.env;
     let manifest_path = install::manifest_path(&paths.state_root, plan.host);
@@ -762,6 +788,11 @@ fn apply_inner(plan: &Plan, paths: &Paths, journal: &mut Journal) -> Result<Regi
         std::fs::remove_file(p).with_context(|| format!("cannot remove {}", p.display()))?;
     }
 
+    // What the host CLI is about to add to its settings file, so uninstall can take it out.
+    let host_leftovers = match plan.previous.as_ref().and_then(|m| m.host_leftovers.clone()) {
+        Some(known) => Some(known),
+        None => absent_members(plan, paths)?,
+    };
     let mut regs = plan
         .previous
         .as_ref()
@@ -774,6 +805,8 @@ fn apply_inner(plan: &Plan, paths: &Paths, journal: &mut Journal) -> Result<Regi
 
     // A host CLI that rewrote a linked settings file replaced the link: edit through it instead.
     journal.relink()?;
+    // And one that dropped the file's byte-order mark or CRLF line ends: put them back.
+    journal.restyle()?;
     // After the host CLI: Claude rewrites its settings file while installing.
     let shared = crate::shared_files::apply(&plan.shared, &install_dir)?;
     fault(env, "official")?;
@@ -809,6 +842,7 @@ fn apply_inner(plan: &Plan, paths: &Paths, journal: &mut Journal) -> Result<Regi
             .map(|(_, o)| o.clone())
             .or_else(|| plan.kept_entry.clone()),
         profile: plan.profile.clone(),
+        host_leftovers,
         shared,
     };
     let bytes = install::manifest_bytes(&manifest)?;

@@ -85,6 +85,46 @@ impl std::fmt::Display for Uninstalled {
     }
 }
 
+/// After the host CLI unregistered: removes the members it added at setup and left empty, and
+/// gives back the byte-order mark and CRLF line ends it dropped. Whether anything changed.
+fn tidy_settings(
+    path: &std::path::Path,
+    before: &[u8],
+    leftovers: Option<&install::HostLeftovers>,
+    dry: bool,
+) -> Result<bool> {
+    let Some(now) = install::read_opt(path)? else {
+        return Ok(false);
+    };
+    let Ok(mut text) = String::from_utf8(now.clone()) else {
+        return Ok(false);
+    };
+    for key in leftovers
+        .filter(|l| l.path == path)
+        .map_or(&[][..], |l| &l.keys[..])
+    {
+        if crate::jsonc::get(&text, "", key)? == Some(serde_json::json!({})) {
+            let how = crate::jsonc::Inserted {
+                added_comma: true,
+                created_parent: false,
+                empty_inner: None,
+            };
+            text = crate::jsonc::remove(&text, "", key, &how)?;
+        }
+    }
+    if let Some(l) = leftovers.filter(|l| l.path == path && !l.order.is_empty()) {
+        text = crate::jsonc::reorder_root(&text, &l.order)?;
+    }
+    let bytes = install::restyled(before, text.as_bytes()).unwrap_or_else(|| text.into_bytes());
+    if bytes == now {
+        return Ok(false);
+    }
+    if !dry {
+        install::write_through(path, &bytes, false)?;
+    }
+    Ok(true)
+}
+
 fn run(args: &UninstallArgs) -> Result<(Vec<String>, Vec<String>)> {
     let host = args.host;
     let paths = Paths::resolve(&args.locate)?;
@@ -105,8 +145,25 @@ fn run(args: &UninstallArgs) -> Result<(Vec<String>, Vec<String>)> {
             actions: Vec::new(),
             kept: Vec::new(),
         };
+        // The host CLI rewrites its settings file as it unregisters: what it was like just before.
+        let settings = installer(host)
+            .home(&paths.env)
+            .and_then(|h| installer(host).settings_file(&h))
+            .map(|(p, _)| p);
+        let before = match &settings {
+            Some(p) => install::read_opt(p)?,
+            None => None,
+        };
         installer(host).unregister(&manifest, &mut undo)?;
         (actions, kept) = (undo.actions, undo.kept);
+        if let (Some(path), Some(before)) = (&settings, &before)
+            && tidy_settings(path, before, manifest.host_leftovers.as_ref(), dry)?
+        {
+            actions.push(format!(
+                "tidy    {} (members the host CLI left empty; the file's own line ends)",
+                path.display()
+            ));
+        }
     }
 
     // 2. Our files, only while they still hold what we wrote.

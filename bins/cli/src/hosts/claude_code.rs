@@ -116,6 +116,13 @@ impl Installer for ClaudeCode {
         )
     }
 
+    fn settings_file(&self, home: &Path) -> Option<(PathBuf, &'static [&'static str])> {
+        Some((
+            home.join("settings.json"),
+            &["enabledPlugins", "extraKnownMarketplaces", "pluginConfigs"],
+        ))
+    }
+
     fn verify(&self, plan: &Plan, _paths: &Paths) -> Result<()> {
         MARKET.verify(plan)?;
         // `claude plugin …` rewrites settings.json: our status line must have survived it.

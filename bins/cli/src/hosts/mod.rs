@@ -79,6 +79,12 @@ pub(crate) trait Installer: Sync {
         (Vec::new(), Vec::new())
     }
 
+    /// The host's own settings file its CLI rewrites while installing, and the top-level members
+    /// that CLI adds there and leaves behind empty (`{}`) when uninstalling.
+    fn settings_file(&self, _home: &Path) -> Option<(PathBuf, &'static [&'static str])> {
+        None
+    }
+
     /// Proves the host really took the install, before setup declares success.
     fn verify(&self, plan: &Plan, paths: &Paths) -> Result<()>;
 

@@ -340,6 +340,7 @@ fn manifest(host: Host, root: &Path, files: Vec<OwnedFile>) -> Manifest {
         registrations: Registrations::default(),
         host_entry: None,
         profile: None,
+        host_leftovers: None,
         shared: crate::shared_files::OwnedShared::default(),
     }
 }
