@@ -124,6 +124,7 @@ pub fn findings(text: &str) -> Vec<Finding> {
         line: (0, None),
         pem_end: PemEnd::default(),
         pem_searched: 0,
+        b64url_run: (0, 0),
     };
     scan.run();
     let mut found = scan.found;
@@ -245,6 +246,8 @@ struct Scan<'t> {
     pem_end: PemEnd,
     /// Bytes the END-line searches looked at (the work a prompt of BEGIN lines costs).
     pem_searched: usize,
+    /// The last base64url run measured by the JWT rule, `[start, end)`.
+    b64url_run: (usize, usize),
 }
 
 /// What is known about `-----end ` after a position: searched `[from, to)`, first hit `found`.
@@ -256,6 +259,10 @@ struct PemEnd {
 }
 
 /// Bytes a key may be made of (identifiers, dotted paths, header names, flags).
+/// The scan's stand-in for a non-ASCII letter or digit before a byte: not a key boundary (a key
+/// glued to other text is not one), but a token boundary (a token glued to it is still one).
+const NON_ASCII_WORD: u8 = 0x80;
+
 fn is_key_byte(b: u8) -> bool {
     b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.')
 }
@@ -271,7 +278,7 @@ impl Scan<'_> {
     fn run(&mut self) {
         let bytes = self.bytes;
         // What came before `i`: an ASCII byte, or a stand-in for a non-ASCII character
-        // (`a` for a letter or digit, space otherwise).
+        // ([`NON_ASCII_WORD`] for a letter or digit, space otherwise).
         let mut prev = b'\n';
         let mut i = 0;
         while i < bytes.len() {
@@ -287,7 +294,7 @@ impl Scan<'_> {
                     Some(c) => (is_word(c), c.len_utf8()),
                     None => (false, 1),
                 };
-                prev = if word { b'a' } else { b' ' };
+                prev = if word { NON_ASCII_WORD } else { b' ' };
                 i += len;
                 continue;
             }
@@ -307,13 +314,20 @@ impl Scan<'_> {
                 b':' if bytes[i..].starts_with(b"://") => self.url_credentials_at(i),
                 b'.' if bytes[i..].starts_with(b".atlasv1.") => self.terraform_at(i),
                 b'~' => self.azure_ad_at(i),
+                // `%3D`, `%20`: a URL-encoded separator, so a word starts after it.
+                b'%' if bytes.get(i + 1).is_some_and(|&c| hex(c))
+                    && bytes.get(i + 2).is_some_and(|&c| hex(c))
+                    && bytes.get(i + 3).is_some_and(u8::is_ascii_alphanumeric) =>
+                {
+                    self.word_at(i + 3, b'%');
+                }
                 _ => {}
             }
-            if is_key_byte(b) && !is_key_byte(prev) && prev != b'a' {
+            if is_key_byte(b) && !is_key_byte(prev) && prev != NON_ASCII_WORD {
                 self.key_at(i);
             }
             if b.is_ascii_alphanumeric() && !(prev.is_ascii_alphanumeric() || prev == b'_') {
-                self.word_at(i, prev == b'-');
+                self.word_at(i, prev);
             }
             prev = b;
             i += 1;
@@ -322,8 +336,10 @@ impl Scan<'_> {
 
     // --- rules anchored at the start of a word -------------------------------------------------
 
-    fn word_at(&mut self, i: usize, after_hyphen: bool) {
+    /// Vendor shapes, JWTs and auth schemes at a word start; `prev` is what came before.
+    fn word_at(&mut self, i: usize, prev: u8) {
         let bytes = self.bytes;
+        let after_hyphen = prev == b'-';
         let second = bytes.get(i + 1).map_or(0, |&b| usize::from(b));
         let mut mask = VENDOR_INDEX[0][usize::from(bytes[i])] & VENDOR_INDEX[1][second];
         while mask != 0 {
@@ -334,7 +350,11 @@ impl Scan<'_> {
                 continue;
             }
             if let Some(end) = v.matches(self.text, i) {
+                let end = wrapped_end(bytes, i, end, v);
                 self.push(SecretKind::Vendor(v.name), i, end);
+                if v.name == "aws_access_key" {
+                    self.aws_secret_near(end);
+                }
                 return;
             }
         }
@@ -342,13 +362,38 @@ impl Scan<'_> {
             return;
         }
         match bytes[i] {
-            b'b' | b'B' => self.auth_scheme_at(i),
+            // A scheme word is English: glued to other text it is not one.
+            b'b' | b'B' if prev != NON_ASCII_WORD => self.auth_scheme_at(i),
             b'e' => {
-                if let Some(end) = jwt_at(self.text, i) {
+                if let Some(end) = self.jwt_at(i) {
                     self.push(SecretKind::Jwt, i, end);
                 }
             }
             _ => {}
+        }
+    }
+
+    /// The 40-character secret access key pasted near an access key id (a credentials file, a
+    /// console export): alone it has no shape of its own, next to its id it is the secret.
+    fn aws_secret_near(&mut self, from: usize) {
+        let bytes = self.bytes;
+        let class = |b: u8| b.is_ascii_alphanumeric() || b == b'/' || b == b'+';
+        let stop = bytes.len().min(from + 256);
+        let mut k = from;
+        while k < stop {
+            if !class(bytes[k]) {
+                k += 1;
+                continue;
+            }
+            let end = run_end(bytes, k, class);
+            let run = &bytes[k..end];
+            let bounded = bytes.get(end).is_none_or(|&b| !matches!(b, b'=' | b'_' | b'-'))
+                && (k == 0 || !matches!(bytes[k - 1], b'_' | b'-'));
+            if run.len() == 40 && bounded && mixed_case(run) && has_digit(run) {
+                self.push(SecretKind::Vendor("aws_access_key"), k, end);
+                return;
+            }
+            k = end;
         }
     }
 
@@ -366,10 +411,12 @@ impl Scan<'_> {
         if start == scheme_end || start >= bytes.len() {
             return;
         }
-        let end = run_end_max(bytes, start, MAX_VALUE, |b| {
-            b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'~' | b'+' | b'/' | b'=' | b'-')
-        });
-        if end - start < 8 || word_at(self.text, end) {
+        let class =
+            |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'~' | b'+' | b'/' | b'=' | b'-');
+        // Judged on its head; a token cut there runs on to its real end once it is a secret.
+        let end = run_end_max(bytes, start, MAX_VALUE, class);
+        let cut = end - start == MAX_VALUE;
+        if end - start < 8 || !cut && word_at(self.text, end) {
             return;
         }
         let token = &bytes[start..end];
@@ -380,8 +427,44 @@ impl Scan<'_> {
                 && (token.iter().any(u8::is_ascii_digit) || (token.len() >= 20 && mixed_case(token)))
         };
         if secret {
+            let end = if cut {
+                run_end_max(bytes, end, MAX_SPAN - MAX_VALUE, class)
+            } else {
+                end
+            };
             self.push(SecretKind::AuthHeader, start, end);
         }
+    }
+
+    /// `eyJ…` header (≥ 10) `.` `eyJ…` payload (≥ 10) `.` signature (≥ 8), base64url.
+    fn jwt_at(&mut self, i: usize) -> Option<usize> {
+        let bytes = self.bytes;
+        let json_segment = |scan: &mut Self, start: usize| {
+            if !bytes[start..].starts_with(b"eyJ") {
+                return None;
+            }
+            let end = scan.b64url_end(start);
+            (end - start >= 10 && bytes.get(end) == Some(&b'.')).then_some(end + 1)
+        };
+        let payload = json_segment(self, i)?;
+        let signature = json_segment(self, payload)?;
+        let end = self.b64url_end(signature);
+        (end - signature >= 8 && !token_continues_at(self.text, end)).then_some(end)
+    }
+
+    /// The end of the base64url run from `start` (at most [`MAX_SEGMENT`] long). The last run
+    /// that ended by itself is remembered: any start inside it has the same end, so a prompt of
+    /// `eyJ` repeated inside one run reads the run once.
+    fn b64url_end(&mut self, start: usize) -> usize {
+        let (from, to) = self.b64url_run;
+        if from <= start && start < to {
+            return to;
+        }
+        let end = run_end_max(self.bytes, start, MAX_SEGMENT, b64url);
+        if end - start < MAX_SEGMENT {
+            self.b64url_run = (start, end);
+        }
+        end
     }
 
     // --- keys --------------------------------------------------------------------------------
@@ -479,13 +562,17 @@ impl Scan<'_> {
             if let Some(colon) = v.iter().position(|&b| b == b':') {
                 let pw = &v[colon + 1..];
                 if pw.len() >= 3 && !is_placeholder(pw) && !constant_like(pw) {
-                    self.push(SecretKind::CommandLine, value.start + colon + 1, value.span_end);
+                    self.push(
+                        SecretKind::CommandLine,
+                        value.start + colon + 1,
+                        value.whole_end(bytes),
+                    );
                 }
             }
             return;
         }
         if v.len() >= 3 && !is_placeholder(v) {
-            self.push(SecretKind::CommandLine, value.start, value.span_end);
+            self.push(SecretKind::CommandLine, value.start, value.whole_end(bytes));
         }
     }
 
@@ -570,6 +657,9 @@ impl Scan<'_> {
                 quoted: true,
                 raw_end: end,
                 span_end: end,
+                cut: false,
+                quote: 0,
+                stop: Stop::Code,
             };
             if bytes.get(end) == Some(&b'<') && value_is_secret(bytes, &value, key, strength, Mode::Literal) {
                 self.push(kind, start, end);
@@ -590,7 +680,7 @@ impl Scan<'_> {
                     };
                     let v = value.text(bytes);
                     if !v.contains(&b':') && value_is_secret(bytes, &value, key, strength, Mode::Prose) {
-                        self.push(kind, value.start, value.span_end);
+                        self.push(kind, value.start, value.whole_end(bytes));
                     }
                     return;
                 }
@@ -617,7 +707,7 @@ impl Scan<'_> {
                     if let Some(v) = Value::parse(bytes, pos, Stop::Blank)
                         && !is_placeholder(v.text(bytes))
                     {
-                        self.push(SecretKind::CredentialFile, v.start, v.span_end);
+                        self.push(SecretKind::CredentialFile, v.start, v.whole_end(bytes));
                     }
                     return;
                 } else {
@@ -660,7 +750,7 @@ impl Scan<'_> {
             kind = SecretKind::Prose;
         }
         if value_is_secret(bytes, &value, key, strength, mode) {
-            self.push(kind, value.start, value.span_end);
+            self.push(kind, value.start, value.whole_end(bytes));
         } else if mode == Mode::Code
             && strength == Strength::Strong
             && colon
@@ -668,7 +758,7 @@ impl Scan<'_> {
             && passphrase_word(bytes, &value)
         {
             // `my password: correcthorsebatterystaple`: a sentence names its owner's secret.
-            self.push(SecretKind::Prose, value.start, value.span_end);
+            self.push(SecretKind::Prose, value.start, value.whole_end(bytes));
         }
     }
 
@@ -741,37 +831,71 @@ impl Scan<'_> {
         found
     }
 
-    /// `scheme://user:password@host`: the password is the span.
+    /// `scheme://user:password@host`: the password is the span. The userinfo ends at the last `@`
+    /// of the authority (`admin:P@ss@db`), and a `/` after `user:` that does not end a port
+    /// (`default:ab/Cd9+@redis`) is part of a password. A token alone as the user
+    /// (`https://<token>@github.com`) is a credential too.
     fn url_credentials_at(&mut self, i: usize) {
         let bytes = self.bytes;
         let scheme_end = i.checked_sub(1).and_then(|p| bytes.get(p));
         if !scheme_end.is_some_and(|&b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'.' | b'-')) {
             return;
         }
-        let mut pos = i + 3;
+        let start = i + 3;
+        let mut pos = start;
         let mut colon = None;
+        let mut at = None;
         loop {
             if pos - i > 512 {
-                return; // no userinfo is this long
+                break; // no userinfo is this long
             }
-            let Some(c) = char_at(self.text, pos) else { return };
+            let Some(c) = char_at(self.text, pos) else { break };
             match c {
-                '@' => break,
+                '@' => at = Some(pos),
+                // A path starts, unless `user:` is followed by what is not a port: then the
+                // `/` is inside a password, up to its `@`.
+                '/' => {
+                    let in_password = at.is_none()
+                        && colon.is_some_and(|c: usize| {
+                            let after = &bytes[c + 1..pos];
+                            !after.is_empty() && !after.iter().all(u8::is_ascii_digit)
+                        });
+                    if !in_password {
+                        break;
+                    }
+                }
                 // Characters that cannot appear in a URL end it, so `"http://h:1","u":"a@b"` in
                 // JSON is not read as one userinfo.
-                '/' | '"' | '<' | '>' | '`' | '\'' => return,
+                '"' | '<' | '>' | '`' | '\'' => break,
                 ':' if colon.is_none() => colon = Some(pos),
-                _ if is_js_space(c) => return,
+                _ if is_js_space(c) => break,
                 _ => {}
             }
             pos += c.len_utf8();
         }
-        let Some(colon) = colon else { return };
-        let password = &bytes[colon + 1..pos];
+        let Some(at) = at else { return };
         let host_follows =
-            char_at(self.text, pos + 1).is_some_and(|c| c.is_alphanumeric() || c == '[' || c == '_');
-        if host_follows && password.len() >= 3 && !is_placeholder(password) && !constant_like(password) {
-            self.push(SecretKind::UrlCredentials, colon + 1, pos);
+            char_at(self.text, at + 1).is_some_and(|c| c.is_alphanumeric() || c == '[' || c == '_');
+        // Our own marker in place of a token user is not a `user:password`.
+        if !host_follows || bytes[start..at].starts_with(b"[REDACTED:") {
+            return;
+        }
+        match colon.filter(|&c| c < at) {
+            Some(colon) => {
+                let password = &bytes[colon + 1..at];
+                if password.len() >= 3 && !is_placeholder(password) && !constant_like(password) {
+                    self.push(SecretKind::UrlCredentials, colon + 1, at);
+                }
+            }
+            None => {
+                let user = &bytes[start..at];
+                if user.len() >= 20
+                    && user.iter().all(|&b| word_class(b) || b == b'-')
+                    && looks_random(user, 20)
+                {
+                    self.push(SecretKind::UrlCredentials, start, at);
+                }
+            }
         }
     }
 
@@ -1160,6 +1284,10 @@ enum Stop {
     Code,
 }
 
+/// The furthest a value judged a secret is extended past its head: a pasted token or key can be
+/// kilobytes long, and all of it must go; past this, everything up to it goes.
+const MAX_SPAN: usize = 64 * 1024;
+
 /// A parsed value: its span (without quotes) and how it was written.
 struct Value {
     start: usize,
@@ -1171,6 +1299,11 @@ struct Value {
     /// The end of what is redacted: the whole run, trailing punctuation included, less
     /// structural closers in code.
     span_end: usize,
+    /// Cut at [`MAX_VALUE`]: the checks saw the head only, [`Value::whole_end`] finds the rest.
+    cut: bool,
+    /// The quote that closes a quoted value (0 when unquoted).
+    quote: u8,
+    stop: Stop,
 }
 
 impl Value {
@@ -1186,19 +1319,25 @@ impl Value {
         }
         let first = *bytes.get(pos)?;
         if matches!(first, b'"' | b'\'' | b'`') {
-            // A quoted value runs to its closing quote, whatever it holds.
+            // A quoted value runs to its closing quote, whatever it holds; a long one is judged
+            // on its head.
             let start = pos + 1;
             let limit = bytes.len().min(start + MAX_VALUE);
-            let end = (start..limit).find(|&k| bytes[k] == first || bytes[k] == b'\n')?;
-            if bytes[end] != first {
-                return None;
-            }
+            let (end, cut) = match (start..limit).find(|&k| bytes[k] == first || bytes[k] == b'\n') {
+                Some(end) if bytes[end] == first => (end, false),
+                Some(_) => return None,
+                None if limit < bytes.len() => (limit, true),
+                None => return None,
+            };
             return Some(Self {
                 start,
                 end,
                 quoted: true,
                 raw_end: end,
                 span_end: end,
+                cut,
+                quote: first,
+                stop,
             });
         }
         if first.is_ascii_whitespace()
@@ -1206,32 +1345,8 @@ impl Value {
         {
             return None;
         }
-        // What follows byte `k` ends a token there: a blank, the end, or structure.
-        let closes = |k: usize| {
-            bytes.get(k + 1).is_none_or(|&c| {
-                c.is_ascii_whitespace() || matches!(c, b',' | b';' | b')' | b']' | b'}' | b'>')
-            })
-        };
-        // `;Name=`, `&name=` (and in code `,name=`): the next field of a connection string,
-        // URL query or argument list.
-        let next_field = |k: usize| {
-            let name = run_end_max(bytes, k + 1, 64, |c| c.is_ascii_alphanumeric() || c == b'_');
-            name > k + 1 && bytes.get(name) == Some(&b'=')
-        };
         let limit = bytes.len().min(pos + MAX_VALUE);
-        let mut raw_end = pos;
-        while raw_end < limit {
-            let b = bytes[raw_end];
-            let ends = b.is_ascii_whitespace()
-                || (matches!(b, b'"' | b'\'' | b'`') && closes(raw_end))
-                || (matches!(b, b'&' | b';') && next_field(raw_end))
-                || (stop == Stop::Code && b == b',' && next_field(raw_end))
-                || (stop == Stop::Code && matches!(b, b',' | b';') && closes(raw_end));
-            if ends {
-                break;
-            }
-            raw_end += 1;
-        }
+        let raw_end = unquoted_end(bytes, pos, limit, stop);
         let mut end = raw_end;
         while end > pos
             && matches!(
@@ -1241,24 +1356,81 @@ impl Value {
         {
             end -= 1;
         }
-        let mut span_end = raw_end;
-        if stop == Stop::Code {
-            while span_end > pos && matches!(bytes[span_end - 1], b')' | b']' | b'}' | b',' | b';') {
-                span_end -= 1;
-            }
-        }
+        let span_end = code_span_end(bytes, pos, raw_end, stop);
         (end > pos).then_some(Self {
             start: pos,
             end,
             quoted: false,
             raw_end,
             span_end: span_end.max(end),
+            cut: raw_end == limit && limit < bytes.len(),
+            quote: 0,
+            stop,
         })
+    }
+
+    /// The end of the whole value, once it is judged a secret: a value cut at [`MAX_VALUE`] runs
+    /// on by the same stop rules (its closing quote, a blank, …), at most [`MAX_SPAN`] bytes.
+    /// The scan then covers the extension, so no rule reads it again.
+    fn whole_end(&self, bytes: &[u8]) -> usize {
+        if !self.cut {
+            return self.span_end;
+        }
+        let limit = bytes.len().min(self.start + MAX_SPAN);
+        if self.quote != 0 {
+            return (self.raw_end..limit)
+                .find(|&k| bytes[k] == self.quote || bytes[k] == b'\n')
+                .unwrap_or(limit);
+        }
+        let raw_end = unquoted_end(bytes, self.raw_end, limit, self.stop);
+        code_span_end(bytes, self.start, raw_end, self.stop).max(self.end)
     }
 
     fn text<'b>(&self, bytes: &'b [u8]) -> &'b [u8] {
         &bytes[self.start..self.end]
     }
+}
+
+/// Where an unquoted value from `pos` stops, looking no further than `limit`.
+fn unquoted_end(bytes: &[u8], pos: usize, limit: usize, stop: Stop) -> usize {
+    // What follows byte `k` ends a token there: a blank, the end, or structure.
+    let closes = |k: usize| {
+        bytes
+            .get(k + 1)
+            .is_none_or(|&c| c.is_ascii_whitespace() || matches!(c, b',' | b';' | b')' | b']' | b'}' | b'>'))
+    };
+    // `;Name=`, `&name=` (and in code `,name=`): the next field of a connection string,
+    // URL query or argument list.
+    let next_field = |k: usize| {
+        let name = run_end_max(bytes, k + 1, 64, |c| c.is_ascii_alphanumeric() || c == b'_');
+        name > k + 1 && bytes.get(name) == Some(&b'=')
+    };
+    let mut raw_end = pos;
+    while raw_end < limit {
+        let b = bytes[raw_end];
+        let ends = b.is_ascii_whitespace()
+            || (matches!(b, b'"' | b'\'' | b'`') && closes(raw_end))
+            || (matches!(b, b'&' | b';') && next_field(raw_end))
+            || (stop == Stop::Code && b == b',' && next_field(raw_end))
+            || (stop == Stop::Code && matches!(b, b',' | b';') && closes(raw_end));
+        if ends {
+            break;
+        }
+        raw_end += 1;
+    }
+    raw_end
+}
+
+/// The end of what is redacted of an unquoted run: in code, closing brackets and a `,`/`;` after
+/// the value are structure.
+fn code_span_end(bytes: &[u8], pos: usize, raw_end: usize, stop: Stop) -> usize {
+    let mut span_end = raw_end;
+    if stop == Stop::Code {
+        while span_end > pos && matches!(bytes[span_end - 1], b')' | b']' | b'}' | b',' | b';') {
+            span_end -= 1;
+        }
+    }
+    span_end
 }
 
 fn value_is_secret(bytes: &[u8], value: &Value, key: &[u8], strength: Strength, mode: Mode) -> bool {
@@ -1888,11 +2060,48 @@ fn is_reference(v: &[u8]) -> bool {
 
 /// `password=PASSWORD`, `TOKEN=$TOKEN` without the `$`: the key's own name is a template.
 fn same_as_key(v: &[u8], key: &[u8]) -> bool {
-    v.eq_ignore_ascii_case(key) || constant_like(v) && v.len() >= 4 && contains_ci(key, &v[..v.len().min(4)])
+    v.eq_ignore_ascii_case(key) || all_caps_name(v) && v.len() >= 4 && contains_ci(key, &v[..v.len().min(4)])
 }
 
-/// `USER`, `DB_PASSWORD`, `PASSWORD`: an all-caps name, used as a template slot.
+/// `USER`, `DB_PASSWORD`, `PASSWORD`: an all-caps name, used as a template slot. A name has a
+/// `_` or is made of stand-in words (`DBPASSWORD`); `SUPERSECRETPASS` is a password in capitals.
 fn constant_like(v: &[u8]) -> bool {
+    const WORDS: &[&[u8]] = &[
+        b"password",
+        b"passwd",
+        b"pass",
+        b"pwd",
+        b"pw",
+        b"secret",
+        b"token",
+        b"key",
+        b"api",
+        b"user",
+        b"username",
+        b"name",
+        b"host",
+        b"hostname",
+        b"port",
+        b"db",
+        b"database",
+        b"value",
+        b"your",
+        b"my",
+        b"the",
+        b"auth",
+        b"access",
+        b"client",
+        b"app",
+        b"admin",
+        b"root",
+        b"login",
+        b"id",
+    ];
+    all_caps_name(v) && (v.contains(&b'_') || stand_in_words(v, WORDS, &[]).is_some())
+}
+
+/// Capitals and `_` only.
+fn all_caps_name(v: &[u8]) -> bool {
     v.len() >= 2 && v.iter().all(|&b| b.is_ascii_uppercase() || b == b'_')
 }
 
@@ -2454,7 +2663,7 @@ impl Vendor {
         }
         let end = run_end_max(bytes, body, self.max + 1, self.class);
         let len = end - body;
-        if len < self.min || len > self.max || word_or_hyphen_at(text, end) {
+        if len < self.min || len > self.max || token_continues_at(text, end) {
             return None;
         }
         // `sk-` needs an alphanumeric after the dash, as in the original rule.
@@ -2472,26 +2681,33 @@ impl Vendor {
     }
 }
 
+/// A token wrapped at the end of its line (a terminal or a chat window broke it): a next line
+/// that is nothing but a random-looking run of the token's alphabet is its tail.
+fn wrapped_end(bytes: &[u8], start: usize, end: usize, v: &Vendor) -> usize {
+    let next = match bytes.get(end..) {
+        Some([b'\n', ..]) => end + 1,
+        Some([b'\r', b'\n', ..]) => end + 2,
+        _ => return end,
+    };
+    let tail_end = run_end_max(bytes, next, v.max, v.class);
+    let tail = &bytes[next..tail_end];
+    let alone = bytes.get(tail_end).is_none_or(u8::is_ascii_whitespace);
+    let fits = tail_end - next + end - start - v.prefix.len() <= v.max;
+    if alone && fits && tail.len() >= 8 && mixed_case(tail) && has_digit(tail) {
+        tail_end
+    } else {
+        end
+    }
+}
+
 /// `aaaa…`, `0000…`: a stand-in, not a token.
 fn is_repetitive(v: &[u8]) -> bool {
     v.len() >= 8 && v.iter().all(|&b| b == v[0])
 }
 
-/// `eyJ…` header (≥ 10) `.` `eyJ…` payload (≥ 10) `.` signature (≥ 8), base64url.
-fn jwt_at(text: &str, i: usize) -> Option<usize> {
-    let bytes = text.as_bytes();
-    let json_segment = |start: usize| {
-        if !bytes[start..].starts_with(b"eyJ") {
-            return None;
-        }
-        let end = run_end_max(bytes, start, MAX_VALUE, b64url);
-        (end - start >= 10 && bytes.get(end) == Some(&b'.')).then_some(end + 1)
-    };
-    let payload = json_segment(i)?;
-    let signature = json_segment(payload)?;
-    let end = run_end_max(bytes, signature, MAX_VALUE, b64url);
-    (end - signature >= 8 && !word_or_hyphen_at(text, end)).then_some(end)
-}
+/// The longest JWT segment looked at: ID and access tokens carry kilobytes of claims, and an
+/// RS512 signature alone is 683 characters.
+const MAX_SEGMENT: usize = 16 * 1024;
 
 // ---------------------------------------------------------------------------------------------
 // Byte helpers
@@ -2550,8 +2766,12 @@ fn word_at(text: &str, pos: usize) -> bool {
     char_at(text, pos).is_some_and(is_word)
 }
 
-fn word_or_hyphen_at(text: &str, pos: usize) -> bool {
-    char_at(text, pos).is_some_and(|c| c == '-' || is_word(c))
+/// Whether a token goes on at `pos`: an ASCII word byte or `-`. Other characters end it, so a
+/// token glued to Chinese or Japanese text (`令牌ghp_…请检查`) is still whole.
+fn token_continues_at(text: &str, pos: usize) -> bool {
+    text.as_bytes()
+        .get(pos)
+        .is_some_and(|&b| b == b'-' || b == b'_' || b.is_ascii_alphanumeric())
 }
 
 /// `\w` for adjacency: Unicode alphanumerics and `_`.
@@ -2825,9 +3045,97 @@ mod tests {
             "AKIAQ3EGRUPXZ7N4K2W",
             "sk_live_xxxxxxxxxxxxxxxxxxxxxxxx",
             "npm_Zk3n8QwL2xVb7Rt5Yp1Mc9Ds4Fh6Jg0Ae2K",
-            "中sk-abcdefgh1234",
-            "sk-abcdefgh中",
+            "中sk-abc",
+            "sk-abc中defgh",
         ]);
+    }
+
+    /// Non-ASCII text and URL-encoding are word boundaries for a token: a token glued to a
+    /// Chinese or Japanese sentence, or to `%3D`, is still found and redacted whole.
+    #[test]
+    fn tokens_glued_to_non_ascii_or_url_encoded_text_are_found() {
+        let token = "ghp_pP2BpvLpyOcHYJZtrEXTEDadQyDoMNlXM1EJ";
+        for text in [
+            format!("这是我的令牌{token}请帮我检查"),
+            format!("APIキーは{token}です"),
+            format!("clé{token}"),
+            format!("/cb?next=%2Fhome%3Ftoken%3D{token}%26x%3D1"),
+            format!("q=hello%20{token}"),
+        ] {
+            assert_eq!(spans(&text), [token], "{text}");
+        }
+        assert_eq!(spans(&format!("令牌{JWT}。")), [JWT]);
+        assert_clean(&["中文Bearer abcdefgh12345", "100%ABCDEF done"]);
+    }
+
+    /// A value longer than [`super::MAX_VALUE`] is judged on its head and redacted whole.
+    #[test]
+    fn long_values_are_redacted_to_their_end() {
+        let long: String = "Zk3n8QwL2xVb7Rt5Yp1M+/".repeat(60);
+        for (text, secret) in [
+            (format!("{{\"token\": \"{long}\"}}"), long.as_str()),
+            (format!("export AWS_SESSION_TOKEN={long} next"), long.as_str()),
+            (format!("Authorization: Bearer {long}"), long.as_str()),
+            (format!("curl -H 'x' Bearer {long} x"), long.as_str()),
+            (format!("client-key-data: {long}\nnext: 1"), long.as_str()),
+        ] {
+            assert_eq!(spans(&text), [secret], "{}", &text[..40]);
+        }
+        // Past the cap, everything up to it goes.
+        let huge = "Zk3n8QwL2xVb7Rt5".repeat(5000);
+        let text = format!("token=\"{huge}");
+        assert_eq!(findings(&text)[0].end, "token=\"".len() + super::MAX_SPAN);
+    }
+
+    /// Long JWT segments (ID tokens with kilobytes of claims, RS512 signatures) are whole.
+    #[test]
+    fn jwts_with_long_segments_are_found_whole() {
+        let payload = format!("eyJ{}", "aXNzIjoiaHR0cHM6Ly9zZWN1cmV0b2tlbi".repeat(40));
+        let jwt = format!(
+            "eyJhbGciOiJSUzUxMiJ9.{payload}.{}",
+            "Sfl-Kxw_RJSMeKKF2QT4fwpMeJf36P".repeat(23)
+        );
+        assert_eq!(spans(&format!("id_token {jwt} ok")), [jwt.as_str()]);
+    }
+
+    #[test]
+    fn url_userinfo_runs_to_the_last_at_and_over_a_slash_in_a_password() {
+        assert_eq!(
+            spans("postgresql://admin:P@ssw0rd123@db.prod:5432/app"),
+            ["P@ssw0rd123"]
+        );
+        assert_eq!(
+            spans("redis://default:ab/Cd9+xYz12=@redis.internal:6379"),
+            ["ab/Cd9+xYz12="]
+        );
+        assert_eq!(spans("mysql://root:SUPERSECRETPASS@db/app"), ["SUPERSECRETPASS"]);
+        assert_eq!(
+            spans("https://fa6eb9eb2b67d8b081abd1d97aaf35f3b68f14ad@github.com/org/repo"),
+            ["fa6eb9eb2b67d8b081abd1d97aaf35f3b68f14ad"]
+        );
+        assert_clean(&[
+            "mysql://root:DB_PASS@db/app",
+            "mysql://root:YOURPASSWORD@db/app",
+            "https://host:8080/a@b",
+            "ssh://git@github.com:22/org/repo",
+            "https://deploy-bot@github.com/org/repo",
+        ]);
+    }
+
+    /// Redaction covers what made the finding: a token wrapped onto the next line, and an AWS
+    /// secret access key next to its key id.
+    #[test]
+    fn wrapped_tokens_and_aws_secrets_near_their_id_are_redacted() {
+        let (text, _) = redact("ghp_zymMlopiWfqUyHRS\nIf8NFmAUNLnY5Yx0y3Rn\nthanks");
+        assert_eq!(text, "[REDACTED:github_token]\nthanks");
+        let (text, _) = redact("ghp_zymMlopiWfqUyHRSIf8NFmAUNLnY5Yx0y3Rn\nThanks, bye");
+        assert_eq!(text, "[REDACTED:github_token]\nThanks, bye");
+        let (text, _) = redact(
+            "aws_access_key_id = AKIAQ3EGRUPXZ7N4K2WB\naws_secret_access_key: kNtaU4i5GpIpatEJc2vPj/eJeRvtQRxFAoCRIsBh",
+        );
+        assert!(!text.contains("kNtaU4i5"), "{text}");
+        let (text, _) = redact("AKIAQ3EGRUPXZ7N4K2WB\nkNtaU4i5GpIpatEJc2vPj+eJeRvtQRxFAoCRIsBh");
+        assert!(!text.contains("kNtaU4i5"), "{text}");
     }
 
     #[test]
@@ -2942,6 +3250,11 @@ mod tests {
             "://a:",
             "sk-",
             "eyJ.",
+            "eyJ-",
+            "eyJaaaaaaaaaa.",
+            "令牌eyJaaaaaaaaaa.eyJaaaaaaaaaa.",
+            "%3D",
+            "://a:b/",
             "token ",
             "token=",
             "password ",
@@ -2958,6 +3271,9 @@ mod tests {
             ".atlasv1.",
             "key",
             "<private>",
+            "token=\"",
+            "AKIAQ3EGRUPXZ7N4K2WB ",
+            "ghp_zymMlopiWfqUyHRS\n",
         ];
         let started = Instant::now();
         for unit in units {
@@ -3084,6 +3400,7 @@ mod tests {
             line: (0, None),
             pem_end: super::PemEnd::default(),
             pem_searched: 0,
+            b64url_run: (0, 0),
         };
         scan.run();
         assert_eq!(scan.found.len(), 200_000 / 32);
