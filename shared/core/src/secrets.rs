@@ -759,6 +759,15 @@ impl Scan<'_> {
         {
             // `my password: correcthorsebatterystaple`: a sentence names its owner's secret.
             self.push(SecretKind::Prose, value.start, value.whole_end(bytes));
+        } else if mode == Mode::Code
+            && strength == Strength::Strong
+            && colon
+            && password_key(key)
+            && trim_ascii(line).iter().all(|&b| b == b'-')
+            && letters_password(bytes, &value, key)
+        {
+            // `password: SuperSecretPassword` on a line of its own: YAML config, not a schema.
+            self.push(kind, value.start, value.whole_end(bytes));
         }
     }
 
@@ -1080,6 +1089,16 @@ const QUALIFIERS: &[&[u8]] = &[
     b"estimat",
     b"counter",
     b"confirm_field",
+    b"algorithm",
+    b"algo",
+    b"issuer",
+    b"audience",
+    b"backend",
+    b"scope",
+    b"engine",
+    b"rounds",
+    b"iterations",
+    b"cost",
 ];
 
 /// Prefixes before a secret word that make the key metadata (`max_tokens`, `is_secret`).
@@ -1120,6 +1139,8 @@ const PREFIX_QUALIFIERS: &[&[u8]] = &[
     b"by",
     b"com",
     b"sur",
+    b"existing",
+    b"socket",
 ];
 
 /// The strongest secret word in `key`, unless a qualifier makes the key metadata.
@@ -1142,7 +1163,7 @@ fn secret_word(key: &[u8]) -> Option<SecretWord> {
             continue;
         }
         let hit: Option<(usize, Strength, bool)> = match key[j] | 0x20 {
-            b'p' => longest(key, j, &[b"password", b"passwd", b"passphrase"])
+            b'p' => longest(key, j, &[b"password", b"passwd", b"passphrase", b"passcode"])
                 .map(|e| (e, Strength::Strong, false))
                 .or_else(|| two_part(key, j, b"private", b"key").map(|e| (e, Strength::Strong, false)))
                 .or_else(|| eat_ci(key, j, b"pwd").map(|e| (e, Strength::Strong, false)))
@@ -1436,8 +1457,21 @@ fn code_span_end(bytes: &[u8], pos: usize, raw_end: usize, stop: Stop) -> usize 
 fn value_is_secret(bytes: &[u8], value: &Value, key: &[u8], strength: Strength, mode: Mode) -> bool {
     let v = value.text(bytes);
     let raw = &bytes[value.start..value.raw_end];
-    if is_placeholder(v) || is_reference(v) || same_as_key(v, key) || v.starts_with(b"-") {
+    if is_placeholder(v) || is_reference(v) || same_as_key(v, key) || yaml_tag(bytes, value) {
         return false;
+    }
+    // A leading `-` is a flag or a negative number, except in a glued shell literal
+    // (`DB_PASSWORD=-h4ck3rPw!9`) whose text is not a flag's.
+    if v.starts_with(b"-") && !(mode == Mode::Literal && !value.quoted && !flag_like(v) && generated(&v[1..]))
+    {
+        return false;
+    }
+    if strength == Strength::Weak && hex_key_id(v) && public_key_id_key(key) {
+        return false;
+    }
+    // A PIN or an all-digit password (`DB_PASSWORD=84619273`), not a count or a date.
+    if mode != Mode::Prose && password_key(key) && v.len() >= 4 && v.iter().all(u8::is_ascii_digit) {
+        return !is_placeholder(v);
     }
     // A quoted value is a literal wherever it stands.
     let mode = if value.quoted && mode == Mode::Code {
@@ -1462,7 +1496,7 @@ fn value_is_secret(bytes: &[u8], value: &Value, key: &[u8], strength: Strength, 
         // A passphrase has spaces; a message has sentence words or names the secret itself.
         return (!weak || contains_ci(key, b"passphrase")) && passphrase_like(v);
     }
-    if numeric_like(v) || is_path_or_url(v) || key_chord(v) {
+    if numeric_like(v) || is_path_or_url(v) && !random_after_slash(v) || key_chord(v) {
         return false;
     }
     match mode {
@@ -1475,6 +1509,130 @@ fn value_is_secret(bytes: &[u8], value: &Value, key: &[u8], strength: Strength, 
         Mode::Literal | Mode::Code if v.len() >= 8 && generated(v) => true,
         _ => looks_random(v, 12),
     }
+}
+
+/// An unquoted value of letters (and `-`) ending its line that is not a type or schema word:
+/// `Rosebud`, `trustno-one-ever`, not `str`, `SecretStr`, `PasswordField`, `required`.
+fn letters_password(bytes: &[u8], value: &Value, key: &[u8]) -> bool {
+    const SCHEMA: &[&[u8]] = &[
+        b"bool",
+        b"boolean",
+        b"int",
+        b"integer",
+        b"number",
+        b"object",
+        b"any",
+        b"bytes",
+        b"char",
+        b"secretstr",
+        b"secretstring",
+        b"securestring",
+        b"plaintext",
+        b"plain",
+        b"hashed",
+        b"encrypted",
+        b"env",
+        b"vault",
+        b"prompt",
+        b"ask",
+        b"disabled",
+        b"enabled",
+        b"ignore",
+        b"omit",
+        b"keep",
+        b"unique",
+        b"nullable",
+        b"blank",
+        b"varchar",
+        b"sensitive",
+        b"writeonly",
+        b"readonly",
+        b"text",
+        b"none",
+        b"void",
+        b"never",
+        b"unknown",
+        b"secret",
+        b"random",
+        b"generated",
+    ];
+    const SUFFIXES: &[&[u8]] = &[
+        b"Field", b"Type", b"Input", b"Str", b"String", b"Schema", b"Column",
+    ];
+    let v = value.text(bytes);
+    let ends_line = matches!(
+        bytes.get(skip_blank(bytes, value.raw_end)),
+        None | Some(b'\n' | b'\r')
+    );
+    !value.quoted
+        && value.raw_end == value.end
+        && ends_line
+        && v.len() >= 4
+        && v.first().is_some_and(u8::is_ascii_alphabetic)
+        && v.iter().all(|&b| b.is_ascii_alphabetic() || b == b'-')
+        && !is_placeholder(v)
+        && !same_as_key(v, key)
+        && !contains_ci(key, v)
+        && !SCHEMA.iter().any(|w| v.eq_ignore_ascii_case(w))
+        && !SUFFIXES.iter().any(|w| v.len() > w.len() && v.ends_with(w))
+}
+
+/// A YAML tag: `!name` followed on its line by what it tags (`password: !vault |`); `!Welcome`
+/// alone is a password.
+fn yaml_tag(bytes: &[u8], value: &Value) -> bool {
+    let v = value.text(bytes);
+    if value.quoted || v.first() != Some(&b'!') || !identifier_like(&v[1..]) && !v[1..].starts_with(b"!") {
+        return false;
+    }
+    let after = skip_blank(bytes, value.raw_end);
+    after > value.raw_end && bytes.get(after).is_some_and(|&b| b != b'\n' && b != b'\r')
+}
+
+/// `-x`, `--flag`, `--flag-name`: a dash and a word.
+fn flag_like(v: &[u8]) -> bool {
+    let body = &v[run_end(v, 0, |b| b == b'-')..];
+    !body.is_empty() && body.iter().all(|&b| b.is_ascii_alphanumeric() || b == b'-')
+}
+
+/// A key naming a password (not a token or an API key): an all-digit value of it is a PIN.
+fn password_key(key: &[u8]) -> bool {
+    [&b"password"[..], b"passwd", b"pwd", b"passphrase", b"passcode"]
+        .iter()
+        .any(|w| contains_ci(key, w))
+}
+
+/// A public key id (`3AA5C34371567BD2`, `0x3AA5C34371567BD2`, a 40-digit fingerprint): 8, 16 or
+/// 40 hex digits in one case.
+fn hex_key_id(v: &[u8]) -> bool {
+    let body = v.strip_prefix(b"0x").unwrap_or(v);
+    matches!(body.len(), 8 | 16 | 40)
+        && body.iter().all(u8::is_ascii_hexdigit)
+        && !(body.iter().any(u8::is_ascii_uppercase) && body.iter().any(u8::is_ascii_lowercase))
+}
+
+/// Keys that take a public key's id (gpg's `--recv-keys`, `--default-key`, git's
+/// `user.signingkey`), not a key.
+fn public_key_id_key(key: &[u8]) -> bool {
+    [
+        &b"recv-key"[..],
+        b"default-key",
+        b"signingkey",
+        b"local-user",
+        b"trusted-key",
+        b"keyid",
+        b"key-id",
+    ]
+    .iter()
+    .any(|w| contains_ci(key, w))
+}
+
+/// `/k9Fz2LqP8sT1vXyR4wN7mB0cD3eH6jU=`: one leading `/` before a random run, a base64 value
+/// rather than a path.
+fn random_after_slash(v: &[u8]) -> bool {
+    let Some(rest) = v.strip_prefix(b"/") else {
+        return false;
+    };
+    rest.len() >= 16 && !rest.contains(&b'/') && mixed_case(rest) && has_digit(rest) && entropy(rest) >= 3.5
 }
 
 /// A keyboard shortcut (`ctrl+shift+1`, `Cmd+K`): modifiers joined by `+`.
@@ -1823,10 +1981,23 @@ fn is_placeholder(v: &[u8]) -> bool {
     // Templating and elision: the value is a slot, not a value, wherever these stand.
     const TEMPLATED: &[&[u8]] = &[b"...", b"${", b"{{", b"$(", b"\xe2\x80\xa6"];
     let Some(&first) = v.first() else { return true };
-    if matches!(first, b'<' | b'$' | b'{' | b'[')
+    // A slot fills the whole value: `{name}`, `[REDACTED:…]`, `$NAME`, `$USER:$PASS`; `{Xk9#mQ2z`
+    // and `$uP3r-S3cret!9` are passwords that start with a symbol.
+    let closed = |close: u8| v.len() > 1 && v.last() == Some(&close);
+    let variable = first == b'$'
+        && v.len() > 1
+        && v[1..]
+            .iter()
+            .all(|&b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b':' | b'$'));
+    if first == b'<'
+        || variable
+        || first == b'{' && closed(b'}')
+        || first == b'[' && (closed(b']') || v.starts_with(b"[REDACTED:"))
         || (first == b'%' && v.len() > 2 && v.last() == Some(&b'%'))
-        // A YAML tag or alias, a decorator, a comment: `!vault`, `*default`, `@Value`, `#todo`.
-        || (matches!(first, b'!' | b'*' | b'#' | b'@') && (v.len() == 1 || identifier_like(&v[1..])))
+        // An alias, a decorator, a comment: `*default`, `@Value`, `#todo` (a YAML `!tag` is told
+        // by what follows it, see [`yaml_tag`]).
+        || (matches!(first, b'*' | b'#' | b'@') && (v.len() == 1 || identifier_like(&v[1..])))
+        || v == b"!"
     {
         return true;
     }
@@ -3384,6 +3555,69 @@ mod tests {
             "token = changemeplease",
             r#"{"key": "ctrl+shift+1"}"#,
             "auth=Dep@Host12",
+        ]);
+    }
+
+    /// A secret word that qualifies the key (`PASSWORD_ALGORITHM`, `existingSecret`) makes it
+    /// metadata; public key ids and WebSocket nonces are not secrets.
+    #[test]
+    fn qualified_keys_and_public_key_ids_are_not_secrets() {
+        assert_clean(&[
+            "PASSWORD_ALGORITHM=argon2id",
+            "TOKEN_ISSUER=auth0",
+            "SECRET_BACKEND=vault",
+            "GITHUB_TOKEN_SCOPE=repo",
+            "existingSecret: postgres-credentials-v2",
+            "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==",
+            "gpg --keyserver keys.openpgp.org --recv-keys 3AA5C34371567BD2",
+            "gpg --default-key 0x3AA5C34371567BD2 --sign file",
+            "git config --global user.signingkey 3AA5C34371567BD2",
+            "PASSWORD_MIN_LENGTH=12",
+            "PASSWORD_ROUNDS=10000",
+        ]);
+    }
+
+    /// Values that start like a reference or a placeholder but are not one, all-digit passwords
+    /// and letters-only YAML passwords are secrets; type and schema words are not.
+    #[test]
+    fn symbol_led_digit_and_letter_passwords_are_found_but_schema_words_are_not() {
+        for text in [
+            "DB_PASSWORD=$uP3r-S3cret!9",
+            r#""password": "{Xk9#mQ2z""#,
+            "password = '[Zt8!pq4Lm'",
+            "DB_PASSWORD=-h4ck3rPw!9",
+            "SECRET_KEY=/k9Fz2LqP8sT1vXyR4wN7mB0cD3eH6jU=",
+            "password=!Welcome",
+            "DB_PASSWORD=84619273",
+            "password: 20240315",
+            "password: SuperSecretPassword",
+            "password: qwertyuiop",
+            "  adminPassword: Rosebud\n  user: admin",
+            "- password: trustno-one-ever",
+        ] {
+            assert_eq!(findings(text).len(), 1, "not detected: {text:?}");
+        }
+        assert_clean(&[
+            "password: $DB_PASSWORD",
+            "curl -u \"$USER:$PASS\" https://ci",
+            "password: !vault |",
+            "password: !!binary |",
+            "DB_PASSWORD=--from-env",
+            "password: 2024-03-15",
+            "SECRET_KEY=/etc/app/secret.key",
+            "password: str",
+            "password: String",
+            "password: SecretStr",
+            "password: string;",
+            "password: required",
+            "password: true",
+            "password: null",
+            "password: hidden",
+            "password: PasswordField",
+            "password: PasswordInput",
+            "password: password",
+            "the password: qwertyuiop is weak",
+            "password: Secret",
         ]);
     }
 
