@@ -241,7 +241,7 @@ struct Scan<'t> {
     covered: usize,
     /// The start of the current line and which password-taking commands it names (bit set,
     /// computed once per line on the first short flag).
-    line: (usize, Option<u8>),
+    line: (usize, Option<u16>),
     /// The last search for a PEM END line, reused by the next BEGIN line.
     pem_end: PemEnd,
     /// Bytes the END-line searches looked at (the work a prompt of BEGIN lines costs).
@@ -364,6 +364,7 @@ impl Scan<'_> {
         match bytes[i] {
             // A scheme word is English: glued to other text it is not one.
             b'b' | b'B' if prev != NON_ASCII_WORD => self.auth_scheme_at(i),
+            b'i' | b'I' => self.identified_by_at(i),
             b'e' => {
                 if let Some(end) = self.jwt_at(i) {
                     self.push(SecretKind::Jwt, i, end);
@@ -394,6 +395,32 @@ impl Scan<'_> {
                 return;
             }
             k = end;
+        }
+    }
+
+    /// SQL `IDENTIFIED BY 'password'` (`ALTER USER`, `CREATE USER`, `GRANT`), also with
+    /// `WITH <plugin>` between; `BY PASSWORD '*…'` is a hash, unquoted, and not read.
+    fn identified_by_at(&mut self, i: usize) {
+        let bytes = self.bytes;
+        let Some(e) = eat_ci(bytes, i, b"identified ") else {
+            return;
+        };
+        let mut pos = skip_blank(bytes, e);
+        if let Some(w) = eat_ci(bytes, pos, b"with ") {
+            let plugin = skip_blank(bytes, w);
+            pos = skip_blank(
+                bytes,
+                run_end_max(bytes, plugin, 64, |b| b.is_ascii_alphanumeric() || b == b'_'),
+            );
+        }
+        let Some(e) = eat_ci(bytes, pos, b"by ") else {
+            return;
+        };
+        let Some(value) = Value::parse(bytes, skip_blank(bytes, e), Stop::Code) else {
+            return;
+        };
+        if value.quoted && value_is_secret(bytes, &value, b"password", Strength::Strong, Mode::Literal) {
+            self.push(SecretKind::Assignment, value.start, value.whole_end(bytes));
         }
     }
 
@@ -532,15 +559,25 @@ impl Scan<'_> {
         self.assignment_after(i, kend, name, word.strength, SecretKind::CommandLine, true);
     }
 
-    /// `-p` after `docker login` and friends or `sshpass`, `-pSECRET` after `mysql`, `-a` after
-    /// `redis-cli`, `-u user:password` / `--user` after `curl`.
+    /// `-p` after `docker login` and friends, `sshpass` or `mongo`/`mongosh`, `-pSECRET` after
+    /// `mysql`, `-P` after `sqlcmd`, `-w` after the `ldap…` tools, `-a` after `redis-cli`,
+    /// `-a user:password` after httpie, `-u user:password` / `--user` after `curl`,
+    /// `-u user,password` after `lftp`, `-U user%password` after `smbclient`.
     fn short_flag_at(&mut self, i: usize, kend: usize, flag: u8, glued: bool) {
         let bytes = self.bytes;
         let commands = self.line_commands(i);
-        let (spaced_ok, glued_ok) = match flag {
-            b'p' => (commands & LOGIN != 0, commands & MYSQL != 0),
-            b'a' => (commands & REDIS != 0, false),
-            b'u' => (commands & CURL != 0, false),
+        let has = |set: u16| commands & set != 0;
+        // Whether the flag takes a password after a blank, glued, and what separates a user
+        // before it.
+        let (spaced_ok, glued_ok, user_sep) = match flag {
+            b'p' => (has(LOGIN | MONGO), has(MYSQL), None),
+            b'P' => (has(SQLCMD), false, None),
+            b'w' => (has(LDAP), false, None),
+            b'a' if has(HTTPIE) => (true, false, Some(b':')),
+            b'a' => (has(REDIS), false, None),
+            b'u' if has(LFTP) => (true, false, Some(b',')),
+            b'u' => (has(CURL), false, Some(b':')),
+            b'U' => (has(SMB), false, Some(b'%')),
             _ => return,
         };
         let start = if glued && glued_ok {
@@ -557,27 +594,28 @@ impl Scan<'_> {
         if v.starts_with(b"-") || is_reference(v) {
             return;
         }
-        if flag == b'u' {
+        if let Some(sep) = user_sep {
             // `user:password`: the password is the secret.
-            if let Some(colon) = v.iter().position(|&b| b == b':') {
-                let pw = &v[colon + 1..];
+            if let Some(at) = v.iter().position(|&b| b == sep) {
+                let pw = &v[at + 1..];
                 if pw.len() >= 3 && !is_placeholder(pw) && !constant_like(pw) {
                     self.push(
                         SecretKind::CommandLine,
-                        value.start + colon + 1,
+                        value.start + at + 1,
                         value.whole_end(bytes),
                     );
                 }
             }
             return;
         }
-        if v.len() >= 3 && !is_placeholder(v) {
+        // A port (`-p 27017:27017` on a line naming mongo) is not a password.
+        if v.len() >= 3 && !is_placeholder(v) && !numeric_like(v) {
             self.push(SecretKind::CommandLine, value.start, value.whole_end(bytes));
         }
     }
 
     /// Which password-taking commands the line holding `i` names, computed once per line.
-    fn line_commands(&mut self, i: usize) -> u8 {
+    fn line_commands(&mut self, i: usize) -> u16 {
         let bytes = self.bytes;
         let (start, cached) = self.line;
         if let Some(set) = cached.filter(|_| start <= i) {
@@ -605,10 +643,31 @@ impl Scan<'_> {
             (MYSQL, &[&b"mysql"[..], b"mariadb"][..]),
             (REDIS, &[&b"redis-cli"[..]][..]),
             (CURL, &[&b"curl"[..]][..]),
+            (MONGO, &[&b"mongosh"[..], b"mongo "][..]),
+            (SQLCMD, &[&b"sqlcmd"[..]][..]),
+            (
+                LDAP,
+                &[
+                    &b"ldapsearch"[..],
+                    b"ldapadd",
+                    b"ldapmodify",
+                    b"ldapdelete",
+                    b"ldappasswd",
+                    b"ldapwhoami",
+                ][..],
+            ),
+            (SMB, &[&b"smbclient"[..]][..]),
+            (LFTP, &[&b"lftp"[..]][..]),
         ] {
             if names.iter().any(|n| contains_ci(line, n)) {
                 set |= bit;
             }
+        }
+        // httpie's `http`/`https` is a command only where a command starts.
+        let t = trim_ascii(line);
+        let t = t.strip_prefix(b"$ ").unwrap_or(t);
+        if t.starts_with(b"http ") || t.starts_with(b"https ") {
+            set |= HTTPIE;
         }
         self.line = (start, Some(set));
         set
@@ -2346,12 +2405,19 @@ fn skip_fillers(bytes: &[u8], start: usize) -> usize {
     pos
 }
 
-/// Commands whose short flag takes a password (`-p`: logins and `sshpass`, glued for `mysql`;
-/// `-a`: `redis-cli`; `-u user:password`: `curl`).
-const LOGIN: u8 = 1;
-const MYSQL: u8 = 2;
-const REDIS: u8 = 4;
-const CURL: u8 = 8;
+/// Commands whose short flag takes a password (`-p`: logins, `sshpass` and mongo, glued for
+/// `mysql`; `-P`: `sqlcmd`; `-w`: ldap tools; `-a`: `redis-cli`, httpie; `-u`: `curl`, `lftp`;
+/// `-U`: `smbclient`).
+const LOGIN: u16 = 1;
+const MYSQL: u16 = 2;
+const REDIS: u16 = 4;
+const CURL: u16 = 8;
+const MONGO: u16 = 16;
+const SQLCMD: u16 = 32;
+const LDAP: u16 = 64;
+const SMB: u16 = 128;
+const LFTP: u16 = 256;
+const HTTPIE: u16 = 512;
 
 /// The start of the line holding `i`.
 fn line_start_of(bytes: &[u8], i: usize) -> usize {
@@ -3444,6 +3510,7 @@ mod tests {
             "<private>",
             "token=\"",
             "AKIAQ3EGRUPXZ7N4K2WB ",
+            "identified by ",
             "ghp_zymMlopiWfqUyHRS\n",
         ];
         let started = Instant::now();
@@ -3618,6 +3685,45 @@ mod tests {
             "password: password",
             "the password: qwertyuiop is weak",
             "password: Secret",
+        ]);
+    }
+
+    #[test]
+    fn more_commands_and_sql_take_passwords() {
+        for (text, secret) in [
+            ("mongosh mongodb://db:27017 -u admin -p Tq8vRw2zLp", "Tq8vRw2zLp"),
+            (
+                "mongo -u admin -p Tq8vRw2zLp --authenticationDatabase admin",
+                "Tq8vRw2zLp",
+            ),
+            ("sqlcmd -S srv -U sa -P Tq8vRw2zLp -Q \"select 1\"", "Tq8vRw2zLp"),
+            (
+                "ldapsearch -x -D cn=admin,dc=ex -w Tq8vRw2zLp -b dc=ex",
+                "Tq8vRw2zLp",
+            ),
+            ("ldapmodify -D cn=admin -w Tq8vRw2zLp -f x.ldif", "Tq8vRw2zLp"),
+            ("smbclient //srv/share -U bob%Tq8vRw2zLp", "Tq8vRw2zLp"),
+            ("lftp -u bob,Tq8vRw2zLp ftp.example.org", "Tq8vRw2zLp"),
+            ("http -a bob:Tq8vRw2zLp https://api.example.org/me", "Tq8vRw2zLp"),
+            (
+                "ALTER USER 'root'@'localhost' IDENTIFIED BY 'Tq8vRw2zLp';",
+                "Tq8vRw2zLp",
+            ),
+            (
+                "CREATE USER app IDENTIFIED WITH caching_sha2_password BY 'Tq8vRw2zLp';",
+                "Tq8vRw2zLp",
+            ),
+            ("CREATE USER app WITH PASSWORD 'Tq8vRw2zLp';", "Tq8vRw2zLp"),
+        ] {
+            assert_eq!(spans(text), [secret], "{text}");
+        }
+        assert_clean(&[
+            "docker run -p 27017:27017 mongo:7",
+            "sqlcmd -S srv -U sa -P",
+            "smbclient //srv/share -U bob",
+            "ldapsearch -x -W -b dc=ex",
+            "see the http -a flag docs",
+            "users identified by email",
         ]);
     }
 
