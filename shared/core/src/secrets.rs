@@ -365,6 +365,8 @@ impl Scan<'_> {
             // A scheme word is English: glued to other text it is not one.
             b'b' | b'B' if prev != NON_ASCII_WORD => self.auth_scheme_at(i),
             b'i' | b'I' => self.identified_by_at(i),
+            b'0'..=b'9' => self.telegram_at(i),
+            b'M' | b'N' | b'O' => self.discord_at(i),
             b'e' => {
                 if let Some(end) = self.jwt_at(i) {
                     self.push(SecretKind::Jwt, i, end);
@@ -395,6 +397,42 @@ impl Scan<'_> {
                 return;
             }
             k = end;
+        }
+    }
+
+    /// Telegram bot token: the bot's 8–10 digit id, `:AA`, 33 base64url characters.
+    fn telegram_at(&mut self, i: usize) {
+        let bytes = self.bytes;
+        let digits = run_end_max(bytes, i, 11, |b| b.is_ascii_digit());
+        if !(8..=10).contains(&(digits - i)) || !bytes[digits..].starts_with(b":AA") {
+            return;
+        }
+        let body = digits + 3;
+        let end = run_end_max(bytes, body, 34, b64url);
+        if end - body == 33 && !token_continues_at(self.text, end) {
+            self.push(SecretKind::Vendor("telegram_token"), i, end);
+        }
+    }
+
+    /// Discord bot token: the base64 bot id (`M`/`N`/`O` + 23–25), `.`, 6, `.`, 27–38 base64url.
+    fn discord_at(&mut self, i: usize) {
+        let bytes = self.bytes;
+        let id = run_end_max(bytes, i, 26, b64url);
+        if !(24..=26).contains(&(id - i)) || bytes.get(id) != Some(&b'.') {
+            return;
+        }
+        let stamp = run_end_max(bytes, id + 1, 7, b64url);
+        if stamp - id - 1 != 6 || bytes.get(stamp) != Some(&b'.') {
+            return;
+        }
+        let end = run_end_max(bytes, stamp + 1, 39, b64url);
+        let token = &bytes[i..end];
+        if (27..=38).contains(&(end - stamp - 1))
+            && !token_continues_at(self.text, end)
+            && mixed_case(token)
+            && has_digit(token)
+        {
+            self.push(SecretKind::Vendor("discord_token"), i, end);
         }
     }
 
@@ -514,6 +552,10 @@ impl Scan<'_> {
             self.flag_at(i, kend);
             return;
         }
+        if key == b"sig" {
+            self.sas_signature_at(i, kend);
+            return;
+        }
         let Some(word) = secret_word(key) else {
             return;
         };
@@ -529,6 +571,20 @@ impl Scan<'_> {
             SecretKind::Assignment
         };
         self.assignment_after(i, kend, key, strength, kind, false);
+    }
+
+    /// An Azure SAS signature, `?…&sig=<base64>` in a URL query: the signature grants the access.
+    fn sas_signature_at(&mut self, i: usize, kend: usize) {
+        let bytes = self.bytes;
+        if i == 0 || !matches!(bytes[i - 1], b'?' | b'&') || bytes.get(kend) != Some(&b'=') {
+            return;
+        }
+        let start = kend + 1;
+        let end = run_end_max(bytes, start, MAX_VALUE, |b| b64(b) || b == b'%');
+        let sig = &bytes[start..end];
+        if sig.len() >= 20 && mixed_case(sig) && has_digit(sig) {
+            self.push(SecretKind::Assignment, start, end);
+        }
     }
 
     /// `--password=…`, `--token …` and the short flags of the commands that take a password.
@@ -2348,6 +2404,7 @@ fn is_auth_scheme(v: &[u8]) -> bool {
         b"apikey",
         b"key",
         b"bot",
+        b"ssws",
     ]
     .iter()
     .any(|s| v.eq_ignore_ascii_case(s))
@@ -2693,6 +2750,12 @@ fn pscale(b: u8) -> bool {
 fn b64url_dot(b: u8) -> bool {
     b64url(b) || b == b'.'
 }
+fn alnum_dot(b: u8) -> bool {
+    alnum(b) || b == b'.'
+}
+fn alnum_percent(b: u8) -> bool {
+    alnum(b) || b == b'%'
+}
 fn dollar_alnum(b: u8) -> bool {
     alnum(b) || b == b'$'
 }
@@ -2728,7 +2791,7 @@ const fn legacy(name: &'static str, prefix: &'static [u8], class: fn(u8) -> bool
 }
 
 /// The vendor shapes, dispatched on their first byte (at most 128: the index is a `u128`).
-const VENDOR_TABLE: [Vendor; 100] = [
+const VENDOR_TABLE: [Vendor; 115] = [
     // The original filter's shapes, case-insensitive prefixes.
     legacy("openai_style_key", b"sk-", b64url, 8),
     legacy("github_token", b"github_pat_", word_class, 8),
@@ -2811,9 +2874,12 @@ const VENDOR_TABLE: [Vendor; 100] = [
     v("heroku_key", b"HRKU-", b64url, 40, 100),
     v("postman_key", b"PMAK-", hex_dash, 50, 70),
     v("linear_key", b"lin_api_", alnum, 40, 40),
-    v("doppler_token", b"dp.pt.", alnum, 40, 50),
-    v("doppler_token", b"dp.st.", alnum, 40, 50),
-    v("doppler_token", b"dp.ct.", alnum, 40, 50),
+    v("doppler_token", b"dp.pt.", alnum_dot, 40, 80),
+    v("doppler_token", b"dp.st.", alnum_dot, 40, 80),
+    v("doppler_token", b"dp.ct.", alnum_dot, 40, 80),
+    v("doppler_token", b"dp.sa.", alnum_dot, 40, 80),
+    v("doppler_token", b"dp.scim.", alnum_dot, 40, 80),
+    v("doppler_token", b"dp.audit.", alnum_dot, 40, 80),
     v("pulumi_token", b"pul-", hex, 40, 40),
     v("newrelic_key", b"NRAK-", upper_alnum, 27, 27),
     v("newrelic_key", b"NRII-", b64url, 32, 40),
@@ -2855,6 +2921,20 @@ const VENDOR_TABLE: [Vendor; 100] = [
         40,
         100,
     ),
+    v("mapbox_token", b"sk.eyJ", b64url_dot, 80, 300),
+    // 14 alphanumerics, `.`, 64 hex digits.
+    v("airtable_token", b"pat", alnum_dot, 79, 79),
+    v("twitter_token", b"AAAAAAAAAAAAAAAAAAAAA", alnum_percent, 30, 200),
+    v("facebook_token", b"EAA", alnum, 100, 400),
+    // 22 characters, `_`, 40 hex digits.
+    v("circleci_token", b"CCIPAT_", word_class, 63, 63),
+    v("pinecone_key", b"pcsk_", word_class, 60, 100),
+    v("flyio_token", b"fo1_", b64url, 43, 43),
+    v("flyio_token", b"fm1a_", b64, 100, 4096),
+    v("flyio_token", b"fm1r_", b64, 100, 4096),
+    v("flyio_token", b"fm2_", b64, 100, 4096),
+    v("netlify_token", b"nfp_", alnum, 36, 40),
+    v("adafruit_key", b"aio_", alnum, 28, 28),
 ];
 
 /// The vendor shapes (see the table above), one rule name per provider.
@@ -3511,6 +3591,9 @@ mod tests {
             "token=\"",
             "AKIAQ3EGRUPXZ7N4K2WB ",
             "identified by ",
+            "12345678:AA",
+            "MTAJMlA4JahKDNl9sW7W6zCJ.",
+            "&sig=",
             "ghp_zymMlopiWfqUyHRS\n",
         ];
         let started = Instant::now();
@@ -3724,6 +3807,77 @@ mod tests {
             "ldapsearch -x -W -b dc=ex",
             "see the http -a flag docs",
             "users identified by email",
+        ]);
+    }
+
+    /// Provider shapes with a structure of their own (ids, separators, fixed parts).
+    #[test]
+    fn more_provider_shapes_are_found_whole() {
+        for (token, name) in [
+            ("4533314789:AAEsaJd_wyXxQPplH8ACyjkz4jmBQlm7knI", "telegram_token"),
+            (
+                "MTA4pShZFC8ZrXbeg_fT3pG-.h8msMl.c-T1ah9sdbEl7oX8nrEHAluvtdgDW1-In81LJK",
+                "discord_token",
+            ),
+            (
+                "sk.eyJ1Ijo6yc-jecsblnAk2vnXK6-Zy2GKlPOyJV9YZGWNkJnsrUgBhcpqIuRhWlMkU6a.g5t_Zj3aoeWqeHGwlifXjw",
+                "mapbox_token",
+            ),
+            (
+                "patVEnIKXVuuEomFK.dc6c369aad6b68b75b48e99f73f289509dddc3ebffc5ccd8099ee02cab83bb43",
+                "airtable_token",
+            ),
+            (
+                "AAAAAAAAAAAAAAAAAAAAACS6jkdFKsvw8f46QqXYilvBSbELgGOBomUOLc877%3DEgNB6bfbdUwFDrzIe3mGxHoL43ScQQYK8TUkl1JYnrw8tdVIIf",
+                "twitter_token",
+            ),
+            (
+                "EAAHmxOCTQE8phIECUyUALDgxkhOFosZYG9uVqv8ExVuo5Zbcb99JpX9M02bB3f8nUVRBoMFTXptvp7WhPvFMKFl8zE8Ajlb0cdkbx9ZFqJDGf1rB853IgN95Dc",
+                "facebook_token",
+            ),
+            (
+                "CCIPAT_i7xD93lgWk7J6rWs77hSx9_80598e7d8a50f510dc6c4393a96e78c3403049d3",
+                "circleci_token",
+            ),
+            (
+                "pcsk_CrNip_R0HjXFZfTvMUHoXTBzyTzbmncNnz5BhgJjH3LZ7wM6GKHVjk9tCSi5eIeeaAXZY",
+                "pinecone_key",
+            ),
+            ("fo1_IYLsD6c060ZGUfpDNhmMLm43B3OjdK2OLMdNJTkzc_8", "flyio_token"),
+            (
+                "fm2_pRXhWNEuCbY+e3ZVMkfcDWKbFYV6RZc123ybgnl8LzRRIC7wQqVThu1r2WZxfm2rBvqZptcSyEXcg+8+8oeNu9Jchmw9pUNlWbDrio9ToGG1/ONo64osfMnadO70l5EEM43Onetvxr/BkuSzwPMg2eXVVwnDeV3yQjVPhfafwTfg+uWMvnH+iG9te7WmA9i7w8QJUr4Z",
+                "flyio_token",
+            ),
+            ("nfp_FHCRQ44IHJ5lByNt5TPiKEuor5ClFKHu6MUb", "netlify_token"),
+            ("aio_gXOsHzoMp7BKOHNfEkalT2ib0Z8v", "adafruit_key"),
+            (
+                "dp.st.prd.oX2D86ByvkNx5MYjCPC1zaPLvaLO7ZOE8JV45sXq",
+                "doppler_token",
+            ),
+            (
+                "dp.sa.GwpFOB1edmZ9AZnSgYWGB3c5pjdrDkfAIfAalRM8rUw",
+                "doppler_token",
+            ),
+        ] {
+            let text = format!("use {token}, thanks");
+            assert_eq!(find_secret(&text), Some(SecretKind::Vendor(name)), "{token}");
+            assert_eq!(spans(&text), [token]);
+        }
+        assert_eq!(
+            spans(
+                "https://a.blob.core.windows.net/c/b?sv=2022-11-02&sp=r&sig=sP2Cpfk%2BPeZJV5DIx7xu6SrYiyMUJEm%3D&x=1"
+            ),
+            ["sP2Cpfk%2BPeZJV5DIx7xu6SrYiyMUJEm%3D"]
+        );
+        assert_kind(
+            SecretKind::AuthHeader,
+            &["Authorization: SSWS 00DWzP9WYJof5Hzt4XJUtv2tIEpc1ke4M4innZMcWU"],
+        );
+        assert_clean(&[
+            "the pattern and path modules",
+            "sig=SIGTERM",
+            "Order 1234567890:AAB shipped",
+            "MTAJMlA4JahKDNl9sW7W6zCJ.IFrNYf",
         ]);
     }
 
