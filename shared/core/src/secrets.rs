@@ -310,7 +310,7 @@ impl Scan<'_> {
                 self.line_start(i);
             }
             match b {
-                b'-' if bytes[i..].starts_with(b"-----") => self.pem_at(i),
+                b'-' if bytes[i..].starts_with(b"----") => self.pem_at(i),
                 b':' if bytes[i..].starts_with(b"://") => self.url_credentials_at(i),
                 b'.' if bytes[i..].starts_with(b".atlasv1.") => self.terraform_at(i),
                 b'~' => self.azure_ad_at(i),
@@ -889,30 +889,49 @@ impl Scan<'_> {
     // --- anchored on punctuation ---------------------------------------------------------------
 
     /// `-----BEGIN … PRIVATE KEY-----` through its END line, or an END line with the body above.
+    /// The four-dash armors of older tools (`----BEGIN RSA PRIVATE KEY----`, SSH2's
+    /// `---- BEGIN SSH2 ENCRYPTED PRIVATE KEY ----`) run to the end of their body.
     fn pem_at(&mut self, i: usize) {
         let bytes = self.bytes;
         if i > 0 && bytes[i - 1] == b'-' {
             return; // only the first dash of a run starts a line
         }
         let dashes = run_end_max(bytes, i, 16, |b| b == b'-');
-        let (begin, after) = if let Some(e) = eat_ci(bytes, dashes, b"begin ") {
+        let four = dashes - i == 4;
+        let armor: &[u8] = if four { b"----" } else { b"-----" };
+        let open = if four && bytes.get(dashes) == Some(&b' ') {
+            dashes + 1
+        } else {
+            dashes
+        };
+        let (begin, after) = if let Some(e) = eat_ci(bytes, open, b"begin ") {
             (true, e)
-        } else if let Some(e) = eat_ci(bytes, dashes, b"end ") {
+        } else if let Some(e) = eat_ci(bytes, open, b"end ") {
             (false, e)
         } else {
             return;
         };
         let words = run_end_max(bytes, after, 64, |b| b.is_ascii_alphanumeric() || b == b' ');
-        let label = &bytes[after..words];
+        let mut label = &bytes[after..words];
+        if four {
+            label = label.strip_suffix(b" ").unwrap_or(label);
+        }
         let label = label.strip_suffix(b" BLOCK").unwrap_or(label);
         if label.len() < 11 || !label[label.len() - 11..].eq_ignore_ascii_case(b"private key") {
             return;
         }
-        if !bytes[words..].starts_with(b"-----") {
+        if !bytes[words..].starts_with(armor) || four && bytes.get(words + 4) == Some(&b'-') {
             return;
         }
         let eol = line_end(bytes, words);
-        if begin {
+        if begin && four {
+            let mut end = base64_block_end(bytes, eol);
+            let next = skip_blank(bytes, end + 1);
+            if bytes[end.min(bytes.len())..].starts_with(b"\n") && bytes[next..].starts_with(b"----") {
+                end = line_end(bytes, next);
+            }
+            self.push(SecretKind::PrivateKey, i, end);
+        } else if begin {
             let end = match self.pem_end_after(eol) {
                 Some(e) => line_end(bytes, e),
                 None => base64_block_end(bytes, eol),
@@ -1063,6 +1082,15 @@ impl Scan<'_> {
         let s = skip_blank(bytes, i);
         if matches!(bytes.get(s), Some(b'M' | b'b')) && pem_body_at(bytes, s) {
             let end = base64_block_end(bytes, s);
+            self.push(SecretKind::PrivateKey, s, end);
+        }
+        // A PuTTY `.ppk` file: the private lines and their MAC (the public lines are public).
+        if bytes[s..].starts_with(b"Private-Lines:") {
+            let body = line_end(bytes, s);
+            let mut end = base64_block_end(bytes, body);
+            if end < bytes.len() && bytes[end + 1..].starts_with(b"Private-MAC:") {
+                end = line_end(bytes, end + 1);
+            }
             self.push(SecretKind::PrivateKey, s, end);
         }
         if let Some((start, end)) = pgpass_at(bytes, s) {
@@ -3591,6 +3619,9 @@ mod tests {
             "token=\"",
             "AKIAQ3EGRUPXZ7N4K2WB ",
             "identified by ",
+            "----BEGIN RSA PRIVATE KEY----\n",
+            "---- END SSH2 PRIVATE KEY ----\n",
+            "Private-Lines: 1\n",
             "12345678:AA",
             "MTAJMlA4JahKDNl9sW7W6zCJ.",
             "&sig=",
@@ -3878,6 +3909,25 @@ mod tests {
             "sig=SIGTERM",
             "Order 1234567890:AAB shipped",
             "MTAJMlA4JahKDNl9sW7W6zCJ.IFrNYf",
+        ]);
+    }
+
+    /// Four-dash and SSH2 armors and PuTTY's private lines are private keys, whole.
+    #[test]
+    fn older_private_key_armors_and_putty_files_are_private_keys() {
+        let block =
+            "----BEGIN RSA PRIVATE KEY----\nMIIEowIBAAKCAQEAq7Bz\nab+/cd==\n----END RSA PRIVATE KEY----";
+        assert_eq!(spans(&format!("key:\n{block}\nthanks")), [block]);
+        let ssh2 = "---- BEGIN SSH2 ENCRYPTED PRIVATE KEY ----\nComment: \"k\"\nP2/56wAAAtw\n---- END SSH2 ENCRYPTED PRIVATE KEY ----";
+        assert_eq!(spans(ssh2), [ssh2]);
+        let private = "Private-Lines: 1\nAAAAIGq7BzQ2zLp9Xk\nPrivate-MAC: 5f2a9c";
+        let ppk = format!("PuTTY-User-Key-File-3: ssh-ed25519\nPublic-Lines: 1\nAAAAC3NzaC1lZDI1\n{private}");
+        assert_eq!(spans(&ppk), [private]);
+        assert_clean(&[
+            "---- BEGIN SSH2 PUBLIC KEY ----",
+            "----BEGIN PRIVATE KEY-----",
+            "-----BEGIN PRIVATE KEY----",
+            "---BEGIN PRIVATE KEY---",
         ]);
     }
 
