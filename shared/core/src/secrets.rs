@@ -11,32 +11,49 @@
 //! not scanned again, so repetitive prompts stay linear.
 //!
 //! What is found (the rule names are what diagnostics and `[REDACTED:<rule>]` markers show):
-//! - `private_key`: a PEM block (`-----BEGIN … PRIVATE KEY-----` to its END line), an END line
-//!   alone, or a DER body pasted without its armor (`MII…IBA…`, `b3BlbnNzaC1rZXktdjE…`).
+//! - `private_key`: a PEM block (`-----BEGIN … PRIVATE KEY-----` to its END line, the four-dash
+//!   and SSH2 armors `----BEGIN …----`, `---- BEGIN SSH2 … PRIVATE KEY ----` to the end of their
+//!   body), an END line alone, a DER body pasted without its armor (`MII…IBA…`,
+//!   `b3BlbnNzaC1rZXktdjE…`), or the `Private-Lines:` of a PuTTY `.ppk` file through its MAC.
 //! - `assignment`: a key that *contains* a secret word (`password`, `passwd`, `pwd`,
-//!   `passphrase`, `secret`, `token`, `api key`, `access key`, `private key`, `credential`,
-//!   `cookie`, `pw`; weaker: `key`, `auth`, `pass`) with any prefix or suffix, `_`/`-`/`.`
-//!   separators, quoted or not, then `=`, `:`, `:=`, `=>` or whitespace and a value. Keys whose
-//!   suffix makes them metadata (`token_count`, `password_file`, `tokenizer`, …) are not keys.
+//!   `passphrase`, `passcode`, `secret`, `token`, `api key`, `access key`, `private key`,
+//!   `credential`, `cookie`, `pw`; weaker: `key`, `auth`, `pass`) with any prefix or suffix,
+//!   `_`/`-`/`.` separators, quoted or not, then `=`, `:`, `:=`, `=>` or whitespace and a value.
+//!   Keys whose suffix or prefix makes them metadata (`token_count`, `password_file`,
+//!   `PASSWORD_ALGORITHM`, `TOKEN_ISSUER`, `existingSecret`, `Sec-WebSocket-Key`, …) are not keys,
+//!   and a public key id (`--recv-keys 3AA5C34371567BD2`, `user.signingkey`) is not a secret.
 //!   The span is the whole value: a quoted one to its closing quote, a shell/env literal to the
 //!   next blank (punctuation inside and at the end included), a connection-string or query field
 //!   to the next `;Name=`/`&name=`; in code a `,`/`;` before a blank and closing brackets are
-//!   structure, outside the span.
-//! - `command_line`: `--password=…`-style flags, `-p` after `docker login`/`sshpass`/`mysql`,
-//!   `-a` after `redis-cli`, `-u user:pw` after `curl`.
-//! - `auth_header`: `Authorization:`/`X-…` headers, `Bearer <token>`, `Basic <base64 user:pw>`.
-//! - `url_credentials`: `scheme://user:password@host` (the password is the span).
+//!   structure, outside the span. A value is judged on its first 512 bytes; one judged a secret
+//!   is redacted to its real end (at most 64 KiB). An all-digit value of a password key
+//!   (`DB_PASSWORD=84619273`) and a letters-only YAML value of one on a line of its own
+//!   (`password: Rosebud`) count. Also SQL `IDENTIFIED BY '…'` and an Azure SAS `&sig=…`.
+//! - `command_line`: `--password=…`-style flags, `-p` after `docker login`/`sshpass`/`mongo`,
+//!   `-pSECRET` after `mysql`, `-P` after `sqlcmd`, `-w` after the `ldap…` tools, `-a` after
+//!   `redis-cli`, `-a user:pw` after httpie, `-u user:pw` after `curl`, `-u user,pw` after
+//!   `lftp`, `-U user%pw` after `smbclient`.
+//! - `auth_header`: `Authorization:`/`X-…` headers (`Bearer`, `Basic`, `token`, Okta's `SSWS`),
+//!   `Bearer <token>`, `Basic <base64 user:pw>`, whole however long.
+//! - `url_credentials`: `scheme://user:password@host` (the password is the span; the userinfo
+//!   ends at the last `@`, and a `/` after `user:` that ends no port is in the password), or a
+//!   token as the user alone (`https://<token>@github.com`).
 //! - `credential_file`: `.netrc` `password` entries and `.pgpass` lines.
-//! - vendor shapes (one rule name per provider, see [`VENDORS`]): real prefix, alphabet, length.
-//! - `jwt`: `eyJ….eyJ….<signature>`.
+//! - vendor shapes (one rule name per provider, see [`VENDORS`]; Telegram and Discord bot tokens
+//!   by hand): real prefix, alphabet, length. A token ends at any non-ASCII character (`令牌ghp_…
+//!   请检查`) and starts after `%XX` (`%3Dghp_…`); one wrapped onto the next line is redacted
+//!   with its tail, and a 40-character AWS secret key next to its key id with it.
+//! - `jwt`: `eyJ….eyJ….<signature>`, segments up to 16 KiB each.
 //! - `prose`: a random-looking value right after a secret word (`my password is hunter2`, `the
 //!   password for prod is …`, `use password "…"`, `my password: <words run together>`).
 //!
-//! Precision: a value that is a placeholder or a reference (`<…>`, `$VAR`, `${…}`, `{{…}}`,
-//! `{name}`, `%VAR%`, `os.environ[…]`, `process.env.X`, mostly `xxxx`/`****`, nothing but
-//! stand-in words such as `changeme`, `example`, `YOUR_API_KEY` — `Example123!` is a password —,
-//! the key's own name), a type annotation or code expression (`String`, `Option<String>`,
-//! `lexer.next_token()`), a plain identifier, a number, a date or a path is not a secret. How
+//! Precision: a value that is a placeholder or a reference filling the whole value (`<…>`,
+//! `$VAR`, `${…}`, `{{…}}`, `{name}`, `%VAR%`, a YAML `!tag` before what it tags,
+//! `os.environ[…]`, `process.env.X`, mostly `xxxx`/`****`, nothing but stand-in words such as
+//! `changeme`, `example`, `YOUR_API_KEY`, `DB_PASS` — `Example123!`, `$uP3r-S3cret!9` and
+//! `SUPERSECRETPASS` are passwords —, the key's own name), a type annotation or code expression
+//! (`String`, `SecretStr`, `Option<String>`, `lexer.next_token()`), a plain identifier, a number,
+//! a date or a path is not a secret. How
 //! strict the value test is depends on how the value is written: a quoted or shell/env literal
 //! needs only to be a non-placeholder (a quoted one with spaces must read as a passphrase, not a
 //! message), an unquoted `key: value` in code or config needs a digit or symbol, prose needs a
@@ -1605,8 +1622,8 @@ fn value_is_secret(bytes: &[u8], value: &Value, key: &[u8], strength: Strength, 
     }
     // A leading `-` is a flag or a negative number, except in a glued shell literal
     // (`DB_PASSWORD=-h4ck3rPw!9`) whose text is not a flag's.
-    if v.starts_with(b"-") && !(mode == Mode::Literal && !value.quoted && !flag_like(v) && generated(&v[1..]))
-    {
+    let glued_literal = mode == Mode::Literal && !value.quoted;
+    if v.starts_with(b"-") && (!glued_literal || flag_like(v) || !generated(&v[1..])) {
         return false;
     }
     if strength == Strength::Weak && hex_key_id(v) && public_key_id_key(key) {
