@@ -1717,7 +1717,8 @@ fn letters_password(bytes: &[u8], value: &Value, key: &[u8]) -> bool {
         b"generated",
     ];
     const SUFFIXES: &[&[u8]] = &[
-        b"Field", b"Type", b"Input", b"Str", b"String", b"Schema", b"Column",
+        b"Field", b"Type", b"Input", b"Str", b"String", b"Schema", b"Column", b"Ref", b"Name", b"Key",
+        b"Hash", b"Value", b"Secret",
     ];
     let v = value.text(bytes);
     let ends_line = matches!(
@@ -3033,6 +3034,14 @@ impl Vendor {
             return None;
         }
         let token = &bytes[body..end];
+        // Airtable and CircleCI tokens end in 64 / 40 hex digits after a separator: without that
+        // structure a dotted path or an identifier of the same length is not one.
+        let hex_tail = |at: usize, sep: u8| token[at] == sep && token[at + 1..].iter().all(|&b| hex(b));
+        match self.name {
+            "airtable_token" if !hex_tail(14, b'.') => return None,
+            "circleci_token" if !hex_tail(22, b'_') => return None,
+            _ => {}
+        }
         if is_repetitive(token)
             || contains_ci(token, b"xxxx")
             || contains_ci(token, b"example") && !self.legacy
@@ -3816,6 +3825,7 @@ mod tests {
             "password: password",
             "the password: qwertyuiop is weak",
             "password: Secret",
+            "password: secretRef",
         ]);
     }
 
@@ -3926,6 +3936,7 @@ mod tests {
             "sig=SIGTERM",
             "Order 1234567890:AAB shipped",
             "MTAJMlA4JahKDNl9sW7W6zCJ.IFrNYf",
+            "pathlib.Path.home.joinpath.with.many.segments.that.run.on.and.on.forever.abcdefghi",
         ]);
     }
 
