@@ -11,32 +11,49 @@
 //! not scanned again, so repetitive prompts stay linear.
 //!
 //! What is found (the rule names are what diagnostics and `[REDACTED:<rule>]` markers show):
-//! - `private_key`: a PEM block (`-----BEGIN … PRIVATE KEY-----` to its END line), an END line
-//!   alone, or a DER body pasted without its armor (`MII…IBA…`, `b3BlbnNzaC1rZXktdjE…`).
+//! - `private_key`: a PEM block (`-----BEGIN … PRIVATE KEY-----` to its END line, the four-dash
+//!   and SSH2 armors `----BEGIN …----`, `---- BEGIN SSH2 … PRIVATE KEY ----` to the end of their
+//!   body), an END line alone, a DER body pasted without its armor (`MII…IBA…`,
+//!   `b3BlbnNzaC1rZXktdjE…`), or the `Private-Lines:` of a PuTTY `.ppk` file through its MAC.
 //! - `assignment`: a key that *contains* a secret word (`password`, `passwd`, `pwd`,
-//!   `passphrase`, `secret`, `token`, `api key`, `access key`, `private key`, `credential`,
-//!   `cookie`, `pw`; weaker: `key`, `auth`, `pass`) with any prefix or suffix, `_`/`-`/`.`
-//!   separators, quoted or not, then `=`, `:`, `:=`, `=>` or whitespace and a value. Keys whose
-//!   suffix makes them metadata (`token_count`, `password_file`, `tokenizer`, …) are not keys.
+//!   `passphrase`, `passcode`, `secret`, `token`, `api key`, `access key`, `private key`,
+//!   `credential`, `cookie`, `pw`; weaker: `key`, `auth`, `pass`) with any prefix or suffix,
+//!   `_`/`-`/`.` separators, quoted or not, then `=`, `:`, `:=`, `=>` or whitespace and a value.
+//!   Keys whose suffix or prefix makes them metadata (`token_count`, `password_file`,
+//!   `PASSWORD_ALGORITHM`, `TOKEN_ISSUER`, `existingSecret`, `Sec-WebSocket-Key`, …) are not keys,
+//!   and a public key id (`--recv-keys 3AA5C34371567BD2`, `user.signingkey`) is not a secret.
 //!   The span is the whole value: a quoted one to its closing quote, a shell/env literal to the
 //!   next blank (punctuation inside and at the end included), a connection-string or query field
 //!   to the next `;Name=`/`&name=`; in code a `,`/`;` before a blank and closing brackets are
-//!   structure, outside the span.
-//! - `command_line`: `--password=…`-style flags, `-p` after `docker login`/`sshpass`/`mysql`,
-//!   `-a` after `redis-cli`, `-u user:pw` after `curl`.
-//! - `auth_header`: `Authorization:`/`X-…` headers, `Bearer <token>`, `Basic <base64 user:pw>`.
-//! - `url_credentials`: `scheme://user:password@host` (the password is the span).
+//!   structure, outside the span. A value is judged on its first 512 bytes; one judged a secret
+//!   is redacted to its real end (at most 64 KiB). An all-digit value of a password key
+//!   (`DB_PASSWORD=84619273`) and a letters-only YAML value of one on a line of its own
+//!   (`password: Rosebud`) count. Also SQL `IDENTIFIED BY '…'` and an Azure SAS `&sig=…`.
+//! - `command_line`: `--password=…`-style flags, `-p` after `docker login`/`sshpass`/`mongo`,
+//!   `-pSECRET` after `mysql`, `-P` after `sqlcmd`, `-w` after the `ldap…` tools, `-a` after
+//!   `redis-cli`, `-a user:pw` after httpie, `-u user:pw` after `curl`, `-u user,pw` after
+//!   `lftp`, `-U user%pw` after `smbclient`.
+//! - `auth_header`: `Authorization:`/`X-…` headers (`Bearer`, `Basic`, `token`, Okta's `SSWS`),
+//!   `Bearer <token>`, `Basic <base64 user:pw>`, whole however long.
+//! - `url_credentials`: `scheme://user:password@host` (the password is the span; the userinfo
+//!   ends at the last `@`, and a `/` after `user:` that ends no port is in the password), or a
+//!   token as the user alone (`https://<token>@github.com`).
 //! - `credential_file`: `.netrc` `password` entries and `.pgpass` lines.
-//! - vendor shapes (one rule name per provider, see [`VENDORS`]): real prefix, alphabet, length.
-//! - `jwt`: `eyJ….eyJ….<signature>`.
+//! - vendor shapes (one rule name per provider, see [`VENDORS`]; Telegram and Discord bot tokens
+//!   by hand): real prefix, alphabet, length. A token ends at any non-ASCII character (`令牌ghp_…
+//!   请检查`) and starts after `%XX` (`%3Dghp_…`); one wrapped onto the next line is redacted
+//!   with its tail, and a 40-character AWS secret key next to its key id with it.
+//! - `jwt`: `eyJ….eyJ….<signature>`, segments up to 16 KiB each.
 //! - `prose`: a random-looking value right after a secret word (`my password is hunter2`, `the
 //!   password for prod is …`, `use password "…"`, `my password: <words run together>`).
 //!
-//! Precision: a value that is a placeholder or a reference (`<…>`, `$VAR`, `${…}`, `{{…}}`,
-//! `{name}`, `%VAR%`, `os.environ[…]`, `process.env.X`, mostly `xxxx`/`****`, nothing but
-//! stand-in words such as `changeme`, `example`, `YOUR_API_KEY` — `Example123!` is a password —,
-//! the key's own name), a type annotation or code expression (`String`, `Option<String>`,
-//! `lexer.next_token()`), a plain identifier, a number, a date or a path is not a secret. How
+//! Precision: a value that is a placeholder or a reference filling the whole value (`<…>`,
+//! `$VAR`, `${…}`, `{{…}}`, `{name}`, `%VAR%`, a YAML `!tag` before what it tags,
+//! `os.environ[…]`, `process.env.X`, mostly `xxxx`/`****`, nothing but stand-in words such as
+//! `changeme`, `example`, `YOUR_API_KEY`, `DB_PASS` — `Example123!`, `$uP3r-S3cret!9` and
+//! `SUPERSECRETPASS` are passwords —, the key's own name), a type annotation or code expression
+//! (`String`, `SecretStr`, `Option<String>`, `lexer.next_token()`), a plain identifier, a number,
+//! a date or a path is not a secret. How
 //! strict the value test is depends on how the value is written: a quoted or shell/env literal
 //! needs only to be a non-placeholder (a quoted one with spaces must read as a passphrase, not a
 //! message), an unquoted `key: value` in code or config needs a digit or symbol, prose needs a
@@ -124,6 +141,7 @@ pub fn findings(text: &str) -> Vec<Finding> {
         line: (0, None),
         pem_end: PemEnd::default(),
         pem_searched: 0,
+        b64url_run: (0, 0),
     };
     scan.run();
     let mut found = scan.found;
@@ -240,11 +258,13 @@ struct Scan<'t> {
     covered: usize,
     /// The start of the current line and which password-taking commands it names (bit set,
     /// computed once per line on the first short flag).
-    line: (usize, Option<u8>),
+    line: (usize, Option<u16>),
     /// The last search for a PEM END line, reused by the next BEGIN line.
     pem_end: PemEnd,
     /// Bytes the END-line searches looked at (the work a prompt of BEGIN lines costs).
     pem_searched: usize,
+    /// The last base64url run measured by the JWT rule, `[start, end)`.
+    b64url_run: (usize, usize),
 }
 
 /// What is known about `-----end ` after a position: searched `[from, to)`, first hit `found`.
@@ -256,6 +276,10 @@ struct PemEnd {
 }
 
 /// Bytes a key may be made of (identifiers, dotted paths, header names, flags).
+/// The scan's stand-in for a non-ASCII letter or digit before a byte: not a key boundary (a key
+/// glued to other text is not one), but a token boundary (a token glued to it is still one).
+const NON_ASCII_WORD: u8 = 0x80;
+
 fn is_key_byte(b: u8) -> bool {
     b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.')
 }
@@ -271,7 +295,7 @@ impl Scan<'_> {
     fn run(&mut self) {
         let bytes = self.bytes;
         // What came before `i`: an ASCII byte, or a stand-in for a non-ASCII character
-        // (`a` for a letter or digit, space otherwise).
+        // ([`NON_ASCII_WORD`] for a letter or digit, space otherwise).
         let mut prev = b'\n';
         let mut i = 0;
         while i < bytes.len() {
@@ -287,7 +311,7 @@ impl Scan<'_> {
                     Some(c) => (is_word(c), c.len_utf8()),
                     None => (false, 1),
                 };
-                prev = if word { b'a' } else { b' ' };
+                prev = if word { NON_ASCII_WORD } else { b' ' };
                 i += len;
                 continue;
             }
@@ -303,17 +327,24 @@ impl Scan<'_> {
                 self.line_start(i);
             }
             match b {
-                b'-' if bytes[i..].starts_with(b"-----") => self.pem_at(i),
+                b'-' if bytes[i..].starts_with(b"----") => self.pem_at(i),
                 b':' if bytes[i..].starts_with(b"://") => self.url_credentials_at(i),
                 b'.' if bytes[i..].starts_with(b".atlasv1.") => self.terraform_at(i),
                 b'~' => self.azure_ad_at(i),
+                // `%3D`, `%20`: a URL-encoded separator, so a word starts after it.
+                b'%' if bytes.get(i + 1).is_some_and(|&c| hex(c))
+                    && bytes.get(i + 2).is_some_and(|&c| hex(c))
+                    && bytes.get(i + 3).is_some_and(u8::is_ascii_alphanumeric) =>
+                {
+                    self.word_at(i + 3, b'%');
+                }
                 _ => {}
             }
-            if is_key_byte(b) && !is_key_byte(prev) && prev != b'a' {
+            if is_key_byte(b) && !is_key_byte(prev) && prev != NON_ASCII_WORD {
                 self.key_at(i);
             }
             if b.is_ascii_alphanumeric() && !(prev.is_ascii_alphanumeric() || prev == b'_') {
-                self.word_at(i, prev == b'-');
+                self.word_at(i, prev);
             }
             prev = b;
             i += 1;
@@ -322,8 +353,10 @@ impl Scan<'_> {
 
     // --- rules anchored at the start of a word -------------------------------------------------
 
-    fn word_at(&mut self, i: usize, after_hyphen: bool) {
+    /// Vendor shapes, JWTs and auth schemes at a word start; `prev` is what came before.
+    fn word_at(&mut self, i: usize, prev: u8) {
         let bytes = self.bytes;
+        let after_hyphen = prev == b'-';
         let second = bytes.get(i + 1).map_or(0, |&b| usize::from(b));
         let mut mask = VENDOR_INDEX[0][usize::from(bytes[i])] & VENDOR_INDEX[1][second];
         while mask != 0 {
@@ -334,7 +367,11 @@ impl Scan<'_> {
                 continue;
             }
             if let Some(end) = v.matches(self.text, i) {
+                let end = wrapped_end(bytes, i, end, v);
                 self.push(SecretKind::Vendor(v.name), i, end);
+                if v.name == "aws_access_key" {
+                    self.aws_secret_near(end);
+                }
                 return;
             }
         }
@@ -342,13 +379,103 @@ impl Scan<'_> {
             return;
         }
         match bytes[i] {
-            b'b' | b'B' => self.auth_scheme_at(i),
+            // A scheme word is English: glued to other text it is not one.
+            b'b' | b'B' if prev != NON_ASCII_WORD => self.auth_scheme_at(i),
+            b'i' | b'I' => self.identified_by_at(i),
+            b'0'..=b'9' => self.telegram_at(i),
+            b'M' | b'N' | b'O' => self.discord_at(i),
             b'e' => {
-                if let Some(end) = jwt_at(self.text, i) {
+                if let Some(end) = self.jwt_at(i) {
                     self.push(SecretKind::Jwt, i, end);
                 }
             }
             _ => {}
+        }
+    }
+
+    /// The 40-character secret access key pasted near an access key id (a credentials file, a
+    /// console export): alone it has no shape of its own, next to its id it is the secret.
+    fn aws_secret_near(&mut self, from: usize) {
+        let bytes = self.bytes;
+        let class = |b: u8| b.is_ascii_alphanumeric() || b == b'/' || b == b'+';
+        let stop = bytes.len().min(from + 256);
+        let mut k = from;
+        while k < stop {
+            if !class(bytes[k]) {
+                k += 1;
+                continue;
+            }
+            let end = run_end(bytes, k, class);
+            let run = &bytes[k..end];
+            let bounded = bytes.get(end).is_none_or(|&b| !matches!(b, b'=' | b'_' | b'-'))
+                && (k == 0 || !matches!(bytes[k - 1], b'_' | b'-'));
+            if run.len() == 40 && bounded && mixed_case(run) && has_digit(run) {
+                self.push(SecretKind::Vendor("aws_access_key"), k, end);
+                return;
+            }
+            k = end;
+        }
+    }
+
+    /// Telegram bot token: the bot's 8–10 digit id, `:AA`, 33 base64url characters.
+    fn telegram_at(&mut self, i: usize) {
+        let bytes = self.bytes;
+        let digits = run_end_max(bytes, i, 11, |b| b.is_ascii_digit());
+        if !(8..=10).contains(&(digits - i)) || !bytes[digits..].starts_with(b":AA") {
+            return;
+        }
+        let body = digits + 3;
+        let end = run_end_max(bytes, body, 34, b64url);
+        if end - body == 33 && !token_continues_at(self.text, end) {
+            self.push(SecretKind::Vendor("telegram_token"), i, end);
+        }
+    }
+
+    /// Discord bot token: the base64 bot id (`M`/`N`/`O` + 23–25), `.`, 6, `.`, 27–38 base64url.
+    fn discord_at(&mut self, i: usize) {
+        let bytes = self.bytes;
+        let id = run_end_max(bytes, i, 26, b64url);
+        if !(24..=26).contains(&(id - i)) || bytes.get(id) != Some(&b'.') {
+            return;
+        }
+        let stamp = run_end_max(bytes, id + 1, 7, b64url);
+        if stamp - id - 1 != 6 || bytes.get(stamp) != Some(&b'.') {
+            return;
+        }
+        let end = run_end_max(bytes, stamp + 1, 39, b64url);
+        let token = &bytes[i..end];
+        if (27..=38).contains(&(end - stamp - 1))
+            && !token_continues_at(self.text, end)
+            && mixed_case(token)
+            && has_digit(token)
+        {
+            self.push(SecretKind::Vendor("discord_token"), i, end);
+        }
+    }
+
+    /// SQL `IDENTIFIED BY 'password'` (`ALTER USER`, `CREATE USER`, `GRANT`), also with
+    /// `WITH <plugin>` between; `BY PASSWORD '*…'` is a hash, unquoted, and not read.
+    fn identified_by_at(&mut self, i: usize) {
+        let bytes = self.bytes;
+        let Some(e) = eat_ci(bytes, i, b"identified ") else {
+            return;
+        };
+        let mut pos = skip_blank(bytes, e);
+        if let Some(w) = eat_ci(bytes, pos, b"with ") {
+            let plugin = skip_blank(bytes, w);
+            pos = skip_blank(
+                bytes,
+                run_end_max(bytes, plugin, 64, |b| b.is_ascii_alphanumeric() || b == b'_'),
+            );
+        }
+        let Some(e) = eat_ci(bytes, pos, b"by ") else {
+            return;
+        };
+        let Some(value) = Value::parse(bytes, skip_blank(bytes, e), Stop::Code) else {
+            return;
+        };
+        if value.quoted && value_is_secret(bytes, &value, b"password", Strength::Strong, Mode::Literal) {
+            self.push(SecretKind::Assignment, value.start, value.whole_end(bytes));
         }
     }
 
@@ -366,10 +493,12 @@ impl Scan<'_> {
         if start == scheme_end || start >= bytes.len() {
             return;
         }
-        let end = run_end_max(bytes, start, MAX_VALUE, |b| {
-            b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'~' | b'+' | b'/' | b'=' | b'-')
-        });
-        if end - start < 8 || word_at(self.text, end) {
+        let class =
+            |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'~' | b'+' | b'/' | b'=' | b'-');
+        // Judged on its head; a token cut there runs on to its real end once it is a secret.
+        let end = run_end_max(bytes, start, MAX_VALUE, class);
+        let cut = end - start == MAX_VALUE;
+        if end - start < 8 || !cut && word_at(self.text, end) {
             return;
         }
         let token = &bytes[start..end];
@@ -380,8 +509,44 @@ impl Scan<'_> {
                 && (token.iter().any(u8::is_ascii_digit) || (token.len() >= 20 && mixed_case(token)))
         };
         if secret {
+            let end = if cut {
+                run_end_max(bytes, end, MAX_SPAN - MAX_VALUE, class)
+            } else {
+                end
+            };
             self.push(SecretKind::AuthHeader, start, end);
         }
+    }
+
+    /// `eyJ…` header (≥ 10) `.` `eyJ…` payload (≥ 10) `.` signature (≥ 8), base64url.
+    fn jwt_at(&mut self, i: usize) -> Option<usize> {
+        let bytes = self.bytes;
+        let json_segment = |scan: &mut Self, start: usize| {
+            if !bytes[start..].starts_with(b"eyJ") {
+                return None;
+            }
+            let end = scan.b64url_end(start);
+            (end - start >= 10 && bytes.get(end) == Some(&b'.')).then_some(end + 1)
+        };
+        let payload = json_segment(self, i)?;
+        let signature = json_segment(self, payload)?;
+        let end = self.b64url_end(signature);
+        (end - signature >= 8 && !token_continues_at(self.text, end)).then_some(end)
+    }
+
+    /// The end of the base64url run from `start` (at most [`MAX_SEGMENT`] long). The last run
+    /// that ended by itself is remembered: any start inside it has the same end, so a prompt of
+    /// `eyJ` repeated inside one run reads the run once.
+    fn b64url_end(&mut self, start: usize) -> usize {
+        let (from, to) = self.b64url_run;
+        if from <= start && start < to {
+            return to;
+        }
+        let end = run_end_max(self.bytes, start, MAX_SEGMENT, b64url);
+        if end - start < MAX_SEGMENT {
+            self.b64url_run = (start, end);
+        }
+        end
     }
 
     // --- keys --------------------------------------------------------------------------------
@@ -404,6 +569,10 @@ impl Scan<'_> {
             self.flag_at(i, kend);
             return;
         }
+        if key == b"sig" {
+            self.sas_signature_at(i, kend);
+            return;
+        }
         let Some(word) = secret_word(key) else {
             return;
         };
@@ -419,6 +588,20 @@ impl Scan<'_> {
             SecretKind::Assignment
         };
         self.assignment_after(i, kend, key, strength, kind, false);
+    }
+
+    /// An Azure SAS signature, `?…&sig=<base64>` in a URL query: the signature grants the access.
+    fn sas_signature_at(&mut self, i: usize, kend: usize) {
+        let bytes = self.bytes;
+        if i == 0 || !matches!(bytes[i - 1], b'?' | b'&') || bytes.get(kend) != Some(&b'=') {
+            return;
+        }
+        let start = kend + 1;
+        let end = run_end_max(bytes, start, MAX_VALUE, |b| b64(b) || b == b'%');
+        let sig = &bytes[start..end];
+        if sig.len() >= 20 && mixed_case(sig) && has_digit(sig) {
+            self.push(SecretKind::Assignment, start, end);
+        }
     }
 
     /// `--password=…`, `--token …` and the short flags of the commands that take a password.
@@ -449,15 +632,25 @@ impl Scan<'_> {
         self.assignment_after(i, kend, name, word.strength, SecretKind::CommandLine, true);
     }
 
-    /// `-p` after `docker login` and friends or `sshpass`, `-pSECRET` after `mysql`, `-a` after
-    /// `redis-cli`, `-u user:password` / `--user` after `curl`.
+    /// `-p` after `docker login` and friends, `sshpass` or `mongo`/`mongosh`, `-pSECRET` after
+    /// `mysql`, `-P` after `sqlcmd`, `-w` after the `ldap…` tools, `-a` after `redis-cli`,
+    /// `-a user:password` after httpie, `-u user:password` / `--user` after `curl`,
+    /// `-u user,password` after `lftp`, `-U user%password` after `smbclient`.
     fn short_flag_at(&mut self, i: usize, kend: usize, flag: u8, glued: bool) {
         let bytes = self.bytes;
         let commands = self.line_commands(i);
-        let (spaced_ok, glued_ok) = match flag {
-            b'p' => (commands & LOGIN != 0, commands & MYSQL != 0),
-            b'a' => (commands & REDIS != 0, false),
-            b'u' => (commands & CURL != 0, false),
+        let has = |set: u16| commands & set != 0;
+        // Whether the flag takes a password after a blank, glued, and what separates a user
+        // before it.
+        let (spaced_ok, glued_ok, user_sep) = match flag {
+            b'p' => (has(LOGIN | MONGO), has(MYSQL), None),
+            b'P' => (has(SQLCMD), false, None),
+            b'w' => (has(LDAP), false, None),
+            b'a' if has(HTTPIE) => (true, false, Some(b':')),
+            b'a' => (has(REDIS), false, None),
+            b'u' if has(LFTP) => (true, false, Some(b',')),
+            b'u' => (has(CURL), false, Some(b':')),
+            b'U' => (has(SMB), false, Some(b'%')),
             _ => return,
         };
         let start = if glued && glued_ok {
@@ -474,23 +667,28 @@ impl Scan<'_> {
         if v.starts_with(b"-") || is_reference(v) {
             return;
         }
-        if flag == b'u' {
+        if let Some(sep) = user_sep {
             // `user:password`: the password is the secret.
-            if let Some(colon) = v.iter().position(|&b| b == b':') {
-                let pw = &v[colon + 1..];
+            if let Some(at) = v.iter().position(|&b| b == sep) {
+                let pw = &v[at + 1..];
                 if pw.len() >= 3 && !is_placeholder(pw) && !constant_like(pw) {
-                    self.push(SecretKind::CommandLine, value.start + colon + 1, value.span_end);
+                    self.push(
+                        SecretKind::CommandLine,
+                        value.start + at + 1,
+                        value.whole_end(bytes),
+                    );
                 }
             }
             return;
         }
-        if v.len() >= 3 && !is_placeholder(v) {
-            self.push(SecretKind::CommandLine, value.start, value.span_end);
+        // A port (`-p 27017:27017` on a line naming mongo) is not a password.
+        if v.len() >= 3 && !is_placeholder(v) && !numeric_like(v) {
+            self.push(SecretKind::CommandLine, value.start, value.whole_end(bytes));
         }
     }
 
     /// Which password-taking commands the line holding `i` names, computed once per line.
-    fn line_commands(&mut self, i: usize) -> u8 {
+    fn line_commands(&mut self, i: usize) -> u16 {
         let bytes = self.bytes;
         let (start, cached) = self.line;
         if let Some(set) = cached.filter(|_| start <= i) {
@@ -518,10 +716,31 @@ impl Scan<'_> {
             (MYSQL, &[&b"mysql"[..], b"mariadb"][..]),
             (REDIS, &[&b"redis-cli"[..]][..]),
             (CURL, &[&b"curl"[..]][..]),
+            (MONGO, &[&b"mongosh"[..], b"mongo "][..]),
+            (SQLCMD, &[&b"sqlcmd"[..]][..]),
+            (
+                LDAP,
+                &[
+                    &b"ldapsearch"[..],
+                    b"ldapadd",
+                    b"ldapmodify",
+                    b"ldapdelete",
+                    b"ldappasswd",
+                    b"ldapwhoami",
+                ][..],
+            ),
+            (SMB, &[&b"smbclient"[..]][..]),
+            (LFTP, &[&b"lftp"[..]][..]),
         ] {
             if names.iter().any(|n| contains_ci(line, n)) {
                 set |= bit;
             }
+        }
+        // httpie's `http`/`https` is a command only where a command starts.
+        let t = trim_ascii(line);
+        let t = t.strip_prefix(b"$ ").unwrap_or(t);
+        if t.starts_with(b"http ") || t.starts_with(b"https ") {
+            set |= HTTPIE;
         }
         self.line = (start, Some(set));
         set
@@ -570,6 +789,9 @@ impl Scan<'_> {
                 quoted: true,
                 raw_end: end,
                 span_end: end,
+                cut: false,
+                quote: 0,
+                stop: Stop::Code,
             };
             if bytes.get(end) == Some(&b'<') && value_is_secret(bytes, &value, key, strength, Mode::Literal) {
                 self.push(kind, start, end);
@@ -590,7 +812,7 @@ impl Scan<'_> {
                     };
                     let v = value.text(bytes);
                     if !v.contains(&b':') && value_is_secret(bytes, &value, key, strength, Mode::Prose) {
-                        self.push(kind, value.start, value.span_end);
+                        self.push(kind, value.start, value.whole_end(bytes));
                     }
                     return;
                 }
@@ -617,7 +839,7 @@ impl Scan<'_> {
                     if let Some(v) = Value::parse(bytes, pos, Stop::Blank)
                         && !is_placeholder(v.text(bytes))
                     {
-                        self.push(SecretKind::CredentialFile, v.start, v.span_end);
+                        self.push(SecretKind::CredentialFile, v.start, v.whole_end(bytes));
                     }
                     return;
                 } else {
@@ -660,7 +882,7 @@ impl Scan<'_> {
             kind = SecretKind::Prose;
         }
         if value_is_secret(bytes, &value, key, strength, mode) {
-            self.push(kind, value.start, value.span_end);
+            self.push(kind, value.start, value.whole_end(bytes));
         } else if mode == Mode::Code
             && strength == Strength::Strong
             && colon
@@ -668,37 +890,65 @@ impl Scan<'_> {
             && passphrase_word(bytes, &value)
         {
             // `my password: correcthorsebatterystaple`: a sentence names its owner's secret.
-            self.push(SecretKind::Prose, value.start, value.span_end);
+            self.push(SecretKind::Prose, value.start, value.whole_end(bytes));
+        } else if mode == Mode::Code
+            && strength == Strength::Strong
+            && colon
+            && password_key(key)
+            && trim_ascii(line).iter().all(|&b| b == b'-')
+            && letters_password(bytes, &value, key)
+        {
+            // `password: SuperSecretPassword` on a line of its own: YAML config, not a schema.
+            self.push(kind, value.start, value.whole_end(bytes));
         }
     }
 
     // --- anchored on punctuation ---------------------------------------------------------------
 
     /// `-----BEGIN … PRIVATE KEY-----` through its END line, or an END line with the body above.
+    /// The four-dash armors of older tools (`----BEGIN RSA PRIVATE KEY----`, SSH2's
+    /// `---- BEGIN SSH2 ENCRYPTED PRIVATE KEY ----`) run to the end of their body.
     fn pem_at(&mut self, i: usize) {
         let bytes = self.bytes;
         if i > 0 && bytes[i - 1] == b'-' {
             return; // only the first dash of a run starts a line
         }
         let dashes = run_end_max(bytes, i, 16, |b| b == b'-');
-        let (begin, after) = if let Some(e) = eat_ci(bytes, dashes, b"begin ") {
+        let four = dashes - i == 4;
+        let armor: &[u8] = if four { b"----" } else { b"-----" };
+        let open = if four && bytes.get(dashes) == Some(&b' ') {
+            dashes + 1
+        } else {
+            dashes
+        };
+        let (begin, after) = if let Some(e) = eat_ci(bytes, open, b"begin ") {
             (true, e)
-        } else if let Some(e) = eat_ci(bytes, dashes, b"end ") {
+        } else if let Some(e) = eat_ci(bytes, open, b"end ") {
             (false, e)
         } else {
             return;
         };
         let words = run_end_max(bytes, after, 64, |b| b.is_ascii_alphanumeric() || b == b' ');
-        let label = &bytes[after..words];
+        let mut label = &bytes[after..words];
+        if four {
+            label = label.strip_suffix(b" ").unwrap_or(label);
+        }
         let label = label.strip_suffix(b" BLOCK").unwrap_or(label);
         if label.len() < 11 || !label[label.len() - 11..].eq_ignore_ascii_case(b"private key") {
             return;
         }
-        if !bytes[words..].starts_with(b"-----") {
+        if !bytes[words..].starts_with(armor) || four && bytes.get(words + 4) == Some(&b'-') {
             return;
         }
         let eol = line_end(bytes, words);
-        if begin {
+        if begin && four {
+            let mut end = base64_block_end(bytes, eol);
+            let next = skip_blank(bytes, end + 1);
+            if bytes[end.min(bytes.len())..].starts_with(b"\n") && bytes[next..].starts_with(b"----") {
+                end = line_end(bytes, next);
+            }
+            self.push(SecretKind::PrivateKey, i, end);
+        } else if begin {
             let end = match self.pem_end_after(eol) {
                 Some(e) => line_end(bytes, e),
                 None => base64_block_end(bytes, eol),
@@ -741,37 +991,71 @@ impl Scan<'_> {
         found
     }
 
-    /// `scheme://user:password@host`: the password is the span.
+    /// `scheme://user:password@host`: the password is the span. The userinfo ends at the last `@`
+    /// of the authority (`admin:P@ss@db`), and a `/` after `user:` that does not end a port
+    /// (`default:ab/Cd9+@redis`) is part of a password. A token alone as the user
+    /// (`https://<token>@github.com`) is a credential too.
     fn url_credentials_at(&mut self, i: usize) {
         let bytes = self.bytes;
         let scheme_end = i.checked_sub(1).and_then(|p| bytes.get(p));
         if !scheme_end.is_some_and(|&b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'.' | b'-')) {
             return;
         }
-        let mut pos = i + 3;
+        let start = i + 3;
+        let mut pos = start;
         let mut colon = None;
+        let mut at = None;
         loop {
             if pos - i > 512 {
-                return; // no userinfo is this long
+                break; // no userinfo is this long
             }
-            let Some(c) = char_at(self.text, pos) else { return };
+            let Some(c) = char_at(self.text, pos) else { break };
             match c {
-                '@' => break,
+                '@' => at = Some(pos),
+                // A path starts, unless `user:` is followed by what is not a port: then the
+                // `/` is inside a password, up to its `@`.
+                '/' => {
+                    let in_password = at.is_none()
+                        && colon.is_some_and(|c: usize| {
+                            let after = &bytes[c + 1..pos];
+                            !after.is_empty() && !after.iter().all(u8::is_ascii_digit)
+                        });
+                    if !in_password {
+                        break;
+                    }
+                }
                 // Characters that cannot appear in a URL end it, so `"http://h:1","u":"a@b"` in
                 // JSON is not read as one userinfo.
-                '/' | '"' | '<' | '>' | '`' | '\'' => return,
+                '"' | '<' | '>' | '`' | '\'' => break,
                 ':' if colon.is_none() => colon = Some(pos),
-                _ if is_js_space(c) => return,
+                _ if is_js_space(c) => break,
                 _ => {}
             }
             pos += c.len_utf8();
         }
-        let Some(colon) = colon else { return };
-        let password = &bytes[colon + 1..pos];
+        let Some(at) = at else { return };
         let host_follows =
-            char_at(self.text, pos + 1).is_some_and(|c| c.is_alphanumeric() || c == '[' || c == '_');
-        if host_follows && password.len() >= 3 && !is_placeholder(password) && !constant_like(password) {
-            self.push(SecretKind::UrlCredentials, colon + 1, pos);
+            char_at(self.text, at + 1).is_some_and(|c| c.is_alphanumeric() || c == '[' || c == '_');
+        // Our own marker in place of a token user is not a `user:password`.
+        if !host_follows || bytes[start..at].starts_with(b"[REDACTED:") {
+            return;
+        }
+        match colon.filter(|&c| c < at) {
+            Some(colon) => {
+                let password = &bytes[colon + 1..at];
+                if password.len() >= 3 && !is_placeholder(password) && !constant_like(password) {
+                    self.push(SecretKind::UrlCredentials, colon + 1, at);
+                }
+            }
+            None => {
+                let user = &bytes[start..at];
+                if user.len() >= 20
+                    && user.iter().all(|&b| word_class(b) || b == b'-')
+                    && looks_random(user, 20)
+                {
+                    self.push(SecretKind::UrlCredentials, start, at);
+                }
+            }
         }
     }
 
@@ -815,6 +1099,15 @@ impl Scan<'_> {
         let s = skip_blank(bytes, i);
         if matches!(bytes.get(s), Some(b'M' | b'b')) && pem_body_at(bytes, s) {
             let end = base64_block_end(bytes, s);
+            self.push(SecretKind::PrivateKey, s, end);
+        }
+        // A PuTTY `.ppk` file: the private lines and their MAC (the public lines are public).
+        if bytes[s..].starts_with(b"Private-Lines:") {
+            let body = line_end(bytes, s);
+            let mut end = base64_block_end(bytes, body);
+            if end < bytes.len() && bytes[end + 1..].starts_with(b"Private-MAC:") {
+                end = line_end(bytes, end + 1);
+            }
             self.push(SecretKind::PrivateKey, s, end);
         }
         if let Some((start, end)) = pgpass_at(bytes, s) {
@@ -956,6 +1249,16 @@ const QUALIFIERS: &[&[u8]] = &[
     b"estimat",
     b"counter",
     b"confirm_field",
+    b"algorithm",
+    b"algo",
+    b"issuer",
+    b"audience",
+    b"backend",
+    b"scope",
+    b"engine",
+    b"rounds",
+    b"iterations",
+    b"cost",
 ];
 
 /// Prefixes before a secret word that make the key metadata (`max_tokens`, `is_secret`).
@@ -996,6 +1299,8 @@ const PREFIX_QUALIFIERS: &[&[u8]] = &[
     b"by",
     b"com",
     b"sur",
+    b"existing",
+    b"socket",
 ];
 
 /// The strongest secret word in `key`, unless a qualifier makes the key metadata.
@@ -1018,7 +1323,7 @@ fn secret_word(key: &[u8]) -> Option<SecretWord> {
             continue;
         }
         let hit: Option<(usize, Strength, bool)> = match key[j] | 0x20 {
-            b'p' => longest(key, j, &[b"password", b"passwd", b"passphrase"])
+            b'p' => longest(key, j, &[b"password", b"passwd", b"passphrase", b"passcode"])
                 .map(|e| (e, Strength::Strong, false))
                 .or_else(|| two_part(key, j, b"private", b"key").map(|e| (e, Strength::Strong, false)))
                 .or_else(|| eat_ci(key, j, b"pwd").map(|e| (e, Strength::Strong, false)))
@@ -1160,6 +1465,10 @@ enum Stop {
     Code,
 }
 
+/// The furthest a value judged a secret is extended past its head: a pasted token or key can be
+/// kilobytes long, and all of it must go; past this, everything up to it goes.
+const MAX_SPAN: usize = 64 * 1024;
+
 /// A parsed value: its span (without quotes) and how it was written.
 struct Value {
     start: usize,
@@ -1171,6 +1480,11 @@ struct Value {
     /// The end of what is redacted: the whole run, trailing punctuation included, less
     /// structural closers in code.
     span_end: usize,
+    /// Cut at [`MAX_VALUE`]: the checks saw the head only, [`Value::whole_end`] finds the rest.
+    cut: bool,
+    /// The quote that closes a quoted value (0 when unquoted).
+    quote: u8,
+    stop: Stop,
 }
 
 impl Value {
@@ -1186,19 +1500,25 @@ impl Value {
         }
         let first = *bytes.get(pos)?;
         if matches!(first, b'"' | b'\'' | b'`') {
-            // A quoted value runs to its closing quote, whatever it holds.
+            // A quoted value runs to its closing quote, whatever it holds; a long one is judged
+            // on its head.
             let start = pos + 1;
             let limit = bytes.len().min(start + MAX_VALUE);
-            let end = (start..limit).find(|&k| bytes[k] == first || bytes[k] == b'\n')?;
-            if bytes[end] != first {
-                return None;
-            }
+            let (end, cut) = match (start..limit).find(|&k| bytes[k] == first || bytes[k] == b'\n') {
+                Some(end) if bytes[end] == first => (end, false),
+                Some(_) => return None,
+                None if limit < bytes.len() => (limit, true),
+                None => return None,
+            };
             return Some(Self {
                 start,
                 end,
                 quoted: true,
                 raw_end: end,
                 span_end: end,
+                cut,
+                quote: first,
+                stop,
             });
         }
         if first.is_ascii_whitespace()
@@ -1206,32 +1526,8 @@ impl Value {
         {
             return None;
         }
-        // What follows byte `k` ends a token there: a blank, the end, or structure.
-        let closes = |k: usize| {
-            bytes.get(k + 1).is_none_or(|&c| {
-                c.is_ascii_whitespace() || matches!(c, b',' | b';' | b')' | b']' | b'}' | b'>')
-            })
-        };
-        // `;Name=`, `&name=` (and in code `,name=`): the next field of a connection string,
-        // URL query or argument list.
-        let next_field = |k: usize| {
-            let name = run_end_max(bytes, k + 1, 64, |c| c.is_ascii_alphanumeric() || c == b'_');
-            name > k + 1 && bytes.get(name) == Some(&b'=')
-        };
         let limit = bytes.len().min(pos + MAX_VALUE);
-        let mut raw_end = pos;
-        while raw_end < limit {
-            let b = bytes[raw_end];
-            let ends = b.is_ascii_whitespace()
-                || (matches!(b, b'"' | b'\'' | b'`') && closes(raw_end))
-                || (matches!(b, b'&' | b';') && next_field(raw_end))
-                || (stop == Stop::Code && b == b',' && next_field(raw_end))
-                || (stop == Stop::Code && matches!(b, b',' | b';') && closes(raw_end));
-            if ends {
-                break;
-            }
-            raw_end += 1;
-        }
+        let raw_end = unquoted_end(bytes, pos, limit, stop);
         let mut end = raw_end;
         while end > pos
             && matches!(
@@ -1241,19 +1537,34 @@ impl Value {
         {
             end -= 1;
         }
-        let mut span_end = raw_end;
-        if stop == Stop::Code {
-            while span_end > pos && matches!(bytes[span_end - 1], b')' | b']' | b'}' | b',' | b';') {
-                span_end -= 1;
-            }
-        }
+        let span_end = code_span_end(bytes, pos, raw_end, stop);
         (end > pos).then_some(Self {
             start: pos,
             end,
             quoted: false,
             raw_end,
             span_end: span_end.max(end),
+            cut: raw_end == limit && limit < bytes.len(),
+            quote: 0,
+            stop,
         })
+    }
+
+    /// The end of the whole value, once it is judged a secret: a value cut at [`MAX_VALUE`] runs
+    /// on by the same stop rules (its closing quote, a blank, …), at most [`MAX_SPAN`] bytes.
+    /// The scan then covers the extension, so no rule reads it again.
+    fn whole_end(&self, bytes: &[u8]) -> usize {
+        if !self.cut {
+            return self.span_end;
+        }
+        let limit = bytes.len().min(self.start + MAX_SPAN);
+        if self.quote != 0 {
+            return (self.raw_end..limit)
+                .find(|&k| bytes[k] == self.quote || bytes[k] == b'\n')
+                .unwrap_or(limit);
+        }
+        let raw_end = unquoted_end(bytes, self.raw_end, limit, self.stop);
+        code_span_end(bytes, self.start, raw_end, self.stop).max(self.end)
     }
 
     fn text<'b>(&self, bytes: &'b [u8]) -> &'b [u8] {
@@ -1261,11 +1572,66 @@ impl Value {
     }
 }
 
+/// Where an unquoted value from `pos` stops, looking no further than `limit`.
+fn unquoted_end(bytes: &[u8], pos: usize, limit: usize, stop: Stop) -> usize {
+    // What follows byte `k` ends a token there: a blank, the end, or structure.
+    let closes = |k: usize| {
+        bytes
+            .get(k + 1)
+            .is_none_or(|&c| c.is_ascii_whitespace() || matches!(c, b',' | b';' | b')' | b']' | b'}' | b'>'))
+    };
+    // `;Name=`, `&name=` (and in code `,name=`): the next field of a connection string,
+    // URL query or argument list.
+    let next_field = |k: usize| {
+        let name = run_end_max(bytes, k + 1, 64, |c| c.is_ascii_alphanumeric() || c == b'_');
+        name > k + 1 && bytes.get(name) == Some(&b'=')
+    };
+    let mut raw_end = pos;
+    while raw_end < limit {
+        let b = bytes[raw_end];
+        let ends = b.is_ascii_whitespace()
+            || (matches!(b, b'"' | b'\'' | b'`') && closes(raw_end))
+            || (matches!(b, b'&' | b';') && next_field(raw_end))
+            || (stop == Stop::Code && b == b',' && next_field(raw_end))
+            || (stop == Stop::Code && matches!(b, b',' | b';') && closes(raw_end));
+        if ends {
+            break;
+        }
+        raw_end += 1;
+    }
+    raw_end
+}
+
+/// The end of what is redacted of an unquoted run: in code, closing brackets and a `,`/`;` after
+/// the value are structure.
+fn code_span_end(bytes: &[u8], pos: usize, raw_end: usize, stop: Stop) -> usize {
+    let mut span_end = raw_end;
+    if stop == Stop::Code {
+        while span_end > pos && matches!(bytes[span_end - 1], b')' | b']' | b'}' | b',' | b';') {
+            span_end -= 1;
+        }
+    }
+    span_end
+}
+
 fn value_is_secret(bytes: &[u8], value: &Value, key: &[u8], strength: Strength, mode: Mode) -> bool {
     let v = value.text(bytes);
     let raw = &bytes[value.start..value.raw_end];
-    if is_placeholder(v) || is_reference(v) || same_as_key(v, key) || v.starts_with(b"-") {
+    if is_placeholder(v) || is_reference(v) || same_as_key(v, key) || yaml_tag(bytes, value) {
         return false;
+    }
+    // A leading `-` is a flag or a negative number, except in a glued shell literal
+    // (`DB_PASSWORD=-h4ck3rPw!9`) whose text is not a flag's.
+    let glued_literal = mode == Mode::Literal && !value.quoted;
+    if v.starts_with(b"-") && (!glued_literal || flag_like(v) || !generated(&v[1..])) {
+        return false;
+    }
+    if strength == Strength::Weak && hex_key_id(v) && public_key_id_key(key) {
+        return false;
+    }
+    // A PIN or an all-digit password (`DB_PASSWORD=84619273`), not a count or a date.
+    if mode != Mode::Prose && password_key(key) && v.len() >= 4 && v.iter().all(u8::is_ascii_digit) {
+        return !is_placeholder(v);
     }
     // A quoted value is a literal wherever it stands.
     let mode = if value.quoted && mode == Mode::Code {
@@ -1290,7 +1656,7 @@ fn value_is_secret(bytes: &[u8], value: &Value, key: &[u8], strength: Strength, 
         // A passphrase has spaces; a message has sentence words or names the secret itself.
         return (!weak || contains_ci(key, b"passphrase")) && passphrase_like(v);
     }
-    if numeric_like(v) || is_path_or_url(v) || key_chord(v) {
+    if numeric_like(v) || is_path_or_url(v) && !random_after_slash(v) || key_chord(v) {
         return false;
     }
     match mode {
@@ -1303,6 +1669,131 @@ fn value_is_secret(bytes: &[u8], value: &Value, key: &[u8], strength: Strength, 
         Mode::Literal | Mode::Code if v.len() >= 8 && generated(v) => true,
         _ => looks_random(v, 12),
     }
+}
+
+/// An unquoted value of letters (and `-`) ending its line that is not a type or schema word:
+/// `Rosebud`, `trustno-one-ever`, not `str`, `SecretStr`, `PasswordField`, `required`.
+fn letters_password(bytes: &[u8], value: &Value, key: &[u8]) -> bool {
+    const SCHEMA: &[&[u8]] = &[
+        b"bool",
+        b"boolean",
+        b"int",
+        b"integer",
+        b"number",
+        b"object",
+        b"any",
+        b"bytes",
+        b"char",
+        b"secretstr",
+        b"secretstring",
+        b"securestring",
+        b"plaintext",
+        b"plain",
+        b"hashed",
+        b"encrypted",
+        b"env",
+        b"vault",
+        b"prompt",
+        b"ask",
+        b"disabled",
+        b"enabled",
+        b"ignore",
+        b"omit",
+        b"keep",
+        b"unique",
+        b"nullable",
+        b"blank",
+        b"varchar",
+        b"sensitive",
+        b"writeonly",
+        b"readonly",
+        b"text",
+        b"none",
+        b"void",
+        b"never",
+        b"unknown",
+        b"secret",
+        b"random",
+        b"generated",
+    ];
+    const SUFFIXES: &[&[u8]] = &[
+        b"Field", b"Type", b"Input", b"Str", b"String", b"Schema", b"Column", b"Ref", b"Name", b"Key",
+        b"Hash", b"Value", b"Secret",
+    ];
+    let v = value.text(bytes);
+    let ends_line = matches!(
+        bytes.get(skip_blank(bytes, value.raw_end)),
+        None | Some(b'\n' | b'\r')
+    );
+    !value.quoted
+        && value.raw_end == value.end
+        && ends_line
+        && v.len() >= 4
+        && v.first().is_some_and(u8::is_ascii_alphabetic)
+        && v.iter().all(|&b| b.is_ascii_alphabetic() || b == b'-')
+        && !is_placeholder(v)
+        && !same_as_key(v, key)
+        && !contains_ci(key, v)
+        && !SCHEMA.iter().any(|w| v.eq_ignore_ascii_case(w))
+        && !SUFFIXES.iter().any(|w| v.len() > w.len() && v.ends_with(w))
+}
+
+/// A YAML tag: `!name` followed on its line by what it tags (`password: !vault |`); `!Welcome`
+/// alone is a password.
+fn yaml_tag(bytes: &[u8], value: &Value) -> bool {
+    let v = value.text(bytes);
+    if value.quoted || v.first() != Some(&b'!') || !identifier_like(&v[1..]) && !v[1..].starts_with(b"!") {
+        return false;
+    }
+    let after = skip_blank(bytes, value.raw_end);
+    after > value.raw_end && bytes.get(after).is_some_and(|&b| b != b'\n' && b != b'\r')
+}
+
+/// `-x`, `--flag`, `--flag-name`: a dash and a word.
+fn flag_like(v: &[u8]) -> bool {
+    let body = &v[run_end(v, 0, |b| b == b'-')..];
+    !body.is_empty() && body.iter().all(|&b| b.is_ascii_alphanumeric() || b == b'-')
+}
+
+/// A key naming a password (not a token or an API key): an all-digit value of it is a PIN.
+fn password_key(key: &[u8]) -> bool {
+    [&b"password"[..], b"passwd", b"pwd", b"passphrase", b"passcode"]
+        .iter()
+        .any(|w| contains_ci(key, w))
+}
+
+/// A public key id (`3AA5C34371567BD2`, `0x3AA5C34371567BD2`, a 40-digit fingerprint): 8, 16 or
+/// 40 hex digits in one case.
+fn hex_key_id(v: &[u8]) -> bool {
+    let body = v.strip_prefix(b"0x").unwrap_or(v);
+    matches!(body.len(), 8 | 16 | 40)
+        && body.iter().all(u8::is_ascii_hexdigit)
+        && !(body.iter().any(u8::is_ascii_uppercase) && body.iter().any(u8::is_ascii_lowercase))
+}
+
+/// Keys that take a public key's id (gpg's `--recv-keys`, `--default-key`, git's
+/// `user.signingkey`), not a key.
+fn public_key_id_key(key: &[u8]) -> bool {
+    [
+        &b"recv-key"[..],
+        b"default-key",
+        b"signingkey",
+        b"local-user",
+        b"trusted-key",
+        b"keyid",
+        b"key-id",
+    ]
+    .iter()
+    .any(|w| contains_ci(key, w))
+}
+
+/// `/k9Fz2LqP8sT1vXyR4wN7mB0cD3eH6jU=`: one leading `/` before a random run, a base64 value
+/// rather than a path.
+fn random_after_slash(v: &[u8]) -> bool {
+    let Some(rest) = v.strip_prefix(b"/") else {
+        return false;
+    };
+    rest.len() >= 16 && !rest.contains(&b'/') && mixed_case(rest) && has_digit(rest) && entropy(rest) >= 3.5
 }
 
 /// A keyboard shortcut (`ctrl+shift+1`, `Cmd+K`): modifiers joined by `+`.
@@ -1651,10 +2142,23 @@ fn is_placeholder(v: &[u8]) -> bool {
     // Templating and elision: the value is a slot, not a value, wherever these stand.
     const TEMPLATED: &[&[u8]] = &[b"...", b"${", b"{{", b"$(", b"\xe2\x80\xa6"];
     let Some(&first) = v.first() else { return true };
-    if matches!(first, b'<' | b'$' | b'{' | b'[')
+    // A slot fills the whole value: `{name}`, `[REDACTED:…]`, `$NAME`, `$USER:$PASS`; `{Xk9#mQ2z`
+    // and `$uP3r-S3cret!9` are passwords that start with a symbol.
+    let closed = |close: u8| v.len() > 1 && v.last() == Some(&close);
+    let variable = first == b'$'
+        && v.len() > 1
+        && v[1..]
+            .iter()
+            .all(|&b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b':' | b'$'));
+    if first == b'<'
+        || variable
+        || first == b'{' && closed(b'}')
+        || first == b'[' && (closed(b']') || v.starts_with(b"[REDACTED:"))
         || (first == b'%' && v.len() > 2 && v.last() == Some(&b'%'))
-        // A YAML tag or alias, a decorator, a comment: `!vault`, `*default`, `@Value`, `#todo`.
-        || (matches!(first, b'!' | b'*' | b'#' | b'@') && (v.len() == 1 || identifier_like(&v[1..])))
+        // An alias, a decorator, a comment: `*default`, `@Value`, `#todo` (a YAML `!tag` is told
+        // by what follows it, see [`yaml_tag`]).
+        || (matches!(first, b'*' | b'#' | b'@') && (v.len() == 1 || identifier_like(&v[1..])))
+        || v == b"!"
     {
         return true;
     }
@@ -1888,11 +2392,48 @@ fn is_reference(v: &[u8]) -> bool {
 
 /// `password=PASSWORD`, `TOKEN=$TOKEN` without the `$`: the key's own name is a template.
 fn same_as_key(v: &[u8], key: &[u8]) -> bool {
-    v.eq_ignore_ascii_case(key) || constant_like(v) && v.len() >= 4 && contains_ci(key, &v[..v.len().min(4)])
+    v.eq_ignore_ascii_case(key) || all_caps_name(v) && v.len() >= 4 && contains_ci(key, &v[..v.len().min(4)])
 }
 
-/// `USER`, `DB_PASSWORD`, `PASSWORD`: an all-caps name, used as a template slot.
+/// `USER`, `DB_PASSWORD`, `PASSWORD`: an all-caps name, used as a template slot. A name has a
+/// `_` or is made of stand-in words (`DBPASSWORD`); `SUPERSECRETPASS` is a password in capitals.
 fn constant_like(v: &[u8]) -> bool {
+    const WORDS: &[&[u8]] = &[
+        b"password",
+        b"passwd",
+        b"pass",
+        b"pwd",
+        b"pw",
+        b"secret",
+        b"token",
+        b"key",
+        b"api",
+        b"user",
+        b"username",
+        b"name",
+        b"host",
+        b"hostname",
+        b"port",
+        b"db",
+        b"database",
+        b"value",
+        b"your",
+        b"my",
+        b"the",
+        b"auth",
+        b"access",
+        b"client",
+        b"app",
+        b"admin",
+        b"root",
+        b"login",
+        b"id",
+    ];
+    all_caps_name(v) && (v.contains(&b'_') || stand_in_words(v, WORDS, &[]).is_some())
+}
+
+/// Capitals and `_` only.
+fn all_caps_name(v: &[u8]) -> bool {
     v.len() >= 2 && v.iter().all(|&b| b.is_ascii_uppercase() || b == b'_')
 }
 
@@ -1909,6 +2450,7 @@ fn is_auth_scheme(v: &[u8]) -> bool {
         b"apikey",
         b"key",
         b"bot",
+        b"ssws",
     ]
     .iter()
     .any(|s| v.eq_ignore_ascii_case(s))
@@ -1966,12 +2508,19 @@ fn skip_fillers(bytes: &[u8], start: usize) -> usize {
     pos
 }
 
-/// Commands whose short flag takes a password (`-p`: logins and `sshpass`, glued for `mysql`;
-/// `-a`: `redis-cli`; `-u user:password`: `curl`).
-const LOGIN: u8 = 1;
-const MYSQL: u8 = 2;
-const REDIS: u8 = 4;
-const CURL: u8 = 8;
+/// Commands whose short flag takes a password (`-p`: logins, `sshpass` and mongo, glued for
+/// `mysql`; `-P`: `sqlcmd`; `-w`: ldap tools; `-a`: `redis-cli`, httpie; `-u`: `curl`, `lftp`;
+/// `-U`: `smbclient`).
+const LOGIN: u16 = 1;
+const MYSQL: u16 = 2;
+const REDIS: u16 = 4;
+const CURL: u16 = 8;
+const MONGO: u16 = 16;
+const SQLCMD: u16 = 32;
+const LDAP: u16 = 64;
+const SMB: u16 = 128;
+const LFTP: u16 = 256;
+const HTTPIE: u16 = 512;
 
 /// The start of the line holding `i`.
 fn line_start_of(bytes: &[u8], i: usize) -> usize {
@@ -2247,6 +2796,12 @@ fn pscale(b: u8) -> bool {
 fn b64url_dot(b: u8) -> bool {
     b64url(b) || b == b'.'
 }
+fn alnum_dot(b: u8) -> bool {
+    alnum(b) || b == b'.'
+}
+fn alnum_percent(b: u8) -> bool {
+    alnum(b) || b == b'%'
+}
 fn dollar_alnum(b: u8) -> bool {
     alnum(b) || b == b'$'
 }
@@ -2282,7 +2837,7 @@ const fn legacy(name: &'static str, prefix: &'static [u8], class: fn(u8) -> bool
 }
 
 /// The vendor shapes, dispatched on their first byte (at most 128: the index is a `u128`).
-const VENDOR_TABLE: [Vendor; 100] = [
+const VENDOR_TABLE: [Vendor; 115] = [
     // The original filter's shapes, case-insensitive prefixes.
     legacy("openai_style_key", b"sk-", b64url, 8),
     legacy("github_token", b"github_pat_", word_class, 8),
@@ -2365,9 +2920,12 @@ const VENDOR_TABLE: [Vendor; 100] = [
     v("heroku_key", b"HRKU-", b64url, 40, 100),
     v("postman_key", b"PMAK-", hex_dash, 50, 70),
     v("linear_key", b"lin_api_", alnum, 40, 40),
-    v("doppler_token", b"dp.pt.", alnum, 40, 50),
-    v("doppler_token", b"dp.st.", alnum, 40, 50),
-    v("doppler_token", b"dp.ct.", alnum, 40, 50),
+    v("doppler_token", b"dp.pt.", alnum_dot, 40, 80),
+    v("doppler_token", b"dp.st.", alnum_dot, 40, 80),
+    v("doppler_token", b"dp.ct.", alnum_dot, 40, 80),
+    v("doppler_token", b"dp.sa.", alnum_dot, 40, 80),
+    v("doppler_token", b"dp.scim.", alnum_dot, 40, 80),
+    v("doppler_token", b"dp.audit.", alnum_dot, 40, 80),
     v("pulumi_token", b"pul-", hex, 40, 40),
     v("newrelic_key", b"NRAK-", upper_alnum, 27, 27),
     v("newrelic_key", b"NRII-", b64url, 32, 40),
@@ -2409,6 +2967,20 @@ const VENDOR_TABLE: [Vendor; 100] = [
         40,
         100,
     ),
+    v("mapbox_token", b"sk.eyJ", b64url_dot, 80, 300),
+    // 14 alphanumerics, `.`, 64 hex digits.
+    v("airtable_token", b"pat", alnum_dot, 79, 79),
+    v("twitter_token", b"AAAAAAAAAAAAAAAAAAAAA", alnum_percent, 30, 200),
+    v("facebook_token", b"EAA", alnum, 100, 400),
+    // 22 characters, `_`, 40 hex digits.
+    v("circleci_token", b"CCIPAT_", word_class, 63, 63),
+    v("pinecone_key", b"pcsk_", word_class, 60, 100),
+    v("flyio_token", b"fo1_", b64url, 43, 43),
+    v("flyio_token", b"fm1a_", b64, 100, 4096),
+    v("flyio_token", b"fm1r_", b64, 100, 4096),
+    v("flyio_token", b"fm2_", b64, 100, 4096),
+    v("netlify_token", b"nfp_", alnum, 36, 40),
+    v("adafruit_key", b"aio_", alnum, 28, 28),
 ];
 
 /// The vendor shapes (see the table above), one rule name per provider.
@@ -2454,7 +3026,7 @@ impl Vendor {
         }
         let end = run_end_max(bytes, body, self.max + 1, self.class);
         let len = end - body;
-        if len < self.min || len > self.max || word_or_hyphen_at(text, end) {
+        if len < self.min || len > self.max || token_continues_at(text, end) {
             return None;
         }
         // `sk-` needs an alphanumeric after the dash, as in the original rule.
@@ -2462,6 +3034,14 @@ impl Vendor {
             return None;
         }
         let token = &bytes[body..end];
+        // Airtable and CircleCI tokens end in 64 / 40 hex digits after a separator: without that
+        // structure a dotted path or an identifier of the same length is not one.
+        let hex_tail = |at: usize, sep: u8| token[at] == sep && token[at + 1..].iter().all(|&b| hex(b));
+        match self.name {
+            "airtable_token" if !hex_tail(14, b'.') => return None,
+            "circleci_token" if !hex_tail(22, b'_') => return None,
+            _ => {}
+        }
         if is_repetitive(token)
             || contains_ci(token, b"xxxx")
             || contains_ci(token, b"example") && !self.legacy
@@ -2472,26 +3052,33 @@ impl Vendor {
     }
 }
 
+/// A token wrapped at the end of its line (a terminal or a chat window broke it): a next line
+/// that is nothing but a random-looking run of the token's alphabet is its tail.
+fn wrapped_end(bytes: &[u8], start: usize, end: usize, v: &Vendor) -> usize {
+    let next = match bytes.get(end..) {
+        Some([b'\n', ..]) => end + 1,
+        Some([b'\r', b'\n', ..]) => end + 2,
+        _ => return end,
+    };
+    let tail_end = run_end_max(bytes, next, v.max, v.class);
+    let tail = &bytes[next..tail_end];
+    let alone = bytes.get(tail_end).is_none_or(u8::is_ascii_whitespace);
+    let fits = tail_end - next + end - start - v.prefix.len() <= v.max;
+    if alone && fits && tail.len() >= 8 && mixed_case(tail) && has_digit(tail) {
+        tail_end
+    } else {
+        end
+    }
+}
+
 /// `aaaa…`, `0000…`: a stand-in, not a token.
 fn is_repetitive(v: &[u8]) -> bool {
     v.len() >= 8 && v.iter().all(|&b| b == v[0])
 }
 
-/// `eyJ…` header (≥ 10) `.` `eyJ…` payload (≥ 10) `.` signature (≥ 8), base64url.
-fn jwt_at(text: &str, i: usize) -> Option<usize> {
-    let bytes = text.as_bytes();
-    let json_segment = |start: usize| {
-        if !bytes[start..].starts_with(b"eyJ") {
-            return None;
-        }
-        let end = run_end_max(bytes, start, MAX_VALUE, b64url);
-        (end - start >= 10 && bytes.get(end) == Some(&b'.')).then_some(end + 1)
-    };
-    let payload = json_segment(i)?;
-    let signature = json_segment(payload)?;
-    let end = run_end_max(bytes, signature, MAX_VALUE, b64url);
-    (end - signature >= 8 && !word_or_hyphen_at(text, end)).then_some(end)
-}
+/// The longest JWT segment looked at: ID and access tokens carry kilobytes of claims, and an
+/// RS512 signature alone is 683 characters.
+const MAX_SEGMENT: usize = 16 * 1024;
 
 // ---------------------------------------------------------------------------------------------
 // Byte helpers
@@ -2550,8 +3137,12 @@ fn word_at(text: &str, pos: usize) -> bool {
     char_at(text, pos).is_some_and(is_word)
 }
 
-fn word_or_hyphen_at(text: &str, pos: usize) -> bool {
-    char_at(text, pos).is_some_and(|c| c == '-' || is_word(c))
+/// Whether a token goes on at `pos`: an ASCII word byte or `-`. Other characters end it, so a
+/// token glued to Chinese or Japanese text (`令牌ghp_…请检查`) is still whole.
+fn token_continues_at(text: &str, pos: usize) -> bool {
+    text.as_bytes()
+        .get(pos)
+        .is_some_and(|&b| b == b'-' || b == b'_' || b.is_ascii_alphanumeric())
 }
 
 /// `\w` for adjacency: Unicode alphanumerics and `_`.
@@ -2825,9 +3416,97 @@ mod tests {
             "AKIAQ3EGRUPXZ7N4K2W",
             "sk_live_xxxxxxxxxxxxxxxxxxxxxxxx",
             "npm_Zk3n8QwL2xVb7Rt5Yp1Mc9Ds4Fh6Jg0Ae2K",
-            "中sk-abcdefgh1234",
-            "sk-abcdefgh中",
+            "中sk-abc",
+            "sk-abc中defgh",
         ]);
+    }
+
+    /// Non-ASCII text and URL-encoding are word boundaries for a token: a token glued to a
+    /// Chinese or Japanese sentence, or to `%3D`, is still found and redacted whole.
+    #[test]
+    fn tokens_glued_to_non_ascii_or_url_encoded_text_are_found() {
+        let token = "ghp_pP2BpvLpyOcHYJZtrEXTEDadQyDoMNlXM1EJ";
+        for text in [
+            format!("这是我的令牌{token}请帮我检查"),
+            format!("APIキーは{token}です"),
+            format!("clé{token}"),
+            format!("/cb?next=%2Fhome%3Ftoken%3D{token}%26x%3D1"),
+            format!("q=hello%20{token}"),
+        ] {
+            assert_eq!(spans(&text), [token], "{text}");
+        }
+        assert_eq!(spans(&format!("令牌{JWT}。")), [JWT]);
+        assert_clean(&["中文Bearer abcdefgh12345", "100%ABCDEF done"]);
+    }
+
+    /// A value longer than [`super::MAX_VALUE`] is judged on its head and redacted whole.
+    #[test]
+    fn long_values_are_redacted_to_their_end() {
+        let long: String = "Zk3n8QwL2xVb7Rt5Yp1M+/".repeat(60);
+        for (text, secret) in [
+            (format!("{{\"token\": \"{long}\"}}"), long.as_str()),
+            (format!("export AWS_SESSION_TOKEN={long} next"), long.as_str()),
+            (format!("Authorization: Bearer {long}"), long.as_str()),
+            (format!("curl -H 'x' Bearer {long} x"), long.as_str()),
+            (format!("client-key-data: {long}\nnext: 1"), long.as_str()),
+        ] {
+            assert_eq!(spans(&text), [secret], "{}", &text[..40]);
+        }
+        // Past the cap, everything up to it goes.
+        let huge = "Zk3n8QwL2xVb7Rt5".repeat(5000);
+        let text = format!("token=\"{huge}");
+        assert_eq!(findings(&text)[0].end, "token=\"".len() + super::MAX_SPAN);
+    }
+
+    /// Long JWT segments (ID tokens with kilobytes of claims, RS512 signatures) are whole.
+    #[test]
+    fn jwts_with_long_segments_are_found_whole() {
+        let payload = format!("eyJ{}", "aXNzIjoiaHR0cHM6Ly9zZWN1cmV0b2tlbi".repeat(40));
+        let jwt = format!(
+            "eyJhbGciOiJSUzUxMiJ9.{payload}.{}",
+            "Sfl-Kxw_RJSMeKKF2QT4fwpMeJf36P".repeat(23)
+        );
+        assert_eq!(spans(&format!("id_token {jwt} ok")), [jwt.as_str()]);
+    }
+
+    #[test]
+    fn url_userinfo_runs_to_the_last_at_and_over_a_slash_in_a_password() {
+        assert_eq!(
+            spans("postgresql://admin:P@ssw0rd123@db.prod:5432/app"),
+            ["P@ssw0rd123"]
+        );
+        assert_eq!(
+            spans("redis://default:ab/Cd9+xYz12=@redis.internal:6379"),
+            ["ab/Cd9+xYz12="]
+        );
+        assert_eq!(spans("mysql://root:SUPERSECRETPASS@db/app"), ["SUPERSECRETPASS"]);
+        assert_eq!(
+            spans("https://fa6eb9eb2b67d8b081abd1d97aaf35f3b68f14ad@github.com/org/repo"),
+            ["fa6eb9eb2b67d8b081abd1d97aaf35f3b68f14ad"]
+        );
+        assert_clean(&[
+            "mysql://root:DB_PASS@db/app",
+            "mysql://root:YOURPASSWORD@db/app",
+            "https://host:8080/a@b",
+            "ssh://git@github.com:22/org/repo",
+            "https://deploy-bot@github.com/org/repo",
+        ]);
+    }
+
+    /// Redaction covers what made the finding: a token wrapped onto the next line, and an AWS
+    /// secret access key next to its key id.
+    #[test]
+    fn wrapped_tokens_and_aws_secrets_near_their_id_are_redacted() {
+        let (text, _) = redact("ghp_zymMlopiWfqUyHRS\nIf8NFmAUNLnY5Yx0y3Rn\nthanks");
+        assert_eq!(text, "[REDACTED:github_token]\nthanks");
+        let (text, _) = redact("ghp_zymMlopiWfqUyHRSIf8NFmAUNLnY5Yx0y3Rn\nThanks, bye");
+        assert_eq!(text, "[REDACTED:github_token]\nThanks, bye");
+        let (text, _) = redact(
+            "aws_access_key_id = AKIAQ3EGRUPXZ7N4K2WB\naws_secret_access_key: kNtaU4i5GpIpatEJc2vPj/eJeRvtQRxFAoCRIsBh",
+        );
+        assert!(!text.contains("kNtaU4i5"), "{text}");
+        let (text, _) = redact("AKIAQ3EGRUPXZ7N4K2WB\nkNtaU4i5GpIpatEJc2vPj+eJeRvtQRxFAoCRIsBh");
+        assert!(!text.contains("kNtaU4i5"), "{text}");
     }
 
     #[test]
@@ -2942,6 +3621,11 @@ mod tests {
             "://a:",
             "sk-",
             "eyJ.",
+            "eyJ-",
+            "eyJaaaaaaaaaa.",
+            "令牌eyJaaaaaaaaaa.eyJaaaaaaaaaa.",
+            "%3D",
+            "://a:b/",
             "token ",
             "token=",
             "password ",
@@ -2958,6 +3642,16 @@ mod tests {
             ".atlasv1.",
             "key",
             "<private>",
+            "token=\"",
+            "AKIAQ3EGRUPXZ7N4K2WB ",
+            "identified by ",
+            "----BEGIN RSA PRIVATE KEY----\n",
+            "---- END SSH2 PRIVATE KEY ----\n",
+            "Private-Lines: 1\n",
+            "12345678:AA",
+            "MTAJMlA4JahKDNl9sW7W6zCJ.",
+            "&sig=",
+            "ghp_zymMlopiWfqUyHRS\n",
         ];
         let started = Instant::now();
         for unit in units {
@@ -3071,6 +3765,200 @@ mod tests {
         ]);
     }
 
+    /// A secret word that qualifies the key (`PASSWORD_ALGORITHM`, `existingSecret`) makes it
+    /// metadata; public key ids and WebSocket nonces are not secrets.
+    #[test]
+    fn qualified_keys_and_public_key_ids_are_not_secrets() {
+        assert_clean(&[
+            "PASSWORD_ALGORITHM=argon2id",
+            "TOKEN_ISSUER=auth0",
+            "SECRET_BACKEND=vault",
+            "GITHUB_TOKEN_SCOPE=repo",
+            "existingSecret: postgres-credentials-v2",
+            "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==",
+            "gpg --keyserver keys.openpgp.org --recv-keys 3AA5C34371567BD2",
+            "gpg --default-key 0x3AA5C34371567BD2 --sign file",
+            "git config --global user.signingkey 3AA5C34371567BD2",
+            "PASSWORD_MIN_LENGTH=12",
+            "PASSWORD_ROUNDS=10000",
+        ]);
+    }
+
+    /// Values that start like a reference or a placeholder but are not one, all-digit passwords
+    /// and letters-only YAML passwords are secrets; type and schema words are not.
+    #[test]
+    fn symbol_led_digit_and_letter_passwords_are_found_but_schema_words_are_not() {
+        for text in [
+            "DB_PASSWORD=$uP3r-S3cret!9",
+            r#""password": "{Xk9#mQ2z""#,
+            "password = '[Zt8!pq4Lm'",
+            "DB_PASSWORD=-h4ck3rPw!9",
+            "SECRET_KEY=/k9Fz2LqP8sT1vXyR4wN7mB0cD3eH6jU=",
+            "password=!Welcome",
+            "DB_PASSWORD=84619273",
+            "password: 20240315",
+            "password: SuperSecretPassword",
+            "password: qwertyuiop",
+            "  adminPassword: Rosebud\n  user: admin",
+            "- password: trustno-one-ever",
+        ] {
+            assert_eq!(findings(text).len(), 1, "not detected: {text:?}");
+        }
+        assert_clean(&[
+            "password: $DB_PASSWORD",
+            "curl -u \"$USER:$PASS\" https://ci",
+            "password: !vault |",
+            "password: !!binary |",
+            "DB_PASSWORD=--from-env",
+            "password: 2024-03-15",
+            "SECRET_KEY=/etc/app/secret.key",
+            "password: str",
+            "password: String",
+            "password: SecretStr",
+            "password: string;",
+            "password: required",
+            "password: true",
+            "password: null",
+            "password: hidden",
+            "password: PasswordField",
+            "password: PasswordInput",
+            "password: password",
+            "the password: qwertyuiop is weak",
+            "password: Secret",
+            "password: secretRef",
+        ]);
+    }
+
+    #[test]
+    fn more_commands_and_sql_take_passwords() {
+        for (text, secret) in [
+            ("mongosh mongodb://db:27017 -u admin -p Tq8vRw2zLp", "Tq8vRw2zLp"),
+            (
+                "mongo -u admin -p Tq8vRw2zLp --authenticationDatabase admin",
+                "Tq8vRw2zLp",
+            ),
+            ("sqlcmd -S srv -U sa -P Tq8vRw2zLp -Q \"select 1\"", "Tq8vRw2zLp"),
+            (
+                "ldapsearch -x -D cn=admin,dc=ex -w Tq8vRw2zLp -b dc=ex",
+                "Tq8vRw2zLp",
+            ),
+            ("ldapmodify -D cn=admin -w Tq8vRw2zLp -f x.ldif", "Tq8vRw2zLp"),
+            ("smbclient //srv/share -U bob%Tq8vRw2zLp", "Tq8vRw2zLp"),
+            ("lftp -u bob,Tq8vRw2zLp ftp.example.org", "Tq8vRw2zLp"),
+            ("http -a bob:Tq8vRw2zLp https://api.example.org/me", "Tq8vRw2zLp"),
+            (
+                "ALTER USER 'root'@'localhost' IDENTIFIED BY 'Tq8vRw2zLp';",
+                "Tq8vRw2zLp",
+            ),
+            (
+                "CREATE USER app IDENTIFIED WITH caching_sha2_password BY 'Tq8vRw2zLp';",
+                "Tq8vRw2zLp",
+            ),
+            ("CREATE USER app WITH PASSWORD 'Tq8vRw2zLp';", "Tq8vRw2zLp"),
+        ] {
+            assert_eq!(spans(text), [secret], "{text}");
+        }
+        assert_clean(&[
+            "docker run -p 27017:27017 mongo:7",
+            "sqlcmd -S srv -U sa -P",
+            "smbclient //srv/share -U bob",
+            "ldapsearch -x -W -b dc=ex",
+            "see the http -a flag docs",
+            "users identified by email",
+        ]);
+    }
+
+    /// Provider shapes with a structure of their own (ids, separators, fixed parts).
+    #[test]
+    fn more_provider_shapes_are_found_whole() {
+        for (token, name) in [
+            ("4533314789:AAEsaJd_wyXxQPplH8ACyjkz4jmBQlm7knI", "telegram_token"),
+            (
+                "MTA4pShZFC8ZrXbeg_fT3pG-.h8msMl.c-T1ah9sdbEl7oX8nrEHAluvtdgDW1-In81LJK",
+                "discord_token",
+            ),
+            (
+                "sk.eyJ1Ijo6yc-jecsblnAk2vnXK6-Zy2GKlPOyJV9YZGWNkJnsrUgBhcpqIuRhWlMkU6a.g5t_Zj3aoeWqeHGwlifXjw",
+                "mapbox_token",
+            ),
+            (
+                "patVEnIKXVuuEomFK.dc6c369aad6b68b75b48e99f73f289509dddc3ebffc5ccd8099ee02cab83bb43",
+                "airtable_token",
+            ),
+            (
+                "AAAAAAAAAAAAAAAAAAAAACS6jkdFKsvw8f46QqXYilvBSbELgGOBomUOLc877%3DEgNB6bfbdUwFDrzIe3mGxHoL43ScQQYK8TUkl1JYnrw8tdVIIf",
+                "twitter_token",
+            ),
+            (
+                "EAAHmxOCTQE8phIECUyUALDgxkhOFosZYG9uVqv8ExVuo5Zbcb99JpX9M02bB3f8nUVRBoMFTXptvp7WhPvFMKFl8zE8Ajlb0cdkbx9ZFqJDGf1rB853IgN95Dc",
+                "facebook_token",
+            ),
+            (
+                "CCIPAT_i7xD93lgWk7J6rWs77hSx9_80598e7d8a50f510dc6c4393a96e78c3403049d3",
+                "circleci_token",
+            ),
+            (
+                "pcsk_CrNip_R0HjXFZfTvMUHoXTBzyTzbmncNnz5BhgJjH3LZ7wM6GKHVjk9tCSi5eIeeaAXZY",
+                "pinecone_key",
+            ),
+            ("fo1_IYLsD6c060ZGUfpDNhmMLm43B3OjdK2OLMdNJTkzc_8", "flyio_token"),
+            (
+                "fm2_pRXhWNEuCbY+e3ZVMkfcDWKbFYV6RZc123ybgnl8LzRRIC7wQqVThu1r2WZxfm2rBvqZptcSyEXcg+8+8oeNu9Jchmw9pUNlWbDrio9ToGG1/ONo64osfMnadO70l5EEM43Onetvxr/BkuSzwPMg2eXVVwnDeV3yQjVPhfafwTfg+uWMvnH+iG9te7WmA9i7w8QJUr4Z",
+                "flyio_token",
+            ),
+            ("nfp_FHCRQ44IHJ5lByNt5TPiKEuor5ClFKHu6MUb", "netlify_token"),
+            ("aio_gXOsHzoMp7BKOHNfEkalT2ib0Z8v", "adafruit_key"),
+            (
+                "dp.st.prd.oX2D86ByvkNx5MYjCPC1zaPLvaLO7ZOE8JV45sXq",
+                "doppler_token",
+            ),
+            (
+                "dp.sa.GwpFOB1edmZ9AZnSgYWGB3c5pjdrDkfAIfAalRM8rUw",
+                "doppler_token",
+            ),
+        ] {
+            let text = format!("use {token}, thanks");
+            assert_eq!(find_secret(&text), Some(SecretKind::Vendor(name)), "{token}");
+            assert_eq!(spans(&text), [token]);
+        }
+        assert_eq!(
+            spans(
+                "https://a.blob.core.windows.net/c/b?sv=2022-11-02&sp=r&sig=sP2Cpfk%2BPeZJV5DIx7xu6SrYiyMUJEm%3D&x=1"
+            ),
+            ["sP2Cpfk%2BPeZJV5DIx7xu6SrYiyMUJEm%3D"]
+        );
+        assert_kind(
+            SecretKind::AuthHeader,
+            &["Authorization: SSWS 00DWzP9WYJof5Hzt4XJUtv2tIEpc1ke4M4innZMcWU"],
+        );
+        assert_clean(&[
+            "the pattern and path modules",
+            "sig=SIGTERM",
+            "Order 1234567890:AAB shipped",
+            "MTAJMlA4JahKDNl9sW7W6zCJ.IFrNYf",
+            "pathlib.Path.home.joinpath.with.many.segments.that.run.on.and.on.forever.abcdefghi",
+        ]);
+    }
+
+    /// Four-dash and SSH2 armors and PuTTY's private lines are private keys, whole.
+    #[test]
+    fn older_private_key_armors_and_putty_files_are_private_keys() {
+        let block =
+            "----BEGIN RSA PRIVATE KEY----\nMIIEowIBAAKCAQEAq7Bz\nab+/cd==\n----END RSA PRIVATE KEY----";
+        assert_eq!(spans(&format!("key:\n{block}\nthanks")), [block]);
+        let ssh2 = "---- BEGIN SSH2 ENCRYPTED PRIVATE KEY ----\nComment: \"k\"\nP2/56wAAAtw\n---- END SSH2 ENCRYPTED PRIVATE KEY ----";
+        assert_eq!(spans(ssh2), [ssh2]);
+        let private = "Private-Lines: 1\nAAAAIGq7BzQ2zLp9Xk\nPrivate-MAC: 5f2a9c";
+        let ppk = format!("PuTTY-User-Key-File-3: ssh-ed25519\nPublic-Lines: 1\nAAAAC3NzaC1lZDI1\n{private}");
+        assert_eq!(spans(&ppk), [private]);
+        assert_clean(&[
+            "---- BEGIN SSH2 PUBLIC KEY ----",
+            "----BEGIN PRIVATE KEY-----",
+            "-----BEGIN PRIVATE KEY----",
+            "---BEGIN PRIVATE KEY---",
+        ]);
+    }
+
     /// A prompt of BEGIN lines without an END line: the END search is done once over the text,
     /// not once per line over a 16 KiB window.
     #[test]
@@ -3084,6 +3972,7 @@ mod tests {
             line: (0, None),
             pem_end: super::PemEnd::default(),
             pem_searched: 0,
+            b64url_run: (0, 0),
         };
         scan.run();
         assert_eq!(scan.found.len(), 200_000 / 32);
