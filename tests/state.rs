@@ -1218,3 +1218,67 @@ fn state_replayed_pi_captures_for_a_server_without_a_model_leave_no_ledger_entry
         String::from_utf8_lossy(&second.stdout)
     );
 }
+
+/// Records of the Claude Code hook's run journal in `state`.
+fn journal_records(state: &Path) -> Vec<Value> {
+    std::fs::read_to_string(state.join("journal-claude-code.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
+#[test]
+fn state_captures_handed_to_a_running_flush_are_delivered_without_another_hook_run() {
+    let real = RealServer::shared();
+    let proxy = Proxy::start(&real.url(), Gate::Down);
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let cwd = tempfile::tempdir().unwrap();
+    let tag = nonce();
+    let first = format!("spooled before the flush {tag}");
+    spool_one(&state, &proxy.url(), &first, "t-first");
+
+    // The flush holds the drain lock while its capture waits at the gate.
+    proxy.set(Gate::HoldSources);
+    let env = flush_env(&state, &proxy.url());
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let flush = cli(&["flush", "--json", "--budget", "60"], &env)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for_source_request(&proxy);
+
+    // Hooks with background draining on: each sees the lock held and leaves its capture to the
+    // flush, starting no drainer of its own.
+    let prompts: Vec<String> = (0..5)
+        .map(|i| format!("handed to a running flush {i} {tag}"))
+        .collect();
+    for (i, p) in prompts.iter().enumerate() {
+        let out = hook(&proxy.url(), &state, p, &format!("t-{i}"), cwd.path())
+            .env_remove(NO_DRAINER.0)
+            .run();
+        out.assert_fail_open();
+    }
+    let queued = journal_records(&state)
+        .iter()
+        .filter(|r| r["capture"] == "queued")
+        .count();
+    assert_eq!(queued, 5, "{:?}", journal_records(&state));
+
+    proxy.set(Gate::Up);
+    let out = flush.wait_with_output().unwrap();
+    let report: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|_| panic!("flush said: {}", String::from_utf8_lossy(&out.stderr)));
+    assert_eq!(
+        (out.status.code(), &report["delivered"]),
+        (Some(0), &json!(6)),
+        "{report}"
+    );
+    assert!(spool_files(&state).is_empty(), "{:?}", spool_files(&state));
+    assert_eq!(sources_for(real, &first, "t-first"), 1);
+    for (i, p) in prompts.iter().enumerate() {
+        assert_eq!(sources_for(real, p, &format!("t-{i}")), 1, "prompt {i}");
+    }
+}

@@ -9,9 +9,11 @@
 //! from the environment and config it inherited (never from disk).
 //!
 //! Hand-over without a lost wake-up: a hook releases its entry, then looks at the drain lock; a
-//! free lock means it starts a drainer, a held one means the running drainer looks at the spool
-//! again after releasing its lock, and takes on any entry it can claim that it did not leave
-//! behind on purpose (Server down, unconfigured, newer format).
+//! free lock means it starts a drainer, a held one means the holder, whoever it is (a background
+//! drainer, `flush`, the hidden `drain`: all go through [`drain`]), looks at the spool again after
+//! releasing its lock, and takes on any entry it can claim that it did not leave behind on
+//! purpose (Server down, unconfigured, newer format, outside its scope), or, out of budget,
+//! starts a drainer for it. No holder ever leaves without doing one or the other.
 
 use std::collections::{HashMap, HashSet};
 use std::fs;
@@ -62,11 +64,12 @@ pub const AFTER_EXIT_ARG: &str = "after-exit";
 /// hook can be given (600 s) and its watchdog's grace. A hook outliving it (a host that stopped it)
 /// starts a drainer itself after its answer (see [`hand_off`]).
 const PARENT_WAIT: Duration = Duration::from_secs(660);
-/// How often a drainer that found the drain lock held on its first pass tries again before it
-/// leaves it to the holder: a hook only probes the lock for an instant (see [`start_early`]).
+/// How often a background drainer that found the drain lock held tries again before it leaves
+/// the work to the holder: a hook only probes the lock for an instant (see [`start_early`]).
 const FIRST_PASS_TRIES: u32 = 5;
-/// Between two passes of one background drainer when the last pass delivered nothing (an older
-/// entry of the same session is still held by its hook).
+/// Between two passes of one drain when the last pass delivered nothing (an older entry of the
+/// same session is still held by its hook), and between a background drainer's tries for a held
+/// drain lock.
 const REPASS_PAUSE: Duration = Duration::from_millis(20);
 
 /// Whether background draining is turned off ([`NO_BACKGROUND_VAR`]).
@@ -172,12 +175,35 @@ pub struct DrainReport {
     /// The class of the last failure seen, if any.
     pub last_error: Option<String>,
     /// Spool entries this run left behind on purpose (Server down, unconfigured, newer format):
-    /// a background drainer does not pass over them again in the same life.
+    /// the same run does not pass over them again.
     #[serde(skip)]
     pub left: Vec<String>,
+    /// Spool entries outside the requested scope: the same run does not pass over them again.
+    #[serde(skip)]
+    pub out_of_scope: Vec<String>,
 }
 
 impl DrainReport {
+    /// Adds a later pass: what it did adds up, what it found waiting replaces the earlier count.
+    fn absorb(&mut self, later: DrainReport) {
+        self.delivered += later.delivered;
+        self.rejected += later.rejected;
+        self.set_aside += later.set_aside;
+        self.expired += later.expired;
+        self.flushed += later.flushed;
+        self.gave_up += later.gave_up;
+        self.kept = later.kept;
+        self.unconfigured = later.unconfigured;
+        self.pending = later.pending;
+        self.newer_format = later.newer_format;
+        self.unsafe_ledger = later.unsafe_ledger;
+        if later.last_error.is_some() {
+            self.last_error = later.last_error;
+        }
+        self.left.extend(later.left);
+        self.out_of_scope.extend(later.out_of_scope);
+    }
+
     /// Whether everything in reach was delivered and flushed.
     #[must_use]
     pub fn complete(&self) -> bool {
@@ -238,8 +264,13 @@ impl Connections<'_> {
     }
 }
 
-/// Runs one drain: takes the drain lock (or reports `busy`), applies the spool limits, replays
-/// the spool oldest first, flushes the ledger, and writes the summary.
+/// Runs a drain, the one way every holder of the drain lock drains (`flush`, the hidden `drain`,
+/// the background drainer): takes the drain lock (or reports `busy`), applies the spool limits,
+/// replays the spool oldest first and flushes the ledger, then lets go of the lock and looks at
+/// the spool again. An entry it can claim now that it did not leave behind on purpose was handed
+/// over meanwhile (its hook saw the lock held and started no drainer), so it passes again; when
+/// the budget is spent first, it starts a background drainer for it (unless background draining
+/// is off). Writes the summary of all passes.
 ///
 /// # Errors
 /// A [`StateError`] when the state directory itself is unusable.
@@ -256,6 +287,62 @@ pub fn drain(
     }
     // Another user's directory is never used (not even its lock file).
     state.ensure(None)?;
+    // Entries not to pass over again: left on purpose, or outside the requested scope.
+    let mut settled: HashSet<String> = HashSet::new();
+    let mut first = true;
+    loop {
+        let done = pass(state, env, opts, &deadline, progress)?;
+        if done.busy {
+            // Only the first pass reports it; a drainer that took the lock between two passes
+            // looks at the spool again itself once it lets go.
+            report.busy = first;
+            break;
+        }
+        first = false;
+        settled.extend(done.left.iter().cloned());
+        settled.extend(done.out_of_scope.iter().cloned());
+        let delivered = done.delivered;
+        report.absorb(done);
+        // The drain lock is released: a hook that hands over from now on starts its own drainer.
+        if !spool::claimable_beyond(state, &settled) {
+            break;
+        }
+        if deadline.expired() {
+            if !background_disabled(env) {
+                spawn_drainer(Start::Now);
+            }
+            break;
+        }
+        if delivered == 0 {
+            std::thread::sleep(REPASS_PAUSE);
+        }
+    }
+    if !report.busy {
+        let short = deadline.within(Duration::from_secs(2));
+        if let Ok(lock) = state.lock(&short) {
+            let _ = state.write_json(
+                &lock,
+                STATUS_FILE,
+                &LastDrain {
+                    finished: now_secs(),
+                    report: report.clone(),
+                },
+            );
+        }
+    }
+    Ok(report)
+}
+
+/// One pass under the drain lock: spool limits, the spool oldest first, then the ledger.
+fn pass(
+    state: &StateDir,
+    env: &Env,
+    opts: &DrainOptions,
+    deadline: &Deadline,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<DrainReport, StateError> {
+    let deadline = *deadline;
+    let mut report = DrainReport::default();
     let lock_path = state.file(DRAIN_LOCK);
     let drain_lock = if opts.wait_for_lock {
         lock::acquire(&lock_path, &deadline)
@@ -347,6 +434,7 @@ pub fn drain(
             )),
             Ok(scope) => {
                 if opts.scope.as_ref().is_some_and(|only| *only != scope) {
+                    report.out_of_scope.push(entry.name.clone());
                     continue;
                 }
                 // A replay after a crash past this point sends exactly this request (same scope,
@@ -409,16 +497,6 @@ pub fn drain(
 
     flush_ledger(state, opts, &deadline, &mut conns, &down, &mut report, progress)?;
 
-    if let Ok(lock) = state.lock(&short()) {
-        let _ = state.write_json(
-            &lock,
-            STATUS_FILE,
-            &LastDrain {
-                finished: now_secs(),
-                report: report.clone(),
-            },
-        );
-    }
     Ok(report)
 }
 
@@ -501,12 +579,12 @@ pub fn is_drain_invocation() -> bool {
 }
 
 /// The background drainer's whole life: drain within [`BACKGROUND_BUDGET`], leave when another
-/// drainer runs (after a few quick tries on its first pass), exit 0. Started for a handed-over
-/// capture ([`NOW_ARG`]) it begins at once, started early ([`AFTER_EXIT_ARG`]) once its hook has
-/// exited, else after [`BACKGROUND_DELAY`]. After each pass it lets go of the lock and looks again:
-/// an entry it can claim now, and did not leave behind on purpose, was handed over meanwhile (its
-/// hook saw this drainer's lock and started none), so it passes again. Its stdout and stderr are
-/// null, and so is its stdin but for the early start's pipe (see [`spawn_drainer`]).
+/// drainer runs (after a few quick tries: a hook only probes the lock for an instant, see
+/// [`start_early`]), exit 0. Started for a handed-over capture ([`NOW_ARG`]) it begins at once,
+/// started early ([`AFTER_EXIT_ARG`]) once its hook has exited, else after [`BACKGROUND_DELAY`].
+/// Captures handed over while it runs are taken on as by every drain (see [`drain`]). Its stdout
+/// and stderr are null, and so is its stdin but for the early start's pipe (see
+/// [`spawn_drainer`]).
 #[must_use]
 pub fn background_main(component: &'static str) -> ExitCode {
     let start = Instant::now();
@@ -531,9 +609,7 @@ pub fn background_main(component: &'static str) -> ExitCode {
         return ExitCode::SUCCESS;
     };
     let until = Instant::now() + BACKGROUND_BUDGET;
-    let mut left: HashSet<String> = HashSet::new();
-    let mut first_pass_tries = FIRST_PASS_TRIES;
-    loop {
+    for _ in 0..FIRST_PASS_TRIES {
         let remaining = until.saturating_duration_since(Instant::now());
         if remaining.is_zero() {
             break;
@@ -544,24 +620,9 @@ pub fn background_main(component: &'static str) -> ExitCode {
             wait_for_lock: false,
             limits: SpoolLimits::from_env(&env),
         };
-        let Ok(report) = drain(&state, &env, &opts, &mut |_| {}) else {
-            break;
-        };
-        if report.busy {
-            if first_pass_tries > 1 {
-                first_pass_tries -= 1;
-                std::thread::sleep(REPASS_PAUSE);
-                continue;
-            }
-            break;
-        }
-        first_pass_tries = 0;
-        left.extend(report.left);
-        if !spool::claimable_beyond(&state, &left) {
-            break;
-        }
-        if report.delivered == 0 {
-            std::thread::sleep(REPASS_PAUSE);
+        match drain(&state, &env, &opts, &mut |_| {}) {
+            Ok(report) if report.busy => std::thread::sleep(REPASS_PAUSE),
+            _ => break,
         }
     }
     if let Some(cache) = crate::scope_cache::ScopeCache::locate(&env) {
@@ -632,7 +693,7 @@ fn early_drainer_waits() -> bool {
 
 /// After a hook answered with a capture written ahead and released: nothing more when the drainer
 /// [`start_early`] started waits for this process; otherwise starts a drainer at once, unless one
-/// holds the drain lock (it looks at the spool again once it lets go, see [`background_main`]).
+/// holds the drain lock (it looks at the spool again once it lets go, see [`drain`]).
 /// Never waits for a drainer.
 pub fn hand_off(state: &StateDir) {
     HANDED_OFF.store(true, std::sync::atomic::Ordering::Relaxed);
