@@ -1282,3 +1282,35 @@ fn state_captures_handed_to_a_running_flush_are_delivered_without_another_hook_r
         assert_eq!(sources_for(real, p, &format!("t-{i}")), 1, "prompt {i}");
     }
 }
+
+#[test]
+fn state_a_state_dir_that_is_a_file_is_refused_by_flush_and_status() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("state");
+    std::fs::write(&file, "x").unwrap();
+    for state in [file.clone(), file.join("below")] {
+        let st = state.to_string_lossy().into_owned();
+        let env = [("POWERCONTEXT_HOOKS_STATE_DIR", st.as_str())];
+        for command in ["flush", "status"] {
+            let out = run_cli(&[command, "--json"], &env);
+            let answer: Value = serde_json::from_slice(&out.stdout).unwrap();
+            assert_eq!(out.status.code(), Some(1), "{command}: {answer}");
+            assert_eq!(answer["ok"], false, "{command}: {answer}");
+            let error = answer["error"].as_str().unwrap();
+            assert!(
+                error.contains(&format!("state directory {st} unusable (not_a_directory)")),
+                "{command}: {error}"
+            );
+
+            let out = run_cli(&[command], &env);
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(1), "{command}: {stderr}");
+            assert!(out.stdout.is_empty(), "{command}");
+            assert!(
+                stderr.contains("powercontext-hooks: error: state directory") && stderr.contains("remove it"),
+                "{command}: {stderr}"
+            );
+        }
+    }
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "x");
+}

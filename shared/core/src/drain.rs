@@ -273,7 +273,8 @@ impl Connections<'_> {
 /// is off). Writes the summary of all passes.
 ///
 /// # Errors
-/// A [`StateError`] when the state directory itself is unusable.
+/// A [`StateError`] when the state directory itself is unusable: another user's, or not a
+/// directory. A missing one is not an error: there is nothing to drain.
 pub fn drain(
     state: &StateDir,
     env: &Env,
@@ -282,7 +283,8 @@ pub fn drain(
 ) -> Result<DrainReport, StateError> {
     let deadline = Deadline::after(opts.budget);
     let mut report = DrainReport::default();
-    if !state.path().is_dir() {
+    // A file where the directory belongs is refused, never read as an empty state.
+    if !state.exists()? {
         return Ok(report);
     }
     // Another user's directory is never used (not even its lock file).
@@ -861,5 +863,26 @@ mod tests {
         assert_eq!((r.pending, r.flushed), (1, 0));
         assert!(ledger::has_work(&state));
         assert!(last_drain(&state).unwrap().is_some());
+    }
+
+    #[test]
+    fn a_file_where_the_state_dir_belongs_is_refused_and_a_missing_one_is_empty() {
+        let tmp = tempfile::tempdir().unwrap();
+        let opts = DrainOptions {
+            budget: Duration::from_secs(2),
+            scope: None,
+            wait_for_lock: false,
+            limits: SpoolLimits::DEFAULT,
+        };
+        let file = tmp.path().join("state");
+        fs::write(&file, "x").unwrap();
+        for state in [StateDir::at(&file), StateDir::at(file.join("below"))] {
+            let e = drain(&state, &Env::default(), &opts, &mut |_| {}).unwrap_err();
+            assert_eq!(e.detail(), "not_a_directory");
+        }
+        let missing = tmp.path().join("missing");
+        let r = drain(&StateDir::at(&missing), &Env::default(), &opts, &mut |_| {}).unwrap();
+        assert!(r.complete());
+        assert!(!missing.exists());
     }
 }
