@@ -1284,6 +1284,54 @@ fn state_captures_handed_to_a_running_flush_are_delivered_without_another_hook_r
 }
 
 #[test]
+fn state_flush_names_an_invalid_config_and_its_fix() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let url = closed_port_url();
+    spool_one(&state, &url, "spooled before the config broke 1", "t-1");
+    spool_one(&state, &url, "spooled before the config broke 2", "t-2");
+    let fifo = dir.path().join("config-fifo");
+    assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    let large = dir.path().join("large.toml");
+    std::fs::write(&large, "# padding\n".repeat(30_000)).unwrap();
+    let st = state.to_string_lossy().into_owned();
+    let cases = [
+        ("/dev/zero".to_owned(), "is not a regular file"),
+        (fifo.to_string_lossy().into_owned(), "is not a regular file"),
+        (large.to_string_lossy().into_owned(), "is larger than 256 KiB"),
+    ];
+    for (config, problem) in &cases {
+        let env = [
+            ("POWERCONTEXT_HOOKS_STATE_DIR", st.as_str()),
+            ("POWERCONTEXT_CLAUDE_SERVER_URL", url.as_str()),
+            ("POWERCONTEXT_HOOKS_CONFIG", config.as_str()),
+        ];
+        let out = run_cli(&["flush", "--json", "--budget", "10"], &env);
+        let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(out.status.code(), Some(1), "{report}");
+        let issue = &report["config_error"];
+        assert_eq!(
+            (&issue["setting"], &issue["problem"]),
+            (&json!(config), &json!(problem)),
+            "{report}"
+        );
+        assert!(issue["fix"].as_str().unwrap().contains("doctor"), "{report}");
+        assert_eq!(report["last_error"], "config_invalid", "{report}");
+
+        let out = run_cli(&["flush", "--budget", "10"], &env);
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(1), "{text}");
+        assert!(
+            text.contains(&format!(
+                "invalid setting `{config}`: {problem}; correct that setting"
+            )),
+            "{text}"
+        );
+    }
+    assert_eq!(spool_files(&state).len(), 2);
+}
+
+#[test]
 fn state_a_state_dir_that_is_a_file_is_refused_by_flush_and_status() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("state");

@@ -346,7 +346,18 @@ impl report::Report for Flushed {
 
 impl std::fmt::Display for Flushed {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        writeln!(f, "{}", summary_line(&self.0))
+        writeln!(f, "{}", summary_line(&self.0))?;
+        if let Some(c) = &self.0.config_error {
+            // The setting may be a path: escaped before it reaches the terminal.
+            writeln!(
+                f,
+                "invalid setting `{}`: {}; {}",
+                terminal_safe(&c.setting),
+                terminal_safe(&c.problem),
+                c.fix
+            )?;
+        }
+        Ok(())
     }
 }
 

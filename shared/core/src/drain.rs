@@ -25,7 +25,7 @@ use std::time::{Duration, Instant, SystemTime};
 use serde::{Deserialize, Serialize};
 
 use crate::capture;
-use crate::config::Settings;
+use crate::config::{ConfigError, Settings};
 use crate::deadline::Deadline;
 use crate::env::Env;
 use crate::flush::{self, Applied, Flush};
@@ -174,6 +174,10 @@ pub struct DrainReport {
     pub newer_format: usize,
     /// The class of the last failure seen, if any.
     pub last_error: Option<String>,
+    /// The setting that kept captures or flushes from going (no configured host could be read),
+    /// if any: its name and problem, never its value.
+    #[serde(default)]
+    pub config_error: Option<ConfigIssue>,
     /// Spool entries this run left behind on purpose (Server down, unconfigured, newer format):
     /// the same run does not pass over them again.
     #[serde(skip)]
@@ -181,6 +185,32 @@ pub struct DrainReport {
     /// Spool entries outside the requested scope: the same run does not pass over them again.
     #[serde(skip)]
     pub out_of_scope: Vec<String>,
+}
+
+/// An invalid setting, content-free: what to fix and why, never the value (it may be a token).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConfigIssue {
+    /// The variable, file or file key to fix.
+    pub setting: String,
+    /// What is wrong with it.
+    pub problem: String,
+    /// What to do about it.
+    pub fix: String,
+}
+
+impl ConfigIssue {
+    /// What to do about an invalid setting.
+    pub const FIX: &'static str = "correct that setting (or unset it) and flush again; `powercontext-hooks doctor` checks the configuration";
+}
+
+impl From<ConfigError> for ConfigIssue {
+    fn from(e: ConfigError) -> Self {
+        Self {
+            setting: e.setting,
+            problem: e.problem,
+            fix: Self::FIX.to_owned(),
+        }
+    }
 }
 
 impl DrainReport {
@@ -199,6 +229,9 @@ impl DrainReport {
         self.unsafe_ledger = later.unsafe_ledger;
         if later.last_error.is_some() {
             self.last_error = later.last_error;
+        }
+        if later.config_error.is_some() {
+            self.config_error = later.config_error;
         }
         self.left.extend(later.left);
         self.out_of_scope.extend(later.out_of_scope);
@@ -230,6 +263,8 @@ struct Connections<'a> {
     env: &'a Env,
     deadline: Deadline,
     cache: HashMap<(String, String), Option<(Transport, u32)>>,
+    /// The first invalid setting that left a Server without a configured host.
+    config_error: Option<ConfigError>,
 }
 
 impl Connections<'_> {
@@ -243,8 +278,15 @@ impl Connections<'_> {
             let order = preferred
                 .into_iter()
                 .chain(Integration::ALL.into_iter().filter(|i| Some(*i) != preferred));
+            let mut invalid = None;
             let found = order
-                .filter_map(|i| Settings::for_hook(i, self.env).ok())
+                .filter_map(|i| match Settings::for_hook(i, self.env) {
+                    Ok(s) => Some(s),
+                    Err(e) => {
+                        invalid.get_or_insert(e);
+                        None
+                    }
+                })
                 .find(|s| s.server_url.value.as_str() == server)
                 .and_then(|s| {
                     let calls = s.flush_max_calls.value;
@@ -258,6 +300,10 @@ impl Connections<'_> {
                     .ok()
                     .map(|t| (t, calls))
                 });
+            // Named only when it mattered: no host's settings could take this Server's work.
+            if found.is_none() && self.config_error.is_none() {
+                self.config_error = invalid;
+            }
             self.cache.insert(key.clone(), found);
         }
         self.cache.get(&key).and_then(Option::as_ref)
@@ -370,6 +416,7 @@ fn pass(
         env,
         deadline,
         cache: HashMap::new(),
+        config_error: None,
     };
     // Servers that failed this run: their remaining entries wait for the next one.
     let mut down: HashSet<String> = HashSet::new();
@@ -499,6 +546,12 @@ fn pass(
 
     flush_ledger(state, opts, &deadline, &mut conns, &down, &mut report, progress)?;
 
+    if let Some(e) = conns.config_error {
+        report
+            .last_error
+            .get_or_insert_with(|| Outcome::ConfigInvalid.as_str().to_owned());
+        report.config_error = Some(ConfigIssue::from(e));
+    }
     Ok(report)
 }
 
@@ -884,5 +937,37 @@ mod tests {
         let r = drain(&StateDir::at(&missing), &Env::default(), &opts, &mut |_| {}).unwrap();
         assert!(r.complete());
         assert!(!missing.exists());
+    }
+
+    #[test]
+    fn an_invalid_config_that_keeps_work_back_is_named() {
+        let tmp = tempfile::tempdir().unwrap();
+        let state = StateDir::at(tmp.path().join("state"));
+        let d = Deadline::after(Duration::from_secs(2));
+        ledger::record(&state, &d, "http://127.0.0.1:8000", "scp", 4, "codex").unwrap();
+        let opts = DrainOptions {
+            budget: Duration::from_secs(2),
+            scope: None,
+            wait_for_lock: false,
+            limits: SpoolLimits::DEFAULT,
+        };
+        let env = Env::from_pairs([
+            ("HOME", tmp.path().to_str().unwrap()),
+            ("POWERCONTEXT_HOOKS_CONFIG", "/dev/zero"),
+        ]);
+        let r = drain(&state, &env, &opts, &mut |_| {}).unwrap();
+        assert_eq!(r.pending, 1);
+        assert_eq!(r.last_error.as_deref(), Some("config_invalid"));
+        assert_eq!(
+            r.config_error,
+            Some(ConfigIssue {
+                setting: "/dev/zero".to_owned(),
+                problem: "is not a regular file".to_owned(),
+                fix: ConfigIssue::FIX.to_owned(),
+            })
+        );
+        // The summary keeps it for `status`.
+        let last = last_drain(&state).unwrap().unwrap();
+        assert_eq!(last.report.config_error, r.config_error);
     }
 }
