@@ -1218,3 +1218,147 @@ fn state_replayed_pi_captures_for_a_server_without_a_model_leave_no_ledger_entry
         String::from_utf8_lossy(&second.stdout)
     );
 }
+
+/// Records of the Claude Code hook's run journal in `state`.
+fn journal_records(state: &Path) -> Vec<Value> {
+    std::fs::read_to_string(state.join("journal-claude-code.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
+#[test]
+fn state_captures_handed_to_a_running_flush_are_delivered_without_another_hook_run() {
+    let real = RealServer::shared();
+    let proxy = Proxy::start(&real.url(), Gate::Down);
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let cwd = tempfile::tempdir().unwrap();
+    let tag = nonce();
+    let first = format!("spooled before the flush {tag}");
+    spool_one(&state, &proxy.url(), &first, "t-first");
+
+    // The flush holds the drain lock while its capture waits at the gate.
+    proxy.set(Gate::HoldSources);
+    let env = flush_env(&state, &proxy.url());
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let flush = cli(&["flush", "--json", "--budget", "60"], &env)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for_source_request(&proxy);
+
+    // Hooks with background draining on: each sees the lock held and leaves its capture to the
+    // flush, starting no drainer of its own.
+    let prompts: Vec<String> = (0..5)
+        .map(|i| format!("handed to a running flush {i} {tag}"))
+        .collect();
+    for (i, p) in prompts.iter().enumerate() {
+        let out = hook(&proxy.url(), &state, p, &format!("t-{i}"), cwd.path())
+            .env_remove(NO_DRAINER.0)
+            .run();
+        out.assert_fail_open();
+    }
+    let queued = journal_records(&state)
+        .iter()
+        .filter(|r| r["capture"] == "queued")
+        .count();
+    assert_eq!(queued, 5, "{:?}", journal_records(&state));
+
+    proxy.set(Gate::Up);
+    let out = flush.wait_with_output().unwrap();
+    let report: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|_| panic!("flush said: {}", String::from_utf8_lossy(&out.stderr)));
+    assert_eq!(
+        (out.status.code(), &report["delivered"]),
+        (Some(0), &json!(6)),
+        "{report}"
+    );
+    assert!(spool_files(&state).is_empty(), "{:?}", spool_files(&state));
+    assert_eq!(sources_for(real, &first, "t-first"), 1);
+    for (i, p) in prompts.iter().enumerate() {
+        assert_eq!(sources_for(real, p, &format!("t-{i}")), 1, "prompt {i}");
+    }
+}
+
+#[test]
+fn state_flush_names_an_invalid_config_and_its_fix() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let url = closed_port_url();
+    spool_one(&state, &url, "spooled before the config broke 1", "t-1");
+    spool_one(&state, &url, "spooled before the config broke 2", "t-2");
+    let fifo = dir.path().join("config-fifo");
+    assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    let large = dir.path().join("large.toml");
+    std::fs::write(&large, "# padding\n".repeat(30_000)).unwrap();
+    let st = state.to_string_lossy().into_owned();
+    let cases = [
+        ("/dev/zero".to_owned(), "is not a regular file"),
+        (fifo.to_string_lossy().into_owned(), "is not a regular file"),
+        (large.to_string_lossy().into_owned(), "is larger than 256 KiB"),
+    ];
+    for (config, problem) in &cases {
+        let env = [
+            ("POWERCONTEXT_HOOKS_STATE_DIR", st.as_str()),
+            ("POWERCONTEXT_CLAUDE_SERVER_URL", url.as_str()),
+            ("POWERCONTEXT_HOOKS_CONFIG", config.as_str()),
+        ];
+        let out = run_cli(&["flush", "--json", "--budget", "10"], &env);
+        let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(out.status.code(), Some(1), "{report}");
+        let issue = &report["config_error"];
+        assert_eq!(
+            (&issue["setting"], &issue["problem"]),
+            (&json!(config), &json!(problem)),
+            "{report}"
+        );
+        assert!(issue["fix"].as_str().unwrap().contains("doctor"), "{report}");
+        assert_eq!(report["last_error"], "config_invalid", "{report}");
+
+        let out = run_cli(&["flush", "--budget", "10"], &env);
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(1), "{text}");
+        assert!(
+            text.contains(&format!(
+                "invalid setting `{config}`: {problem}; correct that setting"
+            )),
+            "{text}"
+        );
+    }
+    assert_eq!(spool_files(&state).len(), 2);
+}
+
+#[test]
+fn state_a_state_dir_that_is_a_file_is_refused_by_flush_and_status() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("state");
+    std::fs::write(&file, "x").unwrap();
+    for state in [file.clone(), file.join("below")] {
+        let st = state.to_string_lossy().into_owned();
+        let env = [("POWERCONTEXT_HOOKS_STATE_DIR", st.as_str())];
+        for command in ["flush", "status"] {
+            let out = run_cli(&[command, "--json"], &env);
+            let answer: Value = serde_json::from_slice(&out.stdout).unwrap();
+            assert_eq!(out.status.code(), Some(1), "{command}: {answer}");
+            assert_eq!(answer["ok"], false, "{command}: {answer}");
+            let error = answer["error"].as_str().unwrap();
+            assert!(
+                error.contains(&format!("state directory {st} unusable (not_a_directory)")),
+                "{command}: {error}"
+            );
+
+            let out = run_cli(&[command], &env);
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(1), "{command}: {stderr}");
+            assert!(out.stdout.is_empty(), "{command}");
+            assert!(
+                stderr.contains("powercontext-hooks: error: state directory") && stderr.contains("remove it"),
+                "{command}: {stderr}"
+            );
+        }
+    }
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "x");
+}

@@ -118,6 +118,10 @@ enum Command {
 /// Runs the CLI and returns its exit code.
 #[must_use]
 pub fn main() -> ExitCode {
+    // A drain started by `flush` for captures handed over once its budget was spent.
+    if powercontext_hooks_core::drain::is_drain_invocation() {
+        return powercontext_hooks_core::drain::background_main("powercontext.cli");
+    }
     let args = match Args::try_parse() {
         Ok(args) => args,
         // A script that asked for JSON gets JSON for a bad argument too (an unknown host, say),

@@ -13,7 +13,7 @@ use powercontext_hooks_core::drain::{self, DrainOptions, DrainReport, Progress};
 use powercontext_hooks_core::env::Env;
 use powercontext_hooks_core::ledger;
 use powercontext_hooks_core::spool::{self, SpoolLimits};
-use powercontext_hooks_core::state::{StateDir, StateError, now_millis, now_secs};
+use powercontext_hooks_core::state::{DirProblem, StateDir, StateError, now_millis, now_secs};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -102,6 +102,23 @@ pub fn terminal_safe(text: &str) -> String {
     out
 }
 
+/// Why `status` or `flush` refuses the state directory: its path (escaped), the closed word and
+/// what to do about it.
+fn state_refusal(state: &StateDir, e: &StateError) -> String {
+    let fix = match e.detail() {
+        "not_a_directory" => {
+            "something other than a directory stands there: remove it, or set POWERCONTEXT_HOOKS_STATE_DIR to a directory you own"
+        }
+        "unsafe_permissions" => DirProblem::ForeignOwner.fix(),
+        _ => "check that it is a directory you own and can write to, on a disk with free space",
+    };
+    format!(
+        "state directory {} unusable ({}): {fix}",
+        terminal_safe(&state.path().to_string_lossy()),
+        e.detail()
+    )
+}
+
 /// A state problem: a closed word and what to do about it.
 type Problem = (&'static str, &'static str);
 
@@ -131,6 +148,10 @@ fn state_problems(state: &StateDir) -> Vec<Problem> {
 pub fn status(args: &StatusArgs) -> anyhow::Result<ExitCode> {
     let env = Env::from_process();
     let state = state_dir(&env)?;
+    // A file where the directory belongs is refused, never shown as an empty state.
+    if let Err(e) = state.exists() {
+        return Ok(report::refuse_with(args.json, &state_refusal(&state, &e)));
+    }
     let mut problems = state_problems(&state);
     let mut state_error = |e: &StateError| match e {
         StateError::Unsafe => problems.push((
@@ -288,7 +309,7 @@ pub fn flush(args: &FlushArgs) -> anyhow::Result<ExitCode> {
     };
     let mut err = std::io::stderr();
     let mut shown = (usize::MAX, usize::MAX);
-    let report = drain::drain(&state, &env, &opts, &mut |p| {
+    let drained = drain::drain(&state, &env, &opts, &mut |p| {
         let (kind, done, total) = match p {
             Progress::Spool { done, total } => ("spooled captures", done, total),
             Progress::Flush { done, total } => ("pending flushes", done, total),
@@ -297,8 +318,11 @@ pub fn flush(args: &FlushArgs) -> anyhow::Result<ExitCode> {
             shown = (done, total);
             let _ = writeln!(err, "{kind}: {done}/{total}");
         }
-    })
-    .map_err(|e| anyhow::anyhow!("state unusable ({})", e.detail()))?;
+    });
+    let report = match drained {
+        Ok(r) => r,
+        Err(e) => return Ok(report::refuse_with(args.json, &state_refusal(&state, &e))),
+    };
     if report.busy {
         eprintln!("another drainer kept the state busy for the whole budget");
     }
@@ -322,11 +346,22 @@ impl report::Report for Flushed {
 
 impl std::fmt::Display for Flushed {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        writeln!(f, "{}", summary_line(&self.0))
+        writeln!(f, "{}", summary_line(&self.0))?;
+        if let Some(c) = &self.0.config_error {
+            // The setting may be a path: escaped before it reaches the terminal.
+            writeln!(
+                f,
+                "invalid setting `{}`: {}; {}",
+                terminal_safe(&c.setting),
+                terminal_safe(&c.problem),
+                c.fix
+            )?;
+        }
+        Ok(())
     }
 }
 
-/// The hidden `drain`: one background-style pass (leaves at once if another drainer runs),
+/// The hidden `drain`: one background-style drain (leaves at once if another drainer runs),
 /// report as JSON on stdout. Exit 0 when complete, 1 otherwise, 3 when another drainer ran.
 pub fn drain_once(args: &DrainArgs) -> anyhow::Result<ExitCode> {
     let env = Env::from_process();
@@ -338,7 +373,7 @@ pub fn drain_once(args: &DrainArgs) -> anyhow::Result<ExitCode> {
         limits: SpoolLimits::from_env(&env),
     };
     let report = drain::drain(&state, &env, &opts, &mut |_| {})
-        .map_err(|e| anyhow::anyhow!("state unusable ({})", e.detail()))?;
+        .map_err(|e| anyhow::anyhow!(state_refusal(&state, &e)))?;
     report::emit(&Drained(report), true)
 }
 

@@ -9,9 +9,11 @@
 //! from the environment and config it inherited (never from disk).
 //!
 //! Hand-over without a lost wake-up: a hook releases its entry, then looks at the drain lock; a
-//! free lock means it starts a drainer, a held one means the running drainer looks at the spool
-//! again after releasing its lock, and takes on any entry it can claim that it did not leave
-//! behind on purpose (Server down, unconfigured, newer format).
+//! free lock means it starts a drainer, a held one means the holder, whoever it is (a background
+//! drainer, `flush`, the hidden `drain`: all go through [`drain`]), looks at the spool again after
+//! releasing its lock, and takes on any entry it can claim that it did not leave behind on
+//! purpose (Server down, unconfigured, newer format, outside its scope), or, out of budget,
+//! starts a drainer for it. No holder ever leaves without doing one or the other.
 
 use std::collections::{HashMap, HashSet};
 use std::fs;
@@ -23,7 +25,7 @@ use std::time::{Duration, Instant, SystemTime};
 use serde::{Deserialize, Serialize};
 
 use crate::capture;
-use crate::config::Settings;
+use crate::config::{ConfigError, Settings};
 use crate::deadline::Deadline;
 use crate::env::Env;
 use crate::flush::{self, Applied, Flush};
@@ -62,11 +64,12 @@ pub const AFTER_EXIT_ARG: &str = "after-exit";
 /// hook can be given (600 s) and its watchdog's grace. A hook outliving it (a host that stopped it)
 /// starts a drainer itself after its answer (see [`hand_off`]).
 const PARENT_WAIT: Duration = Duration::from_secs(660);
-/// How often a drainer that found the drain lock held on its first pass tries again before it
-/// leaves it to the holder: a hook only probes the lock for an instant (see [`start_early`]).
+/// How often a background drainer that found the drain lock held tries again before it leaves
+/// the work to the holder: a hook only probes the lock for an instant (see [`start_early`]).
 const FIRST_PASS_TRIES: u32 = 5;
-/// Between two passes of one background drainer when the last pass delivered nothing (an older
-/// entry of the same session is still held by its hook).
+/// Between two passes of one drain when the last pass delivered nothing (an older entry of the
+/// same session is still held by its hook), and between a background drainer's tries for a held
+/// drain lock.
 const REPASS_PAUSE: Duration = Duration::from_millis(20);
 
 /// Whether background draining is turned off ([`NO_BACKGROUND_VAR`]).
@@ -171,13 +174,69 @@ pub struct DrainReport {
     pub newer_format: usize,
     /// The class of the last failure seen, if any.
     pub last_error: Option<String>,
+    /// The setting that kept captures or flushes from going (no configured host could be read),
+    /// if any: its name and problem, never its value.
+    #[serde(default)]
+    pub config_error: Option<ConfigIssue>,
     /// Spool entries this run left behind on purpose (Server down, unconfigured, newer format):
-    /// a background drainer does not pass over them again in the same life.
+    /// the same run does not pass over them again.
     #[serde(skip)]
     pub left: Vec<String>,
+    /// Spool entries outside the requested scope: the same run does not pass over them again.
+    #[serde(skip)]
+    pub out_of_scope: Vec<String>,
+}
+
+/// An invalid setting, content-free: what to fix and why, never the value (it may be a token).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConfigIssue {
+    /// The variable, file or file key to fix.
+    pub setting: String,
+    /// What is wrong with it.
+    pub problem: String,
+    /// What to do about it.
+    pub fix: String,
+}
+
+impl ConfigIssue {
+    /// What to do about an invalid setting.
+    pub const FIX: &'static str = "correct that setting (or unset it) and flush again; `powercontext-hooks doctor` checks the configuration";
+}
+
+impl From<ConfigError> for ConfigIssue {
+    fn from(e: ConfigError) -> Self {
+        Self {
+            setting: e.setting,
+            problem: e.problem,
+            fix: Self::FIX.to_owned(),
+        }
+    }
 }
 
 impl DrainReport {
+    /// Adds a later pass: what it did adds up, what it found waiting replaces the earlier count.
+    fn absorb(&mut self, later: DrainReport) {
+        self.delivered += later.delivered;
+        self.rejected += later.rejected;
+        self.set_aside += later.set_aside;
+        self.expired += later.expired;
+        self.flushed += later.flushed;
+        self.gave_up += later.gave_up;
+        self.kept = later.kept;
+        self.unconfigured = later.unconfigured;
+        self.pending = later.pending;
+        self.newer_format = later.newer_format;
+        self.unsafe_ledger = later.unsafe_ledger;
+        if later.last_error.is_some() {
+            self.last_error = later.last_error;
+        }
+        if later.config_error.is_some() {
+            self.config_error = later.config_error;
+        }
+        self.left.extend(later.left);
+        self.out_of_scope.extend(later.out_of_scope);
+    }
+
     /// Whether everything in reach was delivered and flushed.
     #[must_use]
     pub fn complete(&self) -> bool {
@@ -204,6 +263,8 @@ struct Connections<'a> {
     env: &'a Env,
     deadline: Deadline,
     cache: HashMap<(String, String), Option<(Transport, u32)>>,
+    /// The first invalid setting that left a Server without a configured host.
+    config_error: Option<ConfigError>,
 }
 
 impl Connections<'_> {
@@ -217,8 +278,15 @@ impl Connections<'_> {
             let order = preferred
                 .into_iter()
                 .chain(Integration::ALL.into_iter().filter(|i| Some(*i) != preferred));
+            let mut invalid = None;
             let found = order
-                .filter_map(|i| Settings::for_hook(i, self.env).ok())
+                .filter_map(|i| match Settings::for_hook(i, self.env) {
+                    Ok(s) => Some(s),
+                    Err(e) => {
+                        invalid.get_or_insert(e);
+                        None
+                    }
+                })
                 .find(|s| s.server_url.value.as_str() == server)
                 .and_then(|s| {
                     let calls = s.flush_max_calls.value;
@@ -232,17 +300,27 @@ impl Connections<'_> {
                     .ok()
                     .map(|t| (t, calls))
                 });
+            // Named only when it mattered: no host's settings could take this Server's work.
+            if found.is_none() && self.config_error.is_none() {
+                self.config_error = invalid;
+            }
             self.cache.insert(key.clone(), found);
         }
         self.cache.get(&key).and_then(Option::as_ref)
     }
 }
 
-/// Runs one drain: takes the drain lock (or reports `busy`), applies the spool limits, replays
-/// the spool oldest first, flushes the ledger, and writes the summary.
+/// Runs a drain, the one way every holder of the drain lock drains (`flush`, the hidden `drain`,
+/// the background drainer): takes the drain lock (or reports `busy`), applies the spool limits,
+/// replays the spool oldest first and flushes the ledger, then lets go of the lock and looks at
+/// the spool again. An entry it can claim now that it did not leave behind on purpose was handed
+/// over meanwhile (its hook saw the lock held and started no drainer), so it passes again; when
+/// the budget is spent first, it starts a background drainer for it (unless background draining
+/// is off). Writes the summary of all passes.
 ///
 /// # Errors
-/// A [`StateError`] when the state directory itself is unusable.
+/// A [`StateError`] when the state directory itself is unusable: another user's, or not a
+/// directory. A missing one is not an error: there is nothing to drain.
 pub fn drain(
     state: &StateDir,
     env: &Env,
@@ -251,11 +329,68 @@ pub fn drain(
 ) -> Result<DrainReport, StateError> {
     let deadline = Deadline::after(opts.budget);
     let mut report = DrainReport::default();
-    if !state.path().is_dir() {
+    // A file where the directory belongs is refused, never read as an empty state.
+    if !state.exists()? {
         return Ok(report);
     }
     // Another user's directory is never used (not even its lock file).
     state.ensure(None)?;
+    // Entries not to pass over again: left on purpose, or outside the requested scope.
+    let mut settled: HashSet<String> = HashSet::new();
+    let mut first = true;
+    loop {
+        let done = pass(state, env, opts, &deadline, progress)?;
+        if done.busy {
+            // Only the first pass reports it; a drainer that took the lock between two passes
+            // looks at the spool again itself once it lets go.
+            report.busy = first;
+            break;
+        }
+        first = false;
+        settled.extend(done.left.iter().cloned());
+        settled.extend(done.out_of_scope.iter().cloned());
+        let delivered = done.delivered;
+        report.absorb(done);
+        // The drain lock is released: a hook that hands over from now on starts its own drainer.
+        if !spool::claimable_beyond(state, &settled) {
+            break;
+        }
+        if deadline.expired() {
+            if !background_disabled(env) {
+                spawn_drainer(Start::Now);
+            }
+            break;
+        }
+        if delivered == 0 {
+            std::thread::sleep(REPASS_PAUSE);
+        }
+    }
+    if !report.busy {
+        let short = deadline.within(Duration::from_secs(2));
+        if let Ok(lock) = state.lock(&short) {
+            let _ = state.write_json(
+                &lock,
+                STATUS_FILE,
+                &LastDrain {
+                    finished: now_secs(),
+                    report: report.clone(),
+                },
+            );
+        }
+    }
+    Ok(report)
+}
+
+/// One pass under the drain lock: spool limits, the spool oldest first, then the ledger.
+fn pass(
+    state: &StateDir,
+    env: &Env,
+    opts: &DrainOptions,
+    deadline: &Deadline,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<DrainReport, StateError> {
+    let deadline = *deadline;
+    let mut report = DrainReport::default();
     let lock_path = state.file(DRAIN_LOCK);
     let drain_lock = if opts.wait_for_lock {
         lock::acquire(&lock_path, &deadline)
@@ -281,6 +416,7 @@ pub fn drain(
         env,
         deadline,
         cache: HashMap::new(),
+        config_error: None,
     };
     // Servers that failed this run: their remaining entries wait for the next one.
     let mut down: HashSet<String> = HashSet::new();
@@ -347,6 +483,7 @@ pub fn drain(
             )),
             Ok(scope) => {
                 if opts.scope.as_ref().is_some_and(|only| *only != scope) {
+                    report.out_of_scope.push(entry.name.clone());
                     continue;
                 }
                 // A replay after a crash past this point sends exactly this request (same scope,
@@ -409,15 +546,11 @@ pub fn drain(
 
     flush_ledger(state, opts, &deadline, &mut conns, &down, &mut report, progress)?;
 
-    if let Ok(lock) = state.lock(&short()) {
-        let _ = state.write_json(
-            &lock,
-            STATUS_FILE,
-            &LastDrain {
-                finished: now_secs(),
-                report: report.clone(),
-            },
-        );
+    if let Some(e) = conns.config_error {
+        report
+            .last_error
+            .get_or_insert_with(|| Outcome::ConfigInvalid.as_str().to_owned());
+        report.config_error = Some(ConfigIssue::from(e));
     }
     Ok(report)
 }
@@ -501,12 +634,12 @@ pub fn is_drain_invocation() -> bool {
 }
 
 /// The background drainer's whole life: drain within [`BACKGROUND_BUDGET`], leave when another
-/// drainer runs (after a few quick tries on its first pass), exit 0. Started for a handed-over
-/// capture ([`NOW_ARG`]) it begins at once, started early ([`AFTER_EXIT_ARG`]) once its hook has
-/// exited, else after [`BACKGROUND_DELAY`]. After each pass it lets go of the lock and looks again:
-/// an entry it can claim now, and did not leave behind on purpose, was handed over meanwhile (its
-/// hook saw this drainer's lock and started none), so it passes again. Its stdout and stderr are
-/// null, and so is its stdin but for the early start's pipe (see [`spawn_drainer`]).
+/// drainer runs (after a few quick tries: a hook only probes the lock for an instant, see
+/// [`start_early`]), exit 0. Started for a handed-over capture ([`NOW_ARG`]) it begins at once,
+/// started early ([`AFTER_EXIT_ARG`]) once its hook has exited, else after [`BACKGROUND_DELAY`].
+/// Captures handed over while it runs are taken on as by every drain (see [`drain`]). Its stdout
+/// and stderr are null, and so is its stdin but for the early start's pipe (see
+/// [`spawn_drainer`]).
 #[must_use]
 pub fn background_main(component: &'static str) -> ExitCode {
     let start = Instant::now();
@@ -531,9 +664,7 @@ pub fn background_main(component: &'static str) -> ExitCode {
         return ExitCode::SUCCESS;
     };
     let until = Instant::now() + BACKGROUND_BUDGET;
-    let mut left: HashSet<String> = HashSet::new();
-    let mut first_pass_tries = FIRST_PASS_TRIES;
-    loop {
+    for _ in 0..FIRST_PASS_TRIES {
         let remaining = until.saturating_duration_since(Instant::now());
         if remaining.is_zero() {
             break;
@@ -544,24 +675,9 @@ pub fn background_main(component: &'static str) -> ExitCode {
             wait_for_lock: false,
             limits: SpoolLimits::from_env(&env),
         };
-        let Ok(report) = drain(&state, &env, &opts, &mut |_| {}) else {
-            break;
-        };
-        if report.busy {
-            if first_pass_tries > 1 {
-                first_pass_tries -= 1;
-                std::thread::sleep(REPASS_PAUSE);
-                continue;
-            }
-            break;
-        }
-        first_pass_tries = 0;
-        left.extend(report.left);
-        if !spool::claimable_beyond(&state, &left) {
-            break;
-        }
-        if report.delivered == 0 {
-            std::thread::sleep(REPASS_PAUSE);
+        match drain(&state, &env, &opts, &mut |_| {}) {
+            Ok(report) if report.busy => std::thread::sleep(REPASS_PAUSE),
+            _ => break,
         }
     }
     if let Some(cache) = crate::scope_cache::ScopeCache::locate(&env) {
@@ -632,7 +748,7 @@ fn early_drainer_waits() -> bool {
 
 /// After a hook answered with a capture written ahead and released: nothing more when the drainer
 /// [`start_early`] started waits for this process; otherwise starts a drainer at once, unless one
-/// holds the drain lock (it looks at the spool again once it lets go, see [`background_main`]).
+/// holds the drain lock (it looks at the spool again once it lets go, see [`drain`]).
 /// Never waits for a drainer.
 pub fn hand_off(state: &StateDir) {
     HANDED_OFF.store(true, std::sync::atomic::Ordering::Relaxed);
@@ -800,5 +916,58 @@ mod tests {
         assert_eq!((r.pending, r.flushed), (1, 0));
         assert!(ledger::has_work(&state));
         assert!(last_drain(&state).unwrap().is_some());
+    }
+
+    #[test]
+    fn a_file_where_the_state_dir_belongs_is_refused_and_a_missing_one_is_empty() {
+        let tmp = tempfile::tempdir().unwrap();
+        let opts = DrainOptions {
+            budget: Duration::from_secs(2),
+            scope: None,
+            wait_for_lock: false,
+            limits: SpoolLimits::DEFAULT,
+        };
+        let file = tmp.path().join("state");
+        fs::write(&file, "x").unwrap();
+        for state in [StateDir::at(&file), StateDir::at(file.join("below"))] {
+            let e = drain(&state, &Env::default(), &opts, &mut |_| {}).unwrap_err();
+            assert_eq!(e.detail(), "not_a_directory");
+        }
+        let missing = tmp.path().join("missing");
+        let r = drain(&StateDir::at(&missing), &Env::default(), &opts, &mut |_| {}).unwrap();
+        assert!(r.complete());
+        assert!(!missing.exists());
+    }
+
+    #[test]
+    fn an_invalid_config_that_keeps_work_back_is_named() {
+        let tmp = tempfile::tempdir().unwrap();
+        let state = StateDir::at(tmp.path().join("state"));
+        let d = Deadline::after(Duration::from_secs(2));
+        ledger::record(&state, &d, "http://127.0.0.1:8000", "scp", 4, "codex").unwrap();
+        let opts = DrainOptions {
+            budget: Duration::from_secs(2),
+            scope: None,
+            wait_for_lock: false,
+            limits: SpoolLimits::DEFAULT,
+        };
+        let env = Env::from_pairs([
+            ("HOME", tmp.path().to_str().unwrap()),
+            ("POWERCONTEXT_HOOKS_CONFIG", "/dev/zero"),
+        ]);
+        let r = drain(&state, &env, &opts, &mut |_| {}).unwrap();
+        assert_eq!(r.pending, 1);
+        assert_eq!(r.last_error.as_deref(), Some("config_invalid"));
+        assert_eq!(
+            r.config_error,
+            Some(ConfigIssue {
+                setting: "/dev/zero".to_owned(),
+                problem: "is not a regular file".to_owned(),
+                fix: ConfigIssue::FIX.to_owned(),
+            })
+        );
+        // The summary keeps it for `status`.
+        let last = last_drain(&state).unwrap().unwrap();
+        assert_eq!(last.report.config_error, r.config_error);
     }
 }

@@ -74,6 +74,7 @@ impl StateError {
                 Some(30) => "read_only",
                 Some(27) => "file_too_large",
                 _ if e.kind() == io::ErrorKind::PermissionDenied => "permission_denied",
+                _ if e.kind() == io::ErrorKind::NotADirectory => "not_a_directory",
                 _ => "io_error",
             },
         }
@@ -251,6 +252,20 @@ impl StateDir {
             Err(e) => return Err(e.into()),
         };
         check_dir(&target, &meta)
+    }
+
+    /// Whether the directory exists, without creating it.
+    ///
+    /// # Errors
+    /// The I/O error ([`io::ErrorKind::NotADirectory`] for a file or anything else standing where
+    /// the directory belongs): a caller refuses it rather than read it as empty.
+    pub fn exists(&self) -> Result<bool, StateError> {
+        match fs::metadata(&self.root) {
+            Ok(m) if m.is_dir() => Ok(true),
+            Ok(_) => Err(io::Error::from(io::ErrorKind::NotADirectory).into()),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+            Err(e) => Err(e.into()),
+        }
     }
 
     /// The permission problems of the directory and its spool, without changing anything.

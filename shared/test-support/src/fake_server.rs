@@ -161,7 +161,13 @@ pub enum Gate {
     SwallowSourceAnswers = 2,
     /// Forwards everything but recall: a prepare request is never answered (nor forwarded).
     HangRecall = 3,
+    /// Forwards everything, but a capture waits (unforwarded) until the gate changes, at most
+    /// [`HOLD_LIMIT`]: a drain stays in progress, holding its lock, for as long as the test needs.
+    HoldSources = 4,
 }
+
+/// The longest [`Gate::HoldSources`] holds a capture (a test that failed never releases it).
+pub const HOLD_LIMIT: Duration = Duration::from_secs(60);
 
 /// A loopback front of the real Server that the test switches between [`Gate`]s; derefs to the
 /// [`FaultServer`] that records what went through.
@@ -177,7 +183,14 @@ impl Proxy {
         let gate = Arc::new(AtomicU8::new(gate as u8));
         let mode = Arc::clone(&gate);
         let server = FaultServer::start(move |req| {
-            let m = mode.load(Ordering::SeqCst);
+            let mut m = mode.load(Ordering::SeqCst);
+            if m == Gate::HoldSources as u8 && req.path == CAPTURE {
+                let held = std::time::Instant::now();
+                while m == Gate::HoldSources as u8 && held.elapsed() < HOLD_LIMIT {
+                    std::thread::sleep(Duration::from_millis(10));
+                    m = mode.load(Ordering::SeqCst);
+                }
+            }
             if m == Gate::Down as u8 {
                 return Reply::Close;
             }
