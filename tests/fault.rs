@@ -377,6 +377,9 @@ fn the_config_file_is_read_and_unknown_keys_are_errors() {
     assert_clean(&out);
     let d = out.diagnostic("config_invalid").expect("config_invalid");
     assert!(d["setting"].as_str().unwrap().ends_with("config.toml"));
+    // The key is named (with its line), the value never.
+    assert_eq!(d["problem"], "unknown key `server_urll` (line 1)", "{d}");
+    assert!(!out.stderr.contains("127.0.0.1:1"), "{}", out.stderr);
 }
 
 #[test]

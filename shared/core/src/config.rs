@@ -371,21 +371,18 @@ pub fn load_file(path: &Path) -> Result<Option<FileOptions>, ConfigError> {
         let key = at
             .and_then(|a| key_at(&text, a))
             .or_else(|| unknown.map(str::to_owned));
-        let problem = if let Some(k) = unknown {
-            format!("unknown key `{k}`")
-        } else if message.starts_with("must be ") {
-            message.to_owned()
-        } else {
-            "is not valid TOML or has the wrong type".to_owned()
+        // The file is the setting (as for every other file problem); the key is in the problem.
+        let problem = match (unknown, &key) {
+            (Some(k), _) => format!("unknown key `{k}`"),
+            (None, Some(k)) if message.starts_with("must be ") => format!("key `{k}` {message}"),
+            (None, Some(k)) => format!("key `{k}` is not valid TOML or has the wrong type"),
+            (None, None) => "invalid TOML or value type".to_owned(),
         };
         let problem = match line {
             Some(l) => format!("{problem} (line {l})"),
             None => problem,
         };
-        let setting = match key {
-            Some(k) => format!("{} key {k}", path.display()),
-            None => path.display().to_string(),
-        };
+        let setting = path.display().to_string();
         ConfigError::new(setting, problem)
     })
 }
@@ -1331,11 +1328,10 @@ mod tests {
         )
         .unwrap_err();
         assert!(!err.to_string().contains("secret"), "{err}");
-        assert!(err.setting.ends_with("key capture_prompts"), "{err}");
-        let err = resolve(Integration::Codex, &[], Some("[hosts.codex]\nbogus = 1\n")).unwrap_err();
-        assert!(err.setting.ends_with("key hosts.codex.bogus"), "{err}");
+        assert!(err.problem.contains("key `capture_prompts`"), "{err}");
         let err = resolve(Integration::Codex, &[], Some("[hosts.claude]\nmax_bytes = 600\n")).unwrap_err();
-        assert!(err.setting.ends_with("key hosts.claude"), "{err}");
+        assert!(err.problem.contains("unknown key `claude`"), "{err}");
+        assert!(err.setting.ends_with("config.toml"), "{err}");
         let err = resolve(
             Integration::Codex,
             &[],
@@ -1361,7 +1357,7 @@ mod tests {
         }
         let err = resolve(Integration::Pi, &[], Some("bootstrap = \"maybe-x\"\n")).unwrap_err();
         assert!(
-            err.setting.ends_with("key bootstrap") && !err.to_string().contains("maybe-x"),
+            err.problem.contains("key `bootstrap`") && !err.to_string().contains("maybe-x"),
             "{err}"
         );
     }

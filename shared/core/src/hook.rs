@@ -113,7 +113,8 @@ impl Run<'_> {
                 emit::diagnostic(
                     &self
                         .diag(Stage::Config, Outcome::ConfigInvalid)
-                        .setting(e.setting.clone()),
+                        .setting(e.setting.clone())
+                        .problem(e.problem.clone()),
                 );
             })
             .ok()

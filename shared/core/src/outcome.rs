@@ -163,6 +163,10 @@ pub struct Diagnostic {
     /// A closed word giving detail (e.g. the secret rule, `redirect`, `body_too_large`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub detail: Option<&'static str>,
+    /// What is wrong with `setting` (an unknown file key, the range a value must be in), written
+    /// by the configuration resolver: content-free, never the value.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub problem: Option<String>,
 }
 
 impl Diagnostic {
@@ -178,6 +182,7 @@ impl Diagnostic {
             content_bytes: None,
             setting: None,
             detail: None,
+            problem: None,
         }
     }
 
@@ -192,6 +197,13 @@ impl Diagnostic {
     #[must_use]
     pub fn detail(mut self, detail: &'static str) -> Self {
         self.detail = Some(detail);
+        self
+    }
+
+    /// Adds what is wrong with the setting (a [`crate::config::ConfigError`]'s problem).
+    #[must_use]
+    pub fn problem(mut self, problem: impl Into<String>) -> Self {
+        self.problem = Some(problem.into());
         self
     }
 
