@@ -368,8 +368,12 @@ pub fn load_file(path: &Path) -> Result<Option<FileOptions>, ConfigError> {
         let unknown = message
             .strip_prefix("unknown field `")
             .and_then(|m| m.split('`').next());
+        // Only a name that reads as one of ours, or as a short plain word, is repeated: a line
+        // that is not a key (a token wrapped onto its own line, a token used as a key) is not.
+        let unknown = unknown.filter(|k| echoable(k));
         let key = at
             .and_then(|a| key_at(&text, a))
+            .filter(|k| echoable(k))
             .or_else(|| unknown.map(str::to_owned));
         // The file is the setting (as for every other file problem); the key is in the problem.
         let problem = match (unknown, &key) {
@@ -385,6 +389,40 @@ pub fn load_file(path: &Path) -> Result<Option<FileOptions>, ConfigError> {
         let setting = path.display().to_string();
         ConfigError::new(setting, problem)
     })
+}
+
+/// Whether a key name from the file may be shown: our own keys and table names, or a short
+/// lowercase word with few digits that the secret filter does not flag (a typo such as
+/// `server_urll`). Anything else may be a value written where a key was expected.
+fn echoable(key: &str) -> bool {
+    const OURS: &[&str] = &[
+        "server_url",
+        "authorization",
+        "scope_id",
+        "capture_prompts",
+        "capture_secrets",
+        "flush_on_capture",
+        "request_timeout_seconds",
+        "budget_seconds",
+        "flush_max_calls",
+        "max_bytes",
+        "bootstrap",
+        "bootstrap_max_bytes",
+        "hosts",
+        "claude-code",
+        "codex",
+        "opencode",
+        "pi",
+        "dsh",
+    ];
+    let parts_ours = key.split('.').all(|p| OURS.contains(&p));
+    let plain_word = key.len() <= 32
+        && key
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'_' | b'-' | b'.'))
+        && key.bytes().filter(u8::is_ascii_digit).count() <= 2
+        && !crate::secrets::is_secret_like(key);
+    parts_ours || plain_word
 }
 
 /// The dotted key written on the line holding byte `at` (`hosts.codex.max_bytes`, or the table
@@ -1342,6 +1380,23 @@ mod tests {
             err.setting.ends_with("key authorization") && !err.to_string().contains("secret"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn a_token_where_a_key_belongs_is_never_repeated() {
+        let token = "ghp_R8x2Kq9LmN4vB7tY1wZ3cH6jD0fG5sA8pE2u";
+        for text in [
+            format!("[hosts.claude-code]\nauthorization = \"Bearer \"\n{token}\n"),
+            format!("[hosts.{token}]\n"),
+            format!("\"{token}\" = 1\n"),
+            "4975e1ef76c80becbe610c1e0f537284 = 1\n".to_owned(),
+        ] {
+            let err = resolve(Integration::ClaudeCode, &[], Some(&text)).unwrap_err();
+            assert!(!err.to_string().contains(&token[4..20]), "{err}");
+            assert!(!err.to_string().contains("4975e1ef76c80"), "{err}");
+        }
+        let err = resolve(Integration::Codex, &[], Some("server_urll = \"x\"\n")).unwrap_err();
+        assert!(err.problem.contains("`server_urll`"), "{err}");
     }
 
     #[test]

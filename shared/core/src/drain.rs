@@ -445,6 +445,9 @@ fn pass(
             }
             Claim::Corrupt | Claim::Unsafe => {
                 report.set_aside += 1;
+                // Set aside (or, where the rename failed, left where it is): not looked at again
+                // by this run, so a spool it cannot change never keeps it passing.
+                report.left.push(entry.name.clone());
                 continue;
             }
             Claim::NewerFormat => {
@@ -937,6 +940,48 @@ mod tests {
         let r = drain(&StateDir::at(&missing), &Env::default(), &opts, &mut |_| {}).unwrap();
         assert!(r.complete());
         assert!(!missing.exists());
+    }
+
+    #[test]
+    fn an_entry_that_cannot_be_set_aside_is_counted_once_and_does_not_keep_the_drain_going() {
+        let tmp = tempfile::tempdir().unwrap();
+        let state = StateDir::at(tmp.path().join("state"));
+        let spool_dir = state.path().join("spool");
+        fs::create_dir_all(&spool_dir).unwrap();
+        for dir in [state.path(), spool_dir.as_path()] {
+            fs::set_permissions(dir, std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
+        }
+        let entry = spool_dir.join("0001796295891062-000000000008-17855-0.json");
+        fs::write(&entry, "not json").unwrap();
+        fs::set_permissions(&entry, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+        // An immutable folder makes the rename aside fail, as a read-only remount would.
+        let frozen = std::process::Command::new("chattr")
+            .arg("+i")
+            .arg(&spool_dir)
+            .status()
+            .is_ok_and(|s| s.success());
+        let opts = DrainOptions {
+            budget: Duration::from_secs(3),
+            scope: None,
+            wait_for_lock: false,
+            limits: SpoolLimits::DEFAULT,
+        };
+        let env = Env::from_pairs([(NO_BACKGROUND_VAR, "1")]);
+        let started = Instant::now();
+        let r = drain(&state, &env, &opts, &mut |_| {});
+        if frozen {
+            let _ = std::process::Command::new("chattr")
+                .arg("-i")
+                .arg(&spool_dir)
+                .status();
+        }
+        let r = r.unwrap();
+        assert_eq!(r.set_aside, 1, "{r:?}");
+        assert!(
+            started.elapsed() < Duration::from_secs(1),
+            "{:?}",
+            started.elapsed()
+        );
     }
 
     #[test]

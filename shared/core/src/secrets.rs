@@ -28,7 +28,7 @@
 //!   structure, outside the span. A value is judged on its first 512 bytes; one judged a secret
 //!   is redacted to its real end (at most 64 KiB). An all-digit value of a password key
 //!   (`DB_PASSWORD=84619273`) and a letters-only YAML value of one on a line of its own
-//!   (`password: Rosebud`) count. Also SQL `IDENTIFIED BY '…'` and an Azure SAS `&sig=…`.
+//!   (`password: SuperSecretPassword`, `password: trustno-one-ever`) count. Also SQL `IDENTIFIED BY '…'` and an Azure SAS `&sig=…`.
 //! - `command_line`: `--password=…`-style flags, `-p` after `docker login`/`sshpass`/`mongo`,
 //!   `-pSECRET` after `mysql`, `-P` after `sqlcmd`, `-w` after the `ldap…` tools, `-a` after
 //!   `redis-cli`, `-a user:pw` after httpie, `-u user:pw` after `curl`, `-u user,pw` after
@@ -1672,7 +1672,8 @@ fn value_is_secret(bytes: &[u8], value: &Value, key: &[u8], strength: Strength, 
 }
 
 /// An unquoted value of letters (and `-`) ending its line that is not a type or schema word:
-/// `Rosebud`, `trustno-one-ever`, not `str`, `SecretStr`, `PasswordField`, `required`.
+/// `SuperSecretPassword`, `trustno-one-ever`, `qwertyuiop`; not `str`, `SecretStr`, `PasswordField`,
+/// `required`, nor a lone capitalised word (`Bcrypt`).
 fn letters_password(bytes: &[u8], value: &Value, key: &[u8]) -> bool {
     const SCHEMA: &[&[u8]] = &[
         b"bool",
@@ -1715,6 +1716,28 @@ fn letters_password(bytes: &[u8], value: &Value, key: &[u8]) -> bool {
         b"secret",
         b"random",
         b"generated",
+        b"required",
+        b"optional",
+        b"confirmed",
+        b"sometimes",
+        b"string",
+        b"str",
+        b"default",
+        b"hidden",
+        b"masked",
+        b"redacted",
+        b"bcrypt",
+        b"argon",
+        b"native",
+        b"inherit",
+        b"inherited",
+        b"scram",
+        b"trust",
+        b"peer",
+        b"ident",
+        b"true",
+        b"false",
+        b"null",
     ];
     const SUFFIXES: &[&[u8]] = &[
         b"Field", b"Type", b"Input", b"Str", b"String", b"Schema", b"Column", b"Ref", b"Name", b"Key",
@@ -1725,10 +1748,15 @@ fn letters_password(bytes: &[u8], value: &Value, key: &[u8]) -> bool {
         bytes.get(skip_blank(bytes, value.raw_end)),
         None | Some(b'\n' | b'\r')
     );
+    // A lone capitalised word (`Bcrypt`, `Native`) names a setting's choice more often than it
+    // is a password: a letters-only password is a long lowercase run, CamelCase words run
+    // together, or words joined by dashes.
+    let capitals = v.iter().filter(|b| b.is_ascii_uppercase()).count();
+    let password_shaped = v.len() >= 8 && (capitals != 1 || v.contains(&b'-'));
     !value.quoted
         && value.raw_end == value.end
         && ends_line
-        && v.len() >= 4
+        && password_shaped
         && v.first().is_some_and(u8::is_ascii_alphabetic)
         && v.iter().all(|&b| b.is_ascii_alphabetic() || b == b'-')
         && !is_placeholder(v)
@@ -2970,7 +2998,7 @@ const VENDOR_TABLE: [Vendor; 115] = [
     v("mapbox_token", b"sk.eyJ", b64url_dot, 80, 300),
     // 14 alphanumerics, `.`, 64 hex digits.
     v("airtable_token", b"pat", alnum_dot, 79, 79),
-    v("twitter_token", b"AAAAAAAAAAAAAAAAAAAAA", alnum_percent, 30, 200),
+    v("twitter_token", b"AAAAAAAAAAAAAAAAAAAAA", alnum_percent, 80, 120),
     v("facebook_token", b"EAA", alnum, 100, 400),
     // 22 characters, `_`, 40 hex digits.
     v("circleci_token", b"CCIPAT_", word_class, 63, 63),
@@ -3040,6 +3068,9 @@ impl Vendor {
         match self.name {
             "airtable_token" if !hex_tail(14, b'.') => return None,
             "circleci_token" if !hex_tail(22, b'_') => return None,
+            // A Twitter bearer token is URL-encoded: base64 that goes on with `+`, `/` or `=` is a
+            // blob that starts with zero bytes (an IV, a fixture), not a token.
+            "twitter_token" if matches!(bytes.get(end), Some(b'+' | b'/' | b'=')) => return None,
             _ => {}
         }
         if is_repetitive(token)
@@ -3799,7 +3830,7 @@ mod tests {
             "password: 20240315",
             "password: SuperSecretPassword",
             "password: qwertyuiop",
-            "  adminPassword: Rosebud\n  user: admin",
+            "  adminPassword: RoseBudGarden\n  user: admin",
             "- password: trustno-one-ever",
         ] {
             assert_eq!(findings(text).len(), 1, "not detected: {text:?}");
@@ -3826,6 +3857,13 @@ mod tests {
             "the password: qwertyuiop is weak",
             "password: Secret",
             "password: secretRef",
+            // A lone capitalised word names a choice (a hashing scheme, an auth method).
+            "validation:\n  password: required\n  password_confirm: confirmed",
+            "hash:\n  password: Bcrypt",
+            "mysql:\n  password: Native",
+            "env:\n  password: Inherit",
+            "fixture: AAAAAAAAAAAAAAAAAAAAAL4r7TNjQ8mZp2Vx9KcW3bF6hR1tY5uE0oI7sD4gA2jL8nM3qX6vB9wC1zP5kJ0hG4fT7yU2iO8eR3wQ6aS1dF9gH5jK+lZ0xC3vB7nM==",
+            "Rosebud",
         ]);
     }
 
