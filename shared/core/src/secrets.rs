@@ -1673,7 +1673,7 @@ fn value_is_secret(bytes: &[u8], value: &Value, key: &[u8], strength: Strength, 
 
 /// An unquoted value of letters (and `-`) ending its line that is not a type or schema word:
 /// `SuperSecretPassword`, `trustno-one-ever`, `qwertyuiop`; not `str`, `SecretStr`, `PasswordField`,
-/// `required`, nor a lone capitalised word (`Bcrypt`).
+/// `required`, nor a word shorter than eight letters (`Bcrypt`, `Rosebud`).
 fn letters_password(bytes: &[u8], value: &Value, key: &[u8]) -> bool {
     const SCHEMA: &[&[u8]] = &[
         b"bool",
@@ -1738,6 +1738,14 @@ fn letters_password(bytes: &[u8], value: &Value, key: &[u8]) -> bool {
         b"true",
         b"false",
         b"null",
+        b"anonymous",
+        b"keychain",
+        b"keyring",
+        b"external",
+        b"internal",
+        b"database",
+        b"standard",
+        b"security",
     ];
     const SUFFIXES: &[&[u8]] = &[
         b"Field", b"Type", b"Input", b"Str", b"String", b"Schema", b"Column", b"Ref", b"Name", b"Key",
@@ -1748,11 +1756,9 @@ fn letters_password(bytes: &[u8], value: &Value, key: &[u8]) -> bool {
         bytes.get(skip_blank(bytes, value.raw_end)),
         None | Some(b'\n' | b'\r')
     );
-    // A lone capitalised word (`Bcrypt`, `Native`) names a setting's choice more often than it
-    // is a password: a letters-only password is a long lowercase run, CamelCase words run
-    // together, or words joined by dashes.
-    let capitals = v.iter().filter(|b| b.is_ascii_uppercase()).count();
-    let password_shaped = v.len() >= 8 && (capitals != 1 || v.contains(&b'-'));
+    // A short word (`Bcrypt`, `Native`, `Inherit`) names a setting's choice more often than it is
+    // a password: a letters-only password has at least eight letters.
+    let password_shaped = v.len() >= 8;
     !value.quoted
         && value.raw_end == value.end
         && ends_line
@@ -3857,7 +3863,7 @@ mod tests {
             "the password: qwertyuiop is weak",
             "password: Secret",
             "password: secretRef",
-            // A lone capitalised word names a choice (a hashing scheme, an auth method).
+            // A short word names a choice (a hashing scheme, an auth method).
             "validation:\n  password: required\n  password_confirm: confirmed",
             "hash:\n  password: Bcrypt",
             "mysql:\n  password: Native",
