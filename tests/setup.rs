@@ -599,17 +599,20 @@ fn setup_refuses_fifos_devices_and_huge_files_without_reading_them() {
         );
     }
     // Claude Code's settings turned into a FIFO, then into a huge file: named, never read.
+    let dry_run = || {
+        sb.cli_json(&[
+            "setup",
+            "claude-code",
+            "--dry-run",
+            "--server-url",
+            "http://127.0.0.1:9",
+        ])
+    };
     let settings = sb.home().join(".claude/settings.json");
     fs::create_dir_all(settings.parent().unwrap()).unwrap();
     let _ = fs::remove_file(&settings);
     assert!(Command::new("mkfifo").arg(&settings).status().unwrap().success());
-    let (code, out, _) = sb.cli_json(&[
-        "setup",
-        "claude-code",
-        "--dry-run",
-        "--server-url",
-        "http://127.0.0.1:9",
-    ]);
+    let (code, out, _) = dry_run();
     assert_eq!(code, 1, "{out}");
     let error = out["error"].as_str().unwrap();
     assert!(
@@ -619,13 +622,7 @@ fn setup_refuses_fifos_devices_and_huge_files_without_reading_them() {
     fs::remove_file(&settings).unwrap();
     let big = fs::File::create(&settings).unwrap();
     big.set_len(3 * 1024 * 1024 * 1024).unwrap();
-    let (code, out, _) = sb.cli_json(&[
-        "setup",
-        "claude-code",
-        "--dry-run",
-        "--server-url",
-        "http://127.0.0.1:9",
-    ]);
+    let (code, out, _) = dry_run();
     assert_eq!(code, 1, "{out}");
     assert!(out["error"].as_str().unwrap().contains("larger than"), "{out}");
 }
