@@ -169,6 +169,20 @@ fn red_when_the_server_is_down() {
     // Installed and activated still pass: the failure is pinned on the Server.
     assert_eq!(check(&report, "plugin enabled").0, "ok");
     assert_eq!(check(&report, "plugin files").0, "ok");
+
+    // An official clients.json the hooks cannot read is named, not silently done without.
+    let clients = sb.home().join(".config/powercontext/clients.json");
+    let _ = fs::remove_file(&clients);
+    fs::create_dir_all(clients.parent().unwrap()).unwrap();
+    let made = std::process::Command::new("mkfifo")
+        .arg(&clients)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let (_, report) = doctor(&sb, "claude-code");
+    let (status, fix) = check(&report, "official clients.json");
+    assert_eq!(status, "warn", "{report}");
+    assert!(fix.contains("powercontext setup"), "{fix}");
 }
 
 /// Pi, OpenCode, DSH: one setup, then doctor green; red for a wrong token and a Server that is

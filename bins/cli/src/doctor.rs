@@ -645,6 +645,14 @@ fn check_sources(host: Host, s: &Settings, paths: &Paths, r: &mut Report) {
             "remove or align the source you do not mean (environment > powercontext-hooks config > official CLI files)",
         );
     }
+    if let Some((path, why)) = official::clients_problem(&paths.env) {
+        r.warn(
+            Tier::ServerReady,
+            "official clients.json",
+            format!("{} {why}: its server URLs are not used", path.display()),
+            "fix or remove it, or run the official `powercontext setup` again",
+        );
+    }
     if !chosen.is_https() && !chosen.is_loopback() {
         r.warn(
             Tier::ServerReady,

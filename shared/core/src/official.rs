@@ -137,6 +137,31 @@ fn read_json(path: &Path) -> Option<Value> {
     serde_json::from_slice(&bytes).ok()
 }
 
+/// Why `clients.json` is there but not used (content-free), or `None` when it is absent or usable.
+/// The hooks simply do without it; doctor shows this so the fallback is never silent.
+#[must_use]
+pub fn clients_problem(env: &Env) -> Option<(PathBuf, &'static str)> {
+    let path = clients_path(env)?;
+    let meta = std::fs::metadata(&path).ok()?;
+    let why = if !meta.is_file() {
+        "is not a regular file"
+    } else if meta.len() > MAX_OFFICIAL_BYTES {
+        "is larger than 256 KiB"
+    } else {
+        match read_json(&path) {
+            None => "cannot be read as JSON",
+            Some(doc)
+                if doc.get("version").and_then(Value::as_u64) != Some(1)
+                    || !doc.get("hosts").is_some_and(Value::is_object) =>
+            {
+                "has no `version` 1 and `hosts` object"
+            }
+            Some(_) => return None,
+        }
+    };
+    Some((path, why))
+}
+
 /// `clients.json` `hosts.<host>`: only from a file with `version` 1 and a `hosts` object.
 #[must_use]
 pub fn clients_entry(host: Integration, env: &Env) -> Option<(PathBuf, Value)> {
@@ -486,6 +511,23 @@ mod tests {
         // Problems never echo the token.
         let text = format!("{:?}", read_credential(&p, &server));
         assert!(!text.contains("dXNlcg"), "{text}");
+    }
+
+    #[test]
+    fn an_unusable_clients_json_is_named_with_why() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("clients.json");
+        let env = Env::from_pairs([(vars::CLIENT_CONFIG_FILE, p.to_str().unwrap())]);
+        assert_eq!(clients_problem(&env), None);
+        std::fs::write(&p, r#"{"version": 1, "hosts": {}}"#).unwrap();
+        assert_eq!(clients_problem(&env), None);
+        std::fs::write(&p, "{not json").unwrap();
+        assert_eq!(clients_problem(&env).unwrap().1, "cannot be read as JSON");
+        std::fs::write(&p, r#"{"version": 2, "hosts": {}}"#).unwrap();
+        assert!(clients_problem(&env).unwrap().1.contains("version"));
+        std::fs::remove_file(&p).unwrap();
+        std::fs::create_dir(&p).unwrap();
+        assert_eq!(clients_problem(&env).unwrap().1, "is not a regular file");
     }
 
     #[test]
