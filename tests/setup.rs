@@ -631,10 +631,16 @@ fn setup_refuses_fifos_devices_and_huge_files_without_reading_them() {
 fn uninstall_removes_the_config_file_setup_created_once_it_is_empty_again() {
     let sb = Sandbox::new();
     assert!(!sb.config().exists());
-    let (code, out, err) = sb.cli_json(&setup_args("claude-code", "http://127.0.0.1:9"));
-    assert_eq!(code, 0, "{out}\n{err}");
-    assert!(sb.config().exists());
+    // Created by one host's setup, shared by another's: it goes with the last uninstall.
+    for host in ["claude-code", "codex"] {
+        let (code, out, err) = sb.cli_json(&setup_args(host, "http://127.0.0.1:9"));
+        assert_eq!(code, 0, "{out}\n{err}");
+        assert!(sb.config().exists());
+    }
     let (code, out, err) = sb.cli_json(&["uninstall", "claude-code"]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(sb.config().exists(), "codex still uses it");
+    let (code, out, err) = sb.cli_json(&["uninstall", "codex"]);
     assert_eq!(code, 0, "{out}\n{err}");
     assert!(!sb.config().exists(), "an empty config file was left behind");
 }

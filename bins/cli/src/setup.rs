@@ -594,7 +594,16 @@ pub(crate) fn plan_ours(
         let owned = OwnedConfig {
             path: path.clone(),
             created_table: created || prev_cfg.as_ref().is_some_and(|c| c.created_table),
-            created_file: old.is_none() || prev_cfg.as_ref().is_some_and(|c| c.created_file),
+            // Created by this setup, or by another host's (the file then goes with the last of them).
+            created_file: old.is_none()
+                || prev_cfg.as_ref().is_some_and(|c| c.created_file)
+                || Host::ALL.into_iter().filter(|h| *h != host).any(|h| {
+                    install::load_manifest(&paths.state_root, h)
+                        .ok()
+                        .flatten()
+                        .and_then(|m| m.config)
+                        .is_some_and(|c| c.created_file && c.path == path)
+                }),
             keys: {
                 let mut keys = prev_cfg.map(|c| c.keys).unwrap_or_default();
                 for (k, v) in &lines {
