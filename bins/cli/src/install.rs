@@ -161,50 +161,20 @@ pub fn read_opt(path: &Path) -> Result<Option<Vec<u8>>> {
 
 /// [`read_opt`] with its own size cap.
 pub fn read_bounded(path: &Path, cap: u64) -> Result<Option<Vec<u8>>> {
-    use std::io::Read;
-    use std::os::unix::fs::OpenOptionsExt;
-    let not_regular = || {
-        anyhow::anyhow!(
+    use powercontext_hooks_core::bounded::{self, Links, Problem};
+    match bounded::read(path, cap, Links::Follow) {
+        Ok(found) => Ok(found.map(|(bytes, _)| bytes)),
+        Err(Problem::NotRegular) => bail!(
             "{} is not a regular file; powercontext-hooks reads only regular files: replace it with one",
             path.display()
-        )
-    };
-    let too_large = || {
-        anyhow::anyhow!(
-            "{} is larger than {} MiB; powercontext-hooks does not read it: check that it is the right file",
+        ),
+        Err(Problem::TooLarge) => bail!(
+            "{} is larger than {} KiB; powercontext-hooks does not read it: check that it is the right file",
             path.display(),
-            cap / (1024 * 1024)
-        )
-    };
-    match fs::metadata(path) {
-        Ok(m) if !m.is_file() => return Err(not_regular()),
-        Ok(m) if m.len() > cap => return Err(too_large()),
-        Ok(_) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
+            cap / 1024
+        ),
+        Err(Problem::Unreadable(e)) => Err(e).with_context(|| format!("cannot read {}", path.display())),
     }
-    // Non-blocking open: a path swapped for a FIFO after the look above must not hang us.
-    let file = fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc_nonblock())
-        .open(path)
-        .with_context(|| format!("cannot read {}", path.display()))?;
-    if !file.metadata().is_ok_and(|m| m.is_file()) {
-        return Err(not_regular());
-    }
-    let mut bytes = Vec::new();
-    file.take(cap + 1)
-        .read_to_end(&mut bytes)
-        .with_context(|| format!("cannot read {}", path.display()))?;
-    if bytes.len() as u64 > cap {
-        return Err(too_large());
-    }
-    Ok(Some(bytes))
-}
-
-/// `O_NONBLOCK`, through rustix's constant (no libc dependency in the CLI).
-fn libc_nonblock() -> i32 {
-    i32::try_from(rustix::fs::OFlags::NONBLOCK.bits()).unwrap_or(0)
 }
 
 /// Writes `bytes` to `path` atomically: temp file in the same directory (exclusive create), fsync,

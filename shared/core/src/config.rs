@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+use crate::bounded::{self, Links, Problem};
 use crate::capture::SecretPolicy;
 use crate::endpoint::{Authorization, BaseUrl};
 use crate::env::{Env, EnvValue};
@@ -269,54 +270,8 @@ fn user_dir(env: &Env, xdg: &str, home_rel: &str) -> Option<PathBuf> {
 /// Largest configuration file read: a real one is a few hundred bytes.
 pub const MAX_CONFIG_BYTES: u64 = 256 * 1024;
 
-enum FileProblem {
-    Missing,
-    NotRegular,
-    TooLarge,
-    Unreadable,
-    /// Owned by another user (not root) or writable by group or others: whoever can write it
-    /// chooses where the token goes.
-    Foreign,
-}
-
-/// Reads a regular file of at most [`MAX_CONFIG_BYTES`]. The type is checked before opening, so a
-/// FIFO or a device is never opened (opening a FIFO blocks until a writer appears); a link to a
-/// regular file is fine (dotfile managers link configuration files). The read is capped whatever
-/// the metadata said.
-fn read_bounded(path: &Path) -> Result<Vec<u8>, FileProblem> {
-    use std::io::Read;
-    let meta = match std::fs::metadata(path) {
-        Ok(m) => m,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(FileProblem::Missing),
-        Err(_) => return Err(FileProblem::Unreadable),
-    };
-    if !meta.is_file() {
-        return Err(FileProblem::NotRegular);
-    }
-    if !trusted_owner(&meta) {
-        return Err(FileProblem::Foreign);
-    }
-    if meta.len() > MAX_CONFIG_BYTES {
-        return Err(FileProblem::TooLarge);
-    }
-    let file = std::fs::File::open(path).map_err(|_| FileProblem::Unreadable)?;
-    // The path may have been swapped between the two looks: check what was actually opened.
-    match file.metadata() {
-        Ok(m) if m.is_file() && trusted_owner(&m) => {}
-        Ok(m) if m.is_file() => return Err(FileProblem::Foreign),
-        _ => return Err(FileProblem::NotRegular),
-    }
-    let mut bytes = Vec::new();
-    file.take(MAX_CONFIG_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|_| FileProblem::Unreadable)?;
-    if bytes.len() as u64 > MAX_CONFIG_BYTES {
-        return Err(FileProblem::TooLarge);
-    }
-    Ok(bytes)
-}
-
-/// The file (a link's target) belongs to this user or root and no one else may write it.
+/// The file (a link's target) belongs to this user or root and no one else may write it: whoever
+/// can write it chooses where the token goes.
 fn trusted_owner(meta: &std::fs::Metadata) -> bool {
     use std::os::unix::fs::MetadataExt;
     (meta.uid() == crate::state::euid() || meta.uid() == 0) && meta.mode() & 0o022 == 0
@@ -327,30 +282,21 @@ fn trusted_owner(meta: &std::fs::Metadata) -> bool {
 /// # Errors
 /// A [`ConfigError`] naming the file (and key, for unknown keys) when it cannot be read or parsed.
 pub fn load_file(path: &Path) -> Result<Option<FileOptions>, ConfigError> {
-    let text = match read_bounded(path) {
-        Ok(bytes) => bytes,
-        Err(FileProblem::Missing) => return Ok(None),
-        Err(FileProblem::NotRegular) => {
-            return Err(ConfigError::new(
-                path.display().to_string(),
-                "is not a regular file",
-            ));
-        }
-        Err(FileProblem::TooLarge) => {
-            return Err(ConfigError::new(
-                path.display().to_string(),
-                format!("is larger than {} KiB", MAX_CONFIG_BYTES / 1024),
-            ));
-        }
-        Err(FileProblem::Unreadable) => {
-            return Err(ConfigError::new(path.display().to_string(), "cannot be read"));
-        }
-        Err(FileProblem::Foreign) => {
-            return Err(ConfigError::new(
-                path.display().to_string(),
+    // A link to a regular file is fine: dotfile managers link configuration files.
+    let problem = |p: &str| Err(ConfigError::new(path.display().to_string(), p));
+    let text = match bounded::read(path, MAX_CONFIG_BYTES, Links::Follow) {
+        Ok(None) => return Ok(None),
+        Ok(Some((_, meta))) if !trusted_owner(&meta) => {
+            return problem(
                 "must be owned by you and not writable by group or others (chown it to you, chmod go-w)",
-            ));
+            );
         }
+        Ok(Some((bytes, _))) => bytes,
+        Err(Problem::NotRegular) => return problem("is not a regular file"),
+        Err(Problem::TooLarge) => {
+            return problem(&format!("is larger than {} KiB", MAX_CONFIG_BYTES / 1024));
+        }
+        Err(Problem::Unreadable(_)) => return problem("cannot be read"),
     };
     let text =
         String::from_utf8(text).map_err(|_| ConfigError::new(path.display().to_string(), "is not UTF-8"))?;

@@ -6,6 +6,7 @@
 #![deny(missing_docs)]
 
 pub mod bootstrap;
+pub mod bounded;
 pub mod capture;
 pub mod config;
 pub mod deadline;

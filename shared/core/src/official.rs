@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
+use crate::bounded::{self, Links, Problem};
 use crate::endpoint::{Authorization, BaseUrl};
 use crate::env::Env;
 use crate::host::Integration;
@@ -121,20 +122,27 @@ pub fn credentials_path(host: Integration, env: &Env) -> Option<PathBuf> {
 
 /// Reads a regular file (a link to one is fine: these are not credentials) of bounded size as JSON.
 fn read_json(path: &Path) -> Option<Value> {
-    let meta = std::fs::metadata(path).ok()?;
-    if !meta.is_file() || meta.len() > MAX_OFFICIAL_BYTES {
-        return None;
+    read_json_or_why(path).ok().flatten()
+}
+
+/// [`read_json`], saying why a file that is there was not read.
+fn read_json_or_why(path: &Path) -> Result<Option<Value>, &'static str> {
+    match bounded::read(path, MAX_OFFICIAL_BYTES, Links::Follow) {
+        Ok(None) => Ok(None),
+        Ok(Some((bytes, _))) => serde_json::from_slice(&bytes)
+            .map(Some)
+            .map_err(|_| "cannot be read as JSON"),
+        Err(Problem::NotRegular) => Err("is not a regular file"),
+        Err(Problem::TooLarge) => Err("is larger than 256 KiB"),
+        Err(Problem::Unreadable(_)) => Err("cannot be read as JSON"),
     }
-    let file = std::fs::File::open(path).ok()?;
-    if !file.metadata().is_ok_and(|m| m.is_file()) {
-        return None;
-    }
-    let mut bytes = Vec::new();
-    file.take(MAX_OFFICIAL_BYTES + 1).read_to_end(&mut bytes).ok()?;
-    if bytes.len() as u64 > MAX_OFFICIAL_BYTES {
-        return None;
-    }
-    serde_json::from_slice(&bytes).ok()
+}
+
+/// A `clients.json` document the official CLI would use: `version` 1 and a `hosts` object.
+fn usable_clients(doc: &Value) -> bool {
+    doc.get("version").and_then(Value::as_u64) == Some(1)
+        && !doc.get("version").is_some_and(Value::is_f64)
+        && doc.get("hosts").is_some_and(Value::is_object)
 }
 
 /// Why `clients.json` is there but not used (content-free), or `None` when it is absent or usable.
@@ -142,22 +150,11 @@ fn read_json(path: &Path) -> Option<Value> {
 #[must_use]
 pub fn clients_problem(env: &Env) -> Option<(PathBuf, &'static str)> {
     let path = clients_path(env)?;
-    let meta = std::fs::metadata(&path).ok()?;
-    let why = if !meta.is_file() {
-        "is not a regular file"
-    } else if meta.len() > MAX_OFFICIAL_BYTES {
-        "is larger than 256 KiB"
-    } else {
-        match read_json(&path) {
-            None => "cannot be read as JSON",
-            Some(doc)
-                if doc.get("version").and_then(Value::as_u64) != Some(1)
-                    || !doc.get("hosts").is_some_and(Value::is_object) =>
-            {
-                "has no `version` 1 and `hosts` object"
-            }
-            Some(_) => return None,
-        }
+    let why = match read_json_or_why(&path) {
+        Ok(None) => return None,
+        Ok(Some(doc)) if usable_clients(&doc) => return None,
+        Ok(Some(_)) => "has no `version` 1 and `hosts` object",
+        Err(why) => why,
     };
     Some((path, why))
 }
@@ -167,10 +164,7 @@ pub fn clients_problem(env: &Env) -> Option<(PathBuf, &'static str)> {
 pub fn clients_entry(host: Integration, env: &Env) -> Option<(PathBuf, Value)> {
     let path = clients_path(env)?;
     let doc = read_json(&path)?;
-    if doc.get("version").and_then(Value::as_u64) != Some(1)
-        || doc.get("version").is_some_and(Value::is_f64)
-        || !doc.get("hosts").is_some_and(Value::is_object)
-    {
+    if !usable_clients(&doc) {
         return None;
     }
     let entry = doc["hosts"].get(host.as_str())?.clone();

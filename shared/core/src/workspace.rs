@@ -593,27 +593,13 @@ fn real_path(path: &Path) -> PathBuf {
     out
 }
 
-/// A repository's `config`, read only as a regular file of at most 1 MiB (a FIFO or a huge file
-/// would stall the prompt): anything else leaves the answer to git. Missing is empty.
+/// A repository's `config`, read only as a regular file (not a link) of at most 1 MiB: a FIFO or
+/// a huge file would stall the prompt, so anything else leaves the answer to git. Missing is empty.
 fn git_config(path: &Path) -> Result<Vec<u8>, ()> {
-    use std::os::unix::fs::OpenOptionsExt;
-    const MAX: u64 = 1024 * 1024;
-    match std::fs::symlink_metadata(path) {
-        Ok(m) if m.is_file() && m.len() <= MAX => {}
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        _ => return Err(()),
+    match crate::bounded::read(path, 1024 * 1024, crate::bounded::Links::Refuse) {
+        Ok(found) => Ok(found.map(|(bytes, _)| bytes).unwrap_or_default()),
+        Err(_) => Err(()),
     }
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW)
-        .open(path)
-        .map_err(|_| ())?;
-    let mut bytes = Vec::new();
-    file.take(MAX + 1).read_to_end(&mut bytes).map_err(|_| ())?;
-    if bytes.len() as u64 > MAX {
-        return Err(());
-    }
-    Ok(bytes)
 }
 
 #[cfg(test)]
