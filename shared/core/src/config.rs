@@ -337,38 +337,16 @@ pub fn load_file(path: &Path) -> Result<Option<FileOptions>, ConfigError> {
     })
 }
 
-/// Whether a key name from the file may be shown: our own keys and table names, or a short
-/// lowercase word with few digits that the secret filter does not flag (a typo such as
-/// `server_urll`). Anything else may be a value written where a key was expected.
+/// Whether a key name from the file may be shown: a lowercase dotted name with few digits that the
+/// secret filter does not flag (all of ours, and a typo such as `server_urll`). Anything else may
+/// be a value written where a key was expected (a token wrapped onto its own line).
 fn echoable(key: &str) -> bool {
-    const OURS: &[&str] = &[
-        "server_url",
-        "authorization",
-        "scope_id",
-        "capture_prompts",
-        "capture_secrets",
-        "flush_on_capture",
-        "request_timeout_seconds",
-        "budget_seconds",
-        "flush_max_calls",
-        "max_bytes",
-        "bootstrap",
-        "bootstrap_max_bytes",
-        "hosts",
-        "claude-code",
-        "codex",
-        "opencode",
-        "pi",
-        "dsh",
-    ];
-    let parts_ours = key.split('.').all(|p| OURS.contains(&p));
-    let plain_word = key.len() <= 32
+    key.len() <= 64
         && key
             .bytes()
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'_' | b'-' | b'.'))
         && key.bytes().filter(u8::is_ascii_digit).count() <= 2
-        && !crate::secrets::is_secret_like(key);
-    parts_ours || plain_word
+        && !crate::secrets::is_secret_like(key)
 }
 
 /// The dotted key written on the line holding byte `at` (`hosts.codex.max_bytes`, or the table
@@ -566,7 +544,8 @@ fn setting_name(origin: &Origin) -> String {
     }
 }
 
-fn parse_bool(text: &str) -> Option<bool> {
+/// A switch's words: `1/0`, `true/false`, `yes/no`, `on/off` (any case, blanks trimmed).
+pub(crate) fn parse_bool(text: &str) -> Option<bool> {
     match text.trim().to_ascii_lowercase().as_str() {
         "1" | "true" | "yes" | "on" => Some(true),
         "0" | "false" | "no" | "off" => Some(false),
@@ -948,7 +927,8 @@ fn check_process_vars(env: &Env) -> Result<(), ConfigError> {
     if set(crate::journal::JOURNAL_VAR).is_some_and(|v| parse_bool(v).is_none()) {
         return Err(ConfigError::new(crate::journal::JOURNAL_VAR, Switch.expected()));
     }
-    if set(crate::scope_cache::VALIDITY_VAR).is_some_and(|v| v.parse::<u32>().map_or(true, |n| n > 86_400)) {
+    if set(crate::scope_cache::VALIDITY_VAR).is_some_and(|v| crate::scope_cache::parse_validity(v).is_none())
+    {
         return Err(ConfigError::new(
             crate::scope_cache::VALIDITY_VAR,
             "must be a whole number of seconds from 0 (off) to 86400",
@@ -959,7 +939,7 @@ fn check_process_vars(env: &Env) -> Result<(), ConfigError> {
         crate::spool::vars::MAX_BYTES,
         crate::spool::vars::MAX_AGE_SECONDS,
     ] {
-        if set(name).is_some_and(|v| v.parse::<u64>().map_or(true, |n| n == 0)) {
+        if set(name).is_some_and(|v| crate::spool::parse_limit(v).is_none()) {
             return Err(ConfigError::new(name, "must be a whole number above 0"));
         }
     }
@@ -1343,6 +1323,12 @@ mod tests {
         }
         let err = resolve(Integration::Codex, &[], Some("server_urll = \"x\"\n")).unwrap_err();
         assert!(err.problem.contains("`server_urll`"), "{err}");
+        let text = "[hosts.claude-code]\nbootstrap_max_bytes = \"x\"\n";
+        let err = resolve(Integration::Codex, &[], Some(text)).unwrap_err();
+        assert!(
+            err.problem.contains("`hosts.claude-code.bootstrap_max_bytes`"),
+            "{err}"
+        );
     }
 
     #[test]

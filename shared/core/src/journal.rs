@@ -193,12 +193,7 @@ fn run_guard() -> Option<MutexGuard<'static, Option<Run>>> {
 /// Whether `env` turns the journal off.
 #[must_use]
 pub fn disabled(env: &Env) -> bool {
-    env.text(JOURNAL_VAR).is_some_and(|v| {
-        matches!(
-            v.trim().to_ascii_lowercase().as_str(),
-            "off" | "0" | "false" | "no"
-        )
-    })
+    env.text(JOURNAL_VAR).and_then(crate::config::parse_bool) == Some(false)
 }
 
 /// Ends the run (without an answer) when dropped, so every return path of a hook's `main`

@@ -164,8 +164,16 @@ impl ScopeCache {
 #[must_use]
 pub fn validity(env: &Env) -> Duration {
     env.text(VALIDITY_VAR)
-        .and_then(|v| v.trim().parse::<u64>().ok())
-        .map_or(DEFAULT_VALIDITY, Duration::from_secs)
+        .and_then(parse_validity)
+        .unwrap_or(DEFAULT_VALIDITY)
+}
+
+/// [`VALIDITY_VAR`]'s value: whole seconds from 0 (off) to a day; `None` for anything else (the
+/// configuration resolver reports it).
+#[must_use]
+pub fn parse_validity(text: &str) -> Option<Duration> {
+    let secs = text.trim().parse::<u32>().ok().filter(|s| *s <= 86_400)?;
+    Some(Duration::from_secs(u64::from(secs)))
 }
 
 #[cfg(test)]

@@ -79,11 +79,7 @@ impl SpoolLimits {
     /// The defaults, with any valid override from the environment.
     #[must_use]
     pub fn from_env(env: &Env) -> Self {
-        let num = |name: &str| {
-            env.text(name)
-                .and_then(|v| v.trim().parse::<u64>().ok())
-                .filter(|n| *n > 0)
-        };
+        let num = |name: &str| env.text(name).and_then(parse_limit);
         let d = Self::DEFAULT;
         Self {
             max_entries: num(vars::MAX_ENTRIES)
@@ -93,6 +89,13 @@ impl SpoolLimits {
             max_age: num(vars::MAX_AGE_SECONDS).map_or(d.max_age, Duration::from_secs),
         }
     }
+}
+
+/// A spool limit variable's value: a whole number above 0; `None` for anything else (the
+/// configuration resolver reports it).
+#[must_use]
+pub fn parse_limit(text: &str) -> Option<u64> {
+    text.trim().parse::<u64>().ok().filter(|n| *n > 0)
 }
 
 impl Default for SpoolLimits {
