@@ -545,25 +545,23 @@ pub struct Manifest {
     /// The DSH profile we installed into.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profile: Option<String>,
-    /// Members of the host's settings file that were not there before setup (the host CLI adds
-    /// them): uninstall removes each that the host CLI leaves empty.
+    /// The host's settings file as setup found it (member names only): uninstall removes what
+    /// the host CLI added there and left empty, and puts the members back in this order.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub host_leftovers: Option<HostLeftovers>,
+    pub host_settings: Option<HostSettings>,
     /// What we wrote to the files the official CLI reads.
     #[serde(default, skip_serializing_if = "crate::shared_files::OwnedShared::is_empty")]
     pub shared: crate::shared_files::OwnedShared,
 }
 
-/// Top-level members a host CLI adds to its settings file (names only, never values).
+/// A host settings file's root members before the first setup, in their order (names only,
+/// never values): the host CLI adds members and reorders them.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
-pub struct HostLeftovers {
+pub struct HostSettings {
     /// The host's settings file.
     pub path: PathBuf,
-    /// Members absent before the first setup.
-    pub keys: Vec<String>,
-    /// The root members before the first setup, in their order (the host CLI reorders them).
-    #[serde(default)]
-    pub order: Vec<String>,
+    /// Its root members, in order (empty when there was no file).
+    pub members: Vec<String>,
 }
 
 /// Where setup keeps one host's plugin folder and manifest: `<state>/installs/<host>/`.

@@ -692,14 +692,14 @@ fn apply(plan: &Plan, paths: &Paths) -> Result<Registrations> {
     result
 }
 
-/// The members of the host's settings file its CLI adds (see `Installer::settings_file`) that
-/// are not there yet; `None` for a host without one.
-fn absent_members(plan: &Plan, paths: &Paths) -> Result<Option<install::HostLeftovers>> {
+/// The host's settings file as it is before its CLI runs (see `Installer::settings_file`);
+/// `None` for a host without one.
+fn host_settings(plan: &Plan, paths: &Paths) -> Result<Option<install::HostSettings>> {
     let inst = installer(plan.host);
-    let Some((path, keys)) = inst.home(&paths.env).and_then(|h| inst.settings_file(&h)) else {
+    let Some((path, _)) = inst.home(&paths.env).and_then(|h| inst.settings_file(&h)) else {
         return Ok(None);
     };
-    let order = match install::read_opt(&path)? {
+    let members = match install::read_opt(&path)? {
         Some(bytes) => {
             let text = String::from_utf8(bytes).map_err(|_| anyhow!("{} is not UTF-8", path.display()))?;
             crate::jsonc::root_keys(&text)
@@ -707,15 +707,7 @@ fn absent_members(plan: &Plan, paths: &Paths) -> Result<Option<install::HostLeft
         }
         None => Vec::new(),
     };
-    Ok(Some(install::HostLeftovers {
-        keys: keys
-            .iter()
-            .filter(|k| !order.iter().any(|o| o == *k))
-            .map(|k| (*k).to_owned())
-            .collect(),
-        order,
-        path,
-    }))
+    Ok(Some(install::HostSettings { path, members }))
 }
 
 fn apply_inner(plan: &Plan, paths: &Paths, journal: &mut Journal) -> Result<Registrations> {
@@ -797,10 +789,10 @@ fn apply_inner(plan: &Plan, paths: &Paths, journal: &mut Journal) -> Result<Regi
         std::fs::remove_file(p).with_context(|| format!("cannot remove {}", p.display()))?;
     }
 
-    // What the host CLI is about to add to its settings file, so uninstall can take it out.
-    let host_leftovers = match plan.previous.as_ref().and_then(|m| m.host_leftovers.clone()) {
+    // The host's settings before its CLI first touches them, so uninstall can give them back.
+    let host_settings = match plan.previous.as_ref().and_then(|m| m.host_settings.clone()) {
         Some(known) => Some(known),
-        None => absent_members(plan, paths)?,
+        None => host_settings(plan, paths)?,
     };
     let mut regs = plan
         .previous
@@ -851,7 +843,7 @@ fn apply_inner(plan: &Plan, paths: &Paths, journal: &mut Journal) -> Result<Regi
             .map(|(_, o)| o.clone())
             .or_else(|| plan.kept_entry.clone()),
         profile: plan.profile.clone(),
-        host_leftovers,
+        host_settings,
         shared,
     };
     let bytes = install::manifest_bytes(&manifest)?;

@@ -85,24 +85,26 @@ impl std::fmt::Display for Uninstalled {
     }
 }
 
-/// After the host CLI unregistered: removes the members it added at setup and left empty, and
-/// gives back the byte-order mark and CRLF line ends it dropped. Whether anything changed.
+/// After the host CLI unregistered: removes the members it adds (`added`) that were not there
+/// before setup and that it left empty, puts the members back in their order, and gives back the
+/// byte-order mark and CRLF line ends it dropped. Whether anything changed.
 fn tidy_settings(
     path: &std::path::Path,
     before: &[u8],
-    leftovers: Option<&install::HostLeftovers>,
+    added: &[&str],
+    found: Option<&install::HostSettings>,
     dry: bool,
 ) -> Result<bool> {
+    let members = found.filter(|f| f.path == path).map(|f| &f.members);
     let Some(now) = install::read_opt(path)? else {
         return Ok(false);
     };
     let Ok(mut text) = String::from_utf8(now.clone()) else {
         return Ok(false);
     };
-    for key in leftovers
-        .filter(|l| l.path == path)
-        .map_or(&[][..], |l| &l.keys[..])
-    {
+    // Without a record of the file before setup, nothing is known to be the host CLI's.
+    let absent = |k: &&&str| members.is_some_and(|m| !m.iter().any(|m| m == **k));
+    for key in added.iter().filter(absent) {
         if crate::jsonc::get(&text, "", key)? == Some(serde_json::json!({})) {
             let how = crate::jsonc::Inserted {
                 added_comma: true,
@@ -112,8 +114,8 @@ fn tidy_settings(
             text = crate::jsonc::remove(&text, "", key, &how)?;
         }
     }
-    if let Some(l) = leftovers.filter(|l| l.path == path && !l.order.is_empty()) {
-        text = crate::jsonc::reorder_root(&text, &l.order)?;
+    if let Some(members) = members.filter(|m| !m.is_empty()) {
+        text = crate::jsonc::reorder_root(&text, members)?;
     }
     let bytes = install::restyled(before, text.as_bytes()).unwrap_or_else(|| text.into_bytes());
     if bytes == now {
@@ -148,16 +150,15 @@ fn run(args: &UninstallArgs) -> Result<(Vec<String>, Vec<String>)> {
         // The host CLI rewrites its settings file as it unregisters: what it was like just before.
         let settings = installer(host)
             .home(&paths.env)
-            .and_then(|h| installer(host).settings_file(&h))
-            .map(|(p, _)| p);
+            .and_then(|h| installer(host).settings_file(&h));
         let before = match &settings {
-            Some(p) => install::read_opt(p)?,
+            Some((p, _)) => install::read_opt(p)?,
             None => None,
         };
         installer(host).unregister(&manifest, &mut undo)?;
         (actions, kept) = (undo.actions, undo.kept);
-        if let (Some(path), Some(before)) = (&settings, &before)
-            && tidy_settings(path, before, manifest.host_leftovers.as_ref(), dry)?
+        if let (Some((path, added)), Some(before)) = (&settings, &before)
+            && tidy_settings(path, before, added, manifest.host_settings.as_ref(), dry)?
         {
             actions.push(format!(
                 "tidy    {} (members the host CLI left empty; the file's own line ends)",

@@ -340,7 +340,7 @@ fn manifest(host: Host, root: &Path, files: Vec<OwnedFile>) -> Manifest {
         registrations: Registrations::default(),
         host_entry: None,
         profile: None,
-        host_leftovers: None,
+        host_settings: None,
         shared: crate::shared_files::OwnedShared::default(),
     }
 }
