@@ -41,14 +41,19 @@ fn setup_again_with_a_wrong_token(sb: &mut Sandbox, host: &str, server: &RealSer
     assert_eq!(code, 0, "{out}");
 }
 
-/// `opencode mcp list`, the line naming our server.
-fn opencode_mcp_status(sb: &Sandbox) -> String {
-    let out = sb.run(&host_bin("opencode").join("opencode"), &["mcp", "list"]);
+/// `<cli> mcp list`, the line naming our server.
+fn mcp_status(sb: &Sandbox, cli: &std::path::Path) -> String {
+    let out = sb.run(cli, &["mcp", "list"]);
     let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
     text.lines()
         .find(|l| l.contains("powercontext"))
-        .unwrap_or_else(|| panic!("`opencode mcp list` does not list powercontext:\n{text}"))
+        .unwrap_or_else(|| panic!("`{} mcp list` does not list powercontext:\n{text}", cli.display()))
         .to_owned()
+}
+
+/// `opencode mcp list`, the line naming our server.
+fn opencode_mcp_status(sb: &Sandbox) -> String {
+    mcp_status(sb, &host_bin("opencode").join("opencode"))
 }
 
 #[test]
@@ -199,15 +204,7 @@ fn codex_mcp_authenticates_through_our_headers_helper() {
 
 /// `claude mcp list`, the line naming our plugin's server.
 fn claude_mcp_status(sb: &Sandbox) -> String {
-    let out = sb.run(
-        &repo_root().join("tests/e2e/node_modules/.bin/claude"),
-        &["mcp", "list"],
-    );
-    let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
-    text.lines()
-        .find(|l| l.contains("powercontext"))
-        .unwrap_or_else(|| panic!("`claude mcp list` does not list powercontext:\n{text}"))
-        .to_owned()
+    mcp_status(sb, &repo_root().join("tests/e2e/node_modules/.bin/claude"))
 }
 
 #[test]
