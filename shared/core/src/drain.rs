@@ -162,6 +162,9 @@ pub struct DrainReport {
     pub expired: usize,
     /// Spooled captures still waiting (for the filtered scope, when one was given).
     pub kept: usize,
+    /// Of those, entries a hook still held (their lock taken) when the run looked.
+    #[serde(skip)]
+    pub in_flight: usize,
     /// Spooled captures left alone because no configured host points at their Server.
     pub unconfigured: usize,
     /// Pending flushes completed.
@@ -223,6 +226,7 @@ impl DrainReport {
         self.flushed += later.flushed;
         self.gave_up += later.gave_up;
         self.kept = later.kept;
+        self.in_flight = later.in_flight;
         self.unconfigured = later.unconfigured;
         self.pending = later.pending;
         self.newer_format = later.newer_format;
@@ -441,6 +445,7 @@ fn pass(
             Claim::InFlight(order) => {
                 blocked.extend(order);
                 report.kept += 1;
+                report.in_flight += 1;
                 continue;
             }
             Claim::Corrupt | Claim::Unsafe => {
@@ -648,7 +653,8 @@ pub fn background_main(component: &'static str) -> ExitCode {
     let start = Instant::now();
     process::install_panic_hook(component);
     let mode = std::env::args_os().nth(2);
-    let pause = if mode.as_deref() == Some(AFTER_EXIT_ARG.as_ref()) {
+    let after_exit = mode.as_deref() == Some(AFTER_EXIT_ARG.as_ref());
+    let pause = if after_exit {
         process::arm_watchdog(start, PARENT_WAIT);
         wait_for_parent_exit();
         Duration::ZERO
@@ -680,6 +686,9 @@ pub fn background_main(component: &'static str) -> ExitCode {
         };
         match drain(&state, &env, &opts, &mut |_| {}) {
             Ok(report) if report.busy => std::thread::sleep(REPASS_PAUSE),
+            // Its hook's exit closed the pipe, but a killed hook's lock on its entry can outlive
+            // that by a moment (the kernel closes a dying process's files one by one): look again.
+            Ok(report) if after_exit && report.in_flight > 0 => std::thread::sleep(REPASS_PAUSE),
             _ => break,
         }
     }
