@@ -644,3 +644,46 @@ fn uninstall_removes_the_config_file_setup_created_once_it_is_empty_again() {
     assert_eq!(code, 0, "{out}\n{err}");
     assert!(!sb.config().exists(), "an empty config file was left behind");
 }
+
+/// Every file under a directory with its bytes, nothing left out.
+fn every_file(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in fs::read_dir(&d).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                out.push((p.clone(), fs::read(&p).unwrap_or_default()));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn a_claude_code_dry_run_leaves_even_claudes_own_files_alone() {
+    let mut sb = Sandbox::new();
+    seed_foreign(&sb);
+    // A user's environment: Claude's telemetry on, and Claude has run before.
+    sb.env.remove("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC");
+    sb.env.remove("DISABLE_TELEMETRY");
+    assert!(sb.host("claude", &["plugin", "list"]).status.success());
+    let before = every_file(&sb.home());
+    let mut dry = setup_args("claude-code", "http://127.0.0.1:9");
+    dry.push("--dry-run");
+    let (code, plan, _) = sb.cli_json(&dry);
+    assert_eq!(code, 0, "{plan}");
+    let after = every_file(&sb.home());
+    let changed: Vec<_> = after
+        .iter()
+        .filter(|f| !before.contains(f))
+        .map(|(p, _)| p.display().to_string())
+        .collect();
+    assert!(
+        changed.is_empty(),
+        "the dry run's host CLI calls wrote {changed:?}"
+    );
+}
