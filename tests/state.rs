@@ -628,6 +628,8 @@ fn state_flush_boundaries_against_the_real_server_with_a_fake_model() {
         "{}",
         String::from_utf8_lossy(&out.stdout)
     );
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["ok"], false, "the JSON says what the exit code says");
     assert_eq!(ledger(&state)["entries"][0]["attempts"], 1);
     assert_eq!(ledger(&state)["entries"][0]["position"], 3);
     // Another scope's flush leaves this one alone.
@@ -639,12 +641,14 @@ fn state_flush_boundaries_against_the_real_server_with_a_fake_model() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(report["flushed"], 1);
+    assert_eq!(report["ok"], true);
     assert!(!state.join("ledger.json").exists());
     let status: Value = serde_json::from_slice(
         &run_cli(&["status", "--json"], &[("POWERCONTEXT_HOOKS_STATE_DIR", &st)]).stdout,
     )
     .unwrap();
     assert_eq!(status["pending_scopes"], 0);
+    assert_eq!(status["ok"], true);
 }
 
 // ---- Write-ahead capture, bad spool entries, ownership and permissions ----

@@ -22,17 +22,28 @@ pub(crate) trait Report: Serialize + fmt::Display {
     }
 }
 
-/// Prints `report` on stdout, as one JSON object or as text, and gives its exit code.
+/// Prints `report` on stdout, as one JSON object or as text, and gives its exit code. Every JSON
+/// object says `"ok"`: the report's own, or whether the command exits 0.
 pub(crate) fn emit(report: &impl Report, json: bool) -> anyhow::Result<ExitCode> {
+    let code = report.exit_code();
     if json {
-        println!("{}", serde_json::to_string(report)?);
+        let mut value = serde_json::to_value(report)?;
+        if let serde_json::Value::Object(fields) = &mut value
+            && !fields.contains_key("ok")
+        {
+            let mut with_ok = serde_json::Map::new();
+            with_ok.insert("ok".to_owned(), (code == ExitCode::SUCCESS).into());
+            with_ok.append(fields);
+            *fields = with_ok;
+        }
+        println!("{value}");
     } else {
         print!("{report}");
         if let Some(e) = report.error() {
             eprintln!("powercontext-hooks: error: {e}");
         }
     }
-    Ok(report.exit_code())
+    Ok(code)
 }
 
 /// For people only: what a command is about to do, before it does it (a host CLI call can take a
