@@ -118,3 +118,15 @@ fn package_again_replaces_its_own_files_and_keeps_everything_else() {
         "{hooks}"
     );
 }
+
+#[test]
+fn a_refusal_shows_control_characters_escaped() {
+    let out = Command::new(CLI)
+        .args(["pin", "art_\u{1b}]0;owned\u{7}\u{1b}[2J", "--scope", "scp_x"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(!stderr.trim_end().chars().any(char::is_control), "{stderr:?}");
+    assert!(stderr.contains(r"\u{1b}]0;owned"), "{stderr:?}");
+}
