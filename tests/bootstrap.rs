@@ -248,3 +248,47 @@ fn a_resume_reinjects_the_package_only_where_the_transcript_dropped_it() {
         );
     }
 }
+
+/// A session whose record is gone (pruned after a week without a prompt, or lost) and that is
+/// resumed and compacted again gets its package back after that compaction: a boundary never
+/// reuses an event id of the session's earlier life, which the Server would answer
+/// `already_delivered`.
+#[test]
+fn a_session_whose_record_was_lost_still_bootstraps_after_each_compaction() {
+    let server = RealServer::shared();
+    let (scope, _) = pinned_scope(
+        server,
+        "lost-record",
+        "Rule juniper-flag-2: feature flags are removed within one release.",
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let boundary = |event: &str, source: &str| {
+        let event = json!({"hook_event_name": event, "session_id": "lost-1", "cwd": dir.path(), "source": source, "trigger": "auto"});
+        let out = run(&event, &scope, server, &state);
+        assert!(out.status.success(), "{}", out.stderr);
+        out
+    };
+    let compaction = || {
+        boundary("PreCompact", "");
+        let out = boundary("SessionStart", "compact");
+        assert!(
+            out.stdout.contains("juniper-flag-2"),
+            "the package after a compaction: {}",
+            out.stderr
+        );
+    };
+    assert!(
+        boundary("SessionStart", "startup")
+            .stdout
+            .contains("juniper-flag-2")
+    );
+    compaction();
+    std::fs::remove_dir_all(state.join("sessions")).unwrap();
+    assert!(
+        boundary("SessionStart", "resume")
+            .stdout
+            .contains("juniper-flag-2")
+    );
+    compaction();
+}

@@ -68,3 +68,65 @@ fn a_wrong_command_line_exits_2_in_text_and_in_json_naming_what_is_missing() {
         assert!(error.contains(named), "{with_json:?}: {error}");
     }
 }
+
+#[test]
+fn package_again_replaces_its_own_files_and_keeps_everything_else() {
+    let dir = tempfile::tempdir().unwrap();
+    let tree = dir.path().join("dist");
+    let package = |bin_dir: &std::path::Path| {
+        Command::new(CLI)
+            .args(["package", "--out"])
+            .arg(&tree)
+            .arg("--bin-dir")
+            .arg(bin_dir)
+            .output()
+            .unwrap()
+    };
+    let release = std::path::Path::new(CLI).parent().unwrap();
+    assert!(package(release).status.success());
+    // The executables kept beside the tree, and a file of the user's own.
+    let bin = tree.join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    for exe in [
+        crate::support::CLAUDE,
+        crate::support::CODEX,
+        crate::support::PI,
+        crate::support::OPENCODE,
+        crate::support::DSH,
+    ] {
+        let exe = std::path::Path::new(exe);
+        std::fs::copy(exe, bin.join(exe.file_name().unwrap())).unwrap();
+    }
+    std::fs::write(tree.join("NOTES.md"), "mine\n").unwrap();
+
+    let again = package(&bin);
+    assert!(
+        again.status.success(),
+        "{}",
+        String::from_utf8_lossy(&again.stderr)
+    );
+    assert!(
+        bin.join("powercontext-hook-claude-code").is_file(),
+        "the executables the tree points at are gone"
+    );
+    assert_eq!(std::fs::read_to_string(tree.join("NOTES.md")).unwrap(), "mine\n");
+    let hooks =
+        std::fs::read_to_string(tree.join("integrations/claude-code/plugins/powercontext/hooks/hooks.json"))
+            .unwrap();
+    assert!(
+        hooks.contains(bin.join("powercontext-hook-claude-code").to_str().unwrap()),
+        "{hooks}"
+    );
+}
+
+#[test]
+fn a_refusal_shows_control_characters_escaped() {
+    let out = Command::new(CLI)
+        .args(["pin", "art_\u{1b}]0;owned\u{7}\u{1b}[2J", "--scope", "scp_x"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(!stderr.trim_end().chars().any(char::is_control), "{stderr:?}");
+    assert!(stderr.contains(r"\u{1b}]0;owned"), "{stderr:?}");
+}

@@ -19,7 +19,7 @@ use crate::report;
 /// `package --out DIR`.
 #[derive(Debug, Args)]
 pub struct PackageArgs {
-    /// Directory to render the tree into (created; an earlier rendering is replaced).
+    /// Directory to render the tree into (created; the files of an earlier rendering are replaced).
     #[arg(long, value_name = "DIR")]
     pub out: PathBuf,
     /// Directory holding the powercontext-hook-* executables (default: next to this program).
@@ -294,9 +294,8 @@ fn render(args: &PackageArgs) -> Result<ExitCode> {
                 out.display()
             );
         }
-        if ours {
-            std::fs::remove_dir_all(&out).with_context(|| format!("cannot replace {}", out.display()))?;
-        }
+        // An earlier rendering is replaced file by file: what it did not write (the executables
+        // the tree points at, when kept beside it; the user's own files) stays where it is.
     }
     let items = items(&bin_dir)?;
     for item in &items {

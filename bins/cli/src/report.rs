@@ -40,7 +40,7 @@ pub(crate) fn emit(report: &impl Report, json: bool) -> anyhow::Result<ExitCode>
     } else {
         print!("{report}");
         if let Some(e) = report.error() {
-            eprintln!("powercontext-hooks: error: {e}");
+            eprintln!("powercontext-hooks: error: {}", terminal_text(e));
         }
     }
     Ok(code)
@@ -68,9 +68,20 @@ pub(crate) fn refuse_with(json: bool, message: &str) -> ExitCode {
     if json {
         println!("{}", serde_json::json!({"ok": false, "error": message}));
     } else {
-        eprintln!("powercontext-hooks: error: {message}");
+        eprintln!("powercontext-hooks: error: {}", terminal_text(message));
     }
     ExitCode::from(1)
+}
+
+/// An error for the terminal: its lines as they are, every other control character escaped. An
+/// error can quote what came from elsewhere (an argument, a Server's error code), and an escape
+/// sequence in it must be shown, never executed.
+fn terminal_text(message: &str) -> String {
+    message
+        .split('\n')
+        .map(crate::state_cmd::terminal_safe)
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// One setting as setup and doctor show it: its value (never a secret) and where it came from.

@@ -59,6 +59,11 @@ pub struct Record {
     /// Items injected since the last start, clear or compaction (`family id revision`).
     #[serde(default)]
     pub injected: Vec<String>,
+    /// When the record was begun (Unix ms; 0 before it was): part of every boundary's event id,
+    /// so a session whose record was lost (pruned, unreadable) never reuses an id of its earlier
+    /// life, which the Server would answer `already_delivered`.
+    #[serde(default)]
+    pub epoch: u64,
 }
 
 impl Record {
@@ -88,6 +93,15 @@ impl Record {
         self.receipt_id = Some(receipt_id.to_owned());
         self.receipt_scope = Some(receipt_digest(receipt_id, scope));
         self.remember(items.iter().filter(|i| !i.truncated).map(|i| i.key.clone()));
+    }
+
+    /// The epoch of a loaded record, or a new one for a session without a usable record.
+    #[must_use]
+    pub fn epoch_of(loaded: Option<&Self>) -> u64 {
+        loaded
+            .map(|r| r.epoch)
+            .filter(|e| *e != 0)
+            .unwrap_or_else(state::now_millis)
     }
 
     /// The receipt to cite in a prepare for `scope`, if it belongs to that scope.
@@ -234,6 +248,7 @@ impl SessionFile {
     pub fn mark_compacted(&self) {
         self.update(|r| {
             r.restart();
+            r.epoch = Record::epoch_of(Some(r));
             r.pending = Some(Lifecycle::Compact);
             r.generation = r.generation.wrapping_add(1);
             true
@@ -275,6 +290,9 @@ impl SessionFile {
                 return false;
             }
             let mut changed = false;
+            if r.epoch == 0 {
+                r.epoch = change.epoch;
+            }
             if let Some(b) = change.boundary {
                 if b.restart {
                     r.restart();
@@ -317,6 +335,8 @@ pub struct Change {
     pub file: SessionFile,
     /// The record's generation when the run read it.
     pub seen_generation: u32,
+    /// The epoch the run used (see [`Record::epoch`]), kept by a record that has none.
+    pub epoch: u64,
     /// Whether injections stay in the host's conversation (otherwise nothing is remembered).
     pub persists: bool,
     /// A boundary this run handled.
@@ -651,6 +671,7 @@ mod tests {
         let change = Change {
             file: f.clone(),
             seen_generation: 0,
+            epoch: 1,
             persists: true,
             boundary: None,
             fresh: vec!["atomic-memory new 1".into()],
@@ -666,6 +687,7 @@ mod tests {
             let change = Change {
                 file: f.clone(),
                 seen_generation: f.load().unwrap().generation,
+                epoch: 1,
                 persists: true,
                 boundary: None,
                 fresh: vec![format!("atomic-memory w{written} 1")],

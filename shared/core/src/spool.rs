@@ -377,6 +377,10 @@ fn create_locked(dir: &Path, name: &str, bytes: &[u8]) -> io::Result<File> {
     result
 }
 
+/// Room an entry keeps below the read bound for its pinned-scope line (a scope id is at most 256
+/// characters).
+const PIN_ROOM: u64 = 4096;
+
 /// Makes a capture durable in the spool before anything is sent: one new file, no shared lock,
 /// no directory listing. The returned handle keeps the entry claimed until dropped.
 ///
@@ -391,7 +395,9 @@ pub fn write_ahead(
     let dir = state.file(DIR);
     let bytes = versioned_bytes(capture).map_err(StateError::from)?;
     let size = bytes.len() as u64;
-    if size > limits.max_bytes {
+    // A drain reads an entry (and the scope line pinned to it later) up to the state-file bound:
+    // one larger could never be replayed.
+    if size > limits.max_bytes || size > crate::state::MAX_FILE_BYTES - PIN_ROOM {
         return Err(WriteAheadError::TooLarge);
     }
     let now = now_millis();
@@ -998,6 +1004,19 @@ mod tests {
             ..SpoolLimits::DEFAULT
         };
         let r = write_ahead(&state, &sample(&"x".repeat(200)), &limits);
+        assert!(matches!(r, Err(WriteAheadError::TooLarge)));
+        assert!(list(&state).unwrap().is_empty());
+    }
+
+    /// An entry a drain could not read back (a state file is read up to a bound) is never
+    /// written: it would only ever be set aside as corrupt. A host's huge session id makes one.
+    #[test]
+    fn an_entry_larger_than_a_drain_reads_is_not_kept() {
+        let tmp = tempfile::tempdir().unwrap();
+        let state = StateDir::at(tmp.path());
+        let mut capture = sample("a short prompt");
+        capture.session = "s".repeat(usize::try_from(crate::state::MAX_FILE_BYTES).unwrap());
+        let r = write_ahead(&state, &capture, &SpoolLimits::DEFAULT);
         assert!(matches!(r, Err(WriteAheadError::TooLarge)));
         assert!(list(&state).unwrap().is_empty());
     }

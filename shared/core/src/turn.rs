@@ -377,6 +377,7 @@ impl<'a> Turn<'a> {
         let file = self.session.as_ref();
         let loaded = file.and_then(SessionFile::load);
         let generation = loaded.as_ref().map_or(0, |r| r.generation);
+        let epoch = session::Record::epoch_of(loaded.as_ref());
         if let Some(f) = file {
             f.prune_old();
         }
@@ -391,11 +392,11 @@ impl<'a> Turn<'a> {
         let fetched = self.fetch_bootstrap(
             scope,
             lifecycle,
-            generation,
+            (epoch, generation),
             self.settings.bootstrap_max_bytes.value,
         );
         self.hold_change(
-            generation,
+            (epoch, generation),
             Some(boundary_after(lifecycle, fetched.is_ok())),
             Vec::new(),
         );
@@ -407,20 +408,23 @@ impl<'a> Turn<'a> {
     /// A `SessionStart` that could not reach the Server, or one with bootstrap off: the window
     /// still starts again; the next prompt bootstraps when bootstrap is on.
     pub fn session_start_offline(&self, lifecycle: Lifecycle) {
-        let generation = self
-            .session
-            .as_ref()
-            .and_then(SessionFile::load)
-            .map_or(0, |r| r.generation);
+        let loaded = self.session.as_ref().and_then(SessionFile::load);
+        let seen = (
+            session::Record::epoch_of(loaded.as_ref()),
+            loaded.map_or(0, |r| r.generation),
+        );
         let retry = self.settings.bootstrap.value;
-        self.hold_change(generation, Some(boundary_after(lifecycle, !retry)), Vec::new());
+        self.hold_change(seen, Some(boundary_after(lifecycle, !retry)), Vec::new());
     }
 
-    fn hold_change(&self, seen_generation: u32, boundary: Option<BoundaryChange>, fresh: Vec<String>) {
+    /// Holds this run's change to its session record; `seen` is the record's epoch and
+    /// generation as the run read them.
+    fn hold_change(&self, seen: (u64, u32), boundary: Option<BoundaryChange>, fresh: Vec<String>) {
         if let Some(file) = &self.session {
             session::hold(Change {
                 file: file.clone(),
-                seen_generation,
+                seen_generation: seen.1,
+                epoch: seen.0,
                 persists: self.integration.injection_persists(),
                 boundary,
                 fresh,
@@ -434,14 +438,15 @@ impl<'a> Turn<'a> {
         &self,
         scope: &str,
         lifecycle: Lifecycle,
-        generation: u32,
+        (epoch, generation): (u64, u32),
         max_bytes: u32,
     ) -> Result<Option<(String, bootstrap::Held)>, ()> {
         // A stable id per boundary event: a retry of the same event gets the same receipt. Without
-        // a session the event is this process.
+        // a session the event is this process; the record's epoch keeps a session whose record
+        // was lost from reusing an id of its earlier life.
         let session_key = self.session.as_ref().map_or_else(
             || format!("run-{}-{}", std::process::id(), crate::state::now_millis()),
-            |f| f.key().to_owned(),
+            |f| format!("{}:{epoch}", f.key()),
         );
         let event_id = format!(
             "{}:{session_key}:{}:{}",
@@ -591,7 +596,10 @@ impl<'a> Turn<'a> {
         };
         let persists = self.integration.injection_persists();
         let loaded = file.load();
-        let generation = loaded.as_ref().map_or(0, |r| r.generation);
+        let read_as = (
+            session::Record::epoch_of(loaded.as_ref()),
+            loaded.as_ref().map_or(0, |r| r.generation),
+        );
         let due = match &loaded {
             _ if !self.settings.bootstrap.value => None,
             None if self.integration.bootstraps_at_first_prompt() => Some(Lifecycle::Startup),
@@ -614,7 +622,7 @@ impl<'a> Turn<'a> {
                     .max(bootstrap::MIN_BYTES);
                 let room = max_bytes.saturating_sub(boot + 2).max(bootstrap::MIN_BYTES);
                 std::thread::scope(|s| {
-                    let b = s.spawn(|| self.fetch_bootstrap(scope, lifecycle, generation, boot));
+                    let b = s.spawn(|| self.fetch_bootstrap(scope, lifecycle, read_as, boot));
                     let p = self.prepare(scope, query, room, None);
                     (b.join().unwrap_or(Err(())), p)
                 })
@@ -644,7 +652,7 @@ impl<'a> Turn<'a> {
             }
             None => None,
         };
-        self.hold_change(generation, boundary, fresh);
+        self.hold_change(read_as, boundary, fresh);
         match (package, recalled) {
             (Some((content, held)), recalled) => {
                 bootstrap::hold(held);
