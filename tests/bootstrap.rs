@@ -292,3 +292,26 @@ fn a_session_whose_record_was_lost_still_bootstraps_after_each_compaction() {
     );
     compaction();
 }
+
+#[test]
+fn a_hook_that_cannot_keep_a_session_record_gets_each_package_once() {
+    let server = RealServer::shared();
+    let (scope, _) = pinned_scope(
+        server,
+        "no-record",
+        "Rule alder-lint-7: every crate denies warnings in CI.",
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    std::fs::create_dir_all(&state).unwrap();
+    // Where the session records belong there is a file: no record can ever be kept.
+    std::fs::write(state.join("sessions"), "not a directory").unwrap();
+    let start = json!({"hook_event_name": "SessionStart", "session_id": "no-record-1", "cwd": dir.path(), "source": "startup"});
+    let first = run(&start, &scope, server, &state);
+    assert!(first.stdout.contains("alder-lint-7"), "{}", first.stderr);
+    // The same boundary again: the same event id, so the Server does not hand the package out
+    // a second time (a fresh id per run would repeat it on every run).
+    let again = run(&start, &scope, server, &state);
+    assert!(again.status.success(), "{}", again.stderr);
+    assert!(!again.stdout.contains("alder-lint-7"), "{}", again.stdout);
+}

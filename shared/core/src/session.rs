@@ -95,15 +95,6 @@ impl Record {
         self.remember(items.iter().filter(|i| !i.truncated).map(|i| i.key.clone()));
     }
 
-    /// The epoch of a loaded record, or a new one for a session without a usable record.
-    #[must_use]
-    pub fn epoch_of(loaded: Option<&Self>) -> u64 {
-        loaded
-            .map(|r| r.epoch)
-            .filter(|e| *e != 0)
-            .unwrap_or_else(state::now_millis)
-    }
-
     /// The receipt to cite in a prepare for `scope`, if it belongs to that scope.
     #[must_use]
     pub fn receipt_for(&self, scope: &str) -> Option<&str> {
@@ -155,6 +146,31 @@ impl SessionFile {
     #[must_use]
     pub fn key(&self) -> &str {
         self.name.trim_end_matches(".json")
+    }
+
+    /// The epoch this run's ids use: the loaded record's, else a new one (now). A run that cannot
+    /// keep a record (a read-only state directory) uses 0, the same every run, so the Server
+    /// still delivers each of its boundary packages once instead of on every prompt.
+    #[must_use]
+    pub fn epoch(&self, loaded: Option<&Record>) -> u64 {
+        match loaded.map(|r| r.epoch).filter(|e| *e != 0) {
+            Some(e) => e,
+            None if self.keepable() => state::now_millis(),
+            None => 0,
+        }
+    }
+
+    /// Whether a record could be written: the `sessions` directory is a writable directory of
+    /// ours, or it does not exist yet and the state directory is writable.
+    fn keepable(&self) -> bool {
+        let writable = |p: &Path| rustix::fs::access(p, rustix::fs::Access::WRITE_OK).is_ok();
+        match fs::symlink_metadata(&self.dir) {
+            Ok(m) => m.is_dir() && m.uid() == state::euid() && writable(&self.dir),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                writable(self.dir.parent().unwrap_or(Path::new(".")))
+            }
+            Err(_) => false,
+        }
     }
 
     /// The file.
@@ -248,7 +264,9 @@ impl SessionFile {
     pub fn mark_compacted(&self) {
         self.update(|r| {
             r.restart();
-            r.epoch = Record::epoch_of(Some(r));
+            if r.epoch == 0 {
+                r.epoch = state::now_millis();
+            }
             r.pending = Some(Lifecycle::Compact);
             r.generation = r.generation.wrapping_add(1);
             true

@@ -377,7 +377,7 @@ impl<'a> Turn<'a> {
         let file = self.session.as_ref();
         let loaded = file.and_then(SessionFile::load);
         let generation = loaded.as_ref().map_or(0, |r| r.generation);
-        let epoch = session::Record::epoch_of(loaded.as_ref());
+        let epoch = file.map_or(0, |f| f.epoch(loaded.as_ref()));
         if let Some(f) = file {
             f.prune_old();
         }
@@ -408,9 +408,10 @@ impl<'a> Turn<'a> {
     /// A `SessionStart` that could not reach the Server, or one with bootstrap off: the window
     /// still starts again; the next prompt bootstraps when bootstrap is on.
     pub fn session_start_offline(&self, lifecycle: Lifecycle) {
-        let loaded = self.session.as_ref().and_then(SessionFile::load);
+        let file = self.session.as_ref();
+        let loaded = file.and_then(SessionFile::load);
         let seen = (
-            session::Record::epoch_of(loaded.as_ref()),
+            file.map_or(0, |f| f.epoch(loaded.as_ref())),
             loaded.map_or(0, |r| r.generation),
         );
         let retry = self.settings.bootstrap.value;
@@ -597,7 +598,7 @@ impl<'a> Turn<'a> {
         let persists = self.integration.injection_persists();
         let loaded = file.load();
         let read_as = (
-            session::Record::epoch_of(loaded.as_ref()),
+            file.epoch(loaded.as_ref()),
             loaded.as_ref().map_or(0, |r| r.generation),
         );
         let due = match &loaded {
