@@ -396,6 +396,57 @@ fn umount(dir: &Path) {
 }
 
 #[test]
+fn status_names_a_read_only_state_dir_and_a_journal_hooks_cannot_use() {
+    let dir = tempfile::tempdir().unwrap();
+    let problems = |state: &Path| {
+        let out = run_cli(
+            &["status", "--json"],
+            &[("POWERCONTEXT_HOOKS_STATE_DIR", &state.to_string_lossy())],
+        );
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        v["problems"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p.as_str().unwrap().to_owned())
+            .collect::<Vec<_>>()
+    };
+
+    // A journal segment that is a link or a FIFO: hooks never write through it.
+    let state = dir.path().join("state");
+    std::fs::create_dir(&state).unwrap();
+    std::fs::set_permissions(&state, std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
+    assert!(problems(&state).is_empty(), "{:?}", problems(&state));
+    std::os::unix::fs::symlink(dir.path().join("elsewhere"), state.join("journal-codex.jsonl")).unwrap();
+    assert_eq!(problems(&state), ["journal_unusable"]);
+    std::fs::remove_file(state.join("journal-codex.jsonl")).unwrap();
+    let fifo = state.join("journal-pi.1.jsonl");
+    assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    assert_eq!(problems(&state), ["journal_unusable"]);
+    std::fs::remove_file(&fifo).unwrap();
+
+    // Read-only: a read-only tmpfs as root, a 0500 directory otherwise.
+    let ro = dir.path().join("ro");
+    std::fs::create_dir(&ro).unwrap();
+    let mounted = mount_tmpfs(&ro, "ro,size=64k,mode=700");
+    if !mounted {
+        std::fs::set_permissions(&ro, std::os::unix::fs::PermissionsExt::from_mode(0o500)).unwrap();
+    }
+    let found = problems(&ro);
+    if mounted {
+        umount(&ro);
+    }
+    if mounted || state_euid() != 0 {
+        assert!(found.contains(&"read_only".to_owned()), "{found:?}");
+    }
+}
+
+fn state_euid() -> u32 {
+    std::os::unix::fs::MetadataExt::uid(&std::fs::metadata("/proc/self").unwrap())
+}
+
+#[test]
 fn state_unusable_dirs_never_stop_the_answer() {
     let server = recall_only_server();
     let cwd = tempfile::tempdir().unwrap();

@@ -11,11 +11,13 @@ use clap::{Args, Subcommand};
 use powercontext_hooks_core::deadline::Deadline;
 use powercontext_hooks_core::drain::{self, DrainOptions, DrainReport, Progress};
 use powercontext_hooks_core::env::Env;
-use powercontext_hooks_core::ledger;
+use powercontext_hooks_core::host::Integration;
 use powercontext_hooks_core::spool::{self, SpoolLimits};
 use powercontext_hooks_core::state::{DirProblem, StateDir, StateError, now_millis, now_secs};
+use powercontext_hooks_core::{journal, ledger, state};
 use serde::Serialize;
 use serde_json::Value;
+use std::os::unix::fs::MetadataExt;
 
 use crate::report;
 
@@ -139,6 +141,29 @@ fn state_problems(state: &StateDir) -> Vec<Problem> {
         problems.push((
             "spool_unsafe",
             "spool entries owned by another user or writable by others were set aside as spool/*.unsafe: never replayed, delete them",
+        ));
+    }
+    // What the hooks would meet on their next run, said before it is silently missing.
+    if rustix::fs::access(state.path(), rustix::fs::Access::WRITE_OK)
+        .is_err_and(|e| e != rustix::io::Errno::NOENT)
+    {
+        problems.push((
+            "read_only",
+            "the state directory cannot be written: hooks cannot spool captures or record their runs; make it writable",
+        ));
+    }
+    let foreign_journal = Integration::ALL.into_iter().any(|host| {
+        [journal::file_name(host), journal::previous_file_name(host)]
+            .iter()
+            .any(|name| {
+                std::fs::symlink_metadata(state.file(name))
+                    .is_ok_and(|m| !m.is_file() || m.uid() != state::euid())
+            })
+    });
+    if foreign_journal {
+        problems.push((
+            "journal_unusable",
+            "a journal file is a link, a FIFO or another user's: hook runs are not recorded in it; remove it",
         ));
     }
     problems
