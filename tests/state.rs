@@ -434,8 +434,16 @@ fn status_names_a_read_only_state_dir_and_a_journal_hooks_cannot_use() {
         std::fs::set_permissions(&ro, std::os::unix::fs::PermissionsExt::from_mode(0o500)).unwrap();
     }
     let found = problems(&ro);
+    let flush = run_cli(
+        &["flush"],
+        &[("POWERCONTEXT_HOOKS_STATE_DIR", &ro.to_string_lossy())],
+    );
     if mounted {
         umount(&ro);
+        // And `flush` says it in the hooks' word, not a generic I/O error.
+        assert_eq!(flush.status.code(), Some(1));
+        let err = String::from_utf8_lossy(&flush.stderr);
+        assert!(err.contains("(read_only)"), "{err}");
     }
     if mounted || state_euid() != 0 {
         assert!(found.contains(&"read_only".to_owned()), "{found:?}");

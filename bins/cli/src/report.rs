@@ -27,16 +27,18 @@ pub(crate) trait Report: Serialize + fmt::Display {
 pub(crate) fn emit(report: &impl Report, json: bool) -> anyhow::Result<ExitCode> {
     let code = report.exit_code();
     if json {
-        let mut value = serde_json::to_value(report)?;
-        if let serde_json::Value::Object(fields) = &mut value
-            && !fields.contains_key("ok")
-        {
-            let mut with_ok = serde_json::Map::new();
-            with_ok.insert("ok".to_owned(), (code == ExitCode::SUCCESS).into());
-            with_ok.append(fields);
-            *fields = with_ok;
+        let text = serde_json::to_string(report)?;
+        // Put first, keeping the report's own member order (a `Value` would sort the members).
+        let has_ok = serde_json::from_str::<serde_json::Value>(&text)?
+            .get("ok")
+            .is_some();
+        match text.strip_prefix('{') {
+            Some(rest) if !has_ok => {
+                let sep = if rest == "}" { "" } else { "," };
+                println!("{{\"ok\":{}{sep}{rest}", code == ExitCode::SUCCESS);
+            }
+            _ => println!("{text}"),
         }
-        println!("{value}");
     } else {
         print!("{report}");
         if let Some(e) = report.error() {

@@ -42,7 +42,18 @@ fn open(path: &Path) -> io::Result<File> {
         .open(path)
         .or_else(|e| {
             if e.kind() == io::ErrorKind::PermissionDenied || e.raw_os_error() == Some(30) {
-                OpenOptions::new().read(true).custom_flags(nofollow).open(path)
+                // No lock file to fall back on: the first error says why (read-only, denied).
+                OpenOptions::new()
+                    .read(true)
+                    .custom_flags(nofollow)
+                    .open(path)
+                    .map_err(|other| {
+                        if other.kind() == io::ErrorKind::NotFound {
+                            e
+                        } else {
+                            other
+                        }
+                    })
             } else {
                 Err(e)
             }
