@@ -130,3 +130,36 @@ fn a_refusal_shows_control_characters_escaped() {
     assert!(!stderr.trim_end().chars().any(char::is_control), "{stderr:?}");
     assert!(stderr.contains(r"\u{1b}]0;owned"), "{stderr:?}");
 }
+
+#[test]
+fn package_renders_a_bin_dir_holding_braces_as_it_is() {
+    let dir = tempfile::tempdir().unwrap();
+    let bin = dir.path().join("tools{{v2}}");
+    std::fs::create_dir(&bin).unwrap();
+    for exe in [
+        crate::support::CLAUDE,
+        crate::support::CODEX,
+        crate::support::PI,
+        crate::support::OPENCODE,
+        crate::support::DSH,
+    ] {
+        let exe = std::path::Path::new(exe);
+        std::fs::copy(exe, bin.join(exe.file_name().unwrap())).unwrap();
+    }
+    let tree = dir.path().join("dist");
+    let out = Command::new(CLI)
+        .args(["package", "--out"])
+        .arg(&tree)
+        .arg("--bin-dir")
+        .arg(&bin)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let hooks =
+        std::fs::read_to_string(tree.join("integrations/claude-code/plugins/powercontext/hooks/hooks.json"))
+            .unwrap();
+    assert!(
+        hooks.contains("tools{{v2}}/powercontext-hook-claude-code"),
+        "{hooks}"
+    );
+}

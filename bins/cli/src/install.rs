@@ -131,15 +131,25 @@ pub fn mcp_headers_command(
     Ok(line)
 }
 
-/// Renders a template, refusing to leave a placeholder behind.
+/// Renders a template in one pass, refusing to leave a placeholder behind. Values are never
+/// scanned again: a path holding `{{` is written as it is.
 pub fn render(template: &str, values: &[(&str, &str)]) -> Result<String> {
-    let mut text = template.to_owned();
-    for (name, value) in values {
-        text = text.replace(&format!("{{{{{name}}}}}"), value);
+    let mut text = String::with_capacity(template.len());
+    let mut rest = template;
+    while let Some(open) = rest.find("{{") {
+        text.push_str(&rest[..open]);
+        let after = &rest[open + 2..];
+        let value = after.find("}}").and_then(|close| {
+            let (name, tail) = (&after[..close], &after[close + 2..]);
+            values.iter().find(|(n, _)| *n == name).map(|(_, v)| (*v, tail))
+        });
+        let Some((value, tail)) = value else {
+            bail!("internal error: an installer template has an unknown placeholder");
+        };
+        text.push_str(value);
+        rest = tail;
     }
-    if text.contains("{{") {
-        bail!("internal error: an installer template has an unknown placeholder");
-    }
+    text.push_str(rest);
     Ok(text)
 }
 
@@ -873,6 +883,18 @@ fn config_remove_plain(text: &str, host: &str, owned: &OwnedConfig) -> (String, 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_value_holding_braces_is_written_as_it_is() {
+        let t = "exec {{hook_command}} --x {{server_url}}";
+        let v = [
+            ("hook_command", "/opt/{{weird}}/hook"),
+            ("server_url", "http://x"),
+        ];
+        assert_eq!(render(t, &v).unwrap(), "exec /opt/{{weird}}/hook --x http://x");
+        assert!(render("{{nope}}", &v).is_err());
+        assert!(render("open {{hook_command", &v).is_err());
+    }
 
     #[test]
     fn a_rewritten_file_gets_back_its_byte_order_mark_and_crlf() {
