@@ -417,3 +417,24 @@ fn doctor_shows_the_official_sources_and_warns_when_they_disagree() {
     assert_eq!(check(&report, "saved token").0, "warn", "{report}");
     assert_eq!(check(&report, "auth accepted").0, "fail", "{report}");
 }
+
+#[test]
+fn host_cli_output_reaches_the_terminal_escaped() {
+    let sb = Sandbox::new();
+    // A host CLI whose version line carries an escape sequence (a title change and a bell).
+    let fake = sb.home().join("claude");
+    fs::write(
+        &fake,
+        "#!/bin/sh\nprintf '2.1.0\\033]0;pwned\\007 (Claude Code)\\n'\n",
+    )
+    .unwrap();
+    fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let out = sb.cli(&["doctor", "claude-code", "--host-cli", fake.to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("host version"), "{text}");
+    assert!(
+        !text.contains('\u{1b}') && !text.contains('\u{7}'),
+        "a raw control character reached the terminal: {text:?}"
+    );
+    assert!(text.contains("\\u{1b}]0;pwned"), "{text}");
+}

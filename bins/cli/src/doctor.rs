@@ -137,11 +137,13 @@ impl std::fmt::Display for Doctored {
                     Status::Warn => "!",
                     Status::Fail => "✗",
                 };
-                writeln!(f, "    {mark} {:<18} {}", c.name, c.detail)?;
+                // Details quote host CLI output and paths: never raw control characters.
+                let detail = crate::state_cmd::terminal_safe(&c.detail);
+                writeln!(f, "    {mark} {:<18} {detail}", c.name)?;
                 if c.status != Status::Ok
                     && let Some(fix) = &c.fix
                 {
-                    writeln!(f, "      fix: {fix}")?;
+                    writeln!(f, "      fix: {}", crate::state_cmd::terminal_safe(fix))?;
                 }
             }
         }
