@@ -307,8 +307,9 @@ impl SessionFile {
             if r.generation != change.seen_generation {
                 return false;
             }
-            let mut changed = false;
-            if r.epoch == 0 {
+            // The epoch this run's ids used is kept, so a retried boundary gets the same id.
+            let mut changed = r.epoch == 0 && change.epoch != 0;
+            if changed {
                 r.epoch = change.epoch;
             }
             if let Some(b) = change.boundary {
@@ -718,6 +719,33 @@ mod tests {
             f.load().unwrap().injected,
             vec!["atomic-memory wtrue 1".to_owned()]
         );
+    }
+
+    #[test]
+    fn the_epoch_a_run_used_is_kept_and_one_that_cannot_be_kept_is_zero() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = SessionFile::new(&StateDir::at(dir.path()), Integration::Dsh, "s");
+        // A record of an older version has none: the run's own is kept, though nothing else changed.
+        f.store(&Record::default());
+        let used = f.epoch(f.load().as_ref());
+        assert_ne!(used, 0);
+        let change = Change {
+            file: f.clone(),
+            seen_generation: 0,
+            epoch: used,
+            persists: true,
+            boundary: None,
+            fresh: Vec::new(),
+        };
+        f.apply(change, false, None);
+        assert_eq!(f.load().unwrap().epoch, used);
+        assert_eq!(f.epoch(f.load().as_ref()), used);
+
+        // Where `sessions` cannot hold a record, every run uses the same epoch.
+        let blocked = tempfile::tempdir().unwrap();
+        std::fs::write(blocked.path().join(DIR), "a file").unwrap();
+        let g = SessionFile::new(&StateDir::at(blocked.path()), Integration::Dsh, "s");
+        assert_eq!(g.epoch(None), 0);
     }
 
     #[test]
