@@ -85,6 +85,11 @@ impl HttpError {
 /// standard variables (`HTTPS_PROXY`, `ALL_PROXY`, lowercase too) unless `NO_PROXY` names the host.
 #[must_use]
 pub fn proxy_for(base: &BaseUrl, env: &Env) -> Option<String> {
+    proxy_variable(base, env).map(|(_, value)| value)
+}
+
+/// [`proxy_for`], with the name of the variable that set it.
+fn proxy_variable(base: &BaseUrl, env: &Env) -> Option<(&'static str, String)> {
     if base.is_loopback() || !base.is_https() {
         return None;
     }
@@ -105,16 +110,32 @@ pub fn proxy_for(base: &BaseUrl, env: &Env) -> Option<String> {
         return None;
     }
     ["HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"]
-        .iter()
-        .find_map(|n| env.text(n).filter(|v| !v.trim().is_empty()))
-        .map(|v| v.trim().to_owned())
+        .into_iter()
+        .find_map(|n| {
+            env.text(n)
+                .filter(|v| !v.trim().is_empty())
+                .map(|v| (n, v.trim().to_owned()))
+        })
+}
+
+/// Parses a proxy variable's value into a proxy this build can use: an HTTP(S) `CONNECT` proxy.
+/// A SOCKS proxy is refused (this build has no SOCKS support, and ureq panics on one at connect
+/// time rather than erroring), as is anything unparsable.
+fn usable_proxy(value: &str) -> Option<ureq::Proxy> {
+    let proxy = ureq::Proxy::new(value).ok()?;
+    matches!(
+        proxy.protocol(),
+        ureq::ProxyProtocol::Http | ureq::ProxyProtocol::Https
+    )
+    .then_some(proxy)
 }
 
 impl Transport {
     /// Builds a transport. An unusable proxy variable is reported as the name of the variable.
     ///
     /// # Errors
-    /// The name of the proxy variable that could not be parsed.
+    /// The name of the proxy variable that could not be parsed or names a kind of proxy this
+    /// build cannot use (SOCKS).
     pub fn new(
         base: BaseUrl,
         authorization: Option<Authorization>,
@@ -122,8 +143,8 @@ impl Transport {
         deadline: Deadline,
         env: &Env,
     ) -> Result<Self, &'static str> {
-        let proxy = match proxy_for(&base, env) {
-            Some(p) => Some(ureq::Proxy::new(&p).map_err(|_| "HTTPS_PROXY")?),
+        let proxy = match proxy_variable(&base, env) {
+            Some((name, value)) => Some(usable_proxy(&value).ok_or(name)?),
             None => None,
         };
         let config = ureq::Agent::config_builder()
@@ -384,6 +405,40 @@ mod tests {
             None
         );
         assert_eq!(proxy_for(&remote, &Env::default()), None);
+    }
+
+    #[test]
+    fn a_proxy_this_build_cannot_use_is_refused_by_name() {
+        let remote = BaseUrl::parse("https://192.0.2.1").unwrap();
+        let open = |pairs: &[(&str, &str)]| {
+            Transport::new(
+                remote.clone(),
+                None,
+                Duration::from_secs(1),
+                Deadline::after(Duration::from_secs(1)),
+                &Env::from_pairs(pairs.iter().copied()),
+            )
+            .err()
+        };
+        // ureq without its SOCKS feature panics on a SOCKS proxy when it connects.
+        for scheme in ["socks5", "socks5h", "socks4", "socks4a", "socks"] {
+            let value = format!("{scheme}://127.0.0.1:1080");
+            assert_eq!(open(&[("ALL_PROXY", &value)]), Some("ALL_PROXY"), "{scheme}");
+            assert_eq!(open(&[("https_proxy", &value)]), Some("https_proxy"), "{scheme}");
+        }
+        assert_eq!(open(&[("all_proxy", "gopher://proxy")]), Some("all_proxy"));
+        assert_eq!(open(&[("HTTPS_PROXY", "http://proxy.example:3128")]), None);
+        assert_eq!(open(&[("HTTPS_PROXY", "https://proxy.example")]), None);
+        assert_eq!(open(&[("HTTPS_PROXY", "proxy.example:3128")]), None);
+        // Loopback and plain http never use a proxy, whatever it is.
+        let local = Transport::new(
+            BaseUrl::parse("http://127.0.0.1:8000").unwrap(),
+            None,
+            Duration::from_secs(1),
+            Deadline::after(Duration::from_secs(1)),
+            &Env::from_pairs([("ALL_PROXY", "socks5://127.0.0.1:1080")]),
+        );
+        assert!(local.is_ok());
     }
 
     #[test]
