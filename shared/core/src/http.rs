@@ -266,9 +266,12 @@ impl Transport {
     }
 }
 
-/// Answers IP-literal hosts (`127.0.0.1`, `[::1]`) without a lookup; names go to ureq's resolver.
-/// ureq's resolver starts a lookup thread per connection even for a literal address: most of a
-/// loopback hook's threads. (This uses ureq's unversioned API, hence the exact version pin.)
+/// Answers IP-literal hosts (`127.0.0.1`, `[::1]`) and `localhost` without a lookup; other names
+/// go to ureq's resolver. ureq's resolver starts a lookup thread per connection even for a literal
+/// address: most of a loopback hook's threads. `localhost` is always `127.0.0.1` then `::1`
+/// (RFC 6761): plain `http://` is allowed to it as loopback, so a hosts file or DNS answer that
+/// sends the name elsewhere must never carry the token off the machine in clear text. (This
+/// uses ureq's unversioned API, hence the exact version pin.)
 #[derive(Debug, Default)]
 struct LiteralFirst(DefaultResolver);
 
@@ -289,6 +292,12 @@ impl Resolver for LiteralFirst {
             if let (Ok(ip), Some(port)) = (host.parse::<std::net::IpAddr>(), port) {
                 let mut out = self.empty();
                 out.push(std::net::SocketAddr::new(ip, port));
+                return Ok(out);
+            }
+            if let (true, Some(port)) = (host.eq_ignore_ascii_case("localhost"), port) {
+                let mut out = self.empty();
+                out.push(std::net::SocketAddr::from((std::net::Ipv4Addr::LOCALHOST, port)));
+                out.push(std::net::SocketAddr::from((std::net::Ipv6Addr::LOCALHOST, port)));
                 return Ok(out);
             }
         }
