@@ -266,6 +266,27 @@ fn localhost_is_loopback_whatever_the_hosts_file_says() {
 }
 
 #[test]
+fn an_answer_that_repeats_a_key_is_rejected() {
+    // Read last-wins, this is a ready context that still has exactly four distinct keys; read
+    // first-wins, it is empty. Either way it is not the Server's exact schema.
+    let body = format!(
+        r#"{{"schema":"powercontext.prepared-context.v1","status":"empty","content":null,"content_bytes":0,"status":"ready","content":"{CONTENT}","content_bytes":{}}}"#,
+        CONTENT.len()
+    );
+    let s = server(move || Reply::Status {
+        status: 200,
+        headers: vec![("content-type".into(), "application/json".into())],
+        body: body.clone().into_bytes(),
+    });
+    let out = hook(CLAUDE, "CLAUDE", &s.url()).run();
+    assert_clean(&out);
+    assert_eq!(out.context(), None);
+    let d = prepare_outcome(&out);
+    assert_eq!(d["outcome"], "invalid_response");
+    assert_eq!(d["detail"], "schema");
+}
+
+#[test]
 fn oversized_bodies_are_rejected_with_and_without_length() {
     for declared_length in [true, false] {
         let s = server(move || Reply::Oversized {

@@ -349,8 +349,8 @@ fn read_reply(result: Result<ureq::http::Response<ureq::Body>, ureq::Error>) -> 
         Err(ureq::Error::BodyExceedsLimit(_)) => return Err(HttpError::BodyTooLarge(status)),
         Err(e) => return Err(classify(&e)),
     };
-    match serde_json::from_slice::<Value>(&bytes) {
-        Ok(body) => Ok(Reply {
+    match serde_json::from_slice::<Strict>(&bytes) {
+        Ok(Strict(body)) => Ok(Reply {
             status,
             body,
             json: true,
@@ -362,6 +362,66 @@ fn read_reply(result: Result<ureq::http::Response<ureq::Body>, ureq::Error>) -> 
             json: false,
             etag,
         }),
+    }
+}
+
+/// A JSON value in which no object names a key twice. serde_json keeps the last of repeated keys,
+/// so `{"status":"empty",…,"status":"ready","content":…}` would pass an exact-keys check while
+/// another reader of the same bytes sees a different answer: such a body is not JSON here.
+struct Strict(Value);
+
+impl<'de> serde::Deserialize<'de> for Strict {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(StrictVisitor).map(Strict)
+    }
+}
+
+struct StrictVisitor;
+
+impl<'de> serde::de::Visitor<'de> for StrictVisitor {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("JSON without repeated object keys")
+    }
+    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
+        Ok(Value::String(v.to_owned()))
+    }
+    fn visit_string<E>(self, v: String) -> Result<Value, E> {
+        Ok(Value::String(v))
+    }
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut out = Vec::new();
+        while let Some(Strict(v)) = seq.next_element()? {
+            out.push(v);
+        }
+        Ok(Value::Array(out))
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut out = serde_json::Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            if out.contains_key(&key) {
+                return Err(serde::de::Error::custom("repeated object key"));
+            }
+            let Strict(v) = map.next_value()?;
+            out.insert(key, v);
+        }
+        Ok(Value::Object(out))
     }
 }
 
@@ -448,6 +508,34 @@ mod tests {
             &Env::from_pairs([("ALL_PROXY", "socks5://127.0.0.1:1080")]),
         );
         assert!(local.is_ok());
+    }
+
+    #[test]
+    fn a_body_that_repeats_a_key_is_not_json() {
+        let strict = |text: &str| serde_json::from_str::<Strict>(text).ok().map(|s| s.0);
+        let schema = "\"schema\":\"powercontext.prepared-context.v1\"";
+        let twice = format!(
+            "{{{schema},\"status\":\"empty\",\"content\":null,\"content_bytes\":0,\
+             \"status\":\"ready\",\"content\":\"x\",\"content_bytes\":1}}"
+        );
+        assert_eq!(strict(&twice), None);
+        assert_eq!(strict(r#"{"a":{"b":1,"b":2}}"#), None);
+        assert_eq!(strict(r#"[{"a":1},{"a":1,"a":1}]"#), None);
+        // Everything else reads exactly as serde_json reads it.
+        for text in [
+            r#"{"a":{"b":[1,-2,3.5,true,null,"s\u00e9"]},"c":{},"d":[]}"#,
+            r#"{"scope_id":"scp_1","title":"t"}"#,
+            "18446744073709551615",
+            "\"x\"",
+        ] {
+            assert_eq!(
+                strict(text),
+                Some(serde_json::from_str::<Value>(text).unwrap()),
+                "{text}"
+            );
+        }
+        let deep = format!("{}{}", "[".repeat(10_000), "]".repeat(10_000));
+        assert_eq!(strict(&deep), None, "serde_json's depth limit still holds");
     }
 
     #[test]
