@@ -97,15 +97,12 @@ fn proxy_variable(base: &BaseUrl, env: &Env) -> Option<(&'static str, String)> {
         .text("NO_PROXY")
         .or_else(|| env.text("no_proxy"))
         .unwrap_or("");
-    let host = base.host();
+    let host = base.host().trim_end_matches('.');
     let excluded = no_proxy
         .split(',')
-        .map(str::trim)
+        .map(|e| no_proxy_host(e.trim()))
         .filter(|e| !e.is_empty())
-        .any(|entry| {
-            let entry = entry.trim_start_matches("*.").trim_start_matches('.');
-            entry == "*" || host == entry || host.ends_with(&format!(".{entry}"))
-        });
+        .any(|entry| entry == "*" || host == entry || host.ends_with(&format!(".{entry}")));
     if excluded {
         return None;
     }
@@ -116,6 +113,22 @@ fn proxy_variable(base: &BaseUrl, env: &Env) -> Option<(&'static str, String)> {
                 .filter(|v| !v.trim().is_empty())
                 .map(|v| (n, v.trim().to_owned()))
         })
+}
+
+/// The host a `NO_PROXY` entry names, as [`BaseUrl::host`] spells hosts: lowercase, without a
+/// leading `*.`/`.`, a trailing `.`, a `:port` or IPv6 brackets (curl's reading of the variable).
+fn no_proxy_host(entry: &str) -> String {
+    let entry = entry.to_ascii_lowercase();
+    let entry = entry.trim_start_matches("*.").trim_start_matches('.');
+    let host = if let Some(rest) = entry.strip_prefix('[') {
+        rest.split(']').next().unwrap_or_default()
+    } else {
+        match entry.rsplit_once(':') {
+            Some((h, port)) if !h.contains(':') && port.bytes().all(|b| b.is_ascii_digit()) => h,
+            _ => entry,
+        }
+    };
+    host.trim_end_matches('.').to_owned()
 }
 
 /// Parses a proxy variable's value into a proxy this build can use: an HTTP(S) `CONNECT` proxy.
@@ -474,6 +487,27 @@ mod tests {
             None
         );
         assert_eq!(proxy_for(&remote, &Env::default()), None);
+        // An entry names its host in any case, with a port, a trailing dot or IPv6 brackets.
+        for entry in [
+            "Memory.Example",
+            "memory.example:443",
+            ".MEMORY.example.",
+            "*.example",
+            "other.example, memory.example",
+        ] {
+            let env = Env::from_pairs([("HTTPS_PROXY", "http://proxy.example:3128"), ("no_proxy", entry)]);
+            assert_eq!(proxy_for(&remote, &env), None, "{entry}");
+        }
+        let v6 = BaseUrl::parse("https://[2001:db8::1]:8443").unwrap();
+        for entry in ["[2001:db8::1]:8443", "2001:DB8::1"] {
+            let env = Env::from_pairs([("HTTPS_PROXY", "http://proxy.example:3128"), ("NO_PROXY", entry)]);
+            assert_eq!(proxy_for(&v6, &env), None, "{entry}");
+        }
+        let env = Env::from_pairs([
+            ("HTTPS_PROXY", "http://proxy.example:3128"),
+            ("NO_PROXY", "emory.example,memory.example.org"),
+        ]);
+        assert!(proxy_for(&remote, &env).is_some(), "only whole labels match");
     }
 
     #[test]
