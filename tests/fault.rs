@@ -230,6 +230,63 @@ fn redirects_are_never_followed_and_the_token_never_leaves() {
 }
 
 #[test]
+#[allow(clippy::print_stderr, reason = "a skipped case says so in the test log")]
+fn localhost_is_loopback_whatever_the_hosts_file_says() {
+    // Plain http is allowed to `localhost` because it is loopback: the name must never be looked
+    // up, or a hosts file (or DNS) answer elsewhere takes the token off the machine in clear text.
+    // A private mount namespace gives the hook a hosts file that sends `localhost` to a remote
+    // address (unreachable here) while the Server listens on 127.0.0.1.
+    let dir = tempfile::tempdir().unwrap();
+    let hosts = dir.path().join("hosts");
+    std::fs::write(&hosts, "192.0.2.1 localhost\n").unwrap();
+    let hosts = hosts.to_str().unwrap();
+    let bind = "/usr/bin/mount --bind \"$0\" /etc/hosts && exec \"$@\"";
+    let can_bind = std::process::Command::new("unshare")
+        .args(["-m", "/bin/sh", "-c", bind, hosts, "/bin/true"])
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !can_bind {
+        eprintln!("skipped: needs `unshare -m` and `mount --bind` (run as root, as `make test` does)");
+        return;
+    }
+    let s = server(|| Reply::json(200, &ready(CONTENT)));
+    let cwd = tempfile::tempdir().unwrap();
+    let out = HookCmd::new("/usr/bin/unshare")
+        .args(["-m", "/bin/sh", "-c", bind, hosts, CLAUDE])
+        .env(
+            "POWERCONTEXT_CLAUDE_SERVER_URL",
+            format!("http://localhost:{}", s.port()),
+        )
+        .env("POWERCONTEXT_CLAUDE_AUTHORIZATION", format!("Bearer {TOKEN}"))
+        .stdin_json(&prompt_payload(PROMPT, cwd.path()))
+        .run();
+    assert_clean(&out);
+    assert_eq!(out.context().as_deref(), Some(CONTENT), "{}", out.stderr);
+}
+
+#[test]
+fn an_answer_that_repeats_a_key_is_rejected() {
+    // Read last-wins, this is a ready context that still has exactly four distinct keys; read
+    // first-wins, it is empty. Either way it is not the Server's exact schema.
+    let body = format!(
+        r#"{{"schema":"powercontext.prepared-context.v1","status":"empty","content":null,"content_bytes":0,"status":"ready","content":"{CONTENT}","content_bytes":{}}}"#,
+        CONTENT.len()
+    );
+    let s = server(move || Reply::Status {
+        status: 200,
+        headers: vec![("content-type".into(), "application/json".into())],
+        body: body.clone().into_bytes(),
+    });
+    let out = hook(CLAUDE, "CLAUDE", &s.url()).run();
+    assert_clean(&out);
+    assert_eq!(out.context(), None);
+    let d = prepare_outcome(&out);
+    assert_eq!(d["outcome"], "invalid_response");
+    assert_eq!(d["detail"], "schema");
+}
+
+#[test]
 fn oversized_bodies_are_rejected_with_and_without_length() {
     for declared_length in [true, false] {
         let s = server(move || Reply::Oversized {

@@ -494,6 +494,33 @@ fn every_host_refuses_a_config_that_is_not_a_regular_file() {
 }
 
 #[test]
+fn every_host_refuses_a_socks_proxy_by_name_instead_of_crashing() {
+    // A remote https Server takes the standard proxy variables; this build speaks only HTTP(S)
+    // CONNECT to a proxy. A SOCKS one is a configuration it cannot honour: named, never a crash,
+    // and nothing is sent anywhere (neither around the proxy nor to it).
+    let proxy = FaultServer::start(|_| Reply::Close);
+    let value = format!("socks5://127.0.0.1:{}", proxy.port());
+    for host in hosts() {
+        let turn = host.turn("https://192.0.2.1", &[("ALL_PROXY", &value)]);
+        turn.assert_fail_open(host.name);
+        assert_eq!(turn.injected, None, "{}", host.name);
+        let diagnostics = turn.diagnostics();
+        assert!(
+            diagnostics.iter().all(|d| d["outcome"] != "internal_error"),
+            "{}: {}",
+            host.name,
+            turn.stderr()
+        );
+        let d = diagnostics
+            .iter()
+            .find(|d| d["outcome"] == "config_invalid")
+            .unwrap_or_else(|| panic!("{}: no config_invalid: {}", host.name, turn.stderr()));
+        assert_eq!(d["setting"], "ALL_PROXY", "{}", host.name);
+    }
+    assert_eq!(proxy.request_count(), 0, "the proxy never hears from any host");
+}
+
+#[test]
 fn every_host_treats_an_invisible_prompt_as_blank() {
     for prompt in ["\u{200B}", "\u{FEFF}\u{200B} \u{2060}\n\u{200D}\t"] {
         for host in hosts() {

@@ -1045,7 +1045,7 @@ fn official_authorization(
     url: &BaseUrl,
 ) -> Result<Setting<Option<Authorization>>, ConfigError> {
     if layers.host == Integration::Dsh
-        && let Some(raw) = official::dsh_row_authorization(layers.env)
+        && let Some(raw) = official::dsh_row_authorization(layers.env, url)
     {
         let a = Authorization::parse_token(&raw)
             .map_err(|p| ConfigError::new(official::vars::DSH_ROW_AUTHORIZATION, p.to_string()))?;
@@ -1485,6 +1485,49 @@ mod tests {
         let s = resolve(Integration::Codex, &[("HOME", h)], None).unwrap();
         assert_eq!(s.server_url.origin, Origin::Default);
         assert!(s.authorization.value.is_none());
+    }
+
+    #[test]
+    fn the_dsh_row_token_goes_only_to_the_row_server() {
+        let row = [
+            (official::vars::DSH_ROW_BASE_URL, "http://127.0.0.1:18431/mcp"),
+            (official::vars::DSH_ROW_AUTHORIZATION, "Bearer row-token"),
+        ];
+        let s = resolve(Integration::Dsh, &row, None).unwrap();
+        assert_eq!(s.server_url.value.as_str(), "http://127.0.0.1:18431");
+        assert_eq!(s.authorization.value.unwrap().header_value(), "Bearer row-token");
+        // The same endpoint named elsewhere (default port, case, `/mcp`) still gets it...
+        let same = [
+            row[0],
+            row[1],
+            ("POWERCONTEXT_DSH_SERVER_URL", "HTTP://127.0.0.1:18431/"),
+        ];
+        let s = resolve(Integration::Dsh, &same, None).unwrap();
+        assert_eq!(s.authorization.value.unwrap().header_value(), "Bearer row-token");
+        // ...another Server, from the environment or our file, does not.
+        let other = [
+            row[0],
+            row[1],
+            ("POWERCONTEXT_DSH_SERVER_URL", "http://127.0.0.1:9"),
+        ];
+        let s = resolve(Integration::Dsh, &other, None).unwrap();
+        assert_eq!(s.server_url.value.as_str(), "http://127.0.0.1:9");
+        assert!(s.authorization.value.is_none());
+        let s = resolve(
+            Integration::Dsh,
+            &row,
+            Some("server_url = \"http://localhost:18431\"\n"),
+        )
+        .unwrap();
+        assert!(s.authorization.value.is_none());
+        // A row without a URL keeps the official plugin's rule: its token goes with the hook.
+        let s = resolve(
+            Integration::Dsh,
+            &[row[1], ("POWERCONTEXT_DSH_SERVER_URL", "http://127.0.0.1:9")],
+            None,
+        )
+        .unwrap();
+        assert_eq!(s.authorization.value.unwrap().header_value(), "Bearer row-token");
     }
 
     #[test]

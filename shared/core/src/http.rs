@@ -85,6 +85,11 @@ impl HttpError {
 /// standard variables (`HTTPS_PROXY`, `ALL_PROXY`, lowercase too) unless `NO_PROXY` names the host.
 #[must_use]
 pub fn proxy_for(base: &BaseUrl, env: &Env) -> Option<String> {
+    proxy_variable(base, env).map(|(_, value)| value)
+}
+
+/// [`proxy_for`], with the name of the variable that set it.
+fn proxy_variable(base: &BaseUrl, env: &Env) -> Option<(&'static str, String)> {
     if base.is_loopback() || !base.is_https() {
         return None;
     }
@@ -92,29 +97,58 @@ pub fn proxy_for(base: &BaseUrl, env: &Env) -> Option<String> {
         .text("NO_PROXY")
         .or_else(|| env.text("no_proxy"))
         .unwrap_or("");
-    let host = base.host();
+    let host = base.host().trim_end_matches('.');
     let excluded = no_proxy
         .split(',')
-        .map(str::trim)
+        .map(|e| no_proxy_host(e.trim()))
         .filter(|e| !e.is_empty())
-        .any(|entry| {
-            let entry = entry.trim_start_matches("*.").trim_start_matches('.');
-            entry == "*" || host == entry || host.ends_with(&format!(".{entry}"))
-        });
+        .any(|entry| entry == "*" || host == entry || host.ends_with(&format!(".{entry}")));
     if excluded {
         return None;
     }
     ["HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"]
-        .iter()
-        .find_map(|n| env.text(n).filter(|v| !v.trim().is_empty()))
-        .map(|v| v.trim().to_owned())
+        .into_iter()
+        .find_map(|n| {
+            env.text(n)
+                .filter(|v| !v.trim().is_empty())
+                .map(|v| (n, v.trim().to_owned()))
+        })
+}
+
+/// The host a `NO_PROXY` entry names, as [`BaseUrl::host`] spells hosts: lowercase, without a
+/// leading `*.`/`.`, a trailing `.`, a `:port` or IPv6 brackets (curl's reading of the variable).
+fn no_proxy_host(entry: &str) -> String {
+    let entry = entry.to_ascii_lowercase();
+    let entry = entry.trim_start_matches("*.").trim_start_matches('.');
+    let host = if let Some(rest) = entry.strip_prefix('[') {
+        rest.split(']').next().unwrap_or_default()
+    } else {
+        match entry.rsplit_once(':') {
+            Some((h, port)) if !h.contains(':') && port.bytes().all(|b| b.is_ascii_digit()) => h,
+            _ => entry,
+        }
+    };
+    host.trim_end_matches('.').to_owned()
+}
+
+/// Parses a proxy variable's value into a proxy this build can use: an HTTP(S) `CONNECT` proxy.
+/// A SOCKS proxy is refused (this build has no SOCKS support, and ureq panics on one at connect
+/// time rather than erroring), as is anything unparsable.
+fn usable_proxy(value: &str) -> Option<ureq::Proxy> {
+    let proxy = ureq::Proxy::new(value).ok()?;
+    matches!(
+        proxy.protocol(),
+        ureq::ProxyProtocol::Http | ureq::ProxyProtocol::Https
+    )
+    .then_some(proxy)
 }
 
 impl Transport {
     /// Builds a transport. An unusable proxy variable is reported as the name of the variable.
     ///
     /// # Errors
-    /// The name of the proxy variable that could not be parsed.
+    /// The name of the proxy variable that could not be parsed or names a kind of proxy this
+    /// build cannot use (SOCKS).
     pub fn new(
         base: BaseUrl,
         authorization: Option<Authorization>,
@@ -122,8 +156,8 @@ impl Transport {
         deadline: Deadline,
         env: &Env,
     ) -> Result<Self, &'static str> {
-        let proxy = match proxy_for(&base, env) {
-            Some(p) => Some(ureq::Proxy::new(&p).map_err(|_| "HTTPS_PROXY")?),
+        let proxy = match proxy_variable(&base, env) {
+            Some((name, value)) => Some(usable_proxy(&value).ok_or(name)?),
             None => None,
         };
         let config = ureq::Agent::config_builder()
@@ -245,9 +279,12 @@ impl Transport {
     }
 }
 
-/// Answers IP-literal hosts (`127.0.0.1`, `[::1]`) without a lookup; names go to ureq's resolver.
-/// ureq's resolver starts a lookup thread per connection even for a literal address: most of a
-/// loopback hook's threads. (This uses ureq's unversioned API, hence the exact version pin.)
+/// Answers IP-literal hosts (`127.0.0.1`, `[::1]`) and `localhost` without a lookup; other names
+/// go to ureq's resolver. ureq's resolver starts a lookup thread per connection even for a literal
+/// address: most of a loopback hook's threads. `localhost` is always `127.0.0.1` then `::1`
+/// (RFC 6761): plain `http://` is allowed to it as loopback, so a hosts file or DNS answer that
+/// sends the name elsewhere must never carry the token off the machine in clear text. (This
+/// uses ureq's unversioned API, hence the exact version pin.)
 #[derive(Debug, Default)]
 struct LiteralFirst(DefaultResolver);
 
@@ -268,6 +305,12 @@ impl Resolver for LiteralFirst {
             if let (Ok(ip), Some(port)) = (host.parse::<std::net::IpAddr>(), port) {
                 let mut out = self.empty();
                 out.push(std::net::SocketAddr::new(ip, port));
+                return Ok(out);
+            }
+            if let (true, Some(port)) = (host.eq_ignore_ascii_case("localhost"), port) {
+                let mut out = self.empty();
+                out.push(std::net::SocketAddr::from((std::net::Ipv4Addr::LOCALHOST, port)));
+                out.push(std::net::SocketAddr::from((std::net::Ipv6Addr::LOCALHOST, port)));
                 return Ok(out);
             }
         }
@@ -319,8 +362,8 @@ fn read_reply(result: Result<ureq::http::Response<ureq::Body>, ureq::Error>) -> 
         Err(ureq::Error::BodyExceedsLimit(_)) => return Err(HttpError::BodyTooLarge(status)),
         Err(e) => return Err(classify(&e)),
     };
-    match serde_json::from_slice::<Value>(&bytes) {
-        Ok(body) => Ok(Reply {
+    match serde_json::from_slice::<Strict>(&bytes) {
+        Ok(Strict(body)) => Ok(Reply {
             status,
             body,
             json: true,
@@ -332,6 +375,66 @@ fn read_reply(result: Result<ureq::http::Response<ureq::Body>, ureq::Error>) -> 
             json: false,
             etag,
         }),
+    }
+}
+
+/// A JSON value in which no object names a key twice. serde_json keeps the last of repeated keys,
+/// so `{"status":"empty",…,"status":"ready","content":…}` would pass an exact-keys check while
+/// another reader of the same bytes sees a different answer: such a body is not JSON here.
+struct Strict(Value);
+
+impl<'de> serde::Deserialize<'de> for Strict {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(StrictVisitor).map(Strict)
+    }
+}
+
+struct StrictVisitor;
+
+impl<'de> serde::de::Visitor<'de> for StrictVisitor {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("JSON without repeated object keys")
+    }
+    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
+        Ok(Value::String(v.to_owned()))
+    }
+    fn visit_string<E>(self, v: String) -> Result<Value, E> {
+        Ok(Value::String(v))
+    }
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut out = Vec::new();
+        while let Some(Strict(v)) = seq.next_element()? {
+            out.push(v);
+        }
+        Ok(Value::Array(out))
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut out = serde_json::Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            if out.contains_key(&key) {
+                return Err(serde::de::Error::custom("repeated object key"));
+            }
+            let Strict(v) = map.next_value()?;
+            out.insert(key, v);
+        }
+        Ok(Value::Object(out))
     }
 }
 
@@ -384,6 +487,89 @@ mod tests {
             None
         );
         assert_eq!(proxy_for(&remote, &Env::default()), None);
+        // An entry names its host in any case, with a port, a trailing dot or IPv6 brackets.
+        for entry in [
+            "Memory.Example",
+            "memory.example:443",
+            ".MEMORY.example.",
+            "*.example",
+            "other.example, memory.example",
+        ] {
+            let env = Env::from_pairs([("HTTPS_PROXY", "http://proxy.example:3128"), ("no_proxy", entry)]);
+            assert_eq!(proxy_for(&remote, &env), None, "{entry}");
+        }
+        let v6 = BaseUrl::parse("https://[2001:db8::1]:8443").unwrap();
+        for entry in ["[2001:db8::1]:8443", "2001:DB8::1"] {
+            let env = Env::from_pairs([("HTTPS_PROXY", "http://proxy.example:3128"), ("NO_PROXY", entry)]);
+            assert_eq!(proxy_for(&v6, &env), None, "{entry}");
+        }
+        let env = Env::from_pairs([
+            ("HTTPS_PROXY", "http://proxy.example:3128"),
+            ("NO_PROXY", "emory.example,memory.example.org"),
+        ]);
+        assert!(proxy_for(&remote, &env).is_some(), "only whole labels match");
+    }
+
+    #[test]
+    fn a_proxy_this_build_cannot_use_is_refused_by_name() {
+        let remote = BaseUrl::parse("https://192.0.2.1").unwrap();
+        let open = |pairs: &[(&str, &str)]| {
+            Transport::new(
+                remote.clone(),
+                None,
+                Duration::from_secs(1),
+                Deadline::after(Duration::from_secs(1)),
+                &Env::from_pairs(pairs.iter().copied()),
+            )
+            .err()
+        };
+        // ureq without its SOCKS feature panics on a SOCKS proxy when it connects.
+        for scheme in ["socks5", "socks5h", "socks4", "socks4a", "socks"] {
+            let value = format!("{scheme}://127.0.0.1:1080");
+            assert_eq!(open(&[("ALL_PROXY", &value)]), Some("ALL_PROXY"), "{scheme}");
+            assert_eq!(open(&[("https_proxy", &value)]), Some("https_proxy"), "{scheme}");
+        }
+        assert_eq!(open(&[("all_proxy", "gopher://proxy")]), Some("all_proxy"));
+        assert_eq!(open(&[("HTTPS_PROXY", "http://proxy.example:3128")]), None);
+        assert_eq!(open(&[("HTTPS_PROXY", "https://proxy.example")]), None);
+        assert_eq!(open(&[("HTTPS_PROXY", "proxy.example:3128")]), None);
+        // Loopback and plain http never use a proxy, whatever it is.
+        let local = Transport::new(
+            BaseUrl::parse("http://127.0.0.1:8000").unwrap(),
+            None,
+            Duration::from_secs(1),
+            Deadline::after(Duration::from_secs(1)),
+            &Env::from_pairs([("ALL_PROXY", "socks5://127.0.0.1:1080")]),
+        );
+        assert!(local.is_ok());
+    }
+
+    #[test]
+    fn a_body_that_repeats_a_key_is_not_json() {
+        let strict = |text: &str| serde_json::from_str::<Strict>(text).ok().map(|s| s.0);
+        let schema = "\"schema\":\"powercontext.prepared-context.v1\"";
+        let twice = format!(
+            "{{{schema},\"status\":\"empty\",\"content\":null,\"content_bytes\":0,\
+             \"status\":\"ready\",\"content\":\"x\",\"content_bytes\":1}}"
+        );
+        assert_eq!(strict(&twice), None);
+        assert_eq!(strict(r#"{"a":{"b":1,"b":2}}"#), None);
+        assert_eq!(strict(r#"[{"a":1},{"a":1,"a":1}]"#), None);
+        // Everything else reads exactly as serde_json reads it.
+        for text in [
+            r#"{"a":{"b":[1,-2,3.5,true,null,"s\u00e9"]},"c":{},"d":[]}"#,
+            r#"{"scope_id":"scp_1","title":"t"}"#,
+            "18446744073709551615",
+            "\"x\"",
+        ] {
+            assert_eq!(
+                strict(text),
+                Some(serde_json::from_str::<Value>(text).unwrap()),
+                "{text}"
+            );
+        }
+        let deep = format!("{}{}", "[".repeat(10_000), "]".repeat(10_000));
+        assert_eq!(strict(&deep), None, "serde_json's depth limit still holds");
     }
 
     #[test]

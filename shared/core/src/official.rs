@@ -318,12 +318,21 @@ fn endpoint_key(u: &BaseUrl) -> String {
     format!("{scheme}://{authority}{path}")
 }
 
-/// DSH's row `config.authorization`, passed on by our DSH plugin (ranks above the credential file).
+/// DSH's row `config.authorization`, passed on by our DSH plugin (ranks above the credential file),
+/// for a call to `effective`. The row holds its Server next to its token: when the row names a
+/// `config.baseUrl`, the token is used only for that same endpoint (another setting that points
+/// the hook elsewhere never takes the row's token with it).
 #[must_use]
-pub fn dsh_row_authorization(env: &Env) -> Option<String> {
-    env.text(vars::DSH_ROW_AUTHORIZATION)
-        .filter(|v| !v.trim().is_empty())
-        .map(str::to_owned)
+pub fn dsh_row_authorization(env: &Env, effective: &BaseUrl) -> Option<String> {
+    let token = env
+        .text(vars::DSH_ROW_AUTHORIZATION)
+        .filter(|v| !v.trim().is_empty())?;
+    if let Some(row_url) = env.text(vars::DSH_ROW_BASE_URL).filter(|v| !v.trim().is_empty())
+        && !BaseUrl::parse_insecure(row_url).is_ok_and(|u| same_endpoint(&u, effective))
+    {
+        return None;
+    }
+    Some(token.to_owned())
 }
 
 /// Reads `<host root>/powercontext/credentials.json` for a call to `effective`: used only when
