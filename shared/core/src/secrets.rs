@@ -29,6 +29,9 @@
 //!   is redacted to its real end (at most 64 KiB). An all-digit value of a password key
 //!   (`DB_PASSWORD=84619273`) and a letters-only YAML value of one on a line of its own
 //!   (`password: SuperSecretPassword`, `password: trustno-one-ever`) count. Also SQL `IDENTIFIED BY '…'` and an Azure SAS `&sig=…`.
+//!   The word for password in German, French, Spanish, Portuguese, Chinese, Japanese and Russian
+//!   (`Passwort`, `Kennwort`, `mot de passe`, `contraseña`, `clave`, `senha`, `密码`, `パスワード`,
+//!   `пароль`; Italian writes `password`) is a key as `password` is, `密码：…` included.
 //! - `command_line`: `--password=…`-style flags, `-p` after `docker login`/`sshpass`/`mongo`,
 //!   `-pSECRET` after `mysql`, `-P` after `sqlcmd`, `-w` after the `ldap…` tools, `-a` after
 //!   `redis-cli`, `-a user:pw` after httpie, `-u user:pw` after `curl`, `-u user,pw` after
@@ -45,7 +48,9 @@
 //!   with its tail, and a 40-character AWS secret key next to its key id with it.
 //! - `jwt`: `eyJ….eyJ….<signature>`, segments up to 16 KiB each.
 //! - `prose`: a random-looking value right after a secret word (`my password is hunter2`, `the
-//!   password for prod is …`, `use password "…"`, `my password: <words run together>`).
+//!   password for prod is …`, `use password "…"`, `my password: <words run together>`), in other
+//!   languages too (`mein Passwort ist …`, `a senha do banco é …`, `密码是…`, `パスワードは…です`).
+//!   A value that starts in ASCII ends at a Chinese or Japanese character glued to it.
 //!
 //! Precision: a value that is a placeholder or a reference filling the whole value (`<…>`,
 //! `$VAR`, `${…}`, `{{…}}`, `{name}`, `%VAR%`, a YAML `!tag` before what it tags,
@@ -307,6 +312,9 @@ impl Scan<'_> {
                 continue;
             }
             if !b.is_ascii() {
+                if i >= self.covered {
+                    self.password_word_at(i);
+                }
                 let (word, len) = match char_at(self.text, i) {
                     Some(c) => (is_word(c), c.len_utf8()),
                     None => (false, 1),
@@ -553,6 +561,9 @@ impl Scan<'_> {
 
     /// A key run starting at `i`: if it holds a secret word, what follows decides.
     fn key_at(&mut self, i: usize) {
+        if self.password_word_at(i) {
+            return;
+        }
         let bytes = self.bytes;
         let run = run_end(bytes, i, is_key_byte);
         // Trailing dots and dashes end a sentence or a flag, they are not part of the key.
@@ -588,6 +599,64 @@ impl Scan<'_> {
             SecretKind::Assignment
         };
         self.assignment_after(i, kend, key, strength, kind, false);
+    }
+
+    /// The word for password in another language (see [`PASSWORD_WORDS`]), judged as `password`
+    /// is: `Passwort: …` as a mapping, `mein Passwort ist …` as prose, `密码：…`, and `密码是…`
+    /// or `パスワードは…`, where a particle glued to the word reads `is`.
+    #[inline(always)]
+    fn password_word_at(&mut self, i: usize) -> bool {
+        // Two lookups rule out most words.
+        let second = self.bytes.get(i + 1).map_or(0, |&b| usize::from(b));
+        let mask = PASSWORD_WORD_INDEX[0][usize::from(self.bytes[i])] & PASSWORD_WORD_INDEX[1][second];
+        mask != 0 && self.password_word(i, mask)
+    }
+
+    /// [`Scan::password_word_at`] for the words of `mask`, those that may start at `i`.
+    fn password_word(&mut self, i: usize, mut mask: u16) -> bool {
+        let bytes = self.bytes;
+        let end = loop {
+            if mask == 0 {
+                return false;
+            }
+            let k = mask.trailing_zeros() as usize;
+            mask &= mask - 1;
+            if let Some(end) = eat_ci(bytes, i, PASSWORD_WORDS[k].as_bytes()) {
+                break end;
+            }
+        };
+        // Chinese and Japanese are written without spaces; other scripts' words stand alone
+        // (`Passwortlänge` is a length, `пароля` another case).
+        let spaced_script = bytes[i] < 0xE3;
+        if spaced_script
+            && (word_at(self.text, end) || self.text[..i].chars().next_back().is_some_and(is_word))
+        {
+            return false;
+        }
+        match ["是", "为", "為", "は"]
+            .iter()
+            .find_map(|p| eat_ci(bytes, end, p.as_bytes()))
+        {
+            Some(pos) => {
+                // What follows in Chinese or Japanese is the sentence, not a value.
+                let pos = skip_blank(bytes, pos);
+                if bytes.get(pos).is_some_and(u8::is_ascii)
+                    && let Some(value) = Value::parse(bytes, pos, Stop::Code)
+                    && value_is_secret(bytes, &value, b"password", Strength::Strong, Mode::Prose)
+                {
+                    self.push(SecretKind::Prose, value.start, value.whole_end(bytes));
+                }
+            }
+            None => self.assignment_after(
+                i,
+                end,
+                b"password",
+                Strength::Strong,
+                SecretKind::Assignment,
+                false,
+            ),
+        }
+        true
     }
 
     /// An Azure SAS signature, `?…&sig=<base64>` in a URL query: the signature grants the access.
@@ -774,6 +843,7 @@ impl Scan<'_> {
             (Some(b'='), Some(b'>')) => Some(2),
             (Some(b'?'), Some(b':')) => return, // a TypeScript optional field: a type follows
             (Some(b':' | b'='), _) => Some(1),
+            _ if bytes[pos..].starts_with("：".as_bytes()) => Some(3),
             _ => None,
         };
         let line = line_before(bytes, kstart);
@@ -1142,6 +1212,42 @@ struct SecretWord {
     strength: Strength,
     authorization: bool,
 }
+
+/// The word for password in German, French, Spanish, Portuguese, Chinese, Japanese and Russian
+/// (Italian writes `password`): a key of its own, judged as `password` is.
+const PASSWORD_WORDS: &[&str] = &[
+    "passwort",
+    "kennwort",
+    "mot de passe",
+    "contraseña",
+    "contrasena",
+    "clave",
+    "senha",
+    "密码",
+    "密碼",
+    "パスワード",
+    "пароль",
+    "Пароль",
+    "ПАРОЛЬ",
+];
+
+/// For each byte, the bit set of [`PASSWORD_WORDS`] that start with it (either ASCII case), and
+/// (second array) that have it second: most words are ruled out by two lookups and an AND.
+static PASSWORD_WORD_INDEX: [[u16; 256]; 2] = {
+    let mut index = [[0u16; 256]; 2];
+    let mut k = 0;
+    while k < PASSWORD_WORDS.len() {
+        let mut at = 0;
+        while at < 2 {
+            let b = PASSWORD_WORDS[k].as_bytes()[at];
+            index[at][b.to_ascii_lowercase() as usize] |= 1 << k;
+            index[at][b.to_ascii_uppercase() as usize] |= 1 << k;
+            at += 1;
+        }
+        k += 1;
+    }
+    index
+};
 
 /// Suffixes after a secret word that make the key metadata about a secret, not the secret.
 const QUALIFIERS: &[&[u8]] = &[
@@ -1593,7 +1699,8 @@ fn unquoted_end(bytes: &[u8], pos: usize, limit: usize, stop: Stop) -> usize {
             || (matches!(b, b'"' | b'\'' | b'`') && closes(raw_end))
             || (matches!(b, b'&' | b';') && next_field(raw_end))
             || (stop == Stop::Code && b == b',' && next_field(raw_end))
-            || (stop == Stop::Code && matches!(b, b',' | b';') && closes(raw_end));
+            || (stop == Stop::Code && matches!(b, b',' | b';') && closes(raw_end))
+            || (bytes[pos].is_ascii() && cjk_at(bytes, raw_end));
         if ends {
             break;
         }
@@ -1963,9 +2070,10 @@ fn prose_word(bytes: &[u8], value: &Value) -> bool {
         .is_some_and(|eq| eq >= 3 && v[..eq].iter().all(u8::is_ascii_alphabetic));
     !value.quoted
         && !named
-        && bytes
+        && (bytes
             .get(value.raw_end)
             .is_none_or(|&b| b.is_ascii_whitespace() || matches!(b, b',' | b';'))
+            || cjk_at(bytes, value.raw_end))
 }
 
 /// A random-looking word of at least `min` bytes: digits and letters mixed, or symbols, or a long
@@ -1982,10 +2090,26 @@ fn has_digit(v: &[u8]) -> bool {
     v.iter().any(u8::is_ascii_digit)
 }
 
-/// A character that identifiers and words do not use.
+/// A character that identifiers and words do not use (a letter of any script is not one:
+/// `ändern` is a word).
 fn has_symbol(v: &[u8]) -> bool {
-    v.iter()
-        .any(|&b| !b.is_ascii_alphanumeric() && !matches!(b, b'_' | b'-' | b'.' | b':' | b'/'))
+    v.utf8_chunks().any(|chunk| {
+        !chunk.invalid().is_empty()
+            || chunk
+                .valid()
+                .chars()
+                .any(|c| !c.is_alphanumeric() && !matches!(c, '_' | '-' | '.' | ':' | '/'))
+    })
+}
+
+/// A Chinese or Japanese character or full-width punctuation (U+3000–U+9FFF, U+FF00–U+FFEF) at
+/// byte `k`: prose glued to a value, not part of it (`密码：Xy7!kq9Lm，谢谢`).
+fn cjk_at(bytes: &[u8], k: usize) -> bool {
+    match bytes.get(k) {
+        Some(0xE3..=0xE9) => true,
+        Some(0xEF) => matches!(bytes.get(k + 1), Some(0xBC..=0xBF)),
+        _ => false,
+    }
 }
 
 fn mixed_case(v: &[u8]) -> bool {
@@ -2493,9 +2617,19 @@ fn is_auth_scheme(v: &[u8]) -> bool {
 /// Skips `is`, `was`, `to`, `:` and similar words between a secret word and its value in prose,
 /// or a short phrase ending with `:` (`password for staging: …`).
 fn skip_fillers(bytes: &[u8], start: usize) -> usize {
-    const FILLERS: &[&[u8]] = &[
+    // `is` in English, German, French, Spanish, Portuguese and Italian.
+    const IS: &[&[u8]] = &[
         b"is",
         b"was",
+        b"=",
+        b"ist",
+        b"lautet",
+        b"est",
+        b"es",
+        "é".as_bytes(),
+        "è".as_bytes(),
+    ];
+    const FILLERS: &[&[u8]] = &[
         b"are",
         b"be",
         b"to",
@@ -2504,18 +2638,30 @@ fn skip_fillers(bytes: &[u8], start: usize) -> usize {
         b"currently",
         b"set",
         b"equals",
-        b"=",
         b":",
         b"is:",
         b"of",
         b"here:",
         b"value",
     ];
-    // `for prod`, `on staging`, `in CI`: a phrase naming where the secret is used.
-    let first = &bytes[start..run_end_max(bytes, start, 8, |b| b.is_ascii_alphabetic())];
-    let scoped = [&b"for"[..], b"on", b"in", b"at", b"of"]
-        .iter()
-        .any(|w| first.eq_ignore_ascii_case(w));
+    // `for prod`, `on staging`, `in CI`, `für prod`, `do banco`: a phrase naming where the
+    // secret is used.
+    let first = &bytes[start..run_end_max(bytes, start, 8, |b| !b.is_ascii_whitespace())];
+    let scoped = [
+        &b"for"[..],
+        b"on",
+        b"in",
+        b"at",
+        b"of",
+        "für".as_bytes(),
+        b"de",
+        b"do",
+        b"da",
+        b"del",
+        b"du",
+    ]
+    .iter()
+    .any(|w| first.eq_ignore_ascii_case(w));
     let mut pos = start;
     for _ in 0..4 {
         let end = run_end_max(bytes, pos, 256, |b| !b.is_ascii_whitespace());
@@ -2524,7 +2670,7 @@ fn skip_fillers(bytes: &[u8], start: usize) -> usize {
         }
         let word = &bytes[pos..end];
         // `password for staging: …`, `password for prod is …`
-        if bytes[end - 1] == b':' || pos > start && scoped && [&b"is"[..], b"was", b"="].contains(&word) {
+        if bytes[end - 1] == b':' || pos > start && scoped && IS.contains(&word) {
             return skip_blank(bytes, end);
         }
         pos = skip_blank(bytes, end);
@@ -2533,7 +2679,7 @@ fn skip_fillers(bytes: &[u8], start: usize) -> usize {
     for _ in 0..2 {
         let end = run_end_max(bytes, pos, 256, |b| !b.is_ascii_whitespace());
         let word = &bytes[pos..end];
-        if end < bytes.len() && FILLERS.iter().any(|f| word.eq_ignore_ascii_case(f)) {
+        if end < bytes.len() && IS.iter().chain(FILLERS).any(|f| word.eq_ignore_ascii_case(f)) {
             pos = skip_blank(bytes, end);
         } else {
             break;
@@ -3689,6 +3835,12 @@ mod tests {
             "MTAJMlA4JahKDNl9sW7W6zCJ.",
             "&sig=",
             "ghp_zymMlopiWfqUyHRS\n",
+            "密码",
+            "密码是",
+            "パスワード：",
+            "mot de passe ",
+            "Passwort ist ",
+            "пароль ",
         ];
         let started = Instant::now();
         for unit in units {
@@ -4030,5 +4182,53 @@ mod tests {
         let block = "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAq7Bz\n-----END RSA PRIVATE KEY-----";
         let text = format!("{}{block}", "-----BEGIN RSA PRIVATE KEY-----\n".repeat(3));
         assert_eq!(findings(&text).last().map(|f| f.end), Some(text.len()));
+    }
+
+    /// The word for password in other languages is a key as `password` is, with the same value
+    /// rules: a mapping needs a digit or symbol, prose a random-looking word.
+    #[test]
+    fn password_words_of_other_languages_take_the_same_values() {
+        for text in [
+            "mein Passwort ist Xy7!kq9Lm",
+            "Passwort: Xy7!kq9Lm",
+            "Kennwort: Xy7!kq9Lm",
+            "mot de passe : Xy7!kq9Lm",
+            "le mot de passe est Xy7!kq9Lm",
+            "contraseña: Xy7!kq9Lm",
+            "mi contraseña es Xy7!kq9Lm",
+            "clave: Xy7!kq9Lm",
+            "senha: Xy7!kq9Lm",
+            "minha senha é Xy7!kq9Lm",
+            "la password è Xy7!kq9Lm",
+            "密码：Xy7!kq9Lm，谢谢",
+            "我的密码是Xy7!kq9Lm。",
+            "パスワード：Xy7!kq9Lm",
+            "パスワードはXy7!kq9Lmです",
+            "пароль: Xy7!kq9Lm",
+            "мой пароль Xy7!kq9Lm",
+            "das Passwort für prod ist Xy7!kq9Lm",
+            "a senha do banco é Xy7!kq9Lm",
+        ] {
+            assert_eq!(spans(text), ["Xy7!kq9Lm"], "{text}");
+        }
+        assert_clean(&[
+            "Passwort: ändern",
+            "Das Passwort ist zu kurz.",
+            "Passwortlänge: 12",
+            "mot de passe oublié",
+            "Le mot de passe est incorrect.",
+            "la contraseña es obligatoria",
+            "clave primaria: id_usuario",
+            "enclave: sgx-enclave-01",
+            "a senha é obrigatória",
+            "密码：请输入",
+            "密码错误，请重试",
+            "密码学是一门科学",
+            "密码长度：8-16位",
+            "パスワードは8文字以上",
+            "Пароль: обязательно",
+            "пароля нет",
+            "the password is Größe",
+        ]);
     }
 }
