@@ -31,7 +31,10 @@
 //!   (`password: SuperSecretPassword`, `password: trustno-one-ever`) count. Also SQL `IDENTIFIED BY '…'` and an Azure SAS `&sig=…`.
 //!   The word for password in German, French, Spanish, Portuguese, Chinese, Japanese and Russian
 //!   (`Passwort`, `Kennwort`, `mot de passe`, `contraseña`, `clave`, `senha`, `密码`, `パスワード`,
-//!   `пароль`; Italian writes `password`) is a key as `password` is, `密码：…` included.
+//!   `пароль`; Italian writes `password`) is a key as `password` is, `密码：…` included. A
+//!   CSV, TSV or markdown table whose header names a secret column (`user,password`,
+//!   `| user | password |`) and a SQL `INSERT INTO t (name, password) VALUES (…)` give each row's
+//!   cell in that column as the key's value.
 //! - `command_line`: `--password=…`-style flags, `-p` after `docker login`/`sshpass`/`mongo`,
 //!   `-pSECRET` after `mysql`, `-P` after `sqlcmd`, `-w` after the `ldap…` tools, `-a` after
 //!   `redis-cli`, `-a user:pw` after httpie, `-u user:pw` after `curl`, `-u user,pw` after
@@ -138,16 +141,7 @@ pub struct Finding {
 /// rule names the merged span).
 #[must_use]
 pub fn findings(text: &str) -> Vec<Finding> {
-    let mut scan = Scan {
-        text,
-        bytes: text.as_bytes(),
-        found: Vec::new(),
-        covered: 0,
-        line: (0, None),
-        pem_end: PemEnd::default(),
-        pem_searched: 0,
-        b64url_run: (0, 0),
-    };
+    let mut scan = Scan::new(text);
     scan.run();
     let mut found = scan.found;
     found.sort_by_key(|f| (f.start, f.kind.rank()));
@@ -270,6 +264,21 @@ struct Scan<'t> {
     pem_searched: usize,
     /// The last base64url run measured by the JWT rule, `[start, end)`.
     b64url_run: (usize, usize),
+    /// The table whose rows the current line may continue (its header named a secret column).
+    table: Option<Table>,
+    /// The end of the last SQL `INSERT` read: one that starts inside it is inside its strings.
+    insert_end: usize,
+}
+
+/// A table whose header names secret columns: the cells under them in each row are values.
+#[derive(Clone, Copy)]
+struct Table {
+    /// The header row, `[start, end)`.
+    header: (usize, usize),
+    delim: u8,
+    cells: usize,
+    /// A bit per column (the first 64) whose header names a secret.
+    secret: u64,
 }
 
 /// What is known about `-----end ` after a position: searched `[from, to)`, first hit `found`.
@@ -289,7 +298,22 @@ fn is_key_byte(b: u8) -> bool {
     b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.')
 }
 
-impl Scan<'_> {
+impl<'t> Scan<'t> {
+    fn new(text: &'t str) -> Self {
+        Scan {
+            text,
+            bytes: text.as_bytes(),
+            found: Vec::new(),
+            covered: 0,
+            line: (0, None),
+            pem_end: PemEnd::default(),
+            pem_searched: 0,
+            b64url_run: (0, 0),
+            table: None,
+            insert_end: 0,
+        }
+    }
+
     fn push(&mut self, kind: SecretKind, start: usize, end: usize) {
         if end > start {
             self.found.push(Finding { kind, start, end });
@@ -389,7 +413,10 @@ impl Scan<'_> {
         match bytes[i] {
             // A scheme word is English: glued to other text it is not one.
             b'b' | b'B' if prev != NON_ASCII_WORD => self.auth_scheme_at(i),
-            b'i' | b'I' => self.identified_by_at(i),
+            b'i' | b'I' => {
+                self.identified_by_at(i);
+                self.insert_at(i);
+            }
             b'0'..=b'9' => self.telegram_at(i),
             b'M' | b'N' | b'O' => self.discord_at(i),
             b'e' => {
@@ -485,6 +512,100 @@ impl Scan<'_> {
         if value.quoted && value_is_secret(bytes, &value, b"password", Strength::Strong, Mode::Literal) {
             self.push(SecretKind::Assignment, value.start, value.whole_end(bytes));
         }
+    }
+
+    /// SQL `INSERT INTO t (name, password) VALUES ('bob', '…'), …`: the value in the position of
+    /// a secret column, in every row.
+    fn insert_at(&mut self, i: usize) {
+        let bytes = self.bytes;
+        let space = |p: usize| run_end_max(bytes, p, 64, |b| b.is_ascii_whitespace());
+        if i < self.insert_end {
+            return;
+        }
+        let Some(p) = eat_ci(bytes, i, b"insert").and_then(|p| eat_ci(bytes, space(p), b"into")) else {
+            return;
+        };
+        let name = space(p);
+        let open = space(run_end_max(bytes, name, 128, |b| {
+            is_key_byte(b) || matches!(b, b'"' | b'`' | b'[' | b']')
+        }));
+        if open == name || bytes.get(open) != Some(&b'(') {
+            return;
+        }
+        let Some(close) = bytes[open..bytes.len().min(open + 512)]
+            .iter()
+            .position(|&b| b == b')')
+        else {
+            return;
+        };
+        let close = open + close;
+        let Some(table) = table_header(bytes, open + 1, close, b',') else {
+            return;
+        };
+        let Some(mut p) = eat_ci(bytes, space(close + 1), b"values") else {
+            return;
+        };
+        for _ in 0..64 {
+            p = space(p);
+            let Some(close) = tuple_end(bytes, p) else { break };
+            self.table_row(p + 1, close, table);
+            p = space(close + 1);
+            self.insert_end = p;
+            if bytes.get(p) != Some(&b',') {
+                break;
+            }
+            p += 1;
+        }
+    }
+
+    /// The header of a CSV, TSV or markdown table on the line of the secret word at `i`
+    /// (`user,password`, `| user | password |`): the rows below are read at their line starts.
+    fn table_header_at(&mut self, i: usize) {
+        let bytes = self.bytes;
+        let start = i - line_before(bytes, i).len();
+        let stop = bytes.len().min(i + 512);
+        let end = bytes[i..stop]
+            .iter()
+            .position(|&b| b == b'\n')
+            .map_or(stop, |p| i + p);
+        // No header is longer than 512 bytes.
+        if start > 0 && bytes[start - 1] != b'\n' || end == stop && stop < bytes.len() {
+            return;
+        }
+        let start = skip_blank(bytes, start);
+        let delim = match bytes[start] {
+            b'|' => b'|',
+            _ if bytes[start..end].contains(&b'\t') => b'\t',
+            _ => b',',
+        };
+        if let Some(table) = table_header(bytes, start, end, delim) {
+            self.table = Some(table);
+        }
+    }
+
+    /// A row of `table` (as many cells as its header): each cell under a secret column is judged
+    /// as a value of that column's key. Returns whether the row has the header's shape.
+    fn table_row(&mut self, start: usize, end: usize, table: Table) -> bool {
+        let bytes = self.bytes;
+        if for_each_cell(bytes, start, end, table.delim, |_, _, _| {}) != table.cells {
+            return false;
+        }
+        for_each_cell(bytes, start, end, table.delim, |k, s, e| {
+            if k >= 64 || table.secret & (1 << k) == 0 {
+                return;
+            }
+            let (h, he) = nth_cell(bytes, table.header, table.delim, k);
+            let (h, he) = unquoted(bytes, h, he);
+            let key = &bytes[h..he];
+            let value = Value::cell(bytes, s, e);
+            // An unquoted cell with words in it is a note (`see vault`), not a value.
+            if (value.quoted || !value.text(bytes).contains(&b' '))
+                && value_is_secret(bytes, &value, key, Strength::Strong, Mode::Code)
+            {
+                self.push(SecretKind::Assignment, value.start, value.end);
+            }
+        });
+        true
     }
 
     /// `Bearer <token>` and `Basic <base64 of user:password>` anywhere.
@@ -591,6 +712,9 @@ impl Scan<'_> {
         // `api key`, `secret key`, `client secret` written with a space.
         if strength == Strength::Weak && key.eq_ignore_ascii_case(b"key") && strong_word_before(bytes, i) {
             strength = Strength::Strong;
+        }
+        if strength == Strength::Strong {
+            self.table_header_at(i);
         }
         let header = key.len() > 2 && key[..2].eq_ignore_ascii_case(b"x-") || word.authorization;
         let kind = if header {
@@ -1183,6 +1307,12 @@ impl Scan<'_> {
         if let Some((start, end)) = pgpass_at(bytes, s) {
             self.push(SecretKind::CredentialFile, start, end);
         }
+        // A row of a CSV, TSV or markdown table whose header named a secret column.
+        if let Some(table) = self.table
+            && !self.table_row(s, line_end(bytes, s), table)
+        {
+            self.table = None;
+        }
     }
 }
 
@@ -1654,6 +1784,22 @@ impl Value {
             quote: 0,
             stop,
         })
+    }
+
+    /// A table cell `[s, e)`, quoted when `"` or `'` enclose it (markdown's backticks and
+    /// emphasis are not quotes).
+    fn cell(bytes: &[u8], s: usize, e: usize) -> Self {
+        let (start, end) = unquoted(bytes, s, e);
+        Self {
+            start,
+            end,
+            quoted: start > s && matches!(bytes[start - 1], b'"' | b'\''),
+            raw_end: end,
+            span_end: end,
+            cut: false,
+            quote: 0,
+            stop: Stop::Code,
+        }
     }
 
     /// The end of the whole value, once it is judged a secret: a value cut at [`MAX_VALUE`] runs
@@ -2806,6 +2952,128 @@ fn pgpass_at(bytes: &[u8], s: usize) -> Option<(usize, usize)> {
     Some((end - pw.len(), end))
 }
 
+/// A header row of a CSV, TSV or markdown table (`user,password`, `| user | password |`) or a SQL
+/// column list: every cell a short name, at least one naming a secret with a strong word (the
+/// header of a password manager's export: `name,url,username,password`).
+fn table_header(bytes: &[u8], start: usize, end: usize, delim: u8) -> Option<Table> {
+    // Names, separators and quotes only: most lines fail on their first symbol.
+    let line = &bytes[start..end];
+    let header_byte = |b: u8| {
+        is_key_byte(b) || b == delim || matches!(b, b' ' | b'\t' | b'\r' | b'"' | b'\'' | b'`' | b'*')
+    };
+    if line.len() > 512 || !line.contains(&delim) || !line.iter().all(|&b| header_byte(b)) {
+        return None;
+    }
+    let mut names = true;
+    let mut named = 0;
+    let mut secret = 0;
+    let cells = for_each_cell(bytes, start, end, delim, |k, s, e| {
+        let (s, e) = unquoted(bytes, s, e);
+        let name = &bytes[s..e];
+        named += usize::from(!name.is_empty());
+        // A markdown header may say `API key`; a CSV line with a space in a cell is code or prose
+        // (`return user, token`).
+        let spaces = name.iter().filter(|&&b| b == b' ').count();
+        let name_like = name.len() <= 64
+            && name.iter().all(|&b| is_key_byte(b) || b == b' ')
+            && spaces <= usize::from(delim == b'|');
+        names &= name_like;
+        if name_like && k < 64 && secret_word(name).is_some_and(|w| w.strength == Strength::Strong) {
+            secret |= 1 << k;
+        }
+    });
+    // Every column is named; markdown's outer pipes leave an empty cell at each end.
+    let outer = if delim == b'|' { 2 } else { 0 };
+    (names && named >= 2 && named + outer >= cells && secret != 0).then_some(Table {
+        header: (start, end),
+        delim,
+        cells,
+        secret,
+    })
+}
+
+/// Calls `f` with the index and span (blanks trimmed) of each cell of the row `[start, end)`
+/// split at `delim`, and returns how many there are. A cell that starts with a quote runs to its
+/// closing quote, so a quoted `,` splits nothing.
+fn for_each_cell(
+    bytes: &[u8],
+    start: usize,
+    end: usize,
+    delim: u8,
+    mut f: impl FnMut(usize, usize, usize),
+) -> usize {
+    let mut n = 0;
+    let mut pos = start;
+    loop {
+        let s = skip_blank(bytes, pos).min(end);
+        let mut k = s;
+        if k < end && matches!(bytes[k], b'"' | b'\'') {
+            let quote = bytes[k];
+            k = (k + 1..end).find(|&j| bytes[j] == quote).map_or(end, |j| j + 1);
+        }
+        while k < end && bytes[k] != delim {
+            k += 1;
+        }
+        let e = s + trim_end_of(&bytes[s..k], |b| b.is_ascii_whitespace()).len();
+        f(n, s, e);
+        n += 1;
+        if k >= end {
+            return n;
+        }
+        pos = k + 1;
+    }
+}
+
+/// The span of cell `n` of the row `[start, end)`.
+fn nth_cell(bytes: &[u8], (start, end): (usize, usize), delim: u8, n: usize) -> (usize, usize) {
+    let mut cell = (end, end);
+    for_each_cell(bytes, start, end, delim, |k, s, e| {
+        if k == n {
+            cell = (s, e);
+        }
+    });
+    cell
+}
+
+/// The span of a cell `[s, e)` without the quotes, backticks or markdown emphasis around it.
+fn unquoted(bytes: &[u8], s: usize, e: usize) -> (usize, usize) {
+    let wrap = |b: &u8| matches!(b, b'"' | b'\'' | b'`' | b'*');
+    let start = s + bytes[s..e].iter().take_while(|b| wrap(b)).count();
+    (
+        start,
+        e - bytes[start..e].iter().rev().take_while(|b| wrap(b)).count(),
+    )
+}
+
+/// The `)` closing the SQL tuple that opens at `open`, nested calls and quoted strings skipped.
+fn tuple_end(bytes: &[u8], open: usize) -> Option<usize> {
+    if bytes.get(open) != Some(&b'(') {
+        return None;
+    }
+    let mut depth = 0;
+    let mut quote = 0;
+    for (k, &b) in bytes.iter().enumerate().take(open + 4096).skip(open) {
+        if quote != 0 {
+            if b == quote {
+                quote = 0;
+            }
+            continue;
+        }
+        match b {
+            b'\'' | b'"' => quote = b,
+            b'(' => depth += 1,
+            b')' => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(k);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
 // ---------------------------------------------------------------------------------------------
 // Private keys
 // ---------------------------------------------------------------------------------------------
@@ -3841,6 +4109,11 @@ mod tests {
             "mot de passe ",
             "Passwort ist ",
             "пароль ",
+            "user,password\n",
+            "a,Zq8!pLm2x\n",
+            "| password | x |\n",
+            "insert into t (a, password) values ('x', ",
+            "insert into t (password) values ('Zq8!pLm2x'),",
         ];
         let started = Instant::now();
         for unit in units {
@@ -4160,16 +4433,7 @@ mod tests {
     #[test]
     fn begin_lines_without_an_end_search_the_text_once() {
         let prompt = "-----BEGIN RSA PRIVATE KEY-----\n".repeat(200_000 / 32);
-        let mut scan = super::Scan {
-            text: &prompt,
-            bytes: prompt.as_bytes(),
-            found: Vec::new(),
-            covered: 0,
-            line: (0, None),
-            pem_end: super::PemEnd::default(),
-            pem_searched: 0,
-            b64url_run: (0, 0),
-        };
+        let mut scan = super::Scan::new(&prompt);
         scan.run();
         assert_eq!(scan.found.len(), 200_000 / 32);
         assert!(
@@ -4229,6 +4493,53 @@ mod tests {
             "Пароль: обязательно",
             "пароля нет",
             "the password is Größe",
+        ]);
+    }
+
+    /// A table whose header names a secret column, and a SQL `INSERT` column list: the cell in
+    /// that column of each row is the column's value, judged as `password: …` is.
+    #[test]
+    fn table_cells_under_a_secret_column_are_values() {
+        for (text, secret) in [
+            ("user,password\nadmin,Zq8!pLm2x", &["Zq8!pLm2x"][..]),
+            (
+                "name,url,username,password\nmail,https://mail.example.org,bob,Zq8!pLm2x\nbank,https://bank.example.org,bob,Xy7!kq9Lm",
+                &["Zq8!pLm2x", "Xy7!kq9Lm"],
+            ),
+            ("\"user\",\"password\"\n\"admin\",\"Zq8!pLm2x\"", &["Zq8!pLm2x"]),
+            ("username\tpassword\nadmin\tZq8!pLm2x", &["Zq8!pLm2x"]),
+            (
+                "| user | password |\n|---|---|\n| admin | Zq8!pLm2x |",
+                &["Zq8!pLm2x"],
+            ),
+            (
+                "| User | API key |\n| --- | --- |\n| ci | `Qm3xT8wPz1Lk9` |",
+                &["Qm3xT8wPz1Lk9"],
+            ),
+            (
+                "INSERT INTO users (name, password) VALUES ('bob', 'S3cr3t!pw')",
+                &["S3cr3t!pw"],
+            ),
+            (
+                "insert into `users` (`name`, `password`)\nvalues ('bob', 'S3cr3t!pw'), ('al', 'Xy7!kq9Lm');",
+                &["S3cr3t!pw", "Xy7!kq9Lm"],
+            ),
+        ] {
+            assert_eq!(spans(text), secret, "{text}");
+        }
+        assert_clean(&[
+            "user,password\nadmin,changeme",
+            "user,password\nadmin,Rosebud",
+            "| user | password |\n|---|---|\n| ops | see vault |",
+            "| Name | Description | Secret |\n|---|---|---|\n| DB_PASSWORD | The database password | yes |",
+            "| Token | Meaning |\n|---|---|\n| IDENT | identifier |\n| `->` | arrow |",
+            "text,tokens\nhello,5",
+            "\"password\",\n\"und-PY\",",
+            "return user, token\nyield from self.tokenize(var.base, VARIABLE)",
+            "SELECT user,password\nFROM users WHERE id = 1",
+            "INSERT INTO users (name, password) VALUES ($1, $2)",
+            "INSERT INTO users (name, password) VALUES ('test', 'test')",
+            "INSERT INTO users (name, password_hash) VALUES ('bob', 'abcdef123456')",
         ]);
     }
 }
