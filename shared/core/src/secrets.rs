@@ -34,7 +34,9 @@
 //!   `пароль`; Italian writes `password`) is a key as `password` is, `密码：…` included. A
 //!   CSV, TSV or markdown table whose header names a secret column (`user,password`,
 //!   `| user | password |`) and a SQL `INSERT INTO t (name, password) VALUES (…)` give each row's
-//!   cell in that column as the key's value.
+//!   cell in that column as the key's value. A user and a random-looking password passed
+//!   together to what names authentication (`auth=("admin", "…")`, `HTTPBasicAuth("admin", "…")`,
+//!   `smtp.login(user, "…")`, `check_password("bob", "…")`) give the password.
 //! - `command_line`: `--password=…`-style flags, `-p` after `docker login`/`sshpass`/`mongo`,
 //!   `-pSECRET` after `mysql`, `-P` after `sqlcmd`, `-w` after the `ldap…` tools, `-a` after
 //!   `redis-cli`, `-a user:pw` after httpie, `-u user:pw` after `curl`, `-u user,pw` after
@@ -547,7 +549,12 @@ impl<'t> Scan<'t> {
         };
         for _ in 0..64 {
             p = space(p);
-            let Some(close) = tuple_end(bytes, p) else { break };
+            if bytes.get(p) != Some(&b'(') {
+                break;
+            }
+            let Some(close) = top_level(bytes, p + 1, b")", 2 * MAX_VALUE) else {
+                break;
+            };
             self.table_row(p + 1, close, table);
             p = space(close + 1);
             self.insert_end = p;
@@ -705,6 +712,7 @@ impl<'t> Scan<'t> {
             self.sas_signature_at(i, kend);
             return;
         }
+        self.credential_pair_at(key, kend);
         let Some(word) = secret_word(key) else {
             return;
         };
@@ -781,6 +789,49 @@ impl<'t> Scan<'t> {
             ),
         }
         true
+    }
+
+    /// `auth=("admin", "…")`, `HTTPBasicAuth("admin", "…")`, `smtp.login(user, "…")`: a user
+    /// and a password passed together to what names authentication. The second is the password
+    /// when it is a random-looking string.
+    fn credential_pair_at(&mut self, key: &[u8], kend: usize) {
+        let bytes = self.bytes;
+        let mut open = skip_blank(bytes, kend);
+        if bytes.get(open) == Some(&b'=') {
+            open = skip_blank(bytes, open + 1);
+        }
+        if bytes.get(open) != Some(&b'(') {
+            return;
+        }
+        // What is called: `…Auth`, `login`, `authenticate`, `…_password` (not `AuthError`).
+        let name = key.rsplit(|&b| b == b'.').next().unwrap_or(key);
+        let names_auth = [
+            &b"auth"[..],
+            b"login",
+            b"log_in",
+            b"signin",
+            b"sign_in",
+            b"authenticate",
+        ]
+        .iter()
+        .chain(PASSWORD_KEYS)
+        .any(|w| name.len() >= w.len() && name[name.len() - w.len()..].eq_ignore_ascii_case(w));
+        if !names_auth {
+            return;
+        }
+        let Some(comma) = top_level(bytes, open + 1, b",)", 256).filter(|&c| bytes[c] == b',') else {
+            return;
+        };
+        let Some(value) = Value::parse(bytes, skip_blank(bytes, comma + 1), Stop::Code) else {
+            return;
+        };
+        if value.quoted
+            && !value.cut
+            && matches!(bytes.get(skip_blank(bytes, value.end + 1)), Some(b')' | b','))
+            && value_is_secret(bytes, &value, b"password", Strength::Strong, Mode::Prose)
+        {
+            self.push(SecretKind::Assignment, value.start, value.end);
+        }
     }
 
     /// An Azure SAS signature, `?…&sig=<base64>` in a URL query: the signature grants the access.
@@ -2042,11 +2093,12 @@ fn flag_like(v: &[u8]) -> bool {
     !body.is_empty() && body.iter().all(|&b| b.is_ascii_alphanumeric() || b == b'-')
 }
 
+/// The words of a key naming a password (not a token or an API key).
+const PASSWORD_KEYS: &[&[u8]] = &[b"password", b"passwd", b"pwd", b"passphrase", b"passcode"];
+
 /// A key naming a password (not a token or an API key): an all-digit value of it is a PIN.
 fn password_key(key: &[u8]) -> bool {
-    [&b"password"[..], b"passwd", b"pwd", b"passphrase", b"passcode"]
-        .iter()
-        .any(|w| contains_ci(key, w))
+    PASSWORD_KEYS.iter().any(|w| contains_ci(key, w))
 }
 
 /// A public key id (`3AA5C34371567BD2`, `0x3AA5C34371567BD2`, a 40-digit fingerprint): 8, 16 or
@@ -3045,30 +3097,24 @@ fn unquoted(bytes: &[u8], s: usize, e: usize) -> (usize, usize) {
     )
 }
 
-/// The `)` closing the SQL tuple that opens at `open`, nested calls and quoted strings skipped.
-fn tuple_end(bytes: &[u8], open: usize) -> Option<usize> {
-    if bytes.get(open) != Some(&b'(') {
-        return None;
-    }
-    let mut depth = 0;
+/// The first of `stops` at the top level of a parenthesised list from `pos` (nested brackets and
+/// quoted strings skipped), within `limit` bytes; `None` if the list closes first.
+fn top_level(bytes: &[u8], pos: usize, stops: &[u8], limit: usize) -> Option<usize> {
+    let mut depth = 0usize;
     let mut quote = 0;
-    for (k, &b) in bytes.iter().enumerate().take(open + 4096).skip(open) {
+    for (k, &b) in bytes.iter().enumerate().take(pos + limit).skip(pos) {
         if quote != 0 {
             if b == quote {
                 quote = 0;
             }
-            continue;
-        }
-        match b {
-            b'\'' | b'"' => quote = b,
-            b'(' => depth += 1,
-            b')' => {
-                depth -= 1;
-                if depth == 0 {
-                    return Some(k);
-                }
-            }
-            _ => {}
+        } else if depth == 0 && stops.contains(&b) {
+            return Some(k);
+        } else if matches!(b, b'\'' | b'"') {
+            quote = b;
+        } else if matches!(b, b'(' | b'[' | b'{') {
+            depth += 1;
+        } else if matches!(b, b')' | b']' | b'}') {
+            depth = depth.checked_sub(1)?;
         }
     }
     None
@@ -4114,6 +4160,9 @@ mod tests {
             "| password | x |\n",
             "insert into t (a, password) values ('x', ",
             "insert into t (password) values ('Zq8!pLm2x'),",
+            "login(",
+            "auth=(\"a\", ",
+            "HTTPBasicAuth(\"a\", \"Zq8!pLm2x\"",
         ];
         let started = Instant::now();
         for unit in units {
@@ -4540,6 +4589,32 @@ mod tests {
             "INSERT INTO users (name, password) VALUES ($1, $2)",
             "INSERT INTO users (name, password) VALUES ('test', 'test')",
             "INSERT INTO users (name, password_hash) VALUES ('bob', 'abcdef123456')",
+        ]);
+    }
+
+    /// A user and a password passed together to what names authentication: the second string is
+    /// the password when it looks random.
+    #[test]
+    fn a_password_passed_with_its_user_is_found() {
+        for text in [
+            r#"auth=("admin", "Zq8!pLm2x")"#,
+            r#"r = requests.get(url, auth=("admin", "Zq8!pLm2x"), timeout=5)"#,
+            r#"requests.auth.HTTPBasicAuth("admin", "Zq8!pLm2x")"#,
+            r#"aiohttp.BasicAuth(user, 'Zq8!pLm2x')"#,
+            r#"client.login("user", "Zq8!pLm2x")"#,
+            r#"server.login(os.environ["SMTP_USER"], "Zq8!pLm2x")"#,
+            r#"db.check_password("bob", "Zq8!pLm2x")"#,
+        ] {
+            assert_eq!(spans(text), ["Zq8!pLm2x"], "{text}");
+        }
+        assert_clean(&[
+            "auth = HTTPBasicAuth(user, password)",
+            r#"auth=("admin", os.environ["PW"])"#,
+            r#"login("user", "test")"#,
+            r#"ftp.login('anonymous', 'guest@example.com')"#,
+            r#"author("Jane", "Austen1")"#,
+            r#"raise AuthenticationError(self.buffer, "Unexpected data received")"#,
+            r#"keyring.get_credential(service, "nobody!")"#,
         ]);
     }
 }
