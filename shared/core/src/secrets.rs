@@ -40,7 +40,9 @@
 //! - `command_line`: `--password=…`-style flags, `-p` after `docker login`/`sshpass`/`mongo`,
 //!   `-pSECRET` after `mysql`, `-P` after `sqlcmd`, `-w` after the `ldap…` tools, `-a` after
 //!   `redis-cli`, `-a user:pw` after httpie, `-u user:pw` after `curl`, `-u user,pw` after
-//!   `lftp`, `-U user%pw` after `smbclient`.
+//!   `lftp`, `-U user%pw` after `smbclient`, `-N`/`-P` after `ssh-keygen`, `-k` and
+//!   `-passin`/`-passout pass:…` after `openssl`; the password argument of `htpasswd -b`,
+//!   `wpa_passphrase SSID …` and `net user NAME …`, and the `user:…` lines fed to `chpasswd`.
 //! - `auth_header`: `Authorization:`/`X-…` headers (`Bearer`, `Basic`, `token`, Okta's `SSWS`),
 //!   `Bearer <token>`, `Basic <base64 user:pw>`, whole however long.
 //! - `url_credentials`: `scheme://user:password@host` (the password is the span; the userinfo
@@ -421,6 +423,7 @@ impl<'t> Scan<'t> {
             }
             b'0'..=b'9' => self.telegram_at(i),
             b'M' | b'N' | b'O' => self.discord_at(i),
+            b'h' | b'w' | b'n' | b'c' => self.command_at(i),
             b'e' => {
                 if let Some(end) = self.jwt_at(i) {
                     self.push(SecretKind::Jwt, i, end);
@@ -612,6 +615,117 @@ impl<'t> Scan<'t> {
                 self.push(SecretKind::Assignment, value.start, value.end);
             }
         });
+        true
+    }
+
+    /// Commands that take a password as an argument: `htpasswd -b file user PASS` (`-nb user
+    /// PASS`), `wpa_passphrase SSID PASS`, `net user NAME PASS`; and `chpasswd`, whose input is
+    /// `user:PASS` lines (echoed into it on its line, or a here-document below it).
+    fn command_at(&mut self, i: usize) {
+        let bytes = self.bytes;
+        let word_end = run_end_max(bytes, i, 16, |b| b.is_ascii_alphanumeric() || b == b'_');
+        let (mut pos, mut wanted) = match &bytes[i..word_end] {
+            b"htpasswd" => (word_end, 0),
+            b"wpa_passphrase" => (word_end, 2),
+            b"net" => match eat_ci(bytes, skip_blank(bytes, word_end), b"user ") {
+                Some(p) => (p, 2),
+                None => return,
+            },
+            b"chpasswd" => return self.chpasswd_at(i),
+            _ => return,
+        };
+        // htpasswd takes the password only in batch mode, third after a file or second with
+        // `-n`; `-C`/`-r` take a number. `net user NAME /add` has options, no password.
+        let htpasswd = wanted == 0;
+        let net = bytes[i] == b'n';
+        let mut option_value = false;
+        for _ in 0..8 {
+            let Some((arg, next)) = next_arg(bytes, pos) else {
+                return;
+            };
+            pos = next;
+            let a = arg.text(bytes);
+            if option_value {
+                option_value = false;
+            } else if htpasswd && !arg.quoted && a.starts_with(b"-") {
+                if a.contains(&b'b') {
+                    wanted = if a.contains(&b'n') { 2 } else { 3 };
+                }
+                option_value = matches!(a.last(), Some(b'C' | b'r'));
+            } else if net && !arg.quoted && a.starts_with(b"/") {
+                return;
+            } else if wanted > 1 {
+                wanted -= 1;
+            } else {
+                if wanted == 1 && value_is_secret(bytes, &arg, b"password", Strength::Strong, Mode::Literal) {
+                    self.push(SecretKind::CommandLine, arg.start, arg.whole_end(bytes));
+                }
+                return;
+            }
+        }
+    }
+
+    /// `user:password` pairs fed to `chpasswd`: on its line (`echo 'bob:…' | chpasswd`,
+    /// `chpasswd <<< 'bob:…'`) and, after `<<`, on the lines below it.
+    fn chpasswd_at(&mut self, i: usize) {
+        let bytes = self.bytes;
+        // Its line, 128 bytes either side at most.
+        let stop = bytes.len().min(i + 128);
+        let end = bytes[i..stop]
+            .iter()
+            .position(|&b| b == b'\n')
+            .map_or(stop, |p| i + p);
+        let mut k = i - line_before(bytes, i).len().min(128);
+        while k < end {
+            let token = run_end_max(bytes, k, MAX_VALUE, |b| {
+                !b.is_ascii_whitespace() && !matches!(b, b'\'' | b'"' | b'|' | b';' | b'<' | b'>')
+            });
+            self.chpasswd_pair(k, token);
+            k = token + 1;
+        }
+        if end == stop || !bytes[i..end].windows(2).any(|w| w == b"<<") {
+            return;
+        }
+        let mut line = end + 1;
+        for _ in 0..64 {
+            let s = skip_blank(bytes, line);
+            let e = line_end(bytes, s);
+            if s >= bytes.len()
+                || !self.chpasswd_pair(
+                    s,
+                    trim_end_of(&bytes[s..e], |b| b.is_ascii_whitespace()).len() + s,
+                )
+            {
+                return;
+            }
+            line = e + 1;
+        }
+    }
+
+    /// One `user:password` of `chpasswd`'s input at `[s, e)`; whether it has that shape.
+    fn chpasswd_pair(&mut self, s: usize, e: usize) -> bool {
+        let bytes = self.bytes;
+        let user = run_end_max(bytes, s, e - s, |b| {
+            b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-')
+        });
+        if user == s
+            || user >= e
+            || bytes[user] != b':'
+            || !bytes[s].is_ascii_alphabetic() && bytes[s] != b'_'
+        {
+            return false;
+        }
+        if let Some(at) = user_password(&bytes[s..e], b':')
+            && value_is_secret(
+                bytes,
+                &Value::cell(bytes, s + at, e),
+                b"password",
+                Strength::Strong,
+                Mode::Literal,
+            )
+        {
+            self.push(SecretKind::CommandLine, s + at, e);
+        }
         true
     }
 
@@ -857,6 +971,16 @@ impl<'t> Scan<'t> {
         if name.is_empty() {
             return;
         }
+        if dashes == 1 && [&b"pass"[..], b"passin", b"passout"].contains(&name) {
+            // openssl's `-passin pass:…` (`env:`, `file:`, `fd:` and `stdin` say where it is).
+            if let Some(p) = eat_ci(bytes, skip_blank(bytes, kend), b"pass:")
+                && let Some(value) = Value::parse(bytes, p, Stop::Blank)
+                && value_is_secret(bytes, &value, b"password", Strength::Strong, Mode::Literal)
+            {
+                self.push(SecretKind::CommandLine, value.start, value.whole_end(bytes));
+            }
+            return;
+        }
         if dashes == 1 {
             // `-pSECRET`, or `-p*SECRET` where the run stopped at a symbol.
             let glued = name.len() > 1
@@ -877,7 +1001,8 @@ impl<'t> Scan<'t> {
     }
 
     /// `-p` after `docker login` and friends, `sshpass` or `mongo`/`mongosh`, `-pSECRET` after
-    /// `mysql`, `-P` after `sqlcmd`, `-w` after the `ldap…` tools, `-a` after `redis-cli`,
+    /// `mysql`, `-P` after `sqlcmd`, `-N`/`-P` after `ssh-keygen`, `-k` after `openssl`, `-w`
+    /// after the `ldap…` tools, `-a` after `redis-cli`,
     /// `-a user:password` after httpie, `-u user:password` / `--user` after `curl`,
     /// `-u user,password` after `lftp`, `-U user%password` after `smbclient`.
     fn short_flag_at(&mut self, i: usize, kend: usize, flag: u8, glued: bool) {
@@ -888,7 +1013,9 @@ impl<'t> Scan<'t> {
         // before it.
         let (spaced_ok, glued_ok, user_sep) = match flag {
             b'p' => (has(LOGIN | MONGO), has(MYSQL), None),
-            b'P' => (has(SQLCMD), false, None),
+            b'P' => (has(SQLCMD | SSH_KEYGEN), false, None),
+            b'N' => (has(SSH_KEYGEN), false, None),
+            b'k' => (has(OPENSSL), false, None),
             b'w' => (has(LDAP), false, None),
             b'a' if has(HTTPIE) => (true, false, Some(b':')),
             b'a' => (has(REDIS), false, None),
@@ -912,21 +1039,13 @@ impl<'t> Scan<'t> {
             return;
         }
         if let Some(sep) = user_sep {
-            // `user:password`: the password is the secret.
-            if let Some(at) = v.iter().position(|&b| b == sep) {
-                let pw = &v[at + 1..];
-                if pw.len() >= 3 && !is_placeholder(pw) && !constant_like(pw) {
-                    self.push(
-                        SecretKind::CommandLine,
-                        value.start + at + 1,
-                        value.whole_end(bytes),
-                    );
-                }
+            if let Some(at) = user_password(v, sep) {
+                self.push(SecretKind::CommandLine, value.start + at, value.whole_end(bytes));
             }
             return;
         }
-        // A port (`-p 27017:27017` on a line naming mongo) is not a password.
-        if v.len() >= 3 && !is_placeholder(v) && !numeric_like(v) {
+        // A port (`-p 27017:27017` on a line naming mongo) is not a password, nor a URL.
+        if v.len() >= 3 && !is_placeholder(v) && !numeric_like(v) && !is_path_or_url(v) {
             self.push(SecretKind::CommandLine, value.start, value.whole_end(bytes));
         }
     }
@@ -975,6 +1094,8 @@ impl<'t> Scan<'t> {
             ),
             (SMB, &[&b"smbclient"[..]][..]),
             (LFTP, &[&b"lftp"[..]][..]),
+            (SSH_KEYGEN, &[&b"ssh-keygen"[..]][..]),
+            (OPENSSL, &[&b"openssl"[..]][..]),
         ] {
             if names.iter().any(|n| contains_ci(line, n)) {
                 set |= bit;
@@ -2495,8 +2616,9 @@ fn is_placeholder(v: &[u8]) -> bool {
         b"public",
         b"auto",
     ];
-    // Templating and elision: the value is a slot, not a value, wherever these stand.
-    const TEMPLATED: &[&[u8]] = &[b"...", b"${", b"{{", b"$(", b"\xe2\x80\xa6"];
+    // Templating (a printf `%s` too) and elision: the value is a slot, not a value, wherever
+    // these stand.
+    const TEMPLATED: &[&[u8]] = &[b"...", b"${", b"{{", b"$(", b"%s", b"\xe2\x80\xa6"];
     let Some(&first) = v.first() else { return true };
     // A slot fills the whole value: `{name}`, `[REDACTED:…]`, `$NAME`, `$USER:$PASS`; `{Xk9#mQ2z`
     // and `$uP3r-S3cret!9` are passwords that start with a symbol.
@@ -2887,8 +3009,8 @@ fn skip_fillers(bytes: &[u8], start: usize) -> usize {
 }
 
 /// Commands whose short flag takes a password (`-p`: logins, `sshpass` and mongo, glued for
-/// `mysql`; `-P`: `sqlcmd`; `-w`: ldap tools; `-a`: `redis-cli`, httpie; `-u`: `curl`, `lftp`;
-/// `-U`: `smbclient`).
+/// `mysql`; `-P`: `sqlcmd`, `ssh-keygen`; `-N`: `ssh-keygen`; `-k`: `openssl`; `-w`: ldap tools;
+/// `-a`: `redis-cli`, httpie; `-u`: `curl`, `lftp`; `-U`: `smbclient`).
 const LOGIN: u16 = 1;
 const MYSQL: u16 = 2;
 const REDIS: u16 = 4;
@@ -2899,6 +3021,35 @@ const LDAP: u16 = 64;
 const SMB: u16 = 128;
 const LFTP: u16 = 256;
 const HTTPIE: u16 = 512;
+const SSH_KEYGEN: u16 = 1024;
+const OPENSSL: u16 = 2048;
+
+/// Where the password of `user<sep>password` starts in `v`, when it is one: not a placeholder nor
+/// a template name.
+fn user_password(v: &[u8], sep: u8) -> Option<usize> {
+    let at = v.iter().position(|&b| b == sep)?;
+    let pw = &v[at + 1..];
+    (pw.len() >= 3 && !is_placeholder(pw) && !constant_like(pw)).then_some(at + 1)
+}
+
+/// The shell argument at or after `pos` and where the next one starts; `None` where the command
+/// ends (the line's end, `|`, `;`, `&`, a redirection, a comment).
+fn next_arg(bytes: &[u8], pos: usize) -> Option<(Value, usize)> {
+    let start = skip_blank(bytes, pos);
+    if bytes
+        .get(start)
+        .is_none_or(|&b| matches!(b, b'\n' | b'\r' | b'|' | b';' | b'&' | b'<' | b'>' | b'#'))
+    {
+        return None;
+    }
+    let value = Value::parse(bytes, start, Stop::Blank)?;
+    let next = if value.quote != 0 {
+        value.raw_end + 1
+    } else {
+        value.raw_end
+    };
+    Some((value, next))
+}
 
 /// The start of the line holding `i`.
 fn line_start_of(bytes: &[u8], i: usize) -> usize {
@@ -4163,6 +4314,14 @@ mod tests {
             "login(",
             "auth=(\"a\", ",
             "HTTPBasicAuth(\"a\", \"Zq8!pLm2x\"",
+            "htpasswd -b ",
+            "wpa_passphrase a ",
+            "net user a ",
+            "chpasswd ",
+            "chpasswd <<E\n",
+            "bob:Zq8pLm2xQ\n",
+            "openssl -passin pass:",
+            "ssh-keygen -N ",
         ];
         let started = Instant::now();
         for unit in units {
@@ -4615,6 +4774,56 @@ mod tests {
             r#"author("Jane", "Austen1")"#,
             r#"raise AuthenticationError(self.buffer, "Unexpected data received")"#,
             r#"keyring.get_credential(service, "nobody!")"#,
+        ]);
+    }
+
+    /// Commands that take a password as an argument or on their input.
+    #[test]
+    fn password_arguments_of_more_commands_are_found() {
+        for (text, secret) in [
+            ("htpasswd -b .htpasswd admin Zq8!pLm2x", &["Zq8!pLm2x"][..]),
+            (
+                "sudo htpasswd -bc /etc/nginx/.htpasswd admin Zq8!pLm2x",
+                &["Zq8!pLm2x"],
+            ),
+            ("htpasswd -nbBC 12 admin Zq8!pLm2x", &["Zq8!pLm2x"]),
+            ("ssh-keygen -t ed25519 -N 'Zq8!pLm2x' -f key", &["Zq8!pLm2x"]),
+            (
+                "ssh-keygen -p -P 'Xy7!kq9Lm' -N 'Zq8!pLm2x' -f key",
+                &["Xy7!kq9Lm", "Zq8!pLm2x"],
+            ),
+            ("wpa_passphrase MyWifi Zq8pLm2xQ", &["Zq8pLm2xQ"]),
+            ("openssl rsa -in k.pem -passout pass:Zq8pLm2xQ", &["Zq8pLm2xQ"]),
+            (
+                "openssl pkcs12 -export -passin pass:Zq8pLm2xQ -out c.p12",
+                &["Zq8pLm2xQ"],
+            ),
+            ("openssl enc -aes-256-cbc -k Zq8pLm2xQ -in f", &["Zq8pLm2xQ"]),
+            ("mysqladmin -u root -pZq8pLm2xQ status", &["Zq8pLm2xQ"]),
+            ("echo 'bob:Zq8pLm2xQ' | sudo chpasswd", &["Zq8pLm2xQ"]),
+            ("chpasswd <<< 'bob:Zq8pLm2xQ'", &["Zq8pLm2xQ"]),
+            (
+                "chpasswd <<EOF\nbob:Zq8pLm2xQ\nalice:Xy7!kq9Lm\nEOF",
+                &["Zq8pLm2xQ", "Xy7!kq9Lm"],
+            ),
+            ("net user bob Zq8pLm2xQ /add", &["Zq8pLm2xQ"]),
+        ] {
+            assert_eq!(spans(text), secret, "{text}");
+        }
+        assert_clean(&[
+            "sudo htpasswd -c /etc/nginx/.htpasswd admin",
+            "htpasswd -b .htpasswd admin \"$PASSWORD\"",
+            "htpasswd -D .htpasswd admin",
+            "ssh-keygen -t ed25519 -N '' -f key",
+            "wpa_passphrase MyWifi > /etc/wpa_supplicant.conf",
+            "openssl rsa -in k.pem -passin env:KEY_PASS",
+            "openssl rsa -in k.pem -passin file:pw.txt",
+            "openssl s_client -connect host:443 | curl -k https://host/x",
+            "printf 'bob:%s\\n' \"$PW\" | chpasswd",
+            "echo \"$USER:$PASS\" | chpasswd",
+            "run chpasswd at 12:30, see http://wiki/x",
+            "net user bob * /add",
+            "net user bob /delete",
         ]);
     }
 }
