@@ -49,6 +49,11 @@
 //!   ends at the last `@`, and a `/` after `user:` that ends no port is in the password), or a
 //!   token as the user alone (`https://<token>@github.com`).
 //! - `credential_file`: `.netrc` `password` entries and `.pgpass` lines.
+//! - `password_hash`: a hash as good as the password to an offline attack: crypt's
+//!   `$id$[params$]salt$hash` for bcrypt (`$2b$12$` + 53), md5-crypt (`$1$`, `$apr1$`),
+//!   sha256/sha512-crypt (`$5$`, `$6$`), yescrypt (`$y$`), scrypt (`$7$`), argon2
+//!   (`$argon2id$v=19$…`), each hash of its length (a docker-compose `$$` doubles the `$`); and
+//!   the hash of an `/etc/shadow` line, DES's 13 characters included.
 //! - vendor shapes (one rule name per provider, see [`VENDORS`]; Telegram and Discord bot tokens
 //!   by hand): real prefix, alphabet, length. A token ends at any non-ASCII character (`令牌ghp_…
 //!   请检查`) and starts after `%XX` (`%3Dghp_…`); one wrapped onto the next line is redacted
@@ -89,6 +94,9 @@ pub enum SecretKind {
     UrlCredentials,
     /// A `.netrc` or `.pgpass` entry.
     CredentialFile,
+    /// A password hash (bcrypt, crypt, argon2, an `/etc/shadow` line's): as good as the password
+    /// to an offline attack.
+    PasswordHash,
     /// A vendor token shape; the name is the provider rule.
     Vendor(&'static str),
     /// A JSON Web Token.
@@ -108,6 +116,7 @@ impl SecretKind {
             Self::AuthHeader => "auth_header",
             Self::UrlCredentials => "url_credentials",
             Self::CredentialFile => "credential_file",
+            Self::PasswordHash => "password_hash",
             Self::Vendor(name) => name,
             Self::Jwt => "jwt",
             Self::Prose => "prose",
@@ -123,9 +132,10 @@ impl SecretKind {
             Self::AuthHeader => 3,
             Self::UrlCredentials => 4,
             Self::CredentialFile => 5,
-            Self::Vendor(_) => 6,
-            Self::Jwt => 7,
-            Self::Prose => 8,
+            Self::PasswordHash => 6,
+            Self::Vendor(_) => 7,
+            Self::Jwt => 8,
+            Self::Prose => 9,
         }
     }
 }
@@ -367,6 +377,7 @@ impl<'t> Scan<'t> {
                 b':' if bytes[i..].starts_with(b"://") => self.url_credentials_at(i),
                 b'.' if bytes[i..].starts_with(b".atlasv1.") => self.terraform_at(i),
                 b'~' => self.azure_ad_at(i),
+                b'$' => self.crypt_hash_at(i),
                 // `%3D`, `%20`: a URL-encoded separator, so a word starts after it.
                 b'%' if bytes.get(i + 1).is_some_and(|&c| hex(c))
                     && bytes.get(i + 2).is_some_and(|&c| hex(c))
@@ -1425,6 +1436,37 @@ impl<'t> Scan<'t> {
         }
     }
 
+    /// A password hash in crypt's `$id$[params$]salt$hash` form, as good as the password to an
+    /// offline attack: bcrypt (`$2b$12$` + 53), md5-crypt (`$1$`, Apache's `$apr1$`), sha256- and
+    /// sha512-crypt (`$5$`, `$6$`), yescrypt (`$y$`), scrypt (`$7$`), argon2 (`$argon2id$v=19$…`).
+    fn crypt_hash_at(&mut self, i: usize) {
+        let bytes = self.bytes;
+        let id_end = run_end_max(bytes, i + 1, 9, |b| b.is_ascii_alphanumeric());
+        let hash_len = match &bytes[i + 1..id_end] {
+            b"1" | b"apr1" => 22..=22,
+            b"5" | b"y" | b"gy" | b"7" => 43..=43,
+            b"6" => 86..=86,
+            b"2a" | b"2b" | b"2y" | b"2x" => 53..=53,
+            b"argon2i" | b"argon2d" | b"argon2id" => 22..=128,
+            _ => return,
+        };
+        // The fields after the id; the last is the hash (a docker-compose `$$` doubles each `$`).
+        let mut field = id_end;
+        let mut fields = 0;
+        while bytes.get(field) == Some(&b'$') && fields < 8 {
+            let start = run_end_max(bytes, field, 2, |b| b == b'$');
+            let end = run_end_max(bytes, start, 128, crypt_byte);
+            fields += 1;
+            if bytes.get(end) != Some(&b'$') {
+                if fields >= 2 && hash_len.contains(&(end - start)) && !token_continues_at(self.text, end) {
+                    self.push(SecretKind::PasswordHash, i, end);
+                }
+                return;
+            }
+            field = end;
+        }
+    }
+
     /// Terraform Cloud: 14 alphanumerics, `.atlasv1.`, 60–70 base64url characters.
     fn terraform_at(&mut self, i: usize) {
         let bytes = self.bytes;
@@ -1476,8 +1518,16 @@ impl<'t> Scan<'t> {
             }
             self.push(SecretKind::PrivateKey, s, end);
         }
-        if let Some((start, end)) = pgpass_at(bytes, s) {
-            self.push(SecretKind::CredentialFile, start, end);
+        // `.pgpass` and `/etc/shadow` lines: five or nine `:`-separated fields.
+        if let Some((fields, n)) = colon_fields(bytes, s) {
+            let found = match n {
+                5 => pgpass(bytes, &fields).map(|span| (SecretKind::CredentialFile, span)),
+                9 => shadow(bytes, &fields).map(|span| (SecretKind::PasswordHash, span)),
+                _ => None,
+            };
+            if let Some((kind, (start, end))) = found {
+                self.push(kind, start, end);
+            }
         }
         // A row of a CSV, TSV or markdown table whose header named a secret column.
         if let Some(table) = self.table
@@ -3108,15 +3158,21 @@ fn netrc_line(line: &[u8]) -> bool {
     (t.starts_with(b"machine ") || t.starts_with(b"default")) && contains_ci(t, b"login")
 }
 
-/// A `.pgpass` line `host:port:database:user:password`: returns the password's span.
-fn pgpass_at(bytes: &[u8], s: usize) -> Option<(usize, usize)> {
-    // A pgpass line has no blank and at least four colons within its first 512 bytes: most lines
-    // of a prompt fail on their first word.
-    let mut colons = 0;
+/// The spans of the `:`-separated fields of the line at `s` (at most nine) and how many there are,
+/// when it has no blank and at most 512 bytes (a `.pgpass` or `/etc/shadow` line): most lines of a
+/// prompt fail on their first word.
+fn colon_fields(bytes: &[u8], s: usize) -> Option<([(usize, usize); 9], usize)> {
+    let mut fields = [(s, s); 9];
+    let mut n = 0;
     let mut k = s;
     while k < bytes.len() && bytes[k] != b'\n' {
         match bytes[k] {
-            b':' => colons += 1,
+            b':' if n == 8 => return None,
+            b':' => {
+                fields[n].1 = k;
+                n += 1;
+                fields[n] = (k + 1, k + 1);
+            }
             b if b.is_ascii_whitespace() => return None,
             _ => {}
         }
@@ -3125,23 +3181,14 @@ fn pgpass_at(bytes: &[u8], s: usize) -> Option<(usize, usize)> {
             return None;
         }
     }
-    if colons != 4 {
-        return None;
-    }
-    let end = line_end(bytes, s);
-    if end - s > 512 || end - s < 9 {
-        return None;
-    }
-    let line = &bytes[s..end];
-    if line.iter().filter(|&&b| b == b':').count() != 4 || line.iter().any(u8::is_ascii_whitespace) {
-        return None;
-    }
-    let mut fields = line.split(|&b| b == b':');
-    let host = fields.next()?;
-    let port = fields.next()?;
-    let db = fields.next()?;
-    let user = fields.next()?;
-    let pw = fields.next()?;
+    fields[n].1 = k;
+    Some((fields, n + 1))
+}
+
+/// A `.pgpass` line `host:port:database:user:password`: returns the password's span.
+fn pgpass(bytes: &[u8], fields: &[(usize, usize); 9]) -> Option<(usize, usize)> {
+    let [host, port, db, user, pw, ..] = fields.map(|(a, b)| &bytes[a..b]);
+    let (start, end) = (fields[0].0, fields[4].1);
     let host_ok = host == b"*"
         || !host.is_empty()
             && host
@@ -3149,10 +3196,43 @@ fn pgpass_at(bytes: &[u8], s: usize) -> Option<(usize, usize)> {
                 .all(|&b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b'_'))
             && host.iter().any(|&b| b.is_ascii_alphabetic() || b == b'.');
     let port_ok = port == b"*" || !port.is_empty() && port.len() <= 5 && port.iter().all(u8::is_ascii_digit);
-    if !host_ok || !port_ok || db.is_empty() || user.is_empty() || pw.len() < 3 || is_placeholder(pw) {
+    if end - start < 9
+        || !host_ok
+        || !port_ok
+        || db.is_empty()
+        || user.is_empty()
+        || pw.len() < 3
+        || is_placeholder(pw)
+    {
         return None;
     }
     Some((end - pw.len(), end))
+}
+
+/// An `/etc/shadow` line `user:hash:lastchange:min:max:warn:inactive:expire:`: returns the hash's
+/// span (a locked account's `!` before it is not part of it; `*` or `!` alone is no password).
+fn shadow(bytes: &[u8], fields: &[(usize, usize); 9]) -> Option<(usize, usize)> {
+    let [user, _, changed, ..] = fields.map(|(a, b)| &bytes[a..b]);
+    let (mut start, end) = fields[1];
+    start += bytes[start..end].iter().take_while(|&&b| b == b'!').count();
+    let hash = &bytes[start..end];
+    let numbers = fields[2..]
+        .iter()
+        .all(|&(a, b)| bytes[a..b].iter().all(u8::is_ascii_digit));
+    (!user.is_empty()
+        && user
+            .iter()
+            .all(|&b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
+        && !changed.is_empty()
+        && numbers
+        && hash.len() >= 13
+        && hash.iter().all(|&b| crypt_byte(b) || b == b'$'))
+    .then_some((start, end))
+}
+
+/// A byte of a crypt hash or its parameters (`./0-9A-Za-z`, argon2's base64 and `m=…,t=…`).
+fn crypt_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || matches!(b, b'.' | b'/' | b'+' | b'=' | b',')
 }
 
 /// A header row of a CSV, TSV or markdown table (`user,password`, `| user | password |`) or a SQL
@@ -3847,6 +3927,7 @@ mod tests {
             (SecretKind::AuthHeader, "auth_header"),
             (SecretKind::UrlCredentials, "url_credentials"),
             (SecretKind::CredentialFile, "credential_file"),
+            (SecretKind::PasswordHash, "password_hash"),
             (SecretKind::Vendor("stripe_key"), "stripe_key"),
             (SecretKind::Jwt, "jwt"),
             (SecretKind::Prose, "prose"),
@@ -4322,6 +4403,11 @@ mod tests {
             "bob:Zq8pLm2xQ\n",
             "openssl -passin pass:",
             "ssh-keygen -N ",
+            "$",
+            "$6$",
+            "$2b$12$",
+            "$argon2id$v=19$m=1,t=1,p=1$",
+            "root:x:1:0:0:0:0:0:\n",
         ];
         let started = Instant::now();
         for unit in units {
@@ -4824,6 +4910,49 @@ mod tests {
             "run chpasswd at 12:30, see http://wiki/x",
             "net user bob * /add",
             "net user bob /delete",
+        ]);
+    }
+
+    /// Password hashes: crypt's `$id$…` forms and `/etc/shadow` lines, whole.
+    #[test]
+    fn password_hashes_are_found_whole() {
+        let hashes = [
+            "$2b$12$xLh40/TtNxbVOzjwNGRt4k/ByGnYT64twED0L.Ut.KoxgOZfN9c.Z",
+            "$2y$10$a.4FAY0uf9YJ0vCEJHCPq1gSYup6RPoGDIW6rRUOw9SLiHExHbCgU",
+            "$6$Qw3rTy7u$DmHGlwkf3S8FDkOV3QRHzVHVAr3Es030RIfSmZzv4Sxzit/5V52iMbrNYh1XOZDgHnCDm6aeTRO7mBUbrMjyd0",
+            "$6$rounds=5000$Qw3rTy7u$DmHGlwkf3S8FDkOV3QRHzVHVAr3Es030RIfSmZzv4Sxzit/5V52iMbrNYh1XOZDgHnCDm6aeTRO7mBUbrMjyd0",
+            "$5$Qw3rTy7u$zaUsoEFj7C8ueSgHIo06cZQ8O8Mzwnv486q79jJcu53",
+            "$1$Qw3rTy7u$ddlMnLC6ydCDHhc9XAnLp0",
+            "$apr1$Qw3rTy7u$XcPWfs9Q5DEj5ROsgPY/I1",
+            "$y$j9T$8xjH3PxySlT46Q1eIYJ0q1$4TDtY.DjumUlZJrLH.2BoGV4cD9g9257kGyXTNAXtu4",
+            "$argon2id$v=19$m=65536,t=3,p=4$YhbfQBwcs5v3+LegT48zgg$kN12xFma/L/yHYktx3h6yG8XSPZ51cnkjxn9qPJJBm0",
+        ];
+        for hash in hashes {
+            let text = format!("the users table stores {hash} for bob");
+            assert_eq!(find_secret(&text), Some(SecretKind::PasswordHash), "{hash}");
+            assert_eq!(spans(&text), [hash]);
+        }
+        assert_eq!(
+            spans("admin:$$apr1$$Qw3rTy7u$$XcPWfs9Q5DEj5ROsgPY/I1"),
+            ["$apr1$$Qw3rTy7u$$XcPWfs9Q5DEj5ROsgPY/I1"]
+        );
+        let shadow = format!(
+            "root:{}:19000:0:99999:7:::\nbob:7fg8LEGAKRwpC:19000::::::",
+            hashes[2]
+        );
+        assert_eq!(spans(&shadow), [hashes[2], "7fg8LEGAKRwpC"]);
+        assert_kind(
+            SecretKind::PasswordHash,
+            &["bob:!7fg8LEGAKRwpC:19000:0:99999:7:::"],
+        );
+        assert_clean(&[
+            "daemon:*:19000:0:99999:7:::",
+            "bob:!:19000:0:99999:7:::",
+            "root:x:0:0:root:/root:/bin/bash",
+            "echo $1$2 and $6$ costs",
+            "awk '{print $1$2$3}'",
+            "$2b$12$ is the bcrypt prefix",
+            "$1$Qw3rTy7u$ddlMnLC6ydCDHhc9XAnLp",
         ]);
     }
 }
