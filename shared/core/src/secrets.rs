@@ -17,7 +17,8 @@
 //!   `b3BlbnNzaC1rZXktdjE…`), or the `Private-Lines:` of a PuTTY `.ppk` file through its MAC.
 //! - `assignment`: a key that *contains* a secret word (`password`, `passwd`, `pwd`,
 //!   `passphrase`, `passcode`, `secret`, `token`, `api key`, `access key`, `private key`,
-//!   `credential`, `cookie`, `pw`; weaker: `key`, `auth`, `pass`) with any prefix or suffix,
+//!   `credential`, `cookie`, `pw`; weaker: `key`, `auth`, `pass`, `PAT` as a segment of its own,
+//!   whose value must be one base64url run) with any prefix or suffix,
 //!   `_`/`-`/`.` separators, quoted or not, then `=`, `:`, `:=`, `=>` or whitespace and a value.
 //!   Keys whose suffix or prefix makes them metadata (`token_count`, `password_file`,
 //!   `PASSWORD_ALGORITHM`, `TOKEN_ISSUER`, `existingSecret`, `Sec-WebSocket-Key`, …) are not keys,
@@ -55,9 +56,10 @@
 //!   (`$argon2id$v=19$…`), each hash of its length (a docker-compose `$$` doubles the `$`); and
 //!   the hash of an `/etc/shadow` line, DES's 13 characters included.
 //! - vendor shapes (one rule name per provider, see [`VENDORS`]; Telegram and Discord bot tokens
-//!   by hand): real prefix, alphabet, length. A token ends at any non-ASCII character (`令牌ghp_…
-//!   请检查`) and starts after `%XX` (`%3Dghp_…`); one wrapped onto the next line is redacted
-//!   with its tail, and a 40-character AWS secret key next to its key id with it.
+//!   by hand, a Telegram token also glued to `bot` in its API URL): real prefix, alphabet,
+//!   length. A token ends at any non-ASCII character (`令牌ghp_…请检查`) and starts after `%XX`
+//!   (`%3Dghp_…`); one wrapped onto the next line is redacted with its tail, and a 40-character
+//!   AWS secret key next to its key id with it.
 //! - `jwt`: `eyJ….eyJ….<signature>`, segments up to 16 KiB each.
 //! - `prose`: a random-looking value right after a secret word (`my password is hunter2`, `the
 //!   password for prod is …`, `use password "…"`, `my password: <words run together>`), in other
@@ -427,7 +429,13 @@ impl<'t> Scan<'t> {
         }
         match bytes[i] {
             // A scheme word is English: glued to other text it is not one.
-            b'b' | b'B' if prev != NON_ASCII_WORD => self.auth_scheme_at(i),
+            b'b' | b'B' if prev != NON_ASCII_WORD => {
+                self.auth_scheme_at(i);
+                // `api.telegram.org/bot<token>/sendMessage`: the token glued to its path word.
+                if bytes[i..].starts_with(b"bot") {
+                    self.telegram_at(i + 3);
+                }
+            }
             b'i' | b'I' => {
                 self.identified_by_at(i);
                 self.insert_at(i);
@@ -1780,19 +1788,27 @@ fn secret_word(key: &[u8]) -> Option<SecretWord> {
             j += 1;
             continue;
         }
+        // A word from `j` to `e` that is a segment of its own.
+        let alone = |e: usize| {
+            (j == 0 || !key[j - 1].is_ascii_alphabetic())
+                && key.get(e).is_none_or(|b| !b.is_ascii_alphabetic())
+        };
         let hit: Option<(usize, Strength, bool)> = match key[j] | 0x20 {
             b'p' => longest(key, j, &[b"password", b"passwd", b"passphrase", b"passcode"])
                 .map(|e| (e, Strength::Strong, false))
                 .or_else(|| two_part(key, j, b"private", b"key").map(|e| (e, Strength::Strong, false)))
                 .or_else(|| eat_ci(key, j, b"pwd").map(|e| (e, Strength::Strong, false)))
+                // `pw` only as a segment of its own (`my pw is`, `DB_PW`), not in `upward`.
                 .or_else(|| {
-                    // `pw` only as a segment of its own (`my pw is`, `DB_PW`), not in `upward`.
                     eat_ci(key, j, b"pw")
-                        .filter(|&e| {
-                            (j == 0 || !key[j - 1].is_ascii_alphabetic())
-                                && key.get(e).is_none_or(|b| !b.is_ascii_alphabetic())
-                        })
+                        .filter(|&e| alone(e))
                         .map(|e| (e, Strength::Strong, false))
+                })
+                // A personal access token (`AZURE_DEVOPS_PAT`), a segment of its own.
+                .or_else(|| {
+                    eat_ci(key, j, b"pat")
+                        .filter(|&e| alone(e))
+                        .map(|e| (e, Strength::Weak, false))
                 })
                 .or_else(|| eat_ci(key, j, b"pass").map(|e| (e, Strength::Weak, false))),
             b's' => eat_ci(key, j, b"secret").map(|e| (e, Strength::Strong, false)),
@@ -2092,6 +2108,12 @@ fn code_span_end(bytes: &[u8], pos: usize, raw_end: usize, stop: Stop) -> usize 
 fn value_is_secret(bytes: &[u8], value: &Value, key: &[u8], strength: Strength, mode: Mode) -> bool {
     let v = value.text(bytes);
     let raw = &bytes[value.start..value.raw_end];
+    // A personal access token is one base64url run (`AZURE_DEVOPS_PAT=…`); a `…_PAT` holding a
+    // regex or an alphabet is a pattern.
+    let pat = key.len() >= 3 && key[key.len() - 3..].eq_ignore_ascii_case(b"pat");
+    if strength == Strength::Weak && pat && !v.iter().all(|&b| b64url(b)) {
+        return false;
+    }
     if is_placeholder(v) || is_reference(v) || same_as_key(v, key) || yaml_tag(bytes, value) {
         return false;
     }
@@ -3562,7 +3584,7 @@ const fn legacy(name: &'static str, prefix: &'static [u8], class: fn(u8) -> bool
 }
 
 /// The vendor shapes, dispatched on their first byte (at most 128: the index is a `u128`).
-const VENDOR_TABLE: [Vendor; 115] = [
+const VENDOR_TABLE: [Vendor; 116] = [
     // The original filter's shapes, case-insensitive prefixes.
     legacy("openai_style_key", b"sk-", b64url, 8),
     legacy("github_token", b"github_pat_", word_class, 8),
@@ -3706,6 +3728,7 @@ const VENDOR_TABLE: [Vendor; 115] = [
     v("flyio_token", b"fm2_", b64, 100, 4096),
     v("netlify_token", b"nfp_", alnum, 36, 40),
     v("adafruit_key", b"aio_", alnum, 28, 28),
+    v("render_key", b"rnd_", alnum, 24, 64),
 ];
 
 /// The vendor shapes (see the table above), one rule name per provider.
@@ -3765,6 +3788,8 @@ impl Vendor {
         match self.name {
             "airtable_token" if !hex_tail(14, b'.') => return None,
             "circleci_token" if !hex_tail(22, b'_') => return None,
+            // A generated key has digits; `rnd_` before a long name is a variable.
+            "render_key" if !has_digit(token) => return None,
             // A Twitter bearer token is URL-encoded: base64 that goes on with `+`, `/` or `=` is a
             // blob that starts with zero bytes (an IV, a fixture), not a token.
             "twitter_token" if matches!(bytes.get(end), Some(b'+' | b'/' | b'=')) => return None,
@@ -4408,6 +4433,9 @@ mod tests {
             "$2b$12$",
             "$argon2id$v=19$m=1,t=1,p=1$",
             "root:x:1:0:0:0:0:0:\n",
+            "bot12345678:AA",
+            "rnd_",
+            "A_PAT=",
         ];
         let started = Instant::now();
         for unit in units {
@@ -4953,6 +4981,47 @@ mod tests {
             "awk '{print $1$2$3}'",
             "$2b$12$ is the bcrypt prefix",
             "$1$Qw3rTy7u$ddlMnLC6ydCDHhc9XAnLp",
+        ]);
+    }
+
+    /// Tokens without a prefix of their own next to the word that names them: a `PAT` key, Render's
+    /// `rnd_` keys, a Telegram bot token glued to `bot` in its API URL.
+    #[test]
+    fn pat_keys_render_keys_and_telegram_urls_are_found() {
+        for (text, secret) in [
+            (
+                "AZURE_DEVOPS_PAT=laygowxn7lzdwcw2fklp3uzukryx5qgdvjj2b6v6ppl7zlkvpsc4",
+                "laygowxn7lzdwcw2fklp3uzukryx5qgdvjj2b6v6ppl7zlkvpsc4",
+            ),
+            (
+                "azure_devops_pat: 4rd6x73hquzoqm63p3p25vsrcqf2xxeu6i5yjzgur2shznyrlr7x",
+                "4rd6x73hquzoqm63p3p25vsrcqf2xxeu6i5yjzgur2shznyrlr7x",
+            ),
+            (
+                "the render key is rnd_CJVdlUPVL83Ly16QoA3jYSRO9wUvqywL",
+                "rnd_CJVdlUPVL83Ly16QoA3jYSRO9wUvqywL",
+            ),
+            (
+                "curl https://api.telegram.org/bot7312345678:AAszJCy5YY3-1-_sAeHib8jz6jZfhY56y12/sendMessage",
+                "7312345678:AAszJCy5YY3-1-_sAeHib8jz6jZfhY56y12",
+            ),
+        ] {
+            assert_eq!(spans(text), [secret], "{text}");
+        }
+        assert_eq!(
+            find_secret("RENDER_API_KEY=rnd_CJVdlUPVL83Ly16QoA3jYSRO9wUvqywL rest"),
+            Some(SecretKind::Assignment)
+        );
+        assert_clean(&[
+            r#"_IPV4_PAT = r"(?:[0-9]{1,3}\.){3}[0-9]{1,3}""#,
+            r#"_UNRESERVED_PAT = r"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._\-~""#,
+            r#"date_pat = r"\d{4}-\d{2}-\d{2}""#,
+            "echo \"$CR_PAT\" | docker login ghcr.io -u USERNAME --password-stdin",
+            "path = pathlib.Path(pat)",
+            "rnd_seed = 42",
+            "rnd_generator_for_the_benchmark_suite",
+            "https://api.telegram.org/bot<token>/sendMessage",
+            "the robot12345678:AAH arm",
         ]);
     }
 }
