@@ -72,7 +72,9 @@
 //! `changeme`, `example`, `YOUR_API_KEY`, `DB_PASS` — `Example123!`, `$uP3r-S3cret!9` and
 //! `SUPERSECRETPASS` are passwords —, the key's own name), a type annotation or code expression
 //! (`String`, `SecretStr`, `Option<String>`, `lexer.next_token()`), a plain identifier, a number,
-//! a date or a path is not a secret. How
+//! a date or a path is not a secret; nor are a cookie's attributes alone (`Set-Cookie: Path=/;
+//! HttpOnly`), a Kubernetes secret's name under a bare `secret:` key (`tls-cert-2024`), or a
+//! password that is the user again (`guest:guest@`, `curl -u admin:admin`). How
 //! strict the value test is depends on how the value is written: a quoted or shell/env literal
 //! needs only to be a non-placeholder (a quoted one with spaces must read as a passphrase, not a
 //! message), an unquoted `key: value` in code or config needs a digit or symbol, prose needs a
@@ -1426,10 +1428,9 @@ impl<'t> Scan<'t> {
             return;
         }
         match colon.filter(|&c| c < at) {
-            Some(colon) => {
-                let password = &bytes[colon + 1..at];
-                if password.len() >= 3 && !is_placeholder(password) && !constant_like(password) {
-                    self.push(SecretKind::UrlCredentials, colon + 1, at);
+            Some(_) => {
+                if let Some(p) = user_password(&bytes[start..at], b':') {
+                    self.push(SecretKind::UrlCredentials, start + p, at);
                 }
             }
             None => {
@@ -2126,6 +2127,9 @@ fn value_is_secret(bytes: &[u8], value: &Value, key: &[u8], strength: Strength, 
     if strength == Strength::Weak && hex_key_id(v) && public_key_id_key(key) {
         return false;
     }
+    if cookie_attributes(v, key) || secret_name(bytes, value, key, mode) {
+        return false;
+    }
     // A PIN or an all-digit password (`DB_PASSWORD=84619273`), not a count or a date.
     if mode != Mode::Prose && password_key(key) && v.len() >= 4 && v.iter().all(u8::is_ascii_digit) {
         return true;
@@ -2278,6 +2282,37 @@ fn yaml_tag(bytes: &[u8], value: &Value) -> bool {
     }
     let after = skip_blank(bytes, value.raw_end);
     after > value.raw_end && bytes.get(after).is_some_and(|&b| b != b'\n' && b != b'\r')
+}
+
+/// `Set-Cookie: Path=/; HttpOnly`: a cookie's attributes without a cookie.
+fn cookie_attributes(v: &[u8], key: &[u8]) -> bool {
+    const ATTRIBUTES: &[&[u8]] = &[
+        b"path",
+        b"domain",
+        b"expires",
+        b"max-age",
+        b"samesite",
+        b"secure",
+        b"httponly",
+        b"partitioned",
+        b"priority",
+    ];
+    let name = &v[..run_end(v, 0, |b| b.is_ascii_alphanumeric() || b == b'-')];
+    contains_ci(key, b"cookie") && ATTRIBUTES.iter().any(|a| name.eq_ignore_ascii_case(a))
+}
+
+/// `secret: tls-cert-2024`: a bare `secret` key in YAML whose value is a Kubernetes object's name
+/// (three or more lowercase parts, mostly words, joined by `-`), the secret a volume or an ingress
+/// refers to.
+fn secret_name(bytes: &[u8], value: &Value, key: &[u8], mode: Mode) -> bool {
+    let v = value.text(bytes);
+    mode == Mode::Code
+        && !value.quoted
+        && key.eq_ignore_ascii_case(b"secret")
+        && v.iter().filter(|&&b| b == b'-').count() >= 2
+        && v.iter()
+            .all(|&b| b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'-' | b'.'))
+        && wordy(v)
 }
 
 /// `-x`, `--flag`, `--flag-name`: a dash and a word.
@@ -3096,12 +3131,13 @@ const HTTPIE: u16 = 512;
 const SSH_KEYGEN: u16 = 1024;
 const OPENSSL: u16 = 2048;
 
-/// Where the password of `user<sep>password` starts in `v`, when it is one: not a placeholder nor
-/// a template name.
+/// Where the password of `user<sep>password` starts in `v`, when it is one: not a placeholder, a
+/// template name, nor the user again (`guest:guest`, `admin:admin` are documented defaults).
 fn user_password(v: &[u8], sep: u8) -> Option<usize> {
     let at = v.iter().position(|&b| b == sep)?;
     let pw = &v[at + 1..];
-    (pw.len() >= 3 && !is_placeholder(pw) && !constant_like(pw)).then_some(at + 1)
+    (pw.len() >= 3 && !is_placeholder(pw) && !constant_like(pw) && !pw.eq_ignore_ascii_case(&v[..at]))
+        .then_some(at + 1)
 }
 
 /// The shell argument at or after `pos` and where the next one starts; `None` where the command
@@ -5023,5 +5059,28 @@ mod tests {
             "https://api.telegram.org/bot<token>/sendMessage",
             "the robot12345678:AAH arm",
         ]);
+    }
+
+    /// Withheld for nothing before: a cookie's attributes alone, a Kubernetes secret's name, and a
+    /// documented default where the password is the user again.
+    #[test]
+    fn cookie_attributes_secret_names_and_user_as_password_are_not_secrets() {
+        assert_clean(&[
+            "Set-Cookie: Path=/; HttpOnly; SameSite=Lax",
+            r#"response.headers["Set-Cookie"] = "Path=/; HttpOnly; SameSite=Lax""#,
+            "tls:\n  secret: tls-cert-2024",
+            "amqp://guest:guest@localhost:5672/",
+            "postgres://postgres:postgres@localhost/db",
+            "curl -u admin:admin http://localhost:8080",
+        ]);
+        for text in [
+            "Set-Cookie: __Host-session=Zq8pLm2xQ7; Path=/; Secure; HttpOnly",
+            "secret: hunter-2",
+            "secret: Zq8-pLm2x-Qw3",
+            "amqp://guest:Zq8pLm2x@rabbit:5672/",
+            "curl -u admin:Zq8pLm2x http://localhost:8080",
+        ] {
+            assert_eq!(findings(text).len(), 1, "not detected: {text:?}");
+        }
     }
 }
