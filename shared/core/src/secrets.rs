@@ -5083,4 +5083,27 @@ mod tests {
             assert_eq!(findings(text).len(), 1, "not detected: {text:?}");
         }
     }
+
+    /// A short letters-only password counts where `key=value` is a literal (an env or properties
+    /// line, a shell assignment, a flag); in code, INI-style `key = value` and YAML the same word
+    /// is a variable or a setting's choice (`password = hashed`, `password: Bcrypt`), so it does
+    /// not, and stand-ins never do.
+    #[test]
+    fn short_letters_only_passwords_count_as_literals_only() {
+        assert_kind(
+            SecretKind::Assignment,
+            &[
+                "password=Rosebud",
+                "export DB_PASSWORD=Rosebud",
+                "spring.datasource.password=Rosebud",
+            ],
+        );
+        assert_kind(SecretKind::CommandLine, &["mysqldump --password Rosebud shop"]);
+        assert_clean(&[
+            "password=changeme",
+            "password=secret",
+            "password: required",
+            "password = hashed",
+        ]);
+    }
 }
