@@ -17,7 +17,8 @@
 //!   `b3BlbnNzaC1rZXktdjE…`), or the `Private-Lines:` of a PuTTY `.ppk` file through its MAC.
 //! - `assignment`: a key that *contains* a secret word (`password`, `passwd`, `pwd`,
 //!   `passphrase`, `passcode`, `secret`, `token`, `api key`, `access key`, `private key`,
-//!   `credential`, `cookie`, `pw`; weaker: `key`, `auth`, `pass`) with any prefix or suffix,
+//!   `credential`, `cookie`, `pw`; weaker: `key`, `auth`, `pass`, `PAT` as a segment of its own,
+//!   whose value must be one base64url run) with any prefix or suffix,
 //!   `_`/`-`/`.` separators, quoted or not, then `=`, `:`, `:=`, `=>` or whitespace and a value.
 //!   Keys whose suffix or prefix makes them metadata (`token_count`, `password_file`,
 //!   `PASSWORD_ALGORITHM`, `TOKEN_ISSUER`, `existingSecret`, `Sec-WebSocket-Key`, …) are not keys,
@@ -29,23 +30,41 @@
 //!   is redacted to its real end (at most 64 KiB). An all-digit value of a password key
 //!   (`DB_PASSWORD=84619273`) and a letters-only YAML value of one on a line of its own
 //!   (`password: SuperSecretPassword`, `password: trustno-one-ever`) count. Also SQL `IDENTIFIED BY '…'` and an Azure SAS `&sig=…`.
+//!   The word for password in German, French, Spanish, Portuguese, Chinese, Japanese and Russian
+//!   (`Passwort`, `Kennwort`, `mot de passe`, `contraseña`, `clave`, `senha`, `密码`, `パスワード`,
+//!   `пароль`; Italian writes `password`) is a key as `password` is, `密码：…` included. A
+//!   CSV, TSV or markdown table whose header names a secret column (`user,password`,
+//!   `| user | password |`) and a SQL `INSERT INTO t (name, password) VALUES (…)` give each row's
+//!   cell in that column as the key's value. A user and a random-looking password passed
+//!   together to what names authentication (`auth=("admin", "…")`, `HTTPBasicAuth("admin", "…")`,
+//!   `smtp.login(user, "…")`, `check_password("bob", "…")`) give the password.
 //! - `command_line`: `--password=…`-style flags, `-p` after `docker login`/`sshpass`/`mongo`,
 //!   `-pSECRET` after `mysql`, `-P` after `sqlcmd`, `-w` after the `ldap…` tools, `-a` after
 //!   `redis-cli`, `-a user:pw` after httpie, `-u user:pw` after `curl`, `-u user,pw` after
-//!   `lftp`, `-U user%pw` after `smbclient`.
+//!   `lftp`, `-U user%pw` after `smbclient`, `-N`/`-P` after `ssh-keygen`, `-k` and
+//!   `-passin`/`-passout pass:…` after `openssl`; the password argument of `htpasswd -b`,
+//!   `wpa_passphrase SSID …` and `net user NAME …`, and the `user:…` lines fed to `chpasswd`.
 //! - `auth_header`: `Authorization:`/`X-…` headers (`Bearer`, `Basic`, `token`, Okta's `SSWS`),
 //!   `Bearer <token>`, `Basic <base64 user:pw>`, whole however long.
 //! - `url_credentials`: `scheme://user:password@host` (the password is the span; the userinfo
 //!   ends at the last `@`, and a `/` after `user:` that ends no port is in the password), or a
 //!   token as the user alone (`https://<token>@github.com`).
 //! - `credential_file`: `.netrc` `password` entries and `.pgpass` lines.
+//! - `password_hash`: a hash as good as the password to an offline attack: crypt's
+//!   `$id$[params$]salt$hash` for bcrypt (`$2b$12$` + 53), md5-crypt (`$1$`, `$apr1$`),
+//!   sha256/sha512-crypt (`$5$`, `$6$`), yescrypt (`$y$`), scrypt (`$7$`), argon2
+//!   (`$argon2id$v=19$…`), each hash of its length (a docker-compose `$$` doubles the `$`); and
+//!   the hash of an `/etc/shadow` line, DES's 13 characters included.
 //! - vendor shapes (one rule name per provider, see [`VENDORS`]; Telegram and Discord bot tokens
-//!   by hand): real prefix, alphabet, length. A token ends at any non-ASCII character (`令牌ghp_…
-//!   请检查`) and starts after `%XX` (`%3Dghp_…`); one wrapped onto the next line is redacted
-//!   with its tail, and a 40-character AWS secret key next to its key id with it.
+//!   by hand, a Telegram token also glued to `bot` in its API URL): real prefix, alphabet,
+//!   length. A token ends at any non-ASCII character (`令牌ghp_…请检查`) and starts after `%XX`
+//!   (`%3Dghp_…`); one wrapped onto the next line is redacted with its tail, and a 40-character
+//!   AWS secret key next to its key id with it.
 //! - `jwt`: `eyJ….eyJ….<signature>`, segments up to 16 KiB each.
 //! - `prose`: a random-looking value right after a secret word (`my password is hunter2`, `the
-//!   password for prod is …`, `use password "…"`, `my password: <words run together>`).
+//!   password for prod is …`, `use password "…"`, `my password: <words run together>`), in other
+//!   languages too (`mein Passwort ist …`, `a senha do banco é …`, `密码是…`, `パスワードは…です`).
+//!   A value that starts in ASCII ends at a Chinese or Japanese character glued to it.
 //!
 //! Precision: a value that is a placeholder or a reference filling the whole value (`<…>`,
 //! `$VAR`, `${…}`, `{{…}}`, `{name}`, `%VAR%`, a YAML `!tag` before what it tags,
@@ -53,7 +72,9 @@
 //! `changeme`, `example`, `YOUR_API_KEY`, `DB_PASS` — `Example123!`, `$uP3r-S3cret!9` and
 //! `SUPERSECRETPASS` are passwords —, the key's own name), a type annotation or code expression
 //! (`String`, `SecretStr`, `Option<String>`, `lexer.next_token()`), a plain identifier, a number,
-//! a date or a path is not a secret. How
+//! a date or a path is not a secret; nor are a cookie's attributes alone (`Set-Cookie: Path=/;
+//! HttpOnly`), a Kubernetes secret's name under a bare `secret:` key (`tls-cert-2024`), or a
+//! password that is the user again (`guest:guest@`, `curl -u admin:admin`). How
 //! strict the value test is depends on how the value is written: a quoted or shell/env literal
 //! needs only to be a non-placeholder (a quoted one with spaces must read as a passphrase, not a
 //! message), an unquoted `key: value` in code or config needs a digit or symbol, prose needs a
@@ -77,6 +98,9 @@ pub enum SecretKind {
     UrlCredentials,
     /// A `.netrc` or `.pgpass` entry.
     CredentialFile,
+    /// A password hash (bcrypt, crypt, argon2, an `/etc/shadow` line's): as good as the password
+    /// to an offline attack.
+    PasswordHash,
     /// A vendor token shape; the name is the provider rule.
     Vendor(&'static str),
     /// A JSON Web Token.
@@ -96,6 +120,7 @@ impl SecretKind {
             Self::AuthHeader => "auth_header",
             Self::UrlCredentials => "url_credentials",
             Self::CredentialFile => "credential_file",
+            Self::PasswordHash => "password_hash",
             Self::Vendor(name) => name,
             Self::Jwt => "jwt",
             Self::Prose => "prose",
@@ -111,9 +136,10 @@ impl SecretKind {
             Self::AuthHeader => 3,
             Self::UrlCredentials => 4,
             Self::CredentialFile => 5,
-            Self::Vendor(_) => 6,
-            Self::Jwt => 7,
-            Self::Prose => 8,
+            Self::PasswordHash => 6,
+            Self::Vendor(_) => 7,
+            Self::Jwt => 8,
+            Self::Prose => 9,
         }
     }
 }
@@ -133,16 +159,7 @@ pub struct Finding {
 /// rule names the merged span).
 #[must_use]
 pub fn findings(text: &str) -> Vec<Finding> {
-    let mut scan = Scan {
-        text,
-        bytes: text.as_bytes(),
-        found: Vec::new(),
-        covered: 0,
-        line: (0, None),
-        pem_end: PemEnd::default(),
-        pem_searched: 0,
-        b64url_run: (0, 0),
-    };
+    let mut scan = Scan::new(text);
     scan.run();
     let mut found = scan.found;
     found.sort_by_key(|f| (f.start, f.kind.rank()));
@@ -265,6 +282,21 @@ struct Scan<'t> {
     pem_searched: usize,
     /// The last base64url run measured by the JWT rule, `[start, end)`.
     b64url_run: (usize, usize),
+    /// The table whose rows the current line may continue (its header named a secret column).
+    table: Option<Table>,
+    /// The end of the last SQL `INSERT` read: one that starts inside it is inside its strings.
+    insert_end: usize,
+}
+
+/// A table whose header names secret columns: the cells under them in each row are values.
+#[derive(Clone, Copy)]
+struct Table {
+    /// The header row, `[start, end)`.
+    header: (usize, usize),
+    delim: u8,
+    cells: usize,
+    /// A bit per column (the first 64) whose header names a secret.
+    secret: u64,
 }
 
 /// What is known about `-----end ` after a position: searched `[from, to)`, first hit `found`.
@@ -284,7 +316,22 @@ fn is_key_byte(b: u8) -> bool {
     b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.')
 }
 
-impl Scan<'_> {
+impl<'t> Scan<'t> {
+    fn new(text: &'t str) -> Self {
+        Scan {
+            text,
+            bytes: text.as_bytes(),
+            found: Vec::new(),
+            covered: 0,
+            line: (0, None),
+            pem_end: PemEnd::default(),
+            pem_searched: 0,
+            b64url_run: (0, 0),
+            table: None,
+            insert_end: 0,
+        }
+    }
+
     fn push(&mut self, kind: SecretKind, start: usize, end: usize) {
         if end > start {
             self.found.push(Finding { kind, start, end });
@@ -307,6 +354,9 @@ impl Scan<'_> {
                 continue;
             }
             if !b.is_ascii() {
+                if i >= self.covered {
+                    self.password_word_at(i);
+                }
                 let (word, len) = match char_at(self.text, i) {
                     Some(c) => (is_word(c), c.len_utf8()),
                     None => (false, 1),
@@ -331,6 +381,7 @@ impl Scan<'_> {
                 b':' if bytes[i..].starts_with(b"://") => self.url_credentials_at(i),
                 b'.' if bytes[i..].starts_with(b".atlasv1.") => self.terraform_at(i),
                 b'~' => self.azure_ad_at(i),
+                b'$' => self.crypt_hash_at(i),
                 // `%3D`, `%20`: a URL-encoded separator, so a word starts after it.
                 b'%' if bytes.get(i + 1).is_some_and(|&c| hex(c))
                     && bytes.get(i + 2).is_some_and(|&c| hex(c))
@@ -380,10 +431,20 @@ impl Scan<'_> {
         }
         match bytes[i] {
             // A scheme word is English: glued to other text it is not one.
-            b'b' | b'B' if prev != NON_ASCII_WORD => self.auth_scheme_at(i),
-            b'i' | b'I' => self.identified_by_at(i),
+            b'b' | b'B' if prev != NON_ASCII_WORD => {
+                self.auth_scheme_at(i);
+                // `api.telegram.org/bot<token>/sendMessage`: the token glued to its path word.
+                if bytes[i..].starts_with(b"bot") {
+                    self.telegram_at(i + 3);
+                }
+            }
+            b'i' | b'I' => {
+                self.identified_by_at(i);
+                self.insert_at(i);
+            }
             b'0'..=b'9' => self.telegram_at(i),
             b'M' | b'N' | b'O' => self.discord_at(i),
+            b'h' | b'w' | b'n' | b'c' => self.command_at(i),
             b'e' => {
                 if let Some(end) = self.jwt_at(i) {
                     self.push(SecretKind::Jwt, i, end);
@@ -479,6 +540,216 @@ impl Scan<'_> {
         }
     }
 
+    /// SQL `INSERT INTO t (name, password) VALUES ('bob', '…'), …`: the value in the position of
+    /// a secret column, in every row.
+    fn insert_at(&mut self, i: usize) {
+        let bytes = self.bytes;
+        let space = |p: usize| run_end_max(bytes, p, 64, |b| b.is_ascii_whitespace());
+        if i < self.insert_end {
+            return;
+        }
+        let Some(p) = eat_ci(bytes, i, b"insert").and_then(|p| eat_ci(bytes, space(p), b"into")) else {
+            return;
+        };
+        let name = space(p);
+        let open = space(run_end_max(bytes, name, 128, |b| {
+            is_key_byte(b) || matches!(b, b'"' | b'`' | b'[' | b']')
+        }));
+        if open == name || bytes.get(open) != Some(&b'(') {
+            return;
+        }
+        let Some(close) = bytes[open..bytes.len().min(open + 512)]
+            .iter()
+            .position(|&b| b == b')')
+        else {
+            return;
+        };
+        let close = open + close;
+        let Some(table) = table_header(bytes, open + 1, close, b',') else {
+            return;
+        };
+        let Some(mut p) = eat_ci(bytes, space(close + 1), b"values") else {
+            return;
+        };
+        for _ in 0..64 {
+            p = space(p);
+            if bytes.get(p) != Some(&b'(') {
+                break;
+            }
+            let Some(close) = top_level(bytes, p + 1, b")", 2 * MAX_VALUE) else {
+                break;
+            };
+            self.table_row(p + 1, close, table);
+            p = space(close + 1);
+            self.insert_end = p;
+            if bytes.get(p) != Some(&b',') {
+                break;
+            }
+            p += 1;
+        }
+    }
+
+    /// The header of a CSV, TSV or markdown table on the line of the secret word at `i`
+    /// (`user,password`, `| user | password |`): the rows below are read at their line starts.
+    fn table_header_at(&mut self, i: usize) {
+        let bytes = self.bytes;
+        let start = i - line_before(bytes, i).len();
+        let stop = bytes.len().min(i + 512);
+        let end = bytes[i..stop]
+            .iter()
+            .position(|&b| b == b'\n')
+            .map_or(stop, |p| i + p);
+        // No header is longer than 512 bytes.
+        if start > 0 && bytes[start - 1] != b'\n' || end == stop && stop < bytes.len() {
+            return;
+        }
+        let start = skip_blank(bytes, start);
+        let delim = match bytes[start] {
+            b'|' => b'|',
+            _ if bytes[start..end].contains(&b'\t') => b'\t',
+            _ => b',',
+        };
+        if let Some(table) = table_header(bytes, start, end, delim) {
+            self.table = Some(table);
+        }
+    }
+
+    /// A row of `table` (as many cells as its header): each cell under a secret column is judged
+    /// as a value of that column's key. Returns whether the row has the header's shape.
+    fn table_row(&mut self, start: usize, end: usize, table: Table) -> bool {
+        let bytes = self.bytes;
+        if for_each_cell(bytes, start, end, table.delim, |_, _, _| {}) != table.cells {
+            return false;
+        }
+        for_each_cell(bytes, start, end, table.delim, |k, s, e| {
+            if k >= 64 || table.secret & (1 << k) == 0 {
+                return;
+            }
+            let (h, he) = nth_cell(bytes, table.header, table.delim, k);
+            let (h, he) = unquoted(bytes, h, he);
+            let key = &bytes[h..he];
+            let value = Value::cell(bytes, s, e);
+            // An unquoted cell with words in it is a note (`see vault`), not a value.
+            if (value.quoted || !value.text(bytes).contains(&b' '))
+                && value_is_secret(bytes, &value, key, Strength::Strong, Mode::Code)
+            {
+                self.push(SecretKind::Assignment, value.start, value.end);
+            }
+        });
+        true
+    }
+
+    /// Commands that take a password as an argument: `htpasswd -b file user PASS` (`-nb user
+    /// PASS`), `wpa_passphrase SSID PASS`, `net user NAME PASS`; and `chpasswd`, whose input is
+    /// `user:PASS` lines (echoed into it on its line, or a here-document below it).
+    fn command_at(&mut self, i: usize) {
+        let bytes = self.bytes;
+        let word_end = run_end_max(bytes, i, 16, |b| b.is_ascii_alphanumeric() || b == b'_');
+        let (mut pos, mut wanted) = match &bytes[i..word_end] {
+            b"htpasswd" => (word_end, 0),
+            b"wpa_passphrase" => (word_end, 2),
+            b"net" => match eat_ci(bytes, skip_blank(bytes, word_end), b"user ") {
+                Some(p) => (p, 2),
+                None => return,
+            },
+            b"chpasswd" => return self.chpasswd_at(i),
+            _ => return,
+        };
+        // htpasswd takes the password only in batch mode, third after a file or second with
+        // `-n`; `-C`/`-r` take a number. `net user NAME /add` has options, no password.
+        let htpasswd = wanted == 0;
+        let net = bytes[i] == b'n';
+        let mut option_value = false;
+        for _ in 0..8 {
+            let Some((arg, next)) = next_arg(bytes, pos) else {
+                return;
+            };
+            pos = next;
+            let a = arg.text(bytes);
+            if option_value {
+                option_value = false;
+            } else if htpasswd && !arg.quoted && a.starts_with(b"-") {
+                if a.contains(&b'b') {
+                    wanted = if a.contains(&b'n') { 2 } else { 3 };
+                }
+                option_value = matches!(a.last(), Some(b'C' | b'r'));
+            } else if net && !arg.quoted && a.starts_with(b"/") {
+                return;
+            } else if wanted > 1 {
+                wanted -= 1;
+            } else {
+                if wanted == 1 && value_is_secret(bytes, &arg, b"password", Strength::Strong, Mode::Literal) {
+                    self.push(SecretKind::CommandLine, arg.start, arg.whole_end(bytes));
+                }
+                return;
+            }
+        }
+    }
+
+    /// `user:password` pairs fed to `chpasswd`: on its line (`echo 'bob:…' | chpasswd`,
+    /// `chpasswd <<< 'bob:…'`) and, after `<<`, on the lines below it.
+    fn chpasswd_at(&mut self, i: usize) {
+        let bytes = self.bytes;
+        // Its line, 128 bytes either side at most.
+        let stop = bytes.len().min(i + 128);
+        let end = bytes[i..stop]
+            .iter()
+            .position(|&b| b == b'\n')
+            .map_or(stop, |p| i + p);
+        let mut k = i - line_before(bytes, i).len().min(128);
+        while k < end {
+            let token = run_end_max(bytes, k, MAX_VALUE, |b| {
+                !b.is_ascii_whitespace() && !matches!(b, b'\'' | b'"' | b'|' | b';' | b'<' | b'>')
+            });
+            self.chpasswd_pair(k, token);
+            k = token + 1;
+        }
+        if end == stop || !bytes[i..end].windows(2).any(|w| w == b"<<") {
+            return;
+        }
+        let mut line = end + 1;
+        for _ in 0..64 {
+            let s = skip_blank(bytes, line);
+            let e = line_end(bytes, s);
+            if s >= bytes.len()
+                || !self.chpasswd_pair(
+                    s,
+                    trim_end_of(&bytes[s..e], |b| b.is_ascii_whitespace()).len() + s,
+                )
+            {
+                return;
+            }
+            line = e + 1;
+        }
+    }
+
+    /// One `user:password` of `chpasswd`'s input at `[s, e)`; whether it has that shape.
+    fn chpasswd_pair(&mut self, s: usize, e: usize) -> bool {
+        let bytes = self.bytes;
+        let user = run_end_max(bytes, s, e - s, |b| {
+            b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-')
+        });
+        if user == s
+            || user >= e
+            || bytes[user] != b':'
+            || !bytes[s].is_ascii_alphabetic() && bytes[s] != b'_'
+        {
+            return false;
+        }
+        if let Some(at) = user_password(&bytes[s..e], b':')
+            && value_is_secret(
+                bytes,
+                &Value::cell(bytes, s + at, e),
+                b"password",
+                Strength::Strong,
+                Mode::Literal,
+            )
+        {
+            self.push(SecretKind::CommandLine, s + at, e);
+        }
+        true
+    }
+
     /// `Bearer <token>` and `Basic <base64 of user:password>` anywhere.
     fn auth_scheme_at(&mut self, i: usize) {
         let bytes = self.bytes;
@@ -553,6 +824,9 @@ impl Scan<'_> {
 
     /// A key run starting at `i`: if it holds a secret word, what follows decides.
     fn key_at(&mut self, i: usize) {
+        if self.password_word_at(i) {
+            return;
+        }
         let bytes = self.bytes;
         let run = run_end(bytes, i, is_key_byte);
         // Trailing dots and dashes end a sentence or a flag, they are not part of the key.
@@ -573,6 +847,7 @@ impl Scan<'_> {
             self.sas_signature_at(i, kend);
             return;
         }
+        self.credential_pair_at(key, kend);
         let Some(word) = secret_word(key) else {
             return;
         };
@@ -581,6 +856,9 @@ impl Scan<'_> {
         if strength == Strength::Weak && key.eq_ignore_ascii_case(b"key") && strong_word_before(bytes, i) {
             strength = Strength::Strong;
         }
+        if strength == Strength::Strong {
+            self.table_header_at(i);
+        }
         let header = key.len() > 2 && key[..2].eq_ignore_ascii_case(b"x-") || word.authorization;
         let kind = if header {
             SecretKind::AuthHeader
@@ -588,6 +866,107 @@ impl Scan<'_> {
             SecretKind::Assignment
         };
         self.assignment_after(i, kend, key, strength, kind, false);
+    }
+
+    /// The word for password in another language (see [`PASSWORD_WORDS`]), judged as `password`
+    /// is: `Passwort: …` as a mapping, `mein Passwort ist …` as prose, `密码：…`, and `密码是…`
+    /// or `パスワードは…`, where a particle glued to the word reads `is`.
+    #[inline(always)]
+    fn password_word_at(&mut self, i: usize) -> bool {
+        // Two lookups rule out most words.
+        let second = self.bytes.get(i + 1).map_or(0, |&b| usize::from(b));
+        let mask = PASSWORD_WORD_INDEX[0][usize::from(self.bytes[i])] & PASSWORD_WORD_INDEX[1][second];
+        mask != 0 && self.password_word(i, mask)
+    }
+
+    /// [`Scan::password_word_at`] for the words of `mask`, those that may start at `i`.
+    fn password_word(&mut self, i: usize, mut mask: u16) -> bool {
+        let bytes = self.bytes;
+        let end = loop {
+            if mask == 0 {
+                return false;
+            }
+            let k = mask.trailing_zeros() as usize;
+            mask &= mask - 1;
+            if let Some(end) = eat_ci(bytes, i, PASSWORD_WORDS[k].as_bytes()) {
+                break end;
+            }
+        };
+        // Chinese and Japanese are written without spaces; other scripts' words stand alone
+        // (`Passwortlänge` is a length, `пароля` another case).
+        let spaced_script = bytes[i] < 0xE3;
+        if spaced_script
+            && (word_at(self.text, end) || self.text[..i].chars().next_back().is_some_and(is_word))
+        {
+            return false;
+        }
+        match ["是", "为", "為", "は"]
+            .iter()
+            .find_map(|p| eat_ci(bytes, end, p.as_bytes()))
+        {
+            Some(pos) => {
+                // What follows in Chinese or Japanese is the sentence, not a value.
+                let pos = skip_blank(bytes, pos);
+                if bytes.get(pos).is_some_and(u8::is_ascii)
+                    && let Some(value) = Value::parse(bytes, pos, Stop::Code)
+                    && value_is_secret(bytes, &value, b"password", Strength::Strong, Mode::Prose)
+                {
+                    self.push(SecretKind::Prose, value.start, value.whole_end(bytes));
+                }
+            }
+            None => self.assignment_after(
+                i,
+                end,
+                b"password",
+                Strength::Strong,
+                SecretKind::Assignment,
+                false,
+            ),
+        }
+        true
+    }
+
+    /// `auth=("admin", "…")`, `HTTPBasicAuth("admin", "…")`, `smtp.login(user, "…")`: a user
+    /// and a password passed together to what names authentication. The second is the password
+    /// when it is a random-looking string.
+    fn credential_pair_at(&mut self, key: &[u8], kend: usize) {
+        let bytes = self.bytes;
+        let mut open = skip_blank(bytes, kend);
+        if bytes.get(open) == Some(&b'=') {
+            open = skip_blank(bytes, open + 1);
+        }
+        if bytes.get(open) != Some(&b'(') {
+            return;
+        }
+        // What is called: `…Auth`, `login`, `authenticate`, `…_password` (not `AuthError`).
+        let name = key.rsplit(|&b| b == b'.').next().unwrap_or(key);
+        let names_auth = [
+            &b"auth"[..],
+            b"login",
+            b"log_in",
+            b"signin",
+            b"sign_in",
+            b"authenticate",
+        ]
+        .iter()
+        .chain(PASSWORD_KEYS)
+        .any(|w| name.len() >= w.len() && name[name.len() - w.len()..].eq_ignore_ascii_case(w));
+        if !names_auth {
+            return;
+        }
+        let Some(comma) = top_level(bytes, open + 1, b",)", 256).filter(|&c| bytes[c] == b',') else {
+            return;
+        };
+        let Some(value) = Value::parse(bytes, skip_blank(bytes, comma + 1), Stop::Code) else {
+            return;
+        };
+        if value.quoted
+            && !value.cut
+            && matches!(bytes.get(skip_blank(bytes, value.end + 1)), Some(b')' | b','))
+            && value_is_secret(bytes, &value, b"password", Strength::Strong, Mode::Prose)
+        {
+            self.push(SecretKind::Assignment, value.start, value.end);
+        }
     }
 
     /// An Azure SAS signature, `?…&sig=<base64>` in a URL query: the signature grants the access.
@@ -613,6 +992,16 @@ impl Scan<'_> {
         if name.is_empty() {
             return;
         }
+        if dashes == 1 && [&b"pass"[..], b"passin", b"passout"].contains(&name) {
+            // openssl's `-passin pass:…` (`env:`, `file:`, `fd:` and `stdin` say where it is).
+            if let Some(p) = eat_ci(bytes, skip_blank(bytes, kend), b"pass:")
+                && let Some(value) = Value::parse(bytes, p, Stop::Blank)
+                && value_is_secret(bytes, &value, b"password", Strength::Strong, Mode::Literal)
+            {
+                self.push(SecretKind::CommandLine, value.start, value.whole_end(bytes));
+            }
+            return;
+        }
         if dashes == 1 {
             // `-pSECRET`, or `-p*SECRET` where the run stopped at a symbol.
             let glued = name.len() > 1
@@ -633,7 +1022,8 @@ impl Scan<'_> {
     }
 
     /// `-p` after `docker login` and friends, `sshpass` or `mongo`/`mongosh`, `-pSECRET` after
-    /// `mysql`, `-P` after `sqlcmd`, `-w` after the `ldap…` tools, `-a` after `redis-cli`,
+    /// `mysql`, `-P` after `sqlcmd`, `-N`/`-P` after `ssh-keygen`, `-k` after `openssl`, `-w`
+    /// after the `ldap…` tools, `-a` after `redis-cli`,
     /// `-a user:password` after httpie, `-u user:password` / `--user` after `curl`,
     /// `-u user,password` after `lftp`, `-U user%password` after `smbclient`.
     fn short_flag_at(&mut self, i: usize, kend: usize, flag: u8, glued: bool) {
@@ -644,7 +1034,9 @@ impl Scan<'_> {
         // before it.
         let (spaced_ok, glued_ok, user_sep) = match flag {
             b'p' => (has(LOGIN | MONGO), has(MYSQL), None),
-            b'P' => (has(SQLCMD), false, None),
+            b'P' => (has(SQLCMD | SSH_KEYGEN), false, None),
+            b'N' => (has(SSH_KEYGEN), false, None),
+            b'k' => (has(OPENSSL), false, None),
             b'w' => (has(LDAP), false, None),
             b'a' if has(HTTPIE) => (true, false, Some(b':')),
             b'a' => (has(REDIS), false, None),
@@ -668,21 +1060,13 @@ impl Scan<'_> {
             return;
         }
         if let Some(sep) = user_sep {
-            // `user:password`: the password is the secret.
-            if let Some(at) = v.iter().position(|&b| b == sep) {
-                let pw = &v[at + 1..];
-                if pw.len() >= 3 && !is_placeholder(pw) && !constant_like(pw) {
-                    self.push(
-                        SecretKind::CommandLine,
-                        value.start + at + 1,
-                        value.whole_end(bytes),
-                    );
-                }
+            if let Some(at) = user_password(v, sep) {
+                self.push(SecretKind::CommandLine, value.start + at, value.whole_end(bytes));
             }
             return;
         }
-        // A port (`-p 27017:27017` on a line naming mongo) is not a password.
-        if v.len() >= 3 && !is_placeholder(v) && !numeric_like(v) {
+        // A port (`-p 27017:27017` on a line naming mongo) is not a password, nor a URL.
+        if v.len() >= 3 && !is_placeholder(v) && !numeric_like(v) && !is_path_or_url(v) {
             self.push(SecretKind::CommandLine, value.start, value.whole_end(bytes));
         }
     }
@@ -731,6 +1115,8 @@ impl Scan<'_> {
             ),
             (SMB, &[&b"smbclient"[..]][..]),
             (LFTP, &[&b"lftp"[..]][..]),
+            (SSH_KEYGEN, &[&b"ssh-keygen"[..]][..]),
+            (OPENSSL, &[&b"openssl"[..]][..]),
         ] {
             if names.iter().any(|n| contains_ci(line, n)) {
                 set |= bit;
@@ -774,6 +1160,7 @@ impl Scan<'_> {
             (Some(b'='), Some(b'>')) => Some(2),
             (Some(b'?'), Some(b':')) => return, // a TypeScript optional field: a type follows
             (Some(b':' | b'='), _) => Some(1),
+            _ if bytes[pos..].starts_with("：".as_bytes()) => Some(3),
             _ => None,
         };
         let line = line_before(bytes, kstart);
@@ -1041,10 +1428,9 @@ impl Scan<'_> {
             return;
         }
         match colon.filter(|&c| c < at) {
-            Some(colon) => {
-                let password = &bytes[colon + 1..at];
-                if password.len() >= 3 && !is_placeholder(password) && !constant_like(password) {
-                    self.push(SecretKind::UrlCredentials, colon + 1, at);
+            Some(_) => {
+                if let Some(p) = user_password(&bytes[start..at], b':') {
+                    self.push(SecretKind::UrlCredentials, start + p, at);
                 }
             }
             None => {
@@ -1056,6 +1442,37 @@ impl Scan<'_> {
                     self.push(SecretKind::UrlCredentials, start, at);
                 }
             }
+        }
+    }
+
+    /// A password hash in crypt's `$id$[params$]salt$hash` form, as good as the password to an
+    /// offline attack: bcrypt (`$2b$12$` + 53), md5-crypt (`$1$`, Apache's `$apr1$`), sha256- and
+    /// sha512-crypt (`$5$`, `$6$`), yescrypt (`$y$`), scrypt (`$7$`), argon2 (`$argon2id$v=19$…`).
+    fn crypt_hash_at(&mut self, i: usize) {
+        let bytes = self.bytes;
+        let id_end = run_end_max(bytes, i + 1, 9, |b| b.is_ascii_alphanumeric());
+        let hash_len = match &bytes[i + 1..id_end] {
+            b"1" | b"apr1" => 22..=22,
+            b"5" | b"y" | b"gy" | b"7" => 43..=43,
+            b"6" => 86..=86,
+            b"2a" | b"2b" | b"2y" | b"2x" => 53..=53,
+            b"argon2i" | b"argon2d" | b"argon2id" => 22..=128,
+            _ => return,
+        };
+        // The fields after the id; the last is the hash (a docker-compose `$$` doubles each `$`).
+        let mut field = id_end;
+        let mut fields = 0;
+        while bytes.get(field) == Some(&b'$') && fields < 8 {
+            let start = run_end_max(bytes, field, 2, |b| b == b'$');
+            let end = run_end_max(bytes, start, 128, crypt_byte);
+            fields += 1;
+            if bytes.get(end) != Some(&b'$') {
+                if fields >= 2 && hash_len.contains(&(end - start)) && !token_continues_at(self.text, end) {
+                    self.push(SecretKind::PasswordHash, i, end);
+                }
+                return;
+            }
+            field = end;
         }
     }
 
@@ -1110,8 +1527,22 @@ impl Scan<'_> {
             }
             self.push(SecretKind::PrivateKey, s, end);
         }
-        if let Some((start, end)) = pgpass_at(bytes, s) {
-            self.push(SecretKind::CredentialFile, start, end);
+        // `.pgpass` and `/etc/shadow` lines: five or nine `:`-separated fields.
+        if let Some((fields, n)) = colon_fields(bytes, s) {
+            let found = match n {
+                5 => pgpass(bytes, &fields).map(|span| (SecretKind::CredentialFile, span)),
+                9 => shadow(bytes, &fields).map(|span| (SecretKind::PasswordHash, span)),
+                _ => None,
+            };
+            if let Some((kind, (start, end))) = found {
+                self.push(kind, start, end);
+            }
+        }
+        // A row of a CSV, TSV or markdown table whose header named a secret column.
+        if let Some(table) = self.table
+            && !self.table_row(s, line_end(bytes, s), table)
+        {
+            self.table = None;
         }
     }
 }
@@ -1142,6 +1573,42 @@ struct SecretWord {
     strength: Strength,
     authorization: bool,
 }
+
+/// The word for password in German, French, Spanish, Portuguese, Chinese, Japanese and Russian
+/// (Italian writes `password`): a key of its own, judged as `password` is.
+const PASSWORD_WORDS: &[&str] = &[
+    "passwort",
+    "kennwort",
+    "mot de passe",
+    "contraseña",
+    "contrasena",
+    "clave",
+    "senha",
+    "密码",
+    "密碼",
+    "パスワード",
+    "пароль",
+    "Пароль",
+    "ПАРОЛЬ",
+];
+
+/// For each byte, the bit set of [`PASSWORD_WORDS`] that start with it (either ASCII case), and
+/// (second array) that have it second: most words are ruled out by two lookups and an AND.
+static PASSWORD_WORD_INDEX: [[u16; 256]; 2] = {
+    let mut index = [[0u16; 256]; 2];
+    let mut k = 0;
+    while k < PASSWORD_WORDS.len() {
+        let mut at = 0;
+        while at < 2 {
+            let b = PASSWORD_WORDS[k].as_bytes()[at];
+            index[at][b.to_ascii_lowercase() as usize] |= 1 << k;
+            index[at][b.to_ascii_uppercase() as usize] |= 1 << k;
+            at += 1;
+        }
+        k += 1;
+    }
+    index
+};
 
 /// Suffixes after a secret word that make the key metadata about a secret, not the secret.
 const QUALIFIERS: &[&[u8]] = &[
@@ -1322,19 +1789,27 @@ fn secret_word(key: &[u8]) -> Option<SecretWord> {
             j += 1;
             continue;
         }
+        // A word from `j` to `e` that is a segment of its own.
+        let alone = |e: usize| {
+            (j == 0 || !key[j - 1].is_ascii_alphabetic())
+                && key.get(e).is_none_or(|b| !b.is_ascii_alphabetic())
+        };
         let hit: Option<(usize, Strength, bool)> = match key[j] | 0x20 {
             b'p' => longest(key, j, &[b"password", b"passwd", b"passphrase", b"passcode"])
                 .map(|e| (e, Strength::Strong, false))
                 .or_else(|| two_part(key, j, b"private", b"key").map(|e| (e, Strength::Strong, false)))
                 .or_else(|| eat_ci(key, j, b"pwd").map(|e| (e, Strength::Strong, false)))
+                // `pw` only as a segment of its own (`my pw is`, `DB_PW`), not in `upward`.
                 .or_else(|| {
-                    // `pw` only as a segment of its own (`my pw is`, `DB_PW`), not in `upward`.
                     eat_ci(key, j, b"pw")
-                        .filter(|&e| {
-                            (j == 0 || !key[j - 1].is_ascii_alphabetic())
-                                && key.get(e).is_none_or(|b| !b.is_ascii_alphabetic())
-                        })
+                        .filter(|&e| alone(e))
                         .map(|e| (e, Strength::Strong, false))
+                })
+                // A personal access token (`AZURE_DEVOPS_PAT`), a segment of its own.
+                .or_else(|| {
+                    eat_ci(key, j, b"pat")
+                        .filter(|&e| alone(e))
+                        .map(|e| (e, Strength::Weak, false))
                 })
                 .or_else(|| eat_ci(key, j, b"pass").map(|e| (e, Strength::Weak, false))),
             b's' => eat_ci(key, j, b"secret").map(|e| (e, Strength::Strong, false)),
@@ -1550,6 +2025,22 @@ impl Value {
         })
     }
 
+    /// A table cell `[s, e)`, quoted when `"` or `'` enclose it (markdown's backticks and
+    /// emphasis are not quotes).
+    fn cell(bytes: &[u8], s: usize, e: usize) -> Self {
+        let (start, end) = unquoted(bytes, s, e);
+        Self {
+            start,
+            end,
+            quoted: start > s && matches!(bytes[start - 1], b'"' | b'\''),
+            raw_end: end,
+            span_end: end,
+            cut: false,
+            quote: 0,
+            stop: Stop::Code,
+        }
+    }
+
     /// The end of the whole value, once it is judged a secret: a value cut at [`MAX_VALUE`] runs
     /// on by the same stop rules (its closing quote, a blank, …), at most [`MAX_SPAN`] bytes.
     /// The scan then covers the extension, so no rule reads it again.
@@ -1593,7 +2084,8 @@ fn unquoted_end(bytes: &[u8], pos: usize, limit: usize, stop: Stop) -> usize {
             || (matches!(b, b'"' | b'\'' | b'`') && closes(raw_end))
             || (matches!(b, b'&' | b';') && next_field(raw_end))
             || (stop == Stop::Code && b == b',' && next_field(raw_end))
-            || (stop == Stop::Code && matches!(b, b',' | b';') && closes(raw_end));
+            || (stop == Stop::Code && matches!(b, b',' | b';') && closes(raw_end))
+            || (bytes[pos].is_ascii() && cjk_at(bytes, raw_end));
         if ends {
             break;
         }
@@ -1617,6 +2109,12 @@ fn code_span_end(bytes: &[u8], pos: usize, raw_end: usize, stop: Stop) -> usize 
 fn value_is_secret(bytes: &[u8], value: &Value, key: &[u8], strength: Strength, mode: Mode) -> bool {
     let v = value.text(bytes);
     let raw = &bytes[value.start..value.raw_end];
+    // A personal access token is one base64url run (`AZURE_DEVOPS_PAT=…`); a `…_PAT` holding a
+    // regex or an alphabet is a pattern.
+    let pat = key.len() >= 3 && key[key.len() - 3..].eq_ignore_ascii_case(b"pat");
+    if strength == Strength::Weak && pat && !v.iter().all(|&b| b64url(b)) {
+        return false;
+    }
     if is_placeholder(v) || is_reference(v) || same_as_key(v, key) || yaml_tag(bytes, value) {
         return false;
     }
@@ -1627,6 +2125,9 @@ fn value_is_secret(bytes: &[u8], value: &Value, key: &[u8], strength: Strength, 
         return false;
     }
     if strength == Strength::Weak && hex_key_id(v) && public_key_id_key(key) {
+        return false;
+    }
+    if cookie_attributes(v, key) || secret_name(bytes, value, key, mode) {
         return false;
     }
     // A PIN or an all-digit password (`DB_PASSWORD=84619273`), not a count or a date.
@@ -1783,17 +2284,49 @@ fn yaml_tag(bytes: &[u8], value: &Value) -> bool {
     after > value.raw_end && bytes.get(after).is_some_and(|&b| b != b'\n' && b != b'\r')
 }
 
+/// `Set-Cookie: Path=/; HttpOnly`: a cookie's attributes without a cookie.
+fn cookie_attributes(v: &[u8], key: &[u8]) -> bool {
+    const ATTRIBUTES: &[&[u8]] = &[
+        b"path",
+        b"domain",
+        b"expires",
+        b"max-age",
+        b"samesite",
+        b"secure",
+        b"httponly",
+        b"partitioned",
+        b"priority",
+    ];
+    let name = &v[..run_end(v, 0, |b| b.is_ascii_alphanumeric() || b == b'-')];
+    contains_ci(key, b"cookie") && ATTRIBUTES.iter().any(|a| name.eq_ignore_ascii_case(a))
+}
+
+/// `secret: tls-cert-2024`: a bare `secret` key in YAML whose value is a Kubernetes object's name
+/// (three or more lowercase parts, mostly words, joined by `-`), the secret a volume or an ingress
+/// refers to.
+fn secret_name(bytes: &[u8], value: &Value, key: &[u8], mode: Mode) -> bool {
+    let v = value.text(bytes);
+    mode == Mode::Code
+        && !value.quoted
+        && key.eq_ignore_ascii_case(b"secret")
+        && v.iter().filter(|&&b| b == b'-').count() >= 2
+        && v.iter()
+            .all(|&b| b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'-' | b'.'))
+        && wordy(v)
+}
+
 /// `-x`, `--flag`, `--flag-name`: a dash and a word.
 fn flag_like(v: &[u8]) -> bool {
     let body = &v[run_end(v, 0, |b| b == b'-')..];
     !body.is_empty() && body.iter().all(|&b| b.is_ascii_alphanumeric() || b == b'-')
 }
 
+/// The words of a key naming a password (not a token or an API key).
+const PASSWORD_KEYS: &[&[u8]] = &[b"password", b"passwd", b"pwd", b"passphrase", b"passcode"];
+
 /// A key naming a password (not a token or an API key): an all-digit value of it is a PIN.
 fn password_key(key: &[u8]) -> bool {
-    [&b"password"[..], b"passwd", b"pwd", b"passphrase", b"passcode"]
-        .iter()
-        .any(|w| contains_ci(key, w))
+    PASSWORD_KEYS.iter().any(|w| contains_ci(key, w))
 }
 
 /// A public key id (`3AA5C34371567BD2`, `0x3AA5C34371567BD2`, a 40-digit fingerprint): 8, 16 or
@@ -1963,9 +2496,10 @@ fn prose_word(bytes: &[u8], value: &Value) -> bool {
         .is_some_and(|eq| eq >= 3 && v[..eq].iter().all(u8::is_ascii_alphabetic));
     !value.quoted
         && !named
-        && bytes
+        && (bytes
             .get(value.raw_end)
             .is_none_or(|&b| b.is_ascii_whitespace() || matches!(b, b',' | b';'))
+            || cjk_at(bytes, value.raw_end))
 }
 
 /// A random-looking word of at least `min` bytes: digits and letters mixed, or symbols, or a long
@@ -1982,10 +2516,26 @@ fn has_digit(v: &[u8]) -> bool {
     v.iter().any(u8::is_ascii_digit)
 }
 
-/// A character that identifiers and words do not use.
+/// A character that identifiers and words do not use (a letter of any script is not one:
+/// `ändern` is a word).
 fn has_symbol(v: &[u8]) -> bool {
-    v.iter()
-        .any(|&b| !b.is_ascii_alphanumeric() && !matches!(b, b'_' | b'-' | b'.' | b':' | b'/'))
+    v.utf8_chunks().any(|chunk| {
+        !chunk.invalid().is_empty()
+            || chunk
+                .valid()
+                .chars()
+                .any(|c| !c.is_alphanumeric() && !matches!(c, '_' | '-' | '.' | ':' | '/'))
+    })
+}
+
+/// A Chinese or Japanese character or full-width punctuation (U+3000–U+9FFF, U+FF00–U+FFEF) at
+/// byte `k`: prose glued to a value, not part of it (`密码：Xy7!kq9Lm，谢谢`).
+fn cjk_at(bytes: &[u8], k: usize) -> bool {
+    match bytes.get(k) {
+        Some(0xE3..=0xE9) => true,
+        Some(0xEF) => matches!(bytes.get(k + 1), Some(0xBC..=0xBF)),
+        _ => false,
+    }
 }
 
 fn mixed_case(v: &[u8]) -> bool {
@@ -2173,8 +2723,9 @@ fn is_placeholder(v: &[u8]) -> bool {
         b"public",
         b"auto",
     ];
-    // Templating and elision: the value is a slot, not a value, wherever these stand.
-    const TEMPLATED: &[&[u8]] = &[b"...", b"${", b"{{", b"$(", b"\xe2\x80\xa6"];
+    // Templating (a printf `%s` too) and elision: the value is a slot, not a value, wherever
+    // these stand.
+    const TEMPLATED: &[&[u8]] = &[b"...", b"${", b"{{", b"$(", b"%s", b"\xe2\x80\xa6"];
     let Some(&first) = v.first() else { return true };
     // A slot fills the whole value: `{name}`, `[REDACTED:…]`, `$NAME`, `$USER:$PASS`; `{Xk9#mQ2z`
     // and `$uP3r-S3cret!9` are passwords that start with a symbol.
@@ -2493,9 +3044,19 @@ fn is_auth_scheme(v: &[u8]) -> bool {
 /// Skips `is`, `was`, `to`, `:` and similar words between a secret word and its value in prose,
 /// or a short phrase ending with `:` (`password for staging: …`).
 fn skip_fillers(bytes: &[u8], start: usize) -> usize {
-    const FILLERS: &[&[u8]] = &[
+    // `is` in English, German, French, Spanish, Portuguese and Italian.
+    const IS: &[&[u8]] = &[
         b"is",
         b"was",
+        b"=",
+        b"ist",
+        b"lautet",
+        b"est",
+        b"es",
+        "é".as_bytes(),
+        "è".as_bytes(),
+    ];
+    const FILLERS: &[&[u8]] = &[
         b"are",
         b"be",
         b"to",
@@ -2504,18 +3065,30 @@ fn skip_fillers(bytes: &[u8], start: usize) -> usize {
         b"currently",
         b"set",
         b"equals",
-        b"=",
         b":",
         b"is:",
         b"of",
         b"here:",
         b"value",
     ];
-    // `for prod`, `on staging`, `in CI`: a phrase naming where the secret is used.
-    let first = &bytes[start..run_end_max(bytes, start, 8, |b| b.is_ascii_alphabetic())];
-    let scoped = [&b"for"[..], b"on", b"in", b"at", b"of"]
-        .iter()
-        .any(|w| first.eq_ignore_ascii_case(w));
+    // `for prod`, `on staging`, `in CI`, `für prod`, `do banco`: a phrase naming where the
+    // secret is used.
+    let first = &bytes[start..run_end_max(bytes, start, 8, |b| !b.is_ascii_whitespace())];
+    let scoped = [
+        &b"for"[..],
+        b"on",
+        b"in",
+        b"at",
+        b"of",
+        "für".as_bytes(),
+        b"de",
+        b"do",
+        b"da",
+        b"del",
+        b"du",
+    ]
+    .iter()
+    .any(|w| first.eq_ignore_ascii_case(w));
     let mut pos = start;
     for _ in 0..4 {
         let end = run_end_max(bytes, pos, 256, |b| !b.is_ascii_whitespace());
@@ -2524,7 +3097,7 @@ fn skip_fillers(bytes: &[u8], start: usize) -> usize {
         }
         let word = &bytes[pos..end];
         // `password for staging: …`, `password for prod is …`
-        if bytes[end - 1] == b':' || pos > start && scoped && [&b"is"[..], b"was", b"="].contains(&word) {
+        if bytes[end - 1] == b':' || pos > start && scoped && IS.contains(&word) {
             return skip_blank(bytes, end);
         }
         pos = skip_blank(bytes, end);
@@ -2533,7 +3106,7 @@ fn skip_fillers(bytes: &[u8], start: usize) -> usize {
     for _ in 0..2 {
         let end = run_end_max(bytes, pos, 256, |b| !b.is_ascii_whitespace());
         let word = &bytes[pos..end];
-        if end < bytes.len() && FILLERS.iter().any(|f| word.eq_ignore_ascii_case(f)) {
+        if end < bytes.len() && IS.iter().chain(FILLERS).any(|f| word.eq_ignore_ascii_case(f)) {
             pos = skip_blank(bytes, end);
         } else {
             break;
@@ -2543,8 +3116,8 @@ fn skip_fillers(bytes: &[u8], start: usize) -> usize {
 }
 
 /// Commands whose short flag takes a password (`-p`: logins, `sshpass` and mongo, glued for
-/// `mysql`; `-P`: `sqlcmd`; `-w`: ldap tools; `-a`: `redis-cli`, httpie; `-u`: `curl`, `lftp`;
-/// `-U`: `smbclient`).
+/// `mysql`; `-P`: `sqlcmd`, `ssh-keygen`; `-N`: `ssh-keygen`; `-k`: `openssl`; `-w`: ldap tools;
+/// `-a`: `redis-cli`, httpie; `-u`: `curl`, `lftp`; `-U`: `smbclient`).
 const LOGIN: u16 = 1;
 const MYSQL: u16 = 2;
 const REDIS: u16 = 4;
@@ -2555,6 +3128,36 @@ const LDAP: u16 = 64;
 const SMB: u16 = 128;
 const LFTP: u16 = 256;
 const HTTPIE: u16 = 512;
+const SSH_KEYGEN: u16 = 1024;
+const OPENSSL: u16 = 2048;
+
+/// Where the password of `user<sep>password` starts in `v`, when it is one: not a placeholder, a
+/// template name, nor the user again (`guest:guest`, `admin:admin` are documented defaults).
+fn user_password(v: &[u8], sep: u8) -> Option<usize> {
+    let at = v.iter().position(|&b| b == sep)?;
+    let pw = &v[at + 1..];
+    (pw.len() >= 3 && !is_placeholder(pw) && !constant_like(pw) && !pw.eq_ignore_ascii_case(&v[..at]))
+        .then_some(at + 1)
+}
+
+/// The shell argument at or after `pos` and where the next one starts; `None` where the command
+/// ends (the line's end, `|`, `;`, `&`, a redirection, a comment).
+fn next_arg(bytes: &[u8], pos: usize) -> Option<(Value, usize)> {
+    let start = skip_blank(bytes, pos);
+    if bytes
+        .get(start)
+        .is_none_or(|&b| matches!(b, b'\n' | b'\r' | b'|' | b';' | b'&' | b'<' | b'>' | b'#'))
+    {
+        return None;
+    }
+    let value = Value::parse(bytes, start, Stop::Blank)?;
+    let next = if value.quote != 0 {
+        value.raw_end + 1
+    } else {
+        value.raw_end
+    };
+    Some((value, next))
+}
 
 /// The start of the line holding `i`.
 fn line_start_of(bytes: &[u8], i: usize) -> usize {
@@ -2613,15 +3216,21 @@ fn netrc_line(line: &[u8]) -> bool {
     (t.starts_with(b"machine ") || t.starts_with(b"default")) && contains_ci(t, b"login")
 }
 
-/// A `.pgpass` line `host:port:database:user:password`: returns the password's span.
-fn pgpass_at(bytes: &[u8], s: usize) -> Option<(usize, usize)> {
-    // A pgpass line has no blank and at least four colons within its first 512 bytes: most lines
-    // of a prompt fail on their first word.
-    let mut colons = 0;
+/// The spans of the `:`-separated fields of the line at `s` (at most nine) and how many there are,
+/// when it has no blank and at most 512 bytes (a `.pgpass` or `/etc/shadow` line): most lines of a
+/// prompt fail on their first word.
+fn colon_fields(bytes: &[u8], s: usize) -> Option<([(usize, usize); 9], usize)> {
+    let mut fields = [(s, s); 9];
+    let mut n = 0;
     let mut k = s;
     while k < bytes.len() && bytes[k] != b'\n' {
         match bytes[k] {
-            b':' => colons += 1,
+            b':' if n == 8 => return None,
+            b':' => {
+                fields[n].1 = k;
+                n += 1;
+                fields[n] = (k + 1, k + 1);
+            }
             b if b.is_ascii_whitespace() => return None,
             _ => {}
         }
@@ -2630,23 +3239,14 @@ fn pgpass_at(bytes: &[u8], s: usize) -> Option<(usize, usize)> {
             return None;
         }
     }
-    if colons != 4 {
-        return None;
-    }
-    let end = line_end(bytes, s);
-    if end - s > 512 || end - s < 9 {
-        return None;
-    }
-    let line = &bytes[s..end];
-    if line.iter().filter(|&&b| b == b':').count() != 4 || line.iter().any(u8::is_ascii_whitespace) {
-        return None;
-    }
-    let mut fields = line.split(|&b| b == b':');
-    let host = fields.next()?;
-    let port = fields.next()?;
-    let db = fields.next()?;
-    let user = fields.next()?;
-    let pw = fields.next()?;
+    fields[n].1 = k;
+    Some((fields, n + 1))
+}
+
+/// A `.pgpass` line `host:port:database:user:password`: returns the password's span.
+fn pgpass(bytes: &[u8], fields: &[(usize, usize); 9]) -> Option<(usize, usize)> {
+    let [host, port, db, user, pw, ..] = fields.map(|(a, b)| &bytes[a..b]);
+    let (start, end) = (fields[0].0, fields[4].1);
     let host_ok = host == b"*"
         || !host.is_empty()
             && host
@@ -2654,10 +3254,159 @@ fn pgpass_at(bytes: &[u8], s: usize) -> Option<(usize, usize)> {
                 .all(|&b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b'_'))
             && host.iter().any(|&b| b.is_ascii_alphabetic() || b == b'.');
     let port_ok = port == b"*" || !port.is_empty() && port.len() <= 5 && port.iter().all(u8::is_ascii_digit);
-    if !host_ok || !port_ok || db.is_empty() || user.is_empty() || pw.len() < 3 || is_placeholder(pw) {
+    if end - start < 9
+        || !host_ok
+        || !port_ok
+        || db.is_empty()
+        || user.is_empty()
+        || pw.len() < 3
+        || is_placeholder(pw)
+    {
         return None;
     }
     Some((end - pw.len(), end))
+}
+
+/// An `/etc/shadow` line `user:hash:lastchange:min:max:warn:inactive:expire:`: returns the hash's
+/// span (a locked account's `!` before it is not part of it; `*` or `!` alone is no password).
+fn shadow(bytes: &[u8], fields: &[(usize, usize); 9]) -> Option<(usize, usize)> {
+    let [user, _, changed, ..] = fields.map(|(a, b)| &bytes[a..b]);
+    let (mut start, end) = fields[1];
+    start += bytes[start..end].iter().take_while(|&&b| b == b'!').count();
+    let hash = &bytes[start..end];
+    let numbers = fields[2..]
+        .iter()
+        .all(|&(a, b)| bytes[a..b].iter().all(u8::is_ascii_digit));
+    (!user.is_empty()
+        && user
+            .iter()
+            .all(|&b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
+        && !changed.is_empty()
+        && numbers
+        && hash.len() >= 13
+        && hash.iter().all(|&b| crypt_byte(b) || b == b'$'))
+    .then_some((start, end))
+}
+
+/// A byte of a crypt hash or its parameters (`./0-9A-Za-z`, argon2's base64 and `m=…,t=…`).
+fn crypt_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || matches!(b, b'.' | b'/' | b'+' | b'=' | b',')
+}
+
+/// A header row of a CSV, TSV or markdown table (`user,password`, `| user | password |`) or a SQL
+/// column list: every cell a short name, at least one naming a secret with a strong word (the
+/// header of a password manager's export: `name,url,username,password`).
+fn table_header(bytes: &[u8], start: usize, end: usize, delim: u8) -> Option<Table> {
+    // Names, separators and quotes only: most lines fail on their first symbol.
+    let line = &bytes[start..end];
+    let header_byte = |b: u8| {
+        is_key_byte(b) || b == delim || matches!(b, b' ' | b'\t' | b'\r' | b'"' | b'\'' | b'`' | b'*')
+    };
+    if line.len() > 512 || !line.contains(&delim) || !line.iter().all(|&b| header_byte(b)) {
+        return None;
+    }
+    let mut names = true;
+    let mut named = 0;
+    let mut secret = 0;
+    let cells = for_each_cell(bytes, start, end, delim, |k, s, e| {
+        let (s, e) = unquoted(bytes, s, e);
+        let name = &bytes[s..e];
+        named += usize::from(!name.is_empty());
+        // A markdown header may say `API key`; a CSV line with a space in a cell is code or prose
+        // (`return user, token`).
+        let spaces = name.iter().filter(|&&b| b == b' ').count();
+        let name_like = name.len() <= 64
+            && name.iter().all(|&b| is_key_byte(b) || b == b' ')
+            && spaces <= usize::from(delim == b'|');
+        names &= name_like;
+        if name_like && k < 64 && secret_word(name).is_some_and(|w| w.strength == Strength::Strong) {
+            secret |= 1 << k;
+        }
+    });
+    // Every column is named; markdown's outer pipes leave an empty cell at each end.
+    let outer = if delim == b'|' { 2 } else { 0 };
+    (names && named >= 2 && named + outer >= cells && secret != 0).then_some(Table {
+        header: (start, end),
+        delim,
+        cells,
+        secret,
+    })
+}
+
+/// Calls `f` with the index and span (blanks trimmed) of each cell of the row `[start, end)`
+/// split at `delim`, and returns how many there are. A cell that starts with a quote runs to its
+/// closing quote, so a quoted `,` splits nothing.
+fn for_each_cell(
+    bytes: &[u8],
+    start: usize,
+    end: usize,
+    delim: u8,
+    mut f: impl FnMut(usize, usize, usize),
+) -> usize {
+    let mut n = 0;
+    let mut pos = start;
+    loop {
+        let s = skip_blank(bytes, pos).min(end);
+        let mut k = s;
+        if k < end && matches!(bytes[k], b'"' | b'\'') {
+            let quote = bytes[k];
+            k = (k + 1..end).find(|&j| bytes[j] == quote).map_or(end, |j| j + 1);
+        }
+        while k < end && bytes[k] != delim {
+            k += 1;
+        }
+        let e = s + trim_end_of(&bytes[s..k], |b| b.is_ascii_whitespace()).len();
+        f(n, s, e);
+        n += 1;
+        if k >= end {
+            return n;
+        }
+        pos = k + 1;
+    }
+}
+
+/// The span of cell `n` of the row `[start, end)`.
+fn nth_cell(bytes: &[u8], (start, end): (usize, usize), delim: u8, n: usize) -> (usize, usize) {
+    let mut cell = (end, end);
+    for_each_cell(bytes, start, end, delim, |k, s, e| {
+        if k == n {
+            cell = (s, e);
+        }
+    });
+    cell
+}
+
+/// The span of a cell `[s, e)` without the quotes, backticks or markdown emphasis around it.
+fn unquoted(bytes: &[u8], s: usize, e: usize) -> (usize, usize) {
+    let wrap = |b: &u8| matches!(b, b'"' | b'\'' | b'`' | b'*');
+    let start = s + bytes[s..e].iter().take_while(|b| wrap(b)).count();
+    (
+        start,
+        e - bytes[start..e].iter().rev().take_while(|b| wrap(b)).count(),
+    )
+}
+
+/// The first of `stops` at the top level of a parenthesised list from `pos` (nested brackets and
+/// quoted strings skipped), within `limit` bytes; `None` if the list closes first.
+fn top_level(bytes: &[u8], pos: usize, stops: &[u8], limit: usize) -> Option<usize> {
+    let mut depth = 0usize;
+    let mut quote = 0;
+    for (k, &b) in bytes.iter().enumerate().take(pos + limit).skip(pos) {
+        if quote != 0 {
+            if b == quote {
+                quote = 0;
+            }
+        } else if depth == 0 && stops.contains(&b) {
+            return Some(k);
+        } else if matches!(b, b'\'' | b'"') {
+            quote = b;
+        } else if matches!(b, b'(' | b'[' | b'{') {
+            depth += 1;
+        } else if matches!(b, b')' | b']' | b'}') {
+            depth = depth.checked_sub(1)?;
+        }
+    }
+    None
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -2871,7 +3620,7 @@ const fn legacy(name: &'static str, prefix: &'static [u8], class: fn(u8) -> bool
 }
 
 /// The vendor shapes, dispatched on their first byte (at most 128: the index is a `u128`).
-const VENDOR_TABLE: [Vendor; 115] = [
+const VENDOR_TABLE: [Vendor; 116] = [
     // The original filter's shapes, case-insensitive prefixes.
     legacy("openai_style_key", b"sk-", b64url, 8),
     legacy("github_token", b"github_pat_", word_class, 8),
@@ -3015,6 +3764,7 @@ const VENDOR_TABLE: [Vendor; 115] = [
     v("flyio_token", b"fm2_", b64, 100, 4096),
     v("netlify_token", b"nfp_", alnum, 36, 40),
     v("adafruit_key", b"aio_", alnum, 28, 28),
+    v("render_key", b"rnd_", alnum, 24, 64),
 ];
 
 /// The vendor shapes (see the table above), one rule name per provider.
@@ -3074,6 +3824,8 @@ impl Vendor {
         match self.name {
             "airtable_token" if !hex_tail(14, b'.') => return None,
             "circleci_token" if !hex_tail(22, b'_') => return None,
+            // A generated key has digits; `rnd_` before a long name is a variable.
+            "render_key" if !has_digit(token) => return None,
             // A Twitter bearer token is URL-encoded: base64 that goes on with `+`, `/` or `=` is a
             // blob that starts with zero bytes (an IV, a fixture), not a token.
             "twitter_token" if matches!(bytes.get(end), Some(b'+' | b'/' | b'=')) => return None,
@@ -3236,6 +3988,7 @@ mod tests {
             (SecretKind::AuthHeader, "auth_header"),
             (SecretKind::UrlCredentials, "url_credentials"),
             (SecretKind::CredentialFile, "credential_file"),
+            (SecretKind::PasswordHash, "password_hash"),
             (SecretKind::Vendor("stripe_key"), "stripe_key"),
             (SecretKind::Jwt, "jwt"),
             (SecretKind::Prose, "prose"),
@@ -3689,6 +4442,36 @@ mod tests {
             "MTAJMlA4JahKDNl9sW7W6zCJ.",
             "&sig=",
             "ghp_zymMlopiWfqUyHRS\n",
+            "密码",
+            "密码是",
+            "パスワード：",
+            "mot de passe ",
+            "Passwort ist ",
+            "пароль ",
+            "user,password\n",
+            "a,Zq8!pLm2x\n",
+            "| password | x |\n",
+            "insert into t (a, password) values ('x', ",
+            "insert into t (password) values ('Zq8!pLm2x'),",
+            "login(",
+            "auth=(\"a\", ",
+            "HTTPBasicAuth(\"a\", \"Zq8!pLm2x\"",
+            "htpasswd -b ",
+            "wpa_passphrase a ",
+            "net user a ",
+            "chpasswd ",
+            "chpasswd <<E\n",
+            "bob:Zq8pLm2xQ\n",
+            "openssl -passin pass:",
+            "ssh-keygen -N ",
+            "$",
+            "$6$",
+            "$2b$12$",
+            "$argon2id$v=19$m=1,t=1,p=1$",
+            "root:x:1:0:0:0:0:0:\n",
+            "bot12345678:AA",
+            "rnd_",
+            "A_PAT=",
         ];
         let started = Instant::now();
         for unit in units {
@@ -4008,16 +4791,7 @@ mod tests {
     #[test]
     fn begin_lines_without_an_end_search_the_text_once() {
         let prompt = "-----BEGIN RSA PRIVATE KEY-----\n".repeat(200_000 / 32);
-        let mut scan = super::Scan {
-            text: &prompt,
-            bytes: prompt.as_bytes(),
-            found: Vec::new(),
-            covered: 0,
-            line: (0, None),
-            pem_end: super::PemEnd::default(),
-            pem_searched: 0,
-            b64url_run: (0, 0),
-        };
+        let mut scan = super::Scan::new(&prompt);
         scan.run();
         assert_eq!(scan.found.len(), 200_000 / 32);
         assert!(
@@ -4030,5 +4804,306 @@ mod tests {
         let block = "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAq7Bz\n-----END RSA PRIVATE KEY-----";
         let text = format!("{}{block}", "-----BEGIN RSA PRIVATE KEY-----\n".repeat(3));
         assert_eq!(findings(&text).last().map(|f| f.end), Some(text.len()));
+    }
+
+    /// The word for password in other languages is a key as `password` is, with the same value
+    /// rules: a mapping needs a digit or symbol, prose a random-looking word.
+    #[test]
+    fn password_words_of_other_languages_take_the_same_values() {
+        for text in [
+            "mein Passwort ist Xy7!kq9Lm",
+            "Passwort: Xy7!kq9Lm",
+            "Kennwort: Xy7!kq9Lm",
+            "mot de passe : Xy7!kq9Lm",
+            "le mot de passe est Xy7!kq9Lm",
+            "contraseña: Xy7!kq9Lm",
+            "mi contraseña es Xy7!kq9Lm",
+            "clave: Xy7!kq9Lm",
+            "senha: Xy7!kq9Lm",
+            "minha senha é Xy7!kq9Lm",
+            "la password è Xy7!kq9Lm",
+            "密码：Xy7!kq9Lm，谢谢",
+            "我的密码是Xy7!kq9Lm。",
+            "パスワード：Xy7!kq9Lm",
+            "パスワードはXy7!kq9Lmです",
+            "пароль: Xy7!kq9Lm",
+            "мой пароль Xy7!kq9Lm",
+            "das Passwort für prod ist Xy7!kq9Lm",
+            "a senha do banco é Xy7!kq9Lm",
+        ] {
+            assert_eq!(spans(text), ["Xy7!kq9Lm"], "{text}");
+        }
+        assert_clean(&[
+            "Passwort: ändern",
+            "Das Passwort ist zu kurz.",
+            "Passwortlänge: 12",
+            "mot de passe oublié",
+            "Le mot de passe est incorrect.",
+            "la contraseña es obligatoria",
+            "clave primaria: id_usuario",
+            "enclave: sgx-enclave-01",
+            "a senha é obrigatória",
+            "密码：请输入",
+            "密码错误，请重试",
+            "密码学是一门科学",
+            "密码长度：8-16位",
+            "パスワードは8文字以上",
+            "Пароль: обязательно",
+            "пароля нет",
+            "the password is Größe",
+        ]);
+    }
+
+    /// A table whose header names a secret column, and a SQL `INSERT` column list: the cell in
+    /// that column of each row is the column's value, judged as `password: …` is.
+    #[test]
+    fn table_cells_under_a_secret_column_are_values() {
+        for (text, secret) in [
+            ("user,password\nadmin,Zq8!pLm2x", &["Zq8!pLm2x"][..]),
+            (
+                "name,url,username,password\nmail,https://mail.example.org,bob,Zq8!pLm2x\nbank,https://bank.example.org,bob,Xy7!kq9Lm",
+                &["Zq8!pLm2x", "Xy7!kq9Lm"],
+            ),
+            ("\"user\",\"password\"\n\"admin\",\"Zq8!pLm2x\"", &["Zq8!pLm2x"]),
+            ("username\tpassword\nadmin\tZq8!pLm2x", &["Zq8!pLm2x"]),
+            (
+                "| user | password |\n|---|---|\n| admin | Zq8!pLm2x |",
+                &["Zq8!pLm2x"],
+            ),
+            (
+                "| User | API key |\n| --- | --- |\n| ci | `Qm3xT8wPz1Lk9` |",
+                &["Qm3xT8wPz1Lk9"],
+            ),
+            (
+                "INSERT INTO users (name, password) VALUES ('bob', 'S3cr3t!pw')",
+                &["S3cr3t!pw"],
+            ),
+            (
+                "insert into `users` (`name`, `password`)\nvalues ('bob', 'S3cr3t!pw'), ('al', 'Xy7!kq9Lm');",
+                &["S3cr3t!pw", "Xy7!kq9Lm"],
+            ),
+        ] {
+            assert_eq!(spans(text), secret, "{text}");
+        }
+        assert_clean(&[
+            "user,password\nadmin,changeme",
+            "user,password\nadmin,Rosebud",
+            "| user | password |\n|---|---|\n| ops | see vault |",
+            "| Name | Description | Secret |\n|---|---|---|\n| DB_PASSWORD | The database password | yes |",
+            "| Token | Meaning |\n|---|---|\n| IDENT | identifier |\n| `->` | arrow |",
+            "text,tokens\nhello,5",
+            "\"password\",\n\"und-PY\",",
+            "return user, token\nyield from self.tokenize(var.base, VARIABLE)",
+            "SELECT user,password\nFROM users WHERE id = 1",
+            "INSERT INTO users (name, password) VALUES ($1, $2)",
+            "INSERT INTO users (name, password) VALUES ('test', 'test')",
+            "INSERT INTO users (name, password_hash) VALUES ('bob', 'abcdef123456')",
+        ]);
+    }
+
+    /// A user and a password passed together to what names authentication: the second string is
+    /// the password when it looks random.
+    #[test]
+    fn a_password_passed_with_its_user_is_found() {
+        for text in [
+            r#"auth=("admin", "Zq8!pLm2x")"#,
+            r#"r = requests.get(url, auth=("admin", "Zq8!pLm2x"), timeout=5)"#,
+            r#"requests.auth.HTTPBasicAuth("admin", "Zq8!pLm2x")"#,
+            r#"aiohttp.BasicAuth(user, 'Zq8!pLm2x')"#,
+            r#"client.login("user", "Zq8!pLm2x")"#,
+            r#"server.login(os.environ["SMTP_USER"], "Zq8!pLm2x")"#,
+            r#"db.check_password("bob", "Zq8!pLm2x")"#,
+        ] {
+            assert_eq!(spans(text), ["Zq8!pLm2x"], "{text}");
+        }
+        assert_clean(&[
+            "auth = HTTPBasicAuth(user, password)",
+            r#"auth=("admin", os.environ["PW"])"#,
+            r#"login("user", "test")"#,
+            r#"ftp.login('anonymous', 'guest@example.com')"#,
+            r#"author("Jane", "Austen1")"#,
+            r#"raise AuthenticationError(self.buffer, "Unexpected data received")"#,
+            r#"keyring.get_credential(service, "nobody!")"#,
+        ]);
+    }
+
+    /// Commands that take a password as an argument or on their input.
+    #[test]
+    fn password_arguments_of_more_commands_are_found() {
+        for (text, secret) in [
+            ("htpasswd -b .htpasswd admin Zq8!pLm2x", &["Zq8!pLm2x"][..]),
+            (
+                "sudo htpasswd -bc /etc/nginx/.htpasswd admin Zq8!pLm2x",
+                &["Zq8!pLm2x"],
+            ),
+            ("htpasswd -nbBC 12 admin Zq8!pLm2x", &["Zq8!pLm2x"]),
+            ("ssh-keygen -t ed25519 -N 'Zq8!pLm2x' -f key", &["Zq8!pLm2x"]),
+            (
+                "ssh-keygen -p -P 'Xy7!kq9Lm' -N 'Zq8!pLm2x' -f key",
+                &["Xy7!kq9Lm", "Zq8!pLm2x"],
+            ),
+            ("wpa_passphrase MyWifi Zq8pLm2xQ", &["Zq8pLm2xQ"]),
+            ("openssl rsa -in k.pem -passout pass:Zq8pLm2xQ", &["Zq8pLm2xQ"]),
+            (
+                "openssl pkcs12 -export -passin pass:Zq8pLm2xQ -out c.p12",
+                &["Zq8pLm2xQ"],
+            ),
+            ("openssl enc -aes-256-cbc -k Zq8pLm2xQ -in f", &["Zq8pLm2xQ"]),
+            ("mysqladmin -u root -pZq8pLm2xQ status", &["Zq8pLm2xQ"]),
+            ("echo 'bob:Zq8pLm2xQ' | sudo chpasswd", &["Zq8pLm2xQ"]),
+            ("chpasswd <<< 'bob:Zq8pLm2xQ'", &["Zq8pLm2xQ"]),
+            (
+                "chpasswd <<EOF\nbob:Zq8pLm2xQ\nalice:Xy7!kq9Lm\nEOF",
+                &["Zq8pLm2xQ", "Xy7!kq9Lm"],
+            ),
+            ("net user bob Zq8pLm2xQ /add", &["Zq8pLm2xQ"]),
+        ] {
+            assert_eq!(spans(text), secret, "{text}");
+        }
+        assert_clean(&[
+            "sudo htpasswd -c /etc/nginx/.htpasswd admin",
+            "htpasswd -b .htpasswd admin \"$PASSWORD\"",
+            "htpasswd -D .htpasswd admin",
+            "ssh-keygen -t ed25519 -N '' -f key",
+            "wpa_passphrase MyWifi > /etc/wpa_supplicant.conf",
+            "openssl rsa -in k.pem -passin env:KEY_PASS",
+            "openssl rsa -in k.pem -passin file:pw.txt",
+            "openssl s_client -connect host:443 | curl -k https://host/x",
+            "printf 'bob:%s\\n' \"$PW\" | chpasswd",
+            "echo \"$USER:$PASS\" | chpasswd",
+            "run chpasswd at 12:30, see http://wiki/x",
+            "net user bob * /add",
+            "net user bob /delete",
+        ]);
+    }
+
+    /// Password hashes: crypt's `$id$…` forms and `/etc/shadow` lines, whole.
+    #[test]
+    fn password_hashes_are_found_whole() {
+        let hashes = [
+            "$2b$12$xLh40/TtNxbVOzjwNGRt4k/ByGnYT64twED0L.Ut.KoxgOZfN9c.Z",
+            "$2y$10$a.4FAY0uf9YJ0vCEJHCPq1gSYup6RPoGDIW6rRUOw9SLiHExHbCgU",
+            "$6$Qw3rTy7u$DmHGlwkf3S8FDkOV3QRHzVHVAr3Es030RIfSmZzv4Sxzit/5V52iMbrNYh1XOZDgHnCDm6aeTRO7mBUbrMjyd0",
+            "$6$rounds=5000$Qw3rTy7u$DmHGlwkf3S8FDkOV3QRHzVHVAr3Es030RIfSmZzv4Sxzit/5V52iMbrNYh1XOZDgHnCDm6aeTRO7mBUbrMjyd0",
+            "$5$Qw3rTy7u$zaUsoEFj7C8ueSgHIo06cZQ8O8Mzwnv486q79jJcu53",
+            "$1$Qw3rTy7u$ddlMnLC6ydCDHhc9XAnLp0",
+            "$apr1$Qw3rTy7u$XcPWfs9Q5DEj5ROsgPY/I1",
+            "$y$j9T$8xjH3PxySlT46Q1eIYJ0q1$4TDtY.DjumUlZJrLH.2BoGV4cD9g9257kGyXTNAXtu4",
+            "$argon2id$v=19$m=65536,t=3,p=4$YhbfQBwcs5v3+LegT48zgg$kN12xFma/L/yHYktx3h6yG8XSPZ51cnkjxn9qPJJBm0",
+        ];
+        for hash in hashes {
+            let text = format!("the users table stores {hash} for bob");
+            assert_eq!(find_secret(&text), Some(SecretKind::PasswordHash), "{hash}");
+            assert_eq!(spans(&text), [hash]);
+        }
+        assert_eq!(
+            spans("admin:$$apr1$$Qw3rTy7u$$XcPWfs9Q5DEj5ROsgPY/I1"),
+            ["$apr1$$Qw3rTy7u$$XcPWfs9Q5DEj5ROsgPY/I1"]
+        );
+        let shadow = format!(
+            "root:{}:19000:0:99999:7:::\nbob:7fg8LEGAKRwpC:19000::::::",
+            hashes[2]
+        );
+        assert_eq!(spans(&shadow), [hashes[2], "7fg8LEGAKRwpC"]);
+        assert_kind(
+            SecretKind::PasswordHash,
+            &["bob:!7fg8LEGAKRwpC:19000:0:99999:7:::"],
+        );
+        assert_clean(&[
+            "daemon:*:19000:0:99999:7:::",
+            "bob:!:19000:0:99999:7:::",
+            "root:x:0:0:root:/root:/bin/bash",
+            "echo $1$2 and $6$ costs",
+            "awk '{print $1$2$3}'",
+            "$2b$12$ is the bcrypt prefix",
+            "$1$Qw3rTy7u$ddlMnLC6ydCDHhc9XAnLp",
+        ]);
+    }
+
+    /// Tokens without a prefix of their own next to the word that names them: a `PAT` key, Render's
+    /// `rnd_` keys, a Telegram bot token glued to `bot` in its API URL.
+    #[test]
+    fn pat_keys_render_keys_and_telegram_urls_are_found() {
+        for (text, secret) in [
+            (
+                "AZURE_DEVOPS_PAT=laygowxn7lzdwcw2fklp3uzukryx5qgdvjj2b6v6ppl7zlkvpsc4",
+                "laygowxn7lzdwcw2fklp3uzukryx5qgdvjj2b6v6ppl7zlkvpsc4",
+            ),
+            (
+                "azure_devops_pat: 4rd6x73hquzoqm63p3p25vsrcqf2xxeu6i5yjzgur2shznyrlr7x",
+                "4rd6x73hquzoqm63p3p25vsrcqf2xxeu6i5yjzgur2shznyrlr7x",
+            ),
+            (
+                "the render key is rnd_CJVdlUPVL83Ly16QoA3jYSRO9wUvqywL",
+                "rnd_CJVdlUPVL83Ly16QoA3jYSRO9wUvqywL",
+            ),
+            (
+                "curl https://api.telegram.org/bot7312345678:AAszJCy5YY3-1-_sAeHib8jz6jZfhY56y12/sendMessage",
+                "7312345678:AAszJCy5YY3-1-_sAeHib8jz6jZfhY56y12",
+            ),
+        ] {
+            assert_eq!(spans(text), [secret], "{text}");
+        }
+        assert_eq!(
+            find_secret("RENDER_API_KEY=rnd_CJVdlUPVL83Ly16QoA3jYSRO9wUvqywL rest"),
+            Some(SecretKind::Assignment)
+        );
+        assert_clean(&[
+            r#"_IPV4_PAT = r"(?:[0-9]{1,3}\.){3}[0-9]{1,3}""#,
+            r#"_UNRESERVED_PAT = r"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._\-~""#,
+            r#"date_pat = r"\d{4}-\d{2}-\d{2}""#,
+            "echo \"$CR_PAT\" | docker login ghcr.io -u USERNAME --password-stdin",
+            "path = pathlib.Path(pat)",
+            "rnd_seed = 42",
+            "rnd_generator_for_the_benchmark_suite",
+            "https://api.telegram.org/bot<token>/sendMessage",
+            "the robot12345678:AAH arm",
+        ]);
+    }
+
+    /// Withheld for nothing before: a cookie's attributes alone, a Kubernetes secret's name, and a
+    /// documented default where the password is the user again.
+    #[test]
+    fn cookie_attributes_secret_names_and_user_as_password_are_not_secrets() {
+        assert_clean(&[
+            "Set-Cookie: Path=/; HttpOnly; SameSite=Lax",
+            r#"response.headers["Set-Cookie"] = "Path=/; HttpOnly; SameSite=Lax""#,
+            "tls:\n  secret: tls-cert-2024",
+            "amqp://guest:guest@localhost:5672/",
+            "postgres://postgres:postgres@localhost/db",
+            "curl -u admin:admin http://localhost:8080",
+        ]);
+        for text in [
+            "Set-Cookie: __Host-session=Zq8pLm2xQ7; Path=/; Secure; HttpOnly",
+            "secret: hunter-2",
+            "secret: Zq8-pLm2x-Qw3",
+            "amqp://guest:Zq8pLm2x@rabbit:5672/",
+            "curl -u admin:Zq8pLm2x http://localhost:8080",
+        ] {
+            assert_eq!(findings(text).len(), 1, "not detected: {text:?}");
+        }
+    }
+
+    /// A short letters-only password counts where `key=value` is a literal (an env or properties
+    /// line, a shell assignment, a flag); in code, INI-style `key = value` and YAML the same word
+    /// is a variable or a setting's choice (`password = hashed`, `password: Bcrypt`), so it does
+    /// not, and stand-ins never do.
+    #[test]
+    fn short_letters_only_passwords_count_as_literals_only() {
+        assert_kind(
+            SecretKind::Assignment,
+            &[
+                "password=Rosebud",
+                "export DB_PASSWORD=Rosebud",
+                "spring.datasource.password=Rosebud",
+            ],
+        );
+        assert_kind(SecretKind::CommandLine, &["mysqldump --password Rosebud shop"]);
+        assert_clean(&[
+            "password=changeme",
+            "password=secret",
+            "password: required",
+            "password = hashed",
+        ]);
     }
 }
