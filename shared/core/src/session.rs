@@ -148,26 +148,32 @@ impl SessionFile {
         self.name.trim_end_matches(".json")
     }
 
-    /// The epoch this run's ids use: the loaded record's, else a new one (now). A run that cannot
-    /// keep a record (a read-only state directory) uses 0, the same every run, so the Server
-    /// still delivers each of its boundary packages once instead of on every prompt.
+    /// The epoch this run's ids use: the loaded record's, else a new one (now) for a session that
+    /// has no record yet and can keep one. A run that cannot keep a record (a read-only state
+    /// directory, a `sessions` that is not a directory of ours) or that finds one it cannot use (a
+    /// newer format, another user's, a link) uses 0, the same every run, so the Server still
+    /// delivers each boundary's package once instead of on every prompt.
     #[must_use]
     pub fn epoch(&self, loaded: Option<&Record>) -> u64 {
-        match loaded.map(|r| r.epoch).filter(|e| *e != 0) {
-            Some(e) => e,
-            None if self.keepable() => state::now_millis(),
-            None => 0,
+        match loaded.map(|r| r.epoch) {
+            Some(e) if e != 0 => e,
+            Some(_) if self.keepable() => state::now_millis(),
+            None if self.keepable() && fs::symlink_metadata(self.path()).is_err() => state::now_millis(),
+            _ => 0,
         }
     }
 
     /// Whether a record could be written: the `sessions` directory is a writable directory of
-    /// ours, or it does not exist yet and the state directory is writable.
+    /// ours, or it does not exist yet and the state directory is one.
     fn keepable(&self) -> bool {
-        let writable = |p: &Path| rustix::fs::access(p, rustix::fs::Access::WRITE_OK).is_ok();
+        let ours = |p: &Path| {
+            fs::metadata(p).is_ok_and(|m| m.is_dir() && m.uid() == state::euid())
+                && rustix::fs::access(p, rustix::fs::Access::WRITE_OK).is_ok()
+        };
         match fs::symlink_metadata(&self.dir) {
-            Ok(m) => m.is_dir() && m.uid() == state::euid() && writable(&self.dir),
+            Ok(m) => !m.file_type().is_symlink() && ours(&self.dir),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                writable(self.dir.parent().unwrap_or(Path::new(".")))
+                ours(self.dir.parent().unwrap_or(Path::new(".")))
             }
             Err(_) => false,
         }
@@ -746,6 +752,15 @@ mod tests {
         std::fs::write(blocked.path().join(DIR), "a file").unwrap();
         let g = SessionFile::new(&StateDir::at(blocked.path()), Integration::Dsh, "s");
         assert_eq!(g.epoch(None), 0);
+        // And where a record stands that this run cannot use (here: a newer format).
+        let newer = tempfile::tempdir().unwrap();
+        let h = SessionFile::new(&StateDir::at(newer.path()), Integration::Dsh, "s");
+        h.store(&Record::default());
+        std::fs::write(h.path(), r#"{"v":999}"#).unwrap();
+        assert_eq!(h.load(), None);
+        assert_eq!(h.epoch(None), 0);
+        std::fs::remove_file(h.path()).unwrap();
+        assert_ne!(h.epoch(None), 0, "no record yet: a new epoch");
     }
 
     #[test]
