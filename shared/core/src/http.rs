@@ -295,27 +295,35 @@ impl Resolver for LiteralFirst {
         config: &ureq::config::Config,
         timeout: NextTimeout,
     ) -> Result<ResolvedSocketAddrs, ureq::Error> {
-        if let (Some(scheme), Some(authority)) = (uri.scheme_str(), uri.authority()) {
-            let host = authority.host().trim_start_matches('[').trim_end_matches(']');
-            let port = authority.port_u16().or(match scheme {
-                "http" => Some(80),
-                "https" => Some(443),
-                _ => None,
-            });
-            if let (Ok(ip), Some(port)) = (host.parse::<std::net::IpAddr>(), port) {
-                let mut out = self.empty();
-                out.push(std::net::SocketAddr::new(ip, port));
-                return Ok(out);
-            }
-            if let (true, Some(port)) = (host.eq_ignore_ascii_case("localhost"), port) {
-                let mut out = self.empty();
-                out.push(std::net::SocketAddr::from((std::net::Ipv4Addr::LOCALHOST, port)));
-                out.push(std::net::SocketAddr::from((std::net::Ipv6Addr::LOCALHOST, port)));
-                return Ok(out);
-            }
+        let Some(addrs) = literal_addrs(uri) else {
+            return self.0.resolve(uri, config, timeout);
+        };
+        let mut out = self.empty();
+        for a in addrs {
+            out.push(a);
         }
-        self.0.resolve(uri, config, timeout)
+        Ok(out)
     }
+}
+
+/// The addresses of an IP-literal or `localhost` URI, found without a lookup; `None` for a name.
+fn literal_addrs(uri: &ureq::http::Uri) -> Option<Vec<std::net::SocketAddr>> {
+    let authority = uri.authority()?;
+    let host = authority.host().trim_start_matches('[').trim_end_matches(']');
+    let port = authority.port_u16().or(match uri.scheme_str()? {
+        "http" => Some(80),
+        "https" => Some(443),
+        _ => None,
+    })?;
+    if let Ok(ip) = host.parse::<std::net::IpAddr>() {
+        return Some(vec![std::net::SocketAddr::new(ip, port)]);
+    }
+    host.eq_ignore_ascii_case("localhost").then(|| {
+        vec![
+            std::net::SocketAddr::from((std::net::Ipv4Addr::LOCALHOST, port)),
+            std::net::SocketAddr::from((std::net::Ipv6Addr::LOCALHOST, port)),
+        ]
+    })
 }
 
 fn classify(err: &ureq::Error) -> HttpError {
@@ -542,6 +550,23 @@ mod tests {
             &Env::from_pairs([("ALL_PROXY", "socks5://127.0.0.1:1080")]),
         );
         assert!(local.is_ok());
+    }
+
+    #[test]
+    fn literals_and_localhost_are_answered_without_a_lookup() {
+        let addrs = |u: &str| literal_addrs(&u.parse().unwrap());
+        let v4 = std::net::SocketAddr::from(([127, 0, 0, 1], 8000));
+        let v6 = std::net::SocketAddr::from((std::net::Ipv6Addr::LOCALHOST, 8000));
+        assert_eq!(addrs("http://127.0.0.1:8000/x"), Some(vec![v4]));
+        assert_eq!(addrs("http://[::1]:8000"), Some(vec![v6]));
+        // Whatever a hosts file or DNS says: plain http to it is allowed as loopback.
+        assert_eq!(addrs("http://LocalHost:8000"), Some(vec![v4, v6]));
+        assert_eq!(
+            addrs("https://localhost").unwrap()[0],
+            std::net::SocketAddr::from(([127, 0, 0, 1], 443))
+        );
+        assert_eq!(addrs("https://memory.example"), None);
+        assert_eq!(addrs("http://localhost.evil.example:8000"), None);
     }
 
     #[test]
