@@ -98,6 +98,19 @@ fn package_again_replaces_its_own_files_and_keeps_everything_else() {
         std::fs::copy(exe, bin.join(exe.file_name().unwrap())).unwrap();
     }
     std::fs::write(tree.join("NOTES.md"), "mine\n").unwrap();
+    // A file an older version rendered that this one no longer does (as its stamp records it).
+    let stamp_path = tree.join(".powercontext-hooks-package.json");
+    let mut stamp: serde_json::Value = serde_json::from_slice(&std::fs::read(&stamp_path).unwrap()).unwrap();
+    let listed = stamp["files"].as_array().unwrap().len();
+    assert!(listed > 5, "the stamp lists what was rendered: {stamp}");
+    stamp["files"].as_array_mut().unwrap().extend([
+        serde_json::json!("integrations/retired/old.py"),
+        serde_json::json!("../outside.txt"),
+    ]);
+    std::fs::write(&stamp_path, stamp.to_string()).unwrap();
+    std::fs::create_dir_all(tree.join("integrations/retired")).unwrap();
+    std::fs::write(tree.join("integrations/retired/old.py"), "old\n").unwrap();
+    std::fs::write(dir.path().join("outside.txt"), "not the tree's\n").unwrap();
 
     let again = package(&bin);
     assert!(
@@ -110,6 +123,11 @@ fn package_again_replaces_its_own_files_and_keeps_everything_else() {
         "the executables the tree points at are gone"
     );
     assert_eq!(std::fs::read_to_string(tree.join("NOTES.md")).unwrap(), "mine\n");
+    assert!(
+        !tree.join("integrations/retired").exists(),
+        "a file only the older rendering wrote, and its emptied folder, are gone"
+    );
+    assert!(dir.path().join("outside.txt").is_file(), "never outside the tree");
     let hooks =
         std::fs::read_to_string(tree.join("integrations/claude-code/plugins/powercontext/hooks/hooks.json"))
             .unwrap();

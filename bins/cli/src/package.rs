@@ -294,18 +294,25 @@ fn render(args: &PackageArgs) -> Result<ExitCode> {
                 out.display()
             );
         }
-        // An earlier rendering is replaced file by file: what it did not write (the executables
-        // the tree points at, when kept beside it; the user's own files) stays where it is.
     }
     let items = items(&bin_dir)?;
+    // An earlier rendering is replaced file by file: the files it wrote that this one does not
+    // are removed (first, so a file never stands where a folder now goes); what it did not write
+    // (the executables the tree points at, when kept beside it; the user's own files) stays.
+    for stale in rendered_before(&out)? {
+        if !items.iter().any(|i| i.rel == stale) {
+            remove_rendered(&out, &stale)?;
+        }
+    }
     for item in &items {
         install::write_atomic(&out.join(&item.rel), &item.bytes, false)?;
     }
+    let files: Vec<&str> = items.iter().map(|i| i.rel.as_str()).collect();
     install::write_atomic(
         &out.join(STAMP),
         &json_bytes(
             &json!({"owner": "powercontext-hooks", "version": env!("CARGO_PKG_VERSION"),
-                            "bin_dir": bin_dir}),
+                            "bin_dir": bin_dir, "files": files}),
         ),
         false,
     )?;
@@ -318,6 +325,48 @@ fn render(args: &PackageArgs) -> Result<ExitCode> {
         },
         args.json,
     )
+}
+
+/// The files an earlier rendering into `out` recorded in its stamp (relative paths below `out`
+/// only; a stamp from before the list was kept names none).
+fn rendered_before(out: &std::path::Path) -> Result<Vec<String>> {
+    let Some(bytes) = install::read_bounded(&out.join(STAMP), 1024 * 1024)? else {
+        return Ok(Vec::new());
+    };
+    let stamp: serde_json::Value = serde_json::from_slice(&bytes).unwrap_or_default();
+    let below = |rel: &&str| {
+        std::path::Path::new(rel)
+            .components()
+            .all(|c| matches!(c, std::path::Component::Normal(_)))
+    };
+    Ok(stamp["files"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(serde_json::Value::as_str)
+        .filter(below)
+        .map(str::to_owned)
+        .collect())
+}
+
+/// Removes one file of an earlier rendering (never a link's target, never a folder) and the
+/// folders it leaves empty, up to `out`.
+fn remove_rendered(out: &std::path::Path, rel: &str) -> Result<()> {
+    let path = out.join(rel);
+    match std::fs::symlink_metadata(&path) {
+        Ok(m) if m.is_file() => {
+            std::fs::remove_file(&path).with_context(|| format!("cannot remove {}", path.display()))?
+        }
+        _ => return Ok(()),
+    }
+    let mut dir = path.parent();
+    while let Some(d) = dir.filter(|d| *d != out) {
+        if std::fs::remove_dir(d).is_err() {
+            break;
+        }
+        dir = d.parent();
+    }
+    Ok(())
 }
 
 /// What `package` says: where the tree is and what it holds.
