@@ -69,6 +69,21 @@ fn a_wrong_command_line_exits_2_in_text_and_in_json_naming_what_is_missing() {
     }
 }
 
+/// Copies the five hook executables into a new folder `bin`.
+fn copy_hook_exes(bin: &std::path::Path) {
+    std::fs::create_dir(bin).unwrap();
+    for exe in [
+        crate::support::CLAUDE,
+        crate::support::CODEX,
+        crate::support::PI,
+        crate::support::OPENCODE,
+        crate::support::DSH,
+    ] {
+        let exe = std::path::Path::new(exe);
+        std::fs::copy(exe, bin.join(exe.file_name().unwrap())).unwrap();
+    }
+}
+
 #[test]
 fn package_again_replaces_its_own_files_and_keeps_everything_else() {
     let dir = tempfile::tempdir().unwrap();
@@ -86,17 +101,7 @@ fn package_again_replaces_its_own_files_and_keeps_everything_else() {
     assert!(package(release).status.success());
     // The executables kept beside the tree, and a file of the user's own.
     let bin = tree.join("bin");
-    std::fs::create_dir(&bin).unwrap();
-    for exe in [
-        crate::support::CLAUDE,
-        crate::support::CODEX,
-        crate::support::PI,
-        crate::support::OPENCODE,
-        crate::support::DSH,
-    ] {
-        let exe = std::path::Path::new(exe);
-        std::fs::copy(exe, bin.join(exe.file_name().unwrap())).unwrap();
-    }
+    copy_hook_exes(&bin);
     std::fs::write(tree.join("NOTES.md"), "mine\n").unwrap();
     // A file an older version rendered that this one no longer does (as its stamp records it).
     let stamp_path = tree.join(".powercontext-hooks-package.json");
@@ -153,17 +158,7 @@ fn a_refusal_shows_control_characters_escaped() {
 fn package_renders_a_bin_dir_holding_braces_as_it_is() {
     let dir = tempfile::tempdir().unwrap();
     let bin = dir.path().join("tools{{v2}}");
-    std::fs::create_dir(&bin).unwrap();
-    for exe in [
-        crate::support::CLAUDE,
-        crate::support::CODEX,
-        crate::support::PI,
-        crate::support::OPENCODE,
-        crate::support::DSH,
-    ] {
-        let exe = std::path::Path::new(exe);
-        std::fs::copy(exe, bin.join(exe.file_name().unwrap())).unwrap();
-    }
+    copy_hook_exes(&bin);
     let tree = dir.path().join("dist");
     let out = Command::new(CLI)
         .args(["package", "--out"])
