@@ -333,6 +333,9 @@ impl<'t> Scan<'t> {
     }
 
     fn push(&mut self, kind: SecretKind, start: usize, end: usize) {
+        // Rules measure in bytes; a span that ended inside a character would make `redact`
+        // slice it, so it is widened to whole characters.
+        let (start, end) = (char_floor(self.bytes, start), char_ceil(self.bytes, end));
         if end > start {
             self.found.push(Finding { kind, start, end });
             self.covered = self.covered.max(end);
@@ -698,9 +701,12 @@ impl<'t> Scan<'t> {
             .map_or(stop, |p| i + p);
         let mut k = i - line_before(bytes, i).len().min(128);
         while k < end {
-            let token = run_end_max(bytes, k, MAX_VALUE, |b| {
-                !b.is_ascii_whitespace() && !matches!(b, b'\'' | b'"' | b'|' | b';' | b'<' | b'>')
-            });
+            let token = char_floor(
+                bytes,
+                run_end_max(bytes, k, MAX_VALUE, |b| {
+                    !b.is_ascii_whitespace() && !matches!(b, b'\'' | b'"' | b'|' | b';' | b'<' | b'>')
+                }),
+            );
             self.chpasswd_pair(k, token);
             k = token + 1;
         }
@@ -1978,7 +1984,7 @@ impl Value {
             // A quoted value runs to its closing quote, whatever it holds; a long one is judged
             // on its head.
             let start = pos + 1;
-            let limit = bytes.len().min(start + MAX_VALUE);
+            let limit = char_floor(bytes, bytes.len().min(start + MAX_VALUE));
             let (end, cut) = match (start..limit).find(|&k| bytes[k] == first || bytes[k] == b'\n') {
                 Some(end) if bytes[end] == first => (end, false),
                 Some(_) => return None,
@@ -2001,7 +2007,7 @@ impl Value {
         {
             return None;
         }
-        let limit = bytes.len().min(pos + MAX_VALUE);
+        let limit = char_floor(bytes, bytes.len().min(pos + MAX_VALUE));
         let raw_end = unquoted_end(bytes, pos, limit, stop);
         let mut end = raw_end;
         while end > pos
@@ -2048,7 +2054,7 @@ impl Value {
         if !self.cut {
             return self.span_end;
         }
-        let limit = bytes.len().min(self.start + MAX_SPAN);
+        let limit = char_floor(bytes, bytes.len().min(self.start + MAX_SPAN));
         if self.quote != 0 {
             return (self.raw_end..limit)
                 .find(|&k| bytes[k] == self.quote || bytes[k] == b'\n')
@@ -3908,6 +3914,22 @@ fn run_end_max(bytes: &[u8], pos: usize, limit: usize, class: impl Fn(u8) -> boo
     end
 }
 
+/// `pos`, or the start of the character it falls inside: where a cut by byte count may end.
+fn char_floor(bytes: &[u8], mut pos: usize) -> usize {
+    while pos > 0 && bytes.get(pos).is_some_and(|&b| b & 0xC0 == 0x80) {
+        pos -= 1;
+    }
+    pos
+}
+
+/// `pos`, or the end of the character it falls inside.
+fn char_ceil(bytes: &[u8], mut pos: usize) -> usize {
+    while bytes.get(pos).is_some_and(|&b| b & 0xC0 == 0x80) {
+        pos += 1;
+    }
+    pos
+}
+
 /// Skips spaces and tabs (not newlines) from `pos`.
 fn skip_blank(bytes: &[u8], pos: usize) -> usize {
     run_end(bytes, pos, |b| b == b' ' || b == b'\t')
@@ -4381,6 +4403,55 @@ mod tests {
                 for (cut, _) in sample.char_indices() {
                     let _ = findings(&format!("{}{tail}", &sample[..cut]));
                     let _ = findings(&format!("{tail}{}", &sample[cut..]));
+                }
+            }
+        }
+    }
+
+    /// A rule that cuts a run at a byte count must not cut a character: `redact` slices the
+    /// text at every finding's ends.
+    #[test]
+    fn findings_never_split_a_character() {
+        let cjk = "这是一个没有空格的很长的中文句子".repeat(12);
+        let long = [
+            format!("chpasswd <<< 'bob:{cjk}'"),
+            format!("chpasswd <<E\nbob:{cjk}\nE"),
+            format!("password=\"Zq8!{cjk}\""),
+            format!("password=Zq8!{cjk}"),
+            format!("<password>Zq8!{cjk}</password>"),
+            format!("token=\"Zq8!{}", "é".repeat(40_000)),
+            format!("token=Zq8!{}", "🎉".repeat(20_000)),
+        ];
+        let samples = [
+            "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAq7Bz\n-----END RSA PRIVATE KEY-----",
+            "\"client secret\" :\u{3000}\"v4lue9\"",
+            "Bearer abcdefgh.ijk9",
+            "github_pat_abcdefgh1234",
+            "AKIAQ3EGRUPXZ7N4K2WB",
+            JWT,
+            "postgres://u:pw9@db:5432/x",
+            "curl -u a:b9cdef https://x",
+            "db:5432:p:u:Zq7kLm2p",
+            "abcdefghijklmn.atlasv1.x",
+            "abc8Q~xyz",
+            "password=Zq8!pLm2x",
+            "密码是Zq8!pLm2x",
+            "user,password\nbob,Zq8!pLm2x",
+            "echo 'bob:Zq8!pLm2x' | chpasswd",
+            "htpasswd -b f bob Zq8!pLm2x",
+        ];
+        let glue = ["", "é", "🎉", "密码", "e\u{301}", "👩‍💻", "\n"];
+        for sample in samples {
+            for (cut, _) in sample.char_indices() {
+                let _ = redact(&sample[..cut]);
+                let _ = redact(&format!("{}密{}", &sample[..cut], &sample[cut..]));
+            }
+        }
+        for sample in samples.iter().copied().chain(long.iter().map(String::as_str)) {
+            for before in glue {
+                for after in glue {
+                    let _ = redact(&format!("{before}{sample}{after}"));
+                    let _ = redact(&format!("{before} {sample} {after}"));
                 }
             }
         }
