@@ -284,6 +284,11 @@ struct Scan<'t> {
     b64url_run: (usize, usize),
     /// The table whose rows the current line may continue (its header named a secret column).
     table: Option<Table>,
+    /// The start of the last line tried as a table header: every secret word on it would
+    /// otherwise parse the whole line again.
+    header_tried: usize,
+    /// Bytes of table headers and rows split into cells (the work a prompt of tables costs).
+    table_read: usize,
     /// The end of the last SQL `INSERT` read: one that starts inside it is inside its strings.
     insert_end: usize,
 }
@@ -291,12 +296,13 @@ struct Scan<'t> {
 /// A table whose header names secret columns: the cells under them in each row are values.
 #[derive(Clone, Copy)]
 struct Table {
-    /// The header row, `[start, end)`.
-    header: (usize, usize),
     delim: u8,
     cells: usize,
     /// A bit per column (the first 64) whose header names a secret.
     secret: u64,
+    /// The name of each of the first 64 columns, `[start, end)` without quotes: split once, not
+    /// for every cell of every row.
+    names: [(usize, usize); 64],
 }
 
 /// What is known about `-----end ` after a position: searched `[from, to)`, first hit `found`.
@@ -328,6 +334,8 @@ impl<'t> Scan<'t> {
             pem_searched: 0,
             b64url_run: (0, 0),
             table: None,
+            header_tried: usize::MAX,
+            table_read: 0,
             insert_end: 0,
         }
     }
@@ -606,6 +614,11 @@ impl<'t> Scan<'t> {
         if start > 0 && bytes[start - 1] != b'\n' || end == stop && stop < bytes.len() {
             return;
         }
+        if start == self.header_tried {
+            return;
+        }
+        self.header_tried = start;
+        self.table_read += end - start;
         let start = skip_blank(bytes, start);
         let delim = match bytes[start] {
             b'|' => b'|',
@@ -621,6 +634,7 @@ impl<'t> Scan<'t> {
     /// as a value of that column's key. Returns whether the row has the header's shape.
     fn table_row(&mut self, start: usize, end: usize, table: Table) -> bool {
         let bytes = self.bytes;
+        self.table_read += end.saturating_sub(start);
         if for_each_cell(bytes, start, end, table.delim, |_, _, _| {}) != table.cells {
             return false;
         }
@@ -628,8 +642,7 @@ impl<'t> Scan<'t> {
             if k >= 64 || table.secret & (1 << k) == 0 {
                 return;
             }
-            let (h, he) = nth_cell(bytes, table.header, table.delim, k);
-            let (h, he) = unquoted(bytes, h, he);
+            let (h, he) = table.names[k];
             let key = &bytes[h..he];
             let value = Value::cell(bytes, s, e);
             // An unquoted cell with words in it is a note (`see vault`), not a value.
@@ -3314,8 +3327,12 @@ fn table_header(bytes: &[u8], start: usize, end: usize, delim: u8) -> Option<Tab
     let mut names = true;
     let mut named = 0;
     let mut secret = 0;
+    let mut spans = [(0, 0); 64];
     let cells = for_each_cell(bytes, start, end, delim, |k, s, e| {
         let (s, e) = unquoted(bytes, s, e);
+        if k < 64 {
+            spans[k] = (s, e);
+        }
         let name = &bytes[s..e];
         named += usize::from(!name.is_empty());
         // A markdown header may say `API key`; a CSV line with a space in a cell is code or prose
@@ -3332,10 +3349,10 @@ fn table_header(bytes: &[u8], start: usize, end: usize, delim: u8) -> Option<Tab
     // Every column is named; markdown's outer pipes leave an empty cell at each end.
     let outer = if delim == b'|' { 2 } else { 0 };
     (names && named >= 2 && named + outer >= cells && secret != 0).then_some(Table {
-        header: (start, end),
         delim,
         cells,
         secret,
+        names: spans,
     })
 }
 
@@ -3369,17 +3386,6 @@ fn for_each_cell(
         }
         pos = k + 1;
     }
-}
-
-/// The span of cell `n` of the row `[start, end)`.
-fn nth_cell(bytes: &[u8], (start, end): (usize, usize), delim: u8, n: usize) -> (usize, usize) {
-    let mut cell = (end, end);
-    for_each_cell(bytes, start, end, delim, |k, s, e| {
-        if k == n {
-            cell = (s, e);
-        }
-    });
-    cell
 }
 
 /// The span of a cell `[s, e)` without the quotes, backticks or markdown emphasis around it.
@@ -4521,6 +4527,7 @@ mod tests {
             "пароль ",
             "user,password\n",
             "a,Zq8!pLm2x\n",
+            "password,password,password,password,password,password,password,password\n",
             "| password | x |\n",
             "insert into t (a, password) values ('x', ",
             "insert into t (password) values ('Zq8!pLm2x'),",
@@ -4974,6 +4981,20 @@ mod tests {
 
     /// A user and a password passed together to what names authentication: the second string is
     /// the password when it looks random.
+    #[test]
+    fn a_table_header_is_split_once_per_line() {
+        let line = format!("{}password\n", "password,".repeat(55));
+        let prompt = line.repeat(200_000 / line.len());
+        let mut scan = super::Scan::new(&prompt);
+        scan.run();
+        assert!(
+            scan.table_read <= 2 * prompt.len(),
+            "split {} bytes of a {}-byte prompt",
+            scan.table_read,
+            prompt.len()
+        );
+    }
+
     #[test]
     fn a_password_passed_with_its_user_is_found() {
         for text in [
