@@ -300,6 +300,9 @@ struct Table {
     cells: usize,
     /// A bit per column (the first 64) whose header names a secret.
     secret: u64,
+    /// Of those, the `token` columns: lexer, design and model tokens are tabulated as often as
+    /// credentials, so only a random-looking cell counts.
+    weak: u64,
     /// The name of each of the first 64 columns, `[start, end)` without quotes: split once, not
     /// for every cell of every row.
     names: [(usize, usize); 64],
@@ -644,11 +647,21 @@ impl<'t> Scan<'t> {
             }
             let (h, he) = table.names[k];
             let key = &bytes[h..he];
-            let value = Value::cell(bytes, s, e);
-            // An unquoted cell with words in it is a note (`see vault`), not a value.
-            if (value.quoted || !value.text(bytes).contains(&b' '))
-                && value_is_secret(bytes, &value, key, Strength::Strong, Mode::Code)
-            {
+            let mut value = Value::cell(bytes, s, e);
+            let v = value.text(bytes);
+            let spaced = v.iter().any(u8::is_ascii_whitespace);
+            // An unquoted cell with words in it is a note (`see vault`), not a value. Quotes are
+            // the CSV's or SQL's, not the writer's: a cell is judged as code, not as a literal.
+            if !value.quoted && spaced || wordy(v) {
+                return;
+            }
+            value.quoted &= spaced;
+            let strength = if table.weak & (1 << k) != 0 {
+                Strength::Weak
+            } else {
+                Strength::Strong
+            };
+            if value_is_secret(bytes, &value, key, strength, Mode::Code) {
                 self.push(SecretKind::Assignment, value.start, value.end);
             }
         });
@@ -3327,6 +3340,7 @@ fn table_header(bytes: &[u8], start: usize, end: usize, delim: u8) -> Option<Tab
     let mut names = true;
     let mut named = 0;
     let mut secret = 0;
+    let mut weak = 0;
     let mut spans = [(0, 0); 64];
     let cells = for_each_cell(bytes, start, end, delim, |k, s, e| {
         let (s, e) = unquoted(bytes, s, e);
@@ -3344,6 +3358,9 @@ fn table_header(bytes: &[u8], start: usize, end: usize, delim: u8) -> Option<Tab
         names &= name_like;
         if name_like && k < 64 && secret_word(name).is_some_and(|w| w.strength == Strength::Strong) {
             secret |= 1 << k;
+            if contains_ci(name, b"token") {
+                weak |= 1 << k;
+            }
         }
     });
     // Every column is named; markdown's outer pipes leave an empty cell at each end.
@@ -3352,6 +3369,7 @@ fn table_header(bytes: &[u8], start: usize, end: usize, delim: u8) -> Option<Tab
         delim,
         cells,
         secret,
+        weak,
         names: spans,
     })
 }
@@ -4976,7 +4994,20 @@ mod tests {
             "INSERT INTO users (name, password) VALUES ($1, $2)",
             "INSERT INTO users (name, password) VALUES ('test', 'test')",
             "INSERT INTO users (name, password_hash) VALUES ('bob', 'abcdef123456')",
+            // A token column holds lexer, design or model tokens as often as credentials.
+            "| Token | Value |\n|---|---|\n| color-blue-500 | #3b82f6 |",
+            "\"id\",\"token\"\n\"1\",\"hello\"",
+            "INSERT INTO lexer_tokens (token, kind) VALUES ('SELECT','keyword')",
+            "| Token | Count |\n|---|---|\n| ▁world | 3 |",
+            // A quoted cell is judged as an unquoted one: a word is not a password.
+            "\"user\",\"password\"\n\"admin\",\"Rosebud\"",
+            "user,password\nadmin,correct-horse-battery",
         ]);
+        assert_eq!(spans("id,token\n1,Zq8kLm2xPq7RtY4w"), ["Zq8kLm2xPq7RtY4w"]);
+        assert_eq!(
+            spans("| Token | Owner |\n|---|---|\n| `Qm3xT8wPz1Lk9vB2` | ci |"),
+            ["Qm3xT8wPz1Lk9vB2"]
+        );
     }
 
     /// A user and a password passed together to what names authentication: the second string is
