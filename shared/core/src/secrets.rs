@@ -32,7 +32,8 @@
 //!   (`password: SuperSecretPassword`, `password: trustno-one-ever`) count. Also SQL `IDENTIFIED BY '…'` and an Azure SAS `&sig=…`.
 //!   The word for password in German, French, Spanish, Portuguese, Chinese, Japanese and Russian
 //!   (`Passwort`, `Kennwort`, `mot de passe`, `contraseña`, `clave`, `senha`, `密码`, `パスワード`,
-//!   `пароль`; Italian writes `password`) is a key as `password` is, `密码：…` included. A
+//!   `пароль`; Italian writes `password`) is a key as `password` is, `密码：…` included (a bare
+//!   `clave` is any key in Spanish: its value must look generated, unlike `clave de acceso`). A
 //!   CSV, TSV or markdown table whose header names a secret column (`user,password`,
 //!   `| user | password |`) and a SQL `INSERT INTO t (name, password) VALUES (…)` give each row's
 //!   cell in that column as the key's value. A user and a random-looking password passed
@@ -914,15 +915,32 @@ impl<'t> Scan<'t> {
     /// [`Scan::password_word_at`] for the words of `mask`, those that may start at `i`.
     fn password_word(&mut self, i: usize, mut mask: u16) -> bool {
         let bytes = self.bytes;
-        let end = loop {
+        let (mut end, word) = loop {
             if mask == 0 {
                 return false;
             }
             let k = mask.trailing_zeros() as usize;
             mask &= mask - 1;
             if let Some(end) = eat_ci(bytes, i, PASSWORD_WORDS[k].as_bytes()) {
-                break end;
+                break (end, PASSWORD_WORDS[k]);
             }
+        };
+        // Spanish `clave` is any key (`clave primaria`, `{"clave": "valor"}`): a password only
+        // as `clave de acceso`/`clave secreta`, otherwise its value must look generated.
+        let mut strength = Strength::Strong;
+        if word == "clave" {
+            match [&b" de acceso"[..], b" secreta"]
+                .iter()
+                .find_map(|w| eat_ci(bytes, end, w))
+            {
+                Some(e) => end = e,
+                None => strength = Strength::Weak,
+            }
+        }
+        let key: &[u8] = if strength == Strength::Weak {
+            b"clave"
+        } else {
+            b"password"
         };
         // Chinese and Japanese are written without spaces; other scripts' words stand alone
         // (`Passwortlänge` is a length, `пароля` another case).
@@ -941,19 +959,12 @@ impl<'t> Scan<'t> {
                 let pos = skip_blank(bytes, pos);
                 if bytes.get(pos).is_some_and(u8::is_ascii)
                     && let Some(value) = Value::parse(bytes, pos, Stop::Code)
-                    && value_is_secret(bytes, &value, b"password", Strength::Strong, Mode::Prose)
+                    && value_is_secret(bytes, &value, key, strength, Mode::Prose)
                 {
                     self.push(SecretKind::Prose, value.start, value.whole_end(bytes));
                 }
             }
-            None => self.assignment_after(
-                i,
-                end,
-                b"password",
-                Strength::Strong,
-                SecretKind::Assignment,
-                false,
-            ),
+            None => self.assignment_after(i, end, key, strength, SecretKind::Assignment, false),
         }
         true
     }
@@ -4929,6 +4940,8 @@ mod tests {
         ] {
             assert_eq!(spans(text), ["Xy7!kq9Lm"], "{text}");
         }
+        assert_eq!(spans("clave de acceso: hunter22"), ["hunter22"]);
+        assert_eq!(spans("clave secreta = \"hunter22\""), ["hunter22"]);
         assert_clean(&[
             "Passwort: ändern",
             "Das Passwort ist zu kurz.",
@@ -4938,6 +4951,10 @@ mod tests {
             "la contraseña es obligatoria",
             "clave primaria: id_usuario",
             "enclave: sgx-enclave-01",
+            // A bare `clave` is any key in Spanish.
+            "{\"clave\": \"valor\"}",
+            "clave = \"nombre\"",
+            "la clave es nombre_usuario",
             "a senha é obrigatória",
             "密码：请输入",
             "密码错误，请重试",
