@@ -43,8 +43,10 @@
 //!   `-pSECRET` after `mysql`, `-P` after `sqlcmd`, `-w` after the `ldap…` tools, `-a` after
 //!   `redis-cli`, `-a user:pw` after httpie, `-u user:pw` after `curl`, `-u user,pw` after
 //!   `lftp`, `-U user%pw` after `smbclient`, `-N`/`-P` after `ssh-keygen`, `-k` and
-//!   `-passin`/`-passout pass:…` after `openssl`; the password argument of `htpasswd -b`,
-//!   `wpa_passphrase SSID …` and `net user NAME …`, and the `user:…` lines fed to `chpasswd`.
+//!   `-passin`/`-passout pass:…` after `openssl` (`-k`, `-N`, `-P` in that command, not in the
+//!   next one of a pipeline); the password argument of `htpasswd -b`, `wpa_passphrase SSID …` and
+//!   `net user NAME …` (a plain word only where a command starts and ends, not in a sentence
+//!   about the command), and the `user:…` lines fed to `chpasswd`.
 //! - `auth_header`: `Authorization:`/`X-…` headers (`Bearer`, `Basic`, `token`, Okta's `SSWS`),
 //!   `Bearer <token>`, `Basic <base64 user:pw>`, whole however long.
 //! - `url_credentials`: `scheme://user:password@host` (the password is the span; the userinfo
@@ -708,7 +710,21 @@ impl<'t> Scan<'t> {
             } else if wanted > 1 {
                 wanted -= 1;
             } else {
-                if wanted == 1 && value_is_secret(bytes, &arg, b"password", Strength::Strong, Mode::Literal) {
+                // In a sentence, a plain word is prose; a quoted or code-like one still counts.
+                // A command line starts where commands start and ends after its arguments
+                // (`htpasswd -b is insecure because the …` goes on as a sentence).
+                let ends = bytes.get(skip_blank(bytes, pos)).is_none_or(|&b| {
+                    matches!(
+                        b,
+                        b'\n' | b'\r' | b';' | b'|' | b'&' | b'<' | b'>' | b'`' | b')' | b'/' | b'-' | b'#'
+                    )
+                });
+                let mode = if arg.quoted || command_position(bytes, i) && ends {
+                    Mode::Literal
+                } else {
+                    Mode::Code
+                };
+                if wanted == 1 && value_is_secret(bytes, &arg, b"password", Strength::Strong, mode) {
                     self.push(SecretKind::CommandLine, arg.start, arg.whole_end(bytes));
                 }
                 return;
@@ -1073,13 +1089,20 @@ impl<'t> Scan<'t> {
         let bytes = self.bytes;
         let commands = self.line_commands(i);
         let has = |set: u16| commands & set != 0;
+        // `-k`, `-N` and `-P` are common flags: the command they belong to must be theirs
+        // (`openssl s_client … ; curl -k …` is curl's).
+        let in_segment = |name: &[u8]| contains_ci(command_segment(bytes, i), name);
         // Whether the flag takes a password after a blank, glued, and what separates a user
         // before it.
         let (spaced_ok, glued_ok, user_sep) = match flag {
             b'p' => (has(LOGIN | MONGO), has(MYSQL), None),
-            b'P' => (has(SQLCMD | SSH_KEYGEN), false, None),
-            b'N' => (has(SSH_KEYGEN), false, None),
-            b'k' => (has(OPENSSL), false, None),
+            b'P' => (
+                has(SQLCMD) || has(SSH_KEYGEN) && in_segment(b"ssh-keygen"),
+                false,
+                None,
+            ),
+            b'N' => (has(SSH_KEYGEN) && in_segment(b"ssh-keygen"), false, None),
+            b'k' => (has(OPENSSL) && in_segment(b"openssl"), false, None),
             b'w' => (has(LDAP), false, None),
             b'a' if has(HTTPIE) => (true, false, Some(b':')),
             b'a' => (has(REDIS), false, None),
@@ -1903,6 +1926,34 @@ fn secret_word(key: &[u8]) -> Option<SecretWord> {
         j = end;
     }
     best
+}
+
+/// The command of a shell line that `i` is part of: what follows its last `;`, `|` or `&` (a
+/// `&&` or `||` too), at most [`line_before`]'s 256 bytes.
+fn command_segment(bytes: &[u8], i: usize) -> &[u8] {
+    let before = line_before(bytes, i);
+    let start = before
+        .iter()
+        .rposition(|&b| matches!(b, b';' | b'|' | b'&'))
+        .map_or(0, |p| p + 1);
+    &before[start..]
+}
+
+/// Whether a command word at `i` stands where a command starts: the line's start, after a
+/// prompt (`$ `, `# `, `C:\> `), `sudo`, a pipe, `;`, `&&`, `(` or a backtick. Elsewhere it is a
+/// word of a sentence (`run net user to list accounts`).
+fn command_position(bytes: &[u8], i: usize) -> bool {
+    let before = trim_end_of(line_before(bytes, i), |b| b == b' ' || b == b'\t');
+    let Some(&last) = before.last() else {
+        return line_before(bytes, i).len() < 256;
+    };
+    matches!(last, b'$' | b'#' | b'>' | b'|' | b';' | b'&' | b'(' | b'`')
+        || before.len() >= 4
+            && before[before.len() - 4..].eq_ignore_ascii_case(b"sudo")
+            && before
+                .len()
+                .checked_sub(5)
+                .is_none_or(|p| !before[p].is_ascii_alphanumeric())
 }
 
 /// Whether the part of a key before its secret word ends with a qualifier (`max_`, `is`).
@@ -4564,6 +4615,9 @@ mod tests {
             "auth=(\"a\", ",
             "HTTPBasicAuth(\"a\", \"Zq8!pLm2x\"",
             "htpasswd -b ",
+            "Run htpasswd -b a b c d ",
+            "openssl x ; curl -k y ",
+            "ssh-keygen | -N ",
             "wpa_passphrase a ",
             "net user a ",
             "chpasswd ",
@@ -5097,6 +5151,16 @@ mod tests {
                 &["Zq8pLm2xQ", "Xy7!kq9Lm"],
             ),
             ("net user bob Zq8pLm2xQ /add", &["Zq8pLm2xQ"]),
+            ("C:\\> net user bob Zq8pLm2xQ /add", &["Zq8pLm2xQ"]),
+            ("$ sudo htpasswd -b f bob hunterpass", &["hunterpass"]),
+            ("cd /etc && htpasswd -b f bob hunterpass", &["hunterpass"]),
+            ("Run `wpa_passphrase MyWifi hunterpass` once", &["hunterpass"]),
+            ("then run wpa_passphrase MyWifi Zq8pLm2xQ", &["Zq8pLm2xQ"]),
+            ("then run net user bob 'hunterpass'", &["hunterpass"]),
+            (
+                "openssl enc -k Zq8pLm2xQ -in f ; curl -k localhost:8443/health",
+                &["Zq8pLm2xQ"],
+            ),
         ] {
             assert_eq!(spans(text), secret, "{text}");
         }
@@ -5114,6 +5178,15 @@ mod tests {
             "run chpasswd at 12:30, see http://wiki/x",
             "net user bob * /add",
             "net user bob /delete",
+            // Prose about the commands, not a command line.
+            "Run net user to list accounts",
+            "Run wpa_passphrase to generate the PSK",
+            "htpasswd -b is insecure because the password shows in ps",
+            "the net user output shows Guest",
+            // A flag of the next command in the pipeline is not openssl's or ssh-keygen's.
+            "openssl s_client -connect x:443 ; curl -k localhost:8443/health",
+            "openssl s_client -connect x:443 && curl -k localhost:8443/health",
+            "ssh-keygen -l -f key.pub | head -N foobarbaz",
         ]);
     }
 
