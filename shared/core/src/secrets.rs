@@ -2686,8 +2686,29 @@ fn wordy(v: &[u8]) -> bool {
     total >= 2 && words * 2 >= total
 }
 
-/// Technical words that mix letters and digits without being secrets.
+/// Technical words that mix letters and digits without being secrets, also written with `-`
+/// or `_` between their parts and a key size (`AES-256`, `SHA-256`, `RSA-2048`, `PBKDF2-SHA256`):
+/// what a sentence about a password says it is hashed or encrypted with.
 fn tech_word(v: &[u8]) -> bool {
+    let mut named = false;
+    let all_tech = v.split(|&b| matches!(b, b'-' | b'_')).all(|part| {
+        if !part.is_empty() && part.iter().all(u8::is_ascii_digit) {
+            return KEY_SIZES.contains(&part);
+        }
+        named = true;
+        let stem = &part[..part.len() - part.iter().rev().take_while(|b| b.is_ascii_digit()).count()];
+        tech_part(part) || tech_part(stem) && KEY_SIZES.iter().any(|size| part[stem.len()..] == **size)
+    });
+    all_tech && named
+}
+
+/// Bit and key sizes written after an algorithm's name.
+const KEY_SIZES: &[&[u8]] = &[
+    b"1", b"2", b"3", b"5", b"128", b"160", b"192", b"224", b"256", b"384", b"512", b"1024", b"2048",
+    b"3072", b"4096", b"8192",
+];
+
+fn tech_part(v: &[u8]) -> bool {
     const WORDS: &[&[u8]] = &[
         b"sha1",
         b"sha256",
@@ -2715,6 +2736,17 @@ fn tech_word(v: &[u8]) -> bool {
         b"pbkdf2",
         b"argon2",
         b"argon2id",
+        b"argon2i",
+        b"argon2d",
+        b"bcrypt",
+        b"scrypt",
+        b"yescrypt",
+        b"aes",
+        b"sha",
+        b"rsa",
+        b"hmac",
+        b"ecdsa",
+        b"pbkdf",
         b"k8s",
         b"ed25519",
         b"secp256k1",
@@ -4601,6 +4633,7 @@ mod tests {
             "ghp_zymMlopiWfqUyHRS\n",
             "密码",
             "密码是",
+            "密码是AES-256-SHA-256-RSA-2048-",
             "パスワード：",
             "mot de passe ",
             "Passwort ist ",
@@ -5018,7 +5051,21 @@ mod tests {
             "Пароль: обязательно",
             "пароля нет",
             "the password is Größe",
+            // Hashing and encryption named after the word, in any language.
+            "パスワードはAES-256で暗号化",
+            "パスワードはPBKDF2-SHA256でハッシュ化",
+            "密码是SHA-256哈希",
+            "密码是RSA-2048加密",
+            "密碼為SHA-512",
+            "the password is PBKDF2-SHA256 hashed",
+            "das Passwort ist SHA-256 gehasht",
+            "la contraseña es AES-256",
+            "a senha é argon2id",
+            "пароль RSA-4096",
         ]);
+        // A password that merely starts like an algorithm is still one.
+        assert_eq!(spans("密码是AES-Xy7!kq9Lm"), ["AES-Xy7!kq9Lm"]);
+        assert_eq!(spans("the password is sha-256-Zq8!pLm2x"), ["sha-256-Zq8!pLm2x"]);
     }
 
     /// A table whose header names a secret column, and a SQL `INSERT` column list: the cell in
