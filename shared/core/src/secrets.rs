@@ -3199,7 +3199,8 @@ fn skip_fillers(bytes: &[u8], start: usize) -> usize {
     ];
     // `for prod`, `on staging`, `in CI`, `für prod`, `do banco`: a phrase naming where the
     // secret is used.
-    let first = &bytes[start..run_end_max(bytes, start, 8, |b| !b.is_ascii_whitespace())];
+    // Its first word is letters, of any script (`für`): `on-prem` starts with `on`.
+    let first = &bytes[start..run_end_max(bytes, start, 8, |b| b.is_ascii_alphabetic() || !b.is_ascii())];
     let scoped = [
         &b"for"[..],
         b"on",
@@ -4252,6 +4253,10 @@ mod tests {
                 "my password is hunter2",
                 "the api key is 9f8e7d6c5b4a3f2e1d0c",
                 "the db password for staging: KmNk7wV5",
+                // The scope's first word ends at a `-` (`on-prem`), not only at a blank.
+                "the password on-prem is Xy7!kq9Lm",
+                "the password for prod-eu is Xy7!kq9Lm",
+                "das Passwort für prod ist Xy7!kq9Lm",
             ],
         );
         assert_clean(&[
