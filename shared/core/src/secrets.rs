@@ -76,7 +76,8 @@
 //! `SUPERSECRETPASS` are passwords —, the key's own name), a type annotation or code expression
 //! (`String`, `SecretStr`, `Option<String>`, `lexer.next_token()`), a plain identifier, a number,
 //! a date or a path is not a secret; nor are a cookie's attributes alone (`Set-Cookie: Path=/;
-//! HttpOnly`), a Kubernetes secret's name under a bare `secret:` key (`tls-cert-2024`), or a
+//! HttpOnly`), a Kubernetes secret's name under a bare `secret:` key in a `tls:` or `volumes:`
+//! mapping (`tls-cert-2024`), or a
 //! password that is the user again (`guest:guest@`, `curl -u admin:admin`). How
 //! strict the value test is depends on how the value is written: a quoted or shell/env literal
 //! needs only to be a non-placeholder (a quoted one with spaces must read as a passphrase, not a
@@ -2395,9 +2396,10 @@ fn cookie_attributes(v: &[u8], key: &[u8]) -> bool {
     contains_ci(key, b"cookie") && ATTRIBUTES.iter().any(|a| name.eq_ignore_ascii_case(a))
 }
 
-/// `secret: tls-cert-2024`: a bare `secret` key in YAML whose value is a Kubernetes object's name
-/// (three or more lowercase parts, mostly words, joined by `-`), the secret a volume or an ingress
-/// refers to.
+/// `tls:\n  secret: tls-cert-2024`: a bare `secret` key in YAML, under a mapping that names what
+/// refers to a secret (`tls`, `volumes`), whose value is a Kubernetes object's name (three or more
+/// lowercase parts, mostly words, joined by `-`). Elsewhere such a value is a memorable password
+/// (`secret: blue-river-42-sky`).
 fn secret_name(bytes: &[u8], value: &Value, key: &[u8], mode: Mode) -> bool {
     let v = value.text(bytes);
     mode == Mode::Code
@@ -2407,6 +2409,25 @@ fn secret_name(bytes: &[u8], value: &Value, key: &[u8], mode: Mode) -> bool {
         && v.iter()
             .all(|&b| b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'-' | b'.'))
         && wordy(v)
+        && under_secret_reference(bytes, value.start)
+}
+
+/// Whether the YAML line holding `pos` is nested under a key that refers to a secret by name:
+/// the line above, less indented, is `tls:`, `ingress:`, `volumes:` or the like.
+fn under_secret_reference(bytes: &[u8], pos: usize) -> bool {
+    const PARENTS: &[&[u8]] = &[b"tls", b"ingress", b"certificate", b"cert", b"volumes", b"volume"];
+    let line = line_before(bytes, pos);
+    let start = pos - line.len();
+    if start == 0 || bytes[start - 1] != b'\n' {
+        return false;
+    }
+    let indent = |l: &[u8]| l.iter().take_while(|&&b| b == b' ' || b == b'-').count();
+    let parent = line_before(bytes, start - 1);
+    let name = trim_ascii(&parent[indent(parent)..]);
+    indent(parent) < indent(line)
+        && name
+            .strip_suffix(b":")
+            .is_some_and(|n| PARENTS.iter().any(|p| n.eq_ignore_ascii_case(p)))
 }
 
 /// `-x`, `--flag`, `--flag-name`: a dash and a word.
@@ -4671,6 +4692,8 @@ mod tests {
             "bot12345678:AA",
             "rnd_",
             "A_PAT=",
+            "tls:\n  secret: tls-cert-2024\n",
+            "  secret: a-b-c-d ",
         ];
         let started = Instant::now();
         for unit in units {
@@ -5342,6 +5365,9 @@ mod tests {
             "Set-Cookie: __Host-session=Zq8pLm2xQ7; Path=/; Secure; HttpOnly",
             "secret: hunter-2",
             "secret: Zq8-pLm2x-Qw3",
+            // A memorable password under a bare key is not an object's name.
+            "secret: blue-river-42-sky",
+            "app:\n  secret: blue-river-42-sky",
             "amqp://guest:Zq8pLm2x@rabbit:5672/",
             "curl -u admin:Zq8pLm2x http://localhost:8080",
         ] {
