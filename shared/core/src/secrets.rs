@@ -372,6 +372,13 @@ impl<'t> Scan<'t> {
                 continue;
             }
             if !b.is_ascii() {
+                // A line may start with any character (`Émile,…` under a table's header).
+                if prev == b'\n' {
+                    self.line = (i, None);
+                    if i >= self.covered {
+                        self.line_start(i);
+                    }
+                }
                 if i >= self.covered {
                     self.password_word_at(i);
                 }
@@ -4694,6 +4701,8 @@ mod tests {
             "A_PAT=",
             "tls:\n  secret: tls-cert-2024\n",
             "  secret: a-b-c-d ",
+            "é\n",
+            "user,password\nÉ,Zq8!pLm2x\n",
         ];
         let started = Instant::now();
         for unit in units {
@@ -5108,6 +5117,11 @@ mod tests {
             ),
             ("\"user\",\"password\"\n\"admin\",\"Zq8!pLm2x\"", &["Zq8!pLm2x"]),
             ("username\tpassword\nadmin\tZq8!pLm2x", &["Zq8!pLm2x"]),
+            ("user,password\nÉmile,Zq8!pLm2x", &["Zq8!pLm2x"]),
+            (
+                "user,password\nbob,Xy7!kq9Lm\n张伟,Zq8!pLm2x",
+                &["Xy7!kq9Lm", "Zq8!pLm2x"],
+            ),
             (
                 "| user | password |\n|---|---|\n| admin | Zq8!pLm2x |",
                 &["Zq8!pLm2x"],
