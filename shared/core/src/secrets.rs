@@ -2877,9 +2877,8 @@ fn is_placeholder(v: &[u8]) -> bool {
         b"public",
         b"auto",
     ];
-    // Templating (a printf `%s` too) and elision: the value is a slot, not a value, wherever
-    // these stand.
-    const TEMPLATED: &[&[u8]] = &[b"...", b"${", b"{{", b"$(", b"%s", b"\xe2\x80\xa6"];
+    // Templating and elision: the value is a slot, not a value, wherever these stand.
+    const TEMPLATED: &[&[u8]] = &[b"...", b"${", b"{{", b"$(", b"\xe2\x80\xa6"];
     let Some(&first) = v.first() else { return true };
     // A slot fills the whole value: `{name}`, `[REDACTED:…]`, `$NAME`, `$USER:$PASS`; `{Xk9#mQ2z`
     // and `$uP3r-S3cret!9` are passwords that start with a symbol.
@@ -2904,6 +2903,7 @@ fn is_placeholder(v: &[u8]) -> bool {
     if EXACT.iter().any(|w| v.eq_ignore_ascii_case(w))
         || TEMPLATED.iter().any(|w| contains_ci(v, w))
         || format_slot(v)
+        || printf_slot(v)
         || masked(v)
         || placeholder_words(v)
     {
@@ -2934,6 +2934,14 @@ fn format_slot(v: &[u8]) -> bool {
         at = open + 1;
     }
     false
+}
+
+/// A printf `%s` slot inside the value (`user:%s`, `%s_pass`): one not glued to a letter or
+/// digit after it, which a random password's `…%sLm2…` is.
+fn printf_slot(v: &[u8]) -> bool {
+    v.windows(2)
+        .enumerate()
+        .any(|(k, w)| w == b"%s" && v.get(k + 2).is_none_or(|b| !b.is_ascii_alphanumeric()))
 }
 
 /// Masked: runs of four or more `x` or `*` make up at least half of the value
@@ -4749,12 +4757,21 @@ mod tests {
             "DB_PASSWORD=Abc(d3f)GhXyz",
             "DB_PASSWORD=Abc<d3fGhXyz",
             "DB_PASSWORD=Abc,d3fGhXyz",
+            // `%s` glued to what follows is part of a random password, not a printf slot.
+            "DB_PASSWORD=Zq8%sLm2x!",
+            r#"{"password": "Xy7%sKq9Lm"}"#,
         ] {
             if find_secret(prompt).is_none() {
                 missed.push(prompt);
             }
         }
         assert!(missed.is_empty(), "not detected: {missed:#?}");
+        assert_clean(&[
+            "password = \"%s\" % pw",
+            "DB_PASSWORD=user_%s",
+            "token: \"Bearer %s\"",
+            "auth_token = \"%s:%s\" % (a, b)",
+        ]);
     }
 
     /// The span of a recognised value covers all of it: to the blank for an env literal, to the
