@@ -2627,11 +2627,18 @@ fn prose_word(bytes: &[u8], value: &Value) -> bool {
 /// A random-looking word of at least `min` bytes: digits and letters mixed, or symbols, or a long
 /// high-entropy run; not a technical word (`sha256`) nor words joined by dashes.
 fn looks_random(v: &[u8], min: usize) -> bool {
-    if v.len() < min || identifier_like(v) && v.len() < 20 || wordy(v) || tech_word(v) {
+    if v.len() < min || identifier_like(v) && v.len() < 20 || wordy(v) || tech_word(v) || alphabet(v) {
         return false;
     }
     let letters = v.iter().any(u8::is_ascii_alphabetic);
     (letters && (has_digit(v) || has_symbol(v))) || (v.len() >= 16 && entropy(v) >= 3.5)
+}
+
+/// An alphabet or a run of one (`abcdefghijklmnopqrstuvwxyz`, `A-Za-z0-9`): each byte mostly the
+/// one after the byte before it. Every character once gives it a high entropy, not a random order.
+fn alphabet(v: &[u8]) -> bool {
+    let next = v.windows(2).filter(|w| w[1] == w[0].wrapping_add(1)).count();
+    v.len() >= 8 && next * 4 >= (v.len() - 1) * 3
 }
 
 fn has_digit(v: &[u8]) -> bool {
@@ -5377,7 +5384,12 @@ mod tests {
             "rnd_generator_for_the_benchmark_suite",
             "https://api.telegram.org/bot<token>/sendMessage",
             "the robot12345678:AAH arm",
+            // An alphabet has every letter once: high entropy, no randomness.
+            r#"let pat = "abcdefghijklmnopqrstuvwxyz";"#,
+            r#"ALPHABET_PAT = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789""#,
+            "the api key is abcdefghijklmnopqrstuvwxyz0123456789",
         ]);
+        assert_eq!(spans(r#"let pat = "qZ8mTk3LwP9xRv2N""#), ["qZ8mTk3LwP9xRv2N"]);
     }
 
     /// Withheld for nothing before: a cookie's attributes alone, a Kubernetes secret's name, and a
