@@ -7,8 +7,9 @@
 //! this size on each run costs more than scanning a 200 KB prompt by hand (the micro-benchmark in
 //! `benches/hook_bench` measures the scan). Dispatch is on the first two bytes of a word, as
 //! gitleaks prefilters its rules on keywords: most words start no rule, and the inside of a word
-//! costs one comparison per byte. Every run a rule scans is bounded, and a span already found is
-//! not scanned again, so repetitive prompts stay linear.
+//! costs one comparison per byte. Every run a rule scans is bounded (a value's head at 512 bytes,
+//! its redacted whole, a table row or a here-document line at 64 KiB), and a span already found
+//! is not scanned again, so repetitive prompts stay linear.
 //!
 //! What is found (the rule names are what diagnostics and `[REDACTED:<rule>]` markers show):
 //! - `private_key`: a PEM block (`-----BEGIN … PRIVATE KEY-----` to its END line, the four-dash
@@ -36,7 +37,8 @@
 //!   `clave` is any key in Spanish: its value must look generated, unlike `clave de acceso`). A
 //!   CSV, TSV or markdown table whose header names a secret column (`user,password`,
 //!   `| user | password |`) and a SQL `INSERT INTO t (name, password) VALUES (…)` give each row's
-//!   cell in that column as the key's value. A user and a random-looking password passed
+//!   cell in that column as the key's value, judged as an unquoted value in code (a `token`
+//!   column's only when it looks random). A user and a random-looking password passed
 //!   together to what names authentication (`auth=("admin", "…")`, `HTTPBasicAuth("admin", "…")`,
 //!   `smtp.login(user, "…")`, `check_password("bob", "…")`) give the password.
 //! - `command_line`: `--password=…`-style flags, `-p` after `docker login`/`sshpass`/`mongo`,
@@ -659,6 +661,10 @@ impl<'t> Scan<'t> {
             let (h, he) = table.names[k];
             let key = &bytes[h..he];
             let mut value = Value::cell(bytes, s, e);
+            // Judged on its head like any value, redacted whole.
+            let whole = value.end;
+            value.end = value.end.min(char_floor(bytes, value.start + MAX_VALUE));
+            value.raw_end = value.end;
             let v = value.text(bytes);
             let spaced = v.iter().any(u8::is_ascii_whitespace);
             // An unquoted cell with words in it is a note (`see vault`), not a value. Quotes are
@@ -673,7 +679,7 @@ impl<'t> Scan<'t> {
                 Strength::Strong
             };
             if value_is_secret(bytes, &value, key, strength, Mode::Code) {
-                self.push(SecretKind::Assignment, value.start, value.end);
+                self.push(SecretKind::Assignment, value.start, whole);
             }
         });
         true
@@ -767,7 +773,9 @@ impl<'t> Scan<'t> {
         let mut line = end + 1;
         for _ in 0..64 {
             let s = skip_blank(bytes, line);
-            let e = line_end(bytes, s);
+            let Some(e) = line_end_max(bytes, s, MAX_SPAN) else {
+                return;
+            };
             if s >= bytes.len()
                 || !self.chpasswd_pair(
                     s,
@@ -783,6 +791,9 @@ impl<'t> Scan<'t> {
     /// One `user:password` of `chpasswd`'s input at `[s, e)`; whether it has that shape.
     fn chpasswd_pair(&mut self, s: usize, e: usize) -> bool {
         let bytes = self.bytes;
+        // Judged on its head like any value, redacted whole.
+        let whole = e;
+        let e = e.min(char_floor(bytes, s + MAX_VALUE));
         let user = run_end_max(bytes, s, e - s, |b| {
             b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-')
         });
@@ -802,7 +813,7 @@ impl<'t> Scan<'t> {
                 Mode::Literal,
             )
         {
-            self.push(SecretKind::CommandLine, s + at, e);
+            self.push(SecretKind::CommandLine, s + at, whole);
         }
         true
     }
@@ -1614,7 +1625,7 @@ impl<'t> Scan<'t> {
         }
         // A row of a CSV, TSV or markdown table whose header named a secret column.
         if let Some(table) = self.table
-            && !self.table_row(s, line_end(bytes, s), table)
+            && !line_end_max(bytes, s, MAX_SPAN).is_some_and(|e| self.table_row(s, e, table))
         {
             self.table = None;
         }
@@ -3656,6 +3667,15 @@ fn base64_block_start(bytes: &[u8], i: usize) -> usize {
 }
 
 /// The end of the line containing `pos` (before its newline).
+/// [`line_end`], looking at most `limit` bytes ahead: `None` for a longer line.
+fn line_end_max(bytes: &[u8], pos: usize, limit: usize) -> Option<usize> {
+    let stop = bytes.len().min(pos.saturating_add(limit));
+    match bytes[pos.min(stop)..stop].iter().position(|&b| b == b'\n') {
+        Some(p) => Some(pos + p),
+        None => (stop == bytes.len()).then_some(stop),
+    }
+}
+
 fn line_end(bytes: &[u8], pos: usize) -> usize {
     bytes[pos.min(bytes.len())..]
         .iter()
@@ -4437,6 +4457,21 @@ mod tests {
     }
 
     /// Long JWT segments (ID tokens with kilobytes of claims, RS512 signatures) are whole.
+    /// A table cell and a line fed to `chpasswd` are values too: judged on their first
+    /// [`super::MAX_VALUE`] bytes like any other, what follows does not change the verdict.
+    #[test]
+    fn long_cells_and_here_document_lines_are_judged_on_their_head() {
+        let long = format!("{}...", "Zq8!pLm2xQ".repeat(60));
+        for text in [
+            format!("password={long}"),
+            format!("user,password\nbob,{long}"),
+            format!("| user | password |\n|---|---|\n| bob | {long} |"),
+            format!("chpasswd <<EOF\nbob:{long}\nEOF"),
+        ] {
+            assert_eq!(spans(&text), [long.as_str()], "{}", &text[..40]);
+        }
+    }
+
     #[test]
     fn jwts_with_long_segments_are_found_whole() {
         let payload = format!("eyJ{}", "aXNzIjoiaHR0cHM6Ly9zZWN1cmV0b2tlbi".repeat(40));
@@ -4704,6 +4739,8 @@ mod tests {
             "chpasswd ",
             "chpasswd <<E\n",
             "bob:Zq8pLm2xQ\n",
+            "chpasswd <<E\nb:Zq8pLm2xQ",
+            "|password|\n|Zq8pLm2xQ",
             "openssl -passin pass:",
             "ssh-keygen -N ",
             "$",
