@@ -7,8 +7,9 @@
 //! this size on each run costs more than scanning a 200 KB prompt by hand (the micro-benchmark in
 //! `benches/hook_bench` measures the scan). Dispatch is on the first two bytes of a word, as
 //! gitleaks prefilters its rules on keywords: most words start no rule, and the inside of a word
-//! costs one comparison per byte. Every run a rule scans is bounded, and a span already found is
-//! not scanned again, so repetitive prompts stay linear.
+//! costs one comparison per byte. Every run a rule scans is bounded (a value's head at 512 bytes,
+//! its redacted whole, a table row or a here-document line at 64 KiB), and a span already found
+//! is not scanned again, so repetitive prompts stay linear.
 //!
 //! What is found (the rule names are what diagnostics and `[REDACTED:<rule>]` markers show):
 //! - `private_key`: a PEM block (`-----BEGIN … PRIVATE KEY-----` to its END line, the four-dash
@@ -32,18 +33,22 @@
 //!   (`password: SuperSecretPassword`, `password: trustno-one-ever`) count. Also SQL `IDENTIFIED BY '…'` and an Azure SAS `&sig=…`.
 //!   The word for password in German, French, Spanish, Portuguese, Chinese, Japanese and Russian
 //!   (`Passwort`, `Kennwort`, `mot de passe`, `contraseña`, `clave`, `senha`, `密码`, `パスワード`,
-//!   `пароль`; Italian writes `password`) is a key as `password` is, `密码：…` included. A
+//!   `пароль`; Italian writes `password`) is a key as `password` is, `密码：…` included (a bare
+//!   `clave` is any key in Spanish: its value must look generated, unlike `clave de acceso`). A
 //!   CSV, TSV or markdown table whose header names a secret column (`user,password`,
 //!   `| user | password |`) and a SQL `INSERT INTO t (name, password) VALUES (…)` give each row's
-//!   cell in that column as the key's value. A user and a random-looking password passed
+//!   cell in that column as the key's value, judged as an unquoted value in code (a `token`
+//!   column's only when it looks random). A user and a random-looking password passed
 //!   together to what names authentication (`auth=("admin", "…")`, `HTTPBasicAuth("admin", "…")`,
 //!   `smtp.login(user, "…")`, `check_password("bob", "…")`) give the password.
 //! - `command_line`: `--password=…`-style flags, `-p` after `docker login`/`sshpass`/`mongo`,
 //!   `-pSECRET` after `mysql`, `-P` after `sqlcmd`, `-w` after the `ldap…` tools, `-a` after
 //!   `redis-cli`, `-a user:pw` after httpie, `-u user:pw` after `curl`, `-u user,pw` after
 //!   `lftp`, `-U user%pw` after `smbclient`, `-N`/`-P` after `ssh-keygen`, `-k` and
-//!   `-passin`/`-passout pass:…` after `openssl`; the password argument of `htpasswd -b`,
-//!   `wpa_passphrase SSID …` and `net user NAME …`, and the `user:…` lines fed to `chpasswd`.
+//!   `-passin`/`-passout pass:…` after `openssl` (`-k`, `-N`, `-P` in that command, not in the
+//!   next one of a pipeline); the password argument of `htpasswd -b`, `wpa_passphrase SSID …` and
+//!   `net user NAME …` (a plain word only where a command starts and ends, not in a sentence
+//!   about the command), and the `user:…` lines fed to `chpasswd`.
 //! - `auth_header`: `Authorization:`/`X-…` headers (`Bearer`, `Basic`, `token`, Okta's `SSWS`),
 //!   `Bearer <token>`, `Basic <base64 user:pw>`, whole however long.
 //! - `url_credentials`: `scheme://user:password@host` (the password is the span; the userinfo
@@ -73,7 +78,8 @@
 //! `SUPERSECRETPASS` are passwords —, the key's own name), a type annotation or code expression
 //! (`String`, `SecretStr`, `Option<String>`, `lexer.next_token()`), a plain identifier, a number,
 //! a date or a path is not a secret; nor are a cookie's attributes alone (`Set-Cookie: Path=/;
-//! HttpOnly`), a Kubernetes secret's name under a bare `secret:` key (`tls-cert-2024`), or a
+//! HttpOnly`), a Kubernetes secret's name under a bare `secret:` key in a `tls:` or `volumes:`
+//! mapping (`tls-cert-2024`), or a
 //! password that is the user again (`guest:guest@`, `curl -u admin:admin`). How
 //! strict the value test is depends on how the value is written: a quoted or shell/env literal
 //! needs only to be a non-placeholder (a quoted one with spaces must read as a passphrase, not a
@@ -284,6 +290,11 @@ struct Scan<'t> {
     b64url_run: (usize, usize),
     /// The table whose rows the current line may continue (its header named a secret column).
     table: Option<Table>,
+    /// The start of the last line tried as a table header: every secret word on it would
+    /// otherwise parse the whole line again.
+    header_tried: usize,
+    /// Bytes of table headers and rows split into cells (the work a prompt of tables costs).
+    table_read: usize,
     /// The end of the last SQL `INSERT` read: one that starts inside it is inside its strings.
     insert_end: usize,
 }
@@ -291,12 +302,16 @@ struct Scan<'t> {
 /// A table whose header names secret columns: the cells under them in each row are values.
 #[derive(Clone, Copy)]
 struct Table {
-    /// The header row, `[start, end)`.
-    header: (usize, usize),
     delim: u8,
     cells: usize,
     /// A bit per column (the first 64) whose header names a secret.
     secret: u64,
+    /// Of those, the `token` columns: lexer, design and model tokens are tabulated as often as
+    /// credentials, so only a random-looking cell counts.
+    weak: u64,
+    /// The name of each of the first 64 columns, `[start, end)` without quotes: split once, not
+    /// for every cell of every row.
+    names: [(usize, usize); 64],
 }
 
 /// What is known about `-----end ` after a position: searched `[from, to)`, first hit `found`.
@@ -328,11 +343,16 @@ impl<'t> Scan<'t> {
             pem_searched: 0,
             b64url_run: (0, 0),
             table: None,
+            header_tried: usize::MAX,
+            table_read: 0,
             insert_end: 0,
         }
     }
 
     fn push(&mut self, kind: SecretKind, start: usize, end: usize) {
+        // Rules measure in bytes; a span that ended inside a character would make `redact`
+        // slice it, so it is widened to whole characters.
+        let (start, end) = (char_floor(self.bytes, start), char_ceil(self.bytes, end));
         if end > start {
             self.found.push(Finding { kind, start, end });
             self.covered = self.covered.max(end);
@@ -354,6 +374,13 @@ impl<'t> Scan<'t> {
                 continue;
             }
             if !b.is_ascii() {
+                // A line may start with any character (`Émile,…` under a table's header).
+                if prev == b'\n' {
+                    self.line = (i, None);
+                    if i >= self.covered {
+                        self.line_start(i);
+                    }
+                }
                 if i >= self.covered {
                     self.password_word_at(i);
                 }
@@ -603,6 +630,11 @@ impl<'t> Scan<'t> {
         if start > 0 && bytes[start - 1] != b'\n' || end == stop && stop < bytes.len() {
             return;
         }
+        if start == self.header_tried {
+            return;
+        }
+        self.header_tried = start;
+        self.table_read += end - start;
         let start = skip_blank(bytes, start);
         let delim = match bytes[start] {
             b'|' => b'|',
@@ -618,6 +650,7 @@ impl<'t> Scan<'t> {
     /// as a value of that column's key. Returns whether the row has the header's shape.
     fn table_row(&mut self, start: usize, end: usize, table: Table) -> bool {
         let bytes = self.bytes;
+        self.table_read += end.saturating_sub(start);
         if for_each_cell(bytes, start, end, table.delim, |_, _, _| {}) != table.cells {
             return false;
         }
@@ -625,15 +658,28 @@ impl<'t> Scan<'t> {
             if k >= 64 || table.secret & (1 << k) == 0 {
                 return;
             }
-            let (h, he) = nth_cell(bytes, table.header, table.delim, k);
-            let (h, he) = unquoted(bytes, h, he);
+            let (h, he) = table.names[k];
             let key = &bytes[h..he];
-            let value = Value::cell(bytes, s, e);
-            // An unquoted cell with words in it is a note (`see vault`), not a value.
-            if (value.quoted || !value.text(bytes).contains(&b' '))
-                && value_is_secret(bytes, &value, key, Strength::Strong, Mode::Code)
-            {
-                self.push(SecretKind::Assignment, value.start, value.end);
+            let mut value = Value::cell(bytes, s, e);
+            // Judged on its head like any value, redacted whole.
+            let whole = value.end;
+            value.end = value.end.min(char_floor(bytes, value.start + MAX_VALUE));
+            value.raw_end = value.end;
+            let v = value.text(bytes);
+            let spaced = v.iter().any(u8::is_ascii_whitespace);
+            // An unquoted cell with words in it is a note (`see vault`), not a value. Quotes are
+            // the CSV's or SQL's, not the writer's: a cell is judged as code, not as a literal.
+            if !value.quoted && spaced || wordy(v) {
+                return;
+            }
+            value.quoted &= spaced;
+            let strength = if table.weak & (1 << k) != 0 {
+                Strength::Weak
+            } else {
+                Strength::Strong
+            };
+            if value_is_secret(bytes, &value, key, strength, Mode::Code) {
+                self.push(SecretKind::Assignment, value.start, whole);
             }
         });
         true
@@ -678,7 +724,21 @@ impl<'t> Scan<'t> {
             } else if wanted > 1 {
                 wanted -= 1;
             } else {
-                if wanted == 1 && value_is_secret(bytes, &arg, b"password", Strength::Strong, Mode::Literal) {
+                // In a sentence, a plain word is prose; a quoted or code-like one still counts.
+                // A command line starts where commands start and ends after its arguments
+                // (`htpasswd -b is insecure because the …` goes on as a sentence).
+                let ends = bytes.get(skip_blank(bytes, pos)).is_none_or(|&b| {
+                    matches!(
+                        b,
+                        b'\n' | b'\r' | b';' | b'|' | b'&' | b'<' | b'>' | b'`' | b')' | b'/' | b'-' | b'#'
+                    )
+                });
+                let mode = if arg.quoted || command_position(bytes, i) && ends {
+                    Mode::Literal
+                } else {
+                    Mode::Code
+                };
+                if wanted == 1 && value_is_secret(bytes, &arg, b"password", Strength::Strong, mode) {
                     self.push(SecretKind::CommandLine, arg.start, arg.whole_end(bytes));
                 }
                 return;
@@ -698,9 +758,12 @@ impl<'t> Scan<'t> {
             .map_or(stop, |p| i + p);
         let mut k = i - line_before(bytes, i).len().min(128);
         while k < end {
-            let token = run_end_max(bytes, k, MAX_VALUE, |b| {
-                !b.is_ascii_whitespace() && !matches!(b, b'\'' | b'"' | b'|' | b';' | b'<' | b'>')
-            });
+            let token = char_floor(
+                bytes,
+                run_end_max(bytes, k, MAX_VALUE, |b| {
+                    !b.is_ascii_whitespace() && !matches!(b, b'\'' | b'"' | b'|' | b';' | b'<' | b'>')
+                }),
+            );
             self.chpasswd_pair(k, token);
             k = token + 1;
         }
@@ -710,7 +773,9 @@ impl<'t> Scan<'t> {
         let mut line = end + 1;
         for _ in 0..64 {
             let s = skip_blank(bytes, line);
-            let e = line_end(bytes, s);
+            let Some(e) = line_end_max(bytes, s, MAX_SPAN) else {
+                return;
+            };
             if s >= bytes.len()
                 || !self.chpasswd_pair(
                     s,
@@ -726,6 +791,9 @@ impl<'t> Scan<'t> {
     /// One `user:password` of `chpasswd`'s input at `[s, e)`; whether it has that shape.
     fn chpasswd_pair(&mut self, s: usize, e: usize) -> bool {
         let bytes = self.bytes;
+        // Judged on its head like any value, redacted whole.
+        let whole = e;
+        let e = e.min(char_floor(bytes, s + MAX_VALUE));
         let user = run_end_max(bytes, s, e - s, |b| {
             b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-')
         });
@@ -745,7 +813,7 @@ impl<'t> Scan<'t> {
                 Mode::Literal,
             )
         {
-            self.push(SecretKind::CommandLine, s + at, e);
+            self.push(SecretKind::CommandLine, s + at, whole);
         }
         true
     }
@@ -882,15 +950,32 @@ impl<'t> Scan<'t> {
     /// [`Scan::password_word_at`] for the words of `mask`, those that may start at `i`.
     fn password_word(&mut self, i: usize, mut mask: u16) -> bool {
         let bytes = self.bytes;
-        let end = loop {
+        let (mut end, word) = loop {
             if mask == 0 {
                 return false;
             }
             let k = mask.trailing_zeros() as usize;
             mask &= mask - 1;
             if let Some(end) = eat_ci(bytes, i, PASSWORD_WORDS[k].as_bytes()) {
-                break end;
+                break (end, PASSWORD_WORDS[k]);
             }
+        };
+        // Spanish `clave` is any key (`clave primaria`, `{"clave": "valor"}`): a password only
+        // as `clave de acceso`/`clave secreta`, otherwise its value must look generated.
+        let mut strength = Strength::Strong;
+        if word == "clave" {
+            match [&b" de acceso"[..], b" secreta"]
+                .iter()
+                .find_map(|w| eat_ci(bytes, end, w))
+            {
+                Some(e) => end = e,
+                None => strength = Strength::Weak,
+            }
+        }
+        let key: &[u8] = if strength == Strength::Weak {
+            b"clave"
+        } else {
+            b"password"
         };
         // Chinese and Japanese are written without spaces; other scripts' words stand alone
         // (`Passwortlänge` is a length, `пароля` another case).
@@ -909,19 +994,12 @@ impl<'t> Scan<'t> {
                 let pos = skip_blank(bytes, pos);
                 if bytes.get(pos).is_some_and(u8::is_ascii)
                     && let Some(value) = Value::parse(bytes, pos, Stop::Code)
-                    && value_is_secret(bytes, &value, b"password", Strength::Strong, Mode::Prose)
+                    && value_is_secret(bytes, &value, key, strength, Mode::Prose)
                 {
                     self.push(SecretKind::Prose, value.start, value.whole_end(bytes));
                 }
             }
-            None => self.assignment_after(
-                i,
-                end,
-                b"password",
-                Strength::Strong,
-                SecretKind::Assignment,
-                false,
-            ),
+            None => self.assignment_after(i, end, key, strength, SecretKind::Assignment, false),
         }
         true
     }
@@ -1030,13 +1108,20 @@ impl<'t> Scan<'t> {
         let bytes = self.bytes;
         let commands = self.line_commands(i);
         let has = |set: u16| commands & set != 0;
+        // `-k`, `-N` and `-P` are common flags: the command they belong to must be theirs
+        // (`openssl s_client … ; curl -k …` is curl's).
+        let in_segment = |name: &[u8]| contains_ci(command_segment(bytes, i), name);
         // Whether the flag takes a password after a blank, glued, and what separates a user
         // before it.
         let (spaced_ok, glued_ok, user_sep) = match flag {
             b'p' => (has(LOGIN | MONGO), has(MYSQL), None),
-            b'P' => (has(SQLCMD | SSH_KEYGEN), false, None),
-            b'N' => (has(SSH_KEYGEN), false, None),
-            b'k' => (has(OPENSSL), false, None),
+            b'P' => (
+                has(SQLCMD) || has(SSH_KEYGEN) && in_segment(b"ssh-keygen"),
+                false,
+                None,
+            ),
+            b'N' => (has(SSH_KEYGEN) && in_segment(b"ssh-keygen"), false, None),
+            b'k' => (has(OPENSSL) && in_segment(b"openssl"), false, None),
             b'w' => (has(LDAP), false, None),
             b'a' if has(HTTPIE) => (true, false, Some(b':')),
             b'a' => (has(REDIS), false, None),
@@ -1540,7 +1625,7 @@ impl<'t> Scan<'t> {
         }
         // A row of a CSV, TSV or markdown table whose header named a secret column.
         if let Some(table) = self.table
-            && !self.table_row(s, line_end(bytes, s), table)
+            && !line_end_max(bytes, s, MAX_SPAN).is_some_and(|e| self.table_row(s, e, table))
         {
             self.table = None;
         }
@@ -1862,6 +1947,34 @@ fn secret_word(key: &[u8]) -> Option<SecretWord> {
     best
 }
 
+/// The command of a shell line that `i` is part of: what follows its last `;`, `|` or `&` (a
+/// `&&` or `||` too), at most [`line_before`]'s 256 bytes.
+fn command_segment(bytes: &[u8], i: usize) -> &[u8] {
+    let before = line_before(bytes, i);
+    let start = before
+        .iter()
+        .rposition(|&b| matches!(b, b';' | b'|' | b'&'))
+        .map_or(0, |p| p + 1);
+    &before[start..]
+}
+
+/// Whether a command word at `i` stands where a command starts: the line's start, after a
+/// prompt (`$ `, `# `, `C:\> `), `sudo`, a pipe, `;`, `&&`, `(` or a backtick. Elsewhere it is a
+/// word of a sentence (`run net user to list accounts`).
+fn command_position(bytes: &[u8], i: usize) -> bool {
+    let before = trim_end_of(line_before(bytes, i), |b| b == b' ' || b == b'\t');
+    let Some(&last) = before.last() else {
+        return line_before(bytes, i).len() < 256;
+    };
+    matches!(last, b'$' | b'#' | b'>' | b'|' | b';' | b'&' | b'(' | b'`')
+        || before.len() >= 4
+            && before[before.len() - 4..].eq_ignore_ascii_case(b"sudo")
+            && before
+                .len()
+                .checked_sub(5)
+                .is_none_or(|p| !before[p].is_ascii_alphanumeric())
+}
+
 /// Whether the part of a key before its secret word ends with a qualifier (`max_`, `is`).
 fn qualified_before(before: &[u8]) -> bool {
     let trimmed = &before[..before.len()
@@ -1978,7 +2091,7 @@ impl Value {
             // A quoted value runs to its closing quote, whatever it holds; a long one is judged
             // on its head.
             let start = pos + 1;
-            let limit = bytes.len().min(start + MAX_VALUE);
+            let limit = char_floor(bytes, bytes.len().min(start + MAX_VALUE));
             let (end, cut) = match (start..limit).find(|&k| bytes[k] == first || bytes[k] == b'\n') {
                 Some(end) if bytes[end] == first => (end, false),
                 Some(_) => return None,
@@ -2001,7 +2114,7 @@ impl Value {
         {
             return None;
         }
-        let limit = bytes.len().min(pos + MAX_VALUE);
+        let limit = char_floor(bytes, bytes.len().min(pos + MAX_VALUE));
         let raw_end = unquoted_end(bytes, pos, limit, stop);
         let mut end = raw_end;
         while end > pos
@@ -2048,7 +2161,7 @@ impl Value {
         if !self.cut {
             return self.span_end;
         }
-        let limit = bytes.len().min(self.start + MAX_SPAN);
+        let limit = char_floor(bytes, bytes.len().min(self.start + MAX_SPAN));
         if self.quote != 0 {
             return (self.raw_end..limit)
                 .find(|&k| bytes[k] == self.quote || bytes[k] == b'\n')
@@ -2301,9 +2414,10 @@ fn cookie_attributes(v: &[u8], key: &[u8]) -> bool {
     contains_ci(key, b"cookie") && ATTRIBUTES.iter().any(|a| name.eq_ignore_ascii_case(a))
 }
 
-/// `secret: tls-cert-2024`: a bare `secret` key in YAML whose value is a Kubernetes object's name
-/// (three or more lowercase parts, mostly words, joined by `-`), the secret a volume or an ingress
-/// refers to.
+/// `tls:\n  secret: tls-cert-2024`: a bare `secret` key in YAML, under a mapping that names what
+/// refers to a secret (`tls`, `volumes`), whose value is a Kubernetes object's name (three or more
+/// lowercase parts, mostly words, joined by `-`). Elsewhere such a value is a memorable password
+/// (`secret: blue-river-42-sky`).
 fn secret_name(bytes: &[u8], value: &Value, key: &[u8], mode: Mode) -> bool {
     let v = value.text(bytes);
     mode == Mode::Code
@@ -2313,6 +2427,25 @@ fn secret_name(bytes: &[u8], value: &Value, key: &[u8], mode: Mode) -> bool {
         && v.iter()
             .all(|&b| b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'-' | b'.'))
         && wordy(v)
+        && under_secret_reference(bytes, value.start)
+}
+
+/// Whether the YAML line holding `pos` is nested under a key that refers to a secret by name:
+/// the line above, less indented, is `tls:`, `ingress:`, `volumes:` or the like.
+fn under_secret_reference(bytes: &[u8], pos: usize) -> bool {
+    const PARENTS: &[&[u8]] = &[b"tls", b"ingress", b"certificate", b"cert", b"volumes", b"volume"];
+    let line = line_before(bytes, pos);
+    let start = pos - line.len();
+    if start == 0 || bytes[start - 1] != b'\n' {
+        return false;
+    }
+    let indent = |l: &[u8]| l.iter().take_while(|&&b| b == b' ' || b == b'-').count();
+    let parent = line_before(bytes, start - 1);
+    let name = trim_ascii(&parent[indent(parent)..]);
+    indent(parent) < indent(line)
+        && name
+            .strip_suffix(b":")
+            .is_some_and(|n| PARENTS.iter().any(|p| n.eq_ignore_ascii_case(p)))
 }
 
 /// `-x`, `--flag`, `--flag-name`: a dash and a word.
@@ -2505,11 +2638,18 @@ fn prose_word(bytes: &[u8], value: &Value) -> bool {
 /// A random-looking word of at least `min` bytes: digits and letters mixed, or symbols, or a long
 /// high-entropy run; not a technical word (`sha256`) nor words joined by dashes.
 fn looks_random(v: &[u8], min: usize) -> bool {
-    if v.len() < min || identifier_like(v) && v.len() < 20 || wordy(v) || tech_word(v) {
+    if v.len() < min || identifier_like(v) && v.len() < 20 || wordy(v) || tech_word(v) || alphabet(v) {
         return false;
     }
     let letters = v.iter().any(u8::is_ascii_alphabetic);
     (letters && (has_digit(v) || has_symbol(v))) || (v.len() >= 16 && entropy(v) >= 3.5)
+}
+
+/// An alphabet or a run of one (`abcdefghijklmnopqrstuvwxyz`, `A-Za-z0-9`): each byte mostly the
+/// one after the byte before it. Every character once gives it a high entropy, not a random order.
+fn alphabet(v: &[u8]) -> bool {
+    let next = v.windows(2).filter(|w| w[1] == w[0].wrapping_add(1)).count();
+    v.len() >= 8 && next * 4 >= (v.len() - 1) * 3
 }
 
 fn has_digit(v: &[u8]) -> bool {
@@ -2592,8 +2732,29 @@ fn wordy(v: &[u8]) -> bool {
     total >= 2 && words * 2 >= total
 }
 
-/// Technical words that mix letters and digits without being secrets.
+/// Technical words that mix letters and digits without being secrets, also written with `-`
+/// or `_` between their parts and a key size (`AES-256`, `SHA-256`, `RSA-2048`, `PBKDF2-SHA256`):
+/// what a sentence about a password says it is hashed or encrypted with.
 fn tech_word(v: &[u8]) -> bool {
+    let mut named = false;
+    let all_tech = v.split(|&b| matches!(b, b'-' | b'_')).all(|part| {
+        if !part.is_empty() && part.iter().all(u8::is_ascii_digit) {
+            return KEY_SIZES.contains(&part);
+        }
+        named = true;
+        let stem = &part[..part.len() - part.iter().rev().take_while(|b| b.is_ascii_digit()).count()];
+        tech_part(part) || tech_part(stem) && KEY_SIZES.iter().any(|size| part[stem.len()..] == **size)
+    });
+    all_tech && named
+}
+
+/// Bit and key sizes written after an algorithm's name.
+const KEY_SIZES: &[&[u8]] = &[
+    b"1", b"2", b"3", b"5", b"128", b"160", b"192", b"224", b"256", b"384", b"512", b"1024", b"2048",
+    b"3072", b"4096", b"8192",
+];
+
+fn tech_part(v: &[u8]) -> bool {
     const WORDS: &[&[u8]] = &[
         b"sha1",
         b"sha256",
@@ -2621,6 +2782,17 @@ fn tech_word(v: &[u8]) -> bool {
         b"pbkdf2",
         b"argon2",
         b"argon2id",
+        b"argon2i",
+        b"argon2d",
+        b"bcrypt",
+        b"scrypt",
+        b"yescrypt",
+        b"aes",
+        b"sha",
+        b"rsa",
+        b"hmac",
+        b"ecdsa",
+        b"pbkdf",
         b"k8s",
         b"ed25519",
         b"secp256k1",
@@ -2723,9 +2895,8 @@ fn is_placeholder(v: &[u8]) -> bool {
         b"public",
         b"auto",
     ];
-    // Templating (a printf `%s` too) and elision: the value is a slot, not a value, wherever
-    // these stand.
-    const TEMPLATED: &[&[u8]] = &[b"...", b"${", b"{{", b"$(", b"%s", b"\xe2\x80\xa6"];
+    // Templating and elision: the value is a slot, not a value, wherever these stand.
+    const TEMPLATED: &[&[u8]] = &[b"...", b"${", b"{{", b"$(", b"\xe2\x80\xa6"];
     let Some(&first) = v.first() else { return true };
     // A slot fills the whole value: `{name}`, `[REDACTED:…]`, `$NAME`, `$USER:$PASS`; `{Xk9#mQ2z`
     // and `$uP3r-S3cret!9` are passwords that start with a symbol.
@@ -2750,6 +2921,7 @@ fn is_placeholder(v: &[u8]) -> bool {
     if EXACT.iter().any(|w| v.eq_ignore_ascii_case(w))
         || TEMPLATED.iter().any(|w| contains_ci(v, w))
         || format_slot(v)
+        || printf_slot(v)
         || masked(v)
         || placeholder_words(v)
     {
@@ -2780,6 +2952,14 @@ fn format_slot(v: &[u8]) -> bool {
         at = open + 1;
     }
     false
+}
+
+/// A printf `%s` slot inside the value (`user:%s`, `%s_pass`): one not glued to a letter or
+/// digit after it, which a random password's `…%sLm2…` is.
+fn printf_slot(v: &[u8]) -> bool {
+    v.windows(2)
+        .enumerate()
+        .any(|(k, w)| w == b"%s" && v.get(k + 2).is_none_or(|b| !b.is_ascii_alphanumeric()))
 }
 
 /// Masked: runs of four or more `x` or `*` make up at least half of the value
@@ -3073,7 +3253,8 @@ fn skip_fillers(bytes: &[u8], start: usize) -> usize {
     ];
     // `for prod`, `on staging`, `in CI`, `für prod`, `do banco`: a phrase naming where the
     // secret is used.
-    let first = &bytes[start..run_end_max(bytes, start, 8, |b| !b.is_ascii_whitespace())];
+    // Its first word is letters, of any script (`für`): `on-prem` starts with `on`.
+    let first = &bytes[start..run_end_max(bytes, start, 8, |b| b.is_ascii_alphabetic() || !b.is_ascii())];
     let scoped = [
         &b"for"[..],
         b"on",
@@ -3308,8 +3489,13 @@ fn table_header(bytes: &[u8], start: usize, end: usize, delim: u8) -> Option<Tab
     let mut names = true;
     let mut named = 0;
     let mut secret = 0;
+    let mut weak = 0;
+    let mut spans = [(0, 0); 64];
     let cells = for_each_cell(bytes, start, end, delim, |k, s, e| {
         let (s, e) = unquoted(bytes, s, e);
+        if k < 64 {
+            spans[k] = (s, e);
+        }
         let name = &bytes[s..e];
         named += usize::from(!name.is_empty());
         // A markdown header may say `API key`; a CSV line with a space in a cell is code or prose
@@ -3321,15 +3507,19 @@ fn table_header(bytes: &[u8], start: usize, end: usize, delim: u8) -> Option<Tab
         names &= name_like;
         if name_like && k < 64 && secret_word(name).is_some_and(|w| w.strength == Strength::Strong) {
             secret |= 1 << k;
+            if contains_ci(name, b"token") {
+                weak |= 1 << k;
+            }
         }
     });
     // Every column is named; markdown's outer pipes leave an empty cell at each end.
     let outer = if delim == b'|' { 2 } else { 0 };
     (names && named >= 2 && named + outer >= cells && secret != 0).then_some(Table {
-        header: (start, end),
         delim,
         cells,
         secret,
+        weak,
+        names: spans,
     })
 }
 
@@ -3363,17 +3553,6 @@ fn for_each_cell(
         }
         pos = k + 1;
     }
-}
-
-/// The span of cell `n` of the row `[start, end)`.
-fn nth_cell(bytes: &[u8], (start, end): (usize, usize), delim: u8, n: usize) -> (usize, usize) {
-    let mut cell = (end, end);
-    for_each_cell(bytes, start, end, delim, |k, s, e| {
-        if k == n {
-            cell = (s, e);
-        }
-    });
-    cell
 }
 
 /// The span of a cell `[s, e)` without the quotes, backticks or markdown emphasis around it.
@@ -3488,6 +3667,15 @@ fn base64_block_start(bytes: &[u8], i: usize) -> usize {
 }
 
 /// The end of the line containing `pos` (before its newline).
+/// [`line_end`], looking at most `limit` bytes ahead: `None` for a longer line.
+fn line_end_max(bytes: &[u8], pos: usize, limit: usize) -> Option<usize> {
+    let stop = bytes.len().min(pos.saturating_add(limit));
+    match bytes[pos.min(stop)..stop].iter().position(|&b| b == b'\n') {
+        Some(p) => Some(pos + p),
+        None => (stop == bytes.len()).then_some(stop),
+    }
+}
+
 fn line_end(bytes: &[u8], pos: usize) -> usize {
     bytes[pos.min(bytes.len())..]
         .iter()
@@ -3908,6 +4096,22 @@ fn run_end_max(bytes: &[u8], pos: usize, limit: usize, class: impl Fn(u8) -> boo
     end
 }
 
+/// `pos`, or the start of the character it falls inside: where a cut by byte count may end.
+fn char_floor(bytes: &[u8], mut pos: usize) -> usize {
+    while pos > 0 && bytes.get(pos).is_some_and(|&b| b & 0xC0 == 0x80) {
+        pos -= 1;
+    }
+    pos
+}
+
+/// `pos`, or the end of the character it falls inside.
+fn char_ceil(bytes: &[u8], mut pos: usize) -> usize {
+    while bytes.get(pos).is_some_and(|&b| b & 0xC0 == 0x80) {
+        pos += 1;
+    }
+    pos
+}
+
 /// Skips spaces and tabs (not newlines) from `pos`.
 fn skip_blank(bytes: &[u8], pos: usize) -> usize {
     run_end(bytes, pos, |b| b == b' ' || b == b'\t')
@@ -4112,6 +4316,10 @@ mod tests {
                 "my password is hunter2",
                 "the api key is 9f8e7d6c5b4a3f2e1d0c",
                 "the db password for staging: KmNk7wV5",
+                // The scope's first word ends at a `-` (`on-prem`), not only at a blank.
+                "the password on-prem is Xy7!kq9Lm",
+                "the password for prod-eu is Xy7!kq9Lm",
+                "das Passwort für prod ist Xy7!kq9Lm",
             ],
         );
         assert_clean(&[
@@ -4249,6 +4457,21 @@ mod tests {
     }
 
     /// Long JWT segments (ID tokens with kilobytes of claims, RS512 signatures) are whole.
+    /// A table cell and a line fed to `chpasswd` are values too: judged on their first
+    /// [`super::MAX_VALUE`] bytes like any other, what follows does not change the verdict.
+    #[test]
+    fn long_cells_and_here_document_lines_are_judged_on_their_head() {
+        let long = format!("{}...", "Zq8!pLm2xQ".repeat(60));
+        for text in [
+            format!("password={long}"),
+            format!("user,password\nbob,{long}"),
+            format!("| user | password |\n|---|---|\n| bob | {long} |"),
+            format!("chpasswd <<EOF\nbob:{long}\nEOF"),
+        ] {
+            assert_eq!(spans(&text), [long.as_str()], "{}", &text[..40]);
+        }
+    }
+
     #[test]
     fn jwts_with_long_segments_are_found_whole() {
         let payload = format!("eyJ{}", "aXNzIjoiaHR0cHM6Ly9zZWN1cmV0b2tlbi".repeat(40));
@@ -4386,6 +4609,55 @@ mod tests {
         }
     }
 
+    /// A rule that cuts a run at a byte count must not cut a character: `redact` slices the
+    /// text at every finding's ends.
+    #[test]
+    fn findings_never_split_a_character() {
+        let cjk = "这是一个没有空格的很长的中文句子".repeat(12);
+        let long = [
+            format!("chpasswd <<< 'bob:{cjk}'"),
+            format!("chpasswd <<E\nbob:{cjk}\nE"),
+            format!("password=\"Zq8!{cjk}\""),
+            format!("password=Zq8!{cjk}"),
+            format!("<password>Zq8!{cjk}</password>"),
+            format!("token=\"Zq8!{}", "é".repeat(40_000)),
+            format!("token=Zq8!{}", "🎉".repeat(20_000)),
+        ];
+        let samples = [
+            "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAq7Bz\n-----END RSA PRIVATE KEY-----",
+            "\"client secret\" :\u{3000}\"v4lue9\"",
+            "Bearer abcdefgh.ijk9",
+            "github_pat_abcdefgh1234",
+            "AKIAQ3EGRUPXZ7N4K2WB",
+            JWT,
+            "postgres://u:pw9@db:5432/x",
+            "curl -u a:b9cdef https://x",
+            "db:5432:p:u:Zq7kLm2p",
+            "abcdefghijklmn.atlasv1.x",
+            "abc8Q~xyz",
+            "password=Zq8!pLm2x",
+            "密码是Zq8!pLm2x",
+            "user,password\nbob,Zq8!pLm2x",
+            "echo 'bob:Zq8!pLm2x' | chpasswd",
+            "htpasswd -b f bob Zq8!pLm2x",
+        ];
+        let glue = ["", "é", "🎉", "密码", "e\u{301}", "👩‍💻", "\n"];
+        for sample in samples {
+            for (cut, _) in sample.char_indices() {
+                let _ = redact(&sample[..cut]);
+                let _ = redact(&format!("{}密{}", &sample[..cut], &sample[cut..]));
+            }
+        }
+        for sample in samples.iter().copied().chain(long.iter().map(String::as_str)) {
+            for before in glue {
+                for after in glue {
+                    let _ = redact(&format!("{before}{sample}{after}"));
+                    let _ = redact(&format!("{before} {sample} {after}"));
+                }
+            }
+        }
+    }
+
     #[test]
     fn a_200000_character_prompt_without_secrets_is_clean() {
         let paragraph = "Refactor the risk-based task-list 中文 🎉 so the token bucket keeps \
@@ -4444,12 +4716,14 @@ mod tests {
             "ghp_zymMlopiWfqUyHRS\n",
             "密码",
             "密码是",
+            "密码是AES-256-SHA-256-RSA-2048-",
             "パスワード：",
             "mot de passe ",
             "Passwort ist ",
             "пароль ",
             "user,password\n",
             "a,Zq8!pLm2x\n",
+            "password,password,password,password,password,password,password,password\n",
             "| password | x |\n",
             "insert into t (a, password) values ('x', ",
             "insert into t (password) values ('Zq8!pLm2x'),",
@@ -4457,11 +4731,16 @@ mod tests {
             "auth=(\"a\", ",
             "HTTPBasicAuth(\"a\", \"Zq8!pLm2x\"",
             "htpasswd -b ",
+            "Run htpasswd -b a b c d ",
+            "openssl x ; curl -k y ",
+            "ssh-keygen | -N ",
             "wpa_passphrase a ",
             "net user a ",
             "chpasswd ",
             "chpasswd <<E\n",
             "bob:Zq8pLm2xQ\n",
+            "chpasswd <<E\nb:Zq8pLm2xQ",
+            "|password|\n|Zq8pLm2xQ",
             "openssl -passin pass:",
             "ssh-keygen -N ",
             "$",
@@ -4472,6 +4751,10 @@ mod tests {
             "bot12345678:AA",
             "rnd_",
             "A_PAT=",
+            "tls:\n  secret: tls-cert-2024\n",
+            "  secret: a-b-c-d ",
+            "é\n",
+            "user,password\nÉ,Zq8!pLm2x\n",
         ];
         let started = Instant::now();
         for unit in units {
@@ -4518,12 +4801,21 @@ mod tests {
             "DB_PASSWORD=Abc(d3f)GhXyz",
             "DB_PASSWORD=Abc<d3fGhXyz",
             "DB_PASSWORD=Abc,d3fGhXyz",
+            // `%s` glued to what follows is part of a random password, not a printf slot.
+            "DB_PASSWORD=Zq8%sLm2x!",
+            r#"{"password": "Xy7%sKq9Lm"}"#,
         ] {
             if find_secret(prompt).is_none() {
                 missed.push(prompt);
             }
         }
         assert!(missed.is_empty(), "not detected: {missed:#?}");
+        assert_clean(&[
+            "password = \"%s\" % pw",
+            "DB_PASSWORD=user_%s",
+            "token: \"Bearer %s\"",
+            "auth_token = \"%s:%s\" % (a, b)",
+        ]);
     }
 
     /// The span of a recognised value covers all of it: to the blank for an env literal, to the
@@ -4833,6 +5125,8 @@ mod tests {
         ] {
             assert_eq!(spans(text), ["Xy7!kq9Lm"], "{text}");
         }
+        assert_eq!(spans("clave de acceso: hunter22"), ["hunter22"]);
+        assert_eq!(spans("clave secreta = \"hunter22\""), ["hunter22"]);
         assert_clean(&[
             "Passwort: ändern",
             "Das Passwort ist zu kurz.",
@@ -4842,6 +5136,10 @@ mod tests {
             "la contraseña es obligatoria",
             "clave primaria: id_usuario",
             "enclave: sgx-enclave-01",
+            // A bare `clave` is any key in Spanish.
+            "{\"clave\": \"valor\"}",
+            "clave = \"nombre\"",
+            "la clave es nombre_usuario",
             "a senha é obrigatória",
             "密码：请输入",
             "密码错误，请重试",
@@ -4851,7 +5149,21 @@ mod tests {
             "Пароль: обязательно",
             "пароля нет",
             "the password is Größe",
+            // Hashing and encryption named after the word, in any language.
+            "パスワードはAES-256で暗号化",
+            "パスワードはPBKDF2-SHA256でハッシュ化",
+            "密码是SHA-256哈希",
+            "密码是RSA-2048加密",
+            "密碼為SHA-512",
+            "the password is PBKDF2-SHA256 hashed",
+            "das Passwort ist SHA-256 gehasht",
+            "la contraseña es AES-256",
+            "a senha é argon2id",
+            "пароль RSA-4096",
         ]);
+        // A password that merely starts like an algorithm is still one.
+        assert_eq!(spans("密码是AES-Xy7!kq9Lm"), ["AES-Xy7!kq9Lm"]);
+        assert_eq!(spans("the password is sha-256-Zq8!pLm2x"), ["sha-256-Zq8!pLm2x"]);
     }
 
     /// A table whose header names a secret column, and a SQL `INSERT` column list: the cell in
@@ -4866,6 +5178,11 @@ mod tests {
             ),
             ("\"user\",\"password\"\n\"admin\",\"Zq8!pLm2x\"", &["Zq8!pLm2x"]),
             ("username\tpassword\nadmin\tZq8!pLm2x", &["Zq8!pLm2x"]),
+            ("user,password\nÉmile,Zq8!pLm2x", &["Zq8!pLm2x"]),
+            (
+                "user,password\nbob,Xy7!kq9Lm\n张伟,Zq8!pLm2x",
+                &["Xy7!kq9Lm", "Zq8!pLm2x"],
+            ),
             (
                 "| user | password |\n|---|---|\n| admin | Zq8!pLm2x |",
                 &["Zq8!pLm2x"],
@@ -4898,11 +5215,38 @@ mod tests {
             "INSERT INTO users (name, password) VALUES ($1, $2)",
             "INSERT INTO users (name, password) VALUES ('test', 'test')",
             "INSERT INTO users (name, password_hash) VALUES ('bob', 'abcdef123456')",
+            // A token column holds lexer, design or model tokens as often as credentials.
+            "| Token | Value |\n|---|---|\n| color-blue-500 | #3b82f6 |",
+            "\"id\",\"token\"\n\"1\",\"hello\"",
+            "INSERT INTO lexer_tokens (token, kind) VALUES ('SELECT','keyword')",
+            "| Token | Count |\n|---|---|\n| ▁world | 3 |",
+            // A quoted cell is judged as an unquoted one: a word is not a password.
+            "\"user\",\"password\"\n\"admin\",\"Rosebud\"",
+            "user,password\nadmin,correct-horse-battery",
         ]);
+        assert_eq!(spans("id,token\n1,Zq8kLm2xPq7RtY4w"), ["Zq8kLm2xPq7RtY4w"]);
+        assert_eq!(
+            spans("| Token | Owner |\n|---|---|\n| `Qm3xT8wPz1Lk9vB2` | ci |"),
+            ["Qm3xT8wPz1Lk9vB2"]
+        );
     }
 
     /// A user and a password passed together to what names authentication: the second string is
     /// the password when it looks random.
+    #[test]
+    fn a_table_header_is_split_once_per_line() {
+        let line = format!("{}password\n", "password,".repeat(55));
+        let prompt = line.repeat(200_000 / line.len());
+        let mut scan = super::Scan::new(&prompt);
+        scan.run();
+        assert!(
+            scan.table_read <= 2 * prompt.len(),
+            "split {} bytes of a {}-byte prompt",
+            scan.table_read,
+            prompt.len()
+        );
+    }
+
     #[test]
     fn a_password_passed_with_its_user_is_found() {
         for text in [
@@ -4957,6 +5301,16 @@ mod tests {
                 &["Zq8pLm2xQ", "Xy7!kq9Lm"],
             ),
             ("net user bob Zq8pLm2xQ /add", &["Zq8pLm2xQ"]),
+            ("C:\\> net user bob Zq8pLm2xQ /add", &["Zq8pLm2xQ"]),
+            ("$ sudo htpasswd -b f bob hunterpass", &["hunterpass"]),
+            ("cd /etc && htpasswd -b f bob hunterpass", &["hunterpass"]),
+            ("Run `wpa_passphrase MyWifi hunterpass` once", &["hunterpass"]),
+            ("then run wpa_passphrase MyWifi Zq8pLm2xQ", &["Zq8pLm2xQ"]),
+            ("then run net user bob 'hunterpass'", &["hunterpass"]),
+            (
+                "openssl enc -k Zq8pLm2xQ -in f ; curl -k localhost:8443/health",
+                &["Zq8pLm2xQ"],
+            ),
         ] {
             assert_eq!(spans(text), secret, "{text}");
         }
@@ -4974,6 +5328,15 @@ mod tests {
             "run chpasswd at 12:30, see http://wiki/x",
             "net user bob * /add",
             "net user bob /delete",
+            // Prose about the commands, not a command line.
+            "Run net user to list accounts",
+            "Run wpa_passphrase to generate the PSK",
+            "htpasswd -b is insecure because the password shows in ps",
+            "the net user output shows Guest",
+            // A flag of the next command in the pipeline is not openssl's or ssh-keygen's.
+            "openssl s_client -connect x:443 ; curl -k localhost:8443/health",
+            "openssl s_client -connect x:443 && curl -k localhost:8443/health",
+            "ssh-keygen -l -f key.pub | head -N foobarbaz",
         ]);
     }
 
@@ -5058,7 +5421,12 @@ mod tests {
             "rnd_generator_for_the_benchmark_suite",
             "https://api.telegram.org/bot<token>/sendMessage",
             "the robot12345678:AAH arm",
+            // An alphabet has every letter once: high entropy, no randomness.
+            r#"let pat = "abcdefghijklmnopqrstuvwxyz";"#,
+            r#"ALPHABET_PAT = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789""#,
+            "the api key is abcdefghijklmnopqrstuvwxyz0123456789",
         ]);
+        assert_eq!(spans(r#"let pat = "qZ8mTk3LwP9xRv2N""#), ["qZ8mTk3LwP9xRv2N"]);
     }
 
     /// Withheld for nothing before: a cookie's attributes alone, a Kubernetes secret's name, and a
@@ -5077,6 +5445,9 @@ mod tests {
             "Set-Cookie: __Host-session=Zq8pLm2xQ7; Path=/; Secure; HttpOnly",
             "secret: hunter-2",
             "secret: Zq8-pLm2x-Qw3",
+            // A memorable password under a bare key is not an object's name.
+            "secret: blue-river-42-sky",
+            "app:\n  secret: blue-river-42-sky",
             "amqp://guest:Zq8pLm2x@rabbit:5672/",
             "curl -u admin:Zq8pLm2x http://localhost:8080",
         ] {
