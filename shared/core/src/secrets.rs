@@ -4584,27 +4584,35 @@ mod tests {
         );
     }
 
+    /// One of each kind of finding, for the panic tests below.
+    const SCAN_SAMPLES: [&str; 16] = [
+        "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAq7Bz\n-----END RSA PRIVATE KEY-----",
+        "\"client secret\" :\u{3000}\"v4lue9\"",
+        "Bearer abcdefgh.ijk9",
+        "github_pat_abcdefgh1234",
+        "AKIAQ3EGRUPXZ7N4K2WB",
+        JWT,
+        "postgres://u:pw9@db:5432/x",
+        "curl -u a:b9cdef https://x",
+        "db:5432:p:u:Zq7kLm2p",
+        "abcdefghijklmn.atlasv1.x",
+        "abc8Q~xyz",
+        "password=Zq8!pLm2x",
+        "密码是Zq8!pLm2x",
+        "user,password\nbob,Zq8!pLm2x",
+        "echo 'bob:Zq8!pLm2x' | chpasswd",
+        "htpasswd -b f bob Zq8!pLm2x",
+    ];
+
     #[test]
     fn every_prefix_of_every_sample_is_scanned_without_panicking() {
-        let samples = [
-            "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAq7Bz\n-----END RSA PRIVATE KEY-----",
-            "\"client secret\" :\u{3000}\"v4lue9\"",
-            "Bearer abcdefgh.ijk9",
-            "github_pat_abcdefgh1234",
-            "AKIAQ3EGRUPXZ7N4K2WB",
-            JWT,
-            "postgres://u:pw9@db:5432/x",
-            "curl -u a:b9cdef https://x",
-            "db:5432:p:u:Zq7kLm2p",
-            "abcdefghijklmn.atlasv1.x",
-            "abc8Q~xyz",
-        ];
-        for sample in samples {
-            for tail in ["", "é", "🎉", "密", "\n"] {
-                for (cut, _) in sample.char_indices() {
-                    let _ = findings(&format!("{}{tail}", &sample[..cut]));
-                    let _ = findings(&format!("{tail}{}", &sample[cut..]));
+        for sample in SCAN_SAMPLES {
+            for (cut, _) in sample.char_indices() {
+                for tail in ["", "é", "🎉", "密", "\n"] {
+                    let _ = redact(&format!("{}{tail}", &sample[..cut]));
+                    let _ = redact(&format!("{tail}{}", &sample[cut..]));
                 }
+                let _ = redact(&format!("{}密{}", &sample[..cut], &sample[cut..]));
             }
         }
     }
@@ -4623,32 +4631,12 @@ mod tests {
             format!("token=\"Zq8!{}", "é".repeat(40_000)),
             format!("token=Zq8!{}", "🎉".repeat(20_000)),
         ];
-        let samples = [
-            "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAq7Bz\n-----END RSA PRIVATE KEY-----",
-            "\"client secret\" :\u{3000}\"v4lue9\"",
-            "Bearer abcdefgh.ijk9",
-            "github_pat_abcdefgh1234",
-            "AKIAQ3EGRUPXZ7N4K2WB",
-            JWT,
-            "postgres://u:pw9@db:5432/x",
-            "curl -u a:b9cdef https://x",
-            "db:5432:p:u:Zq7kLm2p",
-            "abcdefghijklmn.atlasv1.x",
-            "abc8Q~xyz",
-            "password=Zq8!pLm2x",
-            "密码是Zq8!pLm2x",
-            "user,password\nbob,Zq8!pLm2x",
-            "echo 'bob:Zq8!pLm2x' | chpasswd",
-            "htpasswd -b f bob Zq8!pLm2x",
-        ];
         let glue = ["", "é", "🎉", "密码", "e\u{301}", "👩‍💻", "\n"];
-        for sample in samples {
-            for (cut, _) in sample.char_indices() {
-                let _ = redact(&sample[..cut]);
-                let _ = redact(&format!("{}密{}", &sample[..cut], &sample[cut..]));
-            }
-        }
-        for sample in samples.iter().copied().chain(long.iter().map(String::as_str)) {
+        for sample in SCAN_SAMPLES
+            .iter()
+            .copied()
+            .chain(long.iter().map(String::as_str))
+        {
             for before in glue {
                 for after in glue {
                     let _ = redact(&format!("{before}{sample}{after}"));
