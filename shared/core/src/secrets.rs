@@ -8,8 +8,9 @@
 //! `benches/hook_bench` measures the scan). Dispatch is on the first two bytes of a word, as
 //! gitleaks prefilters its rules on keywords: most words start no rule, and the inside of a word
 //! costs one comparison per byte. Every run a rule scans is bounded (a value's head at 512 bytes,
-//! its redacted whole, a table row or a here-document line at 64 KiB), and a span already found
-//! is not scanned again, so repetitive prompts stay linear.
+//! its redacted whole, a table row or a here-document line at 64 KiB), a line's command words are
+//! looked up once per line, and a span already found is not scanned again, so repetitive prompts
+//! stay linear.
 //!
 //! What is found (the rule names are what diagnostics and `[REDACTED:<rule>]` markers show):
 //! - `private_key`: a PEM block (`-----BEGIN … PRIVATE KEY-----` to its END line, the four-dash
