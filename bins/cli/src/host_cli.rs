@@ -93,14 +93,9 @@ impl HostCli {
 
     /// Runs the CLI with the deadline; the whole process group is killed past it.
     pub fn run(&self, args: &[&str]) -> Result<Run> {
-        let mut command = Command::new(&self.path);
-        if self.host == Host::ClaudeCode {
-            // Our calls only list and register: without this, each one also writes (and tries
-            // to send) telemetry events under ~/.claude, so even a dry run would leave files.
-            command.env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1");
-        }
-        let mut child = command
+        let mut child = Command::new(&self.path)
             .args(args)
+            .envs(self.host.cli_env().iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

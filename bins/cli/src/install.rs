@@ -33,6 +33,10 @@ pub trait HostExt: Copy {
     fn hook_exe(self) -> &'static str;
     /// The host CLI's executable name.
     fn cli_name(self) -> &'static str;
+    /// Variables our calls of the host CLI set: they only list and register, so nothing the
+    /// host would do besides (Claude's CLI writes and tries to send telemetry events under
+    /// `~/.claude` on every call, so even a dry run would leave files).
+    fn cli_env(self) -> &'static [(&'static str, &'static str)];
     /// Host versions our real-host tests cover (the pins in tests/e2e/**/package.json).
     fn tested_versions(self) -> &'static [&'static str];
     /// The `{{hook_command}}` value: Claude Code and Codex hand it to `sh -c` inside a JSON
@@ -61,6 +65,13 @@ impl HostExt for Host {
             Self::OpenCode => "opencode",
             Self::Pi => "pi",
             Self::Dsh => "dsh",
+        }
+    }
+
+    fn cli_env(self) -> &'static [(&'static str, &'static str)] {
+        match self {
+            Self::ClaudeCode => &[("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")],
+            Self::Codex | Self::OpenCode | Self::Pi | Self::Dsh => &[],
         }
     }
 
