@@ -8,7 +8,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::support::{
     CLAUDE_SETTINGS, CLI, CODEX_CONFIG, OPENCODE_CONFIG, OPENCODE_FOREIGN_PLUGIN, OUR_CONFIG, Sandbox, TOKEN,
@@ -60,6 +60,32 @@ fn assert_foreign_host_settings_kept(sb: &Sandbox, host: &str) {
             "Codex config lost foreign content:\n{now}"
         );
     }
+}
+
+/// `uninstall --json` lists what it did as objects a script can read without parsing text, in
+/// the shape of setup's file actions: the manifest removed, our `[hosts.<host>]` lines edited
+/// out of the config file, and each host CLI call as the command it ran.
+fn assert_uninstall_report(sb: &Sandbox, host: &str, out: &Value) {
+    let actions = out["actions"].as_array().unwrap();
+    let has = |want: &Value| actions.iter().any(|a| a == want);
+    let manifest = sb.plugin_dir(host).parent().unwrap().join("manifest.json");
+    assert!(
+        has(&json!({"action": "remove", "path": manifest})),
+        "{manifest:?} in {out}"
+    );
+    assert!(
+        has(&json!({"action": "edit", "path": sb.config(), "what": format!("[hosts.{host}]")})),
+        "{out}"
+    );
+    for a in actions {
+        let keys: Vec<&str> = a.as_object().unwrap().keys().map(String::as_str).collect();
+        match a["action"].as_str().unwrap() {
+            "run" => assert_eq!(keys, ["action", "command"], "{a}"),
+            "remove" | "edit" | "tidy" | "restore" => assert!(a["path"].is_string(), "{a}"),
+            other => panic!("unknown action {other}: {a}"),
+        }
+    }
+    assert!(out["kept"].as_array().unwrap().is_empty(), "{out}");
 }
 
 fn install_round_trip(host: &str) {
@@ -125,6 +151,7 @@ fn install_round_trip(host: &str) {
     // Uninstall: ours gone, theirs intact.
     let (code, out, _) = sb.cli_json(&["uninstall", host]);
     assert_eq!(code, 0, "{out}");
+    assert_uninstall_report(&sb, host, &out);
     assert!(!plugin_listed(&sb, host), "{host} still lists our plugin");
     assert!(!sb.plugin_dir(host).exists());
     assert_eq!(fs::read_to_string(sb.config()).unwrap(), OUR_CONFIG);
@@ -375,6 +402,7 @@ fn package_round_trip(host: &str) {
 
     let (code, out, _) = sb.cli_json(&["uninstall", host]);
     assert_eq!(code, 0, "{out}");
+    assert_uninstall_report(&sb, host, &out);
     assert!(!package_registered(&sb, host), "{host} still has our package");
     assert_eq!(fs::read_to_string(sb.config()).unwrap(), OUR_CONFIG);
     assert_foreign_package_settings_kept(&sb, host);

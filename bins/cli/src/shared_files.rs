@@ -19,6 +19,7 @@ use serde_json::{Map, Value, json};
 use crate::install::{self, Host, Journal, digest};
 use crate::jsonc;
 use crate::setup::value_digest;
+use crate::uninstall::{Done, Kept, Undoing};
 
 /// Beside the manifest, mode 0600: the credential file setup replaced, put back by uninstall.
 pub const PRIOR_CREDENTIALS_FILE: &str = "prior-credentials.json";
@@ -354,7 +355,7 @@ pub fn uninstall(
     owned: &OwnedShared,
     install_dir: &Path,
     dry: bool,
-) -> Result<(Vec<String>, Vec<String>)> {
+) -> Result<(Vec<Done>, Vec<Kept>)> {
     let mut actions = Vec::new();
     let mut kept = Vec::new();
     if let Some(m) = &owned.clients
@@ -375,12 +376,12 @@ pub fn uninstall(
                 }
                 let empty = hosts.is_empty();
                 if m.created_file && empty {
-                    actions.push(format!("remove  {}", m.path.display()));
+                    actions.push(Done::file(Undoing::Remove, &m.path));
                     if !dry {
                         fs::remove_file(&m.path)?;
                     }
                 } else {
-                    actions.push(format!("edit    {} hosts.{}", m.path.display(), host.as_str()));
+                    actions.push(Done::member(&m.path, format!("hosts.{}", host.as_str())));
                     if !dry {
                         let mut bytes = serde_json::to_vec_pretty(&doc)?;
                         bytes.push(b'\n');
@@ -388,11 +389,7 @@ pub fn uninstall(
                     }
                 }
             }
-            Some(_) => kept.push(format!(
-                "{} hosts.{} (changed since setup)",
-                m.path.display(),
-                host.as_str()
-            )),
+            Some(_) => kept.push(Kept::changed(&m.path, Some(format!("hosts.{}", host.as_str())))),
             None => {}
         }
     }
@@ -401,14 +398,14 @@ pub fn uninstall(
         match install::read_opt(&c.path)? {
             Some(b) if digest(&b) == c.sha256 => match install::read_private(&prior)? {
                 Some(old) => {
-                    actions.push(format!("restore {}", c.path.display()));
+                    actions.push(Done::file(Undoing::Restore, &c.path));
                     if !dry {
                         install::write_atomic(&c.path, &old, true)?;
                         fs::remove_file(&prior)?;
                     }
                 }
                 None => {
-                    actions.push(format!("remove  {}", c.path.display()));
+                    actions.push(Done::file(Undoing::Remove, &c.path));
                     if !dry {
                         fs::remove_file(&c.path)?;
                         if let Some(dir) = c.path.parent() {
@@ -417,7 +414,7 @@ pub fn uninstall(
                     }
                 }
             },
-            Some(_) => kept.push(format!("{} (changed since setup)", c.path.display())),
+            Some(_) => kept.push(Kept::changed(&c.path, None)),
             None => {}
         }
         if !dry && prior.exists() {
@@ -440,17 +437,17 @@ pub fn uninstall(
                         &jsonc::Inserted::default(),
                     )?,
                 };
-                actions.push(format!(
-                    "edit    {} pluginConfigs[\"{CLAUDE_PLUGIN_KEY}\"]",
-                    m.path.display()
+                actions.push(Done::member(
+                    &m.path,
+                    format!("pluginConfigs[\"{CLAUDE_PLUGIN_KEY}\"]"),
                 ));
                 if !dry {
                     install::write_through(&m.path, new.as_bytes(), false)?;
                 }
             }
-            Ok(Some(_)) => kept.push(format!(
-                "{} pluginConfigs[\"{CLAUDE_PLUGIN_KEY}\"] (changed since setup)",
-                m.path.display()
+            Ok(Some(_)) => kept.push(Kept::changed(
+                &m.path,
+                Some(format!("pluginConfigs[\"{CLAUDE_PLUGIN_KEY}\"]")),
             )),
             _ => {}
         }

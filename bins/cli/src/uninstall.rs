@@ -4,7 +4,7 @@
 //! changed by someone else stays, with a note.
 
 use std::fs;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
@@ -57,8 +57,126 @@ struct Uninstalled {
     ok: bool,
     host: &'static str,
     dry_run: bool,
-    actions: Vec<String>,
-    kept: Vec<String>,
+    actions: Vec<Done>,
+    kept: Vec<Kept>,
+}
+
+words! {
+    /// What uninstall does to one thing.
+    pub(crate) enum Undoing {
+        Run => "run",
+        Remove => "remove",
+        Edit => "edit",
+        Tidy => "tidy",
+        Restore => "restore",
+    }
+}
+
+/// One thing uninstall did (or, in a dry run, would do): a host CLI call, or a file and, for an
+/// edit, the member of it. The same fields as setup's file actions, so a script reads both alike.
+#[derive(Debug, Serialize)]
+pub(crate) struct Done {
+    action: Undoing,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    path: Option<PathBuf>,
+    /// The member edited (`hosts.codex`, `mcp.powercontext`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    what: Option<String>,
+    /// Why a file the host CLI rewrote was tidied.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    why: Option<&'static str>,
+    /// The host CLI call, as the user would type it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    command: Option<String>,
+}
+
+impl Done {
+    /// A whole file removed or restored.
+    pub(crate) fn file(action: Undoing, path: &Path) -> Self {
+        Self {
+            action,
+            path: Some(path.to_owned()),
+            what: None,
+            why: None,
+            command: None,
+        }
+    }
+
+    /// One member of a file edited.
+    pub(crate) fn member(path: &Path, what: impl Into<String>) -> Self {
+        Self {
+            what: Some(what.into()),
+            ..Self::file(Undoing::Edit, path)
+        }
+    }
+
+    /// A host CLI call.
+    pub(crate) fn command(command: String) -> Self {
+        Self {
+            action: Undoing::Run,
+            path: None,
+            what: None,
+            why: None,
+            command: Some(command),
+        }
+    }
+}
+
+impl std::fmt::Display for Done {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:<8}", self.action)?;
+        if let Some(c) = &self.command {
+            write!(f, "{c}")?;
+        }
+        if let Some(p) = &self.path {
+            write!(f, "{}", p.display())?;
+        }
+        if let Some(w) = &self.what {
+            write!(f, " {w}")?;
+        }
+        if let Some(w) = self.why {
+            write!(f, " ({w})")?;
+        }
+        Ok(())
+    }
+}
+
+/// Something uninstall left where it was, and why (it is not as setup made it any more).
+#[derive(Debug, Serialize)]
+pub(crate) struct Kept {
+    path: PathBuf,
+    /// The member of the file, or what the path is to the host.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    what: Option<String>,
+    why: &'static str,
+}
+
+impl Kept {
+    /// A file or a member of one changed since setup wrote it.
+    pub(crate) fn changed(path: &Path, what: Option<String>) -> Self {
+        Self::because(path, what, CHANGED)
+    }
+
+    /// `path` (and `what` of it) kept for the reason `why`.
+    pub(crate) fn because(path: &Path, what: Option<String>, why: &'static str) -> Self {
+        Self {
+            path: path.to_owned(),
+            what,
+            why,
+        }
+    }
+}
+
+/// The usual reason something is kept.
+const CHANGED: &str = "changed since setup";
+
+impl std::fmt::Display for Kept {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.what {
+            Some(w) => write!(f, "{} {w} ({})", self.path.display(), self.why),
+            None => write!(f, "{} ({})", self.path.display(), self.why),
+        }
+    }
 }
 
 impl report::Report for Uninstalled {}
@@ -127,7 +245,7 @@ fn tidy_settings(
     Ok(true)
 }
 
-fn run(args: &UninstallArgs) -> Result<(Vec<String>, Vec<String>)> {
+fn run(args: &UninstallArgs) -> Result<(Vec<Done>, Vec<Kept>)> {
     let host = args.host;
     let paths = Paths::resolve(&args.locate)?;
     let Some(manifest) = install::load_manifest(&paths.state_root, host)? else {
@@ -160,10 +278,10 @@ fn run(args: &UninstallArgs) -> Result<(Vec<String>, Vec<String>)> {
         if let (Some((path, added)), Some(before)) = (&settings, &before)
             && tidy_settings(path, before, added, manifest.host_settings.as_ref(), dry)?
         {
-            actions.push(format!(
-                "tidy    {} (members the host CLI left empty; the file's own line ends)",
-                path.display()
-            ));
+            actions.push(Done {
+                why: Some("members the host CLI left empty; the file's own line ends"),
+                ..Done::file(Undoing::Tidy, path)
+            });
         }
     }
 
@@ -172,13 +290,13 @@ fn run(args: &UninstallArgs) -> Result<(Vec<String>, Vec<String>)> {
         match install::read_opt(&f.path)? {
             None => {}
             Some(b) if digest(&b) == f.sha256 => {
-                actions.push(format!("remove  {}", f.path.display()));
+                actions.push(Done::file(Undoing::Remove, &f.path));
                 if !dry {
                     fs::remove_file(&f.path)
                         .with_context(|| format!("cannot remove {}", f.path.display()))?;
                 }
             }
-            Some(_) => kept.push(format!("{} (changed since setup)", f.path.display())),
+            Some(_) => kept.push(Kept::changed(&f.path, None)),
         }
     }
     // OpenCode's plugins folder is OpenCode's, not ours.
@@ -203,13 +321,13 @@ fn run(args: &UninstallArgs) -> Result<(Vec<String>, Vec<String>)> {
                 let empty = e.created_file
                     && jsonc::parse(&new).is_ok_and(|v| v.as_object().is_some_and(|o| o.is_empty()));
                 if empty {
-                    actions.push(format!("remove  {}", e.path.display()));
+                    actions.push(Done::file(Undoing::Remove, &e.path));
                     if !dry {
                         fs::remove_file(&e.path)
                             .with_context(|| format!("cannot remove {}", e.path.display()))?;
                     }
                 } else {
-                    actions.push(format!("edit    {} {}", e.path.display(), e.member()));
+                    actions.push(Done::member(&e.path, e.member()));
                     if !dry {
                         install::write_through(&e.path, new.as_bytes(), false)?;
                     }
@@ -217,16 +335,12 @@ fn run(args: &UninstallArgs) -> Result<(Vec<String>, Vec<String>)> {
             }
             Ok(Some(_)) => {
                 entry_kept = true;
-                kept.push(format!(
-                    "{} {} (changed since setup)",
-                    e.path.display(),
-                    e.member()
-                ));
+                kept.push(Kept::changed(&e.path, Some(e.member())));
             }
             Ok(None) => {}
             Err(_) => {
                 entry_kept = true;
-                kept.push(format!("{} (no longer parses; left as is)", e.path.display()));
+                kept.push(Kept::because(&e.path, None, "no longer parses; left as is"));
             }
         }
     }
@@ -235,12 +349,13 @@ fn run(args: &UninstallArgs) -> Result<(Vec<String>, Vec<String>)> {
     let header_file = install::install_dir(&paths.state_root, host).join(install::MCP_AUTHORIZATION_FILE);
     if header_file.exists() {
         if entry_kept {
-            kept.push(format!(
-                "{} (the entry above still reads it)",
-                header_file.display()
+            kept.push(Kept::because(
+                &header_file,
+                None,
+                "the entry above still reads it",
             ));
         } else {
-            actions.push(format!("remove  {}", header_file.display()));
+            actions.push(Done::file(Undoing::Remove, &header_file));
             if !dry {
                 fs::remove_file(&header_file)
                     .with_context(|| format!("cannot remove {}", header_file.display()))?;
@@ -265,25 +380,20 @@ fn run(args: &UninstallArgs) -> Result<(Vec<String>, Vec<String>)> {
         }
         let (new, kept_keys) = install::config_remove(&text, host.as_str(), &owned);
         for k in kept_keys {
-            kept.push(format!(
-                "{} [hosts.{}] {k} (changed since setup)",
-                owned.path.display(),
-                host.as_str()
+            kept.push(Kept::changed(
+                &owned.path,
+                Some(format!("[hosts.{}] {k}", host.as_str())),
             ));
         }
         if owned.created_file && new.trim().is_empty() {
             // Setup created the file and nothing else is in it now: it goes as it came.
-            actions.push(format!("remove  {}", owned.path.display()));
+            actions.push(Done::file(Undoing::Remove, &owned.path));
             if !dry {
                 fs::remove_file(&owned.path)
                     .with_context(|| format!("cannot remove {}", owned.path.display()))?;
             }
         } else if new != text {
-            actions.push(format!(
-                "edit    {} [hosts.{}]",
-                owned.path.display(),
-                host.as_str()
-            ));
+            actions.push(Done::member(&owned.path, format!("[hosts.{}]", host.as_str())));
             if !dry {
                 install::write_through(&owned.path, new.as_bytes(), false)?;
             }
@@ -306,7 +416,7 @@ fn run(args: &UninstallArgs) -> Result<(Vec<String>, Vec<String>)> {
         fs::remove_file(&prior_auth).with_context(|| format!("cannot remove {}", prior_auth.display()))?;
     }
     let mpath = install::manifest_path(&paths.state_root, host);
-    actions.push(format!("remove  {}", mpath.display()));
+    actions.push(Done::file(Undoing::Remove, &mpath));
     if !dry {
         fs::remove_file(&mpath).with_context(|| format!("cannot remove {}", mpath.display()))?;
         let dir = install::install_dir(&paths.state_root, host);
@@ -328,4 +438,50 @@ fn remove_empty_dirs(dir: &Path) {
         }
     }
     let _ = fs::remove_dir(dir);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_line_reads_as_before_and_aligns() {
+        let p = Path::new("/h/.codex/config.toml");
+        assert_eq!(
+            Done::file(Undoing::Remove, p).to_string(),
+            "remove  /h/.codex/config.toml"
+        );
+        assert_eq!(
+            Done::file(Undoing::Restore, p).to_string(),
+            "restore /h/.codex/config.toml"
+        );
+        assert_eq!(
+            Done::member(p, "hosts.codex").to_string(),
+            "edit    /h/.codex/config.toml hosts.codex"
+        );
+        assert_eq!(
+            Done::command("codex plugin remove powercontext".into()).to_string(),
+            "run     codex plugin remove powercontext"
+        );
+        let tidy = Done {
+            why: Some("members the host CLI left empty"),
+            ..Done::file(Undoing::Tidy, p)
+        };
+        assert_eq!(
+            tidy.to_string(),
+            "tidy    /h/.codex/config.toml (members the host CLI left empty)"
+        );
+        assert_eq!(
+            Kept::changed(p, Some("hosts.codex".into())).to_string(),
+            "/h/.codex/config.toml hosts.codex (changed since setup)"
+        );
+        assert_eq!(
+            serde_json::to_value(Done::command("x y".into())).unwrap(),
+            serde_json::json!({"action": "run", "command": "x y"})
+        );
+        assert_eq!(
+            serde_json::to_value(Kept::changed(p, None)).unwrap(),
+            serde_json::json!({"path": p, "why": "changed since setup"})
+        );
+    }
 }

@@ -14,6 +14,7 @@ use crate::doctor::{Report, Tier};
 use crate::host_cli::HostCli;
 use crate::install::{self, Manifest};
 use crate::setup::{Paths, Plan, SetupArgs, Step};
+use crate::uninstall::{Done, Undoing};
 
 pub(super) struct Dsh;
 
@@ -147,7 +148,7 @@ impl Installer for Dsh {
                 normalize(&target) == normalize(&m.plugin_dir)
             });
         if ours {
-            undo.actions.push(format!("remove  {}", link.display()));
+            undo.actions.push(Done::file(Undoing::Remove, &link));
             if !undo.dry {
                 fs::remove_file(&link).with_context(|| format!("cannot remove {}", link.display()))?;
             }

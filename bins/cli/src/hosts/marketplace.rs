@@ -12,6 +12,7 @@ use crate::doctor::{Report, Tier};
 use crate::host_cli::HostCli;
 use crate::install::{self, Host, HostExt, Manifest};
 use crate::setup::{Plan, Step};
+use crate::uninstall::{Done, Kept};
 
 /// One marketplace host's listings and the calls that undo a registration.
 pub(super) struct Market {
@@ -115,14 +116,15 @@ impl Market {
         }
         match (self.marketplace)(cli)? {
             Some(p) if p == m.plugin_dir => undo.run(self.remove_marketplace)?,
-            Some(p) => undo.kept.push(format!(
-                "marketplace `powercontext` now points at {} (not ours)",
-                p.display()
+            Some(p) => undo.kept.push(Kept::because(
+                &p,
+                None,
+                "the host's `powercontext` marketplace points here now, not at our folder",
             )),
             // The remove command is idempotent: run it for the source we added.
             None if self.remove_unlisted && !undo.dry && cli.run(self.remove_marketplace)?.ok => {
                 undo.actions
-                    .push(format!("run     {}", cli.display(self.remove_marketplace)));
+                    .push(Done::command(cli.display(self.remove_marketplace)));
             }
             None => {}
         }

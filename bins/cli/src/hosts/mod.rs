@@ -15,6 +15,7 @@ use crate::host_cli::HostCli;
 use crate::install::{self, Host, Manifest, OwnedEntry, Registrations};
 use crate::jsonc;
 use crate::setup::{Action, FileChange, Paths, Plan, SetupArgs, Step, value_digest};
+use crate::uninstall::{Done, Kept};
 
 mod claude_code;
 pub(crate) mod codex;
@@ -131,16 +132,16 @@ pub(crate) struct Undo<'a> {
     pub paths: &'a Paths,
     /// Only list what would be done.
     pub dry: bool,
-    /// `run …`, `remove …` lines.
-    pub actions: Vec<String>,
+    /// Host CLI calls and files removed.
+    pub actions: Vec<Done>,
     /// What was left because it is not ours any more.
-    pub kept: Vec<String>,
+    pub kept: Vec<Kept>,
 }
 
 impl Undo<'_> {
     /// Runs (unless dry) and lists one host CLI call.
     pub fn run(&mut self, a: &[&str]) -> Result<()> {
-        self.actions.push(format!("run     {}", self.cli.display(a)));
+        self.actions.push(Done::command(self.cli.display(a)));
         if !self.dry {
             self.cli.run_ok(a)?;
         }
