@@ -2023,19 +2023,10 @@ fn strong_word_before(bytes: &[u8], i: usize) -> bool {
             .rev()
             .take_while(|b| b.is_ascii_alphabetic())
             .count();
-    let word = &bytes[start..before];
-    [
-        &b"api"[..],
-        b"secret",
-        b"access",
-        b"private",
-        b"signing",
-        b"encryption",
-        b"master",
-        b"client",
-    ]
-    .iter()
-    .any(|w| word.eq_ignore_ascii_case(w))
+    matches!(
+        lower(&bytes[start..before], &mut [0; 16]),
+        b"api" | b"secret" | b"access" | b"private" | b"signing" | b"encryption" | b"master" | b"client"
+    )
 }
 
 /// The longest value looked at: longer runs are cut there (a secret's head is enough to tell, and
@@ -2499,15 +2490,14 @@ fn random_after_slash(v: &[u8]) -> bool {
 
 /// A keyboard shortcut (`ctrl+shift+1`, `Cmd+K`): modifiers joined by `+`.
 fn key_chord(v: &[u8]) -> bool {
-    const MODIFIERS: &[&[u8]] = &[
-        b"ctrl", b"control", b"shift", b"alt", b"cmd", b"meta", b"option", b"super", b"win",
-    ];
-    let mut parts = v.split(|&b| b == b'+').collect::<Vec<_>>();
-    parts.pop();
-    !parts.is_empty()
-        && parts
-            .iter()
-            .all(|p| MODIFIERS.iter().any(|m| p.eq_ignore_ascii_case(m)))
+    v.iter().rposition(|&b| b == b'+').is_some_and(|last| {
+        v[..last].split(|&b| b == b'+').all(|p| {
+            matches!(
+                lower(p, &mut [0; 16]),
+                b"ctrl" | b"control" | b"shift" | b"alt" | b"cmd" | b"meta" | b"option" | b"super" | b"win"
+            )
+        })
+    })
 }
 
 /// `name(…)`, `name[…]`, `Name<…>`: an identifier applied to something, closed at the end.
@@ -2594,13 +2584,10 @@ fn passphrase_like(v: &[u8]) -> bool {
         b"new",
         b"old",
     ];
-    let words: Vec<&[u8]> = v
-        .split(u8::is_ascii_whitespace)
-        .filter(|w| !w.is_empty())
-        .collect();
-    (2..=8).contains(&words.len())
+    let words = || v.split(u8::is_ascii_whitespace).filter(|w| !w.is_empty());
+    (2..=8).contains(&words().count())
         && v.len() >= 12
-        && words.iter().all(|w| {
+        && words().all(|w| {
             let w = trim_end_of(w, |b| matches!(b, b'.' | b',' | b'!' | b'?' | b':'));
             !MESSAGE_WORDS.iter().any(|m| w.eq_ignore_ascii_case(m)) && secret_word(w).is_none()
         })
@@ -3208,69 +3195,30 @@ fn all_caps(key: &[u8]) -> bool {
 }
 
 fn is_auth_scheme(v: &[u8]) -> bool {
-    [
-        &b"bearer"[..],
-        b"basic",
-        b"token",
-        b"digest",
-        b"apikey",
-        b"key",
-        b"bot",
-        b"ssws",
-    ]
-    .iter()
-    .any(|s| v.eq_ignore_ascii_case(s))
+    matches!(
+        lower(v, &mut [0; 16]),
+        b"bearer" | b"basic" | b"token" | b"digest" | b"apikey" | b"key" | b"bot" | b"ssws"
+    )
 }
 
 /// Skips `is`, `was`, `to`, `:` and similar words between a secret word and its value in prose,
 /// or a short phrase ending with `:` (`password for staging: …`).
 fn skip_fillers(bytes: &[u8], start: usize) -> usize {
-    // `is` in English, German, French, Spanish, Portuguese and Italian.
-    const IS: &[&[u8]] = &[
-        b"is",
-        b"was",
-        b"=",
-        b"ist",
-        b"lautet",
-        b"est",
-        b"es",
-        "é".as_bytes(),
-        "è".as_bytes(),
-    ];
-    const FILLERS: &[&[u8]] = &[
-        b"are",
-        b"be",
-        b"to",
-        b"as",
-        b"now",
-        b"currently",
-        b"set",
-        b"equals",
-        b":",
-        b"is:",
-        b"of",
-        b"here:",
-        b"value",
-    ];
+    // `is` in English, German, French, Spanish, Portuguese and Italian (`é`, `è`).
+    let is = |w: &[u8]| {
+        matches!(
+            w,
+            b"is" | b"was" | b"=" | b"ist" | b"lautet" | b"est" | b"es" | b"\xc3\xa9" | b"\xc3\xa8"
+        )
+    };
     // `for prod`, `on staging`, `in CI`, `für prod`, `do banco`: a phrase naming where the
     // secret is used.
     // Its first word is letters, of any script (`für`): `on-prem` starts with `on`.
     let first = &bytes[start..run_end_max(bytes, start, 8, |b| b.is_ascii_alphabetic() || !b.is_ascii())];
-    let scoped = [
-        &b"for"[..],
-        b"on",
-        b"in",
-        b"at",
-        b"of",
-        "für".as_bytes(),
-        b"de",
-        b"do",
-        b"da",
-        b"del",
-        b"du",
-    ]
-    .iter()
-    .any(|w| first.eq_ignore_ascii_case(w));
+    let scoped = matches!(
+        lower(first, &mut [0; 16]),
+        b"for" | b"on" | b"in" | b"at" | b"of" | b"f\xc3\xbcr" | b"de" | b"do" | b"da" | b"del" | b"du"
+    );
     let mut pos = start;
     for _ in 0..4 {
         let end = run_end_max(bytes, pos, 256, |b| !b.is_ascii_whitespace());
@@ -3279,7 +3227,7 @@ fn skip_fillers(bytes: &[u8], start: usize) -> usize {
         }
         let word = &bytes[pos..end];
         // `password for staging: …`, `password for prod is …`
-        if bytes[end - 1] == b':' || pos > start && scoped && IS.contains(&word) {
+        if bytes[end - 1] == b':' || pos > start && scoped && is(word) {
             return skip_blank(bytes, end);
         }
         pos = skip_blank(bytes, end);
@@ -3287,8 +3235,26 @@ fn skip_fillers(bytes: &[u8], start: usize) -> usize {
     let mut pos = start;
     for _ in 0..2 {
         let end = run_end_max(bytes, pos, 256, |b| !b.is_ascii_whitespace());
-        let word = &bytes[pos..end];
-        if end < bytes.len() && IS.iter().chain(FILLERS).any(|f| word.eq_ignore_ascii_case(f)) {
+        let mut buf = [0; 16];
+        let word = lower(&bytes[pos..end], &mut buf);
+        let filler = is(word)
+            || matches!(
+                word,
+                b"are"
+                    | b"be"
+                    | b"to"
+                    | b"as"
+                    | b"now"
+                    | b"currently"
+                    | b"set"
+                    | b"equals"
+                    | b":"
+                    | b"is:"
+                    | b"of"
+                    | b"here:"
+                    | b"value"
+            );
+        if end < bytes.len() && filler {
             pos = skip_blank(bytes, end);
         } else {
             break;
@@ -4061,6 +4027,17 @@ const MAX_SEGMENT: usize = 16 * 1024;
 // ---------------------------------------------------------------------------------------------
 // Byte helpers
 // ---------------------------------------------------------------------------------------------
+
+/// `v` in ASCII lowercase, in `buf` (empty when longer): matching it against lowercase words
+/// compiles smaller than comparing each word ignoring case.
+fn lower<'b>(v: &[u8], buf: &'b mut [u8; 16]) -> &'b [u8] {
+    let Some(out) = buf.get_mut(..v.len()) else {
+        return &[];
+    };
+    out.copy_from_slice(v);
+    out.make_ascii_lowercase();
+    out
+}
 
 /// The end of `lit` (given in lowercase) if it appears at `pos`, ignoring ASCII case.
 fn eat_ci(bytes: &[u8], pos: usize, lit: &[u8]) -> Option<usize> {
