@@ -32,24 +32,30 @@
 //!   is redacted to its real end (at most 64 KiB). An all-digit value of a password key
 //!   (`DB_PASSWORD=84619273`) and a letters-only YAML value of one on a line of its own
 //!   (`password: SuperSecretPassword`, `password: trustno-one-ever`) count. Also SQL `IDENTIFIED BY '…'` and an Azure SAS `&sig=…`.
-//!   The word for password in German, French, Spanish, Portuguese, Chinese, Japanese and Russian
-//!   (`Passwort`, `Kennwort`, `mot de passe`, `contraseña`, `clave`, `senha`, `密码`, `パスワード`,
-//!   `пароль`; Italian writes `password`) is a key as `password` is, `密码：…` included (a bare
-//!   `clave` is any key in Spanish: its value must look generated, unlike `clave de acceso`). A
-//!   CSV, TSV or markdown table whose header names a secret column (`user,password`,
-//!   `| user | password |`) and a SQL `INSERT INTO t (name, password) VALUES (…)` give each row's
-//!   cell in that column as the key's value, judged as an unquoted value in code (a `token`
-//!   column's only when it looks random). A user and a random-looking password passed
-//!   together to what names authentication (`auth=("admin", "…")`, `HTTPBasicAuth("admin", "…")`,
-//!   `smtp.login(user, "…")`, `check_password("bob", "…")`) give the password.
+//!   The word for password in German, French, Spanish, Portuguese, Dutch, Chinese, Japanese,
+//!   Korean and Russian (`Passwort`, `Kennwort`, `mot de passe`, `contraseña`, `clave`, `senha`,
+//!   `wachtwoord`, `密码`, `パスワード`, `비밀번호`, `пароль`, in capitals too; Italian writes
+//!   `password`) is a key as `password` is, alone, with a no-break space before its colon
+//!   (`Mot de passe\u{a0}: …`), as `密码：…`, or as a segment of a longer key (`DB_KENNWORT`,
+//!   `db_contraseña`; a bare `clave` is any key in Spanish: its value must look generated, unlike
+//!   `clave de acceso`). A CSV, TSV or markdown table whose header names a secret column
+//!   (`user,password`, `| user | password |`) and a SQL `INSERT INTO t (name, password) VALUES
+//!   (…)` give each row's cell in that column as the key's value, judged as an unquoted value in
+//!   code (a `token` column's only when it looks random). A user and a random-looking password
+//!   passed together to what names authentication (`auth=("admin", "…")`, `HTTPBasicAuth("admin", "…")`,
+//!   `smtp.login(user, "…")`, `check_password("bob", "…")`, `new NetworkCredential("bob", "…")`,
+//!   `new PasswordAuthentication("bob", "…".toCharArray())`, and the third argument of
+//!   `keyring.set_password("svc", "bob", "…")`) give the password.
 //! - `command_line`: `--password=…`-style flags, `-p` after `docker login`/`sshpass`/`mongo`,
 //!   `-pSECRET` after `mysql`, `-P` after `sqlcmd`, `-w` after the `ldap…` tools, `-a` after
 //!   `redis-cli`, `-a user:pw` after httpie, `-u user:pw` after `curl`, `-u user,pw` after
 //!   `lftp`, `-U user%pw` after `smbclient`, `-N`/`-P` after `ssh-keygen`, `-k` and
 //!   `-passin`/`-passout pass:…` after `openssl` (`-k`, `-N`, `-P` in that command, not in the
-//!   next one of a pipeline); the password argument of `htpasswd -b`, `wpa_passphrase SSID …` and
-//!   `net user NAME …` (a plain word only where a command starts and ends, not in a sentence
-//!   about the command), and the `user:…` lines fed to `chpasswd`.
+//!   next one of a pipeline), `-storepass`/`-keypass` (`-srcstorepass`, `-deststorepass`,
+//!   `-srckeypass`, `-destkeypass`) on a `keytool` or `jarsigner` line; the password argument of
+//!   `htpasswd -b`, `wpa_passphrase SSID …`, `net user NAME …` and `net use [Z:] \\srv\share …`
+//!   (before or after `/user:`; a plain word only where a command starts and ends, not in a
+//!   sentence about the command), and the `user:…` lines fed to `chpasswd`.
 //! - `auth_header`: `Authorization:`/`X-…` headers (`Bearer`, `Basic`, `token`, Okta's `SSWS`),
 //!   `Bearer <token>`, `Basic <base64 user:pw>`, whole however long.
 //! - `url_credentials`: `scheme://user:password@host` (the password is the span; the userinfo
@@ -59,8 +65,12 @@
 //! - `password_hash`: a hash as good as the password to an offline attack: crypt's
 //!   `$id$[params$]salt$hash` for bcrypt (`$2b$12$` + 53), md5-crypt (`$1$`, `$apr1$`),
 //!   sha256/sha512-crypt (`$5$`, `$6$`), yescrypt (`$y$`), scrypt (`$7$`), argon2
-//!   (`$argon2id$v=19$…`), each hash of its length (a docker-compose `$$` doubles the `$`); and
-//!   the hash of an `/etc/shadow` line, DES's 13 characters included.
+//!   (`$argon2id$v=19$…`), each hash of its length (a docker-compose `$$` doubles the `$`);
+//!   Django's and Werkzeug's `algorithm[:params]$…$hash` (`pbkdf2_sha256$600000$…`,
+//!   `pbkdf2:sha256:600000$…`, `scrypt:32768:8:1$…`, `argon2$argon2id$…`, `bcrypt_sha256$$2b$…`,
+//!   the hash at least a SHA-1's length); LDAP's `{SHA}`, `{SSHA}`, `{SHA256}` … `{SSHA512}`,
+//!   `{MD5}`, `{SMD5}` and `{CRYPT}` followed by a hash of its scheme's length (the span is the
+//!   hash, not the scheme); and the hash of an `/etc/shadow` line, DES's 13 characters included.
 //! - vendor shapes (one rule name per provider, see [`VENDORS`]; Telegram and Discord bot tokens
 //!   by hand, a Telegram token also glued to `bot` in its API URL): real prefix, alphabet,
 //!   length. A token ends at any non-ASCII character (`令牌ghp_…请检查`) and starts after `%XX`
@@ -69,8 +79,9 @@
 //! - `jwt`: `eyJ….eyJ….<signature>`, segments up to 16 KiB each.
 //! - `prose`: a random-looking value right after a secret word (`my password is hunter2`, `the
 //!   password for prod is …`, `use password "…"`, `my password: <words run together>`), in other
-//!   languages too (`mein Passwort ist …`, `a senha do banco é …`, `密码是…`, `パスワードは…です`).
-//!   A value that starts in ASCII ends at a Chinese or Japanese character glued to it.
+//!   languages too (`mein Passwort ist …`, `a senha do banco é …`, `mijn wachtwoord is …`,
+//!   `密码是…`, `パスワードは…です`, `비밀번호는 …입니다`). A value that starts in ASCII ends at a
+//!   Chinese, Japanese or Korean character glued to it.
 //!
 //! Precision: a value that is a placeholder or a reference filling the whole value (`<…>`,
 //! `$VAR`, `${…}`, `{{…}}`, `{name}`, `%VAR%`, a YAML `!tag` before what it tags,
@@ -105,8 +116,8 @@ pub enum SecretKind {
     UrlCredentials,
     /// A `.netrc` or `.pgpass` entry.
     CredentialFile,
-    /// A password hash (bcrypt, crypt, argon2, an `/etc/shadow` line's): as good as the password
-    /// to an offline attack.
+    /// A password hash (bcrypt, crypt, argon2, Django's, Werkzeug's, LDAP's, an `/etc/shadow`
+    /// line's): as good as the password to an offline attack.
     PasswordHash,
     /// A vendor token shape; the name is the provider rule.
     Vendor(&'static str),
@@ -383,7 +394,7 @@ impl<'t> Scan<'t> {
                     }
                 }
                 if i >= self.covered {
-                    self.password_word_at(i);
+                    self.password_word_at(i, i);
                 }
                 let (word, len) = match char_at(self.text, i) {
                     Some(c) => (is_word(c), c.len_utf8()),
@@ -410,6 +421,7 @@ impl<'t> Scan<'t> {
                 b'.' if bytes[i..].starts_with(b".atlasv1.") => self.terraform_at(i),
                 b'~' => self.azure_ad_at(i),
                 b'$' => self.crypt_hash_at(i),
+                b'{' => self.ldap_hash_at(i),
                 // `%3D`, `%20`: a URL-encoded separator, so a word starts after it.
                 b'%' if bytes.get(i + 1).is_some_and(|&c| hex(c))
                     && bytes.get(i + 2).is_some_and(|&c| hex(c))
@@ -461,6 +473,7 @@ impl<'t> Scan<'t> {
             // A scheme word is English: glued to other text it is not one.
             b'b' | b'B' if prev != NON_ASCII_WORD => {
                 self.auth_scheme_at(i);
+                self.crypt_word_at(i);
                 // `api.telegram.org/bot<token>/sendMessage`: the token glued to its path word.
                 if bytes[i..].starts_with(b"bot") {
                     self.telegram_at(i + 3);
@@ -471,6 +484,7 @@ impl<'t> Scan<'t> {
                 self.insert_at(i);
             }
             b'0'..=b'9' => self.telegram_at(i),
+            b'p' | b's' | b'a' => self.crypt_word_at(i),
             b'M' | b'N' | b'O' => self.discord_at(i),
             b'h' | b'w' | b'n' | b'c' => self.command_at(i),
             b'e' => {
@@ -687,25 +701,35 @@ impl<'t> Scan<'t> {
     }
 
     /// Commands that take a password as an argument: `htpasswd -b file user PASS` (`-nb user
-    /// PASS`), `wpa_passphrase SSID PASS`, `net user NAME PASS`; and `chpasswd`, whose input is
-    /// `user:PASS` lines (echoed into it on its line, or a here-document below it).
+    /// PASS`), `wpa_passphrase SSID PASS`, `net user NAME PASS`, `net use [Z:] \\srv\share PASS`;
+    /// and `chpasswd`, whose input is `user:PASS` lines (echoed into it on its line, or a
+    /// here-document below it).
     fn command_at(&mut self, i: usize) {
         let bytes = self.bytes;
         let word_end = run_end_max(bytes, i, 16, |b| b.is_ascii_alphanumeric() || b == b'_');
         let (mut pos, mut wanted) = match &bytes[i..word_end] {
             b"htpasswd" => (word_end, 0),
             b"wpa_passphrase" => (word_end, 2),
-            b"net" => match eat_ci(bytes, skip_blank(bytes, word_end), b"user ") {
-                Some(p) => (p, 2),
-                None => return,
-            },
+            // `net use` takes the password after the share: `wanted` is set there.
+            b"net" => {
+                let p = skip_blank(bytes, word_end);
+                if let Some(e) = eat_ci(bytes, p, b"user ") {
+                    (e, 2)
+                } else if let Some(e) = eat_ci(bytes, p, b"use ") {
+                    (e, 9)
+                } else {
+                    return;
+                }
+            }
             b"chpasswd" => return self.chpasswd_at(i),
             _ => return,
         };
         // htpasswd takes the password only in batch mode, third after a file or second with
-        // `-n`; `-C`/`-r` take a number. `net user NAME /add` has options, no password.
+        // `-n`; `-C`/`-r` take a number. `net user NAME /add` has options, no password; `net use`
+        // options (`/user:NAME`, `/persistent:no`) go before or after it.
         let htpasswd = wanted == 0;
         let net = bytes[i] == b'n';
+        let net_use = wanted == 9;
         let mut option_value = false;
         for _ in 0..8 {
             let Some((arg, next)) = next_arg(bytes, pos) else {
@@ -721,20 +745,18 @@ impl<'t> Scan<'t> {
                 }
                 option_value = matches!(a.last(), Some(b'C' | b'r'));
             } else if net && !arg.quoted && a.starts_with(b"/") {
-                return;
+                if !net_use {
+                    return;
+                }
+            } else if net_use && a.starts_with(b"\\\\") {
+                wanted = 1;
             } else if wanted > 1 {
                 wanted -= 1;
             } else {
                 // In a sentence, a plain word is prose; a quoted or code-like one still counts.
                 // A command line starts where commands start and ends after its arguments
                 // (`htpasswd -b is insecure because the …` goes on as a sentence).
-                let ends = bytes.get(skip_blank(bytes, pos)).is_none_or(|&b| {
-                    matches!(
-                        b,
-                        b'\n' | b'\r' | b';' | b'|' | b'&' | b'<' | b'>' | b'`' | b')' | b'/' | b'-' | b'#'
-                    )
-                });
-                let mode = if arg.quoted || command_position(bytes, i) && ends {
+                let mode = if arg.quoted || command_position(bytes, i) && args_end(bytes, pos) {
                     Mode::Literal
                 } else {
                     Mode::Code
@@ -893,7 +915,7 @@ impl<'t> Scan<'t> {
 
     /// A key run starting at `i`: if it holds a secret word, what follows decides.
     fn key_at(&mut self, i: usize) {
-        if self.password_word_at(i) {
+        if self.password_word_at(i, i) {
             return;
         }
         let bytes = self.bytes;
@@ -918,6 +940,16 @@ impl<'t> Scan<'t> {
         }
         self.credential_pair_at(key, kend);
         let Some(word) = secret_word(key) else {
+            // `DB_KENNWORT`, `db_contraseña`, `db_пароль`: the word of another language as a
+            // segment.
+            for j in i + 1..=kend {
+                if j < bytes.len()
+                    && matches!(bytes[j - 1], b'_' | b'-' | b'.')
+                    && self.password_word_at(i, j)
+                {
+                    return;
+                }
+            }
             return;
         };
         let mut strength = word.strength;
@@ -938,18 +970,19 @@ impl<'t> Scan<'t> {
     }
 
     /// The word for password in another language (see [`PASSWORD_WORDS`]), judged as `password`
-    /// is: `Passwort: …` as a mapping, `mein Passwort ist …` as prose, `密码：…`, and `密码是…`
-    /// or `パスワードは…`, where a particle glued to the word reads `is`.
+    /// is: `Passwort: …` as a mapping, `mein Passwort ist …` as prose, `密码：…`, and `密码是…`,
+    /// `パスワードは…` or `비밀번호는…`, where a particle glued to the word reads `is`. A key that
+    /// starts at `kstart` before `i` holds the word as a segment (`DB_KENNWORT_PROD`).
     #[inline(always)]
-    fn password_word_at(&mut self, i: usize) -> bool {
+    fn password_word_at(&mut self, kstart: usize, i: usize) -> bool {
         // Two lookups rule out most words.
         let second = self.bytes.get(i + 1).map_or(0, |&b| usize::from(b));
         let mask = PASSWORD_WORD_INDEX[0][usize::from(self.bytes[i])] & PASSWORD_WORD_INDEX[1][second];
-        mask != 0 && self.password_word(i, mask)
+        mask != 0 && self.password_word(kstart, i, mask)
     }
 
     /// [`Scan::password_word_at`] for the words of `mask`, those that may start at `i`.
-    fn password_word(&mut self, i: usize, mut mask: u16) -> bool {
+    fn password_word(&mut self, kstart: usize, i: usize, mut mask: u16) -> bool {
         let bytes = self.bytes;
         let (mut end, word) = loop {
             if mask == 0 {
@@ -978,15 +1011,31 @@ impl<'t> Scan<'t> {
         } else {
             b"password"
         };
-        // Chinese and Japanese are written without spaces; other scripts' words stand alone
-        // (`Passwortlänge` is a length, `пароля` another case).
-        let spaced_script = bytes[i] < 0xE3;
-        if spaced_script
-            && (word_at(self.text, end) || self.text[..i].chars().next_back().is_some_and(is_word))
-        {
+        // A segment of a longer key (`DB_KENNWORT`, `KENNWORT_PROD`), not its metadata
+        // (`KENNWORT_FILE`, `MAX_KENNWORT`). Chinese, Japanese and Korean glue particles to the
+        // word; other scripts' words stand alone (`Passwortlänge` is a length, `пароля` another
+        // case).
+        let mut kend = run_end_max(bytes, end, 128, is_key_byte);
+        while kend > end && matches!(bytes[kend - 1], b'.' | b'-') {
+            kend -= 1;
+        }
+        let glued_before = kstart == i && self.text[..i].chars().next_back().is_some_and(is_word);
+        if kstart < i || kend > end {
+            if bytes.get(end).is_some_and(u8::is_ascii_alphanumeric)
+                || word_at(self.text, kend)
+                || glued_before
+                || qualified_before(&bytes[kstart..i])
+                || qualified_after(&bytes[end..kend])
+            {
+                return false;
+            }
+            self.assignment_after(kstart, kend, key, strength, SecretKind::Assignment, false);
+            return true;
+        }
+        if bytes[i] < 0xE3 && (word_at(self.text, end) || glued_before) {
             return false;
         }
-        match ["是", "为", "為", "は"]
+        match ["是", "为", "為", "は", "는", "가"]
             .iter()
             .find_map(|p| eat_ci(bytes, end, p.as_bytes()))
         {
@@ -1005,9 +1054,11 @@ impl<'t> Scan<'t> {
         true
     }
 
-    /// `auth=("admin", "…")`, `HTTPBasicAuth("admin", "…")`, `smtp.login(user, "…")`: a user
-    /// and a password passed together to what names authentication. The second is the password
-    /// when it is a random-looking string.
+    /// `auth=("admin", "…")`, `HTTPBasicAuth("admin", "…")`, `smtp.login(user, "…")`,
+    /// `NetworkCredential("admin", "…")`, `PasswordAuthentication("admin", "…".toCharArray())`: a
+    /// user and a password passed together to what names authentication. The second argument and
+    /// the third (`keyring.set_password(service, user, "…")`) are each a password when they are
+    /// random-looking strings.
     fn credential_pair_at(&mut self, key: &[u8], kend: usize) {
         let bytes = self.bytes;
         let mut open = skip_blank(bytes, kend);
@@ -1017,7 +1068,9 @@ impl<'t> Scan<'t> {
         if bytes.get(open) != Some(&b'(') {
             return;
         }
-        // What is called: `…Auth`, `login`, `authenticate`, `…_password` (not `AuthError`).
+        // What is called: `…Auth`, `login`, `authenticate`, `…_password` (not `AuthError`), or a
+        // class made of a user and a password (`NetworkCredential`, `PasswordAuthentication`;
+        // `get_credential(service, user)` and `GetCredentials` read one).
         let name = key.rsplit(|&b| b == b'.').next().unwrap_or(key);
         let names_auth = [
             &b"auth"[..],
@@ -1030,21 +1083,33 @@ impl<'t> Scan<'t> {
         .iter()
         .chain(PASSWORD_KEYS)
         .any(|w| name.len() >= w.len() && name[name.len() - w.len()..].eq_ignore_ascii_case(w));
-        if !names_auth {
+        let class = name.first().is_some_and(u8::is_ascii_uppercase)
+            && !name.starts_with(b"Get")
+            && (name.ends_with(b"Credential")
+                || name.ends_with(b"Credentials")
+                || name.ends_with(b"Authentication"));
+        if !names_auth && !class {
             return;
         }
-        let Some(comma) = top_level(bytes, open + 1, b",)", 256).filter(|&c| bytes[c] == b',') else {
-            return;
-        };
-        let Some(value) = Value::parse(bytes, skip_blank(bytes, comma + 1), Stop::Code) else {
-            return;
-        };
-        if value.quoted
-            && !value.cut
-            && matches!(bytes.get(skip_blank(bytes, value.end + 1)), Some(b')' | b','))
-            && value_is_secret(bytes, &value, b"password", Strength::Strong, Mode::Prose)
-        {
-            self.push(SecretKind::Assignment, value.start, value.end);
+        let mut from = open + 1;
+        for _ in 0..2 {
+            let Some(comma) = top_level(bytes, from, b",)", 256).filter(|&c| bytes[c] == b',') else {
+                return;
+            };
+            from = skip_blank(bytes, comma + 1);
+            let Some(value) = Value::parse(bytes, from, Stop::Code) else {
+                return;
+            };
+            // Java passes a `char[]`: `"…".toCharArray()`.
+            let after = skip_blank(bytes, value.end + 1);
+            let after = eat_ci(bytes, after, b".tochararray()").unwrap_or(after);
+            if value.quoted
+                && !value.cut
+                && matches!(bytes.get(skip_blank(bytes, after)), Some(b')' | b','))
+                && value_is_secret(bytes, &value, b"password", Strength::Strong, Mode::Prose)
+            {
+                self.push(SecretKind::Assignment, value.start, value.end);
+            }
         }
     }
 
@@ -1078,6 +1143,34 @@ impl<'t> Scan<'t> {
                 && value_is_secret(bytes, &value, b"password", Strength::Strong, Mode::Literal)
             {
                 self.push(SecretKind::CommandLine, value.start, value.whole_end(bytes));
+            }
+            return;
+        }
+        // keytool's and jarsigner's store and key passwords (`-storepass:env NAME` says where it
+        // is); a plain word only where the command's arguments go on or end.
+        if dashes == 1
+            && matches!(
+                name,
+                b"storepass"
+                    | b"keypass"
+                    | b"srcstorepass"
+                    | b"deststorepass"
+                    | b"srckeypass"
+                    | b"destkeypass"
+            )
+        {
+            if self.line_commands(i) & KEYTOOL != 0
+                && matches!(bytes.get(kend), Some(b' ' | b'\t'))
+                && let Some((value, next)) = next_arg(bytes, kend)
+            {
+                let mode = if value.quoted || args_end(bytes, next) {
+                    Mode::Literal
+                } else {
+                    Mode::Code
+                };
+                if value_is_secret(bytes, &value, b"password", Strength::Strong, mode) {
+                    self.push(SecretKind::CommandLine, value.start, value.whole_end(bytes));
+                }
             }
             return;
         }
@@ -1203,6 +1296,7 @@ impl<'t> Scan<'t> {
             (LFTP, &[&b"lftp"[..]][..]),
             (SSH_KEYGEN, &[&b"ssh-keygen"[..]][..]),
             (OPENSSL, &[&b"openssl"[..]][..]),
+            (KEYTOOL, &[&b"keytool"[..], b"jarsigner"][..]),
         ] {
             if names.iter().any(|n| contains_ci(line, n)) {
                 set |= bit;
@@ -1237,7 +1331,14 @@ impl<'t> Scan<'t> {
                 pos += 1;
             }
         }
-        let blank_before = skip_blank(bytes, pos);
+        let mut blank_before = skip_blank(bytes, pos);
+        // French typography puts a no-break space before a colon (`Mot de passe\u{a0}: …`).
+        if let Some(e) = ["\u{a0}:", "\u{202f}:"]
+            .iter()
+            .find_map(|s| eat_ci(bytes, blank_before, s.as_bytes()))
+        {
+            blank_before = e - 1;
+        }
         let spaced_before = blank_before > pos;
         pos = blank_before;
         let sep = match (bytes.get(pos), bytes.get(pos + 1)) {
@@ -1545,7 +1646,29 @@ impl<'t> Scan<'t> {
             b"argon2i" | b"argon2d" | b"argon2id" => 22..=128,
             _ => return,
         };
-        // The fields after the id; the last is the hash (a docker-compose `$$` doubles each `$`).
+        self.crypt_fields(i, id_end, hash_len);
+    }
+
+    /// Django's and Werkzeug's `algorithm[:params]$…$hash`: `pbkdf2_sha256$600000$salt$…`,
+    /// `pbkdf2:sha256:600000$salt$…`, `scrypt:32768:8:1$salt$…`, `argon2$argon2id$…`,
+    /// `bcrypt_sha256$$2b$…`, the hash at least a SHA-1's length.
+    fn crypt_word_at(&mut self, i: usize) {
+        let bytes = self.bytes;
+        let id_end = run_end_max(bytes, i, 24, |b| {
+            b.is_ascii_alphanumeric() || b == b'_' || b == b':'
+        });
+        if bytes[i..id_end]
+            .get(..6)
+            .is_some_and(|id| matches!(id, b"pbkdf2" | b"scrypt" | b"argon2" | b"bcrypt"))
+        {
+            self.crypt_fields(i, id_end, 27..=128);
+        }
+    }
+
+    /// The `$`-separated fields of a hash from `i` whose id ends at `id_end`: at least two, the
+    /// last the hash, of a length in `hash_len` (a docker-compose `$$` doubles each `$`).
+    fn crypt_fields(&mut self, i: usize, id_end: usize, hash_len: std::ops::RangeInclusive<usize>) {
+        let bytes = self.bytes;
         let mut field = id_end;
         let mut fields = 0;
         while bytes.get(field) == Some(&b'$') && fields < 8 {
@@ -1559,6 +1682,44 @@ impl<'t> Scan<'t> {
                 return;
             }
             field = end;
+        }
+    }
+
+    /// An LDAP `userPassword` hash: `{SHA}`, `{SSHA}`, `{SHA256}` … `{SSHA512}`, `{MD5}`, `{SMD5}`
+    /// and the base64 of a digest (and a 4–16 byte salt) of its length, or `{CRYPT}` and a DES
+    /// crypt (`{CRYPT}$6$…` is crypt's own form, found at its `$`). The span is the hash.
+    fn ldap_hash_at(&mut self, i: usize) {
+        let bytes = self.bytes;
+        let name_end = run_end_max(bytes, i + 1, 8, |b| b.is_ascii_alphanumeric());
+        if bytes.get(name_end) != Some(&b'}') {
+            return;
+        }
+        let mut buf = [0; 16];
+        let name = lower(&bytes[i + 1..name_end], &mut buf);
+        let salted = name.starts_with(b"ss") || name.starts_with(b"smd");
+        let digest = match &name[usize::from(salted)..] {
+            b"md5" => 16,
+            b"sha" => 20,
+            b"sha256" => 32,
+            b"sha384" => 48,
+            b"sha512" => 64,
+            b"crypt" if !salted => 0,
+            _ => return,
+        };
+        // Base64 of `n` bytes, without and with its padding; DES crypt is 13 characters.
+        let len = |n: usize| (4 * n).div_ceil(3)..=n.div_ceil(3) * 4;
+        let range = match (digest, salted) {
+            (0, _) => 13..=13,
+            (n, false) => len(n),
+            (n, true) => *len(n + 4).start()..=*len(n + 16).end(),
+        };
+        let start = name_end + 1;
+        let end = run_end_max(bytes, start, 128, |b| b64(b) || b == b'.');
+        if range.contains(&(end - start))
+            && !token_continues_at(self.text, end)
+            && looks_random(&bytes[start..end], 12)
+        {
+            self.push(SecretKind::PasswordHash, start, end);
         }
     }
 
@@ -1660,8 +1821,9 @@ struct SecretWord {
     authorization: bool,
 }
 
-/// The word for password in German, French, Spanish, Portuguese, Chinese, Japanese and Russian
-/// (Italian writes `password`): a key of its own, judged as `password` is.
+/// The word for password in German, French, Spanish, Portuguese, Dutch, Chinese, Japanese,
+/// Korean and Russian (Italian writes `password`): a key of its own, judged as `password` is.
+/// ASCII case is ignored; other capitals are entries of their own (at most 16: a `u16` mask).
 const PASSWORD_WORDS: &[&str] = &[
     "passwort",
     "kennwort",
@@ -1676,6 +1838,9 @@ const PASSWORD_WORDS: &[&str] = &[
     "пароль",
     "Пароль",
     "ПАРОЛЬ",
+    "CONTRASEÑA",
+    "wachtwoord",
+    "비밀번호",
 ];
 
 /// For each byte, the bit set of [`PASSWORD_WORDS`] that start with it (either ASCII case), and
@@ -1927,11 +2092,7 @@ fn secret_word(key: &[u8]) -> Option<SecretWord> {
             tail = &tail[1..];
             strength = Strength::Weak;
         }
-        let tail = &tail[run_end(tail, 0, |b| matches!(b, b'_' | b'-' | b'.'))..];
-        let qualified = QUALIFIERS
-            .iter()
-            .any(|q| tail.len() >= q.len() && tail[..q.len()].eq_ignore_ascii_case(q));
-        if !qualified {
+        if !qualified_after(tail) {
             let better = match &best {
                 None => true,
                 Some(b) => b.strength == Strength::Weak && strength == Strength::Strong,
@@ -1959,6 +2120,17 @@ fn command_segment(bytes: &[u8], i: usize) -> &[u8] {
     &before[start..]
 }
 
+/// Whether a command's arguments end or go on with an option at `pos`, as on a command line, not
+/// in a sentence (`htpasswd -b is insecure because the …`).
+fn args_end(bytes: &[u8], pos: usize) -> bool {
+    bytes.get(skip_blank(bytes, pos)).is_none_or(|&b| {
+        matches!(
+            b,
+            b'\n' | b'\r' | b';' | b'|' | b'&' | b'<' | b'>' | b'`' | b')' | b'/' | b'-' | b'#'
+        )
+    })
+}
+
 /// Whether a command word at `i` stands where a command starts: the line's start, after a
 /// prompt (`$ `, `# `, `C:\> `), `sudo`, a pipe, `;`, `&&`, `(` or a backtick. Elsewhere it is a
 /// word of a sentence (`run net user to list accounts`).
@@ -1974,6 +2146,14 @@ fn command_position(bytes: &[u8], i: usize) -> bool {
                 .len()
                 .checked_sub(5)
                 .is_none_or(|p| !before[p].is_ascii_alphanumeric())
+}
+
+/// Whether the part of a key after its secret word starts with a qualifier (`_count`, `File`).
+fn qualified_after(tail: &[u8]) -> bool {
+    let tail = &tail[run_end(tail, 0, |b| matches!(b, b'_' | b'-' | b'.'))..];
+    QUALIFIERS
+        .iter()
+        .any(|q| tail.len() >= q.len() && tail[..q.len()].eq_ignore_ascii_case(q))
 }
 
 /// Whether the part of a key before its secret word ends with a qualifier (`max_`, `is`).
@@ -2023,19 +2203,10 @@ fn strong_word_before(bytes: &[u8], i: usize) -> bool {
             .rev()
             .take_while(|b| b.is_ascii_alphabetic())
             .count();
-    let word = &bytes[start..before];
-    [
-        &b"api"[..],
-        b"secret",
-        b"access",
-        b"private",
-        b"signing",
-        b"encryption",
-        b"master",
-        b"client",
-    ]
-    .iter()
-    .any(|w| word.eq_ignore_ascii_case(w))
+    matches!(
+        lower(&bytes[start..before], &mut [0; 16]),
+        b"api" | b"secret" | b"access" | b"private" | b"signing" | b"encryption" | b"master" | b"client"
+    )
 }
 
 /// The longest value looked at: longer runs are cut there (a secret's head is enough to tell, and
@@ -2499,15 +2670,14 @@ fn random_after_slash(v: &[u8]) -> bool {
 
 /// A keyboard shortcut (`ctrl+shift+1`, `Cmd+K`): modifiers joined by `+`.
 fn key_chord(v: &[u8]) -> bool {
-    const MODIFIERS: &[&[u8]] = &[
-        b"ctrl", b"control", b"shift", b"alt", b"cmd", b"meta", b"option", b"super", b"win",
-    ];
-    let mut parts = v.split(|&b| b == b'+').collect::<Vec<_>>();
-    parts.pop();
-    !parts.is_empty()
-        && parts
-            .iter()
-            .all(|p| MODIFIERS.iter().any(|m| p.eq_ignore_ascii_case(m)))
+    v.iter().rposition(|&b| b == b'+').is_some_and(|last| {
+        v[..last].split(|&b| b == b'+').all(|p| {
+            matches!(
+                lower(p, &mut [0; 16]),
+                b"ctrl" | b"control" | b"shift" | b"alt" | b"cmd" | b"meta" | b"option" | b"super" | b"win"
+            )
+        })
+    })
 }
 
 /// `name(…)`, `name[…]`, `Name<…>`: an identifier applied to something, closed at the end.
@@ -2594,13 +2764,10 @@ fn passphrase_like(v: &[u8]) -> bool {
         b"new",
         b"old",
     ];
-    let words: Vec<&[u8]> = v
-        .split(u8::is_ascii_whitespace)
-        .filter(|w| !w.is_empty())
-        .collect();
-    (2..=8).contains(&words.len())
+    let words = || v.split(u8::is_ascii_whitespace).filter(|w| !w.is_empty());
+    (2..=8).contains(&words().count())
         && v.len() >= 12
-        && words.iter().all(|w| {
+        && words().all(|w| {
             let w = trim_end_of(w, |b| matches!(b, b'.' | b',' | b'!' | b'?' | b':'));
             !MESSAGE_WORDS.iter().any(|m| w.eq_ignore_ascii_case(m)) && secret_word(w).is_none()
         })
@@ -2669,11 +2836,13 @@ fn has_symbol(v: &[u8]) -> bool {
     })
 }
 
-/// A Chinese or Japanese character or full-width punctuation (U+3000–U+9FFF, U+FF00–U+FFEF) at
-/// byte `k`: prose glued to a value, not part of it (`密码：Xy7!kq9Lm，谢谢`).
+/// A Chinese, Japanese or Korean character or full-width punctuation (U+3000–U+9FFF,
+/// U+AC00–U+D7FF, U+FF00–U+FFEF) at byte `k`: prose glued to a value, not part of it
+/// (`密码：Xy7!kq9Lm，谢谢`, `비밀번호는 Xy7!kq9Lm입니다`).
 fn cjk_at(bytes: &[u8], k: usize) -> bool {
     match bytes.get(k) {
-        Some(0xE3..=0xE9) => true,
+        Some(0xE3..=0xE9 | 0xEB..=0xED) => true,
+        Some(0xEA) => bytes.get(k + 1).is_some_and(|&b| b >= 0xB0),
         Some(0xEF) => matches!(bytes.get(k + 1), Some(0xBC..=0xBF)),
         _ => false,
     }
@@ -3208,69 +3377,41 @@ fn all_caps(key: &[u8]) -> bool {
 }
 
 fn is_auth_scheme(v: &[u8]) -> bool {
-    [
-        &b"bearer"[..],
-        b"basic",
-        b"token",
-        b"digest",
-        b"apikey",
-        b"key",
-        b"bot",
-        b"ssws",
-    ]
-    .iter()
-    .any(|s| v.eq_ignore_ascii_case(s))
+    matches!(
+        lower(v, &mut [0; 16]),
+        b"bearer" | b"basic" | b"token" | b"digest" | b"apikey" | b"key" | b"bot" | b"ssws"
+    )
 }
 
 /// Skips `is`, `was`, `to`, `:` and similar words between a secret word and its value in prose,
 /// or a short phrase ending with `:` (`password for staging: …`).
 fn skip_fillers(bytes: &[u8], start: usize) -> usize {
-    // `is` in English, German, French, Spanish, Portuguese and Italian.
-    const IS: &[&[u8]] = &[
-        b"is",
-        b"was",
-        b"=",
-        b"ist",
-        b"lautet",
-        b"est",
-        b"es",
-        "é".as_bytes(),
-        "è".as_bytes(),
-    ];
-    const FILLERS: &[&[u8]] = &[
-        b"are",
-        b"be",
-        b"to",
-        b"as",
-        b"now",
-        b"currently",
-        b"set",
-        b"equals",
-        b":",
-        b"is:",
-        b"of",
-        b"here:",
-        b"value",
-    ];
-    // `for prod`, `on staging`, `in CI`, `für prod`, `do banco`: a phrase naming where the
-    // secret is used.
+    // `is` in English, German, French, Spanish, Portuguese, Dutch and Italian (`é`, `è`).
+    let is = |w: &[u8]| {
+        matches!(
+            w,
+            b"is" | b"was" | b"=" | b"ist" | b"lautet" | b"est" | b"es" | b"\xc3\xa9" | b"\xc3\xa8"
+        )
+    };
+    // `for prod`, `on staging`, `in CI`, `für prod`, `do banco`, `voor prod`: a phrase naming
+    // where the secret is used.
     // Its first word is letters, of any script (`für`): `on-prem` starts with `on`.
     let first = &bytes[start..run_end_max(bytes, start, 8, |b| b.is_ascii_alphabetic() || !b.is_ascii())];
-    let scoped = [
-        &b"for"[..],
-        b"on",
-        b"in",
-        b"at",
-        b"of",
-        "für".as_bytes(),
-        b"de",
-        b"do",
-        b"da",
-        b"del",
-        b"du",
-    ]
-    .iter()
-    .any(|w| first.eq_ignore_ascii_case(w));
+    let scoped = matches!(
+        lower(first, &mut [0; 16]),
+        b"for"
+            | b"on"
+            | b"in"
+            | b"at"
+            | b"of"
+            | b"f\xc3\xbcr"
+            | b"de"
+            | b"do"
+            | b"da"
+            | b"del"
+            | b"du"
+            | b"voor"
+    );
     let mut pos = start;
     for _ in 0..4 {
         let end = run_end_max(bytes, pos, 256, |b| !b.is_ascii_whitespace());
@@ -3279,7 +3420,7 @@ fn skip_fillers(bytes: &[u8], start: usize) -> usize {
         }
         let word = &bytes[pos..end];
         // `password for staging: …`, `password for prod is …`
-        if bytes[end - 1] == b':' || pos > start && scoped && IS.contains(&word) {
+        if bytes[end - 1] == b':' || pos > start && scoped && is(word) {
             return skip_blank(bytes, end);
         }
         pos = skip_blank(bytes, end);
@@ -3287,8 +3428,26 @@ fn skip_fillers(bytes: &[u8], start: usize) -> usize {
     let mut pos = start;
     for _ in 0..2 {
         let end = run_end_max(bytes, pos, 256, |b| !b.is_ascii_whitespace());
-        let word = &bytes[pos..end];
-        if end < bytes.len() && IS.iter().chain(FILLERS).any(|f| word.eq_ignore_ascii_case(f)) {
+        let mut buf = [0; 16];
+        let word = lower(&bytes[pos..end], &mut buf);
+        let filler = is(word)
+            || matches!(
+                word,
+                b"are"
+                    | b"be"
+                    | b"to"
+                    | b"as"
+                    | b"now"
+                    | b"currently"
+                    | b"set"
+                    | b"equals"
+                    | b":"
+                    | b"is:"
+                    | b"of"
+                    | b"here:"
+                    | b"value"
+            );
+        if end < bytes.len() && filler {
             pos = skip_blank(bytes, end);
         } else {
             break;
@@ -3299,7 +3458,8 @@ fn skip_fillers(bytes: &[u8], start: usize) -> usize {
 
 /// Commands whose short flag takes a password (`-p`: logins, `sshpass` and mongo, glued for
 /// `mysql`; `-P`: `sqlcmd`, `ssh-keygen`; `-N`: `ssh-keygen`; `-k`: `openssl`; `-w`: ldap tools;
-/// `-a`: `redis-cli`, httpie; `-u`: `curl`, `lftp`; `-U`: `smbclient`).
+/// `-a`: `redis-cli`, httpie; `-u`: `curl`, `lftp`; `-U`: `smbclient`), and the commands whose
+/// `-storepass`/`-keypass` does (`keytool`, `jarsigner`).
 const LOGIN: u16 = 1;
 const MYSQL: u16 = 2;
 const REDIS: u16 = 4;
@@ -3312,6 +3472,7 @@ const LFTP: u16 = 256;
 const HTTPIE: u16 = 512;
 const SSH_KEYGEN: u16 = 1024;
 const OPENSSL: u16 = 2048;
+const KEYTOOL: u16 = 4096;
 
 /// Where the password of `user<sep>password` starts in `v`, when it is one: not a placeholder, a
 /// template name, nor the user again (`guest:guest`, `admin:admin` are documented defaults).
@@ -4062,6 +4223,17 @@ const MAX_SEGMENT: usize = 16 * 1024;
 // Byte helpers
 // ---------------------------------------------------------------------------------------------
 
+/// `v` in ASCII lowercase, in `buf` (empty when longer): matching it against lowercase words
+/// compiles smaller than comparing each word ignoring case.
+fn lower<'b>(v: &[u8], buf: &'b mut [u8; 16]) -> &'b [u8] {
+    let Some(out) = buf.get_mut(..v.len()) else {
+        return &[];
+    };
+    out.copy_from_slice(v);
+    out.make_ascii_lowercase();
+    out
+}
+
 /// The end of `lit` (given in lowercase) if it appears at `pos`, ignoring ASCII case.
 fn eat_ci(bytes: &[u8], pos: usize, lit: &[u8]) -> Option<usize> {
     let end = pos.checked_add(lit.len())?;
@@ -4586,7 +4758,7 @@ mod tests {
     }
 
     /// One of each kind of finding, for the panic tests below.
-    const SCAN_SAMPLES: [&str; 16] = [
+    const SCAN_SAMPLES: [&str; 27] = [
         "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAq7Bz\n-----END RSA PRIVATE KEY-----",
         "\"client secret\" :\u{3000}\"v4lue9\"",
         "Bearer abcdefgh.ijk9",
@@ -4603,6 +4775,17 @@ mod tests {
         "user,password\nbob,Zq8!pLm2x",
         "echo 'bob:Zq8!pLm2x' | chpasswd",
         "htpasswd -b f bob Zq8!pLm2x",
+        "keytool -list -storepass Zq8!pLm2x",
+        "net use Z: \\\\s\\x Zq8!pLm2x /user:bob",
+        "pbkdf2_sha256$1$ab$ROJmJLOC3sZjQbCoA8HuEry+yDc=",
+        "{SSHA}Lfv8HinZ/FSwhf/wQEdr2R7jSQ3MVv+f",
+        "{crypt}7fg8LEGAKRwpC",
+        "new NetworkCredential(\"a\", \"Zq8!pLm2x\".toCharArray())",
+        "keyring.set_password(\"s\", \"u\", \"Zq8!pLm2x\")",
+        "비밀번호는 Zq8!pLm2x입니다",
+        "DB_KENNWORT_PROD=Zq8!pLm2x",
+        "db_contraseña=Zq8!pLm2x",
+        "mot de passe\u{202f}: Zq8!pLm2x",
     ];
 
     #[test]
@@ -4631,6 +4814,8 @@ mod tests {
             format!("<password>Zq8!{cjk}</password>"),
             format!("token=\"Zq8!{}", "é".repeat(40_000)),
             format!("token=Zq8!{}", "🎉".repeat(20_000)),
+            format!("비밀번호: Zq8!{}", "비밀번호".repeat(200)),
+            format!("db_contraseña=Zq8!{cjk}"),
         ];
         let glue = ["", "é", "🎉", "密码", "e\u{301}", "👩‍💻", "\n"];
         for sample in SCAN_SAMPLES
@@ -4744,6 +4929,30 @@ mod tests {
             "  secret: a-b-c-d ",
             "é\n",
             "user,password\nÉ,Zq8!pLm2x\n",
+            "keytool -storepass ",
+            "-storepass ",
+            "keytool -keypass a -storepass ",
+            "net use ",
+            "net use \\\\a\\b ",
+            "net use Z: \\\\a\\b /user:x ",
+            "{SSHA}",
+            "{SSHA}Lfv8HinZ/FSwhf/wQEdr2R7jSQ3MVv+f ",
+            "{CRYPT}$6$",
+            "pbkdf2:sha256:1$",
+            "pbkdf2_sha256$1$ab$",
+            "bcrypt_sha256$$2b$12$",
+            "NetworkCredential(\"a\", ",
+            "set_password(\"a\", \"b\", ",
+            "\"x\".toCharArray(), ",
+            "비밀번호",
+            "비밀번호는 ",
+            "비밀번호: ",
+            "DB_KENNWORT=",
+            "a_kennwort_",
+            "_wachtwoord",
+            "db_contraseña",
+            "CONTRASEÑA ",
+            "mot de passe\u{a0}: ",
         ];
         let started = Instant::now();
         for unit in units {
@@ -5369,6 +5578,181 @@ mod tests {
             "awk '{print $1$2$3}'",
             "$2b$12$ is the bcrypt prefix",
             "$1$Qw3rTy7u$ddlMnLC6ydCDHhc9XAnLp",
+        ]);
+    }
+
+    /// keytool's and jarsigner's store and key passwords, and the password argument of `net
+    /// use` (after the share, before or after `/user:`), plain only on a command line.
+    #[test]
+    fn keytool_store_passwords_and_net_use_passwords_are_found() {
+        for (text, secret) in [
+            (
+                "keytool -list -keystore app.jks -storepass Zq8pLm2xQ",
+                &["Zq8pLm2xQ"][..],
+            ),
+            (
+                "keytool -genkeypair -alias app -keystore app.jks -storepass 'Xy7!kq9Lm' -keypass Zq8pLm2xQ -dname CN=app",
+                &["Xy7!kq9Lm", "Zq8pLm2xQ"],
+            ),
+            (
+                "keytool -importkeystore -srckeystore a.p12 -srcstorepass Zq8pLm2xQ -destkeystore b.jks -deststorepass Xy7!kq9Lm",
+                &["Zq8pLm2xQ", "Xy7!kq9Lm"],
+            ),
+            (
+                "keytool -keypasswd -alias a -srckeypass hunterpass -destkeypass Zq8pLm2xQ",
+                &["hunterpass", "Zq8pLm2xQ"],
+            ),
+            (
+                "jarsigner -keystore k.jks -storepass Zq8pLm2xQ app.jar app",
+                &["Zq8pLm2xQ"],
+            ),
+            (
+                "net use \\\\fs01\\share Zq8pLm2xQ /user:CORP\\bob",
+                &["Zq8pLm2xQ"],
+            ),
+            ("net use Z: \\\\srv\\s /user:bob Zq8pLm2xQ", &["Zq8pLm2xQ"]),
+            (
+                "C:\\> net use Z: \\\\srv\\s hunterpass /persistent:no",
+                &["hunterpass"],
+            ),
+            ("then run net use Z: \\\\srv\\s 'hunterpass'", &["hunterpass"]),
+        ] {
+            assert_eq!(spans(text), secret, "{text}");
+            assert_eq!(find_secret(text), Some(SecretKind::CommandLine), "{text}");
+            let (redacted, _) = redact(text);
+            assert!(secret.iter().all(|s| !redacted.contains(s)), "{redacted}");
+        }
+        assert_clean(&[
+            "keytool -list -keystore x.jks",
+            "keytool -list -keystore x.jks -storepass changeit",
+            "keytool -list -keystore x.jks -storepass:env STORE_PASS",
+            "keytool -list -keystore x.jks -storepass $STORE_PASS",
+            "keytool asks for -storepass with every command",
+            "net use Z: \\\\srv\\share /persistent:yes",
+            "net use Z: \\\\srv\\share * /user:CORP\\bob",
+            "net use Z: /delete",
+            "run net use Z: \\\\srv\\share with your password",
+        ]);
+    }
+
+    /// Werkzeug's and Django's stored hashes (`algorithm[:params]$…$hash`) and LDAP's
+    /// `{SCHEME}` hashes, whole, of their real lengths.
+    #[test]
+    fn werkzeug_django_and_ldap_password_hashes_are_found() {
+        for hash in [
+            "pbkdf2:sha256:600000$Ab3dEf6hIj9kLm2n$5e884898da28047151d0e56f8dc6292773603d0d6aabbdd62a11ef721d1542d8",
+            "scrypt:32768:8:1$Ab3dEf6hIj9kLm2n$51772ae082ed5f28cf9b0d74ba3df8384a076c529ebc1e68a7e9aeca2b155fde41cad2fcdfb211fb5c0e09ff985c5e5f2a678644681b3651d192faebda190e81",
+            "pbkdf2_sha256$600000$Xk3mQ9zR2pLw8vT1nB4cHy$0s3yQm2kP9xLr7vT4nB1cWz8dF5gH6jK3lM9pQ2rS0u=",
+            "argon2$argon2id$v=19$m=102400,t=2,p=8$dGhpc2lzYXNhbHQxMg$2BbvhuD4mWclbPJYNTOpT+T6hlDkUGjhSszFleLV1lQ",
+            "bcrypt_sha256$$2b$12$xLh40/TtNxbVOzjwNGRt4k/ByGnYT64twED0L.Ut.KoxgOZfN9c.Z",
+        ] {
+            let text = format!("the auth_user row holds {hash} for bob");
+            assert_eq!(find_secret(&text), Some(SecretKind::PasswordHash), "{hash}");
+            assert_eq!(spans(&text), [hash]);
+        }
+        for (text, hash) in [
+            (
+                "userPassword: {SSHA}Lfv8HinZ/FSwhf/wQEdr2R7jSQ3MVv+f",
+                "Lfv8HinZ/FSwhf/wQEdr2R7jSQ3MVv+f",
+            ),
+            (
+                "userPassword: {SHA}ROJmJLOC3sZjQbCoA8HuEry+yDc=",
+                "ROJmJLOC3sZjQbCoA8HuEry+yDc=",
+            ),
+            (
+                "{SSHA512}1RVM/j520oLI8eKwwo+cFyflSQoeBsVlViNIze2fq4c1g1MUZMiINuVd6Zt40R60X/r3Zu2pw4oqMCzo5pCe/6MI1D9pTaKa",
+                "1RVM/j520oLI8eKwwo+cFyflSQoeBsVlViNIze2fq4c1g1MUZMiINuVd6Zt40R60X/r3Zu2pw4oqMCzo5pCe/6MI1D9pTaKa",
+            ),
+            ("userPassword: {crypt}7fg8LEGAKRwpC", "7fg8LEGAKRwpC"),
+            (
+                "userPassword: {CRYPT}$6$Qw3rTy7u$DmHGlwkf3S8FDkOV3QRHzVHVAr3Es030RIfSmZzv4Sxzit/5V52iMbrNYh1XOZDgHnCDm6aeTRO7mBUbrMjyd0",
+                "$6$Qw3rTy7u$DmHGlwkf3S8FDkOV3QRHzVHVAr3Es030RIfSmZzv4Sxzit/5V52iMbrNYh1XOZDgHnCDm6aeTRO7mBUbrMjyd0",
+            ),
+        ] {
+            assert_eq!(find_secret(text), Some(SecretKind::PasswordHash), "{text}");
+            assert_eq!(spans(text), [hash]);
+            assert!(!redact(text).0.contains(hash));
+        }
+        assert_clean(&[
+            "the {SHA} scheme is weak",
+            "{SHA}abc123",
+            "{SSHA}ThisIsNotAHashJustText",
+            "olcPasswordHash: {SSHA}",
+            "Django uses pbkdf2_sha256 by default",
+            "the format is pbkdf2_sha256$<iterations>$<salt>$<hash>",
+            "pbkdf2:sha256:600000$salt$hash",
+            "PASSWORD_HASHERS = [\"django.contrib.auth.hashers.ScryptPasswordHasher\"]",
+            "scrypt:32768:8:1 is werkzeug's default method",
+        ]);
+    }
+
+    /// C#'s `NetworkCredential`, Java's `PasswordAuthentication` (its `char[]` from a string),
+    /// and keyring's `set_password`, whose password is the third argument.
+    #[test]
+    fn credential_constructors_and_keyring_passwords_are_found() {
+        for text in [
+            r#"var cred = new NetworkCredential("svc", "Zq8!pLm2x");"#,
+            r#"client.Credentials = new System.Net.NetworkCredential("svc", "Zq8!pLm2x", "CORP");"#,
+            r#"return new PasswordAuthentication("svc", "Zq8!pLm2x".toCharArray());"#,
+            r#"keyring.set_password("smtp", "svc", "Zq8!pLm2x")"#,
+        ] {
+            assert_eq!(spans(text), ["Zq8!pLm2x"], "{text}");
+        }
+        // A random-looking second argument does not hide the third.
+        assert_eq!(
+            spans(r#"new ClientSecretCredential(tenant, "c7f3e9a1-5b2d", "Zq8!pLm2x")"#),
+            ["c7f3e9a1-5b2d", "Zq8!pLm2x"]
+        );
+        assert_clean(&[
+            "new NetworkCredential(user, password)",
+            r#"new NetworkCredential("svc", Environment.GetEnvironmentVariable("PW"))"#,
+            r#"new PasswordAuthentication(user, pw.toCharArray())"#,
+            r#"keyring.set_password("smtp", "svc", password)"#,
+            r#"keyring.get_password("smtp", "svc")"#,
+            r#"CredentialCache.GetCredential(uri, "Basic")"#,
+            r#"store.GetCredentials("svc", "nobody!")"#,
+        ]);
+    }
+
+    /// The foreign words for password in capitals, French's no-break space before its colon,
+    /// Korean and Dutch, and a foreign word as a segment of a longer key.
+    #[test]
+    fn more_languages_capitals_and_foreign_words_inside_keys_are_found() {
+        for text in [
+            "CONTRASEÑA: Xy7!kq9Lm",
+            "PASSWORT: Xy7!kq9Lm",
+            "KENNWORT=Xy7!kq9Lm",
+            "MOT DE PASSE : Xy7!kq9Lm",
+            "SENHA: Xy7!kq9Lm",
+            "ПАРОЛЬ: Xy7!kq9Lm",
+            "Mot de passe\u{a0}: Xy7!kq9Lm",
+            "mot de passe\u{202f}: Xy7!kq9Lm",
+            "비밀번호: Xy7!kq9Lm",
+            "비밀번호=Xy7!kq9Lm",
+            "비밀번호는 Xy7!kq9Lm입니다",
+            "새 비밀번호가 Xy7!kq9Lm 입니다",
+            "wachtwoord: Xy7!kq9Lm",
+            "mijn wachtwoord is Xy7!kq9Lm",
+            "DB_KENNWORT=Xy7!kq9Lm",
+            "db_contraseña=Xy7!kq9Lm",
+            "APP_WACHTWOORD=Xy7!kq9Lm",
+            "db_пароль=Xy7!kq9Lm",
+            "DB_비밀번호=Xy7!kq9Lm",
+            "export SMTP_PASSWORT_PROD=Xy7!kq9Lm",
+        ] {
+            assert_eq!(spans(text), ["Xy7!kq9Lm"], "{text}");
+        }
+        assert_clean(&[
+            "mijn wachtwoord vergeten",
+            "비밀번호를 재설정하는 방법",
+            "비밀번호는 8자 이상이어야 합니다",
+            "비밀번호는 SHA-256으로 암호화됩니다",
+            "비밀번호가 틀렸습니다",
+            "Mot de passe\u{a0}: oublié",
+            "CONTRASEÑA: <tu contraseña>",
+            "KENNWORTLÄNGE=12",
+            "DB_KENNWORT_FILE=/run/secrets/db",
+            "wachtwoordbeleid: sterk",
         ]);
     }
 
