@@ -249,6 +249,13 @@ fn opencode_mcp_entry_is_created_kept_when_ours_and_refused_when_not() {
         .unwrap()
         .to_string();
     assert!(err.contains("refusing to overwrite `mcp.powercontext`"), "{err}");
+    // An `mcp` that is not an object: the error names the file to fix, not only the key.
+    fs::write(&f.path, "{\"mcp\": \"x\"}\n").unwrap();
+    let err = format!("{:#}", opencode::plan_mcp(&config, &want, None).err().unwrap());
+    assert!(
+        err.contains(&f.path.display().to_string()) && err.contains("`mcp` is not an object"),
+        "{err}"
+    );
 }
 
 #[test]
