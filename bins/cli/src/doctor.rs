@@ -439,13 +439,17 @@ pub(crate) fn check_installed(
 }
 
 /// Our entry in the host's own config (OpenCode's MCP entry, Claude Code's status line).
-fn check_host_entry(m: Option<&Manifest>, setup_cmd: &str, r: &mut Report) {
+pub(crate) fn check_host_entry(m: Option<&Manifest>, setup_cmd: &str, r: &mut Report) {
     if let Some(e) = m.and_then(|m| m.host_entry.as_ref()) {
-        let now = install::read_opt(&e.path)
-            .ok()
-            .flatten()
-            .and_then(|b| String::from_utf8(b).ok())
-            .and_then(|t| jsonc::get(&t, &e.parent, &e.key).ok().flatten());
+        // A file the host cannot parse any more is not "missing our entry": setup would refuse it
+        // too, so the fix is the file itself.
+        let now = install::read_opt(&e.path).and_then(|b| match b {
+            None => Ok(None),
+            Some(b) => {
+                let text = String::from_utf8(b).map_err(|_| anyhow::anyhow!("it is not UTF-8"))?;
+                jsonc::get(&text, &e.parent, &e.key)
+            }
+        });
         // A root member is Claude Code's status line: optional, so its loss is only a warning.
         let (name, optional) = if e.parent.is_empty() {
             ("status line", true)
@@ -453,6 +457,18 @@ fn check_host_entry(m: Option<&Manifest>, setup_cmd: &str, r: &mut Report) {
             ("mcp entry", false)
         };
         let member = e.member();
+        let now = match now {
+            Ok(now) => now,
+            Err(err) => {
+                let path = e.path.display();
+                return r.fail(
+                    Tier::Installed,
+                    name,
+                    format!("{path} cannot be read: {err:#}"),
+                    format!("fix {path} (its host cannot read it either), then {setup_cmd}"),
+                );
+            }
+        };
         match now {
             Some(v) if value_digest(&v) == e.sha256 => {
                 r.ok(Tier::Installed, name, format!("{member} in {}", e.path.display()))

@@ -476,3 +476,36 @@ fn closed_words_print_and_serialize_as_spelled_once() {
         "[keep   ] installed"
     );
 }
+
+#[test]
+fn doctor_says_a_host_config_that_no_longer_parses_is_broken_not_missing_our_entry() {
+    let tree = Tree::new("doctor-entry");
+    let config = tree.0.join("opencode.json");
+    fs::write(&config, "{\"mcp\": {\"powercontext\": {\"url\": \"u\"}}}\n").unwrap();
+    let mut m = manifest(Host::OpenCode, &tree.0, Vec::new());
+    m.host_entry = Some(install::OwnedEntry {
+        path: config.clone(),
+        parent: "mcp".to_owned(),
+        key: "powercontext".to_owned(),
+        sha256: crate::setup::value_digest(&json!({"url": "u"})),
+        created_file: false,
+        inserted: crate::jsonc::Inserted::default(),
+    });
+    let check = || {
+        let mut r = Report::default();
+        crate::doctor::check_host_entry(Some(&m), "setup", &mut r);
+        r
+    };
+    assert_eq!(lines(&check()), [("mcp entry", Status::Ok)]);
+    fs::write(&config, "{\"mcp\": {").unwrap();
+    let r = check();
+    assert_eq!(lines(&r), [("mcp entry", Status::Fail)]);
+    let (detail, fix) = (&r.checks[0].detail, r.checks[0].fix.as_deref().unwrap());
+    assert!(
+        detail.contains("cannot be read") && detail.contains("line 1"),
+        "{detail}"
+    );
+    assert!(fix.starts_with(&format!("fix {}", config.display())), "{fix}");
+    fs::write(&config, "{}").unwrap();
+    assert!(check().checks[0].detail.contains("is missing from"));
+}
