@@ -509,3 +509,60 @@ fn doctor_says_a_host_config_that_no_longer_parses_is_broken_not_missing_our_ent
     fs::write(&config, "{}").unwrap();
     assert!(check().checks[0].detail.contains("is missing from"));
 }
+
+#[test]
+fn a_variable_that_outranks_a_flag_is_what_the_plan_shows_and_warns_about() {
+    let tree = Tree::new("shadow");
+    let token = tree.0.join("token");
+    fs::write(&token, "sk-from-the-flag-0123456789\n").unwrap();
+    let mut a = args(Host::Pi);
+    a.server_url = Some("http://127.0.0.1:9".to_owned());
+    a.capture_prompts = Some(false);
+    a.token_file = Some(token);
+    let plan_with = |vars: &[(&str, &str)]| {
+        let mut paths = tree.paths();
+        let home = ("HOME", tree.0.join("home").display().to_string());
+        let pairs = vars.iter().map(|(k, v)| (*k, (*v).to_owned()));
+        paths.env = Env::from_pairs(std::iter::once(home).chain(pairs));
+        let cli = HostCli {
+            host: Host::Pi,
+            path: tree.0.join("no-such-cli"),
+        };
+        let version = Host::Pi.tested_versions()[0].to_owned();
+        crate::setup::plan_ours(&a, Host::Pi, &paths, || Ok((cli, version))).unwrap()
+    };
+    let row = |p: &Plan, name: &str| {
+        let r = p.settings_lines.iter().find(|r| r.name == name).unwrap();
+        (r.value.clone(), r.origin.clone())
+    };
+    let quiet = plan_with(&[("POWERCONTEXT_PI_SERVER_URL", "http://127.0.0.1:9")]);
+    assert!(quiet.warnings.is_empty(), "the same value: {:?}", quiet.warnings);
+    assert_eq!(row(&quiet, "capture_prompts").0, "off");
+    let p = plan_with(&[
+        ("POWERCONTEXT_PI_SERVER_URL", "http://127.0.0.1:7"),
+        ("POWERCONTEXT_PI_CAPTURE_PROMPTS", "on"),
+        ("POWERCONTEXT_CLIENT_API_TOKEN", "sk-from-the-env-0123456789"),
+    ]);
+    let env = |name: &str| format!("env `{name}`");
+    assert_eq!(
+        row(&p, "server_url"),
+        ("http://127.0.0.1:7".to_owned(), env("POWERCONTEXT_PI_SERVER_URL"))
+    );
+    assert_eq!(
+        row(&p, "capture_prompts"),
+        ("on".to_owned(), env("POWERCONTEXT_PI_CAPTURE_PROMPTS"))
+    );
+    assert_eq!(row(&p, "authorization").1, env("POWERCONTEXT_CLIENT_API_TOKEN"));
+    for (var, flag) in [
+        ("POWERCONTEXT_PI_SERVER_URL", "--server-url"),
+        ("POWERCONTEXT_PI_CAPTURE_PROMPTS", "--capture-prompts"),
+        ("POWERCONTEXT_CLIENT_API_TOKEN", "the token you gave"),
+    ] {
+        assert!(
+            p.warnings.iter().any(|w| w.contains(var) && w.contains(flag)),
+            "{var}: {:?}",
+            p.warnings
+        );
+    }
+    assert!(!format!("{:?}", p.warnings).contains("sk-from"));
+}
