@@ -404,7 +404,7 @@ impl Plan {
         }
         writeln!(out, "  settings the hook will use:")?;
         for s in &self.settings_lines {
-            writeln!(out, "    {:<17} {}  ({})", s.name, s.value, s.origin)?;
+            writeln!(out, "    {:<23} {}  ({})", s.name, s.value, s.origin)?;
         }
         writeln!(out, "plan:")?;
         for f in &self.files {

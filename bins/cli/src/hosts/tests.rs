@@ -566,3 +566,53 @@ fn a_variable_that_outranks_a_flag_is_what_the_plan_shows_and_warns_about() {
     }
     assert!(!format!("{:?}", p.warnings).contains("sk-from"));
 }
+
+#[test]
+fn every_setting_is_shown_with_its_origin() {
+    use powercontext_hooks_core::config::{Layers, Settings};
+    let env = Env::from_pairs([
+        ("POWERCONTEXT_PI_MAX_BYTES", "700"),
+        ("POWERCONTEXT_PI_HTTP_BUDGET_SECONDS", "2.5"),
+        ("POWERCONTEXT_PI_FLUSH_ON_CAPTURE", "yes"),
+    ]);
+    let settings = Settings::resolve(&Layers {
+        host: Host::Pi,
+        env: &env,
+        flags: None,
+        file: None,
+    })
+    .unwrap();
+    let rows = crate::report::setting_rows(&settings);
+    let names: Vec<&str> = rows.iter().map(|r| r.name).collect();
+    assert_eq!(
+        names,
+        [
+            "server_url",
+            "authorization",
+            "scope_id",
+            "capture_prompts",
+            "bootstrap",
+            "bootstrap_max_bytes",
+            "capture_secrets",
+            "flush_on_capture",
+            "request_timeout_seconds",
+            "budget_seconds",
+            "flush_max_calls",
+            "max_bytes"
+        ]
+    );
+    let row = |name: &str| {
+        let r = rows.iter().find(|r| r.name == name).unwrap();
+        (r.value.as_str(), r.origin.as_str())
+    };
+    assert_eq!(row("max_bytes"), ("700", "env `POWERCONTEXT_PI_MAX_BYTES`"));
+    assert_eq!(
+        row("budget_seconds"),
+        ("2.5", "env `POWERCONTEXT_PI_HTTP_BUDGET_SECONDS`")
+    );
+    assert_eq!(
+        row("flush_on_capture"),
+        ("on", "env `POWERCONTEXT_PI_FLUSH_ON_CAPTURE`")
+    );
+    assert_eq!(row("request_timeout_seconds"), ("1", "default"));
+}
