@@ -616,3 +616,22 @@ fn every_setting_is_shown_with_its_origin() {
     );
     assert_eq!(row("request_timeout_seconds"), ("1", "default"));
 }
+
+#[test]
+fn a_pi_settings_file_pi_cannot_parse_is_named_before_setup_runs_pi() {
+    let tree = Tree::new("pi-settings");
+    let agent = tree.0.join("agent");
+    let env = Env::from_pairs([("PI_CODING_AGENT_DIR", agent.display().to_string())]);
+    assert_eq!(pi::settings_problem(&env), None, "no file is fine");
+    fs::create_dir_all(&agent).unwrap();
+    let settings = agent.join("settings.json");
+    fs::write(&settings, "{\"packages\": [\"/p\"]}\n").unwrap();
+    assert_eq!(pi::settings_problem(&env), None);
+    fs::write(&settings, "{\"packages\": [\"secret-ish\", ]}\n").unwrap();
+    let problem = pi::settings_problem(&env).unwrap();
+    assert!(
+        problem.contains(&settings.display().to_string()) && problem.contains("line 1"),
+        "{problem}"
+    );
+    assert!(!problem.contains("secret-ish"), "{problem}");
+}
