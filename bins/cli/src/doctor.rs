@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
-use anyhow::Result;
+use anyhow::{Result, bail};
 use clap::Args;
 use powercontext_hooks_core::config::{self, Layers, Settings};
 use powercontext_hooks_core::deadline::Deadline;
@@ -187,13 +187,21 @@ impl Report {
     }
 }
 
+/// The project directory doctor checks: `--cwd` made absolute (the hook is run in it and is also
+/// told it, so a relative one would be resolved twice), else here. A missing one is a wrong
+/// command line, not a broken hook.
+fn doctor_cwd(flag: Option<&Path>) -> Result<PathBuf> {
+    match flag {
+        Some(d) if !d.is_dir() => bail!("--cwd {} is not a directory", d.display()),
+        Some(d) => Ok(std::path::absolute(d)?),
+        None => Ok(std::env::current_dir()?),
+    }
+}
+
 /// Runs `doctor`.
 pub fn doctor(args: &DoctorArgs) -> Result<ExitCode> {
     let paths = Paths::resolve(&args.locate)?;
-    let cwd = match &args.cwd {
-        Some(d) => d.clone(),
-        None => std::env::current_dir()?,
-    };
+    let cwd = doctor_cwd(args.cwd.as_deref())?;
     let mut hosts = args.hosts.clone();
     if hosts.is_empty() {
         hosts = Host::ALL
@@ -1011,5 +1019,24 @@ fn check_state(paths: &Paths, r: &mut Report) {
             format!("spool unreadable: {e}"),
             "powercontext-hooks status",
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn doctor_cwd_is_absolute_and_must_exist() {
+        let here = std::env::current_dir().unwrap();
+        assert_eq!(doctor_cwd(None).unwrap(), here);
+        assert_eq!(doctor_cwd(Some(Path::new("."))).unwrap(), here.join("."));
+        assert!(doctor_cwd(Some(Path::new("src"))).unwrap().is_absolute());
+        let err = doctor_cwd(Some(Path::new("/no/such/project"))).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("--cwd /no/such/project is not a directory"),
+            "{err}"
+        );
     }
 }
