@@ -11,8 +11,8 @@ use std::process::Command;
 use serde_json::{Value, json};
 
 use crate::support::{
-    CLAUDE_SETTINGS, CLI, CODEX_CONFIG, OPENCODE_CONFIG, OPENCODE_FOREIGN_PLUGIN, OUR_CONFIG, Sandbox, TOKEN,
-    host_bin, seed_foreign, seed_foreign_packages,
+    CLAUDE_SETTINGS, CLI, CODEX_CONFIG, OPENCODE_CONFIG, OPENCODE_FOREIGN_PLUGIN, OUR_CONFIG, PI_SETTINGS,
+    Sandbox, TOKEN, host_bin, seed_foreign, seed_foreign_packages,
 };
 
 fn setup_args<'a>(host: &'a str, url: &'a str) -> Vec<&'a str> {
@@ -436,6 +436,46 @@ fn opencode_install_rerun_uninstall() {
 #[test]
 fn dsh_install_rerun_uninstall() {
     package_round_trip("dsh");
+}
+
+#[test]
+fn a_pi_settings_file_pi_cannot_parse_stops_setup_before_pi_runs_and_doctor_names_it() {
+    let mut sb = Sandbox::new();
+    seed_foreign_packages(&mut sb, "pi");
+    let settings = sb.home().join(".pi/agent/settings.json");
+    // Pi skips a settings file it cannot parse and `pi install` still exits 0.
+    let broken = "{\n  \"packages\": [\"npm:foreign-pi-package\", ]\n}\n";
+    fs::write(&settings, broken).unwrap();
+    let before = sb.tree();
+    let (code, out, _) = sb.cli_json(&setup_args("pi", "http://127.0.0.1:9"));
+    assert_eq!(code, 1, "{out}");
+    let error = out["error"].as_str().unwrap();
+    assert!(
+        error.contains(&settings.display().to_string()) && error.contains("not valid JSON"),
+        "{out}"
+    );
+    assert_eq!(sb.tree(), before, "setup wrote something");
+
+    // Broken after setup: doctor names the file, not a removed package.
+    fs::write(&settings, PI_SETTINGS).unwrap();
+    let (code, out, _) = sb.cli_json(&setup_args("pi", "http://127.0.0.1:9"));
+    assert_eq!(code, 0, "{out}");
+    let now = fs::read_to_string(&settings).unwrap();
+    fs::write(&settings, now.replace(']', ",]")).unwrap();
+    let (code, report, _) = sb.cli_json(&["doctor", "pi"]);
+    assert_eq!(code, 1, "{report}");
+    let line = report["hosts"][0]["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["check"] == "package listed")
+        .cloned()
+        .unwrap();
+    assert_eq!(line["status"], "fail", "{line}");
+    assert!(
+        line["detail"].as_str().unwrap().contains("not valid JSON"),
+        "{line}"
+    );
 }
 
 /// A failure after the host registration (and, for OpenCode, after its config edit) rolls every

@@ -325,7 +325,7 @@ pub fn host_bin(host: &str) -> PathBuf {
 
 pub const PI_SETTINGS: &str =
     "{\n  \"theme\": \"dark\",\n  \"packages\": [\n    \"npm:foreign-pi-package\"\n  ]\n}\n";
-pub const OPENCODE_CONFIG: &str = "{\n  // my OpenCode settings\n  \"model\": \"fake/fake-model\", /* keep */\n  \"mcp\": {\n    \"mine\": {\"type\": \"local\", \"command\": [\"/usr/bin/true\"], \"enabled\": false}\n  }\n}\n";
+pub const OPENCODE_CONFIG: &str = "{\n  // my OpenCode settings\n  \"model\": \"fake/fake-model\", /* keep */\n  \"mcp\": {\n    \"mine\": {\"type\": \"local\", \"command\": [\"/usr/bin/true\"], \"enabled\": false} // my own\n  }\n}\n";
 pub const OPENCODE_FOREIGN_PLUGIN: &str = "export const Mine = async () => ({})\n";
 
 /// Foreign settings and plugins the user already had in Pi, OpenCode and DSH (and the OpenCode

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
-use anyhow::Result;
+use anyhow::{Result, bail};
 use clap::Args;
 use powercontext_hooks_core::config::{self, Layers, Settings};
 use powercontext_hooks_core::deadline::Deadline;
@@ -187,13 +187,21 @@ impl Report {
     }
 }
 
+/// The project directory doctor checks: `--cwd` made absolute (the hook is run in it and is also
+/// told it, so a relative one would be resolved twice), else here. A missing one is a wrong
+/// command line, not a broken hook.
+fn doctor_cwd(flag: Option<&Path>) -> Result<PathBuf> {
+    match flag {
+        Some(d) if !d.is_dir() => bail!("--cwd {} is not a directory", d.display()),
+        Some(d) => Ok(std::path::absolute(d)?),
+        None => Ok(std::env::current_dir()?),
+    }
+}
+
 /// Runs `doctor`.
 pub fn doctor(args: &DoctorArgs) -> Result<ExitCode> {
     let paths = Paths::resolve(&args.locate)?;
-    let cwd = match &args.cwd {
-        Some(d) => d.clone(),
-        None => std::env::current_dir()?,
-    };
+    let cwd = doctor_cwd(args.cwd.as_deref())?;
     let mut hosts = args.hosts.clone();
     if hosts.is_empty() {
         hosts = Host::ALL
@@ -439,13 +447,17 @@ pub(crate) fn check_installed(
 }
 
 /// Our entry in the host's own config (OpenCode's MCP entry, Claude Code's status line).
-fn check_host_entry(m: Option<&Manifest>, setup_cmd: &str, r: &mut Report) {
+pub(crate) fn check_host_entry(m: Option<&Manifest>, setup_cmd: &str, r: &mut Report) {
     if let Some(e) = m.and_then(|m| m.host_entry.as_ref()) {
-        let now = install::read_opt(&e.path)
-            .ok()
-            .flatten()
-            .and_then(|b| String::from_utf8(b).ok())
-            .and_then(|t| jsonc::get(&t, &e.parent, &e.key).ok().flatten());
+        // A file the host cannot parse any more is not "missing our entry": setup would refuse it
+        // too, so the fix is the file itself.
+        let now = install::read_opt(&e.path).and_then(|b| match b {
+            None => Ok(None),
+            Some(b) => {
+                let text = String::from_utf8(b).map_err(|_| anyhow::anyhow!("it is not UTF-8"))?;
+                jsonc::get(&text, &e.parent, &e.key)
+            }
+        });
         // A root member is Claude Code's status line: optional, so its loss is only a warning.
         let (name, optional) = if e.parent.is_empty() {
             ("status line", true)
@@ -453,6 +465,18 @@ fn check_host_entry(m: Option<&Manifest>, setup_cmd: &str, r: &mut Report) {
             ("mcp entry", false)
         };
         let member = e.member();
+        let now = match now {
+            Ok(now) => now,
+            Err(err) => {
+                let path = e.path.display();
+                return r.fail(
+                    Tier::Installed,
+                    name,
+                    format!("{path} cannot be read: {err:#}"),
+                    format!("fix {path} (its host cannot read it either), then {setup_cmd}"),
+                );
+            }
+        };
         match now {
             Some(v) if value_digest(&v) == e.sha256 => {
                 r.ok(Tier::Installed, name, format!("{member} in {}", e.path.display()))
@@ -995,5 +1019,24 @@ fn check_state(paths: &Paths, r: &mut Report) {
             format!("spool unreadable: {e}"),
             "powercontext-hooks status",
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn doctor_cwd_is_absolute_and_must_exist() {
+        let here = std::env::current_dir().unwrap();
+        assert_eq!(doctor_cwd(None).unwrap(), here);
+        assert_eq!(doctor_cwd(Some(Path::new("."))).unwrap(), here.join("."));
+        assert!(doctor_cwd(Some(Path::new("src"))).unwrap().is_absolute());
+        let err = doctor_cwd(Some(Path::new("/no/such/project"))).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("--cwd /no/such/project is not a directory"),
+            "{err}"
+        );
     }
 }

@@ -418,14 +418,9 @@ impl Journal {
                             && std::os::unix::fs::symlink(link, path).is_ok());
                     content_ok && link_ok
                 }
-                Before::Absent => match fs::remove_file(path) {
-                    Ok(()) => true,
-                    Err(e) => e.kind() == std::io::ErrorKind::NotFound,
-                },
-                Before::NoDir => match fs::remove_dir_all(path) {
-                    Ok(()) => true,
-                    Err(e) => e.kind() == std::io::ErrorKind::NotFound,
-                },
+                // Asked first: a read-only file system refuses even to remove what is not there.
+                Before::Absent => !exists(path) || fs::remove_file(path).is_ok(),
+                Before::NoDir => !exists(path) || fs::remove_dir_all(path).is_ok(),
                 Before::Dir(names) => fs::read_dir(path).map_or(true, |entries| {
                     entries
                         .flatten()
@@ -445,6 +440,17 @@ impl Journal {
             }
         }
         failed
+    }
+}
+
+/// Whether anything (a link included) is at `path`; `true` when that cannot be told.
+fn exists(path: &Path) -> bool {
+    match fs::symlink_metadata(path) {
+        Ok(_) => true,
+        Err(e) => !matches!(
+            e.kind(),
+            std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
+        ),
     }
 }
 
@@ -905,6 +911,25 @@ mod tests {
         assert_eq!(render(t, &v).unwrap(), "exec /opt/{{weird}}/hook --x http://x");
         assert!(render("{{nope}}", &v).is_err());
         assert!(render("open {{hook_command", &v).is_err());
+    }
+
+    #[test]
+    fn a_path_that_was_never_created_counts_as_restored_even_where_removing_fails() {
+        // Removing under a regular file fails (ENOTDIR), as it does on a read-only file system
+        // (EROFS): what was absent and still is must not be reported as "could not be restored".
+        let root = std::env::temp_dir().join(format!("pc-journal-absent-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&root);
+        fs::create_dir_all(&root).unwrap();
+        let file = root.join("plain");
+        fs::write(&file, b"x").unwrap();
+        let mut journal = Journal::default();
+        journal.entries.push((file.join("never.json"), Before::Absent));
+        journal.entries.push((file.join("sub"), Before::NoDir));
+        journal.dir(&root.join("made"));
+        fs::create_dir(root.join("made")).unwrap();
+        assert_eq!(journal.restore(), Vec::<PathBuf>::new());
+        assert!(!root.join("made").exists(), "a directory we made is removed");
+        fs::remove_dir_all(&root).unwrap();
     }
 
     #[test]

@@ -236,22 +236,18 @@ fn insert_member(
         Some(last) => {
             let indent = line_indent(text, last.start).map_or_else(|| "  ".repeat(depth), str::to_owned);
             let member = format!("\n{indent}{key_json}: {}", render(value, &indent));
-            match last.comma {
-                Some(c) => {
-                    let mut out = text[..=c].to_owned();
-                    out.push_str(&member);
-                    out.push_str(&text[c + 1..]);
-                    (out, false)
-                }
-                None => {
-                    let at = last.end;
-                    let mut out = text[..at].to_owned();
-                    out.push(',');
-                    out.push_str(&member);
-                    out.push_str(&text[at..]);
-                    (out, true)
-                }
+            let (after, added_comma) = last.comma.map_or((last.end, true), |c| (c + 1, false));
+            // A comment closing the last member's line stays on that line, above our member:
+            // then our member is a line of its own, which `remove` cuts whole.
+            let at = comment_line_end(text, after).unwrap_or(after);
+            let mut out = text[..last.end].to_owned();
+            if added_comma {
+                out.push(',');
             }
+            out.push_str(&text[last.end..at]);
+            out.push_str(&member);
+            out.push_str(&text[at..]);
+            (out, added_comma)
         }
         None => {
             let close_indent = line_indent(text, obj.close).map_or(parent_indent, |i| i);
@@ -270,6 +266,15 @@ fn insert_member(
             (out, false)
         }
     }
+}
+
+/// The end of the line starting at `at` (its `\n`) when the rest of that line is one comment.
+fn comment_line_end(text: &str, at: usize) -> Option<usize> {
+    let eol = text[at..].find('\n').map(|n| at + n)?;
+    let rest = text[at..eol].trim();
+    let single = rest.starts_with("//");
+    let block = rest.starts_with("/*") && rest.find("*/") == Some(rest.len() - 2);
+    (single || block).then_some(eol)
 }
 
 /// The value of `parent.key` (of the root's `key` when `parent` is empty), if present.
@@ -436,6 +441,10 @@ mod tests {
             "{\n  \"mcp\": {\n  }\n}",
             "{}\n",
             "{\"a\":1}",
+            "{\n  \"mcp\": {\n    \"other\": {\"type\": \"local\"}, // mine\n  }\n}\n",
+            "{\n  \"mcp\": {\n    \"other\": {\"type\": \"local\"} // mine\n  }\n}\n",
+            "{\n  \"mcp\": {\n    \"other\": 1 /* mine */\n  }\n}\n",
+            "{\n  \"mcp\": {\n    \"other\": 1 /* a */ /* b */ , \"x\": 2 // c\n  }\n}\n",
         ];
         for text in cases {
             let (new, how) = insert(text, "mcp", "powercontext", &ours()).unwrap();

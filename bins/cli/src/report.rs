@@ -137,6 +137,27 @@ pub(crate) fn setting_rows(s: &Settings) -> Vec<SettingRow> {
             s.capture_secrets.value.as_str().to_owned(),
             &s.capture_secrets.origin,
         ),
+        row(
+            "flush_on_capture",
+            set(s.flush_on_capture.value, "on", "off"),
+            &s.flush_on_capture.origin,
+        ),
+        row(
+            "request_timeout_seconds",
+            s.request_timeout.value.as_secs_f64().to_string(),
+            &s.request_timeout.origin,
+        ),
+        row(
+            "budget_seconds",
+            s.budget.value.as_secs_f64().to_string(),
+            &s.budget.origin,
+        ),
+        row(
+            "flush_max_calls",
+            s.flush_max_calls.value.to_string(),
+            &s.flush_max_calls.origin,
+        ),
+        row("max_bytes", s.max_bytes.value.to_string(), &s.max_bytes.origin),
     ]
 }
 

@@ -189,6 +189,61 @@ pub fn check_hook_exe(path: &Path) -> Result<()> {
     Ok(())
 }
 
+/// Flags are saved to our config file, which the environment outranks: a variable set here that
+/// gives a setting another value than its flag is what a hook started from this environment
+/// uses. Its row shows that value and a warning names the variable, so the plan never claims a
+/// value the hook will not use. `hook` is the resolution without flags (environment first).
+fn shadowed_flags(
+    flags: &HostOptions,
+    token: Option<&(Authorization, String)>,
+    hook: Option<&Settings>,
+    rows: &mut [report::SettingRow],
+    warnings: &mut Vec<String>,
+) {
+    let Some(hook) = hook else { return };
+    let conflicts = [
+        (
+            "server_url",
+            "--server-url",
+            &hook.server_url.origin,
+            flags
+                .server_url
+                .as_ref()
+                .is_some_and(|u| u != hook.server_url.value.as_str()),
+        ),
+        (
+            "capture_prompts",
+            "--capture-prompts",
+            &hook.capture_prompts.origin,
+            flags
+                .capture_prompts
+                .is_some_and(|c| c != hook.capture_prompts.value),
+        ),
+        (
+            "authorization",
+            "the token you gave",
+            &hook.authorization.origin,
+            token.is_some_and(|(t, _)| hook.authorization.value.as_ref() != Some(t)),
+        ),
+    ];
+    let hook_rows = report::setting_rows(hook);
+    for (name, flag, origin, differs) in conflicts {
+        if !differs || !matches!(origin, Origin::Env(_)) {
+            continue;
+        }
+        warnings.push(format!(
+            "{origin} is set in this environment and outranks {flag} (saved to the config file): \
+             a hook started from here uses its value; unset it to use yours"
+        ));
+        if let (Some(row), Some(hook_row)) = (
+            rows.iter_mut().find(|r| r.name == name),
+            hook_rows.iter().find(|r| r.name == name),
+        ) {
+            *row = hook_row.clone();
+        }
+    }
+}
+
 /// Reads and validates the token named by the flags. Errors never contain the value.
 fn read_token(args: &SetupArgs, env: &Env) -> Result<Option<(Authorization, String)>> {
     let (raw, source) = if let Some(name) = &args.token_env {
@@ -349,7 +404,7 @@ impl Plan {
         }
         writeln!(out, "  settings the hook will use:")?;
         for s in &self.settings_lines {
-            writeln!(out, "    {:<17} {}  ({})", s.name, s.value, s.origin)?;
+            writeln!(out, "    {:<23} {}  ({})", s.name, s.value, s.origin)?;
         }
         writeln!(out, "plan:")?;
         for f in &self.files {
@@ -469,6 +524,13 @@ pub(crate) fn plan_ours(
         row.value = "set (not shown)".to_owned();
         row.origin = format!("{source}, saved to the config file");
     }
+    shadowed_flags(
+        &flags,
+        token.as_ref(),
+        paths.settings(host, None).ok().as_ref(),
+        &mut settings_lines,
+        &mut warnings,
+    );
     if matches!(settings.server_url.origin, Origin::Env(_)) {
         warnings.push(format!(
             "the server URL comes from {}; the hook sees it only if {} runs with that variable (pass --server-url to save it)",

@@ -258,7 +258,14 @@ fn plan_entry(
         let new = jsonc::replace(text, parent, key, want)?;
         return Ok(Some((Some((change(new, Action::Update), entry)), None)));
     }
-    let (new, inserted) = jsonc::insert(text.unwrap_or("{}\n"), parent, key, want)?;
+    let (new, inserted) = jsonc::insert(text.unwrap_or("{}\n"), parent, key, want).with_context(|| {
+        let at = if parent.is_empty() {
+            key.to_owned()
+        } else {
+            format!("{parent}.{key}")
+        };
+        format!("cannot add `{at}` to {}: fix that file first", path.display())
+    })?;
     let entry = OwnedEntry {
         path: path.to_path_buf(),
         parent: parent.to_owned(),

@@ -16,6 +16,19 @@ use crate::setup::{Paths, Plan, SetupArgs, Step};
 
 pub(super) struct Pi;
 
+/// Why Pi cannot use its agent `settings.json` (where `pi install` records packages), if it
+/// cannot: unreadable or not JSON. The parse error gives a line and column, never content.
+pub(super) fn settings_problem(env: &Env) -> Option<String> {
+    let path = Pi.home(env)?.join("settings.json");
+    match crate::install::read_opt(&path) {
+        Ok(None) => None,
+        Ok(Some(bytes)) => serde_json::from_slice::<Value>(&bytes)
+            .err()
+            .map(|e| format!("{} (Pi's settings) is not valid JSON: {e}", path.display())),
+        Err(e) => Some(format!("{e:#}")),
+    }
+}
+
 /// The name of our Pi package (the official installer's too).
 pub const PI_PACKAGE: &str = "powercontext-pi";
 
@@ -37,7 +50,12 @@ impl Installer for Pi {
         home_from(env, "PI_CODING_AGENT_DIR", ".pi/agent")
     }
 
-    fn plan(&self, args: &SetupArgs, _paths: &Paths, plan: &mut Plan) -> Result<()> {
+    fn plan(&self, args: &SetupArgs, paths: &Paths, plan: &mut Plan) -> Result<()> {
+        // Pi skips a settings file it cannot parse (with a warning) and `pi install` still
+        // succeeds: our package would then be nowhere, so say what to fix instead.
+        if let Some(problem) = settings_problem(&paths.env) {
+            bail!("{problem}: fix it first, then run setup again");
+        }
         // Pi tells local packages apart by path: the official installer's `powercontext-pi`
         // would load beside ours (recall and capture twice).
         let listing = plan.cli.run_ok(&["list"])?.stdout;
@@ -106,12 +124,20 @@ impl Installer for Pi {
                 "package listed",
                 format!("`pi list` shows {}", plugin_dir.display()),
             ),
-            Ok(false) => r.fail(
-                Tier::Activated,
-                "package listed",
-                format!("`pi list` does not show {} (removed?)", plugin_dir.display()),
-                a.setup_cmd,
-            ),
+            Ok(false) => match settings_problem(&a.paths.env) {
+                Some(problem) => r.fail(
+                    Tier::Activated,
+                    "package listed",
+                    format!("`pi list` does not show {}: {problem}", plugin_dir.display()),
+                    "fix that file (Pi ignores it as it is)",
+                ),
+                None => r.fail(
+                    Tier::Activated,
+                    "package listed",
+                    format!("`pi list` does not show {} (removed?)", plugin_dir.display()),
+                    a.setup_cmd,
+                ),
+            },
             Err(e) => r.fail(
                 Tier::Activated,
                 "package listed",

@@ -249,6 +249,13 @@ fn opencode_mcp_entry_is_created_kept_when_ours_and_refused_when_not() {
         .unwrap()
         .to_string();
     assert!(err.contains("refusing to overwrite `mcp.powercontext`"), "{err}");
+    // An `mcp` that is not an object: the error names the file to fix, not only the key.
+    fs::write(&f.path, "{\"mcp\": \"x\"}\n").unwrap();
+    let err = format!("{:#}", opencode::plan_mcp(&config, &want, None).err().unwrap());
+    assert!(
+        err.contains(&f.path.display().to_string()) && err.contains("`mcp` is not an object"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -468,4 +475,163 @@ fn closed_words_print_and_serialize_as_spelled_once() {
         format!("[{:<7}] {}", Action::Keep, Tier::Installed),
         "[keep   ] installed"
     );
+}
+
+#[test]
+fn doctor_says_a_host_config_that_no_longer_parses_is_broken_not_missing_our_entry() {
+    let tree = Tree::new("doctor-entry");
+    let config = tree.0.join("opencode.json");
+    fs::write(&config, "{\"mcp\": {\"powercontext\": {\"url\": \"u\"}}}\n").unwrap();
+    let mut m = manifest(Host::OpenCode, &tree.0, Vec::new());
+    m.host_entry = Some(install::OwnedEntry {
+        path: config.clone(),
+        parent: "mcp".to_owned(),
+        key: "powercontext".to_owned(),
+        sha256: crate::setup::value_digest(&json!({"url": "u"})),
+        created_file: false,
+        inserted: crate::jsonc::Inserted::default(),
+    });
+    let check = || {
+        let mut r = Report::default();
+        crate::doctor::check_host_entry(Some(&m), "setup", &mut r);
+        r
+    };
+    assert_eq!(lines(&check()), [("mcp entry", Status::Ok)]);
+    fs::write(&config, "{\"mcp\": {").unwrap();
+    let r = check();
+    assert_eq!(lines(&r), [("mcp entry", Status::Fail)]);
+    let (detail, fix) = (&r.checks[0].detail, r.checks[0].fix.as_deref().unwrap());
+    assert!(
+        detail.contains("cannot be read") && detail.contains("line 1"),
+        "{detail}"
+    );
+    assert!(fix.starts_with(&format!("fix {}", config.display())), "{fix}");
+    fs::write(&config, "{}").unwrap();
+    assert!(check().checks[0].detail.contains("is missing from"));
+}
+
+#[test]
+fn a_variable_that_outranks_a_flag_is_what_the_plan_shows_and_warns_about() {
+    let tree = Tree::new("shadow");
+    let token = tree.0.join("token");
+    fs::write(&token, "sk-from-the-flag-0123456789\n").unwrap();
+    let mut a = args(Host::Pi);
+    a.server_url = Some("http://127.0.0.1:9".to_owned());
+    a.capture_prompts = Some(false);
+    a.token_file = Some(token);
+    let plan_with = |vars: &[(&str, &str)]| {
+        let mut paths = tree.paths();
+        let home = ("HOME", tree.0.join("home").display().to_string());
+        let pairs = vars.iter().map(|(k, v)| (*k, (*v).to_owned()));
+        paths.env = Env::from_pairs(std::iter::once(home).chain(pairs));
+        let cli = HostCli {
+            host: Host::Pi,
+            path: tree.0.join("no-such-cli"),
+        };
+        let version = Host::Pi.tested_versions()[0].to_owned();
+        crate::setup::plan_ours(&a, Host::Pi, &paths, || Ok((cli, version))).unwrap()
+    };
+    let row = |p: &Plan, name: &str| {
+        let r = p.settings_lines.iter().find(|r| r.name == name).unwrap();
+        (r.value.clone(), r.origin.clone())
+    };
+    let quiet = plan_with(&[("POWERCONTEXT_PI_SERVER_URL", "http://127.0.0.1:9")]);
+    assert!(quiet.warnings.is_empty(), "the same value: {:?}", quiet.warnings);
+    assert_eq!(row(&quiet, "capture_prompts").0, "off");
+    let p = plan_with(&[
+        ("POWERCONTEXT_PI_SERVER_URL", "http://127.0.0.1:7"),
+        ("POWERCONTEXT_PI_CAPTURE_PROMPTS", "on"),
+        ("POWERCONTEXT_CLIENT_API_TOKEN", "sk-from-the-env-0123456789"),
+    ]);
+    let env = |name: &str| format!("env `{name}`");
+    assert_eq!(
+        row(&p, "server_url"),
+        ("http://127.0.0.1:7".to_owned(), env("POWERCONTEXT_PI_SERVER_URL"))
+    );
+    assert_eq!(
+        row(&p, "capture_prompts"),
+        ("on".to_owned(), env("POWERCONTEXT_PI_CAPTURE_PROMPTS"))
+    );
+    assert_eq!(row(&p, "authorization").1, env("POWERCONTEXT_CLIENT_API_TOKEN"));
+    for (var, flag) in [
+        ("POWERCONTEXT_PI_SERVER_URL", "--server-url"),
+        ("POWERCONTEXT_PI_CAPTURE_PROMPTS", "--capture-prompts"),
+        ("POWERCONTEXT_CLIENT_API_TOKEN", "the token you gave"),
+    ] {
+        assert!(
+            p.warnings.iter().any(|w| w.contains(var) && w.contains(flag)),
+            "{var}: {:?}",
+            p.warnings
+        );
+    }
+    assert!(!format!("{:?}", p.warnings).contains("sk-from"));
+}
+
+#[test]
+fn every_setting_is_shown_with_its_origin() {
+    use powercontext_hooks_core::config::{Layers, Settings};
+    let env = Env::from_pairs([
+        ("POWERCONTEXT_PI_MAX_BYTES", "700"),
+        ("POWERCONTEXT_PI_HTTP_BUDGET_SECONDS", "2.5"),
+        ("POWERCONTEXT_PI_FLUSH_ON_CAPTURE", "yes"),
+    ]);
+    let settings = Settings::resolve(&Layers {
+        host: Host::Pi,
+        env: &env,
+        flags: None,
+        file: None,
+    })
+    .unwrap();
+    let rows = crate::report::setting_rows(&settings);
+    let names: Vec<&str> = rows.iter().map(|r| r.name).collect();
+    assert_eq!(
+        names,
+        [
+            "server_url",
+            "authorization",
+            "scope_id",
+            "capture_prompts",
+            "bootstrap",
+            "bootstrap_max_bytes",
+            "capture_secrets",
+            "flush_on_capture",
+            "request_timeout_seconds",
+            "budget_seconds",
+            "flush_max_calls",
+            "max_bytes"
+        ]
+    );
+    let row = |name: &str| {
+        let r = rows.iter().find(|r| r.name == name).unwrap();
+        (r.value.as_str(), r.origin.as_str())
+    };
+    assert_eq!(row("max_bytes"), ("700", "env `POWERCONTEXT_PI_MAX_BYTES`"));
+    assert_eq!(
+        row("budget_seconds"),
+        ("2.5", "env `POWERCONTEXT_PI_HTTP_BUDGET_SECONDS`")
+    );
+    assert_eq!(
+        row("flush_on_capture"),
+        ("on", "env `POWERCONTEXT_PI_FLUSH_ON_CAPTURE`")
+    );
+    assert_eq!(row("request_timeout_seconds"), ("1", "default"));
+}
+
+#[test]
+fn a_pi_settings_file_pi_cannot_parse_is_named_before_setup_runs_pi() {
+    let tree = Tree::new("pi-settings");
+    let agent = tree.0.join("agent");
+    let env = Env::from_pairs([("PI_CODING_AGENT_DIR", agent.display().to_string())]);
+    assert_eq!(pi::settings_problem(&env), None, "no file is fine");
+    fs::create_dir_all(&agent).unwrap();
+    let settings = agent.join("settings.json");
+    fs::write(&settings, "{\"packages\": [\"/p\"]}\n").unwrap();
+    assert_eq!(pi::settings_problem(&env), None);
+    fs::write(&settings, "{\"packages\": [\"secret-ish\", ]}\n").unwrap();
+    let problem = pi::settings_problem(&env).unwrap();
+    assert!(
+        problem.contains(&settings.display().to_string()) && problem.contains("line 1"),
+        "{problem}"
+    );
+    assert!(!problem.contains("secret-ish"), "{problem}");
 }
