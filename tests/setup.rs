@@ -755,3 +755,48 @@ fn a_claude_code_dry_run_leaves_even_claudes_own_files_alone() {
         "the dry run's host CLI calls wrote {changed:?}"
     );
 }
+
+/// Every folder under `root`, relative to it.
+fn dirs_under(root: &Path) -> std::collections::BTreeSet<PathBuf> {
+    fn walk(dir: &Path, root: &Path, out: &mut std::collections::BTreeSet<PathBuf>) {
+        for e in fs::read_dir(dir).into_iter().flatten().flatten() {
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                out.insert(e.path().strip_prefix(root).unwrap().to_path_buf());
+                walk(&e.path(), root, out);
+            }
+        }
+    }
+    let mut out = std::collections::BTreeSet::new();
+    walk(root, root, &mut out);
+    out
+}
+
+/// A new user's setup then uninstall: no folder setup made for its own files is left behind
+/// empty (our config folder, the official CLI's, the state directory's installs).
+#[test]
+fn uninstall_leaves_no_empty_folder_setup_made() {
+    for host in ["claude-code", "pi"] {
+        let sb = Sandbox::new();
+        let before = dirs_under(&sb.home());
+        let (code, out, err) = sb.cli_json(&setup_args(host, "http://127.0.0.1:9"));
+        assert_eq!(code, 0, "{out}\n{err}");
+        let made: Vec<PathBuf> = dirs_under(&sb.home()).difference(&before).cloned().collect();
+        assert!(
+            made.contains(&PathBuf::from(".config/powercontext-hooks")),
+            "{host}: {made:?}"
+        );
+        let (code, out, _) = sb.cli_json(&["uninstall", host]);
+        assert_eq!(code, 0, "{out}");
+        let left: Vec<PathBuf> = dirs_under(&sb.home())
+            .difference(&before)
+            .filter(|d| fs::read_dir(sb.home().join(d)).unwrap().next().is_none())
+            .cloned()
+            .collect();
+        // What the host's own CLI made in its own folder while registering is the host's.
+        let host_dir = if host == "pi" { ".pi" } else { ".claude" };
+        assert!(
+            left.iter().all(|d| d.starts_with(host_dir)),
+            "{host}: uninstall left empty folders setup made: {left:?}"
+        );
+    }
+}

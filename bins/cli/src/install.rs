@@ -278,10 +278,21 @@ enum Before {
     Dir(Vec<std::ffi::OsString>),
 }
 
+/// The missing ancestors of `path`, its parent first.
+fn missing_ancestors(path: &Path) -> Vec<PathBuf> {
+    path.ancestors()
+        .skip(1)
+        .take_while(|d| !d.as_os_str().is_empty() && fs::symlink_metadata(d).is_err())
+        .map(Path::to_path_buf)
+        .collect()
+}
+
 /// Byte-exact snapshots of every path a run may change, restored in reverse on failure.
 #[derive(Debug, Default)]
 pub struct Journal {
     entries: Vec<(PathBuf, Before)>,
+    /// Every folder setup creates for a file of its own, deepest last (see [`Journal::made`]).
+    made: Vec<PathBuf>,
 }
 
 impl Journal {
@@ -327,20 +338,32 @@ impl Journal {
         self.entries.push((path.to_path_buf(), before));
     }
 
-    /// Records the outermost missing ancestor of `path` (so rollback removes what we created).
+    /// Records the outermost missing ancestor of a file of ours (so rollback removes what we
+    /// created), and every missing folder on the way to it (so uninstall can remove them once
+    /// they are empty again).
     pub fn created_dirs_of(&mut self, path: &Path) {
-        let mut missing = None;
-        let mut cur = path.parent();
-        while let Some(d) = cur {
-            if d.exists() {
-                break;
+        let missing = missing_ancestors(path);
+        for d in missing.iter().rev() {
+            if !self.made.contains(d) {
+                self.made.push(d.clone());
             }
-            missing = Some(d.to_path_buf());
-            cur = d.parent();
         }
-        if let Some(d) = missing {
-            self.dir(&d);
+        if let Some(d) = missing.last() {
+            self.dir(d);
         }
+    }
+
+    /// [`Journal::created_dirs_of`] for a path the host's CLI may create: rolled back on failure,
+    /// but the host's, so never removed by uninstall.
+    pub fn host_dirs_of(&mut self, path: &Path) {
+        if let Some(d) = missing_ancestors(path).last() {
+            self.dir(d);
+        }
+    }
+
+    /// The folders created for files of ours that exist now, outermost first.
+    pub fn made(&self) -> Vec<PathBuf> {
+        self.made.iter().filter(|d| d.is_dir()).cloned().collect()
     }
 
     /// A host CLI that replaced a recorded link with a regular file: its new bytes go to the
@@ -579,6 +602,10 @@ pub struct Manifest {
     /// What we wrote to the files the official CLI reads.
     #[serde(default, skip_serializing_if = "crate::shared_files::OwnedShared::is_empty")]
     pub shared: crate::shared_files::OwnedShared,
+    /// Folders setup created for its files (outermost first): uninstall removes each one that is
+    /// empty again, so a home is left as setup found it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub created_dirs: Vec<PathBuf>,
 }
 
 /// A host settings file's root members before the first setup, in their order (names only,

@@ -802,11 +802,11 @@ fn apply_inner(plan: &Plan, paths: &Paths, journal: &mut Journal) -> Result<Regi
         // Host files the host CLI may change: snapshotted so a failed run restores them byte for byte.
         let (files, dirs) = installer(plan.host).host_files(plan, paths, &home);
         for f in &files {
-            journal.created_dirs_of(f);
+            journal.host_dirs_of(f);
             journal.file(f)?;
         }
         for d in &dirs {
-            journal.created_dirs_of(d);
+            journal.host_dirs_of(d);
             journal.dir(d);
         }
     }
@@ -907,12 +907,24 @@ fn apply_inner(plan: &Plan, paths: &Paths, journal: &mut Journal) -> Result<Regi
         profile: plan.profile.clone(),
         host_settings,
         shared,
+        created_dirs: created_dirs(plan.previous.as_ref(), journal.made()),
     };
     let bytes = install::manifest_bytes(&manifest)?;
     if install::read_opt(&manifest_path)?.as_deref() != Some(&bytes[..]) {
         install::write_atomic(&manifest_path, &bytes, false)?;
     }
     Ok(regs)
+}
+
+/// The folders this setup and the ones before it created (a re-run finds them there already).
+fn created_dirs(previous: Option<&Manifest>, made: Vec<PathBuf>) -> Vec<PathBuf> {
+    let mut all: Vec<PathBuf> = previous.map(|m| m.created_dirs.clone()).unwrap_or_default();
+    for d in made {
+        if !all.contains(&d) {
+            all.push(d);
+        }
+    }
+    all
 }
 
 /// Runs `setup`.

@@ -424,6 +424,15 @@ fn run(args: &UninstallArgs) -> Result<(Vec<Done>, Vec<Kept>)> {
         if let Some(parent) = dir.parent() {
             let _ = fs::remove_dir(parent);
         }
+        // The folders setup created, deepest first, each only if nothing is in it now (another
+        // host's files, the hooks' state, anything the user put there keeps it).
+        let mut dirs = manifest.created_dirs.clone();
+        dirs.sort_by_key(|d| std::cmp::Reverse(d.components().count()));
+        for d in &dirs {
+            if fs::symlink_metadata(d).is_ok_and(|m| m.is_dir()) {
+                let _ = fs::remove_dir(d);
+            }
+        }
     }
     Ok((actions, kept))
 }

@@ -349,6 +349,7 @@ fn manifest(host: Host, root: &Path, files: Vec<OwnedFile>) -> Manifest {
         profile: None,
         host_settings: None,
         shared: crate::shared_files::OwnedShared::default(),
+        created_dirs: Vec::new(),
     }
 }
 
