@@ -771,12 +771,24 @@ fn dirs_under(root: &Path) -> std::collections::BTreeSet<PathBuf> {
     out
 }
 
+/// The folders under `home` that are new since `before` and empty.
+fn new_empty_dirs(home: &Path, before: &std::collections::BTreeSet<PathBuf>) -> Vec<PathBuf> {
+    dirs_under(home)
+        .difference(before)
+        .filter(|d| fs::read_dir(home.join(d)).unwrap().next().is_none())
+        .cloned()
+        .collect()
+}
+
 /// A new user's setup then uninstall: no folder setup made for its own files is left behind
-/// empty (our config folder, the official CLI's, the state directory's installs).
+/// empty (our config folder, the official CLI's, the state directory, OpenCode's plugins folder),
+/// and no folder that was there before is removed, even an empty one.
 #[test]
 fn uninstall_leaves_no_empty_folder_setup_made() {
-    for host in ["claude-code", "pi"] {
+    for host in ["claude-code", "pi", "opencode"] {
         let sb = Sandbox::new();
+        // The user's own empty folder where setup writes: it was there, so it stays.
+        fs::create_dir_all(sb.home().join(".config/powercontext")).unwrap();
         let before = dirs_under(&sb.home());
         let (code, out, err) = sb.cli_json(&setup_args(host, "http://127.0.0.1:9"));
         assert_eq!(code, 0, "{out}\n{err}");
@@ -787,16 +799,65 @@ fn uninstall_leaves_no_empty_folder_setup_made() {
         );
         let (code, out, _) = sb.cli_json(&["uninstall", host]);
         assert_eq!(code, 0, "{out}");
-        let left: Vec<PathBuf> = dirs_under(&sb.home())
-            .difference(&before)
-            .filter(|d| fs::read_dir(sb.home().join(d)).unwrap().next().is_none())
-            .cloned()
-            .collect();
-        // What the host's own CLI made in its own folder while registering is the host's.
-        let host_dir = if host == "pi" { ".pi" } else { ".claude" };
+        let after = dirs_under(&sb.home());
         assert!(
-            left.iter().all(|d| d.starts_with(host_dir)),
+            before.is_subset(&after),
+            "{host}: uninstall removed folders that were there before: {:?}",
+            before.difference(&after).collect::<Vec<_>>()
+        );
+        // What the host's own CLI made in its own folders while registering is the host's.
+        let host_dirs: &[&str] = match host {
+            "pi" => &[".pi"],
+            // `opencode debug paths` makes OpenCode's XDG folders, its config folder included.
+            "opencode" => &[
+                ".local/share/opencode",
+                ".cache/opencode",
+                ".local/state/opencode",
+                ".config/opencode",
+            ],
+            _ => &[".claude"],
+        };
+        let left = new_empty_dirs(&sb.home(), &before);
+        assert!(
+            left.iter().all(|d| host_dirs.iter().any(|h| d.starts_with(h))),
             "{host}: uninstall left empty folders setup made: {left:?}"
         );
+        assert!(
+            !sb.home().join(".local/state/powercontext-hooks").exists(),
+            "{host}: the hooks never ran, so their state folder goes with its installs"
+        );
+        assert!(
+            !sb.home().join(".config/opencode/plugins").exists(),
+            "{host}: setup made OpenCode's plugins folder for our plugin"
+        );
+    }
+}
+
+/// Two hosts set up one after the other share the folders the first one made: uninstalled in
+/// either order, the last one removes them.
+#[test]
+fn folders_shared_by_two_hosts_go_with_the_last_uninstall() {
+    for order in [["claude-code", "pi"], ["pi", "claude-code"]] {
+        let sb = Sandbox::new();
+        let before = dirs_under(&sb.home());
+        for host in ["claude-code", "pi"] {
+            let (code, out, err) = sb.cli_json(&setup_args(host, "http://127.0.0.1:9"));
+            assert_eq!(code, 0, "{out}\n{err}");
+        }
+        let (code, out, _) = sb.cli_json(&["uninstall", order[0]]);
+        assert_eq!(code, 0, "{out}");
+        assert!(
+            sb.config().exists(),
+            "{order:?}: the other host still uses the config file"
+        );
+        let (code, out, _) = sb.cli_json(&["uninstall", order[1]]);
+        assert_eq!(code, 0, "{out}");
+        for ours in [".config/powercontext-hooks", ".local/state/powercontext-hooks"] {
+            assert!(
+                !sb.home().join(ours).exists(),
+                "{order:?}: {ours} left: {:?}",
+                new_empty_dirs(&sb.home(), &before)
+            );
+        }
     }
 }

@@ -287,12 +287,23 @@ fn missing_ancestors(path: &Path) -> Vec<PathBuf> {
         .collect()
 }
 
+/// Whether `dir` names a folder by itself: absolute, no `.` or `..` (whose meaning depends on
+/// what exists when it is read), so removing it later can only ever remove that folder.
+fn plain_dir(dir: &Path) -> bool {
+    dir.is_absolute()
+        && dir
+            .components()
+            .all(|c| matches!(c, std::path::Component::RootDir | std::path::Component::Normal(_)))
+}
+
 /// Byte-exact snapshots of every path a run may change, restored in reverse on failure.
 #[derive(Debug, Default)]
 pub struct Journal {
     entries: Vec<(PathBuf, Before)>,
     /// Every folder setup creates for a file of its own, deepest last (see [`Journal::made`]).
     made: Vec<PathBuf>,
+    /// The files setup itself writes.
+    files: Vec<PathBuf>,
 }
 
 impl Journal {
@@ -338,12 +349,14 @@ impl Journal {
         self.entries.push((path.to_path_buf(), before));
     }
 
-    /// Records the outermost missing ancestor of a file of ours (so rollback removes what we
-    /// created), and every missing folder on the way to it (so uninstall can remove them once
-    /// they are empty again).
+    /// Records the outermost missing ancestor of a file setup itself writes (so rollback removes
+    /// what we created), and every missing folder on the way to it (so uninstall can remove them
+    /// once they are empty again, wherever they are: a host's config folder made only for our
+    /// entry goes too).
     pub fn created_dirs_of(&mut self, path: &Path) {
+        self.files.push(path.to_path_buf());
         let missing = missing_ancestors(path);
-        for d in missing.iter().rev() {
+        for d in missing.iter().rev().filter(|d| plain_dir(d)) {
             if !self.made.contains(d) {
                 self.made.push(d.clone());
             }
@@ -364,6 +377,11 @@ impl Journal {
     /// The folders created for files of ours that exist now, outermost first.
     pub fn made(&self) -> Vec<PathBuf> {
         self.made.iter().filter(|d| d.is_dir()).cloned().collect()
+    }
+
+    /// Whether `dir` holds a file setup itself writes.
+    pub fn holds_ours(&self, dir: &Path) -> bool {
+        self.files.iter().any(|f| f.starts_with(dir))
     }
 
     /// A host CLI that replaced a recorded link with a regular file: its new bytes go to the

@@ -460,6 +460,13 @@ mod tests {
             assert_eq!(before, after, "{new}");
             let back = remove(&new, "mcp", "powercontext", &how).unwrap();
             assert_eq!(back, text, "inserted:\n{new}");
+            // A comment closing the last member's line stays on that line, after its comma.
+            if text.contains("} // mine") || text.contains("}, // mine") {
+                assert!(
+                    new.contains("\"other\": {\"type\": \"local\"}, // mine\n"),
+                    "{new}"
+                );
+            }
         }
     }
 

@@ -907,7 +907,7 @@ fn apply_inner(plan: &Plan, paths: &Paths, journal: &mut Journal) -> Result<Regi
         profile: plan.profile.clone(),
         host_settings,
         shared,
-        created_dirs: created_dirs(plan.previous.as_ref(), journal.made()),
+        created_dirs: created_dirs(plan, paths, journal),
     };
     let bytes = install::manifest_bytes(&manifest)?;
     if install::read_opt(&manifest_path)?.as_deref() != Some(&bytes[..]) {
@@ -916,10 +916,22 @@ fn apply_inner(plan: &Plan, paths: &Paths, journal: &mut Journal) -> Result<Regi
     Ok(regs)
 }
 
-/// The folders this setup and the ones before it created (a re-run finds them there already).
-fn created_dirs(previous: Option<&Manifest>, made: Vec<PathBuf>) -> Vec<PathBuf> {
-    let mut all: Vec<PathBuf> = previous.map(|m| m.created_dirs.clone()).unwrap_or_default();
-    for d in made {
+/// The folders this setup and the ones before it created (a re-run finds them there already),
+/// and those another host's setup created that now hold files of ours too: whichever host is
+/// uninstalled last finds them empty and removes them.
+fn created_dirs(plan: &Plan, paths: &Paths, journal: &Journal) -> Vec<PathBuf> {
+    let mut all: Vec<PathBuf> = plan
+        .previous
+        .as_ref()
+        .map(|m| m.created_dirs.clone())
+        .unwrap_or_default();
+    let others = Host::ALL
+        .into_iter()
+        .filter(|h| *h != plan.host)
+        .filter_map(|h| install::load_manifest(&paths.state_root, h).ok().flatten())
+        .flat_map(|m| m.created_dirs)
+        .filter(|d| journal.holds_ours(d));
+    for d in journal.made().into_iter().chain(others) {
         if !all.contains(&d) {
             all.push(d);
         }

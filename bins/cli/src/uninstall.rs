@@ -299,7 +299,8 @@ fn run(args: &UninstallArgs) -> Result<(Vec<Done>, Vec<Kept>)> {
             Some(_) => kept.push(Kept::changed(&f.path, None)),
         }
     }
-    // OpenCode's plugins folder is OpenCode's, not ours.
+    // OpenCode's plugins folder is OpenCode's, not ours (unless setup created it: see the
+    // created folders below).
     if !dry
         && manifest
             .plugin_dir
@@ -429,8 +430,8 @@ fn run(args: &UninstallArgs) -> Result<(Vec<Done>, Vec<Kept>)> {
         let mut dirs = manifest.created_dirs.clone();
         dirs.sort_by_key(|d| std::cmp::Reverse(d.components().count()));
         for d in &dirs {
-            if fs::symlink_metadata(d).is_ok_and(|m| m.is_dir()) {
-                let _ = fs::remove_dir(d);
+            if fs::symlink_metadata(d).is_ok_and(|m| m.is_dir()) && fs::remove_dir(d).is_ok() {
+                actions.push(Done::file(Undoing::Remove, d));
             }
         }
     }
@@ -455,18 +456,18 @@ mod tests {
 
     #[test]
     fn each_line_reads_as_before_and_aligns() {
-        let p = Path::new("/h/.codex/config.toml");
+        let p = Path::new("/h/.config/powercontext/clients.json");
         assert_eq!(
             Done::file(Undoing::Remove, p).to_string(),
-            "remove  /h/.codex/config.toml"
+            "remove  /h/.config/powercontext/clients.json"
         );
         assert_eq!(
             Done::file(Undoing::Restore, p).to_string(),
-            "restore /h/.codex/config.toml"
+            "restore /h/.config/powercontext/clients.json"
         );
         assert_eq!(
             Done::member(p, "hosts.codex").to_string(),
-            "edit    /h/.codex/config.toml hosts.codex"
+            "edit    /h/.config/powercontext/clients.json hosts.codex"
         );
         assert_eq!(
             Done::command("codex plugin remove powercontext".into()).to_string(),
@@ -478,11 +479,11 @@ mod tests {
         };
         assert_eq!(
             tidy.to_string(),
-            "tidy    /h/.codex/config.toml (members the host CLI left empty)"
+            "tidy    /h/.config/powercontext/clients.json (members the host CLI left empty)"
         );
         assert_eq!(
             Kept::changed(p, Some("hosts.codex".into())).to_string(),
-            "/h/.codex/config.toml hosts.codex (changed since setup)"
+            "/h/.config/powercontext/clients.json hosts.codex (changed since setup)"
         );
         assert_eq!(
             serde_json::to_value(Done::command("x y".into())).unwrap(),
