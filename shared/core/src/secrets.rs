@@ -1862,164 +1862,19 @@ static PASSWORD_WORD_INDEX: [[u16; 256]; 2] = {
 };
 
 /// Suffixes after a secret word that make the key metadata about a secret, not the secret.
-const QUALIFIERS: &[&[u8]] = &[
-    b"count",
-    b"len",
-    b"limit",
-    b"max",
-    b"min",
-    b"size",
-    b"ttl",
-    b"expir",
-    b"timeout",
-    b"type",
-    b"kind",
-    b"name",
-    b"file",
-    b"path",
-    b"dir",
-    b"url",
-    b"uri",
-    b"endpoint",
-    b"id",
-    b"field",
-    b"header",
-    b"prefix",
-    b"suffix",
-    b"env",
-    b"var",
-    b"hint",
-    b"policy",
-    b"pattern",
-    b"regex",
-    b"rule",
-    b"label",
-    b"input",
-    b"prompt",
-    b"reset",
-    b"required",
-    b"enabled",
-    b"strategy",
-    b"provider",
-    b"manager",
-    b"store",
-    b"service",
-    b"cache",
-    b"valid",
-    b"strength",
-    b"format",
-    b"encod",
-    b"helper",
-    b"handler",
-    b"mode",
-    b"version",
-    b"index",
-    b"idx",
-    b"pos",
-    b"offset",
-    b"iz",
-    b"hash",
-    b"digest",
-    b"stdin",
-    b"from",
-    b"source",
-    b"ref",
-    b"cmd",
-    b"command",
-    b"usage",
-    b"budget",
-    b"rate",
-    b"stream",
-    b"lifetime",
-    b"age",
-    b"created",
-    b"updated",
-    b"location",
-    b"loc",
-    b"exists",
-    b"set",
-    b"present",
-    b"error",
-    b"message",
-    b"msg",
-    b"text",
-    b"placeholder",
-    b"schema",
-    b"class",
-    b"style",
-    b"visible",
-    b"show",
-    b"hide",
-    b"mask",
-    b"changed",
-    b"per",
-    b"used",
-    b"total",
-    b"window",
-    b"list",
-    b"ize",
-    b"ization",
-    b"ing",
-    b"less",
-    b"ary",
-    b"ive",
-    b"bucket",
-    b"estimat",
-    b"counter",
-    b"confirm_field",
-    b"algorithm",
-    b"algo",
-    b"issuer",
-    b"audience",
-    b"backend",
-    b"scope",
-    b"engine",
-    b"rounds",
-    b"iterations",
-    b"cost",
-];
+const QUALIFIERS: &[u8] = b"count len limit max min size ttl expir timeout type kind name file path dir \
+    url uri endpoint id field header prefix suffix env var hint policy pattern regex rule label input \
+    prompt reset required enabled strategy provider manager store service cache valid strength format \
+    encod helper handler mode version index idx pos offset iz hash digest stdin from source ref cmd \
+    command usage budget rate stream lifetime age created updated location loc exists set present error \
+    message msg text placeholder schema class style visible show hide mask changed per used total window \
+    list ize ization ing less ary ive bucket estimat counter confirm_field algorithm algo issuer \
+    audience backend scope engine rounds iterations cost";
 
 /// Prefixes before a secret word that make the key metadata (`max_tokens`, `is_secret`).
-const PREFIX_QUALIFIERS: &[&[u8]] = &[
-    b"max",
-    b"min",
-    b"num",
-    b"n",
-    b"total",
-    b"prompt",
-    b"input",
-    b"output",
-    b"completion",
-    b"forgot",
-    b"reset",
-    b"show",
-    b"hide",
-    b"is",
-    b"has",
-    b"use",
-    b"no",
-    b"next",
-    b"prev",
-    b"last",
-    b"first",
-    b"count",
-    b"cached",
-    b"reasoning",
-    b"thinking",
-    b"context",
-    b"byte",
-    b"bypass",
-    b"validate",
-    b"check",
-    b"verify",
-    b"require",
-    b"toggle",
-    b"by",
-    b"com",
-    b"sur",
-    b"existing",
-    b"socket",
-];
+const PREFIX_QUALIFIERS: &[u8] = b"max min num n total prompt input output completion forgot reset show \
+    hide is has use no next prev last first count cached reasoning thinking context byte bypass validate \
+    check verify require toggle by com sur existing socket";
 
 /// The strongest secret word in `key`, unless a qualifier makes the key metadata.
 fn secret_word(key: &[u8]) -> Option<SecretWord> {
@@ -2151,9 +2006,7 @@ fn command_position(bytes: &[u8], i: usize) -> bool {
 /// Whether the part of a key after its secret word starts with a qualifier (`_count`, `File`).
 fn qualified_after(tail: &[u8]) -> bool {
     let tail = &tail[run_end(tail, 0, |b| matches!(b, b'_' | b'-' | b'.'))..];
-    QUALIFIERS
-        .iter()
-        .any(|q| tail.len() >= q.len() && tail[..q.len()].eq_ignore_ascii_case(q))
+    words(QUALIFIERS).any(|q| tail.len() >= q.len() && tail[..q.len()].eq_ignore_ascii_case(q))
 }
 
 /// Whether the part of a key before its secret word ends with a qualifier (`max_`, `is`).
@@ -2176,7 +2029,7 @@ fn qualified_before(before: &[u8]) -> bool {
     }
     let seg = &trimmed[seg_start..];
     let seg = seg.strip_prefix(b"_").unwrap_or(seg);
-    PREFIX_QUALIFIERS.iter().any(|q| seg.eq_ignore_ascii_case(q))
+    words(PREFIX_QUALIFIERS).any(|q| seg.eq_ignore_ascii_case(q))
 }
 
 fn longest(key: &[u8], j: usize, words: &[&[u8]]) -> Option<usize> {
@@ -2461,78 +2314,12 @@ fn value_is_secret(bytes: &[u8], value: &Value, key: &[u8], strength: Strength, 
 /// `SuperSecretPassword`, `trustno-one-ever`, `qwertyuiop`; not `str`, `SecretStr`, `PasswordField`,
 /// `required`, nor a word shorter than eight letters (`Bcrypt`, `Rosebud`).
 fn letters_password(bytes: &[u8], value: &Value, key: &[u8]) -> bool {
-    const SCHEMA: &[&[u8]] = &[
-        b"bool",
-        b"boolean",
-        b"int",
-        b"integer",
-        b"number",
-        b"object",
-        b"any",
-        b"bytes",
-        b"char",
-        b"secretstr",
-        b"secretstring",
-        b"securestring",
-        b"plaintext",
-        b"plain",
-        b"hashed",
-        b"encrypted",
-        b"env",
-        b"vault",
-        b"prompt",
-        b"ask",
-        b"disabled",
-        b"enabled",
-        b"ignore",
-        b"omit",
-        b"keep",
-        b"unique",
-        b"nullable",
-        b"blank",
-        b"varchar",
-        b"sensitive",
-        b"writeonly",
-        b"readonly",
-        b"text",
-        b"none",
-        b"void",
-        b"never",
-        b"unknown",
-        b"secret",
-        b"random",
-        b"generated",
-        b"required",
-        b"optional",
-        b"confirmed",
-        b"sometimes",
-        b"string",
-        b"str",
-        b"default",
-        b"hidden",
-        b"masked",
-        b"redacted",
-        b"bcrypt",
-        b"argon",
-        b"native",
-        b"inherit",
-        b"inherited",
-        b"scram",
-        b"trust",
-        b"peer",
-        b"ident",
-        b"true",
-        b"false",
-        b"null",
-        b"anonymous",
-        b"keychain",
-        b"keyring",
-        b"external",
-        b"internal",
-        b"database",
-        b"standard",
-        b"security",
-    ];
+    const SCHEMA: &[u8] = b"bool boolean int integer number object any bytes char secretstr secretstring \
+        securestring plaintext plain hashed encrypted env vault prompt ask disabled enabled ignore omit \
+        keep unique nullable blank varchar sensitive writeonly readonly text none void never unknown \
+        secret random generated required optional confirmed sometimes string str default hidden masked \
+        redacted bcrypt argon native inherit inherited scram trust peer ident true false null anonymous \
+        keychain keyring external internal database standard security";
     const SUFFIXES: &[&[u8]] = &[
         b"Field", b"Type", b"Input", b"Str", b"String", b"Schema", b"Column", b"Ref", b"Name", b"Key",
         b"Hash", b"Value", b"Secret",
@@ -2554,7 +2341,7 @@ fn letters_password(bytes: &[u8], value: &Value, key: &[u8]) -> bool {
         && !is_placeholder(v)
         && !same_as_key(v, key)
         && !contains_ci(key, v)
-        && !SCHEMA.iter().any(|w| v.eq_ignore_ascii_case(w))
+        && !words(SCHEMA).any(|w| v.eq_ignore_ascii_case(w))
         && !SUFFIXES.iter().any(|w| v.len() > w.len() && v.ends_with(w))
 }
 
@@ -2713,63 +2500,15 @@ fn generated(v: &[u8]) -> bool {
 /// A quoted value with spaces that reads as a passphrase, not a message: a few words, none of
 /// them a sentence word or a secret word (`"Password must be at least 8 characters"`).
 fn passphrase_like(v: &[u8]) -> bool {
-    const MESSAGE_WORDS: &[&[u8]] = &[
-        b"a",
-        b"an",
-        b"the",
-        b"is",
-        b"are",
-        b"be",
-        b"must",
-        b"should",
-        b"at",
-        b"least",
-        b"please",
-        b"enter",
-        b"your",
-        b"invalid",
-        b"required",
-        b"not",
-        b"of",
-        b"to",
-        b"for",
-        b"and",
-        b"or",
-        b"with",
-        b"characters",
-        b"chars",
-        b"field",
-        b"missing",
-        b"wrong",
-        b"incorrect",
-        b"match",
-        b"cannot",
-        b"can't",
-        b"does",
-        b"do",
-        b"this",
-        b"that",
-        b"you",
-        b"in",
-        b"on",
-        b"if",
-        b"it",
-        b"was",
-        b"expired",
-        b"empty",
-        b"too",
-        b"short",
-        b"long",
-        b"here",
-        b"new",
-        b"old",
-    ];
-    let words = || v.split(u8::is_ascii_whitespace).filter(|w| !w.is_empty());
-    (2..=8).contains(&words().count())
+    const MESSAGE_WORDS: &[u8] = b"a an the is are be must should at least please enter your invalid \
+        required not of to for and or with characters chars field missing wrong incorrect match cannot \
+        can't does do this that you in on if it was expired empty too short long here new old";
+    let parts = || v.split(u8::is_ascii_whitespace).filter(|w| !w.is_empty());
+    (2..=8).contains(&parts().count())
         && v.len() >= 12
-        && words().all(|w| {
+        && parts().all(|w| {
             let w = trim_end_of(w, |b| matches!(b, b'.' | b',' | b'!' | b'?' | b':'));
-            !MESSAGE_WORDS.iter().any(|m| w.eq_ignore_ascii_case(m)) && secret_word(w).is_none()
+            !words(MESSAGE_WORDS).any(|m| w.eq_ignore_ascii_case(m)) && secret_word(w).is_none()
         })
 }
 
@@ -2925,67 +2664,12 @@ const KEY_SIZES: &[&[u8]] = &[
 ];
 
 fn tech_part(v: &[u8]) -> bool {
-    const WORDS: &[&[u8]] = &[
-        b"sha1",
-        b"sha256",
-        b"sha384",
-        b"sha512",
-        b"base64",
-        b"base64url",
-        b"base32",
-        b"utf8",
-        b"utf-8",
-        b"md5",
-        b"x509",
-        b"ipv4",
-        b"ipv6",
-        b"http2",
-        b"http3",
-        b"oauth2",
-        b"hs256",
-        b"hs512",
-        b"rs256",
-        b"rs512",
-        b"es256",
-        b"aes128",
-        b"aes256",
-        b"pbkdf2",
-        b"argon2",
-        b"argon2id",
-        b"argon2i",
-        b"argon2d",
-        b"bcrypt",
-        b"scrypt",
-        b"yescrypt",
-        b"aes",
-        b"sha",
-        b"rsa",
-        b"hmac",
-        b"ecdsa",
-        b"pbkdf",
-        b"k8s",
-        b"ed25519",
-        b"secp256k1",
-        b"rsa2048",
-        b"rsa4096",
-        b"p256",
-        b"blake3",
-        b"sha3-256",
-        b"x25519",
-        b"chacha20",
-        b"s3",
-        b"ec2",
-        b"gpt-4",
-        b"gpt4",
-        b"gpt-4o",
-        b"o200k",
-        b"cl100k",
-        b"cl100k_base",
-        b"o200k_base",
-        b"bpe",
-        b"wordpiece",
-    ];
-    WORDS.iter().any(|w| v.eq_ignore_ascii_case(w))
+    const WORDS: &[u8] = b"sha1 sha256 sha384 sha512 base64 base64url base32 utf8 utf-8 md5 x509 ipv4 \
+        ipv6 http2 http3 oauth2 hs256 hs512 rs256 rs512 es256 aes128 aes256 pbkdf2 argon2 argon2id \
+        argon2i argon2d bcrypt scrypt yescrypt aes sha rsa hmac ecdsa pbkdf k8s ed25519 secp256k1 \
+        rsa2048 rsa4096 p256 blake3 sha3-256 x25519 chacha20 s3 ec2 gpt-4 gpt4 gpt-4o o200k cl100k \
+        cl100k_base o200k_base bpe wordpiece";
+    words(WORDS).any(|w| v.eq_ignore_ascii_case(w))
 }
 
 /// Shannon entropy in bits per byte.
@@ -3009,62 +2693,10 @@ fn entropy(v: &[u8]) -> f64 {
 /// A placeholder, not a value: `<…>`, `$VAR`, `${…}`, `{{…}}`, `%VAR%`, `xxxx`, `****`, `…`,
 /// `changeme`, `example`, our own `[REDACTED:…]`, a repeated character, a common stand-in word.
 fn is_placeholder(v: &[u8]) -> bool {
-    const EXACT: &[&[u8]] = &[
-        b"secret",
-        b"password",
-        b"passwd",
-        b"pass",
-        b"pwd",
-        b"token",
-        b"key",
-        b"apikey",
-        b"api_key",
-        b"none",
-        b"null",
-        b"nil",
-        b"undefined",
-        b"true",
-        b"false",
-        b"yes",
-        b"no",
-        b"on",
-        b"off",
-        b"empty",
-        b"hidden",
-        b"required",
-        b"optional",
-        b"string",
-        b"str",
-        b"text",
-        b"default",
-        b"test",
-        b"testing",
-        b"foo",
-        b"bar",
-        b"baz",
-        b"foobar",
-        b"abc",
-        b"abc123",
-        b"123456",
-        b"12345678",
-        b"value",
-        b"username",
-        b"user",
-        b"secretkey",
-        b"mysecret",
-        b"mypassword",
-        b"mytoken",
-        b"todo",
-        b"tbd",
-        b"na",
-        b"n/a",
-        b"unset",
-        b"masked",
-        b"sensitive",
-        b"private",
-        b"public",
-        b"auto",
-    ];
+    const EXACT: &[u8] = b"secret password passwd pass pwd token key apikey api_key none null nil \
+        undefined true false yes no on off empty hidden required optional string str text default test \
+        testing foo bar baz foobar abc abc123 123456 12345678 value username user secretkey mysecret \
+        mypassword mytoken todo tbd na n/a unset masked sensitive private public auto";
     // Templating and elision: the value is a slot, not a value, wherever these stand.
     const TEMPLATED: &[&[u8]] = &[b"...", b"${", b"{{", b"$(", b"\xe2\x80\xa6"];
     let Some(&first) = v.first() else { return true };
@@ -3088,7 +2720,7 @@ fn is_placeholder(v: &[u8]) -> bool {
     {
         return true;
     }
-    if EXACT.iter().any(|w| v.eq_ignore_ascii_case(w))
+    if words(EXACT).any(|w| v.eq_ignore_ascii_case(w))
         || TEMPLATED.iter().any(|w| contains_ci(v, w))
         || format_slot(v)
         || printf_slot(v)
@@ -3151,79 +2783,12 @@ fn masked(v: &[u8]) -> bool {
 /// `example`, `<placeholder>`): at least one marker word and nothing else but filler words. A value
 /// with a digit or symbol (`Example123!`) is a real-looking password, not a placeholder.
 fn placeholder_words(v: &[u8]) -> bool {
-    const MARKERS: &[&[u8]] = &[
-        b"example",
-        b"examples",
-        b"placeholder",
-        b"changeme",
-        b"changeit",
-        b"change",
-        b"your",
-        b"dummy",
-        b"redacted",
-        b"replace",
-        b"insert",
-        b"sample",
-        b"fake",
-        b"todo",
-        b"fixme",
-        b"please",
-    ];
-    const FILLERS: &[&[u8]] = &[
-        b"me",
-        b"it",
-        b"my",
-        b"the",
-        b"a",
-        b"an",
-        b"with",
-        b"real",
-        b"actual",
-        b"own",
-        b"here",
-        b"goes",
-        b"this",
-        b"value",
-        b"secret",
-        b"password",
-        b"passwd",
-        b"pass",
-        b"pwd",
-        b"token",
-        b"key",
-        b"api",
-        b"access",
-        b"auth",
-        b"client",
-        b"app",
-        b"db",
-        b"database",
-        b"user",
-        b"name",
-        b"id",
-        b"string",
-        b"test",
-        b"demo",
-        b"com",
-        b"org",
-        b"net",
-        b"for",
-        b"of",
-        b"to",
-        b"new",
-        b"default",
-        b"private",
-        b"public",
-        b"sk",
-        b"pk",
-        b"live",
-        b"prod",
-        b"dev",
-        b"and",
-        b"or",
-        b"credentials",
-        b"credential",
-    ];
+    const MARKERS: &[u8] = b"example examples placeholder changeme changeit change your dummy redacted \
+        replace insert sample fake todo fixme please";
+    const FILLERS: &[u8] = b"me it my the a an with real actual own here goes this value secret password \
+        passwd pass pwd token key api access auth client app db database user name id string test demo \
+        com org net for of to new default private public sk pk live prod dev and or credentials \
+        credential";
     if !v
         .iter()
         .all(|&b| b.is_ascii_alphabetic() || matches!(b, b'_' | b'-' | b'.' | b' '))
@@ -3258,7 +2823,7 @@ fn placeholder_words(v: &[u8]) -> bool {
 
 /// Whether `part` is stand-in words run together (`yourpassword`, `changemeplease`): `None` if
 /// not, else whether a marker word is among them.
-fn stand_in_words(part: &[u8], markers: &[&[u8]], fillers: &[&[u8]]) -> Option<bool> {
+fn stand_in_words(part: &[u8], markers: &'static [u8], fillers: &'static [u8]) -> Option<bool> {
     if part.len() > 64 {
         return None;
     }
@@ -3267,8 +2832,8 @@ fn stand_in_words(part: &[u8], markers: &[&[u8]], fillers: &[&[u8]]) -> Option<b
     reach[0] = Some(false);
     for k in 0..part.len() {
         let Some(seen) = reach[k] else { continue };
-        for (words, marker) in [(markers, true), (fillers, false)] {
-            for w in words {
+        for (list, marker) in [(markers, true), (fillers, false)] {
+            for w in words(list) {
                 if eat_ci(part, k, w).is_some() {
                     let e = k + w.len();
                     reach[e] = Some(reach[e].unwrap_or(false) | seen | marker);
@@ -3281,48 +2846,11 @@ fn stand_in_words(part: &[u8], markers: &[&[u8]], fillers: &[&[u8]]) -> Option<b
 
 /// A reference to where the secret lives, not the secret: environment and config lookups.
 fn is_reference(v: &[u8]) -> bool {
-    const PREFIXES: &[&[u8]] = &[
-        b"os.environ",
-        b"os.getenv",
-        b"process.env",
-        b"import.meta.env",
-        b"env.",
-        b"env(",
-        b"env[",
-        b"ENV[",
-        b"ENV.",
-        b"System.getenv",
-        b"getenv",
-        b"Deno.env",
-        b"std::env",
-        b"env!",
-        b"secrets.",
-        b"vault:",
-        b"ref+",
-        b"config.",
-        b"settings.",
-        b"self.",
-        b"this.",
-        b"cfg.",
-        b"conf.",
-        b"args.",
-        b"opts.",
-        b"options.",
-        b"params.",
-        b"props.",
-        b"req.",
-        b"request.",
-        b"ctx.",
-        b"context.",
-        b"credentials.",
-        b"data.",
-        b"user.",
-        b"auth.",
-        b"Environment.",
-        b"Config.",
-        b"Settings.",
-    ];
-    PREFIXES.iter().any(|p| v.starts_with(p))
+    const PREFIXES: &[u8] = b"os.environ os.getenv process.env import.meta.env env. env( env[ ENV[ ENV. \
+        System.getenv getenv Deno.env std::env env! secrets. vault: ref+ config. settings. self. this. \
+        cfg. conf. args. opts. options. params. props. req. request. ctx. context. credentials. data. \
+        user. auth. Environment. Config. Settings.";
+    words(PREFIXES).any(|p| v.starts_with(p))
 }
 
 /// `password=PASSWORD`, `TOKEN=$TOKEN` without the `$`: the key's own name is a template.
@@ -3333,38 +2861,9 @@ fn same_as_key(v: &[u8], key: &[u8]) -> bool {
 /// `USER`, `DB_PASSWORD`, `PASSWORD`: an all-caps name, used as a template slot. A name has a
 /// `_` or is made of stand-in words (`DBPASSWORD`); `SUPERSECRETPASS` is a password in capitals.
 fn constant_like(v: &[u8]) -> bool {
-    const WORDS: &[&[u8]] = &[
-        b"password",
-        b"passwd",
-        b"pass",
-        b"pwd",
-        b"pw",
-        b"secret",
-        b"token",
-        b"key",
-        b"api",
-        b"user",
-        b"username",
-        b"name",
-        b"host",
-        b"hostname",
-        b"port",
-        b"db",
-        b"database",
-        b"value",
-        b"your",
-        b"my",
-        b"the",
-        b"auth",
-        b"access",
-        b"client",
-        b"app",
-        b"admin",
-        b"root",
-        b"login",
-        b"id",
-    ];
-    all_caps_name(v) && (v.contains(&b'_') || stand_in_words(v, WORDS, &[]).is_some())
+    const WORDS: &[u8] = b"password passwd pass pwd pw secret token key api user username name host \
+        hostname port db database value your my the auth access client app admin root login id";
+    all_caps_name(v) && (v.contains(&b'_') || stand_in_words(v, WORDS, b"").is_some())
 }
 
 /// Capitals and `_` only.
@@ -4232,6 +3731,12 @@ fn lower<'b>(v: &[u8], buf: &'b mut [u8; 16]) -> &'b [u8] {
     out.copy_from_slice(v);
     out.make_ascii_lowercase();
     out
+}
+
+/// The words of a space-separated list. Word lists are one string each, not tables of slices: in
+/// a position-independent executable each slice of a table costs a relocation besides itself.
+fn words(list: &'static [u8]) -> impl Iterator<Item = &'static [u8]> {
+    list.split(|&b| b == b' ')
 }
 
 /// The end of `lit` (given in lowercase) if it appears at `pos`, ignoring ASCII case.
