@@ -31,31 +31,38 @@
 //!   structure, outside the span. A value is judged on its first 512 bytes; one judged a secret
 //!   is redacted to its real end (at most 64 KiB). An all-digit value of a password key
 //!   (`DB_PASSWORD=84619273`) and a letters-only YAML value of one on a line of its own
-//!   (`password: SuperSecretPassword`, `password: trustno-one-ever`) count. Also SQL `IDENTIFIED BY '…'` and an Azure SAS `&sig=…`.
+//!   (`password: SuperSecretPassword`, `password: trustno-one-ever`) count. Also SQL `IDENTIFIED BY '…'`, an Azure SAS `&sig=…`,
+//!   and the base64 after an LDIF `::` of a password key (`userPassword:: e1NTSEF9…`,
+//!   `olcRootPW:: …`, with its continuation lines).
 //!   The word for password in German, French, Spanish, Portuguese, Dutch, Chinese, Japanese,
 //!   Korean and Russian (`Passwort`, `Kennwort`, `mot de passe`, `contraseña`, `clave`, `senha`,
 //!   `wachtwoord`, `密码`, `パスワード`, `비밀번호`, `пароль`, in capitals too; Italian writes
-//!   `password`) is a key as `password` is, alone, with a no-break space before its colon
-//!   (`Mot de passe\u{a0}: …`), as `密码：…`, or as a segment of a longer key (`DB_KENNWORT`,
-//!   `db_contraseña`; a bare `clave` is any key in Spanish: its value must look generated, unlike
-//!   `clave de acceso`). A CSV, TSV or markdown table whose header names a secret column
+//!   `password`) is a key as `password` is, alone, with no-break spaces around its colon
+//!   (`Mot de passe\u{a0}: …`; they are never part of a value), as `密码：…`, or as a segment of a
+//!   longer key (`DB_KENNWORT`, `KENNWORT2`, `db_contraseña`, `Пароль_БД`, `비밀번호_확인`; a bare
+//!   `clave` is any key in Spanish: its value must look generated, unlike `clave de acceso`). Before
+//!   a `-` the word is not a compound's head (`Passwort-Richtlinie` is a policy): that key needs a
+//!   `:` or `=`, and `…_Richtlinie`, `…_beleid`, `…_política`, `…_정책` are rules, not passwords. A CSV, TSV or markdown table whose header names a secret column
 //!   (`user,password`, `| user | password |`) and a SQL `INSERT INTO t (name, password) VALUES
 //!   (…)` give each row's cell in that column as the key's value, judged as an unquoted value in
 //!   code (a `token` column's only when it looks random). A user and a random-looking password
 //!   passed together to what names authentication (`auth=("admin", "…")`, `HTTPBasicAuth("admin", "…")`,
 //!   `smtp.login(user, "…")`, `check_password("bob", "…")`, `new NetworkCredential("bob", "…")`,
 //!   `new PasswordAuthentication("bob", "…".toCharArray())`, and the third argument of
-//!   `keyring.set_password("svc", "bob", "…")`) give the password.
+//!   `keyring.set_password("svc", "bob", "…")`) give the password; a UUID there is a client or
+//!   tenant id, and a call that configures authentication (`AddAuthentication("Cookies", …)`,
+//!   `Use…`, `With…`, `Configure…`, `Get…`) is given no password.
 //! - `command_line`: `--password=…`-style flags, `-p` after `docker login`/`sshpass`/`mongo`,
 //!   `-pSECRET` after `mysql`, `-P` after `sqlcmd`, `-w` after the `ldap…` tools, `-a` after
 //!   `redis-cli`, `-a user:pw` after httpie, `-u user:pw` after `curl`, `-u user,pw` after
 //!   `lftp`, `-U user%pw` after `smbclient`, `-N`/`-P` after `ssh-keygen`, `-k` and
 //!   `-passin`/`-passout pass:…` after `openssl` (`-k`, `-N`, `-P` in that command, not in the
 //!   next one of a pipeline), `-storepass`/`-keypass` (`-srcstorepass`, `-deststorepass`,
-//!   `-srckeypass`, `-destkeypass`) on a `keytool` or `jarsigner` line; the password argument of
-//!   `htpasswd -b`, `wpa_passphrase SSID …`, `net user NAME …` and `net use [Z:] \\srv\share …`
-//!   (before or after `/user:`; a plain word only where a command starts and ends, not in a
-//!   sentence about the command), and the `user:…` lines fed to `chpasswd`.
+//!   `-srckeypass`, `-destkeypass`) on a `keytool` or `jarsigner` line (a line continued with `\`,
+//!   PowerShell's `` ` `` or cmd's `^` carries its commands onto the next); the password argument
+//!   of `htpasswd -b`, `wpa_passphrase SSID …`, `net user NAME …` and `net use [Z:] \\srv\share …`
+//!   (any case; before or after `/user:`; a plain word only where a command starts and ends, not
+//!   in a sentence about the command), and the `user:…` lines fed to `chpasswd`.
 //! - `auth_header`: `Authorization:`/`X-…` headers (`Bearer`, `Basic`, `token`, Okta's `SSWS`),
 //!   `Bearer <token>`, `Basic <base64 user:pw>`, whole however long.
 //! - `url_credentials`: `scheme://user:password@host` (the password is the span; the userinfo
@@ -68,9 +75,12 @@
 //!   (`$argon2id$v=19$…`), each hash of its length (a docker-compose `$$` doubles the `$`);
 //!   Django's and Werkzeug's `algorithm[:params]$…$hash` (`pbkdf2_sha256$600000$…`,
 //!   `pbkdf2:sha256:600000$…`, `scrypt:32768:8:1$…`, `argon2$argon2id$…`, `bcrypt_sha256$$2b$…`,
-//!   the hash at least a SHA-1's length); LDAP's `{SHA}`, `{SSHA}`, `{SHA256}` … `{SSHA512}`,
-//!   `{MD5}`, `{SMD5}` and `{CRYPT}` followed by a hash of its scheme's length (the span is the
-//!   hash, not the scheme); and the hash of an `/etc/shadow` line, DES's 13 characters included.
+//!   the hash at least a SHA-1's length), Django's legacy `sha1$salt$<40 hex>` and
+//!   `md5$salt$<32 hex>`, each hash random-looking (`…$xxxx…` is a stand-in); LDAP's `{SHA}`,
+//!   `{SSHA}`, `{SHA256}` … `{SSHA512}`, `{MD5}`, `{SMD5}` and `{CRYPT}` followed by a hash of its
+//!   scheme's length, a digest's base64 with a digit, `+` or `/` and not words run together (the
+//!   span is the hash, not the scheme); and the hash of an `/etc/shadow` line, DES's 13
+//!   characters included.
 //! - vendor shapes (one rule name per provider, see [`VENDORS`]; Telegram and Discord bot tokens
 //!   by hand, a Telegram token also glued to `bot` in its API URL): real prefix, alphabet,
 //!   length. A token ends at any non-ASCII character (`令牌ghp_…请检查`) and starts after `%XX`
@@ -81,7 +91,9 @@
 //!   password for prod is …`, `use password "…"`, `my password: <words run together>`), in other
 //!   languages too (`mein Passwort ist …`, `a senha do banco é …`, `mijn wachtwoord is …`,
 //!   `密码是…`, `パスワードは…です`, `비밀번호는 …입니다`). A value that starts in ASCII ends at a
-//!   Chinese, Japanese or Korean character glued to it.
+//!   Chinese, Japanese or Korean character glued to it; one followed by a case particle (`으로`,
+//!   `를`, `에서`, `で`, `を`, …: `비밀번호는 AES256-GCM으로 암호화됩니다`) is a means or an object,
+//!   not the password, which a copula (`입니다`, `です`) or the sentence's end follows.
 //!
 //! Precision: a value that is a placeholder or a reference filling the whole value (`<…>`,
 //! `$VAR`, `${…}`, `{{…}}`, `{name}`, `%VAR%`, a YAML `!tag` before what it tags,
@@ -294,6 +306,9 @@ struct Scan<'t> {
     /// The start of the current line and which password-taking commands it names (bit set,
     /// computed once per line on the first short flag).
     line: (usize, Option<u16>),
+    /// The start of the current line and the commands the line above carries onto it when it
+    /// ends with a continuation.
+    carry: (usize, u16),
     /// The last search for a PEM END line, reused by the next BEGIN line.
     pem_end: PemEnd,
     /// Bytes the END-line searches looked at (the work a prompt of BEGIN lines costs).
@@ -351,6 +366,7 @@ impl<'t> Scan<'t> {
             found: Vec::new(),
             covered: 0,
             line: (0, None),
+            carry: (0, 0),
             pem_end: PemEnd::default(),
             pem_searched: 0,
             b64url_run: (0, 0),
@@ -388,7 +404,7 @@ impl<'t> Scan<'t> {
             if !b.is_ascii() {
                 // A line may start with any character (`Émile,…` under a table's header).
                 if prev == b'\n' {
-                    self.line = (i, None);
+                    self.new_line(i);
                     if i >= self.covered {
                         self.line_start(i);
                     }
@@ -405,7 +421,7 @@ impl<'t> Scan<'t> {
                 continue;
             }
             if prev == b'\n' {
-                self.line = (i, None);
+                self.new_line(i);
             }
             if i < self.covered {
                 prev = b;
@@ -485,7 +501,13 @@ impl<'t> Scan<'t> {
             }
             b'0'..=b'9' => self.telegram_at(i),
             b'p' | b's' | b'a' => self.crypt_word_at(i),
-            b'M' | b'N' | b'O' => self.discord_at(i),
+            b'M' | b'O' => self.discord_at(i),
+            // Windows commands ignore case (`NET USE`).
+            b'N' => {
+                self.discord_at(i);
+                self.command_at(i);
+            }
+            b'm' => self.crypt_word_at(i),
             b'h' | b'w' | b'n' | b'c' => self.command_at(i),
             b'e' => {
                 if let Some(end) = self.jwt_at(i) {
@@ -707,18 +729,20 @@ impl<'t> Scan<'t> {
     fn command_at(&mut self, i: usize) {
         let bytes = self.bytes;
         let word_end = run_end_max(bytes, i, 16, |b| b.is_ascii_alphanumeric() || b == b'_');
-        let (mut pos, mut wanted) = match &bytes[i..word_end] {
+        let (mut pos, mut wanted) = match lower(&bytes[i..word_end], &mut [0; 16]) {
             b"htpasswd" => (word_end, 0),
             b"wpa_passphrase" => (word_end, 2),
             // `net use` takes the password after the share: `wanted` is set there.
             b"net" => {
                 let p = skip_blank(bytes, word_end);
-                if let Some(e) = eat_ci(bytes, p, b"user ") {
-                    (e, 2)
-                } else if let Some(e) = eat_ci(bytes, p, b"use ") {
-                    (e, 9)
-                } else {
+                let e = run_end_max(bytes, p, 5, |b| b.is_ascii_alphabetic());
+                if !matches!(bytes.get(e), Some(b' ' | b'\t')) {
                     return;
+                }
+                match lower(&bytes[p..e], &mut [0; 16]) {
+                    b"user" => (e, 2),
+                    b"use" => (e, 9),
+                    _ => return,
                 }
             }
             b"chpasswd" => return self.chpasswd_at(i),
@@ -728,7 +752,7 @@ impl<'t> Scan<'t> {
         // `-n`; `-C`/`-r` take a number. `net user NAME /add` has options, no password; `net use`
         // options (`/user:NAME`, `/persistent:no`) go before or after it.
         let htpasswd = wanted == 0;
-        let net = bytes[i] == b'n';
+        let net = bytes[i] | 0x20 == b'n';
         let net_use = wanted == 9;
         let mut option_value = false;
         for _ in 0..8 {
@@ -1011,23 +1035,43 @@ impl<'t> Scan<'t> {
         } else {
             b"password"
         };
-        // A segment of a longer key (`DB_KENNWORT`, `KENNWORT_PROD`), not its metadata
-        // (`KENNWORT_FILE`, `MAX_KENNWORT`). Chinese, Japanese and Korean glue particles to the
-        // word; other scripts' words stand alone (`Passwortlänge` is a length, `пароля` another
-        // case).
-        let mut kend = run_end_max(bytes, end, 128, is_key_byte);
+        // A segment of a longer key (`DB_KENNWORT`, `KENNWORT2`, `KENNWORT_PROD`, `Пароль_БД`,
+        // `비밀번호_확인`), not its metadata (`KENNWORT_FILE`, `MAX_KENNWORT`). Chinese, Japanese
+        // and Korean glue particles to the word; other scripts' words stand alone
+        // (`Passwortlänge` is a length, `пароля` another case).
+        let mut kend = end;
+        while kend < end + 128 {
+            match char_at(self.text, kend) {
+                Some(c) if c.is_ascii() && is_key_byte(c as u8) => kend += 1,
+                Some(c) if kend > end && !c.is_ascii() && is_word(c) => kend += c.len_utf8(),
+                _ => break,
+            }
+        }
         while kend > end && matches!(bytes[kend - 1], b'.' | b'-') {
             kend -= 1;
         }
         let glued_before = kstart == i && self.text[..i].chars().next_back().is_some_and(is_word);
         if kstart < i || kend > end {
-            if bytes.get(end).is_some_and(u8::is_ascii_alphanumeric)
+            if bytes.get(end).is_some_and(u8::is_ascii_alphabetic)
                 || word_at(self.text, kend)
                 || glued_before
                 || qualified_before(&bytes[kstart..i])
-                || qualified_after(&bytes[end..kend])
             {
                 return false;
+            }
+            // Metadata about a password, or a compound whose head is not the word: the word
+            // before a `-` is not (`Passwort-Richtlinie` is a policy), so that key needs a `:` or
+            // `=`; in prose it is none, nor is its `Pass` an English key.
+            if qualified_after(&bytes[end..kend])
+                || foreign_qualified(&bytes[end..kend])
+                || kend > end
+                    && bytes[end] == b'-'
+                    && !matches!(
+                        bytes.get(skip_blank(bytes, kend)),
+                        Some(b':' | b'=' | b'"' | b'\'')
+                    )
+            {
+                return true;
             }
             self.assignment_after(kstart, kend, key, strength, SecretKind::Assignment, false);
             return true;
@@ -1040,10 +1084,14 @@ impl<'t> Scan<'t> {
             .find_map(|p| eat_ci(bytes, end, p.as_bytes()))
         {
             Some(pos) => {
-                // What follows in Chinese or Japanese is the sentence, not a value.
                 let pos = skip_blank(bytes, pos);
-                if bytes.get(pos).is_some_and(u8::is_ascii)
+                if matches!(bytes.get(pos), Some(b':' | b'=')) {
+                    // `비밀번호는: …`: a mapping after all.
+                    self.assignment_after(i, pos, key, strength, SecretKind::Assignment, false);
+                } else if bytes.get(pos).is_some_and(u8::is_ascii)
+                    // What follows in Chinese or Japanese is the sentence, not a value.
                     && let Some(value) = Value::parse(bytes, pos, Stop::Code)
+                    && !case_particle(self.text, value.raw_end + usize::from(value.quoted))
                     && value_is_secret(bytes, &value, key, strength, Mode::Prose)
                 {
                     self.push(SecretKind::Prose, value.start, value.whole_end(bytes));
@@ -1083,8 +1131,15 @@ impl<'t> Scan<'t> {
         .iter()
         .chain(PASSWORD_KEYS)
         .any(|w| name.len() >= w.len() && name[name.len() - w.len()..].eq_ignore_ascii_case(w));
+        // A verb before the class name reads or configures one (`GetCredential`,
+        // `AddAuthentication("Cookies", …)`), it is not given a user and a password.
+        let verb = name.starts_with(b"Add")
+            || name.starts_with(b"Use")
+            || name.starts_with(b"Get")
+            || name.starts_with(b"With")
+            || name.starts_with(b"Configure");
         let class = name.first().is_some_and(u8::is_ascii_uppercase)
-            && !name.starts_with(b"Get")
+            && !verb
             && (name.ends_with(b"Credential")
                 || name.ends_with(b"Credentials")
                 || name.ends_with(b"Authentication"));
@@ -1103,8 +1158,11 @@ impl<'t> Scan<'t> {
             // Java passes a `char[]`: `"…".toCharArray()`.
             let after = skip_blank(bytes, value.end + 1);
             let after = eat_ci(bytes, after, b".tochararray()").unwrap_or(after);
+            // A client or tenant id (`ClientSecretCredential(tenant, "<uuid>", secret)`) is
+            // an identifier: a UUID is never the password.
             if value.quoted
                 && !value.cut
+                && !uuid(value.text(bytes))
                 && matches!(bytes.get(skip_blank(bytes, after)), Some(b')' | b','))
                 && value_is_secret(bytes, &value, b"password", Strength::Strong, Mode::Prose)
             {
@@ -1250,7 +1308,24 @@ impl<'t> Scan<'t> {
         }
     }
 
-    /// Which password-taking commands the line holding `i` names, computed once per line.
+    /// A line starts at `i`. One continued onto it (`\`, PowerShell's `` ` ``, cmd's `^` before
+    /// the newline) carries its commands (`keytool … \` NEWLINE `-storepass …`): looked up once
+    /// for that line, so a run of continued lines stays linear.
+    fn new_line(&mut self, i: usize) {
+        let before = &self.bytes[..i];
+        let before = before.strip_suffix(b"\n").unwrap_or(before);
+        let before = before.strip_suffix(b"\r").unwrap_or(before);
+        let set = if matches!(before.last(), Some(b'\\' | b'`' | b'^')) {
+            self.line_commands(i - 1)
+        } else {
+            0
+        };
+        self.line = (i, None);
+        self.carry = (i, set);
+    }
+
+    /// Which password-taking commands the line holding `i` names (or a line continued onto it),
+    /// computed once per line.
     fn line_commands(&mut self, i: usize) -> u16 {
         let bytes = self.bytes;
         let (start, cached) = self.line;
@@ -1308,6 +1383,9 @@ impl<'t> Scan<'t> {
         if t.starts_with(b"http ") || t.starts_with(b"https ") {
             set |= HTTPIE;
         }
+        if self.carry.0 == start {
+            set |= self.carry.1;
+        }
         self.line = (start, Some(set));
         set
     }
@@ -1333,16 +1411,15 @@ impl<'t> Scan<'t> {
         }
         let mut blank_before = skip_blank(bytes, pos);
         // French typography puts a no-break space before a colon (`Mot de passe\u{a0}: …`).
-        if let Some(e) = ["\u{a0}:", "\u{202f}:"]
-            .iter()
-            .find_map(|s| eat_ci(bytes, blank_before, s.as_bytes()))
-        {
-            blank_before = e - 1;
+        let nbsp = skip_space(bytes, pos);
+        if bytes.get(nbsp) == Some(&b':') {
+            blank_before = nbsp;
         }
         let spaced_before = blank_before > pos;
         pos = blank_before;
         let sep = match (bytes.get(pos), bytes.get(pos + 1)) {
-            (Some(b':'), Some(b':')) | (Some(b'='), Some(b'=')) => return,
+            (Some(b':'), Some(b':')) => return self.ldif_base64_at(pos + 2, key, kind),
+            (Some(b'='), Some(b'=')) => return,
             (Some(b':'), Some(b'=')) => Some(2),
             (Some(b'='), Some(b'>')) => Some(2),
             (Some(b'?'), Some(b':')) => return, // a TypeScript optional field: a type follows
@@ -1375,8 +1452,8 @@ impl<'t> Scan<'t> {
         let mode = match sep {
             Some(len) => {
                 let after = pos + len;
-                let spaced_after = skip_blank(bytes, after) > after;
-                pos = skip_blank(bytes, after);
+                pos = skip_space(bytes, after);
+                let spaced_after = pos > after;
                 let glued_colon = bytes[after - 1] == b':' && !spaced_before && !spaced_after && !quoted_key;
                 if glued_colon && !matches!(bytes.get(pos), Some(b'"' | b'\'' | b'`')) {
                     // `key:value` glued is an ARN, URN or path segment more often than a
@@ -1474,6 +1551,41 @@ impl<'t> Scan<'t> {
         {
             // `password: SuperSecretPassword` on a line of its own: YAML config, not a schema.
             self.push(kind, value.start, value.whole_end(bytes));
+        }
+    }
+
+    /// An LDIF value in base64 after `::` (`userPassword:: e1NTSEF9…`, `olcRootPW:: …`, as
+    /// ldapsearch and slapcat print a password or its hash) of a key naming a password: the base64
+    /// is the secret, with the lines it wraps onto (each starts with a space).
+    fn ldif_base64_at(&mut self, pos: usize, key: &[u8], kind: SecretKind) {
+        let bytes = self.bytes;
+        let pw = key.len() >= 2 && key[key.len() - 2..].eq_ignore_ascii_case(b"pw");
+        if !(pw || password_key(key)) || bytes.get(pos) != Some(&b' ') {
+            return;
+        }
+        let start = skip_blank(bytes, pos);
+        let ends = |e: usize| bytes.get(e).is_none_or(u8::is_ascii_whitespace);
+        let mut end = run_end_max(bytes, start, MAX_VALUE, b64);
+        let mut len = end - start;
+        if len < 8 || !ends(end) || !mixed_case(&bytes[start..end]) || is_placeholder(&bytes[start..end]) {
+            return;
+        }
+        for _ in 0..64 {
+            let next = match bytes.get(end..) {
+                Some([b'\n', b' ', ..]) => end + 2,
+                Some([b'\r', b'\n', b' ', ..]) => end + 3,
+                _ => break,
+            };
+            let e = run_end_max(bytes, next, MAX_VALUE, b64);
+            if e == next || !ends(e) {
+                break;
+            }
+            len += e - next;
+            end = e;
+        }
+        // Base64 is padded to whole quadruples: prose after `password::` is not.
+        if len.is_multiple_of(4) {
+            self.push(kind, start, end);
         }
     }
 
@@ -1651,22 +1763,31 @@ impl<'t> Scan<'t> {
 
     /// Django's and Werkzeug's `algorithm[:params]$…$hash`: `pbkdf2_sha256$600000$salt$…`,
     /// `pbkdf2:sha256:600000$salt$…`, `scrypt:32768:8:1$salt$…`, `argon2$argon2id$…`,
-    /// `bcrypt_sha256$$2b$…`, the hash at least a SHA-1's length.
+    /// `bcrypt_sha256$$2b$…`, the hash at least a SHA-1's length; Django's legacy
+    /// `sha1$salt$<40 hex>` and `md5$salt$<32 hex>`.
     fn crypt_word_at(&mut self, i: usize) {
         let bytes = self.bytes;
         let id_end = run_end_max(bytes, i, 24, |b| {
             b.is_ascii_alphanumeric() || b == b'_' || b == b':'
         });
-        if bytes[i..id_end]
-            .get(..6)
-            .is_some_and(|id| matches!(id, b"pbkdf2" | b"scrypt" | b"argon2" | b"bcrypt"))
-        {
-            self.crypt_fields(i, id_end, 27..=128);
-        }
+        let id = &bytes[i..id_end];
+        let hash_len = match id {
+            b"sha1" => 40..=40,
+            b"md5" => 32..=32,
+            _ if id
+                .get(..6)
+                .is_some_and(|id| matches!(id, b"pbkdf2" | b"scrypt" | b"argon2" | b"bcrypt")) =>
+            {
+                27..=128
+            }
+            _ => return,
+        };
+        self.crypt_fields(i, id_end, hash_len);
     }
 
     /// The `$`-separated fields of a hash from `i` whose id ends at `id_end`: at least two, the
-    /// last the hash, of a length in `hash_len` (a docker-compose `$$` doubles each `$`).
+    /// last the hash, random-looking (`…$xxxx…` is a stand-in) and of a length in `hash_len` (a
+    /// docker-compose `$$` doubles each `$`).
     fn crypt_fields(&mut self, i: usize, id_end: usize, hash_len: std::ops::RangeInclusive<usize>) {
         let bytes = self.bytes;
         let mut field = id_end;
@@ -1676,7 +1797,13 @@ impl<'t> Scan<'t> {
             let end = run_end_max(bytes, start, 128, crypt_byte);
             fields += 1;
             if bytes.get(end) != Some(&b'$') {
-                if fields >= 2 && hash_len.contains(&(end - start)) && !token_continues_at(self.text, end) {
+                // A `,` is argon2's parameters' and a sentence's, never the hash's last byte.
+                let end = start + trim_end_of(&bytes[start..end], |b| b == b',').len();
+                if fields >= 2
+                    && hash_len.contains(&(end - start))
+                    && !token_continues_at(self.text, end)
+                    && looks_random(&bytes[start..end], 12)
+                {
                     self.push(SecretKind::PasswordHash, i, end);
                 }
                 return;
@@ -1715,9 +1842,15 @@ impl<'t> Scan<'t> {
         };
         let start = name_end + 1;
         let end = run_end_max(bytes, start, 128, |b| b64(b) || b == b'.');
+        let hash = &bytes[start..end];
+        // A digest's base64 has a digit, `+` or `/` somewhere and no run of words in it
+        // (`{SSHA}ThisIsNotAHashJustSomeLongerText`, `{MD5}PlaceholderValueHere12==`).
+        let base64 = digest == 0
+            || hash.iter().any(|&b| b.is_ascii_digit() || b == b'+' || b == b'/') && !camel_words(hash);
         if range.contains(&(end - start))
             && !token_continues_at(self.text, end)
-            && looks_random(&bytes[start..end], 12)
+            && base64
+            && looks_random(hash, 12)
         {
             self.push(SecretKind::PasswordHash, start, end);
         }
@@ -1862,164 +1995,19 @@ static PASSWORD_WORD_INDEX: [[u16; 256]; 2] = {
 };
 
 /// Suffixes after a secret word that make the key metadata about a secret, not the secret.
-const QUALIFIERS: &[&[u8]] = &[
-    b"count",
-    b"len",
-    b"limit",
-    b"max",
-    b"min",
-    b"size",
-    b"ttl",
-    b"expir",
-    b"timeout",
-    b"type",
-    b"kind",
-    b"name",
-    b"file",
-    b"path",
-    b"dir",
-    b"url",
-    b"uri",
-    b"endpoint",
-    b"id",
-    b"field",
-    b"header",
-    b"prefix",
-    b"suffix",
-    b"env",
-    b"var",
-    b"hint",
-    b"policy",
-    b"pattern",
-    b"regex",
-    b"rule",
-    b"label",
-    b"input",
-    b"prompt",
-    b"reset",
-    b"required",
-    b"enabled",
-    b"strategy",
-    b"provider",
-    b"manager",
-    b"store",
-    b"service",
-    b"cache",
-    b"valid",
-    b"strength",
-    b"format",
-    b"encod",
-    b"helper",
-    b"handler",
-    b"mode",
-    b"version",
-    b"index",
-    b"idx",
-    b"pos",
-    b"offset",
-    b"iz",
-    b"hash",
-    b"digest",
-    b"stdin",
-    b"from",
-    b"source",
-    b"ref",
-    b"cmd",
-    b"command",
-    b"usage",
-    b"budget",
-    b"rate",
-    b"stream",
-    b"lifetime",
-    b"age",
-    b"created",
-    b"updated",
-    b"location",
-    b"loc",
-    b"exists",
-    b"set",
-    b"present",
-    b"error",
-    b"message",
-    b"msg",
-    b"text",
-    b"placeholder",
-    b"schema",
-    b"class",
-    b"style",
-    b"visible",
-    b"show",
-    b"hide",
-    b"mask",
-    b"changed",
-    b"per",
-    b"used",
-    b"total",
-    b"window",
-    b"list",
-    b"ize",
-    b"ization",
-    b"ing",
-    b"less",
-    b"ary",
-    b"ive",
-    b"bucket",
-    b"estimat",
-    b"counter",
-    b"confirm_field",
-    b"algorithm",
-    b"algo",
-    b"issuer",
-    b"audience",
-    b"backend",
-    b"scope",
-    b"engine",
-    b"rounds",
-    b"iterations",
-    b"cost",
-];
+const QUALIFIERS: &[u8] = b"count len limit max min size ttl expir timeout type kind name file path dir \
+    url uri endpoint id field header prefix suffix env var hint policy pattern regex rule label input \
+    prompt reset required enabled strategy provider manager store service cache valid strength format \
+    encod helper handler mode version index idx pos offset iz hash digest stdin from source ref cmd \
+    command usage budget rate stream lifetime age created updated location loc exists set present error \
+    message msg text placeholder schema class style visible show hide mask changed per used total window \
+    list ize ization ing less ary ive bucket estimat counter confirm_field algorithm algo issuer \
+    audience backend scope engine rounds iterations cost";
 
 /// Prefixes before a secret word that make the key metadata (`max_tokens`, `is_secret`).
-const PREFIX_QUALIFIERS: &[&[u8]] = &[
-    b"max",
-    b"min",
-    b"num",
-    b"n",
-    b"total",
-    b"prompt",
-    b"input",
-    b"output",
-    b"completion",
-    b"forgot",
-    b"reset",
-    b"show",
-    b"hide",
-    b"is",
-    b"has",
-    b"use",
-    b"no",
-    b"next",
-    b"prev",
-    b"last",
-    b"first",
-    b"count",
-    b"cached",
-    b"reasoning",
-    b"thinking",
-    b"context",
-    b"byte",
-    b"bypass",
-    b"validate",
-    b"check",
-    b"verify",
-    b"require",
-    b"toggle",
-    b"by",
-    b"com",
-    b"sur",
-    b"existing",
-    b"socket",
-];
+const PREFIX_QUALIFIERS: &[u8] = b"max min num n total prompt input output completion forgot reset show \
+    hide is has use no next prev last first count cached reasoning thinking context byte bypass validate \
+    check verify require toggle by com sur existing socket";
 
 /// The strongest secret word in `key`, unless a qualifier makes the key metadata.
 fn secret_word(key: &[u8]) -> Option<SecretWord> {
@@ -2053,7 +2041,11 @@ fn secret_word(key: &[u8]) -> Option<SecretWord> {
                 // `pw` only as a segment of its own (`my pw is`, `DB_PW`), not in `upward`.
                 .or_else(|| {
                     eat_ci(key, j, b"pw")
-                        .filter(|&e| alone(e))
+                        // `olcRootPW`: capitals end a CamelCase key.
+                        .filter(|&e| {
+                            alone(e)
+                                || e == key.len() && key[j..e] == *b"PW" && key[j - 1].is_ascii_lowercase()
+                        })
                         .map(|e| (e, Strength::Strong, false))
                 })
                 // A personal access token (`AZURE_DEVOPS_PAT`), a segment of its own.
@@ -2123,11 +2115,12 @@ fn command_segment(bytes: &[u8], i: usize) -> &[u8] {
 /// Whether a command's arguments end or go on with an option at `pos`, as on a command line, not
 /// in a sentence (`htpasswd -b is insecure because the …`).
 fn args_end(bytes: &[u8], pos: usize) -> bool {
-    bytes.get(skip_blank(bytes, pos)).is_none_or(|&b| {
+    let p = skip_blank(bytes, pos);
+    bytes.get(p).is_none_or(|&b| {
         matches!(
             b,
             b'\n' | b'\r' | b';' | b'|' | b'&' | b'<' | b'>' | b'`' | b')' | b'/' | b'-' | b'#'
-        )
+        ) || matches!(b, b'\\' | b'^') && matches!(bytes.get(p + 1), None | Some(b'\n' | b'\r'))
     })
 }
 
@@ -2148,12 +2141,41 @@ fn command_position(bytes: &[u8], i: usize) -> bool {
                 .is_none_or(|p| !before[p].is_ascii_alphanumeric())
 }
 
+/// A Korean or Japanese case particle at `pos` (`으로`, `를`, `에서`, `で`, `を`…): the word
+/// before it is a means or an object (`AES256-GCM으로 암호화됩니다`), not what the password is;
+/// a copula (`입니다`, `です`), punctuation or the end is.
+fn case_particle(text: &str, pos: usize) -> bool {
+    let mut chars = text.get(pos..).unwrap_or("").chars();
+    match chars.next() {
+        Some('으' | '로' | '를' | '을' | '에' | '와' | '과' | '의' | 'を' | 'に' | 'と' | 'の') => {
+            true
+        }
+        Some('で') => !matches!(chars.next(), Some('す' | 'し')),
+        _ => false,
+    }
+}
+
+/// Words after a foreign word for password that make the key a rule about passwords:
+/// `Passwort-Richtlinie`, `wachtwoord_beleid`, `contraseña_política`, `비밀번호_정책`.
+fn foreign_qualified(tail: &[u8]) -> bool {
+    let tail = &tail[run_end(tail, 0, |b| matches!(b, b'_' | b'-' | b'.'))..];
+    let word = &tail[..run_end(tail, 0, |b| !matches!(b, b'_' | b'-' | b'.'))];
+    matches!(
+        lower(word, &mut [0; 16]),
+        b"richtlinie"
+            | b"regel"
+            | b"regeln"
+            | b"beleid"
+            | b"l\xc3\xa4nge"
+            | b"pol\xc3\xadtica"
+            | b"\xec\xa0\x95\xec\xb1\x85"
+    )
+}
+
 /// Whether the part of a key after its secret word starts with a qualifier (`_count`, `File`).
 fn qualified_after(tail: &[u8]) -> bool {
     let tail = &tail[run_end(tail, 0, |b| matches!(b, b'_' | b'-' | b'.'))..];
-    QUALIFIERS
-        .iter()
-        .any(|q| tail.len() >= q.len() && tail[..q.len()].eq_ignore_ascii_case(q))
+    words(QUALIFIERS).any(|q| tail.len() >= q.len() && tail[..q.len()].eq_ignore_ascii_case(q))
 }
 
 /// Whether the part of a key before its secret word ends with a qualifier (`max_`, `is`).
@@ -2176,7 +2198,7 @@ fn qualified_before(before: &[u8]) -> bool {
     }
     let seg = &trimmed[seg_start..];
     let seg = seg.strip_prefix(b"_").unwrap_or(seg);
-    PREFIX_QUALIFIERS.iter().any(|q| seg.eq_ignore_ascii_case(q))
+    words(PREFIX_QUALIFIERS).any(|q| seg.eq_ignore_ascii_case(q))
 }
 
 fn longest(key: &[u8], j: usize, words: &[&[u8]]) -> Option<usize> {
@@ -2461,78 +2483,12 @@ fn value_is_secret(bytes: &[u8], value: &Value, key: &[u8], strength: Strength, 
 /// `SuperSecretPassword`, `trustno-one-ever`, `qwertyuiop`; not `str`, `SecretStr`, `PasswordField`,
 /// `required`, nor a word shorter than eight letters (`Bcrypt`, `Rosebud`).
 fn letters_password(bytes: &[u8], value: &Value, key: &[u8]) -> bool {
-    const SCHEMA: &[&[u8]] = &[
-        b"bool",
-        b"boolean",
-        b"int",
-        b"integer",
-        b"number",
-        b"object",
-        b"any",
-        b"bytes",
-        b"char",
-        b"secretstr",
-        b"secretstring",
-        b"securestring",
-        b"plaintext",
-        b"plain",
-        b"hashed",
-        b"encrypted",
-        b"env",
-        b"vault",
-        b"prompt",
-        b"ask",
-        b"disabled",
-        b"enabled",
-        b"ignore",
-        b"omit",
-        b"keep",
-        b"unique",
-        b"nullable",
-        b"blank",
-        b"varchar",
-        b"sensitive",
-        b"writeonly",
-        b"readonly",
-        b"text",
-        b"none",
-        b"void",
-        b"never",
-        b"unknown",
-        b"secret",
-        b"random",
-        b"generated",
-        b"required",
-        b"optional",
-        b"confirmed",
-        b"sometimes",
-        b"string",
-        b"str",
-        b"default",
-        b"hidden",
-        b"masked",
-        b"redacted",
-        b"bcrypt",
-        b"argon",
-        b"native",
-        b"inherit",
-        b"inherited",
-        b"scram",
-        b"trust",
-        b"peer",
-        b"ident",
-        b"true",
-        b"false",
-        b"null",
-        b"anonymous",
-        b"keychain",
-        b"keyring",
-        b"external",
-        b"internal",
-        b"database",
-        b"standard",
-        b"security",
-    ];
+    const SCHEMA: &[u8] = b"bool boolean int integer number object any bytes char secretstr secretstring \
+        securestring plaintext plain hashed encrypted env vault prompt ask disabled enabled ignore omit \
+        keep unique nullable blank varchar sensitive writeonly readonly text none void never unknown \
+        secret random generated required optional confirmed sometimes string str default hidden masked \
+        redacted bcrypt argon native inherit inherited scram trust peer ident true false null anonymous \
+        keychain keyring external internal database standard security";
     const SUFFIXES: &[&[u8]] = &[
         b"Field", b"Type", b"Input", b"Str", b"String", b"Schema", b"Column", b"Ref", b"Name", b"Key",
         b"Hash", b"Value", b"Secret",
@@ -2554,7 +2510,7 @@ fn letters_password(bytes: &[u8], value: &Value, key: &[u8]) -> bool {
         && !is_placeholder(v)
         && !same_as_key(v, key)
         && !contains_ci(key, v)
-        && !SCHEMA.iter().any(|w| v.eq_ignore_ascii_case(w))
+        && !words(SCHEMA).any(|w| v.eq_ignore_ascii_case(w))
         && !SUFFIXES.iter().any(|w| v.len() > w.len() && v.ends_with(w))
 }
 
@@ -2618,6 +2574,18 @@ fn under_secret_reference(bytes: &[u8], pos: usize) -> bool {
         && name
             .strip_suffix(b":")
             .is_some_and(|n| PARENTS.iter().any(|p| n.eq_ignore_ascii_case(p)))
+}
+
+/// A canonical UUID (8-4-4-4-12 hex digits): an identifier.
+fn uuid(v: &[u8]) -> bool {
+    v.len() == 36
+        && v.iter().enumerate().all(|(k, &b)| {
+            if matches!(k, 8 | 13 | 18 | 23) {
+                b == b'-'
+            } else {
+                b.is_ascii_hexdigit()
+            }
+        })
 }
 
 /// `-x`, `--flag`, `--flag-name`: a dash and a word.
@@ -2713,63 +2681,15 @@ fn generated(v: &[u8]) -> bool {
 /// A quoted value with spaces that reads as a passphrase, not a message: a few words, none of
 /// them a sentence word or a secret word (`"Password must be at least 8 characters"`).
 fn passphrase_like(v: &[u8]) -> bool {
-    const MESSAGE_WORDS: &[&[u8]] = &[
-        b"a",
-        b"an",
-        b"the",
-        b"is",
-        b"are",
-        b"be",
-        b"must",
-        b"should",
-        b"at",
-        b"least",
-        b"please",
-        b"enter",
-        b"your",
-        b"invalid",
-        b"required",
-        b"not",
-        b"of",
-        b"to",
-        b"for",
-        b"and",
-        b"or",
-        b"with",
-        b"characters",
-        b"chars",
-        b"field",
-        b"missing",
-        b"wrong",
-        b"incorrect",
-        b"match",
-        b"cannot",
-        b"can't",
-        b"does",
-        b"do",
-        b"this",
-        b"that",
-        b"you",
-        b"in",
-        b"on",
-        b"if",
-        b"it",
-        b"was",
-        b"expired",
-        b"empty",
-        b"too",
-        b"short",
-        b"long",
-        b"here",
-        b"new",
-        b"old",
-    ];
-    let words = || v.split(u8::is_ascii_whitespace).filter(|w| !w.is_empty());
-    (2..=8).contains(&words().count())
+    const MESSAGE_WORDS: &[u8] = b"a an the is are be must should at least please enter your invalid \
+        required not of to for and or with characters chars field missing wrong incorrect match cannot \
+        can't does do this that you in on if it was expired empty too short long here new old";
+    let parts = || v.split(u8::is_ascii_whitespace).filter(|w| !w.is_empty());
+    (2..=8).contains(&parts().count())
         && v.len() >= 12
-        && words().all(|w| {
+        && parts().all(|w| {
             let w = trim_end_of(w, |b| matches!(b, b'.' | b',' | b'!' | b'?' | b':'));
-            !MESSAGE_WORDS.iter().any(|m| w.eq_ignore_ascii_case(m)) && secret_word(w).is_none()
+            !words(MESSAGE_WORDS).any(|m| w.eq_ignore_ascii_case(m)) && secret_word(w).is_none()
         })
 }
 
@@ -2811,6 +2731,21 @@ fn looks_random(v: &[u8], min: usize) -> bool {
     }
     let letters = v.iter().any(u8::is_ascii_alphabetic);
     (letters && (has_digit(v) || has_symbol(v))) || (v.len() >= 16 && entropy(v) >= 3.5)
+}
+
+/// Mostly capitalised words run together (`ThisIsNotAHash…`): at least two thirds of `v` are
+/// capitals followed by two or more lowercase letters, which random base64 almost never is.
+fn camel_words(v: &[u8]) -> bool {
+    let mut words = 0;
+    let mut k = 0;
+    while k < v.len() {
+        let e = run_end(v, k + 1, |b| b.is_ascii_lowercase());
+        if v[k].is_ascii_uppercase() && e - k >= 3 {
+            words += e - k;
+        }
+        k = e;
+    }
+    3 * words >= 2 * v.len()
 }
 
 /// An alphabet or a run of one (`abcdefghijklmnopqrstuvwxyz`, `A-Za-z0-9`): each byte mostly the
@@ -2925,67 +2860,12 @@ const KEY_SIZES: &[&[u8]] = &[
 ];
 
 fn tech_part(v: &[u8]) -> bool {
-    const WORDS: &[&[u8]] = &[
-        b"sha1",
-        b"sha256",
-        b"sha384",
-        b"sha512",
-        b"base64",
-        b"base64url",
-        b"base32",
-        b"utf8",
-        b"utf-8",
-        b"md5",
-        b"x509",
-        b"ipv4",
-        b"ipv6",
-        b"http2",
-        b"http3",
-        b"oauth2",
-        b"hs256",
-        b"hs512",
-        b"rs256",
-        b"rs512",
-        b"es256",
-        b"aes128",
-        b"aes256",
-        b"pbkdf2",
-        b"argon2",
-        b"argon2id",
-        b"argon2i",
-        b"argon2d",
-        b"bcrypt",
-        b"scrypt",
-        b"yescrypt",
-        b"aes",
-        b"sha",
-        b"rsa",
-        b"hmac",
-        b"ecdsa",
-        b"pbkdf",
-        b"k8s",
-        b"ed25519",
-        b"secp256k1",
-        b"rsa2048",
-        b"rsa4096",
-        b"p256",
-        b"blake3",
-        b"sha3-256",
-        b"x25519",
-        b"chacha20",
-        b"s3",
-        b"ec2",
-        b"gpt-4",
-        b"gpt4",
-        b"gpt-4o",
-        b"o200k",
-        b"cl100k",
-        b"cl100k_base",
-        b"o200k_base",
-        b"bpe",
-        b"wordpiece",
-    ];
-    WORDS.iter().any(|w| v.eq_ignore_ascii_case(w))
+    const WORDS: &[u8] = b"sha1 sha256 sha384 sha512 base64 base64url base32 utf8 utf-8 md5 x509 ipv4 \
+        ipv6 http2 http3 oauth2 hs256 hs512 rs256 rs512 es256 aes128 aes256 pbkdf2 argon2 argon2id \
+        argon2i argon2d bcrypt scrypt yescrypt aes sha rsa hmac ecdsa pbkdf k8s ed25519 secp256k1 \
+        rsa2048 rsa4096 p256 blake3 sha3-256 x25519 chacha20 s3 ec2 gpt-4 gpt4 gpt-4o o200k cl100k \
+        cl100k_base o200k_base bpe wordpiece";
+    words(WORDS).any(|w| v.eq_ignore_ascii_case(w))
 }
 
 /// Shannon entropy in bits per byte.
@@ -3009,62 +2889,10 @@ fn entropy(v: &[u8]) -> f64 {
 /// A placeholder, not a value: `<…>`, `$VAR`, `${…}`, `{{…}}`, `%VAR%`, `xxxx`, `****`, `…`,
 /// `changeme`, `example`, our own `[REDACTED:…]`, a repeated character, a common stand-in word.
 fn is_placeholder(v: &[u8]) -> bool {
-    const EXACT: &[&[u8]] = &[
-        b"secret",
-        b"password",
-        b"passwd",
-        b"pass",
-        b"pwd",
-        b"token",
-        b"key",
-        b"apikey",
-        b"api_key",
-        b"none",
-        b"null",
-        b"nil",
-        b"undefined",
-        b"true",
-        b"false",
-        b"yes",
-        b"no",
-        b"on",
-        b"off",
-        b"empty",
-        b"hidden",
-        b"required",
-        b"optional",
-        b"string",
-        b"str",
-        b"text",
-        b"default",
-        b"test",
-        b"testing",
-        b"foo",
-        b"bar",
-        b"baz",
-        b"foobar",
-        b"abc",
-        b"abc123",
-        b"123456",
-        b"12345678",
-        b"value",
-        b"username",
-        b"user",
-        b"secretkey",
-        b"mysecret",
-        b"mypassword",
-        b"mytoken",
-        b"todo",
-        b"tbd",
-        b"na",
-        b"n/a",
-        b"unset",
-        b"masked",
-        b"sensitive",
-        b"private",
-        b"public",
-        b"auto",
-    ];
+    const EXACT: &[u8] = b"secret password passwd pass pwd token key apikey api_key none null nil \
+        undefined true false yes no on off empty hidden required optional string str text default test \
+        testing foo bar baz foobar abc abc123 123456 12345678 value username user secretkey mysecret \
+        mypassword mytoken todo tbd na n/a unset masked sensitive private public auto";
     // Templating and elision: the value is a slot, not a value, wherever these stand.
     const TEMPLATED: &[&[u8]] = &[b"...", b"${", b"{{", b"$(", b"\xe2\x80\xa6"];
     let Some(&first) = v.first() else { return true };
@@ -3088,7 +2916,7 @@ fn is_placeholder(v: &[u8]) -> bool {
     {
         return true;
     }
-    if EXACT.iter().any(|w| v.eq_ignore_ascii_case(w))
+    if words(EXACT).any(|w| v.eq_ignore_ascii_case(w))
         || TEMPLATED.iter().any(|w| contains_ci(v, w))
         || format_slot(v)
         || printf_slot(v)
@@ -3151,79 +2979,12 @@ fn masked(v: &[u8]) -> bool {
 /// `example`, `<placeholder>`): at least one marker word and nothing else but filler words. A value
 /// with a digit or symbol (`Example123!`) is a real-looking password, not a placeholder.
 fn placeholder_words(v: &[u8]) -> bool {
-    const MARKERS: &[&[u8]] = &[
-        b"example",
-        b"examples",
-        b"placeholder",
-        b"changeme",
-        b"changeit",
-        b"change",
-        b"your",
-        b"dummy",
-        b"redacted",
-        b"replace",
-        b"insert",
-        b"sample",
-        b"fake",
-        b"todo",
-        b"fixme",
-        b"please",
-    ];
-    const FILLERS: &[&[u8]] = &[
-        b"me",
-        b"it",
-        b"my",
-        b"the",
-        b"a",
-        b"an",
-        b"with",
-        b"real",
-        b"actual",
-        b"own",
-        b"here",
-        b"goes",
-        b"this",
-        b"value",
-        b"secret",
-        b"password",
-        b"passwd",
-        b"pass",
-        b"pwd",
-        b"token",
-        b"key",
-        b"api",
-        b"access",
-        b"auth",
-        b"client",
-        b"app",
-        b"db",
-        b"database",
-        b"user",
-        b"name",
-        b"id",
-        b"string",
-        b"test",
-        b"demo",
-        b"com",
-        b"org",
-        b"net",
-        b"for",
-        b"of",
-        b"to",
-        b"new",
-        b"default",
-        b"private",
-        b"public",
-        b"sk",
-        b"pk",
-        b"live",
-        b"prod",
-        b"dev",
-        b"and",
-        b"or",
-        b"credentials",
-        b"credential",
-    ];
+    const MARKERS: &[u8] = b"example examples placeholder changeme changeit change your dummy redacted \
+        replace insert sample fake todo fixme please";
+    const FILLERS: &[u8] = b"me it my the a an with real actual own here goes this value secret password \
+        passwd pass pwd token key api access auth client app db database user name id string test demo \
+        com org net for of to new default private public sk pk live prod dev and or credentials \
+        credential";
     if !v
         .iter()
         .all(|&b| b.is_ascii_alphabetic() || matches!(b, b'_' | b'-' | b'.' | b' '))
@@ -3258,7 +3019,7 @@ fn placeholder_words(v: &[u8]) -> bool {
 
 /// Whether `part` is stand-in words run together (`yourpassword`, `changemeplease`): `None` if
 /// not, else whether a marker word is among them.
-fn stand_in_words(part: &[u8], markers: &[&[u8]], fillers: &[&[u8]]) -> Option<bool> {
+fn stand_in_words(part: &[u8], markers: &'static [u8], fillers: &'static [u8]) -> Option<bool> {
     if part.len() > 64 {
         return None;
     }
@@ -3267,8 +3028,8 @@ fn stand_in_words(part: &[u8], markers: &[&[u8]], fillers: &[&[u8]]) -> Option<b
     reach[0] = Some(false);
     for k in 0..part.len() {
         let Some(seen) = reach[k] else { continue };
-        for (words, marker) in [(markers, true), (fillers, false)] {
-            for w in words {
+        for (list, marker) in [(markers, true), (fillers, false)] {
+            for w in words(list) {
                 if eat_ci(part, k, w).is_some() {
                     let e = k + w.len();
                     reach[e] = Some(reach[e].unwrap_or(false) | seen | marker);
@@ -3281,48 +3042,11 @@ fn stand_in_words(part: &[u8], markers: &[&[u8]], fillers: &[&[u8]]) -> Option<b
 
 /// A reference to where the secret lives, not the secret: environment and config lookups.
 fn is_reference(v: &[u8]) -> bool {
-    const PREFIXES: &[&[u8]] = &[
-        b"os.environ",
-        b"os.getenv",
-        b"process.env",
-        b"import.meta.env",
-        b"env.",
-        b"env(",
-        b"env[",
-        b"ENV[",
-        b"ENV.",
-        b"System.getenv",
-        b"getenv",
-        b"Deno.env",
-        b"std::env",
-        b"env!",
-        b"secrets.",
-        b"vault:",
-        b"ref+",
-        b"config.",
-        b"settings.",
-        b"self.",
-        b"this.",
-        b"cfg.",
-        b"conf.",
-        b"args.",
-        b"opts.",
-        b"options.",
-        b"params.",
-        b"props.",
-        b"req.",
-        b"request.",
-        b"ctx.",
-        b"context.",
-        b"credentials.",
-        b"data.",
-        b"user.",
-        b"auth.",
-        b"Environment.",
-        b"Config.",
-        b"Settings.",
-    ];
-    PREFIXES.iter().any(|p| v.starts_with(p))
+    const PREFIXES: &[u8] = b"os.environ os.getenv process.env import.meta.env env. env( env[ ENV[ ENV. \
+        System.getenv getenv Deno.env std::env env! secrets. vault: ref+ config. settings. self. this. \
+        cfg. conf. args. opts. options. params. props. req. request. ctx. context. credentials. data. \
+        user. auth. Environment. Config. Settings.";
+    words(PREFIXES).any(|p| v.starts_with(p))
 }
 
 /// `password=PASSWORD`, `TOKEN=$TOKEN` without the `$`: the key's own name is a template.
@@ -3333,38 +3057,9 @@ fn same_as_key(v: &[u8], key: &[u8]) -> bool {
 /// `USER`, `DB_PASSWORD`, `PASSWORD`: an all-caps name, used as a template slot. A name has a
 /// `_` or is made of stand-in words (`DBPASSWORD`); `SUPERSECRETPASS` is a password in capitals.
 fn constant_like(v: &[u8]) -> bool {
-    const WORDS: &[&[u8]] = &[
-        b"password",
-        b"passwd",
-        b"pass",
-        b"pwd",
-        b"pw",
-        b"secret",
-        b"token",
-        b"key",
-        b"api",
-        b"user",
-        b"username",
-        b"name",
-        b"host",
-        b"hostname",
-        b"port",
-        b"db",
-        b"database",
-        b"value",
-        b"your",
-        b"my",
-        b"the",
-        b"auth",
-        b"access",
-        b"client",
-        b"app",
-        b"admin",
-        b"root",
-        b"login",
-        b"id",
-    ];
-    all_caps_name(v) && (v.contains(&b'_') || stand_in_words(v, WORDS, &[]).is_some())
+    const WORDS: &[u8] = b"password passwd pass pwd pw secret token key api user username name host \
+        hostname port db database value your my the auth access client app admin root login id";
+    all_caps_name(v) && (v.contains(&b'_') || stand_in_words(v, WORDS, b"").is_some())
 }
 
 /// Capitals and `_` only.
@@ -4234,6 +3929,12 @@ fn lower<'b>(v: &[u8], buf: &'b mut [u8; 16]) -> &'b [u8] {
     out
 }
 
+/// The words of a space-separated list. Word lists are one string each, not tables of slices: in
+/// a position-independent executable each slice of a table costs a relocation besides itself.
+fn words(list: &'static [u8]) -> impl Iterator<Item = &'static [u8]> {
+    list.split(|&b| b == b' ')
+}
+
 /// The end of `lit` (given in lowercase) if it appears at `pos`, ignoring ASCII case.
 fn eat_ci(bytes: &[u8], pos: usize, lit: &[u8]) -> Option<usize> {
     let end = pos.checked_add(lit.len())?;
@@ -4288,6 +3989,22 @@ fn char_ceil(bytes: &[u8], mut pos: usize) -> usize {
 /// Skips spaces and tabs (not newlines) from `pos`.
 fn skip_blank(bytes: &[u8], pos: usize) -> usize {
     run_end(bytes, pos, |b| b == b' ' || b == b'\t')
+}
+
+/// [`skip_blank`], and the no-break spaces French typography puts around a colon (U+00A0,
+/// U+202F): they are never part of a value.
+fn skip_space(bytes: &[u8], mut pos: usize) -> usize {
+    loop {
+        pos = skip_blank(bytes, pos);
+        let rest = &bytes[pos..];
+        if rest.starts_with(b"\xc2\xa0") {
+            pos += 2;
+        } else if rest.starts_with(b"\xe2\x80\xaf") {
+            pos += 3;
+        } else {
+            return pos;
+        }
+    }
 }
 
 fn trim_ascii(v: &[u8]) -> &[u8] {
@@ -4758,7 +4475,7 @@ mod tests {
     }
 
     /// One of each kind of finding, for the panic tests below.
-    const SCAN_SAMPLES: [&str; 27] = [
+    const SCAN_SAMPLES: [&str; 35] = [
         "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAq7Bz\n-----END RSA PRIVATE KEY-----",
         "\"client secret\" :\u{3000}\"v4lue9\"",
         "Bearer abcdefgh.ijk9",
@@ -4786,6 +4503,14 @@ mod tests {
         "DB_KENNWORT_PROD=Zq8!pLm2x",
         "db_contraseña=Zq8!pLm2x",
         "mot de passe\u{202f}: Zq8!pLm2x",
+        "mot de passe\u{a0}:\u{202f}Zq8!pLm2x",
+        "userPassword:: e1NTSEF9TGZ2OEhp\n blovRlN3aGYvd1FF",
+        "keytool -list \\\r\n -storepass Zq8!pLm2x `\n -v",
+        "NET USE Z: \\\\s\\x Zq8!pLm2x",
+        "비밀번호는 Zq8!pLm2x으로",
+        "パスワードはZq8!pLm2xです",
+        "Пароль_БД=Zq8!pLm2x",
+        "비밀번호_확인: Zq8!pLm2x",
     ];
 
     #[test]
@@ -4953,6 +4678,18 @@ mod tests {
             "db_contraseña",
             "CONTRASEÑA ",
             "mot de passe\u{a0}: ",
+            "keytool \\\n",
+            "-storepass a \\\n",
+            "userPassword:: ",
+            "userPassword:: e1NTSEF9\n ",
+            "NET USE ",
+            "NET USE Z: \\\\a\\b ",
+            "비밀번호_",
+            "Пароль_БД",
+            "비밀번호는 A으",
+            "password:\u{a0}",
+            "sha1$a$",
+            "{SSHA}ThisIsNotAHashJustSomeLongerText",
         ];
         let started = Instant::now();
         for unit in units {
@@ -5676,7 +5413,8 @@ mod tests {
         assert_clean(&[
             "the {SHA} scheme is weak",
             "{SHA}abc123",
-            "{SSHA}ThisIsNotAHashJustText",
+            // Words run together, of a salted SHA-1's length, are not its base64.
+            "{SSHA}ThisIsNotAHashJustSomeLongerText",
             "olcPasswordHash: {SSHA}",
             "Django uses pbkdf2_sha256 by default",
             "the format is pbkdf2_sha256$<iterations>$<salt>$<hash>",
@@ -5698,10 +5436,12 @@ mod tests {
         ] {
             assert_eq!(spans(text), ["Zq8!pLm2x"], "{text}");
         }
-        // A random-looking second argument does not hide the third.
+        // A client id (a UUID) before the secret is an identifier, and does not hide the secret.
         assert_eq!(
-            spans(r#"new ClientSecretCredential(tenant, "c7f3e9a1-5b2d", "Zq8!pLm2x")"#),
-            ["c7f3e9a1-5b2d", "Zq8!pLm2x"]
+            spans(
+                r#"new ClientSecretCredential(tenant, "04b07795-8ddb-461a-bbee-02f9e1bf7b46", "Zq8!pLm2x")"#
+            ),
+            ["Zq8!pLm2x"]
         );
         assert_clean(&[
             "new NetworkCredential(user, password)",
@@ -5711,6 +5451,14 @@ mod tests {
             r#"keyring.get_password("smtp", "svc")"#,
             r#"CredentialCache.GetCredential(uri, "Basic")"#,
             r#"store.GetCredentials("svc", "nobody!")"#,
+            // A tenant and a client id are identifiers, a certificate's path is not a secret.
+            r#"new ClientSecretCredential("72f988bf-86f1-41af-91ab-2d7cd011db47", "04b07795-8ddb-461a-bbee-02f9e1bf7b46", secret)"#,
+            r#"new ClientCertificateCredential(tenantId, "04b07795-8ddb-461a-bbee-02f9e1bf7b46", "certs/app-cert.pem")"#,
+            // A call that configures authentication is given a scheme, not a user and password.
+            r#"services.AddAuthentication("Cookies", "Zq8!pLm2xQ7")"#,
+            r#"app.UseAuthentication("Bearer", "Zq8!pLm2xQ7")"#,
+            r#"builder.WithAuthentication("Basic", "Zq8!pLm2xQ7")"#,
+            r#"ConfigureAuthentication("Oidc", "Zq8!pLm2xQ7")"#,
         ]);
     }
 
@@ -5848,6 +5596,184 @@ mod tests {
             "password=secret",
             "password: required",
             "password = hashed",
+        ]);
+    }
+
+    /// A value followed by a Korean or Japanese case particle is a means or an object, not the
+    /// password; a copula or the end after it still makes it one. A particle before a colon is a
+    /// mapping.
+    #[test]
+    fn cjk_case_particles_after_a_value_say_it_is_not_the_password() {
+        assert_clean(&[
+            "비밀번호는 AES256-GCM으로 암호화됩니다",
+            "비밀번호는 Argon2id로 해시됩니다",
+            "비밀번호는 Xk3mQ9zR2pLw7을 포함할 수 없습니다",
+            "비밀번호는 KeyVault2에서 가져옵니다",
+            "パスワードはAES256-GCMで暗号化されます",
+            "パスワードはVault2を使って保存します",
+        ]);
+        for text in [
+            "비밀번호는 Xk3mQ9zR2pLw7입니다",
+            "비밀번호는 Xk3mQ9zR2pLw7",
+            "パスワードはXk3mQ9zR2pLw7です",
+            "パスワードはXk3mQ9zR2pLw7でした",
+            "パスワードはXk3mQ9zR2pLw7。",
+            "비밀번호는: Xk3mQ9zR2pLw7",
+        ] {
+            assert_eq!(spans(text), ["Xk3mQ9zR2pLw7"], "{text}");
+        }
+    }
+
+    /// ldapsearch and slapcat print a password attribute's value in base64 after `::`.
+    #[test]
+    fn ldif_base64_password_values_are_found() {
+        let b64 = "e1NTSEF9TGZ2OEhpblovRlN3aGYvd1FFZHIyUjdqU1EzTVZ2K2Y=";
+        for text in [
+            format!("userPassword:: {b64}"),
+            format!("dn: uid=bob,ou=people,dc=example,dc=org\nuserPassword:: {b64}\nmail: bob@example.org"),
+            format!("olcRootPW:: {b64}"),
+        ] {
+            assert_eq!(spans(&text), [b64], "{text}");
+            assert_eq!(find_secret(&text), Some(SecretKind::Assignment), "{text}");
+        }
+        // A value wrapped onto continuation lines is redacted with them.
+        let text = format!(
+            "userPassword:: {}\n {}\nmail: bob@example.org",
+            &b64[..30],
+            &b64[30..]
+        );
+        let (redacted, _) = redact(&text);
+        assert_eq!(
+            redacted,
+            "userPassword:: [REDACTED:assignment]\nmail: bob@example.org"
+        );
+        assert_clean(&[
+            "description:: VGhpcyBpcyBhIGRlc2NyaXB0aW9u",
+            "userPassword:: xxxxxxxxxxxx",
+            "let h = password::hash(input);",
+            "use crate::password::Hasher;",
+        ]);
+    }
+
+    /// A command continued onto the next line (`\`, PowerShell's backtick, cmd's `^`) still names
+    /// the command on its next lines.
+    #[test]
+    fn keytool_passwords_on_continued_lines_are_found() {
+        for (text, secret) in [
+            (
+                "keytool -genkey -keystore k.jks \\\n  -storepass Xk3mQ9zR2pLw7 \\\n  -keypass Zq8pLm2xQ",
+                &["Xk3mQ9zR2pLw7", "Zq8pLm2xQ"][..],
+            ),
+            (
+                "keytool \\\n  -list -keystore k.jks \\\n  -storepass hunterpass",
+                &["hunterpass"],
+            ),
+            (
+                "keytool -importkeystore `\r\n  -srcstorepass Xk3mQ9zR2pLw7 `\r\n  -destkeystore b.jks",
+                &["Xk3mQ9zR2pLw7"],
+            ),
+            (
+                "keytool -list ^\n  -storepass hunterpass ^\n  -v",
+                &["hunterpass"],
+            ),
+        ] {
+            assert_eq!(spans(text), secret, "{text}");
+        }
+        // A line that ends without a continuation ends the command.
+        assert_clean(&["keytool -list -keystore k.jks\n-storepass Xk3mQ9zR2pLw7 goes on the next one"]);
+    }
+
+    /// Django's and Werkzeug's hash forms with a stand-in where the hash goes are not hashes;
+    /// Django's legacy salted SHA-1 and MD5 are.
+    #[test]
+    fn stand_in_django_hashes_are_clean_and_legacy_ones_are_found() {
+        assert_clean(&[
+            "pbkdf2_sha256$600000$salt$xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
+            "scrypt$dollars$aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+            "md5$salt$00000000000000000000000000000000",
+            "the legacy format is sha1$<salt>$<hash>",
+        ]);
+        for hash in [
+            "sha1$Xk3mQ9zR$2fd4e1c67a2d28fced849ee1bb76e7391b93eb12",
+            "md5$Xk3mQ9zR$9e107d9d372bb6826bd81d3542a419d6",
+        ] {
+            let text = format!("auth_user.password = {hash}");
+            assert_eq!(spans(&text), [hash], "{text}");
+            let text = format!("the row has {hash}, is it still read?");
+            assert_eq!(spans(&text), [hash], "{text}");
+            assert_eq!(find_secret(hash), Some(SecretKind::PasswordHash), "{hash}");
+        }
+    }
+
+    /// An LDAP scheme before readable words of a hash's length is not a hash.
+    #[test]
+    fn ldap_schemes_before_words_are_not_hashes() {
+        assert_clean(&[
+            "{SSHA}ThisIsNotAHashJustSomeLongerText",
+            "{SHA}ThisIsNotAHashJustSomeTextX",
+            "{MD5}PlaceholderValueHere12==",
+        ]);
+        assert_kind(SecretKind::PasswordHash, &["{MD5}CY9rzUYh03PK3k6DJie09g=="]);
+    }
+
+    /// A foreign word for password before a `-` is not the compound's head: a policy, a length.
+    #[test]
+    fn foreign_hyphen_compounds_and_policies_are_not_keys() {
+        assert_clean(&[
+            "Die Passwort-Richtlinie ist NIST800-63b",
+            "Die Passwort-Regel lautet NIST800-63b",
+            "Die Passwort-Richtlinie ist NIST-800-63b-rev2",
+            "Die Passwort-Richtlinie: NIST-800-63b-rev2",
+            "het wachtwoord_beleid: NIST800-63b",
+            "la contraseña_política: NIST800-63b",
+            "비밀번호_정책: NIST800-63b",
+        ]);
+        for text in [
+            "Das WLAN-Passwort ist Xk3mQ9zR2pLw7",
+            "passwort-prod: Xk3mQ9zR2pLw7",
+            "DB_KENNWORT=Xk3mQ9zR2pLw7",
+        ] {
+            assert_eq!(spans(text), ["Xk3mQ9zR2pLw7"], "{text}");
+        }
+    }
+
+    /// No-break spaces after a colon are spaces: never part of a value or its span.
+    #[test]
+    fn no_break_spaces_after_a_colon_are_not_part_of_the_value() {
+        assert_clean(&[
+            "Mot de passe\u{a0}:\u{a0}oublié",
+            "mot de passe\u{202f}:\u{202f}oublié ?",
+        ]);
+        for text in [
+            "Mot de passe\u{a0}:\u{a0}Xk3mQ9zR2pLw7",
+            "mot de passe\u{202f}:\u{202f}Xk3mQ9zR2pLw7",
+            "password:\u{a0}Xk3mQ9zR2pLw7",
+        ] {
+            assert_eq!(spans(text), ["Xk3mQ9zR2pLw7"], "{text:?}");
+        }
+    }
+
+    /// Windows commands in capitals or with a tab, a digit after a foreign key word, and foreign
+    /// words as key segments in their own script.
+    #[test]
+    fn capitals_tabs_digits_and_foreign_segments_are_found() {
+        for text in [
+            "NET USE Z: \\\\srv\\share Xk3mQ9zR2pLw7",
+            "NET USER bob Xk3mQ9zR2pLw7",
+            "Net User bob Xk3mQ9zR2pLw7 /add",
+            "net use\tZ: \\\\srv\\share Xk3mQ9zR2pLw7",
+            "DB_KENNWORT2=Xk3mQ9zR2pLw7",
+            "Пароль_БД=Xk3mQ9zR2pLw7",
+            "비밀번호_확인: Xk3mQ9zR2pLw7",
+            "비밀번호는: Xk3mQ9zR2pLw7",
+        ] {
+            assert_eq!(spans(text), ["Xk3mQ9zR2pLw7"], "{text}");
+        }
+        assert_clean(&[
+            "NET USER bob /DELETE",
+            "NET USE Z: /DELETE",
+            "Net user growth was 12% this quarter",
+            "Passwortänderung: Xk3mQ9zR2pLw7 ist alt",
         ]);
     }
 }
