@@ -1994,20 +1994,89 @@ static PASSWORD_WORD_INDEX: [[u16; 256]; 2] = {
     index
 };
 
+/// A word list: one space-separated string, and where each word starts and how long it is,
+/// computed at compile time. Not a table of slices: in a position-independent executable each
+/// slice of a table costs a relocation besides itself. Not split on use either: a lookup
+/// compares lengths first, as a table would, instead of scanning the whole string each time.
+struct Words {
+    text: &'static [u8],
+    at: &'static [(u16, u8)],
+}
+
+impl Words {
+    /// The words, in order.
+    fn iter(&self) -> impl Iterator<Item = &'static [u8]> {
+        let text = self.text;
+        self.at
+            .iter()
+            .map(move |&(start, len)| &text[usize::from(start)..usize::from(start) + usize::from(len)])
+    }
+}
+
+/// How many words a space-separated list holds.
+const fn word_count(text: &[u8]) -> usize {
+    let (mut i, mut n) = (0, 0);
+    while i < text.len() {
+        if text[i] != b' ' && (i == 0 || text[i - 1] == b' ') {
+            n += 1;
+        }
+        i += 1;
+    }
+    n
+}
+
+/// Where each word of a space-separated list starts, and its length (at most 255 bytes, the
+/// list at most 64 KiB: compilation fails otherwise).
+const fn word_index<const N: usize>(text: &[u8]) -> [(u16, u8); N] {
+    assert!(text.len() <= u16::MAX as usize, "word list too long");
+    let mut at = [(0u16, 0u8); N];
+    let (mut i, mut k) = (0, 0);
+    while i < text.len() {
+        if text[i] != b' ' && (i == 0 || text[i - 1] == b' ') {
+            let mut e = i;
+            while e < text.len() && text[e] != b' ' {
+                e += 1;
+            }
+            assert!(e - i <= u8::MAX as usize, "word too long");
+            // Both fit: checked above.
+            at[k] = (i as u16, (e - i) as u8);
+            k += 1;
+        }
+        i += 1;
+    }
+    at
+}
+
+/// A [`Words`] list from a space-separated string literal.
+macro_rules! words_of {
+    ($text:expr) => {{
+        const TEXT: &[u8] = $text;
+        const AT: [(u16, u8); word_count(TEXT)] = word_index(TEXT);
+        Words { text: TEXT, at: &AT }
+    }};
+}
+
+/// No words.
+const NO_WORDS: Words = words_of!(b"");
+
 /// Suffixes after a secret word that make the key metadata about a secret, not the secret.
-const QUALIFIERS: &[u8] = b"count len limit max min size ttl expir timeout type kind name file path dir \
+const QUALIFIERS: Words = words_of!(
+    b"count len limit max min size ttl expir timeout type kind name file path dir \
     url uri endpoint id field header prefix suffix env var hint policy pattern regex rule label input \
     prompt reset required enabled strategy provider manager store service cache valid strength format \
     encod helper handler mode version index idx pos offset iz hash digest stdin from source ref cmd \
     command usage budget rate stream lifetime age created updated location loc exists set present error \
     message msg text placeholder schema class style visible show hide mask changed per used total window \
     list ize ization ing less ary ive bucket estimat counter confirm_field algorithm algo issuer \
-    audience backend scope engine rounds iterations cost";
+    audience backend scope engine rounds iterations cost"
+);
 
 /// Prefixes before a secret word that make the key metadata (`max_tokens`, `is_secret`).
-const PREFIX_QUALIFIERS: &[u8] = b"max min num n total prompt input output completion forgot reset show \
+const PREFIX_QUALIFIERS: Words = words_of!(
+    b"max min num n total prompt input output completion forgot reset show \
     hide is has use no next prev last first count cached reasoning thinking context byte bypass validate \
-    check verify require toggle by com sur existing socket";
+    check verify require toggle by com sur existing socket"
+);
 
 /// The strongest secret word in `key`, unless a qualifier makes the key metadata.
 fn secret_word(key: &[u8]) -> Option<SecretWord> {
@@ -2175,7 +2244,9 @@ fn foreign_qualified(tail: &[u8]) -> bool {
 /// Whether the part of a key after its secret word starts with a qualifier (`_count`, `File`).
 fn qualified_after(tail: &[u8]) -> bool {
     let tail = &tail[run_end(tail, 0, |b| matches!(b, b'_' | b'-' | b'.'))..];
-    words(QUALIFIERS).any(|q| tail.len() >= q.len() && tail[..q.len()].eq_ignore_ascii_case(q))
+    QUALIFIERS
+        .iter()
+        .any(|q| tail.len() >= q.len() && tail[..q.len()].eq_ignore_ascii_case(q))
 }
 
 /// Whether the part of a key before its secret word ends with a qualifier (`max_`, `is`).
@@ -2198,7 +2269,7 @@ fn qualified_before(before: &[u8]) -> bool {
     }
     let seg = &trimmed[seg_start..];
     let seg = seg.strip_prefix(b"_").unwrap_or(seg);
-    words(PREFIX_QUALIFIERS).any(|q| seg.eq_ignore_ascii_case(q))
+    PREFIX_QUALIFIERS.iter().any(|q| seg.eq_ignore_ascii_case(q))
 }
 
 fn longest(key: &[u8], j: usize, words: &[&[u8]]) -> Option<usize> {
@@ -2483,12 +2554,14 @@ fn value_is_secret(bytes: &[u8], value: &Value, key: &[u8], strength: Strength, 
 /// `SuperSecretPassword`, `trustno-one-ever`, `qwertyuiop`; not `str`, `SecretStr`, `PasswordField`,
 /// `required`, nor a word shorter than eight letters (`Bcrypt`, `Rosebud`).
 fn letters_password(bytes: &[u8], value: &Value, key: &[u8]) -> bool {
-    const SCHEMA: &[u8] = b"bool boolean int integer number object any bytes char secretstr secretstring \
+    const SCHEMA: Words = words_of!(
+        b"bool boolean int integer number object any bytes char secretstr secretstring \
         securestring plaintext plain hashed encrypted env vault prompt ask disabled enabled ignore omit \
         keep unique nullable blank varchar sensitive writeonly readonly text none void never unknown \
         secret random generated required optional confirmed sometimes string str default hidden masked \
         redacted bcrypt argon native inherit inherited scram trust peer ident true false null anonymous \
-        keychain keyring external internal database standard security";
+        keychain keyring external internal database standard security"
+    );
     const SUFFIXES: &[&[u8]] = &[
         b"Field", b"Type", b"Input", b"Str", b"String", b"Schema", b"Column", b"Ref", b"Name", b"Key",
         b"Hash", b"Value", b"Secret",
@@ -2510,7 +2583,7 @@ fn letters_password(bytes: &[u8], value: &Value, key: &[u8]) -> bool {
         && !is_placeholder(v)
         && !same_as_key(v, key)
         && !contains_ci(key, v)
-        && !words(SCHEMA).any(|w| v.eq_ignore_ascii_case(w))
+        && !SCHEMA.iter().any(|w| v.eq_ignore_ascii_case(w))
         && !SUFFIXES.iter().any(|w| v.len() > w.len() && v.ends_with(w))
 }
 
@@ -2681,15 +2754,17 @@ fn generated(v: &[u8]) -> bool {
 /// A quoted value with spaces that reads as a passphrase, not a message: a few words, none of
 /// them a sentence word or a secret word (`"Password must be at least 8 characters"`).
 fn passphrase_like(v: &[u8]) -> bool {
-    const MESSAGE_WORDS: &[u8] = b"a an the is are be must should at least please enter your invalid \
+    const MESSAGE_WORDS: Words = words_of!(
+        b"a an the is are be must should at least please enter your invalid \
         required not of to for and or with characters chars field missing wrong incorrect match cannot \
-        can't does do this that you in on if it was expired empty too short long here new old";
+        can't does do this that you in on if it was expired empty too short long here new old"
+    );
     let parts = || v.split(u8::is_ascii_whitespace).filter(|w| !w.is_empty());
     (2..=8).contains(&parts().count())
         && v.len() >= 12
         && parts().all(|w| {
             let w = trim_end_of(w, |b| matches!(b, b'.' | b',' | b'!' | b'?' | b':'));
-            !words(MESSAGE_WORDS).any(|m| w.eq_ignore_ascii_case(m)) && secret_word(w).is_none()
+            !MESSAGE_WORDS.iter().any(|m| w.eq_ignore_ascii_case(m)) && secret_word(w).is_none()
         })
 }
 
@@ -2860,12 +2935,14 @@ const KEY_SIZES: &[&[u8]] = &[
 ];
 
 fn tech_part(v: &[u8]) -> bool {
-    const WORDS: &[u8] = b"sha1 sha256 sha384 sha512 base64 base64url base32 utf8 utf-8 md5 x509 ipv4 \
+    const WORDS: Words = words_of!(
+        b"sha1 sha256 sha384 sha512 base64 base64url base32 utf8 utf-8 md5 x509 ipv4 \
         ipv6 http2 http3 oauth2 hs256 hs512 rs256 rs512 es256 aes128 aes256 pbkdf2 argon2 argon2id \
         argon2i argon2d bcrypt scrypt yescrypt aes sha rsa hmac ecdsa pbkdf k8s ed25519 secp256k1 \
         rsa2048 rsa4096 p256 blake3 sha3-256 x25519 chacha20 s3 ec2 gpt-4 gpt4 gpt-4o o200k cl100k \
-        cl100k_base o200k_base bpe wordpiece";
-    words(WORDS).any(|w| v.eq_ignore_ascii_case(w))
+        cl100k_base o200k_base bpe wordpiece"
+    );
+    WORDS.iter().any(|w| v.eq_ignore_ascii_case(w))
 }
 
 /// Shannon entropy in bits per byte.
@@ -2889,10 +2966,12 @@ fn entropy(v: &[u8]) -> f64 {
 /// A placeholder, not a value: `<…>`, `$VAR`, `${…}`, `{{…}}`, `%VAR%`, `xxxx`, `****`, `…`,
 /// `changeme`, `example`, our own `[REDACTED:…]`, a repeated character, a common stand-in word.
 fn is_placeholder(v: &[u8]) -> bool {
-    const EXACT: &[u8] = b"secret password passwd pass pwd token key apikey api_key none null nil \
+    const EXACT: Words = words_of!(
+        b"secret password passwd pass pwd token key apikey api_key none null nil \
         undefined true false yes no on off empty hidden required optional string str text default test \
         testing foo bar baz foobar abc abc123 123456 12345678 value username user secretkey mysecret \
-        mypassword mytoken todo tbd na n/a unset masked sensitive private public auto";
+        mypassword mytoken todo tbd na n/a unset masked sensitive private public auto"
+    );
     // Templating and elision: the value is a slot, not a value, wherever these stand.
     const TEMPLATED: &[&[u8]] = &[b"...", b"${", b"{{", b"$(", b"\xe2\x80\xa6"];
     let Some(&first) = v.first() else { return true };
@@ -2916,7 +2995,7 @@ fn is_placeholder(v: &[u8]) -> bool {
     {
         return true;
     }
-    if words(EXACT).any(|w| v.eq_ignore_ascii_case(w))
+    if EXACT.iter().any(|w| v.eq_ignore_ascii_case(w))
         || TEMPLATED.iter().any(|w| contains_ci(v, w))
         || format_slot(v)
         || printf_slot(v)
@@ -2979,12 +3058,16 @@ fn masked(v: &[u8]) -> bool {
 /// `example`, `<placeholder>`): at least one marker word and nothing else but filler words. A value
 /// with a digit or symbol (`Example123!`) is a real-looking password, not a placeholder.
 fn placeholder_words(v: &[u8]) -> bool {
-    const MARKERS: &[u8] = b"example examples placeholder changeme changeit change your dummy redacted \
-        replace insert sample fake todo fixme please";
-    const FILLERS: &[u8] = b"me it my the a an with real actual own here goes this value secret password \
+    const MARKERS: Words = words_of!(
+        b"example examples placeholder changeme changeit change your dummy redacted \
+        replace insert sample fake todo fixme please"
+    );
+    const FILLERS: Words = words_of!(
+        b"me it my the a an with real actual own here goes this value secret password \
         passwd pass pwd token key api access auth client app db database user name id string test demo \
         com org net for of to new default private public sk pk live prod dev and or credentials \
-        credential";
+        credential"
+    );
     if !v
         .iter()
         .all(|&b| b.is_ascii_alphabetic() || matches!(b, b'_' | b'-' | b'.' | b' '))
@@ -3009,7 +3092,7 @@ fn placeholder_words(v: &[u8]) -> bool {
         if part.is_empty() {
             continue;
         }
-        match stand_in_words(part, MARKERS, FILLERS) {
+        match stand_in_words(part, &MARKERS, &FILLERS) {
             Some(m) => marker |= m,
             None => return false,
         }
@@ -3019,7 +3102,7 @@ fn placeholder_words(v: &[u8]) -> bool {
 
 /// Whether `part` is stand-in words run together (`yourpassword`, `changemeplease`): `None` if
 /// not, else whether a marker word is among them.
-fn stand_in_words(part: &[u8], markers: &'static [u8], fillers: &'static [u8]) -> Option<bool> {
+fn stand_in_words(part: &[u8], markers: &Words, fillers: &Words) -> Option<bool> {
     if part.len() > 64 {
         return None;
     }
@@ -3029,7 +3112,7 @@ fn stand_in_words(part: &[u8], markers: &'static [u8], fillers: &'static [u8]) -
     for k in 0..part.len() {
         let Some(seen) = reach[k] else { continue };
         for (list, marker) in [(markers, true), (fillers, false)] {
-            for w in words(list) {
+            for w in list.iter() {
                 if eat_ci(part, k, w).is_some() {
                     let e = k + w.len();
                     reach[e] = Some(reach[e].unwrap_or(false) | seen | marker);
@@ -3042,11 +3125,13 @@ fn stand_in_words(part: &[u8], markers: &'static [u8], fillers: &'static [u8]) -
 
 /// A reference to where the secret lives, not the secret: environment and config lookups.
 fn is_reference(v: &[u8]) -> bool {
-    const PREFIXES: &[u8] = b"os.environ os.getenv process.env import.meta.env env. env( env[ ENV[ ENV. \
+    const PREFIXES: Words = words_of!(
+        b"os.environ os.getenv process.env import.meta.env env. env( env[ ENV[ ENV. \
         System.getenv getenv Deno.env std::env env! secrets. vault: ref+ config. settings. self. this. \
         cfg. conf. args. opts. options. params. props. req. request. ctx. context. credentials. data. \
-        user. auth. Environment. Config. Settings.";
-    words(PREFIXES).any(|p| v.starts_with(p))
+        user. auth. Environment. Config. Settings."
+    );
+    PREFIXES.iter().any(|p| v.starts_with(p))
 }
 
 /// `password=PASSWORD`, `TOKEN=$TOKEN` without the `$`: the key's own name is a template.
@@ -3057,9 +3142,11 @@ fn same_as_key(v: &[u8], key: &[u8]) -> bool {
 /// `USER`, `DB_PASSWORD`, `PASSWORD`: an all-caps name, used as a template slot. A name has a
 /// `_` or is made of stand-in words (`DBPASSWORD`); `SUPERSECRETPASS` is a password in capitals.
 fn constant_like(v: &[u8]) -> bool {
-    const WORDS: &[u8] = b"password passwd pass pwd pw secret token key api user username name host \
-        hostname port db database value your my the auth access client app admin root login id";
-    all_caps_name(v) && (v.contains(&b'_') || stand_in_words(v, WORDS, b"").is_some())
+    const WORDS: Words = words_of!(
+        b"password passwd pass pwd pw secret token key api user username name host \
+        hostname port db database value your my the auth access client app admin root login id"
+    );
+    all_caps_name(v) && (v.contains(&b'_') || stand_in_words(v, &WORDS, &NO_WORDS).is_some())
 }
 
 /// Capitals and `_` only.
@@ -3929,12 +4016,6 @@ fn lower<'b>(v: &[u8], buf: &'b mut [u8; 16]) -> &'b [u8] {
     out
 }
 
-/// The words of a space-separated list. Word lists are one string each, not tables of slices: in
-/// a position-independent executable each slice of a table costs a relocation besides itself.
-fn words(list: &'static [u8]) -> impl Iterator<Item = &'static [u8]> {
-    list.split(|&b| b == b' ')
-}
-
 /// The end of `lit` (given in lowercase) if it appears at `pos`, ignoring ASCII case.
 fn eat_ci(bytes: &[u8], pos: usize, lit: &[u8]) -> Option<usize> {
     let end = pos.checked_add(lit.len())?;
@@ -4044,7 +4125,10 @@ fn is_js_space(c: char) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::{SecretKind, find_secret, findings, is_secret_like, redact, strip_private};
+    use super::{
+        NO_WORDS, PREFIX_QUALIFIERS, QUALIFIERS, SecretKind, Words, find_secret, findings, is_secret_like,
+        redact, strip_private, word_count, word_index,
+    };
     use std::time::{Duration, Instant};
 
     const JWT: &str = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.\
@@ -4071,6 +4155,21 @@ mod tests {
     /// The text of each finding, for span assertions.
     fn spans(text: &str) -> Vec<&str> {
         findings(text).iter().map(|f| &text[f.start..f.end]).collect()
+    }
+
+    #[test]
+    fn word_lists_index_every_word_exactly() {
+        let split =
+            |w: &Words| -> Vec<&[u8]> { w.text.split(|&b| b == b' ').filter(|w| !w.is_empty()).collect() };
+        for list in [
+            &QUALIFIERS,
+            &PREFIX_QUALIFIERS,
+            &NO_WORDS,
+            &words_of!(b"  a bb  ccc "),
+        ] {
+            assert_eq!(list.iter().collect::<Vec<_>>(), split(list));
+        }
+        assert_eq!(words_of!(b"  a bb  ccc ").iter().count(), 3);
     }
 
     #[test]
