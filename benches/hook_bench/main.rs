@@ -94,6 +94,8 @@ struct Ctx {
     node: String,
     git: String,
     floor: PathBuf,
+    /// The floor client: one prepare request on a plain socket (`floor_client.rs`).
+    floor_client: PathBuf,
     plan: Plan,
     /// The upstream Claude Code plugin directory (`POWERCONTEXT_OFFICIAL_HOOKS`), if given.
     official_hooks: Option<String>,
@@ -358,9 +360,20 @@ fn which(program: &str, package: &str) -> String {
 
 /// The floor: an empty `main` built with the same release settings as the hooks.
 fn build_floor(dir: &Path) -> PathBuf {
-    let src = dir.join("floor.rs");
-    let out = dir.join("floor");
-    std::fs::write(&src, "fn main() {}\n").expect("write floor.rs");
+    build_std_program(dir, "floor", "fn main() {}\n")
+}
+
+/// The floor client (see `floor_client.rs`): one prepare request on a plain socket, built with the
+/// same release settings as the hooks.
+fn build_floor_client(dir: &Path) -> PathBuf {
+    build_std_program(dir, "floor_client", include_str!("floor_client.rs"))
+}
+
+/// Builds a std-only program from `source` with the hooks' release settings.
+fn build_std_program(dir: &Path, name: &str, source: &str) -> PathBuf {
+    let src = dir.join(format!("{name}.rs"));
+    let out = dir.join(name);
+    std::fs::write(&src, source).expect("write a baseline program's source");
     let status = Command::new("rustc")
         .args([
             "--edition",
@@ -377,7 +390,7 @@ fn build_floor(dir: &Path) -> PathBuf {
         .arg(&src)
         .status()
         .expect("run rustc");
-    assert!(status.success(), "rustc could not build the floor binary");
+    assert!(status.success(), "rustc could not build the {name} baseline");
     out
 }
 
@@ -446,6 +459,7 @@ fn main() {
     let project = root.path().join("home/project");
     git_init(&project);
     let floor = build_floor(root.path());
+    let floor_client = build_floor_client(root.path());
     let ctx = Ctx {
         project,
         fixtures: hosts::fixtures(),
@@ -453,6 +467,7 @@ fn main() {
         node: which("node", "nodejs"),
         git: which("git", "git"),
         floor,
+        floor_client,
         plan,
         root,
         official_hooks: env.text(prompt_path::OFFICIAL_VAR).map(str::to_owned),
@@ -477,14 +492,21 @@ fn main() {
     };
     report.machine = report::machine_info(&ctx.python, &ctx.node);
 
-    // `POWERCONTEXT_BENCH_ONLY=prompt-path` runs that section alone (its report goes to
-    // `POWERCONTEXT_BENCH_OUT`, default `target/bench-prompt-path`, never over the full report).
-    if env.text("POWERCONTEXT_BENCH_ONLY") == Some("prompt-path") {
-        let _ = prompt_path::bench_prompt_path(&ctx, &mut report);
+    // `POWERCONTEXT_BENCH_ONLY=prompt-path` runs that section alone, and `=floor` the hooks against
+    // the floors with the failure rows (their report goes to `POWERCONTEXT_BENCH_OUT`, default
+    // `target/bench-<section>`, never over the full report).
+    let only = env.text("POWERCONTEXT_BENCH_ONLY");
+    if let Some(section @ ("prompt-path" | "floor")) = only {
+        if section == "floor" {
+            let _ = bench_main(&ctx, &hosts, &mut report);
+            bench_failures(&ctx, &hosts, &mut report);
+        } else {
+            let _ = prompt_path::bench_prompt_path(&ctx, &mut report);
+        }
         report.notes = method_notes(&ctx);
         report.elapsed_secs = started.elapsed().as_secs_f64();
         let out = env.text("POWERCONTEXT_BENCH_OUT").map_or_else(
-            || Path::new(env!("CARGO_MANIFEST_DIR")).join("target/bench-prompt-path"),
+            || Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("target/bench-{section}")),
             PathBuf::from,
         );
         std::fs::create_dir_all(&out).expect("create the report directory");
@@ -669,9 +691,27 @@ fn bench_main(ctx: &Ctx, hosts: &[&Host], report: &mut Report) -> MainFigures {
         move |_| ctx.baseline(&floor, &[]),
         |o| o.success,
     ));
+    let client_server = servers::instant(servers::Prepared::Ready);
+    let client_addr = client_server
+        .url()
+        .trim_start_matches("http://")
+        .trim_end_matches('/')
+        .to_owned();
+    let client = ctx.floor_client.to_string_lossy().into_owned();
+    cases.push(Case::new(
+        "baseline.floor-client",
+        "the floor client: payload in, one prepare request on a plain socket, the answer printed",
+        move |run| {
+            let payload = (first.payload)(&ctx.fixtures, &ctx.payload(PROMPT, run));
+            ctx.baseline(&client, &[&client_addr, servers::SCOPE])
+                .stdin(payload)
+        },
+        |o| o.success && o.stdout.contains("BEGIN_POWERCONTEXT"),
+    ));
     interleave(&mut cases, ctx.plan.runs, ctx.plan.warmup, "main comparison");
 
     let py = find(&cases, "baseline.python").stats();
+    let fc = find(&cases, "baseline.floor-client").stats();
     let nd = find(&cases, "baseline.node").stats();
     let fl = find(&cases, "baseline.floor").stats();
     let mut rows = Vec::new();
@@ -699,10 +739,12 @@ fn bench_main(ctx: &Ctx, hosts: &[&Host], report: &mut Report) -> MainFigures {
             String::new()
         };
         let note = format!(
-            "{split}{:.1}× faster than Python, {:.1}× than Node; {} above the floor; {seen} captures received{}",
+            "{split}{:.1}× faster than Python, {:.1}× than Node; {} above the empty binary; \
+             {} over the floor client; {seen} captures received{}",
             py.p50 / st.p50,
             nd.p50 / st.p50,
             format_args!("+{:.2} ms", st.p50 - fl.p50),
+            format_args!("{:+.2} ms p50 / {:+.2} ms p99", st.p50 - fc.p50, st.p99 - fc.p99),
             if c.failed > 0 {
                 format!("; {}", c.checked())
             } else {
@@ -715,6 +757,8 @@ fn bench_main(ctx: &Ctx, hosts: &[&Host], report: &mut Report) -> MainFigures {
                 "speedup_vs_python_p50": ratio(py.p50, st.p50),
                 "speedup_vs_node_p50": ratio(nd.p50, st.p50),
                 "above_floor_p50_ms": round3(st.p50 - fl.p50),
+                "above_floor_client_p50_ms": round3(st.p50 - fc.p50),
+                "above_floor_client_p99_ms": round3(st.p99 - fc.p99),
                 "captures_received": seen,
                 "check_failures": c.failed,
                 "per_process": per.iter().map(|s| s.to_json()).collect::<Vec<_>>(),
@@ -734,6 +778,7 @@ fn bench_main(ctx: &Ctx, hosts: &[&Host], report: &mut Report) -> MainFigures {
         "baseline.node",
         "baseline.git",
         "baseline.floor",
+        "baseline.floor-client",
     ] {
         let c = find(&cases, id);
         rows.push(c.row(c.checked(), json!({})));
@@ -756,6 +801,25 @@ fn bench_main(ctx: &Ctx, hosts: &[&Host], report: &mut Report) -> MainFigures {
         ),
         rows,
     });
+    report.headline.push(format!(
+        "Overhead over the floor client (one prepare request on a plain socket, p50 {:.2} ms, p99 \
+         {:.2} ms; goal: at most +1.0 ms at p50 and +3.0 ms at p99): {}.",
+        fc.p50,
+        fc.p99,
+        figures
+            .iter()
+            .map(|(name, full, _)| {
+                let (d50, d99) = (full.p50 - fc.p50, full.p99 - fc.p99);
+                let met = if d50 <= 1.0 && d99 <= 3.0 {
+                    "met"
+                } else {
+                    "not met"
+                };
+                format!("`{name}` {d50:+.2} ms / {d99:+.2} ms ({met})")
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    ));
     let first = figures.first().map_or(0.0, |f| f.1.p50);
     for (name, full, _) in &figures {
         report.headline.push(format!(
