@@ -31,8 +31,12 @@ fn prompt_literal(payload: &str) -> &str {
 }
 
 fn main() {
-    let addr = std::env::args().nth(1).expect("usage: floor_client HOST:PORT SCOPE_ID");
-    let scope = std::env::args().nth(2).expect("usage: floor_client HOST:PORT SCOPE_ID");
+    let addr = std::env::args()
+        .nth(1)
+        .expect("usage: floor_client HOST:PORT SCOPE_ID");
+    let scope = std::env::args()
+        .nth(2)
+        .expect("usage: floor_client HOST:PORT SCOPE_ID");
     let mut payload = String::new();
     std::io::stdin().read_to_string(&mut payload).expect("read stdin");
     let body = format!(
