@@ -4,6 +4,7 @@
 
 mod bootstrap;
 mod cli;
+mod deps_home;
 mod docs_sync;
 mod doctor;
 mod dsh;
