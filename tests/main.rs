@@ -4,6 +4,7 @@
 
 mod bootstrap;
 mod cli;
+mod cli_docs;
 mod deps_home;
 mod docs_sync;
 mod doctor;
