@@ -4,7 +4,7 @@ SHELL := /bin/bash
 CARGO ?= cargo
 TEST_ARGS ?=
 
-.PHONY: all build release dist deps demo test unit e2e bench lint fmt clippy clean-state
+.PHONY: all build release install dist deps demo test unit e2e bench lint fmt clippy clean-state
 
 all: build
 
@@ -12,7 +12,19 @@ build:
 	$(CARGO) build --locked
 
 release:
+	@echo "==> building the release executables (target/release; the first build takes a few minutes)"
 	$(CARGO) build --release --locked
+
+# Installs the CLI and the hook executables into $(PREFIX)/bin (default ~/.local/bin), the same
+# set `cargo install --locked --path .` installs. `powercontext-hooks setup` then copies the hook
+# executables it wires into its own folder, so a later `cargo clean` breaks nothing.
+PREFIX ?= $(HOME)/.local
+install: release
+	@mkdir -p "$(PREFIX)/bin"
+	@for b in $$(sed -n '/^\[\[bin\]\]/{n;s/^name = "\(.*\)"/\1/p}' Cargo.toml); do \
+	  install -m 0755 "target/release/$$b" "$(PREFIX)/bin/.$$b.new" && mv -f "$(PREFIX)/bin/.$$b.new" "$(PREFIX)/bin/$$b" || exit 1; \
+	done
+	@echo "installed into $(PREFIX)/bin; make sure it is on your PATH (powercontext-hooks version)"
 
 # The plugin source tree for the official installer: `powercontext setup <host> --source dist/plugins`.
 # It references the release executables in target/release by absolute path: keep both in place.
@@ -21,7 +33,9 @@ dist: release
 	target/release/powercontext-hooks package --out $(DIST)
 
 # Everything the tests need that does not come from cargo: the pinned Server and the host CLIs.
+# Both run their tools with a throwaway HOME (scripts/lib/deps.sh): the real one is never touched.
 deps:
+	@echo "==> installing the pinned PowerContext Server (.venv-server) and host CLIs (tests/e2e/*/node_modules)"
 	scripts/ensure-server-venv
 	scripts/ensure-hosts
 
@@ -29,15 +43,16 @@ demo:
 	scripts/demo
 
 # The whole suite: unit tests, fault injection, the real Server, the real host CLIs, and the
-# release-binary panic test. Tests run inside a loopback-only network namespace.
+# release-binary panic test. Tests run inside a loopback-only network namespace. Every test
+# binary runs even when one fails (--no-fail-fast), and a summary of each closes the output.
 test: deps release
 	$(CARGO) test --locked --workspace --no-run
-	scripts/in-netns $(CARGO) test --offline --locked --workspace -- $(TEST_ARGS)
+	scripts/in-netns scripts/test-summary $(CARGO) test --offline --locked --workspace --no-fail-fast -- $(TEST_ARGS)
 
 # Only the real-host end-to-end tests.
 e2e: deps release
 	$(CARGO) test --locked --test integration --no-run
-	scripts/in-netns $(CARGO) test --offline --locked --test integration -- e2e_ $(TEST_ARGS)
+	scripts/in-netns scripts/test-summary $(CARGO) test --offline --locked --test integration -- e2e_ $(TEST_ARGS)
 
 # Hook cost, deadline adherence and scaling against the interpreter floor: one run
 # writes docs/benchmarks.md and docs/benchmarks.json. Loopback-only network namespace, as the tests.

@@ -315,3 +315,30 @@ fn a_hook_that_cannot_keep_a_session_record_gets_each_package_once() {
     assert!(again.status.success(), "{}", again.stderr);
     assert!(!again.stdout.contains("alder-lint-7"), "{}", again.stdout);
 }
+
+/// A session start on a scope without curated memory writes nothing (no answer, no diagnostic
+/// line) and the run journal, and so `status`, calls it `empty`, the word the docs use for it.
+#[test]
+fn a_session_start_without_curated_memory_is_journaled_as_empty() {
+    let server = RealServer::shared();
+    let scope = server.create_scope("bootstrap nothing curated");
+    server.remember(&scope, "An ordinary memory, never tagged for bootstrap.");
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let start = json!({"hook_event_name": "SessionStart", "session_id": "none-1", "cwd": dir.path(), "source": "startup"});
+    let out = run(&start, &scope, server, &state);
+    assert!(out.status.success(), "{}", out.stderr);
+    assert_eq!(out.stdout.trim(), "", "nothing to inject");
+    assert_eq!(out.stderr.trim(), "", "a normal outcome writes no line");
+    let journal = std::fs::read_to_string(state.join("journal-claude-code.jsonl")).unwrap();
+    let record: Value = serde_json::from_str(journal.lines().last().unwrap()).unwrap();
+    assert_eq!(record["event"], "SessionStart", "{record}");
+    assert_eq!(record["outcome"], "empty", "{record}");
+    let status = crate::support::run_cli(
+        &["status"],
+        &[("POWERCONTEXT_HOOKS_STATE_DIR", &state.to_string_lossy())],
+    );
+    let text = String::from_utf8_lossy(&status.stdout);
+    assert!(text.contains("claude-code SessionStart: last fired"), "{text}");
+    assert!(text.contains("(empty)"), "{text}");
+}

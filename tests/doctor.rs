@@ -288,7 +288,29 @@ fn firing(report: &Value) -> (String, String, String) {
 fn firing_line_for_a_host_that_never_ran_its_hook_then_after_a_real_run() {
     let sb = Sandbox::new();
     setup(&sb, "claude-code", &closed_port_url(), false);
+    // Right after setup, before any prompt: waiting, not broken, with what to check if it stays.
     // Doctor's own synthetic run (it runs the hook) must not count as the host firing.
+    for _ in 0..2 {
+        let (_, report) = doctor(&sb, "claude-code");
+        let (status, detail, _) = firing(&report);
+        assert_eq!(status, "ok", "{report}");
+        assert!(detail.starts_with("waiting for the first prompt"), "{detail}");
+        assert!(
+            detail.contains("claude plugin enable powercontext@powercontext"),
+            "{detail}"
+        );
+    }
+    // A day after setup with still no run, it is a warning with the fix.
+    let manifest = sb
+        .home()
+        .join(".local/state/powercontext-hooks/installs/claude-code/manifest.json");
+    let day_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(25 * 3600);
+    fs::File::options()
+        .append(true)
+        .open(&manifest)
+        .unwrap()
+        .set_modified(day_ago)
+        .unwrap();
     for _ in 0..2 {
         let (_, report) = doctor(&sb, "claude-code");
         let (status, detail, fix) = firing(&report);

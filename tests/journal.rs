@@ -323,7 +323,7 @@ fn status_figures_from_a_known_journal() {
     );
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
-        text.contains("codex UserPromptSubmit: last fired 30 min ago (ready); 4 run(s), 1 failed; p50 20 ms, p95 40 ms; 3.5 KB injected; captures 2 delivered, 1 spooled, 1 skipped"),
+        text.contains("codex UserPromptSubmit: last fired 30 min ago (ready); 4 run(s), 1 failed; p50 20 ms, p95 40 ms; 3.5 KB injected; captures 2 delivered or queued, 1 spooled, 1 skipped"),
         "{text}"
     );
 }

@@ -4,6 +4,8 @@
 
 mod bootstrap;
 mod cli;
+mod cli_docs;
+mod deps_home;
 mod docs_sync;
 mod doctor;
 mod dsh;

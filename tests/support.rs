@@ -131,6 +131,15 @@ impl Sandbox {
             ]
             .map(|(k, v)| (k.to_owned(), v)),
         );
+        let mut env = env;
+        // Doctor's synthetic hook runs reach the real Server under the hooks' production timeouts
+        // (1 s a request) unless told otherwise; on a loaded 2-core machine the Server's prepare can
+        // take longer, and "timeout, timeout" would be the machine, not the code under test. The budget
+        // stays under doctor's own 15 s limit for a run.
+        for part in ["CLAUDE", "CODEX", "PI", "OPENCODE", "DSH"] {
+            env.insert(format!("POWERCONTEXT_{part}_REQUEST_TIMEOUT_SECONDS"), "8".into());
+            env.insert(format!("POWERCONTEXT_{part}_HTTP_BUDGET_SECONDS"), "12".into());
+        }
         Self { root, env }
     }
 

@@ -71,7 +71,10 @@ pub fn lines(summaries: &[Summary], now_ms: u64) -> Vec<String> {
             _ => "no run in 24 h".to_owned(),
         };
         out.push(format!(
-            "  {} {}: last fired {} ({}); {} run(s), {} failed; {durations}; {} injected; captures {} delivered, {} spooled, {} skipped{}",
+            // What the user asks is "did my prompts get there": a capture handed to the background
+            // drainer is on its way (one that fails there is spooled by the drainer), so it counts
+            // with the delivered ones.
+            "  {} {}: last fired {} ({}); {} run(s), {} failed; {durations}; {} injected; captures {} delivered or queued, {} spooled, {} skipped",
             s.host,
             s.event,
             ago(now_ms, s.last_at),
@@ -79,14 +82,9 @@ pub fn lines(summaries: &[Summary], now_ms: u64) -> Vec<String> {
             s.runs_24h,
             s.failures_24h,
             bytes(s.injected_bytes_24h),
-            s.captures_delivered_24h,
+            s.captures_delivered_24h + s.captures_queued_24h,
             s.captures_spooled_24h,
             s.captures_skipped_24h,
-            if s.captures_queued_24h > 0 {
-                format!(", {} handed to the drainer", s.captures_queued_24h)
-            } else {
-                String::new()
-            },
         ));
     }
     out

@@ -879,6 +879,9 @@ fn check_working(host: Host, exe: &Path, cwd: &Path, server_ok: bool, r: &mut Re
 /// A host whose last run is older than this, while another host ran since, is reported.
 const QUIET_DAYS: u64 = 7;
 
+/// A setup younger than this that never fired is waiting for its first prompt, not broken.
+const FRESH_SETUP_MS: u64 = 24 * 3_600_000;
+
 /// Whether the host's hook is really running on the user's prompts: its last journal record
 /// against the time of setup (the manifest's mtime) and the other hosts' activity.
 fn check_firing(host: Host, paths: &Paths, r: &mut Report) {
@@ -907,6 +910,19 @@ fn check_firing(host: Host, paths: &Paths, r: &mut Report) {
         let since = setup_at.map_or_else(String::new, |s| {
             format!(" (set up {})", crate::activity::ago(now, s))
         });
+        // A fresh setup that has never fired is the normal first state, not a fault: the user
+        // has likely not sent a prompt yet. Only a quiet day after setup is worth a warning.
+        let fresh = setup_at.is_some_and(|s| now.saturating_sub(s) < FRESH_SETUP_MS);
+        if records.is_empty() && fresh {
+            r.ok(
+                Tier::Working,
+                "firing",
+                format!(
+                    "waiting for the first prompt{since}: send one in {name}, then run doctor again; if it still says this after a prompt, likely: {causes} (fix: {fix})"
+                ),
+            );
+            return;
+        }
         r.warn(
             Tier::Working,
             "firing",

@@ -18,7 +18,7 @@ use crate::setup::{Paths, SetupArgs};
 /// `mcp-headers <host>`.
 #[derive(Debug, Args)]
 pub struct McpHeadersArgs {
-    /// claude-code, codex, opencode, pi or dsh.
+    /// The host whose MCP client asks.
     #[arg(value_parser = crate::install::host_arg())]
     pub host: crate::install::Host,
     /// Our config file (as `POWERCONTEXT_HOOKS_CONFIG`).

@@ -75,13 +75,13 @@ pub struct Args {
 const AFTER_HELP: &str = "\
 Configuration: environment variables (POWERCONTEXT_<HOST>_SERVER_URL, POWERCONTEXT_<HOST>_AUTHORIZATION, …)
 override the optional file ~/.config/powercontext-hooks/config.toml (or $POWERCONTEXT_HOOKS_CONFIG).
-See the README for the full table. The Server itself is run by the Python CLI: `powercontext server run`.";
+docs/configuration.md has the full table. The Server itself is run by the Python CLI: `powercontext server run`.";
 
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Print the version.
     Version {
-        /// One JSON object: `{"ok": true, "version": "…"}`.
+        /// One JSON object on stdout instead of text.
         #[arg(long)]
         json: bool,
     },

@@ -39,7 +39,7 @@ pub struct Locate {
 /// `setup <host>`.
 #[derive(Debug, Args)]
 pub struct SetupArgs {
-    /// claude-code, codex, opencode, pi or dsh.
+    /// The host to install into.
     #[arg(value_parser = crate::install::host_arg())]
     pub host: crate::install::Host,
     /// DSH only: the profile to install into (default: web).

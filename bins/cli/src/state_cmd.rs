@@ -24,7 +24,7 @@ use crate::report;
 /// `status` options.
 #[derive(Debug, Args)]
 pub struct StatusArgs {
-    /// Print one JSON object instead of text.
+    /// One JSON object on stdout instead of text.
     #[arg(long)]
     json: bool,
 }
@@ -32,8 +32,8 @@ pub struct StatusArgs {
 /// `flush` options.
 #[derive(Debug, Args)]
 pub struct FlushArgs {
-    /// Drain everything (the default).
-    #[arg(long, conflicts_with = "scope")]
+    /// Accepted and ignored: without `--scope`, flush always drains everything.
+    #[arg(long, conflicts_with = "scope", hide = true)]
     all: bool,
     /// Only captures and pending flushes for this scope id.
     #[arg(long, value_name = "ID")]
@@ -41,7 +41,7 @@ pub struct FlushArgs {
     /// Give up after this many seconds.
     #[arg(long, value_name = "SECONDS", default_value_t = 60.0)]
     budget: f64,
-    /// Print the final report as JSON on stdout.
+    /// One JSON object on stdout instead of text.
     #[arg(long)]
     json: bool,
 }

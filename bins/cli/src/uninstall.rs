@@ -21,7 +21,7 @@ use crate::setup::{Locate, Paths, value_digest};
 /// `uninstall <host>`.
 #[derive(Debug, Args)]
 pub struct UninstallArgs {
-    /// claude-code, codex, opencode, pi or dsh.
+    /// The host to remove the hooks from.
     #[arg(value_parser = crate::install::host_arg())]
     pub host: crate::install::Host,
     #[command(flatten)]

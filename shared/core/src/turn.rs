@@ -485,8 +485,17 @@ impl<'a> Turn<'a> {
                     items,
                 },
             ))),
-            // No curated memory is the normal case for most scopes: nothing worth a line.
-            Ok(Bootstrap::Nothing("no_eligible_context")) => Ok(None),
+            // No curated memory is the normal case for most scopes: nothing worth a line, but the
+            // run journal records it as `empty` (what the docs call it), not as a skipped run.
+            Ok(Bootstrap::Nothing("no_eligible_context")) => {
+                journal::observe(
+                    &self
+                        .diag(Stage::Bootstrap, Outcome::Empty)
+                        .status(Some(200))
+                        .detail("no_eligible_context"),
+                );
+                Ok(None)
+            }
             Ok(Bootstrap::Nothing(reason)) => {
                 emit::diagnostic(
                     &self

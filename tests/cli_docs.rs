@@ -1,0 +1,265 @@
+//! Holds `--help`, the README and docs/cli.md together: the README's command table names exactly
+//! the visible subcommands, docs/cli.md's section for each command names exactly its flags, every
+//! exit code in docs/cli.md's table is the one its example really gives, `--json` is described
+//! one way, and the README's host matrix has one row and one page per host `setup` accepts.
+//! Everything is read from the real CLI's help, so a new command, flag or host fails here until
+//! the docs name it.
+
+use std::collections::BTreeSet;
+
+use crate::support::run_cli;
+
+const README: &str = include_str!("../README.md");
+const CLI_PAGE: &str = include_str!("../docs/cli.md");
+
+fn help(args: &[&str]) -> String {
+    let mut all = args.to_vec();
+    all.push("--help");
+    let out = run_cli(&all, &[]);
+    assert!(
+        out.status.success(),
+        "{all:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// The visible subcommands, from the top-level help's `Commands:` block.
+fn commands() -> Vec<String> {
+    let top = help(&[]);
+    let block = top.split_once("Commands:\n").expect("a Commands block").1;
+    block
+        .lines()
+        .take_while(|l| l.starts_with("  "))
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|c| *c != "help")
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The long flags a help text offers (without `--help`).
+fn help_flags(text: &str) -> BTreeSet<String> {
+    text.lines()
+        .map(str::trim_start)
+        .filter(|l| l.starts_with('-'))
+        .filter_map(|l| {
+            l.split(|c: char| c.is_whitespace() || c == ',')
+                .find(|w| w.starts_with("--"))
+        })
+        .filter(|f| *f != "--help")
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Every `--flag` written in a piece of markdown, except inside a code span that is another
+/// program's command line (`dsh --profile <p> --dump-config`): those flags are that program's.
+fn doc_flags(text: &str) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    for (n, piece) in text.split('`').enumerate() {
+        let code = n % 2 == 1;
+        if code {
+            let first = piece.split_whitespace().next().unwrap_or("");
+            if !first.starts_with("--") && first != "powercontext-hooks" {
+                continue;
+            }
+        }
+        for (i, _) in piece.match_indices("--") {
+            let name: String = piece[i + 2..]
+                .chars()
+                .take_while(|c| c.is_ascii_lowercase() || *c == '-')
+                .collect();
+            let before = piece[..i].chars().next_back();
+            if name.len() > 1
+                && !name.starts_with('-')
+                && before.is_none_or(|c| !c.is_alphanumeric() && c != '-')
+            {
+                out.insert(format!("--{}", name.trim_end_matches('-')));
+            }
+        }
+    }
+    out
+}
+
+/// docs/cli.md's section whose heading names `command` in backticks (or, for a title that is
+/// not a command, names it as it is).
+fn section(command: &str) -> &'static str {
+    let needle = if command.contains(' ') {
+        command.to_owned()
+    } else {
+        format!("`{command}`")
+    };
+    let start = CLI_PAGE
+        .match_indices("\n## ")
+        .find(|(i, _)| {
+            CLI_PAGE[i + 1..]
+                .lines()
+                .next()
+                .is_some_and(|h| h.contains(&needle))
+        })
+        .map(|(i, _)| i + 1)
+        .unwrap_or_else(|| panic!("docs/cli.md has no section for `{command}`"));
+    let end = CLI_PAGE[start + 3..]
+        .find("\n## ")
+        .map_or(CLI_PAGE.len(), |e| start + 3 + e);
+    &CLI_PAGE[start..end]
+}
+
+#[test]
+fn the_readme_command_table_names_exactly_the_visible_subcommands() {
+    let listed: BTreeSet<String> = README
+        .lines()
+        .filter(|l| l.starts_with("| `"))
+        .filter_map(|l| l.split('`').nth(1))
+        .filter(|c| !c.contains(' ') && !c.starts_with("powercontext-hook"))
+        .map(str::to_owned)
+        .collect();
+    let real: BTreeSet<String> = commands().into_iter().collect();
+    assert!(real.contains("setup") && real.contains("package") && real.contains("statusline"));
+    assert_eq!(
+        listed, real,
+        "README's command table against `powercontext-hooks --help`"
+    );
+}
+
+#[test]
+fn docs_cli_names_exactly_each_commands_flags() {
+    for command in commands() {
+        let real = help_flags(&help(&[&command]));
+        let documented = doc_flags(section(&command));
+        let missing: Vec<_> = real.difference(&documented).collect();
+        let unknown: Vec<_> = documented.difference(&real).collect();
+        assert!(
+            missing.is_empty() && unknown.is_empty(),
+            "docs/cli.md `{command}`: flags in --help but not documented {missing:?}, documented but not in --help {unknown:?}"
+        );
+    }
+}
+
+#[test]
+fn every_json_flag_is_described_the_same_way() {
+    let mut descriptions = BTreeSet::new();
+    for command in commands() {
+        for line in help(&[&command]).lines() {
+            if let Some(rest) = line.trim_start().strip_prefix("--json") {
+                descriptions.insert(rest.trim().to_owned());
+            }
+        }
+    }
+    assert_eq!(
+        descriptions,
+        BTreeSet::from(["One JSON object on stdout instead of text".to_owned()]),
+    );
+    assert!(CLI_PAGE.contains("prints one JSON object on stdout instead of text"));
+}
+
+#[test]
+fn a_host_argument_lists_the_hosts_once() {
+    for command in ["setup", "uninstall"] {
+        let text = help(&[command]);
+        let line = text
+            .lines()
+            .find(|l| l.trim_start().starts_with("<HOST>"))
+            .unwrap_or_else(|| panic!("{command}: no <HOST> line"));
+        assert_eq!(line.matches("claude-code").count(), 1, "{line}");
+    }
+}
+
+#[test]
+fn each_documented_exit_code_is_what_its_example_gives() {
+    let home = tempfile::tempdir().unwrap();
+    let h = home.path().to_string_lossy().into_owned();
+    let rows: Vec<(i32, String)> = section("Exit codes")
+        .lines()
+        .filter(|l| l.starts_with("| `"))
+        .map(|l| {
+            let cells: Vec<&str> = l.split(" | ").collect();
+            let code = cells[0]
+                .trim_start_matches("| ")
+                .trim_matches('`')
+                .parse()
+                .unwrap();
+            let example = cells.last().unwrap().trim_end_matches(" |").trim_matches('`');
+            (code, example.to_owned())
+        })
+        .collect();
+    assert_eq!(
+        rows.iter().map(|(c, _)| *c).collect::<Vec<_>>(),
+        [0, 1, 2],
+        "{rows:?}"
+    );
+    for (code, example) in rows {
+        let args: Vec<&str> = example
+            .strip_prefix("powercontext-hooks ")
+            .unwrap_or_else(|| panic!("{example}"))
+            .split_whitespace()
+            .collect();
+        let out = run_cli(
+            &args,
+            &[
+                ("HOME", &h),
+                ("POWERCONTEXT_HOOKS_CONFIG", "/nonexistent/config.toml"),
+                ("XDG_STATE_HOME", &format!("{h}/state")),
+            ],
+        );
+        assert_eq!(
+            out.status.code(),
+            Some(code),
+            "`{example}`: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    // The README's short form says the same.
+    let readme = README.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        readme.contains("Exit codes: `0` done, `1` refused or something is wrong (with the reason and its fix), `2` the command line is wrong."),
+        "README's exit codes"
+    );
+}
+
+#[test]
+fn the_host_matrix_has_one_row_and_one_page_per_host() {
+    let text = help(&["setup"]);
+    let values = text
+        .split_once("[possible values: ")
+        .and_then(|(_, r)| r.split_once(']'))
+        .map(|(v, _)| v)
+        .expect("setup's possible hosts");
+    let hosts: BTreeSet<String> = values.split(", ").map(str::to_owned).collect();
+    assert!(hosts.len() >= 5, "{hosts:?}");
+    let rows: Vec<&str> = README
+        .lines()
+        .filter(|l| l.starts_with("| ") && l.contains("](docs/hosts/"))
+        .collect();
+    let linked: BTreeSet<String> = rows
+        .iter()
+        .filter_map(|l| l.split_once("](docs/hosts/"))
+        .filter_map(|(_, r)| r.split_once(".md)"))
+        .map(|(h, _)| h.to_owned())
+        .collect();
+    assert_eq!(linked, hosts, "README host matrix rows against `setup --help`");
+    let root = env!("CARGO_MANIFEST_DIR");
+    for host in &hosts {
+        let page = std::fs::read_to_string(format!("{root}/docs/hosts/{host}.md"))
+            .unwrap_or_else(|e| panic!("docs/hosts/{host}.md: {e}"));
+        // The journey, in order: setup, doctor, status, uninstall of this very host.
+        let mut at = 0;
+        for step in [
+            format!("powercontext-hooks setup {host}"),
+            "powercontext-hooks status".to_owned(),
+            format!("powercontext-hooks doctor {host}"),
+            format!("powercontext-hooks uninstall {host}"),
+        ] {
+            let found = page[at..]
+                .find(&step)
+                .unwrap_or_else(|| panic!("docs/hosts/{host}.md lacks `{step}` after the steps before it"));
+            at += found;
+        }
+    }
+    // Every row says its evidence in one of the matrix's words.
+    for row in rows {
+        assert!(
+            row.contains("real host, E2E") || row.contains("Not validated in a real host"),
+            "{row}"
+        );
+    }
+}
