@@ -61,7 +61,7 @@ fn a_wrong_command_line_exits_2_in_text_and_in_json_naming_what_is_missing() {
         let error = answer["error"].as_str().unwrap();
         let named = match args {
             ["setup"] => "<HOST>",
-            ["pin"] => "<ARTIFACT_ID>",
+            ["pin"] => "<MEMORY>",
             ["setup", _] => "claude-code, codex",
             _ => "--scope",
         };

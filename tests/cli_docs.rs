@@ -241,10 +241,18 @@ fn the_host_matrix_has_one_row_and_one_page_per_host() {
     for host in &hosts {
         let page = std::fs::read_to_string(format!("{root}/docs/hosts/{host}.md"))
             .unwrap_or_else(|e| panic!("docs/hosts/{host}.md: {e}"));
-        // The journey, in order: setup, doctor, status, uninstall of this very host.
+        // The journey, in order: setup, a memory added with our CLI for this host's scope (no raw
+        // request), status, doctor, uninstall of this very host.
+        assert!(!page.contains("/v1/memory/remember"), "docs/hosts/{host}.md: a raw request");
+        let remember = if host == "claude-code" {
+            "powercontext-hooks remember ".to_owned()
+        } else {
+            format!("powercontext-hooks remember --host {host} ")
+        };
         let mut at = 0;
         for step in [
             format!("powercontext-hooks setup {host}"),
+            remember,
             "powercontext-hooks status".to_owned(),
             format!("powercontext-hooks doctor {host}"),
             format!("powercontext-hooks uninstall {host}"),

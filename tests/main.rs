@@ -19,6 +19,7 @@ mod e2e_scenarios;
 mod fault;
 mod journal;
 mod kept_captures;
+mod memory_cli;
 mod mcp_auth;
 mod negative;
 mod official;

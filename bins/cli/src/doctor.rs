@@ -594,7 +594,7 @@ fn check_server(host: Host, s: &Settings, paths: &Paths, cwd: &Path, r: &mut Rep
         Ok(scope)
             if s.scope_id.value.is_some()
                 && transport
-                    .get(&format!("/v1/scopes/{}", crate::pin::path_segment(&scope)))
+                    .get(&format!("/v1/scopes/{}", crate::ops::path_segment(&scope)))
                     .is_ok_and(|reply| reply.status == 404) =>
         {
             r.fail(

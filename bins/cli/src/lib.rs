@@ -50,6 +50,8 @@ mod hosts;
 mod install;
 mod interop;
 mod jsonc;
+mod memory;
+mod ops;
 mod package;
 mod pin;
 mod report;
@@ -103,9 +105,15 @@ enum Command {
     Statusline,
     /// Deliver spooled captures and flush pending scopes now; exit 1 if anything is left.
     Flush(state_cmd::FlushArgs),
-    /// Curate an atomic memory for session bootstrap (tag it `bootstrap-context`).
+    /// Add a memory (an atomic memory in the hooks' scope; secret-like text is refused).
+    Remember(memory::RememberArgs),
+    /// Search the memories of the hooks' scope.
+    Search(memory::SearchArgs),
+    /// List the memories of the hooks' scope, numbered for `pin`.
+    List(memory::ListArgs),
+    /// Curate a memory for session bootstrap (tag it `bootstrap-context`).
     Pin(pin::PinArgs),
-    /// Remove an atomic memory from session bootstrap.
+    /// Remove a memory from session bootstrap.
     Unpin(pin::PinArgs),
     /// One background-style drain pass (what hooks start after answering).
     #[command(hide = true)]
@@ -174,6 +182,9 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
         Some(Command::Status(a)) => state_cmd::status(&a),
         Some(Command::Statusline) => Ok(activity::statusline()),
         Some(Command::Flush(a)) => state_cmd::flush(&a),
+        Some(Command::Remember(a)) => memory::remember(&a),
+        Some(Command::Search(a)) => memory::search(&a),
+        Some(Command::List(a)) => memory::list(&a),
         Some(Command::Pin(a)) => pin::run(&a, true),
         Some(Command::Unpin(a)) => pin::run(&a, false),
         Some(Command::Drain(a)) => state_cmd::drain_once(&a),

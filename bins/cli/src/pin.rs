@@ -3,20 +3,12 @@
 //! tag and writes it back with `If-Match`, so a concurrent edit is never overwritten. It never
 //! prints a scope id or memory text.
 
-use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
-use powercontext_hooks_core::config::Settings;
-use powercontext_hooks_core::deadline::Deadline;
-use powercontext_hooks_core::env::Env;
-use powercontext_hooks_core::http::{Reply, Transport};
-use powercontext_hooks_core::scope::ScopeQuery;
-use powercontext_hooks_core::workspace::Discovery;
 use serde_json::{Value, json};
 
-use crate::install::Host;
+use crate::ops::{self, Conn, Target, describe};
 use crate::report;
 
 /// The tag the Server's bootstrap profile selects on.
@@ -25,17 +17,12 @@ pub const TAG: &str = "bootstrap-context";
 /// `pin` / `unpin` arguments.
 #[derive(Debug, clap::Args)]
 pub struct PinArgs {
-    /// The atomic memory's artifact id (`art_…`, as shown by the Server or the official CLI).
+    /// The memory: its number in `powercontext-hooks list`, its short id as `list`, `search` and
+    /// `remember` show it (`art_3eab2661`), or its whole `art_…` id.
+    #[arg(value_name = "MEMORY")]
     pub artifact_id: String,
-    /// Whose connection settings and scope binding to use.
-    #[arg(long, default_value = "claude-code", value_parser = crate::install::host_arg())]
-    pub host: Host,
-    /// Project directory whose scope to use (default: here), resolved as the host's hook would.
-    #[arg(long, value_name = "DIR")]
-    pub cwd: Option<PathBuf>,
-    /// An explicit scope id instead of resolving one.
-    #[arg(long, value_name = "SCOPE_ID")]
-    pub scope: Option<String>,
+    #[command(flatten)]
+    pub target: Target,
     /// One JSON object on stdout instead of text.
     #[arg(long)]
     pub json: bool,
@@ -64,38 +51,52 @@ impl std::fmt::Display for Pinned {
     }
 }
 
-/// `text` as one URL path segment: every byte but the unreserved ones percent-encoded, so a
-/// scope id can never add a segment, a query or a fragment.
-pub(crate) fn path_segment(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for b in text.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
-            out.push(char::from(b));
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    // `.` and `..` alone would still be read as dot segments.
-    match out.as_str() {
-        "." => "%2E".to_owned(),
-        ".." => "%2E%2E".to_owned(),
-        _ => out,
-    }
-}
+/// Shorter than this, an `art_…` argument is the start of an id (as `list` shows it).
+const WHOLE_ID: usize = 20;
 
-fn describe(reply: &Reply) -> String {
-    let code = reply.body["error"]["code"].as_str().unwrap_or("no error code");
-    format!("HTTP {} ({code})", reply.status)
+/// The artifact id `what` names: a number in `list`'s order, a unique id prefix, or an id.
+fn resolve(conn: &Conn, what: &str) -> Result<String> {
+    if let Ok(n) = what.parse::<u32>() {
+        if !(1..=100).contains(&n) {
+            bail!("`{n}`: `powercontext-hooks list` numbers memories 1 to 100; give the id instead");
+        }
+        let (items, _) = crate::memory::list_page(conn, n)?;
+        return items
+            .into_iter()
+            .nth(n as usize - 1)
+            .map(|m| m.id)
+            .with_context(|| {
+                format!("there is no memory number {n} in this scope: `powercontext-hooks list` shows them")
+            });
+    }
+    if what.len() >= WHOLE_ID {
+        return Ok(what.to_owned());
+    }
+    let matches: Vec<String> = crate::memory::list_all(conn, 20)?
+        .into_iter()
+        .map(|m| m.id)
+        .filter(|id| id.starts_with(what))
+        .collect();
+    match matches.as_slice() {
+        [one] => Ok(one.clone()),
+        [] => bail!(
+            "no memory in this scope has an id starting with `{what}`: `powercontext-hooks list` shows them"
+        ),
+        many => bail!(
+            "`{what}` starts {} memories' ids; give more of it (`powercontext-hooks list --json` has each whole id)",
+            many.len()
+        ),
+    }
 }
 
 /// Adds (`pin = true`) or removes the bootstrap tag. Exit 0 when the tag set is as asked, 1 with
 /// the reason (configuration, connection or Server errors, each naming what to fix) when not.
 pub fn run(args: &PinArgs, pin: bool) -> Result<ExitCode> {
     match change(args, pin) {
-        Ok(changed) => report::emit(
+        Ok((artifact_id, changed)) => report::emit(
             &Pinned {
                 ok: true,
-                artifact_id: args.artifact_id.clone(),
+                artifact_id,
                 pinned: pin,
                 changed,
             },
@@ -105,74 +106,23 @@ pub fn run(args: &PinArgs, pin: bool) -> Result<ExitCode> {
     }
 }
 
-/// Makes the tag set as asked; whether it had to change.
-fn change(args: &PinArgs, pin: bool) -> Result<bool> {
-    let id = &args.artifact_id;
-    if id.is_empty()
-        || !id
+/// Makes the tag set as asked; the artifact id, and whether it had to change.
+fn change(args: &PinArgs, pin: bool) -> Result<(String, bool)> {
+    let what = &args.artifact_id;
+    if what.is_empty()
+        || !what
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
     {
-        bail!("`{id}` is not an artifact id (letters, digits, `_` and `-` only)");
+        bail!(
+            "`{what}` is not a memory number or id (letters, digits, `_` and `-` only): \
+             `powercontext-hooks list` shows them"
+        );
     }
-    let env = Env::from_process();
-    let host = args.host;
-    let settings = Settings::for_hook(host, &env)?;
-    let deadline = Deadline::after(Duration::from_secs(15));
-    let transport = Transport::new(
-        settings.server_url.value.clone(),
-        settings.authorization.value.clone(),
-        Duration::from_secs(5),
-        deadline,
-        &env,
-    )
-    .map_err(|var| anyhow::anyhow!("the proxy variable {var} cannot be used"))?;
-    let cwd = match &args.cwd {
-        Some(d) => d.clone(),
-        None => std::env::current_dir().context("cannot read the current directory")?,
-    };
-    if args.scope.as_deref().is_some_and(|s| s.trim().is_empty()) {
-        bail!("--scope is empty: give a scope id, or leave it out to use the one the hooks resolve");
-    }
-    if let Some(d) = &args.cwd
-        && !d.is_dir()
-    {
-        bail!("--cwd {} is not a directory", d.display());
-    }
-    let server = settings.server_url.value.as_str().to_owned();
-    let unreachable = |what: &str, outcome: &str| {
-        let fix = match outcome {
-            "server_unavailable" | "timeout" => format!(
-                "is the Server running at {server} (from {})? Point the hooks elsewhere with \
-                 `powercontext-hooks setup {} --server-url URL`",
-                settings.server_url.origin,
-                host.as_str()
-            ),
-            "authentication_failed" | "forbidden" => {
-                format!("check the token ({})", settings.authorization.origin)
-            }
-            _ => "run `powercontext-hooks doctor` for this host".to_owned(),
-        };
-        anyhow::anyhow!("{what}: {outcome}; {fix}")
-    };
-    let explicit = args.scope.clone().or_else(|| settings.scope_id.value.clone());
-    let scope = ScopeQuery::for_event(
-        host,
-        explicit.as_deref(),
-        None,
-        &cwd,
-        &deadline,
-        Discovery::for_env(&env),
-    )
-    .resolve(&transport)
-    .map_err(|f| unreachable("could not resolve the scope", f.outcome.as_str()))?;
-    let path = format!(
-        "/v1/scopes/{}/artifacts/atomic-memory/{id}/tags",
-        path_segment(&scope)
-    );
-    let current = transport
-        .get(&path)
-        .map_err(|e| unreachable("the Server did not answer", e.failure().outcome.as_str()))?;
+    let conn = Conn::open(&args.target)?;
+    let id = resolve(&conn, what)?;
+    let id = &id;
+    let current = conn.call(&ops::READ_TAGS, Some(id), None, None)?;
     match current.status {
         200 => {}
         404 if current.body["error"]["code"] == "scope_not_found" => bail!(
@@ -197,16 +147,14 @@ fn change(args: &PinArgs, pin: bool) -> Result<bool> {
         .collect();
     let has = tags.iter().any(|t| t == TAG);
     if has == pin {
-        return Ok(false);
+        return Ok((id.clone(), false));
     }
     if pin {
         tags.push(TAG.to_owned());
     } else {
         tags.retain(|t| t != TAG);
     }
-    let written = transport
-        .put_json_if_match(&path, &json!({ "tags": tags }), &etag)
-        .map_err(|e| unreachable("the Server did not answer", e.failure().outcome.as_str()))?;
+    let written = conn.call(&ops::WRITE_TAGS, Some(id), Some(json!({ "tags": tags })), Some(&etag))?;
     match written.status {
         200 => {}
         409 | 412 | 428 => bail!(
@@ -221,19 +169,5 @@ fn change(args: &PinArgs, pin: bool) -> Result<bool> {
     if now != pin {
         bail!("the Server answered, but the tag set does not show the change");
     }
-    Ok(true)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::path_segment;
-
-    #[test]
-    fn scope_ids_stay_one_path_segment() {
-        assert_eq!(path_segment("scp_abc-1"), "scp_abc-1");
-        assert_eq!(path_segment("x?y=1#"), "x%3Fy%3D1%23");
-        assert_eq!(path_segment("team/alpha"), "team%2Falpha");
-        assert_eq!(path_segment(".."), "%2E%2E");
-        assert_eq!(path_segment("é "), "%C3%A9%20");
-    }
+    Ok((id.clone(), true))
 }
