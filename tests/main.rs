@@ -17,6 +17,7 @@ mod e2e_opencode;
 mod e2e_pi;
 mod e2e_scenarios;
 mod fault;
+mod install_copy;
 mod journal;
 mod kept_captures;
 mod memory_cli;

@@ -428,6 +428,9 @@ pub(crate) fn check_installed(
     let exe_ok = match check_hook_exe(&hook_exe) {
         Ok(()) => {
             r.ok(Tier::Installed, "hook executable", hook_exe.display().to_string());
+            if let Some(m) = &manifest {
+                check_copy(host, m, &paths.hook_exe(host), setup_cmd, r);
+            }
             true
         }
         Err(e) => {
@@ -444,6 +447,40 @@ pub(crate) fn check_installed(
         }
     };
     (manifest, hook_exe, exe_ok)
+}
+
+/// The copy setup made of the hook executable against the one beside this CLI (or in
+/// `--bin-dir`): a different build means the host runs something other than what this CLI
+/// would install, and setup again brings it up to date.
+fn check_copy(host: Host, m: &Manifest, beside: &Path, setup_cmd: &str, r: &mut Report) {
+    let Some(copy) = &m.executable else { return };
+    let now = crate::exe_copy::digest_of(&copy.path);
+    if now.as_ref() != Some(&copy.sha256) {
+        r.fail(
+            Tier::Installed,
+            "hook copy",
+            format!("{} changed since setup copied it", copy.path.display()),
+            setup_cmd.to_owned(),
+        );
+        return;
+    }
+    let ours = env!("CARGO_PKG_VERSION");
+    let beside_digest = crate::exe_copy::digest_of(beside);
+    if m.version != ours || beside_digest.as_ref().is_some_and(|d| d != &copy.sha256) {
+        let why = if m.version == ours {
+            format!("a different build of powercontext-hook-{} than {}", host.as_str(), beside.display())
+        } else {
+            format!("copied by powercontext-hooks {}; this is {ours}", m.version)
+        };
+        r.warn(
+            Tier::Installed,
+            "hook copy",
+            format!("{host} runs {}: {why}", copy.path.display(), host = host.as_str()),
+            format!("{setup_cmd} (replaces the copy with this build's)"),
+        );
+    } else {
+        r.ok(Tier::Installed, "hook copy", "the same build as this powercontext-hooks");
+    }
 }
 
 /// Our entry in the host's own config (OpenCode's MCP entry, Claude Code's status line).

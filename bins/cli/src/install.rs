@@ -601,6 +601,10 @@ pub struct Manifest {
     pub plugin_dir: PathBuf,
     /// The hook executable wired in.
     pub hook_exe: PathBuf,
+    /// The copy of the hook executable setup made (`hook_exe`) and its digest: uninstall removes
+    /// it while it is still that copy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub executable: Option<OwnedFile>,
     /// Files we own.
     pub files: Vec<OwnedFile>,
     /// Config keys we own.

@@ -45,6 +45,7 @@ macro_rules! words {
 
 mod activity;
 mod doctor;
+mod exe_copy;
 mod host_cli;
 mod hosts;
 mod install;

@@ -318,6 +318,8 @@ impl Step {
 /// Everything setup will do for one host, decided before anything is written.
 pub(crate) struct Plan {
     pub host: Host,
+    /// The hook executable's copy in setup's own folder (what the host runs).
+    pub exe: crate::exe_copy::Planned,
     pub cli: HostCli,
     pub host_version: String,
     pub tested: bool,
@@ -355,12 +357,24 @@ pub(crate) struct Plan {
 impl Plan {
     fn changes(&self) -> bool {
         self.files.iter().any(|f| f.action != Action::Keep)
+            || !self.exe.current
             || self.config.is_some()
             || self.host_entry.is_some()
             || self.mcp_header_file.is_some()
             || self.drop_mcp_header_file.is_some()
             || !self.steps.is_empty()
             || self.shared.changes()
+    }
+
+    /// What setup does to the hook executable's copy.
+    fn exe_action(&self) -> Action {
+        if self.exe.current {
+            Action::Keep
+        } else if self.exe.existed {
+            Action::Update
+        } else {
+            Action::Create
+        }
     }
 
     fn step_command(&self, step: Step) -> String {
@@ -374,6 +388,7 @@ impl Plan {
             "host_version": self.host_version,
             "host_version_tested": self.tested,
             "hook_executable": self.hook_exe,
+            "executable": {"path": self.exe.to, "from": self.exe.from, "action": self.exe_action()},
             "plugin_dir": self.plugin_dir,
             "settings": self.settings_lines,
             "files": self.files.iter().map(|f| json!({"path": f.path, "action": f.action})).collect::<Vec<_>>(),
@@ -407,6 +422,13 @@ impl Plan {
             writeln!(out, "    {:<23} {}  ({})", s.name, s.value, s.origin)?;
         }
         writeln!(out, "plan:")?;
+        writeln!(
+            out,
+            "  {:<7} {} (a copy of {}: a rebuild or `cargo clean` leaves it in place)",
+            self.exe_action(),
+            self.exe.to.display(),
+            self.exe.from.display()
+        )?;
         for f in &self.files {
             writeln!(out, "  {:<7} {}", f.action, f.path.display())?;
         }
@@ -479,7 +501,34 @@ fn build_plan(args: &SetupArgs, host: Host, paths: &Paths) -> Result<Plan> {
         plan.previous.as_ref().map(|m| &m.shared),
         &install::install_dir(&paths.state_root, host),
     )?;
+    if let Ok(cli) = std::env::current_exe() {
+        build_tree_warning(&plan, &cli).into_iter().for_each(|w| plan.warnings.push(w));
+    }
     Ok(plan)
+}
+
+/// A warning when what setup writes names `cli` (an MCP headers helper, a status line) and `cli`
+/// lies in a Cargo build tree: `cargo clean` or a moved clone would break those silently. The
+/// hook executables are copied, so only the lines naming the CLI itself are at risk.
+fn build_tree_warning(plan: &Plan, cli: &Path) -> Option<String> {
+    let tree = crate::exe_copy::build_tree(cli)?;
+    let needle = cli.to_str()?.as_bytes();
+    let names = |b: &[u8]| b.windows(needle.len()).any(|w| w == needle);
+    let written = plan
+        .files
+        .iter()
+        .chain(plan.host_entry.as_ref().map(|(f, _)| f))
+        .any(|f| names(&f.bytes));
+    written.then(|| {
+        format!(
+            "this powercontext-hooks runs from the build tree {}, and {} will run it from there \
+             (its MCP headers helper or status line): `cargo clean` or moving the clone breaks that. \
+             Install first (`make install`, or `cargo install --locked --path .`), then run setup \
+             again with the installed powercontext-hooks",
+            tree.display(),
+            plan.host.as_str()
+        )
+    })
 }
 
 /// The part of the plan that is ours alone: inputs, our plugin folder and our config file.
@@ -505,8 +554,15 @@ pub(crate) fn plan_ours(
     let settings = paths.settings(host, Some(&flags))?;
     let mut warnings = Vec::new();
 
-    let hook_exe = paths.hook_exe(host);
-    check_hook_exe(&hook_exe)?;
+    // The host runs a copy in setup's own folder, never the build tree or install folder it
+    // came from: a `cargo clean`, a moved clone or an upgrade elsewhere breaks nothing.
+    let source_exe = paths.hook_exe(host);
+    check_hook_exe(&source_exe)?;
+    let exe = crate::exe_copy::Planned::new(
+        &source_exe,
+        crate::exe_copy::installed_path(&paths.state_root, host),
+    )?;
+    let hook_exe = exe.to.clone();
     let (cli, host_version) = locate()?;
     let tested = host.tested_versions().contains(&host_version.as_str());
     if !tested {
@@ -700,6 +756,7 @@ pub(crate) fn plan_ours(
         .or_else(|| settings.authorization.value.clone());
     Ok(Plan {
         host,
+        exe,
         cli,
         host_version,
         tested,
@@ -739,8 +796,13 @@ fn fault(env: &Env, step: &str) -> Result<()> {
 
 fn apply(plan: &Plan, paths: &Paths) -> Result<Registrations> {
     let mut journal = Journal::default();
-    let result = apply_inner(plan, paths, &mut journal);
+    let mut copied = None;
+    let result = apply_inner(plan, paths, &mut journal, &mut copied);
     if let Err(e) = result {
+        // The previous copy first: the journal then removes a folder made for the new one.
+        if let Some(c) = copied {
+            crate::exe_copy::Undo::undo(c);
+        }
         let failed = journal.restore();
         if failed.is_empty() {
             return Err(e.context("setup failed; every change was rolled back"));
@@ -750,6 +812,9 @@ fn apply(plan: &Plan, paths: &Paths) -> Result<Registrations> {
             "setup failed and these paths could not be restored: {}",
             list.join(", ")
         )));
+    }
+    if let Some(c) = copied {
+        c.keep();
     }
     result
 }
@@ -772,7 +837,12 @@ fn host_settings(plan: &Plan, paths: &Paths) -> Result<Option<install::HostSetti
     Ok(Some(install::HostSettings { path, members }))
 }
 
-fn apply_inner(plan: &Plan, paths: &Paths, journal: &mut Journal) -> Result<Registrations> {
+fn apply_inner(
+    plan: &Plan,
+    paths: &Paths,
+    journal: &mut Journal,
+    copied: &mut Option<crate::exe_copy::Undo>,
+) -> Result<Registrations> {
     let env = &paths.env;
     let manifest_path = install::manifest_path(&paths.state_root, plan.host);
     journal.created_dirs_of(&manifest_path);
@@ -781,6 +851,8 @@ fn apply_inner(plan: &Plan, paths: &Paths, journal: &mut Journal) -> Result<Regi
     // The state directory is the hooks' (0700, ours): created or tightened so before anything is
     // written under it, and `installs/<host>` a real folder of ours, never a link elsewhere.
     install::ensure_install_dirs(&paths.state_root, plan.host)?;
+    journal.created_dirs_of(&plan.exe.to);
+    *copied = Some(plan.exe.apply()?);
     for f in &plan.files {
         journal.created_dirs_of(&f.path);
         journal.file(&f.path)?;
@@ -885,6 +957,10 @@ fn apply_inner(plan: &Plan, paths: &Paths, journal: &mut Journal) -> Result<Regi
         version: env!("CARGO_PKG_VERSION").to_owned(),
         plugin_dir: plan.plugin_dir.clone(),
         hook_exe: plan.hook_exe.clone(),
+        executable: Some(OwnedFile {
+            path: plan.exe.to.clone(),
+            sha256: plan.exe.sha256.clone(),
+        }),
         files: plan
             .files
             .iter()

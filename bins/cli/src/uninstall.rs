@@ -299,6 +299,22 @@ fn run(args: &UninstallArgs) -> Result<(Vec<Done>, Vec<Kept>)> {
             Some(_) => kept.push(Kept::changed(&f.path, None)),
         }
     }
+    // The hook executable's copy, while it is still the one setup made.
+    if let Some(x) = &manifest.executable {
+        match crate::exe_copy::digest_of(&x.path) {
+            None => {}
+            Some(d) if d == x.sha256 => {
+                actions.push(Done::file(Undoing::Remove, &x.path));
+                if !dry {
+                    fs::remove_file(&x.path).with_context(|| format!("cannot remove {}", x.path.display()))?;
+                    if let Some(bin) = x.path.parent() {
+                        let _ = fs::remove_dir(bin);
+                    }
+                }
+            }
+            Some(_) => kept.push(Kept::changed(&x.path, None)),
+        }
+    }
     // OpenCode's plugins folder is OpenCode's, not ours (unless setup created it: see the
     // created folders below).
     if !dry

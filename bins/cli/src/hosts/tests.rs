@@ -336,6 +336,7 @@ fn pi_and_dsh_listings_are_read_from_their_cli_output() {
 
 fn manifest(host: Host, root: &Path, files: Vec<OwnedFile>) -> Manifest {
     Manifest {
+        executable: None,
         schema: 1,
         owner: "powercontext-hooks".to_owned(),
         host: host.as_str().to_owned(),

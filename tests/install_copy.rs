@@ -1,0 +1,147 @@
+//! The hook executable setup wires in is its own copy, not the build's: a `cargo clean` breaks
+//! nothing, doctor says when the copy and this CLI's build differ (with the fix), setup again
+//! replaces it, uninstall removes it; and setup warns when what it writes names a CLI that runs
+//! from a build tree.
+
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+use crate::support::{CLAUDE, CLI, CODEX, Sandbox};
+
+/// A Cargo project's `target/debug` holding a copy of the Claude Code hook (as a clone would).
+fn build_tree(sb: &Sandbox) -> PathBuf {
+    let project = sb.root.path().join("clone");
+    let bin = project.join("target/debug");
+    fs::create_dir_all(&bin).unwrap();
+    fs::write(project.join("Cargo.toml"), "[workspace]\n").unwrap();
+    fs::copy(CLAUDE, bin.join("powercontext-hook-claude-code")).unwrap();
+    bin
+}
+
+fn json_of(out: &std::process::Output) -> (i32, Value) {
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let v = serde_json::from_str(stdout.trim()).unwrap_or_else(|_| {
+        panic!(
+            "not JSON: {stdout}\n--- stderr\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    (out.status.code().unwrap_or(-1), v)
+}
+
+fn check<'a>(report: &'a Value, name: &str) -> &'a Value {
+    report["hosts"][0]["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["check"] == name)
+        .unwrap_or_else(|| panic!("no check {name}: {report}"))
+}
+
+#[test]
+fn setup_wires_its_own_copy_that_outlives_the_build_and_uninstall_removes_it() {
+    let sb = Sandbox::new();
+    let bin = build_tree(&sb);
+    let bin_s = bin.to_str().unwrap();
+    let setup = ["setup", "claude-code", "--server-url", "http://127.0.0.1:9", "--bin-dir", bin_s];
+    let (code, out, err) = sb.cli_json(&setup);
+    assert_eq!(code, 0, "{out}\n{err}");
+    let copy = PathBuf::from(out["hook_executable"].as_str().unwrap());
+    let state = sb.home().join(".local/state/powercontext-hooks/installs/claude-code");
+    assert!(copy.starts_with(&state), "{copy:?}");
+    assert_eq!(out["executable"]["action"], "create", "{out}");
+    assert_eq!(fs::read(&copy).unwrap(), fs::read(CLAUDE).unwrap());
+    assert_eq!(fs::metadata(&copy).unwrap().permissions().mode() & 0o777, 0o755);
+    // What the host runs names the copy, never the build tree.
+    let hooks = fs::read_to_string(sb.plugin_dir("claude-code").join("hooks/hooks.json")).unwrap();
+    assert!(hooks.contains(copy.to_str().unwrap()), "{hooks}");
+    assert!(!hooks.contains(bin_s), "{hooks}");
+
+    // `cargo clean`: the copy still runs (a hook with an empty event exits 0, failing open).
+    fs::remove_dir_all(bin.parent().unwrap()).unwrap();
+    let ran = Command::new(&copy)
+        .env_clear()
+        .env("HOME", sb.home())
+        .env("POWERCONTEXT_HOOKS_CONFIG", "/nonexistent/config.toml")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(ran.status.code(), Some(0));
+
+    // A rebuild that differs: doctor says the copy is another build, with the fix.
+    let bin = build_tree(&sb);
+    fs::copy(CODEX, bin.join("powercontext-hook-claude-code")).unwrap();
+    let doctor = ["doctor", "claude-code", "--bin-dir", bin_s];
+    let (_, report, _) = sb.cli_json(&doctor);
+    let c = check(&report, "hook copy");
+    assert_eq!(c["status"], "warn", "{c}");
+    assert!(c["fix"].as_str().unwrap().contains("setup claude-code"), "{c}");
+    // Setup again replaces it; doctor agrees then.
+    let (code, out, _) = sb.cli_json(&setup);
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(out["executable"]["action"], "update", "{out}");
+    assert_eq!(fs::read(&copy).unwrap(), fs::read(CODEX).unwrap());
+    let (_, report, _) = sb.cli_json(&doctor);
+    assert_eq!(check(&report, "hook copy")["status"], "ok", "{report}");
+    // A second run with the same build keeps it.
+    let (_, again, _) = sb.cli_json(&setup);
+    assert_eq!(again["executable"]["action"], "keep", "{again}");
+    assert_eq!(again["result"], "unchanged", "{again}");
+
+    let (code, out, _) = sb.cli_json(&["uninstall", "claude-code"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(!copy.exists(), "uninstall removes the copy");
+    assert!(!copy.parent().unwrap().exists(), "and its folder");
+    assert!(
+        out["actions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|a| a["action"] == "remove" && a["path"] == copy.to_str().unwrap()),
+        "{out}"
+    );
+}
+
+#[test]
+fn setup_warns_when_what_it_writes_names_a_cli_in_a_build_tree() {
+    let sb = Sandbox::new();
+    let warned = |cli: &Path| {
+        let out = Command::new(cli)
+            .args([
+                "setup",
+                "claude-code",
+                "--server-url",
+                "http://127.0.0.1:9",
+                "--bin-dir",
+                Path::new(CLAUDE).parent().unwrap().to_str().unwrap(),
+                "--dry-run",
+                "--json",
+            ])
+            .env_clear()
+            .envs(&sb.env)
+            .current_dir(sb.project())
+            .output()
+            .unwrap();
+        let (code, v) = json_of(&out);
+        assert_eq!(code, 0, "{v}");
+        v["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(Value::as_str)
+            .find(|w| w.contains("build tree"))
+            .map(str::to_owned)
+    };
+    // The test CLI runs from this project's target folder: the MCP headers helper names it.
+    let w = warned(Path::new(CLI)).expect("a warning about the build tree");
+    assert!(w.contains("make install") && w.contains("cargo install --locked --path ."), "{w}");
+    // The same CLI installed elsewhere: no warning.
+    let installed = sb.root.path().join("installed/bin");
+    fs::create_dir_all(&installed).unwrap();
+    fs::copy(CLI, installed.join("powercontext-hooks")).unwrap();
+    assert_eq!(warned(&installed.join("powercontext-hooks")), None);
+}
