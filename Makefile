@@ -17,7 +17,8 @@ release:
 
 # Installs the CLI and the hook executables into $(PREFIX)/bin (default ~/.local/bin), the same
 # set `cargo install --locked --path .` installs. `powercontext-hooks setup` then copies the hook
-# executables it wires into its own folder, so a later `cargo clean` breaks nothing.
+# executable it wires into its own folder (<state>/installs/<host>/bin), so a later `cargo clean`
+# breaks nothing; the MCP token helper it writes names this installed CLI.
 PREFIX ?= $(HOME)/.local
 install: release
 	@mkdir -p "$(PREFIX)/bin"

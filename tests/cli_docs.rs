@@ -243,7 +243,10 @@ fn the_host_matrix_has_one_row_and_one_page_per_host() {
             .unwrap_or_else(|e| panic!("docs/hosts/{host}.md: {e}"));
         // The journey, in order: setup, a memory added with our CLI for this host's scope (no raw
         // request), status, doctor, uninstall of this very host.
-        assert!(!page.contains("/v1/memory/remember"), "docs/hosts/{host}.md: a raw request");
+        assert!(
+            !page.contains("/v1/memory/remember"),
+            "docs/hosts/{host}.md: a raw request"
+        );
         let remember = if host == "claude-code" {
             "powercontext-hooks remember ".to_owned()
         } else {

@@ -47,11 +47,20 @@ fn setup_wires_its_own_copy_that_outlives_the_build_and_uninstall_removes_it() {
     let sb = Sandbox::new();
     let bin = build_tree(&sb);
     let bin_s = bin.to_str().unwrap();
-    let setup = ["setup", "claude-code", "--server-url", "http://127.0.0.1:9", "--bin-dir", bin_s];
+    let setup = [
+        "setup",
+        "claude-code",
+        "--server-url",
+        "http://127.0.0.1:9",
+        "--bin-dir",
+        bin_s,
+    ];
     let (code, out, err) = sb.cli_json(&setup);
     assert_eq!(code, 0, "{out}\n{err}");
     let copy = PathBuf::from(out["hook_executable"].as_str().unwrap());
-    let state = sb.home().join(".local/state/powercontext-hooks/installs/claude-code");
+    let state = sb
+        .home()
+        .join(".local/state/powercontext-hooks/installs/claude-code");
     assert!(copy.starts_with(&state), "{copy:?}");
     assert_eq!(out["executable"]["action"], "create", "{out}");
     assert_eq!(fs::read(&copy).unwrap(), fs::read(CLAUDE).unwrap());
@@ -138,10 +147,78 @@ fn setup_warns_when_what_it_writes_names_a_cli_in_a_build_tree() {
     };
     // The test CLI runs from this project's target folder: the MCP headers helper names it.
     let w = warned(Path::new(CLI)).expect("a warning about the build tree");
-    assert!(w.contains("make install") && w.contains("cargo install --locked --path ."), "{w}");
+    assert!(
+        w.contains("make install") && w.contains("cargo install --locked --path ."),
+        "{w}"
+    );
     // The same CLI installed elsewhere: no warning.
     let installed = sb.root.path().join("installed/bin");
     fs::create_dir_all(&installed).unwrap();
     fs::copy(CLI, installed.join("powercontext-hooks")).unwrap();
     assert_eq!(warned(&installed.join("powercontext-hooks")), None);
+}
+
+#[test]
+fn uninstall_lists_the_state_it_keeps_purge_removes_it_and_no_empty_settings_file_is_left() {
+    let sb = Sandbox::new();
+    let settings = sb.home().join(".claude/settings.json");
+    assert!(!settings.exists());
+    let state = sb.home().join(".local/state/powercontext-hooks");
+    let setup = |host: &str| {
+        let (code, out, err) = sb.cli_json(&["setup", host, "--server-url", "http://127.0.0.1:9"]);
+        assert_eq!(code, 0, "{out}\n{err}");
+    };
+    setup("claude-code");
+    assert!(
+        settings.exists(),
+        "Claude Code's CLI (or setup) wrote its settings file"
+    );
+    // A capture spooled and never delivered, as a hook leaves it.
+    fs::create_dir_all(state.join("spool")).unwrap();
+    fs::write(state.join("spool/0001.json"), "{}").unwrap();
+
+    let (code, out, _) = sb.cli_json(&["uninstall", "claude-code"]);
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(out["state"]["action"], "kept", "{out}");
+    assert_eq!(out["state"]["path"], state.to_str().unwrap(), "{out}");
+    assert_eq!(out["state"]["spooled_captures"], 1, "{out}");
+    assert!(out["state"]["why"].as_str().unwrap().contains("--purge"), "{out}");
+    assert!(
+        state.join("spool/0001.json").exists(),
+        "plain uninstall keeps the state"
+    );
+    assert!(
+        !settings.exists(),
+        "a settings file that was not there before setup is not left behind as {:?}",
+        fs::read_to_string(&settings).ok()
+    );
+    // The text form says so too.
+    setup("claude-code");
+    let text = sb.cli(&["uninstall", "claude-code", "--dry-run"]);
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.lines()
+            .any(|l| l.trim_start().starts_with("kept") && l.contains(state.to_str().unwrap())),
+        "{text}"
+    );
+
+    // --purge waits for the last host, and never removes what is not the hooks'.
+    setup("codex");
+    fs::write(state.join("notes.txt"), "mine").unwrap();
+    let (code, out, _) = sb.cli_json(&["uninstall", "claude-code", "--purge"]);
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(out["state"]["action"], "kept", "{out}");
+    assert!(state.join("spool/0001.json").exists());
+    let (code, out, _) = sb.cli_json(&["uninstall", "codex", "--purge"]);
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(out["state"]["action"], "removed", "{out}");
+    let left: Vec<String> = fs::read_dir(&state)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(left, ["notes.txt"], "only what is not the hooks' stays");
+    assert!(
+        out["kept"].to_string().contains("notes.txt"),
+        "and it is listed: {out}"
+    );
 }

@@ -110,7 +110,13 @@ fn remember_list_search_and_pin_by_number_and_short_id() {
     // A number `list` does not show is refused, naming `list`.
     let (code, none, _) = cli(server, &[&["pin", "9"][..], &s].concat(), &[]);
     assert_eq!(code, 1, "{none}");
-    assert!(none["error"].as_str().unwrap().contains("powercontext-hooks list"), "{none}");
+    assert!(
+        none["error"]
+            .as_str()
+            .unwrap()
+            .contains("powercontext-hooks list"),
+        "{none}"
+    );
 }
 
 #[test]
@@ -120,7 +126,12 @@ fn remember_refuses_a_secret_and_stores_nothing() {
     let secret = "ghp_Q8t1v3Zr7Kx2Lm9Np4Hs6Wd0Yb5Jc1Fa3Ee7";
     let (code, r, err) = cli(
         server,
-        &["remember", &format!("the deploy token is {secret}"), "--scope", &scope],
+        &[
+            "remember",
+            &format!("the deploy token is {secret}"),
+            "--scope",
+            &scope,
+        ],
         &[],
     );
     assert_eq!(code, 1, "{r}");
@@ -139,7 +150,12 @@ fn explicit_operations_never_fail_open_and_never_print_the_token() {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         format!("http://{}", l.local_addr().unwrap())
     };
-    for args in [&["list"][..], &["remember", "a fact"], &["search", "fact"], &["pin", "1"]] {
+    for args in [
+        &["list"][..],
+        &["remember", "a fact"],
+        &["search", "fact"],
+        &["pin", "1"],
+    ] {
         let home = tempfile::tempdir().unwrap();
         let mut all = args.to_vec();
         all.extend(["--scope", "scp_x", "--json"]);
@@ -154,7 +170,10 @@ fn explicit_operations_never_fail_open_and_never_print_the_token() {
         assert_eq!(out.status.code(), Some(1), "{args:?}");
         let v: Value = serde_json::from_slice(&out.stdout).unwrap();
         assert_eq!(v["ok"], false);
-        assert!(v["error"].as_str().unwrap().contains("is the Server running"), "{v}");
+        assert!(
+            v["error"].as_str().unwrap().contains("is the Server running"),
+            "{v}"
+        );
     }
 
     // A Server with auth: without the token it says which one to check; with it, it works and
@@ -169,7 +188,12 @@ fn explicit_operations_never_fail_open_and_never_print_the_token() {
     let with = [("POWERCONTEXT_CLAUDE_AUTHORIZATION", bearer.as_str())];
     let (code, r, err) = cli(
         server,
-        &["remember", "Rule slate-otter-2: squash before merge.", "--scope", &scope],
+        &[
+            "remember",
+            "Rule slate-otter-2: squash before merge.",
+            "--scope",
+            &scope,
+        ],
         &with,
     );
     assert_eq!(code, 0, "{r} {err}");

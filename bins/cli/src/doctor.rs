@@ -468,7 +468,11 @@ fn check_copy(host: Host, m: &Manifest, beside: &Path, setup_cmd: &str, r: &mut 
     let beside_digest = crate::exe_copy::digest_of(beside);
     if m.version != ours || beside_digest.as_ref().is_some_and(|d| d != &copy.sha256) {
         let why = if m.version == ours {
-            format!("a different build of powercontext-hook-{} than {}", host.as_str(), beside.display())
+            format!(
+                "a different build of powercontext-hook-{} than {}",
+                host.as_str(),
+                beside.display()
+            )
         } else {
             format!("copied by powercontext-hooks {}; this is {ours}", m.version)
         };
@@ -479,7 +483,11 @@ fn check_copy(host: Host, m: &Manifest, beside: &Path, setup_cmd: &str, r: &mut 
             format!("{setup_cmd} (replaces the copy with this build's)"),
         );
     } else {
-        r.ok(Tier::Installed, "hook copy", "the same build as this powercontext-hooks");
+        r.ok(
+            Tier::Installed,
+            "hook copy",
+            "the same build as this powercontext-hooks",
+        );
     }
 }
 

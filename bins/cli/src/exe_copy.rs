@@ -24,8 +24,7 @@ pub fn installed_path(state_root: &Path, host: Host) -> PathBuf {
 
 /// Reads an executable (bounded).
 pub fn read(path: &Path) -> Result<Vec<u8>> {
-    install::read_bounded(path, MAX_EXE_BYTES)?
-        .with_context(|| format!("{} does not exist", path.display()))
+    install::read_bounded(path, MAX_EXE_BYTES)?.with_context(|| format!("{} does not exist", path.display()))
 }
 
 /// The `sha256:` digest of the file at `path`, when there is one.
@@ -72,11 +71,7 @@ impl Planned {
         }
         let dir = self.to.parent().context("the copy has no folder")?;
         fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-        let name = self
-            .to
-            .file_name()
-            .and_then(|n| n.to_str())
-            .unwrap_or("hook");
+        let name = self.to.file_name().and_then(|n| n.to_str()).unwrap_or("hook");
         let backup = dir.join(format!(".{name}.pc-previous"));
         let had = fs::symlink_metadata(&self.to).is_ok();
         if had {
@@ -168,7 +163,11 @@ mod tests {
         let second = Planned::new(&src, to.clone()).unwrap();
         assert!(!second.current);
         second.apply().unwrap().undo();
-        assert_eq!(fs::read(&to).unwrap(), b"one", "a failed setup keeps the copy it had");
+        assert_eq!(
+            fs::read(&to).unwrap(),
+            b"one",
+            "a failed setup keeps the copy it had"
+        );
         Planned::new(&src, to.clone()).unwrap().apply().unwrap().keep();
         assert_eq!(fs::read(&to).unwrap(), b"two");
         let names: Vec<_> = fs::read_dir(to.parent().unwrap())

@@ -638,6 +638,14 @@ pub struct HostSettings {
     pub path: PathBuf,
     /// Its root members, in order (empty when there was no file).
     pub members: Vec<String>,
+    /// Whether the file was there at all (a manifest from before this was recorded says yes, so
+    /// uninstall never removes a file it cannot prove setup's host CLI created).
+    #[serde(default = "existed_before")]
+    pub existed: bool,
+}
+
+fn existed_before() -> bool {
+    true
 }
 
 /// Where setup keeps one host's plugin folder and manifest: `<state>/installs/<host>/`.

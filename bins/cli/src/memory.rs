@@ -119,7 +119,10 @@ impl std::fmt::Display for Listing {
         } else {
             "<id>"
         };
-        writeln!(f, "pin one for every session start: powercontext-hooks pin {what}")
+        writeln!(
+            f,
+            "pin one for every session start: powercontext-hooks pin {what}"
+        )
     }
 }
 
@@ -152,7 +155,12 @@ impl report::Report for Remembered {}
 impl std::fmt::Display for Remembered {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         if self.changed {
-            writeln!(f, "remembered as {} ({})", self.short_id, one_line(&self.kind, 40))?;
+            writeln!(
+                f,
+                "remembered as {} ({})",
+                self.short_id,
+                one_line(&self.kind, 40)
+            )?;
         } else {
             writeln!(f, "already remembered as {}", self.short_id)?;
         }
@@ -300,7 +308,10 @@ pub(crate) fn list_all(conn: &Conn, cap: usize) -> Result<Vec<Memory>> {
             body["cursor"] = json!(c);
         }
         let page = conn.call_ok(&ops::LIST, body)?;
-        for item in page["items"].as_array().context("the Server's answer has no `items` list")? {
+        for item in page["items"]
+            .as_array()
+            .context("the Server's answer has no `items` list")?
+        {
             out.push(Memory::from_record(item)?);
         }
         match page["next_cursor"].as_str() {
@@ -361,8 +372,13 @@ mod tests {
 
     #[test]
     fn remember_text_passes_the_capture_gate() {
-        assert_eq!(gated_text("  We ship on Fridays. ").unwrap(), "We ship on Fridays.");
-        let e = gated_text("the prod key is AKIAIOSFODNN7EXAMPLE ok").unwrap_err().to_string();
+        assert_eq!(
+            gated_text("  We ship on Fridays. ").unwrap(),
+            "We ship on Fridays."
+        );
+        let e = gated_text("the prod key is AKIAIOSFODNN7EXAMPLE ok")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("looks like a secret"), "{e}");
         assert!(!e.contains("AKIA"), "{e}");
         assert!(gated_text("<private>only this</private>").is_err());

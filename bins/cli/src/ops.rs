@@ -181,7 +181,10 @@ impl Conn {
             settings,
             host,
         };
-        let explicit = target.scope.clone().or_else(|| conn.settings.scope_id.value.clone());
+        let explicit = target
+            .scope
+            .clone()
+            .or_else(|| conn.settings.scope_id.value.clone());
         conn.scope = ScopeQuery::for_event(
             host,
             explicit.as_deref(),
@@ -217,7 +220,13 @@ impl Conn {
     /// Runs `op`: `{scope}` and `{id}` filled in, the scope put in the body when it goes there.
     /// `if_match` only for a conditional PUT. A reply that arrived is returned whatever its
     /// status; no reply is an error naming the fix.
-    pub fn call(&self, op: &Op, id: Option<&str>, body: Option<Value>, if_match: Option<&str>) -> Result<Reply> {
+    pub fn call(
+        &self,
+        op: &Op,
+        id: Option<&str>,
+        body: Option<Value>,
+        if_match: Option<&str>,
+    ) -> Result<Reply> {
         let mut path = op.path.replace("{scope}", &path_segment(&self.scope));
         if let Some(id) = id {
             path = path.replace("{id}", &path_segment(id));
@@ -232,7 +241,9 @@ impl Conn {
             (Method::Put, Some(tag)) => self.transport.put_json_if_match(&path, &body, tag),
             (Method::Put, None) => self.transport.put_json(&path, &body),
         };
-        sent.map_err(|e: HttpError| self.unreachable("the Server did not answer", e.failure().outcome.as_str()))
+        sent.map_err(|e: HttpError| {
+            self.unreachable("the Server did not answer", e.failure().outcome.as_str())
+        })
     }
 
     /// Like [`Self::call`], and a status other than 200 is an error: a missing scope says so,
@@ -285,10 +296,7 @@ impl Memory {
 
 /// `art_` and the next 8 characters (the whole id when shorter).
 pub fn short_id(id: &str) -> &str {
-    let end = id
-        .char_indices()
-        .nth(12)
-        .map_or(id.len(), |(i, _)| i);
+    let end = id.char_indices().nth(12).map_or(id.len(), |(i, _)| i);
     &id[..end]
 }
 
@@ -310,7 +318,10 @@ mod tests {
         let writes: Vec<&str> = ALL.iter().filter(|o| o.mutates).map(|o| o.path).collect();
         assert_eq!(
             writes,
-            ["/v1/memory/remember", "/v1/scopes/{scope}/artifacts/atomic-memory/{id}/tags"]
+            [
+                "/v1/memory/remember",
+                "/v1/scopes/{scope}/artifacts/atomic-memory/{id}/tags"
+            ]
         );
         // A mutation is never a GET, and a path-scoped operation names its scope in the path.
         for op in ALL {

@@ -154,7 +154,12 @@ fn change(args: &PinArgs, pin: bool) -> Result<(String, bool)> {
     } else {
         tags.retain(|t| t != TAG);
     }
-    let written = conn.call(&ops::WRITE_TAGS, Some(id), Some(json!({ "tags": tags })), Some(&etag))?;
+    let written = conn.call(
+        &ops::WRITE_TAGS,
+        Some(id),
+        Some(json!({ "tags": tags })),
+        Some(&etag),
+    )?;
     match written.status {
         200 => {}
         409 | 412 | 428 => bail!(

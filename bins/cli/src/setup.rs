@@ -502,7 +502,9 @@ fn build_plan(args: &SetupArgs, host: Host, paths: &Paths) -> Result<Plan> {
         &install::install_dir(&paths.state_root, host),
     )?;
     if let Ok(cli) = std::env::current_exe() {
-        build_tree_warning(&plan, &cli).into_iter().for_each(|w| plan.warnings.push(w));
+        build_tree_warning(&plan, &cli)
+            .into_iter()
+            .for_each(|w| plan.warnings.push(w));
     }
     Ok(plan)
 }
@@ -826,7 +828,9 @@ fn host_settings(plan: &Plan, paths: &Paths) -> Result<Option<install::HostSetti
     let Some((path, _)) = inst.home(&paths.env).and_then(|h| inst.settings_file(&h)) else {
         return Ok(None);
     };
-    let members = match install::read_opt(&path)? {
+    let existing = install::read_opt(&path)?;
+    let existed = existing.is_some();
+    let members = match existing {
         Some(bytes) => {
             let text = String::from_utf8(bytes).map_err(|_| anyhow!("{} is not UTF-8", path.display()))?;
             crate::jsonc::root_keys(&text)
@@ -834,7 +838,11 @@ fn host_settings(plan: &Plan, paths: &Paths) -> Result<Option<install::HostSetti
         }
         None => Vec::new(),
     };
-    Ok(Some(install::HostSettings { path, members }))
+    Ok(Some(install::HostSettings {
+        path,
+        members,
+        existed,
+    }))
 }
 
 fn apply_inner(

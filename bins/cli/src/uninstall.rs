@@ -13,7 +13,7 @@ use serde::Serialize;
 
 use crate::host_cli::HostCli;
 use crate::hosts::{Undo, installer};
-use crate::install::{self, digest};
+use crate::install::{self, Host, digest};
 use crate::jsonc;
 use crate::report;
 use crate::setup::{Locate, Paths, value_digest};
@@ -26,6 +26,10 @@ pub struct UninstallArgs {
     pub host: crate::install::Host,
     #[command(flatten)]
     pub locate: Locate,
+    /// Also remove the hooks' state (run journal, pending flushes, spooled captures never
+    /// delivered) once no other host is set up.
+    #[arg(long)]
+    pub purge: bool,
     /// Print what would be removed and stop.
     #[arg(long)]
     pub dry_run: bool,
@@ -37,13 +41,14 @@ pub struct UninstallArgs {
 /// Runs `uninstall`.
 pub fn uninstall(args: &UninstallArgs) -> Result<ExitCode> {
     match run(args) {
-        Ok((actions, kept)) => report::emit(
+        Ok((actions, kept, state)) => report::emit(
             &Uninstalled {
                 ok: true,
                 host: args.host.as_str(),
                 dry_run: args.dry_run,
                 actions,
                 kept,
+                state,
             },
             args.json,
         ),
@@ -59,6 +64,9 @@ struct Uninstalled {
     dry_run: bool,
     actions: Vec<Done>,
     kept: Vec<Kept>,
+    /// The hooks' state directory: kept (and what it holds) or purged.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    state: Option<StateNote>,
 }
 
 words! {
@@ -189,6 +197,9 @@ impl std::fmt::Display for Uninstalled {
         for k in &self.kept {
             writeln!(f, "  kept    {k}")?;
         }
+        if let Some(s) = self.state.as_ref().filter(|_| !self.actions.is_empty()) {
+            writeln!(f, "  {s}")?;
+        }
         if self.actions.is_empty() {
             writeln!(
                 f,
@@ -205,20 +216,20 @@ impl std::fmt::Display for Uninstalled {
 
 /// After the host CLI unregistered: removes the members it adds (`added`) that were not there
 /// before setup and that it left empty, puts the members back in their order, and gives back the
-/// byte-order mark and CRLF line ends it dropped. Whether anything changed.
+/// byte-order mark and CRLF line ends it dropped. What it did to the file, if anything.
 fn tidy_settings(
     path: &std::path::Path,
     before: &[u8],
     added: &[&str],
     found: Option<&install::HostSettings>,
     dry: bool,
-) -> Result<bool> {
+) -> Result<Option<Undoing>> {
     let members = found.filter(|f| f.path == path).map(|f| &f.members);
     let Some(now) = install::read_opt(path)? else {
-        return Ok(false);
+        return Ok(None);
     };
     let Ok(mut text) = String::from_utf8(now.clone()) else {
-        return Ok(false);
+        return Ok(None);
     };
     // Without a record of the file before setup, nothing is known to be the host CLI's.
     let absent = |k: &&&str| members.is_some_and(|m| !m.iter().any(|m| m == **k));
@@ -237,19 +248,19 @@ fn tidy_settings(
     }
     let bytes = install::restyled(before, text.as_bytes()).unwrap_or_else(|| text.into_bytes());
     if bytes == now {
-        return Ok(false);
+        return Ok(None);
     }
     if !dry {
         install::write_through(path, &bytes, false)?;
     }
-    Ok(true)
+    Ok(Some(Undoing::Tidy))
 }
 
-fn run(args: &UninstallArgs) -> Result<(Vec<Done>, Vec<Kept>)> {
+fn run(args: &UninstallArgs) -> Result<(Vec<Done>, Vec<Kept>, Option<StateNote>)> {
     let host = args.host;
     let paths = Paths::resolve(&args.locate)?;
     let Some(manifest) = install::load_manifest(&paths.state_root, host)? else {
-        return Ok((Vec::new(), Vec::new()));
+        return Ok((Vec::new(), Vec::new(), None));
     };
     let mut actions = Vec::new();
     let mut kept = Vec::new();
@@ -275,13 +286,14 @@ fn run(args: &UninstallArgs) -> Result<(Vec<Done>, Vec<Kept>)> {
         };
         installer(host).unregister(&manifest, &mut undo)?;
         (actions, kept) = (undo.actions, undo.kept);
-        if let (Some((path, added)), Some(before)) = (&settings, &before)
-            && tidy_settings(path, before, added, manifest.host_settings.as_ref(), dry)?
-        {
-            actions.push(Done {
-                why: Some("members the host CLI left empty; the file's own line ends"),
-                ..Done::file(Undoing::Tidy, path)
-            });
+        if let (Some((path, added)), Some(before)) = (&settings, &before) {
+            match tidy_settings(path, before, added, manifest.host_settings.as_ref(), dry)? {
+                Some(how) => actions.push(Done {
+                    why: Some("members the host CLI left empty; the file's own line ends"),
+                    ..Done::file(how, path)
+                }),
+                None => {}
+            }
         }
     }
 
@@ -306,7 +318,8 @@ fn run(args: &UninstallArgs) -> Result<(Vec<Done>, Vec<Kept>)> {
             Some(d) if d == x.sha256 => {
                 actions.push(Done::file(Undoing::Remove, &x.path));
                 if !dry {
-                    fs::remove_file(&x.path).with_context(|| format!("cannot remove {}", x.path.display()))?;
+                    fs::remove_file(&x.path)
+                        .with_context(|| format!("cannot remove {}", x.path.display()))?;
                     if let Some(bin) = x.path.parent() {
                         let _ = fs::remove_dir(bin);
                     }
@@ -427,6 +440,24 @@ fn run(args: &UninstallArgs) -> Result<(Vec<Done>, Vec<Kept>)> {
     actions.extend(a);
     kept.extend(k);
 
+    // 3c. The host's settings file, when it was not there before setup and holds nothing now
+    // (the host CLI and our edits leave `{}`): it goes as it came.
+    if let Some(hs) = manifest.host_settings.as_ref().filter(|h| !h.existed)
+        && let Some(bytes) = install::read_opt(&hs.path)?
+        && String::from_utf8(bytes)
+            .ok()
+            .and_then(|t| jsonc::parse(&t).ok())
+            .is_some_and(|v| v.as_object().is_some_and(serde_json::Map::is_empty))
+    {
+        actions.push(Done {
+            why: Some("not there before setup, and empty now"),
+            ..Done::file(Undoing::Remove, &hs.path)
+        });
+        if !dry {
+            fs::remove_file(&hs.path).with_context(|| format!("cannot remove {}", hs.path.display()))?;
+        }
+    }
+
     // 4. The manifest last: an interrupted uninstall can run again.
     let prior_auth = install::install_dir(&paths.state_root, host).join(install::PRIOR_AUTHORIZATION_FILE);
     if !dry && prior_auth.exists() {
@@ -441,6 +472,10 @@ fn run(args: &UninstallArgs) -> Result<(Vec<Done>, Vec<Kept>)> {
         if let Some(parent) = dir.parent() {
             let _ = fs::remove_dir(parent);
         }
+    }
+    // 5. The hooks' state: kept and said so, or purged.
+    let state = state(&paths.state_root, host, args.purge, dry, &mut kept)?;
+    if !dry {
         // The folders setup created, deepest first, each only if nothing is in it now (another
         // host's files, the hooks' state, anything the user put there keeps it).
         let mut dirs = manifest.created_dirs.clone();
@@ -451,7 +486,124 @@ fn run(args: &UninstallArgs) -> Result<(Vec<Done>, Vec<Kept>)> {
             }
         }
     }
-    Ok((actions, kept))
+    Ok((actions, kept, state))
+}
+
+/// What the hooks keep at the top of their state directory: only these are removed by `--purge`
+/// (anything else there is not theirs and stays).
+const STATE_DIRS: [&str; 5] = ["spool", "scopes", "sessions", "opencode-turns", "installs"];
+const STATE_FILES: [&str; 6] = [
+    "ledger.json",
+    "drain.json",
+    "state.lock",
+    "drain.lock",
+    "sessions.lock",
+    "dsh-turns.json",
+];
+
+fn is_state_entry(name: &str, dir: bool) -> bool {
+    if dir {
+        STATE_DIRS.contains(&name)
+    } else {
+        STATE_FILES.contains(&name)
+            || (name.starts_with("journal-") && name.ends_with(".jsonl"))
+            || (name.starts_with('.') && name.contains(".tmp"))
+    }
+}
+
+/// The spooled captures not yet delivered.
+fn spooled(state_root: &Path) -> usize {
+    fs::read_dir(state_root.join("spool")).map_or(0, |d| {
+        d.flatten()
+            .filter(|e| e.file_name().to_str().is_some_and(|n| n.ends_with(".json")))
+            .count()
+    })
+}
+
+/// What became of the state directory: kept (what it holds, how to remove it) or purged.
+#[derive(Debug, Serialize)]
+pub(crate) struct StateNote {
+    path: PathBuf,
+    /// `kept` or `removed`.
+    action: &'static str,
+    spooled_captures: usize,
+    why: &'static str,
+}
+
+impl std::fmt::Display for StateNote {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let action = if self.action == "kept" { "kept" } else { "remove" };
+        write!(
+            f,
+            "{action:<8}{} (the hooks' state: run journal, {} spooled captures not yet delivered; {})",
+            self.path.display(),
+            self.spooled_captures,
+            self.why
+        )
+    }
+}
+
+/// The state directory once `host` is gone: kept, or with `purge` removed once no other host is
+/// set up. Only the hooks' own entries go (anything else in it stays, listed), never through a
+/// link; a dry run removes nothing.
+fn state(
+    state_root: &Path,
+    host: Host,
+    purge: bool,
+    dry: bool,
+    kept: &mut Vec<Kept>,
+) -> Result<Option<StateNote>> {
+    let Ok(meta) = fs::symlink_metadata(state_root) else {
+        return Ok(None);
+    };
+    // Nothing in it: the folders setup created go below, and there is nothing to keep.
+    if !meta.is_dir() || fs::read_dir(state_root).map_or(true, |mut d| d.next().is_none()) {
+        return Ok(None);
+    }
+    let spooled_captures = spooled(state_root);
+    let others = Host::ALL
+        .into_iter()
+        .any(|h| h != host && install::manifest_path(state_root, h).exists());
+    let note = |action, why| {
+        Ok(Some(StateNote {
+            path: state_root.to_path_buf(),
+            action,
+            spooled_captures,
+            why,
+        }))
+    };
+    if !purge {
+        return note("kept", "`uninstall --purge` removes it");
+    }
+    if others {
+        return note(
+            "kept",
+            "other hosts are still set up; `uninstall --purge` of the last one removes it",
+        );
+    }
+    if !dry {
+        for e in fs::read_dir(state_root)
+            .with_context(|| format!("cannot read {}", state_root.display()))?
+            .flatten()
+        {
+            let Some(name) = e.file_name().to_str().map(str::to_owned) else {
+                continue;
+            };
+            let dir = e.file_type().is_ok_and(|t| t.is_dir());
+            if !is_state_entry(&name, dir) {
+                kept.push(Kept::because(&e.path(), None, "not the hooks': left in place"));
+                continue;
+            }
+            let removed = if dir {
+                fs::remove_dir_all(e.path())
+            } else {
+                fs::remove_file(e.path())
+            };
+            removed.with_context(|| format!("cannot remove {}", e.path().display()))?;
+        }
+        let _ = fs::remove_dir(state_root);
+    }
+    note("removed", "--purge")
 }
 
 /// Removes `dir` and its subdirectories bottom-up when they are empty (never a file).
