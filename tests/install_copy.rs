@@ -222,3 +222,72 @@ fn uninstall_lists_the_state_it_keeps_purge_removes_it_and_no_empty_settings_fil
         "and it is listed: {out}"
     );
 }
+
+#[test]
+fn a_dry_run_says_exactly_what_the_host_cli_wrote_on_its_first_run() {
+    // A fresh home: Claude Code creates its ~/.claude.json the first time it answers anything.
+    let sb = Sandbox::new();
+    let claude_json = sb.home().join(".claude.json");
+    assert!(!claude_json.exists());
+    let (code, plan, _) = sb.cli_json(&[
+        "setup",
+        "claude-code",
+        "--server-url",
+        "http://127.0.0.1:9",
+        "--dry-run",
+    ]);
+    assert_eq!(code, 0, "{plan}");
+    let wrote: Vec<&str> = plan["host_cli_wrote"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert_eq!(
+        claude_json.exists(),
+        wrote.contains(&claude_json.to_str().unwrap()),
+        "{plan}"
+    );
+    // Every path it names is really there, and nothing of setup's is.
+    for p in &wrote {
+        assert!(Path::new(p).exists(), "{p}");
+    }
+    assert!(!sb.config().exists());
+    // Asked again, nothing new appears, and the text says nothing was changed.
+    let again = sb.cli(&[
+        "setup",
+        "claude-code",
+        "--server-url",
+        "http://127.0.0.1:9",
+        "--dry-run",
+    ]);
+    let text = String::from_utf8_lossy(&again.stdout);
+    assert!(text.contains("dry run: nothing was changed"), "{text}");
+}
+
+#[test]
+fn setup_says_on_stderr_what_it_waits_for_while_a_host_cli_runs() {
+    let sb = Sandbox::new();
+    // A host CLI that takes its time to answer (as a first start does).
+    let slow = sb.root.path().join("slow-pi");
+    fs::write(&slow, "#!/bin/sh\nsleep 4\necho 0.73.1\n").unwrap();
+    fs::set_permissions(&slow, fs::Permissions::from_mode(0o755)).unwrap();
+    let out = sb.cli(&[
+        "setup",
+        "pi",
+        "--server-url",
+        "http://127.0.0.1:9",
+        "--host-cli",
+        slow.to_str().unwrap(),
+        "--dry-run",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("waiting for") && stderr.contains(slow.to_str().unwrap()),
+        "{stderr}"
+    );
+    assert!(
+        !String::from_utf8_lossy(&out.stdout).contains("waiting for"),
+        "progress never goes to stdout"
+    );
+}

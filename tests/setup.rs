@@ -120,11 +120,18 @@ fn install_round_trip(host: &str) {
     assert_eq!(out["result"], "installed", "{out}");
     assert!(plugin_listed(&sb, host), "{host} does not list our plugin");
     let hooks = fs::read_to_string(sb.plugin_dir(host).join("hooks/hooks.json")).unwrap();
-    let exe = Path::new(CLI)
+    // The host runs setup's own copy of the hook executable beside our CLI.
+    let exe = sb
+        .plugin_dir(host)
+        .parent()
+        .unwrap()
+        .join(format!("bin/powercontext-hook-{host}"));
+    assert!(hooks.contains(&exe.display().to_string()), "{hooks}");
+    let built = Path::new(CLI)
         .parent()
         .unwrap()
         .join(format!("powercontext-hook-{host}"));
-    assert!(hooks.contains(&exe.display().to_string()), "{hooks}");
+    assert_eq!(fs::read(&exe).unwrap(), fs::read(&built).unwrap());
     let config = fs::read_to_string(sb.config()).unwrap();
     assert!(
         config.starts_with(OUR_CONFIG),
@@ -358,10 +365,12 @@ fn package_round_trip(host: &str) {
     assert_eq!(code, 0, "{out}\n{err}");
     assert_eq!(out["result"], "installed", "{out}");
     assert!(package_registered(&sb, host), "{host} does not have our package");
-    let exe = Path::new(CLI)
+    // The host runs setup's own copy of the hook executable beside our CLI.
+    let exe = sb
+        .plugin_dir(host)
         .parent()
         .unwrap()
-        .join(format!("powercontext-hook-{host}"));
+        .join(format!("bin/powercontext-hook-{host}"));
     let shim = match host {
         "pi" => sb.plugin_dir("pi").join("extensions/powercontext.ts"),
         "dsh" => sb.plugin_dir("dsh").join("index.js"),

@@ -146,9 +146,30 @@ mod tests {
     use super::*;
     use std::os::unix::fs::PermissionsExt;
 
+    /// A fresh folder of this test's own (removed when it ends).
+    struct Scratch(PathBuf);
+
+    impl Scratch {
+        fn new(name: &str) -> Self {
+            let p = std::env::temp_dir().join(format!("pc-exe-copy-{name}-{}", std::process::id()));
+            let _ = fs::remove_dir_all(&p);
+            fs::create_dir_all(&p).unwrap();
+            Self(p)
+        }
+        fn path(&self) -> &Path {
+            &self.0
+        }
+    }
+
+    impl Drop for Scratch {
+        fn drop(&mut self) {
+            let _ = fs::remove_dir_all(&self.0);
+        }
+    }
+
     #[test]
     fn a_copy_is_0755_replaced_atomically_and_undone_to_the_previous_one() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = Scratch::new("copy");
         let src = dir.path().join("src-exe");
         let to = dir.path().join("state/bin/exe");
         fs::write(&src, b"one").unwrap();
@@ -179,7 +200,7 @@ mod tests {
 
     #[test]
     fn a_build_tree_is_recognised() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = Scratch::new("tree");
         let project = dir.path().join("clone");
         fs::create_dir_all(project.join("target/release")).unwrap();
         fs::write(project.join("Cargo.toml"), "[package]\n").unwrap();

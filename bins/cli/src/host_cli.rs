@@ -19,6 +19,9 @@ use crate::install::{Host, HostExt};
 
 /// One host CLI call's limit (the official installer uses 120 s).
 const CALL_TIMEOUT: Duration = Duration::from_secs(120);
+/// A call still running after this says on stderr what it is waiting for (a host CLI's first
+/// start can take many seconds, and silence looks like a hang).
+const SAY_WAITING_AFTER: Duration = Duration::from_secs(2);
 
 /// A located host CLI.
 #[derive(Debug, Clone)]
@@ -105,9 +108,21 @@ impl HostCli {
         let out = pipe(child.stdout.take());
         let err = pipe(child.stderr.take());
         let started = Instant::now();
+        let mut said = false;
         let status = loop {
             if let Some(s) = child.try_wait()? {
                 break s;
+            }
+            if !said && started.elapsed() > SAY_WAITING_AFTER {
+                said = true;
+                #[expect(clippy::print_stderr, reason = "progress for people, never on stdout")]
+                {
+                    eprintln!(
+                        "powercontext-hooks: waiting for `{}` (up to {} s)…",
+                        crate::state_cmd::terminal_safe(&self.display(args)),
+                        CALL_TIMEOUT.as_secs()
+                    );
+                }
             }
             if started.elapsed() > CALL_TIMEOUT {
                 kill_group(&child);

@@ -352,6 +352,8 @@ pub(crate) struct Plan {
     pub settings_lines: Vec<SettingRow>,
     pub warnings: Vec<String>,
     pub previous: Option<Manifest>,
+    /// Files and folders of the host's own that its CLI created while setup asked it questions.
+    pub host_cli_wrote: Vec<PathBuf>,
 }
 
 impl Plan {
@@ -400,6 +402,7 @@ impl Plan {
             "commands": self.steps.iter().map(|s| self.step_command(*s)).collect::<Vec<_>>(),
             "official_files": self.shared.lines().iter().map(|(a, p, w)| json!({"path": p, "action": a, "what": w})).collect::<Vec<_>>(),
             "warnings": self.warnings,
+            "host_cli_wrote": self.host_cli_wrote,
         })
     }
 
@@ -781,7 +784,51 @@ pub(crate) fn plan_ours(
         settings_lines,
         warnings,
         previous,
+        host_cli_wrote: Vec::new(),
     })
+}
+
+fn fs_exists(p: &Path) -> bool {
+    std::fs::symlink_metadata(p).is_ok()
+}
+
+/// Where a host's CLI keeps its own files (what even `--version` or a listing may create on a
+/// first run): the only places a dry run looks for what appeared.
+fn host_own_paths(host: Host, env: &Env) -> Vec<PathBuf> {
+    let Some(home) = env.text("HOME").filter(|h| !h.is_empty()).map(PathBuf::from) else {
+        return Vec::new();
+    };
+    let xdg = |var: &str, rel: &str| {
+        env.text(var)
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute())
+            .unwrap_or_else(|| home.join(rel))
+    };
+    match host {
+        Host::ClaudeCode => {
+            let dir = env
+                .text("CLAUDE_CONFIG_DIR")
+                .map_or_else(|| home.join(".claude"), PathBuf::from);
+            vec![
+                home.join(".claude.json"),
+                dir.join(".claude.json"),
+                dir.join("backups"),
+                dir,
+            ]
+        }
+        Host::Codex => vec![
+            env.text("CODEX_HOME")
+                .map_or_else(|| home.join(".codex"), PathBuf::from),
+        ],
+        Host::OpenCode => vec![
+            xdg("XDG_CACHE_HOME", ".cache").join("opencode"),
+            xdg("XDG_DATA_HOME", ".local/share").join("opencode"),
+            xdg("XDG_STATE_HOME", ".local/state").join("opencode"),
+            xdg("XDG_CONFIG_HOME", ".config").join("opencode"),
+        ],
+        Host::Pi => vec![home.join(".pi")],
+        Host::Dsh => vec![home.join(".dsh")],
+    }
 }
 
 /// `sha256:` of a JSON value's compact form (how the manifest identifies our MCP entry).
@@ -1029,7 +1076,17 @@ pub fn setup(args: &SetupArgs) -> Result<ExitCode> {
         return crate::interop::trust_only(args).or_else(|e| report::refuse(args.json, &e));
     }
     let planned = Paths::resolve(&args.locate).and_then(|paths| {
-        let plan = build_plan(args, args.host, &paths)?;
+        // What the host's own CLI leaves while it only answers questions (a first run's files):
+        // nothing of setup's, but a dry run says exactly what appeared.
+        let before = host_own_paths(args.host, &paths.env)
+            .into_iter()
+            .filter(|p| fs_exists(p))
+            .collect::<Vec<_>>();
+        let mut plan = build_plan(args, args.host, &paths)?;
+        plan.host_cli_wrote = host_own_paths(args.host, &paths.env)
+            .into_iter()
+            .filter(|p| fs_exists(p) && !before.contains(p))
+            .collect();
         Ok((plan, paths))
     });
     let (plan, paths) = match planned {
@@ -1096,7 +1153,23 @@ impl std::fmt::Display for SetupReport<'_> {
         }
         let host = plan.host.as_str();
         match self.result {
-            SetupResult::Planned => return writeln!(f, "dry run: nothing was changed"),
+            SetupResult::Planned if plan.host_cli_wrote.is_empty() => {
+                return writeln!(f, "dry run: nothing was changed");
+            }
+            SetupResult::Planned => {
+                let list: Vec<String> = plan
+                    .host_cli_wrote
+                    .iter()
+                    .map(|p| p.display().to_string())
+                    .collect();
+                return writeln!(
+                    f,
+                    "dry run: setup changed nothing, but {} created {} while answering its read-only questions \
+                     (its own first-run files, not setup's)",
+                    plan.cli.path.display(),
+                    list.join(", ")
+                );
+            }
             SetupResult::RolledBack => return Ok(()),
             SetupResult::Unchanged => writeln!(f, "already set up: nothing changed")?,
             SetupResult::Installed => writeln!(f, "done: {host} is set up")?,

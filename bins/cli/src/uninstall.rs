@@ -216,20 +216,20 @@ impl std::fmt::Display for Uninstalled {
 
 /// After the host CLI unregistered: removes the members it adds (`added`) that were not there
 /// before setup and that it left empty, puts the members back in their order, and gives back the
-/// byte-order mark and CRLF line ends it dropped. What it did to the file, if anything.
+/// byte-order mark and CRLF line ends it dropped. Whether anything changed.
 fn tidy_settings(
     path: &std::path::Path,
     before: &[u8],
     added: &[&str],
     found: Option<&install::HostSettings>,
     dry: bool,
-) -> Result<Option<Undoing>> {
+) -> Result<bool> {
     let members = found.filter(|f| f.path == path).map(|f| &f.members);
     let Some(now) = install::read_opt(path)? else {
-        return Ok(None);
+        return Ok(false);
     };
     let Ok(mut text) = String::from_utf8(now.clone()) else {
-        return Ok(None);
+        return Ok(false);
     };
     // Without a record of the file before setup, nothing is known to be the host CLI's.
     let absent = |k: &&&str| members.is_some_and(|m| !m.iter().any(|m| m == **k));
@@ -248,12 +248,12 @@ fn tidy_settings(
     }
     let bytes = install::restyled(before, text.as_bytes()).unwrap_or_else(|| text.into_bytes());
     if bytes == now {
-        return Ok(None);
+        return Ok(false);
     }
     if !dry {
         install::write_through(path, &bytes, false)?;
     }
-    Ok(Some(Undoing::Tidy))
+    Ok(true)
 }
 
 fn run(args: &UninstallArgs) -> Result<(Vec<Done>, Vec<Kept>, Option<StateNote>)> {
@@ -286,14 +286,13 @@ fn run(args: &UninstallArgs) -> Result<(Vec<Done>, Vec<Kept>, Option<StateNote>)
         };
         installer(host).unregister(&manifest, &mut undo)?;
         (actions, kept) = (undo.actions, undo.kept);
-        if let (Some((path, added)), Some(before)) = (&settings, &before) {
-            match tidy_settings(path, before, added, manifest.host_settings.as_ref(), dry)? {
-                Some(how) => actions.push(Done {
-                    why: Some("members the host CLI left empty; the file's own line ends"),
-                    ..Done::file(how, path)
-                }),
-                None => {}
-            }
+        if let (Some((path, added)), Some(before)) = (&settings, &before)
+            && tidy_settings(path, before, added, manifest.host_settings.as_ref(), dry)?
+        {
+            actions.push(Done {
+                why: Some("members the host CLI left empty; the file's own line ends"),
+                ..Done::file(Undoing::Tidy, path)
+            });
         }
     }
 

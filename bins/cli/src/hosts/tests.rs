@@ -103,7 +103,8 @@ fn each_hosts_plan_renders_its_templates_into_its_plugin_folder_and_writes_nothi
         }
         let hooks = plan.files.iter().find(|f| f.path.ends_with("hooks/hooks.json"));
         if let Some(f) = hooks {
-            let exe = tree.0.join("bin").join(host.hook_exe());
+            // The host runs setup's own copy, not the executable in the bin folder.
+            let exe = crate::exe_copy::installed_path(&tree.0.join("state"), host);
             assert!(String::from_utf8_lossy(&f.bytes).contains(&*exe.display().to_string()));
         }
         assert!(plan.config.is_none() && plan.steps.is_empty() && plan.host_entry.is_none());
