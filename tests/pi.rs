@@ -416,7 +416,12 @@ fn pi_boundary_flush_stays_within_one_second() {
     assert!(system_prompt(&hook.start(&vector_event("continue implementation"))).is_some());
     let out = hook.flush("session_before_switch");
     out.assert_fail_open_pi();
-    assert!(out.elapsed < Duration::from_millis(1500), "{:?}", out.elapsed);
+    let slack = crate::support::start_slack();
+    assert!(
+        out.elapsed < Duration::from_millis(1400) + slack,
+        "{:?}",
+        out.elapsed
+    );
     assert!(out.elapsed >= Duration::from_millis(900), "{:?}", out.elapsed);
     assert_eq!(hook.ledger()[0]["position"], 7, "still pending");
 }
