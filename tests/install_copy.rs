@@ -291,3 +291,33 @@ fn setup_says_on_stderr_what_it_waits_for_while_a_host_cli_runs() {
         "progress never goes to stdout"
     );
 }
+
+#[test]
+fn doctor_warns_about_an_install_from_before_the_copy_that_runs_from_a_build_tree() {
+    let sb = Sandbox::new();
+    let bin = build_tree(&sb);
+    let (code, out, _) = sb.cli_json(&[
+        "setup",
+        "claude-code",
+        "--server-url",
+        "http://127.0.0.1:9",
+        "--bin-dir",
+        bin.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{out}");
+    // The manifest an older setup wrote: the build's executable wired in, no copy recorded.
+    let manifest = sb
+        .plugin_dir("claude-code")
+        .parent()
+        .unwrap()
+        .join("manifest.json");
+    let mut m: Value = serde_json::from_slice(&fs::read(&manifest).unwrap()).unwrap();
+    m.as_object_mut().unwrap().remove("executable");
+    m["hook_exe"] = Value::from(bin.join("powercontext-hook-claude-code").to_str().unwrap());
+    fs::write(&manifest, serde_json::to_vec_pretty(&m).unwrap()).unwrap();
+    let (_, report, _) = sb.cli_json(&["doctor", "claude-code", "--bin-dir", bin.to_str().unwrap()]);
+    let c = check(&report, "hook copy");
+    assert_eq!(c["status"], "warn", "{c}");
+    assert!(c["detail"].as_str().unwrap().contains("build tree"), "{c}");
+    assert!(c["fix"].as_str().unwrap().contains("setup claude-code"), "{c}");
+}

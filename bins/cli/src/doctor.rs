@@ -453,7 +453,23 @@ pub(crate) fn check_installed(
 /// `--bin-dir`): a different build means the host runs something other than what this CLI
 /// would install, and setup again brings it up to date.
 fn check_copy(host: Host, m: &Manifest, beside: &Path, setup_cmd: &str, r: &mut Report) {
-    let Some(copy) = &m.executable else { return };
+    let Some(copy) = &m.executable else {
+        // Set up before setup made its own copy: the host runs the executable where it was.
+        if let Some(tree) = crate::exe_copy::build_tree(&m.hook_exe) {
+            r.warn(
+                Tier::Installed,
+                "hook copy",
+                format!(
+                    "{} runs {} inside the build tree {}: `cargo clean` or a moved clone breaks it silently",
+                    host.as_str(),
+                    m.hook_exe.display(),
+                    tree.display()
+                ),
+                format!("{setup_cmd} (copies it into setup's own folder)"),
+            );
+        }
+        return;
+    };
     let now = crate::exe_copy::digest_of(&copy.path);
     if now.as_ref() != Some(&copy.sha256) {
         r.fail(
