@@ -203,3 +203,37 @@ fn explicit_operations_never_fail_open_and_never_print_the_token() {
         assert!(!text.contains(token), "the token leaked: {text}");
     }
 }
+
+#[test]
+fn explicit_operations_follow_no_redirect_and_read_no_oversized_answer() {
+    use powercontext_hooks_test_support::fault_server::{FaultServer, Reply};
+    let target = FaultServer::start(|_| Reply::json(200, &json!({"items": [], "next_cursor": null})));
+    let to = format!("{}/v1/atomic-memory/list", target.url());
+    let redirecting = FaultServer::start(move |_| Reply::Redirect {
+        status: 307,
+        location: to.clone(),
+    });
+    let oversized = FaultServer::start(|_| Reply::Oversized {
+        status: 200,
+        size: 2 * 1024 * 1024,
+        declared_length: false,
+    });
+    for (server, what) in [(&redirecting, "redirect"), (&oversized, "oversized")] {
+        let home = tempfile::tempdir().unwrap();
+        let out = run_cli(
+            &["list", "--scope", "scp_x", "--json"],
+            &[
+                ("HOME", home.path().to_str().unwrap()),
+                ("POWERCONTEXT_HOOKS_CONFIG", "/nonexistent/config.toml"),
+                ("POWERCONTEXT_CLAUDE_SERVER_URL", &server.url()),
+            ],
+        );
+        assert_eq!(out.status.code(), Some(1), "{what}");
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert!(
+            v["error"].as_str().unwrap().contains("invalid_response"),
+            "{what}: {v}"
+        );
+    }
+    assert_eq!(target.request_count(), 0, "the redirect was never followed");
+}
