@@ -278,14 +278,19 @@ fn the_host_matrix_has_one_row_and_one_page_per_host() {
 #[test]
 fn the_demo_adds_its_memory_with_the_cli_and_says_what_it_is_doing() {
     let demo = include_str!("../scripts/demo");
-    assert!(!demo.contains("/v1/memory/remember"), "the demo posts a raw request");
+    assert!(
+        !demo.contains("/v1/memory/remember"),
+        "the demo posts a raw request"
+    );
     assert!(demo.contains("cli remember "), "the demo remembers with our CLI");
     // Every slow step is announced before it starts.
     for step in ["ensure-server-venv", "cargo build", "server run"] {
         let at = demo.find(step).unwrap_or_else(|| panic!("{step}"));
         let before = &demo[..at];
         assert!(
-            before.rfind("echo \"==>").is_some_and(|e| before[e..].lines().count() <= 3),
+            before
+                .rfind("echo \"==>")
+                .is_some_and(|e| before[e..].lines().count() <= 3),
             "no progress line right before `{step}`"
         );
     }
