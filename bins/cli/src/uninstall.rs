@@ -36,6 +36,10 @@ pub struct UninstallArgs {
 
 /// Runs `uninstall`.
 pub fn uninstall(args: &UninstallArgs) -> Result<ExitCode> {
+    if let Err(message) = crate::setup::check_home(&powercontext_hooks_core::env::Env::from_process()) {
+        report::refuse_with(args.json, &message);
+        return Ok(ExitCode::from(2));
+    }
     match run(args) {
         Ok((actions, kept)) => report::emit(
             &Uninstalled {
@@ -248,6 +252,16 @@ fn tidy_settings(
 fn run(args: &UninstallArgs) -> Result<(Vec<Done>, Vec<Kept>)> {
     let host = args.host;
     let paths = Paths::resolve(&args.locate)?;
+    if install::load_manifest(&paths.state_root, host)?.is_none() {
+        return Ok((Vec::new(), Vec::new()));
+    }
+    // The lock setup holds too, then the manifest read again under it: a setup that finished
+    // meanwhile is undone from what it recorded, never from a stale reading.
+    let _lock = if args.dry_run {
+        None
+    } else {
+        Some(install::UserLock::take(&paths.state_root)?)
+    };
     let Some(manifest) = install::load_manifest(&paths.state_root, host)? else {
         return Ok((Vec::new(), Vec::new()));
     };
