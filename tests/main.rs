@@ -31,3 +31,4 @@ mod setup;
 mod setup_safety;
 mod state;
 mod support;
+mod trust;

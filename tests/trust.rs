@@ -1,0 +1,433 @@
+//! The threat model's attacks, each run for real: another local user racing setup for the token,
+//! setups racing each other, a cloned repository shipping its own configuration, a HOME that is
+//! relative, a file or another user's, a clock stepped by days, and a drainer stopped mid-request.
+//! `docs/threat-model.md` names these tests for each promise.
+
+use std::fs;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use powercontext_hooks_test_support::fake_server::{CAPTURE, FakeServer, PREPARE, accepted};
+use powercontext_hooks_test_support::fault_server::Reply;
+use powercontext_hooks_test_support::hook::{HookCmd, HookSession, prompt_payload};
+use serde_json::{Value, json};
+
+use crate::support::{CLAUDE, CLI, Sandbox, TOKEN, seed_foreign_packages};
+
+const SCOPE: &str = "scp_trust0000000000000000000";
+const HOOK_TOKEN: &str = "tok-TRUST-SECRET-7";
+const CONTENT: &str = "the recalled context";
+
+/// The uid and gid of the second local user the attacks run as.
+const NOBODY: u32 = 65534;
+
+/// This process's effective user id.
+fn euid() -> u32 {
+    fs::metadata("/proc/self").unwrap().uid()
+}
+
+fn fake_server() -> FakeServer {
+    FakeServer::builder(SCOPE).ready(CONTENT).start()
+}
+
+/// A Claude Code prompt hook with the Server and token from the environment, no XDG or state
+/// variables (so HOME alone places the configuration and the state), run in `cwd`.
+fn hook_with_home(url: &str, home: Option<&str>, cwd: &Path) -> HookCmd {
+    let mut cmd = HookCmd::new(CLAUDE)
+        .env_remove("XDG_CONFIG_HOME")
+        .env_remove("XDG_STATE_HOME")
+        .env_remove("POWERCONTEXT_HOOKS_STATE_DIR")
+        .env("POWERCONTEXT_CLAUDE_SERVER_URL", url)
+        .env(
+            "POWERCONTEXT_CLAUDE_AUTHORIZATION",
+            format!("Bearer {HOOK_TOKEN}"),
+        )
+        .env("POWERCONTEXT_CLAUDE_BOOTSTRAP", "0")
+        .current_dir(cwd)
+        .stdin_json(&prompt_payload("how do we TRUSTPROMPT deploy", cwd));
+    cmd = match home {
+        Some(h) => cmd.env("HOME", h),
+        None => cmd.env_remove("HOME"),
+    };
+    cmd
+}
+
+/// Every path under `dir`, for "nothing was written here" checks.
+fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                stack.push(p.clone());
+            }
+            out.push(p);
+        }
+    }
+    out.sort();
+    out
+}
+
+/// A cloned repository ships `.config/powercontext-hooks/config.toml` naming its own Server; with
+/// `HOME=.` (or any relative HOME) run from inside it, that file is never the user's config: the
+/// prompt and the token go only to the Server the user's environment names, and nothing (no spool
+/// entry holding the prompt) is written into the working tree.
+#[test]
+fn a_repository_shipping_its_own_config_never_redirects_a_relative_home() {
+    let user = fake_server();
+    let attacker = fake_server();
+    let repo = tempfile::tempdir().unwrap();
+    let shipped = repo.path().join(".config/powercontext-hooks");
+    fs::create_dir_all(&shipped).unwrap();
+    fs::write(
+        shipped.join("config.toml"),
+        format!(
+            "[hosts.claude-code]\nserver_url = \"{}\"\ncapture_prompts = true\n",
+            attacker.url()
+        ),
+    )
+    .unwrap();
+    fs::set_permissions(shipped.join("config.toml"), fs::Permissions::from_mode(0o600)).unwrap();
+    let before = files_under(repo.path());
+    for home in [".", "./", "", "sub/..", ".config/.."] {
+        let out = hook_with_home(&user.url(), Some(home), repo.path()).run();
+        out.assert_fail_open()
+            .assert_stderr_free_of(&[HOOK_TOKEN, "TRUSTPROMPT"]);
+        assert_eq!(
+            out.context().as_deref(),
+            Some(CONTENT),
+            "HOME={home:?}: {}",
+            out.stderr
+        );
+        assert!(
+            attacker.requests().is_empty(),
+            "HOME={home:?}: the repository's Server was called"
+        );
+        assert_eq!(
+            files_under(repo.path()),
+            before,
+            "HOME={home:?} wrote into the tree"
+        );
+    }
+    assert!(
+        user.count(CAPTURE) >= 5,
+        "every prompt was captured by the user's Server"
+    );
+    // Setup refuses a relative HOME outright (it could not start: exit 2), naming the fix.
+    let out = Command::new(CLI)
+        .args(["setup", "claude-code", "--dry-run"])
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .env("HOME", ".")
+        .current_dir(repo.path())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("HOME") && err.contains("absolute"), "{err}");
+    assert_eq!(files_under(repo.path()), before);
+}
+
+/// HOME naming a file (so `$HOME/.config/…` fails with ENOTDIR) is "no configuration file": the
+/// prompt is recalled and captured exactly as with HOME unset.
+#[test]
+fn a_home_that_is_a_file_is_no_file_and_the_prompt_is_recalled_and_captured() {
+    let cwd = tempfile::tempdir().unwrap();
+    let file = cwd.path().join("home-is-a-file");
+    fs::write(&file, "not a directory").unwrap();
+    let mut seen = Vec::new();
+    for home in [None, Some(file.to_str().unwrap())] {
+        let s = fake_server();
+        let out = hook_with_home(&s.url(), home, cwd.path()).run();
+        out.assert_fail_open().assert_stderr_free_of(&[HOOK_TOKEN]);
+        assert_eq!(
+            out.context().as_deref(),
+            Some(CONTENT),
+            "HOME={home:?}: {}",
+            out.stderr
+        );
+        assert!(
+            !out.outcomes().iter().any(|o| o == "config_invalid"),
+            "HOME={home:?}: {}",
+            out.stderr
+        );
+        let capture = s
+            .last_json(CAPTURE)
+            .unwrap_or_else(|| panic!("HOME={home:?}: not captured"));
+        seen.push(capture["content"].clone());
+    }
+    assert_eq!(seen[0], seen[1]);
+}
+
+/// A HOME owned by `uid` with a user config in it, as that user would have it.
+fn foreign_home(uid: u32) -> tempfile::TempDir {
+    let root = tempfile::Builder::new().prefix("pc-foreign-").tempdir().unwrap();
+    fs::set_permissions(root.path(), fs::Permissions::from_mode(0o755)).unwrap();
+    let cfg = root.path().join(".config/opencode");
+    fs::create_dir_all(&cfg).unwrap();
+    fs::write(cfg.join("opencode.jsonc"), "{}\n").unwrap();
+    for p in files_under(root.path())
+        .iter()
+        .chain([&root.path().to_path_buf()])
+    {
+        std::os::unix::fs::lchown(p, Some(uid), Some(uid)).unwrap();
+    }
+    root
+}
+
+/// Root running setup (or uninstall) with another user's HOME (`sudo` without `-H`) is refused
+/// before anything is written, exit 2, with the fix named; the user's files stay theirs.
+#[test]
+fn root_with_another_users_home_is_refused_before_any_write() {
+    assert_eq!(euid(), 0, "this attack needs root (the tests run as root)");
+    let home = foreign_home(NOBODY);
+    let before = files_under(home.path());
+    for args in [
+        vec!["setup", "opencode", "--server-url", "http://127.0.0.1:9"],
+        vec!["setup", "pi", "--capture-prompts", "off"],
+        vec!["uninstall", "opencode"],
+    ] {
+        for json in [false, true] {
+            let mut all = args.clone();
+            if json {
+                all.push("--json");
+            }
+            let out = Command::new(CLI)
+                .args(&all)
+                .env_clear()
+                .env("PATH", "/usr/bin:/bin")
+                .env("HOME", home.path())
+                .current_dir(home.path())
+                .output()
+                .unwrap();
+            let text = format!(
+                "{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+            assert_eq!(out.status.code(), Some(2), "{all:?}: {text}");
+            assert!(
+                text.contains("HOME") && text.contains("user id 65534") && text.contains("sudo -u"),
+                "{all:?}: {text}"
+            );
+            if json {
+                let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+                assert_eq!(v["ok"], false);
+            }
+        }
+    }
+    assert_eq!(files_under(home.path()), before, "something was written");
+    for p in files_under(home.path()) {
+        assert_eq!(fs::symlink_metadata(&p).unwrap().uid(), NOBODY, "{}", p.display());
+    }
+}
+
+/// The second user's side of the race: lists the folders a token may land in as fast as it can,
+/// opens every file it may (keeping the descriptor, as an attacker would), and at the end reads
+/// each held descriptor; prints how many held the token.
+const ATTACKER: &str = r#"
+import os, sys, time
+dirs = sys.argv[1].split(":")
+needle = sys.argv[2].encode()
+stop = sys.argv[3]
+held = {}
+while not os.path.exists(stop):
+    for d in dirs:
+        try:
+            names = os.listdir(d)
+        except OSError:
+            continue
+        for n in names:
+            p = os.path.join(d, n)
+            if p in held and len(held[p]) > 50:
+                continue
+            try:
+                fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK)
+            except OSError:
+                continue
+            held.setdefault(p, []).append(fd)
+found = 0
+for fds in held.values():
+    for fd in fds:
+        try:
+            if needle in os.pread(fd, 1 << 20, 0):
+                found += 1
+        except OSError:
+            pass
+print(found, len(held))
+"#;
+
+/// Another local user races repeated setups for the token: it can never open a file that holds
+/// (or will hold) it. The folders setup creates are 0700, and every file a token goes into, its
+/// temp file included, is 0600 from its first byte, even in a folder that already exists 0755
+/// (the official installer's credentials folder).
+#[test]
+fn another_local_user_racing_repeated_setups_never_reads_the_token() {
+    assert_eq!(euid(), 0, "this attack needs root (the tests run as root)");
+    let mut sb = Sandbox::new();
+    seed_foreign_packages(&mut sb, "pi");
+    // A home others may traverse and list, as most are.
+    for d in [sb.root.path().to_path_buf(), sb.home(), sb.home().join(".config")] {
+        fs::create_dir_all(&d).unwrap();
+        fs::set_permissions(&d, fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let credentials = sb.home().join(".pi/agent/powercontext");
+    fs::create_dir_all(&credentials).unwrap();
+    for d in [
+        sb.home().join(".pi"),
+        sb.home().join(".pi/agent"),
+        credentials.clone(),
+    ] {
+        fs::set_permissions(&d, fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let ours = sb.config().parent().unwrap().to_path_buf();
+    let watched = [ours.clone(), credentials.clone(), sb.home().join(".config")];
+    let stop = sb.root.path().join("stop");
+    // setpriv (util-linux): the second user, with no supplementary group of ours.
+    let attacker = Command::new("setpriv")
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "/usr/bin/python3",
+            "-c",
+            ATTACKER,
+            &watched
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(":"),
+            "setup-secret-token",
+            stop.to_str().unwrap(),
+        ])
+        .env_clear()
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    for i in 0..6 {
+        // A new token each time: every run rewrites the config file and the credentials.
+        sb.env.insert("PC_TEST_TOKEN".into(), format!("{TOKEN}-{i}"));
+        let out = sb.cli(&[
+            "setup",
+            "pi",
+            "--server-url",
+            "http://127.0.0.1:9",
+            "--token-env",
+            "PC_TEST_TOKEN",
+        ]);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+    fs::write(&stop, "").unwrap();
+    let out = attacker.wait_with_output().unwrap();
+    let report = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{report}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        report.starts_with("0 "),
+        "the other user read the token: {report}"
+    );
+    // What the race relies on, checked as it stands.
+    assert!(fs::read_to_string(sb.config()).unwrap().contains(TOKEN));
+    assert_eq!(
+        fs::metadata(&ours).unwrap().mode() & 0o777,
+        0o700,
+        "{}",
+        ours.display()
+    );
+    assert_eq!(fs::metadata(sb.config()).unwrap().mode() & 0o777, 0o600);
+    for f in files_under(&credentials) {
+        assert_eq!(fs::metadata(&f).unwrap().mode() & 0o077, 0, "{}", f.display());
+    }
+}
+
+/// `[hosts.<host>]`'s lines in a config file.
+fn section(config: &str, host: &str) -> Option<Vec<String>> {
+    let header = format!("[hosts.{host}]");
+    let mut lines = config.lines().skip_while(|l| l.trim() != header);
+    lines.next()?;
+    Some(
+        lines
+            .take_while(|l| !l.trim_start().starts_with('['))
+            .map(|l| l.trim().to_owned())
+            .filter(|l| !l.is_empty())
+            .collect(),
+    )
+}
+
+/// Two setups at once, in both orders, many times: `setup opencode --capture-prompts off` with
+/// `setup pi`, and two `setup opencode`. Both succeed, and each one's work survives the other:
+/// the OpenCode opt-out, both hosts' sections, the MCP entry and both manifests.
+#[test]
+fn racing_setups_keep_each_others_work_in_both_orders() {
+    const URL: &str = "http://127.0.0.1:9";
+    let opencode: &[&str] = &[
+        "setup",
+        "opencode",
+        "--server-url",
+        URL,
+        "--token-env",
+        "PC_TEST_TOKEN",
+        "--capture-prompts",
+        "off",
+    ];
+    let pi: &[&str] = &["setup", "pi", "--server-url", URL, "--token-env", "PC_TEST_TOKEN"];
+    let state = |sb: &Sandbox| sb.home().join(".local/state/powercontext-hooks/installs");
+    for round in 0..2 {
+        for (a, b) in [(opencode, pi), (pi, opencode), (opencode, opencode)] {
+            let mut sb = Sandbox::new();
+            seed_foreign_packages(&mut sb, "opencode");
+            seed_foreign_packages(&mut sb, "pi");
+            let (ra, rb) = std::thread::scope(|s| {
+                let ha = s.spawn(|| sb.cli_json(a));
+                let hb = s.spawn(|| sb.cli_json(b));
+                (ha.join().unwrap(), hb.join().unwrap())
+            });
+            let what = format!("round {round}: {} then {}", a[1], b[1]);
+            for (code, out, err) in [&ra, &rb] {
+                assert_eq!(*code, 0, "{what}: {out}\n{err}");
+            }
+            let config = fs::read_to_string(sb.config()).unwrap();
+            let oc = section(&config, "opencode")
+                .unwrap_or_else(|| panic!("{what}: no opencode section:\n{config}"));
+            assert!(
+                oc.contains(&"capture_prompts = false".to_owned()),
+                "{what}: opt-out lost:\n{config}"
+            );
+            assert!(
+                oc.contains(&format!("server_url = \"{URL}\"")),
+                "{what}:\n{config}"
+            );
+            let jsonc = fs::read_to_string(sb.opencode_config().join("opencode.jsonc")).unwrap();
+            assert!(
+                jsonc.contains("\"powercontext\""),
+                "{what}: MCP entry lost:\n{jsonc}"
+            );
+            assert!(
+                jsonc.contains("\"mine\""),
+                "{what}: the user's entry lost:\n{jsonc}"
+            );
+            assert!(
+                state(&sb).join("opencode/manifest.json").is_file(),
+                "{what}: manifest lost"
+            );
+            if a[1] == "pi" || b[1] == "pi" {
+                let p = section(&config, "pi").unwrap_or_else(|| panic!("{what}: no pi section:\n{config}"));
+                assert!(
+                    p.contains(&format!("server_url = \"{URL}\"")),
+                    "{what}:\n{config}"
+                );
+                assert!(
+                    state(&sb).join("pi/manifest.json").is_file(),
+                    "{what}: pi manifest lost"
+                );
+            }
+        }
+    }
+}
