@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use powercontext_hooks_test_support::fake_server::{CAPTURE, FakeServer, PREPARE, accepted};
+use powercontext_hooks_test_support::fake_server::{CAPTURE, FakeServer, accepted};
 use powercontext_hooks_test_support::fault_server::Reply;
 use powercontext_hooks_test_support::hook::{HookCmd, HookSession, prompt_payload};
 use serde_json::{Value, json};
@@ -430,4 +430,114 @@ fn racing_setups_keep_each_others_work_in_both_orders() {
             }
         }
     }
+}
+
+/// The pids of this state directory's background drainers.
+fn drainers(state: &Path) -> Vec<u32> {
+    let marker = format!("POWERCONTEXT_HOOKS_STATE_DIR={}", state.display());
+    fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            let cmdline = fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            let environ = fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+            String::from_utf8_lossy(&cmdline).contains("--powercontext-drain")
+                && environ.split(|b| *b == 0).any(|v| v == marker.as_bytes())
+        })
+        .collect()
+}
+
+fn signal(pids: &[u32], sig: &str) {
+    for pid in pids {
+        let _ = Command::new("kill")
+            .arg(format!("-{sig}"))
+            .arg(pid.to_string())
+            .status();
+    }
+}
+
+/// Five prompts wait in the spool (the Server answered 503), a sixth is handed to a drainer, and
+/// that drainer is SIGSTOPped in the middle of the first capture request, then resumed: its
+/// request has timed out, but not because of the Server. It must not treat the Server as down
+/// and leave: every prompt is delivered, once, in order, without another prompt to wake anything.
+#[test]
+fn a_drainer_stopped_mid_request_and_resumed_still_delivers_the_spool() {
+    use std::sync::atomic::{AtomicU8, Ordering};
+    // 0: the Server answers 503; 1: the next capture hangs; 2: captures are accepted.
+    let phase = std::sync::Arc::new(AtomicU8::new(0));
+    let delivered: std::sync::Arc<std::sync::Mutex<Vec<String>>> = std::sync::Arc::default();
+    let (ph, log) = (phase.clone(), delivered.clone());
+    let s = FakeServer::builder(SCOPE)
+        .ready(CONTENT)
+        .route(CAPTURE, move |req| match ph.load(Ordering::SeqCst) {
+            0 => Reply::json(503, &json!({"detail": "down"})),
+            1 if ph
+                .compare_exchange(1, 3, Ordering::SeqCst, Ordering::SeqCst)
+                .is_ok() =>
+            {
+                // The drainer is stopped while it waits for this one.
+                std::thread::sleep(Duration::from_secs(12));
+                Reply::json(503, &json!({"detail": "gone"}))
+            }
+            _ => {
+                let body: Value = serde_json::from_slice(&req.body).unwrap_or_default();
+                log.lock()
+                    .unwrap()
+                    .push(body["content"].as_str().unwrap_or_default().to_owned());
+                Reply::json(202, &accepted(7))
+            }
+        })
+        .start();
+    let cwd = tempfile::tempdir().unwrap();
+    let session = HookSession::new(CLAUDE, "CLAUDE", &s.url(), HOOK_TOKEN)
+        .env("POWERCONTEXT_CLAUDE_REQUEST_TIMEOUT_SECONDS", "1");
+    let prompts: Vec<String> = (0..6).map(|i| format!("stopped drainer prompt {i}")).collect();
+    let run = |n: usize, background: bool| {
+        let mut payload = prompt_payload(&prompts[n], cwd.path());
+        payload["session_id"] = json!(format!("sess-stopped-{n}"));
+        payload["prompt_id"] = json!(format!("turn-{n}"));
+        let mut cmd = session.cmd().stdin_json(&payload);
+        if background {
+            cmd = cmd.env_remove("POWERCONTEXT_HOOKS_NO_BACKGROUND_DRAIN");
+        }
+        let out = cmd.run();
+        out.assert_fail_open().assert_stderr_free_of(&[HOOK_TOKEN]);
+        assert_eq!(out.context().as_deref(), Some(CONTENT), "{}", out.stderr);
+    };
+    for n in 0..5 {
+        run(n, false);
+    }
+    let spooled = || {
+        fs::read_dir(session.state().join("spool"))
+            .map(|d| {
+                d.flatten()
+                    .filter(|e| e.file_name().to_string_lossy().ends_with(".json"))
+                    .count()
+            })
+            .unwrap_or(0)
+    };
+    assert_eq!(spooled(), 5, "the Server was down: five prompts wait");
+    phase.store(1, Ordering::SeqCst);
+    run(5, true);
+    let until = Instant::now() + Duration::from_secs(20);
+    while phase.load(Ordering::SeqCst) != 3 {
+        assert!(Instant::now() < until, "no drainer sent a capture");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let stopped = drainers(&session.state());
+    assert!(!stopped.is_empty(), "no drainer found");
+    signal(&stopped, "STOP");
+    // Stopped far longer than its request may take.
+    std::thread::sleep(Duration::from_secs(5));
+    signal(&stopped, "CONT");
+    let until = Instant::now() + Duration::from_secs(25);
+    while delivered.lock().unwrap().len() < prompts.len() && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    let mut delivered = delivered.lock().unwrap().clone();
+    delivered.sort();
+    assert_eq!(delivered, prompts, "every prompt delivered once");
+    assert_eq!(spooled(), 0, "nothing left waiting for the next prompt");
 }

@@ -504,7 +504,7 @@ fn pass(
         );
         // What the calls for this entry may take at most: a failure well past it happened while
         // this process was stopped, and says nothing about the Server.
-        let allowed = deadline.remaining().min(*timeout * 4);
+        let allowed = deadline.remaining().min(*timeout * 2);
         let started = Instant::now();
         let scope = scopes
             .entry(query_key.clone())
