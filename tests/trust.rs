@@ -541,3 +541,150 @@ fn a_drainer_stopped_mid_request_and_resumed_still_delivers_the_spool() {
     assert_eq!(delivered, prompts, "every prompt delivered once");
     assert_eq!(spooled(), 0, "nothing left waiting for the next prompt");
 }
+
+/// Moves the creation time in each spool entry's name by `shift_ms[i]` (the i-th oldest by
+/// name order of writing): what a hook whose clock was that far off would have written.
+fn shift_spool_clock(state: &Path, shift_ms: &[i64]) {
+    let dir = state.join("spool");
+    let mut names: Vec<String> = fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".json"))
+        .collect();
+    names.sort();
+    assert_eq!(names.len(), shift_ms.len(), "{names:?}");
+    for (name, shift) in names.iter().zip(shift_ms) {
+        let stem = name.strip_suffix(".json").unwrap();
+        let mut parts: Vec<String> = stem.split('-').map(str::to_owned).collect();
+        // `q<seq>-<size>-<created>-<pid>`, or an older release's `<created>-<size>-<pid>-<n>`.
+        let at = if stem.starts_with('q') { 2 } else { 0 };
+        let created: i64 = parts[at].parse().unwrap();
+        let width = parts[at].len();
+        parts[at] = format!("{:0width$}", created + shift);
+        fs::rename(dir.join(name), dir.join(format!("{}.json", parts.join("-")))).unwrap();
+    }
+}
+
+/// Clocks moved eight days either way around spooling: prompts spooled while the Server was down,
+/// one by a hook whose clock was 8 days behind, one 8 days ahead. Drains that get no answer never
+/// drop them for their age ("expired" stays 0), `status` shows a time ahead of the clock as such,
+/// and once the Server is back every prompt is delivered, in the order it was written.
+#[test]
+fn a_clock_moved_eight_days_never_deletes_or_reorders_undelivered_prompts() {
+    const DAY: i64 = 24 * 3600 * 1000;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let up = std::sync::Arc::new(AtomicBool::new(false));
+    let delivered: std::sync::Arc<std::sync::Mutex<Vec<String>>> = std::sync::Arc::default();
+    let (is_up, log) = (up.clone(), delivered.clone());
+    let s = FakeServer::builder(SCOPE)
+        .ready(CONTENT)
+        .route(CAPTURE, move |req| {
+            if !is_up.load(Ordering::SeqCst) {
+                return Reply::json(503, &json!({"detail": "down"}));
+            }
+            let body: Value = serde_json::from_slice(&req.body).unwrap_or_default();
+            log.lock()
+                .unwrap()
+                .push(body["content"].as_str().unwrap_or_default().to_owned());
+            Reply::json(202, &accepted(7))
+        })
+        .start();
+    let cwd = tempfile::tempdir().unwrap();
+    let session = HookSession::new(CLAUDE, "CLAUDE", &s.url(), HOOK_TOKEN);
+    let prompts: Vec<String> = (0..3).map(|i| format!("clock prompt {i}")).collect();
+    for (n, prompt) in prompts.iter().enumerate() {
+        let mut payload = prompt_payload(prompt, cwd.path());
+        payload["session_id"] = json!("sess-clock");
+        payload["prompt_id"] = json!(format!("turn-{n}"));
+        let out = session.cmd().stdin_json(&payload).run();
+        out.assert_fail_open();
+        assert_eq!(out.context().as_deref(), Some(CONTENT), "{}", out.stderr);
+    }
+    // The first spooled by a clock 8 days behind, the second 8 days ahead, the third right.
+    shift_spool_clock(&session.state(), &[-8 * DAY, 8 * DAY, 0]);
+    let cli = |args: &[&str]| {
+        let out = HookCmd::new(CLI)
+            .env("POWERCONTEXT_HOOKS_STATE_DIR", session.state().to_str().unwrap())
+            .env("POWERCONTEXT_CLAUDE_SERVER_URL", s.url())
+            .env(
+                "POWERCONTEXT_CLAUDE_AUTHORIZATION",
+                format!("Bearer {HOOK_TOKEN}"),
+            )
+            .args(args)
+            .run();
+        (out.status.code(), out.stdout)
+    };
+    // Drains while the Server is still down: nothing expires.
+    for _ in 0..2 {
+        let (code, out) = cli(&["flush", "--budget", "10", "--json"]);
+        let v: Value = serde_json::from_str(out.trim()).unwrap_or_else(|_| panic!("{out}"));
+        assert_eq!(code, Some(1), "{v}");
+        assert_eq!(v["expired"], 0, "a clock step deleted a capture: {v}");
+        assert_eq!(v["kept"], 3, "{v}");
+    }
+    let (_, out) = cli(&["status", "--json"]);
+    let v: Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(v["spool_entries"], 3, "{v}");
+    assert_eq!(v["spool_created_in_future"], true, "{v}");
+    let (_, text) = cli(&["status"]);
+    assert!(text.contains("ahead of this clock"), "{text}");
+    // The Server is back: all three, in the order they were written.
+    up.store(true, Ordering::SeqCst);
+    let (code, out) = cli(&["flush", "--budget", "10", "--json"]);
+    assert_eq!(code, Some(0), "{out}");
+    assert_eq!(*delivered.lock().unwrap(), prompts);
+}
+
+/// A drop the spool limits make is reported by `status`, with its count and reason.
+#[test]
+fn status_reports_what_the_spool_limits_dropped() {
+    let s = FakeServer::builder(SCOPE)
+        .ready(CONTENT)
+        .answer(CAPTURE, Reply::json(503, &json!({"detail": "down"})))
+        .start();
+    let cwd = tempfile::tempdir().unwrap();
+    let session = HookSession::new(CLAUDE, "CLAUDE", &s.url(), HOOK_TOKEN);
+    for n in 0..3 {
+        let mut payload = prompt_payload(&format!("limited prompt {n}"), cwd.path());
+        payload["prompt_id"] = json!(format!("turn-{n}"));
+        session.cmd().stdin_json(&payload).run().assert_fail_open();
+    }
+    let cli = |args: &[&str]| {
+        HookCmd::new(CLI)
+            .env("POWERCONTEXT_HOOKS_STATE_DIR", session.state().to_str().unwrap())
+            .env("POWERCONTEXT_CLAUDE_SERVER_URL", s.url())
+            .env("POWERCONTEXT_HOOKS_SPOOL_MAX_ENTRIES", "1")
+            .args(args)
+            .run()
+            .stdout
+    };
+    let out = cli(&["flush", "--budget", "5", "--json"]);
+    let v: Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(v["expired"], 2, "{v}");
+    let v: Value = serde_json::from_str(cli(&["status", "--json"]).trim()).unwrap();
+    assert_eq!(v["spool_dropped"]["total"], 2, "{v}");
+    assert_eq!(v["spool_dropped"]["count"], 2, "{v}");
+    let text = cli(&["status"]);
+    assert!(
+        text.contains("dropped by the spool limits: 2 capture(s)"),
+        "{text}"
+    );
+    // Later drains that drop nothing keep the record.
+    cli(&["flush", "--budget", "5", "--json"]);
+    let v: Value = serde_json::from_str(cli(&["status", "--json"]).trim()).unwrap();
+    assert_eq!(v["spool_dropped"]["total"], 2, "{v}");
+}
+
+/// `status --json` refuses a relative state directory, as the hooks do.
+#[test]
+fn status_refuses_a_relative_state_dir_like_the_hooks() {
+    let out = HookCmd::new(CLI)
+        .env("POWERCONTEXT_HOOKS_STATE_DIR", "relative/state")
+        .args(["status", "--json"])
+        .run();
+    let v: Value = serde_json::from_str(out.stdout.trim()).unwrap_or_else(|_| panic!("{}", out.stdout));
+    assert_eq!(out.status.code(), Some(1), "{v}");
+    assert_eq!(v["ok"], false, "{v}");
+    assert!(v["error"].as_str().unwrap().contains("absolute"), "{v}");
+}
