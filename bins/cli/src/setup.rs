@@ -36,8 +36,15 @@ pub struct Locate {
     pub host_cli: Option<PathBuf>,
 }
 
+/// What `setup --help` and `uninstall --help` say about who may run them.
+pub const OWNER_ONLY_HELP: &str = "Runs only as the owner of HOME: with a relative HOME, or one that belongs to another \
+user (root with a user's HOME, as `sudo` without -H leaves it), it refuses and exits 2; run it as that user \
+(`sudo -u <user> -H powercontext-hooks ...`). One setup or uninstall runs at a time per user (setup.lock in the state \
+directory).";
+
 /// `setup <host>`.
 #[derive(Debug, Args)]
+#[command(after_help = OWNER_ONLY_HELP)]
 pub struct SetupArgs {
     /// The host to install into.
     #[arg(value_parser = crate::install::host_arg())]

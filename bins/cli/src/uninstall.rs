@@ -20,6 +20,7 @@ use crate::setup::{Locate, Paths, value_digest};
 
 /// `uninstall <host>`.
 #[derive(Debug, Args)]
+#[command(after_help = crate::setup::OWNER_ONLY_HELP)]
 pub struct UninstallArgs {
     /// The host to remove the hooks from.
     #[arg(value_parser = crate::install::host_arg())]

@@ -10,7 +10,7 @@
 //! are set aside, never opened or replayed.
 //!
 //! Order is a monotonic per-spool sequence number, never the wall clock: each entry takes the next
-//! number from `spool/.sequence` (a counter file locked for microseconds, owner-only), so a clock
+//! number from `spool.sequence` (a counter file locked for microseconds, owner-only), so a clock
 //! stepped back between two prompts cannot reverse a session's order. Sequence, size and creation
 //! time are encoded in each file name, so counting, sizing and ordering the spool is one directory
 //! listing.
@@ -293,8 +293,9 @@ pub fn summarize(entries: &[Entry], now_ms: u64) -> Summary {
     }
 }
 
-/// The counter file that numbers entries, in the spool directory.
-const SEQ_FILE: &str = ".sequence";
+/// The counter file that numbers entries, in the state directory (beside the spool, so a listing
+/// of the spool holds entries only).
+pub const SEQ_FILE: &str = "spool.sequence";
 /// The longest a hook waits for the counter (held for microseconds by each writer).
 const SEQ_WAIT: Duration = Duration::from_millis(500);
 
@@ -313,7 +314,7 @@ fn parse_seq(bytes: &[u8]) -> Option<u64> {
 /// starts again above the highest number in the listing, so order is kept either way.
 fn next_seq(state: &StateDir) -> io::Result<u64> {
     use std::os::unix::fs::FileExt;
-    let path = state.file(DIR).join(SEQ_FILE);
+    let path = state.file(SEQ_FILE);
     let file = OpenOptions::new()
         .read(true)
         .write(true)
@@ -348,7 +349,7 @@ fn next_seq(state: &StateDir) -> io::Result<u64> {
 /// (read without the lock: a number taken meanwhile is larger, which is the safe side).
 #[must_use]
 pub fn sequence_now(state: &StateDir) -> u64 {
-    let path = state.file(DIR).join(SEQ_FILE);
+    let path = state.file(SEQ_FILE);
     let from_file = match open_state_file(&path) {
         Ok(Opened::File(mut f, _)) => {
             let mut buf = Vec::new();
@@ -1249,7 +1250,7 @@ mod tests {
         );
         // A counter file that went missing is rebuilt above what is listed.
         drop(write_ahead_at(&state, &sample("before"), &SpoolLimits::DEFAULT, now).unwrap());
-        fs::remove_file(state.file(DIR).join(SEQ_FILE)).unwrap();
+        fs::remove_file(state.file(SEQ_FILE)).unwrap();
         drop(write_ahead_at(&state, &sample("after"), &SpoolLimits::DEFAULT, now - DAY_MS).unwrap());
         assert_eq!(replay_all(&state), ["before", "after"]);
     }
