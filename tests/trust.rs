@@ -688,3 +688,89 @@ fn status_refuses_a_relative_state_dir_like_the_hooks() {
     assert_eq!(v["ok"], false, "{v}");
     assert!(v["error"].as_str().unwrap().contains("absolute"), "{v}");
 }
+
+/// OpenCode's `prepare` still answers its context when its turn file cannot be written (the
+/// other hosts answer without one): the state is reported unavailable, the context is not lost.
+#[test]
+fn opencode_prepare_answers_when_its_turn_file_cannot_be_written() {
+    let s = fake_server();
+    let session = HookSession::new(crate::support::OPENCODE, "OPENCODE", &s.url(), HOOK_TOKEN);
+    fs::create_dir_all(session.state()).unwrap();
+    fs::set_permissions(session.state(), fs::Permissions::from_mode(0o700)).unwrap();
+    // A file where the turn folder belongs: nothing can be written there.
+    fs::write(session.state().join("opencode-turns"), "in the way").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let payload = json!({
+        "session_id": "ses_trust",
+        "message_id": "msg_001",
+        "created_ms": 1,
+        "parts": [{"type": "text", "text": "what did we decide", "synthetic": false}],
+        "directory": dir.path().display().to_string(),
+    });
+    let out = session.cmd().arg("prepare").stdin_json(&payload).run();
+    assert!(out.status.success(), "{}", out.stderr);
+    out.assert_stderr_free_of(&[HOOK_TOKEN]);
+    assert!(out.diagnostic("state_unavailable").is_some(), "{}", out.stderr);
+    let v: Value = serde_json::from_str(out.stdout.trim()).unwrap_or_else(|_| panic!("{}", out.stderr));
+    assert_eq!(v["text"], CONTENT, "{}", out.stderr);
+}
+
+/// `uninstall` says how many captures are still spooled for the host's Server (and how to send
+/// them), without their content.
+#[test]
+fn uninstall_mentions_captures_still_spooled_for_its_server() {
+    let down = powercontext_hooks_test_support::fault_server::closed_port_url();
+    let session = HookSession::new(CLAUDE, "CLAUDE", &down, HOOK_TOKEN);
+    let cwd = tempfile::tempdir().unwrap();
+    for n in 0..2 {
+        let mut payload = prompt_payload(&format!("UNINSTALLSECRET prompt {n}"), cwd.path());
+        payload["prompt_id"] = json!(format!("turn-{n}"));
+        session.cmd().stdin_json(&payload).run().assert_fail_open();
+    }
+    let cli = |json: bool| {
+        let mut cmd = HookCmd::new(CLI)
+            .env("POWERCONTEXT_HOOKS_STATE_DIR", session.state().to_str().unwrap())
+            .env("POWERCONTEXT_CLAUDE_SERVER_URL", &down)
+            .args(["uninstall", "claude-code"]);
+        if json {
+            cmd = cmd.arg("--json");
+        }
+        let out = cmd.run();
+        assert!(!out.stdout.contains("UNINSTALLSECRET") && !out.stdout.contains(HOOK_TOKEN));
+        out.stdout
+    };
+    let v: Value = serde_json::from_str(cli(true).trim()).unwrap();
+    assert_eq!(v["spooled"]["captures"], 2, "{v}");
+    assert_eq!(v["spooled"]["server"], down.trim_end_matches('/'), "{v}");
+    let text = cli(false);
+    assert!(
+        text.contains("2 capture(s)") && text.contains("still spooled") && text.contains("flush"),
+        "{text}"
+    );
+}
+
+/// A planted 100 MB journal is emptied by the next run, not kept until the next rotation.
+#[test]
+fn a_planted_oversized_journal_is_emptied_by_the_next_run() {
+    let s = fake_server();
+    let session = HookSession::new(CLAUDE, "CLAUDE", &s.url(), HOOK_TOKEN);
+    fs::create_dir_all(session.state()).unwrap();
+    fs::set_permissions(session.state(), fs::Permissions::from_mode(0o700)).unwrap();
+    let journal = session.state().join("journal-claude-code.jsonl");
+    let f = fs::File::create(&journal).unwrap();
+    f.set_len(100 * 1024 * 1024).unwrap();
+    drop(f);
+    fs::set_permissions(&journal, fs::Permissions::from_mode(0o600)).unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let out = session
+        .cmd()
+        .stdin_json(&prompt_payload("journal me", cwd.path()))
+        .run();
+    out.assert_fail_open();
+    for name in ["journal-claude-code.jsonl", "journal-claude-code.1.jsonl"] {
+        let len = fs::metadata(session.state().join(name)).map_or(0, |m| m.len());
+        assert!(len < 1024 * 1024, "{name} is still {len} bytes");
+    }
+    let kept = fs::read_to_string(&journal).unwrap();
+    assert_eq!(kept.lines().count(), 1, "this run's record: {kept}");
+}

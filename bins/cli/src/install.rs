@@ -210,77 +210,67 @@ pub fn create_dirs(dir: &Path) -> Result<()> {
         .with_context(|| format!("cannot create {}", dir.display()))
 }
 
-/// The per-user lock file `setup` and `uninstall` hold while they read and edit (in the state
-/// directory, 0600, never through a link).
-pub const USER_LOCK_FILE: &str = "setup.lock";
-
 /// How long `setup` or `uninstall` waits for another run of either to finish.
 const USER_LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(120);
 
-/// One per-user lock shared by `setup` and `uninstall`: held from before the plan reads anything
-/// until the last write, so two runs never edit from the same stale reading (one's config section
-/// or rollback silently undoing the other's). Released on drop. When taking it created the state
-/// directory, [`UserLock::discard`] takes that back on a run that wrote nothing else.
+/// One per-user lock shared by `setup` and `uninstall`: an exclusive `flock` on the state
+/// directory itself (owner-only, 0700, never a link; no lock file that could be left behind or
+/// planted), held from before the plan reads anything until the last write, so two runs never
+/// edit from the same stale reading (one's config section or rollback silently undoing the
+/// other's). Released on drop. When taking it created the state directory,
+/// [`UserLock::discard`] takes that back on a run that wrote nothing.
 #[derive(Debug)]
 pub struct UserLock {
-    path: PathBuf,
-    _file: fs::File,
+    _dir: fs::File,
     /// The folders taking the lock created, outermost first.
     created: Vec<PathBuf>,
 }
 
 impl UserLock {
-    /// Takes the lock in `state_root` (created 0700 when missing), waiting for another run.
+    /// Takes the lock on `state_root` (created 0700 when missing), waiting for another run.
     ///
     /// # Errors
     /// The state folder is unusable (a link, not a folder, another user's), or another run held
     /// the lock for [`USER_LOCK_WAIT`].
     pub fn take(state_root: &Path) -> Result<Self> {
         use std::os::unix::fs::OpenOptionsExt;
-        let created: Vec<PathBuf> = missing_ancestors(&state_root.join("x"))
-            .into_iter()
-            .rev()
-            .collect();
-        create_dirs(state_root)?;
-        if let Some(problem) = install_folder_problem(state_root)? {
-            bail!(
-                "{} {problem}; powercontext-hooks keeps its state only in a directory of its own: remove it \
-                 (or point POWERCONTEXT_HOOKS_STATE_DIR elsewhere) and run the command again",
-                state_root.display()
-            );
-        }
-        let path = state_root.join(USER_LOCK_FILE);
         let until = std::time::Instant::now() + USER_LOCK_WAIT;
         let mut pause = std::time::Duration::from_millis(2);
+        let mut created: Vec<PathBuf> = Vec::new();
         loop {
-            let file = fs::OpenOptions::new()
-                .read(true)
-                .write(true)
-                .create(true)
-                .truncate(false)
-                .mode(0o600)
-                .custom_flags(powercontext_hooks_core::lock::no_follow_flags())
-                .open(&path)
-                .with_context(|| format!("cannot open the lock file {}", path.display()))?;
-            let meta = file.metadata()?;
-            if !meta.is_file() || meta.uid() != state::euid() {
+            for d in missing_ancestors(&state_root.join("x")).into_iter().rev() {
+                if !created.contains(&d) {
+                    created.push(d);
+                }
+            }
+            create_dirs(state_root)?;
+            if let Some(problem) = install_folder_problem(state_root)? {
                 bail!(
-                    "{} is not a lock file of this user; remove it and run the command again",
-                    path.display()
+                    "{} {problem}; powercontext-hooks keeps its state only in a directory of its own: remove it \
+                     (or point POWERCONTEXT_HOOKS_STATE_DIR elsewhere) and run the command again",
+                    state_root.display()
                 );
             }
-            if powercontext_hooks_core::lock::try_lock_file(&file)
-                .with_context(|| format!("cannot lock {}", path.display()))?
+            let dir = fs::OpenOptions::new()
+                .read(true)
+                .custom_flags(libc_flags::DIRECTORY | powercontext_hooks_core::lock::no_follow_flags())
+                .open(state_root)
+                .with_context(|| format!("cannot open {}", state_root.display()))?;
+            let meta = dir.metadata()?;
+            if !meta.is_dir() || meta.uid() != state::euid() {
+                bail!(
+                    "{} is not a directory of this user; remove it and run the command again",
+                    state_root.display()
+                );
+            }
+            if powercontext_hooks_core::lock::try_lock_file(&dir)
+                .with_context(|| format!("cannot lock {}", state_root.display()))?
             {
-                // A run that gave up removed the file it locked: lock the one in place now.
-                let same =
-                    fs::symlink_metadata(&path).is_ok_and(|m| m.ino() == meta.ino() && m.dev() == meta.dev());
+                // An uninstall that removed the folder while we waited: lock the one in place now.
+                let same = fs::symlink_metadata(state_root)
+                    .is_ok_and(|m| m.ino() == meta.ino() && m.dev() == meta.dev());
                 if same {
-                    return Ok(Self {
-                        path,
-                        _file: file,
-                        created,
-                    });
+                    return Ok(Self { _dir: dir, created });
                 }
                 continue;
             }
@@ -289,7 +279,7 @@ impl UserLock {
                     "another powercontext-hooks setup or uninstall has been running for {} s (it holds {}); \
                      let it finish, or end it, then run the command again",
                     USER_LOCK_WAIT.as_secs(),
-                    path.display()
+                    state_root.display()
                 );
             }
             std::thread::sleep(pause);
@@ -297,30 +287,23 @@ impl UserLock {
         }
     }
 
-    /// For a run that ended without keeping anything: when taking the lock created the state
-    /// directory and it holds nothing but the lock, removes both, so a refused or rolled-back
-    /// run leaves no trace. Anything else (another run's files) stays.
+    /// For a run that ended without keeping anything: the folders taking the lock created are
+    /// removed again while they are empty (a refused or rolled-back run leaves no trace); a folder
+    /// another run has written into meanwhile stays.
     pub fn discard(self) {
-        if self.created.is_empty() {
-            return;
-        }
-        let Some(root) = self.path.parent().map(Path::to_path_buf) else {
-            return;
-        };
-        let only_lock = fs::read_dir(&root)
-            .map(|d| d.flatten().all(|e| e.file_name() == USER_LOCK_FILE))
-            .unwrap_or(false);
-        if !only_lock {
-            return;
-        }
-        let _ = fs::remove_file(&self.path);
-        let _ = root;
         for d in self.created.iter().rev() {
             if fs::remove_dir(d).is_err() {
                 break;
             }
         }
     }
+}
+
+/// `open(2)` flags not in std.
+mod libc_flags {
+    /// `O_DIRECTORY`: fail unless the path is a directory.
+    #[expect(clippy::cast_possible_wrap, reason = "open(2) flags fit an int")]
+    pub const DIRECTORY: i32 = rustix::fs::OFlags::DIRECTORY.bits() as i32;
 }
 
 /// An unguessable temp-file suffix: another local user cannot aim at the name ahead of time.

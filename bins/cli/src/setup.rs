@@ -39,8 +39,8 @@ pub struct Locate {
 /// What `setup --help` and `uninstall --help` say about who may run them.
 pub const OWNER_ONLY_HELP: &str = "Runs only as the owner of HOME: with a relative HOME, or one that belongs to another \
 user (root with a user's HOME, as `sudo` without -H leaves it), it refuses and exits 2; run it as that user \
-(`sudo -u <user> -H powercontext-hooks ...`). One setup or uninstall runs at a time per user (setup.lock in the state \
-directory).";
+(`sudo -u <user> -H powercontext-hooks ...`). One setup or uninstall runs at a time per user (each locks the state \
+directory while it works).";
 
 /// `setup <host>`.
 #[derive(Debug, Args)]

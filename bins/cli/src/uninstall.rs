@@ -41,6 +41,8 @@ pub fn uninstall(args: &UninstallArgs) -> Result<ExitCode> {
         report::refuse_with(args.json, &message);
         return Ok(ExitCode::from(2));
     }
+    // Read before anything is removed: the Server this host's hooks send to.
+    let spooled = spooled_for_host(args);
     match run(args) {
         Ok((actions, kept)) => report::emit(
             &Uninstalled {
@@ -49,11 +51,35 @@ pub fn uninstall(args: &UninstallArgs) -> Result<ExitCode> {
                 dry_run: args.dry_run,
                 actions,
                 kept,
+                spooled,
             },
             args.json,
         ),
         Err(e) => report::refuse(args.json, &e),
     }
+}
+
+/// Captures still waiting in the spool for the Server this host is set up for: uninstall keeps
+/// them (a later setup or any host pointing there delivers them) and says so, with the way to
+/// send them now.
+#[derive(Serialize)]
+struct Spooled {
+    server: String,
+    captures: usize,
+}
+
+fn spooled_for_host(args: &UninstallArgs) -> Option<Spooled> {
+    let paths = Paths::resolve(&args.locate).ok()?;
+    let server = paths
+        .settings(args.host, None)
+        .ok()?
+        .server_url
+        .value
+        .as_str()
+        .to_owned();
+    let state = powercontext_hooks_core::state::StateDir::at(&paths.state_root);
+    let captures = powercontext_hooks_core::spool::count_for_server(&state, &server);
+    (captures > 0).then_some(Spooled { server, captures })
 }
 
 /// What `uninstall` says: what it removed (or would remove) and what it kept.
@@ -64,6 +90,9 @@ struct Uninstalled {
     dry_run: bool,
     actions: Vec<Done>,
     kept: Vec<Kept>,
+    /// Captures still spooled for this host's Server (absent when none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    spooled: Option<Spooled>,
 }
 
 words! {
@@ -193,6 +222,15 @@ impl std::fmt::Display for Uninstalled {
         }
         for k in &self.kept {
             writeln!(f, "  kept    {k}")?;
+        }
+        if let Some(s) = &self.spooled {
+            writeln!(
+                f,
+                "note: {} capture(s) for {} are still spooled; they stay, and are delivered once a host points there \
+                 again: run `powercontext-hooks flush` first to send them now",
+                s.captures,
+                crate::state_cmd::terminal_safe(&s.server)
+            )?;
         }
         if self.actions.is_empty() {
             writeln!(

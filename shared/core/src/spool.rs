@@ -690,17 +690,8 @@ fn enforce_at(
         if e.seq == 0 || answered.servers.is_empty() {
             return false;
         }
-        let server = match open_state_file(&dir.join(&e.name)) {
-            Ok(Opened::File(mut f, _)) => read_bounded(&mut f).ok().flatten().and_then(|b| {
-                let head = b.split(|c| *c == b'\n').next().unwrap_or_default();
-                crate::state::parse_versioned::<SpooledCapture>(head)
-                    .ok()
-                    .flatten()
-                    .map(|c| c.server)
-            }),
-            _ => None,
-        };
-        server
+        read_entry(&dir.join(&e.name))
+            .map(|c| c.server)
             .and_then(|s| answered.servers.get(&s).copied())
             .is_some_and(|mark| mark >= e.seq)
     };
@@ -880,6 +871,31 @@ pub fn claimable_beyond(state: &StateDir, left: &std::collections::HashSet<Strin
             _ => false,
         }
     })
+}
+
+/// How many spooled captures wait for `server` (a normalized base URL): each entry's first line
+/// is read (bounded, never through a link), for `uninstall` to say what it leaves behind.
+#[must_use]
+pub fn count_for_server(state: &StateDir, server: &str) -> usize {
+    let Ok(entries) = list(state) else { return 0 };
+    let dir = state.file(DIR);
+    entries
+        .iter()
+        .filter(|e| read_entry(&dir.join(&e.name)).is_some_and(|c| c.server == server))
+        .count()
+}
+
+/// An entry's capture, read without claiming it (bounded, never through a link, nothing set
+/// aside): `None` when it cannot be read or parsed.
+fn read_entry(path: &Path) -> Option<SpooledCapture> {
+    let Ok(Opened::File(mut f, _)) = open_state_file(path) else {
+        return None;
+    };
+    let bytes = read_bounded(&mut f).ok().flatten()?;
+    let head = bytes.split(|c| *c == b'\n').next().unwrap_or_default();
+    crate::state::parse_versioned::<SpooledCapture>(head)
+        .ok()
+        .flatten()
 }
 
 /// Entries set aside (`*.corrupt`, `*.unsafe`) in the spool, for `status` and `doctor`.
