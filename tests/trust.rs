@@ -774,3 +774,43 @@ fn a_planted_oversized_journal_is_emptied_by_the_next_run() {
     let kept = fs::read_to_string(&journal).unwrap();
     assert_eq!(kept.lines().count(), 1, "this run's record: {kept}");
 }
+
+/// Under a tight address-space limit (`ulimit -v` of 8 MB, where a default 2 MiB thread stack
+/// cannot be mapped), the release hook still answers, spools the prompt and journals the run:
+/// nothing big (a thread) comes before the capture is safe.
+#[test]
+fn a_tight_address_space_limit_still_spools_and_journals_the_prompt() {
+    let exe = crate::support::release_exe("powercontext-hook-claude-code");
+    let down = powercontext_hooks_test_support::fault_server::closed_port_url();
+    for kib in [8000, 8192] {
+        let root = tempfile::tempdir().unwrap();
+        let state = root.path().join("state");
+        let payload = prompt_payload("ULIMITPROMPT keep me", root.path());
+        let mut child = Command::new("bash")
+            .args([
+                "-c",
+                &format!("ulimit -v {kib} && exec \"$0\""),
+                exe.to_str().unwrap(),
+            ])
+            .env_clear()
+            .env("PATH", "/usr/bin:/bin")
+            .env("HOME", root.path())
+            .env("POWERCONTEXT_HOOKS_STATE_DIR", &state)
+            .env("POWERCONTEXT_CLAUDE_SERVER_URL", &down)
+            .env("POWERCONTEXT_HOOKS_NO_BACKGROUND_DRAIN", "1")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::io::Write::write_all(&mut child.stdin.take().unwrap(), payload.to_string().as_bytes()).unwrap();
+        let out = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{kib} KiB: {err}");
+        assert!(!err.contains("internal_error"), "{kib} KiB: {err}");
+        let spooled: Vec<_> = fs::read_dir(state.join("spool")).unwrap().flatten().collect();
+        assert_eq!(spooled.len(), 1, "{kib} KiB: not spooled: {err}");
+        let journal = fs::read_to_string(state.join("journal-claude-code.jsonl")).unwrap_or_default();
+        assert_eq!(journal.lines().count(), 1, "{kib} KiB: not journaled: {err}");
+    }
+}

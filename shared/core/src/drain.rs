@@ -770,6 +770,7 @@ pub fn start_early(state: &StateDir) {
     let lock_file = state.file(DRAIN_LOCK);
     // A thread that cannot be made leaves the start to the hand-over after the answer.
     *early = std::thread::Builder::new()
+        .stack_size(256 * 1024)
         .spawn(move || {
             match lock::try_acquire(&lock_file) {
                 Ok(guard) => drop(guard),
