@@ -1018,7 +1018,9 @@ pub fn setup(args: &SetupArgs) -> Result<ExitCode> {
     let (plan, paths) = match planned {
         Ok(p) => p,
         Err(e) => {
-            lock.map(install::UserLock::discard);
+            if let Some(lock) = lock {
+                install::UserLock::discard(lock);
+            }
             return report::refuse(args.json, &e);
         }
     };
@@ -1034,7 +1036,9 @@ pub fn setup(args: &SetupArgs) -> Result<ExitCode> {
         }
     };
     if result != SetupResult::Installed {
-        lock.map(install::UserLock::discard);
+        if let Some(lock) = lock {
+            install::UserLock::discard(lock);
+        }
     } else {
         drop(lock);
     }

@@ -280,11 +280,14 @@ pub struct LastDrain {
     pub report: DrainReport,
 }
 
+/// A Server's transport, its flush call limit and its request timeout.
+type Connection = (Transport, u32, Duration);
+
 /// Transports by (integration, Server), built from the inherited settings.
 struct Connections<'a> {
     env: &'a Env,
     deadline: Deadline,
-    cache: HashMap<(String, String), Option<(Transport, u32, Duration)>>,
+    cache: HashMap<(String, String), Option<Connection>>,
     /// The first invalid setting that left a Server without a configured host.
     config_error: Option<ConfigError>,
 }
@@ -293,7 +296,7 @@ impl Connections<'_> {
     /// The transport for a Server: the recording host's settings when they still point there,
     /// else any host's settings that do. `None` when no configuration names this Server: its
     /// entries wait (and age out) rather than travel without the right credentials.
-    fn get(&mut self, integration: &str, server: &str) -> Option<&(Transport, u32, Duration)> {
+    fn get(&mut self, integration: &str, server: &str) -> Option<&Connection> {
         let key = (integration.to_owned(), server.to_owned());
         if !self.cache.contains_key(&key) {
             let preferred = Integration::parse(integration);
