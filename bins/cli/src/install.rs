@@ -287,6 +287,12 @@ impl UserLock {
         }
     }
 
+    /// The folders taking the lock created, outermost first (setup records them as its own).
+    #[must_use]
+    pub fn created(&self) -> &[PathBuf] {
+        &self.created
+    }
+
     /// For a run that ended without keeping anything: the folders taking the lock created are
     /// removed again while they are empty (a refused or rolled-back run leaves no trace); a folder
     /// another run has written into meanwhile stays.
@@ -472,6 +478,16 @@ impl Journal {
         };
         self.entries.push((path.to_path_buf(), before));
         Ok(())
+    }
+
+    /// Records folders this run created before the journal started (the state directory, made
+    /// to hold the setup lock), outermost first: uninstall removes them once they are empty.
+    pub fn made_before(&mut self, dirs: &[PathBuf]) {
+        for d in dirs.iter().filter(|d| plain_dir(d)) {
+            if !self.made.contains(d) {
+                self.made.push(d.clone());
+            }
+        }
     }
 
     /// Notes what this run wrote to `path` (see [`Journal::restore`]).

@@ -750,8 +750,9 @@ fn fault(env: &Env, step: &str) -> Result<()> {
     Ok(())
 }
 
-fn apply(plan: &Plan, paths: &Paths) -> Result<Registrations> {
+fn apply(plan: &Plan, paths: &Paths, lock: Option<&install::UserLock>) -> Result<Registrations> {
     let mut journal = Journal::default();
+    journal.made_before(lock.map_or(&[][..], install::UserLock::created));
     let result = apply_inner(plan, paths, &mut journal);
     if let Err(e) = result {
         let failed = journal.restore();
@@ -1030,7 +1031,7 @@ pub fn setup(args: &SetupArgs) -> Result<ExitCode> {
     } else if !plan.changes() {
         (SetupResult::Unchanged, None)
     } else {
-        match apply(&plan, &paths) {
+        match apply(&plan, &paths, lock.as_ref()) {
             Ok(_) => (SetupResult::Installed, None),
             Err(e) => (SetupResult::RolledBack, Some(format!("{e:#}"))),
         }
