@@ -228,7 +228,8 @@ pub struct Summary {
 }
 
 /// Why entries were dropped, with counts.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Dropped {
     /// Older than the age limit.
     pub age: usize,
@@ -405,26 +406,6 @@ pub struct DropTotals {
     pub dropped: Dropped,
     /// When the last drop happened (Unix seconds).
     pub last: u64,
-}
-
-impl<'de> Deserialize<'de> for Dropped {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        #[derive(Deserialize)]
-        struct Raw {
-            #[serde(default)]
-            age: usize,
-            #[serde(default)]
-            count: usize,
-            #[serde(default)]
-            bytes: usize,
-        }
-        let r = Raw::deserialize(d)?;
-        Ok(Self {
-            age: r.age,
-            count: r.count,
-            bytes: r.bytes,
-        })
-    }
 }
 
 /// The drops recorded so far (none when unreadable).
