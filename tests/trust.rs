@@ -814,3 +814,60 @@ fn a_tight_address_space_limit_still_spools_and_journals_the_prompt() {
         assert_eq!(journal.lines().count(), 1, "{kib} KiB: not journaled: {err}");
     }
 }
+
+/// `uninstall` holds the same lock as `setup`: an uninstall of OpenCode racing a setup of Pi, in
+/// both orders, removes exactly OpenCode's part and keeps everything Pi's setup wrote.
+#[test]
+fn an_uninstall_racing_a_setup_keeps_the_setups_work() {
+    const URL: &str = "http://127.0.0.1:9";
+    for uninstall_first in [true, false] {
+        let mut sb = Sandbox::new();
+        seed_foreign_packages(&mut sb, "opencode");
+        seed_foreign_packages(&mut sb, "pi");
+        let (code, out, err) = sb.cli_json(&[
+            "setup",
+            "opencode",
+            "--server-url",
+            URL,
+            "--capture-prompts",
+            "off",
+        ]);
+        assert_eq!(code, 0, "{out}\n{err}");
+        let uninstall: &[&str] = &["uninstall", "opencode"];
+        let setup: &[&str] = &["setup", "pi", "--server-url", URL, "--token-env", "PC_TEST_TOKEN"];
+        let (a, b) = if uninstall_first {
+            (uninstall, setup)
+        } else {
+            (setup, uninstall)
+        };
+        let (ra, rb) = std::thread::scope(|s| {
+            let ha = s.spawn(|| sb.cli_json(a));
+            let hb = s.spawn(|| sb.cli_json(b));
+            (ha.join().unwrap(), hb.join().unwrap())
+        });
+        for (code, out, err) in [&ra, &rb] {
+            assert_eq!(*code, 0, "uninstall first: {uninstall_first}: {out}\n{err}");
+        }
+        let config = fs::read_to_string(sb.config()).unwrap_or_default();
+        let installs = sb.home().join(".local/state/powercontext-hooks/installs");
+        let p =
+            section(&config, "pi").unwrap_or_else(|| panic!("{uninstall_first}: pi section lost:\n{config}"));
+        assert!(p.contains(&format!("server_url = \"{URL}\"")), "{config}");
+        assert!(
+            config.contains(TOKEN),
+            "{uninstall_first}: the token was lost:\n{config}"
+        );
+        assert!(
+            section(&config, "opencode").is_none(),
+            "{uninstall_first}:\n{config}"
+        );
+        assert!(
+            installs.join("pi/manifest.json").is_file(),
+            "{uninstall_first}: pi manifest lost"
+        );
+        assert!(
+            !installs.join("opencode/manifest.json").exists(),
+            "{uninstall_first}"
+        );
+    }
+}
