@@ -33,3 +33,4 @@ mod setup;
 mod setup_safety;
 mod state;
 mod support;
+mod trust;

@@ -338,21 +338,26 @@ fn state_spool_limits_drop_the_oldest_and_report_it() {
         ["spooled prompt number 2", "spooled prompt number 3"]
     );
 
+    // Past the age limit, but its Server has not answered since it was written: the clock alone
+    // never deletes a capture (the age limit applies once it has; see the spool's unit tests).
     let state = dir.path().join("age");
     run(&state, 0, ("POWERCONTEXT_HOOKS_SPOOL_MAX_AGE_SECONDS", "1"));
     std::thread::sleep(Duration::from_millis(1100));
     let out = run(&state, 1, ("POWERCONTEXT_HOOKS_SPOOL_MAX_AGE_SECONDS", "1"));
     assert!(
-        out.diagnostics().iter().any(|d| d["detail"] == "spool_age_limit"),
+        !out.diagnostics().iter().any(|d| d["detail"] == "spool_age_limit"),
         "{}",
         out.stderr
     );
-    assert_eq!(spooled_contents(&state), ["spooled prompt number 1"]);
+    assert_eq!(
+        spooled_contents(&state),
+        ["spooled prompt number 0", "spooled prompt number 1"]
+    );
 
     let st = state.to_string_lossy().into_owned();
     let status = run_cli(&["status", "--json"], &[("POWERCONTEXT_HOOKS_STATE_DIR", &st)]);
     let v: Value = serde_json::from_slice(&status.stdout).unwrap();
-    assert_eq!(v["spool_entries"], 1);
+    assert_eq!(v["spool_entries"], 2);
     assert!(!String::from_utf8_lossy(&status.stdout).contains("spooled prompt"));
 }
 

@@ -14,9 +14,13 @@ use powercontext_hooks_core::state::{StateDir, now_millis};
 use powercontext_hooks_core::{ledger, spool};
 use serde_json::{Value, json};
 
-/// "just now", "42 s ago", "5 min ago", "3 h ago", "2 d ago".
+/// "just now", "42 s ago", "5 min ago", "3 h ago", "2 d ago"; "at a time ahead of this clock".
 #[must_use]
 pub fn ago(now_ms: u64, at_ms: u64) -> String {
+    // A time ahead of this clock (it was moved back since) is not "just now".
+    if at_ms > now_ms.saturating_add(5_000) {
+        return "at a time ahead of this clock".to_owned();
+    }
     let s = now_ms.saturating_sub(at_ms) / 1000;
     match s {
         0..=4 => "just now".to_owned(),
@@ -228,6 +232,10 @@ mod tests {
     #[test]
     fn relative_times_and_sizes() {
         assert_eq!(ago(100_000, 99_000), "just now");
+        assert_eq!(
+            ago(100_000, 100_000 + 8 * 86_400_000),
+            "at a time ahead of this clock"
+        );
         assert_eq!(ago(100_000, 58_000), "42 s ago");
         assert_eq!(ago(10_000_000, 10_000_000 - 7_200_000), "2 h ago");
         assert_eq!(bytes(812), "812 B");

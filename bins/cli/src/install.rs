@@ -198,16 +198,156 @@ pub fn read_bounded(path: &Path, cap: u64) -> Result<Option<Vec<u8>>> {
     }
 }
 
-/// Writes `bytes` to `path` atomically: temp file in the same directory (exclusive create), fsync,
-/// rename, fsync of the directory. `private` makes the file 0600 (it may hold a token).
+/// Creates `dir` and any missing ancestor owner-only (0700) from the start: a folder that may
+/// come to hold a token never exists with a wider mode, even for an instant. Folders that already
+/// exist keep their mode.
+pub fn create_dirs(dir: &Path) -> Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .with_context(|| format!("cannot create {}", dir.display()))
+}
+
+/// How long `setup` or `uninstall` waits for another run of either to finish.
+const USER_LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(120);
+
+/// One per-user lock shared by `setup` and `uninstall`: an exclusive `flock` on the state
+/// directory itself (owner-only, 0700, never a link; no lock file that could be left behind or
+/// planted), held from before the plan reads anything until the last write, so two runs never
+/// edit from the same stale reading (one's config section or rollback silently undoing the
+/// other's). Released on drop. When taking it created the state directory,
+/// [`UserLock::discard`] takes that back on a run that wrote nothing.
+#[derive(Debug)]
+pub struct UserLock {
+    _dir: fs::File,
+    /// The folders taking the lock created, outermost first.
+    created: Vec<PathBuf>,
+}
+
+impl UserLock {
+    /// Takes the lock on `state_root` (created 0700 when missing), waiting for another run.
+    ///
+    /// # Errors
+    /// The state folder is unusable (a link, not a folder, another user's), or another run held
+    /// the lock for [`USER_LOCK_WAIT`].
+    pub fn take(state_root: &Path) -> Result<Self> {
+        use std::os::unix::fs::OpenOptionsExt;
+        let until = std::time::Instant::now() + USER_LOCK_WAIT;
+        let mut pause = std::time::Duration::from_millis(2);
+        let mut created: Vec<PathBuf> = Vec::new();
+        loop {
+            for d in missing_ancestors(&state_root.join("x")).into_iter().rev() {
+                if !created.contains(&d) {
+                    created.push(d);
+                }
+            }
+            create_dirs(state_root)?;
+            if let Some(problem) = install_folder_problem(state_root)? {
+                bail!(
+                    "{} {problem}; powercontext-hooks keeps its state only in a directory of its own: remove it \
+                     (or point POWERCONTEXT_HOOKS_STATE_DIR elsewhere) and run the command again",
+                    state_root.display()
+                );
+            }
+            let dir = fs::OpenOptions::new()
+                .read(true)
+                .custom_flags(libc_flags::DIRECTORY | powercontext_hooks_core::lock::no_follow_flags())
+                .open(state_root)
+                .with_context(|| format!("cannot open {}", state_root.display()))?;
+            let meta = dir.metadata()?;
+            if !meta.is_dir() || meta.uid() != state::euid() {
+                bail!(
+                    "{} is not a directory of this user; remove it and run the command again",
+                    state_root.display()
+                );
+            }
+            if powercontext_hooks_core::lock::try_lock_file(&dir)
+                .with_context(|| format!("cannot lock {}", state_root.display()))?
+            {
+                // An uninstall that removed the folder while we waited: lock the one in place now.
+                let same = fs::symlink_metadata(state_root)
+                    .is_ok_and(|m| m.ino() == meta.ino() && m.dev() == meta.dev());
+                if same {
+                    return Ok(Self { _dir: dir, created });
+                }
+                continue;
+            }
+            if std::time::Instant::now() >= until {
+                bail!(
+                    "another powercontext-hooks setup or uninstall has been running for {} s (it holds {}); \
+                     let it finish, or end it, then run the command again",
+                    USER_LOCK_WAIT.as_secs(),
+                    state_root.display()
+                );
+            }
+            std::thread::sleep(pause);
+            pause = (pause * 2).min(std::time::Duration::from_millis(50));
+        }
+    }
+
+    /// The folders taking the lock created, outermost first (setup records them as its own).
+    #[must_use]
+    pub fn created(&self) -> &[PathBuf] {
+        &self.created
+    }
+
+    /// For a run that ended without keeping anything: the folders taking the lock created are
+    /// removed again while they are empty (a refused or rolled-back run leaves no trace); a folder
+    /// another run has written into meanwhile stays.
+    pub fn discard(self) {
+        for d in self.created.iter().rev() {
+            if fs::remove_dir(d).is_err() {
+                break;
+            }
+        }
+    }
+}
+
+/// `open(2)` flags not in std.
+mod libc_flags {
+    /// `O_DIRECTORY`: fail unless the path is a directory.
+    #[expect(clippy::cast_possible_wrap, reason = "open(2) flags fit an int")]
+    pub const DIRECTORY: i32 = rustix::fs::OFlags::DIRECTORY.bits() as i32;
+}
+
+/// An unguessable temp-file suffix: another local user cannot aim at the name ahead of time.
+fn temp_suffix() -> String {
+    let mut raw = [0u8; 12];
+    let random = fs::File::open("/dev/urandom").and_then(|mut f| std::io::Read::read_exact(&mut f, &mut raw));
+    if random.is_err() {
+        // No urandom (a bare chroot): the clock's nanoseconds and our address space still vary.
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        let mixed = sha256_hex(format!("{nanos}-{}-{:p}", std::process::id(), &raw).as_bytes());
+        return mixed[..24].to_owned();
+    }
+    raw.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Writes `bytes` to `path` atomically: temp file in the same directory, fsync, rename, fsync of
+/// the directory. The temp file has an unguessable name and is created exclusively, never through
+/// a link, owner-only (0600) from its first byte (the mode is given to `open`, not set after), so
+/// no other user can ever hold a descriptor on what it will contain. `private` keeps the file
+/// 0600 (it may hold a token); otherwise it gets the mode of the file it replaces (0644 for a new
+/// one) just before the rename. Missing folders are created 0700.
 pub fn write_atomic(path: &Path, bytes: &[u8], private: bool) -> Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
     let dir = path.parent().context("a target path has no parent directory")?;
-    fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    create_dirs(dir)?;
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("file");
     let mut n = 0u32;
     let (tmp, mut file) = loop {
-        let tmp = dir.join(format!(".{name}.pc-setup-{}-{n}.tmp", std::process::id()));
-        match fs::OpenOptions::new().write(true).create_new(true).open(&tmp) {
+        let tmp = dir.join(format!(".{name}.pc-setup-{}.tmp", temp_suffix()));
+        let opened = fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .custom_flags(powercontext_hooks_core::lock::no_follow_flags())
+            .open(&tmp);
+        match opened {
             Ok(f) => break (tmp, f),
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && n < 100 => n += 1,
             Err(e) => {
@@ -216,14 +356,14 @@ pub fn write_atomic(path: &Path, bytes: &[u8], private: bool) -> Result<()> {
         }
     };
     let result = (|| -> std::io::Result<()> {
-        let mode = if private {
-            0o600
-        } else {
-            // Keep the mode of the file being replaced (e.g. a user's 0600 config).
-            fs::metadata(path).map_or(0o644, |m| m.permissions().mode() & 0o777)
-        };
-        file.set_permissions(fs::Permissions::from_mode(mode))?;
+        // A umask never widens it, but a planted default ACL could: set it exactly.
+        file.set_permissions(fs::Permissions::from_mode(0o600))?;
         file.write_all(bytes)?;
+        if !private {
+            // Keep the mode of the file being replaced (e.g. a user's 0640 config).
+            let mode = fs::metadata(path).map_or(0o644, |m| m.permissions().mode() & 0o777);
+            file.set_permissions(fs::Permissions::from_mode(mode))?;
+        }
         file.sync_all()?;
         fs::rename(&tmp, path)?;
         if let Ok(d) = fs::File::open(dir) {
@@ -304,6 +444,9 @@ pub struct Journal {
     made: Vec<PathBuf>,
     /// The files setup itself writes.
     files: Vec<PathBuf>,
+    /// What this run wrote to a recorded path: a path holding neither that nor its recorded
+    /// bytes was changed by someone else since, and rollback leaves it alone.
+    written: Vec<(PathBuf, Vec<u8>)>,
 }
 
 impl Journal {
@@ -335,6 +478,33 @@ impl Journal {
         };
         self.entries.push((path.to_path_buf(), before));
         Ok(())
+    }
+
+    /// Records folders this run created before the journal started (the state directory, made
+    /// to hold the setup lock), outermost first: uninstall removes them once they are empty.
+    pub fn made_before(&mut self, dirs: &[PathBuf]) {
+        for d in dirs.iter().filter(|d| plain_dir(d)) {
+            if !self.made.contains(d) {
+                self.made.push(d.clone());
+            }
+        }
+    }
+
+    /// Notes what this run wrote to `path` (see [`Journal::restore`]).
+    pub fn wrote(&mut self, path: &Path, bytes: &[u8]) {
+        self.written.push((path.to_path_buf(), bytes.to_vec()));
+    }
+
+    /// Whether `path` holds something neither recorded before nor written by this run: another
+    /// program's change, which rollback must never erase.
+    fn changed_by_others(&self, path: &Path, before: Option<&[u8]>) -> bool {
+        let Some((_, ours)) = self.written.iter().rev().find(|(p, _)| p == path) else {
+            return false;
+        };
+        match read_opt(path) {
+            Ok(now) => now.as_deref() != Some(ours.as_slice()) && now.as_deref() != before,
+            Err(_) => false,
+        }
     }
 
     /// Records whether a directory exists; one that did not is removed whole on rollback.
@@ -429,6 +599,14 @@ impl Journal {
     pub fn restore(&self) -> Vec<PathBuf> {
         let mut failed = Vec::new();
         for (path, before) in self.entries.iter().rev() {
+            let recorded = match before {
+                Before::File(b, _) => Some(b.as_slice()),
+                _ => None,
+            };
+            if matches!(before, Before::File(..) | Before::Absent) && self.changed_by_others(path, recorded) {
+                failed.push(path.clone());
+                continue;
+            }
             let ok = match before {
                 Before::File(bytes, mode) => {
                     let same = read_opt(path).is_ok_and(|b| b.as_ref() == Some(bytes));

@@ -36,8 +36,15 @@ pub struct Locate {
     pub host_cli: Option<PathBuf>,
 }
 
+/// What `setup --help` and `uninstall --help` say about who may run them.
+pub const OWNER_ONLY_HELP: &str = "Runs only as the owner of HOME: with a relative HOME, or one that belongs to another \
+user (root with a user's HOME, as `sudo` without -H leaves it), it refuses and exits 2; run it as that user \
+(`sudo -u <user> -H powercontext-hooks ...`). One setup or uninstall runs at a time per user (each locks the state \
+directory while it works).";
+
 /// `setup <host>`.
 #[derive(Debug, Args)]
+#[command(after_help = OWNER_ONLY_HELP)]
 pub struct SetupArgs {
     /// The host to install into.
     #[arg(value_parser = crate::install::host_arg())]
@@ -332,6 +339,9 @@ pub(crate) struct Plan {
     pub authorization: Option<Authorization>,
     pub files: Vec<FileChange>,
     pub config: Option<(FileChange, OwnedConfig)>,
+    /// The config file's bytes the edit in `config` was made from (`None`: no file): compared
+    /// again just before writing, so a change made meanwhile is never overwritten.
+    pub config_base: Option<Vec<u8>>,
     /// The user's own `authorization` line, kept owner-only for uninstall.
     pub prior_authorization: Option<FileChange>,
     /// A member added to the host's own config (OpenCode's MCP entry).
@@ -675,6 +685,7 @@ pub(crate) fn plan_ours(
         lines.push(("authorization".to_owned(), toml_string(auth.header_value())));
     }
     let mut prior_authorization = None;
+    let mut config_base = None;
     let config = if lines.is_empty() {
         None
     } else {
@@ -690,6 +701,7 @@ pub(crate) fn plan_ours(
             None => String::new(),
         };
         let (new_text, created) = install::config_set(&old_text, host.as_str(), &lines);
+        config_base.clone_from(&old);
         let prev_cfg = previous.as_ref().and_then(|m| m.config.clone());
         // Lines the user had before we first set these keys: uninstall puts them back.
         let mut prior = prev_cfg.as_ref().map(|c| c.previous.clone()).unwrap_or_default();
@@ -772,6 +784,7 @@ pub(crate) fn plan_ours(
         authorization,
         files,
         config,
+        config_base,
         prior_authorization,
         host_entry: None,
         kept_entry: None,
@@ -843,8 +856,9 @@ fn fault(env: &Env, step: &str) -> Result<()> {
     Ok(())
 }
 
-fn apply(plan: &Plan, paths: &Paths) -> Result<Registrations> {
+fn apply(plan: &Plan, paths: &Paths, lock: Option<&install::UserLock>) -> Result<Registrations> {
     let mut journal = Journal::default();
+    journal.made_before(lock.map_or(&[][..], install::UserLock::created));
     let mut copied = None;
     let result = apply_inner(plan, paths, &mut journal, &mut copied);
     if let Err(e) = result {
@@ -947,7 +961,18 @@ fn apply_inner(
         install::write_atomic(&f.path, &f.bytes, true)?;
     }
     if let Some((f, owned)) = &plan.config {
+        // Re-read and compare: another program (an editor, an older release without the lock)
+        // that changed the file since the plan read it keeps its change; this run stops and
+        // rolls back instead of writing over it.
+        if install::read_opt(&f.path)? != plan.config_base {
+            bail!(
+                "{} changed while setup was running (another program edited it); nothing was written over it: \
+                 run setup again",
+                f.path.display()
+            );
+        }
         install::write_through(&f.path, &f.bytes, f.private)?;
+        journal.wrote(&f.path, &f.bytes);
         // The hook must read back exactly what we wrote (without the environment's overrides).
         let file = config::load_file(&f.path)?.context("the config file vanished")?;
         Settings::resolve(&Layers {
@@ -971,6 +996,7 @@ fn apply_inner(
     }
     if let Some((f, _)) = &plan.host_entry {
         install::write_through(&f.path, &f.bytes, f.private)?;
+        journal.wrote(&install::link_target(&f.path), &f.bytes);
         fault(env, "mcp")?;
     }
     if let Some(p) = &plan.drop_mcp_header_file {
@@ -1070,12 +1096,54 @@ fn created_dirs(plan: &Plan, paths: &Paths, journal: &Journal) -> Vec<PathBuf> {
     all
 }
 
+/// Refuses to write into a HOME that is not the running user's, or that is not an absolute path:
+/// root with another user's HOME (`sudo` without `-H`) would leave root-owned files every hook of
+/// that user then refuses, and a relative HOME would put the user's configuration inside the
+/// current working tree. `Err` is the message, with its fix; the command exits 2 (it could not
+/// start).
+pub fn check_home(env: &Env) -> std::result::Result<(), String> {
+    let Some(home) = env.text("HOME").filter(|h| !h.is_empty()) else {
+        return Ok(());
+    };
+    let path = Path::new(home);
+    if !path.is_absolute() {
+        return Err(format!(
+            "HOME ({}) is not an absolute path; set HOME to your home directory's full path and run the command again",
+            crate::state_cmd::terminal_safe(home)
+        ));
+    }
+    let Ok(meta) = std::fs::metadata(path) else {
+        return Ok(());
+    };
+    let me = powercontext_hooks_core::state::euid();
+    if std::os::unix::fs::MetadataExt::uid(&meta) != me {
+        return Err(format!(
+            "HOME ({}) belongs to user id {}, but this command runs as user id {me}: it would leave files there that \
+             user cannot use. Run it as the owner of that HOME (for example `sudo -u <user> -H powercontext-hooks …`), \
+             or set HOME to your own home directory",
+            crate::state_cmd::terminal_safe(home),
+            std::os::unix::fs::MetadataExt::uid(&meta)
+        ));
+    }
+    Ok(())
+}
+
 /// Runs `setup`.
 pub fn setup(args: &SetupArgs) -> Result<ExitCode> {
+    if let Err(message) = check_home(&Env::from_process()) {
+        report::refuse_with(args.json, &message);
+        return Ok(ExitCode::from(2));
+    }
     if args.trust_only {
         return crate::interop::trust_only(args).or_else(|e| report::refuse(args.json, &e));
     }
+    let mut lock = None;
     let planned = Paths::resolve(&args.locate).and_then(|paths| {
+        // One run at a time per user, from before the plan reads anything to the last write:
+        // a plan is only ever applied to the files it was made from. A dry run changes nothing.
+        if !args.dry_run {
+            lock = Some(install::UserLock::take(&paths.state_root)?);
+        }
         // What the host's own CLI leaves while it only answers questions (a first run's files):
         // nothing of setup's, but a dry run says exactly what appeared.
         let before = host_own_paths(args.host, &paths.env)
@@ -1091,7 +1159,12 @@ pub fn setup(args: &SetupArgs) -> Result<ExitCode> {
     });
     let (plan, paths) = match planned {
         Ok(p) => p,
-        Err(e) => return report::refuse(args.json, &e),
+        Err(e) => {
+            if let Some(lock) = lock {
+                install::UserLock::discard(lock);
+            }
+            return report::refuse(args.json, &e);
+        }
     };
     let previewed = !args.dry_run && plan.changes() && report::preview(&PlanView(&plan), args.json);
     let (result, error) = if args.dry_run {
@@ -1099,11 +1172,18 @@ pub fn setup(args: &SetupArgs) -> Result<ExitCode> {
     } else if !plan.changes() {
         (SetupResult::Unchanged, None)
     } else {
-        match apply(&plan, &paths) {
+        match apply(&plan, &paths, lock.as_ref()) {
             Ok(_) => (SetupResult::Installed, None),
             Err(e) => (SetupResult::RolledBack, Some(format!("{e:#}"))),
         }
     };
+    if result != SetupResult::Installed {
+        if let Some(lock) = lock {
+            install::UserLock::discard(lock);
+        }
+    } else {
+        drop(lock);
+    }
     report::emit(
         &SetupReport {
             plan: &plan,

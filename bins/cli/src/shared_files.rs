@@ -6,7 +6,6 @@
 //! never writes a credential through a symbolic link.
 
 use std::fs;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, anyhow, bail};
@@ -307,11 +306,7 @@ pub fn apply(plan: &SharedPlan, install_dir: &Path) -> Result<OwnedShared> {
             install::write_atomic(&install_dir.join(PRIOR_CREDENTIALS_FILE), &old, true)?;
         }
         let dir = path.parent().context("a credential path has no folder")?;
-        let fresh = !dir.exists();
-        fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-        if fresh {
-            fs::set_permissions(dir, fs::Permissions::from_mode(0o700))?;
-        }
+        install::create_dirs(dir)?;
         install::write_atomic(path, bytes, true)?;
         owned.credentials = Some(OwnedCredential {
             path: path.clone(),

@@ -78,7 +78,15 @@ pub enum DebugCommand {
 }
 
 fn state_dir(env: &Env) -> anyhow::Result<StateDir> {
-    StateDir::locate(env).context("no state directory: set POWERCONTEXT_HOOKS_STATE_DIR or HOME")
+    let state =
+        StateDir::locate(env).context("no state directory: set POWERCONTEXT_HOOKS_STATE_DIR or HOME")?;
+    // The hooks refuse a relative one (it would be wherever they run): so does every command.
+    anyhow::ensure!(
+        state.path().is_absolute(),
+        "{} must be an absolute path (the hooks refuse this one too); set it to the full path of the state directory",
+        powercontext_hooks_core::config::vars::STATE_DIR
+    );
+    Ok(state)
 }
 
 fn seconds(value: f64, flag: &str) -> anyhow::Result<Duration> {
@@ -172,7 +180,10 @@ fn state_problems(state: &StateDir) -> Vec<Problem> {
 /// `powercontext-hooks status`.
 pub fn status(args: &StatusArgs) -> anyhow::Result<ExitCode> {
     let env = Env::from_process();
-    let state = state_dir(&env)?;
+    let state = match state_dir(&env) {
+        Ok(s) => s,
+        Err(e) => return report::refuse(args.json, &e),
+    };
     // A file where the directory belongs is refused, never shown as an empty state.
     if let Err(e) = state.exists() {
         return Ok(report::refuse_with(args.json, &state_refusal(&state, &e)));
@@ -216,7 +227,16 @@ pub fn status(args: &StatusArgs) -> anyhow::Result<ExitCode> {
         .and_then(|l| l.report.last_error.as_deref())
         .map(terminal_safe);
     let dir = terminal_safe(&state.path().to_string_lossy());
+    let drops = spool::drop_totals(&state);
     let status = Status {
+        spool_created_in_future: spool.created_in_future,
+        spool_dropped: (drops.dropped.total() > 0).then(|| SpoolDropped {
+            total: drops.dropped.total(),
+            age: drops.dropped.age,
+            count: drops.dropped.count,
+            bytes: drops.dropped.bytes,
+            last_age_seconds: now_secs().checked_sub(drops.last),
+        }),
         state_dir: dir,
         pending_scopes: pending,
         spool_entries: spool.entries,
@@ -239,6 +259,10 @@ struct Status {
     spool_entries: usize,
     spool_bytes: u64,
     spool_oldest_age_seconds: Option<u64>,
+    /// An entry was written at a time ahead of this clock (the clock was moved back since).
+    spool_created_in_future: bool,
+    /// Captures the spool limits dropped, by reason (absent when none ever were).
+    spool_dropped: Option<SpoolDropped>,
     last_drain_age_seconds: Option<u64>,
     last_error: Option<String>,
     #[serde(serialize_with = "problem_words")]
@@ -246,6 +270,17 @@ struct Status {
     hooks: Value,
     #[serde(skip)]
     hook_lines: Vec<String>,
+}
+
+/// Captures the spool limits dropped since the state directory was made.
+#[derive(Serialize)]
+struct SpoolDropped {
+    total: usize,
+    age: usize,
+    count: usize,
+    bytes: usize,
+    /// How long ago the last drop was (`None` when its time is ahead of this clock).
+    last_age_seconds: Option<u64>,
 }
 
 fn problem_words<S: serde::Serializer>(problems: &[Problem], s: S) -> Result<S::Ok, S::Error> {
@@ -262,12 +297,28 @@ impl std::fmt::Display for Status {
         }
         writeln!(f, "pending flushes: {} scope(s)", self.pending_scopes)?;
         match self.spool_oldest_age_seconds {
+            Some(_) if self.spool_created_in_future => writeln!(
+                f,
+                "spooled captures: {} ({} bytes, some written at a time ahead of this clock: it was moved back since)",
+                self.spool_entries, self.spool_bytes
+            )?,
             Some(age) => writeln!(
                 f,
                 "spooled captures: {} ({} bytes, oldest {age} s)",
                 self.spool_entries, self.spool_bytes
             )?,
             None => writeln!(f, "spooled captures: 0")?,
+        }
+        if let Some(d) = &self.spool_dropped {
+            let when = d.last_age_seconds.map_or_else(
+                || "at a time ahead of this clock".to_owned(),
+                |s| format!("{s} s ago"),
+            );
+            writeln!(
+                f,
+                "dropped by the spool limits: {} capture(s) (age {}, count {}, bytes {}), the last {when}",
+                d.total, d.age, d.count, d.bytes
+            )?;
         }
         match self.last_drain_age_seconds {
             Some(age) => writeln!(

@@ -20,6 +20,7 @@ use crate::setup::{Locate, Paths, value_digest};
 
 /// `uninstall <host>`.
 #[derive(Debug, Args)]
+#[command(after_help = crate::setup::OWNER_ONLY_HELP)]
 pub struct UninstallArgs {
     /// The host to remove the hooks from.
     #[arg(value_parser = crate::install::host_arg())]
@@ -40,6 +41,12 @@ pub struct UninstallArgs {
 
 /// Runs `uninstall`.
 pub fn uninstall(args: &UninstallArgs) -> Result<ExitCode> {
+    if let Err(message) = crate::setup::check_home(&powercontext_hooks_core::env::Env::from_process()) {
+        report::refuse_with(args.json, &message);
+        return Ok(ExitCode::from(2));
+    }
+    // Read before anything is removed: the Server this host's hooks send to.
+    let spooled = spooled_for_host(args);
     match run(args) {
         Ok((actions, kept, state)) => report::emit(
             &Uninstalled {
@@ -49,11 +56,35 @@ pub fn uninstall(args: &UninstallArgs) -> Result<ExitCode> {
                 actions,
                 kept,
                 state,
+                spooled,
             },
             args.json,
         ),
         Err(e) => report::refuse(args.json, &e),
     }
+}
+
+/// Captures still waiting in the spool for the Server this host is set up for: uninstall keeps
+/// them (a later setup or any host pointing there delivers them) and says so, with the way to
+/// send them now.
+#[derive(Serialize)]
+struct Spooled {
+    server: String,
+    captures: usize,
+}
+
+fn spooled_for_host(args: &UninstallArgs) -> Option<Spooled> {
+    let paths = Paths::resolve(&args.locate).ok()?;
+    let server = paths
+        .settings(args.host, None)
+        .ok()?
+        .server_url
+        .value
+        .as_str()
+        .to_owned();
+    let state = powercontext_hooks_core::state::StateDir::at(&paths.state_root);
+    let captures = powercontext_hooks_core::spool::count_for_server(&state, &server);
+    (captures > 0).then_some(Spooled { server, captures })
 }
 
 /// What `uninstall` says: what it removed (or would remove) and what it kept.
@@ -67,6 +98,9 @@ struct Uninstalled {
     /// The hooks' state directory: kept (and what it holds) or purged.
     #[serde(skip_serializing_if = "Option::is_none")]
     state: Option<StateNote>,
+    /// Captures still spooled for this host's Server (absent when none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    spooled: Option<Spooled>,
 }
 
 words! {
@@ -200,6 +234,15 @@ impl std::fmt::Display for Uninstalled {
         if let Some(s) = self.state.as_ref().filter(|_| !self.actions.is_empty()) {
             writeln!(f, "  {s}")?;
         }
+        if let Some(s) = &self.spooled {
+            writeln!(
+                f,
+                "note: {} capture(s) for {} are still spooled; they stay, and are delivered once a host points there \
+                 again: run `powercontext-hooks flush` first to send them now",
+                s.captures,
+                crate::state_cmd::terminal_safe(&s.server)
+            )?;
+        }
         if self.actions.is_empty() {
             writeln!(
                 f,
@@ -259,6 +302,16 @@ fn tidy_settings(
 fn run(args: &UninstallArgs) -> Result<(Vec<Done>, Vec<Kept>, Option<StateNote>)> {
     let host = args.host;
     let paths = Paths::resolve(&args.locate)?;
+    if install::load_manifest(&paths.state_root, host)?.is_none() {
+        return Ok((Vec::new(), Vec::new(), None));
+    }
+    // The lock setup holds too, then the manifest read again under it: a setup that finished
+    // meanwhile is undone from what it recorded, never from a stale reading.
+    let _lock = if args.dry_run {
+        None
+    } else {
+        Some(install::UserLock::take(&paths.state_root)?)
+    };
     let Some(manifest) = install::load_manifest(&paths.state_root, host)? else {
         return Ok((Vec::new(), Vec::new(), None));
     };

@@ -29,7 +29,7 @@ enum Claim {
     Held(TurnCache, String),
     /// A newer message already holds the session: nothing this run prepares may be served.
     Superseded,
-    /// The cache could not be used; recall would be pointless.
+    /// The cache could not be used: the context is answered for this message alone.
     Unavailable,
 }
 
@@ -114,17 +114,28 @@ pub fn run(
     };
     // Recall before capture, as the official plugin orders them.
     let mut answer = Answer::Nothing;
-    if let Claim::Held(cache, ticket) = &claim
+    if !matches!(claim, Claim::Superseded)
         && let Some(text) = begun.recall(&event.prompt, settings.max_bytes.value)
     {
-        let wait = deadline.within(state::HOOK_LOCK_WAIT);
-        match cache.commit(&wait, &event.session_id, &event.message_id, ticket, &text) {
-            // The answer carries it to the shim, which hands it to the inject step (a package in
-            // it is recorded as injected once the answer is written).
-            Ok(true) => answer = Answer::Context(text),
-            // A newer message claimed the session while we were away: drop this context.
-            Ok(false) => emit::diagnostic(&diag(Stage::State, Outcome::Skipped).detail("stale_turn")),
-            Err(e) => emit::diagnostic(&diag(Stage::State, Outcome::StateUnavailable).detail(e.detail())),
+        match &claim {
+            Claim::Held(cache, ticket) => {
+                let wait = deadline.within(state::HOOK_LOCK_WAIT);
+                match cache.commit(&wait, &event.session_id, &event.message_id, ticket, &text) {
+                    // The answer carries it to the shim, which hands it to the inject step (a
+                    // package in it is recorded as injected once the answer is written).
+                    Ok(true) => answer = Answer::Context(text),
+                    // A newer message claimed the session while we were away: drop this context.
+                    Ok(false) => emit::diagnostic(&diag(Stage::State, Outcome::Skipped).detail("stale_turn")),
+                    // The turn file could not be written: the answer still goes to the shim, which
+                    // keeps it for this message only, as every other host still answers.
+                    Err(e) => {
+                        emit::diagnostic(&diag(Stage::State, Outcome::StateUnavailable).detail(e.detail()));
+                        answer = Answer::Context(text);
+                    }
+                }
+            }
+            // No turn file at all (the state is unusable, reported above): answered all the same.
+            _ => answer = Answer::Context(text),
         }
     }
     // Sent once this step is done (see `turn::after_answer`), never before the context is ready.

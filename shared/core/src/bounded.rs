@@ -43,7 +43,7 @@ pub fn read(path: &Path, cap: u64, links: Links) -> Result<Option<(Vec<u8>, Meta
         Ok(m) if !m.is_file() => return Err(Problem::NotRegular),
         Ok(m) if m.len() > cap => return Err(Problem::TooLarge),
         Ok(_) => {}
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) if is_absent(&e) => return Ok(None),
         Err(e) => return Err(Problem::Unreadable(e)),
     }
     let mut flags = libc::O_NONBLOCK;
@@ -68,6 +68,13 @@ pub fn read(path: &Path, cap: u64, links: Links) -> Result<Option<(Vec<u8>, Meta
         return Err(Problem::TooLarge);
     }
     Ok(Some((bytes, meta)))
+}
+
+/// Whether a failed look means "no file there": missing, or a path component that is not a
+/// directory (`HOME` naming a file: `$HOME/.config/…` cannot exist), which is the same answer.
+#[must_use]
+pub fn is_absent(e: &io::Error) -> bool {
+    matches!(e.kind(), io::ErrorKind::NotFound | io::ErrorKind::NotADirectory)
 }
 
 #[cfg(test)]

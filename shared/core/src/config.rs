@@ -245,16 +245,25 @@ pub fn default_state_dir(env: &Env) -> Option<PathBuf> {
     user_dir(env, "XDG_STATE_HOME", ".local/state").map(|d| d.join("powercontext-hooks"))
 }
 
+/// `HOME` when it is an absolute path; a relative or empty one counts as unset (see
+/// [`default_config_path`]).
+#[must_use]
+pub fn home_dir(env: &Env) -> Option<PathBuf> {
+    env.text("HOME")
+        .filter(|h| Path::new(h).is_absolute())
+        .map(PathBuf::from)
+}
+
 /// An XDG base directory from the injected environment; elsewhere than Linux, `directories`.
 fn user_dir(env: &Env, xdg: &str, home_rel: &str) -> Option<PathBuf> {
     if cfg!(target_os = "linux") {
         if let Some(d) = env.text(xdg).map(PathBuf::from).filter(|p| p.is_absolute()) {
             return Some(d);
         }
-        return env
-            .text("HOME")
-            .filter(|h| !h.is_empty())
-            .map(|h| Path::new(h).join(home_rel));
+        // A relative HOME (`HOME=.`) would make the working tree, a cloned repository that can
+        // ship `.config/powercontext-hooks/config.toml`, the user's configuration: it counts as
+        // unset, as a relative XDG variable does.
+        return home_dir(env).map(|h| h.join(home_rel));
     }
     let dirs = directories::BaseDirs::new()?;
     Some(

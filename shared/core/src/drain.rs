@@ -14,6 +14,17 @@
 //! releasing its lock, and takes on any entry it can claim that it did not leave behind on
 //! purpose (Server down, unconfigured, newer format, outside its scope), or, out of budget,
 //! starts a drainer for it. No holder ever leaves without doing one or the other.
+//!
+//! A failure is a verdict on the Server ("down": its other entries wait for a later drain) only
+//! when this process was running while it happened. A call that failed more than
+//! [`STALL_SLACK`] after the time it was allowed had elapsed means the drainer itself was stopped
+//! (SIGSTOP, a suspended terminal job) or starved: that entry is passed again, and, when the budget
+//! is spent, handed to a successor drainer, never left to wait for the next prompt. A drainer whose
+//! watchdog fires after such a stop does the same before it exits (see [`background_main`]).
+//!
+//! Every Server answer (a delivery or a final rejection) is recorded against the spool's sequence
+//! number (see [`spool::record_answered`]): the age limit only ever drops an entry its Server
+//! answered after, never on the wall clock alone.
 
 use std::collections::{HashMap, HashSet};
 use std::fs;
@@ -67,6 +78,9 @@ const PARENT_WAIT: Duration = Duration::from_secs(660);
 /// How often a background drainer that found the drain lock held tries again before it leaves
 /// the work to the holder: a hook only probes the lock for an instant (see [`start_early`]).
 const FIRST_PASS_TRIES: u32 = 5;
+/// How much longer than it was allowed a failed call may take before the failure is put down to
+/// this process having been stopped or starved rather than to the Server.
+pub const STALL_SLACK: Duration = Duration::from_secs(1);
 /// Between two passes of one drain when the last pass delivered nothing (an older entry of the
 /// same session is still held by its hook), and between a background drainer's tries for a held
 /// drain lock.
@@ -188,6 +202,9 @@ pub struct DrainReport {
     /// Spool entries outside the requested scope: the same run does not pass over them again.
     #[serde(skip)]
     pub out_of_scope: Vec<String>,
+    /// A call failed long after its time was up: this process was stopped meanwhile.
+    #[serde(skip)]
+    pub stalled: bool,
 }
 
 /// An invalid setting, content-free: what to fix and why, never the value (it may be a token).
@@ -237,6 +254,7 @@ impl DrainReport {
         if later.config_error.is_some() {
             self.config_error = later.config_error;
         }
+        self.stalled |= later.stalled;
         self.left.extend(later.left);
         self.out_of_scope.extend(later.out_of_scope);
     }
@@ -262,11 +280,14 @@ pub struct LastDrain {
     pub report: DrainReport,
 }
 
+/// A Server's transport, its flush call limit and its request timeout.
+type Connection = (Transport, u32, Duration);
+
 /// Transports by (integration, Server), built from the inherited settings.
 struct Connections<'a> {
     env: &'a Env,
     deadline: Deadline,
-    cache: HashMap<(String, String), Option<(Transport, u32)>>,
+    cache: HashMap<(String, String), Option<Connection>>,
     /// The first invalid setting that left a Server without a configured host.
     config_error: Option<ConfigError>,
 }
@@ -275,7 +296,7 @@ impl Connections<'_> {
     /// The transport for a Server: the recording host's settings when they still point there,
     /// else any host's settings that do. `None` when no configuration names this Server: its
     /// entries wait (and age out) rather than travel without the right credentials.
-    fn get(&mut self, integration: &str, server: &str) -> Option<&(Transport, u32)> {
+    fn get(&mut self, integration: &str, server: &str) -> Option<&Connection> {
         let key = (integration.to_owned(), server.to_owned());
         if !self.cache.contains_key(&key) {
             let preferred = Integration::parse(integration);
@@ -294,15 +315,16 @@ impl Connections<'_> {
                 .find(|s| s.server_url.value.as_str() == server)
                 .and_then(|s| {
                     let calls = s.flush_max_calls.value;
+                    let timeout = s.request_timeout.value;
                     Transport::new(
                         s.server_url.value,
                         s.authorization.value,
-                        s.request_timeout.value,
+                        timeout,
                         self.deadline,
                         self.env,
                     )
                     .ok()
-                    .map(|t| (t, calls))
+                    .map(|t| (t, calls, timeout))
                 });
             // Named only when it mattered: no host's settings could take this Server's work.
             if found.is_none() && self.config_error.is_none() {
@@ -426,6 +448,10 @@ fn pass(
     let mut down: HashSet<String> = HashSet::new();
     let mut scopes: HashMap<String, Result<String, Failure>> = HashMap::new();
 
+    // Every entry listed now was written before this mark: a Server answering in this pass
+    // answered after them.
+    let seq_mark = spool::sequence_now(state);
+    let mut answered: HashSet<String> = HashSet::new();
     let entries = spool::list(state)?;
     let total = entries.len();
     // Sessions whose oldest waiting entry could not go now: their later entries wait too, so a
@@ -468,7 +494,7 @@ fn pass(
             report.left.push(entry.name.clone());
             continue;
         }
-        let Some((transport, _)) = conns.get(&cap.integration, &cap.server) else {
+        let Some((transport, _, timeout)) = conns.get(&cap.integration, &cap.server) else {
             blocked.insert(order);
             report.unconfigured += 1;
             report.left.push(entry.name.clone());
@@ -479,8 +505,12 @@ fn pass(
             cap.server,
             serde_json::to_string(&cap.query).unwrap_or_default()
         );
+        // What the calls for this entry may take at most: a failure well past it happened while
+        // this process was stopped, and says nothing about the Server.
+        let allowed = deadline.remaining().min(*timeout * 2);
+        let started = Instant::now();
         let scope = scopes
-            .entry(query_key)
+            .entry(query_key.clone())
             .or_insert_with(|| cap.query.resolve(transport))
             .clone();
         // A failure, and whether the Server's answer is final for this entry.
@@ -529,13 +559,22 @@ fn pass(
         match failed {
             None => {
                 claimed.remove()?;
+                answered.insert(cap.server.clone());
                 report.delivered += 1;
             }
             Some((f, final_answer)) => {
                 report.last_error = Some(f.outcome.as_str().to_owned());
                 if final_answer {
                     claimed.remove()?;
+                    answered.insert(cap.server.clone());
                     report.rejected += 1;
+                } else if is_retryable(&f) && started.elapsed() > allowed + STALL_SLACK {
+                    // Stopped mid-call: no verdict. Neither the Server nor the entry is left
+                    // behind; a later pass (or a successor, see `drain`) sends it again.
+                    scopes.remove(&query_key);
+                    blocked.insert(order);
+                    report.kept += 1;
+                    report.stalled = true;
                 } else {
                     // Only an unreachable Server holds back its other entries; an answer about
                     // this entry (a binding that does not resolve, a refused token) holds back
@@ -551,6 +590,10 @@ fn pass(
         }
     }
     progress(Progress::Spool { done: total, total });
+    if !answered.is_empty() {
+        let lock = state.lock(&short())?;
+        spool::record_answered(state, &lock, &answered, seq_mark)?;
+    }
 
     flush_ledger(state, opts, &deadline, &mut conns, &down, &mut report, progress)?;
 
@@ -603,7 +646,7 @@ fn flush_ledger(
             continue;
         }
         let reachable = !deadline.expired() && !down.contains(&e.server);
-        let Some((transport, calls)) = conns.get(&e.integration, &e.server).filter(|_| reachable) else {
+        let Some((transport, calls, _)) = conns.get(&e.integration, &e.server).filter(|_| reachable) else {
             report.pending += 1;
             continue;
         };
@@ -667,6 +710,14 @@ pub fn background_main(component: &'static str) -> ExitCode {
         start,
         start.elapsed() + pause + BACKGROUND_BUDGET + Duration::from_secs(2),
     );
+    // A drainer stopped past its watchdog holds hand-overs no hook will start a drainer for (they
+    // saw the drain lock held): its watchdog starts the successor before it ends the process.
+    process::on_frozen_watchdog(|| {
+        let env = Env::from_process();
+        if !background_disabled(&env) {
+            spawn_drainer(Start::Paused);
+        }
+    });
     let env = Env::from_process();
     std::thread::sleep(pause);
     let Ok(state) = StateDir::locate(&env) else {
@@ -722,6 +773,7 @@ pub fn start_early(state: &StateDir) {
     let lock_file = state.file(DRAIN_LOCK);
     // A thread that cannot be made leaves the start to the hand-over after the answer.
     *early = std::thread::Builder::new()
+        .stack_size(256 * 1024)
         .spawn(move || {
             match lock::try_acquire(&lock_file) {
                 Ok(guard) => drop(guard),

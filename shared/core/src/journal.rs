@@ -406,8 +406,16 @@ pub fn append(dir: &Path, host: Integration, line: &[u8]) -> io::Result<()> {
     if meta.permissions().mode() & 0o077 != 0 {
         file.set_permissions(fs::Permissions::from_mode(0o600))?;
     }
+    // Never ours at that size (a segment is rotated at the cap): a planted or runaway file is
+    // emptied at once, not kept as the previous segment until the next rotation.
+    let len = if meta.len() > 2 * MAX_SEGMENT_BYTES {
+        file.set_len(0)?;
+        0
+    } else {
+        meta.len()
+    };
     (&file).write_all(line)?;
-    if meta.len() + line.len() as u64 > MAX_SEGMENT_BYTES {
+    if len + line.len() as u64 > MAX_SEGMENT_BYTES {
         // Only the segment this writer appended to is rotated (another writer may have rotated
         // it already and started a fresh one under the name).
         if fs::symlink_metadata(&path).is_ok_and(|m| m.ino() == meta.ino() && m.dev() == meta.dev()) {

@@ -352,7 +352,7 @@ pub fn credential(host: Integration, env: &Env, effective: &BaseUrl) -> (Option<
 pub fn read_credential(path: &Path, effective: &BaseUrl) -> Credential {
     let lmeta = match std::fs::symlink_metadata(path) {
         Ok(m) => m,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Credential::Missing,
+        Err(e) if crate::bounded::is_absent(&e) => return Credential::Missing,
         Err(_) => return Credential::Refused(CredentialProblem::Invalid),
     };
     if lmeta.file_type().is_symlink() {

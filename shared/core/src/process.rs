@@ -105,18 +105,29 @@ pub fn arm_watchdog(start: Instant, budget: Duration) {
         .min(u128::from(u64::MAX - 1));
     let previous = WATCHDOG_AT_MS.swap(u64::try_from(at).unwrap_or(u64::MAX - 1), Ordering::SeqCst);
     if previous == u64::MAX {
-        let handle = std::thread::spawn(move || {
-            loop {
-                let at = Duration::from_millis(WATCHDOG_AT_MS.load(Ordering::SeqCst));
-                let elapsed = start.elapsed();
-                if elapsed >= at {
-                    watchdog_exit();
+        // A small stack: the watchdog only sleeps and compares, and under a tight address-space
+        // limit (`ulimit -v`) a default 2 MiB stack may not be mappable at all. Without a thread
+        // there is no watchdog, but the hook still runs (and spools) rather than dying here.
+        let spawned = std::thread::Builder::new()
+            .stack_size(WATCHDOG_STACK)
+            .spawn(move || {
+                let mut frozen = false;
+                loop {
+                    let at = Duration::from_millis(WATCHDOG_AT_MS.load(Ordering::SeqCst));
+                    let elapsed = start.elapsed();
+                    if elapsed >= at {
+                        watchdog_exit(frozen);
+                    }
+                    // Woken early when the budget moves (see below).
+                    let nap = (at - elapsed).min(Duration::from_millis(250));
+                    std::thread::park_timeout(nap);
+                    // Woken far later than asked: the whole process was stopped (SIGSTOP) meanwhile.
+                    frozen |= start.elapsed() > elapsed + nap + FROZEN_SLACK;
                 }
-                // Woken early when the budget moves (see below).
-                std::thread::park_timeout((at - elapsed).min(Duration::from_millis(250)));
-            }
-        });
-        let _ = WATCHDOG.set(handle.thread().clone());
+            });
+        if let Ok(handle) = spawned {
+            let _ = WATCHDOG.set(handle.thread().clone());
+        }
     } else if let Some(thread) = WATCHDOG.get() {
         // A budget moved earlier than the watchdog's current sleep must be seen at once.
         thread.unpark();
@@ -126,9 +137,27 @@ pub fn arm_watchdog(start: Instant, budget: Duration) {
 /// The watchdog thread, to wake when its deadline moves.
 static WATCHDOG: OnceLock<std::thread::Thread> = OnceLock::new();
 
+/// The watchdog thread's stack.
+const WATCHDOG_STACK: usize = 64 * 1024;
+
+/// A watchdog that slept this much longer than it asked was stopped with its process.
+const FROZEN_SLACK: Duration = Duration::from_secs(1);
+
+/// Run by the watchdog before it ends a process that was stopped at some point in its life.
+static ON_FROZEN: OnceLock<fn()> = OnceLock::new();
+
+/// Sets what the watchdog does before ending a process that was stopped (SIGSTOP) during its run:
+/// the background drainer starts its successor there, so work handed to it is not stranded.
+pub fn on_frozen_watchdog(f: fn()) {
+    let _ = ON_FROZEN.set(f);
+}
+
 /// The watchdog's end: one content-free `timeout` line naming the interrupted stage, then exit 0.
 /// Neither step can block it (see [`emit::last_words`]).
-fn watchdog_exit() -> ! {
+fn watchdog_exit(frozen: bool) -> ! {
+    if frozen && let Some(f) = ON_FROZEN.get() {
+        f();
+    }
     let component = COMPONENT.get().copied().unwrap_or("powercontext.hook");
     let line = Diagnostic::new(component, interrupted_stage(), Outcome::Timeout).detail("watchdog");
     emit::last_words(&line);

@@ -9,15 +9,27 @@
 //! the secret filter is ever written here; no token. Unreadable, foreign or non-regular entries
 //! are set aside, never opened or replayed.
 //!
-//! Creation time and size are encoded in each file name, so counting, sizing and ageing the spool
-//! is one directory listing: nothing is parsed to enforce the limits.
+//! Order is a monotonic per-spool sequence number, never the wall clock: each entry takes the next
+//! number from `spool.sequence` (a counter file locked for microseconds, owner-only), so a clock
+//! stepped back between two prompts cannot reverse a session's order. Sequence, size and creation
+//! time are encoded in each file name, so counting, sizing and ordering the spool is one directory
+//! listing.
+//!
+//! Expiry by age cannot be turned into deletion by a clock step: an undelivered entry is dropped
+//! for its age only when its Server has answered (a delivery or a final rejection) since the entry
+//! was written. A drain records, per Server, the sequence number the spool had reached when that
+//! Server last answered (`spool-answered.json`); an entry numbered after that mark is younger than
+//! the Server's last answer, whatever the wall clock says, and stays (the count and byte limits
+//! still bound the spool). Only then is the wall-clock age compared with the limit, and a creation
+//! time ahead of the clock counts as age 0. Every drop is counted in `spool-dropped.json` by
+//! reason, for `status`. An injected clock was chosen over a faked one for the tests: the rule
+//! needs no trusted time source at all, only the order of events on this machine.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -153,20 +165,41 @@ impl SpooledCapture {
 pub struct Entry {
     /// File name inside the spool directory.
     pub name: String,
-    /// Creation time, Unix milliseconds.
+    /// Position in the spool's order (0 for an entry named by an older release, which sorts
+    /// first, by its creation time).
+    pub seq: u64,
+    /// Creation time, Unix milliseconds (the wall clock then: for display and age only).
     pub created_ms: u64,
     /// File size in bytes.
     pub bytes: u64,
 }
 
+/// The first character of an entry name carrying a sequence number.
+const SEQ_MARK: char = 'q';
+
 impl Entry {
     fn parse(name: &str) -> Option<Self> {
         let stem = name.strip_suffix(".json")?;
+        if let Some(rest) = stem.strip_prefix(SEQ_MARK) {
+            // q<seq>-<size>-<created ms>-<pid>
+            let mut parts = rest.split('-');
+            let seq = parts.next()?.parse().ok()?;
+            let bytes = parts.next()?.parse().ok()?;
+            let created_ms = parts.next()?.parse().ok()?;
+            return Some(Self {
+                name: name.to_owned(),
+                seq,
+                created_ms,
+                bytes,
+            });
+        }
+        // An older release's name: <created ms>-<size>-<pid>-<n>.
         let mut parts = stem.split('-');
         let created_ms = parts.next()?.parse().ok()?;
         let bytes = parts.next()?.parse().ok()?;
         Some(Self {
             name: name.to_owned(),
+            seq: 0,
             created_ms,
             bytes,
         })
@@ -188,10 +221,15 @@ pub struct Summary {
     pub bytes: u64,
     /// Age of the oldest entry in seconds.
     pub oldest_age_secs: Option<u64>,
+    /// Whether an entry's creation time is ahead of this clock (the clock was moved back since):
+    /// its age is then shown as unknown rather than as "new".
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub created_in_future: bool,
 }
 
 /// Why entries were dropped, with counts.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Dropped {
     /// Older than the age limit.
     pub age: usize,
@@ -239,18 +277,141 @@ pub fn list(state: &StateDir) -> io::Result<Vec<Entry>> {
         .flatten()
         .filter_map(|e| e.file_name().to_str().and_then(Entry::parse))
         .collect();
-    out.sort_by(|a, b| (a.created_ms, &a.name).cmp(&(b.created_ms, &b.name)));
+    out.sort_by(|a, b| (a.seq, a.created_ms, &a.name).cmp(&(b.seq, b.created_ms, &b.name)));
     Ok(out)
 }
 
-/// Totals of a listing.
+/// Totals of a listing (the oldest by the wall clock, whatever their order).
 #[must_use]
 pub fn summarize(entries: &[Entry], now_ms: u64) -> Summary {
+    // Slack for clocks of processes sharing the spool that disagree by a moment.
+    let ahead = |e: &Entry| e.created_ms > now_ms.saturating_add(5_000);
     Summary {
         entries: entries.len(),
         bytes: entries.iter().map(|e| e.bytes).sum(),
-        oldest_age_secs: entries.first().map(|e| e.age_secs(now_ms)),
+        oldest_age_secs: entries.iter().map(|e| e.age_secs(now_ms)).max(),
+        created_in_future: entries.iter().any(ahead),
     }
+}
+
+/// The counter file that numbers entries, in the state directory (beside the spool, so a listing
+/// of the spool holds entries only).
+pub const SEQ_FILE: &str = "spool.sequence";
+/// The longest a hook waits for the counter (held for microseconds by each writer).
+const SEQ_WAIT: Duration = Duration::from_millis(500);
+
+/// The highest sequence number among the listed entries (0 for none).
+fn max_listed_seq(state: &StateDir) -> u64 {
+    list(state).map_or(0, |es| es.iter().map(|e| e.seq).max().unwrap_or(0))
+}
+
+/// Parses the counter file's content.
+fn parse_seq(bytes: &[u8]) -> Option<u64> {
+    std::str::from_utf8(bytes).ok()?.trim().parse().ok()
+}
+
+/// Takes the next sequence number: the counter file, opened owner-only and never through a link,
+/// locked, read, bumped and written back in place. A missing, unreadable or foreign counter
+/// starts again above the highest number in the listing, so order is kept either way.
+fn next_seq(state: &StateDir) -> io::Result<u64> {
+    use std::os::unix::fs::FileExt;
+    let path = state.file(SEQ_FILE);
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .custom_flags(lock::no_follow_flags())
+        .open(&path)?;
+    let meta = file.metadata()?;
+    if !meta.is_file() || meta.uid() != crate::state::euid() || meta.mode() & 0o022 != 0 {
+        return Err(io::Error::other("the spool's sequence file is not ours"));
+    }
+    let until = std::time::Instant::now() + SEQ_WAIT;
+    while !lock::try_lock_file(&file)? {
+        if std::time::Instant::now() >= until {
+            return Err(io::Error::from(io::ErrorKind::WouldBlock));
+        }
+        std::thread::sleep(Duration::from_micros(200));
+    }
+    let mut buf = [0u8; 32];
+    let n = file.read_at(&mut buf, 0)?;
+    let listed = || max_listed_seq(state);
+    let current = parse_seq(&buf[..n]).unwrap_or_else(listed);
+    let next = current
+        .checked_add(1)
+        .unwrap_or_else(|| listed().saturating_add(1));
+    file.write_all_at(format!("{next:020}\n").as_bytes(), 0)?;
+    Ok(next)
+}
+
+/// The sequence number the spool has reached: every entry written so far has one at most this
+/// (read without the lock: a number taken meanwhile is larger, which is the safe side).
+#[must_use]
+pub fn sequence_now(state: &StateDir) -> u64 {
+    let path = state.file(SEQ_FILE);
+    let from_file = match open_state_file(&path) {
+        Ok(Opened::File(mut f, _)) => {
+            let mut buf = Vec::new();
+            io::Read::read_to_end(&mut io::Read::take(&mut f, 32), &mut buf)
+                .ok()
+                .and_then(|_| parse_seq(&buf))
+        }
+        _ => None,
+    };
+    from_file.unwrap_or(0).max(max_listed_seq(state))
+}
+
+/// The state file recording, per Server, the spool's sequence number when it last answered.
+pub const ANSWERED_FILE: &str = "spool-answered.json";
+
+/// Per Server (normalized base URL): the spool's sequence number when it last gave an answer
+/// (a delivery or a final rejection). Entries numbered at most this were written before it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Answered {
+    /// Server → sequence number.
+    pub servers: std::collections::BTreeMap<String, u64>,
+}
+
+/// Records that these Servers answered when the spool stood at `seq` (the caller holds the
+/// state lock).
+///
+/// # Errors
+/// The state error.
+pub fn record_answered(
+    state: &StateDir,
+    lock: &LockGuard,
+    servers: &std::collections::HashSet<String>,
+    seq: u64,
+) -> Result<(), StateError> {
+    if servers.is_empty() {
+        return Ok(());
+    }
+    let mut answered: Answered = state.read_json(ANSWERED_FILE).ok().flatten().unwrap_or_default();
+    for s in servers {
+        let mark = answered.servers.entry(s.clone()).or_insert(0);
+        *mark = (*mark).max(seq);
+    }
+    state.write_json(lock, ANSWERED_FILE, &answered)
+}
+
+/// The drops the spool limits made so far, by reason (what `status` reports).
+pub const DROPPED_FILE: &str = "spool-dropped.json";
+
+/// Drops made by the spool limits since the state directory was made.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DropTotals {
+    /// The counts, by reason.
+    pub dropped: Dropped,
+    /// When the last drop happened (Unix seconds).
+    pub last: u64,
+}
+
+/// The drops recorded so far (none when unreadable).
+#[must_use]
+pub fn drop_totals(state: &StateDir) -> DropTotals {
+    state.read_json(DROPPED_FILE).ok().flatten().unwrap_or_default()
 }
 
 /// Whether the spool holds anything: reads at most the first directory block, never the files.
@@ -263,13 +424,16 @@ pub fn has_work(state: &StateDir) -> bool {
         .unwrap_or(false)
 }
 
-/// Which entries must go so that `incoming` more bytes fit: expired ones, then the oldest.
+/// Which entries must go so that `incoming` more bytes fit: the oldest first while over the count
+/// or byte limit, and any older than the age limit whose Server has answered since it was written
+/// (`answered_since`; see the module doc: the wall clock alone never deletes an entry).
 #[must_use]
 pub fn plan_drops(
     entries: &[Entry],
     limits: &SpoolLimits,
     now_ms: u64,
     incoming: Option<u64>,
+    answered_since: &mut dyn FnMut(&Entry) -> bool,
 ) -> (Vec<usize>, Dropped) {
     let mut dropped = Dropped::default();
     let mut drop = Vec::new();
@@ -278,16 +442,14 @@ pub fn plan_drops(
     let mut bytes: u64 = entries.iter().map(|e| e.bytes).sum();
     let (extra_count, extra_bytes) = incoming.map_or((0, 0), |b| (1, b));
     for (i, e) in entries.iter().enumerate() {
-        let reason = if now_ms.saturating_sub(e.created_ms) > max_age_ms {
+        let reason = if now_ms.saturating_sub(e.created_ms) > max_age_ms && answered_since(e) {
             &mut dropped.age
         } else if count + extra_count > limits.max_entries {
             &mut dropped.count
         } else if bytes + extra_bytes > limits.max_bytes {
             &mut dropped.bytes
         } else {
-            // Entries are sorted oldest first: once one is young enough and everything fits, the
-            // rest fit too.
-            break;
+            continue;
         };
         *reason += 1;
         drop.push(i);
@@ -296,8 +458,6 @@ pub fn plan_drops(
     }
     (drop, dropped)
 }
-
-static SEQ: AtomicU64 = AtomicU64::new(0);
 
 /// A capture made durable before delivery and claimed (locked) by this process until it is
 /// retired or the handle is dropped. Dropping it without [`WriteAhead::retire`] leaves the entry
@@ -329,8 +489,11 @@ pub enum WriteAheadError {
     State(#[from] StateError),
 }
 
-fn entry_name(created_ms: u64, size: u64, seq: u64) -> String {
-    format!("{created_ms:016}-{size:012}-{}-{seq}.json", std::process::id())
+fn entry_name(seq: u64, size: u64, created_ms: u64) -> String {
+    format!(
+        "{SEQ_MARK}{seq:019}-{size:012}-{created_ms}-{}.json",
+        std::process::id()
+    )
 }
 
 /// Renames without ever replacing an existing entry (`renameat2(RENAME_NOREPLACE)` where the
@@ -391,6 +554,16 @@ pub fn write_ahead(
     capture: &SpooledCapture,
     limits: &SpoolLimits,
 ) -> Result<WriteAhead, WriteAheadError> {
+    write_ahead_at(state, capture, limits, now_millis())
+}
+
+/// [`write_ahead`] with the wall-clock time given (the tests step the clock with it).
+fn write_ahead_at(
+    state: &StateDir,
+    capture: &SpooledCapture,
+    limits: &SpoolLimits,
+    now: u64,
+) -> Result<WriteAhead, WriteAheadError> {
     state.ensure(Some(DIR))?;
     let dir = state.file(DIR);
     let bytes = versioned_bytes(capture).map_err(StateError::from)?;
@@ -400,12 +573,12 @@ pub fn write_ahead(
     if size > limits.max_bytes || size > crate::state::MAX_FILE_BYTES - PIN_ROOM {
         return Err(WriteAheadError::TooLarge);
     }
-    let now = now_millis();
     let mut last = io::Error::from(io::ErrorKind::AlreadyExists);
-    // A name is unique per process and sequence; another process with the same pid (another pid
-    // namespace sharing the directory) just makes us pick the next sequence number.
+    // A sequence number is unique while the counter is ours; a name taken anyway (a counter
+    // rebuilt from the listing) just makes us take the next number.
     for _ in 0..4 {
-        let name = entry_name(now, size, SEQ.fetch_add(1, Ordering::Relaxed));
+        let seq = next_seq(state).map_err(StateError::from)?;
+        let name = entry_name(seq, size, now);
         match create_locked(&dir, &name, &bytes) {
             Ok(file) => {
                 return Ok(WriteAhead {
@@ -478,12 +651,41 @@ pub fn left_this_run() -> Option<&'static str> {
 ///
 /// # Errors
 /// The I/O error of the listing.
-pub fn enforce(state: &StateDir, _lock: &LockGuard, limits: &SpoolLimits) -> Result<Dropped, StateError> {
+pub fn enforce(state: &StateDir, lock: &LockGuard, limits: &SpoolLimits) -> Result<Dropped, StateError> {
+    enforce_at(state, lock, limits, now_millis())
+}
+
+/// [`enforce`] at a given wall-clock time (the tests step the clock with it).
+fn enforce_at(
+    state: &StateDir,
+    lock: &LockGuard,
+    limits: &SpoolLimits,
+    now: u64,
+) -> Result<Dropped, StateError> {
     let dir = state.file(DIR);
     sweep_stale_temps(&dir);
     let entries = list(state)?;
-    let (drop, dropped) = plan_drops(&entries, limits, now_millis(), None);
+    let answered: Answered = state.read_json(ANSWERED_FILE).ok().flatten().unwrap_or_default();
+    // Read only for an entry past the age limit by the wall clock: which Server it waits for.
+    let mut answered_since = |e: &Entry| {
+        if e.seq == 0 || answered.servers.is_empty() {
+            return false;
+        }
+        read_entry(&dir.join(&e.name))
+            .map(|c| c.server)
+            .and_then(|s| answered.servers.get(&s).copied())
+            .is_some_and(|mark| mark >= e.seq)
+    };
+    let (drop, dropped) = plan_drops(&entries, limits, now, None, &mut answered_since);
     remove_all(&dir, &entries, &drop);
+    if dropped.total() > 0 {
+        let mut totals = drop_totals(state);
+        totals.dropped.age += dropped.age;
+        totals.dropped.count += dropped.count;
+        totals.dropped.bytes += dropped.bytes;
+        totals.last = crate::state::now_secs();
+        let _ = state.write_json(lock, DROPPED_FILE, &totals);
+    }
     Ok(dropped)
 }
 
@@ -652,6 +854,31 @@ pub fn claimable_beyond(state: &StateDir, left: &std::collections::HashSet<Strin
     })
 }
 
+/// How many spooled captures wait for `server` (a normalized base URL): each entry's first line
+/// is read (bounded, never through a link), for `uninstall` to say what it leaves behind.
+#[must_use]
+pub fn count_for_server(state: &StateDir, server: &str) -> usize {
+    let Ok(entries) = list(state) else { return 0 };
+    let dir = state.file(DIR);
+    entries
+        .iter()
+        .filter(|e| read_entry(&dir.join(&e.name)).is_some_and(|c| c.server == server))
+        .count()
+}
+
+/// An entry's capture, read without claiming it (bounded, never through a link, nothing set
+/// aside): `None` when it cannot be read or parsed.
+fn read_entry(path: &Path) -> Option<SpooledCapture> {
+    let Ok(Opened::File(mut f, _)) = open_state_file(path) else {
+        return None;
+    };
+    let bytes = read_bounded(&mut f).ok().flatten()?;
+    let head = bytes.split(|c| *c == b'\n').next().unwrap_or_default();
+    crate::state::parse_versioned::<SpooledCapture>(head)
+        .ok()
+        .flatten()
+}
+
 /// Entries set aside (`*.corrupt`, `*.unsafe`) in the spool, for `status` and `doctor`.
 #[must_use]
 pub fn set_aside_counts(state: &StateDir) -> (usize, usize) {
@@ -769,6 +996,7 @@ mod tests {
     fn entry(ms: u64, bytes: u64) -> Entry {
         Entry {
             name: format!("{ms:016}-{bytes:012}-1-0.json"),
+            seq: ms,
             created_ms: ms,
             bytes,
         }
@@ -832,7 +1060,7 @@ mod tests {
             entry(97_000, 10),
             entry(98_000, 10),
         ];
-        let (drop, d) = plan_drops(&es, &limits, now, None);
+        let (drop, d) = plan_drops(&es, &limits, now, None, &mut |_| true);
         assert_eq!(
             (drop, d),
             (
@@ -845,7 +1073,7 @@ mod tests {
             )
         );
         let es = [entry(95_000, 40), entry(96_000, 40), entry(97_000, 10)];
-        let (drop, d) = plan_drops(&es, &limits, now, Some(30));
+        let (drop, d) = plan_drops(&es, &limits, now, Some(30), &mut |_| true);
         assert_eq!(
             (drop, d),
             (
@@ -861,7 +1089,7 @@ mod tests {
             max_entries: 10,
             ..limits
         };
-        let (drop, d) = plan_drops(&es, &limits, now, Some(30));
+        let (drop, d) = plan_drops(&es, &limits, now, Some(30), &mut |_| true);
         assert_eq!(
             (drop, d),
             (
@@ -993,6 +1221,76 @@ mod tests {
         let d = enforce(&state, &lock, &limits).unwrap();
         assert_eq!(d.count, 1);
         assert_eq!(replay_all(&state), ["prompt 1", "prompt 2"]);
+    }
+
+    const DAY_MS: u64 = 24 * 3600 * 1000;
+
+    /// A clock stepped back between two prompts: the order is the order they were written in.
+    #[test]
+    fn a_backward_clock_step_keeps_the_order_of_writing() {
+        let tmp = tempfile::tempdir().unwrap();
+        let state = StateDir::at(tmp.path().join("st"));
+        let now = now_millis();
+        let times = [
+            now,
+            now - 8 * DAY_MS,
+            now - 8 * DAY_MS - 1,
+            now + 8 * DAY_MS,
+            now - 1,
+        ];
+        for (i, t) in times.iter().enumerate() {
+            drop(write_ahead_at(&state, &sample(&format!("prompt {i}")), &SpoolLimits::DEFAULT, *t).unwrap());
+        }
+        assert_eq!(
+            replay_all(&state),
+            ["prompt 0", "prompt 1", "prompt 2", "prompt 3", "prompt 4"]
+        );
+        // A counter file that went missing is rebuilt above what is listed.
+        drop(write_ahead_at(&state, &sample("before"), &SpoolLimits::DEFAULT, now).unwrap());
+        fs::remove_file(state.file(SEQ_FILE)).unwrap();
+        drop(write_ahead_at(&state, &sample("after"), &SpoolLimits::DEFAULT, now - DAY_MS).unwrap());
+        assert_eq!(replay_all(&state), ["before", "after"]);
+    }
+
+    /// Clocks moved 8 days either way, before and after spooling: nothing undelivered is deleted
+    /// for its age while its Server has not answered since it was written; once it has, the age
+    /// limit applies (and a creation time ahead of the clock is age 0); every drop is counted.
+    #[test]
+    fn a_clock_step_never_ages_out_what_the_server_has_not_answered_since() {
+        let tmp = tempfile::tempdir().unwrap();
+        let state = StateDir::at(tmp.path().join("st"));
+        let limits = SpoolLimits::DEFAULT;
+        let now = now_millis();
+        let lock = || state.lock(&Deadline::after(Duration::from_secs(2))).unwrap();
+        // Spooled with the clock 8 days behind, then 8 days ahead.
+        drop(write_ahead_at(&state, &sample("behind"), &limits, now - 8 * DAY_MS).unwrap());
+        drop(write_ahead_at(&state, &sample("ahead"), &limits, now + 8 * DAY_MS).unwrap());
+        // Drains with the clock right, 8 days ahead and 8 days behind: the Server never answered.
+        for t in [now, now + 8 * DAY_MS, now + 16 * DAY_MS, now - 8 * DAY_MS] {
+            let d = enforce_at(&state, &lock(), &limits, t).unwrap();
+            assert_eq!(d.total(), 0, "at {t}");
+            assert_eq!(list(&state).unwrap().len(), 2);
+        }
+        let sum = summarize(&list(&state).unwrap(), now);
+        assert!(sum.created_in_future, "{sum:?}");
+        // Another Server's answer changes nothing.
+        let other: std::collections::HashSet<String> = ["http://127.0.0.1:1".to_owned()].into();
+        record_answered(&state, &lock(), &other, sequence_now(&state)).unwrap();
+        assert_eq!(
+            enforce_at(&state, &lock(), &limits, now + 16 * DAY_MS)
+                .unwrap()
+                .total(),
+            0
+        );
+        // Its own Server answered after both were written: age applies, by the wall clock.
+        let mark = sequence_now(&state);
+        drop(write_ahead_at(&state, &sample("after the answer"), &limits, now - 30 * DAY_MS).unwrap());
+        let own: std::collections::HashSet<String> = [sample("").server].into();
+        record_answered(&state, &lock(), &own, mark).unwrap();
+        let d = enforce_at(&state, &lock(), &limits, now).unwrap();
+        assert_eq!(d.age, 1, "only the one 8 days old: {d:?}");
+        assert_eq!(replay_all(&state), ["ahead", "after the answer"]);
+        assert_eq!(drop_totals(&state).dropped.age, 1);
     }
 
     #[test]

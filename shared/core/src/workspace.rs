@@ -289,11 +289,17 @@ pub fn git(cwd: &Path, args: &[&str], deadline: &Deadline) -> Option<String> {
     };
     // A reader thread wakes us the moment git closes stdout, instead of polling for exit.
     let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
+    // A small stack (it only reads a pipe); a thread that cannot be made (a tight `ulimit -v`)
+    // means no answer from git, never a crash.
+    let reader = std::thread::Builder::new().stack_size(64 * 1024).spawn(move || {
         let mut buf = Vec::new();
         let read = stdout.read_to_end(&mut buf);
         let _ = tx.send(read.map(|_| buf));
     });
+    if reader.is_err() {
+        stop(&mut child);
+        return None;
+    }
     let Ok(Ok(bytes)) = rx.recv_timeout(end.saturating_duration_since(Instant::now())) else {
         stop(&mut child);
         return None;
