@@ -25,6 +25,7 @@ mod memory_cli;
 mod negative;
 mod official;
 mod opencode;
+mod ops;
 mod pi;
 mod real_server;
 mod replay_parity;
