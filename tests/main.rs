@@ -14,6 +14,7 @@ mod e2e_codex;
 mod e2e_dsh;
 mod e2e_official;
 mod e2e_opencode;
+mod e2e_ops;
 mod e2e_pi;
 mod e2e_scenarios;
 mod fault;

@@ -181,6 +181,25 @@ fn table() -> Value {
     })
 }
 
+/// The values the hosts' shims are rendered with: `cli_command` (this CLI, which the tools run)
+/// and `operations` (the curated set the tools are made from, as `op --list` shows it), each escaped for a JavaScript
+/// double-quoted string. The shims hold no list of their own.
+pub fn shim_values(cli: &std::path::Path) -> anyhow::Result<[(&'static str, String); 2]> {
+    use anyhow::Context;
+    let cli = cli
+        .to_str()
+        .with_context(|| format!("{} is not a UTF-8 path", cli.display()))?;
+    let tools = table()["operations"].clone();
+    let escaped = |text: &str| {
+        let quoted = Value::String(text.to_owned()).to_string();
+        quoted[1..quoted.len() - 1].to_owned()
+    };
+    Ok([
+        ("cli_command", escaped(cli)),
+        ("operations", escaped(&tools.to_string())),
+    ])
+}
+
 fn curated(name: &str) -> Result<&'static Curated, Failed> {
     ops::curated_named(name).ok_or_else(|| {
         let known: Vec<&str> = ops::CURATED.iter().map(|c| c.name).collect();

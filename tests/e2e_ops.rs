@@ -1,0 +1,178 @@
+//! The explicit tools in the real hosts: a fake model calls one `pc_*` tool, the host runs it
+//! through our shim and `powercontext-hooks op`, and the real Server shows what was written.
+//! Pi: `pi -p` has no UI (a mutation answers confirmation_required, nothing written), `pi --mode
+//! rpc` asks through its UI protocol (approved: written; denied: cancelled, nothing written).
+//! OpenCode: `opencode run` rejects a permission ask (nothing written), `--auto` approves it.
+//! Failures (Server down, 401) reach the model as errors with their code.
+
+use std::path::Path;
+use std::time::Duration;
+
+use powercontext_hooks_test_support::fake_model::FakeModel;
+use powercontext_hooks_test_support::host_pi::PiSession;
+use powercontext_hooks_test_support::real_server::RealServer;
+use serde_json::{Value, json};
+
+use crate::support::PI;
+
+const REPLY: &str = "FAKE-OPS-ANSWER-OK";
+
+/// The active memories' texts in `scope`.
+fn memories(server: &RealServer, scope: &str) -> Vec<String> {
+    let (status, page) = server.post("/v1/atomic-memory/list", &json!({"scope_id": scope}));
+    assert_eq!(status, 200, "{page}");
+    page["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["text"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// The one tool result the host sent back, parsed (the shim's JSON, possibly inside an error).
+#[track_caller]
+fn tool_result(model: &FakeModel) -> Value {
+    let results = model.tool_results();
+    assert_eq!(results.len(), 1, "one tool result expected: {results:?}");
+    let text = &results[0];
+    let start = text
+        .find('{')
+        .unwrap_or_else(|| panic!("no JSON in the tool result: {text}"));
+    let end = text.rfind('}').unwrap();
+    serde_json::from_str(&text[start..=end]).unwrap_or_else(|_| panic!("tool result: {text}"))
+}
+
+fn pi_session(model: &FakeModel, url: &str, scope: &str, extra: &[(&str, &str)]) -> PiSession {
+    let mut b = PiSession::builder(&model.url())
+        .hook(Path::new(PI))
+        .env("POWERCONTEXT_PI_SERVER_URL", url)
+        .env("POWERCONTEXT_PI_SCOPE_ID", scope)
+        .env("POWERCONTEXT_HOOKS_NO_BACKGROUND_DRAIN", "1");
+    for (k, v) in extra {
+        b = b.env(k, v);
+    }
+    b.build()
+}
+
+#[test]
+fn e2e_ops_pi_without_ui_a_mutation_is_confirmation_required_and_writes_nothing() {
+    let server = RealServer::shared();
+    let scope = server.create_scope("pi ops no ui");
+    let text = "Rule basalt-wren-5: deploys wait for green CI.";
+    // The model even claims confirmation in its arguments: only the user's answer counts.
+    let model = FakeModel::start_calling(
+        REPLY,
+        "pc_remember",
+        &json!({"kind": "decision", "text": text, "confirmed": true}),
+    );
+    let pi = pi_session(&model, &server.url(), &scope, &[]);
+    let run = pi.print("remember that deploys wait for green CI");
+    run.assert_answered(REPLY);
+    let r = tool_result(&model);
+    assert_eq!(
+        (r["ok"].clone(), r["code"].clone()),
+        (json!(false), json!("confirmation_required")),
+        "{r}"
+    );
+    assert!(
+        memories(&server, &scope).is_empty(),
+        "a mutation without UI wrote"
+    );
+}
+
+#[test]
+fn e2e_ops_pi_a_read_tool_returns_the_servers_data() {
+    let server = RealServer::shared();
+    let scope = server.create_scope("pi ops read");
+    server.remember(&scope, "Rule ochre-lynx-8: benchmarks run on the quiet machine.");
+    let model = FakeModel::start_calling(REPLY, "pc_search", &json!({"query": "ochre lynx benchmarks"}));
+    let pi = pi_session(&model, &server.url(), &scope, &[]);
+    pi.print("where do benchmarks run").assert_answered(REPLY);
+    let r = tool_result(&model);
+    assert_eq!(r["ok"], true, "{r}");
+    assert_eq!(
+        r["data"]["hits"][0]["memory"]["text"], "Rule ochre-lynx-8: benchmarks run on the quiet machine.",
+        "{r}"
+    );
+}
+
+/// One RPC prompt whose tool call the "user" answers with `approve`; the confirm dialog's text.
+fn pi_rpc_confirm(pi: &PiSession, approve: bool) -> Value {
+    let mut rpc = pi.rpc();
+    rpc.send(&json!({"id": "1", "type": "prompt", "message": "remember the deploy rule"}));
+    let ask = rpc.wait_for("confirm dialog", Duration::from_secs(60), |e| {
+        e["type"] == "extension_ui_request" && e["method"] == "confirm"
+    });
+    rpc.send(&json!({"type": "extension_ui_response", "id": ask["id"], "confirmed": approve}));
+    rpc.wait_for("agent_end", Duration::from_secs(60), |e| e["type"] == "agent_end");
+    let _ = rpc.finish(Duration::from_secs(15));
+    ask
+}
+
+#[test]
+fn e2e_ops_pi_rpc_an_approved_mutation_is_written_and_a_denied_one_is_not() {
+    let server = RealServer::shared();
+    let text = "Rule umber-moth-2: migrations are reviewed twice.";
+    let args = json!({"kind": "decision", "text": text});
+
+    let scope = server.create_scope("pi ops denied");
+    let model = FakeModel::start_calling(REPLY, "pc_remember", &args);
+    let pi = pi_session(&model, &server.url(), &scope, &[]);
+    let ask = pi_rpc_confirm(&pi, false);
+    assert!(
+        ask["message"].as_str().unwrap_or_default().contains("remember"),
+        "{ask}"
+    );
+    let r = tool_result(&model);
+    assert_eq!(r["code"], "cancelled", "{r}");
+    assert!(memories(&server, &scope).is_empty(), "a denied mutation wrote");
+
+    let scope = server.create_scope("pi ops approved");
+    let model = FakeModel::start_calling(REPLY, "pc_remember", &args);
+    let pi = pi_session(&model, &server.url(), &scope, &[]);
+    pi_rpc_confirm(&pi, true);
+    let r = tool_result(&model);
+    assert_eq!(r["ok"], true, "{r}");
+    assert_eq!(memories(&server, &scope), [text]);
+}
+
+#[test]
+fn e2e_ops_pi_server_down_and_401_are_visible_tool_errors() {
+    let dead = powercontext_hooks_test_support::fault_server::closed_port_url();
+    let model = FakeModel::start_calling(REPLY, "pc_memory_list", &json!({}));
+    let pi = pi_session(&model, &dead, "scp_x", &[]);
+    pi.print("list the memories").assert_answered(REPLY);
+    let r = tool_result(&model);
+    assert_eq!(
+        (r["ok"].clone(), r["code"].clone()),
+        (json!(false), json!("server_unavailable")),
+        "{r}"
+    );
+
+    let server = RealServer::shared_auth();
+    let scope = server.create_scope("pi ops 401");
+    let model = FakeModel::start_calling(REPLY, "pc_memory_list", &json!({}));
+    let pi = pi_session(&model, &server.url(), &scope, &[]);
+    pi.print("list the memories").assert_answered(REPLY);
+    let r = tool_result(&model);
+    assert_eq!(
+        (r["code"].clone(), r["status"].clone()),
+        (json!("auth_failed"), json!(401)),
+        "{r}"
+    );
+    // With the token (from the environment, never argv) the same tool works, and the token is
+    // in no tool result the model saw.
+    let token = server.token().unwrap();
+    let model = FakeModel::start_calling(REPLY, "pc_memory_list", &json!({}));
+    let bearer = format!("Bearer {token}");
+    let pi = pi_session(
+        &model,
+        &server.url(),
+        &scope,
+        &[("POWERCONTEXT_PI_AUTHORIZATION", &bearer)],
+    );
+    pi.print("list the memories").assert_answered(REPLY);
+    let r = tool_result(&model);
+    assert_eq!(r["ok"], true, "{r}");
+    assert!(!model.any_body_contains(token), "the token reached the model");
+}
