@@ -176,3 +176,99 @@ fn e2e_ops_pi_server_down_and_401_are_visible_tool_errors() {
     assert_eq!(r["ok"], true, "{r}");
     assert!(!model.any_body_contains(token), "the token reached the model");
 }
+
+mod opencode {
+    use powercontext_hooks_test_support::fake_model::FakeModel;
+    use powercontext_hooks_test_support::host_opencode::OpenCodeSession;
+    use powercontext_hooks_test_support::real_server::RealServer;
+    use serde_json::json;
+    use std::path::Path;
+
+    use super::{REPLY, memories, tool_result};
+    use crate::support::OPENCODE;
+
+    /// OpenCode with our plugin, the Server at `url`, `scope`, and `powercontext` set to `ask`
+    /// (as a user who wants to be asked configures it).
+    fn session(model: &FakeModel, url: &str, scope: &str) -> OpenCodeSession {
+        OpenCodeSession::builder(model)
+            .hook(Path::new(OPENCODE))
+            .server_url(url)
+            .env("POWERCONTEXT_OPENCODE_SCOPE_ID", scope)
+            .env("POWERCONTEXT_HOOKS_NO_BACKGROUND_DRAIN", "1")
+            .env("OPENCODE_PERMISSION", r#"{"powercontext":"ask"}"#)
+            .build()
+    }
+
+    #[test]
+    fn e2e_ops_opencode_a_rejected_ask_writes_nothing_and_an_approved_one_writes() {
+        let server = RealServer::shared();
+        let text = "Rule sienna-crane-6: feature flags expire in a month.";
+        let args = json!({"kind": "decision", "text": text, "confirmed": true});
+
+        // `opencode run` cannot show the ask: OpenCode rejects it, the tool runs nothing.
+        let scope = server.create_scope("opencode ops rejected");
+        let model = FakeModel::start_calling(REPLY, "pc_remember", &args);
+        let oc = session(&model, &server.url(), &scope);
+        let run = oc.prompt("remember the feature flag rule");
+        assert!(
+            model
+                .model_requests()
+                .iter()
+                .any(|r| r.json().is_some_and(|b| b["tools"]
+                    .as_array()
+                    .is_some_and(|t| t.iter().any(|t| t["function"]["name"] == "pc_remember")))),
+            "pc_remember was not offered: {}",
+            run.stderr
+        );
+        assert!(
+            run.stdout.contains("permission") || run.stderr.contains("permission"),
+            "{}\n{}",
+            run.stdout,
+            run.stderr
+        );
+        assert!(memories(&server, &scope).is_empty(), "a rejected ask wrote");
+
+        // `--auto` answers the ask with approval: written, the result reaches the model.
+        let scope = server.create_scope("opencode ops approved");
+        let model = FakeModel::start_calling(REPLY, "pc_remember", &args);
+        let oc = session(&model, &server.url(), &scope);
+        let run = oc.run(&[
+            "run",
+            "--format",
+            "json",
+            "--auto",
+            "remember the feature flag rule",
+        ]);
+        let r = tool_result(&model);
+        assert_eq!(r["ok"], true, "{r}\n{}", run.stderr);
+        assert_eq!(memories(&server, &scope), [text]);
+    }
+
+    #[test]
+    fn e2e_ops_opencode_reads_return_data_and_a_down_server_is_a_tool_error() {
+        let server = RealServer::shared();
+        let scope = server.create_scope("opencode ops read");
+        server.remember(&scope, "Rule teal-otter-9: logs rotate daily.");
+        let model = FakeModel::start_calling(REPLY, "pc_search", &json!({"query": "teal otter logs"}));
+        let oc = session(&model, &server.url(), &scope);
+        let run = oc.prompt("how do logs rotate");
+        let r = tool_result(&model);
+        assert_eq!(r["ok"], true, "{r}\n{}", run.stderr);
+        assert_eq!(
+            r["data"]["hits"][0]["memory"]["text"],
+            "Rule teal-otter-9: logs rotate daily."
+        );
+
+        let dead = powercontext_hooks_test_support::fault_server::closed_port_url();
+        let model = FakeModel::start_calling(REPLY, "pc_memory_list", &json!({}));
+        let oc = session(&model, &dead, "scp_x");
+        let run = oc.prompt("list the memories");
+        let r = tool_result(&model);
+        assert_eq!(
+            (r["ok"].clone(), r["code"].clone()),
+            (json!(false), json!("server_unavailable")),
+            "{r}\n{}",
+            run.stderr
+        );
+    }
+}
