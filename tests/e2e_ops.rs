@@ -272,3 +272,91 @@ mod opencode {
         );
     }
 }
+
+mod dsh {
+    use powercontext_hooks_test_support::fake_model::FakeModel;
+    use powercontext_hooks_test_support::host_dsh::DshSession;
+    use powercontext_hooks_test_support::real_server::RealServer;
+    use serde_json::json;
+    use std::path::Path;
+
+    use super::{REPLY, memories, tool_result};
+    use crate::support::DSH;
+
+    fn session(model: &FakeModel, url: &str, scope: &str, approval: Option<&str>) -> DshSession {
+        let mut b = DshSession::builder(model)
+            .hook(Path::new(DSH))
+            .server_url(url)
+            .env("POWERCONTEXT_DSH_SCOPE_ID", scope)
+            .env("POWERCONTEXT_HOOKS_NO_BACKGROUND_DRAIN", "1");
+        if let Some(a) = approval {
+            b = b.approval(a);
+        }
+        b.build()
+    }
+
+    #[test]
+    fn e2e_ops_dsh_a_mutation_asks_first_and_writes_only_when_approved() {
+        let server = RealServer::shared();
+        let text = "Rule indigo-bison-3: hotfixes get a test first.";
+        let args = json!({"kind": "decision", "text": text, "confirmed": true});
+        for (approval, written) in [
+            (None, false),
+            (Some("rejected"), false),
+            (Some("allowed-once"), true),
+        ] {
+            let scope = server.create_scope(&format!("dsh ops {approval:?}"));
+            let model = FakeModel::start_calling(REPLY, "pc_remember", &args);
+            let dsh = session(&model, &server.url(), &scope, approval);
+            let run = dsh.run("remember the hotfix rule");
+            let results = model.tool_results();
+            assert_eq!(
+                results.len(),
+                1,
+                "{approval:?}: {results:?}\n{}\n{}",
+                run.stdout,
+                run.stderr
+            );
+            if written {
+                let r = tool_result(&model);
+                assert_eq!(r["ok"], true, "{r}");
+                assert_eq!(memories(&server, &scope), [text]);
+            } else {
+                assert!(!results[0].contains("\"ok\":true"), "{approval:?}: {results:?}");
+                assert!(
+                    memories(&server, &scope).is_empty(),
+                    "{approval:?}: a mutation without approval wrote"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn e2e_ops_dsh_reads_return_data_and_a_401_is_a_tool_error() {
+        let server = RealServer::shared();
+        let scope = server.create_scope("dsh ops read");
+        server.remember(&scope, "Rule mauve-heron-1: docs build in CI.");
+        let model = FakeModel::start_calling(REPLY, "pc_search", &json!({"query": "mauve heron docs"}));
+        let dsh = session(&model, &server.url(), &scope, None);
+        let run = dsh.run("where do docs build");
+        let r = tool_result(&model);
+        assert_eq!(r["ok"], true, "{r}\n{}", run.stderr);
+        assert_eq!(
+            r["data"]["hits"][0]["memory"]["text"],
+            "Rule mauve-heron-1: docs build in CI."
+        );
+
+        let auth = RealServer::shared_auth();
+        let scope = auth.create_scope("dsh ops 401");
+        let model = FakeModel::start_calling(REPLY, "pc_memory_list", &json!({}));
+        let dsh = session(&model, &auth.url(), &scope, None);
+        let run = dsh.run("list the memories");
+        let r = tool_result(&model);
+        assert_eq!(
+            (r["ok"].clone(), r["code"].clone()),
+            (json!(false), json!("auth_failed")),
+            "{r}\n{}",
+            run.stderr
+        );
+    }
+}
