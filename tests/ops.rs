@@ -24,7 +24,7 @@ pub fn op(url: &str, args: &[&str], input: &Value, extra: &[(&str, &str)]) -> (i
     env.extend_from_slice(extra);
     let mut all = vec!["op"];
     all.extend_from_slice(args);
-    all.extend(["--host", "pi"]);
+    all.extend(["--host", "pi", "--json"]);
     let mut child = cli(&all, &env)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -49,7 +49,7 @@ pub fn op(url: &str, args: &[&str], input: &Value, extra: &[(&str, &str)]) -> (i
 }
 
 fn table() -> Value {
-    let out = crate::support::run_cli(&["op", "--list"], &[]);
+    let out = crate::support::run_cli(&["op", "--list", "--json"], &[]);
     assert!(out.status.success());
     serde_json::from_slice(&out.stdout).unwrap()
 }

@@ -53,8 +53,9 @@ impl Code {
 
 /// Run one curated operation of the Server (the tools of Pi, OpenCode and DSH call this).
 ///
-/// Reads the arguments as one JSON object on stdin and prints one JSON object:
-/// {"ok":true,"operation":…,"status":…,"data":…} or {"ok":false,"operation":…,"code":…,"message":…}.
+/// Reads the arguments as one JSON object on stdin. With --json it prints one JSON object:
+/// {"ok":true,"operation":…,"status":…,"data":…} or {"ok":false,"operation":…,"code":…,"message":…};
+/// without, the data (or the code and message on stderr).
 /// Exit 0 on success, 1 on any failure (never an empty success). A mutating operation needs
 /// --confirmed (or "confirmed": true in the arguments), given only after the host asked the user;
 /// without it the answer is confirmation_required and nothing is sent.
@@ -71,7 +72,7 @@ pub struct OpArgs {
     /// The host's gate approved this mutation.
     #[arg(long)]
     pub confirmed: bool,
-    /// Accepted for symmetry with the other commands; the answer is always JSON.
+    /// One JSON object on stdout instead of text.
     #[arg(long)]
     pub json: bool,
     #[command(flatten)]
@@ -107,7 +108,20 @@ fn fail(code: Code, message: impl Into<String>) -> Failed {
 /// Runs `op`.
 pub fn run(args: &OpArgs) -> anyhow::Result<ExitCode> {
     if args.list {
-        println!("{}", table());
+        let t = table();
+        if args.json {
+            println!("{t}");
+        } else {
+            for c in ops::CURATED {
+                println!(
+                    "{:<17} {:<4} {:<52} {}",
+                    c.name,
+                    c.call.method.as_str(),
+                    c.call.path,
+                    if c.call.mutates { "mutates" } else { "reads" }
+                );
+            }
+        }
         return Ok(ExitCode::SUCCESS);
     }
     let name = args.operation.as_deref().unwrap_or_default();
@@ -128,7 +142,18 @@ pub fn run(args: &OpArgs) -> anyhow::Result<ExitCode> {
             (v, ExitCode::from(1))
         }
     };
-    println!("{line}");
+    if args.json {
+        println!("{line}");
+    } else if line["ok"] == true {
+        println!("{:#}", line["data"]);
+    } else {
+        let message = format!(
+            "{}: {}",
+            line["code"].as_str().unwrap_or_default(),
+            line["message"].as_str().unwrap_or_default()
+        );
+        crate::report::refuse_with(false, &message);
+    }
     Ok(code)
 }
 

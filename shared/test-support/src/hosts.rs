@@ -196,7 +196,7 @@ pub fn op_values(exe: &Path) -> [(&'static str, String); 2] {
     let cli = exe.parent().map(|d| d.join("powercontext-hooks"));
     let listed = cli.as_ref().filter(|c| c.is_file()).and_then(|c| {
         let out = std::process::Command::new(c)
-            .args(["op", "--list"])
+            .args(["op", "--list", "--json"])
             .output()
             .ok()?;
         let v: Value = serde_json::from_slice(&out.stdout).ok()?;
