@@ -74,10 +74,7 @@ fn e2e_ops_pi_without_ui_a_mutation_is_confirmation_required_and_writes_nothing(
         (json!(false), json!("confirmation_required")),
         "{r}"
     );
-    assert!(
-        memories(&server, &scope).is_empty(),
-        "a mutation without UI wrote"
-    );
+    assert!(memories(server, &scope).is_empty(), "a mutation without UI wrote");
 }
 
 #[test]
@@ -125,7 +122,7 @@ fn e2e_ops_pi_rpc_an_approved_mutation_is_written_and_a_denied_one_is_not() {
     );
     let r = tool_result(&model);
     assert_eq!(r["code"], "cancelled", "{r}");
-    assert!(memories(&server, &scope).is_empty(), "a denied mutation wrote");
+    assert!(memories(server, &scope).is_empty(), "a denied mutation wrote");
 
     let scope = server.create_scope("pi ops approved");
     let model = FakeModel::start_calling(REPLY, "pc_remember", &args);
@@ -133,7 +130,7 @@ fn e2e_ops_pi_rpc_an_approved_mutation_is_written_and_a_denied_one_is_not() {
     pi_rpc_confirm(&pi, true);
     let r = tool_result(&model);
     assert_eq!(r["ok"], true, "{r}");
-    assert_eq!(memories(&server, &scope), [text]);
+    assert_eq!(memories(server, &scope), [text]);
 }
 
 #[test]
@@ -226,7 +223,7 @@ mod opencode {
             run.stdout,
             run.stderr
         );
-        assert!(memories(&server, &scope).is_empty(), "a rejected ask wrote");
+        assert!(memories(server, &scope).is_empty(), "a rejected ask wrote");
 
         // `--auto` answers the ask with approval: written, the result reaches the model.
         let scope = server.create_scope("opencode ops approved");
@@ -241,7 +238,7 @@ mod opencode {
         ]);
         let r = tool_result(&model);
         assert_eq!(r["ok"], true, "{r}\n{}", run.stderr);
-        assert_eq!(memories(&server, &scope), [text]);
+        assert_eq!(memories(server, &scope), [text]);
     }
 
     #[test]
@@ -320,11 +317,11 @@ mod dsh {
             if written {
                 let r = tool_result(&model);
                 assert_eq!(r["ok"], true, "{r}");
-                assert_eq!(memories(&server, &scope), [text]);
+                assert_eq!(memories(server, &scope), [text]);
             } else {
                 assert!(!results[0].contains("\"ok\":true"), "{approval:?}: {results:?}");
                 assert!(
-                    memories(&server, &scope).is_empty(),
+                    memories(server, &scope).is_empty(),
                     "{approval:?}: a mutation without approval wrote"
                 );
             }

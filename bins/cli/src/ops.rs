@@ -144,6 +144,7 @@ impl Curated {
     }
 }
 
+#[expect(clippy::too_many_arguments, reason = "one row of the table, written as a row")]
 const fn curated(
     name: &'static str,
     summary: &'static str,
