@@ -293,6 +293,8 @@ function runOp(name, argv, args, env, signal) {
 
 function registerTools(ctx, env) {
   const ops = operations()
+  // A composition without the tool registry (or an unrendered copy) simply has no tools.
+  if (ops.length === 0 || typeof ctx?.tools?.register !== "function") return
   const mutating = new Set(ops.filter((op) => op.mutates).map((op) => op.tool))
   // The calls whose pre-execute ask this plugin issued (DSH runs the tool only once it is granted).
   // Bounded: a rejected ask never reaches the tool to be removed.
