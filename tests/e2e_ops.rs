@@ -184,15 +184,14 @@ mod opencode {
     use super::{REPLY, memories, tool_result};
     use crate::support::OPENCODE;
 
-    /// OpenCode with our plugin, the Server at `url`, `scope`, and `powercontext` set to `ask`
-    /// (as a user who wants to be asked configures it).
+    /// OpenCode with our plugin, the Server at `url` and `scope`, and no permission rule of the
+    /// user's own (the plugin makes `powercontext` an `ask`).
     fn session(model: &FakeModel, url: &str, scope: &str) -> OpenCodeSession {
         OpenCodeSession::builder(model)
             .hook(Path::new(OPENCODE))
             .server_url(url)
             .env("POWERCONTEXT_OPENCODE_SCOPE_ID", scope)
             .env("POWERCONTEXT_HOOKS_NO_BACKGROUND_DRAIN", "1")
-            .env("OPENCODE_PERMISSION", r#"{"powercontext":"ask"}"#)
             .build()
     }
 

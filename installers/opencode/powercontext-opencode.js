@@ -196,6 +196,7 @@ export const PowerContextPlugin = async (ctx) => {
 
   return {
     tool: explicitTools(),
+    config: askBeforeMutating,
     "chat.message": async (input, output) => {
       try {
         const sessionID = input?.sessionID ?? output?.message?.sessionID
@@ -328,6 +329,19 @@ function runOp(name, argv, args) {
       failed("config_error", "powercontext-hooks could not run")
     }
   })
+}
+
+// OpenCode allows a permission it has no rule for without asking: unless the user configured
+// `permission.powercontext`, make it `ask`, so a mutating tool is asked about (and rejected where
+// nobody can answer, as in `opencode run`).
+async function askBeforeMutating(config) {
+  try {
+    if (!config || typeof config !== "object") return
+    if (config.permission === undefined) config.permission = {}
+    if (typeof config.permission === "object" && config.permission !== null && config.permission.powercontext === undefined) {
+      config.permission.powercontext = "ask"
+    }
+  } catch {}
 }
 
 function explicitTools() {
