@@ -1,7 +1,8 @@
-//! Explicit operations on the Server (`remember`, `search`, `list`, `pin`, `unpin`): the one table
-//! of what each calls (method, path, whether it changes anything, where its scope goes) and the
-//! one connection that runs them. Unlike the hooks these never fail open: a failure is an error
-//! that names its fix. Nothing here prints a token or a scope id.
+//! Explicit operations on the Server: the one table of what each calls (method, path, whether it
+//! changes anything, where its scope goes) for the memory commands (`remember`, `search`, `list`,
+//! `pin`, `unpin`) and for the curated set the hosts' tools offer (`op`), each host's gate for
+//! them, and the one connection that runs them. Unlike the hooks these never fail open: a failure
+//! is an error that names its fix. Nothing here prints a token or a scope id.
 
 use std::path::PathBuf;
 use std::time::Duration;
