@@ -134,7 +134,7 @@ fn e2e_ops_pi_rpc_an_approved_mutation_is_written_and_a_denied_one_is_not() {
 }
 
 #[test]
-fn e2e_ops_pi_server_down_and_401_are_visible_tool_errors() {
+fn e2e_ops_pi_server_down_timeout_and_401_are_visible_tool_errors() {
     let dead = powercontext_hooks_test_support::fault_server::closed_port_url();
     let model = FakeModel::start_calling(REPLY, "pc_memory_list", &json!({}));
     let pi = pi_session(&model, &dead, "scp_x", &[]);
@@ -143,6 +143,20 @@ fn e2e_ops_pi_server_down_and_401_are_visible_tool_errors() {
     assert_eq!(
         (r["ok"].clone(), r["code"].clone()),
         (json!(false), json!("server_unavailable")),
+        "{r}"
+    );
+
+    // A Server that never answers: the tool reports a timeout (the CLI's 5 s request timeout).
+    let hung = powercontext_hooks_test_support::fault_server::FaultServer::always(
+        powercontext_hooks_test_support::fault_server::Reply::Hang,
+    );
+    let model = FakeModel::start_calling(REPLY, "pc_memory_list", &json!({}));
+    let pi = pi_session(&model, &hung.url(), "scp_x", &[]);
+    pi.print("list the memories").assert_answered(REPLY);
+    let r = tool_result(&model);
+    assert_eq!(
+        (r["ok"].clone(), r["code"].clone()),
+        (json!(false), json!("timeout")),
         "{r}"
     );
 
