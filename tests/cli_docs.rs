@@ -295,3 +295,81 @@ fn the_demo_adds_its_memory_with_the_cli_and_says_what_it_is_doing() {
         );
     }
 }
+
+/// docs/operations.md, the README's explicit-operations table and `op --help` against the
+/// operations table the CLI runs (`op --list --json`): every operation's row (tool, method, path,
+/// whether it mutates), every error code, every host.
+#[test]
+fn the_operations_page_and_help_match_the_operations_table() {
+    const OPS_PAGE: &str = include_str!("../docs/operations.md");
+    let out = run_cli(&["op", "--list", "--json"], &[]);
+    assert!(out.status.success());
+    let t: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let op_help = help(&["op"]);
+    let rows: Vec<&str> = OPS_PAGE.lines().filter(|l| l.starts_with("| `")).collect();
+    for o in t["operations"].as_array().unwrap() {
+        let name = o["name"].as_str().unwrap();
+        let row = rows
+            .iter()
+            .find(|r| r.starts_with(&format!("| `{name}` |")))
+            .unwrap_or_else(|| panic!("docs/operations.md has no row for {name}"));
+        let call = format!(
+            "{} `{}`",
+            o["method"].as_str().unwrap(),
+            o["path"].as_str().unwrap()
+        );
+        assert!(row.contains(&call), "{name}: {row} lacks {call}");
+        assert!(
+            row.contains(&format!("`{}`", o["tool"].as_str().unwrap())),
+            "{row}"
+        );
+        let mutates = if o["mutates"] == true { "| yes |" } else { "| no |" };
+        assert!(row.contains(mutates), "{name}: {row}");
+        for arg in o["args_required"].as_array().unwrap() {
+            assert!(
+                row.contains(&format!("`{}`", arg.as_str().unwrap())),
+                "{name}: {row}"
+            );
+        }
+        let shown = if o["mutates"] == true {
+            format!("{name}*")
+        } else {
+            name.to_owned()
+        };
+        assert!(op_help.contains(&shown), "op --help lacks {shown}");
+    }
+    let documented = rows.iter().filter(|r| r.contains("| `pc_")).count();
+    assert_eq!(
+        documented,
+        t["operations"].as_array().unwrap().len(),
+        "docs/operations.md rows"
+    );
+    for code in t["codes"].as_array().unwrap() {
+        let code = code.as_str().unwrap();
+        assert!(
+            OPS_PAGE.contains(&format!("| `{code}` |")),
+            "docs/operations.md lacks {code}"
+        );
+        assert!(op_help.contains(code), "op --help lacks {code}");
+    }
+    for off in t["off_model_surface"].as_array().unwrap() {
+        assert!(OPS_PAGE.contains(off.as_str().unwrap()), "{off}");
+    }
+    // The README's table has one row per host.
+    let readme = README
+        .split_once("## Explicit operations")
+        .expect("README section")
+        .1;
+    for host in [
+        "| Pi |",
+        "| OpenCode |",
+        "| DSH |",
+        "| Claude Code |",
+        "| Codex CLI |",
+    ] {
+        assert!(
+            readme.split_once("\n## ").unwrap().0.contains(host),
+            "README lacks {host}"
+        );
+    }
+}

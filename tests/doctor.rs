@@ -128,6 +128,7 @@ fn codex_green_with_a_token_then_red_when_untrusted_or_the_token_is_wrong() {
     assert_eq!(code, 0, "{report}");
     assert_green(&report);
     assert!(!report.to_string().contains(RealServer::TEST_TOKEN));
+    assert_eq!(check(&report, "mcp connects").0, "ok", "{report}");
     assert_eq!(check(&report, "hook trusted").0, "ok");
 
     // Trust dropped (as after editing the hook): Codex would skip it silently; doctor says so.
@@ -459,4 +460,43 @@ fn host_cli_output_reaches_the_terminal_escaped() {
         "a raw control character reached the terminal: {text:?}"
     );
     assert!(text.contains("\\u{1b}]0;pwned"), "{text}");
+}
+
+/// Claude Code and Codex do their explicit operations through the Server's MCP tools: doctor
+/// checks that MCP `initialize` is accepted with the token the host's headers helper sends, and
+/// is red when the MCP endpoint rejects it (even if the REST API accepts it). Pi, OpenCode and
+/// DSH have native tools and no such check.
+#[test]
+fn mcp_hosts_doctor_checks_the_servers_mcp_with_the_token() {
+    use powercontext_hooks_test_support::fault_server::{FaultServer, Reply};
+    let server = RealServer::shared_auth();
+    let mut sb = Sandbox::new();
+    seed_foreign(&sb);
+    sb.env
+        .insert("PC_TEST_TOKEN".into(), RealServer::TEST_TOKEN.into());
+    setup(&sb, "claude-code", &server.url(), true);
+    let (code, report) = doctor(&sb, "claude-code");
+    assert_eq!(code, 0, "{report}");
+    assert_eq!(check(&report, "mcp connects").0, "ok", "{report}");
+
+    // A front that passes everything to the Server but refuses the token on /mcp/.
+    let front = FaultServer::start(move |req| {
+        if req.path.starts_with("/mcp") {
+            return Reply::json(401, &serde_json::json!({"error": "unauthorized"}));
+        }
+        let body = req.json();
+        let (status, v) = server.request(&req.method, &req.path, body.as_ref());
+        Reply::json(status, &v)
+    });
+    sb.env.insert(
+        "POWERCONTEXT_CLAUDE_SERVER_URL".into(),
+        front.url().trim_end_matches('/').to_owned(),
+    );
+    let (code, report) = doctor(&sb, "claude-code");
+    assert_eq!(code, 1, "{report}");
+    assert_eq!(check(&report, "auth accepted").0, "ok", "{report}");
+    let (status, fix) = check(&report, "mcp connects");
+    assert_eq!(status, "fail", "{report}");
+    assert!(fix.contains("--token-env"), "{fix}");
+    assert!(!report.to_string().contains(RealServer::TEST_TOKEN));
 }

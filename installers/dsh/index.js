@@ -9,7 +9,7 @@ import { spawn } from "node:child_process"
 import { randomUUID } from "node:crypto"
 
 export const name = "powercontext-dsh"
-export const inject = ["agents"]
+export const inject = ["agents", "tools"]
 
 // Rendered at install time to the executable's absolute path (a JSON string, no shell involved).
 const RENDERED_EXECUTABLE = "{{hook_command}}"
@@ -179,6 +179,12 @@ export function apply(ctx, config) {
   const limitMs = timeoutMs(config)
   const env = rowEnv(config)
 
+  try {
+    registerTools(ctx, env)
+  } catch (e) {
+    logger.warn(JSON.stringify({ component: "powercontext.dsh.plugin", outcome: "tools_unavailable" }))
+  }
+
   ctx.on("agent/pre-step", async (payload, next) => {
     // The executable runs while the rest of the chain decides; next() is called exactly once.
     let pending
@@ -196,4 +202,137 @@ export function apply(ctx, config) {
       return decision
     }
   })
+}
+
+// ---- Explicit operations: the pc_* tools -------------------------------------------------------
+// Each tool runs `powercontext-hooks op <name>` (CLI_COMMAND, or POWERCONTEXT_HOOKS_CLI), made from
+// the CLI's one operations table rendered in at install time. Unlike the hooks they never fail
+// open: a failure is a tool error with its code. A mutating tool is gated by `tools/pre-execute`,
+// which answers `ask` (DSH's approval seam asks the user; with no answerer DSH refuses); the tool
+// itself runs a mutation only for a call this plugin asked about.
+
+const CLI_COMMAND = "{{cli_command}}"
+const CLI_COMMAND_ENV = "POWERCONTEXT_HOOKS_CLI"
+const OPERATIONS = "{{operations}}"
+// The CLI ends a call at 15 s; this only catches a CLI that cannot.
+const OP_TIMEOUT_MS = 20000
+
+function cliCommand() {
+  const override = process.env[CLI_COMMAND_ENV]
+  if (typeof override === "string" && override.trim() !== "") return override.trim()
+  return CLI_COMMAND.startsWith("{") ? "powercontext-hooks" : CLI_COMMAND
+}
+
+function operations() {
+  try {
+    const list = JSON.parse(OPERATIONS)
+    return Array.isArray(list) ? list : []
+  } catch {
+    return []
+  }
+}
+
+// Runs the CLI with `argv` and `args` as JSON on stdin; its one JSON answer, or a failure in the
+// same shape. Never rejects.
+function runOp(name, argv, args, env, signal) {
+  return new Promise((resolve) => {
+    let done = false
+    let timer
+    let child
+    const finish = (value) => {
+      if (done) return
+      done = true
+      clearTimeout(timer)
+      signal?.removeEventListener?.("abort", onAbort)
+      resolve(value)
+    }
+    const failed = (code, message) => finish({ ok: false, operation: name, code, message })
+    const kill = () => {
+      try {
+        process.kill(-child.pid, "SIGKILL")
+      } catch {
+        try {
+          child?.kill("SIGKILL")
+        } catch {}
+      }
+    }
+    const onAbort = () => {
+      kill()
+      failed("cancelled", "the call was aborted")
+    }
+    try {
+      child = spawn(cliCommand(), argv, { stdio: ["pipe", "pipe", "ignore"], detached: true, env })
+    } catch {
+      return failed("config_error", `powercontext-hooks could not run; set ${CLI_COMMAND_ENV} or run setup again`)
+    }
+    timer = setTimeout(() => {
+      kill()
+      failed("timeout", "powercontext-hooks did not answer in time")
+    }, OP_TIMEOUT_MS)
+    signal?.addEventListener?.("abort", onAbort, { once: true })
+    const out = []
+    let bytes = 0
+    child.stdout.on("data", (chunk) => {
+      bytes += chunk.length
+      if (bytes <= MAX_STDOUT_BYTES) out.push(chunk)
+    })
+    child.on("error", () =>
+      failed("config_error", `powercontext-hooks could not run; set ${CLI_COMMAND_ENV} or run setup again`),
+    )
+    child.on("close", () => {
+      try {
+        const answer = JSON.parse(Buffer.concat(out).toString("utf8").trim())
+        if (answer && typeof answer === "object" && typeof answer.ok === "boolean") return finish(answer)
+      } catch {}
+      failed("invalid_response", "powercontext-hooks gave no answer")
+    })
+    child.stdin.on("error", () => {})
+    child.stdin.end(JSON.stringify(args))
+  })
+}
+
+function registerTools(ctx, env) {
+  const ops = operations()
+  // A composition without the tool registry (or an unrendered copy) simply has no tools.
+  if (ops.length === 0 || typeof ctx?.tools?.register !== "function") return
+  const mutating = new Set(ops.filter((op) => op.mutates).map((op) => op.tool))
+  // The calls whose pre-execute ask this plugin issued (DSH runs the tool only once it is granted).
+  // Bounded: a rejected ask never reaches the tool to be removed.
+  const asked = new Set()
+  ctx.on("tools/pre-execute", async (exec, next) => {
+    if (!mutating.has(exec?.name)) return next()
+    if (exec.token !== undefined) asked.add(exec.token)
+    if (asked.size > 256) asked.delete(asked.values().next().value)
+    return { kind: "ask", reason: `PowerContext tool "${exec.name}" changes durable project context.` }
+  })
+  for (const op of ops) {
+    const properties = {}
+    for (const field of op.args_required ?? []) properties[field] = { description: field }
+    ctx.tools.register({
+      name: op.tool,
+      description: op.mutates ? `${op.summary} Changes durable project context: DSH asks first.` : op.summary,
+      parameters: { type: "object", properties, required: op.args_required ?? [] },
+      output: {
+        schema: { description: "The PowerContext Server's answer" },
+        render: (_args, value) => [{ type: "text", text: JSON.stringify(value) }],
+      },
+      async execute(args, exec) {
+        // Whatever the model put in its arguments, only DSH's approval confirms.
+        const { confirmed: _ignored, ...rest } = args && typeof args === "object" ? args : {}
+        let result
+        const wasAsked = exec?.token !== undefined && asked.delete(exec.token)
+        if (op.mutates && !wasAsked) {
+          result = { ok: false, operation: op.name, code: "confirmation_required", message: `${op.name} ran without the approval ask; nothing was written` }
+        } else {
+          const argv = ["op", op.name, "--json", "--host", "dsh"]
+          const cwd = exec?.agent?.session?.header?.cwd
+          if (typeof cwd === "string" && cwd !== "") argv.push("--cwd", cwd)
+          if (op.mutates) argv.push("--confirmed")
+          result = await runOp(op.name, argv, rest, env, exec?.signal)
+        }
+        if (result.ok !== true) throw new Error(JSON.stringify(result))
+        return result
+      },
+    })
+  }
 }

@@ -195,6 +195,8 @@ export const PowerContextPlugin = async (ctx) => {
   }
 
   return {
+    tool: explicitTools(),
+    config: askBeforeMutating,
     "chat.message": async (input, output) => {
       try {
         const sessionID = input?.sessionID ?? output?.message?.sessionID
@@ -270,4 +272,108 @@ export const PowerContextPlugin = async (ctx) => {
       } catch {}
     },
   }
+}
+
+// ---- Explicit operations: the pc_* tools -------------------------------------------------------
+// Each tool runs `powercontext-hooks op <name>` (CLI_COMMAND, or POWERCONTEXT_HOOKS_CLI), made from
+// the CLI's one operations table rendered in at install time. Unlike the hooks they never fail
+// open: a failure is a tool error with its code. A mutating tool first awaits context.ask
+// (permission "powercontext"); a denial is OpenCode's own error and nothing is run.
+
+const CLI_COMMAND = "{{cli_command}}"
+const CLI_COMMAND_VAR = "POWERCONTEXT_HOOKS_CLI"
+const OPERATIONS = "{{operations}}"
+// The CLI ends a call at 15 s; this only catches a CLI that cannot.
+const OP_TIMEOUT_MS = 20000
+
+function cliCommand() {
+  const override = process.env[CLI_COMMAND_VAR]
+  if (typeof override === "string" && override.trim() !== "") return override.trim()
+  return CLI_COMMAND.startsWith("{") ? "powercontext-hooks" : CLI_COMMAND
+}
+
+// Runs the CLI with `argv` and `args` as JSON on stdin; its one JSON answer, or a failure in the
+// same shape. Never rejects.
+function runOp(name, argv, args) {
+  return new Promise((resolve) => {
+    const failed = (code, message) => resolve({ ok: false, operation: name, code, message })
+    let timer
+    try {
+      const child = spawn(cliCommand(), argv, { stdio: ["pipe", "pipe", "ignore"], detached: true })
+      const out = []
+      let bytes = 0
+      timer = setTimeout(() => {
+        killGroup(child)
+        failed("timeout", "powercontext-hooks did not answer in time")
+      }, OP_TIMEOUT_MS)
+      child.stdout.on("data", (chunk) => {
+        bytes += chunk.length
+        if (bytes <= MAX_STDOUT_BYTES) out.push(chunk)
+      })
+      child.on("error", () => {
+        clearTimeout(timer)
+        failed("config_error", `powercontext-hooks could not run; set ${CLI_COMMAND_VAR} or run setup again`)
+      })
+      child.on("close", () => {
+        clearTimeout(timer)
+        try {
+          const answer = JSON.parse(Buffer.concat(out).toString("utf8").trim())
+          if (answer && typeof answer === "object" && typeof answer.ok === "boolean") return resolve(answer)
+        } catch {}
+        failed("invalid_response", "powercontext-hooks gave no answer")
+      })
+      child.stdin.on("error", () => {})
+      child.stdin.end(JSON.stringify(args))
+    } catch {
+      clearTimeout(timer)
+      failed("config_error", "powercontext-hooks could not run")
+    }
+  })
+}
+
+// OpenCode allows a permission it has no rule for without asking: unless the user configured
+// `permission.powercontext`, make it `ask`, so a mutating tool is asked about (and rejected where
+// nobody can answer, as in `opencode run`).
+async function askBeforeMutating(config) {
+  try {
+    if (!config || typeof config !== "object") return
+    if (config.permission === undefined) config.permission = {}
+    if (typeof config.permission === "object" && config.permission !== null && config.permission.powercontext === undefined) {
+      config.permission.powercontext = "ask"
+    }
+  } catch {}
+}
+
+function explicitTools() {
+  let operations = []
+  try {
+    const list = JSON.parse(OPERATIONS)
+    if (Array.isArray(list)) operations = list
+  } catch {}
+  const tools = {}
+  for (const op of operations) {
+    // Plain JSON-schema arguments (no zod at run time): OpenCode lists them as required and
+    // hands every argument the model gives through unvalidated; the CLI checks them.
+    const args = {}
+    for (const field of op.args_required ?? []) args[field] = { description: field }
+    tools[op.tool] = {
+      description: op.mutates ? `${op.summary} Changes durable project context: asks for permission first.` : op.summary,
+      args,
+      async execute(params, context) {
+        // Whatever the model put in its arguments, only the permission answer confirms.
+        const { confirmed: _ignored, ...rest } = params && typeof params === "object" ? params : {}
+        if (op.mutates) {
+          await context.ask({ permission: "powercontext", patterns: [op.name], always: [], metadata: { operation: op.name } })
+        }
+        const argv = ["op", op.name, "--json", "--host", "opencode"]
+        if (typeof context?.directory === "string" && context.directory !== "") argv.push("--cwd", context.directory)
+        if (op.mutates) argv.push("--confirmed")
+        const result = await runOp(op.name, argv, rest)
+        const text = JSON.stringify(result)
+        if (result.ok !== true) throw new Error(text)
+        return text
+      },
+    }
+  }
+  return tools
 }

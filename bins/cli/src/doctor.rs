@@ -642,6 +642,13 @@ fn check_server(host: Host, s: &Settings, paths: &Paths, cwd: &Path, r: &mut Rep
             return false;
         }
     }
+    if !crate::ops::HOST_SURFACES
+        .iter()
+        .any(|h| h.host == host && h.native_tools)
+        && !check_mcp(host, &transport, &token_hint, r)
+    {
+        return false;
+    }
     let query = ScopeQuery::for_event(
         host,
         s.scope_id.value.as_deref(),
@@ -689,6 +696,57 @@ fn check_server(host: Host, s: &Settings, paths: &Paths, cwd: &Path, r: &mut Rep
                 "check scope_id, or the Server's scope bindings",
             );
             false
+        }
+    }
+}
+
+/// For a host whose explicit operations are the Server's MCP tools: an MCP `initialize` on
+/// `/mcp/` with the token the host's headers helper sends (the hook's). Accepted is what the
+/// host's own MCP client needs; a rejected token fails; anything else is a warning.
+fn check_mcp(host: Host, transport: &Transport, token_hint: &str, r: &mut Report) -> bool {
+    let init = serde_json::json!({
+        "jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-03-26", "capabilities": {},
+                   "clientInfo": {"name": "powercontext-hooks-doctor", "version": env!("CARGO_PKG_VERSION")}},
+    });
+    match transport.post_json_accepting("/mcp/", &init, "application/json, text/event-stream") {
+        Ok(reply) if reply.status == 200 => {
+            r.ok(
+                Tier::ServerReady,
+                "mcp connects",
+                "MCP initialize on /mcp/ 200 with the token",
+            );
+            true
+        }
+        Ok(reply) if reply.status == 401 || reply.status == 403 => {
+            r.fail(
+                Tier::ServerReady,
+                "mcp connects",
+                format!("the Server's MCP endpoint rejected the token ({})", reply.status),
+                token_hint,
+            );
+            false
+        }
+        Ok(reply) => {
+            r.warn(
+                Tier::ServerReady,
+                "mcp connects",
+                format!("MCP initialize on /mcp/ answered {}", reply.status),
+                format!(
+                    "{}'s explicit operations are the Server's MCP tools: check the Server's MCP endpoint",
+                    host.as_str()
+                ),
+            );
+            true
+        }
+        Err(e) => {
+            r.warn(
+                Tier::ServerReady,
+                "mcp connects",
+                format!("MCP initialize on /mcp/: {e}"),
+                "check the Server's MCP endpoint",
+            );
+            true
         }
     }
 }

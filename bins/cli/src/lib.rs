@@ -46,6 +46,7 @@ macro_rules! words {
 mod activity;
 mod doctor;
 mod exe_copy;
+mod explicit;
 mod host_cli;
 mod hosts;
 mod install;
@@ -112,6 +113,8 @@ enum Command {
     Search(memory::SearchArgs),
     /// List the memories of the hooks' scope, numbered for `pin`.
     List(memory::ListArgs),
+    /// Run one curated Server operation (arguments as JSON on stdin; one JSON answer).
+    Op(explicit::OpArgs),
     /// Curate a memory for session bootstrap (tag it `bootstrap-context`).
     Pin(pin::PinArgs),
     /// Remove a memory from session bootstrap.
@@ -186,6 +189,7 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
         Some(Command::Remember(a)) => memory::remember(&a),
         Some(Command::Search(a)) => memory::search(&a),
         Some(Command::List(a)) => memory::list(&a),
+        Some(Command::Op(a)) => explicit::run(&a),
         Some(Command::Pin(a)) => pin::run(&a, true),
         Some(Command::Unpin(a)) => pin::run(&a, false),
         Some(Command::Drain(a)) => state_cmd::drain_once(&a),

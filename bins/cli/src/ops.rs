@@ -1,7 +1,8 @@
-//! Explicit operations on the Server (`remember`, `search`, `list`, `pin`, `unpin`): the one table
-//! of what each calls (method, path, whether it changes anything, where its scope goes) and the
-//! one connection that runs them. Unlike the hooks these never fail open: a failure is an error
-//! that names its fix. Nothing here prints a token or a scope id.
+//! Explicit operations on the Server: the one table of what each calls (method, path, whether it
+//! changes anything, where its scope goes) for the memory commands (`remember`, `search`, `list`,
+//! `pin`, `unpin`) and for the curated set the hosts' tools offer (`op`), each host's gate for
+//! them, and the one connection that runs them. Unlike the hooks these never fail open: a failure
+//! is an error that names its fix. Nothing here prints a token or a scope id.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -23,6 +24,17 @@ pub enum Method {
     Get,
     Post,
     Put,
+}
+
+impl Method {
+    /// The method as HTTP spells it.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Get => "GET",
+            Self::Post => "POST",
+            Self::Put => "PUT",
+        }
+    }
 }
 
 /// Where an operation's scope id goes.
@@ -96,6 +108,318 @@ pub const WRITE_TAGS: Op = Op {
     scope: ScopeIn::Path,
 };
 
+/// What a curated operation reads first, to fill in what its write needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Prepare {
+    /// Nothing: the arguments are the request body.
+    None,
+    /// The memory itself: its kind (kept unless given) and its entity tag (sent as `If-Match`).
+    ReadArtifact,
+    /// The memory's lifecycle state: its current revision and `state_version`.
+    ReadState,
+}
+
+/// One operation of the explicit surface: what the model (through a host's native tool) or a
+/// script (through `powercontext-hooks op`) may ask of the Server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Curated {
+    /// The name `powercontext-hooks op` takes; the hosts' tool is `pc_<name>`.
+    pub name: &'static str,
+    /// One line for the tool description and the help.
+    pub summary: &'static str,
+    /// The Server operation id (checked against the pinned Server's `/openapi.json`).
+    pub operation_id: &'static str,
+    /// The call that does the work.
+    pub call: Op,
+    /// The request body members the Server requires besides `scope_id` (checked too).
+    pub body_required: &'static [&'static str],
+    /// The arguments the caller must give (`id` fills the path's `{id}`).
+    pub args_required: &'static [&'static str],
+    pub prepare: Prepare,
+}
+
+impl Curated {
+    /// The tool name the hosts register.
+    pub fn tool(&self) -> String {
+        format!("pc_{}", self.name)
+    }
+}
+
+#[expect(clippy::too_many_arguments, reason = "one row of the table, written as a row")]
+const fn curated(
+    name: &'static str,
+    summary: &'static str,
+    operation_id: &'static str,
+    method: Method,
+    path: &'static str,
+    mutates: bool,
+    body_required: &'static [&'static str],
+    args_required: &'static [&'static str],
+    prepare: Prepare,
+) -> Curated {
+    let scope = if matches!(method, Method::Get) || matches!(prepare, Prepare::ReadArtifact) {
+        ScopeIn::Path
+    } else {
+        ScopeIn::Body
+    };
+    Curated {
+        name,
+        summary,
+        operation_id,
+        call: Op {
+            command: "op",
+            method,
+            path,
+            mutates,
+            scope,
+        },
+        body_required,
+        args_required,
+        prepare,
+    }
+}
+
+/// The curated explicit surface, in the order the hosts list their tools. Candidate decisions
+/// (approve, reject, revise) are deliberately absent: a human makes them, never the model.
+pub const CURATED: [Curated; 14] = [
+    curated(
+        "search",
+        "Search the project's memories (query; optional limit, mode).",
+        "search_memory",
+        Method::Post,
+        "/v1/memory/search",
+        false,
+        &["query"],
+        &["query"],
+        Prepare::None,
+    ),
+    curated(
+        "memory_list",
+        "List the project's memory entries (optional limit, cursor, include_inactive).",
+        "list_memory_entries",
+        Method::Post,
+        "/v1/memory/entries/list",
+        false,
+        &[],
+        &[],
+        Prepare::None,
+    ),
+    curated(
+        "memory_get",
+        "Read one memory by its artifact id (id).",
+        "get_artifact",
+        Method::Get,
+        "/v1/scopes/{scope}/artifacts/atomic-memory/{id}",
+        false,
+        &[],
+        &["id"],
+        Prepare::None,
+    ),
+    curated(
+        "remember",
+        "Remember a fact or decision (kind, text; optional reason).",
+        "remember_memory",
+        Method::Post,
+        "/v1/memory/remember",
+        true,
+        &["kind", "text"],
+        &["kind", "text"],
+        Prepare::None,
+    ),
+    curated(
+        "memory_revise",
+        "Replace a memory's text (id, text; optional kind).",
+        "replace_artifact",
+        Method::Put,
+        "/v1/scopes/{scope}/artifacts/atomic-memory/{id}",
+        true,
+        &["content"],
+        &["id", "text"],
+        Prepare::ReadArtifact,
+    ),
+    curated(
+        "memory_retire",
+        "Retire (forget) a memory (id).",
+        "change_atomic_memory_lifecycle",
+        Method::Post,
+        "/v1/atomic-memory/lifecycle",
+        true,
+        &["target", "state"],
+        &["id"],
+        Prepare::ReadState,
+    ),
+    curated(
+        "handoff_activate",
+        "Start a handoff at a boundary (boundary_source, objective).",
+        "activate_handoff",
+        Method::Post,
+        "/v1/handoff/activate",
+        true,
+        &["boundary_source", "objective"],
+        &["boundary_source", "objective"],
+        Prepare::None,
+    ),
+    curated(
+        "handoff_prepare",
+        "Draft a handoff (objective, evidence).",
+        "prepare_handoff",
+        Method::Post,
+        "/v1/handoff/prepare",
+        false,
+        &["objective", "evidence"],
+        &["objective", "evidence"],
+        Prepare::None,
+    ),
+    curated(
+        "handoff_finalize",
+        "Check a handoff draft (draft).",
+        "finalize_handoff",
+        Method::Post,
+        "/v1/handoff/finalize",
+        false,
+        &["draft"],
+        &["draft"],
+        Prepare::None,
+    ),
+    curated(
+        "handoff_commit",
+        "Store a finalized handoff (handoff).",
+        "commit_handoff",
+        Method::Post,
+        "/v1/handoff/commit",
+        true,
+        &["handoff"],
+        &["handoff"],
+        Prepare::None,
+    ),
+    curated(
+        "handoff_continue",
+        "Continue from a stored handoff (selection).",
+        "continue_handoff",
+        Method::Post,
+        "/v1/handoff/continue",
+        false,
+        &["selection"],
+        &["selection"],
+        Prepare::None,
+    ),
+    curated(
+        "task_outcome",
+        "Record a task's outcome (source_id, outcome).",
+        "record_task_outcome",
+        Method::Post,
+        "/v1/work/outcomes/record",
+        true,
+        &["source_id", "outcome"],
+        &["source_id", "outcome"],
+        Prepare::None,
+    ),
+    curated(
+        "review_list",
+        "List review candidates (optional status, family, limit, cursor).",
+        "list_candidates",
+        Method::Post,
+        "/v1/candidates/list",
+        false,
+        &[],
+        &[],
+        Prepare::None,
+    ),
+    curated(
+        "review_get",
+        "Read one review candidate (candidate_id).",
+        "get_candidate",
+        Method::Post,
+        "/v1/candidates/get",
+        false,
+        &["candidate_id"],
+        &["candidate_id"],
+        Prepare::None,
+    ),
+];
+
+/// Server operations that exist but are never on the model surface: a review decision is a
+/// human's, made with the official CLI.
+pub const OFF_MODEL_SURFACE: [&str; 3] = ["approve_candidate", "reject_candidate", "revise_candidate"];
+
+/// The read a curated operation does first (`None` for a direct call).
+pub const fn prepare_call(prepare: Prepare) -> Option<Op> {
+    match prepare {
+        Prepare::None => None,
+        Prepare::ReadArtifact => Some(READ_ARTIFACT),
+        Prepare::ReadState => Some(READ_STATE),
+    }
+}
+
+/// Reads one atomic memory (and its entity tag).
+pub const READ_ARTIFACT: Op = Op {
+    command: "op",
+    method: Method::Get,
+    path: "/v1/scopes/{scope}/artifacts/atomic-memory/{id}",
+    mutates: false,
+    scope: ScopeIn::Path,
+};
+/// Reads an atomic memory's lifecycle state.
+pub const READ_STATE: Op = Op {
+    command: "op",
+    method: Method::Get,
+    path: "/v1/scopes/{scope}/artifacts/atomic-memory/{id}/state",
+    mutates: false,
+    scope: ScopeIn::Path,
+};
+
+/// How each host offers the curated operations and what gates a mutation there: the per-host
+/// facts of the explicit surface, in one place (the README table and docs/operations.md say the same).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HostSurface {
+    pub host: Host,
+    /// Native tools (our shim calls `powercontext-hooks op`) or the Server's own MCP.
+    pub native_tools: bool,
+    /// What asks before a mutation.
+    pub gate: &'static str,
+    /// What a mutation does when nobody can be asked.
+    pub without_ui: &'static str,
+}
+
+/// Every host's explicit surface.
+pub const HOST_SURFACES: [HostSurface; 5] = [
+    HostSurface {
+        host: Host::ClaudeCode,
+        native_tools: false,
+        gate: "Claude Code's MCP tool permission policy",
+        without_ui: "host policy decides (not validated)",
+    },
+    HostSurface {
+        host: Host::Codex,
+        native_tools: false,
+        gate: "Codex's MCP tool approval policy",
+        without_ui: "host policy decides (not validated)",
+    },
+    HostSurface {
+        host: Host::OpenCode,
+        native_tools: true,
+        gate: "context.ask (permission `powercontext`)",
+        without_ui: "OpenCode's permission config decides; a denial writes nothing",
+    },
+    HostSurface {
+        host: Host::Pi,
+        native_tools: true,
+        gate: "ctx.ui.confirm",
+        without_ui: "confirmation_required, nothing written",
+    },
+    HostSurface {
+        host: Host::Dsh,
+        native_tools: true,
+        gate: "tools/pre-execute returns ask",
+        without_ui: "DSH's ask policy decides; the tool writes only when DSH runs it after approval",
+    },
+];
+
+/// The curated operation called `name`.
+pub fn curated_named(name: &str) -> Option<&'static Curated> {
+    CURATED.iter().find(|c| c.name == name)
+}
+
 /// Every operation (a test holds the table's rules over all of them).
 #[cfg(test)]
 pub const ALL: [Op; 6] = [REMEMBER, SEARCH, LIST, TAGGED, READ_TAGS, WRITE_TAGS];
@@ -113,6 +437,22 @@ pub struct Target {
     #[arg(long, value_name = "SCOPE_ID")]
     pub scope: Option<String>,
 }
+
+/// The Server gave no usable answer: its failure class (`server_unavailable`, `timeout`,
+/// `authentication_failed`, …) kept so a caller can sort it, and a message naming the fix.
+#[derive(Debug)]
+pub struct Unreachable {
+    pub outcome: String,
+    pub message: String,
+}
+
+impl std::fmt::Display for Unreachable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Unreachable {}
 
 /// A Server connection with its scope resolved.
 pub struct Conn {
@@ -214,7 +554,10 @@ impl Conn {
             }
             _ => format!("run `powercontext-hooks doctor {}`", self.host.as_str()),
         };
-        anyhow!("{what}: {outcome}; {fix}")
+        anyhow::Error::new(Unreachable {
+            outcome: outcome.to_owned(),
+            message: format!("{what}: {outcome}; {fix}"),
+        })
     }
 
     /// Runs `op`: `{scope}` and `{id}` filled in, the scope put in the body when it goes there.

@@ -115,8 +115,12 @@ fn items(bin_dir: &Path) -> Result<Vec<Item>> {
     for host in [Host::ClaudeCode, Host::Codex, Host::OpenCode, Host::Pi, Host::Dsh] {
         let exe = bin_dir.join(host.hook_exe());
         let hook_command = host.hook_command_value(&exe)?;
+        let [(_, cli_command), (_, operations)] =
+            crate::explicit::shim_values(&bin_dir.join("powercontext-hooks"))?;
         let values = [
             ("hook_command", hook_command.as_str()),
+            ("cli_command", cli_command.as_str()),
+            ("operations", operations.as_str()),
             ("server_url", "http://127.0.0.1:8000"),
             ("version", version),
         ];

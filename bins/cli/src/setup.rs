@@ -625,6 +625,8 @@ pub(crate) fn plan_ours(
     }
     let plugin_dir = inst.plugin_dir(&cli, &install::install_dir(&paths.state_root, host))?;
     let hook_command = host.hook_command_value(&hook_exe)?;
+    let [(_, cli_command), (_, operations)] =
+        crate::explicit::shim_values(&std::env::current_exe().context("cannot locate this program")?)?;
     let url = settings.server_url.value.as_str().to_owned();
     let version = env!("CARGO_PKG_VERSION");
     let mut files = Vec::new();
@@ -635,6 +637,8 @@ pub(crate) fn plan_ours(
             template,
             &[
                 ("hook_command", &hook_command),
+                ("cli_command", &cli_command),
+                ("operations", &operations),
                 ("server_url", &url),
                 ("version", version),
             ],

@@ -7,6 +7,10 @@
 //
 // The executable is found through POWERCONTEXT_PI_HOOK_COMMAND (an absolute path), else the path
 // rendered into HOOK_COMMAND below at install time, else `powercontext-hook-pi` on PATH.
+//
+// Explicit operations (the `pc_*` tools) run `powercontext-hooks op` (CLI_COMMAND below, or
+// POWERCONTEXT_HOOKS_CLI): unlike the hooks they never fail open. A mutating tool asks with
+// ctx.ui.confirm first; without a UI (`pi -p`) it answers confirmation_required and runs nothing.
 
 import { spawn, type ChildProcess } from "node:child_process";
 
@@ -22,6 +26,14 @@ const START_DEADLINE_MS = 6000;
 const FLUSH_DEADLINE_MS = 2500;
 const START_DEADLINE_ENV = "POWERCONTEXT_PI_HOOK_TIMEOUT_MS";
 
+// The explicit tools: the CLI that runs them and the operations they are made from (rendered at
+// install time from the CLI's one table).
+const CLI_COMMAND = "{{cli_command}}";
+const CLI_COMMAND_ENV = "POWERCONTEXT_HOOKS_CLI";
+const OPERATIONS = "{{operations}}";
+// The CLI ends a call at 15 s; this outer deadline only matters when it cannot.
+const OP_DEADLINE_MS = 20000;
+
 const MAX_STDOUT_BYTES = 8 * 1024 * 1024;
 const MAX_STDERR_BYTES = 64 * 1024;
 const STATUS_KEY = "powercontext";
@@ -35,6 +47,24 @@ function hookCommand(): string {
   if (fromEnv) return fromEnv;
   if (HOOK_COMMAND !== UNRENDERED && HOOK_COMMAND.trim() !== "") return HOOK_COMMAND;
   return DEFAULT_HOOK;
+}
+
+function cliCommand(): string {
+  const fromEnv = process.env[CLI_COMMAND_ENV]?.trim();
+  if (fromEnv) return fromEnv;
+  if (!CLI_COMMAND.startsWith("{") && CLI_COMMAND.trim() !== "") return CLI_COMMAND;
+  return "powercontext-hooks";
+}
+
+type Operation = { name: string; tool: string; summary: string; mutates: boolean; args_required: string[] };
+
+function operations(): Operation[] {
+  try {
+    const list = JSON.parse(OPERATIONS);
+    return Array.isArray(list) ? list : [];
+  } catch {
+    return [];
+  }
 }
 
 function startDeadlineMs(): number {
@@ -65,7 +95,13 @@ function killGroup(child: ChildProcess | undefined): void {
 }
 
 /** Runs `<hook> <subcommand>` with `input` as JSON on stdin; always settles, never rejects. */
-function runHook(subcommand: string, input: unknown, deadlineMs: number, signal?: AbortSignal): Promise<HookResult> {
+function runHook(
+  subcommand: string,
+  input: unknown,
+  deadlineMs: number,
+  signal?: AbortSignal,
+  command: [string, string[]] = [hookCommand(), [subcommand]],
+): Promise<HookResult> {
   return new Promise<HookResult>((resolve) => {
     let child: ChildProcess | undefined;
     let settled = false;
@@ -91,7 +127,7 @@ function runHook(subcommand: string, input: unknown, deadlineMs: number, signal?
     const timer = setTimeout(() => fail("timeout"), deadlineMs);
     try {
       if (signal?.aborted) return fail("aborted");
-      child = spawn(hookCommand(), [subcommand], {
+      child = spawn(command[0], command[1], {
         stdio: ["pipe", "pipe", "pipe"],
         detached: true,
         windowsHide: true,
@@ -174,7 +210,73 @@ function safely<T>(read: () => T): T | undefined {
   }
 }
 
+/** A failed explicit operation, in the CLI's result shape. */
+function opFailure(name: string, code: string, message: string): Record<string, unknown> {
+  return { ok: false, operation: name, code, message };
+}
+
+/** Runs `powercontext-hooks op <name>` for the project at `cwd`; the CLI's JSON answer. */
+async function runOp(op: Operation, args: Record<string, unknown>, confirmed: boolean, cwd: unknown, signal?: AbortSignal) {
+  const argv = ["op", op.name, "--json", "--host", "pi"];
+  if (typeof cwd === "string" && cwd !== "") argv.push("--cwd", cwd);
+  if (confirmed) argv.push("--confirmed");
+  const result = await runHook("op", args, OP_DEADLINE_MS, signal, [cliCommand(), argv]);
+  if (!result.ok) {
+    const code = result.failure === "timeout" ? "timeout" : result.failure === "aborted" ? "cancelled" : "config_error";
+    return opFailure(op.name, code, `powercontext-hooks could not run (${result.failure}); set ${CLI_COMMAND_ENV} or run setup again`);
+  }
+  try {
+    const answer = JSON.parse(result.stdout.trim());
+    if (answer && typeof answer === "object" && typeof answer.ok === "boolean") return answer;
+  } catch {}
+  return opFailure(op.name, "invalid_response", "powercontext-hooks gave no answer");
+}
+
+/** The `pc_*` tools: a mutation is confirmed by the user first, never by the model. */
+function registerTools(pi: any): void {
+  for (const op of operations()) {
+    const properties: Record<string, unknown> = {};
+    for (const field of op.args_required) properties[field] = { description: field };
+    pi.registerTool({
+      name: op.tool,
+      label: `PowerContext ${op.name}`,
+      description: op.mutates
+        ? `${op.summary} Changes durable project context: the user is asked first.`
+        : op.summary,
+      parameters: { type: "object", properties, required: op.args_required, additionalProperties: true },
+      async execute(_id: string, params: any, signal: any, _onUpdate: any, ctx: any) {
+        // Whatever the model put in its arguments, only the user's answer confirms.
+        const { confirmed: _ignored, ...args } = params && typeof params === "object" ? params : ({} as any);
+        let result: Record<string, unknown>;
+        if (op.mutates && !ctx?.hasUI) {
+          result = opFailure(op.name, "confirmation_required", `${op.name} changes durable project context and there is no UI to ask; nothing was written`);
+        } else {
+          let allowed = true;
+          if (op.mutates) {
+            try {
+              allowed = await ctx.ui.confirm("Allow PowerContext change?", `The ${op.name} operation changes durable project context. Continue?`);
+            } catch {
+              allowed = false;
+            }
+          }
+          result = allowed
+            ? await runOp(op, args, op.mutates, ctx?.cwd, signal)
+            : opFailure(op.name, "cancelled", `${op.name} was not confirmed; nothing was written`);
+        }
+        const text = JSON.stringify(result);
+        // Pi marks a tool result as an error only when execute throws.
+        if (result.ok !== true) throw new Error(text);
+        return { content: [{ type: "text", text }], details: result };
+      },
+    });
+  }
+}
+
 export default function powercontext(pi: any): void {
+  try {
+    registerTools(pi);
+  } catch {}
+
   // One flush at a time per extension instance: a boundary arriving while one runs shares it.
   let inflight: Promise<void> | undefined;
   const flush = (event: string, ctx: any, signal?: AbortSignal): Promise<void> => {

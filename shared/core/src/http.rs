@@ -30,6 +30,9 @@ pub struct Transport {
     deadline: Deadline,
 }
 
+/// What a JSON call accepts.
+const JSON: &str = "application/json";
+
 /// A response that arrived, with its status and JSON body (`Null` when the body is not JSON).
 #[derive(Debug, Clone)]
 pub struct Reply {
@@ -201,7 +204,20 @@ impl Transport {
     /// # Errors
     /// An [`HttpError`] when no usable reply arrived in time.
     pub fn post_json<B: Serialize>(&self, path: &str, body: &B) -> Result<Reply, HttpError> {
-        self.send_json(false, path, body, None)
+        self.send_json(false, path, body, None, JSON)
+    }
+
+    /// POSTs a JSON body accepting `accept` (an MCP endpoint wants `text/event-stream` too).
+    ///
+    /// # Errors
+    /// An [`HttpError`] when no usable reply arrived in time.
+    pub fn post_json_accepting<B: Serialize>(
+        &self,
+        path: &str,
+        body: &B,
+        accept: &str,
+    ) -> Result<Reply, HttpError> {
+        self.send_json(false, path, body, None, accept)
     }
 
     /// PUTs a JSON body and returns the reply.
@@ -209,7 +225,7 @@ impl Transport {
     /// # Errors
     /// An [`HttpError`] when no usable reply arrived in time.
     pub fn put_json<B: Serialize>(&self, path: &str, body: &B) -> Result<Reply, HttpError> {
-        self.send_json(true, path, body, None)
+        self.send_json(true, path, body, None, JSON)
     }
 
     /// PUTs a JSON body, only if the resource still has entity tag `if_match`.
@@ -222,7 +238,7 @@ impl Transport {
         body: &B,
         if_match: &str,
     ) -> Result<Reply, HttpError> {
-        self.send_json(true, path, body, Some(if_match))
+        self.send_json(true, path, body, Some(if_match), JSON)
     }
 
     fn send_json<B: Serialize>(
@@ -231,6 +247,7 @@ impl Transport {
         path: &str,
         body: &B,
         if_match: Option<&str>,
+        accept: &str,
     ) -> Result<Reply, HttpError> {
         let bytes = serde_json::to_vec(body).map_err(|_| HttpError::Unavailable)?;
         let timeout = self.deadline.cap(self.request_timeout);
@@ -243,7 +260,7 @@ impl Transport {
         } else {
             self.agent.post(url)
         }
-        .header("Accept", "application/json")
+        .header("Accept", accept)
         .header("Content-Type", "application/json");
         if let Some(tag) = if_match {
             req = req.header("If-Match", tag);

@@ -1,8 +1,9 @@
 //! Fake LLM endpoint on loopback so real host CLIs (Claude Code, Codex, OpenCode, Pi, DSH) can
 //! finish one turn offline: speaks just enough Anthropic Messages, OpenAI Responses and OpenAI
 //! Chat Completions (streaming and not) to return one fixed text answer, and records every
-//! request so tests can look for what a hook injected. It never calls tools, never binds a
-//! non-loopback address and never outlives its owner.
+//! request so tests can look for what a hook injected. It calls a tool only when started with
+//! [`FakeModel::start_calling`] (Chat Completions: one call to that tool while the conversation
+//! has no tool result yet), never binds a non-loopback address and never outlives its owner.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -31,8 +32,37 @@ impl FakeModel {
         let reply: Arc<str> = Arc::from(reply);
         let answer = Arc::clone(&reply);
         let server =
-            Http1Server::start(move |conn| serve(conn, &answer)).expect("fake model: bind 127.0.0.1:0");
+            Http1Server::start(move |conn| serve(conn, &answer, None)).expect("fake model: bind 127.0.0.1:0");
         FakeModel { server, reply }
+    }
+
+    /// Like [`FakeModel::start`], but a Chat Completions call that offers the tool `tool` and
+    /// carries no tool result yet is answered with one call to it with `args`; once the tool's
+    /// result is in the conversation the answer is `reply`.
+    pub fn start_calling(reply: &str, tool: &str, args: &Value) -> FakeModel {
+        let reply: Arc<str> = Arc::from(reply);
+        let answer = Arc::clone(&reply);
+        let call: Arc<(String, String)> = Arc::new((tool.to_owned(), args.to_string()));
+        let server = Http1Server::start(move |conn| serve(conn, &answer, Some(&call)))
+            .expect("fake model: bind 127.0.0.1:0");
+        FakeModel { server, reply }
+    }
+
+    /// The text of every tool result the host sent back to the model, in order.
+    pub fn tool_results(&self) -> Vec<String> {
+        self.model_requests()
+            .last()
+            .and_then(RecordedRequest::json)
+            .and_then(|b| b.get("messages").cloned())
+            .and_then(|m| m.as_array().cloned())
+            .unwrap_or_default()
+            .iter()
+            .filter(|m| m["role"] == "tool")
+            .map(|m| match &m["content"] {
+                Value::String(s) => s.clone(),
+                other => content_texts(other).join(""),
+            })
+            .collect()
     }
 
     /// `http://127.0.0.1:PORT` without `/v1`: hosts append their own API paths per config
@@ -130,16 +160,21 @@ fn json_contains(value: &Value, needle: &str) -> bool {
     }
 }
 
-fn serve(mut conn: Connection, reply: &str) {
+fn serve(mut conn: Connection, reply: &str, call: Option<&(String, String)>) {
     let Ok(Some(request)) = conn.read_request() else {
         return;
     };
     // Errors while writing mean the host hung up; nothing useful to do about it here.
-    let _ = route(&mut conn, &request, reply);
+    let _ = route(&mut conn, &request, reply, call);
     conn.close();
 }
 
-fn route(conn: &mut Connection, request: &RecordedRequest, reply: &str) -> std::io::Result<()> {
+fn route(
+    conn: &mut Connection,
+    request: &RecordedRequest,
+    reply: &str,
+    call: Option<&(String, String)>,
+) -> std::io::Result<()> {
     let path = request.path_only().trim_end_matches('/');
     if request.method == "HEAD" {
         return conn.respond(200, &[], b"");
@@ -164,6 +199,17 @@ fn route(conn: &mut Connection, request: &RecordedRequest, reply: &str) -> std::
         return openai_responses(conn, &model, reply, stream);
     }
     if path.ends_with("/chat/completions") {
+        if let Some((tool, args)) = call {
+            let offered = body["tools"]
+                .as_array()
+                .is_some_and(|t| t.iter().any(|t| t["function"]["name"] == tool.as_str()));
+            let answered = body["messages"]
+                .as_array()
+                .is_some_and(|m| m.iter().any(|m| m["role"] == "tool"));
+            if offered && !answered {
+                return openai_chat_tool_call(conn, &model, tool, args, stream);
+            }
+        }
         return openai_chat(conn, &model, reply, stream);
     }
     if path.ends_with("/models") {
@@ -381,6 +427,54 @@ fn openai_chat(conn: &mut Connection, model: &str, text: &str, stream: bool) -> 
         chunk(json!({"role": "assistant", "content": ""}), Value::Null),
         chunk(json!({"content": &text[..mid]}), Value::Null),
         chunk(json!({"content": &text[mid..]}), Value::Null),
+        last,
+    ];
+    for data in &chunks {
+        sse_event(conn, None, data)?;
+    }
+    conn.write_all(b"data: [DONE]\n\n")
+}
+
+/// One assistant turn that calls `tool` with `args` (a JSON text).
+fn openai_chat_tool_call(
+    conn: &mut Connection,
+    model: &str,
+    tool: &str,
+    args: &str,
+    stream: bool,
+) -> std::io::Result<()> {
+    let id = fake_id("chatcmpl-fake");
+    let call_id = fake_id("call_fake");
+    let created = unix_now();
+    let usage = json!({"prompt_tokens": 10, "completion_tokens": 3, "total_tokens": 13});
+    if !stream {
+        return send_json(
+            conn,
+            200,
+            &json!({
+                "id": id, "object": "chat.completion", "created": created, "model": model,
+                "choices": [{"index": 0, "finish_reason": "tool_calls",
+                             "message": {"role": "assistant", "content": null, "tool_calls": [
+                                 {"id": call_id, "type": "function", "function": {"name": tool, "arguments": args}}
+                             ]}}],
+                "usage": usage,
+            }),
+        );
+    }
+    sse_start(conn)?;
+    let chunk = |delta: Value, finish: Value| {
+        json!({"id": id, "object": "chat.completion.chunk", "created": created, "model": model,
+               "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+    };
+    let mut last = chunk(json!({}), json!("tool_calls"));
+    last["usage"] = usage;
+    let chunks = [
+        chunk(json!({"role": "assistant", "content": null}), Value::Null),
+        chunk(
+            json!({"tool_calls": [{"index": 0, "id": call_id, "type": "function",
+                                   "function": {"name": tool, "arguments": args}}]}),
+            Value::Null,
+        ),
         last,
     ];
     for data in &chunks {

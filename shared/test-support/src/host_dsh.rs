@@ -80,6 +80,11 @@ pub fn render_plugin(dest: &Path, exe: &Path) {
             .expect("installer files are text")
             .replace("{{hook_command}}", &js_string_body(exe))
             .replace("{{version}}", env!("CARGO_PKG_VERSION"));
+        let text = crate::hosts::op_values(exe)
+            .iter()
+            .fold(text, |t, (name, value)| {
+                t.replace(&format!("{{{{{name}}}}}"), value)
+            });
         assert!(
             !text.contains("{{"),
             "unreplaced placeholder in {}",
@@ -107,9 +112,18 @@ pub struct DshSessionBuilder {
     server_url: Option<String>,
     env: BTreeMap<String, String>,
     plugin_file: Option<PathBuf>,
+    approval: Option<String>,
 }
 
 impl DshSessionBuilder {
+    /// Adds a test-only approval answerer: every `approval/request` is answered with `outcome`
+    /// (`allowed-once`, `rejected`), as a user at DSH's approval prompt would. Without it headless
+    /// DSH has no answerer and refuses every ask.
+    pub fn approval(mut self, outcome: &str) -> Self {
+        self.approval = Some(outcome.to_owned());
+        self
+    }
+
     /// Loads this already-rendered plugin module (by absolute path, through the overlay) instead
     /// of rendering ours: a plugin another installer put in place.
     pub fn plugin_file(mut self, path: &Path) -> Self {
@@ -177,6 +191,15 @@ impl DshSessionBuilder {
             "- insert:\n    - id: pc-e2e-log-capture\n      name: {}\n",
             yaml_string(&log_capture)
         );
+        if let Some(outcome) = &self.approval {
+            let answerer = sandbox.path("approver.mjs");
+            let outcome = Value::String(outcome.clone()).to_string();
+            fs::write(&answerer, APPROVER_PLUGIN.replace("OUTCOME", &outcome)).expect("write approver");
+            overlay.push_str(&format!(
+                "    - id: pc-e2e-approver\n      name: {}\n",
+                yaml_string(&answerer)
+            ));
+        }
         let session_plugin = sandbox.path("plugin");
         if let Some(exe) = &self.hook {
             render_plugin(&session_plugin, exe);
@@ -227,6 +250,13 @@ impl DshSessionBuilder {
     }
 }
 
+/// Answers every approval request with a fixed outcome (the `OUTCOME` placeholder).
+const APPROVER_PLUGIN: &str = r#"export const name = "pc-e2e-approver"
+export function apply(ctx) {
+  ctx.on("approval/request", async () => OUTCOME)
+}
+"#;
+
 /// Records every message our plugin logs (all levels) as one JSON line.
 const LOG_CAPTURE_PLUGIN: &str = r#"import { appendFileSync } from "node:fs"
 export const name = "pc-e2e-log-capture"
@@ -265,6 +295,7 @@ impl DshSession {
             server_url: None,
             env: BTreeMap::new(),
             plugin_file: None,
+            approval: None,
         }
     }
 

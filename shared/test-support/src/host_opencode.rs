@@ -43,7 +43,10 @@ pub fn cli() -> PathBuf {
 pub fn render_plugin(dest: &Path, exe: &Path) {
     let src = repo_root().join("installers/opencode").join(PLUGIN_FILE);
     let template = fs::read_to_string(&src).unwrap_or_else(|e| panic!("read {}: {e}", src.display()));
-    let text = template.replace("{{hook_command}}", &js_string_body(exe));
+    let mut text = template.replace("{{hook_command}}", &js_string_body(exe));
+    for (name, value) in crate::hosts::op_values(exe) {
+        text = text.replace(&format!("{{{{{name}}}}}"), &value);
+    }
     assert!(
         !text.contains("{{"),
         "unreplaced placeholder in {}",

@@ -41,7 +41,12 @@ pub fn pi_cli() -> PathBuf {
 /// Copies `installers/pi/` to `dest` with `{{hook_command}}` replaced by `exe` as a JavaScript
 /// string body (the extension spawns it directly, no shell). Panics if any placeholder is left.
 pub fn render_extension(dest: &Path, exe: &Path) {
-    render_installer(Integration::Pi, dest, &[("hook_command", &js_string_body(exe))]);
+    let [(c, cli), (o, ops)] = crate::hosts::op_values(exe);
+    render_installer(
+        Integration::Pi,
+        dest,
+        &[("hook_command", &js_string_body(exe)), (c, &cli), (o, &ops)],
+    );
 }
 
 /// How the extension gets loaded.

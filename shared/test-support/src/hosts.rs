@@ -189,6 +189,35 @@ pub fn render_installer(host: Integration, dest: &Path, values: &[(&str, &str)])
     walk(&src, dest, values);
 }
 
+/// The shims' explicit-tool values for a hook executable `exe`: `cli_command` (our CLI next to
+/// it) and `operations` (that CLI's `op --list` operations), as setup renders them. A hook that
+/// is a test wrapper with no CLI beside it gets the bare name and no operations.
+pub fn op_values(exe: &Path) -> [(&'static str, String); 2] {
+    let cli = exe.parent().map(|d| d.join("powercontext-hooks"));
+    let listed = cli.as_ref().filter(|c| c.is_file()).and_then(|c| {
+        let out = std::process::Command::new(c)
+            .args(["op", "--list", "--json"])
+            .output()
+            .ok()?;
+        let v: Value = serde_json::from_slice(&out.stdout).ok()?;
+        Some(v["operations"].to_string())
+    });
+    let escaped = |text: &str| {
+        let quoted = Value::String(text.to_owned()).to_string();
+        quoted[1..quoted.len() - 1].to_owned()
+    };
+    match (cli, listed) {
+        (Some(cli), Some(ops)) => [
+            ("cli_command", js_string_body(&cli)),
+            ("operations", escaped(&ops)),
+        ],
+        _ => [
+            ("cli_command", "powercontext-hooks".to_owned()),
+            ("operations", "[]".to_owned()),
+        ],
+    }
+}
+
 /// A path as the inside of a JSON (and so JavaScript) string literal, for templates that hand it
 /// to a spawn call directly.
 pub fn js_string_body(path: &Path) -> String {
