@@ -113,6 +113,10 @@
 
 use std::borrow::Cow;
 
+mod rules;
+
+pub use rules::{FAMILIES, VENDORS, Vendor};
+
 /// Which rule matched, content-free (safe to put in a diagnostic).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SecretKind {
@@ -464,17 +468,12 @@ impl<'t> Scan<'t> {
     fn word_at(&mut self, i: usize, prev: u8) {
         let bytes = self.bytes;
         let after_hyphen = prev == b'-';
-        let second = bytes.get(i + 1).map_or(0, |&b| usize::from(b));
-        let mut mask = VENDOR_INDEX[0][usize::from(bytes[i])] & VENDOR_INDEX[1][second];
-        while mask != 0 {
-            let k = mask.trailing_zeros() as usize;
-            mask &= mask - 1;
-            let v = &VENDORS[k];
-            if after_hyphen && v.legacy {
+        for v in rules::candidates(bytes[i]) {
+            if after_hyphen && !v.after_dash() {
                 continue;
             }
             if let Some(end) = v.matches(self.text, i) {
-                let end = wrapped_end(bytes, i, end, v);
+                let end = v.wrapped_end(bytes, i, end);
                 self.push(SecretKind::Vendor(v.name), i, end);
                 if v.name == "aws_access_key" {
                     self.aws_secret_near(end);
@@ -3657,344 +3656,17 @@ fn base64_has_colon(token: &[u8]) -> bool {
 // Vendor token shapes
 // ---------------------------------------------------------------------------------------------
 
-/// A provider's token: its prefix, alphabet and length (facts from the public rule sets of
-/// gitleaks, trufflehog and detect-secrets).
-pub struct Vendor {
-    /// The rule name shown in diagnostics.
-    pub name: &'static str,
-    prefix: &'static [u8],
-    /// ASCII case of the prefix ignored (the original filter's shapes).
-    ci: bool,
-    /// From the original filter: not matched right after a `-`.
-    legacy: bool,
-    class: fn(u8) -> bool,
-    min: usize,
-    max: usize,
-}
-
-fn alnum(b: u8) -> bool {
-    b.is_ascii_alphanumeric()
-}
 fn word_class(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b == b'_'
 }
 fn b64url(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b == b'_' || b == b'-'
 }
-fn b64url_eq(b: u8) -> bool {
-    b64url(b) || b == b'='
-}
 fn b64(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b == b'+' || b == b'/' || b == b'='
 }
 fn hex(b: u8) -> bool {
     b.is_ascii_hexdigit()
-}
-fn hex_dash(b: u8) -> bool {
-    b.is_ascii_hexdigit() || b == b'-'
-}
-fn upper_alnum(b: u8) -> bool {
-    b.is_ascii_uppercase() || b.is_ascii_digit()
-}
-fn alnum_dash(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || b == b'-'
-}
-fn path_class(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || matches!(b, b'/' | b'_' | b'-')
-}
-fn dotted_upper(b: u8) -> bool {
-    upper_alnum(b) || b == b'.'
-}
-fn pscale(b: u8) -> bool {
-    b64url_eq(b) || b == b'.'
-}
-fn b64url_dot(b: u8) -> bool {
-    b64url(b) || b == b'.'
-}
-fn alnum_dot(b: u8) -> bool {
-    alnum(b) || b == b'.'
-}
-fn alnum_percent(b: u8) -> bool {
-    alnum(b) || b == b'%'
-}
-fn dollar_alnum(b: u8) -> bool {
-    alnum(b) || b == b'$'
-}
-
-const fn v(
-    name: &'static str,
-    prefix: &'static [u8],
-    class: fn(u8) -> bool,
-    min: usize,
-    max: usize,
-) -> Vendor {
-    Vendor {
-        name,
-        prefix,
-        ci: false,
-        legacy: false,
-        class,
-        min,
-        max,
-    }
-}
-
-const fn legacy(name: &'static str, prefix: &'static [u8], class: fn(u8) -> bool, min: usize) -> Vendor {
-    Vendor {
-        name,
-        prefix,
-        ci: true,
-        legacy: true,
-        class,
-        min,
-        max: 1024,
-    }
-}
-
-/// The vendor shapes, dispatched on their first byte (at most 128: the index is a `u128`).
-const VENDOR_TABLE: [Vendor; 116] = [
-    // The original filter's shapes, case-insensitive prefixes.
-    legacy("openai_style_key", b"sk-", b64url, 8),
-    legacy("github_token", b"github_pat_", word_class, 8),
-    legacy("github_token", b"ghp_", word_class, 8),
-    legacy("github_token", b"gho_", word_class, 8),
-    legacy("github_token", b"ghu_", word_class, 8),
-    legacy("github_token", b"ghs_", word_class, 8),
-    legacy("github_token", b"ghr_", word_class, 8),
-    legacy("slack_token", b"xoxb-", alnum_dash, 8),
-    legacy("slack_token", b"xoxa-", alnum_dash, 8),
-    legacy("slack_token", b"xoxp-", alnum_dash, 8),
-    legacy("slack_token", b"xoxr-", alnum_dash, 8),
-    legacy("slack_token", b"xoxs-", alnum_dash, 8),
-    v("slack_token", b"xoxe-", alnum_dash, 20, 400),
-    v("slack_token", b"xoxe.xoxp-", alnum_dash, 20, 400),
-    v("slack_token", b"xapp-", alnum_dash, 20, 400),
-    v("slack_webhook", b"hooks.slack.com/services/", path_class, 30, 200),
-    v(
-        "slack_webhook",
-        b"hooks.slack.com/workflows/",
-        path_class,
-        30,
-        200,
-    ),
-    v("slack_webhook", b"hooks.slack.com/triggers/", path_class, 30, 200),
-    v(
-        "discord_webhook",
-        b"discord.com/api/webhooks/",
-        path_class,
-        60,
-        200,
-    ),
-    v(
-        "discord_webhook",
-        b"discordapp.com/api/webhooks/",
-        path_class,
-        60,
-        200,
-    ),
-    // AWS access key ids: exactly 16 uppercase letters or digits.
-    v("aws_access_key", b"AKIA", upper_alnum, 16, 16),
-    v("aws_access_key", b"ASIA", upper_alnum, 16, 16),
-    v("aws_access_key", b"ABIA", upper_alnum, 16, 16),
-    v("aws_access_key", b"ACCA", upper_alnum, 16, 16),
-    v("aws_access_key", b"A3T", upper_alnum, 17, 17),
-    v("stripe_key", b"sk_live_", alnum, 10, 247),
-    v("stripe_key", b"sk_test_", alnum, 10, 247),
-    v("stripe_key", b"sk_prod_", alnum, 10, 247),
-    v("stripe_key", b"rk_live_", alnum, 10, 247),
-    v("stripe_key", b"rk_test_", alnum, 10, 247),
-    v("stripe_webhook_secret", b"whsec_", alnum, 24, 128),
-    v("google_api_key", b"AIza", b64url, 35, 35),
-    v("google_oauth_secret", b"GOCSPX-", b64url, 24, 40),
-    v("google_oauth_token", b"ya29.", b64url, 20, 2048),
-    v("gitlab_token", b"glpat-", b64url, 20, 64),
-    v("gitlab_token", b"gldt-", b64url, 20, 64),
-    v("gitlab_token", b"glrt-", b64url, 20, 64),
-    v("gitlab_token", b"glptt-", b64url, 20, 64),
-    v("gitlab_token", b"glcbt-", b64url, 20, 64),
-    v("gitlab_token", b"glimt-", b64url, 20, 64),
-    v("gitlab_token", b"glft-", b64url, 20, 64),
-    v("gitlab_token", b"glsoat-", b64url, 20, 64),
-    v("gitlab_token", b"gloas-", b64url, 20, 64),
-    v("npm_token", b"npm_", alnum, 36, 36),
-    v("pypi_token", b"pypi-AgE", b64url, 50, 400),
-    v("huggingface_token", b"hf_", alnum, 30, 40),
-    v("huggingface_token", b"api_org_", alnum, 30, 40),
-    v("sendgrid_key", b"SG.", b64url_dot, 60, 70),
-    v("twilio_key", b"SK", hex, 32, 32),
-    v("shopify_token", b"shpat_", hex, 32, 32),
-    v("shopify_token", b"shpca_", hex, 32, 32),
-    v("shopify_token", b"shppa_", hex, 32, 32),
-    v("shopify_token", b"shpss_", hex, 32, 32),
-    v("digitalocean_token", b"dop_v1_", hex, 64, 64),
-    v("digitalocean_token", b"doo_v1_", hex, 64, 64),
-    v("digitalocean_token", b"dor_v1_", hex, 64, 64),
-    v("databricks_token", b"dapi", hex_dash, 32, 34),
-    v("mailgun_key", b"key-", hex, 32, 32),
-    v("atlassian_token", b"ATATT3", b64url_eq, 150, 300),
-    v("heroku_key", b"HRKU-", b64url, 40, 100),
-    v("postman_key", b"PMAK-", hex_dash, 50, 70),
-    v("linear_key", b"lin_api_", alnum, 40, 40),
-    v("doppler_token", b"dp.pt.", alnum_dot, 40, 80),
-    v("doppler_token", b"dp.st.", alnum_dot, 40, 80),
-    v("doppler_token", b"dp.ct.", alnum_dot, 40, 80),
-    v("doppler_token", b"dp.sa.", alnum_dot, 40, 80),
-    v("doppler_token", b"dp.scim.", alnum_dot, 40, 80),
-    v("doppler_token", b"dp.audit.", alnum_dot, 40, 80),
-    v("pulumi_token", b"pul-", hex, 40, 40),
-    v("newrelic_key", b"NRAK-", upper_alnum, 27, 27),
-    v("newrelic_key", b"NRII-", b64url, 32, 40),
-    v("grafana_token", b"glc_", b64, 32, 400),
-    v("grafana_token", b"glsa_", word_class, 32, 60),
-    v("sentry_token", b"sntrys_", b64url_eq, 50, 400),
-    v("sentry_token", b"sntryu_", hex, 64, 64),
-    v("age_secret_key", b"AGE-SECRET-KEY-1", upper_alnum, 58, 58),
-    v("dynatrace_token", b"dt0c01.", dotted_upper, 80, 100),
-    v("square_token", b"sq0atp-", b64url, 22, 22),
-    v("square_token", b"sq0csp-", b64url, 43, 43),
-    v("square_token", b"EAAA", b64url, 60, 100),
-    v("figma_token", b"figd_", b64url, 40, 60),
-    v("vault_token", b"hvs.", b64url, 90, 200),
-    v("vault_token", b"hvb.", b64url, 90, 250),
-    v("planetscale_token", b"pscale_tkn_", pscale, 32, 64),
-    v("planetscale_token", b"pscale_pw_", pscale, 32, 64),
-    v("supabase_token", b"sbp_", hex, 40, 40),
-    v("replicate_token", b"r8_", alnum, 37, 37),
-    v("groq_key", b"gsk_", alnum, 52, 52),
-    v("perplexity_key", b"pplx-", alnum, 48, 48),
-    v("xai_key", b"xai-", alnum, 80, 80),
-    v("notion_token", b"ntn_", alnum, 46, 46),
-    v("notion_token", b"secret_", alnum, 43, 43),
-    v("rubygems_key", b"rubygems_", hex, 48, 48),
-    v("docker_token", b"dckr_pat_", b64url, 27, 40),
-    v("tailscale_key", b"tskey-", alnum_dash, 30, 100),
-    v("buildkite_token", b"bkua_", hex, 40, 40),
-    v("prefect_key", b"pnu_", alnum, 36, 36),
-    v("easypost_key", b"EZAK", alnum, 54, 54),
-    v("alibaba_key", b"LTAI", alnum, 12, 20),
-    v("contentful_token", b"CFPAT-", b64url, 43, 43),
-    v("langsmith_key", b"lsv2_", word_class, 40, 60),
-    v("onepassword_token", b"ops_eyJ", b64url, 250, 2000),
-    v(
-        "braintree_token",
-        b"access_token$production$",
-        dollar_alnum,
-        40,
-        100,
-    ),
-    v("mapbox_token", b"sk.eyJ", b64url_dot, 80, 300),
-    // 14 alphanumerics, `.`, 64 hex digits.
-    v("airtable_token", b"pat", alnum_dot, 79, 79),
-    v("twitter_token", b"AAAAAAAAAAAAAAAAAAAAA", alnum_percent, 80, 120),
-    v("facebook_token", b"EAA", alnum, 100, 400),
-    // 22 characters, `_`, 40 hex digits.
-    v("circleci_token", b"CCIPAT_", word_class, 63, 63),
-    v("pinecone_key", b"pcsk_", word_class, 60, 100),
-    v("flyio_token", b"fo1_", b64url, 43, 43),
-    v("flyio_token", b"fm1a_", b64, 100, 4096),
-    v("flyio_token", b"fm1r_", b64, 100, 4096),
-    v("flyio_token", b"fm2_", b64, 100, 4096),
-    v("netlify_token", b"nfp_", alnum, 36, 40),
-    v("adafruit_key", b"aio_", alnum, 28, 28),
-    v("render_key", b"rnd_", alnum, 24, 64),
-];
-
-/// The vendor shapes (see the table above), one rule name per provider.
-pub static VENDORS: [Vendor; VENDOR_TABLE.len()] = VENDOR_TABLE;
-
-/// For each byte, the bit set of [`VENDORS`] entries whose prefix starts with it, and (second
-/// array) whose prefix has it second: a word start costs two lookups and an AND, and only the
-/// entries left are compared.
-static VENDOR_INDEX: [[u128; 256]; 2] = vendor_index(&VENDOR_TABLE);
-
-const fn vendor_index(table: &[Vendor]) -> [[u128; 256]; 2] {
-    let mut index = [[0u128; 256]; 2];
-    let mut k = 0;
-    while k < table.len() {
-        let mut at = 0;
-        while at < 2 {
-            let b = table[k].prefix[at];
-            index[at][b as usize] |= 1 << k;
-            if table[k].ci {
-                index[at][b.to_ascii_uppercase() as usize] |= 1 << k;
-                index[at][b.to_ascii_lowercase() as usize] |= 1 << k;
-            }
-            at += 1;
-        }
-        k += 1;
-    }
-    index
-}
-
-impl Vendor {
-    /// The end of this token if it starts at `i`.
-    fn matches(&self, text: &str, i: usize) -> Option<usize> {
-        let bytes = text.as_bytes();
-        let body = i + self.prefix.len();
-        let head = bytes.get(i..body)?;
-        let prefix_ok = if self.ci {
-            head.eq_ignore_ascii_case(self.prefix)
-        } else {
-            head == self.prefix
-        };
-        if !prefix_ok {
-            return None;
-        }
-        let end = run_end_max(bytes, body, self.max + 1, self.class);
-        let len = end - body;
-        if len < self.min || len > self.max || token_continues_at(text, end) {
-            return None;
-        }
-        // `sk-` needs an alphanumeric after the dash, as in the original rule.
-        if self.prefix == b"sk-" && !bytes[body].is_ascii_alphanumeric() {
-            return None;
-        }
-        let token = &bytes[body..end];
-        // Airtable and CircleCI tokens end in 64 / 40 hex digits after a separator: without that
-        // structure a dotted path or an identifier of the same length is not one.
-        let hex_tail = |at: usize, sep: u8| token[at] == sep && token[at + 1..].iter().all(|&b| hex(b));
-        match self.name {
-            "airtable_token" if !hex_tail(14, b'.') => return None,
-            "circleci_token" if !hex_tail(22, b'_') => return None,
-            // A generated key has digits; `rnd_` before a long name is a variable.
-            "render_key" if !has_digit(token) => return None,
-            // A Twitter bearer token is URL-encoded: base64 that goes on with `+`, `/` or `=` is a
-            // blob that starts with zero bytes (an IV, a fixture), not a token.
-            "twitter_token" if matches!(bytes.get(end), Some(b'+' | b'/' | b'=')) => return None,
-            _ => {}
-        }
-        if is_repetitive(token)
-            || contains_ci(token, b"xxxx")
-            || contains_ci(token, b"example") && !self.legacy
-        {
-            return None;
-        }
-        Some(end)
-    }
-}
-
-/// A token wrapped at the end of its line (a terminal or a chat window broke it): a next line
-/// that is nothing but a random-looking run of the token's alphabet is its tail.
-fn wrapped_end(bytes: &[u8], start: usize, end: usize, v: &Vendor) -> usize {
-    let next = match bytes.get(end..) {
-        Some([b'\n', ..]) => end + 1,
-        Some([b'\r', b'\n', ..]) => end + 2,
-        _ => return end,
-    };
-    let tail_end = run_end_max(bytes, next, v.max, v.class);
-    let tail = &bytes[next..tail_end];
-    let alone = bytes.get(tail_end).is_none_or(u8::is_ascii_whitespace);
-    let fits = tail_end - next + end - start - v.prefix.len() <= v.max;
-    if alone && fits && tail.len() >= 8 && mixed_case(tail) && has_digit(tail) {
-        tail_end
-    } else {
-        end
-    }
-}
-
-/// `aaaa…`, `0000…`: a stand-in, not a token.
-fn is_repetitive(v: &[u8]) -> bool {
-    v.len() >= 8 && v.iter().all(|&b| b == v[0])
 }
 
 /// The longest JWT segment looked at: ID and access tokens carry kilobytes of claims, and an
@@ -4190,7 +3862,9 @@ mod tests {
         }
         for v in &super::VENDORS {
             assert!(
-                v.name.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'),
+                v.name
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_'),
                 "{}",
                 v.name
             );

@@ -1,0 +1,322 @@
+//! Compiles the rule data (`rules/*.toml`, one file per family) into static tables: the vendor
+//! shapes, their character classes and body segments, a first-byte dispatch index, and (for the
+//! tests only) every rule's samples. It must never accept a rule without samples or with a shape
+//! it cannot express: the build fails and names the rule.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::Path;
+
+use serde::Deserialize;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct File {
+    /// What the family holds (for the docs).
+    family: String,
+    #[serde(default)]
+    rule: Vec<Rule>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Rule {
+    /// Unique, kebab-case.
+    id: String,
+    /// The name findings report (several ids may share one provider name).
+    name: String,
+    /// Where the facts come from.
+    source: String,
+    /// The literal the token starts with.
+    prefix: String,
+    /// The body after the prefix: `[class]{n}`, `[class]{n,m}` and literal characters.
+    body: String,
+    #[serde(default)]
+    ignore_case: bool,
+    /// Matched right after a `-` too (off for the short, ambiguous prefixes).
+    #[serde(default = "yes")]
+    after_dash: bool,
+    /// Minimum Shannon entropy of the body, bits per character.
+    #[serde(default)]
+    entropy: f64,
+    /// The body must hold a digit.
+    #[serde(default)]
+    digit: bool,
+    /// Bytes that may not follow the token (it would be a longer blob).
+    #[serde(default)]
+    not_before: String,
+    /// Allow-list: a body containing one of these (any case) is a stand-in.
+    #[serde(default)]
+    stopwords: Vec<String>,
+    /// At least one: a text holding a token of this shape.
+    tp: Vec<String>,
+    /// At least one: a text with this prefix that is not a token.
+    fp: Vec<String>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+struct Seg {
+    class: Option<usize>,
+    lit: u8,
+    min: u16,
+    max: u16,
+}
+
+fn parse_class(spec: &[u8], id: &str) -> [u64; 4] {
+    let mut bits = [0u64; 4];
+    let mut set = |b: u8| bits[usize::from(b >> 6)] |= 1 << (b & 63);
+    let mut k = 0;
+    while k < spec.len() {
+        let mut c = spec[k];
+        if c == b'\\' {
+            k += 1;
+            c = *spec
+                .get(k)
+                .unwrap_or_else(|| panic!("rule {id}: dangling escape"));
+            match c {
+                b'w' => {
+                    for b in (b'a'..=b'z').chain(b'A'..=b'Z').chain(b'0'..=b'9') {
+                        set(b);
+                    }
+                    set(b'_');
+                    k += 1;
+                    continue;
+                }
+                b'd' => {
+                    for b in b'0'..=b'9' {
+                        set(b);
+                    }
+                    k += 1;
+                    continue;
+                }
+                _ => {}
+            }
+        }
+        if spec.get(k + 1) == Some(&b'-') && k + 2 < spec.len() {
+            let hi = spec[k + 2];
+            assert!(c <= hi, "rule {id}: bad range");
+            for b in c..=hi {
+                set(b);
+            }
+            k += 3;
+        } else {
+            set(c);
+            k += 1;
+        }
+    }
+    bits
+}
+
+fn parse_body(body: &str, id: &str, classes: &mut Vec<[u64; 4]>) -> Vec<Seg> {
+    let b = body.as_bytes();
+    let mut segs = Vec::new();
+    let mut k = 0;
+    while k < b.len() {
+        if b[k] == b'[' {
+            let close = k
+                + 1
+                + b[k + 1..]
+                    .iter()
+                    .position(|&c| c == b']')
+                    .unwrap_or_else(|| panic!("rule {id}: unclosed class"));
+            let bits = parse_class(&b[k + 1..close], id);
+            let class = classes.iter().position(|c| *c == bits).unwrap_or_else(|| {
+                classes.push(bits);
+                classes.len() - 1
+            });
+            assert_eq!(
+                b.get(close + 1),
+                Some(&b'{'),
+                "rule {id}: a class needs {{n}} or {{n,m}}"
+            );
+            let end = close
+                + 2
+                + b[close + 2..]
+                    .iter()
+                    .position(|&c| c == b'}')
+                    .unwrap_or_else(|| panic!("rule {id}: unclosed count"));
+            let count = std::str::from_utf8(&b[close + 2..end]).expect("ascii");
+            let (min, max) = match count.split_once(',') {
+                Some((lo, hi)) => (lo.parse().expect("min"), hi.parse().expect("max")),
+                None => {
+                    let n = count.parse().unwrap_or_else(|_| panic!("rule {id}: bad count"));
+                    (n, n)
+                }
+            };
+            assert!(min <= max && max > 0, "rule {id}: bad count");
+            segs.push(Seg {
+                class: Some(class),
+                lit: 0,
+                min,
+                max,
+            });
+            k = end + 1;
+        } else {
+            let c = if b[k] == b'\\' {
+                k += 1;
+                b[k]
+            } else {
+                b[k]
+            };
+            assert!(c.is_ascii(), "rule {id}: literal must be ASCII");
+            segs.push(Seg {
+                class: None,
+                lit: c,
+                min: 1,
+                max: 1,
+            });
+            k += 1;
+        }
+    }
+    assert!(!segs.is_empty(), "rule {id}: empty body");
+    segs
+}
+
+fn main() {
+    let dir = Path::new("rules");
+    println!("cargo::rerun-if-changed=rules");
+    let mut paths: Vec<_> = std::fs::read_dir(dir)
+        .expect("rules/")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+        .collect();
+    paths.sort();
+    let mut rules: Vec<(String, Rule)> = Vec::new();
+    let mut families = Vec::new();
+    for path in &paths {
+        println!("cargo::rerun-if-changed={}", path.display());
+        let text = std::fs::read_to_string(path).expect("read rule file");
+        let file: File = toml::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let stem = path.file_stem().expect("stem").to_string_lossy().into_owned();
+        families.push((stem.clone(), file.family, file.rule.len()));
+        for r in file.rule {
+            rules.push((stem.clone(), r));
+        }
+    }
+    let mut ids = BTreeMap::new();
+    for (_, r) in &rules {
+        assert!(
+            ids.insert(r.id.clone(), ()).is_none(),
+            "duplicate rule id {}",
+            r.id
+        );
+        assert!(!r.tp.is_empty(), "rule {} has no true-positive sample", r.id);
+        assert!(!r.fp.is_empty(), "rule {} has no false-positive sample", r.id);
+        assert!(!r.source.trim().is_empty(), "rule {} cites no source", r.id);
+        assert!(
+            r.prefix.len() >= 2 && r.prefix.is_ascii(),
+            "rule {}: prefix",
+            r.id
+        );
+        assert!(
+            r.name
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_'),
+            "rule {}: name must be snake_case",
+            r.id
+        );
+    }
+    // Dispatch on the prefix's first byte in ASCII lowercase; within a bucket the longer prefix
+    // is tried first (`xoxe.xoxp-` before `xoxe-`).
+    rules.sort_by(|(_, a), (_, b)| {
+        let ka = a.prefix.as_bytes()[0].to_ascii_lowercase();
+        let kb = b.prefix.as_bytes()[0].to_ascii_lowercase();
+        ka.cmp(&kb)
+            .then(b.prefix.len().cmp(&a.prefix.len()))
+            .then(a.id.cmp(&b.id))
+    });
+
+    let mut classes: Vec<[u64; 4]> = Vec::new();
+    let mut segs: Vec<Seg> = Vec::new();
+    let mut out = String::new();
+    let mut table = String::new();
+    for (family, r) in &rules {
+        let start = segs.len();
+        segs.extend(parse_body(&r.body, &r.id, &mut classes));
+        let body_max: u32 = segs[start..].iter().map(|s| u32::from(s.max)).sum();
+        let _ = writeln!(
+            table,
+            "    Vendor {{ id: {:?}, name: {:?}, family: {:?}, source: {:?}, prefix: b{:?}, ci: {}, after_dash: {}, segs: ({start}, {}), max: {body_max}, entropy: {:?}, digit: {}, not_before: b{:?}, stopwords: &{:?} }},",
+            r.id,
+            r.name,
+            family,
+            r.source,
+            r.prefix,
+            r.ignore_case,
+            r.after_dash,
+            segs.len(),
+            r.entropy,
+            r.digit,
+            r.not_before,
+            r.stopwords
+                .iter()
+                .map(|s| s.to_ascii_lowercase())
+                .collect::<Vec<_>>(),
+        );
+    }
+    let _ = writeln!(out, "/// Every vendor rule, compiled from `rules/*.toml`.");
+    let _ = writeln!(
+        out,
+        "pub static VENDORS: [Vendor; {}] = [\n{table}];",
+        rules.len()
+    );
+    let _ = writeln!(
+        out,
+        "static CLASSES: [[u64; 4]; {}] = {classes:?};",
+        classes.len()
+    );
+    let _ = writeln!(out, "static SEGMENTS: [Seg; {}] = [", segs.len());
+    for s in &segs {
+        let _ = writeln!(
+            out,
+            "    Seg {{ class: {}, lit: {}, min: {}, max: {} }},",
+            s.class
+                .map_or(u8::MAX, |c| u8::try_from(c).expect("fewer than 255 classes")),
+            s.lit,
+            s.min,
+            s.max
+        );
+    }
+    let _ = writeln!(out, "];");
+    let mut first = vec![(0u16, 0u16); 256];
+    for (k, (_, r)) in rules.iter().enumerate() {
+        let b = usize::from(r.prefix.as_bytes()[0].to_ascii_lowercase());
+        let k = u16::try_from(k).expect("fewer than 65536 rules");
+        if first[b].1 == 0 {
+            first[b] = (k, k + 1);
+        } else {
+            first[b].1 = k + 1;
+        }
+    }
+    let _ = writeln!(
+        out,
+        "/// For each lowercase first byte, the range of [`VENDORS`] whose prefix starts with it.\nstatic FIRST: [(u16, u16); 256] = {first:?};"
+    );
+    let _ = writeln!(out, "/// The rule files: stem, family, number of rules.");
+    let _ = writeln!(
+        out,
+        "pub static FAMILIES: [(&str, &str, usize); {}] = {families:?};",
+        families.len()
+    );
+    // A build script has no injected `Env`: cargo hands it the output directory this way.
+    #[allow(clippy::disallowed_methods)]
+    let out_dir = std::env::var("OUT_DIR").expect("OUT_DIR");
+    std::fs::write(Path::new(&out_dir).join("rules.rs"), out).expect("write rules.rs");
+
+    let mut samples = String::from(
+        "/// Each rule's samples: rule index, true positive, text.\npub(crate) static SAMPLES: &[(usize, bool, &str)] = &[\n",
+    );
+    for (k, (_, r)) in rules.iter().enumerate() {
+        for t in &r.tp {
+            let _ = writeln!(samples, "    ({k}, true, {t:?}),");
+        }
+        for t in &r.fp {
+            let _ = writeln!(samples, "    ({k}, false, {t:?}),");
+        }
+    }
+    samples.push_str("];\n");
+    std::fs::write(Path::new(&out_dir).join("samples.rs"), samples).expect("write samples.rs");
+}

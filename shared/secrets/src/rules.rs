@@ -1,0 +1,318 @@
+//! The vendor rules as data: the tables `build.rs` compiles from `rules/*.toml` and the one
+//! matcher that reads them. It must never hold a provider in code: a provider is a data entry.
+
+use super::{contains_ci, has_digit, mixed_case, run_end_max, token_continues_at};
+
+/// A provider's token: a literal prefix and a body of character-class runs and literals (facts
+/// from the public rule sets of gitleaks, trufflehog and detect-secrets and vendor docs, cited
+/// in each entry's `source`).
+pub struct Vendor {
+    /// The rule's unique id in the data.
+    pub id: &'static str,
+    /// The rule name shown in diagnostics (one per provider).
+    pub name: &'static str,
+    /// The data file (family) the rule comes from.
+    pub family: &'static str,
+    /// Where the facts come from.
+    pub source: &'static str,
+    /// The literal the token starts with.
+    pub prefix: &'static [u8],
+    ci: bool,
+    after_dash: bool,
+    segs: (usize, usize),
+    /// The body's longest length.
+    max: u32,
+    entropy: f64,
+    digit: bool,
+    not_before: &'static [u8],
+    stopwords: &'static [&'static str],
+}
+
+/// One piece of a body: a run of `min..=max` bytes of a class, or a literal byte (`class` is
+/// `u8::MAX`).
+struct Seg {
+    class: u8,
+    lit: u8,
+    min: u16,
+    max: u16,
+}
+
+include!(concat!(env!("OUT_DIR"), "/rules.rs"));
+
+fn in_class(class: u8, b: u8) -> bool {
+    CLASSES[usize::from(class)][usize::from(b >> 6)] & (1 << (b & 63)) != 0
+}
+
+/// Stand-ins that documentation and templates put after a real prefix.
+const FILLERS: &[&[u8]] = &[
+    b"xxxx",
+    b"example",
+    b"0000000",
+    b"your",
+    b"here",
+    b"redacted",
+    b"placeholder",
+    b"dummy",
+    b"sample",
+    b"replace",
+    b"changeme",
+    b"****",
+    b"....",
+    b"####",
+];
+
+/// The vendor rules whose prefix can start at a byte `b` (ASCII case folded).
+pub(crate) fn candidates(b: u8) -> &'static [Vendor] {
+    let (lo, hi) = FIRST[usize::from(b.to_ascii_lowercase())];
+    &VENDORS[usize::from(lo)..usize::from(hi)]
+}
+
+impl Vendor {
+    /// Whether this rule may start right after a `-`.
+    pub(crate) fn after_dash(&self) -> bool {
+        self.after_dash
+    }
+
+    fn segments(&self) -> &'static [Seg] {
+        &SEGMENTS[self.segs.0..self.segs.1]
+    }
+
+    /// The end of this token if it starts at `i`.
+    pub(crate) fn matches(&self, text: &str, i: usize) -> Option<usize> {
+        let bytes = text.as_bytes();
+        let body = i + self.prefix.len();
+        let head = bytes.get(i..body)?;
+        let prefix_ok = if self.ci {
+            head.eq_ignore_ascii_case(self.prefix)
+        } else {
+            head == self.prefix
+        };
+        if !prefix_ok {
+            return None;
+        }
+        let mut pos = body;
+        let mut last = u8::MAX;
+        for seg in self.segments() {
+            if seg.class == u8::MAX {
+                if bytes.get(pos) != Some(&seg.lit) {
+                    return None;
+                }
+                pos += 1;
+                last = u8::MAX;
+                continue;
+            }
+            let end = run_end_max(bytes, pos, usize::from(seg.max), |b| in_class(seg.class, b));
+            if end - pos < usize::from(seg.min) {
+                return None;
+            }
+            pos = end;
+            last = seg.class;
+        }
+        // Longer than the shape allows, or glued to more of a word: not this token.
+        if last != u8::MAX && bytes.get(pos).is_some_and(|&b| in_class(last, b)) {
+            return None;
+        }
+        if token_continues_at(text, pos) || bytes.get(pos).is_some_and(|b| self.not_before.contains(b)) {
+            return None;
+        }
+        let token = &bytes[body..pos];
+        if self.digit && !has_digit(token) || stand_in(token) {
+            return None;
+        }
+        if self.entropy > 0.0 && super::entropy(token) < self.entropy {
+            return None;
+        }
+        if self.stopwords.iter().any(|w| contains_ci(token, w.as_bytes())) {
+            return None;
+        }
+        Some(pos)
+    }
+
+    /// A token wrapped at the end of its line (a terminal or a chat window broke it): a next
+    /// line that is nothing but a random-looking run of the token's last alphabet is its tail.
+    pub(crate) fn wrapped_end(&self, bytes: &[u8], start: usize, end: usize) -> usize {
+        let Some(class) = self.segments().last().map(|s| s.class).filter(|&c| c != u8::MAX) else {
+            return end;
+        };
+        let next = match bytes.get(end..) {
+            Some([b'\n', ..]) => end + 1,
+            Some([b'\r', b'\n', ..]) => end + 2,
+            _ => return end,
+        };
+        let max = self.max as usize;
+        let tail_end = run_end_max(bytes, next, max, |b| in_class(class, b));
+        let tail = &bytes[next..tail_end];
+        let alone = bytes.get(tail_end).is_none_or(u8::is_ascii_whitespace);
+        let fits = tail_end - next + end - start - self.prefix.len() <= max;
+        if alone && fits && tail.len() >= 8 && mixed_case(tail) && has_digit(tail) {
+            tail_end
+        } else {
+            end
+        }
+    }
+}
+
+/// Filler after a real prefix (`XXXX…`, `0000…`, `EXAMPLE`, `RANDOMSTRINGHERE`): few distinct
+/// characters, a documentation word, or one character category where a generated token mixes
+/// them.
+fn stand_in(token: &[u8]) -> bool {
+    let mut seen = [false; 256];
+    let mut distinct = 0;
+    let (mut lower, mut upper, mut digit) = (false, false, false);
+    for &b in token {
+        if b.is_ascii_alphanumeric() && !seen[usize::from(b)] {
+            seen[usize::from(b)] = true;
+            distinct += 1;
+        }
+        lower |= b.is_ascii_lowercase();
+        upper |= b.is_ascii_uppercase();
+        digit |= b.is_ascii_digit();
+    }
+    if token.len() >= 8 && distinct <= 3 {
+        return true;
+    }
+    if FILLERS.iter().any(|f| contains_ci(token, f)) {
+        return true;
+    }
+    let categories = u8::from(lower) + u8::from(upper) + u8::from(digit);
+    token.len() >= 16 && categories == 1 && !digit && upper
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{SEGMENTS, VENDORS, Vendor, in_class};
+    use crate::{SecretKind, findings};
+
+    include!(concat!(env!("OUT_DIR"), "/samples.rs"));
+
+    /// A tiny deterministic generator (xorshift), so every run checks the same random tokens.
+    struct Rng(u64);
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+        fn below(&mut self, n: usize) -> usize {
+            usize::try_from(self.next() % n as u64).expect("small")
+        }
+    }
+
+    /// A random token of the rule's shape: each class run at a random length within its bounds
+    /// (at most 24 past its minimum), mixing the class's letters and digits as generated tokens do.
+    fn token(v: &Vendor, rng: &mut Rng) -> String {
+        let mut out = String::from_utf8(v.prefix.to_vec()).expect("ascii");
+        for seg in &SEGMENTS[v.segs.0..v.segs.1] {
+            if seg.class == u8::MAX {
+                out.push(char::from(seg.lit));
+                continue;
+            }
+            let alphabet: Vec<u8> = (0..=127u8)
+                .filter(|&b| in_class(seg.class, b) && b.is_ascii_alphanumeric())
+                .collect();
+            let span = usize::from(seg.max - seg.min).min(24);
+            let n = usize::from(seg.min) + rng.below(span + 1);
+            loop {
+                let run: Vec<u8> = (0..n).map(|_| alphabet[rng.below(alphabet.len())]).collect();
+                let kinds = [u8::is_ascii_lowercase, u8::is_ascii_uppercase, u8::is_ascii_digit];
+                let has = |run: &[u8], f: fn(&u8) -> bool| run.iter().any(f);
+                let all = kinds.iter().filter(|&&f| has(&alphabet, f)).count();
+                let wanted = if n >= 12 { all } else { all.min(2) };
+                let got = kinds.iter().filter(|&&f| has(&run, f)).count();
+                if n < 3 || got >= wanted {
+                    out.push_str(std::str::from_utf8(&run).expect("ascii"));
+                    break;
+                }
+            }
+        }
+        out
+    }
+
+    fn caught_as(text: &str, name: &str) -> bool {
+        findings(text).iter().any(|f| f.kind.as_str() == name)
+    }
+
+    #[test]
+    fn every_rule_has_samples_and_judges_them_right() {
+        for (k, v) in VENDORS.iter().enumerate() {
+            let tp = SAMPLES.iter().filter(|s| s.0 == k && s.1).count();
+            let fp = SAMPLES.iter().filter(|s| s.0 == k && !s.1).count();
+            assert!(tp >= 1 && fp >= 1, "rule {} needs samples", v.id);
+            assert!(!v.source.is_empty(), "rule {} cites no source", v.id);
+        }
+        let mut wrong = Vec::new();
+        for &(k, positive, text) in SAMPLES {
+            let v = &VENDORS[k];
+            if positive && !caught_as(text, v.name) {
+                wrong.push(format!("{}: missed {text:?}", v.id));
+            }
+            if !positive && !findings(text).is_empty() {
+                wrong.push(format!("{}: withheld {text:?}", v.id));
+            }
+        }
+        assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    }
+
+    #[test]
+    fn random_tokens_of_each_shape_are_caught_and_fillers_are_not() {
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        let mut wrong = Vec::new();
+        for v in &VENDORS {
+            for _ in 0..20 {
+                let tok = token(v, &mut rng);
+                for text in [
+                    format!("saw {tok} in the log"),
+                    format!("\"{tok}\""),
+                    format!("令牌{tok}请检查"),
+                ] {
+                    // Caught by this rule, or by another whose shape overlaps (`EAAA…` is Square's
+                    // and Facebook's).
+                    if !findings(&text)
+                        .iter()
+                        .any(|f| matches!(f.kind, SecretKind::Vendor(_)))
+                    {
+                        wrong.push(format!("{}: missed {text:?}", v.id));
+                    }
+                }
+            }
+            // The prefix with filler of the shape's length, or alone, is documentation.
+            let tok = token(v, &mut rng);
+            let body = &tok[v.prefix.len()..];
+            for filler in [b'X', b'0', b'#'] {
+                let filled: String = body
+                    .bytes()
+                    .map(|b| {
+                        if b.is_ascii_alphanumeric() {
+                            char::from(filler)
+                        } else {
+                            char::from(b)
+                        }
+                    })
+                    .collect();
+                let prefix = std::str::from_utf8(v.prefix).expect("ascii");
+                let text = format!("e.g. {prefix}{filled} in the docs");
+                if findings(&text)
+                    .iter()
+                    .any(|f| f.kind == SecretKind::Vendor(v.name))
+                {
+                    wrong.push(format!("{}: withheld {text:?}", v.id));
+                }
+            }
+        }
+        assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    }
+
+    #[test]
+    fn the_rule_data_covers_many_providers() {
+        let mut names: Vec<&str> = VENDORS.iter().map(|v| v.name).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert!(
+            VENDORS.len() >= 200 && names.len() >= 100,
+            "{} rules, {} providers",
+            VENDORS.len(),
+            names.len()
+        );
+    }
+}
