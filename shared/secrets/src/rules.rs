@@ -152,6 +152,17 @@ impl Vendor {
     }
 }
 
+/// A value that starts with a vendor prefix and goes on with filler (`glc_1111…`,
+/// `sha256~XXXX_PUT_YOUR_TOKEN_HERE`): a stand-in under any key.
+pub(crate) fn prefix_then_filler(v: &[u8]) -> bool {
+    let Some(&first) = v.first() else { return false };
+    candidates(first).iter().any(|r| {
+        v.len() > r.prefix.len() + 4
+            && v[..r.prefix.len()].eq_ignore_ascii_case(r.prefix)
+            && stand_in(&v[r.prefix.len()..])
+    })
+}
+
 /// Filler after a real prefix (`XXXX…`, `0000…`, `EXAMPLE`, `RANDOMSTRINGHERE`): few distinct
 /// characters, a documentation word, or one character category where a generated token mixes
 /// them.
@@ -171,7 +182,11 @@ fn stand_in(token: &[u8]) -> bool {
     if token.len() >= 8 && distinct <= 3 {
         return true;
     }
-    if FILLERS.iter().any(|f| contains_ci(token, f)) {
+    if FILLERS.iter().any(|f| contains_ci(token, f)) || token.len() >= 20 && super::fabricated(token) {
+        return true;
+    }
+    // Words joined by separators (`my-bot-token`): a generated token has digits or mixed case.
+    if token.len() >= 8 && !digit && !(lower && upper) && token.iter().any(|b| matches!(b, b'-' | b'_')) {
         return true;
     }
     let categories = u8::from(lower) + u8::from(upper) + u8::from(digit);
