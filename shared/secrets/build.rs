@@ -16,6 +16,23 @@ struct File {
     family: String,
     #[serde(default)]
     rule: Vec<Rule>,
+    #[serde(default)]
+    keyword: Vec<Keyword>,
+}
+
+/// A provider named by a keyword in the key, its value of one class run.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Keyword {
+    id: String,
+    name: String,
+    source: String,
+    /// Lowercase words, each a segment of a key (`twitch` in `TWITCH_CLIENT`, `twitchKey`).
+    keywords: Vec<String>,
+    /// The whole value: `[class]{n}` or `[class]{n,m}`.
+    value: String,
+    tp: Vec<String>,
+    fp: Vec<String>,
 }
 
 #[derive(Deserialize)]
@@ -185,13 +202,15 @@ fn main() {
         .collect();
     paths.sort();
     let mut rules: Vec<(String, Rule)> = Vec::new();
+    let mut keyword_rules: Vec<Keyword> = Vec::new();
     let mut families = Vec::new();
     for path in &paths {
         println!("cargo::rerun-if-changed={}", path.display());
         let text = std::fs::read_to_string(path).expect("read rule file");
         let file: File = toml::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         let stem = path.file_stem().expect("stem").to_string_lossy().into_owned();
-        families.push((stem.clone(), file.family, file.rule.len()));
+        families.push((stem.clone(), file.family, file.rule.len() + file.keyword.len()));
+        keyword_rules.extend(file.keyword);
         for r in file.rule {
             rules.push((stem.clone(), r));
         }
@@ -233,22 +252,19 @@ fn main() {
     let mut segs: Vec<Seg> = Vec::new();
     let mut out = String::new();
     let mut table = String::new();
-    for (family, r) in &rules {
+    for (_, r) in &rules {
         let start = segs.len();
         segs.extend(parse_body(&r.body, &r.id, &mut classes));
         let body_max: u32 = segs[start..].iter().map(|s| u32::from(s.max)).sum();
         let _ = writeln!(
             table,
-            "    Vendor {{ id: {:?}, name: {:?}, family: {:?}, source: {:?}, prefix: b{:?}, ci: {}, after_dash: {}, segs: ({start}, {}), max: {body_max}, entropy: {:?}, digit: {}, not_before: b{:?}, stopwords: &{:?} }},",
-            r.id,
+            "    Vendor {{ name: {:?}, prefix: b{:?}, ci: {}, after_dash: {}, segs: ({start}, {}), max: {body_max}, entropy: {:?}, digit: {}, not_before: b{:?}, stopwords: &{:?} }},",
             r.name,
-            family,
-            r.source,
             r.prefix,
             r.ignore_case,
             r.after_dash,
             segs.len(),
-            r.entropy,
+            r.entropy as f32,
             r.digit,
             r.not_before,
             r.stopwords
@@ -257,16 +273,24 @@ fn main() {
                 .collect::<Vec<_>>(),
         );
     }
+    let _ = writeln!(
+        out,
+        "/// Each rule's id, family and cited source, in the order of [`VENDORS`] (kept apart so that an\n/// executable that never reads them does not carry them).\npub static RULE_INFO: [RuleInfo; {}] = [",
+        rules.len()
+    );
+    for (family, r) in &rules {
+        let _ = writeln!(
+            out,
+            "    RuleInfo {{ id: {:?}, family: {:?}, source: {:?} }},",
+            r.id, family, r.source
+        );
+    }
+    let _ = writeln!(out, "];");
     let _ = writeln!(out, "/// Every vendor rule, compiled from `rules/*.toml`.");
     let _ = writeln!(
         out,
         "pub static VENDORS: [Vendor; {}] = [\n{table}];",
         rules.len()
-    );
-    let _ = writeln!(
-        out,
-        "static CLASSES: [[u64; 4]; {}] = {classes:?};",
-        classes.len()
     );
     let _ = writeln!(out, "static SEGMENTS: [Seg; {}] = [", segs.len());
     for s in &segs {
@@ -301,6 +325,12 @@ fn main() {
         "pub static FAMILIES: [(&str, &str, usize); {}] = {families:?};",
         families.len()
     );
+    emit_keywords(&mut out, &keyword_rules, &mut classes, &mut ids);
+    let _ = writeln!(
+        out,
+        "static CLASSES: [[u64; 4]; {}] = {classes:?};",
+        classes.len()
+    );
     // A build script has no injected `Env`: cargo hands it the output directory this way.
     #[allow(clippy::disallowed_methods)]
     let out_dir = std::env::var("OUT_DIR").expect("OUT_DIR");
@@ -309,6 +339,14 @@ fn main() {
     let mut samples = String::from(
         "/// Each rule's samples: rule index, true positive, text.\npub(crate) static SAMPLES: &[(usize, bool, &str)] = &[\n",
     );
+    for (k, r) in keyword_rules.iter().enumerate() {
+        for t in &r.tp {
+            let _ = writeln!(samples, "    ({}, true, {t:?}),", usize::MAX - k);
+        }
+        for t in &r.fp {
+            let _ = writeln!(samples, "    ({}, false, {t:?}),", usize::MAX - k);
+        }
+    }
     for (k, (_, r)) in rules.iter().enumerate() {
         for t in &r.tp {
             let _ = writeln!(samples, "    ({k}, true, {t:?}),");
@@ -319,4 +357,102 @@ fn main() {
     }
     samples.push_str("];\n");
     std::fs::write(Path::new(&out_dir).join("samples.rs"), samples).expect("write samples.rs");
+}
+
+/// The keyword rules: names and keywords in one string each (a rule costs eight bytes, a keyword
+/// six), keywords sorted by first byte with a range index.
+fn emit_keywords(
+    out: &mut String,
+    rules: &[Keyword],
+    classes: &mut Vec<[u64; 4]>,
+    ids: &mut BTreeMap<String, ()>,
+) {
+    let mut names = String::new();
+    let mut table = String::new();
+    let mut info = String::new();
+    let mut words: Vec<(String, usize)> = Vec::new();
+    for (k, r) in rules.iter().enumerate() {
+        assert!(
+            ids.insert(r.id.clone(), ()).is_none(),
+            "duplicate rule id {}",
+            r.id
+        );
+        assert!(
+            !r.tp.is_empty() && !r.fp.is_empty(),
+            "rule {} needs samples",
+            r.id
+        );
+        assert!(!r.source.trim().is_empty(), "rule {} cites no source", r.id);
+        let segs = parse_body(&r.value, &r.id, classes);
+        assert!(
+            segs.len() == 1 && segs[0].class.is_some() && segs[0].min >= 16 && segs[0].max <= 255,
+            "rule {}: a keyword value is one class run of 16 to 255",
+            r.id
+        );
+        let s = &segs[0];
+        let off = names.find(&r.name).unwrap_or_else(|| {
+            names.push_str(&r.name);
+            names.len() - r.name.len()
+        });
+        let _ = writeln!(
+            table,
+            "    KeywordRule {{ name: ({off}, {}), class: {}, min: {}, max: {} }},",
+            r.name.len(),
+            s.class.expect("class"),
+            s.min,
+            s.max
+        );
+        let _ = writeln!(
+            info,
+            "    RuleInfo {{ id: {:?}, family: \"keyword\", source: {:?} }},",
+            r.id, r.source
+        );
+        for w in &r.keywords {
+            assert!(
+                w.len() >= 4
+                    && w.bytes()
+                        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"_.-".contains(&b)),
+                "rule {}: keyword {w:?} must be lowercase, 4 bytes or more",
+                r.id
+            );
+            words.push((w.clone(), k));
+        }
+    }
+    words.sort();
+    let mut blob = String::new();
+    let mut first = vec![(0u16, 0u16); 256];
+    let mut entries = String::new();
+    for (n, (w, k)) in words.iter().enumerate() {
+        let b = usize::from(w.as_bytes()[0]);
+        let n = u16::try_from(n).expect("fewer than 65536 keywords");
+        if first[b].1 == 0 {
+            first[b] = (n, n + 1);
+        } else {
+            first[b].1 = n + 1;
+        }
+        let _ = writeln!(entries, "    ({}, {}, {k}),", blob.len(), w.len());
+        blob.push_str(w);
+    }
+    let _ = writeln!(out, "static KEYWORD_NAMES: &str = {names:?};");
+    let _ = writeln!(
+        out,
+        "static KEYWORD_RULES: [KeywordRule; {}] = [\n{table}];",
+        rules.len()
+    );
+    let _ = writeln!(
+        out,
+        "/// The keyword rules' ids and sources, in the order of the keyword table.\npub static KEYWORD_INFO: [RuleInfo; {}] = [\n{info}];",
+        rules.len()
+    );
+    let _ = writeln!(out, "static KEYWORD_BLOB: &str = {blob:?};");
+    let _ = writeln!(
+        out,
+        "/// Each keyword: offset and length in the blob, rule index."
+    );
+    let _ = writeln!(
+        out,
+        "static KEYWORDS: [(u32, u8, u16); {}] = [\n{entries}];",
+        words.len()
+    );
+    let _ = writeln!(out, "static KEYWORD_FIRST: [(u16, u16); 256] = {first:?};");
 }

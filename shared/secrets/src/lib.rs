@@ -119,7 +119,7 @@ use std::borrow::Cow;
 
 mod rules;
 
-pub use rules::{FAMILIES, VENDORS, Vendor};
+pub use rules::{FAMILIES, KEYWORD_INFO, RULE_INFO, RuleInfo, VENDORS, Vendor};
 
 /// Which rule matched, content-free (safe to put in a diagnostic).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -970,6 +970,7 @@ impl<'t> Scan<'t> {
             return;
         }
         self.credential_pair_at(key, kend);
+        self.keyword_value_at(kend, key);
         let Some(word) = secret_word(key) else {
             // `DB_KENNWORT`, `db_contraseña`, `db_пароль`: the word of another language as a
             // segment.
@@ -998,6 +999,60 @@ impl<'t> Scan<'t> {
             SecretKind::Assignment
         };
         self.assignment_after(i, kend, key, strength, kind, false);
+    }
+
+    /// A provider's word in a key that names no secret (`sourcegraph: …`, `TWITCH_CLIENT=…`,
+    /// `set("algolia", "…")`, `<datadog>…</datadog>`, `facebook …`), then any assignment or
+    /// argument syntax, then a random-looking value of that provider's shape (see the keyword
+    /// rules in `rules/keyword.toml`).
+    fn keyword_value_at(&mut self, kend: usize, key: &[u8]) {
+        let bytes = self.bytes;
+        let mut p = kend;
+        // A quoted key's closing quote, then blanks, an operator of up to three bytes (`=`, `:`,
+        // `:=`, `=>`, `?=`, `::=`, `.=`, `,`, `>`), blanks and an opening quote.
+        if matches!(bytes.get(p), Some(b'"' | b'\'' | b'`')) {
+            p += 1;
+        }
+        let blank = |b: &u8| matches!(b, b' ' | b'\t');
+        while bytes.get(p).is_some_and(blank) {
+            p += 1;
+        }
+        let op = p;
+        while p - op < 3 && matches!(bytes.get(p), Some(b'=' | b':' | b'>' | b'?' | b',' | b'.' | b'|')) {
+            p += 1;
+        }
+        if p == kend {
+            return; // glued to the key: part of a word
+        }
+        while bytes.get(p).is_some_and(blank) {
+            p += 1;
+        }
+        if matches!(bytes.get(p), Some(b'"' | b'\'' | b'`')) {
+            p += 1;
+        }
+        let end = run_end_max(bytes, p, 256, |b| {
+            b.is_ascii_alphanumeric() || b"-_+/=.~".contains(&b)
+        });
+        let value = &bytes[p..end];
+        let closed = bytes
+            .get(end)
+            .is_none_or(|&b| b.is_ascii_whitespace() || b"\"'`;,<)]}|".contains(&b));
+        if value.len() < 16
+            || !closed
+            || !has_digit(value)
+            || !value.iter().any(u8::is_ascii_alphabetic)
+            || entropy(value) < 3.0
+            || is_placeholder(value)
+        {
+            return;
+        }
+        if let Some(name) = rules::keyword_match(key, value) {
+            self.push(SecretKind::Vendor(name), p, end);
+        } else if secret_word(key).is_some() && looks_random(value, 16) && entropy(value) >= 3.5 {
+            // A secret word's key with a generated value, whatever joins them (`access_token
+            // <value>`, `set("api_key", "<value>")`, `<secret>…</secret>`).
+            self.push(SecretKind::Assignment, p, end);
+        }
     }
 
     /// The word for password in another language (see [`PASSWORD_WORDS`]), judged as `password`

@@ -7,14 +7,8 @@ use super::{contains_ci, has_digit, mixed_case, run_end_max, token_continues_at}
 /// from the public rule sets of gitleaks, trufflehog and detect-secrets and vendor docs, cited
 /// in each entry's `source`).
 pub struct Vendor {
-    /// The rule's unique id in the data.
-    pub id: &'static str,
     /// The rule name shown in diagnostics (one per provider).
     pub name: &'static str,
-    /// The data file (family) the rule comes from.
-    pub family: &'static str,
-    /// Where the facts come from.
-    pub source: &'static str,
     /// The literal the token starts with.
     pub prefix: &'static [u8],
     ci: bool,
@@ -22,10 +16,20 @@ pub struct Vendor {
     segs: (usize, usize),
     /// The body's longest length.
     max: u32,
-    entropy: f64,
+    entropy: f32,
     digit: bool,
     not_before: &'static [u8],
     stopwords: &'static [&'static str],
+}
+
+/// Where a rule of [`VENDORS`] comes from (same index).
+pub struct RuleInfo {
+    /// The rule's unique id in the data.
+    pub id: &'static str,
+    /// The data file (family) it is in.
+    pub family: &'static str,
+    /// Where its facts come from.
+    pub source: &'static str,
 }
 
 /// One piece of a body: a run of `min..=max` bytes of a class, or a literal byte (`class` is
@@ -37,7 +41,104 @@ struct Seg {
     max: u16,
 }
 
+/// A provider named by a keyword in the key: its name (a slice of `KEYWORD_NAMES`) and the
+/// value's one class run.
+struct KeywordRule {
+    name: (u16, u8),
+    class: u8,
+    min: u8,
+    max: u8,
+}
+
 include!(concat!(env!("OUT_DIR"), "/rules.rs"));
+
+/// Key words that make a key metadata about a provider rather than its credential.
+const METADATA: &[&[u8]] = &[
+    b"sha",
+    b"hash",
+    b"commit",
+    b"checksum",
+    b"digest",
+    b"version",
+    b"release",
+    b"revision",
+    b"etag",
+    b"uuid",
+    b"url",
+    b"name",
+    b"email",
+    b"user",
+    b"build",
+    b"region",
+    b"host",
+    b"path",
+    b"file",
+    b"public",
+    b"pub_",
+];
+
+/// Whether a keyword may start at `j` of `key`: at its start, after a non-letter, or where a
+/// CamelCase word starts.
+fn segment_start(key: &[u8], j: usize) -> bool {
+    j == 0
+        || !key[j - 1].is_ascii_alphabetic()
+        || key[j - 1].is_ascii_lowercase() && key[j].is_ascii_uppercase()
+}
+
+/// The provider whose keyword is a segment of `key` and whose value shape `value` has, if any.
+/// `value` has been judged random-looking by the caller.
+pub(crate) fn keyword_match(key: &[u8], value: &[u8]) -> Option<&'static str> {
+    // Metadata words count outside the provider's word (`buildkite`, `userflow` are names).
+    let metadata = |part: &[u8]| METADATA.iter().any(|m| contains_ci(part, m)) || id_segment(part);
+    for j in 0..key.len() {
+        if !segment_start(key, j) {
+            continue;
+        }
+        let (lo, hi) = KEYWORD_FIRST[usize::from(key[j].to_ascii_lowercase())];
+        for &(off, len, rule) in &KEYWORDS[usize::from(lo)..usize::from(hi)] {
+            let word = &KEYWORD_BLOB.as_bytes()[off as usize..off as usize + usize::from(len)];
+            let Some(span) = key
+                .get(j..j + word.len())
+                .filter(|k| k.eq_ignore_ascii_case(word))
+            else {
+                continue;
+            };
+            // The whole word, not a piece of another: no CamelCase boundary inside it
+            // (`sumOfExposures` is not `sumo`), none of a longer word's letters after it.
+            let inner_camel = span
+                .windows(2)
+                .any(|w| w[0].is_ascii_lowercase() && w[1].is_ascii_uppercase());
+            let longer = key
+                .get(j + word.len())
+                .is_some_and(|&b| b.is_ascii_lowercase() && span[span.len() - 1].is_ascii_lowercase());
+            if inner_camel || longer {
+                continue;
+            }
+            if metadata(&key[..j]) || metadata(&key[j + word.len()..]) {
+                return None;
+            }
+            let r = &KEYWORD_RULES[usize::from(rule)];
+            if (usize::from(r.min)..=usize::from(r.max)).contains(&value.len())
+                && value.iter().all(|&b| in_class(r.class, b))
+            {
+                let (off, len) = (usize::from(r.name.0), usize::from(r.name.1));
+                return Some(&KEYWORD_NAMES[off..off + len]);
+            }
+        }
+    }
+    None
+}
+
+/// `…_id`, `…Id`, `ID_…`: an identifier of the provider's, not its secret.
+fn id_segment(key: &[u8]) -> bool {
+    key.windows(2).enumerate().any(|(j, w)| {
+        w.eq_ignore_ascii_case(b"id")
+            && (j == 0
+                || !key[j - 1].is_ascii_alphabetic()
+                || w[0] == b'I' && key[j - 1].is_ascii_lowercase())
+            && key.get(j + 2).is_none_or(|b| !b.is_ascii_lowercase())
+    })
+}
 
 fn in_class(class: u8, b: u8) -> bool {
     CLASSES[usize::from(class)][usize::from(b >> 6)] & (1 << (b & 63)) != 0
@@ -119,7 +220,7 @@ impl Vendor {
         if self.digit && !has_digit(token) || stand_in(token) {
             return None;
         }
-        if self.entropy > 0.0 && super::entropy(token) < self.entropy {
+        if self.entropy > 0.0 && super::entropy(token) < f64::from(self.entropy) {
             return None;
         }
         if self.stopwords.iter().any(|w| contains_ci(token, w.as_bytes())) {
@@ -195,7 +296,7 @@ fn stand_in(token: &[u8]) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::{SEGMENTS, VENDORS, Vendor, in_class};
+    use super::{KEYWORD_INFO, KEYWORD_RULES, RULE_INFO, SEGMENTS, VENDORS, Vendor, in_class};
     use crate::{SecretKind, findings};
 
     include!(concat!(env!("OUT_DIR"), "/samples.rs"));
@@ -253,17 +354,37 @@ mod tests {
         for (k, v) in VENDORS.iter().enumerate() {
             let tp = SAMPLES.iter().filter(|s| s.0 == k && s.1).count();
             let fp = SAMPLES.iter().filter(|s| s.0 == k && !s.1).count();
-            assert!(tp >= 1 && fp >= 1, "rule {} needs samples", v.id);
-            assert!(!v.source.is_empty(), "rule {} cites no source", v.id);
+            let info = &RULE_INFO[k];
+            assert!(tp >= 1 && fp >= 1, "rule {} ({}) needs samples", info.id, v.name);
+            assert!(!info.source.is_empty(), "rule {} cites no source", info.id);
         }
         let mut wrong = Vec::new();
         for &(k, positive, text) in SAMPLES {
+            if k >= VENDORS.len() {
+                // A keyword rule's sample: caught under that rule's name.
+                let r = &KEYWORD_RULES[usize::MAX - k];
+                let name = &super::KEYWORD_NAMES[usize::from(r.name.0)..][..usize::from(r.name.1)];
+                let id = KEYWORD_INFO[usize::MAX - k].id;
+                // Several providers share a word (`azure`, `datadog`): any of them may name it.
+                let _ = name;
+                if positive
+                    && !findings(text)
+                        .iter()
+                        .any(|f| matches!(f.kind, SecretKind::Vendor(_)))
+                {
+                    wrong.push(format!("{id}: missed {text:?}"));
+                }
+                if !positive && !findings(text).is_empty() {
+                    wrong.push(format!("{id}: withheld {text:?}"));
+                }
+                continue;
+            }
             let v = &VENDORS[k];
             if positive && !caught_as(text, v.name) {
-                wrong.push(format!("{}: missed {text:?}", v.id));
+                wrong.push(format!("{}: missed {text:?}", RULE_INFO[k].id));
             }
             if !positive && !findings(text).is_empty() {
-                wrong.push(format!("{}: withheld {text:?}", v.id));
+                wrong.push(format!("{}: withheld {text:?}", RULE_INFO[k].id));
             }
         }
         assert!(wrong.is_empty(), "{}", wrong.join("\n"));
@@ -273,7 +394,7 @@ mod tests {
     fn random_tokens_of_each_shape_are_caught_and_fillers_are_not() {
         let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
         let mut wrong = Vec::new();
-        for v in &VENDORS {
+        for (v, info) in VENDORS.iter().zip(&RULE_INFO) {
             for _ in 0..20 {
                 let tok = token(v, &mut rng);
                 for text in [
@@ -287,7 +408,7 @@ mod tests {
                         .iter()
                         .any(|f| matches!(f.kind, SecretKind::Vendor(_)))
                     {
-                        wrong.push(format!("{}: missed {text:?}", v.id));
+                        wrong.push(format!("{}: missed {text:?}", info.id));
                     }
                 }
             }
@@ -311,7 +432,7 @@ mod tests {
                     .iter()
                     .any(|f| f.kind == SecretKind::Vendor(v.name))
                 {
-                    wrong.push(format!("{}: withheld {text:?}", v.id));
+                    wrong.push(format!("{}: withheld {text:?}", info.id));
                 }
             }
         }
@@ -321,6 +442,7 @@ mod tests {
     #[test]
     fn the_rule_data_covers_many_providers() {
         let mut names: Vec<&str> = VENDORS.iter().map(|v| v.name).collect();
+        names.extend(KEYWORD_INFO.iter().map(|i| i.source));
         names.sort_unstable();
         names.dedup();
         assert!(
