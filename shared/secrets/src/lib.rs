@@ -922,6 +922,9 @@ impl<'t> Scan<'t> {
             (end - start >= 10 && bytes.get(end) == Some(&b'.')).then_some(end + 1)
         };
         let payload = json_segment(self, i)?;
+        if !jwt_header(&bytes[i..payload - 1]) {
+            return None;
+        }
         let signature = json_segment(self, payload)?;
         let end = self.b64url_end(signature);
         (end - signature >= 8 && !token_continues_at(self.text, end)).then_some(end)
@@ -970,6 +973,10 @@ impl<'t> Scan<'t> {
             return;
         }
         self.credential_pair_at(key, kend);
+        // A key that calls itself public (`public key: MIIBIj…`, `publishable key pk_live_…`).
+        if key.eq_ignore_ascii_case(b"key") && public_word_before(bytes, i) {
+            return;
+        }
         self.keyword_value_at(kend, key);
         let Some(word) = secret_word(key) else {
             // `DB_KENNWORT`, `db_contraseña`, `db_пароль`: the word of another language as a
@@ -1018,39 +1025,77 @@ impl<'t> Scan<'t> {
             p += 1;
         }
         let op = p;
-        while p - op < 3 && matches!(bytes.get(p), Some(b'=' | b':' | b'>' | b'?' | b',' | b'.' | b'|')) {
+        while p - op < 3
+            && matches!(
+                bytes.get(p),
+                Some(b'=' | b':' | b'>' | b'?' | b',' | b'.' | b'|' | b'!')
+            )
+        {
             p += 1;
         }
+        let has_operator = p > op;
         if p == kend {
             return; // glued to the key: part of a word
         }
         while bytes.get(p).is_some_and(blank) {
             p += 1;
         }
-        if matches!(bytes.get(p), Some(b'"' | b'\'' | b'`')) {
+        let quote = bytes.get(p).copied().filter(|b| matches!(b, b'"' | b'\'' | b'`'));
+        if quote.is_some() {
             p += 1;
         }
-        let end = run_end_max(bytes, p, 256, |b| {
+        let token_end = run_end_max(bytes, p, 256, |b| {
             b.is_ascii_alphanumeric() || b"-_+/=.~".contains(&b)
         });
-        let value = &bytes[p..end];
-        let closed = bytes
-            .get(end)
+        let token = &bytes[p..token_end];
+        let token_closed = bytes
+            .get(token_end)
             .is_none_or(|&b| b.is_ascii_whitespace() || b"\"'`;,<)]}|".contains(&b));
-        if value.len() < 16
-            || !closed
-            || !has_digit(value)
-            || !value.iter().any(u8::is_ascii_alphabetic)
-            || entropy(value) < 3.0
-            || is_placeholder(value)
+        if token_closed
+            && token.len() >= 16
+            && has_digit(token)
+            && token.iter().any(u8::is_ascii_alphabetic)
+            && entropy(token) >= 3.0
+            && !is_placeholder(token)
+            && let Some(name) = rules::keyword_match(key, token)
         {
+            self.push(SecretKind::Vendor(name), p, token_end);
             return;
         }
-        if let Some(name) = rules::keyword_match(key, value) {
-            self.push(SecretKind::Vendor(name), p, end);
-        } else if secret_word(key).is_some() && looks_random(value, 16) && entropy(value) >= 3.5 {
-            // A secret word's key with a generated value, whatever joins them (`access_token
-            // <value>`, `set("api_key", "<value>")`, `<secret>…</secret>`).
+        if secret_word(key).is_none() {
+            return;
+        }
+        // A secret word's key with a generated value, whatever joins them (`access_token
+        // <value>`, `set("api_key", "<value>")`, `<secret>…</secret>`, `if (pw == "<value>")`):
+        // quoted, the value runs to its closing quote on the line and may hold any symbol.
+        let quoted_end = quote.and_then(|q| {
+            let line = run_end_max(bytes, p, 256, |b| b != q && b != b'\n');
+            (bytes.get(line) == Some(&q)).then_some(line)
+        });
+        // Unquoted, a password with symbols runs to the next blank (structure trimmed off its
+        // end); code (`getPassword(cfg)`, `a.b[c]`) is told by its shape and lower entropy.
+        let unquoted = || {
+            let raw = run_end_max(bytes, p, 256, |b| !b.is_ascii_whitespace());
+            let v = trim_end_of(&bytes[p..raw], |b| matches!(b, b',' | b';' | b'"' | b'\'' | b'`'));
+            let symbols = v.iter().filter(|b| b.is_ascii_punctuation()).count();
+            let code = code_expression(v) || v.windows(2).any(|w| w == b"()") || v.contains(&b'\\');
+            (symbols >= 4 && !code && entropy(v) >= 4.0).then_some(p + v.len())
+        };
+        let (end, closed) = match quoted_end {
+            Some(e) => (e, true),
+            None if quote.is_none() && has_operator => {
+                unquoted().map_or((token_end, token_closed), |e| (e, true))
+            }
+            None => (token_end, token_closed),
+        };
+        let value = &bytes[p..end];
+        if closed
+            && value.len() >= 16
+            && !value.contains(&b' ')
+            && looks_random(value, 16)
+            && entropy(value) >= 3.5
+            && !is_placeholder(value)
+        {
             self.push(SecretKind::Assignment, p, end);
         }
     }
@@ -1929,7 +1974,7 @@ impl<'t> Scan<'t> {
         }
         let body = i + ".atlasv1.".len();
         let end = run_end_max(bytes, body, 71, b64url);
-        if (60..=70).contains(&(end - body)) && !word_at(self.text, end) {
+        if (60..=70).contains(&(end - body)) && !word_at(self.text, end) && !fabricated(&bytes[body..end]) {
             self.push(SecretKind::Vendor("terraform_token"), start, end);
         }
     }
@@ -1946,7 +1991,7 @@ impl<'t> Scan<'t> {
             return;
         }
         let end = run_end_max(bytes, i + 1, 35, class);
-        if (31..=34).contains(&(end - i - 1)) {
+        if (31..=34).contains(&(end - i - 1)) && !fabricated(&bytes[i + 1..end]) {
             self.push(SecretKind::Vendor("azure_client_secret"), start, end);
         }
     }
@@ -2137,8 +2182,40 @@ const QUALIFIERS: Words = words_of!(
 const PREFIX_QUALIFIERS: Words = words_of!(
     b"max min num n total prompt input output completion forgot reset show \
     hide is has use no next prev last first count cached reasoning thinking context byte bypass validate \
-    check verify require toggle by com sur existing socket"
+    check verify require toggle by com sur existing socket public publishable pub"
 );
+
+/// Words glued to `key` that make it a credential's name (`apikey`, `SECRETKEY`, `masterkey`).
+const KEY_COMPOUNDS: &[&[u8]] = &[
+    b"api",
+    b"secret",
+    b"access",
+    b"private",
+    b"master",
+    b"signing",
+    b"encryption",
+    b"client",
+    b"license",
+    b"licence",
+    b"app",
+    b"auth",
+    b"service",
+    b"session",
+    b"hmac",
+    b"crypto",
+    b"cipher",
+    b"sign",
+    b"root",
+    b"admin",
+    b"account",
+    b"enc",
+    b"server",
+    b"storage",
+    b"shared",
+    b"sdk",
+    b"dev",
+    b"prod",
+];
 
 /// The strongest secret word in `key`, unless a qualifier makes the key metadata.
 fn secret_word(key: &[u8]) -> Option<SecretWord> {
@@ -2188,7 +2265,24 @@ fn secret_word(key: &[u8]) -> Option<SecretWord> {
                 .or_else(|| eat_ci(key, j, b"pass").map(|e| (e, Strength::Weak, false))),
             b's' => eat_ci(key, j, b"secret").map(|e| (e, Strength::Strong, false)),
             b't' => eat_ci(key, j, b"token").map(|e| (e, Strength::Strong, false)),
-            b'k' => eat_ci(key, j, b"key").map(|e| (e, Strength::Weak, false)),
+            // `key` as a word of its own or glued to a word that makes it one (`apikey`,
+            // `masterKey`), not inside another word (`keycloak`, `monkey`, `hotkey`).
+            b'k' => eat_ci(key, j, b"key")
+                .filter(|&e| {
+                    let after = key.get(e).copied();
+                    let plural = after.is_some_and(|b| b | 0x20 == b's')
+                        && key.get(e + 1).is_none_or(|b| !b.is_ascii_lowercase());
+                    let word_ends = after.is_none_or(|b| !b.is_ascii_lowercase()) || plural;
+                    let glued = j > 0
+                        && key[j - 1].is_ascii_alphabetic()
+                        && !(key[j - 1].is_ascii_lowercase() && key[j].is_ascii_uppercase());
+                    word_ends
+                        && (!glued
+                            || KEY_COMPOUNDS.iter().any(|c| {
+                                key[..j].len() >= c.len() && key[j - c.len()..j].eq_ignore_ascii_case(c)
+                            }))
+                })
+                .map(|e| (e, Strength::Weak, false)),
             b'a' => two_part(key, j, b"api", b"key")
                 .or_else(|| two_part(key, j, b"access", b"key"))
                 .map(|e| (e, Strength::Strong, false))
@@ -2361,6 +2455,24 @@ fn strong_word_before(bytes: &[u8], i: usize) -> bool {
     matches!(
         lower(&bytes[start..before], &mut [0; 16]),
         b"api" | b"secret" | b"access" | b"private" | b"signing" | b"encryption" | b"master" | b"client"
+    )
+}
+
+/// `public key`, `publishable key`, `Public Key`: the word before `key` (at `i`) says it is not
+/// a secret.
+fn public_word_before(bytes: &[u8], i: usize) -> bool {
+    let Some(before) = i.checked_sub(1).filter(|&p| bytes[p] == b' ') else {
+        return false;
+    };
+    let start = before
+        - bytes[..before]
+            .iter()
+            .rev()
+            .take_while(|b| b.is_ascii_alphabetic())
+            .count();
+    matches!(
+        lower(&bytes[start..before], &mut [0; 16]),
+        b"public" | b"publishable"
     )
 }
 
@@ -2556,6 +2668,11 @@ fn value_is_secret(bytes: &[u8], value: &Value, key: &[u8], strength: Strength, 
         return false;
     }
     if is_placeholder(v) || is_reference(v) || same_as_key(v, key) || yaml_tag(bytes, value) {
+        return false;
+    }
+    // Cut short on purpose (`ops_eyJzaWdu...`, `sk-…`): an elided value is not the secret.
+    let after = &bytes[value.raw_end.min(bytes.len())..];
+    if after.starts_with(b"...") || after.starts_with("\u{2026}".as_bytes()) {
         return false;
     }
     // A leading `-` is a flag or a negative number, except in a glued shell literal
@@ -3040,11 +3157,12 @@ fn is_placeholder(v: &[u8]) -> bool {
     // A slot fills the whole value: `{name}`, `[REDACTED:…]`, `$NAME`, `$USER:$PASS`; `{Xk9#mQ2z`
     // and `$uP3r-S3cret!9` are passwords that start with a symbol.
     let closed = |close: u8| v.len() > 1 && v.last() == Some(&close);
+    // `$NAME`, `$USER:$PASS`, `$API_URL/$COMMIT`: references joined by separators.
     let variable = first == b'$'
         && v.len() > 1
         && v[1..]
             .iter()
-            .all(|&b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b':' | b'$'));
+            .all(|&b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b':' | b'$' | b'/' | b'@' | b'.'));
     if first == b'<'
         || variable
         || first == b'{' && closed(b'}')
@@ -3058,8 +3176,9 @@ fn is_placeholder(v: &[u8]) -> bool {
         return true;
     }
     if EXACT.iter().any(|w| v.eq_ignore_ascii_case(w))
-        || TEMPLATED.iter().any(|w| contains_ci(v, w))
-        || format_slot(v)
+        || TEMPLATED.iter().any(|w| contains_ci(v, w)) && templated(v)
+        || fake_words(v)
+        || format_slot(v) && templated(v)
         || printf_slot(v)
         || masked(v)
         || placeholder_words(v)
@@ -3077,6 +3196,85 @@ fn is_placeholder(v: &[u8]) -> bool {
         }
     }
     n <= 2 || (v.len() >= 6 && n <= 3)
+}
+
+/// Whether every template opening in `v` (`${`, `{{`, `$(`) is a well-formed reference
+/// (`${DB_PASS}`, `{{ .Values.password }}`, `$(cat /run/secrets/db)`), or `v` elides (`...`):
+/// a password may hold these characters too (`m{{h}o)p${e]nob(ody…`), and then it is one.
+fn templated(v: &[u8]) -> bool {
+    if contains_ci(v, b"...") || contains_ci(v, "\u{2026}".as_bytes()) {
+        return true;
+    }
+    let mut k = 0;
+    while k + 1 < v.len() {
+        let three = v.get(k..k + 3) == Some(b"${{".as_slice());
+        let close: &[u8] = match &v[k..k + 2] {
+            b"${" if three => {
+                k += 1;
+                b"}}"
+            }
+            b"${" => b"}",
+            b"{{" => b"}}",
+            b"$(" => b")",
+            _ => {
+                k += 1;
+                continue;
+            }
+        };
+        let from = k + 2;
+        // A reference cut at the value's end (code ends a value before a closing bracket).
+        let len = match v[from..].windows(close.len()).position(|w| w == close) {
+            Some(len) => len,
+            None if close == b"}" || close == b")" => v.len() - from,
+            None => return false,
+        };
+        let body = &v[from..from + len];
+        let name_like = |b: &u8| b.is_ascii_alphanumeric() || b" _.:-|\"'/[],=?$".contains(b);
+        if body.trim_ascii().is_empty() || !body.iter().all(name_like) {
+            return false;
+        }
+        k = (from + len + close.len()).min(v.len());
+    }
+    true
+}
+
+/// A value that says it is made up (`somefakekey`, `a-fake-tooshort-key`, `dummy_secret`).
+fn fake_words(v: &[u8]) -> bool {
+    [b"fake".as_slice(), b"dummy", b"notreal", b"not_real", b"not-real", b"[REDACTED:"]
+        .iter()
+        .any(|w| contains_ci(v, w))
+        // Nothing but punctuation is not a value (`,.:-¨@*¿?!`).
+        || std::str::from_utf8(v).is_ok_and(|t| !t.is_empty() && !t.chars().any(char::is_alphanumeric))
+}
+
+/// Whether a JWT's first segment decodes to a JSON object naming its algorithm (`{"alg":…}`):
+/// `eyJhbasdGciOi…` with letters typed into it decodes to neither. A header longer than 2 KiB
+/// is not decoded, and passes.
+fn jwt_header(seg: &[u8]) -> bool {
+    if seg.len() > 2048 {
+        return true;
+    }
+    let mut out = [0u8; 1536];
+    let (mut acc, mut bits, mut n) = (0u32, 0u32, 0usize);
+    for &b in seg {
+        let v = match b {
+            b'A'..=b'Z' => b - b'A',
+            b'a'..=b'z' => b - b'a' + 26,
+            b'0'..=b'9' => b - b'0' + 52,
+            b'-' | b'+' => 62,
+            b'_' | b'/' => 63,
+            _ => return false,
+        };
+        acc = (acc << 6) | u32::from(v);
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            out[n] = (acc >> bits) as u8;
+            n += 1;
+        }
+    }
+    let json = out[..n].trim_ascii();
+    json.starts_with(b"{") && json.ends_with(b"}") && json.windows(5).any(|w| w == b"\"alg\"")
 }
 
 /// Made up by hand rather than generated: a long value holding a run of six consecutive
@@ -3097,7 +3295,20 @@ pub(crate) fn fabricated(v: &[u8]) -> bool {
             run = 1;
         }
     }
-    v.windows(7).any(|w| w == b"EXAMPLE")
+    v.windows(7).any(|w| w == b"EXAMPLE") || filler_run(v)
+}
+
+/// Six or more of one character in a row (`000000`, `xxxxxx`, `AAAAAA`, `######`): typed, not
+/// generated (a random 64-digit hex value holds such a run once in twenty thousand).
+pub(crate) fn filler_run(v: &[u8]) -> bool {
+    let mut run = 1;
+    for w in v.windows(2) {
+        run = if w[0] == w[1] { run + 1 } else { 1 };
+        if run >= 6 {
+            return true;
+        }
+    }
+    false
 }
 
 /// A `{name}` format slot inside the value (`user:{user_id}`).

@@ -213,7 +213,13 @@ impl Vendor {
         if last != u8::MAX && bytes.get(pos).is_some_and(|&b| in_class(last, b)) {
             return None;
         }
-        if token_continues_at(text, pos) || bytes.get(pos).is_some_and(|b| self.not_before.contains(b)) {
+        // Cut short by filler (`xoxp-5723…-####`, `ghp_abc…`): a stand-in.
+        let filler_after =
+            matches!(bytes.get(pos), Some(b'#' | b'*')) || bytes[pos..].starts_with("\u{2026}".as_bytes());
+        if filler_after
+            || token_continues_at(text, pos)
+            || bytes.get(pos).is_some_and(|b| self.not_before.contains(b))
+        {
             return None;
         }
         let token = &bytes[body..pos];
@@ -283,7 +289,10 @@ fn stand_in(token: &[u8]) -> bool {
     if token.len() >= 8 && distinct <= 3 {
         return true;
     }
-    if FILLERS.iter().any(|f| contains_ci(token, f)) || token.len() >= 20 && super::fabricated(token) {
+    if FILLERS.iter().any(|f| contains_ci(token, f))
+        || token.len() >= 20 && super::fabricated(token)
+        || token.len() >= 12 && super::filler_run(token)
+    {
         return true;
     }
     // Words joined by separators (`my-bot-token`): a generated token has digits or mixed case.
