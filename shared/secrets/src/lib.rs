@@ -977,7 +977,7 @@ impl<'t> Scan<'t> {
         if key.eq_ignore_ascii_case(b"key") && public_word_before(bytes, i) {
             return;
         }
-        self.keyword_value_at(kend, key);
+        self.keyword_value_at(kend, key, false);
         let Some(word) = secret_word(key) else {
             // `DB_KENNWORT`, `db_contraseña`, `db_пароль`: the word of another language as a
             // segment.
@@ -1006,13 +1006,14 @@ impl<'t> Scan<'t> {
             SecretKind::Assignment
         };
         self.assignment_after(i, kend, key, strength, kind, false);
+        self.keyword_value_at(kend, key, true);
     }
 
     /// A provider's word in a key that names no secret (`sourcegraph: …`, `TWITCH_CLIENT=…`,
     /// `set("algolia", "…")`, `<datadog>…</datadog>`, `facebook …`), then any assignment or
     /// argument syntax, then a random-looking value of that provider's shape (see the keyword
     /// rules in `rules/keyword.toml`).
-    fn keyword_value_at(&mut self, kend: usize, key: &[u8]) {
+    fn keyword_value_at(&mut self, kend: usize, key: &[u8], generic: bool) {
         let bytes = self.bytes;
         let mut p = kend;
         // A quoted key's closing quote, then blanks, an operator of up to three bytes (`=`, `:`,
@@ -1024,14 +1025,32 @@ impl<'t> Scan<'t> {
         while bytes.get(p).is_some_and(blank) {
             p += 1;
         }
+        // A typed declaration's type (`dbPassword string = …`, `password: &str = …`,
+        // `secretKey: String = …`) stands between the key and its `=`.
+        if let Some(eq) = declared_type_end(bytes, p) {
+            p = eq;
+        }
         let op = p;
-        while p - op < 3
+        // Any run of operator bytes (`=`, `:=`, `?=`, `::=`, `:::=`, `.=`, `=>`, `<-`, `,`, `>`,
+        // `==`, `!==`), or a dash between blanks (`auth token - …`).
+        while p - op < 4
             && matches!(
                 bytes.get(p),
-                Some(b'=' | b':' | b'>' | b'?' | b',' | b'.' | b'|' | b'!')
+                Some(b'=' | b':' | b'>' | b'?' | b',' | b'.' | b'|' | b'!' | b'<')
             )
         {
             p += 1;
+        }
+        if p == op && bytes.get(p) == Some(&b'-') && p > kend && bytes.get(p + 1).is_some_and(blank) {
+            p += 1;
+        }
+        if bytes[op..p].starts_with(b"<<") || bytes[op..p].starts_with(b"|") {
+            return; // a here-string or a pipe feeds a command, which its own rule reads
+        }
+        if bytes.get(op..op + 2) == Some(b"<-") {
+            p = op + 2;
+        } else if bytes[op..p] == *b"<" {
+            p = op; // an opening tag's `<` is not an operator
         }
         let has_operator = p > op;
         if p == kend {
@@ -1040,12 +1059,26 @@ impl<'t> Scan<'t> {
         while bytes.get(p).is_some_and(blank) {
             p += 1;
         }
+        // An INI value continued on the next, indented line (`password =\n    …`).
+        if has_operator {
+            let next = match bytes.get(p..) {
+                Some([b'\n', ..]) => p + 1,
+                Some([b'\r', b'\n', ..]) => p + 2,
+                _ => p,
+            };
+            if next > p && bytes.get(next).is_some_and(blank) {
+                p = next;
+                while bytes.get(p).is_some_and(blank) {
+                    p += 1;
+                }
+            }
+        }
         let quote = bytes.get(p).copied().filter(|b| matches!(b, b'"' | b'\'' | b'`'));
         if quote.is_some() {
             p += 1;
         }
         let token_end = run_end_max(bytes, p, 256, |b| {
-            b.is_ascii_alphanumeric() || b"-_+/=.~".contains(&b)
+            b.is_ascii_alphanumeric() || b"-_+/=.~|".contains(&b)
         });
         let token = &bytes[p..token_end];
         let token_closed = bytes
@@ -1057,12 +1090,13 @@ impl<'t> Scan<'t> {
             && token.iter().any(u8::is_ascii_alphabetic)
             && entropy(token) >= 3.0
             && !is_placeholder(token)
+            && !generic
             && let Some(name) = rules::keyword_match(key, token)
         {
             self.push(SecretKind::Vendor(name), p, token_end);
             return;
         }
-        if secret_word(key).is_none() {
+        if !generic || secret_word(key).is_none() {
             return;
         }
         // A secret word's key with a generated value, whatever joins them (`access_token
@@ -1089,11 +1123,25 @@ impl<'t> Scan<'t> {
             None => (token_end, token_closed),
         };
         let value = &bytes[p..end];
+        // A strong word's value may be a short password; a weak word's must look generated.
+        let strong = secret_word(key).is_some_and(|w| w.strength == Strength::Strong);
+        let random = if strong {
+            looks_random(value, 8) && !identifier_like(value) && !numeric_like(value)
+        } else {
+            looks_random(value, 16) && entropy(value) >= 3.5
+        };
+        // What the rules for this key's syntax found stands (their span and kind are finer).
+        let found = self
+            .found
+            .iter()
+            .rev()
+            .take(8)
+            .any(|f| f.start < end && p < f.end);
         if closed
-            && value.len() >= 16
+            && !found
+            && (has_operator || quoted_end.is_some())
             && !value.contains(&b' ')
-            && looks_random(value, 16)
-            && entropy(value) >= 3.5
+            && random
             && !is_placeholder(value)
         {
             self.push(SecretKind::Assignment, p, end);
@@ -2458,6 +2506,29 @@ fn strong_word_before(bytes: &[u8], i: usize) -> bool {
     )
 }
 
+/// Where a declared type after a key ends at its `=` (`dbPassword string = …`, `password:
+/// &str = …`, `val secretKey: String = …`), if one does.
+fn declared_type_end(bytes: &[u8], p: usize) -> Option<usize> {
+    let mut q = p;
+    if bytes.get(q) == Some(&b':') {
+        q += 1;
+        while matches!(bytes.get(q), Some(b' ' | b'\t')) {
+            q += 1;
+        }
+    }
+    let ty = run_end_max(bytes, q, 40, |b| {
+        b.is_ascii_alphanumeric() || b"_&<>[]'.".contains(&b)
+    });
+    if ty == q || !bytes[q..ty].iter().any(u8::is_ascii_alphabetic) {
+        return None;
+    }
+    let mut e = ty;
+    while matches!(bytes.get(e), Some(b' ' | b'\t')) {
+        e += 1;
+    }
+    (bytes.get(e) == Some(&b'=') && bytes.get(e + 1) != Some(&b'=') && (e > ty || q > p)).then_some(e)
+}
+
 /// `public key`, `publishable key`, `Public Key`: the word before `key` (at `i`) says it is not
 /// a secret.
 fn public_word_before(bytes: &[u8], i: usize) -> bool {
@@ -2671,8 +2742,11 @@ fn value_is_secret(bytes: &[u8], value: &Value, key: &[u8], strength: Strength, 
         return false;
     }
     // Cut short on purpose (`ops_eyJzaWdu...`, `sk-…`): an elided value is not the secret.
-    let after = &bytes[value.raw_end.min(bytes.len())..];
-    if after.starts_with(b"...") || after.starts_with("\u{2026}".as_bytes()) {
+    let run = run_end_max(bytes, value.start, MAX_VALUE, |b| {
+        !b.is_ascii_whitespace() && !b"\"'`".contains(&b)
+    });
+    let head = &bytes[value.start..run];
+    if head.ends_with(b"...") || head.ends_with("\u{2026}".as_bytes()) {
         return false;
     }
     // A leading `-` is a flag or a negative number, except in a glued shell literal
@@ -3457,7 +3531,21 @@ fn all_caps(key: &[u8]) -> bool {
 fn is_auth_scheme(v: &[u8]) -> bool {
     matches!(
         lower(v, &mut [0; 16]),
-        b"bearer" | b"basic" | b"token" | b"digest" | b"apikey" | b"key" | b"bot" | b"ssws"
+        b"bearer"
+            | b"basic"
+            | b"token"
+            | b"digest"
+            | b"apikey"
+            | b"key"
+            | b"bot"
+            | b"ssws"
+            | b"api-token"
+            | b"api-key"
+            | b"apitoken"
+            | b"dsn"
+            | b"hmac"
+            | b"otoken"
+            | b"sharedaccesssignature"
     )
 }
 
@@ -5846,6 +5934,46 @@ mod tests {
             "NET USE Z: /DELETE",
             "Net user growth was 12% this quarter",
             "Passwortänderung: Xk3mQ9zR2pLw7 ist alt",
+        ]);
+    }
+
+    #[test]
+    fn any_assignment_or_argument_syntax_carries_a_secret_words_value() {
+        for text in [
+            "DB_PASSWORD ?= Xk9mQ2zLp4Rt",
+            "API_TOKEN ::= Xk9mQ2zLp4Rt7Hw",
+            "API_TOKEN :::= Xk9mQ2zLp4Rt7Hw",
+            "$password .= \"Xk9mQ2zLp4Rt\";",
+            "var dbPassword string = \"Xk9mQ2zLp4Rt\"",
+            "const apiKey string = \"Xk9mQ2zLp4RtWq8e\"",
+            "let password: &str = \"Xk9mQ2zLp4Rt\";",
+            "val secretKey: String = \"Xk9mQ2zLp4RtWq8e\"",
+            "config.put(\"password\", \"Xk9mQ2zLp4Rt\");",
+            "set(\"api_key\", \"Xk9mQ2zLp4RtWq8eYt5u\")",
+            "<password>Xk9mQ2zLp4Rt</password>",
+            "[database]\npassword =\n    Xk9mQ2zLp4Rt",
+            "twilio auth token - 9f8e7d6c5b4a39281706f5e4d3c2b1a0",
+            "password <- \"Xk9mQ2zLp4Rt\"",
+            "if (apikey == \"m{{h}o)p${e]nob(ody[finds>-_$#thisone}}\") {",
+            "sourcegraph: 9c3Fa81bD4e07aC2f5B96d1E8a3c0F7b2D4e6A91",
+            "facebook 4718293640512837|Qm7vT2xLp9RkWc4ZyN8bHd3sFj6",
+        ] {
+            assert!(find_secret(text).is_some(), "not detected: {text:?}");
+        }
+        assert_clean(&[
+            "var dbPassword string = os.Getenv(\"DB_PASSWORD\")",
+            "let password: &str = \"\";",
+            "password ?= $(DB_PASSWORD)",
+            "config.put(\"password\", password);",
+            "<password>${DB_PASSWORD}</password>",
+            "curl -u \"${{ env.ELK_ID }}:${{ env.ELK_PASS }}\" https://elk.test",
+            "keycloak realm public key: MIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEA7G3BRtoMRxoN1alJou8",
+            "The publishable key pk_live_w1O4bH4mSLmepCUL09W35IOg is safe in the browser",
+            "sumOfExposures = 3Kof2VffNQ0QgYIhXUPJosVlCaQKm2hfpWE6F1fT9YGY74blQBIPsrkCcf1TwKE5;",
+            "password := \"somefakekey\"",
+            "client_secret=bP88Q~xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
+            "oktaKey = 00000000000000000000000000000000000TUVWXYZ",
+            "export OP_SERVICE_ACCOUNT_TOKEN=ops_eyJzaWduSW5BZGRyZXNzIjoiaHR0cHM6...",
         ]);
     }
 }
