@@ -238,12 +238,16 @@ fn main() {
             r.id
         );
     }
-    // Dispatch on the prefix's first byte in ASCII lowercase; within a bucket the longer prefix
-    // is tried first (`xoxe.xoxp-` before `xoxe-`).
+    // Dispatch on the prefix's first byte in ASCII lowercase, then on its second (sorted within
+    // the bucket); among equal pairs the longer prefix is tried first (`xoxe.xoxp-` before
+    // `xoxe-`).
     rules.sort_by(|(_, a), (_, b)| {
-        let ka = a.prefix.as_bytes()[0].to_ascii_lowercase();
-        let kb = b.prefix.as_bytes()[0].to_ascii_lowercase();
-        ka.cmp(&kb)
+        let key = |r: &Rule| {
+            let p = r.prefix.as_bytes();
+            (p[0].to_ascii_lowercase(), p[1].to_ascii_lowercase())
+        };
+        key(a)
+            .cmp(&key(b))
             .then(b.prefix.len().cmp(&a.prefix.len()))
             .then(a.id.cmp(&b.id))
     });
@@ -319,6 +323,15 @@ fn main() {
         out,
         "/// For each lowercase first byte, the range of [`VENDORS`] whose prefix starts with it.\nstatic FIRST: [(u16, u16); 256] = {first:?};"
     );
+    // A 4096-bit filter of the prefixes' first two bytes (folded, hashed): most word starts
+    // begin no prefix, and one lookup says so.
+    let mut pairs = [0u64; 64];
+    for (_, r) in &rules {
+        let p = r.prefix.as_bytes();
+        let h = pair_hash(p[0], p[1]);
+        pairs[h / 64] |= 1 << (h % 64);
+    }
+    let _ = writeln!(out, "static PAIRS: [u64; 64] = {pairs:?};");
     let _ = writeln!(out, "/// The rule files: stem, family, number of rules.");
     let _ = writeln!(
         out,
@@ -455,4 +468,9 @@ fn emit_keywords(
         words.len()
     );
     let _ = writeln!(out, "static KEYWORD_FIRST: [(u16, u16); 256] = {first:?};");
+}
+
+/// The bit of a folded byte pair in `PAIRS` (the matcher computes the same).
+fn pair_hash(b0: u8, b1: u8) -> usize {
+    (usize::from(b0.to_ascii_lowercase()) * 61 + usize::from(b1.to_ascii_lowercase())) & 4095
 }

@@ -472,7 +472,7 @@ impl<'t> Scan<'t> {
     fn word_at(&mut self, i: usize, prev: u8) {
         let bytes = self.bytes;
         let after_hyphen = prev == b'-';
-        for v in rules::candidates(bytes[i]) {
+        for v in rules::candidates(bytes[i], bytes.get(i + 1).copied().unwrap_or(0)) {
             if after_hyphen && !v.after_dash() {
                 continue;
             }
@@ -1027,7 +1027,7 @@ impl<'t> Scan<'t> {
         }
         // A typed declaration's type (`dbPassword string = …`, `password: &str = …`,
         // `secretKey: String = …`) stands between the key and its `=`.
-        if let Some(eq) = declared_type_end(bytes, p) {
+        if generic && let Some(eq) = declared_type_end(bytes, p) {
             p = eq;
         }
         let op = p;

@@ -162,10 +162,19 @@ const FILLERS: &[&[u8]] = &[
     b"####",
 ];
 
-/// The vendor rules whose prefix can start at a byte `b` (ASCII case folded).
-pub(crate) fn candidates(b: u8) -> &'static [Vendor] {
-    let (lo, hi) = FIRST[usize::from(b.to_ascii_lowercase())];
-    &VENDORS[usize::from(lo)..usize::from(hi)]
+/// The vendor rules whose prefix can start with the bytes `b0`, `b1` (ASCII case folded): the
+/// first byte's bucket, narrowed by a binary search on the second.
+pub(crate) fn candidates(b0: u8, b1: u8) -> &'static [Vendor] {
+    let h = (usize::from(b0.to_ascii_lowercase()) * 61 + usize::from(b1.to_ascii_lowercase())) & 4095;
+    if PAIRS[h / 64] & (1 << (h % 64)) == 0 {
+        return &[];
+    }
+    let (lo, hi) = FIRST[usize::from(b0.to_ascii_lowercase())];
+    let bucket = &VENDORS[usize::from(lo)..usize::from(hi)];
+    let b1 = b1.to_ascii_lowercase();
+    let from = bucket.partition_point(|v| v.prefix[1].to_ascii_lowercase() < b1);
+    let to = bucket.partition_point(|v| v.prefix[1].to_ascii_lowercase() <= b1);
+    &bucket[from..to]
 }
 
 impl Vendor {
@@ -181,6 +190,13 @@ impl Vendor {
     /// The end of this token if it starts at `i`.
     pub(crate) fn matches(&self, text: &str, i: usize) -> Option<usize> {
         let bytes = text.as_bytes();
+        // Most candidates differ in their first two bytes: compare those inline.
+        let (p0, p1) = (self.prefix[0], self.prefix[1]);
+        let (b0, b1) = (bytes[i], *bytes.get(i + 1)?);
+        let same = |a: u8, b: u8| a == b || self.ci && a.eq_ignore_ascii_case(&b);
+        if !same(b0, p0) || !same(b1, p1) {
+            return None;
+        }
         let body = i + self.prefix.len();
         let head = bytes.get(i..body)?;
         let prefix_ok = if self.ci {
@@ -263,7 +279,7 @@ impl Vendor {
 /// `sha256~XXXX_PUT_YOUR_TOKEN_HERE`): a stand-in under any key.
 pub(crate) fn prefix_then_filler(v: &[u8]) -> bool {
     let Some(&first) = v.first() else { return false };
-    candidates(first).iter().any(|r| {
+    candidates(first, v.get(1).copied().unwrap_or(0)).iter().any(|r| {
         v.len() > r.prefix.len() + 4
             && v[..r.prefix.len()].eq_ignore_ascii_case(r.prefix)
             && stand_in(&v[r.prefix.len()..])
