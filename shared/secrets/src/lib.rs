@@ -3244,6 +3244,8 @@ fn is_placeholder(v: &[u8]) -> bool {
         || variable
         || first == b'{' && closed(b'}')
         || first == b'[' && (closed(b']') || v.starts_with(b"[REDACTED:"))
+        // `[PASSWORD` cut before its bracket: a capitalised slot name.
+        || first == b'[' && v.len() > 3 && v[1..].iter().all(|&b| b.is_ascii_uppercase() || matches!(b, b'_' | b']'))
         || (first == b'%' && v.len() > 2 && v.last() == Some(&b'%'))
         // An alias, a decorator, a comment: `*default`, `@Value`, `#todo` (a YAML `!tag` is told
         // by what follows it, see [`yaml_tag`]).
