@@ -53,6 +53,10 @@ struct Rule {
     /// Matched right after a `-` too (off for the short, ambiguous prefixes).
     #[serde(default = "yes")]
     after_dash: bool,
+    /// Judged only against filler: `xxxx`, `example`, six of one character (the original
+    /// filter's shapes, kept as lenient as they were).
+    #[serde(default)]
+    lenient: bool,
     /// Minimum Shannon entropy of the body, bits per character.
     #[serde(default)]
     entropy: f64,
@@ -262,11 +266,12 @@ fn main() {
         let body_max: u32 = segs[start..].iter().map(|s| u32::from(s.max)).sum();
         let _ = writeln!(
             table,
-            "    Vendor {{ name: {:?}, prefix: b{:?}, ci: {}, after_dash: {}, segs: ({start}, {}), max: {body_max}, entropy: {:?}, digit: {}, not_before: b{:?}, stopwords: &{:?} }},",
+            "    Vendor {{ name: {:?}, prefix: b{:?}, ci: {}, after_dash: {}, lenient: {}, segs: ({start}, {}), max: {body_max}, entropy: {:?}, digit: {}, not_before: b{:?}, stopwords: &{:?} }},",
             r.name,
             r.prefix,
             r.ignore_case,
             r.after_dash,
+            r.lenient,
             segs.len(),
             r.entropy as f32,
             r.digit,

@@ -13,6 +13,7 @@ pub struct Vendor {
     pub prefix: &'static [u8],
     ci: bool,
     after_dash: bool,
+    lenient: bool,
     segs: (usize, usize),
     /// The body's longest length.
     max: u32,
@@ -239,7 +240,15 @@ impl Vendor {
             return None;
         }
         let token = &bytes[body..pos];
-        if self.digit && !has_digit(token) || stand_in(token) {
+        let filler = if self.lenient {
+            token.len() >= 8 && token.iter().all(|&b| b == token[0])
+                || contains_ci(token, b"xxxx")
+                || contains_ci(token, b"example")
+                || super::filler_run(token)
+        } else {
+            stand_in(token)
+        };
+        if self.digit && !has_digit(token) || filler {
             return None;
         }
         if self.entropy > 0.0 && super::entropy(token) < f64::from(self.entropy) {
