@@ -3360,7 +3360,7 @@ fn jwt_header(seg: &[u8]) -> bool {
 /// characters (`abcdef`, `123456`, `TUVWXYZ`), or the documentation marker `EXAMPLE`.
 /// A random value of this length holds none of them but once in tens of millions.
 pub(crate) fn fabricated(v: &[u8]) -> bool {
-    if v.len() < 12 {
+    if v.len() < 20 {
         return false;
     }
     let mut run = 1;
