@@ -475,8 +475,11 @@ impl<'t> Scan<'t> {
     fn word_at(&mut self, i: usize, prev: u8) {
         let bytes = self.bytes;
         let after_hyphen = prev == b'-';
+        // The original filter's short shapes never start inside a dashed or dotted word
+        // (`xoxe.xoxp-1-…` is the longer prefix's, judged by its own rule).
+        let inside_word = after_hyphen || prev == b'.';
         for v in rules::candidates(bytes[i], bytes.get(i + 1).copied().unwrap_or(0)) {
-            if after_hyphen && !v.after_dash() {
+            if inside_word && !v.after_dash() {
                 continue;
             }
             if let Some(end) = v.matches(self.text, i) {
