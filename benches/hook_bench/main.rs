@@ -1238,14 +1238,23 @@ fn bench_secret_filter(ctx: &Ctx, report: &mut Report) {
         });
     }
     let (detection, false_positive, positives, negatives) = corpus_rates();
+    let heldout = heldout_rates();
+    let per_source: Vec<String> = heldout
+        .iter()
+        .map(|(source, det, fp, pos, neg)| {
+            format!("{source}: detection {det:.1}% of {pos}, withheld {fp:.1}% of {neg}")
+        })
+        .collect();
     report.sections.push(Section {
         title: "Secret filter".into(),
         intro: format!(
             "In process, no hook start-up: the persistence gate of every host (private blocks removed, \
-             one hand-written scan, redaction) and the recall query (private blocks removed, the head \
-             scanned and redacted). No regex engine: nothing is compiled per run. Corpus \
-             (`tests/fixtures/secrets_corpus.txt`): detection {detection:.1}% of {positives} credential \
-             prompts, false positives {false_positive:.1}% of {negatives} ordinary coding prompts."
+             one scan over the rule tables compiled from `shared/secrets/rules/`, redaction) and the \
+             recall query (private blocks removed, the head scanned and redacted). No regex engine: \
+             nothing is compiled per run. Corpus (`tests/fixtures/secrets_corpus.txt`): detection \
+             {detection:.1}% of {positives} credential prompts, false positives {false_positive:.1}% of \
+             {negatives} ordinary coding prompts. Held-out sources (`tests/fixtures/secrets_heldout.txt`): {}.",
+            per_source.join("; ")
         ),
         rows,
     });
@@ -1268,6 +1277,51 @@ fn bench_secret_filter(ctx: &Ctx, report: &mut Report) {
         measured: format!("{detection:.1}% of {positives} / {false_positive:.1}% of {negatives}"),
         met: Some(detection >= 98.0 && false_positive <= 2.0),
     });
+    for (source, det, fp, pos, neg) in heldout {
+        t.push(Target {
+            name: format!("Secret filter held-out source {source}: detection / withheld"),
+            goal: "≥ 95% / ≤ 2%".into(),
+            measured: format!("{det:.1}% of {pos} / {fp:.1}% of {neg}"),
+            met: Some((pos == 0 || det >= 95.0) && fp <= 2.0),
+        });
+    }
+}
+
+/// Per source of the held-out corpus (the category's part before `:`): detection and
+/// false-withhold rates (percent) and the counts.
+fn heldout_rates() -> Vec<(String, f64, f64, usize, usize)> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/secrets_heldout.txt");
+    let text = std::fs::read_to_string(&path).expect("read the held-out secret corpus");
+    let mut sources: std::collections::BTreeMap<String, [usize; 4]> = std::collections::BTreeMap::new();
+    for line in text.lines().filter(|l| !l.is_empty() && !l.starts_with('#')) {
+        let (head, prompt) = line.split_once(" | ").expect("corpus line");
+        let prompt = prompt
+            .replace("\\\\", "\u{0}")
+            .replace("\\n", "\n")
+            .replace('\u{0}', "\\");
+        let source = head.get(2..).and_then(|c| c.split(':').next()).unwrap_or("?");
+        let found = powercontext_hooks_core::secrets::find_secret(&prompt).is_some();
+        let e = sources.entry(source.to_owned()).or_default();
+        if head.starts_with('+') {
+            e[0] += 1;
+            e[1] += usize::from(found);
+        } else {
+            e[2] += 1;
+            e[3] += usize::from(found);
+        }
+    }
+    sources
+        .into_iter()
+        .map(|(source, [pos, caught, neg, withheld])| {
+            (
+                source,
+                100.0 * caught as f64 / pos.max(1) as f64,
+                100.0 * withheld as f64 / neg.max(1) as f64,
+                pos,
+                neg,
+            )
+        })
+        .collect()
 }
 
 /// Detection and false-positive rates (percent) and the corpus sizes.

@@ -30,7 +30,8 @@ pub mod protocol;
 pub mod recall;
 pub mod scope;
 pub mod scope_cache;
-pub mod secrets;
+/// The secret filter, its own crate (no I/O), re-exported where callers always found it.
+pub use powercontext_hooks_secrets as secrets;
 pub mod session;
 pub mod spool;
 pub mod state;

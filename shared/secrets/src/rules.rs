@@ -1,0 +1,490 @@
+//! The vendor rules as data: the tables `build.rs` compiles from `rules/*.toml` and the one
+//! matcher that reads them. It must never hold a provider in code: a provider is a data entry.
+
+use super::{contains_ci, has_digit, mixed_case, run_end_max, token_continues_at};
+
+/// A provider's token: a literal prefix and a body of character-class runs and literals (facts
+/// from the public rule sets of gitleaks, trufflehog and detect-secrets and vendor docs, cited
+/// in each entry's `source`).
+pub struct Vendor {
+    /// The rule name shown in diagnostics (one per provider).
+    pub name: &'static str,
+    /// The literal the token starts with.
+    pub prefix: &'static [u8],
+    ci: bool,
+    after_dash: bool,
+    lenient: bool,
+    segs: (usize, usize),
+    /// The body's longest length.
+    max: u32,
+    entropy: f32,
+    digit: bool,
+    not_before: &'static [u8],
+    stopwords: &'static [&'static str],
+}
+
+/// Where a rule of [`VENDORS`] comes from (same index).
+pub struct RuleInfo {
+    /// The rule's unique id in the data.
+    pub id: &'static str,
+    /// The data file (family) it is in.
+    pub family: &'static str,
+    /// Where its facts come from.
+    pub source: &'static str,
+}
+
+/// One piece of a body: a run of `min..=max` bytes of a class, or a literal byte (`class` is
+/// `u8::MAX`).
+struct Seg {
+    class: u8,
+    lit: u8,
+    min: u16,
+    max: u16,
+}
+
+/// A provider named by a keyword in the key: its name (a slice of `KEYWORD_NAMES`) and the
+/// value's one class run.
+struct KeywordRule {
+    name: (u16, u8),
+    class: u8,
+    min: u8,
+    max: u8,
+}
+
+include!(concat!(env!("OUT_DIR"), "/rules.rs"));
+
+/// Key words that make a key metadata about a provider rather than its credential.
+const METADATA: &[&[u8]] = &[
+    b"sha",
+    b"hash",
+    b"commit",
+    b"checksum",
+    b"digest",
+    b"version",
+    b"release",
+    b"revision",
+    b"etag",
+    b"uuid",
+    b"url",
+    b"name",
+    b"email",
+    b"user",
+    b"build",
+    b"region",
+    b"host",
+    b"path",
+    b"file",
+    b"public",
+    b"pub_",
+];
+
+/// Whether a keyword may start at `j` of `key`: at its start, after a non-letter, or where a
+/// CamelCase word starts.
+fn segment_start(key: &[u8], j: usize) -> bool {
+    j == 0
+        || !key[j - 1].is_ascii_alphabetic()
+        || key[j - 1].is_ascii_lowercase() && key[j].is_ascii_uppercase()
+}
+
+/// The provider whose keyword is a segment of `key` and whose value shape `value` has, if any.
+/// `value` has been judged random-looking by the caller.
+pub(crate) fn keyword_match(key: &[u8], value: &[u8]) -> Option<&'static str> {
+    // Metadata words count outside the provider's word (`buildkite`, `userflow` are names).
+    let metadata = |part: &[u8]| METADATA.iter().any(|m| contains_ci(part, m)) || id_segment(part);
+    for j in 0..key.len() {
+        if !segment_start(key, j) {
+            continue;
+        }
+        let (lo, hi) = KEYWORD_FIRST[usize::from(key[j].to_ascii_lowercase())];
+        for &(off, len, rule) in &KEYWORDS[usize::from(lo)..usize::from(hi)] {
+            let word = &KEYWORD_BLOB.as_bytes()[off as usize..off as usize + usize::from(len)];
+            let Some(span) = key
+                .get(j..j + word.len())
+                .filter(|k| k.eq_ignore_ascii_case(word))
+            else {
+                continue;
+            };
+            // The whole word, not a piece of another: no CamelCase boundary inside it
+            // (`sumOfExposures` is not `sumo`), none of a longer word's letters after it.
+            let inner_camel = span
+                .windows(2)
+                .any(|w| w[0].is_ascii_lowercase() && w[1].is_ascii_uppercase());
+            let longer = key
+                .get(j + word.len())
+                .is_some_and(|&b| b.is_ascii_lowercase() && span[span.len() - 1].is_ascii_lowercase());
+            if inner_camel || longer {
+                continue;
+            }
+            if metadata(&key[..j]) || metadata(&key[j + word.len()..]) {
+                return None;
+            }
+            let r = &KEYWORD_RULES[usize::from(rule)];
+            if (usize::from(r.min)..=usize::from(r.max)).contains(&value.len())
+                && value.iter().all(|&b| in_class(r.class, b))
+            {
+                let (off, len) = (usize::from(r.name.0), usize::from(r.name.1));
+                return Some(&KEYWORD_NAMES[off..off + len]);
+            }
+        }
+    }
+    None
+}
+
+/// `…_id`, `…Id`, `ID_…`: an identifier of the provider's, not its secret.
+fn id_segment(key: &[u8]) -> bool {
+    key.windows(2).enumerate().any(|(j, w)| {
+        w.eq_ignore_ascii_case(b"id")
+            && (j == 0
+                || !key[j - 1].is_ascii_alphabetic()
+                || w[0] == b'I' && key[j - 1].is_ascii_lowercase())
+            && key.get(j + 2).is_none_or(|b| !b.is_ascii_lowercase())
+    })
+}
+
+fn in_class(class: u8, b: u8) -> bool {
+    CLASSES[usize::from(class)][usize::from(b >> 6)] & (1 << (b & 63)) != 0
+}
+
+/// Stand-ins that documentation and templates put after a real prefix.
+const FILLERS: &[&[u8]] = &[
+    b"xxxx",
+    b"example",
+    b"0000000",
+    b"your",
+    b"here",
+    b"redacted",
+    b"placeholder",
+    b"dummy",
+    b"sample",
+    b"replace",
+    b"changeme",
+    b"****",
+    b"....",
+    b"####",
+];
+
+/// The vendor rules whose prefix can start with the bytes `b0`, `b1` (ASCII case folded): the
+/// first byte's bucket, narrowed by a binary search on the second.
+pub(crate) fn candidates(b0: u8, b1: u8) -> &'static [Vendor] {
+    let h = (usize::from(b0.to_ascii_lowercase()) * 61 + usize::from(b1.to_ascii_lowercase())) & 4095;
+    if PAIRS[h / 64] & (1 << (h % 64)) == 0 {
+        return &[];
+    }
+    let (lo, hi) = FIRST[usize::from(b0.to_ascii_lowercase())];
+    let bucket = &VENDORS[usize::from(lo)..usize::from(hi)];
+    let b1 = b1.to_ascii_lowercase();
+    let from = bucket.partition_point(|v| v.prefix[1].to_ascii_lowercase() < b1);
+    let to = bucket.partition_point(|v| v.prefix[1].to_ascii_lowercase() <= b1);
+    &bucket[from..to]
+}
+
+impl Vendor {
+    /// Whether this rule may start right after a `-`.
+    pub(crate) fn after_dash(&self) -> bool {
+        self.after_dash
+    }
+
+    fn segments(&self) -> &'static [Seg] {
+        &SEGMENTS[self.segs.0..self.segs.1]
+    }
+
+    /// The end of this token if it starts at `i`.
+    pub(crate) fn matches(&self, text: &str, i: usize) -> Option<usize> {
+        let bytes = text.as_bytes();
+        // Most candidates differ in their first two bytes: compare those inline.
+        let (p0, p1) = (self.prefix[0], self.prefix[1]);
+        let (b0, b1) = (bytes[i], *bytes.get(i + 1)?);
+        let same = |a: u8, b: u8| a == b || self.ci && a.eq_ignore_ascii_case(&b);
+        if !same(b0, p0) || !same(b1, p1) {
+            return None;
+        }
+        let body = i + self.prefix.len();
+        let head = bytes.get(i..body)?;
+        let prefix_ok = if self.ci {
+            head.eq_ignore_ascii_case(self.prefix)
+        } else {
+            head == self.prefix
+        };
+        if !prefix_ok {
+            return None;
+        }
+        let mut pos = body;
+        let mut last = u8::MAX;
+        for seg in self.segments() {
+            if seg.class == u8::MAX {
+                if bytes.get(pos) != Some(&seg.lit) {
+                    return None;
+                }
+                pos += 1;
+                last = u8::MAX;
+                continue;
+            }
+            let end = run_end_max(bytes, pos, usize::from(seg.max), |b| in_class(seg.class, b));
+            if end - pos < usize::from(seg.min) {
+                return None;
+            }
+            pos = end;
+            last = seg.class;
+        }
+        // Longer than the shape allows, or glued to more of a word: not this token.
+        if last != u8::MAX && bytes.get(pos).is_some_and(|&b| in_class(last, b)) {
+            return None;
+        }
+        // Cut short by filler (`xoxp-5723…-####`, `ghp_abc…`): a stand-in.
+        let filler_after =
+            matches!(bytes.get(pos), Some(b'#' | b'*')) || bytes[pos..].starts_with("\u{2026}".as_bytes());
+        if filler_after
+            || token_continues_at(text, pos)
+            || bytes.get(pos).is_some_and(|b| self.not_before.contains(b))
+        {
+            return None;
+        }
+        let token = &bytes[body..pos];
+        let filler = if self.lenient {
+            token.len() >= 8 && token.iter().all(|&b| b == token[0])
+                || contains_ci(token, b"xxxx")
+                || contains_ci(token, b"example")
+                || contains_ci(token, b"here")
+                || super::filler_run(token)
+        } else {
+            stand_in(token)
+        };
+        if self.digit && !has_digit(token) || filler {
+            return None;
+        }
+        if self.entropy > 0.0 && super::entropy(token) < f64::from(self.entropy) {
+            return None;
+        }
+        if self.stopwords.iter().any(|w| contains_ci(token, w.as_bytes())) {
+            return None;
+        }
+        Some(pos)
+    }
+
+    /// A token wrapped at the end of its line (a terminal or a chat window broke it): a next
+    /// line that is nothing but a random-looking run of the token's last alphabet is its tail.
+    pub(crate) fn wrapped_end(&self, bytes: &[u8], start: usize, end: usize) -> usize {
+        let Some(class) = self.segments().last().map(|s| s.class).filter(|&c| c != u8::MAX) else {
+            return end;
+        };
+        let next = match bytes.get(end..) {
+            Some([b'\n', ..]) => end + 1,
+            Some([b'\r', b'\n', ..]) => end + 2,
+            _ => return end,
+        };
+        let max = self.max as usize;
+        let tail_end = run_end_max(bytes, next, max, |b| in_class(class, b));
+        let tail = &bytes[next..tail_end];
+        let alone = bytes.get(tail_end).is_none_or(u8::is_ascii_whitespace);
+        let fits = tail_end - next + end - start - self.prefix.len() <= max;
+        if alone && fits && tail.len() >= 8 && mixed_case(tail) && has_digit(tail) {
+            tail_end
+        } else {
+            end
+        }
+    }
+}
+
+/// A value that starts with a vendor prefix and goes on with filler (`glc_1111…`,
+/// `sha256~XXXX_PUT_YOUR_TOKEN_HERE`): a stand-in under any key.
+pub(crate) fn prefix_then_filler(v: &[u8]) -> bool {
+    let Some(&first) = v.first() else { return false };
+    candidates(first, v.get(1).copied().unwrap_or(0)).iter().any(|r| {
+        v.len() > r.prefix.len() + 4
+            && v[..r.prefix.len()].eq_ignore_ascii_case(r.prefix)
+            && stand_in(&v[r.prefix.len()..])
+    })
+}
+
+/// Filler after a real prefix (`XXXX…`, `0000…`, `EXAMPLE`, `RANDOMSTRINGHERE`): few distinct
+/// characters, a documentation word, or one character category where a generated token mixes
+/// them.
+fn stand_in(token: &[u8]) -> bool {
+    let mut seen = [false; 256];
+    let mut distinct = 0;
+    let (mut lower, mut upper, mut digit) = (false, false, false);
+    for &b in token {
+        if b.is_ascii_alphanumeric() && !seen[usize::from(b)] {
+            seen[usize::from(b)] = true;
+            distinct += 1;
+        }
+        lower |= b.is_ascii_lowercase();
+        upper |= b.is_ascii_uppercase();
+        digit |= b.is_ascii_digit();
+    }
+    if token.len() >= 8 && distinct <= 3 {
+        return true;
+    }
+    if FILLERS.iter().any(|f| contains_ci(token, f))
+        || token.len() >= 20 && super::fabricated(token)
+        || token.len() >= 12 && super::filler_run(token)
+    {
+        return true;
+    }
+    // Words joined by separators (`my-bot-token`): a generated token has digits or mixed case.
+    if token.len() >= 8 && !digit && !(lower && upper) && token.iter().any(|b| matches!(b, b'-' | b'_')) {
+        return true;
+    }
+    let categories = u8::from(lower) + u8::from(upper) + u8::from(digit);
+    token.len() >= 16 && categories == 1 && !digit && upper
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{KEYWORD_INFO, KEYWORD_RULES, RULE_INFO, SEGMENTS, VENDORS, Vendor, in_class};
+    use crate::{SecretKind, findings};
+
+    include!(concat!(env!("OUT_DIR"), "/samples.rs"));
+
+    /// A tiny deterministic generator (xorshift), so every run checks the same random tokens.
+    struct Rng(u64);
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+        fn below(&mut self, n: usize) -> usize {
+            usize::try_from(self.next() % n as u64).expect("small")
+        }
+    }
+
+    /// A random token of the rule's shape: each class run at a random length within its bounds
+    /// (at most 24 past its minimum), mixing the class's letters and digits as generated tokens do.
+    fn token(v: &Vendor, rng: &mut Rng) -> String {
+        let mut out = String::from_utf8(v.prefix.to_vec()).expect("ascii");
+        for seg in &SEGMENTS[v.segs.0..v.segs.1] {
+            if seg.class == u8::MAX {
+                out.push(char::from(seg.lit));
+                continue;
+            }
+            let alphabet: Vec<u8> = (0..=127u8)
+                .filter(|&b| in_class(seg.class, b) && b.is_ascii_alphanumeric())
+                .collect();
+            let span = usize::from(seg.max - seg.min).min(24);
+            let n = usize::from(seg.min) + rng.below(span + 1);
+            loop {
+                let run: Vec<u8> = (0..n).map(|_| alphabet[rng.below(alphabet.len())]).collect();
+                let kinds = [u8::is_ascii_lowercase, u8::is_ascii_uppercase, u8::is_ascii_digit];
+                let has = |run: &[u8], f: fn(&u8) -> bool| run.iter().any(f);
+                let all = kinds.iter().filter(|&&f| has(&alphabet, f)).count();
+                let wanted = if n >= 12 { all } else { all.min(2) };
+                let got = kinds.iter().filter(|&&f| has(&run, f)).count();
+                if n < 3 || got >= wanted {
+                    out.push_str(std::str::from_utf8(&run).expect("ascii"));
+                    break;
+                }
+            }
+        }
+        out
+    }
+
+    fn caught_as(text: &str, name: &str) -> bool {
+        findings(text).iter().any(|f| f.kind.as_str() == name)
+    }
+
+    #[test]
+    fn every_rule_has_samples_and_judges_them_right() {
+        for (k, v) in VENDORS.iter().enumerate() {
+            let tp = SAMPLES.iter().filter(|s| s.0 == k && s.1).count();
+            let fp = SAMPLES.iter().filter(|s| s.0 == k && !s.1).count();
+            let info = &RULE_INFO[k];
+            assert!(tp >= 1 && fp >= 1, "rule {} ({}) needs samples", info.id, v.name);
+            assert!(!info.source.is_empty(), "rule {} cites no source", info.id);
+        }
+        let mut wrong = Vec::new();
+        for &(k, positive, text) in SAMPLES {
+            if k >= VENDORS.len() {
+                // A keyword rule's sample: caught under that rule's name.
+                let r = &KEYWORD_RULES[usize::MAX - k];
+                let name = &super::KEYWORD_NAMES[usize::from(r.name.0)..][..usize::from(r.name.1)];
+                let id = KEYWORD_INFO[usize::MAX - k].id;
+                // Several providers share a word (`azure`, `datadog`): any of them may name it.
+                let _ = name;
+                if positive
+                    && !findings(text)
+                        .iter()
+                        .any(|f| matches!(f.kind, SecretKind::Vendor(_)))
+                {
+                    wrong.push(format!("{id}: missed {text:?}"));
+                }
+                if !positive && !findings(text).is_empty() {
+                    wrong.push(format!("{id}: withheld {text:?}"));
+                }
+                continue;
+            }
+            let v = &VENDORS[k];
+            if positive && !caught_as(text, v.name) {
+                wrong.push(format!("{}: missed {text:?}", RULE_INFO[k].id));
+            }
+            if !positive && !findings(text).is_empty() {
+                wrong.push(format!("{}: withheld {text:?}", RULE_INFO[k].id));
+            }
+        }
+        assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    }
+
+    #[test]
+    fn random_tokens_of_each_shape_are_caught_and_fillers_are_not() {
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        let mut wrong = Vec::new();
+        for (v, info) in VENDORS.iter().zip(&RULE_INFO) {
+            for _ in 0..20 {
+                let tok = token(v, &mut rng);
+                for text in [
+                    format!("saw {tok} in the log"),
+                    format!("\"{tok}\""),
+                    format!("令牌{tok}请检查"),
+                ] {
+                    // Caught by this rule, or by another whose shape overlaps (`EAAA…` is Square's
+                    // and Facebook's).
+                    if !findings(&text)
+                        .iter()
+                        .any(|f| matches!(f.kind, SecretKind::Vendor(_)))
+                    {
+                        wrong.push(format!("{}: missed {text:?}", info.id));
+                    }
+                }
+            }
+            // The prefix with filler of the shape's length, or alone, is documentation.
+            let tok = token(v, &mut rng);
+            let body = &tok[v.prefix.len()..];
+            for filler in [b'X', b'0', b'#'] {
+                let filled: String = body
+                    .bytes()
+                    .map(|b| {
+                        if b.is_ascii_alphanumeric() {
+                            char::from(filler)
+                        } else {
+                            char::from(b)
+                        }
+                    })
+                    .collect();
+                let prefix = std::str::from_utf8(v.prefix).expect("ascii");
+                let text = format!("e.g. {prefix}{filled} in the docs");
+                if findings(&text)
+                    .iter()
+                    .any(|f| f.kind == SecretKind::Vendor(v.name))
+                {
+                    wrong.push(format!("{}: withheld {text:?}", info.id));
+                }
+            }
+        }
+        assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    }
+
+    #[test]
+    fn the_rule_data_covers_many_providers() {
+        let mut names: Vec<&str> = VENDORS.iter().map(|v| v.name).collect();
+        names.extend(KEYWORD_INFO.iter().map(|i| i.source));
+        names.sort_unstable();
+        names.dedup();
+        assert!(
+            VENDORS.len() >= 200 && names.len() >= 100,
+            "{} rules, {} providers",
+            VENDORS.len(),
+            names.len()
+        );
+    }
+}
