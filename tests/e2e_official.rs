@@ -398,7 +398,7 @@ fn assert_our_doctor_sees_it(run: &HostRun, activation: &str) {
 /// Whether `prompt` was stored in `scope`, waiting up to 10 s: the detached drainer delivers the
 /// capture after the hook answered, so it may land a moment after the host's run.
 fn stored_eventually(server: &RealServer, scope: &str, prompt: &str) -> bool {
-    let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(30);
     loop {
         if server.sources(scope).iter().any(|s| s["content"] == prompt) {
             return true;
