@@ -59,7 +59,9 @@ e2e: deps release
 # writes docs/benchmarks.md and docs/benchmarks.json. Loopback-only network namespace, as the tests.
 # POWERCONTEXT_OFFICIAL_HOOKS=<upstream integrations/claude-code/plugins/powercontext directory> adds the
 # official Python Claude Code hook to the real-Server prompt-path table (skipped, with a message, when unset);
-# POWERCONTEXT_BENCH_ONLY=prompt-path runs that table and the real-Server burst alone (report under target/).
+# POWERCONTEXT_BENCH_ONLY=prompt-path runs that table and the real-Server burst alone (report under target/);
+# POWERCONTEXT_BENCH_ONLY=floor runs the hooks against the floor client, the first prompt of a session,
+# Server down/hanging and prompt size (report under target/bench-floor).
 bench:
 	@for t in python3 node git /usr/bin/time; do command -v $$t >/dev/null || { \
 	  echo "make bench: $$t is missing; run: apt-get install -y python3 nodejs git time" >&2; exit 1; }; done

@@ -493,13 +493,15 @@ fn main() {
     report.machine = report::machine_info(&ctx.python, &ctx.node);
 
     // `POWERCONTEXT_BENCH_ONLY=prompt-path` runs that section alone, and `=floor` the hooks against
-    // the floors with the failure rows (their report goes to `POWERCONTEXT_BENCH_OUT`, default
+    // the floors with the failure and prompt-size rows (their report goes to `POWERCONTEXT_BENCH_OUT`, default
     // `target/bench-<section>`, never over the full report).
     let only = env.text("POWERCONTEXT_BENCH_ONLY");
     if let Some(section @ ("prompt-path" | "floor")) = only {
         if section == "floor" {
-            let _ = bench_main(&ctx, &hosts, &mut report);
+            let main = bench_main(&ctx, &hosts, &mut report);
+            bench_cold(&ctx, &hosts, &main, &mut report);
             bench_failures(&ctx, &hosts, &mut report);
+            bench_prompt_size(&ctx, &mut report);
         } else {
             let _ = prompt_path::bench_prompt_path(&ctx, &mut report);
         }
@@ -521,6 +523,7 @@ fn main() {
         return;
     }
     let main = bench_main(&ctx, &hosts, &mut report);
+    bench_cold(&ctx, &hosts, &main, &mut report);
     bench_failures(&ctx, &hosts, &mut report);
     bench_real(&ctx, &hosts, &mut report);
     let _ = prompt_path::bench_prompt_path(&ctx, &mut report);
@@ -714,6 +717,9 @@ fn bench_main(ctx: &Ctx, hosts: &[&Host], report: &mut Report) -> MainFigures {
     let fc = find(&cases, "baseline.floor-client").stats();
     let nd = find(&cases, "baseline.node").stats();
     let fl = find(&cases, "baseline.floor").stats();
+    remember("floor_p50", fl.p50);
+    remember("floor_client_p50", fc.p50);
+    remember("floor_client_p99", fc.p99);
     let mut rows = Vec::new();
     let mut figures = Vec::new();
     let mut processes = Vec::new();
@@ -841,6 +847,72 @@ fn bench_main(ctx: &Ctx, hosts: &[&Host], report: &mut Report) -> MainFigures {
         python: py,
         single_p50: first,
     }
+}
+
+/// A session's first prompt, with nothing warm: a state directory of its own per run (no cached
+/// scope, no session record, no drainer running) and a new session id, so the scope is resolved by
+/// the Server, Pi and DSH fetch the session's bootstrap alongside the recall, and the capture's
+/// drainer is started by this hook. Reported beside the warm full prompt path of the same host.
+fn bench_cold(ctx: &Ctx, hosts: &[&Host], main: &MainFigures, report: &mut Report) {
+    say("first prompt of a session (cold)…");
+    let server = servers::instant(servers::Prepared::Ready);
+    let url = server.url();
+    let mut cases = Vec::new();
+    for host in hosts {
+        let url = url.clone();
+        cases.push(Case::new(
+            format!("{}.cold", host.name),
+            format!("`{}` — first prompt of a session (cold)", host.exe),
+            move |run| {
+                let session = format!("cold-session-{run:06}");
+                let payload = Payload {
+                    session: Some(&session),
+                    ..ctx.payload(PROMPT, run)
+                };
+                ctx.hook(host, &url, &format!("cold-{}-{run}", host.name), &payload)
+            },
+            |o| o.success && hosts::injected(&o.stdout),
+        ));
+    }
+    // Fewer runs: each leaves a drainer lingering in its own state directory for a few seconds.
+    interleave(&mut cases, ctx.plan.hang_runs, 1, "first prompt (cold)");
+    let fc = recalled("floor_client_p50").unwrap_or_default();
+    let mut rows = Vec::new();
+    for (c, host) in cases.iter().zip(hosts) {
+        let st = c.stats();
+        let warm = main
+            .hosts
+            .iter()
+            .find(|h| h.0 == host.name)
+            .map_or(0.0, |h| h.1.p50);
+        rows.push(c.row(
+            format!(
+                "warm (same host, full prompt path) p50 {warm:.2} ms: the first prompt costs {:+.2} ms more; \
+                 {:+.2} ms over the floor client{}",
+                st.p50 - warm,
+                st.p50 - fc,
+                if c.failed > 0 {
+                    format!("; {}", c.checked())
+                } else {
+                    String::new()
+                }
+            ),
+            json!({"warm_p50_ms": round3(warm), "above_warm_p50_ms": round3(st.p50 - warm),
+                   "above_floor_client_p50_ms": round3(st.p50 - fc), "check_failures": c.failed}),
+        ));
+    }
+    report.sections.push(Section {
+        title: "First prompt of a session (cold) beside the warm one".into(),
+        intro: format!(
+            "Each run is a session's first prompt with nothing warm: its own state directory (no cached \
+             scope, no session record, no drainer already running) and a new session id, against the \
+             instant Server. The scope is resolved by the Server, Pi and DSH fetch the session's \
+             bootstrap alongside the recall, and the hook starts the drainer that delivers its capture. \
+             {} runs per row, interleaved; the warm figure is the full prompt path of the main comparison.",
+            ctx.plan.hang_runs
+        ),
+        rows,
+    });
 }
 
 fn bench_failures(ctx: &Ctx, hosts: &[&Host], report: &mut Report) {
@@ -1864,7 +1936,39 @@ fn finish_targets(report: &mut Report, main: &MainFigures) {
         measured: format!("{speed:.1}× ({hs}; Python p50 {:.1} ms)", main.python.p50),
         met: Some(speed >= 8.0),
     });
+    if let (Some(fc50), Some(fc99)) = (recalled("floor_client_p50"), recalled("floor_client_p99")) {
+        let (w50, d50) = worst(|h| h.1.p50);
+        let (w99, d99) = worst(|h| h.1.p99);
+        let (d50, d99) = (d50 - fc50, d99 - fc99);
+        t.push(Target {
+            name: "Over the floor client, p50 (each host; OpenCode's two processes together)".into(),
+            goal: "≤ +1.0 ms".into(),
+            measured: format!("{d50:+.2} ms (largest: {w50}; floor client {fc50:.2} ms)"),
+            met: Some(d50 <= 1.0),
+        });
+        t.push(Target {
+            name: "Over the floor client, p99".into(),
+            goal: "≤ +3.0 ms".into(),
+            measured: format!("{d99:+.2} ms (largest: {w99}; floor client {fc99:.2} ms)"),
+            met: Some(d99 <= 3.0),
+        });
+    }
     let down = DOWN.lock().expect("down").clone();
+    if let (Some(fl), Some((id, st))) = (
+        recalled("floor_p50"),
+        down.iter().max_by(|a, b| a.1.p50.total_cmp(&b.1.p50)),
+    ) {
+        t.push(Target {
+            name: "Server down over the empty binary, p50".into(),
+            goal: "≤ +1.0 ms".into(),
+            measured: format!(
+                "{:+.2} ms ({}; empty binary {fl:.2} ms)",
+                st.p50 - fl,
+                id.trim_end_matches(".down")
+            ),
+            met: Some(st.p50 - fl <= 1.0),
+        });
+    }
     if let Some((id, st)) = down.iter().max_by(|a, b| a.1.p50.total_cmp(&b.1.p50)) {
         t.push(Target {
             name: "Server down, p50".into(),

@@ -42,6 +42,16 @@ pub fn instant(prepared: Prepared) -> Http1Server {
     let resolve = ok(200, &json!({"scope_id": SCOPE, "title": "bench"}));
     let capture = ok(202, &accepted(7));
     let flush = ok(200, &json!({"status": "processed", "current_cursor": 7}));
+    // A scope with nothing curated, as most are: the first prompt of a Pi or DSH session asks for
+    // its bootstrap once and is done (a 404 here would leave the boundary pending, so every
+    // prompt would ask again and no run would be warm).
+    let bootstrap = ok(
+        200,
+        &json!({"schema": "powercontext.bootstrap-context.v1", "status": "empty",
+                "reason": "no_eligible_context", "profile": "powercontext.scope-bootstrap.v1",
+                "content": null, "content_bytes": 0, "package_digest": null, "items": [],
+                "truncated": false, "receipt": {"receipt_id": "bcr_bench", "state": "skipped"}}),
+    );
     let not_found = ok(404, &json!({"detail": "Not Found"}));
     let headers = vec![("content-type".to_owned(), "application/json".to_owned())];
     Http1Server::start(move |mut conn| {
@@ -53,6 +63,7 @@ pub fn instant(prepared: Prepared) -> Http1Server {
             "/v1/context/prepare" => &prepare,
             "/v1/sources/content" => &capture,
             "/v1/memory/flush" => &flush,
+            "/v1/context/bootstrap" => &bootstrap,
             _ => &not_found,
         };
         let _ = conn.respond(*status, &headers, body);
