@@ -613,8 +613,13 @@ pub(crate) fn plan_ours(
     // 2. Our plugin folder, rendered; same-name files we do not own stop everything.
     let previous = install::load_manifest(&paths.state_root, host)?;
     let profile = inst.profile(args, previous.as_ref())?;
-    if args.statusline && host != Host::ClaudeCode {
-        bail!("--statusline is for claude-code only");
+    if args.statusline && !host.spec().capabilities.statusline {
+        let with: Vec<&str> = Host::ALL
+            .into_iter()
+            .filter(|h| h.spec().capabilities.statusline)
+            .map(Host::as_str)
+            .collect();
+        bail!("--statusline is for {} only", with.join(", "));
     }
     if let (Some(p), Some(old)) = (&profile, previous.as_ref().and_then(|m| m.profile.as_ref()))
         && p != old
@@ -817,6 +822,7 @@ fn host_own_paths(host: Host, env: &Env) -> Vec<PathBuf> {
             .filter(|p| p.is_absolute())
             .unwrap_or_else(|| home.join(rel))
     };
+    // Host match kept: what each host CLI writes on a first run is its own layout, not a column.
     match host {
         Host::ClaudeCode => {
             let dir = env

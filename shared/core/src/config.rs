@@ -434,7 +434,7 @@ impl EnvNames {
             format!("{p}ENDPOINT"),
         ];
         let mut capture_prompts = one("CAPTURE_PROMPTS");
-        if host == Integration::ClaudeCode {
+        if host.spec().capabilities.plugin_option_vars {
             server_url.push("CLAUDE_PLUGIN_OPTION_SERVER_URL".to_owned());
             capture_prompts.push("CLAUDE_PLUGIN_OPTION_CAPTURE_PROMPTS".to_owned());
         }
@@ -478,6 +478,7 @@ struct Found<T> {
 impl Layers<'_> {
     fn host_table<'f>(&self, file: &'f FileOptions) -> Option<&'f HostOptions> {
         let t = &file.hosts;
+        // Host match kept: the file's `[hosts.*]` tables are serde fields, refused by name when unknown.
         match self.host {
             Integration::ClaudeCode => t.claude_code.as_ref(),
             Integration::Codex => t.codex.as_ref(),
@@ -813,7 +814,7 @@ impl Settings {
         let server_url = resolve_server_url(layers, &n)?;
         let authorization = resolve_authorization(layers, &n, &server_url.value)?;
         let scope = ScopeId {
-            bound_long: layers.host == Integration::Dsh,
+            bound_long: layers.host.spec().capabilities.profile_rows,
         };
         let scope_id = layers.setting("scope_id", &n.scope_id, |o| o.scope_id.clone(), &scope, None)?;
         let capture_prompts = layers.setting(
@@ -966,7 +967,7 @@ fn opencode_millis(
 ) -> Result<(Setting<Duration>, Setting<Duration>), ConfigError> {
     const REQUEST: &str = "POWERCONTEXT_OPENCODE_REQUEST_TIMEOUT_MS";
     const BUDGET: &str = "POWERCONTEXT_OPENCODE_HTTP_BUDGET_MS";
-    if layers.host != Integration::OpenCode {
+    if !layers.host.spec().capabilities.millisecond_timeout_vars {
         return Ok((request, budget));
     }
     let millis = |name: &str, min: u64, max: u64| -> Result<Option<Duration>, ConfigError> {
@@ -1053,7 +1054,7 @@ fn official_authorization(
     layers: &Layers<'_>,
     url: &BaseUrl,
 ) -> Result<Setting<Option<Authorization>>, ConfigError> {
-    if layers.host == Integration::Dsh
+    if layers.host.spec().capabilities.profile_rows
         && let Some(raw) = official::dsh_row_authorization(layers.env, url)
     {
         let a = Authorization::parse_token(&raw)

@@ -37,7 +37,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use crate::deadline::Deadline;
-use crate::host::Integration;
+use crate::host::{Integration, WorkspaceKey};
 
 /// The Server's bound on scope ids, counted in characters as the Python hooks count them.
 const MAX_SCOPE_CHARS: usize = 256;
@@ -338,7 +338,7 @@ fn wait_until(child: &mut Child, end: Instant) -> Option<ExitStatus> {
 /// Whether an integration's upstream client resolves symlinks in the project root (the Python
 /// family) or keeps it lexical (the Node family).
 fn resolves_symlinks(integration: Integration) -> bool {
-    matches!(integration, Integration::ClaudeCode | Integration::Codex)
+    integration.spec().workspace_key == WorkspaceKey::Resolved
 }
 
 /// The project root the upstream client of `integration` derives from `cwd`: the Git toplevel of

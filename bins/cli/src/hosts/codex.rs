@@ -16,8 +16,8 @@ use serde_json::{Value, json};
 
 use super::marketplace::{Market, enabled_in};
 use super::{
-    Activation, Calls, Installer, Undo, argv, describe_calls, headers_helper, home_from, mcp_with_helper,
-    run_all,
+    Activation, Calls, Installer, Undo, argv, describe_calls, headers_helper, mcp_with_helper, run_all,
+    table_home,
 };
 use crate::doctor::{Report, Tier};
 use crate::host_cli::{HostCli, kill_group};
@@ -61,7 +61,7 @@ impl Installer for Codex {
     }
 
     fn home(&self, env: &Env) -> Option<PathBuf> {
-        home_from(env, "CODEX_HOME", ".codex")
+        table_home(env, Host::Codex)
     }
 
     fn file_bytes(&self, rel: &str, text: String, paths: &Paths) -> Result<Vec<u8>> {

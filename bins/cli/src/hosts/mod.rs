@@ -117,6 +117,7 @@ pub(crate) type Calls = Vec<(Vec<&'static str>, Value)>;
 
 /// The installer of one host.
 pub(crate) fn installer(host: Host) -> &'static dyn Installer {
+    // Host match kept: the dispatch to each host's installer, the one place that picks it.
     match host {
         Host::ClaudeCode => &claude_code::ClaudeCode,
         Host::Codex => &codex::Codex,
@@ -214,6 +215,12 @@ fn run_all(cli: &HostCli, calls: &[Vec<String>]) -> Result<()> {
 }
 
 /// A host's config home: `$var` when set, else `~/<rel>`.
+/// The host's config home from its row in the host table (`$var`, else `$HOME/<rel>`).
+fn table_home(env: &Env, host: Host) -> Option<PathBuf> {
+    let home = &host.spec().config_home;
+    home_from(env, home.var, home.rel)
+}
+
 fn home_from(env: &Env, var: &str, rel: &str) -> Option<PathBuf> {
     if let Some(v) = env.text(var).filter(|v| !v.is_empty() && !var.is_empty()) {
         return Some(PathBuf::from(v));
