@@ -216,3 +216,236 @@ fn the_host_naming_check_sees_a_stray_variant_and_name() {
     assert!(own_file("bins/dsh/src/lib.rs", "dsh"));
     assert!(!own_file("bins/cli/src/setup.rs", "dsh"));
 }
+
+/// The layers a crate's doc declares: numbered lines (`1. Title: `a`, `b`.`), modules in
+/// backticks, in order.
+fn declared_layers(lib_rs: &str) -> Vec<Vec<String>> {
+    let doc: Vec<&str> = lib_rs
+        .lines()
+        .filter_map(|l| l.strip_prefix("//!"))
+        .map(str::trim)
+        .collect();
+    let start = doc
+        .iter()
+        .position(|l| *l == "# Layers")
+        .expect("a `# Layers` section in the crate doc");
+    let mut layers: Vec<String> = Vec::new();
+    for line in &doc[start + 1..] {
+        if line.starts_with('#') {
+            break;
+        }
+        let numbered = line
+            .split_once(". ")
+            .is_some_and(|(n, _)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+        if numbered {
+            layers.push(String::new());
+        }
+        if let Some(last) = layers.last_mut() {
+            last.push_str(line);
+            last.push(' ');
+        }
+    }
+    layers
+        .iter()
+        .map(|l| l.split('`').skip(1).step_by(2).map(str::to_owned).collect())
+        .collect()
+}
+
+/// The modules of `crate::…` paths a source names outside comments and its test module.
+fn crate_imports(source: &str, modules: &[String]) -> std::collections::BTreeSet<String> {
+    let code = production_part(source);
+    let mut found = std::collections::BTreeSet::new();
+    for (at, _) in code.match_indices("crate::") {
+        let rest = &code[at + "crate::".len()..];
+        let names: Vec<&str> = if let Some(group) = rest.strip_prefix('{') {
+            // `crate::{a, b::C}`: the first word of each member.
+            let group = group.split_once('}').map_or(group, |(g, _)| g);
+            group.split(',').map(str::trim).collect()
+        } else {
+            vec![rest]
+        };
+        for name in names {
+            let word: String = name
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect();
+            if modules.contains(&word) {
+                found.insert(word);
+            }
+        }
+    }
+    found
+}
+
+/// Checks one crate's `src/*.rs` against the layers its `lib.rs` declares; `cycles_known`: the
+/// module cycles still allowed, each with its reason.
+fn check_layers(src: &str, cycles_known: &[(&[&str], &str)]) {
+    let dir = root().join(src);
+    let lib_rs = std::fs::read_to_string(dir.join("lib.rs")).unwrap();
+    let layers = declared_layers(&lib_rs);
+    assert!(layers.len() >= 3, "{src}: {layers:?}");
+    let layer_of = |m: &str| layers.iter().position(|l| l.iter().any(|x| x == m));
+    let modules: Vec<String> = layers.concat();
+    let mut graph = std::collections::BTreeMap::new();
+    for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+        let path = entry.path();
+        let name = path.file_stem().unwrap().to_string_lossy().into_owned();
+        let module = if path.is_dir() {
+            let Ok(text) = std::fs::read_to_string(path.join("mod.rs")) else {
+                continue;
+            };
+            // A folder module: its files together.
+            let mut all = text;
+            for f in std::fs::read_dir(&path).unwrap().flatten() {
+                if f.path()
+                    .file_name()
+                    .is_some_and(|n| n != "mod.rs" && n != "tests.rs")
+                {
+                    all.push_str(&production_part(
+                        &std::fs::read_to_string(f.path()).unwrap_or_default(),
+                    ));
+                }
+            }
+            (name, all)
+        } else if path.extension().is_some_and(|x| x == "rs") && name != "lib" && name != "main" {
+            (name, std::fs::read_to_string(&path).unwrap())
+        } else {
+            continue;
+        };
+        let (name, text) = module;
+        let own =
+            layer_of(&name).unwrap_or_else(|| panic!("{src}/{name} is in no declared layer of {src}/lib.rs"));
+        let imports = crate_imports(&text, &modules);
+        for import in &imports {
+            let theirs = layer_of(import).unwrap();
+            assert!(
+                theirs <= own || import == &name,
+                "{src}/{name} (layer {}) imports `{import}` from layer {}: a module may import only \
+                 from its own layer or the layers declared before it in {src}/lib.rs",
+                own + 1,
+                theirs + 1
+            );
+        }
+        graph.insert(
+            name.clone(),
+            imports.into_iter().filter(|i| *i != name).collect::<Vec<_>>(),
+        );
+    }
+    for m in &modules {
+        assert!(
+            graph.contains_key(m),
+            "{src}/lib.rs declares `{m}`, which is no module"
+        );
+    }
+    let cycles = cycles(&graph);
+    for cycle in &cycles {
+        let known = cycles_known.iter().any(|(ms, _)| {
+            let mut ms: Vec<&str> = ms.to_vec();
+            ms.sort_unstable();
+            let mut c: Vec<&str> = cycle.iter().map(String::as_str).collect();
+            c.sort_unstable();
+            ms == c
+        });
+        assert!(
+            known,
+            "{src}: the modules {cycle:?} import one another in a cycle"
+        );
+    }
+    for (ms, reason) in cycles_known {
+        assert!(
+            cycles
+                .iter()
+                .any(|c| ms.iter().all(|m| c.iter().any(|x| x == m)) && c.len() == ms.len()),
+            "{src}: the cycle {ms:?} is gone: drop its exception ({reason})"
+        );
+    }
+}
+
+/// The strongly connected groups of more than one module (Tarjan).
+fn cycles(graph: &std::collections::BTreeMap<String, Vec<String>>) -> Vec<Vec<String>> {
+    struct Walk<'a> {
+        graph: &'a std::collections::BTreeMap<String, Vec<String>>,
+        index: std::collections::BTreeMap<&'a str, (usize, usize)>,
+        stack: Vec<&'a str>,
+        next: usize,
+        out: Vec<Vec<String>>,
+    }
+    fn visit<'a>(w: &mut Walk<'a>, v: &'a str) {
+        w.index.insert(v, (w.next, w.next));
+        w.next += 1;
+        w.stack.push(v);
+        for u in w.graph.get(v).into_iter().flatten() {
+            let u = u.as_str();
+            if !w.index.contains_key(u) {
+                visit(w, u);
+                let low = w.index[v].1.min(w.index[u].1);
+                w.index.get_mut(v).unwrap().1 = low;
+            } else if w.stack.contains(&u) {
+                let low = w.index[v].1.min(w.index[u].0);
+                w.index.get_mut(v).unwrap().1 = low;
+            }
+        }
+        if w.index[v].0 == w.index[v].1 {
+            let mut group = Vec::new();
+            while let Some(u) = w.stack.pop() {
+                group.push(u.to_owned());
+                if u == v {
+                    break;
+                }
+            }
+            if group.len() > 1 {
+                group.sort();
+                w.out.push(group);
+            }
+        }
+    }
+    let mut w = Walk {
+        graph,
+        index: std::collections::BTreeMap::new(),
+        stack: Vec::new(),
+        next: 0,
+        out: Vec::new(),
+    };
+    for v in graph.keys() {
+        if !w.index.contains_key(v.as_str()) {
+            visit(&mut w, v);
+        }
+    }
+    w.out
+}
+
+#[test]
+fn core_modules_import_only_downward_without_cycles() {
+    check_layers(
+        "shared/core/src",
+        &[
+            (
+                &["bootstrap", "session"],
+                "the session record keeps bootstrap's item values; they move to a lower layer with \
+                 the after-answer work",
+            ),
+            (
+                &["drain", "flush", "turn"],
+                "the after-answer work (drainer hand-off, flush policy) is still carried between \
+                 these three; it becomes an explicit value the pipeline returns",
+            ),
+        ],
+    );
+}
+
+#[test]
+fn the_layer_check_reads_declarations_and_imports() {
+    let lib = "//! Doc.\n//!\n//! # Layers\n//!\n//! 1. Base: `a`,\n//!    `b`.\n//! 2. Top: `c`.\n";
+    assert_eq!(
+        declared_layers(lib),
+        [vec!["a".to_owned(), "b".to_owned()], vec!["c".to_owned()]]
+    );
+    let modules = ["a", "b", "c"].map(str::to_owned);
+    let src = "use crate::{a::X, c};\n/// [`crate::b`]\nfn f() { crate::b::g() }\n#[cfg(test)]\nmod t {}\n";
+    let got: Vec<String> = crate_imports(src, &modules).into_iter().collect();
+    assert_eq!(got, ["a", "b", "c"]);
+    let graph = [("a", vec!["b"]), ("b", vec!["a"]), ("c", vec!["a"])]
+        .map(|(k, v)| (k.to_owned(), v.into_iter().map(str::to_owned).collect()))
+        .into();
+    assert_eq!(cycles(&graph), [vec!["a".to_owned(), "b".to_owned()]]);
+}

@@ -36,6 +36,7 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+pub use crate::base::sha256_hex;
 use crate::deadline::Deadline;
 use crate::host::{Integration, WorkspaceKey};
 
@@ -45,19 +46,6 @@ const MAX_SCOPE_CHARS: usize = 256;
 const GIT_TIMEOUT: Duration = Duration::from_secs(2);
 /// More symlink hops than this means a loop (Linux gives up at 40 too).
 const MAX_SYMLINK_HOPS: usize = 40;
-
-/// Lowercase hex SHA-256 of `bytes`.
-#[must_use]
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    let digest = ring::digest::digest(&ring::digest::SHA256, bytes);
-    let mut out = String::with_capacity(64);
-    for b in digest.as_ref() {
-        out.push(char::from(HEX[usize::from(b >> 4)]));
-        out.push(char::from(HEX[usize::from(b & 0x0f)]));
-    }
-    out
-}
 
 /// Python's `str.isspace` (what `strip()` and the regex `\s` use): Unicode `White_Space` plus the
 /// four ASCII information separators.
