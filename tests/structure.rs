@@ -449,3 +449,31 @@ fn the_layer_check_reads_declarations_and_imports() {
         .into();
     assert_eq!(cycles(&graph), [vec!["a".to_owned(), "b".to_owned()]]);
 }
+
+#[test]
+fn the_architecture_page_draws_the_declared_core_layers() {
+    let lib_rs = std::fs::read_to_string(root().join("shared/core/src/lib.rs")).unwrap();
+    let declared = declared_layers(&lib_rs);
+    let page = std::fs::read_to_string(root().join("docs/architecture.md")).unwrap();
+    let drawing = page
+        .split_once("## Layers")
+        .and_then(|(_, r)| r.split_once("```text\n"))
+        .and_then(|(_, r)| r.split_once("```"))
+        .map(|(d, _)| d)
+        .expect("a drawing of the layers in docs/architecture.md");
+    let mut drawn: Vec<(usize, Vec<String>)> = drawing
+        .lines()
+        .filter_map(|l| {
+            // `N  title  modules…`: the title and the modules are apart by two blanks or more.
+            let (n, rest) = l.split_once(' ')?;
+            let (_, modules) = rest.trim_start().split_once("  ")?;
+            let words: Vec<String> = modules.split_whitespace().map(str::to_owned).collect();
+            Some((n.parse().ok()?, words))
+        })
+        .collect();
+    drawn.sort_by_key(|(n, _)| *n);
+    assert_eq!(drawn.len(), declared.len(), "{drawing}");
+    for ((n, words), layer) in drawn.iter().zip(&declared) {
+        assert_eq!(words, layer, "layer {n} of docs/architecture.md");
+    }
+}
