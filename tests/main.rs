@@ -34,5 +34,6 @@ mod secrets;
 mod setup;
 mod setup_safety;
 mod state;
+mod structure;
 mod support;
 mod trust;

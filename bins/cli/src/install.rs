@@ -27,7 +27,7 @@ pub fn host_arg() -> impl clap::builder::TypedValueParser<Value = Host> {
         .map(|name: String| Host::parse(&name).expect("clap only passes a listed host name"))
 }
 
-/// What the CLI knows of each host beyond the core library: executables, versions.
+/// The host table's CLI columns as methods: executables, versions, how the hook command is written.
 pub trait HostExt: Copy {
     /// Our hook executable's file name.
     fn hook_exe(self) -> &'static str;
@@ -49,49 +49,28 @@ pub trait HostExt: Copy {
 
 impl HostExt for Host {
     fn hook_exe(self) -> &'static str {
-        match self {
-            Self::ClaudeCode => "powercontext-hook-claude-code",
-            Self::Codex => "powercontext-hook-codex",
-            Self::OpenCode => "powercontext-hook-opencode",
-            Self::Pi => "powercontext-hook-pi",
-            Self::Dsh => "powercontext-hook-dsh",
-        }
+        self.spec().hook_exe
     }
 
     fn cli_name(self) -> &'static str {
-        match self {
-            Self::ClaudeCode => "claude",
-            Self::Codex => "codex",
-            Self::OpenCode => "opencode",
-            Self::Pi => "pi",
-            Self::Dsh => "dsh",
-        }
+        self.spec().cli.name
     }
 
     fn cli_env(self) -> &'static [(&'static str, &'static str)] {
-        match self {
-            Self::ClaudeCode => &[("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")],
-            Self::Codex | Self::OpenCode | Self::Pi | Self::Dsh => &[],
-        }
+        self.spec().cli.env
     }
 
     fn tested_versions(self) -> &'static [&'static str] {
-        match self {
-            Self::ClaudeCode => &["2.1.332"],
-            Self::Codex => &["0.171.0"],
-            Self::OpenCode => &["1.18.33"],
-            Self::Pi => &["0.73.1"],
-            Self::Dsh => &["0.1.0-rc.8"],
-        }
+        self.spec().cli.tested_versions
     }
 
     fn hook_command_value(self, exe: &Path) -> Result<String> {
-        let command = match self {
-            Self::ClaudeCode | Self::Codex => hook_command_shell(exe)?,
-            _ => exe
-                .to_str()
+        let command = if self.spec().capabilities.hook_command_in_shell {
+            hook_command_shell(exe)?
+        } else {
+            exe.to_str()
                 .with_context(|| format!("{} is not a UTF-8 path", exe.display()))?
-                .to_owned(),
+                .to_owned()
         };
         let quoted = serde_json::Value::String(command).to_string();
         Ok(quoted[1..quoted.len() - 1].to_owned())

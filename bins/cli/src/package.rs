@@ -112,7 +112,7 @@ fn items(bin_dir: &Path) -> Result<Vec<Item>> {
         })),
     );
 
-    for host in [Host::ClaudeCode, Host::Codex, Host::OpenCode, Host::Pi, Host::Dsh] {
+    for host in Host::ALL {
         let exe = bin_dir.join(host.hook_exe());
         let hook_command = host.hook_command_value(&exe)?;
         let [(_, cli_command), (_, operations)] =
@@ -130,6 +130,7 @@ fn items(bin_dir: &Path) -> Result<Vec<Item>> {
             "skills/powercontext-project-context/SKILL.md",
             SKILL.as_bytes().to_vec(),
         );
+        // Host match kept: each host's package has a shape of its own (manifests, shims, rows).
         match host {
             Host::ClaudeCode => {
                 let mut plugin = rendered_json(host, ".claude-plugin/plugin.json", &values)?;
@@ -285,7 +286,7 @@ fn render(args: &PackageArgs) -> Result<ExitCode> {
             .context("this program has no directory")?
             .to_path_buf(),
     };
-    for host in [Host::ClaudeCode, Host::Codex, Host::OpenCode, Host::Pi, Host::Dsh] {
+    for host in Host::ALL {
         crate::setup::check_hook_exe(&bin_dir.join(host.hook_exe()))?;
     }
     let out = std::path::absolute(&args.out)?;

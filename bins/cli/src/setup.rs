@@ -613,8 +613,13 @@ pub(crate) fn plan_ours(
     // 2. Our plugin folder, rendered; same-name files we do not own stop everything.
     let previous = install::load_manifest(&paths.state_root, host)?;
     let profile = inst.profile(args, previous.as_ref())?;
-    if args.statusline && host != Host::ClaudeCode {
-        bail!("--statusline is for claude-code only");
+    if args.statusline && !host.spec().capabilities.statusline {
+        let with: Vec<&str> = Host::ALL
+            .into_iter()
+            .filter(|h| h.spec().capabilities.statusline)
+            .map(Host::as_str)
+            .collect();
+        bail!("--statusline is for {} only", with.join(", "));
     }
     if let (Some(p), Some(old)) = (&profile, previous.as_ref().and_then(|m| m.profile.as_ref()))
         && p != old
@@ -821,6 +826,7 @@ fn host_own_paths(host: Host, env: &Env) -> Vec<PathBuf> {
             .filter(|p| p.is_absolute())
             .unwrap_or_else(|| home.join(rel))
     };
+    // Host match kept: what each host CLI writes on a first run is its own layout, not a column.
     match host {
         Host::ClaudeCode => {
             let dir = env
@@ -1277,5 +1283,89 @@ impl report::Report for SetupReport<'_> {
     }
     fn error(&self) -> Option<&str> {
         self.error.as_deref()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! Setup's own pure parts; its plans per host are tested with the installers (`hosts/tests.rs`).
+
+    use super::*;
+
+    #[test]
+    fn on_off_flags_take_the_switch_words_and_refuse_others() {
+        for (word, want) in [
+            ("on", true),
+            ("YES", true),
+            ("1", true),
+            ("off", false),
+            ("False", false),
+            ("0", false),
+        ] {
+            assert_eq!(parse_on_off(word), Ok(want), "{word}");
+        }
+        assert!(parse_on_off("maybe").unwrap_err().contains("on or off"));
+    }
+
+    #[test]
+    fn a_dry_run_watches_the_folders_each_host_cli_writes_moved_by_their_variables() {
+        let env = Env::from_pairs([("HOME", "/h"), ("CODEX_HOME", "/c"), ("XDG_CACHE_HOME", "/x")]);
+        assert_eq!(host_own_paths(Host::Codex, &env), [PathBuf::from("/c")]);
+        let claude = host_own_paths(Host::ClaudeCode, &Env::from_pairs([("HOME", "/h")]));
+        assert!(
+            claude.contains(&PathBuf::from("/h/.claude.json"))
+                && claude.contains(&PathBuf::from("/h/.claude"))
+        );
+        assert!(host_own_paths(Host::OpenCode, &env).contains(&PathBuf::from("/x/opencode")));
+        for host in Host::ALL {
+            assert!(!host_own_paths(host, &env).is_empty(), "{host}");
+            // Without a HOME there is nothing to watch, and nothing is guessed.
+            assert!(host_own_paths(host, &Env::default()).is_empty(), "{host}");
+        }
+    }
+
+    #[test]
+    fn a_relative_home_is_refused_with_its_fix_and_an_unset_one_is_left_to_the_command() {
+        let err = check_home(&Env::from_pairs([("HOME", "rel/home")])).unwrap_err();
+        assert!(
+            err.contains("not an absolute path") && err.contains("set HOME"),
+            "{err}"
+        );
+        assert_eq!(check_home(&Env::default()), Ok(()));
+        assert_eq!(
+            check_home(&Env::from_pairs([("HOME", "/no/such/home/at/all")])),
+            Ok(())
+        );
+    }
+
+    #[test]
+    fn a_variable_that_outranks_a_flag_is_named_in_a_warning() {
+        let env = Env::from_pairs([("POWERCONTEXT_PI_SERVER_URL", "http://127.0.0.1:7")]);
+        let hook = Settings::resolve(&Layers {
+            host: Host::Pi,
+            env: &env,
+            flags: None,
+            file: None,
+        })
+        .unwrap();
+        let flags = HostOptions {
+            server_url: Some("http://127.0.0.1:9".to_owned()),
+            ..HostOptions::default()
+        };
+        let mut rows = report::setting_rows(&hook);
+        let (mut warnings, before) = (Vec::new(), rows.len());
+        shadowed_flags(&flags, None, Some(&hook), &mut rows, &mut warnings);
+        assert_eq!(rows.len(), before);
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(warnings[0].contains("POWERCONTEXT_PI_SERVER_URL") && warnings[0].contains("--server-url"));
+        // The same value, or no environment layer, warns about nothing.
+        let mut quiet = Vec::new();
+        let same = HostOptions {
+            server_url: Some("http://127.0.0.1:7".to_owned()),
+            ..HostOptions::default()
+        };
+        shadowed_flags(&same, None, Some(&hook), &mut rows, &mut quiet);
+        shadowed_flags(&flags, None, None, &mut rows, &mut quiet);
+        assert!(quiet.is_empty(), "{quiet:?}");
     }
 }

@@ -236,7 +236,7 @@ pub fn plan(
     }
 
     // Claude Code's plugin options (the status line and the official doctor read them).
-    if host == Host::ClaudeCode {
+    if host.spec().capabilities.plugin_option_vars {
         let root = official::host_root(integration, env).context("cannot find Claude's config: set HOME")?;
         let path = root.join("settings.json");
         let doc = read_json_doc(&path, "Claude Code's settings")?;

@@ -7,11 +7,12 @@ use std::borrow::Cow;
 
 use serde_json::{Map, Value};
 
+pub use crate::base::SecretPolicy;
+use crate::base::sha256_hex;
 use crate::http::{Transport, failure_for};
 use crate::outcome::{Failure, Outcome};
 use crate::secrets;
 use crate::wire::{CaptureRequest, MAX_CAPTURE_CHARS, MAX_QUERY_CHARS, capture_position, truncate_chars};
-use crate::workspace::sha256_hex;
 
 /// The Source request for one capture in `scope`, with the integration's `source_id` (`prefix`).
 #[must_use]
@@ -41,37 +42,6 @@ pub fn source_id(prefix: &str, scope: &str, session: &str, turn: &str, prompt: &
         material.extend_from_slice(part.as_bytes());
     }
     format!("{prefix}:{}", sha256_hex(&material))
-}
-
-/// What a prompt that holds a secret becomes (`capture_secrets`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum SecretPolicy {
-    /// Not captured at all (the safe default).
-    #[default]
-    Skip,
-    /// Captured with each secret replaced by `[REDACTED:<rule>]`.
-    Redact,
-}
-
-impl SecretPolicy {
-    /// The setting's value.
-    #[must_use]
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Skip => "skip",
-            Self::Redact => "redact",
-        }
-    }
-
-    /// Parses a setting value (`skip` or `redact`, ASCII case and surrounding blanks ignored).
-    #[must_use]
-    pub fn parse(text: &str) -> Option<Self> {
-        match text.trim().to_ascii_lowercase().as_str() {
-            "skip" => Some(Self::Skip),
-            "redact" => Some(Self::Redact),
-            _ => None,
-        }
-    }
 }
 
 /// What the persistence policy decided, before any network call.

@@ -8,53 +8,13 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+pub use crate::base::{Defaults, default_state_dir, home_dir, vars};
+use crate::base::{SecretPolicy, parse_bool, user_dir};
 use crate::bounded::{self, Links, Problem};
-use crate::capture::SecretPolicy;
 use crate::endpoint::{Authorization, BaseUrl};
 use crate::env::{Env, EnvValue};
 use crate::host::Integration;
 use crate::official;
-
-/// Names of the variables that are not per host.
-pub mod vars {
-    /// Path of the configuration file (overrides the default location).
-    pub const CONFIG_FILE: &str = "POWERCONTEXT_HOOKS_CONFIG";
-    /// Directory for the ledger, spool and other state.
-    pub const STATE_DIR: &str = "POWERCONTEXT_HOOKS_STATE_DIR";
-    /// Shared Server URL (1.4 client name).
-    pub const CLIENT_SERVER_URL: &str = "POWERCONTEXT_CLIENT_SERVER_URL";
-    /// Shared bare API token (1.4 client name).
-    pub const CLIENT_API_TOKEN: &str = "POWERCONTEXT_CLIENT_API_TOKEN";
-    /// Fault injection for self-tests (`panic`): proves the fail-open panic path of a release binary.
-    pub const FAULT: &str = "POWERCONTEXT_HOOKS_FAULT";
-}
-
-/// The default value of every setting, in one place.
-#[derive(Debug, Clone, Copy)]
-pub struct Defaults;
-
-impl Defaults {
-    /// Server base URL: the local Server's default address.
-    pub const SERVER_URL: &'static str = "http://127.0.0.1:8000";
-    /// Capture prompts as Sources.
-    pub const CAPTURE_PROMPTS: bool = true;
-    /// A prompt holding a secret is not captured (`redact` captures it with the secrets replaced).
-    pub const CAPTURE_SECRETS: SecretPolicy = SecretPolicy::Skip;
-    /// Flush Memory right after a capture (needs a Server with a model; off by default).
-    pub const FLUSH_ON_CAPTURE: bool = false;
-    /// Per-request timeout.
-    pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(1);
-    /// Whole-process budget, from process start.
-    pub const BUDGET: Duration = Duration::from_secs(4);
-    /// Flush calls after one capture.
-    pub const FLUSH_MAX_CALLS: u32 = 4;
-    /// Requested PreparedContext size in bytes.
-    pub const MAX_BYTES: u32 = 8000;
-    /// Bootstrap curated memory at session start and after compaction.
-    pub const BOOTSTRAP: bool = true;
-    /// Requested bootstrap package size in bytes (the Server allows 512–8192).
-    pub const BOOTSTRAP_MAX_BYTES: u32 = 4096;
-}
 
 /// Where a resolved value came from (shown by `doctor`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -236,46 +196,6 @@ pub fn default_config_path(env: &Env) -> Option<PathBuf> {
     user_dir(env, "XDG_CONFIG_HOME", ".config").map(|d| d.join("powercontext-hooks").join("config.toml"))
 }
 
-/// The default state directory (ledger, spool).
-#[must_use]
-pub fn default_state_dir(env: &Env) -> Option<PathBuf> {
-    if let Some(p) = env.text(vars::STATE_DIR).filter(|p| !p.trim().is_empty()) {
-        return Some(PathBuf::from(p));
-    }
-    user_dir(env, "XDG_STATE_HOME", ".local/state").map(|d| d.join("powercontext-hooks"))
-}
-
-/// `HOME` when it is an absolute path; a relative or empty one counts as unset (see
-/// [`default_config_path`]).
-#[must_use]
-pub fn home_dir(env: &Env) -> Option<PathBuf> {
-    env.text("HOME")
-        .filter(|h| Path::new(h).is_absolute())
-        .map(PathBuf::from)
-}
-
-/// An XDG base directory from the injected environment; elsewhere than Linux, `directories`.
-fn user_dir(env: &Env, xdg: &str, home_rel: &str) -> Option<PathBuf> {
-    if cfg!(target_os = "linux") {
-        if let Some(d) = env.text(xdg).map(PathBuf::from).filter(|p| p.is_absolute()) {
-            return Some(d);
-        }
-        // A relative HOME (`HOME=.`) would make the working tree, a cloned repository that can
-        // ship `.config/powercontext-hooks/config.toml`, the user's configuration: it counts as
-        // unset, as a relative XDG variable does.
-        return home_dir(env).map(|h| h.join(home_rel));
-    }
-    let dirs = directories::BaseDirs::new()?;
-    Some(
-        if xdg == "XDG_CONFIG_HOME" {
-            dirs.config_dir()
-        } else {
-            dirs.data_local_dir()
-        }
-        .to_path_buf(),
-    )
-}
-
 /// Largest configuration file read: a real one is a few hundred bytes.
 pub const MAX_CONFIG_BYTES: u64 = 256 * 1024;
 
@@ -434,7 +354,7 @@ impl EnvNames {
             format!("{p}ENDPOINT"),
         ];
         let mut capture_prompts = one("CAPTURE_PROMPTS");
-        if host == Integration::ClaudeCode {
+        if host.spec().capabilities.plugin_option_vars {
             server_url.push("CLAUDE_PLUGIN_OPTION_SERVER_URL".to_owned());
             capture_prompts.push("CLAUDE_PLUGIN_OPTION_CAPTURE_PROMPTS".to_owned());
         }
@@ -478,6 +398,7 @@ struct Found<T> {
 impl Layers<'_> {
     fn host_table<'f>(&self, file: &'f FileOptions) -> Option<&'f HostOptions> {
         let t = &file.hosts;
+        // Host match kept: the file's `[hosts.*]` tables are serde fields, refused by name when unknown.
         match self.host {
             Integration::ClaudeCode => t.claude_code.as_ref(),
             Integration::Codex => t.codex.as_ref(),
@@ -550,15 +471,6 @@ fn setting_name(origin: &Origin) -> String {
             format!("{} key {key}", path.display())
         }
         Origin::Default => "default".to_owned(),
-    }
-}
-
-/// A switch's words: `1/0`, `true/false`, `yes/no`, `on/off` (any case, blanks trimmed).
-pub(crate) fn parse_bool(text: &str) -> Option<bool> {
-    match text.trim().to_ascii_lowercase().as_str() {
-        "1" | "true" | "yes" | "on" => Some(true),
-        "0" | "false" | "no" | "off" => Some(false),
-        _ => None,
     }
 }
 
@@ -813,7 +725,7 @@ impl Settings {
         let server_url = resolve_server_url(layers, &n)?;
         let authorization = resolve_authorization(layers, &n, &server_url.value)?;
         let scope = ScopeId {
-            bound_long: layers.host == Integration::Dsh,
+            bound_long: layers.host.spec().capabilities.profile_rows,
         };
         let scope_id = layers.setting("scope_id", &n.scope_id, |o| o.scope_id.clone(), &scope, None)?;
         let capture_prompts = layers.setting(
@@ -966,7 +878,7 @@ fn opencode_millis(
 ) -> Result<(Setting<Duration>, Setting<Duration>), ConfigError> {
     const REQUEST: &str = "POWERCONTEXT_OPENCODE_REQUEST_TIMEOUT_MS";
     const BUDGET: &str = "POWERCONTEXT_OPENCODE_HTTP_BUDGET_MS";
-    if layers.host != Integration::OpenCode {
+    if !layers.host.spec().capabilities.millisecond_timeout_vars {
         return Ok((request, budget));
     }
     let millis = |name: &str, min: u64, max: u64| -> Result<Option<Duration>, ConfigError> {
@@ -1053,7 +965,7 @@ fn official_authorization(
     layers: &Layers<'_>,
     url: &BaseUrl,
 ) -> Result<Setting<Option<Authorization>>, ConfigError> {
-    if layers.host == Integration::Dsh
+    if layers.host.spec().capabilities.profile_rows
         && let Some(raw) = official::dsh_row_authorization(layers.env, url)
     {
         let a = Authorization::parse_token(&raw)

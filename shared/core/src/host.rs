@@ -1,7 +1,8 @@
-//! Host identities: the five integrations, the names the Server and the official CLI use for
-//! them, and the per-host literals (prefixes, components) that must match upstream byte for byte.
+//! The host table: every fact about a supported coding-agent host, as data, in one row per host
+//! ([`HOSTS`]). Code asks the table (through [`Integration::spec`]) instead of matching on the
+//! host. This module is a leaf: it imports nothing from the crate, so every layer may read it.
 
-/// One of the supported coding-agent hosts.
+/// One of the supported coding-agent hosts: the key of its row in [`HOSTS`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Integration {
     /// Claude Code (`UserPromptSubmit` command hook).
@@ -16,100 +17,491 @@ pub enum Integration {
     Dsh,
 }
 
+/// Everything the hooks and the CLI know of one host.
+#[derive(Debug)]
+pub struct HostSpec {
+    /// The host this row describes.
+    pub host: Integration,
+    /// The integration name used in Server binding keys, on command lines and by the official CLI.
+    pub name: &'static str,
+    /// Other names users write for it (none is accepted on a command line yet).
+    pub aliases: &'static [&'static str],
+    /// The host's name in sentences.
+    pub title: &'static str,
+    /// The middle part of this host's environment variables: `POWERCONTEXT_<PART>_…`.
+    pub env_part: &'static str,
+    /// The `source_id` prefix of captured prompts (upstream-compatible).
+    pub source_prefix: &'static str,
+    /// The diagnostic component prefix: `powercontext.<name>`.
+    pub component: &'static str,
+    /// Our hook executable's file name.
+    pub hook_exe: &'static str,
+    /// The host's own CLI.
+    pub cli: HostCliSpec,
+    /// The host's configuration root as the official CLI computes it.
+    pub config_home: ConfigHome,
+    /// How the host's config is written (what kind of installer serves it).
+    pub config: ConfigFormat,
+    /// How the workspace key is derived from the working directory.
+    pub workspace_key: WorkspaceKey,
+    /// Which host event means what.
+    pub events: Events,
+    /// Where the injected context goes on stdout.
+    pub output: OutputChannel,
+    /// The unit of the hook timeout in the host's config.
+    pub timeout_unit: TimeoutUnit,
+    /// What the host does and what the hooks may rely on.
+    pub capabilities: Capabilities,
+}
+
+/// The host's own CLI: the executable setup and doctor drive.
+#[derive(Debug)]
+pub struct HostCliSpec {
+    /// The executable's name.
+    pub name: &'static str,
+    /// Variables our calls of the host CLI set: they only list and register, so nothing the
+    /// host would do besides (Claude's CLI writes and tries to send telemetry events under
+    /// `~/.claude` on every call, so even a dry run would leave files).
+    pub env: &'static [(&'static str, &'static str)],
+    /// Host versions our real-host tests cover (the pins in tests/e2e/**/package.json).
+    pub tested_versions: &'static [&'static str],
+}
+
+/// A config home: `$var` when set, else `$HOME/<rel>`.
+#[derive(Debug)]
+pub struct ConfigHome {
+    /// The variable that moves it.
+    pub var: &'static str,
+    /// Its place under `HOME`.
+    pub rel: &'static str,
+}
+
+/// How a host's config is written, which decides the installer that serves it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConfigFormat {
+    /// A plugin folder with a JSON hooks file, registered through a marketplace (Claude Code,
+    /// Codex).
+    PluginHooksJson,
+    /// A JavaScript shim in the host's plugin or extension folder (OpenCode, Pi).
+    JsShim,
+    /// A plugin registered through the host CLI with its own manifest (DSH).
+    HostPlugin,
+}
+
+/// How the workspace key is derived from the working directory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WorkspaceKey {
+    /// The Git toplevel (or cwd), symlinks resolved (the Python-family upstream clients).
+    Resolved,
+    /// The Git toplevel (or cwd), kept lexical (the Node-family upstream clients).
+    Lexical,
+}
+
+/// The host's event vocabulary: which of its events means prompt, session start, compaction,
+/// a boundary (where pending captures are flushed) and the session's end.
+#[derive(Debug)]
+pub struct Events {
+    /// The event whose answer carries the recalled context for a prompt.
+    pub prompt: &'static str,
+    /// The session-start event our hook answers, if the host gives it one.
+    pub session_start: Option<&'static str>,
+    /// The event before a compaction, if the host gives it one.
+    pub compaction: Option<&'static str>,
+    /// Events at which pending captures are flushed.
+    pub boundary: &'static [&'static str],
+    /// The event at the session's end, if the host gives it one.
+    pub end: Option<&'static str>,
+}
+
+/// Where the injected context goes on the hook's stdout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OutputChannel {
+    /// Claude-style `{"hookSpecificOutput": {"hookEventName": …, "additionalContext": …}}`.
+    HookSpecificOutput,
+    /// A top-level `{"additionalContext": …}`.
+    TopLevelAdditionalContext,
+    /// A plain `{"message": …}`.
+    Message,
+    /// A plain `{"context": …}`.
+    Context,
+    /// Our own JSON protocol with the host's shim (OpenCode, Pi, DSH).
+    Shim,
+}
+
+/// The unit of the hook timeout in the host's config.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TimeoutUnit {
+    /// Seconds.
+    Seconds,
+    /// Milliseconds.
+    Milliseconds,
+    /// The host sets no timeout of ours (the shim keeps its own deadline).
+    None,
+}
+
+/// What a host does, as yes/no facts the shared code branches on.
+#[derive(Debug)]
+#[expect(
+    clippy::struct_excessive_bools,
+    reason = "independent facts of one host, one column each"
+)]
+pub struct Capabilities {
+    /// Whether a session's first prompt bootstraps it: hosts whose plugin API gives the hook no
+    /// session-start event of its own. Claude Code and Codex bootstrap in their `SessionStart`
+    /// hook instead (and after a compaction, at the next prompt if no `SessionStart` did).
+    pub bootstraps_at_first_prompt: bool,
+    /// Whether a resumed session's transcript still holds the package its `SessionStart` hook
+    /// injected: Codex replays it from the session's rollout on resume, so injecting it again
+    /// would repeat it; Claude Code's resumed transcript drops it, so there it comes back only if
+    /// the resume's own `SessionStart` injects it.
+    pub resume_keeps_start_context: bool,
+    /// Whether what a hook injects stays in the host's conversation for later turns (Claude Code's
+    /// and Codex's hook context, DSH's plugin messages). Pi replaces its system prompt each turn
+    /// and OpenCode's transform changes only the request in flight: there, every turn must carry
+    /// what it needs, so nothing is remembered as already injected.
+    pub injection_persists: bool,
+    /// Whether every capture is flushed (Pi's contract): at once with `flush_on_capture`, retrying
+    /// a failed call, else kept pending until a boundary or the drainer flushes it.
+    pub flushes_every_capture: bool,
+    /// Whether the host hands the hook command to `sh -c` inside a JSON string (so it is
+    /// shell-quoted); the JavaScript shims spawn it directly from a string literal.
+    pub hook_command_in_shell: bool,
+    /// Whether the host's plugin options (`CLAUDE_PLUGIN_OPTION_*`) feed the settings.
+    pub plugin_option_vars: bool,
+    /// Whether the host hands its plugin a profile row (DSH): the row's base URL and token are
+    /// official sources, and its scope ids may be longer than the usual bound.
+    pub profile_rows: bool,
+    /// Whether the host's shim also passes its timeouts in milliseconds
+    /// (`POWERCONTEXT_<PART>_REQUEST_TIMEOUT_MS`, `…_HTTP_BUDGET_MS`).
+    pub millisecond_timeout_vars: bool,
+    /// Whether setup may install a status line (`--statusline`).
+    pub statusline: bool,
+}
+
+/// The host table, in documentation order: one row per host, the row's index being the host's.
+pub static HOSTS: [HostSpec; 5] = [
+    HostSpec {
+        host: Integration::ClaudeCode,
+        name: "claude-code",
+        aliases: &["claude"],
+        title: "Claude Code",
+        env_part: "CLAUDE",
+        source_prefix: "claude-code-user-prompt",
+        component: "powercontext.claude_code",
+        hook_exe: "powercontext-hook-claude-code",
+        cli: HostCliSpec {
+            name: "claude",
+            env: &[("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")],
+            tested_versions: &["2.1.332"],
+        },
+        config_home: ConfigHome {
+            var: "CLAUDE_CONFIG_DIR",
+            rel: ".claude",
+        },
+        config: ConfigFormat::PluginHooksJson,
+        workspace_key: WorkspaceKey::Resolved,
+        events: Events {
+            prompt: "UserPromptSubmit",
+            session_start: Some("SessionStart"),
+            compaction: Some("PreCompact"),
+            boundary: &["Stop", "SessionEnd"],
+            end: Some("SessionEnd"),
+        },
+        output: OutputChannel::HookSpecificOutput,
+        timeout_unit: TimeoutUnit::Seconds,
+        capabilities: Capabilities {
+            bootstraps_at_first_prompt: false,
+            resume_keeps_start_context: false,
+            injection_persists: true,
+            flushes_every_capture: false,
+            hook_command_in_shell: true,
+            plugin_option_vars: true,
+            profile_rows: false,
+            millisecond_timeout_vars: false,
+            statusline: true,
+        },
+    },
+    HostSpec {
+        host: Integration::Codex,
+        name: "codex",
+        aliases: &[],
+        title: "Codex",
+        env_part: "CODEX",
+        source_prefix: "codex-user-prompt",
+        component: "powercontext.codex",
+        hook_exe: "powercontext-hook-codex",
+        cli: HostCliSpec {
+            name: "codex",
+            env: &[],
+            tested_versions: &["0.171.0"],
+        },
+        config_home: ConfigHome {
+            var: "CODEX_HOME",
+            rel: ".codex",
+        },
+        config: ConfigFormat::PluginHooksJson,
+        workspace_key: WorkspaceKey::Resolved,
+        events: Events {
+            prompt: "UserPromptSubmit",
+            session_start: Some("SessionStart"),
+            compaction: Some("PreCompact"),
+            boundary: &["Stop", "SessionEnd"],
+            end: Some("SessionEnd"),
+        },
+        output: OutputChannel::HookSpecificOutput,
+        timeout_unit: TimeoutUnit::Seconds,
+        capabilities: Capabilities {
+            bootstraps_at_first_prompt: false,
+            resume_keeps_start_context: true,
+            injection_persists: true,
+            flushes_every_capture: false,
+            hook_command_in_shell: true,
+            plugin_option_vars: false,
+            profile_rows: false,
+            millisecond_timeout_vars: false,
+            statusline: false,
+        },
+    },
+    HostSpec {
+        host: Integration::OpenCode,
+        name: "opencode",
+        aliases: &[],
+        title: "OpenCode",
+        env_part: "OPENCODE",
+        source_prefix: "opencode-user-prompt",
+        component: "powercontext.opencode",
+        hook_exe: "powercontext-hook-opencode",
+        cli: HostCliSpec {
+            name: "opencode",
+            env: &[],
+            tested_versions: &["1.18.33"],
+        },
+        config_home: ConfigHome {
+            var: "OPENCODE_CONFIG_DIR",
+            rel: ".config/opencode",
+        },
+        config: ConfigFormat::JsShim,
+        workspace_key: WorkspaceKey::Lexical,
+        events: Events {
+            prompt: "chat.message",
+            session_start: None,
+            compaction: Some("session.compacted"),
+            boundary: &[],
+            end: Some("session.deleted"),
+        },
+        output: OutputChannel::Shim,
+        timeout_unit: TimeoutUnit::None,
+        capabilities: Capabilities {
+            bootstraps_at_first_prompt: true,
+            resume_keeps_start_context: false,
+            injection_persists: false,
+            flushes_every_capture: false,
+            hook_command_in_shell: false,
+            plugin_option_vars: false,
+            profile_rows: false,
+            millisecond_timeout_vars: true,
+            statusline: false,
+        },
+    },
+    HostSpec {
+        host: Integration::Pi,
+        name: "pi",
+        aliases: &[],
+        title: "Pi",
+        env_part: "PI",
+        source_prefix: "pi-user-prompt",
+        component: "powercontext.pi",
+        hook_exe: "powercontext-hook-pi",
+        cli: HostCliSpec {
+            name: "pi",
+            env: &[],
+            tested_versions: &["0.73.1"],
+        },
+        config_home: ConfigHome {
+            var: "PI_CODING_AGENT_DIR",
+            rel: ".pi/agent",
+        },
+        config: ConfigFormat::JsShim,
+        workspace_key: WorkspaceKey::Lexical,
+        events: Events {
+            prompt: "before_agent_start",
+            session_start: None,
+            compaction: Some("session_before_compact"),
+            boundary: &[
+                "agent_end",
+                "session_before_compact",
+                "session_before_switch",
+                "session_shutdown",
+            ],
+            end: Some("session_shutdown"),
+        },
+        output: OutputChannel::Shim,
+        timeout_unit: TimeoutUnit::None,
+        capabilities: Capabilities {
+            bootstraps_at_first_prompt: true,
+            resume_keeps_start_context: false,
+            injection_persists: false,
+            flushes_every_capture: true,
+            hook_command_in_shell: false,
+            plugin_option_vars: false,
+            profile_rows: false,
+            millisecond_timeout_vars: false,
+            statusline: false,
+        },
+    },
+    HostSpec {
+        host: Integration::Dsh,
+        name: "dsh",
+        aliases: &[],
+        title: "DSH",
+        env_part: "DSH",
+        source_prefix: "dsh-user-prompt",
+        component: "powercontext.dsh",
+        hook_exe: "powercontext-hook-dsh",
+        cli: HostCliSpec {
+            name: "dsh",
+            env: &[],
+            tested_versions: &["0.1.0-rc.8"],
+        },
+        config_home: ConfigHome {
+            var: "DSH_HOME",
+            rel: ".dsh",
+        },
+        config: ConfigFormat::HostPlugin,
+        workspace_key: WorkspaceKey::Lexical,
+        events: Events {
+            prompt: "agent/pre-step",
+            session_start: None,
+            compaction: None,
+            boundary: &[],
+            end: None,
+        },
+        output: OutputChannel::Shim,
+        timeout_unit: TimeoutUnit::None,
+        capabilities: Capabilities {
+            bootstraps_at_first_prompt: true,
+            resume_keeps_start_context: false,
+            injection_persists: true,
+            flushes_every_capture: false,
+            hook_command_in_shell: false,
+            plugin_option_vars: false,
+            profile_rows: true,
+            millisecond_timeout_vars: false,
+            statusline: false,
+        },
+    },
+];
+
 impl Integration {
+    /// This host's row in [`HOSTS`].
+    #[must_use]
+    pub fn spec(self) -> &'static HostSpec {
+        // The enum's discriminant is the row index; `rows_match_their_hosts` holds them together.
+        &HOSTS[self as usize]
+    }
+
     /// The integration name used in Server binding keys and by the official CLI.
     #[must_use]
     pub fn as_str(self) -> &'static str {
-        match self {
-            Self::ClaudeCode => "claude-code",
-            Self::Codex => "codex",
-            Self::OpenCode => "opencode",
-            Self::Pi => "pi",
-            Self::Dsh => "dsh",
-        }
+        self.spec().name
     }
 
     /// The middle part of this host's environment variables: `POWERCONTEXT_<PART>_…`.
     #[must_use]
     pub fn env_part(self) -> &'static str {
-        match self {
-            Self::ClaudeCode => "CLAUDE",
-            Self::Codex => "CODEX",
-            Self::OpenCode => "OPENCODE",
-            Self::Pi => "PI",
-            Self::Dsh => "DSH",
-        }
+        self.spec().env_part
     }
 
     /// The `source_id` prefix of captured prompts (upstream-compatible).
     #[must_use]
     pub fn source_prefix(self) -> &'static str {
-        match self {
-            Self::ClaudeCode => "claude-code-user-prompt",
-            Self::Codex => "codex-user-prompt",
-            Self::OpenCode => "opencode-user-prompt",
-            Self::Pi => "pi-user-prompt",
-            Self::Dsh => "dsh-user-prompt",
-        }
+        self.spec().source_prefix
     }
 
     /// The diagnostic component prefix: `powercontext.<name>`.
     #[must_use]
     pub fn component(self) -> &'static str {
-        match self {
-            Self::ClaudeCode => "powercontext.claude_code",
-            Self::Codex => "powercontext.codex",
-            Self::OpenCode => "powercontext.opencode",
-            Self::Pi => "powercontext.pi",
-            Self::Dsh => "powercontext.dsh",
-        }
+        self.spec().component
     }
 
-    /// Whether a session's first prompt bootstraps it: hosts whose plugin API gives the hook no
-    /// session-start event of its own. Claude Code and Codex bootstrap in their `SessionStart`
-    /// hook instead (and after a compaction, at the next prompt if no `SessionStart` did).
+    /// See [`Capabilities::bootstraps_at_first_prompt`].
     #[must_use]
     pub fn bootstraps_at_first_prompt(self) -> bool {
-        matches!(self, Self::OpenCode | Self::Pi | Self::Dsh)
+        self.spec().capabilities.bootstraps_at_first_prompt
     }
 
-    /// Whether a resumed session's transcript still holds the package its `SessionStart` hook
-    /// injected: Codex replays it from the session's rollout on resume, so injecting it again
-    /// would repeat it; Claude Code's resumed transcript drops it, so there it comes back only if
-    /// the resume's own `SessionStart` injects it.
+    /// See [`Capabilities::resume_keeps_start_context`].
     #[must_use]
     pub fn resume_keeps_start_context(self) -> bool {
-        matches!(self, Self::Codex)
+        self.spec().capabilities.resume_keeps_start_context
     }
 
-    /// Whether what a hook injects stays in the host's conversation for later turns (Claude Code's
-    /// and Codex's hook context, DSH's plugin messages). Pi replaces its system prompt each turn
-    /// and OpenCode's transform changes only the request in flight: there, every turn must carry
-    /// what it needs, so nothing is remembered as already injected.
+    /// See [`Capabilities::injection_persists`].
     #[must_use]
     pub fn injection_persists(self) -> bool {
-        matches!(self, Self::ClaudeCode | Self::Codex | Self::Dsh)
+        self.spec().capabilities.injection_persists
     }
 
-    /// Whether every capture is flushed (Pi's contract): at once with `flush_on_capture`, retrying
-    /// a failed call, else kept pending until a boundary or the drainer flushes it.
+    /// See [`Capabilities::flushes_every_capture`].
     #[must_use]
     pub fn flushes_every_capture(self) -> bool {
-        matches!(self, Self::Pi)
+        self.spec().capabilities.flushes_every_capture
     }
 
-    /// All hosts, in documentation order.
+    /// All hosts, in documentation order (the order of [`HOSTS`]).
     pub const ALL: [Self; 5] = [Self::ClaudeCode, Self::Codex, Self::OpenCode, Self::Pi, Self::Dsh];
 
     /// Parses the integration name used on command lines (`claude-code`, `codex`, …).
     #[must_use]
     pub fn parse(name: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|i| i.as_str() == name)
+        HOSTS.iter().find(|s| s.name == name).map(|s| s.host)
     }
 }
 
 impl std::fmt::Display for Integration {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rows_match_their_hosts() {
+        assert_eq!(HOSTS.len(), Integration::ALL.len());
+        for (i, host) in Integration::ALL.into_iter().enumerate() {
+            assert_eq!(HOSTS[i].host, host, "row {i}");
+            assert_eq!(host.spec().host, host);
+            assert_eq!(Integration::parse(host.as_str()), Some(host));
+        }
+    }
+
+    #[test]
+    fn names_and_parts_are_unique_and_well_formed() {
+        let mut seen = std::collections::BTreeSet::new();
+        for s in &HOSTS {
+            for word in [s.name, s.env_part, s.source_prefix, s.component, s.hook_exe] {
+                assert!(seen.insert(word), "{word} appears in two rows");
+            }
+            assert!(
+                s.env_part.bytes().all(|b| b.is_ascii_uppercase()),
+                "{}",
+                s.env_part
+            );
+            assert_eq!(s.hook_exe, format!("powercontext-hook-{}", s.name));
+            assert_eq!(s.source_prefix, format!("{}-user-prompt", s.name));
+            assert_eq!(s.component, format!("powercontext.{}", s.name.replace('-', "_")));
+            assert!(!s.cli.tested_versions.is_empty(), "{}", s.name);
+            assert!(!s.config_home.rel.starts_with('/'), "{}", s.name);
+            // A host that answers a session start bootstraps there, not at its first prompt.
+            assert_eq!(
+                s.events.session_start.is_none(),
+                s.capabilities.bootstraps_at_first_prompt,
+                "{}",
+                s.name
+            );
+        }
     }
 }

@@ -193,7 +193,7 @@ fn run_guard() -> Option<MutexGuard<'static, Option<Run>>> {
 /// Whether `env` turns the journal off.
 #[must_use]
 pub fn disabled(env: &Env) -> bool {
-    env.text(JOURNAL_VAR).and_then(crate::config::parse_bool) == Some(false)
+    env.text(JOURNAL_VAR).and_then(crate::base::parse_bool) == Some(false)
 }
 
 /// Ends the run (without an answer) when dropped, so every return path of a hook's `main`

@@ -3,8 +3,24 @@
 //! process policy. Host crates only describe their payloads; everything else lives here.
 //!
 //! Exit codes: every hook executable exits 0, whatever happens (see [`protocol`]).
+//!
+//! # Layers
+//!
+//! A module imports only from its own layer or the layers listed before it, and the modules'
+//! imports form no cycle (both held by a test that reads these sources):
+//!
+//! 1. Base values and pure parsing: `host`, `env`, `base`, `deadline`, `endpoint`, `wire`,
+//!    `payload`, `secrets`, `outcome`.
+//! 2. I/O primitives and diagnostics: `bounded`, `lock`, `state`, `http`, `workspace`,
+//!    `journal`, `emit`, `process`.
+//! 3. Server calls: `recall`, `scope`, `capture`.
+//! 4. Local stores: `ledger`, `spool`, `scope_cache`.
+//! 5. Configuration: `official`, `config`.
+//! 6. The hook pipeline: `session`, `bootstrap`, `turn`, `flush`, `drain`, `protocol`, `hook`,
+//!    `prompt_hook`.
 #![deny(missing_docs)]
 
+pub mod base;
 pub mod bootstrap;
 pub mod bounded;
 pub mod capture;

@@ -101,13 +101,7 @@ fn home(env: &Env) -> Option<PathBuf> {
 /// The host's configuration root as the official CLI computes it.
 #[must_use]
 pub fn host_root(host: Integration, env: &Env) -> Option<PathBuf> {
-    let (var, rel) = match host {
-        Integration::ClaudeCode => ("CLAUDE_CONFIG_DIR", ".claude"),
-        Integration::Codex => ("CODEX_HOME", ".codex"),
-        Integration::OpenCode => ("OPENCODE_CONFIG_DIR", ".config/opencode"),
-        Integration::Pi => ("PI_CODING_AGENT_DIR", ".pi/agent"),
-        Integration::Dsh => ("DSH_HOME", ".dsh"),
-    };
+    let (var, rel) = (host.spec().config_home.var, host.spec().config_home.rel);
     if let Some(v) = env.text(var).filter(|v| !v.trim().is_empty()) {
         return Some(PathBuf::from(v));
     }
@@ -254,6 +248,7 @@ pub fn codex_mcp_url(env: &Env) -> Option<Found> {
 #[must_use]
 pub fn server_url_sources(host: Integration, env: &Env) -> Vec<Found> {
     let mut out = Vec::new();
+    // Host match kept: each official installer keeps its URL in a file format of its own.
     match host {
         Integration::ClaudeCode => {
             if let Some((path, Value::String(value))) = claude_option(env, "server_url") {

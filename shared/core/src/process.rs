@@ -6,7 +6,7 @@ use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use crate::config::Defaults;
+use crate::base::Defaults;
 use crate::emit;
 use crate::outcome::{Diagnostic, Outcome, Stage};
 

@@ -16,7 +16,8 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::config::default_state_dir;
+use crate::base::default_state_dir;
+pub use crate::base::euid;
 use crate::deadline::Deadline;
 use crate::env::Env;
 use crate::lock::{self, LockError, LockGuard};
@@ -96,12 +97,6 @@ pub const MAX_FILE_BYTES: u64 = 8 * 1024 * 1024;
 
 /// A temp file older than this belongs to a writer that died: no hook or drainer lives this long.
 pub const STALE_TEMP_AGE: Duration = Duration::from_secs(600);
-
-/// The effective user id: the only owner whose state is used.
-#[must_use]
-pub fn euid() -> u32 {
-    rustix::process::geteuid().as_raw()
-}
 
 static TIGHTENED: AtomicBool = AtomicBool::new(false);
 

@@ -36,8 +36,9 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+pub use crate::base::sha256_hex;
 use crate::deadline::Deadline;
-use crate::host::Integration;
+use crate::host::{Integration, WorkspaceKey};
 
 /// The Server's bound on scope ids, counted in characters as the Python hooks count them.
 const MAX_SCOPE_CHARS: usize = 256;
@@ -45,19 +46,6 @@ const MAX_SCOPE_CHARS: usize = 256;
 const GIT_TIMEOUT: Duration = Duration::from_secs(2);
 /// More symlink hops than this means a loop (Linux gives up at 40 too).
 const MAX_SYMLINK_HOPS: usize = 40;
-
-/// Lowercase hex SHA-256 of `bytes`.
-#[must_use]
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    let digest = ring::digest::digest(&ring::digest::SHA256, bytes);
-    let mut out = String::with_capacity(64);
-    for b in digest.as_ref() {
-        out.push(char::from(HEX[usize::from(b >> 4)]));
-        out.push(char::from(HEX[usize::from(b & 0x0f)]));
-    }
-    out
-}
 
 /// Python's `str.isspace` (what `strip()` and the regex `\s` use): Unicode `White_Space` plus the
 /// four ASCII information separators.
@@ -338,7 +326,7 @@ fn wait_until(child: &mut Child, end: Instant) -> Option<ExitStatus> {
 /// Whether an integration's upstream client resolves symlinks in the project root (the Python
 /// family) or keeps it lexical (the Node family).
 fn resolves_symlinks(integration: Integration) -> bool {
-    matches!(integration, Integration::ClaudeCode | Integration::Codex)
+    integration.spec().workspace_key == WorkspaceKey::Resolved
 }
 
 /// The project root the upstream client of `integration` derives from `cwd`: the Git toplevel of

@@ -10,8 +10,8 @@ use serde_json::{Value, json};
 
 use super::marketplace::{Market, enabled_in};
 use super::{
-    Activation, Calls, EntryPlan, Installer, Undo, argv, entry_holds, headers_helper, home_from,
-    mcp_with_helper, plan_entry, read_jsonc, run_all,
+    Activation, Calls, EntryPlan, Installer, Undo, argv, channel_context, entry_holds, headers_helper,
+    mcp_with_helper, plan_entry, prompt_event, read_jsonc, run_all, table_home,
 };
 use crate::doctor::Report;
 use crate::host_cli::HostCli;
@@ -55,7 +55,7 @@ impl Installer for ClaudeCode {
     }
 
     fn home(&self, env: &Env) -> Option<PathBuf> {
-        home_from(env, "CLAUDE_CONFIG_DIR", ".claude")
+        table_home(env, Host::ClaudeCode)
     }
 
     fn file_bytes(&self, rel: &str, text: String, paths: &Paths) -> Result<Vec<u8>> {
@@ -143,14 +143,11 @@ impl Installer for ClaudeCode {
     }
 
     fn synthetic_calls(&self, cwd: &str, _session: &str, prompt: &str) -> Calls {
-        vec![(
-            Vec::new(),
-            json!({"hook_event_name": "UserPromptSubmit", "cwd": cwd, "prompt": prompt}),
-        )]
+        vec![(Vec::new(), prompt_event(Host::ClaudeCode, cwd, prompt))]
     }
 
     fn context<'a>(&self, answer: &'a Value) -> &'a Value {
-        &answer["hookSpecificOutput"]["additionalContext"]
+        channel_context(Host::ClaudeCode, answer)
     }
 
     fn silence_causes(&self) -> (&'static str, &'static str) {

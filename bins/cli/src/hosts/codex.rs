@@ -16,8 +16,8 @@ use serde_json::{Value, json};
 
 use super::marketplace::{Market, enabled_in};
 use super::{
-    Activation, Calls, Installer, Undo, argv, describe_calls, headers_helper, home_from, mcp_with_helper,
-    run_all,
+    Activation, Calls, Installer, Undo, argv, channel_context, describe_calls, headers_helper,
+    mcp_with_helper, prompt_event, run_all, table_home,
 };
 use crate::doctor::{Report, Tier};
 use crate::host_cli::{HostCli, kill_group};
@@ -61,7 +61,7 @@ impl Installer for Codex {
     }
 
     fn home(&self, env: &Env) -> Option<PathBuf> {
-        home_from(env, "CODEX_HOME", ".codex")
+        table_home(env, Host::Codex)
     }
 
     fn file_bytes(&self, rel: &str, text: String, paths: &Paths) -> Result<Vec<u8>> {
@@ -163,14 +163,14 @@ impl Installer for Codex {
     }
 
     fn synthetic_calls(&self, cwd: &str, _session: &str, prompt: &str) -> Calls {
-        vec![(
-            Vec::new(),
-            json!({"hook_event_name": "UserPromptSubmit", "cwd": cwd, "prompt": prompt, "model": "doctor"}),
-        )]
+        let mut event = prompt_event(Host::Codex, cwd, prompt);
+        // Codex's payload names the model.
+        event["model"] = json!("doctor");
+        vec![(Vec::new(), event)]
     }
 
     fn context<'a>(&self, answer: &'a Value) -> &'a Value {
-        &answer["hookSpecificOutput"]["additionalContext"]
+        channel_context(Host::Codex, answer)
     }
 
     fn silence_causes(&self) -> (&'static str, &'static str) {

@@ -9,10 +9,10 @@ use anyhow::{Context, Result, bail};
 use powercontext_hooks_core::env::Env;
 use serde_json::{Value, json};
 
-use super::{Activation, Calls, Installer, Undo, argv, home_from, package_source};
+use super::{Activation, Calls, Installer, Undo, argv, package_source, table_home};
 use crate::doctor::{Report, Tier};
 use crate::host_cli::HostCli;
-use crate::install::{self, Manifest};
+use crate::install::{self, Host, Manifest};
 use crate::setup::{Paths, Plan, SetupArgs, Step};
 use crate::uninstall::{Done, Undoing};
 
@@ -41,7 +41,7 @@ impl Installer for Dsh {
     }
 
     fn home(&self, env: &Env) -> Option<PathBuf> {
-        home_from(env, "DSH_HOME", ".dsh")
+        table_home(env, Host::Dsh)
     }
 
     fn profile(&self, args: &SetupArgs, previous: Option<&Manifest>) -> Result<Option<String>> {

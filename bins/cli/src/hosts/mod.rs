@@ -117,6 +117,7 @@ pub(crate) type Calls = Vec<(Vec<&'static str>, Value)>;
 
 /// The installer of one host.
 pub(crate) fn installer(host: Host) -> &'static dyn Installer {
+    // Host match kept: the dispatch to each host's installer, the one place that picks it.
     match host {
         Host::ClaudeCode => &claude_code::ClaudeCode,
         Host::Codex => &codex::Codex,
@@ -214,6 +215,31 @@ fn run_all(cli: &HostCli, calls: &[Vec<String>]) -> Result<()> {
 }
 
 /// A host's config home: `$var` when set, else `~/<rel>`.
+/// Where the context sits in one line of a command hook's answer, by the host's output channel.
+fn channel_context(host: Host, answer: &Value) -> &Value {
+    use powercontext_hooks_core::host::OutputChannel;
+    match host.spec().output {
+        OutputChannel::HookSpecificOutput => &answer["hookSpecificOutput"]["additionalContext"],
+        OutputChannel::TopLevelAdditionalContext => &answer["additionalContext"],
+        OutputChannel::Message => &answer["message"],
+        OutputChannel::Context => &answer["context"],
+        // A shim host's installer reads its own protocol's answer.
+        OutputChannel::Shim => &Value::Null,
+    }
+}
+
+/// Doctor's synthetic prompt event for a command-hook host: its prompt event's name, the
+/// working directory and the prompt (Claude-style snake_case payload).
+fn prompt_event(host: Host, cwd: &str, prompt: &str) -> Value {
+    serde_json::json!({"hook_event_name": host.spec().events.prompt, "cwd": cwd, "prompt": prompt})
+}
+
+/// The host's config home from its row in the host table (`$var`, else `$HOME/<rel>`).
+fn table_home(env: &Env, host: Host) -> Option<PathBuf> {
+    let home = &host.spec().config_home;
+    home_from(env, home.var, home.rel)
+}
+
 fn home_from(env: &Env, var: &str, rel: &str) -> Option<PathBuf> {
     if let Some(v) = env.text(var).filter(|v| !v.is_empty() && !var.is_empty()) {
         return Some(PathBuf::from(v));

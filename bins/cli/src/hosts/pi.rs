@@ -8,10 +8,10 @@ use anyhow::{Result, bail};
 use powercontext_hooks_core::env::Env;
 use serde_json::{Value, json};
 
-use super::{Activation, Calls, Installer, Undo, argv, home_from, package_source};
+use super::{Activation, Calls, Installer, Undo, argv, package_source, table_home};
 use crate::doctor::{Report, Tier};
 use crate::host_cli::HostCli;
-use crate::install::Manifest;
+use crate::install::{Host, Manifest};
 use crate::setup::{Paths, Plan, SetupArgs, Step};
 
 pub(super) struct Pi;
@@ -47,7 +47,7 @@ impl Installer for Pi {
     }
 
     fn home(&self, env: &Env) -> Option<PathBuf> {
-        home_from(env, "PI_CODING_AGENT_DIR", ".pi/agent")
+        table_home(env, Host::Pi)
     }
 
     fn plan(&self, args: &SetupArgs, paths: &Paths, plan: &mut Plan) -> Result<()> {

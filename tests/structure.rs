@@ -1,0 +1,479 @@
+//! Holds the structure the code promises: every fact about a host lives in the host table
+//! (`shared/core/src/host.rs`), and production code names a host (its enum variant or its
+//! string name) only where behaviour truly differs, each such place listed here with its reason.
+//! The hosts and their names are read from the table itself, so a new row is covered at once.
+
+use std::path::{Path, PathBuf};
+
+/// The workspace root.
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Every production `.rs` file of the workspace (test-support and test modules excluded),
+/// relative to the root, with its text up to its `#[cfg(test)]` module.
+fn production_sources() -> Vec<(String, String)> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for e in entries.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                walk(&p, out);
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                out.push(p);
+            }
+        }
+    }
+    let mut files = Vec::new();
+    for top in ["bins", "shared", "src"] {
+        walk(&root().join(top), &mut files);
+    }
+    files.sort();
+    let mut out = Vec::new();
+    for path in files {
+        let rel = path.strip_prefix(root()).unwrap().to_string_lossy().into_owned();
+        if rel.starts_with("shared/test-support/") || rel.ends_with("/tests.rs") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        out.push((rel, production_part(&text)));
+    }
+    assert!(out.len() > 40, "found only {} source files", out.len());
+    out
+}
+
+/// A source's text before its unit-test module, with whole-line comments blanked (line numbers
+/// kept).
+fn production_part(text: &str) -> String {
+    let code = text.find("#[cfg(test)]\nmod ").map_or(text, |i| &text[..i]);
+    code.lines()
+        .map(|l| if l.trim_start().starts_with("//") { "" } else { l })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The hosts of the table: (enum variant, string name), read from `host.rs`.
+fn table_hosts() -> Vec<(String, String)> {
+    let host_rs = std::fs::read_to_string(root().join("shared/core/src/host.rs")).unwrap();
+    let rows = host_rs
+        .split_once("pub static HOSTS")
+        .and_then(|(_, r)| r.split_once("\n];\n"))
+        .expect("the HOSTS table")
+        .0;
+    let mut hosts = Vec::new();
+    for row in rows.split("HostSpec {").skip(1) {
+        let variant = row
+            .split_once("host: Integration::")
+            .and_then(|(_, r)| r.split_once(','))
+            .map(|(v, _)| v.trim().to_owned())
+            .expect("a row's host");
+        let name = row
+            .split_once("name: \"")
+            .and_then(|(_, r)| r.split_once('"'))
+            .map(|(n, _)| n.to_owned())
+            .expect("a row's name");
+        hosts.push((variant, name));
+    }
+    assert!(hosts.len() >= 5, "{hosts:?}");
+    hosts
+}
+
+/// Where production code names a host outside the table, each with why it cannot be data:
+/// (file, host name, reason).
+const ALLOWED: &[(&str, &str, &str)] = &[
+    (
+        "bins/cli/src/hosts/mod.rs",
+        "*",
+        "the dispatch to each host's installer: the one place that picks it",
+    ),
+    (
+        "bins/cli/src/package.rs",
+        "*",
+        "each host's package has a shape of its own (manifests, shims, profile rows)",
+    ),
+    (
+        "bins/cli/src/setup.rs",
+        "*",
+        "what each host CLI writes on its first run is its own layout (dry-run watch list)",
+    ),
+    (
+        "shared/core/src/config.rs",
+        "*",
+        "the config file's `[hosts.*]` tables are serde fields, refused by name when unknown",
+    ),
+    (
+        "shared/core/src/official.rs",
+        "*",
+        "each official installer keeps the server URL in a file format of its own",
+    ),
+    (
+        "bins/cli/src/interop.rs",
+        "codex",
+        "`setup codex --trust-only`: only Codex asks for hook trust",
+    ),
+    (
+        "bins/cli/src/activity.rs",
+        "claude-code",
+        "the status line is Claude Code's, and reads its journal",
+    ),
+    (
+        "bins/cli/src/ops.rs",
+        "claude-code",
+        "the default host of explicit operations",
+    ),
+    (
+        "bins/cli/src/state_cmd.rs",
+        "codex",
+        "the default recording host of a test-only state command",
+    ),
+    (
+        "bins/cli/src/hosts/opencode.rs",
+        "opencode",
+        "OpenCode's XDG config folder name",
+    ),
+];
+
+/// Whether `file` is the host's own place: its hook crate, or its installer in `bins/cli/src/hosts/`.
+fn own_file(file: &str, name: &str) -> bool {
+    file.starts_with(&format!("bins/{name}/"))
+        || file == format!("bins/cli/src/hosts/{}.rs", name.replace('-', "_"))
+}
+
+/// Every place a production source names a host: (file, line, host name, the line).
+fn host_mentions() -> Vec<(String, usize, String, String)> {
+    let hosts = table_hosts();
+    let mut found = Vec::new();
+    for (file, text) in production_sources() {
+        if file == "shared/core/src/host.rs" {
+            continue;
+        }
+        for (n, line) in text.lines().enumerate() {
+            for (variant, name) in &hosts {
+                let by_variant = ["Integration::", "Host::", "Self::"].iter().any(|p| {
+                    let needle = format!("{p}{variant}");
+                    line.match_indices(&needle).any(|(at, _)| {
+                        !line[at + needle.len()..]
+                            .starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_')
+                    })
+                });
+                let by_name = line.contains(&format!("\"{name}\""));
+                if by_variant || by_name {
+                    found.push((file.clone(), n + 1, name.clone(), line.trim().to_owned()));
+                }
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn hosts_are_named_only_in_the_host_table_or_an_allowed_place() {
+    let mentions = host_mentions();
+    let stray: Vec<String> = mentions
+        .iter()
+        .filter(|(file, _, name, _)| {
+            !own_file(file, name)
+                && !ALLOWED
+                    .iter()
+                    .any(|(f, n, _)| f == file && (*n == "*" || n == name))
+        })
+        .map(|(file, line, name, text)| format!("{file}:{line} names {name}: {text}"))
+        .collect();
+    assert!(
+        stray.is_empty(),
+        "a host is named outside the host table (shared/core/src/host.rs): make it a column of \
+         HostSpec, or add the place to ALLOWED in tests/structure.rs with the reason it cannot be \
+         data:\n{}",
+        stray.join("\n")
+    );
+    // A stale exception hides nothing: every allowed place still names its host.
+    for (file, name, reason) in ALLOWED {
+        assert!(
+            mentions
+                .iter()
+                .any(|(f, _, n, _)| f == file && (*name == "*" || n == name)),
+            "{file} no longer names {name}: drop its exception ({reason})"
+        );
+    }
+}
+
+#[test]
+fn the_host_naming_check_sees_a_stray_variant_and_name() {
+    // The scanner itself: a match arm and a string literal outside the table are both found.
+    let text = production_part("fn f(h: Host) -> bool {\n    h == Host::Codex || x == \"pi\"\n}\n");
+    let line = text.lines().nth(1).unwrap();
+    assert!(line.contains("Host::Codex") && line.contains("\"pi\""));
+    let test_only = production_part("fn f() {}\n#[cfg(test)]\nmod tests {\n    Host::Codex\n}\n");
+    assert!(!test_only.contains("Host::Codex"));
+    let hosts = table_hosts();
+    assert!(
+        hosts.contains(&("ClaudeCode".to_owned(), "claude-code".to_owned())),
+        "{hosts:?}"
+    );
+    assert!(own_file("bins/cli/src/hosts/claude_code.rs", "claude-code"));
+    assert!(own_file("bins/dsh/src/lib.rs", "dsh"));
+    assert!(!own_file("bins/cli/src/setup.rs", "dsh"));
+}
+
+/// The layers a crate's doc declares: numbered lines (`1. Title: `a`, `b`.`), modules in
+/// backticks, in order.
+fn declared_layers(lib_rs: &str) -> Vec<Vec<String>> {
+    let doc: Vec<&str> = lib_rs
+        .lines()
+        .filter_map(|l| l.strip_prefix("//!"))
+        .map(str::trim)
+        .collect();
+    let start = doc
+        .iter()
+        .position(|l| *l == "# Layers")
+        .expect("a `# Layers` section in the crate doc");
+    let mut layers: Vec<String> = Vec::new();
+    for line in &doc[start + 1..] {
+        if line.starts_with('#') {
+            break;
+        }
+        let numbered = line
+            .split_once(". ")
+            .is_some_and(|(n, _)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+        if numbered {
+            layers.push(String::new());
+        }
+        if let Some(last) = layers.last_mut() {
+            last.push_str(line);
+            last.push(' ');
+        }
+    }
+    layers
+        .iter()
+        .map(|l| l.split('`').skip(1).step_by(2).map(str::to_owned).collect())
+        .collect()
+}
+
+/// The modules of `crate::…` paths a source names outside comments and its test module.
+fn crate_imports(source: &str, modules: &[String]) -> std::collections::BTreeSet<String> {
+    let code = production_part(source);
+    let mut found = std::collections::BTreeSet::new();
+    for (at, _) in code.match_indices("crate::") {
+        let rest = &code[at + "crate::".len()..];
+        let names: Vec<&str> = if let Some(group) = rest.strip_prefix('{') {
+            // `crate::{a, b::C}`: the first word of each member.
+            let group = group.split_once('}').map_or(group, |(g, _)| g);
+            group.split(',').map(str::trim).collect()
+        } else {
+            vec![rest]
+        };
+        for name in names {
+            let word: String = name
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect();
+            if modules.contains(&word) {
+                found.insert(word);
+            }
+        }
+    }
+    found
+}
+
+/// Checks one crate's `src/*.rs` against the layers its `lib.rs` declares; `cycles_known`: the
+/// module cycles still allowed, each with its reason.
+fn check_layers(src: &str, cycles_known: &[(&[&str], &str)]) {
+    let dir = root().join(src);
+    let lib_rs = std::fs::read_to_string(dir.join("lib.rs")).unwrap();
+    let layers = declared_layers(&lib_rs);
+    assert!(layers.len() >= 3, "{src}: {layers:?}");
+    let layer_of = |m: &str| layers.iter().position(|l| l.iter().any(|x| x == m));
+    let modules: Vec<String> = layers.concat();
+    let mut graph = std::collections::BTreeMap::new();
+    for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+        let path = entry.path();
+        let name = path.file_stem().unwrap().to_string_lossy().into_owned();
+        let module = if path.is_dir() {
+            let Ok(text) = std::fs::read_to_string(path.join("mod.rs")) else {
+                continue;
+            };
+            // A folder module: its files together.
+            let mut all = text;
+            for f in std::fs::read_dir(&path).unwrap().flatten() {
+                if f.path()
+                    .file_name()
+                    .is_some_and(|n| n != "mod.rs" && n != "tests.rs")
+                {
+                    all.push_str(&production_part(
+                        &std::fs::read_to_string(f.path()).unwrap_or_default(),
+                    ));
+                }
+            }
+            (name, all)
+        } else if path.extension().is_some_and(|x| x == "rs") && name != "lib" && name != "main" {
+            (name, std::fs::read_to_string(&path).unwrap())
+        } else {
+            continue;
+        };
+        let (name, text) = module;
+        let own =
+            layer_of(&name).unwrap_or_else(|| panic!("{src}/{name} is in no declared layer of {src}/lib.rs"));
+        let imports = crate_imports(&text, &modules);
+        for import in &imports {
+            let theirs = layer_of(import).unwrap();
+            assert!(
+                theirs <= own || import == &name,
+                "{src}/{name} (layer {}) imports `{import}` from layer {}: a module may import only \
+                 from its own layer or the layers declared before it in {src}/lib.rs",
+                own + 1,
+                theirs + 1
+            );
+        }
+        graph.insert(
+            name.clone(),
+            imports.into_iter().filter(|i| *i != name).collect::<Vec<_>>(),
+        );
+    }
+    for m in &modules {
+        assert!(
+            graph.contains_key(m),
+            "{src}/lib.rs declares `{m}`, which is no module"
+        );
+    }
+    let cycles = cycles(&graph);
+    for cycle in &cycles {
+        let known = cycles_known.iter().any(|(ms, _)| {
+            let mut ms: Vec<&str> = ms.to_vec();
+            ms.sort_unstable();
+            let mut c: Vec<&str> = cycle.iter().map(String::as_str).collect();
+            c.sort_unstable();
+            ms == c
+        });
+        assert!(
+            known,
+            "{src}: the modules {cycle:?} import one another in a cycle"
+        );
+    }
+    for (ms, reason) in cycles_known {
+        assert!(
+            cycles
+                .iter()
+                .any(|c| ms.iter().all(|m| c.iter().any(|x| x == m)) && c.len() == ms.len()),
+            "{src}: the cycle {ms:?} is gone: drop its exception ({reason})"
+        );
+    }
+}
+
+/// The strongly connected groups of more than one module (Tarjan).
+fn cycles(graph: &std::collections::BTreeMap<String, Vec<String>>) -> Vec<Vec<String>> {
+    struct Walk<'a> {
+        graph: &'a std::collections::BTreeMap<String, Vec<String>>,
+        index: std::collections::BTreeMap<&'a str, (usize, usize)>,
+        stack: Vec<&'a str>,
+        next: usize,
+        out: Vec<Vec<String>>,
+    }
+    fn visit<'a>(w: &mut Walk<'a>, v: &'a str) {
+        w.index.insert(v, (w.next, w.next));
+        w.next += 1;
+        w.stack.push(v);
+        for u in w.graph.get(v).into_iter().flatten() {
+            let u = u.as_str();
+            if !w.index.contains_key(u) {
+                visit(w, u);
+                let low = w.index[v].1.min(w.index[u].1);
+                w.index.get_mut(v).unwrap().1 = low;
+            } else if w.stack.contains(&u) {
+                let low = w.index[v].1.min(w.index[u].0);
+                w.index.get_mut(v).unwrap().1 = low;
+            }
+        }
+        if w.index[v].0 == w.index[v].1 {
+            let mut group = Vec::new();
+            while let Some(u) = w.stack.pop() {
+                group.push(u.to_owned());
+                if u == v {
+                    break;
+                }
+            }
+            if group.len() > 1 {
+                group.sort();
+                w.out.push(group);
+            }
+        }
+    }
+    let mut w = Walk {
+        graph,
+        index: std::collections::BTreeMap::new(),
+        stack: Vec::new(),
+        next: 0,
+        out: Vec::new(),
+    };
+    for v in graph.keys() {
+        if !w.index.contains_key(v.as_str()) {
+            visit(&mut w, v);
+        }
+    }
+    w.out
+}
+
+#[test]
+fn core_modules_import_only_downward_without_cycles() {
+    check_layers(
+        "shared/core/src",
+        &[
+            (
+                &["bootstrap", "session"],
+                "the session record keeps bootstrap's item values; they move to a lower layer with \
+                 the after-answer work",
+            ),
+            (
+                &["drain", "flush", "turn"],
+                "the after-answer work (drainer hand-off, flush policy) is still carried between \
+                 these three; it becomes an explicit value the pipeline returns",
+            ),
+        ],
+    );
+}
+
+#[test]
+fn the_layer_check_reads_declarations_and_imports() {
+    let lib = "//! Doc.\n//!\n//! # Layers\n//!\n//! 1. Base: `a`,\n//!    `b`.\n//! 2. Top: `c`.\n";
+    assert_eq!(
+        declared_layers(lib),
+        [vec!["a".to_owned(), "b".to_owned()], vec!["c".to_owned()]]
+    );
+    let modules = ["a", "b", "c"].map(str::to_owned);
+    let src = "use crate::{a::X, c};\n/// [`crate::b`]\nfn f() { crate::b::g() }\n#[cfg(test)]\nmod t {}\n";
+    let got: Vec<String> = crate_imports(src, &modules).into_iter().collect();
+    assert_eq!(got, ["a", "b", "c"]);
+    let graph = [("a", vec!["b"]), ("b", vec!["a"]), ("c", vec!["a"])]
+        .map(|(k, v)| (k.to_owned(), v.into_iter().map(str::to_owned).collect()))
+        .into();
+    assert_eq!(cycles(&graph), [vec!["a".to_owned(), "b".to_owned()]]);
+}
+
+#[test]
+fn the_architecture_page_draws_the_declared_core_layers() {
+    let lib_rs = std::fs::read_to_string(root().join("shared/core/src/lib.rs")).unwrap();
+    let declared = declared_layers(&lib_rs);
+    let page = std::fs::read_to_string(root().join("docs/architecture.md")).unwrap();
+    let drawing = page
+        .split_once("## Layers")
+        .and_then(|(_, r)| r.split_once("```text\n"))
+        .and_then(|(_, r)| r.split_once("```"))
+        .map(|(d, _)| d)
+        .expect("a drawing of the layers in docs/architecture.md");
+    let mut drawn: Vec<(usize, Vec<String>)> = drawing
+        .lines()
+        .filter_map(|l| {
+            // `N  title  modules…`: the title and the modules are apart by two blanks or more.
+            let (n, rest) = l.split_once(' ')?;
+            let (_, modules) = rest.trim_start().split_once("  ")?;
+            let words: Vec<String> = modules.split_whitespace().map(str::to_owned).collect();
+            Some((n.parse().ok()?, words))
+        })
+        .collect();
+    drawn.sort_by_key(|(n, _)| *n);
+    assert_eq!(drawn.len(), declared.len(), "{drawing}");
+    for ((n, words), layer) in drawn.iter().zip(&declared) {
+        assert_eq!(words, layer, "layer {n} of docs/architecture.md");
+    }
+}
