@@ -642,11 +642,7 @@ fn check_server(host: Host, s: &Settings, paths: &Paths, cwd: &Path, r: &mut Rep
             return false;
         }
     }
-    if !crate::ops::HOST_SURFACES
-        .iter()
-        .any(|h| h.host == host && h.native_tools)
-        && !check_mcp(host, &transport, &token_hint, r)
-    {
+    if !host.spec().explicit.native_tools && !check_mcp(host, &transport, &token_hint, r) {
         return false;
     }
     let query = ScopeQuery::for_event(

@@ -159,10 +159,9 @@ pub fn run(args: &OpArgs) -> anyhow::Result<ExitCode> {
 
 /// The operations table, the error codes and the hosts' gates as one JSON object.
 fn table() -> Value {
-    let native: Vec<&str> = ops::HOST_SURFACES
-        .iter()
-        .filter(|h| h.native_tools)
-        .map(|h| h.host.as_str())
+    let native: Vec<&str> = ops::host_surfaces()
+        .filter(|(_, s)| s.native_tools)
+        .map(|(h, _)| h.as_str())
         .collect();
     let operations: Vec<Value> = ops::CURATED
         .iter()
@@ -186,14 +185,13 @@ fn table() -> Value {
             })
         })
         .collect();
-    let hosts: Vec<Value> = ops::HOST_SURFACES
-        .iter()
-        .map(|h| {
+    let hosts: Vec<Value> = ops::host_surfaces()
+        .map(|(h, s)| {
             json!({
-                "host": h.host.as_str(),
-                "surface": if h.native_tools { "native tools" } else { "Server MCP" },
-                "gate": h.gate,
-                "without_ui": h.without_ui,
+                "host": h.as_str(),
+                "surface": if s.native_tools { "native tools" } else { "Server MCP" },
+                "gate": s.gate,
+                "without_ui": s.without_ui,
             })
         })
         .collect();

@@ -376,7 +376,7 @@ mod tests {
             gated_text("  We ship on Fridays. ").unwrap(),
             "We ship on Fridays."
         );
-        let e = gated_text("the prod key is AKIAIOSFODNN7EXAMPLE ok")
+        let e = gated_text("the prod key is AKIAZ7Q4M2X9R3K8TB6W ok")
             .unwrap_err()
             .to_string();
         assert!(e.contains("looks like a secret"), "{e}");

@@ -11,6 +11,7 @@ use anyhow::{Context, Result, anyhow, bail};
 use powercontext_hooks_core::config::Settings;
 use powercontext_hooks_core::deadline::Deadline;
 use powercontext_hooks_core::env::Env;
+use powercontext_hooks_core::host::ExplicitSurface;
 use powercontext_hooks_core::http::{HttpError, Reply, Transport};
 use powercontext_hooks_core::scope::ScopeQuery;
 use powercontext_hooks_core::workspace::Discovery;
@@ -368,52 +369,10 @@ pub const READ_STATE: Op = Op {
     scope: ScopeIn::Path,
 };
 
-/// How each host offers the curated operations and what gates a mutation there: the per-host
-/// facts of the explicit surface, in one place (the README table and docs/operations.md say the same).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct HostSurface {
-    pub host: Host,
-    /// Native tools (our shim calls `powercontext-hooks op`) or the Server's own MCP.
-    pub native_tools: bool,
-    /// What asks before a mutation.
-    pub gate: &'static str,
-    /// What a mutation does when nobody can be asked.
-    pub without_ui: &'static str,
+/// Every host's explicit surface (a column of the host table), in the table's order.
+pub fn host_surfaces() -> impl Iterator<Item = (Host, &'static ExplicitSurface)> {
+    Host::ALL.into_iter().map(|h| (h, &h.spec().explicit))
 }
-
-/// Every host's explicit surface.
-pub const HOST_SURFACES: [HostSurface; 5] = [
-    HostSurface {
-        host: Host::ClaudeCode,
-        native_tools: false,
-        gate: "Claude Code's MCP tool permission policy",
-        without_ui: "host policy decides (not validated)",
-    },
-    HostSurface {
-        host: Host::Codex,
-        native_tools: false,
-        gate: "Codex's MCP tool approval policy",
-        without_ui: "host policy decides (not validated)",
-    },
-    HostSurface {
-        host: Host::OpenCode,
-        native_tools: true,
-        gate: "context.ask (permission `powercontext`)",
-        without_ui: "OpenCode's permission config decides; a denial writes nothing",
-    },
-    HostSurface {
-        host: Host::Pi,
-        native_tools: true,
-        gate: "ctx.ui.confirm",
-        without_ui: "confirmation_required, nothing written",
-    },
-    HostSurface {
-        host: Host::Dsh,
-        native_tools: true,
-        gate: "tools/pre-execute returns ask",
-        without_ui: "DSH's ask policy decides; the tool writes only when DSH runs it after approval",
-    },
-];
 
 /// The curated operation called `name`.
 pub fn curated_named(name: &str) -> Option<&'static Curated> {

@@ -52,6 +52,20 @@ pub struct HostSpec {
     pub timeout_unit: TimeoutUnit,
     /// What the host does and what the hooks may rely on.
     pub capabilities: Capabilities,
+    /// How the host offers the explicit operations and what gates a mutation there.
+    pub explicit: ExplicitSurface,
+}
+
+/// How a host offers the curated explicit operations (`powercontext-hooks op`) and what gates a
+/// mutation there (the README table and docs/operations.md say the same).
+#[derive(Debug)]
+pub struct ExplicitSurface {
+    /// Native tools (our shim calls `powercontext-hooks op`), or else the Server's own MCP.
+    pub native_tools: bool,
+    /// What asks before a mutation.
+    pub gate: &'static str,
+    /// What a mutation does when nobody can be asked.
+    pub without_ui: &'static str,
 }
 
 /// The host's own CLI: the executable setup and doctor drive.
@@ -220,6 +234,11 @@ pub static HOSTS: [HostSpec; 5] = [
             millisecond_timeout_vars: false,
             statusline: true,
         },
+        explicit: ExplicitSurface {
+            native_tools: false,
+            gate: "Claude Code's MCP tool permission policy",
+            without_ui: "host policy decides (not validated)",
+        },
     },
     HostSpec {
         host: Integration::Codex,
@@ -261,6 +280,11 @@ pub static HOSTS: [HostSpec; 5] = [
             millisecond_timeout_vars: false,
             statusline: false,
         },
+        explicit: ExplicitSurface {
+            native_tools: false,
+            gate: "Codex's MCP tool approval policy",
+            without_ui: "host policy decides (not validated)",
+        },
     },
     HostSpec {
         host: Integration::OpenCode,
@@ -301,6 +325,11 @@ pub static HOSTS: [HostSpec; 5] = [
             profile_rows: false,
             millisecond_timeout_vars: true,
             statusline: false,
+        },
+        explicit: ExplicitSurface {
+            native_tools: true,
+            gate: "context.ask (permission `powercontext`)",
+            without_ui: "OpenCode's permission config decides; a denial writes nothing",
         },
     },
     HostSpec {
@@ -348,6 +377,11 @@ pub static HOSTS: [HostSpec; 5] = [
             millisecond_timeout_vars: false,
             statusline: false,
         },
+        explicit: ExplicitSurface {
+            native_tools: true,
+            gate: "ctx.ui.confirm",
+            without_ui: "confirmation_required, nothing written",
+        },
     },
     HostSpec {
         host: Integration::Dsh,
@@ -388,6 +422,11 @@ pub static HOSTS: [HostSpec; 5] = [
             profile_rows: true,
             millisecond_timeout_vars: false,
             statusline: false,
+        },
+        explicit: ExplicitSurface {
+            native_tools: true,
+            gate: "tools/pre-execute returns ask",
+            without_ui: "DSH's ask policy decides; the tool writes only when DSH runs it after approval",
         },
     },
 ];
