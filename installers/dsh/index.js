@@ -101,6 +101,17 @@ function forward(logger, stderr) {
   }
 }
 
+// Kills a child's whole process group: a wrapper script's children must not outlive the deadline.
+function killGroup(child) {
+  try {
+    process.kill(-child.pid, "SIGKILL")
+  } catch {
+    try {
+      child?.kill("SIGKILL")
+    } catch {}
+  }
+}
+
 // Runs the executable once. Resolves to the context text or undefined; never rejects.
 function runHook(input, limitMs, signal, logger, env) {
   return new Promise((resolve) => {
@@ -115,14 +126,7 @@ function runHook(input, limitMs, signal, logger, env) {
       resolve(value)
     }
     const stop = (outcome) => {
-      // The whole process group: a wrapper script's children must not outlive the deadline.
-      try {
-        process.kill(-child.pid, "SIGKILL")
-      } catch {
-        try {
-          child?.kill("SIGKILL")
-        } catch {}
-      }
+      killGroup(child)
       logger.warn(JSON.stringify({ component: "powercontext.dsh.plugin", outcome }))
       finish(undefined)
     }
@@ -247,15 +251,7 @@ function runOp(name, argv, args, env, signal) {
       resolve(value)
     }
     const failed = (code, message) => finish({ ok: false, operation: name, code, message })
-    const kill = () => {
-      try {
-        process.kill(-child.pid, "SIGKILL")
-      } catch {
-        try {
-          child?.kill("SIGKILL")
-        } catch {}
-      }
-    }
+    const kill = () => killGroup(child)
     const onAbort = () => {
       kill()
       failed("cancelled", "the call was aborted")
