@@ -321,3 +321,39 @@ fn doctor_warns_about_an_install_from_before_the_copy_that_runs_from_a_build_tre
     assert!(c["detail"].as_str().unwrap().contains("build tree"), "{c}");
     assert!(c["fix"].as_str().unwrap().contains("setup claude-code"), "{c}");
 }
+
+#[test]
+fn a_link_planted_for_the_copys_folder_is_refused_and_nothing_lands_outside() {
+    let sb = Sandbox::new();
+    let bin = build_tree(&sb);
+    let outside = sb.root.path().join("outside");
+    fs::create_dir_all(&outside).unwrap();
+    let host_dir = sb
+        .home()
+        .join(".local/state/powercontext-hooks/installs/claude-code");
+    fs::create_dir_all(&host_dir).unwrap();
+    fs::set_permissions(
+        sb.home().join(".local/state/powercontext-hooks"),
+        fs::Permissions::from_mode(0o700),
+    )
+    .unwrap();
+    std::os::unix::fs::symlink(&outside, host_dir.join("bin")).unwrap();
+    let (code, out, err) = sb.cli_json(&[
+        "setup",
+        "claude-code",
+        "--server-url",
+        "http://127.0.0.1:9",
+        "--bin-dir",
+        bin.to_str().unwrap(),
+    ]);
+    assert_ne!(code, 0, "{out}\n{err}");
+    assert!(
+        format!("{out}{err}").contains("not a folder of setup's own"),
+        "{out}\n{err}"
+    );
+    assert_eq!(
+        fs::read_dir(&outside).unwrap().count(),
+        0,
+        "the copy landed outside"
+    );
+}

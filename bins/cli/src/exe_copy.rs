@@ -8,7 +8,7 @@ use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
 
 use crate::install::{self, Host, digest};
 
@@ -70,7 +70,17 @@ impl Planned {
             return Ok(Undo(None));
         }
         let dir = self.to.parent().context("the copy has no folder")?;
-        fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+        install::create_dirs(dir)?;
+        // The folders between the state directory and the copy are ours: a link planted there
+        // would send the executable (and uninstall's removal) somewhere else.
+        for folder in dir.ancestors().take(3) {
+            if fs::symlink_metadata(folder).is_ok_and(|m| !m.is_dir()) {
+                bail!(
+                    "{} is not a folder of setup's own (a link or a file); remove it and run setup again",
+                    folder.display()
+                );
+            }
+        }
         let name = self.to.file_name().and_then(|n| n.to_str()).unwrap_or("hook");
         let backup = dir.join(format!(".{name}.pc-previous"));
         let had = fs::symlink_metadata(&self.to).is_ok();
