@@ -430,3 +430,24 @@ fn op_failures_are_visible_with_their_code_and_never_show_the_token() {
         "{r}"
     );
 }
+
+#[test]
+fn an_empty_answer_is_never_a_success() {
+    for body in [json!({}), json!(null), json!([])] {
+        let server = FaultServer::always(Reply::json(200, &body));
+        for (args, input) in [
+            (vec!["search", "--scope", "scp_x"], json!({"query": "q"})),
+            (
+                vec!["remember", "--confirmed", "--scope", "scp_x"],
+                json!({"kind": "decision", "text": "Rule x."}),
+            ),
+        ] {
+            let (code, r, err) = op(&server.url(), &args, &input, &[]);
+            assert_eq!(
+                (code, r["ok"].clone(), r["code"].clone()),
+                (1, json!(false), json!("invalid_response")),
+                "{body}: {r} {err}"
+            );
+        }
+    }
+}

@@ -378,6 +378,15 @@ fn answer(reply: powercontext_hooks_core::http::Reply) -> Result<(u16, Value), F
                 status: Some(status),
             });
         }
+        // Every operation answers an object with something in it: `null`, `[]` or `{}` would be
+        // an empty success, which an explicit operation never reports.
+        if reply.body.as_object().is_none_or(|m| m.is_empty()) {
+            return Err(Failed {
+                code: Code::InvalidResponse,
+                message: "the Server's answer holds nothing".to_owned(),
+                status: Some(status),
+            });
+        }
         return Ok((status, reply.body));
     }
     let server_code = reply.body["error"]["code"].as_str().unwrap_or("no error code");
