@@ -49,9 +49,14 @@ fn bodies(model: &FakeModel) -> Vec<Value> {
         .collect()
 }
 
-/// The first model call of the run (the turn itself; the session title comes after).
+/// The run's first agent-turn model call. DSH asks for the session title in a call of its own
+/// that runs concurrently with the turn and may reach the model first; only the turn offers tools.
 fn turn_body(model: &FakeModel) -> Value {
-    bodies(model).into_iter().next().expect("a model call")
+    let all = bodies(model);
+    all.iter()
+        .find(|b| b.get("tools").is_some())
+        .cloned()
+        .unwrap_or_else(|| panic!("no agent-turn model call among {} calls: {all:?}", all.len()))
 }
 
 /// A fresh scope with one remembered fact, and a session wired to it.
