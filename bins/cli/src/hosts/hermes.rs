@@ -175,13 +175,8 @@ pub(crate) fn add_hooks(text: Option<&str>, command: &str) -> Result<String> {
     };
     let hooks_at = lines.iter().position(|l| key_line(l, 0, "hooks").is_some());
     let Some(h) = hooks_at else {
-        // No `hooks:` block: ours goes at the end, every line marked.
-        while lines.last().is_some_and(|l| l.trim().is_empty()) {
-            lines.pop();
-        }
-        if !lines.is_empty() {
-            lines.push(String::new());
-        }
+        // No `hooks:` block: ours goes at the end, every line marked (no blank line before it,
+        // which uninstall could not tell from the user's own).
         lines.push(format!("hooks:  {MARK}"));
         for (event, timeout) in events() {
             lines.push(format!("  {event}:  {MARK}"));
@@ -351,6 +346,11 @@ fn update_approvals(home: &Path, change: impl FnOnce(&mut Vec<Value>)) -> Result
     let before = approvals.len();
     change(&mut approvals);
     let removed = before.saturating_sub(approvals.len());
+    if approvals.is_empty() && doc.is_empty() && removed > 0 {
+        // Nothing left but what we removed: Hermes reads no file as no approvals.
+        std::fs::remove_file(&path).with_context(|| format!("cannot remove {}", path.display()))?;
+        return Ok(removed);
+    }
     doc.insert("approvals".to_owned(), Value::Array(approvals));
     install::write_atomic(&path, python_json(&Value::Object(doc))?.as_bytes(), true)?;
     Ok(removed)
