@@ -176,3 +176,103 @@ fn e2e_hermes_answers_with_the_server_down_and_with_the_hook_missing() {
         Some("And without its hook executable?")
     );
 }
+
+/// Every file under `dir` with its bytes (links not followed).
+fn snapshot(dir: &Path) -> std::collections::BTreeMap<std::path::PathBuf, Vec<u8>> {
+    let mut out = std::collections::BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in fs::read_dir(&d).into_iter().flatten().flatten() {
+            let (p, t) = (e.path(), e.file_type().unwrap());
+            if t.is_dir() {
+                stack.push(p);
+            } else {
+                out.insert(p.clone(), fs::read(&p).unwrap_or_default());
+            }
+        }
+    }
+    out
+}
+
+/// Official installer interop, as far as it goes on the published Hermes: our `package` leaves
+/// Hermes out and says why, and the pinned official `powercontext setup hermes --source <our
+/// tree>` refuses Hermes 0.19.0 by its version before it reads the tree, writing nothing of its
+/// own (only Hermes' own `--version` bookkeeping appears); its doctor says the same.
+#[test]
+fn e2e_hermes_official_setup_refuses_the_published_hermes_and_our_tree_has_no_hermes_package() {
+    let model = FakeModel::start(REPLY);
+    let h = HermesSession::new(&model.url());
+    let work = tempfile::tempdir().unwrap();
+    let tree = work.path().join("tree");
+    let bin_dir = Path::new(CLI).parent().unwrap().to_str().unwrap().to_owned();
+    let (ok, packaged, out) = cli_json(
+        &h,
+        &[
+            "package",
+            "--out",
+            tree.to_str().unwrap(),
+            "--bin-dir",
+            &bin_dir,
+            "--json",
+        ],
+    );
+    assert!(ok, "package: {out}");
+    assert_eq!(packaged["skipped"][0]["host"], "hermes", "{packaged}");
+    assert!(
+        packaged["skipped"][0]["why"]
+            .as_str()
+            .unwrap()
+            .contains("powercontext-hooks setup hermes"),
+        "{packaged}"
+    );
+    assert!(!tree.join("integrations/hermes").exists());
+    assert!(tree.join("integrations/pi/plugins/powercontext").is_dir());
+
+    let official = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv-server/bin/powercontext");
+    assert!(
+        official.is_file(),
+        "{} is missing: run scripts/ensure-server-venv",
+        official.display()
+    );
+    let before = snapshot(h.home());
+    let setup = h.run_other(
+        &official,
+        &[
+            "setup",
+            "hermes",
+            "--source",
+            tree.to_str().unwrap(),
+            "--server-url",
+            "http://127.0.0.1:9",
+            "--json",
+        ],
+        &[],
+    );
+    assert!(!setup.status.success(), "{}\n{}", setup.stdout, setup.stderr);
+    let report: Value = serde_json::from_str(setup.stdout.trim()).unwrap_or(Value::Null);
+    let error = report["hosts"]["hermes"]["error"].as_str().unwrap_or_default();
+    assert!(
+        error.contains("v0.19.0 is unsupported") && error.contains("v0.20.4"),
+        "{}\n{}",
+        setup.stdout,
+        setup.stderr
+    );
+    let after = snapshot(h.home());
+    let hermes_own = h.hermes_home();
+    for (path, bytes) in &after {
+        let own = path.starts_with(hermes_own.join("logs")) || path == &hermes_own.join(".update_check");
+        assert!(
+            own || before.get(path) == Some(bytes),
+            "official setup wrote {} after refusing",
+            path.display()
+        );
+    }
+    assert_eq!(
+        before.keys().filter(|p| !after.contains_key(*p)).count(),
+        0,
+        "nothing removed"
+    );
+    let doctor = h.run_other(&official, &["doctor", "hermes", "--json"], &[]);
+    assert!(!doctor.status.success());
+    assert!(doctor.stdout.contains("v0.20.4"), "{}", doctor.stdout);
+}
