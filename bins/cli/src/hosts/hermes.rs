@@ -134,7 +134,7 @@ pub(crate) fn remove_hooks(text: &str) -> String {
     let is_key = |l: &str| l.trim_end().trim_end_matches(MARK).trim_end().ends_with(':');
     let mut lines: Vec<String> = text
         .split_inclusive('\n')
-        .filter(|l| !(marked(l) && !is_key(l)))
+        .filter(|l| !marked(l) || is_key(l))
         .map(str::to_owned)
         .collect();
     // Innermost (latest) keys first, so `hooks:` sees its emptied events gone.
@@ -300,9 +300,12 @@ fn same(e: &Value, event: Option<&str>, command: &str) -> bool {
         && event.is_none_or(|ev| e.get("event").and_then(Value::as_str) == Some(ev))
 }
 
+/// The allowlist's other members, and its approvals.
+type Allowlist = (Map<String, Value>, Vec<Value>);
+
 /// The allowlist's approvals, read as Hermes would (`None`: no file). A file Hermes would treat as
 /// empty (and so overwrite) is refused instead: it may be a user's damaged record.
-fn read_approvals(path: &Path) -> Result<Option<(Map<String, Value>, Vec<Value>)>> {
+fn read_approvals(path: &Path) -> Result<Option<Allowlist>> {
     let Some(text) = read_own(path)? else {
         return Ok(None);
     };
