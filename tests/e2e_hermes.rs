@@ -276,3 +276,78 @@ fn e2e_hermes_official_setup_refuses_the_published_hermes_and_our_tree_has_no_he
     assert!(!doctor.status.success());
     assert!(doctor.stdout.contains("v0.20.4"), "{}", doctor.stdout);
 }
+
+/// Setup against a Hermes home that already has hooks and consents of the user's own, through the
+/// real `hermes` CLI (no prompt, so no model): a failure at the last step rolls back byte for
+/// byte, a success keeps the user's entries and adds ours after them, a second run changes
+/// nothing, and uninstall gives back both files byte for byte.
+#[test]
+fn e2e_hermes_setup_keeps_the_users_hooks_and_consents_rolls_back_and_is_idempotent() {
+    let mut h = HermesSession::new("http://127.0.0.1:9");
+    let config = format!(
+        "{}\nhooks:\n  # my own guard\n  pre_llm_call:\n  - command: /usr/bin/true\n    timeout: 3\nhooks_auto_accept: false\n",
+        fs::read_to_string(h.config()).unwrap()
+    );
+    fs::write(h.config(), &config).unwrap();
+    // As Hermes writes it: json.dumps(indent=2, sort_keys=True), no final newline.
+    let allowlist = "{\n  \"approvals\": [\n    {\n      \"approved_at\": \"2026-01-02T03:04:05.123456Z\",\n      \
+                     \"command\": \"/usr/bin/true\",\n      \"event\": \"pre_llm_call\",\n      \
+                     \"script_mtime_at_approval\": null\n    }\n  ]\n}";
+    let allowlist_path = h.hermes_home().join("shell-hooks-allowlist.json");
+    fs::write(&allowlist_path, allowlist).unwrap();
+    let lock = h.hermes_home().join("shell-hooks-allowlist.json.lock");
+    let url = "http://127.0.0.1:9";
+
+    h.set("POWERCONTEXT_HOOKS_SETUP_FAULT", "verify");
+    let (ok, out, text) = cli_json(&h, &["setup", "hermes", "--server-url", url, "--json"]);
+    assert!(!ok, "{text}");
+    assert_eq!(out["result"], "rolled_back", "{text}");
+    assert_eq!(fs::read_to_string(h.config()).unwrap(), config);
+    assert_eq!(fs::read_to_string(&allowlist_path).unwrap(), allowlist);
+    assert!(!lock.exists(), "the lock file setup created is gone too");
+
+    h.set("POWERCONTEXT_HOOKS_SETUP_FAULT", "");
+    let (ok, out, text) = cli_json(&h, &["setup", "hermes", "--server-url", url, "--json"]);
+    assert!(ok, "{text}");
+    assert_eq!(out["result"], "installed", "{text}");
+    let now = fs::read_to_string(h.config()).unwrap();
+    let mine = now
+        .find("  - command: /usr/bin/true\n    timeout: 3\n")
+        .expect("the user's hook stays");
+    let ours = now.find("powercontext-hook-hermes").expect("ours is added");
+    assert!(mine < ours, "{now}");
+    assert!(
+        now.contains("hooks_auto_accept: false\n") && !now.contains("hooks_auto_accept: true"),
+        "{now}"
+    );
+    let listed = h.run_other(h.cli(), &["hooks", "list"], &[]);
+    assert!(
+        listed.stdout.contains("/usr/bin/true (timeout=3s, ✓ allowed)"),
+        "{}",
+        listed.stdout
+    );
+    assert_eq!(
+        listed
+            .stdout
+            .matches("powercontext-hook-hermes (timeout=")
+            .count(),
+        3,
+        "{}",
+        listed.stdout
+    );
+    assert!(
+        !listed.stdout.contains("not allowlisted") && !listed.stdout.contains("modified since"),
+        "{}",
+        listed.stdout
+    );
+
+    let (ok, out, text) = cli_json(&h, &["setup", "hermes", "--server-url", url, "--json"]);
+    assert!(ok, "{text}");
+    assert_eq!(out["result"], "unchanged", "{text}");
+    assert_eq!(fs::read_to_string(h.config()).unwrap(), now);
+
+    let (ok, _, text) = cli_json(&h, &["uninstall", "hermes", "--json"]);
+    assert!(ok, "{text}");
+    assert_eq!(fs::read_to_string(h.config()).unwrap(), config);
+    assert_eq!(fs::read_to_string(&allowlist_path).unwrap(), allowlist);
+}
