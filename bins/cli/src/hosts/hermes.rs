@@ -164,6 +164,14 @@ pub(crate) fn remove_hooks(text: &str) -> String {
 /// edit can extend without rewriting the user's lines.
 pub(crate) fn add_hooks(text: Option<&str>, command: &str) -> Result<String> {
     let base = remove_hooks(text.unwrap_or(""));
+    if base.contains(command) {
+        // Our hook in lines without our mark (Hermes rewrites the file without comments when it
+        // saves it): adding ours again would run it twice per event.
+        bail!(
+            "config.yaml already runs {command} in hook entries without the `{MARK}` mark (rewritten by Hermes since \
+             setup?): remove those entries, then run setup again"
+        );
+    }
     let nl = newline(&base);
     let mut lines: Vec<String> = base.lines().map(str::to_owned).collect();
     let refuse = |what: &str| {
@@ -414,7 +422,7 @@ fn parse_listing(out: &str, command: &str) -> Vec<(String, bool)> {
                 .strip_prefix(command)
                 .and_then(|r| r.strip_prefix(" (timeout="))
         {
-            found.push((event.clone(), status.contains("✓ allowed")));
+            found.push((event.clone(), !status.contains("not allowlisted")));
         }
     }
     found

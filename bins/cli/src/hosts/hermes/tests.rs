@@ -69,6 +69,19 @@ fn a_marked_key_the_user_added_entries_under_keeps_them() {
 }
 
 #[test]
+fn our_hook_in_unmarked_lines_is_refused_not_added_twice() {
+    // What Hermes' own save (PyYAML, no comments) makes of our block.
+    let rewritten =
+        format!("model:\n  provider: custom\nhooks:\n  pre_llm_call:\n  - command: {CMD}\n    timeout: 10\n");
+    let e = add_hooks(Some(&rewritten), CMD).unwrap_err().to_string();
+    assert!(
+        e.contains("without the") && e.contains("remove those entries"),
+        "{e}"
+    );
+    assert_eq!(remove_hooks(&rewritten), rewritten);
+}
+
+#[test]
 fn flow_style_hooks_are_refused_with_the_fix() {
     for text in ["hooks: {}\n", "hooks: []\n", "hooks:\n  pre_llm_call: []\n"] {
         let e = add_hooks(Some(text), CMD).unwrap_err().to_string();
