@@ -72,6 +72,11 @@ pub fn parse(decoded: &payload::Decoded) -> Result<PromptEvent, SkipReason> {
         _ => return Err(SkipReason::WrongEvent),
     }
     let extra = v.get("extra").filter(|e| e.is_object()).unwrap_or(&Value::Null);
+    // A delegated subagent's turn: its "user message" is the task the model wrote, not the user's
+    // text, so it is neither recalled for nor captured.
+    if extra.get("platform").and_then(Value::as_str) == Some("subagent") {
+        return Err(SkipReason::WrongEvent);
+    }
     // The prompt itself is not trimmed: it is captured exactly as typed.
     let prompt = PROFILE
         .prompt_fields
@@ -146,6 +151,20 @@ mod tests {
             );
             assert_eq!(got.unwrap_err(), want, "{event}");
         }
+    }
+
+    #[test]
+    fn a_subagent_turn_is_not_a_user_prompt() {
+        let sub = parsed(
+            &serde_json::json!({"hook_event_name": "pre_llm_call", "session_id": "child", "cwd": "/p",
+                                             "extra": {"user_message": "the delegated task", "platform": "subagent"}}),
+        );
+        assert_eq!(sub.unwrap_err(), SkipReason::WrongEvent);
+        let cli = parsed(
+            &serde_json::json!({"hook_event_name": "pre_llm_call", "session_id": "s", "cwd": "/p",
+                                             "extra": {"user_message": "mine", "platform": "cli"}}),
+        );
+        assert_eq!(cli.unwrap().prompt, "mine");
     }
 
     #[test]
