@@ -151,6 +151,7 @@ fn e2e_hermes_setup_recall_capture_bootstrap_doctor_uninstall() {
     assert!(ok, "uninstall: {out}");
     assert_eq!(fs::read(h.config()).unwrap(), user_config);
     assert!(!h.hermes_home().join("shell-hooks-allowlist.json").exists());
+    assert!(!h.hermes_home().join("shell-hooks-allowlist.json.lock").exists());
 }
 
 /// The hook fails open in the real host: with the Server down, and with the hook's executable

@@ -358,8 +358,10 @@ fn update_approvals(home: &Path, change: impl FnOnce(&mut Vec<Value>)) -> Result
     change(&mut approvals);
     let removed = before.saturating_sub(approvals.len());
     if approvals.is_empty() && doc.is_empty() && removed > 0 {
-        // Nothing left but what we removed: Hermes reads no file as no approvals.
+        // Nothing left but what we removed: Hermes reads no file as no approvals (and makes its
+        // lock file again when it next records one).
         std::fs::remove_file(&path).with_context(|| format!("cannot remove {}", path.display()))?;
+        let _ = std::fs::remove_file(&lock_path);
         return Ok(removed);
     }
     doc.insert("approvals".to_owned(), Value::Array(approvals));

@@ -145,6 +145,13 @@ fn consent_is_recorded_as_hermes_records_it_and_revoked_alone() {
     assert_eq!(revoke_consent(home, CMD).unwrap(), 3);
     let v: Value = serde_json::from_str(&std::fs::read_to_string(home.join(ALLOWLIST)).unwrap()).unwrap();
     assert_eq!(v, serde_json::from_str::<Value>(theirs).unwrap());
+    // A file that held only ours goes with them, and so does the lock file.
+    std::fs::remove_file(home.join(ALLOWLIST)).unwrap();
+    record_consent(home, CMD, &exe).unwrap();
+    assert!(home.join(format!("{ALLOWLIST}.lock")).exists());
+    assert_eq!(revoke_consent(home, CMD).unwrap(), 3);
+    assert!(!home.join(ALLOWLIST).exists());
+    assert!(!home.join(format!("{ALLOWLIST}.lock")).exists());
 }
 
 #[test]
