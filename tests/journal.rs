@@ -12,7 +12,7 @@ use powercontext_hooks_test_support::fault_server::{Reply, closed_port_url};
 use powercontext_hooks_test_support::hook::HookCmd;
 use serde_json::{Value, json};
 
-use crate::support::{CLAUDE, CODEX, DSH, OPENCODE, PI, run_cli};
+use crate::support::{CLAUDE, CODEX, DSH, HERMES, OPENCODE, PI, run_cli};
 
 const PROMPT: &str = "How do we deploy the JOURNALPROMPTMARK service?";
 const SCOPE: &str = "scp_JOURNALSCOPEMARK0000000";
@@ -334,7 +334,7 @@ fn journal_names_each_hosts_events() {
     let state = dir.path().join("state");
     let st = state.to_string_lossy().into_owned();
     let down = closed_port_url();
-    let runs: [(&str, &[&str], Value, &str, &str); 5] = [
+    let runs: [(&str, &[&str], Value, &str, &str); 7] = [
         (
             OPENCODE,
             &["inject"],
@@ -358,6 +358,21 @@ fn journal_names_each_hosts_events() {
             "before_agent_start",
         ),
         (DSH, &["pre-step"], json!({}), "dsh", "agent/pre-step"),
+        (
+            HERMES,
+            &[],
+            json!({"hook_event_name": "on_session_end", "session_id": "s", "cwd": "/", "extra": {}}),
+            "hermes",
+            "on_session_end",
+        ),
+        (
+            HERMES,
+            &[],
+            json!({"hook_event_name": "pre_llm_call", "session_id": "s", "cwd": "/",
+                   "extra": {"user_message": PROMPT, "turn_id": "t1"}}),
+            "hermes",
+            "pre_llm_call",
+        ),
     ];
     for (exe, args, payload, host, event) in runs {
         let out = HookCmd::new(exe)

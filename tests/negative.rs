@@ -29,7 +29,7 @@ struct HostCase {
 }
 
 /// Every host, as [`Integration::ALL`] lists them.
-fn hosts() -> [HostCase; 5] {
+fn hosts() -> [HostCase; 6] {
     Integration::ALL.map(|host| HostCase {
         name: host.as_str(),
         exe: hook_exe(host),
@@ -141,6 +141,20 @@ impl HostCase {
                     .stdin_json(&payload)
                     .run();
                 let injected = line_field(&out, "systemPrompt");
+                TurnResult {
+                    outputs: vec![out],
+                    injected,
+                }
+            }
+            "hermes" => {
+                // Hermes' shell-hook payload: the prompt under `extra`, the session at the top.
+                let payload = json!({"hook_event_name": "pre_llm_call", "tool_name": null, "tool_input": null,
+                                     "session_id": "neg-session", "cwd": cwd_text,
+                                     "extra": {"user_message": prompt, "turn_id": format!("t{turn_no}"),
+                                               "is_first_turn": true, "conversation_history": [],
+                                               "platform": "cli"}});
+                let out = self.cmd(exe, url, &state, extra).stdin_json(&payload).run();
+                let injected = line_field(&out, "context");
                 TurnResult {
                     outputs: vec![out],
                     injected,
@@ -832,7 +846,7 @@ fn a_recalled_item_is_injected_once_per_window_where_injections_persist() {
         second.assert_fail_open(host.name);
         match host.name {
             // Their hook context and plugin messages stay in the conversation.
-            "claude-code" | "codex" | "dsh" => {
+            "claude-code" | "codex" | "dsh" | "hermes" => {
                 assert_eq!(second.injected, None, "{}: injected twice", host.name);
                 assert!(
                     second

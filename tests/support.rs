@@ -20,6 +20,7 @@ pub const CLI: &str = env!("CARGO_BIN_EXE_powercontext-hooks");
 pub const PI: &str = env!("CARGO_BIN_EXE_powercontext-hook-pi");
 pub const OPENCODE: &str = env!("CARGO_BIN_EXE_powercontext-hook-opencode");
 pub const DSH: &str = env!("CARGO_BIN_EXE_powercontext-hook-dsh");
+pub const HERMES: &str = env!("CARGO_BIN_EXE_powercontext-hook-hermes");
 
 /// Our CLI with `args`, a clean environment (a system PATH) plus `env`, and no stdin.
 pub fn cli(args: &[&str], env: &[(&str, &str)]) -> Command {
@@ -47,6 +48,7 @@ pub fn hook_exe(host: Integration) -> &'static str {
         Integration::OpenCode => OPENCODE,
         Integration::Pi => PI,
         Integration::Dsh => DSH,
+        Integration::Hermes => HERMES,
     }
 }
 
@@ -136,7 +138,7 @@ impl Sandbox {
         // (1 s a request) unless told otherwise; on a loaded 2-core machine the Server's prepare can
         // take longer, and "timeout, timeout" would be the machine, not the code under test. The budget
         // stays under doctor's own 15 s limit for a run.
-        for part in ["CLAUDE", "CODEX", "PI", "OPENCODE", "DSH"] {
+        for part in ["CLAUDE", "CODEX", "PI", "OPENCODE", "DSH", "HERMES"] {
             env.insert(format!("POWERCONTEXT_{part}_REQUEST_TIMEOUT_SECONDS"), "8".into());
             env.insert(format!("POWERCONTEXT_{part}_HTTP_BUDGET_SECONDS"), "12".into());
         }

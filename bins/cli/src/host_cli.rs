@@ -158,10 +158,12 @@ impl HostCli {
     /// `X.Y.Z` from `--version`.
     pub fn version(&self) -> Result<String> {
         let run = self.run_ok(&["--version"])?;
-        // Pi prints its version on stderr.
+        // Pi prints its version on stderr; Hermes prints `Hermes Agent v0.19.0` (and its Python's
+        // version after it).
         run.stdout
             .split_whitespace()
             .chain(run.stderr.split_whitespace())
+            .map(|w| w.strip_prefix('v').unwrap_or(w))
             .find(|w| w.chars().next().is_some_and(|c| c.is_ascii_digit()) && w.contains('.'))
             .map(str::to_owned)
             .ok_or_else(|| anyhow!("cannot read the {} version from `--version`", self.host.as_str()))

@@ -79,6 +79,28 @@ fn rendered_json(host: Host, rel: &str, values: &[(&str, &str)]) -> Result<Value
         .with_context(|| format!("internal error: template {rel} is not JSON"))
 }
 
+/// Whether the tree holds a package for `host`. A host whose integration is shell hooks in its
+/// own config (Hermes) has none the official installer could install: the official Hermes
+/// installer copies a Python memory-provider plugin and refuses Hermes older than 0.20.4, so our
+/// hooks are set up with `powercontext-hooks setup` instead.
+fn packaged(host: Host) -> bool {
+    host.spec().config != powercontext_hooks_core::host::ConfigFormat::ShellHooksYaml
+}
+
+/// The hosts the tree leaves out, each with the reason (what `package` says).
+fn skipped() -> Vec<Value> {
+    Host::ALL
+        .into_iter()
+        .filter(|h| !packaged(*h))
+        .map(|h| {
+            json!({"host": h.as_str(), "why": format!(
+                "the official installer's {} integration is a plugin of its own kind (a Python memory provider for \
+                 Hermes 0.20.4 or newer); ours is shell hooks: run `powercontext-hooks setup {}`",
+                h.spec().title, h.as_str())})
+        })
+        .collect()
+}
+
 /// Every file of the tree.
 fn items(bin_dir: &Path) -> Result<Vec<Item>> {
     let version = env!("CARGO_PKG_VERSION");
@@ -112,7 +134,7 @@ fn items(bin_dir: &Path) -> Result<Vec<Item>> {
         })),
     );
 
-    for host in Host::ALL {
+    for host in Host::ALL.into_iter().filter(|h| packaged(*h)) {
         let exe = bin_dir.join(host.hook_exe());
         let hook_command = host.hook_command_value(&exe)?;
         let [(_, cli_command), (_, operations)] =
@@ -233,6 +255,8 @@ fn items(bin_dir: &Path) -> Result<Vec<Item>> {
                 }
                 put("cordis.patch.yml", patch.into_bytes());
             }
+            // Not packaged (see `packaged`).
+            Host::Hermes => {}
         }
     }
     Ok(out)
@@ -286,7 +310,7 @@ fn render(args: &PackageArgs) -> Result<ExitCode> {
             .context("this program has no directory")?
             .to_path_buf(),
     };
-    for host in Host::ALL {
+    for host in Host::ALL.into_iter().filter(|h| packaged(*h)) {
         crate::setup::check_hook_exe(&bin_dir.join(host.hook_exe()))?;
     }
     let out = std::path::absolute(&args.out)?;
@@ -325,6 +349,7 @@ fn render(args: &PackageArgs) -> Result<ExitCode> {
         &Packaged {
             ok: true,
             files: items.into_iter().map(|i| i.rel).collect(),
+            skipped: skipped(),
             out,
             bin_dir,
         },
@@ -381,6 +406,8 @@ struct Packaged {
     out: PathBuf,
     bin_dir: PathBuf,
     files: Vec<String>,
+    /// Hosts without a package in the tree, and why.
+    skipped: Vec<Value>,
 }
 
 impl report::Report for Packaged {}
@@ -390,6 +417,14 @@ impl std::fmt::Display for Packaged {
         let out = self.out.display();
         writeln!(f, "rendered {} files into {out}", self.files.len())?;
         writeln!(f, "hook executables: {}", self.bin_dir.display())?;
+        for s in &self.skipped {
+            writeln!(
+                f,
+                "not packaged: {}: {}",
+                s["host"].as_str().unwrap_or_default(),
+                s["why"].as_str().unwrap_or_default()
+            )?;
+        }
         writeln!(f, "install with the official CLI, for example:")?;
         writeln!(
             f,

@@ -364,6 +364,8 @@ pub(crate) struct Plan {
     pub previous: Option<Manifest>,
     /// Files and folders of the host's own that its CLI created while setup asked it questions.
     pub host_cli_wrote: Vec<PathBuf>,
+    /// The host's config home, as the installer finds it in the setup's environment.
+    pub host_home: Option<PathBuf>,
 }
 
 impl Plan {
@@ -807,6 +809,7 @@ pub(crate) fn plan_ours(
         warnings,
         previous,
         host_cli_wrote: Vec::new(),
+        host_home: inst.home(&paths.env),
     })
 }
 
@@ -851,6 +854,13 @@ fn host_own_paths(host: Host, env: &Env) -> Vec<PathBuf> {
         ],
         Host::Pi => vec![home.join(".pi")],
         Host::Dsh => vec![home.join(".dsh")],
+        // `hermes --version` records its update check under the Hermes home.
+        Host::Hermes => vec![
+            env.text("HERMES_HOME")
+                .filter(|v| !v.trim().is_empty())
+                .map_or_else(|| home.join(".hermes"), PathBuf::from),
+            home.join(".hermes"),
+        ],
     }
 }
 

@@ -15,6 +15,8 @@ pub enum Integration {
     Pi,
     /// DeepSeek Harness (`agent/pre-step`).
     Dsh,
+    /// Hermes Agent (`pre_llm_call` shell hook).
+    Hermes,
 }
 
 /// Everything the hooks and the CLI know of one host.
@@ -100,6 +102,9 @@ pub enum ConfigFormat {
     JsShim,
     /// A plugin registered through the host CLI with its own manifest (DSH).
     HostPlugin,
+    /// Shell-hook commands in the host's YAML config, each needing the user's recorded consent
+    /// (Hermes).
+    ShellHooksYaml,
 }
 
 /// How the workspace key is derived from the working directory.
@@ -193,7 +198,7 @@ pub struct Capabilities {
 }
 
 /// The host table, in documentation order: one row per host, the row's index being the host's.
-pub static HOSTS: [HostSpec; 5] = [
+pub static HOSTS: [HostSpec; 6] = [
     HostSpec {
         host: Integration::ClaudeCode,
         name: "claude-code",
@@ -429,6 +434,56 @@ pub static HOSTS: [HostSpec; 5] = [
             without_ui: "DSH's ask policy decides; the tool writes only when DSH runs it after approval",
         },
     },
+    HostSpec {
+        host: Integration::Hermes,
+        name: "hermes",
+        aliases: &[],
+        title: "Hermes Agent",
+        env_part: "HERMES",
+        source_prefix: "hermes-user-prompt",
+        component: "powercontext.hermes",
+        hook_exe: "powercontext-hook-hermes",
+        cli: HostCliSpec {
+            name: "hermes",
+            env: &[],
+            tested_versions: &["0.19.0"],
+        },
+        config_home: ConfigHome {
+            var: "HERMES_HOME",
+            rel: ".hermes",
+        },
+        config: ConfigFormat::ShellHooksYaml,
+        workspace_key: WorkspaceKey::Resolved,
+        events: Events {
+            prompt: "pre_llm_call",
+            // Hermes ignores what an `on_session_start` shell hook prints: the session's first
+            // `pre_llm_call` carries the bootstrap. Shell hooks get no compaction event.
+            session_start: None,
+            compaction: None,
+            // `on_session_end` fires after every turn (a boundary, not the session's end).
+            boundary: &["on_session_end", "on_session_finalize"],
+            end: Some("on_session_finalize"),
+        },
+        output: OutputChannel::Context,
+        timeout_unit: TimeoutUnit::Seconds,
+        capabilities: Capabilities {
+            bootstraps_at_first_prompt: true,
+            resume_keeps_start_context: false,
+            // Hermes stores the bytes it sent (`api_content`) and replays them on later turns.
+            injection_persists: true,
+            flushes_every_capture: false,
+            hook_command_in_shell: false,
+            plugin_option_vars: false,
+            profile_rows: false,
+            millisecond_timeout_vars: false,
+            statusline: false,
+        },
+        explicit: ExplicitSurface {
+            native_tools: false,
+            gate: "Hermes' MCP tool approval",
+            without_ui: "host policy decides (not validated)",
+        },
+    },
 ];
 
 impl Integration {
@@ -488,7 +543,14 @@ impl Integration {
     }
 
     /// All hosts, in documentation order (the order of [`HOSTS`]).
-    pub const ALL: [Self; 5] = [Self::ClaudeCode, Self::Codex, Self::OpenCode, Self::Pi, Self::Dsh];
+    pub const ALL: [Self; 6] = [
+        Self::ClaudeCode,
+        Self::Codex,
+        Self::OpenCode,
+        Self::Pi,
+        Self::Dsh,
+        Self::Hermes,
+    ];
 
     /// Parses the integration name used on command lines (`claude-code`, `codex`, …).
     #[must_use]

@@ -243,6 +243,29 @@ pub fn codex_mcp_url(env: &Env) -> Option<Found> {
     })
 }
 
+/// The Hermes memory provider's own settings the official CLI writes
+/// (`$POWERCONTEXT_HERMES_CONFIG`, else `<Hermes home>/powercontext/config.json`): `base_url` and
+/// `allow_insecure_http`, which the official CLI ranks above `clients.json` for Hermes.
+#[must_use]
+pub fn hermes_native_url(env: &Env) -> Option<Found> {
+    let path = env
+        .text("POWERCONTEXT_HERMES_CONFIG")
+        .map(str::trim)
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| {
+            host_root(Integration::Hermes, env).map(|r| r.join("powercontext").join("config.json"))
+        })?;
+    let doc = read_json(&path)?;
+    let value = doc.get("base_url")?.as_str()?.to_owned();
+    Some(Found {
+        value,
+        insecure_consent: doc.get("allow_insecure_http") == Some(&Value::Bool(true)),
+        path,
+        key: "base_url".to_owned(),
+    })
+}
+
 /// Every server URL the official files hold for a host, highest precedence first (the order of
 /// the official CLI's own resolution).
 #[must_use]
@@ -274,6 +297,7 @@ pub fn server_url_sources(host: Integration, env: &Env) -> Vec<Found> {
                 });
             }
         }
+        Integration::Hermes => out.extend(hermes_native_url(env)),
         Integration::OpenCode | Integration::Pi => {}
     }
     out.extend(clients_server_url(host, env));
@@ -559,6 +583,38 @@ mod tests {
     }
 
     #[test]
+    fn hermes_url_comes_from_its_provider_config_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().to_str().unwrap();
+        let env = Env::from_pairs([("HOME", home), ("HERMES_HOME", &format!("{home}/hh"))]);
+        assert!(server_url(Integration::Hermes, &env).is_none());
+        std::fs::create_dir_all(dir.path().join("hh/powercontext")).unwrap();
+        std::fs::write(
+            dir.path().join("hh/powercontext/config.json"),
+            r#"{"base_url": "http://127.0.0.1:7", "allow_insecure_http": true, "other": 1}"#,
+        )
+        .unwrap();
+        let f = server_url(Integration::Hermes, &env).unwrap();
+        assert_eq!(
+            (f.value.as_str(), f.key.as_str(), f.insecure_consent),
+            ("http://127.0.0.1:7", "base_url", true)
+        );
+        let moved = dir.path().join("moved.json");
+        std::fs::write(&moved, r#"{"base_url": "http://127.0.0.1:8"}"#).unwrap();
+        let env = Env::from_pairs([
+            ("HOME", home),
+            ("HERMES_HOME", &format!("{home}/hh")),
+            ("POWERCONTEXT_HERMES_CONFIG", moved.to_str().unwrap()),
+        ]);
+        let f = server_url(Integration::Hermes, &env).unwrap();
+        assert_eq!(
+            (f.value.as_str(), f.insecure_consent),
+            ("http://127.0.0.1:8", false)
+        );
+        assert!(server_url(Integration::Pi, &env).is_none());
+    }
+
+    #[test]
     fn host_roots_follow_the_official_cli() {
         let env = Env::from_pairs([("HOME", "/h"), ("XDG_CONFIG_HOME", "/x")]);
         let roots: Vec<PathBuf> = Integration::ALL
@@ -573,6 +629,7 @@ mod tests {
                 "/h/.config/opencode/powercontext/credentials.json",
                 "/h/.pi/agent/powercontext/credentials.json",
                 "/h/.dsh/powercontext/credentials.json",
+                "/h/.hermes/powercontext/credentials.json",
             ]
             .map(PathBuf::from)
         );

@@ -8,6 +8,7 @@
 //! | `OpenCodePrepare`  | `{"text":…}` (the context the OpenCode shim keeps for `inject`) | nothing                        | 0    |
 //! | `DshPreStep`       | `{"context":…}` (the plugin message text the DSH plugin appends after `enter`) | nothing     | 0    |
 //! | `PiBeforeAgentStart` | `{"systemPrompt":…}` (Pi's whole system prompt, already extended by the Pi adapter) | nothing | 0 |
+//! | `HermesPreLlmCall` | `{"context":…}` (appended by Hermes to the API copy of the turn's user message) | nothing | 0 |
 //!
 //! Diagnostics always go to stderr as JSON lines and never change the exit code: a hook fails open.
 
@@ -43,6 +44,8 @@ pub enum Protocol {
     DshPreStep,
     /// The Pi extension's `before-agent-start` call; the context is the full augmented system prompt.
     PiBeforeAgentStart,
+    /// Hermes Agent's `pre_llm_call` shell hook.
+    HermesPreLlmCall,
 }
 
 /// The stdout line for an answer, if any.
@@ -61,7 +64,9 @@ pub fn render(protocol: Protocol, answer: &Answer) -> Option<String> {
         (Protocol::OpenCodeTransform | Protocol::OpenCodePrepare, Answer::Context(text)) => {
             Some(json!({ "text": text }).to_string())
         }
-        (Protocol::DshPreStep, Answer::Context(text)) => Some(json!({ "context": text }).to_string()),
+        (Protocol::DshPreStep | Protocol::HermesPreLlmCall, Answer::Context(text)) => {
+            Some(json!({ "context": text }).to_string())
+        }
         (Protocol::PiBeforeAgentStart, Answer::Context(text)) => {
             Some(json!({ "systemPrompt": text }).to_string())
         }
@@ -125,6 +130,17 @@ mod tests {
         let line = render(Protocol::DshPreStep, &Answer::Context("P\n\nctx \"q\" é".into())).unwrap();
         assert_eq!(line, r#"{"context":"P\n\nctx \"q\" é"}"#);
         assert_eq!(render(Protocol::DshPreStep, &Answer::Nothing), None);
+    }
+
+    #[test]
+    fn hermes_pre_llm_call_line() {
+        let line = render(
+            Protocol::HermesPreLlmCall,
+            &Answer::Context("ctx \"q\" é\n".into()),
+        )
+        .unwrap();
+        assert_eq!(line, r#"{"context":"ctx \"q\" é\n"}"#);
+        assert_eq!(render(Protocol::HermesPreLlmCall, &Answer::Nothing), None);
     }
 
     #[test]
