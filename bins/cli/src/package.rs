@@ -233,6 +233,8 @@ fn items(bin_dir: &Path) -> Result<Vec<Item>> {
                 }
                 put("cordis.patch.yml", patch.into_bytes());
             }
+            // Not rendered yet: the official Kimi installer needs its Node plugin layout.
+            Host::KimiCode => {}
         }
     }
     Ok(out)

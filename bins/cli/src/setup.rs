@@ -851,6 +851,10 @@ fn host_own_paths(host: Host, env: &Env) -> Vec<PathBuf> {
         ],
         Host::Pi => vec![home.join(".pi")],
         Host::Dsh => vec![home.join(".dsh")],
+        Host::KimiCode => vec![
+            env.text("KIMI_CODE_HOME")
+                .map_or_else(|| home.join(".kimi-code"), PathBuf::from),
+        ],
     }
 }
 

@@ -15,6 +15,8 @@ pub enum Integration {
     Pi,
     /// DeepSeek Harness (`agent/pre-step`).
     Dsh,
+    /// Kimi Code (`UserPromptSubmit` command hook in its `config.toml`).
+    KimiCode,
 }
 
 /// Everything the hooks and the CLI know of one host.
@@ -100,6 +102,9 @@ pub enum ConfigFormat {
     JsShim,
     /// A plugin registered through the host CLI with its own manifest (DSH).
     HostPlugin,
+    /// `[[hooks]]` tables of ours in the host's own TOML config, the rest of the file kept byte
+    /// for byte (Kimi Code).
+    HooksToml,
 }
 
 /// How the workspace key is derived from the working directory.
@@ -193,7 +198,7 @@ pub struct Capabilities {
 }
 
 /// The host table, in documentation order: one row per host, the row's index being the host's.
-pub static HOSTS: [HostSpec; 5] = [
+pub static HOSTS: [HostSpec; 6] = [
     HostSpec {
         host: Integration::ClaudeCode,
         name: "claude-code",
@@ -429,6 +434,53 @@ pub static HOSTS: [HostSpec; 5] = [
             without_ui: "DSH's ask policy decides; the tool writes only when DSH runs it after approval",
         },
     },
+    HostSpec {
+        host: Integration::KimiCode,
+        name: "kimi-code",
+        aliases: &[],
+        title: "Kimi Code",
+        env_part: "KIMI",
+        source_prefix: "kimi-code-user-prompt",
+        component: "powercontext.kimi_code",
+        hook_exe: "powercontext-hook-kimi-code",
+        cli: HostCliSpec {
+            name: "kimi",
+            env: &[("KIMI_CODE_NO_AUTO_UPDATE", "1")],
+            tested_versions: &["2.1.0"],
+        },
+        config_home: ConfigHome {
+            var: "KIMI_CODE_HOME",
+            rel: ".kimi-code",
+        },
+        config: ConfigFormat::HooksToml,
+        workspace_key: WorkspaceKey::Lexical,
+        // Kimi runs `SessionStart` hooks but drops their output: the first prompt bootstraps.
+        events: Events {
+            prompt: "UserPromptSubmit",
+            session_start: None,
+            compaction: Some("PreCompact"),
+            boundary: &["Stop", "SessionEnd"],
+            end: Some("SessionEnd"),
+        },
+        output: OutputChannel::Message,
+        timeout_unit: TimeoutUnit::Seconds,
+        capabilities: Capabilities {
+            bootstraps_at_first_prompt: true,
+            resume_keeps_start_context: true,
+            injection_persists: true,
+            flushes_every_capture: false,
+            hook_command_in_shell: true,
+            plugin_option_vars: false,
+            profile_rows: false,
+            millisecond_timeout_vars: false,
+            statusline: false,
+        },
+        explicit: ExplicitSurface {
+            native_tools: false,
+            gate: "Kimi Code's MCP tool approval",
+            without_ui: "host policy decides (not validated)",
+        },
+    },
 ];
 
 impl Integration {
@@ -488,7 +540,14 @@ impl Integration {
     }
 
     /// All hosts, in documentation order (the order of [`HOSTS`]).
-    pub const ALL: [Self; 5] = [Self::ClaudeCode, Self::Codex, Self::OpenCode, Self::Pi, Self::Dsh];
+    pub const ALL: [Self; 6] = [
+        Self::ClaudeCode,
+        Self::Codex,
+        Self::OpenCode,
+        Self::Pi,
+        Self::Dsh,
+        Self::KimiCode,
+    ];
 
     /// Parses the integration name used on command lines (`claude-code`, `codex`, …).
     #[must_use]

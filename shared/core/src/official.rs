@@ -243,6 +243,21 @@ pub fn codex_mcp_url(env: &Env) -> Option<Found> {
     })
 }
 
+/// The official Kimi Code plugin's own settings, `<Kimi home>/plugins/managed/powercontext/
+/// powercontext.json`: its `server_url` (the official CLI's first choice for this host).
+#[must_use]
+pub fn kimi_plugin_url(env: &Env) -> Option<Found> {
+    let path = host_root(Integration::KimiCode, env)?.join("plugins/managed/powercontext/powercontext.json");
+    let doc = read_json(&path)?;
+    let value = doc.get("server_url")?.as_str()?.to_owned();
+    Some(Found {
+        value,
+        insecure_consent: doc.get("allow_insecure_http").and_then(Value::as_bool) == Some(true),
+        path,
+        key: "server_url".to_owned(),
+    })
+}
+
 /// Every server URL the official files hold for a host, highest precedence first (the order of
 /// the official CLI's own resolution).
 #[must_use]
@@ -275,6 +290,7 @@ pub fn server_url_sources(host: Integration, env: &Env) -> Vec<Found> {
             }
         }
         Integration::OpenCode | Integration::Pi => {}
+        Integration::KimiCode => out.extend(kimi_plugin_url(env)),
     }
     out.extend(clients_server_url(host, env));
     out
@@ -573,6 +589,9 @@ mod tests {
                 "/h/.config/opencode/powercontext/credentials.json",
                 "/h/.pi/agent/powercontext/credentials.json",
                 "/h/.dsh/powercontext/credentials.json",
+                // The official CLI keeps no credential file for Kimi Code (its plugin reads
+                // `POWERCONTEXT_KIMI_TOKEN`, as our hook does): this one is never written by it.
+                "/h/.kimi-code/powercontext/credentials.json",
             ]
             .map(PathBuf::from)
         );

@@ -20,6 +20,7 @@ use crate::uninstall::{Done, Kept};
 mod claude_code;
 pub(crate) mod codex;
 mod dsh;
+mod kimi_code;
 mod marketplace;
 pub(crate) mod opencode;
 mod pi;
@@ -124,6 +125,7 @@ pub(crate) fn installer(host: Host) -> &'static dyn Installer {
         Host::OpenCode => &opencode::OpenCode,
         Host::Pi => &pi::Pi,
         Host::Dsh => &dsh::Dsh,
+        Host::KimiCode => &kimi_code::KimiCode,
     }
 }
 
