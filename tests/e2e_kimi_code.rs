@@ -176,10 +176,18 @@ fn e2e_kimi_code_recall_capture_doctor_uninstall() {
     let messages = hook_messages(&bodies[0]);
     assert_eq!(messages.len(), 1, "{:#}", bodies[0]);
     assert!(messages[0].contains("MARKER-KIMI-7171"), "{}", messages[0]);
-    // Kimi echoes the message on the terminal: our text, not a JSON line.
+    // Kimi echoes the message on the terminal: plain lines (a short trust line, one bullet per
+    // item), no JSON line, envelope or citation metadata.
     assert!(run.stdout.contains("MARKER-KIMI-7171"), "{}", run.stdout);
-    assert!(!run.stdout.contains("{\"message\""), "{}", run.stdout);
-    assert!(!messages[0].trim_start().starts_with('{'), "{}", messages[0]);
+    for noise in ["{\"message\"", "BEGIN_POWERCONTEXT", "artifact_id", "{\""] {
+        assert!(!run.stdout.contains(noise), "{noise} on the terminal:\n{}", run.stdout);
+    }
+    assert!(
+        messages[0].starts_with("PowerContext memory (untrusted history")
+            && messages[0].contains("\n- The kimi release checklist MARKER-KIMI-7171"),
+        "{}",
+        messages[0]
+    );
 
     let sources = server.sources(&scope);
     let captured: Vec<&Value> = sources.iter().filter(|s| s["content"] == prompt).collect();
@@ -227,6 +235,9 @@ fn e2e_kimi_code_first_prompt_bootstraps_once_per_session() {
     let first = hook_messages(&bodies[0]);
     assert_eq!(first.len(), 1, "{first:?}");
     let (pinned, fact) = ("otter-quartz-62", "amber-kite-19");
+    for noise in ["BEGIN_POWERCONTEXT", "Content digest", "artifact_id"] {
+        assert!(!first[0].contains(noise), "{noise}: {}", first[0]);
+    }
     assert!(
         first[0].find(pinned).is_some() && first[0].find(pinned) < first[0].find(fact),
         "the package comes first: {}",

@@ -139,7 +139,8 @@ pub enum OutputChannel {
     HookSpecificOutput,
     /// A top-level `{"additionalContext": …}`.
     TopLevelAdditionalContext,
-    /// A plain `{"message": …}`.
+    /// A plain `{"message": …}` that the host also shows the user (Kimi Code echoes it to the
+    /// terminal), so the context goes in as plain lines (the `plain` module).
     Message,
     /// A plain `{"context": …}`.
     Context,

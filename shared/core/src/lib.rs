@@ -40,6 +40,7 @@ pub mod lock;
 pub mod official;
 pub mod outcome;
 pub mod payload;
+pub mod plain;
 pub mod process;
 pub mod prompt_hook;
 pub mod protocol;

@@ -4,7 +4,7 @@
 //! |--------------------|----------------------------------------------------------------------------|---------------|------|
 //! | `UserPromptSubmit` | `{"hookSpecificOutput":{"hookEventName":"UserPromptSubmit","additionalContext":…}}` | nothing       | 0    |
 //! | `SessionStart`     | `{"hookSpecificOutput":{"hookEventName":"SessionStart","additionalContext":…}}` | nothing           | 0    |
-//! | `Message`          | `{"message":…}` (Kimi Code: the text becomes a user message and is echoed to the terminal) | nothing | 0 |
+//! | `Message`          | `{"message":…}` (Kimi Code: a user message, echoed to the terminal, so plain lines: see [`crate::plain`]) | nothing | 0 |
 //! | `OpenCodeTransform`| `{"text":…}` (the part the OpenCode shim appends to the latest user message) | nothing       | 0    |
 //! | `OpenCodePrepare`  | `{"text":…}` (the context the OpenCode shim keeps for `inject`) | nothing                        | 0    |
 //! | `DshPreStep`       | `{"context":…}` (the plugin message text the DSH plugin appends after `enter`) | nothing     | 0    |
@@ -73,7 +73,10 @@ pub fn render(protocol: Protocol, answer: &Answer) -> Option<String> {
             json!({"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": text}})
                 .to_string(),
         ),
-        (Protocol::Message, Answer::Context(text)) => Some(json!({ "message": text }).to_string()),
+        // The host shows the message to the user too: plain lines, no envelope.
+        (Protocol::Message, Answer::Context(text)) => {
+            Some(json!({ "message": crate::plain::render(text) }).to_string())
+        }
         (Protocol::OpenCodeTransform | Protocol::OpenCodePrepare, Answer::Context(text)) => {
             Some(json!({ "text": text }).to_string())
         }
