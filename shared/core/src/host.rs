@@ -42,6 +42,9 @@ pub struct HostSpec {
     pub cli: HostCliSpec,
     /// The host's configuration root as the official CLI computes it.
     pub config_home: ConfigHome,
+    /// The variable the official integration reads a raw Server token from, besides
+    /// `POWERCONTEXT_CLIENT_API_TOKEN` (Kimi Code's plugin: `POWERCONTEXT_KIMI_TOKEN`).
+    pub token_var: Option<&'static str>,
     /// How the host's config is written (what kind of installer serves it).
     pub config: ConfigFormat,
     /// How the workspace key is derived from the working directory.
@@ -218,6 +221,7 @@ pub static HOSTS: [HostSpec; 6] = [
             var: "CLAUDE_CONFIG_DIR",
             rel: ".claude",
         },
+        token_var: None,
         config: ConfigFormat::PluginHooksJson,
         workspace_key: WorkspaceKey::Resolved,
         events: Events {
@@ -264,6 +268,7 @@ pub static HOSTS: [HostSpec; 6] = [
             var: "CODEX_HOME",
             rel: ".codex",
         },
+        token_var: None,
         config: ConfigFormat::PluginHooksJson,
         workspace_key: WorkspaceKey::Resolved,
         events: Events {
@@ -310,6 +315,7 @@ pub static HOSTS: [HostSpec; 6] = [
             var: "OPENCODE_CONFIG_DIR",
             rel: ".config/opencode",
         },
+        token_var: None,
         config: ConfigFormat::JsShim,
         workspace_key: WorkspaceKey::Lexical,
         events: Events {
@@ -356,6 +362,7 @@ pub static HOSTS: [HostSpec; 6] = [
             var: "PI_CODING_AGENT_DIR",
             rel: ".pi/agent",
         },
+        token_var: None,
         config: ConfigFormat::JsShim,
         workspace_key: WorkspaceKey::Lexical,
         events: Events {
@@ -407,6 +414,7 @@ pub static HOSTS: [HostSpec; 6] = [
             var: "DSH_HOME",
             rel: ".dsh",
         },
+        token_var: None,
         config: ConfigFormat::HostPlugin,
         workspace_key: WorkspaceKey::Lexical,
         events: Events {
@@ -453,6 +461,7 @@ pub static HOSTS: [HostSpec; 6] = [
             var: "KIMI_CODE_HOME",
             rel: ".kimi-code",
         },
+        token_var: Some("POWERCONTEXT_KIMI_TOKEN"),
         config: ConfigFormat::HooksToml,
         workspace_key: WorkspaceKey::Lexical,
         // Kimi runs `SessionStart` hooks but drops their output: the first prompt bootstraps.

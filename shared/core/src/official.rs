@@ -243,11 +243,14 @@ pub fn codex_mcp_url(env: &Env) -> Option<Found> {
     })
 }
 
+/// Where the official Kimi Code installer keeps its plugin's settings, under Kimi's home.
+pub const KIMI_PLUGIN_SETTINGS: &str = "plugins/managed/powercontext/powercontext.json";
+
 /// The official Kimi Code plugin's own settings, `<Kimi home>/plugins/managed/powercontext/
 /// powercontext.json`: its `server_url` (the official CLI's first choice for this host).
 #[must_use]
 pub fn kimi_plugin_url(env: &Env) -> Option<Found> {
-    let path = host_root(Integration::KimiCode, env)?.join("plugins/managed/powercontext/powercontext.json");
+    let path = host_root(Integration::KimiCode, env)?.join(KIMI_PLUGIN_SETTINGS);
     let doc = read_json(&path)?;
     let value = doc.get("server_url")?.as_str()?.to_owned();
     Some(Found {
@@ -255,6 +258,23 @@ pub fn kimi_plugin_url(env: &Env) -> Option<Found> {
         insecure_consent: doc.get("allow_insecure_http").and_then(Value::as_bool) == Some(true),
         path,
         key: "server_url".to_owned(),
+    })
+}
+
+/// The explicit scope id the official installer saved for the host, if it keeps one: Kimi Code's
+/// plugin settings `scope_id` (`null` there means the workspace binding decides).
+#[must_use]
+pub fn scope_id(host: Integration, env: &Env) -> Option<Found> {
+    if host != Integration::KimiCode {
+        return None;
+    }
+    let path = host_root(host, env)?.join(KIMI_PLUGIN_SETTINGS);
+    let value = read_json(&path)?.get("scope_id")?.as_str()?.to_owned();
+    Some(Found {
+        value,
+        path,
+        key: "scope_id".to_owned(),
+        insecure_consent: false,
     })
 }
 
