@@ -277,3 +277,102 @@ fn e2e_kimi_code_failures_leave_the_turn_answering() {
     std::fs::remove_dir_all(&installed).unwrap_or_else(|e| panic!("{}: {e}", installed.display()));
     assert_answered(&kimi.prompt("a prompt with the hook gone", false));
 }
+
+/// Drop-in for the official installer: `powercontext-hooks package` renders the tree, the official
+/// `powercontext setup kimi-code --source <tree>` installs it as Kimi's managed plugin (the URL and
+/// scope in the plugin's settings, the token only in `POWERCONTEXT_KIMI_TOKEN`), the real Kimi's
+/// prompt recalls through our executable and is stored, and both doctors pass.
+#[test]
+fn e2e_kimi_code_official_setup_installs_our_package_and_a_real_prompt_works_with_auth() {
+    let _serial = serial();
+    let server = RealServer::shared_auth();
+    let token = server.token().unwrap().to_owned();
+    let scope = server.create_scope("official kimi-code");
+    server.remember(
+        &scope,
+        "The kimi drop-in keeps its ledger in the vault-plover-31 bucket.",
+    );
+    let model = FakeModel::start(REPLY);
+    let mut kimi = Kimi::new(
+        &model,
+        "unused",
+        &[
+            ("POWERCONTEXT_KIMI_TOKEN", &token),
+            ("POWERCONTEXT_KIMI_REQUEST_TIMEOUT_SECONDS", "3"),
+            ("POWERCONTEXT_KIMI_HTTP_BUDGET_SECONDS", "4"),
+        ],
+    );
+    // Only what the official CLI saved says where the Server is.
+    kimi.sandbox.env.remove("POWERCONTEXT_KIMI_SERVER_URL");
+    let work = tempfile::tempdir().unwrap();
+    let tree = work.path().join("tree");
+    let bin_dir = Path::new(CLI).parent().unwrap();
+    let packaged = Command::new(CLI)
+        .args(["package", "--out"])
+        .arg(&tree)
+        .arg("--bin-dir")
+        .arg(bin_dir)
+        .output()
+        .unwrap();
+    assert!(packaged.status.success(), "{}", String::from_utf8_lossy(&packaged.stderr));
+    let official = repo_root().join(".venv-server/bin/powercontext");
+    assert!(official.is_file(), "{} is missing: run scripts/ensure-server-venv", official.display());
+    let official_run = |args: &[&str]| {
+        let out = Command::new(&official)
+            .args(args)
+            .env_clear()
+            .envs(&kimi.sandbox.env)
+            .current_dir(&kimi.sandbox.project)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        let text = format!(
+            "{}\n--- stderr\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(!text.contains(&token), "the token leaked: {text}");
+        (out.status.success(), text)
+    };
+    let (ok, text) = official_run(&[
+        "setup",
+        "kimi-code",
+        "--source",
+        tree.to_str().unwrap(),
+        "--server-url",
+        &server.url(),
+        "--scope-id",
+        &scope,
+        "--json",
+    ]);
+    assert!(ok, "official setup: {text}");
+    assert_eq!(kimi.config(), USER_CONFIG, "the official install leaves config.toml alone");
+
+    let prompt = "Where does the kimi drop-in keep its ledger?";
+    let run = kimi.prompt(prompt, false);
+    assert_answered(&run);
+    let last = bodies(&model).pop().unwrap();
+    let messages = hook_messages(&last);
+    assert_eq!(messages.len(), 1, "{last:#}\n{}", run.stderr);
+    assert!(messages[0].contains("vault-plover-31"), "{}", messages[0]);
+    let sources = server.sources(&scope);
+    assert_eq!(
+        sources.iter().filter(|s| s["content"] == prompt).count(),
+        1,
+        "{sources:#?}"
+    );
+
+    let (ok, text) = official_run(&["doctor", "kimi-code", "--json"]);
+    assert!(ok, "official doctor: {text}");
+    let (code, report, err) = kimi.ours(&["doctor", "kimi-code"]);
+    assert_eq!(code, 0, "our doctor: {report:#}\n{err}");
+    for name in ["hook loaded", "auth accepted", "hook round trip"] {
+        let status = report["hosts"][0]["checks"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|c| c["check"] == name)
+            .map(|c| c["status"].clone());
+        assert_eq!(status, Some(Value::from("ok")), "{name}\n{report:#}");
+    }
+}

@@ -17,6 +17,60 @@ use crate::uninstall::Done;
 
 pub(super) struct KimiCode;
 
+/// The plugin the official `powercontext setup kimi-code` installs (`package` renders it): the
+/// manifest and files its installer requires, with one `UserPromptSubmit` Node hook that hands
+/// Kimi's payload to our executable. `{{…}}` are rendered by [`package_files`].
+const PACKAGE: &[(&str, &str)] = &[
+    ("kimi.plugin.json", include_str!("../../../../installers/kimi-code/kimi.plugin.json")),
+    ("profiles.json", include_str!("../../../../installers/kimi-code/profiles.json")),
+    (
+        "hooks/user_prompt_submit.mjs",
+        include_str!("../../../../installers/kimi-code/hooks/user_prompt_submit.mjs"),
+    ),
+    ("shared/runtime.mjs", include_str!("../../../../installers/kimi-code/shared/runtime.mjs")),
+    ("shared/mcp.mjs", include_str!("../../../../installers/kimi-code/shared/mcp.mjs")),
+    (
+        "shared/observations.mjs",
+        include_str!("../../../../installers/kimi-code/shared/observations.mjs"),
+    ),
+    ("scripts/doctor.mjs", include_str!("../../../../installers/kimi-code/scripts/doctor.mjs")),
+    ("scripts/scope.mjs", include_str!("../../../../installers/kimi-code/scripts/scope.mjs")),
+    ("scripts/status.mjs", include_str!("../../../../installers/kimi-code/scripts/status.mjs")),
+    (
+        "skills/powercontext-project-context/SKILL.md",
+        include_str!("../../../../installers/kimi-code/skills/powercontext-project-context/SKILL.md"),
+    ),
+    (
+        "skills/powercontext-project-context/.powercontext-guidance.json",
+        include_str!(
+            "../../../../installers/kimi-code/skills/powercontext-project-context/.powercontext-guidance.json"
+        ),
+    ),
+];
+
+/// The official-installer package: (path in the plugin folder, bytes), with our hook executable and
+/// CLI by absolute path (the installer copies the folder under Kimi's home).
+pub(crate) fn package_files(hook: &Path, cli: &Path, version: &str) -> Result<Vec<(&'static str, Vec<u8>)>> {
+    let js = |p: &Path| -> Result<String> {
+        let text = p
+            .to_str()
+            .with_context(|| format!("{} is not a UTF-8 path", p.display()))?;
+        let quoted = Value::String(text.to_owned()).to_string();
+        Ok(quoted[1..quoted.len() - 1].to_owned())
+    };
+    let (hook, cli) = (js(hook)?, js(cli)?);
+    let values = [
+        ("hook_path", hook.as_str()),
+        ("cli_path", cli.as_str()),
+        ("server_url", "http://127.0.0.1:8000"),
+        ("version", version),
+    ];
+    PACKAGE
+        .iter()
+        .map(|(rel, template)| Ok((*rel, install::render(template, &values)?.into_bytes())))
+        .collect()
+}
+
 /// The first line of our block. Its variant with [`JOINED`] says setup also added the newline that
 /// ended the user's last line, so uninstall takes that back too.
 const BEGIN: &str = "# >>> powercontext-hooks: managed by `powercontext-hooks setup kimi-code`; `powercontext-hooks uninstall kimi-code` removes it";
@@ -154,6 +208,33 @@ fn listed_hooks(text: &str) -> Result<Vec<(String, String, Option<i64>)>> {
         .collect())
 }
 
+/// The plugin the official `powercontext setup kimi-code` installed from our package: registered
+/// and enabled in Kimi's `plugins/installed.json`, its runtime naming our hook executable.
+fn official_plugin(env: &Env) -> std::result::Result<PathBuf, String> {
+    let home = table_home(env, Host::KimiCode).ok_or("HOME is not set")?;
+    let registry = home.join("plugins/installed.json");
+    let listed = install::read_opt(&registry)
+        .ok()
+        .flatten()
+        .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
+        .ok_or_else(|| format!("{} lists no plugins", registry.display()))?;
+    let record = listed["plugins"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|p| p["id"] == "powercontext")
+        .ok_or_else(|| format!("{} lists no powercontext plugin", registry.display()))?;
+    if record["enabled"] != true {
+        return Err("Kimi's powercontext plugin is disabled".to_owned());
+    }
+    let root = PathBuf::from(record["root"].as_str().ok_or("its plugin record names no folder")?);
+    let runtime = install::read_opt(&root.join("shared/runtime.mjs")).ok().flatten();
+    if !runtime.is_some_and(|b| String::from_utf8_lossy(&b).contains(Host::KimiCode.hook_exe())) {
+        return Err(format!("the powercontext plugin at {} is not our package", root.display()));
+    }
+    Ok(root)
+}
+
 impl Installer for KimiCode {
     fn templates(&self) -> &'static [(&'static str, &'static str)] {
         &[]
@@ -253,7 +334,24 @@ impl Installer for KimiCode {
             .into_iter()
             .filter(|ev| !ours.iter().any(|(e, _, _)| e == ev))
             .collect();
-        if ours.is_empty() {
+        if ours.is_empty() && a.manifest.is_none() {
+            match official_plugin(&a.paths.env) {
+                Ok(root) => r.ok(
+                    Tier::Activated,
+                    "hook loaded",
+                    format!(
+                        "the official installer's plugin at {} (our package) is registered and enabled",
+                        root.display()
+                    ),
+                ),
+                Err(why) => r.fail(
+                    Tier::Activated,
+                    "hook loaded",
+                    format!("{} holds no hook running our executable, and {why}", path.display()),
+                    a.setup_cmd,
+                ),
+            }
+        } else if ours.is_empty() {
             r.fail(
                 Tier::Activated,
                 "hook loaded",

@@ -21,6 +21,7 @@ mod claude_code;
 pub(crate) mod codex;
 mod dsh;
 mod kimi_code;
+pub(crate) use kimi_code::package_files as kimi_package;
 mod marketplace;
 pub(crate) mod opencode;
 mod pi;
