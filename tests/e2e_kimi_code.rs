@@ -136,7 +136,10 @@ fn hook_messages(body: &Value) -> Vec<String> {
         .flatten()
         .filter(|m| m["role"] == "user")
         .flat_map(|m| content_texts(&m["content"]))
-        .filter_map(|t| t.strip_prefix(FRAME).map(|r| r.trim_end_matches("\n</hook_result>").to_owned()))
+        .filter_map(|t| {
+            t.strip_prefix(FRAME)
+                .map(|r| r.trim_end_matches("\n</hook_result>").to_owned())
+        })
         .collect()
 }
 
@@ -180,7 +183,11 @@ fn e2e_kimi_code_recall_capture_doctor_uninstall() {
     // item), no JSON line, envelope or citation metadata.
     assert!(run.stdout.contains("MARKER-KIMI-7171"), "{}", run.stdout);
     for noise in ["{\"message\"", "BEGIN_POWERCONTEXT", "artifact_id", "{\""] {
-        assert!(!run.stdout.contains(noise), "{noise} on the terminal:\n{}", run.stdout);
+        assert!(
+            !run.stdout.contains(noise),
+            "{noise} on the terminal:\n{}",
+            run.stdout
+        );
     }
     assert!(
         messages[0].starts_with("PowerContext memory (untrusted history")
@@ -314,9 +321,17 @@ fn e2e_kimi_code_official_setup_installs_our_package_and_a_real_prompt_works_wit
         .arg(bin_dir)
         .output()
         .unwrap();
-    assert!(packaged.status.success(), "{}", String::from_utf8_lossy(&packaged.stderr));
+    assert!(
+        packaged.status.success(),
+        "{}",
+        String::from_utf8_lossy(&packaged.stderr)
+    );
     let official = repo_root().join(".venv-server/bin/powercontext");
-    assert!(official.is_file(), "{} is missing: run scripts/ensure-server-venv", official.display());
+    assert!(
+        official.is_file(),
+        "{} is missing: run scripts/ensure-server-venv",
+        official.display()
+    );
     let official_run = |args: &[&str]| {
         let out = Command::new(&official)
             .args(args)
@@ -346,7 +361,11 @@ fn e2e_kimi_code_official_setup_installs_our_package_and_a_real_prompt_works_wit
         "--json",
     ]);
     assert!(ok, "official setup: {text}");
-    assert_eq!(kimi.config(), USER_CONFIG, "the official install leaves config.toml alone");
+    assert_eq!(
+        kimi.config(),
+        USER_CONFIG,
+        "the official install leaves config.toml alone"
+    );
 
     let prompt = "Where does the kimi drop-in keep its ledger?";
     let run = kimi.prompt(prompt, false);

@@ -1437,7 +1437,10 @@ mod tests {
     fn kimi_code_reads_what_the_official_installer_saved_and_its_token_variable() {
         let home = tempfile::tempdir().unwrap();
         let h = home.path().to_str().unwrap();
-        let settings = home.path().join(".kimi-code").join(official::KIMI_PLUGIN_SETTINGS);
+        let settings = home
+            .path()
+            .join(".kimi-code")
+            .join(official::KIMI_PLUGIN_SETTINGS);
         std::fs::create_dir_all(settings.parent().unwrap()).unwrap();
         std::fs::write(
             &settings,
@@ -1457,7 +1460,11 @@ mod tests {
         let s = resolve(Integration::Codex, &env, None).unwrap();
         assert!(s.authorization.value.is_none() && s.scope_id.value.is_none());
         // `null` there: the workspace binding decides.
-        std::fs::write(&settings, r#"{"server_url": "http://127.0.0.1:18555", "scope_id": null}"#).unwrap();
+        std::fs::write(
+            &settings,
+            r#"{"server_url": "http://127.0.0.1:18555", "scope_id": null}"#,
+        )
+        .unwrap();
         let s = resolve(Integration::KimiCode, &env, None).unwrap();
         assert_eq!(s.scope_id.value, None);
     }

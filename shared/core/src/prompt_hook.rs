@@ -423,7 +423,11 @@ mod tests {
             serde_json::json!({"type": "text", "text": "an object is not a part list"}),
             serde_json::json!(3),
         ] {
-            assert_eq!(prompt(&base(blank.clone())), Err(SkipReason::BlankPrompt), "{blank}");
+            assert_eq!(
+                prompt(&base(blank.clone())),
+                Err(SkipReason::BlankPrompt),
+                "{blank}"
+            );
         }
     }
 
@@ -436,6 +440,9 @@ mod tests {
             integration: Integration::Codex,
             ..KIMI
         };
-        assert!(matches!(parse_lifecycle(&codex, &start), Some(LifecycleEvent::Start { .. })));
+        assert!(matches!(
+            parse_lifecycle(&codex, &start),
+            Some(LifecycleEvent::Start { .. })
+        ));
     }
 }

@@ -134,7 +134,10 @@ mod tests {
         assert_eq!(line, r#"{"message":"ctx \"q\"\nline é"}"#);
         assert_eq!(render(Protocol::Message, &Answer::Nothing), None);
         assert_eq!(Protocol::for_prompt(Integration::KimiCode), Protocol::Message);
-        assert_eq!(Protocol::for_prompt(Integration::Codex), Protocol::UserPromptSubmit);
+        assert_eq!(
+            Protocol::for_prompt(Integration::Codex),
+            Protocol::UserPromptSubmit
+        );
     }
 
     #[test]

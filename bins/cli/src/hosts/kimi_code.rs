@@ -21,21 +21,42 @@ pub(super) struct KimiCode;
 /// manifest and files its installer requires, with one `UserPromptSubmit` Node hook that hands
 /// Kimi's payload to our executable. `{{…}}` are rendered by [`package_files`].
 const PACKAGE: &[(&str, &str)] = &[
-    ("kimi.plugin.json", include_str!("../../../../installers/kimi-code/kimi.plugin.json")),
-    ("profiles.json", include_str!("../../../../installers/kimi-code/profiles.json")),
+    (
+        "kimi.plugin.json",
+        include_str!("../../../../installers/kimi-code/kimi.plugin.json"),
+    ),
+    (
+        "profiles.json",
+        include_str!("../../../../installers/kimi-code/profiles.json"),
+    ),
     (
         "hooks/user_prompt_submit.mjs",
         include_str!("../../../../installers/kimi-code/hooks/user_prompt_submit.mjs"),
     ),
-    ("shared/runtime.mjs", include_str!("../../../../installers/kimi-code/shared/runtime.mjs")),
-    ("shared/mcp.mjs", include_str!("../../../../installers/kimi-code/shared/mcp.mjs")),
+    (
+        "shared/runtime.mjs",
+        include_str!("../../../../installers/kimi-code/shared/runtime.mjs"),
+    ),
+    (
+        "shared/mcp.mjs",
+        include_str!("../../../../installers/kimi-code/shared/mcp.mjs"),
+    ),
     (
         "shared/observations.mjs",
         include_str!("../../../../installers/kimi-code/shared/observations.mjs"),
     ),
-    ("scripts/doctor.mjs", include_str!("../../../../installers/kimi-code/scripts/doctor.mjs")),
-    ("scripts/scope.mjs", include_str!("../../../../installers/kimi-code/scripts/scope.mjs")),
-    ("scripts/status.mjs", include_str!("../../../../installers/kimi-code/scripts/status.mjs")),
+    (
+        "scripts/doctor.mjs",
+        include_str!("../../../../installers/kimi-code/scripts/doctor.mjs"),
+    ),
+    (
+        "scripts/scope.mjs",
+        include_str!("../../../../installers/kimi-code/scripts/scope.mjs"),
+    ),
+    (
+        "scripts/status.mjs",
+        include_str!("../../../../installers/kimi-code/scripts/status.mjs"),
+    ),
     (
         "skills/powercontext-project-context/SKILL.md",
         include_str!("../../../../installers/kimi-code/skills/powercontext-project-context/SKILL.md"),
@@ -192,7 +213,8 @@ fn read_text(path: &Path) -> Result<Option<String>> {
 
 /// The hooks Kimi would run from `text` for our events: (event, command, timeout).
 fn listed_hooks(text: &str) -> Result<Vec<(String, String, Option<i64>)>> {
-    let table: toml::Table = toml::from_str(text).map_err(|e| anyhow::anyhow!("invalid TOML: {}", e.message()))?;
+    let table: toml::Table =
+        toml::from_str(text).map_err(|e| anyhow::anyhow!("invalid TOML: {}", e.message()))?;
     Ok(table
         .get("hooks")
         .and_then(toml::Value::as_array)
@@ -227,10 +249,17 @@ fn official_plugin(env: &Env) -> std::result::Result<PathBuf, String> {
     if record["enabled"] != true {
         return Err("Kimi's powercontext plugin is disabled".to_owned());
     }
-    let root = PathBuf::from(record["root"].as_str().ok_or("its plugin record names no folder")?);
+    let root = PathBuf::from(
+        record["root"]
+            .as_str()
+            .ok_or("its plugin record names no folder")?,
+    );
     let runtime = install::read_opt(&root.join("shared/runtime.mjs")).ok().flatten();
     if !runtime.is_some_and(|b| String::from_utf8_lossy(&b).contains(Host::KimiCode.hook_exe())) {
-        return Err(format!("the powercontext plugin at {} is not our package", root.display()));
+        return Err(format!(
+            "the powercontext plugin at {} is not our package",
+            root.display()
+        ));
     }
     Ok(root)
 }
@@ -298,7 +327,8 @@ impl Installer for KimiCode {
         if find_block(&text)?.is_none() {
             return Ok(());
         }
-        undo.actions.push(Done::member(&path, "[[hooks]] (powercontext-hooks block)"));
+        undo.actions
+            .push(Done::member(&path, "[[hooks]] (powercontext-hooks block)"));
         if !undo.dry {
             install::write_through(&path, without_block(&text)?.as_bytes(), false)?;
         }
@@ -307,7 +337,12 @@ impl Installer for KimiCode {
 
     fn check_activated(&self, a: &Activation<'_>, r: &mut Report) {
         let Some(path) = config_path(&a.paths.env) else {
-            r.fail(Tier::Activated, "hook loaded", "no HOME: cannot find Kimi's config.toml", "set HOME");
+            r.fail(
+                Tier::Activated,
+                "hook loaded",
+                "no HOME: cannot find Kimi's config.toml",
+                "set HOME",
+            );
             return;
         };
         let listed = read_text(&path).and_then(|t| listed_hooks(&t.unwrap_or_default()));
@@ -328,7 +363,10 @@ impl Installer for KimiCode {
             .and_then(|m| install::hook_command_shell(&m.hook_exe).ok());
         let ours: Vec<_> = hooks
             .iter()
-            .filter(|(_, c, _)| want.as_deref().map_or(c.contains(Host::KimiCode.hook_exe()), |w| c == w))
+            .filter(|(_, c, _)| {
+                want.as_deref()
+                    .map_or(c.contains(Host::KimiCode.hook_exe()), |w| c == w)
+            })
             .collect();
         let missing: Vec<&str> = events()
             .into_iter()
@@ -347,7 +385,10 @@ impl Installer for KimiCode {
                 Err(why) => r.fail(
                     Tier::Activated,
                     "hook loaded",
-                    format!("{} holds no hook running our executable, and {why}", path.display()),
+                    format!(
+                        "{} holds no hook running our executable, and {why}",
+                        path.display()
+                    ),
                     a.setup_cmd,
                 ),
             }
@@ -362,7 +403,12 @@ impl Installer for KimiCode {
             r.ok(
                 Tier::Activated,
                 "hook loaded",
-                format!("{} [[hooks]] in {} ({})", ours.len(), path.display(), events().join(", ")),
+                format!(
+                    "{} [[hooks]] in {} ({})",
+                    ours.len(),
+                    path.display(),
+                    events().join(", ")
+                ),
             );
         } else {
             r.fail(
@@ -419,7 +465,12 @@ mod tests {
             assert_eq!(without_block(&again).unwrap(), user);
             let hooks = listed_hooks(&again).unwrap();
             for event in events() {
-                assert!(hooks.iter().any(|(e, c, t)| e == event && c == "/new/exe" && t.is_some()), "{event}");
+                assert!(
+                    hooks
+                        .iter()
+                        .any(|(e, c, t)| e == event && c == "/new/exe" && t.is_some()),
+                    "{event}"
+                );
             }
         }
     }
