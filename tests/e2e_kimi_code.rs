@@ -170,6 +170,9 @@ fn e2e_kimi_code_recall_capture_doctor_uninstall() {
     kimi.setup();
     let config = kimi.config();
     assert!(config.starts_with(USER_CONFIG), "{config}");
+    // Again: nothing to change, nothing changed.
+    kimi.setup();
+    assert_eq!(kimi.config(), config);
 
     let prompt = "what is the kimi release checklist before a tag";
     let run = kimi.prompt(prompt, false);
@@ -394,4 +397,27 @@ fn e2e_kimi_code_official_setup_installs_our_package_and_a_real_prompt_works_wit
             .map(|c| c["status"].clone());
         assert_eq!(status, Some(Value::from("ok")), "{name}\n{report:#}");
     }
+}
+
+/// A `config.toml` our `[[hooks]]` tables would make invalid (an inline `hooks` array) is refused
+/// with the fix, and left exactly as it was.
+#[test]
+fn e2e_kimi_code_setup_refuses_a_config_it_would_break_and_changes_nothing() {
+    let _serial = serial();
+    let model = FakeModel::start(REPLY);
+    let kimi = Kimi::new(&model, &closed_port_url(), &[]);
+    let config = kimi.sandbox.home.join(".kimi-code/config.toml");
+    let theirs = "hooks = [] # mine\n[providers.x]\nkey = 1\n";
+    std::fs::write(&config, theirs).unwrap();
+    let (code, out, err) = kimi.ours(&["setup", "kimi-code"]);
+    assert_ne!(code, 0, "{out:#}");
+    assert!(
+        out.to_string().contains("invalid TOML") && out.to_string().contains("Fix the file"),
+        "{out:#}\n{err}"
+    );
+    assert_eq!(std::fs::read_to_string(&config).unwrap(), theirs);
+    assert!(
+        !kimi.sandbox.state.join("installs/kimi-code/manifest.json").exists(),
+        "nothing recorded as installed"
+    );
 }
