@@ -417,7 +417,11 @@ fn e2e_kimi_code_setup_refuses_a_config_it_would_break_and_changes_nothing() {
     );
     assert_eq!(std::fs::read_to_string(&config).unwrap(), theirs);
     assert!(
-        !kimi.sandbox.state.join("installs/kimi-code/manifest.json").exists(),
+        !kimi
+            .sandbox
+            .state
+            .join("installs/kimi-code/manifest.json")
+            .exists(),
         "nothing recorded as installed"
     );
 }
