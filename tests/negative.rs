@@ -29,7 +29,7 @@ struct HostCase {
 }
 
 /// Every host, as [`Integration::ALL`] lists them.
-fn hosts() -> [HostCase; 6] {
+fn hosts() -> [HostCase; Integration::ALL.len()] {
     Integration::ALL.map(|host| HostCase {
         name: host.as_str(),
         exe: hook_exe(host),
@@ -195,6 +195,18 @@ impl HostCase {
                 let injected = line_field(&second, "text");
                 TurnResult {
                     outputs: vec![first, second],
+                    injected,
+                }
+            }
+            "kimi-code" => {
+                // Kimi's payload: the prompt as content parts; the answer a `{"message": …}` line.
+                let payload = json!({"hook_event_name": "UserPromptSubmit", "session_id": "neg-session",
+                                     "cwd": cwd_text, "client_type": "kimi_code_cli", "is_steer": false,
+                                     "prompt": [{"type": "text", "text": prompt}]});
+                let out = self.cmd(exe, url, &state, extra).stdin_json(&payload).run();
+                let injected = line_field(&out, "message");
+                TurnResult {
+                    outputs: vec![out],
                     injected,
                 }
             }
@@ -846,7 +858,7 @@ fn a_recalled_item_is_injected_once_per_window_where_injections_persist() {
         second.assert_fail_open(host.name);
         match host.name {
             // Their hook context and plugin messages stay in the conversation.
-            "claude-code" | "codex" | "dsh" | "hermes" => {
+            "claude-code" | "codex" | "dsh" | "hermes" | "kimi-code" => {
                 assert_eq!(second.injected, None, "{}: injected twice", host.name);
                 assert!(
                     second

@@ -1,5 +1,5 @@
 //! `powercontext-hooks package --out DIR`: renders the plugin source tree the official installer
-//! recognises (`powercontext setup <host> --source DIR`) for all five hosts — the root Claude Code
+//! recognises (`powercontext setup <host> --source DIR`) for each of our hosts — the root Claude Code
 //! and Codex marketplaces, `integrations/<host>/plugins/powercontext/` with the package names and
 //! files the official `recognizes()` and installers require, and the project-context Skill. Our hook
 //! executables are referenced by absolute path: the official installer copies most plugin folders
@@ -148,10 +148,13 @@ fn items(bin_dir: &Path) -> Result<Vec<Item>> {
         ];
         let base = plugin_rel(host);
         let mut put = |rel: &str, bytes: Vec<u8>| add(format!("{base}/{rel}"), bytes);
-        put(
-            "skills/powercontext-project-context/SKILL.md",
-            SKILL.as_bytes().to_vec(),
-        );
+        // Kimi Code's package brings its own Skill, with the markers its installer configures.
+        if host != Host::KimiCode {
+            put(
+                "skills/powercontext-project-context/SKILL.md",
+                SKILL.as_bytes().to_vec(),
+            );
+        }
         // Host match kept: each host's package has a shape of its own (manifests, shims, rows).
         match host {
             Host::ClaudeCode => {
@@ -257,6 +260,13 @@ fn items(bin_dir: &Path) -> Result<Vec<Item>> {
             }
             // Not packaged (see `packaged`).
             Host::Hermes => {}
+            Host::KimiCode => {
+                for (rel, bytes) in
+                    crate::hosts::kimi_package(&exe, &bin_dir.join("powercontext-hooks"), version)?
+                {
+                    put(rel, bytes);
+                }
+            }
         }
     }
     Ok(out)

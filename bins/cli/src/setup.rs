@@ -861,6 +861,10 @@ fn host_own_paths(host: Host, env: &Env) -> Vec<PathBuf> {
                 .map_or_else(|| home.join(".hermes"), PathBuf::from),
             home.join(".hermes"),
         ],
+        Host::KimiCode => vec![
+            env.text("KIMI_CODE_HOME")
+                .map_or_else(|| home.join(".kimi-code"), PathBuf::from),
+        ],
     }
 }
 

@@ -130,6 +130,8 @@ struct HostTables {
     pi: Option<HostOptions>,
     dsh: Option<HostOptions>,
     hermes: Option<HostOptions>,
+    #[serde(rename = "kimi-code")]
+    kimi_code: Option<HostOptions>,
 }
 
 /// One layer of options (file section or flags); `None` means "not set here".
@@ -363,7 +365,14 @@ impl EnvNames {
         Self {
             server_url,
             authorization: one("AUTHORIZATION"),
-            token: vec![vars::CLIENT_API_TOKEN.to_owned()],
+            // The official integration's own token variable first (Kimi Code's), then the client's.
+            token: host
+                .spec()
+                .token_var
+                .into_iter()
+                .chain([vars::CLIENT_API_TOKEN])
+                .map(str::to_owned)
+                .collect(),
             scope_id: one("SCOPE_ID"),
             capture_prompts,
             capture_secrets: one("CAPTURE_SECRETS"),
@@ -407,6 +416,7 @@ impl Layers<'_> {
             Integration::Pi => t.pi.as_ref(),
             Integration::Dsh => t.dsh.as_ref(),
             Integration::Hermes => t.hermes.as_ref(),
+            Integration::KimiCode => t.kimi_code.as_ref(),
         }
     }
 
@@ -729,7 +739,22 @@ impl Settings {
         let scope = ScopeId {
             bound_long: layers.host.spec().capabilities.profile_rows,
         };
-        let scope_id = layers.setting("scope_id", &n.scope_id, |o| o.scope_id.clone(), &scope, None)?;
+        let mut scope_id = layers.setting("scope_id", &n.scope_id, |o| o.scope_id.clone(), &scope, None)?;
+        // The explicit scope the official installer saved for the host (Kimi Code's plugin
+        // settings) applies where no layer of ours names one.
+        if scope_id.origin == Origin::Default
+            && let Some(f) = official::scope_id(layers.host, layers.env)
+        {
+            scope_id = Setting {
+                value: scope.parse_text(&f.value).ok_or_else(|| {
+                    ConfigError::new(format!("{} scope_id", f.path.display()), scope.expected())
+                })?,
+                origin: Origin::Official {
+                    path: f.path,
+                    key: f.key,
+                },
+            };
+        }
         let capture_prompts = layers.setting(
             "capture_prompts",
             &n.capture_prompts,
@@ -1408,6 +1433,42 @@ mod tests {
         let s = resolve(Integration::Codex, &[("HOME", h)], None).unwrap();
         assert_eq!(s.server_url.origin, Origin::Default);
         assert!(s.authorization.value.is_none());
+    }
+
+    #[test]
+    fn kimi_code_reads_what_the_official_installer_saved_and_its_token_variable() {
+        let home = tempfile::tempdir().unwrap();
+        let h = home.path().to_str().unwrap();
+        let settings = home
+            .path()
+            .join(".kimi-code")
+            .join(official::KIMI_PLUGIN_SETTINGS);
+        std::fs::create_dir_all(settings.parent().unwrap()).unwrap();
+        std::fs::write(
+            &settings,
+            r#"{"server_url": "http://127.0.0.1:18555", "scope_id": "scp_official", "capture_prompts": true}"#,
+        )
+        .unwrap();
+        let env = [("HOME", h), ("POWERCONTEXT_KIMI_TOKEN", "kimi-tok")];
+        let s = resolve(Integration::KimiCode, &env, None).unwrap();
+        assert_eq!(s.server_url.value.as_str(), "http://127.0.0.1:18555");
+        assert_eq!(s.scope_id.value.as_deref(), Some("scp_official"));
+        assert!(matches!(s.scope_id.origin, Origin::Official { .. }));
+        assert_eq!(s.authorization.value.unwrap().header_value(), "Bearer kimi-tok");
+        // Ours wins over the official file; another host never reads Kimi's variable or file.
+        let ours = [env[0], env[1], ("POWERCONTEXT_KIMI_SCOPE_ID", "scp_mine")];
+        let s = resolve(Integration::KimiCode, &ours, None).unwrap();
+        assert_eq!(s.scope_id.value.as_deref(), Some("scp_mine"));
+        let s = resolve(Integration::Codex, &env, None).unwrap();
+        assert!(s.authorization.value.is_none() && s.scope_id.value.is_none());
+        // `null` there: the workspace binding decides.
+        std::fs::write(
+            &settings,
+            r#"{"server_url": "http://127.0.0.1:18555", "scope_id": null}"#,
+        )
+        .unwrap();
+        let s = resolve(Integration::KimiCode, &env, None).unwrap();
+        assert_eq!(s.scope_id.value, None);
     }
 
     #[test]

@@ -17,6 +17,8 @@ pub enum Integration {
     Dsh,
     /// Hermes Agent (`pre_llm_call` shell hook).
     Hermes,
+    /// Kimi Code (`UserPromptSubmit` command hook in its `config.toml`).
+    KimiCode,
 }
 
 /// Everything the hooks and the CLI know of one host.
@@ -42,6 +44,9 @@ pub struct HostSpec {
     pub cli: HostCliSpec,
     /// The host's configuration root as the official CLI computes it.
     pub config_home: ConfigHome,
+    /// The variable the official integration reads a raw Server token from, besides
+    /// `POWERCONTEXT_CLIENT_API_TOKEN` (Kimi Code's plugin: `POWERCONTEXT_KIMI_TOKEN`).
+    pub token_var: Option<&'static str>,
     /// How the host's config is written (what kind of installer serves it).
     pub config: ConfigFormat,
     /// How the workspace key is derived from the working directory.
@@ -105,6 +110,9 @@ pub enum ConfigFormat {
     /// Shell-hook commands in the host's YAML config, each needing the user's recorded consent
     /// (Hermes).
     ShellHooksYaml,
+    /// `[[hooks]]` tables of ours in the host's own TOML config, the rest of the file kept byte
+    /// for byte (Kimi Code).
+    HooksToml,
 }
 
 /// How the workspace key is derived from the working directory.
@@ -139,7 +147,8 @@ pub enum OutputChannel {
     HookSpecificOutput,
     /// A top-level `{"additionalContext": …}`.
     TopLevelAdditionalContext,
-    /// A plain `{"message": …}`.
+    /// A plain `{"message": …}` that the host also shows the user (Kimi Code echoes it to the
+    /// terminal), so the context goes in as plain lines (the `plain` module).
     Message,
     /// A plain `{"context": …}`.
     Context,
@@ -198,7 +207,7 @@ pub struct Capabilities {
 }
 
 /// The host table, in documentation order: one row per host, the row's index being the host's.
-pub static HOSTS: [HostSpec; 6] = [
+pub static HOSTS: [HostSpec; 7] = [
     HostSpec {
         host: Integration::ClaudeCode,
         name: "claude-code",
@@ -217,6 +226,7 @@ pub static HOSTS: [HostSpec; 6] = [
             var: "CLAUDE_CONFIG_DIR",
             rel: ".claude",
         },
+        token_var: None,
         config: ConfigFormat::PluginHooksJson,
         workspace_key: WorkspaceKey::Resolved,
         events: Events {
@@ -263,6 +273,7 @@ pub static HOSTS: [HostSpec; 6] = [
             var: "CODEX_HOME",
             rel: ".codex",
         },
+        token_var: None,
         config: ConfigFormat::PluginHooksJson,
         workspace_key: WorkspaceKey::Resolved,
         events: Events {
@@ -309,6 +320,7 @@ pub static HOSTS: [HostSpec; 6] = [
             var: "OPENCODE_CONFIG_DIR",
             rel: ".config/opencode",
         },
+        token_var: None,
         config: ConfigFormat::JsShim,
         workspace_key: WorkspaceKey::Lexical,
         events: Events {
@@ -355,6 +367,7 @@ pub static HOSTS: [HostSpec; 6] = [
             var: "PI_CODING_AGENT_DIR",
             rel: ".pi/agent",
         },
+        token_var: None,
         config: ConfigFormat::JsShim,
         workspace_key: WorkspaceKey::Lexical,
         events: Events {
@@ -406,6 +419,7 @@ pub static HOSTS: [HostSpec; 6] = [
             var: "DSH_HOME",
             rel: ".dsh",
         },
+        token_var: None,
         config: ConfigFormat::HostPlugin,
         workspace_key: WorkspaceKey::Lexical,
         events: Events {
@@ -452,6 +466,7 @@ pub static HOSTS: [HostSpec; 6] = [
             var: "HERMES_HOME",
             rel: ".hermes",
         },
+        token_var: None,
         config: ConfigFormat::ShellHooksYaml,
         workspace_key: WorkspaceKey::Resolved,
         events: Events {
@@ -481,6 +496,54 @@ pub static HOSTS: [HostSpec; 6] = [
         explicit: ExplicitSurface {
             native_tools: false,
             gate: "Hermes' MCP tool approval",
+            without_ui: "host policy decides (not validated)",
+        },
+    },
+    HostSpec {
+        host: Integration::KimiCode,
+        name: "kimi-code",
+        aliases: &[],
+        title: "Kimi Code",
+        env_part: "KIMI",
+        source_prefix: "kimi-code-user-prompt",
+        component: "powercontext.kimi_code",
+        hook_exe: "powercontext-hook-kimi-code",
+        cli: HostCliSpec {
+            name: "kimi",
+            env: &[("KIMI_CODE_NO_AUTO_UPDATE", "1")],
+            tested_versions: &["2.1.0"],
+        },
+        config_home: ConfigHome {
+            var: "KIMI_CODE_HOME",
+            rel: ".kimi-code",
+        },
+        token_var: Some("POWERCONTEXT_KIMI_TOKEN"),
+        config: ConfigFormat::HooksToml,
+        workspace_key: WorkspaceKey::Lexical,
+        // Kimi runs `SessionStart` hooks but drops their output: the first prompt bootstraps.
+        events: Events {
+            prompt: "UserPromptSubmit",
+            session_start: None,
+            compaction: Some("PreCompact"),
+            boundary: &["Stop", "SessionEnd"],
+            end: Some("SessionEnd"),
+        },
+        output: OutputChannel::Message,
+        timeout_unit: TimeoutUnit::Seconds,
+        capabilities: Capabilities {
+            bootstraps_at_first_prompt: true,
+            resume_keeps_start_context: true,
+            injection_persists: true,
+            flushes_every_capture: false,
+            hook_command_in_shell: true,
+            plugin_option_vars: false,
+            profile_rows: false,
+            millisecond_timeout_vars: false,
+            statusline: false,
+        },
+        explicit: ExplicitSurface {
+            native_tools: false,
+            gate: "Kimi Code's MCP tool approval",
             without_ui: "host policy decides (not validated)",
         },
     },
@@ -543,13 +606,14 @@ impl Integration {
     }
 
     /// All hosts, in documentation order (the order of [`HOSTS`]).
-    pub const ALL: [Self; 6] = [
+    pub const ALL: [Self; 7] = [
         Self::ClaudeCode,
         Self::Codex,
         Self::OpenCode,
         Self::Pi,
         Self::Dsh,
         Self::Hermes,
+        Self::KimiCode,
     ];
 
     /// Parses the integration name used on command lines (`claude-code`, `codex`, …).

@@ -10,7 +10,7 @@
 //! imports form no cycle (both held by a test that reads these sources):
 //!
 //! 1. Base values and pure parsing: `host`, `env`, `base`, `deadline`, `endpoint`, `wire`,
-//!    `payload`, `secrets`, `outcome`.
+//!    `payload`, `plain`, `secrets`, `outcome`.
 //! 2. I/O primitives and diagnostics: `bounded`, `lock`, `state`, `http`, `workspace`,
 //!    `journal`, `emit`, `process`.
 //! 3. Server calls: `recall`, `scope`, `capture`.
@@ -40,6 +40,7 @@ pub mod lock;
 pub mod official;
 pub mod outcome;
 pub mod payload;
+pub mod plain;
 pub mod process;
 pub mod prompt_hook;
 pub mod protocol;

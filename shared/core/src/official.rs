@@ -266,6 +266,41 @@ pub fn hermes_native_url(env: &Env) -> Option<Found> {
     })
 }
 
+/// Where the official Kimi Code installer keeps its plugin's settings, under Kimi's home.
+pub const KIMI_PLUGIN_SETTINGS: &str = "plugins/managed/powercontext/powercontext.json";
+
+/// The official Kimi Code plugin's own settings, `<Kimi home>/plugins/managed/powercontext/
+/// powercontext.json`: its `server_url` (the official CLI's first choice for this host).
+#[must_use]
+pub fn kimi_plugin_url(env: &Env) -> Option<Found> {
+    let path = host_root(Integration::KimiCode, env)?.join(KIMI_PLUGIN_SETTINGS);
+    let doc = read_json(&path)?;
+    let value = doc.get("server_url")?.as_str()?.to_owned();
+    Some(Found {
+        value,
+        insecure_consent: doc.get("allow_insecure_http").and_then(Value::as_bool) == Some(true),
+        path,
+        key: "server_url".to_owned(),
+    })
+}
+
+/// The explicit scope id the official installer saved for the host, if it keeps one: Kimi Code's
+/// plugin settings `scope_id` (`null` there means the workspace binding decides).
+#[must_use]
+pub fn scope_id(host: Integration, env: &Env) -> Option<Found> {
+    if host != Integration::KimiCode {
+        return None;
+    }
+    let path = host_root(host, env)?.join(KIMI_PLUGIN_SETTINGS);
+    let value = read_json(&path)?.get("scope_id")?.as_str()?.to_owned();
+    Some(Found {
+        value,
+        path,
+        key: "scope_id".to_owned(),
+        insecure_consent: false,
+    })
+}
+
 /// Every server URL the official files hold for a host, highest precedence first (the order of
 /// the official CLI's own resolution).
 #[must_use]
@@ -299,6 +334,7 @@ pub fn server_url_sources(host: Integration, env: &Env) -> Vec<Found> {
         }
         Integration::Hermes => out.extend(hermes_native_url(env)),
         Integration::OpenCode | Integration::Pi => {}
+        Integration::KimiCode => out.extend(kimi_plugin_url(env)),
     }
     out.extend(clients_server_url(host, env));
     out
@@ -630,6 +666,9 @@ mod tests {
                 "/h/.pi/agent/powercontext/credentials.json",
                 "/h/.dsh/powercontext/credentials.json",
                 "/h/.hermes/powercontext/credentials.json",
+                // The official CLI keeps no credential file for Kimi Code (its plugin reads
+                // `POWERCONTEXT_KIMI_TOKEN`, as our hook does): this one is never written by it.
+                "/h/.kimi-code/powercontext/credentials.json",
             ]
             .map(PathBuf::from)
         );

@@ -86,6 +86,9 @@ pub fn parse_lifecycle(profile: &PromptHookProfile, v: &Value) -> Option<Lifecyc
         journal::set_event(event_word(&normalized));
     }
     match normalized.as_str() {
+        // A host that drops a session start's output gets nothing there (its first prompt
+        // bootstraps instead): an answer it never injects must not count as delivered.
+        "sessionstart" if profile.integration.spec().events.session_start.is_none() => None,
         "sessionstart" => Some(LifecycleEvent::Start {
             cwd: PathBuf::from(v.get("cwd").and_then(Value::as_str).filter(|s| !s.is_empty())?),
             session_id,
@@ -156,11 +159,7 @@ pub fn prompt_of(profile: &PromptHookProfile, decoded: &payload::Decoded) -> Res
     let prompt = profile
         .prompt_fields
         .iter()
-        .find_map(|f| {
-            v.get(*f)
-                .and_then(Value::as_str)
-                .filter(|s| !payload::is_blank(s))
-        })
+        .find_map(|f| v.get(*f).and_then(prompt_text).filter(|s| !payload::is_blank(s)))
         .ok_or(SkipReason::BlankPrompt)?;
     let cwd = v
         .get("cwd")
@@ -168,12 +167,33 @@ pub fn prompt_of(profile: &PromptHookProfile, decoded: &payload::Decoded) -> Res
         .filter(|s| !s.is_empty())
         .ok_or(SkipReason::MissingCwd)?;
     Ok(PromptEvent {
-        prompt: prompt.to_owned(),
+        prompt: prompt.into_owned(),
         cwd: PathBuf::from(cwd),
         session_id: first_text(v, profile.session_fields).map(str::to_owned),
         turn_id: first_text(v, profile.turn_fields).map(str::to_owned),
         lossy: decoded.lossy,
     })
+}
+
+/// A prompt field's text: a string as it is, or an array of content parts (Kimi Code's
+/// `[{"type": "text", "text": …}, {"type": "image_url", …}]`) with its text parts joined by a
+/// newline and every other part left out. `None` for any other shape.
+fn prompt_text(field: &Value) -> Option<std::borrow::Cow<'_, str>> {
+    match field {
+        Value::String(s) => Some(std::borrow::Cow::Borrowed(s)),
+        Value::Array(parts) => {
+            let texts: Vec<&str> = parts
+                .iter()
+                .filter(|p| p.get("type").and_then(Value::as_str) == Some("text"))
+                .filter_map(|p| p.get("text").and_then(Value::as_str))
+                .collect();
+            Some(match texts.as_slice() {
+                [one] => std::borrow::Cow::Borrowed(*one),
+                _ => std::borrow::Cow::Owned(texts.join("\n")),
+            })
+        }
+        _ => None,
+    }
 }
 
 /// The journal's name for a (normalized) hook event: a closed word, never payload text.
@@ -199,7 +219,8 @@ pub fn main(profile: &PromptHookProfile) -> ExitCode {
 
 /// The pipeline, reading stdin from the process: the protocol to answer with, and the answer.
 fn handle(profile: &PromptHookProfile, run: &Run<'_>) -> (Protocol, Answer) {
-    let nothing = (Protocol::UserPromptSubmit, Answer::Nothing);
+    let prompt_protocol = Protocol::for_prompt(profile.integration);
+    let nothing = (prompt_protocol, Answer::Nothing);
     let Some(settings) = run.settings() else {
         return nothing;
     };
@@ -221,11 +242,11 @@ fn handle(profile: &PromptHookProfile, run: &Run<'_>) -> (Protocol, Answer) {
         .and_then(|d| prompt_of(profile, &d))
     {
         Ok(event) => (
-            Protocol::UserPromptSubmit,
+            prompt_protocol,
             respond(profile, env, &settings, &deadline, &event),
         ),
         Err(SkipReason::Boundary) => nothing,
-        Err(reason) => (Protocol::UserPromptSubmit, run.skip(reason.as_str())),
+        Err(reason) => (prompt_protocol, run.skip(reason.as_str())),
     }
 }
 
@@ -357,5 +378,71 @@ pub fn capture_of(profile: &PromptHookProfile, event: &PromptEvent) -> Capture {
                 (profile.turn_metadata_key, event.turn_id.as_deref()),
             ],
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const KIMI: PromptHookProfile = PromptHookProfile {
+        integration: Integration::KimiCode,
+        prompt_fields: &["prompt"],
+        session_fields: &["session_id"],
+        turn_fields: &["turn_id"],
+        turn_metadata_key: "turn_id",
+        context_char_limit: None,
+    };
+
+    fn prompt(payload: &Value) -> Result<String, SkipReason> {
+        parse_event(&KIMI, payload.to_string().as_bytes()).map(|e| e.prompt)
+    }
+
+    #[test]
+    fn content_parts_give_their_text_parts_joined() {
+        let base = |parts: Value| serde_json::json!({"hook_event_name": "UserPromptSubmit", "cwd": "/p", "prompt": parts});
+        assert_eq!(prompt(&base(serde_json::json!("plain"))), Ok("plain".into()));
+        assert_eq!(
+            prompt(&base(serde_json::json!([{"type": "text", "text": " one "}]))),
+            Ok(" one ".into())
+        );
+        assert_eq!(
+            prompt(&base(serde_json::json!([
+                {"type": "text", "text": "first"},
+                {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}},
+                {"type": "text", "text": "second"},
+                {"type": "text", "text": 7},
+                "stray"
+            ]))),
+            Ok("first\nsecond".into())
+        );
+        for blank in [
+            serde_json::json!([]),
+            serde_json::json!([{"type": "image_url", "image_url": {"url": "x"}}]),
+            serde_json::json!([{"type": "text", "text": " \u{200b}"}]),
+            serde_json::json!({"type": "text", "text": "an object is not a part list"}),
+            serde_json::json!(3),
+        ] {
+            assert_eq!(
+                prompt(&base(blank.clone())),
+                Err(SkipReason::BlankPrompt),
+                "{blank}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_session_start_is_not_answered_where_the_host_drops_its_output() {
+        let start = serde_json::json!({"hook_event_name": "SessionStart", "cwd": "/p", "session_id": "s", "source": "startup"});
+        assert!(parse_lifecycle(&KIMI, &start).is_none());
+        assert_eq!(prompt(&start), Err(SkipReason::WrongEvent));
+        let codex = PromptHookProfile {
+            integration: Integration::Codex,
+            ..KIMI
+        };
+        assert!(matches!(
+            parse_lifecycle(&codex, &start),
+            Some(LifecycleEvent::Start { .. })
+        ));
     }
 }

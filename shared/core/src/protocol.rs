@@ -4,6 +4,7 @@
 //! |--------------------|----------------------------------------------------------------------------|---------------|------|
 //! | `UserPromptSubmit` | `{"hookSpecificOutput":{"hookEventName":"UserPromptSubmit","additionalContext":…}}` | nothing       | 0    |
 //! | `SessionStart`     | `{"hookSpecificOutput":{"hookEventName":"SessionStart","additionalContext":…}}` | nothing           | 0    |
+//! | `Message`          | `{"message":…}` (Kimi Code: a user message, echoed to the terminal, so plain lines: see [`crate::plain`]) | nothing | 0 |
 //! | `OpenCodeTransform`| `{"text":…}` (the part the OpenCode shim appends to the latest user message) | nothing       | 0    |
 //! | `OpenCodePrepare`  | `{"text":…}` (the context the OpenCode shim keeps for `inject`) | nothing                        | 0    |
 //! | `DshPreStep`       | `{"context":…}` (the plugin message text the DSH plugin appends after `enter`) | nothing     | 0    |
@@ -17,6 +18,7 @@ use std::process::ExitCode;
 use serde_json::json;
 
 use crate::emit;
+use crate::host::{Integration, OutputChannel};
 use crate::journal;
 
 /// What a hook run decided to give the host.
@@ -35,6 +37,8 @@ pub enum Protocol {
     UserPromptSubmit,
     /// Claude Code and Codex `SessionStart` command hooks.
     SessionStart,
+    /// A command hook whose host reads a plain `{"message": …}` ([`OutputChannel::Message`]).
+    Message,
     /// The OpenCode shim's `inject` call: the part it appends to the latest user message.
     OpenCodeTransform,
     /// The OpenCode shim's `prepare` call: the context the shim keeps for `inject` (the same line;
@@ -46,6 +50,17 @@ pub enum Protocol {
     PiBeforeAgentStart,
     /// Hermes Agent's `pre_llm_call` shell hook.
     HermesPreLlmCall,
+}
+
+impl Protocol {
+    /// The protocol of a command-hook host's prompt answer, by its row's output channel.
+    #[must_use]
+    pub fn for_prompt(host: Integration) -> Self {
+        match host.spec().output {
+            OutputChannel::Message => Self::Message,
+            _ => Self::UserPromptSubmit,
+        }
+    }
 }
 
 /// The stdout line for an answer, if any.
@@ -61,6 +76,10 @@ pub fn render(protocol: Protocol, answer: &Answer) -> Option<String> {
             json!({"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": text}})
                 .to_string(),
         ),
+        // The host shows the message to the user too: plain lines, no envelope.
+        (Protocol::Message, Answer::Context(text)) => {
+            Some(json!({ "message": crate::plain::render(text) }).to_string())
+        }
         (Protocol::OpenCodeTransform | Protocol::OpenCodePrepare, Answer::Context(text)) => {
             Some(json!({ "text": text }).to_string())
         }
@@ -111,6 +130,18 @@ mod tests {
         assert_eq!(
             line,
             r#"{"hookSpecificOutput":{"additionalContext":"boot","hookEventName":"SessionStart"}}"#
+        );
+    }
+
+    #[test]
+    fn message_line_is_plain_text_in_one_member() {
+        let line = render(Protocol::Message, &Answer::Context("ctx \"q\"\nline é".into())).unwrap();
+        assert_eq!(line, r#"{"message":"ctx \"q\"\nline é"}"#);
+        assert_eq!(render(Protocol::Message, &Answer::Nothing), None);
+        assert_eq!(Protocol::for_prompt(Integration::KimiCode), Protocol::Message);
+        assert_eq!(
+            Protocol::for_prompt(Integration::Codex),
+            Protocol::UserPromptSubmit
         );
     }
 

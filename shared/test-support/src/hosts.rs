@@ -72,6 +72,7 @@ impl HostFacts for Integration {
             Integration::Pi => "pi-user-prompt:",
             Integration::Dsh => "dsh-user-prompt:",
             Integration::Hermes => "hermes-user-prompt:",
+            Integration::KimiCode => "kimi-code-user-prompt:",
         }
     }
 

@@ -21,6 +21,8 @@ mod claude_code;
 pub(crate) mod codex;
 mod dsh;
 pub(crate) mod hermes;
+mod kimi_code;
+pub(crate) use kimi_code::package_files as kimi_package;
 mod marketplace;
 pub(crate) mod opencode;
 mod pi;
@@ -126,6 +128,7 @@ pub(crate) fn installer(host: Host) -> &'static dyn Installer {
         Host::Pi => &pi::Pi,
         Host::Dsh => &dsh::Dsh,
         Host::Hermes => &hermes::Hermes,
+        Host::KimiCode => &kimi_code::KimiCode,
     }
 }
 
