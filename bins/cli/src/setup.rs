@@ -851,6 +851,10 @@ fn host_own_paths(host: Host, env: &Env) -> Vec<PathBuf> {
         ],
         Host::Pi => vec![home.join(".pi")],
         Host::Dsh => vec![home.join(".dsh")],
+        Host::GeminiCli => {
+            let spec = &host.spec().config_home;
+            spec.path(env.text(spec.var), home.to_str()).into_iter().collect()
+        }
     }
 }
 

@@ -15,6 +15,8 @@ pub enum Integration {
     Pi,
     /// DeepSeek Harness (`agent/pre-step`).
     Dsh,
+    /// Gemini CLI (`BeforeAgent` command hook in its settings file).
+    GeminiCli,
 }
 
 /// Everything the hooks and the CLI know of one host.
@@ -54,6 +56,9 @@ pub struct HostSpec {
     pub capabilities: Capabilities,
     /// How the host offers the explicit operations and what gates a mutation there.
     pub explicit: ExplicitSurface,
+    /// Whether the official installer's catalog has this host (`powercontext setup <name>`):
+    /// `package` renders an official-installer tree only for such hosts and says it skips the rest.
+    pub official_catalog: bool,
 }
 
 /// How a host offers the curated explicit operations (`powercontext-hooks op`) and what gates a
@@ -81,13 +86,30 @@ pub struct HostCliSpec {
     pub tested_versions: &'static [&'static str],
 }
 
-/// A config home: `$var` when set, else `$HOME/<rel>`.
+/// A config home: `$var` when set, else `$HOME/<rel>` (with [`ConfigHome::var_is_home`]:
+/// `$var/<rel>` when set).
 #[derive(Debug)]
 pub struct ConfigHome {
     /// The variable that moves it.
     pub var: &'static str,
     /// Its place under `HOME`.
     pub rel: &'static str,
+    /// Whether the variable stands in for `HOME` (Gemini CLI's `GEMINI_CLI_HOME`: the config
+    /// home is then `$GEMINI_CLI_HOME/.gemini`) rather than naming the config home itself.
+    pub var_is_home: bool,
+}
+
+impl ConfigHome {
+    /// The config home from the variable's value and `HOME` (blank values count as unset).
+    #[must_use]
+    pub fn path(&self, var: Option<&str>, home: Option<&str>) -> Option<std::path::PathBuf> {
+        let set = |v: Option<&str>| v.filter(|v| !v.trim().is_empty()).map(std::path::PathBuf::from);
+        match set(var).filter(|_| !self.var.is_empty()) {
+            Some(v) if self.var_is_home => Some(v.join(self.rel)),
+            Some(v) => Some(v),
+            None => set(home).map(|h| h.join(self.rel)),
+        }
+    }
 }
 
 /// How a host's config is written, which decides the installer that serves it.
@@ -100,6 +122,13 @@ pub enum ConfigFormat {
     JsShim,
     /// A plugin registered through the host CLI with its own manifest (DSH).
     HostPlugin,
+    /// Claude-style command hooks in a `"hooks"` object of the host's own settings file
+    /// (`<config home>/<file>`), one entry per event of the row's [`Events`], its timeout in the
+    /// row's [`TimeoutUnit`] (Qwen Code).
+    SettingsHooks {
+        /// The settings file's name under the config home.
+        file: &'static str,
+    },
 }
 
 /// How the workspace key is derived from the working directory.
@@ -193,7 +222,7 @@ pub struct Capabilities {
 }
 
 /// The host table, in documentation order: one row per host, the row's index being the host's.
-pub static HOSTS: [HostSpec; 5] = [
+pub static HOSTS: [HostSpec; 6] = [
     HostSpec {
         host: Integration::ClaudeCode,
         name: "claude-code",
@@ -211,6 +240,7 @@ pub static HOSTS: [HostSpec; 5] = [
         config_home: ConfigHome {
             var: "CLAUDE_CONFIG_DIR",
             rel: ".claude",
+            var_is_home: false,
         },
         config: ConfigFormat::PluginHooksJson,
         workspace_key: WorkspaceKey::Resolved,
@@ -239,6 +269,7 @@ pub static HOSTS: [HostSpec; 5] = [
             gate: "Claude Code's MCP tool permission policy",
             without_ui: "host policy decides (not validated)",
         },
+        official_catalog: true,
     },
     HostSpec {
         host: Integration::Codex,
@@ -257,6 +288,7 @@ pub static HOSTS: [HostSpec; 5] = [
         config_home: ConfigHome {
             var: "CODEX_HOME",
             rel: ".codex",
+            var_is_home: false,
         },
         config: ConfigFormat::PluginHooksJson,
         workspace_key: WorkspaceKey::Resolved,
@@ -285,6 +317,7 @@ pub static HOSTS: [HostSpec; 5] = [
             gate: "Codex's MCP tool approval policy",
             without_ui: "host policy decides (not validated)",
         },
+        official_catalog: true,
     },
     HostSpec {
         host: Integration::OpenCode,
@@ -303,6 +336,7 @@ pub static HOSTS: [HostSpec; 5] = [
         config_home: ConfigHome {
             var: "OPENCODE_CONFIG_DIR",
             rel: ".config/opencode",
+            var_is_home: false,
         },
         config: ConfigFormat::JsShim,
         workspace_key: WorkspaceKey::Lexical,
@@ -331,6 +365,7 @@ pub static HOSTS: [HostSpec; 5] = [
             gate: "context.ask (permission `powercontext`)",
             without_ui: "OpenCode's permission config decides; a denial writes nothing",
         },
+        official_catalog: true,
     },
     HostSpec {
         host: Integration::Pi,
@@ -349,6 +384,7 @@ pub static HOSTS: [HostSpec; 5] = [
         config_home: ConfigHome {
             var: "PI_CODING_AGENT_DIR",
             rel: ".pi/agent",
+            var_is_home: false,
         },
         config: ConfigFormat::JsShim,
         workspace_key: WorkspaceKey::Lexical,
@@ -382,6 +418,7 @@ pub static HOSTS: [HostSpec; 5] = [
             gate: "ctx.ui.confirm",
             without_ui: "confirmation_required, nothing written",
         },
+        official_catalog: true,
     },
     HostSpec {
         host: Integration::Dsh,
@@ -400,6 +437,7 @@ pub static HOSTS: [HostSpec; 5] = [
         config_home: ConfigHome {
             var: "DSH_HOME",
             rel: ".dsh",
+            var_is_home: false,
         },
         config: ConfigFormat::HostPlugin,
         workspace_key: WorkspaceKey::Lexical,
@@ -428,6 +466,61 @@ pub static HOSTS: [HostSpec; 5] = [
             gate: "tools/pre-execute returns ask",
             without_ui: "DSH's ask policy decides; the tool writes only when DSH runs it after approval",
         },
+        official_catalog: true,
+    },
+    HostSpec {
+        host: Integration::GeminiCli,
+        name: "gemini-cli",
+        aliases: &["gemini"],
+        title: "Gemini CLI",
+        env_part: "GEMINI",
+        source_prefix: "gemini-cli-user-prompt",
+        component: "powercontext.gemini_cli",
+        hook_exe: "powercontext-hook-gemini-cli",
+        cli: HostCliSpec {
+            name: "gemini",
+            env: &[],
+            tested_versions: &["0.61.0"],
+        },
+        config_home: ConfigHome {
+            var: "GEMINI_CLI_HOME",
+            rel: ".gemini",
+            var_is_home: true,
+        },
+        config: ConfigFormat::SettingsHooks {
+            file: "settings.json",
+        },
+        workspace_key: WorkspaceKey::Lexical,
+        events: Events {
+            prompt: "BeforeAgent",
+            session_start: Some("SessionStart"),
+            // `PreCompress` fires on every run (before the host decides whether to compress) and
+            // asynchronously: it is no evidence of a compaction, so it is not followed.
+            compaction: None,
+            boundary: &["AfterAgent", "SessionEnd"],
+            end: Some("SessionEnd"),
+        },
+        output: OutputChannel::HookSpecificOutput,
+        timeout_unit: TimeoutUnit::Milliseconds,
+        capabilities: Capabilities {
+            bootstraps_at_first_prompt: false,
+            resume_keeps_start_context: false,
+            // A resumed session replays a turn's prompt context only when no session-start
+            // context was prepended to that prompt, so no later turn may rely on it.
+            injection_persists: false,
+            flushes_every_capture: false,
+            hook_command_in_shell: true,
+            plugin_option_vars: false,
+            profile_rows: false,
+            millisecond_timeout_vars: false,
+            statusline: false,
+        },
+        explicit: ExplicitSurface {
+            native_tools: false,
+            gate: "Gemini CLI's MCP tool confirmation",
+            without_ui: "host policy decides (not validated)",
+        },
+        official_catalog: false,
     },
 ];
 
@@ -488,7 +581,14 @@ impl Integration {
     }
 
     /// All hosts, in documentation order (the order of [`HOSTS`]).
-    pub const ALL: [Self; 5] = [Self::ClaudeCode, Self::Codex, Self::OpenCode, Self::Pi, Self::Dsh];
+    pub const ALL: [Self; 6] = [
+        Self::ClaudeCode,
+        Self::Codex,
+        Self::OpenCode,
+        Self::Pi,
+        Self::Dsh,
+        Self::GeminiCli,
+    ];
 
     /// Parses the integration name used on command lines (`claude-code`, `codex`, …).
     #[must_use]
@@ -534,6 +634,16 @@ mod tests {
             assert_eq!(s.component, format!("powercontext.{}", s.name.replace('-', "_")));
             assert!(!s.cli.tested_versions.is_empty(), "{}", s.name);
             assert!(!s.config_home.rel.starts_with('/'), "{}", s.name);
+            let home = &s.config_home;
+            let under = |p: &str| Some(std::path::PathBuf::from(p).join(home.rel));
+            assert_eq!(home.path(None, Some("/h")), under("/h"), "{}", s.name);
+            assert_eq!(home.path(Some(" "), Some("/h")), under("/h"), "{}", s.name);
+            let moved = home.path(Some("/v"), Some("/h"));
+            if home.var_is_home {
+                assert_eq!(moved, under("/v"), "{}", s.name);
+            } else {
+                assert_eq!(moved, Some("/v".into()), "{}", s.name);
+            }
             // A host that answers a session start bootstraps there, not at its first prompt.
             assert_eq!(
                 s.events.session_start.is_none(),

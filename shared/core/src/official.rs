@@ -101,11 +101,9 @@ fn home(env: &Env) -> Option<PathBuf> {
 /// The host's configuration root as the official CLI computes it.
 #[must_use]
 pub fn host_root(host: Integration, env: &Env) -> Option<PathBuf> {
-    let (var, rel) = (host.spec().config_home.var, host.spec().config_home.rel);
-    if let Some(v) = env.text(var).filter(|v| !v.trim().is_empty()) {
-        return Some(PathBuf::from(v));
-    }
-    home(env).map(|h| h.join(rel))
+    let config = &host.spec().config_home;
+    let home = home(env);
+    config.path(env.text(config.var), home.as_deref().and_then(|h| h.to_str()))
 }
 
 /// `<host root>/powercontext/credentials.json`.
@@ -274,7 +272,7 @@ pub fn server_url_sources(host: Integration, env: &Env) -> Vec<Found> {
                 });
             }
         }
-        Integration::OpenCode | Integration::Pi => {}
+        Integration::OpenCode | Integration::Pi | Integration::GeminiCli => {}
     }
     out.extend(clients_server_url(host, env));
     out
@@ -573,6 +571,7 @@ mod tests {
                 "/h/.config/opencode/powercontext/credentials.json",
                 "/h/.pi/agent/powercontext/credentials.json",
                 "/h/.dsh/powercontext/credentials.json",
+                "/h/.gemini/powercontext/credentials.json",
             ]
             .map(PathBuf::from)
         );

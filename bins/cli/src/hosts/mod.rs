@@ -124,6 +124,7 @@ pub(crate) fn installer(host: Host) -> &'static dyn Installer {
         Host::OpenCode => &opencode::OpenCode,
         Host::Pi => &pi::Pi,
         Host::Dsh => &dsh::Dsh,
+        Host::GeminiCli => todo!("TEMP: the settings-hooks installer"),
     }
 }
 
@@ -237,7 +238,7 @@ fn prompt_event(host: Host, cwd: &str, prompt: &str) -> Value {
 /// The host's config home from its row in the host table (`$var`, else `$HOME/<rel>`).
 fn table_home(env: &Env, host: Host) -> Option<PathBuf> {
     let home = &host.spec().config_home;
-    home_from(env, home.var, home.rel)
+    home.path(env.text(home.var), env.text("HOME"))
 }
 
 fn home_from(env: &Env, var: &str, rel: &str) -> Option<PathBuf> {
