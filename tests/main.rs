@@ -12,6 +12,7 @@ mod dsh;
 mod e2e_claude;
 mod e2e_codex;
 mod e2e_dsh;
+mod e2e_gemini_cli;
 mod e2e_official;
 mod e2e_opencode;
 mod e2e_ops;

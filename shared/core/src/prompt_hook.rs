@@ -326,7 +326,11 @@ pub fn lifecycle(
 /// The event with the host's echo of our session-start context removed from its prompt (see
 /// [`PromptHookProfile::start_echo`]); every other prompt is kept whole.
 #[must_use]
-pub fn without_start_echo(profile: &PromptHookProfile, env: &Env, event: &PromptEvent) -> Option<PromptEvent> {
+pub fn without_start_echo(
+    profile: &PromptHookProfile,
+    env: &Env,
+    event: &PromptEvent,
+) -> Option<PromptEvent> {
     let echo = profile.start_echo.as_ref()?;
     if !event.prompt.starts_with(echo.open) {
         return None;
@@ -352,8 +356,12 @@ pub fn respond(
     let event = stripped.as_ref().unwrap_or(event);
     if payload::is_blank(&event.prompt) {
         emit::diagnostic(
-            &crate::outcome::Diagnostic::new(profile.integration.component(), Stage::Payload, Outcome::Skipped)
-                .detail(SkipReason::BlankPrompt.as_str()),
+            &crate::outcome::Diagnostic::new(
+                profile.integration.component(),
+                Stage::Payload,
+                Outcome::Skipped,
+            )
+            .detail(SkipReason::BlankPrompt.as_str()),
         );
         return Answer::Nothing;
     }

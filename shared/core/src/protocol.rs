@@ -94,7 +94,10 @@ mod tests {
             line,
             r#"{"hookSpecificOutput":{"additionalContext":"ctx \"q\" é","hookEventName":"UserPromptSubmit"}}"#
         );
-        assert_eq!(render(Protocol::HookEvent("UserPromptSubmit"), &Answer::Nothing), None);
+        assert_eq!(
+            render(Protocol::HookEvent("UserPromptSubmit"), &Answer::Nothing),
+            None
+        );
         let line = render(Protocol::HookEvent("BeforeAgent"), &Answer::Context("c".into())).unwrap();
         assert_eq!(
             line,
@@ -104,7 +107,11 @@ mod tests {
 
     #[test]
     fn session_start_line() {
-        let line = render(Protocol::HookEvent("SessionStart"), &Answer::Context("boot".into())).unwrap();
+        let line = render(
+            Protocol::HookEvent("SessionStart"),
+            &Answer::Context("boot".into()),
+        )
+        .unwrap();
         assert_eq!(
             line,
             r#"{"hookSpecificOutput":{"additionalContext":"boot","hookEventName":"SessionStart"}}"#

@@ -395,7 +395,9 @@ static HELD_ECHO: Mutex<Option<(SessionFile, String)>> = Mutex::new(None);
 /// Keeps the mark of the session-start context this run answers with until [`settle`], which
 /// records it in the session's record only if the answer was written.
 pub fn hold_echo(file: SessionFile, mark: String) {
-    *HELD_ECHO.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some((file, mark));
+    *HELD_ECHO
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner) = Some((file, mark));
 }
 
 /// Keeps a run's change until [`settle`].

@@ -109,11 +109,7 @@ mod tests {
     fn finds_our_piece_among_other_hooks_contexts() {
         let ctx = "ours\nover two lines";
         let mark = GEMINI.mark(ctx);
-        for contexts in [
-            vec!["theirs", ctx],
-            vec![ctx, "theirs"],
-            vec!["a", ctx, "b"],
-        ] {
+        for contexts in [vec!["theirs", ctx], vec![ctx, "theirs"], vec!["a", ctx, "b"]] {
             assert_eq!(
                 GEMINI.strip(&echoed(&contexts, "q"), &mark),
                 Some("q"),
@@ -146,7 +142,10 @@ mod tests {
         let raw = "<hook_context>a<b>c</hook_context>\n\nq";
         assert_eq!(GEMINI.strip(raw, &GEMINI.mark("a<b>c")), None);
         assert_eq!(
-            GEMINI.strip("<hook_context>a&lt;b&gt;c</hook_context>\n\nq", &GEMINI.mark("a<b>c")),
+            GEMINI.strip(
+                "<hook_context>a&lt;b&gt;c</hook_context>\n\nq",
+                &GEMINI.mark("a<b>c")
+            ),
             Some("q")
         );
         // Garbled marks never match.

@@ -223,7 +223,10 @@ fn route(
     }
     // The Gemini API names its method after the model: `/v1beta/models/<model>:<method>`.
     if let Some((model_path, method)) = path.rsplit_once(':')
-        && let Some(model) = model_path.rsplit('/').next().filter(|_| model_path.contains("/models/"))
+        && let Some(model) = model_path
+            .rsplit('/')
+            .next()
+            .filter(|_| model_path.contains("/models/"))
     {
         match method {
             "streamGenerateContent" => return gemini_generate(conn, model, reply, true),
