@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use powercontext_hooks_core::host::Integration;
+use powercontext_hooks_core::host::{Integration, OutputChannel};
 use powercontext_hooks_test_support::fake_server::{BOOTSTRAP, FLUSH, FakeServer, ready};
 use powercontext_hooks_test_support::fault_server::{FaultServer, Reply, closed_port_url};
 use powercontext_hooks_test_support::hook::{HookCmd, HookOutput, prompt_payload};
@@ -26,14 +26,20 @@ struct HostCase {
     exe: &'static str,
     /// `POWERCONTEXT_<PART>_…`.
     part: &'static str,
+    /// A Claude-style command hook (its row's output is not a shim's protocol).
+    command_hook: bool,
+    /// Whether what it injects stays in the host's conversation (the row's capability).
+    persists: bool,
 }
 
 /// Every host, as [`Integration::ALL`] lists them.
-fn hosts() -> [HostCase; 5] {
+fn hosts() -> [HostCase; Integration::ALL.len()] {
     Integration::ALL.map(|host| HostCase {
         name: host.as_str(),
         exe: hook_exe(host),
         part: host.env_part(),
+        command_hook: host.spec().output != OutputChannel::Shim,
+        persists: host.injection_persists(),
     })
 }
 
@@ -121,7 +127,7 @@ impl HostCase {
         let turn_no = prompt.len();
         let message_id = format!("msg_neg_{turn_no}");
         match self.name {
-            "claude-code" | "codex" => {
+            _ if self.command_hook => {
                 let out = self
                     .cmd(exe, url, &state, extra)
                     .stdin_json(&prompt_payload(prompt, &cwd))
@@ -636,7 +642,7 @@ impl HostCase {
     /// The session's start as the host signals it: Claude Code and Codex run their
     /// `SessionStart` hook; the others bootstrap at the session's first prompt.
     fn session_start(&self, url: &str, extra: &[(&str, &str)]) -> TurnResult {
-        if !matches!(self.name, "claude-code" | "codex") {
+        if !self.command_hook {
             return self.turn(url, extra);
         }
         let dir = tempfile::tempdir().unwrap();
@@ -783,7 +789,7 @@ fn every_host_fails_open_when_the_bootstrap_misbehaves() {
             }
             // The prompt's own recall is unaffected; a session start injects nothing.
             match host.name {
-                "claude-code" | "codex" => assert_eq!(turn.injected, None, "{} / {case}", host.name),
+                _ if host.command_hook => assert_eq!(turn.injected, None, "{} / {case}", host.name),
                 _ => {
                     let injected = turn.injected.clone().unwrap_or_default();
                     assert!(injected.contains(CONTENT), "{} / {case}: {injected}", host.name);
@@ -832,7 +838,7 @@ fn a_recalled_item_is_injected_once_per_window_where_injections_persist() {
         second.assert_fail_open(host.name);
         match host.name {
             // Their hook context and plugin messages stay in the conversation.
-            "claude-code" | "codex" | "dsh" => {
+            _ if host.persists => {
                 assert_eq!(second.injected, None, "{}: injected twice", host.name);
                 assert!(
                     second

@@ -15,6 +15,8 @@ pub enum Integration {
     Pi,
     /// DeepSeek Harness (`agent/pre-step`).
     Dsh,
+    /// Qwen Code (`UserPromptSubmit` command hook in its settings file).
+    QwenCode,
 }
 
 /// Everything the hooks and the CLI know of one host.
@@ -54,6 +56,9 @@ pub struct HostSpec {
     pub capabilities: Capabilities,
     /// How the host offers the explicit operations and what gates a mutation there.
     pub explicit: ExplicitSurface,
+    /// Whether the official installer's catalog has this host (`powercontext setup <name>`):
+    /// `package` renders an official-installer tree only for such hosts and says it skips the rest.
+    pub official_catalog: bool,
 }
 
 /// How a host offers the curated explicit operations (`powercontext-hooks op`) and what gates a
@@ -100,6 +105,13 @@ pub enum ConfigFormat {
     JsShim,
     /// A plugin registered through the host CLI with its own manifest (DSH).
     HostPlugin,
+    /// Claude-style command hooks in a `"hooks"` object of the host's own settings file
+    /// (`<config home>/<file>`), one entry per event of the row's [`Events`], its timeout in the
+    /// row's [`TimeoutUnit`] (Qwen Code).
+    SettingsHooks {
+        /// The settings file's name under the config home.
+        file: &'static str,
+    },
 }
 
 /// How the workspace key is derived from the working directory.
@@ -193,7 +205,7 @@ pub struct Capabilities {
 }
 
 /// The host table, in documentation order: one row per host, the row's index being the host's.
-pub static HOSTS: [HostSpec; 5] = [
+pub static HOSTS: [HostSpec; 6] = [
     HostSpec {
         host: Integration::ClaudeCode,
         name: "claude-code",
@@ -239,6 +251,7 @@ pub static HOSTS: [HostSpec; 5] = [
             gate: "Claude Code's MCP tool permission policy",
             without_ui: "host policy decides (not validated)",
         },
+        official_catalog: true,
     },
     HostSpec {
         host: Integration::Codex,
@@ -285,6 +298,7 @@ pub static HOSTS: [HostSpec; 5] = [
             gate: "Codex's MCP tool approval policy",
             without_ui: "host policy decides (not validated)",
         },
+        official_catalog: true,
     },
     HostSpec {
         host: Integration::OpenCode,
@@ -331,6 +345,7 @@ pub static HOSTS: [HostSpec; 5] = [
             gate: "context.ask (permission `powercontext`)",
             without_ui: "OpenCode's permission config decides; a denial writes nothing",
         },
+        official_catalog: true,
     },
     HostSpec {
         host: Integration::Pi,
@@ -382,6 +397,7 @@ pub static HOSTS: [HostSpec; 5] = [
             gate: "ctx.ui.confirm",
             without_ui: "confirmation_required, nothing written",
         },
+        official_catalog: true,
     },
     HostSpec {
         host: Integration::Dsh,
@@ -428,6 +444,58 @@ pub static HOSTS: [HostSpec; 5] = [
             gate: "tools/pre-execute returns ask",
             without_ui: "DSH's ask policy decides; the tool writes only when DSH runs it after approval",
         },
+        official_catalog: true,
+    },
+    HostSpec {
+        host: Integration::QwenCode,
+        name: "qwen-code",
+        aliases: &["qwen"],
+        title: "Qwen Code",
+        env_part: "QWEN",
+        source_prefix: "qwen-code-user-prompt",
+        component: "powercontext.qwen_code",
+        hook_exe: "powercontext-hook-qwen-code",
+        cli: HostCliSpec {
+            name: "qwen",
+            env: &[],
+            tested_versions: &["0.24.4"],
+        },
+        config_home: ConfigHome {
+            var: "QWEN_HOME",
+            rel: ".qwen",
+        },
+        config: ConfigFormat::SettingsHooks {
+            file: "settings.json",
+        },
+        workspace_key: WorkspaceKey::Resolved,
+        events: Events {
+            prompt: "UserPromptSubmit",
+            session_start: Some("SessionStart"),
+            compaction: Some("PreCompact"),
+            // `SessionEnd` never fires in `-p` mode; `Stop` does after every answer.
+            boundary: &["Stop", "SessionEnd"],
+            end: Some("SessionEnd"),
+        },
+        output: OutputChannel::HookSpecificOutput,
+        timeout_unit: TimeoutUnit::Seconds,
+        capabilities: Capabilities {
+            bootstraps_at_first_prompt: false,
+            // `SessionStart` context goes into the system prompt, rebuilt on resume.
+            resume_keeps_start_context: false,
+            injection_persists: true,
+            flushes_every_capture: false,
+            hook_command_in_shell: true,
+            plugin_option_vars: false,
+            profile_rows: false,
+            millisecond_timeout_vars: false,
+            statusline: false,
+        },
+        explicit: ExplicitSurface {
+            native_tools: false,
+            gate: "Qwen Code's MCP tool approval mode",
+            without_ui: "host policy decides (not validated)",
+        },
+        official_catalog: false,
     },
 ];
 
@@ -488,7 +556,14 @@ impl Integration {
     }
 
     /// All hosts, in documentation order (the order of [`HOSTS`]).
-    pub const ALL: [Self; 5] = [Self::ClaudeCode, Self::Codex, Self::OpenCode, Self::Pi, Self::Dsh];
+    pub const ALL: [Self; 6] = [
+        Self::ClaudeCode,
+        Self::Codex,
+        Self::OpenCode,
+        Self::Pi,
+        Self::Dsh,
+        Self::QwenCode,
+    ];
 
     /// Parses the integration name used on command lines (`claude-code`, `codex`, …).
     #[must_use]

@@ -274,7 +274,7 @@ pub fn server_url_sources(host: Integration, env: &Env) -> Vec<Found> {
                 });
             }
         }
-        Integration::OpenCode | Integration::Pi => {}
+        Integration::OpenCode | Integration::Pi | Integration::QwenCode => {}
     }
     out.extend(clients_server_url(host, env));
     out
@@ -573,6 +573,7 @@ mod tests {
                 "/h/.config/opencode/powercontext/credentials.json",
                 "/h/.pi/agent/powercontext/credentials.json",
                 "/h/.dsh/powercontext/credentials.json",
+                "/h/.qwen/powercontext/credentials.json",
             ]
             .map(PathBuf::from)
         );
