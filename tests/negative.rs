@@ -27,6 +27,10 @@ struct HostCase {
     exe: &'static str,
     /// `POWERCONTEXT_<PART>_…`.
     part: &'static str,
+    /// A Claude-style command hook (its row's output is not a shim's protocol).
+    command_hook: bool,
+    /// Whether what it injects stays in the host's conversation (the row's capability).
+    persists: bool,
 }
 
 /// Every host, as [`Integration::ALL`] lists them.
@@ -36,6 +40,8 @@ fn hosts() -> [HostCase; Integration::ALL.len()] {
         name: host.as_str(),
         exe: hook_exe(host),
         part: host.env_part(),
+        command_hook: host.spec().output != OutputChannel::Shim,
+        persists: host.injection_persists(),
     })
 }
 
@@ -123,7 +129,8 @@ impl HostCase {
         let turn_no = prompt.len();
         let message_id = format!("msg_neg_{turn_no}");
         match self.name {
-            _ if self.command_hook() => {
+            _ if self.command_hook => {
+                // The payload names the row's prompt event (`UserPromptSubmit`, `BeforeAgent`).
                 let event = self.host.spec().events.prompt;
                 let mut payload = prompt_payload(prompt, &cwd);
                 payload["hook_event_name"] = json!(event);
@@ -196,11 +203,6 @@ impl HostCase {
 
     fn turn(&self, url: &str, extra: &[(&str, &str)]) -> TurnResult {
         self.turn_with(self.exe, url, extra)
-    }
-
-    /// A Claude-style command hook (its host runs the executable itself, no shim).
-    fn command_hook(&self) -> bool {
-        self.host.spec().output == OutputChannel::HookSpecificOutput
     }
 }
 
@@ -647,7 +649,13 @@ impl HostCase {
     /// The session's start as the host signals it: Claude Code and Codex run their
     /// `SessionStart` hook; the others bootstrap at the session's first prompt.
     fn session_start(&self, url: &str, extra: &[(&str, &str)]) -> TurnResult {
-        let Some(event) = self.host.spec().events.session_start else {
+        let Some(event) = self
+            .host
+            .spec()
+            .events
+            .session_start
+            .filter(|_| self.command_hook)
+        else {
             return self.turn(url, extra);
         };
         let dir = tempfile::tempdir().unwrap();
@@ -793,9 +801,9 @@ fn every_host_fails_open_when_the_bootstrap_misbehaves() {
                 assert_eq!(d["detail"], *detail, "{} / {case}", host.name);
             }
             // The prompt's own recall is unaffected; a session start injects nothing.
-            match host.host.spec().events.session_start {
-                Some(_) => assert_eq!(turn.injected, None, "{} / {case}", host.name),
-                None => {
+            match host.name {
+                _ if host.command_hook => assert_eq!(turn.injected, None, "{} / {case}", host.name),
+                _ => {
                     let injected = turn.injected.clone().unwrap_or_default();
                     assert!(injected.contains(CONTENT), "{} / {case}: {injected}", host.name);
                     assert!(!injected.contains("NEGBOOT"), "{} / {case}", host.name);
@@ -841,26 +849,27 @@ fn a_recalled_item_is_injected_once_per_window_where_injections_persist() {
         let again = format!("{PROMPT} Once more.");
         let second = host.turn_in(dir.path(), host.exe, &again, &s.url(), &[]);
         second.assert_fail_open(host.name);
-        if host.host.injection_persists() {
+        match host.name {
             // Their hook context and plugin messages stay in the conversation.
-            assert_eq!(second.injected, None, "{}: injected twice", host.name);
-            assert!(
-                second
-                    .diagnostics()
-                    .iter()
-                    .any(|d| d["detail"] == "already_injected"),
-                "{}: {}",
-                host.name,
-                second.stderr()
-            );
-        } else {
-            // Pi's system prompt and OpenCode's transform last one turn, and Gemini CLI's prompt
-            // context is not replayed on resume: every turn carries it.
-            assert!(
+            _ if host.persists => {
+                assert_eq!(second.injected, None, "{}: injected twice", host.name);
+                assert!(
+                    second
+                        .diagnostics()
+                        .iter()
+                        .any(|d| d["detail"] == "already_injected"),
+                    "{}: {}",
+                    host.name,
+                    second.stderr()
+                );
+            }
+            // Pi's system prompt and OpenCode's transform last one turn, and Gemini CLI does not
+            // replay a turn's hook context on resume: every turn carries it.
+            _ => assert!(
                 second.injected.as_deref().is_some_and(|t| t.contains(CONTENT)),
                 "{}: the second turn lost its context",
                 host.name
-            );
+            ),
         }
     }
 }

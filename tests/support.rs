@@ -20,6 +20,7 @@ pub const CLI: &str = env!("CARGO_BIN_EXE_powercontext-hooks");
 pub const PI: &str = env!("CARGO_BIN_EXE_powercontext-hook-pi");
 pub const OPENCODE: &str = env!("CARGO_BIN_EXE_powercontext-hook-opencode");
 pub const DSH: &str = env!("CARGO_BIN_EXE_powercontext-hook-dsh");
+pub const QWEN_CODE: &str = env!("CARGO_BIN_EXE_powercontext-hook-qwen-code");
 pub const GEMINI_CLI: &str = env!("CARGO_BIN_EXE_powercontext-hook-gemini-cli");
 
 /// Our CLI with `args`, a clean environment (a system PATH) plus `env`, and no stdin.
@@ -48,6 +49,7 @@ pub fn hook_exe(host: Integration) -> &'static str {
         Integration::OpenCode => OPENCODE,
         Integration::Pi => PI,
         Integration::Dsh => DSH,
+        Integration::QwenCode => QWEN_CODE,
         Integration::GeminiCli => GEMINI_CLI,
     }
 }

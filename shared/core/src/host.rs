@@ -15,6 +15,8 @@ pub enum Integration {
     Pi,
     /// DeepSeek Harness (`agent/pre-step`).
     Dsh,
+    /// Qwen Code (`UserPromptSubmit` command hook in its settings file).
+    QwenCode,
     /// Gemini CLI (`BeforeAgent` command hook in its settings file).
     GeminiCli,
 }
@@ -222,7 +224,7 @@ pub struct Capabilities {
 }
 
 /// The host table, in documentation order: one row per host, the row's index being the host's.
-pub static HOSTS: [HostSpec; 6] = [
+pub static HOSTS: [HostSpec; 7] = [
     HostSpec {
         host: Integration::ClaudeCode,
         name: "claude-code",
@@ -469,6 +471,58 @@ pub static HOSTS: [HostSpec; 6] = [
         official_catalog: true,
     },
     HostSpec {
+        host: Integration::QwenCode,
+        name: "qwen-code",
+        aliases: &["qwen"],
+        title: "Qwen Code",
+        env_part: "QWEN",
+        source_prefix: "qwen-code-user-prompt",
+        component: "powercontext.qwen_code",
+        hook_exe: "powercontext-hook-qwen-code",
+        cli: HostCliSpec {
+            name: "qwen",
+            env: &[],
+            tested_versions: &["0.24.4"],
+        },
+        config_home: ConfigHome {
+            var: "QWEN_HOME",
+            rel: ".qwen",
+            var_is_home: false,
+        },
+        config: ConfigFormat::SettingsHooks {
+            file: "settings.json",
+        },
+        workspace_key: WorkspaceKey::Resolved,
+        events: Events {
+            prompt: "UserPromptSubmit",
+            session_start: Some("SessionStart"),
+            compaction: Some("PreCompact"),
+            // `SessionEnd` never fires in `-p` mode; `Stop` does after every answer.
+            boundary: &["Stop", "SessionEnd"],
+            end: Some("SessionEnd"),
+        },
+        output: OutputChannel::HookSpecificOutput,
+        timeout_unit: TimeoutUnit::Seconds,
+        capabilities: Capabilities {
+            bootstraps_at_first_prompt: false,
+            // `SessionStart` context goes into the system prompt, rebuilt on resume.
+            resume_keeps_start_context: false,
+            injection_persists: true,
+            flushes_every_capture: false,
+            hook_command_in_shell: true,
+            plugin_option_vars: false,
+            profile_rows: false,
+            millisecond_timeout_vars: false,
+            statusline: false,
+        },
+        explicit: ExplicitSurface {
+            native_tools: false,
+            gate: "Qwen Code's MCP tool approval mode",
+            without_ui: "host policy decides (not validated)",
+        },
+        official_catalog: false,
+    },
+    HostSpec {
         host: Integration::GeminiCli,
         name: "gemini-cli",
         aliases: &["gemini"],
@@ -581,12 +635,13 @@ impl Integration {
     }
 
     /// All hosts, in documentation order (the order of [`HOSTS`]).
-    pub const ALL: [Self; 6] = [
+    pub const ALL: [Self; 7] = [
         Self::ClaudeCode,
         Self::Codex,
         Self::OpenCode,
         Self::Pi,
         Self::Dsh,
+        Self::QwenCode,
         Self::GeminiCli,
     ];
 
@@ -641,7 +696,7 @@ mod tests {
             let moved = home.path(Some("/v"), Some("/h"));
             if home.var_is_home {
                 assert_eq!(moved, under("/v"), "{}", s.name);
-            } else {
+            } else if !home.var.is_empty() {
                 assert_eq!(moved, Some("/v".into()), "{}", s.name);
             }
             // A host that answers a session start bootstraps there, not at its first prompt.

@@ -272,7 +272,7 @@ pub fn server_url_sources(host: Integration, env: &Env) -> Vec<Found> {
                 });
             }
         }
-        Integration::OpenCode | Integration::Pi | Integration::GeminiCli => {}
+        Integration::OpenCode | Integration::Pi | Integration::QwenCode | Integration::GeminiCli => {}
     }
     out.extend(clients_server_url(host, env));
     out
@@ -571,6 +571,7 @@ mod tests {
                 "/h/.config/opencode/powercontext/credentials.json",
                 "/h/.pi/agent/powercontext/credentials.json",
                 "/h/.dsh/powercontext/credentials.json",
+                "/h/.qwen/powercontext/credentials.json",
                 "/h/.gemini/powercontext/credentials.json",
             ]
             .map(PathBuf::from)

@@ -23,6 +23,7 @@ mod dsh;
 mod marketplace;
 pub(crate) mod opencode;
 mod pi;
+pub(crate) mod settings_hooks;
 
 /// What setup, uninstall and doctor need to know of one host.
 pub(crate) trait Installer: Sync {
@@ -124,7 +125,8 @@ pub(crate) fn installer(host: Host) -> &'static dyn Installer {
         Host::OpenCode => &opencode::OpenCode,
         Host::Pi => &pi::Pi,
         Host::Dsh => &dsh::Dsh,
-        Host::GeminiCli => todo!("TEMP: the settings-hooks installer"),
+        Host::QwenCode => &settings_hooks::QWEN_CODE,
+        Host::GeminiCli => &settings_hooks::GEMINI_CLI,
     }
 }
 
