@@ -544,7 +544,7 @@ pub static HOSTS: [HostSpec; 7] = [
         config: ConfigFormat::SettingsHooks {
             file: "settings.json",
         },
-        workspace_key: WorkspaceKey::Lexical,
+        workspace_key: WorkspaceKey::Resolved,
         events: Events {
             prompt: "BeforeAgent",
             session_start: Some("SessionStart"),

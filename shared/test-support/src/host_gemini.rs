@@ -170,7 +170,7 @@ impl GeminiSession {
             // Gemini API key auth, nothing that phones home, no update checks.
             settings: json!({
                 "security": {"auth": {"selectedType": "gemini-api-key"}},
-                "general": {"disableAutoUpdate": true, "disableUpdateNag": true},
+                "general": {"enableAutoUpdate": false, "enableAutoUpdateNotification": false},
                 "privacy": {"usageStatisticsEnabled": false},
                 "telemetry": {"enabled": false},
             }),
@@ -205,8 +205,17 @@ impl GeminiSession {
 
     /// Replaces the settings file.
     pub fn write_settings(&self, settings: &Value) {
-        let text = serde_json::to_string_pretty(settings).expect("settings are JSON");
+        self.write_settings_text(&serde_json::to_string_pretty(settings).expect("settings are JSON"));
+    }
+
+    /// Replaces the settings file with exactly `text` (comments and all).
+    pub fn write_settings_text(&self, text: &str) {
         fs::write(self.settings_path(), text).expect("write gemini settings");
+    }
+
+    /// The settings file's text.
+    pub fn settings_text(&self) -> String {
+        fs::read_to_string(self.settings_path()).expect("read gemini settings")
     }
 
     /// First prompt of a new session.

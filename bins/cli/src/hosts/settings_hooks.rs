@@ -22,21 +22,33 @@ use crate::setup::{Action, FileChange, Paths, Plan, SetupArgs, value_digest};
 /// The parent object of the hook lists in the settings file.
 const HOOKS: &str = "hooks";
 
-/// The installer of one settings-hooks host: the host and doctor's fix when it stays silent
-/// (the command names the host, so it is spelled out per host).
-pub(super) struct SettingsHooks(pub Host, pub &'static str);
+/// The installer of one settings-hooks host: the host, doctor's fix when it stays silent (the
+/// command names the host, so it is spelled out per host) and what follows the hook's path in
+/// the command the host's shell runs (empty for most hosts).
+pub(super) struct SettingsHooks(pub Host, pub &'static str, pub &'static str);
 
 /// Qwen Code.
 pub(super) static QWEN_CODE: SettingsHooks = SettingsHooks(
     Host::QwenCode,
     "powercontext-hooks setup qwen-code (puts our entries back into ~/.qwen/settings.json)",
+    "",
 );
 
-/// Gemini CLI.
+/// Gemini CLI. Any exit code but 0 and 1 blocks the prompt there (a missing executable is the
+/// shell's 127), so the command ends `|| exit 1`: a hook that cannot run is a warning and the turn
+/// goes on. Our hook itself always exits 0.
 pub(super) static GEMINI_CLI: SettingsHooks = SettingsHooks(
     Host::GeminiCli,
     "powercontext-hooks setup gemini-cli (puts our entries back into ~/.gemini/settings.json)",
+    " || exit 1",
 );
+
+impl SettingsHooks {
+    /// The command the host runs for our hook at `exe`.
+    fn command(&self, exe: &Path) -> Result<String> {
+        Ok(format!("{}{}", install::hook_command_shell(exe)?, self.2))
+    }
+}
 
 /// Which of our hook's jobs a host event runs (the hook itself tells them apart by the event
 /// name in its payload; the mode only decides the timeout written for it).
@@ -273,7 +285,7 @@ impl Installer for SettingsHooks {
             )
         })?;
         let text = read_jsonc(&path, &format!("{}'s settings", host.spec().title))?;
-        let command = install::hook_command_shell(&plan.hook_exe)?;
+        let command = self.command(&plan.hook_exe)?;
         let previous = plan.previous.as_ref().and_then(|m| m.settings_hooks.as_ref());
         let (change, owned) = plan_file(&path, text.as_deref(), &wanted(host, &command), previous)?;
         match change {
@@ -339,7 +351,7 @@ impl Installer for SettingsHooks {
         };
         let want = a
             .manifest
-            .map(|m| install::hook_command_shell(&m.hook_exe))
+            .map(|m| self.command(&m.hook_exe))
             .transpose()
             .ok()
             .flatten();
@@ -374,6 +386,28 @@ impl Installer for SettingsHooks {
                     missing.join(", ")
                 ),
                 a.setup_cmd,
+            );
+        }
+        // Gemini CLI turns single hooks off by name, a nameless one by its command.
+        let disabled: Vec<&str> = settings["hooksConfig"]["disabled"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .filter(|d| match &want {
+                Some(w) => d == w,
+                None => d.contains(exe),
+            })
+            .collect();
+        if !disabled.is_empty() {
+            r.fail(
+                Tier::Activated,
+                "hooks enabled",
+                format!("{} lists our hook in `hooksConfig.disabled`", path.display()),
+                format!(
+                    "remove our hook's command from `hooksConfig.disabled` in {}",
+                    path.display()
+                ),
             );
         }
         // A host-wide switch that turns every hook off.
