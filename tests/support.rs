@@ -52,10 +52,11 @@ pub fn hook_exe(host: Integration) -> &'static str {
     }
 }
 
-/// Both `UserPromptSubmit` hosts: (executable, env-var part, source_id prefix).
-pub const PROMPT_HOSTS: [(&str, &str, &str); 2] = [
+/// The `UserPromptSubmit` command-hook hosts: (executable, env-var part, source_id prefix).
+pub const PROMPT_HOSTS: [(&str, &str, &str); 3] = [
     (CLAUDE, "CLAUDE", "claude-code-user-prompt:"),
     (CODEX, "CODEX", "codex-user-prompt:"),
+    (QWEN_CODE, "QWEN", "qwen-code-user-prompt:"),
 ];
 
 /// The release build of an executable (`make test` builds it first): panic = "abort" only
