@@ -21,6 +21,7 @@ pub const PI: &str = env!("CARGO_BIN_EXE_powercontext-hook-pi");
 pub const OPENCODE: &str = env!("CARGO_BIN_EXE_powercontext-hook-opencode");
 pub const DSH: &str = env!("CARGO_BIN_EXE_powercontext-hook-dsh");
 pub const QWEN_CODE: &str = env!("CARGO_BIN_EXE_powercontext-hook-qwen-code");
+pub const WORKBUDDY: &str = env!("CARGO_BIN_EXE_powercontext-hook-workbuddy");
 
 /// Our CLI with `args`, a clean environment (a system PATH) plus `env`, and no stdin.
 pub fn cli(args: &[&str], env: &[(&str, &str)]) -> Command {
@@ -49,6 +50,7 @@ pub fn hook_exe(host: Integration) -> &'static str {
         Integration::Pi => PI,
         Integration::Dsh => DSH,
         Integration::QwenCode => QWEN_CODE,
+        Integration::WorkBuddy => WORKBUDDY,
     }
 }
 

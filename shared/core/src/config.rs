@@ -131,6 +131,7 @@ struct HostTables {
     dsh: Option<HostOptions>,
     #[serde(rename = "qwen-code")]
     qwen_code: Option<HostOptions>,
+    workbuddy: Option<HostOptions>,
 }
 
 /// One layer of options (file section or flags); `None` means "not set here".
@@ -408,6 +409,7 @@ impl Layers<'_> {
             Integration::Pi => t.pi.as_ref(),
             Integration::Dsh => t.dsh.as_ref(),
             Integration::QwenCode => t.qwen_code.as_ref(),
+            Integration::WorkBuddy => t.workbuddy.as_ref(),
         }
     }
 

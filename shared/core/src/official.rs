@@ -274,7 +274,7 @@ pub fn server_url_sources(host: Integration, env: &Env) -> Vec<Found> {
                 });
             }
         }
-        Integration::OpenCode | Integration::Pi | Integration::QwenCode => {}
+        Integration::OpenCode | Integration::Pi | Integration::QwenCode | Integration::WorkBuddy => {}
     }
     out.extend(clients_server_url(host, env));
     out
@@ -574,6 +574,7 @@ mod tests {
                 "/h/.pi/agent/powercontext/credentials.json",
                 "/h/.dsh/powercontext/credentials.json",
                 "/h/.qwen/powercontext/credentials.json",
+                "/h/.workbuddy/powercontext/credentials.json",
             ]
             .map(PathBuf::from)
         );

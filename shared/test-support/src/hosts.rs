@@ -72,6 +72,7 @@ impl HostFacts for Integration {
             Integration::Pi => "pi-user-prompt:",
             Integration::Dsh => "dsh-user-prompt:",
             Integration::QwenCode => "qwen-code-user-prompt:",
+            Integration::WorkBuddy => "workbuddy-user-prompt:",
         }
     }
 

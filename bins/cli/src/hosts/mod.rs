@@ -125,7 +125,14 @@ pub(crate) fn installer(host: Host) -> &'static dyn Installer {
         Host::OpenCode => &opencode::OpenCode,
         Host::Pi => &pi::Pi,
         Host::Dsh => &dsh::Dsh,
-        Host::QwenCode => &settings_hooks::QWEN_CODE,
+        Host::QwenCode => &settings_hooks::SettingsHooks(
+            Host::QwenCode,
+            "powercontext-hooks setup qwen-code (puts our entries back into Qwen Code's settings.json)",
+        ),
+        Host::WorkBuddy => &settings_hooks::SettingsHooks(
+            Host::WorkBuddy,
+            "powercontext-hooks setup workbuddy (puts our entry back into WorkBuddy's settings.json), then restart WorkBuddy",
+        ),
     }
 }
 
