@@ -38,3 +38,4 @@ mod state;
 mod structure;
 mod support;
 mod trust;
+mod workbuddy;
