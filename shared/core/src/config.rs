@@ -133,6 +133,7 @@ struct HostTables {
     qwen_code: Option<HostOptions>,
     #[serde(rename = "gemini-cli")]
     gemini_cli: Option<HostOptions>,
+    workbuddy: Option<HostOptions>,
 }
 
 /// One layer of options (file section or flags); `None` means "not set here".
@@ -411,6 +412,7 @@ impl Layers<'_> {
             Integration::Dsh => t.dsh.as_ref(),
             Integration::QwenCode => t.qwen_code.as_ref(),
             Integration::GeminiCli => t.gemini_cli.as_ref(),
+            Integration::WorkBuddy => t.workbuddy.as_ref(),
         }
     }
 

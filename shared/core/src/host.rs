@@ -19,6 +19,8 @@ pub enum Integration {
     QwenCode,
     /// Gemini CLI (`BeforeAgent` command hook in its settings file).
     GeminiCli,
+    /// WorkBuddy (`UserPromptSubmit` command hook in its settings file; a desktop app).
+    WorkBuddy,
 }
 
 /// Everything the hooks and the CLI know of one host.
@@ -78,13 +80,15 @@ pub struct ExplicitSurface {
 /// The host's own CLI: the executable setup and doctor drive.
 #[derive(Debug)]
 pub struct HostCliSpec {
-    /// The executable's name.
+    /// The executable's name; empty for a host without a CLI (WorkBuddy, a desktop app): setup
+    /// and doctor then check no version, and say the host is not validated in a real host.
     pub name: &'static str,
     /// Variables our calls of the host CLI set: they only list and register, so nothing the
     /// host would do besides (Claude's CLI writes and tries to send telemetry events under
     /// `~/.claude` on every call, so even a dry run would leave files).
     pub env: &'static [(&'static str, &'static str)],
-    /// Host versions our real-host tests cover (the pins in tests/e2e/**/package.json).
+    /// Host versions our real-host tests cover (the pins in tests/e2e/**/package.json); none for
+    /// a host no real-host test runs.
     pub tested_versions: &'static [&'static str],
 }
 
@@ -130,6 +134,11 @@ pub enum ConfigFormat {
     SettingsHooks {
         /// The settings file's name under the config home.
         file: &'static str,
+        /// What follows the hook's path in the command the host's shell runs: empty for most
+        /// hosts; Gemini CLI blocks the prompt on any exit code but 0 and 1 (a missing
+        /// executable is the shell's 127), so there it is ` || exit 1` and a hook that cannot
+        /// start is a warning, not a blocked turn.
+        command_tail: &'static str,
     },
 }
 
@@ -224,7 +233,7 @@ pub struct Capabilities {
 }
 
 /// The host table, in documentation order: one row per host, the row's index being the host's.
-pub static HOSTS: [HostSpec; 7] = [
+pub static HOSTS: [HostSpec; 8] = [
     HostSpec {
         host: Integration::ClaudeCode,
         name: "claude-code",
@@ -491,6 +500,7 @@ pub static HOSTS: [HostSpec; 7] = [
         },
         config: ConfigFormat::SettingsHooks {
             file: "settings.json",
+            command_tail: "",
         },
         workspace_key: WorkspaceKey::Resolved,
         events: Events {
@@ -543,6 +553,7 @@ pub static HOSTS: [HostSpec; 7] = [
         },
         config: ConfigFormat::SettingsHooks {
             file: "settings.json",
+            command_tail: " || exit 1",
         },
         workspace_key: WorkspaceKey::Resolved,
         events: Events {
@@ -575,6 +586,59 @@ pub static HOSTS: [HostSpec; 7] = [
             without_ui: "host policy decides (not validated)",
         },
         official_catalog: false,
+    },
+    HostSpec {
+        host: Integration::WorkBuddy,
+        name: "workbuddy",
+        aliases: &["codebuddy"],
+        title: "WorkBuddy",
+        env_part: "WORKBUDDY",
+        source_prefix: "workbuddy-user-prompt",
+        component: "powercontext.workbuddy",
+        hook_exe: "powercontext-hook-workbuddy",
+        cli: HostCliSpec {
+            name: "",
+            env: &[],
+            tested_versions: &[],
+        },
+        config_home: ConfigHome {
+            var: "WORKBUDDY_HOME",
+            rel: ".workbuddy",
+            var_is_home: false,
+        },
+        config: ConfigFormat::SettingsHooks {
+            file: "settings.json",
+            command_tail: "",
+        },
+        workspace_key: WorkspaceKey::Resolved,
+        // Only the prompt event is documented for its Claude-compatible command hooks.
+        events: Events {
+            prompt: "UserPromptSubmit",
+            session_start: None,
+            compaction: None,
+            boundary: &[],
+            end: None,
+        },
+        output: OutputChannel::HookSpecificOutput,
+        timeout_unit: TimeoutUnit::Seconds,
+        capabilities: Capabilities {
+            bootstraps_at_first_prompt: true,
+            resume_keeps_start_context: false,
+            // Not observed: every turn carries its whole recall rather than risk a lost item.
+            injection_persists: false,
+            flushes_every_capture: false,
+            hook_command_in_shell: true,
+            plugin_option_vars: false,
+            profile_rows: false,
+            millisecond_timeout_vars: false,
+            statusline: false,
+        },
+        explicit: ExplicitSurface {
+            native_tools: false,
+            gate: "WorkBuddy's MCP tool approval (not validated)",
+            without_ui: "host policy decides (not validated)",
+        },
+        official_catalog: true,
     },
 ];
 
@@ -635,7 +699,7 @@ impl Integration {
     }
 
     /// All hosts, in documentation order (the order of [`HOSTS`]).
-    pub const ALL: [Self; 7] = [
+    pub const ALL: [Self; 8] = [
         Self::ClaudeCode,
         Self::Codex,
         Self::OpenCode,
@@ -643,6 +707,7 @@ impl Integration {
         Self::Dsh,
         Self::QwenCode,
         Self::GeminiCli,
+        Self::WorkBuddy,
     ];
 
     /// Parses the integration name used on command lines (`claude-code`, `codex`, …).
@@ -687,7 +752,13 @@ mod tests {
             assert_eq!(s.hook_exe, format!("powercontext-hook-{}", s.name));
             assert_eq!(s.source_prefix, format!("{}-user-prompt", s.name));
             assert_eq!(s.component, format!("powercontext.{}", s.name.replace('-', "_")));
-            assert!(!s.cli.tested_versions.is_empty(), "{}", s.name);
+            // A host with a CLI is tested at some version; one without has none to test.
+            assert_eq!(
+                s.cli.tested_versions.is_empty(),
+                s.cli.name.is_empty(),
+                "{}",
+                s.name
+            );
             assert!(!s.config_home.rel.starts_with('/'), "{}", s.name);
             let home = &s.config_home;
             let under = |p: &str| Some(std::path::PathBuf::from(p).join(home.rel));

@@ -272,7 +272,11 @@ pub fn server_url_sources(host: Integration, env: &Env) -> Vec<Found> {
                 });
             }
         }
-        Integration::OpenCode | Integration::Pi | Integration::QwenCode | Integration::GeminiCli => {}
+        Integration::OpenCode
+        | Integration::Pi
+        | Integration::QwenCode
+        | Integration::GeminiCli
+        | Integration::WorkBuddy => {}
     }
     out.extend(clients_server_url(host, env));
     out
@@ -573,6 +577,7 @@ mod tests {
                 "/h/.dsh/powercontext/credentials.json",
                 "/h/.qwen/powercontext/credentials.json",
                 "/h/.gemini/powercontext/credentials.json",
+                "/h/.workbuddy/powercontext/credentials.json",
             ]
             .map(PathBuf::from)
         );

@@ -73,6 +73,7 @@ impl HostFacts for Integration {
             Integration::Dsh => "dsh-user-prompt:",
             Integration::QwenCode => "qwen-code-user-prompt:",
             Integration::GeminiCli => "gemini-cli-user-prompt:",
+            Integration::WorkBuddy => "workbuddy-user-prompt:",
         }
     }
 

@@ -125,8 +125,18 @@ pub(crate) fn installer(host: Host) -> &'static dyn Installer {
         Host::OpenCode => &opencode::OpenCode,
         Host::Pi => &pi::Pi,
         Host::Dsh => &dsh::Dsh,
-        Host::QwenCode => &settings_hooks::QWEN_CODE,
-        Host::GeminiCli => &settings_hooks::GEMINI_CLI,
+        Host::QwenCode => &settings_hooks::SettingsHooks(
+            Host::QwenCode,
+            "powercontext-hooks setup qwen-code (puts our entries back into Qwen Code's settings.json)",
+        ),
+        Host::GeminiCli => &settings_hooks::SettingsHooks(
+            Host::GeminiCli,
+            "powercontext-hooks setup gemini-cli (puts our entries back into Gemini CLI's settings.json)",
+        ),
+        Host::WorkBuddy => &settings_hooks::SettingsHooks(
+            Host::WorkBuddy,
+            "powercontext-hooks setup workbuddy (puts our entry back into WorkBuddy's settings.json), then restart WorkBuddy",
+        ),
     }
 }
 
@@ -240,7 +250,7 @@ fn prompt_event(host: Host, cwd: &str, prompt: &str) -> Value {
 /// The host's config home from its row in the host table (`$var`, else `$HOME/<rel>`).
 fn table_home(env: &Env, host: Host) -> Option<PathBuf> {
     let home = &host.spec().config_home;
-    home.path(env.text(home.var), env.text("HOME"))
+    home_from(env, home.var, home.rel)
 }
 
 fn home_from(env: &Env, var: &str, rel: &str) -> Option<PathBuf> {

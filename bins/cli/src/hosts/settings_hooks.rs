@@ -1,5 +1,5 @@
 //! The installer of every host whose command hooks live in a `"hooks"` object of the host's own
-//! settings file (`ConfigFormat::SettingsHooks`): Qwen Code and Gemini CLI. Everything it needs is the
+//! settings file (`ConfigFormat::SettingsHooks`): Qwen Code, Gemini CLI and WorkBuddy. Everything it needs is the
 //! host's row (config home, settings file name, events, timeout unit, output channel); it adds
 //! one Claude-style matcher group per event to `hooks.<event>`, keeps every foreign hook byte for
 //! byte, records what it added (per event, by digest) so uninstall removes only that, and never
@@ -22,33 +22,9 @@ use crate::setup::{Action, FileChange, Paths, Plan, SetupArgs, value_digest};
 /// The parent object of the hook lists in the settings file.
 const HOOKS: &str = "hooks";
 
-/// The installer of one settings-hooks host: the host, doctor's fix when it stays silent (the
-/// command names the host, so it is spelled out per host) and what follows the hook's path in
-/// the command the host's shell runs (empty for most hosts).
-pub(super) struct SettingsHooks(pub Host, pub &'static str, pub &'static str);
-
-/// Qwen Code.
-pub(super) static QWEN_CODE: SettingsHooks = SettingsHooks(
-    Host::QwenCode,
-    "powercontext-hooks setup qwen-code (puts our entries back into ~/.qwen/settings.json)",
-    "",
-);
-
-/// Gemini CLI. Any exit code but 0 and 1 blocks the prompt there (a missing executable is the
-/// shell's 127), so the command ends `|| exit 1`: a hook that cannot run is a warning and the turn
-/// goes on. Our hook itself always exits 0.
-pub(super) static GEMINI_CLI: SettingsHooks = SettingsHooks(
-    Host::GeminiCli,
-    "powercontext-hooks setup gemini-cli (puts our entries back into ~/.gemini/settings.json)",
-    " || exit 1",
-);
-
-impl SettingsHooks {
-    /// The command the host runs for our hook at `exe`.
-    fn command(&self, exe: &Path) -> Result<String> {
-        Ok(format!("{}{}", install::hook_command_shell(exe)?, self.2))
-    }
-}
+/// The installer of one settings-hooks host: the host and doctor's fix when it stays silent
+/// (the command names the host, so it is spelled out where `installer` picks the host).
+pub(crate) struct SettingsHooks(pub Host, pub &'static str);
 
 /// Which of our hook's jobs a host event runs (the hook itself tells them apart by the event
 /// name in its payload; the mode only decides the timeout written for it).
@@ -95,10 +71,20 @@ pub(crate) fn events(host: Host) -> Vec<(&'static str, Mode)> {
 /// The settings file's name under the config home, from the row.
 fn file_name(host: Host) -> &'static str {
     match host.spec().config {
-        ConfigFormat::SettingsHooks { file } => file,
+        ConfigFormat::SettingsHooks { file, .. } => file,
         // Only rows of this format are served here (`installer` picks by row).
         _ => "settings.json",
     }
+}
+
+/// The command the host runs for our hook at `exe`: its path for the shell, then the row's
+/// `command_tail`.
+pub(crate) fn hook_command(host: Host, exe: &Path) -> Result<String> {
+    let tail = match host.spec().config {
+        ConfigFormat::SettingsHooks { command_tail, .. } => command_tail,
+        _ => "",
+    };
+    Ok(format!("{}{tail}", install::hook_command_shell(exe)?))
 }
 
 /// The host's settings file (`<config home>/<file>`).
@@ -285,7 +271,7 @@ impl Installer for SettingsHooks {
             )
         })?;
         let text = read_jsonc(&path, &format!("{}'s settings", host.spec().title))?;
-        let command = self.command(&plan.hook_exe)?;
+        let command = hook_command(host, &plan.hook_exe)?;
         let previous = plan.previous.as_ref().and_then(|m| m.settings_hooks.as_ref());
         let (change, owned) = plan_file(&path, text.as_deref(), &wanted(host, &command), previous)?;
         match change {
@@ -351,7 +337,7 @@ impl Installer for SettingsHooks {
         };
         let want = a
             .manifest
-            .map(|m| self.command(&m.hook_exe))
+            .map(|m| hook_command(host, &m.hook_exe))
             .transpose()
             .ok()
             .flatten();
@@ -389,17 +375,16 @@ impl Installer for SettingsHooks {
             );
         }
         // Gemini CLI turns single hooks off by name, a nameless one by its command.
-        let disabled: Vec<&str> = settings["hooksConfig"]["disabled"]
+        let disabled = settings["hooksConfig"]["disabled"]
             .as_array()
             .into_iter()
             .flatten()
             .filter_map(Value::as_str)
-            .filter(|d| match &want {
+            .any(|d| match &want {
                 Some(w) => d == w,
                 None => d.contains(exe),
-            })
-            .collect();
-        if !disabled.is_empty() {
+            });
+        if disabled {
             r.fail(
                 Tier::Activated,
                 "hooks enabled",
