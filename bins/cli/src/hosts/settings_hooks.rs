@@ -435,6 +435,26 @@ mod tests {
     }
 
     #[test]
+    fn gemini_cli_gets_its_events_in_milliseconds_and_a_command_that_never_blocks() {
+        let names: Vec<&str> = events(Host::GeminiCli).into_iter().map(|(e, _)| e).collect();
+        assert_eq!(names, ["BeforeAgent", "SessionStart", "AfterAgent", "SessionEnd"]);
+        let command = hook_command(Host::GeminiCli, Path::new("/opt/my hook")).unwrap();
+        assert_eq!(command, "'/opt/my hook' || exit 1");
+        assert_eq!(hook_command(Host::QwenCode, Path::new("/opt/hook")).unwrap(), "/opt/hook");
+        let groups = wanted(Host::GeminiCli, &command);
+        let timeout = |event: &str| {
+            groups
+                .iter()
+                .find(|(e, _)| e == event)
+                .map(|(_, g)| g["hooks"][0]["timeout"].clone())
+        };
+        assert_eq!(timeout("BeforeAgent"), Some(json!(10_000)));
+        assert_eq!(timeout("SessionStart"), Some(json!(10_000)));
+        assert_eq!(timeout("AfterAgent"), Some(json!(5_000)));
+        assert_eq!(timeout("PreCompress"), None);
+    }
+
+    #[test]
     fn events_follow_the_row_each_once() {
         let names: Vec<&str> = events(Host::QwenCode).into_iter().map(|(e, _)| e).collect();
         assert_eq!(
