@@ -354,7 +354,10 @@ fn gemini_precompress_is_no_compaction() {
         "gemini-precompress",
         "Rule birch-lamp-8: every changelog entry names its reviewer.",
     );
-    server.remember(&scope, "The osprey service rolls back with scripts/osprey-undo.sh.");
+    server.remember(
+        &scope,
+        "The osprey service rolls back with scripts/osprey-undo.sh.",
+    );
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join("state");
     let gemini = |event: &Value| {
@@ -380,9 +383,14 @@ fn gemini_precompress_is_no_compaction() {
     );
 
     for event in ["PreCompress", "AfterAgent", "SessionEnd"] {
-        let payload = json!({"hook_event_name": event, "session_id": "gem-1", "cwd": dir.path(), "trigger": "auto"});
+        let payload =
+            json!({"hook_event_name": event, "session_id": "gem-1", "cwd": dir.path(), "trigger": "auto"});
         let out = gemini(&payload);
-        assert!(out.status.success() && out.stdout.is_empty(), "{event}: {}", out.stderr);
+        assert!(
+            out.status.success() && out.stdout.is_empty(),
+            "{event}: {}",
+            out.stderr
+        );
         if event != "PreCompress" {
             assert!(out.diagnostics().is_empty(), "{event}: {}", out.stderr);
         }
@@ -396,7 +404,7 @@ fn gemini_precompress_is_no_compaction() {
         "PreCompress marked a compaction: {records:?}"
     );
 
-    let mut prompt = prompt_payload("How do osprey rollbacks work?", dir.path());
+    let mut prompt = prompt_payload("Which script rolls back the osprey service?", dir.path());
     prompt["session_id"] = json!("gem-1");
     prompt["hook_event_name"] = json!("BeforeAgent");
     let out = gemini(&prompt);
