@@ -152,6 +152,45 @@ fn workbuddy_setup_wires_a_hook_that_recalls_and_captures_and_uninstall_restores
         assert_eq!(check(name)["status"], "ok", "{name}: {report}");
     }
 
+    // Hooks switched off host-wide: doctor says so, with the fix.
+    let on = fs::read_to_string(settings_path(&sb)).unwrap();
+    fs::write(
+        settings_path(&sb),
+        on.replacen('{', "{\n  \"disableAllHooks\": true,", 1),
+    )
+    .unwrap();
+    let (code, report, _) = sb.cli_json(&["doctor", "workbuddy"]);
+    assert_eq!(code, 1, "{report}");
+    let off = report["hosts"][0]["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["check"] == "hooks enabled")
+        .cloned();
+    assert_eq!(off.map(|c| c["status"].clone()), Some(json!("fail")), "{report}");
+    // Our entry removed behind our back: both tiers fail and name setup as the fix.
+    fs::write(settings_path(&sb), FOREIGN).unwrap();
+    let (code, report, _) = sb.cli_json(&["doctor", "workbuddy"]);
+    assert_eq!(code, 1, "{report}");
+    for name in ["hook entries", "hooks in settings"] {
+        let c = report["hosts"][0]["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["check"] == name)
+            .cloned()
+            .unwrap();
+        assert_eq!(c["status"], "fail", "{name}: {report}");
+        assert!(
+            c["fix"]
+                .as_str()
+                .unwrap()
+                .contains("powercontext-hooks setup workbuddy"),
+            "{c}"
+        );
+    }
+    fs::write(settings_path(&sb), &on).unwrap();
+
     let (code, out, _) = sb.cli_json(&["uninstall", "workbuddy"]);
     assert_eq!(code, 0, "{out}");
     assert_eq!(fs::read_to_string(settings_path(&sb)).unwrap(), FOREIGN);
