@@ -152,6 +152,45 @@ fn workbuddy_setup_wires_a_hook_that_recalls_and_captures_and_uninstall_restores
         assert_eq!(check(name)["status"], "ok", "{name}: {report}");
     }
 
+    // Hooks switched off host-wide: doctor says so, with the fix.
+    let on = fs::read_to_string(settings_path(&sb)).unwrap();
+    fs::write(
+        settings_path(&sb),
+        on.replacen('{', "{\n  \"disableAllHooks\": true,", 1),
+    )
+    .unwrap();
+    let (code, report, _) = sb.cli_json(&["doctor", "workbuddy"]);
+    assert_eq!(code, 1, "{report}");
+    let off = report["hosts"][0]["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["check"] == "hooks enabled")
+        .cloned();
+    assert_eq!(off.map(|c| c["status"].clone()), Some(json!("fail")), "{report}");
+    // Our entry removed behind our back: both tiers fail and name setup as the fix.
+    fs::write(settings_path(&sb), FOREIGN).unwrap();
+    let (code, report, _) = sb.cli_json(&["doctor", "workbuddy"]);
+    assert_eq!(code, 1, "{report}");
+    for name in ["hook entries", "hooks in settings"] {
+        let c = report["hosts"][0]["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["check"] == name)
+            .cloned()
+            .unwrap();
+        assert_eq!(c["status"], "fail", "{name}: {report}");
+        assert!(
+            c["fix"]
+                .as_str()
+                .unwrap()
+                .contains("powercontext-hooks setup workbuddy"),
+            "{c}"
+        );
+    }
+    fs::write(settings_path(&sb), &on).unwrap();
+
     let (code, out, _) = sb.cli_json(&["uninstall", "workbuddy"]);
     assert_eq!(code, 0, "{out}");
     assert_eq!(fs::read_to_string(settings_path(&sb)).unwrap(), FOREIGN);
@@ -216,4 +255,69 @@ fn the_official_installer_takes_our_workbuddy_tree_and_its_hook_runs_ours() {
     fs::write(&installed, broken).unwrap();
     let (ok, stdout) = run_hook(&sb, &commands[0], prompt, &env);
     assert!(ok && stdout.is_empty(), "{stdout}");
+}
+
+/// Every byte of HOME after `setup workbuddy` with a fault injected after `step`, against before.
+fn rollback_diff(step: &str) -> Vec<String> {
+    let mut sb = Sandbox::new();
+    fs::create_dir_all(settings_path(&sb).parent().unwrap()).unwrap();
+    fs::write(settings_path(&sb), FOREIGN).unwrap();
+    let before = sb.tree();
+    sb.env
+        .insert("POWERCONTEXT_HOOKS_SETUP_FAULT".into(), step.into());
+    let (code, out, _) = sb.cli_json(&["setup", "workbuddy", "--server-url", "http://127.0.0.1:9"]);
+    assert_eq!((code, out["result"].clone()), (1, json!("rolled_back")), "{out}");
+    let after = sb.tree();
+    before
+        .keys()
+        .chain(after.keys())
+        .filter(|k| before.get(*k) != after.get(*k))
+        .cloned()
+        .collect()
+}
+
+#[test]
+fn a_failed_workbuddy_setup_rolls_the_settings_file_back_byte_for_byte() {
+    for step in ["hooks", "verify"] {
+        assert_eq!(rollback_diff(step), Vec::<String>::new(), "after {step}");
+    }
+}
+
+#[test]
+fn a_settings_file_workbuddy_cannot_read_is_refused_before_any_write_and_a_link_stays_a_link() {
+    let sb = Sandbox::new();
+    fs::create_dir_all(settings_path(&sb).parent().unwrap()).unwrap();
+    fs::write(settings_path(&sb), "{\"hooks\": [1, 2]}\n").unwrap();
+    let before = sb.tree();
+    let (code, out, _) = sb.cli_json(&["setup", "workbuddy", "--server-url", "http://127.0.0.1:9"]);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out["error"].as_str().unwrap().contains("settings.json"),
+        "the error names the file: {out}"
+    );
+    assert_eq!(sb.tree(), before, "a refused setup wrote something");
+
+    // A dotfile link: edited through, the link kept, and given back exactly by uninstall.
+    let target = sb.root.path().join("dotfiles-workbuddy-settings.json");
+    fs::write(&target, FOREIGN).unwrap();
+    fs::remove_file(settings_path(&sb)).unwrap();
+    std::os::unix::fs::symlink(&target, settings_path(&sb)).unwrap();
+    let (code, out, _) = sb.cli_json(&["setup", "workbuddy", "--server-url", "http://127.0.0.1:9"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        fs::symlink_metadata(settings_path(&sb))
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    assert_ne!(fs::read_to_string(&target).unwrap(), FOREIGN);
+    let (code, out, _) = sb.cli_json(&["uninstall", "workbuddy"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        fs::symlink_metadata(settings_path(&sb))
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    assert_eq!(fs::read_to_string(&target).unwrap(), FOREIGN);
 }

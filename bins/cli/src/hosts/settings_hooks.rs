@@ -440,7 +440,10 @@ mod tests {
         assert_eq!(names, ["BeforeAgent", "SessionStart", "AfterAgent", "SessionEnd"]);
         let command = hook_command(Host::GeminiCli, Path::new("/opt/my hook")).unwrap();
         assert_eq!(command, "'/opt/my hook' || exit 1");
-        assert_eq!(hook_command(Host::QwenCode, Path::new("/opt/hook")).unwrap(), "/opt/hook");
+        assert_eq!(
+            hook_command(Host::QwenCode, Path::new("/opt/hook")).unwrap(),
+            "/opt/hook"
+        );
         let groups = wanted(Host::GeminiCli, &command);
         let timeout = |event: &str| {
             groups
