@@ -15,7 +15,7 @@ use powercontext_hooks_test_support::hook::{HookCmd, prompt_payload};
 use powercontext_hooks_test_support::real_server::RealServer;
 use serde_json::{Value, json};
 
-use crate::support::{CLAUDE, pinned_scope};
+use crate::support::{CLAUDE, GEMINI_CLI, pinned_scope};
 
 fn transport(server: &RealServer) -> Transport {
     Transport::new(
@@ -341,4 +341,79 @@ fn a_session_start_without_curated_memory_is_journaled_as_empty() {
     let text = String::from_utf8_lossy(&status.stdout);
     assert!(text.contains("claude-code SessionStart: last fired"), "{text}");
     assert!(text.contains("(empty)"), "{text}");
+}
+
+/// Gemini CLI's `PreCompress` fires on every run, so it is no evidence of a compaction: the hook
+/// answers nothing, marks nothing, and the next prompt does not bootstrap again. Its boundaries
+/// (`AfterAgent`, `SessionEnd`) answer nothing and report nothing.
+#[test]
+fn gemini_precompress_is_no_compaction() {
+    let server = RealServer::shared();
+    let (scope, _) = pinned_scope(
+        server,
+        "gemini-precompress",
+        "Rule birch-lamp-8: every changelog entry names its reviewer.",
+    );
+    server.remember(
+        &scope,
+        "The osprey service rolls back with scripts/osprey-undo.sh.",
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let gemini = |event: &Value| {
+        HookCmd::new(GEMINI_CLI)
+            .env("POWERCONTEXT_GEMINI_SERVER_URL", server.url())
+            .env("POWERCONTEXT_GEMINI_SCOPE_ID", &scope)
+            .env("POWERCONTEXT_GEMINI_REQUEST_TIMEOUT_SECONDS", "8")
+            .env("POWERCONTEXT_GEMINI_HTTP_BUDGET_SECONDS", "20")
+            .env("POWERCONTEXT_GEMINI_CAPTURE_PROMPTS", "0")
+            .env("POWERCONTEXT_HOOKS_STATE_DIR", state.to_string_lossy())
+            .stdin_json(event)
+            .run()
+    };
+    let start = json!({"hook_event_name": "SessionStart", "session_id": "gem-1", "cwd": dir.path(), "source": "startup"});
+    let out = gemini(&start);
+    let line: Value = serde_json::from_str(out.stdout.trim()).expect("one protocol line");
+    assert_eq!(line["hookSpecificOutput"]["hookEventName"], "SessionStart");
+    assert!(
+        line["hookSpecificOutput"]["additionalContext"]
+            .as_str()
+            .is_some_and(|c| c.contains("birch-lamp-8")),
+        "{line}"
+    );
+
+    for event in ["PreCompress", "AfterAgent", "SessionEnd"] {
+        let payload =
+            json!({"hook_event_name": event, "session_id": "gem-1", "cwd": dir.path(), "trigger": "auto"});
+        let out = gemini(&payload);
+        assert!(
+            out.status.success() && out.stdout.is_empty(),
+            "{event}: {}",
+            out.stderr
+        );
+        if event != "PreCompress" {
+            assert!(out.diagnostics().is_empty(), "{event}: {}", out.stderr);
+        }
+    }
+    let records: Vec<String> = std::fs::read_dir(state.join("sessions"))
+        .unwrap()
+        .map(|r| std::fs::read_to_string(r.unwrap().path()).unwrap())
+        .collect();
+    assert!(
+        records.iter().all(|r| !r.contains("\"pending\":\"compact\"")),
+        "PreCompress marked a compaction: {records:?}"
+    );
+
+    let mut prompt = prompt_payload("Which script rolls back the osprey service?", dir.path());
+    prompt["session_id"] = json!("gem-1");
+    prompt["hook_event_name"] = json!("BeforeAgent");
+    let out = gemini(&prompt);
+    let context = out
+        .context_for("BeforeAgent")
+        .unwrap_or_else(|| panic!("recall: {}", out.stderr));
+    assert!(context.contains("osprey-undo.sh"), "{context}");
+    assert!(
+        !context.contains("birch-lamp-8"),
+        "the prompt after PreCompress bootstrapped again: {context}"
+    );
 }

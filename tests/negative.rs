@@ -1,12 +1,12 @@
-//! The negative experiments of the hooks contract, run the same way against all five host
-//! executables: unknown schema, oversized bodies, a hanging Server, redirects, 401/403, a Server
+//! The negative experiments of the hooks contract, run the same way against every host
+//! executable: unknown schema, oversized bodies, a hanging Server, redirects, 401/403, a Server
 //! that is down, and a panic in the release binary. Each must fail open — exit 0, no injection,
 //! a content-free diagnostic — so "equal negative-test depth on every host" holds by construction.
 
 use std::path::Path;
 use std::time::Duration;
 
-use powercontext_hooks_core::host::Integration;
+use powercontext_hooks_core::host::{Integration, OutputChannel};
 use powercontext_hooks_test_support::fake_server::{BOOTSTRAP, FLUSH, FakeServer, ready};
 use powercontext_hooks_test_support::fault_server::{FaultServer, Reply, closed_port_url};
 use powercontext_hooks_test_support::hook::{HookCmd, HookOutput, prompt_payload};
@@ -22,18 +22,26 @@ const CONTENT: &str = "NEGCONTENT: the runbook lives in ops/deploy.md";
 /// One host executable, driven the way its host (or thin shim) drives it.
 #[derive(Clone, Copy)]
 struct HostCase {
+    host: Integration,
     name: &'static str,
     exe: &'static str,
     /// `POWERCONTEXT_<PART>_…`.
     part: &'static str,
+    /// A Claude-style command hook (its row's output is not a shim's protocol).
+    command_hook: bool,
+    /// Whether what it injects stays in the host's conversation (the row's capability).
+    persists: bool,
 }
 
 /// Every host, as [`Integration::ALL`] lists them.
 fn hosts() -> [HostCase; Integration::ALL.len()] {
     Integration::ALL.map(|host| HostCase {
+        host,
         name: host.as_str(),
         exe: hook_exe(host),
         part: host.env_part(),
+        command_hook: host.spec().output != OutputChannel::Shim,
+        persists: host.injection_persists(),
     })
 }
 
@@ -121,12 +129,17 @@ impl HostCase {
         let turn_no = prompt.len();
         let message_id = format!("msg_neg_{turn_no}");
         match self.name {
-            "claude-code" | "codex" => {
-                let out = self
-                    .cmd(exe, url, &state, extra)
-                    .stdin_json(&prompt_payload(prompt, &cwd))
-                    .run();
-                let injected = if out.status.success() { out.context() } else { None };
+            _ if self.command_hook => {
+                // The payload names the row's prompt event (`UserPromptSubmit`, `BeforeAgent`).
+                let event = self.host.spec().events.prompt;
+                let mut payload = prompt_payload(prompt, &cwd);
+                payload["hook_event_name"] = json!(event);
+                let out = self.cmd(exe, url, &state, extra).stdin_json(&payload).run();
+                let injected = if out.status.success() {
+                    out.context_for(event)
+                } else {
+                    None
+                };
                 TurnResult {
                     outputs: vec![out],
                     injected,
@@ -659,14 +672,20 @@ fn bootstrap_server(bootstrap: impl Fn() -> Reply + Send + Sync + 'static) -> Fa
 }
 
 impl HostCase {
-    /// The session's start as the host signals it: Claude Code and Codex run their
-    /// `SessionStart` hook; the others bootstrap at the session's first prompt.
+    /// The session's start as the host signals it: a command-hook host whose row has a
+    /// session-start event runs that hook; the others bootstrap at the session's first prompt.
     fn session_start(&self, url: &str, extra: &[(&str, &str)]) -> TurnResult {
-        if !matches!(self.name, "claude-code" | "codex") {
+        let Some(event) = self
+            .host
+            .spec()
+            .events
+            .session_start
+            .filter(|_| self.command_hook)
+        else {
             return self.turn(url, extra);
-        }
+        };
         let dir = tempfile::tempdir().unwrap();
-        let payload = json!({"hook_event_name": "SessionStart", "session_id": "neg-session",
+        let payload = json!({"hook_event_name": event, "session_id": "neg-session",
                              "cwd": dir.path(), "source": "startup"});
         let out = self
             .cmd(self.exe, url, &dir.path().join("state"), extra)
@@ -676,7 +695,7 @@ impl HostCase {
             serde_json::from_str::<Value>(out.stdout.trim())
                 .ok()
                 .and_then(|v| {
-                    assert_eq!(v["hookSpecificOutput"]["hookEventName"], "SessionStart");
+                    assert_eq!(v["hookSpecificOutput"]["hookEventName"], event);
                     v["hookSpecificOutput"]["additionalContext"]
                         .as_str()
                         .map(str::to_owned)
@@ -809,7 +828,9 @@ fn every_host_fails_open_when_the_bootstrap_misbehaves() {
             }
             // The prompt's own recall is unaffected; a session start injects nothing.
             match host.name {
-                "claude-code" | "codex" => assert_eq!(turn.injected, None, "{} / {case}", host.name),
+                _ if host.host.spec().events.session_start.is_some() => {
+                    assert_eq!(turn.injected, None, "{} / {case}", host.name);
+                }
                 _ => {
                     let injected = turn.injected.clone().unwrap_or_default();
                     assert!(injected.contains(CONTENT), "{} / {case}: {injected}", host.name);
@@ -858,7 +879,7 @@ fn a_recalled_item_is_injected_once_per_window_where_injections_persist() {
         second.assert_fail_open(host.name);
         match host.name {
             // Their hook context and plugin messages stay in the conversation.
-            "claude-code" | "codex" | "dsh" | "hermes" | "kimi-code" => {
+            _ if host.persists => {
                 assert_eq!(second.injected, None, "{}: injected twice", host.name);
                 assert!(
                     second
@@ -870,7 +891,8 @@ fn a_recalled_item_is_injected_once_per_window_where_injections_persist() {
                     second.stderr()
                 );
             }
-            // Pi's system prompt and OpenCode's transform last one turn: every turn carries it.
+            // Pi's system prompt and OpenCode's transform last one turn, and Gemini CLI does not
+            // replay a turn's hook context on resume: every turn carries it.
             _ => assert!(
                 second.injected.as_deref().is_some_and(|t| t.contains(CONTENT)),
                 "{}: the second turn lost its context",

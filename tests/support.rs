@@ -22,6 +22,9 @@ pub const OPENCODE: &str = env!("CARGO_BIN_EXE_powercontext-hook-opencode");
 pub const DSH: &str = env!("CARGO_BIN_EXE_powercontext-hook-dsh");
 pub const HERMES: &str = env!("CARGO_BIN_EXE_powercontext-hook-hermes");
 pub const KIMI_CODE: &str = env!("CARGO_BIN_EXE_powercontext-hook-kimi-code");
+pub const QWEN_CODE: &str = env!("CARGO_BIN_EXE_powercontext-hook-qwen-code");
+pub const GEMINI_CLI: &str = env!("CARGO_BIN_EXE_powercontext-hook-gemini-cli");
+pub const WORKBUDDY: &str = env!("CARGO_BIN_EXE_powercontext-hook-workbuddy");
 
 /// Our CLI with `args`, a clean environment (a system PATH) plus `env`, and no stdin.
 pub fn cli(args: &[&str], env: &[(&str, &str)]) -> Command {
@@ -51,13 +54,17 @@ pub fn hook_exe(host: Integration) -> &'static str {
         Integration::Dsh => DSH,
         Integration::Hermes => HERMES,
         Integration::KimiCode => KIMI_CODE,
+        Integration::QwenCode => QWEN_CODE,
+        Integration::GeminiCli => GEMINI_CLI,
+        Integration::WorkBuddy => WORKBUDDY,
     }
 }
 
-/// Both `UserPromptSubmit` hosts: (executable, env-var part, source_id prefix).
-pub const PROMPT_HOSTS: [(&str, &str, &str); 2] = [
+/// The `UserPromptSubmit` command-hook hosts: (executable, env-var part, source_id prefix).
+pub const PROMPT_HOSTS: [(&str, &str, &str); 3] = [
     (CLAUDE, "CLAUDE", "claude-code-user-prompt:"),
     (CODEX, "CODEX", "codex-user-prompt:"),
+    (QWEN_CODE, "QWEN", "qwen-code-user-prompt:"),
 ];
 
 /// The release build of an executable (`make test` builds it first): panic = "abort" only

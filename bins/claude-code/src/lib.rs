@@ -18,6 +18,7 @@ pub const PROFILE: PromptHookProfile = PromptHookProfile {
     turn_fields: &["prompt_id", "request_id"],
     turn_metadata_key: "prompt_id",
     context_char_limit: Some(CONTEXT_CHAR_LIMIT),
+    start_echo: None,
 };
 
 /// Runs the hook process.

@@ -245,13 +245,9 @@ pub fn doctor(args: &DoctorArgs) -> Result<ExitCode> {
     )
 }
 
-fn check_host(host: Host, paths: &Paths, locate: &Locate, cwd: &Path) -> Report {
-    let mut r = Report::default();
-    let setup_cmd = format!("powercontext-hooks setup {}", host.as_str());
-
-    // ---- installed
-    let (manifest, hook_exe, exe_ok) = check_installed(host, paths, &setup_cmd, &mut r);
-    let cli = match HostCli::locate(host, locate.host_cli.as_deref(), &paths.env) {
+/// The host's CLI and doctor's `host version` (or `host CLI`) line for it.
+fn locate_cli(host: Host, locate: &Locate, paths: &Paths, r: &mut Report) -> Option<HostCli> {
+    match HostCli::locate(host, locate.host_cli.as_deref(), &paths.env) {
         Ok(cli) => match cli.version() {
             Ok(v) if host.tested_versions().contains(&v.as_str()) => {
                 r.ok(
@@ -289,8 +285,26 @@ fn check_host(host: Host, paths: &Paths, locate: &Locate, cwd: &Path) -> Report 
             );
             None
         }
-    };
+    }
+}
 
+fn check_host(host: Host, paths: &Paths, locate: &Locate, cwd: &Path) -> Report {
+    let mut r = Report::default();
+    let setup_cmd = format!("powercontext-hooks setup {}", host.as_str());
+
+    // ---- installed
+    let (manifest, hook_exe, exe_ok) = check_installed(host, paths, &setup_cmd, &mut r);
+    let cli = if host.cli_name().is_empty() {
+        r.warn(
+            Tier::Installed,
+            "host version",
+            format!("{} has no CLI to check", host.spec().title),
+            "none: this integration is Not validated in a real host",
+        );
+        Some(HostCli::none(host))
+    } else {
+        locate_cli(host, locate, paths, &mut r)
+    };
     check_host_entry(manifest.as_ref(), &setup_cmd, &mut r);
 
     // ---- activated
@@ -509,6 +523,34 @@ fn check_copy(host: Host, m: &Manifest, beside: &Path, setup_cmd: &str, r: &mut 
 
 /// Our entry in the host's own config (OpenCode's MCP entry, Claude Code's status line).
 pub(crate) fn check_host_entry(m: Option<&Manifest>, setup_cmd: &str, r: &mut Report) {
+    if let Some(o) = m.and_then(|m| m.settings_hooks.as_ref()) {
+        match crate::hosts::settings_hooks::missing_events(o) {
+            Ok(missing) if missing.is_empty() => r.ok(
+                Tier::Installed,
+                "hook entries",
+                format!("{} hook(s) in {}", o.entries.len(), o.path.display()),
+            ),
+            Ok(missing) => r.fail(
+                Tier::Installed,
+                "hook entries",
+                format!(
+                    "{} is missing (or changed) our {}",
+                    o.path.display(),
+                    missing.join(", ")
+                ),
+                setup_cmd,
+            ),
+            Err(err) => r.fail(
+                Tier::Installed,
+                "hook entries",
+                format!("{} cannot be read: {err:#}", o.path.display()),
+                format!(
+                    "fix {} (its host cannot read it either), then {setup_cmd}",
+                    o.path.display()
+                ),
+            ),
+        }
+    }
     if let Some(e) = m.and_then(|m| m.host_entry.as_ref()) {
         // A file the host cannot parse any more is not "missing our entry": setup would refuse it
         // too, so the fix is the file itself.

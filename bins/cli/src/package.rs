@@ -53,6 +53,21 @@ Nothing needs to be done to recall or capture: the hooks do both before the mode
 prompt. Secret-looking prompts are never stored.
 ";
 
+/// WorkBuddy's hook file for the official installer (a Python shim that execs our executable).
+const WORKBUDDY_HOOK: &str =
+    include_str!("../../../installers/workbuddy/hooks/workbuddy_powercontext_hook.py");
+/// The other files the official WorkBuddy installer requires to be present (it copies them).
+const WORKBUDDY_STUBS: [&str; 6] = [
+    "hooks/workbuddy_settings.py",
+    "hooks/powercontext_client_config.py",
+    "hooks/prepared_context.py",
+    "hooks/prompt_privacy.py",
+    "scripts/__init__.py",
+    "scripts/workspace_scope.py",
+];
+/// Their text: nothing runs them.
+const WORKBUDDY_STUB: &str = "\"\"\"Present because the official WorkBuddy installer copies it; the PowerContext hook is the native executable.\"\"\"\n\n";
+
 /// One file of the tree: path relative to the root, bytes, executable bit.
 struct Item {
     rel: String,
@@ -79,12 +94,13 @@ fn rendered_json(host: Host, rel: &str, values: &[(&str, &str)]) -> Result<Value
         .with_context(|| format!("internal error: template {rel} is not JSON"))
 }
 
-/// Whether the tree holds a package for `host`. A host whose integration is shell hooks in its
-/// own config (Hermes) has none the official installer could install: the official Hermes
-/// installer copies a Python memory-provider plugin and refuses Hermes older than 0.20.4, so our
-/// hooks are set up with `powercontext-hooks setup` instead.
+/// Whether the tree holds a package for `host`: only hosts the official installer's catalog has
+/// (it could not install the others), and not a host whose integration is shell hooks in its own
+/// config (Hermes): the official Hermes installer copies a Python memory-provider plugin and
+/// refuses Hermes older than 0.20.4, so our hooks are set up with `powercontext-hooks setup`.
 fn packaged(host: Host) -> bool {
-    host.spec().config != powercontext_hooks_core::host::ConfigFormat::ShellHooksYaml
+    host.spec().official_catalog
+        && host.spec().config != powercontext_hooks_core::host::ConfigFormat::ShellHooksYaml
 }
 
 /// The hosts the tree leaves out, each with the reason (what `package` says).
@@ -93,10 +109,21 @@ fn skipped() -> Vec<Value> {
         .into_iter()
         .filter(|h| !packaged(*h))
         .map(|h| {
-            json!({"host": h.as_str(), "why": format!(
-                "the official installer's {} integration is a plugin of its own kind (a Python memory provider for \
-                 Hermes 0.20.4 or newer); ours is shell hooks: run `powercontext-hooks setup {}`",
-                h.spec().title, h.as_str())})
+            let why = if h.spec().official_catalog {
+                format!(
+                    "the official installer's {} integration is a plugin of its own kind (a Python memory provider \
+                     for Hermes 0.20.4 or newer); ours is shell hooks: run `powercontext-hooks setup {}`",
+                    h.spec().title,
+                    h.as_str()
+                )
+            } else {
+                format!(
+                    "the official installer's catalog has no {}: run `powercontext-hooks setup {}`",
+                    h.spec().title,
+                    h.as_str()
+                )
+            };
+            json!({"host": h.as_str(), "why": why})
         })
         .collect()
 }
@@ -243,6 +270,25 @@ fn items(bin_dir: &Path) -> Result<Vec<Item>> {
                     "extensions/powercontext.ts",
                     rendered(host, "extensions/powercontext.ts", &values)?.into_bytes(),
                 );
+            }
+            // Not in the official catalog (filtered out above): `package` says it skips them.
+            Host::QwenCode | Host::GeminiCli => {}
+            Host::WorkBuddy => {
+                // The official installer copies these module names into WorkBuddy's `hooks/` and
+                // runs the first one with Python: it execs our executable; the rest only exist.
+                let path = serde_json::Value::String(
+                    exe.to_str()
+                        .with_context(|| format!("{} is not a UTF-8 path", exe.display()))?
+                        .to_owned(),
+                )
+                .to_string();
+                put(
+                    "hooks/workbuddy_powercontext_hook.py",
+                    install::render(WORKBUDDY_HOOK, &[("hook_path", path.as_str())])?.into_bytes(),
+                );
+                for rel in WORKBUDDY_STUBS {
+                    put(rel, WORKBUDDY_STUB.as_bytes().to_vec());
+                }
             }
             Host::Dsh => {
                 let mut pkg = rendered_json(host, "package.json", &values)?;

@@ -15,6 +15,7 @@ pub const PROFILE: PromptHookProfile = PromptHookProfile {
     turn_fields: &["turn_id", "request_id"],
     turn_metadata_key: "turn_id",
     context_char_limit: None,
+    start_echo: None,
 };
 
 /// Runs the hook process.

@@ -18,6 +18,7 @@ pub const PROFILE: PromptHookProfile = PromptHookProfile {
     turn_fields: &["turn_id", "prompt_id"],
     turn_metadata_key: "turn_id",
     context_char_limit: None,
+    start_echo: None,
 };
 
 /// Runs the hook process.

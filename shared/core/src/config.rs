@@ -132,6 +132,11 @@ struct HostTables {
     hermes: Option<HostOptions>,
     #[serde(rename = "kimi-code")]
     kimi_code: Option<HostOptions>,
+    #[serde(rename = "qwen-code")]
+    qwen_code: Option<HostOptions>,
+    #[serde(rename = "gemini-cli")]
+    gemini_cli: Option<HostOptions>,
+    workbuddy: Option<HostOptions>,
 }
 
 /// One layer of options (file section or flags); `None` means "not set here".
@@ -417,6 +422,9 @@ impl Layers<'_> {
             Integration::Dsh => t.dsh.as_ref(),
             Integration::Hermes => t.hermes.as_ref(),
             Integration::KimiCode => t.kimi_code.as_ref(),
+            Integration::QwenCode => t.qwen_code.as_ref(),
+            Integration::GeminiCli => t.gemini_cli.as_ref(),
+            Integration::WorkBuddy => t.workbuddy.as_ref(),
         }
     }
 

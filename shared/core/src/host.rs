@@ -15,6 +15,12 @@ pub enum Integration {
     Pi,
     /// DeepSeek Harness (`agent/pre-step`).
     Dsh,
+    /// Qwen Code (`UserPromptSubmit` command hook in its settings file).
+    QwenCode,
+    /// Gemini CLI (`BeforeAgent` command hook in its settings file).
+    GeminiCli,
+    /// WorkBuddy (`UserPromptSubmit` command hook in its settings file; a desktop app).
+    WorkBuddy,
     /// Hermes Agent (`pre_llm_call` shell hook).
     Hermes,
     /// Kimi Code (`UserPromptSubmit` command hook in its `config.toml`).
@@ -61,6 +67,9 @@ pub struct HostSpec {
     pub capabilities: Capabilities,
     /// How the host offers the explicit operations and what gates a mutation there.
     pub explicit: ExplicitSurface,
+    /// Whether the official installer's catalog has this host (`powercontext setup <name>`):
+    /// `package` renders an official-installer tree only for such hosts and says it skips the rest.
+    pub official_catalog: bool,
 }
 
 /// How a host offers the curated explicit operations (`powercontext-hooks op`) and what gates a
@@ -78,23 +87,42 @@ pub struct ExplicitSurface {
 /// The host's own CLI: the executable setup and doctor drive.
 #[derive(Debug)]
 pub struct HostCliSpec {
-    /// The executable's name.
+    /// The executable's name; empty for a host without a CLI (WorkBuddy, a desktop app): setup
+    /// and doctor then check no version, and say the host is not validated in a real host.
     pub name: &'static str,
     /// Variables our calls of the host CLI set: they only list and register, so nothing the
     /// host would do besides (Claude's CLI writes and tries to send telemetry events under
     /// `~/.claude` on every call, so even a dry run would leave files).
     pub env: &'static [(&'static str, &'static str)],
-    /// Host versions our real-host tests cover (the pins in tests/e2e/**/package.json).
+    /// Host versions our real-host tests cover (the pins in tests/e2e/**/package.json); none for
+    /// a host no real-host test runs.
     pub tested_versions: &'static [&'static str],
 }
 
-/// A config home: `$var` when set, else `$HOME/<rel>`.
+/// A config home: `$var` when set, else `$HOME/<rel>` (with [`ConfigHome::var_is_home`]:
+/// `$var/<rel>` when set).
 #[derive(Debug)]
 pub struct ConfigHome {
     /// The variable that moves it.
     pub var: &'static str,
     /// Its place under `HOME`.
     pub rel: &'static str,
+    /// Whether the variable stands in for `HOME` (Gemini CLI's `GEMINI_CLI_HOME`: the config
+    /// home is then `$GEMINI_CLI_HOME/.gemini`) rather than naming the config home itself.
+    pub var_is_home: bool,
+}
+
+impl ConfigHome {
+    /// The config home from the variable's value and `HOME` (blank values count as unset).
+    #[must_use]
+    pub fn path(&self, var: Option<&str>, home: Option<&str>) -> Option<std::path::PathBuf> {
+        let set = |v: Option<&str>| v.filter(|v| !v.trim().is_empty()).map(std::path::PathBuf::from);
+        match set(var).filter(|_| !self.var.is_empty()) {
+            Some(v) if self.var_is_home => Some(v.join(self.rel)),
+            Some(v) => Some(v),
+            None => set(home).map(|h| h.join(self.rel)),
+        }
+    }
 }
 
 /// How a host's config is written, which decides the installer that serves it.
@@ -113,6 +141,18 @@ pub enum ConfigFormat {
     /// `[[hooks]]` tables of ours in the host's own TOML config, the rest of the file kept byte
     /// for byte (Kimi Code).
     HooksToml,
+    /// Claude-style command hooks in a `"hooks"` object of the host's own settings file
+    /// (`<config home>/<file>`), one entry per event of the row's [`Events`], its timeout in the
+    /// row's [`TimeoutUnit`] (Qwen Code).
+    SettingsHooks {
+        /// The settings file's name under the config home.
+        file: &'static str,
+        /// What follows the hook's path in the command the host's shell runs: empty for most
+        /// hosts; Gemini CLI blocks the prompt on any exit code but 0 and 1 (a missing
+        /// executable is the shell's 127), so there it is ` || exit 1` and a hook that cannot
+        /// start is a warning, not a blocked turn.
+        command_tail: &'static str,
+    },
 }
 
 /// How the workspace key is derived from the working directory.
@@ -207,7 +247,7 @@ pub struct Capabilities {
 }
 
 /// The host table, in documentation order: one row per host, the row's index being the host's.
-pub static HOSTS: [HostSpec; 7] = [
+pub static HOSTS: [HostSpec; 10] = [
     HostSpec {
         host: Integration::ClaudeCode,
         name: "claude-code",
@@ -225,6 +265,7 @@ pub static HOSTS: [HostSpec; 7] = [
         config_home: ConfigHome {
             var: "CLAUDE_CONFIG_DIR",
             rel: ".claude",
+            var_is_home: false,
         },
         token_var: None,
         config: ConfigFormat::PluginHooksJson,
@@ -254,6 +295,7 @@ pub static HOSTS: [HostSpec; 7] = [
             gate: "Claude Code's MCP tool permission policy",
             without_ui: "host policy decides (not validated)",
         },
+        official_catalog: true,
     },
     HostSpec {
         host: Integration::Codex,
@@ -272,6 +314,7 @@ pub static HOSTS: [HostSpec; 7] = [
         config_home: ConfigHome {
             var: "CODEX_HOME",
             rel: ".codex",
+            var_is_home: false,
         },
         token_var: None,
         config: ConfigFormat::PluginHooksJson,
@@ -301,6 +344,7 @@ pub static HOSTS: [HostSpec; 7] = [
             gate: "Codex's MCP tool approval policy",
             without_ui: "host policy decides (not validated)",
         },
+        official_catalog: true,
     },
     HostSpec {
         host: Integration::OpenCode,
@@ -319,6 +363,7 @@ pub static HOSTS: [HostSpec; 7] = [
         config_home: ConfigHome {
             var: "OPENCODE_CONFIG_DIR",
             rel: ".config/opencode",
+            var_is_home: false,
         },
         token_var: None,
         config: ConfigFormat::JsShim,
@@ -348,6 +393,7 @@ pub static HOSTS: [HostSpec; 7] = [
             gate: "context.ask (permission `powercontext`)",
             without_ui: "OpenCode's permission config decides; a denial writes nothing",
         },
+        official_catalog: true,
     },
     HostSpec {
         host: Integration::Pi,
@@ -366,6 +412,7 @@ pub static HOSTS: [HostSpec; 7] = [
         config_home: ConfigHome {
             var: "PI_CODING_AGENT_DIR",
             rel: ".pi/agent",
+            var_is_home: false,
         },
         token_var: None,
         config: ConfigFormat::JsShim,
@@ -400,6 +447,7 @@ pub static HOSTS: [HostSpec; 7] = [
             gate: "ctx.ui.confirm",
             without_ui: "confirmation_required, nothing written",
         },
+        official_catalog: true,
     },
     HostSpec {
         host: Integration::Dsh,
@@ -418,6 +466,7 @@ pub static HOSTS: [HostSpec; 7] = [
         config_home: ConfigHome {
             var: "DSH_HOME",
             rel: ".dsh",
+            var_is_home: false,
         },
         token_var: None,
         config: ConfigFormat::HostPlugin,
@@ -447,6 +496,171 @@ pub static HOSTS: [HostSpec; 7] = [
             gate: "tools/pre-execute returns ask",
             without_ui: "DSH's ask policy decides; the tool writes only when DSH runs it after approval",
         },
+        official_catalog: true,
+    },
+    HostSpec {
+        host: Integration::QwenCode,
+        name: "qwen-code",
+        aliases: &["qwen"],
+        title: "Qwen Code",
+        env_part: "QWEN",
+        source_prefix: "qwen-code-user-prompt",
+        component: "powercontext.qwen_code",
+        hook_exe: "powercontext-hook-qwen-code",
+        cli: HostCliSpec {
+            name: "qwen",
+            env: &[],
+            tested_versions: &["0.24.4"],
+        },
+        config_home: ConfigHome {
+            var: "QWEN_HOME",
+            rel: ".qwen",
+            var_is_home: false,
+        },
+        token_var: None,
+        config: ConfigFormat::SettingsHooks {
+            file: "settings.json",
+            command_tail: "",
+        },
+        workspace_key: WorkspaceKey::Resolved,
+        events: Events {
+            prompt: "UserPromptSubmit",
+            session_start: Some("SessionStart"),
+            compaction: Some("PreCompact"),
+            // `SessionEnd` never fires in `-p` mode; `Stop` does after every answer.
+            boundary: &["Stop", "SessionEnd"],
+            end: Some("SessionEnd"),
+        },
+        output: OutputChannel::HookSpecificOutput,
+        timeout_unit: TimeoutUnit::Seconds,
+        capabilities: Capabilities {
+            bootstraps_at_first_prompt: false,
+            // `SessionStart` context goes into the system prompt, rebuilt on resume.
+            resume_keeps_start_context: false,
+            injection_persists: true,
+            flushes_every_capture: false,
+            hook_command_in_shell: true,
+            plugin_option_vars: false,
+            profile_rows: false,
+            millisecond_timeout_vars: false,
+            statusline: false,
+        },
+        explicit: ExplicitSurface {
+            native_tools: false,
+            gate: "Qwen Code's MCP tool approval mode",
+            without_ui: "host policy decides (not validated)",
+        },
+        official_catalog: false,
+    },
+    HostSpec {
+        host: Integration::GeminiCli,
+        name: "gemini-cli",
+        aliases: &["gemini"],
+        title: "Gemini CLI",
+        env_part: "GEMINI",
+        source_prefix: "gemini-cli-user-prompt",
+        component: "powercontext.gemini_cli",
+        hook_exe: "powercontext-hook-gemini-cli",
+        cli: HostCliSpec {
+            name: "gemini",
+            env: &[],
+            tested_versions: &["0.61.0"],
+        },
+        config_home: ConfigHome {
+            var: "GEMINI_CLI_HOME",
+            rel: ".gemini",
+            var_is_home: true,
+        },
+        token_var: None,
+        config: ConfigFormat::SettingsHooks {
+            file: "settings.json",
+            command_tail: " || exit 1",
+        },
+        workspace_key: WorkspaceKey::Resolved,
+        events: Events {
+            prompt: "BeforeAgent",
+            session_start: Some("SessionStart"),
+            // `PreCompress` fires on every run (before the host decides whether to compress) and
+            // asynchronously: it is no evidence of a compaction, so it is not followed.
+            compaction: None,
+            boundary: &["AfterAgent", "SessionEnd"],
+            end: Some("SessionEnd"),
+        },
+        output: OutputChannel::HookSpecificOutput,
+        timeout_unit: TimeoutUnit::Milliseconds,
+        capabilities: Capabilities {
+            bootstraps_at_first_prompt: false,
+            resume_keeps_start_context: false,
+            // A resumed session replays a turn's prompt context only when no session-start
+            // context was prepended to that prompt, so no later turn may rely on it.
+            injection_persists: false,
+            flushes_every_capture: false,
+            hook_command_in_shell: true,
+            plugin_option_vars: false,
+            profile_rows: false,
+            millisecond_timeout_vars: false,
+            statusline: false,
+        },
+        explicit: ExplicitSurface {
+            native_tools: false,
+            gate: "Gemini CLI's MCP tool confirmation",
+            without_ui: "host policy decides (not validated)",
+        },
+        official_catalog: false,
+    },
+    HostSpec {
+        host: Integration::WorkBuddy,
+        name: "workbuddy",
+        aliases: &["codebuddy"],
+        title: "WorkBuddy",
+        env_part: "WORKBUDDY",
+        source_prefix: "workbuddy-user-prompt",
+        component: "powercontext.workbuddy",
+        hook_exe: "powercontext-hook-workbuddy",
+        cli: HostCliSpec {
+            name: "",
+            env: &[],
+            tested_versions: &[],
+        },
+        config_home: ConfigHome {
+            var: "WORKBUDDY_HOME",
+            rel: ".workbuddy",
+            var_is_home: false,
+        },
+        token_var: None,
+        config: ConfigFormat::SettingsHooks {
+            file: "settings.json",
+            command_tail: "",
+        },
+        workspace_key: WorkspaceKey::Resolved,
+        // Only the prompt event is documented for its Claude-compatible command hooks.
+        events: Events {
+            prompt: "UserPromptSubmit",
+            session_start: None,
+            compaction: None,
+            boundary: &[],
+            end: None,
+        },
+        output: OutputChannel::HookSpecificOutput,
+        timeout_unit: TimeoutUnit::Seconds,
+        capabilities: Capabilities {
+            bootstraps_at_first_prompt: true,
+            resume_keeps_start_context: false,
+            // Not observed: every turn carries its whole recall rather than risk a lost item.
+            injection_persists: false,
+            flushes_every_capture: false,
+            hook_command_in_shell: true,
+            plugin_option_vars: false,
+            profile_rows: false,
+            millisecond_timeout_vars: false,
+            statusline: false,
+        },
+        explicit: ExplicitSurface {
+            native_tools: false,
+            gate: "WorkBuddy's MCP tool approval (not validated)",
+            without_ui: "host policy decides (not validated)",
+        },
+        official_catalog: true,
     },
     HostSpec {
         host: Integration::Hermes,
@@ -457,12 +671,14 @@ pub static HOSTS: [HostSpec; 7] = [
         source_prefix: "hermes-user-prompt",
         component: "powercontext.hermes",
         hook_exe: "powercontext-hook-hermes",
+        official_catalog: true,
         cli: HostCliSpec {
             name: "hermes",
             env: &[],
             tested_versions: &["0.19.0"],
         },
         config_home: ConfigHome {
+            var_is_home: false,
             var: "HERMES_HOME",
             rel: ".hermes",
         },
@@ -508,12 +724,14 @@ pub static HOSTS: [HostSpec; 7] = [
         source_prefix: "kimi-code-user-prompt",
         component: "powercontext.kimi_code",
         hook_exe: "powercontext-hook-kimi-code",
+        official_catalog: true,
         cli: HostCliSpec {
             name: "kimi",
             env: &[("KIMI_CODE_NO_AUTO_UPDATE", "1")],
             tested_versions: &["2.1.0"],
         },
         config_home: ConfigHome {
+            var_is_home: false,
             var: "KIMI_CODE_HOME",
             rel: ".kimi-code",
         },
@@ -606,12 +824,15 @@ impl Integration {
     }
 
     /// All hosts, in documentation order (the order of [`HOSTS`]).
-    pub const ALL: [Self; 7] = [
+    pub const ALL: [Self; 10] = [
         Self::ClaudeCode,
         Self::Codex,
         Self::OpenCode,
         Self::Pi,
         Self::Dsh,
+        Self::QwenCode,
+        Self::GeminiCli,
+        Self::WorkBuddy,
         Self::Hermes,
         Self::KimiCode,
     ];
@@ -658,8 +879,24 @@ mod tests {
             assert_eq!(s.hook_exe, format!("powercontext-hook-{}", s.name));
             assert_eq!(s.source_prefix, format!("{}-user-prompt", s.name));
             assert_eq!(s.component, format!("powercontext.{}", s.name.replace('-', "_")));
-            assert!(!s.cli.tested_versions.is_empty(), "{}", s.name);
+            // A host with a CLI is tested at some version; one without has none to test.
+            assert_eq!(
+                s.cli.tested_versions.is_empty(),
+                s.cli.name.is_empty(),
+                "{}",
+                s.name
+            );
             assert!(!s.config_home.rel.starts_with('/'), "{}", s.name);
+            let home = &s.config_home;
+            let under = |p: &str| Some(std::path::PathBuf::from(p).join(home.rel));
+            assert_eq!(home.path(None, Some("/h")), under("/h"), "{}", s.name);
+            assert_eq!(home.path(Some(" "), Some("/h")), under("/h"), "{}", s.name);
+            let moved = home.path(Some("/v"), Some("/h"));
+            if home.var_is_home {
+                assert_eq!(moved, under("/v"), "{}", s.name);
+            } else if !home.var.is_empty() {
+                assert_eq!(moved, Some("/v".into()), "{}", s.name);
+            }
             // A host that answers a session start bootstraps there, not at its first prompt.
             assert_eq!(
                 s.events.session_start.is_none(),

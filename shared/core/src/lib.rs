@@ -10,7 +10,7 @@
 //! imports form no cycle (both held by a test that reads these sources):
 //!
 //! 1. Base values and pure parsing: `host`, `env`, `base`, `deadline`, `endpoint`, `wire`,
-//!    `payload`, `plain`, `secrets`, `outcome`.
+//!    `payload`, `plain`, `secrets`, `outcome`, `start_echo`.
 //! 2. I/O primitives and diagnostics: `bounded`, `lock`, `state`, `http`, `workspace`,
 //!    `journal`, `emit`, `process`.
 //! 3. Server calls: `recall`, `scope`, `capture`.
@@ -51,6 +51,7 @@ pub mod scope_cache;
 pub use powercontext_hooks_secrets as secrets;
 pub mod session;
 pub mod spool;
+pub mod start_echo;
 pub mod state;
 pub mod turn;
 pub mod wire;

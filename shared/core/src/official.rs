@@ -101,11 +101,9 @@ fn home(env: &Env) -> Option<PathBuf> {
 /// The host's configuration root as the official CLI computes it.
 #[must_use]
 pub fn host_root(host: Integration, env: &Env) -> Option<PathBuf> {
-    let (var, rel) = (host.spec().config_home.var, host.spec().config_home.rel);
-    if let Some(v) = env.text(var).filter(|v| !v.trim().is_empty()) {
-        return Some(PathBuf::from(v));
-    }
-    home(env).map(|h| h.join(rel))
+    let config = &host.spec().config_home;
+    let home = home(env);
+    config.path(env.text(config.var), home.as_deref().and_then(|h| h.to_str()))
 }
 
 /// `<host root>/powercontext/credentials.json`.
@@ -333,7 +331,11 @@ pub fn server_url_sources(host: Integration, env: &Env) -> Vec<Found> {
             }
         }
         Integration::Hermes => out.extend(hermes_native_url(env)),
-        Integration::OpenCode | Integration::Pi => {}
+        Integration::OpenCode
+        | Integration::Pi
+        | Integration::QwenCode
+        | Integration::GeminiCli
+        | Integration::WorkBuddy => {}
         Integration::KimiCode => out.extend(kimi_plugin_url(env)),
     }
     out.extend(clients_server_url(host, env));
@@ -669,6 +671,9 @@ mod tests {
                 // The official CLI keeps no credential file for Kimi Code (its plugin reads
                 // `POWERCONTEXT_KIMI_TOKEN`, as our hook does): this one is never written by it.
                 "/h/.kimi-code/powercontext/credentials.json",
+                "/h/.qwen/powercontext/credentials.json",
+                "/h/.gemini/powercontext/credentials.json",
+                "/h/.workbuddy/powercontext/credentials.json",
             ]
             .map(PathBuf::from)
         );

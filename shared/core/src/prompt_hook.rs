@@ -1,4 +1,5 @@
-//! The command-hook pipeline shared by Claude Code and Codex: `UserPromptSubmit` (payload →
+//! The command-hook pipeline shared by Claude Code, Codex and Gemini CLI, its event names read
+//! from the host's row (`UserPromptSubmit` or `BeforeAgent`, …): the prompt event (payload →
 //! settings → capture written ahead → scope (cached while valid) → recall → answer → the capture
 //! handed to the drainer),
 //! `SessionStart` (scope → the boundary's bootstrap package → answer) and `PreCompact` (the session
@@ -23,6 +24,8 @@ use crate::outcome::{Outcome, Stage};
 use crate::payload::{self, first_text};
 use crate::protocol::{Answer, Protocol};
 use crate::scope::ScopeQuery;
+use crate::session::SessionFile;
+use crate::start_echo::StartEcho;
 use crate::turn::{Begun, Capture, Prompt, Turn};
 
 /// What differs between the `UserPromptSubmit` hosts.
@@ -40,6 +43,9 @@ pub struct PromptHookProfile {
     pub turn_metadata_key: &'static str,
     /// The host truncates injected context above this many characters.
     pub context_char_limit: Option<usize>,
+    /// How the host puts the session-start context in front of the next prompt's text, if it
+    /// does (Gemini CLI in headless mode): that echo is removed before recall and capture.
+    pub start_echo: Option<StartEcho>,
 }
 
 /// One prompt event, decoded.
@@ -76,27 +82,38 @@ pub enum LifecycleEvent {
     },
 }
 
-/// Decodes a lifecycle event; `None` for anything else (a prompt, a boundary, garbage).
+/// An event name as compared: without underscores, lower case (`user_prompt_submit` is
+/// `UserPromptSubmit`).
+fn normalize(event: &str) -> String {
+    event.replace('_', "").to_ascii_lowercase()
+}
+
+/// Whether the (normalized) event is the row's `name`.
+fn is(normalized: &str, name: Option<&str>) -> bool {
+    name.is_some_and(|n| normalize(n) == normalized)
+}
+
+/// Decodes a lifecycle event (the row's session-start or compaction event); `None` for anything
+/// else (a prompt, a boundary, an event the row does not follow, garbage).
 #[must_use]
 pub fn parse_lifecycle(profile: &PromptHookProfile, v: &Value) -> Option<LifecycleEvent> {
     let event = v.get("hook_event_name").and_then(Value::as_str)?;
     let session_id = first_text(v, profile.session_fields).map(str::to_owned);
-    let normalized = event.replace('_', "").to_ascii_lowercase();
-    if matches!(normalized.as_str(), "sessionstart" | "precompact") {
-        journal::set_event(event_word(&normalized));
-    }
-    match normalized.as_str() {
-        // A host that drops a session start's output gets nothing there (its first prompt
-        // bootstraps instead): an answer it never injects must not count as delivered.
-        "sessionstart" if profile.integration.spec().events.session_start.is_none() => None,
-        "sessionstart" => Some(LifecycleEvent::Start {
+    let normalized = normalize(event);
+    let events = &profile.integration.spec().events;
+    if is(&normalized, events.session_start) {
+        journal::set_event(event_word(profile, &normalized));
+        return Some(LifecycleEvent::Start {
             cwd: PathBuf::from(v.get("cwd").and_then(Value::as_str).filter(|s| !s.is_empty())?),
             session_id,
             lifecycle: Lifecycle::from_source(v.get("source").and_then(Value::as_str)),
-        }),
-        "precompact" => Some(LifecycleEvent::Compacting { session_id }),
-        _ => None,
+        });
     }
+    if is(&normalized, events.compaction) {
+        journal::set_event(event_word(profile, &normalized));
+        return Some(LifecycleEvent::Compacting { session_id });
+    }
+    None
 }
 
 /// Why a payload was skipped (content-free detail words).
@@ -104,7 +121,7 @@ pub fn parse_lifecycle(profile: &PromptHookProfile, v: &Value) -> Option<Lifecyc
 pub enum SkipReason {
     /// Not JSON (or not an object).
     NotJson,
-    /// Not a `UserPromptSubmit` event.
+    /// Not the host's prompt event.
     WrongEvent,
     /// A turn or session boundary (`Stop`, `SessionEnd`): nothing to inject; pending spool and
     /// ledger work is handed to the background drainer after the (empty) answer.
@@ -147,12 +164,13 @@ pub fn prompt_of(profile: &PromptHookProfile, decoded: &payload::Decoded) -> Res
         return Err(SkipReason::NotJson);
     }
     let event = v.get("hook_event_name").and_then(Value::as_str).unwrap_or("");
-    let normalized = event.replace('_', "").to_ascii_lowercase();
-    journal::set_event(event_word(&normalized));
-    if normalized == "stop" || normalized == "sessionend" {
+    let normalized = normalize(event);
+    journal::set_event(event_word(profile, &normalized));
+    let events = &profile.integration.spec().events;
+    if events.boundary.iter().any(|b| is(&normalized, Some(b))) {
         return Err(SkipReason::Boundary);
     }
-    if normalized != "userpromptsubmit" {
+    if !is(&normalized, Some(events.prompt)) {
         return Err(SkipReason::WrongEvent);
     }
     // The prompt itself is not trimmed: it is captured exactly as typed.
@@ -196,8 +214,19 @@ fn prompt_text(field: &Value) -> Option<std::borrow::Cow<'_, str>> {
     }
 }
 
-/// The journal's name for a (normalized) hook event: a closed word, never payload text.
-fn event_word(normalized: &str) -> &'static str {
+/// The journal's name for a (normalized) hook event: a closed word (one of the row's event names,
+/// else one of a fixed few), never payload text.
+fn event_word(profile: &PromptHookProfile, normalized: &str) -> &'static str {
+    let events = &profile.integration.spec().events;
+    let named = [events.prompt]
+        .into_iter()
+        .chain(events.session_start)
+        .chain(events.compaction)
+        .chain(events.boundary.iter().copied())
+        .find(|n| normalize(n) == normalized);
+    if let Some(name) = named {
+        return name;
+    }
     match normalized {
         "userpromptsubmit" => "UserPromptSubmit",
         "stop" => "Stop",
@@ -208,7 +237,7 @@ fn event_word(normalized: &str) -> &'static str {
     }
 }
 
-/// Runs a `UserPromptSubmit` hook process end to end and returns its exit code (always 0).
+/// Runs a command-hook process end to end and returns its exit code (always 0).
 #[must_use]
 pub fn main(profile: &PromptHookProfile) -> ExitCode {
     hook::run_hook(profile.integration, |hook::Payload, run| {
@@ -219,6 +248,7 @@ pub fn main(profile: &PromptHookProfile) -> ExitCode {
 
 /// The pipeline, reading stdin from the process: the protocol to answer with, and the answer.
 fn handle(profile: &PromptHookProfile, run: &Run<'_>) -> (Protocol, Answer) {
+    let events = &profile.integration.spec().events;
     let prompt_protocol = Protocol::for_prompt(profile.integration);
     let nothing = (prompt_protocol, Answer::Nothing);
     let Some(settings) = run.settings() else {
@@ -233,7 +263,7 @@ fn handle(profile: &PromptHookProfile, run: &Run<'_>) -> (Protocol, Answer) {
     let env = run.env;
     if let Some(event) = decoded.as_ref().and_then(|d| parse_lifecycle(profile, &d.value)) {
         return (
-            Protocol::SessionStart,
+            Protocol::HookEvent(events.session_start.unwrap_or("SessionStart")),
             lifecycle(profile, env, &settings, &deadline, &event),
         );
     }
@@ -298,10 +328,36 @@ pub fn lifecycle(
                 turn.session_start_offline(*lifecycle);
                 return Answer::Nothing;
             };
-            turn.session_start(&scope, *lifecycle)
-                .map_or(Answer::Nothing, Answer::Context)
+            let context = turn.session_start(&scope, *lifecycle);
+            // Recorded only if the answer is written: the next prompt's text then starts with it.
+            if let (Some(echo), Some(text), Some(session)) = (&profile.start_echo, &context, session_id)
+                && let Some(file) = SessionFile::locate(env, profile.integration, session)
+            {
+                crate::session::hold_echo(file, echo.mark(text));
+            }
+            context.map_or(Answer::Nothing, Answer::Context)
         }
     }
+}
+
+/// The event with the host's echo of our session-start context removed from its prompt (see
+/// [`PromptHookProfile::start_echo`]); every other prompt is kept whole.
+#[must_use]
+pub fn without_start_echo(
+    profile: &PromptHookProfile,
+    env: &Env,
+    event: &PromptEvent,
+) -> Option<PromptEvent> {
+    let echo = profile.start_echo.as_ref()?;
+    if !event.prompt.starts_with(echo.open) {
+        return None;
+    }
+    let record = SessionFile::locate(env, profile.integration, event.session_id.as_deref()?)?.load()?;
+    let rest = echo.strip(&event.prompt, record.start_echo.as_deref()?)?;
+    Some(PromptEvent {
+        prompt: rest.to_owned(),
+        ..event.clone()
+    })
 }
 
 /// Scope, recall and capture for a decoded event.
@@ -313,6 +369,19 @@ pub fn respond(
     deadline: &Deadline,
     event: &PromptEvent,
 ) -> Answer {
+    let stripped = without_start_echo(profile, env, event);
+    let event = stripped.as_ref().unwrap_or(event);
+    if payload::is_blank(&event.prompt) {
+        emit::diagnostic(
+            &crate::outcome::Diagnostic::new(
+                profile.integration.component(),
+                Stage::Payload,
+                Outcome::Skipped,
+            )
+            .detail(SkipReason::BlankPrompt.as_str()),
+        );
+        return Answer::Nothing;
+    }
     let prompt = Prompt {
         text: &event.prompt,
         lossy: event.lossy,
@@ -392,6 +461,7 @@ mod tests {
         turn_fields: &["turn_id"],
         turn_metadata_key: "turn_id",
         context_char_limit: None,
+        start_echo: None,
     };
 
     fn prompt(payload: &Value) -> Result<String, SkipReason> {

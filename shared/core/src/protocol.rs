@@ -2,8 +2,7 @@
 //!
 //! | protocol           | context ready                                                              | anything else | exit |
 //! |--------------------|----------------------------------------------------------------------------|---------------|------|
-//! | `UserPromptSubmit` | `{"hookSpecificOutput":{"hookEventName":"UserPromptSubmit","additionalContext":…}}` | nothing       | 0    |
-//! | `SessionStart`     | `{"hookSpecificOutput":{"hookEventName":"SessionStart","additionalContext":…}}` | nothing           | 0    |
+//! | `HookEvent(name)`  | `{"hookSpecificOutput":{"hookEventName":name,"additionalContext":…}}` (a command hook's prompt or session-start event, named as its host names it) | nothing | 0 |
 //! | `Message`          | `{"message":…}` (Kimi Code: a user message, echoed to the terminal, so plain lines: see [`crate::plain`]) | nothing | 0 |
 //! | `OpenCodeTransform`| `{"text":…}` (the part the OpenCode shim appends to the latest user message) | nothing       | 0    |
 //! | `OpenCodePrepare`  | `{"text":…}` (the context the OpenCode shim keeps for `inject`) | nothing                        | 0    |
@@ -33,10 +32,9 @@ pub enum Answer {
 /// A host's output protocol.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Protocol {
-    /// Claude Code and Codex command hooks.
-    UserPromptSubmit,
-    /// Claude Code and Codex `SessionStart` command hooks.
-    SessionStart,
+    /// A command hook (Claude Code, Codex, Gemini CLI) answering its host's event of this name
+    /// (`UserPromptSubmit`, `BeforeAgent`, `SessionStart`).
+    HookEvent(&'static str),
     /// A command hook whose host reads a plain `{"message": …}` ([`OutputChannel::Message`]).
     Message,
     /// The OpenCode shim's `inject` call: the part it appends to the latest user message.
@@ -58,7 +56,7 @@ impl Protocol {
     pub fn for_prompt(host: Integration) -> Self {
         match host.spec().output {
             OutputChannel::Message => Self::Message,
-            _ => Self::UserPromptSubmit,
+            _ => Self::HookEvent(host.spec().events.prompt),
         }
     }
 }
@@ -68,13 +66,8 @@ impl Protocol {
 pub fn render(protocol: Protocol, answer: &Answer) -> Option<String> {
     match (protocol, answer) {
         (_, Answer::Nothing) => None,
-        (Protocol::UserPromptSubmit, Answer::Context(text)) => Some(
-            json!({"hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": text}})
-                .to_string(),
-        ),
-        (Protocol::SessionStart, Answer::Context(text)) => Some(
-            json!({"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": text}})
-                .to_string(),
+        (Protocol::HookEvent(event), Answer::Context(text)) => Some(
+            json!({"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}).to_string(),
         ),
         // The host shows the message to the user too: plain lines, no envelope.
         (Protocol::Message, Answer::Context(text)) => {
@@ -116,17 +109,33 @@ mod tests {
 
     #[test]
     fn user_prompt_submit_line() {
-        let line = render(Protocol::UserPromptSubmit, &Answer::Context("ctx \"q\" é".into())).unwrap();
+        let line = render(
+            Protocol::HookEvent("UserPromptSubmit"),
+            &Answer::Context("ctx \"q\" é".into()),
+        )
+        .unwrap();
         assert_eq!(
             line,
             r#"{"hookSpecificOutput":{"additionalContext":"ctx \"q\" é","hookEventName":"UserPromptSubmit"}}"#
         );
-        assert_eq!(render(Protocol::UserPromptSubmit, &Answer::Nothing), None);
+        assert_eq!(
+            render(Protocol::HookEvent("UserPromptSubmit"), &Answer::Nothing),
+            None
+        );
+        let line = render(Protocol::HookEvent("BeforeAgent"), &Answer::Context("c".into())).unwrap();
+        assert_eq!(
+            line,
+            r#"{"hookSpecificOutput":{"additionalContext":"c","hookEventName":"BeforeAgent"}}"#
+        );
     }
 
     #[test]
     fn session_start_line() {
-        let line = render(Protocol::SessionStart, &Answer::Context("boot".into())).unwrap();
+        let line = render(
+            Protocol::HookEvent("SessionStart"),
+            &Answer::Context("boot".into()),
+        )
+        .unwrap();
         assert_eq!(
             line,
             r#"{"hookSpecificOutput":{"additionalContext":"boot","hookEventName":"SessionStart"}}"#
@@ -141,7 +150,11 @@ mod tests {
         assert_eq!(Protocol::for_prompt(Integration::KimiCode), Protocol::Message);
         assert_eq!(
             Protocol::for_prompt(Integration::Codex),
-            Protocol::UserPromptSubmit
+            Protocol::HookEvent("UserPromptSubmit")
+        );
+        assert_eq!(
+            Protocol::for_prompt(Integration::GeminiCli),
+            Protocol::HookEvent("BeforeAgent")
         );
     }
 

@@ -64,6 +64,11 @@ pub struct Record {
     /// life, which the Server would answer `already_delivered`.
     #[serde(default)]
     pub epoch: u64,
+    /// The mark of the last session-start context this session's host was given, on a host that
+    /// echoes it into the next prompt's text (see [`crate::start_echo`]): a length and a digest,
+    /// never the text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_echo: Option<String>,
 }
 
 impl Record {
@@ -384,6 +389,17 @@ pub struct Delivered {
 /// At most one change per run: the one for the answer being written.
 static HELD: Mutex<Option<Change>> = Mutex::new(None);
 
+/// A session-start context's mark, recorded with the run's change if the answer is written.
+static HELD_ECHO: Mutex<Option<(SessionFile, String)>> = Mutex::new(None);
+
+/// Keeps the mark of the session-start context this run answers with until [`settle`], which
+/// records it in the session's record only if the answer was written.
+pub fn hold_echo(file: SessionFile, mark: String) {
+    *HELD_ECHO
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner) = Some((file, mark));
+}
+
 /// Keeps a run's change until [`settle`].
 pub fn hold(change: Change) {
     *HELD.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(change);
@@ -398,6 +414,16 @@ pub fn settle(written: bool, delivered: Option<&Delivered>) {
     if let Some(change) = change {
         let file = change.file.clone();
         file.apply(change, written, delivered);
+    }
+    let echo = HELD_ECHO
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .take();
+    if let Some((file, mark)) = echo.filter(|_| written) {
+        file.update(|r| {
+            r.start_echo = Some(mark);
+            true
+        });
     }
 }
 

@@ -1,6 +1,7 @@
-//! Fake LLM endpoint on loopback so real host CLIs (Claude Code, Codex, OpenCode, Pi, DSH) can
-//! finish one turn offline: speaks just enough Anthropic Messages, OpenAI Responses and OpenAI
-//! Chat Completions (streaming and not) to return one fixed text answer, and records every
+//! Fake LLM endpoint on loopback so real host CLIs (Claude Code, Codex, OpenCode, Pi, DSH, Gemini
+//! CLI) can finish one turn offline: speaks just enough Anthropic Messages, OpenAI Responses,
+//! OpenAI Chat Completions and the Gemini API's `generateContent` (streaming and not) to return
+//! one fixed text answer, and records every
 //! request so tests can look for what a hook injected. It calls a tool only when started with
 //! [`FakeModel::start_calling`] (Chat Completions: one call to that tool while the conversation
 //! has no tool result yet), never binds a non-loopback address and never outlives its owner.
@@ -17,7 +18,13 @@ use crate::http1::{Connection, Http1Server, RecordedRequest};
 pub const FAKE_MODEL_NAME: &str = "fake-model";
 
 /// Paths (query ignored) that count as model calls for [`FakeModel::model_requests`].
-const MODEL_SUFFIXES: [&str; 3] = ["/messages", "/responses", "/chat/completions"];
+const MODEL_SUFFIXES: [&str; 5] = [
+    "/messages",
+    "/responses",
+    "/chat/completions",
+    ":streamGenerateContent",
+    ":generateContent",
+];
 
 /// A running fake model server; dropping it stops it and closes every connection.
 pub struct FakeModel {
@@ -66,7 +73,8 @@ impl FakeModel {
     }
 
     /// `http://127.0.0.1:PORT` without `/v1`: hosts append their own API paths per config
-    /// (Claude: `ANTHROPIC_BASE_URL=<url>`; Codex/OpenCode/Pi: `<url>/v1`; DSH: `<url>`).
+    /// (Claude: `ANTHROPIC_BASE_URL=<url>`; Codex/OpenCode/Pi: `<url>/v1`; DSH: `<url>`; Gemini
+    /// CLI: `GOOGLE_GEMINI_BASE_URL=<url>`, which adds `/v1beta/models/<model>:…`).
     pub fn url(&self) -> String {
         self.server.url()
     }
@@ -85,7 +93,8 @@ impl FakeModel {
         self.server.requests()
     }
 
-    /// Only the model calls: `.../messages`, `.../responses`, `.../chat/completions`.
+    /// Only the model calls: `.../messages`, `.../responses`, `.../chat/completions`,
+    /// `...:streamGenerateContent`, `...:generateContent`.
     pub fn model_requests(&self) -> Vec<RecordedRequest> {
         self.requests().into_iter().filter(is_model_request).collect()
     }
@@ -211,6 +220,20 @@ fn route(
             }
         }
         return openai_chat(conn, &model, reply, stream);
+    }
+    // The Gemini API names its method after the model: `/v1beta/models/<model>:<method>`.
+    if let Some((model_path, method)) = path.rsplit_once(':')
+        && let Some(model) = model_path
+            .rsplit('/')
+            .next()
+            .filter(|_| model_path.contains("/models/"))
+    {
+        match method {
+            "streamGenerateContent" => return gemini_generate(conn, model, reply, true),
+            "generateContent" => return gemini_generate(conn, model, reply, false),
+            "countTokens" => return send_json(conn, 200, &json!({"totalTokens": 42})),
+            _ => {}
+        }
     }
     if path.ends_with("/models") {
         // OpenAI's `data` list plus Codex's own catalog key, so either client parses it.
@@ -433,6 +456,35 @@ fn openai_chat(conn: &mut Connection, model: &str, text: &str, stream: bool) -> 
         sse_event(conn, None, data)?;
     }
     conn.write_all(b"data: [DONE]\n\n")
+}
+
+/// The Gemini API's `generateContent` answer, or with `stream` its `streamGenerateContent?alt=sse`
+/// form: `data:` lines without event names, each a partial `GenerateContentResponse`, the last one
+/// carrying `finishReason` and `usageMetadata`.
+fn gemini_generate(conn: &mut Connection, model: &str, text: &str, stream: bool) -> std::io::Result<()> {
+    let id = fake_id("gemini_fake_");
+    let chunk = |piece: &str, last: bool| {
+        let mut candidate = json!({"content": {"role": "model", "parts": [{"text": piece}]}, "index": 0});
+        let mut out = json!({"candidates": [], "modelVersion": model, "responseId": id});
+        if last {
+            candidate["finishReason"] = json!("STOP");
+            out["usageMetadata"] =
+                json!({"promptTokenCount": 10, "candidatesTokenCount": 3, "totalTokenCount": 13});
+        }
+        out["candidates"] = json!([candidate]);
+        out
+    };
+    if !stream {
+        return send_json(conn, 200, &chunk(text, true));
+    }
+    sse_start(conn)?;
+    // Two pieces, as the real API splits text; split on a char boundary.
+    let mid = (0..=text.len() / 2)
+        .rev()
+        .find(|&i| text.is_char_boundary(i))
+        .unwrap_or(0);
+    sse_event(conn, None, &chunk(&text[..mid], false))?;
+    sse_event(conn, None, &chunk(&text[mid..], true))
 }
 
 /// One assistant turn that calls `tool` with `args` (a JSON text).

@@ -212,6 +212,13 @@ impl HookOutput {
     /// The injected context, if the hook printed the `UserPromptSubmit` protocol line.
     #[track_caller]
     pub fn context(&self) -> Option<String> {
+        self.context_for("UserPromptSubmit")
+    }
+
+    /// The injected context, if the hook printed the protocol line of the host event `event`
+    /// (`UserPromptSubmit`, Gemini CLI's `BeforeAgent`).
+    #[track_caller]
+    pub fn context_for(&self, event: &str) -> Option<String> {
         let line = self.stdout.trim_end_matches('\n');
         if line.is_empty() {
             return None;
@@ -222,7 +229,7 @@ impl HookOutput {
             self.stdout
         );
         let v: Value = serde_json::from_str(line).expect("stdout is JSON");
-        assert_eq!(v["hookSpecificOutput"]["hookEventName"], "UserPromptSubmit");
+        assert_eq!(v["hookSpecificOutput"]["hookEventName"], event);
         assert_eq!(
             v.as_object().map(serde_json::Map::len),
             Some(1),

@@ -73,6 +73,9 @@ impl HostFacts for Integration {
             Integration::Dsh => "dsh-user-prompt:",
             Integration::Hermes => "hermes-user-prompt:",
             Integration::KimiCode => "kimi-code-user-prompt:",
+            Integration::QwenCode => "qwen-code-user-prompt:",
+            Integration::GeminiCli => "gemini-cli-user-prompt:",
+            Integration::WorkBuddy => "workbuddy-user-prompt:",
         }
     }
 

@@ -26,6 +26,7 @@ pub(crate) use kimi_code::package_files as kimi_package;
 mod marketplace;
 pub(crate) mod opencode;
 mod pi;
+pub(crate) mod settings_hooks;
 
 /// What setup, uninstall and doctor need to know of one host.
 pub(crate) trait Installer: Sync {
@@ -129,6 +130,18 @@ pub(crate) fn installer(host: Host) -> &'static dyn Installer {
         Host::Dsh => &dsh::Dsh,
         Host::Hermes => &hermes::Hermes,
         Host::KimiCode => &kimi_code::KimiCode,
+        Host::QwenCode => &settings_hooks::SettingsHooks(
+            Host::QwenCode,
+            "powercontext-hooks setup qwen-code (puts our entries back into Qwen Code's settings.json)",
+        ),
+        Host::GeminiCli => &settings_hooks::SettingsHooks(
+            Host::GeminiCli,
+            "powercontext-hooks setup gemini-cli (puts our entries back into Gemini CLI's settings.json)",
+        ),
+        Host::WorkBuddy => &settings_hooks::SettingsHooks(
+            Host::WorkBuddy,
+            "powercontext-hooks setup workbuddy (puts our entry back into WorkBuddy's settings.json), then restart WorkBuddy",
+        ),
     }
 }
 
