@@ -851,6 +851,12 @@ fn host_own_paths(host: Host, env: &Env) -> Vec<PathBuf> {
         ],
         Host::Pi => vec![home.join(".pi")],
         Host::Dsh => vec![home.join(".dsh")],
+        Host::OpenClaw => vec![
+            env.text("OPENCLAW_STATE_DIR")
+                .map(PathBuf::from)
+                .filter(|p| p.is_absolute())
+                .unwrap_or_else(|| home.join(".openclaw")),
+        ],
     }
 }
 

@@ -129,6 +129,7 @@ struct HostTables {
     opencode: Option<HostOptions>,
     pi: Option<HostOptions>,
     dsh: Option<HostOptions>,
+    openclaw: Option<HostOptions>,
 }
 
 /// One layer of options (file section or flags); `None` means "not set here".
@@ -405,6 +406,7 @@ impl Layers<'_> {
             Integration::OpenCode => t.opencode.as_ref(),
             Integration::Pi => t.pi.as_ref(),
             Integration::Dsh => t.dsh.as_ref(),
+            Integration::OpenClaw => t.openclaw.as_ref(),
         }
     }
 

@@ -8,6 +8,7 @@
 //! | `OpenCodePrepare`  | `{"text":…}` (the context the OpenCode shim keeps for `inject`) | nothing                        | 0    |
 //! | `DshPreStep`       | `{"context":…}` (the plugin message text the DSH plugin appends after `enter`) | nothing     | 0    |
 //! | `PiBeforeAgentStart` | `{"systemPrompt":…}` (Pi's whole system prompt, already extended by the Pi adapter) | nothing | 0 |
+//! | `OpenClawBeforePromptBuild` | `{"prependContext":…}` (the text OpenClaw puts before this turn's prompt) | nothing | 0 |
 //!
 //! Diagnostics always go to stderr as JSON lines and never change the exit code: a hook fails open.
 
@@ -43,6 +44,8 @@ pub enum Protocol {
     DshPreStep,
     /// The Pi extension's `before-agent-start` call; the context is the full augmented system prompt.
     PiBeforeAgentStart,
+    /// The OpenClaw plugin's `before-prompt-build` call: the text OpenClaw prepends to the prompt.
+    OpenClawBeforePromptBuild,
 }
 
 /// The stdout line for an answer, if any.
@@ -64,6 +67,9 @@ pub fn render(protocol: Protocol, answer: &Answer) -> Option<String> {
         (Protocol::DshPreStep, Answer::Context(text)) => Some(json!({ "context": text }).to_string()),
         (Protocol::PiBeforeAgentStart, Answer::Context(text)) => {
             Some(json!({ "systemPrompt": text }).to_string())
+        }
+        (Protocol::OpenClawBeforePromptBuild, Answer::Context(text)) => {
+            Some(json!({ "prependContext": text }).to_string())
         }
     }
 }
@@ -136,5 +142,19 @@ mod tests {
         .unwrap();
         assert_eq!(line, r#"{"systemPrompt":"Base\n\nctx"}"#);
         assert_eq!(render(Protocol::PiBeforeAgentStart, &Answer::Nothing), None);
+    }
+
+    #[test]
+    fn openclaw_before_prompt_build_line() {
+        let line = render(
+            Protocol::OpenClawBeforePromptBuild,
+            &Answer::Context("P\n\nctx \"q\"".into()),
+        )
+        .unwrap();
+        assert_eq!(line, r#"{"prependContext":"P\n\nctx \"q\""}"#);
+        assert_eq!(
+            render(Protocol::OpenClawBeforePromptBuild, &Answer::Nothing),
+            None
+        );
     }
 }

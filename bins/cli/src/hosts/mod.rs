@@ -21,6 +21,7 @@ mod claude_code;
 pub(crate) mod codex;
 mod dsh;
 mod marketplace;
+mod openclaw;
 pub(crate) mod opencode;
 mod pi;
 
@@ -31,6 +32,12 @@ pub(crate) trait Installer: Sync {
 
     /// The host's config home when the environment names none of its own.
     fn home(&self, env: &Env) -> Option<PathBuf>;
+
+    /// The plugin's folder name in the official source tree
+    /// (`integrations/<host>/plugins/<folder>`), as the official installer looks for it.
+    fn official_folder(&self) -> &'static str {
+        "powercontext"
+    }
 
     /// `--profile`, validated (only DSH has profiles).
     fn profile(&self, args: &SetupArgs, _previous: Option<&Manifest>) -> Result<Option<String>> {
@@ -124,6 +131,7 @@ pub(crate) fn installer(host: Host) -> &'static dyn Installer {
         Host::OpenCode => &opencode::OpenCode,
         Host::Pi => &pi::Pi,
         Host::Dsh => &dsh::Dsh,
+        Host::OpenClaw => &openclaw::OpenClaw,
     }
 }
 
