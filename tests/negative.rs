@@ -1,4 +1,4 @@
-//! The negative experiments of the hooks contract, run the same way against all five host
+//! The negative experiments of the hooks contract, run the same way against every host
 //! executables: unknown schema, oversized bodies, a hanging Server, redirects, 401/403, a Server
 //! that is down, and a panic in the release binary. Each must fail open — exit 0, no injection,
 //! a content-free diagnostic — so "equal negative-test depth on every host" holds by construction.
@@ -29,7 +29,7 @@ struct HostCase {
 }
 
 /// Every host, as [`Integration::ALL`] lists them.
-fn hosts() -> [HostCase; 5] {
+fn hosts() -> [HostCase; 6] {
     Integration::ALL.map(|host| HostCase {
         name: host.as_str(),
         exe: hook_exe(host),
@@ -155,6 +155,20 @@ impl HostCase {
                     .stdin_json(&payload)
                     .run();
                 let injected = line_field(&out, "context");
+                TurnResult {
+                    outputs: vec![out],
+                    injected,
+                }
+            }
+            "openclaw" => {
+                let payload = json!({"prompt": prompt, "cwd": cwd_text, "session_id": "neg-session",
+                                     "history_roles": ["user", "assistant"]});
+                let out = self
+                    .cmd(exe, url, &state, extra)
+                    .arg("before-prompt-build")
+                    .stdin_json(&payload)
+                    .run();
+                let injected = line_field(&out, "prependContext");
                 TurnResult {
                     outputs: vec![out],
                     injected,
@@ -451,6 +465,7 @@ impl HostCase {
             "pi" => &["before-agent-start"],
             "opencode" => &["prepare"],
             "dsh" => &["pre-step"],
+            "openclaw" => &["before-prompt-build"],
             _ => &[],
         }
     }

@@ -71,6 +71,7 @@ impl HostFacts for Integration {
             Integration::OpenCode => "opencode-user-prompt:",
             Integration::Pi => "pi-user-prompt:",
             Integration::Dsh => "dsh-user-prompt:",
+            Integration::OpenClaw => "openclaw-user-prompt:",
         }
     }
 

@@ -8,6 +8,7 @@ pub mod fake_server;
 pub mod fault_server;
 pub mod hook;
 pub mod host_dsh;
+pub mod host_openclaw;
 pub mod host_opencode;
 pub mod host_pi;
 pub mod hosts;
