@@ -13,6 +13,7 @@ mod e2e_claude;
 mod e2e_codex;
 mod e2e_dsh;
 mod e2e_official;
+mod e2e_openclaw;
 mod e2e_opencode;
 mod e2e_ops;
 mod e2e_pi;

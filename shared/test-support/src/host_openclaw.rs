@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 
 use crate::fake_model::FakeModel;
 use crate::hosts::{js_string_body, render_installer, repo_root};
-use crate::process::ProcessRun;
+use crate::process::{ProcessRun, clean_command, run_with_timeout};
 use crate::sandbox::Sandbox;
 
 /// Outer limit for one OpenClaw command; a healthy one-shot turn takes 10–30 s here.
@@ -68,9 +68,17 @@ pub struct OpenClawSessionBuilder {
     hook: Option<PathBuf>,
     loading: Loading,
     env: BTreeMap<String, String>,
+    remove: Vec<String>,
 }
 
 impl OpenClawSessionBuilder {
+    /// Leaves a variable the session would set out of the environment (the Server URL, to test a
+    /// hook that finds it where setup or the official installer saved it).
+    pub fn without(mut self, name: &str) -> Self {
+        self.remove.push(name.to_owned());
+        self
+    }
+
     /// The executable the plugin spawns (it need not exist: a broken setup is a scenario too).
     pub fn hook(mut self, exe: &Path) -> Self {
         self.hook = Some(exe.to_path_buf());
@@ -102,6 +110,9 @@ impl OpenClawSessionBuilder {
             crate::fault_server::closed_port_url(),
         );
         sandbox.env.extend(self.env);
+        for name in &self.remove {
+            sandbox.env.remove(name);
+        }
 
         let provider = json!({"fake": {
             "baseUrl": format!("{}/v1", self.model_url),
@@ -211,6 +222,7 @@ impl OpenClawSession {
             hook: None,
             loading: Loading::Rendered,
             env: BTreeMap::new(),
+            remove: Vec::new(),
         }
     }
 
@@ -248,16 +260,31 @@ impl OpenClawSession {
     /// `openclaw agent --local --agent main --message <prompt> --json` in the project dir (the
     /// same session every time: OpenClaw's `main` agent keeps one).
     pub fn prompt(&self, prompt: &str) -> OpenClawRun {
+        self.prompt_with(prompt, &[])
+    }
+
+    /// [`OpenClawSession::prompt`] with extra variables for this run only (the plugin reads its
+    /// hook command and the hook its settings at every call).
+    pub fn prompt_with(&self, prompt: &str, extra: &[(&str, &str)]) -> OpenClawRun {
+        let mut env = self.sandbox.env.clone();
+        for (k, v) in extra {
+            env.insert((*k).to_owned(), (*v).to_owned());
+        }
+        let args = [
+            "agent",
+            "--local",
+            "--agent",
+            "main",
+            "--message",
+            prompt,
+            "--json",
+        ];
         OpenClawRun {
-            run: self.run_raw(&[
-                "agent",
-                "--local",
-                "--agent",
-                "main",
-                "--message",
-                prompt,
-                "--json",
-            ]),
+            run: run_with_timeout(
+                clean_command(&self.cli, &args, &env, &self.sandbox.project),
+                RUN_TIMEOUT,
+                "openclaw",
+            ),
         }
     }
 
