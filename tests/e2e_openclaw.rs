@@ -27,8 +27,7 @@ fn last_user_text(body: &Value) -> String {
         .flatten()
         .filter(|m| m["role"] == "user")
         .map(|m| content_texts(&m["content"]).join(""))
-        .filter(|t| !t.contains("OPENCLAW_INTERNAL_CONTEXT"))
-        .last()
+        .rfind(|t| !t.contains("OPENCLAW_INTERNAL_CONTEXT"))
         .unwrap_or_default()
 }
 
@@ -198,7 +197,9 @@ fn e2e_openclaw_turn_answers_when_the_hook_cannot_help() {
         closed_port_url(),
         auth.url(),
     );
-    let cases: [(&str, Vec<(&str, &str)>, &str); 4] = [
+    // (case, variables for that run, the outcome the plugin's log must show)
+    type Case<'a> = (&'a str, Vec<(&'a str, &'a str)>, &'a str);
+    let cases: [Case<'_>; 4] = [
         (
             "server down",
             vec![("POWERCONTEXT_OPENCLAW_SERVER_URL", &down)],
