@@ -116,6 +116,14 @@ fn e2e_openclaw_setup_recall_capture_bootstrap_doctor_uninstall() {
     assert!(after.starts_with(kept), "the user's bytes changed:\n{after}");
     assert!(after.contains("\"allowConversationAccess\": true"), "{after}");
     assert!(session.plugin_dir().join("index.js").is_file());
+    // Idempotent: a second setup changes nothing.
+    let again = session.run_other(
+        Path::new(CLI),
+        &["setup", "openclaw", "--server-url", &server.url()],
+        &[],
+    );
+    assert!(again.status.success(), "{}\n{}", again.stdout, again.stderr);
+    assert_eq!(std::fs::read_to_string(session.config_path()).unwrap(), after);
 
     let prompt = "Where does the orion7 billing job write its ledger?";
     let first = session.prompt(prompt);
