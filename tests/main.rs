@@ -26,6 +26,7 @@ mod mcp_auth;
 mod memory_cli;
 mod negative;
 mod official;
+mod openclaw;
 mod opencode;
 mod ops;
 mod pi;
