@@ -253,3 +253,67 @@ fn e2e_openclaw_turn_answers_when_the_hook_cannot_help() {
         );
     }
 }
+
+/// Setup against the real OpenClaw CLI never leaves `openclaw.json` half-done: a failure after our
+/// member was written rolls back byte for byte (the plugin folder too), a JSON5 file it cannot
+/// rewrite byte for byte is refused with the member to add by hand, and someone else's
+/// `memory-powercontext` entry without conversation access is refused, naming the fix.
+#[test]
+fn e2e_openclaw_setup_rolls_back_or_refuses_without_touching_openclaw_json() {
+    let model = FakeModel::start(REPLY);
+    let session = OpenClawSession::builder(&model).loading(Loading::None).build();
+    let setup = |extra: &[(&str, &str)]| {
+        session.run_other(
+            Path::new(CLI),
+            &[
+                "setup",
+                "openclaw",
+                "--server-url",
+                "http://127.0.0.1:9",
+                "--json",
+            ],
+            extra,
+        )
+    };
+    let before = session.config_before().to_owned();
+
+    let failed = setup(&[("POWERCONTEXT_HOOKS_SETUP_FAULT", "mcp")]);
+    assert!(!failed.status.success(), "{}", failed.stdout);
+    assert!(
+        failed.stdout.contains("rolled_back"),
+        "{}\n{}",
+        failed.stdout,
+        failed.stderr
+    );
+    assert_eq!(std::fs::read_to_string(session.config_path()).unwrap(), before);
+    assert!(!session.plugin_dir().exists());
+
+    let json5 = "{\n  // JSON5, as OpenClaw allows\n  agents: { defaults: { model: { primary: 'fake/fake-model' } } },\n}\n";
+    std::fs::write(session.config_path(), json5).unwrap();
+    let refused = setup(&[]);
+    assert!(!refused.status.success(), "{}", refused.stdout);
+    assert!(
+        refused.stdout.contains("JSON5") && refused.stdout.contains("allowConversationAccess"),
+        "{}\n{}",
+        refused.stdout,
+        refused.stderr
+    );
+    assert_eq!(std::fs::read_to_string(session.config_path()).unwrap(), json5);
+    assert!(!session.plugin_dir().exists());
+
+    let theirs = before.replacen(
+        '{',
+        "{\n  \"plugins\": {\"entries\": {\"memory-powercontext\": {\"config\": {\"endpoint\": \"http://127.0.0.1:8000\"}}}},",
+        1,
+    );
+    std::fs::write(session.config_path(), &theirs).unwrap();
+    let refused = setup(&[]);
+    assert!(!refused.status.success(), "{}", refused.stdout);
+    assert!(
+        refused.stdout.contains("allowConversationAccess true"),
+        "{}\n{}",
+        refused.stdout,
+        refused.stderr
+    );
+    assert_eq!(std::fs::read_to_string(session.config_path()).unwrap(), theirs);
+}
