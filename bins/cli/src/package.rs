@@ -1,5 +1,5 @@
 //! `powercontext-hooks package --out DIR`: renders the plugin source tree the official installer
-//! recognises (`powercontext setup <host> --source DIR`) for all five hosts — the root Claude Code
+//! recognises (`powercontext setup <host> --source DIR`) for every host — the root Claude Code
 //! and Codex marketplaces, `integrations/<host>/plugins/powercontext/` with the package names and
 //! files the official `recognizes()` and installers require, and the project-context Skill. Our hook
 //! executables are referenced by absolute path: the official installer copies most plugin folders
