@@ -61,6 +61,7 @@ fn the_dependency_step_leaves_a_sentinel_home_untouched_and_reads_versions_from_
             assert!(stdout.contains("ensure-host-dsh: dsh "), "{stdout}");
             assert!(stdout.contains("ensure-host-kimi-code: kimi "), "{stdout}");
             assert!(stdout.contains("ensure-host-gemini-cli: gemini "), "{stdout}");
+            assert!(stdout.contains("ensure-host-openclaw: OpenClaw "), "{stdout}");
         }
     }
     assert_eq!(

@@ -409,3 +409,120 @@ fn stored_eventually(server: &RealServer, scope: &str, prompt: &str) -> bool {
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
 }
+
+/// OpenClaw: the official 1.4.1 CLI recognises the folder our tree gives it
+/// (`integrations/openclaw/plugins/memory-powercontext`, its package name), but its setup refuses
+/// the pinned OpenClaw (2026.9.6, the newest published) before installing anything: it needs
+/// `plugins install --no-enable`. So the plugin goes in as the official installer would put it
+/// (the packaged folder in OpenClaw's extensions, enabled with conversation access), the official
+/// `configure` step saves the connection its way (`openclaw config set` of
+/// `plugins.entries.memory-powercontext.config.endpoint`, and `clients.json`), and a real prompt
+/// with the token only in the variable the official plugin reads recalls the fact and stores the
+/// prompt: our hook found what the official CLI saved.
+#[test]
+fn openclaw_official_cli_recognises_our_tree_stops_at_its_gate_and_our_hook_uses_what_it_saves() {
+    use powercontext_hooks_test_support::host_openclaw::{Loading, OpenClawSession, PLUGIN_ID};
+
+    let server = RealServer::shared_auth();
+    let token = server.token().unwrap().to_owned();
+    let model = FakeModel::start(REPLY);
+    let fact = "The openclaw drop-in keeps its ledger in the vault-heron-88 bucket.";
+    let scope = scope_with(server, "official openclaw", fact);
+    let session = OpenClawSession::builder(&model)
+        .loading(Loading::None)
+        .without("POWERCONTEXT_OPENCLAW_SERVER_URL")
+        .env("POWERCONTEXT_OPENCLAW_SCOPE_ID", &scope)
+        .env("POWERCONTEXT_OPENCLAW_REQUEST_TIMEOUT_SECONDS", "8")
+        .env("POWERCONTEXT_OPENCLAW_HTTP_BUDGET_SECONDS", "12")
+        .env("POWERCONTEXT_OPENCLAW_HOOK_TIMEOUT_MS", "14000")
+        .build();
+    let work = tempfile::tempdir().unwrap();
+    let tree = package(work.path());
+    let folder = tree.join("integrations/openclaw/plugins/memory-powercontext");
+    let python = official_cli().with_file_name("python");
+
+    // The official source resolution finds our folder.
+    let found = session.run_other(
+        &python,
+        &[
+            "-c",
+            "import sys; from powercontext.cli.git_source import resolve_plugin_source; \
+             print(resolve_plugin_source(sys.argv[1], 'master', 'openclaw'))",
+            tree.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert!(found.status.success(), "{}", show(&found));
+    assert_eq!(Path::new(found.stdout.trim()), folder, "{}", show(&found));
+
+    // Official setup stops at its version gate and leaves OpenClaw's config alone.
+    let before = std::fs::read_to_string(session.config_path()).unwrap();
+    let setup = session.run_other(
+        &official_cli(),
+        &[
+            "setup",
+            "openclaw",
+            "--source",
+            tree.to_str().unwrap(),
+            "--server-url",
+            &server.url(),
+            "--json",
+        ],
+        &[("POWERCONTEXT_CLIENT_API_TOKEN", &token)],
+    );
+    assert!(!setup.status.success(), "{}", show(&setup));
+    assert!(setup.stdout.contains("--no-enable"), "{}", show(&setup));
+    assert!(!setup.stdout.contains(&token) && !setup.stderr.contains(&token));
+    assert_eq!(std::fs::read_to_string(session.config_path()).unwrap(), before);
+
+    // The packaged plugin where the official installer puts it, enabled as its `enable` step does.
+    copy_dir(&folder, &session.plugin_dir());
+    let entry = format!(
+        "{{\n  \"plugins\": {{\"entries\": {{\"{PLUGIN_ID}\": {{\"enabled\": true, \"hooks\": {{\"allowConversationAccess\": true}}}}}}}},"
+    );
+    std::fs::write(session.config_path(), before.replacen('{', &entry, 1)).unwrap();
+    // The official `configure` step, as setup would run it once installed.
+    let configure = session.run_other(
+        &python,
+        &[
+            "-c",
+            "import sys; from powercontext.cli.transport import prepare_setup_transport; \
+             from powercontext.cli.openclaw import OpenClawInstaller; \
+             c = prepare_setup_transport('openclaw', server_url=sys.argv[1], json_output=True); \
+             print(OpenClawInstaller().configure(c))",
+            &server.url(),
+        ],
+        &[],
+    );
+    assert!(configure.status.success(), "{}", show(&configure));
+    let saved = std::fs::read_to_string(session.config_path()).unwrap();
+    assert!(saved.contains(&server.url()), "{saved}");
+
+    let prompt = "Where does the openclaw drop-in keep its ledger?";
+    let run = session.prompt_with(prompt, &[("POWERCONTEXT_CLIENT_API_TOKEN", &token)]);
+    run.assert_answered(REPLY);
+    assert!(
+        model.any_body_contains("vault-heron-88"),
+        "recall did not reach the model\n{}",
+        run.show()
+    );
+    assert!(
+        stored_eventually(server, &scope, prompt),
+        "the prompt was not stored\n{}",
+        run.show()
+    );
+    assert!(!run.run.stderr.contains(&token));
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let dest = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &dest);
+        } else {
+            std::fs::copy(entry.path(), dest).unwrap();
+        }
+    }
+}

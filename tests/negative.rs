@@ -187,6 +187,20 @@ impl HostCase {
                     injected,
                 }
             }
+            "openclaw" => {
+                let payload = json!({"prompt": prompt, "cwd": cwd_text, "session_id": "neg-session",
+                                     "history_roles": ["user", "assistant"]});
+                let out = self
+                    .cmd(exe, url, &state, extra)
+                    .arg("before-prompt-build")
+                    .stdin_json(&payload)
+                    .run();
+                let injected = line_field(&out, "prependContext");
+                TurnResult {
+                    outputs: vec![out],
+                    injected,
+                }
+            }
             "opencode" => {
                 let prepare = json!({"session_id": "ses_neg", "message_id": message_id, "created_ms": turn_no,
                                      "parts": [{"type": "text", "text": prompt, "synthetic": false}],
@@ -490,6 +504,7 @@ impl HostCase {
             "pi" => &["before-agent-start"],
             "opencode" => &["prepare"],
             "dsh" => &["pre-step"],
+            "openclaw" => &["before-prompt-build"],
             _ => &[],
         }
     }

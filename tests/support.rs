@@ -25,6 +25,7 @@ pub const KIMI_CODE: &str = env!("CARGO_BIN_EXE_powercontext-hook-kimi-code");
 pub const QWEN_CODE: &str = env!("CARGO_BIN_EXE_powercontext-hook-qwen-code");
 pub const GEMINI_CLI: &str = env!("CARGO_BIN_EXE_powercontext-hook-gemini-cli");
 pub const WORKBUDDY: &str = env!("CARGO_BIN_EXE_powercontext-hook-workbuddy");
+pub const OPENCLAW: &str = env!("CARGO_BIN_EXE_powercontext-hook-openclaw");
 
 /// Our CLI with `args`, a clean environment (a system PATH) plus `env`, and no stdin.
 pub fn cli(args: &[&str], env: &[(&str, &str)]) -> Command {
@@ -57,6 +58,7 @@ pub fn hook_exe(host: Integration) -> &'static str {
         Integration::QwenCode => QWEN_CODE,
         Integration::GeminiCli => GEMINI_CLI,
         Integration::WorkBuddy => WORKBUDDY,
+        Integration::OpenClaw => OPENCLAW,
     }
 }
 

@@ -23,7 +23,8 @@ deps_isolate_home() {
   # Known, harmless npm noise on a first install: engine notes of transitive packages and the
   # notice about packages whose install scripts are not run. Real errors still print.
   export npm_config_loglevel="${npm_config_loglevel:-error}" npm_config_update_notifier=false
-  unset CLAUDE_CONFIG_DIR CODEX_HOME OPENCODE_CONFIG_DIR PI_CODING_AGENT_DIR DSH_HOME PNPM_HOME GEMINI_CLI_HOME
+  unset CLAUDE_CONFIG_DIR CODEX_HOME OPENCODE_CONFIG_DIR PI_CODING_AGENT_DIR DSH_HOME PNPM_HOME GEMINI_CLI_HOME \
+    OPENCLAW_STATE_DIR OPENCLAW_CONFIG_PATH
 }
 
 # deps_version NAME WANTED COMMAND...: runs COMMAND, takes the version from its stdout (the first

@@ -1,6 +1,6 @@
 //! Byte-preserving edits of a JSONC host config (OpenCode's `opencode.json[c]`, Claude Code's
-//! settings): add, replace or remove one member of the root object or of an object one level
-//! below it, or one element of an array there (a hooks list), and leave every other byte (comments, trailing commas, layout, foreign keys, CRLF, a
+//! settings, OpenClaw's `openclaw.json`): add, replace or remove one member of the root object or
+//! of an object below it (its parent named by a dotted path, `plugins.entries`), or one element of an array there (a hooks list), and leave every other byte (comments, trailing commas, layout, foreign keys, CRLF, a
 //! byte-order mark) exactly as it was. It never reformats a file and never touches a member it
 //! was not asked about.
 //!
@@ -49,19 +49,40 @@ impl Doc {
         Ok(Self { root, top })
     }
 
-    /// The object at `parent` (the root when empty), if present.
+    /// The object at `parent` (a dotted path; the root when empty), if present.
     fn object(&self, parent: &str) -> Result<Option<CstObject>> {
-        if parent.is_empty() {
-            return Ok(Some(self.top.clone()));
+        let mut at = self.top.clone();
+        for (i, name) in segments(parent).enumerate() {
+            match at.get(name) {
+                None => return Ok(None),
+                Some(p) => {
+                    at = p.object_value().ok_or_else(|| {
+                        anyhow!(
+                            "`{}` is not an object",
+                            segments(parent).take(i + 1).collect::<Vec<_>>().join(".")
+                        )
+                    })?;
+                }
+            }
         }
-        match self.top.get(parent) {
-            None => Ok(None),
-            Some(p) => p
-                .object_value()
-                .map(Some)
-                .ok_or_else(|| anyhow!("`{parent}` is not an object")),
-        }
+        Ok(Some(at))
     }
+
+    /// The longest prefix of `parent` that exists as objects: its segment count and object.
+    fn deepest(&self, parent: &str) -> Result<(usize, CstObject)> {
+        let names: Vec<&str> = segments(parent).collect();
+        for n in (0..=names.len()).rev() {
+            if let Some(obj) = self.object(&names[..n].join("."))? {
+                return Ok((n, obj));
+            }
+        }
+        Ok((0, self.top.clone()))
+    }
+}
+
+/// The names of a dotted parent path (none for the root).
+fn segments(parent: &str) -> impl Iterator<Item = &str> {
+    parent.split('.').filter(|s| !s.is_empty())
 }
 
 /// One `"key": value` member of an object, by byte offsets.
@@ -153,6 +174,14 @@ fn render(value: &Value, indent: &str) -> String {
     pretty.replace('\n', &format!("\n{indent}"))
 }
 
+#[expect(
+    clippy::trivially_copy_pass_by_ref,
+    reason = "serde's skip_serializing_if signature"
+)]
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
 /// What [`insert`] did, so [`remove`] can undo exactly that.
 #[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub struct Inserted {
@@ -160,12 +189,17 @@ pub struct Inserted {
     pub added_comma: bool,
     /// The parent object had to be created.
     pub created_parent: bool,
+    /// How many leading segments of a dotted parent already existed when it was created (the
+    /// member inserted is the next segment, in that object); 0 for a one-level parent.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub parent_existed: usize,
     /// The object we added to was empty, with this text between its braces.
     pub empty_inner: Option<String>,
 }
 
-/// Adds `"key": value` as the last member of the object at `parent` (one level below the root;
-/// created when missing; an empty `parent` is the root itself). Fails if the key is already there.
+/// Adds `"key": value` as the last member of the object at `parent` (a dotted path below the root;
+/// the missing part of it created; an empty `parent` is the root itself). Fails if the key is
+/// already there.
 ///
 /// The file's byte-order mark and CRLF line ends are kept (new lines use them too).
 pub fn insert(text: &str, parent: &str, key: &str, value: &Value) -> Result<(String, Inserted)> {
@@ -177,8 +211,10 @@ pub fn insert(text: &str, parent: &str, key: &str, value: &Value) -> Result<(Str
 fn insert_plain(text: &str, parent: &str, key: &str, value: &Value) -> Result<(String, Inserted)> {
     let doc = Doc::parse(text)?;
     let root = layout(&doc.top);
-    let (target, depth, key, value, created_parent) = match doc.object(parent)? {
-        Some(obj) if obj.get(key).is_some() => {
+    let names: Vec<&str> = segments(parent).collect();
+    let (existed, obj) = doc.deepest(parent)?;
+    let (target, depth, key, value, created_parent) = if existed == names.len() {
+        if obj.get(key).is_some() {
             let at = if parent.is_empty() {
                 String::new()
             } else {
@@ -186,17 +222,19 @@ fn insert_plain(text: &str, parent: &str, key: &str, value: &Value) -> Result<(S
             };
             bail!("`{at}{key}` already exists")
         }
-        Some(obj) if parent.is_empty() => (layout(&obj), 1, key, value.clone(), false),
-        Some(obj) => (layout(&obj), 2, key, value.clone(), false),
-        None => {
-            let inner = Map::from_iter([(key.to_owned(), value.clone())]);
-            (root.clone(), 1, parent, Value::Object(inner), true)
+        (layout(&obj), names.len() + 1, key, value.clone(), false)
+    } else {
+        // The missing part of the path is created around the member, in the deepest object there.
+        let mut inner = Value::Object(Map::from_iter([(key.to_owned(), value.clone())]));
+        for name in names[existed + 1..].iter().rev() {
+            inner = Value::Object(Map::from_iter([((*name).to_owned(), inner)]));
         }
+        (layout(&obj), existed + 1, names[existed], inner, true)
     };
     let parent_indent = if depth == 1 {
         String::new()
     } else {
-        root_indent(text, &root)
+        root_indent(text, &root).repeat(depth - 1)
     };
     let empty_inner = target
         .members
@@ -208,6 +246,7 @@ fn insert_plain(text: &str, parent: &str, key: &str, value: &Value) -> Result<(S
         Inserted {
             added_comma,
             created_parent,
+            parent_existed: if created_parent { existed } else { 0 },
             empty_inner,
         },
     ))
@@ -280,11 +319,7 @@ fn comment_line_end(text: &str, at: usize) -> Option<usize> {
 /// The value of `parent.key` (of the root's `key` when `parent` is empty), if present.
 pub fn get(text: &str, parent: &str, key: &str) -> Result<Option<Value>> {
     let root = parse(text)?;
-    let obj = if parent.is_empty() {
-        Some(&root)
-    } else {
-        root.get(parent)
-    };
+    let obj = segments(parent).try_fold(&root, |at, name| at.get(name));
     Ok(obj.and_then(|p| p.get(key)).cloned())
 }
 
@@ -320,18 +355,37 @@ fn remove_plain(text: &str, parent: &str, key: &str, how: &Inserted) -> Result<S
     let Some(idx) = obj.members.iter().position(|m| m.key == key) else {
         return Ok(text.to_owned());
     };
-    let (target, idx) = if obj.members.len() == 1 && how.created_parent {
-        let root = layout(&doc.top);
-        let pidx = root
+    let names: Vec<&str> = segments(parent).collect();
+    // Parents we created go with our member, from the deepest up, while each holds nothing else.
+    let mut level = names.len();
+    if how.created_parent {
+        while level > how.parent_existed.min(names.len())
+            && doc
+                .object(&names[..level].join("."))?
+                .is_some_and(|o| layout(&o).members.len() == 1)
+        {
+            level -= 1;
+        }
+    }
+    let (target, idx) = if level < names.len() {
+        let outer = doc
+            .object(&names[..level].join("."))?
+            .as_ref()
+            .map(layout)
+            .ok_or_else(|| anyhow!("no `{parent}`"))?;
+        let pidx = outer
             .members
             .iter()
-            .position(|m| m.key == parent)
+            .position(|m| m.key == names[level])
             .ok_or_else(|| anyhow!("no `{parent}`"))?;
-        (root, pidx)
+        (outer, pidx)
     } else {
         (obj, idx)
     };
+    // The text that was between the braces is put back only in the object we inserted into.
+    let inserted_here = !how.created_parent || level == how.parent_existed;
     if target.members.len() == 1
+        && inserted_here
         && let Some(inner) = &how.empty_inner
     {
         let mut out = text[..=target.open].to_owned();
@@ -724,5 +778,55 @@ mod tests {
         let back = pull(&new, "hooks", "Stop", 0, empty.as_deref()).unwrap();
         assert_eq!(elements(&back, "hooks", "Stop").unwrap().unwrap(), [json!(2)]);
         assert!(push("{\"hooks\": {\"Stop\": {}}}", "hooks", "Stop", &ours).is_err());
+    }
+
+    #[test]
+    fn a_member_two_levels_down_is_added_and_removed_byte_for_byte() {
+        let want = serde_json::json!({"enabled": true, "hooks": {"allowConversationAccess": true}});
+        for text in [
+            "{\n  \"models\": {\"a\": 1} // mine\n}\n",
+            "{\n  \"plugins\": {}\n}\n",
+            "{\n  \"plugins\": {\n    \"allow\": [\"x\"]\n  }\n}\n",
+            "{\n  \"plugins\": {\n    \"entries\": {\n      \"other\": {\"enabled\": false},\n    }\n  }\n}\n",
+            "{}",
+        ] {
+            let (out, how) = insert(text, "plugins.entries", "memory-powercontext", &want).unwrap();
+            assert_eq!(
+                get(&out, "plugins.entries", "memory-powercontext").unwrap(),
+                Some(want.clone()),
+                "{out}"
+            );
+            // Everything that was there is still there.
+            let before = parse(text).unwrap();
+            let after = parse(&out).unwrap();
+            for (k, v) in before.as_object().unwrap() {
+                if k != "plugins" {
+                    assert_eq!(&after[k], v);
+                }
+            }
+            assert_eq!(
+                remove(&out, "plugins.entries", "memory-powercontext", &how).unwrap(),
+                text,
+                "{out}"
+            );
+        }
+        // A parent path through something that is not an object is refused.
+        assert!(insert("{\"plugins\": []}", "plugins.entries", "k", &want).is_err());
+        // A member there already is refused.
+        let (out, _) = insert("{}", "plugins.entries", "k", &want).unwrap();
+        assert!(insert(&out, "plugins.entries", "k", &want).is_err());
+    }
+
+    #[test]
+    fn a_created_parent_the_user_has_since_added_to_stays() {
+        let want = serde_json::json!(true);
+        let (out, how) = insert("{\n  \"a\": 1\n}\n", "plugins.entries", "ours", &want).unwrap();
+        let (out, _) = insert(&out, "plugins", "allow", &serde_json::json!(["x"])).unwrap();
+        let back = remove(&out, "plugins.entries", "ours", &how).unwrap();
+        assert_eq!(
+            parse(&back).unwrap(),
+            serde_json::json!({"a": 1, "plugins": {"allow": ["x"]}}),
+            "{back}"
+        );
     }
 }

@@ -35,7 +35,11 @@ const STAMP: &str = ".powercontext-hooks-package.json";
 
 /// The folder of one host's plugin inside the tree.
 pub fn plugin_rel(host: Host) -> String {
-    format!("integrations/{}/plugins/powercontext", host.as_str())
+    format!(
+        "integrations/{}/plugins/{}",
+        host.as_str(),
+        crate::hosts::installer(host).official_folder()
+    )
 }
 
 const SKILL: &str = "---
@@ -313,10 +317,26 @@ fn items(bin_dir: &Path) -> Result<Vec<Item>> {
                     put(rel, bytes);
                 }
             }
+            Host::OpenClaw => {
+                let mut pkg = rendered_json(host, "package.json", &values)?;
+                pkg["version"] = json!(version);
+                put("package.json", json_bytes(&pkg));
+                put(
+                    "openclaw.plugin.json",
+                    rendered(host, "openclaw.plugin.json", &values)?.into_bytes(),
+                );
+                put("index.js", rendered(host, "index.js", &values)?.into_bytes());
+                // The official installer runs `pnpm install --frozen-lockfile` (no dependencies
+                // here) and `pnpm run build`, which copies index.js to dist/index.js.
+                put("pnpm-lock.yaml", OPENCLAW_PNPM_LOCK.as_bytes().to_vec());
+            }
         }
     }
     Ok(out)
 }
+
+/// The lockfile of a package without dependencies, as pnpm writes it.
+const OPENCLAW_PNPM_LOCK: &str = "lockfileVersion: '9.0'\n\nsettings:\n  autoInstallPeers: true\n  excludeLinksFromLockfile: false\n\nimporters:\n\n  .: {}\n";
 
 /// OpenCode's TUI side: the official installer registers this module in `tui.json`. Ours adds
 /// nothing to the TUI (recall and capture run in the server plugin), so it is an empty plugin.

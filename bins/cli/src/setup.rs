@@ -911,6 +911,12 @@ fn host_own_paths(host: Host, env: &Env) -> Vec<PathBuf> {
             env.text("WORKBUDDY_HOME")
                 .map_or_else(|| home.join(".workbuddy"), PathBuf::from),
         ],
+        Host::OpenClaw => vec![
+            env.text("OPENCLAW_STATE_DIR")
+                .map(PathBuf::from)
+                .filter(|p| p.is_absolute())
+                .unwrap_or_else(|| home.join(".openclaw")),
+        ],
     }
 }
 

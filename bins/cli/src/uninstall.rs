@@ -281,6 +281,7 @@ fn tidy_settings(
             let how = crate::jsonc::Inserted {
                 added_comma: true,
                 created_parent: false,
+                parent_existed: 0,
                 empty_inner: None,
             };
             text = crate::jsonc::remove(&text, "", key, &how)?;

@@ -137,6 +137,7 @@ struct HostTables {
     #[serde(rename = "gemini-cli")]
     gemini_cli: Option<HostOptions>,
     workbuddy: Option<HostOptions>,
+    openclaw: Option<HostOptions>,
 }
 
 /// One layer of options (file section or flags); `None` means "not set here".
@@ -425,6 +426,7 @@ impl Layers<'_> {
             Integration::QwenCode => t.qwen_code.as_ref(),
             Integration::GeminiCli => t.gemini_cli.as_ref(),
             Integration::WorkBuddy => t.workbuddy.as_ref(),
+            Integration::OpenClaw => t.openclaw.as_ref(),
         }
     }
 

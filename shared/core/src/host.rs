@@ -25,6 +25,8 @@ pub enum Integration {
     Hermes,
     /// Kimi Code (`UserPromptSubmit` command hook in its `config.toml`).
     KimiCode,
+    /// OpenClaw (`before_prompt_build` in an in-process plugin).
+    OpenClaw,
 }
 
 /// Everything the hooks and the CLI know of one host.
@@ -247,7 +249,7 @@ pub struct Capabilities {
 }
 
 /// The host table, in documentation order: one row per host, the row's index being the host's.
-pub static HOSTS: [HostSpec; 10] = [
+pub static HOSTS: [HostSpec; 11] = [
     HostSpec {
         host: Integration::ClaudeCode,
         name: "claude-code",
@@ -765,6 +767,59 @@ pub static HOSTS: [HostSpec; 10] = [
             without_ui: "host policy decides (not validated)",
         },
     },
+    HostSpec {
+        host: Integration::OpenClaw,
+        name: "openclaw",
+        aliases: &[],
+        title: "OpenClaw",
+        env_part: "OPENCLAW",
+        source_prefix: "openclaw-user-prompt",
+        component: "powercontext.openclaw",
+        hook_exe: "powercontext-hook-openclaw",
+        official_catalog: true,
+        cli: HostCliSpec {
+            name: "openclaw",
+            env: &[],
+            tested_versions: &["2026.9.6"],
+        },
+        config_home: ConfigHome {
+            var_is_home: false,
+            var: "OPENCLAW_STATE_DIR",
+            rel: ".openclaw",
+        },
+        token_var: None,
+        config: ConfigFormat::JsShim,
+        workspace_key: WorkspaceKey::Lexical,
+        events: Events {
+            prompt: "before_prompt_build",
+            // `session_start` exists but does not fire for a one-shot `openclaw agent` run: the
+            // session's first prompt bootstraps instead, as on Pi.
+            session_start: None,
+            compaction: Some("before_compaction"),
+            boundary: &["agent_end", "before_compaction", "before_reset", "session_end"],
+            end: Some("session_end"),
+        },
+        output: OutputChannel::Shim,
+        timeout_unit: TimeoutUnit::None,
+        capabilities: Capabilities {
+            bootstraps_at_first_prompt: true,
+            resume_keeps_start_context: false,
+            // `prependContext` goes into the request in flight only: the next turn's history
+            // holds the user's prompt without it.
+            injection_persists: false,
+            flushes_every_capture: false,
+            hook_command_in_shell: false,
+            plugin_option_vars: false,
+            profile_rows: false,
+            millisecond_timeout_vars: false,
+            statusline: false,
+        },
+        explicit: ExplicitSurface {
+            native_tools: false,
+            gate: "OpenClaw's tool policy for the Server's MCP (setup does not add the MCP server)",
+            without_ui: "host policy decides (not validated)",
+        },
+    },
 ];
 
 impl Integration {
@@ -824,7 +879,7 @@ impl Integration {
     }
 
     /// All hosts, in documentation order (the order of [`HOSTS`]).
-    pub const ALL: [Self; 10] = [
+    pub const ALL: [Self; 11] = [
         Self::ClaudeCode,
         Self::Codex,
         Self::OpenCode,
@@ -835,6 +890,7 @@ impl Integration {
         Self::WorkBuddy,
         Self::Hermes,
         Self::KimiCode,
+        Self::OpenClaw,
     ];
 
     /// Parses the integration name used on command lines (`claude-code`, `codex`, …).

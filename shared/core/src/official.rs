@@ -25,6 +25,8 @@ pub mod vars {
     pub const DSH_ROW_AUTHORIZATION: &str = "POWERCONTEXT_DSH_ROW_AUTHORIZATION";
     /// The DSH row's `config.allowInsecureHttp`, passed on by our DSH plugin.
     pub const DSH_ROW_ALLOW_INSECURE_HTTP: &str = "POWERCONTEXT_DSH_ROW_ALLOW_INSECURE_HTTP";
+    /// OpenClaw's config file path (OpenClaw's own override, read by the official CLI too).
+    pub const OPENCLAW_CONFIG_PATH: &str = "OPENCLAW_CONFIG_PATH";
 }
 
 /// Largest official file read: real ones are well under a kilobyte (Claude's `settings.json` a
@@ -299,6 +301,43 @@ pub fn scope_id(host: Integration, env: &Env) -> Option<Found> {
     })
 }
 
+/// `$OPENCLAW_CONFIG_PATH`, else `<OpenClaw state dir>/openclaw.json` (the official CLI's rule).
+#[must_use]
+pub fn openclaw_config_path(env: &Env) -> Option<PathBuf> {
+    if let Some(p) = env
+        .text(vars::OPENCLAW_CONFIG_PATH)
+        .map(str::trim)
+        .filter(|p| p.starts_with('/'))
+    {
+        return Some(PathBuf::from(p));
+    }
+    host_root(Integration::OpenClaw, env).map(|r| r.join("openclaw.json"))
+}
+
+/// The endpoint the official OpenClaw installer keeps in OpenClaw's own config
+/// (`plugins.entries.memory-powercontext.config.endpoint`, with `allowInsecureHttp` beside it).
+/// Read as plain JSON, which is what OpenClaw writes (`openclaw config set`); a hand-edited JSON5
+/// file with comments is not read here and the other sources apply.
+fn openclaw_endpoint(env: &Env) -> Option<Found> {
+    let path = openclaw_config_path(env)?;
+    let doc = read_json(&path)?;
+    let config = &doc["plugins"]["entries"][OPENCLAW_PLUGIN_ID]["config"];
+    let value = config["endpoint"]
+        .as_str()
+        .filter(|v| !v.trim().is_empty())?
+        .to_owned();
+    Some(Found {
+        value,
+        path,
+        key: format!("plugins.entries.{OPENCLAW_PLUGIN_ID}.config.endpoint"),
+        insecure_consent: config["allowInsecureHttp"] == true,
+    })
+}
+
+/// The OpenClaw plugin id of the official integration (ours uses the same, so the two never load
+/// side by side and the official endpoint setting applies to ours).
+pub const OPENCLAW_PLUGIN_ID: &str = "memory-powercontext";
+
 /// Every server URL the official files hold for a host, highest precedence first (the order of
 /// the official CLI's own resolution).
 #[must_use]
@@ -337,6 +376,7 @@ pub fn server_url_sources(host: Integration, env: &Env) -> Vec<Found> {
         | Integration::GeminiCli
         | Integration::WorkBuddy => {}
         Integration::KimiCode => out.extend(kimi_plugin_url(env)),
+        Integration::OpenClaw => out.extend(openclaw_endpoint(env)),
     }
     out.extend(clients_server_url(host, env));
     out
@@ -674,6 +714,7 @@ mod tests {
                 "/h/.qwen/powercontext/credentials.json",
                 "/h/.gemini/powercontext/credentials.json",
                 "/h/.workbuddy/powercontext/credentials.json",
+                "/h/.openclaw/powercontext/credentials.json",
             ]
             .map(PathBuf::from)
         );
@@ -716,5 +757,39 @@ mod tests {
             "https://row.example"
         );
         assert!(server_url(Integration::Pi, &env).is_none());
+    }
+
+    #[test]
+    fn openclaw_reads_the_endpoint_official_setup_keeps_in_its_config() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().to_str().unwrap();
+        std::fs::create_dir_all(dir.path().join(".openclaw")).unwrap();
+        let write = |text: &str| std::fs::write(dir.path().join(".openclaw/openclaw.json"), text).unwrap();
+        write(
+            r#"{"plugins":{"entries":{"memory-powercontext":{"config":{"endpoint":"http://127.0.0.1:8000","allowInsecureHttp":true}}}}}"#,
+        );
+        let env = Env::from_pairs([("HOME", home)]);
+        let f = server_url(Integration::OpenClaw, &env).unwrap();
+        assert_eq!(f.value, "http://127.0.0.1:8000");
+        assert_eq!(f.key, "plugins.entries.memory-powercontext.config.endpoint");
+        assert!(f.insecure_consent);
+        // Another plugin's endpoint is not ours; a file OpenClaw's variable moves elsewhere is read there.
+        write(r#"{"plugins":{"entries":{"other":{"config":{"endpoint":"http://127.0.0.1:1"}}}}}"#);
+        assert!(server_url(Integration::OpenClaw, &env).is_none());
+        let moved = dir.path().join("moved.json");
+        std::fs::write(
+            &moved,
+            r#"{"plugins":{"entries":{"memory-powercontext":{"config":{"endpoint":"https://m.example"}}}}}"#,
+        )
+        .unwrap();
+        let env = Env::from_pairs([
+            ("HOME", home),
+            (vars::OPENCLAW_CONFIG_PATH, moved.to_str().unwrap()),
+        ]);
+        let f = server_url(Integration::OpenClaw, &env).unwrap();
+        assert_eq!(
+            (f.value.as_str(), f.insecure_consent),
+            ("https://m.example", false)
+        );
     }
 }

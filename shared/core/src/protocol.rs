@@ -9,6 +9,7 @@
 //! | `DshPreStep`       | `{"context":…}` (the plugin message text the DSH plugin appends after `enter`) | nothing     | 0    |
 //! | `PiBeforeAgentStart` | `{"systemPrompt":…}` (Pi's whole system prompt, already extended by the Pi adapter) | nothing | 0 |
 //! | `HermesPreLlmCall` | `{"context":…}` (appended by Hermes to the API copy of the turn's user message) | nothing | 0 |
+//! | `OpenClawBeforePromptBuild` | `{"prependContext":…}` (the text OpenClaw puts before this turn's prompt) | nothing | 0 |
 //!
 //! Diagnostics always go to stderr as JSON lines and never change the exit code: a hook fails open.
 
@@ -48,6 +49,8 @@ pub enum Protocol {
     PiBeforeAgentStart,
     /// Hermes Agent's `pre_llm_call` shell hook.
     HermesPreLlmCall,
+    /// The OpenClaw plugin's `before-prompt-build` call: the text OpenClaw prepends to the prompt.
+    OpenClawBeforePromptBuild,
 }
 
 impl Protocol {
@@ -81,6 +84,9 @@ pub fn render(protocol: Protocol, answer: &Answer) -> Option<String> {
         }
         (Protocol::PiBeforeAgentStart, Answer::Context(text)) => {
             Some(json!({ "systemPrompt": text }).to_string())
+        }
+        (Protocol::OpenClawBeforePromptBuild, Answer::Context(text)) => {
+            Some(json!({ "prependContext": text }).to_string())
         }
     }
 }
@@ -196,5 +202,19 @@ mod tests {
         .unwrap();
         assert_eq!(line, r#"{"systemPrompt":"Base\n\nctx"}"#);
         assert_eq!(render(Protocol::PiBeforeAgentStart, &Answer::Nothing), None);
+    }
+
+    #[test]
+    fn openclaw_before_prompt_build_line() {
+        let line = render(
+            Protocol::OpenClawBeforePromptBuild,
+            &Answer::Context("P\n\nctx \"q\"".into()),
+        )
+        .unwrap();
+        assert_eq!(line, r#"{"prependContext":"P\n\nctx \"q\""}"#);
+        assert_eq!(
+            render(Protocol::OpenClawBeforePromptBuild, &Answer::Nothing),
+            None
+        );
     }
 }

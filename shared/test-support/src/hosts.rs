@@ -76,6 +76,7 @@ impl HostFacts for Integration {
             Integration::QwenCode => "qwen-code-user-prompt:",
             Integration::GeminiCli => "gemini-cli-user-prompt:",
             Integration::WorkBuddy => "workbuddy-user-prompt:",
+            Integration::OpenClaw => "openclaw-user-prompt:",
         }
     }
 

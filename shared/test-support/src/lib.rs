@@ -10,6 +10,7 @@ pub mod hook;
 pub mod host_dsh;
 pub mod host_gemini;
 pub mod host_hermes;
+pub mod host_openclaw;
 pub mod host_opencode;
 pub mod host_pi;
 pub mod hosts;

@@ -24,6 +24,7 @@ pub(crate) mod hermes;
 mod kimi_code;
 pub(crate) use kimi_code::package_files as kimi_package;
 mod marketplace;
+mod openclaw;
 pub(crate) mod opencode;
 mod pi;
 pub(crate) mod settings_hooks;
@@ -35,6 +36,12 @@ pub(crate) trait Installer: Sync {
 
     /// The host's config home when the environment names none of its own.
     fn home(&self, env: &Env) -> Option<PathBuf>;
+
+    /// The plugin's folder name in the official source tree
+    /// (`integrations/<host>/plugins/<folder>`), as the official installer looks for it.
+    fn official_folder(&self) -> &'static str {
+        "powercontext"
+    }
 
     /// `--profile`, validated (only DSH has profiles).
     fn profile(&self, args: &SetupArgs, _previous: Option<&Manifest>) -> Result<Option<String>> {
@@ -142,6 +149,7 @@ pub(crate) fn installer(host: Host) -> &'static dyn Installer {
             Host::WorkBuddy,
             "powercontext-hooks setup workbuddy (puts our entry back into WorkBuddy's settings.json), then restart WorkBuddy",
         ),
+        Host::OpenClaw => &openclaw::OpenClaw,
     }
 }
 
