@@ -564,7 +564,7 @@ impl<'t> Scan<'t> {
         }
         let body = digits + 3;
         let end = run_end_max(bytes, body, 34, b64url);
-        if end - body == 33 && !token_continues_at(self.text, end) {
+        if (32..=33).contains(&(end - body)) && !token_continues_at(self.text, end) {
             self.push(SecretKind::Vendor("telegram_token"), i, end);
         }
     }
@@ -1562,12 +1562,20 @@ impl<'t> Scan<'t> {
         flag: bool,
     ) {
         let bytes = self.bytes;
+        self.compared_before(kstart, key, strength, kind);
         let mut pos = kend;
         if matches!(bytes.get(pos), Some(b'"' | b'\'' | b'`')) {
             pos += 1;
             // `config['SECRET_KEY'] = …`
             if bytes.get(pos) == Some(&b']') {
                 pos += 1;
+            }
+        }
+        // `char secret[25] = "…"`, `secret[] = "…"`: an array's size is part of the declaration.
+        if bytes.get(pos) == Some(&b'[') {
+            let close = run_end_max(bytes, pos + 1, 6, |b| b.is_ascii_digit());
+            if bytes.get(close) == Some(&b']') {
+                pos = close + 1;
             }
         }
         let mut blank_before = skip_blank(bytes, pos);
@@ -1580,7 +1588,14 @@ impl<'t> Scan<'t> {
         pos = blank_before;
         let sep = match (bytes.get(pos), bytes.get(pos + 1)) {
             (Some(b':'), Some(b':')) => return self.ldif_base64_at(pos + 2, key, kind),
-            (Some(b'='), Some(b'=')) => return,
+            (Some(b'='), Some(b'=')) | (Some(b'!'), Some(b'=')) => {
+                return self.compared_at(pos, key, strength, kind);
+            }
+            // `std::string secret("…")`: a literal passed to what the key names.
+            // A capitalised name is a type (`new ClientSecretCredential("<tenant>", …)`).
+            (Some(b'('), Some(b'"' | b'\'')) if !spaced_before && !key[0].is_ascii_uppercase() => {
+                return self.compared_at(pos, key, strength, kind);
+            }
             (Some(b':'), Some(b'=')) => Some(2),
             (Some(b'='), Some(b'>')) => Some(2),
             (Some(b'?'), Some(b':')) => return, // a TypeScript optional field: a type follows
@@ -1711,6 +1726,84 @@ impl<'t> Scan<'t> {
             && letters_password(bytes, &value, key)
         {
             // `password: SuperSecretPassword` on a line of its own: YAML config, not a schema.
+            self.push(kind, value.start, value.whole_end(bytes));
+        }
+    }
+
+    /// A literal compared with or passed to the key (`password == "…"`, `secret !== '…'`,
+    /// `secret("…")`, the operator at `pos`): the literal is what the secret must be. Only a
+    /// quoted literal counts; a variable compared with another is code.
+    fn compared_at(&mut self, pos: usize, key: &[u8], strength: Strength, kind: SecretKind) {
+        let bytes = self.bytes;
+        let call = bytes[pos] == b'(';
+        let ops = run_end_max(bytes, pos, 3, |b| matches!(b, b'=' | b'!' | b'('));
+        let at = skip_blank(bytes, ops);
+        if !matches!(bytes.get(at), Some(b'"' | b'\'')) {
+            return;
+        }
+        let Some(value) = Value::parse(bytes, at, Stop::Code) else {
+            return;
+        };
+        let closed = matches!(bytes.get(value.end + 1), Some(b')' | b',' | b';'));
+        if call && !closed {
+            return;
+        }
+        self.compared_literal(&value, key, strength, kind);
+    }
+
+    /// `"…" == password`, `'…' !== secret`: the quoted literal before a comparison with the key.
+    fn compared_before(&mut self, kstart: usize, key: &[u8], strength: Strength, kind: SecretKind) {
+        let bytes = self.bytes;
+        let mut p = kstart;
+        while p > 0 && bytes[p - 1] == b' ' {
+            p -= 1;
+        }
+        let op_end = p;
+        while p > 0 && op_end - p < 3 && matches!(bytes[p - 1], b'=' | b'!') {
+            p -= 1;
+        }
+        if !matches!(&bytes[p..op_end], b"==" | b"===" | b"!=" | b"!==") {
+            return;
+        }
+        while p > 0 && bytes[p - 1] == b' ' {
+            p -= 1;
+        }
+        let Some(&quote) = p.checked_sub(1).and_then(|k| bytes.get(k)) else {
+            return;
+        };
+        if !matches!(quote, b'"' | b'\'') {
+            return;
+        }
+        let close = p - 1;
+        let from = close.saturating_sub(MAX_VALUE);
+        let Some(open) = bytes[from..close].iter().rposition(|&b| b == quote || b == b'\n') else {
+            return;
+        };
+        let open = from + open;
+        if bytes[open] != quote {
+            return;
+        }
+        let value = Value {
+            start: open + 1,
+            end: close,
+            quoted: true,
+            raw_end: close,
+            span_end: close,
+            cut: false,
+            quote,
+            stop: Stop::Code,
+        };
+        self.compared_literal(&value, key, strength, kind);
+    }
+
+    fn compared_literal(&mut self, value: &Value, key: &[u8], strength: Strength, kind: SecretKind) {
+        let bytes = self.bytes;
+        let v = value.text(bytes);
+        // A comparison's literal must look like a secret of its own: `password == "admin"` is
+        // a test of a default, `token != "undefined"` a guard.
+        let shaped =
+            v.len() >= 6 && !uuid(v) && (generated(v) || looks_random(v, 8) || has_digit(v) && has_symbol(v));
+        if shaped && value_is_secret(bytes, value, key, strength, Mode::Code) {
             self.push(kind, value.start, value.whole_end(bytes));
         }
     }
@@ -2747,6 +2840,9 @@ fn value_is_secret(bytes: &[u8], value: &Value, key: &[u8], strength: Strength, 
     if is_placeholder(v) || is_reference(v) || same_as_key(v, key) || yaml_tag(bytes, value) {
         return false;
     }
+    if !value.quoted && code_continuation(v) || quoted_slot(v) {
+        return false;
+    }
     // Cut short on purpose (`ops_eyJzaWdu...`, `sk-…`): an elided value is not the secret.
     let run = run_end_max(bytes, value.start, MAX_VALUE, |b| {
         !b.is_ascii_whitespace() && !b"\"'`".contains(&b)
@@ -3380,6 +3476,31 @@ pub(crate) fn fabricated(v: &[u8]) -> bool {
     v.windows(7).any(|w| w == b"EXAMPLE") || filler_run(v)
 }
 
+/// Letters and digits each counting up while they alternate (`a1b2c3d4e5f6…`,
+/// `abcd1234abcd1234…`, `abc123xyz-456def789ghij…`): at least half of the steps from one letter
+/// to the next letter, and from one digit to the next digit, go up by one. A generated value's
+/// steps do so about once in twenty. Only a catch-all prefix (`sk-…`) is judged by it: under a
+/// secret key such a value is a test credential, and scanners' own cases count it as one.
+pub(crate) fn interleaved_sequence(v: &[u8]) -> bool {
+    let (mut steps, mut up) = (0usize, 0usize);
+    let (mut last_letter, mut last_digit) = (0u8, 0u8);
+    for &b in v {
+        let (last, next) = if b.is_ascii_alphabetic() {
+            (&mut last_letter, b.to_ascii_lowercase())
+        } else if b.is_ascii_digit() {
+            (&mut last_digit, b)
+        } else {
+            continue;
+        };
+        if *last != 0 {
+            steps += 1;
+            up += usize::from(next == last.wrapping_add(1) || *last == b'9' && next == b'0');
+        }
+        *last = next;
+    }
+    steps >= 12 && up * 2 >= steps
+}
+
 /// Six or more of one character in a row (`000000`, `xxxxxx`, `AAAAAA`, `######`): typed, not
 /// generated (a random 64-digit hex value holds such a run once in twenty thousand).
 pub(crate) fn filler_run(v: &[u8]) -> bool {
@@ -3510,6 +3631,29 @@ fn is_reference(v: &[u8]) -> bool {
         user. auth. Environment. Config. Settings."
     );
     PREFIXES.iter().any(|p| v.starts_with(p))
+}
+
+/// What follows the key is code around a value, not a value: a command substitution (`$(…)`),
+/// an interpolation (`#{password}`), an HTML-escaped slot (`&lt;YOUR_PASSWORD&gt;`), a resource
+/// name (`arn:aws:iam::…`), or a concatenation or the next field after a string that held the key
+/// (`"…_password = " + new Buffer(…)`, `'password = '.$p[…]`, `"Password:",rememberMe…`).
+fn code_continuation(v: &[u8]) -> bool {
+    let operand = |b: &u8| b.is_ascii_alphabetic() || matches!(b, b'$' | b'_' | b' ' | b'"' | b'\'' | b'(');
+    v.starts_with(b"$(")
+        || v.starts_with(b"#{")
+        || v.starts_with(b"&lt;")
+        || v.starts_with(b"arn:")
+        || matches!(v.first(), Some(b'+' | b'.' | b',')) && v.get(1).is_some_and(operand)
+}
+
+/// A value in a second pair of quotes that is itself a slot (`"'$PRECOMPILE_PASSWORD'"`,
+/// `'"${DB_PASS}"'`).
+fn quoted_slot(v: &[u8]) -> bool {
+    let inner = match v {
+        [q @ (b'"' | b'\''), inner @ .., last] if last == q => inner,
+        _ => return false,
+    };
+    !inner.is_empty() && (is_placeholder(inner) || is_reference(inner) || code_continuation(inner))
 }
 
 /// `password=PASSWORD`, `TOKEN=$TOKEN` without the `$`: the key's own name is a template.
