@@ -1053,6 +1053,9 @@ impl<'t> Scan<'t> {
         if bytes[op..p].starts_with(b"<<") || bytes[op..p].starts_with(b"|") {
             return; // a here-string or a pipe feeds a command, which its own rule reads
         }
+        if matches!(&bytes[op..p], b"?" | b".") {
+            return; // a query string's or a member's separator, not an operator
+        }
         if bytes.get(op..op + 2) == Some(b"<-") {
             p = op + 2;
         } else if bytes[op..p] == *b"<" {
@@ -1149,6 +1152,9 @@ impl<'t> Scan<'t> {
             && !value.contains(&b' ')
             && random
             && !is_placeholder(value)
+            && !is_reference(value)
+            && !code_continuation(value)
+            && !quoted_slot(value)
         {
             self.push(SecretKind::Assignment, p, end);
         }
@@ -2840,7 +2846,7 @@ fn value_is_secret(bytes: &[u8], value: &Value, key: &[u8], strength: Strength, 
     if is_placeholder(v) || is_reference(v) || same_as_key(v, key) || yaml_tag(bytes, value) {
         return false;
     }
-    if !value.quoted && code_continuation(v) || quoted_slot(v) {
+    if code_continuation(v) || quoted_slot(v) {
         return false;
     }
     // Cut short on purpose (`ops_eyJzaWdu...`, `sk-…`): an elided value is not the secret.
