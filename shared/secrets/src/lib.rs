@@ -1887,6 +1887,10 @@ impl<'t> Scan<'t> {
             return;
         }
         let eol = line_end(bytes, words);
+        if begin && eat_ci(bytes, words + armor.len(), b"-----end ").is_some() {
+            self.covered = self.covered.max(eol);
+            return; // BEGIN glued to END: an empty block
+        }
         if begin && four {
             let mut end = base64_block_end(bytes, eol);
             let next = skip_blank(bytes, end + 1);
@@ -1896,7 +1900,21 @@ impl<'t> Scan<'t> {
             self.push(SecretKind::PrivateKey, i, end);
         } else if begin {
             let end = match self.pem_end_after(eol) {
-                Some(e) => line_end(bytes, e),
+                Some(e) => {
+                    // A block with no key in it (`BEGIN … anything … END`, `… <key> …`) is a
+                    // format's illustration: a key's body is hundreds of base64 bytes, and
+                    // even a fragment of one (a PGP checksum line, `=8xQN`) has digits or `+/=`.
+                    let body = &bytes[eol..e];
+                    let base64 = body.iter().filter(|&&b| is_base64_byte(b)).count();
+                    let encoded = body
+                        .iter()
+                        .any(|&b| b.is_ascii_digit() || matches!(b, b'+' | b'/' | b'='));
+                    if base64 < 32 && !encoded {
+                        self.covered = self.covered.max(line_end(bytes, e));
+                        return;
+                    }
+                    line_end(bytes, e)
+                }
                 None => base64_block_end(bytes, eol),
             };
             self.push(SecretKind::PrivateKey, i, end);
@@ -4591,7 +4609,7 @@ mod tests {
         let cases = [
             ("sk-proj-k7Qz2mWp1234", "openai_style_key"),
             ("ghp_k7Qz2mWp1234", "github_token"),
-            ("xoxb-12345678-abc", "slack_token"),
+            ("xoxb-12345678-abcD3fgh", "slack_token"),
             ("AKIAQ3EGRUPXZ7N4K2WB", "aws_access_key"),
             ("sk_live_4eC39HqLyjWDarjtT1zdp7dc", "stripe_key"),
             ("AIzaSyDaGmWKa4JsXZ-HjGw7ISLn_3namBGewQe", "google_api_key"),
