@@ -931,6 +931,18 @@ impl<'t> Scan<'t> {
         if !jwt_header(&bytes[i..payload - 1]) {
             return None;
         }
+        // An unsecured or unsigned token (`alg: none`, the signature cut off) still carries its
+        // claims: a header and a payload that both decode to JSON objects.
+        if bytes[payload..].starts_with(b"eyJ") {
+            let end = self.b64url_end(payload);
+            if bytes.get(end) != Some(&b'.')
+                && end - payload >= 16
+                && !token_continues_at(self.text, end)
+                && b64url_json(&bytes[payload..end], b"\":")
+            {
+                return Some(end);
+            }
+        }
         let signature = json_segment(self, payload)?;
         let end = self.b64url_end(signature);
         (end - signature >= 8 && !token_continues_at(self.text, end)).then_some(end)
@@ -1399,6 +1411,16 @@ impl<'t> Scan<'t> {
             }
             return;
         }
+        // PowerShell's and Windows tools' named parameters (`Connect-VIServer … -Password …`,
+        // `-ClientSecret …`): a value after a blank, judged as prose is (random-looking).
+        if dashes == 1
+            && name.len() > 2
+            && matches!(bytes.get(kend), Some(b' ' | b'\t'))
+            && secret_word(name).is_some_and(|w| w.strength == Strength::Strong)
+        {
+            self.assignment_after(i, kend, name, Strength::Strong, SecretKind::CommandLine, false);
+            return;
+        }
         if dashes == 1 {
             // `-pSECRET`, or `-p*SECRET` where the run stopped at a symbol.
             let glued = name.len() > 1
@@ -1433,7 +1455,12 @@ impl<'t> Scan<'t> {
         // Whether the flag takes a password after a blank, glued, and what separates a user
         // before it.
         let (spaced_ok, glued_ok, user_sep) = match flag {
-            b'p' => (has(LOGIN | MONGO), has(MYSQL), None),
+            // mysql's spaced `-p` prompts, and the database name follows it.
+            b'p' => (
+                has(LOGIN | MONGO) || !has(MYSQL) && after_user_flag(bytes, i),
+                has(MYSQL),
+                None,
+            ),
             b'P' => (
                 has(SQLCMD) || has(SSH_KEYGEN) && in_segment(b"ssh-keygen"),
                 false,
@@ -2034,9 +2061,28 @@ impl<'t> Scan<'t> {
             b"6" => 86..=86,
             b"2a" | b"2b" | b"2y" | b"2x" => 53..=53,
             b"argon2i" | b"argon2d" | b"argon2id" => 22..=128,
+            // Cisco's type 8 (PBKDF2-SHA256) and type 9 (scrypt) secrets.
+            b"8" | b"9" => 43..=43,
+            b"krb5asrep" | b"krb5tgs" => return self.kerberos_hash_at(i, id_end),
             _ => return,
         };
         self.crypt_fields(i, id_end, hash_len);
+    }
+
+    /// A Kerberos AS-REP or TGS-REP hash as cracking tools print it
+    /// (`$krb5asrep$23$user@realm:<checksum hex>$<encrypted hex>`): the password is one offline
+    /// attack away. The span runs through the last hex field.
+    fn kerberos_hash_at(&mut self, i: usize, id_end: usize) {
+        let bytes = self.bytes;
+        let line = line_end_max(bytes, id_end, 1024).unwrap_or(bytes.len().min(id_end + 1024));
+        let Some(last) = bytes[id_end..line].iter().rposition(|&b| b == b'$') else {
+            return;
+        };
+        let start = id_end + last + 1;
+        let end = run_end_max(bytes, start, MAX_SPAN, hex);
+        if end - start >= 64 && !token_continues_at(self.text, end) {
+            self.push(SecretKind::PasswordHash, i, end);
+        }
     }
 
     /// Django's and Werkzeug's `algorithm[:params]$…$hash`: `pbkdf2_sha256$600000$salt$…`,
@@ -3453,6 +3499,12 @@ fn fake_words(v: &[u8]) -> bool {
 /// `eyJhbasdGciOi…` with letters typed into it decodes to neither. A header longer than 2 KiB
 /// is not decoded, and passes.
 fn jwt_header(seg: &[u8]) -> bool {
+    b64url_json(seg, b"\"alg\"")
+}
+
+/// Whether a base64url segment decodes to a JSON object holding `needle`. A segment longer than
+/// 2 KiB is not decoded, and passes.
+fn b64url_json(seg: &[u8], needle: &[u8]) -> bool {
     if seg.len() > 2048 {
         return true;
     }
@@ -3476,7 +3528,7 @@ fn jwt_header(seg: &[u8]) -> bool {
         }
     }
     let json = out[..n].trim_ascii();
-    json.starts_with(b"{") && json.ends_with(b"}") && json.windows(5).any(|w| w == b"\"alg\"")
+    json.starts_with(b"{") && json.ends_with(b"}") && json.windows(needle.len()).any(|w| w == needle)
 }
 
 /// Made up by hand rather than generated: a long value holding a run of six consecutive
@@ -3815,6 +3867,31 @@ const HTTPIE: u16 = 512;
 const SSH_KEYGEN: u16 = 1024;
 const OPENSSL: u16 = 2048;
 const KEYTOOL: u16 = 4096;
+
+/// Whether the argument before the flag at `i` is a user's (`-u NAME -p …`, `--user NAME -p …`,
+/// `-l NAME -p …`): then `-p` is that user's password on any command (`psexec`, `mysql`, …).
+fn after_user_flag(bytes: &[u8], i: usize) -> bool {
+    let line = line_before(bytes, i);
+    let mut args = line
+        .rsplit(|&b| b == b' ' || b == b'\t')
+        .filter(|a| !a.is_empty());
+    let (Some(user), Some(flag)) = (args.next(), args.next()) else {
+        return false;
+    };
+    !user.starts_with(b"-")
+        && !numeric_like(user)
+        && [
+            &b"-u"[..],
+            b"-U",
+            b"-l",
+            b"--user",
+            b"--username",
+            b"-user",
+            b"-User",
+            b"-Username",
+        ]
+        .contains(&flag)
+}
 
 /// Where the password of `user<sep>password` starts in `v`, when it is one: not a placeholder, a
 /// template name, nor the user again (`guest:guest`, `admin:admin` are documented defaults).
@@ -4388,6 +4465,110 @@ mod tests {
     /// The text of each finding, for span assertions.
     fn spans(text: &str) -> Vec<&str> {
         findings(text).iter().map(|f| &text[f.start..f.end]).collect()
+    }
+
+    #[test]
+    fn comparisons_declarations_and_literal_arguments_are_assignments() {
+        assert_eq!(spans(r#"if (pw == "Qx7#vLm2!pR9") {"#), ["Qx7#vLm2!pR9"]);
+        assert_eq!(
+            spans(r#"if ("Qx7#vLm2!pR9" !== db_password) {"#),
+            ["Qx7#vLm2!pR9"]
+        );
+        assert_eq!(spans(r#"if creds.Secret != 'k9Vt-2mQx!Lr' {"#), ["k9Vt-2mQx!Lr"]);
+        assert_eq!(
+            spans(r#"char api_secret[25] = "Qx7#vLm2!pR9";"#),
+            ["Qx7#vLm2!pR9"]
+        );
+        assert_eq!(spans(r#"std::string secret("Qx7#vLm2!pR9");"#), ["Qx7#vLm2!pR9"]);
+        assert_clean(&[
+            r#"if (password == "") {"#,
+            r#"if token != "undefined" {"#,
+            r#"if password == other_password:"#,
+            r#"if (password === "admin") {"#,
+            r#"var c = new ClientSecretCredential("72f9d8bf-86f1-41af-91ab-2d7cd011db47", id, secret);"#,
+            r#"secret("name")"#,
+        ]);
+    }
+
+    #[test]
+    fn code_around_a_value_is_no_value() {
+        assert_clean(&[
+            r#"PASSWORD=$($(dirname $0)/bin/get-setting DB_PASSWORD)"#,
+            r#""//localhost:1337/:_password = "+new Buffer("feast").toString("base64")"#,
+            r#"echo 'password = '.$p['config']['daemon_password']."\n";"#,
+            r#"usernameLabel:"Username:",passwordLabel:"Password:",rememberMeLabel:"Remember me:""#,
+            r#"- echo 'export DATABASE_PASSWORD="'$PRECOMPILE_PASSWORD'"' >> .env"#,
+            r#""password": "&lt;YOURPASSWORD&gt;""#,
+            r#"text << "Password=#{password}, ""#,
+            r#"ChangePasswordPolicy = "arn:aws:iam::aws:policy/IAMUserChangePassword""#,
+            "secret_oPp4m4V04lEWqgLGyh?N7b8H9JLANmyE1AYl2aG3aTN",
+        ]);
+    }
+
+    #[test]
+    fn user_then_password_flags_and_named_parameters() {
+        assert_eq!(
+            spans(r"psexec \\10.0.0.5 -u Administrator -p Kx9vRt2q cmd"),
+            ["Kx9vRt2q"]
+        );
+        assert_eq!(
+            spans("Connect-VIServer -Server vc01 -User admin -Password Vm9!wXr2"),
+            ["Vm9!wXr2"]
+        );
+        assert_clean(&[
+            "mysql -u root -p shop_db",
+            "psexec \\\\host -u Administrator -p $Password cmd",
+            "Connect-VIServer $host -User $user -Password $password",
+            "docker run -u 1000 -p 8080:80 nginx",
+        ]);
+    }
+
+    #[test]
+    fn kerberos_and_cisco_hashes_and_unsigned_jwts() {
+        let krb = format!(
+            "$krb5asrep$23$bob@corp.example:{}${}",
+            "3e15".repeat(8),
+            "9d07c1a2".repeat(24)
+        );
+        assert_kind(
+            SecretKind::PasswordHash,
+            &[
+                &krb,
+                "$8$Tq2X/fE4KGHOzU$pEhnEvxrZaynpi8j4f.EMHr6M.FzU8xnZnBr/tJdFWk",
+            ],
+        );
+        let header = "eyJhbGciOiJub25lIiwidHlwIjoiSldUIn0";
+        let claims = "eyJzdWIiOiJ1c2VyLTQyIiwicm9sZSI6ImFkbWluIn0";
+        assert_kind(
+            SecretKind::Jwt,
+            &[&format!("the claims are in {header}.{claims} here")],
+        );
+        assert_clean(&[&format!("the header {header} alone"), "$krb5asrep$23$x$abc"]);
+    }
+
+    #[test]
+    fn pem_blocks_without_a_body_are_illustrations() {
+        assert_clean(&[
+            "-----BEGIN PRIVATE KEY-----\nanything\n-----END PRIVATE KEY-----",
+            "-----BEGIN OPENSSH PRIVATE KEY----------END OPENSSH PRIVATE KEY-----",
+            "-----BEGIN RSA PRIVATE KEY-----\n<your key here>\n-----END RSA PRIVATE KEY-----",
+        ]);
+        assert_kind(
+            SecretKind::PrivateKey,
+            &["-----BEGIN PGP PRIVATE KEY BLOCK-----\n=8xQN\n-----END PGP PRIVATE KEY BLOCK-----"],
+        );
+    }
+
+    #[test]
+    fn counting_up_filler_after_a_catch_all_prefix_is_a_stand_in() {
+        assert_clean(&[
+            "sk-abc123xyz-456def789ghij-klmnopqrstuvwx-3456yza789",
+            "sk-a1b2c3d4e5f6g7h8i9j0k1l2m3n4o5p6",
+        ]);
+        assert_kind(
+            SecretKind::Vendor("openai_style_key"),
+            &["sk-q7Lm2Vx9Rt4Kp8Wn3Zs6Yb1Hc5Jd0Fg"],
+        );
     }
 
     #[test]
