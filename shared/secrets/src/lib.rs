@@ -1317,20 +1317,27 @@ impl<'t> Scan<'t> {
             || name.starts_with(b"Get")
             || name.starts_with(b"With")
             || name.starts_with(b"Configure");
+        let ldap = name.ends_with(b"DirectoryEntry") || name == b"OpenDSObject";
         let class = name.first().is_some_and(u8::is_ascii_uppercase)
             && !verb
             && (name.ends_with(b"Credential")
                 || name.ends_with(b"Credentials")
-                || name.ends_with(b"Authentication"));
+                || name.ends_with(b"Authentication")
+                // An LDAP bind: the path, then the user and the password.
+                || ldap);
         if !names_auth && !class {
             return;
         }
         let mut from = open + 1;
-        for _ in 0..2 {
+        for arg in 0..2 {
             let Some(comma) = top_level(bytes, from, b",)", 256).filter(|&c| bytes[c] == b',') else {
                 return;
             };
-            from = skip_blank(bytes, comma + 1);
+            // Arguments may stand one per line.
+            from = run_end_max(bytes, comma + 1, 64, |b| b.is_ascii_whitespace());
+            if ldap && arg == 0 {
+                continue; // the user
+            }
             let Some(value) = Value::parse(bytes, from, Stop::Code) else {
                 return;
             };
@@ -1743,6 +1750,16 @@ impl<'t> Scan<'t> {
         }
         if value_is_secret(bytes, &value, key, strength, mode) {
             self.push(kind, value.start, value.whole_end(bytes));
+        } else if mode == Mode::Prose
+            && value.quoted
+            && strength == Strength::Strong
+            && password_key(key)
+            && value.text(bytes).len() >= 4
+            && quoted_word(value.text(bytes))
+            && !is_placeholder(value.text(bytes))
+        {
+            // `the password is "centipede"`: quoting in a sentence marks the literal password.
+            self.push(kind, value.start, value.whole_end(bytes));
         } else if mode == Mode::Code
             && strength == Strength::Strong
             && colon
@@ -1835,7 +1852,7 @@ impl<'t> Scan<'t> {
         // A comparison's literal must look like a secret of its own: `password == "admin"` is
         // a test of a default, `token != "undefined"` a guard.
         let shaped =
-            v.len() >= 6 && !uuid(v) && (generated(v) || looks_random(v, 8) || has_digit(v) && has_symbol(v));
+            v.len() >= 6 && !uuid(v) && (generated(v) || looks_random(v, 8) || has_digit(v) || has_symbol(v));
         if shaped && value_is_secret(bytes, value, key, strength, Mode::Code) {
             self.push(kind, value.start, value.whole_end(bytes));
         }
@@ -3181,16 +3198,28 @@ fn generated(v: &[u8]) -> bool {
 fn passphrase_like(v: &[u8]) -> bool {
     const MESSAGE_WORDS: Words = words_of!(
         b"a an the is are be must should at least please enter your invalid \
-        required not of to for and or with characters chars field missing wrong incorrect match cannot \
+        required not of to for or characters chars field missing wrong incorrect match cannot \
         can't does do this that you in on if it was expired empty too short long here new old"
     );
     let parts = || v.split(u8::is_ascii_whitespace).filter(|w| !w.is_empty());
     (2..=8).contains(&parts().count())
-        && v.len() >= 12
+        && v.len() >= 10
         && parts().all(|w| {
             let w = trim_end_of(w, |b| matches!(b, b'.' | b',' | b'!' | b'?' | b':'));
             !MESSAGE_WORDS.iter().any(|m| w.eq_ignore_ascii_case(m)) && secret_word(w).is_none()
         })
+}
+
+/// One word quoted in a sentence about a password (`"centipede"`, `'blooberry'`), not a word
+/// that describes one (`"wrong"`, `"required"`, `"hidden"`).
+fn quoted_word(v: &[u8]) -> bool {
+    const DESCRIBING: Words = words_of!(
+        b"wrong incorrect invalid correct right weak strong short long expired empty blank missing \
+        set unset changed reset same different secure insecure"
+    );
+    v.iter()
+        .all(|&b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'!' | b'@' | b'#'))
+        && !DESCRIBING.iter().any(|w| v.eq_ignore_ascii_case(w))
 }
 
 /// `my`, `our`, `the`… right before the key: the colon after it is a sentence's, not a mapping's.
@@ -3807,7 +3836,8 @@ fn skip_fillers(bytes: &[u8], start: usize) -> usize {
             | b"voor"
     );
     let mut pos = start;
-    for _ in 0..4 {
+    // `password for the user "bob" is …`: up to five words name whose it is.
+    for _ in 0..6 {
         let end = run_end_max(bytes, pos, 256, |b| !b.is_ascii_whitespace());
         if end == pos || end >= bytes.len() || bytes[end] == b'\n' {
             break;
@@ -4488,6 +4518,33 @@ mod tests {
             r#"var c = new ClientSecretCredential("72f9d8bf-86f1-41af-91ab-2d7cd011db47", id, secret);"#,
             r#"secret("name")"#,
         ]);
+    }
+
+    #[test]
+    fn a_quoted_word_in_a_sentence_about_a_password_is_the_password() {
+        assert_eq!(spans(r#"the default password is "marmalade""#), ["marmalade"]);
+        assert_eq!(
+            spans("the password for user 'deploy' is 'tangerine' here"),
+            ["tangerine"]
+        );
+        assert_eq!(spans(r#"password = "lemon curd pie""#), ["lemon curd pie"]);
+        assert_clean(&[
+            r#"if the password is "wrong" we retry"#,
+            r#"the password field is "required""#,
+            r#"password = "Enter your password""#,
+            r#"error = "Passwords do not match""#,
+        ]);
+    }
+
+    #[test]
+    fn an_ldap_bind_gives_its_third_argument() {
+        assert_eq!(
+            spans(
+                "new DirectoryEntry(\"LDAP://corp.example\",\n    \"svc@corp.example\",\n    \"Tq8mZx31\");"
+            ),
+            ["Tq8mZx31"]
+        );
+        assert_clean(&[r#"DirectoryEntry("LDAP://10.0.0.1", "corp\\svc", "secret")"#]);
     }
 
     #[test]

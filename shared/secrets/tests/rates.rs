@@ -21,8 +21,8 @@ const END: &str = "<!-- rates end -->\n";
 /// source is 95% / 2%. A source not listed is held to the goal itself.
 const FLOORS: &[(&str, f64, f64)] = &[
     ("gitleaks", 93.0, 9.5),
-    ("detect-secrets", 71.0, 16.5),
-    ("noseyparker", 80.0, 5.5),
+    ("detect-secrets", 72.5, 16.5),
+    ("noseyparker", 82.0, 5.5),
 ];
 
 /// What each source is, for the table.
