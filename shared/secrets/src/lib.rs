@@ -1418,6 +1418,16 @@ impl<'t> Scan<'t> {
             }
             return;
         }
+        // A Java system property (`-Dsonar.login=…`, `-Dspring.datasource.password=…`): the
+        // property is the key.
+        if dashes == 1 && name.len() > 2 && name[0] == b'D' && bytes.get(kend) == Some(&b'=') {
+            let key = &name[1..];
+            self.keyword_value_at(kend, key, false);
+            if let Some(word) = secret_word(key) {
+                self.assignment_after(i + 2, kend, key, word.strength, SecretKind::CommandLine, true);
+            }
+            return;
+        }
         // PowerShell's and Windows tools' named parameters (`Connect-VIServer … -Password …`,
         // `-ClientSecret …`): a value after a blank, judged as prose is (random-looking).
         if dashes == 1
@@ -4534,6 +4544,15 @@ mod tests {
             r#"password = "Enter your password""#,
             r#"error = "Passwords do not match""#,
         ]);
+    }
+
+    #[test]
+    fn a_java_system_property_is_a_key() {
+        assert_eq!(
+            spans("java -Dspring.datasource.password=Vq3!xLm9Tz -jar app.jar"),
+            ["Vq3!xLm9Tz"]
+        );
+        assert_clean(&["java -Dspring.profiles.active=prod -Dfile.encoding=UTF-8 -jar app.jar"]);
     }
 
     #[test]
