@@ -1136,8 +1136,12 @@ impl<'t> Scan<'t> {
             let code = code_expression(v) || v.windows(2).any(|w| w == b"()") || v.contains(&b'\\');
             (symbols >= 4 && !code && entropy(v) >= 4.0).then_some(p + v.len())
         };
+        // After a comma the value is the next argument: only a literal is a value there
+        // (`decode(token, options={…})` passes an expression).
+        let argument = bytes[op..p].trim_ascii() == b",";
         let (end, closed) = match quoted_end {
             Some(e) => (e, true),
+            None if argument => return,
             None if quote.is_none() && has_operator => {
                 unquoted().map_or((token_end, token_closed), |e| (e, true))
             }
