@@ -1641,13 +1641,18 @@ impl<'t> Scan<'t> {
         let spaced_before = blank_before > pos;
         pos = blank_before;
         let sep = match (bytes.get(pos), bytes.get(pos + 1)) {
+            // Make's `::=` and `:::=` (an LDIF `::` has no `=` after it).
+            (Some(b':'), Some(b':')) if bytes.get(pos + 2) == Some(&b'=') => Some(3),
+            (Some(b':'), Some(b':')) if bytes.get(pos + 2..pos + 4) == Some(b":=") => Some(4),
             (Some(b':'), Some(b':')) => return self.ldif_base64_at(pos + 2, key, kind),
+            // Make's `?=` and `+=`, PHP's `.=`.
+            (Some(b'?' | b'+' | b'.'), Some(b'=')) => Some(2),
             (Some(b'='), Some(b'=')) | (Some(b'!'), Some(b'=')) => {
                 return self.compared_at(pos, key, strength, kind);
             }
             // `std::string secret("…")`: a literal passed to what the key names.
             // A capitalised name is a type (`new ClientSecretCredential("<tenant>", …)`).
-            (Some(b'('), Some(b'"' | b'\'')) if !spaced_before && !key[0].is_ascii_uppercase() => {
+            (Some(b'('), Some(b'"' | b'\'')) if !spaced_before && !camel_type(key) => {
                 return self.compared_at(pos, key, strength, kind);
             }
             (Some(b':'), Some(b'=')) => Some(2),
@@ -1683,6 +1688,16 @@ impl<'t> Scan<'t> {
             Some(len) => {
                 let after = pos + len;
                 pos = skip_space(bytes, after);
+                // An INI value continued on the next, indented line (`password =` NEWLINE
+                // `    …`).
+                let next = match bytes.get(pos..) {
+                    Some([b'\n', ..]) => pos + 1,
+                    Some([b'\r', b'\n', ..]) => pos + 2,
+                    _ => pos,
+                };
+                if next > pos && matches!(bytes.get(next), Some(b' ' | b'\t')) {
+                    pos = skip_space(bytes, next);
+                }
                 let spaced_after = pos > after;
                 let glued_colon = bytes[after - 1] == b':' && !spaced_before && !spaced_after && !quoted_key;
                 if glued_colon && !matches!(bytes.get(pos), Some(b'"' | b'\'' | b'`')) {
@@ -3752,6 +3767,12 @@ fn is_reference(v: &[u8]) -> bool {
     PREFIXES.iter().any(|p| v.starts_with(p))
 }
 
+/// A capitalised name with lowercase letters in it is a type (`ClientSecretCredential`); an
+/// all-capitals one is a function of SQL (`PASSWORD('…')`) or a constant.
+fn camel_type(key: &[u8]) -> bool {
+    key[0].is_ascii_uppercase() && key.iter().any(u8::is_ascii_lowercase)
+}
+
 /// What follows the key is code around a value, not a value: a command substitution (`$(…)`),
 /// an interpolation (`#{password}`), an HTML-escaped slot (`&lt;YOUR_PASSWORD&gt;`), a resource
 /// name (`arn:aws:iam::…`), or a concatenation or the next field after a string that held the key
@@ -4547,6 +4568,25 @@ mod tests {
             r#"the password field is "required""#,
             r#"password = "Enter your password""#,
             r#"error = "Passwords do not match""#,
+        ]);
+    }
+
+    #[test]
+    fn make_php_sql_and_ini_continuation_syntaxes() {
+        for text in [
+            "DB_PASSWORD ?= Hx7!kq2Lm9",
+            "DB_PASSWORD ::= Hx7!kq2Lm9",
+            "DB_PASSWORD += Hx7!kq2Lm9",
+            "$password .= \"Hx7!kq2Lm9\";",
+            "SET PASSWORD FOR 'root'@'localhost' = PASSWORD('Hx7!kq2Lm9');",
+            "[database]\npassword =\n    Hx7!kq2Lm9",
+        ] {
+            assert_eq!(spans(text), ["Hx7!kq2Lm9"], "{text:?}");
+        }
+        assert_clean(&[
+            "DB_PASSWORD ?= $(shell cat .pw)",
+            "[database]\npassword =\n\n[cache]",
+            "secretKeyRef:\n  name: db-credentials\n  key: password",
         ]);
     }
 
