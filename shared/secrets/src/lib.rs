@@ -122,7 +122,7 @@ use std::borrow::Cow;
 
 mod rules;
 
-pub use rules::{FAMILIES, KEYWORD_INFO, RULE_INFO, RuleInfo, VENDORS, Vendor};
+pub use rules::{FAMILIES, KEYWORD_INFO, RULE_INFO, RuleInfo, VENDORS, Vendor, keyword_providers};
 
 /// Which rule matched, content-free (safe to put in a diagnostic).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

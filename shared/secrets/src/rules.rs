@@ -53,6 +53,18 @@ struct KeywordRule {
 
 include!(concat!(env!("OUT_DIR"), "/rules.rs"));
 
+/// The provider names the keyword rules report, sorted and each once (for the documented counts).
+#[must_use]
+pub fn keyword_providers() -> Vec<&'static str> {
+    let mut names: Vec<&'static str> = KEYWORD_RULES
+        .iter()
+        .map(|r| &KEYWORD_NAMES[usize::from(r.name.0)..][..usize::from(r.name.1)])
+        .collect();
+    names.sort_unstable();
+    names.dedup();
+    names
+}
+
 /// Key words that make a key metadata about a provider rather than its credential.
 const METADATA: &[&[u8]] = &[
     b"sha",

@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use powercontext_hooks_secrets::find_secret;
+use powercontext_hooks_secrets::{KEYWORD_INFO, VENDORS, find_secret, keyword_providers};
 
 const CORPUS: &str = include_str!("../../../tests/fixtures/secrets_corpus.txt");
 const HELDOUT: &str = include_str!("../../../tests/fixtures/secrets_heldout.txt");
@@ -222,4 +222,40 @@ fn the_table_counts_each_source_once_and_reads_its_rates() {
     let r = &all["a"];
     assert_eq!((r.caught, r.positives, r.withheld, r.negatives), (1, 1, 1, 2));
     assert!(table(&all).contains("| a | 1 | 100.0% | 2 | 50.0% |"));
+}
+
+/// The rule counts `docs/secret-filter.md` states are the compiled tables' (a rule added to the
+/// data moves them).
+#[test]
+fn the_documented_rule_counts_are_the_compiled_ones() {
+    let mut prefix_providers: Vec<&str> = VENDORS.iter().map(|v| v.name).collect();
+    prefix_providers.sort_unstable();
+    prefix_providers.dedup();
+    let keyword = keyword_providers();
+    let mut all: Vec<&str> = prefix_providers.iter().chain(&keyword).copied().collect();
+    all.sort_unstable();
+    all.dedup();
+    let expected = [
+        format!(
+            "{} rules as data ([`shared/secrets/rules/`](../shared/secrets/rules/)), {} provider names",
+            VENDORS.len() + KEYWORD_INFO.len(),
+            all.len()
+        ),
+        format!(
+            "| provider tokens by prefix | {} rules, {} providers |",
+            VENDORS.len(),
+            prefix_providers.len()
+        ),
+        format!(
+            "| provider keys by keyword | {} rules, {} providers |",
+            KEYWORD_INFO.len(),
+            keyword.len()
+        ),
+    ];
+    for line in &expected {
+        assert!(
+            DOC.contains(line.as_str()),
+            "docs/secret-filter.md should say: {line}"
+        );
+    }
 }
