@@ -13,6 +13,7 @@ use powercontext_hooks_secrets::{KEYWORD_INFO, VENDORS, find_secret, keyword_pro
 const CORPUS: &str = include_str!("../../../tests/fixtures/secrets_corpus.txt");
 const HELDOUT: &str = include_str!("../../../tests/fixtures/secrets_heldout.txt");
 const DOC: &str = include_str!("../../../docs/secret-filter.md");
+const README: &str = include_str!("../../../README.md");
 const BEGIN: &str = "<!-- rates: computed by shared/secrets/tests/rates.rs -->\n";
 const END: &str = "<!-- rates end -->\n";
 
@@ -224,8 +225,8 @@ fn the_table_counts_each_source_once_and_reads_its_rates() {
     assert!(table(&all).contains("| a | 1 | 100.0% | 2 | 50.0% |"));
 }
 
-/// The rule counts `docs/secret-filter.md` states are the compiled tables' (a rule added to the
-/// data moves them).
+/// The rule counts `docs/secret-filter.md` and the README state are the compiled tables' (a rule
+/// added to the data moves them).
 #[test]
 fn the_documented_rule_counts_are_the_compiled_ones() {
     let mut prefix_providers: Vec<&str> = VENDORS.iter().map(|v| v.name).collect();
@@ -258,4 +259,6 @@ fn the_documented_rule_counts_are_the_compiled_ones() {
             "docs/secret-filter.md should say: {line}"
         );
     }
+    let readme = format!("rules as data ({} providers)", all.len());
+    assert!(README.contains(&readme), "README.md should say: {readme}");
 }
