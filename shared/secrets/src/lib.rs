@@ -12,8 +12,9 @@
 //! tables indexed by the prefix's first byte (see [`VENDORS`] and `src/rules.rs`); adding a
 //! provider is one entry there; keyword rules (`rules/keyword.toml`) name a provider by a word in
 //! the key instead. Measured with the `scan` example on the benchmark's prompt text (release,
-//! loaded 2-core machine, p50): 10 KB in 0.09 ms, 200 KB in 1.9 ms (callgrind: 32.8 M instructions
-//! for 200 KB; the hand-written filter before: 0.06 ms, 1.25 ms, 25 M); adversarial repetitions
+//! loaded 2-core machine, p50): 10 KB in 0.09 ms, 200 KB in 1.9 ms (callgrind: 33.3 M instructions
+//! for 200 KB of the benchmark's prompt lines, the same before and after the last syntaxes and
+//! providers were added; the hand-written filter before: 0.06 ms, 1.25 ms, 25 M); adversarial repetitions
 //! scan in linear time (the tests check the scaling); nothing is parsed at run time. Every run a rule scans is bounded (a value's head at 512 bytes,
 //! its redacted whole, a table row or a here-document line at 64 KiB), a line's command words are
 //! looked up once per line, and a span already found is not scanned again, so repetitive prompts
@@ -28,7 +29,12 @@
 //!   `passphrase`, `passcode`, `secret`, `token`, `api key`, `access key`, `private key`,
 //!   `credential`, `cookie`, `pw`; weaker: `key`, `auth`, `pass`, `PAT` as a segment of its own,
 //!   whose value must be one base64url run) with any prefix or suffix,
-//!   `_`/`-`/`.` separators, quoted or not, then `=`, `:`, `:=`, `=>` or whitespace and a value.
+//!   `_`/`-`/`.` separators, quoted or not, then `=`, `:`, `:=`, `=>`, Make's `?=`, `+=`, `::=`,
+//!   `:::=`, PHP's `.=`, an array declaration (`char secret[25] = …`), a comparison with a
+//!   literal either way round (`pw == "…"`, `"…" !== secret`), a literal call argument
+//!   (`std::string secret("…")`, SQL's `PASSWORD('…')`), a Java system property
+//!   (`-Dspring.datasource.password=…`), or whitespace, and a value (an INI value may stand on
+//!   the next, indented line).
 //!   Keys whose suffix or prefix makes them metadata (`token_count`, `password_file`,
 //!   `PASSWORD_ALGORITHM`, `TOKEN_ISSUER`, `existingSecret`, `Sec-WebSocket-Key`, …) are not keys,
 //!   and a public key id (`--recv-keys 3AA5C34371567BD2`, `user.signingkey`) is not a secret.
@@ -59,7 +65,9 @@
 //!   `keyring.set_password("svc", "bob", "…")`) give the password; a UUID there is a client or
 //!   tenant id, and a call that configures authentication (`AddAuthentication("Cookies", …)`,
 //!   `Use…`, `With…`, `Configure…`, `Get…`) is given no password.
-//! - `command_line`: `--password=…`-style flags, `-p` after `docker login`/`sshpass`/`mongo`,
+//! - `command_line`: `--password=…`-style flags, named parameters (`-Password …`,
+//!   `-ClientSecret …`), `-p` after a user's flag (`-u NAME -p …`, not mysql's spaced prompt)
+//!   and after `docker login`/`sshpass`/`mongo`,
 //!   `-pSECRET` after `mysql`, `-P` after `sqlcmd`, `-w` after the `ldap…` tools, `-a` after
 //!   `redis-cli`, `-a user:pw` after httpie, `-u user:pw` after `curl`, `-u user,pw` after
 //!   `lftp`, `-U user%pw` after `smbclient`, `-N`/`-P` after `ssh-keygen`, `-k` and
@@ -86,21 +94,25 @@
 //!   `md5$salt$<32 hex>`, each hash random-looking (`…$xxxx…` is a stand-in); LDAP's `{SHA}`,
 //!   `{SSHA}`, `{SHA256}` … `{SSHA512}`, `{MD5}`, `{SMD5}` and `{CRYPT}` followed by a hash of its
 //!   scheme's length, a digest's base64 with a digit, `+` or `/` and not words run together (the
-//!   span is the hash, not the scheme); and the hash of an `/etc/shadow` line, DES's 13
-//!   characters included.
+//!   span is the hash, not the scheme); the hash of an `/etc/shadow` line, DES's 13
+//!   characters included; Cisco's type 8 and 9 secrets (`$8$`, `$9$`) and Kerberos AS-REP and
+//!   TGS-REP hashes as cracking tools print them (`$krb5asrep$23$…`).
 //! - vendor shapes (one rule name per provider, from the rule data, see [`VENDORS`]; Telegram and Discord bot tokens
 //!   by hand, a Telegram token also glued to `bot` in its API URL): real prefix, alphabet,
 //!   length. A token ends at any non-ASCII character (`令牌ghp_…请检查`) and starts after `%XX`
 //!   (`%3Dghp_…`); one wrapped onto the next line is redacted with its tail, and a 40-character
 //!   AWS secret key next to its key id with it.
-//! - `jwt`: `eyJ….eyJ….<signature>`, segments up to 16 KiB each.
+//! - `jwt`: `eyJ….eyJ….<signature>`, segments up to 16 KiB each, or an unsigned `eyJ….eyJ…`
+//!   whose claims decode to a JSON object.
 //! - `prose`: a random-looking value right after a secret word (`my password is hunter2`, `the
 //!   password for prod is …`, `use password "…"`, `my password: <words run together>`), in other
 //!   languages too (`mein Passwort ist …`, `a senha do banco é …`, `mijn wachtwoord is …`,
 //!   `密码是…`, `パスワードは…です`, `비밀번호는 …입니다`). A value that starts in ASCII ends at a
 //!   Chinese, Japanese or Korean character glued to it; one followed by a case particle (`으로`,
 //!   `를`, `에서`, `で`, `を`, …: `비밀번호는 AES256-GCM으로 암호화됩니다`) is a means or an object,
-//!   not the password, which a copula (`입니다`, `です`) or the sentence's end follows.
+//!   not the password, which a copula (`입니다`, `です`) or the sentence's end follows. A quoted
+//!   word there is the password (`the default password is "marmalade"`, `the password for user
+//!   'deploy' is 'tangerine'`) unless it describes one (`"wrong"`, `"required"`).
 //!
 //! Precision: a value that is a placeholder or a reference filling the whole value (`<…>`,
 //! `$VAR`, `${…}`, `{{…}}`, `{name}`, `%VAR%`, a YAML `!tag` before what it tags,
@@ -116,7 +128,12 @@
 //! needs only to be a non-placeholder (a quoted one with spaces must read as a passphrase, not a
 //! message), an unquoted `key: value` in code or config needs a digit or symbol, prose needs a
 //! random-looking word; a weak key's value must look random (or, short, mix letters, digits and
-//! symbols).
+//! symbols). Code around a value is no value: a command substitution (`$(…)`), an interpolation
+//! (`#{password}`), an HTML-escaped slot (`&lt;…&gt;`), an ARN, a concatenation or the next field
+//! after the string that held the key (`"…_password = " + new Buffer(…)`), a slot in a second pair
+//! of quotes (`"'$PASS'"`), an expression passed after a comma. A PEM block whose body holds no
+//! encoded byte (`BEGIN … anything … END`) is an illustration, and a catch-all prefix (`sk-`)
+//! followed by letters and digits each counting up (`a1b2c3d4…`, `abc123xyz-456def…`) a stand-in.
 
 use std::borrow::Cow;
 
