@@ -2970,7 +2970,10 @@ fn value_is_secret(bytes: &[u8], value: &Value, key: &[u8], strength: Strength, 
     if strength == Strength::Weak && pat && !v.iter().all(|&b| b64url(b)) {
         return false;
     }
-    if is_placeholder(v) || is_reference(v) || same_as_key(v, key) || yaml_tag(bytes, value) {
+    // A quoted value is whole: an opening `${` or `$(` it never closes is part of a password
+    // (`"Hx7${q2Lm9"`), not a reference cut at the value's end.
+    let placeholder = is_placeholder(v) && !(value.quoted && unclosed_template(v));
+    if placeholder || is_reference(v) || same_as_key(v, key) || yaml_tag(bytes, value) {
         return false;
     }
     if code_continuation(v) || quoted_slot(v) {
@@ -3782,6 +3785,17 @@ fn is_reference(v: &[u8]) -> bool {
         user. auth. Environment. Config. Settings."
     );
     PREFIXES.iter().any(|p| v.starts_with(p))
+}
+
+/// A `${`, `{{` or `$(` in `v` with no closing bracket after it.
+fn unclosed_template(v: &[u8]) -> bool {
+    [(&b"${"[..], &b"}"[..]), (b"{{", b"}}"), (b"$(", b")")]
+        .iter()
+        .any(|(open, close)| {
+            v.windows(2)
+                .position(|w| w == *open)
+                .is_some_and(|at| !v[at + 2..].windows(close.len()).any(|w| w == *close))
+        })
 }
 
 /// A capitalised name with lowercase letters in it is a type (`ClientSecretCredential`); an
@@ -4604,6 +4618,16 @@ mod tests {
             "DB_PASSWORD ?= $(shell cat .pw)",
             "[database]\npassword =\n\n[cache]",
             "secretKeyRef:\n  name: db-credentials\n  key: password",
+        ]);
+    }
+
+    #[test]
+    fn a_quoted_password_may_open_a_template_it_never_closes() {
+        assert_eq!(spans(r#"password := "Hx7${q2Lm9""#), ["Hx7${q2Lm9"]);
+        assert_eq!(spans(r#"password: "{{Hx7!kq2Lm9""#), ["{{Hx7!kq2Lm9"]);
+        assert_clean(&[
+            r#"password: "${DB_PASSWORD}""#,
+            r#"password = "{{ .Values.db.password }}""#,
         ]);
     }
 
