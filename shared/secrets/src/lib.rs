@@ -572,16 +572,24 @@ impl<'t> Scan<'t> {
         }
     }
 
-    /// Telegram bot token: the bot's 8–10 digit id, `:AA`, 33 base64url characters.
+    /// Telegram bot token: the bot's 8–10 digit id, `:`, 35 base64url characters (`AA` and 33
+    /// today, 32 after `AA` in some older ones; trufflehog's shape allows any 35 that look
+    /// generated).
     fn telegram_at(&mut self, i: usize) {
         let bytes = self.bytes;
         let digits = run_end_max(bytes, i, 11, |b| b.is_ascii_digit());
-        if !(8..=10).contains(&(digits - i)) || !bytes[digits..].starts_with(b":AA") {
+        if !(8..=10).contains(&(digits - i)) || bytes.get(digits) != Some(&b':') {
             return;
         }
-        let body = digits + 3;
-        let end = run_end_max(bytes, body, 34, b64url);
-        if (32..=33).contains(&(end - body)) && !token_continues_at(self.text, end) {
+        let body = digits + 1;
+        let end = run_end_max(bytes, body, 36, b64url);
+        let secret = &bytes[body..end];
+        let shaped = if secret.starts_with(b"AA") {
+            (34..=35).contains(&secret.len())
+        } else {
+            secret.len() == 35 && mixed_case(secret) && has_digit(secret) && entropy(secret) >= 4.0
+        };
+        if shaped && !token_continues_at(self.text, end) {
             self.push(SecretKind::Vendor("telegram_token"), i, end);
         }
     }
@@ -4629,6 +4637,18 @@ mod tests {
             r#"password: "${DB_PASSWORD}""#,
             r#"password = "{{ .Values.db.password }}""#,
         ]);
+    }
+
+    #[test]
+    fn telegram_bot_tokens_with_and_without_their_usual_head() {
+        assert_kind(
+            SecretKind::Vendor("telegram_token"),
+            &[
+                "bot 5829104736:AAGq3vX9LmZ2pR8tK1wN6yB4cD7fH0jS5eU",
+                "bot 869511423:Qw7tOM4-oZANUkq653PAPbo4HLs3DCd9NCX",
+            ],
+        );
+        assert_clean(&["1700000000:abcdefghijklmnopqrstuvwxyzabcdefghi", "12345678:short"]);
     }
 
     #[test]
