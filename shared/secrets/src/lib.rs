@@ -589,7 +589,7 @@ impl<'t> Scan<'t> {
         } else {
             secret.len() == 35 && mixed_case(secret) && has_digit(secret) && entropy(secret) >= 4.0
         };
-        if shaped && !token_continues_at(self.text, end) {
+        if shaped && !token_continues_at(self.text, end) && !rules::documented_example(&bytes[i..end]) {
             self.push(SecretKind::Vendor("telegram_token"), i, end);
         }
     }
@@ -4649,6 +4649,19 @@ mod tests {
             ],
         );
         assert_clean(&["1700000000:abcdefghijklmnopqrstuvwxyzabcdefghi", "12345678:short"]);
+    }
+
+    #[test]
+    fn a_vendors_documented_example_key_is_no_secret() {
+        assert_clean(&[
+            "firebase: AIzaSyAnLA7NfeLquW1tJFpx_eQCxoX-oo6YyIs",
+            "curl https://api.stripe.com/v1/charges -u sk_test_4eC39HqLyjWDarjtT1zdp7dc:",
+        ]);
+        // One character off is a key like any other.
+        assert_kind(
+            SecretKind::Vendor("google_api_key"),
+            &["firebase: AIzaSyAnLA7NfeLquW1tJFpx_eQCxoX-oo6YyIt"],
+        );
     }
 
     #[test]

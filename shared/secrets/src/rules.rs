@@ -53,6 +53,11 @@ struct KeywordRule {
 
 include!(concat!(env!("OUT_DIR"), "/rules.rs"));
 
+/// Whether `token` is a key a vendor documents as an example (`[[example]]` in the rule data).
+pub(crate) fn documented_example(token: &[u8]) -> bool {
+    DOCUMENTED_EXAMPLES.iter().any(|e| e.as_bytes() == token)
+}
+
 /// The provider names the keyword rules report, sorted and each once (for the documented counts).
 #[must_use]
 pub fn keyword_providers() -> Vec<&'static str> {
@@ -268,7 +273,9 @@ impl Vendor {
         if self.entropy > 0.0 && super::entropy(token) < f64::from(self.entropy) {
             return None;
         }
-        if self.stopwords.iter().any(|w| contains_ci(token, w.as_bytes())) {
+        if self.stopwords.iter().any(|w| contains_ci(token, w.as_bytes()))
+            || documented_example(&bytes[i..pos])
+        {
             return None;
         }
         Some(pos)
