@@ -2550,7 +2550,13 @@ fn secret_word(key: &[u8]) -> Option<SecretWord> {
                         .filter(|&e| alone(e))
                         .map(|e| (e, Strength::Weak, false))
                 })
-                .or_else(|| eat_ci(key, j, b"pass").map(|e| (e, Strength::Weak, false))),
+                // `DB_PASS`, `smtp.pass`: the last segment of a config key names a password.
+                .or_else(|| {
+                    eat_ci(key, j, b"pass").map(|e| {
+                        let segment = j > 0 && matches!(key[j - 1], b'_' | b'.') && e == key.len();
+                        (e, if segment { Strength::Strong } else { Strength::Weak }, false)
+                    })
+                }),
             b's' => eat_ci(key, j, b"secret").map(|e| (e, Strength::Strong, false)),
             b't' => eat_ci(key, j, b"token").map(|e| (e, Strength::Strong, false)),
             // `key` as a word of its own or glued to a word that makes it one (`apikey`,
@@ -4662,6 +4668,18 @@ mod tests {
             SecretKind::Vendor("google_api_key"),
             &["firebase: AIzaSyAnLA7NfeLquW1tJFpx_eQCxoX-oo6YyIt"],
         );
+    }
+
+    #[test]
+    fn pass_as_a_config_keys_last_segment_names_a_password() {
+        assert_eq!(spans("REACT_APP_AUTH_PASS=marmalade"), ["marmalade"]);
+        assert_eq!(spans("smtp.pass = tangerine7"), ["tangerine7"]);
+        assert_clean(&[
+            "TEST_PASS=true",
+            "CHECKS_PASS=3",
+            "DB_PASS=$DB_PASSWORD",
+            "bypass=marmalade",
+        ]);
     }
 
     #[test]
