@@ -1539,6 +1539,9 @@ impl<'t> Scan<'t> {
         if let Some(sep) = user_sep {
             if let Some(at) = user_password(v, sep) {
                 self.push(SecretKind::CommandLine, value.start + at, value.whole_end(bytes));
+            } else if v.len() > 1 && v.last() == Some(&sep) && looks_random(&v[..v.len() - 1], 10) {
+                // `-u sk_live_…:` with no password: an API key passed as the user is the secret.
+                self.push(SecretKind::CommandLine, value.start, value.start + v.len() - 1);
             }
             return;
         }
@@ -4679,6 +4682,18 @@ mod tests {
             "CHECKS_PASS=3",
             "DB_PASS=$DB_PASSWORD",
             "bypass=marmalade",
+        ]);
+    }
+
+    #[test]
+    fn an_api_key_passed_as_curls_user_is_the_secret() {
+        assert_eq!(
+            spans(r#"curl -u "k7Qz2mWp9Lx!t:" https://api.example.test"#),
+            ["k7Qz2mWp9Lx!t"]
+        );
+        assert_clean(&[
+            "curl -u admin: https://localhost:9200",
+            "curl -u $API_KEY: https://api.example.test",
         ]);
     }
 
