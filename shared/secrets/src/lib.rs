@@ -515,6 +515,9 @@ impl<'t> Scan<'t> {
         if after_hyphen {
             return;
         }
+        if bytes.get(i + 32..i + 35) == Some(b"-us") {
+            self.mailchimp_at(i);
+        }
         match bytes[i] {
             // A scheme word is English: glued to other text it is not one.
             b'b' | b'B' if prev != NON_ASCII_WORD => {
@@ -545,6 +548,25 @@ impl<'t> Scan<'t> {
                 }
             }
             _ => {}
+        }
+    }
+
+    /// A Mailchimp API key: 32 lowercase hex characters, `-us` and the data center's number (gitleaks:
+    /// mailchimp-api-key; detect-secrets: MailchimpDetector). The suffix is its own keyword.
+    fn mailchimp_at(&mut self, i: usize) {
+        let bytes = self.bytes;
+        let key = &bytes[i..i + 32];
+        let dc = run_end_max(bytes, i + 35, 3, |b| b.is_ascii_digit());
+        if key
+            .iter()
+            .all(|&b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+            && (1..=2).contains(&(dc - i - 35))
+            && has_digit(key)
+            && key.iter().any(u8::is_ascii_alphabetic)
+            && !rules::filler_like(key)
+            && !token_continues_at(self.text, dc)
+        {
+            self.push(SecretKind::Vendor("mailchimp_key"), i, dc);
         }
     }
 
@@ -4694,6 +4716,20 @@ mod tests {
         assert_clean(&[
             "curl -u admin: https://localhost:9200",
             "curl -u $API_KEY: https://api.example.test",
+        ]);
+    }
+
+    #[test]
+    fn a_mailchimp_key_is_told_by_its_data_center_suffix() {
+        assert_kind(
+            SecretKind::Vendor("mailchimp_key"),
+            &["the newsletter job printed 5d1f0b8e93a27c46e0d9b13f7a2c8e64-us21 and stopped"],
+        );
+        assert_clean(&[
+            "00000000000000000000000000000000-us21",
+            "5d1f0b8e93a27c46e0d9b13f7a2c8e64-used",
+            "x5d1f0b8e93a27c46e0d9b13f7a2c8e6-us21",
+            "5D1F0B8E93A27C46E0D9B13F7A2C8E64-us21",
         ]);
     }
 

@@ -53,6 +53,11 @@ struct KeywordRule {
 
 include!(concat!(env!("OUT_DIR"), "/rules.rs"));
 
+/// Filler where a generated token stands (`0000…`, `XXXX…`, `abcdef…`, `EXAMPLE`).
+pub(crate) fn filler_like(token: &[u8]) -> bool {
+    stand_in(token)
+}
+
 /// Whether `token` is a key a vendor documents as an example (`[[example]]` in the rule data).
 pub(crate) fn documented_example(token: &[u8]) -> bool {
     DOCUMENTED_EXAMPLES.iter().any(|e| e.as_bytes() == token)

@@ -22,7 +22,7 @@ const END: &str = "<!-- rates end -->\n";
 /// source is 95% / 2%. A source not listed is held to the goal itself.
 const FLOORS: &[(&str, f64, f64)] = &[
     ("gitleaks", 94.0, 3.5),
-    ("detect-secrets", 72.5, 16.5),
+    ("detect-secrets", 73.5, 16.5),
     ("noseyparker", 83.0, 5.5),
 ];
 
