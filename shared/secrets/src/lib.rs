@@ -12,9 +12,9 @@
 //! tables indexed by the prefix's first byte (see [`VENDORS`] and `src/rules.rs`); adding a
 //! provider is one entry there; keyword rules (`rules/keyword.toml`) name a provider by a word in
 //! the key instead. Measured with the `scan` example on the benchmark's prompt text (release,
-//! loaded 2-core machine, p50): 10 KB in 0.09 ms, 200 KB in 1.9 ms (callgrind: 33.3 M instructions
-//! for 200 KB of the benchmark's prompt lines, the same before and after the last syntaxes and
-//! providers were added; the hand-written filter before: 0.06 ms, 1.25 ms, 25 M); adversarial repetitions
+//! loaded 2-core machine, p50): 10 KB in 0.09 ms, 200 KB in 1.9 ms (callgrind: 33.8 M instructions
+//! for 200 KB of the benchmark's prompt lines, 33.3 M before the last syntaxes and providers were
+//! added; the hand-written filter before: 0.06 ms, 1.25 ms, 25 M); adversarial repetitions
 //! scan in linear time (the tests check the scaling); nothing is parsed at run time. Every run a rule scans is bounded (a value's head at 512 bytes,
 //! its redacted whole, a table row or a here-document line at 64 KiB), a line's command words are
 //! looked up once per line, and a span already found is not scanned again, so repetitive prompts
