@@ -18,6 +18,18 @@ struct File {
     rule: Vec<Rule>,
     #[serde(default)]
     keyword: Vec<Keyword>,
+    #[serde(default)]
+    example: Vec<Example>,
+}
+
+/// A key a vendor publishes in its documentation or SDK as an example: the whole token, never a
+/// secret wherever it stands.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Example {
+    value: String,
+    /// Where it is published.
+    source: String,
 }
 
 /// A provider named by a keyword in the key, its value of one class run.
@@ -208,6 +220,7 @@ fn main() {
     let mut rules: Vec<(String, Rule)> = Vec::new();
     let mut keyword_rules: Vec<Keyword> = Vec::new();
     let mut families = Vec::new();
+    let mut examples: Vec<Example> = Vec::new();
     for path in &paths {
         println!("cargo::rerun-if-changed={}", path.display());
         let text = std::fs::read_to_string(path).expect("read rule file");
@@ -215,6 +228,7 @@ fn main() {
         let stem = path.file_stem().expect("stem").to_string_lossy().into_owned();
         families.push((stem.clone(), file.family, file.rule.len() + file.keyword.len()));
         keyword_rules.extend(file.keyword);
+        examples.extend(file.example);
         for r in file.rule {
             rules.push((stem.clone(), r));
         }
@@ -337,6 +351,24 @@ fn main() {
         pairs[h / 64] |= 1 << (h % 64);
     }
     let _ = writeln!(out, "static PAIRS: [u64; 64] = {pairs:?};");
+    for e in &examples {
+        assert!(
+            e.value.len() >= 16 && e.value.is_ascii() && !e.value.contains(char::is_whitespace),
+            "documented example {:?}: a whole token",
+            e.value
+        );
+        assert!(
+            !e.source.trim().is_empty(),
+            "documented example {:?} cites no source",
+            e.value
+        );
+    }
+    let values: Vec<&str> = examples.iter().map(|e| e.value.as_str()).collect();
+    let _ = writeln!(
+        out,
+        "/// Vendors' documented example keys (`rules/*.toml`, `[[example]]`).\npub(crate) static DOCUMENTED_EXAMPLES: [&str; {}] = {values:?};",
+        values.len()
+    );
     let _ = writeln!(out, "/// The rule files: stem, family, number of rules.");
     let _ = writeln!(
         out,

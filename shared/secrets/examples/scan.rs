@@ -1,11 +1,19 @@
 //! Prints the findings for each line of stdin (`\n` inside a line is a newline), or with `--time`
-//! the median scan time of stdin's whole text repeated to 10 KB and 200 KB (a debugging aid; the
-//! benchmark of record is `make bench`).
+//! the median scan time of stdin's whole text repeated to 10 KB and 200 KB, or with `--once` one
+//! scan of it repeated to 200 KB (a debugging aid; the benchmark of record is `make bench`).
 #![allow(clippy::print_stdout)]
 use std::io::{BufRead, Read};
 use std::time::Instant;
 
 fn main() {
+    if std::env::args().nth(1).as_deref() == Some("--once") {
+        // One scan of stdin's text repeated to 200 KB (for an instruction count under callgrind).
+        let mut text = String::new();
+        std::io::stdin().read_to_string(&mut text).expect("utf-8");
+        let prompt = text.repeat(200_000 / text.len().max(1) + 1);
+        println!("{} findings", powercontext_hooks_secrets::findings(&prompt).len());
+        return;
+    }
     if std::env::args().nth(1).as_deref() == Some("--time") {
         let mut text = String::new();
         std::io::stdin().read_to_string(&mut text).expect("utf-8");

@@ -12,8 +12,9 @@
 //! tables indexed by the prefix's first byte (see [`VENDORS`] and `src/rules.rs`); adding a
 //! provider is one entry there; keyword rules (`rules/keyword.toml`) name a provider by a word in
 //! the key instead. Measured with the `scan` example on the benchmark's prompt text (release,
-//! loaded 2-core machine, p50): 10 KB in 0.09 ms, 200 KB in 1.9 ms (callgrind: 32.8 M instructions
-//! for 200 KB; the hand-written filter before: 0.06 ms, 1.25 ms, 25 M); adversarial repetitions
+//! loaded 2-core machine, p50): 10 KB in 0.09 ms, 200 KB in 1.9 ms (callgrind: 33.8 M instructions
+//! for 200 KB of the benchmark's prompt lines, 33.3 M before the last syntaxes and providers were
+//! added; the hand-written filter before: 0.06 ms, 1.25 ms, 25 M); adversarial repetitions
 //! scan in linear time (the tests check the scaling); nothing is parsed at run time. Every run a rule scans is bounded (a value's head at 512 bytes,
 //! its redacted whole, a table row or a here-document line at 64 KiB), a line's command words are
 //! looked up once per line, and a span already found is not scanned again, so repetitive prompts
@@ -28,7 +29,12 @@
 //!   `passphrase`, `passcode`, `secret`, `token`, `api key`, `access key`, `private key`,
 //!   `credential`, `cookie`, `pw`; weaker: `key`, `auth`, `pass`, `PAT` as a segment of its own,
 //!   whose value must be one base64url run) with any prefix or suffix,
-//!   `_`/`-`/`.` separators, quoted or not, then `=`, `:`, `:=`, `=>` or whitespace and a value.
+//!   `_`/`-`/`.` separators, quoted or not, then `=`, `:`, `:=`, `=>`, Make's `?=`, `+=`, `::=`,
+//!   `:::=`, PHP's `.=`, an array declaration (`char secret[25] = …`), a comparison with a
+//!   literal either way round (`pw == "…"`, `"…" !== secret`), a literal call argument
+//!   (`std::string secret("…")`, SQL's `PASSWORD('…')`), a Java system property
+//!   (`-Dspring.datasource.password=…`), or whitespace, and a value (an INI value may stand on
+//!   the next, indented line).
 //!   Keys whose suffix or prefix makes them metadata (`token_count`, `password_file`,
 //!   `PASSWORD_ALGORITHM`, `TOKEN_ISSUER`, `existingSecret`, `Sec-WebSocket-Key`, …) are not keys,
 //!   and a public key id (`--recv-keys 3AA5C34371567BD2`, `user.signingkey`) is not a secret.
@@ -59,7 +65,9 @@
 //!   `keyring.set_password("svc", "bob", "…")`) give the password; a UUID there is a client or
 //!   tenant id, and a call that configures authentication (`AddAuthentication("Cookies", …)`,
 //!   `Use…`, `With…`, `Configure…`, `Get…`) is given no password.
-//! - `command_line`: `--password=…`-style flags, `-p` after `docker login`/`sshpass`/`mongo`,
+//! - `command_line`: `--password=…`-style flags, named parameters (`-Password …`,
+//!   `-ClientSecret …`), `-p` after a user's flag (`-u NAME -p …`, not mysql's spaced prompt)
+//!   and after `docker login`/`sshpass`/`mongo`,
 //!   `-pSECRET` after `mysql`, `-P` after `sqlcmd`, `-w` after the `ldap…` tools, `-a` after
 //!   `redis-cli`, `-a user:pw` after httpie, `-u user:pw` after `curl`, `-u user,pw` after
 //!   `lftp`, `-U user%pw` after `smbclient`, `-N`/`-P` after `ssh-keygen`, `-k` and
@@ -86,21 +94,25 @@
 //!   `md5$salt$<32 hex>`, each hash random-looking (`…$xxxx…` is a stand-in); LDAP's `{SHA}`,
 //!   `{SSHA}`, `{SHA256}` … `{SSHA512}`, `{MD5}`, `{SMD5}` and `{CRYPT}` followed by a hash of its
 //!   scheme's length, a digest's base64 with a digit, `+` or `/` and not words run together (the
-//!   span is the hash, not the scheme); and the hash of an `/etc/shadow` line, DES's 13
-//!   characters included.
+//!   span is the hash, not the scheme); the hash of an `/etc/shadow` line, DES's 13
+//!   characters included; Cisco's type 8 and 9 secrets (`$8$`, `$9$`) and Kerberos AS-REP and
+//!   TGS-REP hashes as cracking tools print them (`$krb5asrep$23$…`).
 //! - vendor shapes (one rule name per provider, from the rule data, see [`VENDORS`]; Telegram and Discord bot tokens
 //!   by hand, a Telegram token also glued to `bot` in its API URL): real prefix, alphabet,
 //!   length. A token ends at any non-ASCII character (`令牌ghp_…请检查`) and starts after `%XX`
 //!   (`%3Dghp_…`); one wrapped onto the next line is redacted with its tail, and a 40-character
 //!   AWS secret key next to its key id with it.
-//! - `jwt`: `eyJ….eyJ….<signature>`, segments up to 16 KiB each.
+//! - `jwt`: `eyJ….eyJ….<signature>`, segments up to 16 KiB each, or an unsigned `eyJ….eyJ…`
+//!   whose claims decode to a JSON object.
 //! - `prose`: a random-looking value right after a secret word (`my password is hunter2`, `the
 //!   password for prod is …`, `use password "…"`, `my password: <words run together>`), in other
 //!   languages too (`mein Passwort ist …`, `a senha do banco é …`, `mijn wachtwoord is …`,
 //!   `密码是…`, `パスワードは…です`, `비밀번호는 …입니다`). A value that starts in ASCII ends at a
 //!   Chinese, Japanese or Korean character glued to it; one followed by a case particle (`으로`,
 //!   `를`, `에서`, `で`, `を`, …: `비밀번호는 AES256-GCM으로 암호화됩니다`) is a means or an object,
-//!   not the password, which a copula (`입니다`, `です`) or the sentence's end follows.
+//!   not the password, which a copula (`입니다`, `です`) or the sentence's end follows. A quoted
+//!   word there is the password (`the default password is "marmalade"`, `the password for user
+//!   'deploy' is 'tangerine'`) unless it describes one (`"wrong"`, `"required"`).
 //!
 //! Precision: a value that is a placeholder or a reference filling the whole value (`<…>`,
 //! `$VAR`, `${…}`, `{{…}}`, `{name}`, `%VAR%`, a YAML `!tag` before what it tags,
@@ -116,13 +128,18 @@
 //! needs only to be a non-placeholder (a quoted one with spaces must read as a passphrase, not a
 //! message), an unquoted `key: value` in code or config needs a digit or symbol, prose needs a
 //! random-looking word; a weak key's value must look random (or, short, mix letters, digits and
-//! symbols).
+//! symbols). Code around a value is no value: a command substitution (`$(…)`), an interpolation
+//! (`#{password}`), an HTML-escaped slot (`&lt;…&gt;`), an ARN, a concatenation or the next field
+//! after the string that held the key (`"…_password = " + new Buffer(…)`), a slot in a second pair
+//! of quotes (`"'$PASS'"`), an expression passed after a comma. A PEM block whose body holds no
+//! encoded byte (`BEGIN … anything … END`) is an illustration, and a catch-all prefix (`sk-`)
+//! followed by letters and digits each counting up (`a1b2c3d4…`, `abc123xyz-456def…`) a stand-in.
 
 use std::borrow::Cow;
 
 mod rules;
 
-pub use rules::{FAMILIES, KEYWORD_INFO, RULE_INFO, RuleInfo, VENDORS, Vendor};
+pub use rules::{FAMILIES, KEYWORD_INFO, RULE_INFO, RuleInfo, VENDORS, Vendor, keyword_providers};
 
 /// Which rule matched, content-free (safe to put in a diagnostic).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -498,6 +515,9 @@ impl<'t> Scan<'t> {
         if after_hyphen {
             return;
         }
+        if bytes.get(i + 32..i + 35) == Some(b"-us") {
+            self.mailchimp_at(i);
+        }
         match bytes[i] {
             // A scheme word is English: glued to other text it is not one.
             b'b' | b'B' if prev != NON_ASCII_WORD => {
@@ -531,6 +551,25 @@ impl<'t> Scan<'t> {
         }
     }
 
+    /// A Mailchimp API key: 32 lowercase hex characters, `-us` and the data center's number (gitleaks:
+    /// mailchimp-api-key; detect-secrets: MailchimpDetector). The suffix is its own keyword.
+    fn mailchimp_at(&mut self, i: usize) {
+        let bytes = self.bytes;
+        let key = &bytes[i..i + 32];
+        let dc = run_end_max(bytes, i + 35, 3, |b| b.is_ascii_digit());
+        if key
+            .iter()
+            .all(|&b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+            && (1..=2).contains(&(dc - i - 35))
+            && has_digit(key)
+            && key.iter().any(u8::is_ascii_alphabetic)
+            && !rules::filler_like(key)
+            && !token_continues_at(self.text, dc)
+        {
+            self.push(SecretKind::Vendor("mailchimp_key"), i, dc);
+        }
+    }
+
     /// The 40-character secret access key pasted near an access key id (a credentials file, a
     /// console export): alone it has no shape of its own, next to its id it is the secret.
     fn aws_secret_near(&mut self, from: usize) {
@@ -555,16 +594,24 @@ impl<'t> Scan<'t> {
         }
     }
 
-    /// Telegram bot token: the bot's 8–10 digit id, `:AA`, 33 base64url characters.
+    /// Telegram bot token: the bot's 8–10 digit id, `:`, 35 base64url characters (`AA` and 33
+    /// today, 32 after `AA` in some older ones; trufflehog's shape allows any 35 that look
+    /// generated).
     fn telegram_at(&mut self, i: usize) {
         let bytes = self.bytes;
         let digits = run_end_max(bytes, i, 11, |b| b.is_ascii_digit());
-        if !(8..=10).contains(&(digits - i)) || !bytes[digits..].starts_with(b":AA") {
+        if !(8..=10).contains(&(digits - i)) || bytes.get(digits) != Some(&b':') {
             return;
         }
-        let body = digits + 3;
-        let end = run_end_max(bytes, body, 34, b64url);
-        if end - body == 33 && !token_continues_at(self.text, end) {
+        let body = digits + 1;
+        let end = run_end_max(bytes, body, 36, b64url);
+        let secret = &bytes[body..end];
+        let shaped = if secret.starts_with(b"AA") {
+            (34..=35).contains(&secret.len())
+        } else {
+            secret.len() == 35 && mixed_case(secret) && has_digit(secret) && entropy(secret) >= 4.0
+        };
+        if shaped && !token_continues_at(self.text, end) && !rules::documented_example(&bytes[i..end]) {
             self.push(SecretKind::Vendor("telegram_token"), i, end);
         }
     }
@@ -931,6 +978,18 @@ impl<'t> Scan<'t> {
         if !jwt_header(&bytes[i..payload - 1]) {
             return None;
         }
+        // An unsecured or unsigned token (`alg: none`, the signature cut off) still carries its
+        // claims: a header and a payload that both decode to JSON objects.
+        if bytes[payload..].starts_with(b"eyJ") {
+            let end = self.b64url_end(payload);
+            if bytes.get(end) != Some(&b'.')
+                && end - payload >= 16
+                && !token_continues_at(self.text, end)
+                && b64url_json(&bytes[payload..end], b"\":")
+            {
+                return Some(end);
+            }
+        }
         let signature = json_segment(self, payload)?;
         let end = self.b64url_end(signature);
         (end - signature >= 8 && !token_continues_at(self.text, end)).then_some(end)
@@ -1053,6 +1112,9 @@ impl<'t> Scan<'t> {
         if bytes[op..p].starts_with(b"<<") || bytes[op..p].starts_with(b"|") {
             return; // a here-string or a pipe feeds a command, which its own rule reads
         }
+        if matches!(&bytes[op..p], b"?" | b".") {
+            return; // a query string's or a member's separator, not an operator
+        }
         if bytes.get(op..op + 2) == Some(b"<-") {
             p = op + 2;
         } else if bytes[op..p] == *b"<" {
@@ -1121,8 +1183,12 @@ impl<'t> Scan<'t> {
             let code = code_expression(v) || v.windows(2).any(|w| w == b"()") || v.contains(&b'\\');
             (symbols >= 4 && !code && entropy(v) >= 4.0).then_some(p + v.len())
         };
+        // After a comma the value is the next argument: only a literal is a value there
+        // (`decode(token, options={…})` passes an expression).
+        let argument = bytes[op..p].trim_ascii() == b",";
         let (end, closed) = match quoted_end {
             Some(e) => (e, true),
+            None if argument => return,
             None if quote.is_none() && has_operator => {
                 unquoted().map_or((token_end, token_closed), |e| (e, true))
             }
@@ -1149,6 +1215,9 @@ impl<'t> Scan<'t> {
             && !value.contains(&b' ')
             && random
             && !is_placeholder(value)
+            && !is_reference(value)
+            && !code_continuation(value)
+            && !quoted_slot(value)
         {
             self.push(SecretKind::Assignment, p, end);
         }
@@ -1299,20 +1368,27 @@ impl<'t> Scan<'t> {
             || name.starts_with(b"Get")
             || name.starts_with(b"With")
             || name.starts_with(b"Configure");
+        let ldap = name.ends_with(b"DirectoryEntry") || name == b"OpenDSObject";
         let class = name.first().is_some_and(u8::is_ascii_uppercase)
             && !verb
             && (name.ends_with(b"Credential")
                 || name.ends_with(b"Credentials")
-                || name.ends_with(b"Authentication"));
+                || name.ends_with(b"Authentication")
+                // An LDAP bind: the path, then the user and the password.
+                || ldap);
         if !names_auth && !class {
             return;
         }
         let mut from = open + 1;
-        for _ in 0..2 {
+        for arg in 0..2 {
             let Some(comma) = top_level(bytes, from, b",)", 256).filter(|&c| bytes[c] == b',') else {
                 return;
             };
-            from = skip_blank(bytes, comma + 1);
+            // Arguments may stand one per line.
+            from = run_end_max(bytes, comma + 1, 64, |b| b.is_ascii_whitespace());
+            if ldap && arg == 0 {
+                continue; // the user
+            }
             let Some(value) = Value::parse(bytes, from, Stop::Code) else {
                 return;
             };
@@ -1393,6 +1469,26 @@ impl<'t> Scan<'t> {
             }
             return;
         }
+        // A Java system property (`-Dsonar.login=…`, `-Dspring.datasource.password=…`): the
+        // property is the key.
+        if dashes == 1 && name.len() > 2 && name[0] == b'D' && bytes.get(kend) == Some(&b'=') {
+            let key = &name[1..];
+            self.keyword_value_at(kend, key, false);
+            if let Some(word) = secret_word(key) {
+                self.assignment_after(i + 2, kend, key, word.strength, SecretKind::CommandLine, true);
+            }
+            return;
+        }
+        // PowerShell's and Windows tools' named parameters (`Connect-VIServer … -Password …`,
+        // `-ClientSecret …`): a value after a blank, judged as prose is (random-looking).
+        if dashes == 1
+            && name.len() > 2
+            && matches!(bytes.get(kend), Some(b' ' | b'\t'))
+            && secret_word(name).is_some_and(|w| w.strength == Strength::Strong)
+        {
+            self.assignment_after(i, kend, name, Strength::Strong, SecretKind::CommandLine, false);
+            return;
+        }
         if dashes == 1 {
             // `-pSECRET`, or `-p*SECRET` where the run stopped at a symbol.
             let glued = name.len() > 1
@@ -1427,7 +1523,12 @@ impl<'t> Scan<'t> {
         // Whether the flag takes a password after a blank, glued, and what separates a user
         // before it.
         let (spaced_ok, glued_ok, user_sep) = match flag {
-            b'p' => (has(LOGIN | MONGO), has(MYSQL), None),
+            // mysql's spaced `-p` prompts, and the database name follows it.
+            b'p' => (
+                has(LOGIN | MONGO) || !has(MYSQL) && after_user_flag(bytes, i),
+                has(MYSQL),
+                None,
+            ),
             b'P' => (
                 has(SQLCMD) || has(SSH_KEYGEN) && in_segment(b"ssh-keygen"),
                 false,
@@ -1460,6 +1561,9 @@ impl<'t> Scan<'t> {
         if let Some(sep) = user_sep {
             if let Some(at) = user_password(v, sep) {
                 self.push(SecretKind::CommandLine, value.start + at, value.whole_end(bytes));
+            } else if v.len() > 1 && v.last() == Some(&sep) && looks_random(&v[..v.len() - 1], 10) {
+                // `-u sk_live_…:` with no password: an API key passed as the user is the secret.
+                self.push(SecretKind::CommandLine, value.start, value.start + v.len() - 1);
             }
             return;
         }
@@ -1562,12 +1666,20 @@ impl<'t> Scan<'t> {
         flag: bool,
     ) {
         let bytes = self.bytes;
+        self.compared_before(kstart, key, strength, kind);
         let mut pos = kend;
         if matches!(bytes.get(pos), Some(b'"' | b'\'' | b'`')) {
             pos += 1;
             // `config['SECRET_KEY'] = …`
             if bytes.get(pos) == Some(&b']') {
                 pos += 1;
+            }
+        }
+        // `char secret[25] = "…"`, `secret[] = "…"`: an array's size is part of the declaration.
+        if bytes.get(pos) == Some(&b'[') {
+            let close = run_end_max(bytes, pos + 1, 6, |b| b.is_ascii_digit());
+            if bytes.get(close) == Some(&b']') {
+                pos = close + 1;
             }
         }
         let mut blank_before = skip_blank(bytes, pos);
@@ -1579,8 +1691,20 @@ impl<'t> Scan<'t> {
         let spaced_before = blank_before > pos;
         pos = blank_before;
         let sep = match (bytes.get(pos), bytes.get(pos + 1)) {
+            // Make's `::=` and `:::=` (an LDIF `::` has no `=` after it).
+            (Some(b':'), Some(b':')) if bytes.get(pos + 2) == Some(&b'=') => Some(3),
+            (Some(b':'), Some(b':')) if bytes.get(pos + 2..pos + 4) == Some(b":=") => Some(4),
             (Some(b':'), Some(b':')) => return self.ldif_base64_at(pos + 2, key, kind),
-            (Some(b'='), Some(b'=')) => return,
+            // Make's `?=` and `+=`, PHP's `.=`.
+            (Some(b'?' | b'+' | b'.'), Some(b'=')) => Some(2),
+            (Some(b'='), Some(b'=')) | (Some(b'!'), Some(b'=')) => {
+                return self.compared_at(pos, key, strength, kind);
+            }
+            // `std::string secret("…")`: a literal passed to what the key names.
+            // A capitalised name is a type (`new ClientSecretCredential("<tenant>", …)`).
+            (Some(b'('), Some(b'"' | b'\'')) if !spaced_before && !camel_type(key) => {
+                return self.compared_at(pos, key, strength, kind);
+            }
             (Some(b':'), Some(b'=')) => Some(2),
             (Some(b'='), Some(b'>')) => Some(2),
             (Some(b'?'), Some(b':')) => return, // a TypeScript optional field: a type follows
@@ -1614,6 +1738,16 @@ impl<'t> Scan<'t> {
             Some(len) => {
                 let after = pos + len;
                 pos = skip_space(bytes, after);
+                // An INI value continued on the next, indented line (`password =` NEWLINE
+                // `    …`).
+                let next = match bytes.get(pos..) {
+                    Some([b'\n', ..]) => pos + 1,
+                    Some([b'\r', b'\n', ..]) => pos + 2,
+                    _ => pos,
+                };
+                if next > pos && matches!(bytes.get(next), Some(b' ' | b'\t')) {
+                    pos = skip_space(bytes, next);
+                }
                 let spaced_after = pos > after;
                 let glued_colon = bytes[after - 1] == b':' && !spaced_before && !spaced_after && !quoted_key;
                 if glued_colon && !matches!(bytes.get(pos), Some(b'"' | b'\'' | b'`')) {
@@ -1695,6 +1829,16 @@ impl<'t> Scan<'t> {
         }
         if value_is_secret(bytes, &value, key, strength, mode) {
             self.push(kind, value.start, value.whole_end(bytes));
+        } else if mode == Mode::Prose
+            && value.quoted
+            && strength == Strength::Strong
+            && password_key(key)
+            && value.text(bytes).len() >= 4
+            && quoted_word(value.text(bytes))
+            && !is_placeholder(value.text(bytes))
+        {
+            // `the password is "centipede"`: quoting in a sentence marks the literal password.
+            self.push(kind, value.start, value.whole_end(bytes));
         } else if mode == Mode::Code
             && strength == Strength::Strong
             && colon
@@ -1711,6 +1855,84 @@ impl<'t> Scan<'t> {
             && letters_password(bytes, &value, key)
         {
             // `password: SuperSecretPassword` on a line of its own: YAML config, not a schema.
+            self.push(kind, value.start, value.whole_end(bytes));
+        }
+    }
+
+    /// A literal compared with or passed to the key (`password == "…"`, `secret !== '…'`,
+    /// `secret("…")`, the operator at `pos`): the literal is what the secret must be. Only a
+    /// quoted literal counts; a variable compared with another is code.
+    fn compared_at(&mut self, pos: usize, key: &[u8], strength: Strength, kind: SecretKind) {
+        let bytes = self.bytes;
+        let call = bytes[pos] == b'(';
+        let ops = run_end_max(bytes, pos, 3, |b| matches!(b, b'=' | b'!' | b'('));
+        let at = skip_blank(bytes, ops);
+        if !matches!(bytes.get(at), Some(b'"' | b'\'')) {
+            return;
+        }
+        let Some(value) = Value::parse(bytes, at, Stop::Code) else {
+            return;
+        };
+        let closed = matches!(bytes.get(value.end + 1), Some(b')' | b',' | b';'));
+        if call && !closed {
+            return;
+        }
+        self.compared_literal(&value, key, strength, kind);
+    }
+
+    /// `"…" == password`, `'…' !== secret`: the quoted literal before a comparison with the key.
+    fn compared_before(&mut self, kstart: usize, key: &[u8], strength: Strength, kind: SecretKind) {
+        let bytes = self.bytes;
+        let mut p = kstart;
+        while p > 0 && bytes[p - 1] == b' ' {
+            p -= 1;
+        }
+        let op_end = p;
+        while p > 0 && op_end - p < 3 && matches!(bytes[p - 1], b'=' | b'!') {
+            p -= 1;
+        }
+        if !matches!(&bytes[p..op_end], b"==" | b"===" | b"!=" | b"!==") {
+            return;
+        }
+        while p > 0 && bytes[p - 1] == b' ' {
+            p -= 1;
+        }
+        let Some(&quote) = p.checked_sub(1).and_then(|k| bytes.get(k)) else {
+            return;
+        };
+        if !matches!(quote, b'"' | b'\'') {
+            return;
+        }
+        let close = p - 1;
+        let from = close.saturating_sub(MAX_VALUE);
+        let Some(open) = bytes[from..close].iter().rposition(|&b| b == quote || b == b'\n') else {
+            return;
+        };
+        let open = from + open;
+        if bytes[open] != quote {
+            return;
+        }
+        let value = Value {
+            start: open + 1,
+            end: close,
+            quoted: true,
+            raw_end: close,
+            span_end: close,
+            cut: false,
+            quote,
+            stop: Stop::Code,
+        };
+        self.compared_literal(&value, key, strength, kind);
+    }
+
+    fn compared_literal(&mut self, value: &Value, key: &[u8], strength: Strength, kind: SecretKind) {
+        let bytes = self.bytes;
+        let v = value.text(bytes);
+        // A comparison's literal must look like a secret of its own: `password == "admin"` is
+        // a test of a default, `token != "undefined"` a guard.
+        let shaped =
+            v.len() >= 6 && !uuid(v) && (generated(v) || looks_random(v, 8) || has_digit(v) || has_symbol(v));
+        if shaped && value_is_secret(bytes, value, key, strength, Mode::Code) {
             self.push(kind, value.start, value.whole_end(bytes));
         }
     }
@@ -1788,6 +2010,10 @@ impl<'t> Scan<'t> {
             return;
         }
         let eol = line_end(bytes, words);
+        if begin && eat_ci(bytes, words + armor.len(), b"-----end ").is_some() {
+            self.covered = self.covered.max(eol);
+            return; // BEGIN glued to END: an empty block
+        }
         if begin && four {
             let mut end = base64_block_end(bytes, eol);
             let next = skip_blank(bytes, end + 1);
@@ -1797,7 +2023,21 @@ impl<'t> Scan<'t> {
             self.push(SecretKind::PrivateKey, i, end);
         } else if begin {
             let end = match self.pem_end_after(eol) {
-                Some(e) => line_end(bytes, e),
+                Some(e) => {
+                    // A block with no key in it (`BEGIN … anything … END`, `… <key> …`) is a
+                    // format's illustration: a key's body is hundreds of base64 bytes, and
+                    // even a fragment of one (a PGP checksum line, `=8xQN`) has digits or `+/=`.
+                    let body = &bytes[eol..e];
+                    let base64 = body.iter().filter(|&&b| is_base64_byte(b)).count();
+                    let encoded = body
+                        .iter()
+                        .any(|&b| b.is_ascii_digit() || matches!(b, b'+' | b'/' | b'='));
+                    if base64 < 32 && !encoded {
+                        self.covered = self.covered.max(line_end(bytes, e));
+                        return;
+                    }
+                    line_end(bytes, e)
+                }
                 None => base64_block_end(bytes, eol),
             };
             self.push(SecretKind::PrivateKey, i, end);
@@ -1917,9 +2157,28 @@ impl<'t> Scan<'t> {
             b"6" => 86..=86,
             b"2a" | b"2b" | b"2y" | b"2x" => 53..=53,
             b"argon2i" | b"argon2d" | b"argon2id" => 22..=128,
+            // Cisco's type 8 (PBKDF2-SHA256) and type 9 (scrypt) secrets.
+            b"8" | b"9" => 43..=43,
+            b"krb5asrep" | b"krb5tgs" => return self.kerberos_hash_at(i, id_end),
             _ => return,
         };
         self.crypt_fields(i, id_end, hash_len);
+    }
+
+    /// A Kerberos AS-REP or TGS-REP hash as cracking tools print it
+    /// (`$krb5asrep$23$user@realm:<checksum hex>$<encrypted hex>`): the password is one offline
+    /// attack away. The span runs through the last hex field.
+    fn kerberos_hash_at(&mut self, i: usize, id_end: usize) {
+        let bytes = self.bytes;
+        let line = line_end_max(bytes, id_end, 1024).unwrap_or(bytes.len().min(id_end + 1024));
+        let Some(last) = bytes[id_end..line].iter().rposition(|&b| b == b'$') else {
+            return;
+        };
+        let start = id_end + last + 1;
+        let end = run_end_max(bytes, start, MAX_SPAN, hex);
+        if end - start >= 64 && !token_continues_at(self.text, end) {
+            self.push(SecretKind::PasswordHash, i, end);
+        }
     }
 
     /// Django's and Werkzeug's `algorithm[:params]$…$hash`: `pbkdf2_sha256$600000$salt$…`,
@@ -2316,7 +2575,13 @@ fn secret_word(key: &[u8]) -> Option<SecretWord> {
                         .filter(|&e| alone(e))
                         .map(|e| (e, Strength::Weak, false))
                 })
-                .or_else(|| eat_ci(key, j, b"pass").map(|e| (e, Strength::Weak, false))),
+                // `DB_PASS`, `smtp.pass`: the last segment of a config key names a password.
+                .or_else(|| {
+                    eat_ci(key, j, b"pass").map(|e| {
+                        let segment = j > 0 && matches!(key[j - 1], b'_' | b'.') && e == key.len();
+                        (e, if segment { Strength::Strong } else { Strength::Weak }, false)
+                    })
+                }),
             b's' => eat_ci(key, j, b"secret").map(|e| (e, Strength::Strong, false)),
             b't' => eat_ci(key, j, b"token").map(|e| (e, Strength::Strong, false)),
             // `key` as a word of its own or glued to a word that makes it one (`apikey`,
@@ -2744,7 +3009,13 @@ fn value_is_secret(bytes: &[u8], value: &Value, key: &[u8], strength: Strength, 
     if strength == Strength::Weak && pat && !v.iter().all(|&b| b64url(b)) {
         return false;
     }
-    if is_placeholder(v) || is_reference(v) || same_as_key(v, key) || yaml_tag(bytes, value) {
+    // A quoted value is whole: an opening `${` or `$(` it never closes is part of a password
+    // (`"Hx7${q2Lm9"`), not a reference cut at the value's end.
+    let placeholder = is_placeholder(v) && !(value.quoted && unclosed_template(v));
+    if placeholder || is_reference(v) || same_as_key(v, key) || yaml_tag(bytes, value) {
+        return false;
+    }
+    if code_continuation(v) || quoted_slot(v) {
         return false;
     }
     // Cut short on purpose (`ops_eyJzaWdu...`, `sk-…`): an elided value is not the secret.
@@ -3015,16 +3286,28 @@ fn generated(v: &[u8]) -> bool {
 fn passphrase_like(v: &[u8]) -> bool {
     const MESSAGE_WORDS: Words = words_of!(
         b"a an the is are be must should at least please enter your invalid \
-        required not of to for and or with characters chars field missing wrong incorrect match cannot \
+        required not of to for or characters chars field missing wrong incorrect match cannot \
         can't does do this that you in on if it was expired empty too short long here new old"
     );
     let parts = || v.split(u8::is_ascii_whitespace).filter(|w| !w.is_empty());
     (2..=8).contains(&parts().count())
-        && v.len() >= 12
+        && v.len() >= 10
         && parts().all(|w| {
             let w = trim_end_of(w, |b| matches!(b, b'.' | b',' | b'!' | b'?' | b':'));
             !MESSAGE_WORDS.iter().any(|m| w.eq_ignore_ascii_case(m)) && secret_word(w).is_none()
         })
+}
+
+/// One word quoted in a sentence about a password (`"centipede"`, `'blooberry'`), not a word
+/// that describes one (`"wrong"`, `"required"`, `"hidden"`).
+fn quoted_word(v: &[u8]) -> bool {
+    const DESCRIBING: Words = words_of!(
+        b"wrong incorrect invalid correct right weak strong short long expired empty blank missing \
+        set unset changed reset same different secure insecure"
+    );
+    v.iter()
+        .all(|&b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'!' | b'@' | b'#'))
+        && !DESCRIBING.iter().any(|w| v.eq_ignore_ascii_case(w))
 }
 
 /// `my`, `our`, `the`… right before the key: the colon after it is a sentence's, not a mapping's.
@@ -3333,6 +3616,12 @@ fn fake_words(v: &[u8]) -> bool {
 /// `eyJhbasdGciOi…` with letters typed into it decodes to neither. A header longer than 2 KiB
 /// is not decoded, and passes.
 fn jwt_header(seg: &[u8]) -> bool {
+    b64url_json(seg, b"\"alg\"")
+}
+
+/// Whether a base64url segment decodes to a JSON object holding `needle`. A segment longer than
+/// 2 KiB is not decoded, and passes.
+fn b64url_json(seg: &[u8], needle: &[u8]) -> bool {
     if seg.len() > 2048 {
         return true;
     }
@@ -3356,7 +3645,7 @@ fn jwt_header(seg: &[u8]) -> bool {
         }
     }
     let json = out[..n].trim_ascii();
-    json.starts_with(b"{") && json.ends_with(b"}") && json.windows(5).any(|w| w == b"\"alg\"")
+    json.starts_with(b"{") && json.ends_with(b"}") && json.windows(needle.len()).any(|w| w == needle)
 }
 
 /// Made up by hand rather than generated: a long value holding a run of six consecutive
@@ -3378,6 +3667,31 @@ pub(crate) fn fabricated(v: &[u8]) -> bool {
         }
     }
     v.windows(7).any(|w| w == b"EXAMPLE") || filler_run(v)
+}
+
+/// Letters and digits each counting up while they alternate (`a1b2c3d4e5f6…`,
+/// `abcd1234abcd1234…`, `abc123xyz-456def789ghij…`): at least half of the steps from one letter
+/// to the next letter, and from one digit to the next digit, go up by one. A generated value's
+/// steps do so about once in twenty. Only a catch-all prefix (`sk-…`) is judged by it: under a
+/// secret key such a value is a test credential, and scanners' own cases count it as one.
+pub(crate) fn interleaved_sequence(v: &[u8]) -> bool {
+    let (mut steps, mut up) = (0usize, 0usize);
+    let (mut last_letter, mut last_digit) = (0u8, 0u8);
+    for &b in v {
+        let (last, next) = if b.is_ascii_alphabetic() {
+            (&mut last_letter, b.to_ascii_lowercase())
+        } else if b.is_ascii_digit() {
+            (&mut last_digit, b)
+        } else {
+            continue;
+        };
+        if *last != 0 {
+            steps += 1;
+            up += usize::from(next == last.wrapping_add(1) || *last == b'9' && next == b'0');
+        }
+        *last = next;
+    }
+    steps >= 12 && up * 2 >= steps
 }
 
 /// Six or more of one character in a row (`000000`, `xxxxxx`, `AAAAAA`, `######`): typed, not
@@ -3512,6 +3826,46 @@ fn is_reference(v: &[u8]) -> bool {
     PREFIXES.iter().any(|p| v.starts_with(p))
 }
 
+/// A `${`, `{{` or `$(` in `v` with no closing bracket after it.
+fn unclosed_template(v: &[u8]) -> bool {
+    [(&b"${"[..], &b"}"[..]), (b"{{", b"}}"), (b"$(", b")")]
+        .iter()
+        .any(|(open, close)| {
+            v.windows(2)
+                .position(|w| w == *open)
+                .is_some_and(|at| !v[at + 2..].windows(close.len()).any(|w| w == *close))
+        })
+}
+
+/// A capitalised name with lowercase letters in it is a type (`ClientSecretCredential`); an
+/// all-capitals one is a function of SQL (`PASSWORD('…')`) or a constant.
+fn camel_type(key: &[u8]) -> bool {
+    key[0].is_ascii_uppercase() && key.iter().any(u8::is_ascii_lowercase)
+}
+
+/// What follows the key is code around a value, not a value: a command substitution (`$(…)`),
+/// an interpolation (`#{password}`), an HTML-escaped slot (`&lt;YOUR_PASSWORD&gt;`), a resource
+/// name (`arn:aws:iam::…`), or a concatenation or the next field after a string that held the key
+/// (`"…_password = " + new Buffer(…)`, `'password = '.$p[…]`, `"Password:",rememberMe…`).
+fn code_continuation(v: &[u8]) -> bool {
+    let operand = |b: &u8| b.is_ascii_alphabetic() || matches!(b, b'$' | b'_' | b' ' | b'"' | b'\'' | b'(');
+    v.starts_with(b"$(")
+        || v.starts_with(b"#{")
+        || v.starts_with(b"&lt;")
+        || v.starts_with(b"arn:")
+        || matches!(v.first(), Some(b'+' | b'.' | b',')) && v.get(1).is_some_and(operand)
+}
+
+/// A value in a second pair of quotes that is itself a slot (`"'$PRECOMPILE_PASSWORD'"`,
+/// `'"${DB_PASS}"'`).
+fn quoted_slot(v: &[u8]) -> bool {
+    let inner = match v {
+        [q @ (b'"' | b'\''), inner @ .., last] if last == q => inner,
+        _ => return false,
+    };
+    !inner.is_empty() && (is_placeholder(inner) || is_reference(inner) || code_continuation(inner))
+}
+
 /// `password=PASSWORD`, `TOKEN=$TOKEN` without the `$`: the key's own name is a template.
 fn same_as_key(v: &[u8], key: &[u8]) -> bool {
     v.eq_ignore_ascii_case(key) || all_caps_name(v) && v.len() >= 4 && contains_ci(key, &v[..v.len().min(4)])
@@ -3587,7 +3941,8 @@ fn skip_fillers(bytes: &[u8], start: usize) -> usize {
             | b"voor"
     );
     let mut pos = start;
-    for _ in 0..4 {
+    // `password for the user "bob" is …`: up to five words name whose it is.
+    for _ in 0..6 {
         let end = run_end_max(bytes, pos, 256, |b| !b.is_ascii_whitespace());
         if end == pos || end >= bytes.len() || bytes[end] == b'\n' {
             break;
@@ -3647,6 +4002,31 @@ const HTTPIE: u16 = 512;
 const SSH_KEYGEN: u16 = 1024;
 const OPENSSL: u16 = 2048;
 const KEYTOOL: u16 = 4096;
+
+/// Whether the argument before the flag at `i` is a user's (`-u NAME -p …`, `--user NAME -p …`,
+/// `-l NAME -p …`): then `-p` is that user's password on any command (`psexec`, `mysql`, …).
+fn after_user_flag(bytes: &[u8], i: usize) -> bool {
+    let line = line_before(bytes, i);
+    let mut args = line
+        .rsplit(|&b| b == b' ' || b == b'\t')
+        .filter(|a| !a.is_empty());
+    let (Some(user), Some(flag)) = (args.next(), args.next()) else {
+        return false;
+    };
+    !user.starts_with(b"-")
+        && !numeric_like(user)
+        && [
+            &b"-u"[..],
+            b"-U",
+            b"-l",
+            b"--user",
+            b"--username",
+            b"-user",
+            b"-User",
+            b"-Username",
+        ]
+        .contains(&flag)
+}
 
 /// Where the password of `user<sep>password` starts in `v`, when it is one: not a placeholder, a
 /// template name, nor the user again (`guest:guest`, `admin:admin` are documented defaults).
@@ -4223,6 +4603,238 @@ mod tests {
     }
 
     #[test]
+    fn comparisons_declarations_and_literal_arguments_are_assignments() {
+        assert_eq!(spans(r#"if (pw == "Qx7#vLm2!pR9") {"#), ["Qx7#vLm2!pR9"]);
+        assert_eq!(
+            spans(r#"if ("Qx7#vLm2!pR9" !== db_password) {"#),
+            ["Qx7#vLm2!pR9"]
+        );
+        assert_eq!(spans(r#"if creds.Secret != 'k9Vt-2mQx!Lr' {"#), ["k9Vt-2mQx!Lr"]);
+        assert_eq!(
+            spans(r#"char api_secret[25] = "Qx7#vLm2!pR9";"#),
+            ["Qx7#vLm2!pR9"]
+        );
+        assert_eq!(spans(r#"std::string secret("Qx7#vLm2!pR9");"#), ["Qx7#vLm2!pR9"]);
+        assert_clean(&[
+            r#"if (password == "") {"#,
+            r#"if token != "undefined" {"#,
+            r#"if password == other_password:"#,
+            r#"if (password === "admin") {"#,
+            r#"var c = new ClientSecretCredential("72f9d8bf-86f1-41af-91ab-2d7cd011db47", id, secret);"#,
+            r#"secret("name")"#,
+        ]);
+    }
+
+    #[test]
+    fn a_quoted_word_in_a_sentence_about_a_password_is_the_password() {
+        assert_eq!(spans(r#"the default password is "marmalade""#), ["marmalade"]);
+        assert_eq!(
+            spans("the password for user 'deploy' is 'tangerine' here"),
+            ["tangerine"]
+        );
+        assert_eq!(spans(r#"password = "lemon curd pie""#), ["lemon curd pie"]);
+        assert_clean(&[
+            r#"if the password is "wrong" we retry"#,
+            r#"the password field is "required""#,
+            r#"password = "Enter your password""#,
+            r#"error = "Passwords do not match""#,
+        ]);
+    }
+
+    #[test]
+    fn make_php_sql_and_ini_continuation_syntaxes() {
+        for text in [
+            "DB_PASSWORD ?= Hx7!kq2Lm9",
+            "DB_PASSWORD ::= Hx7!kq2Lm9",
+            "DB_PASSWORD += Hx7!kq2Lm9",
+            "$password .= \"Hx7!kq2Lm9\";",
+            "SET PASSWORD FOR 'root'@'localhost' = PASSWORD('Hx7!kq2Lm9');",
+            "[database]\npassword =\n    Hx7!kq2Lm9",
+        ] {
+            assert_eq!(spans(text), ["Hx7!kq2Lm9"], "{text:?}");
+        }
+        assert_clean(&[
+            "DB_PASSWORD ?= $(shell cat .pw)",
+            "[database]\npassword =\n\n[cache]",
+            "secretKeyRef:\n  name: db-credentials\n  key: password",
+        ]);
+    }
+
+    #[test]
+    fn a_quoted_password_may_open_a_template_it_never_closes() {
+        assert_eq!(spans(r#"password := "Hx7${q2Lm9""#), ["Hx7${q2Lm9"]);
+        assert_eq!(spans(r#"password: "{{Hx7!kq2Lm9""#), ["{{Hx7!kq2Lm9"]);
+        assert_clean(&[
+            r#"password: "${DB_PASSWORD}""#,
+            r#"password = "{{ .Values.db.password }}""#,
+        ]);
+    }
+
+    #[test]
+    fn telegram_bot_tokens_with_and_without_their_usual_head() {
+        assert_kind(
+            SecretKind::Vendor("telegram_token"),
+            &[
+                "bot 5829104736:AAGq3vX9LmZ2pR8tK1wN6yB4cD7fH0jS5eU",
+                "bot 869511423:Qw7tOM4-oZANUkq653PAPbo4HLs3DCd9NCX",
+            ],
+        );
+        assert_clean(&["1700000000:abcdefghijklmnopqrstuvwxyzabcdefghi", "12345678:short"]);
+    }
+
+    #[test]
+    fn a_vendors_documented_example_key_is_no_secret() {
+        assert_clean(&[
+            "firebase: AIzaSyAnLA7NfeLquW1tJFpx_eQCxoX-oo6YyIs",
+            "curl https://api.stripe.com/v1/charges -u sk_test_4eC39HqLyjWDarjtT1zdp7dc:",
+        ]);
+        // One character off is a key like any other.
+        assert_kind(
+            SecretKind::Vendor("google_api_key"),
+            &["firebase: AIzaSyAnLA7NfeLquW1tJFpx_eQCxoX-oo6YyIt"],
+        );
+    }
+
+    #[test]
+    fn pass_as_a_config_keys_last_segment_names_a_password() {
+        assert_eq!(spans("REACT_APP_AUTH_PASS=marmalade"), ["marmalade"]);
+        assert_eq!(spans("smtp.pass = tangerine7"), ["tangerine7"]);
+        assert_clean(&[
+            "TEST_PASS=true",
+            "CHECKS_PASS=3",
+            "DB_PASS=$DB_PASSWORD",
+            "bypass=marmalade",
+        ]);
+    }
+
+    #[test]
+    fn an_api_key_passed_as_curls_user_is_the_secret() {
+        assert_eq!(
+            spans(r#"curl -u "k7Qz2mWp9Lx!t:" https://api.example.test"#),
+            ["k7Qz2mWp9Lx!t"]
+        );
+        assert_clean(&[
+            "curl -u admin: https://localhost:9200",
+            "curl -u $API_KEY: https://api.example.test",
+        ]);
+    }
+
+    #[test]
+    fn a_mailchimp_key_is_told_by_its_data_center_suffix() {
+        assert_kind(
+            SecretKind::Vendor("mailchimp_key"),
+            &["the newsletter job printed 5d1f0b8e93a27c46e0d9b13f7a2c8e64-us21 and stopped"],
+        );
+        assert_clean(&[
+            "00000000000000000000000000000000-us21",
+            "5d1f0b8e93a27c46e0d9b13f7a2c8e64-used",
+            "x5d1f0b8e93a27c46e0d9b13f7a2c8e6-us21",
+            "5D1F0B8E93A27C46E0D9B13F7A2C8E64-us21",
+        ]);
+    }
+
+    #[test]
+    fn a_java_system_property_is_a_key() {
+        assert_eq!(
+            spans("java -Dspring.datasource.password=Vq3!xLm9Tz -jar app.jar"),
+            ["Vq3!xLm9Tz"]
+        );
+        assert_clean(&["java -Dspring.profiles.active=prod -Dfile.encoding=UTF-8 -jar app.jar"]);
+    }
+
+    #[test]
+    fn an_ldap_bind_gives_its_third_argument() {
+        assert_eq!(
+            spans(
+                "new DirectoryEntry(\"LDAP://corp.example\",\n    \"svc@corp.example\",\n    \"Tq8mZx31\");"
+            ),
+            ["Tq8mZx31"]
+        );
+        assert_clean(&[r#"DirectoryEntry("LDAP://10.0.0.1", "corp\\svc", "secret")"#]);
+    }
+
+    #[test]
+    fn code_around_a_value_is_no_value() {
+        assert_clean(&[
+            r#"PASSWORD=$($(dirname $0)/bin/get-setting DB_PASSWORD)"#,
+            r#""//localhost:1337/:_password = "+new Buffer("feast").toString("base64")"#,
+            r#"echo 'password = '.$p['config']['daemon_password']."\n";"#,
+            r#"usernameLabel:"Username:",passwordLabel:"Password:",rememberMeLabel:"Remember me:""#,
+            r#"- echo 'export DATABASE_PASSWORD="'$PRECOMPILE_PASSWORD'"' >> .env"#,
+            r#""password": "&lt;YOURPASSWORD&gt;""#,
+            r#"text << "Password=#{password}, ""#,
+            r#"ChangePasswordPolicy = "arn:aws:iam::aws:policy/IAMUserChangePassword""#,
+            "secret_oPp4m4V04lEWqgLGyh?N7b8H9JLANmyE1AYl2aG3aTN",
+        ]);
+    }
+
+    #[test]
+    fn user_then_password_flags_and_named_parameters() {
+        assert_eq!(
+            spans(r"psexec \\10.0.0.5 -u Administrator -p Kx9vRt2q cmd"),
+            ["Kx9vRt2q"]
+        );
+        assert_eq!(
+            spans("Connect-VIServer -Server vc01 -User admin -Password Vm9!wXr2"),
+            ["Vm9!wXr2"]
+        );
+        assert_clean(&[
+            "mysql -u root -p shop_db",
+            "psexec \\\\host -u Administrator -p $Password cmd",
+            "Connect-VIServer $host -User $user -Password $password",
+            "docker run -u 1000 -p 8080:80 nginx",
+        ]);
+    }
+
+    #[test]
+    fn kerberos_and_cisco_hashes_and_unsigned_jwts() {
+        let krb = format!(
+            "$krb5asrep$23$bob@corp.example:{}${}",
+            "3e15".repeat(8),
+            "9d07c1a2".repeat(24)
+        );
+        assert_kind(
+            SecretKind::PasswordHash,
+            &[
+                &krb,
+                "$8$Tq2X/fE4KGHOzU$pEhnEvxrZaynpi8j4f.EMHr6M.FzU8xnZnBr/tJdFWk",
+            ],
+        );
+        let header = "eyJhbGciOiJub25lIiwidHlwIjoiSldUIn0";
+        let claims = "eyJzdWIiOiJ1c2VyLTQyIiwicm9sZSI6ImFkbWluIn0";
+        assert_kind(
+            SecretKind::Jwt,
+            &[&format!("the claims are in {header}.{claims} here")],
+        );
+        assert_clean(&[&format!("the header {header} alone"), "$krb5asrep$23$x$abc"]);
+    }
+
+    #[test]
+    fn pem_blocks_without_a_body_are_illustrations() {
+        assert_clean(&[
+            "-----BEGIN PRIVATE KEY-----\nanything\n-----END PRIVATE KEY-----",
+            "-----BEGIN OPENSSH PRIVATE KEY----------END OPENSSH PRIVATE KEY-----",
+            "-----BEGIN RSA PRIVATE KEY-----\n<your key here>\n-----END RSA PRIVATE KEY-----",
+        ]);
+        assert_kind(
+            SecretKind::PrivateKey,
+            &["-----BEGIN PGP PRIVATE KEY BLOCK-----\n=8xQN\n-----END PGP PRIVATE KEY BLOCK-----"],
+        );
+    }
+
+    #[test]
+    fn counting_up_filler_after_a_catch_all_prefix_is_a_stand_in() {
+        assert_clean(&[
+            "sk-abc123xyz-456def789ghij-klmnopqrstuvwx-3456yza789",
+            "sk-a1b2c3d4e5f6g7h8i9j0k1l2m3n4o5p6",
+        ]);
+        assert_kind(
+            SecretKind::Vendor("openai_style_key"),
+            &["sk-q7Lm2Vx9Rt4Kp8Wn3Zs6Yb1Hc5Jd0Fg"],
+        );
+    }
+
+    #[test]
     fn word_lists_index_every_word_exactly() {
         let split =
             |w: &Words| -> Vec<&[u8]> { w.text.split(|&b| b == b' ').filter(|w| !w.is_empty()).collect() };
@@ -4441,7 +5053,7 @@ mod tests {
         let cases = [
             ("sk-proj-k7Qz2mWp1234", "openai_style_key"),
             ("ghp_k7Qz2mWp1234", "github_token"),
-            ("xoxb-12345678-abc", "slack_token"),
+            ("xoxb-12345678-abcD3fgh", "slack_token"),
             ("AKIAQ3EGRUPXZ7N4K2WB", "aws_access_key"),
             ("sk_live_4eC39HqLyjWDarjtT1zdp7dc", "stripe_key"),
             ("AIzaSyDaGmWKa4JsXZ-HjGw7ISLn_3namBGewQe", "google_api_key"),

@@ -53,6 +53,28 @@ struct KeywordRule {
 
 include!(concat!(env!("OUT_DIR"), "/rules.rs"));
 
+/// Filler where a generated token stands (`0000…`, `XXXX…`, `abcdef…`, `EXAMPLE`).
+pub(crate) fn filler_like(token: &[u8]) -> bool {
+    stand_in(token)
+}
+
+/// Whether `token` is a key a vendor documents as an example (`[[example]]` in the rule data).
+pub(crate) fn documented_example(token: &[u8]) -> bool {
+    DOCUMENTED_EXAMPLES.iter().any(|e| e.as_bytes() == token)
+}
+
+/// The provider names the keyword rules report, sorted and each once (for the documented counts).
+#[must_use]
+pub fn keyword_providers() -> Vec<&'static str> {
+    let mut names: Vec<&'static str> = KEYWORD_RULES
+        .iter()
+        .map(|r| &KEYWORD_NAMES[usize::from(r.name.0)..][..usize::from(r.name.1)])
+        .collect();
+    names.sort_unstable();
+    names.dedup();
+    names
+}
+
 /// Key words that make a key metadata about a provider rather than its credential.
 const METADATA: &[&[u8]] = &[
     b"sha",
@@ -246,6 +268,7 @@ impl Vendor {
                 || contains_ci(token, b"example")
                 || contains_ci(token, b"here")
                 || super::filler_run(token)
+                || token.len() >= 20 && (super::fabricated(token) || super::interleaved_sequence(token))
         } else {
             stand_in(token)
         };
@@ -255,7 +278,9 @@ impl Vendor {
         if self.entropy > 0.0 && super::entropy(token) < f64::from(self.entropy) {
             return None;
         }
-        if self.stopwords.iter().any(|w| contains_ci(token, w.as_bytes())) {
+        if self.stopwords.iter().any(|w| contains_ci(token, w.as_bytes()))
+            || documented_example(&bytes[i..pos])
+        {
             return None;
         }
         Some(pos)

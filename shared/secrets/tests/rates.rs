@@ -1,0 +1,266 @@
+//! The filter's rates per corpus source, computed from the fixtures on every run: our corpus
+//! holds the goals (at least 98% caught, at most 1% wrongly withheld), each held-out source holds
+//! its floor, and the rates table in `docs/secret-filter.md` is the one computed here (a rule
+//! change that moves a figure fails until the table says so). It never writes a file unless
+//! `SECRETS_RATES_WRITE=1` asks it to rewrite that table.
+#![allow(clippy::print_stderr)]
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use powercontext_hooks_secrets::{KEYWORD_INFO, VENDORS, find_secret, keyword_providers};
+
+const CORPUS: &str = include_str!("../../../tests/fixtures/secrets_corpus.txt");
+const HELDOUT: &str = include_str!("../../../tests/fixtures/secrets_heldout.txt");
+const DOC: &str = include_str!("../../../docs/secret-filter.md");
+const README: &str = include_str!("../../../README.md");
+const BEGIN: &str = "<!-- rates: computed by shared/secrets/tests/rates.rs -->\n";
+const END: &str = "<!-- rates end -->\n";
+
+/// Where each source stands today on cases it was not written against, in percent: (detection
+/// floor, false-withhold ceiling). A change that loses ground fails here; the goal for every
+/// source is 95% / 2%. A source not listed is held to the goal itself.
+const FLOORS: &[(&str, f64, f64)] = &[
+    ("gitleaks", 94.0, 3.5),
+    ("detect-secrets", 73.5, 16.5),
+    ("noseyparker", 83.0, 5.5),
+];
+
+/// What each source is, for the table.
+const LABELS: &[(&str, &str)] = &[
+    ("ours", "ours, `tests/fixtures/secrets_corpus.txt`"),
+    ("gitleaks", "gitleaks' own rule samples in prompt shapes"),
+    (
+        "detect-secrets",
+        "detect-secrets' plugin test cases in prompt shapes",
+    ),
+    (
+        "noseyparker",
+        "Nosey Parker's rule examples in two more prompt shapes",
+    ),
+    (
+        "ordinary",
+        "ordinary real-text prompts: auth talk, hashes, ids, public keys, SRI lines",
+    ),
+];
+
+#[derive(Default)]
+struct Rates {
+    caught: usize,
+    positives: usize,
+    withheld: usize,
+    negatives: usize,
+    wrong: Vec<String>,
+}
+
+impl Rates {
+    fn detection(&self) -> f64 {
+        100.0 * self.caught as f64 / self.positives.max(1) as f64
+    }
+
+    fn withheld(&self) -> f64 {
+        100.0 * self.withheld as f64 / self.negatives.max(1) as f64
+    }
+}
+
+/// `<sign> <source>[:<rule>] | <prompt>` lines, `\n` a newline and `\\` a backslash in the prompt.
+fn score(raw: &str, source_of: impl Fn(&str) -> String, into: &mut BTreeMap<String, Rates>) {
+    for line in raw.lines().filter(|l| !l.is_empty() && !l.starts_with('#')) {
+        let (head, text) = line.split_once(" | ").expect("`<sign> <category> | <prompt>`");
+        let (sign, category) = head.split_once(' ').expect("sign and category");
+        let text = unescape(text);
+        let hit = find_secret(&text).is_some();
+        let secret = sign == "+";
+        let r = into.entry(source_of(category)).or_default();
+        if secret {
+            r.caught += usize::from(hit);
+            r.positives += 1;
+        } else {
+            r.withheld += usize::from(hit);
+            r.negatives += 1;
+        }
+        if hit != secret {
+            let what = if secret { "missed" } else { "withheld" };
+            r.wrong.push(format!("  {what} ({category}): {text:?}"));
+        }
+    }
+}
+
+fn unescape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c == '\\' {
+            match chars.next() {
+                Some('n') => out.push('\n'),
+                Some(other) => out.push(other),
+                None => out.push('\\'),
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+fn rates() -> BTreeMap<String, Rates> {
+    let mut all = BTreeMap::new();
+    score(CORPUS, |_| "ours".to_owned(), &mut all);
+    score(
+        HELDOUT,
+        |category| category.split(':').next().unwrap_or("?").to_owned(),
+        &mut all,
+    );
+    all
+}
+
+fn percent(count: usize, rate: f64) -> String {
+    if count == 0 {
+        "—".to_owned()
+    } else {
+        format!("{rate:.1}%")
+    }
+}
+
+fn table(all: &BTreeMap<String, Rates>) -> String {
+    let mut out = String::from(
+        "| corpus source | credential prompts | caught | ordinary prompts | wrongly withheld |\n\
+         | --- | --- | --- | --- | --- |\n",
+    );
+    // Ours first, then the held-out sources in the order of the labels, then any other.
+    let mut order: Vec<&str> = LABELS.iter().map(|(s, _)| *s).collect();
+    order.extend(
+        all.keys()
+            .map(String::as_str)
+            .filter(|s| !LABELS.iter().any(|(l, _)| l == s)),
+    );
+    for source in order {
+        let Some(r) = all.get(source) else { continue };
+        let label = LABELS
+            .iter()
+            .find(|(s, _)| *s == source)
+            .map_or(source, |(_, l)| l);
+        let _ = writeln!(
+            out,
+            "| {label} | {} | {} | {} | {} |",
+            r.positives,
+            percent(r.positives, r.detection()),
+            r.negatives,
+            percent(r.negatives, r.withheld()),
+        );
+    }
+    out
+}
+
+#[test]
+fn every_source_holds_its_floor_and_the_documented_table_is_the_computed_one() {
+    let all = rates();
+    let mut summary = String::new();
+    for (source, r) in &all {
+        let _ = writeln!(
+            summary,
+            "secret filter, {source}: caught {:.1}% ({}/{}), wrongly withheld {:.1}% ({}/{})",
+            r.detection(),
+            r.caught,
+            r.positives,
+            r.withheld(),
+            r.withheld,
+            r.negatives
+        );
+    }
+    // Past the harness's capture: the rates belong in every test log, passing or not.
+    eprint!("{summary}");
+    for (source, r) in &all {
+        assert!(r.positives + r.negatives >= 40, "source {source} is too small");
+        let (floor, ceiling) = match source.as_str() {
+            "ours" => (98.0, 1.0),
+            s => FLOORS
+                .iter()
+                .find(|(f, ..)| *f == s)
+                .map_or((95.0, 2.0), |&(_, floor, ceiling)| (floor, ceiling)),
+        };
+        let wrong = r.wrong.join("\n");
+        assert!(
+            r.positives == 0 || r.detection() >= floor,
+            "{source}: caught {:.1}% < {floor}%\n{summary}{wrong}",
+            r.detection()
+        );
+        assert!(
+            r.withheld() <= ceiling,
+            "{source}: withheld {:.1}% > {ceiling}%\n{summary}{wrong}",
+            r.withheld()
+        );
+    }
+
+    let computed = table(&all);
+    let start = DOC
+        .find(BEGIN)
+        .expect("docs/secret-filter.md marks its rates table")
+        + BEGIN.len();
+    let end = start + DOC[start..].find(END).expect("the rates table's end marker");
+    #[expect(clippy::disallowed_methods, reason = "the test reads its own opt-in setting")]
+    let write = std::env::var_os("SECRETS_RATES_WRITE").is_some_and(|v| v == "1");
+    if DOC[start..end] != computed && write {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/secret-filter.md");
+        let doc = format!("{}{computed}{}", &DOC[..start], &DOC[end..]);
+        std::fs::write(path, doc).expect("rewrite the rates table");
+        return;
+    }
+    assert_eq!(
+        DOC[start..end],
+        computed,
+        "docs/secret-filter.md's rates table is stale; the computed one is below (or rerun with \
+         SECRETS_RATES_WRITE=1)\n{computed}"
+    );
+}
+
+#[test]
+fn the_table_counts_each_source_once_and_reads_its_rates() {
+    let mut all = BTreeMap::new();
+    score(
+        "+ a:x | my password is Qx7#vLm2!pR9\n- a:y | nothing here\n- a:z | token: Zk3n8QwL2xVb7Rt5Yp1Mc9Ds\n",
+        |c| c.split(':').next().unwrap_or("?").to_owned(),
+        &mut all,
+    );
+    let r = &all["a"];
+    assert_eq!((r.caught, r.positives, r.withheld, r.negatives), (1, 1, 1, 2));
+    assert!(table(&all).contains("| a | 1 | 100.0% | 2 | 50.0% |"));
+}
+
+/// The rule counts `docs/secret-filter.md` and the README state are the compiled tables' (a rule
+/// added to the data moves them).
+#[test]
+fn the_documented_rule_counts_are_the_compiled_ones() {
+    let mut prefix_providers: Vec<&str> = VENDORS.iter().map(|v| v.name).collect();
+    prefix_providers.sort_unstable();
+    prefix_providers.dedup();
+    let keyword = keyword_providers();
+    let mut all: Vec<&str> = prefix_providers.iter().chain(&keyword).copied().collect();
+    all.sort_unstable();
+    all.dedup();
+    let expected = [
+        format!(
+            "{} rules as data ([`shared/secrets/rules/`](../shared/secrets/rules/)), {} provider names",
+            VENDORS.len() + KEYWORD_INFO.len(),
+            all.len()
+        ),
+        format!(
+            "| provider tokens by prefix | {} rules, {} providers |",
+            VENDORS.len(),
+            prefix_providers.len()
+        ),
+        format!(
+            "| provider keys by keyword | {} rules, {} providers |",
+            KEYWORD_INFO.len(),
+            keyword.len()
+        ),
+    ];
+    for line in &expected {
+        assert!(
+            DOC.contains(line.as_str()),
+            "docs/secret-filter.md should say: {line}"
+        );
+    }
+    let readme = format!("rules as data ({} providers)", all.len());
+    assert!(README.contains(&readme), "README.md should say: {readme}");
+}
