@@ -129,22 +129,6 @@ impl HostCase {
         let turn_no = prompt.len();
         let message_id = format!("msg_neg_{turn_no}");
         match self.name {
-            _ if self.command_hook => {
-                // The payload names the row's prompt event (`UserPromptSubmit`, `BeforeAgent`).
-                let event = self.host.spec().events.prompt;
-                let mut payload = prompt_payload(prompt, &cwd);
-                payload["hook_event_name"] = json!(event);
-                let out = self.cmd(exe, url, &state, extra).stdin_json(&payload).run();
-                let injected = if out.status.success() {
-                    out.context_for(event)
-                } else {
-                    None
-                };
-                TurnResult {
-                    outputs: vec![out],
-                    injected,
-                }
-            }
             "pi" => {
                 let payload = json!({"prompt": prompt, "system_prompt": "BASE", "cwd": cwd_text,
                                      "session_id": "neg-session", "branch_roles": ["user"]});
@@ -232,6 +216,22 @@ impl HostCase {
                                      "prompt": [{"type": "text", "text": prompt}]});
                 let out = self.cmd(exe, url, &state, extra).stdin_json(&payload).run();
                 let injected = line_field(&out, "message");
+                TurnResult {
+                    outputs: vec![out],
+                    injected,
+                }
+            }
+            _ if self.command_hook => {
+                // The payload names the row's prompt event (`UserPromptSubmit`, `BeforeAgent`).
+                let event = self.host.spec().events.prompt;
+                let mut payload = prompt_payload(prompt, &cwd);
+                payload["hook_event_name"] = json!(event);
+                let out = self.cmd(exe, url, &state, extra).stdin_json(&payload).run();
+                let injected = if out.status.success() {
+                    out.context_for(event)
+                } else {
+                    None
+                };
                 TurnResult {
                     outputs: vec![out],
                     injected,

@@ -707,13 +707,13 @@ mod tests {
                 "/h/.config/opencode/powercontext/credentials.json",
                 "/h/.pi/agent/powercontext/credentials.json",
                 "/h/.dsh/powercontext/credentials.json",
+                "/h/.qwen/powercontext/credentials.json",
+                "/h/.gemini/powercontext/credentials.json",
+                "/h/.workbuddy/powercontext/credentials.json",
                 "/h/.hermes/powercontext/credentials.json",
                 // The official CLI keeps no credential file for Kimi Code (its plugin reads
                 // `POWERCONTEXT_KIMI_TOKEN`, as our hook does): this one is never written by it.
                 "/h/.kimi-code/powercontext/credentials.json",
-                "/h/.qwen/powercontext/credentials.json",
-                "/h/.gemini/powercontext/credentials.json",
-                "/h/.workbuddy/powercontext/credentials.json",
                 "/h/.openclaw/powercontext/credentials.json",
             ]
             .map(PathBuf::from)

@@ -132,8 +132,9 @@
 //! (`#{password}`), an HTML-escaped slot (`&lt;…&gt;`), an ARN, a concatenation or the next field
 //! after the string that held the key (`"…_password = " + new Buffer(…)`), a slot in a second pair
 //! of quotes (`"'$PASS'"`), an expression passed after a comma. A PEM block whose body holds no
-//! encoded byte (`BEGIN … anything … END`) is an illustration, and a catch-all prefix (`sk-`)
-//! followed by letters and digits each counting up (`a1b2c3d4…`, `abc123xyz-456def…`) a stand-in.
+//! encoded byte (`BEGIN … anything … END`) is an illustration. A catch-all prefix (`sk-`) followed
+//! by a hand-made body (`abcdef…`, `a1b2c3…`) stays a credential: the scanners' own cases count
+//! such test keys as secrets, and a missed one is persisted for good.
 
 use std::borrow::Cow;
 
@@ -3669,31 +3670,6 @@ pub(crate) fn fabricated(v: &[u8]) -> bool {
     v.windows(7).any(|w| w == b"EXAMPLE") || filler_run(v)
 }
 
-/// Letters and digits each counting up while they alternate (`a1b2c3d4e5f6…`,
-/// `abcd1234abcd1234…`, `abc123xyz-456def789ghij…`): at least half of the steps from one letter
-/// to the next letter, and from one digit to the next digit, go up by one. A generated value's
-/// steps do so about once in twenty. Only a catch-all prefix (`sk-…`) is judged by it: under a
-/// secret key such a value is a test credential, and scanners' own cases count it as one.
-pub(crate) fn interleaved_sequence(v: &[u8]) -> bool {
-    let (mut steps, mut up) = (0usize, 0usize);
-    let (mut last_letter, mut last_digit) = (0u8, 0u8);
-    for &b in v {
-        let (last, next) = if b.is_ascii_alphabetic() {
-            (&mut last_letter, b.to_ascii_lowercase())
-        } else if b.is_ascii_digit() {
-            (&mut last_digit, b)
-        } else {
-            continue;
-        };
-        if *last != 0 {
-            steps += 1;
-            up += usize::from(next == last.wrapping_add(1) || *last == b'9' && next == b'0');
-        }
-        *last = next;
-    }
-    steps >= 12 && up * 2 >= steps
-}
-
 /// Six or more of one character in a row (`000000`, `xxxxxx`, `AAAAAA`, `######`): typed, not
 /// generated (a random 64-digit hex value holds such a run once in twenty thousand).
 pub(crate) fn filler_run(v: &[u8]) -> bool {
@@ -4819,18 +4795,6 @@ mod tests {
         assert_kind(
             SecretKind::PrivateKey,
             &["-----BEGIN PGP PRIVATE KEY BLOCK-----\n=8xQN\n-----END PGP PRIVATE KEY BLOCK-----"],
-        );
-    }
-
-    #[test]
-    fn counting_up_filler_after_a_catch_all_prefix_is_a_stand_in() {
-        assert_clean(&[
-            "sk-abc123xyz-456def789ghij-klmnopqrstuvwx-3456yza789",
-            "sk-a1b2c3d4e5f6g7h8i9j0k1l2m3n4o5p6",
-        ]);
-        assert_kind(
-            SecretKind::Vendor("openai_style_key"),
-            &["sk-q7Lm2Vx9Rt4Kp8Wn3Zs6Yb1Hc5Jd0Fg"],
         );
     }
 

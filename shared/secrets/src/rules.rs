@@ -268,7 +268,6 @@ impl Vendor {
                 || contains_ci(token, b"example")
                 || contains_ci(token, b"here")
                 || super::filler_run(token)
-                || token.len() >= 20 && (super::fabricated(token) || super::interleaved_sequence(token))
         } else {
             stand_in(token)
         };

@@ -21,7 +21,7 @@ const END: &str = "<!-- rates end -->\n";
 /// floor, false-withhold ceiling). A change that loses ground fails here; the goal for every
 /// source is 95% / 2%. A source not listed is held to the goal itself.
 const FLOORS: &[(&str, f64, f64)] = &[
-    ("gitleaks", 94.0, 3.5),
+    ("gitleaks", 96.0, 5.5),
     ("detect-secrets", 73.5, 16.5),
     ("noseyparker", 83.0, 5.5),
 ];
