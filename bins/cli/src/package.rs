@@ -219,6 +219,8 @@ fn items(bin_dir: &Path) -> Result<Vec<Item>> {
                     rendered(host, "extensions/powercontext.ts", &values)?.into_bytes(),
                 );
             }
+            // Not packaged yet.
+            Host::CopilotCli | Host::Zcode => {}
             Host::Dsh => {
                 let mut pkg = rendered_json(host, "package.json", &values)?;
                 pkg["main"] = json!("lib/index.js");

@@ -851,6 +851,12 @@ fn host_own_paths(host: Host, env: &Env) -> Vec<PathBuf> {
         ],
         Host::Pi => vec![home.join(".pi")],
         Host::Dsh => vec![home.join(".dsh")],
+        Host::CopilotCli => vec![
+            env.text("COPILOT_HOME")
+                .map_or_else(|| home.join(".copilot"), PathBuf::from),
+            xdg("XDG_CACHE_HOME", ".cache").join("copilot"),
+        ],
+        Host::Zcode => vec![home.join(".zcode")],
     }
 }
 

@@ -129,6 +129,9 @@ struct HostTables {
     opencode: Option<HostOptions>,
     pi: Option<HostOptions>,
     dsh: Option<HostOptions>,
+    #[serde(rename = "copilot-cli")]
+    copilot_cli: Option<HostOptions>,
+    zcode: Option<HostOptions>,
 }
 
 /// One layer of options (file section or flags); `None` means "not set here".
@@ -405,6 +408,8 @@ impl Layers<'_> {
             Integration::OpenCode => t.opencode.as_ref(),
             Integration::Pi => t.pi.as_ref(),
             Integration::Dsh => t.dsh.as_ref(),
+            Integration::CopilotCli => t.copilot_cli.as_ref(),
+            Integration::Zcode => t.zcode.as_ref(),
         }
     }
 

@@ -15,6 +15,10 @@ pub enum Integration {
     Pi,
     /// DeepSeek Harness (`agent/pre-step`).
     Dsh,
+    /// GitHub Copilot CLI (`UserPromptSubmit` command hook in its settings file).
+    CopilotCli,
+    /// ZCode (`UserPromptSubmit` process hook in a plugin's `hooks.json`).
+    Zcode,
 }
 
 /// Everything the hooks and the CLI know of one host.
@@ -54,6 +58,9 @@ pub struct HostSpec {
     pub capabilities: Capabilities,
     /// How the host offers the explicit operations and what gates a mutation there.
     pub explicit: ExplicitSurface,
+    /// Whether the official installer's catalog has this host (`powercontext setup <name>`):
+    /// `package` renders an official-installer tree only for such hosts and says it skips the rest.
+    pub official_catalog: bool,
 }
 
 /// How a host offers the curated explicit operations (`powercontext-hooks op`) and what gates a
@@ -77,7 +84,9 @@ pub struct HostCliSpec {
     /// host would do besides (Claude's CLI writes and tries to send telemetry events under
     /// `~/.claude` on every call, so even a dry run would leave files).
     pub env: &'static [(&'static str, &'static str)],
-    /// Host versions our real-host tests cover (the pins in tests/e2e/**/package.json).
+    /// Host versions our real-host tests cover (the pins in tests/e2e/**/package.json). None:
+    /// the host cannot be installed here, and everything that lists it says "Not validated in a
+    /// real host".
     pub tested_versions: &'static [&'static str],
 }
 
@@ -100,6 +109,20 @@ pub enum ConfigFormat {
     JsShim,
     /// A plugin registered through the host CLI with its own manifest (DSH).
     HostPlugin,
+    /// Claude-style command hooks in a `"hooks"` object of the host's own settings file
+    /// (`<config home>/<file>`), one entry per event of the row's [`Events`], its timeout in the
+    /// row's [`TimeoutUnit`] (Qwen Code).
+    SettingsHooks {
+        /// The settings file's name under the config home.
+        file: &'static str,
+    },
+    /// A plugin folder of ours holding `hooks/hooks.json` with process hooks (`command`, `args`,
+    /// the timeout in the row's [`TimeoutUnit`]), registered by its path in the host's plugin
+    /// list (`<config home>/<file>`, member `plugins.dirs`) (ZCode).
+    PluginDirsHooks {
+        /// The host config file (under the config home) that lists plugin folders.
+        file: &'static str,
+    },
 }
 
 /// How the workspace key is derived from the working directory.
@@ -193,7 +216,7 @@ pub struct Capabilities {
 }
 
 /// The host table, in documentation order: one row per host, the row's index being the host's.
-pub static HOSTS: [HostSpec; 5] = [
+pub static HOSTS: [HostSpec; 7] = [
     HostSpec {
         host: Integration::ClaudeCode,
         name: "claude-code",
@@ -239,6 +262,7 @@ pub static HOSTS: [HostSpec; 5] = [
             gate: "Claude Code's MCP tool permission policy",
             without_ui: "host policy decides (not validated)",
         },
+        official_catalog: true,
     },
     HostSpec {
         host: Integration::Codex,
@@ -285,6 +309,7 @@ pub static HOSTS: [HostSpec; 5] = [
             gate: "Codex's MCP tool approval policy",
             without_ui: "host policy decides (not validated)",
         },
+        official_catalog: true,
     },
     HostSpec {
         host: Integration::OpenCode,
@@ -331,6 +356,7 @@ pub static HOSTS: [HostSpec; 5] = [
             gate: "context.ask (permission `powercontext`)",
             without_ui: "OpenCode's permission config decides; a denial writes nothing",
         },
+        official_catalog: true,
     },
     HostSpec {
         host: Integration::Pi,
@@ -382,6 +408,7 @@ pub static HOSTS: [HostSpec; 5] = [
             gate: "ctx.ui.confirm",
             without_ui: "confirmation_required, nothing written",
         },
+        official_catalog: true,
     },
     HostSpec {
         host: Integration::Dsh,
@@ -428,6 +455,113 @@ pub static HOSTS: [HostSpec; 5] = [
             gate: "tools/pre-execute returns ask",
             without_ui: "DSH's ask policy decides; the tool writes only when DSH runs it after approval",
         },
+        official_catalog: true,
+    },
+    HostSpec {
+        host: Integration::CopilotCli,
+        name: "copilot-cli",
+        aliases: &["copilot"],
+        title: "GitHub Copilot CLI",
+        env_part: "COPILOT",
+        source_prefix: "copilot-cli-user-prompt",
+        component: "powercontext.copilot_cli",
+        hook_exe: "powercontext-hook-copilot-cli",
+        cli: HostCliSpec {
+            name: "copilot",
+            env: &[("COPILOT_AUTO_UPDATE", "false")],
+            tested_versions: &["1.0.102"],
+        },
+        config_home: ConfigHome {
+            var: "COPILOT_HOME",
+            rel: ".copilot",
+        },
+        config: ConfigFormat::SettingsHooks {
+            file: "settings.json",
+        },
+        workspace_key: WorkspaceKey::Resolved,
+        events: Events {
+            // The Claude-style names: only they get the snake_case payload (with
+            // `hook_event_name`) our hook reads; the camelCase ones (`userPromptSubmitted`) do not.
+            prompt: "UserPromptSubmit",
+            session_start: Some("SessionStart"),
+            compaction: Some("PreCompact"),
+            // Both fire after every `-p` run (`Stop` with `end_turn`, `SessionEnd` with `complete`).
+            boundary: &["Stop", "SessionEnd"],
+            end: Some("SessionEnd"),
+        },
+        // Only a top-level `additionalContext` is honoured; `hookSpecificOutput` is ignored.
+        output: OutputChannel::TopLevelAdditionalContext,
+        timeout_unit: TimeoutUnit::Seconds,
+        capabilities: Capabilities {
+            bootstraps_at_first_prompt: false,
+            // A resume's `SessionStart` context replaces the one the session started with.
+            resume_keeps_start_context: false,
+            // Prompt context stays in the user message of the history (`<system_reminder>`).
+            injection_persists: true,
+            flushes_every_capture: false,
+            hook_command_in_shell: true,
+            plugin_option_vars: false,
+            profile_rows: false,
+            millisecond_timeout_vars: false,
+            statusline: false,
+        },
+        explicit: ExplicitSurface {
+            native_tools: false,
+            gate: "Copilot CLI's tool permission prompts (the Server's MCP, added by you)",
+            without_ui: "host policy decides (not validated)",
+        },
+        official_catalog: false,
+    },
+    HostSpec {
+        host: Integration::Zcode,
+        name: "zcode",
+        aliases: &[],
+        title: "ZCode",
+        env_part: "ZCODE",
+        source_prefix: "zcode-user-prompt",
+        component: "powercontext.zcode",
+        hook_exe: "powercontext-hook-zcode",
+        cli: HostCliSpec {
+            name: "zcode",
+            env: &[],
+            // A source build or a desktop app: not installable here.
+            tested_versions: &[],
+        },
+        config_home: ConfigHome {
+            // The official installer uses `~/.zcode/cli` whatever the environment says.
+            var: "",
+            rel: ".zcode/cli",
+        },
+        config: ConfigFormat::PluginDirsHooks { file: "config.json" },
+        workspace_key: WorkspaceKey::Resolved,
+        events: Events {
+            prompt: "UserPromptSubmit",
+            session_start: Some("SessionStart"),
+            // No compaction event; `/compact` is not reported as a `SessionStart` either.
+            compaction: None,
+            boundary: &["Stop"],
+            end: None,
+        },
+        output: OutputChannel::HookSpecificOutput,
+        timeout_unit: TimeoutUnit::Milliseconds,
+        capabilities: Capabilities {
+            bootstraps_at_first_prompt: false,
+            resume_keeps_start_context: false,
+            injection_persists: true,
+            flushes_every_capture: false,
+            // A process hook: `command` is run with `args`, no shell.
+            hook_command_in_shell: false,
+            plugin_option_vars: false,
+            profile_rows: false,
+            millisecond_timeout_vars: false,
+            statusline: false,
+        },
+        explicit: ExplicitSurface {
+            native_tools: false,
+            gate: "ZCode's MCP tool approval (the Server's MCP, added by you)",
+            without_ui: "host policy decides (not validated)",
+        },
+        official_catalog: true,
     },
 ];
 
@@ -487,8 +621,23 @@ impl Integration {
         self.spec().capabilities.flushes_every_capture
     }
 
+    /// Whether our real-host tests run this host (its row lists tested versions); everything that
+    /// lists a host that is not says "Not validated in a real host".
+    #[must_use]
+    pub fn validated_in_real_host(self) -> bool {
+        !self.spec().cli.tested_versions.is_empty()
+    }
+
     /// All hosts, in documentation order (the order of [`HOSTS`]).
-    pub const ALL: [Self; 5] = [Self::ClaudeCode, Self::Codex, Self::OpenCode, Self::Pi, Self::Dsh];
+    pub const ALL: [Self; 7] = [
+        Self::ClaudeCode,
+        Self::Codex,
+        Self::OpenCode,
+        Self::Pi,
+        Self::Dsh,
+        Self::CopilotCli,
+        Self::Zcode,
+    ];
 
     /// Parses the integration name used on command lines (`claude-code`, `codex`, …).
     #[must_use]
@@ -532,7 +681,6 @@ mod tests {
             assert_eq!(s.hook_exe, format!("powercontext-hook-{}", s.name));
             assert_eq!(s.source_prefix, format!("{}-user-prompt", s.name));
             assert_eq!(s.component, format!("powercontext.{}", s.name.replace('-', "_")));
-            assert!(!s.cli.tested_versions.is_empty(), "{}", s.name);
             assert!(!s.config_home.rel.starts_with('/'), "{}", s.name);
             // A host that answers a session start bootstraps there, not at its first prompt.
             assert_eq!(

@@ -274,7 +274,7 @@ pub fn server_url_sources(host: Integration, env: &Env) -> Vec<Found> {
                 });
             }
         }
-        Integration::OpenCode | Integration::Pi => {}
+        Integration::OpenCode | Integration::Pi | Integration::CopilotCli | Integration::Zcode => {}
     }
     out.extend(clients_server_url(host, env));
     out

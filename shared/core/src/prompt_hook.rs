@@ -79,7 +79,7 @@ pub enum LifecycleEvent {
 /// Decodes a lifecycle event; `None` for anything else (a prompt, a boundary, garbage).
 #[must_use]
 pub fn parse_lifecycle(profile: &PromptHookProfile, v: &Value) -> Option<LifecycleEvent> {
-    let event = v.get("hook_event_name").and_then(Value::as_str)?;
+    let event = event_name(v)?;
     let session_id = first_text(v, profile.session_fields).map(str::to_owned);
     let normalized = event.replace('_', "").to_ascii_lowercase();
     if matches!(normalized.as_str(), "sessionstart" | "precompact") {
@@ -143,7 +143,7 @@ pub fn prompt_of(profile: &PromptHookProfile, decoded: &payload::Decoded) -> Res
     if !v.is_object() {
         return Err(SkipReason::NotJson);
     }
-    let event = v.get("hook_event_name").and_then(Value::as_str).unwrap_or("");
+    let event = event_name(v).unwrap_or("");
     let normalized = event.replace('_', "").to_ascii_lowercase();
     journal::set_event(event_word(&normalized));
     if normalized == "stop" || normalized == "sessionend" {
@@ -174,6 +174,14 @@ pub fn prompt_of(profile: &PromptHookProfile, decoded: &payload::Decoded) -> Res
         turn_id: first_text(v, profile.turn_fields).map(str::to_owned),
         lossy: decoded.lossy,
     })
+}
+
+/// The payload's event name: Claude's snake_case `hook_event_name`, or the camelCase
+/// `hookEventName` some hosts send instead (ZCode sends either).
+fn event_name(v: &Value) -> Option<&str> {
+    ["hook_event_name", "hookEventName"]
+        .iter()
+        .find_map(|k| v.get(*k).and_then(Value::as_str))
 }
 
 /// The journal's name for a (normalized) hook event: a closed word, never payload text.

@@ -22,6 +22,7 @@ pub(crate) mod codex;
 mod dsh;
 mod marketplace;
 pub(crate) mod opencode;
+mod pending;
 mod pi;
 
 /// What setup, uninstall and doctor need to know of one host.
@@ -124,6 +125,8 @@ pub(crate) fn installer(host: Host) -> &'static dyn Installer {
         Host::OpenCode => &opencode::OpenCode,
         Host::Pi => &pi::Pi,
         Host::Dsh => &dsh::Dsh,
+        Host::CopilotCli => &pending::Pending(Host::CopilotCli),
+        Host::Zcode => &pending::Pending(Host::Zcode),
     }
 }
 
