@@ -11,6 +11,7 @@ mod doctor;
 mod dsh;
 mod e2e_claude;
 mod e2e_codex;
+mod e2e_copilot_cli;
 mod e2e_dsh;
 mod e2e_official;
 mod e2e_opencode;

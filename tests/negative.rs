@@ -29,7 +29,7 @@ struct HostCase {
 }
 
 /// Every host, as [`Integration::ALL`] lists them.
-fn hosts() -> [HostCase; 5] {
+fn hosts() -> [HostCase; Integration::ALL.len()] {
     Integration::ALL.map(|host| HostCase {
         name: host.as_str(),
         exe: hook_exe(host),
@@ -121,7 +121,7 @@ impl HostCase {
         let turn_no = prompt.len();
         let message_id = format!("msg_neg_{turn_no}");
         match self.name {
-            "claude-code" | "codex" => {
+            "claude-code" | "codex" | "copilot-cli" | "zcode" => {
                 let out = self
                     .cmd(exe, url, &state, extra)
                     .stdin_json(&prompt_payload(prompt, &cwd))
@@ -636,7 +636,8 @@ impl HostCase {
     /// The session's start as the host signals it: Claude Code and Codex run their
     /// `SessionStart` hook; the others bootstrap at the session's first prompt.
     fn session_start(&self, url: &str, extra: &[(&str, &str)]) -> TurnResult {
-        if !matches!(self.name, "claude-code" | "codex") {
+        let host = Integration::parse(self.name).expect("a host of the table");
+        if host.bootstraps_at_first_prompt() {
             return self.turn(url, extra);
         }
         let dir = tempfile::tempdir().unwrap();
@@ -650,6 +651,9 @@ impl HostCase {
             serde_json::from_str::<Value>(out.stdout.trim())
                 .ok()
                 .and_then(|v| {
+                    if let Some(top) = v.get("additionalContext") {
+                        return top.as_str().map(str::to_owned);
+                    }
                     assert_eq!(v["hookSpecificOutput"]["hookEventName"], "SessionStart");
                     v["hookSpecificOutput"]["additionalContext"]
                         .as_str()
@@ -782,9 +786,9 @@ fn every_host_fails_open_when_the_bootstrap_misbehaves() {
                 assert_eq!(d["detail"], *detail, "{} / {case}", host.name);
             }
             // The prompt's own recall is unaffected; a session start injects nothing.
-            match host.name {
-                "claude-code" | "codex" => assert_eq!(turn.injected, None, "{} / {case}", host.name),
-                _ => {
+            match Integration::parse(host.name).is_some_and(Integration::bootstraps_at_first_prompt) {
+                false => assert_eq!(turn.injected, None, "{} / {case}", host.name),
+                true => {
                     let injected = turn.injected.clone().unwrap_or_default();
                     assert!(injected.contains(CONTENT), "{} / {case}: {injected}", host.name);
                     assert!(!injected.contains("NEGBOOT"), "{} / {case}", host.name);
@@ -830,9 +834,9 @@ fn a_recalled_item_is_injected_once_per_window_where_injections_persist() {
         let again = format!("{PROMPT} Once more.");
         let second = host.turn_in(dir.path(), host.exe, &again, &s.url(), &[]);
         second.assert_fail_open(host.name);
-        match host.name {
+        match Integration::parse(host.name).is_some_and(Integration::injection_persists) {
             // Their hook context and plugin messages stay in the conversation.
-            "claude-code" | "codex" | "dsh" => {
+            true => {
                 assert_eq!(second.injected, None, "{}: injected twice", host.name);
                 assert!(
                     second
@@ -845,7 +849,7 @@ fn a_recalled_item_is_injected_once_per_window_where_injections_persist() {
                 );
             }
             // Pi's system prompt and OpenCode's transform last one turn: every turn carries it.
-            _ => assert!(
+            false => assert!(
                 second.injected.as_deref().is_some_and(|t| t.contains(CONTENT)),
                 "{}: the second turn lost its context",
                 host.name

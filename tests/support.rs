@@ -20,6 +20,8 @@ pub const CLI: &str = env!("CARGO_BIN_EXE_powercontext-hooks");
 pub const PI: &str = env!("CARGO_BIN_EXE_powercontext-hook-pi");
 pub const OPENCODE: &str = env!("CARGO_BIN_EXE_powercontext-hook-opencode");
 pub const DSH: &str = env!("CARGO_BIN_EXE_powercontext-hook-dsh");
+pub const COPILOT: &str = env!("CARGO_BIN_EXE_powercontext-hook-copilot-cli");
+pub const ZCODE: &str = env!("CARGO_BIN_EXE_powercontext-hook-zcode");
 
 /// Our CLI with `args`, a clean environment (a system PATH) plus `env`, and no stdin.
 pub fn cli(args: &[&str], env: &[(&str, &str)]) -> Command {
@@ -47,6 +49,8 @@ pub fn hook_exe(host: Integration) -> &'static str {
         Integration::OpenCode => OPENCODE,
         Integration::Pi => PI,
         Integration::Dsh => DSH,
+        Integration::CopilotCli => COPILOT,
+        Integration::Zcode => ZCODE,
     }
 }
 

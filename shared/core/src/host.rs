@@ -483,7 +483,11 @@ pub static HOSTS: [HostSpec; 7] = [
             // The Claude-style names: only they get the snake_case payload (with
             // `hook_event_name`) our hook reads; the camelCase ones (`userPromptSubmitted`) do not.
             prompt: "UserPromptSubmit",
-            session_start: Some("SessionStart"),
+            // Copilot CLI has a `SessionStart` event, but runs its hooks beside the first
+            // prompt's, not before: a bootstrap there would race that prompt's record of what it
+            // injected. The session's first prompt bootstraps instead (and its context stays in
+            // the history, resumes included).
+            session_start: None,
             compaction: Some("PreCompact"),
             // Both fire after every `-p` run (`Stop` with `end_turn`, `SessionEnd` with `complete`).
             boundary: &["Stop", "SessionEnd"],
@@ -493,8 +497,7 @@ pub static HOSTS: [HostSpec; 7] = [
         output: OutputChannel::TopLevelAdditionalContext,
         timeout_unit: TimeoutUnit::Seconds,
         capabilities: Capabilities {
-            bootstraps_at_first_prompt: false,
-            // A resume's `SessionStart` context replaces the one the session started with.
+            bootstraps_at_first_prompt: true,
             resume_keeps_start_context: false,
             // Prompt context stays in the user message of the history (`<system_reminder>`).
             injection_persists: true,

@@ -32,6 +32,13 @@ pub const PLUGIN_ID: &str = "powercontext@powercontext";
 const CLAUDE_CONTEXT_LABEL: &str = "UserPromptSubmit hook additional context: ";
 /// Claude appends this right after the hook context in the first turn's environment block.
 const CLAUDE_DATE_TAIL: &str = "\n\nToday's date is ";
+/// How Copilot CLI wraps a prompt hook's `additionalContext` inside the user message.
+const COPILOT_CONTEXT_OPEN: &str = "<system_reminder>\n";
+const COPILOT_CONTEXT_CLOSE: &str = "\n</system_reminder>";
+/// The model the Copilot runner asks for (any name works with a bring-your-own-key provider).
+const COPILOT_MODEL: &str = "gpt-4.1";
+/// Copilot CLI masks its provider key wherever it appears in its output: a key no reply contains.
+const COPILOT_KEY: &str = "copilot-fake-provider-key-e2e";
 
 /// What the real-host tests know about a host beyond core's [`Integration`] (the one host list):
 /// where its installer template, recorded payloads and pinned CLI live, and how it shows our hook
@@ -71,6 +78,8 @@ impl HostFacts for Integration {
             Integration::OpenCode => "opencode-user-prompt:",
             Integration::Pi => "pi-user-prompt:",
             Integration::Dsh => "dsh-user-prompt:",
+            Integration::CopilotCli => "copilot-cli-user-prompt:",
+            Integration::Zcode => "zcode-user-prompt:",
         }
     }
 
@@ -83,15 +92,20 @@ impl HostFacts for Integration {
     }
 
     fn cli(self) -> PathBuf {
-        let bin = match self {
-            Integration::ClaudeCode => "claude",
-            Integration::Codex => "codex",
-            other => panic!("{other} has no CLI in tests/e2e/node_modules"),
+        let (dir, bin, script) = match self {
+            Integration::ClaudeCode => ("tests/e2e", "claude", "scripts/ensure-hosts"),
+            Integration::Codex => ("tests/e2e", "codex", "scripts/ensure-hosts"),
+            Integration::CopilotCli => (
+                "tests/e2e/copilot-cli",
+                "copilot",
+                "scripts/ensure-host-copilot-cli",
+            ),
+            other => panic!("{other} has no CLI HostSession drives"),
         };
-        let path = repo_root().join("tests/e2e/node_modules/.bin").join(bin);
+        let path = repo_root().join(dir).join("node_modules/.bin").join(bin);
         assert!(
             path.is_file(),
-            "{} is missing: run scripts/ensure-hosts (make test does)",
+            "{} is missing: run {script} (make test does)",
             path.display()
         );
         path
@@ -124,6 +138,22 @@ impl HostFacts for Integration {
                     .iter()
                     .filter(|m| m["type"] == "message" && m["role"] == "developer")
                     .flat_map(|m| crate::fake_model::content_texts(&m["content"]))
+                    .collect();
+                (!found.is_empty()).then(|| found.join("\n"))
+            }
+            Integration::CopilotCli => {
+                // Copilot CLI appends a prompt hook's context to the prompt's own user message,
+                // inside `<system_reminder>` tags (a `SessionStart` context is a user message of
+                // its own, before it).
+                let messages = body.get("messages")?.as_array()?;
+                let last_user = messages.iter().rfind(|m| m["role"] == "user")?;
+                let found: Vec<String> = crate::fake_model::content_texts(&last_user["content"])
+                    .iter()
+                    .filter_map(|text| {
+                        let start = text.find(COPILOT_CONTEXT_OPEN)? + COPILOT_CONTEXT_OPEN.len();
+                        let rest = &text[start..];
+                        Some(rest[..rest.rfind(COPILOT_CONTEXT_CLOSE)?].to_owned())
+                    })
                     .collect();
                 (!found.is_empty()).then(|| found.join("\n"))
             }
@@ -253,8 +283,11 @@ impl ProcessRun {
             let Ok(event) = serde_json::from_str::<Value>(line) else {
                 continue;
             };
-            if event["type"] == "result" {
+            if event["type"] == "result" && event["result"].is_string() {
                 answer = event["result"].as_str().map(str::to_owned);
+            } else if event["type"] == "assistant.message" && event["data"]["content"].is_string() {
+                // Copilot CLI's `--output-format json`.
+                answer = event["data"]["content"].as_str().map(str::to_owned);
             } else if event["type"] == "item.completed" && event["item"]["type"] == "agent_message" {
                 answer = event["item"]["text"].as_str().map(str::to_owned);
             }
@@ -351,7 +384,21 @@ impl HostSessionBuilder {
                 sandbox.set("CODEX_HOME", codex_home);
                 sandbox.set("FAKE_MODEL_API_KEY", "sk-fake-e2e");
             }
-            other => unreachable!("{other}: HostSession drives Claude Code and Codex only"),
+            Integration::CopilotCli => {
+                let copilot_home = sandbox.home.join(".copilot").display().to_string();
+                let model_base = format!("{}/v1", self.model_url);
+                for (k, v) in [
+                    ("COPILOT_HOME", copilot_home.as_str()),
+                    ("COPILOT_OFFLINE", "true"),
+                    ("COPILOT_AUTO_UPDATE", "false"),
+                    ("COPILOT_PROVIDER_BASE_URL", model_base.as_str()),
+                    ("COPILOT_PROVIDER_API_KEY", COPILOT_KEY),
+                    ("COPILOT_MODEL", COPILOT_MODEL),
+                ] {
+                    sandbox.set(k, v);
+                }
+            }
+            other => unreachable!("{other}: HostSession drives Claude Code, Codex and Copilot CLI only"),
         }
         if self.hook.is_some() {
             sandbox.set(&self.host.var("SERVER_URL"), server_url.clone());
@@ -373,6 +420,10 @@ impl HostSessionBuilder {
             } else {
                 exe.clone()
             };
+            if self.host == Integration::CopilotCli {
+                session.write_copilot_hooks(&exe);
+                return session;
+            }
             let plugin = session.sandbox.path("plugin");
             render_installer(
                 self.host,
@@ -443,7 +494,10 @@ impl HostSession {
         match self.host {
             Integration::ClaudeCode => self.run(&["-p", text, "--output-format", "json"]),
             Integration::Codex => self.run(&["exec", "--json", "--skip-git-repo-check", text]),
-            other => unreachable!("{other}: HostSession drives Claude Code and Codex only"),
+            Integration::CopilotCli => {
+                self.run(&["-p", text, "--allow-all-tools", "--output-format", "json"])
+            }
+            other => unreachable!("{other}: HostSession drives Claude Code, Codex and Copilot CLI only"),
         }
     }
 
@@ -459,7 +513,15 @@ impl HostSession {
                 "--skip-git-repo-check",
                 text,
             ]),
-            other => unreachable!("{other}: HostSession drives Claude Code and Codex only"),
+            Integration::CopilotCli => self.run(&[
+                "-p",
+                text,
+                "--continue",
+                "--allow-all-tools",
+                "--output-format",
+                "json",
+            ]),
+            other => unreachable!("{other}: HostSession drives Claude Code, Codex and Copilot CLI only"),
         }
     }
 
@@ -528,6 +590,28 @@ impl HostSession {
         script
     }
 
+    /// What `powercontext-hooks setup copilot-cli` writes, by hand: one Claude-style group per
+    /// event of the host's row in `$COPILOT_HOME/settings.json`, its timeout in seconds.
+    fn write_copilot_hooks(&self, exe: &Path) {
+        let dir = self.sandbox.home.join(".copilot");
+        fs::create_dir_all(&dir).expect("create COPILOT_HOME");
+        let command = serde_json::from_str::<String>(&format!("\"{}\"", hook_command_value(exe)))
+            .expect("hook command is a JSON string body");
+        let group =
+            |timeout: u64| json!([{"hooks": [{"type": "command", "command": command, "timeout": timeout}]}]);
+        let events = &self.host.spec().events;
+        let mut hooks = serde_json::Map::new();
+        hooks.insert(events.prompt.to_owned(), group(10));
+        for event in events.session_start.iter().chain(&events.compaction) {
+            hooks.insert((*event).to_owned(), group(10));
+        }
+        for event in events.boundary.iter().chain(&events.end) {
+            hooks.insert((*event).to_owned(), group(5));
+        }
+        let settings = json!({ "hooks": hooks });
+        fs::write(dir.join("settings.json"), format!("{settings:#}\n")).expect("write copilot settings");
+    }
+
     fn write_codex_config(&self, model_url: &str, plugins: bool) {
         let dir = self.sandbox.home.join(".codex");
         fs::create_dir_all(&dir).expect("create CODEX_HOME");
@@ -571,7 +655,7 @@ enabled = false
                 self.run_checked(&["plugin", "add", PLUGIN_ID, "--json"]);
                 self.trust_codex_plugin_hooks();
             }
-            other => unreachable!("{other}: HostSession drives Claude Code and Codex only"),
+            other => unreachable!("{other}: installs its hooks without a plugin folder"),
         }
     }
 
