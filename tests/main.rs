@@ -17,6 +17,7 @@ mod e2e_official;
 mod e2e_opencode;
 mod e2e_ops;
 mod e2e_pi;
+mod e2e_qwen_code;
 mod e2e_scenarios;
 mod fault;
 mod install_copy;

@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use powercontext_hooks_core::host::Integration;
+use powercontext_hooks_core::host::{Integration, OutputChannel};
 use powercontext_hooks_test_support::fake_server::{BOOTSTRAP, FLUSH, FakeServer, ready};
 use powercontext_hooks_test_support::fault_server::{FaultServer, Reply, closed_port_url};
 use powercontext_hooks_test_support::hook::{HookCmd, HookOutput, prompt_payload};
@@ -26,6 +26,10 @@ struct HostCase {
     exe: &'static str,
     /// `POWERCONTEXT_<PART>_…`.
     part: &'static str,
+    /// A Claude-style command hook (its row's output is not a shim's protocol).
+    command_hook: bool,
+    /// Whether what it injects stays in the host's conversation (the row's capability).
+    persists: bool,
 }
 
 /// Every host, as [`Integration::ALL`] lists them.
@@ -34,6 +38,8 @@ fn hosts() -> [HostCase; Integration::ALL.len()] {
         name: host.as_str(),
         exe: hook_exe(host),
         part: host.env_part(),
+        command_hook: host.spec().output != OutputChannel::Shim,
+        persists: host.injection_persists(),
     })
 }
 
@@ -121,7 +127,7 @@ impl HostCase {
         let turn_no = prompt.len();
         let message_id = format!("msg_neg_{turn_no}");
         match self.name {
-            "claude-code" | "codex" | "copilot-cli" | "zcode" => {
+            _ if self.command_hook => {
                 let out = self
                     .cmd(exe, url, &state, extra)
                     .stdin_json(&prompt_payload(prompt, &cwd))
@@ -834,9 +840,9 @@ fn a_recalled_item_is_injected_once_per_window_where_injections_persist() {
         let again = format!("{PROMPT} Once more.");
         let second = host.turn_in(dir.path(), host.exe, &again, &s.url(), &[]);
         second.assert_fail_open(host.name);
-        match Integration::parse(host.name).is_some_and(Integration::injection_persists) {
+        match host.name {
             // Their hook context and plugin messages stay in the conversation.
-            true => {
+            _ if host.persists => {
                 assert_eq!(second.injected, None, "{}: injected twice", host.name);
                 assert!(
                     second
@@ -849,7 +855,7 @@ fn a_recalled_item_is_injected_once_per_window_where_injections_persist() {
                 );
             }
             // Pi's system prompt and OpenCode's transform last one turn: every turn carries it.
-            false => assert!(
+            _ => assert!(
                 second.injected.as_deref().is_some_and(|t| t.contains(CONTENT)),
                 "{}: the second turn lost its context",
                 host.name

@@ -20,6 +20,7 @@ pub const CLI: &str = env!("CARGO_BIN_EXE_powercontext-hooks");
 pub const PI: &str = env!("CARGO_BIN_EXE_powercontext-hook-pi");
 pub const OPENCODE: &str = env!("CARGO_BIN_EXE_powercontext-hook-opencode");
 pub const DSH: &str = env!("CARGO_BIN_EXE_powercontext-hook-dsh");
+pub const QWEN_CODE: &str = env!("CARGO_BIN_EXE_powercontext-hook-qwen-code");
 pub const COPILOT: &str = env!("CARGO_BIN_EXE_powercontext-hook-copilot-cli");
 pub const ZCODE: &str = env!("CARGO_BIN_EXE_powercontext-hook-zcode");
 
@@ -49,6 +50,7 @@ pub fn hook_exe(host: Integration) -> &'static str {
         Integration::OpenCode => OPENCODE,
         Integration::Pi => PI,
         Integration::Dsh => DSH,
+        Integration::QwenCode => QWEN_CODE,
         Integration::CopilotCli => COPILOT,
         Integration::Zcode => ZCODE,
     }

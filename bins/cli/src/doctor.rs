@@ -509,6 +509,34 @@ fn check_copy(host: Host, m: &Manifest, beside: &Path, setup_cmd: &str, r: &mut 
 
 /// Our entry in the host's own config (OpenCode's MCP entry, Claude Code's status line).
 pub(crate) fn check_host_entry(m: Option<&Manifest>, setup_cmd: &str, r: &mut Report) {
+    if let Some(o) = m.and_then(|m| m.settings_hooks.as_ref()) {
+        match crate::hosts::settings_hooks::missing_events(o) {
+            Ok(missing) if missing.is_empty() => r.ok(
+                Tier::Installed,
+                "hook entries",
+                format!("{} hook(s) in {}", o.entries.len(), o.path.display()),
+            ),
+            Ok(missing) => r.fail(
+                Tier::Installed,
+                "hook entries",
+                format!(
+                    "{} is missing (or changed) our {}",
+                    o.path.display(),
+                    missing.join(", ")
+                ),
+                setup_cmd,
+            ),
+            Err(err) => r.fail(
+                Tier::Installed,
+                "hook entries",
+                format!("{} cannot be read: {err:#}", o.path.display()),
+                format!(
+                    "fix {} (its host cannot read it either), then {setup_cmd}",
+                    o.path.display()
+                ),
+            ),
+        }
+    }
     if let Some(e) = m.and_then(|m| m.host_entry.as_ref()) {
         // A file the host cannot parse any more is not "missing our entry": setup would refuse it
         // too, so the fix is the file itself.

@@ -785,6 +785,9 @@ pub struct Manifest {
     /// empty again, so a home is left as setup found it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub created_dirs: Vec<PathBuf>,
+    /// The hook entries we added to the host's own settings file (settings-hooks hosts).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub settings_hooks: Option<crate::hosts::settings_hooks::OwnedHooks>,
 }
 
 /// A host settings file's root members before the first setup, in their order (names only,

@@ -1,6 +1,6 @@
 //! Byte-preserving edits of a JSONC host config (OpenCode's `opencode.json[c]`, Claude Code's
 //! settings): add, replace or remove one member of the root object or of an object one level
-//! below it, and leave every other byte (comments, trailing commas, layout, foreign keys, CRLF, a
+//! below it, or one element of an array there (a hooks list), and leave every other byte (comments, trailing commas, layout, foreign keys, CRLF, a
 //! byte-order mark) exactly as it was. It never reformats a file and never touches a member it
 //! was not asked about.
 //!
@@ -409,6 +409,144 @@ fn cut_member(text: &str, obj: &Object, idx: usize, drop_prev_comma: bool) -> St
     out
 }
 
+/// One element of an array, by byte offsets.
+#[derive(Debug, Clone)]
+struct Element {
+    start: usize,
+    end: usize,
+}
+
+/// An array's brackets and elements, by byte offsets.
+#[derive(Debug, Clone)]
+struct Array {
+    open: usize,
+    close: usize,
+    elements: Vec<Element>,
+}
+
+/// The array at `parent.key`: `None` when the member is absent, an error when it is not an array.
+fn array_at(doc: &Doc, parent: &str, key: &str) -> Result<Option<Array>> {
+    let Some(prop) = doc.object(parent)?.and_then(|o| o.get(key)) else {
+        return Ok(None);
+    };
+    let arr = prop
+        .value()
+        .and_then(|v| v.as_array())
+        .ok_or_else(|| anyhow!("`{parent}.{key}` is not an array"))?;
+    let open = offset(arr.clone().into());
+    let mut at = open;
+    let mut elements = Vec::new();
+    for child in arr.children() {
+        let len = child.to_string().len();
+        if !child.is_trivia() && !child.is_token() {
+            elements.push(Element {
+                start: at,
+                end: at + len,
+            });
+        }
+        at += len;
+    }
+    Ok(Some(Array {
+        open,
+        close: at - 1,
+        elements,
+    }))
+}
+
+/// Appends `value` as the last element of the array at `parent.key` (which must exist), keeping
+/// every other byte. Returns the new text and, when the array was empty, the text that stood
+/// between its brackets (what [`pull`] puts back when our element is the only one again).
+pub fn push(text: &str, parent: &str, key: &str, value: &Value) -> Result<(String, Option<String>)> {
+    let (style, plain) = Style::split(text);
+    let doc = Doc::parse(&plain)?;
+    let arr = array_at(&doc, parent, key)?.ok_or_else(|| anyhow!("no `{parent}.{key}`"))?;
+    let (out, empty) = match arr.elements.last() {
+        Some(last) => {
+            // After the last element: `,` and our element on a line of its own (indented like
+            // that element), or inline when the array is written on one line.
+            let item = match line_indent(&plain, last.start) {
+                Some(indent) => format!(",\n{indent}{}", render(value, indent)),
+                None => format!(", {value}"),
+            };
+            let mut out = plain[..last.end].to_owned();
+            out.push_str(&item);
+            out.push_str(&plain[last.end..]);
+            (out, None)
+        }
+        None => {
+            let inner = plain[arr.open + 1..arr.close].to_owned();
+            let close_indent = line_indent(&plain, arr.close)
+                .map(str::to_owned)
+                .or_else(|| line_indent(&plain, offset_line_start(&plain, arr.open)).map(str::to_owned))
+                .unwrap_or_default();
+            let indent = format!("{close_indent}  ");
+            let mut out = plain[..=arr.open].to_owned();
+            out.push('\n');
+            out.push_str(&indent);
+            out.push_str(&render(value, &indent));
+            out.push('\n');
+            out.push_str(&close_indent);
+            out.push_str(&plain[arr.close..]);
+            (out, Some(inner))
+        }
+    };
+    Ok((style.join(&out), empty))
+}
+
+/// Where the first non-blank character of the line holding `at` is.
+fn offset_line_start(text: &str, at: usize) -> usize {
+    let line_start = text[..at].rfind('\n').map_or(0, |n| n + 1);
+    line_start + (text[line_start..at].len() - text[line_start..at].trim_start_matches([' ', '\t']).len())
+}
+
+/// The elements of the array at `parent.key` (`None` when absent).
+pub fn elements(text: &str, parent: &str, key: &str) -> Result<Option<Vec<Value>>> {
+    let root = parse(text)?;
+    let obj = if parent.is_empty() {
+        Some(&root)
+    } else {
+        root.get(parent)
+    };
+    match obj.and_then(|p| p.get(key)) {
+        None => Ok(None),
+        Some(Value::Array(items)) => Ok(Some(items.clone())),
+        Some(_) => bail!("`{parent}.{key}` is not an array"),
+    }
+}
+
+/// Removes element `index` of the array at `parent.key`, undoing [`push`] byte for byte when
+/// nothing else changed: the separator before it goes with it (after the first element, the one
+/// after it). `empty_inner`: what stood between the brackets before [`push`] made the array
+/// non-empty, put back when this was the only element.
+pub fn pull(text: &str, parent: &str, key: &str, index: usize, empty_inner: Option<&str>) -> Result<String> {
+    Style::edit(text, |plain| {
+        let doc = Doc::parse(plain)?;
+        let arr = array_at(&doc, parent, key)?.ok_or_else(|| anyhow!("no `{parent}.{key}`"))?;
+        let Some(el) = arr.elements.get(index) else {
+            bail!("`{parent}.{key}` has no element {index}");
+        };
+        let (start, end) = if arr.elements.len() == 1 {
+            if empty_inner.is_some() {
+                (arr.open + 1, arr.close)
+            } else {
+                (el.start, el.end)
+            }
+        } else if index > 0 {
+            (arr.elements[index - 1].end, el.end)
+        } else {
+            (el.start, arr.elements[1].start)
+        };
+        let mut out = plain[..start].to_owned();
+        if arr.elements.len() == 1
+            && let Some(inner) = empty_inner
+        {
+            out.push_str(inner);
+        }
+        out.push_str(&plain[end..]);
+        Ok(out)
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -547,5 +685,44 @@ mod tests {
         assert_eq!(new.matches('\n').count(), new.matches("\r\n").count(), "{new:?}");
         assert_eq!(get(&new, "mcp", "powercontext").unwrap().unwrap(), v);
         assert_eq!(remove(&new, "mcp", "powercontext", &how).unwrap(), text);
+    }
+
+    #[test]
+    fn push_then_pull_is_byte_exact_and_keeps_foreign_elements() {
+        let ours = json!({"hooks": [{"type": "command", "command": "/x/hook", "timeout": 10}]});
+        let cases = [
+            "{\n  \"hooks\": {\n    \"Stop\": [\n      {\"hooks\": [{\"type\": \"command\", \"command\": \"mine\"}]}\n    ]\n  }\n}\n",
+            "{\n  \"hooks\": {\n    \"Stop\": [\n      {\"hooks\": []}, // mine\n    ]\n  }\n}\n",
+            "{\"hooks\": {\"Stop\": [{\"hooks\": []}]}}",
+            "{\"hooks\": {\"Stop\": []}}",
+            "{\n  \"hooks\": {\n    \"Stop\": [ ]\n  }\n}\n",
+            "\u{feff}{\r\n  \"hooks\": {\r\n    \"Stop\": [\r\n      1\r\n    ]\r\n  }\r\n}\r\n",
+        ];
+        for text in cases {
+            let before = elements(text, "hooks", "Stop").unwrap().unwrap();
+            let (new, empty) = push(text, "hooks", "Stop", &ours).unwrap();
+            let after = elements(&new, "hooks", "Stop").unwrap().unwrap();
+            assert_eq!(after.len(), before.len() + 1, "{new}");
+            assert_eq!(after.last(), Some(&ours), "{new}");
+            assert_eq!(&after[..before.len()], &before[..], "{new}");
+            let back = pull(&new, "hooks", "Stop", before.len(), empty.as_deref()).unwrap();
+            assert_eq!(back, text);
+        }
+        // An element the user added after ours stays when ours goes.
+        let text = "{\"hooks\": {\"Stop\": [1]}}";
+        let (new, empty) = push(text, "hooks", "Stop", &ours).unwrap();
+        let (new, _) = push(&new, "hooks", "Stop", &json!(2)).unwrap();
+        let back = pull(&new, "hooks", "Stop", 1, empty.as_deref()).unwrap();
+        assert_eq!(
+            elements(&back, "hooks", "Stop").unwrap().unwrap(),
+            [json!(1), json!(2)]
+        );
+        // Ours first, a foreign one after it.
+        let text = "{\"hooks\": {\"Stop\": []}}";
+        let (new, empty) = push(text, "hooks", "Stop", &ours).unwrap();
+        let (new, _) = push(&new, "hooks", "Stop", &json!(2)).unwrap();
+        let back = pull(&new, "hooks", "Stop", 0, empty.as_deref()).unwrap();
+        assert_eq!(elements(&back, "hooks", "Stop").unwrap().unwrap(), [json!(2)]);
+        assert!(push("{\"hooks\": {\"Stop\": {}}}", "hooks", "Stop", &ours).is_err());
     }
 }

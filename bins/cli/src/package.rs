@@ -112,7 +112,8 @@ fn items(bin_dir: &Path) -> Result<Vec<Item>> {
         })),
     );
 
-    for host in Host::ALL {
+    // Only hosts the official installer's catalog has: it could not install the others.
+    for host in Host::ALL.into_iter().filter(|h| h.spec().official_catalog) {
         let exe = bin_dir.join(host.hook_exe());
         let hook_command = host.hook_command_value(&exe)?;
         let [(_, cli_command), (_, operations)] =
@@ -219,8 +220,8 @@ fn items(bin_dir: &Path) -> Result<Vec<Item>> {
                     rendered(host, "extensions/powercontext.ts", &values)?.into_bytes(),
                 );
             }
-            // Not packaged yet.
-            Host::CopilotCli | Host::Zcode => {}
+            // Not in the official catalog (filtered out above): `package` says it skips them.
+            Host::QwenCode | Host::CopilotCli | Host::Zcode => {}
             Host::Dsh => {
                 let mut pkg = rendered_json(host, "package.json", &values)?;
                 pkg["main"] = json!("lib/index.js");
@@ -288,7 +289,7 @@ fn render(args: &PackageArgs) -> Result<ExitCode> {
             .context("this program has no directory")?
             .to_path_buf(),
     };
-    for host in Host::ALL {
+    for host in Host::ALL.into_iter().filter(|h| h.spec().official_catalog) {
         crate::setup::check_hook_exe(&bin_dir.join(host.hook_exe()))?;
     }
     let out = std::path::absolute(&args.out)?;
@@ -329,6 +330,11 @@ fn render(args: &PackageArgs) -> Result<ExitCode> {
             files: items.into_iter().map(|i| i.rel).collect(),
             out,
             bin_dir,
+            skipped: Host::ALL
+                .into_iter()
+                .filter(|h| !h.spec().official_catalog)
+                .map(|h| h.as_str())
+                .collect(),
         },
         args.json,
     )
@@ -383,6 +389,8 @@ struct Packaged {
     out: PathBuf,
     bin_dir: PathBuf,
     files: Vec<String>,
+    /// Hosts the official installer's catalog does not have (set them up with `setup`).
+    skipped: Vec<&'static str>,
 }
 
 impl report::Report for Packaged {}
@@ -392,6 +400,13 @@ impl std::fmt::Display for Packaged {
         let out = self.out.display();
         writeln!(f, "rendered {} files into {out}", self.files.len())?;
         writeln!(f, "hook executables: {}", self.bin_dir.display())?;
+        if !self.skipped.is_empty() {
+            writeln!(
+                f,
+                "skipped (not in the official installer's catalog; use `powercontext-hooks setup <host>`): {}",
+                self.skipped.join(", ")
+            )?;
+        }
         writeln!(f, "install with the official CLI, for example:")?;
         writeln!(
             f,

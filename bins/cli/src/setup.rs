@@ -348,6 +348,10 @@ pub(crate) struct Plan {
     pub host_entry: Option<(FileChange, OwnedEntry)>,
     /// Owned host entry to keep recording when unchanged.
     pub kept_entry: Option<OwnedEntry>,
+    /// Our hook entries in the host's own settings file (settings-hooks hosts), to write.
+    pub settings_hooks: Option<(FileChange, crate::hosts::settings_hooks::OwnedHooks)>,
+    /// The same, already in place: recorded again as they are.
+    pub kept_hooks: Option<crate::hosts::settings_hooks::OwnedHooks>,
     /// OpenCode: the owner-only header file its MCP entry reads (holds the token).
     pub mcp_header_file: Option<FileChange>,
     /// OpenCode: a header file no longer referenced (no token any more).
@@ -372,6 +376,7 @@ impl Plan {
             || !self.exe.current
             || self.config.is_some()
             || self.host_entry.is_some()
+            || self.settings_hooks.is_some()
             || self.mcp_header_file.is_some()
             || self.drop_mcp_header_file.is_some()
             || !self.steps.is_empty()
@@ -406,6 +411,7 @@ impl Plan {
             "files": self.files.iter().map(|f| json!({"path": f.path, "action": f.action})).collect::<Vec<_>>(),
             "config": self.config.as_ref().map(|(f, o)| json!({"path": f.path, "action": f.action, "keys": o.keys.keys().collect::<Vec<_>>()})),
             "host_config": self.host_entry.as_ref().map(|(f, o)| json!({"path": f.path, "action": f.action, "key": o.member()})),
+            "host_hooks": self.settings_hooks.as_ref().map(|(f, o)| json!({"path": f.path, "action": f.action, "events": o.entries.iter().map(|h| &h.event).collect::<Vec<_>>()})),
             "mcp_header_file": self.mcp_header_file.as_ref().map(|f| json!({"path": f.path, "action": "write"}))
                 .or_else(|| self.drop_mcp_header_file.as_ref().map(|p| json!({"path": p, "action": "remove"}))),
             "profile": self.profile,
@@ -470,6 +476,16 @@ impl Plan {
         if let Some((f, o)) = &self.host_entry {
             writeln!(out, "  {:<7} {} {}", f.action, f.path.display(), o.member())?;
         }
+        if let Some((f, o)) = &self.settings_hooks {
+            let events: Vec<&str> = o.entries.iter().map(|h| h.event.as_str()).collect();
+            writeln!(
+                out,
+                "  {:<7} {} hooks: {}",
+                f.action,
+                f.path.display(),
+                events.join(", ")
+            )?;
+        }
         for s in &self.steps {
             writeln!(out, "  run     {}", self.step_command(*s))?;
         }
@@ -533,6 +549,7 @@ fn build_tree_warning(plan: &Plan, cli: &Path) -> Option<String> {
         .files
         .iter()
         .chain(plan.host_entry.as_ref().map(|(f, _)| f))
+        .chain(plan.settings_hooks.as_ref().map(|(f, _)| f))
         .any(|f| names(&f.bytes));
     written.then(|| {
         format!(
@@ -797,6 +814,8 @@ pub(crate) fn plan_ours(
         prior_authorization,
         host_entry: None,
         kept_entry: None,
+        settings_hooks: None,
+        kept_hooks: None,
         mcp_header_file: None,
         drop_mcp_header_file: None,
         pi_replace: Vec::new(),
@@ -851,6 +870,10 @@ fn host_own_paths(host: Host, env: &Env) -> Vec<PathBuf> {
         ],
         Host::Pi => vec![home.join(".pi")],
         Host::Dsh => vec![home.join(".dsh")],
+        Host::QwenCode => vec![
+            env.text("QWEN_HOME")
+                .map_or_else(|| home.join(".qwen"), PathBuf::from),
+        ],
         Host::CopilotCli => vec![
             env.text("COPILOT_HOME")
                 .map_or_else(|| home.join(".copilot"), PathBuf::from),
@@ -950,6 +973,10 @@ fn apply_inner(
         journal.created_dirs_of(&f.path);
         journal.file(&f.path)?;
     }
+    if let Some((f, _)) = &plan.settings_hooks {
+        journal.created_dirs_of(&f.path);
+        journal.file(&f.path)?;
+    }
     let install_dir = install::install_dir(&paths.state_root, plan.host);
     crate::shared_files::journal(&plan.shared, journal, &install_dir)?;
     if !plan.steps.is_empty() {
@@ -1014,6 +1041,11 @@ fn apply_inner(
         install::write_through(&f.path, &f.bytes, f.private)?;
         journal.wrote(&install::link_target(&f.path), &f.bytes);
         fault(env, "mcp")?;
+    }
+    if let Some((f, _)) = &plan.settings_hooks {
+        install::write_through(&f.path, &f.bytes, f.private)?;
+        journal.wrote(&install::link_target(&f.path), &f.bytes);
+        fault(env, "hooks")?;
     }
     if let Some(p) = &plan.drop_mcp_header_file {
         journal.file(p)?;
@@ -1081,6 +1113,11 @@ fn apply_inner(
         host_settings,
         shared,
         created_dirs: created_dirs(plan, paths, journal),
+        settings_hooks: plan
+            .settings_hooks
+            .as_ref()
+            .map(|(_, o)| o.clone())
+            .or_else(|| plan.kept_hooks.clone()),
     };
     let bytes = install::manifest_bytes(&manifest)?;
     if install::read_opt(&manifest_path)?.as_deref() != Some(&bytes[..]) {

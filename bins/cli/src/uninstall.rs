@@ -445,6 +445,43 @@ fn run(args: &UninstallArgs) -> Result<(Vec<Done>, Vec<Kept>, Option<StateNote>)
         }
     }
 
+    // 2c. Our hook entries in the host's own settings file, each only while it is still what we
+    // wrote (foreign hooks and entries the user changed stay byte for byte).
+    if let Some(o) = &manifest.settings_hooks
+        && let Some(bytes) = install::read_opt(&o.path)?
+    {
+        let text =
+            String::from_utf8(bytes).map_err(|_| anyhow::anyhow!("{} is not UTF-8", o.path.display()))?;
+        match crate::hosts::settings_hooks::unplan_file(&text, o) {
+            Ok(None) => {
+                actions.push(Done::file(Undoing::Remove, &o.path));
+                if !dry {
+                    fs::remove_file(&o.path)
+                        .with_context(|| format!("cannot remove {}", o.path.display()))?;
+                }
+            }
+            Ok(Some(new)) => {
+                let missing = crate::hosts::settings_hooks::missing_events(o).unwrap_or_default();
+                for event in &missing {
+                    kept.push(Kept::changed(&o.path, Some(format!("hooks.{event}"))));
+                }
+                if new != text {
+                    let events: Vec<&str> = o
+                        .entries
+                        .iter()
+                        .map(|h| h.event.as_str())
+                        .filter(|e| !missing.iter().any(|m| m == e))
+                        .collect();
+                    actions.push(Done::member(&o.path, format!("hooks: {}", events.join(", "))));
+                    if !dry {
+                        install::write_through(&o.path, new.as_bytes(), false)?;
+                    }
+                }
+            }
+            Err(_) => kept.push(Kept::because(&o.path, None, "no longer parses; left as is")),
+        }
+    }
+
     // 3. Our config lines.
     if let Some(owned) = &manifest.config
         && let Some(bytes) = install::read_opt(&owned.path)?

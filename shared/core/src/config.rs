@@ -129,6 +129,8 @@ struct HostTables {
     opencode: Option<HostOptions>,
     pi: Option<HostOptions>,
     dsh: Option<HostOptions>,
+    #[serde(rename = "qwen-code")]
+    qwen_code: Option<HostOptions>,
     #[serde(rename = "copilot-cli")]
     copilot_cli: Option<HostOptions>,
     zcode: Option<HostOptions>,
@@ -408,6 +410,7 @@ impl Layers<'_> {
             Integration::OpenCode => t.opencode.as_ref(),
             Integration::Pi => t.pi.as_ref(),
             Integration::Dsh => t.dsh.as_ref(),
+            Integration::QwenCode => t.qwen_code.as_ref(),
             Integration::CopilotCli => t.copilot_cli.as_ref(),
             Integration::Zcode => t.zcode.as_ref(),
         }

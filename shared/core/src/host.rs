@@ -15,6 +15,8 @@ pub enum Integration {
     Pi,
     /// DeepSeek Harness (`agent/pre-step`).
     Dsh,
+    /// Qwen Code (`UserPromptSubmit` command hook in its settings file).
+    QwenCode,
     /// GitHub Copilot CLI (`UserPromptSubmit` command hook in its settings file).
     CopilotCli,
     /// ZCode (`UserPromptSubmit` process hook in a plugin's `hooks.json`).
@@ -216,7 +218,7 @@ pub struct Capabilities {
 }
 
 /// The host table, in documentation order: one row per host, the row's index being the host's.
-pub static HOSTS: [HostSpec; 7] = [
+pub static HOSTS: [HostSpec; 8] = [
     HostSpec {
         host: Integration::ClaudeCode,
         name: "claude-code",
@@ -458,6 +460,57 @@ pub static HOSTS: [HostSpec; 7] = [
         official_catalog: true,
     },
     HostSpec {
+        host: Integration::QwenCode,
+        name: "qwen-code",
+        aliases: &["qwen"],
+        title: "Qwen Code",
+        env_part: "QWEN",
+        source_prefix: "qwen-code-user-prompt",
+        component: "powercontext.qwen_code",
+        hook_exe: "powercontext-hook-qwen-code",
+        cli: HostCliSpec {
+            name: "qwen",
+            env: &[],
+            tested_versions: &["0.24.4"],
+        },
+        config_home: ConfigHome {
+            var: "QWEN_HOME",
+            rel: ".qwen",
+        },
+        config: ConfigFormat::SettingsHooks {
+            file: "settings.json",
+        },
+        workspace_key: WorkspaceKey::Resolved,
+        events: Events {
+            prompt: "UserPromptSubmit",
+            session_start: Some("SessionStart"),
+            compaction: Some("PreCompact"),
+            // `SessionEnd` never fires in `-p` mode; `Stop` does after every answer.
+            boundary: &["Stop", "SessionEnd"],
+            end: Some("SessionEnd"),
+        },
+        output: OutputChannel::HookSpecificOutput,
+        timeout_unit: TimeoutUnit::Seconds,
+        capabilities: Capabilities {
+            bootstraps_at_first_prompt: false,
+            // `SessionStart` context goes into the system prompt, rebuilt on resume.
+            resume_keeps_start_context: false,
+            injection_persists: true,
+            flushes_every_capture: false,
+            hook_command_in_shell: true,
+            plugin_option_vars: false,
+            profile_rows: false,
+            millisecond_timeout_vars: false,
+            statusline: false,
+        },
+        explicit: ExplicitSurface {
+            native_tools: false,
+            gate: "Qwen Code's MCP tool approval mode",
+            without_ui: "host policy decides (not validated)",
+        },
+        official_catalog: false,
+    },
+    HostSpec {
         host: Integration::CopilotCli,
         name: "copilot-cli",
         aliases: &["copilot"],
@@ -632,12 +685,13 @@ impl Integration {
     }
 
     /// All hosts, in documentation order (the order of [`HOSTS`]).
-    pub const ALL: [Self; 7] = [
+    pub const ALL: [Self; 8] = [
         Self::ClaudeCode,
         Self::Codex,
         Self::OpenCode,
         Self::Pi,
         Self::Dsh,
+        Self::QwenCode,
         Self::CopilotCli,
         Self::Zcode,
     ];

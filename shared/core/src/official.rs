@@ -274,7 +274,11 @@ pub fn server_url_sources(host: Integration, env: &Env) -> Vec<Found> {
                 });
             }
         }
-        Integration::OpenCode | Integration::Pi | Integration::CopilotCli | Integration::Zcode => {}
+        Integration::OpenCode
+        | Integration::Pi
+        | Integration::QwenCode
+        | Integration::CopilotCli
+        | Integration::Zcode => {}
     }
     out.extend(clients_server_url(host, env));
     out
@@ -573,6 +577,9 @@ mod tests {
                 "/h/.config/opencode/powercontext/credentials.json",
                 "/h/.pi/agent/powercontext/credentials.json",
                 "/h/.dsh/powercontext/credentials.json",
+                "/h/.qwen/powercontext/credentials.json",
+                "/h/.copilot/powercontext/credentials.json",
+                "/h/.zcode/cli/powercontext/credentials.json",
             ]
             .map(PathBuf::from)
         );

@@ -78,6 +78,7 @@ impl HostFacts for Integration {
             Integration::OpenCode => "opencode-user-prompt:",
             Integration::Pi => "pi-user-prompt:",
             Integration::Dsh => "dsh-user-prompt:",
+            Integration::QwenCode => "qwen-code-user-prompt:",
             Integration::CopilotCli => "copilot-cli-user-prompt:",
             Integration::Zcode => "zcode-user-prompt:",
         }

@@ -24,6 +24,7 @@ mod marketplace;
 pub(crate) mod opencode;
 mod pending;
 mod pi;
+pub(crate) mod settings_hooks;
 
 /// What setup, uninstall and doctor need to know of one host.
 pub(crate) trait Installer: Sync {
@@ -125,7 +126,8 @@ pub(crate) fn installer(host: Host) -> &'static dyn Installer {
         Host::OpenCode => &opencode::OpenCode,
         Host::Pi => &pi::Pi,
         Host::Dsh => &dsh::Dsh,
-        Host::CopilotCli => &pending::Pending(Host::CopilotCli),
+        Host::QwenCode => &settings_hooks::QWEN_CODE,
+        Host::CopilotCli => &settings_hooks::COPILOT_CLI,
         Host::Zcode => &pending::Pending(Host::Zcode),
     }
 }

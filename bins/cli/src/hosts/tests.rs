@@ -352,6 +352,7 @@ fn manifest(host: Host, root: &Path, files: Vec<OwnedFile>) -> Manifest {
         host_settings: None,
         shared: crate::shared_files::OwnedShared::default(),
         created_dirs: Vec::new(),
+        settings_hooks: None,
     }
 }
 

@@ -1,0 +1,522 @@
+//! The installer of every host whose command hooks live in a `"hooks"` object of the host's own
+//! settings file (`ConfigFormat::SettingsHooks`): Qwen Code today. Everything it needs is the
+//! host's row (config home, settings file name, events, timeout unit, output channel); it adds
+//! one Claude-style matcher group per event to `hooks.<event>`, keeps every foreign hook byte for
+//! byte, records what it added (per event, by digest) so uninstall removes only that, and never
+//! writes the file itself (setup's journal does, and rolls it back).
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, anyhow, bail};
+use powercontext_hooks_core::env::Env;
+use powercontext_hooks_core::host::{ConfigFormat, TimeoutUnit};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use super::{Activation, Calls, Installer, channel_context, prompt_event, read_jsonc, table_home};
+use crate::doctor::{Report, Tier};
+use crate::install::{self, Host, HostExt};
+use crate::jsonc;
+use crate::setup::{Action, FileChange, Paths, Plan, SetupArgs, value_digest};
+
+/// The parent object of the hook lists in the settings file.
+const HOOKS: &str = "hooks";
+
+/// The installer of one settings-hooks host: the host and doctor's fix when it stays silent
+/// (the command names the host, so it is spelled out per host).
+pub(super) struct SettingsHooks(pub Host, pub &'static str);
+
+/// Qwen Code.
+pub(super) static QWEN_CODE: SettingsHooks = SettingsHooks(
+    Host::QwenCode,
+    "powercontext-hooks setup qwen-code (puts our entries back into ~/.qwen/settings.json)",
+);
+
+/// GitHub Copilot CLI.
+pub(super) static COPILOT_CLI: SettingsHooks = SettingsHooks(
+    Host::CopilotCli,
+    "powercontext-hooks setup copilot-cli (puts our entries back into ~/.copilot/settings.json)",
+);
+
+/// Which of our hook's jobs a host event runs (the hook itself tells them apart by the event
+/// name in its payload; the mode only decides the timeout written for it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Mode {
+    /// Recall and inject for a prompt.
+    Prompt,
+    /// Bootstrap at a session start.
+    SessionStart,
+    /// Mark a compaction.
+    Compaction,
+    /// Flush pending captures.
+    Boundary,
+}
+
+impl Mode {
+    /// The hook's timeout in seconds: recall and bootstrap get the hook's 4 s budget and room to
+    /// start; the others only mark or hand over.
+    fn seconds(self) -> u64 {
+        match self {
+            Self::Prompt | Self::SessionStart => 10,
+            Self::Compaction | Self::Boundary => 5,
+        }
+    }
+}
+
+/// The host events our hook is wired to, in the row's order, each once, with its mode.
+pub(crate) fn events(host: Host) -> Vec<(&'static str, Mode)> {
+    let e = &host.spec().events;
+    let mut out: Vec<(&'static str, Mode)> = vec![(e.prompt, Mode::Prompt)];
+    out.extend(e.session_start.map(|s| (s, Mode::SessionStart)));
+    out.extend(e.compaction.map(|c| (c, Mode::Compaction)));
+    out.extend(e.boundary.iter().map(|b| (*b, Mode::Boundary)));
+    out.extend(e.end.map(|s| (s, Mode::Boundary)));
+    let mut seen = Vec::new();
+    out.retain(|(name, _)| {
+        let new = !seen.contains(name);
+        seen.push(*name);
+        new
+    });
+    out
+}
+
+/// The settings file's name under the config home, from the row.
+fn file_name(host: Host) -> &'static str {
+    match host.spec().config {
+        ConfigFormat::SettingsHooks { file } => file,
+        // Only rows of this format are served here (`installer` picks by row).
+        _ => "settings.json",
+    }
+}
+
+/// The host's settings file (`<config home>/<file>`).
+pub(crate) fn settings_path(host: Host, env: &Env) -> Option<PathBuf> {
+    table_home(env, host).map(|h| h.join(file_name(host)))
+}
+
+/// Our matcher group for one event: the hook command with its timeout in the row's unit.
+pub(crate) fn entry(host: Host, command: &str, mode: Mode) -> Value {
+    let timeout = match host.spec().timeout_unit {
+        TimeoutUnit::Milliseconds => Some(mode.seconds() * 1000),
+        TimeoutUnit::Seconds => Some(mode.seconds()),
+        TimeoutUnit::None => None,
+    };
+    let mut hook = json!({"type": "command", "command": command});
+    if let Some(t) = timeout {
+        hook["timeout"] = json!(t);
+    }
+    json!({ "hooks": [hook] })
+}
+
+/// What setup added to a host's settings file, so uninstall (and the next setup) removes exactly
+/// that and nothing the user or another tool wrote.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OwnedHooks {
+    /// The settings file.
+    pub path: PathBuf,
+    /// We created the file.
+    pub created_file: bool,
+    /// Our entries, in the order they were added.
+    pub entries: Vec<OwnedHook>,
+}
+
+/// One matcher group we added to `hooks.<event>`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OwnedHook {
+    /// The host event (`UserPromptSubmit`).
+    pub event: String,
+    /// `sha256:` of the compact JSON of the group we added.
+    pub sha256: String,
+    /// The `hooks.<event>` list did not exist: we added the member (and maybe `hooks` itself).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub member: Option<jsonc::Inserted>,
+    /// The list was empty, with this text between its brackets.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub empty_inner: Option<String>,
+}
+
+/// `text` with each of `owned`'s entries that is still what we wrote removed, newest first (so
+/// each removal undoes its addition byte for byte). Entries changed since are the user's now.
+pub(crate) fn strip(text: &str, owned: &[OwnedHook]) -> Result<String> {
+    let mut text = text.to_owned();
+    for h in owned.iter().rev() {
+        let Some(items) = jsonc::elements(&text, HOOKS, &h.event)? else {
+            continue;
+        };
+        let Some(index) = items.iter().rposition(|v| value_digest(v) == h.sha256) else {
+            continue;
+        };
+        text = match &h.member {
+            Some(how) if items.len() == 1 => jsonc::remove(&text, HOOKS, &h.event, how)?,
+            _ => jsonc::pull(&text, HOOKS, &h.event, index, h.empty_inner.as_deref())?,
+        };
+    }
+    Ok(text)
+}
+
+/// `text` with `want` (event, group) added after everything already there.
+pub(crate) fn add(text: &str, want: &[(String, Value)]) -> Result<(String, Vec<OwnedHook>)> {
+    let mut text = text.to_owned();
+    let mut owned = Vec::new();
+    for (event, group) in want {
+        let (new, member, empty_inner) = if jsonc::elements(&text, HOOKS, event)?.is_some() {
+            let (new, empty) = jsonc::push(&text, HOOKS, event, group)?;
+            (new, None, empty)
+        } else {
+            let (new, how) = jsonc::insert(&text, HOOKS, event, &json!([group]))?;
+            (new, Some(how), None)
+        };
+        text = new;
+        owned.push(OwnedHook {
+            event: event.clone(),
+            sha256: value_digest(group),
+            member,
+            empty_inner,
+        });
+    }
+    Ok((text, owned))
+}
+
+/// The entries setup wants for `host`, running `command`.
+pub(crate) fn wanted(host: Host, command: &str) -> Vec<(String, Value)> {
+    events(host)
+        .into_iter()
+        .map(|(event, mode)| (event.to_owned(), entry(host, command, mode)))
+        .collect()
+}
+
+/// Plans our entries in the settings file at `path` (`text`: its contents, `None` when absent):
+/// the planned write (`None` when the file already holds exactly them) and the ownership record.
+pub(crate) fn plan_file(
+    path: &Path,
+    text: Option<&str>,
+    want: &[(String, Value)],
+    previous: Option<&OwnedHooks>,
+) -> Result<(Option<FileChange>, OwnedHooks)> {
+    let base = text.unwrap_or("{}\n");
+    let mine = previous.filter(|o| o.path == path);
+    let stripped = strip(base, mine.map_or(&[][..], |o| &o.entries))?;
+    let (new, entries) = add(&stripped, want)
+        .with_context(|| format!("cannot add our hooks to {}: fix that file first", path.display()))?;
+    let owned = OwnedHooks {
+        path: path.to_path_buf(),
+        created_file: text.is_none() || mine.is_some_and(|o| o.created_file),
+        entries,
+    };
+    if text == Some(new.as_str()) {
+        return Ok((None, owned));
+    }
+    let change = FileChange {
+        path: path.to_path_buf(),
+        bytes: new.into_bytes(),
+        action: if text.is_none() {
+            Action::Create
+        } else {
+            Action::Update
+        },
+        private: false,
+    };
+    Ok((Some(change), owned))
+}
+
+/// Uninstall's edit: the file's new text without our entries, or `None` when the file should go
+/// (we created it and nothing else is in it now).
+pub(crate) fn unplan_file(text: &str, owned: &OwnedHooks) -> Result<Option<String>> {
+    let new = strip(text, &owned.entries)?;
+    let empty =
+        owned.created_file && jsonc::parse(&new).is_ok_and(|v| v.as_object().is_some_and(|o| o.is_empty()));
+    Ok((!empty).then_some(new))
+}
+
+/// Which of our events are missing from (or changed in) the settings file, and whether it parses.
+pub(crate) fn missing_events(owned: &OwnedHooks) -> Result<Vec<String>> {
+    let text = match install::read_opt(&owned.path)? {
+        None => return Ok(owned.entries.iter().map(|h| h.event.clone()).collect()),
+        Some(b) => String::from_utf8(b).map_err(|_| anyhow!("it is not UTF-8"))?,
+    };
+    let mut missing = Vec::new();
+    for h in &owned.entries {
+        let items = jsonc::elements(&text, HOOKS, &h.event)?.unwrap_or_default();
+        if !items.iter().any(|v| value_digest(v) == h.sha256) {
+            missing.push(h.event.clone());
+        }
+    }
+    Ok(missing)
+}
+
+/// The commands of every command hook on `event` in a parsed settings file.
+fn commands_on<'a>(settings: &'a Value, event: &str) -> impl Iterator<Item = &'a str> {
+    settings[HOOKS][event]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|g| g["hooks"].as_array().into_iter().flatten())
+        .filter(|h| h["type"] == "command")
+        .filter_map(|h| h["command"].as_str())
+}
+
+impl Installer for SettingsHooks {
+    fn templates(&self) -> &'static [(&'static str, &'static str)] {
+        &[]
+    }
+
+    fn home(&self, env: &Env) -> Option<PathBuf> {
+        table_home(env, self.0)
+    }
+
+    fn plan(&self, _args: &SetupArgs, paths: &Paths, plan: &mut Plan) -> Result<()> {
+        let host = self.0;
+        let path = settings_path(host, &paths.env).with_context(|| {
+            format!(
+                "cannot find {}'s configuration directory: set HOME",
+                host.spec().title
+            )
+        })?;
+        let text = read_jsonc(&path, &format!("{}'s settings", host.spec().title))?;
+        let command = install::hook_command_shell(&plan.hook_exe)?;
+        let previous = plan.previous.as_ref().and_then(|m| m.settings_hooks.as_ref());
+        let (change, owned) = plan_file(&path, text.as_deref(), &wanted(host, &command), previous)?;
+        match change {
+            Some(f) => plan.settings_hooks = Some((f, owned)),
+            None => plan.kept_hooks = Some(owned),
+        }
+        Ok(())
+    }
+
+    fn verify(&self, plan: &Plan, _paths: &Paths) -> Result<()> {
+        let Some(owned) = plan
+            .settings_hooks
+            .as_ref()
+            .map(|(_, o)| o)
+            .or(plan.kept_hooks.as_ref())
+        else {
+            bail!("internal error: no hook entries planned");
+        };
+        let missing = missing_events(owned)?;
+        if !missing.is_empty() {
+            bail!(
+                "{} does not hold our {} hook(s) after setup",
+                owned.path.display(),
+                missing.join(", ")
+            );
+        }
+        Ok(())
+    }
+
+    fn check_activated(&self, a: &Activation<'_>, r: &mut Report) {
+        let host = self.0;
+        let Some(path) = settings_path(host, &a.paths.env) else {
+            return r.fail(
+                Tier::Activated,
+                "hooks in settings",
+                "HOME is not set",
+                "set HOME",
+            );
+        };
+        let parsed = read_jsonc(&path, "settings").and_then(|t| t.map(|t| jsonc::parse(&t)).transpose());
+        let settings = match parsed {
+            Ok(Some(v)) => v,
+            Ok(None) => {
+                return r.fail(
+                    Tier::Activated,
+                    "hooks in settings",
+                    format!("{} does not exist", path.display()),
+                    a.setup_cmd,
+                );
+            }
+            Err(e) => {
+                return r.fail(
+                    Tier::Activated,
+                    "hooks in settings",
+                    format!("{e:#}"),
+                    format!(
+                        "fix {} ({} cannot read it either)",
+                        path.display(),
+                        host.spec().title
+                    ),
+                );
+            }
+        };
+        let want = a
+            .manifest
+            .map(|m| install::hook_command_shell(&m.hook_exe))
+            .transpose()
+            .ok()
+            .flatten();
+        let exe = host.hook_exe();
+        let missing: Vec<&str> = events(host)
+            .into_iter()
+            .map(|(e, _)| e)
+            .filter(|e| {
+                !commands_on(&settings, e).any(|c| match &want {
+                    Some(w) => c == w,
+                    None => c.contains(exe),
+                })
+            })
+            .collect();
+        if missing.is_empty() {
+            r.ok(
+                Tier::Activated,
+                "hooks in settings",
+                format!(
+                    "{} runs our hook on {} event(s)",
+                    path.display(),
+                    events(host).len()
+                ),
+            );
+        } else {
+            r.fail(
+                Tier::Activated,
+                "hooks in settings",
+                format!(
+                    "{} runs no hook of ours on {}",
+                    path.display(),
+                    missing.join(", ")
+                ),
+                a.setup_cmd,
+            );
+        }
+        // A host-wide switch that turns every hook off.
+        if settings["disableAllHooks"] == true || settings["hooksConfig"]["enabled"] == false {
+            r.fail(
+                Tier::Activated,
+                "hooks enabled",
+                format!("{} turns hooks off", path.display()),
+                format!(
+                    "remove `disableAllHooks` / `hooksConfig.enabled: false` from {}",
+                    path.display()
+                ),
+            );
+        }
+    }
+
+    fn synthetic_calls(&self, cwd: &str, _session: &str, prompt: &str) -> Calls {
+        vec![(Vec::new(), prompt_event(self.0, cwd, prompt))]
+    }
+
+    fn context<'a>(&self, answer: &'a Value) -> &'a Value {
+        channel_context(self.0, answer)
+    }
+
+    fn silence_causes(&self) -> (&'static str, &'static str) {
+        (
+            "the host's settings no longer hold our hook entries, hooks are turned off there, or the host \
+             was started with another home",
+            self.1,
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn want() -> Vec<(String, Value)> {
+        wanted(Host::QwenCode, "/opt/hook")
+    }
+
+    #[test]
+    fn events_follow_the_row_each_once() {
+        let names: Vec<&str> = events(Host::QwenCode).into_iter().map(|(e, _)| e).collect();
+        assert_eq!(
+            names,
+            [
+                "UserPromptSubmit",
+                "SessionStart",
+                "PreCompact",
+                "Stop",
+                "SessionEnd"
+            ]
+        );
+        assert_eq!(
+            entry(Host::QwenCode, "c", Mode::Prompt)["hooks"][0]["timeout"],
+            10
+        );
+    }
+
+    #[test]
+    fn setup_adds_ours_keeps_foreign_hooks_and_uninstall_restores_every_byte() {
+        let path = Path::new("/h/.qwen/settings.json");
+        let texts = [
+            None,
+            Some("{}\n"),
+            Some("{\n  // mine\n  \"model\": {\"name\": \"x\"}\n}\n"),
+            Some(
+                "{\n  \"hooks\": {\n    \"UserPromptSubmit\": [\n      {\"hooks\": [{\"type\": \"command\", \"command\": \"mine\", \"timeout\": 3}]}\n    ],\n    \"Stop\": []\n  },\n  \"x\": 1\n}\n",
+            ),
+        ];
+        for text in texts {
+            let (change, owned) = plan_file(path, text, &want(), None).unwrap();
+            let new = String::from_utf8(change.unwrap().bytes).unwrap();
+            let v = jsonc::parse(&new).unwrap();
+            for (event, group) in want() {
+                assert_eq!(
+                    v["hooks"][&event].as_array().unwrap().last(),
+                    Some(&group),
+                    "{new}"
+                );
+            }
+            if let Some(t) = text {
+                // Foreign hooks first, untouched.
+                let before = jsonc::parse(t).unwrap();
+                if let Some(mine) = before["hooks"]["UserPromptSubmit"].as_array() {
+                    assert_eq!(v["hooks"]["UserPromptSubmit"][0], mine[0]);
+                }
+            }
+            // Idempotent: a second plan changes nothing.
+            let (again, owned2) = plan_file(path, Some(&new), &want(), Some(&owned)).unwrap();
+            assert!(again.is_none(), "{new}");
+            assert_eq!(owned2, owned);
+            // A moved hook executable replaces ours, and only ours.
+            let (moved, owned3) = plan_file(
+                path,
+                Some(&new),
+                &wanted(Host::QwenCode, "/new/hook"),
+                Some(&owned),
+            )
+            .unwrap();
+            let moved = String::from_utf8(moved.unwrap().bytes).unwrap();
+            assert!(
+                !moved.contains("/opt/hook") && moved.contains("/new/hook"),
+                "{moved}"
+            );
+            // Uninstall gives back the original bytes (or removes the file we created).
+            assert_eq!(
+                unplan_file(&new, &owned).unwrap().as_deref(),
+                text.filter(|_| !owned.created_file)
+            );
+            assert_eq!(
+                unplan_file(&moved, &owned3).unwrap().as_deref(),
+                text.filter(|_| !owned.created_file)
+            );
+        }
+    }
+
+    #[test]
+    fn an_entry_the_user_changed_is_theirs_and_stays() {
+        let path = Path::new("/h/settings.json");
+        let (change, owned) = plan_file(path, Some("{\"a\": 1}\n"), &want(), None).unwrap();
+        let new = String::from_utf8(change.unwrap().bytes).unwrap();
+        let edited = new.replacen("\"timeout\": 10", "\"timeout\": 30", 1);
+        assert_ne!(edited, new);
+        let left = unplan_file(&edited, &owned).unwrap().unwrap();
+        let v = jsonc::parse(&left).unwrap();
+        assert_eq!(v["hooks"]["UserPromptSubmit"][0]["hooks"][0]["timeout"], 30);
+        assert!(v["hooks"].get("Stop").is_none(), "{left}");
+        assert_eq!(missing_events_in(&edited, &owned), ["UserPromptSubmit"]);
+    }
+
+    fn missing_events_in(text: &str, owned: &OwnedHooks) -> Vec<String> {
+        let dir = std::env::temp_dir().join(format!("pc-settings-hooks-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("settings.json");
+        std::fs::write(&path, text).unwrap();
+        let owned = OwnedHooks {
+            path,
+            ..owned.clone()
+        };
+        let missing = missing_events(&owned).unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+        missing
+    }
+}
