@@ -386,6 +386,16 @@ impl HostSessionBuilder {
                 sandbox.set("FAKE_MODEL_API_KEY", "sk-fake-e2e");
             }
             Integration::CopilotCli => {
+                // The runtime scripts/ensure-host-copilot-cli unpacked once (Copilot CLI unpacks
+                // 235 MB into a cache it has not seen, seconds per throwaway HOME otherwise).
+                let cache = cli
+                    .parent()
+                    .and_then(Path::parent)
+                    .map(|m| m.join(".copilot-cache"));
+                let cache = cache.filter(|c| c.join("copilot").is_dir()).unwrap_or_else(|| {
+                    panic!("Copilot CLI's unpacked runtime is missing: run scripts/ensure-host-copilot-cli")
+                });
+                sandbox.set("XDG_CACHE_HOME", cache.display().to_string());
                 let copilot_home = sandbox.home.join(".copilot").display().to_string();
                 let model_base = format!("{}/v1", self.model_url);
                 for (k, v) in [
