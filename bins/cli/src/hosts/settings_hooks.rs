@@ -255,6 +255,32 @@ fn commands_on<'a>(settings: &'a Value, event: &str) -> impl Iterator<Item = &'a
         .filter_map(|h| h["command"].as_str())
 }
 
+/// The `hooks` members other than the row's events that run a command `is_ours` accepts, in a
+/// matcher group or as a flat entry (`command`, or Copilot CLI's `bash`).
+fn listed_elsewhere(settings: &Value, host: Host, is_ours: impl Fn(&str) -> bool) -> Vec<String> {
+    let ours: Vec<&str> = events(host).into_iter().map(|(e, _)| e).collect();
+    let Some(hooks) = settings[HOOKS].as_object() else {
+        return Vec::new();
+    };
+    hooks
+        .iter()
+        .filter(|(name, _)| !ours.contains(&name.as_str()))
+        .filter(|(_, list)| {
+            list.as_array()
+                .into_iter()
+                .flatten()
+                .flat_map(|g| {
+                    let inner = g["hooks"].as_array().into_iter().flatten();
+                    std::iter::once(g).chain(inner)
+                })
+                .flat_map(|h| [&h["command"], &h["bash"]])
+                .filter_map(Value::as_str)
+                .any(&is_ours)
+        })
+        .map(|(name, _)| format!("`{name}`"))
+        .collect()
+}
+
 impl Installer for SettingsHooks {
     fn templates(&self) -> &'static [(&'static str, &'static str)] {
         &[]
@@ -344,15 +370,14 @@ impl Installer for SettingsHooks {
             .ok()
             .flatten();
         let exe = host.hook_exe();
+        let is_ours = |c: &str| match &want {
+            Some(w) => c == w,
+            None => c.contains(exe),
+        };
         let missing: Vec<&str> = events(host)
             .into_iter()
             .map(|(e, _)| e)
-            .filter(|e| {
-                !commands_on(&settings, e).any(|c| match &want {
-                    Some(w) => c == w,
-                    None => c.contains(exe),
-                })
-            })
+            .filter(|e| !commands_on(&settings, e).any(is_ours))
             .collect();
         if missing.is_empty() {
             r.ok(
@@ -365,11 +390,22 @@ impl Installer for SettingsHooks {
                 ),
             );
         } else {
+            let elsewhere = listed_elsewhere(&settings, host, is_ours);
+            let also = if elsewhere.is_empty() {
+                String::new()
+            } else {
+                // Copilot CLI's camelCase names (`userPromptSubmitted`) run a hook with a payload
+                // of another shape, which ours skips: such an entry is no install.
+                format!(
+                    "; our hook is listed under {} instead, event names whose payload it cannot read",
+                    elsewhere.join(", ")
+                )
+            };
             r.fail(
                 Tier::Activated,
                 "hooks in settings",
                 format!(
-                    "{} runs no hook of ours on {}",
+                    "{} runs no hook of ours on {}{also}",
                     path.display(),
                     missing.join(", ")
                 ),
@@ -413,6 +449,36 @@ mod tests {
 
     fn want() -> Vec<(String, Value)> {
         wanted(Host::QwenCode, "/opt/hook")
+    }
+
+    #[test]
+    fn a_hook_of_ours_under_another_event_name_is_named() {
+        let ours = |c: &str| c.contains("powercontext-hook-copilot-cli");
+        let camel = json!({"hooks": {
+            "userPromptSubmitted": [{"type": "command", "bash": "/x/powercontext-hook-copilot-cli", "timeoutSec": 10}],
+            "sessionStart": [{"hooks": [{"type": "command", "command": "/x/powercontext-hook-copilot-cli"}]}],
+            "preToolUse": [{"type": "command", "bash": "/usr/bin/true"}],
+            "UserPromptSubmit": [{"hooks": [{"type": "command", "command": "/x/powercontext-hook-copilot-cli"}]}],
+        }});
+        assert_eq!(
+            listed_elsewhere(&camel, Host::CopilotCli, ours),
+            ["`sessionStart`", "`userPromptSubmitted`"]
+        );
+        assert!(listed_elsewhere(&json!({"hooks": {"Stop": []}}), Host::CopilotCli, ours).is_empty());
+        assert!(listed_elsewhere(&json!({}), Host::CopilotCli, ours).is_empty());
+    }
+
+    #[test]
+    fn copilot_entries_are_claude_style_in_seconds_without_a_session_start() {
+        let want = wanted(Host::CopilotCli, "/opt/hook");
+        let names: Vec<&str> = want.iter().map(|(e, _)| e.as_str()).collect();
+        // Copilot CLI runs `SessionStart` hooks beside the first prompt's: it bootstraps there.
+        assert_eq!(names, ["UserPromptSubmit", "PreCompact", "Stop", "SessionEnd"]);
+        assert_eq!(
+            want[0].1,
+            json!({"hooks": [{"type": "command", "command": "/opt/hook", "timeout": 10}]})
+        );
+        assert_eq!(want[1].1["hooks"][0]["timeout"], 5);
     }
 
     #[test]
