@@ -39,3 +39,4 @@ mod state;
 mod structure;
 mod support;
 mod trust;
+mod zcode;

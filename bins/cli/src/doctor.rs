@@ -261,6 +261,19 @@ fn check_host(host: Host, paths: &Paths, locate: &Locate, cwd: &Path) -> Report 
                 );
                 Some(cli)
             }
+            Ok(v) if !host.validated_in_real_host() => {
+                r.warn(
+                    Tier::Installed,
+                    "host version",
+                    format!(
+                        "{} {v}: {} is not validated in a real host",
+                        cli.path.display(),
+                        host.spec().title
+                    ),
+                    "none: our tests cover its documented contract only",
+                );
+                Some(cli)
+            }
             Ok(v) => {
                 r.warn(
                     Tier::Installed,

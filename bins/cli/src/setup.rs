@@ -597,7 +597,12 @@ pub(crate) fn plan_ours(
     let hook_exe = exe.to.clone();
     let (cli, host_version) = locate()?;
     let tested = host.tested_versions().contains(&host_version.as_str());
-    if !tested {
+    if !host.validated_in_real_host() {
+        warnings.push(format!(
+            "{} is not validated in a real host: setup writes what its documented contract asks for,              and no test of ours has run it",
+            host.spec().title
+        ));
+    } else if !tested {
         warnings.push(format!(
             "{} {host_version} is not a version our real-host tests cover ({}); installing anyway",
             host.as_str(),

@@ -22,9 +22,9 @@ pub(crate) mod codex;
 mod dsh;
 mod marketplace;
 pub(crate) mod opencode;
-mod pending;
 mod pi;
 pub(crate) mod settings_hooks;
+mod zcode;
 
 /// What setup, uninstall and doctor need to know of one host.
 pub(crate) trait Installer: Sync {
@@ -128,7 +128,7 @@ pub(crate) fn installer(host: Host) -> &'static dyn Installer {
         Host::Dsh => &dsh::Dsh,
         Host::QwenCode => &settings_hooks::QWEN_CODE,
         Host::CopilotCli => &settings_hooks::COPILOT_CLI,
-        Host::Zcode => &pending::Pending(Host::Zcode),
+        Host::Zcode => &zcode::Zcode,
     }
 }
 

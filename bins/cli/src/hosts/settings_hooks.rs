@@ -55,7 +55,7 @@ pub(crate) enum Mode {
 impl Mode {
     /// The hook's timeout in seconds: recall and bootstrap get the hook's 4 s budget and room to
     /// start; the others only mark or hand over.
-    fn seconds(self) -> u64 {
+    pub(crate) fn seconds(self) -> u64 {
         match self {
             Self::Prompt | Self::SessionStart => 10,
             Self::Compaction | Self::Boundary => 5,
@@ -133,6 +133,17 @@ pub struct OwnedHook {
     /// The list was empty, with this text between its brackets.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub empty_inner: Option<String>,
+    /// The object holding the list when it is not `hooks` (ZCode's plugin list: `plugins.dirs`,
+    /// where `event` is `dirs`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent: Option<String>,
+}
+
+impl OwnedHook {
+    /// The object holding the list.
+    fn parent(&self) -> &str {
+        self.parent.as_deref().unwrap_or(HOOKS)
+    }
 }
 
 /// `text` with each of `owned`'s entries that is still what we wrote removed, newest first (so
@@ -140,30 +151,31 @@ pub struct OwnedHook {
 pub(crate) fn strip(text: &str, owned: &[OwnedHook]) -> Result<String> {
     let mut text = text.to_owned();
     for h in owned.iter().rev() {
-        let Some(items) = jsonc::elements(&text, HOOKS, &h.event)? else {
+        let Some(items) = jsonc::elements(&text, h.parent(), &h.event)? else {
             continue;
         };
         let Some(index) = items.iter().rposition(|v| value_digest(v) == h.sha256) else {
             continue;
         };
         text = match &h.member {
-            Some(how) if items.len() == 1 => jsonc::remove(&text, HOOKS, &h.event, how)?,
-            _ => jsonc::pull(&text, HOOKS, &h.event, index, h.empty_inner.as_deref())?,
+            Some(how) if items.len() == 1 => jsonc::remove(&text, h.parent(), &h.event, how)?,
+            _ => jsonc::pull(&text, h.parent(), &h.event, index, h.empty_inner.as_deref())?,
         };
     }
     Ok(text)
 }
 
-/// `text` with `want` (event, group) added after everything already there.
-pub(crate) fn add(text: &str, want: &[(String, Value)]) -> Result<(String, Vec<OwnedHook>)> {
+/// `text` with `want` (key, element: an event and our group) added to the lists `parent.key`
+/// (`hooks.<event>`), after everything already there.
+pub(crate) fn add_in(text: &str, parent: &str, want: &[(String, Value)]) -> Result<(String, Vec<OwnedHook>)> {
     let mut text = text.to_owned();
     let mut owned = Vec::new();
     for (event, group) in want {
-        let (new, member, empty_inner) = if jsonc::elements(&text, HOOKS, event)?.is_some() {
-            let (new, empty) = jsonc::push(&text, HOOKS, event, group)?;
+        let (new, member, empty_inner) = if jsonc::elements(&text, parent, event)?.is_some() {
+            let (new, empty) = jsonc::push(&text, parent, event, group)?;
             (new, None, empty)
         } else {
-            let (new, how) = jsonc::insert(&text, HOOKS, event, &json!([group]))?;
+            let (new, how) = jsonc::insert(&text, parent, event, &json!([group]))?;
             (new, Some(how), None)
         };
         text = new;
@@ -172,6 +184,7 @@ pub(crate) fn add(text: &str, want: &[(String, Value)]) -> Result<(String, Vec<O
             sha256: value_digest(group),
             member,
             empty_inner,
+            parent: (parent != HOOKS).then(|| parent.to_owned()),
         });
     }
     Ok((text, owned))
@@ -193,10 +206,21 @@ pub(crate) fn plan_file(
     want: &[(String, Value)],
     previous: Option<&OwnedHooks>,
 ) -> Result<(Option<FileChange>, OwnedHooks)> {
+    plan_file_in(path, text, HOOKS, want, previous)
+}
+
+/// [`plan_file`] for lists under `parent` (ZCode's `plugins`).
+pub(crate) fn plan_file_in(
+    path: &Path,
+    text: Option<&str>,
+    parent: &str,
+    want: &[(String, Value)],
+    previous: Option<&OwnedHooks>,
+) -> Result<(Option<FileChange>, OwnedHooks)> {
     let base = text.unwrap_or("{}\n");
     let mine = previous.filter(|o| o.path == path);
     let stripped = strip(base, mine.map_or(&[][..], |o| &o.entries))?;
-    let (new, entries) = add(&stripped, want)
+    let (new, entries) = add_in(&stripped, parent, want)
         .with_context(|| format!("cannot add our hooks to {}: fix that file first", path.display()))?;
     let owned = OwnedHooks {
         path: path.to_path_buf(),
@@ -236,7 +260,7 @@ pub(crate) fn missing_events(owned: &OwnedHooks) -> Result<Vec<String>> {
     };
     let mut missing = Vec::new();
     for h in &owned.entries {
-        let items = jsonc::elements(&text, HOOKS, &h.event)?.unwrap_or_default();
+        let items = jsonc::elements(&text, h.parent(), &h.event)?.unwrap_or_default();
         if !items.iter().any(|v| value_digest(v) == h.sha256) {
             missing.push(h.event.clone());
         }
