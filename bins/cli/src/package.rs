@@ -113,7 +113,7 @@ fn items(bin_dir: &Path) -> Result<Vec<Item>> {
     );
 
     // Only hosts the official installer's catalog has: it could not install the others.
-    for host in Host::ALL.into_iter().filter(|h| h.spec().official_catalog) {
+    for host in Host::ALL.into_iter().filter(|h| skip_reason(*h).is_none()) {
         let exe = bin_dir.join(host.hook_exe());
         let hook_command = host.hook_command_value(&exe)?;
         let [(_, cli_command), (_, operations)] =
@@ -289,7 +289,7 @@ fn render(args: &PackageArgs) -> Result<ExitCode> {
             .context("this program has no directory")?
             .to_path_buf(),
     };
-    for host in Host::ALL.into_iter().filter(|h| h.spec().official_catalog) {
+    for host in Host::ALL.into_iter().filter(|h| skip_reason(*h).is_none()) {
         crate::setup::check_hook_exe(&bin_dir.join(host.hook_exe()))?;
     }
     let out = std::path::absolute(&args.out)?;
@@ -332,8 +332,12 @@ fn render(args: &PackageArgs) -> Result<ExitCode> {
             bin_dir,
             skipped: Host::ALL
                 .into_iter()
-                .filter(|h| !h.spec().official_catalog)
-                .map(|h| h.as_str())
+                .filter_map(|h| {
+                    skip_reason(h).map(|why| Skipped {
+                        host: h.as_str(),
+                        why,
+                    })
+                })
                 .collect(),
         },
         args.json,
@@ -389,8 +393,31 @@ struct Packaged {
     out: PathBuf,
     bin_dir: PathBuf,
     files: Vec<String>,
-    /// Hosts the official installer's catalog does not have (set them up with `setup`).
-    skipped: Vec<&'static str>,
+    /// Hosts the tree does not serve, and why (set them up with `setup`).
+    skipped: Vec<Skipped>,
+}
+
+/// A host `package` leaves out.
+#[derive(serde::Serialize)]
+struct Skipped {
+    host: &'static str,
+    why: &'static str,
+}
+
+/// The official installer's ZCode setup installs a Node plugin of its own design: every hook and
+/// script module it names must pass `node --check`, and its doctor runs `scripts/doctor.mjs` for
+/// an answer in its own diagnostics schema. Our tree has no such plugin.
+const ZCODE_NOT_PACKAGED: &str = "the official ZCode setup wants its own Node plugin (hooks/*.mjs, \
+                                  scripts/doctor.mjs and its diagnostics schema), which this tree does \
+                                  not have";
+
+/// Why `package` leaves `host` out, if it does.
+fn skip_reason(host: Host) -> Option<&'static str> {
+    if !host.spec().official_catalog {
+        return Some("not in the official installer's catalog");
+    }
+    // Host match kept: each host's package has a shape of its own (see `items`).
+    (host == Host::Zcode).then_some(ZCODE_NOT_PACKAGED)
 }
 
 impl report::Report for Packaged {}
@@ -400,11 +427,11 @@ impl std::fmt::Display for Packaged {
         let out = self.out.display();
         writeln!(f, "rendered {} files into {out}", self.files.len())?;
         writeln!(f, "hook executables: {}", self.bin_dir.display())?;
-        if !self.skipped.is_empty() {
+        for s in &self.skipped {
             writeln!(
                 f,
-                "skipped (not in the official installer's catalog; use `powercontext-hooks setup <host>`): {}",
-                self.skipped.join(", ")
+                "skipped {}: {} (use `powercontext-hooks setup {}`)",
+                s.host, s.why, s.host
             )?;
         }
         writeln!(f, "install with the official CLI, for example:")?;
