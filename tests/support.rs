@@ -22,6 +22,7 @@ pub const OPENCODE: &str = env!("CARGO_BIN_EXE_powercontext-hook-opencode");
 pub const DSH: &str = env!("CARGO_BIN_EXE_powercontext-hook-dsh");
 pub const QWEN_CODE: &str = env!("CARGO_BIN_EXE_powercontext-hook-qwen-code");
 pub const COPILOT: &str = env!("CARGO_BIN_EXE_powercontext-hook-copilot-cli");
+pub const WORKBUDDY: &str = env!("CARGO_BIN_EXE_powercontext-hook-workbuddy");
 pub const ZCODE: &str = env!("CARGO_BIN_EXE_powercontext-hook-zcode");
 
 /// Our CLI with `args`, a clean environment (a system PATH) plus `env`, and no stdin.
@@ -52,14 +53,16 @@ pub fn hook_exe(host: Integration) -> &'static str {
         Integration::Dsh => DSH,
         Integration::QwenCode => QWEN_CODE,
         Integration::CopilotCli => COPILOT,
+        Integration::WorkBuddy => WORKBUDDY,
         Integration::Zcode => ZCODE,
     }
 }
 
-/// Both `UserPromptSubmit` hosts: (executable, env-var part, source_id prefix).
-pub const PROMPT_HOSTS: [(&str, &str, &str); 2] = [
+/// The `UserPromptSubmit` command-hook hosts: (executable, env-var part, source_id prefix).
+pub const PROMPT_HOSTS: [(&str, &str, &str); 3] = [
     (CLAUDE, "CLAUDE", "claude-code-user-prompt:"),
     (CODEX, "CODEX", "codex-user-prompt:"),
+    (QWEN_CODE, "QWEN", "qwen-code-user-prompt:"),
 ];
 
 /// The release build of an executable (`make test` builds it first): panic = "abort" only

@@ -1,9 +1,8 @@
 //! ZCode at contract level (it cannot be installed here: a source build or a desktop app): our
-//! `setup zcode`, `doctor zcode` and `uninstall zcode` against a stand-in `zcode` on PATH, the hook
+//! `setup zcode`, `doctor zcode` and `uninstall zcode` in a throwaway HOME, the hook
 //! run the way ZCode's `hooks.json` process hooks run it (command, no shell, the payload on
 //! stdin), and the real Server. Nothing here is evidence that a real ZCode loads the plugin.
 
-use std::os::unix::fs::PermissionsExt;
 use std::process::{Command, Stdio};
 
 use powercontext_hooks_test_support::real_server::RealServer;
@@ -26,14 +25,6 @@ fn check<'a>(report: &'a Value, name: &str) -> &'a Value {
 #[test]
 fn zcode_setup_registers_process_hooks_doctor_checks_them_and_uninstall_gives_the_config_back() {
     let mut sb = Sandbox::new();
-    // A stand-in for the ZCode CLI (setup and doctor look for `zcode` on PATH).
-    let bin = sb.root.path().join("zcode-bin");
-    std::fs::create_dir_all(&bin).unwrap();
-    let fake = bin.join("zcode");
-    std::fs::write(&fake, "#!/bin/sh\necho 'zcode 0.16.9'\n").unwrap();
-    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let path = format!("{}:{}", bin.display(), sb.env["PATH"]);
-    sb.env.insert("PATH".into(), path);
     let server = RealServer::shared();
     let scope = server.create_scope("zcode contract");
     server.remember(
@@ -54,7 +45,7 @@ fn zcode_setup_registers_process_hooks_doctor_checks_them_and_uninstall_gives_th
     let (code, out, err) = sb.cli_json(&["setup", "zcode", "--server-url", &server.url()]);
     assert_eq!(code, 0, "setup: {out}\n{err}");
     assert!(
-        format!("{out}{err}").contains("not validated in a real host"),
+        format!("{out}{err}").contains("Not validated in a real host"),
         "setup must say ZCode is not validated: {out}\n{err}"
     );
     let text = std::fs::read_to_string(&config).unwrap();
@@ -114,7 +105,7 @@ fn zcode_setup_registers_process_hooks_doctor_checks_them_and_uninstall_gives_th
         version["detail"]
             .as_str()
             .unwrap()
-            .contains("not validated in a real host"),
+            .contains("Not validated in a real host"),
         "{version}"
     );
 

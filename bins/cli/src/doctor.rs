@@ -245,32 +245,15 @@ pub fn doctor(args: &DoctorArgs) -> Result<ExitCode> {
     )
 }
 
-fn check_host(host: Host, paths: &Paths, locate: &Locate, cwd: &Path) -> Report {
-    let mut r = Report::default();
-    let setup_cmd = format!("powercontext-hooks setup {}", host.as_str());
-
-    // ---- installed
-    let (manifest, hook_exe, exe_ok) = check_installed(host, paths, &setup_cmd, &mut r);
-    let cli = match HostCli::locate(host, locate.host_cli.as_deref(), &paths.env) {
+/// The host's CLI and doctor's `host version` (or `host CLI`) line for it.
+fn locate_cli(host: Host, locate: &Locate, paths: &Paths, r: &mut Report) -> Option<HostCli> {
+    match HostCli::locate(host, locate.host_cli.as_deref(), &paths.env) {
         Ok(cli) => match cli.version() {
             Ok(v) if host.tested_versions().contains(&v.as_str()) => {
                 r.ok(
                     Tier::Installed,
                     "host version",
                     format!("{} {v} (tested)", cli.path.display()),
-                );
-                Some(cli)
-            }
-            Ok(v) if !host.validated_in_real_host() => {
-                r.warn(
-                    Tier::Installed,
-                    "host version",
-                    format!(
-                        "{} {v}: {} is not validated in a real host",
-                        cli.path.display(),
-                        host.spec().title
-                    ),
-                    "none: our tests cover its documented contract only",
                 );
                 Some(cli)
             }
@@ -302,8 +285,26 @@ fn check_host(host: Host, paths: &Paths, locate: &Locate, cwd: &Path) -> Report 
             );
             None
         }
-    };
+    }
+}
 
+fn check_host(host: Host, paths: &Paths, locate: &Locate, cwd: &Path) -> Report {
+    let mut r = Report::default();
+    let setup_cmd = format!("powercontext-hooks setup {}", host.as_str());
+
+    // ---- installed
+    let (manifest, hook_exe, exe_ok) = check_installed(host, paths, &setup_cmd, &mut r);
+    let cli = if host.cli_name().is_empty() {
+        r.warn(
+            Tier::Installed,
+            "host version",
+            format!("{} has no CLI to check", host.spec().title),
+            "none: this integration is Not validated in a real host",
+        );
+        Some(HostCli::none(host))
+    } else {
+        locate_cli(host, locate, paths, &mut r)
+    };
     check_host_entry(manifest.as_ref(), &setup_cmd, &mut r);
 
     // ---- activated

@@ -84,6 +84,14 @@ impl HostCli {
             })
     }
 
+    /// The stand-in for a host without a CLI (an empty path): nothing is ever run through it.
+    pub fn none(host: Host) -> Self {
+        Self {
+            host,
+            path: PathBuf::new(),
+        }
+    }
+
     /// The shell-style rendering of a call, for plans.
     pub fn display(&self, args: &[&str]) -> String {
         let mut s = self.path.display().to_string();

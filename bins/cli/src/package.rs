@@ -53,6 +53,21 @@ Nothing needs to be done to recall or capture: the hooks do both before the mode
 prompt. Secret-looking prompts are never stored.
 ";
 
+/// WorkBuddy's hook file for the official installer (a Python shim that execs our executable).
+const WORKBUDDY_HOOK: &str =
+    include_str!("../../../installers/workbuddy/hooks/workbuddy_powercontext_hook.py");
+/// The other files the official WorkBuddy installer requires to be present (it copies them).
+const WORKBUDDY_STUBS: [&str; 6] = [
+    "hooks/workbuddy_settings.py",
+    "hooks/powercontext_client_config.py",
+    "hooks/prepared_context.py",
+    "hooks/prompt_privacy.py",
+    "scripts/__init__.py",
+    "scripts/workspace_scope.py",
+];
+/// Their text: nothing runs them.
+const WORKBUDDY_STUB: &str = "\"\"\"Present because the official WorkBuddy installer copies it; the PowerContext hook is the native executable.\"\"\"\n\n";
+
 /// One file of the tree: path relative to the root, bytes, executable bit.
 struct Item {
     rel: String,
@@ -222,6 +237,23 @@ fn items(bin_dir: &Path) -> Result<Vec<Item>> {
             }
             // Not in the official catalog (filtered out above): `package` says it skips them.
             Host::QwenCode | Host::CopilotCli | Host::Zcode => {}
+            Host::WorkBuddy => {
+                // The official installer copies these module names into WorkBuddy's `hooks/` and
+                // runs the first one with Python: it execs our executable; the rest only exist.
+                let path = serde_json::Value::String(
+                    exe.to_str()
+                        .with_context(|| format!("{} is not a UTF-8 path", exe.display()))?
+                        .to_owned(),
+                )
+                .to_string();
+                put(
+                    "hooks/workbuddy_powercontext_hook.py",
+                    install::render(WORKBUDDY_HOOK, &[("hook_path", path.as_str())])?.into_bytes(),
+                );
+                for rel in WORKBUDDY_STUBS {
+                    put(rel, WORKBUDDY_STUB.as_bytes().to_vec());
+                }
+            }
             Host::Dsh => {
                 let mut pkg = rendered_json(host, "package.json", &values)?;
                 pkg["main"] = json!("lib/index.js");

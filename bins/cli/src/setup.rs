@@ -425,13 +425,17 @@ impl Plan {
     fn write_text(&self, out: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         writeln!(out, "powercontext-hooks setup {}", self.host.as_str())?;
         writeln!(out, "  hook executable  {}", self.hook_exe.display())?;
-        writeln!(
-            out,
-            "  host CLI         {} {}{}",
-            self.cli.path.display(),
-            self.host_version,
-            if self.tested { " (tested)" } else { " (NOT tested)" }
-        )?;
+        if self.cli.path.as_os_str().is_empty() {
+            writeln!(out, "  host CLI         none (Not validated in a real host)")?;
+        } else {
+            writeln!(
+                out,
+                "  host CLI         {} {}{}",
+                self.cli.path.display(),
+                self.host_version,
+                if self.tested { " (tested)" } else { " (NOT tested)" }
+            )?;
+        }
         writeln!(out, "  plugin folder    {}", self.plugin_dir.display())?;
         if let Some(p) = &self.profile {
             writeln!(out, "  DSH profile      {p}")?;
@@ -514,6 +518,10 @@ words! {
 
 fn build_plan(args: &SetupArgs, host: Host, paths: &Paths) -> Result<Plan> {
     let locate = || -> Result<(HostCli, String)> {
+        if host.cli_name().is_empty() {
+            // A host without a CLI (a desktop app): nothing to locate or ask for a version.
+            return Ok((HostCli::none(host), String::new()));
+        }
         let cli = HostCli::locate(host, args.locate.host_cli.as_deref(), &paths.env)?;
         let version = cli.version()?;
         Ok((cli, version))
@@ -597,9 +605,10 @@ pub(crate) fn plan_ours(
     let hook_exe = exe.to.clone();
     let (cli, host_version) = locate()?;
     let tested = host.tested_versions().contains(&host_version.as_str());
-    if !host.validated_in_real_host() {
+    if host.cli_name().is_empty() {
         warnings.push(format!(
-            "{} is not validated in a real host: setup writes what its documented contract asks for,              and no test of ours has run it",
+            "{} has no CLI to check: this integration is Not validated in a real host (built and tested \
+             against its documented hook contract only)",
             host.spec().title
         ));
     } else if !tested {
@@ -883,6 +892,11 @@ fn host_own_paths(host: Host, env: &Env) -> Vec<PathBuf> {
             env.text("COPILOT_HOME")
                 .map_or_else(|| home.join(".copilot"), PathBuf::from),
             xdg("XDG_CACHE_HOME", ".cache").join("copilot"),
+        ],
+        // No CLI runs, but its home is where anything of it would appear.
+        Host::WorkBuddy => vec![
+            env.text("WORKBUDDY_HOME")
+                .map_or_else(|| home.join(".workbuddy"), PathBuf::from),
         ],
         Host::Zcode => vec![home.join(".zcode")],
     }

@@ -133,6 +133,7 @@ struct HostTables {
     qwen_code: Option<HostOptions>,
     #[serde(rename = "copilot-cli")]
     copilot_cli: Option<HostOptions>,
+    workbuddy: Option<HostOptions>,
     zcode: Option<HostOptions>,
 }
 
@@ -412,6 +413,7 @@ impl Layers<'_> {
             Integration::Dsh => t.dsh.as_ref(),
             Integration::QwenCode => t.qwen_code.as_ref(),
             Integration::CopilotCli => t.copilot_cli.as_ref(),
+            Integration::WorkBuddy => t.workbuddy.as_ref(),
             Integration::Zcode => t.zcode.as_ref(),
         }
     }

@@ -19,6 +19,8 @@ pub enum Integration {
     QwenCode,
     /// GitHub Copilot CLI (`UserPromptSubmit` command hook in its settings file).
     CopilotCli,
+    /// WorkBuddy (`UserPromptSubmit` command hook in its settings file; a desktop app).
+    WorkBuddy,
     /// ZCode (`UserPromptSubmit` process hook in a plugin's `hooks.json`).
     Zcode,
 }
@@ -80,15 +82,15 @@ pub struct ExplicitSurface {
 /// The host's own CLI: the executable setup and doctor drive.
 #[derive(Debug)]
 pub struct HostCliSpec {
-    /// The executable's name.
+    /// The executable's name; empty for a host without a CLI (WorkBuddy, a desktop app): setup
+    /// and doctor then check no version, and say the host is not validated in a real host.
     pub name: &'static str,
     /// Variables our calls of the host CLI set: they only list and register, so nothing the
     /// host would do besides (Claude's CLI writes and tries to send telemetry events under
     /// `~/.claude` on every call, so even a dry run would leave files).
     pub env: &'static [(&'static str, &'static str)],
-    /// Host versions our real-host tests cover (the pins in tests/e2e/**/package.json). None:
-    /// the host cannot be installed here, and everything that lists it says "Not validated in a
-    /// real host".
+    /// Host versions our real-host tests cover (the pins in tests/e2e/**/package.json); none for
+    /// a host no real-host test runs.
     pub tested_versions: &'static [&'static str],
 }
 
@@ -218,7 +220,7 @@ pub struct Capabilities {
 }
 
 /// The host table, in documentation order: one row per host, the row's index being the host's.
-pub static HOSTS: [HostSpec; 8] = [
+pub static HOSTS: [HostSpec; 9] = [
     HostSpec {
         host: Integration::ClaudeCode,
         name: "claude-code",
@@ -569,6 +571,57 @@ pub static HOSTS: [HostSpec; 8] = [
         official_catalog: false,
     },
     HostSpec {
+        host: Integration::WorkBuddy,
+        name: "workbuddy",
+        aliases: &["codebuddy"],
+        title: "WorkBuddy",
+        env_part: "WORKBUDDY",
+        source_prefix: "workbuddy-user-prompt",
+        component: "powercontext.workbuddy",
+        hook_exe: "powercontext-hook-workbuddy",
+        cli: HostCliSpec {
+            name: "",
+            env: &[],
+            tested_versions: &[],
+        },
+        config_home: ConfigHome {
+            var: "WORKBUDDY_HOME",
+            rel: ".workbuddy",
+        },
+        config: ConfigFormat::SettingsHooks {
+            file: "settings.json",
+        },
+        workspace_key: WorkspaceKey::Resolved,
+        // Only the prompt event is documented for its Claude-compatible command hooks.
+        events: Events {
+            prompt: "UserPromptSubmit",
+            session_start: None,
+            compaction: None,
+            boundary: &[],
+            end: None,
+        },
+        output: OutputChannel::HookSpecificOutput,
+        timeout_unit: TimeoutUnit::Seconds,
+        capabilities: Capabilities {
+            bootstraps_at_first_prompt: true,
+            resume_keeps_start_context: false,
+            // Not observed: every turn carries its whole recall rather than risk a lost item.
+            injection_persists: false,
+            flushes_every_capture: false,
+            hook_command_in_shell: true,
+            plugin_option_vars: false,
+            profile_rows: false,
+            millisecond_timeout_vars: false,
+            statusline: false,
+        },
+        explicit: ExplicitSurface {
+            native_tools: false,
+            gate: "WorkBuddy's MCP tool approval (not validated)",
+            without_ui: "host policy decides (not validated)",
+        },
+        official_catalog: true,
+    },
+    HostSpec {
         host: Integration::Zcode,
         name: "zcode",
         aliases: &[],
@@ -578,9 +631,11 @@ pub static HOSTS: [HostSpec; 8] = [
         component: "powercontext.zcode",
         hook_exe: "powercontext-hook-zcode",
         cli: HostCliSpec {
-            name: "zcode",
+            // Its CLI is a source build and its desktop app has none: nothing is installable
+            // here to locate or ask for a version, so setup and doctor say Not validated in a
+            // real host.
+            name: "",
             env: &[],
-            // A source build or a desktop app: not installable here.
             tested_versions: &[],
         },
         config_home: ConfigHome {
@@ -677,15 +732,8 @@ impl Integration {
         self.spec().capabilities.flushes_every_capture
     }
 
-    /// Whether our real-host tests run this host (its row lists tested versions); everything that
-    /// lists a host that is not says "Not validated in a real host".
-    #[must_use]
-    pub fn validated_in_real_host(self) -> bool {
-        !self.spec().cli.tested_versions.is_empty()
-    }
-
     /// All hosts, in documentation order (the order of [`HOSTS`]).
-    pub const ALL: [Self; 8] = [
+    pub const ALL: [Self; 9] = [
         Self::ClaudeCode,
         Self::Codex,
         Self::OpenCode,
@@ -693,6 +741,7 @@ impl Integration {
         Self::Dsh,
         Self::QwenCode,
         Self::CopilotCli,
+        Self::WorkBuddy,
         Self::Zcode,
     ];
 
@@ -738,6 +787,13 @@ mod tests {
             assert_eq!(s.hook_exe, format!("powercontext-hook-{}", s.name));
             assert_eq!(s.source_prefix, format!("{}-user-prompt", s.name));
             assert_eq!(s.component, format!("powercontext.{}", s.name.replace('-', "_")));
+            // A host with a CLI is tested at some version; one without has none to test.
+            assert_eq!(
+                s.cli.tested_versions.is_empty(),
+                s.cli.name.is_empty(),
+                "{}",
+                s.name
+            );
             assert!(!s.config_home.rel.starts_with('/'), "{}", s.name);
             // A host that answers a session start bootstraps there, not at its first prompt.
             assert_eq!(

@@ -278,6 +278,7 @@ pub fn server_url_sources(host: Integration, env: &Env) -> Vec<Found> {
         | Integration::Pi
         | Integration::QwenCode
         | Integration::CopilotCli
+        | Integration::WorkBuddy
         | Integration::Zcode => {}
     }
     out.extend(clients_server_url(host, env));
@@ -579,6 +580,7 @@ mod tests {
                 "/h/.dsh/powercontext/credentials.json",
                 "/h/.qwen/powercontext/credentials.json",
                 "/h/.copilot/powercontext/credentials.json",
+                "/h/.workbuddy/powercontext/credentials.json",
                 "/h/.zcode/cli/powercontext/credentials.json",
             ]
             .map(PathBuf::from)

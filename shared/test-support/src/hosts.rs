@@ -80,6 +80,7 @@ impl HostFacts for Integration {
             Integration::Dsh => "dsh-user-prompt:",
             Integration::QwenCode => "qwen-code-user-prompt:",
             Integration::CopilotCli => "copilot-cli-user-prompt:",
+            Integration::WorkBuddy => "workbuddy-user-prompt:",
             Integration::Zcode => "zcode-user-prompt:",
         }
     }

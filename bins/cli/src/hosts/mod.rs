@@ -126,8 +126,18 @@ pub(crate) fn installer(host: Host) -> &'static dyn Installer {
         Host::OpenCode => &opencode::OpenCode,
         Host::Pi => &pi::Pi,
         Host::Dsh => &dsh::Dsh,
-        Host::QwenCode => &settings_hooks::QWEN_CODE,
-        Host::CopilotCli => &settings_hooks::COPILOT_CLI,
+        Host::QwenCode => &settings_hooks::SettingsHooks(
+            Host::QwenCode,
+            "powercontext-hooks setup qwen-code (puts our entries back into Qwen Code's settings.json)",
+        ),
+        Host::CopilotCli => &settings_hooks::SettingsHooks(
+            Host::CopilotCli,
+            "powercontext-hooks setup copilot-cli (puts our entries back into Copilot CLI's settings.json)",
+        ),
+        Host::WorkBuddy => &settings_hooks::SettingsHooks(
+            Host::WorkBuddy,
+            "powercontext-hooks setup workbuddy (puts our entry back into WorkBuddy's settings.json), then restart WorkBuddy",
+        ),
         Host::Zcode => &zcode::Zcode,
     }
 }

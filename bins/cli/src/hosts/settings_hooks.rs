@@ -23,20 +23,8 @@ use crate::setup::{Action, FileChange, Paths, Plan, SetupArgs, value_digest};
 const HOOKS: &str = "hooks";
 
 /// The installer of one settings-hooks host: the host and doctor's fix when it stays silent
-/// (the command names the host, so it is spelled out per host).
-pub(super) struct SettingsHooks(pub Host, pub &'static str);
-
-/// Qwen Code.
-pub(super) static QWEN_CODE: SettingsHooks = SettingsHooks(
-    Host::QwenCode,
-    "powercontext-hooks setup qwen-code (puts our entries back into ~/.qwen/settings.json)",
-);
-
-/// GitHub Copilot CLI.
-pub(super) static COPILOT_CLI: SettingsHooks = SettingsHooks(
-    Host::CopilotCli,
-    "powercontext-hooks setup copilot-cli (puts our entries back into ~/.copilot/settings.json)",
-);
+/// (the command names the host, so it is spelled out where `installer` picks the host).
+pub(crate) struct SettingsHooks(pub Host, pub &'static str);
 
 /// Which of our hook's jobs a host event runs (the hook itself tells them apart by the event
 /// name in its payload; the mode only decides the timeout written for it).

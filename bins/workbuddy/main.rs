@@ -1,0 +1,4 @@
+//! `powercontext-hook-workbuddy`: the WorkBuddy hook (`UserPromptSubmit`).
+fn main() -> std::process::ExitCode {
+    powercontext_hooks_workbuddy::main()
+}
