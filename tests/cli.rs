@@ -78,6 +78,7 @@ fn copy_hook_exes(bin: &std::path::Path) {
         crate::support::PI,
         crate::support::OPENCODE,
         crate::support::DSH,
+        crate::support::WORKBUDDY,
     ] {
         let exe = std::path::Path::new(exe);
         std::fs::copy(exe, bin.join(exe.file_name().unwrap())).unwrap();

@@ -59,10 +59,13 @@ pub fn hook_exe(host: Integration) -> &'static str {
 }
 
 /// The `UserPromptSubmit` command-hook hosts: (executable, env-var part, source_id prefix).
-pub const PROMPT_HOSTS: [(&str, &str, &str); 3] = [
+/// (Copilot CLI is not here: it bootstraps at a session's first prompt, which these suites'
+/// fault servers do not serve; the negative suite and its real-host tests cover it.)
+pub const PROMPT_HOSTS: [(&str, &str, &str); 4] = [
     (CLAUDE, "CLAUDE", "claude-code-user-prompt:"),
     (CODEX, "CODEX", "codex-user-prompt:"),
     (QWEN_CODE, "QWEN", "qwen-code-user-prompt:"),
+    (ZCODE, "ZCODE", "zcode-user-prompt:"),
 ];
 
 /// The release build of an executable (`make test` builds it first): panic = "abort" only
