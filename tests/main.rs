@@ -39,4 +39,5 @@ mod state;
 mod structure;
 mod support;
 mod trust;
+mod workbuddy;
 mod zcode;
