@@ -235,7 +235,7 @@ fn e2e_copilot_cli_turn_goes_on_when_the_server_hangs() {
         "our hook never reached the hanging Server"
     );
     // The hook's own deadline (1 s per request, 4 s in all) ends it, not Copilot CLI's 10 s timeout;
-    // the first turns above unpacked and warmed the host, so this one times the hook.
+    // the turns above warmed the host and the machine, so this one times the hook.
     let run = session.resume("a third turn, the Server still hanging");
     run.assert_completed(REPLY);
     assert!(

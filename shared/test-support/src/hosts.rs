@@ -1,6 +1,7 @@
-//! Real-host runner: drives the pinned Claude Code and Codex CLIs (tests/e2e/node_modules) headless
-//! against a loopback fake model, with our hook wired in through the plugin folder rendered from
-//! `installers/<host>/`, in a throwaway HOME with a clean environment. It must never run a host
+//! Real-host runner: drives the pinned Claude Code and Codex CLIs (tests/e2e/node_modules) and
+//! GitHub Copilot CLI (tests/e2e/copilot-cli) headless against a loopback fake model, with our hook
+//! wired in through the plugin folder rendered from `installers/<host>/` (Copilot CLI: the hook
+//! entries setup writes to its settings file), in a throwaway HOME with a clean environment. It must never run a host
 //! outside a loopback-only network namespace, never touch the real HOME, and never skip: a missing
 //! prerequisite panics with how to fix it.
 
@@ -42,7 +43,7 @@ const COPILOT_KEY: &str = "copilot-fake-provider-key-e2e";
 
 /// What the real-host tests know about a host beyond core's [`Integration`] (the one host list):
 /// where its installer template, recorded payloads and pinned CLI live, and how it shows our hook
-/// context to the model. The CLI runner ([`HostSession`]) drives Claude Code and Codex.
+/// context to the model. The CLI runner ([`HostSession`]) drives Claude Code, Codex and Copilot CLI.
 pub trait HostFacts: Copy {
     /// The hook configuration variable: `var("SCOPE_ID")` → `POWERCONTEXT_CLAUDE_SCOPE_ID`.
     fn var(self, suffix: &str) -> String;
@@ -52,8 +53,8 @@ pub trait HostFacts: Copy {
     fn installer_dir(self) -> PathBuf;
     /// `tests/fixtures/<host>/`: recorded host payloads.
     fn fixtures_dir(self) -> PathBuf;
-    /// The Claude Code or Codex CLI inside tests/e2e/node_modules; panics with the fix when it is
-    /// not installed (or for a host [`HostSession`] does not drive).
+    /// The Claude Code, Codex or Copilot CLI under tests/e2e; panics with the fix when it is not
+    /// installed (or for a host [`HostSession`] does not drive).
     fn cli(self) -> PathBuf;
     /// The hook context this host added to `body` (a model request) for the latest user prompt,
     /// or `None` when no hook context follows that prompt. Earlier turns' contexts stay in the
@@ -62,6 +63,7 @@ pub trait HostFacts: Copy {
     /// Claude Code puts it into a `role: "system"` message after the prompt, labelled
     /// "UserPromptSubmit hook additional context: " (in the first turn inside the environment
     /// block, just before "Today's date is"). Codex adds `role: "developer"` messages after it.
+    /// Copilot CLI appends it to the prompt's own message inside `<system_reminder>`.
     fn latest_hook_context(self, body: &Value) -> Option<String>;
 }
 
@@ -275,10 +277,10 @@ pub fn hook_command_value(exe: &Path) -> String {
 /// One finished Claude Code, Codex or OpenCode command.
 pub type HostRun = ProcessRun;
 
-/// Claude Code and Codex answers (JSON events on stdout).
+/// Claude Code, Codex and Copilot CLI answers (JSON events on stdout).
 impl ProcessRun {
     /// The assistant's final text as the host printed it (`claude -p --output-format json`
-    /// `result`, or the last Codex `agent_message`).
+    /// `result`, the last Codex `agent_message`, or the last Copilot CLI `assistant.message`).
     pub fn answer(&self) -> Option<String> {
         let mut answer = None;
         for line in self.stdout.lines() {
