@@ -96,7 +96,11 @@ fn e2e_copilot_cli_setup_bootstrap_recall_capture_no_repeat_doctor_uninstall() {
         "The kiwi5 ingest service keeps its cache in the amber-heron-29 cluster.",
     );
     let model = FakeModel::start(REPLY);
-    let session = HostSession::builder(HOST, &model).build();
+    // Room for a real Server slowed by a loaded machine (as in the shared scenarios).
+    let session = HostSession::builder(HOST, &model)
+        .host_env("REQUEST_TIMEOUT_SECONDS", "3")
+        .host_env("HTTP_BUDGET_SECONDS", "7")
+        .build();
     std::fs::create_dir_all(settings_path(&session).parent().unwrap()).unwrap();
     std::fs::write(settings_path(&session), FOREIGN_SETTINGS).unwrap();
     server.bind(

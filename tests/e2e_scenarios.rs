@@ -101,12 +101,17 @@ impl World {
         }
     }
 
-    /// Plugin wired to our real hook, pointed at this world's Server and scope.
+    /// Plugin wired to our real hook, pointed at this world's Server and scope. The real Server
+    /// can take longer than the hooks' production 1 s per request on a loaded 2-core machine; a
+    /// recall lost to that would be the machine, not the code under test, so these worlds give
+    /// each request 3 s within a 7 s budget (under the 10 s every host's hook timeout allows).
     fn session(&self) -> HostSessionBuilder {
         HostSession::builder(self.host, &self.model)
             .hook(Path::new(hook_exe(self.host)))
             .server_url(&self.server.url())
             .host_env("SCOPE_ID", &self.scope)
+            .host_env("REQUEST_TIMEOUT_SECONDS", "3")
+            .host_env("HTTP_BUDGET_SECONDS", "7")
     }
 
     /// Bodies of the model calls so far, oldest first.
