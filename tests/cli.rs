@@ -69,18 +69,11 @@ fn a_wrong_command_line_exits_2_in_text_and_in_json_naming_what_is_missing() {
     }
 }
 
-/// Copies the five hook executables into a new folder `bin`.
+/// Copies every host's hook executable into a new folder `bin`.
 fn copy_hook_exes(bin: &std::path::Path) {
     std::fs::create_dir(bin).unwrap();
-    for exe in [
-        crate::support::CLAUDE,
-        crate::support::CODEX,
-        crate::support::PI,
-        crate::support::OPENCODE,
-        crate::support::DSH,
-        crate::support::WORKBUDDY,
-    ] {
-        let exe = std::path::Path::new(exe);
+    for host in powercontext_hooks_core::host::Integration::ALL {
+        let exe = std::path::Path::new(crate::support::hook_exe(host));
         std::fs::copy(exe, bin.join(exe.file_name().unwrap())).unwrap();
     }
 }
