@@ -170,3 +170,44 @@ fn package_renders_a_bin_dir_holding_braces_as_it_is() {
         "{hooks}"
     );
 }
+
+/// `package` renders no tree for a host the official installer could not install from it, and
+/// says which and why: Copilot CLI is not in its catalog; ZCode is, but its official setup wants
+/// a Node plugin of its own.
+#[test]
+fn package_skips_copilot_cli_and_zcode_and_says_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let tree = dir.path().join("dist");
+    let release = std::path::Path::new(CLI).parent().unwrap();
+    let out = Command::new(CLI)
+        .args(["package", "--json", "--out"])
+        .arg(&tree)
+        .arg("--bin-dir")
+        .arg(release)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let why = |host: &str| {
+        v["skipped"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|s| s["host"] == host)
+            .map(|s| s["why"].as_str().unwrap().to_owned())
+            .unwrap_or_else(|| panic!("{host} not listed as skipped: {v}"))
+    };
+    assert!(why("copilot-cli").contains("not in the official installer's catalog"));
+    assert!(why("zcode").contains("Node plugin"));
+    for host in ["copilot-cli", "zcode"] {
+        assert!(
+            !tree.join("integrations").join(host).exists(),
+            "{host} was rendered"
+        );
+        assert!(
+            !v["files"].to_string().contains(&format!("integrations/{host}/")),
+            "{host}: {v}"
+        );
+    }
+    assert!(tree.join("integrations/claude-code").is_dir());
+}

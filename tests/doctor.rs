@@ -500,3 +500,32 @@ fn mcp_hosts_doctor_checks_the_servers_mcp_with_the_token() {
     assert!(fix.contains("--token-env"), "{fix}");
     assert!(!report.to_string().contains(RealServer::TEST_TOKEN));
 }
+
+/// Copilot CLI also accepts camelCase event names (`userPromptSubmitted`), but hands such a hook
+/// a camelCase payload ours skips: doctor names that install instead of calling it ours.
+#[test]
+fn copilot_doctor_names_our_hook_under_a_camel_case_event() {
+    let mut sb = Sandbox::new();
+    let path = format!("{}:{}", host_bin("copilot-cli").display(), sb.env["PATH"]);
+    sb.env.insert("PATH".into(), path);
+    let dir = sb.home().join(".copilot");
+    std::fs::create_dir_all(&dir).unwrap();
+    let hook = crate::support::COPILOT;
+    let settings = serde_json::json!({"hooks": {
+        "userPromptSubmitted": [{"type": "command", "bash": hook, "timeoutSec": 10}],
+    }});
+    std::fs::write(dir.join("settings.json"), settings.to_string()).unwrap();
+    let (code, report, _) = sb.cli_json(&["doctor", "copilot-cli"]);
+    assert_ne!(code, 0, "{report}");
+    let check = report["hosts"][0]["checks"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|c| c["check"] == "hooks in settings")
+        .cloned()
+        .unwrap_or_else(|| panic!("no hooks-in-settings line: {report}"));
+    assert_eq!(check["status"], "fail", "{check}");
+    let detail = check.to_string();
+    assert!(detail.contains("UserPromptSubmit"), "{check}");
+    assert!(detail.contains("`userPromptSubmitted`"), "{check}");
+}

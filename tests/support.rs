@@ -24,8 +24,10 @@ pub const HERMES: &str = env!("CARGO_BIN_EXE_powercontext-hook-hermes");
 pub const KIMI_CODE: &str = env!("CARGO_BIN_EXE_powercontext-hook-kimi-code");
 pub const QWEN_CODE: &str = env!("CARGO_BIN_EXE_powercontext-hook-qwen-code");
 pub const GEMINI_CLI: &str = env!("CARGO_BIN_EXE_powercontext-hook-gemini-cli");
+pub const COPILOT: &str = env!("CARGO_BIN_EXE_powercontext-hook-copilot-cli");
 pub const WORKBUDDY: &str = env!("CARGO_BIN_EXE_powercontext-hook-workbuddy");
 pub const OPENCLAW: &str = env!("CARGO_BIN_EXE_powercontext-hook-openclaw");
+pub const ZCODE: &str = env!("CARGO_BIN_EXE_powercontext-hook-zcode");
 
 /// Our CLI with `args`, a clean environment (a system PATH) plus `env`, and no stdin.
 pub fn cli(args: &[&str], env: &[(&str, &str)]) -> Command {
@@ -57,16 +59,21 @@ pub fn hook_exe(host: Integration) -> &'static str {
         Integration::KimiCode => KIMI_CODE,
         Integration::QwenCode => QWEN_CODE,
         Integration::GeminiCli => GEMINI_CLI,
+        Integration::CopilotCli => COPILOT,
         Integration::WorkBuddy => WORKBUDDY,
         Integration::OpenClaw => OPENCLAW,
+        Integration::Zcode => ZCODE,
     }
 }
 
 /// The `UserPromptSubmit` command-hook hosts: (executable, env-var part, source_id prefix).
-pub const PROMPT_HOSTS: [(&str, &str, &str); 3] = [
+/// (Copilot CLI is not here: it bootstraps at a session's first prompt, which these suites'
+/// fault servers do not serve; the negative suite and its real-host tests cover it.)
+pub const PROMPT_HOSTS: [(&str, &str, &str); 4] = [
     (CLAUDE, "CLAUDE", "claude-code-user-prompt:"),
     (CODEX, "CODEX", "codex-user-prompt:"),
     (QWEN_CODE, "QWEN", "qwen-code-user-prompt:"),
+    (ZCODE, "ZCODE", "zcode-user-prompt:"),
 ];
 
 /// The release build of an executable (`make test` builds it first): panic = "abort" only

@@ -173,7 +173,8 @@ impl HostCli {
             .chain(run.stderr.split_whitespace())
             .map(|w| w.strip_prefix('v').unwrap_or(w))
             .find(|w| w.chars().next().is_some_and(|c| c.is_ascii_digit()) && w.contains('.'))
-            .map(str::to_owned)
+            // Copilot CLI ends its sentence: "GitHub Copilot CLI 1.0.102."
+            .map(|w| w.trim_end_matches(['.', ',']).to_owned())
             .ok_or_else(|| anyhow!("cannot read the {} version from `--version`", self.host.as_str()))
     }
 }

@@ -98,37 +98,46 @@ fn rendered_json(host: Host, rel: &str, values: &[(&str, &str)]) -> Result<Value
         .with_context(|| format!("internal error: template {rel} is not JSON"))
 }
 
-/// Whether the tree holds a package for `host`: only hosts the official installer's catalog has
-/// (it could not install the others), and not a host whose integration is shell hooks in its own
-/// config (Hermes): the official Hermes installer copies a Python memory-provider plugin and
-/// refuses Hermes older than 0.20.4, so our hooks are set up with `powercontext-hooks setup`.
+/// The official installer's ZCode setup installs a Node plugin of its own design: every hook and
+/// script module it names must pass `node --check`, and its doctor runs `scripts/doctor.mjs` for
+/// an answer in its own diagnostics schema. Our tree has no such plugin.
+const ZCODE_NOT_PACKAGED: &str = "the official ZCode setup wants its own Node plugin (hooks/*.mjs, \
+                                  scripts/doctor.mjs and its diagnostics schema), which this tree does \
+                                  not have";
+
+/// Why the tree holds no package for `host`, if it holds none: the official installer's catalog
+/// lacks the host; or its integration is shell hooks in the host's own config (Hermes: the
+/// official Hermes installer copies a Python memory-provider plugin and refuses Hermes older than
+/// 0.20.4); or the official setup wants a plugin of its own design (ZCode).
+fn skip_reason(host: Host) -> Option<String> {
+    let spec = host.spec();
+    let why = if !spec.official_catalog {
+        format!("the official installer's catalog has no {}", spec.title)
+    } else if spec.config == powercontext_hooks_core::host::ConfigFormat::ShellHooksYaml {
+        format!(
+            "the official installer's {} integration is a plugin of its own kind (a Python memory provider \
+             for Hermes 0.20.4 or newer); ours is shell hooks",
+            spec.title
+        )
+    } else if host == Host::Zcode {
+        // Host match kept: each host's package has a shape of its own (see `items`).
+        ZCODE_NOT_PACKAGED.to_owned()
+    } else {
+        return None;
+    };
+    Some(format!("{why}: run `powercontext-hooks setup {}`", host.as_str()))
+}
+
+/// Whether the tree holds a package for `host`.
 fn packaged(host: Host) -> bool {
-    host.spec().official_catalog
-        && host.spec().config != powercontext_hooks_core::host::ConfigFormat::ShellHooksYaml
+    skip_reason(host).is_none()
 }
 
 /// The hosts the tree leaves out, each with the reason (what `package` says).
 fn skipped() -> Vec<Value> {
     Host::ALL
         .into_iter()
-        .filter(|h| !packaged(*h))
-        .map(|h| {
-            let why = if h.spec().official_catalog {
-                format!(
-                    "the official installer's {} integration is a plugin of its own kind (a Python memory provider \
-                     for Hermes 0.20.4 or newer); ours is shell hooks: run `powercontext-hooks setup {}`",
-                    h.spec().title,
-                    h.as_str()
-                )
-            } else {
-                format!(
-                    "the official installer's catalog has no {}: run `powercontext-hooks setup {}`",
-                    h.spec().title,
-                    h.as_str()
-                )
-            };
-            json!({"host": h.as_str(), "why": why})
-        })
+        .filter_map(|h| skip_reason(h).map(|why| json!({"host": h.as_str(), "why": why})))
         .collect()
 }
 
@@ -276,7 +285,7 @@ fn items(bin_dir: &Path) -> Result<Vec<Item>> {
                 );
             }
             // Not in the official catalog (filtered out above): `package` says it skips them.
-            Host::QwenCode | Host::GeminiCli => {}
+            Host::QwenCode | Host::GeminiCli | Host::CopilotCli | Host::Zcode => {}
             Host::WorkBuddy => {
                 // The official installer copies these module names into WorkBuddy's `hooks/` and
                 // runs the first one with Python: it execs our executable; the rest only exist.

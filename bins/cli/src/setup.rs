@@ -906,6 +906,11 @@ fn host_own_paths(host: Host, env: &Env) -> Vec<PathBuf> {
             let spec = &host.spec().config_home;
             spec.path(env.text(spec.var), home.to_str()).into_iter().collect()
         }
+        Host::CopilotCli => vec![
+            env.text("COPILOT_HOME")
+                .map_or_else(|| home.join(".copilot"), PathBuf::from),
+            xdg("XDG_CACHE_HOME", ".cache").join("copilot"),
+        ],
         // No CLI runs, but its home is where anything of it would appear.
         Host::WorkBuddy => vec![
             env.text("WORKBUDDY_HOME")
@@ -917,6 +922,7 @@ fn host_own_paths(host: Host, env: &Env) -> Vec<PathBuf> {
                 .filter(|p| p.is_absolute())
                 .unwrap_or_else(|| home.join(".openclaw")),
         ],
+        Host::Zcode => vec![home.join(".zcode")],
     }
 }
 

@@ -136,8 +136,11 @@ struct HostTables {
     qwen_code: Option<HostOptions>,
     #[serde(rename = "gemini-cli")]
     gemini_cli: Option<HostOptions>,
+    #[serde(rename = "copilot-cli")]
+    copilot_cli: Option<HostOptions>,
     workbuddy: Option<HostOptions>,
     openclaw: Option<HostOptions>,
+    zcode: Option<HostOptions>,
 }
 
 /// One layer of options (file section or flags); `None` means "not set here".
@@ -425,8 +428,10 @@ impl Layers<'_> {
             Integration::KimiCode => t.kimi_code.as_ref(),
             Integration::QwenCode => t.qwen_code.as_ref(),
             Integration::GeminiCli => t.gemini_cli.as_ref(),
+            Integration::CopilotCli => t.copilot_cli.as_ref(),
             Integration::WorkBuddy => t.workbuddy.as_ref(),
             Integration::OpenClaw => t.openclaw.as_ref(),
+            Integration::Zcode => t.zcode.as_ref(),
         }
     }
 

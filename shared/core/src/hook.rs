@@ -169,7 +169,7 @@ pub fn run_hook<C: Command>(host: Integration, handle: impl FnOnce(C, &Run<'_>) 
         start,
     };
     let reply = handle(command, &run);
-    let code = protocol::deliver(reply.protocol, &reply.answer);
+    let code = protocol::deliver(host, reply.protocol, &reply.answer);
     // Only after the answer is out: leftover work goes to a detached drainer.
     match reply.then {
         Then::Drain => drain::spawn_if_needed(&env),

@@ -19,6 +19,8 @@ pub enum Integration {
     QwenCode,
     /// Gemini CLI (`BeforeAgent` command hook in its settings file).
     GeminiCli,
+    /// GitHub Copilot CLI (`UserPromptSubmit` command hook in its settings file).
+    CopilotCli,
     /// WorkBuddy (`UserPromptSubmit` command hook in its settings file; a desktop app).
     WorkBuddy,
     /// Hermes Agent (`pre_llm_call` shell hook).
@@ -27,6 +29,8 @@ pub enum Integration {
     KimiCode,
     /// OpenClaw (`before_prompt_build` in an in-process plugin).
     OpenClaw,
+    /// ZCode (`UserPromptSubmit` process hook in a plugin's `hooks.json`).
+    Zcode,
 }
 
 /// Everything the hooks and the CLI know of one host.
@@ -155,6 +159,13 @@ pub enum ConfigFormat {
         /// start is a warning, not a blocked turn.
         command_tail: &'static str,
     },
+    /// A plugin folder of ours holding `hooks/hooks.json` with process hooks (`command`, `args`,
+    /// the timeout in the row's [`TimeoutUnit`]), registered by its path in the host's plugin
+    /// list (`<config home>/<file>`, member `plugins.dirs`) (ZCode).
+    PluginDirsHooks {
+        /// The host config file (under the config home) that lists plugin folders.
+        file: &'static str,
+    },
 }
 
 /// How the workspace key is derived from the working directory.
@@ -249,7 +260,7 @@ pub struct Capabilities {
 }
 
 /// The host table, in documentation order: one row per host, the row's index being the host's.
-pub static HOSTS: [HostSpec; 11] = [
+pub static HOSTS: [HostSpec; 13] = [
     HostSpec {
         host: Integration::ClaudeCode,
         name: "claude-code",
@@ -611,6 +622,67 @@ pub static HOSTS: [HostSpec; 11] = [
         official_catalog: false,
     },
     HostSpec {
+        host: Integration::CopilotCli,
+        name: "copilot-cli",
+        aliases: &["copilot"],
+        title: "GitHub Copilot CLI",
+        env_part: "COPILOT",
+        source_prefix: "copilot-cli-user-prompt",
+        component: "powercontext.copilot_cli",
+        hook_exe: "powercontext-hook-copilot-cli",
+        cli: HostCliSpec {
+            name: "copilot",
+            env: &[("COPILOT_AUTO_UPDATE", "false")],
+            tested_versions: &["1.0.102"],
+        },
+        config_home: ConfigHome {
+            var_is_home: false,
+            var: "COPILOT_HOME",
+            rel: ".copilot",
+        },
+        token_var: None,
+        config: ConfigFormat::SettingsHooks {
+            file: "settings.json",
+            command_tail: "",
+        },
+        workspace_key: WorkspaceKey::Resolved,
+        events: Events {
+            // The Claude-style names: only they get the snake_case payload (with
+            // `hook_event_name`) our hook reads; the camelCase ones (`userPromptSubmitted`) do not.
+            prompt: "UserPromptSubmit",
+            // Copilot CLI has a `SessionStart` event, but runs its hooks beside the first
+            // prompt's, not before: a bootstrap there would race that prompt's record of what it
+            // injected. The session's first prompt bootstraps instead (and its context stays in
+            // the history, resumes included).
+            session_start: None,
+            compaction: Some("PreCompact"),
+            // Both fire after every `-p` run (`Stop` with `end_turn`, `SessionEnd` with `complete`).
+            boundary: &["Stop", "SessionEnd"],
+            end: Some("SessionEnd"),
+        },
+        // Only a top-level `additionalContext` is honoured; `hookSpecificOutput` is ignored.
+        output: OutputChannel::TopLevelAdditionalContext,
+        timeout_unit: TimeoutUnit::Seconds,
+        capabilities: Capabilities {
+            bootstraps_at_first_prompt: true,
+            resume_keeps_start_context: false,
+            // Prompt context stays in the user message of the history (`<system_reminder>`).
+            injection_persists: true,
+            flushes_every_capture: false,
+            hook_command_in_shell: true,
+            plugin_option_vars: false,
+            profile_rows: false,
+            millisecond_timeout_vars: false,
+            statusline: false,
+        },
+        explicit: ExplicitSurface {
+            native_tools: false,
+            gate: "Copilot CLI's tool permission prompts (the Server's MCP, added by you)",
+            without_ui: "host policy decides (not validated)",
+        },
+        official_catalog: false,
+    },
+    HostSpec {
         host: Integration::WorkBuddy,
         name: "workbuddy",
         aliases: &["codebuddy"],
@@ -820,6 +892,61 @@ pub static HOSTS: [HostSpec; 11] = [
             without_ui: "host policy decides (not validated)",
         },
     },
+    HostSpec {
+        host: Integration::Zcode,
+        name: "zcode",
+        aliases: &[],
+        title: "ZCode",
+        env_part: "ZCODE",
+        source_prefix: "zcode-user-prompt",
+        component: "powercontext.zcode",
+        hook_exe: "powercontext-hook-zcode",
+        cli: HostCliSpec {
+            // Its CLI is a source build and its desktop app has none: nothing is installable
+            // here to locate or ask for a version, so setup and doctor say Not validated in a
+            // real host.
+            name: "",
+            env: &[],
+            tested_versions: &[],
+        },
+        config_home: ConfigHome {
+            var_is_home: false,
+            // The official installer uses `~/.zcode/cli` whatever the environment says.
+            var: "",
+            rel: ".zcode/cli",
+        },
+        token_var: None,
+        config: ConfigFormat::PluginDirsHooks { file: "config.json" },
+        workspace_key: WorkspaceKey::Resolved,
+        events: Events {
+            prompt: "UserPromptSubmit",
+            session_start: Some("SessionStart"),
+            // No compaction event; `/compact` is not reported as a `SessionStart` either.
+            compaction: None,
+            boundary: &["Stop"],
+            end: None,
+        },
+        output: OutputChannel::HookSpecificOutput,
+        timeout_unit: TimeoutUnit::Milliseconds,
+        capabilities: Capabilities {
+            bootstraps_at_first_prompt: false,
+            resume_keeps_start_context: false,
+            injection_persists: true,
+            flushes_every_capture: false,
+            // A process hook: `command` is run with `args`, no shell.
+            hook_command_in_shell: false,
+            plugin_option_vars: false,
+            profile_rows: false,
+            millisecond_timeout_vars: false,
+            statusline: false,
+        },
+        explicit: ExplicitSurface {
+            native_tools: false,
+            gate: "ZCode's MCP tool approval (the Server's MCP, added by you)",
+            without_ui: "host policy decides (not validated)",
+        },
+        official_catalog: true,
+    },
 ];
 
 impl Integration {
@@ -879,7 +1006,7 @@ impl Integration {
     }
 
     /// All hosts, in documentation order (the order of [`HOSTS`]).
-    pub const ALL: [Self; 11] = [
+    pub const ALL: [Self; 13] = [
         Self::ClaudeCode,
         Self::Codex,
         Self::OpenCode,
@@ -887,10 +1014,12 @@ impl Integration {
         Self::Dsh,
         Self::QwenCode,
         Self::GeminiCli,
+        Self::CopilotCli,
         Self::WorkBuddy,
         Self::Hermes,
         Self::KimiCode,
         Self::OpenClaw,
+        Self::Zcode,
     ];
 
     /// Parses the integration name used on command lines (`claude-code`, `codex`, …).

@@ -374,7 +374,9 @@ pub fn server_url_sources(host: Integration, env: &Env) -> Vec<Found> {
         | Integration::Pi
         | Integration::QwenCode
         | Integration::GeminiCli
-        | Integration::WorkBuddy => {}
+        | Integration::CopilotCli
+        | Integration::WorkBuddy
+        | Integration::Zcode => {}
         Integration::KimiCode => out.extend(kimi_plugin_url(env)),
         Integration::OpenClaw => out.extend(openclaw_endpoint(env)),
     }
@@ -709,12 +711,14 @@ mod tests {
                 "/h/.dsh/powercontext/credentials.json",
                 "/h/.qwen/powercontext/credentials.json",
                 "/h/.gemini/powercontext/credentials.json",
+                "/h/.copilot/powercontext/credentials.json",
                 "/h/.workbuddy/powercontext/credentials.json",
                 "/h/.hermes/powercontext/credentials.json",
                 // The official CLI keeps no credential file for Kimi Code (its plugin reads
                 // `POWERCONTEXT_KIMI_TOKEN`, as our hook does): this one is never written by it.
                 "/h/.kimi-code/powercontext/credentials.json",
                 "/h/.openclaw/powercontext/credentials.json",
+                "/h/.zcode/cli/powercontext/credentials.json",
             ]
             .map(PathBuf::from)
         );

@@ -97,7 +97,7 @@ fn is(normalized: &str, name: Option<&str>) -> bool {
 /// else (a prompt, a boundary, an event the row does not follow, garbage).
 #[must_use]
 pub fn parse_lifecycle(profile: &PromptHookProfile, v: &Value) -> Option<LifecycleEvent> {
-    let event = v.get("hook_event_name").and_then(Value::as_str)?;
+    let event = event_name(v)?;
     let session_id = first_text(v, profile.session_fields).map(str::to_owned);
     let normalized = normalize(event);
     let events = &profile.integration.spec().events;
@@ -163,7 +163,7 @@ pub fn prompt_of(profile: &PromptHookProfile, decoded: &payload::Decoded) -> Res
     if !v.is_object() {
         return Err(SkipReason::NotJson);
     }
-    let event = v.get("hook_event_name").and_then(Value::as_str).unwrap_or("");
+    let event = event_name(v).unwrap_or("");
     let normalized = normalize(event);
     journal::set_event(event_word(profile, &normalized));
     let events = &profile.integration.spec().events;
@@ -212,6 +212,14 @@ fn prompt_text(field: &Value) -> Option<std::borrow::Cow<'_, str>> {
         }
         _ => None,
     }
+}
+
+/// The payload's event name: Claude's snake_case `hook_event_name`, or the camelCase
+/// `hookEventName` some hosts send instead (ZCode sends either).
+fn event_name(v: &Value) -> Option<&str> {
+    ["hook_event_name", "hookEventName"]
+        .iter()
+        .find_map(|k| v.get(*k).and_then(Value::as_str))
 }
 
 /// The journal's name for a (normalized) hook event: a closed word (one of the row's event names,

@@ -2,8 +2,8 @@
 //!
 //! | protocol           | context ready                                                              | anything else | exit |
 //! |--------------------|----------------------------------------------------------------------------|---------------|------|
-//! | `HookEvent(name)`  | `{"hookSpecificOutput":{"hookEventName":name,"additionalContext":…}}` (a command hook's prompt or session-start event, named as its host names it) | nothing | 0 |
-//! | `Message`          | `{"message":…}` (Kimi Code: a user message, echoed to the terminal, so plain lines: see [`crate::plain`]) | nothing | 0 |
+//! | `HookEvent(name)`  | `{"hookSpecificOutput":{"hookEventName":name,"additionalContext":…}}`, or the host's own [`OutputChannel`] (`{"additionalContext":…}` for Copilot CLI) (a command hook's prompt or session-start event, named as its host names it) | nothing | 0 |
+//! | `Message`          | `{"message":…}` (Kimi Code: a user message, echoed to the terminal, so plain lines: see [`crate::plain`]), or the host's own [`OutputChannel`] | nothing | 0 |
 //! | `OpenCodeTransform`| `{"text":…}` (the part the OpenCode shim appends to the latest user message) | nothing       | 0    |
 //! | `OpenCodePrepare`  | `{"text":…}` (the context the OpenCode shim keeps for `inject`) | nothing                        | 0    |
 //! | `DshPreStep`       | `{"context":…}` (the plugin message text the DSH plugin appends after `enter`) | nothing     | 0    |
@@ -64,17 +64,21 @@ impl Protocol {
     }
 }
 
-/// The stdout line for an answer, if any.
+/// The stdout line for an answer, if any, in Claude Code's output channel.
 #[must_use]
 pub fn render(protocol: Protocol, answer: &Answer) -> Option<String> {
+    render_in(OutputChannel::HookSpecificOutput, protocol, answer)
+}
+
+/// The stdout line for an answer, if any: a command hook's answer goes where `channel` (the
+/// host row's output channel) says; the shim protocols have their own lines.
+#[must_use]
+pub fn render_in(channel: OutputChannel, protocol: Protocol, answer: &Answer) -> Option<String> {
     match (protocol, answer) {
         (_, Answer::Nothing) => None,
-        (Protocol::HookEvent(event), Answer::Context(text)) => Some(
-            json!({"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}).to_string(),
-        ),
-        // The host shows the message to the user too: plain lines, no envelope.
+        (Protocol::HookEvent(event), Answer::Context(text)) => Some(command_hook_line(channel, event, text)),
         (Protocol::Message, Answer::Context(text)) => {
-            Some(json!({ "message": crate::plain::render(text) }).to_string())
+            Some(command_hook_line(OutputChannel::Message, "", text))
         }
         (Protocol::OpenCodeTransform | Protocol::OpenCodePrepare, Answer::Context(text)) => {
             Some(json!({ "text": text }).to_string())
@@ -91,12 +95,28 @@ pub fn render(protocol: Protocol, answer: &Answer) -> Option<String> {
     }
 }
 
-/// Writes the answer, settles a bootstrap package it carries (see [`crate::bootstrap::settle`]),
-/// does the work held for after the answer (the capture, see [`crate::turn::after_answer`]), then
-/// writes the run's journal record, and returns the exit code (always success).
+/// A command hook's context line in `channel` (`event`: the Claude-style event name it answers).
+fn command_hook_line(channel: OutputChannel, event: &str, text: &str) -> String {
+    match channel {
+        OutputChannel::TopLevelAdditionalContext => json!({ "additionalContext": text }),
+        // The host shows the message to the user too: plain lines, no envelope.
+        OutputChannel::Message => json!({ "message": crate::plain::render(text) }),
+        OutputChannel::Context => json!({ "context": text }),
+        // A shim host never runs the command-hook pipeline; Claude's line is the safe default.
+        OutputChannel::HookSpecificOutput | OutputChannel::Shim => {
+            json!({"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}})
+        }
+    }
+    .to_string()
+}
+
+/// Writes the answer in `host`'s output channel, settles a bootstrap package it carries (see
+/// [`crate::bootstrap::settle`]), does the work held for after the answer (the capture, see
+/// [`crate::turn::after_answer`]), then writes the run's journal record, and returns the exit
+/// code (always success).
 #[must_use]
-pub fn deliver(protocol: Protocol, answer: &Answer) -> ExitCode {
-    let written = match render(protocol, answer) {
+pub fn deliver(host: Integration, protocol: Protocol, answer: &Answer) -> ExitCode {
+    let written = match render_in(host.spec().output, protocol, answer) {
         Some(line) => emit::stdout_line(&line),
         None => false,
     };
@@ -132,6 +152,29 @@ mod tests {
         assert_eq!(
             line,
             r#"{"hookSpecificOutput":{"additionalContext":"c","hookEventName":"BeforeAgent"}}"#
+        );
+    }
+
+    #[test]
+    fn copilot_gets_a_top_level_additional_context() {
+        // Copilot CLI ignores `hookSpecificOutput`; only this shape reaches its model.
+        let channel = Integration::CopilotCli.spec().output;
+        for protocol in [
+            Protocol::HookEvent("UserPromptSubmit"),
+            Protocol::HookEvent("SessionStart"),
+        ] {
+            let line = render_in(channel, protocol, &Answer::Context("ctx \"q\"".into())).unwrap();
+            assert_eq!(line, r#"{"additionalContext":"ctx \"q\""}"#);
+            assert_eq!(render_in(channel, protocol, &Answer::Nothing), None);
+        }
+        let zcode = render_in(
+            Integration::Zcode.spec().output,
+            Protocol::HookEvent("UserPromptSubmit"),
+            &Answer::Context("z".into()),
+        );
+        assert_eq!(
+            zcode.as_deref(),
+            Some(r#"{"hookSpecificOutput":{"additionalContext":"z","hookEventName":"UserPromptSubmit"}}"#)
         );
     }
 

@@ -209,7 +209,8 @@ impl HookOutput {
         self.diagnostics().into_iter().find(|d| d["outcome"] == outcome)
     }
 
-    /// The injected context, if the hook printed the `UserPromptSubmit` protocol line.
+    /// The injected context, if the hook printed the `UserPromptSubmit` protocol line (Claude's
+    /// `hookSpecificOutput`, or the top-level `additionalContext` of Copilot CLI).
     #[track_caller]
     pub fn context(&self) -> Option<String> {
         self.context_for("UserPromptSubmit")
@@ -229,6 +230,11 @@ impl HookOutput {
             self.stdout
         );
         let v: Value = serde_json::from_str(line).expect("stdout is JSON");
+        if let Some(top) = v.get("additionalContext") {
+            // Copilot CLI's channel: a top-level `additionalContext`, alone.
+            assert_eq!(v.as_object().map(serde_json::Map::len), Some(1), "{line}");
+            return Some(top.as_str().expect("context is text").to_owned());
+        }
         assert_eq!(v["hookSpecificOutput"]["hookEventName"], event);
         assert_eq!(
             v.as_object().map(serde_json::Map::len),

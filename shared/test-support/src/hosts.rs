@@ -1,6 +1,7 @@
-//! Real-host runner: drives the pinned Claude Code and Codex CLIs (tests/e2e/node_modules) headless
-//! against a loopback fake model, with our hook wired in through the plugin folder rendered from
-//! `installers/<host>/`, in a throwaway HOME with a clean environment. It must never run a host
+//! Real-host runner: drives the pinned Claude Code and Codex CLIs (tests/e2e/node_modules) and
+//! GitHub Copilot CLI (tests/e2e/copilot-cli) headless against a loopback fake model, with our hook
+//! wired in through the plugin folder rendered from `installers/<host>/` (Copilot CLI: the hook
+//! entries setup writes to its settings file), in a throwaway HOME with a clean environment. It must never run a host
 //! outside a loopback-only network namespace, never touch the real HOME, and never skip: a missing
 //! prerequisite panics with how to fix it.
 
@@ -32,10 +33,17 @@ pub const PLUGIN_ID: &str = "powercontext@powercontext";
 const CLAUDE_CONTEXT_LABEL: &str = "UserPromptSubmit hook additional context: ";
 /// Claude appends this right after the hook context in the first turn's environment block.
 const CLAUDE_DATE_TAIL: &str = "\n\nToday's date is ";
+/// How Copilot CLI wraps a prompt hook's `additionalContext` inside the user message.
+const COPILOT_CONTEXT_OPEN: &str = "<system_reminder>\n";
+const COPILOT_CONTEXT_CLOSE: &str = "\n</system_reminder>";
+/// The model the Copilot runner asks for (any name works with a bring-your-own-key provider).
+const COPILOT_MODEL: &str = "gpt-4.1";
+/// Copilot CLI masks its provider key wherever it appears in its output: a key no reply contains.
+const COPILOT_KEY: &str = "copilot-fake-provider-key-e2e";
 
 /// What the real-host tests know about a host beyond core's [`Integration`] (the one host list):
 /// where its installer template, recorded payloads and pinned CLI live, and how it shows our hook
-/// context to the model. The CLI runner ([`HostSession`]) drives Claude Code and Codex.
+/// context to the model. The CLI runner ([`HostSession`]) drives Claude Code, Codex and Copilot CLI.
 pub trait HostFacts: Copy {
     /// The hook configuration variable: `var("SCOPE_ID")` → `POWERCONTEXT_CLAUDE_SCOPE_ID`.
     fn var(self, suffix: &str) -> String;
@@ -45,8 +53,8 @@ pub trait HostFacts: Copy {
     fn installer_dir(self) -> PathBuf;
     /// `tests/fixtures/<host>/`: recorded host payloads.
     fn fixtures_dir(self) -> PathBuf;
-    /// The Claude Code or Codex CLI inside tests/e2e/node_modules; panics with the fix when it is
-    /// not installed (or for a host [`HostSession`] does not drive).
+    /// The Claude Code, Codex or Copilot CLI under tests/e2e; panics with the fix when it is not
+    /// installed (or for a host [`HostSession`] does not drive).
     fn cli(self) -> PathBuf;
     /// The hook context this host added to `body` (a model request) for the latest user prompt,
     /// or `None` when no hook context follows that prompt. Earlier turns' contexts stay in the
@@ -55,6 +63,7 @@ pub trait HostFacts: Copy {
     /// Claude Code puts it into a `role: "system"` message after the prompt, labelled
     /// "UserPromptSubmit hook additional context: " (in the first turn inside the environment
     /// block, just before "Today's date is"). Codex adds `role: "developer"` messages after it.
+    /// Copilot CLI appends it to the prompt's own message inside `<system_reminder>`.
     fn latest_hook_context(self, body: &Value) -> Option<String>;
 }
 
@@ -75,8 +84,10 @@ impl HostFacts for Integration {
             Integration::KimiCode => "kimi-code-user-prompt:",
             Integration::QwenCode => "qwen-code-user-prompt:",
             Integration::GeminiCli => "gemini-cli-user-prompt:",
+            Integration::CopilotCli => "copilot-cli-user-prompt:",
             Integration::WorkBuddy => "workbuddy-user-prompt:",
             Integration::OpenClaw => "openclaw-user-prompt:",
+            Integration::Zcode => "zcode-user-prompt:",
         }
     }
 
@@ -89,15 +100,20 @@ impl HostFacts for Integration {
     }
 
     fn cli(self) -> PathBuf {
-        let bin = match self {
-            Integration::ClaudeCode => "claude",
-            Integration::Codex => "codex",
-            other => panic!("{other} has no CLI in tests/e2e/node_modules"),
+        let (dir, bin, script) = match self {
+            Integration::ClaudeCode => ("tests/e2e", "claude", "scripts/ensure-hosts"),
+            Integration::Codex => ("tests/e2e", "codex", "scripts/ensure-hosts"),
+            Integration::CopilotCli => (
+                "tests/e2e/copilot-cli",
+                "copilot",
+                "scripts/ensure-host-copilot-cli",
+            ),
+            other => panic!("{other} has no CLI HostSession drives"),
         };
-        let path = repo_root().join("tests/e2e/node_modules/.bin").join(bin);
+        let path = repo_root().join(dir).join("node_modules/.bin").join(bin);
         assert!(
             path.is_file(),
-            "{} is missing: run scripts/ensure-hosts (make test does)",
+            "{} is missing: run {script} (make test does)",
             path.display()
         );
         path
@@ -130,6 +146,22 @@ impl HostFacts for Integration {
                     .iter()
                     .filter(|m| m["type"] == "message" && m["role"] == "developer")
                     .flat_map(|m| crate::fake_model::content_texts(&m["content"]))
+                    .collect();
+                (!found.is_empty()).then(|| found.join("\n"))
+            }
+            Integration::CopilotCli => {
+                // Copilot CLI appends a prompt hook's context to the prompt's own user message,
+                // inside `<system_reminder>` tags (a `SessionStart` context is a user message of
+                // its own, before it).
+                let messages = body.get("messages")?.as_array()?;
+                let last_user = messages.iter().rfind(|m| m["role"] == "user")?;
+                let found: Vec<String> = crate::fake_model::content_texts(&last_user["content"])
+                    .iter()
+                    .filter_map(|text| {
+                        let start = text.find(COPILOT_CONTEXT_OPEN)? + COPILOT_CONTEXT_OPEN.len();
+                        let rest = &text[start..];
+                        Some(rest[..rest.rfind(COPILOT_CONTEXT_CLOSE)?].to_owned())
+                    })
                     .collect();
                 (!found.is_empty()).then(|| found.join("\n"))
             }
@@ -249,18 +281,21 @@ pub fn hook_command_value(exe: &Path) -> String {
 /// One finished Claude Code, Codex or OpenCode command.
 pub type HostRun = ProcessRun;
 
-/// Claude Code and Codex answers (JSON events on stdout).
+/// Claude Code, Codex and Copilot CLI answers (JSON events on stdout).
 impl ProcessRun {
     /// The assistant's final text as the host printed it (`claude -p --output-format json`
-    /// `result`, or the last Codex `agent_message`).
+    /// `result`, the last Codex `agent_message`, or the last Copilot CLI `assistant.message`).
     pub fn answer(&self) -> Option<String> {
         let mut answer = None;
         for line in self.stdout.lines() {
             let Ok(event) = serde_json::from_str::<Value>(line) else {
                 continue;
             };
-            if event["type"] == "result" {
+            if event["type"] == "result" && event["result"].is_string() {
                 answer = event["result"].as_str().map(str::to_owned);
+            } else if event["type"] == "assistant.message" && event["data"]["content"].is_string() {
+                // Copilot CLI's `--output-format json`.
+                answer = event["data"]["content"].as_str().map(str::to_owned);
             } else if event["type"] == "item.completed" && event["item"]["type"] == "agent_message" {
                 answer = event["item"]["text"].as_str().map(str::to_owned);
             }
@@ -357,7 +392,31 @@ impl HostSessionBuilder {
                 sandbox.set("CODEX_HOME", codex_home);
                 sandbox.set("FAKE_MODEL_API_KEY", "sk-fake-e2e");
             }
-            other => unreachable!("{other}: HostSession drives Claude Code and Codex only"),
+            Integration::CopilotCli => {
+                // The runtime scripts/ensure-host-copilot-cli unpacked once (Copilot CLI unpacks
+                // 235 MB into a cache it has not seen, seconds per throwaway HOME otherwise).
+                let cache = cli
+                    .parent()
+                    .and_then(Path::parent)
+                    .map(|m| m.join(".copilot-cache"));
+                let cache = cache.filter(|c| c.join("copilot").is_dir()).unwrap_or_else(|| {
+                    panic!("Copilot CLI's unpacked runtime is missing: run scripts/ensure-host-copilot-cli")
+                });
+                sandbox.set("XDG_CACHE_HOME", cache.display().to_string());
+                let copilot_home = sandbox.home.join(".copilot").display().to_string();
+                let model_base = format!("{}/v1", self.model_url);
+                for (k, v) in [
+                    ("COPILOT_HOME", copilot_home.as_str()),
+                    ("COPILOT_OFFLINE", "true"),
+                    ("COPILOT_AUTO_UPDATE", "false"),
+                    ("COPILOT_PROVIDER_BASE_URL", model_base.as_str()),
+                    ("COPILOT_PROVIDER_API_KEY", COPILOT_KEY),
+                    ("COPILOT_MODEL", COPILOT_MODEL),
+                ] {
+                    sandbox.set(k, v);
+                }
+            }
+            other => unreachable!("{other}: HostSession drives Claude Code, Codex and Copilot CLI only"),
         }
         if self.hook.is_some() {
             sandbox.set(&self.host.var("SERVER_URL"), server_url.clone());
@@ -379,6 +438,10 @@ impl HostSessionBuilder {
             } else {
                 exe.clone()
             };
+            if self.host == Integration::CopilotCli {
+                session.write_copilot_hooks(&exe);
+                return session;
+            }
             let plugin = session.sandbox.path("plugin");
             render_installer(
                 self.host,
@@ -449,7 +512,10 @@ impl HostSession {
         match self.host {
             Integration::ClaudeCode => self.run(&["-p", text, "--output-format", "json"]),
             Integration::Codex => self.run(&["exec", "--json", "--skip-git-repo-check", text]),
-            other => unreachable!("{other}: HostSession drives Claude Code and Codex only"),
+            Integration::CopilotCli => {
+                self.run(&["-p", text, "--allow-all-tools", "--output-format", "json"])
+            }
+            other => unreachable!("{other}: HostSession drives Claude Code, Codex and Copilot CLI only"),
         }
     }
 
@@ -465,7 +531,15 @@ impl HostSession {
                 "--skip-git-repo-check",
                 text,
             ]),
-            other => unreachable!("{other}: HostSession drives Claude Code and Codex only"),
+            Integration::CopilotCli => self.run(&[
+                "-p",
+                text,
+                "--continue",
+                "--allow-all-tools",
+                "--output-format",
+                "json",
+            ]),
+            other => unreachable!("{other}: HostSession drives Claude Code, Codex and Copilot CLI only"),
         }
     }
 
@@ -534,6 +608,28 @@ impl HostSession {
         script
     }
 
+    /// What `powercontext-hooks setup copilot-cli` writes, by hand: one Claude-style group per
+    /// event of the host's row in `$COPILOT_HOME/settings.json`, its timeout in seconds.
+    fn write_copilot_hooks(&self, exe: &Path) {
+        let dir = self.sandbox.home.join(".copilot");
+        fs::create_dir_all(&dir).expect("create COPILOT_HOME");
+        let command = serde_json::from_str::<String>(&format!("\"{}\"", hook_command_value(exe)))
+            .expect("hook command is a JSON string body");
+        let group =
+            |timeout: u64| json!([{"hooks": [{"type": "command", "command": command, "timeout": timeout}]}]);
+        let events = &self.host.spec().events;
+        let mut hooks = serde_json::Map::new();
+        hooks.insert(events.prompt.to_owned(), group(10));
+        for event in events.session_start.iter().chain(&events.compaction) {
+            hooks.insert((*event).to_owned(), group(10));
+        }
+        for event in events.boundary.iter().chain(&events.end) {
+            hooks.insert((*event).to_owned(), group(5));
+        }
+        let settings = json!({ "hooks": hooks });
+        fs::write(dir.join("settings.json"), format!("{settings:#}\n")).expect("write copilot settings");
+    }
+
     fn write_codex_config(&self, model_url: &str, plugins: bool) {
         let dir = self.sandbox.home.join(".codex");
         fs::create_dir_all(&dir).expect("create CODEX_HOME");
@@ -577,7 +673,7 @@ enabled = false
                 self.run_checked(&["plugin", "add", PLUGIN_ID, "--json"]);
                 self.trust_codex_plugin_hooks();
             }
-            other => unreachable!("{other}: HostSession drives Claude Code and Codex only"),
+            other => unreachable!("{other}: installs its hooks without a plugin folder"),
         }
     }
 

@@ -28,6 +28,7 @@ mod openclaw;
 pub(crate) mod opencode;
 mod pi;
 pub(crate) mod settings_hooks;
+mod zcode;
 
 /// What setup, uninstall and doctor need to know of one host.
 pub(crate) trait Installer: Sync {
@@ -145,11 +146,16 @@ pub(crate) fn installer(host: Host) -> &'static dyn Installer {
             Host::GeminiCli,
             "powercontext-hooks setup gemini-cli (puts our entries back into Gemini CLI's settings.json)",
         ),
+        Host::CopilotCli => &settings_hooks::SettingsHooks(
+            Host::CopilotCli,
+            "powercontext-hooks setup copilot-cli (puts our entries back into Copilot CLI's settings.json)",
+        ),
         Host::WorkBuddy => &settings_hooks::SettingsHooks(
             Host::WorkBuddy,
             "powercontext-hooks setup workbuddy (puts our entry back into WorkBuddy's settings.json), then restart WorkBuddy",
         ),
         Host::OpenClaw => &openclaw::OpenClaw,
+        Host::Zcode => &zcode::Zcode,
     }
 }
 

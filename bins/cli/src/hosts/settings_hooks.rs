@@ -43,7 +43,7 @@ pub(crate) enum Mode {
 impl Mode {
     /// The hook's timeout in seconds: recall and bootstrap get the hook's 4 s budget and room to
     /// start; the others only mark or hand over.
-    fn seconds(self) -> u64 {
+    pub(crate) fn seconds(self) -> u64 {
         match self {
             Self::Prompt | Self::SessionStart => 10,
             Self::Compaction | Self::Boundary => 5,
@@ -131,6 +131,17 @@ pub struct OwnedHook {
     /// The list was empty, with this text between its brackets.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub empty_inner: Option<String>,
+    /// The object holding the list when it is not `hooks` (ZCode's plugin list: `plugins.dirs`,
+    /// where `event` is `dirs`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent: Option<String>,
+}
+
+impl OwnedHook {
+    /// The object holding the list.
+    fn parent(&self) -> &str {
+        self.parent.as_deref().unwrap_or(HOOKS)
+    }
 }
 
 /// `text` with each of `owned`'s entries that is still what we wrote removed, newest first (so
@@ -138,30 +149,31 @@ pub struct OwnedHook {
 pub(crate) fn strip(text: &str, owned: &[OwnedHook]) -> Result<String> {
     let mut text = text.to_owned();
     for h in owned.iter().rev() {
-        let Some(items) = jsonc::elements(&text, HOOKS, &h.event)? else {
+        let Some(items) = jsonc::elements(&text, h.parent(), &h.event)? else {
             continue;
         };
         let Some(index) = items.iter().rposition(|v| value_digest(v) == h.sha256) else {
             continue;
         };
         text = match &h.member {
-            Some(how) if items.len() == 1 => jsonc::remove(&text, HOOKS, &h.event, how)?,
-            _ => jsonc::pull(&text, HOOKS, &h.event, index, h.empty_inner.as_deref())?,
+            Some(how) if items.len() == 1 => jsonc::remove(&text, h.parent(), &h.event, how)?,
+            _ => jsonc::pull(&text, h.parent(), &h.event, index, h.empty_inner.as_deref())?,
         };
     }
     Ok(text)
 }
 
-/// `text` with `want` (event, group) added after everything already there.
-pub(crate) fn add(text: &str, want: &[(String, Value)]) -> Result<(String, Vec<OwnedHook>)> {
+/// `text` with `want` (key, element: an event and our group) added to the lists `parent.key`
+/// (`hooks.<event>`), after everything already there.
+pub(crate) fn add_in(text: &str, parent: &str, want: &[(String, Value)]) -> Result<(String, Vec<OwnedHook>)> {
     let mut text = text.to_owned();
     let mut owned = Vec::new();
     for (event, group) in want {
-        let (new, member, empty_inner) = if jsonc::elements(&text, HOOKS, event)?.is_some() {
-            let (new, empty) = jsonc::push(&text, HOOKS, event, group)?;
+        let (new, member, empty_inner) = if jsonc::elements(&text, parent, event)?.is_some() {
+            let (new, empty) = jsonc::push(&text, parent, event, group)?;
             (new, None, empty)
         } else {
-            let (new, how) = jsonc::insert(&text, HOOKS, event, &json!([group]))?;
+            let (new, how) = jsonc::insert(&text, parent, event, &json!([group]))?;
             (new, Some(how), None)
         };
         text = new;
@@ -170,6 +182,7 @@ pub(crate) fn add(text: &str, want: &[(String, Value)]) -> Result<(String, Vec<O
             sha256: value_digest(group),
             member,
             empty_inner,
+            parent: (parent != HOOKS).then(|| parent.to_owned()),
         });
     }
     Ok((text, owned))
@@ -191,10 +204,21 @@ pub(crate) fn plan_file(
     want: &[(String, Value)],
     previous: Option<&OwnedHooks>,
 ) -> Result<(Option<FileChange>, OwnedHooks)> {
+    plan_file_in(path, text, HOOKS, want, previous)
+}
+
+/// [`plan_file`] for lists under `parent` (ZCode's `plugins`).
+pub(crate) fn plan_file_in(
+    path: &Path,
+    text: Option<&str>,
+    parent: &str,
+    want: &[(String, Value)],
+    previous: Option<&OwnedHooks>,
+) -> Result<(Option<FileChange>, OwnedHooks)> {
     let base = text.unwrap_or("{}\n");
     let mine = previous.filter(|o| o.path == path);
     let stripped = strip(base, mine.map_or(&[][..], |o| &o.entries))?;
-    let (new, entries) = add(&stripped, want)
+    let (new, entries) = add_in(&stripped, parent, want)
         .with_context(|| format!("cannot add our hooks to {}: fix that file first", path.display()))?;
     let owned = OwnedHooks {
         path: path.to_path_buf(),
@@ -234,7 +258,7 @@ pub(crate) fn missing_events(owned: &OwnedHooks) -> Result<Vec<String>> {
     };
     let mut missing = Vec::new();
     for h in &owned.entries {
-        let items = jsonc::elements(&text, HOOKS, &h.event)?.unwrap_or_default();
+        let items = jsonc::elements(&text, h.parent(), &h.event)?.unwrap_or_default();
         if !items.iter().any(|v| value_digest(v) == h.sha256) {
             missing.push(h.event.clone());
         }
@@ -251,6 +275,32 @@ fn commands_on<'a>(settings: &'a Value, event: &str) -> impl Iterator<Item = &'a
         .flat_map(|g| g["hooks"].as_array().into_iter().flatten())
         .filter(|h| h["type"] == "command")
         .filter_map(|h| h["command"].as_str())
+}
+
+/// The `hooks` members other than the row's events that run a command `is_ours` accepts, in a
+/// matcher group or as a flat entry (`command`, or Copilot CLI's `bash`).
+fn listed_elsewhere(settings: &Value, host: Host, is_ours: impl Fn(&str) -> bool) -> Vec<String> {
+    let ours: Vec<&str> = events(host).into_iter().map(|(e, _)| e).collect();
+    let Some(hooks) = settings[HOOKS].as_object() else {
+        return Vec::new();
+    };
+    hooks
+        .iter()
+        .filter(|(name, _)| !ours.contains(&name.as_str()))
+        .filter(|(_, list)| {
+            list.as_array()
+                .into_iter()
+                .flatten()
+                .flat_map(|g| {
+                    let inner = g["hooks"].as_array().into_iter().flatten();
+                    std::iter::once(g).chain(inner)
+                })
+                .flat_map(|h| [&h["command"], &h["bash"]])
+                .filter_map(Value::as_str)
+                .any(&is_ours)
+        })
+        .map(|(name, _)| format!("`{name}`"))
+        .collect()
 }
 
 impl Installer for SettingsHooks {
@@ -342,15 +392,14 @@ impl Installer for SettingsHooks {
             .ok()
             .flatten();
         let exe = host.hook_exe();
+        let is_ours = |c: &str| match &want {
+            Some(w) => c == w,
+            None => c.contains(exe),
+        };
         let missing: Vec<&str> = events(host)
             .into_iter()
             .map(|(e, _)| e)
-            .filter(|e| {
-                !commands_on(&settings, e).any(|c| match &want {
-                    Some(w) => c == w,
-                    None => c.contains(exe),
-                })
-            })
+            .filter(|e| !commands_on(&settings, e).any(is_ours))
             .collect();
         if missing.is_empty() {
             r.ok(
@@ -363,11 +412,22 @@ impl Installer for SettingsHooks {
                 ),
             );
         } else {
+            let elsewhere = listed_elsewhere(&settings, host, is_ours);
+            let also = if elsewhere.is_empty() {
+                String::new()
+            } else {
+                // Copilot CLI's camelCase names (`userPromptSubmitted`) run a hook with a payload
+                // of another shape, which ours skips: such an entry is no install.
+                format!(
+                    "; our hook is listed under {} instead, event names whose payload it cannot read",
+                    elsewhere.join(", ")
+                )
+            };
             r.fail(
                 Tier::Activated,
                 "hooks in settings",
                 format!(
-                    "{} runs no hook of ours on {}",
+                    "{} runs no hook of ours on {}{also}",
                     path.display(),
                     missing.join(", ")
                 ),
@@ -455,6 +515,36 @@ mod tests {
         assert_eq!(timeout("SessionStart"), Some(json!(10_000)));
         assert_eq!(timeout("AfterAgent"), Some(json!(5_000)));
         assert_eq!(timeout("PreCompress"), None);
+    }
+
+    #[test]
+    fn a_hook_of_ours_under_another_event_name_is_named() {
+        let ours = |c: &str| c.contains("powercontext-hook-copilot-cli");
+        let camel = json!({"hooks": {
+            "userPromptSubmitted": [{"type": "command", "bash": "/x/powercontext-hook-copilot-cli", "timeoutSec": 10}],
+            "sessionStart": [{"hooks": [{"type": "command", "command": "/x/powercontext-hook-copilot-cli"}]}],
+            "preToolUse": [{"type": "command", "bash": "/usr/bin/true"}],
+            "UserPromptSubmit": [{"hooks": [{"type": "command", "command": "/x/powercontext-hook-copilot-cli"}]}],
+        }});
+        assert_eq!(
+            listed_elsewhere(&camel, Host::CopilotCli, ours),
+            ["`sessionStart`", "`userPromptSubmitted`"]
+        );
+        assert!(listed_elsewhere(&json!({"hooks": {"Stop": []}}), Host::CopilotCli, ours).is_empty());
+        assert!(listed_elsewhere(&json!({}), Host::CopilotCli, ours).is_empty());
+    }
+
+    #[test]
+    fn copilot_entries_are_claude_style_in_seconds_without_a_session_start() {
+        let want = wanted(Host::CopilotCli, "/opt/hook");
+        let names: Vec<&str> = want.iter().map(|(e, _)| e.as_str()).collect();
+        // Copilot CLI runs `SessionStart` hooks beside the first prompt's: it bootstraps there.
+        assert_eq!(names, ["UserPromptSubmit", "PreCompact", "Stop", "SessionEnd"]);
+        assert_eq!(
+            want[0].1,
+            json!({"hooks": [{"type": "command", "command": "/opt/hook", "timeout": 10}]})
+        );
+        assert_eq!(want[1].1["hooks"][0]["timeout"], 5);
     }
 
     #[test]
