@@ -80,18 +80,48 @@ fn content(line: &str) -> bool {
     !t.is_empty() && !t.starts_with('#')
 }
 
+/// The file's lines, each with its own line end (the last may have none): edits insert and remove
+/// whole lines and never re-join the others, so their bytes and line ends stay as they were.
+fn split(text: &str) -> Vec<String> {
+    text.split_inclusive('\n').map(str::to_owned).collect()
+}
+
+/// A line without its line end.
+fn body(line: &str) -> &str {
+    let l = line.strip_suffix('\n').unwrap_or(line);
+    l.strip_suffix('\r').unwrap_or(l)
+}
+
+fn bodies(lines: &[String]) -> Vec<&str> {
+    lines.iter().map(|l| body(l)).collect()
+}
+
 /// `key:` alone on its line at exactly `at` spaces (a trailing comment allowed): `Some(true)`;
-/// `key:` with a value after it: `Some(false)`; another line: `None`.
+/// `key:` with a value after it: `Some(false)`; another line: `None`. The key may be plain,
+/// single- or double-quoted, with spaces before its colon, as YAML allows.
 fn key_line(line: &str, at: usize, key: &str) -> Option<bool> {
+    key_value(line, at, key).map(|v| v.is_empty() || v.starts_with('#'))
+}
+
+/// The value after `key:` on a key line (see [`key_line`]), trimmed.
+fn key_value<'a>(line: &'a str, at: usize, key: &str) -> Option<&'a str> {
     if indent(line) != at {
         return None;
     }
-    let rest = line[at..]
-        .strip_prefix(key)?
-        .trim_start_matches(' ')
-        .strip_prefix(':')?;
-    let value = rest.trim();
-    Some(value.is_empty() || (value.starts_with('#') && rest.starts_with([' ', '\t'])))
+    let s = &line[at..];
+    let (rest, quoted) = match [format!("\"{key}\""), format!("'{key}'")]
+        .iter()
+        .find_map(|k| s.strip_prefix(k.as_str()))
+    {
+        Some(r) => (r, true),
+        None => (s.strip_prefix(key)?, false),
+    };
+    let rest = rest.trim_start_matches([' ', '\t']).strip_prefix(':')?;
+    // A plain key ends at `: `; `hooks:x` is one scalar, not the key `hooks`.
+    if !(quoted || rest.is_empty() || rest.starts_with([' ', '\t'])) {
+        return None;
+    }
+    Some(rest.trim())
 }
 
 /// The index one past the last content line of the body that starts after `head` (lines indented
@@ -112,6 +142,13 @@ fn body_end(lines: &[&str], head: usize, at: usize, items_at_same: bool) -> usiz
     end
 }
 
+/// The lines of the file's top-level `hooks` keys.
+fn top_hooks(lines: &[&str]) -> Vec<usize> {
+    (0..lines.len())
+        .filter(|&i| key_line(lines[i], 0, "hooks").is_some())
+        .collect()
+}
+
 fn item_lines(at: usize, command: &str, timeout: u32) -> Vec<String> {
     // A JSON string is a YAML double-quoted scalar.
     let quoted = Value::from(command).to_string();
@@ -121,43 +158,188 @@ fn item_lines(at: usize, command: &str, timeout: u32) -> Vec<String> {
     ]
 }
 
-/// The line ends the file uses (CRLF kept for a file written with it).
-fn newline(text: &str) -> &'static str {
-    if text.contains("\r\n") { "\r\n" } else { "\n" }
+/// Whether `a` and `b` are one hook item exactly as [`item_lines`] writes it.
+fn our_item(a: &str, b: &str) -> bool {
+    let n = indent(a);
+    let tail = format!("  {MARK}");
+    let command = a[n..]
+        .strip_prefix("- command: ")
+        .and_then(|r| r.strip_suffix(tail.as_str()))
+        .and_then(|q| {
+            serde_json::from_str::<String>(q)
+                .ok()
+                .filter(|c| serde_json::to_string(c).ok().as_deref() == Some(q))
+        });
+    let timeout = (indent(b) == n + 2)
+        .then(|| b[n + 2..].strip_prefix("timeout: ")?.strip_suffix(tail.as_str()))
+        .flatten()
+        .is_some_and(|t| !t.is_empty() && t.bytes().all(|c| c.is_ascii_digit()));
+    command.is_some() && timeout
 }
 
-/// `text` with every line we added removed: marked items, then marked keys left without a body
-/// (a marked key the user has since put entries of their own under loses only its mark).
-pub(crate) fn remove_hooks(text: &str) -> String {
-    let nl = newline(text);
-    let marked = |l: &str| l.trim_end().ends_with(MARK);
-    let is_key = |l: &str| l.trim_end().trim_end_matches(MARK).trim_end().ends_with(':');
-    let mut lines: Vec<String> = text
-        .split_inclusive('\n')
-        .filter(|l| !marked(l) || is_key(l))
-        .map(str::to_owned)
-        .collect();
+/// The line end for a line inserted before `at`: its nearest neighbour's (before it, else after
+/// it), `\n` in a file without any.
+fn near_newline(lines: &[String], at: usize) -> &'static str {
+    let ends = |l: &String| {
+        if l.ends_with("\r\n") {
+            Some("\r\n")
+        } else if l.ends_with('\n') {
+            Some("\n")
+        } else {
+            None
+        }
+    };
+    lines[..at]
+        .iter()
+        .rev()
+        .find_map(ends)
+        .or_else(|| lines[at..].iter().find_map(ends))
+        .unwrap_or("\n")
+}
+
+/// Inserts `new` before line `at`. At the end of a file without a final line end, the last line
+/// gets one and ours ends without it (uninstall takes it back off).
+fn insert(lines: &mut Vec<String>, at: usize, new: Vec<String>) {
+    let nl = near_newline(lines, at);
+    let open = at == lines.len() && lines.last().is_some_and(|l| !l.ends_with('\n'));
+    if open {
+        lines[at - 1].push_str(nl);
+    }
+    let mut new: Vec<String> = new.into_iter().map(|l| l + nl).collect();
+    if open && let Some(l) = new.last_mut() {
+        l.truncate(l.len() - nl.len());
+    }
+    lines.splice(at..at, new);
+}
+
+/// Removes our lines from the top-level `hooks` block whose key is line `h`: items as we write
+/// them, then our marked keys left without a body (one the user has since put entries of their own
+/// under loses only its mark).
+fn remove_in_block(lines: &mut Vec<String>, h: usize) {
+    let b = bodies(lines);
+    let end = body_end(&b, h, 0, false);
+    let mut gone = Vec::new();
+    let mut i = h + 1;
+    while i + 1 < end {
+        if our_item(b[i], b[i + 1]) {
+            gone.extend([i, i + 1]);
+            i += 2;
+        } else {
+            i += 1;
+        }
+    }
+    for &i in gone.iter().rev() {
+        lines.remove(i);
+    }
+    let end = end - gone.len();
+    let child = {
+        let b = bodies(lines);
+        (h + 1..end).find(|&j| content(b[j])).map(|j| indent(b[j]))
+    };
     // Innermost (latest) keys first, so `hooks:` sees its emptied events gone.
-    let mut i = lines.len();
-    while i > 0 {
-        i -= 1;
-        if !(marked(&lines[i]) && is_key(&lines[i])) {
+    for i in (h..end).rev() {
+        let b = bodies(lines);
+        let line = b[i];
+        let ours = if i == h {
+            line == format!("hooks:  {MARK}")
+        } else {
+            Some(indent(line)) == child
+                && events()
+                    .iter()
+                    .any(|(e, _)| line[indent(line)..] == format!("{e}:  {MARK}"))
+        };
+        if !ours {
             continue;
         }
-        let at = indent(&lines[i]);
-        let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
-        if body_end(&refs, i, at, at > 0) == i + 1 {
+        let at = indent(line);
+        if body_end(&b, i, at, at > 0) == i + 1 {
             lines.remove(i);
         } else {
-            let kept = lines[i].trim_end().trim_end_matches(MARK).trim_end().to_owned();
-            lines[i] = format!("{kept}{nl}");
+            let kept = format!(
+                "{}{}",
+                line.trim_end_matches(MARK).trim_end(),
+                &lines[i][line.len()..]
+            );
+            lines[i] = kept;
         }
+    }
+}
+
+/// `text` with every line we added removed: only inside top-level `hooks` blocks, and only lines
+/// exactly as setup writes them (a user's own line ending in our mark elsewhere stays).
+pub(crate) fn remove_hooks(text: &str) -> String {
+    let mut lines = split(text);
+    let open = lines.last().is_some_and(|l| !l.ends_with('\n'));
+    let blocks = top_hooks(&bodies(&lines));
+    // Last block first, so the earlier ones' lines keep their indices.
+    for h in blocks.into_iter().rev() {
+        remove_in_block(&mut lines, h);
+    }
+    // Our last line ended a file without a final line end: the line before it had none either.
+    if open && let Some(l) = lines.last_mut() {
+        let n = body(l).len();
+        l.truncate(n);
     }
     lines.concat()
 }
 
+/// Refusal for a key whose value setup cannot extend without rewriting the user's lines.
+fn refuse(what: &str, value: &str) -> anyhow::Error {
+    if value.starts_with(['&', '*', '!']) {
+        anyhow!(
+            "config.yaml's `{what}` carries an anchor, alias or tag (`{value}`), which setup does not edit (the \
+             change would reach every copy of it): write it as a plain block (`{what}:` on its own line, entries \
+             indented below), then run setup again"
+        )
+    } else {
+        anyhow!(
+            "config.yaml's `{what}` is written in a form setup does not edit (a value on the same line, such as \
+             `{{}}` or `[]`): write it as a block (`{what}:` on its own line, entries indented below) or remove it, \
+             then run setup again"
+        )
+    }
+}
+
+/// Refuses a file whose top level hides where `hooks` is (flow style, an explicit `? hooks` key, a
+/// merge key that may bring one, the key twice).
+fn check_top(b: &[&str], hooks: &[usize]) -> Result<()> {
+    let fix =
+        "write config.yaml as a block mapping with one `hooks:` key on its own line, then run setup again";
+    if let Some(first) = b
+        .iter()
+        .find(|l| content(l) && !l.starts_with("---") && !l.starts_with('%'))
+        && first.trim_start().starts_with(['{', '['])
+    {
+        bail!("config.yaml is written in flow style (`{{ … }}`), which setup does not edit: {fix}");
+    }
+    for line in b.iter().filter(|l| indent(l) == 0) {
+        if let Some(k) = line.strip_prefix('?') {
+            let k = k.trim_start();
+            let k = k.split(" #").next().unwrap_or(k).trim_end();
+            if ["hooks", "\"hooks\"", "'hooks'"].contains(&k) {
+                bail!(
+                    "config.yaml names `hooks` as an explicit `? hooks` key, which setup does not edit: {fix}"
+                );
+            }
+        }
+        if hooks.is_empty() && key_line(line, 0, "<<").is_some() {
+            bail!(
+                "config.yaml has a top-level merge key (`<<`) that may bring a `hooks` block, which a new `hooks:` \
+                 would hide: {fix}"
+            );
+        }
+    }
+    if hooks.len() > 1 {
+        bail!(
+            "config.yaml has more than one top-level `hooks` key (YAML keeps only the last one): merge them into one, then run setup again"
+        );
+    }
+    Ok(())
+}
+
 /// `text` (Hermes' `config.yaml`, `None`: no file) with our hooks for `command` added to its
-/// `hooks:` block (created at the end when absent), after removing any we added before.
+/// `hooks:` block (created at the end when absent), after removing any we added before. Each added
+/// line takes the line end of its neighbours; the user's lines keep their bytes.
 ///
 /// # Errors
 /// When the file's `hooks:` (or one of our events in it) is not a block mapping (sequence) this
@@ -172,45 +354,52 @@ pub(crate) fn add_hooks(text: Option<&str>, command: &str) -> Result<String> {
              setup?): remove those entries, then run setup again"
         );
     }
-    let nl = newline(&base);
-    let mut lines: Vec<String> = base.lines().map(str::to_owned).collect();
-    let refuse = |what: &str| {
-        anyhow!(
-            "config.yaml's `{what}` is written in a form setup does not edit (a value on the same line, such as \
-             `{{}}` or `[]`): write it as a block (`{what}:` on its own line, entries indented below) or remove it, \
-             then run setup again"
-        )
-    };
-    let hooks_at = lines.iter().position(|l| key_line(l, 0, "hooks").is_some());
-    let Some(h) = hooks_at else {
+    let mut lines = split(&base);
+    let hooks = top_hooks(&bodies(&lines));
+    check_top(&bodies(&lines), &hooks)?;
+    let Some(&h) = hooks.first() else {
         // No `hooks:` block: ours goes at the end, every line marked (no blank line before it,
         // which uninstall could not tell from the user's own).
-        lines.push(format!("hooks:  {MARK}"));
+        let mut new = vec![format!("hooks:  {MARK}")];
         for (event, timeout) in events() {
-            lines.push(format!("  {event}:  {MARK}"));
-            lines.extend(item_lines(4, command, timeout));
+            new.push(format!("  {event}:  {MARK}"));
+            new.extend(item_lines(4, command, timeout));
         }
-        return Ok(lines.join(nl) + nl);
+        let at = lines.len();
+        insert(&mut lines, at, new);
+        return Ok(lines.concat());
     };
-    if key_line(&lines[h], 0, "hooks") != Some(true) {
-        return Err(refuse("hooks"));
+    {
+        let b = bodies(&lines);
+        if key_line(b[h], 0, "hooks") != Some(true) {
+            return Err(refuse("hooks", key_value(b[h], 0, "hooks").unwrap_or_default()));
+        }
+        if let Some(first) = b[h + 1..].iter().find(|l| content(l))
+            && first.trim_start().starts_with('-')
+        {
+            bail!(
+                "config.yaml's `hooks` is a list, not the mapping of events Hermes reads: write it as `hooks:` with \
+                 event keys indented below, then run setup again"
+            );
+        }
     }
     for (event, timeout) in events() {
-        let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
-        let end = body_end(&refs, h, 0, false);
-        let child = (h + 1..end)
-            .find(|&i| content(refs[i]))
-            .map_or(2, |i| indent(refs[i]));
-        let found = (h + 1..end).find(|&i| key_line(refs[i], child, event).is_some());
+        let b = bodies(&lines);
+        let end = body_end(&b, h, 0, false);
+        let child = (h + 1..end).find(|&i| content(b[i])).map_or(2, |i| indent(b[i]));
+        let found = (h + 1..end).find(|&i| key_line(b[i], child, event).is_some());
         let (at, new) = match found {
             Some(k) => {
-                if key_line(refs[k], child, event) != Some(true) {
-                    return Err(refuse(&format!("hooks.{event}")));
+                if key_line(b[k], child, event) != Some(true) {
+                    return Err(refuse(
+                        &format!("hooks.{event}"),
+                        key_value(b[k], child, event).unwrap_or_default(),
+                    ));
                 }
-                let sub_end = body_end(&refs, k, child, true);
+                let sub_end = body_end(&b, k, child, true);
                 let item_at = (k + 1..sub_end)
-                    .find(|&i| content(refs[i]))
-                    .map_or(child + 2, |i| indent(refs[i]));
+                    .find(|&i| content(b[i]))
+                    .map_or(child + 2, |i| indent(b[i]));
                 (sub_end, item_lines(item_at, command, timeout))
             }
             None => {
@@ -219,9 +408,9 @@ pub(crate) fn add_hooks(text: Option<&str>, command: &str) -> Result<String> {
                 (end, new)
             }
         };
-        lines.splice(at..at, new);
+        insert(&mut lines, at, new);
     }
-    Ok(lines.join(nl) + nl)
+    Ok(lines.concat())
 }
 
 /// Whether `text` holds our marked hook for every event, running `command`.

@@ -190,3 +190,86 @@ fn hooks_list_is_read_per_event() {
         ]
     );
 }
+
+#[test]
+fn a_quoted_or_spaced_hooks_key_is_extended_not_shadowed_by_a_second_block() {
+    for key in ["\"hooks\":", "'hooks':", "hooks :", "\"hooks\" :"] {
+        let user = format!("model: x\n{key}\n  pre_llm_call:\n    - command: \"/usr/bin/true\"\n");
+        let added = add_hooks(Some(&user), CMD).unwrap();
+        let top: Vec<&str> = added
+            .lines()
+            .filter(|l| key_line(l, 0, "hooks").is_some())
+            .collect();
+        assert_eq!(top, [key], "{added}");
+        assert!(added.starts_with(&format!(
+            "model: x\n{key}\n  pre_llm_call:\n    - command: \"/usr/bin/true\"\n{}",
+            ours(4, 10)
+        )));
+        assert_eq!(remove_hooks(&added), user);
+    }
+    // A quoted event key is the event, not a second one.
+    let user = "hooks:\n  'pre_llm_call':\n    - command: /x\n";
+    let added = add_hooks(Some(user), CMD).unwrap();
+    assert_eq!(added.matches("pre_llm_call").count(), 1, "{added}");
+}
+
+#[test]
+fn hooks_in_a_form_the_edit_cannot_extend_are_refused_with_the_fix() {
+    for (text, says) in [
+        ("hooks: &h\n  pre_llm_call:\n    - command: /x\n", "anchor"),
+        ("a: &h\n  x: 1\nhooks: *h\n", "anchor"),
+        ("\"hooks\": {}\n", "block"),
+        ("hooks: !!map\n  x: 1\n", "anchor"),
+        ("{model: x, hooks: {}}\n", "flow style"),
+        ("? hooks\n: {}\n", "explicit"),
+        ("base: &b\n  hooks: {}\n<<: *b\n", "merge key"),
+        ("hooks:\n  pre_llm_call: []\n'hooks':\n  x: 1\n", "more than one"),
+        ("hooks:\n- command: /x\n", "list"),
+    ] {
+        let e = add_hooks(Some(text), CMD).unwrap_err().to_string();
+        assert!(
+            e.contains(says) && e.contains("then run setup again"),
+            "{text}: {e}"
+        );
+    }
+}
+
+#[test]
+fn uninstall_removes_only_our_lines_inside_the_top_level_hooks_block() {
+    let mark = format!("# {}", &MARK[2..]);
+    let user = format!(
+        "mcp:\n  srv:\n    url: http://127.0.0.1:8000/mcp  {mark}\n    - command: \"/a\"  {mark}\n      timeout: 5  \
+         {mark}\n  pre_llm_call:  {mark}\nhooks:\n  pre_llm_call:\n    - command: /theirs  {mark}\n      \
+         timeout: 5\n    - command: \"/b\"  {mark}\n      timeout: 5 {mark}\n"
+    );
+    let added = add_hooks(Some(&user), CMD).unwrap();
+    assert!(added.len() > user.len());
+    assert_eq!(remove_hooks(&added), user);
+    assert_eq!(remove_hooks(&user), user);
+}
+
+#[test]
+fn setup_then_uninstall_gives_back_the_exact_bytes() {
+    for user in [
+        "model: x",
+        "model: x\r\nother: 1",
+        "model: x\nb: 2\r\nc: 3\n",
+        "a: 1\r\nhooks:\n  pre_llm_call:\r\n    - command: /x\n",
+        "hooks:\r\n  pre_llm_call:\r\n    - command: /x",
+        "a: 1\n\n# tail",
+        "",
+    ] {
+        let added = add_hooks(Some(user), CMD).unwrap();
+        assert!(added.contains(CMD), "{user:?}");
+        assert_eq!(remove_hooks(&added), user, "{user:?} -> {added:?}");
+        assert_eq!(add_hooks(Some(&added), CMD).unwrap(), added, "{user:?}");
+        assert!(has_hooks(&added, CMD));
+    }
+    // Our lines take their neighbours' line ends: an LF file's untouched lines stay LF.
+    let added = add_hooks(Some("a: 1\nb: 2\r\n"), CMD).unwrap();
+    assert!(added.starts_with("a: 1\nb: 2\r\nhooks:  "), "{added:?}");
+    assert!(
+        !added["a: 1\n".len()..].replace("\r\n", "").contains('\n'),
+        "{added:?}"
+    );
+}
