@@ -112,7 +112,7 @@ const ZCODE_NOT_PACKAGED: &str = "the official ZCode setup wants its own Node pl
 fn skip_reason(host: Host) -> Option<String> {
     let spec = host.spec();
     let why = if !spec.official_catalog {
-        format!("the official installer's catalog has no {}", spec.title)
+        format!("{} is not in the official installer's catalog", spec.title)
     } else if spec.config == powercontext_hooks_core::host::ConfigFormat::ShellHooksYaml {
         format!(
             "the official installer's {} integration is a plugin of its own kind (a Python memory provider \
