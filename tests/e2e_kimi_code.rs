@@ -425,3 +425,38 @@ fn e2e_kimi_code_setup_refuses_a_config_it_would_break_and_changes_nothing() {
         "nothing recorded as installed"
     );
 }
+
+/// A CRLF `config.toml` (with or without a final newline) gets our block in CRLF; a second setup
+/// finds it and changes nothing, and uninstall gives back the user's exact bytes, as for LF.
+#[test]
+fn e2e_kimi_code_crlf_config_survives_setup_again_and_uninstall_byte_for_byte() {
+    let _serial = serial();
+    let model = FakeModel::start(REPLY);
+    let kimi = Kimi::new(&model, &closed_port_url(), &[]);
+    let config = kimi.sandbox.home.join(".kimi-code/config.toml");
+    for theirs in [
+        "a = 1\r\n[b]\r\nc = 2\r\n",
+        "a = 1\r\n[b]\r\nc = 2",
+        "a = 1\n[b]\nc = 2",
+    ] {
+        std::fs::write(&config, theirs).unwrap();
+        kimi.setup();
+        let added = kimi.config();
+        assert!(
+            added.starts_with(theirs) && added.contains("[[hooks]]"),
+            "{added:?}"
+        );
+        if theirs.contains('\r') {
+            assert_eq!(
+                added.matches('\n').count(),
+                added.matches("\r\n").count(),
+                "LF crept into {added:?}"
+            );
+        }
+        kimi.setup();
+        assert_eq!(kimi.config(), added, "a second setup changed the file");
+        let (code, out, err) = kimi.ours(&["uninstall", "kimi-code"]);
+        assert_eq!(code, 0, "uninstall: {out:#}\n{err}");
+        assert_eq!(std::fs::read(&config).unwrap(), theirs.as_bytes());
+    }
+}

@@ -317,3 +317,59 @@ fn e2e_openclaw_setup_rolls_back_or_refuses_without_touching_openclaw_json() {
     );
     assert_eq!(std::fs::read_to_string(session.config_path()).unwrap(), theirs);
 }
+
+/// A plugin folder that is a link (here to an empty dotfiles folder) is refused with the fix:
+/// nothing is written through it, the link and `openclaw.json` stay as they were, and a setup
+/// after the link is removed installs into a real folder.
+#[test]
+fn e2e_openclaw_setup_refuses_a_linked_plugin_folder_and_writes_nothing() {
+    let model = FakeModel::start(REPLY);
+    let session = OpenClawSession::builder(&model).loading(Loading::None).build();
+    let setup = || {
+        session.run_other(
+            Path::new(CLI),
+            &[
+                "setup",
+                "openclaw",
+                "--server-url",
+                "http://127.0.0.1:9",
+                "--json",
+            ],
+            &[],
+        )
+    };
+    let before = session.config_before().to_owned();
+    // `$HOME/dotfiles/openclaw-plugin`, outside the extensions folder OpenClaw scans.
+    let home = session.plugin_dir().ancestors().nth(3).unwrap().to_owned();
+    let elsewhere = home.join("dotfiles/openclaw-plugin");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    std::fs::create_dir_all(session.plugin_dir().parent().unwrap()).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, session.plugin_dir()).unwrap();
+
+    let refused = setup();
+    assert!(!refused.status.success(), "{}", refused.stdout);
+    assert!(
+        refused.stdout.contains("is a symlink") && refused.stdout.contains("remove"),
+        "{}\n{}",
+        refused.stdout,
+        refused.stderr
+    );
+    assert_eq!(
+        std::fs::read_dir(&elsewhere).unwrap().count(),
+        0,
+        "written through the link"
+    );
+    assert!(
+        std::fs::symlink_metadata(session.plugin_dir())
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    assert_eq!(std::fs::read_to_string(session.config_path()).unwrap(), before);
+
+    std::fs::remove_file(session.plugin_dir()).unwrap();
+    let done = setup();
+    assert!(done.status.success(), "{}\n{}", done.stdout, done.stderr);
+    assert!(session.plugin_dir().join("index.js").is_file());
+    assert_eq!(std::fs::read_dir(&elsewhere).unwrap().count(), 0);
+}

@@ -859,6 +859,24 @@ pub fn check_install_dirs(state_root: &Path, host: Host) -> Result<()> {
     Ok(())
 }
 
+/// Refuses a plugin folder of ours that is a symlink, not a directory or another user's: setup
+/// would otherwise write the plugin through it into wherever it points, and uninstall would empty
+/// that place and leave the link. Read-only.
+///
+/// # Errors
+/// The folder, what is wrong with it and the fix.
+pub fn check_plugin_dir(dir: &Path) -> Result<()> {
+    if let Some(problem) = install_folder_problem(dir)? {
+        bail!(
+            "the plugin folder {} {problem}; powercontext-hooks writes its plugin only into a real folder of its \
+             own: remove {} (setup creates it) and run setup again",
+            dir.display(),
+            dir.display()
+        );
+    }
+    Ok(())
+}
+
 /// Creates (0700) or checks the state directory, `installs/` and `installs/<host>/` before setup
 /// writes under them: each a real directory owned by this user (never a symlink), a loose mode
 /// tightened to 0700. Returns the `installs/<host>` folder.

@@ -662,6 +662,9 @@ pub(crate) fn plan_ours(
         );
     }
     let plugin_dir = inst.plugin_dir(&cli, &install::install_dir(&paths.state_root, host))?;
+    if inst.owns_plugin_dir() {
+        install::check_plugin_dir(&plugin_dir)?;
+    }
     let hook_command = host.hook_command_value(&hook_exe)?;
     let [(_, cli_command), (_, operations)] =
         crate::explicit::shim_values(&std::env::current_exe().context("cannot locate this program")?)?;
@@ -997,6 +1000,10 @@ fn apply_inner(
     let env = &paths.env;
     let manifest_path = install::manifest_path(&paths.state_root, plan.host);
     journal.created_dirs_of(&manifest_path);
+    // Checked again right before writing: a link put there since planning is not followed.
+    if installer(plan.host).owns_plugin_dir() {
+        install::check_plugin_dir(&plan.plugin_dir)?;
+    }
     journal.created_dirs_of(&plan.plugin_dir.join("x"));
     journal.file(&manifest_path)?;
     // The state directory is the hooks' (0700, ours): created or tightened so before anything is

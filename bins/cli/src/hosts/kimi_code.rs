@@ -162,12 +162,27 @@ fn find_block(text: &str) -> Result<Option<(usize, usize)>> {
         bail!("the powercontext-hooks block in Kimi's config.toml does not start a line: remove it by hand");
     }
     let rest = &text[begin..];
-    let Some(end_at) = rest.find(&format!("\n{END}\n")) else {
+    // The journal restyles the block to a CRLF file's line endings, so either ending marks a line.
+    let end_line = |at: usize| {
+        let tail = &rest[at..];
+        tail.strip_prefix(END)
+            .and_then(|t| t.strip_prefix("\r\n").or_else(|| t.strip_prefix('\n')))
+            .map(|t| rest.len() - t.len())
+    };
+    let Some(end_at) = rest
+        .match_indices(&format!("\n{END}"))
+        .find_map(|(at, _)| end_line(at + 1))
+    else {
         bail!("the powercontext-hooks block in Kimi's config.toml has lost its end line: remove it by hand");
     };
-    let end = begin + end_at + END.len() + 2;
-    let joined = rest.starts_with(&format!("{BEGIN}{JOINED}\n"));
-    let start = if joined { begin - 1 } else { begin };
+    let end = begin + end_at;
+    let after_begin = rest[BEGIN.len()..].strip_prefix(JOINED);
+    let start = match after_begin {
+        // The newline setup added was restyled with the block: take back what it became.
+        Some(t) if t.starts_with("\r\n") && text[..begin].ends_with("\r\n") => begin - 2,
+        Some(t) if t.starts_with('\n') || t.starts_with("\r\n") => begin - 1,
+        _ => begin,
+    };
     if text[end..].contains(BEGIN) {
         bail!("Kimi's config.toml holds two powercontext-hooks blocks: remove them by hand");
     }
@@ -191,6 +206,10 @@ fn with_block(text: &str, command: &str) -> Result<String> {
         out.push('\n');
     }
     out.push_str(&block(command, joined));
+    // In the file's own line endings (and BOM) from the start, so a rerun finds nothing to change.
+    if let Some(styled) = install::restyled(text.as_bytes(), out.as_bytes()) {
+        out = String::from_utf8(styled).context("restyled config.toml is not UTF-8")?;
+    }
     toml::from_str::<toml::Table>(&out).map_err(|e| {
         anyhow::anyhow!(
             "adding our [[hooks]] tables would make Kimi's config.toml invalid TOML ({}): a `hooks` key that is \
@@ -471,6 +490,48 @@ mod tests {
                         .any(|(e, c, t)| e == event && c == "/new/exe" && t.is_some()),
                     "{event}"
                 );
+            }
+        }
+    }
+
+    /// A CRLF file gets a CRLF block, and a block the journal restyled to CRLF after the fact
+    /// (as an earlier setup left it) is still found, replaced and removed byte for byte.
+    #[test]
+    fn a_crlf_block_round_trips_byte_for_byte() {
+        for user in [
+            "a = 1\r\n[b]\r\nc = 2\r\n",
+            "a = 1\r\n[b]\r\nc = 2",
+            "\u{feff}# bom\r\nkey = 2\r\n",
+            "lone_cr = 1\r",
+        ] {
+            let crlf = user.contains('\n');
+            let added = with_block(user, "/opt/pc hook").unwrap();
+            assert!(added.starts_with(user), "{user:?}");
+            if crlf {
+                assert_eq!(
+                    added.matches('\n').count(),
+                    added.matches("\r\n").count(),
+                    "{added:?}"
+                );
+            }
+            // What the journal's restyle makes of an LF block in this file.
+            let mut lf = without_block(&added).unwrap();
+            if !lf.is_empty() && !lf.ends_with('\n') {
+                lf.push('\n');
+            }
+            lf.push_str(&block("/opt/pc hook", !user.ends_with('\n')));
+            let restyled = install::restyled(user.as_bytes(), lf.as_bytes())
+                .map_or(lf, |b| String::from_utf8(b).unwrap());
+            for text in [added, restyled] {
+                assert_eq!(without_block(&text).unwrap(), user, "{text:?}");
+                assert_eq!(
+                    with_block(&text, "/opt/pc hook").unwrap(),
+                    text,
+                    "a rerun changes nothing"
+                );
+                let again = with_block(&text, "/new/exe").unwrap();
+                assert_eq!(again.matches(BEGIN).count(), 1);
+                assert_eq!(without_block(&again).unwrap(), user);
             }
         }
     }

@@ -57,6 +57,12 @@ pub(crate) trait Installer: Sync {
         Ok(install_dir.join("plugin"))
     }
 
+    /// Whether the plugin folder is ours alone (refused when it is a link or not a real folder);
+    /// false for a host folder shared with the user's other plugins.
+    fn owns_plugin_dir(&self) -> bool {
+        true
+    }
+
     /// A rendered template file's bytes.
     fn file_bytes(&self, _rel: &str, text: String, _paths: &Paths) -> Result<Vec<u8>> {
         Ok(text.into_bytes())

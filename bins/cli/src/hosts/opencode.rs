@@ -66,6 +66,11 @@ impl Installer for OpenCode {
         Ok(config.join("plugins"))
     }
 
+    /// OpenCode's `plugins` folder holds the user's other plugins too (it may be a dotfile link).
+    fn owns_plugin_dir(&self) -> bool {
+        false
+    }
+
     /// The official installer's plugin file, marked as PowerContext's by its ownership file.
     fn takes_over_files(&self, plugin_dir: &Path, warnings: &mut Vec<String>) -> Result<bool> {
         let official = install::read_opt(&plugin_dir.join(MARK_FILE))?

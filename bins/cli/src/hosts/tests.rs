@@ -639,3 +639,48 @@ fn a_pi_settings_file_pi_cannot_parse_is_named_before_setup_runs_pi() {
     );
     assert!(!problem.contains("secret-ish"), "{problem}");
 }
+
+/// For every host whose plugin folder is ours alone, a link at that folder (to an empty folder
+/// elsewhere) or a file there is refused with the fix, before anything is planned or written.
+#[test]
+fn a_plugin_folder_that_is_a_link_or_a_file_is_refused() {
+    let mut checked = Vec::new();
+    for host in Host::ALL {
+        if host.tested_versions().is_empty() {
+            continue;
+        }
+        let tree = Tree::new(&format!("linked-{}", host.as_str()));
+        let Ok(plan) = tree.plan(&args(host)) else {
+            continue; // needs its host CLI to place the folder
+        };
+        // A folder placed from the process's own HOME (OpenClaw) is left to the end-to-end test.
+        if !installer(host).owns_plugin_dir() || !plan.plugin_dir.starts_with(&tree.0) {
+            continue;
+        }
+        let dir = plan.plugin_dir;
+        let elsewhere = tree.0.join("elsewhere");
+        fs::create_dir_all(&elsewhere).unwrap();
+        fs::create_dir_all(dir.parent().unwrap()).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, &dir).unwrap();
+        let Err(err) = tree.plan(&args(host)) else {
+            panic!("{host}: planned");
+        };
+        let err = format!("{err:#}");
+        assert!(
+            err.contains("is a symlink") && err.contains("remove"),
+            "{host}: {err}"
+        );
+        assert_eq!(fs::read_dir(&elsewhere).unwrap().count(), 0, "{host}");
+        fs::remove_file(&dir).unwrap();
+        fs::write(&dir, "").unwrap();
+        let Err(err) = tree.plan(&args(host)) else {
+            panic!("{host}: planned");
+        };
+        let err = format!("{err:#}");
+        assert!(err.contains("is not a directory"), "{host}: {err}");
+        checked.push(host);
+    }
+    for host in [Host::ClaudeCode, Host::Codex, Host::KimiCode] {
+        assert!(checked.contains(&host), "{host} not checked: {checked:?}");
+    }
+}
