@@ -50,15 +50,7 @@ impl Skip {
     }
 }
 
-/// Turn id from the roles of the session's earlier messages: 1 + the user messages; anything but
-/// an array counts as an empty history.
-#[must_use]
-pub fn turn_id(history_roles: Option<&Value>) -> String {
-    let users = history_roles.and_then(Value::as_array).map_or(0, |roles| {
-        roles.iter().filter(|r| r.as_str() == Some("user")).count()
-    });
-    (users + 1).to_string()
-}
+pub use powercontext_hooks_core::payload::turn_from_roles as turn_id;
 
 /// Decodes the plugin's `before-prompt-build` payload: `{prompt, cwd, session_id, history_roles}`.
 ///

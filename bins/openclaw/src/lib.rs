@@ -15,7 +15,6 @@ use std::ffi::OsString;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use powercontext_hooks_core::capture;
 use powercontext_hooks_core::config::Settings;
 use powercontext_hooks_core::deadline::Deadline;
 use powercontext_hooks_core::env::Env;
@@ -140,21 +139,13 @@ pub fn before_prompt_build(
 /// What a prompt captures (session and turn ids always present).
 #[must_use]
 pub fn capture_of(event: &PromptEvent) -> Capture {
-    let cwd = event.cwd.to_string_lossy();
-    Capture {
-        session: event.session_id.clone(),
-        turn: event.turn_id.clone(),
-        content: event.prompt.clone(),
-        metadata: capture::metadata(
-            HOST.as_str(),
-            "user_prompt_submit",
-            &[
-                ("cwd", Some(&cwd)),
-                ("session_id", Some(&event.session_id)),
-                ("turn_id", Some(&event.turn_id)),
-            ],
-        ),
-    }
+    Capture::user_prompt(
+        HOST,
+        &event.prompt,
+        &event.cwd.to_string_lossy(),
+        &event.session_id,
+        &event.turn_id,
+    )
 }
 
 #[cfg(test)]

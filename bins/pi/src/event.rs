@@ -55,15 +55,7 @@ impl Skip {
     }
 }
 
-/// Turn id from the roles of the branch entries (`null` for entries that are not messages): 1 +
-/// the user messages; anything but an array counts as an empty branch, as upstream.
-#[must_use]
-pub fn turn_id(branch_roles: Option<&Value>) -> String {
-    let users = branch_roles.and_then(Value::as_array).map_or(0, |roles| {
-        roles.iter().filter(|r| r.as_str() == Some("user")).count()
-    });
-    (users + 1).to_string()
-}
+pub use powercontext_hooks_core::payload::turn_from_roles as turn_id;
 
 /// Decodes the extension's `before-agent-start` payload:
 /// `{prompt, system_prompt, cwd, session_id, branch_roles}`.

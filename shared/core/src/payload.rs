@@ -128,6 +128,17 @@ pub fn first_text<'a>(value: &'a Value, fields: &[&str]) -> Option<&'a str> {
     })
 }
 
+/// A turn number from the roles of a session's earlier entries (`null` for entries that are not
+/// messages): 1 + the user messages; anything but an array counts as an empty history. The
+/// JavaScript shims (Pi, OpenClaw) send these roles because their hosts give the hook no turn id.
+#[must_use]
+pub fn turn_from_roles(roles: Option<&Value>) -> String {
+    let users = roles.and_then(Value::as_array).map_or(0, |roles| {
+        roles.iter().filter(|r| r.as_str() == Some("user")).count()
+    });
+    (users + 1).to_string()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

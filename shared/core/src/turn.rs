@@ -48,6 +48,26 @@ pub struct Capture {
 }
 
 impl Capture {
+    /// A user prompt with its session and turn (both always present), tagged as the
+    /// `user_prompt_submit` of `integration`, as the shim hosts (Pi, OpenClaw) capture it.
+    #[must_use]
+    pub fn user_prompt(integration: Integration, prompt: &str, cwd: &str, session: &str, turn: &str) -> Self {
+        Self {
+            session: session.to_owned(),
+            turn: turn.to_owned(),
+            content: prompt.to_owned(),
+            metadata: capture::metadata(
+                integration.as_str(),
+                "user_prompt_submit",
+                &[
+                    ("cwd", Some(cwd)),
+                    ("session_id", Some(session)),
+                    ("turn_id", Some(turn)),
+                ],
+            ),
+        }
+    }
+
     /// The same capture with `content` as its text (the gated prompt: private blocks removed,
     /// secrets redacted).
     #[must_use]
