@@ -10,7 +10,7 @@ use powercontext_hooks_core::config::Settings;
 use powercontext_hooks_core::deadline::Deadline;
 use powercontext_hooks_core::emit;
 use powercontext_hooks_core::env::Env;
-use powercontext_hooks_core::hook::Run;
+use powercontext_hooks_core::hook::{Answered, Run};
 use powercontext_hooks_core::outcome::{Diagnostic, Outcome, Stage};
 use powercontext_hooks_core::protocol::Answer;
 use powercontext_hooks_core::state::{self, StateDir};
@@ -35,26 +35,26 @@ fn diag(stage: Stage, outcome: Outcome) -> Diagnostic {
 
 /// Reads the batch and answers.
 #[must_use]
-pub fn run(run: &Run<'_>) -> Answer {
+pub fn run(run: &Run<'_>) -> Answered {
     // The watchdog is already armed at the default budget: a plugin that never closes stdin
     // cannot keep the step waiting.
     let Some(stdin) = run.payload() else {
-        return Answer::Nothing;
+        return Answer::Nothing.into();
     };
     let Ok(event) = event::parse(&stdin) else {
-        return run.skip("not_json");
+        return run.skip("not_json").into();
     };
     drop(stdin);
     // Later steps of a turn carry `messages: []`, and plugin-only batches are not user input:
     // nothing to recall or capture, and nothing worth a line on every step.
     if event.user_text.is_empty() {
-        return Answer::Nothing;
+        return Answer::Nothing.into();
     }
     if powercontext_hooks_core::payload::is_blank(&event.user_text) {
-        return run.skip("blank_prompt");
+        return run.skip("blank_prompt").into();
     }
     let Some(settings) = run.settings() else {
-        return Answer::Nothing;
+        return Answer::Nothing.into();
     };
     let deadline = run.arm(settings.budget.value);
     respond(run.env, &settings, &deadline, &event)
@@ -62,12 +62,12 @@ pub fn run(run: &Run<'_>) -> Answer {
 
 /// Scope, recall and capture for a batch with user text.
 #[must_use]
-pub fn respond(env: &Env, settings: &Settings, deadline: &Deadline, event: &PreStepEvent) -> Answer {
+pub fn respond(env: &Env, settings: &Settings, deadline: &Deadline, event: &PreStepEvent) -> Answered {
     // Upstream rule: without a session cwd and without a configured scope there is no scope at all
     // (never the process directory): no calls.
     if event.cwd.is_none() && settings.scope_id.value.is_none() {
         emit::diagnostic(&diag(Stage::Prepare, Outcome::Skipped).detail("missing_session_cwd"));
-        return Answer::Nothing;
+        return Answer::Nothing.into();
     }
     let prompt = Prompt {
         text: &event.user_text,
@@ -79,16 +79,15 @@ pub fn respond(env: &Env, settings: &Settings, deadline: &Deadline, event: &PreS
         // After the capture gate, as every host: a secret never waits on the claim.
         recall: &|| recall_allowed(env, deadline, event),
     };
-    let Some(mut begun) = Turn::begin(HOST, env, settings, deadline, prompt) else {
-        return Answer::Nothing;
+    let Some(begun) = Turn::begin(HOST, env, settings, deadline, prompt) else {
+        return Answer::Nothing.into();
     };
     let answer = begun
         .recalls
         .then(|| begun.recall(&event.user_text, settings.max_bytes.value))
         .flatten()
         .map_or(Answer::Nothing, |text| Answer::Context(wrap(&text)));
-    begun.finish();
-    answer
+    Answered::new(answer, begun.finish())
 }
 
 /// Once per user turn: the first step of a turn with user text recalls; later steps of the same

@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use powercontext_hooks_core::hook::{self, Reply, Run};
+use powercontext_hooks_core::hook::{self, Answered, Reply, Run};
 use powercontext_hooks_core::host::Integration;
 use powercontext_hooks_core::journal;
 use powercontext_hooks_core::payload::{self, first_text};
@@ -37,21 +37,21 @@ pub fn main() -> ExitCode {
     })
 }
 
-fn handle(run: &Run<'_>) -> Answer {
+fn handle(run: &Run<'_>) -> Answered {
     let Some(settings) = run.settings() else {
-        return Answer::Nothing;
+        return Answer::Nothing.into();
     };
     let deadline = run.arm(settings.budget.value);
     let Some(stdin) = run.payload() else {
-        return Answer::Nothing;
+        return Answer::Nothing.into();
     };
     let decoded = payload::decode(&stdin);
     drop(stdin);
     match decoded.ok_or(SkipReason::NotJson).and_then(|d| parse(&d)) {
         Ok(event) => prompt_hook::respond(&PROFILE, run.env, &settings, &deadline, &event),
         // A boundary answers nothing; the drainer takes pending work after the answer.
-        Err(SkipReason::Boundary) => Answer::Nothing,
-        Err(reason) => run.skip(reason.as_str()),
+        Err(SkipReason::Boundary) => Answer::Nothing.into(),
+        Err(reason) => run.skip(reason.as_str()).into(),
     }
 }
 

@@ -18,7 +18,7 @@ use std::time::Duration;
 use powercontext_hooks_core::config::Settings;
 use powercontext_hooks_core::deadline::Deadline;
 use powercontext_hooks_core::env::Env;
-use powercontext_hooks_core::hook::{self, Reply, Run, Then};
+use powercontext_hooks_core::hook::{self, Answered, Reply, Run, Then};
 use powercontext_hooks_core::host::Integration;
 use powercontext_hooks_core::protocol::{Answer, Protocol};
 use powercontext_hooks_core::session::SessionFile;
@@ -84,11 +84,12 @@ fn handle(sub: Subcommand, run: &Run<'_>) -> Reply {
                 return reply;
             };
             let deadline = run.arm(settings.budget.value);
-            reply.answer = match run.payload().map(|b| event::parse_prompt(&b)) {
+            let answered = match run.payload().map(|b| event::parse_prompt(&b)) {
                 Some(Ok(event)) => before_prompt_build(run.env, &settings, &deadline, &event),
-                Some(Err(skip)) => run.skip(skip.as_str()),
-                None => Answer::Nothing,
+                Some(Err(skip)) => run.skip(skip.as_str()).into(),
+                None => Answer::Nothing.into(),
             };
+            (reply.answer, reply.after) = (answered.answer, answered.after);
         }
         Subcommand::Boundary => {
             let _deadline = run.arm(BOUNDARY_BUDGET);
@@ -116,7 +117,7 @@ pub fn before_prompt_build(
     settings: &Settings,
     deadline: &Deadline,
     event: &PromptEvent,
-) -> Answer {
+) -> Answered {
     let prompt = Prompt {
         text: &event.prompt,
         lossy: event.lossy,
@@ -125,15 +126,14 @@ pub fn before_prompt_build(
         capture: capture_of(event),
         recall: &|| true,
     };
-    let Some(mut begun) = Turn::begin(HOST, env, settings, deadline, prompt) else {
-        return Answer::Nothing;
+    let Some(begun) = Turn::begin(HOST, env, settings, deadline, prompt) else {
+        return Answer::Nothing.into();
     };
     let answer = match begun.recall(&event.prompt, settings.max_bytes.value) {
         Some(text) => Answer::Context(prepend(&text)),
         None => Answer::Nothing,
     };
-    begun.finish();
-    answer
+    Answered::new(answer, begun.finish())
 }
 
 /// What a prompt captures (session and turn ids always present).

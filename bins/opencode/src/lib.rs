@@ -17,7 +17,7 @@ use powercontext_hooks_core::config::{Defaults, Settings};
 use powercontext_hooks_core::deadline::Deadline;
 use powercontext_hooks_core::emit;
 use powercontext_hooks_core::env::Env;
-use powercontext_hooks_core::hook::{self, Reply, Run, Then};
+use powercontext_hooks_core::hook::{self, Answered, Reply, Run, Then};
 use powercontext_hooks_core::host::Integration;
 use powercontext_hooks_core::outcome::{Outcome, Stage};
 use powercontext_hooks_core::protocol::{Answer, Protocol};
@@ -76,24 +76,28 @@ impl hook::Command for Command {
 /// Runs the hook process.
 #[must_use]
 pub fn main() -> ExitCode {
-    hook::run_hook(HOST, |command, run| Reply {
-        protocol: if command == Command::Prepare {
-            Protocol::OpenCodePrepare
-        } else {
-            Protocol::OpenCodeTransform
-        },
-        answer: handle(command, run),
-        // Only a prepared turn leaves spool or ledger work for the drainer.
-        then: if command == Command::Prepare {
-            Then::Drain
-        } else {
-            Then::Stop
-        },
+    hook::run_hook(HOST, |command, run| {
+        let Answered { answer, after } = handle(command, run);
+        Reply {
+            protocol: if command == Command::Prepare {
+                Protocol::OpenCodePrepare
+            } else {
+                Protocol::OpenCodeTransform
+            },
+            answer,
+            after,
+            // Only a prepared turn leaves spool or ledger work for the drainer.
+            then: if command == Command::Prepare {
+                Then::Drain
+            } else {
+                Then::Stop
+            },
+        }
     })
 }
 
 /// One subcommand, reading stdin from the process.
-fn handle(command: Command, run: &Run<'_>) -> Answer {
+fn handle(command: Command, run: &Run<'_>) -> Answered {
     let env = run.env;
     let settings = match command {
         // Invalid settings still claim the turn (see `prepare::run`), under the default budget.
@@ -106,9 +110,9 @@ fn handle(command: Command, run: &Run<'_>) -> Answer {
         Err(_) => LOCAL_BUDGET,
     });
     let Some(stdin) = run.payload() else {
-        return Answer::Nothing;
+        return Answer::Nothing.into();
     };
-    let skipped = |reason: event::Skip| run.skip(reason.as_str());
+    let skipped = |reason: event::Skip| run.skip(reason.as_str()).into();
     match command {
         Command::Prepare => match event::parse_prepare(&stdin) {
             Ok(event) => {
@@ -118,8 +122,8 @@ fn handle(command: Command, run: &Run<'_>) -> Answer {
             Err(reason) => skipped(reason),
         },
         Command::Inject => match event::parse_inject(&stdin) {
-            Ok(Some(latest)) => inject(env, &deadline, &latest),
-            Ok(None) => Answer::Nothing,
+            Ok(Some(latest)) => inject(env, &deadline, &latest).into(),
+            Ok(None) => Answer::Nothing.into(),
             Err(reason) => skipped(reason),
         },
         Command::Forget => match event::parse_forget(&stdin) {
@@ -127,7 +131,7 @@ fn handle(command: Command, run: &Run<'_>) -> Answer {
                 if let Err(e) = TurnCache::locate(env).and_then(|c| c.forget(&deadline, &session)) {
                     emit::diagnostic(&diag(Stage::State, Outcome::StateUnavailable).detail(e.detail()));
                 }
-                Answer::Nothing
+                Answer::Nothing.into()
             }
             Err(reason) => skipped(reason),
         },
@@ -136,7 +140,7 @@ fn handle(command: Command, run: &Run<'_>) -> Answer {
                 if let Some(file) = SessionFile::locate(env, HOST, &session) {
                     file.mark_compacted();
                 }
-                Answer::Nothing
+                Answer::Nothing.into()
             }
             Err(reason) => skipped(reason),
         },

@@ -9,6 +9,7 @@ use powercontext_hooks_core::config::Settings;
 use powercontext_hooks_core::deadline::Deadline;
 use powercontext_hooks_core::emit;
 use powercontext_hooks_core::env::Env;
+use powercontext_hooks_core::hook::Answered;
 use powercontext_hooks_core::http::Transport;
 use powercontext_hooks_core::outcome::{Diagnostic, Outcome, Stage};
 use powercontext_hooks_core::protocol::Answer;
@@ -81,7 +82,7 @@ pub fn run(
     settings: Result<&Settings, String>,
     deadline: &Deadline,
     event: &PrepareEvent,
-) -> Answer {
+) -> Answered {
     // A session this state has never seen is new: its resolved scope gets pinned below.
     let new_session = TurnCache::locate(env).is_ok_and(|c| !c.knows(&event.session_id));
     let claim = claim(env, deadline, event);
@@ -89,17 +90,17 @@ pub fn run(
         Ok(s) => s,
         Err(setting) => {
             emit::diagnostic(&diag(Stage::Config, Outcome::ConfigInvalid).setting(setting));
-            return Answer::Nothing;
+            return Answer::Nothing.into();
         }
     };
     if powercontext_hooks_core::payload::is_blank(&event.prompt) {
         emit::diagnostic(&diag(Stage::Payload, Outcome::Skipped).detail("blank_prompt"));
-        return Answer::Nothing;
+        return Answer::Nothing.into();
     }
     // Without the session directory there is no workspace key: nothing is sent anywhere.
     let Some(directory) = event.directory.as_ref() else {
         emit::diagnostic(&diag(Stage::Payload, Outcome::Skipped).detail("missing_directory"));
-        return Answer::Nothing;
+        return Answer::Nothing.into();
     };
     let prompt = Prompt {
         text: &event.prompt,
@@ -109,8 +110,8 @@ pub fn run(
         capture: capture_of(event, &directory.to_string_lossy()),
         recall: &|| true,
     };
-    let Some(mut begun) = Turn::begin(HOST, env, settings, deadline, prompt) else {
-        return Answer::Nothing;
+    let Some(begun) = Turn::begin(HOST, env, settings, deadline, prompt) else {
+        return Answer::Nothing.into();
     };
     // Recall before capture, as the official plugin orders them.
     let mut answer = Answer::Nothing;
@@ -138,8 +139,10 @@ pub fn run(
             _ => answer = Answer::Context(text),
         }
     }
-    // Sent once this step is done (see `turn::after_answer`), never before the context is ready.
-    begun.finish();
+    let (transport, scope) = (begun.turn.transport.clone(), begun.scope.clone());
+    // Sent once this step is done (see `powercontext_hooks_core::after`), never before the
+    // context is ready.
+    let mut after = begun.finish();
     // As upstream, a new session without an explicit scope is pinned to the scope it resolved to,
     // so a later workspace rebinding does not move a conversation already under way. After recall,
     // so its outcome never hides recall's (the capture goes after the step, see above);
@@ -149,15 +152,11 @@ pub fn run(
         && settings.scope_id.value.is_none()
         && !event.session_id.starts_with("powercontext-hooks-doctor-")
     {
-        let (transport, session, scope) = (
-            begun.turn.transport.clone(),
-            event.session_id.clone(),
-            begun.scope.clone(),
-        );
+        let session = event.session_id.clone();
         // After the answer: a slow binding request never costs the prepared context.
-        powercontext_hooks_core::turn::later(move || pin_session(&transport, &session, &scope));
+        after.later(move || pin_session(&transport, &session, &scope));
     }
-    answer
+    Answered::new(answer, after)
 }
 
 /// `PUT /v1/scope-bindings` for `opencode/session/<id>` → `scope`. A failure is reported and

@@ -15,11 +15,12 @@ pub mod event;
 use std::ffi::OsString;
 use std::process::ExitCode;
 
+use powercontext_hooks_core::after::AfterAnswer;
 use powercontext_hooks_core::config::Settings;
 use powercontext_hooks_core::deadline::Deadline;
 use powercontext_hooks_core::env::Env;
 use powercontext_hooks_core::flush;
-use powercontext_hooks_core::hook::{self, Reply, Run, Then};
+use powercontext_hooks_core::hook::{self, Answered, Reply, Run, Then};
 use powercontext_hooks_core::host::Integration;
 use powercontext_hooks_core::protocol::{Answer, Protocol};
 use powercontext_hooks_core::session::SessionFile;
@@ -85,6 +86,7 @@ fn handle(sub: Subcommand, run: &Run<'_>) -> Reply {
     let mut reply = Reply {
         protocol: Protocol::PiBeforeAgentStart,
         answer: Answer::Nothing,
+        after: AfterAnswer::none(),
         then: Then::DrainCaptures,
     };
     let Some(settings) = run.settings() else {
@@ -94,11 +96,12 @@ fn handle(sub: Subcommand, run: &Run<'_>) -> Reply {
     match sub {
         Subcommand::BeforeAgentStart => {
             let deadline = run.arm(settings.budget.value);
-            reply.answer = match run.payload().map(|b| event::parse_start(&b)) {
+            let answered = match run.payload().map(|b| event::parse_start(&b)) {
                 Some(Ok(event)) => before_agent_start(run.env, &settings, &deadline, &event),
-                Some(Err(skip)) => run.skip(skip.as_str()),
-                None => Answer::Nothing,
+                Some(Err(skip)) => run.skip(skip.as_str()).into(),
+                None => Answer::Nothing.into(),
             };
+            (reply.answer, reply.after) = (answered.answer, answered.after);
         }
         Subcommand::Flush => {
             // Past the network deadline there is still a ledger write to finish.
@@ -130,7 +133,12 @@ fn handle(sub: Subcommand, run: &Run<'_>) -> Reply {
 /// Capture written ahead, scope, recall, the answer; the capture goes after the answer (and its
 /// position is kept pending until flushed, see [`Integration::flushes_every_capture`]).
 #[must_use]
-pub fn before_agent_start(env: &Env, settings: &Settings, deadline: &Deadline, event: &StartEvent) -> Answer {
+pub fn before_agent_start(
+    env: &Env,
+    settings: &Settings,
+    deadline: &Deadline,
+    event: &StartEvent,
+) -> Answered {
     let prompt = Prompt {
         text: &event.prompt,
         lossy: event.lossy,
@@ -139,15 +147,14 @@ pub fn before_agent_start(env: &Env, settings: &Settings, deadline: &Deadline, e
         capture: capture_of(event),
         recall: &|| true,
     };
-    let Some(mut begun) = Turn::begin(HOST, env, settings, deadline, prompt) else {
-        return Answer::Nothing;
+    let Some(begun) = Turn::begin(HOST, env, settings, deadline, prompt) else {
+        return Answer::Nothing.into();
     };
     let answer = match begun.recall(&event.prompt, settings.max_bytes.value) {
         Some(text) => Answer::Context(augment(&event.system_prompt, &text)),
         None => Answer::Nothing,
     };
-    begun.finish();
-    answer
+    Answered::new(answer, begun.finish())
 }
 
 /// What a prompt captures (`source_id` and metadata exactly as the official Pi extension builds

@@ -4,15 +4,11 @@
 //! the model. Returns classified values; reporting them is the caller's job. Never sends a field
 //! the Server does not know (it rejects unknown fields) and never asks for a Handoff.
 
-use std::sync::Mutex;
-
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::emit;
 use crate::http::{Transport, failure_for};
 use crate::outcome::{Failure, Outcome, Stage};
-use crate::session::{self, Delivered};
 
 /// The bootstrap schema this client accepts.
 pub const BOOTSTRAP_SCHEMA: &str = "powercontext.bootstrap-context.v1";
@@ -173,7 +169,8 @@ pub fn record(transport: &Transport, scope: &str, receipt_id: &str, injected: bo
     }
 }
 
-/// A package put into this run's answer, whose receipt is settled once the answer is out.
+/// A package put into this run's answer, whose receipt is settled once the answer is out (see
+/// [`crate::after`]).
 pub struct Held {
     /// The connection to settle it over (bounded by the same process deadline).
     pub transport: Transport,
@@ -185,39 +182,6 @@ pub struct Held {
     pub receipt_id: String,
     /// Its items, remembered as injected in the session's window.
     pub items: Vec<ItemRef>,
-}
-
-/// At most one package per run: the one in the answer being written.
-static HELD: Mutex<Option<Held>> = Mutex::new(None);
-
-/// Keeps a package until [`settle`] learns whether the answer carrying it was written.
-pub fn hold(held: Held) {
-    *HELD.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(held);
-}
-
-/// Settles the held package, if any: `injected` when the answer carrying it was written, `failed`
-/// when it was not; then applies the run's session change (see [`session::settle`]). Called by
-/// the one place that writes answers, right after writing.
-pub fn settle(written: bool) {
-    let held = HELD
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .take();
-    let delivered = held.map(|held| {
-        let recorded = match record(&held.transport, &held.scope, &held.receipt_id, written) {
-            Ok(()) => true,
-            Err(f) => {
-                emit::diagnostic(&f.diagnostic(held.component, Stage::Bootstrap));
-                false
-            }
-        };
-        Delivered {
-            scope: held.scope,
-            receipt_id: (written && recorded).then_some(held.receipt_id),
-            items: held.items,
-        }
-    });
-    session::settle(written, delivered.as_ref());
 }
 
 /// The object when it has exactly `keys`.

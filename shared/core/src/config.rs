@@ -11,9 +11,11 @@ use serde::Deserialize;
 pub use crate::base::{Defaults, default_state_dir, home_dir, vars};
 use crate::base::{SecretPolicy, parse_bool, user_dir};
 use crate::bounded::{self, Links, Problem};
+use crate::deadline::Deadline;
 use crate::endpoint::{Authorization, BaseUrl};
 use crate::env::{Env, EnvValue};
 use crate::host::Integration;
+use crate::http::Transport;
 use crate::official;
 
 /// Where a resolved value came from (shown by `doctor`).
@@ -741,6 +743,20 @@ fn resolve_authorization(
 }
 
 impl Settings {
+    /// The Server connection these settings describe, every request bounded by `deadline`.
+    ///
+    /// # Errors
+    /// The name of a proxy variable that cannot be used (reported as `config_invalid`).
+    pub fn transport(&self, deadline: &Deadline, env: &Env) -> Result<Transport, &'static str> {
+        Transport::new(
+            self.server_url.value.clone(),
+            self.authorization.value.clone(),
+            self.request_timeout.value,
+            *deadline,
+            env,
+        )
+    }
+
     /// Resolves every setting through the layers.
     ///
     /// # Errors

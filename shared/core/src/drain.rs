@@ -788,6 +788,8 @@ pub fn start_early(state: &StateDir) {
 /// its stdin, held until this process exits.
 type Early = std::thread::JoinHandle<Option<(std::process::Child, std::process::ChildStdin)>>;
 
+/// Process-wide because the early drainer's pipe must stay open until this process ends, however
+/// it ends (the answer, the watchdog, a panic): its end of file is the drainer's signal.
 static EARLY: std::sync::Mutex<Option<Early>> = std::sync::Mutex::new(None);
 
 fn lock_early() -> std::sync::MutexGuard<'static, Option<Early>> {
@@ -815,7 +817,6 @@ fn early_drainer_waits() -> bool {
 /// holds the drain lock (it looks at the spool again once it lets go, see [`drain`]).
 /// Never waits for a drainer.
 pub fn hand_off(state: &StateDir) {
-    HANDED_OFF.store(true, std::sync::atomic::Ordering::Relaxed);
     if early_drainer_waits() {
         return;
     }
@@ -829,9 +830,6 @@ pub fn hand_off(state: &StateDir) {
         Err(LockError::Io(_)) => {}
     }
 }
-
-/// This run handed its capture over: the drainer it started (or found) does the rest.
-static HANDED_OFF: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// When a drainer starts its pass.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -886,9 +884,6 @@ pub fn spawn_if_needed(env: &Env) {
         if let Some(component) = spool::left_this_run() {
             spool::enforce_after_answer(env, component);
         }
-        return;
-    }
-    if HANDED_OFF.load(std::sync::atomic::Ordering::Relaxed) {
         return;
     }
     let Ok(state) = StateDir::locate(env) else { return };

@@ -164,8 +164,13 @@ pub fn boundary(integration: Integration, env: &Env, settings: &Settings, deadli
     };
     // Stable: the host's entries keep their order and go first.
     entries.sort_by_key(|e| e.integration != integration.as_str());
-    let Some(turn) = crate::turn::Turn::open(integration, env, settings, deadline) else {
-        return;
+    let transport = match settings.transport(deadline, env) {
+        Ok(t) => t,
+        Err(name) => {
+            return emit::diagnostic(
+                &Diagnostic::new(component, Stage::Config, Outcome::ConfigInvalid).setting(name),
+            );
+        }
     };
     let flush = Flush {
         max_calls: settings.flush_max_calls.value,
@@ -175,9 +180,9 @@ pub fn boundary(integration: Integration, env: &Env, settings: &Settings, deadli
         if deadline.expired() {
             break;
         }
-        let result = flush.run(&turn.transport, &e.scope, e.position);
+        let result = flush.run(&transport, &e.scope, e.position);
         if let Err(f) = result {
-            turn.report(Stage::Flush, f);
+            emit::diagnostic(&f.diagnostic(component, Stage::Flush));
         }
         let lock = match state.lock(&deadline.within(state::HOOK_LOCK_WAIT)) {
             Ok(l) => l,

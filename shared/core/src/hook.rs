@@ -10,6 +10,7 @@ use std::ffi::OsString;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
+use crate::after::{AfterAnswer, Done};
 use crate::config::{Settings, vars};
 use crate::deadline::Deadline;
 use crate::drain;
@@ -58,25 +59,52 @@ pub enum Then {
 }
 
 /// A handler's result: the protocol and answer for stdout, and what follows it.
-#[derive(Debug)]
 pub struct Reply {
     /// The host protocol the answer is written in.
     pub protocol: Protocol,
     /// The answer (at most one line).
     pub answer: Answer,
-    /// What follows the answer.
+    /// The work the pipeline left for after the answer (a bootstrap receipt, the session record,
+    /// the capture), run by the answer step once the answer is out.
+    pub after: AfterAnswer,
+    /// Whether a drainer is started at the end.
     pub then: Then,
 }
 
 impl Reply {
-    /// `answer` in `protocol`, followed by [`Then::Drain`].
+    /// `answered` in `protocol`, followed by [`Then::Drain`].
     #[must_use]
-    pub fn drain(protocol: Protocol, answer: Answer) -> Self {
+    pub fn drain(protocol: Protocol, answered: impl Into<Answered>) -> Self {
+        let Answered { answer, after } = answered.into();
         Self {
             protocol,
             answer,
+            after,
             then: Then::Drain,
         }
+    }
+}
+
+/// What a pipeline returns: the answer, and the work it leaves for after the answer.
+pub struct Answered {
+    /// The answer.
+    pub answer: Answer,
+    /// What runs once the answer is out.
+    pub after: AfterAnswer,
+}
+
+impl Answered {
+    /// `answer`, then `after`.
+    #[must_use]
+    pub fn new(answer: Answer, after: AfterAnswer) -> Self {
+        Self { answer, after }
+    }
+}
+
+impl From<Answer> for Answered {
+    /// An answer that leaves nothing for after it.
+    fn from(answer: Answer) -> Self {
+        Self::new(answer, AfterAnswer::none())
     }
 }
 
@@ -169,8 +197,12 @@ pub fn run_hook<C: Command>(host: Integration, handle: impl FnOnce(C, &Run<'_>) 
         start,
     };
     let reply = handle(command, &run);
-    let code = protocol::deliver(host, reply.protocol, &reply.answer);
-    // Only after the answer is out: leftover work goes to a detached drainer.
+    let done = protocol::deliver(host, reply.protocol, &reply.answer, reply.after);
+    // Only after the answer is out: leftover work goes to a detached drainer, unless the capture
+    // was just handed to one.
+    if done == Done::HandedOff {
+        return ExitCode::SUCCESS;
+    }
     match reply.then {
         Then::Drain => drain::spawn_if_needed(&env),
         Then::DrainCaptures => {
@@ -180,5 +212,5 @@ pub fn run_hook<C: Command>(host: Integration, handle: impl FnOnce(C, &Run<'_>) 
         }
         Then::Stop => {}
     }
-    code
+    ExitCode::SUCCESS
 }

@@ -16,10 +16,11 @@
 //! 3. Server calls: `recall`, `scope`, `capture`.
 //! 4. Local stores: `ledger`, `spool`, `scope_cache`.
 //! 5. Configuration: `official`, `config`.
-//! 6. The hook pipeline: `session`, `bootstrap`, `turn`, `flush`, `drain`, `protocol`, `hook`,
-//!    `prompt_hook`.
+//! 6. The hook pipeline: `session`, `bootstrap`, `flush`, `drain`, `after`, `turn`, `protocol`,
+//!    `hook`, `prompt_hook`.
 #![deny(missing_docs)]
 
+pub mod after;
 pub mod base;
 pub mod bootstrap;
 pub mod bounded;

@@ -17,7 +17,7 @@ use crate::config::Settings;
 use crate::deadline::Deadline;
 use crate::emit;
 use crate::env::Env;
-use crate::hook::{self, Reply, Run};
+use crate::hook::{self, Answered, Reply, Run};
 use crate::host::Integration;
 use crate::journal;
 use crate::outcome::{Outcome, Stage};
@@ -249,16 +249,17 @@ fn event_word(profile: &PromptHookProfile, normalized: &str) -> &'static str {
 #[must_use]
 pub fn main(profile: &PromptHookProfile) -> ExitCode {
     hook::run_hook(profile.integration, |hook::Payload, run| {
-        let (protocol, answer) = handle(profile, run);
-        Reply::drain(protocol, answer)
+        let (protocol, answered) = handle(profile, run);
+        Reply::drain(protocol, answered)
     })
 }
 
-/// The pipeline, reading stdin from the process: the protocol to answer with, and the answer.
-fn handle(profile: &PromptHookProfile, run: &Run<'_>) -> (Protocol, Answer) {
+/// The pipeline, reading stdin from the process: the protocol to answer with, the answer and the
+/// work for after it.
+fn handle(profile: &PromptHookProfile, run: &Run<'_>) -> (Protocol, Answered) {
     let events = &profile.integration.spec().events;
     let prompt_protocol = Protocol::for_prompt(profile.integration);
-    let nothing = (prompt_protocol, Answer::Nothing);
+    let nothing = (prompt_protocol, Answer::Nothing.into());
     let Some(settings) = run.settings() else {
         return nothing;
     };
@@ -284,7 +285,7 @@ fn handle(profile: &PromptHookProfile, run: &Run<'_>) -> (Protocol, Answer) {
             respond(profile, env, &settings, &deadline, &event),
         ),
         Err(SkipReason::Boundary) => nothing,
-        Err(reason) => (prompt_protocol, run.skip(reason.as_str())),
+        Err(reason) => (prompt_protocol, run.skip(reason.as_str()).into()),
     }
 }
 
@@ -296,7 +297,7 @@ pub fn lifecycle(
     settings: &Settings,
     deadline: &Deadline,
     event: &LifecycleEvent,
-) -> Answer {
+) -> Answered {
     match event {
         LifecycleEvent::Compacting { session_id } => {
             // Pending captures go to the drainer after the (empty) answer, as at any boundary.
@@ -306,46 +307,63 @@ pub fn lifecycle(
             {
                 file.mark_compacted();
             }
-            Answer::Nothing
+            Answer::Nothing.into()
         }
         LifecycleEvent::Start {
             cwd,
             session_id,
             lifecycle,
-        } => {
-            let Some(turn) = Turn::open(profile.integration, env, settings, deadline) else {
-                return Answer::Nothing;
-            };
-            let turn = turn.in_session(session_id.as_deref());
-            let query = ScopeQuery::for_event(
-                profile.integration,
-                settings.scope_id.value.as_deref(),
-                session_id.as_deref(),
-                cwd,
-                deadline,
-                crate::workspace::Discovery::for_env(env),
-            );
-            if !settings.bootstrap.value {
-                // A binding changed before this session (re)started takes effect at its first
-                // prompt: the cached scope goes.
-                turn.forget_cached_scope(&query);
-                turn.session_start_offline(*lifecycle);
-                return Answer::Nothing;
-            }
-            let Some(scope) = turn.resolve_fresh(query) else {
-                turn.session_start_offline(*lifecycle);
-                return Answer::Nothing;
-            };
-            let context = turn.session_start(&scope, *lifecycle);
-            // Recorded only if the answer is written: the next prompt's text then starts with it.
-            if let (Some(echo), Some(text), Some(session)) = (&profile.start_echo, &context, session_id)
-                && let Some(file) = SessionFile::locate(env, profile.integration, session)
-            {
-                crate::session::hold_echo(file, echo.mark(text));
-            }
-            context.map_or(Answer::Nothing, Answer::Context)
-        }
+        } => session_start(
+            profile,
+            env,
+            settings,
+            deadline,
+            (cwd, session_id.as_deref(), *lifecycle),
+        ),
     }
+}
+
+/// `SessionStart`: scope, the boundary's bootstrap package, the answer; the session record and
+/// the package's receipt after it.
+fn session_start(
+    profile: &PromptHookProfile,
+    env: &Env,
+    settings: &Settings,
+    deadline: &Deadline,
+    (cwd, session_id, lifecycle): (&std::path::Path, Option<&str>, Lifecycle),
+) -> Answered {
+    let Some(turn) = Turn::open(profile.integration, env, settings, deadline) else {
+        return Answer::Nothing.into();
+    };
+    let turn = turn.in_session(session_id);
+    let query = ScopeQuery::for_event(
+        profile.integration,
+        settings.scope_id.value.as_deref(),
+        session_id,
+        cwd,
+        deadline,
+        crate::workspace::Discovery::for_env(env),
+    );
+    if !settings.bootstrap.value {
+        // A binding changed before this session (re)started takes effect at its first prompt:
+        // the cached scope goes.
+        turn.forget_cached_scope(&query);
+        turn.session_start_offline(lifecycle);
+        return Answered::new(Answer::Nothing, turn.into_after());
+    }
+    let Some(scope) = turn.resolve_fresh(query) else {
+        turn.session_start_offline(lifecycle);
+        return Answered::new(Answer::Nothing, turn.into_after());
+    };
+    let context = turn.session_start(&scope, lifecycle);
+    let mut after = turn.into_after();
+    // Recorded only if the answer is written: the next prompt's text then starts with it.
+    if let (Some(echo), Some(text), Some(session)) = (&profile.start_echo, &context, session_id)
+        && let Some(file) = SessionFile::locate(env, profile.integration, session)
+    {
+        after.record_echo(file, echo.mark(text));
+    }
+    Answered::new(context.map_or(Answer::Nothing, Answer::Context), after)
 }
 
 /// The event with the host's echo of our session-start context removed from its prompt (see
@@ -376,7 +394,7 @@ pub fn respond(
     settings: &Settings,
     deadline: &Deadline,
     event: &PromptEvent,
-) -> Answer {
+) -> Answered {
     let stripped = without_start_echo(profile, env, event);
     let event = stripped.as_ref().unwrap_or(event);
     if payload::is_blank(&event.prompt) {
@@ -388,7 +406,7 @@ pub fn respond(
             )
             .detail(SkipReason::BlankPrompt.as_str()),
         );
-        return Answer::Nothing;
+        return Answer::Nothing.into();
     }
     let prompt = Prompt {
         text: &event.prompt,
@@ -398,12 +416,11 @@ pub fn respond(
         capture: capture_of(profile, event),
         recall: &|| true,
     };
-    let Some(mut begun) = Turn::begin(profile.integration, env, settings, deadline, prompt) else {
-        return Answer::Nothing;
+    let Some(begun) = Turn::begin(profile.integration, env, settings, deadline, prompt) else {
+        return Answer::Nothing.into();
     };
     let answer = recall(profile, &begun, event);
-    begun.finish();
-    answer
+    Answered::new(answer, begun.finish())
 }
 
 fn recall(profile: &PromptHookProfile, begun: &Begun<'_>, event: &PromptEvent) -> Answer {

@@ -13,10 +13,9 @@
 //!
 //! Diagnostics always go to stderr as JSON lines and never change the exit code: a hook fails open.
 
-use std::process::ExitCode;
-
 use serde_json::json;
 
+use crate::after::{AfterAnswer, Done};
 use crate::emit;
 use crate::host::{Integration, OutputChannel};
 use crate::journal;
@@ -110,23 +109,20 @@ fn command_hook_line(channel: OutputChannel, event: &str, text: &str) -> String 
     .to_string()
 }
 
-/// Writes the answer in `host`'s output channel, settles a bootstrap package it carries (see
-/// [`crate::bootstrap::settle`]), does the work held for after the answer (the capture, see
-/// [`crate::turn::after_answer`]), then writes the run's journal record, and returns the exit
-/// code (always success).
-#[must_use]
-pub fn deliver(host: Integration, protocol: Protocol, answer: &Answer) -> ExitCode {
+/// Writes the answer in `host`'s output channel, then runs the work the run left for after it
+/// (see [`AfterAnswer::run`]: a bootstrap receipt, the session record, the capture), then writes
+/// the run's journal record. The exit code is always success; what the work did is returned.
+pub fn deliver(host: Integration, protocol: Protocol, answer: &Answer, after: AfterAnswer) -> Done {
     let written = match render_in(host.spec().output, protocol, answer) {
         Some(line) => emit::stdout_line(&line),
         None => false,
     };
-    crate::bootstrap::settle(written);
-    crate::turn::after_answer();
+    let done = after.run(written);
     journal::finish(match answer {
         Answer::Context(text) if protocol != Protocol::OpenCodePrepare => Some(text.len()),
         _ => None,
     });
-    ExitCode::SUCCESS
+    done
 }
 
 #[cfg(test)]

@@ -11,7 +11,6 @@ use std::fs;
 use std::io::Read;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
@@ -312,8 +311,16 @@ impl SessionFile {
         }
     }
 
+    /// The mark of the session-start context the host was given (see [`Record::start_echo`]).
+    pub fn record_start_echo(&self, mark: String) {
+        self.update(|r| {
+            r.start_echo = Some(mark);
+            true
+        });
+    }
+
     /// Applies a run's [`Change`] to the record as it is now (see the module doc).
-    fn apply(&self, change: Change, written: bool, delivered: Option<&Delivered>) {
+    pub fn apply(&self, change: Change, written: bool, delivered: Option<&Delivered>) {
         self.update(|r| {
             if r.generation != change.seen_generation {
                 return false;
@@ -384,47 +391,6 @@ pub struct Delivered {
     pub receipt_id: Option<String>,
     /// Its items.
     pub items: Vec<ItemRef>,
-}
-
-/// At most one change per run: the one for the answer being written.
-static HELD: Mutex<Option<Change>> = Mutex::new(None);
-
-/// A session-start context's mark, recorded with the run's change if the answer is written.
-static HELD_ECHO: Mutex<Option<(SessionFile, String)>> = Mutex::new(None);
-
-/// Keeps the mark of the session-start context this run answers with until [`settle`], which
-/// records it in the session's record only if the answer was written.
-pub fn hold_echo(file: SessionFile, mark: String) {
-    *HELD_ECHO
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner) = Some((file, mark));
-}
-
-/// Keeps a run's change until [`settle`].
-pub fn hold(change: Change) {
-    *HELD.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(change);
-}
-
-/// Applies the held change, if any, now that the answer was (or was not) written.
-pub fn settle(written: bool, delivered: Option<&Delivered>) {
-    let change = HELD
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .take();
-    if let Some(change) = change {
-        let file = change.file.clone();
-        file.apply(change, written, delivered);
-    }
-    let echo = HELD_ECHO
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .take();
-    if let Some((file, mark)) = echo.filter(|_| written) {
-        file.update(|r| {
-            r.start_echo = Some(mark);
-            true
-        });
-    }
 }
 
 /// The line that opens the item envelope of a PreparedContext.

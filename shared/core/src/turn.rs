@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde_json::{Map, Value};
 
+use crate::after::{AfterAnswer, Deferred};
 use crate::bootstrap::{self, Bootstrap, Lifecycle};
 use crate::capture::{self, CaptureGate};
 use crate::config::Settings;
@@ -23,7 +24,6 @@ use crate::flush::FlushPolicy;
 use crate::host::Integration;
 use crate::http::Transport;
 use crate::journal;
-use crate::ledger;
 use crate::outcome::{Diagnostic, Failure, Outcome, Stage};
 use crate::recall;
 use crate::scope::ScopeQuery;
@@ -126,19 +126,14 @@ impl Begun<'_> {
         self.turn.recall(&self.scope, query, max_bytes)
     }
 
-    /// Ends the prompt path: the gated capture is held for after the answer (see
-    /// [`Turn::defer_capture`]); nothing is sent before the answer is out. Dropping the value
-    /// does the same, so a host that returns early never loses its capture.
-    pub fn finish(&mut self) {
-        if let Some(capture) = self.capture.take() {
-            self.turn.defer_capture(&capture);
+    /// Ends the prompt path: the work for after the answer, the gated capture with it (see
+    /// [`Turn::defer_capture`]); nothing is sent before the answer is out. A host that drops the
+    /// value instead leaves its capture in the spool, for the next drainer.
+    pub fn finish(self) -> AfterAnswer {
+        if let Some(capture) = &self.capture {
+            self.turn.defer_capture(capture);
         }
-    }
-}
-
-impl Drop for Begun<'_> {
-    fn drop(&mut self) {
-        self.finish();
+        self.turn.into_after()
     }
 }
 
@@ -167,6 +162,8 @@ pub struct Turn<'a> {
     /// The prompt the capture gate scanned and the recall query it produced, so the prompt is
     /// scanned once per turn.
     query_cache: std::sync::OnceLock<(String, Option<String>)>,
+    /// What this turn leaves for after its answer (see [`Turn::into_after`]).
+    after: Mutex<AfterAnswer>,
 }
 
 impl<'a> Turn<'a> {
@@ -178,13 +175,7 @@ impl<'a> Turn<'a> {
         settings: &'a Settings,
         deadline: &Deadline,
     ) -> Option<Self> {
-        match Transport::new(
-            settings.server_url.value.clone(),
-            settings.authorization.value.clone(),
-            settings.request_timeout.value,
-            *deadline,
-            env,
-        ) {
+        match settings.transport(deadline, env) {
             Ok(transport) => Some(Self {
                 integration,
                 env,
@@ -197,6 +188,7 @@ impl<'a> Turn<'a> {
                 fresh_scope: Mutex::new(None),
                 query: Mutex::new(None),
                 query_cache: std::sync::OnceLock::new(),
+                after: Mutex::new(AfterAnswer::none()),
             }),
             Err(name) => {
                 emit::diagnostic(
@@ -212,6 +204,20 @@ impl<'a> Turn<'a> {
     #[must_use]
     pub fn diag(&self, stage: Stage, outcome: Outcome) -> Diagnostic {
         Diagnostic::new(self.integration.component(), stage, outcome)
+    }
+
+    /// Ends the turn: what it leaves for after its answer (a bootstrap receipt, the session
+    /// record's change, a deferred capture), for the answer step to run.
+    pub fn into_after(self) -> AfterAnswer {
+        self.after
+            .into_inner()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn lock_after(&self) -> std::sync::MutexGuard<'_, AfterAnswer> {
+        self.after
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// Reports a classified failure.
@@ -421,7 +427,7 @@ impl<'a> Turn<'a> {
             Vec::new(),
         );
         let (content, held) = fetched.ok().flatten()?;
-        bootstrap::hold(held);
+        self.lock_after().settle_package(held);
         Some(content)
     }
 
@@ -442,7 +448,7 @@ impl<'a> Turn<'a> {
     /// generation as the run read them.
     fn hold_change(&self, seen: (u64, u32), boundary: Option<BoundaryChange>, fresh: Vec<String>) {
         if let Some(file) = &self.session {
-            session::hold(Change {
+            self.lock_after().record_change(Change {
                 file: file.clone(),
                 seen_generation: seen.1,
                 epoch: seen.0,
@@ -685,7 +691,7 @@ impl<'a> Turn<'a> {
         self.hold_change(read_as, boundary, fresh);
         match (package, recalled) {
             (Some((content, held)), recalled) => {
-                bootstrap::hold(held);
+                self.lock_after().settle_package(held);
                 Some(match recalled {
                     Some(text) => format!("{content}\n\n{text}"),
                     None => content,
@@ -715,7 +721,7 @@ impl<'a> Turn<'a> {
         }
     }
 
-    /// Holds the turn's capture for after the answer (see [`after_answer`]): nothing is sent on
+    /// Holds the turn's capture for after the answer (see [`crate::after`]): nothing is sent on
     /// the prompt path. `capture` is what was gated; `scope` is only used when the Server resolved
     /// it during this turn (then it is pinned in the spool entry: fresh, and a replay sends the
     /// same request); a scope from the cache is never used for a capture.
@@ -751,7 +757,7 @@ impl<'a> Turn<'a> {
             },
         };
         let entry = self.spooled(capture, query);
-        *DEFERRED.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(Deferred {
+        self.lock_after().deliver_capture(Deferred {
             component: self.integration.component(),
             ahead,
             entry,
@@ -770,142 +776,5 @@ fn boundary_after(lifecycle: Lifecycle, fetched: bool) -> BoundaryChange {
     BoundaryChange {
         restart: lifecycle != Lifecycle::Resume,
         pending_after: (!fetched).then_some(lifecycle),
-    }
-}
-
-/// A capture held from the prompt path until the answer is out.
-struct Deferred {
-    component: &'static str,
-    /// The claimed spool entry, when one could be written.
-    ahead: Option<WriteAhead>,
-    /// The capture with its scope query (a pinned scope when the Server resolved it this turn).
-    entry: SpooledCapture,
-    transport: crate::http::Transport,
-    flush: FlushPolicy,
-    too_large: bool,
-    /// Hand the entry to the detached drainer instead of delivering it here.
-    background: bool,
-    state: Option<StateDir>,
-}
-
-static DEFERRED: Mutex<Option<Deferred>> = Mutex::new(None);
-
-/// Other work a host leaves for after its answer (run first, before the capture is handed over).
-static LATER: Mutex<Vec<Box<dyn FnOnce() + Send>>> = Mutex::new(Vec::new());
-
-/// Runs `work` once the answer is out (see [`after_answer`]): what need not hold the host's
-/// answer, and must not be able to cost it (a slow request past the watchdog).
-pub fn later(work: impl FnOnce() + Send + 'static) {
-    LATER
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .push(Box::new(work));
-}
-
-/// The work a prompt leaves for after its answer, called by the one place that writes answers
-/// once the answer is out (and before the run's journal record). A capture written ahead is
-/// released and handed to the detached drainer, which resolves its scope and delivers it, in
-/// order per session, exactly once (the `source_id` makes a replay a dedupe). With background
-/// draining off, or when the capture could not be spooled, this process delivers it itself,
-/// within what is left of its budget, with a freshly resolved scope.
-pub fn after_answer() {
-    let later = std::mem::take(&mut *LATER.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
-    for work in later {
-        work();
-    }
-    let Some(d) = DEFERRED
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .take()
-    else {
-        return;
-    };
-    let mut d = d;
-    if d.background
-        && let Some(state) = d.state.clone()
-        && let Some(ahead) = d.ahead.take()
-    {
-        // Released before the drainer is looked for, so whichever drainer runs sees it.
-        drop(ahead);
-        journal::note_queued();
-        drain::hand_off(&state);
-        return;
-    }
-    d.deliver_here();
-}
-
-impl Deferred {
-    fn deliver_here(mut self) {
-        let component = self.component;
-        let scope = match self.entry.query.resolve(&self.transport) {
-            Ok(scope) => scope,
-            Err(f) => {
-                emit::diagnostic(&f.diagnostic(component, Stage::Scope));
-                self.settle(!drain::is_permanent_rejection(&f));
-                return;
-            }
-        };
-        if let Some(ahead) = self.ahead.as_mut()
-            && let Err(e) = ahead.pin_scope(&scope)
-        {
-            emit::diagnostic(
-                &Diagnostic::new(component, Stage::State, Outcome::StateUnavailable).detail(e.detail()),
-            );
-        }
-        let position = match capture::send(&self.transport, &self.entry.request(&scope)) {
-            Ok(position) => {
-                journal::note_delivered();
-                self.settle(false);
-                position
-            }
-            Err(f) => {
-                emit::diagnostic(&f.diagnostic(component, Stage::Capture));
-                self.settle(!drain::is_permanent_rejection(&f));
-                return;
-            }
-        };
-        if self.flush.at_once {
-            match self.flush.immediate.run(&self.transport, &scope, position) {
-                Ok(_) => return,
-                Err(f) => {
-                    emit::diagnostic(&f.diagnostic(component, Stage::Flush));
-                    // A Server without a model will not flush later either.
-                    if f.outcome == Outcome::InferenceUnavailable {
-                        return;
-                    }
-                }
-            }
-        } else if !self.entry.flush {
-            return;
-        }
-        // Pending until a flush (a boundary, the drainer) sees it through.
-        let wait = self.transport.deadline().within(state::HOOK_LOCK_WAIT);
-        let recorded = self
-            .state
-            .as_ref()
-            .map_or(Err(crate::state::StateError::NoLocation), |st| {
-                ledger::record(
-                    st,
-                    &wait,
-                    &self.entry.server,
-                    &scope,
-                    position,
-                    &self.entry.integration,
-                )
-            });
-        if let Err(e) = recorded {
-            emit::diagnostic(
-                &Diagnostic::new(component, Stage::State, Outcome::StateUnavailable).detail(e.detail()),
-            );
-        }
-    }
-
-    fn settle(&mut self, keep: bool) {
-        let ahead = self.ahead.take();
-        if keep {
-            spool::report_left(self.component, ahead, self.too_large);
-        } else if let Some(ahead) = ahead {
-            ahead.retire();
-        }
     }
 }
