@@ -23,6 +23,7 @@ mod e2e_ops;
 mod e2e_pi;
 mod e2e_qwen_code;
 mod e2e_scenarios;
+mod env_registry;
 mod fault;
 mod install_copy;
 mod journal;

@@ -941,7 +941,10 @@ fn context_len(host: Host, stdout: &str) -> Option<usize> {
 }
 
 fn check_working(host: Host, exe: &Path, cwd: &Path, server_ok: bool, r: &mut Report) {
-    let capture_var = format!("POWERCONTEXT_{}_CAPTURE_PROMPTS", host.env_part());
+    let capture_var = powercontext_hooks_core::variables::per_host(
+        host.env_part(),
+        powercontext_hooks_core::variables::host::CAPTURE_PROMPTS,
+    );
     let started = Instant::now();
     let mut outcomes: Vec<String> = Vec::new();
     let mut context = None;

@@ -34,7 +34,7 @@ pub struct McpHeadersArgs {
 
 /// The variables that say where the connection files are; the only ones `--env` may set.
 pub const LOCATION_VARS: [&str; 7] = [
-    "POWERCONTEXT_CLIENT_CONFIG_FILE",
+    powercontext_hooks_core::variables::CLIENT_CONFIG_FILE,
     "CLAUDE_CONFIG_DIR",
     "CODEX_HOME",
     "OPENCODE_CONFIG_DIR",
@@ -54,7 +54,7 @@ pub fn mcp_headers(args: &McpHeadersArgs) -> Result<ExitCode> {
     let mut env = powercontext_hooks_core::env::Env::from_process();
     if let Some(c) = &args.config {
         env.set(
-            "POWERCONTEXT_HOOKS_CONFIG",
+            powercontext_hooks_core::variables::HOOKS_CONFIG,
             c.to_str().context("--config is not UTF-8")?,
         );
     }

@@ -23,7 +23,7 @@ use crate::report::{self, SettingRow};
 
 /// Test-only fault injection: fail right after the named step (files, config, mcp, marketplace,
 /// plugin, trust, verify) to prove the rollback.
-pub const FAULT_VAR: &str = "POWERCONTEXT_HOOKS_SETUP_FAULT";
+pub const FAULT_VAR: &str = powercontext_hooks_core::variables::HOOKS_SETUP_FAULT;
 
 /// Flags shared by setup, uninstall and doctor for finding things.
 #[derive(Debug, Clone, Args)]

@@ -8,18 +8,18 @@ use std::time::Duration;
 
 use crate::env::Env;
 
-/// Names of the variables that are not per host.
+/// Names of the variables that are not per host (declared in [`crate::variables`]).
 pub mod vars {
     /// Path of the configuration file (overrides the default location).
-    pub const CONFIG_FILE: &str = "POWERCONTEXT_HOOKS_CONFIG";
+    pub const CONFIG_FILE: &str = crate::variables::HOOKS_CONFIG;
     /// Directory for the ledger, spool and other state.
-    pub const STATE_DIR: &str = "POWERCONTEXT_HOOKS_STATE_DIR";
+    pub const STATE_DIR: &str = crate::variables::HOOKS_STATE_DIR;
     /// Shared Server URL (1.4 client name).
-    pub const CLIENT_SERVER_URL: &str = "POWERCONTEXT_CLIENT_SERVER_URL";
+    pub const CLIENT_SERVER_URL: &str = crate::variables::CLIENT_SERVER_URL;
     /// Shared bare API token (1.4 client name).
-    pub const CLIENT_API_TOKEN: &str = "POWERCONTEXT_CLIENT_API_TOKEN";
+    pub const CLIENT_API_TOKEN: &str = crate::variables::CLIENT_API_TOKEN;
     /// Fault injection for self-tests (`panic`): proves the fail-open panic path of a release binary.
-    pub const FAULT: &str = "POWERCONTEXT_HOOKS_FAULT";
+    pub const FAULT: &str = crate::variables::HOOKS_FAULT;
 }
 
 /// What a prompt that holds a secret becomes (`capture_secrets`).

@@ -360,14 +360,11 @@ impl EnvNames {
     /// The variables a host reads, compatible with the official hooks and the 1.4 client names.
     #[must_use]
     pub fn for_host(host: Integration) -> Self {
-        let p = format!("POWERCONTEXT_{}_", host.env_part());
-        let one = |s: &str| vec![format!("{p}{s}")];
-        let mut server_url = vec![
-            format!("{p}SERVER_URL"),
-            format!("{p}BASE_URL"),
-            format!("{p}ENDPOINT"),
-        ];
-        let mut capture_prompts = one("CAPTURE_PROMPTS");
+        use crate::variables::host as v;
+        let name = |s: &str| crate::variables::per_host(host.env_part(), s);
+        let one = |s: &str| vec![name(s)];
+        let mut server_url = vec![name(v::SERVER_URL), name(v::BASE_URL), name(v::ENDPOINT)];
+        let mut capture_prompts = one(v::CAPTURE_PROMPTS);
         if host.spec().capabilities.plugin_option_vars {
             server_url.push("CLAUDE_PLUGIN_OPTION_SERVER_URL".to_owned());
             capture_prompts.push("CLAUDE_PLUGIN_OPTION_CAPTURE_PROMPTS".to_owned());
@@ -375,7 +372,7 @@ impl EnvNames {
         server_url.push(vars::CLIENT_SERVER_URL.to_owned());
         Self {
             server_url,
-            authorization: one("AUTHORIZATION"),
+            authorization: one(v::AUTHORIZATION),
             // The official integration's own token variable first (Kimi Code's), then the client's.
             token: host
                 .spec()
@@ -384,16 +381,16 @@ impl EnvNames {
                 .chain([vars::CLIENT_API_TOKEN])
                 .map(str::to_owned)
                 .collect(),
-            scope_id: one("SCOPE_ID"),
+            scope_id: one(v::SCOPE_ID),
             capture_prompts,
-            capture_secrets: one("CAPTURE_SECRETS"),
-            flush_on_capture: one("FLUSH_ON_CAPTURE"),
-            request_timeout: one("REQUEST_TIMEOUT_SECONDS"),
-            budget: one("HTTP_BUDGET_SECONDS"),
-            flush_max_calls: one("FLUSH_MAX_CALLS"),
-            max_bytes: one("MAX_BYTES"),
-            bootstrap: one("BOOTSTRAP"),
-            bootstrap_max_bytes: one("BOOTSTRAP_MAX_BYTES"),
+            capture_secrets: one(v::CAPTURE_SECRETS),
+            flush_on_capture: one(v::FLUSH_ON_CAPTURE),
+            request_timeout: one(v::REQUEST_TIMEOUT_SECONDS),
+            budget: one(v::HTTP_BUDGET_SECONDS),
+            flush_max_calls: one(v::FLUSH_MAX_CALLS),
+            max_bytes: one(v::MAX_BYTES),
+            bootstrap: one(v::BOOTSTRAP),
+            bootstrap_max_bytes: one(v::BOOTSTRAP_MAX_BYTES),
         }
     }
 }
@@ -934,8 +931,8 @@ fn opencode_millis(
     request: Setting<Duration>,
     budget: Setting<Duration>,
 ) -> Result<(Setting<Duration>, Setting<Duration>), ConfigError> {
-    const REQUEST: &str = "POWERCONTEXT_OPENCODE_REQUEST_TIMEOUT_MS";
-    const BUDGET: &str = "POWERCONTEXT_OPENCODE_HTTP_BUDGET_MS";
+    const REQUEST: &str = crate::variables::OPENCODE_REQUEST_TIMEOUT_MS;
+    const BUDGET: &str = crate::variables::OPENCODE_HTTP_BUDGET_MS;
     if !layers.host.spec().capabilities.millisecond_timeout_vars {
         return Ok((request, budget));
     }

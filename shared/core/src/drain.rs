@@ -64,7 +64,7 @@ pub const BACKGROUND_DELAY: Duration = Duration::from_secs(2);
 pub const MIN_SPAWN_INTERVAL: Duration = Duration::from_secs(5);
 /// Set to a true value to never start background drainers (explicit `flush` still works): a hook
 /// then delivers its own capture after its answer, while the host waits for it to exit.
-pub const NO_BACKGROUND_VAR: &str = "POWERCONTEXT_HOOKS_NO_BACKGROUND_DRAIN";
+pub const NO_BACKGROUND_VAR: &str = crate::variables::HOOKS_NO_BACKGROUND_DRAIN;
 /// The second argument of a drainer started for a handed-over capture: no initial pause.
 pub const NOW_ARG: &str = "now";
 /// The second argument of a drainer started while its hook is still on the network: it waits for

@@ -252,8 +252,8 @@ pub struct Capabilities {
     /// Whether the host hands its plugin a profile row (DSH): the row's base URL and token are
     /// official sources, and its scope ids may be longer than the usual bound.
     pub profile_rows: bool,
-    /// Whether the host's shim also passes its timeouts in milliseconds
-    /// (`POWERCONTEXT_<PART>_REQUEST_TIMEOUT_MS`, `…_HTTP_BUDGET_MS`).
+    /// Whether the host's shim also passes its timeouts in milliseconds (OpenCode upstream's
+    /// variables, see [`crate::variables::OPENCODE_REQUEST_TIMEOUT_MS`]).
     pub millisecond_timeout_vars: bool,
     /// Whether setup may install a status line (`--statusline`).
     pub statusline: bool,
@@ -809,7 +809,7 @@ pub static HOSTS: [HostSpec; 13] = [
             var: "KIMI_CODE_HOME",
             rel: ".kimi-code",
         },
-        token_var: Some("POWERCONTEXT_KIMI_TOKEN"),
+        token_var: Some(crate::variables::KIMI_TOKEN),
         config: ConfigFormat::HooksToml,
         workspace_key: WorkspaceKey::Lexical,
         // Kimi runs `SessionStart` hooks but drops their output: the first prompt bootstraps.

@@ -42,7 +42,7 @@ pub const MAX_STAGES: usize = 8;
 
 /// `off` (or `0`, `false`, `no`) disables the journal; `doctor` sets it for its synthetic runs so
 /// they never count as the host firing.
-pub const JOURNAL_VAR: &str = "POWERCONTEXT_HOOKS_JOURNAL";
+pub const JOURNAL_VAR: &str = crate::variables::HOOKS_JOURNAL;
 
 /// The window of the `status` figures.
 pub const WINDOW: Duration = Duration::from_secs(24 * 60 * 60);

@@ -9,8 +9,8 @@
 //! A module imports only from its own layer or the layers listed before it, and the modules'
 //! imports form no cycle (both held by a test that reads these sources):
 //!
-//! 1. Base values and pure parsing: `host`, `env`, `base`, `deadline`, `endpoint`, `wire`,
-//!    `payload`, `plain`, `secrets`, `outcome`, `start_echo`.
+//! 1. Base values and pure parsing: `variables`, `host`, `env`, `base`, `deadline`, `endpoint`,
+//!    `wire`, `payload`, `plain`, `secrets`, `outcome`, `start_echo`.
 //! 2. I/O primitives and diagnostics: `bounded`, `lock`, `state`, `http`, `workspace`,
 //!    `journal`, `emit`, `process`.
 //! 3. Server calls: `recall`, `scope`, `capture`.
@@ -55,5 +55,6 @@ pub mod spool;
 pub mod start_echo;
 pub mod state;
 pub mod turn;
+pub mod variables;
 pub mod wire;
 pub mod workspace;

@@ -18,13 +18,13 @@ use crate::host::Integration;
 /// Variables the official CLI defines for these files.
 pub mod vars {
     /// Path of `clients.json` (the official CLI's override).
-    pub const CLIENT_CONFIG_FILE: &str = "POWERCONTEXT_CLIENT_CONFIG_FILE";
+    pub const CLIENT_CONFIG_FILE: &str = crate::variables::CLIENT_CONFIG_FILE;
     /// The DSH row's `config.baseUrl`, passed on by our DSH plugin.
-    pub const DSH_ROW_BASE_URL: &str = "POWERCONTEXT_DSH_ROW_BASE_URL";
+    pub const DSH_ROW_BASE_URL: &str = crate::variables::DSH_ROW_BASE_URL;
     /// The DSH row's `config.authorization`, passed on by our DSH plugin.
-    pub const DSH_ROW_AUTHORIZATION: &str = "POWERCONTEXT_DSH_ROW_AUTHORIZATION";
+    pub const DSH_ROW_AUTHORIZATION: &str = crate::variables::DSH_ROW_AUTHORIZATION;
     /// The DSH row's `config.allowInsecureHttp`, passed on by our DSH plugin.
-    pub const DSH_ROW_ALLOW_INSECURE_HTTP: &str = "POWERCONTEXT_DSH_ROW_ALLOW_INSECURE_HTTP";
+    pub const DSH_ROW_ALLOW_INSECURE_HTTP: &str = crate::variables::DSH_ROW_ALLOW_INSECURE_HTTP;
     /// OpenClaw's config file path (OpenClaw's own override, read by the official CLI too).
     pub const OPENCLAW_CONFIG_PATH: &str = "OPENCLAW_CONFIG_PATH";
 }
@@ -249,7 +249,7 @@ pub fn codex_mcp_url(env: &Env) -> Option<Found> {
 #[must_use]
 pub fn hermes_native_url(env: &Env) -> Option<Found> {
     let path = env
-        .text("POWERCONTEXT_HERMES_CONFIG")
+        .text(crate::variables::HERMES_CONFIG)
         .map(str::trim)
         .filter(|v| !v.is_empty())
         .map(PathBuf::from)

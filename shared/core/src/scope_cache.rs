@@ -36,7 +36,7 @@ pub const DIR: &str = "scopes";
 pub const DEFAULT_VALIDITY: Duration = Duration::from_secs(30);
 
 /// Overrides the validity in whole seconds; `0` turns the cache off.
-pub const VALIDITY_VAR: &str = "POWERCONTEXT_HOOKS_SCOPE_CACHE_SECONDS";
+pub const VALIDITY_VAR: &str = crate::variables::HOOKS_SCOPE_CACHE_SECONDS;
 
 /// An entry is a scope id and a time: anything larger is not ours.
 pub const MAX_ENTRY_BYTES: u64 = 4096;

@@ -80,11 +80,11 @@ impl SpoolLimits {
 /// Variables overriding the spool limits (whole numbers; invalid values keep the default).
 pub mod vars {
     /// Most entries.
-    pub const MAX_ENTRIES: &str = "POWERCONTEXT_HOOKS_SPOOL_MAX_ENTRIES";
+    pub const MAX_ENTRIES: &str = crate::variables::HOOKS_SPOOL_MAX_ENTRIES;
     /// Most bytes.
-    pub const MAX_BYTES: &str = "POWERCONTEXT_HOOKS_SPOOL_MAX_BYTES";
+    pub const MAX_BYTES: &str = crate::variables::HOOKS_SPOOL_MAX_BYTES;
     /// Oldest entry, in seconds.
-    pub const MAX_AGE_SECONDS: &str = "POWERCONTEXT_HOOKS_SPOOL_MAX_AGE_SECONDS";
+    pub const MAX_AGE_SECONDS: &str = crate::variables::HOOKS_SPOOL_MAX_AGE_SECONDS;
 }
 
 impl SpoolLimits {

@@ -382,7 +382,7 @@ fn package_source(a: &Activation<'_>, r: &mut Report) -> Option<(PathBuf, Option
 fn official_package_dir(host: Host, paths: &Paths) -> PathBuf {
     let data = paths
         .env
-        .text("POWERCONTEXT_HOME")
+        .text(powercontext_hooks_core::variables::HOME)
         .filter(|v| !v.trim().is_empty())
         .map(PathBuf::from)
         .or_else(|| {

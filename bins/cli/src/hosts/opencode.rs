@@ -289,7 +289,7 @@ fn probe(cli: &HostCli, work: &Path) -> Result<Probe> {
     let child = Command::new(&cli.path)
         .args(["serve", "--hostname", "127.0.0.1", "--port", &port_s])
         .current_dir(&cwd)
-        .env("POWERCONTEXT_OPENCODE_HOOK_COMMAND", &probe)
+        .env(powercontext_hooks_core::variables::OPENCODE_HOOK_COMMAND, &probe)
         .env("PC_DOCTOR_PROBE", &marker)
         .env("PC_DOCTOR_NONCE", &nonce)
         .stdin(Stdio::null())
