@@ -341,6 +341,15 @@ fn check_host(host: Host, paths: &Paths, locate: &Locate, cwd: &Path) -> Report 
             None
         }
     };
+    let unknown = unknown_variables(&paths.env);
+    if !unknown.is_empty() {
+        r.warn(
+            Tier::ServerReady,
+            "variables",
+            format!("set, but no hook or installer reads them: {}", unknown.join(", ")),
+            "check their spelling against docs/configuration.md, or unset them",
+        );
+    }
     let server_ok = settings
         .as_ref()
         .is_some_and(|s| check_server(host, s, paths, cwd, &mut r));
@@ -359,6 +368,20 @@ fn check_host(host: Host, paths: &Paths, locate: &Locate, cwd: &Path) -> Report 
     check_state(paths, &mut r);
     check_firing(host, paths, &mut r);
     r
+}
+
+/// The `POWERCONTEXT_*` variables set in `env` that are no variable of the registry
+/// ([`powercontext_hooks_core::variables`]): a misspelt one is otherwise silently ignored.
+fn unknown_variables(env: &powercontext_hooks_core::env::Env) -> Vec<String> {
+    use powercontext_hooks_core::variables;
+    let parts: Vec<&str> = powercontext_hooks_core::host::Integration::ALL
+        .iter()
+        .map(|h| h.env_part())
+        .collect();
+    env.names()
+        .filter(|n| n.starts_with(variables::PREFIX) && variables::find(n, &parts).is_none())
+        .map(str::to_owned)
+        .collect()
 }
 
 /// Doctor's installed tier from files alone: the manifest (or the official installer's record),
@@ -1201,6 +1224,53 @@ fn check_state(paths: &Paths, r: &mut Report) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_misspelt_variable_is_named_and_every_real_one_is_known() {
+        use powercontext_hooks_core::env::Env;
+        let env = Env::from_pairs([
+            ("POWERCONTEXT_CLAUDE_SERVERURL", "http://127.0.0.1:1"),
+            ("POWERCONTEXT_GEMINI_SCOPE_ID", "s"),
+            ("POWERCONTEXT_KIMI_TOKEN", "t"),
+            ("POWERCONTEXT_HOOKS_SPOOL_MAX_BYTES", "9"),
+            ("POWERCONTEXT_HOOKS_JOURNL", "off"),
+            ("XPOWERCONTEXT_FOO", "1"),
+        ]);
+        assert_eq!(
+            unknown_variables(&env),
+            ["POWERCONTEXT_CLAUDE_SERVERURL", "POWERCONTEXT_HOOKS_JOURNL"]
+        );
+        // Every variable a host's settings row can name (doctor's listing) is a known one.
+        for host in powercontext_hooks_core::host::Integration::ALL {
+            let names = powercontext_hooks_core::config::EnvNames::for_host(host);
+            let all: Vec<(String, String)> = [
+                names.server_url,
+                names.authorization,
+                names.token,
+                names.scope_id,
+                names.capture_prompts,
+                names.capture_secrets,
+                names.flush_on_capture,
+                names.request_timeout,
+                names.budget,
+                names.flush_max_calls,
+                names.max_bytes,
+                names.bootstrap,
+                names.bootstrap_max_bytes,
+            ]
+            .concat()
+            .into_iter()
+            .filter(|n| n.starts_with("POWERCONTEXT"))
+            .map(|n| (n, "v".to_owned()))
+            .collect();
+            assert!(all.len() >= 15, "{host}: {all:?}");
+            assert_eq!(
+                unknown_variables(&Env::from_pairs(all)),
+                Vec::<String>::new(),
+                "{host}"
+            );
+        }
+    }
 
     #[test]
     fn doctor_cwd_is_absolute_and_must_exist() {

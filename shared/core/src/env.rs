@@ -46,6 +46,18 @@ impl Env {
         env
     }
 
+    /// The names of the variables set (values never), in order.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        let mut all: Vec<&str> = self
+            .vars
+            .keys()
+            .chain(&self.not_unicode)
+            .map(String::as_str)
+            .collect();
+        all.sort_unstable();
+        all.into_iter()
+    }
+
     /// Builds an environment from explicit pairs (tests and the CLI's `doctor`).
     #[must_use]
     pub fn from_pairs<I, K, V>(pairs: I) -> Self
