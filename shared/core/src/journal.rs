@@ -170,6 +170,8 @@ struct Run {
     done: bool,
 }
 
+/// Process-wide because the panic hook and the watchdog write the record on their way out, and
+/// every diagnostic, from any module, is observed into it.
 static RUN: Mutex<Option<Run>> = Mutex::new(None);
 
 /// The run, waiting at most a few milliseconds: a thread that panicked while holding it (or a

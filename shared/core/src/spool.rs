@@ -637,6 +637,8 @@ impl WriteAhead {
     }
 }
 
+/// Process-wide because an entry is also left on the prompt path (a scope that could not be
+/// resolved), where the pipeline returns no after-answer value.
 static LEFT_BY: OnceLock<&'static str> = OnceLock::new();
 
 /// The component of this process's hook if it left a capture in the spool this run.
