@@ -127,8 +127,12 @@ fn unknown(name: &str) -> Option<String> {
             .any(|v| matches!(v.name, Name::PerHost(s) if s == suffix));
         return (!suffix.is_empty() && !per_host).then(|| format!("no per-host variable `…_{suffix}`"));
     }
+    // `POWERCONTEXT_*`: the family as a whole.
+    if name == PREFIX {
+        return None;
+    }
     if name.ends_with('_') {
-        let known = name.len() > PREFIX.len() && concrete_names().iter().any(|n| n.starts_with(name));
+        let known = concrete_names().iter().any(|n| n.starts_with(name));
         return (!known).then(|| "no variable starts so".to_owned());
     }
     variables::find(name, &parts)
@@ -238,4 +242,5 @@ fn the_scanner_sees_declarations_builders_and_unknown_names() {
     assert!(unknown("POWERCONTEXT_CLAUDE_SERVERURL").is_some());
     assert_eq!(unknown("POWERCONTEXT_CLAUDE_"), None);
     assert!(unknown("POWERCONTEXT_NOBODY_").is_some());
+    assert_eq!(unknown("POWERCONTEXT_"), None);
 }
