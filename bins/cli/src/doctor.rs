@@ -370,16 +370,25 @@ fn check_host(host: Host, paths: &Paths, locate: &Locate, cwd: &Path) -> Report 
     r
 }
 
-/// The `POWERCONTEXT_*` variables set in `env` that are no variable of the registry
-/// ([`powercontext_hooks_core::variables`]): a misspelt one is otherwise silently ignored.
+/// The variables set in `env` under our own names (`POWERCONTEXT_HOOKS_*`, `POWERCONTEXT_<HOST>_*`)
+/// that are no variable of the registry ([`powercontext_hooks_core::variables`]): a misspelt one
+/// is otherwise silently ignored. Other `POWERCONTEXT_*` names belong to the Server and the
+/// official tools, which read variables this registry does not list, so they are never flagged.
 fn unknown_variables(env: &powercontext_hooks_core::env::Env) -> Vec<String> {
     use powercontext_hooks_core::variables;
     let parts: Vec<&str> = powercontext_hooks_core::host::Integration::ALL
         .iter()
         .map(|h| h.env_part())
         .collect();
+    let ours = |name: &str| {
+        name.strip_prefix(variables::PREFIX).is_some_and(|rest| {
+            std::iter::once("HOOKS")
+                .chain(parts.iter().copied())
+                .any(|p| rest.strip_prefix(p).is_some_and(|tail| tail.starts_with('_')))
+        })
+    };
     env.names()
-        .filter(|n| n.starts_with(variables::PREFIX) && variables::find(n, &parts).is_none())
+        .filter(|n| ours(n) && variables::find(n, &parts).is_none())
         .map(str::to_owned)
         .collect()
 }
@@ -1235,6 +1244,9 @@ mod tests {
             ("POWERCONTEXT_HOOKS_SPOOL_MAX_BYTES", "9"),
             ("POWERCONTEXT_HOOKS_JOURNL", "off"),
             ("XPOWERCONTEXT_FOO", "1"),
+            // The Server's and the official tools' own names are theirs to check.
+            ("POWERCONTEXT_SERVER_DATABASE_URL", "x"),
+            ("POWERCONTEXT_CLIENT_PROFILE", "x"),
         ]);
         assert_eq!(
             unknown_variables(&env),
