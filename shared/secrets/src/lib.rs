@@ -1062,9 +1062,8 @@ impl<'t> Scan<'t> {
         if strength == Strength::Weak && key.eq_ignore_ascii_case(b"key") && strong_word_before(bytes, i) {
             strength = Strength::Strong;
         }
-        if strength == Strength::Strong {
-            self.table_header_at(i);
-        }
+        // A table's header may name a weak word's column too (its cells must look generated).
+        self.table_header_at(i);
         let header = key.len() > 2 && key[..2].eq_ignore_ascii_case(b"x-") || word.authorization;
         let kind = if header {
             SecretKind::AuthHeader
@@ -3259,11 +3258,23 @@ fn code_expression(raw: &[u8]) -> bool {
     };
     let head = &raw[..open];
     let body = trim_end_of(raw, |b| matches!(b, b';' | b',' | b'.'));
-    !head.is_empty()
-        && head
+    let ident = |b: &u8| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b':');
+    // A composite literal or a closure opens a brace after its type (`map[string]string{…`,
+    // `[]byte{…`, `Vec<u8> {`).
+    let composite = || {
+        raw[open..]
             .iter()
-            .all(|&b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b':'))
-        && matches!(body.last(), Some(b')' | b']' | b'>'))
+            .position(|&b| matches!(b, b')' | b']' | b'>'))
+            .is_some_and(|c| {
+                let rest = &raw[open + c + 1..];
+                rest.iter()
+                    .position(|&b| b == b'{')
+                    .is_some_and(|q| rest[..q].iter().all(|b| ident(b) || b.is_ascii_whitespace()))
+            })
+    };
+    !head.is_empty()
+        && head.iter().all(ident)
+        && (matches!(body.last(), Some(b')' | b']' | b'>')) || composite())
 }
 
 fn trim_end_of(v: &[u8], class: impl Fn(u8) -> bool) -> &[u8] {
@@ -4197,9 +4208,11 @@ fn table_header(bytes: &[u8], start: usize, end: usize, delim: u8) -> Option<Tab
             && name.iter().all(|&b| is_key_byte(b) || b == b' ')
             && spaces <= usize::from(delim == b'|');
         names &= name_like;
-        if name_like && k < 64 && secret_word(name).is_some_and(|w| w.strength == Strength::Strong) {
+        // A weak word's column (`key`, `auth`) is judged as a weak key's value: it must look
+        // generated (`| service | key |` over `| stripe | sk_… |`), as a `token` column's must.
+        if let Some(w) = secret_word(name).filter(|_| name_like && k < 64) {
             secret |= 1 << k;
-            if contains_ci(name, b"token") {
+            if w.strength == Strength::Weak || contains_ci(name, b"token") {
                 weak |= 1 << k;
             }
         }
