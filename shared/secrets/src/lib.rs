@@ -3661,12 +3661,44 @@ fn b64url_json(seg: &[u8], needle: &[u8]) -> bool {
 }
 
 /// Made up by hand rather than generated: a long value holding a run of six consecutive
-/// characters (`abcdef`, `123456`, `TUVWXYZ`), or the documentation marker `EXAMPLE`.
-/// A random value of this length holds none of them but once in tens of millions.
+/// characters counting up or down (`abcdef`, `123456`, `TUVWXYZ`, `987654`), side by side or
+/// every other character with separators skipped (`a1b2c3d4e5f6`, `d4c3b2a1-f6e5`,
+/// `…-p5o0n5m3l2k1`), or the documentation marker `EXAMPLE`. A random value of this length
+/// holds none of them but once in millions.
 pub(crate) fn fabricated(v: &[u8]) -> bool {
     if v.len() < 20 {
         return false;
     }
+    // Letters and digits only, at most 512 of them: `-`, `_`, `.` separate the groups of a
+    // hand-made token without breaking its count.
+    let mut p = [0u8; 512];
+    let mut n = 0;
+    for &b in v {
+        if b.is_ascii_alphanumeric() && n < p.len() {
+            p[n] = b;
+            n += 1;
+        }
+    }
+    let counts = |stride: usize, down: bool| {
+        // run[k]: how long the count is that ends at `k`, stepping back by `stride`.
+        let mut run = [1u16; 512];
+        for k in stride..n {
+            let (a, b) = (p[k - stride], p[k]);
+            let next = if down {
+                a.wrapping_sub(1)
+            } else {
+                a.wrapping_add(1)
+            };
+            if b == next && b.is_ascii_alphanumeric() {
+                run[k] = run[k - stride] + 1;
+                if run[k] >= 6 {
+                    return true;
+                }
+            }
+        }
+        false
+    };
+    // Side by side the count is on the value itself, so a separator breaks it as before.
     let mut run = 1;
     for w in v.windows(2) {
         if w[0].is_ascii_alphanumeric() && w[1] == w[0].wrapping_add(1) && w[1].is_ascii_alphanumeric() {
@@ -3678,7 +3710,11 @@ pub(crate) fn fabricated(v: &[u8]) -> bool {
             run = 1;
         }
     }
-    v.windows(7).any(|w| w == b"EXAMPLE") || filler_run(v)
+    counts(1, true)
+        || counts(2, false)
+        || counts(2, true)
+        || v.windows(7).any(|w| w == b"EXAMPLE")
+        || filler_run(v)
 }
 
 /// Six or more of one character in a row (`000000`, `xxxxxx`, `AAAAAA`, `######`): typed, not
@@ -4959,7 +4995,7 @@ mod tests {
             SecretKind::Prose,
             &[
                 "my password is hunter2",
-                "the api key is 9f8e7d6c5b4a3f2e1d0c",
+                "the api key is 4693954bdee012a93791",
                 "the db password for staging: KmNk7wV5",
                 // The scope's first word ends at a `-` (`on-prem`), not only at a blank.
                 "the password on-prem is Xy7!kq9Lm",
@@ -6549,7 +6585,7 @@ mod tests {
             "set(\"api_key\", \"Xk9mQ2zLp4RtWq8eYt5u\")",
             "<password>Xk9mQ2zLp4Rt</password>",
             "[database]\npassword =\n    Xk9mQ2zLp4Rt",
-            "twilio auth token - 9f8e7d6c5b4a39281706f5e4d3c2b1a0",
+            "twilio auth token - b156d7585e022bc2495105450aac4272",
             "password <- \"Xk9mQ2zLp4Rt\"",
             "if (apikey == \"m{{h}o)p${e]nob(ody[finds>-_$#thisone}}\") {",
             "sourcegraph: 9c3Fa81bD4e07aC2f5B96d1E8a3c0F7b2D4e6A91",
@@ -6571,6 +6607,38 @@ mod tests {
             "client_secret=bP88Q~xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
             "oktaKey = 00000000000000000000000000000000000TUVWXYZ",
             "export OP_SERVICE_ACCOUNT_TOKEN=ops_eyJzaWduSW5BZGRyZXNzIjoiaHR0cHM6...",
+        ]);
+    }
+
+    /// Hand-made values count down or every other character as well as up: filler, not keys;
+    /// a prefix followed by one count alone is filler however short.
+    #[test]
+    fn counting_down_or_interleaved_is_hand_made() {
+        assert_clean(&[
+            "--set global.licenseKey=a1b2c3d4e5f6g7h8i9j0k1l2m3n4o5p6q7r8NRAL",
+            "--set chart.deployKey=px-dep-d4c3b2a1-f6e5-h8g7-j1i8-p5o0n5m3l2k1",
+            "api_key = \"zyxwvutsrqponmlkjihgfedcba\"",
+            "\"token1\": \"xoxp-1234567890\"",
+        ]);
+        for text in [
+            "api_key = \"k9Qm2Lx7Rv4Tz8Wp3Ny6Hb1Jd5Fs0Gc\"",
+            "\"token\": \"xoxp-5028163947-7736201938475-Qm2Lx7Rv4Tz8Wp3Ny6Hb1Jd5\"",
+        ] {
+            assert!(find_secret(text).is_some(), "{text}");
+        }
+    }
+
+    /// A table's column named by a weak word (`key`) holds a key when its cell looks generated;
+    /// a Go composite literal after a key is code.
+    #[test]
+    fn weak_table_columns_and_composite_literals() {
+        let text =
+            "| service | key | owner |\n|---|---|---|\n| wit | 1ZLU5OXGEYX56K3IOL1Z88Y5YU5CC1KK | ops |";
+        assert_eq!(spans(text), ["1ZLU5OXGEYX56K3IOL1Z88Y5YU5CC1KK"], "{text}");
+        assert_clean(&[
+            "| name | key | note |\n|---|---|---|\n| retries | max_retries | how often |",
+            "SecretParts:  map[string]string{\"key\": resMatch},",
+            "Token: []byte{0x01, 0x02},",
         ]);
     }
 }
