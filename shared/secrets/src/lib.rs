@@ -1064,6 +1064,7 @@ impl<'t> Scan<'t> {
         }
         // A table's header may name a weak word's column too (its cells must look generated).
         self.table_header_at(i);
+        self.named_value_at(i, kend, key, strength);
         let header = key.len() > 2 && key[..2].eq_ignore_ascii_case(b"x-") || word.authorization;
         let kind = if header {
             SecretKind::AuthHeader
@@ -1072,6 +1073,83 @@ impl<'t> Scan<'t> {
         };
         self.assignment_after(i, kend, key, strength, kind, false);
         self.keyword_value_at(kend, key, true);
+    }
+
+    /// A key given as the value of a name field, its value in the value field after it: a
+    /// Kubernetes or ECS `env` entry (`- name: DB_PASSWORD` / `value: …`), a CloudFormation
+    /// parameter (`"ParameterKey": "ApiToken", "ParameterValue": "…"`), `Key: api_token, Value:
+    /// …`. The name field's word ends in `name` or `key`; the value field's ends in `value`
+    /// and stands within the next 256 bytes, before the entry closes.
+    fn named_value_at(&mut self, i: usize, kend: usize, key: &[u8], strength: Strength) {
+        let bytes = self.bytes;
+        let quote = |b: u8| matches!(b, b'"' | b'\'' | b'`');
+        // Back from the key: an opening quote, blanks, `:` or `=`, blanks, a closing quote.
+        let mut p = i;
+        if p > 0 && quote(bytes[p - 1]) {
+            p -= 1;
+        }
+        while p > 0 && matches!(bytes[p - 1], b' ' | b'\t') {
+            p -= 1;
+        }
+        if p == 0 || !matches!(bytes[p - 1], b':' | b'=') {
+            return;
+        }
+        p -= 1;
+        while p > 0 && matches!(bytes[p - 1], b' ' | b'\t') {
+            p -= 1;
+        }
+        if p > 0 && quote(bytes[p - 1]) {
+            p -= 1;
+        }
+        let field_start = p - bytes[p.saturating_sub(32)..p]
+            .iter()
+            .rev()
+            .take_while(|&&b| b.is_ascii_alphanumeric() || b == b'_')
+            .count();
+        let field = &bytes[field_start..p];
+        let ends_ci = |w: &[u8], tail: &[u8]| {
+            w.len() >= tail.len() && w[w.len() - tail.len()..].eq_ignore_ascii_case(tail)
+        };
+        if !(ends_ci(field, b"name") || ends_ci(field, b"key")) {
+            return;
+        }
+        // Forward: the value field, before the entry closes (`}`, a blank line, another name).
+        let stop = bytes.len().min(kend + 256);
+        let mut k = kend;
+        while k < stop {
+            let b = bytes[k];
+            if b == b'}' || b == b']' || bytes[k..].starts_with(b"\n\n") {
+                return;
+            }
+            if b.is_ascii_alphabetic() && (k == 0 || !is_key_byte(bytes[k - 1])) {
+                let e = run_end_max(bytes, k, 32, |c| c.is_ascii_alphanumeric() || c == b'_');
+                let word = &bytes[k..e];
+                if ends_ci(word, b"name") || ends_ci(word, b"key") {
+                    return;
+                }
+                if ends_ci(word, b"value") {
+                    let mut v = e;
+                    if v < bytes.len() && quote(bytes[v]) {
+                        v += 1;
+                    }
+                    v = skip_blank(bytes, v);
+                    if !matches!(bytes.get(v), Some(b':' | b'=')) {
+                        return;
+                    }
+                    let start = skip_blank(bytes, v + 1);
+                    let Some(value) = Value::parse(bytes, start, Stop::Code) else {
+                        return;
+                    };
+                    if value_is_secret(bytes, &value, key, strength, Mode::Code) {
+                        self.push(SecretKind::Assignment, value.start, value.whole_end(bytes));
+                    }
+                    return;
+                }
+                k = e;
+                continue;
+            }
+            k += 1;
+        }
     }
 
     /// A provider's word in a key that names no secret (`sourcegraph: …`, `TWITCH_CLIENT=…`,
@@ -6639,6 +6717,26 @@ mod tests {
             "| name | key | note |\n|---|---|---|\n| retries | max_retries | how often |",
             "SecretParts:  map[string]string{\"key\": resMatch},",
             "Token: []byte{0x01, 0x02},",
+        ]);
+    }
+
+    /// A key named in a name field has its value in the value field after it.
+    #[test]
+    fn a_name_fields_key_takes_the_value_fields_value() {
+        for text in [
+            "env:\n- name: DB_PASSWORD\n  value: Zk3n8QwL2xVb7Rt5Yp1Mc9Ds",
+            "{\"name\":\"API_TOKEN\",\"value\":\"Zk3n8QwL2xVb7Rt5Yp1Mc9Ds\"}",
+            "{\"ParameterKey\": \"ApiSecret\", \"ParameterValue\": \"Zk3n8QwL2xVb7Rt5Yp1Mc9Ds\"}",
+            "Key: api_token, Value: Zk3n8QwL2xVb7Rt5Yp1Mc9Ds",
+        ] {
+            assert_eq!(spans(text), ["Zk3n8QwL2xVb7Rt5Yp1Mc9Ds"], "{text}");
+        }
+        assert_clean(&[
+            "- name: DB_PASSWORD\n  valueFrom:\n    secretKeyRef:\n      name: db\n      key: password",
+            "{\"name\":\"API_TOKEN\",\"value\":\"${API_TOKEN}\"}",
+            "- name: TOKEN_TTL\n  value: \"3600\"",
+            "- name: SECRET_NAME\n  value: my-app-secret",
+            "{\"name\":\"API_TOKEN\"}, {\"label\": \"x\", \"value\": \"Zk3n8QwL2xVb7Rt5Yp1Mc9Ds\"}",
         ]);
     }
 }
