@@ -1091,10 +1091,13 @@ impl<'t> Scan<'t> {
         while p > 0 && matches!(bytes[p - 1], b' ' | b'\t') {
             p -= 1;
         }
-        if p == 0 || !matches!(bytes[p - 1], b':' | b'=') {
+        // A declaration's label (Terraform's `variable "db_password" {`): its value is its
+        // `default`.
+        let declared = bytes[..p].ends_with(b"variable") && (p == 8 || !is_key_byte(bytes[p - 9]));
+        if !declared && (p == 0 || !matches!(bytes[p - 1], b':' | b'=')) {
             return;
         }
-        p -= 1;
+        p -= usize::from(!declared);
         while p > 0 && matches!(bytes[p - 1], b' ' | b'\t') {
             p -= 1;
         }
@@ -1110,15 +1113,18 @@ impl<'t> Scan<'t> {
         let ends_ci = |w: &[u8], tail: &[u8]| {
             w.len() >= tail.len() && w[w.len() - tail.len()..].eq_ignore_ascii_case(tail)
         };
-        if !(ends_ci(field, b"name") || ends_ci(field, b"key")) {
+        if !declared && !(ends_ci(field, b"name") || ends_ci(field, b"key")) {
             return;
         }
         // Forward: the value field, before the entry closes (`}`, a blank line, another name).
         let stop = bytes.len().min(kend + 256);
         let mut k = kend;
+        let mut depth = 0i32;
         while k < stop {
             let b = bytes[k];
-            if b == b'}' || b == b']' || bytes[k..].starts_with(b"\n\n") {
+            // A declaration's block closes where its braces balance (`{}` holds no default).
+            depth += i32::from(b == b'{') - i32::from(b == b'}');
+            if (!declared || depth <= 0) && (b == b'}' || b == b']') || bytes[k..].starts_with(b"\n\n") {
                 return;
             }
             if b.is_ascii_alphabetic() && (k == 0 || !is_key_byte(bytes[k - 1])) {
@@ -1127,7 +1133,7 @@ impl<'t> Scan<'t> {
                 if ends_ci(word, b"name") || ends_ci(word, b"key") {
                     return;
                 }
-                if ends_ci(word, b"value") {
+                if ends_ci(word, b"value") || declared && word == b"default" {
                     let mut v = e;
                     if v < bytes.len() && quote(bytes[v]) {
                         v += 1;
@@ -6728,6 +6734,7 @@ mod tests {
             "{\"name\":\"API_TOKEN\",\"value\":\"Zk3n8QwL2xVb7Rt5Yp1Mc9Ds\"}",
             "{\"ParameterKey\": \"ApiSecret\", \"ParameterValue\": \"Zk3n8QwL2xVb7Rt5Yp1Mc9Ds\"}",
             "Key: api_token, Value: Zk3n8QwL2xVb7Rt5Yp1Mc9Ds",
+            "variable \"db_password\" {\n  type    = string\n  default = \"Zk3n8QwL2xVb7Rt5Yp1Mc9Ds\"\n}",
         ] {
             assert_eq!(spans(text), ["Zk3n8QwL2xVb7Rt5Yp1Mc9Ds"], "{text}");
         }
@@ -6736,6 +6743,7 @@ mod tests {
             "{\"name\":\"API_TOKEN\",\"value\":\"${API_TOKEN}\"}",
             "- name: TOKEN_TTL\n  value: \"3600\"",
             "- name: SECRET_NAME\n  value: my-app-secret",
+            "variable \"api_token\" {}\nvariable \"region\" {\n  default = \"eu-west-1b7\"\n}",
             "{\"name\":\"API_TOKEN\"}, {\"label\": \"x\", \"value\": \"Zk3n8QwL2xVb7Rt5Yp1Mc9Ds\"}",
         ]);
     }
