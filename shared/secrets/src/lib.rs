@@ -12,13 +12,22 @@
 //! tables indexed by the prefix's first byte (see [`VENDORS`] and `src/rules.rs`); adding a
 //! provider is one entry there; keyword rules (`rules/keyword.toml`) name a provider by a word in
 //! the key instead. Measured with the `scan` example on the benchmark's prompt text (release,
-//! loaded 2-core machine, p50): 10 KB in 0.09 ms, 200 KB in 1.9 ms (callgrind: 33.8 M instructions
-//! for 200 KB of the benchmark's prompt lines, 33.3 M before the last syntaxes and providers were
-//! added; the hand-written filter before: 0.06 ms, 1.25 ms, 25 M); adversarial repetitions
+//! loaded 2-core machine, p50): 10 KB in 0.09 ms, 200 KB in 1.9 ms (callgrind: 38.8 M instructions
+//! for 200 KB of the benchmark's prompt lines with `scan --once`; 33.7 M before the pass for a
+//! generated token on a line about a key (4.1 M of the difference: one table lookup per byte,
+//! a word compared only where a name's first letter starts one), the name-field pairs and the weak
+//! table columns; the hand-written filter before: 0.06 ms, 1.25 ms, 25 M); adversarial repetitions
 //! scan in linear time (the tests check the scaling); nothing is parsed at run time. Every run a rule scans is bounded (a value's head at 512 bytes,
 //! its redacted whole, a table row or a here-document line at 64 KiB), a line's command words are
 //! looked up once per line, and a span already found is not scanned again, so repetitive prompts
 //! stay linear.
+//!
+//! Size: the release profile (root `Cargo.toml`) optimizes the dependencies (TLS, JSON, TOML) for
+//! size (`opt-level = "s"`) and the workspace's crates, this one among them, for speed: every hook
+//! executable went from 3.08–3.15 MiB to 2.68–2.76 MiB (`powercontext-hook-opencode`, the largest,
+//! 3,298,880 to 2,889,672 bytes; `claude-code` 3,228,520 to 2,823,984), under the 3 MiB limit, and
+//! the scan's code is built as before. Size for the whole workspace would shrink the scan's loops
+//! too, which is the code that must stay fast; the tables are static data either way.
 //!
 //! What is found (the rule names are what diagnostics and `[REDACTED:<rule>]` markers show):
 //! - `private_key`: a PEM block (`-----BEGIN … PRIVATE KEY-----` to its END line, the four-dash
@@ -222,6 +231,9 @@ pub fn findings(text: &str) -> Vec<Finding> {
     scan.run();
     let mut found = scan.found;
     found.sort_by_key(|f| (f.start, f.kind.rank()));
+    if same_line_tokens(text.as_bytes(), &mut found) {
+        found.sort_by_key(|f| (f.start, f.kind.rank()));
+    }
     let mut merged: Vec<Finding> = Vec::with_capacity(found.len());
     for f in found {
         match merged.last_mut() {
@@ -3583,6 +3595,151 @@ fn tech_part(v: &[u8]) -> bool {
     WORDS.iter().any(|w| v.eq_ignore_ascii_case(w))
 }
 
+/// A generated token on a line that speaks of a key, token, password, secret or credential with
+/// no syntax tying them together (`the new one for oopspam is a9Px…7t — does the SDK cache the
+/// old key?`). Only lines no other rule found anything on are read, each at most 4 KiB, and only
+/// tokens that look generated count: letters and digits mixed, 20 to 256 long, high entropy, not
+/// a hex digest of a commit or a SHA-256, not a UUID, not in a path, URL or file name, not on a
+/// line about public keys, fingerprints, hashes or integrity.
+fn same_line_tokens(bytes: &[u8], found: &mut Vec<Finding>) -> bool {
+    const NOT: Words = words_of!(
+        b"public publishable fingerprint commit sha sha1 sha256 sha512 checksum digest hash hashes integrity \
+        ssh-rsa ssh-ed25519 ecdsa-sha2-nistp256 gpg pgp"
+    );
+    // `_` and `.` join a key's parts: `access_token_version` is a key (judged by the key rules),
+    // not the word `token`.
+    let word_byte = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.');
+    // `found` is sorted by start: `reach` is the furthest end of those that start before a line
+    // ends, so a line is taken when it reaches past the line's start.
+    let before = found.len();
+    let (mut next, mut reach) = (0, 0);
+    // One pass: most words start no name, one byte decides; a line holding a name is read
+    // once, and the pass goes on after it.
+    // Per byte: 1 for a word's byte, 2 for a name's first letter (a table: this pass reads
+    // every byte of every prompt).
+    const CLASS: [u8; 256] = {
+        let mut t = [0u8; 256];
+        let mut b = 0;
+        while b < 256 {
+            let c = b as u8;
+            if c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.') {
+                t[b] = 1;
+            }
+            if matches!(c | 0x20, b'k' | b't' | b'p' | b's' | b'c' | b'a') {
+                t[b] |= 2;
+            }
+            b += 1;
+        }
+        t
+    };
+    let mut k = 0;
+    let mut prev = 0u8;
+    while k < bytes.len() {
+        let class = CLASS[usize::from(bytes[k])];
+        let starts = class == 3 && prev & 1 == 0;
+        prev = class;
+        if !starts {
+            k += 1;
+            continue;
+        }
+        let e = run_end_max(bytes, k, 12, word_byte);
+        let word = &bytes[k..e];
+        let named = matches!(
+            lower(word, &mut [0; 16]),
+            b"key"
+                | b"keys"
+                | b"token"
+                | b"tokens"
+                | b"password"
+                | b"passwords"
+                | b"secret"
+                | b"secrets"
+                | b"credential"
+                | b"credentials"
+                | b"apikey"
+                | b"passphrase"
+        );
+        if !named {
+            k = e;
+            continue;
+        }
+        let start = bytes[..k].iter().rposition(|&c| c == b'\n').map_or(0, |p| p + 1);
+        let end = bytes[k..]
+            .iter()
+            .position(|&c| c == b'\n')
+            .map_or(bytes.len(), |p| k + p);
+        while next < before && found[next].start < end {
+            reach = reach.max(found[next].end);
+            next += 1;
+        }
+        let line = &bytes[start..end];
+        let about_public = || {
+            line.split(|&c| !word_byte(c))
+                .any(|w| NOT.iter().any(|n| w.eq_ignore_ascii_case(n)))
+        };
+        if reach <= start && line.len() <= 4096 && !about_public() {
+            let mut t = 0;
+            while t < line.len() {
+                let te = run_end(line, t, |c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-'));
+                if te == t {
+                    t += 1;
+                    continue;
+                }
+                let before_ok = t == 0
+                    || !matches!(
+                        line[t - 1],
+                        b'/' | b'.' | b'@' | b'=' | b':' | b'$' | b'%' | b'&' | b'?' | b'#'
+                    );
+                let after_ok = line.get(te).is_none_or(|c| {
+                    !matches!(c, b'/' | b'@' | b'(' | b'[')
+                        && !(*c == b'.' && line.get(te + 1).is_some_and(u8::is_ascii_alphanumeric))
+                });
+                if before_ok && after_ok && generated_token(&line[t..te]) {
+                    found.push(Finding {
+                        kind: SecretKind::Prose,
+                        start: start + t,
+                        end: start + te,
+                    });
+                }
+                t = te;
+            }
+        }
+        k = end;
+        prev = 0;
+    }
+    found.len() > before
+}
+
+/// A token that looks generated on its own: see [`same_line_tokens`].
+fn generated_token(t: &[u8]) -> bool {
+    if !(20..=256).contains(&t.len()) || t.starts_with(b"AAAA") {
+        return false;
+    }
+    let letters = t.iter().any(u8::is_ascii_alphabetic);
+    let (lower, upper) = (
+        t.iter().any(u8::is_ascii_lowercase),
+        t.iter().any(u8::is_ascii_uppercase),
+    );
+    let hex = t.iter().all(u8::is_ascii_hexdigit);
+    if !letters || !has_digit(t) || uuid(t) || hex && matches!(t.len(), 40 | 64 | 128) {
+        return false;
+    }
+    if wordy(t)
+        || camel_words(t)
+        || alphabet(t)
+        || is_placeholder(t)
+        || t.iter().filter(|&&b| b == b'-' || b == b'_').count() > 4
+    {
+        return false;
+    }
+    let e = entropy(t);
+    if lower && upper {
+        e >= 3.8
+    } else {
+        e >= 3.6 && t.len() >= 24 || hex && t.len() == 32
+    }
+}
+
 /// Shannon entropy in bits per byte.
 fn entropy(v: &[u8]) -> f64 {
     let mut counts = [0u32; 256];
@@ -6745,6 +6902,32 @@ mod tests {
             "- name: SECRET_NAME\n  value: my-app-secret",
             "variable \"api_token\" {}\nvariable \"region\" {\n  default = \"eu-west-1b7\"\n}",
             "{\"name\":\"API_TOKEN\"}, {\"label\": \"x\", \"value\": \"Zk3n8QwL2xVb7Rt5Yp1Mc9Ds\"}",
+        ]);
+    }
+
+    /// A generated token on a line that speaks of a key with no syntax between them is found;
+    /// digests, ids, public keys and words on such lines are not.
+    #[test]
+    fn a_generated_token_on_a_line_about_a_key() {
+        for (text, token) in [
+            (
+                "the new one for oopspam is a9PxCUoI7bCKQogm47qpznV3hu49kO0Qduc4025t, does the SDK cache the old key?",
+                "a9PxCUoI7bCKQogm47qpznV3hu49kO0Qduc4025t",
+            ),
+            (
+                "rotated the token yesterday: xyclb6zdiq9hyexe74ah4lvp3ea02sbv works now",
+                "xyclb6zdiq9hyexe74ah4lvp3ea02sbv",
+            ),
+        ] {
+            assert_eq!(spans(text), [token], "{text}");
+        }
+        assert_clean(&[
+            "the token refresh was fixed in 3f2a9c1e8b7d6a5f4e3d2c1b0a9f8e7d6c5b4a39, see the key rotation doc",
+            "key id 550e8400-e29b-41d4-a716-446655440000 belongs to the staging tenant",
+            "add this public key: ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl",
+            "the token lives in https://vault.example.com/v1/secret/data/Xk9mQ2zR7pLw4vBn8cTy",
+            "the key is generated by createHmacSha256SigningKeyFromSecretMaterial in the SDK",
+            "the sha256 of the token bundle is 9b74c9897bac770ffc029102a200c5de0a1b2c3d4e5f60718293a4b5c6d7e8f9",
         ]);
     }
 }
