@@ -3658,7 +3658,8 @@ fn same_line_tokens(bytes: &[u8], found: &mut Vec<Finding>) -> bool {
                 | b"credentials"
                 | b"apikey"
                 | b"passphrase"
-        );
+        ) || word.iter().all(u8::is_ascii_alphabetic)
+            && secret_word(word).is_some_and(|w| w.strength == Strength::Strong);
         if !named {
             k = e;
             continue;
@@ -6917,6 +6918,10 @@ mod tests {
             (
                 "rotated the token yesterday: xyclb6zdiq9hyexe74ah4lvp3ea02sbv works now",
                 "xyclb6zdiq9hyexe74ah4lvp3ea02sbv",
+            ),
+            (
+                "heads up: the staging creds are kARx6uGgPqBkho0jzPNfgnAduN3hDjBY until Friday",
+                "kARx6uGgPqBkho0jzPNfgnAduN3hDjBY",
             ),
         ] {
             assert_eq!(spans(text), [token], "{text}");
