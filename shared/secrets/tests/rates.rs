@@ -42,6 +42,10 @@ const LABELS: &[(&str, &str)] = &[
         "ordinary",
         "ordinary real-text prompts: auth talk, hashes, ids, public keys, SRI lines",
     ),
+    (
+        "trufflehog",
+        "trufflehog's detector pattern tests in eighteen more prompt shapes (credentials only)",
+    ),
 ];
 
 #[derive(Default)]
