@@ -24,7 +24,7 @@
 //!
 //! Size: the release profile (root `Cargo.toml`) optimizes the dependencies (TLS, JSON, TOML) for
 //! size (`opt-level = "s"`) and the workspace's crates, this one among them, for speed: every hook
-//! executable went from 3.08–3.15 MiB to 2.68–2.76 MiB (`powercontext-hook-opencode`, the largest,
+//! executable went from 3.07–3.15 MiB to 2.68–2.76 MiB (`powercontext-hook-opencode`, the largest,
 //! 3,298,880 to 2,889,672 bytes; `claude-code` 3,228,520 to 2,823,984), under the 3 MiB limit, and
 //! the scan's code is built as before. Size for the whole workspace would shrink the scan's loops
 //! too, which is the code that must stay fast; the tables are static data either way.
@@ -121,7 +121,14 @@
 //!   `를`, `에서`, `で`, `を`, …: `비밀번호는 AES256-GCM으로 암호화됩니다`) is a means or an object,
 //!   not the password, which a copula (`입니다`, `です`) or the sentence's end follows. A quoted
 //!   word there is the password (`the default password is "marmalade"`, `the password for user
-//!   'deploy' is 'tangerine'`) unless it describes one (`"wrong"`, `"required"`).
+//!   'deploy' is 'tangerine'`) unless it describes one (`"wrong"`, `"required"`). On a line
+//!   no other rule found anything on, a generated token anywhere, when the line speaks of a key,
+//!   token, password, secret or creds as a word of its own and not of public keys, fingerprints,
+//!   hashes or integrity (see `same_line_tokens`).
+//! - `assignment` also reads a key named in a name field with its value in the value field after
+//!   it (`- name: DB_PASSWORD` / `value: …`, `"ParameterKey"`/`"ParameterValue"`, Terraform's
+//!   `variable "db_password" { default = … }`), and a table column named by a weak word (`key`)
+//!   whose cells look generated.
 //!
 //! Precision: a value that is a placeholder or a reference filling the whole value (`<…>`,
 //! `$VAR`, `${…}`, `{{…}}`, `{name}`, `%VAR%`, a YAML `!tag` before what it tags,
