@@ -1132,7 +1132,7 @@ impl<'t> Scan<'t> {
         let ends_ci = |w: &[u8], tail: &[u8]| {
             w.len() >= tail.len() && w[w.len() - tail.len()..].eq_ignore_ascii_case(tail)
         };
-        if !declared && !(ends_ci(field, b"name") || ends_ci(field, b"key")) {
+        if !(declared || ends_ci(field, b"name") || ends_ci(field, b"key")) {
             return;
         }
         // Forward: the value field, before the entry closes (`}`, a blank line, another name).
@@ -3699,8 +3699,8 @@ fn same_line_tokens(bytes: &[u8], found: &mut Vec<Finding>) -> bool {
                         b'/' | b'.' | b'@' | b'=' | b':' | b'$' | b'%' | b'&' | b'?' | b'#'
                     );
                 let after_ok = line.get(te).is_none_or(|c| {
-                    !matches!(c, b'/' | b'@' | b'(' | b'[')
-                        && !(*c == b'.' && line.get(te + 1).is_some_and(u8::is_ascii_alphanumeric))
+                    !(matches!(c, b'/' | b'@' | b'(' | b'[')
+                        || *c == b'.' && line.get(te + 1).is_some_and(u8::is_ascii_alphanumeric))
                 });
                 if before_ok && after_ok && generated_token(&line[t..te]) {
                     found.push(Finding {
