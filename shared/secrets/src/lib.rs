@@ -3164,8 +3164,10 @@ fn value_is_secret(bytes: &[u8], value: &Value, key: &[u8], strength: Strength, 
     if cookie_attributes(v, key) || secret_name(bytes, value, key, mode) {
         return false;
     }
-    // A PIN or an all-digit password (`DB_PASSWORD=84619273`), not a count or a date.
-    if mode != Mode::Prose && password_key(key) && v.len() >= 4 && v.iter().all(u8::is_ascii_digit) {
+    // A PIN or an all-digit password (`DB_PASSWORD=84619273`), not a count or a date; a strong
+    // key's long run of digits (`secret = "9734741337193905126710251"`) is no number either.
+    let digits_secret = password_key(key) && v.len() >= 4 || strength == Strength::Strong && v.len() >= 16;
+    if mode != Mode::Prose && digits_secret && v.iter().all(u8::is_ascii_digit) {
         return true;
     }
     // A quoted value is a literal wherever it stands.
@@ -7015,6 +7017,19 @@ mod tests {
         assert_clean(&[
             "abyssale-docs-for-the-v2-api-released",
             "the image adobe-4f3c2a1b9e8d7c6b5a4f3e2d1c0b9a8f is stale",
+        ]);
+    }
+
+    /// A strong key's long run of digits is its secret; a count or a timestamp's key is no key.
+    #[test]
+    fn a_strong_keys_long_digits_are_a_secret() {
+        assert_eq!(
+            spans("secret = \"9734741337193905126710251\""),
+            ["9734741337193905126710251"]
+        );
+        assert_clean(&[
+            "token_expiry = 1700000000000000000",
+            "max_tokens = 1000000000000000000",
         ]);
     }
 }
