@@ -12,20 +12,20 @@
 //! tables indexed by the prefix's first byte (see [`VENDORS`] and `src/rules.rs`); adding a
 //! provider is one entry there; keyword rules (`rules/keyword.toml`) name a provider by a word in
 //! the key instead. Measured with the `scan` example on the benchmark's prompt text (release,
-//! loaded 2-core machine, p50): 10 KB in 0.09 ms, 200 KB in 1.9 ms (callgrind: 38.8 M instructions
-//! for 200 KB of the benchmark's prompt lines with `scan --once`; 33.7 M before the pass for a
-//! generated token on a line about a key (4.1 M of the difference: one table lookup per byte,
-//! a word compared only where a name's first letter starts one), the name-field pairs and the weak
-//! table columns; the hand-written filter before: 0.06 ms, 1.25 ms, 25 M); adversarial repetitions
-//! scan in linear time (the tests check the scaling); nothing is parsed at run time. Every run a rule scans is bounded (a value's head at 512 bytes,
+//! loaded 2-core machine, p50): 10 KB in 0.12 ms, 200 KB in 2.5 ms (callgrind: 43.2 M instructions
+//! for 200 KB of the benchmark's prompt lines with `scan --once`; 33.7 M, 0.09 ms and 1.9 ms before
+//! the pass for a generated token on a line about a key (one table lookup per byte, a word compared
+//! only where a name's first letter starts one), the name-field pairs, the weak table columns and
+//! provider words glued by a dash; the hand-written filter before: 0.06 ms, 1.25 ms, 25 M);
+//! adversarial repetitions scan in linear time (the tests check the scaling); nothing is parsed at run time. Every run a rule scans is bounded (a value's head at 512 bytes,
 //! its redacted whole, a table row or a here-document line at 64 KiB), a line's command words are
 //! looked up once per line, and a span already found is not scanned again, so repetitive prompts
 //! stay linear.
 //!
 //! Size: the release profile (root `Cargo.toml`) optimizes the dependencies (TLS, JSON, TOML) for
 //! size (`opt-level = "s"`) and the workspace's crates, this one among them, for speed: every hook
-//! executable went from 3.07–3.15 MiB to 2.68–2.76 MiB (`powercontext-hook-opencode`, the largest,
-//! 3,298,880 to 2,889,672 bytes; `claude-code` 3,228,520 to 2,823,984), under the 3 MiB limit, and
+//! executable went from 3.07–3.15 MiB to 2.69–2.77 MiB (`powercontext-hook-opencode`, the largest,
+//! 3,298,880 to 2,905,784 bytes; `claude-code` 3,228,520 to 2,836,064), under the 3 MiB limit, and
 //! the scan's code is built as before. Size for the whole workspace would shrink the scan's loops
 //! too, which is the code that must stay fast; the tables are static data either way.
 //!
