@@ -12,13 +12,22 @@
 //! tables indexed by the prefix's first byte (see [`VENDORS`] and `src/rules.rs`); adding a
 //! provider is one entry there; keyword rules (`rules/keyword.toml`) name a provider by a word in
 //! the key instead. Measured with the `scan` example on the benchmark's prompt text (release,
-//! loaded 2-core machine, p50): 10 KB in 0.09 ms, 200 KB in 1.9 ms (callgrind: 33.8 M instructions
-//! for 200 KB of the benchmark's prompt lines, 33.3 M before the last syntaxes and providers were
-//! added; the hand-written filter before: 0.06 ms, 1.25 ms, 25 M); adversarial repetitions
-//! scan in linear time (the tests check the scaling); nothing is parsed at run time. Every run a rule scans is bounded (a value's head at 512 bytes,
+//! loaded 2-core machine, p50): 10 KB in 0.12 ms, 200 KB in 2.5 ms (callgrind: 43.2 M instructions
+//! for 200 KB of the benchmark's prompt lines with `scan --once`; 33.7 M, 0.09 ms and 1.9 ms before
+//! the pass for a generated token on a line about a key (one table lookup per byte, a word compared
+//! only where a name's first letter starts one), the name-field pairs, the weak table columns and
+//! provider words glued by a dash; the hand-written filter before: 0.06 ms, 1.25 ms, 25 M);
+//! adversarial repetitions scan in linear time (the tests check the scaling); nothing is parsed at run time. Every run a rule scans is bounded (a value's head at 512 bytes,
 //! its redacted whole, a table row or a here-document line at 64 KiB), a line's command words are
 //! looked up once per line, and a span already found is not scanned again, so repetitive prompts
 //! stay linear.
+//!
+//! Size: the release profile (root `Cargo.toml`) optimizes the dependencies (TLS, JSON, TOML) for
+//! size (`opt-level = "s"`) and the workspace's crates, this one among them, for speed: every hook
+//! executable went from 3.07–3.15 MiB to 2.69–2.77 MiB (`powercontext-hook-opencode`, the largest,
+//! 3,298,880 to 2,905,784 bytes; `claude-code` 3,228,520 to 2,836,064), under the 3 MiB limit, and
+//! the scan's code is built as before. Size for the whole workspace would shrink the scan's loops
+//! too, which is the code that must stay fast; the tables are static data either way.
 //!
 //! What is found (the rule names are what diagnostics and `[REDACTED:<rule>]` markers show):
 //! - `private_key`: a PEM block (`-----BEGIN … PRIVATE KEY-----` to its END line, the four-dash
@@ -112,7 +121,14 @@
 //!   `를`, `에서`, `で`, `を`, …: `비밀번호는 AES256-GCM으로 암호화됩니다`) is a means or an object,
 //!   not the password, which a copula (`입니다`, `です`) or the sentence's end follows. A quoted
 //!   word there is the password (`the default password is "marmalade"`, `the password for user
-//!   'deploy' is 'tangerine'`) unless it describes one (`"wrong"`, `"required"`).
+//!   'deploy' is 'tangerine'`) unless it describes one (`"wrong"`, `"required"`). On a line
+//!   no other rule found anything on, a generated token anywhere, when the line speaks of a key,
+//!   token, password, secret or creds as a word of its own and not of public keys, fingerprints,
+//!   hashes or integrity (see `same_line_tokens`).
+//! - `assignment` also reads a key named in a name field with its value in the value field after
+//!   it (`- name: DB_PASSWORD` / `value: …`, `"ParameterKey"`/`"ParameterValue"`, Terraform's
+//!   `variable "db_password" { default = … }`), and a table column named by a weak word (`key`)
+//!   whose cells look generated.
 //!
 //! Precision: a value that is a placeholder or a reference filling the whole value (`<…>`,
 //! `$VAR`, `${…}`, `{{…}}`, `{name}`, `%VAR%`, a YAML `!tag` before what it tags,
@@ -222,6 +238,9 @@ pub fn findings(text: &str) -> Vec<Finding> {
     scan.run();
     let mut found = scan.found;
     found.sort_by_key(|f| (f.start, f.kind.rank()));
+    if same_line_tokens(text.as_bytes(), &mut found) {
+        found.sort_by_key(|f| (f.start, f.kind.rank()));
+    }
     let mut merged: Vec<Finding> = Vec::with_capacity(found.len());
     for f in found {
         match merged.last_mut() {
@@ -1044,6 +1063,7 @@ impl<'t> Scan<'t> {
             return;
         }
         self.keyword_value_at(kend, key, false);
+        self.glued_keyword_value(i, kend, key);
         let Some(word) = secret_word(key) else {
             // `DB_KENNWORT`, `db_contraseña`, `db_пароль`: the word of another language as a
             // segment.
@@ -1062,9 +1082,9 @@ impl<'t> Scan<'t> {
         if strength == Strength::Weak && key.eq_ignore_ascii_case(b"key") && strong_word_before(bytes, i) {
             strength = Strength::Strong;
         }
-        if strength == Strength::Strong {
-            self.table_header_at(i);
-        }
+        // A table's header may name a weak word's column too (its cells must look generated).
+        self.table_header_at(i);
+        self.named_value_at(i, kend, key, strength);
         let header = key.len() > 2 && key[..2].eq_ignore_ascii_case(b"x-") || word.authorization;
         let kind = if header {
             SecretKind::AuthHeader
@@ -1073,6 +1093,111 @@ impl<'t> Scan<'t> {
         };
         self.assignment_after(i, kend, key, strength, kind, false);
         self.keyword_value_at(kend, key, true);
+    }
+
+    /// A key given as the value of a name field, its value in the value field after it: a
+    /// Kubernetes or ECS `env` entry (`- name: DB_PASSWORD` / `value: …`), a CloudFormation
+    /// parameter (`"ParameterKey": "ApiToken", "ParameterValue": "…"`), `Key: api_token, Value:
+    /// …`. The name field's word ends in `name` or `key`; the value field's ends in `value`
+    /// and stands within the next 256 bytes, before the entry closes.
+    fn named_value_at(&mut self, i: usize, kend: usize, key: &[u8], strength: Strength) {
+        let bytes = self.bytes;
+        let quote = |b: u8| matches!(b, b'"' | b'\'' | b'`');
+        // Back from the key: an opening quote, blanks, `:` or `=`, blanks, a closing quote.
+        let mut p = i;
+        if p > 0 && quote(bytes[p - 1]) {
+            p -= 1;
+        }
+        while p > 0 && matches!(bytes[p - 1], b' ' | b'\t') {
+            p -= 1;
+        }
+        // A declaration's label (Terraform's `variable "db_password" {`): its value is its
+        // `default`.
+        let declared = bytes[..p].ends_with(b"variable") && (p == 8 || !is_key_byte(bytes[p - 9]));
+        if !declared && (p == 0 || !matches!(bytes[p - 1], b':' | b'=')) {
+            return;
+        }
+        p -= usize::from(!declared);
+        while p > 0 && matches!(bytes[p - 1], b' ' | b'\t') {
+            p -= 1;
+        }
+        if p > 0 && quote(bytes[p - 1]) {
+            p -= 1;
+        }
+        let field_start = p - bytes[p.saturating_sub(32)..p]
+            .iter()
+            .rev()
+            .take_while(|&&b| b.is_ascii_alphanumeric() || b == b'_')
+            .count();
+        let field = &bytes[field_start..p];
+        let ends_ci = |w: &[u8], tail: &[u8]| {
+            w.len() >= tail.len() && w[w.len() - tail.len()..].eq_ignore_ascii_case(tail)
+        };
+        if !(declared || ends_ci(field, b"name") || ends_ci(field, b"key")) {
+            return;
+        }
+        // Forward: the value field, before the entry closes (`}`, a blank line, another name).
+        let stop = bytes.len().min(kend + 256);
+        let mut k = kend;
+        let mut depth = 0i32;
+        while k < stop {
+            let b = bytes[k];
+            // A declaration's block closes where its braces balance (`{}` holds no default).
+            depth += i32::from(b == b'{') - i32::from(b == b'}');
+            if (!declared || depth <= 0) && (b == b'}' || b == b']') || bytes[k..].starts_with(b"\n\n") {
+                return;
+            }
+            if b.is_ascii_alphabetic() && (k == 0 || !is_key_byte(bytes[k - 1])) {
+                let e = run_end_max(bytes, k, 32, |c| c.is_ascii_alphanumeric() || c == b'_');
+                let word = &bytes[k..e];
+                if ends_ci(word, b"name") || ends_ci(word, b"key") {
+                    return;
+                }
+                if ends_ci(word, b"value") || declared && word == b"default" {
+                    let mut v = e;
+                    if v < bytes.len() && quote(bytes[v]) {
+                        v += 1;
+                    }
+                    v = skip_blank(bytes, v);
+                    if !matches!(bytes.get(v), Some(b':' | b'=')) {
+                        return;
+                    }
+                    let start = skip_blank(bytes, v + 1);
+                    let Some(value) = Value::parse(bytes, start, Stop::Code) else {
+                        return;
+                    };
+                    if value_is_secret(bytes, &value, key, strength, Mode::Code) {
+                        self.push(SecretKind::Assignment, value.start, value.whole_end(bytes));
+                    }
+                    return;
+                }
+                k = e;
+                continue;
+            }
+            k += 1;
+        }
+    }
+
+    /// A provider's word glued to its value by a dash (`abyssale-ffCQ…`): the value, when it has
+    /// that provider's shape exactly and looks generated, as after any other separator. A hex
+    /// suffix is a build's or a commit's (`agora-4f3c…`), not read here.
+    fn glued_keyword_value(&mut self, i: usize, kend: usize, key: &[u8]) {
+        let Some(d) = key.iter().position(|&b| b == b'-') else {
+            return;
+        };
+        let (word, token) = (&key[..d], &key[d + 1..]);
+        if word.len() >= 3
+            && token.len() >= 16
+            && has_digit(token)
+            && token.iter().any(u8::is_ascii_alphabetic)
+            && entropy(token) >= 3.0
+            && !is_placeholder(token)
+            && !token.iter().all(u8::is_ascii_hexdigit)
+            && !token_continues_at(self.text, kend)
+            && let Some(name) = rules::keyword_match(word, token)
+        {
+            self.push(SecretKind::Vendor(name), i + d + 1, kend);
+        }
     }
 
     /// A provider's word in a key that names no secret (`sourcegraph: …`, `TWITCH_CLIENT=…`,
@@ -3039,8 +3164,10 @@ fn value_is_secret(bytes: &[u8], value: &Value, key: &[u8], strength: Strength, 
     if cookie_attributes(v, key) || secret_name(bytes, value, key, mode) {
         return false;
     }
-    // A PIN or an all-digit password (`DB_PASSWORD=84619273`), not a count or a date.
-    if mode != Mode::Prose && password_key(key) && v.len() >= 4 && v.iter().all(u8::is_ascii_digit) {
+    // A PIN or an all-digit password (`DB_PASSWORD=84619273`), not a count or a date; a strong
+    // key's long run of digits (`secret = "9734741337193905126710251"`) is no number either.
+    let digits_secret = password_key(key) && v.len() >= 4 || strength == Strength::Strong && v.len() >= 16;
+    if mode != Mode::Prose && digits_secret && v.iter().all(u8::is_ascii_digit) {
         return true;
     }
     // A quoted value is a literal wherever it stands.
@@ -3259,11 +3386,23 @@ fn code_expression(raw: &[u8]) -> bool {
     };
     let head = &raw[..open];
     let body = trim_end_of(raw, |b| matches!(b, b';' | b',' | b'.'));
-    !head.is_empty()
-        && head
+    let ident = |b: &u8| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b':');
+    // A composite literal or a closure opens a brace after its type (`map[string]string{…`,
+    // `[]byte{…`, `Vec<u8> {`).
+    let composite = || {
+        raw[open..]
             .iter()
-            .all(|&b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b':'))
-        && matches!(body.last(), Some(b')' | b']' | b'>'))
+            .position(|&b| matches!(b, b')' | b']' | b'>'))
+            .is_some_and(|c| {
+                let rest = &raw[open + c + 1..];
+                rest.iter()
+                    .position(|&b| b == b'{')
+                    .is_some_and(|q| rest[..q].iter().all(|b| ident(b) || b.is_ascii_whitespace()))
+            })
+    };
+    !head.is_empty()
+        && head.iter().all(ident)
+        && (matches!(body.last(), Some(b')' | b']' | b'>')) || composite())
 }
 
 fn trim_end_of(v: &[u8], class: impl Fn(u8) -> bool) -> &[u8] {
@@ -3488,6 +3627,186 @@ fn tech_part(v: &[u8]) -> bool {
     WORDS.iter().any(|w| v.eq_ignore_ascii_case(w))
 }
 
+/// A generated token on a line that speaks of a key, token, password, secret or credential with
+/// no syntax tying them together (`the new one for oopspam is a9Px…7t — does the SDK cache the
+/// old key?`). Only lines no other rule found anything on are read, each at most 4 KiB, and only
+/// tokens that look generated count: letters and digits mixed, 20 to 256 long, high entropy, not
+/// a hex digest of a commit or a SHA-256, not a UUID, not in a path, URL or file name, not on a
+/// line about public keys, fingerprints, hashes or integrity.
+fn same_line_tokens(bytes: &[u8], found: &mut Vec<Finding>) -> bool {
+    const NOT: Words = words_of!(
+        b"public publishable fingerprint commit sha sha1 sha256 sha512 checksum digest hash hashes integrity \
+        ssh-rsa ssh-ed25519 ecdsa-sha2-nistp256 gpg pgp"
+    );
+    // `_` and `.` join a key's parts: `access_token_version` is a key (judged by the key rules),
+    // not the word `token`.
+    let word_byte = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.');
+    // `found` is sorted by start: `reach` is the furthest end of those that start before a line
+    // ends, so a line is taken when it reaches past the line's start.
+    let before = found.len();
+    let (mut next, mut reach) = (0, 0);
+    // One pass: most words start no name, one byte decides; a line holding a name is read
+    // once, and the pass goes on after it.
+    // Per byte: 1 for a word's byte, 2 for a name's first letter (a table: this pass reads
+    // every byte of every prompt).
+    const CLASS: [u8; 256] = {
+        let mut t = [0u8; 256];
+        let mut b = 0;
+        while b < 256 {
+            let c = b as u8;
+            if c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.') {
+                t[b] = 1;
+            }
+            if matches!(c | 0x20, b'k' | b't' | b'p' | b's' | b'c' | b'a') {
+                t[b] |= 2;
+            }
+            b += 1;
+        }
+        t
+    };
+    let mut k = 0;
+    let mut prev = 0u8;
+    while k < bytes.len() {
+        let class = CLASS[usize::from(bytes[k])];
+        let starts = class == 3 && prev & 1 == 0;
+        prev = class;
+        if !starts {
+            k += 1;
+            continue;
+        }
+        let e = run_end_max(bytes, k, 12, word_byte);
+        let word = &bytes[k..e];
+        let named = matches!(
+            lower(word, &mut [0; 16]),
+            b"key"
+                | b"keys"
+                | b"token"
+                | b"tokens"
+                | b"password"
+                | b"passwords"
+                | b"secret"
+                | b"secrets"
+                | b"credential"
+                | b"credentials"
+                | b"apikey"
+                | b"passphrase"
+        ) || word.iter().all(u8::is_ascii_alphabetic)
+            && secret_word(word).is_some_and(|w| w.strength == Strength::Strong);
+        if !named {
+            k = e;
+            continue;
+        }
+        let start = bytes[..k].iter().rposition(|&c| c == b'\n').map_or(0, |p| p + 1);
+        let end = bytes[k..]
+            .iter()
+            .position(|&c| c == b'\n')
+            .map_or(bytes.len(), |p| k + p);
+        while next < before && found[next].start < end {
+            reach = reach.max(found[next].end);
+            next += 1;
+        }
+        let line = &bytes[start..end];
+        let about_public = || {
+            line.split(|&c| !word_byte(c))
+                .any(|w| NOT.iter().any(|n| w.eq_ignore_ascii_case(n)))
+        };
+        if reach <= start && line.len() <= 4096 && !about_public() {
+            let mut t = 0;
+            while t < line.len() {
+                let te = run_end(line, t, |c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-'));
+                if te == t {
+                    t += 1;
+                    continue;
+                }
+                let before_ok = t == 0
+                    || !matches!(
+                        line[t - 1],
+                        b'/' | b'.' | b'@' | b'=' | b':' | b'$' | b'%' | b'&' | b'?' | b'#'
+                    );
+                let after_ok = line.get(te).is_none_or(|c| {
+                    !(matches!(c, b'/' | b'@' | b'(' | b'[')
+                        || *c == b'.' && line.get(te + 1).is_some_and(u8::is_ascii_alphanumeric))
+                });
+                // An id the word before names (`request 01HZX3…`, `trace-id: …`, `build …`).
+                let named_id = || {
+                    let head = line[..t].trim_ascii_end();
+                    let head = head.strip_suffix(b":").unwrap_or(head).trim_ascii_end();
+                    let w = head.len()
+                        - head
+                            .iter()
+                            .rev()
+                            .take_while(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_'))
+                            .count();
+                    let prev = &head[w..];
+                    let last = prev.rsplit(|&c| matches!(c, b'-' | b'_')).next().unwrap_or(prev);
+                    matches!(
+                        lower(last, &mut [0; 16]),
+                        b"id"
+                            | b"ids"
+                            | b"request"
+                            | b"trace"
+                            | b"span"
+                            | b"build"
+                            | b"job"
+                            | b"run"
+                            | b"order"
+                            | b"commit"
+                            | b"revision"
+                            | b"ticket"
+                            | b"issue"
+                            | b"correlation"
+                            | b"uuid"
+                            | b"ulid"
+                            | b"etag"
+                            | b"digest"
+                    )
+                };
+                if before_ok && after_ok && generated_token(&line[t..te]) && !named_id() {
+                    found.push(Finding {
+                        kind: SecretKind::Prose,
+                        start: start + t,
+                        end: start + te,
+                    });
+                }
+                t = te;
+            }
+        }
+        k = end;
+        prev = 0;
+    }
+    found.len() > before
+}
+
+/// A token that looks generated on its own: see [`same_line_tokens`].
+fn generated_token(t: &[u8]) -> bool {
+    if !(20..=256).contains(&t.len()) || t.starts_with(b"AAAA") {
+        return false;
+    }
+    let letters = t.iter().any(u8::is_ascii_alphabetic);
+    let (lower, upper) = (
+        t.iter().any(u8::is_ascii_lowercase),
+        t.iter().any(u8::is_ascii_uppercase),
+    );
+    let hex = t.iter().all(u8::is_ascii_hexdigit);
+    if !letters || !has_digit(t) || uuid(t) || hex && matches!(t.len(), 40 | 64 | 128) {
+        return false;
+    }
+    if wordy(t)
+        || camel_words(t)
+        || alphabet(t)
+        || is_placeholder(t)
+        || t.iter().filter(|&&b| b == b'-' || b == b'_').count() > 4
+    {
+        return false;
+    }
+    let e = entropy(t);
+    if lower && upper {
+        e >= 3.8
+    } else {
+        e >= 3.6 && t.len() >= 24 || hex && t.len() == 32
+    }
+}
+
 /// Shannon entropy in bits per byte.
 fn entropy(v: &[u8]) -> f64 {
     let mut counts = [0u32; 256];
@@ -3650,12 +3969,44 @@ fn b64url_json(seg: &[u8], needle: &[u8]) -> bool {
 }
 
 /// Made up by hand rather than generated: a long value holding a run of six consecutive
-/// characters (`abcdef`, `123456`, `TUVWXYZ`), or the documentation marker `EXAMPLE`.
-/// A random value of this length holds none of them but once in tens of millions.
+/// characters counting up or down (`abcdef`, `123456`, `TUVWXYZ`, `987654`), side by side or
+/// every other character with separators skipped (`a1b2c3d4e5f6`, `d4c3b2a1-f6e5`,
+/// `…-p5o0n5m3l2k1`), or the documentation marker `EXAMPLE`. A random value of this length
+/// holds none of them but once in millions.
 pub(crate) fn fabricated(v: &[u8]) -> bool {
     if v.len() < 20 {
         return false;
     }
+    // Letters and digits only, at most 512 of them: `-`, `_`, `.` separate the groups of a
+    // hand-made token without breaking its count.
+    let mut p = [0u8; 512];
+    let mut n = 0;
+    for &b in v {
+        if b.is_ascii_alphanumeric() && n < p.len() {
+            p[n] = b;
+            n += 1;
+        }
+    }
+    let counts = |stride: usize, down: bool| {
+        // run[k]: how long the count is that ends at `k`, stepping back by `stride`.
+        let mut run = [1u16; 512];
+        for k in stride..n {
+            let (a, b) = (p[k - stride], p[k]);
+            let next = if down {
+                a.wrapping_sub(1)
+            } else {
+                a.wrapping_add(1)
+            };
+            if b == next && b.is_ascii_alphanumeric() {
+                run[k] = run[k - stride] + 1;
+                if run[k] >= 6 {
+                    return true;
+                }
+            }
+        }
+        false
+    };
+    // Side by side the count is on the value itself, so a separator breaks it as before.
     let mut run = 1;
     for w in v.windows(2) {
         if w[0].is_ascii_alphanumeric() && w[1] == w[0].wrapping_add(1) && w[1].is_ascii_alphanumeric() {
@@ -3667,7 +4018,11 @@ pub(crate) fn fabricated(v: &[u8]) -> bool {
             run = 1;
         }
     }
-    v.windows(7).any(|w| w == b"EXAMPLE") || filler_run(v)
+    counts(1, true)
+        || counts(2, false)
+        || counts(2, true)
+        || v.windows(7).any(|w| w == b"EXAMPLE")
+        || filler_run(v)
 }
 
 /// Six or more of one character in a row (`000000`, `xxxxxx`, `AAAAAA`, `######`): typed, not
@@ -4197,9 +4552,11 @@ fn table_header(bytes: &[u8], start: usize, end: usize, delim: u8) -> Option<Tab
             && name.iter().all(|&b| is_key_byte(b) || b == b' ')
             && spaces <= usize::from(delim == b'|');
         names &= name_like;
-        if name_like && k < 64 && secret_word(name).is_some_and(|w| w.strength == Strength::Strong) {
+        // A weak word's column (`key`, `auth`) is judged as a weak key's value: it must look
+        // generated (`| service | key |` over `| stripe | sk_… |`), as a `token` column's must.
+        if let Some(w) = secret_word(name).filter(|_| name_like && k < 64) {
             secret |= 1 << k;
-            if contains_ci(name, b"token") {
+            if w.strength == Strength::Weak || contains_ci(name, b"token") {
                 weak |= 1 << k;
             }
         }
@@ -4946,7 +5303,7 @@ mod tests {
             SecretKind::Prose,
             &[
                 "my password is hunter2",
-                "the api key is 9f8e7d6c5b4a3f2e1d0c",
+                "the api key is 4693954bdee012a93791",
                 "the db password for staging: KmNk7wV5",
                 // The scope's first word ends at a `-` (`on-prem`), not only at a blank.
                 "the password on-prem is Xy7!kq9Lm",
@@ -6536,7 +6893,7 @@ mod tests {
             "set(\"api_key\", \"Xk9mQ2zLp4RtWq8eYt5u\")",
             "<password>Xk9mQ2zLp4Rt</password>",
             "[database]\npassword =\n    Xk9mQ2zLp4Rt",
-            "twilio auth token - 9f8e7d6c5b4a39281706f5e4d3c2b1a0",
+            "twilio auth token - b156d7585e022bc2495105450aac4272",
             "password <- \"Xk9mQ2zLp4Rt\"",
             "if (apikey == \"m{{h}o)p${e]nob(ody[finds>-_$#thisone}}\") {",
             "sourcegraph: 9c3Fa81bD4e07aC2f5B96d1E8a3c0F7b2D4e6A91",
@@ -6558,6 +6915,121 @@ mod tests {
             "client_secret=bP88Q~xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
             "oktaKey = 00000000000000000000000000000000000TUVWXYZ",
             "export OP_SERVICE_ACCOUNT_TOKEN=ops_eyJzaWduSW5BZGRyZXNzIjoiaHR0cHM6...",
+        ]);
+    }
+
+    /// Hand-made values count down or every other character as well as up: filler, not keys;
+    /// a prefix followed by one count alone is filler however short.
+    #[test]
+    fn counting_down_or_interleaved_is_hand_made() {
+        assert_clean(&[
+            "--set global.licenseKey=a1b2c3d4e5f6g7h8i9j0k1l2m3n4o5p6q7r8NRAL",
+            "--set chart.deployKey=px-dep-d4c3b2a1-f6e5-h8g7-j1i8-p5o0n5m3l2k1",
+            "api_key = \"zyxwvutsrqponmlkjihgfedcba\"",
+            "\"token1\": \"xoxp-1234567890\"",
+        ]);
+        for text in [
+            "api_key = \"k9Qm2Lx7Rv4Tz8Wp3Ny6Hb1Jd5Fs0Gc\"",
+            "\"token\": \"xoxp-5028163947-7736201938475-Qm2Lx7Rv4Tz8Wp3Ny6Hb1Jd5\"",
+        ] {
+            assert!(find_secret(text).is_some(), "{text}");
+        }
+    }
+
+    /// A table's column named by a weak word (`key`) holds a key when its cell looks generated;
+    /// a Go composite literal after a key is code.
+    #[test]
+    fn weak_table_columns_and_composite_literals() {
+        let text =
+            "| service | key | owner |\n|---|---|---|\n| wit | 1ZLU5OXGEYX56K3IOL1Z88Y5YU5CC1KK | ops |";
+        assert_eq!(spans(text), ["1ZLU5OXGEYX56K3IOL1Z88Y5YU5CC1KK"], "{text}");
+        assert_clean(&[
+            "| name | key | note |\n|---|---|---|\n| retries | max_retries | how often |",
+            "SecretParts:  map[string]string{\"key\": resMatch},",
+            "Token: []byte{0x01, 0x02},",
+        ]);
+    }
+
+    /// A key named in a name field has its value in the value field after it.
+    #[test]
+    fn a_name_fields_key_takes_the_value_fields_value() {
+        for text in [
+            "env:\n- name: DB_PASSWORD\n  value: Zk3n8QwL2xVb7Rt5Yp1Mc9Ds",
+            "{\"name\":\"API_TOKEN\",\"value\":\"Zk3n8QwL2xVb7Rt5Yp1Mc9Ds\"}",
+            "{\"ParameterKey\": \"ApiSecret\", \"ParameterValue\": \"Zk3n8QwL2xVb7Rt5Yp1Mc9Ds\"}",
+            "Key: api_token, Value: Zk3n8QwL2xVb7Rt5Yp1Mc9Ds",
+            "variable \"db_password\" {\n  type    = string\n  default = \"Zk3n8QwL2xVb7Rt5Yp1Mc9Ds\"\n}",
+        ] {
+            assert_eq!(spans(text), ["Zk3n8QwL2xVb7Rt5Yp1Mc9Ds"], "{text}");
+        }
+        assert_clean(&[
+            "- name: DB_PASSWORD\n  valueFrom:\n    secretKeyRef:\n      name: db\n      key: password",
+            "{\"name\":\"API_TOKEN\",\"value\":\"${API_TOKEN}\"}",
+            "- name: TOKEN_TTL\n  value: \"3600\"",
+            "- name: SECRET_NAME\n  value: my-app-secret",
+            "variable \"api_token\" {}\nvariable \"region\" {\n  default = \"eu-west-1b7\"\n}",
+            "{\"name\":\"API_TOKEN\"}, {\"label\": \"x\", \"value\": \"Zk3n8QwL2xVb7Rt5Yp1Mc9Ds\"}",
+        ]);
+    }
+
+    /// A generated token on a line that speaks of a key with no syntax between them is found;
+    /// digests, ids, public keys and words on such lines are not.
+    #[test]
+    fn a_generated_token_on_a_line_about_a_key() {
+        for (text, token) in [
+            (
+                "the new one for oopspam is a9PxCUoI7bCKQogm47qpznV3hu49kO0Qduc4025t, does the SDK cache the old key?",
+                "a9PxCUoI7bCKQogm47qpznV3hu49kO0Qduc4025t",
+            ),
+            (
+                "rotated the token yesterday: xyclb6zdiq9hyexe74ah4lvp3ea02sbv works now",
+                "xyclb6zdiq9hyexe74ah4lvp3ea02sbv",
+            ),
+            (
+                "heads up: the staging creds are kARx6uGgPqBkho0jzPNfgnAduN3hDjBY until Friday",
+                "kARx6uGgPqBkho0jzPNfgnAduN3hDjBY",
+            ),
+        ] {
+            assert_eq!(spans(text), [token], "{text}");
+        }
+        assert_clean(&[
+            "the token refresh was fixed in 3f2a9c1e8b7d6a5f4e3d2c1b0a9f8e7d6c5b4a39, see the key rotation doc",
+            "key id 550e8400-e29b-41d4-a716-446655440000 belongs to the staging tenant",
+            "The token endpoint returns 400 for request 01HZX3K9N4QW7E2R5T8Y6U1I0P, see the trace",
+            "token refresh failed for trace-id 4bf92f3577b34da6a3ce929d0e0e4736 twice",
+            "add this public key: ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl",
+            "the token lives in https://vault.example.com/v1/secret/data/Xk9mQ2zR7pLw4vBn8cTy",
+            "the key is generated by createHmacSha256SigningKeyFromSecretMaterial in the SDK",
+            "the sha256 of the token bundle is 9b74c9897bac770ffc029102a200c5de0a1b2c3d4e5f60718293a4b5c6d7e8f9",
+        ]);
+    }
+
+    /// A provider's word glued to its value by a dash names it as a separator would; a slug or
+    /// a hex build suffix does not.
+    #[test]
+    fn a_provider_word_glued_by_a_dash() {
+        let text = "see abyssale-ffCQRQ5V0FxJOZTOWs5iXCfRP15Ea8s6YchSx9KY in the log";
+        assert_eq!(
+            spans(text),
+            ["ffCQRQ5V0FxJOZTOWs5iXCfRP15Ea8s6YchSx9KY"],
+            "{text}"
+        );
+        assert_clean(&[
+            "abyssale-docs-for-the-v2-api-released",
+            "the image adobe-4f3c2a1b9e8d7c6b5a4f3e2d1c0b9a8f is stale",
+        ]);
+    }
+
+    /// A strong key's long run of digits is its secret; a count or a timestamp's key is no key.
+    #[test]
+    fn a_strong_keys_long_digits_are_a_secret() {
+        assert_eq!(
+            spans("secret = \"9734741337193905126710251\""),
+            ["9734741337193905126710251"]
+        );
+        assert_clean(&[
+            "token_expiry = 1700000000000000000",
+            "max_tokens = 1000000000000000000",
         ]);
     }
 }

@@ -339,6 +339,11 @@ fn stand_in(token: &[u8]) -> bool {
     if token.len() >= 8 && distinct <= 3 {
         return true;
     }
+    // One count from end to end (`xoxp-1234567890`, `sk_abcdefgh`): typed, however short.
+    let step = |w: &[u8]| w[1] == w[0].wrapping_add(1) || w[0] == b'9' && w[1] == b'0';
+    if token.len() >= 6 && token.iter().all(u8::is_ascii_alphanumeric) && token.windows(2).all(step) {
+        return true;
+    }
     if FILLERS.iter().any(|f| contains_ci(token, f))
         || token.len() >= 20 && super::fabricated(token)
         || token.len() >= 12 && super::filler_run(token)

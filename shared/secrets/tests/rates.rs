@@ -21,9 +21,9 @@ const END: &str = "<!-- rates end -->\n";
 /// floor, false-withhold ceiling). A change that loses ground fails here; the goal for every
 /// source is 95% / 2%. A source not listed is held to the goal itself.
 const FLOORS: &[(&str, f64, f64)] = &[
-    ("gitleaks", 96.0, 5.5),
-    ("detect-secrets", 73.5, 16.5),
-    ("noseyparker", 83.0, 5.5),
+    ("gitleaks", 96.5, 4.7),
+    ("detect-secrets", 74.0, 16.3),
+    ("noseyparker", 85.0, 1.4),
 ];
 
 /// What each source is, for the table.
@@ -41,6 +41,10 @@ const LABELS: &[(&str, &str)] = &[
     (
         "ordinary",
         "ordinary real-text prompts: auth talk, hashes, ids, public keys, SRI lines",
+    ),
+    (
+        "trufflehog",
+        "trufflehog's detector pattern tests in eighteen more prompt shapes (credentials only)",
     ),
 ];
 
