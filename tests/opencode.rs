@@ -826,9 +826,14 @@ fn an_older_plugin_calling_inject_gets_nothing_and_a_clear_diagnostic() {
     let oc = oc_session(&server.url());
     let dir = oc.dir("p");
     let turn = turn_of(&oc.prepare("ses_1", "msg_100", 100, "question", Some(&dir))).unwrap();
+    // The transform payload as such a plugin file sends it (recorded), with and without the
+    // context it kept.
+    let fixture = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/opencode/inject.json");
+    let mut old: Value = serde_json::from_str(&std::fs::read_to_string(fixture).unwrap()).unwrap();
+    old["messages"][0]["id"] = json!("msg_100");
+    old["messages"][0]["session_id"] = json!("ses_1");
     for offered in [json!([turn.text]), json!(null)] {
-        let old = json!({"messages": [{"id": "msg_100", "session_id": "ses_1", "role": "user",
-                                       "synthetic_texts": []}], "prepared": offered});
+        old["prepared"] = offered;
         let out = oc.call("inject", &old);
         assert_eq!(out.stdout, "", "never an injection through the old path");
         let d = out
