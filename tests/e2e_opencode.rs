@@ -157,10 +157,10 @@ fn recall_reaches_its_own_turn_only_and_session_delete_clears_state() {
     let turn_file = session
         .state_dir()
         .join("opencode-turns")
-        .join(format!("{}.json", sha256_hex(sid.as_bytes())));
+        .join(format!("{}.seen", sha256_hex(sid.as_bytes())));
     assert!(
         turn_file.is_file(),
-        "the session's turn is on disk before the delete"
+        "the session is known on disk before the delete"
     );
     let deleted = session.delete_session(&sid);
     assert!(

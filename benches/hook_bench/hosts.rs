@@ -19,7 +19,8 @@ pub struct Host {
     pub args: &'static [&'static str],
     /// Builds the stdin payload.
     pub payload: PayloadFn,
-    /// A second process the host starts for the same prompt: its subcommand and payload.
+    /// A second process the host starts for the same prompt: its subcommand and payload (no
+    /// shipped host needs one since OpenCode's prompt became one process; kept for a host that does).
     pub then: Option<(&'static [&'static str], PayloadFn)>,
 }
 
@@ -122,14 +123,6 @@ fn opencode_prepare(fixtures: &Path, p: &Payload<'_>) -> Vec<u8> {
     serde_json::to_vec(&v).expect("payload serializes")
 }
 
-/// OpenCode's `experimental.chat.messages.transform` (`inject`) for the message just prepared.
-fn opencode_inject(fixtures: &Path, p: &Payload<'_>) -> Vec<u8> {
-    let mut v = read_fixture(&fixtures.join("opencode/inject.json"));
-    v["messages"][0]["id"] = opencode_message(p.run).into();
-    v["messages"][0]["session_id"] = p.session.unwrap_or(OPENCODE_SESSION).into();
-    serde_json::to_vec(&v).expect("payload serializes")
-}
-
 /// Every host executable the workspace ships, in report order.
 pub const ALL: &[Host] = &[
     Host {
@@ -169,8 +162,9 @@ pub const ALL: &[Host] = &[
         exe: "powercontext-hook-opencode",
         part: "OPENCODE",
         args: &["prepare"],
+        // One process per prompt: the shim's messages transform starts none.
         payload: opencode_prepare,
-        then: Some((&["inject"], opencode_inject)),
+        then: None,
     },
 ];
 

@@ -799,10 +799,10 @@ fn bench_main(ctx: &Ctx, hosts: &[&Host], report: &mut Report) -> MainFigures {
              context printed. The *`GIT_CEILING_DIRECTORIES` set* row is the same path when the \
              environment steers git's discovery: the hook then spawns `git rev-parse` as every prompt \
              did before the in-process discovery. *Scope id configured*: `POWERCONTEXT_<HOST>_SCOPE_ID` \
-             set, so no workspace key and no resolve call. OpenCode's prompt is two processes \
-             (`prepare` on `chat.message`, `inject` on the messages transform): its rows time both, \
-             one after the other, and the note splits them. Every run is checked: the context was \
-             injected. Rows interleaved run by run, {} warm-up rounds discarded.",
+             set, so no workspace key and no resolve call. OpenCode's prompt is one process \
+             (`prepare` on `chat.message`; the plugin's messages transform only matches ids in \
+             memory and starts none). Every run is checked: the context was injected. Rows \
+             interleaved run by run, {} warm-up rounds discarded.",
             ctx.plan.warmup
         ),
         rows,
@@ -1941,7 +1941,7 @@ fn finish_targets(report: &mut Report, main: &MainFigures) {
         let (w99, d99) = worst(|h| h.1.p99);
         let (d50, d99) = (d50 - fc50, d99 - fc99);
         t.push(Target {
-            name: "Over the floor client, p50 (each host; OpenCode's two processes together)".into(),
+            name: "Over the floor client, p50 (each host)".into(),
             goal: "≤ +1.0 ms".into(),
             measured: format!("{d50:+.2} ms (largest: {w50}; floor client {fc50:.2} ms)"),
             met: Some(d50 <= 1.0),
@@ -2071,7 +2071,7 @@ fn method_notes(ctx: &Ctx) -> Vec<String> {
          host's payload with cwd pointing at a fresh git repository, and a new turn per run. Payloads: \
          the recorded fixtures in `tests/fixtures/<host>/` for Claude Code, Codex, Pi (`before-agent-start`; \
          `branch_roles` grows by one user message per run, so the turn id is new) and OpenCode \
-         (`prepare`, then `inject` for the same new message id); for DSH the `pre-step` batch its plugin \
+         (`prepare`, a new message id per run); for DSH the `pre-step` batch its plugin \
          forwards (`{session:{id,cwd}, turn, step, messages}`, a new turn number per run, since DSH \
          recalls once per session and turn), the shapes `tests/negative.rs` drives."
             .into(),

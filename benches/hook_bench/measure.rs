@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 /// One process to run: program, arguments, the whole environment, stdin and working directory;
-/// optionally a second process the host starts right after it for the same prompt (OpenCode's
-/// `prepare` then `inject`).
+/// optionally a second process the host starts right after it for the same prompt (no shipped
+/// host does since OpenCode's prompt became one process).
 #[derive(Debug, Clone)]
 pub struct Invocation {
     pub program: PathBuf,

@@ -1,7 +1,8 @@
 // PowerContext for OpenCode: a thin shim between OpenCode's plugin hooks and the Rust executable
 // `powercontext-hook-opencode`, which makes every decision (prompt text, scope, recall, capture,
-// secret filter, which turn may receive which context). This file only maps host events to the
-// executable (JSON on stdin, JSON on stdout) and applies its answer.
+// secret filter, whether a turn gets a context and its exact text). This file only maps host
+// events to the executable (JSON on stdin, JSON on stdout) and applies its answer: one process per
+// prompt, on `chat.message`; the messages transform starts none, it only matches ids.
 //
 // It never throws (a throwing hook fails the OpenCode turn) and never hangs (OpenCode puts no
 // timeout around hooks): every call has a hard deadline after which the executable's process group
@@ -20,15 +21,15 @@ const HOOK_COMMAND_VAR = "POWERCONTEXT_OPENCODE_HOOK_COMMAND"
 // POWERCONTEXT_OPENCODE_HTTP_BUDGET_SECONDS); this deadline only catches a hung executable.
 const PREPARE_TIMEOUT_MS_VAR = "POWERCONTEXT_OPENCODE_PREPARE_TIMEOUT_MS"
 const PREPARE_TIMEOUT_MS = 6000
-// inject and forget only touch local files (the executable gives itself 2 s).
+// forget and compacted only touch local files (the executable gives itself 2 s).
 const LOCAL_TIMEOUT_MS = 3000
 const SESSION_LOOKUP_TIMEOUT_MS = 2000
 const MAX_STDOUT_BYTES = 1 << 20
 const MAX_LOGGED_LINES = 8
-// Enough of a synthetic part for the executable to recognize its own part; never whole files.
-const SYNTHETIC_TEXT_CHARS = 256
 const MAX_KNOWN_DIRECTORIES = 256
-const PREPARED_PER_SESSION = 4
+// Our part's id starts with this: how a request that already carries it is recognized (the
+// transform may run more than once on the same request, and two copies of this file may be loaded).
+const PART_ID_PREFIX = "prt_powercontext"
 const SERVICE = "powercontext-opencode"
 
 function hookCommand() {
@@ -131,13 +132,6 @@ function textParts(parts) {
     .map((p) => ({ type: "text", text: p.text, synthetic: p.synthetic === true }))
 }
 
-function syntheticTexts(parts) {
-  if (!Array.isArray(parts)) return []
-  return parts
-    .filter((p) => p && p.type === "text" && p.synthetic === true && typeof p.text === "string")
-    .map((p) => p.text.slice(0, SYNTHETIC_TEXT_CHARS))
-}
-
 // `powercontext doctor opencode` (the official CLI) starts `opencode serve` with these two
 // variables and waits for the nonce: proof that OpenCode loaded this plugin. Exclusive create,
 // owner-only; a failure only means the probe fails.
@@ -163,15 +157,36 @@ export const PowerContextPlugin = async (ctx) => {
     } catch {}
   }
 
-  // The contexts the last `prepare` runs answered, per session, handed back to `inject` (which
-  // decides which, if any, goes into the latest message: runs may finish out of order). Held in
-  // memory only: a context never touches the disk.
-  const prepared = new Map()
-  const keep = (id, text) => {
-    const texts = [text, ...(prepared.get(id) ?? [])].slice(0, PREPARED_PER_SESSION)
-    prepared.delete(id)
-    prepared.set(id, texts)
-    if (prepared.size > MAX_KNOWN_DIRECTORIES) prepared.delete(prepared.keys().next().value)
+  // A line in the executable's diagnostic shape, for what only the shim can see.
+  const note = (outcome, detail) =>
+    log({ stderr: JSON.stringify({ component: "powercontext.opencode.state", event: "state", outcome, detail }) })
+
+  // Each session's current turn, in memory only (a context never touches the disk). `chat.message`
+  // claims the session before its `prepare` runs, so nothing prepared for an earlier message can be
+  // served from then on, whatever the outcome; the answer of that same run (if no newer message
+  // claimed the session meanwhile) becomes the turn: the part text and the exact session and
+  // message ids the executable named. The transform only matches those ids.
+  const turns = new Map()
+  let claims = 0
+  const claim = (sessionID) => {
+    const ticket = ++claims
+    turns.delete(sessionID)
+    turns.set(sessionID, { ticket })
+    if (turns.size > MAX_KNOWN_DIRECTORIES) turns.delete(turns.keys().next().value)
+    return ticket
+  }
+  const settle = (sessionID, ticket, answer) => {
+    const text = answer?.text
+    if (typeof text !== "string" || text === "") return
+    // An executable older than this file answers the context alone: it cannot be matched to a
+    // message, so it is never injected.
+    if (typeof answer.session_id !== "string" || typeof answer.message_id !== "string") {
+      return note("version_mismatch", "executable_older_than_plugin")
+    }
+    const turn = turns.get(sessionID)
+    if (answer.session_id !== sessionID || turn?.ticket !== ticket) return note("skipped", "stale_turn")
+    turn.messageID = answer.message_id
+    turn.text = text
   }
 
   // Session directories as OpenCode announced them (the workspace the scope is derived from).
@@ -201,6 +216,7 @@ export const PowerContextPlugin = async (ctx) => {
       try {
         const sessionID = input?.sessionID ?? output?.message?.sessionID
         if (typeof sessionID !== "string") return
+        const ticket = claim(sessionID)
         const directory = await directoryOf(sessionID)
         const result = await call(
           "prepare",
@@ -216,36 +232,29 @@ export const PowerContextPlugin = async (ctx) => {
         )
         log(result)
         if (!result || result.stdout.trim() === "") return
-        const text = JSON.parse(result.stdout)?.text
-        if (typeof text === "string" && text !== "") keep(sessionID, text)
+        settle(sessionID, ticket, JSON.parse(result.stdout))
       } catch {}
     },
 
+    // Appends the prepared part to the latest user message when it is exactly the message the
+    // part was prepared for and does not carry it yet (the transform may run twice on the same
+    // request). Only the request being sent changes, never the transcript, so every model request
+    // of the turn gets the part once and a later turn never sees it. Starts no process.
     "experimental.chat.messages.transform": async (_input, output) => {
       try {
         const messages = Array.isArray(output?.messages) ? output.messages : []
-        const summary = messages.map((m) => ({
-          id: m?.info?.id,
-          session_id: m?.info?.sessionID,
-          role: m?.info?.role,
-          synthetic_texts: m?.info?.role === "user" ? syntheticTexts(m?.parts) : [],
-        }))
-        const latest = [...summary].reverse().find((m) => m.role === "user")
-        const offered = (typeof latest?.session_id === "string" && prepared.get(latest.session_id)) || []
-        const result = await call("inject", { messages: summary, prepared: offered }, LOCAL_TIMEOUT_MS)
-        log(result)
-        if (!result || result.stdout.trim() === "") return
-        const text = JSON.parse(result.stdout)?.text
-        if (typeof text !== "string" || text === "") return
-        // The executable answered for the latest user message; that is where the part goes.
         const target = [...messages].reverse().find((m) => m?.info?.role === "user")
-        if (!target || !Array.isArray(target.parts)) return
+        const info = target?.info
+        if (typeof info?.sessionID !== "string" || !Array.isArray(target.parts)) return
+        const turn = turns.get(info.sessionID)
+        if (typeof turn?.text !== "string" || turn.messageID !== info.id) return
+        if (target.parts.some((p) => typeof p?.id === "string" && p.id.startsWith(PART_ID_PREFIX))) return
         target.parts.push({
-          id: "prt_powercontext" + Date.now(),
-          sessionID: target.info.sessionID,
-          messageID: target.info.id,
+          id: PART_ID_PREFIX + Date.now(),
+          sessionID: info.sessionID,
+          messageID: info.id,
           type: "text",
-          text,
+          text: turn.text,
           synthetic: true,
         })
       } catch {}
@@ -261,7 +270,7 @@ export const PowerContextPlugin = async (ctx) => {
           const id = props.sessionID ?? props.info?.id
           if (typeof id !== "string") return
           directories.delete(id)
-          prepared.delete(id)
+          turns.delete(id)
           callSync("forget", { session_id: id }, LOCAL_TIMEOUT_MS)
         } else if (type === "session.compacted") {
           // The next message bootstraps the session again (lifecycle `compact`).

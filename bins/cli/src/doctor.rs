@@ -24,7 +24,7 @@ use powercontext_hooks_core::scope::ScopeQuery;
 use powercontext_hooks_core::state::StateDir;
 use powercontext_hooks_core::{ledger, spool, state};
 use serde::Serialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::host_cli::HostCli;
 use crate::hosts::{Activation, installer};
@@ -980,12 +980,7 @@ fn check_working(host: Host, exe: &Path, cwd: &Path, server_ok: bool, r: &mut Re
     let started = Instant::now();
     let mut outcomes: Vec<String> = Vec::new();
     let mut context = None;
-    // What OpenCode's `prepare` printed, handed back to `inject` as the shim does.
-    let mut prepared: Vec<String> = Vec::new();
-    for (args, mut payload) in synthetic_calls(host, cwd) {
-        if args == ["inject"] {
-            payload["prepared"] = json!(prepared);
-        }
+    for (args, payload) in synthetic_calls(host, cwd) {
         let (status, out, err) = match run_hook(exe, &args, &payload, &capture_var, cwd) {
             Ok(run) => run,
             Err(e) => {
@@ -1027,15 +1022,7 @@ fn check_working(host: Host, exe: &Path, cwd: &Path, server_ok: bool, r: &mut Re
                     })
                 }),
         );
-        if args == ["prepare"] {
-            prepared.extend(
-                out.lines()
-                    .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-                    .filter_map(|v| v["text"].as_str().map(str::to_owned)),
-            );
-        } else {
-            context = context.or_else(|| context_len(host, &out));
-        }
+        context = context.or_else(|| context_len(host, &out));
     }
     let elapsed = started.elapsed().as_millis();
     let empty = outcomes.iter().any(|o| o.starts_with("empty"));

@@ -48,21 +48,6 @@ pub struct PrepareEvent {
     pub lossy: bool,
 }
 
-/// The latest user message of an `experimental.chat.messages.transform` request.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LatestUser {
-    /// Its id.
-    pub message_id: String,
-    /// Its session.
-    pub session_id: String,
-    /// The (possibly shortened) texts of its synthetic text parts.
-    pub synthetic_texts: Vec<String>,
-    /// The contexts the last `prepare` runs printed for this message's session, as the shim kept
-    /// them (one is injected only when the turn cache says it was prepared for exactly this
-    /// message); `None` when the field is missing: a plugin file older than the hand-over.
-    pub prepared: Option<Vec<String>>,
-}
-
 fn object(bytes: &[u8]) -> Result<(Value, bool), Skip> {
     let decoded = payload::decode(bytes).ok_or(Skip::NotJson)?;
     if !decoded.value.is_object() {
@@ -147,44 +132,6 @@ pub fn prompt_text(parts: &[Value], unquote: bool) -> String {
     texts.join("\n\n")
 }
 
-/// Decodes the `inject` payload, `{messages: [{id, session_id, role, synthetic_texts}], prepared?}`,
-/// down to its latest user message (`None` when there is none).
-///
-/// # Errors
-/// [`Skip::NotJson`] when the payload is not an object.
-pub fn parse_inject(bytes: &[u8]) -> Result<Option<LatestUser>, Skip> {
-    let (v, _) = object(bytes)?;
-    let messages = v
-        .get("messages")
-        .and_then(Value::as_array)
-        .map_or(&[][..], Vec::as_slice);
-    let Some(last) = messages
-        .iter()
-        .rev()
-        .find(|m| m.get("role").and_then(Value::as_str) == Some("user"))
-    else {
-        return Ok(None);
-    };
-    let (Some(message_id), Some(session_id)) = (id(last, "id"), id(last, "session_id")) else {
-        return Ok(None);
-    };
-    let synthetic_texts = last
-        .get("synthetic_texts")
-        .and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(Value::as_str).map(str::to_owned).collect())
-        .unwrap_or_default();
-    let prepared = v
-        .get("prepared")
-        .and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(Value::as_str).map(str::to_owned).collect());
-    Ok(Some(LatestUser {
-        message_id,
-        session_id,
-        synthetic_texts,
-        prepared,
-    }))
-}
-
 /// Decodes the `forget` payload, `{session_id}`.
 ///
 /// # Errors
@@ -261,22 +208,9 @@ mod tests {
     }
 
     #[test]
-    fn inject_picks_the_last_user_message() {
-        let body = json!({"messages": [
-            {"id": "msg_1", "session_id": "ses", "role": "user"},
-            {"id": "msg_2", "session_id": "ses", "role": "user", "synthetic_texts": ["x"]},
-            {"id": "msg_3", "session_id": "ses", "role": "assistant"}
-        ]});
-        let latest = parse_inject(&serde_json::to_vec(&body).unwrap())
-            .unwrap()
-            .unwrap();
-        assert_eq!(latest.message_id, "msg_2");
-        assert_eq!(latest.synthetic_texts, vec!["x".to_owned()]);
-        assert_eq!(
-            parse_inject(br#"{"messages":[{"id":"a","session_id":"s","role":"assistant"}]}"#),
-            Ok(None)
-        );
-        assert_eq!(parse_inject(br#"{}"#), Ok(None));
+    fn forget_names_a_session() {
         assert_eq!(parse_forget(br#"{"session_id":"ses_9"}"#), Ok("ses_9".to_owned()));
+        assert_eq!(parse_forget(br#"{"session_id":" "}"#), Err(Skip::MissingSession));
+        assert_eq!(parse_forget(b"[]"), Err(Skip::NotJson));
     }
 }

@@ -1,8 +1,8 @@
-//! The `prepare` step (OpenCode `chat.message`): claim the turn in the cache → scope → recall →
-//! mark that exact turn ready → answer the context (the shim keeps it in memory for `inject`) →
-//! capture → optional flush, in that order (recall before capture, as the official plugin). Fails
-//! open at every step; it never answers a context for a turn it no longer holds and never writes
-//! a context to disk.
+//! The `prepare` step (OpenCode `chat.message`), the whole of a prompt's work: remember a new
+//! session → scope → recall → answer the part for exactly this turn (the shim keeps it in memory
+//! and its messages transform appends it to the message with these ids) → capture → optional
+//! flush, in that order (recall before capture, as the official plugin). Fails open at every
+//! step; it never writes a context to disk.
 
 use powercontext_hooks_core::capture;
 use powercontext_hooks_core::config::Settings;
@@ -13,47 +13,15 @@ use powercontext_hooks_core::hook::Answered;
 use powercontext_hooks_core::http::Transport;
 use powercontext_hooks_core::outcome::{Diagnostic, Outcome, Stage};
 use powercontext_hooks_core::protocol::Answer;
-use powercontext_hooks_core::state::{self, now_millis};
+use powercontext_hooks_core::state;
 use powercontext_hooks_core::turn::{Capture, Prompt, Turn};
 
-use crate::HOST;
 use crate::event::PrepareEvent;
-use crate::turns::TurnCache;
+use crate::turns::SeenSessions;
+use crate::{HOST, PREFIX};
 
 pub(crate) fn diag(stage: Stage, outcome: Outcome) -> Diagnostic {
     Diagnostic::new(HOST.component(), stage, outcome)
-}
-
-/// The turn this run holds, if any.
-enum Claim {
-    /// This run holds the session's current turn.
-    Held(TurnCache, String),
-    /// A newer message already holds the session: nothing this run prepares may be served.
-    Superseded,
-    /// The cache could not be used: the context is answered for this message alone.
-    Unavailable,
-}
-
-/// Makes this message the session's current turn (before anything slow), so an older context can
-/// never be served for it, even if everything after this fails.
-fn claim(env: &Env, deadline: &Deadline, event: &PrepareEvent) -> Claim {
-    let created = event.created_ms.unwrap_or_else(now_millis);
-    let wait = deadline.within(state::HOOK_LOCK_WAIT);
-    let result = TurnCache::locate(env).and_then(|cache| {
-        let ticket = cache.begin(&wait, &event.session_id, &event.message_id, created)?;
-        Ok((cache, ticket))
-    });
-    match result {
-        Ok((cache, Some(ticket))) => Claim::Held(cache, ticket),
-        Ok((_, None)) => {
-            emit::diagnostic(&diag(Stage::State, Outcome::Skipped).detail("stale_turn"));
-            Claim::Superseded
-        }
-        Err(e) => {
-            emit::diagnostic(&diag(Stage::State, Outcome::StateUnavailable).detail(e.detail()));
-            Claim::Unavailable
-        }
-    }
 }
 
 /// What a prompt captures: `opencode-user-prompt:` + SHA-256 of scope␀session␀message␀prompt,
@@ -75,8 +43,24 @@ fn capture_of(event: &PrepareEvent, cwd: &str) -> Capture {
     }
 }
 
-/// Runs the prepare step for a decoded event. `settings` is `Err` when configuration is invalid:
-/// the turn is still claimed (invalidating older context), then nothing else happens.
+/// Records a session this state has not seen (before anything slow, whatever follows) and says
+/// whether it was new.
+fn first_seen(env: &Env, deadline: &Deadline, session: &str) -> bool {
+    let Ok(seen) = SeenSessions::locate(env) else {
+        return false;
+    };
+    if seen.knows(session) {
+        return false;
+    }
+    if let Err(e) = seen.remember(&deadline.within(state::HOOK_LOCK_WAIT), session) {
+        emit::diagnostic(&diag(Stage::State, Outcome::StateUnavailable).detail(e.detail()));
+    }
+    true
+}
+
+/// Runs the prepare step for a decoded event: the part text for this turn, if any (the caller
+/// answers it with the turn's ids). `settings` is `Err` when configuration is invalid: a new
+/// session is still remembered, then nothing else happens.
 pub fn run(
     env: &Env,
     settings: Result<&Settings, String>,
@@ -84,8 +68,7 @@ pub fn run(
     event: &PrepareEvent,
 ) -> Answered {
     // A session this state has never seen is new: its resolved scope gets pinned below.
-    let new_session = TurnCache::locate(env).is_ok_and(|c| !c.knows(&event.session_id));
-    let claim = claim(env, deadline, event);
+    let new_session = first_seen(env, deadline, &event.session_id);
     let settings = match settings {
         Ok(s) => s,
         Err(setting) => {
@@ -114,31 +97,13 @@ pub fn run(
         return Answer::Nothing.into();
     };
     // Recall before capture, as the official plugin orders them.
-    let mut answer = Answer::Nothing;
-    if !matches!(claim, Claim::Superseded)
-        && let Some(text) = begun.recall(&event.prompt, settings.max_bytes.value)
-    {
-        match &claim {
-            Claim::Held(cache, ticket) => {
-                let wait = deadline.within(state::HOOK_LOCK_WAIT);
-                match cache.commit(&wait, &event.session_id, &event.message_id, ticket, &text) {
-                    // The answer carries it to the shim, which hands it to the inject step (a
-                    // package in it is recorded as injected once the answer is written).
-                    Ok(true) => answer = Answer::Context(text),
-                    // A newer message claimed the session while we were away: drop this context.
-                    Ok(false) => emit::diagnostic(&diag(Stage::State, Outcome::Skipped).detail("stale_turn")),
-                    // The turn file could not be written: the answer still goes to the shim, which
-                    // keeps it for this message only, as every other host still answers.
-                    Err(e) => {
-                        emit::diagnostic(&diag(Stage::State, Outcome::StateUnavailable).detail(e.detail()));
-                        answer = Answer::Context(text);
-                    }
-                }
-            }
-            // No turn file at all (the state is unusable, reported above): answered all the same.
-            _ => answer = Answer::Context(text),
-        }
-    }
+    // A package in it is recorded as injected once the answer is written.
+    let answer = begun
+        .recall(&event.prompt, settings.max_bytes.value)
+        .filter(|text| !text.trim().is_empty())
+        .map_or(Answer::Nothing, |text| {
+            Answer::Context(format!("{PREFIX}\n\n{text}"))
+        });
     let (transport, scope) = (begun.turn.transport.clone(), begun.scope.clone());
     // Sent once this step is done (see `powercontext_hooks_core::after`), never before the
     // context is ready.

@@ -4,8 +4,7 @@
 //! |--------------------|----------------------------------------------------------------------------|---------------|------|
 //! | `HookEvent(name)`  | `{"hookSpecificOutput":{"hookEventName":name,"additionalContext":…}}`, or the host's own [`OutputChannel`] (`{"additionalContext":…}` for Copilot CLI) (a command hook's prompt or session-start event, named as its host names it) | nothing | 0 |
 //! | `Message`          | `{"message":…}` (Kimi Code: a user message, echoed to the terminal, so plain lines: see [`crate::plain`]), or the host's own [`OutputChannel`] | nothing | 0 |
-//! | `OpenCodeTransform`| `{"text":…}` (the part the OpenCode shim appends to the latest user message) | nothing       | 0    |
-//! | `OpenCodePrepare`  | `{"text":…}` (the context the OpenCode shim keeps for `inject`) | nothing                        | 0    |
+//! | `OpenCodePrepare`  | `{"text":…,"session_id":…,"message_id":…}` (the part the OpenCode shim appends to exactly that user message) | nothing | 0 |
 //! | `DshPreStep`       | `{"context":…}` (the plugin message text the DSH plugin appends after `enter`) | nothing     | 0    |
 //! | `PiBeforeAgentStart` | `{"systemPrompt":…}` (Pi's whole system prompt, already extended by the Pi adapter) | nothing | 0 |
 //! | `HermesPreLlmCall` | `{"context":…}` (appended by Hermes to the API copy of the turn's user message) | nothing | 0 |
@@ -37,11 +36,14 @@ pub enum Protocol {
     HookEvent(&'static str),
     /// A command hook whose host reads a plain `{"message": …}` ([`OutputChannel::Message`]).
     Message,
-    /// The OpenCode shim's `inject` call: the part it appends to the latest user message.
-    OpenCodeTransform,
-    /// The OpenCode shim's `prepare` call: the context the shim keeps for `inject` (the same line;
-    /// not yet given to the host, so the journal does not count it as injected).
-    OpenCodePrepare,
+    /// The OpenCode shim's `prepare` call: the part the shim appends to the user message
+    /// `message` of session `session` (and to no other). The shim's other calls answer nothing.
+    OpenCodePrepare {
+        /// The session the part belongs to.
+        session: &'static str,
+        /// The user message the part belongs to.
+        message: &'static str,
+    },
     /// The DSH plugin's `pre-step` call.
     DshPreStep,
     /// The Pi extension's `before-agent-start` call; the context is the full augmented system prompt.
@@ -79,8 +81,8 @@ pub fn render_in(channel: OutputChannel, protocol: Protocol, answer: &Answer) ->
         (Protocol::Message, Answer::Context(text)) => {
             Some(command_hook_line(OutputChannel::Message, "", text))
         }
-        (Protocol::OpenCodeTransform | Protocol::OpenCodePrepare, Answer::Context(text)) => {
-            Some(json!({ "text": text }).to_string())
+        (Protocol::OpenCodePrepare { session, message }, Answer::Context(text)) => {
+            Some(json!({ "text": text, "session_id": session, "message_id": message }).to_string())
         }
         (Protocol::DshPreStep | Protocol::HermesPreLlmCall, Answer::Context(text)) => {
             Some(json!({ "context": text }).to_string())
@@ -119,8 +121,8 @@ pub fn deliver(host: Integration, protocol: Protocol, answer: &Answer, after: Af
     };
     let done = after.run(written);
     journal::finish(match answer {
-        Answer::Context(text) if protocol != Protocol::OpenCodePrepare => Some(text.len()),
-        _ => None,
+        Answer::Context(text) => Some(text.len()),
+        Answer::Nothing => None,
     });
     done
 }
@@ -204,14 +206,17 @@ mod tests {
     }
 
     #[test]
-    fn opencode_transform_line() {
-        let line = render(
-            Protocol::OpenCodeTransform,
-            &Answer::Context("P\n\nctx \"q\"".into()),
-        )
-        .unwrap();
-        assert_eq!(line, r#"{"text":"P\n\nctx \"q\""}"#);
-        assert_eq!(render(Protocol::OpenCodeTransform, &Answer::Nothing), None);
+    fn opencode_prepare_line_names_its_turn() {
+        let turn = Protocol::OpenCodePrepare {
+            session: "ses_\"1",
+            message: "msg_2",
+        };
+        let line = render(turn, &Answer::Context("P\n\nctx \"q\"".into())).unwrap();
+        assert_eq!(
+            line,
+            r#"{"message_id":"msg_2","session_id":"ses_\"1","text":"P\n\nctx \"q\""}"#
+        );
+        assert_eq!(render(turn, &Answer::Nothing), None);
     }
 
     #[test]

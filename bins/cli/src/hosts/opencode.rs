@@ -180,11 +180,6 @@ impl Installer for OpenCode {
                        "created_ms": state::now_millis(), "directory": cwd,
                        "parts": [{"type": "text", "text": prompt, "synthetic": false}]}),
             ),
-            (
-                vec!["inject"],
-                json!({"messages": [{"id": "msg_powercontext_doctor", "session_id": session,
-                                     "role": "user", "synthetic_texts": []}]}),
-            ),
             (vec!["forget"], json!({"session_id": session})),
         ]
     }
