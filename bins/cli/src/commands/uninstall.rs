@@ -11,20 +11,22 @@ use anyhow::{Context, Result};
 use clap::Args;
 use serde::Serialize;
 
-use crate::host_cli::HostCli;
-use crate::hosts::{Undo, installer};
-use crate::install::{self, Host, digest};
-use crate::jsonc;
-use crate::report;
-use crate::setup::{Locate, Paths, value_digest};
+use crate::hosts::installer;
+use crate::installer::contract::Undo;
+use crate::installer::undo::{Done, Kept, Undoing};
+use crate::support::host_cli::HostCli;
+use crate::support::install::{self, Host, digest, value_digest};
+use crate::support::jsonc;
+use crate::support::paths::{Locate, Paths};
+use crate::support::report;
 
 /// `uninstall <host>`.
 #[derive(Debug, Args)]
-#[command(after_help = crate::setup::OWNER_ONLY_HELP)]
+#[command(after_help = crate::support::paths::OWNER_ONLY_HELP)]
 pub struct UninstallArgs {
     /// The host to remove the hooks from.
-    #[arg(value_parser = crate::install::host_arg())]
-    pub host: crate::install::Host,
+    #[arg(value_parser = crate::support::install::host_arg())]
+    pub host: crate::support::install::Host,
     #[command(flatten)]
     pub locate: Locate,
     /// Also remove the hooks' state (run journal, pending flushes, spooled captures never
@@ -41,7 +43,9 @@ pub struct UninstallArgs {
 
 /// Runs `uninstall`.
 pub fn uninstall(args: &UninstallArgs) -> Result<ExitCode> {
-    if let Err(message) = crate::setup::check_home(&powercontext_hooks_core::env::Env::from_process()) {
+    if let Err(message) =
+        crate::support::paths::check_home(&powercontext_hooks_core::env::Env::from_process())
+    {
         report::refuse_with(args.json, &message);
         return Ok(ExitCode::from(2));
     }
@@ -103,124 +107,6 @@ struct Uninstalled {
     spooled: Option<Spooled>,
 }
 
-words! {
-    /// What uninstall does to one thing.
-    pub(crate) enum Undoing {
-        Run => "run",
-        Remove => "remove",
-        Edit => "edit",
-        Tidy => "tidy",
-        Restore => "restore",
-    }
-}
-
-/// One thing uninstall did (or, in a dry run, would do): a host CLI call, or a file and, for an
-/// edit, the member of it. The same fields as setup's file actions, so a script reads both alike.
-#[derive(Debug, Serialize)]
-pub(crate) struct Done {
-    action: Undoing,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    path: Option<PathBuf>,
-    /// The member edited (`hosts.codex`, `mcp.powercontext`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    what: Option<String>,
-    /// Why a file the host CLI rewrote was tidied.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    why: Option<&'static str>,
-    /// The host CLI call, as the user would type it.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    command: Option<String>,
-}
-
-impl Done {
-    /// A whole file removed or restored.
-    pub(crate) fn file(action: Undoing, path: &Path) -> Self {
-        Self {
-            action,
-            path: Some(path.to_owned()),
-            what: None,
-            why: None,
-            command: None,
-        }
-    }
-
-    /// One member of a file edited.
-    pub(crate) fn member(path: &Path, what: impl Into<String>) -> Self {
-        Self {
-            what: Some(what.into()),
-            ..Self::file(Undoing::Edit, path)
-        }
-    }
-
-    /// A host CLI call.
-    pub(crate) fn command(command: String) -> Self {
-        Self {
-            action: Undoing::Run,
-            path: None,
-            what: None,
-            why: None,
-            command: Some(command),
-        }
-    }
-}
-
-impl std::fmt::Display for Done {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{:<8}", self.action)?;
-        if let Some(c) = &self.command {
-            write!(f, "{c}")?;
-        }
-        if let Some(p) = &self.path {
-            write!(f, "{}", p.display())?;
-        }
-        if let Some(w) = &self.what {
-            write!(f, " {w}")?;
-        }
-        if let Some(w) = self.why {
-            write!(f, " ({w})")?;
-        }
-        Ok(())
-    }
-}
-
-/// Something uninstall left where it was, and why (it is not as setup made it any more).
-#[derive(Debug, Serialize)]
-pub(crate) struct Kept {
-    path: PathBuf,
-    /// The member of the file, or what the path is to the host.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    what: Option<String>,
-    why: &'static str,
-}
-
-impl Kept {
-    /// A file or a member of one changed since setup wrote it.
-    pub(crate) fn changed(path: &Path, what: Option<String>) -> Self {
-        Self::because(path, what, CHANGED)
-    }
-
-    /// `path` (and `what` of it) kept for the reason `why`.
-    pub(crate) fn because(path: &Path, what: Option<String>, why: &'static str) -> Self {
-        Self {
-            path: path.to_owned(),
-            what,
-            why,
-        }
-    }
-}
-
-/// The usual reason something is kept.
-const CHANGED: &str = "changed since setup";
-
-impl std::fmt::Display for Kept {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match &self.what {
-            Some(w) => write!(f, "{} {w} ({})", self.path.display(), self.why),
-            None => write!(f, "{} ({})", self.path.display(), self.why),
-        }
-    }
-}
-
 impl report::Report for Uninstalled {}
 
 impl std::fmt::Display for Uninstalled {
@@ -240,7 +126,7 @@ impl std::fmt::Display for Uninstalled {
                 "note: {} capture(s) for {} are still spooled; they stay, and are delivered once a host points there \
                  again: run `powercontext-hooks flush` first to send them now",
                 s.captures,
-                crate::state_cmd::terminal_safe(&s.server)
+                crate::support::textstyle::terminal_safe(&s.server)
             )?;
         }
         if self.actions.is_empty() {
@@ -277,18 +163,18 @@ fn tidy_settings(
     // Without a record of the file before setup, nothing is known to be the host CLI's.
     let absent = |k: &&&str| members.is_some_and(|m| !m.iter().any(|m| m == **k));
     for key in added.iter().filter(absent) {
-        if crate::jsonc::get(&text, "", key)? == Some(serde_json::json!({})) {
-            let how = crate::jsonc::Inserted {
+        if crate::support::jsonc::get(&text, "", key)? == Some(serde_json::json!({})) {
+            let how = crate::support::jsonc::Inserted {
                 added_comma: true,
                 created_parent: false,
                 parent_existed: 0,
                 empty_inner: None,
             };
-            text = crate::jsonc::remove(&text, "", key, &how)?;
+            text = crate::support::jsonc::remove(&text, "", key, &how)?;
         }
     }
     if let Some(members) = members.filter(|m| !m.is_empty()) {
-        text = crate::jsonc::reorder_root(&text, members)?;
+        text = crate::support::jsonc::reorder_root(&text, members)?;
     }
     let bytes = install::restyled(before, text.as_bytes()).unwrap_or_else(|| text.into_bytes());
     if bytes == now {
@@ -343,10 +229,10 @@ fn run(args: &UninstallArgs) -> Result<(Vec<Done>, Vec<Kept>, Option<StateNote>)
         if let (Some((path, added)), Some(before)) = (&settings, &before)
             && tidy_settings(path, before, added, manifest.host_settings.as_ref(), dry)?
         {
-            actions.push(Done {
-                why: Some("members the host CLI left empty; the file's own line ends"),
-                ..Done::file(Undoing::Tidy, path)
-            });
+            actions.push(
+                Done::file(Undoing::Tidy, path)
+                    .because("members the host CLI left empty; the file's own line ends"),
+            );
         }
     }
 
@@ -366,7 +252,7 @@ fn run(args: &UninstallArgs) -> Result<(Vec<Done>, Vec<Kept>, Option<StateNote>)
     }
     // The hook executable's copy, while it is still the one setup made.
     if let Some(x) = &manifest.executable {
-        match crate::exe_copy::digest_of(&x.path) {
+        match crate::support::exe_copy::digest_of(&x.path) {
             None => {}
             Some(d) if d == x.sha256 => {
                 actions.push(Done::file(Undoing::Remove, &x.path));
@@ -521,7 +407,7 @@ fn run(args: &UninstallArgs) -> Result<(Vec<Done>, Vec<Kept>, Option<StateNote>)
     }
 
     // 3b. What we wrote to the official CLI's files, put back as it was.
-    let (a, k) = crate::shared_files::uninstall(
+    let (a, k) = crate::installer::shared_files::uninstall(
         host,
         &manifest.shared,
         &install::install_dir(&paths.state_root, host),
@@ -539,10 +425,7 @@ fn run(args: &UninstallArgs) -> Result<(Vec<Done>, Vec<Kept>, Option<StateNote>)
             .and_then(|t| jsonc::parse(&t).ok())
             .is_some_and(|v| v.as_object().is_some_and(serde_json::Map::is_empty))
     {
-        actions.push(Done {
-            why: Some("not there before setup, and empty now"),
-            ..Done::file(Undoing::Remove, &hs.path)
-        });
+        actions.push(Done::file(Undoing::Remove, &hs.path).because("not there before setup, and empty now"));
         if !dry {
             fs::remove_file(&hs.path).with_context(|| format!("cannot remove {}", hs.path.display()))?;
         }
@@ -706,50 +589,4 @@ fn remove_empty_dirs(dir: &Path) {
         }
     }
     let _ = fs::remove_dir(dir);
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn each_line_reads_as_before_and_aligns() {
-        let p = Path::new("/h/.config/powercontext/clients.json");
-        assert_eq!(
-            Done::file(Undoing::Remove, p).to_string(),
-            "remove  /h/.config/powercontext/clients.json"
-        );
-        assert_eq!(
-            Done::file(Undoing::Restore, p).to_string(),
-            "restore /h/.config/powercontext/clients.json"
-        );
-        assert_eq!(
-            Done::member(p, "hosts.codex").to_string(),
-            "edit    /h/.config/powercontext/clients.json hosts.codex"
-        );
-        assert_eq!(
-            Done::command("codex plugin remove powercontext".into()).to_string(),
-            "run     codex plugin remove powercontext"
-        );
-        let tidy = Done {
-            why: Some("members the host CLI left empty"),
-            ..Done::file(Undoing::Tidy, p)
-        };
-        assert_eq!(
-            tidy.to_string(),
-            "tidy    /h/.config/powercontext/clients.json (members the host CLI left empty)"
-        );
-        assert_eq!(
-            Kept::changed(p, Some("hosts.codex".into())).to_string(),
-            "/h/.config/powercontext/clients.json hosts.codex (changed since setup)"
-        );
-        assert_eq!(
-            serde_json::to_value(Done::command("x y".into())).unwrap(),
-            serde_json::json!({"action": "run", "command": "x y"})
-        );
-        assert_eq!(
-            serde_json::to_value(Kept::changed(p, None)).unwrap(),
-            serde_json::json!({"path": p, "why": "changed since setup"})
-        );
-    }
 }

@@ -7,194 +7,23 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, Result, anyhow, bail};
-use clap::Args;
 use powercontext_hooks_core::config::{self, HostOptions, Layers, Origin, Settings};
 use powercontext_hooks_core::endpoint::{Authorization, BaseUrl};
 use powercontext_hooks_core::env::{Env, EnvValue};
 use serde_json::{Value, json};
 
-use crate::host_cli::HostCli;
 use crate::hosts::installer;
-use crate::install::{
-    self, Host, HostExt, Journal, Manifest, OwnedConfig, OwnedEntry, OwnedFile, Registrations, digest,
-    toml_string,
+use crate::installer::plan::{Action, FileChange, Plan, SetupArgs, Step};
+use crate::support::host_cli::HostCli;
+use crate::support::install::{
+    self, Host, HostExt, Journal, Manifest, OwnedConfig, OwnedFile, Registrations, digest, toml_string,
 };
-use crate::report::{self, SettingRow};
+use crate::support::paths::{Paths, check_home, check_hook_exe};
+use crate::support::report::{self};
 
 /// Test-only fault injection: fail right after the named step (files, config, mcp, marketplace,
 /// plugin, trust, verify) to prove the rollback.
 pub const FAULT_VAR: &str = "POWERCONTEXT_HOOKS_SETUP_FAULT";
-
-/// Flags shared by setup, uninstall and doctor for finding things.
-#[derive(Debug, Clone, Args)]
-pub struct Locate {
-    /// Directory holding the powercontext-hook-* executables (default: next to this program).
-    #[arg(long, value_name = "DIR")]
-    pub bin_dir: Option<PathBuf>,
-    /// The host's CLI executable (default: `claude`, `codex`, `opencode`, `pi` or `dsh` on PATH).
-    #[arg(long, value_name = "PATH")]
-    pub host_cli: Option<PathBuf>,
-}
-
-/// What `setup --help` and `uninstall --help` say about who may run them.
-pub const OWNER_ONLY_HELP: &str = "Runs only as the owner of HOME: with a relative HOME, or one that belongs to another \
-user (root with a user's HOME, as `sudo` without -H leaves it), it refuses and exits 2; run it as that user \
-(`sudo -u <user> -H powercontext-hooks ...`). One setup or uninstall runs at a time per user (each locks the state \
-directory while it works).";
-
-/// `setup <host>`.
-#[derive(Debug, Args)]
-#[command(after_help = OWNER_ONLY_HELP)]
-pub struct SetupArgs {
-    /// The host to install into.
-    #[arg(value_parser = crate::install::host_arg())]
-    pub host: crate::install::Host,
-    /// DSH only: the profile to install into (default: web).
-    #[arg(long, value_name = "NAME")]
-    pub profile: Option<String>,
-    /// PowerContext Server base URL (http only for loopback).
-    #[arg(long, value_name = "URL")]
-    pub server_url: Option<String>,
-    /// Read the Server token from this environment variable (a bare token or `Bearer …`).
-    #[arg(long, value_name = "NAME", conflicts_with = "token_file")]
-    pub token_env: Option<String>,
-    /// Read the Server token from this file (a bare token or `Bearer …`).
-    #[arg(long, value_name = "PATH")]
-    pub token_file: Option<PathBuf>,
-    /// Capture prompts as Sources.
-    #[arg(long, value_name = "on|off", value_parser = parse_on_off)]
-    pub capture_prompts: Option<bool>,
-    #[command(flatten)]
-    pub locate: Locate,
-    /// Claude Code only: also install `powercontext-hooks statusline` as Claude Code's status line
-    /// (never replaces a status line you already have; `uninstall` removes only ours).
-    #[arg(long)]
-    pub statusline: bool,
-    /// Replace an install the official `powercontext setup` made (Claude Code and Codex: its
-    /// `powercontext` marketplace and plugin; OpenCode: its plugin file; Pi and DSH: its
-    /// `powercontext-pi` / `powercontext-dsh` package); the plan shows it and a failure restores it.
-    #[arg(long)]
-    pub take_over: bool,
-    /// Codex only: record trust for the powercontext hooks Codex already lists (as installed by
-    /// the official `powercontext setup codex`), and point that plugin's MCP headers helper at
-    /// `powercontext-hooks mcp-headers` instead of the official `uv run … mcp_headers.py`;
-    /// change nothing else.
-    #[arg(long)]
-    pub trust_only: bool,
-    /// Print the plan and stop.
-    #[arg(long)]
-    pub dry_run: bool,
-    /// One JSON object on stdout instead of text.
-    #[arg(long)]
-    pub json: bool,
-}
-
-fn parse_on_off(s: &str) -> Result<bool, String> {
-    match s.to_ascii_lowercase().as_str() {
-        "on" | "true" | "yes" | "1" => Ok(true),
-        "off" | "false" | "no" | "0" => Ok(false),
-        _ => Err("expected on or off".to_owned()),
-    }
-}
-
-/// What the process environment and flags say about where things are.
-pub struct Paths {
-    /// The environment snapshot.
-    pub env: Env,
-    /// powercontext-hooks state dir (manifest and plugin folders live under it).
-    pub state_root: PathBuf,
-    /// Our config file.
-    pub config_path: Option<PathBuf>,
-    /// Where the hook executables are.
-    pub bin_dir: PathBuf,
-}
-
-impl Paths {
-    /// Resolves the paths from the environment and flags.
-    pub fn resolve(locate: &Locate) -> Result<Self> {
-        let env = Env::from_process();
-        let state_root = config::default_state_dir(&env)
-            .context("cannot find a state directory: set HOME or POWERCONTEXT_HOOKS_STATE_DIR")?;
-        let state_root = absolute(&state_root)?;
-        let config_path = config::default_config_path(&env)
-            .map(|p| absolute(&p))
-            .transpose()?;
-        let bin_dir = match &locate.bin_dir {
-            Some(d) => absolute(d)?,
-            None => std::env::current_exe()
-                .context("cannot locate this program")?
-                .parent()
-                .context("this program has no directory")?
-                .to_path_buf(),
-        };
-        Ok(Self {
-            env,
-            state_root,
-            config_path,
-            bin_dir,
-        })
-    }
-
-    /// The hook executable for a host (absolute).
-    pub fn hook_exe(&self, host: Host) -> PathBuf {
-        self.bin_dir.join(host.hook_exe())
-    }
-
-    /// A directory to run host CLIs from (their listings are not about a project).
-    pub fn neutral_cwd(&self) -> PathBuf {
-        self.env
-            .text("HOME")
-            .map(PathBuf::from)
-            .filter(|h| h.is_dir())
-            .unwrap_or_else(|| PathBuf::from("/"))
-    }
-
-    /// Loads our config file (errors name the file and key, never a value).
-    pub fn load_config(&self) -> Result<Option<config::FileOptions>> {
-        match &self.config_path {
-            Some(p) => Ok(config::load_file(p)?),
-            None => Ok(None),
-        }
-    }
-
-    /// Resolves the settings as a hook would, with optional flags on top.
-    pub fn settings(&self, host: Host, flags: Option<&HostOptions>) -> Result<Settings> {
-        let file = self.load_config()?;
-        let file_ref = match (&self.config_path, &file) {
-            (Some(p), Some(f)) => Some((p.as_path(), f)),
-            _ => None,
-        };
-        Ok(Settings::resolve(&Layers {
-            host,
-            env: &self.env,
-            flags,
-            file: file_ref,
-        })?)
-    }
-}
-
-fn absolute(p: &Path) -> Result<PathBuf> {
-    if p.is_absolute() {
-        Ok(p.to_path_buf())
-    } else {
-        Ok(std::env::current_dir()?.join(p))
-    }
-}
-
-/// Checks that a hook executable is there and runnable.
-pub fn check_hook_exe(path: &Path) -> Result<()> {
-    use std::os::unix::fs::PermissionsExt;
-    let meta = std::fs::metadata(path).map_err(|_| {
-        anyhow!(
-            "hook executable {} not found (pass --bin-dir DIR with the powercontext-hook-* executables)",
-            path.display()
-        )
-    })?;
-    if !meta.is_file() || meta.permissions().mode() & 0o111 == 0 {
-        bail!("{} is not an executable file", path.display());
-    }
-    Ok(())
-}
 
 /// Flags are saved to our config file, which the environment outranks: a variable set here that
 /// gives a setting another value than its flag is what a hook started from this environment
@@ -281,36 +110,6 @@ fn read_token(args: &SetupArgs, env: &Env) -> Result<Option<(Authorization, Stri
     Ok(Some((auth, source)))
 }
 
-words! {
-    /// What setup does to one planned file.
-    pub(crate) enum Action {
-        Create => "create",
-        Keep => "keep",
-        Update => "update",
-        Private => "private",
-    }
-}
-
-/// A planned change to one file.
-#[derive(Debug)]
-pub(crate) struct FileChange {
-    pub path: PathBuf,
-    pub bytes: Vec<u8>,
-    pub action: Action,
-    pub private: bool,
-}
-
-/// A planned host CLI call.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Step {
-    /// Remove the `powercontext` marketplace and plugin another installer registered.
-    Replace,
-    Marketplace,
-    Install,
-    Enable,
-    Trust,
-}
-
 impl Step {
     fn name(self) -> &'static str {
         match self {
@@ -320,56 +119,6 @@ impl Step {
             Self::Trust => "trust",
         }
     }
-}
-
-/// Everything setup will do for one host, decided before anything is written.
-pub(crate) struct Plan {
-    pub host: Host,
-    /// The hook executable's copy in setup's own folder (what the host runs).
-    pub exe: crate::exe_copy::Planned,
-    pub cli: HostCli,
-    pub host_version: String,
-    pub tested: bool,
-    pub plugin_dir: PathBuf,
-    pub hook_exe: PathBuf,
-    /// The resolved server URL.
-    pub url: String,
-    /// The token from the flags, and the one the hook will send (flags, else settings).
-    pub token: Option<Authorization>,
-    pub authorization: Option<Authorization>,
-    pub files: Vec<FileChange>,
-    pub config: Option<(FileChange, OwnedConfig)>,
-    /// The config file's bytes the edit in `config` was made from (`None`: no file): compared
-    /// again just before writing, so a change made meanwhile is never overwritten.
-    pub config_base: Option<Vec<u8>>,
-    /// The user's own `authorization` line, kept owner-only for uninstall.
-    pub prior_authorization: Option<FileChange>,
-    /// A member added to the host's own config (OpenCode's MCP entry).
-    pub host_entry: Option<(FileChange, OwnedEntry)>,
-    /// Owned host entry to keep recording when unchanged.
-    pub kept_entry: Option<OwnedEntry>,
-    /// Our hook entries in the host's own settings file (settings-hooks hosts), to write.
-    pub settings_hooks: Option<(FileChange, crate::hosts::settings_hooks::OwnedHooks)>,
-    /// The same, already in place: recorded again as they are.
-    pub kept_hooks: Option<crate::hosts::settings_hooks::OwnedHooks>,
-    /// OpenCode: the owner-only header file its MCP entry reads (holds the token).
-    pub mcp_header_file: Option<FileChange>,
-    /// OpenCode: a header file no longer referenced (no token any more).
-    pub drop_mcp_header_file: Option<PathBuf>,
-    /// Pi: the official installer's `powercontext-pi` packages `--take-over` removes.
-    pub pi_replace: Vec<PathBuf>,
-    /// DSH profile.
-    pub profile: Option<String>,
-    pub steps: Vec<Step>,
-    /// The files the official CLI reads.
-    pub shared: crate::shared_files::SharedPlan,
-    pub settings_lines: Vec<SettingRow>,
-    pub warnings: Vec<String>,
-    pub previous: Option<Manifest>,
-    /// Files and folders of the host's own that its CLI created while setup asked it questions.
-    pub host_cli_wrote: Vec<PathBuf>,
-    /// The host's config home, as the installer finds it in the setup's environment.
-    pub host_home: Option<PathBuf>,
 }
 
 impl Plan {
@@ -531,7 +280,7 @@ fn build_plan(args: &SetupArgs, host: Host, paths: &Paths) -> Result<Plan> {
     let mut plan = plan_ours(args, host, paths, locate)?;
     // 4. Host registrations and entries in the host's own config, through the host's CLI.
     installer(host).plan(args, paths, &mut plan)?;
-    plan.shared = crate::shared_files::plan(
+    plan.shared = crate::installer::shared_files::plan(
         host,
         &paths.env,
         &plan.url,
@@ -552,7 +301,7 @@ fn build_plan(args: &SetupArgs, host: Host, paths: &Paths) -> Result<Plan> {
 /// lies in a Cargo build tree: `cargo clean` or a moved clone would break those silently. The
 /// hook executables are copied, so only the lines naming the CLI itself are at risk.
 fn build_tree_warning(plan: &Plan, cli: &Path) -> Option<String> {
-    let tree = crate::exe_copy::build_tree(cli)?;
+    let tree = crate::support::exe_copy::build_tree(cli)?;
     let needle = cli.to_str()?.as_bytes();
     let names = |b: &[u8]| b.windows(needle.len()).any(|w| w == needle);
     let written = plan
@@ -600,9 +349,9 @@ pub(crate) fn plan_ours(
     // came from: a `cargo clean`, a moved clone or an upgrade elsewhere breaks nothing.
     let source_exe = paths.hook_exe(host);
     check_hook_exe(&source_exe)?;
-    let exe = crate::exe_copy::Planned::new(
+    let exe = crate::support::exe_copy::Planned::new(
         &source_exe,
-        crate::exe_copy::installed_path(&paths.state_root, host),
+        crate::support::exe_copy::installed_path(&paths.state_root, host),
     )?;
     let hook_exe = exe.to.clone();
     let (cli, host_version) = locate()?;
@@ -666,8 +415,9 @@ pub(crate) fn plan_ours(
         install::check_plugin_dir(&plugin_dir)?;
     }
     let hook_command = host.hook_command_value(&hook_exe)?;
-    let [(_, cli_command), (_, operations)] =
-        crate::explicit::shim_values(&std::env::current_exe().context("cannot locate this program")?)?;
+    let [(_, cli_command), (_, operations)] = crate::commands::explicit::shim_values(
+        &std::env::current_exe().context("cannot locate this program")?,
+    )?;
     let url = settings.server_url.value.as_str().to_owned();
     let version = env!("CARGO_PKG_VERSION");
     let mut files = Vec::new();
@@ -840,7 +590,7 @@ pub(crate) fn plan_ours(
         pi_replace: Vec::new(),
         profile,
         steps: Vec::new(),
-        shared: crate::shared_files::SharedPlan::default(),
+        shared: crate::installer::shared_files::SharedPlan::default(),
         settings_lines,
         warnings,
         previous,
@@ -929,11 +679,6 @@ fn host_own_paths(host: Host, env: &Env) -> Vec<PathBuf> {
     }
 }
 
-/// `sha256:` of a JSON value's compact form (how the manifest identifies our MCP entry).
-pub fn value_digest(v: &Value) -> String {
-    digest(v.to_string().as_bytes())
-}
-
 fn fault(env: &Env, step: &str) -> Result<()> {
     if env.text(FAULT_VAR) == Some(step) {
         bail!("injected fault after step `{step}` ({FAULT_VAR})");
@@ -949,7 +694,7 @@ fn apply(plan: &Plan, paths: &Paths, lock: Option<&install::UserLock>) -> Result
     if let Err(e) = result {
         // The previous copy first: the journal then removes a folder made for the new one.
         if let Some(c) = copied {
-            crate::exe_copy::Undo::undo(c);
+            crate::support::exe_copy::Undo::undo(c);
         }
         let failed = journal.restore();
         if failed.is_empty() {
@@ -979,7 +724,7 @@ fn host_settings(plan: &Plan, paths: &Paths) -> Result<Option<install::HostSetti
     let members = match existing {
         Some(bytes) => {
             let text = String::from_utf8(bytes).map_err(|_| anyhow!("{} is not UTF-8", path.display()))?;
-            crate::jsonc::root_keys(&text)
+            crate::support::jsonc::root_keys(&text)
                 .with_context(|| format!("cannot read {}: fix it first", path.display()))?
         }
         None => Vec::new(),
@@ -995,7 +740,7 @@ fn apply_inner(
     plan: &Plan,
     paths: &Paths,
     journal: &mut Journal,
-    copied: &mut Option<crate::exe_copy::Undo>,
+    copied: &mut Option<crate::support::exe_copy::Undo>,
 ) -> Result<Registrations> {
     let env = &paths.env;
     let manifest_path = install::manifest_path(&paths.state_root, plan.host);
@@ -1028,7 +773,7 @@ fn apply_inner(
         journal.file(&f.path)?;
     }
     let install_dir = install::install_dir(&paths.state_root, plan.host);
-    crate::shared_files::journal(&plan.shared, journal, &install_dir)?;
+    crate::installer::shared_files::journal(&plan.shared, journal, &install_dir)?;
     if !plan.steps.is_empty() {
         let home = installer(plan.host)
             .home(&paths.env)
@@ -1122,7 +867,7 @@ fn apply_inner(
     // And one that dropped the file's byte-order mark or CRLF line ends: put them back.
     journal.restyle()?;
     // After the host CLI: Claude rewrites its settings file while installing.
-    let shared = crate::shared_files::apply(&plan.shared, &install_dir)?;
+    let shared = crate::installer::shared_files::apply(&plan.shared, &install_dir)?;
     fault(env, "official")?;
 
     // Verify the host really lists it, before declaring success.
@@ -1199,38 +944,6 @@ fn created_dirs(plan: &Plan, paths: &Paths, journal: &Journal) -> Vec<PathBuf> {
     all
 }
 
-/// Refuses to write into a HOME that is not the running user's, or that is not an absolute path:
-/// root with another user's HOME (`sudo` without `-H`) would leave root-owned files every hook of
-/// that user then refuses, and a relative HOME would put the user's configuration inside the
-/// current working tree. `Err` is the message, with its fix; the command exits 2 (it could not
-/// start).
-pub fn check_home(env: &Env) -> std::result::Result<(), String> {
-    let Some(home) = env.text("HOME").filter(|h| !h.is_empty()) else {
-        return Ok(());
-    };
-    let path = Path::new(home);
-    if !path.is_absolute() {
-        return Err(format!(
-            "HOME ({}) is not an absolute path; set HOME to your home directory's full path and run the command again",
-            crate::state_cmd::terminal_safe(home)
-        ));
-    }
-    let Ok(meta) = std::fs::metadata(path) else {
-        return Ok(());
-    };
-    let me = powercontext_hooks_core::state::euid();
-    if std::os::unix::fs::MetadataExt::uid(&meta) != me {
-        return Err(format!(
-            "HOME ({}) belongs to user id {}, but this command runs as user id {me}: it would leave files there that \
-             user cannot use. Run it as the owner of that HOME (for example `sudo -u <user> -H powercontext-hooks …`), \
-             or set HOME to your own home directory",
-            crate::state_cmd::terminal_safe(home),
-            std::os::unix::fs::MetadataExt::uid(&meta)
-        ));
-    }
-    Ok(())
-}
-
 /// Runs `setup`.
 pub fn setup(args: &SetupArgs) -> Result<ExitCode> {
     if let Err(message) = check_home(&Env::from_process()) {
@@ -1238,7 +951,7 @@ pub fn setup(args: &SetupArgs) -> Result<ExitCode> {
         return Ok(ExitCode::from(2));
     }
     if args.trust_only {
-        return crate::interop::trust_only(args).or_else(|e| report::refuse(args.json, &e));
+        return crate::commands::interop::trust_only(args).or_else(|e| report::refuse(args.json, &e));
     }
     let mut lock = None;
     let planned = Paths::resolve(&args.locate).and_then(|paths| {
@@ -1384,21 +1097,6 @@ mod tests {
     //! Setup's own pure parts; its plans per host are tested with the installers (`hosts/tests.rs`).
 
     use super::*;
-
-    #[test]
-    fn on_off_flags_take_the_switch_words_and_refuse_others() {
-        for (word, want) in [
-            ("on", true),
-            ("YES", true),
-            ("1", true),
-            ("off", false),
-            ("False", false),
-            ("0", false),
-        ] {
-            assert_eq!(parse_on_off(word), Ok(want), "{word}");
-        }
-        assert!(parse_on_off("maybe").unwrap_err().contains("on or off"));
-    }
 
     #[test]
     fn a_dry_run_watches_the_folders_each_host_cli_writes_moved_by_their_variables() {

@@ -13,8 +13,8 @@ use anyhow::{Context, Result, anyhow, bail};
 use clap::Args;
 use serde_json::{Value, json};
 
-use crate::install::{self, Host, HostExt};
-use crate::report;
+use crate::support::install::{self, Host, HostExt};
+use crate::support::report;
 
 /// `package --out DIR`.
 #[derive(Debug, Args)]
@@ -59,7 +59,7 @@ prompt. Secret-looking prompts are never stored.
 
 /// WorkBuddy's hook file for the official installer (a Python shim that execs our executable).
 const WORKBUDDY_HOOK: &str =
-    include_str!("../../../installers/workbuddy/hooks/workbuddy_powercontext_hook.py");
+    include_str!("../../../../installers/workbuddy/hooks/workbuddy_powercontext_hook.py");
 /// The other files the official WorkBuddy installer requires to be present (it copies them).
 const WORKBUDDY_STUBS: [&str; 6] = [
     "hooks/workbuddy_settings.py",
@@ -178,7 +178,7 @@ fn items(bin_dir: &Path) -> Result<Vec<Item>> {
         let exe = bin_dir.join(host.hook_exe());
         let hook_command = host.hook_command_value(&exe)?;
         let [(_, cli_command), (_, operations)] =
-            crate::explicit::shim_values(&bin_dir.join("powercontext-hooks"))?;
+            crate::commands::explicit::shim_values(&bin_dir.join("powercontext-hooks"))?;
         let values = [
             ("hook_command", hook_command.as_str()),
             ("cli_command", cli_command.as_str()),
@@ -248,7 +248,7 @@ fn items(bin_dir: &Path) -> Result<Vec<Item>> {
                 )?;
                 put(
                     ".mcp.json",
-                    crate::hosts::mcp_with_helper(
+                    crate::hosts::common::mcp_with_helper(
                         &rendered(host, ".mcp.json", &values)?,
                         crate::hosts::codex::HELPER_FIELD,
                         &helper,
@@ -396,7 +396,7 @@ fn render(args: &PackageArgs) -> Result<ExitCode> {
             .to_path_buf(),
     };
     for host in Host::ALL.into_iter().filter(|h| packaged(*h)) {
-        crate::setup::check_hook_exe(&bin_dir.join(host.hook_exe()))?;
+        crate::support::paths::check_hook_exe(&bin_dir.join(host.hook_exe()))?;
     }
     let out = std::path::absolute(&args.out)?;
     if out.exists() {

@@ -12,66 +12,18 @@ use anyhow::{Context, Result, anyhow, bail};
 use powercontext_hooks_core::endpoint::Authorization;
 use powercontext_hooks_core::env::Env;
 use powercontext_hooks_core::official;
-use serde::{Deserialize, Serialize};
+
 use serde_json::{Map, Value, json};
 
-use crate::install::{self, Host, Journal, digest};
-use crate::jsonc;
-use crate::setup::value_digest;
-use crate::uninstall::{Done, Kept, Undoing};
+use crate::installer::undo::{Done, Kept, Undoing};
+use crate::support::install::value_digest;
+use crate::support::install::{self, Host, Journal, OwnedCredential, OwnedMember, OwnedShared, digest};
+use crate::support::jsonc;
 
 /// Beside the manifest, mode 0600: the credential file setup replaced, put back by uninstall.
 pub const PRIOR_CREDENTIALS_FILE: &str = "prior-credentials.json";
 /// Claude Code's key for our plugin's options.
 const CLAUDE_PLUGIN_KEY: &str = "powercontext@powercontext";
-
-/// One JSON member we set in a shared file, with the value it replaced.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
-pub struct OwnedMember {
-    /// The file.
-    pub path: PathBuf,
-    /// `sha256:` of the compact JSON we wrote.
-    pub sha256: String,
-    /// The value before setup (non-secret), if any.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub prior: Option<Value>,
-    /// Setup created the file.
-    #[serde(default)]
-    pub created_file: bool,
-    /// How the member was inserted (when there was none before).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub inserted: Option<jsonc::Inserted>,
-}
-
-/// The credential file we wrote.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
-pub struct OwnedCredential {
-    /// The file.
-    pub path: PathBuf,
-    /// `sha256:` of the bytes we wrote.
-    pub sha256: String,
-}
-
-/// Everything this module wrote for one host.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
-pub struct OwnedShared {
-    /// `clients.json` `hosts.<host>`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub clients: Option<OwnedMember>,
-    /// `credentials.json`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub credentials: Option<OwnedCredential>,
-    /// Claude Code's `pluginConfigs["powercontext@powercontext"]`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub claude_options: Option<OwnedMember>,
-}
-
-impl OwnedShared {
-    /// Nothing recorded.
-    pub fn is_empty(&self) -> bool {
-        self.clients.is_none() && self.credentials.is_none() && self.claude_options.is_none()
-    }
-}
 
 /// What setup will write to the shared files.
 #[derive(Debug, Default)]
