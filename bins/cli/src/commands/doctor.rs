@@ -557,7 +557,27 @@ fn check_server(host: Host, s: &Settings, paths: &Paths, cwd: &Path, r: &mut Rep
             return false;
         }
     };
-    let start_hint = "start the Server (`powercontext server run`) or fix server_url";
+    if !check_health(&transport, r) {
+        return false;
+    }
+    let token_hint = format!(
+        "powercontext-hooks setup {} --token-env VAR (the Server's POWERCONTEXT_SERVER_AUTH_TOKEN)",
+        host.as_str()
+    );
+    if !check_auth(s, &transport, &token_hint, r) {
+        return false;
+    }
+    if !host.spec().explicit.native_tools && !check_mcp(host, &transport, &token_hint, r) {
+        return false;
+    }
+    check_scope(host, s, cwd, &transport, r)
+}
+
+/// What doctor suggests when the Server does not answer as it should.
+const START_HINT: &str = "start the Server (`powercontext server run`) or fix server_url";
+
+/// The Server's liveness and readiness probes, each answering 200.
+fn check_health(transport: &Transport, r: &mut Report) -> bool {
     for (name, path) in [("live", "/health/live"), ("ready", "/health/ready")] {
         match transport.get(path) {
             Ok(reply) if reply.status == 200 => r.ok(Tier::ServerReady, name, format!("GET {path} 200")),
@@ -566,20 +586,21 @@ fn check_server(host: Host, s: &Settings, paths: &Paths, cwd: &Path, r: &mut Rep
                     Tier::ServerReady,
                     name,
                     format!("GET {path} answered {}", reply.status),
-                    start_hint,
+                    START_HINT,
                 );
                 return false;
             }
             Err(e) => {
-                r.fail(Tier::ServerReady, name, format!("GET {path}: {e}"), start_hint);
+                r.fail(Tier::ServerReady, name, format!("GET {path}: {e}"), START_HINT);
                 return false;
             }
         }
     }
-    let token_hint = format!(
-        "powercontext-hooks setup {} --token-env VAR (the Server's POWERCONTEXT_SERVER_AUTH_TOKEN)",
-        host.as_str()
-    );
+    true
+}
+
+/// Whether the Server takes our token (or needs none).
+fn check_auth(s: &Settings, transport: &Transport, token_hint: &str, r: &mut Report) -> bool {
     match transport.get("/v1/scopes/default") {
         Ok(reply) if reply.status == 200 => r.ok(
             Tier::ServerReady,
@@ -604,18 +625,20 @@ fn check_server(host: Host, s: &Settings, paths: &Paths, cwd: &Path, r: &mut Rep
                 Tier::ServerReady,
                 "auth accepted",
                 format!("GET /v1/scopes/default answered {}", reply.status),
-                start_hint,
+                START_HINT,
             );
             return false;
         }
         Err(e) => {
-            r.fail(Tier::ServerReady, "auth accepted", format!("{e}"), start_hint);
+            r.fail(Tier::ServerReady, "auth accepted", format!("{e}"), START_HINT);
             return false;
         }
     }
-    if !host.spec().explicit.native_tools && !check_mcp(host, &transport, &token_hint, r) {
-        return false;
-    }
+    true
+}
+
+/// Whether the scope a hook in `cwd` would use resolves (and, when configured, exists).
+fn check_scope(host: Host, s: &Settings, cwd: &Path, transport: &Transport, r: &mut Report) -> bool {
     let query = ScopeQuery::for_event(
         host,
         s.scope_id.value.as_deref(),
@@ -624,7 +647,7 @@ fn check_server(host: Host, s: &Settings, paths: &Paths, cwd: &Path, r: &mut Rep
         transport.deadline(),
         powercontext_hooks_core::workspace::Discovery::Git,
     );
-    match query.resolve(&transport) {
+    match query.resolve(transport) {
         // A configured scope id "resolves" to itself: whether the Server has it is the question.
         Ok(scope)
             if s.scope_id.value.is_some()

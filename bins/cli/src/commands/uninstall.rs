@@ -15,7 +15,7 @@ use crate::hosts::installer;
 use crate::installer::contract::Undo;
 use crate::installer::undo::{Done, Kept, Undoing};
 use crate::support::host_cli::HostCli;
-use crate::support::install::{self, Host, digest, value_digest};
+use crate::support::install::{self, Host, Manifest, digest, value_digest};
 use crate::support::jsonc;
 use crate::support::paths::{Locate, Paths};
 use crate::support::report;
@@ -202,155 +202,240 @@ fn run(args: &UninstallArgs) -> Result<(Vec<Done>, Vec<Kept>, Option<StateNote>)
     let Some(manifest) = install::load_manifest(&paths.state_root, host)? else {
         return Ok((Vec::new(), Vec::new(), None));
     };
-    let mut actions = Vec::new();
-    let mut kept = Vec::new();
     let dry = args.dry_run;
 
     // 1. Host registrations first: if the host CLI fails, nothing else has changed yet.
-    if manifest.registrations.plugin || manifest.registrations.marketplace {
-        let cli = HostCli::locate(host, args.locate.host_cli.as_deref(), &paths.env)?;
-        let mut undo = Undo {
-            cli: &cli,
-            paths: &paths,
-            dry,
-            actions: Vec::new(),
-            kept: Vec::new(),
-        };
-        // The host CLI rewrites its settings file as it unregisters: what it was like just before.
-        let settings = installer(host)
-            .home(&paths.env)
-            .and_then(|h| installer(host).settings_file(&h));
-        let before = match &settings {
-            Some((p, _)) => install::read_opt(p)?,
-            None => None,
-        };
-        installer(host).unregister(&manifest, &mut undo)?;
-        (actions, kept) = (undo.actions, undo.kept);
-        if let (Some((path, added)), Some(before)) = (&settings, &before)
-            && tidy_settings(path, before, added, manifest.host_settings.as_ref(), dry)?
-        {
-            actions.push(
-                Done::file(Undoing::Tidy, path)
-                    .because("members the host CLI left empty; the file's own line ends"),
-            );
-        }
+    let mut u = undo_registrations(args, &paths, &manifest)?;
+    // 2. Our files, only while they still hold what we wrote.
+    u.our_files(host, &manifest, &paths)?;
+    // 2b. Our entry in the host's own config, only while it is still what we wrote.
+    u.host_entry(host, &manifest, &paths)?;
+    // 2c. Our hook entries in the host's own settings file, each only while it is still what we
+    // wrote (foreign hooks and entries the user changed stay byte for byte).
+    u.settings_hooks(&manifest)?;
+    // 3. Our config lines.
+    u.config_lines(host, &manifest, &paths)?;
+
+    // 3b. What we wrote to the official CLI's files, put back as it was.
+    let (a, k) = crate::installer::shared_files::uninstall(
+        host,
+        &manifest.shared,
+        &install::install_dir(&paths.state_root, host),
+        dry,
+    )?;
+    u.actions.extend(a);
+    u.kept.extend(k);
+
+    // 3c. The host's settings file, when it was not there before setup and holds nothing now
+    // (the host CLI and our edits leave `{}`): it goes as it came.
+    if let Some(hs) = manifest.host_settings.as_ref().filter(|h| !h.existed)
+        && let Some(bytes) = install::read_opt(&hs.path)?
+        && String::from_utf8(bytes)
+            .ok()
+            .and_then(|t| jsonc::parse(&t).ok())
+            .is_some_and(|v| v.as_object().is_some_and(serde_json::Map::is_empty))
+    {
+        u.remove_because(&hs.path, "not there before setup, and empty now")?;
     }
 
-    // 2. Our files, only while they still hold what we wrote.
-    for f in &manifest.files {
-        match install::read_opt(&f.path)? {
-            None => {}
-            Some(b) if digest(&b) == f.sha256 => {
-                actions.push(Done::file(Undoing::Remove, &f.path));
-                if !dry {
-                    fs::remove_file(&f.path)
-                        .with_context(|| format!("cannot remove {}", f.path.display()))?;
-                }
+    // 4. The manifest last: an interrupted uninstall can run again.
+    u.manifest(host, &paths)?;
+    // 5. The hooks' state: kept and said so, or purged.
+    let state = state(&paths.state_root, host, args.purge, dry, &mut u.kept)?;
+    if !dry {
+        // The folders setup created, deepest first, each only if nothing is in it now (another
+        // host's files, the hooks' state, anything the user put there keeps it).
+        let mut dirs = manifest.created_dirs.clone();
+        dirs.sort_by_key(|d| std::cmp::Reverse(d.components().count()));
+        for d in &dirs {
+            if fs::symlink_metadata(d).is_ok_and(|m| m.is_dir()) && fs::remove_dir(d).is_ok() {
+                u.actions.push(Done::file(Undoing::Remove, d));
             }
-            Some(_) => kept.push(Kept::changed(&f.path, None)),
         }
     }
-    // The hook executable's copy, while it is still the one setup made.
-    if let Some(x) = &manifest.executable {
-        match crate::support::exe_copy::digest_of(&x.path) {
-            None => {}
-            Some(d) if d == x.sha256 => {
-                actions.push(Done::file(Undoing::Remove, &x.path));
-                if !dry {
-                    fs::remove_file(&x.path)
-                        .with_context(|| format!("cannot remove {}", x.path.display()))?;
-                    if let Some(bin) = x.path.parent() {
+    Ok((u.actions, u.kept, state))
+}
+
+/// Step 1 of uninstall: the host registrations setup made, undone through the host's CLI, and
+/// the host's settings file tidied after it. Returns the record the later steps add to.
+fn undo_registrations(args: &UninstallArgs, paths: &Paths, manifest: &Manifest) -> Result<Undone> {
+    let host = args.host;
+    let mut u = Undone {
+        actions: Vec::new(),
+        kept: Vec::new(),
+        dry: args.dry_run,
+    };
+    if !(manifest.registrations.plugin || manifest.registrations.marketplace) {
+        return Ok(u);
+    }
+    let cli = HostCli::locate(host, args.locate.host_cli.as_deref(), &paths.env)?;
+    let mut undo = Undo {
+        cli: &cli,
+        paths,
+        dry: u.dry,
+        actions: Vec::new(),
+        kept: Vec::new(),
+    };
+    // The host CLI rewrites its settings file as it unregisters: what it was like just before.
+    let settings = installer(host)
+        .home(&paths.env)
+        .and_then(|h| installer(host).settings_file(&h));
+    let before = match &settings {
+        Some((p, _)) => install::read_opt(p)?,
+        None => None,
+    };
+    installer(host).unregister(manifest, &mut undo)?;
+    (u.actions, u.kept) = (undo.actions, undo.kept);
+    if let (Some((path, added)), Some(before)) = (&settings, &before)
+        && tidy_settings(path, before, added, manifest.host_settings.as_ref(), u.dry)?
+    {
+        u.actions.push(
+            Done::file(Undoing::Tidy, path)
+                .because("members the host CLI left empty; the file's own line ends"),
+        );
+    }
+    Ok(u)
+}
+
+/// What uninstall has done (or, in a dry run, would do) and kept so far, step by step.
+struct Undone {
+    actions: Vec<Done>,
+    kept: Vec<Kept>,
+    /// Only list what would be done.
+    dry: bool,
+}
+
+impl Undone {
+    /// Removes a whole file (unless dry) and says so.
+    fn remove(&mut self, path: &Path) -> Result<()> {
+        self.actions.push(Done::file(Undoing::Remove, path));
+        if !self.dry {
+            fs::remove_file(path).with_context(|| format!("cannot remove {}", path.display()))?;
+        }
+        Ok(())
+    }
+
+    /// The same, with the reason the file goes.
+    fn remove_because(&mut self, path: &Path, why: &'static str) -> Result<()> {
+        self.actions.push(Done::file(Undoing::Remove, path).because(why));
+        if !self.dry {
+            fs::remove_file(path).with_context(|| format!("cannot remove {}", path.display()))?;
+        }
+        Ok(())
+    }
+
+    /// Writes a member's edit (unless dry) and says so.
+    fn edit(&mut self, path: &Path, what: String, new: &str) -> Result<()> {
+        self.actions.push(Done::member(path, what));
+        if !self.dry {
+            install::write_through(path, new.as_bytes(), false)?;
+        }
+        Ok(())
+    }
+
+    /// Our plugin files and the hook executable's copy, each only while it still holds what
+    /// setup wrote; then our plugin folder, if empty.
+    fn our_files(&mut self, host: Host, manifest: &Manifest, paths: &Paths) -> Result<()> {
+        for f in &manifest.files {
+            match install::read_opt(&f.path)? {
+                None => {}
+                Some(b) if digest(&b) == f.sha256 => self.remove(&f.path)?,
+                Some(_) => self.kept.push(Kept::changed(&f.path, None)),
+            }
+        }
+        // The hook executable's copy, while it is still the one setup made.
+        if let Some(x) = &manifest.executable {
+            match crate::support::exe_copy::digest_of(&x.path) {
+                None => {}
+                Some(d) if d == x.sha256 => {
+                    self.remove(&x.path)?;
+                    if !self.dry
+                        && let Some(bin) = x.path.parent()
+                    {
                         let _ = fs::remove_dir(bin);
                     }
                 }
+                Some(_) => self.kept.push(Kept::changed(&x.path, None)),
             }
-            Some(_) => kept.push(Kept::changed(&x.path, None)),
         }
-    }
-    // OpenCode's plugins folder is OpenCode's, not ours (unless setup created it: see the
-    // created folders below).
-    if !dry
-        && manifest
-            .plugin_dir
-            .starts_with(install::install_dir(&paths.state_root, host))
-    {
-        remove_empty_dirs(&manifest.plugin_dir);
+        // OpenCode's plugins folder is OpenCode's, not ours (unless setup created it: see the
+        // created folders below).
+        if !self.dry
+            && manifest
+                .plugin_dir
+                .starts_with(install::install_dir(&paths.state_root, host))
+        {
+            remove_empty_dirs(&manifest.plugin_dir);
+        }
+        Ok(())
     }
 
-    // 2b. Our entry in the host's own config, only while it is still what we wrote.
-    let mut entry_kept = false;
-    if let Some(e) = &manifest.host_entry
-        && let Some(bytes) = install::read_opt(&e.path)?
-    {
-        let text =
-            String::from_utf8(bytes).map_err(|_| anyhow::anyhow!("{} is not UTF-8", e.path.display()))?;
-        match jsonc::get(&text, &e.parent, &e.key) {
-            Ok(Some(v)) if value_digest(&v) == e.sha256 => {
-                let new = jsonc::remove(&text, &e.parent, &e.key, &e.inserted)?;
-                let empty = e.created_file
-                    && jsonc::parse(&new).is_ok_and(|v| v.as_object().is_some_and(|o| o.is_empty()));
-                if empty {
-                    actions.push(Done::file(Undoing::Remove, &e.path));
-                    if !dry {
-                        fs::remove_file(&e.path)
-                            .with_context(|| format!("cannot remove {}", e.path.display()))?;
-                    }
-                } else {
-                    actions.push(Done::member(&e.path, e.member()));
-                    if !dry {
-                        install::write_through(&e.path, new.as_bytes(), false)?;
+    /// Our member of the host's own config, while it is still what we wrote, and the MCP header
+    /// file that goes with it.
+    fn host_entry(&mut self, host: Host, manifest: &Manifest, paths: &Paths) -> Result<()> {
+        let mut entry_kept = false;
+        if let Some(e) = &manifest.host_entry
+            && let Some(bytes) = install::read_opt(&e.path)?
+        {
+            let text =
+                String::from_utf8(bytes).map_err(|_| anyhow::anyhow!("{} is not UTF-8", e.path.display()))?;
+            match jsonc::get(&text, &e.parent, &e.key) {
+                Ok(Some(v)) if value_digest(&v) == e.sha256 => {
+                    let new = jsonc::remove(&text, &e.parent, &e.key, &e.inserted)?;
+                    let empty = e.created_file
+                        && jsonc::parse(&new).is_ok_and(|v| v.as_object().is_some_and(|o| o.is_empty()));
+                    if empty {
+                        self.remove(&e.path)?;
+                    } else {
+                        self.edit(&e.path, e.member(), &new)?;
                     }
                 }
-            }
-            Ok(Some(_)) => {
-                entry_kept = true;
-                kept.push(Kept::changed(&e.path, Some(e.member())));
-            }
-            Ok(None) => {}
-            Err(_) => {
-                entry_kept = true;
-                kept.push(Kept::because(&e.path, None, "no longer parses; left as is"));
-            }
-        }
-    }
-    // OpenCode's MCP header file goes with the entry that names it: OpenCode refuses a config
-    // whose `{file:…}` is missing, so an entry left in place keeps its file.
-    let header_file = install::install_dir(&paths.state_root, host).join(install::MCP_AUTHORIZATION_FILE);
-    if header_file.exists() {
-        if entry_kept {
-            kept.push(Kept::because(
-                &header_file,
-                None,
-                "the entry above still reads it",
-            ));
-        } else {
-            actions.push(Done::file(Undoing::Remove, &header_file));
-            if !dry {
-                fs::remove_file(&header_file)
-                    .with_context(|| format!("cannot remove {}", header_file.display()))?;
+                Ok(Some(_)) => {
+                    entry_kept = true;
+                    self.kept.push(Kept::changed(&e.path, Some(e.member())));
+                }
+                Ok(None) => {}
+                Err(_) => {
+                    entry_kept = true;
+                    self.kept
+                        .push(Kept::because(&e.path, None, "no longer parses; left as is"));
+                }
             }
         }
+        // OpenCode's MCP header file goes with the entry that names it: OpenCode refuses a config
+        // whose `{file:…}` is missing, so an entry left in place keeps its file.
+        let header_file = install::install_dir(&paths.state_root, host).join(install::MCP_AUTHORIZATION_FILE);
+        if header_file.exists() {
+            if entry_kept {
+                self.kept.push(Kept::because(
+                    &header_file,
+                    None,
+                    "the entry above still reads it",
+                ));
+            } else {
+                self.remove(&header_file)?;
+            }
+        }
+        Ok(())
     }
 
-    // 2c. Our hook entries in the host's own settings file, each only while it is still what we
-    // wrote (foreign hooks and entries the user changed stay byte for byte).
-    if let Some(o) = &manifest.settings_hooks
-        && let Some(bytes) = install::read_opt(&o.path)?
-    {
+    /// Our hook entries in the host's own settings file, each while it is still what we wrote.
+    fn settings_hooks(&mut self, manifest: &Manifest) -> Result<()> {
+        let Some(o) = &manifest.settings_hooks else {
+            return Ok(());
+        };
+        let Some(bytes) = install::read_opt(&o.path)? else {
+            return Ok(());
+        };
         let text =
             String::from_utf8(bytes).map_err(|_| anyhow::anyhow!("{} is not UTF-8", o.path.display()))?;
         match crate::hosts::settings_hooks::unplan_file(&text, o) {
-            Ok(None) => {
-                actions.push(Done::file(Undoing::Remove, &o.path));
-                if !dry {
-                    fs::remove_file(&o.path)
-                        .with_context(|| format!("cannot remove {}", o.path.display()))?;
-                }
-            }
+            Ok(None) => self.remove(&o.path)?,
             Ok(Some(new)) => {
                 let missing = crate::hosts::settings_hooks::missing_events(o).unwrap_or_default();
                 for event in &missing {
-                    kept.push(Kept::changed(&o.path, Some(format!("hooks.{event}"))));
+                    self.kept
+                        .push(Kept::changed(&o.path, Some(format!("hooks.{event}"))));
                 }
                 if new != text {
                     let events: Vec<&str> = o
@@ -359,20 +444,24 @@ fn run(args: &UninstallArgs) -> Result<(Vec<Done>, Vec<Kept>, Option<StateNote>)
                         .map(|h| h.event.as_str())
                         .filter(|e| !missing.iter().any(|m| m == e))
                         .collect();
-                    actions.push(Done::member(&o.path, format!("hooks: {}", events.join(", "))));
-                    if !dry {
-                        install::write_through(&o.path, new.as_bytes(), false)?;
-                    }
+                    self.edit(&o.path, format!("hooks: {}", events.join(", ")), &new)?;
                 }
             }
-            Err(_) => kept.push(Kept::because(&o.path, None, "no longer parses; left as is")),
+            Err(_) => self
+                .kept
+                .push(Kept::because(&o.path, None, "no longer parses; left as is")),
         }
+        Ok(())
     }
 
-    // 3. Our config lines.
-    if let Some(owned) = &manifest.config
-        && let Some(bytes) = install::read_opt(&owned.path)?
-    {
+    /// Our lines in our config file's host table, the user's earlier lines put back.
+    fn config_lines(&mut self, host: Host, manifest: &Manifest, paths: &Paths) -> Result<()> {
+        let Some(owned) = &manifest.config else {
+            return Ok(());
+        };
+        let Some(bytes) = install::read_opt(&owned.path)? else {
+            return Ok(());
+        };
         let text =
             String::from_utf8(bytes).map_err(|_| anyhow::anyhow!("{} is not UTF-8", owned.path.display()))?;
         let mut owned = owned.clone();
@@ -386,80 +475,40 @@ fn run(args: &UninstallArgs) -> Result<(Vec<Done>, Vec<Kept>, Option<StateNote>)
         }
         let (new, kept_keys) = install::config_remove(&text, host.as_str(), &owned);
         for k in kept_keys {
-            kept.push(Kept::changed(
+            self.kept.push(Kept::changed(
                 &owned.path,
                 Some(format!("[hosts.{}] {k}", host.as_str())),
             ));
         }
         if owned.created_file && new.trim().is_empty() {
             // Setup created the file and nothing else is in it now: it goes as it came.
-            actions.push(Done::file(Undoing::Remove, &owned.path));
-            if !dry {
-                fs::remove_file(&owned.path)
-                    .with_context(|| format!("cannot remove {}", owned.path.display()))?;
-            }
+            self.remove(&owned.path)?;
         } else if new != text {
-            actions.push(Done::member(&owned.path, format!("[hosts.{}]", host.as_str())));
-            if !dry {
-                install::write_through(&owned.path, new.as_bytes(), false)?;
+            self.edit(&owned.path, format!("[hosts.{}]", host.as_str()), &new)?;
+        }
+        Ok(())
+    }
+
+    /// The saved `authorization` line and the manifest, last: an interrupted uninstall can run
+    /// again. Then our install folder, if empty.
+    fn manifest(&mut self, host: Host, paths: &Paths) -> Result<()> {
+        let prior_auth =
+            install::install_dir(&paths.state_root, host).join(install::PRIOR_AUTHORIZATION_FILE);
+        if !self.dry && prior_auth.exists() {
+            fs::remove_file(&prior_auth)
+                .with_context(|| format!("cannot remove {}", prior_auth.display()))?;
+        }
+        let mpath = install::manifest_path(&paths.state_root, host);
+        self.remove(&mpath)?;
+        if !self.dry {
+            let dir = install::install_dir(&paths.state_root, host);
+            let _ = fs::remove_dir(&dir);
+            if let Some(parent) = dir.parent() {
+                let _ = fs::remove_dir(parent);
             }
         }
+        Ok(())
     }
-
-    // 3b. What we wrote to the official CLI's files, put back as it was.
-    let (a, k) = crate::installer::shared_files::uninstall(
-        host,
-        &manifest.shared,
-        &install::install_dir(&paths.state_root, host),
-        dry,
-    )?;
-    actions.extend(a);
-    kept.extend(k);
-
-    // 3c. The host's settings file, when it was not there before setup and holds nothing now
-    // (the host CLI and our edits leave `{}`): it goes as it came.
-    if let Some(hs) = manifest.host_settings.as_ref().filter(|h| !h.existed)
-        && let Some(bytes) = install::read_opt(&hs.path)?
-        && String::from_utf8(bytes)
-            .ok()
-            .and_then(|t| jsonc::parse(&t).ok())
-            .is_some_and(|v| v.as_object().is_some_and(serde_json::Map::is_empty))
-    {
-        actions.push(Done::file(Undoing::Remove, &hs.path).because("not there before setup, and empty now"));
-        if !dry {
-            fs::remove_file(&hs.path).with_context(|| format!("cannot remove {}", hs.path.display()))?;
-        }
-    }
-
-    // 4. The manifest last: an interrupted uninstall can run again.
-    let prior_auth = install::install_dir(&paths.state_root, host).join(install::PRIOR_AUTHORIZATION_FILE);
-    if !dry && prior_auth.exists() {
-        fs::remove_file(&prior_auth).with_context(|| format!("cannot remove {}", prior_auth.display()))?;
-    }
-    let mpath = install::manifest_path(&paths.state_root, host);
-    actions.push(Done::file(Undoing::Remove, &mpath));
-    if !dry {
-        fs::remove_file(&mpath).with_context(|| format!("cannot remove {}", mpath.display()))?;
-        let dir = install::install_dir(&paths.state_root, host);
-        let _ = fs::remove_dir(&dir);
-        if let Some(parent) = dir.parent() {
-            let _ = fs::remove_dir(parent);
-        }
-    }
-    // 5. The hooks' state: kept and said so, or purged.
-    let state = state(&paths.state_root, host, args.purge, dry, &mut kept)?;
-    if !dry {
-        // The folders setup created, deepest first, each only if nothing is in it now (another
-        // host's files, the hooks' state, anything the user put there keeps it).
-        let mut dirs = manifest.created_dirs.clone();
-        dirs.sort_by_key(|d| std::cmp::Reverse(d.components().count()));
-        for d in &dirs {
-            if fs::symlink_metadata(d).is_ok_and(|m| m.is_dir()) && fs::remove_dir(d).is_ok() {
-                actions.push(Done::file(Undoing::Remove, d));
-            }
-        }
-    }
-    Ok((actions, kept, state))
 }
 
 /// What the hooks keep at the top of their state directory: only these are removed by `--purge`

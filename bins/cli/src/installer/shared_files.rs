@@ -110,7 +110,51 @@ pub fn plan(
     };
     let prev = previous.cloned().unwrap_or_default();
 
-    // clients.json
+    plan_clients(host, env, url, &prev, &mut out)?;
+    plan_credentials(host, env, url, token, &prev, install_dir, &mut out)?;
+
+    // Claude Code's plugin options (the status line and the official doctor read them).
+    if host.spec().capabilities.plugin_option_vars {
+        let root = official::host_root(integration, env).context("cannot find Claude's config: set HOME")?;
+        let path = root.join("settings.json");
+        let doc = read_json_doc(&path, "Claude Code's settings")?;
+        let current = doc
+            .as_ref()
+            .and_then(|d| d.get("pluginConfigs"))
+            .and_then(|p| p.get(CLAUDE_PLUGIN_KEY))
+            .cloned();
+        let mut want: Map<String, Value> = current
+            .as_ref()
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default();
+        let mut options = want
+            .get("options")
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default();
+        options.insert("server_url".into(), json!(url));
+        options.insert("allow_insecure_http".into(), json!(false));
+        if let Some(c) = capture_prompts {
+            options.insert("capture_prompts".into(), json!(c));
+        }
+        want.insert("options".into(), Value::Object(options));
+        let want = Value::Object(want);
+        if current.as_ref() == Some(&want) {
+            out.kept.claude_options = prev.claude_options.clone();
+        } else {
+            let prior = match &prev.claude_options {
+                Some(m) => m.prior.clone(),
+                None => current,
+            };
+            out.claude = Some((path, want, prior));
+        }
+    }
+    Ok(out)
+}
+
+/// The official CLI's `clients.json` `hosts.<host>`: our URL, the rest of the member kept.
+fn plan_clients(host: Host, env: &Env, url: &str, prev: &OwnedShared, out: &mut SharedPlan) -> Result<()> {
     if let Some(path) = official::clients_path(env) {
         let doc = read_json_doc(&path, "the official CLI's clients.json")?;
         if let Some(d) = &doc
@@ -153,7 +197,21 @@ pub fn plan(
         }
     }
 
-    // credentials.json, only with a token given now.
+    Ok(())
+}
+
+/// The official CLI's `credentials.json` for the host, only with a token given now; one that
+/// is not ours is kept aside for uninstall.
+fn plan_credentials(
+    host: Host,
+    env: &Env,
+    url: &str,
+    token: Option<&Authorization>,
+    prev: &OwnedShared,
+    install_dir: &Path,
+    out: &mut SharedPlan,
+) -> Result<()> {
+    let integration = host;
     if let (Some(token), Some(path)) = (token, official::credentials_path(integration, env)) {
         if fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_symlink()) {
             bail!(
@@ -187,44 +245,7 @@ pub fn plan(
         out.kept.credentials = prev.credentials.clone();
     }
 
-    // Claude Code's plugin options (the status line and the official doctor read them).
-    if host.spec().capabilities.plugin_option_vars {
-        let root = official::host_root(integration, env).context("cannot find Claude's config: set HOME")?;
-        let path = root.join("settings.json");
-        let doc = read_json_doc(&path, "Claude Code's settings")?;
-        let current = doc
-            .as_ref()
-            .and_then(|d| d.get("pluginConfigs"))
-            .and_then(|p| p.get(CLAUDE_PLUGIN_KEY))
-            .cloned();
-        let mut want: Map<String, Value> = current
-            .as_ref()
-            .and_then(Value::as_object)
-            .cloned()
-            .unwrap_or_default();
-        let mut options = want
-            .get("options")
-            .and_then(Value::as_object)
-            .cloned()
-            .unwrap_or_default();
-        options.insert("server_url".into(), json!(url));
-        options.insert("allow_insecure_http".into(), json!(false));
-        if let Some(c) = capture_prompts {
-            options.insert("capture_prompts".into(), json!(c));
-        }
-        want.insert("options".into(), Value::Object(options));
-        let want = Value::Object(want);
-        if current.as_ref() == Some(&want) {
-            out.kept.claude_options = prev.claude_options.clone();
-        } else {
-            let prior = match &prev.claude_options {
-                Some(m) => m.prior.clone(),
-                None => current,
-            };
-            out.claude = Some((path, want, prior));
-        }
-    }
-    Ok(out)
+    Ok(())
 }
 
 /// Snapshots what [`apply`] may touch, for rollback.
