@@ -269,18 +269,9 @@ fn host_files(host: Host, bin_dir: &Path, values: &[(&str, &str)]) -> Result<Vec
             }
         }
         Host::Dsh => {
-            let mut pkg = rendered_json(host, "package.json", values)?;
-            pkg["main"] = json!("lib/index.js");
-            pkg["exports"] = json!({".": "./lib/index.js", "./package.json": "./package.json"});
-            pkg["files"] = json!(["lib/index.js", "cordis.patch.yml"]);
-            put("package.json", json_bytes(&pkg));
-            put("lib/index.js", rendered(host, "index.js", values)?.into_bytes());
-            // The row's name is the package name the official installer looks for.
-            let patch = rendered(host, "cordis.patch.yml", values)?;
-            if !patch.contains("name: 'powercontext-dsh'") {
-                bail!("internal error: the DSH patch row is not named powercontext-dsh");
+            for (rel, bytes) in dsh_files(values)? {
+                put(rel, bytes);
             }
-            put("cordis.patch.yml", patch.into_bytes());
         }
         // Not packaged (see `packaged`).
         Host::Hermes => {}
@@ -305,6 +296,28 @@ fn host_files(host: Host, bin_dir: &Path, values: &[(&str, &str)]) -> Result<Vec
             put("pnpm-lock.yaml", OPENCLAW_PNPM_LOCK.as_bytes().to_vec());
         }
     }
+    Ok(out)
+}
+
+/// DSH's package: its manifest pointing at the plugin, the plugin and the Cordis patch row.
+fn dsh_files(values: &[(&str, &str)]) -> Result<Vec<(&'static str, Vec<u8>)>> {
+    let mut out = Vec::new();
+    let mut put = |rel: &'static str, bytes: Vec<u8>| out.push((rel, bytes));
+    let mut pkg = rendered_json(Host::Dsh, "package.json", values)?;
+    pkg["main"] = json!("lib/index.js");
+    pkg["exports"] = json!({".": "./lib/index.js", "./package.json": "./package.json"});
+    pkg["files"] = json!(["lib/index.js", "cordis.patch.yml"]);
+    put("package.json", json_bytes(&pkg));
+    put(
+        "lib/index.js",
+        rendered(Host::Dsh, "index.js", values)?.into_bytes(),
+    );
+    // The row's name is the package name the official installer looks for.
+    let patch = rendered(Host::Dsh, "cordis.patch.yml", values)?;
+    if !patch.contains("name: 'powercontext-dsh'") {
+        bail!("internal error: the DSH patch row is not named powercontext-dsh");
+    }
+    put("cordis.patch.yml", patch.into_bytes());
     Ok(out)
 }
 
