@@ -89,12 +89,12 @@ const ALLOWED: &[(&str, &str, &str)] = &[
         "the dispatch to each host's installer: the one place that picks it",
     ),
     (
-        "bins/cli/src/package.rs",
+        "bins/cli/src/commands/package.rs",
         "*",
         "each host's package has a shape of its own (manifests, shims, profile rows)",
     ),
     (
-        "bins/cli/src/setup.rs",
+        "bins/cli/src/commands/setup.rs",
         "*",
         "what each host CLI writes on its first run is its own layout (dry-run watch list)",
     ),
@@ -109,22 +109,22 @@ const ALLOWED: &[(&str, &str, &str)] = &[
         "each official installer keeps the server URL in a file format of its own",
     ),
     (
-        "bins/cli/src/interop.rs",
+        "bins/cli/src/commands/interop.rs",
         "codex",
         "`setup codex --trust-only`: only Codex asks for hook trust",
     ),
     (
-        "bins/cli/src/activity.rs",
+        "bins/cli/src/commands/activity.rs",
         "claude-code",
         "the status line is Claude Code's, and reads its journal",
     ),
     (
-        "bins/cli/src/ops.rs",
+        "bins/cli/src/support/ops.rs",
         "claude-code",
         "the default host of explicit operations",
     ),
     (
-        "bins/cli/src/state_cmd.rs",
+        "bins/cli/src/commands/state_cmd.rs",
         "codex",
         "the default recording host of a test-only state command",
     ),
@@ -214,7 +214,7 @@ fn the_host_naming_check_sees_a_stray_variant_and_name() {
     );
     assert!(own_file("bins/cli/src/hosts/claude_code.rs", "claude-code"));
     assert!(own_file("bins/dsh/src/lib.rs", "dsh"));
-    assert!(!own_file("bins/cli/src/setup.rs", "dsh"));
+    assert!(!own_file("bins/cli/src/commands/setup.rs", "dsh"));
 }
 
 /// The layers a crate's doc declares: numbered lines (`1. Title: `a`, `b`.`), modules in
@@ -251,86 +251,181 @@ fn declared_layers(lib_rs: &str) -> Vec<Vec<String>> {
         .collect()
 }
 
-/// The modules of `crate::…` paths a source names outside comments and its test module.
-fn crate_imports(source: &str, modules: &[String]) -> std::collections::BTreeSet<String> {
+/// The modules a source (the module `own`, as `a::b`) names outside comments and its test
+/// module: each `crate::`, `super::` and `self::` path and each path through one of its own
+/// child modules, groups (`{a, b::{c, d}}`) included, taken to the longest declared module it
+/// starts with (`crate::hosts::codex::X` is `hosts::codex` when that is declared, else `hosts`).
+fn crate_imports(source: &str, own: &str, modules: &[String]) -> std::collections::BTreeSet<String> {
     let code = production_part(source);
+    let own: Vec<&str> = own.split("::").filter(|s| !s.is_empty()).collect();
+    let children: Vec<&str> = modules
+        .iter()
+        .filter_map(|m| {
+            let rest = m.strip_prefix(&own.join("::"))?;
+            let rest = if own.is_empty() {
+                rest
+            } else {
+                rest.strip_prefix("::")?
+            };
+            rest.split("::").next().filter(|c| !c.is_empty())
+        })
+        .collect();
+    let ident = |c: char| c.is_ascii_alphanumeric() || c == '_';
     let mut found = std::collections::BTreeSet::new();
-    for (at, _) in code.match_indices("crate::") {
-        let rest = &code[at + "crate::".len()..];
-        let names: Vec<&str> = if let Some(group) = rest.strip_prefix('{') {
-            // `crate::{a, b::C}`: the first word of each member.
-            let group = group.split_once('}').map_or(group, |(g, _)| g);
-            group.split(',').map(str::trim).collect()
-        } else {
-            vec![rest]
+    for (at, _) in code.match_indices("::") {
+        // The first `::` of a path: the word before it starts the path.
+        let before = &code[..at];
+        let word_at = before.trim_end_matches(ident).len();
+        let word = &before[word_at..];
+        if word.is_empty() || before[..word_at].ends_with(|c: char| ident(c) || c == ':') {
+            continue;
+        }
+        let base: Vec<&str> = match word {
+            "crate" => Vec::new(),
+            "self" => own.clone(),
+            "super" => own[..own.len().saturating_sub(1)].to_vec(),
+            w if children.contains(&w) => own.clone(),
+            _ => continue,
         };
-        for name in names {
-            let word: String = name
-                .chars()
-                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
-                .collect();
-            if modules.contains(&word) {
-                found.insert(word);
+        let start = if matches!(word, "crate" | "self" | "super") {
+            at + 2
+        } else {
+            word_at
+        };
+        let bytes = code.as_bytes();
+        let mut i = start;
+        for tail in path_tree(bytes, &mut i) {
+            let mut path: Vec<&str> = base.clone();
+            for seg in &tail {
+                if seg == "super" {
+                    path.pop();
+                } else {
+                    path.push(seg);
+                }
+            }
+            if let Some(m) = declared_module(&path.join("::"), modules) {
+                found.insert(m);
             }
         }
     }
     found
 }
 
-/// Checks one crate's `src/*.rs` against the layers its `lib.rs` declares; `cycles_known`: the
-/// module cycles still allowed, each with its reason.
+/// The paths of one `use` tree (or one path in code) starting at `i`: `a::b::{c, d::e}` gives
+/// `[a, b, c]` and `[a, b, d, e]`; `self` members and renames (`as x`) add nothing.
+fn path_tree(s: &[u8], i: &mut usize) -> Vec<Vec<String>> {
+    let skip_ws = |i: &mut usize| {
+        while *i < s.len() && s[*i].is_ascii_whitespace() {
+            *i += 1;
+        }
+    };
+    let mut prefix: Vec<String> = Vec::new();
+    loop {
+        skip_ws(i);
+        if *i < s.len() && s[*i] == b'{' {
+            *i += 1;
+            let mut out = Vec::new();
+            loop {
+                skip_ws(i);
+                if *i >= s.len() {
+                    break;
+                }
+                match s[*i] {
+                    b'}' => {
+                        *i += 1;
+                        break;
+                    }
+                    b',' => *i += 1,
+                    _ => {
+                        let before = *i;
+                        for tail in path_tree(s, i) {
+                            out.push(prefix.iter().cloned().chain(tail).collect());
+                        }
+                        skip_ws(i);
+                        if s[*i..].starts_with(b"as ") {
+                            *i += 3;
+                            path_tree(s, i);
+                        }
+                        if *i == before {
+                            *i += 1;
+                        }
+                    }
+                }
+            }
+            return out;
+        }
+        let start = *i;
+        while *i < s.len() && (s[*i].is_ascii_alphanumeric() || s[*i] == b'_') {
+            *i += 1;
+        }
+        if *i == start {
+            return vec![prefix];
+        }
+        let word = String::from_utf8_lossy(&s[start..*i]).into_owned();
+        if word != "self" {
+            prefix.push(word);
+        }
+        if s[*i..].starts_with(b"::") {
+            *i += 2;
+        } else {
+            return vec![prefix];
+        }
+    }
+}
+
+/// The declared module a path is in: the longest declared module it equals or starts with.
+fn declared_module(path: &str, modules: &[String]) -> Option<String> {
+    modules
+        .iter()
+        .filter(|m| path == m.as_str() || path.starts_with(&format!("{m}::")))
+        .max_by_key(|m| m.len())
+        .cloned()
+}
+
+/// Every module file of a crate's source folder, walked into sub-folders: (its path as `a::b`,
+/// its text); `lib.rs`, `main.rs` and test files (`tests.rs`) left out.
+fn module_files(dir: &Path) -> Vec<(String, String)> {
+    fn walk(dir: &Path, prefix: &[String], out: &mut Vec<(String, String)>) {
+        let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .collect();
+        entries.sort();
+        for path in entries {
+            let name = path.file_stem().unwrap().to_string_lossy().into_owned();
+            if path.is_dir() {
+                let mut inner = prefix.to_vec();
+                inner.push(name);
+                walk(&path, &inner, out);
+            } else if path.extension().is_some_and(|x| x == "rs")
+                && name != "tests"
+                && !(prefix.is_empty() && (name == "lib" || name == "main"))
+            {
+                let mut module = prefix.to_vec();
+                if name != "mod" {
+                    module.push(name);
+                }
+                out.push((module.join("::"), std::fs::read_to_string(&path).unwrap()));
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(dir, &[], &mut out);
+    out
+}
+
+/// Checks one crate's sources (sub-folders too) against the layers its `lib.rs` declares. A
+/// declared module is a file (`hosts::codex`) or a folder taken whole (`hosts`: its files not
+/// declared on their own). `cycles_known`: the module cycles still allowed, each with its reason.
 fn check_layers(src: &str, cycles_known: &[(&[&str], &str)]) {
     let dir = root().join(src);
     let lib_rs = std::fs::read_to_string(dir.join("lib.rs")).unwrap();
     let layers = declared_layers(&lib_rs);
     assert!(layers.len() >= 3, "{src}: {layers:?}");
-    let layer_of = |m: &str| layers.iter().position(|l| l.iter().any(|x| x == m));
     let modules: Vec<String> = layers.concat();
-    let mut graph = std::collections::BTreeMap::new();
-    for entry in std::fs::read_dir(&dir).unwrap().flatten() {
-        let path = entry.path();
-        let name = path.file_stem().unwrap().to_string_lossy().into_owned();
-        let module = if path.is_dir() {
-            let Ok(text) = std::fs::read_to_string(path.join("mod.rs")) else {
-                continue;
-            };
-            // A folder module: its files together.
-            let mut all = text;
-            for f in std::fs::read_dir(&path).unwrap().flatten() {
-                if f.path()
-                    .file_name()
-                    .is_some_and(|n| n != "mod.rs" && n != "tests.rs")
-                {
-                    all.push_str(&production_part(
-                        &std::fs::read_to_string(f.path()).unwrap_or_default(),
-                    ));
-                }
-            }
-            (name, all)
-        } else if path.extension().is_some_and(|x| x == "rs") && name != "lib" && name != "main" {
-            (name, std::fs::read_to_string(&path).unwrap())
-        } else {
-            continue;
-        };
-        let (name, text) = module;
-        let own =
-            layer_of(&name).unwrap_or_else(|| panic!("{src}/{name} is in no declared layer of {src}/lib.rs"));
-        let imports = crate_imports(&text, &modules);
-        for import in &imports {
-            let theirs = layer_of(import).unwrap();
-            assert!(
-                theirs <= own || import == &name,
-                "{src}/{name} (layer {}) imports `{import}` from layer {}: a module may import only \
-                 from its own layer or the layers declared before it in {src}/lib.rs",
-                own + 1,
-                theirs + 1
-            );
-        }
-        graph.insert(
-            name.clone(),
-            imports.into_iter().filter(|i| *i != name).collect::<Vec<_>>(),
-        );
-    }
+    let files = module_files(&dir);
+    let graph = import_graph(src, &layers, &files);
     for m in &modules {
         // A module that lives in a crate of its own is re-exported under its name: a leaf here.
         let reexported = lib_rs.lines().any(|l| {
@@ -364,6 +459,42 @@ fn check_layers(src: &str, cycles_known: &[(&[&str], &str)]) {
             "{src}: the cycle {ms:?} is gone: drop its exception ({reason})"
         );
     }
+}
+
+/// The declared modules' imports of one another, each checked against the layers: panics on a
+/// module in no layer and on an import from a later layer.
+fn import_graph(
+    src: &str,
+    layers: &[Vec<String>],
+    files: &[(String, String)],
+) -> std::collections::BTreeMap<String, Vec<String>> {
+    let layer_of = |m: &str| layers.iter().position(|l| l.iter().any(|x| x == m));
+    let modules: Vec<String> = layers.concat();
+    let mut graph: std::collections::BTreeMap<String, Vec<String>> = std::collections::BTreeMap::new();
+    for (path, text) in files {
+        let name = declared_module(path, &modules)
+            .unwrap_or_else(|| panic!("{src}: `{path}` is in no declared layer of {src}/lib.rs"));
+        let own = layer_of(&name).unwrap();
+        let imports = crate_imports(text, path, &modules);
+        let edges = graph.entry(name.clone()).or_default();
+        for import in imports {
+            if import == name {
+                continue;
+            }
+            let theirs = layer_of(&import).unwrap();
+            assert!(
+                theirs <= own,
+                "{src}: `{path}` (layer {}) imports `{import}` from layer {}: a module may import \
+                 only from its own layer or the layers declared before it in {src}/lib.rs",
+                own + 1,
+                theirs + 1
+            );
+            if !edges.contains(&import) {
+                edges.push(import);
+            }
+        }
+    }
+    graph
 }
 
 /// The strongly connected groups of more than one module (Tarjan).
@@ -433,7 +564,7 @@ fn the_layer_check_reads_declarations_and_imports() {
     );
     let modules = ["a", "b", "c"].map(str::to_owned);
     let src = "use crate::{a::X, c};\n/// [`crate::b`]\nfn f() { crate::b::g() }\n#[cfg(test)]\nmod t {}\n";
-    let got: Vec<String> = crate_imports(src, &modules).into_iter().collect();
+    let got: Vec<String> = crate_imports(src, "c", &modules).into_iter().collect();
     assert_eq!(got, ["a", "b", "c"]);
     let graph = [("a", vec!["b"]), ("b", vec!["a"]), ("c", vec!["a"])]
         .map(|(k, v)| (k.to_owned(), v.into_iter().map(str::to_owned).collect()))
@@ -442,16 +573,83 @@ fn the_layer_check_reads_declarations_and_imports() {
 }
 
 #[test]
-fn the_architecture_page_draws_the_declared_core_layers() {
-    let lib_rs = std::fs::read_to_string(root().join("shared/core/src/lib.rs")).unwrap();
-    let declared = declared_layers(&lib_rs);
+fn the_layer_check_follows_nested_module_paths() {
+    // Declared: files in folders (`base::text`), and a folder taken whole (`top`).
+    let layers: Vec<Vec<String>> = [
+        vec!["base::text", "base::files"],
+        vec!["mid::plan"],
+        vec!["hosts::a", "hosts::b", "hosts", "top"],
+    ]
+    .map(|l| l.into_iter().map(str::to_owned).collect())
+    .into();
+    let modules: Vec<String> = layers.concat();
+    // Nested groups, `self`, a rename, `super::` from a file in a folder, and a path through a
+    // child module from the folder's `mod.rs`.
+    let src = "use crate::{base::{self, text::Style}, mid::plan::Plan as P};\nuse super::b::X;\nfn f() { crate::top::inner::g(); }\n";
+    let got: Vec<String> = crate_imports(src, "hosts::a", &modules).into_iter().collect();
+    assert_eq!(got, ["base::text", "hosts::b", "mid::plan", "top"]);
+    let got: Vec<String> = crate_imports("fn f() { a::run(); b::run() }\n", "hosts", &modules)
+        .into_iter()
+        .collect();
+    assert_eq!(got, ["hosts::a", "hosts::b"]);
+    // `super::` from a folder's file reaches the folder's `mod.rs` when no sibling is named.
+    let got: Vec<String> = crate_imports("use super::{helper, a};\n", "hosts::b", &modules)
+        .into_iter()
+        .collect();
+    assert_eq!(got, ["hosts", "hosts::a"]);
+
+    let file = |p: &str, t: &str| (p.to_owned(), t.to_owned());
+    // Downward and same-layer imports pass; a folder's files count as the folder.
+    let ok = [
+        file("base::text", ""),
+        file("base::files", "use crate::base::text;\n"),
+        file("mid::plan", "use crate::base::files::F;\n"),
+        file("hosts::a", "use crate::mid::plan::Plan;\n"),
+        file("hosts", "fn f() { a::run() }\n"),
+        file("top::x", "use crate::hosts::a;\n"),
+        file("top::y", "use super::x;\n"),
+    ];
+    let graph = import_graph("demo", &layers, &ok);
+    assert_eq!(graph["hosts"], ["hosts::a"]);
+    assert_eq!(graph["top"], ["hosts::a"]);
+    assert!(cycles(&graph).is_empty());
+    // An upward import from a nested file fails, naming it.
+    let up = [
+        file("base::text", ""),
+        file("mid::plan", "use crate::hosts::b::Y;\n"),
+    ];
+    let err = std::panic::catch_unwind(|| import_graph("demo", &layers, &up)).unwrap_err();
+    let msg = err.downcast_ref::<String>().unwrap();
+    assert!(
+        msg.contains("`mid::plan` (layer 2) imports `hosts::b` from layer 3"),
+        "{msg}"
+    );
+    // So does a file in no declared layer.
+    let stray = [file("extra::z", "")];
+    assert!(std::panic::catch_unwind(|| import_graph("demo", &layers, &stray)).is_err());
+    // A cycle through a folder's `mod.rs` and its child is seen.
+    let cyclic = [
+        file("hosts", "fn f() { a::run() }\n"),
+        file("hosts::a", "use super::helper;\n"),
+    ];
+    let graph = import_graph("demo", &layers, &cyclic);
+    assert_eq!(cycles(&graph), [vec!["hosts".to_owned(), "hosts::a".to_owned()]]);
+}
+
+#[test]
+fn cli_modules_import_only_downward_without_cycles() {
+    check_layers("bins/cli/src", &[]);
+}
+
+/// The layers drawn under `heading` in docs/architecture.md: (number, module words).
+fn drawn_layers(heading: &str) -> Vec<(usize, Vec<String>)> {
     let page = std::fs::read_to_string(root().join("docs/architecture.md")).unwrap();
     let drawing = page
-        .split_once("## Layers")
+        .split_once(heading)
         .and_then(|(_, r)| r.split_once("```text\n"))
         .and_then(|(_, r)| r.split_once("```"))
         .map(|(d, _)| d)
-        .expect("a drawing of the layers in docs/architecture.md");
+        .unwrap_or_else(|| panic!("a drawing of the layers under `{heading}` in docs/architecture.md"));
     let mut drawn: Vec<(usize, Vec<String>)> = drawing
         .lines()
         .filter_map(|l| {
@@ -463,7 +661,28 @@ fn the_architecture_page_draws_the_declared_core_layers() {
         })
         .collect();
     drawn.sort_by_key(|(n, _)| *n);
-    assert_eq!(drawn.len(), declared.len(), "{drawing}");
+    drawn
+}
+
+#[test]
+fn the_architecture_page_draws_the_declared_cli_layers() {
+    let lib_rs = std::fs::read_to_string(root().join("bins/cli/src/lib.rs")).unwrap();
+    let declared = declared_layers(&lib_rs);
+    let drawn = drawn_layers("## CLI layers");
+    assert_eq!(drawn.len(), declared.len(), "{drawn:?}");
+    for ((n, words), layer) in drawn.iter().zip(&declared) {
+        // Drawn by their last name (`codex` for `hosts::codex`): the title names the folder.
+        let names: Vec<&str> = layer.iter().map(|m| m.rsplit("::").next().unwrap()).collect();
+        assert_eq!(words, &names, "CLI layer {n} of docs/architecture.md");
+    }
+}
+
+#[test]
+fn the_architecture_page_draws_the_declared_core_layers() {
+    let lib_rs = std::fs::read_to_string(root().join("shared/core/src/lib.rs")).unwrap();
+    let declared = declared_layers(&lib_rs);
+    let drawn = drawn_layers("## Layers");
+    assert_eq!(drawn.len(), declared.len(), "{drawn:?}");
     for ((n, words), layer) in drawn.iter().zip(&declared) {
         assert_eq!(words, layer, "layer {n} of docs/architecture.md");
     }

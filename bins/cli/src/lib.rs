@@ -1,5 +1,25 @@
 //! The `powercontext-hooks` command line: the only place clap and anyhow are used. It never
 //! shadows the Python `powercontext` CLI (which owns `server run`) and never embeds the Server.
+//!
+//! # Layers
+//!
+//! Four folders, read bottom up: `support/` (helpers any layer may use), `installer/` (what the
+//! commands and the host installers say to each other), `hosts/` (one installer per host) and
+//! `commands/` (one module per command). A module imports only from its own layer or the layers
+//! listed before it, and the modules' imports form no cycle (both held by a test that reads
+//! these sources):
+//!
+//! 1. Text and values: `support::textstyle`, `support::jsonc`, `support::report`.
+//! 2. Files, programs and the Server: `support::install`, `support::paths`, `support::exe_copy`,
+//!    `support::host_cli`, `support::ops`.
+//! 3. The installer vocabulary: `installer::undo`, `installer::checks`,
+//!    `installer::shared_files`, `installer::plan`, `installer::contract`.
+//! 4. Host installers: `hosts::common`, `hosts::marketplace`, `hosts::settings_hooks`,
+//!    `hosts::claude_code`, `hosts::codex`, `hosts::opencode`, `hosts::pi`, `hosts::dsh`,
+//!    `hosts::hermes`, `hosts::kimi_code`, `hosts::openclaw`, `hosts::zcode`, `hosts`.
+//! 5. Commands: `commands::activity`, `commands::explicit`, `commands::memory`, `commands::pin`,
+//!    `commands::state_cmd`, `commands::interop`, `commands::setup`, `commands::doctor`,
+//!    `commands::uninstall`, `commands::package`.
 #![allow(
     clippy::print_stdout,
     clippy::print_stderr,
@@ -43,25 +63,50 @@ macro_rules! words {
     };
 }
 
-mod activity;
-mod doctor;
-mod exe_copy;
-mod explicit;
-mod host_cli;
+mod support {
+    //! Helpers every layer may use: terminal text, the JSONC editor, command reports, file and
+    //! manifest machinery, the hook executable's copy, host CLIs, where things are, Server
+    //! operations. Nothing here knows a command or a host installer.
+    pub mod exe_copy;
+    pub mod host_cli;
+    pub mod install;
+    pub mod jsonc;
+    pub mod ops;
+    pub mod paths;
+    pub mod report;
+    pub mod textstyle;
+}
+
+mod installer {
+    //! What setup, doctor and uninstall say to a host installer: the plan, the checks, the undo
+    //! records and the installer trait itself, plus the files every host shares. Nothing here
+    //! picks a host.
+    pub mod checks;
+    pub mod contract;
+    pub mod plan;
+    pub mod shared_files;
+    pub mod undo;
+}
+
 mod hosts;
-mod install;
-mod interop;
-mod jsonc;
-mod memory;
-mod ops;
-mod package;
-mod pin;
-mod report;
-mod setup;
-mod shared_files;
-mod state_cmd;
-mod textstyle;
-mod uninstall;
+
+mod commands {
+    //! One module per command (or family of commands): each parses its flags, calls the layers
+    //! below and returns a report.
+    pub mod activity;
+    pub mod doctor;
+    pub mod explicit;
+    pub mod interop;
+    pub mod memory;
+    pub mod package;
+    pub mod pin;
+    pub mod setup;
+    pub mod state_cmd;
+    pub mod uninstall;
+}
+
+use commands::{activity, doctor, explicit, interop, memory, package, pin, setup, state_cmd, uninstall};
+use support::report;
 
 /// Connect coding-agent hosts to a PowerContext Server through fast, fail-open hook executables.
 ///
@@ -90,7 +135,7 @@ enum Command {
         json: bool,
     },
     /// Install the hooks into a host (prints the plan first; `--dry-run` stops there).
-    Setup(setup::SetupArgs),
+    Setup(installer::plan::SetupArgs),
     /// Remove exactly what `setup` installed for a host.
     Uninstall(uninstall::UninstallArgs),
     /// Check installed → activated → Server-ready → working, with a fix for each failure.

@@ -8,15 +8,17 @@ use anyhow::{Context, Result, bail};
 use powercontext_hooks_core::env::Env;
 use serde_json::{Value, json};
 
-use super::marketplace::{Market, enabled_in};
-use super::{
-    Activation, Calls, EntryPlan, Installer, Undo, argv, channel_context, entry_holds, headers_helper,
-    mcp_with_helper, plan_entry, prompt_event, read_jsonc, run_all, table_home,
+use super::common::{
+    EntryPlan, argv, channel_context, entry_holds, headers_helper, mcp_with_helper, plan_entry, prompt_event,
+    read_jsonc, table_home,
 };
-use crate::doctor::Report;
-use crate::host_cli::HostCli;
-use crate::install::{self, Host, MARKETPLACE, Manifest, PLUGIN_ID, Registrations};
-use crate::setup::{Paths, Plan, SetupArgs, Step};
+use super::marketplace::{Market, enabled_in};
+use crate::installer::checks::Report;
+use crate::installer::contract::{Activation, Calls, Installer, Undo, run_all};
+use crate::installer::plan::{Plan, SetupArgs, Step};
+use crate::support::host_cli::HostCli;
+use crate::support::install::{self, Host, MARKETPLACE, Manifest, PLUGIN_ID, Registrations};
+use crate::support::paths::Paths;
 
 pub(super) struct ClaudeCode;
 

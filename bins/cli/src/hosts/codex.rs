@@ -14,15 +14,14 @@ use anyhow::{Context, Result, anyhow, bail};
 use powercontext_hooks_core::env::Env;
 use serde_json::{Value, json};
 
+use super::common::{argv, channel_context, headers_helper, mcp_with_helper, prompt_event, table_home};
 use super::marketplace::{Market, enabled_in};
-use super::{
-    Activation, Calls, Installer, Undo, argv, channel_context, describe_calls, headers_helper,
-    mcp_with_helper, prompt_event, run_all, table_home,
-};
-use crate::doctor::{Report, Tier};
-use crate::host_cli::{HostCli, kill_group};
-use crate::install::{self, Host, MARKETPLACE, Manifest, PLUGIN_ID, Registrations};
-use crate::setup::{Action, Paths, Plan, SetupArgs, Step};
+use crate::installer::checks::{Report, Tier};
+use crate::installer::contract::{Activation, Calls, Installer, Undo, describe_calls, run_all};
+use crate::installer::plan::{Action, Plan, SetupArgs, Step};
+use crate::support::host_cli::{HostCli, kill_group};
+use crate::support::install::{self, Host, MARKETPLACE, Manifest, PLUGIN_ID, Registrations};
+use crate::support::paths::Paths;
 
 pub(super) struct Codex;
 

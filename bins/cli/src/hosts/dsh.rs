@@ -9,12 +9,14 @@ use anyhow::{Context, Result, bail};
 use powercontext_hooks_core::env::Env;
 use serde_json::{Value, json};
 
-use super::{Activation, Calls, Installer, Undo, argv, package_source, table_home};
-use crate::doctor::{Report, Tier};
-use crate::host_cli::HostCli;
-use crate::install::{self, Host, Manifest};
-use crate::setup::{Paths, Plan, SetupArgs, Step};
-use crate::uninstall::{Done, Undoing};
+use super::common::{argv, package_source, table_home};
+use crate::installer::checks::{Report, Tier};
+use crate::installer::contract::{Activation, Calls, Installer, Undo};
+use crate::installer::plan::{Plan, SetupArgs, Step};
+use crate::installer::undo::{Done, Undoing};
+use crate::support::host_cli::HostCli;
+use crate::support::install::{self, Host, Manifest};
+use crate::support::paths::Paths;
 
 pub(super) struct Dsh;
 

@@ -14,12 +14,14 @@ use powercontext_hooks_core::env::Env;
 use powercontext_hooks_core::host::Integration;
 use serde_json::{Map, Value, json};
 
-use super::{Activation, Calls, Installer, Undo, table_home};
-use crate::doctor::{Report, Tier};
-use crate::host_cli::HostCli;
-use crate::install::{self, Host, Manifest, Registrations};
-use crate::setup::{Paths, Plan, SetupArgs, Step};
-use crate::uninstall::{Done, Kept};
+use super::common::table_home;
+use crate::installer::checks::{Report, Tier};
+use crate::installer::contract::{Activation, Calls, Installer, Undo};
+use crate::installer::plan::{Plan, SetupArgs, Step};
+use crate::installer::undo::{Done, Kept};
+use crate::support::host_cli::HostCli;
+use crate::support::install::{self, Host, Manifest, Registrations};
+use crate::support::paths::Paths;
 
 pub(super) struct Hermes;
 
@@ -820,7 +822,7 @@ impl Installer for Hermes {
     }
 
     fn context<'a>(&self, answer: &'a Value) -> &'a Value {
-        super::channel_context(Host::Hermes, answer)
+        super::common::channel_context(Host::Hermes, answer)
     }
 
     fn silence_causes(&self) -> (&'static str, &'static str) {

@@ -9,11 +9,13 @@ use anyhow::{Context, Result, bail};
 use powercontext_hooks_core::env::Env;
 use serde_json::{Value, json};
 
-use super::{Activation, Calls, Installer, Undo, channel_context, table_home};
-use crate::doctor::{Report, Tier};
-use crate::install::{self, Host, HostExt, Manifest, Registrations};
-use crate::setup::{Paths, Plan, SetupArgs, Step};
-use crate::uninstall::Done;
+use super::common::{channel_context, table_home};
+use crate::installer::checks::{Report, Tier};
+use crate::installer::contract::{Activation, Calls, Installer, Undo};
+use crate::installer::plan::{Plan, SetupArgs, Step};
+use crate::installer::undo::Done;
+use crate::support::install::{self, Host, HostExt, Manifest, Registrations};
+use crate::support::paths::Paths;
 
 pub(super) struct KimiCode;
 

@@ -7,12 +7,12 @@ use std::path::{Path, PathBuf};
 use anyhow::{Result, bail};
 use serde_json::Value;
 
-use super::{Activation, Undo};
-use crate::doctor::{Report, Tier};
-use crate::host_cli::HostCli;
-use crate::install::{self, Host, HostExt, Manifest};
-use crate::setup::{Plan, Step};
-use crate::uninstall::{Done, Kept};
+use crate::installer::checks::{Report, Tier};
+use crate::installer::contract::{Activation, Undo};
+use crate::installer::plan::{Plan, Step};
+use crate::installer::undo::{Done, Kept};
+use crate::support::host_cli::HostCli;
+use crate::support::install::{self, Host, HostExt, Manifest};
 
 /// One marketplace host's listings and the calls that undo a registration.
 pub(super) struct Market {

@@ -14,11 +14,13 @@ use powercontext_hooks_core::env::Env;
 use powercontext_hooks_core::official;
 use serde_json::{Value, json};
 
-use super::{Activation, Calls, EntryPlan, Installer, entry_holds, plan_entry, read_jsonc, table_home};
-use crate::doctor::{Report, Tier};
-use crate::host_cli::HostCli;
-use crate::install::{Host, Manifest};
-use crate::setup::{Paths, Plan, SetupArgs};
+use super::common::{EntryPlan, entry_holds, plan_entry, read_jsonc, table_home};
+use crate::installer::checks::{Report, Tier};
+use crate::installer::contract::{Activation, Calls, Installer};
+use crate::installer::plan::{Plan, SetupArgs};
+use crate::support::host_cli::HostCli;
+use crate::support::install::{Host, Manifest};
+use crate::support::paths::Paths;
 
 pub(super) struct OpenClaw;
 
@@ -73,7 +75,7 @@ impl Installer for OpenClaw {
 
     /// The official installer's plugin folder (its package name in `package.json`).
     fn takes_over_files(&self, plugin_dir: &Path, warnings: &mut Vec<String>) -> Result<bool> {
-        let official = crate::install::read_opt(&plugin_dir.join("package.json"))?
+        let official = crate::support::install::read_opt(&plugin_dir.join("package.json"))?
             .filter(|b| b.len() <= 1 << 20)
             .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
             .is_some_and(|v| v["name"] == "@oceanbase/openclaw-memory-powercontext");
@@ -222,7 +224,7 @@ fn conversation_access(env: &Env) -> Result<bool> {
     let Some(text) = read_jsonc(&path, "OpenClaw's config")? else {
         return Ok(false);
     };
-    Ok(crate::jsonc::get(&text, ENTRIES, PLUGIN_ID)?
+    Ok(crate::support::jsonc::get(&text, ENTRIES, PLUGIN_ID)?
         .is_some_and(|e| e["hooks"]["allowConversationAccess"] == true))
 }
 
@@ -245,7 +247,7 @@ fn plan_member(path: &Path, previous: Option<&Manifest>) -> Result<EntryPlan> {
     // The member is there and not ours.
     let current = text
         .as_deref()
-        .map(|t| crate::jsonc::get(t, ENTRIES, PLUGIN_ID))
+        .map(|t| crate::support::jsonc::get(t, ENTRIES, PLUGIN_ID))
         .transpose()?
         .flatten()
         .unwrap_or(Value::Null);
@@ -305,7 +307,7 @@ mod tests {
         let new = String::from_utf8(change.unwrap().0.bytes).unwrap();
         assert!(new.starts_with("{\n  // mine\n  \"models\": {},"), "{new}");
         assert_eq!(
-            crate::jsonc::get(&new, ENTRIES, PLUGIN_ID).unwrap(),
+            crate::support::jsonc::get(&new, ENTRIES, PLUGIN_ID).unwrap(),
             Some(wanted())
         );
         // JSON5 beyond comments is refused with the member to add by hand.

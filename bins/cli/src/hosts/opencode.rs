@@ -16,13 +16,13 @@ use powercontext_hooks_core::env::Env;
 use powercontext_hooks_core::state;
 use serde_json::{Value, json};
 
-use super::{
-    Activation, Calls, EntryPlan, Installer, entry_holds, home_from, package_source, plan_entry, read_jsonc,
-};
-use crate::doctor::{Report, Tier};
-use crate::host_cli::{HostCli, kill_group, local_http};
-use crate::install::{self, Manifest};
-use crate::setup::{Action, FileChange, Paths, Plan, SetupArgs};
+use super::common::{EntryPlan, entry_holds, home_from, package_source, plan_entry, read_jsonc};
+use crate::installer::checks::{Report, Tier};
+use crate::installer::contract::{Activation, Calls, Installer};
+use crate::installer::plan::{Action, FileChange, Plan, SetupArgs};
+use crate::support::host_cli::{HostCli, kill_group, local_http};
+use crate::support::install::{self, Manifest};
+use crate::support::paths::Paths;
 
 pub(super) struct OpenCode;
 
@@ -226,7 +226,7 @@ pub(super) fn plan_mcp(config_dir: &Path, want: &Value, previous: Option<&Manife
     // The file that already has the member, else the last one, else a new `opencode.json`.
     let mut at = existing.len().checked_sub(1);
     for (i, (_, text)) in existing.iter().enumerate() {
-        if crate::jsonc::get(text, "mcp", MCP_KEY)?.is_some() {
+        if crate::support::jsonc::get(text, "mcp", MCP_KEY)?.is_some() {
             at = Some(i);
             break;
         }

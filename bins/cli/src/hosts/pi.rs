@@ -8,11 +8,13 @@ use anyhow::{Result, bail};
 use powercontext_hooks_core::env::Env;
 use serde_json::{Value, json};
 
-use super::{Activation, Calls, Installer, Undo, argv, package_source, table_home};
-use crate::doctor::{Report, Tier};
-use crate::host_cli::HostCli;
-use crate::install::{Host, Manifest};
-use crate::setup::{Paths, Plan, SetupArgs, Step};
+use super::common::{argv, package_source, table_home};
+use crate::installer::checks::{Report, Tier};
+use crate::installer::contract::{Activation, Calls, Installer, Undo};
+use crate::installer::plan::{Plan, SetupArgs, Step};
+use crate::support::host_cli::HostCli;
+use crate::support::install::{Host, Manifest};
+use crate::support::paths::Paths;
 
 pub(super) struct Pi;
 
@@ -20,7 +22,7 @@ pub(super) struct Pi;
 /// cannot: unreadable or not JSON. The parse error gives a line and column, never content.
 pub(super) fn settings_problem(env: &Env) -> Option<String> {
     let path = Pi.home(env)?.join("settings.json");
-    match crate::install::read_opt(&path) {
+    match crate::support::install::read_opt(&path) {
         Ok(None) => None,
         Ok(Some(bytes)) => serde_json::from_slice::<Value>(&bytes)
             .err()
@@ -193,7 +195,7 @@ pub(super) fn others(listing: &str, dir: &Path) -> Vec<PathBuf> {
         .map(|(_, t)| Path::new(t))
         .filter(|path| *path != dir && !std::fs::canonicalize(path).is_ok_and(|p| p == ours))
         .filter(|path| {
-            let name = crate::install::read_opt(&path.join("package.json"))
+            let name = crate::support::install::read_opt(&path.join("package.json"))
                 .ok()
                 .flatten()
                 .filter(|b| b.len() <= 1 << 20)

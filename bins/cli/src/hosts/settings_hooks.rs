@@ -10,14 +10,16 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, anyhow, bail};
 use powercontext_hooks_core::env::Env;
 use powercontext_hooks_core::host::{ConfigFormat, TimeoutUnit};
-use serde::{Deserialize, Serialize};
+
 use serde_json::{Value, json};
 
-use super::{Activation, Calls, Installer, channel_context, prompt_event, read_jsonc, table_home};
-use crate::doctor::{Report, Tier};
-use crate::install::{self, Host, HostExt};
-use crate::jsonc;
-use crate::setup::{Action, FileChange, Paths, Plan, SetupArgs, value_digest};
+use super::common::{channel_context, prompt_event, read_jsonc, table_home};
+use crate::installer::checks::{Report, Tier};
+use crate::installer::contract::{Activation, Calls, Installer};
+use crate::installer::plan::{Action, FileChange, Plan, SetupArgs};
+use crate::support::install::{self, Host, HostExt, OwnedHook, OwnedHooks, value_digest};
+use crate::support::jsonc;
+use crate::support::paths::Paths;
 
 /// The parent object of the hook lists in the settings file.
 const HOOKS: &str = "hooks";
@@ -104,37 +106,6 @@ pub(crate) fn entry(host: Host, command: &str, mode: Mode) -> Value {
         hook["timeout"] = json!(t);
     }
     json!({ "hooks": [hook] })
-}
-
-/// What setup added to a host's settings file, so uninstall (and the next setup) removes exactly
-/// that and nothing the user or another tool wrote.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct OwnedHooks {
-    /// The settings file.
-    pub path: PathBuf,
-    /// We created the file.
-    pub created_file: bool,
-    /// Our entries, in the order they were added.
-    pub entries: Vec<OwnedHook>,
-}
-
-/// One matcher group we added to `hooks.<event>`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct OwnedHook {
-    /// The host event (`UserPromptSubmit`).
-    pub event: String,
-    /// `sha256:` of the compact JSON of the group we added.
-    pub sha256: String,
-    /// The `hooks.<event>` list did not exist: we added the member (and maybe `hooks` itself).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub member: Option<jsonc::Inserted>,
-    /// The list was empty, with this text between its brackets.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub empty_inner: Option<String>,
-    /// The object holding the list when it is not `hooks` (ZCode's plugin list: `plugins.dirs`,
-    /// where `event` is `dirs`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub parent: Option<String>,
 }
 
 impl OwnedHook {

@@ -10,10 +10,11 @@ use powercontext_hooks_core::env::Env;
 use serde_json::{Value, json};
 
 use super::{codex, dsh, installer, marketplace, opencode, pi};
-use crate::doctor::{Report, Status};
-use crate::host_cli::HostCli;
-use crate::install::{self, Host, HostExt, Manifest, OwnedFile, Registrations, digest};
-use crate::setup::{Action, Locate, Paths, Plan, SetupArgs, Step};
+use crate::installer::checks::{Report, Status};
+use crate::installer::plan::{Action, Plan, SetupArgs, Step};
+use crate::support::host_cli::HostCli;
+use crate::support::install::{self, Host, HostExt, Manifest, OwnedFile, Registrations, digest};
+use crate::support::paths::{Locate, Paths};
 
 /// A temporary tree: `home/`, `state/`, `bin/` (fake hook executables), removed on drop.
 struct Tree(PathBuf);
@@ -47,7 +48,7 @@ impl Tree {
             path: self.0.join("no-such-cli"),
         };
         let version = args.host.tested_versions()[0].to_owned();
-        crate::setup::plan_ours(args, args.host, &self.paths(), || Ok((cli, version)))
+        crate::commands::setup::plan_ours(args, args.host, &self.paths(), || Ok((cli, version)))
     }
 }
 
@@ -104,7 +105,7 @@ fn each_hosts_plan_renders_its_templates_into_its_plugin_folder_and_writes_nothi
         let hooks = plan.files.iter().find(|f| f.path.ends_with("hooks/hooks.json"));
         if let Some(f) = hooks {
             // The host runs setup's own copy, not the executable in the bin folder.
-            let exe = crate::exe_copy::installed_path(&tree.0.join("state"), host);
+            let exe = crate::support::exe_copy::installed_path(&tree.0.join("state"), host);
             assert!(String::from_utf8_lossy(&f.bytes).contains(&*exe.display().to_string()));
         }
         assert!(plan.config.is_none() && plan.steps.is_empty() && plan.host_entry.is_none());
@@ -350,7 +351,7 @@ fn manifest(host: Host, root: &Path, files: Vec<OwnedFile>) -> Manifest {
         host_entry: None,
         profile: None,
         host_settings: None,
-        shared: crate::shared_files::OwnedShared::default(),
+        shared: crate::support::install::OwnedShared::default(),
         created_dirs: Vec::new(),
         settings_hooks: None,
     }
@@ -367,7 +368,7 @@ fn doctor_installed_tier_tells_ours_from_missing_changed_and_the_official_instal
     let paths = tree.paths();
     let check = || {
         let mut r = Report::default();
-        crate::doctor::check_installed(Host::Pi, &paths, "setup", &mut r);
+        crate::commands::doctor::check_installed(Host::Pi, &paths, "setup", &mut r);
         r
     };
     let r = check();
@@ -470,7 +471,7 @@ fn doctor_activation_verdicts_from_what_the_host_lists() {
 
 #[test]
 fn closed_words_print_and_serialize_as_spelled_once() {
-    use crate::doctor::Tier;
+    use crate::installer::checks::Tier;
     assert_eq!(
         json!({"tier": Tier::ServerReady, "status": Status::Warn}),
         json!({"tier": "server-ready", "status": "warn"})
@@ -491,13 +492,13 @@ fn doctor_says_a_host_config_that_no_longer_parses_is_broken_not_missing_our_ent
         path: config.clone(),
         parent: "mcp".to_owned(),
         key: "powercontext".to_owned(),
-        sha256: crate::setup::value_digest(&json!({"url": "u"})),
+        sha256: crate::support::install::value_digest(&json!({"url": "u"})),
         created_file: false,
-        inserted: crate::jsonc::Inserted::default(),
+        inserted: crate::support::jsonc::Inserted::default(),
     });
     let check = || {
         let mut r = Report::default();
-        crate::doctor::check_host_entry(Some(&m), "setup", &mut r);
+        crate::commands::doctor::check_host_entry(Some(&m), "setup", &mut r);
         r
     };
     assert_eq!(lines(&check()), [("mcp entry", Status::Ok)]);
@@ -533,7 +534,7 @@ fn a_variable_that_outranks_a_flag_is_what_the_plan_shows_and_warns_about() {
             path: tree.0.join("no-such-cli"),
         };
         let version = Host::Pi.tested_versions()[0].to_owned();
-        crate::setup::plan_ours(&a, Host::Pi, &paths, || Ok((cli, version))).unwrap()
+        crate::commands::setup::plan_ours(&a, Host::Pi, &paths, || Ok((cli, version))).unwrap()
     };
     let row = |p: &Plan, name: &str| {
         let r = p.settings_lines.iter().find(|r| r.name == name).unwrap();
@@ -586,7 +587,7 @@ fn every_setting_is_shown_with_its_origin() {
         file: None,
     })
     .unwrap();
-    let rows = crate::report::setting_rows(&settings);
+    let rows = crate::support::report::setting_rows(&settings);
     let names: Vec<&str> = rows.iter().map(|r| r.name).collect();
     assert_eq!(
         names,

@@ -11,12 +11,14 @@ use anyhow::{Context, Result, bail};
 use powercontext_hooks_core::env::Env;
 use serde_json::{Value, json};
 
+use super::common::{channel_context, read_jsonc, table_home};
 use super::settings_hooks::{events, plan_file_in};
-use super::{Activation, Calls, Installer, channel_context, read_jsonc, table_home};
-use crate::doctor::{Report, Tier};
-use crate::install::{self, Host};
-use crate::jsonc;
-use crate::setup::{Paths, Plan, SetupArgs};
+use crate::installer::checks::{Report, Tier};
+use crate::installer::contract::{Activation, Calls, Installer};
+use crate::installer::plan::{Plan, SetupArgs};
+use crate::support::install::{self, Host};
+use crate::support::jsonc;
+use crate::support::paths::Paths;
 
 pub(super) struct Zcode;
 

@@ -19,7 +19,8 @@ use serde::Serialize;
 use serde_json::Value;
 use std::os::unix::fs::MetadataExt;
 
-use crate::report;
+use crate::support::report;
+use crate::support::textstyle::terminal_safe;
 
 /// `status` options.
 #[derive(Debug, Args)]
@@ -95,21 +96,6 @@ fn seconds(value: f64, flag: &str) -> anyhow::Result<Duration> {
         "{flag} must be a number of seconds above 0 and at most 86400"
     );
     Ok(Duration::from_secs_f64(value))
-}
-
-/// Escapes control characters (C0, DEL, C1) so that bytes read from state files or paths never
-/// reach the terminal raw: a planted escape sequence is shown, not executed.
-#[must_use]
-pub fn terminal_safe(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        if c.is_control() {
-            out.push_str(&c.escape_unicode().to_string());
-        } else {
-            out.push(c);
-        }
-    }
-    out
 }
 
 /// Why `status` or `flush` refuses the state directory: its path (escaped), the closed word and
@@ -220,7 +206,7 @@ pub fn status(args: &StatusArgs) -> anyhow::Result<ExitCode> {
     };
     problems.dedup();
     let last_age = last.as_ref().map(|l| now_secs().saturating_sub(l.finished));
-    let hooks = crate::activity::summaries(&state, now);
+    let hooks = crate::commands::activity::summaries(&state, now);
     // Bytes from a state file: escaped before they reach the terminal.
     let last_error = last
         .as_ref()
@@ -245,8 +231,8 @@ pub fn status(args: &StatusArgs) -> anyhow::Result<ExitCode> {
         last_drain_age_seconds: last_age,
         last_error,
         problems,
-        hooks: crate::activity::to_json(&hooks, now),
-        hook_lines: crate::activity::lines(&hooks, now),
+        hooks: crate::commands::activity::to_json(&hooks, now),
+        hook_lines: crate::commands::activity::lines(&hooks, now),
     };
     report::emit(&status, args.json)
 }

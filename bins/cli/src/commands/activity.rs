@@ -147,7 +147,7 @@ pub fn statusline_text(records: &[Record], spooled: usize, pending_flushes: usiz
         line.push_str(&ago(now_ms, latest.at));
     }
     // The words come from a file on disk: the terminal sees them escaped, as `status` shows them.
-    crate::state_cmd::terminal_safe(&line)
+    crate::support::textstyle::terminal_safe(&line)
 }
 
 /// Drains Claude Code's JSON payload (bounded in size and time; its fields are not needed).

@@ -16,7 +16,7 @@ use jsonc_parser::ParseOptions;
 use jsonc_parser::cst::{CstNode, CstObject, CstRootNode};
 use serde_json::{Map, Value};
 
-use crate::textstyle::Style;
+use crate::support::textstyle::Style;
 
 /// JSON plus comments and trailing commas, nothing looser (the JSONC the hosts read).
 fn options() -> ParseOptions {

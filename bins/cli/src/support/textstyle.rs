@@ -1,6 +1,8 @@
 //! The byte conventions of a user's text file that an edit must keep: a UTF-8 byte-order mark and
 //! CRLF line ends. Edits work on the plain form (no mark, LF) and the result is put back in the
 //! file's own form. It never changes a file whose line ends are mixed (those keep LF for new lines).
+//! Also the escaping of any text bound for a terminal, so a planted control sequence is shown,
+//! never executed.
 
 /// How a file spells its first bytes and its line ends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -45,6 +47,21 @@ impl Style {
         let (style, plain) = Self::split(text);
         edit(&plain).map(|out| style.join(&out))
     }
+}
+
+/// Escapes control characters (C0, DEL, C1) so that bytes read from state files or paths never
+/// reach the terminal raw: a planted escape sequence is shown, not executed.
+#[must_use]
+pub fn terminal_safe(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if c.is_control() {
+            out.push_str(&c.escape_unicode().to_string());
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 #[cfg(test)]

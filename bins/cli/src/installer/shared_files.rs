@@ -12,66 +12,18 @@ use anyhow::{Context, Result, anyhow, bail};
 use powercontext_hooks_core::endpoint::Authorization;
 use powercontext_hooks_core::env::Env;
 use powercontext_hooks_core::official;
-use serde::{Deserialize, Serialize};
+
 use serde_json::{Map, Value, json};
 
-use crate::install::{self, Host, Journal, digest};
-use crate::jsonc;
-use crate::setup::value_digest;
-use crate::uninstall::{Done, Kept, Undoing};
+use crate::installer::undo::{Done, Kept, Undoing};
+use crate::support::install::value_digest;
+use crate::support::install::{self, Host, Journal, OwnedCredential, OwnedMember, OwnedShared, digest};
+use crate::support::jsonc;
 
 /// Beside the manifest, mode 0600: the credential file setup replaced, put back by uninstall.
 pub const PRIOR_CREDENTIALS_FILE: &str = "prior-credentials.json";
 /// Claude Code's key for our plugin's options.
 const CLAUDE_PLUGIN_KEY: &str = "powercontext@powercontext";
-
-/// One JSON member we set in a shared file, with the value it replaced.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
-pub struct OwnedMember {
-    /// The file.
-    pub path: PathBuf,
-    /// `sha256:` of the compact JSON we wrote.
-    pub sha256: String,
-    /// The value before setup (non-secret), if any.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub prior: Option<Value>,
-    /// Setup created the file.
-    #[serde(default)]
-    pub created_file: bool,
-    /// How the member was inserted (when there was none before).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub inserted: Option<jsonc::Inserted>,
-}
-
-/// The credential file we wrote.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
-pub struct OwnedCredential {
-    /// The file.
-    pub path: PathBuf,
-    /// `sha256:` of the bytes we wrote.
-    pub sha256: String,
-}
-
-/// Everything this module wrote for one host.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
-pub struct OwnedShared {
-    /// `clients.json` `hosts.<host>`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub clients: Option<OwnedMember>,
-    /// `credentials.json`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub credentials: Option<OwnedCredential>,
-    /// Claude Code's `pluginConfigs["powercontext@powercontext"]`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub claude_options: Option<OwnedMember>,
-}
-
-impl OwnedShared {
-    /// Nothing recorded.
-    pub fn is_empty(&self) -> bool {
-        self.clients.is_none() && self.credentials.is_none() && self.claude_options.is_none()
-    }
-}
 
 /// What setup will write to the shared files.
 #[derive(Debug, Default)]
@@ -158,7 +110,51 @@ pub fn plan(
     };
     let prev = previous.cloned().unwrap_or_default();
 
-    // clients.json
+    plan_clients(host, env, url, &prev, &mut out)?;
+    plan_credentials(host, env, url, token, &prev, install_dir, &mut out)?;
+
+    // Claude Code's plugin options (the status line and the official doctor read them).
+    if host.spec().capabilities.plugin_option_vars {
+        let root = official::host_root(integration, env).context("cannot find Claude's config: set HOME")?;
+        let path = root.join("settings.json");
+        let doc = read_json_doc(&path, "Claude Code's settings")?;
+        let current = doc
+            .as_ref()
+            .and_then(|d| d.get("pluginConfigs"))
+            .and_then(|p| p.get(CLAUDE_PLUGIN_KEY))
+            .cloned();
+        let mut want: Map<String, Value> = current
+            .as_ref()
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default();
+        let mut options = want
+            .get("options")
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default();
+        options.insert("server_url".into(), json!(url));
+        options.insert("allow_insecure_http".into(), json!(false));
+        if let Some(c) = capture_prompts {
+            options.insert("capture_prompts".into(), json!(c));
+        }
+        want.insert("options".into(), Value::Object(options));
+        let want = Value::Object(want);
+        if current.as_ref() == Some(&want) {
+            out.kept.claude_options = prev.claude_options.clone();
+        } else {
+            let prior = match &prev.claude_options {
+                Some(m) => m.prior.clone(),
+                None => current,
+            };
+            out.claude = Some((path, want, prior));
+        }
+    }
+    Ok(out)
+}
+
+/// The official CLI's `clients.json` `hosts.<host>`: our URL, the rest of the member kept.
+fn plan_clients(host: Host, env: &Env, url: &str, prev: &OwnedShared, out: &mut SharedPlan) -> Result<()> {
     if let Some(path) = official::clients_path(env) {
         let doc = read_json_doc(&path, "the official CLI's clients.json")?;
         if let Some(d) = &doc
@@ -201,7 +197,21 @@ pub fn plan(
         }
     }
 
-    // credentials.json, only with a token given now.
+    Ok(())
+}
+
+/// The official CLI's `credentials.json` for the host, only with a token given now; one that
+/// is not ours is kept aside for uninstall.
+fn plan_credentials(
+    host: Host,
+    env: &Env,
+    url: &str,
+    token: Option<&Authorization>,
+    prev: &OwnedShared,
+    install_dir: &Path,
+    out: &mut SharedPlan,
+) -> Result<()> {
+    let integration = host;
     if let (Some(token), Some(path)) = (token, official::credentials_path(integration, env)) {
         if fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_symlink()) {
             bail!(
@@ -235,44 +245,7 @@ pub fn plan(
         out.kept.credentials = prev.credentials.clone();
     }
 
-    // Claude Code's plugin options (the status line and the official doctor read them).
-    if host.spec().capabilities.plugin_option_vars {
-        let root = official::host_root(integration, env).context("cannot find Claude's config: set HOME")?;
-        let path = root.join("settings.json");
-        let doc = read_json_doc(&path, "Claude Code's settings")?;
-        let current = doc
-            .as_ref()
-            .and_then(|d| d.get("pluginConfigs"))
-            .and_then(|p| p.get(CLAUDE_PLUGIN_KEY))
-            .cloned();
-        let mut want: Map<String, Value> = current
-            .as_ref()
-            .and_then(Value::as_object)
-            .cloned()
-            .unwrap_or_default();
-        let mut options = want
-            .get("options")
-            .and_then(Value::as_object)
-            .cloned()
-            .unwrap_or_default();
-        options.insert("server_url".into(), json!(url));
-        options.insert("allow_insecure_http".into(), json!(false));
-        if let Some(c) = capture_prompts {
-            options.insert("capture_prompts".into(), json!(c));
-        }
-        want.insert("options".into(), Value::Object(options));
-        let want = Value::Object(want);
-        if current.as_ref() == Some(&want) {
-            out.kept.claude_options = prev.claude_options.clone();
-        } else {
-            let prior = match &prev.claude_options {
-                Some(m) => m.prior.clone(),
-                None => current,
-            };
-            out.claude = Some((path, want, prior));
-        }
-    }
-    Ok(out)
+    Ok(())
 }
 
 /// Snapshots what [`apply`] may touch, for rollback.

@@ -15,7 +15,7 @@ use powercontext_hooks_core::state::{self, Opened, StateDir, StateError};
 use powercontext_hooks_core::workspace::sha256_hex;
 use serde::{Deserialize, Serialize};
 
-use crate::textstyle::Style;
+use crate::support::textstyle::Style;
 
 /// A host setup knows how to wire: the core library's one host list.
 pub use powercontext_hooks_core::host::Integration as Host;
@@ -146,6 +146,11 @@ pub fn render(template: &str, values: &[(&str, &str)]) -> Result<String> {
 /// SHA-256 of bytes as `sha256:<hex>`.
 pub fn digest(bytes: &[u8]) -> String {
     format!("sha256:{}", sha256_hex(bytes))
+}
+
+/// `sha256:` of a JSON value's compact form (how the manifest identifies our MCP entry).
+pub fn value_digest(v: &serde_json::Value) -> String {
+    digest(v.to_string().as_bytes())
 }
 
 /// The largest host or config file read: real ones are kilobytes, and a bound keeps a file
@@ -712,7 +717,7 @@ pub struct OwnedEntry {
     /// We created the file.
     pub created_file: bool,
     /// How the member was inserted (to undo it byte for byte).
-    pub inserted: crate::jsonc::Inserted,
+    pub inserted: crate::support::jsonc::Inserted,
 }
 
 impl OwnedEntry {
@@ -740,6 +745,86 @@ pub struct Registrations {
     /// We recorded Codex hook trust.
     #[serde(default)]
     pub trust: bool,
+}
+
+/// One JSON member we set in a shared file, with the value it replaced.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct OwnedMember {
+    /// The file.
+    pub path: PathBuf,
+    /// `sha256:` of the compact JSON we wrote.
+    pub sha256: String,
+    /// The value before setup (non-secret), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prior: Option<serde_json::Value>,
+    /// Setup created the file.
+    #[serde(default)]
+    pub created_file: bool,
+    /// How the member was inserted (when there was none before).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inserted: Option<crate::support::jsonc::Inserted>,
+}
+
+/// The credential file we wrote.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct OwnedCredential {
+    /// The file.
+    pub path: PathBuf,
+    /// `sha256:` of the bytes we wrote.
+    pub sha256: String,
+}
+
+/// Everything setup wrote for one host to the files the official CLI also reads
+/// (`installer::shared_files`).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct OwnedShared {
+    /// `clients.json` `hosts.<host>`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clients: Option<OwnedMember>,
+    /// `credentials.json`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub credentials: Option<OwnedCredential>,
+    /// Claude Code's `pluginConfigs["powercontext@powercontext"]`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub claude_options: Option<OwnedMember>,
+}
+
+impl OwnedShared {
+    /// Nothing recorded.
+    pub fn is_empty(&self) -> bool {
+        self.clients.is_none() && self.credentials.is_none() && self.claude_options.is_none()
+    }
+}
+
+/// What setup added to a host's settings file, so uninstall (and the next setup) removes exactly
+/// that and nothing the user or another tool wrote.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OwnedHooks {
+    /// The settings file.
+    pub path: PathBuf,
+    /// We created the file.
+    pub created_file: bool,
+    /// Our entries, in the order they were added.
+    pub entries: Vec<OwnedHook>,
+}
+
+/// One matcher group we added to `hooks.<event>`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OwnedHook {
+    /// The host event (`UserPromptSubmit`).
+    pub event: String,
+    /// `sha256:` of the compact JSON of the group we added.
+    pub sha256: String,
+    /// The `hooks.<event>` list did not exist: we added the member (and maybe `hooks` itself).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub member: Option<crate::support::jsonc::Inserted>,
+    /// The list was empty, with this text between its brackets.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub empty_inner: Option<String>,
+    /// The object holding the list when it is not `hooks` (ZCode's plugin list: `plugins.dirs`,
+    /// where `event` is `dirs`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent: Option<String>,
 }
 
 /// The ownership manifest: what `setup` wrote for one host, so `uninstall` removes only that and
@@ -779,15 +864,15 @@ pub struct Manifest {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host_settings: Option<HostSettings>,
     /// What we wrote to the files the official CLI reads.
-    #[serde(default, skip_serializing_if = "crate::shared_files::OwnedShared::is_empty")]
-    pub shared: crate::shared_files::OwnedShared,
+    #[serde(default, skip_serializing_if = "OwnedShared::is_empty")]
+    pub shared: OwnedShared,
     /// Folders setup created for its files (outermost first): uninstall removes each one that is
     /// empty again, so a home is left as setup found it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub created_dirs: Vec<PathBuf>,
     /// The hook entries we added to the host's own settings file (settings-hooks hosts).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub settings_hooks: Option<crate::hosts::settings_hooks::OwnedHooks>,
+    pub settings_hooks: Option<OwnedHooks>,
 }
 
 /// A host settings file's root members before the first setup, in their order (names only,
@@ -1200,7 +1285,7 @@ mod tests {
             "'/opt/pc hooks/powercontext-hooks' mcp-headers codex --config /home/u/.config/powercontext-hooks/config.toml \
              --env 'CODEX_HOME=/home/u/my codex'"
         );
-        let mcp = crate::hosts::mcp_with_helper(
+        let mcp = crate::hosts::common::mcp_with_helper(
             r#"{"mcpServers":{"powercontext":{"type":"http","url":"u"}}}"#,
             crate::hosts::codex::HELPER_FIELD,
             &line,

@@ -26,12 +26,14 @@ use powercontext_hooks_core::{ledger, spool, state};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::host_cli::HostCli;
-use crate::hosts::{Activation, installer};
-use crate::install::{self, Host, HostExt, Manifest, digest};
-use crate::jsonc;
-use crate::report::{self, SettingRow};
-use crate::setup::{Locate, Paths, check_hook_exe, value_digest};
+use crate::hosts::installer;
+use crate::installer::checks::{Check, Report, Status, Tier};
+use crate::installer::contract::Activation;
+use crate::support::host_cli::HostCli;
+use crate::support::install::{self, Host, HostExt, Manifest, digest, value_digest};
+use crate::support::jsonc;
+use crate::support::paths::{Locate, Paths, check_hook_exe};
+use crate::support::report::{self, SettingRow};
 
 /// `doctor [host…]`.
 #[derive(Debug, Args)]
@@ -47,43 +49,6 @@ pub struct DoctorArgs {
     /// One JSON object on stdout instead of text.
     #[arg(long)]
     pub json: bool,
-}
-
-words! {
-    /// Doctor's four tiers of evidence, in the order they are checked.
-    pub(crate) enum Tier {
-        Installed => "installed",
-        Activated => "activated",
-        ServerReady => "server-ready",
-        Working => "working",
-    }
-}
-
-words! {
-    /// A doctor line's verdict.
-    pub(crate) enum Status {
-        Ok => "ok",
-        Warn => "warn",
-        Fail => "fail",
-    }
-}
-
-/// One doctor line.
-#[derive(Serialize)]
-pub(crate) struct Check {
-    pub tier: Tier,
-    #[serde(rename = "check")]
-    pub name: &'static str,
-    pub status: Status,
-    pub detail: String,
-    pub fix: Option<String>,
-}
-
-/// Everything doctor found for one host.
-#[derive(Default)]
-pub(crate) struct Report {
-    pub checks: Vec<Check>,
-    settings: Vec<SettingRow>,
 }
 
 /// What `doctor` says: every host's settings and checks.
@@ -138,52 +103,16 @@ impl std::fmt::Display for Doctored {
                     Status::Fail => "✗",
                 };
                 // Details quote host CLI output and paths: never raw control characters.
-                let detail = crate::state_cmd::terminal_safe(&c.detail);
+                let detail = crate::support::textstyle::terminal_safe(&c.detail);
                 writeln!(f, "    {mark} {:<18} {detail}", c.name)?;
                 if c.status != Status::Ok
                     && let Some(fix) = &c.fix
                 {
-                    writeln!(f, "      fix: {}", crate::state_cmd::terminal_safe(fix))?;
+                    writeln!(f, "      fix: {}", crate::support::textstyle::terminal_safe(fix))?;
                 }
             }
         }
         writeln!(f, "{}", if self.ok { "result: ok" } else { "result: FAILED" })
-    }
-}
-
-impl Report {
-    pub fn ok(&mut self, tier: Tier, name: &'static str, detail: impl Into<String>) {
-        self.push(tier, name, Status::Ok, detail.into(), None);
-    }
-    pub fn warn(
-        &mut self,
-        tier: Tier,
-        name: &'static str,
-        detail: impl Into<String>,
-        fix: impl Into<String>,
-    ) {
-        self.push(tier, name, Status::Warn, detail.into(), Some(fix.into()));
-    }
-    pub fn fail(
-        &mut self,
-        tier: Tier,
-        name: &'static str,
-        detail: impl Into<String>,
-        fix: impl Into<String>,
-    ) {
-        self.push(tier, name, Status::Fail, detail.into(), Some(fix.into()));
-    }
-    fn push(&mut self, tier: Tier, name: &'static str, status: Status, detail: String, fix: Option<String>) {
-        self.checks.push(Check {
-            tier,
-            name,
-            status,
-            detail,
-            fix,
-        });
-    }
-    fn passed(&self) -> bool {
-        self.checks.iter().all(|c| c.status != Status::Fail)
     }
 }
 
@@ -501,7 +430,7 @@ pub(crate) fn check_installed(
 fn check_copy(host: Host, m: &Manifest, beside: &Path, setup_cmd: &str, r: &mut Report) {
     let Some(copy) = &m.executable else {
         // Set up before setup made its own copy: the host runs the executable where it was.
-        if let Some(tree) = crate::exe_copy::build_tree(&m.hook_exe) {
+        if let Some(tree) = crate::support::exe_copy::build_tree(&m.hook_exe) {
             r.warn(
                 Tier::Installed,
                 "hook copy",
@@ -516,7 +445,7 @@ fn check_copy(host: Host, m: &Manifest, beside: &Path, setup_cmd: &str, r: &mut 
         }
         return;
     };
-    let now = crate::exe_copy::digest_of(&copy.path);
+    let now = crate::support::exe_copy::digest_of(&copy.path);
     if now.as_ref() != Some(&copy.sha256) {
         r.fail(
             Tier::Installed,
@@ -527,7 +456,7 @@ fn check_copy(host: Host, m: &Manifest, beside: &Path, setup_cmd: &str, r: &mut 
         return;
     }
     let ours = env!("CARGO_PKG_VERSION");
-    let beside_digest = crate::exe_copy::digest_of(beside);
+    let beside_digest = crate::support::exe_copy::digest_of(beside);
     if m.version != ours || beside_digest.as_ref().is_some_and(|d| d != &copy.sha256) {
         let why = if m.version == ours {
             format!(
@@ -660,7 +589,27 @@ fn check_server(host: Host, s: &Settings, paths: &Paths, cwd: &Path, r: &mut Rep
             return false;
         }
     };
-    let start_hint = "start the Server (`powercontext server run`) or fix server_url";
+    if !check_health(&transport, r) {
+        return false;
+    }
+    let token_hint = format!(
+        "powercontext-hooks setup {} --token-env VAR (the Server's POWERCONTEXT_SERVER_AUTH_TOKEN)",
+        host.as_str()
+    );
+    if !check_auth(s, &transport, &token_hint, r) {
+        return false;
+    }
+    if !host.spec().explicit.native_tools && !check_mcp(host, &transport, &token_hint, r) {
+        return false;
+    }
+    check_scope(host, s, cwd, &transport, r)
+}
+
+/// What doctor suggests when the Server does not answer as it should.
+const START_HINT: &str = "start the Server (`powercontext server run`) or fix server_url";
+
+/// The Server's liveness and readiness probes, each answering 200.
+fn check_health(transport: &Transport, r: &mut Report) -> bool {
     for (name, path) in [("live", "/health/live"), ("ready", "/health/ready")] {
         match transport.get(path) {
             Ok(reply) if reply.status == 200 => r.ok(Tier::ServerReady, name, format!("GET {path} 200")),
@@ -669,20 +618,21 @@ fn check_server(host: Host, s: &Settings, paths: &Paths, cwd: &Path, r: &mut Rep
                     Tier::ServerReady,
                     name,
                     format!("GET {path} answered {}", reply.status),
-                    start_hint,
+                    START_HINT,
                 );
                 return false;
             }
             Err(e) => {
-                r.fail(Tier::ServerReady, name, format!("GET {path}: {e}"), start_hint);
+                r.fail(Tier::ServerReady, name, format!("GET {path}: {e}"), START_HINT);
                 return false;
             }
         }
     }
-    let token_hint = format!(
-        "powercontext-hooks setup {} --token-env VAR (the Server's POWERCONTEXT_SERVER_AUTH_TOKEN)",
-        host.as_str()
-    );
+    true
+}
+
+/// Whether the Server takes our token (or needs none).
+fn check_auth(s: &Settings, transport: &Transport, token_hint: &str, r: &mut Report) -> bool {
     match transport.get("/v1/scopes/default") {
         Ok(reply) if reply.status == 200 => r.ok(
             Tier::ServerReady,
@@ -707,18 +657,20 @@ fn check_server(host: Host, s: &Settings, paths: &Paths, cwd: &Path, r: &mut Rep
                 Tier::ServerReady,
                 "auth accepted",
                 format!("GET /v1/scopes/default answered {}", reply.status),
-                start_hint,
+                START_HINT,
             );
             return false;
         }
         Err(e) => {
-            r.fail(Tier::ServerReady, "auth accepted", format!("{e}"), start_hint);
+            r.fail(Tier::ServerReady, "auth accepted", format!("{e}"), START_HINT);
             return false;
         }
     }
-    if !host.spec().explicit.native_tools && !check_mcp(host, &transport, &token_hint, r) {
-        return false;
-    }
+    true
+}
+
+/// Whether the scope a hook in `cwd` would use resolves (and, when configured, exists).
+fn check_scope(host: Host, s: &Settings, cwd: &Path, transport: &Transport, r: &mut Report) -> bool {
     let query = ScopeQuery::for_event(
         host,
         s.scope_id.value.as_deref(),
@@ -727,12 +679,15 @@ fn check_server(host: Host, s: &Settings, paths: &Paths, cwd: &Path, r: &mut Rep
         transport.deadline(),
         powercontext_hooks_core::workspace::Discovery::Git,
     );
-    match query.resolve(&transport) {
+    match query.resolve(transport) {
         // A configured scope id "resolves" to itself: whether the Server has it is the question.
         Ok(scope)
             if s.scope_id.value.is_some()
                 && transport
-                    .get(&format!("/v1/scopes/{}", crate::ops::path_segment(&scope)))
+                    .get(&format!(
+                        "/v1/scopes/{}",
+                        crate::support::ops::path_segment(&scope)
+                    ))
                     .is_ok_and(|reply| reply.status == 404) =>
         {
             r.fail(
@@ -942,7 +897,7 @@ fn run_hook(
             break Some(s);
         }
         if started.elapsed() > Duration::from_secs(15) {
-            crate::host_cli::kill_group(&child);
+            crate::support::host_cli::kill_group(&child);
             let _ = child.wait();
             break None;
         }
@@ -1087,7 +1042,7 @@ fn check_firing(host: Host, paths: &Paths, r: &mut Report) {
     let name = host.as_str();
     let Some(last) = records.last().filter(|l| setup_at.is_none_or(|s| l.at >= s)) else {
         let since = setup_at.map_or_else(String::new, |s| {
-            format!(" (set up {})", crate::activity::ago(now, s))
+            format!(" (set up {})", crate::commands::activity::ago(now, s))
         });
         // A fresh setup that has never fired is the normal first state, not a fault: the user
         // has likely not sent a prompt yet. Only a quiet day after setup is worth a warning.
@@ -1127,8 +1082,8 @@ fn check_firing(host: Host, paths: &Paths, r: &mut Report) {
             "firing",
             format!(
                 "{name} last ran our hook {} while {other} ran {}; likely: {causes}",
-                crate::activity::ago(now, last.at),
-                crate::activity::ago(now, at)
+                crate::commands::activity::ago(now, last.at),
+                crate::commands::activity::ago(now, at)
             ),
             fix,
         );
@@ -1141,10 +1096,10 @@ fn check_firing(host: Host, paths: &Paths, r: &mut Report) {
         "firing",
         format!(
             "last ran {} ({} {}); {} run(s) in 24 h, {} failed",
-            crate::activity::ago(now, last.at),
+            crate::commands::activity::ago(now, last.at),
             // Words read from a file on disk: escaped as `status` shows them.
-            crate::state_cmd::terminal_safe(&last.event),
-            crate::state_cmd::terminal_safe(&last.outcome),
+            crate::support::textstyle::terminal_safe(&last.event),
+            crate::support::textstyle::terminal_safe(&last.outcome),
             day.len(),
             day.iter().filter(|x| x.failed()).count()
         ),

@@ -10,17 +10,18 @@ use anyhow::{Context, Result, bail};
 use clap::Args;
 use serde_json::{Value, json};
 
-use crate::host_cli::HostCli;
-use crate::install::{Host, HostExt};
-use crate::report;
-use crate::setup::{Paths, SetupArgs};
+use crate::installer::plan::SetupArgs;
+use crate::support::host_cli::HostCli;
+use crate::support::install::{Host, HostExt};
+use crate::support::paths::Paths;
+use crate::support::report;
 
 /// `mcp-headers <host>`.
 #[derive(Debug, Args)]
 pub struct McpHeadersArgs {
     /// The host whose MCP client asks.
-    #[arg(value_parser = crate::install::host_arg())]
-    pub host: crate::install::Host,
+    #[arg(value_parser = crate::support::install::host_arg())]
+    pub host: crate::support::install::Host,
     /// Our config file (as `POWERCONTEXT_HOOKS_CONFIG`).
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
@@ -31,17 +32,6 @@ pub struct McpHeadersArgs {
     #[arg(long = "env", value_name = "NAME=VALUE")]
     pub env: Vec<String>,
 }
-
-/// The variables that say where the connection files are; the only ones `--env` may set.
-pub const LOCATION_VARS: [&str; 7] = [
-    powercontext_hooks_core::variables::CLIENT_CONFIG_FILE,
-    "CLAUDE_CONFIG_DIR",
-    "CODEX_HOME",
-    "OPENCODE_CONFIG_DIR",
-    "PI_CODING_AGENT_DIR",
-    "DSH_HOME",
-    "XDG_CONFIG_HOME",
-];
 
 /// Prints the MCP request headers for a host as one JSON object (an MCP client's headers helper:
 /// Claude Code's `headersHelper`, Codex's `http_headers_helper`): `{"Authorization": "Bearer …"}`
@@ -61,11 +51,11 @@ pub fn mcp_headers(args: &McpHeadersArgs) -> Result<ExitCode> {
     for pair in &args.env {
         let (name, value) = pair
             .split_once('=')
-            .filter(|(n, _)| LOCATION_VARS.contains(n))
+            .filter(|(n, _)| crate::support::paths::LOCATION_VARS.contains(n))
             .with_context(|| {
                 format!(
                     "--env takes NAME=VALUE with NAME one of {}",
-                    LOCATION_VARS.join(", ")
+                    crate::support::paths::LOCATION_VARS.join(", ")
                 )
             })?;
         env.set(name, value);
@@ -161,7 +151,7 @@ pub fn trust_only(args: &SetupArgs) -> Result<ExitCode> {
     // The helper first: Codex's trust hash covers the plugin, so trust is recorded for the
     // plugin as it will stay.
     for (path, bytes) in &helpers {
-        crate::install::write_atomic(path, bytes, false)?;
+        crate::support::install::write_atomic(path, bytes, false)?;
     }
     let untrusted = crate::hosts::codex::hooks(&cli, &cwd)?
         .iter()
@@ -266,7 +256,7 @@ fn codex_helper_changes(paths: &Paths) -> Result<Vec<(PathBuf, Vec<u8>)>> {
     let Some(home) = crate::hosts::installer(Host::Codex).home(&paths.env) else {
         return Ok(Vec::new());
     };
-    let helper = crate::hosts::headers_helper(Host::Codex, paths)?;
+    let helper = crate::hosts::common::headers_helper(Host::Codex, paths)?;
     let mut out = Vec::new();
     let Ok(markets) = std::fs::read_dir(home.join("plugins/cache")) else {
         return Ok(out);
@@ -277,7 +267,7 @@ fn codex_helper_changes(paths: &Paths) -> Result<Vec<(PathBuf, Vec<u8>)>> {
         };
         for version in versions.flatten().take(64) {
             let path = version.path().join(".mcp.json");
-            let Some(bytes) = crate::install::read_opt(&path)? else {
+            let Some(bytes) = crate::support::install::read_opt(&path)? else {
                 continue;
             };
             let Ok(mut v) = serde_json::from_slice::<Value>(&bytes) else {

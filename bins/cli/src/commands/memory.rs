@@ -9,8 +9,11 @@ use anyhow::{Context, Result, bail};
 use powercontext_hooks_core::capture::{self, CaptureGate, SecretPolicy};
 use serde_json::json;
 
-use crate::ops::{self, Conn, Memory, Target};
-use crate::report;
+use crate::support::ops::{self, Conn, Memory, Target};
+use crate::support::report;
+
+/// The tag the Server's bootstrap profile selects on.
+pub const TAG: &str = "bootstrap-context";
 
 /// The most a memory's text may hold (UTF-8 bytes, the Server's own limit).
 const MAX_TEXT_BYTES: usize = 8192;
@@ -130,7 +133,7 @@ impl std::fmt::Display for Listing {
 /// cut at `max` characters.
 fn one_line(text: &str, max: usize) -> String {
     let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    let safe = crate::state_cmd::terminal_safe(&flat);
+    let safe = crate::support::textstyle::terminal_safe(&flat);
     if safe.chars().count() <= max {
         return safe;
     }
@@ -284,7 +287,7 @@ fn pinned_ids(conn: &Conn) -> Result<Vec<String>> {
     let page = conn.call_ok(
         &ops::TAGGED,
         json!({
-            "tags": [crate::pin::TAG],
+            "tags": [TAG],
             "families": ["atomic-memory"],
             "target_types": ["artifact"],
             "limit": PAGE,

@@ -10,7 +10,7 @@ use std::process::ExitCode;
 
 use serde_json::{Map, Value, json};
 
-use crate::ops::{self, Conn, Curated, Prepare, Target, Unreachable};
+use crate::support::ops::{self, Conn, Curated, Prepare, Target, Unreachable};
 
 /// The largest argument object read from stdin (the Server's own request cap).
 const MAX_INPUT_BYTES: u64 = 1024 * 1024;
@@ -152,7 +152,7 @@ pub fn run(args: &OpArgs) -> anyhow::Result<ExitCode> {
             line["code"].as_str().unwrap_or_default(),
             line["message"].as_str().unwrap_or_default()
         );
-        crate::report::refuse_with(false, &message);
+        crate::support::report::refuse_with(false, &message);
     }
     Ok(code)
 }

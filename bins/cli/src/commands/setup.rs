@@ -7,194 +7,23 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, Result, anyhow, bail};
-use clap::Args;
 use powercontext_hooks_core::config::{self, HostOptions, Layers, Origin, Settings};
 use powercontext_hooks_core::endpoint::{Authorization, BaseUrl};
 use powercontext_hooks_core::env::{Env, EnvValue};
 use serde_json::{Value, json};
 
-use crate::host_cli::HostCli;
 use crate::hosts::installer;
-use crate::install::{
-    self, Host, HostExt, Journal, Manifest, OwnedConfig, OwnedEntry, OwnedFile, Registrations, digest,
-    toml_string,
+use crate::installer::plan::{Action, FileChange, Plan, SetupArgs, Step};
+use crate::support::host_cli::HostCli;
+use crate::support::install::{
+    self, Host, HostExt, Journal, Manifest, OwnedConfig, OwnedFile, Registrations, digest, toml_string,
 };
-use crate::report::{self, SettingRow};
+use crate::support::paths::{Paths, check_home, check_hook_exe};
+use crate::support::report::{self, SettingRow};
 
 /// Test-only fault injection: fail right after the named step (files, config, mcp, marketplace,
 /// plugin, trust, verify) to prove the rollback.
 pub const FAULT_VAR: &str = powercontext_hooks_core::variables::HOOKS_SETUP_FAULT;
-
-/// Flags shared by setup, uninstall and doctor for finding things.
-#[derive(Debug, Clone, Args)]
-pub struct Locate {
-    /// Directory holding the powercontext-hook-* executables (default: next to this program).
-    #[arg(long, value_name = "DIR")]
-    pub bin_dir: Option<PathBuf>,
-    /// The host's CLI executable (default: `claude`, `codex`, `opencode`, `pi` or `dsh` on PATH).
-    #[arg(long, value_name = "PATH")]
-    pub host_cli: Option<PathBuf>,
-}
-
-/// What `setup --help` and `uninstall --help` say about who may run them.
-pub const OWNER_ONLY_HELP: &str = "Runs only as the owner of HOME: with a relative HOME, or one that belongs to another \
-user (root with a user's HOME, as `sudo` without -H leaves it), it refuses and exits 2; run it as that user \
-(`sudo -u <user> -H powercontext-hooks ...`). One setup or uninstall runs at a time per user (each locks the state \
-directory while it works).";
-
-/// `setup <host>`.
-#[derive(Debug, Args)]
-#[command(after_help = OWNER_ONLY_HELP)]
-pub struct SetupArgs {
-    /// The host to install into.
-    #[arg(value_parser = crate::install::host_arg())]
-    pub host: crate::install::Host,
-    /// DSH only: the profile to install into (default: web).
-    #[arg(long, value_name = "NAME")]
-    pub profile: Option<String>,
-    /// PowerContext Server base URL (http only for loopback).
-    #[arg(long, value_name = "URL")]
-    pub server_url: Option<String>,
-    /// Read the Server token from this environment variable (a bare token or `Bearer …`).
-    #[arg(long, value_name = "NAME", conflicts_with = "token_file")]
-    pub token_env: Option<String>,
-    /// Read the Server token from this file (a bare token or `Bearer …`).
-    #[arg(long, value_name = "PATH")]
-    pub token_file: Option<PathBuf>,
-    /// Capture prompts as Sources.
-    #[arg(long, value_name = "on|off", value_parser = parse_on_off)]
-    pub capture_prompts: Option<bool>,
-    #[command(flatten)]
-    pub locate: Locate,
-    /// Claude Code only: also install `powercontext-hooks statusline` as Claude Code's status line
-    /// (never replaces a status line you already have; `uninstall` removes only ours).
-    #[arg(long)]
-    pub statusline: bool,
-    /// Replace an install the official `powercontext setup` made (Claude Code and Codex: its
-    /// `powercontext` marketplace and plugin; OpenCode: its plugin file; Pi and DSH: its
-    /// `powercontext-pi` / `powercontext-dsh` package); the plan shows it and a failure restores it.
-    #[arg(long)]
-    pub take_over: bool,
-    /// Codex only: record trust for the powercontext hooks Codex already lists (as installed by
-    /// the official `powercontext setup codex`), and point that plugin's MCP headers helper at
-    /// `powercontext-hooks mcp-headers` instead of the official `uv run … mcp_headers.py`;
-    /// change nothing else.
-    #[arg(long)]
-    pub trust_only: bool,
-    /// Print the plan and stop.
-    #[arg(long)]
-    pub dry_run: bool,
-    /// One JSON object on stdout instead of text.
-    #[arg(long)]
-    pub json: bool,
-}
-
-fn parse_on_off(s: &str) -> Result<bool, String> {
-    match s.to_ascii_lowercase().as_str() {
-        "on" | "true" | "yes" | "1" => Ok(true),
-        "off" | "false" | "no" | "0" => Ok(false),
-        _ => Err("expected on or off".to_owned()),
-    }
-}
-
-/// What the process environment and flags say about where things are.
-pub struct Paths {
-    /// The environment snapshot.
-    pub env: Env,
-    /// powercontext-hooks state dir (manifest and plugin folders live under it).
-    pub state_root: PathBuf,
-    /// Our config file.
-    pub config_path: Option<PathBuf>,
-    /// Where the hook executables are.
-    pub bin_dir: PathBuf,
-}
-
-impl Paths {
-    /// Resolves the paths from the environment and flags.
-    pub fn resolve(locate: &Locate) -> Result<Self> {
-        let env = Env::from_process();
-        let state_root = config::default_state_dir(&env)
-            .context("cannot find a state directory: set HOME or POWERCONTEXT_HOOKS_STATE_DIR")?;
-        let state_root = absolute(&state_root)?;
-        let config_path = config::default_config_path(&env)
-            .map(|p| absolute(&p))
-            .transpose()?;
-        let bin_dir = match &locate.bin_dir {
-            Some(d) => absolute(d)?,
-            None => std::env::current_exe()
-                .context("cannot locate this program")?
-                .parent()
-                .context("this program has no directory")?
-                .to_path_buf(),
-        };
-        Ok(Self {
-            env,
-            state_root,
-            config_path,
-            bin_dir,
-        })
-    }
-
-    /// The hook executable for a host (absolute).
-    pub fn hook_exe(&self, host: Host) -> PathBuf {
-        self.bin_dir.join(host.hook_exe())
-    }
-
-    /// A directory to run host CLIs from (their listings are not about a project).
-    pub fn neutral_cwd(&self) -> PathBuf {
-        self.env
-            .text("HOME")
-            .map(PathBuf::from)
-            .filter(|h| h.is_dir())
-            .unwrap_or_else(|| PathBuf::from("/"))
-    }
-
-    /// Loads our config file (errors name the file and key, never a value).
-    pub fn load_config(&self) -> Result<Option<config::FileOptions>> {
-        match &self.config_path {
-            Some(p) => Ok(config::load_file(p)?),
-            None => Ok(None),
-        }
-    }
-
-    /// Resolves the settings as a hook would, with optional flags on top.
-    pub fn settings(&self, host: Host, flags: Option<&HostOptions>) -> Result<Settings> {
-        let file = self.load_config()?;
-        let file_ref = match (&self.config_path, &file) {
-            (Some(p), Some(f)) => Some((p.as_path(), f)),
-            _ => None,
-        };
-        Ok(Settings::resolve(&Layers {
-            host,
-            env: &self.env,
-            flags,
-            file: file_ref,
-        })?)
-    }
-}
-
-fn absolute(p: &Path) -> Result<PathBuf> {
-    if p.is_absolute() {
-        Ok(p.to_path_buf())
-    } else {
-        Ok(std::env::current_dir()?.join(p))
-    }
-}
-
-/// Checks that a hook executable is there and runnable.
-pub fn check_hook_exe(path: &Path) -> Result<()> {
-    use std::os::unix::fs::PermissionsExt;
-    let meta = std::fs::metadata(path).map_err(|_| {
-        anyhow!(
-            "hook executable {} not found (pass --bin-dir DIR with the powercontext-hook-* executables)",
-            path.display()
-        )
-    })?;
-    if !meta.is_file() || meta.permissions().mode() & 0o111 == 0 {
-        bail!("{} is not an executable file", path.display());
-    }
-    Ok(())
-}
 
 /// Flags are saved to our config file, which the environment outranks: a variable set here that
 /// gives a setting another value than its flag is what a hook started from this environment
@@ -281,36 +110,6 @@ fn read_token(args: &SetupArgs, env: &Env) -> Result<Option<(Authorization, Stri
     Ok(Some((auth, source)))
 }
 
-words! {
-    /// What setup does to one planned file.
-    pub(crate) enum Action {
-        Create => "create",
-        Keep => "keep",
-        Update => "update",
-        Private => "private",
-    }
-}
-
-/// A planned change to one file.
-#[derive(Debug)]
-pub(crate) struct FileChange {
-    pub path: PathBuf,
-    pub bytes: Vec<u8>,
-    pub action: Action,
-    pub private: bool,
-}
-
-/// A planned host CLI call.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Step {
-    /// Remove the `powercontext` marketplace and plugin another installer registered.
-    Replace,
-    Marketplace,
-    Install,
-    Enable,
-    Trust,
-}
-
 impl Step {
     fn name(self) -> &'static str {
         match self {
@@ -320,56 +119,6 @@ impl Step {
             Self::Trust => "trust",
         }
     }
-}
-
-/// Everything setup will do for one host, decided before anything is written.
-pub(crate) struct Plan {
-    pub host: Host,
-    /// The hook executable's copy in setup's own folder (what the host runs).
-    pub exe: crate::exe_copy::Planned,
-    pub cli: HostCli,
-    pub host_version: String,
-    pub tested: bool,
-    pub plugin_dir: PathBuf,
-    pub hook_exe: PathBuf,
-    /// The resolved server URL.
-    pub url: String,
-    /// The token from the flags, and the one the hook will send (flags, else settings).
-    pub token: Option<Authorization>,
-    pub authorization: Option<Authorization>,
-    pub files: Vec<FileChange>,
-    pub config: Option<(FileChange, OwnedConfig)>,
-    /// The config file's bytes the edit in `config` was made from (`None`: no file): compared
-    /// again just before writing, so a change made meanwhile is never overwritten.
-    pub config_base: Option<Vec<u8>>,
-    /// The user's own `authorization` line, kept owner-only for uninstall.
-    pub prior_authorization: Option<FileChange>,
-    /// A member added to the host's own config (OpenCode's MCP entry).
-    pub host_entry: Option<(FileChange, OwnedEntry)>,
-    /// Owned host entry to keep recording when unchanged.
-    pub kept_entry: Option<OwnedEntry>,
-    /// Our hook entries in the host's own settings file (settings-hooks hosts), to write.
-    pub settings_hooks: Option<(FileChange, crate::hosts::settings_hooks::OwnedHooks)>,
-    /// The same, already in place: recorded again as they are.
-    pub kept_hooks: Option<crate::hosts::settings_hooks::OwnedHooks>,
-    /// OpenCode: the owner-only header file its MCP entry reads (holds the token).
-    pub mcp_header_file: Option<FileChange>,
-    /// OpenCode: a header file no longer referenced (no token any more).
-    pub drop_mcp_header_file: Option<PathBuf>,
-    /// Pi: the official installer's `powercontext-pi` packages `--take-over` removes.
-    pub pi_replace: Vec<PathBuf>,
-    /// DSH profile.
-    pub profile: Option<String>,
-    pub steps: Vec<Step>,
-    /// The files the official CLI reads.
-    pub shared: crate::shared_files::SharedPlan,
-    pub settings_lines: Vec<SettingRow>,
-    pub warnings: Vec<String>,
-    pub previous: Option<Manifest>,
-    /// Files and folders of the host's own that its CLI created while setup asked it questions.
-    pub host_cli_wrote: Vec<PathBuf>,
-    /// The host's config home, as the installer finds it in the setup's environment.
-    pub host_home: Option<PathBuf>,
 }
 
 impl Plan {
@@ -531,7 +280,7 @@ fn build_plan(args: &SetupArgs, host: Host, paths: &Paths) -> Result<Plan> {
     let mut plan = plan_ours(args, host, paths, locate)?;
     // 4. Host registrations and entries in the host's own config, through the host's CLI.
     installer(host).plan(args, paths, &mut plan)?;
-    plan.shared = crate::shared_files::plan(
+    plan.shared = crate::installer::shared_files::plan(
         host,
         &paths.env,
         &plan.url,
@@ -552,7 +301,7 @@ fn build_plan(args: &SetupArgs, host: Host, paths: &Paths) -> Result<Plan> {
 /// lies in a Cargo build tree: `cargo clean` or a moved clone would break those silently. The
 /// hook executables are copied, so only the lines naming the CLI itself are at risk.
 fn build_tree_warning(plan: &Plan, cli: &Path) -> Option<String> {
-    let tree = crate::exe_copy::build_tree(cli)?;
+    let tree = crate::support::exe_copy::build_tree(cli)?;
     let needle = cli.to_str()?.as_bytes();
     let names = |b: &[u8]| b.windows(needle.len()).any(|w| w == needle);
     let written = plan
@@ -583,69 +332,173 @@ pub(crate) fn plan_ours(
 ) -> Result<Plan> {
     let inst = installer(host);
     // 1. Inputs, validated before anything else.
-    let server_url = match &args.server_url {
-        Some(u) => Some(BaseUrl::parse(u).map_err(|p| anyhow!("--server-url: {p}"))?),
-        None => None,
-    };
-    let token = read_token(args, &paths.env)?;
-    let flags = HostOptions {
-        server_url: server_url.as_ref().map(|u| u.as_str().to_owned()),
-        capture_prompts: args.capture_prompts,
-        ..HostOptions::default()
-    };
-    let settings = paths.settings(host, Some(&flags))?;
+    let inputs = Inputs::read(args, host, paths)?;
     let mut warnings = Vec::new();
 
     // The host runs a copy in setup's own folder, never the build tree or install folder it
     // came from: a `cargo clean`, a moved clone or an upgrade elsewhere breaks nothing.
     let source_exe = paths.hook_exe(host);
     check_hook_exe(&source_exe)?;
-    let exe = crate::exe_copy::Planned::new(
+    let exe = crate::support::exe_copy::Planned::new(
         &source_exe,
-        crate::exe_copy::installed_path(&paths.state_root, host),
+        crate::support::exe_copy::installed_path(&paths.state_root, host),
     )?;
     let hook_exe = exe.to.clone();
     let (cli, host_version) = locate()?;
     let tested = host.tested_versions().contains(&host_version.as_str());
-    if host.cli_name().is_empty() {
-        warnings.push(format!(
-            "{} has no CLI to check: this integration is Not validated in a real host (built and tested \
-             against its documented hook contract only)",
-            host.spec().title
-        ));
-    } else if !tested {
-        warnings.push(format!(
-            "{} {host_version} is not a version our real-host tests cover ({}); installing anyway",
-            host.as_str(),
-            host.tested_versions().join(", ")
-        ));
-    }
-
-    let mut settings_lines = report::setting_rows(&settings);
-    if let Some((_, source)) = &token
-        && let Some(row) = settings_lines.iter_mut().find(|r| r.name == "authorization")
-    {
-        row.value = "set (not shown)".to_owned();
-        row.origin = format!("{source}, saved to the config file");
-    }
-    shadowed_flags(
-        &flags,
-        token.as_ref(),
-        paths.settings(host, None).ok().as_ref(),
-        &mut settings_lines,
-        &mut warnings,
-    );
-    if matches!(settings.server_url.origin, Origin::Env(_)) {
-        warnings.push(format!(
-            "the server URL comes from {}; the hook sees it only if {} runs with that variable (pass --server-url to save it)",
-            settings.server_url.origin,
-            host.as_str()
-        ));
-    }
+    warnings.extend(version_warning(host, &host_version, tested));
+    let settings_lines = inputs.setting_rows(host, paths, &mut warnings);
 
     // 2. Our plugin folder, rendered; same-name files we do not own stop everything.
     let previous = install::load_manifest(&paths.state_root, host)?;
     let profile = inst.profile(args, previous.as_ref())?;
+    check_host_flags(args, host, profile.as_ref(), previous.as_ref())?;
+    let plugin_dir = inst.plugin_dir(&cli, &install::install_dir(&paths.state_root, host))?;
+    if inst.owns_plugin_dir() {
+        install::check_plugin_dir(&plugin_dir)?;
+    }
+    let url = inputs.settings.server_url.value.as_str().to_owned();
+    let files = plan_plugin_files(
+        args,
+        host,
+        paths,
+        &plugin_dir,
+        (&hook_exe, &url),
+        previous.as_ref(),
+        &mut warnings,
+    )?;
+
+    // 3. Our config file: only the keys given on the command line.
+    let (config, config_base, prior_authorization) =
+        plan_config(args, host, paths, &inputs, previous.as_ref())?;
+
+    let authorization = inputs
+        .token
+        .as_ref()
+        .map(|(a, _)| a.clone())
+        .or_else(|| inputs.settings.authorization.value.clone());
+    Ok(Plan {
+        host,
+        exe,
+        cli,
+        host_version,
+        tested,
+        plugin_dir,
+        hook_exe,
+        url,
+        token: inputs.token.map(|(a, _)| a),
+        authorization,
+        files,
+        config,
+        config_base,
+        prior_authorization,
+        host_entry: None,
+        kept_entry: None,
+        settings_hooks: None,
+        kept_hooks: None,
+        mcp_header_file: None,
+        drop_mcp_header_file: None,
+        pi_replace: Vec::new(),
+        profile,
+        steps: Vec::new(),
+        shared: crate::installer::shared_files::SharedPlan::default(),
+        settings_lines,
+        warnings,
+        previous,
+        host_cli_wrote: Vec::new(),
+        host_home: inst.home(&paths.env),
+    })
+}
+
+/// Setup's validated inputs: the flags' server URL and token, and the settings a hook would
+/// resolve with those flags on top.
+struct Inputs {
+    server_url: Option<BaseUrl>,
+    /// The token and where it came from (`--token-env NAME`, `--token-file PATH`).
+    token: Option<(Authorization, String)>,
+    flags: HostOptions,
+    settings: Settings,
+}
+
+impl Inputs {
+    /// Parses and resolves the inputs; an invalid one is an error naming its flag.
+    fn read(args: &SetupArgs, host: Host, paths: &Paths) -> Result<Self> {
+        let server_url = match &args.server_url {
+            Some(u) => Some(BaseUrl::parse(u).map_err(|p| anyhow!("--server-url: {p}"))?),
+            None => None,
+        };
+        let token = read_token(args, &paths.env)?;
+        let flags = HostOptions {
+            server_url: server_url.as_ref().map(|u| u.as_str().to_owned()),
+            capture_prompts: args.capture_prompts,
+            ..HostOptions::default()
+        };
+        let settings = paths.settings(host, Some(&flags))?;
+        Ok(Self {
+            server_url,
+            token,
+            flags,
+            settings,
+        })
+    }
+
+    /// The plan's settings rows (a token from the flags shown as set, never its value), with a
+    /// warning for each setting the environment gives another value than its flag, and for a
+    /// server URL that only the environment gives.
+    fn setting_rows(&self, host: Host, paths: &Paths, warnings: &mut Vec<String>) -> Vec<SettingRow> {
+        let mut rows = report::setting_rows(&self.settings);
+        if let Some((_, source)) = &self.token
+            && let Some(row) = rows.iter_mut().find(|r| r.name == "authorization")
+        {
+            row.value = "set (not shown)".to_owned();
+            row.origin = format!("{source}, saved to the config file");
+        }
+        shadowed_flags(
+            &self.flags,
+            self.token.as_ref(),
+            paths.settings(host, None).ok().as_ref(),
+            &mut rows,
+            warnings,
+        );
+        if matches!(self.settings.server_url.origin, Origin::Env(_)) {
+            warnings.push(format!(
+                "the server URL comes from {}; the hook sees it only if {} runs with that variable (pass --server-url to save it)",
+                self.settings.server_url.origin,
+                host.as_str()
+            ));
+        }
+        rows
+    }
+}
+
+/// The warning for a host that has no CLI to check, or whose CLI version our real-host tests do
+/// not cover.
+fn version_warning(host: Host, host_version: &str, tested: bool) -> Option<String> {
+    if host.cli_name().is_empty() {
+        Some(format!(
+            "{} has no CLI to check: this integration is Not validated in a real host (built and tested \
+             against its documented hook contract only)",
+            host.spec().title
+        ))
+    } else if !tested {
+        Some(format!(
+            "{} {host_version} is not a version our real-host tests cover ({}); installing anyway",
+            host.as_str(),
+            host.tested_versions().join(", ")
+        ))
+    } else {
+        None
+    }
+}
+
+/// Refuses `--statusline` for a host without a status line, and a DSH profile other than the
+/// one it is set up in.
+fn check_host_flags(
+    args: &SetupArgs,
+    host: Host,
+    profile: Option<&String>,
+    previous: Option<&Manifest>,
+) -> Result<()> {
     if args.statusline && !host.spec().capabilities.statusline {
         let with: Vec<&str> = Host::ALL
             .into_iter()
@@ -654,21 +507,34 @@ pub(crate) fn plan_ours(
             .collect();
         bail!("--statusline is for {} only", with.join(", "));
     }
-    if let (Some(p), Some(old)) = (&profile, previous.as_ref().and_then(|m| m.profile.as_ref()))
+    if let (Some(p), Some(old)) = (profile, previous.and_then(|m| m.profile.as_ref()))
         && p != old
     {
         bail!(
             "dsh is set up in profile `{old}`; run `powercontext-hooks uninstall dsh` first to move it to `{p}`"
         );
     }
-    let plugin_dir = inst.plugin_dir(&cli, &install::install_dir(&paths.state_root, host))?;
-    if inst.owns_plugin_dir() {
-        install::check_plugin_dir(&plugin_dir)?;
-    }
-    let hook_command = host.hook_command_value(&hook_exe)?;
-    let [(_, cli_command), (_, operations)] =
-        crate::explicit::shim_values(&std::env::current_exe().context("cannot locate this program")?)?;
-    let url = settings.server_url.value.as_str().to_owned();
+    Ok(())
+}
+
+/// Our plugin folder's files, rendered from the host's templates (`hook`: the hook executable
+/// and the server URL they name), each with what setup does to it. A same-name file we do not
+/// own (not in the manifest, or changed since) refuses the whole setup, unless `--take-over`
+/// and the host allow replacing it.
+fn plan_plugin_files(
+    args: &SetupArgs,
+    host: Host,
+    paths: &Paths,
+    plugin_dir: &Path,
+    (hook_exe, url): (&Path, &str),
+    previous: Option<&Manifest>,
+    warnings: &mut Vec<String>,
+) -> Result<Vec<FileChange>> {
+    let inst = installer(host);
+    let hook_command = host.hook_command_value(hook_exe)?;
+    let [(_, cli_command), (_, operations)] = crate::commands::explicit::shim_values(
+        &std::env::current_exe().context("cannot locate this program")?,
+    )?;
     let version = env!("CARGO_PKG_VERSION");
     let mut files = Vec::new();
     let mut conflicts = Vec::new();
@@ -680,7 +546,7 @@ pub(crate) fn plan_ours(
                 ("hook_command", &hook_command),
                 ("cli_command", &cli_command),
                 ("operations", &operations),
-                ("server_url", &url),
+                ("server_url", url),
                 ("version", version),
             ],
         )?;
@@ -690,7 +556,6 @@ pub(crate) fn plan_ours(
             Some(old) if old == bytes => Action::Keep,
             Some(old) => {
                 let owned = previous
-                    .as_ref()
                     .and_then(|m| m.files.iter().find(|f| f.path == path))
                     .is_some_and(|f| f.sha256 == digest(&old));
                 if !owned {
@@ -706,7 +571,7 @@ pub(crate) fn plan_ours(
             private: false,
         });
     }
-    if args.take_over && !conflicts.is_empty() && inst.takes_over_files(&plugin_dir, &mut warnings)? {
+    if args.take_over && !conflicts.is_empty() && inst.takes_over_files(plugin_dir, warnings)? {
         conflicts.clear();
     }
     if !conflicts.is_empty() {
@@ -717,136 +582,114 @@ pub(crate) fn plan_ours(
             list.join(", ")
         );
     }
+    Ok(files)
+}
 
-    // 3. Our config file: only the keys given on the command line.
+/// The planned edit of our config file: its change and what we own in it (`None`: no flag sets
+/// a key, or the file already reads so), the bytes it was planned from, and the user's own
+/// `authorization` line, kept owner-only for uninstall.
+type ConfigPlan = (
+    Option<(FileChange, OwnedConfig)>,
+    Option<Vec<u8>>,
+    Option<FileChange>,
+);
+
+/// Plans our config file: only the keys given on the command line, in the host's table.
+fn plan_config(
+    args: &SetupArgs,
+    host: Host,
+    paths: &Paths,
+    inputs: &Inputs,
+    previous: Option<&Manifest>,
+) -> Result<ConfigPlan> {
     let mut lines = Vec::new();
-    if let Some(u) = &server_url {
+    if let Some(u) = &inputs.server_url {
         lines.push(("server_url".to_owned(), toml_string(u.as_str())));
     }
     if let Some(c) = args.capture_prompts {
         lines.push(("capture_prompts".to_owned(), c.to_string()));
     }
-    if let Some((auth, _)) = &token {
+    if let Some((auth, _)) = &inputs.token {
         lines.push(("authorization".to_owned(), toml_string(auth.header_value())));
     }
+    if lines.is_empty() {
+        return Ok((None, None, None));
+    }
+    let path = paths
+        .config_path
+        .clone()
+        .context("cannot find the config file location: set HOME or POWERCONTEXT_HOOKS_CONFIG")?;
+    let old = install::read_opt(&path)?;
+    let old_text = match &old {
+        Some(b) => String::from_utf8(b.clone()).map_err(|_| anyhow!("{} is not UTF-8", path.display()))?,
+        None => String::new(),
+    };
+    let (new_text, created) = install::config_set(&old_text, host.as_str(), &lines);
+    let prev_cfg = previous.and_then(|m| m.config.clone());
+    // Lines the user had before we first set these keys: uninstall puts them back.
+    let mut prior = prev_cfg.as_ref().map(|c| c.previous.clone()).unwrap_or_default();
     let mut prior_authorization = None;
-    let mut config_base = None;
-    let config = if lines.is_empty() {
+    for (k, _) in &lines {
+        let ours = prev_cfg.as_ref().is_some_and(|c| c.keys.contains_key(k));
+        if ours {
+            continue;
+        }
+        match install::config_line(&old_text, host.as_str(), k) {
+            Some(line) if k == "authorization" => {
+                prior_authorization = Some(FileChange {
+                    path: install::install_dir(&paths.state_root, host)
+                        .join(install::PRIOR_AUTHORIZATION_FILE),
+                    bytes: format!("{line}\n").into_bytes(),
+                    action: Action::Create,
+                    private: true,
+                });
+            }
+            Some(line) => {
+                prior.insert(k.clone(), line);
+            }
+            None => {}
+        }
+    }
+    let owned = OwnedConfig {
+        path: path.clone(),
+        created_table: created || prev_cfg.as_ref().is_some_and(|c| c.created_table),
+        // Created by this setup, or by another host's (the file then goes with the last of them).
+        created_file: old.is_none()
+            || prev_cfg.as_ref().is_some_and(|c| c.created_file)
+            || Host::ALL.into_iter().filter(|h| *h != host).any(|h| {
+                install::load_manifest(&paths.state_root, h)
+                    .ok()
+                    .flatten()
+                    .and_then(|m| m.config)
+                    .is_some_and(|c| c.created_file && c.path == path)
+            }),
+        keys: {
+            let mut keys = prev_cfg.map(|c| c.keys).unwrap_or_default();
+            for (k, v) in &lines {
+                keys.insert(k.clone(), digest(format!("{k} = {v}").as_bytes()));
+            }
+            keys
+        },
+        previous: prior,
+    };
+    let config = if old.as_deref() == Some(new_text.as_bytes()) {
         None
     } else {
-        let path = paths
-            .config_path
-            .clone()
-            .context("cannot find the config file location: set HOME or POWERCONTEXT_HOOKS_CONFIG")?;
-        let old = install::read_opt(&path)?;
-        let old_text = match &old {
-            Some(b) => {
-                String::from_utf8(b.clone()).map_err(|_| anyhow!("{} is not UTF-8", path.display()))?
-            }
-            None => String::new(),
-        };
-        let (new_text, created) = install::config_set(&old_text, host.as_str(), &lines);
-        config_base.clone_from(&old);
-        let prev_cfg = previous.as_ref().and_then(|m| m.config.clone());
-        // Lines the user had before we first set these keys: uninstall puts them back.
-        let mut prior = prev_cfg.as_ref().map(|c| c.previous.clone()).unwrap_or_default();
-        for (k, _) in &lines {
-            let ours = prev_cfg.as_ref().is_some_and(|c| c.keys.contains_key(k));
-            if ours {
-                continue;
-            }
-            match install::config_line(&old_text, host.as_str(), k) {
-                Some(line) if k == "authorization" => {
-                    prior_authorization = Some(FileChange {
-                        path: install::install_dir(&paths.state_root, host)
-                            .join(install::PRIOR_AUTHORIZATION_FILE),
-                        bytes: format!("{line}\n").into_bytes(),
-                        action: Action::Create,
-                        private: true,
-                    });
-                }
-                Some(line) => {
-                    prior.insert(k.clone(), line);
-                }
-                None => {}
-            }
-        }
-        let owned = OwnedConfig {
-            path: path.clone(),
-            created_table: created || prev_cfg.as_ref().is_some_and(|c| c.created_table),
-            // Created by this setup, or by another host's (the file then goes with the last of them).
-            created_file: old.is_none()
-                || prev_cfg.as_ref().is_some_and(|c| c.created_file)
-                || Host::ALL.into_iter().filter(|h| *h != host).any(|h| {
-                    install::load_manifest(&paths.state_root, h)
-                        .ok()
-                        .flatten()
-                        .and_then(|m| m.config)
-                        .is_some_and(|c| c.created_file && c.path == path)
-                }),
-            keys: {
-                let mut keys = prev_cfg.map(|c| c.keys).unwrap_or_default();
-                for (k, v) in &lines {
-                    keys.insert(k.clone(), digest(format!("{k} = {v}").as_bytes()));
-                }
-                keys
-            },
-            previous: prior,
-        };
-        if old.as_deref() == Some(new_text.as_bytes()) {
-            None
-        } else {
-            Some((
-                FileChange {
-                    action: if old.is_some() {
-                        Action::Update
-                    } else {
-                        Action::Create
-                    },
-                    path,
-                    bytes: new_text.into_bytes(),
-                    private: token.is_some(),
+        Some((
+            FileChange {
+                action: if old.is_some() {
+                    Action::Update
+                } else {
+                    Action::Create
                 },
-                owned,
-            ))
-        }
+                path,
+                bytes: new_text.into_bytes(),
+                private: inputs.token.is_some(),
+            },
+            owned,
+        ))
     };
-
-    let authorization = token
-        .as_ref()
-        .map(|(a, _)| a.clone())
-        .or_else(|| settings.authorization.value.clone());
-    Ok(Plan {
-        host,
-        exe,
-        cli,
-        host_version,
-        tested,
-        plugin_dir,
-        hook_exe,
-        url,
-        token: token.map(|(a, _)| a),
-        authorization,
-        files,
-        config,
-        config_base,
-        prior_authorization,
-        host_entry: None,
-        kept_entry: None,
-        settings_hooks: None,
-        kept_hooks: None,
-        mcp_header_file: None,
-        drop_mcp_header_file: None,
-        pi_replace: Vec::new(),
-        profile,
-        steps: Vec::new(),
-        shared: crate::shared_files::SharedPlan::default(),
-        settings_lines,
-        warnings,
-        previous,
-        host_cli_wrote: Vec::new(),
-        host_home: inst.home(&paths.env),
-    })
+    Ok((config, old, prior_authorization))
 }
 
 fn fs_exists(p: &Path) -> bool {
@@ -929,11 +772,6 @@ fn host_own_paths(host: Host, env: &Env) -> Vec<PathBuf> {
     }
 }
 
-/// `sha256:` of a JSON value's compact form (how the manifest identifies our MCP entry).
-pub fn value_digest(v: &Value) -> String {
-    digest(v.to_string().as_bytes())
-}
-
 fn fault(env: &Env, step: &str) -> Result<()> {
     if env.text(FAULT_VAR) == Some(step) {
         bail!("injected fault after step `{step}` ({FAULT_VAR})");
@@ -949,7 +787,7 @@ fn apply(plan: &Plan, paths: &Paths, lock: Option<&install::UserLock>) -> Result
     if let Err(e) = result {
         // The previous copy first: the journal then removes a folder made for the new one.
         if let Some(c) = copied {
-            crate::exe_copy::Undo::undo(c);
+            crate::support::exe_copy::Undo::undo(c);
         }
         let failed = journal.restore();
         if failed.is_empty() {
@@ -979,7 +817,7 @@ fn host_settings(plan: &Plan, paths: &Paths) -> Result<Option<install::HostSetti
     let members = match existing {
         Some(bytes) => {
             let text = String::from_utf8(bytes).map_err(|_| anyhow!("{} is not UTF-8", path.display()))?;
-            crate::jsonc::root_keys(&text)
+            crate::support::jsonc::root_keys(&text)
                 .with_context(|| format!("cannot read {}: fix it first", path.display()))?
         }
         None => Vec::new(),
@@ -995,55 +833,12 @@ fn apply_inner(
     plan: &Plan,
     paths: &Paths,
     journal: &mut Journal,
-    copied: &mut Option<crate::exe_copy::Undo>,
+    copied: &mut Option<crate::support::exe_copy::Undo>,
 ) -> Result<Registrations> {
     let env = &paths.env;
     let manifest_path = install::manifest_path(&paths.state_root, plan.host);
-    journal.created_dirs_of(&manifest_path);
-    // Checked again right before writing: a link put there since planning is not followed.
-    if installer(plan.host).owns_plugin_dir() {
-        install::check_plugin_dir(&plan.plugin_dir)?;
-    }
-    journal.created_dirs_of(&plan.plugin_dir.join("x"));
-    journal.file(&manifest_path)?;
-    // The state directory is the hooks' (0700, ours): created or tightened so before anything is
-    // written under it, and `installs/<host>` a real folder of ours, never a link elsewhere.
-    install::ensure_install_dirs(&paths.state_root, plan.host)?;
-    journal.created_dirs_of(&plan.exe.to);
-    *copied = Some(plan.exe.apply()?);
-    for f in &plan.files {
-        journal.created_dirs_of(&f.path);
-        journal.file(&f.path)?;
-    }
-    if let Some((f, _)) = &plan.config {
-        journal.created_dirs_of(&f.path);
-        journal.file(&f.path)?;
-    }
-    if let Some((f, _)) = &plan.host_entry {
-        journal.created_dirs_of(&f.path);
-        journal.file(&f.path)?;
-    }
-    if let Some((f, _)) = &plan.settings_hooks {
-        journal.created_dirs_of(&f.path);
-        journal.file(&f.path)?;
-    }
     let install_dir = install::install_dir(&paths.state_root, plan.host);
-    crate::shared_files::journal(&plan.shared, journal, &install_dir)?;
-    if !plan.steps.is_empty() {
-        let home = installer(plan.host)
-            .home(&paths.env)
-            .context("cannot find the host's configuration directory: set HOME")?;
-        // Host files the host CLI may change: snapshotted so a failed run restores them byte for byte.
-        let (files, dirs) = installer(plan.host).host_files(plan, paths, &home);
-        for f in &files {
-            journal.host_dirs_of(f);
-            journal.file(f)?;
-        }
-        for d in &dirs {
-            journal.host_dirs_of(d);
-            journal.dir(d);
-        }
-    }
+    journal_before_writing(plan, paths, journal, copied)?;
 
     for f in plan.files.iter().filter(|f| f.action != Action::Keep) {
         install::write_atomic(&f.path, &f.bytes, f.private)?;
@@ -1054,30 +849,7 @@ fn apply_inner(
         install::write_atomic(&f.path, &f.bytes, true)?;
     }
     if let Some((f, owned)) = &plan.config {
-        // Re-read and compare: another program (an editor, an older release without the lock)
-        // that changed the file since the plan read it keeps its change; this run stops and
-        // rolls back instead of writing over it.
-        if install::read_opt(&f.path)? != plan.config_base {
-            bail!(
-                "{} changed while setup was running (another program edited it); nothing was written over it: \
-                 run setup again",
-                f.path.display()
-            );
-        }
-        install::write_through(&f.path, &f.bytes, f.private)?;
-        journal.wrote(&f.path, &f.bytes);
-        // The hook must read back exactly what we wrote (without the environment's overrides).
-        let file = config::load_file(&f.path)?.context("the config file vanished")?;
-        Settings::resolve(&Layers {
-            host: plan.host,
-            env: &Env::default(),
-            flags: None,
-            file: Some((&f.path, &file)),
-        })
-        .context("the updated config file does not resolve")?;
-        if owned.keys.is_empty() {
-            bail!("internal error: no config keys recorded");
-        }
+        write_config(plan, f, owned, journal)?;
     }
     fault(env, "config")?;
     // The header file before the entry that names it: OpenCode refuses a config whose
@@ -1122,14 +894,120 @@ fn apply_inner(
     // And one that dropped the file's byte-order mark or CRLF line ends: put them back.
     journal.restyle()?;
     // After the host CLI: Claude rewrites its settings file while installing.
-    let shared = crate::shared_files::apply(&plan.shared, &install_dir)?;
+    let shared = crate::installer::shared_files::apply(&plan.shared, &install_dir)?;
     fault(env, "official")?;
 
     // Verify the host really lists it, before declaring success.
     installer(plan.host).verify(plan, paths)?;
     fault(env, "verify")?;
 
-    let manifest = Manifest {
+    let manifest = manifest_of(plan, paths, journal, &regs, host_settings, shared);
+    let bytes = install::manifest_bytes(&manifest)?;
+    if install::read_opt(&manifest_path)?.as_deref() != Some(&bytes[..]) {
+        install::write_atomic(&manifest_path, &bytes, false)?;
+    }
+    Ok(regs)
+}
+
+/// Everything setup may write, journaled before the first write (so a failure restores it byte
+/// for byte), the state folders made ours, and the hook executable's copy put in place.
+fn journal_before_writing(
+    plan: &Plan,
+    paths: &Paths,
+    journal: &mut Journal,
+    copied: &mut Option<crate::support::exe_copy::Undo>,
+) -> Result<()> {
+    let manifest_path = install::manifest_path(&paths.state_root, plan.host);
+    journal.created_dirs_of(&manifest_path);
+    // Checked again right before writing: a link put there since planning is not followed.
+    if installer(plan.host).owns_plugin_dir() {
+        install::check_plugin_dir(&plan.plugin_dir)?;
+    }
+    journal.created_dirs_of(&plan.plugin_dir.join("x"));
+    journal.file(&manifest_path)?;
+    // The state directory is the hooks' (0700, ours): created or tightened so before anything is
+    // written under it, and `installs/<host>` a real folder of ours, never a link elsewhere.
+    install::ensure_install_dirs(&paths.state_root, plan.host)?;
+    journal.created_dirs_of(&plan.exe.to);
+    *copied = Some(plan.exe.apply()?);
+    for f in &plan.files {
+        journal.created_dirs_of(&f.path);
+        journal.file(&f.path)?;
+    }
+    if let Some((f, _)) = &plan.config {
+        journal.created_dirs_of(&f.path);
+        journal.file(&f.path)?;
+    }
+    if let Some((f, _)) = &plan.host_entry {
+        journal.created_dirs_of(&f.path);
+        journal.file(&f.path)?;
+    }
+    if let Some((f, _)) = &plan.settings_hooks {
+        journal.created_dirs_of(&f.path);
+        journal.file(&f.path)?;
+    }
+    let install_dir = install::install_dir(&paths.state_root, plan.host);
+    crate::installer::shared_files::journal(&plan.shared, journal, &install_dir)?;
+    if !plan.steps.is_empty() {
+        let home = installer(plan.host)
+            .home(&paths.env)
+            .context("cannot find the host's configuration directory: set HOME")?;
+        // Host files the host CLI may change: snapshotted so a failed run restores them byte for byte.
+        let (files, dirs) = installer(plan.host).host_files(plan, paths, &home);
+        for f in &files {
+            journal.host_dirs_of(f);
+            journal.file(f)?;
+        }
+        for d in &dirs {
+            journal.host_dirs_of(d);
+            journal.dir(d);
+        }
+    }
+
+    Ok(())
+}
+
+/// Writes our config file's planned edit, unless another program changed the file since the
+/// plan read it, and checks that a hook reads back exactly what was written.
+fn write_config(plan: &Plan, f: &FileChange, owned: &OwnedConfig, journal: &mut Journal) -> Result<()> {
+    // Re-read and compare: another program (an editor, an older release without the lock)
+    // that changed the file since the plan read it keeps its change; this run stops and
+    // rolls back instead of writing over it.
+    if install::read_opt(&f.path)? != plan.config_base {
+        bail!(
+            "{} changed while setup was running (another program edited it); nothing was written over it: \
+             run setup again",
+            f.path.display()
+        );
+    }
+    install::write_through(&f.path, &f.bytes, f.private)?;
+    journal.wrote(&f.path, &f.bytes);
+    // The hook must read back exactly what we wrote (without the environment's overrides).
+    let file = config::load_file(&f.path)?.context("the config file vanished")?;
+    Settings::resolve(&Layers {
+        host: plan.host,
+        env: &Env::default(),
+        flags: None,
+        file: Some((&f.path, &file)),
+    })
+    .context("the updated config file does not resolve")?;
+    if owned.keys.is_empty() {
+        bail!("internal error: no config keys recorded");
+    }
+    Ok(())
+}
+
+/// The manifest of a setup that succeeded: what it wrote and registered, and what it found,
+/// for uninstall and the next setup.
+fn manifest_of(
+    plan: &Plan,
+    paths: &Paths,
+    journal: &Journal,
+    regs: &Registrations,
+    host_settings: Option<install::HostSettings>,
+    shared: crate::support::install::OwnedShared,
+) -> Manifest {
+    Manifest {
         schema: 1,
         owner: "powercontext-hooks".to_owned(),
         host: plan.host.as_str().to_owned(),
@@ -1168,12 +1046,7 @@ fn apply_inner(
             .as_ref()
             .map(|(_, o)| o.clone())
             .or_else(|| plan.kept_hooks.clone()),
-    };
-    let bytes = install::manifest_bytes(&manifest)?;
-    if install::read_opt(&manifest_path)?.as_deref() != Some(&bytes[..]) {
-        install::write_atomic(&manifest_path, &bytes, false)?;
     }
-    Ok(regs)
 }
 
 /// The folders this setup and the ones before it created (a re-run finds them there already),
@@ -1199,38 +1072,6 @@ fn created_dirs(plan: &Plan, paths: &Paths, journal: &Journal) -> Vec<PathBuf> {
     all
 }
 
-/// Refuses to write into a HOME that is not the running user's, or that is not an absolute path:
-/// root with another user's HOME (`sudo` without `-H`) would leave root-owned files every hook of
-/// that user then refuses, and a relative HOME would put the user's configuration inside the
-/// current working tree. `Err` is the message, with its fix; the command exits 2 (it could not
-/// start).
-pub fn check_home(env: &Env) -> std::result::Result<(), String> {
-    let Some(home) = env.text("HOME").filter(|h| !h.is_empty()) else {
-        return Ok(());
-    };
-    let path = Path::new(home);
-    if !path.is_absolute() {
-        return Err(format!(
-            "HOME ({}) is not an absolute path; set HOME to your home directory's full path and run the command again",
-            crate::state_cmd::terminal_safe(home)
-        ));
-    }
-    let Ok(meta) = std::fs::metadata(path) else {
-        return Ok(());
-    };
-    let me = powercontext_hooks_core::state::euid();
-    if std::os::unix::fs::MetadataExt::uid(&meta) != me {
-        return Err(format!(
-            "HOME ({}) belongs to user id {}, but this command runs as user id {me}: it would leave files there that \
-             user cannot use. Run it as the owner of that HOME (for example `sudo -u <user> -H powercontext-hooks …`), \
-             or set HOME to your own home directory",
-            crate::state_cmd::terminal_safe(home),
-            std::os::unix::fs::MetadataExt::uid(&meta)
-        ));
-    }
-    Ok(())
-}
-
 /// Runs `setup`.
 pub fn setup(args: &SetupArgs) -> Result<ExitCode> {
     if let Err(message) = check_home(&Env::from_process()) {
@@ -1238,7 +1079,7 @@ pub fn setup(args: &SetupArgs) -> Result<ExitCode> {
         return Ok(ExitCode::from(2));
     }
     if args.trust_only {
-        return crate::interop::trust_only(args).or_else(|e| report::refuse(args.json, &e));
+        return crate::commands::interop::trust_only(args).or_else(|e| report::refuse(args.json, &e));
     }
     let mut lock = None;
     let planned = Paths::resolve(&args.locate).and_then(|paths| {
@@ -1385,19 +1226,178 @@ mod tests {
 
     use super::*;
 
-    #[test]
-    fn on_off_flags_take_the_switch_words_and_refuse_others() {
-        for (word, want) in [
-            ("on", true),
-            ("YES", true),
-            ("1", true),
-            ("off", false),
-            ("False", false),
-            ("0", false),
-        ] {
-            assert_eq!(parse_on_off(word), Ok(want), "{word}");
+    /// Setup's request for `host` with no flag set.
+    fn request(host: Host) -> SetupArgs {
+        SetupArgs {
+            host,
+            profile: None,
+            server_url: None,
+            token_env: None,
+            token_file: None,
+            capture_prompts: None,
+            locate: crate::support::paths::Locate {
+                bin_dir: None,
+                host_cli: None,
+            },
+            statusline: false,
+            take_over: false,
+            trust_only: false,
+            dry_run: true,
+            json: false,
         }
-        assert!(parse_on_off("maybe").unwrap_err().contains("on or off"));
+    }
+
+    /// Paths into a fresh temporary folder (removed first), with `env` on top of its HOME.
+    fn temp_paths(name: &str, env: &[(&str, &str)]) -> Paths {
+        let root = std::env::temp_dir().join(format!("pc-setup-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        std::fs::create_dir_all(&root).unwrap();
+        let home = root.join("home").display().to_string();
+        let mut pairs = vec![("HOME".to_owned(), home)];
+        pairs.extend(env.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())));
+        Paths {
+            env: Env::from_pairs(pairs),
+            state_root: root.join("state"),
+            config_path: Some(root.join("config.toml")),
+            bin_dir: root.join("bin"),
+        }
+    }
+
+    #[test]
+    fn no_flag_plans_no_config_edit() {
+        let paths = temp_paths("noflag", &[]);
+        let args = request(Host::Codex);
+        let inputs = Inputs::read(&args, Host::Codex, &paths).unwrap();
+        let (config, base, prior) = plan_config(&args, Host::Codex, &paths, &inputs, None).unwrap();
+        assert!(config.is_none() && base.is_none() && prior.is_none());
+        let _ = std::fs::remove_dir_all(paths.state_root.parent().unwrap());
+    }
+
+    #[test]
+    fn the_config_plan_keeps_the_users_own_lines_for_uninstall_and_their_token_aside() {
+        let paths = temp_paths("config", &[("MY_TOKEN", "sk-new-0123456789abcdef")]);
+        let path = paths.config_path.clone().unwrap();
+        let old = "# mine\n[hosts.codex]\nserver_url = \"http://127.0.0.1:1\"\nauthorization = \"Bearer sk-old-0123456789abcdef\"\n";
+        std::fs::write(&path, old).unwrap();
+        let mut args = request(Host::Codex);
+        args.server_url = Some("http://127.0.0.1:9".to_owned());
+        args.token_env = Some("MY_TOKEN".to_owned());
+        let inputs = Inputs::read(&args, Host::Codex, &paths).unwrap();
+        let (config, base, prior) = plan_config(&args, Host::Codex, &paths, &inputs, None).unwrap();
+        assert_eq!(
+            base.as_deref(),
+            Some(old.as_bytes()),
+            "planned from the bytes read"
+        );
+        let (change, owned) = config.expect("an edit");
+        assert_eq!((change.action, change.private), (Action::Update, true));
+        let text = String::from_utf8(change.bytes).unwrap();
+        assert!(
+            text.starts_with("# mine\n") && text.contains("http://127.0.0.1:9"),
+            "{text}"
+        );
+        assert!(!text.contains("127.0.0.1:1\""), "{text}");
+        assert!(!owned.created_file && !owned.created_table);
+        let keys: Vec<&str> = owned.keys.keys().map(String::as_str).collect();
+        assert_eq!(keys, ["authorization", "server_url"]);
+        // The user's URL line comes back on uninstall; their token line waits owner-only
+        // beside the manifest, never in it.
+        assert_eq!(
+            owned.previous.get("server_url").map(String::as_str),
+            Some("server_url = \"http://127.0.0.1:1\"")
+        );
+        assert!(!owned.previous.contains_key("authorization"));
+        let prior = prior.expect("the user's token line kept aside");
+        assert_eq!(
+            prior.bytes,
+            b"authorization = \"Bearer sk-old-0123456789abcdef\"\n"
+        );
+        assert!(prior.private && prior.action == Action::Create);
+        assert!(
+            prior.path.starts_with(&paths.state_root),
+            "{}",
+            prior.path.display()
+        );
+        // Nothing was written.
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), old);
+        let _ = std::fs::remove_dir_all(paths.state_root.parent().unwrap());
+    }
+
+    #[test]
+    fn a_config_that_already_reads_so_is_left_alone_and_a_new_one_is_ours() {
+        let paths = temp_paths("same", &[]);
+        let path = paths.config_path.clone().unwrap();
+        let mut args = request(Host::Pi);
+        args.capture_prompts = Some(false);
+        let inputs = Inputs::read(&args, Host::Pi, &paths).unwrap();
+        let (config, base, _) = plan_config(&args, Host::Pi, &paths, &inputs, None).unwrap();
+        assert!(base.is_none());
+        let (change, owned) = config.unwrap();
+        assert_eq!(change.action, Action::Create);
+        assert!(!change.private, "no token in it");
+        assert!(owned.created_file && owned.created_table);
+        std::fs::write(&path, &change.bytes).unwrap();
+        let (again, base, _) = plan_config(&args, Host::Pi, &paths, &inputs, None).unwrap();
+        assert!(again.is_none(), "nothing to change");
+        assert_eq!(base, Some(change.bytes));
+        let _ = std::fs::remove_dir_all(paths.state_root.parent().unwrap());
+    }
+
+    #[test]
+    fn an_untested_or_missing_host_cli_is_warned_about_and_a_tested_one_is_not() {
+        let tested = Host::Codex.tested_versions()[0];
+        assert_eq!(version_warning(Host::Codex, tested, true), None);
+        let w = version_warning(Host::Codex, "0.0.1", false).unwrap();
+        assert!(
+            w.contains("0.0.1 is not a version our real-host tests cover") && w.contains(tested),
+            "{w}"
+        );
+        let w = version_warning(Host::WorkBuddy, "", false).unwrap();
+        assert!(w.contains("Not validated in a real host"), "{w}");
+    }
+
+    #[test]
+    fn the_status_line_flag_and_a_moved_dsh_profile_are_refused() {
+        let mut args = request(Host::Codex);
+        args.statusline = true;
+        let err = check_host_flags(&args, Host::Codex, None, None)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with("--statusline is for ") && err.contains("claude-code"),
+            "{err}"
+        );
+        args.host = Host::ClaudeCode;
+        check_host_flags(&args, Host::ClaudeCode, None, None).unwrap();
+        let previous = Manifest {
+            executable: None,
+            schema: 1,
+            owner: "powercontext-hooks".to_owned(),
+            host: "dsh".to_owned(),
+            version: "0".to_owned(),
+            plugin_dir: PathBuf::from("/p"),
+            hook_exe: PathBuf::from("/x"),
+            files: Vec::new(),
+            config: None,
+            registrations: Registrations::default(),
+            host_entry: None,
+            profile: Some("web".to_owned()),
+            host_settings: None,
+            shared: crate::support::install::OwnedShared::default(),
+            created_dirs: Vec::new(),
+            settings_hooks: None,
+        };
+        let args = request(Host::Dsh);
+        let web = "web".to_owned();
+        check_host_flags(&args, Host::Dsh, Some(&web), Some(&previous)).unwrap();
+        let cli = "cli".to_owned();
+        let err = check_host_flags(&args, Host::Dsh, Some(&cli), Some(&previous))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("set up in profile `web`") && err.contains("uninstall dsh"),
+            "{err}"
+        );
     }
 
     #[test]

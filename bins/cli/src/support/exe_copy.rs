@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 
-use crate::install::{self, Host, digest};
+use crate::support::install::{self, Host, digest};
 
 /// The largest executable copied (release builds are a few MB, debug builds under 100 MB).
 const MAX_EXE_BYTES: u64 = 512 * 1024 * 1024;
@@ -19,7 +19,7 @@ const MAX_EXE_BYTES: u64 = 512 * 1024 * 1024;
 pub fn installed_path(state_root: &Path, host: Host) -> PathBuf {
     install::install_dir(state_root, host)
         .join("bin")
-        .join(crate::install::HostExt::hook_exe(host))
+        .join(crate::support::install::HostExt::hook_exe(host))
 }
 
 /// Reads an executable (bounded).

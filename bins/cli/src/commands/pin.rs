@@ -8,11 +8,9 @@ use std::process::ExitCode;
 use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
 
-use crate::ops::{self, Conn, Target, describe};
-use crate::report;
-
-/// The tag the Server's bootstrap profile selects on.
-pub const TAG: &str = "bootstrap-context";
+use crate::commands::memory::TAG;
+use crate::support::ops::{self, Conn, Target, describe};
+use crate::support::report;
 
 /// `pin` / `unpin` arguments.
 #[derive(Debug, clap::Args)]
@@ -60,7 +58,7 @@ fn resolve(conn: &Conn, what: &str) -> Result<String> {
         if !(1..=100).contains(&n) {
             bail!("`{n}`: `powercontext-hooks list` numbers memories 1 to 100; give the id instead");
         }
-        let (items, _) = crate::memory::list_page(conn, n)?;
+        let (items, _) = crate::commands::memory::list_page(conn, n)?;
         return items
             .into_iter()
             .nth(n as usize - 1)
@@ -72,7 +70,7 @@ fn resolve(conn: &Conn, what: &str) -> Result<String> {
     if what.len() >= WHOLE_ID {
         return Ok(what.to_owned());
     }
-    let matches: Vec<String> = crate::memory::list_all(conn, 20)?
+    let matches: Vec<String> = crate::commands::memory::list_all(conn, 20)?
         .into_iter()
         .map(|m| m.id)
         .filter(|id| id.starts_with(what))

@@ -15,7 +15,7 @@ use anyhow::{Context, Result, anyhow, bail};
 use powercontext_hooks_core::env::Env;
 use serde_json::Value;
 
-use crate::install::{Host, HostExt};
+use crate::support::install::{Host, HostExt};
 
 /// One host CLI call's limit (the official installer uses 120 s).
 const CALL_TIMEOUT: Duration = Duration::from_secs(120);
@@ -127,7 +127,7 @@ impl HostCli {
                 {
                     eprintln!(
                         "powercontext-hooks: waiting for `{}` (up to {} s)…",
-                        crate::state_cmd::terminal_safe(&self.display(args)),
+                        crate::support::textstyle::terminal_safe(&self.display(args)),
                         CALL_TIMEOUT.as_secs()
                     );
                 }

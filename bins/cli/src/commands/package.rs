@@ -13,8 +13,8 @@ use anyhow::{Context, Result, anyhow, bail};
 use clap::Args;
 use serde_json::{Value, json};
 
-use crate::install::{self, Host, HostExt};
-use crate::report;
+use crate::support::install::{self, Host, HostExt};
+use crate::support::report;
 
 /// `package --out DIR`.
 #[derive(Debug, Args)]
@@ -59,7 +59,7 @@ prompt. Secret-looking prompts are never stored.
 
 /// WorkBuddy's hook file for the official installer (a Python shim that execs our executable).
 const WORKBUDDY_HOOK: &str =
-    include_str!("../../../installers/workbuddy/hooks/workbuddy_powercontext_hook.py");
+    include_str!("../../../../installers/workbuddy/hooks/workbuddy_powercontext_hook.py");
 /// The other files the official WorkBuddy installer requires to be present (it copies them).
 const WORKBUDDY_STUBS: [&str; 6] = [
     "hooks/workbuddy_settings.py",
@@ -178,7 +178,7 @@ fn items(bin_dir: &Path) -> Result<Vec<Item>> {
         let exe = bin_dir.join(host.hook_exe());
         let hook_command = host.hook_command_value(&exe)?;
         let [(_, cli_command), (_, operations)] =
-            crate::explicit::shim_values(&bin_dir.join("powercontext-hooks"))?;
+            crate::commands::explicit::shim_values(&bin_dir.join("powercontext-hooks"))?;
         let values = [
             ("hook_command", hook_command.as_str()),
             ("cli_command", cli_command.as_str()),
@@ -187,160 +187,203 @@ fn items(bin_dir: &Path) -> Result<Vec<Item>> {
             ("version", version),
         ];
         let base = plugin_rel(host);
-        let mut put = |rel: &str, bytes: Vec<u8>| add(format!("{base}/{rel}"), bytes);
         // Kimi Code's package brings its own Skill, with the markers its installer configures.
         if host != Host::KimiCode {
-            put(
-                "skills/powercontext-project-context/SKILL.md",
+            add(
+                format!("{base}/skills/powercontext-project-context/SKILL.md"),
                 SKILL.as_bytes().to_vec(),
             );
         }
-        // Host match kept: each host's package has a shape of its own (manifests, shims, rows).
-        match host {
-            Host::ClaudeCode => {
-                let mut plugin = rendered_json(host, ".claude-plugin/plugin.json", &values)?;
-                // Declared so Claude substitutes `${user_config.server_url}` in `.mcp.json`; the
-                // official setup writes the values under `pluginConfigs`.
-                plugin["userConfig"] = json!({
-                    "server_url": {"type": "string", "title": "PowerContext Server URL",
-                                   "description": "Base URL of the PowerContext Server",
-                                   "default": "http://127.0.0.1:8000"},
-                    "capture_prompts": {"type": "boolean", "title": "Capture prompts",
-                                        "description": "Store each prompt as a Source", "default": true},
-                    "allow_insecure_http": {"type": "boolean", "title": "Allow plain HTTP",
-                                            "description": "Allow plain http:// to a remote Server",
-                                            "default": false},
-                });
-                put(".claude-plugin/plugin.json", json_bytes(&plugin));
-                put(
-                    "hooks/hooks.json",
-                    rendered(host, "hooks/hooks.json", &values)?.into_bytes(),
-                );
-                put(
-                    ".mcp.json",
-                    json_bytes(&json!({"mcpServers": {"powercontext": {
-                        "type": "http",
-                        "url": "${user_config.server_url}/mcp",
-                        "headersHelper": install::mcp_headers_command(
-                            &bin_dir.join("powercontext-hooks"),
-                            Host::ClaudeCode,
-                            None,
-                            &[],
-                        )?,
-                    }}})),
-                );
-                put(
-                    "scripts/statusline.py",
-                    statusline_script(&bin_dir.join("powercontext-hooks"))?.into_bytes(),
-                );
-            }
-            Host::Codex => {
-                for rel in [".codex-plugin/plugin.json", "hooks/hooks.json"] {
-                    put(rel, rendered(host, rel, &values)?.into_bytes());
-                }
-                // Official setup replaces the helper with its own (`uv run … mcp_headers.py`);
-                // a tree added to Codex directly sends the saved token through ours.
-                let helper = install::mcp_headers_command(
-                    &bin_dir.join("powercontext-hooks"),
-                    Host::Codex,
-                    None,
-                    &[],
-                )?;
-                put(
-                    ".mcp.json",
-                    crate::hosts::mcp_with_helper(
-                        &rendered(host, ".mcp.json", &values)?,
-                        crate::hosts::codex::HELPER_FIELD,
-                        &helper,
-                    )?,
-                );
-            }
-            Host::OpenCode => {
-                put(
-                    "package.json",
-                    json_bytes(&json!({
-                        "name": "powercontext-opencode",
-                        "version": version,
-                        "private": true,
-                        "type": "module",
-                        "main": "lib/index.js",
-                        "description": "PowerContext for OpenCode (thin plugin over powercontext-hook-opencode)",
-                        "license": "Apache-2.0",
-                    })),
-                );
-                put(
-                    "lib/index.js",
-                    rendered(host, crate::hosts::opencode::PLUGIN_FILE, &values)?.into_bytes(),
-                );
-                put("lib/tui.js", OPENCODE_TUI.as_bytes().to_vec());
-            }
-            Host::Pi => {
-                let mut pkg = rendered_json(host, "package.json", &values)?;
-                pkg["version"] = json!(version);
-                pkg["pi"]["skills"] = json!(["./skills"]);
-                put("package.json", json_bytes(&pkg));
-                put(
-                    "extensions/powercontext.ts",
-                    rendered(host, "extensions/powercontext.ts", &values)?.into_bytes(),
-                );
-            }
-            // Not in the official catalog (filtered out above): `package` says it skips them.
-            Host::QwenCode | Host::GeminiCli | Host::CopilotCli | Host::Zcode => {}
-            Host::WorkBuddy => {
-                // The official installer copies these module names into WorkBuddy's `hooks/` and
-                // runs the first one with Python: it execs our executable; the rest only exist.
-                let path = serde_json::Value::String(
-                    exe.to_str()
-                        .with_context(|| format!("{} is not a UTF-8 path", exe.display()))?
-                        .to_owned(),
-                )
-                .to_string();
-                put(
-                    "hooks/workbuddy_powercontext_hook.py",
-                    install::render(WORKBUDDY_HOOK, &[("hook_path", path.as_str())])?.into_bytes(),
-                );
-                for rel in WORKBUDDY_STUBS {
-                    put(rel, WORKBUDDY_STUB.as_bytes().to_vec());
-                }
-            }
-            Host::Dsh => {
-                let mut pkg = rendered_json(host, "package.json", &values)?;
-                pkg["main"] = json!("lib/index.js");
-                pkg["exports"] = json!({".": "./lib/index.js", "./package.json": "./package.json"});
-                pkg["files"] = json!(["lib/index.js", "cordis.patch.yml"]);
-                put("package.json", json_bytes(&pkg));
-                put("lib/index.js", rendered(host, "index.js", &values)?.into_bytes());
-                // The row's name is the package name the official installer looks for.
-                let patch = rendered(host, "cordis.patch.yml", &values)?;
-                if !patch.contains("name: 'powercontext-dsh'") {
-                    bail!("internal error: the DSH patch row is not named powercontext-dsh");
-                }
-                put("cordis.patch.yml", patch.into_bytes());
-            }
-            // Not packaged (see `packaged`).
-            Host::Hermes => {}
-            Host::KimiCode => {
-                for (rel, bytes) in
-                    crate::hosts::kimi_package(&exe, &bin_dir.join("powercontext-hooks"), version)?
-                {
-                    put(rel, bytes);
-                }
-            }
-            Host::OpenClaw => {
-                let mut pkg = rendered_json(host, "package.json", &values)?;
-                pkg["version"] = json!(version);
-                put("package.json", json_bytes(&pkg));
-                put(
-                    "openclaw.plugin.json",
-                    rendered(host, "openclaw.plugin.json", &values)?.into_bytes(),
-                );
-                put("index.js", rendered(host, "index.js", &values)?.into_bytes());
-                // The official installer runs `pnpm install --frozen-lockfile` (no dependencies
-                // here) and `pnpm run build`, which copies index.js to dist/index.js.
-                put("pnpm-lock.yaml", OPENCLAW_PNPM_LOCK.as_bytes().to_vec());
-            }
+        for (rel, bytes) in host_files(host, bin_dir, &values)? {
+            add(format!("{base}/{rel}"), bytes);
         }
     }
+    Ok(out)
+}
+
+/// One host's files in its plugin folder (paths relative to it), the Skill aside: `values` fill
+/// its templates.
+fn host_files(host: Host, bin_dir: &Path, values: &[(&str, &str)]) -> Result<Vec<(String, Vec<u8>)>> {
+    let version = env!("CARGO_PKG_VERSION");
+    let exe = bin_dir.join(host.hook_exe());
+    let mut out = Vec::new();
+    let mut put = |rel: &str, bytes: Vec<u8>| out.push((rel.to_owned(), bytes));
+    // Host match kept: each host's package has a shape of its own (manifests, shims, rows).
+    match host {
+        Host::ClaudeCode => {
+            for (rel, bytes) in claude_code_files(bin_dir, values)? {
+                put(&rel, bytes);
+            }
+        }
+        Host::Codex => {
+            for rel in [".codex-plugin/plugin.json", "hooks/hooks.json"] {
+                put(rel, rendered(host, rel, values)?.into_bytes());
+            }
+            // Official setup replaces the helper with its own (`uv run … mcp_headers.py`);
+            // a tree added to Codex directly sends the saved token through ours.
+            let helper =
+                install::mcp_headers_command(&bin_dir.join("powercontext-hooks"), Host::Codex, None, &[])?;
+            put(
+                ".mcp.json",
+                crate::hosts::common::mcp_with_helper(
+                    &rendered(host, ".mcp.json", values)?,
+                    crate::hosts::codex::HELPER_FIELD,
+                    &helper,
+                )?,
+            );
+        }
+        Host::OpenCode => {
+            put(
+                "package.json",
+                json_bytes(&json!({
+                    "name": "powercontext-opencode",
+                    "version": version,
+                    "private": true,
+                    "type": "module",
+                    "main": "lib/index.js",
+                    "description": "PowerContext for OpenCode (thin plugin over powercontext-hook-opencode)",
+                    "license": "Apache-2.0",
+                })),
+            );
+            put(
+                "lib/index.js",
+                rendered(host, crate::hosts::opencode::PLUGIN_FILE, values)?.into_bytes(),
+            );
+            put("lib/tui.js", OPENCODE_TUI.as_bytes().to_vec());
+        }
+        Host::Pi => {
+            let mut pkg = rendered_json(host, "package.json", values)?;
+            pkg["version"] = json!(version);
+            pkg["pi"]["skills"] = json!(["./skills"]);
+            put("package.json", json_bytes(&pkg));
+            put(
+                "extensions/powercontext.ts",
+                rendered(host, "extensions/powercontext.ts", values)?.into_bytes(),
+            );
+        }
+        // Not in the official catalog (filtered out above): `package` says it skips them.
+        Host::QwenCode | Host::GeminiCli | Host::CopilotCli | Host::Zcode => {}
+        Host::WorkBuddy => {
+            for (rel, bytes) in workbuddy_files(&exe)? {
+                put(rel, bytes);
+            }
+        }
+        Host::Dsh => {
+            for (rel, bytes) in dsh_files(values)? {
+                put(rel, bytes);
+            }
+        }
+        // Not packaged (see `packaged`).
+        Host::Hermes => {}
+        Host::KimiCode => {
+            for (rel, bytes) in
+                crate::hosts::kimi_package(&exe, &bin_dir.join("powercontext-hooks"), version)?
+            {
+                put(rel, bytes);
+            }
+        }
+        Host::OpenClaw => {
+            let mut pkg = rendered_json(host, "package.json", values)?;
+            pkg["version"] = json!(version);
+            put("package.json", json_bytes(&pkg));
+            put(
+                "openclaw.plugin.json",
+                rendered(host, "openclaw.plugin.json", values)?.into_bytes(),
+            );
+            put("index.js", rendered(host, "index.js", values)?.into_bytes());
+            // The official installer runs `pnpm install --frozen-lockfile` (no dependencies
+            // here) and `pnpm run build`, which copies index.js to dist/index.js.
+            put("pnpm-lock.yaml", OPENCLAW_PNPM_LOCK.as_bytes().to_vec());
+        }
+    }
+    Ok(out)
+}
+
+/// DSH's package: its manifest pointing at the plugin, the plugin and the Cordis patch row.
+fn dsh_files(values: &[(&str, &str)]) -> Result<Vec<(&'static str, Vec<u8>)>> {
+    let mut out = Vec::new();
+    let mut put = |rel: &'static str, bytes: Vec<u8>| out.push((rel, bytes));
+    let mut pkg = rendered_json(Host::Dsh, "package.json", values)?;
+    pkg["main"] = json!("lib/index.js");
+    pkg["exports"] = json!({".": "./lib/index.js", "./package.json": "./package.json"});
+    pkg["files"] = json!(["lib/index.js", "cordis.patch.yml"]);
+    put("package.json", json_bytes(&pkg));
+    put(
+        "lib/index.js",
+        rendered(Host::Dsh, "index.js", values)?.into_bytes(),
+    );
+    // The row's name is the package name the official installer looks for.
+    let patch = rendered(Host::Dsh, "cordis.patch.yml", values)?;
+    if !patch.contains("name: 'powercontext-dsh'") {
+        bail!("internal error: the DSH patch row is not named powercontext-dsh");
+    }
+    put("cordis.patch.yml", patch.into_bytes());
+    Ok(out)
+}
+
+/// WorkBuddy's hook modules: the first runs our executable at `exe`, the rest only exist.
+fn workbuddy_files(exe: &Path) -> Result<Vec<(&'static str, Vec<u8>)>> {
+    let mut out = Vec::new();
+    let mut put = |rel: &'static str, bytes: Vec<u8>| out.push((rel, bytes));
+    // The official installer copies these module names into WorkBuddy's `hooks/` and
+    // runs the first one with Python: it execs our executable; the rest only exist.
+    let path = serde_json::Value::String(
+        exe.to_str()
+            .with_context(|| format!("{} is not a UTF-8 path", exe.display()))?
+            .to_owned(),
+    )
+    .to_string();
+    put(
+        "hooks/workbuddy_powercontext_hook.py",
+        install::render(WORKBUDDY_HOOK, &[("hook_path", path.as_str())])?.into_bytes(),
+    );
+    for rel in WORKBUDDY_STUBS {
+        put(rel, WORKBUDDY_STUB.as_bytes().to_vec());
+    }
+    Ok(out)
+}
+
+/// Claude Code's plugin files: its manifest with the options the official setup fills in, its
+/// hooks, an MCP entry whose headers helper is ours, and the status line script.
+fn claude_code_files(bin_dir: &Path, values: &[(&str, &str)]) -> Result<Vec<(String, Vec<u8>)>> {
+    const HOST: Host = Host::ClaudeCode;
+    let mut out = Vec::new();
+    let mut put = |rel: &str, bytes: Vec<u8>| out.push((rel.to_owned(), bytes));
+    let mut plugin = rendered_json(HOST, ".claude-plugin/plugin.json", values)?;
+    // Declared so Claude substitutes `${user_config.server_url}` in `.mcp.json`; the
+    // official setup writes the values under `pluginConfigs`.
+    plugin["userConfig"] = json!({
+        "server_url": {"type": "string", "title": "PowerContext Server URL",
+                       "description": "Base URL of the PowerContext Server",
+                       "default": "http://127.0.0.1:8000"},
+        "capture_prompts": {"type": "boolean", "title": "Capture prompts",
+                            "description": "Store each prompt as a Source", "default": true},
+        "allow_insecure_http": {"type": "boolean", "title": "Allow plain HTTP",
+                                "description": "Allow plain http:// to a remote Server",
+                                "default": false},
+    });
+    put(".claude-plugin/plugin.json", json_bytes(&plugin));
+    put(
+        "hooks/hooks.json",
+        rendered(HOST, "hooks/hooks.json", values)?.into_bytes(),
+    );
+    put(
+        ".mcp.json",
+        json_bytes(&json!({"mcpServers": {"powercontext": {
+            "type": "http",
+            "url": "${user_config.server_url}/mcp",
+            "headersHelper": install::mcp_headers_command(
+                &bin_dir.join("powercontext-hooks"),
+                HOST,
+                None,
+                &[],
+            )?,
+        }}})),
+    );
+    put(
+        "scripts/statusline.py",
+        statusline_script(&bin_dir.join("powercontext-hooks"))?.into_bytes(),
+    );
     Ok(out)
 }
 
@@ -396,7 +439,7 @@ fn render(args: &PackageArgs) -> Result<ExitCode> {
             .to_path_buf(),
     };
     for host in Host::ALL.into_iter().filter(|h| packaged(*h)) {
-        crate::setup::check_hook_exe(&bin_dir.join(host.hook_exe()))?;
+        crate::support::paths::check_hook_exe(&bin_dir.join(host.hook_exe()))?;
     }
     let out = std::path::absolute(&args.out)?;
     if out.exists() {

@@ -81,7 +81,7 @@ pub(crate) fn refuse_with(json: bool, message: &str) -> ExitCode {
 fn terminal_text(message: &str) -> String {
     message
         .split('\n')
-        .map(crate::state_cmd::terminal_safe)
+        .map(crate::support::textstyle::terminal_safe)
         .collect::<Vec<_>>()
         .join("\n")
 }

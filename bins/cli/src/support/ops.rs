@@ -17,7 +17,7 @@ use powercontext_hooks_core::scope::ScopeQuery;
 use powercontext_hooks_core::workspace::Discovery;
 use serde_json::Value;
 
-use crate::install::Host;
+use crate::support::install::Host;
 
 /// An HTTP method an operation uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -387,7 +387,7 @@ pub const ALL: [Op; 6] = [REMEMBER, SEARCH, LIST, TAGGED, READ_TAGS, WRITE_TAGS]
 #[derive(Debug, Clone, clap::Args)]
 pub struct Target {
     /// Whose connection settings and scope binding to use.
-    #[arg(long, default_value = "claude-code", value_parser = crate::install::host_arg())]
+    #[arg(long, default_value = "claude-code", value_parser = crate::support::install::host_arg())]
     pub host: Host,
     /// Project directory whose scope to use (default: here), resolved as the host's hook would.
     #[arg(long, value_name = "DIR")]
