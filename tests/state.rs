@@ -1434,3 +1434,154 @@ fn state_a_state_dir_that_is_a_file_is_refused_by_flush_and_status() {
     }
     assert_eq!(std::fs::read_to_string(&file).unwrap(), "x");
 }
+
+/// The background drainers working for `state`: processes whose command line is the drainer's and
+/// whose environment names this state directory.
+fn drainers_of(state: &Path) -> Vec<u32> {
+    let needle = format!("POWERCONTEXT_HOOKS_STATE_DIR={}", state.display());
+    let Ok(procs) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    procs
+        .flatten()
+        .filter_map(|p| p.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+            cmdline.split(|b| *b == 0).any(|a| a == b"--powercontext-drain")
+                && environ.split(|b| *b == 0).any(|v| v == needle.as_bytes())
+        })
+        .collect()
+}
+
+#[test]
+fn state_the_prompts_that_follow_are_delivered_by_the_lingering_drainer_without_starting_another() {
+    const HANG_MARK: &str = "LINGERHANG";
+    let s = FakeServer::builder("scp_linger")
+        .route(PREPARE, |req| {
+            if String::from_utf8_lossy(&req.body).contains(HANG_MARK) {
+                std::thread::sleep(Duration::from_secs(12));
+            }
+            Reply::json(
+                200,
+                &powercontext_hooks_test_support::fake_server::ready("remembered context"),
+            )
+        })
+        .start();
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let cwd = tempfile::tempdir().unwrap();
+    let delivered = |n: usize| {
+        let until = Instant::now() + Duration::from_secs(15);
+        while s.count(CAPTURE) < n {
+            assert!(Instant::now() < until, "capture {n} was not delivered");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    };
+
+    // Every hook of this session runs with the same environment, as a host's hooks do (a drainer
+    // is only counted on by hooks of its own environment); budgets long enough for the hook that
+    // is killed mid-recall below.
+    let env = [
+        (NO_DRAINER.0, "0"),
+        ("POWERCONTEXT_CLAUDE_HTTP_BUDGET_SECONDS", "30"),
+        ("POWERCONTEXT_CLAUDE_REQUEST_TIMEOUT_SECONDS", "30"),
+    ];
+    let prompt = |url: &str, text: &str, turn: &str| {
+        let mut child = spawn_hook(url, &state, text, turn, cwd.path(), &env);
+        assert!(child.wait().unwrap().success());
+    };
+
+    // The first prompt starts a drainer; once it has delivered, it is still there.
+    prompt(&s.url(), "first prompt of the burst", "t1");
+    delivered(1);
+    let lingering = drainers_of(&state);
+    assert_eq!(lingering.len(), 1, "one drainer lingers: {lingering:?}");
+
+    // The prompts that follow hand their captures to it: no other drainer ever runs.
+    let seen = Arc::new(std::sync::Mutex::new(std::collections::BTreeSet::new()));
+    let stop = Arc::new(AtomicBool::new(false));
+    let watcher = {
+        let (seen, stop, state) = (Arc::clone(&seen), Arc::clone(&stop), state.clone());
+        std::thread::spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                seen.lock().unwrap().extend(drainers_of(&state));
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        })
+    };
+    prompt(&s.url(), "second prompt of the burst", "t2");
+    delivered(2);
+
+    // A hook that found it lingering and is killed while it recalls: the lingering drainer
+    // (not one of its own: it started none) delivers its capture once it is gone.
+    let home = cwd.path().join(".home");
+    let mut child = spawn_hook(
+        &s.url(),
+        &state,
+        &format!("third prompt {HANG_MARK}"),
+        "t3",
+        cwd.path(),
+        &env,
+    );
+    let until = Instant::now() + Duration::from_secs(10);
+    while s.count(PREPARE) < 3 {
+        assert!(Instant::now() < until, "the third hook never recalled");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // Well past the drainer's idle time: it stays while the hook holds its entry.
+    std::thread::sleep(Duration::from_millis(5500));
+    assert_eq!(s.count(CAPTURE), 2, "the capture went out before the answer");
+    child.kill().unwrap();
+    let _ = child.wait();
+    delivered(3);
+    stop.store(true, Ordering::Relaxed);
+    watcher.join().unwrap();
+    assert_eq!(
+        *seen.lock().unwrap(),
+        lingering.iter().copied().collect(),
+        "only the lingering drainer ran"
+    );
+    let contents: Vec<String> = s
+        .requests()
+        .iter()
+        .filter(|r| r.path == CAPTURE)
+        .map(|r| {
+            let v: Value = serde_json::from_slice(&r.body).unwrap();
+            v["content"].as_str().unwrap().to_owned()
+        })
+        .collect();
+    assert_eq!(
+        contents,
+        [
+            "first prompt of the burst",
+            "second prompt of the burst",
+            &format!("third prompt {HANG_MARK}"),
+        ],
+        "each delivered once, in order"
+    );
+    // The drainer removes an entry once the Server's answer is in: a moment after it was counted.
+    let until = Instant::now() + Duration::from_secs(5);
+    while !spool_files(&state).is_empty() {
+        assert!(Instant::now() < until, "a delivered entry stays in the spool");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+
+    // A hook of another environment (here: configured for another Server) never counts on that
+    // drainer, which delivers only with the settings it inherited: it starts its own.
+    let other = FakeServer::builder("scp_other").ready("other context").start();
+    prompt(&other.url(), "a prompt for another Server", "t4");
+    let until = Instant::now() + Duration::from_secs(4);
+    while other.count(CAPTURE) == 0 {
+        assert!(
+            Instant::now() < until,
+            "the capture waits on a drainer that cannot deliver it"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(s.count(CAPTURE), 3);
+    let _ = std::fs::remove_dir_all(home);
+    for pid in drainers_of(&state) {
+        let _ = Command::new("kill").arg(pid.to_string()).status();
+    }
+}

@@ -174,7 +174,8 @@ pub fn run_hook<C: Command>(host: Integration, handle: impl FnOnce(C, &Run<'_>) 
     match reply.then {
         Then::Drain => drain::spawn_if_needed(&env),
         Then::DrainCaptures => {
-            if StateDir::locate(&env).is_ok_and(|s| spool::has_work(&s)) {
+            // A capture handed over already has its drainer: no look at the spool.
+            if !drain::handed_off() && StateDir::locate(&env).is_ok_and(|s| spool::has_work(&s)) {
                 drain::spawn_if_needed(&env);
             }
         }
