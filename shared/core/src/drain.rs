@@ -92,6 +92,12 @@ pub const LINGER: Duration = Duration::from_secs(5);
 /// How often a lingering drainer looks at the spool: one `stat` of its folder while nothing
 /// changes, so a handed-over capture goes out within this much of its hook's exit.
 const LINGER_TICK: Duration = Duration::from_millis(10);
+/// How often a lingering drainer stamps its linger lock file (its modification time): the sign
+/// that it runs.
+const LINGER_BEAT: Duration = Duration::from_millis(250);
+/// A linger lock whose stamp is older than this belongs to a drainer that does not run (stopped,
+/// or starved): hooks do not count on it.
+const LINGER_STALE: Duration = Duration::from_secs(2);
 /// Longer than the tick of the coarse clock file systems stamp folders with.
 const STAMP_TICK: Duration = Duration::from_millis(100);
 /// Between two passes of one drain when the last pass delivered nothing (an older entry of the
@@ -786,10 +792,24 @@ fn wait_for_parent_exit() {
 /// [`BACKGROUND_DELAY`].
 fn linger(state: &StateDir, env: &Env, until: Instant, first: &DrainReport) {
     let lock_file = linger_lock_for(state, env);
-    let Ok(held) = lock::try_acquire(&lock_file) else {
-        // Another drainer lingers: it takes on what comes next.
+    // Owner-only from its first byte, never through a link planted under its name.
+    let Ok(held) = fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .custom_flags(lock::no_follow_flags())
+        .open(&lock_file)
+    else {
         return;
     };
+    if !matches!(lock::try_lock_file(&held), Ok(true)) {
+        // Another drainer lingers: it takes on what comes next.
+        return;
+    }
+    let _ = held.set_modified(SystemTime::now());
+    let mut beat = Instant::now();
     let spool_dir = state.file(spool::DIR);
     let mut settled = settled_by(first);
     let mut retry_at = retry_after(first);
@@ -802,6 +822,12 @@ fn linger(state: &StateDir, env: &Env, until: Instant, first: &DrainReport) {
             break;
         }
         std::thread::sleep(LINGER_TICK);
+        if beat.elapsed() >= LINGER_BEAT {
+            // Alive and running: a hook counts only on a lingerer whose beat is recent, so one
+            // stopped (SIGSTOP, a suspended job) is not counted on (see [`lingering`]).
+            let _ = held.set_modified(SystemTime::now());
+            beat = Instant::now();
+        }
         let stamp = fs::metadata(&spool_dir).and_then(|m| m.modified()).ok();
         // A stamp this recent may hide a later entry made within the same tick of the file
         // system's coarse clock: look until it is older than any such tick.
@@ -919,11 +945,24 @@ fn lingering(state: &StateDir) -> bool {
     let Some(name) = LINGER_LOCK_NAME.get() else {
         return false;
     };
-    fs::OpenOptions::new()
+    let Ok(f) = fs::OpenOptions::new()
         .read(true)
         .custom_flags(lock::no_follow_flags())
         .open(state.file(name))
-        .is_ok_and(|f| matches!(lock::try_lock_file(&f), Ok(false)))
+    else {
+        return false;
+    };
+    // A beat older than the bound (or ahead of this clock by as much: the clock was set back) is
+    // a lingerer that is stopped, or starved: a drainer of this hook's own is started instead.
+    // An extra drainer costs a process, never a duplicate: entries are claimed under their lock
+    // and the Server dedupes by `source_id`.
+    let recent = f.metadata().and_then(|m| m.modified()).is_ok_and(|t| {
+        let now = SystemTime::now();
+        now.duration_since(t)
+            .or_else(|_| t.duration_since(now))
+            .is_ok_and(|gap| gap < LINGER_STALE)
+    });
+    recent && matches!(lock::try_lock_file(&f), Ok(false))
 }
 
 /// While a prompt is on the network, with its capture written ahead: starts the drainer that will
