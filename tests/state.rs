@@ -1799,3 +1799,52 @@ fn state_a_link_planted_at_the_linger_lock_is_never_followed() {
     assert_eq!(meta.modified().unwrap(), before);
     assert!(std::fs::symlink_metadata(&name).unwrap().file_type().is_symlink());
 }
+
+#[test]
+fn state_a_capture_kept_back_by_a_failing_server_is_retried_by_the_lingering_drainer_without_another_prompt()
+{
+    use std::sync::atomic::AtomicUsize;
+    let attempts = Arc::new(AtomicUsize::new(0));
+    let taken = Arc::new(AtomicUsize::new(0));
+    let s = {
+        let (attempts, taken) = (Arc::clone(&attempts), Arc::clone(&taken));
+        FakeServer::builder("scp_linger_retry")
+            .ready("context")
+            .route(CAPTURE, move |_| {
+                // The first delivery meets a Server that cannot take it (as one swamped by a burst).
+                if attempts.fetch_add(1, Ordering::SeqCst) == 0 {
+                    Reply::json(503, &json!({"detail": "busy"}))
+                } else {
+                    taken.fetch_add(1, Ordering::SeqCst);
+                    Reply::json(202, &powercontext_hooks_test_support::fake_server::accepted(1))
+                }
+            })
+            .start()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let cwd = tempfile::tempdir().unwrap();
+    let mut child = spawn_hook(
+        &s.url(),
+        &state,
+        "the only prompt",
+        "t1",
+        cwd.path(),
+        &[(NO_DRAINER.0, "0")],
+    );
+    assert!(child.wait().unwrap().success());
+    // No other prompt comes: the drainer that lingers passes again once its pause is over.
+    wait_until(
+        "the kept-back capture waits for the next prompt",
+        Duration::from_secs(20),
+        || taken.load(Ordering::SeqCst) == 1,
+    );
+    wait_until("the entry stays in the spool", Duration::from_secs(5), || {
+        spool_files(&state).is_empty()
+    });
+    wait_until("the drainer stays", Duration::from_secs(20), || {
+        drainers_of(&state).is_empty()
+    });
+    assert_eq!(taken.load(Ordering::SeqCst), 1, "delivered once");
+    assert_eq!(attempts.load(Ordering::SeqCst), 2);
+}

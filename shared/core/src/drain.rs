@@ -98,6 +98,8 @@ const LINGER_BEAT: Duration = Duration::from_millis(250);
 /// A linger lock whose stamp is older than this belongs to a drainer that does not run (stopped,
 /// or starved): hooks do not count on it.
 const LINGER_STALE: Duration = Duration::from_secs(2);
+/// How often a lingering drainer looks again at entries their hooks hold (each look opens them).
+const LINGER_HELD_TICK: Duration = Duration::from_millis(50);
 /// Longer than the tick of the coarse clock file systems stamp folders with.
 const STAMP_TICK: Duration = Duration::from_millis(100);
 /// Between two passes of one drain when the last pass delivered nothing (an older entry of the
@@ -813,9 +815,11 @@ fn linger(state: &StateDir, env: &Env, until: Instant, first: &DrainReport) {
     let spool_dir = state.file(spool::DIR);
     let mut settled = settled_by(first);
     let mut retry_at = retry_after(first);
+    let mut kept_back = first.kept > first.in_flight;
     let mut idle_until = Instant::now() + LINGER;
     let mut seen: Option<SystemTime> = None;
     let mut waiting = false;
+    let mut looked = Instant::now();
     loop {
         let now = Instant::now();
         if now >= until || (now >= idle_until && !waiting) {
@@ -828,17 +832,30 @@ fn linger(state: &StateDir, env: &Env, until: Instant, first: &DrainReport) {
             let _ = held.set_modified(SystemTime::now());
             beat = Instant::now();
         }
+        // Work a failed pass kept back (the Server timed out, say, under a burst) is passed again
+        // once the pause is over, within the idle bound: left to the next prompt, it would wait
+        // while every hook of the burst had already counted on this drainer (the cause of the
+        // half-minute waits a benchmark burst once saw). A retry that fails again does not extend
+        // the idle bound: a Server that stays down does not keep this drainer here.
+        let retry = kept_back && Instant::now() >= retry_at && Instant::now() < idle_until;
         let stamp = fs::metadata(&spool_dir).and_then(|m| m.modified()).ok();
         // A stamp this recent may hide a later entry made within the same tick of the file
         // system's coarse clock: look until it is older than any such tick.
         let fresh = stamp.is_some_and(|t| t.elapsed().map_or(true, |age| age < STAMP_TICK));
-        if stamp == seen && !waiting && !fresh {
+        // Entries held by hooks (on the network) are looked at less often: their release does not
+        // change the folder's stamp, and each look opens every entry.
+        let due = waiting && looked.elapsed() >= LINGER_HELD_TICK;
+        if stamp == seen && !fresh && !due && !retry {
             continue;
         }
         seen = stamp;
+        looked = Instant::now();
+        if retry {
+            settled.clear();
+        }
         let (claimable, held_by_hooks) = look(state, &settled);
         // An entry held by its hook, or one that waits for the pause after a failed pass: keep
-        // looking every tick (the folder's stamp will not change for it) and do not leave.
+        // looking (the folder's stamp will not change for it) and do not leave.
         waiting = held_by_hooks || claimable;
         if !claimable || Instant::now() < retry_at {
             continue;
@@ -847,9 +864,12 @@ fn linger(state: &StateDir, env: &Env, until: Instant, first: &DrainReport) {
             // Whoever holds the drain lock looks at the spool again once it lets go.
             Ok(report) if report.busy => {}
             Ok(report) => {
+                if !retry || report.delivered + report.rejected > 0 {
+                    idle_until = Instant::now() + LINGER;
+                }
+                kept_back = report.kept > report.in_flight;
                 settled = settled_by(&report);
                 retry_at = retry_after(&report);
-                idle_until = Instant::now() + LINGER;
             }
             Err(_) => break,
         }
