@@ -1848,3 +1848,35 @@ fn state_a_capture_kept_back_by_a_failing_server_is_retried_by_the_lingering_dra
     assert_eq!(taken.load(Ordering::SeqCst), 1, "delivered once");
     assert_eq!(attempts.load(Ordering::SeqCst), 2);
 }
+
+#[test]
+fn state_a_state_dir_removed_under_a_lingering_drainer_loses_no_later_prompt() {
+    let s = FakeServer::builder("scp_linger_gone").ready("context").start();
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let cwd = tempfile::tempdir().unwrap();
+    let env = [(NO_DRAINER.0, "0")];
+    let prompt = |text: &str, turn: &str| {
+        let mut child = spawn_hook(&s.url(), &state, text, turn, cwd.path(), &env);
+        assert!(child.wait().unwrap().success());
+    };
+    prompt("before the removal", "t1");
+    wait_until("no drainer lingers", Duration::from_secs(20), || {
+        s.count(CAPTURE) == 1 && !linger_locks(&state).is_empty()
+    });
+    let first = drainers_of(&state);
+    assert_eq!(first.len(), 1);
+    // The whole state directory goes (a cleanup, a new HOME): its lock file with it.
+    std::fs::remove_dir_all(&state).unwrap();
+    prompt("after the removal", "t2");
+    wait_until(
+        "the prompt after the removal waits on the old drainer",
+        Duration::from_secs(20),
+        || s.count(CAPTURE) == 2,
+    );
+    assert_eq!(capture_contents(&s), ["before the removal", "after the removal"]);
+    wait_until("a drainer stays", Duration::from_secs(30), || {
+        drainers_of(&state).is_empty()
+    });
+    assert!(spool_files(&state).is_empty());
+}
