@@ -98,6 +98,9 @@ const LINGER_BEAT: Duration = Duration::from_millis(250);
 /// A linger lock whose stamp is older than this belongs to a drainer that does not run (stopped,
 /// or starved): hooks do not count on it.
 const LINGER_STALE: Duration = Duration::from_secs(2);
+/// How long a leaving drainer keeps trying for a drain lock held by someone else before it leaves
+/// what is claimable to that holder.
+const LAST_PASS_PATIENCE: Duration = Duration::from_secs(2);
 /// How often a lingering drainer looks again at entries their hooks hold (each look opens them).
 const LINGER_HELD_TICK: Duration = Duration::from_millis(50);
 /// Longer than the tick of the coarse clock file systems stamp folders with.
@@ -834,9 +837,8 @@ fn linger(state: &StateDir, env: &Env, until: Instant, first: &DrainReport) {
         }
         // Work a failed pass kept back (the Server timed out, say, under a burst) is passed again
         // once the pause is over, within the idle bound: left to the next prompt, it would wait
-        // while every hook of the burst had already counted on this drainer (the cause of the
-        // half-minute waits a benchmark burst once saw). A retry that fails again does not extend
-        // the idle bound: a Server that stays down does not keep this drainer here.
+        // while every hook of the burst had already counted on this drainer. A retry that fails
+        // again does not extend the idle bound: a Server that stays down does not keep it here.
         let retry = kept_back && Instant::now() >= retry_at && Instant::now() < idle_until;
         let stamp = fs::metadata(&spool_dir).and_then(|m| m.modified()).ok();
         // A stamp this recent may hide a later entry made within the same tick of the file
@@ -879,11 +881,22 @@ fn linger(state: &StateDir, env: &Env, until: Instant, first: &DrainReport) {
     let _ = fs::remove_file(&lock_file);
     drop(held);
     // A hook that saw the lock held released its entry before it looked: it is claimable now.
-    if spool::claimable_beyond(state, &settled) {
+    // The drain lock may be held for a moment by someone who will not look at the spool again (a
+    // hook's or `status`'s probe, a benchmark's poll): leaving on that "busy" stranded a hand-over
+    // until the next prompt (the half-minute waits of the real-Server benchmark, whose poll of the
+    // drain lock met this drainer's last look). Busy is taken for an answer only after a while: a
+    // drainer holding the lock for longer looks again itself.
+    let patience = Instant::now() + LAST_PASS_PATIENCE;
+    while spool::claimable_beyond(state, &settled) {
         let budget = until
             .saturating_duration_since(Instant::now())
             .max(Duration::from_secs(2));
-        let _ = background_pass(state, env, budget);
+        match background_pass(state, env, budget) {
+            Ok(report) if report.busy && Instant::now() < patience => {
+                std::thread::sleep(REPASS_PAUSE);
+            }
+            _ => break,
+        }
     }
 }
 
