@@ -8,6 +8,10 @@
 //! prompt one thread), it never makes the host wait on its pipes, and it takes credentials only
 //! from the environment and config it inherited (never from disk).
 //!
+//! A background drainer lingers after its drain (see `linger`): the captures of the prompts that
+//! follow are handed to it, so a burst of prompts starts one process, and a hook of another
+//! environment (another Server or token) never counts on it.
+//!
 //! Hand-over without a lost wake-up: a hook releases its entry, then looks at the drain lock; a
 //! free lock means it starts a drainer, a held one means the holder, whoever it is (a background
 //! drainer, `flush`, the hidden `drain`: all go through [`drain`]), looks at the spool again after
@@ -787,9 +791,9 @@ fn wait_for_parent_exit() {
     while matches!(stdin.read(&mut buf), Ok(n) if n > 0) {}
 }
 
-/// After a drain, stays up to [`LINGER`] past its last delivery (never past `until`) holding
-/// its linger lock (see [`linger_lock_for`]), and delivers the captures the next prompts hand over, so a burst of prompts
-/// starts one drainer. Hand-over without a lost wake-up, as with the drain lock: a hook releases
+/// After a drain, stays up to [`LINGER`] past its last pass (never past `until`) holding its
+/// linger lock (see [`linger_lock_for`]), and delivers the captures the next prompts hand over, so
+/// a burst of prompts starts one drainer. Hand-over without a lost wake-up, as with the drain lock: a hook releases
 /// its entry and then probes the linger lock; this drainer lets go of the lock and then looks at
 /// the spool again. It does not leave while a hook that found it here still holds its entry (that
 /// hook started no drainer, and may be killed before its answer), within `until`. After a pass
