@@ -1434,3 +1434,449 @@ fn state_a_state_dir_that_is_a_file_is_refused_by_flush_and_status() {
     }
     assert_eq!(std::fs::read_to_string(&file).unwrap(), "x");
 }
+
+/// The background drainers working for `state`: processes whose command line is the drainer's and
+/// whose environment names this state directory.
+fn drainers_of(state: &Path) -> Vec<u32> {
+    let needle = format!("POWERCONTEXT_HOOKS_STATE_DIR={}", state.display());
+    let Ok(procs) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    procs
+        .flatten()
+        .filter_map(|p| p.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+            cmdline.split(|b| *b == 0).any(|a| a == b"--powercontext-drain")
+                && environ.split(|b| *b == 0).any(|v| v == needle.as_bytes())
+        })
+        .collect()
+}
+
+#[test]
+fn state_the_prompts_that_follow_are_delivered_by_the_lingering_drainer_without_starting_another() {
+    const HANG_MARK: &str = "LINGERHANG";
+    let s = FakeServer::builder("scp_linger")
+        .route(PREPARE, |req| {
+            if String::from_utf8_lossy(&req.body).contains(HANG_MARK) {
+                std::thread::sleep(Duration::from_secs(12));
+            }
+            Reply::json(
+                200,
+                &powercontext_hooks_test_support::fake_server::ready("remembered context"),
+            )
+        })
+        .start();
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let cwd = tempfile::tempdir().unwrap();
+    let delivered = |n: usize| {
+        let until = Instant::now() + Duration::from_secs(15);
+        while s.count(CAPTURE) < n {
+            assert!(Instant::now() < until, "capture {n} was not delivered");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    };
+
+    // Every hook of this session runs with the same environment, as a host's hooks do (a drainer
+    // is only counted on by hooks of its own environment); budgets long enough for the hook that
+    // is killed mid-recall below.
+    let env = [
+        (NO_DRAINER.0, "0"),
+        ("POWERCONTEXT_CLAUDE_HTTP_BUDGET_SECONDS", "30"),
+        ("POWERCONTEXT_CLAUDE_REQUEST_TIMEOUT_SECONDS", "30"),
+    ];
+    let prompt = |url: &str, text: &str, turn: &str| {
+        let mut child = spawn_hook(url, &state, text, turn, cwd.path(), &env);
+        assert!(child.wait().unwrap().success());
+    };
+
+    // The first prompt starts a drainer; once it has delivered, it is still there.
+    prompt(&s.url(), "first prompt of the burst", "t1");
+    delivered(1);
+    let lingering = drainers_of(&state);
+    assert_eq!(lingering.len(), 1, "one drainer lingers: {lingering:?}");
+
+    // The prompts that follow hand their captures to it: no other drainer ever runs.
+    let seen = Arc::new(std::sync::Mutex::new(std::collections::BTreeSet::new()));
+    let stop = Arc::new(AtomicBool::new(false));
+    let watcher = {
+        let (seen, stop, state) = (Arc::clone(&seen), Arc::clone(&stop), state.clone());
+        std::thread::spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                seen.lock().unwrap().extend(drainers_of(&state));
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        })
+    };
+    prompt(&s.url(), "second prompt of the burst", "t2");
+    delivered(2);
+
+    // A hook that found it lingering and is killed while it recalls: the lingering drainer
+    // (not one of its own: it started none) delivers its capture once it is gone.
+    let home = cwd.path().join(".home");
+    let mut child = spawn_hook(
+        &s.url(),
+        &state,
+        &format!("third prompt {HANG_MARK}"),
+        "t3",
+        cwd.path(),
+        &env,
+    );
+    let until = Instant::now() + Duration::from_secs(10);
+    while s.count(PREPARE) < 3 {
+        assert!(Instant::now() < until, "the third hook never recalled");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // Well past the drainer's idle time: it stays while the hook holds its entry.
+    std::thread::sleep(Duration::from_millis(5500));
+    assert_eq!(s.count(CAPTURE), 2, "the capture went out before the answer");
+    child.kill().unwrap();
+    let _ = child.wait();
+    delivered(3);
+    stop.store(true, Ordering::Relaxed);
+    watcher.join().unwrap();
+    assert_eq!(
+        *seen.lock().unwrap(),
+        lingering.iter().copied().collect(),
+        "only the lingering drainer ran"
+    );
+    let contents: Vec<String> = s
+        .requests()
+        .iter()
+        .filter(|r| r.path == CAPTURE)
+        .map(|r| {
+            let v: Value = serde_json::from_slice(&r.body).unwrap();
+            v["content"].as_str().unwrap().to_owned()
+        })
+        .collect();
+    assert_eq!(
+        contents,
+        [
+            "first prompt of the burst",
+            "second prompt of the burst",
+            &format!("third prompt {HANG_MARK}"),
+        ],
+        "each delivered once, in order"
+    );
+    // The drainer removes an entry once the Server's answer is in: a moment after it was counted.
+    let until = Instant::now() + Duration::from_secs(5);
+    while !spool_files(&state).is_empty() {
+        assert!(Instant::now() < until, "a delivered entry stays in the spool");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+
+    // A hook of another environment (here: configured for another Server) never counts on that
+    // drainer, which delivers only with the settings it inherited: it starts its own.
+    let other = FakeServer::builder("scp_other").ready("other context").start();
+    prompt(&other.url(), "a prompt for another Server", "t4");
+    let until = Instant::now() + Duration::from_secs(4);
+    while other.count(CAPTURE) == 0 {
+        assert!(
+            Instant::now() < until,
+            "the capture waits on a drainer that cannot deliver it"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(s.count(CAPTURE), 3);
+    let _ = std::fs::remove_dir_all(home);
+    for pid in drainers_of(&state) {
+        let _ = Command::new("kill").arg(pid.to_string()).status();
+    }
+}
+
+/// The linger lock files in `state` (one name per environment; see the drainer's linger).
+fn linger_locks(state: &Path) -> Vec<PathBuf> {
+    std::fs::read_dir(state)
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.path())
+                .filter(|p| {
+                    p.file_name()
+                        .and_then(|n| n.to_str())
+                        .is_some_and(|n| n.starts_with("drain-linger-"))
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn wait_until(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
+    let until = Instant::now() + limit;
+    while !done() {
+        assert!(Instant::now() < until, "{what}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+fn signal(pid: u32, sig: &str) {
+    assert!(
+        Command::new("kill")
+            .arg(format!("-{sig}"))
+            .arg(pid.to_string())
+            .status()
+            .unwrap()
+            .success()
+    );
+}
+
+/// Kills a process it names when dropped (also when an assertion fails).
+struct KillOnDrop(u32);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = Command::new("kill").arg("-KILL").arg(self.0.to_string()).status();
+    }
+}
+
+/// A server that recalls at once, but takes `hang` for a prompt holding `mark`.
+fn slow_for(scope: &str, mark: &'static str, hang: Duration) -> FakeServer {
+    FakeServer::builder(scope)
+        .route(PREPARE, move |req| {
+            if String::from_utf8_lossy(&req.body).contains(mark) {
+                std::thread::sleep(hang);
+            }
+            Reply::json(
+                200,
+                &powercontext_hooks_test_support::fake_server::ready("remembered context"),
+            )
+        })
+        .start()
+}
+
+fn capture_contents(s: &FakeServer) -> Vec<String> {
+    s.requests()
+        .iter()
+        .filter(|r| r.path == CAPTURE)
+        .map(|r| {
+            let v: Value = serde_json::from_slice(&r.body).unwrap();
+            v["content"].as_str().unwrap().to_owned()
+        })
+        .collect()
+}
+
+#[test]
+fn state_a_stopped_or_killed_lingering_drainer_loses_nothing_and_a_lingerer_leaves_within_its_bound() {
+    use std::os::unix::fs::PermissionsExt;
+    const HANG_MARK: &str = "LINGERKILLED";
+    let s = slow_for("scp_linger_kill", HANG_MARK, Duration::from_secs(3));
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let cwd = tempfile::tempdir().unwrap();
+    let env = [
+        (NO_DRAINER.0, "0"),
+        ("POWERCONTEXT_CLAUDE_HTTP_BUDGET_SECONDS", "30"),
+        ("POWERCONTEXT_CLAUDE_REQUEST_TIMEOUT_SECONDS", "30"),
+    ];
+    let prompt = |text: &str, turn: &str| {
+        let mut child = spawn_hook(&s.url(), &state, text, turn, cwd.path(), &env);
+        assert!(child.wait().unwrap().success());
+    };
+    let delivered = |n: usize| {
+        wait_until(
+            &format!("capture {n} was not delivered"),
+            Duration::from_secs(20),
+            || s.count(CAPTURE) >= n,
+        );
+    };
+    let one_lingerer = || {
+        let mut found = Vec::new();
+        wait_until("no drainer lingers", Duration::from_secs(10), || {
+            found = drainers_of(&state);
+            found.len() == 1 && linger_locks(&state).len() == 1
+        });
+        found[0]
+    };
+
+    prompt("first prompt", "t1");
+    delivered(1);
+    let first = one_lingerer();
+    let lock = &linger_locks(&state)[0];
+    let mode = std::fs::symlink_metadata(lock).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600, "the linger lock is owner-only");
+
+    // A lingerer that is stopped holds its lock but no longer stamps it: once its stamp is stale
+    // the next hook starts a drainer of its own rather than leave its capture to it.
+    signal(first, "STOP");
+    // Never left stopped behind a failed assertion.
+    let _stopped = KillOnDrop(first);
+    std::thread::sleep(Duration::from_secs(4));
+    prompt("second prompt, the lingerer stopped", "t2");
+    delivered(2);
+
+    // Killed, its lock goes with it: the next hook starts a drainer (which lingers in its place).
+    signal(first, "KILL");
+    wait_until("the stopped drainer did not die", Duration::from_secs(10), || {
+        !drainers_of(&state).contains(&first)
+    });
+    prompt("third prompt", "t3");
+    delivered(3);
+    let third = one_lingerer();
+    assert_ne!(third, first);
+
+    // A hook that counted on a lingerer killed while it recalls: its capture is delivered anyway.
+    let mut child = spawn_hook(
+        &s.url(),
+        &state,
+        &format!("fourth prompt {HANG_MARK}"),
+        "t4",
+        cwd.path(),
+        &env,
+    );
+    wait_until("the fourth hook never recalled", Duration::from_secs(10), || {
+        s.count(PREPARE) >= 4
+    });
+    assert_eq!(drainers_of(&state), [third], "it started no drainer of its own");
+    signal(third, "KILL");
+    assert!(child.wait().unwrap().success());
+    delivered(4);
+    assert_eq!(
+        capture_contents(&s),
+        [
+            "first prompt",
+            "second prompt, the lingerer stopped",
+            "third prompt",
+            &format!("fourth prompt {HANG_MARK}"),
+        ],
+        "each delivered once, in order"
+    );
+
+    // The last drainer leaves once idle (far within its budget), and takes its lock file along.
+    wait_until(
+        "a drainer stays past its idle bound",
+        Duration::from_secs(20),
+        || drainers_of(&state).is_empty(),
+    );
+    assert!(linger_locks(&state).is_empty(), "{:?}", linger_locks(&state));
+    assert!(spool_files(&state).is_empty());
+    assert_eq!(s.count(CAPTURE), 4);
+}
+
+#[test]
+fn state_a_link_planted_at_the_linger_lock_is_never_followed() {
+    use std::os::unix::fs::PermissionsExt;
+    let s = FakeServer::builder("scp_linger_link").ready("context").start();
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let cwd = tempfile::tempdir().unwrap();
+    let env = [(NO_DRAINER.0, "0")];
+    let prompt = |text: &str, turn: &str| {
+        let mut child = spawn_hook(&s.url(), &state, text, turn, cwd.path(), &env);
+        assert!(child.wait().unwrap().success());
+    };
+    prompt("first prompt", "t1");
+    let mut name = None;
+    wait_until("no drainer lingers", Duration::from_secs(20), || {
+        name = linger_locks(&state).pop();
+        name.is_some() && s.count(CAPTURE) == 1
+    });
+    let name = name.unwrap();
+    for pid in drainers_of(&state) {
+        signal(pid, "KILL");
+    }
+    wait_until("the drainer did not die", Duration::from_secs(10), || {
+        drainers_of(&state).is_empty()
+    });
+    let victim = dir.path().join("victim");
+    std::fs::write(&victim, "untouched").unwrap();
+    std::fs::set_permissions(&victim, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let before = std::fs::metadata(&victim).unwrap().modified().unwrap();
+    std::fs::remove_file(&name).unwrap();
+    std::os::unix::fs::symlink(&victim, &name).unwrap();
+
+    // The hook does not count on a link, and its drainer neither locks nor stamps through it.
+    prompt("second prompt", "t2");
+    wait_until("the capture was not delivered", Duration::from_secs(20), || {
+        s.count(CAPTURE) == 2
+    });
+    wait_until("a drainer stays", Duration::from_secs(20), || {
+        drainers_of(&state).is_empty()
+    });
+    let meta = std::fs::metadata(&victim).unwrap();
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "untouched");
+    assert_eq!(meta.permissions().mode() & 0o777, 0o644);
+    assert_eq!(meta.modified().unwrap(), before);
+    assert!(std::fs::symlink_metadata(&name).unwrap().file_type().is_symlink());
+}
+
+#[test]
+fn state_a_capture_kept_back_by_a_failing_server_is_retried_by_the_lingering_drainer_without_another_prompt()
+{
+    use std::sync::atomic::AtomicUsize;
+    let attempts = Arc::new(AtomicUsize::new(0));
+    let taken = Arc::new(AtomicUsize::new(0));
+    let s = {
+        let (attempts, taken) = (Arc::clone(&attempts), Arc::clone(&taken));
+        FakeServer::builder("scp_linger_retry")
+            .ready("context")
+            .route(CAPTURE, move |_| {
+                // The first delivery meets a Server that cannot take it (as one swamped by a burst).
+                if attempts.fetch_add(1, Ordering::SeqCst) == 0 {
+                    Reply::json(503, &json!({"detail": "busy"}))
+                } else {
+                    taken.fetch_add(1, Ordering::SeqCst);
+                    Reply::json(202, &powercontext_hooks_test_support::fake_server::accepted(1))
+                }
+            })
+            .start()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let cwd = tempfile::tempdir().unwrap();
+    let mut child = spawn_hook(
+        &s.url(),
+        &state,
+        "the only prompt",
+        "t1",
+        cwd.path(),
+        &[(NO_DRAINER.0, "0")],
+    );
+    assert!(child.wait().unwrap().success());
+    // No other prompt comes: the drainer that lingers passes again once its pause is over.
+    wait_until(
+        "the kept-back capture waits for the next prompt",
+        Duration::from_secs(20),
+        || taken.load(Ordering::SeqCst) == 1,
+    );
+    wait_until("the entry stays in the spool", Duration::from_secs(5), || {
+        spool_files(&state).is_empty()
+    });
+    wait_until("the drainer stays", Duration::from_secs(20), || {
+        drainers_of(&state).is_empty()
+    });
+    assert_eq!(taken.load(Ordering::SeqCst), 1, "delivered once");
+    assert_eq!(attempts.load(Ordering::SeqCst), 2);
+}
+
+#[test]
+fn state_a_state_dir_removed_under_a_lingering_drainer_loses_no_later_prompt() {
+    let s = FakeServer::builder("scp_linger_gone").ready("context").start();
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let cwd = tempfile::tempdir().unwrap();
+    let env = [(NO_DRAINER.0, "0")];
+    let prompt = |text: &str, turn: &str| {
+        let mut child = spawn_hook(&s.url(), &state, text, turn, cwd.path(), &env);
+        assert!(child.wait().unwrap().success());
+    };
+    prompt("before the removal", "t1");
+    wait_until("no drainer lingers", Duration::from_secs(20), || {
+        s.count(CAPTURE) == 1 && !linger_locks(&state).is_empty()
+    });
+    let first = drainers_of(&state);
+    assert_eq!(first.len(), 1);
+    // The whole state directory goes (a cleanup, a new HOME): its lock file with it.
+    std::fs::remove_dir_all(&state).unwrap();
+    prompt("after the removal", "t2");
+    wait_until(
+        "the prompt after the removal waits on the old drainer",
+        Duration::from_secs(20),
+        || s.count(CAPTURE) == 2,
+    );
+    assert_eq!(capture_contents(&s), ["before the removal", "after the removal"]);
+    wait_until("a drainer stays", Duration::from_secs(30), || {
+        drainers_of(&state).is_empty()
+    });
+    assert!(spool_files(&state).is_empty());
+}

@@ -123,6 +123,83 @@ fn opencode_prepare(fixtures: &Path, p: &Payload<'_>) -> Vec<u8> {
     serde_json::to_vec(&v).expect("payload serializes")
 }
 
+/// The run's turn id, unique per run as a host's is per prompt.
+fn turn_id(run: usize) -> String {
+    format!("00000000-0000-4000-8000-{run:012}")
+}
+
+/// A command hook's prompt event (the shape `tests/negative.rs` drives for these rows): the
+/// prompt, the session, the turn under both names hosts use, and the row's event name.
+fn command_hook(event: &str, p: &Payload<'_>, session: &str) -> Vec<u8> {
+    let v = json!({
+        "session_id": p.session.unwrap_or(session),
+        "prompt_id": turn_id(p.run),
+        "turn_id": turn_id(p.run),
+        "transcript_path": null,
+        "cwd": p.cwd.to_string_lossy(),
+        "permission_mode": "default",
+        "hook_event_name": event,
+        "prompt": p.prompt,
+    });
+    serde_json::to_vec(&v).expect("payload serializes")
+}
+
+fn qwen_payload(_: &Path, p: &Payload<'_>) -> Vec<u8> {
+    command_hook("UserPromptSubmit", p, "qwen-bench-session")
+}
+
+fn gemini_payload(_: &Path, p: &Payload<'_>) -> Vec<u8> {
+    command_hook("BeforeAgent", p, "gemini-bench-session")
+}
+
+fn copilot_payload(_: &Path, p: &Payload<'_>) -> Vec<u8> {
+    command_hook("UserPromptSubmit", p, "copilot-bench-session")
+}
+
+fn workbuddy_payload(_: &Path, p: &Payload<'_>) -> Vec<u8> {
+    command_hook("UserPromptSubmit", p, "workbuddy-bench-session")
+}
+
+fn zcode_payload(_: &Path, p: &Payload<'_>) -> Vec<u8> {
+    command_hook("UserPromptSubmit", p, "zcode-bench-session")
+}
+
+/// Hermes' `pre_llm_call` shell hook: the prompt under `extra`, the session at the top.
+fn hermes_payload(_: &Path, p: &Payload<'_>) -> Vec<u8> {
+    let v = json!({
+        "hook_event_name": "pre_llm_call", "tool_name": null, "tool_input": null,
+        "session_id": p.session.unwrap_or("hermes-bench-session"), "cwd": p.cwd.to_string_lossy(),
+        "extra": {"user_message": p.prompt, "turn_id": turn_id(p.run), "is_first_turn": p.run == 0,
+                  "conversation_history": [], "platform": "cli"},
+    });
+    serde_json::to_vec(&v).expect("payload serializes")
+}
+
+/// Kimi Code's `UserPromptSubmit`: the prompt as content parts.
+fn kimi_payload(_: &Path, p: &Payload<'_>) -> Vec<u8> {
+    let v = json!({
+        "hook_event_name": "UserPromptSubmit", "session_id": p.session.unwrap_or("kimi-bench-session"),
+        "cwd": p.cwd.to_string_lossy(), "client_type": "kimi_code_cli", "is_steer": false,
+        "prompt": [{"type": "text", "text": p.prompt}],
+    });
+    serde_json::to_vec(&v).expect("payload serializes")
+}
+
+/// OpenClaw's plugin `before_prompt_build`: the turn number comes from the roles of the history,
+/// so run `n` is turn `n + 1` of one growing session.
+fn openclaw_payload(_: &Path, p: &Payload<'_>) -> Vec<u8> {
+    let mut roles = Vec::new();
+    for _ in 0..=p.run {
+        roles.push("user");
+        roles.push("assistant");
+    }
+    let v = json!({
+        "prompt": p.prompt, "cwd": p.cwd.to_string_lossy(),
+        "session_id": p.session.unwrap_or("openclaw-bench-session"), "history_roles": roles,
+    });
+    serde_json::to_vec(&v).expect("payload serializes")
+}
+
 /// Every host executable the workspace ships, in report order.
 pub const ALL: &[Host] = &[
     Host {
@@ -164,6 +241,70 @@ pub const ALL: &[Host] = &[
         args: &["prepare"],
         // One process per prompt: the shim's messages transform starts none.
         payload: opencode_prepare,
+        then: None,
+    },
+    Host {
+        name: "qwen-code",
+        exe: "powercontext-hook-qwen-code",
+        part: "QWEN",
+        args: &[],
+        payload: qwen_payload,
+        then: None,
+    },
+    Host {
+        name: "gemini-cli",
+        exe: "powercontext-hook-gemini-cli",
+        part: "GEMINI",
+        args: &[],
+        payload: gemini_payload,
+        then: None,
+    },
+    Host {
+        name: "copilot-cli",
+        exe: "powercontext-hook-copilot-cli",
+        part: "COPILOT",
+        args: &[],
+        payload: copilot_payload,
+        then: None,
+    },
+    Host {
+        name: "workbuddy",
+        exe: "powercontext-hook-workbuddy",
+        part: "WORKBUDDY",
+        args: &[],
+        payload: workbuddy_payload,
+        then: None,
+    },
+    Host {
+        name: "hermes",
+        exe: "powercontext-hook-hermes",
+        part: "HERMES",
+        args: &[],
+        payload: hermes_payload,
+        then: None,
+    },
+    Host {
+        name: "kimi-code",
+        exe: "powercontext-hook-kimi-code",
+        part: "KIMI",
+        args: &[],
+        payload: kimi_payload,
+        then: None,
+    },
+    Host {
+        name: "openclaw",
+        exe: "powercontext-hook-openclaw",
+        part: "OPENCLAW",
+        args: &["before-prompt-build"],
+        payload: openclaw_payload,
+        then: None,
+    },
+    Host {
+        name: "zcode",
+        exe: "powercontext-hook-zcode",
+        part: "ZCODE",
+        args: &[],
+        payload: zcode_payload,
         then: None,
     },
 ];

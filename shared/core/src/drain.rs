@@ -8,6 +8,10 @@
 //! prompt one thread), it never makes the host wait on its pipes, and it takes credentials only
 //! from the environment and config it inherited (never from disk).
 //!
+//! A background drainer lingers after its drain (see `linger`): the captures of the prompts that
+//! follow are handed to it, so a burst of prompts starts one process, and a hook of another
+//! environment (another Server or token) never counts on it.
+//!
 //! Hand-over without a lost wake-up: a hook releases its entry, then looks at the drain lock; a
 //! free lock means it starts a drainer, a held one means the holder, whoever it is (a background
 //! drainer, `flush`, the hidden `drain`: all go through [`drain`]), looks at the spool again after
@@ -81,6 +85,30 @@ const FIRST_PASS_TRIES: u32 = 5;
 /// How much longer than it was allowed a failed call may take before the failure is put down to
 /// this process having been stopped or starved rather than to the Server.
 pub const STALL_SLACK: Duration = Duration::from_secs(1);
+/// Held by a background drainer while it lingers after its drain (see [`linger`]): a hook that
+/// finds it held starts no drainer of its own. The name ends with a digest of the environment
+/// (see [`linger_lock_for`]); the file exists only while a drainer lingers.
+pub const LINGER_LOCK_PREFIX: &str = "drain-linger-";
+/// How long a background drainer stays after its last delivery, for the captures of the prompts
+/// that follow (a session's prompts come in bursts): each of them then costs its hook one lock
+/// probe instead of a process start.
+pub const LINGER: Duration = Duration::from_secs(5);
+/// How often a lingering drainer looks at the spool: one `stat` of its folder while nothing
+/// changes, so a handed-over capture goes out within this much of its hook's exit.
+const LINGER_TICK: Duration = Duration::from_millis(10);
+/// How often a lingering drainer stamps its linger lock file (its modification time): the sign
+/// that it runs.
+const LINGER_BEAT: Duration = Duration::from_millis(250);
+/// A linger lock whose stamp is older than this belongs to a drainer that does not run (stopped,
+/// or starved): hooks do not count on it.
+const LINGER_STALE: Duration = Duration::from_secs(2);
+/// How long a leaving drainer keeps trying for a drain lock held by someone else before it leaves
+/// what is claimable to that holder.
+const LAST_PASS_PATIENCE: Duration = Duration::from_secs(2);
+/// How often a lingering drainer looks again at entries their hooks hold (each look opens them).
+const LINGER_HELD_TICK: Duration = Duration::from_millis(50);
+/// Longer than the tick of the coarse clock file systems stamp folders with.
+const STAMP_TICK: Duration = Duration::from_millis(100);
 /// Between two passes of one drain when the last pass delivered nothing (an older entry of the
 /// same session is still held by its hook), and between a background drainer's tries for a held
 /// drain lock.
@@ -394,7 +422,9 @@ pub fn drain(
     if !report.busy {
         let short = deadline.within(Duration::from_secs(2));
         if let Ok(lock) = state.lock(&short) {
-            let _ = state.write_json(
+            // A summary for `status`, no promise: a power cut may lose it, never tear it, so it
+            // is written without the two fsyncs (each costs milliseconds on a busy disk).
+            let _ = state.write_cache_json(
                 &lock,
                 STATUS_FILE,
                 &LastDrain {
@@ -724,24 +754,26 @@ pub fn background_main(component: &'static str) -> ExitCode {
         return ExitCode::SUCCESS;
     };
     let until = Instant::now() + BACKGROUND_BUDGET;
+    let mut last = None;
     for _ in 0..FIRST_PASS_TRIES {
         let remaining = until.saturating_duration_since(Instant::now());
         if remaining.is_zero() {
             break;
         }
-        let opts = DrainOptions {
-            budget: remaining,
-            scope: None,
-            wait_for_lock: false,
-            limits: SpoolLimits::from_env(&env),
-        };
-        match drain(&state, &env, &opts, &mut |_| {}) {
+        match background_pass(&state, &env, remaining) {
             Ok(report) if report.busy => std::thread::sleep(REPASS_PAUSE),
             // Its hook's exit closed the pipe, but a killed hook's lock on its entry can outlive
             // that by a moment (the kernel closes a dying process's files one by one): look again.
             Ok(report) if after_exit && report.in_flight > 0 => std::thread::sleep(REPASS_PAUSE),
-            _ => break,
+            Ok(report) => {
+                last = Some(report);
+                break;
+            }
+            Err(_) => break,
         }
+    }
+    if let Some(report) = last {
+        linger(&state, &env, until, &report);
     }
     if let Some(cache) = crate::scope_cache::ScopeCache::locate(&env) {
         cache.prune();
@@ -759,28 +791,242 @@ fn wait_for_parent_exit() {
     while matches!(stdin.read(&mut buf), Ok(n) if n > 0) {}
 }
 
+/// After a drain, stays up to [`LINGER`] past its last pass (never past `until`) holding its
+/// linger lock (see [`linger_lock_for`]), and delivers the captures the next prompts hand over, so
+/// a burst of prompts starts one drainer. Hand-over without a lost wake-up, as with the drain lock: a hook releases
+/// its entry and then probes the linger lock; this drainer lets go of the lock and then looks at
+/// the spool again. It does not leave while a hook that found it here still holds its entry (that
+/// hook started no drainer, and may be killed before its answer), within `until`. After a pass
+/// that kept work back (a Server that could not be reached) it tries again no sooner than
+/// [`BACKGROUND_DELAY`].
+fn linger(state: &StateDir, env: &Env, until: Instant, first: &DrainReport) {
+    let lock_file = linger_lock_for(state, env);
+    // Owner-only from its first byte, never through a link planted under its name.
+    let Ok(held) = fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .custom_flags(lock::no_follow_flags())
+        .open(&lock_file)
+    else {
+        return;
+    };
+    if !matches!(lock::try_lock_file(&held), Ok(true)) {
+        // Another drainer lingers: it takes on what comes next.
+        return;
+    }
+    let _ = held.set_modified(SystemTime::now());
+    let mut beat = Instant::now();
+    let spool_dir = state.file(spool::DIR);
+    let mut settled = settled_by(first);
+    let mut retry_at = retry_after(first);
+    let mut kept_back = first.kept > first.in_flight;
+    let mut idle_until = Instant::now() + LINGER;
+    let mut seen: Option<SystemTime> = None;
+    let mut waiting = false;
+    let mut looked = Instant::now();
+    loop {
+        let now = Instant::now();
+        if now >= until || (now >= idle_until && !waiting) {
+            break;
+        }
+        std::thread::sleep(LINGER_TICK);
+        if beat.elapsed() >= LINGER_BEAT {
+            // Alive and running: a hook counts only on a lingerer whose beat is recent, so one
+            // stopped (SIGSTOP, a suspended job) is not counted on (see [`lingering`]).
+            let _ = held.set_modified(SystemTime::now());
+            beat = Instant::now();
+        }
+        // Work a failed pass kept back (the Server timed out, say, under a burst) is passed again
+        // once the pause is over, within the idle bound: left to the next prompt, it would wait
+        // while every hook of the burst had already counted on this drainer. A retry that fails
+        // again does not extend the idle bound: a Server that stays down does not keep it here.
+        let retry = kept_back && Instant::now() >= retry_at && Instant::now() < idle_until;
+        let stamp = fs::metadata(&spool_dir).and_then(|m| m.modified()).ok();
+        // A stamp this recent may hide a later entry made within the same tick of the file
+        // system's coarse clock: look until it is older than any such tick.
+        let fresh = stamp.is_some_and(|t| t.elapsed().map_or(true, |age| age < STAMP_TICK));
+        // Entries held by hooks (on the network) are looked at less often: their release does not
+        // change the folder's stamp, and each look opens every entry.
+        let due = waiting && looked.elapsed() >= LINGER_HELD_TICK;
+        if stamp == seen && !fresh && !due && !retry {
+            continue;
+        }
+        seen = stamp;
+        looked = Instant::now();
+        if retry {
+            settled.clear();
+        }
+        let (claimable, held_by_hooks) = look(state, &settled);
+        // An entry held by its hook, or one that waits for the pause after a failed pass: keep
+        // looking (the folder's stamp will not change for it) and do not leave.
+        waiting = held_by_hooks || claimable;
+        if !claimable || Instant::now() < retry_at {
+            continue;
+        }
+        match background_pass(state, env, until.saturating_duration_since(Instant::now())) {
+            // Whoever holds the drain lock looks at the spool again once it lets go.
+            Ok(report) if report.busy => {}
+            Ok(report) => {
+                if !retry || report.delivered + report.rejected > 0 {
+                    idle_until = Instant::now() + LINGER;
+                }
+                kept_back = report.kept > report.in_flight;
+                settled = settled_by(&report);
+                retry_at = retry_after(&report);
+            }
+            Err(_) => break,
+        }
+    }
+    // Gone before the lock is let go: a hook that opens the name from now on finds nothing (or
+    // a newer drainer's file) and does not count on this one.
+    let _ = fs::remove_file(&lock_file);
+    drop(held);
+    // A hook that saw the lock held released its entry before it looked: it is claimable now.
+    // The drain lock may be held for a moment by someone who will not look at the spool again (a
+    // hook's or `status`'s probe, a benchmark's poll): leaving on that "busy" stranded a hand-over
+    // until the next prompt (the half-minute waits of the real-Server benchmark, whose poll of the
+    // drain lock met this drainer's last look). Busy is taken for an answer only after a while: a
+    // drainer holding the lock for longer looks again itself.
+    let patience = Instant::now() + LAST_PASS_PATIENCE;
+    while spool::claimable_beyond(state, &settled) {
+        let budget = until
+            .saturating_duration_since(Instant::now())
+            .max(Duration::from_secs(2));
+        match background_pass(state, env, budget) {
+            Ok(report) if report.busy && Instant::now() < patience => {
+                std::thread::sleep(REPASS_PAUSE);
+            }
+            _ => break,
+        }
+    }
+}
+
+/// One drain of the background drainer: the whole spool and ledger within `budget`, never waiting
+/// for the drain lock.
+fn background_pass(state: &StateDir, env: &Env, budget: Duration) -> Result<DrainReport, StateError> {
+    let opts = DrainOptions {
+        budget,
+        scope: None,
+        wait_for_lock: false,
+        limits: SpoolLimits::from_env(env),
+    };
+    drain(state, env, &opts, &mut |_| {})
+}
+
+/// The entries a drain left behind on purpose or found outside its scope: not looked at again.
+fn settled_by(report: &DrainReport) -> HashSet<String> {
+    report.left.iter().chain(&report.out_of_scope).cloned().collect()
+}
+
+/// When a lingering drainer may pass again after `report`: at once, unless the pass kept work
+/// back (a Server that could not be reached, a refused token): a new entry alone changes nothing.
+fn retry_after(report: &DrainReport) -> Instant {
+    if report.kept > report.in_flight {
+        Instant::now() + BACKGROUND_DELAY
+    } else {
+        Instant::now()
+    }
+}
+
+/// Whether the spool holds an entry this drainer did not leave behind that it could claim now,
+/// and whether one is held by its hook (claimed: the hook is still on the network).
+fn look(state: &StateDir, settled: &HashSet<String>) -> (bool, bool) {
+    let Ok(entries) = spool::list(state) else {
+        return (false, false);
+    };
+    let dir = state.file(spool::DIR);
+    let (mut claimable, mut held) = (false, false);
+    for e in entries.iter().filter(|e| !settled.contains(&e.name)) {
+        if let Ok(crate::state::Opened::File(f, _)) = crate::state::open_state_file(&dir.join(&e.name)) {
+            match lock::try_lock_file(&f) {
+                Ok(true) => claimable = true,
+                Ok(false) => held = true,
+                Err(_) => {}
+            }
+        }
+        if claimable && held {
+            break;
+        }
+    }
+    (claimable, held)
+}
+
+/// The linger lock of drainers started from `env` (this process's environment). A drainer
+/// delivers with the settings and credentials of the environment it inherited (never from disk),
+/// so a hook only counts on one whose environment is its own: a host configured for another Server
+/// or token gets a drainer of its own. The executable's version is part of it too. Worked out once
+/// per process.
+fn linger_lock_for(state: &StateDir, env: &Env) -> std::path::PathBuf {
+    let name = LINGER_LOCK_NAME.get_or_init(|| {
+        let mut material = concat!(env!("CARGO_PKG_VERSION"), "\0").as_bytes().to_vec();
+        material.extend(env.fingerprint_material());
+        let mut name = crate::workspace::sha256_hex(&material);
+        name.truncate(32);
+        name.insert_str(0, LINGER_LOCK_PREFIX);
+        name.push_str(".lock");
+        name
+    });
+    state.file(name)
+}
+
+/// This process's linger lock name, once [`linger_lock_for`] worked it out.
+static LINGER_LOCK_NAME: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// Whether a background drainer of this environment lingers (see [`linger`]): it takes on this
+/// hook's capture. Probed without creating the file: no drainer, no file.
+fn lingering(state: &StateDir) -> bool {
+    // Without the name (no capture was written ahead in this process) nobody is counted on.
+    let Some(name) = LINGER_LOCK_NAME.get() else {
+        return false;
+    };
+    let Ok(f) = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(lock::no_follow_flags())
+        .open(state.file(name))
+    else {
+        return false;
+    };
+    // A beat older than the bound (or ahead of this clock by as much: the clock was set back) is
+    // a lingerer that is stopped, or starved: a drainer of this hook's own is started instead.
+    // An extra drainer costs a process, never a duplicate: entries are claimed under their lock
+    // and the Server dedupes by `source_id`.
+    let recent = f.metadata().and_then(|m| m.modified()).is_ok_and(|t| {
+        let now = SystemTime::now();
+        now.duration_since(t)
+            .or_else(|_| t.duration_since(now))
+            .is_ok_and(|gap| gap < LINGER_STALE)
+    });
+    recent && matches!(lock::try_lock_file(&f), Ok(false))
+}
+
 /// While a prompt is on the network, with its capture written ahead: starts the drainer that will
 /// deliver it, on a thread of its own, so the start (`posix_spawn` returns only once the child has
 /// exec'd) overlaps the network wait instead of following the answer. That drainer waits for this
 /// process to exit (see [`AFTER_EXIT_ARG`]), so it never competes with the prompt's recall, and a
 /// hook killed mid-request still has its capture delivered. Nothing starts while a drainer holds
 /// the drain lock: the hand-over after the answer covers that case.
-pub fn start_early(state: &StateDir) {
+pub fn start_early(state: &StateDir, env: &Env) {
     let mut early = lock_early();
     if early.is_some() {
         return;
     }
-    let lock_file = state.file(DRAIN_LOCK);
+    let _ = linger_lock_for(state, env);
+    // Both probes here, on this thread (a few system calls): a running drainer takes on the
+    // capture, and the thread is only made for a start.
+    if lingering(state) {
+        return;
+    }
+    match lock::try_acquire(&state.file(DRAIN_LOCK)) {
+        Ok(guard) => drop(guard),
+        Err(_) => return,
+    }
     // A thread that cannot be made leaves the start to the hand-over after the answer.
     *early = std::thread::Builder::new()
         .stack_size(256 * 1024)
-        .spawn(move || {
-            match lock::try_acquire(&lock_file) {
-                Ok(guard) => drop(guard),
-                Err(_) => return None,
-            }
-            spawn_drainer(Start::AfterExit)
-        })
+        .spawn(|| spawn_drainer(Start::AfterExit))
         .ok();
 }
 
@@ -817,7 +1063,7 @@ fn early_drainer_waits() -> bool {
 /// holds the drain lock (it looks at the spool again once it lets go, see [`drain`]).
 /// Never waits for a drainer.
 pub fn hand_off(state: &StateDir) {
-    if early_drainer_waits() {
+    if early_drainer_waits() || lingering(state) {
         return;
     }
     match lock::try_acquire(&state.file(DRAIN_LOCK)) {

@@ -58,10 +58,17 @@ fn make_room(out: &impl std::os::fd::AsFd, len: usize) {
 /// Writes one diagnostic line to stderr.
 pub fn diagnostic(d: &Diagnostic) {
     journal::observe(d);
-    let line = d.to_line();
+    let line = with_newline(d.to_line());
     let _guard = lock();
-    let mut err = std::io::stderr().lock();
-    let _ = writeln!(err, "{line}");
+    let _ = std::io::stderr().lock().write_all(&line);
+}
+
+/// The line and its newline in one buffer: stderr is unbuffered, so `writeln!` would make two
+/// `write`s, and one keeps a line whole next to other processes' lines on a shared pipe.
+fn with_newline(line: String) -> Vec<u8> {
+    let mut bytes = line.into_bytes();
+    bytes.push(b'\n');
+    bytes
 }
 
 /// Writes a final diagnostic line without ever blocking the caller for more than a few
@@ -70,12 +77,12 @@ pub fn diagnostic(d: &Diagnostic) {
 /// the host does not read only loses the line; the caller goes on.
 pub fn last_words(d: &Diagnostic) {
     journal::observe(d);
-    let line = d.to_line();
+    let line = with_newline(d.to_line());
     let (done, finished) = std::sync::mpsc::channel();
     // A thread that cannot be started (a process at its limit) costs the line, never the exit.
     let spawned = std::thread::Builder::new().spawn(move || {
         let guard = lock_briefly();
-        let _ = writeln!(std::io::stderr().lock(), "{line}");
+        let _ = std::io::stderr().lock().write_all(&line);
         drop(guard);
         let _ = done.send(());
     });

@@ -85,6 +85,27 @@ impl Env {
         self.not_unicode.push(name);
     }
 
+    /// Every variable of the snapshot, in one byte string that is the same for the same
+    /// environment (names sorted; non-UTF-8 values by name only), for a digest: whether two
+    /// processes would read the same settings. Never written anywhere as is: it holds tokens.
+    #[must_use]
+    pub fn fingerprint_material(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        for (name, value) in &self.vars {
+            out.extend_from_slice(name.as_bytes());
+            out.push(b'=');
+            out.extend_from_slice(value.as_bytes());
+            out.push(0);
+        }
+        let mut odd = self.not_unicode.clone();
+        odd.sort();
+        for name in odd {
+            out.extend_from_slice(name.as_bytes());
+            out.push(0);
+        }
+        out
+    }
+
     /// Looks a variable up.
     #[must_use]
     pub fn get(&self, name: &str) -> EnvValue<'_> {

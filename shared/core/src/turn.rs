@@ -547,7 +547,7 @@ impl<'a> Turn<'a> {
             .and_then(|st| {
                 let ahead = spool::write_ahead(&st, &entry, &SpoolLimits::from_env(self.env))?;
                 if !drain::background_disabled(self.env) {
-                    drain::start_early(&st);
+                    drain::start_early(&st, self.env);
                 }
                 Ok(ahead)
             });
@@ -636,6 +636,7 @@ impl<'a> Turn<'a> {
             file.epoch(loaded.as_ref()),
             loaded.as_ref().map_or(0, |r| r.generation),
         );
+        let has_epoch = loaded.as_ref().is_some_and(|r| r.epoch != 0);
         let due = match &loaded {
             _ if !self.settings.bootstrap.value => None,
             None if self.integration.bootstraps_at_first_prompt() => Some(Lifecycle::Startup),
@@ -688,7 +689,11 @@ impl<'a> Turn<'a> {
             }
             None => None,
         };
-        self.hold_change(read_as, boundary, fresh);
+        // A prompt that handled no boundary and injected nothing new leaves a record that has its
+        // epoch as it is: no locked read and rewrite of it after the answer.
+        if boundary.is_some() || !fresh.is_empty() || !has_epoch {
+            self.hold_change(read_as, boundary, fresh);
+        }
         match (package, recalled) {
             (Some((content, held)), recalled) => {
                 self.lock_after().settle_package(held);
