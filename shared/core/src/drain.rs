@@ -801,23 +801,47 @@ fn wait_for_parent_exit() {
 /// [`BACKGROUND_DELAY`].
 fn linger(state: &StateDir, env: &Env, until: Instant, first: &DrainReport) {
     let lock_file = linger_lock_for(state, env);
+    let Some(held) = hold_linger_lock(&lock_file) else {
+        return;
+    };
+    let _ = held.set_modified(SystemTime::now());
+    let settled = watch_spool(state, env, until, first, &held);
+    // Gone before the lock is let go: a hook that opens the name from now on finds nothing (or
+    // a newer drainer's file) and does not count on this one.
+    let _ = fs::remove_file(&lock_file);
+    drop(held);
+    last_look(state, env, until, &settled);
+}
+
+/// Opens and takes the linger lock: `None` when it cannot be opened or another drainer lingers.
+fn hold_linger_lock(lock_file: &std::path::Path) -> Option<fs::File> {
     // Owner-only from its first byte, never through a link planted under its name.
-    let Ok(held) = fs::OpenOptions::new()
+    let held = fs::OpenOptions::new()
         .read(true)
         .write(true)
         .create(true)
         .truncate(false)
         .mode(0o600)
         .custom_flags(lock::no_follow_flags())
-        .open(&lock_file)
-    else {
-        return;
-    };
+        .open(lock_file)
+        .ok()?;
     if !matches!(lock::try_lock_file(&held), Ok(true)) {
         // Another drainer lingers: it takes on what comes next.
-        return;
+        return None;
     }
-    let _ = held.set_modified(SystemTime::now());
+    Some(held)
+}
+
+/// The lingering itself, its lock `held`: beats the lock, watches the spool and passes over what
+/// is handed over (or was kept back, once the pause is over) until idle for [`LINGER`] with no
+/// hook's entry pending, or `until`. Returns what its last pass left behind.
+fn watch_spool(
+    state: &StateDir,
+    env: &Env,
+    until: Instant,
+    first: &DrainReport,
+    held: &fs::File,
+) -> HashSet<String> {
     let mut beat = Instant::now();
     let spool_dir = state.file(spool::DIR);
     let mut settled = settled_by(first);
@@ -880,10 +904,12 @@ fn linger(state: &StateDir, env: &Env, until: Instant, first: &DrainReport) {
             Err(_) => break,
         }
     }
-    // Gone before the lock is let go: a hook that opens the name from now on finds nothing (or
-    // a newer drainer's file) and does not count on this one.
-    let _ = fs::remove_file(&lock_file);
-    drop(held);
+    settled
+}
+
+/// The leaving drainer's last look, its linger lock gone: passes over what was handed over
+/// meanwhile, trying up to [`LAST_PASS_PATIENCE`] for a drain lock held by someone else.
+fn last_look(state: &StateDir, env: &Env, until: Instant, settled: &HashSet<String>) {
     // A hook that saw the lock held released its entry before it looked: it is claimable now.
     // The drain lock may be held for a moment by someone who will not look at the spool again (a
     // hook's or `status`'s probe, a benchmark's poll): leaving on that "busy" stranded a hand-over
@@ -891,7 +917,7 @@ fn linger(state: &StateDir, env: &Env, until: Instant, first: &DrainReport) {
     // drain lock met this drainer's last look). Busy is taken for an answer only after a while: a
     // drainer holding the lock for longer looks again itself.
     let patience = Instant::now() + LAST_PASS_PATIENCE;
-    while spool::claimable_beyond(state, &settled) {
+    while spool::claimable_beyond(state, settled) {
         let budget = until
             .saturating_duration_since(Instant::now())
             .max(Duration::from_secs(2));
