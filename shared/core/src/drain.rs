@@ -468,162 +468,29 @@ fn pass(
         report.expired = spool::enforce(state, &lock, &opts.limits)?.total();
     }
 
-    let mut conns = Connections {
-        env,
+    let mut replay = Replay {
+        state,
+        opts,
         deadline,
-        cache: HashMap::new(),
-        config_error: None,
+        conns: Connections {
+            env,
+            deadline,
+            cache: HashMap::new(),
+            config_error: None,
+        },
+        down: HashSet::new(),
+        scopes: HashMap::new(),
+        answered: HashSet::new(),
+        blocked: HashSet::new(),
+        report,
     };
-    // Servers that failed this run: their remaining entries wait for the next one.
-    let mut down: HashSet<String> = HashSet::new();
-    let mut scopes: HashMap<String, Result<String, Failure>> = HashMap::new();
-
-    // Every entry listed now was written before this mark: a Server answering in this pass
-    // answered after them.
-    let seq_mark = spool::sequence_now(state);
-    let mut answered: HashSet<String> = HashSet::new();
-    let entries = spool::list(state)?;
-    let total = entries.len();
-    // Sessions whose oldest waiting entry could not go now: their later entries wait too, so a
-    // session's captures reach the Server in the order they were written.
-    let mut blocked: HashSet<String> = HashSet::new();
-    for (i, entry) in entries.iter().enumerate() {
-        progress(Progress::Spool { done: i, total });
-        if deadline.expired() {
-            report.kept += total - i;
-            break;
-        }
-        // Each entry on its own: a bad one is set aside and the drain goes on with the rest.
-        let (cap, mut claimed) = match spool::claim(state, entry) {
-            Claim::Ready(c, k) => (c, k),
-            Claim::Gone => continue,
-            // A live hook holds it (it hands it over once its answer is out).
-            Claim::InFlight(order) => {
-                blocked.extend(order);
-                report.kept += 1;
-                report.in_flight += 1;
-                continue;
-            }
-            Claim::Corrupt | Claim::Unsafe => {
-                report.set_aside += 1;
-                // Set aside (or, where the rename failed, left where it is): not looked at again
-                // by this run, so a spool it cannot change never keeps it passing.
-                report.left.push(entry.name.clone());
-                continue;
-            }
-            Claim::NewerFormat => {
-                report.newer_format += 1;
-                report.left.push(entry.name.clone());
-                continue;
-            }
-        };
-        let order = cap.order_key();
-        if blocked.contains(&order) || down.contains(&cap.server) {
-            blocked.insert(order);
-            report.kept += 1;
-            report.left.push(entry.name.clone());
-            continue;
-        }
-        let Some((transport, _, timeout)) = conns.get(&cap.integration, &cap.server) else {
-            blocked.insert(order);
-            report.unconfigured += 1;
-            report.left.push(entry.name.clone());
-            continue;
-        };
-        let query_key = format!(
-            "{}\n{}",
-            cap.server,
-            serde_json::to_string(&cap.query).unwrap_or_default()
-        );
-        // What the calls for this entry may take at most: a failure well past it happened while
-        // this process was stopped, and says nothing about the Server.
-        let allowed = deadline.remaining().min(*timeout * 2);
-        let started = Instant::now();
-        let scope = scopes
-            .entry(query_key.clone())
-            .or_insert_with(|| cap.query.resolve(transport))
-            .clone();
-        // A failure, and whether the Server's answer is final for this entry.
-        let failed = match scope {
-            Err(f) => Some((
-                f,
-                is_permanent_rejection(&f) && f.outcome == Outcome::ScopeNotFound,
-            )),
-            Ok(scope) => {
-                if opts.scope.as_ref().is_some_and(|only| *only != scope) {
-                    report.out_of_scope.push(entry.name.clone());
-                    continue;
-                }
-                // A replay after a crash past this point sends exactly this request (same scope,
-                // same `source_id`): the Server dedupes it instead of storing it in a scope rebound
-                // meanwhile. Without the pin it is not sent this run (it keeps its place in its
-                // session's order).
-                if cap.query.explicit.as_deref() != Some(scope.as_str()) && claimed.pin_scope(&scope).is_err()
-                {
-                    blocked.insert(order);
-                    report.kept += 1;
-                    report.left.push(entry.name.clone());
-                    continue;
-                }
-                match capture::send(transport, &cap.request(&scope)) {
-                    Ok(position) => {
-                        if cap.flush {
-                            let lock = state.lock(&short())?;
-                            ledger::update(state, &lock, |e| {
-                                ledger::record_in(
-                                    e,
-                                    &cap.server,
-                                    &scope,
-                                    position,
-                                    &cap.integration,
-                                    now_secs(),
-                                )
-                            })?;
-                        }
-                        None
-                    }
-                    Err(f) => Some((f, is_permanent_rejection(&f))),
-                }
-            }
-        };
-        match failed {
-            None => {
-                claimed.remove()?;
-                answered.insert(cap.server.clone());
-                report.delivered += 1;
-            }
-            Some((f, final_answer)) => {
-                report.last_error = Some(f.outcome.as_str().to_owned());
-                if final_answer {
-                    claimed.remove()?;
-                    answered.insert(cap.server.clone());
-                    report.rejected += 1;
-                } else if is_retryable(&f) && started.elapsed() > allowed + STALL_SLACK {
-                    // Stopped mid-call: no verdict. Neither the Server nor the entry is left
-                    // behind; a later pass (or a successor, see `drain`) sends it again.
-                    scopes.remove(&query_key);
-                    blocked.insert(order);
-                    report.kept += 1;
-                    report.stalled = true;
-                } else {
-                    // Only an unreachable Server holds back its other entries; an answer about
-                    // this entry (a binding that does not resolve, a refused token) holds back
-                    // its own session only.
-                    if is_retryable(&f) {
-                        down.insert(cap.server.clone());
-                    }
-                    blocked.insert(order);
-                    report.kept += 1;
-                    report.left.push(entry.name.clone());
-                }
-            }
-        }
-    }
-    progress(Progress::Spool { done: total, total });
-    if !answered.is_empty() {
-        let lock = state.lock(&short())?;
-        spool::record_answered(state, &lock, &answered, seq_mark)?;
-    }
+    replay.spool(progress)?;
+    let Replay {
+        mut conns,
+        down,
+        mut report,
+        ..
+    } = replay;
 
     flush_ledger(state, opts, &deadline, &mut conns, &down, &mut report, progress)?;
 
@@ -634,6 +501,224 @@ fn pass(
         report.config_error = Some(ConfigIssue::from(e));
     }
     Ok(report)
+}
+
+/// What a pass's spool replay carries from one entry to the next.
+struct Replay<'s, 'e> {
+    state: &'s StateDir,
+    opts: &'s DrainOptions,
+    deadline: Deadline,
+    conns: Connections<'e>,
+    /// Servers that failed this run: their remaining entries wait for the next one.
+    down: HashSet<String>,
+    /// Resolved scopes by Server and query.
+    scopes: HashMap<String, Result<String, Failure>>,
+    /// Servers that answered in this pass.
+    answered: HashSet<String>,
+    /// Sessions whose oldest waiting entry could not go now: their later entries wait too, so a
+    /// session's captures reach the Server in the order they were written.
+    blocked: HashSet<String>,
+    report: DrainReport,
+}
+
+/// A sent entry's facts its answer is settled by.
+struct Attempt {
+    /// Its session's order key.
+    order: String,
+    /// Its key in [`Replay::scopes`].
+    query_key: String,
+    /// When its calls began.
+    started: Instant,
+    /// What its calls may take at most.
+    allowed: Duration,
+}
+
+impl Replay<'_, '_> {
+    /// The spool oldest first, then the record of which Servers answered.
+    fn spool(&mut self, progress: &mut dyn FnMut(Progress)) -> Result<(), StateError> {
+        // Every entry listed now was written before this mark: a Server answering in this pass
+        // answered after them.
+        let seq_mark = spool::sequence_now(self.state);
+        let entries = spool::list(self.state)?;
+        let total = entries.len();
+        for (i, entry) in entries.iter().enumerate() {
+            progress(Progress::Spool { done: i, total });
+            if self.deadline.expired() {
+                self.report.kept += total - i;
+                break;
+            }
+            self.entry(entry)?;
+        }
+        progress(Progress::Spool { done: total, total });
+        if !self.answered.is_empty() {
+            let lock = self.state.lock(&self.deadline.within(Duration::from_secs(2)))?;
+            spool::record_answered(self.state, &lock, &self.answered, seq_mark)?;
+        }
+        Ok(())
+    }
+
+    /// One entry: claimed, held back behind its session or Server, or sent to the scope its
+    /// Server resolves for it, then settled by the answer.
+    fn entry(&mut self, entry: &spool::Entry) -> Result<(), StateError> {
+        let Some((cap, mut claimed)) = self.claim(entry) else {
+            return Ok(());
+        };
+        let order = cap.order_key();
+        if self.blocked.contains(&order) || self.down.contains(&cap.server) {
+            self.blocked.insert(order);
+            self.report.kept += 1;
+            self.report.left.push(entry.name.clone());
+            return Ok(());
+        }
+        let Some((transport, _, timeout)) = self.conns.get(&cap.integration, &cap.server) else {
+            self.blocked.insert(order);
+            self.report.unconfigured += 1;
+            self.report.left.push(entry.name.clone());
+            return Ok(());
+        };
+        let query_key = format!(
+            "{}\n{}",
+            cap.server,
+            serde_json::to_string(&cap.query).unwrap_or_default()
+        );
+        // What the calls for this entry may take at most: a failure well past it happened while
+        // this process was stopped, and says nothing about the Server.
+        let allowed = self.deadline.remaining().min(*timeout * 2);
+        let started = Instant::now();
+        let scope = self
+            .scopes
+            .entry(query_key.clone())
+            .or_insert_with(|| cap.query.resolve(transport))
+            .clone();
+        // A failure, and whether the Server's answer is final for this entry.
+        let failed = match scope {
+            Err(f) => Some((
+                f,
+                is_permanent_rejection(&f) && f.outcome == Outcome::ScopeNotFound,
+            )),
+            Ok(scope) => {
+                if self.opts.scope.as_ref().is_some_and(|only| *only != scope) {
+                    self.report.out_of_scope.push(entry.name.clone());
+                    return Ok(());
+                }
+                // A replay after a crash past this point sends exactly this request (same scope,
+                // same `source_id`): the Server dedupes it instead of storing it in a scope rebound
+                // meanwhile. Without the pin it is not sent this run (it keeps its place in its
+                // session's order).
+                if cap.query.explicit.as_deref() != Some(scope.as_str()) && claimed.pin_scope(&scope).is_err()
+                {
+                    self.blocked.insert(order);
+                    self.report.kept += 1;
+                    self.report.left.push(entry.name.clone());
+                    return Ok(());
+                }
+                send(self.state, &self.deadline, transport, &cap, &scope)?
+            }
+        };
+        let attempt = Attempt {
+            order,
+            query_key,
+            started,
+            allowed,
+        };
+        self.settle(&entry.name, &cap.server, claimed, failed, attempt)
+    }
+
+    /// Claims an entry for replay, or counts why it is not replayed now.
+    fn claim(&mut self, entry: &spool::Entry) -> Option<(Box<spool::SpooledCapture>, spool::Claimed)> {
+        // Each entry on its own: a bad one is set aside and the drain goes on with the rest.
+        match spool::claim(self.state, entry) {
+            Claim::Ready(c, k) => Some((c, k)),
+            Claim::Gone => None,
+            // A live hook holds it (it hands it over once its answer is out).
+            Claim::InFlight(order) => {
+                self.blocked.extend(order);
+                self.report.kept += 1;
+                self.report.in_flight += 1;
+                None
+            }
+            Claim::Corrupt | Claim::Unsafe => {
+                self.report.set_aside += 1;
+                // Set aside (or, where the rename failed, left where it is): not looked at again
+                // by this run, so a spool it cannot change never keeps it passing.
+                self.report.left.push(entry.name.clone());
+                None
+            }
+            Claim::NewerFormat => {
+                self.report.newer_format += 1;
+                self.report.left.push(entry.name.clone());
+                None
+            }
+        }
+    }
+
+    /// Settles a sent entry by its answer: removed when delivered or rejected for good, else
+    /// kept, holding back its session (and, unreachable, its Server) or passed again after a stall.
+    fn settle(
+        &mut self,
+        name: &str,
+        server: &str,
+        claimed: spool::Claimed,
+        failed: Option<(Failure, bool)>,
+        attempt: Attempt,
+    ) -> Result<(), StateError> {
+        match failed {
+            None => {
+                claimed.remove()?;
+                self.answered.insert(server.to_owned());
+                self.report.delivered += 1;
+            }
+            Some((f, final_answer)) => {
+                self.report.last_error = Some(f.outcome.as_str().to_owned());
+                if final_answer {
+                    claimed.remove()?;
+                    self.answered.insert(server.to_owned());
+                    self.report.rejected += 1;
+                } else if is_retryable(&f) && attempt.started.elapsed() > attempt.allowed + STALL_SLACK {
+                    // Stopped mid-call: no verdict. Neither the Server nor the entry is left
+                    // behind; a later pass (or a successor, see `drain`) sends it again.
+                    self.scopes.remove(&attempt.query_key);
+                    self.blocked.insert(attempt.order);
+                    self.report.kept += 1;
+                    self.report.stalled = true;
+                } else {
+                    // Only an unreachable Server holds back its other entries; an answer about
+                    // this entry (a binding that does not resolve, a refused token) holds back
+                    // its own session only.
+                    if is_retryable(&f) {
+                        self.down.insert(server.to_owned());
+                    }
+                    self.blocked.insert(attempt.order);
+                    self.report.kept += 1;
+                    self.report.left.push(name.to_owned());
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Sends a claimed capture to its scope and, when it asked for a flush, records that in the
+/// ledger: `None` when the Server took it, else the failure and whether that answer is final.
+fn send(
+    state: &StateDir,
+    deadline: &Deadline,
+    transport: &Transport,
+    cap: &spool::SpooledCapture,
+    scope: &str,
+) -> Result<Option<(Failure, bool)>, StateError> {
+    match capture::send(transport, &cap.request(scope)) {
+        Ok(position) => {
+            if cap.flush {
+                let lock = state.lock(&deadline.within(Duration::from_secs(2)))?;
+                ledger::update(state, &lock, |e| {
+                    ledger::record_in(e, &cap.server, scope, position, &cap.integration, now_secs())
+                })?;
+            }
+            Ok(None)
+        }
+        Err(f) => Ok(Some((f, is_permanent_rejection(&f)))),
+    }
 }
 
 fn flush_ledger(
