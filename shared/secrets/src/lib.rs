@@ -1793,21 +1793,7 @@ impl<'t> Scan<'t> {
     ) {
         let bytes = self.bytes;
         self.compared_before(kstart, key, strength, kind);
-        let mut pos = kend;
-        if matches!(bytes.get(pos), Some(b'"' | b'\'' | b'`')) {
-            pos += 1;
-            // `config['SECRET_KEY'] = …`
-            if bytes.get(pos) == Some(&b']') {
-                pos += 1;
-            }
-        }
-        // `char secret[25] = "…"`, `secret[] = "…"`: an array's size is part of the declaration.
-        if bytes.get(pos) == Some(&b'[') {
-            let close = run_end_max(bytes, pos + 1, 6, |b| b.is_ascii_digit());
-            if bytes.get(close) == Some(&b']') {
-                pos = close + 1;
-            }
-        }
+        let pos = key_tail_end(bytes, kend);
         let mut blank_before = skip_blank(bytes, pos);
         // French typography puts a no-break space before a colon (`Mot de passe\u{a0}: …`).
         let nbsp = skip_space(bytes, pos);
@@ -1815,51 +1801,105 @@ impl<'t> Scan<'t> {
             blank_before = nbsp;
         }
         let spaced_before = blank_before > pos;
-        pos = blank_before;
-        let sep = match (bytes.get(pos), bytes.get(pos + 1)) {
-            // Make's `::=` and `:::=` (an LDIF `::` has no `=` after it).
-            (Some(b':'), Some(b':')) if bytes.get(pos + 2) == Some(&b'=') => Some(3),
-            (Some(b':'), Some(b':')) if bytes.get(pos + 2..pos + 4) == Some(b":=") => Some(4),
-            (Some(b':'), Some(b':')) => return self.ldif_base64_at(pos + 2, key, kind),
-            // Make's `?=` and `+=`, PHP's `.=`.
-            (Some(b'?' | b'+' | b'.'), Some(b'=')) => Some(2),
-            (Some(b'='), Some(b'=')) | (Some(b'!'), Some(b'=')) => {
-                return self.compared_at(pos, key, strength, kind);
-            }
-            // `std::string secret("…")`: a literal passed to what the key names.
-            // A capitalised name is a type (`new ClientSecretCredential("<tenant>", …)`).
-            (Some(b'('), Some(b'"' | b'\'')) if !spaced_before && !camel_type(key) => {
-                return self.compared_at(pos, key, strength, kind);
-            }
-            (Some(b':'), Some(b'=')) => Some(2),
-            (Some(b'='), Some(b'>')) => Some(2),
-            (Some(b'?'), Some(b':')) => return, // a TypeScript optional field: a type follows
-            (Some(b':' | b'='), _) => Some(1),
-            _ if bytes[pos..].starts_with("：".as_bytes()) => Some(3),
-            _ => None,
+        let pos = blank_before;
+        let Some(sep) = self.separator_at(pos, key, strength, kind, spaced_before) else {
+            return;
         };
         let line = line_before(bytes, kstart);
         let colon = sep == Some(1) && bytes[pos] == b':';
         let quoted_key = pos > kend;
         // `<password>…</password>`: the element's text is the value.
         if sep.is_none() && bytes.get(pos) == Some(&b'>') && kstart > 0 && bytes[kstart - 1] == b'<' {
-            let start = pos + 1;
-            let end = run_end_max(bytes, start, MAX_VALUE, |b| b != b'<' && b != b'\n');
-            let value = Value {
-                start,
-                end,
-                quoted: true,
-                raw_end: end,
-                span_end: end,
-                cut: false,
-                quote: 0,
-                stop: Stop::Code,
-            };
-            if bytes.get(end) == Some(&b'<') && value_is_secret(bytes, &value, key, strength, Mode::Literal) {
-                self.push(kind, start, end);
-            }
-            return;
+            return self.element_text(pos + 1, key, strength, kind);
         }
+        let site = KeySite {
+            key,
+            strength,
+            kind,
+            flag,
+            line,
+            spaced_before,
+            quoted_key,
+            colon,
+        };
+        let Some((pos, mode)) = self.assignment_mode(pos, sep, &site) else {
+            return;
+        };
+        self.assigned_value(pos, mode, &site);
+    }
+
+    /// The assignment operator at `pos` after a key: `Some(Some(len))` for an operator of `len`
+    /// bytes, `Some(None)` for none, `None` when what follows was judged here (a comparison, a
+    /// call, an LDIF value) or is a type.
+    fn separator_at(
+        &mut self,
+        pos: usize,
+        key: &[u8],
+        strength: Strength,
+        kind: SecretKind,
+        spaced_before: bool,
+    ) -> Option<Option<usize>> {
+        let bytes = self.bytes;
+        let sep = match (bytes.get(pos), bytes.get(pos + 1)) {
+            // Make's `::=` and `:::=` (an LDIF `::` has no `=` after it).
+            (Some(b':'), Some(b':')) if bytes.get(pos + 2) == Some(&b'=') => Some(3),
+            (Some(b':'), Some(b':')) if bytes.get(pos + 2..pos + 4) == Some(b":=") => Some(4),
+            (Some(b':'), Some(b':')) => {
+                self.ldif_base64_at(pos + 2, key, kind);
+                return None;
+            }
+            // Make's `?=` and `+=`, PHP's `.=`.
+            (Some(b'?' | b'+' | b'.'), Some(b'=')) => Some(2),
+            (Some(b'='), Some(b'=')) | (Some(b'!'), Some(b'=')) => {
+                self.compared_at(pos, key, strength, kind);
+                return None;
+            }
+            // `std::string secret("…")`: a literal passed to what the key names.
+            // A capitalised name is a type (`new ClientSecretCredential("<tenant>", …)`).
+            (Some(b'('), Some(b'"' | b'\'')) if !spaced_before && !camel_type(key) => {
+                self.compared_at(pos, key, strength, kind);
+                return None;
+            }
+            (Some(b':'), Some(b'=')) => Some(2),
+            (Some(b'='), Some(b'>')) => Some(2),
+            (Some(b'?'), Some(b':')) => return None, // a TypeScript optional field: a type follows
+            (Some(b':' | b'='), _) => Some(1),
+            _ if bytes[pos..].starts_with("：".as_bytes()) => Some(3),
+            _ => None,
+        };
+        Some(sep)
+    }
+
+    /// The text of an element opened by the key (`<password>…</password>`, from `start`): a
+    /// secret when the element closes on the same line.
+    fn element_text(&mut self, start: usize, key: &[u8], strength: Strength, kind: SecretKind) {
+        let bytes = self.bytes;
+        let end = run_end_max(bytes, start, MAX_VALUE, |b| b != b'<' && b != b'\n');
+        let value = Value {
+            start,
+            end,
+            quoted: true,
+            raw_end: end,
+            span_end: end,
+            cut: false,
+            quote: 0,
+            stop: Stop::Code,
+        };
+        if bytes.get(end) == Some(&b'<') && value_is_secret(bytes, &value, key, strength, Mode::Literal) {
+            self.push(kind, start, end);
+        }
+    }
+
+    /// Where the value after the separator (`sep` at `pos`) starts and how it is read; `None`
+    /// when there is no value or it was judged here (a glued `key:value`, a netrc line).
+    fn assignment_mode(
+        &mut self,
+        mut pos: usize,
+        sep: Option<usize>,
+        site: &KeySite,
+    ) -> Option<(usize, Mode)> {
+        let bytes = self.bytes;
+        let (key, strength, kind, line) = (site.key, site.strength, site.kind, site.line);
         let mode = match sep {
             Some(len) => {
                 let after = pos + len;
@@ -1875,22 +1915,21 @@ impl<'t> Scan<'t> {
                     pos = skip_space(bytes, next);
                 }
                 let spaced_after = pos > after;
-                let glued_colon = bytes[after - 1] == b':' && !spaced_before && !spaced_after && !quoted_key;
+                let glued_colon =
+                    bytes[after - 1] == b':' && !site.spaced_before && !spaced_after && !site.quoted_key;
                 if glued_colon && !matches!(bytes.get(pos), Some(b'"' | b'\'' | b'`')) {
                     // `key:value` glued is an ARN, URN or path segment more often than a
                     // mapping: only a random-looking value without further colons counts.
-                    let Some(value) = Value::parse(bytes, pos, Stop::Code) else {
-                        return;
-                    };
+                    let value = Value::parse(bytes, pos, Stop::Code)?;
                     let v = value.text(bytes);
                     if !v.contains(&b':') && value_is_secret(bytes, &value, key, strength, Mode::Prose) {
                         self.push(kind, value.start, value.whole_end(bytes));
                     }
-                    return;
+                    return None;
                 }
-                if flag
+                if site.flag
                     || (bytes[pos - 1] == b'='
-                        && !spaced_before
+                        && !site.spaced_before
                         && !spaced_after
                         && (shell_line(line) || all_caps(key)))
                 {
@@ -1900,12 +1939,12 @@ impl<'t> Scan<'t> {
                 }
             }
             // `<add key="ApiSecret" value="…" />`
-            None if spaced_before && bytes[pos..].starts_with(b"value=") => {
+            None if site.spaced_before && bytes[pos..].starts_with(b"value=") => {
                 pos += b"value=".len();
                 Mode::Code
             }
-            None if spaced_before && pos < bytes.len() && bytes[pos] != b'\n' => {
-                if flag || env_command_line(line) {
+            None if site.spaced_before && pos < bytes.len() && bytes[pos] != b'\n' => {
+                if site.flag || env_command_line(line) {
                     Mode::Literal
                 } else if netrc_line(line) {
                     if let Some(v) = Value::parse(bytes, pos, Stop::Blank)
@@ -1913,14 +1952,21 @@ impl<'t> Scan<'t> {
                     {
                         self.push(SecretKind::CredentialFile, v.start, v.whole_end(bytes));
                     }
-                    return;
+                    return None;
                 } else {
                     pos = skip_fillers(bytes, pos);
                     Mode::Prose
                 }
             }
-            None => return,
+            None => return None,
         };
+        Some((pos, mode))
+    }
+
+    /// The value starting at `pos`, read in `mode`, and whether it is the key's secret.
+    fn assigned_value(&mut self, pos: usize, mode: Mode, site: &KeySite) {
+        let bytes = self.bytes;
+        let (key, strength, line, colon) = (site.key, site.strength, site.line, site.colon);
         let stop = if mode == Mode::Literal {
             Stop::Blank
         } else {
@@ -1929,7 +1975,7 @@ impl<'t> Scan<'t> {
         let Some(mut value) = Value::parse(bytes, pos, stop) else {
             return;
         };
-        let mut kind = kind;
+        let mut kind = site.kind;
         let mut mode = mode;
         // `"Authorization": "token …"`: the scheme word inside the quotes is not the secret.
         if value.quoted {
@@ -2483,6 +2529,45 @@ enum Strength {
     Strong,
     /// Only a random-looking value is (`key`, `auth`, `pass`, plurals).
     Weak,
+}
+
+/// A key found by the scan and what surrounds it, carried from reading its separator to judging
+/// its value.
+struct KeySite<'a> {
+    key: &'a [u8],
+    strength: Strength,
+    kind: SecretKind,
+    /// Read after a command's flag: the value is a literal.
+    flag: bool,
+    /// The line before the key.
+    line: &'a [u8],
+    /// Blanks between the key and its separator.
+    spaced_before: bool,
+    /// The key was quoted (`"password": …`).
+    quoted_key: bool,
+    /// The separator is a lone `:`.
+    colon: bool,
+}
+
+/// Where a key's text ends: past a closing quote (and the `]` of `config['SECRET_KEY']`) and
+/// an array's size (`secret[25]`).
+fn key_tail_end(bytes: &[u8], kend: usize) -> usize {
+    let mut pos = kend;
+    if matches!(bytes.get(pos), Some(b'"' | b'\'' | b'`')) {
+        pos += 1;
+        // `config['SECRET_KEY'] = …`
+        if bytes.get(pos) == Some(&b']') {
+            pos += 1;
+        }
+    }
+    // `char secret[25] = "…"`, `secret[] = "…"`: an array's size is part of the declaration.
+    if bytes.get(pos) == Some(&b'[') {
+        let close = run_end_max(bytes, pos + 1, 6, |b| b.is_ascii_digit());
+        if bytes.get(close) == Some(&b']') {
+            pos = close + 1;
+        }
+    }
+    pos
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
