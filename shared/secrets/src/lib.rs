@@ -1206,67 +1206,9 @@ impl<'t> Scan<'t> {
     /// rules in `rules/keyword.toml`).
     fn keyword_value_at(&mut self, kend: usize, key: &[u8], generic: bool) {
         let bytes = self.bytes;
-        let mut p = kend;
-        // A quoted key's closing quote, then blanks, an operator of up to three bytes (`=`, `:`,
-        // `:=`, `=>`, `?=`, `::=`, `.=`, `,`, `>`), blanks and an opening quote.
-        if matches!(bytes.get(p), Some(b'"' | b'\'' | b'`')) {
-            p += 1;
-        }
-        let blank = |b: &u8| matches!(b, b' ' | b'\t');
-        while bytes.get(p).is_some_and(blank) {
-            p += 1;
-        }
-        // A typed declaration's type (`dbPassword string = …`, `password: &str = …`,
-        // `secretKey: String = …`) stands between the key and its `=`.
-        if generic && let Some(eq) = declared_type_end(bytes, p) {
-            p = eq;
-        }
-        let op = p;
-        // Any run of operator bytes (`=`, `:=`, `?=`, `::=`, `:::=`, `.=`, `=>`, `<-`, `,`, `>`,
-        // `==`, `!==`), or a dash between blanks (`auth token - …`).
-        while p - op < 4
-            && matches!(
-                bytes.get(p),
-                Some(b'=' | b':' | b'>' | b'?' | b',' | b'.' | b'|' | b'!' | b'<')
-            )
-        {
-            p += 1;
-        }
-        if p == op && bytes.get(p) == Some(&b'-') && p > kend && bytes.get(p + 1).is_some_and(blank) {
-            p += 1;
-        }
-        if bytes[op..p].starts_with(b"<<") || bytes[op..p].starts_with(b"|") {
-            return; // a here-string or a pipe feeds a command, which its own rule reads
-        }
-        if matches!(&bytes[op..p], b"?" | b".") {
-            return; // a query string's or a member's separator, not an operator
-        }
-        if bytes.get(op..op + 2) == Some(b"<-") {
-            p = op + 2;
-        } else if bytes[op..p] == *b"<" {
-            p = op; // an opening tag's `<` is not an operator
-        }
-        let has_operator = p > op;
-        if p == kend {
-            return; // glued to the key: part of a word
-        }
-        while bytes.get(p).is_some_and(blank) {
-            p += 1;
-        }
-        // An INI value continued on the next, indented line (`password =\n    …`).
-        if has_operator {
-            let next = match bytes.get(p..) {
-                Some([b'\n', ..]) => p + 1,
-                Some([b'\r', b'\n', ..]) => p + 2,
-                _ => p,
-            };
-            if next > p && bytes.get(next).is_some_and(blank) {
-                p = next;
-                while bytes.get(p).is_some_and(blank) {
-                    p += 1;
-                }
-            }
-        }
+        let Some((op, mut p, has_operator)) = keyword_operand(bytes, kend, generic) else {
+            return;
+        };
         let quote = bytes.get(p).copied().filter(|b| matches!(b, b'"' | b'\'' | b'`'));
         if quote.is_some() {
             p += 1;
@@ -1293,6 +1235,26 @@ impl<'t> Scan<'t> {
         if !generic || secret_word(key).is_none() {
             return;
         }
+        let operand = KeywordOperand {
+            op,
+            start: p,
+            has_operator,
+            quote,
+        };
+        self.generic_keyword_value(key, &operand, token_end, token_closed);
+    }
+
+    /// A secret word's key followed by a generated value (`operand`), the value running to
+    /// `token_end` when it is neither quoted nor a password with symbols.
+    fn generic_keyword_value(
+        &mut self,
+        key: &[u8],
+        operand: &KeywordOperand,
+        token_end: usize,
+        token_closed: bool,
+    ) {
+        let bytes = self.bytes;
+        let (op, p, has_operator, quote) = (operand.op, operand.start, operand.has_operator, operand.quote);
         // A secret word's key with a generated value, whatever joins them (`access_token
         // <value>`, `set("api_key", "<value>")`, `<secret>…</secret>`, `if (pw == "<value>")`):
         // quoted, the value runs to its closing quote on the line and may hold any symbol.
@@ -2547,6 +2509,84 @@ struct KeySite<'a> {
     quoted_key: bool,
     /// The separator is a lone `:`.
     colon: bool,
+}
+
+/// Where a keyword's value starts after the key ending at `kend`: the operator's start, the
+/// value's start and whether an operator stands between; `None` when what follows is no value.
+fn keyword_operand(bytes: &[u8], kend: usize, generic: bool) -> Option<(usize, usize, bool)> {
+    let mut p = kend;
+    // A quoted key's closing quote, then blanks, an operator of up to three bytes (`=`, `:`,
+    // `:=`, `=>`, `?=`, `::=`, `.=`, `,`, `>`), blanks and an opening quote.
+    if matches!(bytes.get(p), Some(b'"' | b'\'' | b'`')) {
+        p += 1;
+    }
+    let blank = |b: &u8| matches!(b, b' ' | b'\t');
+    while bytes.get(p).is_some_and(blank) {
+        p += 1;
+    }
+    // A typed declaration's type (`dbPassword string = …`, `password: &str = …`,
+    // `secretKey: String = …`) stands between the key and its `=`.
+    if generic && let Some(eq) = declared_type_end(bytes, p) {
+        p = eq;
+    }
+    let op = p;
+    // Any run of operator bytes (`=`, `:=`, `?=`, `::=`, `:::=`, `.=`, `=>`, `<-`, `,`, `>`,
+    // `==`, `!==`), or a dash between blanks (`auth token - …`).
+    while p - op < 4
+        && matches!(
+            bytes.get(p),
+            Some(b'=' | b':' | b'>' | b'?' | b',' | b'.' | b'|' | b'!' | b'<')
+        )
+    {
+        p += 1;
+    }
+    if p == op && bytes.get(p) == Some(&b'-') && p > kend && bytes.get(p + 1).is_some_and(blank) {
+        p += 1;
+    }
+    if bytes[op..p].starts_with(b"<<") || bytes[op..p].starts_with(b"|") {
+        return None; // a here-string or a pipe feeds a command, which its own rule reads
+    }
+    if matches!(&bytes[op..p], b"?" | b".") {
+        return None; // a query string's or a member's separator, not an operator
+    }
+    if bytes.get(op..op + 2) == Some(b"<-") {
+        p = op + 2;
+    } else if bytes[op..p] == *b"<" {
+        p = op; // an opening tag's `<` is not an operator
+    }
+    let has_operator = p > op;
+    if p == kend {
+        return None; // glued to the key: part of a word
+    }
+    while bytes.get(p).is_some_and(blank) {
+        p += 1;
+    }
+    // An INI value continued on the next, indented line (`password =\n    …`).
+    if has_operator {
+        let next = match bytes.get(p..) {
+            Some([b'\n', ..]) => p + 1,
+            Some([b'\r', b'\n', ..]) => p + 2,
+            _ => p,
+        };
+        if next > p && bytes.get(next).is_some_and(blank) {
+            p = next;
+            while bytes.get(p).is_some_and(blank) {
+                p += 1;
+            }
+        }
+    }
+    Some((op, p, has_operator))
+}
+
+/// Where a keyword's value starts, carried from reading the operator to reading the value.
+struct KeywordOperand {
+    /// The operator's start.
+    op: usize,
+    /// The value's start (past an opening quote).
+    start: usize,
+    has_operator: bool,
+    /// The value's opening quote.
+    quote: Option<u8>,
 }
 
 /// Where a key's text ends: past a closing quote (and the `]` of `config['SECRET_KEY']`) and
