@@ -3801,23 +3801,7 @@ fn same_line_tokens(bytes: &[u8], found: &mut Vec<Finding>) -> bool {
         }
         let e = run_end_max(bytes, k, 12, word_byte);
         let word = &bytes[k..e];
-        let named = matches!(
-            lower(word, &mut [0; 16]),
-            b"key"
-                | b"keys"
-                | b"token"
-                | b"tokens"
-                | b"password"
-                | b"passwords"
-                | b"secret"
-                | b"secrets"
-                | b"credential"
-                | b"credentials"
-                | b"apikey"
-                | b"passphrase"
-        ) || word.iter().all(u8::is_ascii_alphabetic)
-            && secret_word(word).is_some_and(|w| w.strength == Strength::Strong);
-        if !named {
+        if !names_secret(word) {
             k = e;
             continue;
         }
@@ -3836,70 +3820,98 @@ fn same_line_tokens(bytes: &[u8], found: &mut Vec<Finding>) -> bool {
                 .any(|w| NOT.iter().any(|n| w.eq_ignore_ascii_case(n)))
         };
         if reach <= start && line.len() <= 4096 && !about_public() {
-            let mut t = 0;
-            while t < line.len() {
-                let te = run_end(line, t, |c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-'));
-                if te == t {
-                    t += 1;
-                    continue;
-                }
-                let before_ok = t == 0
-                    || !matches!(
-                        line[t - 1],
-                        b'/' | b'.' | b'@' | b'=' | b':' | b'$' | b'%' | b'&' | b'?' | b'#'
-                    );
-                let after_ok = line.get(te).is_none_or(|c| {
-                    !(matches!(c, b'/' | b'@' | b'(' | b'[')
-                        || *c == b'.' && line.get(te + 1).is_some_and(u8::is_ascii_alphanumeric))
-                });
-                // An id the word before names (`request 01HZX3…`, `trace-id: …`, `build …`).
-                let named_id = || {
-                    let head = line[..t].trim_ascii_end();
-                    let head = head.strip_suffix(b":").unwrap_or(head).trim_ascii_end();
-                    let w = head.len()
-                        - head
-                            .iter()
-                            .rev()
-                            .take_while(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_'))
-                            .count();
-                    let prev = &head[w..];
-                    let last = prev.rsplit(|&c| matches!(c, b'-' | b'_')).next().unwrap_or(prev);
-                    matches!(
-                        lower(last, &mut [0; 16]),
-                        b"id"
-                            | b"ids"
-                            | b"request"
-                            | b"trace"
-                            | b"span"
-                            | b"build"
-                            | b"job"
-                            | b"run"
-                            | b"order"
-                            | b"commit"
-                            | b"revision"
-                            | b"ticket"
-                            | b"issue"
-                            | b"correlation"
-                            | b"uuid"
-                            | b"ulid"
-                            | b"etag"
-                            | b"digest"
-                    )
-                };
-                if before_ok && after_ok && generated_token(&line[t..te]) && !named_id() {
-                    found.push(Finding {
-                        kind: SecretKind::Prose,
-                        start: start + t,
-                        end: start + te,
-                    });
-                }
-                t = te;
-            }
+            line_tokens(line, start, found);
         }
         k = end;
         prev = 0;
     }
     found.len() > before
+}
+
+/// The generated tokens on a line starting at `start` that names a secret, pushed to `found`.
+fn line_tokens(line: &[u8], start: usize, found: &mut Vec<Finding>) {
+    let mut t = 0;
+    while t < line.len() {
+        let te = run_end(line, t, |c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-'));
+        if te == t {
+            t += 1;
+            continue;
+        }
+        let before_ok = t == 0
+            || !matches!(
+                line[t - 1],
+                b'/' | b'.' | b'@' | b'=' | b':' | b'$' | b'%' | b'&' | b'?' | b'#'
+            );
+        let after_ok = line.get(te).is_none_or(|c| {
+            !(matches!(c, b'/' | b'@' | b'(' | b'[')
+                || *c == b'.' && line.get(te + 1).is_some_and(u8::is_ascii_alphanumeric))
+        });
+        if before_ok && after_ok && generated_token(&line[t..te]) && !named_id(&line[..t]) {
+            found.push(Finding {
+                kind: SecretKind::Prose,
+                start: start + t,
+                end: start + te,
+            });
+        }
+        t = te;
+    }
+}
+
+/// An id the word before a token names (`request 01HZX3…`, `trace-id: …`, `build …`), `before`
+/// being the line up to the token.
+fn named_id(before: &[u8]) -> bool {
+    let head = before.trim_ascii_end();
+    let head = head.strip_suffix(b":").unwrap_or(head).trim_ascii_end();
+    let w = head.len()
+        - head
+            .iter()
+            .rev()
+            .take_while(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_'))
+            .count();
+    let prev = &head[w..];
+    let last = prev.rsplit(|&c| matches!(c, b'-' | b'_')).next().unwrap_or(prev);
+    matches!(
+        lower(last, &mut [0; 16]),
+        b"id"
+            | b"ids"
+            | b"request"
+            | b"trace"
+            | b"span"
+            | b"build"
+            | b"job"
+            | b"run"
+            | b"order"
+            | b"commit"
+            | b"revision"
+            | b"ticket"
+            | b"issue"
+            | b"correlation"
+            | b"uuid"
+            | b"ulid"
+            | b"etag"
+            | b"digest"
+    )
+}
+
+/// Whether a word on a line names a secret (`key`, `token`, `password`, a strong secret word):
+/// a line holding one is read by [`same_line_tokens`].
+fn names_secret(word: &[u8]) -> bool {
+    matches!(
+        lower(word, &mut [0; 16]),
+        b"key"
+            | b"keys"
+            | b"token"
+            | b"tokens"
+            | b"password"
+            | b"passwords"
+            | b"secret"
+            | b"secrets"
+            | b"credential"
+            | b"credentials"
+            | b"apikey"
+            | b"passphrase"
+    ) || word.iter().all(u8::is_ascii_alphabetic)
+        && secret_word(word).is_some_and(|w| w.strength == Strength::Strong)
 }
 
 /// A token that looks generated on its own: see [`same_line_tokens`].
