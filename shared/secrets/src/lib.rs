@@ -2800,70 +2800,7 @@ fn secret_word(key: &[u8]) -> Option<SecretWord> {
             j += 1;
             continue;
         }
-        // A word from `j` to `e` that is a segment of its own.
-        let alone = |e: usize| {
-            (j == 0 || !key[j - 1].is_ascii_alphabetic())
-                && key.get(e).is_none_or(|b| !b.is_ascii_alphabetic())
-        };
-        let hit: Option<(usize, Strength, bool)> = match key[j] | 0x20 {
-            b'p' => longest(key, j, &[b"password", b"passwd", b"passphrase", b"passcode"])
-                .map(|e| (e, Strength::Strong, false))
-                .or_else(|| two_part(key, j, b"private", b"key").map(|e| (e, Strength::Strong, false)))
-                .or_else(|| eat_ci(key, j, b"pwd").map(|e| (e, Strength::Strong, false)))
-                // `pw` only as a segment of its own (`my pw is`, `DB_PW`), not in `upward`.
-                .or_else(|| {
-                    eat_ci(key, j, b"pw")
-                        // `olcRootPW`: capitals end a CamelCase key.
-                        .filter(|&e| {
-                            alone(e)
-                                || e == key.len() && key[j..e] == *b"PW" && key[j - 1].is_ascii_lowercase()
-                        })
-                        .map(|e| (e, Strength::Strong, false))
-                })
-                // A personal access token (`AZURE_DEVOPS_PAT`), a segment of its own.
-                .or_else(|| {
-                    eat_ci(key, j, b"pat")
-                        .filter(|&e| alone(e))
-                        .map(|e| (e, Strength::Weak, false))
-                })
-                // `DB_PASS`, `smtp.pass`: the last segment of a config key names a password.
-                .or_else(|| {
-                    eat_ci(key, j, b"pass").map(|e| {
-                        let segment = j > 0 && matches!(key[j - 1], b'_' | b'.') && e == key.len();
-                        (e, if segment { Strength::Strong } else { Strength::Weak }, false)
-                    })
-                }),
-            b's' => eat_ci(key, j, b"secret").map(|e| (e, Strength::Strong, false)),
-            b't' => eat_ci(key, j, b"token").map(|e| (e, Strength::Strong, false)),
-            // `key` as a word of its own or glued to a word that makes it one (`apikey`,
-            // `masterKey`), not inside another word (`keycloak`, `monkey`, `hotkey`).
-            b'k' => eat_ci(key, j, b"key")
-                .filter(|&e| {
-                    let after = key.get(e).copied();
-                    let plural = after.is_some_and(|b| b | 0x20 == b's')
-                        && key.get(e + 1).is_none_or(|b| !b.is_ascii_lowercase());
-                    let word_ends = after.is_none_or(|b| !b.is_ascii_lowercase()) || plural;
-                    let glued = j > 0
-                        && key[j - 1].is_ascii_alphabetic()
-                        && !(key[j - 1].is_ascii_lowercase() && key[j].is_ascii_uppercase());
-                    word_ends
-                        && (!glued
-                            || KEY_COMPOUNDS.iter().any(|c| {
-                                key[..j].len() >= c.len() && key[j - c.len()..j].eq_ignore_ascii_case(c)
-                            }))
-                })
-                .map(|e| (e, Strength::Weak, false)),
-            b'a' => two_part(key, j, b"api", b"key")
-                .or_else(|| two_part(key, j, b"access", b"key"))
-                .map(|e| (e, Strength::Strong, false))
-                .or_else(|| longest(key, j, &[b"authorization"]).map(|e| (e, Strength::Strong, true)))
-                .or_else(|| eat_ci(key, j, b"auth").map(|e| (e, Strength::Weak, false))),
-            b'c' => {
-                longest(key, j, &[b"credential", b"creds", b"cookie"]).map(|e| (e, Strength::Strong, false))
-            }
-            _ => None,
-        };
-        let Some((end, mut strength, authorization)) = hit else {
+        let Some((end, mut strength, authorization)) = secret_word_at(key, j) else {
             j += 1;
             continue;
         };
@@ -2894,6 +2831,70 @@ fn secret_word(key: &[u8]) -> Option<SecretWord> {
         j = end;
     }
     best
+}
+
+/// The secret word starting at `j` in `key` (a candidate by its first two bytes): its end, its
+/// strength and whether it is `authorization`.
+fn secret_word_at(key: &[u8], j: usize) -> Option<(usize, Strength, bool)> {
+    // A word from `j` to `e` that is a segment of its own.
+    let alone = |e: usize| {
+        (j == 0 || !key[j - 1].is_ascii_alphabetic()) && key.get(e).is_none_or(|b| !b.is_ascii_alphabetic())
+    };
+    match key[j] | 0x20 {
+        b'p' => longest(key, j, &[b"password", b"passwd", b"passphrase", b"passcode"])
+            .map(|e| (e, Strength::Strong, false))
+            .or_else(|| two_part(key, j, b"private", b"key").map(|e| (e, Strength::Strong, false)))
+            .or_else(|| eat_ci(key, j, b"pwd").map(|e| (e, Strength::Strong, false)))
+            // `pw` only as a segment of its own (`my pw is`, `DB_PW`), not in `upward`.
+            .or_else(|| {
+                eat_ci(key, j, b"pw")
+                    // `olcRootPW`: capitals end a CamelCase key.
+                    .filter(|&e| {
+                        alone(e) || e == key.len() && key[j..e] == *b"PW" && key[j - 1].is_ascii_lowercase()
+                    })
+                    .map(|e| (e, Strength::Strong, false))
+            })
+            // A personal access token (`AZURE_DEVOPS_PAT`), a segment of its own.
+            .or_else(|| {
+                eat_ci(key, j, b"pat")
+                    .filter(|&e| alone(e))
+                    .map(|e| (e, Strength::Weak, false))
+            })
+            // `DB_PASS`, `smtp.pass`: the last segment of a config key names a password.
+            .or_else(|| {
+                eat_ci(key, j, b"pass").map(|e| {
+                    let segment = j > 0 && matches!(key[j - 1], b'_' | b'.') && e == key.len();
+                    (e, if segment { Strength::Strong } else { Strength::Weak }, false)
+                })
+            }),
+        b's' => eat_ci(key, j, b"secret").map(|e| (e, Strength::Strong, false)),
+        b't' => eat_ci(key, j, b"token").map(|e| (e, Strength::Strong, false)),
+        // `key` as a word of its own or glued to a word that makes it one (`apikey`,
+        // `masterKey`), not inside another word (`keycloak`, `monkey`, `hotkey`).
+        b'k' => eat_ci(key, j, b"key")
+            .filter(|&e| {
+                let after = key.get(e).copied();
+                let plural = after.is_some_and(|b| b | 0x20 == b's')
+                    && key.get(e + 1).is_none_or(|b| !b.is_ascii_lowercase());
+                let word_ends = after.is_none_or(|b| !b.is_ascii_lowercase()) || plural;
+                let glued = j > 0
+                    && key[j - 1].is_ascii_alphabetic()
+                    && !(key[j - 1].is_ascii_lowercase() && key[j].is_ascii_uppercase());
+                word_ends
+                    && (!glued
+                        || KEY_COMPOUNDS.iter().any(|c| {
+                            key[..j].len() >= c.len() && key[j - c.len()..j].eq_ignore_ascii_case(c)
+                        }))
+            })
+            .map(|e| (e, Strength::Weak, false)),
+        b'a' => two_part(key, j, b"api", b"key")
+            .or_else(|| two_part(key, j, b"access", b"key"))
+            .map(|e| (e, Strength::Strong, false))
+            .or_else(|| longest(key, j, &[b"authorization"]).map(|e| (e, Strength::Strong, true)))
+            .or_else(|| eat_ci(key, j, b"auth").map(|e| (e, Strength::Weak, false))),
+        b'c' => longest(key, j, &[b"credential", b"creds", b"cookie"]).map(|e| (e, Strength::Strong, false)),
+        _ => None,
+    }
 }
 
 /// The command of a shell line that `i` is part of: what follows its last `;`, `|` or `&` (a
