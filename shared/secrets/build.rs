@@ -208,8 +208,18 @@ fn parse_body(body: &str, id: &str, classes: &mut Vec<[u64; 4]>) -> Vec<Seg> {
     segs
 }
 
-fn main() {
-    let dir = Path::new("rules");
+/// Everything the rule files hold, in file order.
+struct RuleFiles {
+    /// Each vendor rule with its file's stem.
+    rules: Vec<(String, Rule)>,
+    keyword_rules: Vec<Keyword>,
+    /// Each file's stem, family and number of rules.
+    families: Vec<(String, String, usize)>,
+    examples: Vec<Example>,
+}
+
+/// Reads every `rules/*.toml` in name order, telling cargo to rerun when one changes.
+fn read_rule_files(dir: &Path) -> RuleFiles {
     println!("cargo::rerun-if-changed=rules");
     let mut paths: Vec<_> = std::fs::read_dir(dir)
         .expect("rules/")
@@ -233,8 +243,19 @@ fn main() {
             rules.push((stem.clone(), r));
         }
     }
+    RuleFiles {
+        rules,
+        keyword_rules,
+        families,
+        examples,
+    }
+}
+
+/// Fails the build on a vendor rule with a duplicate id, no samples, no source, a short prefix
+/// or a name that is not snake_case; returns the ids seen.
+fn check_rules(rules: &[(String, Rule)]) -> BTreeMap<String, ()> {
     let mut ids = BTreeMap::new();
-    for (_, r) in &rules {
+    for (_, r) in rules {
         assert!(
             ids.insert(r.id.clone(), ()).is_none(),
             "duplicate rule id {}",
@@ -256,27 +277,17 @@ fn main() {
             r.id
         );
     }
-    // Dispatch on the prefix's first byte in ASCII lowercase, then on its second (sorted within
-    // the bucket); among equal pairs the longer prefix is tried first (`xoxe.xoxp-` before
-    // `xoxe-`).
-    rules.sort_by(|(_, a), (_, b)| {
-        let key = |r: &Rule| {
-            let p = r.prefix.as_bytes();
-            (p[0].to_ascii_lowercase(), p[1].to_ascii_lowercase())
-        };
-        key(a)
-            .cmp(&key(b))
-            .then(b.prefix.len().cmp(&a.prefix.len()))
-            .then(a.id.cmp(&b.id))
-    });
+    ids
+}
 
-    let mut classes: Vec<[u64; 4]> = Vec::new();
+/// Writes `RULE_INFO`, `VENDORS` and `SEGMENTS` for the sorted vendor rules, adding their body
+/// classes to `classes`.
+fn emit_vendors(out: &mut String, rules: &[(String, Rule)], classes: &mut Vec<[u64; 4]>) {
     let mut segs: Vec<Seg> = Vec::new();
-    let mut out = String::new();
     let mut table = String::new();
-    for (_, r) in &rules {
+    for (_, r) in rules {
         let start = segs.len();
-        segs.extend(parse_body(&r.body, &r.id, &mut classes));
+        segs.extend(parse_body(&r.body, &r.id, classes));
         let body_max: u32 = segs[start..].iter().map(|s| u32::from(s.max)).sum();
         let _ = writeln!(
             table,
@@ -301,7 +312,7 @@ fn main() {
         "/// Each rule's id, family and cited source, in the order of [`VENDORS`] (kept apart so that an\n/// executable that never reads them does not carry them).\npub static RULE_INFO: [RuleInfo; {}] = [",
         rules.len()
     );
-    for (family, r) in &rules {
+    for (family, r) in rules {
         let _ = writeln!(
             out,
             "    RuleInfo {{ id: {:?}, family: {:?}, source: {:?} }},",
@@ -328,6 +339,11 @@ fn main() {
         );
     }
     let _ = writeln!(out, "];");
+}
+
+/// Writes the dispatch tables over the sorted vendor rules: `FIRST` (the rules per first byte)
+/// and `PAIRS` (a filter of the prefixes' first two bytes).
+fn emit_dispatch(out: &mut String, rules: &[(String, Rule)]) {
     let mut first = vec![(0u16, 0u16); 256];
     for (k, (_, r)) in rules.iter().enumerate() {
         let b = usize::from(r.prefix.as_bytes()[0].to_ascii_lowercase());
@@ -345,13 +361,18 @@ fn main() {
     // A 4096-bit filter of the prefixes' first two bytes (folded, hashed): most word starts
     // begin no prefix, and one lookup says so.
     let mut pairs = [0u64; 64];
-    for (_, r) in &rules {
+    for (_, r) in rules {
         let p = r.prefix.as_bytes();
         let h = pair_hash(p[0], p[1]);
         pairs[h / 64] |= 1 << (h % 64);
     }
     let _ = writeln!(out, "static PAIRS: [u64; 64] = {pairs:?};");
-    for e in &examples {
+}
+
+/// Writes `DOCUMENTED_EXAMPLES`, failing the build on an example that is not a whole token or
+/// cites no source.
+fn emit_examples(out: &mut String, examples: &[Example]) {
+    for e in examples {
         assert!(
             e.value.len() >= 16 && e.value.is_ascii() && !e.value.contains(char::is_whitespace),
             "documented example {:?}: a whole token",
@@ -369,23 +390,11 @@ fn main() {
         "/// Vendors' documented example keys (`rules/*.toml`, `[[example]]`).\npub(crate) static DOCUMENTED_EXAMPLES: [&str; {}] = {values:?};",
         values.len()
     );
-    let _ = writeln!(out, "/// The rule files: stem, family, number of rules.");
-    let _ = writeln!(
-        out,
-        "pub static FAMILIES: [(&str, &str, usize); {}] = {families:?};",
-        families.len()
-    );
-    emit_keywords(&mut out, &keyword_rules, &mut classes, &mut ids);
-    let _ = writeln!(
-        out,
-        "static CLASSES: [[u64; 4]; {}] = {classes:?};",
-        classes.len()
-    );
-    // A build script has no injected `Env`: cargo hands it the output directory this way.
-    #[allow(clippy::disallowed_methods)]
-    let out_dir = std::env::var("OUT_DIR").expect("OUT_DIR");
-    std::fs::write(Path::new(&out_dir).join("rules.rs"), out).expect("write rules.rs");
+}
 
+/// The source of `SAMPLES`: every keyword rule's samples (indexed down from `usize::MAX`), then
+/// every vendor rule's.
+fn samples_source(keyword_rules: &[Keyword], rules: &[(String, Rule)]) -> String {
     let mut samples = String::from(
         "/// Each rule's samples: rule index, true positive, text.\npub(crate) static SAMPLES: &[(usize, bool, &str)] = &[\n",
     );
@@ -406,6 +415,54 @@ fn main() {
         }
     }
     samples.push_str("];\n");
+    samples
+}
+
+/// Compiles `rules/*.toml` into `rules.rs` (the tables) and `samples.rs` (the tests' samples).
+fn main() {
+    let RuleFiles {
+        mut rules,
+        keyword_rules,
+        families,
+        examples,
+    } = read_rule_files(Path::new("rules"));
+    let mut ids = check_rules(&rules);
+    // Dispatch on the prefix's first byte in ASCII lowercase, then on its second (sorted within
+    // the bucket); among equal pairs the longer prefix is tried first (`xoxe.xoxp-` before
+    // `xoxe-`).
+    rules.sort_by(|(_, a), (_, b)| {
+        let key = |r: &Rule| {
+            let p = r.prefix.as_bytes();
+            (p[0].to_ascii_lowercase(), p[1].to_ascii_lowercase())
+        };
+        key(a)
+            .cmp(&key(b))
+            .then(b.prefix.len().cmp(&a.prefix.len()))
+            .then(a.id.cmp(&b.id))
+    });
+
+    let mut classes: Vec<[u64; 4]> = Vec::new();
+    let mut out = String::new();
+    emit_vendors(&mut out, &rules, &mut classes);
+    emit_dispatch(&mut out, &rules);
+    emit_examples(&mut out, &examples);
+    let _ = writeln!(out, "/// The rule files: stem, family, number of rules.");
+    let _ = writeln!(
+        out,
+        "pub static FAMILIES: [(&str, &str, usize); {}] = {families:?};",
+        families.len()
+    );
+    emit_keywords(&mut out, &keyword_rules, &mut classes, &mut ids);
+    let _ = writeln!(
+        out,
+        "static CLASSES: [[u64; 4]; {}] = {classes:?};",
+        classes.len()
+    );
+    // A build script has no injected `Env`: cargo hands it the output directory this way.
+    #[allow(clippy::disallowed_methods)]
+    let out_dir = std::env::var("OUT_DIR").expect("OUT_DIR");
+    std::fs::write(Path::new(&out_dir).join("rules.rs"), out).expect("write rules.rs");
+    let samples = samples_source(&keyword_rules, &rules);
     std::fs::write(Path::new(&out_dir).join("samples.rs"), samples).expect("write samples.rs");
 }
 

@@ -1206,67 +1206,9 @@ impl<'t> Scan<'t> {
     /// rules in `rules/keyword.toml`).
     fn keyword_value_at(&mut self, kend: usize, key: &[u8], generic: bool) {
         let bytes = self.bytes;
-        let mut p = kend;
-        // A quoted key's closing quote, then blanks, an operator of up to three bytes (`=`, `:`,
-        // `:=`, `=>`, `?=`, `::=`, `.=`, `,`, `>`), blanks and an opening quote.
-        if matches!(bytes.get(p), Some(b'"' | b'\'' | b'`')) {
-            p += 1;
-        }
-        let blank = |b: &u8| matches!(b, b' ' | b'\t');
-        while bytes.get(p).is_some_and(blank) {
-            p += 1;
-        }
-        // A typed declaration's type (`dbPassword string = …`, `password: &str = …`,
-        // `secretKey: String = …`) stands between the key and its `=`.
-        if generic && let Some(eq) = declared_type_end(bytes, p) {
-            p = eq;
-        }
-        let op = p;
-        // Any run of operator bytes (`=`, `:=`, `?=`, `::=`, `:::=`, `.=`, `=>`, `<-`, `,`, `>`,
-        // `==`, `!==`), or a dash between blanks (`auth token - …`).
-        while p - op < 4
-            && matches!(
-                bytes.get(p),
-                Some(b'=' | b':' | b'>' | b'?' | b',' | b'.' | b'|' | b'!' | b'<')
-            )
-        {
-            p += 1;
-        }
-        if p == op && bytes.get(p) == Some(&b'-') && p > kend && bytes.get(p + 1).is_some_and(blank) {
-            p += 1;
-        }
-        if bytes[op..p].starts_with(b"<<") || bytes[op..p].starts_with(b"|") {
-            return; // a here-string or a pipe feeds a command, which its own rule reads
-        }
-        if matches!(&bytes[op..p], b"?" | b".") {
-            return; // a query string's or a member's separator, not an operator
-        }
-        if bytes.get(op..op + 2) == Some(b"<-") {
-            p = op + 2;
-        } else if bytes[op..p] == *b"<" {
-            p = op; // an opening tag's `<` is not an operator
-        }
-        let has_operator = p > op;
-        if p == kend {
-            return; // glued to the key: part of a word
-        }
-        while bytes.get(p).is_some_and(blank) {
-            p += 1;
-        }
-        // An INI value continued on the next, indented line (`password =\n    …`).
-        if has_operator {
-            let next = match bytes.get(p..) {
-                Some([b'\n', ..]) => p + 1,
-                Some([b'\r', b'\n', ..]) => p + 2,
-                _ => p,
-            };
-            if next > p && bytes.get(next).is_some_and(blank) {
-                p = next;
-                while bytes.get(p).is_some_and(blank) {
-                    p += 1;
-                }
-            }
-        }
+        let Some((op, mut p, has_operator)) = keyword_operand(bytes, kend, generic) else {
+            return;
+        };
         let quote = bytes.get(p).copied().filter(|b| matches!(b, b'"' | b'\'' | b'`'));
         if quote.is_some() {
             p += 1;
@@ -1293,6 +1235,26 @@ impl<'t> Scan<'t> {
         if !generic || secret_word(key).is_none() {
             return;
         }
+        let operand = KeywordOperand {
+            op,
+            start: p,
+            has_operator,
+            quote,
+        };
+        self.generic_keyword_value(key, &operand, token_end, token_closed);
+    }
+
+    /// A secret word's key followed by a generated value (`operand`), the value running to
+    /// `token_end` when it is neither quoted nor a password with symbols.
+    fn generic_keyword_value(
+        &mut self,
+        key: &[u8],
+        operand: &KeywordOperand,
+        token_end: usize,
+        token_closed: bool,
+    ) {
+        let bytes = self.bytes;
+        let (op, p, has_operator, quote) = (operand.op, operand.start, operand.has_operator, operand.quote);
         // A secret word's key with a generated value, whatever joins them (`access_token
         // <value>`, `set("api_key", "<value>")`, `<secret>…</secret>`, `if (pw == "<value>")`):
         // quoted, the value runs to its closing quote on the line and may hold any symbol.
@@ -1793,21 +1755,7 @@ impl<'t> Scan<'t> {
     ) {
         let bytes = self.bytes;
         self.compared_before(kstart, key, strength, kind);
-        let mut pos = kend;
-        if matches!(bytes.get(pos), Some(b'"' | b'\'' | b'`')) {
-            pos += 1;
-            // `config['SECRET_KEY'] = …`
-            if bytes.get(pos) == Some(&b']') {
-                pos += 1;
-            }
-        }
-        // `char secret[25] = "…"`, `secret[] = "…"`: an array's size is part of the declaration.
-        if bytes.get(pos) == Some(&b'[') {
-            let close = run_end_max(bytes, pos + 1, 6, |b| b.is_ascii_digit());
-            if bytes.get(close) == Some(&b']') {
-                pos = close + 1;
-            }
-        }
+        let pos = key_tail_end(bytes, kend);
         let mut blank_before = skip_blank(bytes, pos);
         // French typography puts a no-break space before a colon (`Mot de passe\u{a0}: …`).
         let nbsp = skip_space(bytes, pos);
@@ -1815,51 +1763,105 @@ impl<'t> Scan<'t> {
             blank_before = nbsp;
         }
         let spaced_before = blank_before > pos;
-        pos = blank_before;
-        let sep = match (bytes.get(pos), bytes.get(pos + 1)) {
-            // Make's `::=` and `:::=` (an LDIF `::` has no `=` after it).
-            (Some(b':'), Some(b':')) if bytes.get(pos + 2) == Some(&b'=') => Some(3),
-            (Some(b':'), Some(b':')) if bytes.get(pos + 2..pos + 4) == Some(b":=") => Some(4),
-            (Some(b':'), Some(b':')) => return self.ldif_base64_at(pos + 2, key, kind),
-            // Make's `?=` and `+=`, PHP's `.=`.
-            (Some(b'?' | b'+' | b'.'), Some(b'=')) => Some(2),
-            (Some(b'='), Some(b'=')) | (Some(b'!'), Some(b'=')) => {
-                return self.compared_at(pos, key, strength, kind);
-            }
-            // `std::string secret("…")`: a literal passed to what the key names.
-            // A capitalised name is a type (`new ClientSecretCredential("<tenant>", …)`).
-            (Some(b'('), Some(b'"' | b'\'')) if !spaced_before && !camel_type(key) => {
-                return self.compared_at(pos, key, strength, kind);
-            }
-            (Some(b':'), Some(b'=')) => Some(2),
-            (Some(b'='), Some(b'>')) => Some(2),
-            (Some(b'?'), Some(b':')) => return, // a TypeScript optional field: a type follows
-            (Some(b':' | b'='), _) => Some(1),
-            _ if bytes[pos..].starts_with("：".as_bytes()) => Some(3),
-            _ => None,
+        let pos = blank_before;
+        let Some(sep) = self.separator_at(pos, key, strength, kind, spaced_before) else {
+            return;
         };
         let line = line_before(bytes, kstart);
         let colon = sep == Some(1) && bytes[pos] == b':';
         let quoted_key = pos > kend;
         // `<password>…</password>`: the element's text is the value.
         if sep.is_none() && bytes.get(pos) == Some(&b'>') && kstart > 0 && bytes[kstart - 1] == b'<' {
-            let start = pos + 1;
-            let end = run_end_max(bytes, start, MAX_VALUE, |b| b != b'<' && b != b'\n');
-            let value = Value {
-                start,
-                end,
-                quoted: true,
-                raw_end: end,
-                span_end: end,
-                cut: false,
-                quote: 0,
-                stop: Stop::Code,
-            };
-            if bytes.get(end) == Some(&b'<') && value_is_secret(bytes, &value, key, strength, Mode::Literal) {
-                self.push(kind, start, end);
-            }
-            return;
+            return self.element_text(pos + 1, key, strength, kind);
         }
+        let site = KeySite {
+            key,
+            strength,
+            kind,
+            flag,
+            line,
+            spaced_before,
+            quoted_key,
+            colon,
+        };
+        let Some((pos, mode)) = self.assignment_mode(pos, sep, &site) else {
+            return;
+        };
+        self.assigned_value(pos, mode, &site);
+    }
+
+    /// The assignment operator at `pos` after a key: `Some(Some(len))` for an operator of `len`
+    /// bytes, `Some(None)` for none, `None` when what follows was judged here (a comparison, a
+    /// call, an LDIF value) or is a type.
+    fn separator_at(
+        &mut self,
+        pos: usize,
+        key: &[u8],
+        strength: Strength,
+        kind: SecretKind,
+        spaced_before: bool,
+    ) -> Option<Option<usize>> {
+        let bytes = self.bytes;
+        let sep = match (bytes.get(pos), bytes.get(pos + 1)) {
+            // Make's `::=` and `:::=` (an LDIF `::` has no `=` after it).
+            (Some(b':'), Some(b':')) if bytes.get(pos + 2) == Some(&b'=') => Some(3),
+            (Some(b':'), Some(b':')) if bytes.get(pos + 2..pos + 4) == Some(b":=") => Some(4),
+            (Some(b':'), Some(b':')) => {
+                self.ldif_base64_at(pos + 2, key, kind);
+                return None;
+            }
+            // Make's `?=` and `+=`, PHP's `.=`.
+            (Some(b'?' | b'+' | b'.'), Some(b'=')) => Some(2),
+            (Some(b'='), Some(b'=')) | (Some(b'!'), Some(b'=')) => {
+                self.compared_at(pos, key, strength, kind);
+                return None;
+            }
+            // `std::string secret("…")`: a literal passed to what the key names.
+            // A capitalised name is a type (`new ClientSecretCredential("<tenant>", …)`).
+            (Some(b'('), Some(b'"' | b'\'')) if !spaced_before && !camel_type(key) => {
+                self.compared_at(pos, key, strength, kind);
+                return None;
+            }
+            (Some(b':'), Some(b'=')) => Some(2),
+            (Some(b'='), Some(b'>')) => Some(2),
+            (Some(b'?'), Some(b':')) => return None, // a TypeScript optional field: a type follows
+            (Some(b':' | b'='), _) => Some(1),
+            _ if bytes[pos..].starts_with("：".as_bytes()) => Some(3),
+            _ => None,
+        };
+        Some(sep)
+    }
+
+    /// The text of an element opened by the key (`<password>…</password>`, from `start`): a
+    /// secret when the element closes on the same line.
+    fn element_text(&mut self, start: usize, key: &[u8], strength: Strength, kind: SecretKind) {
+        let bytes = self.bytes;
+        let end = run_end_max(bytes, start, MAX_VALUE, |b| b != b'<' && b != b'\n');
+        let value = Value {
+            start,
+            end,
+            quoted: true,
+            raw_end: end,
+            span_end: end,
+            cut: false,
+            quote: 0,
+            stop: Stop::Code,
+        };
+        if bytes.get(end) == Some(&b'<') && value_is_secret(bytes, &value, key, strength, Mode::Literal) {
+            self.push(kind, start, end);
+        }
+    }
+
+    /// Where the value after the separator (`sep` at `pos`) starts and how it is read; `None`
+    /// when there is no value or it was judged here (a glued `key:value`, a netrc line).
+    fn assignment_mode(
+        &mut self,
+        mut pos: usize,
+        sep: Option<usize>,
+        site: &KeySite,
+    ) -> Option<(usize, Mode)> {
+        let bytes = self.bytes;
+        let (key, strength, kind, line) = (site.key, site.strength, site.kind, site.line);
         let mode = match sep {
             Some(len) => {
                 let after = pos + len;
@@ -1875,22 +1877,21 @@ impl<'t> Scan<'t> {
                     pos = skip_space(bytes, next);
                 }
                 let spaced_after = pos > after;
-                let glued_colon = bytes[after - 1] == b':' && !spaced_before && !spaced_after && !quoted_key;
+                let glued_colon =
+                    bytes[after - 1] == b':' && !site.spaced_before && !spaced_after && !site.quoted_key;
                 if glued_colon && !matches!(bytes.get(pos), Some(b'"' | b'\'' | b'`')) {
                     // `key:value` glued is an ARN, URN or path segment more often than a
                     // mapping: only a random-looking value without further colons counts.
-                    let Some(value) = Value::parse(bytes, pos, Stop::Code) else {
-                        return;
-                    };
+                    let value = Value::parse(bytes, pos, Stop::Code)?;
                     let v = value.text(bytes);
                     if !v.contains(&b':') && value_is_secret(bytes, &value, key, strength, Mode::Prose) {
                         self.push(kind, value.start, value.whole_end(bytes));
                     }
-                    return;
+                    return None;
                 }
-                if flag
+                if site.flag
                     || (bytes[pos - 1] == b'='
-                        && !spaced_before
+                        && !site.spaced_before
                         && !spaced_after
                         && (shell_line(line) || all_caps(key)))
                 {
@@ -1900,12 +1901,12 @@ impl<'t> Scan<'t> {
                 }
             }
             // `<add key="ApiSecret" value="…" />`
-            None if spaced_before && bytes[pos..].starts_with(b"value=") => {
+            None if site.spaced_before && bytes[pos..].starts_with(b"value=") => {
                 pos += b"value=".len();
                 Mode::Code
             }
-            None if spaced_before && pos < bytes.len() && bytes[pos] != b'\n' => {
-                if flag || env_command_line(line) {
+            None if site.spaced_before && pos < bytes.len() && bytes[pos] != b'\n' => {
+                if site.flag || env_command_line(line) {
                     Mode::Literal
                 } else if netrc_line(line) {
                     if let Some(v) = Value::parse(bytes, pos, Stop::Blank)
@@ -1913,14 +1914,21 @@ impl<'t> Scan<'t> {
                     {
                         self.push(SecretKind::CredentialFile, v.start, v.whole_end(bytes));
                     }
-                    return;
+                    return None;
                 } else {
                     pos = skip_fillers(bytes, pos);
                     Mode::Prose
                 }
             }
-            None => return,
+            None => return None,
         };
+        Some((pos, mode))
+    }
+
+    /// The value starting at `pos`, read in `mode`, and whether it is the key's secret.
+    fn assigned_value(&mut self, pos: usize, mode: Mode, site: &KeySite) {
+        let bytes = self.bytes;
+        let (key, strength, line, colon) = (site.key, site.strength, site.line, site.colon);
         let stop = if mode == Mode::Literal {
             Stop::Blank
         } else {
@@ -1929,7 +1937,7 @@ impl<'t> Scan<'t> {
         let Some(mut value) = Value::parse(bytes, pos, stop) else {
             return;
         };
-        let mut kind = kind;
+        let mut kind = site.kind;
         let mut mode = mode;
         // `"Authorization": "token …"`: the scheme word inside the quotes is not the secret.
         if value.quoted {
@@ -2485,6 +2493,123 @@ enum Strength {
     Weak,
 }
 
+/// A key found by the scan and what surrounds it, carried from reading its separator to judging
+/// its value.
+struct KeySite<'a> {
+    key: &'a [u8],
+    strength: Strength,
+    kind: SecretKind,
+    /// Read after a command's flag: the value is a literal.
+    flag: bool,
+    /// The line before the key.
+    line: &'a [u8],
+    /// Blanks between the key and its separator.
+    spaced_before: bool,
+    /// The key was quoted (`"password": …`).
+    quoted_key: bool,
+    /// The separator is a lone `:`.
+    colon: bool,
+}
+
+/// Where a keyword's value starts after the key ending at `kend`: the operator's start, the
+/// value's start and whether an operator stands between; `None` when what follows is no value.
+fn keyword_operand(bytes: &[u8], kend: usize, generic: bool) -> Option<(usize, usize, bool)> {
+    let mut p = kend;
+    // A quoted key's closing quote, then blanks, an operator of up to three bytes (`=`, `:`,
+    // `:=`, `=>`, `?=`, `::=`, `.=`, `,`, `>`), blanks and an opening quote.
+    if matches!(bytes.get(p), Some(b'"' | b'\'' | b'`')) {
+        p += 1;
+    }
+    let blank = |b: &u8| matches!(b, b' ' | b'\t');
+    while bytes.get(p).is_some_and(blank) {
+        p += 1;
+    }
+    // A typed declaration's type (`dbPassword string = …`, `password: &str = …`,
+    // `secretKey: String = …`) stands between the key and its `=`.
+    if generic && let Some(eq) = declared_type_end(bytes, p) {
+        p = eq;
+    }
+    let op = p;
+    // Any run of operator bytes (`=`, `:=`, `?=`, `::=`, `:::=`, `.=`, `=>`, `<-`, `,`, `>`,
+    // `==`, `!==`), or a dash between blanks (`auth token - …`).
+    while p - op < 4
+        && matches!(
+            bytes.get(p),
+            Some(b'=' | b':' | b'>' | b'?' | b',' | b'.' | b'|' | b'!' | b'<')
+        )
+    {
+        p += 1;
+    }
+    if p == op && bytes.get(p) == Some(&b'-') && p > kend && bytes.get(p + 1).is_some_and(blank) {
+        p += 1;
+    }
+    if bytes[op..p].starts_with(b"<<") || bytes[op..p].starts_with(b"|") {
+        return None; // a here-string or a pipe feeds a command, which its own rule reads
+    }
+    if matches!(&bytes[op..p], b"?" | b".") {
+        return None; // a query string's or a member's separator, not an operator
+    }
+    if bytes.get(op..op + 2) == Some(b"<-") {
+        p = op + 2;
+    } else if bytes[op..p] == *b"<" {
+        p = op; // an opening tag's `<` is not an operator
+    }
+    let has_operator = p > op;
+    if p == kend {
+        return None; // glued to the key: part of a word
+    }
+    while bytes.get(p).is_some_and(blank) {
+        p += 1;
+    }
+    // An INI value continued on the next, indented line (`password =\n    …`).
+    if has_operator {
+        let next = match bytes.get(p..) {
+            Some([b'\n', ..]) => p + 1,
+            Some([b'\r', b'\n', ..]) => p + 2,
+            _ => p,
+        };
+        if next > p && bytes.get(next).is_some_and(blank) {
+            p = next;
+            while bytes.get(p).is_some_and(blank) {
+                p += 1;
+            }
+        }
+    }
+    Some((op, p, has_operator))
+}
+
+/// Where a keyword's value starts, carried from reading the operator to reading the value.
+struct KeywordOperand {
+    /// The operator's start.
+    op: usize,
+    /// The value's start (past an opening quote).
+    start: usize,
+    has_operator: bool,
+    /// The value's opening quote.
+    quote: Option<u8>,
+}
+
+/// Where a key's text ends: past a closing quote (and the `]` of `config['SECRET_KEY']`) and
+/// an array's size (`secret[25]`).
+fn key_tail_end(bytes: &[u8], kend: usize) -> usize {
+    let mut pos = kend;
+    if matches!(bytes.get(pos), Some(b'"' | b'\'' | b'`')) {
+        pos += 1;
+        // `config['SECRET_KEY'] = …`
+        if bytes.get(pos) == Some(&b']') {
+            pos += 1;
+        }
+    }
+    // `char secret[25] = "…"`, `secret[] = "…"`: an array's size is part of the declaration.
+    if bytes.get(pos) == Some(&b'[') {
+        let close = run_end_max(bytes, pos + 1, 6, |b| b.is_ascii_digit());
+        if bytes.get(close) == Some(&b']') {
+            pos = close + 1;
+        }
+    }
+    pos
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Mode {
     /// A quoted value, a shell/env assignment or a flag: the text is the value itself.
@@ -2675,70 +2800,7 @@ fn secret_word(key: &[u8]) -> Option<SecretWord> {
             j += 1;
             continue;
         }
-        // A word from `j` to `e` that is a segment of its own.
-        let alone = |e: usize| {
-            (j == 0 || !key[j - 1].is_ascii_alphabetic())
-                && key.get(e).is_none_or(|b| !b.is_ascii_alphabetic())
-        };
-        let hit: Option<(usize, Strength, bool)> = match key[j] | 0x20 {
-            b'p' => longest(key, j, &[b"password", b"passwd", b"passphrase", b"passcode"])
-                .map(|e| (e, Strength::Strong, false))
-                .or_else(|| two_part(key, j, b"private", b"key").map(|e| (e, Strength::Strong, false)))
-                .or_else(|| eat_ci(key, j, b"pwd").map(|e| (e, Strength::Strong, false)))
-                // `pw` only as a segment of its own (`my pw is`, `DB_PW`), not in `upward`.
-                .or_else(|| {
-                    eat_ci(key, j, b"pw")
-                        // `olcRootPW`: capitals end a CamelCase key.
-                        .filter(|&e| {
-                            alone(e)
-                                || e == key.len() && key[j..e] == *b"PW" && key[j - 1].is_ascii_lowercase()
-                        })
-                        .map(|e| (e, Strength::Strong, false))
-                })
-                // A personal access token (`AZURE_DEVOPS_PAT`), a segment of its own.
-                .or_else(|| {
-                    eat_ci(key, j, b"pat")
-                        .filter(|&e| alone(e))
-                        .map(|e| (e, Strength::Weak, false))
-                })
-                // `DB_PASS`, `smtp.pass`: the last segment of a config key names a password.
-                .or_else(|| {
-                    eat_ci(key, j, b"pass").map(|e| {
-                        let segment = j > 0 && matches!(key[j - 1], b'_' | b'.') && e == key.len();
-                        (e, if segment { Strength::Strong } else { Strength::Weak }, false)
-                    })
-                }),
-            b's' => eat_ci(key, j, b"secret").map(|e| (e, Strength::Strong, false)),
-            b't' => eat_ci(key, j, b"token").map(|e| (e, Strength::Strong, false)),
-            // `key` as a word of its own or glued to a word that makes it one (`apikey`,
-            // `masterKey`), not inside another word (`keycloak`, `monkey`, `hotkey`).
-            b'k' => eat_ci(key, j, b"key")
-                .filter(|&e| {
-                    let after = key.get(e).copied();
-                    let plural = after.is_some_and(|b| b | 0x20 == b's')
-                        && key.get(e + 1).is_none_or(|b| !b.is_ascii_lowercase());
-                    let word_ends = after.is_none_or(|b| !b.is_ascii_lowercase()) || plural;
-                    let glued = j > 0
-                        && key[j - 1].is_ascii_alphabetic()
-                        && !(key[j - 1].is_ascii_lowercase() && key[j].is_ascii_uppercase());
-                    word_ends
-                        && (!glued
-                            || KEY_COMPOUNDS.iter().any(|c| {
-                                key[..j].len() >= c.len() && key[j - c.len()..j].eq_ignore_ascii_case(c)
-                            }))
-                })
-                .map(|e| (e, Strength::Weak, false)),
-            b'a' => two_part(key, j, b"api", b"key")
-                .or_else(|| two_part(key, j, b"access", b"key"))
-                .map(|e| (e, Strength::Strong, false))
-                .or_else(|| longest(key, j, &[b"authorization"]).map(|e| (e, Strength::Strong, true)))
-                .or_else(|| eat_ci(key, j, b"auth").map(|e| (e, Strength::Weak, false))),
-            b'c' => {
-                longest(key, j, &[b"credential", b"creds", b"cookie"]).map(|e| (e, Strength::Strong, false))
-            }
-            _ => None,
-        };
-        let Some((end, mut strength, authorization)) = hit else {
+        let Some((end, mut strength, authorization)) = secret_word_at(key, j) else {
             j += 1;
             continue;
         };
@@ -2769,6 +2831,70 @@ fn secret_word(key: &[u8]) -> Option<SecretWord> {
         j = end;
     }
     best
+}
+
+/// The secret word starting at `j` in `key` (a candidate by its first two bytes): its end, its
+/// strength and whether it is `authorization`.
+fn secret_word_at(key: &[u8], j: usize) -> Option<(usize, Strength, bool)> {
+    // A word from `j` to `e` that is a segment of its own.
+    let alone = |e: usize| {
+        (j == 0 || !key[j - 1].is_ascii_alphabetic()) && key.get(e).is_none_or(|b| !b.is_ascii_alphabetic())
+    };
+    match key[j] | 0x20 {
+        b'p' => longest(key, j, &[b"password", b"passwd", b"passphrase", b"passcode"])
+            .map(|e| (e, Strength::Strong, false))
+            .or_else(|| two_part(key, j, b"private", b"key").map(|e| (e, Strength::Strong, false)))
+            .or_else(|| eat_ci(key, j, b"pwd").map(|e| (e, Strength::Strong, false)))
+            // `pw` only as a segment of its own (`my pw is`, `DB_PW`), not in `upward`.
+            .or_else(|| {
+                eat_ci(key, j, b"pw")
+                    // `olcRootPW`: capitals end a CamelCase key.
+                    .filter(|&e| {
+                        alone(e) || e == key.len() && key[j..e] == *b"PW" && key[j - 1].is_ascii_lowercase()
+                    })
+                    .map(|e| (e, Strength::Strong, false))
+            })
+            // A personal access token (`AZURE_DEVOPS_PAT`), a segment of its own.
+            .or_else(|| {
+                eat_ci(key, j, b"pat")
+                    .filter(|&e| alone(e))
+                    .map(|e| (e, Strength::Weak, false))
+            })
+            // `DB_PASS`, `smtp.pass`: the last segment of a config key names a password.
+            .or_else(|| {
+                eat_ci(key, j, b"pass").map(|e| {
+                    let segment = j > 0 && matches!(key[j - 1], b'_' | b'.') && e == key.len();
+                    (e, if segment { Strength::Strong } else { Strength::Weak }, false)
+                })
+            }),
+        b's' => eat_ci(key, j, b"secret").map(|e| (e, Strength::Strong, false)),
+        b't' => eat_ci(key, j, b"token").map(|e| (e, Strength::Strong, false)),
+        // `key` as a word of its own or glued to a word that makes it one (`apikey`,
+        // `masterKey`), not inside another word (`keycloak`, `monkey`, `hotkey`).
+        b'k' => eat_ci(key, j, b"key")
+            .filter(|&e| {
+                let after = key.get(e).copied();
+                let plural = after.is_some_and(|b| b | 0x20 == b's')
+                    && key.get(e + 1).is_none_or(|b| !b.is_ascii_lowercase());
+                let word_ends = after.is_none_or(|b| !b.is_ascii_lowercase()) || plural;
+                let glued = j > 0
+                    && key[j - 1].is_ascii_alphabetic()
+                    && !(key[j - 1].is_ascii_lowercase() && key[j].is_ascii_uppercase());
+                word_ends
+                    && (!glued
+                        || KEY_COMPOUNDS.iter().any(|c| {
+                            key[..j].len() >= c.len() && key[j - c.len()..j].eq_ignore_ascii_case(c)
+                        }))
+            })
+            .map(|e| (e, Strength::Weak, false)),
+        b'a' => two_part(key, j, b"api", b"key")
+            .or_else(|| two_part(key, j, b"access", b"key"))
+            .map(|e| (e, Strength::Strong, false))
+            .or_else(|| longest(key, j, &[b"authorization"]).map(|e| (e, Strength::Strong, true)))
+            .or_else(|| eat_ci(key, j, b"auth").map(|e| (e, Strength::Weak, false))),
+        b'c' => longest(key, j, &[b"credential", b"creds", b"cookie"]).map(|e| (e, Strength::Strong, false)),
+        _ => None,
+    }
 }
 
 /// The command of a shell line that `i` is part of: what follows its last `;`, `|` or `&` (a
@@ -3676,23 +3802,7 @@ fn same_line_tokens(bytes: &[u8], found: &mut Vec<Finding>) -> bool {
         }
         let e = run_end_max(bytes, k, 12, word_byte);
         let word = &bytes[k..e];
-        let named = matches!(
-            lower(word, &mut [0; 16]),
-            b"key"
-                | b"keys"
-                | b"token"
-                | b"tokens"
-                | b"password"
-                | b"passwords"
-                | b"secret"
-                | b"secrets"
-                | b"credential"
-                | b"credentials"
-                | b"apikey"
-                | b"passphrase"
-        ) || word.iter().all(u8::is_ascii_alphabetic)
-            && secret_word(word).is_some_and(|w| w.strength == Strength::Strong);
-        if !named {
+        if !names_secret(word) {
             k = e;
             continue;
         }
@@ -3711,70 +3821,98 @@ fn same_line_tokens(bytes: &[u8], found: &mut Vec<Finding>) -> bool {
                 .any(|w| NOT.iter().any(|n| w.eq_ignore_ascii_case(n)))
         };
         if reach <= start && line.len() <= 4096 && !about_public() {
-            let mut t = 0;
-            while t < line.len() {
-                let te = run_end(line, t, |c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-'));
-                if te == t {
-                    t += 1;
-                    continue;
-                }
-                let before_ok = t == 0
-                    || !matches!(
-                        line[t - 1],
-                        b'/' | b'.' | b'@' | b'=' | b':' | b'$' | b'%' | b'&' | b'?' | b'#'
-                    );
-                let after_ok = line.get(te).is_none_or(|c| {
-                    !(matches!(c, b'/' | b'@' | b'(' | b'[')
-                        || *c == b'.' && line.get(te + 1).is_some_and(u8::is_ascii_alphanumeric))
-                });
-                // An id the word before names (`request 01HZX3…`, `trace-id: …`, `build …`).
-                let named_id = || {
-                    let head = line[..t].trim_ascii_end();
-                    let head = head.strip_suffix(b":").unwrap_or(head).trim_ascii_end();
-                    let w = head.len()
-                        - head
-                            .iter()
-                            .rev()
-                            .take_while(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_'))
-                            .count();
-                    let prev = &head[w..];
-                    let last = prev.rsplit(|&c| matches!(c, b'-' | b'_')).next().unwrap_or(prev);
-                    matches!(
-                        lower(last, &mut [0; 16]),
-                        b"id"
-                            | b"ids"
-                            | b"request"
-                            | b"trace"
-                            | b"span"
-                            | b"build"
-                            | b"job"
-                            | b"run"
-                            | b"order"
-                            | b"commit"
-                            | b"revision"
-                            | b"ticket"
-                            | b"issue"
-                            | b"correlation"
-                            | b"uuid"
-                            | b"ulid"
-                            | b"etag"
-                            | b"digest"
-                    )
-                };
-                if before_ok && after_ok && generated_token(&line[t..te]) && !named_id() {
-                    found.push(Finding {
-                        kind: SecretKind::Prose,
-                        start: start + t,
-                        end: start + te,
-                    });
-                }
-                t = te;
-            }
+            line_tokens(line, start, found);
         }
         k = end;
         prev = 0;
     }
     found.len() > before
+}
+
+/// The generated tokens on a line starting at `start` that names a secret, pushed to `found`.
+fn line_tokens(line: &[u8], start: usize, found: &mut Vec<Finding>) {
+    let mut t = 0;
+    while t < line.len() {
+        let te = run_end(line, t, |c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-'));
+        if te == t {
+            t += 1;
+            continue;
+        }
+        let before_ok = t == 0
+            || !matches!(
+                line[t - 1],
+                b'/' | b'.' | b'@' | b'=' | b':' | b'$' | b'%' | b'&' | b'?' | b'#'
+            );
+        let after_ok = line.get(te).is_none_or(|c| {
+            !(matches!(c, b'/' | b'@' | b'(' | b'[')
+                || *c == b'.' && line.get(te + 1).is_some_and(u8::is_ascii_alphanumeric))
+        });
+        if before_ok && after_ok && generated_token(&line[t..te]) && !named_id(&line[..t]) {
+            found.push(Finding {
+                kind: SecretKind::Prose,
+                start: start + t,
+                end: start + te,
+            });
+        }
+        t = te;
+    }
+}
+
+/// An id the word before a token names (`request 01HZX3…`, `trace-id: …`, `build …`), `before`
+/// being the line up to the token.
+fn named_id(before: &[u8]) -> bool {
+    let head = before.trim_ascii_end();
+    let head = head.strip_suffix(b":").unwrap_or(head).trim_ascii_end();
+    let w = head.len()
+        - head
+            .iter()
+            .rev()
+            .take_while(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_'))
+            .count();
+    let prev = &head[w..];
+    let last = prev.rsplit(|&c| matches!(c, b'-' | b'_')).next().unwrap_or(prev);
+    matches!(
+        lower(last, &mut [0; 16]),
+        b"id"
+            | b"ids"
+            | b"request"
+            | b"trace"
+            | b"span"
+            | b"build"
+            | b"job"
+            | b"run"
+            | b"order"
+            | b"commit"
+            | b"revision"
+            | b"ticket"
+            | b"issue"
+            | b"correlation"
+            | b"uuid"
+            | b"ulid"
+            | b"etag"
+            | b"digest"
+    )
+}
+
+/// Whether a word on a line names a secret (`key`, `token`, `password`, a strong secret word):
+/// a line holding one is read by [`same_line_tokens`].
+fn names_secret(word: &[u8]) -> bool {
+    matches!(
+        lower(word, &mut [0; 16]),
+        b"key"
+            | b"keys"
+            | b"token"
+            | b"tokens"
+            | b"password"
+            | b"passwords"
+            | b"secret"
+            | b"secrets"
+            | b"credential"
+            | b"credentials"
+            | b"apikey"
+            | b"passphrase"
+    ) || word.iter().all(u8::is_ascii_alphabetic)
+        && secret_word(word).is_some_and(|w| w.strength == Strength::Strong)
 }
 
 /// A token that looks generated on its own: see [`same_line_tokens`].
