@@ -739,6 +739,52 @@ fn resolve_authorization(
     }
 }
 
+/// The explicit scope id: our layers, then the one the official installer saved, then none.
+fn resolve_scope_id(layers: &Layers<'_>, n: &EnvNames) -> Result<Setting<Option<String>>, ConfigError> {
+    let scope = ScopeId {
+        bound_long: layers.host.spec().capabilities.profile_rows,
+    };
+    let mut scope_id = layers.setting("scope_id", &n.scope_id, |o| o.scope_id.clone(), &scope, None)?;
+    // The explicit scope the official installer saved for the host (Kimi Code's plugin
+    // settings) applies where no layer of ours names one.
+    if scope_id.origin == Origin::Default
+        && let Some(f) = official::scope_id(layers.host, layers.env)
+    {
+        scope_id = Setting {
+            value: scope.parse_text(&f.value).ok_or_else(|| {
+                ConfigError::new(format!("{} scope_id", f.path.display()), scope.expected())
+            })?,
+            origin: Origin::Official {
+                path: f.path,
+                key: f.key,
+            },
+        };
+    }
+    Ok(scope_id)
+}
+
+/// The per-request timeout and the whole-process budget, with OpenCode's millisecond variables.
+fn resolve_timeouts(
+    layers: &Layers<'_>,
+    n: &EnvNames,
+) -> Result<(Setting<Duration>, Setting<Duration>), ConfigError> {
+    let request_timeout = layers.setting(
+        "request_timeout_seconds",
+        &n.request_timeout,
+        |o| o.request_timeout_seconds,
+        &Seconds,
+        Defaults::REQUEST_TIMEOUT,
+    )?;
+    let budget = layers.setting(
+        "budget_seconds",
+        &n.budget,
+        |o| o.budget_seconds,
+        &Seconds,
+        Defaults::BUDGET,
+    )?;
+    opencode_millis(layers, request_timeout, budget)
+}
+
 impl Settings {
     /// The Server connection these settings describe, every request bounded by `deadline`.
     ///
@@ -764,25 +810,7 @@ impl Settings {
         // In the order errors are reported: the first invalid setting is the one named.
         let server_url = resolve_server_url(layers, &n)?;
         let authorization = resolve_authorization(layers, &n, &server_url.value)?;
-        let scope = ScopeId {
-            bound_long: layers.host.spec().capabilities.profile_rows,
-        };
-        let mut scope_id = layers.setting("scope_id", &n.scope_id, |o| o.scope_id.clone(), &scope, None)?;
-        // The explicit scope the official installer saved for the host (Kimi Code's plugin
-        // settings) applies where no layer of ours names one.
-        if scope_id.origin == Origin::Default
-            && let Some(f) = official::scope_id(layers.host, layers.env)
-        {
-            scope_id = Setting {
-                value: scope.parse_text(&f.value).ok_or_else(|| {
-                    ConfigError::new(format!("{} scope_id", f.path.display()), scope.expected())
-                })?,
-                origin: Origin::Official {
-                    path: f.path,
-                    key: f.key,
-                },
-            };
-        }
+        let scope_id = resolve_scope_id(layers, &n)?;
         let capture_prompts = layers.setting(
             "capture_prompts",
             &n.capture_prompts,
@@ -804,21 +832,7 @@ impl Settings {
             &Switch,
             Defaults::FLUSH_ON_CAPTURE,
         )?;
-        let request_timeout = layers.setting(
-            "request_timeout_seconds",
-            &n.request_timeout,
-            |o| o.request_timeout_seconds,
-            &Seconds,
-            Defaults::REQUEST_TIMEOUT,
-        )?;
-        let budget = layers.setting(
-            "budget_seconds",
-            &n.budget,
-            |o| o.budget_seconds,
-            &Seconds,
-            Defaults::BUDGET,
-        )?;
-        let (request_timeout, budget) = opencode_millis(layers, request_timeout, budget)?;
+        let (request_timeout, budget) = resolve_timeouts(layers, &n)?;
         let flush_max_calls = layers.setting(
             "flush_max_calls",
             &n.flush_max_calls,

@@ -274,6 +274,132 @@ fn listed_elsewhere(settings: &Value, host: Host, is_ours: impl Fn(&str) -> bool
         .collect()
 }
 
+/// The parsed settings file `check_activated` inspects, or `None` once a failure is reported.
+fn activated_settings(host: Host, a: &Activation<'_>, r: &mut Report) -> Option<(PathBuf, Value)> {
+    let Some(path) = settings_path(host, &a.paths.env) else {
+        r.fail(
+            Tier::Activated,
+            "hooks in settings",
+            "HOME is not set",
+            "set HOME",
+        );
+        return None;
+    };
+    let parsed = read_jsonc(&path, "settings").and_then(|t| t.map(|t| jsonc::parse(&t)).transpose());
+    let settings = match parsed {
+        Ok(Some(v)) => v,
+        Ok(None) => {
+            r.fail(
+                Tier::Activated,
+                "hooks in settings",
+                format!("{} does not exist", path.display()),
+                a.setup_cmd,
+            );
+            return None;
+        }
+        Err(e) => {
+            r.fail(
+                Tier::Activated,
+                "hooks in settings",
+                format!("{e:#}"),
+                format!(
+                    "fix {} ({} cannot read it either)",
+                    path.display(),
+                    host.spec().title
+                ),
+            );
+            return None;
+        }
+    };
+    Some((path, settings))
+}
+
+/// Reports whether every event of the row runs a command `is_ours` accepts.
+fn check_listed(
+    host: Host,
+    a: &Activation<'_>,
+    r: &mut Report,
+    path: &Path,
+    settings: &Value,
+    is_ours: impl Fn(&str) -> bool + Copy,
+) {
+    let missing: Vec<&str> = events(host)
+        .into_iter()
+        .map(|(e, _)| e)
+        .filter(|e| !commands_on(settings, e).any(is_ours))
+        .collect();
+    if missing.is_empty() {
+        r.ok(
+            Tier::Activated,
+            "hooks in settings",
+            format!(
+                "{} runs our hook on {} event(s)",
+                path.display(),
+                events(host).len()
+            ),
+        );
+    } else {
+        let elsewhere = listed_elsewhere(settings, host, is_ours);
+        let also = if elsewhere.is_empty() {
+            String::new()
+        } else {
+            // Copilot CLI's camelCase names (`userPromptSubmitted`) run a hook with a payload
+            // of another shape, which ours skips: such an entry is no install.
+            format!(
+                "; our hook is listed under {} instead, event names whose payload it cannot read",
+                elsewhere.join(", ")
+            )
+        };
+        r.fail(
+            Tier::Activated,
+            "hooks in settings",
+            format!(
+                "{} runs no hook of ours on {}{also}",
+                path.display(),
+                missing.join(", ")
+            ),
+            a.setup_cmd,
+        );
+    }
+}
+
+/// Reports a hook of ours turned off singly or every hook turned off host-wide.
+fn check_enabled(r: &mut Report, path: &Path, settings: &Value, want: Option<&str>, exe: &str) {
+    // Gemini CLI turns single hooks off by name, a nameless one by its command.
+    let disabled = settings["hooksConfig"]["disabled"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .any(|d| match want {
+            Some(w) => d == w,
+            None => d.contains(exe),
+        });
+    if disabled {
+        r.fail(
+            Tier::Activated,
+            "hooks enabled",
+            format!("{} lists our hook in `hooksConfig.disabled`", path.display()),
+            format!(
+                "remove our hook's command from `hooksConfig.disabled` in {}",
+                path.display()
+            ),
+        );
+    }
+    // A host-wide switch that turns every hook off.
+    if settings["disableAllHooks"] == true || settings["hooksConfig"]["enabled"] == false {
+        r.fail(
+            Tier::Activated,
+            "hooks enabled",
+            format!("{} turns hooks off", path.display()),
+            format!(
+                "remove `disableAllHooks` / `hooksConfig.enabled: false` from {}",
+                path.display()
+            ),
+        );
+    }
+}
+
 impl Installer for SettingsHooks {
     fn templates(&self) -> &'static [(&'static str, &'static str)] {
         &[]
@@ -324,37 +450,8 @@ impl Installer for SettingsHooks {
 
     fn check_activated(&self, a: &Activation<'_>, r: &mut Report) {
         let host = self.0;
-        let Some(path) = settings_path(host, &a.paths.env) else {
-            return r.fail(
-                Tier::Activated,
-                "hooks in settings",
-                "HOME is not set",
-                "set HOME",
-            );
-        };
-        let parsed = read_jsonc(&path, "settings").and_then(|t| t.map(|t| jsonc::parse(&t)).transpose());
-        let settings = match parsed {
-            Ok(Some(v)) => v,
-            Ok(None) => {
-                return r.fail(
-                    Tier::Activated,
-                    "hooks in settings",
-                    format!("{} does not exist", path.display()),
-                    a.setup_cmd,
-                );
-            }
-            Err(e) => {
-                return r.fail(
-                    Tier::Activated,
-                    "hooks in settings",
-                    format!("{e:#}"),
-                    format!(
-                        "fix {} ({} cannot read it either)",
-                        path.display(),
-                        host.spec().title
-                    ),
-                );
-            }
+        let Some((path, settings)) = activated_settings(host, a, r) else {
+            return;
         };
         let want = a
             .manifest
@@ -367,77 +464,8 @@ impl Installer for SettingsHooks {
             Some(w) => c == w,
             None => c.contains(exe),
         };
-        let missing: Vec<&str> = events(host)
-            .into_iter()
-            .map(|(e, _)| e)
-            .filter(|e| !commands_on(&settings, e).any(is_ours))
-            .collect();
-        if missing.is_empty() {
-            r.ok(
-                Tier::Activated,
-                "hooks in settings",
-                format!(
-                    "{} runs our hook on {} event(s)",
-                    path.display(),
-                    events(host).len()
-                ),
-            );
-        } else {
-            let elsewhere = listed_elsewhere(&settings, host, is_ours);
-            let also = if elsewhere.is_empty() {
-                String::new()
-            } else {
-                // Copilot CLI's camelCase names (`userPromptSubmitted`) run a hook with a payload
-                // of another shape, which ours skips: such an entry is no install.
-                format!(
-                    "; our hook is listed under {} instead, event names whose payload it cannot read",
-                    elsewhere.join(", ")
-                )
-            };
-            r.fail(
-                Tier::Activated,
-                "hooks in settings",
-                format!(
-                    "{} runs no hook of ours on {}{also}",
-                    path.display(),
-                    missing.join(", ")
-                ),
-                a.setup_cmd,
-            );
-        }
-        // Gemini CLI turns single hooks off by name, a nameless one by its command.
-        let disabled = settings["hooksConfig"]["disabled"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(Value::as_str)
-            .any(|d| match &want {
-                Some(w) => d == w,
-                None => d.contains(exe),
-            });
-        if disabled {
-            r.fail(
-                Tier::Activated,
-                "hooks enabled",
-                format!("{} lists our hook in `hooksConfig.disabled`", path.display()),
-                format!(
-                    "remove our hook's command from `hooksConfig.disabled` in {}",
-                    path.display()
-                ),
-            );
-        }
-        // A host-wide switch that turns every hook off.
-        if settings["disableAllHooks"] == true || settings["hooksConfig"]["enabled"] == false {
-            r.fail(
-                Tier::Activated,
-                "hooks enabled",
-                format!("{} turns hooks off", path.display()),
-                format!(
-                    "remove `disableAllHooks` / `hooksConfig.enabled: false` from {}",
-                    path.display()
-                ),
-            );
-        }
+        check_listed(host, a, r, &path, &settings, is_ours);
+        check_enabled(r, &path, &settings, want.as_deref(), exe);
     }
 
     fn synthetic_calls(&self, cwd: &str, _session: &str, prompt: &str) -> Calls {

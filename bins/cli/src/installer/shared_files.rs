@@ -326,99 +326,136 @@ pub fn uninstall(
 ) -> Result<(Vec<Done>, Vec<Kept>)> {
     let mut actions = Vec::new();
     let mut kept = Vec::new();
-    if let Some(m) = &owned.clients
-        && let Some(mut doc) = read_json_doc(&m.path, "clients.json").ok().flatten()
-    {
-        match doc["hosts"].get(host.as_str()) {
-            Some(v) if value_digest(v) == m.sha256 => {
-                let hosts = doc["hosts"]
-                    .as_object_mut()
-                    .context("clients.json lost its hosts")?;
-                match &m.prior {
-                    Some(p) => {
-                        hosts.insert(host.as_str().to_owned(), p.clone());
-                    }
-                    None => {
-                        hosts.remove(host.as_str());
-                    }
-                }
-                let empty = hosts.is_empty();
-                if m.created_file && empty {
-                    actions.push(Done::file(Undoing::Remove, &m.path));
-                    if !dry {
-                        fs::remove_file(&m.path)?;
-                    }
-                } else {
-                    actions.push(Done::member(&m.path, format!("hosts.{}", host.as_str())));
-                    if !dry {
-                        let mut bytes = serde_json::to_vec_pretty(&doc)?;
-                        bytes.push(b'\n');
-                        install::write_through(&m.path, &bytes, true)?;
-                    }
-                }
-            }
-            Some(_) => kept.push(Kept::changed(&m.path, Some(format!("hosts.{}", host.as_str())))),
-            None => {}
-        }
+    if let Some(m) = &owned.clients {
+        uninstall_clients(host, m, dry, &mut actions, &mut kept)?;
     }
     if let Some(c) = &owned.credentials {
-        let prior = install_dir.join(PRIOR_CREDENTIALS_FILE);
-        match install::read_opt(&c.path)? {
-            Some(b) if digest(&b) == c.sha256 => match install::read_private(&prior)? {
-                Some(old) => {
-                    actions.push(Done::file(Undoing::Restore, &c.path));
-                    if !dry {
-                        install::write_atomic(&c.path, &old, true)?;
-                        fs::remove_file(&prior)?;
-                    }
-                }
-                None => {
-                    actions.push(Done::file(Undoing::Remove, &c.path));
-                    if !dry {
-                        fs::remove_file(&c.path)?;
-                        if let Some(dir) = c.path.parent() {
-                            let _ = fs::remove_dir(dir);
-                        }
-                    }
-                }
-            },
-            Some(_) => kept.push(Kept::changed(&c.path, None)),
-            None => {}
-        }
-        if !dry && prior.exists() {
-            let _ = fs::remove_file(&prior);
-        }
+        uninstall_credentials(c, install_dir, dry, &mut actions, &mut kept)?;
     }
-    if let Some(m) = &owned.claude_options
-        && let Some(bytes) = install::read_opt(&m.path)?
-    {
-        let text = String::from_utf8(bytes).map_err(|_| anyhow!("{} is not UTF-8", m.path.display()))?;
-        match jsonc::get(&text, "pluginConfigs", CLAUDE_PLUGIN_KEY) {
-            Ok(Some(v)) if value_digest(&v) == m.sha256 => {
-                let new = match (&m.prior, &m.inserted) {
-                    (Some(p), _) => jsonc::replace(&text, "pluginConfigs", CLAUDE_PLUGIN_KEY, p)?,
-                    (None, Some(how)) => jsonc::remove(&text, "pluginConfigs", CLAUDE_PLUGIN_KEY, how)?,
-                    (None, None) => jsonc::remove(
-                        &text,
-                        "pluginConfigs",
-                        CLAUDE_PLUGIN_KEY,
-                        &jsonc::Inserted::default(),
-                    )?,
-                };
-                actions.push(Done::member(
-                    &m.path,
-                    format!("pluginConfigs[\"{CLAUDE_PLUGIN_KEY}\"]"),
-                ));
-                if !dry {
-                    install::write_through(&m.path, new.as_bytes(), false)?;
-                }
-            }
-            Ok(Some(_)) => kept.push(Kept::changed(
-                &m.path,
-                Some(format!("pluginConfigs[\"{CLAUDE_PLUGIN_KEY}\"]")),
-            )),
-            _ => {}
-        }
+    if let Some(m) = &owned.claude_options {
+        uninstall_claude_options(m, dry, &mut actions, &mut kept)?;
     }
     Ok((actions, kept))
+}
+
+/// Puts back or removes the host's member of `clients.json` while it still holds our value.
+fn uninstall_clients(
+    host: Host,
+    m: &OwnedMember,
+    dry: bool,
+    actions: &mut Vec<Done>,
+    kept: &mut Vec<Kept>,
+) -> Result<()> {
+    let Some(mut doc) = read_json_doc(&m.path, "clients.json").ok().flatten() else {
+        return Ok(());
+    };
+    match doc["hosts"].get(host.as_str()) {
+        Some(v) if value_digest(v) == m.sha256 => {
+            let hosts = doc["hosts"]
+                .as_object_mut()
+                .context("clients.json lost its hosts")?;
+            match &m.prior {
+                Some(p) => {
+                    hosts.insert(host.as_str().to_owned(), p.clone());
+                }
+                None => {
+                    hosts.remove(host.as_str());
+                }
+            }
+            let empty = hosts.is_empty();
+            if m.created_file && empty {
+                actions.push(Done::file(Undoing::Remove, &m.path));
+                if !dry {
+                    fs::remove_file(&m.path)?;
+                }
+            } else {
+                actions.push(Done::member(&m.path, format!("hosts.{}", host.as_str())));
+                if !dry {
+                    let mut bytes = serde_json::to_vec_pretty(&doc)?;
+                    bytes.push(b'\n');
+                    install::write_through(&m.path, &bytes, true)?;
+                }
+            }
+        }
+        Some(_) => kept.push(Kept::changed(&m.path, Some(format!("hosts.{}", host.as_str())))),
+        None => {}
+    }
+    Ok(())
+}
+
+/// Restores or removes the credentials file while it still holds what setup wrote.
+fn uninstall_credentials(
+    c: &OwnedCredential,
+    install_dir: &Path,
+    dry: bool,
+    actions: &mut Vec<Done>,
+    kept: &mut Vec<Kept>,
+) -> Result<()> {
+    let prior = install_dir.join(PRIOR_CREDENTIALS_FILE);
+    match install::read_opt(&c.path)? {
+        Some(b) if digest(&b) == c.sha256 => match install::read_private(&prior)? {
+            Some(old) => {
+                actions.push(Done::file(Undoing::Restore, &c.path));
+                if !dry {
+                    install::write_atomic(&c.path, &old, true)?;
+                    fs::remove_file(&prior)?;
+                }
+            }
+            None => {
+                actions.push(Done::file(Undoing::Remove, &c.path));
+                if !dry {
+                    fs::remove_file(&c.path)?;
+                    if let Some(dir) = c.path.parent() {
+                        let _ = fs::remove_dir(dir);
+                    }
+                }
+            }
+        },
+        Some(_) => kept.push(Kept::changed(&c.path, None)),
+        None => {}
+    }
+    if !dry && prior.exists() {
+        let _ = fs::remove_file(&prior);
+    }
+    Ok(())
+}
+
+/// Puts back or removes Claude Code's plugin options while they still hold our value.
+fn uninstall_claude_options(
+    m: &OwnedMember,
+    dry: bool,
+    actions: &mut Vec<Done>,
+    kept: &mut Vec<Kept>,
+) -> Result<()> {
+    let Some(bytes) = install::read_opt(&m.path)? else {
+        return Ok(());
+    };
+    let text = String::from_utf8(bytes).map_err(|_| anyhow!("{} is not UTF-8", m.path.display()))?;
+    match jsonc::get(&text, "pluginConfigs", CLAUDE_PLUGIN_KEY) {
+        Ok(Some(v)) if value_digest(&v) == m.sha256 => {
+            let new = match (&m.prior, &m.inserted) {
+                (Some(p), _) => jsonc::replace(&text, "pluginConfigs", CLAUDE_PLUGIN_KEY, p)?,
+                (None, Some(how)) => jsonc::remove(&text, "pluginConfigs", CLAUDE_PLUGIN_KEY, how)?,
+                (None, None) => jsonc::remove(
+                    &text,
+                    "pluginConfigs",
+                    CLAUDE_PLUGIN_KEY,
+                    &jsonc::Inserted::default(),
+                )?,
+            };
+            actions.push(Done::member(
+                &m.path,
+                format!("pluginConfigs[\"{CLAUDE_PLUGIN_KEY}\"]"),
+            ));
+            if !dry {
+                install::write_through(&m.path, new.as_bytes(), false)?;
+            }
+        }
+        Ok(Some(_)) => kept.push(Kept::changed(
+            &m.path,
+            Some(format!("pluginConfigs[\"{CLAUDE_PLUGIN_KEY}\"]")),
+        )),
+        _ => {}
+    }
+    Ok(())
 }
