@@ -901,15 +901,7 @@ fn linger(state: &StateDir, env: &Env, until: Instant, first: &DrainReport) {
 /// Opens and takes the linger lock: `None` when it cannot be opened or another drainer lingers.
 fn hold_linger_lock(lock_file: &std::path::Path) -> Option<fs::File> {
     // Owner-only from its first byte, never through a link planted under its name.
-    let held = fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .mode(0o600)
-        .custom_flags(lock::no_follow_flags())
-        .open(lock_file)
-        .ok()?;
+    let held = lock::open_private(lock_file).ok()?;
     if !matches!(lock::try_lock_file(&held), Ok(true)) {
         // Another drainer lingers: it takes on what comes next.
         return None;

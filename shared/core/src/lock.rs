@@ -32,32 +32,40 @@ fn open(path: &Path) -> io::Result<File> {
     // (another user's umask, a read-only bind mount) still works.
     // Never through a symlink planted in the state directory.
     let nofollow = no_follow_flags();
+    open_private(path).or_else(|e| {
+        if e.kind() == io::ErrorKind::PermissionDenied || e.raw_os_error() == Some(30) {
+            // No lock file to fall back on: the first error says why (read-only, denied).
+            OpenOptions::new()
+                .read(true)
+                .custom_flags(nofollow)
+                .open(path)
+                .map_err(|other| {
+                    if other.kind() == io::ErrorKind::NotFound {
+                        e
+                    } else {
+                        other
+                    }
+                })
+        } else {
+            Err(e)
+        }
+    })
+}
+
+/// Opens a state file for reading and writing, creating it when absent: owner-only from its first
+/// byte, never through a link planted under its name, never blocking on a FIFO.
+///
+/// # Errors
+/// The I/O error of the open.
+pub fn open_private(path: &Path) -> io::Result<File> {
     OpenOptions::new()
         .read(true)
         .write(true)
         .create(true)
         .truncate(false)
         .mode(0o600)
-        .custom_flags(nofollow)
+        .custom_flags(no_follow_flags())
         .open(path)
-        .or_else(|e| {
-            if e.kind() == io::ErrorKind::PermissionDenied || e.raw_os_error() == Some(30) {
-                // No lock file to fall back on: the first error says why (read-only, denied).
-                OpenOptions::new()
-                    .read(true)
-                    .custom_flags(nofollow)
-                    .open(path)
-                    .map_err(|other| {
-                        if other.kind() == io::ErrorKind::NotFound {
-                            e
-                        } else {
-                            other
-                        }
-                    })
-            } else {
-                Err(e)
-            }
-        })
 }
 
 /// `O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC`: opening never follows a final symlink and never blocks

@@ -316,14 +316,7 @@ fn parse_seq(bytes: &[u8]) -> Option<u64> {
 fn next_seq(state: &StateDir) -> io::Result<u64> {
     use std::os::unix::fs::FileExt;
     let path = state.file(SEQ_FILE);
-    let file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .mode(0o600)
-        .custom_flags(lock::no_follow_flags())
-        .open(&path)?;
+    let file = lock::open_private(&path)?;
     let meta = file.metadata()?;
     if !meta.is_file() || meta.uid() != crate::state::euid() || meta.mode() & 0o022 != 0 {
         return Err(io::Error::other("the spool's sequence file is not ours"));
