@@ -1454,6 +1454,86 @@ fn drainers_of(state: &Path) -> Vec<u32> {
         .collect()
 }
 
+/// A hook that counts on a lingering drainer and still holds its entry when that drainer leaves
+/// (here: at the drainer's budget, the hook waiting on a slow recall) is not left alone: the
+/// leaving drainer starts a successor, which delivers the capture once the hook is killed before
+/// its answer (no hand-over, no other prompt).
+#[test]
+fn state_a_hook_still_on_the_network_when_the_lingering_drainer_leaves_is_delivered_by_a_successor() {
+    const HANG_MARK: &str = "OUTLASTS";
+    let s = FakeServer::builder("scp_successor")
+        .route(PREPARE, |req| {
+            if String::from_utf8_lossy(&req.body).contains(HANG_MARK) {
+                std::thread::sleep(Duration::from_secs(50));
+            }
+            Reply::json(
+                200,
+                &powercontext_hooks_test_support::fake_server::ready("remembered context"),
+            )
+        })
+        .start();
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let cwd = tempfile::tempdir().unwrap();
+    let delivered = |n: usize, within: Duration| {
+        let until = Instant::now() + within;
+        while s.count(CAPTURE) < n {
+            assert!(Instant::now() < until, "capture {n} was not delivered");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    let env = [
+        (NO_DRAINER.0, "0"),
+        ("POWERCONTEXT_CLAUDE_HTTP_BUDGET_SECONDS", "90"),
+        ("POWERCONTEXT_CLAUDE_REQUEST_TIMEOUT_SECONDS", "90"),
+    ];
+    let mut first = spawn_hook(&s.url(), &state, "first prompt", "t1", cwd.path(), &env);
+    assert!(first.wait().unwrap().success());
+    delivered(1, Duration::from_secs(15));
+    let lingering = drainers_of(&state);
+    assert_eq!(lingering.len(), 1, "one drainer lingers: {lingering:?}");
+
+    // This hook finds it lingering (so starts no drainer of its own) and then waits on its recall
+    // for longer than the drainer may stay.
+    let mut hook = spawn_hook(
+        &s.url(),
+        &state,
+        &format!("second prompt {HANG_MARK}"),
+        "t2",
+        cwd.path(),
+        &env,
+    );
+    let until = Instant::now() + Duration::from_secs(10);
+    while s.count(PREPARE) < 2 {
+        assert!(Instant::now() < until, "the second hook never recalled");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // The lingering drainer leaves at its budget (30 s from its start).
+    let until = Instant::now() + Duration::from_secs(45);
+    while drainers_of(&state).contains(&lingering[0]) {
+        assert!(Instant::now() < until, "the lingering drainer never left");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(s.count(CAPTURE), 1, "the capture went out before the answer");
+    // The host kills the hook before its answer: nothing hands its capture over now.
+    hook.kill().unwrap();
+    let _ = hook.wait();
+    delivered(2, Duration::from_secs(15));
+    let contents: Vec<String> = s
+        .requests()
+        .iter()
+        .filter(|r| r.path == CAPTURE)
+        .map(|r| {
+            let v: Value = serde_json::from_slice(&r.body).unwrap();
+            v["content"].as_str().unwrap().to_owned()
+        })
+        .collect();
+    assert_eq!(
+        contents,
+        ["first prompt".to_owned(), format!("second prompt {HANG_MARK}")]
+    );
+}
+
 #[test]
 fn state_the_prompts_that_follow_are_delivered_by_the_lingering_drainer_without_starting_another() {
     const HANG_MARK: &str = "LINGERHANG";

@@ -890,12 +890,51 @@ fn linger(state: &StateDir, env: &Env, until: Instant, first: &DrainReport) {
         return;
     };
     let _ = held.set_modified(SystemTime::now());
-    let settled = watch_spool(state, env, until, first, &held);
+    let (settled, left) = watch_spool(state, env, until, first, &held);
     // Gone before the lock is let go: a hook that opens the name from now on finds nothing (or
     // a newer drainer's file) and does not count on this one.
     let _ = fs::remove_file(&lock_file);
     drop(held);
     last_look(state, env, until, &settled);
+    // A hook that found this drainer in its last moments (after its last look, or at its budget)
+    // started none and still holds its entry: killed before its answer, it would leave the entry
+    // to the next prompt. A successor takes it on. Its entry was written before it probed the
+    // lock, so this look, after the lock is gone, sees it. Not after a failed pass (the successor
+    // would fail the same way), and not for an entry older than a drainer's budget (a stopped
+    // hook): so successors never follow one another for long.
+    if left != Left::Failed && held_by_a_recent_hook(state, &settled) {
+        spawn_drainer(Start::Now);
+    }
+}
+
+/// Why a lingering drainer stopped watching the spool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Left {
+    /// Idle for [`LINGER`] with no hook's entry pending.
+    Idle,
+    /// Its budget ran out.
+    Budget,
+    /// A pass could not use the state directory.
+    Failed,
+}
+
+/// Whether the spool holds an entry its hook still holds (on the network) that was written less
+/// than two drainer budgets ago (so at most two successors follow one another for it).
+fn held_by_a_recent_hook(state: &StateDir, settled: &HashSet<String>) -> bool {
+    let Ok(entries) = spool::list(state) else {
+        return false;
+    };
+    let dir = state.file(spool::DIR);
+    entries.iter().filter(|e| !settled.contains(&e.name)).any(|e| {
+        let Ok(crate::state::Opened::File(f, _)) = crate::state::open_state_file(&dir.join(&e.name)) else {
+            return false;
+        };
+        let recent = f
+            .metadata()
+            .and_then(|m| m.modified())
+            .is_ok_and(|t| t.elapsed().map_or(true, |age| age < 2 * BACKGROUND_BUDGET));
+        recent && matches!(lock::try_lock_file(&f), Ok(false))
+    })
 }
 
 /// Opens and takes the linger lock: `None` when it cannot be opened or another drainer lingers.
@@ -911,14 +950,14 @@ fn hold_linger_lock(lock_file: &std::path::Path) -> Option<fs::File> {
 
 /// The lingering itself, its lock `held`: beats the lock, watches the spool and passes over what
 /// is handed over (or was kept back, once the pause is over) until idle for [`LINGER`] with no
-/// hook's entry pending, or `until`. Returns what its last pass left behind.
+/// hook's entry pending, or `until`. Returns what its last pass left behind, and why it stopped.
 fn watch_spool(
     state: &StateDir,
     env: &Env,
     until: Instant,
     first: &DrainReport,
     held: &fs::File,
-) -> HashSet<String> {
+) -> (HashSet<String>, Left) {
     let mut beat = Instant::now();
     let spool_dir = state.file(spool::DIR);
     let mut settled = settled_by(first);
@@ -928,10 +967,13 @@ fn watch_spool(
     let mut seen: Option<SystemTime> = None;
     let mut waiting = false;
     let mut looked = Instant::now();
-    loop {
+    let left = loop {
         let now = Instant::now();
-        if now >= until || (now >= idle_until && !waiting) {
-            break;
+        if now >= until {
+            break Left::Budget;
+        }
+        if now >= idle_until && !waiting {
+            break Left::Idle;
         }
         std::thread::sleep(LINGER_TICK);
         if beat.elapsed() >= LINGER_BEAT {
@@ -978,10 +1020,10 @@ fn watch_spool(
                 settled = settled_by(&report);
                 retry_at = retry_after(&report);
             }
-            Err(_) => break,
+            Err(_) => break Left::Failed,
         }
-    }
-    settled
+    };
+    (settled, left)
 }
 
 /// The leaving drainer's last look, its linger lock gone: passes over what was handed over
