@@ -1041,11 +1041,7 @@ fn manifest_of(
         host_settings,
         shared,
         created_dirs: created_dirs(plan, paths, journal),
-        settings_hooks: plan
-            .settings_hooks
-            .as_ref()
-            .map(|(_, o)| o.clone())
-            .or_else(|| plan.kept_hooks.clone()),
+        settings_hooks: plan.owned_hooks().cloned(),
     }
 }
 

@@ -421,20 +421,12 @@ impl Installer for SettingsHooks {
         let command = hook_command(host, &plan.hook_exe)?;
         let previous = plan.previous.as_ref().and_then(|m| m.settings_hooks.as_ref());
         let (change, owned) = plan_file(&path, text.as_deref(), &wanted(host, &command), previous)?;
-        match change {
-            Some(f) => plan.settings_hooks = Some((f, owned)),
-            None => plan.kept_hooks = Some(owned),
-        }
+        plan.set_settings_hooks(change, owned);
         Ok(())
     }
 
     fn verify(&self, plan: &Plan, _paths: &Paths) -> Result<()> {
-        let Some(owned) = plan
-            .settings_hooks
-            .as_ref()
-            .map(|(_, o)| o)
-            .or(plan.kept_hooks.as_ref())
-        else {
+        let Some(owned) = plan.owned_hooks() else {
             bail!("internal error: no hook entries planned");
         };
         let missing = missing_events(owned)?;

@@ -106,20 +106,12 @@ impl Installer for Zcode {
         let want = [(DIRS.to_owned(), json!(dir))];
         let previous = plan.previous.as_ref().and_then(|m| m.settings_hooks.as_ref());
         let (change, owned) = plan_file_in(&path, text.as_deref(), PLUGINS, &want, previous)?;
-        match change {
-            Some(f) => plan.settings_hooks = Some((f, owned)),
-            None => plan.kept_hooks = Some(owned),
-        }
+        plan.set_settings_hooks(change, owned);
         Ok(())
     }
 
     fn verify(&self, plan: &Plan, _paths: &Paths) -> Result<()> {
-        let Some(owned) = plan
-            .settings_hooks
-            .as_ref()
-            .map(|(_, o)| o)
-            .or(plan.kept_hooks.as_ref())
-        else {
+        let Some(owned) = plan.owned_hooks() else {
             return Ok(());
         };
         if !super::settings_hooks::missing_events(owned)?.is_empty() {

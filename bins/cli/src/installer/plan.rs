@@ -150,6 +150,26 @@ pub(crate) struct Plan {
     pub host_home: Option<PathBuf>,
 }
 
+impl Plan {
+    /// Records the planned hook entries: a file change to write, or, when the file already holds
+    /// them, what is in place (recorded again as it is).
+    pub fn set_settings_hooks(&mut self, change: Option<FileChange>, owned: OwnedHooks) {
+        match change {
+            Some(f) => self.settings_hooks = Some((f, owned)),
+            None => self.kept_hooks = Some(owned),
+        }
+    }
+
+    /// The hook entries this plan owns, to be written or already in place.
+    #[must_use]
+    pub fn owned_hooks(&self) -> Option<&OwnedHooks> {
+        self.settings_hooks
+            .as_ref()
+            .map(|(_, o)| o)
+            .or(self.kept_hooks.as_ref())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
