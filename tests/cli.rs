@@ -211,3 +211,41 @@ fn package_skips_copilot_cli_and_zcode_and_says_why() {
     }
     assert!(tree.join("integrations/claude-code").is_dir());
 }
+
+/// A reader that leaves early (`powercontext-hooks status | head -1`) stops the output, not the
+/// command: no panic, the command's own exit code. A full disk is a failure that says so.
+#[test]
+fn a_closed_stdout_is_not_a_panic_and_a_full_one_is_an_error() {
+    let home = tempfile::tempdir().unwrap();
+    let h = home.path().to_str().unwrap();
+    let env = [("HOME", h)];
+    for args in [
+        &["status"][..],
+        &["status", "--json"],
+        &["op", "--list"],
+        &["version"],
+        &[],
+    ] {
+        let normal = crate::support::run_cli(args, &env);
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let closed = crate::support::cli(args, &env).stdout(writer).output().unwrap();
+        let stderr = String::from_utf8_lossy(&closed.stderr);
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+        assert_eq!(closed.status.code(), normal.status.code(), "{args:?}: {stderr}");
+        assert_eq!(stderr, String::from_utf8_lossy(&normal.stderr), "{args:?}");
+    }
+    let Ok(full) = std::fs::OpenOptions::new().write(true).open("/dev/full") else {
+        return;
+    };
+    let out = crate::support::cli(&["status"], &env)
+        .stdout(full)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("could not write the output"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -201,6 +201,9 @@ pub fn main() -> ExitCode {
     };
     let json = std::env::args_os().any(|a| a == "--json");
     match run(args) {
+        // Output lost to a full disk or a closed descriptor is a failure, even of a command that
+        // did its work (a closed pipe is not: its reader chose to stop).
+        Ok(code) if code == ExitCode::SUCCESS && report::output_failed() => ExitCode::from(1),
         Ok(code) => code,
         // A command that could not run at all: exit 2, in the form the caller asked for.
         Err(e) => {
@@ -213,14 +216,14 @@ pub fn main() -> ExitCode {
 fn run(args: Args) -> anyhow::Result<ExitCode> {
     match args.command {
         Some(Command::Version { json: true }) => {
-            println!(
-                "{}",
+            report::out(format_args!(
+                "{}\n",
                 serde_json::json!({"ok": true, "version": env!("CARGO_PKG_VERSION")})
-            );
+            ));
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Version { json: false }) => {
-            println!("powercontext-hooks {}", env!("CARGO_PKG_VERSION"));
+            report::out(format_args!("powercontext-hooks {}\n", env!("CARGO_PKG_VERSION")));
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Setup(a)) => setup::setup(&a),
@@ -241,8 +244,7 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
         Some(Command::Debug(c)) => state_cmd::debug(&c),
         None => {
             use clap::CommandFactory;
-            Args::command().print_help()?;
-            println!();
+            report::out(format_args!("{}\n", Args::command().render_help()));
             Ok(ExitCode::SUCCESS)
         }
     }

@@ -110,16 +110,16 @@ pub fn run(args: &OpArgs) -> anyhow::Result<ExitCode> {
     if args.list {
         let t = table();
         if args.json {
-            println!("{t}");
+            crate::support::report::out(format_args!("{t}\n"));
         } else {
             for c in ops::CURATED {
-                println!(
-                    "{:<17} {:<4} {:<52} {}",
+                crate::support::report::out(format_args!(
+                    "{:<17} {:<4} {:<52} {}\n",
                     c.name,
                     c.call.method.as_str(),
                     c.call.path,
                     if c.call.mutates { "mutates" } else { "reads" }
-                );
+                ));
             }
         }
         return Ok(ExitCode::SUCCESS);
@@ -143,9 +143,9 @@ pub fn run(args: &OpArgs) -> anyhow::Result<ExitCode> {
         }
     };
     if args.json {
-        println!("{line}");
+        crate::support::report::out(format_args!("{line}\n"));
     } else if line["ok"] == true {
-        println!("{:#}", line["data"]);
+        crate::support::report::out(format_args!("{:#}\n", line["data"]));
     } else {
         let message = format!(
             "{}: {}",

@@ -73,7 +73,7 @@ pub fn mcp_headers(args: &McpHeadersArgs) -> Result<ExitCode> {
             json!({})
         }
     };
-    println!("{headers}");
+    crate::support::report::out(format_args!("{headers}\n"));
     Ok(ExitCode::SUCCESS)
 }
 

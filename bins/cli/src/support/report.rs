@@ -1,11 +1,13 @@
 //! The one place the CLI's commands print their results: a command builds a [`Report`] (its
 //! `Serialize` form for `--json`, its `Display` form for people, its exit code) and [`emit`]
 //! writes it; a refused command goes through [`refuse`]. Reports never hold a token, a scope id or
-//! context text, and nothing else in the CLI prints a command's result (`version` and clap's help
-//! aside; `mcp-headers` and `statusline` answer a host's own protocol and write it themselves).
+//! context text, and nothing else in the CLI prints a command's result. Everything the CLI writes
+//! on stdout goes through [`out`], so a reader that leaves early never turns into a panic.
 
 use std::fmt;
+use std::io::Write as _;
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use powercontext_hooks_core::config::Settings;
 use serde::Serialize;
@@ -35,12 +37,15 @@ pub(crate) fn emit(report: &impl Report, json: bool) -> anyhow::Result<ExitCode>
         match text.strip_prefix('{') {
             Some(rest) if !has_ok => {
                 let sep = if rest == "}" { "" } else { "," };
-                println!("{{\"ok\":{}{sep}{rest}", code == ExitCode::SUCCESS);
+                out(format_args!(
+                    "{{\"ok\":{}{sep}{rest}\n",
+                    code == ExitCode::SUCCESS
+                ));
             }
-            _ => println!("{text}"),
+            _ => out(format_args!("{text}\n")),
         }
     } else {
-        print!("{report}");
+        out(report);
         if let Some(e) = report.error() {
             eprintln!("powercontext-hooks: error: {}", terminal_text(e));
         }
@@ -54,9 +59,30 @@ pub(crate) fn preview(view: &impl fmt::Display, json: bool) -> bool {
     if json {
         return false;
     }
-    print!("{view}");
-    let _ = std::io::Write::flush(&mut std::io::stdout());
+    out(view);
     true
+}
+
+/// Set when stdout could not take the output for a reason other than a reader that left.
+static OUTPUT_FAILED: AtomicBool = AtomicBool::new(false);
+
+/// Writes `text` on stdout and flushes it. A reader that closed the pipe early (`status | head`)
+/// only stops the output: the command still finishes its work and keeps its exit code, where a
+/// print would have panicked halfway. Any other write error is said on stderr and makes the command
+/// fail (see [`output_failed`]).
+pub(crate) fn out(text: impl fmt::Display) {
+    let mut stdout = std::io::stdout().lock();
+    if let Err(e) = write!(stdout, "{text}").and_then(|()| stdout.flush())
+        && e.kind() != std::io::ErrorKind::BrokenPipe
+    {
+        OUTPUT_FAILED.store(true, Ordering::Relaxed);
+        eprintln!("powercontext-hooks: error: could not write the output: {e}");
+    }
+}
+
+/// Whether some output was lost to a write error other than a closed pipe.
+pub(crate) fn output_failed() -> bool {
+    OUTPUT_FAILED.load(Ordering::Relaxed)
 }
 
 /// A refused command: `{"ok":false,"error":…}` on stdout for `--json`, else the error on
@@ -68,7 +94,10 @@ pub(crate) fn refuse(json: bool, e: &anyhow::Error) -> anyhow::Result<ExitCode> 
 /// [`refuse`] with a message.
 pub(crate) fn refuse_with(json: bool, message: &str) -> ExitCode {
     if json {
-        println!("{}", serde_json::json!({"ok": false, "error": message}));
+        out(format_args!(
+            "{}\n",
+            serde_json::json!({"ok": false, "error": message})
+        ));
     } else {
         eprintln!("powercontext-hooks: error: {}", terminal_text(message));
     }
