@@ -445,8 +445,10 @@ impl<'t> Scan<'t> {
             let b = bytes[i];
             // The inside of a word starts no rule: most bytes of a prompt take only this branch.
             if b.is_ascii_alphanumeric() && (prev.is_ascii_alphanumeric() || prev == b'_') {
-                prev = b;
-                i += 1;
+                // The rest of the word too: each of its bytes would take this branch.
+                let end = run_end(bytes, i + 1, |c| c.is_ascii_alphanumeric());
+                prev = bytes[end - 1];
+                i = end;
                 continue;
             }
             if !b.is_ascii() {
@@ -808,6 +810,14 @@ impl<'t> Scan<'t> {
     /// here-document below it).
     fn command_at(&mut self, i: usize) {
         let bytes = self.bytes;
+        // Each command's first three letters rule out most words.
+        if !bytes.get(i..i + 3).is_some_and(|head| {
+            [b"htp", b"wpa", b"net", b"chp"]
+                .iter()
+                .any(|c| head.eq_ignore_ascii_case(*c))
+        }) {
+            return;
+        }
         let word_end = run_end_max(bytes, i, 16, |b| b.is_ascii_alphanumeric() || b == b'_');
         let (mut pos, mut wanted) = match lower(&bytes[i..word_end], &mut [0; 16]) {
             b"htpasswd" => (word_end, 0),
@@ -1067,11 +1077,9 @@ impl<'t> Scan<'t> {
         let Some(word) = secret_word(key) else {
             // `DB_KENNWORT`, `db_contraseña`, `db_пароль`: the word of another language as a
             // segment.
-            for j in i + 1..=kend {
-                if j < bytes.len()
-                    && matches!(bytes[j - 1], b'_' | b'-' | b'.')
-                    && self.password_word_at(i, j)
-                {
+            for (k, &b) in key.iter().enumerate() {
+                let j = i + k + 1;
+                if matches!(b, b'_' | b'-' | b'.') && j < bytes.len() && self.password_word_at(i, j) {
                     return;
                 }
             }
@@ -1213,10 +1221,12 @@ impl<'t> Scan<'t> {
         if quote.is_some() {
             p += 1;
         }
-        let token_end = run_end_max(bytes, p, 256, |b| {
-            b.is_ascii_alphanumeric() || b"-_+/=.~|".contains(&b)
-        });
+        let token_end = run_end_max(bytes, p, 256, |b| KEYWORD_TOKEN[usize::from(b)]);
         let token = &bytes[p..token_end];
+        // Too short for a provider's value, and a key with no secret word reads nothing more.
+        if !generic && token.len() < 16 {
+            return;
+        }
         let token_closed = bytes
             .get(token_end)
             .is_none_or(|&b| b.is_ascii_whitespace() || b"\"'`;,<)]}|".contains(&b));
@@ -2321,6 +2331,14 @@ impl<'t> Scan<'t> {
     /// `sha1$salt$<40 hex>` and `md5$salt$<32 hex>`.
     fn crypt_word_at(&mut self, i: usize) {
         let bytes = self.bytes;
+        // Each id's head rules out most words.
+        let head = &bytes[i..];
+        if ![&b"sha1"[..], b"md5", b"pbkdf2", b"scrypt", b"argon2", b"bcrypt"]
+            .iter()
+            .any(|id| head.starts_with(id))
+        {
+            return;
+        }
         let id_end = run_end_max(bytes, i, 24, |b| {
             b.is_ascii_alphanumeric() || b == b'_' || b == b':'
         });
@@ -2578,6 +2596,18 @@ fn keyword_operand(bytes: &[u8], kend: usize, generic: bool) -> Option<(usize, u
     Some((op, p, has_operator))
 }
 
+/// The bytes of a keyword's value: ASCII letters and digits and `-_+/=.~|`.
+static KEYWORD_TOKEN: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut b = 0;
+    while b < 256 {
+        t[b] = (b as u8).is_ascii_alphanumeric()
+            || matches!(b as u8, b'-' | b'_' | b'+' | b'/' | b'=' | b'.' | b'~' | b'|');
+        b += 1;
+    }
+    t
+};
+
 /// Where a keyword's value starts, carried from reading the operator to reading the value.
 struct KeywordOperand {
     /// The operator's start.
@@ -2781,22 +2811,67 @@ const KEY_COMPOUNDS: &[&[u8]] = &[
     b"prod",
 ];
 
+/// The first two letters a secret word may start with (either ASCII case), as two bit sets: a
+/// byte's bits in the first array are the words it may start, in the second those it may follow
+/// as their second letter (`p` then `a`, `w` or `r`; `s` or `k` then `e`; `t` then `o`; `a` then
+/// `p`, `c` or `u`; `c` then `r` or `o`).
+static SECRET_WORD_PAIRS: [[u8; 256]; 2] = {
+    const PAIRS: [(&[u8], &[u8]); 5] = [
+        (b"p", b"awr"),
+        (b"sk", b"e"),
+        (b"t", b"o"),
+        (b"a", b"pcu"),
+        (b"c", b"ro"),
+    ];
+    let mut index = [[0u8; 256]; 2];
+    let mut k = 0;
+    while k < PAIRS.len() {
+        let mut at = 0;
+        while at < 2 {
+            let letters = if at == 0 { PAIRS[k].0 } else { PAIRS[k].1 };
+            let mut l = 0;
+            while l < letters.len() {
+                index[at][letters[l] as usize] |= 1 << k;
+                index[at][letters[l].to_ascii_uppercase() as usize] |= 1 << k;
+                l += 1;
+            }
+            at += 1;
+        }
+        k += 1;
+    }
+    index
+};
+
+/// Whether the first three letters at `j` (a candidate by its first two) may start a secret
+/// word: every word [`secret_word_at`] reads but `pw` has three letters.
+fn secret_word_start(key: &[u8], j: usize) -> bool {
+    let at = |k: usize| key.get(k).map_or(0, |b| b | 0x20);
+    matches!(
+        (at(j), at(j + 1), at(j + 2)),
+        (b'p', b'a', b's' | b't')
+            | (b'p', b'w', _)
+            | (b'p', b'r', b'i')
+            | (b's', b'e', b'c')
+            | (b't', b'o', b'k')
+            | (b'k', b'e', b'y')
+            | (b'a', b'p', b'i')
+            | (b'a', b'c', b'c')
+            | (b'a', b'u', b't')
+            | (b'c', b'r', b'e')
+            | (b'c', b'o', b'o')
+    )
+}
+
 /// The strongest secret word in `key`, unless a qualifier makes the key metadata.
 fn secret_word(key: &[u8]) -> Option<SecretWord> {
     let mut best: Option<SecretWord> = None;
     let mut j = 0;
     while j < key.len() {
         // Most words hold no secret word: look at two bytes before trying any.
-        let next = key.get(j + 1).map_or(0, |b| b | 0x20);
-        let candidate = match key[j] | 0x20 {
-            b'p' => matches!(next, b'a' | b'w' | b'r'),
-            b's' | b'k' => next == b'e',
-            b't' => next == b'o',
-            b'a' => matches!(next, b'p' | b'c' | b'u'),
-            b'c' => matches!(next, b'r' | b'o'),
-            _ => false,
-        };
-        if !candidate {
+        let next = key.get(j + 1).map_or(0, |&b| usize::from(b));
+        if SECRET_WORD_PAIRS[0][usize::from(key[j])] & SECRET_WORD_PAIRS[1][next] == 0
+            || !secret_word_start(key, j)
+        {
             j += 1;
             continue;
         }
