@@ -1048,7 +1048,21 @@ impl<'t> Scan<'t> {
             return;
         }
         let bytes = self.bytes;
-        let run = run_end(bytes, i, is_key_byte);
+        // One pass over the key: its end, the separators and dashes it holds, and whether two
+        // of its letters may start a secret word. Most keys hold none, and the rules that need
+        // them are not tried (each would read the key again).
+        let (mut run, mut held, mut pair) = (i, 0u8, 0u8);
+        let mut before = 0usize;
+        while let Some(&b) = bytes.get(run) {
+            let class = KEY_CLASS[usize::from(b)];
+            if class == 0 {
+                break;
+            }
+            held |= class;
+            pair |= SECRET_WORD_PAIRS[0][before] & SECRET_WORD_PAIRS[1][usize::from(b)];
+            before = usize::from(b);
+            run += 1;
+        }
         // Trailing dots and dashes end a sentence or a flag, they are not part of the key.
         let mut kend = run;
         while kend > i && matches!(bytes[kend - 1], b'.' | b'-') {
@@ -1067,14 +1081,25 @@ impl<'t> Scan<'t> {
             self.sas_signature_at(i, kend);
             return;
         }
-        self.credential_pair_at(key, kend);
+        // A call (`login(`, `NetworkCredential(`) opens after blanks and an optional `=`.
+        if matches!(bytes.get(skip_blank(bytes, kend)), Some(b'=' | b'(')) {
+            self.credential_pair_at(key, kend);
+        }
         // A key that calls itself public (`public key: MIIBIj…`, `publishable key pk_live_…`).
         if key.eq_ignore_ascii_case(b"key") && public_word_before(bytes, i) {
             return;
         }
-        self.keyword_value_at(kend, key, false);
-        self.glued_keyword_value(i, kend, key);
-        let Some(word) = secret_word(key) else {
+        if keyword_value_may_follow(bytes, kend) {
+            self.keyword_value_at(kend, key, false);
+        }
+        if held & KEY_DASH != 0 {
+            self.glued_keyword_value(i, kend, key);
+        }
+        let word = if pair == 0 { None } else { secret_word(key) };
+        let Some(word) = word else {
+            if held & KEY_SEPARATOR == 0 {
+                return;
+            }
             // `DB_KENNWORT`, `db_contraseña`, `db_пароль`: the word of another language as a
             // segment.
             for (k, &b) in key.iter().enumerate() {
@@ -2594,6 +2619,66 @@ fn keyword_operand(bytes: &[u8], kend: usize, generic: bool) -> Option<(usize, u
         }
     }
     Some((op, p, has_operator))
+}
+
+/// [`KEY_CLASS`]: a byte of a key.
+const KEY_BYTE: u8 = 1;
+/// [`KEY_CLASS`]: a separator of a key's segments (`_`, `-`, `.`).
+const KEY_SEPARATOR: u8 = 2;
+/// [`KEY_CLASS`]: a dash.
+const KEY_DASH: u8 = 4;
+
+/// What each byte is to a key (see [`is_key_byte`]), as bits, so one lookup per byte measures a
+/// key and what it holds.
+static KEY_CLASS: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut b = 0;
+    while b < 256 {
+        let c = b as u8;
+        if c.is_ascii_alphanumeric() {
+            t[b] = KEY_BYTE;
+        }
+        if matches!(c, b'_' | b'-' | b'.') {
+            t[b] = KEY_BYTE | KEY_SEPARATOR;
+        }
+        if c == b'-' {
+            t[b] |= KEY_DASH;
+        }
+        b += 1;
+    }
+    t
+};
+
+/// Whether a keyword's value of a provider's least length (16) may follow the key ending at
+/// `kend` ([`keyword_operand`], then [`KEYWORD_TOKEN`] bytes): only quotes, blanks, line breaks,
+/// operator bytes and dashes stand between a key and its value, so the value cannot reach 16
+/// bytes past `kend` unless the run of value bytes after those does. Most words are followed by a
+/// short word, and no operand is read.
+fn keyword_value_may_follow(bytes: &[u8], kend: usize) -> bool {
+    const LIMIT: usize = 64;
+    let between = |b: u8| {
+        matches!(
+            b,
+            b'"' | b'\''
+                | b'`'
+                | b' '
+                | b'\t'
+                | b'\n'
+                | b'\r'
+                | b'='
+                | b':'
+                | b'>'
+                | b'?'
+                | b','
+                | b'.'
+                | b'|'
+                | b'!'
+                | b'<'
+                | b'-'
+        )
+    };
+    let r = run_end_max(bytes, kend, LIMIT, between);
+    r - kend == LIMIT || run_end_max(bytes, r, 16, |b| KEYWORD_TOKEN[usize::from(b)]) - kend >= 16
 }
 
 /// The bytes of a keyword's value: ASCII letters and digits and `-_+/=.~|`.
