@@ -517,7 +517,16 @@ impl<'t> Scan<'t> {
         // The original filter's short shapes never start inside a dashed or dotted word
         // (`xoxe.xoxp-1-…` is the longer prefix's, judged by its own rule).
         let inside_word = after_hyphen || prev == b'.';
-        for v in rules::candidates(bytes[i], bytes.get(i + 1).copied().unwrap_or(0)) {
+        let (b1, b2) = (
+            bytes.get(i + 1).copied().unwrap_or(0),
+            bytes.get(i + 2).copied().unwrap_or(0),
+        );
+        let vendors = if rules::may_start(bytes[i], b1, b2) {
+            rules::candidates(bytes[i], b1)
+        } else {
+            &[]
+        };
+        for v in vendors {
             if inside_word && !v.after_dash() {
                 continue;
             }
