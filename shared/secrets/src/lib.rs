@@ -2956,6 +2956,15 @@ fn secret_word_start(key: &[u8], j: usize) -> bool {
     )
 }
 
+/// Whether a secret word may start somewhere in `key` (see [`secret_word`]'s first test).
+fn may_hold_secret_word(key: &[u8]) -> bool {
+    (0..key.len()).any(|j| {
+        let next = key.get(j + 1).map_or(0, |&b| usize::from(b));
+        SECRET_WORD_PAIRS[0][usize::from(key[j])] & SECRET_WORD_PAIRS[1][next] != 0
+            && secret_word_start(key, j)
+    })
+}
+
 /// The strongest secret word in `key`, unless a qualifier makes the key metadata.
 fn secret_word(key: &[u8]) -> Option<SecretWord> {
     let mut best: Option<SecretWord> = None;
@@ -3964,14 +3973,23 @@ fn same_line_tokens(bytes: &[u8], found: &mut Vec<Finding>) -> bool {
     while k < bytes.len() {
         let class = CLASS[usize::from(bytes[k])];
         let starts = class == 3 && prev & 1 == 0;
-        prev = class;
         if !starts {
-            k += 1;
+            // The rest of a word that starts no name starts none either: skipped in one run.
+            if class & 1 == 1 {
+                k = run_end(bytes, k + 1, |c| CLASS[usize::from(c)] & 1 == 1);
+                prev = 1;
+            } else {
+                prev = class;
+                k += 1;
+            }
             continue;
         }
-        let e = run_end_max(bytes, k, 12, word_byte);
+        prev = class;
+        let e = run_end_max(bytes, k, 12, |c| CLASS[usize::from(c)] & 1 == 1);
         let word = &bytes[k..e];
-        if !names_secret(word) {
+        // Every name is letters holding a secret word's first letters: most words are ruled out
+        // without folding their case.
+        if !(word.iter().all(u8::is_ascii_alphabetic) && may_hold_secret_word(word)) || !names_secret(word) {
             k = e;
             continue;
         }
