@@ -372,6 +372,9 @@ struct Scan<'t> {
     table_read: usize,
     /// The end of the last SQL `INSERT` read: one that starts inside it is inside its strings.
     insert_end: usize,
+    /// The end of the key [`Scan::key_at`] last measured when it is all letters and digits (`0`
+    /// otherwise): the inside of that word starts nothing, and the scan goes on after it.
+    plain_key_end: usize,
 }
 
 /// A table whose header names secret columns: the cells under them in each row are values.
@@ -422,6 +425,7 @@ impl<'t> Scan<'t> {
             header_tried: usize::MAX,
             table_read: 0,
             insert_end: 0,
+            plain_key_end: 0,
         }
     }
 
@@ -497,11 +501,20 @@ impl<'t> Scan<'t> {
                 }
                 _ => {}
             }
+            let mut plain_end = 0;
             if is_key_byte(b) && !is_key_byte(prev) && prev != NON_ASCII_WORD {
+                self.plain_key_end = 0;
                 self.key_at(i);
+                plain_end = self.plain_key_end;
             }
             if b.is_ascii_alphanumeric() && !(prev.is_ascii_alphanumeric() || prev == b'_') {
                 self.word_at(i, prev);
+            }
+            // A word of letters and digits: its inside would take the first branch byte by byte.
+            if plain_end > i + 1 {
+                prev = bytes[plain_end - 1];
+                i = plain_end;
+                continue;
             }
             prev = b;
             i += 1;
@@ -1071,6 +1084,9 @@ impl<'t> Scan<'t> {
             pair |= SECRET_WORD_PAIRS[0][before] & SECRET_WORD_PAIRS[1][usize::from(b)];
             before = usize::from(b);
             run += 1;
+        }
+        if held == KEY_BYTE {
+            self.plain_key_end = run;
         }
         // Trailing dots and dashes end a sentence or a flag, they are not part of the key.
         let mut kend = run;
@@ -3969,28 +3985,23 @@ fn same_line_tokens(bytes: &[u8], found: &mut Vec<Finding>) -> bool {
         t
     };
     let mut k = 0;
-    let mut prev = 0u8;
     while k < bytes.len() {
         let class = CLASS[usize::from(bytes[k])];
-        let starts = class == 3 && prev & 1 == 0;
-        if !starts {
-            // The rest of a word that starts no name starts none either: skipped in one run.
-            if class & 1 == 1 {
-                k = run_end(bytes, k + 1, |c| CLASS[usize::from(c)] & 1 == 1);
-                prev = 1;
-            } else {
-                prev = class;
-                k += 1;
-            }
+        if class & 1 == 0 {
+            k += 1;
             continue;
         }
-        prev = class;
-        let e = run_end_max(bytes, k, 12, |c| CLASS[usize::from(c)] & 1 == 1);
-        let word = &bytes[k..e];
+        // A word starts at `k` (the pass goes from word to word): its first 12 bytes are the
+        // word a name is looked for in, and the rest of it starts nothing.
+        let run = run_end(bytes, k + 1, |c| CLASS[usize::from(c)] & 1 == 1);
+        let word = &bytes[k..run.min(k + 12)];
         // Every name is letters holding a secret word's first letters: most words are ruled out
         // without folding their case.
-        if !(word.iter().all(u8::is_ascii_alphabetic) && may_hold_secret_word(word)) || !names_secret(word) {
-            k = e;
+        if class != 3
+            || !(word.iter().all(u8::is_ascii_alphabetic) && may_hold_secret_word(word))
+            || !names_secret(word)
+        {
+            k = run;
             continue;
         }
         let start = bytes[..k].iter().rposition(|&c| c == b'\n').map_or(0, |p| p + 1);
@@ -4011,7 +4022,6 @@ fn same_line_tokens(bytes: &[u8], found: &mut Vec<Finding>) -> bool {
             line_tokens(line, start, found);
         }
         k = end;
-        prev = 0;
     }
     found.len() > before
 }
