@@ -406,8 +406,20 @@ struct PemEnd {
 const NON_ASCII_WORD: u8 = 0x80;
 
 fn is_key_byte(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.')
+    KEY_CLASS[usize::from(b)] != 0
 }
+
+/// The bytes a rule of [`Scan::run`]'s byte dispatch starts with.
+static STARTS_BYTE_RULE: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut k = 0;
+    let bytes = b"-:.~${%";
+    while k < bytes.len() {
+        t[bytes[k] as usize] = true;
+        k += 1;
+    }
+    t
+};
 
 impl<'t> Scan<'t> {
     fn new(text: &'t str) -> Self {
@@ -486,6 +498,8 @@ impl<'t> Scan<'t> {
                 self.line_start(i);
             }
             match b {
+                // One lookup for the bytes no rule below starts with.
+                _ if !STARTS_BYTE_RULE[usize::from(b)] => {}
                 b'-' if bytes[i..].starts_with(b"----") => self.pem_at(i),
                 b':' if bytes[i..].starts_with(b"://") => self.url_credentials_at(i),
                 b'.' if bytes[i..].starts_with(b".atlasv1.") => self.terraform_at(i),
@@ -1090,7 +1104,7 @@ impl<'t> Scan<'t> {
         }
         // Trailing dots and dashes end a sentence or a flag, they are not part of the key.
         let mut kend = run;
-        while kend > i && matches!(bytes[kend - 1], b'.' | b'-') {
+        while held & KEY_SEPARATOR != 0 && kend > i && matches!(bytes[kend - 1], b'.' | b'-') {
             kend -= 1;
         }
         // No key is this long; not looking keeps a run of repeated key words linear.
@@ -2681,28 +2695,17 @@ static KEY_CLASS: [u8; 256] = {
 /// short word, and no operand is read.
 fn keyword_value_may_follow(bytes: &[u8], kend: usize) -> bool {
     const LIMIT: usize = 64;
-    let between = |b: u8| {
-        matches!(
-            b,
-            b'"' | b'\''
-                | b'`'
-                | b' '
-                | b'\t'
-                | b'\n'
-                | b'\r'
-                | b'='
-                | b':'
-                | b'>'
-                | b'?'
-                | b','
-                | b'.'
-                | b'|'
-                | b'!'
-                | b'<'
-                | b'-'
-        )
+    static BETWEEN: [bool; 256] = {
+        let mut t = [false; 256];
+        let mut k = 0;
+        let bytes = b"\"'` \t\n\r=:>?,.|!<-";
+        while k < bytes.len() {
+            t[bytes[k] as usize] = true;
+            k += 1;
+        }
+        t
     };
-    let r = run_end_max(bytes, kend, LIMIT, between);
+    let r = run_end_max(bytes, kend, LIMIT, |b| BETWEEN[usize::from(b)]);
     r - kend == LIMIT || run_end_max(bytes, r, 16, |b| KEYWORD_TOKEN[usize::from(b)]) - kend >= 16
 }
 
