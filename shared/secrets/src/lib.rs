@@ -236,9 +236,10 @@ pub struct Finding {
 pub fn findings(text: &str) -> Vec<Finding> {
     let mut scan = Scan::new(text);
     scan.run();
+    let name_words = scan.names_listed.then_some(scan.name_words);
     let mut found = scan.found;
     found.sort_by_key(|f| (f.start, f.kind.rank()));
-    if same_line_tokens(text.as_bytes(), &mut found) {
+    if same_line_tokens(text.as_bytes(), &mut found, name_words.as_deref()) {
         found.sort_by_key(|f| (f.start, f.kind.rank()));
     }
     let mut merged: Vec<Finding> = Vec::with_capacity(found.len());
@@ -375,6 +376,11 @@ struct Scan<'t> {
     /// The end of the key [`Scan::key_at`] last measured when it is all letters and digits (`0`
     /// otherwise): the inside of that word starts nothing, and the scan goes on after it.
     plain_key_end: usize,
+    /// Where a key starts that may name a secret for [`same_line_tokens`] (its test before
+    /// [`names_secret`]), in order, while `names_listed`: that pass then reads these words only.
+    name_words: Vec<usize>,
+    /// No key start went unread: no non-ASCII byte, nothing covered, no foreign password word.
+    names_listed: bool,
 }
 
 /// A table whose header names secret columns: the cells under them in each row are values.
@@ -438,6 +444,8 @@ impl<'t> Scan<'t> {
             table_read: 0,
             insert_end: 0,
             plain_key_end: 0,
+            name_words: Vec::new(),
+            names_listed: true,
         }
     }
 
@@ -468,6 +476,7 @@ impl<'t> Scan<'t> {
                 continue;
             }
             if !b.is_ascii() {
+                self.names_listed = false;
                 // A line may start with any character (`Émile,…` under a table's header).
                 if prev == b'\n' {
                     self.new_line(i);
@@ -490,6 +499,7 @@ impl<'t> Scan<'t> {
                 self.new_line(i);
             }
             if i < self.covered {
+                self.names_listed = false;
                 prev = b;
                 i += 1;
                 continue;
@@ -1081,6 +1091,7 @@ impl<'t> Scan<'t> {
     /// A key run starting at `i`: if it holds a secret word, what follows decides.
     fn key_at(&mut self, i: usize) {
         if self.password_word_at(i, i) {
+            self.names_listed = false;
             return;
         }
         let bytes = self.bytes;
@@ -1101,6 +1112,9 @@ impl<'t> Scan<'t> {
         }
         if held == KEY_BYTE {
             self.plain_key_end = run;
+        }
+        if pair != 0 && may_name_secret(&bytes[i..run.min(i + 12)]) {
+            self.name_words.push(i);
         }
         // Trailing dots and dashes end a sentence or a flag, they are not part of the key.
         let mut kend = run;
@@ -3956,7 +3970,10 @@ fn tech_part(v: &[u8]) -> bool {
 /// tokens that look generated count: letters and digits mixed, 20 to 256 long, high entropy, not
 /// a hex digest of a commit or a SHA-256, not a UUID, not in a path, URL or file name, not on a
 /// line about public keys, fingerprints, hashes or integrity.
-fn same_line_tokens(bytes: &[u8], found: &mut Vec<Finding>) -> bool {
+///
+/// `name_words`, when given, are the only word starts that may name a secret (see
+/// [`may_name_secret`]): the pass reads those instead of every byte.
+fn same_line_tokens(bytes: &[u8], found: &mut Vec<Finding>, name_words: Option<&[usize]>) -> bool {
     const NOT: Words = words_of!(
         b"public publishable fingerprint commit sha sha1 sha256 sha512 checksum digest hash hashes integrity \
         ssh-rsa ssh-ed25519 ecdsa-sha2-nistp256 gpg pgp"
@@ -3988,7 +4005,14 @@ fn same_line_tokens(bytes: &[u8], found: &mut Vec<Finding>) -> bool {
         t
     };
     let mut k = 0;
+    let mut listed = name_words.map(|w| w.iter());
     while k < bytes.len() {
+        if let Some(words) = &mut listed {
+            match words.find(|&&w| w >= k) {
+                Some(&w) => k = w,
+                None => break,
+            }
+        }
         let class = CLASS[usize::from(bytes[k])];
         if class & 1 == 0 {
             k += 1;
@@ -3998,12 +4022,7 @@ fn same_line_tokens(bytes: &[u8], found: &mut Vec<Finding>) -> bool {
         // word a name is looked for in, and the rest of it starts nothing.
         let run = run_end(bytes, k + 1, |c| CLASS[usize::from(c)] & 1 == 1);
         let word = &bytes[k..run.min(k + 12)];
-        // Every name is letters holding a secret word's first letters: most words are ruled out
-        // without folding their case.
-        if class != 3
-            || !(word.iter().all(u8::is_ascii_alphabetic) && may_hold_secret_word(word))
-            || !names_secret(word)
-        {
+        if class != 3 || !may_name_secret(word) || !names_secret(word) {
             k = run;
             continue;
         }
@@ -4092,6 +4111,16 @@ fn named_id(before: &[u8]) -> bool {
             | b"etag"
             | b"digest"
     )
+}
+
+/// Whether a word may name a secret (see [`names_secret`]): it starts with a name's first letter
+/// and is letters holding a secret word's first letters. Most words are ruled out without
+/// folding their case.
+fn may_name_secret(word: &[u8]) -> bool {
+    word.first()
+        .is_some_and(|&b| matches!(b | 0x20, b'k' | b't' | b'p' | b's' | b'c' | b'a'))
+        && word.iter().all(u8::is_ascii_alphabetic)
+        && may_hold_secret_word(word)
 }
 
 /// Whether a word on a line names a secret (`key`, `token`, `password`, a strong secret word):
