@@ -6037,6 +6037,43 @@ mod tests {
         assert_eq!(find_secret(&prompt), Some(SecretKind::Assignment));
     }
 
+    /// The pass for tokens on a line about a key, reading only the words the scan listed, finds
+    /// what reading every byte finds, on every prompt of the corpora and on those prompts run
+    /// together.
+    #[test]
+    fn the_listed_name_words_find_what_reading_every_byte_finds() {
+        let corpus = include_str!("../../../tests/fixtures/secrets_corpus.txt");
+        let heldout = include_str!("../../../tests/fixtures/secrets_heldout.txt");
+        let prompts: Vec<String> = corpus
+            .lines()
+            .chain(heldout.lines())
+            .filter(|l| !l.starts_with('#'))
+            .filter_map(|l| l.split_once(" | "))
+            .map(|(_, text)| text.replace("\\n", "\n"))
+            .collect();
+        let joined = prompts.join(" ");
+        let (mut listed, mut found_by_pass) = (0, 0);
+        for text in prompts.iter().chain([&joined]) {
+            let mut scan = super::Scan::new(text);
+            scan.run();
+            if !scan.names_listed {
+                continue;
+            }
+            let mut found = scan.found;
+            found.sort_by_key(|f| (f.start, f.kind.rank()));
+            let mut every_byte = found.clone();
+            let by_list = super::same_line_tokens(text.as_bytes(), &mut found, Some(&scan.name_words));
+            let by_bytes = super::same_line_tokens(text.as_bytes(), &mut every_byte, None);
+            assert_eq!((by_list, &found), (by_bytes, &every_byte), "{text:?}");
+            listed += 1;
+            found_by_pass += usize::from(by_list);
+        }
+        assert!(
+            listed > 500 && found_by_pass >= 5,
+            "{listed} listed, {found_by_pass} found"
+        );
+    }
+
     #[test]
     fn adversarial_repetitions_scan_in_linear_time() {
         let units = [
