@@ -415,6 +415,17 @@ fn is_key_byte(b: u8) -> bool {
     KEY_CLASS[usize::from(b)] != 0
 }
 
+/// ASCII bytes that are neither a key's byte nor a byte rule's start (see [`Scan::run`]).
+static PASSIVE_BYTE: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut b = 0;
+    while b < 128 {
+        t[b] = KEY_CLASS[b] == 0 && !STARTS_BYTE_RULE[b];
+        b += 1;
+    }
+    t
+};
+
 /// The bytes a rule of [`Scan::run`]'s byte dispatch starts with.
 static STARTS_BYTE_RULE: [bool; 256] = {
     let mut t = [false; 256];
@@ -467,6 +478,12 @@ impl<'t> Scan<'t> {
         let mut i = 0;
         while i < bytes.len() {
             let b = bytes[i];
+            // A blank or a punctuation mark no rule starts with, inside a line, starts nothing.
+            if PASSIVE_BYTE[usize::from(b)] && prev != b'\n' {
+                prev = b;
+                i += 1;
+                continue;
+            }
             // The inside of a word starts no rule: most bytes of a prompt take only this branch.
             if b.is_ascii_alphanumeric() && (prev.is_ascii_alphanumeric() || prev == b'_') {
                 // The rest of the word too: each of its bytes would take this branch.
