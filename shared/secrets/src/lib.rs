@@ -2737,7 +2737,21 @@ fn keyword_value_may_follow(bytes: &[u8], kend: usize) -> bool {
         t
     };
     let r = run_end_max(bytes, kend, LIMIT, |b| BETWEEN[usize::from(b)]);
-    r - kend == LIMIT || run_end_max(bytes, r, 16, |b| KEYWORD_TOKEN[usize::from(b)]) - kend >= 16
+    if r - kend >= 16 {
+        return true;
+    }
+    // Most often a blank ends the next word: the 16 bytes from `kend` as one number, the bytes
+    // below `!` marked (a byte is marked only when it or a run of `!` after such a byte is, and
+    // no value byte is either), those before `r` left out.
+    if let Some(window) = bytes.get(kend..kend + 16) {
+        const ONES: u128 = u128::MAX / 255;
+        let w = u128::from_le_bytes(window.try_into().unwrap_or_default());
+        let blank = w.wrapping_sub(ONES * 0x21) & !w & (ONES * 0x80);
+        if blank & (u128::MAX << (8 * (r - kend))) != 0 {
+            return false;
+        }
+    }
+    run_end_max(bytes, r, 16, |b| KEYWORD_TOKEN[usize::from(b)]) - kend >= 16
 }
 
 /// The bytes of a keyword's value: ASCII letters and digits and `-_+/=.~|`.
@@ -6052,6 +6066,44 @@ mod tests {
         assert_eq!(find_secret(&prompt), None);
         prompt.push_str(" password=hunter2");
         assert_eq!(find_secret(&prompt), Some(SecretKind::Assignment));
+    }
+
+    /// The shortcut that rules out a provider's value after a key agrees with reading the
+    /// operand and the value byte by byte, on every mix of value bytes, blanks, `!`, operators,
+    /// quotes, control and non-ASCII bytes.
+    #[test]
+    fn a_keyword_value_is_ruled_out_only_where_none_follows() {
+        let by_bytes = |bytes: &[u8], kend: usize| {
+            let r = super::run_end_max(bytes, kend, 64, |b| b" \t\n\r\"'`=:>?,.|!<-".contains(&b));
+            r - kend == 64
+                || super::run_end_max(bytes, r, 16, |b| super::KEYWORD_TOKEN[usize::from(b)]) - kend >= 16
+        };
+        let alphabet = b"aZ9 =!\"-.|\t\n\x01:+/_~\xc3";
+        let mut seed = 0x9e37_79b9_u32;
+        for _ in 0..200_000 {
+            let len = 10 + (seed % 30) as usize;
+            let bytes: Vec<u8> = (0..len)
+                .map(|_| {
+                    seed ^= seed << 13;
+                    seed ^= seed >> 17;
+                    seed ^= seed << 5;
+                    // Mostly value bytes, so that some values reach 16.
+                    if seed % 3 == 0 {
+                        alphabet[(seed / 3) as usize % alphabet.len()]
+                    } else {
+                        b'k'
+                    }
+                })
+                .collect();
+            for kend in 0..bytes.len() {
+                assert_eq!(
+                    super::keyword_value_may_follow(&bytes, kend),
+                    by_bytes(&bytes, kend),
+                    "{:?} at {kend}",
+                    String::from_utf8_lossy(&bytes)
+                );
+            }
+        }
     }
 
     /// The pass for tokens on a line about a key, reading only the words the scan listed, finds
