@@ -6088,7 +6088,7 @@ mod tests {
                     seed ^= seed >> 17;
                     seed ^= seed << 5;
                     // Mostly value bytes, so that some values reach 16.
-                    if seed % 3 == 0 {
+                    if seed.is_multiple_of(3) {
                         alphabet[(seed / 3) as usize % alphabet.len()]
                     } else {
                         b'k'
