@@ -3,21 +3,26 @@
 //! log or return any part of a secret: callers get rule names and byte spans, nothing else.
 //!
 //! One left-to-right pass over the bytes, linear in the input, no allocation until something is
-//! found, no regex engine: a hook pays start-up cost on every prompt, and compiling a rule set of
-//! this size on each run costs more than scanning a 200 KB prompt by hand (the micro-benchmark in
-//! `benches/hook_bench` measures the scan). Dispatch is on the first two bytes of a word, as
+//! found or a word may name a secret, no regex engine: a hook pays start-up cost on every prompt,
+//! and compiling a rule set of this size on each run costs more than scanning a 200 KB prompt by
+//! hand (the micro-benchmark in `benches/hook_bench` measures the scan). Dispatch is on the first two bytes of a word, as
 //! gitleaks prefilters its rules on keywords: most words start no rule, and the inside of a word
 //! costs one comparison per byte. Provider tokens are data, not code: `rules/<family>.toml`
 //! (prefix, body shape, judgments, cited source, samples), compiled by `build.rs` into static
 //! tables indexed by the prefix's first byte (see [`VENDORS`] and `src/rules.rs`); adding a
 //! provider is one entry there; keyword rules (`rules/keyword.toml`) name a provider by a word in
 //! the key instead. Measured with the `scan` example on the benchmark's prompt text (release,
-//! loaded 2-core machine, p50): 10 KB in 0.12 ms, 200 KB in 2.5 ms (callgrind: 43.2 M instructions
-//! for 200 KB of the benchmark's prompt lines with `scan --once`; 33.7 M, 0.09 ms and 1.9 ms before
-//! the pass for a generated token on a line about a key (one table lookup per byte, a word compared
-//! only where a name's first letter starts one), the name-field pairs, the weak table columns and
-//! provider words glued by a dash; the hand-written filter before: 0.06 ms, 1.25 ms, 25 M);
-//! adversarial repetitions scan in linear time (the tests check the scaling); nothing is parsed at run time. Every run a rule scans is bounded (a value's head at 512 bytes,
+//! loaded 2-core machine, p50): 10 KB in 0.05 ms, 200 KB in 0.93 ms, 18.4 M instructions counted
+//! for one 200 KB scan (`scan --once`); 0.12 ms, 2.4 ms and 43.0 M before a plain word was made
+//! cheap (the hand-written filter before the rule data: 0.06 ms, 1.25 ms, 25 M). A plain word is
+//! cheap because one pass over a key measures it and what it holds (separators, dashes, two
+//! letters a secret word may start with) and the rules that need those are not tried; a vendor
+//! prefix's first three bytes are a bit filter; a provider's value is looked for only where 16
+//! value bytes may follow (a blank within them, read as one number, rules it out); the scan goes
+//! on after a word of letters and digits at once, and blanks and punctuation no rule starts with
+//! take one lookup; the pass for tokens on a line about a key reads only the words the scan listed
+//! as possibly naming a secret, unless a key start went unread (non-ASCII text, a covered span).
+//! Adversarial repetitions scan in linear time (the tests check the scaling); nothing is parsed at run time. Every run a rule scans is bounded (a value's head at 512 bytes,
 //! its redacted whole, a table row or a here-document line at 64 KiB), a line's command words are
 //! looked up once per line, and a span already found is not scanned again, so repetitive prompts
 //! stay linear.
