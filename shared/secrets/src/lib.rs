@@ -1170,7 +1170,11 @@ impl<'t> Scan<'t> {
         if held & KEY_DASH != 0 {
             self.glued_keyword_value(i, kend, key);
         }
-        let word = if pair == 0 { None } else { secret_word(key) };
+        let word = if pair == 0 || !may_hold_secret_word(key) {
+            None
+        } else {
+            secret_word(key)
+        };
         let Some(word) = word else {
             if held & KEY_SEPARATOR == 0 {
                 return;
