@@ -334,9 +334,7 @@ fn find_ci(bytes: &[u8], from: usize, needle: &[u8]) -> Option<usize> {
     let mut i = from;
     while i + needle.len() <= bytes.len() {
         // The first byte is not a letter, so a plain byte search finds the candidates.
-        let k = bytes[i..=bytes.len() - needle.len()]
-            .iter()
-            .position(|&b| b == first)?;
+        let k = memchr::memchr(first, &bytes[i..=bytes.len() - needle.len()])?;
         i += k;
         if bytes[i..i + needle.len()].eq_ignore_ascii_case(needle) {
             return Some(i);
