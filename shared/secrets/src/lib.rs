@@ -4053,7 +4053,7 @@ fn same_line_tokens(bytes: &[u8], found: &mut Vec<Finding>, name_words: Option<&
         }
         let class = CLASS[usize::from(bytes[k])];
         if class & 1 == 0 {
-            k += 1;
+            k = run_end(bytes, k + 1, |c| CLASS[usize::from(c)] & 1 == 0);
             continue;
         }
         // A word starts at `k` (the pass goes from word to word): its first 12 bytes are the
