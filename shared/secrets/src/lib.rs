@@ -5,9 +5,9 @@
 //! One left-to-right pass over the bytes, linear in the input, no allocation until something is
 //! found or a word may name a secret, no regex engine: a hook pays start-up cost on every prompt,
 //! and compiling a rule set of this size on each run costs more than scanning a 200 KB prompt by
-//! hand (the micro-benchmark in `benches/hook_bench` measures the scan). Dispatch is on the first two bytes of a word, as
-//! gitleaks prefilters its rules on keywords: most words start no rule, and the inside of a word
-//! costs one comparison per byte. Provider tokens are data, not code: `rules/<family>.toml`
+//! hand (the micro-benchmark in `benches/hook_bench` measures the scan). Dispatch is on the first
+//! bytes of a word (three through a bit filter, then two), as gitleaks prefilters its rules on
+//! keywords: most words start no rule, and the inside of a word costs one comparison per byte. Provider tokens are data, not code: `rules/<family>.toml`
 //! (prefix, body shape, judgments, cited source, samples), compiled by `build.rs` into static
 //! tables indexed by the prefix's first byte (see [`VENDORS`] and `src/rules.rs`); adding a
 //! provider is one entry there; keyword rules (`rules/keyword.toml`) name a provider by a word in
@@ -22,8 +22,8 @@
 //! on after a word of letters and digits at once, and blanks and punctuation no rule starts with
 //! take one lookup; the pass for tokens on a line about a key reads only the words the scan listed
 //! as possibly naming a secret, unless a key start went unread (non-ASCII text, a covered span).
-//! Adversarial repetitions scan in linear time (the tests check the scaling); nothing is parsed at run time. Every run a rule scans is bounded (a value's head at 512 bytes,
-//! its redacted whole, a table row or a here-document line at 64 KiB), a line's command words are
+//! Adversarial repetitions scan in linear time (the tests check the scaling); nothing is parsed
+//! at run time. Every run a rule scans is bounded (a value's head at 512 bytes, its redacted whole, a table row or a here-document line at 64 KiB), a line's command words are
 //! looked up once per line, and a span already found is not scanned again, so repetitive prompts
 //! stay linear.
 //!
@@ -2747,9 +2747,9 @@ fn keyword_value_may_follow(bytes: &[u8], kend: usize) -> bool {
     if r - kend >= 16 {
         return true;
     }
-    // Most often a blank ends the next word: the 16 bytes from `kend` as one number, the bytes
-    // below `!` marked (a byte is marked only when it or a run of `!` after such a byte is, and
-    // no value byte is either), those before `r` left out.
+    // Most often a blank ends the next word. The 16 bytes from `kend` read as one number, each
+    // byte below `!` gets a mark (the subtraction's borrow may also mark a `!` right after a
+    // marked byte; neither is a value byte): a mark at or after `r` rules the value out.
     if let Some(window) = bytes.get(kend..kend + 16) {
         const ONES: u128 = u128::MAX / 255;
         let w = u128::from_le_bytes(window.try_into().unwrap_or_default());
