@@ -7,9 +7,9 @@
 //! and compiling a rule set of this size on each run costs more than scanning a 200 KB prompt by
 //! hand (the micro-benchmark in `benches/hook_bench` measures the scan). Dispatch is on the first
 //! bytes of a word (three through a bit filter, then two), as gitleaks prefilters its rules on
-//! keywords: most words start no rule, and the inside of a word costs one comparison per byte. Provider tokens are data, not code: `rules/<family>.toml`
-//! (prefix, body shape, judgments, cited source, samples), compiled by `build.rs` into static
-//! tables indexed by the prefix's first byte (see [`VENDORS`] and `src/rules.rs`); adding a
+//! keywords: most words start no rule, and the inside of a word costs one comparison per byte.
+//! Provider tokens are data, not code: `rules/<family>.toml` (prefix, body shape, judgments, cited
+//! source, samples), compiled by `build.rs` into static tables indexed by the prefix's first byte (see [`VENDORS`] and `src/rules.rs`); adding a
 //! provider is one entry there; keyword rules (`rules/keyword.toml`) name a provider by a word in
 //! the key instead. Measured with the `scan` example on the benchmark's prompt text (release,
 //! loaded 2-core machine, p50): 10 KB in 0.045 ms, 200 KB in 0.9 ms, 18.0 M instructions counted
@@ -23,9 +23,9 @@
 //! take one lookup; the pass for tokens on a line about a key reads only the words the scan listed
 //! as possibly naming a secret, unless a key start went unread (non-ASCII text, a covered span).
 //! Adversarial repetitions scan in linear time (the tests check the scaling); nothing is parsed
-//! at run time. Every run a rule scans is bounded (a value's head at 512 bytes, its redacted whole, a table row or a here-document line at 64 KiB), a line's command words are
-//! looked up once per line, and a span already found is not scanned again, so repetitive prompts
-//! stay linear.
+//! at run time. Every run a rule scans is bounded (a value's head at 512 bytes, its redacted whole,
+//! a table row or a here-document line at 64 KiB), a line's command words are looked up once per
+//! line, and a span already found is not scanned again, so repetitive prompts stay linear.
 //!
 //! Size: the release profile (root `Cargo.toml`) optimizes the dependencies (TLS, JSON, TOML) for
 //! size (`opt-level = "s"`) and the workspace's crates, this one among them, for speed: every hook
