@@ -12,20 +12,21 @@
 //! source, samples), compiled by `build.rs` into static tables indexed by the prefix's first byte
 //! (see [`VENDORS`] and `src/rules.rs`); adding a provider is one entry there; keyword rules
 //! (`rules/keyword.toml`) name a provider by a word in the key instead. Measured with the `scan`
-//! example on the benchmark's prompt text (release, loaded 2-core machine, p50): 10 KB in 0.045
-//! ms, 200 KB in 0.9 ms, 18.0 M instructions counted for one 200 KB scan (`scan --once`); 0.12 ms, 2.4 ms and 43.0 M before a plain word was made
-//! cheap (the hand-written filter before the rule data: 0.06 ms, 1.25 ms, 25 M). A plain word is
-//! cheap because one pass over a key measures it and what it holds (separators, dashes, two
-//! letters a secret word may start with) and the rules that need those are not tried; a vendor
-//! prefix's first three bytes are a bit filter; a provider's value is looked for only where 16
-//! value bytes may follow (a blank within them, read as one number, rules it out); the scan goes
-//! on after a word of letters and digits at once, and blanks and punctuation no rule starts with
-//! take one lookup; the pass for tokens on a line about a key reads only the words the scan listed
-//! as possibly naming a secret, unless a key start went unread (non-ASCII text, a covered span).
-//! Adversarial repetitions scan in linear time (the tests check the scaling); nothing is parsed
-//! at run time. Every run a rule scans is bounded (a value's head at 512 bytes, its redacted whole,
-//! a table row or a here-document line at 64 KiB), a line's command words are looked up once per
-//! line, and a span already found is not scanned again, so repetitive prompts stay linear.
+//! example on the benchmark's prompt text (release, loaded 2-core machine, p50): 10 KB in 0.045 ms,
+//! 200 KB in 0.9 ms, 18.0 M instructions counted for one 200 KB scan (`scan --once`); 0.12 ms, 2.4
+//! ms and 43.0 M before a plain word was made cheap (the hand-written filter before the rule data:
+//! 0.06 ms, 1.25 ms, 25 M). A plain word is cheap because one pass over a key measures it and what
+//! it holds (separators, dashes, two letters a secret word may start with) and the rules that need
+//! those are not tried; a vendor prefix's first three bytes are a bit filter; a provider's value is
+//! looked for only where 16 value bytes may follow (a blank within them, read as one number, rules
+//! it out); the scan goes on after a word of letters and digits at once, and blanks and punctuation
+//! no rule starts with take one lookup; the pass for tokens on a line about a key reads only the
+//! words the scan listed as possibly naming a secret, unless a key start went unread (non-ASCII
+//! text, a covered span). Adversarial repetitions scan in linear time (the tests check the
+//! scaling); nothing is parsed at run time. Every run a rule scans is bounded (a value's head at
+//! 512 bytes, its redacted whole, a table row or a here-document line at 64 KiB), a line's command
+//! words are looked up once per line, and a span already found is not scanned again, so repetitive
+//! prompts stay linear.
 //!
 //! Size: the release profile (root `Cargo.toml`) optimizes the dependencies (TLS, JSON, TOML) for
 //! size (`opt-level = "s"`) and the workspace's crates, this one among them, for speed: every hook
