@@ -21,8 +21,8 @@
 //! looked for only where 16 value bytes may follow (a blank within them, read as one number, rules
 //! it out); the scan goes on after a word of letters and digits at once, and blanks and punctuation
 //! no rule starts with take one lookup; the pass for tokens on a line about a key reads only the
-//! words the scan listed as possibly naming a secret, unless a key start went unread (non-ASCII
-//! text, a covered span). Adversarial repetitions scan in linear time (the tests check the
+//! words the scan listed as possibly naming a secret, unless a key start went unlisted (non-ASCII
+//! text, a foreign word for password). Adversarial repetitions scan in linear time (the tests check the
 //! scaling); nothing is parsed at run time. Every run a rule scans is bounded (a value's head at
 //! 512 bytes, its redacted whole, a table row or a here-document line at 64 KiB), a line's command
 //! words are looked up once per line, and a span already found is not scanned again, so repetitive
@@ -383,7 +383,7 @@ struct Scan<'t> {
     /// Where a key starts that may name a secret for [`same_line_tokens`] (its test before
     /// [`names_secret`]), in order, while `names_listed`: that pass then reads these words only.
     name_words: Vec<usize>,
-    /// No key start went unread: no non-ASCII byte, nothing covered, no foreign password word.
+    /// No key start went unlisted: no non-ASCII byte, no foreign password word.
     names_listed: bool,
 }
 
@@ -520,7 +520,14 @@ impl<'t> Scan<'t> {
                 self.new_line(i);
             }
             if i < self.covered {
-                self.names_listed = false;
+                // A key inside what was found is not read, but may still name a secret for the
+                // same-line pass.
+                if is_key_byte(b) && !is_key_byte(prev) {
+                    let word = &bytes[i..run_end_max(bytes, i, 12, is_key_byte)];
+                    if may_name_secret(word) {
+                        self.name_words.push(i);
+                    }
+                }
                 prev = b;
                 i += 1;
                 continue;
