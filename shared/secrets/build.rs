@@ -367,6 +367,22 @@ fn emit_dispatch(out: &mut String, rules: &[(String, Rule)]) {
         pairs[h / 64] |= 1 << (h % 64);
     }
     let _ = writeln!(out, "static PAIRS: [u64; 64] = {pairs:?};");
+    // A 32768-bit filter of their first three bytes, the same way: two bytes of a word start
+    // often begin a prefix (`th`, `se`, `pa`), three seldom do. A two-byte prefix sets every
+    // third byte.
+    let mut triples = vec![0u64; 512];
+    for (_, r) in rules {
+        let p = r.prefix.as_bytes();
+        let thirds: Vec<u8> = match p.get(2) {
+            Some(&b2) => vec![b2],
+            None => (0..=255).collect(),
+        };
+        for b2 in thirds {
+            let h = triple_hash(p[0], p[1], b2);
+            triples[h / 64] |= 1 << (h % 64);
+        }
+    }
+    let _ = writeln!(out, "static TRIPLES: [u64; 512] = {triples:?};");
 }
 
 /// Writes `DOCUMENTED_EXAMPLES`, failing the build on an example that is not a whole token or
@@ -562,6 +578,12 @@ fn emit_keywords(
         words.len()
     );
     let _ = writeln!(out, "static KEYWORD_FIRST: [(u16, u16); 256] = {first:?};");
+}
+
+/// The bit of three folded bytes in `TRIPLES` (the matcher computes the same).
+fn triple_hash(b0: u8, b1: u8, b2: u8) -> usize {
+    let fold = |b: u8| usize::from(b | 0x20);
+    ((fold(b0) << 10) ^ (fold(b1) << 5) ^ fold(b2)) & 32767
 }
 
 /// The bit of a folded byte pair in `PAIRS` (the matcher computes the same).

@@ -3,24 +3,30 @@
 //! log or return any part of a secret: callers get rule names and byte spans, nothing else.
 //!
 //! One left-to-right pass over the bytes, linear in the input, no allocation until something is
-//! found, no regex engine: a hook pays start-up cost on every prompt, and compiling a rule set of
-//! this size on each run costs more than scanning a 200 KB prompt by hand (the micro-benchmark in
-//! `benches/hook_bench` measures the scan). Dispatch is on the first two bytes of a word, as
-//! gitleaks prefilters its rules on keywords: most words start no rule, and the inside of a word
-//! costs one comparison per byte. Provider tokens are data, not code: `rules/<family>.toml`
-//! (prefix, body shape, judgments, cited source, samples), compiled by `build.rs` into static
-//! tables indexed by the prefix's first byte (see [`VENDORS`] and `src/rules.rs`); adding a
-//! provider is one entry there; keyword rules (`rules/keyword.toml`) name a provider by a word in
-//! the key instead. Measured with the `scan` example on the benchmark's prompt text (release,
-//! loaded 2-core machine, p50): 10 KB in 0.12 ms, 200 KB in 2.5 ms (callgrind: 43.2 M instructions
-//! for 200 KB of the benchmark's prompt lines with `scan --once`; 33.7 M, 0.09 ms and 1.9 ms before
-//! the pass for a generated token on a line about a key (one table lookup per byte, a word compared
-//! only where a name's first letter starts one), the name-field pairs, the weak table columns and
-//! provider words glued by a dash; the hand-written filter before: 0.06 ms, 1.25 ms, 25 M);
-//! adversarial repetitions scan in linear time (the tests check the scaling); nothing is parsed at run time. Every run a rule scans is bounded (a value's head at 512 bytes,
-//! its redacted whole, a table row or a here-document line at 64 KiB), a line's command words are
-//! looked up once per line, and a span already found is not scanned again, so repetitive prompts
-//! stay linear.
+//! found or a word may name a secret, no regex engine: a hook pays start-up cost on every prompt,
+//! and compiling a rule set of this size on each run costs more than scanning a 200 KB prompt by
+//! hand (the micro-benchmark in `benches/hook_bench` measures the scan). Dispatch is on the first
+//! bytes of a word (three through a bit filter, then two), as gitleaks prefilters its rules on
+//! keywords: most words start no rule, and the inside of a word costs one comparison per byte.
+//! Provider tokens are data, not code: `rules/<family>.toml` (prefix, body shape, judgments, cited
+//! source, samples), compiled by `build.rs` into static tables indexed by the prefix's first byte
+//! (see [`VENDORS`] and `src/rules.rs`); adding a provider is one entry there; keyword rules
+//! (`rules/keyword.toml`) name a provider by a word in the key instead. Measured with the `scan`
+//! example on the benchmark's prompt text (release, loaded 2-core machine, p50): 10 KB in 0.044 ms,
+//! 200 KB in 0.87 ms, 17.9 M instructions counted for one 200 KB scan (`scan --once`); 0.12 ms, 2.4
+//! ms and 43.0 M before a plain word was made cheap (the hand-written filter before the rule data:
+//! 0.06 ms, 1.25 ms, 25 M). A plain word is cheap because one pass over a key measures it and what
+//! it holds (separators, dashes, two letters a secret word may start with) and the rules that need
+//! those are not tried; a vendor prefix's first three bytes are a bit filter; a provider's value is
+//! looked for only where 16 value bytes may follow (a blank within them, read as one number, rules
+//! it out); the scan goes on after a word of letters and digits at once, and blanks and punctuation
+//! no rule starts with take one lookup; the pass for tokens on a line about a key reads only the
+//! words the scan listed as possibly naming a secret, unless a key start went unlisted (non-ASCII
+//! text, a foreign word for password). Adversarial repetitions scan in linear time (the tests check the
+//! scaling); nothing is parsed at run time. Every run a rule scans is bounded (a value's head at
+//! 512 bytes, its redacted whole, a table row or a here-document line at 64 KiB), a line's command
+//! words are looked up once per line, and a span already found is not scanned again, so repetitive
+//! prompts stay linear.
 //!
 //! Size: the release profile (root `Cargo.toml`) optimizes the dependencies (TLS, JSON, TOML) for
 //! size (`opt-level = "s"`) and the workspace's crates, this one among them, for speed: every hook
@@ -236,9 +242,10 @@ pub struct Finding {
 pub fn findings(text: &str) -> Vec<Finding> {
     let mut scan = Scan::new(text);
     scan.run();
+    let name_words = scan.names_listed.then_some(scan.name_words);
     let mut found = scan.found;
     found.sort_by_key(|f| (f.start, f.kind.rank()));
-    if same_line_tokens(text.as_bytes(), &mut found) {
+    if same_line_tokens(text.as_bytes(), &mut found, name_words.as_deref()) {
         found.sort_by_key(|f| (f.start, f.kind.rank()));
     }
     let mut merged: Vec<Finding> = Vec::with_capacity(found.len());
@@ -328,9 +335,7 @@ fn find_ci(bytes: &[u8], from: usize, needle: &[u8]) -> Option<usize> {
     let mut i = from;
     while i + needle.len() <= bytes.len() {
         // The first byte is not a letter, so a plain byte search finds the candidates.
-        let k = bytes[i..=bytes.len() - needle.len()]
-            .iter()
-            .position(|&b| b == first)?;
+        let k = memchr::memchr(first, &bytes[i..=bytes.len() - needle.len()])?;
         i += k;
         if bytes[i..i + needle.len()].eq_ignore_ascii_case(needle) {
             return Some(i);
@@ -372,6 +377,14 @@ struct Scan<'t> {
     table_read: usize,
     /// The end of the last SQL `INSERT` read: one that starts inside it is inside its strings.
     insert_end: usize,
+    /// The end of the key [`Scan::key_at`] last measured when it is all letters and digits (`0`
+    /// otherwise): the inside of that word starts nothing, and the scan goes on after it.
+    plain_key_end: usize,
+    /// Where a key starts that may name a secret for [`same_line_tokens`] (its test before
+    /// [`names_secret`]), in order, while `names_listed`: that pass then reads these words only.
+    name_words: Vec<usize>,
+    /// No key start went unlisted: no non-ASCII byte, no foreign password word.
+    names_listed: bool,
 }
 
 /// A table whose header names secret columns: the cells under them in each row are values.
@@ -403,8 +416,31 @@ struct PemEnd {
 const NON_ASCII_WORD: u8 = 0x80;
 
 fn is_key_byte(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.')
+    KEY_CLASS[usize::from(b)] != 0
 }
+
+/// ASCII bytes that are neither a key's byte nor a byte rule's start (see [`Scan::run`]).
+static PASSIVE_BYTE: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut b = 0;
+    while b < 128 {
+        t[b] = KEY_CLASS[b] == 0 && !STARTS_BYTE_RULE[b];
+        b += 1;
+    }
+    t
+};
+
+/// The bytes a rule of [`Scan::run`]'s byte dispatch starts with.
+static STARTS_BYTE_RULE: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut k = 0;
+    let bytes = b"-:.~${%";
+    while k < bytes.len() {
+        t[bytes[k] as usize] = true;
+        k += 1;
+    }
+    t
+};
 
 impl<'t> Scan<'t> {
     fn new(text: &'t str) -> Self {
@@ -422,6 +458,9 @@ impl<'t> Scan<'t> {
             header_tried: usize::MAX,
             table_read: 0,
             insert_end: 0,
+            plain_key_end: 0,
+            name_words: Vec::new(),
+            names_listed: true,
         }
     }
 
@@ -443,13 +482,22 @@ impl<'t> Scan<'t> {
         let mut i = 0;
         while i < bytes.len() {
             let b = bytes[i];
-            // The inside of a word starts no rule: most bytes of a prompt take only this branch.
-            if b.is_ascii_alphanumeric() && (prev.is_ascii_alphanumeric() || prev == b'_') {
+            // A blank or a punctuation mark no rule starts with, inside a line, starts nothing.
+            if PASSIVE_BYTE[usize::from(b)] && prev != b'\n' {
                 prev = b;
                 i += 1;
                 continue;
             }
+            // The inside of a word starts no rule: most bytes of a prompt take only this branch.
+            if b.is_ascii_alphanumeric() && (prev.is_ascii_alphanumeric() || prev == b'_') {
+                // The rest of the word too: each of its bytes would take this branch.
+                let end = run_end(bytes, i + 1, |c| c.is_ascii_alphanumeric());
+                prev = bytes[end - 1];
+                i = end;
+                continue;
+            }
             if !b.is_ascii() {
+                self.names_listed = false;
                 // A line may start with any character (`Émile,…` under a table's header).
                 if prev == b'\n' {
                     self.new_line(i);
@@ -472,6 +520,14 @@ impl<'t> Scan<'t> {
                 self.new_line(i);
             }
             if i < self.covered {
+                // A key inside what was found is not read, but may still name a secret for the
+                // same-line pass.
+                if is_key_byte(b) && !is_key_byte(prev) {
+                    let word = &bytes[i..run_end_max(bytes, i, 12, is_key_byte)];
+                    if may_name_secret(word) {
+                        self.name_words.push(i);
+                    }
+                }
                 prev = b;
                 i += 1;
                 continue;
@@ -480,6 +536,8 @@ impl<'t> Scan<'t> {
                 self.line_start(i);
             }
             match b {
+                // One lookup for the bytes no rule below starts with.
+                _ if !STARTS_BYTE_RULE[usize::from(b)] => {}
                 b'-' if bytes[i..].starts_with(b"----") => self.pem_at(i),
                 b':' if bytes[i..].starts_with(b"://") => self.url_credentials_at(i),
                 b'.' if bytes[i..].starts_with(b".atlasv1.") => self.terraform_at(i),
@@ -495,11 +553,20 @@ impl<'t> Scan<'t> {
                 }
                 _ => {}
             }
+            let mut plain_end = 0;
             if is_key_byte(b) && !is_key_byte(prev) && prev != NON_ASCII_WORD {
+                self.plain_key_end = 0;
                 self.key_at(i);
+                plain_end = self.plain_key_end;
             }
             if b.is_ascii_alphanumeric() && !(prev.is_ascii_alphanumeric() || prev == b'_') {
                 self.word_at(i, prev);
+            }
+            // A word of letters and digits: its inside would take the first branch byte by byte.
+            if plain_end > i + 1 {
+                prev = bytes[plain_end - 1];
+                i = plain_end;
+                continue;
             }
             prev = b;
             i += 1;
@@ -515,7 +582,16 @@ impl<'t> Scan<'t> {
         // The original filter's short shapes never start inside a dashed or dotted word
         // (`xoxe.xoxp-1-…` is the longer prefix's, judged by its own rule).
         let inside_word = after_hyphen || prev == b'.';
-        for v in rules::candidates(bytes[i], bytes.get(i + 1).copied().unwrap_or(0)) {
+        let (b1, b2) = (
+            bytes.get(i + 1).copied().unwrap_or(0),
+            bytes.get(i + 2).copied().unwrap_or(0),
+        );
+        let vendors = if rules::may_start(bytes[i], b1, b2) {
+            rules::candidates(bytes[i], b1)
+        } else {
+            &[]
+        };
+        for v in vendors {
             if inside_word && !v.after_dash() {
                 continue;
             }
@@ -808,6 +884,14 @@ impl<'t> Scan<'t> {
     /// here-document below it).
     fn command_at(&mut self, i: usize) {
         let bytes = self.bytes;
+        // Each command's first three letters rule out most words.
+        if !bytes.get(i..i + 3).is_some_and(|head| {
+            [b"htp", b"wpa", b"net", b"chp"]
+                .iter()
+                .any(|c| head.eq_ignore_ascii_case(*c))
+        }) {
+            return;
+        }
         let word_end = run_end_max(bytes, i, 16, |b| b.is_ascii_alphanumeric() || b == b'_');
         let (mut pos, mut wanted) = match lower(&bytes[i..word_end], &mut [0; 16]) {
             b"htpasswd" => (word_end, 0),
@@ -1035,13 +1119,34 @@ impl<'t> Scan<'t> {
     /// A key run starting at `i`: if it holds a secret word, what follows decides.
     fn key_at(&mut self, i: usize) {
         if self.password_word_at(i, i) {
+            self.names_listed = false;
             return;
         }
         let bytes = self.bytes;
-        let run = run_end(bytes, i, is_key_byte);
+        // One pass over the key: its end, the separators and dashes it holds, and whether two
+        // of its letters may start a secret word. Most keys hold none, and the rules that need
+        // them are not tried (each would read the key again).
+        let (mut run, mut held, mut pair) = (i, 0u8, 0u8);
+        let mut before = 0usize;
+        while let Some(&b) = bytes.get(run) {
+            let class = KEY_CLASS[usize::from(b)];
+            if class == 0 {
+                break;
+            }
+            held |= class;
+            pair |= SECRET_WORD_PAIRS[0][before] & SECRET_WORD_PAIRS[1][usize::from(b)];
+            before = usize::from(b);
+            run += 1;
+        }
+        if held == KEY_BYTE {
+            self.plain_key_end = run;
+        }
+        if pair != 0 && may_name_secret(&bytes[i..run.min(i + 12)]) {
+            self.name_words.push(i);
+        }
         // Trailing dots and dashes end a sentence or a flag, they are not part of the key.
         let mut kend = run;
-        while kend > i && matches!(bytes[kend - 1], b'.' | b'-') {
+        while held & KEY_SEPARATOR != 0 && kend > i && matches!(bytes[kend - 1], b'.' | b'-') {
             kend -= 1;
         }
         // No key is this long; not looking keeps a run of repeated key words linear.
@@ -1057,21 +1162,34 @@ impl<'t> Scan<'t> {
             self.sas_signature_at(i, kend);
             return;
         }
-        self.credential_pair_at(key, kend);
+        // A call (`login(`, `NetworkCredential(`) opens after blanks and an optional `=`.
+        if matches!(bytes.get(skip_blank(bytes, kend)), Some(b'=' | b'(')) {
+            self.credential_pair_at(key, kend);
+        }
         // A key that calls itself public (`public key: MIIBIj…`, `publishable key pk_live_…`).
         if key.eq_ignore_ascii_case(b"key") && public_word_before(bytes, i) {
             return;
         }
-        self.keyword_value_at(kend, key, false);
-        self.glued_keyword_value(i, kend, key);
-        let Some(word) = secret_word(key) else {
+        if keyword_value_may_follow(bytes, kend) {
+            self.keyword_value_at(kend, key, false);
+        }
+        if held & KEY_DASH != 0 {
+            self.glued_keyword_value(i, kend, key);
+        }
+        let word = if pair == 0 || !may_hold_secret_word(key) {
+            None
+        } else {
+            secret_word(key)
+        };
+        let Some(word) = word else {
+            if held & KEY_SEPARATOR == 0 {
+                return;
+            }
             // `DB_KENNWORT`, `db_contraseña`, `db_пароль`: the word of another language as a
             // segment.
-            for j in i + 1..=kend {
-                if j < bytes.len()
-                    && matches!(bytes[j - 1], b'_' | b'-' | b'.')
-                    && self.password_word_at(i, j)
-                {
+            for (k, &b) in key.iter().enumerate() {
+                let j = i + k + 1;
+                if matches!(b, b'_' | b'-' | b'.') && j < bytes.len() && self.password_word_at(i, j) {
                     return;
                 }
             }
@@ -1213,10 +1331,12 @@ impl<'t> Scan<'t> {
         if quote.is_some() {
             p += 1;
         }
-        let token_end = run_end_max(bytes, p, 256, |b| {
-            b.is_ascii_alphanumeric() || b"-_+/=.~|".contains(&b)
-        });
+        let token_end = run_end_max(bytes, p, 256, |b| KEYWORD_TOKEN[usize::from(b)]);
         let token = &bytes[p..token_end];
+        // Too short for a provider's value, and a key with no secret word reads nothing more.
+        if !generic && token.len() < 16 {
+            return;
+        }
         let token_closed = bytes
             .get(token_end)
             .is_none_or(|&b| b.is_ascii_whitespace() || b"\"'`;,<)]}|".contains(&b));
@@ -2321,6 +2441,14 @@ impl<'t> Scan<'t> {
     /// `sha1$salt$<40 hex>` and `md5$salt$<32 hex>`.
     fn crypt_word_at(&mut self, i: usize) {
         let bytes = self.bytes;
+        // Each id's head rules out most words.
+        let head = &bytes[i..];
+        if ![&b"sha1"[..], b"md5", b"pbkdf2", b"scrypt", b"argon2", b"bcrypt"]
+            .iter()
+            .any(|id| head.starts_with(id))
+        {
+            return;
+        }
         let id_end = run_end_max(bytes, i, 24, |b| {
             b.is_ascii_alphanumeric() || b == b'_' || b == b':'
         });
@@ -2578,6 +2706,81 @@ fn keyword_operand(bytes: &[u8], kend: usize, generic: bool) -> Option<(usize, u
     Some((op, p, has_operator))
 }
 
+/// [`KEY_CLASS`]: a byte of a key.
+const KEY_BYTE: u8 = 1;
+/// [`KEY_CLASS`]: a separator of a key's segments (`_`, `-`, `.`).
+const KEY_SEPARATOR: u8 = 2;
+/// [`KEY_CLASS`]: a dash.
+const KEY_DASH: u8 = 4;
+
+/// What each byte is to a key (see [`is_key_byte`]), as bits, so one lookup per byte measures a
+/// key and what it holds.
+static KEY_CLASS: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut b = 0;
+    while b < 256 {
+        let c = b as u8;
+        if c.is_ascii_alphanumeric() {
+            t[b] = KEY_BYTE;
+        }
+        if matches!(c, b'_' | b'-' | b'.') {
+            t[b] = KEY_BYTE | KEY_SEPARATOR;
+        }
+        if c == b'-' {
+            t[b] |= KEY_DASH;
+        }
+        b += 1;
+    }
+    t
+};
+
+/// Whether a keyword's value of a provider's least length (16) may follow the key ending at
+/// `kend` ([`keyword_operand`], then [`KEYWORD_TOKEN`] bytes): only quotes, blanks, line breaks,
+/// operator bytes and dashes stand between a key and its value, so the value cannot reach 16
+/// bytes past `kend` unless the run of value bytes after those does. Most words are followed by a
+/// short word, and no operand is read.
+fn keyword_value_may_follow(bytes: &[u8], kend: usize) -> bool {
+    const LIMIT: usize = 64;
+    static BETWEEN: [bool; 256] = {
+        let mut t = [false; 256];
+        let mut k = 0;
+        let bytes = b"\"'` \t\n\r=:>?,.|!<-";
+        while k < bytes.len() {
+            t[bytes[k] as usize] = true;
+            k += 1;
+        }
+        t
+    };
+    let r = run_end_max(bytes, kend, LIMIT, |b| BETWEEN[usize::from(b)]);
+    if r - kend >= 16 {
+        return true;
+    }
+    // Most often a blank ends the next word. The 16 bytes from `kend` read as one number, each
+    // byte below `!` gets a mark (the subtraction's borrow may also mark a `!` right after a
+    // marked byte; neither is a value byte): a mark at or after `r` rules the value out.
+    if let Some(window) = bytes.get(kend..kend + 16) {
+        const ONES: u128 = u128::MAX / 255;
+        let w = u128::from_le_bytes(window.try_into().unwrap_or_default());
+        let blank = w.wrapping_sub(ONES * 0x21) & !w & (ONES * 0x80);
+        if blank & (u128::MAX << (8 * (r - kend))) != 0 {
+            return false;
+        }
+    }
+    run_end_max(bytes, r, 16, |b| KEYWORD_TOKEN[usize::from(b)]) - kend >= 16
+}
+
+/// The bytes of a keyword's value: ASCII letters and digits and `-_+/=.~|`.
+static KEYWORD_TOKEN: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut b = 0;
+    while b < 256 {
+        t[b] = (b as u8).is_ascii_alphanumeric()
+            || matches!(b as u8, b'-' | b'_' | b'+' | b'/' | b'=' | b'.' | b'~' | b'|');
+        b += 1;
+    }
+    t
+};
+
 /// Where a keyword's value starts, carried from reading the operator to reading the value.
 struct KeywordOperand {
     /// The operator's start.
@@ -2781,22 +2984,76 @@ const KEY_COMPOUNDS: &[&[u8]] = &[
     b"prod",
 ];
 
+/// The first two letters a secret word may start with (either ASCII case), as two bit sets: a
+/// byte's bits in the first array are the words it may start, in the second those it may follow
+/// as their second letter (`p` then `a`, `w` or `r`; `s` or `k` then `e`; `t` then `o`; `a` then
+/// `p`, `c` or `u`; `c` then `r` or `o`).
+static SECRET_WORD_PAIRS: [[u8; 256]; 2] = {
+    const PAIRS: [(&[u8], &[u8]); 5] = [
+        (b"p", b"awr"),
+        (b"sk", b"e"),
+        (b"t", b"o"),
+        (b"a", b"pcu"),
+        (b"c", b"ro"),
+    ];
+    let mut index = [[0u8; 256]; 2];
+    let mut k = 0;
+    while k < PAIRS.len() {
+        let mut at = 0;
+        while at < 2 {
+            let letters = if at == 0 { PAIRS[k].0 } else { PAIRS[k].1 };
+            let mut l = 0;
+            while l < letters.len() {
+                index[at][letters[l] as usize] |= 1 << k;
+                index[at][letters[l].to_ascii_uppercase() as usize] |= 1 << k;
+                l += 1;
+            }
+            at += 1;
+        }
+        k += 1;
+    }
+    index
+};
+
+/// Whether the first three letters at `j` (a candidate by its first two) may start a secret
+/// word: every word [`secret_word_at`] reads but `pw` has three letters.
+fn secret_word_start(key: &[u8], j: usize) -> bool {
+    let at = |k: usize| key.get(k).map_or(0, |b| b | 0x20);
+    matches!(
+        (at(j), at(j + 1), at(j + 2)),
+        (b'p', b'a', b's' | b't')
+            | (b'p', b'w', _)
+            | (b'p', b'r', b'i')
+            | (b's', b'e', b'c')
+            | (b't', b'o', b'k')
+            | (b'k', b'e', b'y')
+            | (b'a', b'p', b'i')
+            | (b'a', b'c', b'c')
+            | (b'a', b'u', b't')
+            | (b'c', b'r', b'e')
+            | (b'c', b'o', b'o')
+    )
+}
+
+/// Whether a secret word may start somewhere in `key` (see [`secret_word`]'s first test).
+fn may_hold_secret_word(key: &[u8]) -> bool {
+    (0..key.len()).any(|j| {
+        let next = key.get(j + 1).map_or(0, |&b| usize::from(b));
+        SECRET_WORD_PAIRS[0][usize::from(key[j])] & SECRET_WORD_PAIRS[1][next] != 0
+            && secret_word_start(key, j)
+    })
+}
+
 /// The strongest secret word in `key`, unless a qualifier makes the key metadata.
 fn secret_word(key: &[u8]) -> Option<SecretWord> {
     let mut best: Option<SecretWord> = None;
     let mut j = 0;
     while j < key.len() {
         // Most words hold no secret word: look at two bytes before trying any.
-        let next = key.get(j + 1).map_or(0, |b| b | 0x20);
-        let candidate = match key[j] | 0x20 {
-            b'p' => matches!(next, b'a' | b'w' | b'r'),
-            b's' | b'k' => next == b'e',
-            b't' => next == b'o',
-            b'a' => matches!(next, b'p' | b'c' | b'u'),
-            b'c' => matches!(next, b'r' | b'o'),
-            _ => false,
-        };
-        if !candidate {
+        let next = key.get(j + 1).map_or(0, |&b| usize::from(b));
+        if SECRET_WORD_PAIRS[0][usize::from(key[j])] & SECRET_WORD_PAIRS[1][next] == 0
+            || !secret_word_start(key, j)
+        {
             j += 1;
             continue;
         }
@@ -3759,7 +4016,10 @@ fn tech_part(v: &[u8]) -> bool {
 /// tokens that look generated count: letters and digits mixed, 20 to 256 long, high entropy, not
 /// a hex digest of a commit or a SHA-256, not a UUID, not in a path, URL or file name, not on a
 /// line about public keys, fingerprints, hashes or integrity.
-fn same_line_tokens(bytes: &[u8], found: &mut Vec<Finding>) -> bool {
+///
+/// `name_words`, when given, are the only word starts that may name a secret (see
+/// [`may_name_secret`]): the pass reads those instead of every byte.
+fn same_line_tokens(bytes: &[u8], found: &mut Vec<Finding>, name_words: Option<&[usize]>) -> bool {
     const NOT: Words = words_of!(
         b"public publishable fingerprint commit sha sha1 sha256 sha512 checksum digest hash hashes integrity \
         ssh-rsa ssh-ed25519 ecdsa-sha2-nistp256 gpg pgp"
@@ -3791,19 +4051,25 @@ fn same_line_tokens(bytes: &[u8], found: &mut Vec<Finding>) -> bool {
         t
     };
     let mut k = 0;
-    let mut prev = 0u8;
+    let mut listed = name_words.map(|w| w.iter());
     while k < bytes.len() {
+        if let Some(words) = &mut listed {
+            match words.find(|&&w| w >= k) {
+                Some(&w) => k = w,
+                None => break,
+            }
+        }
         let class = CLASS[usize::from(bytes[k])];
-        let starts = class == 3 && prev & 1 == 0;
-        prev = class;
-        if !starts {
-            k += 1;
+        if class & 1 == 0 {
+            k = run_end(bytes, k + 1, |c| CLASS[usize::from(c)] & 1 == 0);
             continue;
         }
-        let e = run_end_max(bytes, k, 12, word_byte);
-        let word = &bytes[k..e];
-        if !names_secret(word) {
-            k = e;
+        // A word starts at `k` (the pass goes from word to word): its first 12 bytes are the
+        // word a name is looked for in, and the rest of it starts nothing.
+        let run = run_end(bytes, k + 1, |c| CLASS[usize::from(c)] & 1 == 1);
+        let word = &bytes[k..run.min(k + 12)];
+        if class != 3 || !may_name_secret(word) || !names_secret(word) {
+            k = run;
             continue;
         }
         let start = bytes[..k].iter().rposition(|&c| c == b'\n').map_or(0, |p| p + 1);
@@ -3824,7 +4090,6 @@ fn same_line_tokens(bytes: &[u8], found: &mut Vec<Finding>) -> bool {
             line_tokens(line, start, found);
         }
         k = end;
-        prev = 0;
     }
     found.len() > before
 }
@@ -3892,6 +4157,16 @@ fn named_id(before: &[u8]) -> bool {
             | b"etag"
             | b"digest"
     )
+}
+
+/// Whether a word may name a secret (see [`names_secret`]): it starts with a name's first letter
+/// and is letters holding a secret word's first letters. Most words are ruled out without
+/// folding their case.
+fn may_name_secret(word: &[u8]) -> bool {
+    word.first()
+        .is_some_and(|&b| matches!(b | 0x20, b'k' | b't' | b'p' | b's' | b'c' | b'a'))
+        && word.iter().all(u8::is_ascii_alphabetic)
+        && may_hold_secret_word(word)
 }
 
 /// Whether a word on a line names a secret (`key`, `token`, `password`, a strong secret word):
@@ -5806,6 +6081,81 @@ mod tests {
         assert_eq!(find_secret(&prompt), None);
         prompt.push_str(" password=hunter2");
         assert_eq!(find_secret(&prompt), Some(SecretKind::Assignment));
+    }
+
+    /// The shortcut that rules out a provider's value after a key agrees with reading the
+    /// operand and the value byte by byte, on every mix of value bytes, blanks, `!`, operators,
+    /// quotes, control and non-ASCII bytes.
+    #[test]
+    fn a_keyword_value_is_ruled_out_only_where_none_follows() {
+        let by_bytes = |bytes: &[u8], kend: usize| {
+            let r = super::run_end_max(bytes, kend, 64, |b| b" \t\n\r\"'`=:>?,.|!<-".contains(&b));
+            r - kend == 64
+                || super::run_end_max(bytes, r, 16, |b| super::KEYWORD_TOKEN[usize::from(b)]) - kend >= 16
+        };
+        let alphabet = b"aZ9 =!\"-.|\t\n\x01:+/_~\xc3";
+        let mut seed = 0x9e37_79b9_u32;
+        for _ in 0..200_000 {
+            let len = 10 + (seed % 30) as usize;
+            let bytes: Vec<u8> = (0..len)
+                .map(|_| {
+                    seed ^= seed << 13;
+                    seed ^= seed >> 17;
+                    seed ^= seed << 5;
+                    // Mostly value bytes, so that some values reach 16.
+                    if seed.is_multiple_of(3) {
+                        alphabet[(seed / 3) as usize % alphabet.len()]
+                    } else {
+                        b'k'
+                    }
+                })
+                .collect();
+            for kend in 0..bytes.len() {
+                assert_eq!(
+                    super::keyword_value_may_follow(&bytes, kend),
+                    by_bytes(&bytes, kend),
+                    "{:?} at {kend}",
+                    String::from_utf8_lossy(&bytes)
+                );
+            }
+        }
+    }
+
+    /// The pass for tokens on a line about a key, reading only the words the scan listed, finds
+    /// what reading every byte finds, on every prompt of the corpora and on those prompts run
+    /// together.
+    #[test]
+    fn the_listed_name_words_find_what_reading_every_byte_finds() {
+        let corpus = include_str!("../../../tests/fixtures/secrets_corpus.txt");
+        let heldout = include_str!("../../../tests/fixtures/secrets_heldout.txt");
+        let prompts: Vec<String> = corpus
+            .lines()
+            .chain(heldout.lines())
+            .filter(|l| !l.starts_with('#'))
+            .filter_map(|l| l.split_once(" | "))
+            .map(|(_, text)| text.replace("\\n", "\n"))
+            .collect();
+        let joined = prompts.join(" ");
+        let (mut listed, mut found_by_pass) = (0, 0);
+        for text in prompts.iter().chain([&joined]) {
+            let mut scan = super::Scan::new(text);
+            scan.run();
+            if !scan.names_listed {
+                continue;
+            }
+            let mut found = scan.found;
+            found.sort_by_key(|f| (f.start, f.kind.rank()));
+            let mut every_byte = found.clone();
+            let by_list = super::same_line_tokens(text.as_bytes(), &mut found, Some(&scan.name_words));
+            let by_bytes = super::same_line_tokens(text.as_bytes(), &mut every_byte, None);
+            assert_eq!((by_list, &found), (by_bytes, &every_byte), "{text:?}");
+            listed += 1;
+            found_by_pass += usize::from(by_list);
+        }
+        assert!(
+            listed > 500 && found_by_pass >= 5,
+            "{listed} listed, {found_by_pass} found"
+        );
     }
 
     #[test]

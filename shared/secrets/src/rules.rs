@@ -185,6 +185,16 @@ const FILLERS: &[&[u8]] = &[
     b"####",
 ];
 
+/// Whether a vendor prefix may start with the bytes `b0`, `b1`, `b2` (ASCII case folded; `0`
+/// past the end): one lookup rules out most word starts before [`candidates`] is asked.
+#[inline]
+pub(crate) fn may_start(b0: u8, b1: u8, b2: u8) -> bool {
+    // `| 0x20` folds ASCII case as lowercasing does wherever a letter is compared, and costs less.
+    let fold = |b: u8| usize::from(b | 0x20);
+    let h = ((fold(b0) << 10) ^ (fold(b1) << 5) ^ fold(b2)) & 32767;
+    TRIPLES[h / 64] & (1 << (h % 64)) != 0
+}
+
 /// The vendor rules whose prefix can start with the bytes `b0`, `b1` (ASCII case folded): the
 /// first byte's bucket, narrowed by a binary search on the second.
 pub(crate) fn candidates(b0: u8, b1: u8) -> &'static [Vendor] {
