@@ -24,6 +24,7 @@ const FLOORS: &[(&str, f64, f64)] = &[
     ("gitleaks", 96.5, 4.7),
     ("detect-secrets", 74.0, 16.3),
     ("noseyparker", 85.0, 1.4),
+    ("secretlint", 88.0, 11.8),
 ];
 
 /// What each source is, for the table.
@@ -41,6 +42,10 @@ const LABELS: &[(&str, &str)] = &[
     (
         "ordinary",
         "ordinary real-text prompts: auth talk, hashes, ids, public keys, SRI lines",
+    ),
+    (
+        "secretlint",
+        "secretlint's rule snapshot inputs in six prompt shapes (two new: a diff, a quoted ticket)",
     ),
     (
         "trufflehog",
