@@ -67,7 +67,10 @@
 //!   `:` or `=`, and `…_Richtlinie`, `…_beleid`, `…_política`, `…_정책` are rules, not passwords. A CSV, TSV or markdown table whose header names a secret column
 //!   (`user,password`, `| user | password |`) and a SQL `INSERT INTO t (name, password) VALUES
 //!   (…)` give each row's cell in that column as the key's value, judged as an unquoted value in
-//!   code (a `token` column's only when it looks random). A user and a random-looking password
+//!   code (a `token` column's only when it looks random). A weak literal where a password stands
+//!   is the password (`password = open_sesame` ending a statement and used nowhere else nearby,
+//!   `user:secret@host`, `Password=myPassword;`), unlike the slot's own name, a stand-in or a
+//!   template. A user and a random-looking password
 //!   passed together to what names authentication (`auth=("admin", "…")`, `HTTPBasicAuth("admin", "…")`,
 //!   `smtp.login(user, "…")`, `check_password("bob", "…")`, `new NetworkCredential("bob", "…")`,
 //!   `new PasswordAuthentication("bob", "…".toCharArray())`, and the third argument of
@@ -1467,6 +1470,24 @@ impl<'t> Scan<'t> {
         if !names_auth && !class {
             return;
         }
+        // A class made of a user and a password (`NetworkCredential`, `PasswordAuthentication`,
+        // an LDAP bind) holds a password literal however weak in its password's place
+        // (`NetworkCredential("u", "vzihlaquknriqlht")`); elsewhere, and in what only names
+        // authentication (`login(…)`), a password is a random-looking one.
+        let literal_arg = if ldap {
+            Some(1)
+        } else if class && (name.ends_with(b"NetworkCredential") || contains_ci(name, b"password")) {
+            Some(0)
+        } else {
+            None
+        };
+        let pair_mode = |arg| {
+            if literal_arg == Some(arg) {
+                Mode::Literal
+            } else {
+                Mode::Prose
+            }
+        };
         let mut from = open + 1;
         for arg in 0..2 {
             let Some(comma) = top_level(bytes, from, b",)", 256).filter(|&c| bytes[c] == b',') else {
@@ -1489,7 +1510,7 @@ impl<'t> Scan<'t> {
                 && !value.cut
                 && !uuid(value.text(bytes))
                 && matches!(bytes.get(skip_blank(bytes, after)), Some(b')' | b','))
-                && value_is_secret(bytes, &value, b"password", Strength::Strong, Mode::Prose)
+                && value_is_secret(bytes, &value, b"password", Strength::Strong, pair_mode(arg))
             {
                 self.push(SecretKind::Assignment, value.start, value.end);
             }
@@ -1989,6 +2010,15 @@ impl<'t> Scan<'t> {
             && letters_password(bytes, &value, key)
         {
             // `password: SuperSecretPassword` on a line of its own: YAML config, not a schema.
+            self.push(kind, value.start, value.whole_end(bytes));
+        } else if mode == Mode::Code
+            && strength == Strength::Strong
+            && !colon
+            && password_key(key)
+            && statement_start(line)
+            && config_literal(bytes, &value, key)
+        {
+            // `password = open_sesame`, `$password = goodspec;`: a config line's literal.
             self.push(kind, value.start, value.whole_end(bytes));
         }
     }
@@ -3263,7 +3293,9 @@ fn value_is_secret(bytes: &[u8], value: &Value, key: &[u8], strength: Strength, 
     }
     // A quoted value is whole: an opening `${` or `$(` it never closes is part of a password
     // (`"Hx7${q2Lm9"`), not a reference cut at the value's end.
-    let placeholder = is_placeholder(v) && !(value.quoted && unclosed_template(v));
+    let placeholder = is_placeholder(v)
+        && !(value.quoted && unclosed_template(v))
+        && !(password_key(key) && weak_literal(v));
     if placeholder || is_reference(v) || same_as_key(v, key) || yaml_tag(bytes, value) {
         return false;
     }
@@ -3369,6 +3401,59 @@ fn letters_password(bytes: &[u8], value: &Value, key: &[u8]) -> bool {
         && !contains_ci(key, v)
         && !SCHEMA.iter().any(|w| v.eq_ignore_ascii_case(w))
         && !SUFFIXES.iter().any(|w| v.len() > w.len() && v.ends_with(w))
+}
+
+/// Whether what precedes a key on its line starts a statement: nothing, PHP's `$`, or an
+/// earlier statement ended by `;`.
+fn statement_start(line: &[u8]) -> bool {
+    let before = trim_ascii(line);
+    let before = trim_ascii(before.strip_suffix(b"$").unwrap_or(before));
+    before.is_empty() || before.ends_with(b";")
+}
+
+/// An unquoted lowercase word ending a `password = …` statement that is a literal, not a name in
+/// code: `open_sesame`, `goodspec;`; not a word that names what code holds (`new_password`,
+/// `user_input`, `hashed`, `none`), nor a name the text uses again nearby (`password = payload`
+/// after `payload = read()`): a literal is typed once, a variable is defined and used.
+fn config_literal(bytes: &[u8], value: &Value, key: &[u8]) -> bool {
+    const NAMES: Words = words_of!(
+        b"pass pwd secret token key cred auth hash input value text data field param arg env conf \
+        setting request form user login salt str byte none null nil true false undefined self \
+        this crypt prompt random generat default required optional hidden mask result response \
+        entry option environ read get load fetch plain cipher digest vault keyring keychain sha \
+        md5 argon pbkdf payload message content buffer stdin answer reply temp tmp cache store"
+    );
+    const NEARBY: usize = 4096;
+    let v = value.text(bytes);
+    let mut after = skip_blank(bytes, value.raw_end);
+    if bytes.get(after) == Some(&b';') {
+        after = skip_blank(bytes, after + 1);
+    }
+    let ends = matches!(bytes.get(after), None | Some(b'\n' | b'\r'));
+    if value.quoted
+        || !ends
+        || value.raw_end != value.end
+        || v.len() < 6
+        || !v[0].is_ascii_lowercase()
+        // Kebab-case names a resource or a version (`tls-cert-2024`, `shorter-version`).
+        || !v.iter().all(|&b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+        || NAMES.iter().any(|w| contains_ci(v, w))
+        || is_placeholder(v)
+        || same_as_key(v, key)
+    {
+        return false;
+    }
+    let from = char_floor(bytes, value.start.saturating_sub(NEARBY));
+    let to = char_floor(bytes, bytes.len().min(value.end + NEARBY));
+    let around = |s: usize, e: usize| {
+        let (s, e) = (s.min(e), e);
+        (s..e.saturating_sub(v.len() - 1)).any(|k| {
+            bytes[k..].starts_with(v)
+                && !bytes.get(k + v.len()).is_some_and(|&b| is_key_byte(b))
+                && (k == 0 || !is_key_byte(bytes[k - 1]))
+        })
+    };
+    !around(from, value.start) && !around(value.end, to)
 }
 
 /// A YAML tag: `!name` followed on its line by what it tags (`password: !vault |`); `!Welcome`
@@ -4502,8 +4587,19 @@ fn after_user_flag(bytes: &[u8], i: usize) -> bool {
 fn user_password(v: &[u8], sep: u8) -> Option<usize> {
     let at = v.iter().position(|&b| b == sep)?;
     let pw = &v[at + 1..];
-    (pw.len() >= 3 && !is_placeholder(pw) && !constant_like(pw) && !pw.eq_ignore_ascii_case(&v[..at]))
-        .then_some(at + 1)
+    let stand_in = is_placeholder(pw) && !weak_literal(pw);
+    (pw.len() >= 3 && !stand_in && !constant_like(pw) && !pw.eq_ignore_ascii_case(&v[..at])).then_some(at + 1)
+}
+
+/// A weak password typed as one (`secret`, `myPassword`, `abc123`, `123456`): where a password
+/// stands (a URL's userinfo, a password key's value) it is a literal, however weak, unlike the
+/// slot's own name (`password`, `pass`), an empty marker (`none`, `null`) or a template.
+fn weak_literal(v: &[u8]) -> bool {
+    const LITERALS: Words = words_of!(
+        b"secret mysecret mypassword mypass mypwd abc123 123456 12345678 foobar test testing \
+        letmein qwerty admin123 password1 password123 passw0rd p@ssw0rd"
+    );
+    LITERALS.iter().any(|w| v.eq_ignore_ascii_case(w))
 }
 
 /// The shell argument at or after `pos` and where the next one starts; `None` where the command
@@ -5221,7 +5317,12 @@ mod tests {
             ),
             ["Tq8mZx31"]
         );
-        assert_clean(&[r#"DirectoryEntry("LDAP://10.0.0.1", "corp\\svc", "secret")"#]);
+        // A weak literal in the password's place is still the password; the slot's name is not.
+        assert_eq!(
+            spans(r#"DirectoryEntry("LDAP://10.0.0.1", "corp\\svc", "secret")"#),
+            ["secret"]
+        );
+        assert_clean(&[r#"DirectoryEntry("LDAP://10.0.0.1", "corp\\svc", "password")"#]);
     }
 
     #[test]
@@ -6827,14 +6928,49 @@ mod tests {
                 "password=Rosebud",
                 "export DB_PASSWORD=Rosebud",
                 "spring.datasource.password=Rosebud",
+                // Weak, but typed as the password: a literal, not a slot.
+                "password=secret",
+                "Password=myPassword;",
             ],
         );
         assert_kind(SecretKind::CommandLine, &["mysqldump --password Rosebud shop"]);
         assert_clean(&[
             "password=changeme",
-            "password=secret",
+            "password=password",
+            "password=your_password",
             "password: required",
             "password = hashed",
+        ]);
+    }
+
+    /// A weak literal where a password stands is the password (a config line's word, a URL's
+    /// userinfo, a credential class's argument); a name in code, the slot's own name and the user
+    /// again are not.
+    #[test]
+    fn weak_literals_in_a_passwords_place_count_and_references_do_not() {
+        assert_kind(
+            SecretKind::Assignment,
+            &[
+                "user = Aladdin\npassword = open_sesame",
+                "$user = \"mg1021\";   $password = goodspec;",
+                r#"sender.Credentials = new NetworkCredential("ops@example.com", "vzihlaquknriqlht");"#,
+            ],
+        );
+        assert_kind(
+            SecretKind::UrlCredentials,
+            &[
+                "postgresql://user:secret@localhost/db",
+                "mysql://app:myPassword@db:3306/shop",
+            ],
+        );
+        assert_clean(&[
+            "password = new_password",
+            "password = user_input",
+            "payload = read_line()\npassword = payload",
+            "password = none",
+            "postgresql://user:password@localhost/db",
+            "mongodb://mongodb:mongodb@localhost:27017/db",
+            r#"new NetworkCredential("svc", "password")"#,
         ]);
     }
 
