@@ -1309,6 +1309,8 @@ impl<'t> Scan<'t> {
             && !is_reference(value)
             && !code_continuation(value)
             && !quoted_slot(value)
+            && !url_stand_in_userinfo(value)
+            && (strong || !base64_text(value))
         {
             self.push(SecretKind::Assignment, p, end);
         }
@@ -2173,7 +2175,14 @@ impl<'t> Scan<'t> {
         if !bytes[words..].starts_with(armor) || four && bytes.get(words + 4) == Some(&b'-') {
             return;
         }
-        let eol = line_end(bytes, words);
+        let mut eol = line_end(bytes, words);
+        // A block written on one line (a JSON string with `\n` escapes) ends on it.
+        if begin && !four {
+            let from = words + armor.len();
+            if self.pem_end_after(from).is_some_and(|k| k < eol) {
+                eol = from;
+            }
+        }
         if begin && eat_ci(bytes, words + armor.len(), b"-----end ").is_some() {
             self.covered = self.covered.max(eol);
             return; // BEGIN glued to END: an empty block
@@ -2191,12 +2200,7 @@ impl<'t> Scan<'t> {
                     // A block with no key in it (`BEGIN … anything … END`, `… <key> …`) is a
                     // format's illustration: a key's body is hundreds of base64 bytes, and
                     // even a fragment of one (a PGP checksum line, `=8xQN`) has digits or `+/=`.
-                    let body = &bytes[eol..e];
-                    let base64 = body.iter().filter(|&&b| is_base64_byte(b)).count();
-                    let encoded = body
-                        .iter()
-                        .any(|&b| b.is_ascii_digit() || matches!(b, b'+' | b'/' | b'='));
-                    if base64 < 32 && !encoded {
+                    if pem_illustration(&bytes[eol.min(e)..e]) {
                         self.covered = self.covered.max(line_end(bytes, e));
                         return;
                     }
@@ -3299,7 +3303,11 @@ fn value_is_secret(bytes: &[u8], value: &Value, key: &[u8], strength: Strength, 
     if placeholder || is_reference(v) || same_as_key(v, key) || yaml_tag(bytes, value) {
         return false;
     }
-    if code_continuation(v) || quoted_slot(v) {
+    if code_continuation(v) || quoted_slot(v) || url_stand_in_userinfo(v) {
+        return false;
+    }
+    // A weak key's base64 of plain words (`ANY_KEY = ZHVtbXkgdGV4dCBkYXRh…`) encodes no key.
+    if strength == Strength::Weak && base64_text(v) {
         return false;
     }
     // Cut short on purpose (`ops_eyJzaWdu...`, `sk-…`): an elided value is not the secret.
@@ -4148,7 +4156,17 @@ fn templated(v: &[u8]) -> bool {
 
 /// A value that says it is made up (`somefakekey`, `a-fake-tooshort-key`, `dummy_secret`).
 fn fake_words(v: &[u8]) -> bool {
-    [b"fake".as_slice(), b"dummy", b"notreal", b"not_real", b"not-real", b"[REDACTED:"]
+    [
+        b"fake".as_slice(),
+        b"dummy",
+        b"notreal",
+        b"not_real",
+        b"not-real",
+        b"not_a_real",
+        b"not-a-real",
+        b"notareal",
+        b"[REDACTED:",
+    ]
         .iter()
         .any(|w| contains_ci(v, w))
         // Nothing but punctuation is not a value (`,.:-¨@*¿?!`).
@@ -4582,6 +4600,24 @@ fn after_user_flag(bytes: &[u8], i: usize) -> bool {
         .contains(&flag)
 }
 
+/// A URL whose userinfo holds no password (`mongodb://mongodb:mongodb@…`,
+/// `https://username:password@…`): judged as the URL rule judges it, not as a value.
+fn url_stand_in_userinfo(v: &[u8]) -> bool {
+    let Some(scheme) = find_ci(v, 0, b"://") else {
+        return false;
+    };
+    let authority = &v[scheme + 3..];
+    let authority = &authority[..authority
+        .iter()
+        .position(|&b| b == b'/')
+        .unwrap_or(authority.len())];
+    let Some(at) = authority.iter().rposition(|&b| b == b'@') else {
+        return false;
+    };
+    let userinfo = &authority[..at];
+    userinfo.contains(&b':') && user_password(userinfo, b':').is_none()
+}
+
 /// Where the password of `user<sep>password` starts in `v`, when it is one: not a placeholder, a
 /// template name, nor the user again (`guest:guest`, `admin:admin` are documented defaults).
 fn user_password(v: &[u8], sep: u8) -> Option<usize> {
@@ -4904,6 +4940,67 @@ fn pem_body_at(bytes: &[u8], s: usize) -> bool {
         && bytes[next..next_end]
             .iter()
             .all(|&b| is_base64_byte(b) || b == b'\r')
+}
+
+/// A PEM body with no key in it: few base64 bytes and none of a key's digits or `+/=`
+/// (`anything`, `<your key here>`, `...`, `xxx`, with a diff's `+` or a quote's `>` before each
+/// line), or base64 that decodes to plain text (`YWJjZGVm…` is `abcdef…`): DER is binary.
+fn pem_illustration(body: &[u8]) -> bool {
+    let (mut base64, mut encoded) = (0, false);
+    let mut text = [0u8; 96];
+    let mut n = 0;
+    for line in body.split(|&b| b == b'\n') {
+        let line = trim_ascii(line);
+        let line = match line.first() {
+            Some(b'+' | b'>') => trim_ascii(&line[1..]),
+            _ => line,
+        };
+        for &b in line {
+            if is_base64_byte(b) {
+                base64 += 1;
+                if n < text.len() {
+                    text[n] = b;
+                    n += 1;
+                }
+            }
+            encoded |= b.is_ascii_digit() || matches!(b, b'+' | b'/' | b'=');
+        }
+    }
+    base64 < 32 && !encoded || base64 <= text.len() && base64_text(&text[..n])
+}
+
+/// Whether `v` is standard base64 (padding allowed) of printable ASCII text with a space or
+/// of letters run together (`ZHVtbXkgdGV4dA==` is `dummy text`): words encoded, not a key.
+fn base64_text(v: &[u8]) -> bool {
+    let v = trim_end_of(v, |b| b == b'=');
+    if v.len() < 16 {
+        return false;
+    }
+    let (mut acc, mut bits) = (0u32, 0u32);
+    let (mut letters, mut total) = (0usize, 0usize);
+    for &b in v {
+        let d = match b {
+            b'A'..=b'Z' => b - b'A',
+            b'a'..=b'z' => b - b'a' + 26,
+            b'0'..=b'9' => b - b'0' + 52,
+            b'+' => 62,
+            b'/' => 63,
+            _ => return false,
+        };
+        acc = (acc << 6) | u32::from(d);
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            let c = (acc >> bits) as u8;
+            if !(c == b' ' || c.is_ascii_graphic()) {
+                return false;
+            }
+            letters += usize::from(c.is_ascii_lowercase() || c == b' ');
+            total += 1;
+        }
+    }
+    // Mostly lowercase words: a password's base64 (`MWYyZDFlMmU2N2Rm`, `1f2d1e2e67df`) is not.
+    total >= 12 && letters * 10 >= total * 9
 }
 
 /// The longest PEM block looked at (an 8192-bit RSA key is under 7 KB).
@@ -5391,6 +5488,45 @@ mod tests {
         assert_kind(
             SecretKind::PrivateKey,
             &["-----BEGIN PGP PRIVATE KEY BLOCK-----\n=8xQN\n-----END PGP PRIVATE KEY BLOCK-----"],
+        );
+    }
+
+    /// Illustrations in other clothes: a block on one line of JSON (`\n` escapes) with `...` for
+    /// its body, a diff's `+` before `xxx`, base64 that decodes to words; a key in the same
+    /// clothes is still a key.
+    #[test]
+    fn pem_illustrations_in_json_diffs_and_encoded_words_are_not_keys() {
+        assert_clean(&[
+            r#"SA={"private_key":"-----BEGIN PRIVATE KEY-----\n...\n-----END PRIVATE KEY-----\n","client_email":"a@b.example"}"#,
+            "```diff\n+-----BEGIN PRIVATE KEY-----\n+xxx\n+-----END PRIVATE KEY-----\n```",
+            "-----BEGIN PRIVATE KEY-----\nYWJjZGVmZ2hpamtsbW5vcHFyc3R1dnd4eXo=\n-----END PRIVATE KEY-----",
+        ]);
+        assert_kind(
+            SecretKind::PrivateKey,
+            &[
+                r#""key": "-----BEGIN PRIVATE KEY-----\nzFMgU9qbVUy7Rh5N9oU6Y2xUaMeJuCNrqjdoo+d9YgIYr9mDGfMpS9JJl0mOGeEE\n-----END PRIVATE KEY-----\n""#,
+                "```diff\n+-----BEGIN PRIVATE KEY-----\n+zFMgU9qbVUy7Rh5N9oU6Y2xUaMeJuCNrqjdoo+d9YgIYr9mDGfMpS9JJl0mOGeEE\n+-----END PRIVATE KEY-----\n```",
+            ],
+        );
+    }
+
+    /// A value judged as what it is: a URL whose userinfo is the user again or a stand-in, a weak
+    /// key's base64 of plain words, a token that says it is made up.
+    #[test]
+    fn urls_encoded_words_and_made_up_tokens_under_a_key_are_not_secrets() {
+        assert_clean(&[
+            r#"const MYSQL_IDENTICAL_CREDENTIALS = "mysql://mysql:mysql@localhost:3306/database";"#,
+            "DB_CREDENTIALS=postgres://username:password@localhost/db",
+            "ANY_KEY = ZHVtbXkgdGV4dCBkYXRhIGRhdGEgZGF0YQ==",
+            "DOCKER_TOKEN=not_a_real_token",
+            "hf_FakeFakeFakeFakeFakeFakeFakeFakeFa",
+        ]);
+        assert_kind(
+            SecretKind::Assignment,
+            &[
+                "DB_CREDENTIALS=postgres://app:Xk9mQ2vL7pR4@localhost/db",
+                "ANY_KEY = Xk9mQ2vL7pR4wT6yZ1nB8cD3fG5hJ0kM",
+            ],
         );
     }
 
