@@ -3425,11 +3425,13 @@ fn statement_start(line: &[u8]) -> bool {
 /// after `payload = read()`): a literal is typed once, a variable is defined and used.
 fn config_literal(bytes: &[u8], value: &Value, key: &[u8]) -> bool {
     const NAMES: Words = words_of!(
-        b"pass pwd secret token key cred auth hash input value text data field param arg env conf \
+        b"pass pwd pw secret token key cred auth hash input value text data field param arg env conf \
         setting request form user login salt str byte none null nil true false undefined self \
         this crypt prompt random generat default required optional hidden mask result response \
         entry option environ read get load fetch plain cipher digest vault keyring keychain sha \
-        md5 argon pbkdf payload message content buffer stdin answer reply temp tmp cache store"
+        md5 argon pbkdf payload message content buffer stdin answer reply temp tmp cache store \
+        current new old saved given expected actual confirm candidate attempt guess entered typed \
+        original previous next first second local global other empty blank"
     );
     const NEARBY: usize = 4096;
     let v = value.text(bytes);
