@@ -4123,6 +4123,17 @@ fn templated(v: &[u8]) -> bool {
     if contains_ci(v, b"...") || contains_ci(v, "\u{2026}".as_bytes()) {
         return true;
     }
+    // What stands outside the references: a password's own characters around them
+    // (`ab${c}d9Xz`) make the whole a literal, not a reference.
+    let mut rest = [0u8; 64];
+    let mut n = 0;
+    let mut keep = |b: u8| {
+        if b.is_ascii_alphanumeric() && n < rest.len() {
+            rest[n] = b;
+            n += 1;
+        }
+    };
+    let mut opened = false;
     let mut k = 0;
     while k + 1 < v.len() {
         let three = v.get(k..k + 3) == Some(b"${{".as_slice());
@@ -4135,10 +4146,12 @@ fn templated(v: &[u8]) -> bool {
             b"{{" => b"}}",
             b"$(" => b")",
             _ => {
+                keep(v[k]);
                 k += 1;
                 continue;
             }
         };
+        opened = true;
         let from = k + 2;
         // A reference cut at the value's end (code ends a value before a closing bracket).
         let len = match v[from..].windows(close.len()).position(|w| w == close) {
@@ -4153,7 +4166,12 @@ fn templated(v: &[u8]) -> bool {
         }
         k = (from + len + close.len()).min(v.len());
     }
-    true
+    if k < v.len() {
+        keep(v[k]);
+    }
+    let rest = &rest[..n];
+    let letters = rest.iter().any(u8::is_ascii_alphabetic);
+    !(opened && rest.len() >= 4 && letters && (has_digit(rest) || mixed_case(rest)))
 }
 
 /// A value that says it is made up (`somefakekey`, `a-fake-tooshort-key`, `dummy_secret`).
@@ -5330,9 +5348,15 @@ mod tests {
     fn a_quoted_password_may_open_a_template_it_never_closes() {
         assert_eq!(spans(r#"password := "Hx7${q2Lm9""#), ["Hx7${q2Lm9"]);
         assert_eq!(spans(r#"password: "{{Hx7!kq2Lm9""#), ["{{Hx7!kq2Lm9"]);
+        // A reference inside a password's own characters is part of the literal: only a value
+        // that is references (and separators, a plain word) is a template.
+        assert_eq!(spans(r#"password: "ab${c}d9Xz""#), ["ab${c}d9Xz"]);
+        assert_eq!(spans("db_pass = q{{w}}8Rt!x"), ["q{{w}}8Rt!x"]);
         assert_clean(&[
             r#"password: "${DB_PASSWORD}""#,
             r#"password = "{{ .Values.db.password }}""#,
+            r#"DB_PASSWORD="${DB_USER}:${DB_PASS}""#,
+            r#"secret: "${PREFIX}_secret""#,
         ]);
     }
 
