@@ -21,10 +21,10 @@ const END: &str = "<!-- rates end -->\n";
 /// floor, false-withhold ceiling). A change that loses ground fails here; the goal for every
 /// source is 95% / 2%. A source not listed is held to the goal itself.
 const FLOORS: &[(&str, f64, f64)] = &[
-    ("gitleaks", 96.5, 4.7),
-    ("detect-secrets", 74.0, 16.3),
-    ("noseyparker", 85.0, 1.4),
-    ("secretlint", 88.0, 11.8),
+    ("gitleaks", 96.6, 2.6),
+    ("detect-secrets", 74.8, 7.1),
+    ("noseyparker", 90.1, 1.4),
+    ("secretlint", 97.3, 0.0),
 ];
 
 /// What each source is, for the table.
