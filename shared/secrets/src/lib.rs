@@ -3421,7 +3421,7 @@ fn statement_start(line: &[u8]) -> bool {
 
 /// An unquoted lowercase word ending a `password = …` statement that is a literal, not a name in
 /// code: `open_sesame`, `goodspec;`; not a word that names what code holds (`new_password`,
-/// `user_input`, `hashed`, `none`), nor a name the text uses again nearby (`password = payload`
+/// `user_input`, `hashed`, `none`), nor a name the text uses again within 256 bytes (`password = payload`
 /// after `payload = read()`): a literal is typed once, a variable is defined and used.
 fn config_literal(bytes: &[u8], value: &Value, key: &[u8]) -> bool {
     const NAMES: Words = words_of!(
@@ -3433,7 +3433,7 @@ fn config_literal(bytes: &[u8], value: &Value, key: &[u8]) -> bool {
         current new old saved given expected actual confirm candidate attempt guess entered typed \
         original previous next first second local global other empty blank"
     );
-    const NEARBY: usize = 4096;
+    const NEARBY: usize = 256;
     let v = value.text(bytes);
     let mut after = skip_blank(bytes, value.raw_end);
     if bytes.get(after) == Some(&b';') {
@@ -3443,27 +3443,36 @@ fn config_literal(bytes: &[u8], value: &Value, key: &[u8]) -> bool {
     if value.quoted
         || !ends
         || value.raw_end != value.end
-        || v.len() < 6
+        || !(6..=32).contains(&v.len())
         || !v[0].is_ascii_lowercase()
         // Kebab-case names a resource or a version (`tls-cert-2024`, `shorter-version`).
         || !v.iter().all(|&b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
-        || NAMES.iter().any(|w| contains_ci(v, w))
-        || is_placeholder(v)
+        // `v` is lowercase already: a first-byte test, then the word.
+        || NAMES.iter().any(|w| {
+            w.len() <= v.len() && (0..=v.len() - w.len()).any(|k| v[k] == w[0] && v[k..].starts_with(w))
+        })
         || same_as_key(v, key)
     {
         return false;
     }
-    let from = char_floor(bytes, value.start.saturating_sub(NEARBY));
-    let to = char_floor(bytes, bytes.len().min(value.end + NEARBY));
+    let from = value.start.saturating_sub(NEARBY);
+    let to = bytes.len().min(value.end + NEARBY);
+    // The name again as a whole word: a first-byte scan, then a comparison where it starts.
     let around = |s: usize, e: usize| {
-        let (s, e) = (s.min(e), e);
-        (s..e.saturating_sub(v.len() - 1)).any(|k| {
-            bytes[k..].starts_with(v)
-                && !bytes.get(k + v.len()).is_some_and(|&b| is_key_byte(b))
-                && (k == 0 || !is_key_byte(bytes[k - 1]))
-        })
+        let mut k = s;
+        while let Some(off) = bytes[k..e].iter().position(|&b| b == v[0]) {
+            let at = k + off;
+            if bytes[at..e].starts_with(v)
+                && !bytes.get(at + v.len()).is_some_and(|&b| is_key_byte(b))
+                && (at == 0 || !is_key_byte(bytes[at - 1]))
+            {
+                return true;
+            }
+            k = at + 1;
+        }
+        false
     };
-    !around(from, value.start) && !around(value.end, to)
+    !around(from, value.start) && !around(value.end, to) && !is_placeholder(v)
 }
 
 /// A YAML tag: `!name` followed on its line by what it tags (`password: !vault |`); `!Welcome`
