@@ -4656,13 +4656,14 @@ fn user_password(v: &[u8], sep: u8) -> Option<usize> {
     (pw.len() >= 3 && !stand_in && !constant_like(pw) && !pw.eq_ignore_ascii_case(&v[..at])).then_some(at + 1)
 }
 
-/// A weak password typed as one (`secret`, `myPassword`, `abc123`, `123456`): where a password
+/// A weak password typed as one (`secret`, `myPassword`, `abc123`, `letmein`): where a password
 /// stands (a URL's userinfo, a password key's value) it is a literal, however weak, unlike the
-/// slot's own name (`password`, `pass`), an empty marker (`none`, `null`) or a template.
+/// slot's own name (`password`, `pass`), an empty marker (`none`, `null`), a tutorial's stand-in
+/// (`test`, `foobar`, `123456`) or a template.
 fn weak_literal(v: &[u8]) -> bool {
     const LITERALS: Words = words_of!(
-        b"secret mysecret mypassword mypass mypwd abc123 123456 12345678 foobar test testing \
-        letmein qwerty admin123 password1 password123 passw0rd p@ssw0rd"
+        b"secret mysecret mypassword mypass mypwd abc123 letmein qwerty admin123 password1 \
+        password123 passw0rd p@ssw0rd"
     );
     LITERALS.iter().any(|w| v.eq_ignore_ascii_case(w))
 }
@@ -7139,6 +7140,7 @@ mod tests {
             "password = user_input",
             "payload = read_line()\npassword = payload",
             "password = none",
+            "docker run -e POSTGRES_PASSWORD=test postgres:16",
             "postgresql://user:password@localhost/db",
             "mongodb://mongodb:mongodb@localhost:27017/db",
             r#"new NetworkCredential("svc", "password")"#,
