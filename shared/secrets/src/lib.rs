@@ -151,7 +151,8 @@
 //! (`#{password}`), an HTML-escaped slot (`&lt;…&gt;`), an ARN, a concatenation or the next field
 //! after the string that held the key (`"…_password = " + new Buffer(…)`), a slot in a second pair
 //! of quotes (`"'$PASS'"`), an expression passed after a comma. A PEM block whose body holds no
-//! encoded byte (`BEGIN … anything … END`) is an illustration. A catch-all prefix (`sk-`) followed
+//! encoded byte (`BEGIN … anything … END`, `...` on one line of JSON, `xxx` under a diff's `+`) or
+//! base64 of plain words is an illustration. A catch-all prefix (`sk-`) followed
 //! by a hand-made body (`abcdef…`, `a1b2c3…`) stays a credential: the scanners' own cases count
 //! such test keys as secrets, and a missed one is persisted for good.
 
