@@ -73,7 +73,10 @@
 //!   `:` or `=`, and `…_Richtlinie`, `…_beleid`, `…_política`, `…_정책` are rules, not passwords. A CSV, TSV or markdown table whose header names a secret column
 //!   (`user,password`, `| user | password |`) and a SQL `INSERT INTO t (name, password) VALUES
 //!   (…)` give each row's cell in that column as the key's value, judged as an unquoted value in
-//!   code (a `token` column's only when it looks random). A user and a random-looking password
+//!   code (a `token` column's only when it looks random). A weak literal where a password stands
+//!   is the password (`password = open_sesame` ending a statement and used nowhere else nearby,
+//!   `user:secret@host`, `Password=myPassword;`), unlike the slot's own name, a stand-in or a
+//!   template. A user and a random-looking password
 //!   passed together to what names authentication (`auth=("admin", "…")`, `HTTPBasicAuth("admin", "…")`,
 //!   `smtp.login(user, "…")`, `check_password("bob", "…")`, `new NetworkCredential("bob", "…")`,
 //!   `new PasswordAuthentication("bob", "…".toCharArray())`, and the third argument of
@@ -154,7 +157,8 @@
 //! (`#{password}`), an HTML-escaped slot (`&lt;…&gt;`), an ARN, a concatenation or the next field
 //! after the string that held the key (`"…_password = " + new Buffer(…)`), a slot in a second pair
 //! of quotes (`"'$PASS'"`), an expression passed after a comma. A PEM block whose body holds no
-//! encoded byte (`BEGIN … anything … END`) is an illustration. A catch-all prefix (`sk-`) followed
+//! encoded byte (`BEGIN … anything … END`, `...` on one line of JSON, `xxx` under a diff's `+`) or
+//! base64 of plain words is an illustration. A catch-all prefix (`sk-`) followed
 //! by a hand-made body (`abcdef…`, `a1b2c3…`) stays a credential: the scanners' own cases count
 //! such test keys as secrets, and a missed one is persisted for good.
 
@@ -1426,6 +1430,8 @@ impl<'t> Scan<'t> {
             && !is_reference(value)
             && !code_continuation(value)
             && !quoted_slot(value)
+            && !url_stand_in_userinfo(value)
+            && (strong || !base64_text(value))
         {
             self.push(SecretKind::Assignment, p, end);
         }
@@ -1587,6 +1593,24 @@ impl<'t> Scan<'t> {
         if !names_auth && !class {
             return;
         }
+        // A class made of a user and a password (`NetworkCredential`, `PasswordAuthentication`,
+        // an LDAP bind) holds a password literal however weak in its password's place
+        // (`NetworkCredential("u", "vzihlaquknriqlht")`); elsewhere, and in what only names
+        // authentication (`login(…)`), a password is a random-looking one.
+        let literal_arg = if ldap {
+            Some(1)
+        } else if class && (name.ends_with(b"NetworkCredential") || contains_ci(name, b"password")) {
+            Some(0)
+        } else {
+            None
+        };
+        let pair_mode = |arg| {
+            if literal_arg == Some(arg) {
+                Mode::Literal
+            } else {
+                Mode::Prose
+            }
+        };
         let mut from = open + 1;
         for arg in 0..2 {
             let Some(comma) = top_level(bytes, from, b",)", 256).filter(|&c| bytes[c] == b',') else {
@@ -1609,7 +1633,7 @@ impl<'t> Scan<'t> {
                 && !value.cut
                 && !uuid(value.text(bytes))
                 && matches!(bytes.get(skip_blank(bytes, after)), Some(b')' | b','))
-                && value_is_secret(bytes, &value, b"password", Strength::Strong, Mode::Prose)
+                && value_is_secret(bytes, &value, b"password", Strength::Strong, pair_mode(arg))
             {
                 self.push(SecretKind::Assignment, value.start, value.end);
             }
@@ -2110,6 +2134,15 @@ impl<'t> Scan<'t> {
         {
             // `password: SuperSecretPassword` on a line of its own: YAML config, not a schema.
             self.push(kind, value.start, value.whole_end(bytes));
+        } else if mode == Mode::Code
+            && strength == Strength::Strong
+            && !colon
+            && password_key(key)
+            && statement_start(line)
+            && config_literal(bytes, &value, key)
+        {
+            // `password = open_sesame`, `$password = goodspec;`: a config line's literal.
+            self.push(kind, value.start, value.whole_end(bytes));
         }
     }
 
@@ -2263,7 +2296,14 @@ impl<'t> Scan<'t> {
         if !bytes[words..].starts_with(armor) || four && bytes.get(words + 4) == Some(&b'-') {
             return;
         }
-        let eol = line_end(bytes, words);
+        let mut eol = line_end(bytes, words);
+        // A block written on one line (a JSON string with `\n` escapes) ends on it.
+        if begin && !four {
+            let from = words + armor.len();
+            if self.pem_end_after(from).is_some_and(|k| k < eol) {
+                eol = from;
+            }
+        }
         if begin && eat_ci(bytes, words + armor.len(), b"-----end ").is_some() {
             self.covered = self.covered.max(eol);
             return; // BEGIN glued to END: an empty block
@@ -2281,12 +2321,7 @@ impl<'t> Scan<'t> {
                     // A block with no key in it (`BEGIN … anything … END`, `… <key> …`) is a
                     // format's illustration: a key's body is hundreds of base64 bytes, and
                     // even a fragment of one (a PGP checksum line, `=8xQN`) has digits or `+/=`.
-                    let body = &bytes[eol..e];
-                    let base64 = body.iter().filter(|&&b| is_base64_byte(b)).count();
-                    let encoded = body
-                        .iter()
-                        .any(|&b| b.is_ascii_digit() || matches!(b, b'+' | b'/' | b'='));
-                    if base64 < 32 && !encoded {
+                    if pem_illustration(&bytes[eol.min(e)..e]) {
                         self.covered = self.covered.max(line_end(bytes, e));
                         return;
                     }
@@ -3520,11 +3555,17 @@ fn value_is_secret(bytes: &[u8], value: &Value, key: &[u8], strength: Strength, 
     }
     // A quoted value is whole: an opening `${` or `$(` it never closes is part of a password
     // (`"Hx7${q2Lm9"`), not a reference cut at the value's end.
-    let placeholder = is_placeholder(v) && !(value.quoted && unclosed_template(v));
+    let placeholder = is_placeholder(v)
+        && !(value.quoted && unclosed_template(v))
+        && !(password_key(key) && weak_literal(v));
     if placeholder || is_reference(v) || same_as_key(v, key) || yaml_tag(bytes, value) {
         return false;
     }
-    if code_continuation(v) || quoted_slot(v) {
+    if code_continuation(v) || quoted_slot(v) || url_stand_in_userinfo(v) {
+        return false;
+    }
+    // A weak key's base64 of plain words (`ANY_KEY = ZHVtbXkgdGV4dCBkYXRh…`) encodes no key.
+    if strength == Strength::Weak && base64_text(v) {
         return false;
     }
     // Cut short on purpose (`ops_eyJzaWdu...`, `sk-…`): an elided value is not the secret.
@@ -3626,6 +3667,70 @@ fn letters_password(bytes: &[u8], value: &Value, key: &[u8]) -> bool {
         && !contains_ci(key, v)
         && !SCHEMA.iter().any(|w| v.eq_ignore_ascii_case(w))
         && !SUFFIXES.iter().any(|w| v.len() > w.len() && v.ends_with(w))
+}
+
+/// Whether what precedes a key on its line starts a statement: nothing, PHP's `$`, or an
+/// earlier statement ended by `;`.
+fn statement_start(line: &[u8]) -> bool {
+    let before = trim_ascii(line);
+    let before = trim_ascii(before.strip_suffix(b"$").unwrap_or(before));
+    before.is_empty() || before.ends_with(b";")
+}
+
+/// An unquoted lowercase word ending a `password = …` statement that is a literal, not a name in
+/// code: `open_sesame`, `goodspec;`; not a word that names what code holds (`new_password`,
+/// `user_input`, `hashed`, `none`), nor a name the text uses again within 256 bytes (`password = payload`
+/// after `payload = read()`): a literal is typed once, a variable is defined and used.
+fn config_literal(bytes: &[u8], value: &Value, key: &[u8]) -> bool {
+    const NAMES: Words = words_of!(
+        b"pass pwd pw secret token key cred auth hash input value text data field param arg env conf \
+        setting request form user login salt str byte none null nil true false undefined self \
+        this crypt prompt random generat default required optional hidden mask result response \
+        entry option environ read get load fetch plain cipher digest vault keyring keychain sha \
+        md5 argon pbkdf payload message content buffer stdin answer reply temp tmp cache store \
+        current new old saved given expected actual confirm candidate attempt guess entered typed \
+        original previous next first second local global other empty blank"
+    );
+    const NEARBY: usize = 256;
+    let v = value.text(bytes);
+    let mut after = skip_blank(bytes, value.raw_end);
+    if bytes.get(after) == Some(&b';') {
+        after = skip_blank(bytes, after + 1);
+    }
+    let ends = matches!(bytes.get(after), None | Some(b'\n' | b'\r'));
+    if value.quoted
+        || !ends
+        || value.raw_end != value.end
+        || !(6..=32).contains(&v.len())
+        || !v[0].is_ascii_lowercase()
+        // Kebab-case names a resource or a version (`tls-cert-2024`, `shorter-version`).
+        || !v.iter().all(|&b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+        // `v` is lowercase already: a first-byte test, then the word.
+        || NAMES.iter().any(|w| {
+            w.len() <= v.len() && (0..=v.len() - w.len()).any(|k| v[k] == w[0] && v[k..].starts_with(w))
+        })
+        || same_as_key(v, key)
+    {
+        return false;
+    }
+    let from = value.start.saturating_sub(NEARBY);
+    let to = bytes.len().min(value.end + NEARBY);
+    // The name again as a whole word: a first-byte scan, then a comparison where it starts.
+    let around = |s: usize, e: usize| {
+        let mut k = s;
+        while let Some(off) = bytes[k..e].iter().position(|&b| b == v[0]) {
+            let at = k + off;
+            if bytes[at..e].starts_with(v)
+                && !bytes.get(at + v.len()).is_some_and(|&b| is_key_byte(b))
+                && (at == 0 || !is_key_byte(bytes[at - 1]))
+            {
+                return true;
+            }
+            k = at + 1;
+        }
+        false
+    };
+    !around(from, value.start) && !around(value.end, to) && !is_placeholder(v)
 }
 
 /// A YAML tag: `!name` followed on its line by what it tags (`password: !vault |`); `!Welcome`
@@ -4303,6 +4408,17 @@ fn templated(v: &[u8]) -> bool {
     if contains_ci(v, b"...") || contains_ci(v, "\u{2026}".as_bytes()) {
         return true;
     }
+    // What stands outside the references: a password's own characters around them
+    // (`ab${c}d9Xz`) make the whole a literal, not a reference.
+    let mut rest = [0u8; 64];
+    let mut n = 0;
+    let mut keep = |b: u8| {
+        if b.is_ascii_alphanumeric() && n < rest.len() {
+            rest[n] = b;
+            n += 1;
+        }
+    };
+    let mut opened = false;
     let mut k = 0;
     while k + 1 < v.len() {
         let three = v.get(k..k + 3) == Some(b"${{".as_slice());
@@ -4315,10 +4431,12 @@ fn templated(v: &[u8]) -> bool {
             b"{{" => b"}}",
             b"$(" => b")",
             _ => {
+                keep(v[k]);
                 k += 1;
                 continue;
             }
         };
+        opened = true;
         let from = k + 2;
         // A reference cut at the value's end (code ends a value before a closing bracket).
         let len = match v[from..].windows(close.len()).position(|w| w == close) {
@@ -4333,12 +4451,27 @@ fn templated(v: &[u8]) -> bool {
         }
         k = (from + len + close.len()).min(v.len());
     }
-    true
+    if k < v.len() {
+        keep(v[k]);
+    }
+    let rest = &rest[..n];
+    let letters = rest.iter().any(u8::is_ascii_alphabetic);
+    !(opened && rest.len() >= 4 && letters && (has_digit(rest) || mixed_case(rest)))
 }
 
 /// A value that says it is made up (`somefakekey`, `a-fake-tooshort-key`, `dummy_secret`).
 fn fake_words(v: &[u8]) -> bool {
-    [b"fake".as_slice(), b"dummy", b"notreal", b"not_real", b"not-real", b"[REDACTED:"]
+    [
+        b"fake".as_slice(),
+        b"dummy",
+        b"notreal",
+        b"not_real",
+        b"not-real",
+        b"not_a_real",
+        b"not-a-real",
+        b"notareal",
+        b"[REDACTED:",
+    ]
         .iter()
         .any(|w| contains_ci(v, w))
         // Nothing but punctuation is not a value (`,.:-¨@*¿?!`).
@@ -4772,13 +4905,43 @@ fn after_user_flag(bytes: &[u8], i: usize) -> bool {
         .contains(&flag)
 }
 
+/// A URL whose userinfo holds no password (`mongodb://mongodb:mongodb@…`,
+/// `https://username:password@…`): judged as the URL rule judges it, not as a value.
+fn url_stand_in_userinfo(v: &[u8]) -> bool {
+    let Some(scheme) = find_ci(v, 0, b"://") else {
+        return false;
+    };
+    let authority = &v[scheme + 3..];
+    let authority = &authority[..authority
+        .iter()
+        .position(|&b| b == b'/')
+        .unwrap_or(authority.len())];
+    let Some(at) = authority.iter().rposition(|&b| b == b'@') else {
+        return false;
+    };
+    let userinfo = &authority[..at];
+    userinfo.contains(&b':') && user_password(userinfo, b':').is_none()
+}
+
 /// Where the password of `user<sep>password` starts in `v`, when it is one: not a placeholder, a
 /// template name, nor the user again (`guest:guest`, `admin:admin` are documented defaults).
 fn user_password(v: &[u8], sep: u8) -> Option<usize> {
     let at = v.iter().position(|&b| b == sep)?;
     let pw = &v[at + 1..];
-    (pw.len() >= 3 && !is_placeholder(pw) && !constant_like(pw) && !pw.eq_ignore_ascii_case(&v[..at]))
-        .then_some(at + 1)
+    let stand_in = is_placeholder(pw) && !weak_literal(pw);
+    (pw.len() >= 3 && !stand_in && !constant_like(pw) && !pw.eq_ignore_ascii_case(&v[..at])).then_some(at + 1)
+}
+
+/// A weak password typed as one (`secret`, `myPassword`, `abc123`, `letmein`): where a password
+/// stands (a URL's userinfo, a password key's value) it is a literal, however weak, unlike the
+/// slot's own name (`password`, `pass`), an empty marker (`none`, `null`), a tutorial's stand-in
+/// (`test`, `foobar`, `123456`) or a template.
+fn weak_literal(v: &[u8]) -> bool {
+    const LITERALS: Words = words_of!(
+        b"secret mysecret mypassword mypass mypwd abc123 letmein qwerty admin123 password1 \
+        password123 passw0rd p@ssw0rd"
+    );
+    LITERALS.iter().any(|w| v.eq_ignore_ascii_case(w))
 }
 
 /// The shell argument at or after `pos` and where the next one starts; `None` where the command
@@ -5083,6 +5246,67 @@ fn pem_body_at(bytes: &[u8], s: usize) -> bool {
         && bytes[next..next_end]
             .iter()
             .all(|&b| is_base64_byte(b) || b == b'\r')
+}
+
+/// A PEM body with no key in it: few base64 bytes and none of a key's digits or `+/=`
+/// (`anything`, `<your key here>`, `...`, `xxx`, with a diff's `+` or a quote's `>` before each
+/// line), or base64 that decodes to plain text (`YWJjZGVm…` is `abcdef…`): DER is binary.
+fn pem_illustration(body: &[u8]) -> bool {
+    let (mut base64, mut encoded) = (0, false);
+    let mut text = [0u8; 96];
+    let mut n = 0;
+    for line in body.split(|&b| b == b'\n') {
+        let line = trim_ascii(line);
+        let line = match line.first() {
+            Some(b'+' | b'>') => trim_ascii(&line[1..]),
+            _ => line,
+        };
+        for &b in line {
+            if is_base64_byte(b) {
+                base64 += 1;
+                if n < text.len() {
+                    text[n] = b;
+                    n += 1;
+                }
+            }
+            encoded |= b.is_ascii_digit() || matches!(b, b'+' | b'/' | b'=');
+        }
+    }
+    base64 < 32 && !encoded || base64 <= text.len() && base64_text(&text[..n])
+}
+
+/// Whether `v` is standard base64 (padding allowed) of printable ASCII text with a space or
+/// of letters run together (`ZHVtbXkgdGV4dA==` is `dummy text`): words encoded, not a key.
+fn base64_text(v: &[u8]) -> bool {
+    let v = trim_end_of(v, |b| b == b'=');
+    if v.len() < 16 {
+        return false;
+    }
+    let (mut acc, mut bits) = (0u32, 0u32);
+    let (mut letters, mut total) = (0usize, 0usize);
+    for &b in v {
+        let d = match b {
+            b'A'..=b'Z' => b - b'A',
+            b'a'..=b'z' => b - b'a' + 26,
+            b'0'..=b'9' => b - b'0' + 52,
+            b'+' => 62,
+            b'/' => 63,
+            _ => return false,
+        };
+        acc = (acc << 6) | u32::from(d);
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            let c = (acc >> bits) as u8;
+            if !(c == b' ' || c.is_ascii_graphic()) {
+                return false;
+            }
+            letters += usize::from(c.is_ascii_lowercase() || c == b' ');
+            total += 1;
+        }
+    }
+    // Mostly lowercase words: a password's base64 (`MWYyZDFlMmU2N2Rm`, `1f2d1e2e67df`) is not.
+    total >= 12 && letters * 10 >= total * 9
 }
 
 /// The longest PEM block looked at (an 8192-bit RSA key is under 7 KB).
@@ -5410,9 +5634,15 @@ mod tests {
     fn a_quoted_password_may_open_a_template_it_never_closes() {
         assert_eq!(spans(r#"password := "Hx7${q2Lm9""#), ["Hx7${q2Lm9"]);
         assert_eq!(spans(r#"password: "{{Hx7!kq2Lm9""#), ["{{Hx7!kq2Lm9"]);
+        // A reference inside a password's own characters is part of the literal: only a value
+        // that is references (and separators, a plain word) is a template.
+        assert_eq!(spans(r#"password: "ab${c}d9Xz""#), ["ab${c}d9Xz"]);
+        assert_eq!(spans("db_pass = q{{w}}8Rt!x"), ["q{{w}}8Rt!x"]);
         assert_clean(&[
             r#"password: "${DB_PASSWORD}""#,
             r#"password = "{{ .Values.db.password }}""#,
+            r#"DB_PASSWORD="${DB_USER}:${DB_PASS}""#,
+            r#"secret: "${PREFIX}_secret""#,
         ]);
     }
 
@@ -5496,7 +5726,12 @@ mod tests {
             ),
             ["Tq8mZx31"]
         );
-        assert_clean(&[r#"DirectoryEntry("LDAP://10.0.0.1", "corp\\svc", "secret")"#]);
+        // A weak literal in the password's place is still the password; the slot's name is not.
+        assert_eq!(
+            spans(r#"DirectoryEntry("LDAP://10.0.0.1", "corp\\svc", "secret")"#),
+            ["secret"]
+        );
+        assert_clean(&[r#"DirectoryEntry("LDAP://10.0.0.1", "corp\\svc", "password")"#]);
     }
 
     #[test]
@@ -5565,6 +5800,45 @@ mod tests {
         assert_kind(
             SecretKind::PrivateKey,
             &["-----BEGIN PGP PRIVATE KEY BLOCK-----\n=8xQN\n-----END PGP PRIVATE KEY BLOCK-----"],
+        );
+    }
+
+    /// Illustrations in other clothes: a block on one line of JSON (`\n` escapes) with `...` for
+    /// its body, a diff's `+` before `xxx`, base64 that decodes to words; a key in the same
+    /// clothes is still a key.
+    #[test]
+    fn pem_illustrations_in_json_diffs_and_encoded_words_are_not_keys() {
+        assert_clean(&[
+            r#"SA={"private_key":"-----BEGIN PRIVATE KEY-----\n...\n-----END PRIVATE KEY-----\n","client_email":"a@b.example"}"#,
+            "```diff\n+-----BEGIN PRIVATE KEY-----\n+xxx\n+-----END PRIVATE KEY-----\n```",
+            "-----BEGIN PRIVATE KEY-----\nYWJjZGVmZ2hpamtsbW5vcHFyc3R1dnd4eXo=\n-----END PRIVATE KEY-----",
+        ]);
+        assert_kind(
+            SecretKind::PrivateKey,
+            &[
+                r#""key": "-----BEGIN PRIVATE KEY-----\nzFMgU9qbVUy7Rh5N9oU6Y2xUaMeJuCNrqjdoo+d9YgIYr9mDGfMpS9JJl0mOGeEE\n-----END PRIVATE KEY-----\n""#,
+                "```diff\n+-----BEGIN PRIVATE KEY-----\n+zFMgU9qbVUy7Rh5N9oU6Y2xUaMeJuCNrqjdoo+d9YgIYr9mDGfMpS9JJl0mOGeEE\n+-----END PRIVATE KEY-----\n```",
+            ],
+        );
+    }
+
+    /// A value judged as what it is: a URL whose userinfo is the user again or a stand-in, a weak
+    /// key's base64 of plain words, a token that says it is made up.
+    #[test]
+    fn urls_encoded_words_and_made_up_tokens_under_a_key_are_not_secrets() {
+        assert_clean(&[
+            r#"const MYSQL_IDENTICAL_CREDENTIALS = "mysql://mysql:mysql@localhost:3306/database";"#,
+            "DB_CREDENTIALS=postgres://username:password@localhost/db",
+            "ANY_KEY = ZHVtbXkgdGV4dCBkYXRhIGRhdGEgZGF0YQ==",
+            "DOCKER_TOKEN=not_a_real_token",
+            "hf_FakeFakeFakeFakeFakeFakeFakeFakeFa",
+        ]);
+        assert_kind(
+            SecretKind::Assignment,
+            &[
+                "DB_CREDENTIALS=postgres://app:Xk9mQ2vL7pR4@localhost/db",
+                "ANY_KEY = Xk9mQ2vL7pR4wT6yZ1nB8cD3fG5hJ0kM",
+            ],
         );
     }
 
@@ -7177,14 +7451,50 @@ mod tests {
                 "password=Rosebud",
                 "export DB_PASSWORD=Rosebud",
                 "spring.datasource.password=Rosebud",
+                // Weak, but typed as the password: a literal, not a slot.
+                "password=secret",
+                "Password=myPassword;",
             ],
         );
         assert_kind(SecretKind::CommandLine, &["mysqldump --password Rosebud shop"]);
         assert_clean(&[
             "password=changeme",
-            "password=secret",
+            "password=password",
+            "password=your_password",
             "password: required",
             "password = hashed",
+        ]);
+    }
+
+    /// A weak literal where a password stands is the password (a config line's word, a URL's
+    /// userinfo, a credential class's argument); a name in code, the slot's own name and the user
+    /// again are not.
+    #[test]
+    fn weak_literals_in_a_passwords_place_count_and_references_do_not() {
+        assert_kind(
+            SecretKind::Assignment,
+            &[
+                "user = Aladdin\npassword = open_sesame",
+                "$user = \"mg1021\";   $password = goodspec;",
+                r#"sender.Credentials = new NetworkCredential("ops@example.com", "vzihlaquknriqlht");"#,
+            ],
+        );
+        assert_kind(
+            SecretKind::UrlCredentials,
+            &[
+                "postgresql://user:secret@localhost/db",
+                "mysql://app:myPassword@db:3306/shop",
+            ],
+        );
+        assert_clean(&[
+            "password = new_password",
+            "password = user_input",
+            "payload = read_line()\npassword = payload",
+            "password = none",
+            "docker run -e POSTGRES_PASSWORD=test postgres:16",
+            "postgresql://user:password@localhost/db",
+            "mongodb://mongodb:mongodb@localhost:27017/db",
+            r#"new NetworkCredential("svc", "password")"#,
         ]);
     }
 

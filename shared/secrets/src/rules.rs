@@ -180,6 +180,7 @@ const FILLERS: &[&[u8]] = &[
     b"sample",
     b"replace",
     b"changeme",
+    b"fake",
     b"****",
     b"....",
     b"####",

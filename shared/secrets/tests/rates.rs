@@ -21,9 +21,10 @@ const END: &str = "<!-- rates end -->\n";
 /// floor, false-withhold ceiling). A change that loses ground fails here; the goal for every
 /// source is 95% / 2%. A source not listed is held to the goal itself.
 const FLOORS: &[(&str, f64, f64)] = &[
-    ("gitleaks", 96.5, 4.7),
-    ("detect-secrets", 74.0, 16.3),
-    ("noseyparker", 85.0, 1.4),
+    ("gitleaks", 96.6, 2.6),
+    ("detect-secrets", 74.8, 7.1),
+    ("noseyparker", 90.1, 1.4),
+    ("secretlint", 97.3, 0.0),
 ];
 
 /// What each source is, for the table.
@@ -41,6 +42,10 @@ const LABELS: &[(&str, &str)] = &[
     (
         "ordinary",
         "ordinary real-text prompts: auth talk, hashes, ids, public keys, SRI lines",
+    ),
+    (
+        "secretlint",
+        "secretlint's rule snapshot inputs in six prompt shapes (two new: a diff, a quoted ticket)",
     ),
     (
         "trufflehog",
