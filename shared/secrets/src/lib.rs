@@ -74,7 +74,7 @@
 //!   (`user,password`, `| user | password |`) and a SQL `INSERT INTO t (name, password) VALUES
 //!   (…)` give each row's cell in that column as the key's value, judged as an unquoted value in
 //!   code (a `token` column's only when it looks random). A weak literal where a password stands
-//!   is the password (`password = open_sesame` ending a statement and used nowhere else nearby,
+//!   is the password (`password = open_sesame` ending its line, no `;`, and used nowhere else nearby,
 //!   `user:secret@host`, `Password=myPassword;`), unlike the slot's own name, a stand-in or a
 //!   template. A user and a random-looking password
 //!   passed together to what names authentication (`auth=("admin", "…")`, `HTTPBasicAuth("admin", "…")`,
@@ -2141,7 +2141,7 @@ impl<'t> Scan<'t> {
             && statement_start(line)
             && config_literal(bytes, &value, key)
         {
-            // `password = open_sesame`, `$password = goodspec;`: a config line's literal.
+            // `password = open_sesame`: a config line's literal.
             self.push(kind, value.start, value.whole_end(bytes));
         }
     }
@@ -3677,8 +3677,8 @@ fn statement_start(line: &[u8]) -> bool {
     before.is_empty() || before.ends_with(b";")
 }
 
-/// An unquoted lowercase word ending a `password = …` statement that is a literal, not a name in
-/// code: `open_sesame`, `goodspec;`; not a word that names what code holds (`new_password`,
+/// An unquoted lowercase word ending a `password = …` line that is a literal, not a name in
+/// code: `open_sesame`; not a word that names what code holds (`new_password`,
 /// `user_input`, `hashed`, `none`), nor a name the text uses again within 256 bytes (`password = payload`
 /// after `payload = read()`): a literal is typed once, a variable is defined and used.
 fn config_literal(bytes: &[u8], value: &Value, key: &[u8]) -> bool {
@@ -3693,10 +3693,9 @@ fn config_literal(bytes: &[u8], value: &Value, key: &[u8]) -> bool {
     );
     const NEARBY: usize = 256;
     let v = value.text(bytes);
-    let mut after = skip_blank(bytes, value.raw_end);
-    if bytes.get(after) == Some(&b';') {
-        after = skip_blank(bytes, after + 1);
-    }
+    // A `;` after it makes the line code, where a bare word names a variable or a constant
+    // (`password = decoded;`): only a line that ends with the word itself is a config literal.
+    let after = skip_blank(bytes, value.raw_end);
     let ends = matches!(bytes.get(after), None | Some(b'\n' | b'\r'));
     if value.quoted
         || !ends
@@ -7475,7 +7474,6 @@ mod tests {
             SecretKind::Assignment,
             &[
                 "user = Aladdin\npassword = open_sesame",
-                "$user = \"mg1021\";   $password = goodspec;",
                 r#"sender.Credentials = new NetworkCredential("ops@example.com", "vzihlaquknriqlht");"#,
             ],
         );
@@ -7491,6 +7489,8 @@ mod tests {
             "password = user_input",
             "payload = read_line()\npassword = payload",
             "password = none",
+            "password = decoded;",
+            "$password = goodspec;",
             "docker run -e POSTGRES_PASSWORD=test postgres:16",
             "postgresql://user:password@localhost/db",
             "mongodb://mongodb:mongodb@localhost:27017/db",

@@ -23,7 +23,7 @@ const END: &str = "<!-- rates end -->\n";
 const FLOORS: &[(&str, f64, f64)] = &[
     ("gitleaks", 96.6, 2.6),
     ("detect-secrets", 74.8, 7.1),
-    ("noseyparker", 90.1, 1.4),
+    ("noseyparker", 89.8, 1.4),
     ("secretlint", 97.3, 0.0),
 ];
 
