@@ -137,13 +137,12 @@ fn rewrite_in_place(path: &std::path::Path, bytes: &[u8]) -> io::Result<bool> {
     if bytes.is_empty() {
         return Ok(false);
     }
-    let file = match OpenOptions::new()
+    let Ok(file) = OpenOptions::new()
         .write(true)
         .custom_flags(no_follow_flags())
         .open(path)
-    {
-        Ok(f) => f,
-        Err(_) => return Ok(false),
+    else {
+        return Ok(false);
     };
     let meta = file.metadata()?;
     if !meta.file_type().is_file() || !state::owned_private(&meta) {
