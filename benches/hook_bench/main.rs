@@ -307,12 +307,16 @@ impl<'a> Case<'a> {
 }
 
 /// Runs the cases round-robin (run i of every case, then run i+1…), so drift in machine load hits
-/// every row alike; the first `warmup` rounds are not kept.
+/// every row alike; the first `warmup` rounds are not kept. Each round starts one row further on,
+/// so every row takes every place in the round equally often: the first row after the baselines
+/// used to be the same host's every time, and measured faster for it than the others for the same
+/// work.
 fn interleave(cases: &mut [Case<'_>], runs: usize, warmup: usize, what: &str) {
     let started = Instant::now();
+    let n = cases.len();
     for i in 0..warmup + runs {
-        for c in cases.iter_mut() {
-            c.run_one(i, i >= warmup);
+        for k in 0..n {
+            cases[(i + k) % n].run_one(i, i >= warmup);
         }
     }
     say(&format!(
