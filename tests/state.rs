@@ -1930,6 +1930,63 @@ fn state_a_capture_kept_back_by_a_failing_server_is_retried_by_the_lingering_dra
 }
 
 #[test]
+fn state_with_the_server_down_a_hook_starts_no_drainer_while_one_lingers() {
+    let s = FakeServer::builder("scp_down_linger").ready("context").start();
+    let url = s.url();
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let cwd = tempfile::tempdir().unwrap();
+    let env = [(NO_DRAINER.0, "0")];
+    let prompt = |text: &str, turn: &str| {
+        let mut child = spawn_hook(&url, &state, text, turn, cwd.path(), &env);
+        assert!(child.wait().unwrap().success());
+    };
+    prompt("first prompt, the Server is up", "t1");
+    // Its drainer delivers, then lingers for the prompts that follow.
+    wait_until(
+        "the first capture is not delivered by a lingering drainer",
+        Duration::from_secs(15),
+        || s.count(CAPTURE) == 1 && !linger_locks(&state).is_empty(),
+    );
+    let mut lingering = drainers_of(&state);
+    lingering.sort_unstable();
+    assert!(!lingering.is_empty(), "a drainer lingers");
+    // The Server goes down at the same address (connection refused), the scope is not cached (so
+    // the hook's capture is not handed over: the scope is never resolved, as for a Server that
+    // was down from the start), and the last drainer start is older than the interval: only the
+    // lingering drainer keeps a new start away.
+    drop(s);
+    std::fs::remove_dir_all(state.join("scopes")).unwrap();
+    let stamp = state.join("drain.lock");
+    let old = std::time::SystemTime::now() - Duration::from_secs(60);
+    std::fs::File::options()
+        .write(true)
+        .open(&stamp)
+        .unwrap()
+        .set_modified(old)
+        .unwrap();
+    prompt("second prompt, the Server is down", "t2");
+    let after = std::fs::metadata(&stamp).unwrap().modified().unwrap();
+    assert_eq!(after, old, "the hook started a drainer beside the lingering one");
+    let mut now = drainers_of(&state);
+    now.sort_unstable();
+    assert_eq!(now, lingering, "only the lingering drainer runs");
+    // Nothing lost: the capture waits in the spool, owner-only, once.
+    let files = spool_files(&state);
+    assert_eq!(files.len(), 1, "{files:?}");
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(
+        std::fs::metadata(&files[0]).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+    let v: Value = serde_json::from_slice(&std::fs::read(&files[0]).unwrap()).unwrap();
+    assert_eq!(v["content"], "second prompt, the Server is down");
+    for pid in drainers_of(&state) {
+        let _ = Command::new("kill").arg(pid.to_string()).status();
+    }
+}
+
+#[test]
 fn state_a_state_dir_removed_under_a_lingering_drainer_loses_no_later_prompt() {
     let s = FakeServer::builder("scp_linger_gone").ready("context").start();
     let dir = tempfile::tempdir().unwrap();

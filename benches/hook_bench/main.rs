@@ -55,7 +55,9 @@ fn say(msg: &str) {
     eprintln!("bench: {msg}");
 }
 
-/// Run counts: `POWERCONTEXT_BENCH_QUICK=1` shrinks everything for a smoke run of the harness.
+/// Run counts: `POWERCONTEXT_BENCH_QUICK=1` shrinks everything for a smoke run of the harness;
+/// `POWERCONTEXT_BENCH_SETTLE=0` times the main comparison without [`settle_spool`] (to see what
+/// it changes).
 struct Plan {
     runs: usize,
     warmup: usize,
@@ -64,6 +66,8 @@ struct Plan {
     burst_rounds: usize,
     rss_runs: usize,
     spool_full: usize,
+    /// Whether the main comparison waits for each run's delivery (see [`settle_spool`]).
+    settle: bool,
 }
 
 impl Plan {
@@ -81,6 +85,7 @@ impl Plan {
             burst_rounds: if quick { 3 } else { 20 },
             rss_runs: if quick { 3 } else { 20 },
             spool_full: SPOOL_FULL,
+            settle: env.text("POWERCONTEXT_BENCH_SETTLE") != Some("0"),
         }
     }
 }
@@ -187,6 +192,8 @@ struct Case<'a> {
     check: Box<dyn Fn(&RunOut) -> bool + 'a>,
     /// Untimed preparation before each run.
     before: Option<Box<dyn Fn() + 'a>>,
+    /// Untimed wait after each run (see [`settle_spool`]).
+    settle: Option<Box<dyn Fn() + 'a>>,
     samples: Vec<Duration>,
     /// Per kept run, each process's own wall time (two for OpenCode).
     steps: Vec<Vec<Duration>>,
@@ -207,6 +214,7 @@ impl<'a> Case<'a> {
             make: Box::new(make),
             check: Box::new(check),
             before: None,
+            settle: None,
             samples: Vec::new(),
             steps: Vec::new(),
             failed: 0,
@@ -219,12 +227,23 @@ impl<'a> Case<'a> {
         self
     }
 
+    /// `f` after each run, when the plan settles (see [`settle_spool`]).
+    fn settle(mut self, plan: &Plan, f: impl Fn() + 'a) -> Self {
+        if plan.settle {
+            self.settle = Some(Box::new(f));
+        }
+        self
+    }
+
     fn run_one(&mut self, run: usize, keep: bool) {
         if let Some(b) = &self.before {
             b();
         }
         let inv = (self.make)(run);
         let out = inv.run();
+        if let Some(s) = &self.settle {
+            s();
+        }
         if !(self.check)(&out) {
             self.failed += 1;
             if self.first_failure.is_none() {
@@ -288,12 +307,16 @@ impl<'a> Case<'a> {
 }
 
 /// Runs the cases round-robin (run i of every case, then run i+1…), so drift in machine load hits
-/// every row alike; the first `warmup` rounds are not kept.
+/// every row alike; the first `warmup` rounds are not kept. Each round starts one row further on,
+/// so every row takes every place in the round equally often: the first row after the baselines
+/// used to be the same host's every time, and measured faster for it than the others for the same
+/// work.
 fn interleave(cases: &mut [Case<'_>], runs: usize, warmup: usize, what: &str) {
     let started = Instant::now();
+    let n = cases.len();
     for i in 0..warmup + runs {
-        for c in cases.iter_mut() {
-            c.run_one(i, i >= warmup);
+        for k in 0..n {
+            cases[(i + k) % n].run_one(i, i >= warmup);
         }
     }
     say(&format!(
@@ -312,6 +335,16 @@ fn interleave(cases: &mut [Case<'_>], runs: usize, warmup: usize, what: &str) {
             c.first_failure.as_deref().unwrap_or("")
         );
     }
+}
+
+/// The main comparison's wait after each hook run (see `prompt_path::quiesce`, which the
+/// prompt-path rows already used). Without it each row ran beside the deliveries of the rows just
+/// before it (a lingering drainer passes within 10 ms of its hook's exit) while the first row of a
+/// round and the floor client, which capture nothing, ran on a quiet machine: on 2 CPUs that cost
+/// every later row 0.2 to 0.3 ms at p50, so the hosts' figures differed by their place in the
+/// round, not by their code.
+fn settle_spool(state: &Path) {
+    prompt_path::quiesce(state);
 }
 
 fn find<'c, 'a>(cases: &'c [Case<'a>], id: &str) -> &'c Case<'a> {
@@ -632,21 +665,28 @@ fn bench_main(ctx: &Ctx, hosts: &[&Host], report: &mut Report) -> MainFigures {
         let (url_full, url_scoped) = (full.url(), scoped.url());
         let state_full = format!("main-{}", host.name);
         let state_scoped = format!("main-scoped-{}", host.name);
-        cases.push(Case::new(
-            format!("{}.full", host.name),
-            format!("`{}` — full prompt path", host.exe),
-            move |run| ctx.hook(host, &url_full, &state_full, &ctx.payload(PROMPT, run)),
-            |o| o.success && hosts::injected(&o.stdout),
-        ));
-        cases.push(Case::new(
-            format!("{}.scoped", host.name),
-            format!("`{}` — scope id configured", host.exe),
-            move |run| {
-                ctx.hook(host, &url_scoped, &state_scoped, &ctx.payload(PROMPT, run))
-                    .env(&format!("POWERCONTEXT_{}_SCOPE_ID", host.part), servers::SCOPE)
-            },
-            |o| o.success && hosts::injected(&o.stdout),
-        ));
+        let (settle_full, settle_scoped) = (ctx.state_dir(&state_full), ctx.state_dir(&state_scoped));
+        cases.push(
+            Case::new(
+                format!("{}.full", host.name),
+                format!("`{}` — full prompt path", host.exe),
+                move |run| ctx.hook(host, &url_full, &state_full, &ctx.payload(PROMPT, run)),
+                |o| o.success && hosts::injected(&o.stdout),
+            )
+            .settle(&ctx.plan, move || settle_spool(&settle_full)),
+        );
+        cases.push(
+            Case::new(
+                format!("{}.scoped", host.name),
+                format!("`{}` — scope id configured", host.exe),
+                move |run| {
+                    ctx.hook(host, &url_scoped, &state_scoped, &ctx.payload(PROMPT, run))
+                        .env(&format!("POWERCONTEXT_{}_SCOPE_ID", host.part), servers::SCOPE)
+                },
+                |o| o.success && hosts::injected(&o.stdout),
+            )
+            .settle(&ctx.plan, move || settle_spool(&settle_scoped)),
+        );
     }
     // The same full path with a variable set that steers git's discovery: the hook then asks the
     // `git` CLI as it did for every prompt before the in-process discovery (the before/after of
@@ -655,18 +695,22 @@ fn bench_main(ctx: &Ctx, hosts: &[&Host], report: &mut Report) -> MainFigures {
     let git_url = git_server.url();
     let ceiling = ctx.root.path().to_string_lossy().into_owned();
     let first = hosts[0];
-    cases.push(Case::new(
-        format!("{}.full-gitcli", first.name),
-        format!(
-            "`{}` — full prompt path, `GIT_CEILING_DIRECTORIES` set (spawns `git`)",
-            first.exe
-        ),
-        move |run| {
-            ctx.hook(first, &git_url, "main-gitcli", &ctx.payload(PROMPT, run))
-                .env("GIT_CEILING_DIRECTORIES", ceiling.clone())
-        },
-        |o| o.success && hosts::injected(&o.stdout),
-    ));
+    let settle_git = ctx.state_dir("main-gitcli");
+    cases.push(
+        Case::new(
+            format!("{}.full-gitcli", first.name),
+            format!(
+                "`{}` — full prompt path, `GIT_CEILING_DIRECTORIES` set (spawns `git`)",
+                first.exe
+            ),
+            move |run| {
+                ctx.hook(first, &git_url, "main-gitcli", &ctx.payload(PROMPT, run))
+                    .env("GIT_CEILING_DIRECTORIES", ceiling.clone())
+            },
+            |o| o.success && hosts::injected(&o.stdout),
+        )
+        .settle(&ctx.plan, move || settle_spool(&settle_git)),
+    );
     let python = ctx.python.clone();
     cases.push(Case::new(
         "baseline.python",
@@ -789,6 +833,14 @@ fn bench_main(ctx: &Ctx, hosts: &[&Host], report: &mut Report) -> MainFigures {
         let c = find(&cases, id);
         rows.push(c.row(c.checked(), json!({})));
     }
+    let settle = if ctx.plan.settle {
+        "After each hook run the harness waits, untimed, until that run's capture is delivered and \
+         its drainer's pass is over, as for the prompt-path rows: no row is timed beside an earlier \
+         row's drainer delivering, as the floor client never is."
+    } else {
+        "Runs follow each other without waiting for the drainers' deliveries \
+         (`POWERCONTEXT_BENCH_SETTLE=0`)."
+    };
     report.sections.push(Section {
         title: "Hook process vs the interpreter floor (instant loopback Server)".into(),
         intro: format!(
@@ -802,8 +854,8 @@ fn bench_main(ctx: &Ctx, hosts: &[&Host], report: &mut Report) -> MainFigures {
              set, so no workspace key and no resolve call. OpenCode's prompt is one process \
              (`prepare` on `chat.message`; the plugin's messages transform only matches ids in \
              memory and starts none). Every run is checked: the context was injected. Rows \
-             interleaved run by run, {} warm-up rounds discarded.",
-            ctx.plan.warmup
+             interleaved run by run, {} warm-up rounds discarded. {settle}",
+            ctx.plan.warmup,
         ),
         rows,
     });

@@ -70,7 +70,7 @@ fn millis(v: &[f64]) -> Vec<Duration> {
 
 /// Waits (untimed) until no capture waits in `state`'s spool and no drainer holds its lock, so
 /// one row's background delivery never loads the next row's prompt.
-fn quiesce(state: &Path) {
+pub(crate) fn quiesce(state: &Path) {
     let until = Instant::now() + Duration::from_secs(30);
     while Instant::now() < until {
         let waiting = std::fs::read_dir(state.join("spool"))

@@ -1278,15 +1278,25 @@ pub fn spawn_if_needed(env: &Env) {
         return;
     }
     let Ok(state) = StateDir::locate(env) else { return };
-    if !(ledger::has_work(&state) || spool::has_work(&state)) {
-        return;
-    }
-    // The drain lock file's mtime records the last start: hooks firing in a burst start one.
+    // The drain lock file's mtime records the last start: hooks firing in a burst start one. One
+    // `stat`, looked at first: within the interval the spool (possibly thousands of entries kept
+    // while the Server is down) is never listed.
     let stamp = state.file(DRAIN_LOCK);
     let recent = fs::metadata(&stamp)
         .and_then(|m| m.modified())
         .is_ok_and(|t| t.elapsed().is_ok_and(|age| age < MIN_SPAWN_INTERVAL));
     if recent {
+        return;
+    }
+    let ledger_work = ledger::has_work(&state);
+    // A lingering drainer of this environment (started early by a hook, which stamps nothing, or
+    // longer ago than the interval) takes on the spool, retrying what a down Server left behind: a
+    // drainer started now would only find its lock held and leave, a process start for nothing
+    // every 5 s. It watches the spool only: ledger work still starts one.
+    if !ledger_work && lingering(&state) {
+        return;
+    }
+    if !(ledger_work || spool::has_work(&state)) {
         return;
     }
     let touched = fs::OpenOptions::new()
