@@ -44,7 +44,7 @@ use crate::outcome::{Diagnostic, Outcome, Stage};
 use crate::scope::ScopeQuery;
 use crate::state::{
     Opened, StateDir, StateError, TEMP_PREFIX, now_millis, open_state_file, parse_versioned_at, read_bounded,
-    sweep_stale_temps, versioned_bytes,
+    sweep_stale_temps, versioned_struct_bytes,
 };
 use crate::wire::CaptureRequest;
 
@@ -533,6 +533,13 @@ fn create_locked(dir: &Path, name: &str, bytes: &[u8]) -> io::Result<File> {
     result
 }
 
+/// An entry's bytes: the versioned JSON of `capture`, its text escaped once, straight into a
+/// buffer sized for it (a prompt of hundreds of KB is not copied through an intermediate value).
+fn entry_bytes(capture: &SpooledCapture) -> std::io::Result<Vec<u8>> {
+    let text = capture.content.len();
+    versioned_struct_bytes(capture, text + text / 16 + 4096)
+}
+
 /// Room an entry keeps below the read bound for its pinned-scope line (a scope id is at most 256
 /// characters).
 const PIN_ROOM: u64 = 4096;
@@ -547,19 +554,31 @@ pub fn write_ahead(
     capture: &SpooledCapture,
     limits: &SpoolLimits,
 ) -> Result<WriteAhead, WriteAheadError> {
+    write_ahead_owned(state, capture.clone(), limits)
+}
+
+/// [`write_ahead`] of a capture the caller no longer needs: the handle keeps it, not a copy.
+///
+/// # Errors
+/// As [`write_ahead`].
+pub fn write_ahead_owned(
+    state: &StateDir,
+    capture: SpooledCapture,
+    limits: &SpoolLimits,
+) -> Result<WriteAhead, WriteAheadError> {
     write_ahead_at(state, capture, limits, now_millis())
 }
 
-/// [`write_ahead`] with the wall-clock time given (the tests step the clock with it).
+/// [`write_ahead_owned`] with the wall-clock time given (the tests step the clock with it).
 fn write_ahead_at(
     state: &StateDir,
-    capture: &SpooledCapture,
+    capture: SpooledCapture,
     limits: &SpoolLimits,
     now: u64,
 ) -> Result<WriteAhead, WriteAheadError> {
     state.ensure(Some(DIR))?;
     let dir = state.file(DIR);
-    let bytes = versioned_bytes(capture).map_err(StateError::from)?;
+    let bytes = entry_bytes(&capture).map_err(StateError::from)?;
     let size = bytes.len() as u64;
     // A drain reads an entry (and the scope line pinned to it later) up to the state-file bound:
     // one larger could never be replayed.
@@ -578,7 +597,7 @@ fn write_ahead_at(
                     dir,
                     name,
                     file,
-                    capture: capture.clone(),
+                    capture,
                 });
             }
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => last = e,
@@ -1234,16 +1253,16 @@ mod tests {
             now - 1,
         ];
         for (i, t) in times.iter().enumerate() {
-            drop(write_ahead_at(&state, &sample(&format!("prompt {i}")), &SpoolLimits::DEFAULT, *t).unwrap());
+            drop(write_ahead_at(&state, sample(&format!("prompt {i}")), &SpoolLimits::DEFAULT, *t).unwrap());
         }
         assert_eq!(
             replay_all(&state),
             ["prompt 0", "prompt 1", "prompt 2", "prompt 3", "prompt 4"]
         );
         // A counter file that went missing is rebuilt above what is listed.
-        drop(write_ahead_at(&state, &sample("before"), &SpoolLimits::DEFAULT, now).unwrap());
+        drop(write_ahead_at(&state, sample("before"), &SpoolLimits::DEFAULT, now).unwrap());
         fs::remove_file(state.file(SEQ_FILE)).unwrap();
-        drop(write_ahead_at(&state, &sample("after"), &SpoolLimits::DEFAULT, now - DAY_MS).unwrap());
+        drop(write_ahead_at(&state, sample("after"), &SpoolLimits::DEFAULT, now - DAY_MS).unwrap());
         assert_eq!(replay_all(&state), ["before", "after"]);
     }
 
@@ -1258,8 +1277,8 @@ mod tests {
         let now = now_millis();
         let lock = || state.lock(&Deadline::after(Duration::from_secs(2))).unwrap();
         // Spooled with the clock 8 days behind, then 8 days ahead.
-        drop(write_ahead_at(&state, &sample("behind"), &limits, now - 8 * DAY_MS).unwrap());
-        drop(write_ahead_at(&state, &sample("ahead"), &limits, now + 8 * DAY_MS).unwrap());
+        drop(write_ahead_at(&state, sample("behind"), &limits, now - 8 * DAY_MS).unwrap());
+        drop(write_ahead_at(&state, sample("ahead"), &limits, now + 8 * DAY_MS).unwrap());
         // Drains with the clock right, 8 days ahead and 8 days behind: the Server never answered.
         for t in [now, now + 8 * DAY_MS, now + 16 * DAY_MS, now - 8 * DAY_MS] {
             let d = enforce_at(&state, &lock(), &limits, t).unwrap();
@@ -1279,7 +1298,7 @@ mod tests {
         );
         // Its own Server answered after both were written: age applies, by the wall clock.
         let mark = sequence_now(&state);
-        drop(write_ahead_at(&state, &sample("after the answer"), &limits, now - 30 * DAY_MS).unwrap());
+        drop(write_ahead_at(&state, sample("after the answer"), &limits, now - 30 * DAY_MS).unwrap());
         let own: std::collections::HashSet<String> = [sample("").server].into();
         record_answered(&state, &lock(), &own, mark).unwrap();
         let d = enforce_at(&state, &lock(), &limits, now).unwrap();
