@@ -131,13 +131,14 @@ pub struct SpooledCapture {
     pub session: String,
     /// Turn id as hashed into the `source_id` (empty when absent).
     pub turn: String,
-    /// The prompt, exactly as captured (already through the secret filter).
-    pub content: String,
     /// The exact metadata the online request carried (replays must be byte-identical).
     pub metadata: Map<String, Value>,
     /// Whether the host wanted a flush after the capture (the position then goes to the ledger).
     #[serde(default)]
     pub flush: bool,
+    /// The prompt, exactly as captured (already through the secret filter). Last, so an entry's
+    /// bytes end with it (see `entry_bytes`).
+    pub content: String,
 }
 
 impl SpooledCapture {
@@ -533,11 +534,80 @@ fn create_locked(dir: &Path, name: &str, bytes: &[u8]) -> io::Result<File> {
     result
 }
 
-/// An entry's bytes: the versioned JSON of `capture`, its text escaped once, straight into a
-/// buffer sized for it (a prompt of hundreds of KB is not copied through an intermediate value).
-fn entry_bytes(capture: &SpooledCapture) -> std::io::Result<Vec<u8>> {
-    let text = capture.content.len();
-    versioned_struct_bytes(capture, text + text / 16 + 4096)
+/// How the bytes of an entry whose text is empty end: the text goes between the quotes.
+const EMPTY_TEXT: &[u8] = b",\"content\":\"\"}\n";
+
+/// An entry's bytes: the versioned JSON of `capture`, written straight into a buffer sized for it
+/// (a prompt of hundreds of KB goes through no intermediate value), its text, the last field,
+/// escaped by [`push_json_str`], which skips over runs needing no escape a word at a time.
+fn entry_bytes(capture: &mut SpooledCapture) -> std::io::Result<Vec<u8>> {
+    let content = std::mem::take(&mut capture.content);
+    let room = content.len() + content.len() / 16 + 4096;
+    let rest = versioned_struct_bytes(capture, room);
+    capture.content = content;
+    let mut bytes = rest?;
+    if !bytes.ends_with(EMPTY_TEXT) {
+        return versioned_struct_bytes(capture, room);
+    }
+    bytes.truncate(bytes.len() - 4);
+    push_json_str(&mut bytes, &capture.content);
+    bytes.extend_from_slice(b"}\n");
+    Ok(bytes)
+}
+
+/// Appends `text` as a JSON string, escaped as `serde_json` escapes it (`"`, `\\` and the control
+/// characters; everything else as it is), looking for the next byte to escape eight at a time.
+fn push_json_str(out: &mut Vec<u8>, text: &str) {
+    const ONES: u64 = u64::from_le_bytes([0x01; 8]);
+    const HIGHS: u64 = u64::from_le_bytes([0x80; 8]);
+    // The high bit of each byte of `w` that is zero (of `w - n`: below `n`). A borrow only runs
+    // up from a byte that is, so the lowest bit set is exact: the first such byte.
+    let below = |w: u64, n: u64| w.wrapping_sub(ONES * n) & !w & HIGHS;
+    let bytes = text.as_bytes();
+    out.reserve(bytes.len() + 2);
+    out.push(b'"');
+    let mut copied = 0;
+    let mut i = 0;
+    while i < bytes.len() {
+        if let Some(word) = bytes.get(i..i + 8) {
+            let w = u64::from_le_bytes(word.try_into().unwrap_or([0; 8]));
+            let hits = below(w, 0x20)
+                | below(w ^ (ONES * u64::from(b'"')), 1)
+                | below(w ^ (ONES * u64::from(b'\\')), 1);
+            if hits == 0 {
+                i += 8;
+                continue;
+            }
+            i += (hits.trailing_zeros() / 8) as usize;
+        }
+        let escaped: &[u8] = match bytes[i] {
+            b'"' => b"\\\"",
+            b'\\' => b"\\\\",
+            b'\n' => b"\\n",
+            b'\r' => b"\\r",
+            b'\t' => b"\\t",
+            0x08 => b"\\b",
+            0x0c => b"\\f",
+            b if b < 0x20 => {
+                out.extend_from_slice(&bytes[copied..i]);
+                out.extend_from_slice(format!("\\u{b:04x}").as_bytes());
+                i += 1;
+                copied = i;
+                continue;
+            }
+            // Only in the last seven bytes, which are looked at one by one.
+            _ => {
+                i += 1;
+                continue;
+            }
+        };
+        out.extend_from_slice(&bytes[copied..i]);
+        out.extend_from_slice(escaped);
+        i += 1;
+        copied = i;
+    }
+    out.extend_from_slice(&bytes[copied..]);
+    out.push(b'"');
 }
 
 /// Room an entry keeps below the read bound for its pinned-scope line (a scope id is at most 256
@@ -572,13 +642,13 @@ pub fn write_ahead_owned(
 /// [`write_ahead_owned`] with the wall-clock time given (the tests step the clock with it).
 fn write_ahead_at(
     state: &StateDir,
-    capture: SpooledCapture,
+    mut capture: SpooledCapture,
     limits: &SpoolLimits,
     now: u64,
 ) -> Result<WriteAhead, WriteAheadError> {
     state.ensure(Some(DIR))?;
     let dir = state.file(DIR);
-    let bytes = entry_bytes(&capture).map_err(StateError::from)?;
+    let bytes = entry_bytes(&mut capture).map_err(StateError::from)?;
     let size = bytes.len() as u64;
     // A drain reads an entry (and the scope line pinned to it later) up to the state-file bound:
     // one larger could never be replayed.
@@ -983,6 +1053,42 @@ const AFTER_ANSWER_LOCK_WAIT: Duration = Duration::from_millis(100);
 mod tests {
     use super::*;
     use crate::wire::BindingKey;
+
+    #[test]
+    fn an_entry_is_written_byte_for_byte_as_serde_json_writes_it() {
+        let mut texts: Vec<String> = vec![
+            String::new(),
+            "plain".into(),
+            "é ü 中文 😀🎉 👩\u{200d}💻 \u{7f} \u{80} \u{ffff}".into(),
+            "\"quoted\" C:\\dir\\ \r\n\t\u{8}\u{c}\u{0}\u{1f}".into(),
+        ];
+        // Every ASCII character at every offset of an eight-byte word, and runs of escapes.
+        for c in (0u8..0x80).map(char::from) {
+            for at in 0..10 {
+                texts.push(format!("{}{c}{}", "a".repeat(at), "b".repeat(17 - at)));
+            }
+        }
+        texts.push("\"\\\n".repeat(1000));
+        texts.push("x\u{1}yz\u{1e}".repeat(3000));
+        // The fast path is the one taken: the text is the entry's last field.
+        assert!(
+            versioned_struct_bytes(&sample(""), 0)
+                .unwrap()
+                .ends_with(EMPTY_TEXT)
+        );
+        for text in texts {
+            let mut capture = sample(&text);
+            let fast = entry_bytes(&mut capture).unwrap();
+            assert_eq!(capture.content, text, "the capture is left as it was");
+            let serde = versioned_struct_bytes(&capture, 0).unwrap();
+            assert_eq!(
+                String::from_utf8(fast.clone()).unwrap(),
+                String::from_utf8(serde).unwrap()
+            );
+            let back: SpooledCapture = crate::state::parse_versioned(&fast).unwrap().unwrap();
+            assert_eq!(back, capture);
+        }
+    }
 
     fn sample(content: &str) -> SpooledCapture {
         SpooledCapture {
