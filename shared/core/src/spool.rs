@@ -462,7 +462,8 @@ pub struct WriteAhead {
     name: String,
     // Holds the entry's lock: a drainer skips it while this process lives.
     file: File,
-    capture: SpooledCapture,
+    /// The entry's scope query (the text is in the file only: a long prompt is not held twice).
+    query: ScopeQuery,
 }
 
 /// The line a hook appends to its entry once the scope is resolved.
@@ -537,20 +538,22 @@ fn create_locked(dir: &Path, name: &str, bytes: &[u8]) -> io::Result<File> {
 /// How the bytes of an entry whose text is empty end: the text goes between the quotes.
 const EMPTY_TEXT: &[u8] = b",\"content\":\"\"}\n";
 
-/// An entry's bytes: the versioned JSON of `capture`, written straight into a buffer sized for it
-/// (a prompt of hundreds of KB goes through no intermediate value), its text, the last field,
-/// escaped by [`push_json_str`], which skips over runs needing no escape a word at a time.
-fn entry_bytes(capture: &mut SpooledCapture) -> std::io::Result<Vec<u8>> {
-    let content = std::mem::take(&mut capture.content);
-    let room = content.len() + content.len() / 16 + 4096;
-    let rest = versioned_struct_bytes(capture, room);
-    capture.content = content;
-    let mut bytes = rest?;
-    if !bytes.ends_with(EMPTY_TEXT) {
-        return versioned_struct_bytes(capture, room);
+/// The bytes of `entry` (its own content left out) with `text` as its content: the versioned JSON,
+/// written straight into a buffer sized for it (a prompt of hundreds of KB goes through no
+/// intermediate value), the text, the last field, escaped by [`push_json_str`], which skips over
+/// runs needing no escape a word at a time.
+fn entry_bytes(entry: &SpooledCapture, text: &str) -> std::io::Result<Vec<u8>> {
+    let room = text.len() + text.len() / 16 + 4096;
+    let mut bytes = versioned_struct_bytes(entry, room)?;
+    if !entry.content.is_empty() || !bytes.ends_with(EMPTY_TEXT) {
+        let whole = SpooledCapture {
+            content: text.to_owned(),
+            ..without_text(entry)
+        };
+        return versioned_struct_bytes(&whole, room);
     }
     bytes.truncate(bytes.len() - 4);
-    push_json_str(&mut bytes, &capture.content);
+    push_json_str(&mut bytes, text);
     bytes.extend_from_slice(b"}\n");
     Ok(bytes)
 }
@@ -624,31 +627,49 @@ pub fn write_ahead(
     capture: &SpooledCapture,
     limits: &SpoolLimits,
 ) -> Result<WriteAhead, WriteAheadError> {
-    write_ahead_owned(state, capture.clone(), limits)
+    write_ahead_text(state, &without_text(capture), &capture.content, limits)
 }
 
-/// [`write_ahead`] of a capture the caller no longer needs: the handle keeps it, not a copy.
+/// [`write_ahead`] of `entry` (whose own content is left out) with `text` as its content: the
+/// caller's text is written as it is, never copied.
 ///
 /// # Errors
 /// As [`write_ahead`].
-pub fn write_ahead_owned(
+pub fn write_ahead_text(
     state: &StateDir,
-    capture: SpooledCapture,
+    entry: &SpooledCapture,
+    text: &str,
     limits: &SpoolLimits,
 ) -> Result<WriteAhead, WriteAheadError> {
-    write_ahead_at(state, capture, limits, now_millis())
+    write_ahead_text_at(state, entry, text, limits, now_millis())
 }
 
-/// [`write_ahead_owned`] with the wall-clock time given (the tests step the clock with it).
-fn write_ahead_at(
+/// `capture` without its content.
+fn without_text(capture: &SpooledCapture) -> SpooledCapture {
+    SpooledCapture {
+        integration: capture.integration.clone(),
+        server: capture.server.clone(),
+        source_prefix: capture.source_prefix.clone(),
+        query: capture.query.clone(),
+        session: capture.session.clone(),
+        turn: capture.turn.clone(),
+        metadata: capture.metadata.clone(),
+        flush: capture.flush,
+        content: String::new(),
+    }
+}
+
+/// [`write_ahead_text`] with the wall-clock time given (the tests step the clock with it).
+fn write_ahead_text_at(
     state: &StateDir,
-    mut capture: SpooledCapture,
+    entry: &SpooledCapture,
+    text: &str,
     limits: &SpoolLimits,
     now: u64,
 ) -> Result<WriteAhead, WriteAheadError> {
     state.ensure(Some(DIR))?;
     let dir = state.file(DIR);
-    let bytes = entry_bytes(&mut capture).map_err(StateError::from)?;
+    let bytes = entry_bytes(entry, text).map_err(StateError::from)?;
     let size = bytes.len() as u64;
     // A drain reads an entry (and the scope line pinned to it later) up to the state-file bound:
     // one larger could never be replayed.
@@ -667,7 +688,7 @@ fn write_ahead_at(
                     dir,
                     name,
                     file,
-                    capture,
+                    query: entry.query.clone(),
                 });
             }
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => last = e,
@@ -678,12 +699,6 @@ fn write_ahead_at(
 }
 
 impl WriteAhead {
-    /// The entry as written.
-    #[must_use]
-    pub fn capture(&self) -> &SpooledCapture {
-        &self.capture
-    }
-
     /// Records the scope the hook resolved, before the capture is sent: a replay after a crash
     /// then sends exactly the request the hook sent (same scope, so same `source_id`), even if
     /// the binding changed meanwhile. One small append to the claimed file (a second JSON line):
@@ -693,7 +708,7 @@ impl WriteAhead {
     /// # Errors
     /// The I/O error; the entry with the unresolved query then stays as it was.
     pub fn pin_scope(&mut self, scope: &str) -> Result<(), StateError> {
-        if self.capture.query.explicit.as_deref() == Some(scope) {
+        if self.query.explicit.as_deref() == Some(scope) {
             return Ok(());
         }
         let mut line = serde_json::to_vec(&Pin {
@@ -702,7 +717,7 @@ impl WriteAhead {
         .map_err(io::Error::other)?;
         line.push(b'\n');
         self.file.write_all(&line)?;
-        self.capture.query = ScopeQuery::resolved(scope);
+        self.query = ScopeQuery::resolved(scope);
         Ok(())
     }
 
@@ -1054,6 +1069,16 @@ mod tests {
     use super::*;
     use crate::wire::BindingKey;
 
+    /// [`write_ahead`] at the wall-clock time `now`.
+    fn write_ahead_at(
+        state: &StateDir,
+        capture: &SpooledCapture,
+        limits: &SpoolLimits,
+        now: u64,
+    ) -> Result<WriteAhead, WriteAheadError> {
+        write_ahead_text_at(state, &without_text(capture), &capture.content, limits, now)
+    }
+
     #[test]
     fn an_entry_is_written_byte_for_byte_as_serde_json_writes_it() {
         let mut texts: Vec<String> = vec![
@@ -1077,9 +1102,8 @@ mod tests {
                 .ends_with(EMPTY_TEXT)
         );
         for text in texts {
-            let mut capture = sample(&text);
-            let fast = entry_bytes(&mut capture).unwrap();
-            assert_eq!(capture.content, text, "the capture is left as it was");
+            let capture = sample(&text);
+            let fast = entry_bytes(&without_text(&capture), &text).unwrap();
             let serde = versioned_struct_bytes(&capture, 0).unwrap();
             assert_eq!(
                 String::from_utf8(fast.clone()).unwrap(),
@@ -1359,16 +1383,16 @@ mod tests {
             now - 1,
         ];
         for (i, t) in times.iter().enumerate() {
-            drop(write_ahead_at(&state, sample(&format!("prompt {i}")), &SpoolLimits::DEFAULT, *t).unwrap());
+            drop(write_ahead_at(&state, &sample(&format!("prompt {i}")), &SpoolLimits::DEFAULT, *t).unwrap());
         }
         assert_eq!(
             replay_all(&state),
             ["prompt 0", "prompt 1", "prompt 2", "prompt 3", "prompt 4"]
         );
         // A counter file that went missing is rebuilt above what is listed.
-        drop(write_ahead_at(&state, sample("before"), &SpoolLimits::DEFAULT, now).unwrap());
+        drop(write_ahead_at(&state, &sample("before"), &SpoolLimits::DEFAULT, now).unwrap());
         fs::remove_file(state.file(SEQ_FILE)).unwrap();
-        drop(write_ahead_at(&state, sample("after"), &SpoolLimits::DEFAULT, now - DAY_MS).unwrap());
+        drop(write_ahead_at(&state, &sample("after"), &SpoolLimits::DEFAULT, now - DAY_MS).unwrap());
         assert_eq!(replay_all(&state), ["before", "after"]);
     }
 
@@ -1383,8 +1407,8 @@ mod tests {
         let now = now_millis();
         let lock = || state.lock(&Deadline::after(Duration::from_secs(2))).unwrap();
         // Spooled with the clock 8 days behind, then 8 days ahead.
-        drop(write_ahead_at(&state, sample("behind"), &limits, now - 8 * DAY_MS).unwrap());
-        drop(write_ahead_at(&state, sample("ahead"), &limits, now + 8 * DAY_MS).unwrap());
+        drop(write_ahead_at(&state, &sample("behind"), &limits, now - 8 * DAY_MS).unwrap());
+        drop(write_ahead_at(&state, &sample("ahead"), &limits, now + 8 * DAY_MS).unwrap());
         // Drains with the clock right, 8 days ahead and 8 days behind: the Server never answered.
         for t in [now, now + 8 * DAY_MS, now + 16 * DAY_MS, now - 8 * DAY_MS] {
             let d = enforce_at(&state, &lock(), &limits, t).unwrap();
@@ -1404,7 +1428,7 @@ mod tests {
         );
         // Its own Server answered after both were written: age applies, by the wall clock.
         let mark = sequence_now(&state);
-        drop(write_ahead_at(&state, sample("after the answer"), &limits, now - 30 * DAY_MS).unwrap());
+        drop(write_ahead_at(&state, &sample("after the answer"), &limits, now - 30 * DAY_MS).unwrap());
         let own: std::collections::HashSet<String> = [sample("").server].into();
         record_answered(&state, &lock(), &own, mark).unwrap();
         let d = enforce_at(&state, &lock(), &limits, now).unwrap();

@@ -544,11 +544,19 @@ impl<'a> Turn<'a> {
     /// Makes a gated capture durable before any network call: one new spool file, no shared
     /// lock. A state problem is reported and the capture goes on without it.
     pub fn write_ahead(&self, query: &ScopeQuery, capture: &Capture) {
-        let entry = self.spooled(capture.clone(), query.clone());
+        // The entry without the text, which is written from the capture itself (not copied).
+        let keys = Capture {
+            session: capture.session.clone(),
+            turn: capture.turn.clone(),
+            content: String::new(),
+            metadata: capture.metadata.clone(),
+        };
+        let entry = self.spooled(keys, query.clone());
         let written = StateDir::locate(self.env)
             .map_err(WriteAheadError::from)
             .and_then(|st| {
-                let ahead = spool::write_ahead_owned(&st, entry, &SpoolLimits::from_env(self.env))?;
+                let limits = SpoolLimits::from_env(self.env);
+                let ahead = spool::write_ahead_text(&st, &entry, &capture.content, &limits)?;
                 if !drain::background_disabled(self.env) {
                     drain::start_early(&st, self.env);
                 }
