@@ -61,7 +61,8 @@ e2e: deps release
 # official Python Claude Code hook to the real-Server prompt-path table (skipped, with a message, when unset);
 # POWERCONTEXT_BENCH_ONLY=prompt-path runs that table and the real-Server burst alone (report under target/);
 # POWERCONTEXT_BENCH_ONLY=floor runs the hooks against the floor client, the first prompt of a session,
-# Server down/hanging and prompt size (report under target/bench-floor).
+# Server down/hanging and prompt size (report under target/bench-floor); =prompt-size the prompt-size rows
+# alone (report under target/bench-prompt-size).
 bench:
 	@for t in python3 node git /usr/bin/time; do command -v $$t >/dev/null || { \
 	  echo "make bench: $$t is missing; run: apt-get install -y python3 nodejs git time" >&2; exit 1; }; done

@@ -440,3 +440,126 @@ fn a_burst_of_32_prompts_is_answered_within_budget_and_each_prompt_delivered_exa
         .unwrap_or(0);
     assert_eq!(left, 0, "the spool is empty once everything is delivered");
 }
+
+/// `payload` as JSON with every character outside ASCII written as a `\u` escape (an astral one as
+/// its UTF-16 surrogate pair), as Python's `json.dumps` writes it.
+fn ascii_json(payload: &Value) -> Vec<u8> {
+    let mut out = String::new();
+    for c in payload.to_string().chars() {
+        if c.is_ascii() {
+            out.push(c);
+        } else {
+            let mut units = [0u16; 2];
+            for unit in c.encode_utf16(&mut units) {
+                out.push_str(&format!("\\u{unit:04x}"));
+            }
+        }
+    }
+    out.into_bytes()
+}
+
+/// A prompt of exactly `chars` characters (the capture limit): JSON escapes of every kind (quotes,
+/// backslashes, newlines, tabs, a control character), two- and three-byte characters, astral ones
+/// (surrogate pairs once escaped) and a joined emoji sequence.
+fn large_prompt(chars: usize) -> String {
+    const PIECE: &str = "Refactor the \"payment\" service: C:\\work\\pay\tretries\r\nkeep the API stable \u{1} é ü ß 中文字符 😀🎉 👩\u{200d}💻 end.\n";
+    let mut text: String = PIECE.chars().cycle().take(chars).collect();
+    // Never cut inside the joined sequence at the end: the last character is plain.
+    text.pop();
+    text.push('.');
+    text
+}
+
+#[test]
+fn a_200_kb_prompt_with_escapes_and_surrogate_pairs_is_captured_exactly_and_a_secret_near_its_end_never() {
+    const CHARS: usize = 200_000;
+    let server = RealServer::shared();
+    let cwd = tempfile::tempdir().unwrap();
+    let wait_for = |scope: &str, content: &str| {
+        let until = Instant::now() + Duration::from_secs(60);
+        while captured(server, scope, content) == 0 && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    };
+    // Escaped as Python writes it, delivered by the hook itself; raw UTF-8 as Node writes it,
+    // delivered by the detached drainer from the spool entry the hook wrote ahead.
+    for (n, (escaped, background)) in [(true, false), (false, true)].into_iter().enumerate() {
+        let scope = server.create_scope(&format!("large-{n}"));
+        let prompt = large_prompt(CHARS);
+        assert_eq!(prompt.chars().count(), CHARS);
+        let payload = turn_payload(&prompt, cwd.path(), &format!("large-session-{n}"), "t1");
+        let bytes = if escaped {
+            ascii_json(&payload)
+        } else {
+            serde_json::to_vec(&payload).unwrap()
+        };
+        assert_eq!(escaped, bytes.is_ascii());
+        let state = tempfile::tempdir().unwrap();
+        let mut cmd = hook(CLAUDE, "CLAUDE", server, "", cwd.path())
+            .env("POWERCONTEXT_CLAUDE_SCOPE_ID", &scope)
+            .env("POWERCONTEXT_HOOKS_STATE_DIR", state.path().to_str().unwrap())
+            .stdin_bytes(bytes);
+        if background {
+            cmd = cmd.env_remove("POWERCONTEXT_HOOKS_NO_BACKGROUND_DRAIN");
+        }
+        let out = cmd.run();
+        out.assert_fail_open();
+        assert!(
+            out.diagnostic("capture_skipped_lossy").is_none(),
+            "{}",
+            out.stderr
+        );
+        wait_for(&scope, &prompt);
+        std::thread::sleep(Duration::from_millis(500));
+        let sources = server.sources(&scope);
+        let stored: Vec<&str> = sources.iter().filter_map(|s| s["content"].as_str()).collect();
+        assert_eq!(stored.len(), 1, "escaped {escaped}: one capture, nothing else");
+        assert!(
+            stored[0] == prompt,
+            "escaped {escaped}: the capture is not the prompt byte for byte"
+        );
+    }
+
+    // The same prompt with a token near its end: withheld by default, redacted on request, never
+    // stored, whichever way the payload is written.
+    let token = "ghp_Zk3n8QwL2xVb7Rt5Yp1Mc9Ds4Fh6Jg0Ae2Ku";
+    let mut secret = large_prompt(CHARS - token.len() - 20);
+    secret.push_str(&format!(" token={token} end."));
+    for (n, (escaped, policy)) in [(true, "skip"), (false, "redact")].into_iter().enumerate() {
+        let scope = server.create_scope(&format!("large-secret-{n}"));
+        let payload = turn_payload(&secret, cwd.path(), &format!("large-secret-{n}"), "t1");
+        let bytes = if escaped {
+            ascii_json(&payload)
+        } else {
+            serde_json::to_vec(&payload).unwrap()
+        };
+        let out = hook(CLAUDE, "CLAUDE", server, "", cwd.path())
+            .env("POWERCONTEXT_CLAUDE_SCOPE_ID", &scope)
+            .env("POWERCONTEXT_CLAUDE_CAPTURE_SECRETS", policy)
+            .stdin_bytes(bytes)
+            .run();
+        out.assert_fail_open();
+        let sources = server.sources(&scope);
+        assert!(
+            sources.iter().all(|s| !s.to_string().contains(token)),
+            "{policy}: the token was stored"
+        );
+        if policy == "skip" {
+            assert!(
+                out.diagnostic("capture_skipped_secret").is_some(),
+                "{}",
+                out.stderr
+            );
+            assert!(sources.is_empty(), "{policy}: {} sources", sources.len());
+        } else {
+            assert!(out.diagnostic("capture_redacted").is_some(), "{}", out.stderr);
+            let head = &secret[..secret.find(" token=").unwrap()];
+            let stored: Vec<&str> = sources.iter().filter_map(|s| s["content"].as_str()).collect();
+            assert_eq!(stored.len(), 1, "{policy}");
+            assert!(
+                stored[0].starts_with(head) && stored[0].ends_with(" end."),
+                "{policy}"
+            );
+        }
+    }
+}

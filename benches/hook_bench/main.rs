@@ -525,15 +525,18 @@ fn main() {
     };
     report.machine = report::machine_info(&ctx.python, &ctx.node);
 
-    // `POWERCONTEXT_BENCH_ONLY=prompt-path` runs that section alone, and `=floor` the hooks against
-    // the floors with the failure and prompt-size rows (their report goes to `POWERCONTEXT_BENCH_OUT`, default
-    // `target/bench-<section>`, never over the full report).
+    // `POWERCONTEXT_BENCH_ONLY=prompt-path` runs that section alone, `=floor` the hooks against
+    // the floors with the failure and prompt-size rows, and `=prompt-size` the prompt-size rows
+    // alone (their report goes to `POWERCONTEXT_BENCH_OUT`, default `target/bench-<section>`,
+    // never over the full report).
     let only = env.text("POWERCONTEXT_BENCH_ONLY");
-    if let Some(section @ ("prompt-path" | "floor")) = only {
+    if let Some(section @ ("prompt-path" | "floor" | "prompt-size")) = only {
         if section == "floor" {
             let main = bench_main(&ctx, &hosts, &mut report);
             bench_cold(&ctx, &hosts, &main, &mut report);
             bench_failures(&ctx, &hosts, &mut report);
+            bench_prompt_size(&ctx, &mut report);
+        } else if section == "prompt-size" {
             bench_prompt_size(&ctx, &mut report);
         } else {
             let _ = prompt_path::bench_prompt_path(&ctx, &mut report);

@@ -75,7 +75,8 @@ pub fn gate_and_query(prompt: &str, policy: SecretPolicy) -> (CaptureGate<'_>, O
     if text.trim().is_empty() {
         return (CaptureGate::Private, Some(None));
     }
-    if text.chars().count() > MAX_CAPTURE_CHARS {
+    // No more bytes than the limit: no more characters either, without counting them.
+    if text.len() > MAX_CAPTURE_CHARS && text.chars().count() > MAX_CAPTURE_CHARS {
         return (CaptureGate::TooLarge, None);
     }
     let (redacted, kind) = secrets::redact(&text);

@@ -159,6 +159,39 @@ pub fn parse_event(profile: &PromptHookProfile, bytes: &[u8]) -> Result<PromptEv
 /// # Errors
 /// The [`SkipReason`] when the payload is not a usable prompt event.
 pub fn prompt_of(profile: &PromptHookProfile, decoded: &payload::Decoded) -> Result<PromptEvent, SkipReason> {
+    let (field, event) = prompt_event(profile, decoded)?;
+    let prompt = decoded.value.get(field).and_then(prompt_text).unwrap_or_default();
+    Ok(PromptEvent {
+        prompt: prompt.into_owned(),
+        ..event
+    })
+}
+
+/// [`prompt_of`] taking the prompt out of the payload instead of copying it (a large prompt is
+/// then held once, not twice).
+fn take_prompt(
+    profile: &PromptHookProfile,
+    mut decoded: payload::Decoded,
+) -> Result<PromptEvent, SkipReason> {
+    let (field, event) = prompt_event(profile, &decoded)?;
+    let prompt = match decoded.value.get_mut(field) {
+        Some(Value::String(text)) => std::mem::take(text),
+        _ => decoded
+            .value
+            .get(field)
+            .and_then(prompt_text)
+            .unwrap_or_default()
+            .into_owned(),
+    };
+    Ok(PromptEvent { prompt, ..event })
+}
+
+/// The checks of [`prompt_of`] and the event without its prompt: which field holds the prompt,
+/// and the event's other fields.
+fn prompt_event(
+    profile: &PromptHookProfile,
+    decoded: &payload::Decoded,
+) -> Result<(&'static str, PromptEvent), SkipReason> {
     let v = &decoded.value;
     if !v.is_object() {
         return Err(SkipReason::NotJson);
@@ -174,23 +207,31 @@ pub fn prompt_of(profile: &PromptHookProfile, decoded: &payload::Decoded) -> Res
         return Err(SkipReason::WrongEvent);
     }
     // The prompt itself is not trimmed: it is captured exactly as typed.
-    let prompt = profile
+    let field = profile
         .prompt_fields
         .iter()
-        .find_map(|f| v.get(*f).and_then(prompt_text).filter(|s| !payload::is_blank(s)))
+        .copied()
+        .find(|f| {
+            v.get(*f)
+                .and_then(prompt_text)
+                .is_some_and(|s| !payload::is_blank(&s))
+        })
         .ok_or(SkipReason::BlankPrompt)?;
     let cwd = v
         .get("cwd")
         .and_then(Value::as_str)
         .filter(|s| !s.is_empty())
         .ok_or(SkipReason::MissingCwd)?;
-    Ok(PromptEvent {
-        prompt: prompt.into_owned(),
-        cwd: PathBuf::from(cwd),
-        session_id: first_text(v, profile.session_fields).map(str::to_owned),
-        turn_id: first_text(v, profile.turn_fields).map(str::to_owned),
-        lossy: decoded.lossy,
-    })
+    Ok((
+        field,
+        PromptEvent {
+            prompt: String::new(),
+            cwd: PathBuf::from(cwd),
+            session_id: first_text(v, profile.session_fields).map(str::to_owned),
+            turn_id: first_text(v, profile.turn_fields).map(str::to_owned),
+            lossy: decoded.lossy,
+        },
+    ))
 }
 
 /// A prompt field's text: a string as it is, or an array of content parts (Kimi Code's
@@ -278,7 +319,7 @@ fn handle(profile: &PromptHookProfile, run: &Run<'_>) -> (Protocol, Answered) {
     }
     match decoded
         .ok_or(SkipReason::NotJson)
-        .and_then(|d| prompt_of(profile, &d))
+        .and_then(|d| take_prompt(profile, d))
     {
         Ok(event) => (
             prompt_protocol,
@@ -382,7 +423,10 @@ pub fn without_start_echo(
     let rest = echo.strip(&event.prompt, record.start_echo.as_deref()?)?;
     Some(PromptEvent {
         prompt: rest.to_owned(),
-        ..event.clone()
+        cwd: event.cwd.clone(),
+        session_id: event.session_id.clone(),
+        turn_id: event.turn_id.clone(),
+        lossy: event.lossy,
     })
 }
 
@@ -413,7 +457,8 @@ pub fn respond(
         lossy: event.lossy,
         session: event.session_id.as_deref(),
         cwd: &event.cwd,
-        capture: capture_of(profile, event),
+        // Its content is the gated prompt, set by the gate: not a copy of the prompt first.
+        capture: capture_keys(profile, event),
         recall: &|| true,
     };
     let Some(begun) = Turn::begin(profile.integration, env, settings, deadline, prompt) else {
@@ -458,11 +503,16 @@ fn recall(profile: &PromptHookProfile, begun: &Begun<'_>, event: &PromptEvent) -
 /// `{origin, event, cwd, session_id?, <turn key>?}` as the official hooks send it.
 #[must_use]
 pub fn capture_of(profile: &PromptHookProfile, event: &PromptEvent) -> Capture {
+    capture_keys(profile, event).with_content(event.prompt.clone())
+}
+
+/// [`capture_of`] without its content (the gate sets it).
+fn capture_keys(profile: &PromptHookProfile, event: &PromptEvent) -> Capture {
     let cwd = event.cwd.to_string_lossy();
     Capture {
         session: event.session_id.clone().unwrap_or_default(),
         turn: event.turn_id.clone().unwrap_or_default(),
-        content: event.prompt.clone(),
+        content: String::new(),
         metadata: capture::metadata(
             profile.integration.as_str(),
             "user_prompt_submit",

@@ -44,7 +44,7 @@ use crate::outcome::{Diagnostic, Outcome, Stage};
 use crate::scope::ScopeQuery;
 use crate::state::{
     Opened, StateDir, StateError, TEMP_PREFIX, now_millis, open_state_file, parse_versioned_at, read_bounded,
-    sweep_stale_temps, versioned_bytes,
+    sweep_stale_temps, versioned_struct_bytes,
 };
 use crate::wire::CaptureRequest;
 
@@ -131,13 +131,14 @@ pub struct SpooledCapture {
     pub session: String,
     /// Turn id as hashed into the `source_id` (empty when absent).
     pub turn: String,
-    /// The prompt, exactly as captured (already through the secret filter).
-    pub content: String,
     /// The exact metadata the online request carried (replays must be byte-identical).
     pub metadata: Map<String, Value>,
     /// Whether the host wanted a flush after the capture (the position then goes to the ledger).
     #[serde(default)]
     pub flush: bool,
+    /// The prompt, exactly as captured (already through the secret filter). Last, so an entry's
+    /// bytes end with it (see `entry_bytes`).
+    pub content: String,
 }
 
 impl SpooledCapture {
@@ -461,7 +462,8 @@ pub struct WriteAhead {
     name: String,
     // Holds the entry's lock: a drainer skips it while this process lives.
     file: File,
-    capture: SpooledCapture,
+    /// The entry's scope query (the text is in the file only: a long prompt is not held twice).
+    query: ScopeQuery,
 }
 
 /// The line a hook appends to its entry once the scope is resolved.
@@ -533,6 +535,84 @@ fn create_locked(dir: &Path, name: &str, bytes: &[u8]) -> io::Result<File> {
     result
 }
 
+/// How the bytes of an entry whose text is empty end: the text goes between the quotes.
+const EMPTY_TEXT: &[u8] = b",\"content\":\"\"}\n";
+
+/// The bytes of `entry` (its own content left out) with `text` as its content: the versioned JSON,
+/// written straight into a buffer sized for it (a prompt of hundreds of KB goes through no
+/// intermediate value), the text, the last field, escaped by [`push_json_str`], which skips over
+/// runs needing no escape a word at a time.
+fn entry_bytes(entry: &SpooledCapture, text: &str) -> std::io::Result<Vec<u8>> {
+    let room = text.len() + text.len() / 16 + 4096;
+    let mut bytes = versioned_struct_bytes(entry, room)?;
+    if !entry.content.is_empty() || !bytes.ends_with(EMPTY_TEXT) {
+        let whole = SpooledCapture {
+            content: text.to_owned(),
+            ..without_text(entry)
+        };
+        return versioned_struct_bytes(&whole, room);
+    }
+    bytes.truncate(bytes.len() - 4);
+    push_json_str(&mut bytes, text);
+    bytes.extend_from_slice(b"}\n");
+    Ok(bytes)
+}
+
+/// Appends `text` as a JSON string, escaped as `serde_json` escapes it (`"`, `\\` and the control
+/// characters; everything else as it is), looking for the next byte to escape eight at a time.
+fn push_json_str(out: &mut Vec<u8>, text: &str) {
+    const ONES: u64 = u64::from_le_bytes([0x01; 8]);
+    const HIGHS: u64 = u64::from_le_bytes([0x80; 8]);
+    // The high bit of each byte of `w` that is zero (of `w - n`: below `n`). A borrow only runs
+    // up from a byte that is, so the lowest bit set is exact: the first such byte.
+    let below = |w: u64, n: u64| w.wrapping_sub(ONES * n) & !w & HIGHS;
+    let bytes = text.as_bytes();
+    out.reserve(bytes.len() + 2);
+    out.push(b'"');
+    let mut copied = 0;
+    let mut i = 0;
+    while i < bytes.len() {
+        if let Some(word) = bytes.get(i..i + 8) {
+            let w = u64::from_le_bytes(word.try_into().unwrap_or([0; 8]));
+            let hits = below(w, 0x20)
+                | below(w ^ (ONES * u64::from(b'"')), 1)
+                | below(w ^ (ONES * u64::from(b'\\')), 1);
+            if hits == 0 {
+                i += 8;
+                continue;
+            }
+            i += (hits.trailing_zeros() / 8) as usize;
+        }
+        let escaped: &[u8] = match bytes[i] {
+            b'"' => b"\\\"",
+            b'\\' => b"\\\\",
+            b'\n' => b"\\n",
+            b'\r' => b"\\r",
+            b'\t' => b"\\t",
+            0x08 => b"\\b",
+            0x0c => b"\\f",
+            b if b < 0x20 => {
+                out.extend_from_slice(&bytes[copied..i]);
+                out.extend_from_slice(format!("\\u{b:04x}").as_bytes());
+                i += 1;
+                copied = i;
+                continue;
+            }
+            // Only in the last seven bytes, which are looked at one by one.
+            _ => {
+                i += 1;
+                continue;
+            }
+        };
+        out.extend_from_slice(&bytes[copied..i]);
+        out.extend_from_slice(escaped);
+        i += 1;
+        copied = i;
+    }
+    out.extend_from_slice(&bytes[copied..]);
+    out.push(b'"');
+}
+
 /// Room an entry keeps below the read bound for its pinned-scope line (a scope id is at most 256
 /// characters).
 const PIN_ROOM: u64 = 4096;
@@ -547,19 +627,49 @@ pub fn write_ahead(
     capture: &SpooledCapture,
     limits: &SpoolLimits,
 ) -> Result<WriteAhead, WriteAheadError> {
-    write_ahead_at(state, capture, limits, now_millis())
+    write_ahead_text(state, &without_text(capture), &capture.content, limits)
 }
 
-/// [`write_ahead`] with the wall-clock time given (the tests step the clock with it).
-fn write_ahead_at(
+/// [`write_ahead`] of `entry` (whose own content is left out) with `text` as its content: the
+/// caller's text is written as it is, never copied.
+///
+/// # Errors
+/// As [`write_ahead`].
+pub fn write_ahead_text(
     state: &StateDir,
-    capture: &SpooledCapture,
+    entry: &SpooledCapture,
+    text: &str,
+    limits: &SpoolLimits,
+) -> Result<WriteAhead, WriteAheadError> {
+    write_ahead_text_at(state, entry, text, limits, now_millis())
+}
+
+/// `capture` without its content.
+fn without_text(capture: &SpooledCapture) -> SpooledCapture {
+    SpooledCapture {
+        integration: capture.integration.clone(),
+        server: capture.server.clone(),
+        source_prefix: capture.source_prefix.clone(),
+        query: capture.query.clone(),
+        session: capture.session.clone(),
+        turn: capture.turn.clone(),
+        metadata: capture.metadata.clone(),
+        flush: capture.flush,
+        content: String::new(),
+    }
+}
+
+/// [`write_ahead_text`] with the wall-clock time given (the tests step the clock with it).
+fn write_ahead_text_at(
+    state: &StateDir,
+    entry: &SpooledCapture,
+    text: &str,
     limits: &SpoolLimits,
     now: u64,
 ) -> Result<WriteAhead, WriteAheadError> {
     state.ensure(Some(DIR))?;
     let dir = state.file(DIR);
-    let bytes = versioned_bytes(capture).map_err(StateError::from)?;
+    let bytes = entry_bytes(entry, text).map_err(StateError::from)?;
     let size = bytes.len() as u64;
     // A drain reads an entry (and the scope line pinned to it later) up to the state-file bound:
     // one larger could never be replayed.
@@ -578,7 +688,7 @@ fn write_ahead_at(
                     dir,
                     name,
                     file,
-                    capture: capture.clone(),
+                    query: entry.query.clone(),
                 });
             }
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => last = e,
@@ -589,12 +699,6 @@ fn write_ahead_at(
 }
 
 impl WriteAhead {
-    /// The entry as written.
-    #[must_use]
-    pub fn capture(&self) -> &SpooledCapture {
-        &self.capture
-    }
-
     /// Records the scope the hook resolved, before the capture is sent: a replay after a crash
     /// then sends exactly the request the hook sent (same scope, so same `source_id`), even if
     /// the binding changed meanwhile. One small append to the claimed file (a second JSON line):
@@ -604,7 +708,7 @@ impl WriteAhead {
     /// # Errors
     /// The I/O error; the entry with the unresolved query then stays as it was.
     pub fn pin_scope(&mut self, scope: &str) -> Result<(), StateError> {
-        if self.capture.query.explicit.as_deref() == Some(scope) {
+        if self.query.explicit.as_deref() == Some(scope) {
             return Ok(());
         }
         let mut line = serde_json::to_vec(&Pin {
@@ -613,7 +717,7 @@ impl WriteAhead {
         .map_err(io::Error::other)?;
         line.push(b'\n');
         self.file.write_all(&line)?;
-        self.capture.query = ScopeQuery::resolved(scope);
+        self.query = ScopeQuery::resolved(scope);
         Ok(())
     }
 
@@ -964,6 +1068,51 @@ const AFTER_ANSWER_LOCK_WAIT: Duration = Duration::from_millis(100);
 mod tests {
     use super::*;
     use crate::wire::BindingKey;
+
+    /// [`write_ahead`] at the wall-clock time `now`.
+    fn write_ahead_at(
+        state: &StateDir,
+        capture: &SpooledCapture,
+        limits: &SpoolLimits,
+        now: u64,
+    ) -> Result<WriteAhead, WriteAheadError> {
+        write_ahead_text_at(state, &without_text(capture), &capture.content, limits, now)
+    }
+
+    #[test]
+    fn an_entry_is_written_byte_for_byte_as_serde_json_writes_it() {
+        let mut texts: Vec<String> = vec![
+            String::new(),
+            "plain".into(),
+            "é ü 中文 😀🎉 👩\u{200d}💻 \u{7f} \u{80} \u{ffff}".into(),
+            "\"quoted\" C:\\dir\\ \r\n\t\u{8}\u{c}\u{0}\u{1f}".into(),
+        ];
+        // Every ASCII character at every offset of an eight-byte word, and runs of escapes.
+        for c in (0u8..0x80).map(char::from) {
+            for at in 0..10 {
+                texts.push(format!("{}{c}{}", "a".repeat(at), "b".repeat(17 - at)));
+            }
+        }
+        texts.push("\"\\\n".repeat(1000));
+        texts.push("x\u{1}yz\u{1e}".repeat(3000));
+        // The fast path is the one taken: the text is the entry's last field.
+        assert!(
+            versioned_struct_bytes(&sample(""), 0)
+                .unwrap()
+                .ends_with(EMPTY_TEXT)
+        );
+        for text in texts {
+            let capture = sample(&text);
+            let fast = entry_bytes(&without_text(&capture), &text).unwrap();
+            let serde = versioned_struct_bytes(&capture, 0).unwrap();
+            assert_eq!(
+                String::from_utf8(fast.clone()).unwrap(),
+                String::from_utf8(serde).unwrap()
+            );
+            let back: SpooledCapture = crate::state::parse_versioned(&fast).unwrap().unwrap();
+            assert_eq!(back, capture);
+        }
+    }
 
     fn sample(content: &str) -> SpooledCapture {
         SpooledCapture {

@@ -433,6 +433,32 @@ pub fn versioned_bytes<T: Serialize>(value: &T) -> io::Result<Vec<u8>> {
     Ok(bytes)
 }
 
+/// [`versioned_bytes`] of a struct without a `format` field of its own, in one pass: no
+/// intermediate [`Value`], so a long text in it is escaped once, straight into the bytes.
+/// `capacity` is the size expected.
+///
+/// # Errors
+/// An I/O error when the value is not a struct or a map.
+pub fn versioned_struct_bytes<T: Serialize>(value: &T, capacity: usize) -> io::Result<Vec<u8>> {
+    #[derive(Serialize)]
+    struct Versioned<'a, T> {
+        format: u64,
+        #[serde(flatten)]
+        value: &'a T,
+    }
+    let mut bytes = Vec::with_capacity(capacity);
+    serde_json::to_writer(
+        &mut bytes,
+        &Versioned {
+            format: FORMAT,
+            value,
+        },
+    )
+    .map_err(io::Error::other)?;
+    bytes.push(b'\n');
+    Ok(bytes)
+}
+
 /// Reads and checks a versioned file (see [`StateDir::read_json`]).
 ///
 /// # Errors

@@ -123,15 +123,16 @@ impl Begun<'_> {
     /// One recall for `query` in the turn's scope (see [`Turn::recall`]).
     #[must_use]
     pub fn recall(&self, query: &str, max_bytes: u32) -> Option<String> {
-        self.turn.recall(&self.scope, query, max_bytes)
+        let captured = self.capture.as_ref().map(|c| c.content.as_str());
+        self.turn.recall_with(&self.scope, query, captured, max_bytes)
     }
 
     /// Ends the prompt path: the work for after the answer, the gated capture with it (see
     /// [`Turn::defer_capture`]); nothing is sent before the answer is out. A host that drops the
     /// value instead leaves its capture in the spool, for the next drainer.
     pub fn finish(self) -> AfterAnswer {
-        if let Some(capture) = &self.capture {
-            self.turn.defer_capture(capture);
+        if let Some(capture) = self.capture {
+            self.turn.defer(capture);
         }
         self.turn.into_after()
     }
@@ -160,8 +161,9 @@ pub struct Turn<'a> {
     /// The prompt's scope query (what a deferred capture resolves when nothing was pinned).
     query: Mutex<Option<ScopeQuery>>,
     /// The prompt the capture gate scanned and the recall query it produced, so the prompt is
-    /// scanned once per turn.
-    query_cache: std::sync::OnceLock<(String, Option<String>)>,
+    /// scanned once per turn. The prompt is `None` when it is the capture's content as it is (the
+    /// gate let it through unchanged): a large prompt is then not held once more for this.
+    query_cache: std::sync::OnceLock<(Option<String>, Option<String>)>,
     /// What this turn leaves for after its answer (see [`Turn::into_after`]).
     after: Mutex<AfterAnswer>,
 }
@@ -239,7 +241,8 @@ impl<'a> Turn<'a> {
         }
         let (gated, query) = capture::gate_and_query(text, self.settings.capture_secrets.value);
         if let Some(query) = query {
-            let _ = self.query_cache.set((text.to_owned(), query));
+            let as_is = matches!(gated, CaptureGate::Allowed(std::borrow::Cow::Borrowed(_)));
+            let _ = self.query_cache.set(((!as_is).then(|| text.to_owned()), query));
         }
         let skipped = match gated {
             CaptureGate::Allowed(text) => return Some(text.into_owned()),
@@ -357,13 +360,13 @@ impl<'a> Turn<'a> {
         let mut recalls = (prompt.recall)();
         if recalls {
             // A prompt that is private as a whole has no query: nothing to resolve a scope for.
-            let cached = turn.query_cache.get().filter(|(t, _)| t == prompt.text);
-            let private = match cached {
+            // Only the gate above filled the cache, for this prompt.
+            let private = match turn.query_cache.get() {
                 Some((_, q)) => q.is_none(),
                 None => {
                     let q = capture::recall_query(prompt.text).map(std::borrow::Cow::into_owned);
                     let none = q.is_none();
-                    let _ = turn.query_cache.set((prompt.text.to_owned(), q));
+                    let _ = turn.query_cache.set((Some(prompt.text.to_owned()), q));
                     none
                 }
             };
@@ -541,11 +544,19 @@ impl<'a> Turn<'a> {
     /// Makes a gated capture durable before any network call: one new spool file, no shared
     /// lock. A state problem is reported and the capture goes on without it.
     pub fn write_ahead(&self, query: &ScopeQuery, capture: &Capture) {
-        let entry = self.spooled(capture, query.clone());
+        // The entry without the text, which is written from the capture itself (not copied).
+        let keys = Capture {
+            session: capture.session.clone(),
+            turn: capture.turn.clone(),
+            content: String::new(),
+            metadata: capture.metadata.clone(),
+        };
+        let entry = self.spooled(keys, query.clone());
         let written = StateDir::locate(self.env)
             .map_err(WriteAheadError::from)
             .and_then(|st| {
-                let ahead = spool::write_ahead(&st, &entry, &SpoolLimits::from_env(self.env))?;
+                let limits = SpoolLimits::from_env(self.env);
+                let ahead = spool::write_ahead_text(&st, &entry, &capture.content, &limits)?;
                 if !drain::background_disabled(self.env) {
                     drain::start_early(&st, self.env);
                 }
@@ -570,16 +581,16 @@ impl<'a> Turn<'a> {
     }
 
     /// The spool entry of `capture` for `query`.
-    fn spooled(&self, capture: &Capture, query: ScopeQuery) -> SpooledCapture {
+    fn spooled(&self, capture: Capture, query: ScopeQuery) -> SpooledCapture {
         SpooledCapture {
             integration: self.integration.as_str().to_owned(),
             server: self.transport.base().as_str().to_owned(),
             source_prefix: self.integration.source_prefix().to_owned(),
             query,
-            session: capture.session.clone(),
-            turn: capture.turn.clone(),
-            content: capture.content.clone(),
-            metadata: capture.metadata.clone(),
+            session: capture.session,
+            turn: capture.turn,
+            content: capture.content,
+            metadata: capture.metadata,
             flush: self.flush.keep_pending,
         }
     }
@@ -617,10 +628,25 @@ impl<'a> Turn<'a> {
     /// The query never carries a private block or a detected secret, whatever `capture_secrets`.
     #[must_use]
     pub fn recall(&self, scope: &str, query: &str, max_bytes: u32) -> Option<String> {
+        self.recall_with(scope, query, None, max_bytes)
+    }
+
+    /// [`Turn::recall`], `captured` being the content of the capture the gate let through (the
+    /// prompt it scanned, when it let it through unchanged).
+    fn recall_with(
+        &self,
+        scope: &str,
+        query: &str,
+        captured: Option<&str>,
+        max_bytes: u32,
+    ) -> Option<String> {
         let cached = self
             .query_cache
             .get()
-            .filter(|(prompt, _)| prompt == query)
+            .filter(|(prompt, _)| match prompt {
+                Some(prompt) => prompt == query,
+                None => captured == Some(query),
+            })
             .map(|(_, q)| q.as_deref().map(std::borrow::Cow::Borrowed));
         let Some(query) = cached.unwrap_or_else(|| capture::recall_query(query)) else {
             emit::diagnostic(&self.diag(Stage::Prepare, Outcome::Skipped).detail("private"));
@@ -731,6 +757,12 @@ impl<'a> Turn<'a> {
     /// it during this turn (then it is pinned in the spool entry: fresh, and a replay sends the
     /// same request); a scope from the cache is never used for a capture.
     pub fn defer_capture(&self, capture: &Capture) {
+        self.defer(capture.clone());
+    }
+
+    /// [`Turn::defer_capture`] of a capture this turn no longer needs: its text is moved, not
+    /// copied, into what is left for after the answer.
+    fn defer(&self, capture: Capture) {
         let fresh = self
             .fresh_scope
             .lock()
