@@ -1461,17 +1461,7 @@ fn drainers_of(state: &Path) -> Vec<u32> {
 #[test]
 fn state_a_hook_still_on_the_network_when_the_lingering_drainer_leaves_is_delivered_by_a_successor() {
     const HANG_MARK: &str = "OUTLASTS";
-    let s = FakeServer::builder("scp_successor")
-        .route(PREPARE, |req| {
-            if String::from_utf8_lossy(&req.body).contains(HANG_MARK) {
-                std::thread::sleep(Duration::from_secs(50));
-            }
-            Reply::json(
-                200,
-                &powercontext_hooks_test_support::fake_server::ready("remembered context"),
-            )
-        })
-        .start();
+    let s = slow_for("scp_successor", HANG_MARK, Duration::from_secs(50));
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join("state");
     let cwd = tempfile::tempdir().unwrap();
@@ -1519,17 +1509,8 @@ fn state_a_hook_still_on_the_network_when_the_lingering_drainer_leaves_is_delive
     hook.kill().unwrap();
     let _ = hook.wait();
     delivered(2, Duration::from_secs(15));
-    let contents: Vec<String> = s
-        .requests()
-        .iter()
-        .filter(|r| r.path == CAPTURE)
-        .map(|r| {
-            let v: Value = serde_json::from_slice(&r.body).unwrap();
-            v["content"].as_str().unwrap().to_owned()
-        })
-        .collect();
     assert_eq!(
-        contents,
+        capture_contents(&s),
         ["first prompt".to_owned(), format!("second prompt {HANG_MARK}")]
     );
 }
@@ -1537,17 +1518,7 @@ fn state_a_hook_still_on_the_network_when_the_lingering_drainer_leaves_is_delive
 #[test]
 fn state_the_prompts_that_follow_are_delivered_by_the_lingering_drainer_without_starting_another() {
     const HANG_MARK: &str = "LINGERHANG";
-    let s = FakeServer::builder("scp_linger")
-        .route(PREPARE, |req| {
-            if String::from_utf8_lossy(&req.body).contains(HANG_MARK) {
-                std::thread::sleep(Duration::from_secs(12));
-            }
-            Reply::json(
-                200,
-                &powercontext_hooks_test_support::fake_server::ready("remembered context"),
-            )
-        })
-        .start();
+    let s = slow_for("scp_linger", HANG_MARK, Duration::from_secs(12));
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join("state");
     let cwd = tempfile::tempdir().unwrap();
