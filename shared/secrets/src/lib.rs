@@ -3689,7 +3689,8 @@ fn config_literal(bytes: &[u8], value: &Value, key: &[u8]) -> bool {
         entry option environ read get load fetch plain cipher digest vault keyring keychain sha \
         md5 argon pbkdf payload message content buffer stdin answer reply temp tmp cache store \
         current new old saved given expected actual confirm candidate attempt guess entered typed \
-        original previous next first second local global other empty blank"
+        original previous next first second local global other empty blank enabl disabl allow \
+        deny denied strict"
     );
     const NEARBY: usize = 256;
     let v = value.text(bytes);
@@ -3709,6 +3710,11 @@ fn config_literal(bytes: &[u8], value: &Value, key: &[u8]) -> bool {
             w.len() <= v.len() && (0..=v.len() - w.len()).any(|k| v[k] == w[0] && v[k..].starts_with(w))
         })
         || same_as_key(v, key)
+        // The key names the password itself (`db_password`), not a setting about passwords
+        // (`password_auth = disabled`, `password_rotation = quarterly`).
+        || !PASSWORD_KEYS
+            .iter()
+            .any(|w| key.len() >= w.len() && key[key.len() - w.len()..].eq_ignore_ascii_case(w))
     {
         return false;
     }
@@ -7491,6 +7497,10 @@ mod tests {
             "password = none",
             "password = decoded;",
             "$password = goodspec;",
+            "password_auth = disabled",
+            "password_rotation = quarterly",
+            "password_auth_method = kerberos",
+            "password = enabled",
             "docker run -e POSTGRES_PASSWORD=test postgres:16",
             "postgresql://user:password@localhost/db",
             "mongodb://mongodb:mongodb@localhost:27017/db",
