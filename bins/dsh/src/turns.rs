@@ -8,6 +8,7 @@
 use std::fs::OpenOptions;
 use std::io;
 use std::os::unix::fs::FileExt;
+use std::os::unix::fs::MetadataExt;
 use std::os::unix::fs::OpenOptionsExt;
 
 use powercontext_hooks_core::deadline::Deadline;
@@ -145,7 +146,13 @@ fn rewrite_in_place(path: &std::path::Path, bytes: &[u8]) -> io::Result<bool> {
         return Ok(false);
     };
     let meta = file.metadata()?;
-    if !meta.file_type().is_file() || !state::owned_private(&meta) {
+    // One name only (a hard link's other name would be written through) and owner-only access
+    // (a file others may read is replaced by a new 0600 one rather than kept as it is).
+    if !meta.file_type().is_file()
+        || !state::owned_private(&meta)
+        || meta.nlink() != 1
+        || meta.mode() & 0o077 != 0
+    {
         return Ok(false);
     }
     file.write_all_at(bytes, 0)?;
@@ -207,7 +214,6 @@ mod tests {
 
     #[test]
     fn a_claim_rewrites_the_file_in_place() {
-        use std::os::unix::fs::MetadataExt;
         let tmp = tempfile::tempdir().unwrap();
         let state = StateDir::at(tmp.path().join("state"));
         let d = Deadline::after(Duration::from_secs(2));
@@ -253,6 +259,17 @@ mod tests {
         assert!(!rewrite_in_place(&loose, b"{}\n").unwrap());
         assert_eq!(std::fs::read_to_string(&loose).unwrap(), before);
         assert!(!rewrite_in_place(&tmp.path().join("missing.json"), b"{}\n").unwrap());
+        let readable = tmp.path().join("readable.json");
+        std::fs::write(&readable, before).unwrap();
+        std::fs::set_permissions(&readable, std::fs::Permissions::from_mode(0o644)).unwrap();
+        assert!(!rewrite_in_place(&readable, b"{}\n").unwrap());
+        let other = tmp.path().join("other.json");
+        std::fs::write(&other, before).unwrap();
+        std::fs::set_permissions(&other, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let linked = tmp.path().join("linked.json");
+        std::fs::hard_link(&other, &linked).unwrap();
+        assert!(!rewrite_in_place(&linked, b"{}\n").unwrap());
+        assert_eq!(std::fs::read_to_string(&other).unwrap(), before);
         let ours = tmp.path().join("ours.json");
         std::fs::write(&ours, before).unwrap();
         std::fs::set_permissions(&ours, std::fs::Permissions::from_mode(0o600)).unwrap();
