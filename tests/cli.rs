@@ -17,6 +17,11 @@ fn help_explains_the_hooks_and_where_configuration_lives() {
     ] {
         assert!(text.contains(needle), "help lacks {needle}: {text}");
     }
+    // Every row of the host table, not a list kept by hand.
+    for host in powercontext_hooks_core::host::Integration::ALL {
+        let exe = host.spec().hook_exe;
+        assert!(text.contains(exe), "help lacks {exe}: {text}");
+    }
 }
 
 #[test]
@@ -238,14 +243,18 @@ fn a_closed_stdout_is_not_a_panic_and_a_full_one_is_an_error() {
     let Ok(full) = std::fs::OpenOptions::new().write(true).open("/dev/full") else {
         return;
     };
-    let out = crate::support::cli(&["status"], &env)
-        .stdout(full)
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(1));
-    assert!(
-        String::from_utf8_lossy(&out.stderr).contains("could not write the output"),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    for args in [&["status"][..], &["--help"], &["op", "--list"]] {
+        let out = crate::support::cli(args, &env)
+            .stdout(full.try_clone().unwrap())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {stderr}");
+        // Said once, however many lines were lost.
+        assert_eq!(
+            stderr.matches("could not write the output").count(),
+            1,
+            "{args:?}: {stderr}"
+        );
+    }
 }

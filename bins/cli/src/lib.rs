@@ -109,16 +109,28 @@ use commands::{activity, doctor, explicit, interop, memory, package, pin, setup,
 use support::report;
 
 /// Connect coding-agent hosts to a PowerContext Server through fast, fail-open hook executables.
-///
-/// Hook executables (run by the hosts, not by you): powercontext-hook-claude-code,
-/// powercontext-hook-codex, powercontext-hook-opencode, powercontext-hook-pi,
-/// powercontext-hook-dsh. Each reads the host's event on stdin, injects recalled context for the
-/// current prompt, captures the prompt as a Source (never secret-like text), and always exits 0.
 #[derive(Debug, Parser)]
 #[command(name = "powercontext-hooks", version, after_help = AFTER_HELP)]
 pub struct Args {
     #[command(subcommand)]
     command: Option<Command>,
+}
+
+/// The command line with its long description, which names every host's hook executable from the
+/// host table.
+fn command() -> clap::Command {
+    use clap::CommandFactory;
+    let exes: Vec<&str> = powercontext_hooks_core::host::Integration::ALL
+        .iter()
+        .map(|h| h.spec().hook_exe)
+        .collect();
+    Args::command().long_about(format!(
+        "Connect coding-agent hosts to a PowerContext Server through fast, fail-open hook \
+         executables.\n\nHook executables (run by the hosts, not by you): {}. Each reads the \
+         host's event on stdin, injects recalled context for the current prompt, captures the \
+         prompt as a Source (never secret-like text), and always exits 0.",
+        exes.join(", ")
+    ))
 }
 
 const AFTER_HELP: &str = "\
@@ -179,7 +191,10 @@ pub fn main() -> ExitCode {
     if powercontext_hooks_core::drain::is_drain_invocation() {
         return powercontext_hooks_core::drain::background_main("powercontext.cli");
     }
-    let args = match Args::try_parse() {
+    let args = match command()
+        .try_get_matches()
+        .and_then(|m| <Args as clap::FromArgMatches>::from_arg_matches(&m))
+    {
         Ok(args) => args,
         // A script that asked for JSON gets JSON for a bad argument too (an unknown host, say),
         // with clap's usage-error exit code, as in text mode.
@@ -196,6 +211,11 @@ pub fn main() -> ExitCode {
             let message = message.trim_start_matches("error: ");
             report::refuse_with(true, message);
             return ExitCode::from(2);
+        }
+        // Help and version asked for: on stdout through the one writer, like every other output.
+        Err(e) if !e.use_stderr() => {
+            report::out(e.render());
+            return ExitCode::from(u8::from(report::output_failed()));
         }
         Err(e) => e.exit(),
     };
@@ -243,8 +263,7 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
         Some(Command::Drain(a)) => state_cmd::drain_once(&a),
         Some(Command::Debug(c)) => state_cmd::debug(&c),
         None => {
-            use clap::CommandFactory;
-            report::out(format_args!("{}\n", Args::command().render_help()));
+            report::out(format_args!("{}\n", command().render_help()));
             Ok(ExitCode::SUCCESS)
         }
     }

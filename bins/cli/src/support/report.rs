@@ -2,7 +2,8 @@
 //! `Serialize` form for `--json`, its `Display` form for people, its exit code) and [`emit`]
 //! writes it; a refused command goes through [`refuse`]. Reports never hold a token, a scope id or
 //! context text, and nothing else in the CLI prints a command's result. Everything the CLI writes
-//! on stdout goes through [`out`], so a reader that leaves early never turns into a panic.
+//! on stdout goes through [`out`], so a reader that leaves early never turns into a panic (the
+//! hidden `debug ledger-record` helper aside: it records until its reader leaves).
 
 use std::fmt;
 use std::io::Write as _;
@@ -75,8 +76,10 @@ pub(crate) fn out(text: impl fmt::Display) {
     if let Err(e) = write!(stdout, "{text}").and_then(|()| stdout.flush())
         && e.kind() != std::io::ErrorKind::BrokenPipe
     {
-        OUTPUT_FAILED.store(true, Ordering::Relaxed);
-        eprintln!("powercontext-hooks: error: could not write the output: {e}");
+        // Said once: a command writing many lines to a full disk fails once.
+        if !OUTPUT_FAILED.swap(true, Ordering::Relaxed) {
+            eprintln!("powercontext-hooks: error: could not write the output: {e}");
+        }
     }
 }
 
