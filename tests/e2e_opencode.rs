@@ -48,7 +48,8 @@ fn prefix_count(body: &Value) -> usize {
         .count()
 }
 
-/// Our context parts in the latest user message of a request.
+/// Our context parts in the user message that closes a request: the plugin's own message, right
+/// after the turn's prompt.
 fn latest_context(body: &Value) -> Vec<String> {
     user_texts(body)
         .last()
@@ -60,6 +61,48 @@ fn latest_context(body: &Value) -> Vec<String> {
                 .collect()
         })
         .unwrap_or_default()
+}
+
+/// The user messages of a request that are not our context: the prompts, oldest first.
+fn prompts(body: &Value) -> Vec<Vec<String>> {
+    user_texts(body)
+        .into_iter()
+        .filter(|texts| !texts.iter().any(|t| t.starts_with(CONTEXT_PREFIX)))
+        .collect()
+}
+
+/// The context is a message of its own, the last of the request, right after the prompt it
+/// was recalled for (whose message is left as the user typed it).
+#[track_caller]
+fn assert_context_follows(body: &Value, prompt: &str) {
+    let users = user_texts(body);
+    let n = users.len();
+    assert!(n >= 2, "a prompt and the context: {users:?}");
+    assert!(
+        users[n - 1].iter().all(|t| t.starts_with(CONTEXT_PREFIX)),
+        "the last user message is the context alone: {users:?}"
+    );
+    assert!(
+        users[n - 2].iter().any(|t| t.contains(prompt))
+            && !users[n - 2].iter().any(|t| t.starts_with(CONTEXT_PREFIX)),
+        "the prompt's message, as typed, just before it: {users:?}"
+    );
+}
+
+/// Title generation (the requests that are not the turn's) never carries context, whichever
+/// of the turn's steps it raced with.
+#[track_caller]
+fn assert_titles_free_of_context(model: &FakeModel) {
+    let titles: Vec<Value> = model
+        .model_requests()
+        .iter()
+        .filter_map(|r| r.json())
+        .filter(|b| !is_turn_request(b))
+        .collect();
+    assert!(
+        titles.iter().all(|b| prefix_count(b) == 0),
+        "title generation never carries context: {titles:?}"
+    );
 }
 
 fn assert_no_context_anywhere(model: &FakeModel, run: &HostRun) {
@@ -111,16 +154,8 @@ fn recall_reaches_its_own_turn_only_and_session_delete_clears_state() {
         "recalled fact missing: {}",
         ctx1[0]
     );
-    let titles: Vec<Value> = model
-        .model_requests()
-        .iter()
-        .filter_map(|r| r.json())
-        .filter(|b| !is_turn_request(b))
-        .collect();
-    assert!(
-        titles.iter().all(|b| prefix_count(b) == 0),
-        "title generation never carries context"
-    );
+    assert_context_follows(&turns[0], first);
+    assert_titles_free_of_context(&model);
 
     // The prompt became a Source, without the quotes.
     let captured: Vec<Value> = server
@@ -136,13 +171,21 @@ fn recall_reaches_its_own_turn_only_and_session_delete_clears_state() {
     assert_eq!(captured[0]["content"], first);
 
     // Turn 2 in the same session: its own context, and turn 1's part is not in the history.
-    let run2 = session.prompt_in(&sid, "When does the billing export job run?");
+    let second = "When does the billing export job run?";
+    let run2 = session.prompt_in(&sid, second);
     assert_completed(&run2, REPLY);
     let turns = turn_bodies(&model);
     assert_eq!(turns.len(), 2);
     let body2 = &turns[1];
     let history = user_texts(body2);
-    assert_eq!(history.len(), 2, "two user messages: {history:?}");
+    let typed = prompts(body2);
+    assert!(
+        typed.len() == 2
+            && typed[0].iter().any(|t| t.contains(first))
+            && typed[1].iter().any(|t| t.contains(second)),
+        "the two prompts, as typed: {history:?}"
+    );
+    assert_context_follows(body2, second);
     assert_eq!(
         prefix_count(body2),
         1,
@@ -258,6 +301,7 @@ fn the_sessions_first_message_carries_the_pinned_memory_once() {
         "package first: {}",
         ctx1[0]
     );
+    assert_titles_free_of_context(&model);
 
     let run2 = session.prompt_in(&sid, "Which cluster holds the quasar9 ingest cache again?");
     assert_completed(&run2, REPLY);

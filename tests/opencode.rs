@@ -3,9 +3,10 @@
 //! before capture, offline, `opencode run` quoting, secret prompts, two directories,
 //! `session.deleted`, unknown directory), what `prepare` answers (the part text and the exact turn
 //! it belongs to), and the plugin file itself run under Node with the real executable: one process
-//! per prompt, the part appended once per request and only to the exact message it was prepared
-//! for, a newer message ending the older turn, an older `chat.message` answering late changing
-//! nothing, and a plugin file and an executable of different ages never injecting.
+//! per prompt, the context added once per request as a message of its own right after exactly the
+//! message it was prepared for (never seen by title generation), a newer message ending the older
+//! turn, an older `chat.message` answering late changing nothing, and a plugin file and an
+//! executable of different ages never injecting.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -554,25 +555,51 @@ fn transform(session: &str, latest: &str, times: u32) -> Value {
     ]})
 }
 
-/// The texts of our parts in the latest user message of the `n`th transform.
+/// Whether a request message is the one the plugin adds (its id prefix).
+fn is_ours(message: &Value) -> bool {
+    message["info"]["id"]
+        .as_str()
+        .is_some_and(|id| id.starts_with("msg_powercontext"))
+}
+
+/// Our context in the `n`th transform's request: the texts of the one message the plugin added,
+/// which comes right after the latest user message, in that message's session, all its parts
+/// synthetic text; every message the request had is left exactly as it was.
 fn ours(result: &Value, n: usize) -> Vec<String> {
-    let messages = result["transforms"][n].as_array().unwrap();
-    for earlier in &messages[..messages.len() - 1] {
-        assert!(
-            earlier.as_array().unwrap().iter().all(|p| p["id"] == "prt_user"),
-            "only the latest user message may change: {result}"
-        );
-    }
-    messages
-        .last()
-        .unwrap()
+    let transform = &result["transforms"][n];
+    let before = transform["before"].as_array().unwrap();
+    let after = transform["after"].as_array().unwrap();
+    let theirs: Vec<&Value> = after.iter().filter(|m| !is_ours(m)).collect();
+    assert_eq!(
+        theirs,
+        before.iter().collect::<Vec<_>>(),
+        "the request's own messages are left exactly as they were: {result}"
+    );
+    let added: Vec<(usize, &Value)> = after.iter().enumerate().filter(|(_, m)| is_ours(m)).collect();
+    assert!(added.len() <= 1, "at most one context message: {result}");
+    let Some(&(at, message)) = added.first() else {
+        return Vec::new();
+    };
+    let latest = before
+        .iter()
+        .rposition(|m| m["info"]["role"] == "user")
+        .expect("a request with a user message");
+    assert_eq!(at, latest + 1, "right after the latest user message: {result}");
+    let info = &message["info"];
+    assert_eq!(info["role"], "user", "{message}");
+    assert_eq!(
+        info["sessionID"], before[latest]["info"]["sessionID"],
+        "{message}"
+    );
+    message["parts"]
         .as_array()
         .unwrap()
         .iter()
-        .filter(|p| p["id"] != "prt_user")
         .map(|p| {
             assert_eq!(p["synthetic"], true, "{p}");
             assert_eq!(p["type"], "text", "{p}");
+            assert_eq!(p["messageID"], info["id"], "{p}");
+            assert_eq!(p["sessionID"], info["sessionID"], "{p}");
             p["text"].as_str().unwrap().to_owned()
         })
         .collect()
@@ -607,6 +634,9 @@ fn shim_prompt_is_one_process_and_the_part_goes_once_into_exactly_its_message() 
         transform("ses_1", "msg_100", 2),
         // The next model request of the same turn gets it again, once.
         transform("ses_1", "msg_100", 1),
+        // So does one after a tool call: right after the prompt, before the assistant's step.
+        {"op": "transform", "messages": [{"id": "msg_100", "session": "ses_1", "role": "user"},
+            {"id": "msg_101", "session": "ses_1", "role": "assistant"}]},
         // Another message of the session, or the same id in another session: nothing.
         transform("ses_1", "msg_101", 1),
         transform("ses_2", "msg_100", 1),
@@ -623,15 +653,50 @@ fn shim_prompt_is_one_process_and_the_part_goes_once_into_exactly_its_message() 
         first[0]
     );
     assert_eq!(ours(&r, 1), first);
-    assert!(ours(&r, 2).is_empty() && ours(&r, 3).is_empty(), "{r}");
-    let parts = r["transforms"][4][0].as_array().unwrap();
-    assert_eq!(parts.len(), 2, "{r}");
-    assert_eq!(parts[1]["text"], first[0].as_str());
+    assert_eq!(ours(&r, 2), first);
+    assert!(ours(&r, 3).is_empty() && ours(&r, 4).is_empty(), "{r}");
+    assert_eq!(ours(&r, 5), first, "{r}");
     assert_eq!(shim.spawned(), ["prepare"], "the transforms start no process");
     assert_eq!(
         log_details(&r),
         Vec::<(String, String)>::new(),
         "a clean turn is silent"
+    );
+}
+
+/// OpenCode's prompt loop hands a session's title generation the message array of its first step,
+/// then runs the transform on that same array, and the title's fiber converts the first user
+/// message only after it awaited the title model. Whether that fiber took its slice of the history
+/// before the transform ran or after, the title request is the prompt alone (and a title is still
+/// made: the context is not a second user message to it); the main request carries the context
+/// once, right after the prompt.
+#[test]
+fn shim_title_generation_never_sees_the_context() {
+    let server = fake_server();
+    let shim = Shim::new(&server.url());
+    let r = shim.run(&json!([
+        message("ses_1", "msg_100", "how is the cache configured"),
+        {"op": "first_step", "messages": [{"id": "msg_100", "session": "ses_1", "role": "user"}]},
+    ]));
+    let step = &r["first_steps"][0];
+    let prompt = json!({"role": "user", "texts": ["typed by the user"]});
+    for view in ["title_early", "title_late"] {
+        assert_eq!(
+            step[view],
+            json!([prompt]),
+            "{view}: the title is made of the prompt alone: {r}"
+        );
+    }
+    let request = step["request"].as_array().unwrap();
+    assert_eq!(request.len(), 2, "{r}");
+    assert_eq!(request[0], prompt, "{r}");
+    assert_eq!(request[1]["role"], "user", "{r}");
+    let texts = request[1]["texts"].as_array().unwrap();
+    assert_eq!(texts.len(), 1, "{r}");
+    let text = texts[0].as_str().unwrap();
+    assert!(
+        text.starts_with(&format!("{PREFIX}\n\n")) && text.ends_with("|how is the cache configured>"),
+        "{text}"
     );
 }
 

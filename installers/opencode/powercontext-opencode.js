@@ -27,8 +27,10 @@ const SESSION_LOOKUP_TIMEOUT_MS = 2000
 const MAX_STDOUT_BYTES = 1 << 20
 const MAX_LOGGED_LINES = 8
 const MAX_KNOWN_DIRECTORIES = 256
-// Our part's id starts with this: how a request that already carries it is recognized (the
-// transform may run more than once on the same request, and two copies of this file may be loaded).
+// Our message's and part's ids start with these: how a request that already carries the context
+// is recognized (the transform may run more than once on the same request, and two copies of this
+// file may be loaded).
+const MESSAGE_ID_PREFIX = "msg_powercontext"
 const PART_ID_PREFIX = "prt_powercontext"
 const SERVICE = "powercontext-opencode"
 
@@ -123,6 +125,12 @@ function withTimeout(promise, ms) {
       timer = setTimeout(() => resolve(undefined), ms)
     }),
   ]).finally(() => clearTimeout(timer))
+}
+
+// Whether a message is, or (from an earlier copy of this file) carries, our context.
+function carriesOurs(message) {
+  if (typeof message?.info?.id === "string" && message.info.id.startsWith(MESSAGE_ID_PREFIX)) return true
+  return Array.isArray(message?.parts) && message.parts.some((p) => typeof p?.id === "string" && p.id.startsWith(PART_ID_PREFIX))
 }
 
 function textParts(parts) {
@@ -236,26 +244,39 @@ export const PowerContextPlugin = async (ctx) => {
       } catch {}
     },
 
-    // Appends the prepared part to the latest user message when it is exactly the message the
-    // part was prepared for and does not carry it yet (the transform may run twice on the same
-    // request). Only the request being sent changes, never the transcript, so every model request
-    // of the turn gets the part once and a later turn never sees it. Starts no process.
+    // Gives the request the prepared context as a message of its own, right after the latest user
+    // message, when that is exactly the message it was prepared for and the request does not carry
+    // it yet (the transform may run twice on the same request). The user's message itself is never
+    // touched: OpenCode hands title generation the same message objects and array, and converts
+    // them later, so anything added to the message would reach the title request too; the title
+    // only takes the history up to the first user message that is not all synthetic, which leaves
+    // this one out. Only the request being sent changes, never the transcript, so every model
+    // request of the turn gets the context once and a later turn never sees it. Starts no process.
     "experimental.chat.messages.transform": async (_input, output) => {
       try {
         const messages = Array.isArray(output?.messages) ? output.messages : []
-        const target = [...messages].reverse().find((m) => m?.info?.role === "user")
-        const info = target?.info
-        if (typeof info?.sessionID !== "string" || !Array.isArray(target.parts)) return
+        if (messages.some(carriesOurs)) return
+        let at = messages.length - 1
+        while (at >= 0 && messages[at]?.info?.role !== "user") at--
+        const info = messages[at]?.info
+        if (typeof info?.sessionID !== "string") return
         const turn = turns.get(info.sessionID)
         if (typeof turn?.text !== "string" || turn.messageID !== info.id) return
-        if (target.parts.some((p) => typeof p?.id === "string" && p.id.startsWith(PART_ID_PREFIX))) return
-        target.parts.push({
-          id: PART_ID_PREFIX + Date.now(),
-          sessionID: info.sessionID,
-          messageID: info.id,
-          type: "text",
-          text: turn.text,
-          synthetic: true,
+        const stamp = `${Date.now()}`
+        messages.splice(at + 1, 0, {
+          // The user message's own fields (agent, model, time), so whatever reads the request
+          // after us sees an ordinary user message; our own id, never stored anywhere.
+          info: { ...info, id: MESSAGE_ID_PREFIX + stamp },
+          parts: [
+            {
+              id: PART_ID_PREFIX + stamp,
+              sessionID: info.sessionID,
+              messageID: MESSAGE_ID_PREFIX + stamp,
+              type: "text",
+              text: turn.text,
+              synthetic: true,
+            },
+          ],
         })
       } catch {}
     },
