@@ -1,6 +1,6 @@
 //! The `prepare` step (OpenCode `chat.message`), the whole of a prompt's work: remember a new
 //! session → scope → recall → answer the part for exactly this turn (the shim keeps it in memory
-//! and its messages transform appends it to the message with these ids) → capture → optional
+//! and its messages transform adds it right after the message with these ids) → capture → optional
 //! flush, in that order (recall before capture, as the official plugin). Fails open at every
 //! step; it never writes a context to disk.
 

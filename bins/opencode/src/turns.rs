@@ -10,8 +10,8 @@
 //! belongs to (session id, message id). The plugin shim claims the session in memory when
 //! `chat.message` starts (so an earlier message's context is never served after it, even when the
 //! newer prepare answers nothing), keeps that run's answer only if no newer message claimed the
-//! session meanwhile, and in the messages transform appends the text only to the user message with
-//! exactly those ids, once per request. So this module owns no turn rule: it never stores a
+//! session meanwhile, and in the messages transform adds the text, as a message of its own, only
+//! right after the user message with exactly those ids, once per request. So this module owns no turn rule: it never stores a
 //! context, a digest, a prompt or a scope, never talks to the network, and never decides an
 //! injection.
 

@@ -4,7 +4,7 @@
 //! |--------------------|----------------------------------------------------------------------------|---------------|------|
 //! | `HookEvent(name)`  | `{"hookSpecificOutput":{"hookEventName":name,"additionalContext":…}}`, or the host's own [`OutputChannel`] (`{"additionalContext":…}` for Copilot CLI) (a command hook's prompt or session-start event, named as its host names it) | nothing | 0 |
 //! | `Message`          | `{"message":…}` (Kimi Code: a user message, echoed to the terminal, so plain lines: see [`crate::plain`]), or the host's own [`OutputChannel`] | nothing | 0 |
-//! | `OpenCodePrepare`  | `{"text":…,"session_id":…,"message_id":…}` (the part the OpenCode shim appends to exactly that user message) | nothing | 0 |
+//! | `OpenCodePrepare`  | `{"text":…,"session_id":…,"message_id":…}` (the context the OpenCode shim adds right after exactly that user message) | nothing | 0 |
 //! | `DshPreStep`       | `{"context":…}` (the plugin message text the DSH plugin appends after `enter`) | nothing     | 0    |
 //! | `PiBeforeAgentStart` | `{"systemPrompt":…}` (Pi's whole system prompt, already extended by the Pi adapter) | nothing | 0 |
 //! | `HermesPreLlmCall` | `{"context":…}` (appended by Hermes to the API copy of the turn's user message) | nothing | 0 |
@@ -36,8 +36,8 @@ pub enum Protocol {
     HookEvent(&'static str),
     /// A command hook whose host reads a plain `{"message": …}` ([`OutputChannel::Message`]).
     Message,
-    /// The OpenCode shim's `prepare` call: the part the shim appends to the user message
-    /// `message` of session `session` (and to no other). The shim's other calls answer nothing.
+    /// The OpenCode shim's `prepare` call: the context the shim adds right after the user message
+    /// `message` of session `session` (and no other). The shim's other calls answer nothing.
     OpenCodePrepare {
         /// The session the part belongs to.
         session: &'static str,
