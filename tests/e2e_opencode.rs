@@ -1,9 +1,12 @@
 //! Real OpenCode (pinned in tests/e2e/opencode/package-lock.json) with our plugin from
 //! `installers/opencode/` and `powercontext-hook-opencode`, the real Server and a fake
 //! OpenAI-compatible model, inside a loopback-only namespace. Proves that recalled context reaches
-//! the model request of its own turn only, that a later prompt gets its own context and never the
-//! earlier one's, that `opencode session delete` clears our state, and that a Server that is down,
-//! a missing executable or a hanging one leave `opencode run` answering normally with exit 0.
+//! the model request of its own turn only, as a message of its own right after the prompt, that
+//! title generation never gets it (a probe plugin shows what the title would send in the racing
+//! order, so that order is checked on every run), that a later prompt gets its own context and
+//! never the earlier one's, that `opencode session delete` clears our state, and that a Server
+//! that is down, a missing executable or a hanging one leave `opencode run` answering normally
+//! with exit 0.
 //! Nothing here may skip: a missing OpenCode, Server or namespace fails with how to fix it.
 
 use std::path::{Path, PathBuf};
@@ -105,6 +108,25 @@ fn assert_titles_free_of_context(model: &FakeModel) {
     );
 }
 
+/// A probe plugin, installed next to ours, that writes to `out` (one JSON line per `opencode run`)
+/// what title generation would send if it converted the first step's history after every
+/// transform had run: the order in which the race shows, made certain (see the fixture).
+fn with_title_view_probe(builder: OpenCodeSessionBuilder, out: &Path) -> OpenCodeSessionBuilder {
+    let probe = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/opencode/title-view-probe.js");
+    builder
+        .extra_plugin(&probe)
+        .env("TITLE_VIEW_PROBE_PATH", &out.display().to_string())
+}
+
+/// The title views the probe wrote, one per `opencode run`, oldest first.
+fn title_views(out: &Path) -> Vec<Value> {
+    std::fs::read_to_string(out)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a probe line is JSON"))
+        .collect()
+}
+
 fn assert_no_context_anywhere(model: &FakeModel, run: &HostRun) {
     assert!(
         !model.any_body_contains(CONTEXT_PREFIX),
@@ -126,7 +148,9 @@ fn recall_reaches_its_own_turn_only_and_session_delete_clears_state() {
         "The billing export job runs every Tuesday on the zeta-ledger-88 host.",
     );
     let model = FakeModel::start(REPLY);
-    let session = builder(&model)
+    let probe_dir = tempfile::tempdir().expect("probe dir");
+    let probe_out = probe_dir.path().join("title-views.jsonl");
+    let session = with_title_view_probe(builder(&model), &probe_out)
         .hook(Path::new(OPENCODE))
         .server_url(&server.url())
         .build();
@@ -154,8 +178,25 @@ fn recall_reaches_its_own_turn_only_and_session_delete_clears_state() {
         "recalled fact missing: {}",
         ctx1[0]
     );
-    assert_context_follows(&turns[0], first);
     assert_titles_free_of_context(&model);
+    // Whichever order OpenCode's title fiber and the transform ran in this time: had the title
+    // converted the history after the transform, it would still be the prompt alone.
+    let views = title_views(&probe_out);
+    assert_eq!(views.len(), 1, "one probe line for the first run: {views:?}");
+    let view = views[0].as_array().expect("the first turn makes a title");
+    assert_eq!(view.len(), 1, "the history up to the prompt: {view:?}");
+    assert_eq!(view[0]["role"], "user");
+    let texts = view[0]["texts"].as_array().unwrap();
+    assert!(
+        texts
+            .iter()
+            .any(|t| t.as_str().is_some_and(|t| t.contains(first)))
+            && !texts
+                .iter()
+                .any(|t| t.as_str().is_some_and(|t| t.starts_with(CONTEXT_PREFIX))),
+        "the title's view is the prompt alone: {view:?}"
+    );
+    assert_context_follows(&turns[0], first);
 
     // The prompt became a Source, without the quotes.
     let captured: Vec<Value> = server

@@ -59,6 +59,7 @@ pub fn render_plugin(dest: &Path, exe: &Path) {
 pub struct OpenCodeSessionBuilder {
     model_url: String,
     hook: Option<PathBuf>,
+    extra_plugins: Vec<PathBuf>,
     server_url: Option<String>,
     env: BTreeMap<String, String>,
     remove: Vec<String>,
@@ -69,6 +70,12 @@ impl OpenCodeSessionBuilder {
     /// setup is a scenario too). Without this OpenCode runs bare.
     pub fn hook(mut self, exe: &Path) -> Self {
         self.hook = Some(exe.to_path_buf());
+        self
+    }
+
+    /// Installs one more plugin file (a test probe) as it is, next to ours, under its own name.
+    pub fn extra_plugin(mut self, file: &Path) -> Self {
+        self.extra_plugins.push(file.to_path_buf());
         self
     }
 
@@ -130,6 +137,11 @@ impl OpenCodeSessionBuilder {
         if let Some(exe) = &self.hook {
             render_plugin(&config.join("plugins").join(PLUGIN_FILE), exe);
         }
+        for file in &self.extra_plugins {
+            let name = file.file_name().expect("a plugin file name");
+            assert_ne!(name, PLUGIN_FILE, "an extra plugin never replaces ours");
+            fs::copy(file, config.join("plugins").join(name)).expect("copy extra plugin");
+        }
 
         let server_url = self
             .server_url
@@ -175,6 +187,7 @@ impl OpenCodeSession {
         OpenCodeSessionBuilder {
             model_url: model.url(),
             hook: None,
+            extra_plugins: Vec::new(),
             server_url: None,
             env: BTreeMap::new(),
             remove: Vec::new(),
