@@ -5014,10 +5014,12 @@ fn weak_literal(v: &[u8]) -> bool {
 
 /// A word typed as the password a comparison checks (`password == 'logmein'`,
 /// `creds.Secret != "open-sesame"`): lowercase letters, perhaps joined by `-`/`_`, against a key
-/// naming a password or a secret; not a word describing one (`"wrong"`, `"expired"`), which
-/// [`quoted_word`] rules out, nor a stand-in, which the value's own judgment does.
+/// naming a password or a bare secret (a `client_secret` is generated, a word there names a
+/// client); not a word describing one (`"wrong"`, `"expired"`), which [`quoted_word`] rules out,
+/// nor a stand-in, which the value's own judgment does.
 fn compared_word(v: &[u8], key: &[u8]) -> bool {
-    let secret = key.len() >= 6 && key[key.len() - 6..].eq_ignore_ascii_case(b"secret");
+    let bare = key.rsplit(|&b| b == b'.').next().unwrap_or(key);
+    let secret = bare.eq_ignore_ascii_case(b"secret");
     (password_key(key) || secret)
         && (6..=32).contains(&v.len())
         && v[0].is_ascii_lowercase()
@@ -5675,6 +5677,80 @@ mod tests {
             r#"var c = new ClientSecretCredential("72f9d8bf-86f1-41af-91ab-2d7cd011db47", id, secret);"#,
             r#"secret("name")"#,
         ]);
+    }
+
+    #[test]
+    fn a_typed_word_compared_with_a_password_or_a_bare_secret_is_the_password() {
+        assert_eq!(
+            spans("if username == 'bob' and password =='logmein':"),
+            ["logmein"]
+        );
+        assert_eq!(spans(r#"if creds.Secret != "open-sesame" {"#), ["open-sesame"]);
+        assert_clean(&[
+            r#"if password != "expired":"#,
+            r#"if password == "password":"#,
+            r#"if password == "changeme":"#,
+            r#"if secret_type == "generic":"#,
+            r#"if client_secret == "sandbox-client":"#,
+            r#"if token != "undefined" {"#,
+        ]);
+    }
+
+    #[test]
+    fn the_key_of_vault_operator_unseal_is_a_secret() {
+        let key = "98m+o2ylRhVbOi+3o5ub6PbP343ocFUVORgSYeypMDjh";
+        assert_eq!(
+            spans(&format!("oc exec -ti vault-0 -- vault operator unseal {key}")),
+            [key]
+        );
+        assert_eq!(spans(&format!("vault unseal -migrate {key}")), [key]);
+        assert_kind(
+            SecretKind::CommandLine,
+            &[&format!("vault operator unseal {key}")],
+        );
+        assert_clean(&[
+            "vault operator unseal",
+            "vault operator unseal -reset",
+            "vault operator unseal $UNSEAL_KEY",
+            "vault operator init -key-shares=5 -key-threshold=3",
+            "run vault operator unseal three times",
+        ]);
+    }
+
+    #[test]
+    fn a_token_alone_below_a_label_line_naming_a_secret_is_one() {
+        let banner = "Jenkins initial setup is required.\nPlease use the following password to proceed \
+            to installation:\n\nbd9627decc6346d780b3b6ab6ea8fe1f\n\nThis may also be found at: \
+            $JENKINS_HOME/secrets/initialAdminPassword";
+        assert_eq!(spans(banner), ["bd9627decc6346d780b3b6ab6ea8fe1f"]);
+        assert_eq!(
+            spans("Your new API key:\r\n\r\n  Zk3n8QwL2xVb7Rt5Yp1Mc9Ds\r\n"),
+            ["Zk3n8QwL2xVb7Rt5Yp1Mc9Ds"]
+        );
+        assert_clean(&[
+            "Steps to reset your password:\n\n1. open the settings",
+            "The token was:\n\nmy_access_token_refresh_handler_v2",
+            "The commit sha is:\n\n1f2e3d4c5b6a79881f2e3d4c5b6a79881f2e3d4c",
+            "the key fingerprint:\n\nSHA256:Zk3n8QwL2xVb7Rt5Yp1Mc9Ds",
+            "Please use the following password:\n\n\n\nZk3n8QwL2xVb7Rt5Yp1Mc9Ds",
+        ]);
+    }
+
+    #[test]
+    fn an_absolute_path_after_a_secret_word_is_no_value_but_an_array_literal_is() {
+        assert_clean(&[
+            r#""/en/enterprise/3.0/creating-a-strong-password":"/en/enterprise-server@3.0/auth""#,
+            r#""password":"/en/enterprise-server@3.0/auth""#,
+        ]);
+        assert_eq!(
+            spans(r#""password":"/Xk9mQ2zLp7vR4tB8nW3c""#),
+            ["/Xk9mQ2zLp7vR4tB8nW3c"]
+        );
+        assert_eq!(
+            spans("secret[] = m{{h}o)p${e]nob(ody[finds>-_$#thisone}};"),
+            ["m{{h}o)p${e]nob(ody[finds>-_$#thisone}}"]
+        );
+        assert_clean(&["char secret[25] = {0};", "secret[] = getSecret(name);"]);
     }
 
     #[test]

@@ -192,7 +192,9 @@ fn every_source_holds_its_floor_and_the_documented_table_is_the_computed_one() {
             s => FLOORS
                 .iter()
                 .find(|(f, ..)| *f == s)
-                .map_or(GOAL, |&(_, floor, ceiling)| (floor.max(GOAL.0), ceiling.min(GOAL.1))),
+                .map_or(GOAL, |&(_, floor, ceiling)| {
+                    (floor.max(GOAL.0), ceiling.min(GOAL.1))
+                }),
         };
         let wrong = r.wrong.join("\n");
         assert!(
