@@ -1452,7 +1452,7 @@ impl<'t> Scan<'t> {
             && !quoted_slot(value)
             && !url_stand_in_userinfo(value)
             // An absolute path (`"/en/enterprise-server@3.0/auth"`) is no generated value.
-            && !(value.starts_with(b"/") && !random_after_slash(value))
+            && (!value.starts_with(b"/") || random_after_slash(value))
             && (strong || !base64_text(value))
         {
             self.push(SecretKind::Assignment, p, end);
