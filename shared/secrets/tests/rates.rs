@@ -25,7 +25,7 @@ const GOAL: (f64, f64) = (95.0, 2.0);
 /// least as strict as [`GOAL`]. A change that loses ground fails here; a source not listed is held
 /// to the goal itself.
 const FLOORS: &[(&str, f64, f64)] = &[
-    ("gitleaks", 98.9, 0.9),
+    ("gitleaks", 98.9, 0.5),
     ("detect-secrets", 95.1, 0.0),
     ("noseyparker", 97.4, 0.0),
     ("ordinary", 95.0, 0.0),
