@@ -4253,7 +4253,11 @@ fn labelled_value(bytes: &[u8], end: usize, found: &mut Vec<Finding>) {
         let line = &bytes[s + 1..e];
         let token = line.trim_ascii();
         if !token.is_empty() {
-            if token.len() <= 256 && generated_token(token) {
+            // One token of the same-line pass's alphabet: a URL, a path or a sentence is not one.
+            let one_token = token
+                .iter()
+                .all(|&c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-'));
+            if one_token && token.len() <= 256 && generated_token(token) {
                 let at = s + 1 + line.len() - line.trim_ascii_start().len();
                 found.push(Finding {
                     kind: SecretKind::Prose,
@@ -5732,6 +5736,8 @@ mod tests {
             "The token was:\n\nmy_access_token_refresh_handler_v2",
             "The commit sha is:\n\n1f2e3d4c5b6a79881f2e3d4c5b6a79881f2e3d4c",
             "the key fingerprint:\n\nSHA256:Zk3n8QwL2xVb7Rt5Yp1Mc9Ds",
+            "Token endpoint:\n\nhttps://auth.example.com/oauth2/v1/Zk3n8QwL2xVb7Rt5Yp1Mc9Ds",
+            "Where do I put the token:\n\nsrc/config/Zk3n8QwL2xVb7Rt5Yp1Mc9Ds.json",
             "Please use the following password:\n\n\n\nZk3n8QwL2xVb7Rt5Yp1Mc9Ds",
         ]);
     }
