@@ -46,7 +46,8 @@
 //!   whose value must be one base64url run) with any prefix or suffix,
 //!   `_`/`-`/`.` separators, quoted or not, then `=`, `:`, `:=`, `=>`, Make's `?=`, `+=`, `::=`,
 //!   `:::=`, PHP's `.=`, an array declaration (`char secret[25] = …`), a comparison with a
-//!   literal either way round (`pw == "…"`, `"…" !== secret`), a literal call argument
+//!   literal either way round (`pw == "…"`, `"…" !== secret`; a typed lowercase word counts
+//!   against a password or a secret, `password == 'logmein'`), a literal call argument
 //!   (`std::string secret("…")`, SQL's `PASSWORD('…')`), a Java system property
 //!   (`-Dspring.datasource.password=…`), or whitespace, and a value (an INI value may stand on
 //!   the next, indented line).
@@ -95,7 +96,8 @@
 //!   PowerShell's `` ` `` or cmd's `^` carries its commands onto the next); the password argument
 //!   of `htpasswd -b`, `wpa_passphrase SSID …`, `net user NAME …` and `net use [Z:] \\srv\share …`
 //!   (any case; before or after `/user:`; a plain word only where a command starts and ends, not
-//!   in a sentence about the command), and the `user:…` lines fed to `chpasswd`.
+//!   in a sentence about the command), the key of `vault operator unseal`, and the `user:…` lines
+//!   fed to `chpasswd`.
 //! - `auth_header`: `Authorization:`/`X-…` headers (`Bearer`, `Basic`, `token`, Okta's `SSWS`),
 //!   `Bearer <token>`, `Basic <base64 user:pw>`, whole however long.
 //! - `url_credentials`: `scheme://user:password@host` (the password is the span; the userinfo
@@ -133,7 +135,8 @@
 //!   'deploy' is 'tangerine'`) unless it describes one (`"wrong"`, `"required"`). On a line
 //!   no other rule found anything on, a generated token anywhere, when the line speaks of a key,
 //!   token, password, secret or creds as a word of its own and not of public keys, fingerprints,
-//!   hashes or integrity (see `same_line_tokens`).
+//!   hashes or integrity (see `same_line_tokens`); and one alone on a line below such a line
+//!   ending with `:` (an installer's banner, a console's `Your API key:`), blank lines between.
 //! - `assignment` also reads a key named in a name field with its value in the value field after
 //!   it (`- name: DB_PASSWORD` / `value: …`, `"ParameterKey"`/`"ParameterValue"`, Terraform's
 //!   `variable "db_password" { default = … }`), and a table column named by a weak word (`key`)
@@ -641,7 +644,7 @@ impl<'t> Scan<'t> {
                 self.command_at(i);
             }
             b'm' => self.crypt_word_at(i),
-            b'h' | b'w' | b'n' | b'c' => self.command_at(i),
+            b'h' | b'w' | b'n' | b'c' | b'v' => self.command_at(i),
             b'e' => {
                 if let Some(end) = self.jwt_at(i) {
                     self.push(SecretKind::Jwt, i, end);
@@ -890,7 +893,7 @@ impl<'t> Scan<'t> {
         let bytes = self.bytes;
         // Each command's first three letters rule out most words.
         if !bytes.get(i..i + 3).is_some_and(|head| {
-            [b"htp", b"wpa", b"net", b"chp"]
+            [b"htp", b"wpa", b"net", b"chp", b"vau"]
                 .iter()
                 .any(|c| head.eq_ignore_ascii_case(*c))
         }) {
@@ -914,12 +917,27 @@ impl<'t> Scan<'t> {
                 }
             }
             b"chpasswd" => return self.chpasswd_at(i),
+            // `vault operator unseal KEY` (`vault unseal KEY` before Vault 0.10): a key share
+            // of the master key.
+            b"vault" => {
+                let mut p = word_end;
+                loop {
+                    let s = skip_blank(bytes, p);
+                    let e = run_end_max(bytes, s, 9, |b| b.is_ascii_lowercase());
+                    match &bytes[s..e] {
+                        b"operator" if p == word_end => p = e,
+                        b"unseal" if matches!(bytes.get(e), Some(b' ' | b'\t')) => break (e, 1),
+                        _ => return,
+                    }
+                }
+            }
             _ => return,
         };
         // htpasswd takes the password only in batch mode, third after a file or second with
         // `-n`; `-C`/`-r` take a number. `net user NAME /add` has options, no password; `net use`
         // options (`/user:NAME`, `/persistent:no`) go before or after it.
         let htpasswd = wanted == 0;
+        let vault = bytes[i] | 0x20 == b'v';
         let net = bytes[i] | 0x20 == b'n';
         let net_use = wanted == 9;
         let mut option_value = false;
@@ -936,6 +954,8 @@ impl<'t> Scan<'t> {
                     wanted = if a.contains(&b'n') { 2 } else { 3 };
                 }
                 option_value = matches!(a.last(), Some(b'C' | b'r'));
+            } else if vault && !arg.quoted && a.starts_with(b"-") {
+                // `-migrate`, `-reset`, `-address=…`: options, not the key.
             } else if net && !arg.quoted && a.starts_with(b"/") {
                 if !net_use {
                     return;
@@ -1431,6 +1451,8 @@ impl<'t> Scan<'t> {
             && !code_continuation(value)
             && !quoted_slot(value)
             && !url_stand_in_userinfo(value)
+            // An absolute path (`"/en/enterprise-server@3.0/auth"`) is no generated value.
+            && (!value.starts_with(b"/") || random_after_slash(value))
             && (strong || !base64_text(value))
         {
             self.push(SecretKind::Assignment, p, end);
@@ -2217,8 +2239,9 @@ impl<'t> Scan<'t> {
         let v = value.text(bytes);
         // A comparison's literal must look like a secret of its own: `password == "admin"` is
         // a test of a default, `token != "undefined"` a guard.
-        let shaped =
-            v.len() >= 6 && !uuid(v) && (generated(v) || looks_random(v, 8) || has_digit(v) || has_symbol(v));
+        let shaped = v.len() >= 6
+            && !uuid(v)
+            && (generated(v) || looks_random(v, 8) || has_digit(v) || has_symbol(v) || compared_word(v, key));
         if shaped && value_is_secret(bytes, value, key, strength, Mode::Code) {
             self.push(kind, value.start, value.whole_end(bytes));
         }
@@ -2682,6 +2705,13 @@ fn keyword_operand(bytes: &[u8], kend: usize, generic: bool) -> Option<(usize, u
     // `:=`, `=>`, `?=`, `::=`, `.=`, `,`, `>`), blanks and an opening quote.
     if matches!(bytes.get(p), Some(b'"' | b'\'' | b'`')) {
         p += 1;
+    }
+    // `secret[] = …`, `char secret[25] = …`: an array's size is part of the declaration.
+    if bytes.get(p) == Some(&b'[') {
+        let close = run_end_max(bytes, p + 1, 6, |b| b.is_ascii_digit());
+        if bytes.get(close) == Some(&b']') {
+            p = close + 1;
+        }
     }
     let blank = |b: &u8| matches!(b, b' ' | b'\t');
     while bytes.get(p).is_some_and(blank) {
@@ -4198,10 +4228,47 @@ fn same_line_tokens(bytes: &[u8], found: &mut Vec<Finding>, name_words: Option<&
         };
         if reach <= start && line.len() <= 4096 && !about_public() {
             line_tokens(line, start, found);
+            if line.trim_ascii_end().ends_with(b":") {
+                labelled_value(bytes, end, found);
+            }
         }
         k = end;
     }
     found.len() > before
+}
+
+/// A generated token alone on its line below a label line that names a secret (an installer's
+/// banner: `Please use the following password to proceed to installation:`, a blank line, the
+/// password), the label ending at `end`; at most two blank lines between them.
+fn labelled_value(bytes: &[u8], end: usize, found: &mut Vec<Finding>) {
+    let mut s = end;
+    for _ in 0..3 {
+        if bytes.get(s) != Some(&b'\n') {
+            return;
+        }
+        let e = bytes[s + 1..]
+            .iter()
+            .position(|&c| c == b'\n')
+            .map_or(bytes.len(), |p| s + 1 + p);
+        let line = &bytes[s + 1..e];
+        let token = line.trim_ascii();
+        if !token.is_empty() {
+            // One token of the same-line pass's alphabet: a URL, a path or a sentence is not one.
+            let one_token = token
+                .iter()
+                .all(|&c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-'));
+            if one_token && token.len() <= 256 && generated_token(token) {
+                let at = s + 1 + line.len() - line.trim_ascii_start().len();
+                found.push(Finding {
+                    kind: SecretKind::Prose,
+                    start: at,
+                    end: at + token.len(),
+                });
+            }
+            return;
+        }
+        s = e;
+    }
 }
 
 /// The generated tokens on a line starting at `start` that names a secret, pushed to `found`.
@@ -4949,6 +5016,22 @@ fn weak_literal(v: &[u8]) -> bool {
     LITERALS.iter().any(|w| v.eq_ignore_ascii_case(w))
 }
 
+/// A word typed as the password a comparison checks (`password == 'logmein'`,
+/// `creds.Secret != "open-sesame"`): lowercase letters, perhaps joined by `-`/`_`, against a key
+/// naming a password or a bare secret (a `client_secret` is generated, a word there names a
+/// client); not a word describing one (`"wrong"`, `"expired"`), which [`quoted_word`] rules out,
+/// nor a stand-in, which the value's own judgment does.
+fn compared_word(v: &[u8], key: &[u8]) -> bool {
+    let bare = key.rsplit(|&b| b == b'.').next().unwrap_or(key);
+    let secret = bare.eq_ignore_ascii_case(b"secret");
+    (password_key(key) || secret)
+        && (6..=32).contains(&v.len())
+        && v[0].is_ascii_lowercase()
+        && v.iter()
+            .all(|&b| b.is_ascii_lowercase() || matches!(b, b'-' | b'_'))
+        && quoted_word(v)
+}
+
 /// The shell argument at or after `pos` and where the next one starts; `None` where the command
 /// ends (the line's end, `|`, `;`, `&`, a redirection, a comment).
 fn next_arg(bytes: &[u8], pos: usize) -> Option<(Value, usize)> {
@@ -5598,6 +5681,82 @@ mod tests {
             r#"var c = new ClientSecretCredential("72f9d8bf-86f1-41af-91ab-2d7cd011db47", id, secret);"#,
             r#"secret("name")"#,
         ]);
+    }
+
+    #[test]
+    fn a_typed_word_compared_with_a_password_or_a_bare_secret_is_the_password() {
+        assert_eq!(
+            spans("if username == 'bob' and password =='logmein':"),
+            ["logmein"]
+        );
+        assert_eq!(spans(r#"if creds.Secret != "open-sesame" {"#), ["open-sesame"]);
+        assert_clean(&[
+            r#"if password != "expired":"#,
+            r#"if password == "password":"#,
+            r#"if password == "changeme":"#,
+            r#"if secret_type == "generic":"#,
+            r#"if client_secret == "sandbox-client":"#,
+            r#"if token != "undefined" {"#,
+        ]);
+    }
+
+    #[test]
+    fn the_key_of_vault_operator_unseal_is_a_secret() {
+        let key = "98m+o2ylRhVbOi+3o5ub6PbP343ocFUVORgSYeypMDjh";
+        assert_eq!(
+            spans(&format!("oc exec -ti vault-0 -- vault operator unseal {key}")),
+            [key]
+        );
+        assert_eq!(spans(&format!("vault unseal -migrate {key}")), [key]);
+        assert_kind(
+            SecretKind::CommandLine,
+            &[&format!("vault operator unseal {key}")],
+        );
+        assert_clean(&[
+            "vault operator unseal",
+            "vault operator unseal -reset",
+            "vault operator unseal $UNSEAL_KEY",
+            "vault operator init -key-shares=5 -key-threshold=3",
+            "run vault operator unseal three times",
+        ]);
+    }
+
+    #[test]
+    fn a_token_alone_below_a_label_line_naming_a_secret_is_one() {
+        let banner = "Jenkins initial setup is required.\nPlease use the following password to proceed \
+            to installation:\n\nbd9627decc6346d780b3b6ab6ea8fe1f\n\nThis may also be found at: \
+            $JENKINS_HOME/secrets/initialAdminPassword";
+        assert_eq!(spans(banner), ["bd9627decc6346d780b3b6ab6ea8fe1f"]);
+        assert_eq!(
+            spans("Your new API key:\r\n\r\n  Zk3n8QwL2xVb7Rt5Yp1Mc9Ds\r\n"),
+            ["Zk3n8QwL2xVb7Rt5Yp1Mc9Ds"]
+        );
+        assert_clean(&[
+            "Steps to reset your password:\n\n1. open the settings",
+            "The token was:\n\nmy_access_token_refresh_handler_v2",
+            "The commit sha is:\n\n1f2e3d4c5b6a79881f2e3d4c5b6a79881f2e3d4c",
+            "the key fingerprint:\n\nSHA256:Zk3n8QwL2xVb7Rt5Yp1Mc9Ds",
+            "Token endpoint:\n\nhttps://auth.example.com/oauth2/v1/Zk3n8QwL2xVb7Rt5Yp1Mc9Ds",
+            "Where do I put the token:\n\nsrc/config/Zk3n8QwL2xVb7Rt5Yp1Mc9Ds.json",
+            "Please use the following password:\n\n\n\nZk3n8QwL2xVb7Rt5Yp1Mc9Ds",
+        ]);
+    }
+
+    #[test]
+    fn an_absolute_path_after_a_secret_word_is_no_value_but_an_array_literal_is() {
+        assert_clean(&[
+            r#""/en/enterprise/3.0/creating-a-strong-password":"/en/enterprise-server@3.0/auth""#,
+            r#""password":"/en/enterprise-server@3.0/auth""#,
+        ]);
+        assert_eq!(
+            spans(r#""password":"/Xk9mQ2zLp7vR4tB8nW3c""#),
+            ["/Xk9mQ2zLp7vR4tB8nW3c"]
+        );
+        assert_eq!(
+            spans("secret[] = m{{h}o)p${e]nob(ody[finds>-_$#thisone}};"),
+            ["m{{h}o)p${e]nob(ody[finds>-_$#thisone}}"]
+        );
+        assert_clean(&["char secret[25] = {0};", "secret[] = getSecret(name);"]);
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! The filter's rates per corpus source, computed from the fixtures on every run: our corpus
-//! holds the goals (at least 98% caught, at most 1% wrongly withheld), each held-out source holds
-//! its floor, and the rates table in `docs/secret-filter.md` is the one computed here (a rule
+//! holds its goals (at least 98% caught, at most 1% wrongly withheld), every held-out source holds
+//! the goal for cases it was not written against (at least 95% caught, at most 2% withheld) and
+//! its own floor where that is higher, and the rates table in `docs/secret-filter.md` is the one computed here (a rule
 //! change that moves a figure fails until the table says so). It never writes a file unless
 //! `SECRETS_RATES_WRITE=1` asks it to rewrite that table.
 #![allow(clippy::print_stderr)]
@@ -17,14 +18,19 @@ const README: &str = include_str!("../../../README.md");
 const BEGIN: &str = "<!-- rates: computed by shared/secrets/tests/rates.rs -->\n";
 const END: &str = "<!-- rates end -->\n";
 
-/// Where each source stands today on cases it was not written against, in percent: (detection
-/// floor, false-withhold ceiling). A change that loses ground fails here; the goal for every
-/// source is 95% / 2%. A source not listed is held to the goal itself.
+/// What every held-out source must hold, in percent: (detection, false withholds).
+const GOAL: (f64, f64) = (95.0, 2.0);
+
+/// Where each source stands today, in percent: (detection floor, false-withhold ceiling), each at
+/// least as strict as [`GOAL`]. A change that loses ground fails here; a source not listed is held
+/// to the goal itself.
 const FLOORS: &[(&str, f64, f64)] = &[
-    ("gitleaks", 96.6, 2.6),
-    ("detect-secrets", 74.8, 7.1),
-    ("noseyparker", 89.8, 1.4),
+    ("gitleaks", 98.9, 0.5),
+    ("detect-secrets", 95.1, 0.0),
+    ("noseyparker", 97.4, 0.0),
+    ("ordinary", 95.0, 0.0),
     ("secretlint", 97.3, 0.0),
+    ("trufflehog", 97.8, 0.0),
 ];
 
 /// What each source is, for the table.
@@ -186,7 +192,9 @@ fn every_source_holds_its_floor_and_the_documented_table_is_the_computed_one() {
             s => FLOORS
                 .iter()
                 .find(|(f, ..)| *f == s)
-                .map_or((95.0, 2.0), |&(_, floor, ceiling)| (floor, ceiling)),
+                .map_or(GOAL, |&(_, floor, ceiling)| {
+                    (floor.max(GOAL.0), ceiling.min(GOAL.1))
+                }),
         };
         let wrong = r.wrong.join("\n");
         assert!(
