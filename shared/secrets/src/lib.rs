@@ -95,7 +95,10 @@
 //!   PowerShell's `` ` `` or cmd's `^` carries its commands onto the next); the password argument
 //!   of `htpasswd -b`, `wpa_passphrase SSID …`, `net user NAME …` and `net use [Z:] \\srv\share …`
 //!   (any case; before or after `/user:`; a plain word only where a command starts and ends, not
-//!   in a sentence about the command), and the `user:…` lines fed to `chpasswd`.
+//!   in a sentence about the command), and the `user:…` lines fed to `chpasswd`; a literal
+//!   echoed or printed into a command that reads its password from stdin (`echo "…" | docker
+//!   login --password-stdin`, `printf '%s' "…" |`, `--password-stdin <<< "…"`), and the literal
+//!   PowerShell's `ConvertTo-SecureString "…" -AsPlainText` makes a credential.
 //! - `auth_header`: `Authorization:`/`X-…` headers (`Bearer`, `Basic`, `token`, Okta's `SSWS`),
 //!   `Bearer <token>`, `Basic <base64 user:pw>`, whole however long.
 //! - `url_credentials`: `scheme://user:password@host` (the password is the span; the userinfo
@@ -148,7 +151,15 @@
 //! a date or a path is not a secret; nor are a cookie's attributes alone (`Set-Cookie: Path=/;
 //! HttpOnly`), a Kubernetes secret's name under a bare `secret:` key in a `tls:` or `volumes:`
 //! mapping (`tls-cert-2024`), or a
-//! password that is the user again (`guest:guest@`, `curl -u admin:admin`). How
+//! password that is the user again (`guest:guest@`, `curl -u admin:admin`); nor, after a
+//! weak `key` word, a key path (`cache key: user:1234:profile:v2`) or, after `key` alone or
+//! an index's word (`cache key:`, `partitionKey`), a hex digest (`master key: <hex>` is
+//! qualified, a key); nor a cookie's plain value (`Set-Cookie: lang=en-US`: only a cookie named
+//! for a session or a generated value is one, each cookie of the line judged); nor a vendor's
+//! documented example key (`rules/examples.toml`: Azurite's, AWS's docs') whatever rule found
+//! it. Mixed-case letters alone are split as camelCase is: words run together
+//! (`someVeryLongCamelCaseIdentifierName`, `PasswordField`) are a name, random letters
+//! (`ImOIVBfPhQYm`, under half of them in words) a password wherever a password stands. How
 //! strict the value test is depends on how the value is written: a quoted or shell/env literal
 //! needs only to be a non-placeholder (a quoted one with spaces must read as a passphrase, not a
 //! message), an unquoted `key: value` in code or config needs a digit or symbol, prose needs a
