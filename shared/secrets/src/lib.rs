@@ -97,8 +97,8 @@
 //!   (any case; before or after `/user:`; a plain word only where a command starts and ends, not
 //!   in a sentence about the command), and the `user:…` lines fed to `chpasswd`; a literal
 //!   echoed or printed into a command that reads its password from stdin (`echo "…" | docker
-//!   login --password-stdin`, `printf '%s' "…" |`, `--password-stdin <<< "…"`), and the literal
-//!   PowerShell's `ConvertTo-SecureString "…" -AsPlainText` makes a credential.
+//!   login --password-stdin`, `printf '%s' "…" |`, `--password-stdin <<< "…"`, `| sudo -S`,
+//!   `| passwd --stdin`), and the literal PowerShell's `ConvertTo-SecureString "…" -AsPlainText` makes a credential.
 //! - `auth_header`: `Authorization:`/`X-…` headers (`Bearer`, `Basic`, `token`, Okta's `SSWS`),
 //!   `Bearer <token>`, `Basic <base64 user:pw>`, whole however long.
 //! - `url_credentials`: `scheme://user:password@host` (the password is the span; the userinfo
@@ -657,7 +657,12 @@ impl<'t> Scan<'t> {
                 self.command_at(i);
             }
             b'm' => self.crypt_word_at(i),
-            b'c' | b'C' if eat_ci(bytes, i, b"convertto-securestring").is_some() => self.secure_string_at(i),
+            b'c' | b'C'
+                if bytes.get(i + 9) == Some(&b'-')
+                    && eat_ci(bytes, i, b"convertto-securestring").is_some() =>
+            {
+                self.secure_string_at(i);
+            }
             b'h' | b'w' | b'n' | b'c' => self.command_at(i),
             b'e' => {
                 if let Some(end) = self.jwt_at(i) {
@@ -1051,7 +1056,7 @@ impl<'t> Scan<'t> {
     }
 
     /// A literal a command reads its password from: `echo "…" | docker login --password-stdin`
-    /// (`printf '%s' "…" |`, `<<< "…"` after the flag), the flag at `i`. A reference
+    /// (`printf '%s' "…" |`, `<<< "…"` after the flag, `| sudo -S`), the flag at `i`. A reference
     /// (`echo "$TOKEN"`) or a file (`cat token.txt |`) holds no password.
     fn stdin_password_at(&mut self, i: usize, kend: usize) {
         let bytes = self.bytes;
@@ -1881,6 +1886,13 @@ impl<'t> Scan<'t> {
             && secret_word(name).is_some_and(|w| w.strength == Strength::Strong)
         {
             self.assignment_after(i, kend, name, Strength::Strong, SecretKind::CommandLine, false);
+            return;
+        }
+        // `echo "…" | sudo -S …`, `… | passwd --stdin bob`: the password comes through the pipe.
+        if (dashes == 1 && name == b"S" || dashes == 2 && name.eq_ignore_ascii_case(b"stdin"))
+            && piped_to_password_reader(line_before(bytes, i))
+        {
+            self.stdin_password_at(i, kend);
             return;
         }
         if dashes == 1 {
@@ -4573,6 +4585,17 @@ fn line_tokens(line: &[u8], start: usize, found: &mut Vec<Finding>) {
         }
         t = te;
     }
+}
+
+/// Whether the command after the last pipe of `line` (which ends at a flag) is one that reads a
+/// password from stdin with that flag: `sudo` (`-S`, `--stdin`) or `passwd` (`--stdin`).
+fn piped_to_password_reader(line: &[u8]) -> bool {
+    let Some(pipe) = line.iter().rposition(|&b| b == b'|') else {
+        return false;
+    };
+    let command = trim_ascii(&line[pipe + 1..]);
+    let word = &command[..run_end(command, 0, |b| b.is_ascii_alphanumeric())];
+    word.eq_ignore_ascii_case(b"sudo") || word.eq_ignore_ascii_case(b"passwd")
 }
 
 /// A hex digest right after a bare `key` word (`cache key: <md5>`, `etag key <sha1>`): the key's
@@ -8352,7 +8375,18 @@ mod tests {
             spans(r#"convertto-securestring -String "Pw9zKq4Lx2" -AsPlainText -Force"#),
             ["Pw9zKq4Lx2"]
         );
+        assert_eq!(
+            spans("$ echo KqWzRtYhNbVm | sudo -S systemctl restart nginx"),
+            ["KqWzRtYhNbVm"]
+        );
+        assert_eq!(
+            spans(r#"echo "Hq7vLm2Rx9" | passwd --stdin deploy"#),
+            ["Hq7vLm2Rx9"]
+        );
         assert_clean(&[
+            "echo $PW | sudo -S true",
+            "cat pw.txt | sudo -S ls",
+            r#"echo "Hq7vLm2Rx9" | ssh -S /tmp/sock host"#,
             r#"echo "$REGISTRY_TOKEN" | docker login ghcr.io -u bot --password-stdin"#,
             "cat token.txt | docker login --username deploy --password-stdin",
             "aws ecr get-login-password | docker login --username AWS --password-stdin 1234.dkr.ecr.aws",
