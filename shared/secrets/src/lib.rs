@@ -155,7 +155,8 @@
 //! weak `key` word, a key path (`cache key: user:1234:profile:v2`) or, after `key` alone or
 //! an index's word (`cache key:`, `partitionKey`), a hex digest (`master key: <hex>` is
 //! qualified, a key); nor a cookie's plain value (`Set-Cookie: lang=en-US`: only a cookie named
-//! for a session or a generated value is one, each cookie of the line judged); nor a vendor's
+//! for a session or a generated value is one, each cookie of the line, a quoted header or
+//! `curl -b` judged); nor a vendor's
 //! documented example key (`rules/examples.toml`: Azurite's, AWS's docs') whatever rule found
 //! it. Mixed-case letters alone are split as camelCase is: words run together
 //! (`someVeryLongCamelCaseIdentifierName`, `PasswordField`) are a name, random letters
@@ -1346,7 +1347,14 @@ impl<'t> Scan<'t> {
             return;
         }
         let end = line_end_max(bytes, p, 4096).unwrap_or(p);
-        let mut k = p + 1;
+        self.cookie_pairs_in(p + 1, end);
+    }
+
+    /// Each `name=value` cookie between `from` and `end` whose value is a secret (see
+    /// [`plain_cookie`]).
+    fn cookie_pairs_in(&mut self, from: usize, end: usize) {
+        let bytes = self.bytes;
+        let mut k = from;
         while k < end {
             let s = skip_blank(bytes, k);
             let s = s + usize::from(matches!(bytes.get(s), Some(b'"' | b'\'')));
@@ -1886,6 +1894,15 @@ impl<'t> Scan<'t> {
             && secret_word(name).is_some_and(|w| w.strength == Strength::Strong)
         {
             self.assignment_after(i, kend, name, Strength::Strong, SecretKind::CommandLine, false);
+            return;
+        }
+        // curl's `-b 'name=value; …'` sends cookies (a word without `=` names a cookie file).
+        if dashes == 1
+            && name == b"b"
+            && self.line_commands(i) & CURL != 0
+            && let Some((arg, _)) = next_arg(bytes, kend)
+        {
+            self.cookie_pairs_in(arg.start, arg.end);
             return;
         }
         // `echo "…" | sudo -S …`, `… | passwd --stdin bob`: the password comes through the pipe.
@@ -4295,9 +4312,10 @@ fn text_before<'b>(bytes: &'b [u8], key: &[u8]) -> &'b [u8] {
 }
 
 /// A cookie (`Set-Cookie: lang=en-US`, `Cookie: consent=accepted`) whose value is plain: a
-/// setting, a locale, a choice. A cookie named for a session or a credential (`session`,
-/// `connect.sid`, `PHPSESSID`, `auth_token`, `remember_me`) holds one whatever it looks like;
-/// any other holds a secret only when its value looks generated (`uid=q8f3kz0v9w2m…`).
+/// setting, a locale, a choice; in a quoted header (`"theme=dark; path=/"`) every pair is. A
+/// cookie named for a session or a credential (`session`, `connect.sid`, `PHPSESSID`,
+/// `auth_token`, `remember_me`) holds one whatever it looks like; any other holds a secret only
+/// when its value looks generated (`uid=q8f3kz0v9w2m…`).
 fn plain_cookie(v: &[u8], key: &[u8]) -> bool {
     const SESSION: &[&[u8]] = &[
         b"sess",
@@ -4311,25 +4329,29 @@ fn plain_cookie(v: &[u8], key: &[u8]) -> bool {
         b"csrf",
         b"xsrf",
     ];
-    let Some(eq) = v.iter().position(|&b| b == b'=') else {
-        return false;
+    let plain_pair = |pair: &[u8]| {
+        let pair = trim_ascii(pair);
+        let Some(eq) = pair.iter().position(|&b| b == b'=') else {
+            // An attribute alone (`HttpOnly`, `Secure`).
+            return pair.iter().all(u8::is_ascii_alphabetic);
+        };
+        let name = &pair[..eq];
+        let value = &pair[eq + 1..];
+        let value = value.strip_prefix(b"\"").unwrap_or(value);
+        let value = value.strip_suffix(b"\"").unwrap_or(value);
+        let session = SESSION.iter().any(|w| contains_ci(name, w))
+            || name
+                .split(|&b| matches!(b, b'_' | b'-' | b'.'))
+                .any(|part| part.len() >= 3 && part[part.len() - 3..].eq_ignore_ascii_case(b"sid"));
+        eq > 0
+            && name
+                .iter()
+                .all(|&b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
+            && !session
+            && !looks_random(value, 8)
+            && !(value.len() >= 16 && entropy(value) >= 3.0)
     };
-    let name = &v[..eq];
-    let value = &v[eq + 1..];
-    let value = value.strip_prefix(b"\"").unwrap_or(value);
-    let value = value.strip_suffix(b"\"").unwrap_or(value);
-    let session = SESSION.iter().any(|w| contains_ci(name, w))
-        || name
-            .split(|&b| matches!(b, b'_' | b'-' | b'.'))
-            .any(|part| part.len() >= 3 && part[part.len() - 3..].eq_ignore_ascii_case(b"sid"));
-    contains_ci(key, b"cookie")
-        && eq > 0
-        && name
-            .iter()
-            .all(|&b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
-        && !session
-        && !looks_random(value, 8)
-        && !(value.len() >= 16 && entropy(value) >= 3.0)
+    contains_ci(key, b"cookie") && v.contains(&b'=') && v.split(|&b| b == b';').all(plain_pair)
 }
 
 /// Mostly capitalised words run together (`ThisIsNotAHash…`): at least two thirds of `v` are
@@ -8266,7 +8288,16 @@ mod tests {
             "set-cookie: sidebar=collapsed; Max-Age=31536000",
             "Cookie: tz=Europe/Berlin",
             "request had Cookie: view=grid; density=compact",
+            r#"document.cookie = "theme=dark; path=/";"#,
+            r#""cookie": "lang=en-US; consent=yes""#,
+            "curl -b 'lang=en; theme=dark' https://example.com",
+            "curl -b cookies.txt https://example.com",
         ]);
+        assert_eq!(
+            spans(r#"curl -s -b "sid=Zr8Qm2Lx9Tp4Wv7Nc3Kb6Hd1; lang=en" https://example.com"#),
+            ["Zr8Qm2Lx9Tp4Wv7Nc3Kb6Hd1"]
+        );
+        assert!(find_secret(r#""cookie": "lang=en-US; session=Zr8Qm2Lx9Tp4Wv7Nc3Kb6Hd1""#).is_some());
         assert!(find_secret("Cookie: sessionid=q8f3kz0v9w2mx7pl4rt6yb1nc5").is_some());
         assert!(find_secret("Set-Cookie: PHPSESSID=el4ukv0kqbvoirg7nkp4dncpk3; path=/").is_some());
         assert!(
