@@ -156,11 +156,11 @@
 //! an index's word (`cache key:`, `partitionKey`), a hex digest (`master key: <hex>` is
 //! qualified, a key); nor a cookie's plain value (`Set-Cookie: lang=en-US`: only a cookie named
 //! for a session or a generated value is one, each cookie of the line, a quoted header or
-//! `curl -b` judged); nor a vendor's
-//! documented example key (`rules/examples.toml`: Azurite's, AWS's docs') whatever rule found
-//! it. Mixed-case letters alone are split as camelCase is: words run together
-//! (`someVeryLongCamelCaseIdentifierName`, `PasswordField`) are a name, random letters
-//! (`ImOIVBfPhQYm`, under half of them in words) a password wherever a password stands. How
+//! `curl -b` judged); nor a vendor's documented example key (`rules/examples.toml`: Azurite's,
+//! AWS's docs') whatever rule found it. Mixed-case letters alone are split as camelCase is:
+//! words run together (`someVeryLongCamelCaseIdentifierName`, `PasswordField`) are a name,
+//! random letters (`ImOIVBfPhQYm`, under half of them in words) a password wherever a password
+//! stands. How
 //! strict the value test is depends on how the value is written: a quoted or shell/env literal
 //! needs only to be a non-placeholder (a quoted one with spaces must read as a passphrase, not a
 //! message), an unquoted `key: value` in code or config needs a digit or symbol, prose needs a
