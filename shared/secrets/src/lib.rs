@@ -5139,7 +5139,13 @@ fn code_continuation(v: &[u8]) -> bool {
         || v.starts_with(b"#{")
         || v.starts_with(b"&lt;")
         || v.starts_with(b"arn:")
-        || matches!(v.first(), Some(b'+' | b'.' | b',')) && v.get(1).is_some_and(operand)
+        || matches!(v.first(), Some(b'+' | b'.' | b',')) && v.get(1).is_some_and(operand) && !base64_key(v)
+}
+
+/// One base64 run of 16 or more with a digit (`+grqXYZ40BXQaeH9…==`): a key that starts with
+/// `+`, not `+` joining code to a string.
+fn base64_key(v: &[u8]) -> bool {
+    v.len() >= 16 && v.iter().all(|&b| b64(b)) && has_digit(v)
 }
 
 /// A value in a second pair of quotes that is itself a slot (`"'$PRECOMPILE_PASSWORD'"`,
@@ -8450,6 +8456,24 @@ mod tests {
             "etag key c81f04a9e7d23b65f0a19c4e8d72b360",
             "object key: 6e0b9d3a7f12c845e9d03a6b1f7c2e48",
             "cache_key = 2fd4e1c67a2d28fced849ee1bb76e7391b93eb12",
+        ]);
+    }
+
+    #[test]
+    fn a_base64_key_may_start_with_a_plus() {
+        assert_eq!(
+            spans(
+                "AccountName=prod;AccountKey=+grqXYZ40BXQaeH9aAJ0M1M++388u7C3e+s8BvfGGMl5CoO/Iqqz1hJVRrzam/WWLKFoGQFvFmLKe0/X4ageHo==;EndpointSuffix=core.windows.net"
+            ),
+            ["+grqXYZ40BXQaeH9aAJ0M1M++388u7C3e+s8BvfGGMl5CoO/Iqqz1hJVRrzam/WWLKFoGQFvFmLKe0/X4ageHo=="]
+        );
+        assert_eq!(
+            spans("DB_PASSWORD=+Vq9LmZ2xR7tK4wP8nB3"),
+            ["+Vq9LmZ2xR7tK4wP8nB3"]
+        );
+        assert_clean(&[
+            "var q = 'password = '+password;",
+            r#"msg = "token: "+tokenValue2"#,
         ]);
     }
 
