@@ -1581,7 +1581,9 @@ impl<'t> Scan<'t> {
         let strong = secret_word(key).is_some_and(|w| w.strength == Strength::Strong);
         let random = if strong {
             looks_random(value, 8)
-                && (!identifier_like(value) || random_letters(value))
+                && (!identifier_like(value)
+                    || random_letters(value)
+                        && (quote.is_some() || bytes.get(end) != Some(&b';') && !named_nearby(bytes, p, end)))
                 && !numeric_like(value)
         } else {
             looks_random(value, 16)
@@ -3827,7 +3829,13 @@ fn value_is_secret(bytes: &[u8], value: &Value, key: &[u8], strength: Strength, 
     }
     match mode {
         Mode::Literal if !weak => v.len() >= 4,
-        Mode::Code if !weak && random_letters(v) => true,
+        // Random letters unquoted in code: unless code goes on after them (`= rndPwdStr;`) or
+        // they name what the text uses again (a variable).
+        Mode::Code if !weak && random_letters(v) => {
+            value.raw_end == value.end
+                && bytes.get(value.end) != Some(&b';')
+                && !named_nearby(bytes, value.start, value.end)
+        }
         Mode::Code if !weak => v.len() >= 6 && !identifier_like(v) && (has_digit(v) || has_symbol(v)),
         Mode::Prose if value.quoted => v.len() >= 4 && looks_random(v, if weak { 12 } else { 6 }),
         Mode::Prose if !prose_word(bytes, value) => false,
@@ -4227,6 +4235,26 @@ fn camel_word_share(v: &[u8]) -> Option<usize> {
         k = lower;
     }
     Some(share)
+}
+
+/// Whether the text within 256 bytes of `value` holds its text again as a word of its own: a
+/// variable is defined and used, a literal is typed once.
+fn named_nearby(bytes: &[u8], start: usize, end: usize) -> bool {
+    let v = &bytes[start..end];
+    let from = start.saturating_sub(256);
+    let to = bytes.len().min(end + 256);
+    let standalone = |at: usize| {
+        (at == 0 || !is_key_byte(bytes[at - 1])) && !bytes.get(at + v.len()).is_some_and(|&b| is_key_byte(b))
+    };
+    let mut k = from;
+    while let Some(off) = bytes[k..to].windows(v.len()).position(|w| w == v) {
+        let at = k + off;
+        if at != start && standalone(at) {
+            return true;
+        }
+        k = at + 1;
+    }
+    false
 }
 
 /// Random mixed-case letters (`ImOIVBfPhQYm`), not an identifier (`getUserName`,
@@ -8369,7 +8397,11 @@ mod tests {
             r#"builder.setPassword("DefaultPassword")"#,
             r#"settings.put("db.password", "ChangeMePlease");"#,
             r#"auth = HTTPBasicAuth("deploy", "XMLHttpRequest")"#,
+            // Unquoted in code, a name code goes on after or uses again is a variable.
+            "password = rndPwdStr;",
+            "password = rndPwdStr\nconnect(user, rndPwdStr)",
         ]);
+        assert_eq!(spans("password: KqWzRtYhNbVm"), ["KqWzRtYhNbVm"]);
     }
 
     #[test]
