@@ -155,9 +155,9 @@
 //! weak `key` word, a key path (`cache key: user:1234:profile:v2`) or, after `key` alone or
 //! an index's word (`cache key:`, `partitionKey`), a hex digest (`master key: <hex>` is
 //! qualified, a key); nor a cookie's plain value (`Set-Cookie: lang=en-US`: only a cookie named
-//! for a session or a generated value is one, each cookie of the line, a quoted header or
-//! `curl -b` judged); nor a vendor's documented example key (`rules/examples.toml`: Azurite's,
-//! AWS's docs') whatever rule found it. Mixed-case letters alone are split as camelCase is:
+//! for a session or a generated value is one, each cookie of the line, a quoted header,
+//! `curl -b` or a map of cookies judged); nor a vendor's documented example key
+//! (`rules/examples.toml`: Azurite's, AWS's docs') whatever rule found it. Mixed-case letters alone are split as camelCase is:
 //! words run together (`someVeryLongCamelCaseIdentifierName`, `PasswordField`) are a name,
 //! random letters (`ImOIVBfPhQYm`, under half of them in words) a password wherever a password
 //! stands. How
@@ -1347,7 +1347,48 @@ impl<'t> Scan<'t> {
             return;
         }
         let end = line_end_max(bytes, p, 4096).unwrap_or(p);
+        let open = skip_blank(bytes, p + 1);
+        if bytes.get(open) == Some(&b'{') {
+            return self.cookie_map_in(open + 1, end);
+        }
         self.cookie_pairs_in(p + 1, end);
+    }
+
+    /// A map of cookies (`cookies={"session": "…", "lang": "en"}`, `"cookies": {…}`) between
+    /// `from` and `end`: each quoted value that is a secret as a cookie's (see [`plain_cookie`]).
+    fn cookie_map_in(&mut self, from: usize, end: usize) {
+        let bytes = self.bytes;
+        let close = bytes[from..end]
+            .iter()
+            .position(|&b| b == b'}')
+            .map_or(end, |c| from + c);
+        let mut k = from;
+        for _ in 0..32 {
+            let Some(name) = Value::parse(bytes, skip_blank(bytes, k), Stop::Code).filter(|v| v.quoted)
+            else {
+                return;
+            };
+            let colon = skip_blank(bytes, name.end + 1);
+            if bytes.get(colon) != Some(&b':') {
+                return;
+            }
+            let Some(value) =
+                Value::parse(bytes, skip_blank(bytes, colon + 1), Stop::Code).filter(|v| v.quoted)
+            else {
+                return;
+            };
+            if value.end >= close {
+                return;
+            }
+            let v = value.text(bytes);
+            if !plain_cookie_pair(name.text(bytes), v) && !is_placeholder(v) && !is_reference(v) {
+                self.push(SecretKind::Assignment, value.start, value.end);
+            }
+            let Some(comma) = bytes[value.end + 1..close].iter().position(|&b| b == b',') else {
+                return;
+            };
+            k = value.end + 2 + comma;
+        }
     }
 
     /// Each `name=value` cookie between `from` and `end` whose value is a secret (see
@@ -4345,6 +4386,22 @@ fn text_before<'b>(bytes: &'b [u8], key: &[u8]) -> &'b [u8] {
 /// `auth_token`, `remember_me`) holds one whatever it looks like; any other holds a secret only
 /// when its value looks generated (`uid=q8f3kz0v9w2m…`).
 fn plain_cookie(v: &[u8], key: &[u8]) -> bool {
+    let plain_pair = |pair: &[u8]| {
+        let pair = trim_ascii(pair);
+        let Some(eq) = pair.iter().position(|&b| b == b'=') else {
+            // An attribute alone (`HttpOnly`, `Secure`).
+            return pair.iter().all(u8::is_ascii_alphabetic);
+        };
+        let value = &pair[eq + 1..];
+        let value = value.strip_prefix(b"\"").unwrap_or(value);
+        let value = value.strip_suffix(b"\"").unwrap_or(value);
+        plain_cookie_pair(&pair[..eq], value)
+    };
+    contains_ci(key, b"cookie") && v.contains(&b'=') && v.split(|&b| b == b';').all(plain_pair)
+}
+
+/// A cookie's `name` and `value` that hold no secret (see [`plain_cookie`]).
+fn plain_cookie_pair(name: &[u8], value: &[u8]) -> bool {
     const SESSION: &[&[u8]] = &[
         b"sess",
         b"auth",
@@ -4357,29 +4414,17 @@ fn plain_cookie(v: &[u8], key: &[u8]) -> bool {
         b"csrf",
         b"xsrf",
     ];
-    let plain_pair = |pair: &[u8]| {
-        let pair = trim_ascii(pair);
-        let Some(eq) = pair.iter().position(|&b| b == b'=') else {
-            // An attribute alone (`HttpOnly`, `Secure`).
-            return pair.iter().all(u8::is_ascii_alphabetic);
-        };
-        let name = &pair[..eq];
-        let value = &pair[eq + 1..];
-        let value = value.strip_prefix(b"\"").unwrap_or(value);
-        let value = value.strip_suffix(b"\"").unwrap_or(value);
-        let session = SESSION.iter().any(|w| contains_ci(name, w))
-            || name
-                .split(|&b| matches!(b, b'_' | b'-' | b'.'))
-                .any(|part| part.len() >= 3 && part[part.len() - 3..].eq_ignore_ascii_case(b"sid"));
-        eq > 0
-            && name
-                .iter()
-                .all(|&b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
-            && !session
-            && !looks_random(value, 8)
-            && !(value.len() >= 16 && entropy(value) >= 3.0)
-    };
-    contains_ci(key, b"cookie") && v.contains(&b'=') && v.split(|&b| b == b';').all(plain_pair)
+    let session = SESSION.iter().any(|w| contains_ci(name, w))
+        || name
+            .split(|&b| matches!(b, b'_' | b'-' | b'.'))
+            .any(|part| part.len() >= 3 && part[part.len() - 3..].eq_ignore_ascii_case(b"sid"));
+    !name.is_empty()
+        && name
+            .iter()
+            .all(|&b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
+        && !session
+        && !looks_random(value, 8)
+        && (value.len() < 16 || entropy(value) < 3.0)
 }
 
 /// Mostly capitalised words run together (`ThisIsNotAHash…`): at least two thirds of `v` are
@@ -8332,6 +8377,14 @@ mod tests {
             ["Zr8Qm2Lx9Tp4Wv7Nc3Kb6Hd1"]
         );
         assert!(find_secret(r#""cookie": "lang=en-US; session=Zr8Qm2Lx9Tp4Wv7Nc3Kb6Hd1""#).is_some());
+        assert_eq!(
+            spans(r#"requests.get(url, cookies={"lang": "en", "session": "Zr8Qm2Lx9Tp4Wv7Nc3Kb6Hd1"})"#),
+            ["Zr8Qm2Lx9Tp4Wv7Nc3Kb6Hd1"]
+        );
+        assert_clean(&[
+            r#"requests.get(url, cookies={"lang": "en-US", "theme": "dark"})"#,
+            r#"cookies = {"session": session_id}"#,
+        ]);
         assert!(find_secret("Cookie: sessionid=q8f3kz0v9w2mx7pl4rt6yb1nc5").is_some());
         assert!(find_secret("Set-Cookie: PHPSESSID=el4ukv0kqbvoirg7nkp4dncpk3; path=/").is_some());
         assert!(
