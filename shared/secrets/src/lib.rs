@@ -97,7 +97,10 @@
 //!   of `htpasswd -b`, `wpa_passphrase SSID …`, `net user NAME …` and `net use [Z:] \\srv\share …`
 //!   (any case; before or after `/user:`; a plain word only where a command starts and ends, not
 //!   in a sentence about the command), the key of `vault operator unseal`, and the `user:…` lines
-//!   fed to `chpasswd`.
+//!   fed to `chpasswd`; a literal echoed or printed into a command that reads its password from
+//!   stdin (`echo "…" | docker login --password-stdin`, `printf '%s' "…" |`, `--password-stdin
+//!   <<< "…"`, `| sudo -S`, `| passwd --stdin`), and the literal PowerShell's
+//!   `ConvertTo-SecureString "…" -AsPlainText` makes a credential.
 //! - `auth_header`: `Authorization:`/`X-…` headers (`Bearer`, `Basic`, `token`, Okta's `SSWS`),
 //!   `Bearer <token>`, `Basic <base64 user:pw>`, whole however long.
 //! - `url_credentials`: `scheme://user:password@host` (the password is the span; the userinfo
@@ -151,7 +154,16 @@
 //! a date or a path is not a secret; nor are a cookie's attributes alone (`Set-Cookie: Path=/;
 //! HttpOnly`), a Kubernetes secret's name under a bare `secret:` key in a `tls:` or `volumes:`
 //! mapping (`tls-cert-2024`), or a
-//! password that is the user again (`guest:guest@`, `curl -u admin:admin`). How
+//! password that is the user again (`guest:guest@`, `curl -u admin:admin`); nor, after a
+//! weak `key` word, a key path (`cache key: user:1234:profile:v2`) or, after `key` alone or
+//! an index's word (`cache key:`, `partitionKey`), a hex digest (`master key: <hex>` is
+//! qualified, a key); nor a cookie's plain value (`Set-Cookie: lang=en-US`: only a cookie named
+//! for a session or a generated value is one, each cookie of the line, a quoted header,
+//! `curl -b` or a map of cookies judged); nor a vendor's documented example key
+//! (`rules/examples.toml`: Azurite's, AWS's docs') whatever rule found it. Mixed-case letters alone are split as camelCase is:
+//! words run together (`someVeryLongCamelCaseIdentifierName`, `PasswordField`) are a name,
+//! random letters (`ImOIVBfPhQYm`, under half of them in words) a password wherever a password
+//! stands. How
 //! strict the value test is depends on how the value is written: a quoted or shell/env literal
 //! needs only to be a non-placeholder (a quoted one with spaces must read as a passphrase, not a
 //! message), an unquoted `key: value` in code or config needs a digit or symbol, prose needs a
@@ -475,6 +487,11 @@ impl<'t> Scan<'t> {
         // Rules measure in bytes; a span that ended inside a character would make `redact`
         // slice it, so it is widened to whole characters.
         let (start, end) = (char_floor(self.bytes, start), char_ceil(self.bytes, end));
+        // A key a vendor publishes as an example is no secret, whatever rule found it (a
+        // connection string's field may run on past it: `…GMGw==;BlobEndpoint=…`).
+        if end >= start + 16 && rules::documented_example_at(&self.bytes[start..end]) {
+            return;
+        }
         if end > start {
             self.found.push(Finding { kind, start, end });
             self.covered = self.covered.max(end);
@@ -644,6 +661,12 @@ impl<'t> Scan<'t> {
                 self.command_at(i);
             }
             b'm' => self.crypt_word_at(i),
+            b'c' | b'C'
+                if bytes.get(i + 9) == Some(&b'-')
+                    && eat_ci(bytes, i, b"convertto-securestring").is_some() =>
+            {
+                self.secure_string_at(i);
+            }
             b'h' | b'w' | b'n' | b'c' | b'v' => self.command_at(i),
             b'e' => {
                 if let Some(end) = self.jwt_at(i) {
@@ -1053,6 +1076,96 @@ impl<'t> Scan<'t> {
         true
     }
 
+    /// A literal a command reads its password from: `echo "…" | docker login --password-stdin`
+    /// (`printf '%s' "…" |`, `<<< "…"` after the flag, `| sudo -S`), the flag at `i`. A reference
+    /// (`echo "$TOKEN"`) or a file (`cat token.txt |`) holds no password.
+    fn stdin_password_at(&mut self, i: usize, kend: usize) {
+        let bytes = self.bytes;
+        let after = skip_blank(bytes, kend);
+        let value = if bytes[after..].starts_with(b"<<<") {
+            next_arg(bytes, after + 3).map(|(v, _)| v)
+        } else {
+            let line = line_before(bytes, i);
+            let start = i - line.len();
+            // The command before the last pipe (not `||`) on the line.
+            let Some(pipe) = line
+                .iter()
+                .rposition(|&b| b == b'|')
+                .filter(|&p| p > 0 && line[p - 1] != b'|' && line.get(p + 1) != Some(&b'|'))
+            else {
+                return;
+            };
+            let head = line[..pipe]
+                .iter()
+                .rposition(|&b| matches!(b, b';' | b'&' | b'|' | b'(' | b'$'))
+                .map_or(0, |p| p + 1);
+            let mut pos = skip_blank(bytes, start + head);
+            let printf = if let Some(e) = eat_ci(bytes, pos, b"printf ") {
+                pos = e;
+                true
+            } else if let Some(e) = eat_ci(bytes, pos, b"echo ") {
+                pos = e;
+                false
+            } else {
+                return;
+            };
+            let mut found = None;
+            for _ in 0..4 {
+                let Some((arg, next)) = next_arg(bytes, pos) else {
+                    break;
+                };
+                pos = next;
+                let a = arg.text(bytes);
+                // `echo -n`, `printf '%s\n'`: an option or the format, then the literal.
+                if !arg.quoted && a.starts_with(b"-") || printf && a.contains(&b'%') {
+                    continue;
+                }
+                found = Some(arg);
+                break;
+            }
+            if skip_blank(bytes, pos) != start + pipe {
+                return;
+            }
+            found
+        };
+        if let Some(value) = value
+            && value_is_secret(bytes, &value, b"password", Strength::Strong, Mode::Literal)
+        {
+            self.push(SecretKind::CommandLine, value.start, value.whole_end(bytes));
+        }
+    }
+
+    /// PowerShell's `ConvertTo-SecureString "…" -AsPlainText` (at `i`): the literal made into a
+    /// credential (positional or after `-String`); a variable (`$plain`, `$env:X`) is none.
+    fn secure_string_at(&mut self, i: usize) {
+        let bytes = self.bytes;
+        let mut pos = i + b"convertto-securestring".len();
+        let end = line_end(bytes, i);
+        if !contains_ci(&bytes[i..end], b"-asplaintext") {
+            return;
+        }
+        for _ in 0..6 {
+            let Some((arg, next)) = next_arg(bytes, pos) else {
+                return;
+            };
+            pos = next;
+            let a = arg.text(bytes);
+            // `-String`, `-AsPlainText`, `-Force`: switches, or the name of the literal that
+            // follows.
+            if !arg.quoted && a.starts_with(b"-") {
+                continue;
+            }
+            // `(Get-Content …)`: an expression, read from elsewhere.
+            if !arg.quoted && a.contains(&b'(') {
+                return;
+            }
+            if value_is_secret(bytes, &arg, b"password", Strength::Strong, Mode::Literal) {
+                self.push(SecretKind::CommandLine, arg.start, arg.whole_end(bytes));
+            }
+            return;
+        }
+    }
+
     /// `Bearer <token>` and `Basic <base64 of user:password>` anywhere.
     fn auth_scheme_at(&mut self, i: usize) {
         let bytes = self.bytes;
@@ -1234,7 +1347,105 @@ impl<'t> Scan<'t> {
             SecretKind::Assignment
         };
         self.assignment_after(i, kend, key, strength, kind, false);
+        if contains_ci(key, b"cookie") {
+            self.cookie_pairs_at(kend);
+        }
         self.keyword_value_at(kend, key, true);
+    }
+
+    /// The cookies of a `Cookie:`/`Set-Cookie:` line after the key ending at `kend`: each
+    /// `name=value` pair's value when it looks generated (a session id), not a plain setting
+    /// (`lang=en-US`, `theme=dark`) nor an attribute (`Path=/`).
+    fn cookie_pairs_at(&mut self, kend: usize) {
+        let bytes = self.bytes;
+        let mut p = kend;
+        if matches!(bytes.get(p), Some(b'"' | b'\'')) {
+            p += 1;
+        }
+        p = skip_blank(bytes, p);
+        if !matches!(bytes.get(p), Some(b':' | b'=')) {
+            return;
+        }
+        let end = line_end_max(bytes, p, 4096).unwrap_or(p);
+        let open = skip_blank(bytes, p + 1);
+        if bytes.get(open) == Some(&b'{') {
+            return self.cookie_map_in(open + 1, end);
+        }
+        self.cookie_pairs_in(p + 1, end);
+    }
+
+    /// A map of cookies (`cookies={"session": "…", "lang": "en"}`, `"cookies": {…}`) between
+    /// `from` and `end`: each quoted value that is a secret as a cookie's (see [`plain_cookie`]).
+    fn cookie_map_in(&mut self, from: usize, end: usize) {
+        let bytes = self.bytes;
+        let close = bytes[from..end]
+            .iter()
+            .position(|&b| b == b'}')
+            .map_or(end, |c| from + c);
+        let mut k = from;
+        for _ in 0..32 {
+            let Some(name) = Value::parse(bytes, skip_blank(bytes, k), Stop::Code).filter(|v| v.quoted)
+            else {
+                return;
+            };
+            let colon = skip_blank(bytes, name.end + 1);
+            if bytes.get(colon) != Some(&b':') {
+                return;
+            }
+            let Some(value) =
+                Value::parse(bytes, skip_blank(bytes, colon + 1), Stop::Code).filter(|v| v.quoted)
+            else {
+                return;
+            };
+            if value.end >= close {
+                return;
+            }
+            let v = value.text(bytes);
+            if !plain_cookie_pair(name.text(bytes), v) && !is_placeholder(v) && !is_reference(v) {
+                self.push(SecretKind::Assignment, value.start, value.end);
+            }
+            let Some(comma) = bytes[value.end + 1..close].iter().position(|&b| b == b',') else {
+                return;
+            };
+            k = value.end + 2 + comma;
+        }
+    }
+
+    /// Each `name=value` cookie between `from` and `end` whose value is a secret (see
+    /// [`plain_cookie`]).
+    fn cookie_pairs_in(&mut self, from: usize, end: usize) {
+        let bytes = self.bytes;
+        let mut k = from;
+        while k < end {
+            let s = skip_blank(bytes, k);
+            let s = s + usize::from(matches!(bytes.get(s), Some(b'"' | b'\'')));
+            let e = bytes[s..end]
+                .iter()
+                .position(|&b| b == b';')
+                .map_or(end, |q| s + q);
+            k = e + 1;
+            let pair = trim_ascii(&bytes[s..e]);
+            let Some(eq) = pair.iter().position(|&b| b == b'=') else {
+                continue;
+            };
+            let name = &pair[..eq];
+            let value = trim_end_of(&pair[eq + 1..], |b| matches!(b, b'"' | b'\'' | b','));
+            let value = value.strip_prefix(b"\"").unwrap_or(value);
+            if name.is_empty()
+                || !name
+                    .iter()
+                    .all(|&b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
+                || value.iter().any(u8::is_ascii_whitespace)
+                || is_placeholder(value)
+                || is_reference(value)
+                || cookie_attributes(name, b"cookie")
+                || plain_cookie(pair, b"cookie")
+            {
+                continue;
+            }
+            let start = value.as_ptr() as usize - bytes.as_ptr() as usize;
+            self.push(SecretKind::Assignment, start, start + value.len());
+        }
     }
 
     /// A key given as the value of a name field, its value in the value field after it: a
@@ -1430,9 +1641,16 @@ impl<'t> Scan<'t> {
         // A strong word's value may be a short password; a weak word's must look generated.
         let strong = secret_word(key).is_some_and(|w| w.strength == Strength::Strong);
         let random = if strong {
-            looks_random(value, 8) && !identifier_like(value) && !numeric_like(value)
+            looks_random(value, 8)
+                && (!identifier_like(value)
+                    || random_letters(value)
+                        && (quote.is_some() || bytes.get(end) != Some(&b';') && !named_nearby(bytes, p, end)))
+                && !numeric_like(value)
         } else {
-            looks_random(value, 16) && entropy(value) >= 3.5
+            looks_random(value, 16)
+                && entropy(value) >= 3.5
+                && !key_path(value)
+                && !(bare_key_word(text_before(bytes, key), key) && hex_digest(value))
         };
         // What the rules for this key's syntax found stands (their span and kind are finer).
         let found = self
@@ -1743,6 +1961,22 @@ impl<'t> Scan<'t> {
             self.assignment_after(i, kend, name, Strength::Strong, SecretKind::CommandLine, false);
             return;
         }
+        // curl's `-b 'name=value; …'` sends cookies (a word without `=` names a cookie file).
+        if dashes == 1
+            && name == b"b"
+            && self.line_commands(i) & CURL != 0
+            && let Some((arg, _)) = next_arg(bytes, kend)
+        {
+            self.cookie_pairs_in(arg.start, arg.end);
+            return;
+        }
+        // `echo "…" | sudo -S …`, `… | passwd --stdin bob`: the password comes through the pipe.
+        if (dashes == 1 && name == b"S" || dashes == 2 && name.eq_ignore_ascii_case(b"stdin"))
+            && piped_to_password_reader(line_before(bytes, i))
+        {
+            self.stdin_password_at(i, kend);
+            return;
+        }
         if dashes == 1 {
             // `-pSECRET`, or `-p*SECRET` where the run stopped at a symbol.
             let glued = name.len() > 1
@@ -1754,6 +1988,10 @@ impl<'t> Scan<'t> {
         }
         if name.eq_ignore_ascii_case(b"user") {
             self.short_flag_at(i, kend, b'u', false);
+            return;
+        }
+        if name.eq_ignore_ascii_case(b"password-stdin") {
+            self.stdin_password_at(i, kend);
             return;
         }
         let Some(word) = secret_word(name) else {
@@ -3618,6 +3856,16 @@ fn value_is_secret(bytes: &[u8], value: &Value, key: &[u8], strength: Strength, 
     if cookie_attributes(v, key) || secret_name(bytes, value, key, mode) {
         return false;
     }
+    if plain_cookie(v, key) {
+        return false;
+    }
+    // A bare `key` word names a store's entry as often as a secret: a key path or a digest there
+    // is the entry's name.
+    if strength == Strength::Weak
+        && (key_path(v) || bare_key_word(text_before(bytes, key), key) && hex_digest(v))
+    {
+        return false;
+    }
     // A PIN or an all-digit password (`DB_PASSWORD=84619273`), not a count or a date; a strong
     // key's long run of digits (`secret = "9734741337193905126710251"`) is no number either.
     let digits_secret = password_key(key) && v.len() >= 4 || strength == Strength::Strong && v.len() >= 16;
@@ -3652,6 +3900,13 @@ fn value_is_secret(bytes: &[u8], value: &Value, key: &[u8], strength: Strength, 
     }
     match mode {
         Mode::Literal if !weak => v.len() >= 4,
+        // Random letters unquoted in code: unless code goes on after them (`= rndPwdStr;`) or
+        // they name what the text uses again (a variable).
+        Mode::Code if !weak && random_letters(v) => {
+            value.raw_end == value.end
+                && bytes.get(value.end) != Some(&b';')
+                && !named_nearby(bytes, value.start, value.end)
+        }
         Mode::Code if !weak => v.len() >= 6 && !identifier_like(v) && (has_digit(v) || has_symbol(v)),
         Mode::Prose if value.quoted => v.len() >= 4 && looks_random(v, if weak { 12 } else { 6 }),
         Mode::Prose if !prose_word(bytes, value) => false,
@@ -4006,11 +4261,200 @@ fn prose_word(bytes: &[u8], value: &Value) -> bool {
 /// A random-looking word of at least `min` bytes: digits and letters mixed, or symbols, or a long
 /// high-entropy run; not a technical word (`sha256`) nor words joined by dashes.
 fn looks_random(v: &[u8], min: usize) -> bool {
-    if v.len() < min || identifier_like(v) && v.len() < 20 || wordy(v) || tech_word(v) || alphabet(v) {
+    // Mixed-case letters alone are told by their words (see [`camel_word_share`]): random
+    // (`ImOIVBfPhQYm`) under half, words run together (`someVeryLongIdentifierName`) two thirds
+    // or more, however long.
+    let share = camel_word_share(v);
+    let random_case = v.len() >= 8 && share.is_some_and(|w| 2 * w < v.len());
+    let compound = share.is_some_and(|w| 3 * w >= 2 * v.len());
+    if v.len() < min
+        || identifier_like(v) && (v.len() < 20 && !random_case || compound)
+        || wordy(v)
+        || tech_word(v)
+        || alphabet(v)
+    {
         return false;
     }
     let letters = v.iter().any(u8::is_ascii_alphabetic);
-    (letters && (has_digit(v) || has_symbol(v))) || (v.len() >= 16 && entropy(v) >= 3.5)
+    (letters && (has_digit(v) || has_symbol(v))) || (v.len() >= 16 && entropy(v) >= 3.5) || random_case
+}
+
+/// How many letters of `v`, ASCII letters of both cases alone, stand in words when it is split
+/// as camelCase is (`XMLHttpRequest`: `XML`, `Http`, `Request`; a capital run's last letter starts
+/// the word its lowercase letters end): a word is two or more lowercase letters, after a capital
+/// or not, with a vowel (`y` counts). `None` for anything else. Identifiers are words run
+/// together; random letters (`ImOIVBfPhQYm`: `Im`, `OIV`, `Bf`, `Ph`, `QY`, `m`) change case
+/// every other letter or so, and their lowercase runs are short or have no vowel.
+fn camel_word_share(v: &[u8]) -> Option<usize> {
+    if v.is_empty() || !v.iter().all(u8::is_ascii_alphabetic) || !mixed_case(v) {
+        return None;
+    }
+    let vowel = |b: &u8| matches!(b.to_ascii_lowercase(), b'a' | b'e' | b'i' | b'o' | b'u' | b'y');
+    let mut share = 0;
+    let mut k = 0;
+    while k < v.len() {
+        let upper = run_end(v, k, |b| b.is_ascii_uppercase());
+        let lower = run_end(v, upper, |b| b.is_ascii_lowercase());
+        let start = if upper > k && lower > upper {
+            upper - 1
+        } else {
+            upper
+        };
+        if lower - upper >= 2 && v[start..lower].iter().any(vowel) {
+            share += lower - start;
+        }
+        k = lower;
+    }
+    Some(share)
+}
+
+/// Whether the text within 256 bytes of `value` holds its text again as a word of its own: a
+/// variable is defined and used, a literal is typed once.
+fn named_nearby(bytes: &[u8], start: usize, end: usize) -> bool {
+    let v = &bytes[start..end];
+    let from = start.saturating_sub(256);
+    let to = bytes.len().min(end + 256);
+    let standalone = |at: usize| {
+        (at == 0 || !is_key_byte(bytes[at - 1])) && !bytes.get(at + v.len()).is_some_and(|&b| is_key_byte(b))
+    };
+    let mut k = from;
+    while let Some(off) = bytes[k..to].windows(v.len()).position(|w| w == v) {
+        let at = k + off;
+        if at != start && standalone(at) {
+            return true;
+        }
+        k = at + 1;
+    }
+    false
+}
+
+/// Random mixed-case letters (`ImOIVBfPhQYm`), not an identifier (`getUserName`,
+/// `PasswordField`): eight or more, under half of them in words (see [`camel_word_share`]).
+fn random_letters(v: &[u8]) -> bool {
+    v.len() >= 8 && camel_word_share(v).is_some_and(|w| 2 * w < v.len())
+}
+
+/// A key path (`user:1234:profile:v2`, `session:9f3a2b:cart`, `orders#2024-05#eu`,
+/// `app.cache.ttl`): parts joined by `:`, `/`, `#` or `|` (or by `.` where none of those
+/// stands: `rate:203.0.113.7:minute` holds an address), at least half of them words (letters,
+/// `_`, `-`), the others short ids (twelve bytes at most, a UUID, a number, an address or a
+/// date). What a weak key word (`cache key:`) names there is an entry of a store; a random
+/// part of its own is a secret's.
+fn key_path(v: &[u8]) -> bool {
+    let outer = |b: &u8| matches!(b, b':' | b'/' | b'#' | b'|');
+    let dotted = !v.iter().any(outer);
+    let (mut parts, mut words) = (0usize, 0usize);
+    for part in v.split(|b| outer(b) || dotted && *b == b'.') {
+        if part.is_empty() {
+            continue;
+        }
+        parts += 1;
+        let letters = part.iter().filter(|b| b.is_ascii_alphabetic()).count();
+        let word = letters >= 3
+            && part
+                .iter()
+                .all(|&b| b.is_ascii_alphabetic() || matches!(b, b'_' | b'-'))
+            && !random_letters(part);
+        if word {
+            words += 1;
+        } else if part.len() > 12 && !uuid(part) && !numeric_like(part) {
+            return false;
+        }
+    }
+    parts >= 2 && 2 * words >= parts
+}
+
+/// A hex digest's length in one case (an MD5, a SHA-1, a SHA-224, a SHA-256, a SHA-384, a
+/// SHA-512): after a bare `key` word (`cache key:`, `md5 key`), an entry's hash or an object's
+/// id; a key word with a qualifier (`master key:`, `secret key:`) holds a key.
+fn hex_digest(v: &[u8]) -> bool {
+    matches!(v.len(), 32 | 40 | 56 | 64 | 96 | 128)
+        && v.iter().all(u8::is_ascii_hexdigit)
+        && !(v.iter().any(u8::is_ascii_uppercase) && v.iter().any(u8::is_ascii_lowercase))
+}
+
+/// `key` alone, or after a word naming what a store or an index keys its entries by
+/// (`cache_key`, `partitionKey`, `etag-key`, `cache key`); `before` is the text before the key
+/// (a qualifier written with a space stands there). `Subscription-Key`, `license_key`,
+/// `lemlist key` and `api key` name credentials.
+fn bare_key_word(before: &[u8], key: &[u8]) -> bool {
+    const INDEX: Words = words_of!(
+        b"cache redis memcache memcached partition sort range row primary foreign hash md5 sha1 \
+        sha256 etag idempotency dedup lookup object map dict index the a an this that same its each"
+    );
+    if key.len() < 3 || !key[key.len() - 3..].eq_ignore_ascii_case(b"key") {
+        return false;
+    }
+    let index = |w: &[u8]| INDEX.iter().any(|x| w.eq_ignore_ascii_case(x));
+    let head = trim_end_of(&key[..key.len() - 3], |b| matches!(b, b'_' | b'-' | b'.'));
+    if !head.is_empty() {
+        return index(head);
+    }
+    let spaced = trim_end_of(before, |b| b == b' ' || b == b'\t');
+    let word = &spaced[spaced.len()
+        - spaced
+            .iter()
+            .rev()
+            .take_while(|b| b.is_ascii_alphanumeric())
+            .count()..];
+    spaced.len() == before.len() || word.is_empty() || index(word)
+}
+
+/// The text before `key` when `key` is a part of `bytes` (a key the scan read), else nothing.
+fn text_before<'b>(bytes: &'b [u8], key: &[u8]) -> &'b [u8] {
+    if bytes.as_ptr_range().contains(&key.as_ptr()) {
+        let at = key.as_ptr() as usize - bytes.as_ptr() as usize;
+        &bytes[line_start_of(bytes, at)..at]
+    } else {
+        &[]
+    }
+}
+
+/// A cookie (`Set-Cookie: lang=en-US`, `Cookie: consent=accepted`) whose value is plain: a
+/// setting, a locale, a choice; in a quoted header (`"theme=dark; path=/"`) every pair is. A
+/// cookie named for a session or a credential (`session`, `connect.sid`, `PHPSESSID`,
+/// `auth_token`, `remember_me`) holds one whatever it looks like; any other holds a secret only
+/// when its value looks generated (`uid=q8f3kz0v9w2m…`).
+fn plain_cookie(v: &[u8], key: &[u8]) -> bool {
+    let plain_pair = |pair: &[u8]| {
+        let pair = trim_ascii(pair);
+        let Some(eq) = pair.iter().position(|&b| b == b'=') else {
+            // An attribute alone (`HttpOnly`, `Secure`).
+            return pair.iter().all(u8::is_ascii_alphabetic);
+        };
+        let value = &pair[eq + 1..];
+        let value = value.strip_prefix(b"\"").unwrap_or(value);
+        let value = value.strip_suffix(b"\"").unwrap_or(value);
+        plain_cookie_pair(&pair[..eq], value)
+    };
+    contains_ci(key, b"cookie") && v.contains(&b'=') && v.split(|&b| b == b';').all(plain_pair)
+}
+
+/// A cookie's `name` and `value` that hold no secret (see [`plain_cookie`]).
+fn plain_cookie_pair(name: &[u8], value: &[u8]) -> bool {
+    const SESSION: &[&[u8]] = &[
+        b"sess",
+        b"auth",
+        b"token",
+        b"jwt",
+        b"login",
+        b"remember",
+        b"secret",
+        b"cred",
+        b"csrf",
+        b"xsrf",
+    ];
+    let session = SESSION.iter().any(|w| contains_ci(name, w))
+        || name
+            .split(|&b| matches!(b, b'_' | b'-' | b'.'))
+            .any(|part| part.len() >= 3 && part[part.len() - 3..].eq_ignore_ascii_case(b"sid"));
+    !name.is_empty()
+        && name
+            .iter()
+            .all(|&b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
+        && !session
+        && !looks_random(value, 8)
+        && (value.len() < 16 || entropy(value) < 3.0)
 }
 
 /// Mostly capitalised words run together (`ThisIsNotAHash…`): at least two thirds of `v` are
@@ -4289,7 +4733,12 @@ fn line_tokens(line: &[u8], start: usize, found: &mut Vec<Finding>) {
             !(matches!(c, b'/' | b'@' | b'(' | b'[')
                 || *c == b'.' && line.get(te + 1).is_some_and(u8::is_ascii_alphanumeric))
         });
-        if before_ok && after_ok && generated_token(&line[t..te]) && !named_id(&line[..t]) {
+        if before_ok
+            && after_ok
+            && generated_token(&line[t..te])
+            && !named_id(&line[..t])
+            && !digest_after_key_word(&line[..t], &line[t..te])
+        {
             found.push(Finding {
                 kind: SecretKind::Prose,
                 start: start + t,
@@ -4298,6 +4747,34 @@ fn line_tokens(line: &[u8], start: usize, found: &mut Vec<Finding>) {
         }
         t = te;
     }
+}
+
+/// Whether the command after the last pipe of `line` (which ends at a flag) is one that reads a
+/// password from stdin with that flag: `sudo` (`-S`, `--stdin`) or `passwd` (`--stdin`).
+fn piped_to_password_reader(line: &[u8]) -> bool {
+    let Some(pipe) = line.iter().rposition(|&b| b == b'|') else {
+        return false;
+    };
+    let command = trim_ascii(&line[pipe + 1..]);
+    let word = &command[..run_end(command, 0, |b| b.is_ascii_alphanumeric())];
+    word.eq_ignore_ascii_case(b"sudo") || word.eq_ignore_ascii_case(b"passwd")
+}
+
+/// A hex digest right after a bare `key` word (`cache key: <md5>`, `etag key <sha1>`): the key's
+/// own value, which the key rules judged (a digest is an entry's name there), not a token on a
+/// line about keys.
+fn digest_after_key_word(before: &[u8], token: &[u8]) -> bool {
+    let head = trim_end_of(before, |b| matches!(b, b' ' | b'\t' | b':' | b'=' | b'"' | b'\''));
+    let at = head.len()
+        - head
+            .iter()
+            .rev()
+            .take_while(|b| b.is_ascii_alphanumeric() || **b == b'_')
+            .count();
+    let word = &head[at..];
+    hex_digest(token)
+        && bare_key_word(&head[..at], word)
+        && secret_word(word).is_some_and(|w| w.strength == Strength::Weak)
 }
 
 /// An id the word before a token names (`request 01HZX3…`, `trace-id: …`, `build …`), `before`
@@ -4802,7 +5279,13 @@ fn code_continuation(v: &[u8]) -> bool {
         || v.starts_with(b"#{")
         || v.starts_with(b"&lt;")
         || v.starts_with(b"arn:")
-        || matches!(v.first(), Some(b'+' | b'.' | b',')) && v.get(1).is_some_and(operand)
+        || matches!(v.first(), Some(b'+' | b'.' | b',')) && v.get(1).is_some_and(operand) && !base64_key(v)
+}
+
+/// One base64 run of 16 or more with a digit (`+grqXYZ40BXQaeH9…==`): a key that starts with
+/// `+`, not `+` joining code to a string.
+fn base64_key(v: &[u8]) -> bool {
+    v.len() >= 16 && v.iter().all(|&b| b64(b)) && has_digit(v)
 }
 
 /// A value in a second pair of quotes that is itself a slot (`"'$PRECOMPILE_PASSWORD'"`,
@@ -7998,5 +8481,264 @@ mod tests {
             "token_expiry = 1700000000000000000",
             "max_tokens = 1000000000000000000",
         ]);
+    }
+
+    #[test]
+    fn a_weak_keys_identifier_or_key_path_is_a_name() {
+        assert_clean(&[
+            "cache key: user:1234:profile:v2",
+            "redis key: session:9f3a2b:cart",
+            "key: someVeryLongCamelCaseIdentifierName",
+            "key: SomeConfigurationValueForTheService",
+            "hash key: userIdTimestampComposite",
+            "key: tenant/42/settings/theme",
+            "the memcached key: catalog:item:88231:price",
+            "partition key: orders#2024-05#eu-west",
+            "sort key: createdAt#order:7731",
+            r#"redis key = "rate_limit:api:203.0.113.7:minute""#,
+            "key: ShoppingCartCheckoutSessionState",
+            "primary key: OrderLineItemIdentifier",
+        ]);
+        // Generated, however it is written, it is still a key.
+        assert_eq!(
+            spans("key: Xk9mQ2zLp4RtWq8eYt5u7vB3nM6c"),
+            ["Xk9mQ2zLp4RtWq8eYt5u7vB3nM6c"]
+        );
+        assert_eq!(
+            spans("cache key: Zr8Qm2Lx9Tp4Wv7Nc3Kb6Hd1Fg5J"),
+            ["Zr8Qm2Lx9Tp4Wv7Nc3Kb6Hd1Fg5J"]
+        );
+        assert_eq!(
+            spans("key: abc:Zr8Qm2Lx9Tp4Wv7Nc3Kb6Hd1Fg5J"),
+            ["abc:Zr8Qm2Lx9Tp4Wv7Nc3Kb6Hd1Fg5J"]
+        );
+        assert!(find_secret("key: hTqPwZmXvKcRbNfLgYdJsAeUoWiQ").is_some());
+    }
+
+    #[test]
+    fn a_cookies_plain_value_is_a_setting_and_a_generated_one_a_session() {
+        assert_clean(&[
+            "Set-Cookie: lang=en-US; Path=/",
+            "cookie: consent=accepted",
+            "Set-Cookie: theme=dark; Path=/; SameSite=Lax",
+            "Set-Cookie: locale=fr-FR; Path=/; Secure",
+            "Cookie: currency=EUR",
+            "set-cookie: sidebar=collapsed; Max-Age=31536000",
+            "Cookie: tz=Europe/Berlin",
+            "request had Cookie: view=grid; density=compact",
+            r#"document.cookie = "theme=dark; path=/";"#,
+            r#""cookie": "lang=en-US; consent=yes""#,
+            "curl -b 'lang=en; theme=dark' https://example.com",
+            "curl -b cookies.txt https://example.com",
+        ]);
+        assert_eq!(
+            spans(r#"curl -s -b "sid=Zr8Qm2Lx9Tp4Wv7Nc3Kb6Hd1; lang=en" https://example.com"#),
+            ["Zr8Qm2Lx9Tp4Wv7Nc3Kb6Hd1"]
+        );
+        assert!(find_secret(r#""cookie": "lang=en-US; session=Zr8Qm2Lx9Tp4Wv7Nc3Kb6Hd1""#).is_some());
+        assert_eq!(
+            spans(r#"requests.get(url, cookies={"lang": "en", "session": "Zr8Qm2Lx9Tp4Wv7Nc3Kb6Hd1"})"#),
+            ["Zr8Qm2Lx9Tp4Wv7Nc3Kb6Hd1"]
+        );
+        assert_clean(&[
+            r#"requests.get(url, cookies={"lang": "en-US", "theme": "dark"})"#,
+            r#"cookies = {"session": session_id}"#,
+        ]);
+        assert!(find_secret("Cookie: sessionid=q8f3kz0v9w2mx7pl4rt6yb1nc5").is_some());
+        assert!(find_secret("Set-Cookie: PHPSESSID=el4ukv0kqbvoirg7nkp4dncpk3; path=/").is_some());
+        assert!(
+            find_secret(
+                "Set-Cookie: connect.sid=s%3AqW9xL2mT8vR4nK7pZ1cY5bH3.Fj6dG0sA9eU2iO8wQ4rT7yN1mK5lP3; Path=/; HttpOnly"
+            )
+            .is_some()
+        );
+        // A session among plain cookies is found, and only it is redacted.
+        assert_eq!(
+            spans("Cookie: theme=dark; session=Zr8Qm2Lx9Tp4Wv7Nc3Kb6Hd1; lang=de"),
+            ["Zr8Qm2Lx9Tp4Wv7Nc3Kb6Hd1"]
+        );
+    }
+
+    #[test]
+    fn a_vendors_documented_emulator_and_example_keys_are_no_secret() {
+        const AZURITE: &str =
+            "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==";
+        assert_clean(&[
+            &format!("AccountName=devstoreaccount1;AccountKey={AZURITE}"),
+            &format!(
+                "DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey={AZURITE};BlobEndpoint=http://127.0.0.1:10000/devstoreaccount1;"
+            ),
+            &format!("AZURE_STORAGE_KEY={AZURITE}"),
+            &format!(r#"azurite account key is "{AZURITE}""#),
+            "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+            "export AWS_ACCESS_KEY_ID=AKIAIOSFODNN7EXAMPLE",
+        ]);
+        // One character off, or another account's key, is a key like any other.
+        let changed = AZURITE.replace("GMGw==", "GMGx==");
+        assert!(find_secret(&format!("AccountKey={changed}")).is_some());
+        assert!(
+            find_secret(
+                "AccountName=prod;AccountKey=Qm7vT2xL9pR4wK8zN3cY6bH1fJ5dG0sA9eU2iO8wQ4rT7yN1mK5lP3zX6cV0bB9qW2eR4tY6uI8oP0aS1dF3gH5jK7lZ9xC=="
+            )
+            .is_some()
+        );
+    }
+
+    #[test]
+    fn random_mixed_case_letters_are_a_password_and_words_run_together_are_names() {
+        for text in [
+            r#"config.setPassword("ImOIVBfPhQYm");"#,
+            r#"conn.set_password("ImOIVBfPhQYm")"#,
+            r#"props.put("password", "ImOIVBfPhQYm");"#,
+            r#"System.setProperty("javax.net.ssl.keyStorePassword", "ImOIVBfPhQYm");"#,
+            r#"auth = HTTPBasicAuth("deploy", "ImOIVBfPhQYm")"#,
+            r#"ds.setPassword("qWeRtYzXmKpL");"#,
+            r#"client.set_password("TbHvQkRmWxZn")"#,
+            r#"settings.put("db.password", "GhJkLzXcVbNm");"#,
+            r#"requests.get(url, auth=HTTPBasicAuth("svc", "PqRsTuVwXyZa"))"#,
+            r#"props.setProperty("mail.smtp.password", "NdFgHjKlQwEr");"#,
+        ] {
+            let value = text.split('"').rev().nth(1).unwrap();
+            assert_eq!(spans(text), [value], "{text}");
+        }
+        assert_clean(&[
+            "config.setPassword(password);",
+            "config.setPassword(getPassword());",
+            r#"props.put("password", pwd);"#,
+            r#"props.setProperty("password", "PasswordField");"#,
+            r#"builder.setPassword("DefaultPassword")"#,
+            r#"settings.put("db.password", "ChangeMePlease");"#,
+            r#"auth = HTTPBasicAuth("deploy", "XMLHttpRequest")"#,
+            // Unquoted in code, a name code goes on after or uses again is a variable.
+            "password = rndPwdStr;",
+            "password = rndPwdStr\nconnect(user, rndPwdStr)",
+        ]);
+        assert_eq!(spans("password: KqWzRtYhNbVm"), ["KqWzRtYhNbVm"]);
+    }
+
+    #[test]
+    fn a_letters_only_password_in_prose_or_piped_to_a_login_is_found() {
+        assert_eq!(
+            spans("the staging db password is ImOIVBfPhQYm, can you connect?"),
+            ["ImOIVBfPhQYm"]
+        );
+        assert_eq!(
+            spans("the prod redis password is TbHvQkRmWxZn, rotate it tomorrow"),
+            ["TbHvQkRmWxZn"]
+        );
+        assert_eq!(spans("密码：ImOIVBfPhQYm"), ["ImOIVBfPhQYm"]);
+        assert_eq!(spans("密码: qWeRtYzXmKpL"), ["qWeRtYzXmKpL"]);
+        assert_eq!(
+            spans(r#"echo "Xk29fLmQp3" | docker login --username deploy --password-stdin"#),
+            ["Xk29fLmQp3"]
+        );
+        assert_eq!(
+            spans("echo 'Qm7vT2xL9p' | docker login ghcr.io -u bot --password-stdin"),
+            ["Qm7vT2xL9p"]
+        );
+        assert_eq!(
+            spans(r#"printf '%s' "Zr8Qm2Lx9Tp4" | podman login --username ci --password-stdin quay.io"#),
+            ["Zr8Qm2Lx9Tp4"]
+        );
+        assert_eq!(
+            spans(r#"docker login -u ci --password-stdin <<< "Hq7vLm2Rx9""#),
+            ["Hq7vLm2Rx9"]
+        );
+        assert_eq!(
+            spans(r#"ConvertTo-SecureString "Xk29fLmQp3" -AsPlainText -Force"#),
+            ["Xk29fLmQp3"]
+        );
+        assert_eq!(
+            spans("$secure = ConvertTo-SecureString 'Hq7!vLm2Rx' -AsPlainText -Force"),
+            ["Hq7!vLm2Rx"]
+        );
+        assert_eq!(
+            spans(r#"convertto-securestring -String "Pw9zKq4Lx2" -AsPlainText -Force"#),
+            ["Pw9zKq4Lx2"]
+        );
+        assert_eq!(
+            spans("$ echo KqWzRtYhNbVm | sudo -S systemctl restart nginx"),
+            ["KqWzRtYhNbVm"]
+        );
+        assert_eq!(
+            spans(r#"echo "Hq7vLm2Rx9" | passwd --stdin deploy"#),
+            ["Hq7vLm2Rx9"]
+        );
+        assert_clean(&[
+            "echo $PW | sudo -S true",
+            "cat pw.txt | sudo -S ls",
+            r#"echo "Hq7vLm2Rx9" | ssh -S /tmp/sock host"#,
+            r#"echo "$REGISTRY_TOKEN" | docker login ghcr.io -u bot --password-stdin"#,
+            "cat token.txt | docker login --username deploy --password-stdin",
+            "aws ecr get-login-password | docker login --username AWS --password-stdin 1234.dkr.ecr.aws",
+            "ConvertTo-SecureString $plain -AsPlainText -Force",
+            "ConvertTo-SecureString -String $env:DB_PASS -AsPlainText -Force",
+            "ConvertTo-SecureString (Get-Content .\\pw.txt) -AsPlainText -Force",
+            r#"ConvertTo-SecureString "Xk29fLmQp3""#,
+            "the prod redis password is RotatedWeekly, ask ops",
+            r#"echo "Xk29fLmQp3" | grep Xk"#,
+        ]);
+    }
+
+    #[test]
+    fn a_digest_after_a_bare_key_word_is_an_entry_and_after_a_qualified_one_a_key() {
+        for text in [
+            "master key: 4b9e07c2d15a8f36e7019bd42c5fa863",
+            "encryption key: 9d2c4f71a08e3b56c7e1904fd2b8a635",
+            "signing key = 0f7a3e91c52bd6480e1f7c93a25bd064",
+            "private key: c81f04a9e7d23b65f0a19c4e8d72b360",
+            "secret key: 6e0b9d3a7f12c845e9d03a6b1f7c2e48",
+            "Ocp-Apim-Subscription-Key: 06b2852c5de0abe82ca2121c21140e91",
+            "the lemlist key 24203d9f149dd02d1d944ee799cfb57e stopped working",
+        ] {
+            assert!(find_secret(text).is_some(), "{text}");
+        }
+        assert_clean(&[
+            "cache key: 4b9e07c2d15a8f36e7019bd42c5fa863",
+            "key: 9d2c4f71a08e3b56c7e1904fd2b8a635",
+            "md5 key: 0f7a3e91c52bd6480e1f7c93a25bd064",
+            "etag key c81f04a9e7d23b65f0a19c4e8d72b360",
+            "object key: 6e0b9d3a7f12c845e9d03a6b1f7c2e48",
+            "cache_key = 2fd4e1c67a2d28fced849ee1bb76e7391b93eb12",
+        ]);
+    }
+
+    #[test]
+    fn a_base64_key_may_start_with_a_plus() {
+        assert_eq!(
+            spans(
+                "AccountName=prod;AccountKey=+grqXYZ40BXQaeH9aAJ0M1M++388u7C3e+s8BvfGGMl5CoO/Iqqz1hJVRrzam/WWLKFoGQFvFmLKe0/X4ageHo==;EndpointSuffix=core.windows.net"
+            ),
+            ["+grqXYZ40BXQaeH9aAJ0M1M++388u7C3e+s8BvfGGMl5CoO/Iqqz1hJVRrzam/WWLKFoGQFvFmLKe0/X4ageHo=="]
+        );
+        assert_eq!(
+            spans("DB_PASSWORD=+Vq9LmZ2xR7tK4wP8nB3"),
+            ["+Vq9LmZ2xR7tK4wP8nB3"]
+        );
+        assert_clean(&[
+            "var q = 'password = '+password;",
+            r#"msg = "token: "+tokenValue2"#,
+        ]);
+    }
+
+    #[test]
+    fn camel_word_share_tells_random_letters_from_identifiers() {
+        use super::random_letters;
+        for random in ["ImOIVBfPhQYm", "qWeRtYzXmKpL", "TbHvQkRmWxZn", "hYtReWqAsDfG"] {
+            assert!(random_letters(random.as_bytes()), "{random}");
+        }
+        for name in [
+            "getUserName",
+            "PasswordField",
+            "XMLHttpRequest",
+            "PostgreSQL",
+            "phpMyAdmin",
+            "KeePassXC",
+            "MSAppHost",
+            "userIdTimestampComposite",
+            "JavaScript",
+        ] {
+            assert!(!random_letters(name.as_bytes()), "{name}");
+        }
     }
 }

@@ -63,6 +63,17 @@ pub(crate) fn documented_example(token: &[u8]) -> bool {
     DOCUMENTED_EXAMPLES.iter().any(|e| e.as_bytes() == token)
 }
 
+/// Whether `span` starts with a documented example that ends there or before a byte no token
+/// continues with (`…GMGw==;BlobEndpoint=…` in a connection string).
+pub(crate) fn documented_example_at(span: &[u8]) -> bool {
+    DOCUMENTED_EXAMPLES.iter().any(|e| {
+        span.starts_with(e.as_bytes())
+            && span.get(e.len()).is_none_or(|&b| {
+                !(b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'=' | b'_' | b'-'))
+            })
+    })
+}
+
 /// The provider names the keyword rules report, sorted and each once (for the documented counts).
 #[must_use]
 pub fn keyword_providers() -> Vec<&'static str> {
