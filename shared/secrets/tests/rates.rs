@@ -25,6 +25,7 @@ const FLOORS: &[(&str, f64, f64)] = &[
     ("detect-secrets", 74.8, 7.1),
     ("noseyparker", 89.8, 1.4),
     ("secretlint", 97.3, 0.0),
+    ("kingfisher", 78.3, 14.4),
 ];
 
 /// What each source is, for the table.
@@ -50,6 +51,10 @@ const LABELS: &[(&str, &str)] = &[
     (
         "trufflehog",
         "trufflehog's detector pattern tests in eighteen more prompt shapes (credentials only)",
+    ),
+    (
+        "kingfisher",
+        "Kingfisher's rule examples in seven prompt shapes (three new: a log line, a chat message, a YAML block)",
     ),
 ];
 
