@@ -1174,8 +1174,11 @@ impl<'t> Scan<'t> {
         if key.eq_ignore_ascii_case(b"key") && public_word_before(bytes, i) {
             return;
         }
-        if keyword_value_may_follow(bytes, kend) {
-            self.keyword_value_at(kend, key, false);
+        // `pdfshift ACCESS …`, `upcdatabase access key: …`: words that name the credential stand
+        // between the provider's word and its value.
+        let vend = credential_words_end(bytes, kend);
+        if keyword_value_may_follow(bytes, vend) {
+            self.keyword_value_at(vend, key, false);
         }
         if held & KEY_DASH != 0 {
             self.glued_keyword_value(i, kend, key);
@@ -1304,17 +1307,27 @@ impl<'t> Scan<'t> {
     /// that provider's shape exactly and looks generated, as after any other separator. A hex
     /// suffix is a build's or a commit's (`agora-4f3c…`), not read here.
     fn glued_keyword_value(&mut self, i: usize, kend: usize, key: &[u8]) {
-        let Some(d) = key.iter().position(|&b| b == b'-') else {
+        let Some(mut d) = key.iter().position(|&b| b == b'-') else {
             return;
         };
-        let (word, token) = (&key[..d], &key[d + 1..]);
+        let word = &key[..d];
+        // Words naming the credential may follow, glued by dashes too (`prospect-secret-…`,
+        // `hellosign-PRIVATE-key-…`, `buttercmsPRIVATEkey-…`); then a hex value is the secret.
+        let mut named = credential_word_tail(word);
+        while let Some(e) = key[d + 1..].iter().position(|&b| b == b'-')
+            && credential_word(&key[d + 1..d + 1 + e])
+        {
+            d += 1 + e;
+            named = true;
+        }
+        let token = &key[d + 1..];
         if word.len() >= 3
             && token.len() >= 16
             && has_digit(token)
             && token.iter().any(u8::is_ascii_alphabetic)
             && entropy(token) >= 3.0
             && !is_placeholder(token)
-            && !token.iter().all(u8::is_ascii_hexdigit)
+            && (named || !token.iter().all(u8::is_ascii_hexdigit))
             && !token_continues_at(self.text, kend)
             && let Some(name) = rules::keyword_match(word, token)
         {
@@ -2802,6 +2815,49 @@ fn keyword_value_may_follow(bytes: &[u8], kend: usize) -> bool {
         }
     }
     run_end_max(bytes, r, 16, |b| KEYWORD_TOKEN[usize::from(b)]) - kend >= 16
+}
+
+/// Words that name a credential without naming a provider (`ACCESS`, `secret_key`, `apiToken`,
+/// `PRIVATEkey`): each segment of `w` is made of these alone.
+fn credential_word(w: &[u8]) -> bool {
+    const WORDS: &[&[u8]] = &[
+        b"access", b"secret", b"private", b"token", b"apikey", b"api", b"key", b"auth",
+    ];
+    fn made_of(seg: &[u8]) -> bool {
+        seg.is_empty()
+            || WORDS.iter().any(|w| {
+                seg.len() >= w.len() && seg[..w.len()].eq_ignore_ascii_case(w) && made_of(&seg[w.len()..])
+            })
+    }
+    !w.is_empty() && w.len() <= 32 && w.split(|&b| matches!(b, b'_' | b'-' | b'.')).all(made_of)
+}
+
+/// Whether a provider's key ends in words naming the credential (`buttercmsPRIVATEkey`,
+/// `datadog_secrettoken`): its last segment, or its last CamelCase or capitalised run.
+fn credential_word_tail(key: &[u8]) -> bool {
+    let last = key.rsplit(|&b| matches!(b, b'_' | b'.')).next().unwrap_or(key);
+    (1..last.len()).any(|k| {
+        let (a, b) = (last[k - 1], last[k]);
+        a.is_ascii_lowercase() && b.is_ascii_uppercase() && credential_word(&last[k..])
+    }) || last.len() < key.len() && credential_word(last)
+}
+
+/// Past up to three words that name a credential after a key ending at `kend`, each after blanks
+/// (`pdfshift ACCESS …`, `eventbrite private access key …`); `kend` itself when none follows.
+fn credential_words_end(bytes: &[u8], kend: usize) -> usize {
+    let mut end = kend;
+    for _ in 0..3 {
+        let start = skip_blank(bytes, end);
+        if start == end {
+            break;
+        }
+        let e = run_end_max(bytes, start, 33, |b| KEY_CLASS[usize::from(b)] != 0);
+        if !credential_word(&bytes[start..e]) {
+            break;
+        }
+        end = e;
+    }
+    end
 }
 
 /// The bytes of a keyword's value: ASCII letters and digits and `-_+/=.~|`.
@@ -4392,6 +4448,7 @@ fn is_placeholder(v: &[u8]) -> bool {
         || placeholder_words(v)
         || fabricated(v)
         || rules::prefix_then_filler(v)
+        || rules::documented_example(v)
     {
         return true;
     }
@@ -5674,6 +5731,39 @@ mod tests {
             SecretKind::Vendor("google_api_key"),
             &["firebase: AIzaSyAnLA7NfeLquW1tJFpx_eQCxoX-oo6YyIt"],
         );
+    }
+
+    #[test]
+    fn the_rfc_example_uuid_is_no_secret_wherever_it_stands() {
+        assert_clean(&[
+            "snyk_token = 123e4567-e89b-12d3-a456-426614174000",
+            "bugsnag secret 123e4567-e89b-12d3-a456-426614174000",
+            "holidayapiKEY-123e4567-e89b-12d3-a456-426614174000",
+        ]);
+        assert_eq!(
+            spans("snyk_token = 0f3c9a71-5b2e-4d8c-a6f1-93e2b7c40d5a"),
+            ["0f3c9a71-5b2e-4d8c-a6f1-93e2b7c40d5a"]
+        );
+    }
+
+    #[test]
+    fn words_naming_the_credential_may_stand_between_a_provider_and_its_value() {
+        // Blanks between (`pdfshift ACCESS …`), or dashes glued to the value: the value counts
+        // as after the provider's word alone, and a hex value with them.
+        for text in [
+            "pdfshift ACCESS 9f71c52d839b5cd527645e42b5134f8b",
+            "nimble private access key 3mL6pHJQ7NMK3v8Z1J6n2L9F6qK2dH",
+            "prospect-secret-5f4dcc3b5aa765d61d8327deb882cf91",
+            "buttercmsPRIVATEkey-ab8f9c72ca483c3b6c3d4e6e8f9284ab56cd78f0",
+        ] {
+            assert!(find_secret(text).is_some(), "{text}");
+        }
+        assert_clean(&[
+            // Another word, or a hex suffix with no word naming a credential: a build's.
+            "pdfshift version 9f71c52d839b5cd527645e42b5134f8b",
+            "prospect-4d9f1e2b6ac3fd80e162b12f8a9c45f1",
+            "pdfshift ACCESS 00000000000000000000000000000000",
+        ]);
     }
 
     #[test]
