@@ -25,7 +25,7 @@ const FLOORS: &[(&str, f64, f64)] = &[
     ("detect-secrets", 74.8, 7.1),
     ("noseyparker", 89.8, 1.4),
     ("secretlint", 97.3, 0.0),
-    ("kingfisher", 91.5, 1.5),
+    ("kingfisher", 92.4, 1.5),
 ];
 
 /// What each source is, for the table.
