@@ -244,14 +244,19 @@ pub struct Finding {
 /// rule names the merged span).
 #[must_use]
 pub fn findings(text: &str) -> Vec<Finding> {
-    let mut scan = Scan::new(text);
-    scan.run();
-    let name_words = scan.names_listed.then_some(scan.name_words);
-    let mut found = scan.found;
-    found.sort_by_key(|f| (f.start, f.kind.rank()));
-    if same_line_tokens(text.as_bytes(), &mut found, name_words.as_deref()) {
-        found.sort_by_key(|f| (f.start, f.kind.rank()));
-    }
+    // Text escaped for JSON or a log (`\"api_key\": \"…\"`, `…\nTOKEN=…`) is read unescaped,
+    // as its writer meant it, and what is found there is mapped back onto the escaped bytes.
+    let found = match unescaped(text) {
+        Some((plain, at)) => scan_text(&plain)
+            .into_iter()
+            .map(|f| Finding {
+                kind: f.kind,
+                start: at[f.start],
+                end: at[f.end],
+            })
+            .collect(),
+        None => scan_text(text),
+    };
     let mut merged: Vec<Finding> = Vec::with_capacity(found.len());
     for f in found {
         match merged.last_mut() {
@@ -265,6 +270,115 @@ pub fn findings(text: &str) -> Vec<Finding> {
         }
     }
     merged
+}
+
+/// One scan of `text`: its findings sorted by start, not merged.
+fn scan_text(text: &str) -> Vec<Finding> {
+    let mut scan = Scan::new(text);
+    scan.run();
+    let name_words = scan.names_listed.then_some(scan.name_words);
+    let mut found = scan.found;
+    found.sort_by_key(|f| (f.start, f.kind.rank()));
+    if same_line_tokens(text.as_bytes(), &mut found, name_words.as_deref()) {
+        found.sort_by_key(|f| (f.start, f.kind.rank()));
+    }
+    found
+}
+
+/// `text` with the escapes inside its double-quoted strings decoded as JSON's (`\n`, `\r`, `\t`,
+/// `\"`, `\'`, `\\`, `\/`, `\uXXXX`), and for each of its bytes and its end the offset in `text` it
+/// came from; `None` when no string holds an escape (most prompts: one search for a backslash).
+/// Outside strings a backslash is text (`\\nas\backup`, `C:\new`).
+fn unescaped(text: &str) -> Option<(String, Vec<usize>)> {
+    let bytes = text.as_bytes();
+    bytes.iter().position(|&b| b == b'\\')?;
+    // The strings on one line each, `[open, close]`, and whether each holds an escape and an
+    // escaped line break or quote: such a string quotes a document (a prompt, a file, a log),
+    // and its quotes become line breaks, so its first and last lines read as lines.
+    let mut strings: Vec<(usize, usize, bool)> = Vec::new();
+    let (mut open, mut escape, mut document, mut k) = (None, false, false, 0);
+    while k < bytes.len() {
+        match bytes[k] {
+            b'\\' if open.is_some() => {
+                escape = true;
+                document |= matches!(bytes.get(k + 1), Some(b'n' | b'"'));
+                k += 1;
+            }
+            b'"' => match open.take() {
+                Some(o) if escape => strings.push((o, k, document)),
+                Some(_) => {}
+                None => (open, escape, document) = (Some(k), false, false),
+            },
+            b'\n' => open = None,
+            _ => {}
+        }
+        k += 1;
+    }
+    if strings.is_empty() {
+        return None;
+    }
+    let mut plain = Vec::with_capacity(bytes.len());
+    let mut at = Vec::with_capacity(bytes.len() + 1);
+    let mut string = strings.iter().peekable();
+    let mut k = 0;
+    while k < bytes.len() {
+        while string.next_if(|&&(_, close, _)| close < k).is_some() {}
+        let (inside, quote) = match string.peek() {
+            Some(&&(o, c, doc)) if o <= k && k <= c => (o < k && k < c, doc && (k == o || k == c)),
+            _ => (false, false),
+        };
+        if quote {
+            plain.push(b'\n');
+            at.push(k);
+            k += 1;
+            continue;
+        }
+        // `\u00e9`, `\ud83d\ude00`: JSON's escape of any other character.
+        if let Some((c, len)) = unicode_escape(bytes, k).filter(|_| inside) {
+            let mut utf8 = [0u8; 4];
+            for &b in c.encode_utf8(&mut utf8).as_bytes() {
+                plain.push(b);
+                at.push(k);
+            }
+            k += len;
+            continue;
+        }
+        let decoded = match (bytes[k], bytes.get(k + 1)) {
+            _ if !inside => None,
+            (b'\\', Some(b'n')) => Some(b'\n'),
+            (b'\\', Some(b'r')) => Some(b'\r'),
+            (b'\\', Some(b't')) => Some(b'\t'),
+            (b'\\', Some(&c @ (b'"' | b'\'' | b'\\' | b'/'))) => Some(c),
+            _ => None,
+        };
+        at.push(k);
+        if let Some(c) = decoded {
+            plain.push(c);
+            k += 2;
+        } else {
+            plain.push(bytes[k]);
+            k += 1;
+        }
+    }
+    at.push(bytes.len());
+    // Escapes decode to whole characters and every other byte is copied: still UTF-8.
+    String::from_utf8(plain).ok().map(|p| (p, at))
+}
+
+/// The character a JSON `\uXXXX` escape at `k` stands for (a surrogate pair read as one), and
+/// the escape's length.
+fn unicode_escape(bytes: &[u8], k: usize) -> Option<(char, usize)> {
+    let unit = |k: usize| {
+        let hex = bytes.get(k..k + 6).filter(|h| h.starts_with(b"\\u"))?;
+        u32::from_str_radix(std::str::from_utf8(&hex[2..]).ok()?, 16).ok()
+    };
+    let high = unit(k)?;
+    if (0xD800..0xDC00).contains(&high) {
+        let low = unit(k + 6).filter(|l| (0xDC00..0xE000).contains(l))?;
+        let c = char::from_u32(0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00))?;
+        return Some((c, 12));
+    }
+    Some((char::from_u32(high)?, 6))
 }
 
 /// The highest-priority rule (in [`SecretKind`] declaration order) that matches anywhere in `text`.
@@ -5731,6 +5845,29 @@ mod tests {
             SecretKind::Vendor("google_api_key"),
             &["firebase: AIzaSyAnLA7NfeLquW1tJFpx_eQCxoX-oo6YyIt"],
         );
+    }
+
+    #[test]
+    fn text_escaped_for_json_is_read_as_its_writer_meant_it() {
+        // A document in a JSON string: its lines, its quotes and its `\u` escapes, and the span
+        // is the escaped text's.
+        let log = r#"{"role": "user", "content": "please check:\n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"}"#;
+        assert_eq!(spans(log), ["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"]);
+        let config =
+            r#"{"prompt": "```\n{\n  \"client_secret\": \"p8e-ibndcvsmAp9ZgPBZ606FSlYIZVlsZ-g5\"\n}"}"#;
+        assert_eq!(spans(config), ["p8e-ibndcvsmAp9ZgPBZ606FSlYIZVlsZ-g5"]);
+        let unicode = r#"{"prompt": "\u5bc6\u7801\uff1aTQjz2PL0TqOVVB\uff0c\u5e2e\u6211\u770b\u770b"}"#;
+        assert_eq!(spans(unicode), ["TQjz2PL0TqOVVB"]);
+        let (redacted, _) = redact(config);
+        assert!(
+            redacted.contains(r#"\"client_secret\": \"[REDACTED:"#),
+            "{redacted}"
+        );
+        assert_clean(&[
+            r#"{"prompt": "Passwort: \u00e4ndern, dann neu anmelden"}"#,
+            r#"{"prompt": "let apiKey = settings.apiKey ?? ProcessInfo.processInfo.environment[\"API_KEY\"]"}"#,
+            r#"{"log": "token refreshed\n  expires_in: 3600\n  token_type: \"Bearer\""}"#,
+        ]);
     }
 
     #[test]
