@@ -3866,7 +3866,7 @@ fn config_literal(bytes: &[u8], value: &Value, key: &[u8]) -> bool {
     let v = value.text(bytes);
     // A `;` after it makes the line code, where a bare word names a variable or a constant
     // (`password = decoded;`): only a line that ends with the word itself is a config literal.
-    let after = skip_blank(bytes, value.raw_end);
+    let after = skip_blank(bytes, string_close_end(bytes, value.raw_end));
     let ends = matches!(bytes.get(after), None | Some(b'\n' | b'\r'));
     if value.quoted
         || !ends
@@ -4135,12 +4135,30 @@ fn prose_word(bytes: &[u8], value: &Value) -> bool {
         .iter()
         .position(|&b| b == b'=')
         .is_some_and(|eq| eq >= 3 && v[..eq].iter().all(u8::is_ascii_alphabetic));
+    let end = string_close_end(bytes, value.raw_end);
     !value.quoted
         && !named
         && (bytes
-            .get(value.raw_end)
+            .get(end)
             .is_none_or(|&b| b.is_ascii_whitespace() || matches!(b, b',' | b';'))
-            || cjk_at(bytes, value.raw_end))
+            || cjk_at(bytes, end))
+}
+
+/// Past the quote that closes a string the text sits in, and the brackets that close around it
+/// (`{"prompt": "my password is …"}`): the string's end is the text's. `pos` itself otherwise.
+fn string_close_end(bytes: &[u8], pos: usize) -> usize {
+    if !matches!(bytes.get(pos), Some(b'"' | b'\'')) {
+        return pos;
+    }
+    let end = run_end_max(bytes, pos + 1, 8, |b| matches!(b, b'}' | b']' | b')'));
+    if bytes
+        .get(end)
+        .is_none_or(|&b| b.is_ascii_whitespace() || b == b',')
+    {
+        end
+    } else {
+        pos
+    }
 }
 
 /// A random-looking word of at least `min` bytes: digits and letters mixed, or symbols, or a long
@@ -5858,6 +5876,11 @@ mod tests {
         assert_eq!(spans(config), ["p8e-ibndcvsmAp9ZgPBZ606FSlYIZVlsZ-g5"]);
         let unicode = r#"{"prompt": "\u5bc6\u7801\uff1aTQjz2PL0TqOVVB\uff0c\u5e2e\u6211\u770b\u770b"}"#;
         assert_eq!(spans(unicode), ["TQjz2PL0TqOVVB"]);
+        // A sentence that ends where the string does.
+        assert_eq!(
+            spans(r#"{"prompt": "my password is yjFcoHmQK52"}"#),
+            ["yjFcoHmQK52"]
+        );
         let (redacted, _) = redact(config);
         assert!(
             redacted.contains(r#"\"client_secret\": \"[REDACTED:"#),
@@ -5867,6 +5890,7 @@ mod tests {
             r#"{"prompt": "Passwort: \u00e4ndern, dann neu anmelden"}"#,
             r#"{"prompt": "let apiKey = settings.apiKey ?? ProcessInfo.processInfo.environment[\"API_KEY\"]"}"#,
             r#"{"log": "token refreshed\n  expires_in: 3600\n  token_type: \"Bearer\""}"#,
+            r#"{"prompt": "why is my password expired"}"#,
         ]);
     }
 
