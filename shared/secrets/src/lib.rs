@@ -291,7 +291,16 @@ fn scan_text(text: &str) -> Vec<Finding> {
 /// Outside strings a backslash is text (`\\nas\backup`, `C:\new`).
 fn unescaped(text: &str) -> Option<(String, Vec<usize>)> {
     let bytes = text.as_bytes();
-    bytes.iter().position(|&b| b == b'\\')?;
+    // Source escaped for HTML (`&quot;api_key&quot;: …`, code in `<pre><code>`): its entities
+    // are decoded and its tags are markup, read as line breaks.
+    const HTML: [&[u8]; 7] = [
+        b"&quot;", b"&#34;", b"&#39;", b"&#x27;", b"&apos;", b"<code>", b"<pre>",
+    ];
+    let html =
+        memchr::memchr2_iter(b'&', b'<', bytes).any(|k| HTML.iter().any(|e| bytes[k..].starts_with(e)));
+    if !html {
+        bytes.iter().position(|&b| b == b'\\')?;
+    }
     // The strings on one line each, `[open, close]`, and whether each holds an escape and an
     // escaped line break or quote: such a string quotes a document (a prompt, a file, a log),
     // and its quotes become line breaks, so its first and last lines read as lines.
@@ -314,7 +323,7 @@ fn unescaped(text: &str) -> Option<(String, Vec<usize>)> {
         }
         k += 1;
     }
-    if strings.is_empty() {
+    if strings.is_empty() && !html {
         return None;
     }
     let mut plain = Vec::with_capacity(bytes.len());
@@ -331,6 +340,12 @@ fn unescaped(text: &str) -> Option<(String, Vec<usize>)> {
             plain.push(b'\n');
             at.push(k);
             k += 1;
+            continue;
+        }
+        if html && let Some((b, len)) = html_markup(bytes, k) {
+            plain.push(b);
+            at.push(k);
+            k += len;
             continue;
         }
         // `\u00e9`, `\ud83d\ude00`: JSON's escape of any other character.
@@ -363,6 +378,34 @@ fn unescaped(text: &str) -> Option<(String, Vec<usize>)> {
     at.push(bytes.len());
     // Escapes decode to whole characters and every other byte is copied: still UTF-8.
     String::from_utf8(plain).ok().map(|p| (p, at))
+}
+
+/// What HTML markup at `k` reads as, and its length: an entity its character (`&quot;`, `&#39;`,
+/// `&lt;`, `&gt;`, `&amp;`), a tag (`<code>`, `</pre>`) a line break.
+fn html_markup(bytes: &[u8], k: usize) -> Option<(u8, usize)> {
+    const ENTITIES: [(&[u8], u8); 8] = [
+        (b"&quot;", b'"'),
+        (b"&#34;", b'"'),
+        (b"&#39;", b'\''),
+        (b"&#x27;", b'\''),
+        (b"&apos;", b'\''),
+        (b"&lt;", b'<'),
+        (b"&gt;", b'>'),
+        (b"&amp;", b'&'),
+    ];
+    match bytes[k] {
+        b'&' => ENTITIES
+            .iter()
+            .find(|(e, _)| bytes[k..].starts_with(e))
+            .map(|&(e, c)| (c, e.len())),
+        b'<' => {
+            let name = k + 1 + usize::from(bytes.get(k + 1) == Some(&b'/'));
+            let end = run_end_max(bytes, name, 64, |b| b != b'>' && b != b'<' && b != b'\n');
+            (bytes.get(name).is_some_and(u8::is_ascii_alphabetic) && bytes.get(end) == Some(&b'>'))
+                .then_some((b'\n', end + 1 - k))
+        }
+        _ => None,
+    }
 }
 
 /// The character a JSON `\uXXXX` escape at `k` stands for (a surrogate pair read as one), and
@@ -5892,6 +5935,19 @@ mod tests {
             r#"{"log": "token refreshed\n  expires_in: 3600\n  token_type: \"Bearer\""}"#,
             r#"{"prompt": "why is my password expired"}"#,
         ]);
+    }
+
+    #[test]
+    fn code_escaped_for_html_is_read_as_its_source() {
+        let page = "<pre><code>{\n  &quot;client_secret&quot;: &quot;p8e-ibndcvsmAp9ZgPBZ606FSlYIZVlsZ-g5&quot;\n}</code></pre>";
+        assert_eq!(spans(page), ["p8e-ibndcvsmAp9ZgPBZ606FSlYIZVlsZ-g5"]);
+        assert_clean(&[
+            // The tag around a documented example is not part of it.
+            "<pre><code>snyk_token = 123e4567-e89b-12d3-a456-426614174000</code></pre>",
+            "<pre><code>String password = &quot;password&quot;;</code></pre>",
+        ]);
+        // Markup in a prompt that is not escaped HTML is its text (an XML element's value).
+        assert_eq!(spans("<password>Qx7#vLm2!pR9</password>"), ["Qx7#vLm2!pR9"]);
     }
 
     #[test]
