@@ -244,8 +244,9 @@ pub struct Finding {
 /// rule names the merged span).
 #[must_use]
 pub fn findings(text: &str) -> Vec<Finding> {
-    // Text escaped for JSON or a log (`\"api_key\": \"…\"`, `…\nTOKEN=…`) is read unescaped,
-    // as its writer meant it, and what is found there is mapped back onto the escaped bytes.
+    // Text escaped for JSON or a log (`\"api_key\": \"…\"`, `…\nTOKEN=…`) or for HTML is read
+    // unescaped, as its writer meant it, and what is found there is mapped back onto the
+    // escaped bytes.
     let found = match unescaped(text) {
         Some((plain, at)) => scan_text(&plain)
             .into_iter()
