@@ -259,14 +259,20 @@ pub struct Finding {
 /// rule names the merged span).
 #[must_use]
 pub fn findings(text: &str) -> Vec<Finding> {
-    let mut scan = Scan::new(text);
-    scan.run();
-    let name_words = scan.names_listed.then_some(scan.name_words);
-    let mut found = scan.found;
-    found.sort_by_key(|f| (f.start, f.kind.rank()));
-    if same_line_tokens(text.as_bytes(), &mut found, name_words.as_deref()) {
-        found.sort_by_key(|f| (f.start, f.kind.rank()));
-    }
+    // Text escaped for JSON or a log (`\"api_key\": \"…\"`, `…\nTOKEN=…`) or for HTML is read
+    // unescaped, as its writer meant it, and what is found there is mapped back onto the
+    // escaped bytes.
+    let found = match unescaped(text) {
+        Some((plain, at)) => scan_text(&plain)
+            .into_iter()
+            .map(|f| Finding {
+                kind: f.kind,
+                start: at[f.start],
+                end: at[f.end],
+            })
+            .collect(),
+        None => scan_text(text),
+    };
     let mut merged: Vec<Finding> = Vec::with_capacity(found.len());
     for f in found {
         match merged.last_mut() {
@@ -280,6 +286,158 @@ pub fn findings(text: &str) -> Vec<Finding> {
         }
     }
     merged
+}
+
+/// One scan of `text`: its findings sorted by start, not merged.
+fn scan_text(text: &str) -> Vec<Finding> {
+    let mut scan = Scan::new(text);
+    scan.run();
+    let name_words = scan.names_listed.then_some(scan.name_words);
+    let mut found = scan.found;
+    found.sort_by_key(|f| (f.start, f.kind.rank()));
+    if same_line_tokens(text.as_bytes(), &mut found, name_words.as_deref()) {
+        found.sort_by_key(|f| (f.start, f.kind.rank()));
+    }
+    found
+}
+
+/// `text` with the escapes inside its double-quoted strings decoded as JSON's (`\n`, `\r`, `\t`,
+/// `\"`, `\'`, `\\`, `\/`, `\uXXXX`), and for each of its bytes and its end the offset in `text` it
+/// came from; `None` when no string holds an escape (most prompts: one search for a backslash).
+/// Outside strings a backslash is text (`\\nas\backup`, `C:\new`).
+fn unescaped(text: &str) -> Option<(String, Vec<usize>)> {
+    let bytes = text.as_bytes();
+    // Source escaped for HTML (`&quot;api_key&quot;: …`, code in `<pre><code>`): its entities
+    // are decoded and its tags are markup, read as line breaks.
+    const HTML: [&[u8]; 7] = [
+        b"&quot;", b"&#34;", b"&#39;", b"&#x27;", b"&apos;", b"<code>", b"<pre>",
+    ];
+    let html =
+        memchr::memchr2_iter(b'&', b'<', bytes).any(|k| HTML.iter().any(|e| bytes[k..].starts_with(e)));
+    if !html {
+        bytes.iter().position(|&b| b == b'\\')?;
+    }
+    // The strings on one line each, `[open, close]`, and whether each holds an escape and an
+    // escaped line break or quote: such a string quotes a document (a prompt, a file, a log),
+    // and its quotes become line breaks, so its first and last lines read as lines.
+    let mut strings: Vec<(usize, usize, bool)> = Vec::new();
+    let (mut open, mut escape, mut document, mut k) = (None, false, false, 0);
+    while k < bytes.len() {
+        match bytes[k] {
+            b'\\' if open.is_some() => {
+                escape = true;
+                document |= matches!(bytes.get(k + 1), Some(b'n' | b'"'));
+                k += 1;
+            }
+            b'"' => match open.take() {
+                Some(o) if escape => strings.push((o, k, document)),
+                Some(_) => {}
+                None => (open, escape, document) = (Some(k), false, false),
+            },
+            b'\n' => open = None,
+            _ => {}
+        }
+        k += 1;
+    }
+    if strings.is_empty() && !html {
+        return None;
+    }
+    let mut plain = Vec::with_capacity(bytes.len());
+    let mut at = Vec::with_capacity(bytes.len() + 1);
+    let mut string = strings.iter().peekable();
+    let mut k = 0;
+    while k < bytes.len() {
+        while string.next_if(|&&(_, close, _)| close < k).is_some() {}
+        let (inside, quote) = match string.peek() {
+            Some(&&(o, c, doc)) if o <= k && k <= c => (o < k && k < c, doc && (k == o || k == c)),
+            _ => (false, false),
+        };
+        if quote {
+            plain.push(b'\n');
+            at.push(k);
+            k += 1;
+            continue;
+        }
+        if html && let Some((b, len)) = html_markup(bytes, k) {
+            plain.push(b);
+            at.push(k);
+            k += len;
+            continue;
+        }
+        // `\u00e9`, `\ud83d\ude00`: JSON's escape of any other character.
+        if let Some((c, len)) = unicode_escape(bytes, k).filter(|_| inside) {
+            let mut utf8 = [0u8; 4];
+            for &b in c.encode_utf8(&mut utf8).as_bytes() {
+                plain.push(b);
+                at.push(k);
+            }
+            k += len;
+            continue;
+        }
+        let decoded = match (bytes[k], bytes.get(k + 1)) {
+            _ if !inside => None,
+            (b'\\', Some(b'n')) => Some(b'\n'),
+            (b'\\', Some(b'r')) => Some(b'\r'),
+            (b'\\', Some(b't')) => Some(b'\t'),
+            (b'\\', Some(&c @ (b'"' | b'\'' | b'\\' | b'/'))) => Some(c),
+            _ => None,
+        };
+        at.push(k);
+        if let Some(c) = decoded {
+            plain.push(c);
+            k += 2;
+        } else {
+            plain.push(bytes[k]);
+            k += 1;
+        }
+    }
+    at.push(bytes.len());
+    // Escapes decode to whole characters and every other byte is copied: still UTF-8.
+    String::from_utf8(plain).ok().map(|p| (p, at))
+}
+
+/// What HTML markup at `k` reads as, and its length: an entity its character (`&quot;`, `&#39;`,
+/// `&lt;`, `&gt;`, `&amp;`), a tag (`<code>`, `</pre>`) a line break.
+fn html_markup(bytes: &[u8], k: usize) -> Option<(u8, usize)> {
+    const ENTITIES: [(&[u8], u8); 8] = [
+        (b"&quot;", b'"'),
+        (b"&#34;", b'"'),
+        (b"&#39;", b'\''),
+        (b"&#x27;", b'\''),
+        (b"&apos;", b'\''),
+        (b"&lt;", b'<'),
+        (b"&gt;", b'>'),
+        (b"&amp;", b'&'),
+    ];
+    match bytes[k] {
+        b'&' => ENTITIES
+            .iter()
+            .find(|(e, _)| bytes[k..].starts_with(e))
+            .map(|&(e, c)| (c, e.len())),
+        b'<' => {
+            let name = k + 1 + usize::from(bytes.get(k + 1) == Some(&b'/'));
+            let end = run_end_max(bytes, name, 64, |b| b != b'>' && b != b'<' && b != b'\n');
+            (bytes.get(name).is_some_and(u8::is_ascii_alphabetic) && bytes.get(end) == Some(&b'>'))
+                .then_some((b'\n', end + 1 - k))
+        }
+        _ => None,
+    }
+}
+
+/// The character a JSON `\uXXXX` escape at `k` stands for (a surrogate pair read as one), and
+/// the escape's length.
+fn unicode_escape(bytes: &[u8], k: usize) -> Option<(char, usize)> {
+    let unit = |k: usize| {
+        let hex = bytes.get(k..k + 6).filter(|h| h.starts_with(b"\\u"))?;
+        u32::from_str_radix(std::str::from_utf8(&hex[2..]).ok()?, 16).ok()
+    };
+    let high = unit(k)?;
+    if (0xD800..0xDC00).contains(&high) {
+        let low = unit(k + 6).filter(|l| (0xDC00..0xE000).contains(l))?;
+        let c = char::from_u32(0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00))?;
+        return Some((c, 12));
+    }
+    Some((char::from_u32(high)?, 6))
 }
 
 /// The highest-priority rule (in [`SecretKind`] declaration order) that matches anywhere in `text`.
@@ -1307,8 +1465,11 @@ impl<'t> Scan<'t> {
         if key.eq_ignore_ascii_case(b"key") && public_word_before(bytes, i) {
             return;
         }
-        if keyword_value_may_follow(bytes, kend) {
-            self.keyword_value_at(kend, key, false);
+        // `pdfshift ACCESS …`, `upcdatabase access key: …`: words that name the credential stand
+        // between the provider's word and its value.
+        let vend = credential_words_end(bytes, kend);
+        if keyword_value_may_follow(bytes, vend) {
+            self.keyword_value_at(vend, key, false);
         }
         if held & KEY_DASH != 0 {
             self.glued_keyword_value(i, kend, key);
@@ -1535,17 +1696,27 @@ impl<'t> Scan<'t> {
     /// that provider's shape exactly and looks generated, as after any other separator. A hex
     /// suffix is a build's or a commit's (`agora-4f3c…`), not read here.
     fn glued_keyword_value(&mut self, i: usize, kend: usize, key: &[u8]) {
-        let Some(d) = key.iter().position(|&b| b == b'-') else {
+        let Some(mut d) = key.iter().position(|&b| b == b'-') else {
             return;
         };
-        let (word, token) = (&key[..d], &key[d + 1..]);
+        let word = &key[..d];
+        // Words naming the credential may follow, glued by dashes too (`prospect-secret-…`,
+        // `hellosign-PRIVATE-key-…`, `buttercmsPRIVATEkey-…`); then a hex value is the secret.
+        let mut named = credential_word_tail(word);
+        while let Some(e) = key[d + 1..].iter().position(|&b| b == b'-')
+            && credential_word(&key[d + 1..d + 1 + e])
+        {
+            d += 1 + e;
+            named = true;
+        }
+        let token = &key[d + 1..];
         if word.len() >= 3
             && token.len() >= 16
             && has_digit(token)
             && token.iter().any(u8::is_ascii_alphabetic)
             && entropy(token) >= 3.0
             && !is_placeholder(token)
-            && !token.iter().all(u8::is_ascii_hexdigit)
+            && (named || !token.iter().all(u8::is_ascii_hexdigit))
             && !token_continues_at(self.text, kend)
             && let Some(name) = rules::keyword_match(word, token)
         {
@@ -3072,6 +3243,49 @@ fn keyword_value_may_follow(bytes: &[u8], kend: usize) -> bool {
     run_end_max(bytes, r, 16, |b| KEYWORD_TOKEN[usize::from(b)]) - kend >= 16
 }
 
+/// Words that name a credential without naming a provider (`ACCESS`, `secret_key`, `apiToken`,
+/// `PRIVATEkey`): each segment of `w` is made of these alone.
+fn credential_word(w: &[u8]) -> bool {
+    const WORDS: &[&[u8]] = &[
+        b"access", b"secret", b"private", b"token", b"apikey", b"api", b"key", b"auth",
+    ];
+    fn made_of(seg: &[u8]) -> bool {
+        seg.is_empty()
+            || WORDS.iter().any(|w| {
+                seg.len() >= w.len() && seg[..w.len()].eq_ignore_ascii_case(w) && made_of(&seg[w.len()..])
+            })
+    }
+    !w.is_empty() && w.len() <= 32 && w.split(|&b| matches!(b, b'_' | b'-' | b'.')).all(made_of)
+}
+
+/// Whether a provider's key ends in words naming the credential (`buttercmsPRIVATEkey`,
+/// `datadog_secrettoken`): its last segment, or its last CamelCase or capitalised run.
+fn credential_word_tail(key: &[u8]) -> bool {
+    let last = key.rsplit(|&b| matches!(b, b'_' | b'.')).next().unwrap_or(key);
+    (1..last.len()).any(|k| {
+        let (a, b) = (last[k - 1], last[k]);
+        a.is_ascii_lowercase() && b.is_ascii_uppercase() && credential_word(&last[k..])
+    }) || last.len() < key.len() && credential_word(last)
+}
+
+/// Past up to three words that name a credential after a key ending at `kend`, each after blanks
+/// (`pdfshift ACCESS …`, `eventbrite private access key …`); `kend` itself when none follows.
+fn credential_words_end(bytes: &[u8], kend: usize) -> usize {
+    let mut end = kend;
+    for _ in 0..3 {
+        let start = skip_blank(bytes, end);
+        if start == end {
+            break;
+        }
+        let e = run_end_max(bytes, start, 33, |b| KEY_CLASS[usize::from(b)] != 0);
+        if !credential_word(&bytes[start..e]) {
+            break;
+        }
+        end = e;
+    }
+    end
+}
+
 /// The bytes of a keyword's value: ASCII letters and digits and `-_+/=.~|`.
 static KEYWORD_TOKEN: [bool; 256] = {
     let mut t = [false; 256];
@@ -3981,7 +4195,7 @@ fn config_literal(bytes: &[u8], value: &Value, key: &[u8]) -> bool {
     let v = value.text(bytes);
     // A `;` after it makes the line code, where a bare word names a variable or a constant
     // (`password = decoded;`): only a line that ends with the word itself is a config literal.
-    let after = skip_blank(bytes, value.raw_end);
+    let after = skip_blank(bytes, string_close_end(bytes, value.raw_end));
     let ends = matches!(bytes.get(after), None | Some(b'\n' | b'\r'));
     if value.quoted
         || !ends
@@ -4250,12 +4464,30 @@ fn prose_word(bytes: &[u8], value: &Value) -> bool {
         .iter()
         .position(|&b| b == b'=')
         .is_some_and(|eq| eq >= 3 && v[..eq].iter().all(u8::is_ascii_alphabetic));
+    let end = string_close_end(bytes, value.raw_end);
     !value.quoted
         && !named
         && (bytes
-            .get(value.raw_end)
+            .get(end)
             .is_none_or(|&b| b.is_ascii_whitespace() || matches!(b, b',' | b';'))
-            || cjk_at(bytes, value.raw_end))
+            || cjk_at(bytes, end))
+}
+
+/// Past the quote that closes a string the text sits in, and the brackets that close around it
+/// (`{"prompt": "my password is …"}`): the string's end is the text's. `pos` itself otherwise.
+fn string_close_end(bytes: &[u8], pos: usize) -> usize {
+    if !matches!(bytes.get(pos), Some(b'"' | b'\'')) {
+        return pos;
+    }
+    let end = run_end_max(bytes, pos + 1, 8, |b| matches!(b, b'}' | b']' | b')'));
+    if bytes
+        .get(end)
+        .is_none_or(|&b| b.is_ascii_whitespace() || b == b',')
+    {
+        end
+    } else {
+        pos
+    }
 }
 
 /// A random-looking word of at least `min` bytes: digits and letters mixed, or symbols, or a long
@@ -4936,6 +5168,7 @@ fn is_placeholder(v: &[u8]) -> bool {
         || placeholder_words(v)
         || fabricated(v)
         || rules::prefix_then_filler(v)
+        || rules::documented_example(v)
     {
         return true;
     }
@@ -6316,6 +6549,81 @@ mod tests {
             SecretKind::Vendor("google_api_key"),
             &["firebase: AIzaSyAnLA7NfeLquW1tJFpx_eQCxoX-oo6YyIt"],
         );
+    }
+
+    #[test]
+    fn text_escaped_for_json_is_read_as_its_writer_meant_it() {
+        // A document in a JSON string: its lines, its quotes and its `\u` escapes, and the span
+        // is the escaped text's.
+        let log = r#"{"role": "user", "content": "please check:\n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"}"#;
+        assert_eq!(spans(log), ["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"]);
+        let config =
+            r#"{"prompt": "```\n{\n  \"client_secret\": \"p8e-ibndcvsmAp9ZgPBZ606FSlYIZVlsZ-g5\"\n}"}"#;
+        assert_eq!(spans(config), ["p8e-ibndcvsmAp9ZgPBZ606FSlYIZVlsZ-g5"]);
+        let unicode = r#"{"prompt": "\u5bc6\u7801\uff1aTQjz2PL0TqOVVB\uff0c\u5e2e\u6211\u770b\u770b"}"#;
+        assert_eq!(spans(unicode), ["TQjz2PL0TqOVVB"]);
+        // A sentence that ends where the string does.
+        assert_eq!(
+            spans(r#"{"prompt": "my password is yjFcoHmQK52"}"#),
+            ["yjFcoHmQK52"]
+        );
+        let (redacted, _) = redact(config);
+        assert!(
+            redacted.contains(r#"\"client_secret\": \"[REDACTED:"#),
+            "{redacted}"
+        );
+        assert_clean(&[
+            r#"{"prompt": "Passwort: \u00e4ndern, dann neu anmelden"}"#,
+            r#"{"prompt": "let apiKey = settings.apiKey ?? ProcessInfo.processInfo.environment[\"API_KEY\"]"}"#,
+            r#"{"log": "token refreshed\n  expires_in: 3600\n  token_type: \"Bearer\""}"#,
+            r#"{"prompt": "why is my password expired"}"#,
+        ]);
+    }
+
+    #[test]
+    fn code_escaped_for_html_is_read_as_its_source() {
+        let page = "<pre><code>{\n  &quot;client_secret&quot;: &quot;p8e-ibndcvsmAp9ZgPBZ606FSlYIZVlsZ-g5&quot;\n}</code></pre>";
+        assert_eq!(spans(page), ["p8e-ibndcvsmAp9ZgPBZ606FSlYIZVlsZ-g5"]);
+        assert_clean(&[
+            // The tag around a documented example is not part of it.
+            "<pre><code>snyk_token = 123e4567-e89b-12d3-a456-426614174000</code></pre>",
+            "<pre><code>String password = &quot;password&quot;;</code></pre>",
+        ]);
+        // Markup in a prompt that is not escaped HTML is its text (an XML element's value).
+        assert_eq!(spans("<password>Qx7#vLm2!pR9</password>"), ["Qx7#vLm2!pR9"]);
+    }
+
+    #[test]
+    fn the_rfc_example_uuid_is_no_secret_wherever_it_stands() {
+        assert_clean(&[
+            "snyk_token = 123e4567-e89b-12d3-a456-426614174000",
+            "bugsnag secret 123e4567-e89b-12d3-a456-426614174000",
+            "holidayapiKEY-123e4567-e89b-12d3-a456-426614174000",
+        ]);
+        assert_eq!(
+            spans("snyk_token = 0f3c9a71-5b2e-4d8c-a6f1-93e2b7c40d5a"),
+            ["0f3c9a71-5b2e-4d8c-a6f1-93e2b7c40d5a"]
+        );
+    }
+
+    #[test]
+    fn words_naming_the_credential_may_stand_between_a_provider_and_its_value() {
+        // Blanks between (`pdfshift ACCESS …`), or dashes glued to the value: the value counts
+        // as after the provider's word alone, and a hex value with them.
+        for text in [
+            "pdfshift ACCESS 9f71c52d839b5cd527645e42b5134f8b",
+            "nimble private access key 3mL6pHJQ7NMK3v8Z1J6n2L9F6qK2dH",
+            "prospect-secret-5f4dcc3b5aa765d61d8327deb882cf91",
+            "buttercmsPRIVATEkey-ab8f9c72ca483c3b6c3d4e6e8f9284ab56cd78f0",
+        ] {
+            assert!(find_secret(text).is_some(), "{text}");
+        }
+        assert_clean(&[
+            // Another word, or a hex suffix with no word naming a credential: a build's.
+            "pdfshift version 9f71c52d839b5cd527645e42b5134f8b",
+            "prospect-4d9f1e2b6ac3fd80e162b12f8a9c45f1",
+            "pdfshift ACCESS 00000000000000000000000000000000",
+        ]);
     }
 
     #[test]

@@ -31,6 +31,7 @@ const FLOORS: &[(&str, f64, f64)] = &[
     ("ordinary", 95.0, 0.0),
     ("secretlint", 97.3, 0.0),
     ("trufflehog", 97.8, 0.0),
+    ("kingfisher", 92.4, 1.5),
 ];
 
 /// What each source is, for the table.
@@ -56,6 +57,10 @@ const LABELS: &[(&str, &str)] = &[
     (
         "trufflehog",
         "trufflehog's detector pattern tests in eighteen more prompt shapes (credentials only)",
+    ),
+    (
+        "kingfisher",
+        "Kingfisher's rule examples in seven prompt shapes (three new: a log line, a chat message, a YAML block)",
     ),
 ];
 
