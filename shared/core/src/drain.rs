@@ -899,10 +899,15 @@ fn linger(state: &StateDir, env: &Env, until: Instant, first: &DrainReport) {
     // A hook that found this drainer in its last moments (after its last look, or at its budget)
     // started none and still holds its entry: killed before its answer, it would leave the entry
     // to the next prompt. A successor takes it on. Its entry was written before it probed the
-    // lock, so this look, after the lock is gone, sees it. Not after a failed pass (the successor
-    // would fail the same way), and not for an entry older than a drainer's budget (a stopped
-    // hook): so successors never follow one another for long.
-    if left != Left::Failed && held_by_a_recent_hook(state, &settled) {
+    // lock, so this look, after the lock is gone, sees it. Not for an entry older than a drainer's
+    // budget (a stopped hook). After a pass that could not use the state directory (a state lock
+    // held past its wait, a lock file it could not open) the hooks that counted on this drainer
+    // are owed one too, also for what they handed over and the last look could not deliver: the
+    // cause may be gone a moment later. A successor whose first pass fails the same way does not
+    // linger and starts none, so successors never follow one another for long.
+    let successor = held_by_a_recent_hook(state, &settled)
+        || (left == Left::Failed && spool::claimable_beyond(state, &settled));
+    if successor {
         spawn_drainer(Start::Now);
     }
 }
@@ -966,6 +971,8 @@ fn watch_spool(
     let mut idle_until = Instant::now() + LINGER;
     let mut seen: Option<SystemTime> = None;
     let mut waiting = false;
+    // A look found claimable work that waits for the pause after a failed pass.
+    let mut paused = false;
     let mut looked = Instant::now();
     let left = loop {
         let now = Instant::now();
@@ -987,6 +994,11 @@ fn watch_spool(
         // while every hook of the burst had already counted on this drainer. A retry that fails
         // again does not extend the idle bound: a Server that stays down does not keep it here.
         let retry = kept_back && Instant::now() >= retry_at && Instant::now() < idle_until;
+        // Until that pause is over, another look (each lists the spool: hundreds of entries while
+        // a Server is down) could only find the same: no pass may start before it.
+        if paused && Instant::now() < retry_at {
+            continue;
+        }
         let stamp = fs::metadata(&spool_dir).and_then(|m| m.modified()).ok();
         // A stamp this recent may hide a later entry made within the same tick of the file
         // system's coarse clock: look until it is older than any such tick.
@@ -1006,6 +1018,7 @@ fn watch_spool(
         // An entry held by its hook, or one that waits for the pause after a failed pass: keep
         // looking (the folder's stamp will not change for it) and do not leave.
         waiting = held_by_hooks || claimable;
+        paused = claimable && Instant::now() < retry_at;
         if !claimable || Instant::now() < retry_at {
             continue;
         }
@@ -1164,15 +1177,31 @@ pub fn start_early(state: &StateDir, env: &Env) {
     if lingering(state) {
         return;
     }
-    match lock::try_acquire(&state.file(DRAIN_LOCK)) {
-        Ok(guard) => drop(guard),
-        Err(_) => return,
+    if !drain_lock_free(state) {
+        return;
     }
     // A thread that cannot be made leaves the start to the hand-over after the answer.
     *early = std::thread::Builder::new()
         .stack_size(256 * 1024)
         .spawn(|| spawn_drainer(Start::AfterExit))
         .ok();
+}
+
+/// Whether no drainer holds the drain lock, probed without creating the file: its modification
+/// time is the last start's stamp (see [`spawn_if_needed`]), and a probe that created it would
+/// read as a start that may never happen (the early start's thread ends with its process).
+fn drain_lock_free(state: &StateDir) -> bool {
+    match fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(lock::no_follow_flags())
+        .open(state.file(DRAIN_LOCK))
+    {
+        // No lock file: no drainer ever ran here.
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => true,
+        Err(_) => false,
+        // Let go as the file closes.
+        Ok(f) => matches!(lock::try_lock_file(&f), Ok(true)),
+    }
 }
 
 /// The drainer [`start_early`] started, once its start finished: the child, and the write end of
@@ -1275,6 +1304,12 @@ pub fn spawn_if_needed(env: &Env) {
         if let Some(component) = spool::left_this_run() {
             spool::enforce_after_answer(env, component);
         }
+        return;
+    }
+    // A drainer started early for this prompt's capture drains the whole spool and ledger once
+    // this process has exited. Its start is waited for here, not left to this process's exit,
+    // which would end its thread before the start on a fast answer (a refused connection).
+    if early_drainer_waits() {
         return;
     }
     let Ok(state) = StateDir::locate(env) else { return };
