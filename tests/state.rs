@@ -2102,3 +2102,57 @@ fn state_a_lingering_drainer_whose_pass_fails_starts_a_successor() {
         let _ = Command::new("kill").arg(pid.to_string()).status();
     }
 }
+
+/// A Server that refuses captures (503) while prompts keep coming: the lingering drainer passes
+/// over the spool again once per pause, not once for every capture handed over during its pass
+/// (each pass reads every waiting entry, and passing back to back kept a CPU busy for as long as
+/// the prompts came). Nothing is lost: every capture waits in the spool.
+#[test]
+fn state_a_server_refusing_captures_is_retried_once_per_pause_while_prompts_keep_coming() {
+    let s = FakeServer::builder("scp_refusing")
+        .ready("context")
+        .route(CAPTURE, |_| Reply::json(503, &json!({"detail": "busy"})))
+        .start();
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let cwd = tempfile::tempdir().unwrap();
+    let env = [(NO_DRAINER.0, "0")];
+    let started = Instant::now();
+    let run = Duration::from_secs(4);
+    // Two hosts' prompts at once, so that captures keep arriving while a pass runs.
+    let prompts: usize = std::thread::scope(|scope| {
+        let spawners: Vec<_> = (0..2)
+            .map(|k| {
+                let (url, state, cwd) = (s.url(), &state, cwd.path());
+                scope.spawn(move || {
+                    let mut n = 0;
+                    while started.elapsed() < run {
+                        let text = format!("prompt {k}.{n}");
+                        let mut child = spawn_hook(&url, state, &text, &format!("t{k}.{n}"), cwd, &env);
+                        assert!(child.wait().unwrap().success());
+                        n += 1;
+                    }
+                    n
+                })
+            })
+            .collect();
+        spawners.into_iter().map(|h| h.join().unwrap()).sum()
+    });
+    let elapsed = started.elapsed();
+    let attempts = s.count(CAPTURE);
+    // The first drainers' passes (two hooks may each start one before either lingers), then
+    // one retry per 2 s pause.
+    let bound = 3 + elapsed.as_secs().div_ceil(2) as usize + 1;
+    assert!(
+        attempts <= bound,
+        "{attempts} capture attempts for {prompts} prompts in {elapsed:?} (at most {bound})"
+    );
+    assert_eq!(
+        spool_files(&state).len(),
+        prompts,
+        "every capture waits in the spool"
+    );
+    for pid in drainers_of(&state) {
+        let _ = Command::new("kill").arg(pid.to_string()).status();
+    }
+}

@@ -233,6 +233,9 @@ pub struct DrainReport {
     /// A call failed long after its time was up: this process was stopped meanwhile.
     #[serde(skip)]
     pub stalled: bool,
+    /// The last pass found a Server it could not reach (its entries wait for a later pass).
+    #[serde(skip)]
+    pub unreachable: bool,
 }
 
 /// An invalid setting, content-free: what to fix and why, never the value (it may be a token).
@@ -283,6 +286,7 @@ impl DrainReport {
             self.config_error = later.config_error;
         }
         self.stalled |= later.stalled;
+        self.unreachable = later.unreachable;
         self.left.extend(later.left);
         self.out_of_scope.extend(later.out_of_scope);
     }
@@ -381,6 +385,28 @@ pub fn drain(
     opts: &DrainOptions,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<DrainReport, StateError> {
+    drain_passes(state, env, opts, progress, Again::Always)
+}
+
+/// Whether a drain passes again over entries handed over during its pass.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Again {
+    /// Always (see [`drain`]).
+    Always,
+    /// Not after a pass that found a Server unreachable and delivered nothing: the caller, a
+    /// lingering drainer, passes again after its pause. Passing at once would read the whole
+    /// spool again for each new entry, back to back for as long as prompts keep coming.
+    NotWhileUnreachable,
+}
+
+/// [`drain`], passing again as `again` says.
+fn drain_passes(
+    state: &StateDir,
+    env: &Env,
+    opts: &DrainOptions,
+    progress: &mut dyn FnMut(Progress),
+    again: Again,
+) -> Result<DrainReport, StateError> {
     let deadline = Deadline::after(opts.budget);
     let mut report = DrainReport::default();
     // A file where the directory belongs is refused, never read as an empty state.
@@ -404,7 +430,11 @@ pub fn drain(
         settled.extend(done.left.iter().cloned());
         settled.extend(done.out_of_scope.iter().cloned());
         let delivered = done.delivered;
+        let unreachable = done.unreachable && delivered == 0;
         report.absorb(done);
+        if unreachable && again == Again::NotWhileUnreachable {
+            break;
+        }
         // The drain lock is released: a hook that hands over from now on starts its own drainer.
         if !spool::claimable_beyond(state, &settled) {
             break;
@@ -687,6 +717,7 @@ impl Replay<'_, '_> {
                     // its own session only.
                     if is_retryable(&f) {
                         self.down.insert(server.to_owned());
+                        self.report.unreachable = true;
                     }
                     self.blocked.insert(attempt.order);
                     self.report.kept += 1;
@@ -845,7 +876,7 @@ pub fn background_main(component: &'static str) -> ExitCode {
         if remaining.is_zero() {
             break;
         }
-        match background_pass(&state, &env, remaining) {
+        match background_pass(&state, &env, remaining, Again::NotWhileUnreachable) {
             Ok(report) if report.busy => std::thread::sleep(REPASS_PAUSE),
             // Its hook's exit closed the pipe, but a killed hook's lock on its entry can outlive
             // that by a moment (the kernel closes a dying process's files one by one): look again.
@@ -1022,7 +1053,12 @@ fn watch_spool(
         if !claimable || Instant::now() < retry_at {
             continue;
         }
-        match background_pass(state, env, until.saturating_duration_since(Instant::now())) {
+        match background_pass(
+            state,
+            env,
+            until.saturating_duration_since(Instant::now()),
+            Again::NotWhileUnreachable,
+        ) {
             // Whoever holds the drain lock looks at the spool again once it lets go.
             Ok(report) if report.busy => {}
             Ok(report) => {
@@ -1053,7 +1089,8 @@ fn last_look(state: &StateDir, env: &Env, until: Instant, settled: &HashSet<Stri
         let budget = until
             .saturating_duration_since(Instant::now())
             .max(Duration::from_secs(2));
-        match background_pass(state, env, budget) {
+        // Its last chance: whatever was handed over meanwhile is passed over here.
+        match background_pass(state, env, budget, Again::Always) {
             Ok(report) if report.busy && Instant::now() < patience => {
                 std::thread::sleep(REPASS_PAUSE);
             }
@@ -1064,14 +1101,19 @@ fn last_look(state: &StateDir, env: &Env, until: Instant, settled: &HashSet<Stri
 
 /// One drain of the background drainer: the whole spool and ledger within `budget`, never waiting
 /// for the drain lock.
-fn background_pass(state: &StateDir, env: &Env, budget: Duration) -> Result<DrainReport, StateError> {
+fn background_pass(
+    state: &StateDir,
+    env: &Env,
+    budget: Duration,
+    again: Again,
+) -> Result<DrainReport, StateError> {
     let opts = DrainOptions {
         budget,
         scope: None,
         wait_for_lock: false,
         limits: SpoolLimits::from_env(env),
     };
-    drain(state, env, &opts, &mut |_| {})
+    drain_passes(state, env, &opts, &mut |_| {}, again)
 }
 
 /// The entries a drain left behind on purpose or found outside its scope: not looked at again.
