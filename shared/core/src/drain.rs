@@ -17,7 +17,9 @@
 //! drainer, `flush`, the hidden `drain`: all go through [`drain`]), looks at the spool again after
 //! releasing its lock, and takes on any entry it can claim that it did not leave behind on
 //! purpose (Server down, unconfigured, newer format, outside its scope), or, out of budget,
-//! starts a drainer for it. No holder ever leaves without doing one or the other.
+//! starts a drainer for it. No holder ever leaves without doing one or the other. A lingering
+//! drainer's pass that found its Server unreachable leaves what came meanwhile to its retry after
+//! the pause (its last look before it leaves passes over everything).
 //!
 //! A failure is a verdict on the Server ("down": its other entries wait for a later drain) only
 //! when this process was running while it happened. A call that failed more than
