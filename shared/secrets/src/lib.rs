@@ -5167,6 +5167,8 @@ fn is_placeholder(v: &[u8]) -> bool {
         || masked(v)
         || placeholder_words(v)
         || fabricated(v)
+        || counted_through(v)
+        || encoded_filler(v)
         || rules::prefix_then_filler(v)
         || rules::documented_example(v)
     {
@@ -5351,6 +5353,102 @@ pub(crate) fn fabricated(v: &[u8]) -> bool {
         || counts(2, true)
         || v.windows(7).any(|w| w == b"EXAMPLE")
         || filler_run(v)
+}
+
+/// Counts end to end, however short: every letter and digit belongs to a count of three or more,
+/// one of them six or more long, side by side (`abcdef12345`, `1234567890abcdef`) or every other
+/// character (`b1c2d3e4f5g6h7i8`, `z9y8x7w6v5u`). Typed to fill a slot; a generated value of
+/// eight or more characters is such a chain about once in a billion.
+pub(crate) fn counted_through(v: &[u8]) -> bool {
+    if !(8..=64).contains(&v.len())
+        || !v
+            .iter()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+    {
+        return false;
+    }
+    let mut p = [0u8; 64];
+    let mut n = 0;
+    for &b in v.iter().filter(|b| b.is_ascii_alphanumeric()) {
+        p[n] = b;
+        n += 1;
+    }
+    // The runs of `seq` (each stepping by one, up or down, `9` to `0` and back counting too): the
+    // longest, or `None` if one is shorter than three.
+    let chain = |seq: &mut dyn Iterator<Item = u8>| -> Option<usize> {
+        let (mut prev, mut run, mut dir, mut best) = (None::<u8>, 0usize, 0i8, 0usize);
+        for b in seq {
+            let step = prev.map_or(0, |a| {
+                if b == a.wrapping_add(1) || a == b'9' && b == b'0' {
+                    1
+                } else if b == a.wrapping_sub(1) || a == b'0' && b == b'9' {
+                    -1
+                } else {
+                    0
+                }
+            });
+            if run > 0 && step != 0 && (run == 1 || step == dir) {
+                run += 1;
+                dir = step;
+            } else {
+                if run > 0 && run < 3 {
+                    return None;
+                }
+                run = 1;
+                dir = 0;
+            }
+            best = best.max(run);
+            prev = Some(b);
+        }
+        (run >= 3).then_some(best)
+    };
+    let p = &p[..n];
+    if n >= 8 && chain(&mut p.iter().copied()).is_some_and(|best| best >= 6) {
+        return true;
+    }
+    let even = chain(&mut p.iter().step_by(2).copied());
+    let odd = chain(&mut p.iter().skip(1).step_by(2).copied());
+    n >= 8 && matches!((even, odd), (Some(a), Some(b)) if a.max(b) >= 6 && a.min(b) >= 4)
+}
+
+/// Base64 of filler: text of words with a documentation marker (`…ZXhhbXBsZQ==` ends in
+/// `example`) or counts end to end (`YWJjZGVm…` is `abcdef…`). A generated key decodes to bytes
+/// that are no text.
+fn encoded_filler(v: &[u8]) -> bool {
+    let body = v
+        .strip_suffix(b"==")
+        .or_else(|| v.strip_suffix(b"="))
+        .unwrap_or(v);
+    if !(16..=1024).contains(&v.len()) {
+        return false;
+    }
+    let mut out = [0u8; 768];
+    let (mut acc, mut bits, mut n) = (0u32, 0u32, 0usize);
+    for &b in body {
+        let d = match b {
+            b'A'..=b'Z' => b - b'A',
+            b'a'..=b'z' => b - b'a' + 26,
+            b'0'..=b'9' => b - b'0' + 52,
+            b'+' | b'-' => 62,
+            b'/' | b'_' => 63,
+            _ => return false,
+        };
+        acc = (acc << 6) | u32::from(d);
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            out[n] = (acc >> bits) as u8;
+            n += 1;
+        }
+    }
+    let text = &out[..n];
+    if !text.iter().all(|&b| b.is_ascii_graphic() || b == b' ') {
+        return false;
+    }
+    let words = text.iter().all(|&b| b.is_ascii_alphanumeric() || b == b' ')
+        && text.split(|&b| b == b' ').filter(|w| !w.is_empty()).count() >= 3;
+    const MARKERS: [&[u8]; 5] = [b"example", b"sample", b"placeholder", b"dummy", b"fake"];
+    words && MARKERS.iter().any(|m| contains_ci(text, m)) || counted_through(text)
 }
 
 /// Six or more of one character in a row (`000000`, `xxxxxx`, `AAAAAA`, `######`): typed, not
@@ -9047,6 +9145,44 @@ mod tests {
             "JavaScript",
         ] {
             assert!(!random_letters(name.as_bytes()), "{name}");
+        }
+    }
+
+    /// Counts end to end are filler however short, side by side or every other character; a
+    /// random value of that length, or one with a count only in part, is still a secret.
+    #[test]
+    fn short_counts_end_to_end_are_filler() {
+        assert_clean(&[
+            "myintervals_key = abcdef12345",
+            "myintervals_token = z9y8x7w6v5u",
+            "COINLIB_ACCESS_TOKEN=b1c2d3e4f5g6h7i8",
+            "formcraft_key=1234567890abcdef",
+            "ipinfo_secret key=abcdef12345678",
+        ]);
+        for text in [
+            "api_token = q7Wm2xR9kL4v",
+            "api_key = \"Qz7pL2abcdefRw9\"",
+            "password = abcdef9Qz!x",
+        ] {
+            assert!(!findings(text).is_empty(), "{text}");
+        }
+    }
+
+    /// Base64 of filler (a sentence calling itself an example, counts end to end) is filler;
+    /// base64 of random bytes, or of structured text with a count in part, is still a secret.
+    #[test]
+    fn base64_of_filler_is_filler() {
+        assert_clean(&[
+            "instabot SECRET_KEY=Ym9va21hcmsgZXhhbXBsZSBpbnN0YWJvdCBrZXkgMDE=",
+            "instabot TOKEN:VGhpcyBpcyBhbiBpbnN0YWJvdCBhcGkgdG9rZW4gZXhhbXBsZQ==",
+            "reachmailSecret=YWJjZGVmZ2hpamtsbW5vcHFyc3R1dnd4eXoxMjM0NTY3ODkwQUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVo",
+        ]);
+        for text in [
+            "api_secret = \"q8Zr3mK1vX0pL7wN2cT5yB9dF4hJ6sA1\"",
+            "api_secret = \"3q9vUQ8rS0kM1Hc2yZ7bN4xJ6wT5pL0d+fA9gR2eK8o=\"",
+            "fullstory_key = \"dXNlcjp7Y29uZmlybWVkOnRydWUsImt1cmEiOiJlbGVuaXZlIERlZlo6ZGJ0OnRydWU9YWJjZGVmZ2hpamtsbW5vcHFyc3R1dnd4eXo=\"",
+        ] {
+            assert!(!findings(text).is_empty(), "{text}");
         }
     }
 }
