@@ -1501,6 +1501,7 @@ impl<'t> Scan<'t> {
         // A table's header may name a weak word's column too (its cells must look generated).
         self.table_header_at(i);
         self.named_value_at(i, kend, key, strength);
+        self.env_default_at(i, kend, key, strength);
         let header = key.len() > 2 && key[..2].eq_ignore_ascii_case(b"x-") || word.authorization;
         let kind = if header {
             SecretKind::AuthHeader
@@ -1689,6 +1690,102 @@ impl<'t> Scan<'t> {
                 continue;
             }
             k += 1;
+        }
+    }
+
+    /// The literal default of an environment lookup whose variable (the key from `i` to `kend`)
+    /// names a secret: it is the secret wherever the variable is unset, as if assigned to it.
+    /// `os.environ.get('SECRET_KEY', '…')`, `getenv("API_KEY", default="…")`, Ruby's
+    /// `ENV.fetch("…") { "…" }`, Java's `getOrDefault("…", "…")`, `process.env.TOKEN || "…"`,
+    /// `?? '…'`, and the shell's `${DB_PASSWORD:-…}`. A stand-in default (`''`, `changeme`,
+    /// `None`) is judged as a literal after `=` is, and is none.
+    fn env_default_at(&mut self, i: usize, kend: usize, key: &[u8], strength: Strength) {
+        const CALLS: [&[u8]; 7] = [
+            b"getenv",
+            b"environ.get",
+            b"environ.setdefault",
+            b"env.fetch",
+            b"env.get",
+            b"getordefault",
+            b"env",
+        ];
+        let bytes = self.bytes;
+        let mut before = &bytes[..i];
+        let quote = before
+            .last()
+            .copied()
+            .filter(|b| matches!(b, b'"' | b'\'' | b'`'));
+        if let Some(q) = quote {
+            if bytes.get(kend) != Some(&q) {
+                return;
+            }
+            before = &before[..before.len() - 1];
+        }
+        let after = kend + usize::from(quote.is_some());
+        let callee = |before: &[u8]| {
+            let name = &before[before.len()
+                - run_back(before, |b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_'))..];
+            CALLS.iter().any(|c| {
+                ends_with_ci(name, c)
+                    && (name.len() == c.len() || !name[name.len() - c.len() - 1].is_ascii_alphanumeric())
+            })
+        };
+        let shell = quote.is_none() && before.ends_with(b"${") && bytes[after..].starts_with(b":-");
+        let start = if quote.is_some() && before.last() == Some(&b'(') && callee(&before[..before.len() - 1])
+        {
+            // A call: `,` and the default (`default=` by name), or `) { … }` (Ruby's block).
+            let p = skip_blank(bytes, after);
+            match bytes.get(p) {
+                Some(b',') => {
+                    let p = skip_blank(bytes, p + 1);
+                    match eat_ci(bytes, p, b"default") {
+                        Some(e) if bytes.get(skip_blank(bytes, e)) == Some(&b'=') => {
+                            skip_blank(bytes, skip_blank(bytes, e) + 1)
+                        }
+                        Some(_) => return,
+                        None => p,
+                    }
+                }
+                Some(b')') => {
+                    let b = skip_blank(bytes, p + 1);
+                    if bytes.get(b) != Some(&b'{') {
+                        return;
+                    }
+                    skip_blank(bytes, b + 1)
+                }
+                _ => return,
+            }
+        } else if quote.is_none()
+            && [&b"process.env."[..], b"import.meta.env."].iter().any(|m| {
+                ends_with_ci(before, m) || key.len() > m.len() && key[..m.len()].eq_ignore_ascii_case(m)
+            })
+        {
+            let p = skip_blank(bytes, after);
+            if !(bytes[p..].starts_with(b"||") || bytes[p..].starts_with(b"??")) {
+                return;
+            }
+            skip_blank(bytes, p + 2)
+        } else if shell {
+            after + 2
+        } else {
+            return;
+        };
+        // Only a literal is a default here; a shell default runs to its closing brace.
+        let value = if shell {
+            let end = run_end_max(bytes, start, 256, |b| b != b'}' && !b.is_ascii_whitespace());
+            if end == start || bytes.get(end) != Some(&b'}') {
+                return;
+            }
+            Value::parse(&bytes[..end], start, Stop::Blank)
+        } else if matches!(bytes.get(start), Some(b'"' | b'\'' | b'`')) {
+            Value::parse(bytes, start, Stop::Code)
+        } else {
+            None
+        };
+        if let Some(value) = value
+            && value_is_secret(bytes, &value, key, strength, Mode::Literal)
+        {
+            self.push(SecretKind::Assignment, value.start, value.whole_end(bytes));
         }
     }
 
@@ -5131,7 +5228,7 @@ fn is_placeholder(v: &[u8]) -> bool {
         b"secret password passwd pass pwd token key apikey api_key none null nil \
         undefined true false yes no on off empty hidden required optional string str text default test \
         testing foo bar baz foobar abc abc123 123456 12345678 value username user secretkey mysecret \
-        mypassword mytoken todo tbd na n/a unset masked sensitive private public auto"
+        mypassword mytoken todo tbd na n/a unset not-set not_set notset masked sensitive private public auto"
     );
     // Templating and elision: the value is a slot, not a value, wherever these stand.
     const TEMPLATED: &[&[u8]] = &[b"...", b"${", b"{{", b"$(", b"\xe2\x80\xa6"];
@@ -6331,6 +6428,16 @@ fn lower<'b>(v: &[u8], buf: &'b mut [u8; 16]) -> &'b [u8] {
     out.copy_from_slice(v);
     out.make_ascii_lowercase();
     out
+}
+
+/// Whether `bytes` ends with `lit`, ASCII case ignored.
+fn ends_with_ci(bytes: &[u8], lit: &[u8]) -> bool {
+    bytes.len() >= lit.len() && bytes[bytes.len() - lit.len()..].eq_ignore_ascii_case(lit)
+}
+
+/// How many bytes at the end of `bytes` are of `class`.
+fn run_back(bytes: &[u8], class: impl Fn(u8) -> bool) -> usize {
+    bytes.iter().rev().take_while(|&&b| class(b)).count()
 }
 
 /// The end of `lit` (given in lowercase) if it appears at `pos`, ignoring ASCII case.
@@ -9184,5 +9291,58 @@ mod tests {
         ] {
             assert!(!findings(text).is_empty(), "{text}");
         }
+    }
+
+    /// The literal default of an environment lookup is the secret when the variable names one,
+    /// in every language's lookup; a stand-in default, or a variable that names no secret, is not.
+    #[test]
+    fn an_environment_lookups_literal_default_is_the_secret() {
+        for (text, value) in [
+            (
+                "os.environ.get('DJANGO_SECRET_KEY','wwf*2#86t64!fgh6yav$aoeuo@u2o@fy&*gg76q!&%6x_wbduad')",
+                "wwf*2#86t64!fgh6yav$aoeuo@u2o@fy&*gg76q!&%6x_wbduad",
+            ),
+            (
+                "os.getenv(\"API_KEY\", \"Zq8pLm2xW7vR4tK9bN3c\")",
+                "Zq8pLm2xW7vR4tK9bN3c",
+            ),
+            (
+                "x = os.environ.get(\"X_TOKEN\", default=\"Zq8pLm2xW7vR4tK9bN3c\")",
+                "Zq8pLm2xW7vR4tK9bN3c",
+            ),
+            (
+                "foo(process.env.API_KEY || \"Zq8pLm2xW7vR4tK9bN3c\")",
+                "Zq8pLm2xW7vR4tK9bN3c",
+            ),
+            (
+                "foo(process.env.SECRET ?? 'Zq8pLm2xW7vR4tK9bN3c')",
+                "Zq8pLm2xW7vR4tK9bN3c",
+            ),
+            (
+                "psql -W ${DB_PASSWORD:-Zq8pLm2xW7vR4tK9bN3c}",
+                "Zq8pLm2xW7vR4tK9bN3c",
+            ),
+            (
+                "x = ENV.fetch(\"SECRET_KEY_BASE\") { \"Zq8pLm2xW7vR4tK9bN3cQ1\" }",
+                "Zq8pLm2xW7vR4tK9bN3cQ1",
+            ),
+            (
+                "x = System.getenv().getOrDefault(\"API_KEY\", \"Zq8pLm2xW7vR4tK9bN3c\");",
+                "Zq8pLm2xW7vR4tK9bN3c",
+            ),
+        ] {
+            assert_eq!(spans(text), [value], "{text}");
+        }
+        assert_clean(&[
+            "SECRET_KEY = os.environ.get('DJANGO_SECRET_KEY', '')",
+            "SECRET_KEY = os.environ.get('DJANGO_SECRET_KEY', 'changeme')",
+            "SECRET_KEY = os.environ.get('DJANGO_SECRET_KEY', None)",
+            "x = os.environ.get('SECRET_KEY', default=None)",
+            "x = os.getenv('DB_PASSWORD', 'your-password-here')",
+            "const password = process.env.FIREBASE_DEV_PASSWORD || \"not-set\"",
+            "x = process.env.API_TOKEN || ''",
+            "debug = os.environ.get('DEBUG_MODE', 'wwf*2#86t64!fgh6yav$aoeuo')",
+            "psql -W ${DB_PASSWORD:-}",
+        ]);
     }
 }
