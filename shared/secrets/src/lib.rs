@@ -1807,7 +1807,10 @@ impl<'t> Scan<'t> {
             named = true;
         }
         let token = &key[d + 1..];
-        if word.len() >= 3
+        // The provider's word with the credential words after it (`dd-apikey`): an abbreviation
+        // names its provider only before them.
+        let word = &key[..d];
+        if word.len() >= 2
             && token.len() >= 16
             && has_digit(token)
             && token.iter().any(u8::is_ascii_alphabetic)
@@ -3342,7 +3345,7 @@ fn keyword_value_may_follow(bytes: &[u8], kend: usize) -> bool {
 
 /// Words that name a credential without naming a provider (`ACCESS`, `secret_key`, `apiToken`,
 /// `PRIVATEkey`): each segment of `w` is made of these alone.
-fn credential_word(w: &[u8]) -> bool {
+pub(crate) fn credential_word(w: &[u8]) -> bool {
     const WORDS: &[&[u8]] = &[
         b"access", b"secret", b"private", b"token", b"apikey", b"api", b"key", b"auth",
     ];
@@ -9343,6 +9346,30 @@ mod tests {
             "x = process.env.API_TOKEN || ''",
             "debug = os.environ.get('DEBUG_MODE', 'wwf*2#86t64!fgh6yav$aoeuo')",
             "psql -W ${DB_PASSWORD:-}",
+        ]);
+    }
+
+    /// A provider's two-letter abbreviation glued to a credential word and a value names the
+    /// provider (`dd-apikey-…`, `dd_secret_key-…`); alone, or before any other word, it is text.
+    #[test]
+    fn a_providers_abbreviation_before_a_credential_word_names_it() {
+        for (text, value) in [
+            (
+                "dd-apikey-dd52c29224affe29d163c6bf99e5c34f",
+                "dd52c29224affe29d163c6bf99e5c34f",
+            ),
+            (
+                "dd_secret_key-3c0c3965368a6b10f7640dbda46abfdca981c2d3",
+                "3c0c3965368a6b10f7640dbda46abfdca981c2d3",
+            ),
+        ] {
+            assert_eq!(spans(text), [value], "{text}");
+        }
+        assert_clean(&[
+            "dd-trace-0e536995152fe074ce4b97c5d430cb39",
+            "dd_build-75a693efd01bcc1fd177842cfc0add33cae7197f",
+            "dd-mm-yyyy is the format, then dd if=/dev/zero of=disk.img bs=1M count=64",
+            "dd: 3cbc7223133d327a52638de8947bd196",
         ]);
     }
 }

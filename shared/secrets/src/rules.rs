@@ -148,6 +148,18 @@ pub(crate) fn keyword_match(key: &[u8], value: &[u8]) -> Option<&'static str> {
             if inner_camel || longer {
                 continue;
             }
+            // A provider's abbreviation (`dd`) names it only before a word for a credential
+            // (`dd-apikey`, `DD_SECRET_KEY`), never alone (`dd-mm-yyyy`, `dd_trace`).
+            if word.len() < 4 {
+                let rest = &key[j + word.len()..];
+                let sep = |b: &u8| matches!(b, b'_' | b'-' | b'.');
+                let next = rest
+                    .get(1..)
+                    .map(|r| &r[..r.iter().position(sep).unwrap_or(r.len())]);
+                if !(rest.first().is_some_and(sep) && next.is_some_and(super::credential_word)) {
+                    continue;
+                }
+            }
             if metadata(&key[..j]) || metadata(&key[j + word.len()..]) {
                 return None;
             }
