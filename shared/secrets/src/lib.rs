@@ -48,7 +48,8 @@
 //!   `:::=`, PHP's `.=`, an array declaration (`char secret[25] = …`), a comparison with a
 //!   literal either way round (`pw == "…"`, `"…" !== secret`; a typed lowercase word counts
 //!   against a password or a secret, `password == 'logmein'`), a literal call argument
-//!   (`std::string secret("…")`, SQL's `PASSWORD('…')`), a Java system property
+//!   (`std::string secret("…")`, SQL's `PASSWORD('…')`), an environment lookup's literal default
+//!   (`os.getenv("API_KEY", "…")`, `process.env.TOKEN || "…"`, `${DB_PASSWORD:-…}`), a Java system property
 //!   (`-Dspring.datasource.password=…`), or whitespace, and a value (an INI value may stand on
 //!   the next, indented line).
 //!   Keys whose suffix or prefix makes them metadata (`token_count`, `password_file`,
