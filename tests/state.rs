@@ -1988,3 +1988,171 @@ fn state_a_state_dir_removed_under_a_lingering_drainer_loses_no_later_prompt() {
     });
     assert!(spool_files(&state).is_empty());
 }
+
+/// The first prompt in a new state directory, its Server refusing connections: the hook answers at
+/// once, and a drainer still starts for its capture. The start made while the prompt was on the
+/// network is waited for after the answer (the process's exit used to end its thread before the
+/// start), and probing the drain lock does not create the file whose age means "a drainer started
+/// just now" (which kept the start after the answer away). Several directories, since the lost
+/// start was a race.
+#[test]
+fn state_the_first_refused_prompt_of_a_new_state_dir_starts_a_drainer() {
+    let url = closed_port_url();
+    let cwd = tempfile::tempdir().unwrap();
+    let dirs: Vec<tempfile::TempDir> = (0..6).map(|_| tempfile::tempdir().unwrap()).collect();
+    for (i, dir) in dirs.iter().enumerate() {
+        let state = dir.path().join("state");
+        let out = hook(
+            &url,
+            &state,
+            "a prompt while the Server is down",
+            &format!("t{i}"),
+            cwd.path(),
+        )
+        .env(NO_DRAINER.0, "0")
+        .run();
+        out.assert_fail_open();
+        assert!(out.diagnostic("capture_spooled").is_some(), "{}", out.stderr);
+    }
+    for dir in &dirs {
+        let state = dir.path().join("state");
+        // A drainer ran: its pass wrote the summary `status` shows, and kept the capture.
+        wait_until(
+            "no drainer started for the first refused prompt",
+            Duration::from_secs(15),
+            || state.join("drain.json").exists(),
+        );
+        assert_eq!(spool_files(&state).len(), 1, "the capture waits for the Server");
+    }
+    for dir in &dirs {
+        for pid in drainers_of(&dir.path().join("state")) {
+            let _ = Command::new("kill").arg(pid.to_string()).status();
+        }
+    }
+}
+
+/// A lingering drainer whose pass cannot use the state directory (here: the state lock held past
+/// its wait) leaves; the hooks that counted on it are not left alone. It starts a successor, which
+/// delivers what was handed over to it and, once its hook is killed before its answer, the capture
+/// a hook still held when it left.
+#[test]
+fn state_a_lingering_drainer_whose_pass_fails_starts_a_successor() {
+    const HANG_MARK: &str = "HELDWHILEITFAILS";
+    let s = slow_for("scp_failed_successor", HANG_MARK, Duration::from_secs(25));
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let cwd = tempfile::tempdir().unwrap();
+    let env = [
+        (NO_DRAINER.0, "0"),
+        ("POWERCONTEXT_CLAUDE_HTTP_BUDGET_SECONDS", "90"),
+        ("POWERCONTEXT_CLAUDE_REQUEST_TIMEOUT_SECONDS", "90"),
+    ];
+    let mut first = spawn_hook(&s.url(), &state, "first prompt", "t1", cwd.path(), &env);
+    assert!(first.wait().unwrap().success());
+    wait_until(
+        "the first capture is not delivered by a lingering drainer",
+        Duration::from_secs(15),
+        || s.count(CAPTURE) == 1 && !linger_locks(&state).is_empty(),
+    );
+    let lingering = drainers_of(&state);
+    assert_eq!(lingering.len(), 1, "one drainer lingers: {lingering:?}");
+    let _reap = KillOnDrop(lingering[0]);
+    // Another process holds the state lock (a long write): the lingering drainer's next pass
+    // fails on it.
+    let held = powercontext_hooks_core::lock::try_acquire(&state.join("state.lock")).unwrap();
+    // A hook counts on the lingering drainer and waits on its recall...
+    let mut second = spawn_hook(
+        &s.url(),
+        &state,
+        &format!("second prompt {HANG_MARK}"),
+        "t2",
+        cwd.path(),
+        &env,
+    );
+    let _second = KillOnDrop(second.id());
+    wait_until("the second hook never recalled", Duration::from_secs(10), || {
+        s.count(PREPARE) >= 2
+    });
+    // ...and another hands its capture over to it, which makes it pass, and fail.
+    let mut third = spawn_hook(&s.url(), &state, "third prompt", "t3", cwd.path(), &env);
+    assert!(third.wait().unwrap().success());
+    wait_until(
+        "the lingering drainer never left",
+        Duration::from_secs(30),
+        || !drainers_of(&state).contains(&lingering[0]),
+    );
+    drop(held);
+    // The host kills the waiting hook before its answer: nothing hands its capture over now.
+    second.kill().unwrap();
+    let _ = second.wait();
+    wait_until(
+        "the captures counted on the failed drainer wait for the next prompt",
+        Duration::from_secs(20),
+        || s.count(CAPTURE) == 3,
+    );
+    assert_eq!(
+        capture_contents(&s),
+        [
+            "first prompt".to_owned(),
+            format!("second prompt {HANG_MARK}"),
+            "third prompt".to_owned()
+        ]
+    );
+    for pid in drainers_of(&state) {
+        let _ = Command::new("kill").arg(pid.to_string()).status();
+    }
+}
+
+/// A Server that refuses captures (503) while prompts keep coming: the lingering drainer passes
+/// over the spool again once per pause, not once for every capture handed over during its pass
+/// (each pass reads every waiting entry, and passing back to back kept a CPU busy for as long as
+/// the prompts came). Nothing is lost: every capture waits in the spool.
+#[test]
+fn state_a_server_refusing_captures_is_retried_once_per_pause_while_prompts_keep_coming() {
+    let s = FakeServer::builder("scp_refusing")
+        .ready("context")
+        .route(CAPTURE, |_| Reply::json(503, &json!({"detail": "busy"})))
+        .start();
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let cwd = tempfile::tempdir().unwrap();
+    let env = [(NO_DRAINER.0, "0")];
+    let started = Instant::now();
+    let run = Duration::from_secs(4);
+    // Two hosts' prompts at once, so that captures keep arriving while a pass runs.
+    let prompts: usize = std::thread::scope(|scope| {
+        let spawners: Vec<_> = (0..2)
+            .map(|k| {
+                let (url, state, cwd) = (s.url(), &state, cwd.path());
+                scope.spawn(move || {
+                    let mut n = 0;
+                    while started.elapsed() < run {
+                        let text = format!("prompt {k}.{n}");
+                        let mut child = spawn_hook(&url, state, &text, &format!("t{k}.{n}"), cwd, &env);
+                        assert!(child.wait().unwrap().success());
+                        n += 1;
+                    }
+                    n
+                })
+            })
+            .collect();
+        spawners.into_iter().map(|h| h.join().unwrap()).sum()
+    });
+    let elapsed = started.elapsed();
+    let attempts = s.count(CAPTURE);
+    // The first drainers' passes (two hooks may each start one before either lingers), then
+    // one retry per 2 s pause.
+    let bound = 3 + elapsed.as_secs().div_ceil(2) as usize + 1;
+    assert!(
+        attempts <= bound,
+        "{attempts} capture attempts for {prompts} prompts in {elapsed:?} (at most {bound})"
+    );
+    assert_eq!(
+        spool_files(&state).len(),
+        prompts,
+        "every capture waits in the spool"
+    );
+    for pid in drainers_of(&state) {
+        let _ = Command::new("kill").arg(pid.to_string()).status();
+    }
+}

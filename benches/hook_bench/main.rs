@@ -55,6 +55,10 @@ fn say(msg: &str) {
     eprintln!("bench: {msg}");
 }
 
+/// The row-order seed when `POWERCONTEXT_BENCH_SEED` is unset: a fixed one, so two runs of the
+/// same tree run their rows in the same orders.
+const DEFAULT_SEED: u64 = 2026;
+
 /// Run counts: `POWERCONTEXT_BENCH_QUICK=1` shrinks everything for a smoke run of the harness;
 /// `POWERCONTEXT_BENCH_SETTLE=0` times the main comparison without [`settle_spool`] (to see what
 /// it changes).
@@ -68,6 +72,8 @@ struct Plan {
     spool_full: usize,
     /// Whether the main comparison waits for each run's delivery (see [`settle_spool`]).
     settle: bool,
+    /// Seeds each table's row order (see [`RowOrder`]); `POWERCONTEXT_BENCH_SEED` replays a run.
+    seed: u64,
 }
 
 impl Plan {
@@ -86,6 +92,10 @@ impl Plan {
             rss_runs: if quick { 3 } else { 20 },
             spool_full: SPOOL_FULL,
             settle: env.text("POWERCONTEXT_BENCH_SETTLE") != Some("0"),
+            seed: env
+                .text("POWERCONTEXT_BENCH_SEED")
+                .and_then(|v| v.parse::<u64>().ok())
+                .unwrap_or(DEFAULT_SEED),
         }
     }
 }
@@ -307,18 +317,19 @@ impl<'a> Case<'a> {
 }
 
 /// Runs the cases round-robin (run i of every case, then run i+1…), so drift in machine load hits
-/// every row alike; the first `warmup` rounds are not kept. Each round starts one row further on,
-/// so every row takes every place in the round equally often: the first row after the baselines
-/// used to be the same host's every time, and measured faster for it than the others for the same
+/// every row alike; the first `warmup` rounds are not kept. Each round runs the rows in a new
+/// order (see [`RowOrder`]): with a fixed order, even rotated, every row always followed the same
+/// neighbour, and the row after the quiet baselines measured faster than the others for the same
 /// work.
-fn interleave(cases: &mut [Case<'_>], runs: usize, warmup: usize, what: &str) {
+fn interleave(cases: &mut [Case<'_>], plan: &Plan, runs: usize, warmup: usize, what: &str) {
     let started = Instant::now();
-    let n = cases.len();
+    let mut order = RowOrder::new(plan.seed, what, cases.len());
     for i in 0..warmup + runs {
-        for k in 0..n {
-            cases[(i + k) % n].run_one(i, i >= warmup);
+        for k in order.next_round() {
+            cases[k].run_one(i, i >= warmup);
         }
     }
+    order.log(cases);
     say(&format!(
         "{what}: {} rows × {runs} runs in {:.1} s",
         cases.len(),
@@ -334,6 +345,84 @@ fn interleave(cases: &mut [Case<'_>], runs: usize, warmup: usize, what: &str) {
             c.id,
             c.first_failure.as_deref().unwrap_or("")
         );
+    }
+}
+
+/// The rows' order in each round of a table: a Fisher–Yates shuffle driven by splitmix64, seeded
+/// from the plan's seed and the table's name, so a run is reproducible from the seed the method
+/// notes print, and no row always runs after the same neighbour.
+struct RowOrder {
+    state: u64,
+    rows: usize,
+    /// `follows[a][b]`: how many times row `b` ran right after row `a` (across rounds too).
+    follows: Vec<Vec<u32>>,
+    last: Option<usize>,
+    seed: u64,
+}
+
+impl RowOrder {
+    fn new(seed: u64, table: &str, rows: usize) -> Self {
+        // FNV-1a of the table's name: each table gets its own sequence from one seed.
+        let name = table.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+            (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
+        });
+        RowOrder {
+            state: seed ^ name,
+            rows,
+            follows: vec![vec![0; rows]; rows],
+            last: None,
+            seed,
+        }
+    }
+
+    fn next_u64(&mut self) -> u64 {
+        self.state = self.state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// The next round's order: every row once.
+    fn next_round(&mut self) -> Vec<usize> {
+        let mut order: Vec<usize> = (0..self.rows).collect();
+        for i in (1..order.len()).rev() {
+            let j = usize::try_from(self.next_u64() % (i as u64 + 1)).unwrap_or(0);
+            order.swap(i, j);
+        }
+        for &k in &order {
+            if let Some(prev) = self.last {
+                self.follows[prev][k] += 1;
+            }
+            self.last = Some(k);
+        }
+        order
+    }
+
+    /// Says the seed and, for the row that had the fewest and the most distinct predecessors,
+    /// how many: with a shuffled order every row follows many others, not one.
+    fn log(&self, cases: &[Case<'_>]) {
+        let distinct = |b: usize| {
+            (0..self.rows)
+                .filter(|&a| a != b && self.follows[a][b] > 0)
+                .count()
+        };
+        let most_one = (0..self.rows)
+            .map(|b| {
+                let total: u32 = (0..self.rows).map(|a| self.follows[a][b]).sum();
+                let top = (0..self.rows).map(|a| self.follows[a][b]).max().unwrap_or(0);
+                (f64::from(top) / f64::from(total.max(1)), b)
+            })
+            .fold((0.0, 0), |m, x| if x.0 > m.0 { x } else { m });
+        let fewest = (0..self.rows).map(distinct).min().unwrap_or(0);
+        say(&format!(
+            "row order shuffled per round (seed {}): every row followed at least {fewest} of the \
+             other {} rows; the most any row followed one neighbour: {:.0}% of its runs ({})",
+            self.seed,
+            self.rows.saturating_sub(1),
+            most_one.0 * 100.0,
+            cases.get(most_one.1).map_or("", |c| c.id.as_str())
+        ));
     }
 }
 
@@ -758,7 +847,13 @@ fn bench_main(ctx: &Ctx, hosts: &[&Host], report: &mut Report) -> MainFigures {
         },
         |o| o.success && o.stdout.contains("BEGIN_POWERCONTEXT"),
     ));
-    interleave(&mut cases, ctx.plan.runs, ctx.plan.warmup, "main comparison");
+    interleave(
+        &mut cases,
+        &ctx.plan,
+        ctx.plan.runs,
+        ctx.plan.warmup,
+        "main comparison",
+    );
 
     let py = find(&cases, "baseline.python").stats();
     let fc = find(&cases, "baseline.floor-client").stats();
@@ -930,7 +1025,13 @@ fn bench_cold(ctx: &Ctx, hosts: &[&Host], main: &MainFigures, report: &mut Repor
         ));
     }
     // Fewer runs: each leaves a drainer lingering in its own state directory for a few seconds.
-    interleave(&mut cases, ctx.plan.hang_runs, 1, "first prompt (cold)");
+    interleave(
+        &mut cases,
+        &ctx.plan,
+        ctx.plan.hang_runs,
+        1,
+        "first prompt (cold)",
+    );
     let fc = recalled("floor_client_p50").unwrap_or_default();
     let mut rows = Vec::new();
     for (c, host) in cases.iter().zip(hosts) {
@@ -984,7 +1085,13 @@ fn bench_failures(ctx: &Ctx, hosts: &[&Host], report: &mut Report) {
             |o| exit_ok_silent(o) && o.stderr.contains("server_unavailable"),
         ));
     }
-    interleave(&mut cases, ctx.plan.runs, ctx.plan.warmup, "server down");
+    interleave(
+        &mut cases,
+        &ctx.plan,
+        ctx.plan.runs,
+        ctx.plan.warmup,
+        "server down",
+    );
     let mut rows = Vec::new();
     for c in &cases {
         // The target is per hook process: OpenCode's slower process (`prepare`) is the one judged.
@@ -1040,7 +1147,7 @@ fn bench_failures(ctx: &Ctx, hosts: &[&Host], report: &mut Report) {
             |o| exit_ok_silent(o) && o.stderr.contains("timeout"),
         ));
     }
-    interleave(&mut cases, ctx.plan.hang_runs, 1, "server hanging");
+    interleave(&mut cases, &ctx.plan, ctx.plan.hang_runs, 1, "server hanging");
     for c in &cases {
         // Per process (each has its own budget): for OpenCode the `prepare` that waited, not the
         // `inject` that followed it.
@@ -1147,7 +1254,7 @@ fn bench_real(ctx: &Ctx, hosts: &[&Host], report: &mut Report) {
             ));
         }
     }
-    interleave(&mut cases, ctx.plan.real_runs, 3, "real Server");
+    interleave(&mut cases, &ctx.plan, ctx.plan.real_runs, 3, "real Server");
     let mut rows: Vec<Row> = cases
         .iter()
         .map(|c| c.row(c.checked(), json!({"check_failures": c.failed})))
@@ -1281,7 +1388,13 @@ fn bench_prompt_size(ctx: &Ctx, report: &mut Report) {
             |o| o.success && hosts::injected(&o.stdout),
         ));
     }
-    interleave(&mut cases, ctx.plan.runs, ctx.plan.warmup, "prompt size");
+    interleave(
+        &mut cases,
+        &ctx.plan,
+        ctx.plan.runs,
+        ctx.plan.warmup,
+        "prompt size",
+    );
     let base = cases[0].stats().p50;
     let mut rows = Vec::new();
     for (c, server) in cases.iter().zip(&servers) {
@@ -1588,7 +1701,13 @@ fn bench_spool(ctx: &Ctx, report: &mut Report) {
             .before(move || touch(&stamp)),
         );
     }
-    interleave(&mut cases, ctx.plan.runs, ctx.plan.warmup, "spool size");
+    interleave(
+        &mut cases,
+        &ctx.plan,
+        ctx.plan.runs,
+        ctx.plan.warmup,
+        "spool size",
+    );
     let base = cases[0].stats().p50;
     let base_down = cases[counts.len()].stats().p50;
     let mut rows = Vec::new();
@@ -1778,7 +1897,7 @@ fn bench_journal(ctx: &Ctx, report: &mut Report) {
         },
         |o| o.success && o.stdout.starts_with("PC ✓"),
     ));
-    interleave(&mut cases, ctx.plan.runs, ctx.plan.warmup, "journal");
+    interleave(&mut cases, &ctx.plan, ctx.plan.runs, ctx.plan.warmup, "journal");
     let off = find(&cases, "journal.off").stats();
     let line = find(&cases, "statusline").stats();
     remember("statusline_p50", line.p50);
@@ -2115,8 +2234,14 @@ fn method_notes(ctx: &Ctx) -> Vec<String> {
         format!(
             "{} timed runs per row in the main, failure, size and spool tables ({} warm-up rounds discarded), \
              {} against the real Server, {} for the hang rows, {} rounds of the burst. Rows of a table run \
-             interleaved, run by run.",
-            ctx.plan.runs, ctx.plan.warmup, ctx.plan.real_runs, ctx.plan.hang_runs, ctx.plan.burst_rounds
+             interleaved, run by run, each round in a new order shuffled from seed {} and the table's name \
+             (`POWERCONTEXT_BENCH_SEED` replays it), so no row always runs after the same neighbour.",
+            ctx.plan.runs,
+            ctx.plan.warmup,
+            ctx.plan.real_runs,
+            ctx.plan.hang_runs,
+            ctx.plan.burst_rounds,
+            ctx.plan.seed
         ),
         "Wall time is measured by the parent around `spawn` → `wait`, with stdin written in between and \
          stdout/stderr collected through pipes, as a host does. The payload is built before the clock starts."

@@ -17,7 +17,9 @@
 //! drainer, `flush`, the hidden `drain`: all go through [`drain`]), looks at the spool again after
 //! releasing its lock, and takes on any entry it can claim that it did not leave behind on
 //! purpose (Server down, unconfigured, newer format, outside its scope), or, out of budget,
-//! starts a drainer for it. No holder ever leaves without doing one or the other.
+//! starts a drainer for it. No holder ever leaves without doing one or the other. A lingering
+//! drainer's pass that found its Server unreachable leaves what came meanwhile to its retry after
+//! the pause (its last look before it leaves passes over everything).
 //!
 //! A failure is a verdict on the Server ("down": its other entries wait for a later drain) only
 //! when this process was running while it happened. A call that failed more than
@@ -233,6 +235,9 @@ pub struct DrainReport {
     /// A call failed long after its time was up: this process was stopped meanwhile.
     #[serde(skip)]
     pub stalled: bool,
+    /// The last pass found a Server it could not reach (its entries wait for a later pass).
+    #[serde(skip)]
+    pub unreachable: bool,
 }
 
 /// An invalid setting, content-free: what to fix and why, never the value (it may be a token).
@@ -283,6 +288,7 @@ impl DrainReport {
             self.config_error = later.config_error;
         }
         self.stalled |= later.stalled;
+        self.unreachable = later.unreachable;
         self.left.extend(later.left);
         self.out_of_scope.extend(later.out_of_scope);
     }
@@ -381,6 +387,28 @@ pub fn drain(
     opts: &DrainOptions,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<DrainReport, StateError> {
+    drain_passes(state, env, opts, progress, Again::Always)
+}
+
+/// Whether a drain passes again over entries handed over during its pass.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Again {
+    /// Always (see [`drain`]).
+    Always,
+    /// Not after a pass that found a Server unreachable and delivered nothing: the caller, a
+    /// lingering drainer, passes again after its pause. Passing at once would read the whole
+    /// spool again for each new entry, back to back for as long as prompts keep coming.
+    NotWhileUnreachable,
+}
+
+/// [`drain`], passing again as `again` says.
+fn drain_passes(
+    state: &StateDir,
+    env: &Env,
+    opts: &DrainOptions,
+    progress: &mut dyn FnMut(Progress),
+    again: Again,
+) -> Result<DrainReport, StateError> {
     let deadline = Deadline::after(opts.budget);
     let mut report = DrainReport::default();
     // A file where the directory belongs is refused, never read as an empty state.
@@ -404,7 +432,11 @@ pub fn drain(
         settled.extend(done.left.iter().cloned());
         settled.extend(done.out_of_scope.iter().cloned());
         let delivered = done.delivered;
+        let unreachable = done.unreachable && delivered == 0;
         report.absorb(done);
+        if unreachable && again == Again::NotWhileUnreachable {
+            break;
+        }
         // The drain lock is released: a hook that hands over from now on starts its own drainer.
         if !spool::claimable_beyond(state, &settled) {
             break;
@@ -687,6 +719,7 @@ impl Replay<'_, '_> {
                     // its own session only.
                     if is_retryable(&f) {
                         self.down.insert(server.to_owned());
+                        self.report.unreachable = true;
                     }
                     self.blocked.insert(attempt.order);
                     self.report.kept += 1;
@@ -845,7 +878,7 @@ pub fn background_main(component: &'static str) -> ExitCode {
         if remaining.is_zero() {
             break;
         }
-        match background_pass(&state, &env, remaining) {
+        match background_pass(&state, &env, remaining, Again::NotWhileUnreachable) {
             Ok(report) if report.busy => std::thread::sleep(REPASS_PAUSE),
             // Its hook's exit closed the pipe, but a killed hook's lock on its entry can outlive
             // that by a moment (the kernel closes a dying process's files one by one): look again.
@@ -899,10 +932,15 @@ fn linger(state: &StateDir, env: &Env, until: Instant, first: &DrainReport) {
     // A hook that found this drainer in its last moments (after its last look, or at its budget)
     // started none and still holds its entry: killed before its answer, it would leave the entry
     // to the next prompt. A successor takes it on. Its entry was written before it probed the
-    // lock, so this look, after the lock is gone, sees it. Not after a failed pass (the successor
-    // would fail the same way), and not for an entry older than a drainer's budget (a stopped
-    // hook): so successors never follow one another for long.
-    if left != Left::Failed && held_by_a_recent_hook(state, &settled) {
+    // lock, so this look, after the lock is gone, sees it. Not for an entry older than a drainer's
+    // budget (a stopped hook). After a pass that could not use the state directory (a state lock
+    // held past its wait, a lock file it could not open) the hooks that counted on this drainer
+    // are owed one too, also for what they handed over and the last look could not deliver: the
+    // cause may be gone a moment later. A successor whose first pass fails the same way does not
+    // linger and starts none, so successors never follow one another for long.
+    let successor = held_by_a_recent_hook(state, &settled)
+        || (left == Left::Failed && spool::claimable_beyond(state, &settled));
+    if successor {
         spawn_drainer(Start::Now);
     }
 }
@@ -966,6 +1004,8 @@ fn watch_spool(
     let mut idle_until = Instant::now() + LINGER;
     let mut seen: Option<SystemTime> = None;
     let mut waiting = false;
+    // A look found claimable work that waits for the pause after a failed pass.
+    let mut paused = false;
     let mut looked = Instant::now();
     let left = loop {
         let now = Instant::now();
@@ -987,6 +1027,11 @@ fn watch_spool(
         // while every hook of the burst had already counted on this drainer. A retry that fails
         // again does not extend the idle bound: a Server that stays down does not keep it here.
         let retry = kept_back && Instant::now() >= retry_at && Instant::now() < idle_until;
+        // Until that pause is over, another look (each lists the spool: hundreds of entries while
+        // a Server is down) could only find the same: no pass may start before it.
+        if paused && Instant::now() < retry_at {
+            continue;
+        }
         let stamp = fs::metadata(&spool_dir).and_then(|m| m.modified()).ok();
         // A stamp this recent may hide a later entry made within the same tick of the file
         // system's coarse clock: look until it is older than any such tick.
@@ -1006,10 +1051,16 @@ fn watch_spool(
         // An entry held by its hook, or one that waits for the pause after a failed pass: keep
         // looking (the folder's stamp will not change for it) and do not leave.
         waiting = held_by_hooks || claimable;
+        paused = claimable && Instant::now() < retry_at;
         if !claimable || Instant::now() < retry_at {
             continue;
         }
-        match background_pass(state, env, until.saturating_duration_since(Instant::now())) {
+        match background_pass(
+            state,
+            env,
+            until.saturating_duration_since(Instant::now()),
+            Again::NotWhileUnreachable,
+        ) {
             // Whoever holds the drain lock looks at the spool again once it lets go.
             Ok(report) if report.busy => {}
             Ok(report) => {
@@ -1040,7 +1091,8 @@ fn last_look(state: &StateDir, env: &Env, until: Instant, settled: &HashSet<Stri
         let budget = until
             .saturating_duration_since(Instant::now())
             .max(Duration::from_secs(2));
-        match background_pass(state, env, budget) {
+        // Its last chance: whatever was handed over meanwhile is passed over here.
+        match background_pass(state, env, budget, Again::Always) {
             Ok(report) if report.busy && Instant::now() < patience => {
                 std::thread::sleep(REPASS_PAUSE);
             }
@@ -1051,14 +1103,19 @@ fn last_look(state: &StateDir, env: &Env, until: Instant, settled: &HashSet<Stri
 
 /// One drain of the background drainer: the whole spool and ledger within `budget`, never waiting
 /// for the drain lock.
-fn background_pass(state: &StateDir, env: &Env, budget: Duration) -> Result<DrainReport, StateError> {
+fn background_pass(
+    state: &StateDir,
+    env: &Env,
+    budget: Duration,
+    again: Again,
+) -> Result<DrainReport, StateError> {
     let opts = DrainOptions {
         budget,
         scope: None,
         wait_for_lock: false,
         limits: SpoolLimits::from_env(env),
     };
-    drain(state, env, &opts, &mut |_| {})
+    drain_passes(state, env, &opts, &mut |_| {}, again)
 }
 
 /// The entries a drain left behind on purpose or found outside its scope: not looked at again.
@@ -1164,15 +1221,31 @@ pub fn start_early(state: &StateDir, env: &Env) {
     if lingering(state) {
         return;
     }
-    match lock::try_acquire(&state.file(DRAIN_LOCK)) {
-        Ok(guard) => drop(guard),
-        Err(_) => return,
+    if !drain_lock_free(state) {
+        return;
     }
     // A thread that cannot be made leaves the start to the hand-over after the answer.
     *early = std::thread::Builder::new()
         .stack_size(256 * 1024)
         .spawn(|| spawn_drainer(Start::AfterExit))
         .ok();
+}
+
+/// Whether no drainer holds the drain lock, probed without creating the file: its modification
+/// time is the last start's stamp (see [`spawn_if_needed`]), and a probe that created it would
+/// read as a start that may never happen (the early start's thread ends with its process).
+fn drain_lock_free(state: &StateDir) -> bool {
+    match fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(lock::no_follow_flags())
+        .open(state.file(DRAIN_LOCK))
+    {
+        // No lock file: no drainer ever ran here.
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => true,
+        Err(_) => false,
+        // Let go as the file closes.
+        Ok(f) => matches!(lock::try_lock_file(&f), Ok(true)),
+    }
 }
 
 /// The drainer [`start_early`] started, once its start finished: the child, and the write end of
@@ -1275,6 +1348,12 @@ pub fn spawn_if_needed(env: &Env) {
         if let Some(component) = spool::left_this_run() {
             spool::enforce_after_answer(env, component);
         }
+        return;
+    }
+    // A drainer started early for this prompt's capture drains the whole spool and ledger once
+    // this process has exited. Its start is waited for here, not left to this process's exit,
+    // which would end its thread before the start on a fast answer (a refused connection).
+    if early_drainer_waits() {
         return;
     }
     let Ok(state) = StateDir::locate(env) else { return };

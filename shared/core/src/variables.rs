@@ -227,6 +227,7 @@ pub static ALL: &[Var] = &[
     var(Name::Exact("POWERCONTEXT_OFFICIAL_HOOKS"), Kind::Test, "benchmarks", "`make bench` (the official hooks to compare against)", "the official hooks' checkout"),
     var(Name::Exact("POWERCONTEXT_BENCH_ONLY"), Kind::Test, "benchmarks", "`make bench`", "runs one part of the benchmarks"),
     var(Name::Exact("POWERCONTEXT_BENCH_SETTLE"), Kind::Test, "benchmarks", "`make bench`", "`0`: times the main comparison without waiting for each run's capture to be delivered"),
+    var(Name::Exact("POWERCONTEXT_BENCH_SEED"), Kind::Test, "benchmarks", "`make bench`", "seeds the shuffled order of each table's rows (a number; the report names the seed it used)"),
 ];
 
 /// The variable `name` is, for hosts whose parts are `parts`.

@@ -1,8 +1,8 @@
 //! The filter's rates per corpus source, computed from the fixtures on every run: our corpus
 //! holds its goals (at least 98% caught, at most 1% wrongly withheld), every held-out source holds
 //! the goal for cases it was not written against (at least 95% caught, at most 2% withheld) and
-//! its own floor where that is higher, and the rates table in `docs/secret-filter.md` is the one computed here (a rule
-//! change that moves a figure fails until the table says so). It never writes a file unless
+//! its own floor where that is higher, and the rates table in the README is the one computed here
+//! (a rule change that moves a figure fails until the table says so). It never writes a file unless
 //! `SECRETS_RATES_WRITE=1` asks it to rewrite that table.
 #![allow(clippy::print_stderr)]
 
@@ -215,23 +215,20 @@ fn every_source_holds_its_floor_and_the_documented_table_is_the_computed_one() {
     }
 
     let computed = table(&all);
-    let start = DOC
-        .find(BEGIN)
-        .expect("docs/secret-filter.md marks its rates table")
-        + BEGIN.len();
-    let end = start + DOC[start..].find(END).expect("the rates table's end marker");
+    let start = README.find(BEGIN).expect("README.md marks its rates table") + BEGIN.len();
+    let end = start + README[start..].find(END).expect("the rates table's end marker");
     #[expect(clippy::disallowed_methods, reason = "the test reads its own opt-in setting")]
     let write = std::env::var_os("SECRETS_RATES_WRITE").is_some_and(|v| v == "1");
-    if DOC[start..end] != computed && write {
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/secret-filter.md");
-        let doc = format!("{}{computed}{}", &DOC[..start], &DOC[end..]);
-        std::fs::write(path, doc).expect("rewrite the rates table");
+    if README[start..end] != computed && write {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md");
+        let readme = format!("{}{computed}{}", &README[..start], &README[end..]);
+        std::fs::write(path, readme).expect("rewrite the rates table");
         return;
     }
     assert_eq!(
-        DOC[start..end],
+        README[start..end],
         computed,
-        "docs/secret-filter.md's rates table is stale; the computed one is below (or rerun with \
+        "README.md's rates table is stale; the computed one is below (or rerun with \
          SECRETS_RATES_WRITE=1)\n{computed}"
     );
 }
@@ -283,6 +280,20 @@ fn the_documented_rule_counts_are_the_compiled_ones() {
             "docs/secret-filter.md should say: {line}"
         );
     }
-    let readme = format!("rules as data ({} providers)", all.len());
-    assert!(README.contains(&readme), "README.md should say: {readme}");
+    let readme = [
+        format!("rules as data ({} providers)", all.len()),
+        format!(
+            "provider tokens by prefix ({} rules, {} providers)",
+            VENDORS.len(),
+            prefix_providers.len()
+        ),
+        format!(
+            "provider keys named by keyword ({} rules, {} providers)",
+            KEYWORD_INFO.len(),
+            keyword.len()
+        ),
+    ];
+    for line in &readme {
+        assert!(README.contains(line.as_str()), "README.md should say: {line}");
+    }
 }
