@@ -1527,7 +1527,8 @@ impl<'t> Scan<'t> {
         if !matches!(bytes.get(p), Some(b':' | b'=')) {
             return;
         }
-        let end = line_end_max(bytes, p, 4096).unwrap_or(p);
+        // A longer line is read up to its first 4 KB (never a window that ends before it starts).
+        let end = line_end_max(bytes, p, 4096).unwrap_or(bytes.len().min(p + 4096));
         let open = skip_blank(bytes, p + 1);
         if bytes.get(open) == Some(&b'{') {
             return self.cookie_map_in(open + 1, end);
@@ -1539,6 +1540,9 @@ impl<'t> Scan<'t> {
     /// `from` and `end`: each quoted value that is a secret as a cookie's (see [`plain_cookie`]).
     fn cookie_map_in(&mut self, from: usize, end: usize) {
         let bytes = self.bytes;
+        if from >= end {
+            return;
+        }
         let close = bytes[from..end]
             .iter()
             .position(|&b| b == b'}')
@@ -1579,7 +1583,8 @@ impl<'t> Scan<'t> {
         let mut k = from;
         while k < end {
             let s = skip_blank(bytes, k);
-            let s = s + usize::from(matches!(bytes.get(s), Some(b'"' | b'\'')));
+            // The quote that closes the argument may stand at `end`: never step past it.
+            let s = (s + usize::from(matches!(bytes.get(s), Some(b'"' | b'\'')))).min(end);
             let e = bytes[s..end]
                 .iter()
                 .position(|&b| b == b';')
@@ -8865,6 +8870,27 @@ mod tests {
             spans("Cookie: theme=dark; session=Zr8Qm2Lx9Tp4Wv7Nc3Kb6Hd1; lang=de"),
             ["Zr8Qm2Lx9Tp4Wv7Nc3Kb6Hd1"]
         );
+    }
+
+    #[test]
+    fn a_cookie_line_over_4_kb_or_ending_in_blanks_before_its_quote_does_not_panic() {
+        // A `Cookie:` line longer than the 4 KB window, a map opened on it.
+        assert_eq!(find_secret(&format!("Cookie: {{{}", "x".repeat(4100))), None);
+        assert_eq!(find_secret(&format!("Cookie: a=b; {}", "x".repeat(4100))), None);
+        // A session at the head of a long line is still read.
+        assert!(
+            find_secret(&format!(
+                "Cookie: theme=dark; sid=Zr8Qm2Lx9Tp4Wv7Nc3Kb6Hd1; {}",
+                "x ".repeat(2100)
+            ))
+            .is_some()
+        );
+        // A quoted cookie argument whose last pair is followed by blanks before its quote.
+        assert_eq!(
+            spans("curl -b 'sid=Zr8Qm2Lx9Tp4Wv7Nc3Kb6Hd1; ' https://example.com"),
+            ["Zr8Qm2Lx9Tp4Wv7Nc3Kb6Hd1"]
+        );
+        assert_clean(&["curl -b ' ' x", r#"curl -b "a=b; " x"#, "curl -b ''"]);
     }
 
     #[test]
