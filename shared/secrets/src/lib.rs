@@ -1826,7 +1826,7 @@ impl<'t> Scan<'t> {
             looks_random(value, 16)
                 && entropy(value) >= 3.5
                 && !key_path(value)
-                && !(bare_key_word(text_before(bytes, key), key) && hex_digest(value))
+                && !(hex_digest(value) && bare_key_word(text_before(bytes, key), key))
         };
         // What the rules for this key's syntax found stands (their span and kind are finer).
         let found = self
@@ -4081,7 +4081,7 @@ fn value_is_secret(bytes: &[u8], value: &Value, key: &[u8], strength: Strength, 
     // A bare `key` word names a store's entry as often as a secret: a key path or a digest there
     // is the entry's name.
     if strength == Strength::Weak
-        && (key_path(v) || bare_key_word(text_before(bytes, key), key) && hex_digest(v))
+        && (key_path(v) || hex_digest(v) && bare_key_word(text_before(bytes, key), key))
     {
         return false;
     }
@@ -4637,11 +4637,12 @@ fn bare_key_word(before: &[u8], key: &[u8]) -> bool {
     spaced.len() == before.len() || word.is_empty() || index(word)
 }
 
-/// The text before `key` when `key` is a part of `bytes` (a key the scan read), else nothing.
+/// The text of the line before `key` (at most 256 bytes: it is read once per key) when `key`
+/// is a part of `bytes` (a key the scan read), else nothing.
 fn text_before<'b>(bytes: &'b [u8], key: &[u8]) -> &'b [u8] {
     if bytes.as_ptr_range().contains(&key.as_ptr()) {
         let at = key.as_ptr() as usize - bytes.as_ptr() as usize;
-        &bytes[line_start_of(bytes, at)..at]
+        line_before(bytes, at)
     } else {
         &[]
     }
@@ -7526,6 +7527,30 @@ mod tests {
         let small = cost(20_000).max(Duration::from_millis(1));
         let large = cost(200_000);
         assert!(large < small * 40, "20 KB took {small:?}, 200 KB took {large:?}");
+    }
+
+    #[test]
+    fn a_line_repeating_a_weak_key_or_a_cmdlet_is_scanned_in_linear_time() {
+        // Each occurrence once looked back to its line's start (a weak key's qualifier) or
+        // forward to its end (`-AsPlainText`): quadratic on one long line.
+        for unit in ["key: abcdefgh "] {
+            // Scaling, not wall time, as above.
+            let cost = |size: usize| {
+                let started = Instant::now();
+                let prompt = unit.repeat(size / unit.len());
+                let _ = findings(&prompt);
+                let _ = strip_private(&prompt);
+                started.elapsed()
+            };
+            let small = cost(20_000).max(Duration::from_millis(1));
+            let large = cost(200_000);
+            assert!(
+                large < small * 40,
+                "{unit:?}: 20 KB took {small:?}, 200 KB took {large:?}"
+            );
+        }
+        // The look-back still reads a qualifier: an index word's digest is no secret, a key is.
+        assert_clean(&["cache key: 9649bea0a24c623e0745006b40ce7b3a"]);
     }
 
     /// Review findings: a value the filter recognised must be redacted whole, so that neither a
