@@ -1298,7 +1298,9 @@ impl<'t> Scan<'t> {
     fn secure_string_at(&mut self, i: usize) {
         let bytes = self.bytes;
         let mut pos = i + b"convertto-securestring".len();
-        let end = line_end(bytes, i);
+        // The switch stands within the command's next 512 bytes: a window, not the rest of the
+        // line, so a line repeating the cmdlet is not read once per occurrence.
+        let end = line_end_max(bytes, i, 512).unwrap_or(bytes.len().min(i + 512));
         if !contains_ci(&bytes[i..end], b"-asplaintext") {
             return;
         }
@@ -7533,7 +7535,7 @@ mod tests {
     fn a_line_repeating_a_weak_key_or_a_cmdlet_is_scanned_in_linear_time() {
         // Each occurrence once looked back to its line's start (a weak key's qualifier) or
         // forward to its end (`-AsPlainText`): quadratic on one long line.
-        for unit in ["key: abcdefgh "] {
+        for unit in ["key: abcdefgh ", "ConvertTo-SecureString "] {
             // Scaling, not wall time, as above.
             let cost = |size: usize| {
                 let started = Instant::now();
@@ -7551,6 +7553,7 @@ mod tests {
         }
         // The look-back still reads a qualifier: an index word's digest is no secret, a key is.
         assert_clean(&["cache key: 9649bea0a24c623e0745006b40ce7b3a"]);
+        assert!(find_secret(r#"$p = ConvertTo-SecureString "Zq8!pLm2xQ" -AsPlainText -Force"#).is_some());
     }
 
     /// Review findings: a value the filter recognised must be redacted whole, so that neither a
