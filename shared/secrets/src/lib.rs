@@ -4357,13 +4357,27 @@ fn public_key_id_key(key: &[u8]) -> bool {
     .any(|w| contains_ci(key, w))
 }
 
-/// `/k9Fz2LqP8sT1vXyR4wN7mB0cD3eH6jU=`: one leading `/` before a random run, a base64 value
-/// rather than a path.
+/// `/k9Fz2LqP8sT1vXyR4wN7mB0cD3eH6jU=`, `/K7MDENG/bPxRfiCYzq8k2Lm3…`: a leading `/` before a
+/// random run, a base64 value rather than a path. A path is made of readable segments (`usr`,
+/// `Documents`, `id_rsa.pub`); base64's `/` splits a random run into random pieces.
 fn random_after_slash(v: &[u8]) -> bool {
     let Some(rest) = v.strip_prefix(b"/") else {
         return false;
     };
-    rest.len() >= 16 && !rest.contains(&b'/') && mixed_case(rest) && has_digit(rest) && entropy(rest) >= 3.5
+    // A segment of letters in one case or capitalised is a name.
+    let readable = |seg: &[u8]| {
+        seg.iter().all(u8::is_ascii_alphabetic)
+            && (seg[1..].iter().all(u8::is_ascii_lowercase) || seg.iter().all(u8::is_ascii_uppercase))
+    };
+    let pieces_random = !rest.contains(&b'/')
+        || rest
+            .iter()
+            .all(|&b| b.is_ascii_alphanumeric() || matches!(b, b'/' | b'+' | b'='))
+            && rest
+                .split(|&b| b == b'/')
+                .all(|seg| !seg.is_empty() && !readable(seg))
+            && rest.split(|&b| b == b'/').any(|seg| seg.len() >= 16);
+    rest.len() >= 16 && pieces_random && mixed_case(rest) && has_digit(rest) && entropy(rest) >= 3.5
 }
 
 /// A keyboard shortcut (`ctrl+shift+1`, `Cmd+K`): modifiers joined by `+`.
@@ -7529,6 +7543,25 @@ mod tests {
         let small = cost(20_000).max(Duration::from_millis(1));
         let large = cost(200_000);
         assert!(large < small * 40, "20 KB took {small:?}, 200 KB took {large:?}");
+    }
+
+    #[test]
+    fn a_base64_value_starting_with_a_slash_is_no_path_when_its_pieces_are_random() {
+        assert_eq!(
+            spans("aws_secret_access_key = /K7MDENG/bPxRfiCYzq8k2Lm3NpwJalrXUtnFEMI"),
+            ["/K7MDENG/bPxRfiCYzq8k2Lm3NpwJalrXUtnFEMI"]
+        );
+        assert_eq!(
+            spans(r#""client_secret": "/k9Xm2Pq7Rt4Lw8Zn3Vb6Yc1Hd5Fg0Js/Ae9Ui2Ow""#),
+            ["/k9Xm2Pq7Rt4Lw8Zn3Vb6Yc1Hd5Fg0Js/Ae9Ui2Ow"]
+        );
+        // Paths: readable segments, a file's name, a version.
+        assert_clean(&[
+            r#""client_secret": "/etc/app/Secrets/client2024Secret.json""#,
+            "secret_file = /home/Alice2/Projects/x9Kq3mZ7Lp2Rt8Vn4Bw/config",
+            r#"token_path: "/var/run/secrets/kubernetes.io/serviceaccount/token""#,
+            r#""secret": "/en/enterprise-server@3.0/auth""#,
+        ]);
     }
 
     #[test]
