@@ -4638,6 +4638,10 @@ fn bare_key_word(before: &[u8], key: &[u8]) -> bool {
     if key.len() < 3 || !key[key.len() - 3..].eq_ignore_ascii_case(b"key") {
         return false;
     }
+    // A URL's query parameter (`?key=`, `&key=`) is where an API takes its key, not an index.
+    if key.len() == 3 && matches!(before.last(), Some(b'?' | b'&')) {
+        return false;
+    }
     let index = |w: &[u8]| INDEX.iter().any(|x| w.eq_ignore_ascii_case(x));
     let head = trim_end_of(&key[..key.len() - 3], |b| matches!(b, b'_' | b'-' | b'.'));
     if !head.is_empty() {
@@ -7561,6 +7565,30 @@ mod tests {
             "secret_file = /home/Alice2/Projects/x9Kq3mZ7Lp2Rt8Vn4Bw/config",
             r#"token_path: "/var/run/secrets/kubernetes.io/serviceaccount/token""#,
             r#""secret": "/en/enterprise-server@3.0/auth""#,
+        ]);
+    }
+
+    #[test]
+    fn a_hex_key_in_a_urls_query_is_an_api_key_not_a_digest() {
+        assert!(
+            find_secret("https://api.trello.com/1/members/me/boards?key=9649bea0a24c623e0745006b40ce7b3a")
+                .is_some()
+        );
+        assert!(
+            find_secret(
+                "GET https://api.steampowered.com/ISteamUser/GetPlayerSummaries/v2/?key=5A1F0C3E9B7D2468ACE13579BDF02468&steamids=1"
+            )
+            .is_some()
+        );
+        assert!(
+            find_secret("curl 'https://example.com/v1/list?page=2&key=9649bea0a24c623e0745006b40ce7b3a'")
+                .is_some()
+        );
+        // An index's key holds an entry's digest.
+        assert_clean(&[
+            "cache key: 9649bea0a24c623e0745006b40ce7b3a",
+            "the key 9649bea0a24c623e0745006b40ce7b3a was evicted",
+            "key=9649bea0a24c623e0745006b40ce7b3a",
         ]);
     }
 
