@@ -646,8 +646,16 @@ impl<'t> Scan<'t> {
         // slice it, so it is widened to whole characters.
         let (start, end) = (char_floor(self.bytes, start), char_ceil(self.bytes, end));
         // A key a vendor publishes as an example is no secret, whatever rule found it (a
-        // connection string's field may run on past it: `…GMGw==;BlobEndpoint=…`).
-        if end >= start + 16 && rules::documented_example_at(&self.bytes[start..end]) {
+        // connection string's field may run on past it: `…GMGw==;BlobEndpoint=…`); a value
+        // that goes on with a random part (`<example UUID>.xK9mQ2…`) merely starts with one.
+        if end >= start + 16
+            && rules::documented_example_at(&self.bytes[start..end]).is_some_and(|n| {
+                !self.bytes[start + n..end]
+                    .split(|&b| !(b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'_' | b'-')))
+                    .find(|t| !t.is_empty())
+                    .is_some_and(|t| looks_random(t, 8))
+            })
+        {
             return;
         }
         if end > start {
@@ -7589,6 +7597,16 @@ mod tests {
             "cache key: 9649bea0a24c623e0745006b40ce7b3a",
             "the key 9649bea0a24c623e0745006b40ce7b3a was evicted",
             "key=9649bea0a24c623e0745006b40ce7b3a",
+        ]);
+    }
+
+    #[test]
+    fn a_value_that_merely_starts_with_a_documented_example_is_a_secret() {
+        assert!(find_secret("token: 123e4567-e89b-12d3-a456-426614174000.xK9mQ2zLp7vR4tB8nW3c").is_some());
+        // The example alone, or before a plain field, stays clean.
+        assert_clean(&[
+            "token: 123e4567-e89b-12d3-a456-426614174000",
+            "token: 123e4567-e89b-12d3-a456-426614174000. Is that right?",
         ]);
     }
 
