@@ -4709,11 +4709,19 @@ fn plain_cookie_pair(name: &[u8], value: &[u8]) -> bool {
         b"cred",
         b"csrf",
         b"xsrf",
+        b"passw",
+        b"pwd",
+        b"passphrase",
+        b"private",
+        b"apikey",
     ];
+    // `sid` ends a part (`PHPSESSID`, `connect.sid`); `key` is one (`private_key`, `key`), not a
+    // word's end (`hotkey`).
     let session = SESSION.iter().any(|w| contains_ci(name, w))
-        || name
-            .split(|&b| matches!(b, b'_' | b'-' | b'.'))
-            .any(|part| part.len() >= 3 && part[part.len() - 3..].eq_ignore_ascii_case(b"sid"));
+        || name.split(|&b| matches!(b, b'_' | b'-' | b'.')).any(|part| {
+            part.len() >= 3 && part[part.len() - 3..].eq_ignore_ascii_case(b"sid")
+                || part.eq_ignore_ascii_case(b"key")
+        });
     !name.is_empty()
         && name
             .iter()
@@ -7607,6 +7615,30 @@ mod tests {
         assert_clean(&[
             "token: 123e4567-e89b-12d3-a456-426614174000",
             "token: 123e4567-e89b-12d3-a456-426614174000. Is that right?",
+        ]);
+    }
+
+    #[test]
+    fn a_cookie_named_for_a_password_or_a_key_holds_a_secret() {
+        for (prompt, secret) in [
+            ("Set-Cookie: password=peMXWuCybEek; Path=/", "peMXWuCybEek"),
+            (
+                "Cookie: lang=en; private_key=wqpLmzTxkvRb; theme=dark",
+                "wqpLmzTxkvRb",
+            ),
+            ("Cookie: api_key=hjkqwrtzpxvm", "hjkqwrtzpxvm"),
+        ] {
+            let (redacted, kind) = redact(prompt);
+            assert!(
+                kind.is_some() && !redacted.contains(secret),
+                "{prompt} => {redacted}"
+            );
+        }
+        // A cookie whose name merely ends like one is a setting.
+        assert_clean(&[
+            "Set-Cookie: hotkeys=enabled; Path=/",
+            "Cookie: monkey=banana",
+            "Set-Cookie: passport_country=DE; Path=/",
         ]);
     }
 
