@@ -4543,7 +4543,7 @@ fn looks_random(v: &[u8], min: usize) -> bool {
 /// How many letters of `v`, ASCII letters of both cases alone, stand in words when it is split
 /// as camelCase is (`XMLHttpRequest`: `XML`, `Http`, `Request`; a capital run's last letter starts
 /// the word its lowercase letters end): a word is two or more lowercase letters, after a capital
-/// or not, with a vowel (`y` counts). `None` for anything else. Identifiers are words run
+/// or not, with a vowel (`y` counts), or an [`abbreviation`]. `None` for anything else. Identifiers are words run
 /// together; random letters (`ImOIVBfPhQYm`: `Im`, `OIV`, `Bf`, `Ph`, `QY`, `m`) change case
 /// every other letter or so, and their lowercase runs are short or have no vowel.
 fn camel_word_share(v: &[u8]) -> Option<usize> {
@@ -4561,12 +4561,25 @@ fn camel_word_share(v: &[u8]) -> Option<usize> {
         } else {
             upper
         };
-        if lower - upper >= 2 && v[start..lower].iter().any(vowel) {
+        if lower - upper >= 2 && v[start..lower].iter().any(vowel) || abbreviation(&v[start..lower]) {
             share += lower - start;
         }
         k = lower;
     }
     Some(share)
+}
+
+/// A word programmers shorten to consonants (`Pwd`, `Cfg`, `Db`, `Str`, `Txt`): a name's part
+/// in camelCase (`userPwdTxt`, `cfgDbPwd`) as much as a word with vowels.
+fn abbreviation(seg: &[u8]) -> bool {
+    const SHORT: Words = words_of!(
+        b"pwd pw pswd passwd cfg conf db str txt msg btn ctx src dst tmp mgr svc ptr cnt rnd sql xml \
+        html http cmd pkg tbl fn cb hdr ts dt tz nbr qty crt jwt ssh ssl tls dns grp std dflt lst \
+        bkp prd stg lcl nxt prv frm lbl chk dlg pnl wnd hst srv cln clnt rsp rslt"
+    );
+    (2..=5).contains(&seg.len())
+        && seg[1..].iter().all(u8::is_ascii_lowercase)
+        && SHORT.iter().any(|w| seg.eq_ignore_ascii_case(w))
 }
 
 /// Whether the text within 256 bytes of `value` holds its text again as a word of its own: a
@@ -9210,8 +9223,24 @@ mod tests {
             "MSAppHost",
             "userIdTimestampComposite",
             "JavaScript",
+            "userPwdTxt",
+            "cfgDbPwd",
+            "rndPwdStrVal",
         ] {
             assert!(!random_letters(name.as_bytes()), "{name}");
         }
+    }
+
+    #[test]
+    fn an_identifier_of_abbreviated_words_is_a_name_not_a_password() {
+        assert_clean(&[
+            "const password = userPwdTxt",
+            "password = cfgDbPwd",
+            "password = rndPwdStrVal",
+            "let secret = appCfgStr;",
+        ]);
+        // Random letters stay a password.
+        assert!(find_secret("password = ImOIVBfPhQYm").is_some());
+        assert!(find_secret("password = TbHvQkRmWxZn").is_some());
     }
 }
