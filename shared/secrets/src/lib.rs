@@ -318,21 +318,32 @@ fn unescaped(text: &str) -> Option<(String, Vec<usize>)> {
         bytes.iter().position(|&b| b == b'\\')?;
     }
     // The strings on one line each, `[open, close]`, and whether each holds an escape and an
-    // escaped line break or quote: such a string quotes a document (a prompt, a file, a log),
-    // and its quotes become line breaks, so its first and last lines read as lines.
+    // escaped line break or quoted words: such a string quotes a document (a prompt, a file, a
+    // log), and its quotes become line breaks, so its first and last lines read as lines. An
+    // escaped quote inside a token (`"Tr0ub4dor\"3xyzQ"`), or one alone, is a character of a
+    // value: the string stays the value's.
     let mut strings: Vec<(usize, usize, bool)> = Vec::new();
     let (mut open, mut escape, mut document, mut k) = (None, false, false, 0);
+    // The escaped quotes of the open string, and whether one opened a word (after no letter).
+    let (mut quotes, mut words) = (0usize, false);
     while k < bytes.len() {
         match bytes[k] {
             b'\\' if open.is_some() => {
                 escape = true;
-                document |= matches!(bytes.get(k + 1), Some(b'n' | b'"'));
+                match bytes.get(k + 1) {
+                    Some(b'n') => document = true,
+                    Some(b'"') => {
+                        words |= quotes % 2 == 0 && (k == 0 || !bytes[k - 1].is_ascii_alphanumeric());
+                        quotes += 1;
+                    }
+                    _ => {}
+                }
                 k += 1;
             }
             b'"' => match open.take() {
-                Some(o) if escape => strings.push((o, k, document)),
+                Some(o) if escape => strings.push((o, k, document || words && quotes % 2 == 0)),
                 Some(_) => {}
-                None => (open, escape, document) = (Some(k), false, false),
+                None => (open, escape, document, quotes, words) = (Some(k), false, false, 0, false),
             },
             b'\n' => open = None,
             _ => {}
@@ -348,9 +359,9 @@ fn unescaped(text: &str) -> Option<(String, Vec<usize>)> {
     let mut k = 0;
     while k < bytes.len() {
         while string.next_if(|&&(_, close, _)| close < k).is_some() {}
-        let (inside, quote) = match string.peek() {
-            Some(&&(o, c, doc)) if o <= k && k <= c => (o < k && k < c, doc && (k == o || k == c)),
-            _ => (false, false),
+        let (inside, quote, document) = match string.peek() {
+            Some(&&(o, c, doc)) if o <= k && k <= c => (o < k && k < c, doc && (k == o || k == c), doc),
+            _ => (false, false, false),
         };
         if quote {
             plain.push(b'\n');
@@ -379,6 +390,8 @@ fn unescaped(text: &str) -> Option<(String, Vec<usize>)> {
             (b'\\', Some(b'n')) => Some(b'\n'),
             (b'\\', Some(b'r')) => Some(b'\r'),
             (b'\\', Some(b't')) => Some(b'\t'),
+            // A value's own escaped quote stays escaped: decoded, it would close the value.
+            (b'\\', Some(b'"')) if !document => None,
             (b'\\', Some(&c @ (b'"' | b'\'' | b'\\' | b'/'))) => Some(c),
             _ => None,
         };
@@ -3910,16 +3923,21 @@ impl Value {
         }
         let first = *bytes.get(pos)?;
         if matches!(first, b'"' | b'\'' | b'`') {
-            // A quoted value runs to its closing quote, whatever it holds; a long one is judged
-            // on its head.
+            // A quoted value runs to its closing quote, whatever it holds (a double quote escaped
+            // by an odd run of backslashes is one of its characters); a long one is judged on its
+            // head.
             let start = pos + 1;
             let limit = char_floor(bytes, bytes.len().min(start + MAX_VALUE));
-            let (end, cut) = match (start..limit).find(|&k| bytes[k] == first || bytes[k] == b'\n') {
-                Some(end) if bytes[end] == first => (end, false),
-                Some(_) => return None,
-                None if limit < bytes.len() => (limit, true),
-                None => return None,
+            let escaped = |k: usize| {
+                first == b'"' && bytes[start..k].iter().rev().take_while(|&&b| b == b'\\').count() % 2 == 1
             };
+            let (end, cut) =
+                match (start..limit).find(|&k| bytes[k] == first && !escaped(k) || bytes[k] == b'\n') {
+                    Some(end) if bytes[end] == first => (end, false),
+                    Some(_) => return None,
+                    None if limit < bytes.len() => (limit, true),
+                    None => return None,
+                };
             return Some(Self {
                 start,
                 end,
@@ -7653,6 +7671,26 @@ mod tests {
             "Cookie: monkey=banana",
             "Set-Cookie: passport_country=DE; Path=/",
         ]);
+    }
+
+    #[test]
+    fn an_escaped_quote_inside_a_value_keeps_the_value_whole() {
+        for (prompt, secret) in [
+            (r#"{"password": "Tr0ub4dor\"3xyzQ"}"#, "3xyzQ"),
+            (r#"password="Xk9\"mQ2zLp7vR4""#, "mQ2zLp7vR4"),
+            (r#"my password is "Xk9mQ2\"zLp7vR4""#, "zLp7vR4"),
+        ] {
+            let (redacted, kind) = redact(prompt);
+            assert!(
+                kind.is_some() && !redacted.contains(secret),
+                "{prompt} => {redacted}"
+            );
+        }
+        // Quoted words in a string are a quoted document's (see the escaped-JSON test).
+        assert_eq!(
+            spans(r#"{"prompt": "set it: {\"client_secret\": \"p8e-ibndcvsmAp9ZgPBZ606FSlYIZVlsZ-g5\"}"}"#),
+            ["p8e-ibndcvsmAp9ZgPBZ606FSlYIZVlsZ-g5"]
+        );
     }
 
     #[test]
