@@ -308,7 +308,7 @@ fn scan_text(text: &str) -> Vec<Finding> {
 fn unescaped(text: &str) -> Option<(String, Vec<usize>)> {
     let bytes = text.as_bytes();
     // Source escaped for HTML (`&quot;api_key&quot;: …`, code in `<pre><code>`): its entities
-    // are decoded and its tags are markup, read as line breaks.
+    // are decoded and its tags inside `<pre>`/`<code>` are markup, read as line breaks.
     const HTML: [&[u8]; 7] = [
         b"&quot;", b"&#34;", b"&#39;", b"&#x27;", b"&apos;", b"<code>", b"<pre>",
     ];
@@ -356,8 +356,20 @@ fn unescaped(text: &str) -> Option<(String, Vec<usize>)> {
     let mut plain = Vec::with_capacity(bytes.len());
     let mut at = Vec::with_capacity(bytes.len() + 1);
     let mut string = strings.iter().peekable();
+    // HTML tags are line breaks inside a `<pre>`/`<code>` element only, and not inside a quoted
+    // value there (`"Xk9mQ2<i>zLp7vR4"` is one value): how deep the elements nest, whether the
+    // text read on this line is inside quotes, and how much of it was read.
+    let (mut element, mut quoted, mut seen) = (0usize, false, 0);
     let mut k = 0;
     while k < bytes.len() {
+        for &b in &plain[seen..] {
+            match b {
+                b'"' => quoted = !quoted,
+                b'\n' => quoted = false,
+                _ => {}
+            }
+        }
+        seen = plain.len();
         while string.next_if(|&&(_, close, _)| close < k).is_some() {}
         let (inside, quote, document) = match string.peek() {
             Some(&&(o, c, doc)) if o <= k && k <= c => (o < k && k < c, doc && (k == o || k == c), doc),
@@ -370,10 +382,29 @@ fn unescaped(text: &str) -> Option<(String, Vec<usize>)> {
             continue;
         }
         if html && let Some((b, len)) = html_markup(bytes, k) {
-            plain.push(b);
-            at.push(k);
-            k += len;
-            continue;
+            let tag = bytes[k] == b'<';
+            let close = bytes.get(k + 1) == Some(&b'/');
+            let name = &bytes[k + 1 + usize::from(close)..k + len];
+            let block = [&b"pre"[..], b"code"].iter().any(|w| {
+                name.len() >= w.len()
+                    && name[..w.len()].eq_ignore_ascii_case(w)
+                    && name
+                        .get(w.len())
+                        .is_none_or(|&c| matches!(c, b'>' | b' ' | b'\t'))
+            });
+            if tag && block {
+                element = if close {
+                    element.saturating_sub(1)
+                } else {
+                    element + 1
+                };
+            }
+            if !tag || block || element > 0 && !quoted {
+                plain.push(b);
+                at.push(k);
+                k += len;
+                continue;
+            }
         }
         // `\u00e9`, `\ud83d\ude00`: JSON's escape of any other character.
         if let Some((c, len)) = unicode_escape(bytes, k).filter(|_| inside) {
@@ -7689,6 +7720,27 @@ mod tests {
         // Quoted words in a string are a quoted document's (see the escaped-JSON test).
         assert_eq!(
             spans(r#"{"prompt": "set it: {\"client_secret\": \"p8e-ibndcvsmAp9ZgPBZ606FSlYIZVlsZ-g5\"}"}"#),
+            ["p8e-ibndcvsmAp9ZgPBZ606FSlYIZVlsZ-g5"]
+        );
+    }
+
+    #[test]
+    fn a_tag_inside_a_quoted_value_or_outside_a_code_element_is_text() {
+        for (prompt, secret) in [
+            (r#"<pre>password = "Xk9mQ2<i>zLp7vR4"</pre>"#, "zLp7vR4"),
+            (r#"&quot;x&quot; then password = "Xk9mQ2<b>zLp7vR4""#, "zLp7vR4"),
+        ] {
+            let (redacted, kind) = redact(prompt);
+            assert!(
+                kind.is_some() && !redacted.contains(secret),
+                "{prompt} => {redacted}"
+            );
+        }
+        // Markup between code lines still splits them.
+        assert_eq!(
+            spans(
+                "<pre><code><span>client_secret = p8e-ibndcvsmAp9ZgPBZ606FSlYIZVlsZ-g5</span></code></pre>"
+            ),
             ["p8e-ibndcvsmAp9ZgPBZ606FSlYIZVlsZ-g5"]
         );
     }
