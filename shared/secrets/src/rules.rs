@@ -63,15 +63,18 @@ pub(crate) fn documented_example(token: &[u8]) -> bool {
     DOCUMENTED_EXAMPLES.iter().any(|e| e.as_bytes() == token)
 }
 
-/// Whether `span` starts with a documented example that ends there or before a byte no token
-/// continues with (`…GMGw==;BlobEndpoint=…` in a connection string).
-pub(crate) fn documented_example_at(span: &[u8]) -> bool {
-    DOCUMENTED_EXAMPLES.iter().any(|e| {
-        span.starts_with(e.as_bytes())
-            && span.get(e.len()).is_none_or(|&b| {
-                !(b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'=' | b'_' | b'-'))
-            })
-    })
+/// The length of the documented example `span` starts with, when it ends there or before a byte
+/// no token continues with (`…GMGw==;BlobEndpoint=…` in a connection string).
+pub(crate) fn documented_example_at(span: &[u8]) -> Option<usize> {
+    DOCUMENTED_EXAMPLES
+        .iter()
+        .find(|e| {
+            span.starts_with(e.as_bytes())
+                && span.get(e.len()).is_none_or(|&b| {
+                    !(b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'=' | b'_' | b'-'))
+                })
+        })
+        .map(|e| e.len())
 }
 
 /// The provider names the keyword rules report, sorted and each once (for the documented counts).
