@@ -532,10 +532,10 @@ fn emit_keywords(
         );
         for w in &r.keywords {
             assert!(
-                w.len() >= 4
+                w.len() >= 2
                     && w.bytes()
                         .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"_.-".contains(&b)),
-                "rule {}: keyword {w:?} must be lowercase, 4 bytes or more",
+                "rule {}: keyword {w:?} must be lowercase, 2 bytes or more",
                 r.id
             );
             words.push((w.clone(), k));

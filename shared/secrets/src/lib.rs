@@ -48,7 +48,8 @@
 //!   `:::=`, PHP's `.=`, an array declaration (`char secret[25] = …`), a comparison with a
 //!   literal either way round (`pw == "…"`, `"…" !== secret`; a typed lowercase word counts
 //!   against a password or a secret, `password == 'logmein'`), a literal call argument
-//!   (`std::string secret("…")`, SQL's `PASSWORD('…')`), a Java system property
+//!   (`std::string secret("…")`, SQL's `PASSWORD('…')`), an environment lookup's literal default
+//!   (`os.getenv("API_KEY", "…")`, `process.env.TOKEN || "…"`, `${DB_PASSWORD:-…}`), a Java system property
 //!   (`-Dspring.datasource.password=…`), or whitespace, and a value (an INI value may stand on
 //!   the next, indented line).
 //!   Keys whose suffix or prefix makes them metadata (`token_count`, `password_file`,
@@ -308,7 +309,7 @@ fn scan_text(text: &str) -> Vec<Finding> {
 fn unescaped(text: &str) -> Option<(String, Vec<usize>)> {
     let bytes = text.as_bytes();
     // Source escaped for HTML (`&quot;api_key&quot;: …`, code in `<pre><code>`): its entities
-    // are decoded and its tags are markup, read as line breaks.
+    // are decoded and its tags inside `<pre>`/`<code>` are markup, read as line breaks.
     const HTML: [&[u8]; 7] = [
         b"&quot;", b"&#34;", b"&#39;", b"&#x27;", b"&apos;", b"<code>", b"<pre>",
     ];
@@ -318,21 +319,32 @@ fn unescaped(text: &str) -> Option<(String, Vec<usize>)> {
         bytes.iter().position(|&b| b == b'\\')?;
     }
     // The strings on one line each, `[open, close]`, and whether each holds an escape and an
-    // escaped line break or quote: such a string quotes a document (a prompt, a file, a log),
-    // and its quotes become line breaks, so its first and last lines read as lines.
+    // escaped line break or quoted words: such a string quotes a document (a prompt, a file, a
+    // log), and its quotes become line breaks, so its first and last lines read as lines. An
+    // escaped quote inside a token (`"Tr0ub4dor\"3xyzQ"`), or one alone, is a character of a
+    // value: the string stays the value's.
     let mut strings: Vec<(usize, usize, bool)> = Vec::new();
     let (mut open, mut escape, mut document, mut k) = (None, false, false, 0);
+    // The escaped quotes of the open string, and whether one opened a word (after no letter).
+    let (mut quotes, mut words) = (0usize, false);
     while k < bytes.len() {
         match bytes[k] {
             b'\\' if open.is_some() => {
                 escape = true;
-                document |= matches!(bytes.get(k + 1), Some(b'n' | b'"'));
+                match bytes.get(k + 1) {
+                    Some(b'n') => document = true,
+                    Some(b'"') => {
+                        words |= quotes % 2 == 0 && (k == 0 || !bytes[k - 1].is_ascii_alphanumeric());
+                        quotes += 1;
+                    }
+                    _ => {}
+                }
                 k += 1;
             }
             b'"' => match open.take() {
-                Some(o) if escape => strings.push((o, k, document)),
+                Some(o) if escape => strings.push((o, k, document || words && quotes % 2 == 0)),
                 Some(_) => {}
-                None => (open, escape, document) = (Some(k), false, false),
+                None => (open, escape, document, quotes, words) = (Some(k), false, false, 0, false),
             },
             b'\n' => open = None,
             _ => {}
@@ -345,12 +357,24 @@ fn unescaped(text: &str) -> Option<(String, Vec<usize>)> {
     let mut plain = Vec::with_capacity(bytes.len());
     let mut at = Vec::with_capacity(bytes.len() + 1);
     let mut string = strings.iter().peekable();
+    // HTML tags are line breaks inside a `<pre>`/`<code>` element only, and not inside a quoted
+    // value there (`"Xk9mQ2<i>zLp7vR4"` is one value): how deep the elements nest, whether the
+    // text read on this line is inside quotes, and how much of it was read.
+    let (mut element, mut quoted, mut seen) = (0usize, false, 0);
     let mut k = 0;
     while k < bytes.len() {
+        for &b in &plain[seen..] {
+            match b {
+                b'"' => quoted = !quoted,
+                b'\n' => quoted = false,
+                _ => {}
+            }
+        }
+        seen = plain.len();
         while string.next_if(|&&(_, close, _)| close < k).is_some() {}
-        let (inside, quote) = match string.peek() {
-            Some(&&(o, c, doc)) if o <= k && k <= c => (o < k && k < c, doc && (k == o || k == c)),
-            _ => (false, false),
+        let (inside, quote, document) = match string.peek() {
+            Some(&&(o, c, doc)) if o <= k && k <= c => (o < k && k < c, doc && (k == o || k == c), doc),
+            _ => (false, false, false),
         };
         if quote {
             plain.push(b'\n');
@@ -359,10 +383,29 @@ fn unescaped(text: &str) -> Option<(String, Vec<usize>)> {
             continue;
         }
         if html && let Some((b, len)) = html_markup(bytes, k) {
-            plain.push(b);
-            at.push(k);
-            k += len;
-            continue;
+            let tag = bytes[k] == b'<';
+            let close = bytes.get(k + 1) == Some(&b'/');
+            let name = &bytes[k + 1 + usize::from(close)..k + len];
+            let block = [&b"pre"[..], b"code"].iter().any(|w| {
+                name.len() >= w.len()
+                    && name[..w.len()].eq_ignore_ascii_case(w)
+                    && name
+                        .get(w.len())
+                        .is_none_or(|&c| matches!(c, b'>' | b' ' | b'\t'))
+            });
+            if tag && block {
+                element = if close {
+                    element.saturating_sub(1)
+                } else {
+                    element + 1
+                };
+            }
+            if !tag || block || element > 0 && !quoted {
+                plain.push(b);
+                at.push(k);
+                k += len;
+                continue;
+            }
         }
         // `\u00e9`, `\ud83d\ude00`: JSON's escape of any other character.
         if let Some((c, len)) = unicode_escape(bytes, k).filter(|_| inside) {
@@ -379,6 +422,8 @@ fn unescaped(text: &str) -> Option<(String, Vec<usize>)> {
             (b'\\', Some(b'n')) => Some(b'\n'),
             (b'\\', Some(b'r')) => Some(b'\r'),
             (b'\\', Some(b't')) => Some(b'\t'),
+            // A value's own escaped quote stays escaped: decoded, it would close the value.
+            (b'\\', Some(b'"')) if !document => None,
             (b'\\', Some(&c @ (b'"' | b'\'' | b'\\' | b'/'))) => Some(c),
             _ => None,
         };
@@ -646,8 +691,16 @@ impl<'t> Scan<'t> {
         // slice it, so it is widened to whole characters.
         let (start, end) = (char_floor(self.bytes, start), char_ceil(self.bytes, end));
         // A key a vendor publishes as an example is no secret, whatever rule found it (a
-        // connection string's field may run on past it: `…GMGw==;BlobEndpoint=…`).
-        if end >= start + 16 && rules::documented_example_at(&self.bytes[start..end]) {
+        // connection string's field may run on past it: `…GMGw==;BlobEndpoint=…`); a value
+        // that goes on with a random part (`<example UUID>.xK9mQ2…`) merely starts with one.
+        if end >= start + 16
+            && rules::documented_example_at(&self.bytes[start..end]).is_some_and(|n| {
+                !self.bytes[start + n..end]
+                    .split(|&b| !(b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'_' | b'-')))
+                    .find(|t| !t.is_empty())
+                    .is_some_and(|t| looks_random(t, 8))
+            })
+        {
             return;
         }
         if end > start {
@@ -1298,7 +1351,9 @@ impl<'t> Scan<'t> {
     fn secure_string_at(&mut self, i: usize) {
         let bytes = self.bytes;
         let mut pos = i + b"convertto-securestring".len();
-        let end = line_end(bytes, i);
+        // The switch stands within the command's next 512 bytes: a window, not the rest of the
+        // line, so a line repeating the cmdlet is not read once per occurrence.
+        let end = line_end_max(bytes, i, 512).unwrap_or(bytes.len().min(i + 512));
         if !contains_ci(&bytes[i..end], b"-asplaintext") {
             return;
         }
@@ -1501,6 +1556,7 @@ impl<'t> Scan<'t> {
         // A table's header may name a weak word's column too (its cells must look generated).
         self.table_header_at(i);
         self.named_value_at(i, kend, key, strength);
+        self.env_default_at(i, kend, key, strength);
         let header = key.len() > 2 && key[..2].eq_ignore_ascii_case(b"x-") || word.authorization;
         let kind = if header {
             SecretKind::AuthHeader
@@ -1527,7 +1583,8 @@ impl<'t> Scan<'t> {
         if !matches!(bytes.get(p), Some(b':' | b'=')) {
             return;
         }
-        let end = line_end_max(bytes, p, 4096).unwrap_or(p);
+        // A longer line is read up to its first 4 KB (never a window that ends before it starts).
+        let end = line_end_max(bytes, p, 4096).unwrap_or(bytes.len().min(p + 4096));
         let open = skip_blank(bytes, p + 1);
         if bytes.get(open) == Some(&b'{') {
             return self.cookie_map_in(open + 1, end);
@@ -1539,6 +1596,9 @@ impl<'t> Scan<'t> {
     /// `from` and `end`: each quoted value that is a secret as a cookie's (see [`plain_cookie`]).
     fn cookie_map_in(&mut self, from: usize, end: usize) {
         let bytes = self.bytes;
+        if from >= end {
+            return;
+        }
         let close = bytes[from..end]
             .iter()
             .position(|&b| b == b'}')
@@ -1579,7 +1639,8 @@ impl<'t> Scan<'t> {
         let mut k = from;
         while k < end {
             let s = skip_blank(bytes, k);
-            let s = s + usize::from(matches!(bytes.get(s), Some(b'"' | b'\'')));
+            // The quote that closes the argument may stand at `end`: never step past it.
+            let s = (s + usize::from(matches!(bytes.get(s), Some(b'"' | b'\'')))).min(end);
             let e = bytes[s..end]
                 .iter()
                 .position(|&b| b == b';')
@@ -1692,6 +1753,102 @@ impl<'t> Scan<'t> {
         }
     }
 
+    /// The literal default of an environment lookup whose variable (the key from `i` to `kend`)
+    /// names a secret: it is the secret wherever the variable is unset, as if assigned to it.
+    /// `os.environ.get('SECRET_KEY', '…')`, `getenv("API_KEY", default="…")`, Ruby's
+    /// `ENV.fetch("…") { "…" }`, Java's `getOrDefault("…", "…")`, `process.env.TOKEN || "…"`,
+    /// `?? '…'`, and the shell's `${DB_PASSWORD:-…}`. A stand-in default (`''`, `changeme`,
+    /// `None`) is judged as a literal after `=` is, and is none.
+    fn env_default_at(&mut self, i: usize, kend: usize, key: &[u8], strength: Strength) {
+        const CALLS: [&[u8]; 7] = [
+            b"getenv",
+            b"environ.get",
+            b"environ.setdefault",
+            b"env.fetch",
+            b"env.get",
+            b"getordefault",
+            b"env",
+        ];
+        let bytes = self.bytes;
+        let mut before = &bytes[..i];
+        let quote = before
+            .last()
+            .copied()
+            .filter(|b| matches!(b, b'"' | b'\'' | b'`'));
+        if let Some(q) = quote {
+            if bytes.get(kend) != Some(&q) {
+                return;
+            }
+            before = &before[..before.len() - 1];
+        }
+        let after = kend + usize::from(quote.is_some());
+        let callee = |before: &[u8]| {
+            let name = &before[before.len()
+                - run_back(before, |b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_'))..];
+            CALLS.iter().any(|c| {
+                ends_with_ci(name, c)
+                    && (name.len() == c.len() || !name[name.len() - c.len() - 1].is_ascii_alphanumeric())
+            })
+        };
+        let shell = quote.is_none() && before.ends_with(b"${") && bytes[after..].starts_with(b":-");
+        let start = if quote.is_some() && before.last() == Some(&b'(') && callee(&before[..before.len() - 1])
+        {
+            // A call: `,` and the default (`default=` by name), or `) { … }` (Ruby's block).
+            let p = skip_blank(bytes, after);
+            match bytes.get(p) {
+                Some(b',') => {
+                    let p = skip_blank(bytes, p + 1);
+                    match eat_ci(bytes, p, b"default") {
+                        Some(e) if bytes.get(skip_blank(bytes, e)) == Some(&b'=') => {
+                            skip_blank(bytes, skip_blank(bytes, e) + 1)
+                        }
+                        Some(_) => return,
+                        None => p,
+                    }
+                }
+                Some(b')') => {
+                    let b = skip_blank(bytes, p + 1);
+                    if bytes.get(b) != Some(&b'{') {
+                        return;
+                    }
+                    skip_blank(bytes, b + 1)
+                }
+                _ => return,
+            }
+        } else if quote.is_none()
+            && [&b"process.env."[..], b"import.meta.env."].iter().any(|m| {
+                ends_with_ci(before, m) || key.len() > m.len() && key[..m.len()].eq_ignore_ascii_case(m)
+            })
+        {
+            let p = skip_blank(bytes, after);
+            if !(bytes[p..].starts_with(b"||") || bytes[p..].starts_with(b"??")) {
+                return;
+            }
+            skip_blank(bytes, p + 2)
+        } else if shell {
+            after + 2
+        } else {
+            return;
+        };
+        // Only a literal is a default here; a shell default runs to its closing brace.
+        let value = if shell {
+            let end = run_end_max(bytes, start, 256, |b| b != b'}' && !b.is_ascii_whitespace());
+            if end == start || bytes.get(end) != Some(&b'}') {
+                return;
+            }
+            Value::parse(&bytes[..end], start, Stop::Blank)
+        } else if matches!(bytes.get(start), Some(b'"' | b'\'' | b'`')) {
+            Value::parse(bytes, start, Stop::Code)
+        } else {
+            None
+        };
+        if let Some(value) = value
+            && value_is_secret(bytes, &value, key, strength, Mode::Literal)
+        {
+            self.push(SecretKind::Assignment, value.start, value.whole_end(bytes));
+        }
+    }
+
     /// A provider's word glued to its value by a dash (`abyssale-ffCQ…`): the value, when it has
     /// that provider's shape exactly and looks generated, as after any other separator. A hex
     /// suffix is a build's or a commit's (`agora-4f3c…`), not read here.
@@ -1710,7 +1867,10 @@ impl<'t> Scan<'t> {
             named = true;
         }
         let token = &key[d + 1..];
-        if word.len() >= 3
+        // The provider's word with the credential words after it (`dd-apikey`): an abbreviation
+        // names its provider only before them.
+        let word = &key[..d];
+        if word.len() >= 2
             && token.len() >= 16
             && has_digit(token)
             && token.iter().any(u8::is_ascii_alphabetic)
@@ -1821,7 +1981,7 @@ impl<'t> Scan<'t> {
             looks_random(value, 16)
                 && entropy(value) >= 3.5
                 && !key_path(value)
-                && !(bare_key_word(text_before(bytes, key), key) && hex_digest(value))
+                && !(hex_digest(value) && bare_key_word(text_before(bytes, key), key))
         };
         // What the rules for this key's syntax found stands (their span and kind are finer).
         let found = self
@@ -3245,7 +3405,7 @@ fn keyword_value_may_follow(bytes: &[u8], kend: usize) -> bool {
 
 /// Words that name a credential without naming a provider (`ACCESS`, `secret_key`, `apiToken`,
 /// `PRIVATEkey`): each segment of `w` is made of these alone.
-fn credential_word(w: &[u8]) -> bool {
+pub(crate) fn credential_word(w: &[u8]) -> bool {
     const WORDS: &[&[u8]] = &[
         b"access", b"secret", b"private", b"token", b"apikey", b"api", b"key", b"auth",
     ];
@@ -3895,16 +4055,21 @@ impl Value {
         }
         let first = *bytes.get(pos)?;
         if matches!(first, b'"' | b'\'' | b'`') {
-            // A quoted value runs to its closing quote, whatever it holds; a long one is judged
-            // on its head.
+            // A quoted value runs to its closing quote, whatever it holds (a double quote escaped
+            // by an odd run of backslashes is one of its characters); a long one is judged on its
+            // head.
             let start = pos + 1;
             let limit = char_floor(bytes, bytes.len().min(start + MAX_VALUE));
-            let (end, cut) = match (start..limit).find(|&k| bytes[k] == first || bytes[k] == b'\n') {
-                Some(end) if bytes[end] == first => (end, false),
-                Some(_) => return None,
-                None if limit < bytes.len() => (limit, true),
-                None => return None,
+            let escaped = |k: usize| {
+                first == b'"' && bytes[start..k].iter().rev().take_while(|&&b| b == b'\\').count() % 2 == 1
             };
+            let (end, cut) =
+                match (start..limit).find(|&k| bytes[k] == first && !escaped(k) || bytes[k] == b'\n') {
+                    Some(end) if bytes[end] == first => (end, false),
+                    Some(_) => return None,
+                    None if limit < bytes.len() => (limit, true),
+                    None => return None,
+                };
             return Some(Self {
                 start,
                 end,
@@ -4076,7 +4241,7 @@ fn value_is_secret(bytes: &[u8], value: &Value, key: &[u8], strength: Strength, 
     // A bare `key` word names a store's entry as often as a secret: a key path or a digest there
     // is the entry's name.
     if strength == Strength::Weak
-        && (key_path(v) || bare_key_word(text_before(bytes, key), key) && hex_digest(v))
+        && (key_path(v) || hex_digest(v) && bare_key_word(text_before(bytes, key), key))
     {
         return false;
     }
@@ -4350,13 +4515,27 @@ fn public_key_id_key(key: &[u8]) -> bool {
     .any(|w| contains_ci(key, w))
 }
 
-/// `/k9Fz2LqP8sT1vXyR4wN7mB0cD3eH6jU=`: one leading `/` before a random run, a base64 value
-/// rather than a path.
+/// `/k9Fz2LqP8sT1vXyR4wN7mB0cD3eH6jU=`, `/K7MDENG/bPxRfiCYzq8k2Lm3…`: a leading `/` before a
+/// random run, a base64 value rather than a path. A path is made of readable segments (`usr`,
+/// `Documents`, `id_rsa.pub`); base64's `/` splits a random run into random pieces.
 fn random_after_slash(v: &[u8]) -> bool {
     let Some(rest) = v.strip_prefix(b"/") else {
         return false;
     };
-    rest.len() >= 16 && !rest.contains(&b'/') && mixed_case(rest) && has_digit(rest) && entropy(rest) >= 3.5
+    // A segment of letters in one case or capitalised is a name.
+    let readable = |seg: &[u8]| {
+        seg.iter().all(u8::is_ascii_alphabetic)
+            && (seg[1..].iter().all(u8::is_ascii_lowercase) || seg.iter().all(u8::is_ascii_uppercase))
+    };
+    let pieces_random = !rest.contains(&b'/')
+        || rest
+            .iter()
+            .all(|&b| b.is_ascii_alphanumeric() || matches!(b, b'/' | b'+' | b'='))
+            && rest
+                .split(|&b| b == b'/')
+                .all(|seg| !seg.is_empty() && !readable(seg))
+            && rest.split(|&b| b == b'/').any(|seg| seg.len() >= 16);
+    rest.len() >= 16 && pieces_random && mixed_case(rest) && has_digit(rest) && entropy(rest) >= 3.5
 }
 
 /// A keyboard shortcut (`ctrl+shift+1`, `Cmd+K`): modifiers joined by `+`.
@@ -4514,7 +4693,7 @@ fn looks_random(v: &[u8], min: usize) -> bool {
 /// How many letters of `v`, ASCII letters of both cases alone, stand in words when it is split
 /// as camelCase is (`XMLHttpRequest`: `XML`, `Http`, `Request`; a capital run's last letter starts
 /// the word its lowercase letters end): a word is two or more lowercase letters, after a capital
-/// or not, with a vowel (`y` counts). `None` for anything else. Identifiers are words run
+/// or not, with a vowel (`y` counts), or an [`abbreviation`]. `None` for anything else. Identifiers are words run
 /// together; random letters (`ImOIVBfPhQYm`: `Im`, `OIV`, `Bf`, `Ph`, `QY`, `m`) change case
 /// every other letter or so, and their lowercase runs are short or have no vowel.
 fn camel_word_share(v: &[u8]) -> Option<usize> {
@@ -4532,12 +4711,25 @@ fn camel_word_share(v: &[u8]) -> Option<usize> {
         } else {
             upper
         };
-        if lower - upper >= 2 && v[start..lower].iter().any(vowel) {
+        if lower - upper >= 2 && v[start..lower].iter().any(vowel) || abbreviation(&v[start..lower]) {
             share += lower - start;
         }
         k = lower;
     }
     Some(share)
+}
+
+/// A word programmers shorten to consonants (`Pwd`, `Cfg`, `Db`, `Str`, `Txt`): a name's part
+/// in camelCase (`userPwdTxt`, `cfgDbPwd`) as much as a word with vowels.
+fn abbreviation(seg: &[u8]) -> bool {
+    const SHORT: Words = words_of!(
+        b"pwd pw pswd passwd cfg conf db str txt msg btn ctx src dst tmp mgr svc ptr cnt rnd sql xml \
+        html http cmd pkg tbl fn cb hdr ts dt tz nbr qty crt jwt ssh ssl tls dns grp std dflt lst \
+        bkp prd stg lcl nxt prv frm lbl chk dlg pnl wnd hst srv cln clnt rsp rslt"
+    );
+    (2..=5).contains(&seg.len())
+        && seg[1..].iter().all(u8::is_ascii_lowercase)
+        && SHORT.iter().any(|w| seg.eq_ignore_ascii_case(w))
 }
 
 /// Whether the text within 256 bytes of `value` holds its text again as a word of its own: a
@@ -4617,6 +4809,10 @@ fn bare_key_word(before: &[u8], key: &[u8]) -> bool {
     if key.len() < 3 || !key[key.len() - 3..].eq_ignore_ascii_case(b"key") {
         return false;
     }
+    // A URL's query parameter (`?key=`, `&key=`) is where an API takes its key, not an index.
+    if key.len() == 3 && matches!(before.last(), Some(b'?' | b'&')) {
+        return false;
+    }
     let index = |w: &[u8]| INDEX.iter().any(|x| w.eq_ignore_ascii_case(x));
     let head = trim_end_of(&key[..key.len() - 3], |b| matches!(b, b'_' | b'-' | b'.'));
     if !head.is_empty() {
@@ -4632,11 +4828,12 @@ fn bare_key_word(before: &[u8], key: &[u8]) -> bool {
     spaced.len() == before.len() || word.is_empty() || index(word)
 }
 
-/// The text before `key` when `key` is a part of `bytes` (a key the scan read), else nothing.
+/// The text of the line before `key` (at most 256 bytes: it is read once per key) when `key`
+/// is a part of `bytes` (a key the scan read), else nothing.
 fn text_before<'b>(bytes: &'b [u8], key: &[u8]) -> &'b [u8] {
     if bytes.as_ptr_range().contains(&key.as_ptr()) {
         let at = key.as_ptr() as usize - bytes.as_ptr() as usize;
-        &bytes[line_start_of(bytes, at)..at]
+        line_before(bytes, at)
     } else {
         &[]
     }
@@ -4675,11 +4872,19 @@ fn plain_cookie_pair(name: &[u8], value: &[u8]) -> bool {
         b"cred",
         b"csrf",
         b"xsrf",
+        b"passw",
+        b"pwd",
+        b"passphrase",
+        b"private",
+        b"apikey",
     ];
+    // `sid` ends a part (`PHPSESSID`, `connect.sid`); `key` is one (`private_key`, `key`), not a
+    // word's end (`hotkey`).
     let session = SESSION.iter().any(|w| contains_ci(name, w))
-        || name
-            .split(|&b| matches!(b, b'_' | b'-' | b'.'))
-            .any(|part| part.len() >= 3 && part[part.len() - 3..].eq_ignore_ascii_case(b"sid"));
+        || name.split(|&b| matches!(b, b'_' | b'-' | b'.')).any(|part| {
+            part.len() >= 3 && part[part.len() - 3..].eq_ignore_ascii_case(b"sid")
+                || part.eq_ignore_ascii_case(b"key")
+        });
     !name.is_empty()
         && name
             .iter()
@@ -5131,7 +5336,7 @@ fn is_placeholder(v: &[u8]) -> bool {
         b"secret password passwd pass pwd token key apikey api_key none null nil \
         undefined true false yes no on off empty hidden required optional string str text default test \
         testing foo bar baz foobar abc abc123 123456 12345678 value username user secretkey mysecret \
-        mypassword mytoken todo tbd na n/a unset masked sensitive private public auto"
+        mypassword mytoken todo tbd na n/a unset not-set not_set notset masked sensitive private public auto"
     );
     // Templating and elision: the value is a slot, not a value, wherever these stand.
     const TEMPLATED: &[&[u8]] = &[b"...", b"${", b"{{", b"$(", b"\xe2\x80\xa6"];
@@ -5167,6 +5372,8 @@ fn is_placeholder(v: &[u8]) -> bool {
         || masked(v)
         || placeholder_words(v)
         || fabricated(v)
+        || counted_through(v)
+        || encoded_filler(v)
         || rules::prefix_then_filler(v)
         || rules::documented_example(v)
     {
@@ -5351,6 +5558,102 @@ pub(crate) fn fabricated(v: &[u8]) -> bool {
         || counts(2, true)
         || v.windows(7).any(|w| w == b"EXAMPLE")
         || filler_run(v)
+}
+
+/// Counts end to end, however short: every letter and digit belongs to a count of three or more,
+/// one of them six or more long, side by side (`abcdef12345`, `1234567890abcdef`) or every other
+/// character (`b1c2d3e4f5g6h7i8`, `z9y8x7w6v5u`). Typed to fill a slot; a generated value of
+/// eight or more characters is such a chain about once in a billion.
+pub(crate) fn counted_through(v: &[u8]) -> bool {
+    if !(8..=64).contains(&v.len())
+        || !v
+            .iter()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+    {
+        return false;
+    }
+    let mut p = [0u8; 64];
+    let mut n = 0;
+    for &b in v.iter().filter(|b| b.is_ascii_alphanumeric()) {
+        p[n] = b;
+        n += 1;
+    }
+    // The runs of `seq` (each stepping by one, up or down, `9` to `0` and back counting too): the
+    // longest, or `None` if one is shorter than three.
+    let chain = |seq: &mut dyn Iterator<Item = u8>| -> Option<usize> {
+        let (mut prev, mut run, mut dir, mut best) = (None::<u8>, 0usize, 0i8, 0usize);
+        for b in seq {
+            let step = prev.map_or(0, |a| {
+                if b == a.wrapping_add(1) || a == b'9' && b == b'0' {
+                    1
+                } else if b == a.wrapping_sub(1) || a == b'0' && b == b'9' {
+                    -1
+                } else {
+                    0
+                }
+            });
+            if run > 0 && step != 0 && (run == 1 || step == dir) {
+                run += 1;
+                dir = step;
+            } else {
+                if run > 0 && run < 3 {
+                    return None;
+                }
+                run = 1;
+                dir = 0;
+            }
+            best = best.max(run);
+            prev = Some(b);
+        }
+        (run >= 3).then_some(best)
+    };
+    let p = &p[..n];
+    if n >= 8 && chain(&mut p.iter().copied()).is_some_and(|best| best >= 6) {
+        return true;
+    }
+    let even = chain(&mut p.iter().step_by(2).copied());
+    let odd = chain(&mut p.iter().skip(1).step_by(2).copied());
+    n >= 8 && matches!((even, odd), (Some(a), Some(b)) if a.max(b) >= 6 && a.min(b) >= 4)
+}
+
+/// Base64 of filler: text of words with a documentation marker (`…ZXhhbXBsZQ==` ends in
+/// `example`) or counts end to end (`YWJjZGVm…` is `abcdef…`). A generated key decodes to bytes
+/// that are no text.
+fn encoded_filler(v: &[u8]) -> bool {
+    let body = v
+        .strip_suffix(b"==")
+        .or_else(|| v.strip_suffix(b"="))
+        .unwrap_or(v);
+    if !(16..=1024).contains(&v.len()) {
+        return false;
+    }
+    let mut out = [0u8; 768];
+    let (mut acc, mut bits, mut n) = (0u32, 0u32, 0usize);
+    for &b in body {
+        let d = match b {
+            b'A'..=b'Z' => b - b'A',
+            b'a'..=b'z' => b - b'a' + 26,
+            b'0'..=b'9' => b - b'0' + 52,
+            b'+' | b'-' => 62,
+            b'/' | b'_' => 63,
+            _ => return false,
+        };
+        acc = (acc << 6) | u32::from(d);
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            out[n] = (acc >> bits) as u8;
+            n += 1;
+        }
+    }
+    let text = &out[..n];
+    if !text.iter().all(|&b| b.is_ascii_graphic() || b == b' ') {
+        return false;
+    }
+    let words = text.iter().all(|&b| b.is_ascii_alphanumeric() || b == b' ')
+        && text.split(|&b| b == b' ').filter(|w| !w.is_empty()).count() >= 3;
+    const MARKERS: [&[u8]; 5] = [b"example", b"sample", b"placeholder", b"dummy", b"fake"];
+    words && MARKERS.iter().any(|m| contains_ci(text, m)) || counted_through(text)
 }
 
 /// Six or more of one character in a row (`000000`, `xxxxxx`, `AAAAAA`, `######`): typed, not
@@ -6233,6 +6536,16 @@ fn lower<'b>(v: &[u8], buf: &'b mut [u8; 16]) -> &'b [u8] {
     out.copy_from_slice(v);
     out.make_ascii_lowercase();
     out
+}
+
+/// Whether `bytes` ends with `lit`, ASCII case ignored.
+fn ends_with_ci(bytes: &[u8], lit: &[u8]) -> bool {
+    bytes.len() >= lit.len() && bytes[bytes.len() - lit.len()..].eq_ignore_ascii_case(lit)
+}
+
+/// How many bytes at the end of `bytes` are of `class`.
+fn run_back(bytes: &[u8], class: impl Fn(u8) -> bool) -> usize {
+    bytes.iter().rev().take_while(|&&b| class(b)).count()
 }
 
 /// The end of `lit` (given in lowercase) if it appears at `pos`, ignoring ASCII case.
@@ -7521,6 +7834,149 @@ mod tests {
         let small = cost(20_000).max(Duration::from_millis(1));
         let large = cost(200_000);
         assert!(large < small * 40, "20 KB took {small:?}, 200 KB took {large:?}");
+    }
+
+    #[test]
+    fn a_base64_value_starting_with_a_slash_is_no_path_when_its_pieces_are_random() {
+        assert_eq!(
+            spans("aws_secret_access_key = /K7MDENG/bPxRfiCYzq8k2Lm3NpwJalrXUtnFEMI"),
+            ["/K7MDENG/bPxRfiCYzq8k2Lm3NpwJalrXUtnFEMI"]
+        );
+        assert_eq!(
+            spans(r#""client_secret": "/k9Xm2Pq7Rt4Lw8Zn3Vb6Yc1Hd5Fg0Js/Ae9Ui2Ow""#),
+            ["/k9Xm2Pq7Rt4Lw8Zn3Vb6Yc1Hd5Fg0Js/Ae9Ui2Ow"]
+        );
+        // Paths: readable segments, a file's name, a version.
+        assert_clean(&[
+            r#""client_secret": "/etc/app/Secrets/client2024Secret.json""#,
+            "secret_file = /home/Alice2/Projects/x9Kq3mZ7Lp2Rt8Vn4Bw/config",
+            r#"token_path: "/var/run/secrets/kubernetes.io/serviceaccount/token""#,
+            r#""secret": "/en/enterprise-server@3.0/auth""#,
+        ]);
+    }
+
+    #[test]
+    fn a_hex_key_in_a_urls_query_is_an_api_key_not_a_digest() {
+        assert!(
+            find_secret("https://api.trello.com/1/members/me/boards?key=9649bea0a24c623e0745006b40ce7b3a")
+                .is_some()
+        );
+        assert!(
+            find_secret(
+                "GET https://api.steampowered.com/ISteamUser/GetPlayerSummaries/v2/?key=5A1F0C3E9B7D2468ACE13579BDF02468&steamids=1"
+            )
+            .is_some()
+        );
+        assert!(
+            find_secret("curl 'https://example.com/v1/list?page=2&key=9649bea0a24c623e0745006b40ce7b3a'")
+                .is_some()
+        );
+        // An index's key holds an entry's digest.
+        assert_clean(&[
+            "cache key: 9649bea0a24c623e0745006b40ce7b3a",
+            "the key 9649bea0a24c623e0745006b40ce7b3a was evicted",
+            "key=9649bea0a24c623e0745006b40ce7b3a",
+        ]);
+    }
+
+    #[test]
+    fn a_value_that_merely_starts_with_a_documented_example_is_a_secret() {
+        assert!(find_secret("token: 123e4567-e89b-12d3-a456-426614174000.xK9mQ2zLp7vR4tB8nW3c").is_some());
+        // The example alone, or before a plain field, stays clean.
+        assert_clean(&[
+            "token: 123e4567-e89b-12d3-a456-426614174000",
+            "token: 123e4567-e89b-12d3-a456-426614174000. Is that right?",
+        ]);
+    }
+
+    #[test]
+    fn a_cookie_named_for_a_password_or_a_key_holds_a_secret() {
+        for (prompt, secret) in [
+            ("Set-Cookie: password=peMXWuCybEek; Path=/", "peMXWuCybEek"),
+            (
+                "Cookie: lang=en; private_key=wqpLmzTxkvRb; theme=dark",
+                "wqpLmzTxkvRb",
+            ),
+            ("Cookie: api_key=hjkqwrtzpxvm", "hjkqwrtzpxvm"),
+        ] {
+            let (redacted, kind) = redact(prompt);
+            assert!(
+                kind.is_some() && !redacted.contains(secret),
+                "{prompt} => {redacted}"
+            );
+        }
+        // A cookie whose name merely ends like one is a setting.
+        assert_clean(&[
+            "Set-Cookie: hotkeys=enabled; Path=/",
+            "Cookie: monkey=banana",
+            "Set-Cookie: passport_country=DE; Path=/",
+        ]);
+    }
+
+    #[test]
+    fn an_escaped_quote_inside_a_value_keeps_the_value_whole() {
+        for (prompt, secret) in [
+            (r#"{"password": "Tr0ub4dor\"3xyzQ"}"#, "3xyzQ"),
+            (r#"password="Xk9\"mQ2zLp7vR4""#, "mQ2zLp7vR4"),
+            (r#"my password is "Xk9mQ2\"zLp7vR4""#, "zLp7vR4"),
+        ] {
+            let (redacted, kind) = redact(prompt);
+            assert!(
+                kind.is_some() && !redacted.contains(secret),
+                "{prompt} => {redacted}"
+            );
+        }
+        // Quoted words in a string are a quoted document's (see the escaped-JSON test).
+        assert_eq!(
+            spans(r#"{"prompt": "set it: {\"client_secret\": \"p8e-ibndcvsmAp9ZgPBZ606FSlYIZVlsZ-g5\"}"}"#),
+            ["p8e-ibndcvsmAp9ZgPBZ606FSlYIZVlsZ-g5"]
+        );
+    }
+
+    #[test]
+    fn a_tag_inside_a_quoted_value_or_outside_a_code_element_is_text() {
+        for (prompt, secret) in [
+            (r#"<pre>password = "Xk9mQ2<i>zLp7vR4"</pre>"#, "zLp7vR4"),
+            (r#"&quot;x&quot; then password = "Xk9mQ2<b>zLp7vR4""#, "zLp7vR4"),
+        ] {
+            let (redacted, kind) = redact(prompt);
+            assert!(
+                kind.is_some() && !redacted.contains(secret),
+                "{prompt} => {redacted}"
+            );
+        }
+        // Markup between code lines still splits them.
+        assert_eq!(
+            spans(
+                "<pre><code><span>client_secret = p8e-ibndcvsmAp9ZgPBZ606FSlYIZVlsZ-g5</span></code></pre>"
+            ),
+            ["p8e-ibndcvsmAp9ZgPBZ606FSlYIZVlsZ-g5"]
+        );
+    }
+
+    #[test]
+    fn a_line_repeating_a_weak_key_or_a_cmdlet_is_scanned_in_linear_time() {
+        // Each occurrence once looked back to its line's start (a weak key's qualifier) or
+        // forward to its end (`-AsPlainText`): quadratic on one long line.
+        for unit in ["key: abcdefgh ", "ConvertTo-SecureString "] {
+            // Scaling, not wall time, as above.
+            let cost = |size: usize| {
+                let started = Instant::now();
+                let prompt = unit.repeat(size / unit.len());
+                let _ = findings(&prompt);
+                let _ = strip_private(&prompt);
+                started.elapsed()
+            };
+            let small = cost(20_000).max(Duration::from_millis(1));
+            let large = cost(200_000);
+            assert!(
+                large < small * 40,
+                "{unit:?}: 20 KB took {small:?}, 200 KB took {large:?}"
+            );
+        }
+        // The look-back still reads a qualifier: an index word's digest is no secret, a key is.
+        assert_clean(&["cache key: 9649bea0a24c623e0745006b40ce7b3a"]);
+        assert!(find_secret(r#"$p = ConvertTo-SecureString "Zq8!pLm2xQ" -AsPlainText -Force"#).is_some());
     }
 
     /// Review findings: a value the filter recognised must be redacted whole, so that neither a
@@ -8868,6 +9324,27 @@ mod tests {
     }
 
     #[test]
+    fn a_cookie_line_over_4_kb_or_ending_in_blanks_before_its_quote_does_not_panic() {
+        // A `Cookie:` line longer than the 4 KB window, a map opened on it.
+        assert_eq!(find_secret(&format!("Cookie: {{{}", "x".repeat(4100))), None);
+        assert_eq!(find_secret(&format!("Cookie: a=b; {}", "x".repeat(4100))), None);
+        // A session at the head of a long line is still read.
+        assert!(
+            find_secret(&format!(
+                "Cookie: theme=dark; sid=Zr8Qm2Lx9Tp4Wv7Nc3Kb6Hd1; {}",
+                "x ".repeat(2100)
+            ))
+            .is_some()
+        );
+        // A quoted cookie argument whose last pair is followed by blanks before its quote.
+        assert_eq!(
+            spans("curl -b 'sid=Zr8Qm2Lx9Tp4Wv7Nc3Kb6Hd1; ' https://example.com"),
+            ["Zr8Qm2Lx9Tp4Wv7Nc3Kb6Hd1"]
+        );
+        assert_clean(&["curl -b ' ' x", r#"curl -b "a=b; " x"#, "curl -b ''"]);
+    }
+
+    #[test]
     fn a_vendors_documented_emulator_and_example_keys_are_no_secret() {
         const AZURITE: &str =
             "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==";
@@ -9045,8 +9522,139 @@ mod tests {
             "MSAppHost",
             "userIdTimestampComposite",
             "JavaScript",
+            "userPwdTxt",
+            "cfgDbPwd",
+            "rndPwdStrVal",
         ] {
             assert!(!random_letters(name.as_bytes()), "{name}");
         }
+    }
+
+    /// Counts end to end are filler however short, side by side or every other character; a
+    /// random value of that length, or one with a count only in part, is still a secret.
+    #[test]
+    fn short_counts_end_to_end_are_filler() {
+        assert_clean(&[
+            "myintervals_key = abcdef12345",
+            "myintervals_token = z9y8x7w6v5u",
+            "COINLIB_ACCESS_TOKEN=b1c2d3e4f5g6h7i8",
+            "formcraft_key=1234567890abcdef",
+            "ipinfo_secret key=abcdef12345678",
+        ]);
+        for text in [
+            "api_token = q7Wm2xR9kL4v",
+            "api_key = \"Qz7pL2abcdefRw9\"",
+            "password = abcdef9Qz!x",
+        ] {
+            assert!(!findings(text).is_empty(), "{text}");
+        }
+    }
+
+    /// Base64 of filler (a sentence calling itself an example, counts end to end) is filler;
+    /// base64 of random bytes, or of structured text with a count in part, is still a secret.
+    #[test]
+    fn base64_of_filler_is_filler() {
+        assert_clean(&[
+            "instabot SECRET_KEY=Ym9va21hcmsgZXhhbXBsZSBpbnN0YWJvdCBrZXkgMDE=",
+            "instabot TOKEN:VGhpcyBpcyBhbiBpbnN0YWJvdCBhcGkgdG9rZW4gZXhhbXBsZQ==",
+            "reachmailSecret=YWJjZGVmZ2hpamtsbW5vcHFyc3R1dnd4eXoxMjM0NTY3ODkwQUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVo",
+        ]);
+        for text in [
+            "api_secret = \"q8Zr3mK1vX0pL7wN2cT5yB9dF4hJ6sA1\"",
+            "api_secret = \"3q9vUQ8rS0kM1Hc2yZ7bN4xJ6wT5pL0d+fA9gR2eK8o=\"",
+            "fullstory_key = \"dXNlcjp7Y29uZmlybWVkOnRydWUsImt1cmEiOiJlbGVuaXZlIERlZlo6ZGJ0OnRydWU9YWJjZGVmZ2hpamtsbW5vcHFyc3R1dnd4eXo=\"",
+        ] {
+            assert!(!findings(text).is_empty(), "{text}");
+        }
+    }
+
+    /// The literal default of an environment lookup is the secret when the variable names one,
+    /// in every language's lookup; a stand-in default, or a variable that names no secret, is not.
+    #[test]
+    fn an_environment_lookups_literal_default_is_the_secret() {
+        for (text, value) in [
+            (
+                "os.environ.get('DJANGO_SECRET_KEY','wwf*2#86t64!fgh6yav$aoeuo@u2o@fy&*gg76q!&%6x_wbduad')",
+                "wwf*2#86t64!fgh6yav$aoeuo@u2o@fy&*gg76q!&%6x_wbduad",
+            ),
+            (
+                "os.getenv(\"API_KEY\", \"Zq8pLm2xW7vR4tK9bN3c\")",
+                "Zq8pLm2xW7vR4tK9bN3c",
+            ),
+            (
+                "x = os.environ.get(\"X_TOKEN\", default=\"Zq8pLm2xW7vR4tK9bN3c\")",
+                "Zq8pLm2xW7vR4tK9bN3c",
+            ),
+            (
+                "foo(process.env.API_KEY || \"Zq8pLm2xW7vR4tK9bN3c\")",
+                "Zq8pLm2xW7vR4tK9bN3c",
+            ),
+            (
+                "foo(process.env.SECRET ?? 'Zq8pLm2xW7vR4tK9bN3c')",
+                "Zq8pLm2xW7vR4tK9bN3c",
+            ),
+            (
+                "psql -W ${DB_PASSWORD:-Zq8pLm2xW7vR4tK9bN3c}",
+                "Zq8pLm2xW7vR4tK9bN3c",
+            ),
+            (
+                "x = ENV.fetch(\"SECRET_KEY_BASE\") { \"Zq8pLm2xW7vR4tK9bN3cQ1\" }",
+                "Zq8pLm2xW7vR4tK9bN3cQ1",
+            ),
+            (
+                "x = System.getenv().getOrDefault(\"API_KEY\", \"Zq8pLm2xW7vR4tK9bN3c\");",
+                "Zq8pLm2xW7vR4tK9bN3c",
+            ),
+        ] {
+            assert_eq!(spans(text), [value], "{text}");
+        }
+        assert_clean(&[
+            "SECRET_KEY = os.environ.get('DJANGO_SECRET_KEY', '')",
+            "SECRET_KEY = os.environ.get('DJANGO_SECRET_KEY', 'changeme')",
+            "SECRET_KEY = os.environ.get('DJANGO_SECRET_KEY', None)",
+            "x = os.environ.get('SECRET_KEY', default=None)",
+            "x = os.getenv('DB_PASSWORD', 'your-password-here')",
+            "const password = process.env.FIREBASE_DEV_PASSWORD || \"not-set\"",
+            "x = process.env.API_TOKEN || ''",
+            "debug = os.environ.get('DEBUG_MODE', 'wwf*2#86t64!fgh6yav$aoeuo')",
+            "psql -W ${DB_PASSWORD:-}",
+        ]);
+    }
+
+    /// A provider's two-letter abbreviation glued to a credential word and a value names the
+    /// provider (`dd-apikey-…`, `dd_secret_key-…`); alone, or before any other word, it is text.
+    #[test]
+    fn a_providers_abbreviation_before_a_credential_word_names_it() {
+        for (text, value) in [
+            (
+                "dd-apikey-dd52c29224affe29d163c6bf99e5c34f",
+                "dd52c29224affe29d163c6bf99e5c34f",
+            ),
+            (
+                "dd_secret_key-3c0c3965368a6b10f7640dbda46abfdca981c2d3",
+                "3c0c3965368a6b10f7640dbda46abfdca981c2d3",
+            ),
+        ] {
+            assert_eq!(spans(text), [value], "{text}");
+        }
+        assert_clean(&[
+            "dd-trace-0e536995152fe074ce4b97c5d430cb39",
+            "dd_build-75a693efd01bcc1fd177842cfc0add33cae7197f",
+            "dd-mm-yyyy is the format, then dd if=/dev/zero of=disk.img bs=1M count=64",
+            "dd: 3cbc7223133d327a52638de8947bd196",
+        ]);
+    }
+
+    #[test]
+    fn an_identifier_of_abbreviated_words_is_a_name_not_a_password() {
+        assert_clean(&[
+            "const password = userPwdTxt",
+            "password = cfgDbPwd",
+            "password = rndPwdStrVal",
+            "let secret = appCfgStr;",
+        ]);
+        // Random letters stay a password.
+        assert!(find_secret("password = ImOIVBfPhQYm").is_some());
+        assert!(find_secret("password = TbHvQkRmWxZn").is_some());
     }
 }

@@ -63,15 +63,18 @@ pub(crate) fn documented_example(token: &[u8]) -> bool {
     DOCUMENTED_EXAMPLES.iter().any(|e| e.as_bytes() == token)
 }
 
-/// Whether `span` starts with a documented example that ends there or before a byte no token
-/// continues with (`…GMGw==;BlobEndpoint=…` in a connection string).
-pub(crate) fn documented_example_at(span: &[u8]) -> bool {
-    DOCUMENTED_EXAMPLES.iter().any(|e| {
-        span.starts_with(e.as_bytes())
-            && span.get(e.len()).is_none_or(|&b| {
-                !(b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'=' | b'_' | b'-'))
-            })
-    })
+/// The length of the documented example `span` starts with, when it ends there or before a byte
+/// no token continues with (`…GMGw==;BlobEndpoint=…` in a connection string).
+pub(crate) fn documented_example_at(span: &[u8]) -> Option<usize> {
+    DOCUMENTED_EXAMPLES
+        .iter()
+        .find(|e| {
+            span.starts_with(e.as_bytes())
+                && span.get(e.len()).is_none_or(|&b| {
+                    !(b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'=' | b'_' | b'-'))
+                })
+        })
+        .map(|e| e.len())
 }
 
 /// The provider names the keyword rules report, sorted and each once (for the documented counts).
@@ -147,6 +150,18 @@ pub(crate) fn keyword_match(key: &[u8], value: &[u8]) -> Option<&'static str> {
                 .is_some_and(|&b| b.is_ascii_lowercase() && span[span.len() - 1].is_ascii_lowercase());
             if inner_camel || longer {
                 continue;
+            }
+            // A provider's abbreviation (`dd`) names it only before a word for a credential
+            // (`dd-apikey`, `DD_SECRET_KEY`), never alone (`dd-mm-yyyy`, `dd_trace`).
+            if word.len() < 4 {
+                let rest = &key[j + word.len()..];
+                let sep = |b: &u8| matches!(b, b'_' | b'-' | b'.');
+                let next = rest
+                    .get(1..)
+                    .map(|r| &r[..r.iter().position(sep).unwrap_or(r.len())]);
+                if !(rest.first().is_some_and(sep) && next.is_some_and(super::credential_word)) {
+                    continue;
+                }
             }
             if metadata(&key[..j]) || metadata(&key[j + word.len()..]) {
                 return None;
@@ -422,7 +437,8 @@ mod tests {
                 let all = kinds.iter().filter(|&&f| has(&alphabet, f)).count();
                 let wanted = if n >= 12 { all } else { all.min(2) };
                 let got = kinds.iter().filter(|&&f| has(&run, f)).count();
-                if n < 3 || got >= wanted {
+                // A run that spells masking by chance (`XXXx`) is no sample of the shape.
+                if n < 3 || got >= wanted && !super::contains_ci(&run, b"xxxx") {
                     out.push_str(std::str::from_utf8(&run).expect("ascii"));
                     break;
                 }
