@@ -302,8 +302,9 @@ impl Vendor {
                 || contains_ci(token, b"example")
                 || contains_ci(token, b"here")
                 || super::filler_run(token)
+                || super::counted_through(token)
         } else {
-            stand_in(token)
+            stand_in(token) || super::counted_through(token)
         };
         if self.digit && !has_digit(token) || filler {
             return None;
@@ -536,6 +537,28 @@ mod tests {
             }
         }
         assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    }
+
+    /// Counts end to end after a vendor's prefix are typed filler under every rule, lenient ones
+    /// too (`AKIA0123456789ABCDEF`, `ghp_0123…XYZ`); a generated body after the same prefix is not.
+    #[test]
+    fn a_vendor_prefix_before_counts_end_to_end_is_filler() {
+        for filler in [
+            "AWS_ACCESS_KEY_ID=AKIA0123456789ABCDEF",
+            "export AWS_ACCESS_KEY_ID=AKIAABCDEFGHI1234567",
+            "GITHUB_PAT=ghp_012345678901234567890123456789abcdef",
+            "export GITHUB_PAT=ghp_0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ",
+            "token=ghp_abcdef1234567890ABCDEF1234567890abcd",
+        ] {
+            assert!(findings(filler).is_empty(), "{filler}");
+        }
+        for real in [
+            "AWS_ACCESS_KEY_ID=AKIA2E0A8F3B244C9986",
+            "export GITHUB_PAT=ghp_eifae6eigh3aeSah1shahd6oi1tague6vaey",
+            "token=ghp_R7kT2mQ9xV4bN8cL1pZ6wY3sD5fH0jG2aE4u",
+        ] {
+            assert!(!findings(real).is_empty(), "{real}");
+        }
     }
 
     #[test]
