@@ -2509,10 +2509,16 @@ impl<'t> Scan<'t> {
     }
 
     /// The text of an element opened by the key (`<password>…</password>`, from `start`): a
-    /// secret when the element closes on the same line.
+    /// secret when the element closes on the same line. Blanks around the text are layout, not
+    /// part of it (Maven's `<password>  s3cret  </password>` is `s3cret`).
     fn element_text(&mut self, start: usize, key: &[u8], strength: Strength, kind: SecretKind) {
         let bytes = self.bytes;
-        let end = run_end_max(bytes, start, MAX_VALUE, |b| b != b'<' && b != b'\n');
+        let close = run_end_max(bytes, start, MAX_VALUE, |b| b != b'<' && b != b'\n');
+        let start = run_end(bytes, start, |b| matches!(b, b' ' | b'\t')).min(close);
+        let mut end = close;
+        while end > start && matches!(bytes[end - 1], b' ' | b'\t') {
+            end -= 1;
+        }
         let value = Value {
             start,
             end,
@@ -2523,7 +2529,10 @@ impl<'t> Scan<'t> {
             quote: 0,
             stop: Stop::Code,
         };
-        if bytes.get(end) == Some(&b'<') && value_is_secret(bytes, &value, key, strength, Mode::Literal) {
+        if end > start
+            && bytes.get(close) == Some(&b'<')
+            && value_is_secret(bytes, &value, key, strength, Mode::Literal)
+        {
             self.push(kind, start, end);
         }
     }
@@ -6800,6 +6809,20 @@ mod tests {
         ]);
         // Markup in a prompt that is not escaped HTML is its text (an XML element's value).
         assert_eq!(spans("<password>Qx7#vLm2!pR9</password>"), ["Qx7#vLm2!pR9"]);
+    }
+
+    #[test]
+    fn blanks_around_an_elements_text_are_layout() {
+        assert_eq!(spans("<password>  hunter2  </password>"), ["hunter2"]);
+        assert_eq!(
+            spans("<settings>\n<passphrase>\tgpgPassphrase\t</passphrase>\n</settings>"),
+            ["gpgPassphrase"]
+        );
+        assert_clean(&[
+            "<password>   </password>",
+            "<password>  ${env.MAVEN_REPO_PASS}  </password>",
+            "<password>  password  </password>",
+        ]);
     }
 
     #[test]
