@@ -303,6 +303,7 @@ impl Vendor {
                 || contains_ci(token, b"here")
                 || super::filler_run(token)
                 || super::counted_through(token)
+                || marked_filler(token)
         } else {
             stand_in(token) || super::counted_through(token)
         };
@@ -342,6 +343,20 @@ impl Vendor {
             end
         }
     }
+}
+
+/// OpenAI's keys carry `T3BlbkFJ` (base64 of `OpenAI`; gitleaks' openai-api-key rule matches it)
+/// between two generated parts: counts on both sides (`sk-proj-abcdefghij…T3BlbkFJabcdefghij…`)
+/// are typed around the marker, as counts end to end are typed after a prefix.
+fn marked_filler(token: &[u8]) -> bool {
+    const MARKER: &[u8] = b"T3BlbkFJ";
+    let Some(k) = token.windows(MARKER.len()).position(|w| w == MARKER) else {
+        return false;
+    };
+    let head = &token[..k];
+    // The key's kind (`proj-`, `svcacct-`, `admin-`) is a word before the generated part.
+    let head = head.rsplit(|&b| b == b'-').next().unwrap_or(head);
+    super::counted_through(head) && super::counted_through(&token[k + MARKER.len()..])
 }
 
 /// A value that starts with a vendor prefix and goes on with filler (`glc_1111…`,
@@ -556,6 +571,26 @@ mod tests {
             "AWS_ACCESS_KEY_ID=AKIA2E0A8F3B244C9986",
             "export GITHUB_PAT=ghp_eifae6eigh3aeSah1shahd6oi1tague6vaey",
             "token=ghp_R7kT2mQ9xV4bN8cL1pZ6wY3sD5fH0jG2aE4u",
+        ] {
+            assert!(!findings(real).is_empty(), "{real}");
+        }
+    }
+
+    /// Counts on both sides of OpenAI's `T3BlbkFJ` marker are typed; generated parts are a key.
+    #[test]
+    fn counts_around_openais_marker_are_filler() {
+        for filler in [
+            "sk-proj-abcdefghijklmnopqrstT3BlbkFJabcdefghijklmnopqrst",
+            "OPENAI_API_KEY=sk-svcacct-abcdefghijklmnopqrstT3BlbkFJabcdefghijklmnopqrst",
+            "sk-abcdefghijklmnopqrstT3BlbkFJabcdefghijklmnopqrst",
+        ] {
+            assert!(findings(filler).is_empty(), "{filler}");
+        }
+        for real in [
+            "sk-proj-Rk29xQmT7vWp3LzN8bYcT3BlbkFJd4HsV1gKq6ZtE0uJ5nXa",
+            "OPENAI_API_KEY=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",
+            // Counts on one side only are not filler throughout.
+            "sk-proj-abcdefghijklmnopqrstT3BlbkFJd4HsV1gKq6ZtE0uJ5nXa",
         ] {
             assert!(!findings(real).is_empty(), "{real}");
         }
