@@ -301,6 +301,8 @@ impl Vendor {
                 || contains_ci(token, b"xxxx")
                 || contains_ci(token, b"example")
                 || contains_ci(token, b"here")
+                || contains_ci(token, b"dummy")
+                || contains_ci(token, b"notreal")
                 || super::filler_run(token)
                 || super::counted_through(token)
                 || marked_filler(token)
@@ -591,6 +593,25 @@ mod tests {
             "OPENAI_API_KEY=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",
             // Counts on one side only are not filler throughout.
             "sk-proj-abcdefghijklmnopqrstT3BlbkFJd4HsV1gKq6ZtE0uJ5nXa",
+        ] {
+            assert!(!findings(real).is_empty(), "{real}");
+        }
+    }
+
+    /// `dummy` and `notreal` inside a token of a lenient rule are a stand-in's words, as
+    /// `example` and `here` already were; the same prefix before generated characters is a token.
+    #[test]
+    fn stand_in_words_inside_a_lenient_token_are_filler() {
+        for filler in [
+            "GITHUB_TOKEN=ghs_15368_eyJtestHEADERdummynotreal00.eyJtestPAYLOADdummynotreal00",
+            "token: ghp_DummyTokenForTheDocsOnly1234567890ab",
+            "GITHUB_TOKEN=ghp_thisIsNotRealTokenJustForTests12345678",
+        ] {
+            assert!(findings(filler).is_empty(), "{filler}");
+        }
+        for real in [
+            "GITHUB_TOKEN=ghs_16C7e42F292c6912E7710c838347Ae178B4a",
+            "token: ghp_R7kT2mQ9xV4bN8cL1pZ6wY3sD5fH0jG2aE4u",
         ] {
             assert!(!findings(real).is_empty(), "{real}");
         }
