@@ -6291,7 +6291,7 @@ fn pem_illustration(body: &[u8]) -> bool {
 /// Three quarters or more of the letters and digits stand in counts of six or more, up or down,
 /// case aside (`MIIEpAIBAAKCAQEA1234567890abcdef…ABCDEF…`): typed to fill a key's place. A
 /// generated body holds such a count about once in a billion characters.
-fn mostly_counted(v: &[u8]) -> bool {
+pub(crate) fn mostly_counted(v: &[u8]) -> bool {
     let (mut counted, mut total, mut run, mut prev, mut dir) = (0usize, 0usize, 0usize, 0u8, 0i8);
     let close = |run: usize| if run >= 6 { run } else { 0 };
     for b in v
