@@ -2568,10 +2568,16 @@ impl<'t> Scan<'t> {
     }
 
     /// The text of an element opened by the key (`<password>…</password>`, from `start`): a
-    /// secret when the element closes on the same line.
+    /// secret when the element closes on the same line. Blanks around the text are layout, not
+    /// part of it (Maven's `<password>  s3cret  </password>` is `s3cret`).
     fn element_text(&mut self, start: usize, key: &[u8], strength: Strength, kind: SecretKind) {
         let bytes = self.bytes;
-        let end = run_end_max(bytes, start, MAX_VALUE, |b| b != b'<' && b != b'\n');
+        let close = run_end_max(bytes, start, MAX_VALUE, |b| b != b'<' && b != b'\n');
+        let start = run_end(bytes, start, |b| matches!(b, b' ' | b'\t')).min(close);
+        let mut end = close;
+        while end > start && matches!(bytes[end - 1], b' ' | b'\t') {
+            end -= 1;
+        }
         let value = Value {
             start,
             end,
@@ -2582,7 +2588,10 @@ impl<'t> Scan<'t> {
             quote: 0,
             stop: Stop::Code,
         };
-        if bytes.get(end) == Some(&b'<') && value_is_secret(bytes, &value, key, strength, Mode::Literal) {
+        if end > start
+            && bytes.get(close) == Some(&b'<')
+            && value_is_secret(bytes, &value, key, strength, Mode::Literal)
+        {
             self.push(kind, start, end);
         }
     }
@@ -6357,7 +6366,8 @@ fn pem_body_at(bytes: &[u8], s: usize) -> bool {
 
 /// A PEM body with no key in it: few base64 bytes and none of a key's digits or `+/=`
 /// (`anything`, `<your key here>`, `...`, `xxx`, with a diff's `+` or a quote's `>` before each
-/// line), or base64 that decodes to plain text (`YWJjZGVm…` is `abcdef…`): DER is binary.
+/// line), base64 that decodes to plain text (`YWJjZGVm…` is `abcdef…`): DER is binary, or a
+/// body typed as counts (see [`mostly_counted`]).
 fn pem_illustration(body: &[u8]) -> bool {
     let (mut base64, mut encoded) = (0, false);
     let mut text = [0u8; 96];
@@ -6379,7 +6389,40 @@ fn pem_illustration(body: &[u8]) -> bool {
             encoded |= b.is_ascii_digit() || matches!(b, b'+' | b'/' | b'=');
         }
     }
-    base64 < 32 && !encoded || base64 <= text.len() && base64_text(&text[..n])
+    base64 < 32 && !encoded || base64 <= text.len() && base64_text(&text[..n]) || mostly_counted(body)
+}
+
+/// Three quarters or more of the letters and digits stand in counts of six or more, up or down,
+/// case aside (`MIIEpAIBAAKCAQEA1234567890abcdef…ABCDEF…`): typed to fill a key's place. A
+/// generated body holds such a count about once in a billion characters.
+pub(crate) fn mostly_counted(v: &[u8]) -> bool {
+    let (mut counted, mut total, mut run, mut prev, mut dir) = (0usize, 0usize, 0usize, 0u8, 0i8);
+    let close = |run: usize| if run >= 6 { run } else { 0 };
+    for b in v
+        .iter()
+        .filter(|b| b.is_ascii_alphanumeric())
+        .map(u8::to_ascii_lowercase)
+    {
+        total += 1;
+        let step = if b == prev.wrapping_add(1) || prev == b'9' && b == b'0' {
+            1
+        } else if b == prev.wrapping_sub(1) || prev == b'0' && b == b'9' {
+            -1
+        } else {
+            0
+        };
+        if run > 0 && step != 0 && (run == 1 || step == dir) {
+            run += 1;
+            dir = step;
+        } else {
+            counted += close(run);
+            run = 1;
+            dir = 0;
+        }
+        prev = b;
+    }
+    counted += close(run);
+    total >= 32 && counted * 4 >= total * 3
 }
 
 /// Whether `v` is standard base64 (padding allowed) of printable ASCII text with a space or
@@ -6907,6 +6950,20 @@ mod tests {
     }
 
     #[test]
+    fn blanks_around_an_elements_text_are_layout() {
+        assert_eq!(spans("<password>  hunter2  </password>"), ["hunter2"]);
+        assert_eq!(
+            spans("<settings>\n<passphrase>\tgpgPassphrase\t</passphrase>\n</settings>"),
+            ["gpgPassphrase"]
+        );
+        assert_clean(&[
+            "<password>   </password>",
+            "<password>  ${env.MAVEN_REPO_PASS}  </password>",
+            "<password>  password  </password>",
+        ]);
+    }
+
+    #[test]
     fn the_rfc_example_uuid_is_no_secret_wherever_it_stands() {
         assert_clean(&[
             "snyk_token = 123e4567-e89b-12d3-a456-426614174000",
@@ -7074,6 +7131,20 @@ mod tests {
     /// Illustrations in other clothes: a block on one line of JSON (`\n` escapes) with `...` for
     /// its body, a diff's `+` before `xxx`, base64 that decodes to words; a key in the same
     /// clothes is still a key.
+    #[test]
+    fn pem_bodies_typed_as_counts_are_illustrations() {
+        let typed = "-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA1234567890abcdefghijklmnopqrstuvwxyz\n\
+            ABCDEFGHIJKLMNOPQRSTUVWXYZ1234567890abcdefghijklmnop\n\
+            qrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ12345678\n-----END RSA PRIVATE KEY-----";
+        assert_clean(&[typed]);
+        // A generated body, and one with a count in part only, are keys.
+        let real = "-----BEGIN RSA PRIVATE KEY-----\nYObVAoGAGsWtK3K2Q4OSf6Z1az3AuDfo8xj9/UBuBQe1Op9RFTXps84foAqEgFwj\n\
+            7eUHc9npsdql24xsVK8huo9VKPu/mrDStv8JYRWP4cSUXWWBx5oGpPBP7uaMgQCx\n-----END RSA PRIVATE KEY-----";
+        let part = "-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA1234567890abcdefYObVAoGAGsWtK3K2Q4OSf6Z1az3AuDfo8xj9\n\
+            7eUHc9npsdql24xsVK8huo9VKPu/mrDStv8JYRWP4cSUXWWBx5oGpPBP7uaMgQCx\n-----END RSA PRIVATE KEY-----";
+        assert_kind(SecretKind::PrivateKey, &[real, part]);
+    }
+
     #[test]
     fn pem_illustrations_in_json_diffs_and_encoded_words_are_not_keys() {
         assert_clean(&[

@@ -304,9 +304,14 @@ impl Vendor {
                 || contains_ci(token, b"xxxx")
                 || contains_ci(token, b"example")
                 || contains_ci(token, b"here")
+                || contains_ci(token, b"dummy")
+                || contains_ci(token, b"notreal")
                 || super::filler_run(token)
+                || super::counted_through(token)
+                || super::mostly_counted(token)
+                || marked_filler(token)
         } else {
-            stand_in(token)
+            stand_in(token) || super::counted_through(token)
         };
         if self.digit && !has_digit(token) || filler {
             return None;
@@ -344,6 +349,20 @@ impl Vendor {
             end
         }
     }
+}
+
+/// OpenAI's keys carry `T3BlbkFJ` (base64 of `OpenAI`; gitleaks' openai-api-key rule matches it)
+/// between two generated parts: counts on both sides (`sk-proj-abcdefghij…T3BlbkFJabcdefghij…`)
+/// are typed around the marker, as counts end to end are typed after a prefix.
+fn marked_filler(token: &[u8]) -> bool {
+    const MARKER: &[u8] = b"T3BlbkFJ";
+    let Some(k) = token.windows(MARKER.len()).position(|w| w == MARKER) else {
+        return false;
+    };
+    let head = &token[..k];
+    // The key's kind (`proj-`, `svcacct-`, `admin-`) is a word before the generated part.
+    let head = head.rsplit(|&b| b == b'-').next().unwrap_or(head);
+    super::counted_through(head) && super::counted_through(&token[k + MARKER.len()..])
 }
 
 /// A value that starts with a vendor prefix and goes on with filler (`glc_1111…`,
@@ -539,6 +558,75 @@ mod tests {
             }
         }
         assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    }
+
+    /// Counts end to end after a vendor's prefix are typed filler under every rule, lenient ones
+    /// too (`AKIA0123456789ABCDEF`, `ghp_0123…XYZ`); a generated body after the same prefix is not.
+    #[test]
+    fn a_vendor_prefix_before_counts_end_to_end_is_filler() {
+        for filler in [
+            "AWS_ACCESS_KEY_ID=AKIA0123456789ABCDEF",
+            "export AWS_ACCESS_KEY_ID=AKIAABCDEFGHI1234567",
+            "GITHUB_PAT=ghp_012345678901234567890123456789abcdef",
+            "export GITHUB_PAT=ghp_0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ",
+            "token=ghp_abcdef1234567890ABCDEF1234567890abcd",
+        ] {
+            assert!(findings(filler).is_empty(), "{filler}");
+        }
+        for real in [
+            "AWS_ACCESS_KEY_ID=AKIA2E0A8F3B244C9986",
+            "export GITHUB_PAT=ghp_eifae6eigh3aeSah1shahd6oi1tague6vaey",
+            "token=ghp_R7kT2mQ9xV4bN8cL1pZ6wY3sD5fH0jG2aE4u",
+        ] {
+            assert!(!findings(real).is_empty(), "{real}");
+        }
+    }
+
+    /// Counts on both sides of OpenAI's `T3BlbkFJ` marker are typed; generated parts are a key.
+    #[test]
+    fn counts_around_openais_marker_are_filler() {
+        for filler in [
+            "sk-proj-abcdefghijklmnopqrstT3BlbkFJabcdefghijklmnopqrst",
+            "OPENAI_API_KEY=sk-svcacct-abcdefghijklmnopqrstT3BlbkFJabcdefghijklmnopqrst",
+            "sk-abcdefghijklmnopqrstT3BlbkFJabcdefghijklmnopqrst",
+        ] {
+            assert!(findings(filler).is_empty(), "{filler}");
+        }
+        for real in [
+            "sk-proj-Rk29xQmT7vWp3LzN8bYcT3BlbkFJd4HsV1gKq6ZtE0uJ5nXa",
+            "OPENAI_API_KEY=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",
+            // Counts on one side only are not filler throughout.
+            "sk-proj-abcdefghijklmnopqrstT3BlbkFJd4HsV1gKq6ZtE0uJ5nXa",
+        ] {
+            assert!(!findings(real).is_empty(), "{real}");
+        }
+    }
+
+    /// `dummy` and `notreal` inside a token of a lenient rule are a stand-in's words, as
+    /// `example` and `here` already were; the same prefix before generated characters is a token.
+    #[test]
+    fn stand_in_words_inside_a_lenient_token_are_filler() {
+        for filler in [
+            "GITHUB_TOKEN=ghs_15368_eyJtestHEADERdummynotreal00.eyJtestPAYLOADdummynotreal00",
+            "token: ghp_DummyTokenForTheDocsOnly1234567890ab",
+            "GITHUB_TOKEN=ghp_thisIsNotRealTokenJustForTests12345678",
+        ] {
+            assert!(findings(filler).is_empty(), "{filler}");
+        }
+        for real in [
+            "GITHUB_TOKEN=ghs_16C7e42F292c6912E7710c838347Ae178B4a",
+            "token: ghp_R7kT2mQ9xV4bN8cL1pZ6wY3sD5fH0jG2aE4u",
+        ] {
+            assert!(!findings(real).is_empty(), "{real}");
+        }
+    }
+
+    /// Three quarters of a lenient token typed as counts is filler even with a stray tail
+    /// (`ghp_1234567890abcdefghijklmnopqrstuvwxyz12`); a count in part only is not.
+    #[test]
+    fn a_lenient_token_mostly_typed_as_counts_is_filler() {
+        assert!(findings("GitHub PAT: ghp_1234567890abcdefghijklmnopqrstuvwxyz12").is_empty());
+        assert!(!findings("GitHub PAT: ghp_123456abcdefR7kT2mQ9xV4bN8cL1pZ6wY3sD5fH").is_empty());
     }
 
     #[test]
