@@ -753,6 +753,20 @@ fn spawn_hook(
     cwd: &Path,
     env: &[(&str, &str)],
 ) -> std::process::Child {
+    spawn_hook_in("session-state", url, state, prompt, turn, cwd, env)
+}
+
+/// [`spawn_hook`] for a prompt of `session` (a session's captures are delivered in order: one
+/// held by its hook holds back the later ones of its session only).
+fn spawn_hook_in(
+    session: &str,
+    url: &str,
+    state: &Path,
+    prompt: &str,
+    turn: &str,
+    cwd: &Path,
+    env: &[(&str, &str)],
+) -> std::process::Child {
     let home = cwd.join(".home");
     std::fs::create_dir_all(&home).unwrap();
     let mut c = Command::new(CLAUDE);
@@ -774,7 +788,7 @@ fn spawn_hook(
     let mut stdin = child.stdin.take().unwrap();
     std::io::Write::write_all(
         &mut stdin,
-        payload(prompt, "session-state", turn, cwd).to_string().as_bytes(),
+        payload(prompt, session, turn, cwd).to_string().as_bytes(),
     )
     .unwrap();
     drop(stdin);
@@ -2151,6 +2165,240 @@ fn state_a_server_refusing_captures_is_retried_once_per_pause_while_prompts_keep
         spool_files(&state).len(),
         prompts,
         "every capture waits in the spool"
+    );
+    for pid in drainers_of(&state) {
+        let _ = Command::new("kill").arg(pid.to_string()).status();
+    }
+}
+
+/// A drainer that cannot linger because another drainer of its environment holds the linger lock
+/// (here: stopped) still passes over what was handed over during its pass, also when that pass
+/// found its Server unreachable: the capture does not wait for the stopped drainer or the next
+/// prompt.
+#[test]
+fn state_a_capture_handed_over_during_a_failed_pass_is_delivered_when_the_linger_lock_is_taken() {
+    let refused_once = Arc::new(AtomicBool::new(false));
+    let refused = refused_once.clone();
+    let s = FakeServer::builder("scp_no_linger")
+        .ready("context")
+        .route(CAPTURE, move |req| {
+            // The first try of the slow capture fails, slowly: another prompt hands over meanwhile.
+            if String::from_utf8_lossy(&req.body).contains("SLOWCAPTURE")
+                && !refused.swap(true, Ordering::SeqCst)
+            {
+                std::thread::sleep(Duration::from_secs(5));
+                return Reply::json(503, &json!({"detail": "busy"}));
+            }
+            Reply::json(202, &powercontext_hooks_test_support::fake_server::accepted(7))
+        })
+        .start();
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let cwd = tempfile::tempdir().unwrap();
+    let env = [(NO_DRAINER.0, "0")];
+    let mut first = spawn_hook(&s.url(), &state, "first prompt", "t1", cwd.path(), &env);
+    assert!(first.wait().unwrap().success());
+    wait_until(
+        "the first capture is not delivered by a lingering drainer",
+        Duration::from_secs(15),
+        || s.count(CAPTURE) == 1 && !linger_locks(&state).is_empty(),
+    );
+    let lingering = drainers_of(&state);
+    assert_eq!(lingering.len(), 1, "one drainer lingers: {lingering:?}");
+    // Stopped, it keeps its linger lock; once its beat is stale hooks start drainers of their own.
+    signal(lingering[0], "STOP");
+    let _reap = KillOnDrop(lingering[0]);
+    std::thread::sleep(Duration::from_secs(3));
+    let mut slow = spawn_hook_in(
+        "session-slow",
+        &s.url(),
+        &state,
+        "slow SLOWCAPTURE",
+        "t2",
+        cwd.path(),
+        &env,
+    );
+    assert!(slow.wait().unwrap().success());
+    wait_until("the slow capture is never tried", Duration::from_secs(15), || {
+        refused_once.load(Ordering::SeqCst)
+    });
+    // Handed over to the drainer whose pass waits on the slow capture, and will fail.
+    let mut third = spawn_hook(&s.url(), &state, "third prompt", "t3", cwd.path(), &env);
+    assert!(third.wait().unwrap().success());
+    wait_until(
+        &format!(
+            "the hand-over waits for the stopped drainer: {:?}",
+            capture_contents(&s)
+        ),
+        Duration::from_secs(20),
+        || capture_contents(&s).iter().any(|c| c == "third prompt"),
+    );
+    assert!(
+        capture_contents(&s).iter().any(|c| c == "slow SLOWCAPTURE"),
+        "{:?}",
+        capture_contents(&s)
+    );
+    for pid in drainers_of(&state) {
+        let _ = Command::new("kill").arg("-KILL").arg(pid.to_string()).status();
+    }
+}
+
+/// A drainer started early whose tries all find another hook still holding its capture (on the
+/// network for a long recall) does not linger; a capture handed over during its last try, which
+/// found the Server unreachable, is still delivered at once, not once the slow hook is done.
+#[test]
+fn state_a_capture_handed_over_during_the_last_try_of_a_drainer_is_delivered_without_waiting_for_a_slow_hook()
+{
+    use std::sync::atomic::AtomicUsize;
+    let tries = Arc::new(AtomicUsize::new(0));
+    let last_try = Arc::new(AtomicBool::new(false));
+    let (t, l) = (tries.clone(), last_try.clone());
+    let s = FakeServer::builder("scp_last_try")
+        .route(PREPARE, |req| {
+            if String::from_utf8_lossy(&req.body).contains("SLOWRECALL") {
+                std::thread::sleep(Duration::from_secs(40));
+            }
+            Reply::json(
+                200,
+                &powercontext_hooks_test_support::fake_server::ready("context"),
+            )
+        })
+        .route(CAPTURE, move |req| {
+            if String::from_utf8_lossy(&req.body).contains("REFUSED") {
+                // The drainer's first tries are refused at once, its fifth (its last) slowly.
+                let n = t.fetch_add(1, Ordering::SeqCst) + 1;
+                if n == 5 {
+                    l.store(true, Ordering::SeqCst);
+                    std::thread::sleep(Duration::from_secs(5));
+                }
+                if n <= 5 {
+                    return Reply::json(503, &json!({"detail": "busy"}));
+                }
+            }
+            Reply::json(202, &powercontext_hooks_test_support::fake_server::accepted(7))
+        })
+        .start();
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let cwd = tempfile::tempdir().unwrap();
+    let env = [
+        (NO_DRAINER.0, "0"),
+        ("POWERCONTEXT_CLAUDE_HTTP_BUDGET_SECONDS", "60"),
+        ("POWERCONTEXT_CLAUDE_REQUEST_TIMEOUT_SECONDS", "60"),
+    ];
+    // A hook waits on a long recall, holding its capture written ahead.
+    let mut slow = spawn_hook_in(
+        "session-slow",
+        &s.url(),
+        &state,
+        "slow SLOWRECALL",
+        "t1",
+        cwd.path(),
+        &env,
+    );
+    let _slow = KillOnDrop(slow.id());
+    wait_until("the slow hook never recalled", Duration::from_secs(15), || {
+        s.count(PREPARE) >= 1
+    });
+    let mut refused = spawn_hook_in(
+        "session-refused",
+        &s.url(),
+        &state,
+        "REFUSED prompt",
+        "t2",
+        cwd.path(),
+        &env,
+    );
+    assert!(refused.wait().unwrap().success());
+    wait_until(
+        "the drainer never tried five times",
+        Duration::from_secs(20),
+        || last_try.load(Ordering::SeqCst),
+    );
+    let mut third = spawn_hook(&s.url(), &state, "third prompt", "t3", cwd.path(), &env);
+    assert!(third.wait().unwrap().success());
+    // Well before the slow hook's recall ends (its own drainer would deliver it then).
+    wait_until(
+        &format!(
+            "the hand-over waits for the slow hook: {:?}",
+            capture_contents(&s)
+        ),
+        Duration::from_secs(20),
+        || capture_contents(&s).iter().any(|c| c == "third prompt"),
+    );
+    assert!(slow.try_wait().unwrap().is_none(), "the slow hook is done");
+    slow.kill().unwrap();
+    let _ = slow.wait();
+    for pid in drainers_of(&state) {
+        let _ = Command::new("kill").arg(pid.to_string()).status();
+    }
+}
+
+/// The successor of a lingering drainer whose pass could not use the state directory tries again
+/// after a pause while the cause lasts (here: the state lock held well past one wait), within its
+/// budget: what was counted on the failed drainer does not wait for the next prompt.
+#[test]
+fn state_the_successor_of_a_failed_drainer_tries_again_while_the_state_lock_stays_held() {
+    const HANG_MARK: &str = "HELDWHILEITFAILS";
+    let s = slow_for("scp_failed_successor_retries", HANG_MARK, Duration::from_secs(40));
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let cwd = tempfile::tempdir().unwrap();
+    let env = [
+        (NO_DRAINER.0, "0"),
+        ("POWERCONTEXT_CLAUDE_HTTP_BUDGET_SECONDS", "90"),
+        ("POWERCONTEXT_CLAUDE_REQUEST_TIMEOUT_SECONDS", "90"),
+    ];
+    let mut first = spawn_hook(&s.url(), &state, "first prompt", "t1", cwd.path(), &env);
+    assert!(first.wait().unwrap().success());
+    wait_until(
+        "the first capture is not delivered by a lingering drainer",
+        Duration::from_secs(15),
+        || s.count(CAPTURE) == 1 && !linger_locks(&state).is_empty(),
+    );
+    let lingering = drainers_of(&state);
+    assert_eq!(lingering.len(), 1, "one drainer lingers: {lingering:?}");
+    let _reap = KillOnDrop(lingering[0]);
+    let held = powercontext_hooks_core::lock::try_acquire(&state.join("state.lock")).unwrap();
+    let mut second = spawn_hook(
+        &s.url(),
+        &state,
+        &format!("second prompt {HANG_MARK}"),
+        "t2",
+        cwd.path(),
+        &env,
+    );
+    let _second = KillOnDrop(second.id());
+    wait_until("the second hook never recalled", Duration::from_secs(10), || {
+        s.count(PREPARE) >= 2
+    });
+    let mut third = spawn_hook(&s.url(), &state, "third prompt", "t3", cwd.path(), &env);
+    assert!(third.wait().unwrap().success());
+    wait_until(
+        "the lingering drainer never left",
+        Duration::from_secs(30),
+        || !drainers_of(&state).contains(&lingering[0]),
+    );
+    // Held for several of the successor's waits of the state lock.
+    std::thread::sleep(Duration::from_secs(8));
+    drop(held);
+    second.kill().unwrap();
+    let _ = second.wait();
+    wait_until(
+        &format!(
+            "the captures counted on the failed drainer wait: {:?}",
+            capture_contents(&s)
+        ),
+        Duration::from_secs(20),
+        || s.count(CAPTURE) == 3,
+    );
+    assert_eq!(
+        capture_contents(&s),
+        [
+            "first prompt".to_owned(),
+            format!("second prompt {HANG_MARK}"),
+            "third prompt".to_owned()
+        ]
     );
     for pid in drainers_of(&state) {
         let _ = Command::new("kill").arg(pid.to_string()).status();

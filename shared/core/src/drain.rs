@@ -17,9 +17,11 @@
 //! drainer, `flush`, the hidden `drain`: all go through [`drain`]), looks at the spool again after
 //! releasing its lock, and takes on any entry it can claim that it did not leave behind on
 //! purpose (Server down, unconfigured, newer format, outside its scope), or, out of budget,
-//! starts a drainer for it. No holder ever leaves without doing one or the other. A lingering
-//! drainer's pass that found its Server unreachable leaves what came meanwhile to its retry after
-//! the pause (its last look before it leaves passes over everything).
+//! starts a drainer for it. No holder ever leaves without doing one or the other. A background
+//! drainer's pass that found its Server unreachable leaves what came meanwhile to its lingering
+//! retry after the pause; a drainer that does not linger (its tries used up, or the linger lock
+//! another's) and every lingering one before it leaves take a last look that passes over
+//! everything, unless a running drainer of the same environment lingers and takes it on.
 //!
 //! A failure is a verdict on the Server ("down": its other entries wait for a later drain) only
 //! when this process was running while it happened. A call that failed more than
@@ -84,6 +86,9 @@ const PARENT_WAIT: Duration = Duration::from_secs(660);
 /// How often a background drainer that found the drain lock held tries again before it leaves
 /// the work to the holder: a hook only probes the lock for an instant (see [`start_early`]).
 const FIRST_PASS_TRIES: u32 = 5;
+/// How often a background drainer tries a first pass that could not use the state directory (a
+/// state lock held past its wait), [`BACKGROUND_DELAY`] apart, within its budget.
+const FAILED_PASS_TRIES: u32 = 5;
 /// How much longer than it was allowed a failed call may take before the failure is put down to
 /// this process having been stopped or starved rather than to the Server.
 pub const STALL_SLACK: Duration = Duration::from_secs(1);
@@ -834,7 +839,8 @@ pub fn is_drain_invocation() -> bool {
 
 /// The background drainer's whole life: drain within [`BACKGROUND_BUDGET`], leave when another
 /// drainer runs (after a few quick tries: a hook only probes the lock for an instant, see
-/// [`start_early`]), exit 0. Started for a handed-over capture ([`NOW_ARG`]) it begins at once,
+/// [`start_early`]), try again after a pause, a few times, a pass that could not use the state
+/// directory, then linger or take a last look, exit 0. Started for a handed-over capture ([`NOW_ARG`]) it begins at once,
 /// started early ([`AFTER_EXIT_ARG`]) once its hook has exited, else after [`BACKGROUND_DELAY`].
 /// Captures handed over while it runs are taken on as by every drain (see [`drain`]). Its stdout
 /// and stderr are null, and so is its stdin but for the early start's pipe (see
@@ -872,26 +878,51 @@ pub fn background_main(component: &'static str) -> ExitCode {
         return ExitCode::SUCCESS;
     };
     let until = Instant::now() + BACKGROUND_BUDGET;
+    let _ = linger_lock_for(&state, &env);
+    // The last pass that ran, and whether this drainer lingers after it.
     let mut last = None;
-    for _ in 0..FIRST_PASS_TRIES {
+    let mut done = false;
+    let (mut tries, mut failures) = (0, 0);
+    while tries < FIRST_PASS_TRIES && failures < FAILED_PASS_TRIES {
         let remaining = until.saturating_duration_since(Instant::now());
         if remaining.is_zero() {
             break;
         }
         match background_pass(&state, &env, remaining, Again::NotWhileUnreachable) {
-            Ok(report) if report.busy => std::thread::sleep(REPASS_PAUSE),
+            Ok(report) if report.busy => {
+                tries += 1;
+                std::thread::sleep(REPASS_PAUSE);
+            }
             // Its hook's exit closed the pipe, but a killed hook's lock on its entry can outlive
             // that by a moment (the kernel closes a dying process's files one by one): look again.
-            Ok(report) if after_exit && report.in_flight > 0 => std::thread::sleep(REPASS_PAUSE),
+            Ok(report) if after_exit && report.in_flight > 0 => {
+                tries += 1;
+                last = Some(report);
+                std::thread::sleep(REPASS_PAUSE);
+            }
             Ok(report) => {
                 last = Some(report);
+                done = true;
                 break;
             }
-            Err(_) => break,
+            // The state directory could not be used (a state lock held past its wait, say): the
+            // cause may be gone after a pause, and the hooks that handed over count on this
+            // drainer (a successor of a drainer that failed so is started only once).
+            Err(_) => {
+                failures += 1;
+                let pause = BACKGROUND_DELAY.min(until.saturating_duration_since(Instant::now()));
+                std::thread::sleep(pause);
+            }
         }
     }
-    if let Some(report) = last {
-        linger(&state, &env, until, &report);
+    match last {
+        Some(report) if done => linger(&state, &env, until, &report),
+        // Tries used up on entries their hooks held: no linger, but what was handed over during a
+        // pass that found its Server unreachable (which does not pass again) gets its last look.
+        Some(report) => leave_without_lingering(&state, &env, until, &settled_by(&report)),
+        // Every try found the drain lock held (its holder looks at the spool again once it lets
+        // go) or failed (its last look would fail the same way).
+        None => {}
     }
     if let Some(cache) = crate::scope_cache::ScopeCache::locate(&env) {
         cache.prune();
@@ -920,6 +951,7 @@ fn wait_for_parent_exit() {
 fn linger(state: &StateDir, env: &Env, until: Instant, first: &DrainReport) {
     let lock_file = linger_lock_for(state, env);
     let Some(held) = hold_linger_lock(&lock_file) else {
+        leave_without_lingering(state, env, until, &settled_by(first));
         return;
     };
     let _ = held.set_modified(SystemTime::now());
@@ -936,8 +968,9 @@ fn linger(state: &StateDir, env: &Env, until: Instant, first: &DrainReport) {
     // budget (a stopped hook). After a pass that could not use the state directory (a state lock
     // held past its wait, a lock file it could not open) the hooks that counted on this drainer
     // are owed one too, also for what they handed over and the last look could not deliver: the
-    // cause may be gone a moment later. A successor whose first pass fails the same way does not
-    // linger and starts none, so successors never follow one another for long.
+    // cause may be gone a moment later, or only after a while: a successor whose first pass fails
+    // the same way tries again after a pause, a few times within its budget (see
+    // [`background_main`]), and starts none itself, so successors never follow one another.
     let successor = held_by_a_recent_hook(state, &settled)
         || (left == Left::Failed && spool::claimable_beyond(state, &settled));
     if successor {
@@ -1075,6 +1108,18 @@ fn watch_spool(
         }
     };
     (settled, left)
+}
+
+/// A drainer that does not linger (its tries used up, or another drainer holds the linger lock)
+/// still owes the hooks that handed over during its last pass a look: that pass does not pass
+/// again after finding its Server unreachable, and no lingering retry follows. Not when a drainer
+/// of this environment lingers and runs: it takes them on (after its pause, or in its own last
+/// look), so a Server that stays down is not passed over back to back.
+fn leave_without_lingering(state: &StateDir, env: &Env, until: Instant, settled: &HashSet<String>) {
+    if lingering(state) {
+        return;
+    }
+    last_look(state, env, until, settled);
 }
 
 /// The leaving drainer's last look, its linger lock gone: passes over what was handed over
