@@ -385,10 +385,11 @@ fn the_shared_secret_filter_replaces_the_official_substring_markers() {
         assert_eq!(body_of(&s, "/v1/sources/content")["content"], prompt);
     }
     // …and keep these secrets; the shared filter persists none of them, but still recalls.
+    // (Random values: a count such as `abcdefgh12345678` is filler, which the filter keeps.)
     for prompt in [
         "password = hunter2-PROMPTSECRET",
-        "curl -H 'Authorization: Bearer abcdefgh12345678'",
-        "my key is sk-abcdefghijklmnop",
+        "curl -H 'Authorization: Bearer q7Wm2xR9kL4vZt8p'",
+        "my key is sk-Qz7pL2mW9xR4tK8vB3nC",
         "API_KEY=PROMPTSECRET",
     ] {
         let s = ready_server();
@@ -414,8 +415,8 @@ fn the_shared_secret_filter_replaces_the_official_substring_markers() {
         for secret in [
             "PROMPTSECRET",
             "hunter2",
-            "abcdefgh12345678",
-            "sk-abcdefghijklmnop",
+            "q7Wm2xR9kL4vZt8p",
+            "sk-Qz7pL2mW9xR4tK8vB3nC",
         ] {
             assert!(!query.contains(secret), "{query}");
         }
