@@ -450,7 +450,7 @@ mod tests {
 
     #[test]
     fn secrets_are_found_anywhere_in_the_arguments() {
-        let v = json!({"outcome": {"notes": ["fine", "api_key=abcdef0123456789"]}});
+        let v = json!({"outcome": {"notes": ["fine", "api_key=q7Wm2xR9kL4vZt8p"]}});
         assert!(secret_in(&v).is_some());
         assert!(secret_in(&json!({"text": "risk-based prioritization"})).is_none());
     }
