@@ -19,9 +19,14 @@ use crate::support::paths::{Locate, Paths};
 /// A temporary tree: `home/`, `state/`, `bin/` (fake hook executables), removed on drop.
 struct Tree(PathBuf);
 
+/// Tells trees of the same name apart: tests run in parallel threads of one process, and two
+/// tests naming their tree after the same host would otherwise remove each other's files.
+static TREES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
 impl Tree {
     fn new(name: &str) -> Self {
-        let root = std::env::temp_dir().join(format!("pc-hosts-{name}-{}", std::process::id()));
+        let n = TREES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let root = std::env::temp_dir().join(format!("pc-hosts-{name}-{}-{n}", std::process::id()));
         let _ = fs::remove_dir_all(&root);
         fs::create_dir_all(root.join("bin")).unwrap();
         for host in Host::ALL {
