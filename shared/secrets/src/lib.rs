@@ -5483,6 +5483,30 @@ fn jwt_header(seg: &[u8]) -> bool {
     b64url_json(seg, b"\"alg\"")
 }
 
+/// Decodes unpadded base64 of either alphabet (`+/` or `-_`) into `out`: `None` for a byte
+/// outside both alphabets or for more bytes than `out` holds.
+fn base64_decode<'o>(input: &[u8], out: &'o mut [u8]) -> Option<&'o [u8]> {
+    let (mut acc, mut bits, mut n) = (0u32, 0u32, 0usize);
+    for &b in input {
+        let d = match b {
+            b'A'..=b'Z' => b - b'A',
+            b'a'..=b'z' => b - b'a' + 26,
+            b'0'..=b'9' => b - b'0' + 52,
+            b'+' | b'-' => 62,
+            b'/' | b'_' => 63,
+            _ => return None,
+        };
+        acc = (acc << 6) | u32::from(d);
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            *out.get_mut(n)? = (acc >> bits) as u8;
+            n += 1;
+        }
+    }
+    Some(&out[..n])
+}
+
 /// Whether a base64url segment decodes to a JSON object holding `needle`. A segment longer than
 /// 2 KiB is not decoded, and passes.
 fn b64url_json(seg: &[u8], needle: &[u8]) -> bool {
@@ -5490,25 +5514,10 @@ fn b64url_json(seg: &[u8], needle: &[u8]) -> bool {
         return true;
     }
     let mut out = [0u8; 1536];
-    let (mut acc, mut bits, mut n) = (0u32, 0u32, 0usize);
-    for &b in seg {
-        let v = match b {
-            b'A'..=b'Z' => b - b'A',
-            b'a'..=b'z' => b - b'a' + 26,
-            b'0'..=b'9' => b - b'0' + 52,
-            b'-' | b'+' => 62,
-            b'_' | b'/' => 63,
-            _ => return false,
-        };
-        acc = (acc << 6) | u32::from(v);
-        bits += 6;
-        if bits >= 8 {
-            bits -= 8;
-            out[n] = (acc >> bits) as u8;
-            n += 1;
-        }
-    }
-    let json = out[..n].trim_ascii();
+    let Some(json) = base64_decode(seg, &mut out) else {
+        return false;
+    };
+    let json = json.trim_ascii();
     json.starts_with(b"{") && json.ends_with(b"}") && json.windows(needle.len()).any(|w| w == needle)
 }
 
@@ -5637,25 +5646,9 @@ fn encoded_filler(v: &[u8]) -> bool {
         return false;
     }
     let mut out = [0u8; 768];
-    let (mut acc, mut bits, mut n) = (0u32, 0u32, 0usize);
-    for &b in body {
-        let d = match b {
-            b'A'..=b'Z' => b - b'A',
-            b'a'..=b'z' => b - b'a' + 26,
-            b'0'..=b'9' => b - b'0' + 52,
-            b'+' | b'-' => 62,
-            b'/' | b'_' => 63,
-            _ => return false,
-        };
-        acc = (acc << 6) | u32::from(d);
-        bits += 6;
-        if bits >= 8 {
-            bits -= 8;
-            out[n] = (acc >> bits) as u8;
-            n += 1;
-        }
-    }
-    let text = &out[..n];
+    let Some(text) = base64_decode(body, &mut out) else {
+        return false;
+    };
     if !text.iter().all(|&b| b.is_ascii_graphic() || b == b' ') {
         return false;
     }
