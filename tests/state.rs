@@ -2051,8 +2051,39 @@ fn state_the_first_refused_prompt_of_a_new_state_dir_starts_a_drainer() {
 /// a hook still held when it left.
 #[test]
 fn state_a_lingering_drainer_whose_pass_fails_starts_a_successor() {
+    a_failed_lingering_drainer_leaves_nothing_behind(
+        "scp_failed_successor",
+        Duration::from_secs(25),
+        Duration::ZERO,
+    );
+}
+
+/// Runs a first prompt and waits until its drainer has delivered it and lingers; returns that
+/// drainer's pid.
+fn lingering_after_a_first_prompt(s: &FakeServer, state: &Path, cwd: &Path, env: &[(&str, &str)]) -> u32 {
+    let mut first = spawn_hook(&s.url(), state, "first prompt", "t1", cwd, env);
+    assert!(first.wait().unwrap().success());
+    wait_until(
+        "the first capture is not delivered by a lingering drainer",
+        Duration::from_secs(15),
+        || s.count(CAPTURE) == 1 && !linger_locks(state).is_empty(),
+    );
+    let lingering = drainers_of(state);
+    assert_eq!(lingering.len(), 1, "one drainer lingers: {lingering:?}");
+    lingering[0]
+}
+
+/// The lingering drainer's pass fails on a held state lock while one hook waits on a recall of
+/// `hang` and another hands its capture over; the lock stays held `held_after_it_left` once that
+/// drainer has left, then the waiting hook is killed before its answer. Every capture is
+/// delivered without another prompt.
+fn a_failed_lingering_drainer_leaves_nothing_behind(
+    scope: &str,
+    hang: Duration,
+    held_after_it_left: Duration,
+) {
     const HANG_MARK: &str = "HELDWHILEITFAILS";
-    let s = slow_for("scp_failed_successor", HANG_MARK, Duration::from_secs(25));
+    let s = slow_for(scope, HANG_MARK, hang);
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join("state");
     let cwd = tempfile::tempdir().unwrap();
@@ -2061,16 +2092,8 @@ fn state_a_lingering_drainer_whose_pass_fails_starts_a_successor() {
         ("POWERCONTEXT_CLAUDE_HTTP_BUDGET_SECONDS", "90"),
         ("POWERCONTEXT_CLAUDE_REQUEST_TIMEOUT_SECONDS", "90"),
     ];
-    let mut first = spawn_hook(&s.url(), &state, "first prompt", "t1", cwd.path(), &env);
-    assert!(first.wait().unwrap().success());
-    wait_until(
-        "the first capture is not delivered by a lingering drainer",
-        Duration::from_secs(15),
-        || s.count(CAPTURE) == 1 && !linger_locks(&state).is_empty(),
-    );
-    let lingering = drainers_of(&state);
-    assert_eq!(lingering.len(), 1, "one drainer lingers: {lingering:?}");
-    let _reap = KillOnDrop(lingering[0]);
+    let lingering = lingering_after_a_first_prompt(&s, &state, cwd.path(), &env);
+    let _reap = KillOnDrop(lingering);
     // Another process holds the state lock (a long write): the lingering drainer's next pass
     // fails on it.
     let held = powercontext_hooks_core::lock::try_acquire(&state.join("state.lock")).unwrap();
@@ -2093,14 +2116,18 @@ fn state_a_lingering_drainer_whose_pass_fails_starts_a_successor() {
     wait_until(
         "the lingering drainer never left",
         Duration::from_secs(30),
-        || !drainers_of(&state).contains(&lingering[0]),
+        || !drainers_of(&state).contains(&lingering),
     );
+    std::thread::sleep(held_after_it_left);
     drop(held);
     // The host kills the waiting hook before its answer: nothing hands its capture over now.
     second.kill().unwrap();
     let _ = second.wait();
     wait_until(
-        "the captures counted on the failed drainer wait for the next prompt",
+        &format!(
+            "the captures counted on the failed drainer wait: {:?}",
+            capture_contents(&s)
+        ),
         Duration::from_secs(20),
         || s.count(CAPTURE) == 3,
     );
@@ -2196,18 +2223,10 @@ fn state_a_capture_handed_over_during_a_failed_pass_is_delivered_when_the_linger
     let state = dir.path().join("state");
     let cwd = tempfile::tempdir().unwrap();
     let env = [(NO_DRAINER.0, "0")];
-    let mut first = spawn_hook(&s.url(), &state, "first prompt", "t1", cwd.path(), &env);
-    assert!(first.wait().unwrap().success());
-    wait_until(
-        "the first capture is not delivered by a lingering drainer",
-        Duration::from_secs(15),
-        || s.count(CAPTURE) == 1 && !linger_locks(&state).is_empty(),
-    );
-    let lingering = drainers_of(&state);
-    assert_eq!(lingering.len(), 1, "one drainer lingers: {lingering:?}");
+    let lingering = lingering_after_a_first_prompt(&s, &state, cwd.path(), &env);
     // Stopped, it keeps its linger lock; once its beat is stale hooks start drainers of their own.
-    signal(lingering[0], "STOP");
-    let _reap = KillOnDrop(lingering[0]);
+    signal(lingering, "STOP");
+    let _reap = KillOnDrop(lingering);
     std::thread::sleep(Duration::from_secs(3));
     let mut slow = spawn_hook_in(
         "session-slow",
@@ -2339,68 +2358,10 @@ fn state_a_capture_handed_over_during_the_last_try_of_a_drainer_is_delivered_wit
 /// budget: what was counted on the failed drainer does not wait for the next prompt.
 #[test]
 fn state_the_successor_of_a_failed_drainer_tries_again_while_the_state_lock_stays_held() {
-    const HANG_MARK: &str = "HELDWHILEITFAILS";
-    let s = slow_for("scp_failed_successor_retries", HANG_MARK, Duration::from_secs(40));
-    let dir = tempfile::tempdir().unwrap();
-    let state = dir.path().join("state");
-    let cwd = tempfile::tempdir().unwrap();
-    let env = [
-        (NO_DRAINER.0, "0"),
-        ("POWERCONTEXT_CLAUDE_HTTP_BUDGET_SECONDS", "90"),
-        ("POWERCONTEXT_CLAUDE_REQUEST_TIMEOUT_SECONDS", "90"),
-    ];
-    let mut first = spawn_hook(&s.url(), &state, "first prompt", "t1", cwd.path(), &env);
-    assert!(first.wait().unwrap().success());
-    wait_until(
-        "the first capture is not delivered by a lingering drainer",
-        Duration::from_secs(15),
-        || s.count(CAPTURE) == 1 && !linger_locks(&state).is_empty(),
-    );
-    let lingering = drainers_of(&state);
-    assert_eq!(lingering.len(), 1, "one drainer lingers: {lingering:?}");
-    let _reap = KillOnDrop(lingering[0]);
-    let held = powercontext_hooks_core::lock::try_acquire(&state.join("state.lock")).unwrap();
-    let mut second = spawn_hook(
-        &s.url(),
-        &state,
-        &format!("second prompt {HANG_MARK}"),
-        "t2",
-        cwd.path(),
-        &env,
-    );
-    let _second = KillOnDrop(second.id());
-    wait_until("the second hook never recalled", Duration::from_secs(10), || {
-        s.count(PREPARE) >= 2
-    });
-    let mut third = spawn_hook(&s.url(), &state, "third prompt", "t3", cwd.path(), &env);
-    assert!(third.wait().unwrap().success());
-    wait_until(
-        "the lingering drainer never left",
-        Duration::from_secs(30),
-        || !drainers_of(&state).contains(&lingering[0]),
-    );
     // Held for several of the successor's waits of the state lock.
-    std::thread::sleep(Duration::from_secs(8));
-    drop(held);
-    second.kill().unwrap();
-    let _ = second.wait();
-    wait_until(
-        &format!(
-            "the captures counted on the failed drainer wait: {:?}",
-            capture_contents(&s)
-        ),
-        Duration::from_secs(20),
-        || s.count(CAPTURE) == 3,
+    a_failed_lingering_drainer_leaves_nothing_behind(
+        "scp_failed_successor_retries",
+        Duration::from_secs(40),
+        Duration::from_secs(8),
     );
-    assert_eq!(
-        capture_contents(&s),
-        [
-            "first prompt".to_owned(),
-            format!("second prompt {HANG_MARK}"),
-            "third prompt".to_owned()
-        ]
-    );
-    for pid in drainers_of(&state) {
-        let _ = Command::new("kill").arg(pid.to_string()).status();
-    }
 }
