@@ -2693,8 +2693,13 @@ impl<'t> Scan<'t> {
                 kind = SecretKind::AuthHeader;
             }
         }
-        // `Authorization: Bearer <token>`: the scheme word is not the secret.
-        if !value.quoted && is_auth_scheme(value.text(bytes)) && matches!(bytes.get(value.end), Some(b' ')) {
+        // `Authorization: Bearer <token>`: the scheme word is not the secret. In a sentence
+        // there is no header (`the secret key used in production`: `key` is no scheme there).
+        if !value.quoted
+            && mode != Mode::Prose
+            && is_auth_scheme(value.text(bytes))
+            && matches!(bytes.get(value.end), Some(b' '))
+        {
             let Some(v) = Value::parse(bytes, skip_blank(bytes, value.end), Stop::Blank) else {
                 return;
             };
@@ -3018,20 +3023,23 @@ impl<'t> Scan<'t> {
             return;
         }
         match colon.filter(|&c| c < at) {
-            Some(_) => {
+            Some(c) => {
                 if let Some(p) = user_password(&bytes[start..at], b':') {
                     self.push(SecretKind::UrlCredentials, start + p, at);
+                } else if bytes[c + 1..at].eq_ignore_ascii_case(b"x-oauth-basic") {
+                    // GitHub's fixed password word: the token is the user.
+                    self.token_user(start, c);
                 }
             }
-            None => {
-                let user = &bytes[start..at];
-                if user.len() >= 20
-                    && user.iter().all(|&b| word_class(b) || b == b'-')
-                    && looks_random(user, 20)
-                {
-                    self.push(SecretKind::UrlCredentials, start, at);
-                }
-            }
+            None => self.token_user(start, at),
+        }
+    }
+
+    /// A URL's user that is a token (`https://<token>@host`): long and random.
+    fn token_user(&mut self, start: usize, end: usize) {
+        let user = &self.bytes[start..end];
+        if user.len() >= 20 && user.iter().all(|&b| word_class(b) || b == b'-') && looks_random(user, 20) {
+            self.push(SecretKind::UrlCredentials, start, end);
         }
     }
 
@@ -5348,15 +5356,20 @@ fn is_placeholder(v: &[u8]) -> bool {
         mypassword mytoken todo tbd na n/a unset not-set not_set notset masked sensitive private public auto"
     );
     // Templating and elision: the value is a slot, not a value, wherever these stand.
-    const TEMPLATED: &[&[u8]] = &[b"...", b"${", b"{{", b"$(", b"\xe2\x80\xa6"];
+    const TEMPLATED: &[&[u8]] = &[b"...", b"${", b"{{", b"$(", b"#{", b"\xe2\x80\xa6"];
     let Some(&first) = v.first() else { return true };
     // A slot fills the whole value: `{name}`, `[REDACTED:…]`, `$NAME`, `$USER:$PASS`; `{Xk9#mQ2z`
     // and `$uP3r-S3cret!9` are passwords that start with a symbol.
     let closed = |close: u8| v.len() > 1 && v.last() == Some(&close);
-    // `$NAME`, `$USER:$PASS`, `$API_URL/$COMMIT`: references joined by separators.
-    let variable = first == b'$'
-        && v.len() > 1
-        && v[1..]
+    // `$NAME`, `$USER:$PASS`, `$API_URL/$COMMIT`: references joined by separators; `\$NAME` is
+    // one escaped for the shell that expands it later (a command quoted inside a script).
+    let var = v
+        .strip_prefix(b"\\")
+        .filter(|r| r.first() == Some(&b'$'))
+        .unwrap_or(v);
+    let variable = var[0] == b'$'
+        && var.len() > 1
+        && var[1..]
             .iter()
             .all(|&b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b':' | b'$' | b'/' | b'@' | b'.'));
     if first == b'<'
@@ -5399,7 +5412,7 @@ fn is_placeholder(v: &[u8]) -> bool {
     n <= 2 || (v.len() >= 6 && n <= 3)
 }
 
-/// Whether every template opening in `v` (`${`, `{{`, `$(`) is a well-formed reference
+/// Whether every template opening in `v` (`${`, `#{`, `{{`, `$(`) is a well-formed reference
 /// (`${DB_PASS}`, `{{ .Values.password }}`, `$(cat /run/secrets/db)`), or `v` elides (`...`):
 /// a password may hold these characters too (`m{{h}o)p${e]nob(ody…`), and then it is one.
 fn templated(v: &[u8]) -> bool {
@@ -5426,6 +5439,8 @@ fn templated(v: &[u8]) -> bool {
                 b"}}"
             }
             b"${" => b"}",
+            // Ruby's interpolation, and release pipelines' token slots (`#{DbPassword}#`).
+            b"#{" => b"}",
             b"{{" => b"}}",
             b"$(" => b")",
             _ => {
@@ -6021,7 +6036,9 @@ fn url_stand_in_userinfo(v: &[u8]) -> bool {
 fn user_password(v: &[u8], sep: u8) -> Option<usize> {
     let at = v.iter().position(|&b| b == sep)?;
     let pw = &v[at + 1..];
-    let stand_in = is_placeholder(pw) && !weak_literal(pw);
+    // `https://<token>:x-oauth-basic@github.com`: GitHub's fixed word where the password goes
+    // when the token is the user (judged as the user's own value).
+    let stand_in = is_placeholder(pw) && !weak_literal(pw) || pw.eq_ignore_ascii_case(b"x-oauth-basic");
     (pw.len() >= 3 && !stand_in && !constant_like(pw) && !pw.eq_ignore_ascii_case(&v[..at])).then_some(at + 1)
 }
 
@@ -7386,6 +7403,51 @@ mod tests {
             "pall-bearer k7Qz2mWp12345",
             "Bearerk7Qz2mWp12345",
         ]);
+    }
+
+    #[test]
+    fn a_scheme_word_in_a_sentence_is_no_authorization_header() {
+        // `secret key used`: the secret word's value would be `key`, a scheme word of headers,
+        // and the word after it the token; in prose it is just the next word.
+        assert_clean(&[
+            "# SECURITY WARNING: keep the secret key used in production secret!",
+            "the secret key stored in vault is rotated weekly",
+            "which secret key rotated last night?",
+            "the api token used by the worker",
+        ]);
+        assert_kind(
+            SecretKind::AuthHeader,
+            &[
+                "Authorization: Key k7Qz2mWp12345xq",
+                "x-api-key: Key k7Qz2mWp12345xq",
+                "\"Authorization\": \"Key k7Qz2mWp12345xq\"",
+            ],
+        );
+    }
+
+    #[test]
+    fn references_in_the_password_slot_are_not_passwords() {
+        // Ruby interpolation and release pipelines' token slots; a variable escaped for the
+        // shell that expands it later; GitHub's fixed word where the password goes.
+        assert_clean(&[
+            "mongodb://user:#{db-password}@localhost/db",
+            "CONNECTION_STRING=mongodb://user:#{azure-replacement-token}#@mongo.local:27017/db",
+            "password: \"#{DbPassword}#\"",
+            "echo mongo --host localhost --username root --password \\$PASSWORD",
+            "echo mysql -u user -h127.0.0.1 \"--password=\\$ENVVAR\"",
+            "git clone https://$GITHUB_TOKEN:x-oauth-basic@github.com/acme/repo.git",
+        ]);
+        // A password's own characters around a slot, an escaped-looking literal, and the token
+        // in the user's place are still secrets.
+        assert_kind(
+            SecretKind::UrlCredentials,
+            &[
+                "mongodb://user:#{x}Kq9mZ2pLw@localhost/db",
+                "git clone https://3f9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c4d3e2f1a:x-oauth-basic@github.com/a/r.git",
+            ],
+        );
+        assert!(!findings("password=\\$uP3r-S3cret!9").is_empty());
+        assert!(!findings("password=ab#{cd}ef9Xz2").is_empty());
     }
 
     #[test]
