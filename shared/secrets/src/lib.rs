@@ -703,6 +703,15 @@ impl<'t> Scan<'t> {
         {
             return;
         }
+        // Code that fetches the secret (`c.Get("UPLOAD_KEY", "")`), whichever key rule read it as
+        // the value.
+        let generic = matches!(
+            kind,
+            SecretKind::Assignment | SecretKind::CommandLine | SecretKind::AuthHeader | SecretKind::Prose
+        );
+        if generic && opens_a_call(&self.bytes[start..end]) {
+            return;
+        }
         if end > start {
             self.found.push(Finding { kind, start, end });
             self.covered = self.covered.max(end);
@@ -948,7 +957,13 @@ impl<'t> Scan<'t> {
         } else {
             secret.len() == 35 && mixed_case(secret) && has_digit(secret) && entropy(secret) >= 4.0
         };
-        if shaped && !token_continues_at(self.text, end) && !rules::documented_example(&bytes[i..end]) {
+        // `5555555555:AAAAAAAA…`: filler where the token goes.
+        let filler = is_placeholder(secret.strip_prefix(b"AA").unwrap_or(secret));
+        if shaped
+            && !filler
+            && !token_continues_at(self.text, end)
+            && !rules::documented_example(&bytes[i..end])
+        {
             self.push(SecretKind::Vendor("telegram_token"), i, end);
         }
     }
@@ -4225,6 +4240,10 @@ fn value_is_secret(bytes: &[u8], value: &Value, key: &[u8], strength: Strength, 
     if placeholder || is_reference(v) || same_as_key(v, key) || yaml_tag(bytes, value) {
         return false;
     }
+    // A member that holds the secret, not the secret (`pwd=instance_info.password,`).
+    if !value.quoted && secret_member(v) {
+        return false;
+    }
     if code_continuation(v) || quoted_slot(v) || url_stand_in_userinfo(v) {
         return false;
     }
@@ -4565,6 +4584,47 @@ fn key_chord(v: &[u8]) -> bool {
             )
         })
     })
+}
+
+/// `name("…`, `obj.get('…`, `Name(#{…`, `name(` at the end: a call whose first argument is a
+/// string, however the value was cut. A password does not open with an identifier, a `(` and a
+/// quote.
+fn opens_a_call(v: &[u8]) -> bool {
+    let Some(open) = v.iter().position(|&b| b == b'(') else {
+        return false;
+    };
+    let head = &v[..open];
+    let ident = |b: &u8| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'$' | b':');
+    head.len() >= 2
+        && (head[0].is_ascii_alphabetic() || matches!(head[0], b'_' | b'$'))
+        && head.iter().all(ident)
+        && matches!(v.get(open + 1), None | Some(b'"' | b'\'' | b'`'))
+}
+
+/// `instance_info.password`, `cfg.db_secret,`: a member path whose last name is a secret word
+/// holds the secret; it is not its value.
+fn secret_member(v: &[u8]) -> bool {
+    let v = trim_end_of(v, |b| matches!(b, b',' | b';' | b')'));
+    let mut parts = v.split(|&b| b == b'.');
+    let names = v.split(|&b| b == b'.').all(|p| {
+        p.first().is_some_and(|&b| b.is_ascii_alphabetic() || b == b'_')
+            && p.iter().all(|&b| b.is_ascii_alphanumeric() || b == b'_')
+    });
+    let last = parts.next_back().unwrap_or_default();
+    names
+        && v.contains(&b'.')
+        && [
+            b"password".as_slice(),
+            b"passwd",
+            b"pwd",
+            b"secret",
+            b"token",
+            b"apikey",
+            b"api_key",
+            b"credential",
+        ]
+        .iter()
+        .any(|w| contains_ci(last, w))
 }
 
 /// `name(…)`, `name[…]`, `Name<…>`: an identifier applied to something, closed at the end.
@@ -5731,14 +5791,23 @@ fn masked(v: &[u8]) -> bool {
 fn placeholder_words(v: &[u8]) -> bool {
     const MARKERS: Words = words_of!(
         b"example examples placeholder changeme changeit change your dummy redacted \
-        replace insert sample fake todo fixme please"
+        replace insert sample fake todo fixme please obfuscated censored omitted elided scrubbed \
+        sanitized removed"
     );
     const FILLERS: Words = words_of!(
         b"me it my the a an with real actual own here goes this value secret password \
         passwd pass pwd token key api access auth client app db database user name id string test demo \
         com org net for of to new default private public sk pk live prod dev and or credentials \
-        credential"
+        credential strong secure random complex long admin root"
     );
+    // `!ChangeMe!`, `**change-this**`: marks around the words change nothing.
+    let v = v.trim_ascii();
+    let edge = |b: &u8| matches!(b, b'!' | b'*' | b'#' | b'?' | b'~' | b'^');
+    let v = &v[v.iter().take_while(|b| edge(b)).count()..];
+    let v = &v[..v.len() - v.iter().rev().take_while(|b| edge(b)).count()];
+    if v.is_empty() {
+        return false;
+    }
     if !v
         .iter()
         .all(|&b| b.is_ascii_alphabetic() || matches!(b, b'_' | b'-' | b'.' | b' '))
@@ -6901,7 +6970,12 @@ mod tests {
                 "bot 869511423:Qw7tOM4-oZANUkq653PAPbo4HLs3DCd9NCX",
             ],
         );
-        assert_clean(&["1700000000:abcdefghijklmnopqrstuvwxyzabcdefghi", "12345678:short"]);
+        assert_clean(&[
+            "1700000000:abcdefghijklmnopqrstuvwxyzabcdefghi",
+            "12345678:short",
+            "api_key: '5555555555:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA'",
+            "TELEGRAM_TOKEN=123456789:AAxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
+        ]);
     }
 
     #[test]
@@ -7448,6 +7522,31 @@ mod tests {
         );
         assert!(!findings("password=\\$uP3r-S3cret!9").is_empty());
         assert!(!findings("password=ab#{cd}ef9Xz2").is_empty());
+    }
+
+    #[test]
+    fn code_that_fetches_a_secret_and_words_that_stand_in_for_one_are_not_secrets() {
+        assert_clean(&[
+            "c.S3SecretAccessKey = c.Get(\"UPLOAD_SECRET_ACCESS_KEY\", \"\", \"An AWS key\")",
+            "PG_PASSWORD=get_setting('PG_PASSWORD')",
+            "pass    = CGI.escape(\"#{$env.db_password}\").gsub('+', '%20')",
+            "  pwd=instance_info.password,",
+            "db_pass = settings.database.db_password;",
+            "MYSQL_PASSWORD=CHANGE_THIS_STRONG_PASSWORD_ADMIN",
+            "DATABASE_URL=\"mysql://app:!ChangeMe!@127.0.0.1:3306/app\"",
+            "SqlSettingsDefaultDataSource = \"mysql://mmuser:obfuscated@localhost/test\"",
+            "password: removed",
+        ]);
+        // A literal with a parenthesis, dots or marks around it is still a password.
+        for secret in [
+            "DB_PASSWORD=Abc(d3f)Gh9x",
+            "password = \"kX9(\\\"mQ2zLp\"",
+            "password: my.secret.value9",
+            "DB_PASSWORD=!Xk9mQ2zLp!",
+            "DB_PASSWORD=SuperStrongRandomPassword",
+        ] {
+            assert!(!findings(secret).is_empty(), "{secret}");
+        }
     }
 
     #[test]
