@@ -1541,6 +1541,11 @@ impl<'t> Scan<'t> {
         if keyword_value_may_follow(bytes, vend) {
             self.keyword_value_at(vend, key, false);
         }
+        // `<property name="sonar.login" value="…"/>`, `- name: SONAR_LOGIN` then `value: …`: the
+        // provider's value in the pair's value field.
+        if let Some(e) = self.named_value_field(i, kend) {
+            self.keyword_value_at(e, key, false);
+        }
         if held & KEY_DASH != 0 {
             self.glued_keyword_value(i, kend, key);
         }
@@ -1692,6 +1697,31 @@ impl<'t> Scan<'t> {
     /// and stands within the next 256 bytes, before the entry closes.
     fn named_value_at(&mut self, i: usize, kend: usize, key: &[u8], strength: Strength) {
         let bytes = self.bytes;
+        let Some(e) = self.named_value_field(i, kend) else {
+            return;
+        };
+        let mut v = e;
+        if v < bytes.len() && matches!(bytes[v], b'"' | b'\'' | b'`') {
+            v += 1;
+        }
+        v = skip_blank(bytes, v);
+        if !matches!(bytes.get(v), Some(b':' | b'=')) {
+            return;
+        }
+        let start = skip_blank(bytes, v + 1);
+        let Some(value) = Value::parse(bytes, start, Stop::Code) else {
+            return;
+        };
+        if value_is_secret(bytes, &value, key, strength, Mode::Code) {
+            self.push(SecretKind::Assignment, value.start, value.whole_end(bytes));
+        }
+    }
+
+    /// Where the `value` word of a name/value pair ends, when the key from `i` to `kend` is the
+    /// pair's name (`- name: DB_PASSWORD` then `value: …`, `<property name="…" value="…"/>`,
+    /// `{"key": "…", "value": "…"}`, or a declaration's `default`).
+    fn named_value_field(&self, i: usize, kend: usize) -> Option<usize> {
+        let bytes = self.bytes;
         let quote = |b: u8| matches!(b, b'"' | b'\'' | b'`');
         // Back from the key: an opening quote, blanks, `:` or `=`, blanks, a closing quote.
         let mut p = i;
@@ -1705,7 +1735,7 @@ impl<'t> Scan<'t> {
         // `default`.
         let declared = bytes[..p].ends_with(b"variable") && (p == 8 || !is_key_byte(bytes[p - 9]));
         if !declared && (p == 0 || !matches!(bytes[p - 1], b':' | b'=')) {
-            return;
+            return None;
         }
         p -= usize::from(!declared);
         while p > 0 && matches!(bytes[p - 1], b' ' | b'\t') {
@@ -1724,7 +1754,7 @@ impl<'t> Scan<'t> {
             w.len() >= tail.len() && w[w.len() - tail.len()..].eq_ignore_ascii_case(tail)
         };
         if !(declared || ends_ci(field, b"name") || ends_ci(field, b"key")) {
-            return;
+            return None;
         }
         // Forward: the value field, before the entry closes (`}`, a blank line, another name).
         let stop = bytes.len().min(kend + 256);
@@ -1735,37 +1765,23 @@ impl<'t> Scan<'t> {
             // A declaration's block closes where its braces balance (`{}` holds no default).
             depth += i32::from(b == b'{') - i32::from(b == b'}');
             if (!declared || depth <= 0) && (b == b'}' || b == b']') || bytes[k..].starts_with(b"\n\n") {
-                return;
+                return None;
             }
             if b.is_ascii_alphabetic() && (k == 0 || !is_key_byte(bytes[k - 1])) {
                 let e = run_end_max(bytes, k, 32, |c| c.is_ascii_alphanumeric() || c == b'_');
                 let word = &bytes[k..e];
                 if ends_ci(word, b"name") || ends_ci(word, b"key") {
-                    return;
+                    return None;
                 }
                 if ends_ci(word, b"value") || declared && word == b"default" {
-                    let mut v = e;
-                    if v < bytes.len() && quote(bytes[v]) {
-                        v += 1;
-                    }
-                    v = skip_blank(bytes, v);
-                    if !matches!(bytes.get(v), Some(b':' | b'=')) {
-                        return;
-                    }
-                    let start = skip_blank(bytes, v + 1);
-                    let Some(value) = Value::parse(bytes, start, Stop::Code) else {
-                        return;
-                    };
-                    if value_is_secret(bytes, &value, key, strength, Mode::Code) {
-                        self.push(SecretKind::Assignment, value.start, value.whole_end(bytes));
-                    }
-                    return;
+                    return Some(e);
                 }
                 k = e;
                 continue;
             }
             k += 1;
         }
+        None
     }
 
     /// The literal default of an environment lookup whose variable (the key from `i` to `kend`)
@@ -7547,6 +7563,22 @@ mod tests {
         ] {
             assert!(!findings(secret).is_empty(), "{secret}");
         }
+    }
+
+    #[test]
+    fn a_providers_value_in_a_name_value_pair_is_found() {
+        assert_kind(
+            SecretKind::Vendor("sonarqube_token"),
+            &[
+                "params:\n- name: SONAR_LOGIN\n  value: 9acf34ff1e738bcd6d5daf102a8cfcb8a158e44e",
+                "<property name=\"sonar.login\" value=\"9acf34ff1e738bcd6d5daf102a8cfcb8a158e44e\" />",
+            ],
+        );
+        assert_clean(&[
+            "params:\n- name: SONAR_PROJECT_KEY\n  value: my_project_key",
+            "- name: SONAR_HOST_URL\n  value: https://sonar.example.com",
+            "<property name=\"sonar.projectVersion\" value=\"9acf34ff\" />",
+        ]);
     }
 
     #[test]
