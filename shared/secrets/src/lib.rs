@@ -4196,6 +4196,20 @@ impl Value {
     }
 }
 
+/// A `;` at `k` followed by a connection string's next field name and its `=` (`;Database=`,
+/// `;Initial Catalog=`).
+fn next_connection_field(bytes: &[u8], k: usize) -> bool {
+    if bytes.get(k) != Some(&b';') {
+        return false;
+    }
+    let name = run_end_max(bytes, k + 1, 64, |c| {
+        c.is_ascii_alphanumeric() || c == b'_' || c == b' '
+    });
+    bytes.get(k + 1).is_some_and(u8::is_ascii_alphabetic)
+        && bytes.get(name) == Some(&b'=')
+        && bytes[k + 1..name].windows(2).all(|w| w != b"  ")
+}
+
 /// Where an unquoted value from `pos` stops, looking no further than `limit`.
 fn unquoted_end(bytes: &[u8], pos: usize, limit: usize, stop: Stop) -> usize {
     // What follows byte `k` ends a token there: a blank, the end, or structure.
@@ -4210,12 +4224,15 @@ fn unquoted_end(bytes: &[u8], pos: usize, limit: usize, stop: Stop) -> usize {
         let name = run_end_max(bytes, k + 1, 64, |c| c.is_ascii_alphanumeric() || c == b'_');
         name > k + 1 && bytes.get(name) == Some(&b'=')
     };
+
     let mut raw_end = pos;
     while raw_end < limit {
         let b = bytes[raw_end];
         let ends = b.is_ascii_whitespace()
             || (matches!(b, b'"' | b'\'' | b'`') && closes(raw_end))
             || (matches!(b, b'&' | b';') && next_field(raw_end))
+            // A connection string's field names may hold spaces (`;Max Pool Size=`).
+            || next_connection_field(bytes, raw_end)
             || (stop == Stop::Code && b == b',' && next_field(raw_end))
             || (stop == Stop::Code && matches!(b, b',' | b';') && closes(raw_end))
             || (bytes[pos].is_ascii() && cjk_at(bytes, raw_end));
@@ -4303,8 +4320,9 @@ fn value_is_secret(bytes: &[u8], value: &Value, key: &[u8], strength: Strength, 
     if mode != Mode::Prose && digits_secret && v.iter().all(u8::is_ascii_digit) {
         return true;
     }
-    // A quoted value is a literal wherever it stands.
-    let mode = if value.quoted && mode == Mode::Code {
+    // A quoted value is a literal wherever it stands, and so is a connection string's field
+    // (`…;Password=specialbill_user;Initial Catalog=…`): its text is the value itself.
+    let mode = if (value.quoted || next_connection_field(bytes, value.raw_end)) && mode == Mode::Code {
         Mode::Literal
     } else {
         mode
@@ -7579,6 +7597,30 @@ mod tests {
             "- name: SONAR_HOST_URL\n  value: https://sonar.example.com",
             "<property name=\"sonar.projectVersion\" value=\"9acf34ff\" />",
         ]);
+    }
+
+    #[test]
+    fn a_connection_string_value_ends_before_the_next_field_even_one_with_spaces() {
+        for (text, value) in [
+            (
+                "Server=db;User ID=sa;Password=YourStr0ng@Pass;Initial Catalog=Ports;",
+                "YourStr0ng@Pass",
+            ),
+            (
+                "user id=app;password=3GGb62XfnnlbKpHr;Max Pool Size=100",
+                "3GGb62XfnnlbKpHr",
+            ),
+            // A connection string's field is its text: a word there is the password.
+            (
+                "Provider=SQLOLEDB.1;User ID=bill; Password =specialbill_user;Initial Catalog=Bills;",
+                "specialbill_user",
+            ),
+            // No field follows: the `;` is the password's own.
+            ("Password=Xk9;mQ2zLp", "Xk9;mQ2zLp"),
+        ] {
+            let found: Vec<&str> = findings(text).iter().map(|f| &text[f.start..f.end]).collect();
+            assert_eq!(found, [value], "{text}");
+        }
     }
 
     #[test]
