@@ -1421,6 +1421,7 @@ impl<'t> Scan<'t> {
             base64_has_colon(token)
         } else {
             !is_placeholder(token)
+                && !next_field_pair(token)
                 && (token.iter().any(u8::is_ascii_digit) || (token.len() >= 20 && mixed_case(token)))
         };
         if secret {
@@ -2734,6 +2735,10 @@ impl<'t> Scan<'t> {
             let Some(v) = Value::parse(bytes, skip_blank(bytes, value.end), Stop::Blank) else {
                 return;
             };
+            // `token_type=Bearer expires_in=3600`: the next field, not a token.
+            if next_field_pair(v.text(bytes)) {
+                return;
+            }
             value = v;
             kind = SecretKind::AuthHeader;
             mode = Mode::Literal;
@@ -4298,7 +4303,10 @@ fn value_is_secret(bytes: &[u8], value: &Value, key: &[u8], strength: Strength, 
     if v.starts_with(b"-") && (!glued_literal || flag_like(v) || !generated(&v[1..])) {
         return false;
     }
-    if strength == Strength::Weak && hex_key_id(v) && public_key_id_key(key) {
+    if strength == Strength::Weak
+        && hex_key_id(v)
+        && (public_key_id_key(key) || key_algorithm_before(bytes, key))
+    {
         return false;
     }
     if cookie_attributes(v, key) || secret_name(bytes, value, key, mode) {
@@ -4585,6 +4593,43 @@ fn public_key_id_key(key: &[u8]) -> bool {
     .any(|w| contains_ci(key, w))
 }
 
+/// `expires_in=3600`: a name, `=` and a value is the next field of a log line or a query, not a
+/// token after a scheme word (a token's base64 padding `=` ends it).
+fn next_field_pair(t: &[u8]) -> bool {
+    let name = t
+        .iter()
+        .take_while(|&&b| b.is_ascii_alphanumeric() || b == b'_')
+        .count();
+    name > 0
+        && t[0].is_ascii_alphabetic()
+        && t.get(name) == Some(&b'=')
+        && t.get(name + 1).is_some_and(|&b| b != b'=')
+}
+
+/// `RSA key 4AEE18F83AFDEB23`, `gpg key ABCD1234`: a bare `key` after a public-key algorithm or
+/// a keyring's name takes the key's id, as gpg prints it.
+fn key_algorithm_before(bytes: &[u8], key: &[u8]) -> bool {
+    if !key.eq_ignore_ascii_case(b"key") {
+        return false;
+    }
+    let before = text_before(bytes, key).trim_ascii_end();
+    let word = &before[before.len() - run_back(before, |b| b.is_ascii_alphanumeric())..];
+    [
+        &b"rsa"[..],
+        b"dsa",
+        b"ecdsa",
+        b"ed25519",
+        b"eddsa",
+        b"gpg",
+        b"pgp",
+        b"gnupg",
+        b"signing",
+        b"public",
+    ]
+    .iter()
+    .any(|w| word.eq_ignore_ascii_case(w))
+}
+
 /// `/k9Fz2LqP8sT1vXyR4wN7mB0cD3eH6jU=`, `/K7MDENG/bPxRfiCYzq8k2Lm3…`: a leading `/` before a
 /// random run, a base64 value rather than a path. A path is made of readable segments (`usr`,
 /// `Documents`, `id_rsa.pub`); base64's `/` splits a random run into random pieces.
@@ -4629,10 +4674,14 @@ fn opens_a_call(v: &[u8]) -> bool {
     };
     let head = &v[..open];
     let ident = |b: &u8| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'$' | b':');
+    // A generic type's path (`Aes256Gcm>::from_slice(&key_bytes)`): `::` joins its names.
+    let generic = |b: &u8| ident(b) || matches!(b, b'<' | b'>');
+    let path_call = head.windows(2).any(|w| w == b"::") && head.iter().all(generic);
     head.len() >= 2
         && (head[0].is_ascii_alphabetic() || matches!(head[0], b'_' | b'$'))
-        && head.iter().all(ident)
-        && matches!(v.get(open + 1), None | Some(b'"' | b'\'' | b'`'))
+        && (head.iter().all(ident) || path_call)
+        && (matches!(v.get(open + 1), None | Some(b'"' | b'\'' | b'`'))
+            || path_call && matches!(v.get(open + 1), Some(b'&' | b'*' | b')')))
 }
 
 /// `instance_info.password`, `cfg.db_secret,`: a member path whose last name is a secret word
@@ -7621,6 +7670,22 @@ mod tests {
             let found: Vec<&str> = findings(text).iter().map(|f| &text[f.start..f.end]).collect();
             assert_eq!(found, [value], "{text}");
         }
+    }
+
+    #[test]
+    fn key_ids_log_fields_and_generic_paths_are_not_secrets() {
+        assert_clean(&[
+            "gpg: Signature made Mon 01 Jan 2026, using RSA key 4AEE18F83AFDEB23 Good signature",
+            "signed with the GPG key 3AA5C34371567BD2",
+            "INFO auth: user=alice token_type=Bearer expires_in=3600 scope=\"read write\"",
+            "let key = Key::<Aes256Gcm>::from_slice(&key_bytes); let cipher = Aes256Gcm::new(key);",
+        ]);
+        // The same hex run as an API key, and a token after the scheme, are still secrets.
+        assert!(!findings("my api key 4aee18f83afdeb23").is_empty());
+        assert_kind(
+            SecretKind::AuthHeader,
+            &["Authorization: Bearer k7Qz2mWp12345xq=="],
+        );
     }
 
     #[test]
