@@ -1944,14 +1944,19 @@ impl<'t> Scan<'t> {
         // A secret word's key with a generated value, whatever joins them (`access_token
         // <value>`, `set("api_key", "<value>")`, `<secret>…</secret>`, `if (pw == "<value>")`):
         // quoted, the value runs to its closing quote on the line and may hold any symbol.
+        // An element's text (`<secret>…</secret>`) ends where a tag starts: the value never
+        // runs into its closing tag.
+        let element = bytes[op..p].trim_ascii() == b">";
         let quoted_end = quote.and_then(|q| {
-            let line = run_end_max(bytes, p, 256, |b| b != q && b != b'\n');
+            let line = run_end_max(bytes, p, 256, |b| b != q && b != b'\n' && !(element && b == b'<'));
             (bytes.get(line) == Some(&q)).then_some(line)
         });
         // Unquoted, a password with symbols runs to the next blank (structure trimmed off its
         // end); code (`getPassword(cfg)`, `a.b[c]`) is told by its shape and lower entropy.
         let unquoted = || {
-            let raw = run_end_max(bytes, p, 256, |b| !b.is_ascii_whitespace());
+            let raw = run_end_max(bytes, p, 256, |b| {
+                !b.is_ascii_whitespace() && !(element && b == b'<')
+            });
             let v = trim_end_of(&bytes[p..raw], |b| matches!(b, b',' | b';' | b'"' | b'\'' | b'`'));
             let symbols = v.iter().filter(|b| b.is_ascii_punctuation()).count();
             let code = code_expression(v) || v.windows(2).any(|w| w == b"()") || v.contains(&b'\\');
@@ -5165,6 +5170,15 @@ fn labelled_value(bytes: &[u8], end: usize, found: &mut Vec<Finding>) {
 fn line_tokens(line: &[u8], start: usize, found: &mut Vec<Finding>) {
     let mut t = 0;
     while t < line.len() {
+        // A value that fills braces (`{COQLCE6DU6GtcS5P=}`) is a slot or Maven's encrypted form,
+        // ciphertext under a master password kept elsewhere: its inside is not read.
+        if line[t] == b'{' {
+            let close = run_end(line, t + 1, |c| b64(c) || c == b'=');
+            if close > t + 1 && line.get(close) == Some(&b'}') {
+                t = close + 1;
+                continue;
+            }
+        }
         let te = run_end(line, t, |c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-'));
         if te == t {
             t += 1;
@@ -6954,6 +6968,38 @@ mod tests {
             "<password>  ${env.MAVEN_REPO_PASS}  </password>",
             "<password>  password  </password>",
         ]);
+    }
+
+    #[test]
+    fn an_elements_value_never_runs_into_its_closing_tag() {
+        // Whichever rule reads the element's text, the span ends where the closing tag starts,
+        // symbols in the value (`=`, `}`, `#`) or not, quoted or not.
+        for (key, value) in [
+            ("password", "Xk9#mQ2z$!pL@7="),
+            ("secret", "Xk9#mQ2z$!pL@7="),
+            ("apiKey", "vR4}zLp7=Qx7#mQ2"),
+            ("passphrase", "n7$Kq2=Wx!9pLz"),
+            ("client_secret", "Hj7kQ2mZp9Xw4Rt8Vb3N"),
+            ("token", "\"Xk9#mQ2z$!pL@7=\""),
+        ] {
+            let text = format!("<settings>\n<{key}>{value}</{key}> next\n</settings>");
+            assert_eq!(spans(&text), [value], "{text}");
+        }
+        // Maven's encrypted form (`{…}`, ciphertext under a master password kept elsewhere) fills
+        // the element as a slot does, and is not the password.
+        assert_clean(&[
+            "<password>{COQLCE6DU6GtcS5P=}</password>",
+            "<settings>\n<server>\n<password>{Wq3vH8kLz0pN4sB=}</password>\n</server>\n</settings>",
+            "<passphrase>{jSMOWnoPFgsHVpMvz5VrIt5kRbzGpI8u+9EF1iFQyJQ=}</passphrase>",
+        ]);
+        // Without its braces the same text is a value, in an element or on a line naming it.
+        for text in [
+            "<passphrase>jSMOWnoPFgsHVpMvz5VrIt5kRbzGpI8u+9EF1iFQyJQ=</passphrase>",
+            "the gpg passphrase is jSMOWnoPFgsHVpMvz5VrIt5kRbzGpI8u+9EF1iFQyJQ=",
+            "<password>Wq3vH8kLz0pN4sB=</password>",
+        ] {
+            assert!(find_secret(text).is_some(), "{text}");
+        }
     }
 
     #[test]
