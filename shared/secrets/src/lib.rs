@@ -5396,6 +5396,7 @@ fn is_placeholder(v: &[u8]) -> bool {
         || placeholder_words(v)
         || fabricated(v)
         || counted_through(v)
+        || alternating_count(v)
         || encoded_filler(v)
         || rules::prefix_then_filler(v)
         || rules::documented_example(v)
@@ -5610,42 +5611,66 @@ pub(crate) fn counted_through(v: &[u8]) -> bool {
         p[n] = b;
         n += 1;
     }
-    // The runs of `seq` (each stepping by one, up or down, `9` to `0` and back counting too): the
-    // longest, or `None` if one is shorter than three.
-    let chain = |seq: &mut dyn Iterator<Item = u8>| -> Option<usize> {
-        let (mut prev, mut run, mut dir, mut best) = (None::<u8>, 0usize, 0i8, 0usize);
-        for b in seq {
-            let step = prev.map_or(0, |a| {
-                if b == a.wrapping_add(1) || a == b'9' && b == b'0' {
-                    1
-                } else if b == a.wrapping_sub(1) || a == b'0' && b == b'9' {
-                    -1
-                } else {
-                    0
-                }
-            });
-            if run > 0 && step != 0 && (run == 1 || step == dir) {
-                run += 1;
-                dir = step;
-            } else {
-                if run > 0 && run < 3 {
-                    return None;
-                }
-                run = 1;
-                dir = 0;
-            }
-            best = best.max(run);
-            prev = Some(b);
-        }
-        (run >= 3).then_some(best)
-    };
     let p = &p[..n];
-    if n >= 8 && chain(&mut p.iter().copied()).is_some_and(|best| best >= 6) {
+    if n >= 8 && count_chain(&mut p.iter().copied()).is_some_and(|best| best >= 6) {
         return true;
     }
-    let even = chain(&mut p.iter().step_by(2).copied());
-    let odd = chain(&mut p.iter().skip(1).step_by(2).copied());
+    let even = count_chain(&mut p.iter().step_by(2).copied());
+    let odd = count_chain(&mut p.iter().skip(1).step_by(2).copied());
     n >= 8 && matches!((even, odd), (Some(a), Some(b)) if a.max(b) >= 6 && a.min(b) >= 4)
+}
+
+/// The runs of `seq` (each stepping by one, up or down, `9` to `0` and back counting too): the
+/// longest, or `None` if one is shorter than three.
+fn count_chain(seq: &mut dyn Iterator<Item = u8>) -> Option<usize> {
+    let (mut prev, mut run, mut dir, mut best) = (None::<u8>, 0usize, 0i8, 0usize);
+    for b in seq {
+        let step = prev.map_or(0, |a| {
+            if b == a.wrapping_add(1) || a == b'9' && b == b'0' {
+                1
+            } else if b == a.wrapping_sub(1) || a == b'0' && b == b'9' {
+                -1
+            } else {
+                0
+            }
+        });
+        if run > 0 && step != 0 && (run == 1 || step == dir) {
+            run += 1;
+            dir = step;
+        } else {
+            if run > 0 && run < 3 {
+                return None;
+            }
+            run = 1;
+            dir = 0;
+        }
+        best = best.max(run);
+        prev = Some(b);
+    }
+    (run >= 3).then_some(best)
+}
+
+/// Counts end to end typed in alternating case (`A1bC2dE3fH4iJ5kL6…/+`, `Q1rS2tU3vW4xY5zA6bC7…`):
+/// the letters, case aside, run in counts of three or more, one of them six or more, each letter's
+/// case the other of the one before it, and the digits between them count too. Alternating case
+/// by hand makes a typed count look mixed; a generated value is such a chain about once in a
+/// billion billion.
+fn alternating_count(v: &[u8]) -> bool {
+    if !(16..=512).contains(&v.len())
+        || !v
+            .iter()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'+' | b'/' | b'='))
+    {
+        return false;
+    }
+    let letters = || v.iter().filter(|b| b.is_ascii_alphabetic());
+    let alternating = letters()
+        .zip(letters().skip(1))
+        .all(|(a, b)| a.is_ascii_uppercase() != b.is_ascii_uppercase());
+    let digits = v.iter().any(u8::is_ascii_digit);
+    alternating
+        && count_chain(&mut letters().map(u8::to_ascii_lowercase)).is_some_and(|best| best >= 6)
+        && (!digits || count_chain(&mut v.iter().copied().filter(u8::is_ascii_digit)).is_some())
 }
 
 /// Base64 of filler: text of words with a documentation marker (`…ZXhhbXBsZQ==` ends in
@@ -9655,6 +9680,29 @@ mod tests {
             "api_token = q7Wm2xR9kL4v",
             "api_key = \"Qz7pL2abcdefRw9\"",
             "password = abcdef9Qz!x",
+        ] {
+            assert!(!findings(text).is_empty(), "{text}");
+        }
+    }
+
+    /// A count typed in alternating case, the digits between its letters counting too, is filler
+    /// wherever it stands; one break in the alternation or in the count makes it a value again.
+    #[test]
+    fn counts_typed_in_alternating_case_are_filler() {
+        assert_clean(&[
+            "myregistry.azurecr.io password: A1bC2dE3fH4iJ5kL6mN7oP8qR9sT0u/+",
+            "password: Q1rS2tU3vW4xY5zA6bC7dE8f",
+            "client_secret = \"zY9xW8vU7tS6rQ5pO4nM3\"",
+            "export DB_PASSWORD=aBcDeFgHiJkLmNoP",
+        ]);
+        for text in [
+            // Letters counting, digits not.
+            "password: A7bC2dE9fH4iJ1kL6mN3oP8qR5sT0u/+",
+            // Case not alternating (`bc`).
+            "password: A1bc2dE3fH4iJ5kL6mN7oP8qR9sT0u",
+            // A count interrupted by a pair (`Xy`), as in a value that only looks like a count.
+            "AccountKey=Xy9aB8cD7eF6gH5iJ4kL3mN2oP1qR0sT9uV8wX7yZ6aB5cD4eF3gH2iJ1kL0mN9oP8q==",
+            "password: Xk9mQ2zLp7vR4wT8nB3hJ6cF",
         ] {
             assert!(!findings(text).is_empty(), "{text}");
         }
