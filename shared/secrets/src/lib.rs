@@ -846,6 +846,9 @@ impl<'t> Scan<'t> {
         if after_hyphen {
             return;
         }
+        if self.glued_vendor_at(i) {
+            return;
+        }
         if bytes.get(i + 32..i + 35) == Some(b"-us") {
             self.mailchimp_at(i);
         }
@@ -886,6 +889,42 @@ impl<'t> Scan<'t> {
             }
             _ => {}
         }
+    }
+
+    /// A long vendor prefix glued after other letters (`ourgithub_pat_…`, `mysk_live_…`): a prefix
+    /// of eight or more bytes with a separator in it, whose part before the separator ends the
+    /// word starting at `i`, then that vendor's shape with a body of 20 or more characters that
+    /// looks generated on its own (`ask_live_superlive1` is words). Short prefixes (`ghp_`, `sk-`)
+    /// are read at a word's start only: glued to a word they are its letters more often than a
+    /// token.
+    fn glued_vendor_at(&mut self, i: usize) -> bool {
+        let bytes = self.bytes;
+        let end = run_end_max(bytes, i, 24, |b| b.is_ascii_alphanumeric());
+        if !matches!(bytes.get(end), Some(b'_' | b'-')) || end - i < 3 {
+            return false;
+        }
+        for j in i + 1..end - 1 {
+            let vendors = if rules::may_start(bytes[j], bytes[j + 1], bytes.get(j + 2).copied().unwrap_or(0))
+            {
+                rules::candidates(bytes[j], bytes[j + 1])
+            } else {
+                continue;
+            };
+            for v in vendors {
+                let sep = v.prefix.iter().position(|&b| matches!(b, b'_' | b'-'));
+                if v.prefix.len() >= 8
+                    && sep == Some(end - j)
+                    && let Some(e) = v.matches(self.text, j)
+                    && e >= j + v.prefix.len() + 20
+                    && looks_random(&bytes[j + v.prefix.len()..e], 16)
+                {
+                    let e = v.wrapped_end(bytes, j, e);
+                    self.push(SecretKind::Vendor(v.name), j, e);
+                    return true;
+                }
+            }
+        }
+        false
     }
 
     /// A Mailchimp API key: 32 lowercase hex characters, `-us` and the data center's number (gitleaks:
@@ -7025,6 +7064,33 @@ mod tests {
         ] {
             assert!(find_secret(text).is_some(), "{text}");
         }
+    }
+
+    #[test]
+    fn a_long_vendor_prefix_glued_after_letters_is_read() {
+        for (text, token) in [
+            (
+                "our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",
+                "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",
+            ),
+            (
+                "set mysk_live_Xk9mQ2zLp7vR4wT8nB3hJ6cFq then",
+                "sk_live_Xk9mQ2zLp7vR4wT8nB3hJ6cFq",
+            ),
+            (
+                "prodpscale_tkn_q7Wm2xR9kL4vZp8TnB3hJ6cFqXk9mQ2zLp7vR4wT8",
+                "pscale_tkn_q7Wm2xR9kL4vZp8TnB3hJ6cFqXk9mQ2zLp7vR4wT8",
+            ),
+        ] {
+            assert_eq!(spans(text), [token], "{text}");
+        }
+        assert_clean(&[
+            // Words, or filler, after a glued prefix; a short prefix glued to a word is its letters.
+            "ask_live_superlive1",
+            "ourgithub_pat_XXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXX",
+            "risk_live_reporting_dashboard_enabled",
+            "ourghp_Xk9mQ2zLp7vR4wT8nB3hJ6cFqLp7vR4wT8nB",
+        ]);
     }
 
     #[test]
