@@ -874,7 +874,12 @@ impl<'t> Scan<'t> {
                 self.discord_at(i);
                 self.command_at(i);
             }
-            b'm' => self.crypt_word_at(i),
+            b'm' => {
+                self.crypt_word_at(i);
+                if prev == b'<' {
+                    self.maven_master_at(i);
+                }
+            }
             b'c' | b'C'
                 if bytes.get(i + 9) == Some(&b'-')
                     && eat_ci(bytes, i, b"convertto-securestring").is_some() =>
@@ -888,6 +893,30 @@ impl<'t> Scan<'t> {
                 }
             }
             _ => {}
+        }
+    }
+
+    /// Maven's master password: the `<master>` element of a `<settingsSecurity>` document
+    /// (`settings-security.xml`, which holds nothing else), its text judged as a password's.
+    /// Encrypted (`{…}`, Maven's `--encrypt-master-password`) it fills a slot, as in `<password>`.
+    fn maven_master_at(&mut self, i: usize) {
+        const OPEN: &[u8] = b"<settingsSecurity";
+        let bytes = self.bytes;
+        if !bytes[i..].starts_with(b"master>") {
+            return;
+        }
+        let before = &bytes[i.saturating_sub(4096)..i];
+        let opened = before.windows(OPEN.len()).rposition(|w| w == OPEN);
+        let closed = before
+            .windows(OPEN.len() + 1)
+            .rposition(|w| w == b"</settingsSecurity");
+        if opened.is_some_and(|o| closed.is_none_or(|c| c < o)) {
+            self.element_text(
+                i + b"master>".len(),
+                b"password",
+                Strength::Strong,
+                SecretKind::Assignment,
+            );
         }
     }
 
@@ -5737,13 +5766,22 @@ fn encoded_filler(v: &[u8]) -> bool {
 }
 
 /// Six or more of one character in a row (`000000`, `xxxxxx`, `AAAAAA`, `######`): typed, not
-/// generated (a random 64-digit hex value holds such a run once in twenty thousand).
+/// generated (a random 64-digit hex value holds such a run once in twenty thousand). Filler only
+/// in part is not filler: a generated head of 16 or more characters before the run
+/// (`sk_test_51H5Z3jGXvP5CVwYOLLllll…`, a key padded out) is a secret's, whatever follows it.
 pub(crate) fn filler_run(v: &[u8]) -> bool {
     let mut run = 1;
-    for w in v.windows(2) {
+    for (k, w) in v.windows(2).enumerate() {
         run = if w[0] == w[1] { run + 1 } else { 1 };
         if run >= 6 {
-            return true;
+            let head = &v[..k + 2 - run];
+            let generated = head.len() >= 16
+                && mixed_case(head)
+                && has_digit(head)
+                && entropy(head) >= 3.5
+                && looks_random(head, 16)
+                && !fabricated(head);
+            return !generated;
         }
     }
     false
@@ -7064,6 +7102,34 @@ mod tests {
         ] {
             assert!(find_secret(text).is_some(), "{text}");
         }
+    }
+
+    #[test]
+    fn mavens_master_password_is_a_password() {
+        for (text, value) in [
+            (
+                "<settingsSecurity>\n<master>plainMaster</master>\n</settingsSecurity>",
+                "plainMaster",
+            ),
+            (
+                "<settingsSecurity><master>  Tr0ub4dor&3  </master></settingsSecurity>",
+                "Tr0ub4dor&3",
+            ),
+            (
+                "<?xml version=\"1.0\"?>\n<settingsSecurity>\n  <relocation>x</relocation>\n  <master>hunter2hunter</master>\n</settingsSecurity>",
+                "hunter2hunter",
+            ),
+        ] {
+            assert_eq!(spans(text), [value], "{text}");
+        }
+        assert_clean(&[
+            // Encrypted, a reference, empty; or a `<master>` of another document.
+            "<settingsSecurity>\n<master>{jSMOWnoPFgsHVpMvz5VrIt5kRbzGpI8u+9EF1iFQyJQ=}</master>\n</settingsSecurity>",
+            "<settingsSecurity>\n<master>${env.MAVEN_MASTER}</master>\n</settingsSecurity>",
+            "<settingsSecurity>\n<master>  </master>\n</settingsSecurity>",
+            "<branches>\n<master>plainMaster</master>\n</branches>",
+            "<settingsSecurity>\n</settingsSecurity>\n<config><master>plainMaster</master></config>",
+        ]);
     }
 
     #[test]
@@ -9749,6 +9815,25 @@ mod tests {
         ] {
             assert!(!findings(text).is_empty(), "{text}");
         }
+    }
+
+    /// A run of one character is filler only where nothing generated comes before it: a key padded
+    /// out after 16 or more random characters is still a key, under a prefix or a key word.
+    #[test]
+    fn filler_only_in_part_is_no_filler() {
+        for text in [
+            "stripe_key=sk_test_51H5Z3jGXvP5CVwYOLLllllllllllllllllllllllll",
+            "why does sk_live_Qm7xR2vL9pW4kZ8nB3TtZZZZZZZZZZZZ fail?",
+            "password = \"Xk9mQ2zLp7vR4wT8000000\"",
+        ] {
+            assert!(!findings(text).is_empty(), "{text}");
+        }
+        assert_clean(&[
+            "sk_test_XXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXX",
+            "sk_live_51H5Zlllllllllllllllllllllllllllll",
+            "ghp_abcdefghijklmnop000000000000000000000",
+            "password = \"abcdefghijklmnopqr000000\"",
+        ]);
     }
 
     /// A count typed in alternating case, the digits between its letters counting too, is filler
