@@ -2023,7 +2023,7 @@ impl<'t> Scan<'t> {
         // end); code (`getPassword(cfg)`, `a.b[c]`) is told by its shape and lower entropy.
         let unquoted = || {
             let raw = run_end_max(bytes, p, 256, |b| {
-                !b.is_ascii_whitespace() && !(element && b == b'<')
+                !(b.is_ascii_whitespace() || element && b == b'<')
             });
             let v = trim_end_of(&bytes[p..raw], |b| matches!(b, b',' | b';' | b'"' | b'\'' | b'`'));
             let symbols = v.iter().filter(|b| b.is_ascii_punctuation()).count();
