@@ -602,6 +602,9 @@ struct Scan<'t> {
     /// The end of the key [`Scan::key_at`] last measured when it is all letters and digits (`0`
     /// otherwise): the inside of that word starts nothing, and the scan goes on after it.
     plain_key_end: usize,
+    /// The start and end of the key [`Scan::key_at`] last measured when it holds a separator
+    /// and is long enough for a glued vendor prefix and its body (see [`Scan::glued_vendor_at`]).
+    separated_key: (usize, usize),
     /// Where a key starts that may name a secret for [`same_line_tokens`] (its test before
     /// [`names_secret`]), in order, while `names_listed`: that pass then reads these words only.
     name_words: Vec<usize>,
@@ -681,6 +684,7 @@ impl<'t> Scan<'t> {
             table_read: 0,
             insert_end: 0,
             plain_key_end: 0,
+            separated_key: (usize::MAX, 0),
             name_words: Vec::new(),
             names_listed: true,
         }
@@ -846,7 +850,7 @@ impl<'t> Scan<'t> {
         if after_hyphen {
             return;
         }
-        if self.glued_vendor_at(i) {
+        if self.separated_key.0 == i && self.glued_vendor_at(i) {
             return;
         }
         if bytes.get(i + 32..i + 35) == Some(b"-us") {
@@ -905,7 +909,7 @@ impl<'t> Scan<'t> {
         if !bytes[i..].starts_with(b"master>") {
             return;
         }
-        let before = &bytes[i.saturating_sub(4096)..i];
+        let before = &bytes[i.saturating_sub(1024)..i];
         let opened = before.windows(OPEN.len()).rposition(|w| w == OPEN);
         let closed = before
             .windows(OPEN.len() + 1)
@@ -932,7 +936,16 @@ impl<'t> Scan<'t> {
         if !matches!(bytes.get(end), Some(b'_' | b'-')) || end - i < 3 {
             return false;
         }
-        for j in i + 1..end - 1 {
+        // The prefix's rest and a body of 20 follow unbroken (most `snake_case`, `dashed-words`
+        // stop sooner, and are not looked at further).
+        let tail = run_end_max(bytes, end + 1, 20, |b| {
+            b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-')
+        });
+        if tail - end - 1 < 20 {
+            return false;
+        }
+        // The longest part before a glued prefix's separator is nine bytes (`xsmtpsib`, `rubygems`).
+        for j in (i + 1).max(end.saturating_sub(9))..end - 1 {
             let vendors = if rules::may_start(bytes[j], bytes[j + 1], bytes.get(j + 2).copied().unwrap_or(0))
             {
                 rules::candidates(bytes[j], bytes[j + 1])
@@ -1558,6 +1571,8 @@ impl<'t> Scan<'t> {
         }
         if held == KEY_BYTE {
             self.plain_key_end = run;
+        } else if held & KEY_SEPARATOR != 0 && run - i >= 24 {
+            self.separated_key = (i, run);
         }
         if pair != 0 && may_name_secret(&bytes[i..run.min(i + 12)]) {
             self.name_words.push(i);
