@@ -125,7 +125,9 @@
 //!   by hand, a Telegram token also glued to `bot` in its API URL): real prefix, alphabet,
 //!   length. A token ends at any non-ASCII character (`令牌ghp_…请检查`) and starts after `%XX`
 //!   (`%3Dghp_…`); one wrapped onto the next line is redacted with its tail, and a 40-character
-//!   AWS secret key next to its key id with it.
+//!   AWS secret key next to its key id with it. A prefix of eight bytes or more with a separator
+//!   (`github_pat_`, `sk_live_`) glued after a word's letters (`ourgithub_pat_…`) is read when a
+//!   generated body of 20 or more follows; the span is the token, not the letters before it.
 //! - `jwt`: `eyJ….eyJ….<signature>`, segments up to 16 KiB each, or an unsigned `eyJ….eyJ…`
 //!   whose claims decode to a JSON object.
 //! - `prose`: a random-looking value right after a secret word (`my password is hunter2`, `the
@@ -143,8 +145,10 @@
 //!   ending with `:` (an installer's banner, a console's `Your API key:`), blank lines between.
 //! - `assignment` also reads a key named in a name field with its value in the value field after
 //!   it (`- name: DB_PASSWORD` / `value: …`, `"ParameterKey"`/`"ParameterValue"`, Terraform's
-//!   `variable "db_password" { default = … }`), and a table column named by a weak word (`key`)
-//!   whose cells look generated.
+//!   `variable "db_password" { default = … }`), a table column named by a weak word (`key`)
+//!   whose cells look generated, and Maven's master password (`<master>…</master>` inside
+//!   `<settingsSecurity>`). An element's value (`<password>…</password>`) ends where its closing
+//!   tag starts, whichever rule reads it; Maven's encrypted `{…}` fills the element as a slot.
 //!
 //! Precision: a value that is a placeholder or a reference filling the whole value (`<…>`,
 //! `$VAR`, `${…}`, `{{…}}`, `{name}`, `%VAR%`, a YAML `!tag` before what it tags,
