@@ -948,8 +948,7 @@ impl<'t> Scan<'t> {
         if tail - end - 1 < 20 {
             return false;
         }
-        // The longest part before a glued prefix's separator is nine bytes (`xsmtpsib`, `rubygems`).
-        for j in (i + 1).max(end.saturating_sub(9))..end - 1 {
+        for j in i + 1..end - 1 {
             let vendors = if rules::may_start(bytes[j], bytes[j + 1], bytes.get(j + 2).copied().unwrap_or(0))
             {
                 rules::candidates(bytes[j], bytes[j + 1])
