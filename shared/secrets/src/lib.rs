@@ -125,7 +125,9 @@
 //!   by hand, a Telegram token also glued to `bot` in its API URL): real prefix, alphabet,
 //!   length. A token ends at any non-ASCII character (`令牌ghp_…请检查`) and starts after `%XX`
 //!   (`%3Dghp_…`); one wrapped onto the next line is redacted with its tail, and a 40-character
-//!   AWS secret key next to its key id with it.
+//!   AWS secret key next to its key id with it. A prefix of eight bytes or more with a separator
+//!   (`github_pat_`, `sk_live_`) glued after a word's letters (`ourgithub_pat_…`) is read when a
+//!   generated body of 20 or more follows; the span is the token, not the letters before it.
 //! - `jwt`: `eyJ….eyJ….<signature>`, segments up to 16 KiB each, or an unsigned `eyJ….eyJ…`
 //!   whose claims decode to a JSON object.
 //! - `prose`: a random-looking value right after a secret word (`my password is hunter2`, `the
@@ -143,8 +145,10 @@
 //!   ending with `:` (an installer's banner, a console's `Your API key:`), blank lines between.
 //! - `assignment` also reads a key named in a name field with its value in the value field after
 //!   it (`- name: DB_PASSWORD` / `value: …`, `"ParameterKey"`/`"ParameterValue"`, Terraform's
-//!   `variable "db_password" { default = … }`), and a table column named by a weak word (`key`)
-//!   whose cells look generated.
+//!   `variable "db_password" { default = … }`), a table column named by a weak word (`key`)
+//!   whose cells look generated, and Maven's master password (`<master>…</master>` inside
+//!   `<settingsSecurity>`). An element's value (`<password>…</password>`) ends where its closing
+//!   tag starts, whichever rule reads it; Maven's encrypted `{…}` fills the element as a slot.
 //!
 //! Precision: a value that is a placeholder or a reference filling the whole value (`<…>`,
 //! `$VAR`, `${…}`, `{{…}}`, `{name}`, `%VAR%`, a YAML `!tag` before what it tags,
@@ -602,6 +606,9 @@ struct Scan<'t> {
     /// The end of the key [`Scan::key_at`] last measured when it is all letters and digits (`0`
     /// otherwise): the inside of that word starts nothing, and the scan goes on after it.
     plain_key_end: usize,
+    /// The start and end of the key [`Scan::key_at`] last measured when it holds a separator
+    /// and is long enough for a glued vendor prefix and its body (see [`Scan::glued_vendor_at`]).
+    separated_key: (usize, usize),
     /// Where a key starts that may name a secret for [`same_line_tokens`] (its test before
     /// [`names_secret`]), in order, while `names_listed`: that pass then reads these words only.
     name_words: Vec<usize>,
@@ -681,6 +688,7 @@ impl<'t> Scan<'t> {
             table_read: 0,
             insert_end: 0,
             plain_key_end: 0,
+            separated_key: (usize::MAX, 0),
             name_words: Vec::new(),
             names_listed: true,
         }
@@ -855,6 +863,9 @@ impl<'t> Scan<'t> {
         if after_hyphen {
             return;
         }
+        if self.separated_key.0 == i && self.glued_vendor_at(i) {
+            return;
+        }
         if bytes.get(i + 32..i + 35) == Some(b"-us") {
             self.mailchimp_at(i);
         }
@@ -880,7 +891,12 @@ impl<'t> Scan<'t> {
                 self.discord_at(i);
                 self.command_at(i);
             }
-            b'm' => self.crypt_word_at(i),
+            b'm' => {
+                self.crypt_word_at(i);
+                if prev == b'<' {
+                    self.maven_master_at(i);
+                }
+            }
             b'c' | b'C'
                 if bytes.get(i + 9) == Some(&b'-')
                     && eat_ci(bytes, i, b"convertto-securestring").is_some() =>
@@ -895,6 +911,74 @@ impl<'t> Scan<'t> {
             }
             _ => {}
         }
+    }
+
+    /// Maven's master password: the `<master>` element of a `<settingsSecurity>` document
+    /// (`settings-security.xml`, which holds nothing else), its text judged as a password's.
+    /// Encrypted (`{…}`, Maven's `--encrypt-master-password`) it fills a slot, as in `<password>`.
+    fn maven_master_at(&mut self, i: usize) {
+        const OPEN: &[u8] = b"<settingsSecurity";
+        let bytes = self.bytes;
+        if !bytes[i..].starts_with(b"master>") {
+            return;
+        }
+        let before = &bytes[i.saturating_sub(1024)..i];
+        let opened = before.windows(OPEN.len()).rposition(|w| w == OPEN);
+        let closed = before
+            .windows(OPEN.len() + 1)
+            .rposition(|w| w == b"</settingsSecurity");
+        if opened.is_some_and(|o| closed.is_none_or(|c| c < o)) {
+            self.element_text(
+                i + b"master>".len(),
+                b"password",
+                Strength::Strong,
+                SecretKind::Assignment,
+            );
+        }
+    }
+
+    /// A long vendor prefix glued after other letters (`ourgithub_pat_…`, `mysk_live_…`): a prefix
+    /// of eight or more bytes with a separator in it, whose part before the separator ends the
+    /// word starting at `i`, then that vendor's shape with a body of 20 or more characters that
+    /// looks generated on its own (`ask_live_superlive1` is words). Short prefixes (`ghp_`, `sk-`)
+    /// are read at a word's start only: glued to a word they are its letters more often than a
+    /// token.
+    fn glued_vendor_at(&mut self, i: usize) -> bool {
+        let bytes = self.bytes;
+        let end = run_end_max(bytes, i, 24, |b| b.is_ascii_alphanumeric());
+        if !matches!(bytes.get(end), Some(b'_' | b'-')) || end - i < 3 {
+            return false;
+        }
+        // The prefix's rest and a body of 20 follow unbroken (most `snake_case`, `dashed-words`
+        // stop sooner, and are not looked at further).
+        let tail = run_end_max(bytes, end + 1, 20, |b| {
+            b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-')
+        });
+        if tail - end - 1 < 20 {
+            return false;
+        }
+        for j in i + 1..end - 1 {
+            let vendors = if rules::may_start(bytes[j], bytes[j + 1], bytes.get(j + 2).copied().unwrap_or(0))
+            {
+                rules::candidates(bytes[j], bytes[j + 1])
+            } else {
+                continue;
+            };
+            for v in vendors {
+                let sep = v.prefix.iter().position(|&b| matches!(b, b'_' | b'-'));
+                if v.prefix.len() >= 8
+                    && sep == Some(end - j)
+                    && let Some(e) = v.matches(self.text, j)
+                    && e >= j + v.prefix.len() + 20
+                    && looks_random(&bytes[j + v.prefix.len()..e], 16)
+                {
+                    let e = v.wrapped_end(bytes, j, e);
+                    self.push(SecretKind::Vendor(v.name), j, e);
+                    return true;
+                }
+            }
+        }
+        false
     }
 
     /// A Mailchimp API key: 32 lowercase hex characters, `-us` and the data center's number (gitleaks:
@@ -1506,6 +1590,8 @@ impl<'t> Scan<'t> {
         }
         if held == KEY_BYTE {
             self.plain_key_end = run;
+        } else if held & KEY_SEPARATOR != 0 && run - i >= 24 {
+            self.separated_key = (i, run);
         }
         if pair != 0 && may_name_secret(&bytes[i..run.min(i + 12)]) {
             self.name_words.push(i);
@@ -1976,14 +2062,19 @@ impl<'t> Scan<'t> {
         // A secret word's key with a generated value, whatever joins them (`access_token
         // <value>`, `set("api_key", "<value>")`, `<secret>…</secret>`, `if (pw == "<value>")`):
         // quoted, the value runs to its closing quote on the line and may hold any symbol.
+        // An element's text (`<secret>…</secret>`) ends where a tag starts: the value never
+        // runs into its closing tag.
+        let element = bytes[op..p].trim_ascii() == b">";
         let quoted_end = quote.and_then(|q| {
-            let line = run_end_max(bytes, p, 256, |b| b != q && b != b'\n');
+            let line = run_end_max(bytes, p, 256, |b| b != q && b != b'\n' && !(element && b == b'<'));
             (bytes.get(line) == Some(&q)).then_some(line)
         });
         // Unquoted, a password with symbols runs to the next blank (structure trimmed off its
         // end); code (`getPassword(cfg)`, `a.b[c]`) is told by its shape and lower entropy.
         let unquoted = || {
-            let raw = run_end_max(bytes, p, 256, |b| !b.is_ascii_whitespace());
+            let raw = run_end_max(bytes, p, 256, |b| {
+                !(b.is_ascii_whitespace() || element && b == b'<')
+            });
             let v = trim_end_of(&bytes[p..raw], |b| matches!(b, b',' | b';' | b'"' | b'\'' | b'`'));
             let symbols = v.iter().filter(|b| b.is_ascii_punctuation()).count();
             let code = code_expression(v) || v.windows(2).any(|w| w == b"()") || v.contains(&b'\\');
@@ -5316,6 +5407,15 @@ fn labelled_value(bytes: &[u8], end: usize, found: &mut Vec<Finding>) {
 fn line_tokens(line: &[u8], start: usize, found: &mut Vec<Finding>) {
     let mut t = 0;
     while t < line.len() {
+        // A value that fills braces (`{COQLCE6DU6GtcS5P=}`) is a slot or Maven's encrypted form,
+        // ciphertext under a master password kept elsewhere: its inside is not read.
+        if line[t] == b'{' {
+            let close = run_end(line, t + 1, |c| b64(c) || c == b'=');
+            if close > t + 1 && line.get(close) == Some(&b'}') {
+                t = close + 1;
+                continue;
+            }
+        }
         let te = run_end(line, t, |c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-'));
         if te == t {
             t += 1;
@@ -5538,6 +5638,7 @@ fn is_placeholder(v: &[u8]) -> bool {
         || placeholder_words(v)
         || fabricated(v)
         || counted_through(v)
+        || alternating_count(v)
         || encoded_filler(v)
         || rules::prefix_then_filler(v)
         || rules::documented_example(v)
@@ -5754,42 +5855,66 @@ pub(crate) fn counted_through(v: &[u8]) -> bool {
         p[n] = b;
         n += 1;
     }
-    // The runs of `seq` (each stepping by one, up or down, `9` to `0` and back counting too): the
-    // longest, or `None` if one is shorter than three.
-    let chain = |seq: &mut dyn Iterator<Item = u8>| -> Option<usize> {
-        let (mut prev, mut run, mut dir, mut best) = (None::<u8>, 0usize, 0i8, 0usize);
-        for b in seq {
-            let step = prev.map_or(0, |a| {
-                if b == a.wrapping_add(1) || a == b'9' && b == b'0' {
-                    1
-                } else if b == a.wrapping_sub(1) || a == b'0' && b == b'9' {
-                    -1
-                } else {
-                    0
-                }
-            });
-            if run > 0 && step != 0 && (run == 1 || step == dir) {
-                run += 1;
-                dir = step;
-            } else {
-                if run > 0 && run < 3 {
-                    return None;
-                }
-                run = 1;
-                dir = 0;
-            }
-            best = best.max(run);
-            prev = Some(b);
-        }
-        (run >= 3).then_some(best)
-    };
     let p = &p[..n];
-    if n >= 8 && chain(&mut p.iter().copied()).is_some_and(|best| best >= 6) {
+    if n >= 8 && count_chain(&mut p.iter().copied()).is_some_and(|best| best >= 6) {
         return true;
     }
-    let even = chain(&mut p.iter().step_by(2).copied());
-    let odd = chain(&mut p.iter().skip(1).step_by(2).copied());
+    let even = count_chain(&mut p.iter().step_by(2).copied());
+    let odd = count_chain(&mut p.iter().skip(1).step_by(2).copied());
     n >= 8 && matches!((even, odd), (Some(a), Some(b)) if a.max(b) >= 6 && a.min(b) >= 4)
+}
+
+/// The runs of `seq` (each stepping by one, up or down, `9` to `0` and back counting too): the
+/// longest, or `None` if one is shorter than three.
+fn count_chain(seq: &mut dyn Iterator<Item = u8>) -> Option<usize> {
+    let (mut prev, mut run, mut dir, mut best) = (None::<u8>, 0usize, 0i8, 0usize);
+    for b in seq {
+        let step = prev.map_or(0, |a| {
+            if b == a.wrapping_add(1) || a == b'9' && b == b'0' {
+                1
+            } else if b == a.wrapping_sub(1) || a == b'0' && b == b'9' {
+                -1
+            } else {
+                0
+            }
+        });
+        if run > 0 && step != 0 && (run == 1 || step == dir) {
+            run += 1;
+            dir = step;
+        } else {
+            if run > 0 && run < 3 {
+                return None;
+            }
+            run = 1;
+            dir = 0;
+        }
+        best = best.max(run);
+        prev = Some(b);
+    }
+    (run >= 3).then_some(best)
+}
+
+/// Counts end to end typed in alternating case (`A1bC2dE3fH4iJ5kL6…/+`, `Q1rS2tU3vW4xY5zA6bC7…`):
+/// the letters, case aside, run in counts of three or more, one of them six or more, each letter's
+/// case the other of the one before it, and the digits between them count too. Alternating case
+/// by hand makes a typed count look mixed; a generated value is such a chain about once in a
+/// billion billion.
+fn alternating_count(v: &[u8]) -> bool {
+    if !(16..=512).contains(&v.len())
+        || !v
+            .iter()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'+' | b'/' | b'='))
+    {
+        return false;
+    }
+    let letters = || v.iter().filter(|b| b.is_ascii_alphabetic());
+    let alternating = letters()
+        .zip(letters().skip(1))
+        .all(|(a, b)| a.is_ascii_uppercase() != b.is_ascii_uppercase());
+    let digits = v.iter().any(u8::is_ascii_digit);
+    alternating
+        && count_chain(&mut letters().map(u8::to_ascii_lowercase)).is_some_and(|best| best >= 6)
+        && (!digits || count_chain(&mut v.iter().copied().filter(u8::is_ascii_digit)).is_some())
 }
 
 /// Base64 of filler: text of words with a documentation marker (`…ZXhhbXBsZQ==` ends in
@@ -5817,13 +5942,22 @@ fn encoded_filler(v: &[u8]) -> bool {
 }
 
 /// Six or more of one character in a row (`000000`, `xxxxxx`, `AAAAAA`, `######`): typed, not
-/// generated (a random 64-digit hex value holds such a run once in twenty thousand).
+/// generated (a random 64-digit hex value holds such a run once in twenty thousand). Filler only
+/// in part is not filler: a generated head of 16 or more characters before the run
+/// (`sk_test_51H5Z3jGXvP5CVwYOLLllll…`, a key padded out) is a secret's, whatever follows it.
 pub(crate) fn filler_run(v: &[u8]) -> bool {
     let mut run = 1;
-    for w in v.windows(2) {
+    for (k, w) in v.windows(2).enumerate() {
         run = if w[0] == w[1] { run + 1 } else { 1 };
         if run >= 6 {
-            return true;
+            let head = &v[..k + 2 - run];
+            let generated = head.len() >= 16
+                && mixed_case(head)
+                && has_digit(head)
+                && entropy(head) >= 3.5
+                && looks_random(head, 16)
+                && !fabricated(head);
+            return !generated;
         }
     }
     false
@@ -7127,6 +7261,93 @@ mod tests {
             "<password>   </password>",
             "<password>  ${env.MAVEN_REPO_PASS}  </password>",
             "<password>  password  </password>",
+        ]);
+    }
+
+    #[test]
+    fn an_elements_value_never_runs_into_its_closing_tag() {
+        // Whichever rule reads the element's text, the span ends where the closing tag starts,
+        // symbols in the value (`=`, `}`, `#`) or not, quoted or not.
+        for (key, value) in [
+            ("password", "Xk9#mQ2z$!pL@7="),
+            ("secret", "Xk9#mQ2z$!pL@7="),
+            ("apiKey", "vR4}zLp7=Qx7#mQ2"),
+            ("passphrase", "n7$Kq2=Wx!9pLz"),
+            ("client_secret", "Hj7kQ2mZp9Xw4Rt8Vb3N"),
+            ("token", "\"Xk9#mQ2z$!pL@7=\""),
+        ] {
+            let text = format!("<settings>\n<{key}>{value}</{key}> next\n</settings>");
+            assert_eq!(spans(&text), [value], "{text}");
+        }
+        // Maven's encrypted form (`{…}`, ciphertext under a master password kept elsewhere) fills
+        // the element as a slot does, and is not the password.
+        assert_clean(&[
+            "<password>{COQLCE6DU6GtcS5P=}</password>",
+            "<settings>\n<server>\n<password>{Wq3vH8kLz0pN4sB=}</password>\n</server>\n</settings>",
+            "<passphrase>{jSMOWnoPFgsHVpMvz5VrIt5kRbzGpI8u+9EF1iFQyJQ=}</passphrase>",
+        ]);
+        // Without its braces the same text is a value, in an element or on a line naming it.
+        for text in [
+            "<passphrase>jSMOWnoPFgsHVpMvz5VrIt5kRbzGpI8u+9EF1iFQyJQ=</passphrase>",
+            "the gpg passphrase is jSMOWnoPFgsHVpMvz5VrIt5kRbzGpI8u+9EF1iFQyJQ=",
+            "<password>Wq3vH8kLz0pN4sB=</password>",
+        ] {
+            assert!(find_secret(text).is_some(), "{text}");
+        }
+    }
+
+    #[test]
+    fn mavens_master_password_is_a_password() {
+        for (text, value) in [
+            (
+                "<settingsSecurity>\n<master>plainMaster</master>\n</settingsSecurity>",
+                "plainMaster",
+            ),
+            (
+                "<settingsSecurity><master>  Tr0ub4dor&3  </master></settingsSecurity>",
+                "Tr0ub4dor&3",
+            ),
+            (
+                "<?xml version=\"1.0\"?>\n<settingsSecurity>\n  <relocation>x</relocation>\n  <master>hunter2hunter</master>\n</settingsSecurity>",
+                "hunter2hunter",
+            ),
+        ] {
+            assert_eq!(spans(text), [value], "{text}");
+        }
+        assert_clean(&[
+            // Encrypted, a reference, empty; or a `<master>` of another document.
+            "<settingsSecurity>\n<master>{jSMOWnoPFgsHVpMvz5VrIt5kRbzGpI8u+9EF1iFQyJQ=}</master>\n</settingsSecurity>",
+            "<settingsSecurity>\n<master>${env.MAVEN_MASTER}</master>\n</settingsSecurity>",
+            "<settingsSecurity>\n<master>  </master>\n</settingsSecurity>",
+            "<branches>\n<master>plainMaster</master>\n</branches>",
+            "<settingsSecurity>\n</settingsSecurity>\n<config><master>plainMaster</master></config>",
+        ]);
+    }
+
+    #[test]
+    fn a_long_vendor_prefix_glued_after_letters_is_read() {
+        for (text, token) in [
+            (
+                "our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",
+                "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",
+            ),
+            (
+                "set mysk_live_Xk9mQ2zLp7vR4wT8nB3hJ6cFq then",
+                "sk_live_Xk9mQ2zLp7vR4wT8nB3hJ6cFq",
+            ),
+            (
+                "prodpscale_tkn_q7Wm2xR9kL4vZp8TnB3hJ6cFqXk9mQ2zLp7vR4wT8",
+                "pscale_tkn_q7Wm2xR9kL4vZp8TnB3hJ6cFqXk9mQ2zLp7vR4wT8",
+            ),
+        ] {
+            assert_eq!(spans(text), [token], "{text}");
+        }
+        assert_clean(&[
+            // Words, or filler, after a glued prefix; a short prefix glued to a word is its letters.
+            "ask_live_superlive1",
+            "ourgithub_pat_XXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXX",
+            "risk_live_reporting_dashboard_enabled",
+            "ourghp_Xk9mQ2zLp7vR4wT8nB3hJ6cFqLp7vR4wT8nB",
         ]);
     }
 
@@ -9909,6 +10130,48 @@ mod tests {
             "api_token = q7Wm2xR9kL4v",
             "api_key = \"Qz7pL2abcdefRw9\"",
             "password = abcdef9Qz!x",
+        ] {
+            assert!(!findings(text).is_empty(), "{text}");
+        }
+    }
+
+    /// A run of one character is filler only where nothing generated comes before it: a key padded
+    /// out after 16 or more random characters is still a key, under a prefix or a key word.
+    #[test]
+    fn filler_only_in_part_is_no_filler() {
+        for text in [
+            "stripe_key=sk_test_51H5Z3jGXvP5CVwYOLLllllllllllllllllllllllll",
+            "why does sk_live_Qm7xR2vL9pW4kZ8nB3TtZZZZZZZZZZZZ fail?",
+            "password = \"Xk9mQ2zLp7vR4wT8000000\"",
+        ] {
+            assert!(!findings(text).is_empty(), "{text}");
+        }
+        assert_clean(&[
+            "sk_test_XXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXX",
+            "sk_live_51H5Zlllllllllllllllllllllllllllll",
+            "ghp_abcdefghijklmnop000000000000000000000",
+            "password = \"abcdefghijklmnopqr000000\"",
+        ]);
+    }
+
+    /// A count typed in alternating case, the digits between its letters counting too, is filler
+    /// wherever it stands; one break in the alternation or in the count makes it a value again.
+    #[test]
+    fn counts_typed_in_alternating_case_are_filler() {
+        assert_clean(&[
+            "myregistry.azurecr.io password: A1bC2dE3fH4iJ5kL6mN7oP8qR9sT0u/+",
+            "password: Q1rS2tU3vW4xY5zA6bC7dE8f",
+            "client_secret = \"zY9xW8vU7tS6rQ5pO4nM3\"",
+            "export DB_PASSWORD=aBcDeFgHiJkLmNoP",
+        ]);
+        for text in [
+            // Letters counting, digits not.
+            "password: A7bC2dE9fH4iJ1kL6mN3oP8qR5sT0u/+",
+            // Case not alternating (`bc`).
+            "password: A1bc2dE3fH4iJ5kL6mN7oP8qR9sT0u",
+            // A count interrupted by a pair (`Xy`), as in a value that only looks like a count.
+            "AccountKey=Xy9aB8cD7eF6gH5iJ4kL3mN2oP1qR0sT9uV8wX7yZ6aB5cD4eF3gH2iJ1kL0mN9oP8q==",
+            "password: Xk9mQ2zLp7vR4wT8nB3hJ6cF",
         ] {
             assert!(!findings(text).is_empty(), "{text}");
         }

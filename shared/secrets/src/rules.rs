@@ -353,12 +353,18 @@ impl Vendor {
 
 /// OpenAI's keys carry `T3BlbkFJ` (base64 of `OpenAI`; gitleaks' openai-api-key rule matches it)
 /// between two generated parts: counts on both sides (`sk-proj-abcdefghij…T3BlbkFJabcdefghij…`)
-/// are typed around the marker, as counts end to end are typed after a prefix.
+/// are typed around the marker, as counts end to end are typed after a prefix. Each part is at
+/// least 20 characters in every key kind (gitleaks' and trivy's rules: 20 in a legacy key, 58 or
+/// 74 in a project, service-account or admin key), so the marker between shorter parts
+/// (`sk-tooshortT3BlbkFJtooshort`) was typed around it too.
 fn marked_filler(token: &[u8]) -> bool {
     const MARKER: &[u8] = b"T3BlbkFJ";
     let Some(k) = token.windows(MARKER.len()).position(|w| w == MARKER) else {
         return false;
     };
+    if k < 20 || token.len() - k - MARKER.len() < 20 {
+        return true;
+    }
     let head = &token[..k];
     // The key's kind (`proj-`, `svcacct-`, `admin-`) is a word before the generated part.
     let head = head.rsplit(|&b| b == b'-').next().unwrap_or(head);
@@ -589,6 +595,10 @@ mod tests {
             "sk-proj-abcdefghijklmnopqrstT3BlbkFJabcdefghijklmnopqrst",
             "OPENAI_API_KEY=sk-svcacct-abcdefghijklmnopqrstT3BlbkFJabcdefghijklmnopqrst",
             "sk-abcdefghijklmnopqrstT3BlbkFJabcdefghijklmnopqrst",
+            // Parts shorter than any OpenAI key's, random or not.
+            "sk-tooshortT3BlbkFJtooshort",
+            "why does sk-Qm7xR2T3BlbkFJvL9pW4kZ fail?",
+            "sk-proj-Rk29xQmT7vWp3LzN8bYcT3BlbkFJd4HsV1gKq6",
         ] {
             assert!(findings(filler).is_empty(), "{filler}");
         }
@@ -597,6 +607,8 @@ mod tests {
             "OPENAI_API_KEY=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",
             // Counts on one side only are not filler throughout.
             "sk-proj-abcdefghijklmnopqrstT3BlbkFJd4HsV1gKq6ZtE0uJ5nXa",
+            // Without the marker a short `sk-` key is still judged by its characters alone.
+            "OPENAI_API_KEY=sk-Qm7xR2vL9pW4kZ8nB3",
         ] {
             assert!(!findings(real).is_empty(), "{real}");
         }

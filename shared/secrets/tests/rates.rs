@@ -32,6 +32,7 @@ const FLOORS: &[(&str, f64, f64)] = &[
     ("secretlint", 97.3, 0.0),
     ("trufflehog", 97.8, 0.0),
     ("kingfisher", 95.2, 0.4),
+    ("trivy", 95.6, 0.0),
 ];
 
 /// What each source is, for the table.
@@ -61,6 +62,10 @@ const LABELS: &[(&str, &str)] = &[
     (
         "kingfisher",
         "Kingfisher's rule examples in seven prompt shapes (three new: a log line, a chat message, a YAML block)",
+    ),
+    (
+        "trivy",
+        "trivy's secret-scanner test data in seven prompt shapes (three new: a Dockerfile, a CI step, a Go test failure)",
     ),
 ];
 
