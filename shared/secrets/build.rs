@@ -56,8 +56,12 @@ struct Rule {
     name: String,
     /// Where the facts come from.
     source: String,
-    /// The literal the token starts with.
+    /// The literal the token starts with, or with `head` the marker it holds at a fixed place.
     prefix: String,
+    /// A run of one class (`[class]{n}`) before `prefix`: the token opens with `n` random
+    /// characters and then its marker (Microsoft's identifiable keys hold `AzFu`, `+ASt`, …).
+    #[serde(default)]
+    head: String,
     /// The body after the prefix: `[class]{n}`, `[class]{n,m}` and literal characters.
     body: String,
     #[serde(default)]
@@ -289,9 +293,21 @@ fn emit_vendors(out: &mut String, rules: &[(String, Rule)], classes: &mut Vec<[u
         let start = segs.len();
         segs.extend(parse_body(&r.body, &r.id, classes));
         let body_max: u32 = segs[start..].iter().map(|s| u32::from(s.max)).sum();
+        let head = if r.head.is_empty() {
+            (u8::MAX, 0)
+        } else {
+            let h = parse_body(&r.head, &r.id, classes);
+            assert!(
+                h.len() == 1 && h[0].min == h[0].max && h[0].min >= 16 && h[0].max <= 255,
+                "rule {}: a head is one class run of a fixed length, 16 to 255",
+                r.id
+            );
+            let class = u8::try_from(h[0].class.expect("class")).expect("fewer than 255 classes");
+            (class, u8::try_from(h[0].min).expect("short head"))
+        };
         let _ = writeln!(
             table,
-            "    Vendor {{ name: {:?}, prefix: b{:?}, ci: {}, after_dash: {}, lenient: {}, segs: ({start}, {}), max: {body_max}, entropy: {:?}, digit: {}, not_before: b{:?}, stopwords: &{:?} }},",
+            "    Vendor {{ name: {:?}, prefix: b{:?}, head: {head:?}, ci: {}, after_dash: {}, lenient: {}, segs: ({start}, {}), max: {body_max}, entropy: {:?}, digit: {}, not_before: b{:?}, stopwords: &{:?} }},",
             r.name,
             r.prefix,
             r.ignore_case,
@@ -446,10 +462,15 @@ fn main() {
     // Dispatch on the prefix's first byte in ASCII lowercase, then on its second (sorted within
     // the bucket); among equal pairs the longer prefix is tried first (`xoxe.xoxp-` before
     // `xoxe-`).
+    // Rules with a head come last: no word starts with their marker, so no dispatch holds them.
     rules.sort_by(|(_, a), (_, b)| {
         let key = |r: &Rule| {
             let p = r.prefix.as_bytes();
-            (p[0].to_ascii_lowercase(), p[1].to_ascii_lowercase())
+            (
+                !r.head.is_empty(),
+                p[0].to_ascii_lowercase(),
+                p[1].to_ascii_lowercase(),
+            )
         };
         key(a)
             .cmp(&key(b))
@@ -460,7 +481,17 @@ fn main() {
     let mut classes: Vec<[u64; 4]> = Vec::new();
     let mut out = String::new();
     emit_vendors(&mut out, &rules, &mut classes);
-    emit_dispatch(&mut out, &rules);
+    let plain = rules.iter().take_while(|(_, r)| r.head.is_empty()).count();
+    emit_dispatch(&mut out, &rules[..plain]);
+    let shortest = rules[plain..]
+        .iter()
+        .map(|(_, r)| parse_body(&r.head, &r.id, &mut classes)[0].min)
+        .min()
+        .unwrap_or(u16::MAX);
+    let _ = writeln!(
+        out,
+        "/// Where the rules with a head start in [`VENDORS`] (their marker sits inside the token).\nstatic HEADED_FROM: usize = {plain};\n/// Their shortest head.\nstatic HEADED_SHORTEST: usize = {shortest};"
+    );
     emit_examples(&mut out, &examples);
     let _ = writeln!(out, "/// The rule files: stem, family, number of rules.");
     let _ = writeln!(

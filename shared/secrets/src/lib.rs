@@ -863,6 +863,11 @@ impl<'t> Scan<'t> {
         if after_hyphen {
             return;
         }
+        // A key whose marker sits after a random head (Microsoft's identifiable keys).
+        if let Some((v, start, end)) = rules::headed_at(self.text, i) {
+            self.push(SecretKind::Vendor(v.name), start, end);
+            return;
+        }
         if self.separated_key.0 == i && self.glued_vendor_at(i) {
             return;
         }

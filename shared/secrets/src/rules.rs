@@ -9,8 +9,10 @@ use super::{contains_ci, has_digit, mixed_case, run_end_max, token_continues_at}
 pub struct Vendor {
     /// The rule name shown in diagnostics (one per provider).
     pub name: &'static str,
-    /// The literal the token starts with.
+    /// The literal the token starts with (after `head`, when it has one).
     pub prefix: &'static [u8],
+    /// The class and length of the random run before `prefix` (`(u8::MAX, 0)`: none).
+    head: (u8, u8),
     ci: bool,
     after_dash: bool,
     lenient: bool,
@@ -237,6 +239,55 @@ pub(crate) fn candidates(b0: u8, b1: u8) -> &'static [Vendor] {
     &bucket[from..to]
 }
 
+/// The bytes of a base64 or base64url token.
+static TOKEN_BYTE: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut b = 0;
+    while b < 256 {
+        let c = b as u8;
+        t[b] = c.is_ascii_alphanumeric() || matches!(c, b'+' | b'/' | b'_' | b'-');
+        b += 1;
+    }
+    t
+};
+
+/// A token at `i` holding a rule's marker after its head (`<44 random>AzFu<6>`), and where it
+/// ends. The head's run is measured once: a word of prose ends long before any head does.
+pub(crate) fn headed_at(text: &str, word: usize) -> Option<(&'static Vendor, usize, usize)> {
+    let bytes = text.as_bytes();
+    let token = |b: u8| TOKEN_BYTE[usize::from(b)];
+    // Most words of a prompt end long before the shortest head would: the head's last byte,
+    // then the run up to it.
+    let far = bytes.get(word + HEADED_SHORTEST - 1).is_some_and(|&b| token(b));
+    if !far || run_end_max(bytes, word, HEADED_SHORTEST, token) - word < HEADED_SHORTEST {
+        return None;
+    }
+    // A base64 token may open with `+` or `/` before the word that called.
+    let i = word
+        - bytes[..word]
+            .iter()
+            .rev()
+            .take_while(|&&b| matches!(b, b'+' | b'/'))
+            .count();
+    if run_end_max(bytes, i, HEADED_SHORTEST, token) - i < HEADED_SHORTEST {
+        return None;
+    }
+    VENDORS[HEADED_FROM..].iter().find_map(|v| {
+        let (class, len) = (v.head.0, usize::from(v.head.1));
+        // The marker first: one comparison rules out nearly every long run.
+        if bytes.get(i + len..i + len + v.prefix.len()) != Some(v.prefix) {
+            return None;
+        }
+        let head = bytes.get(i..i + len)?;
+        // The token starts here: the byte before it is no part of it.
+        let starts = i == 0 || !in_class(class, bytes[i - 1]);
+        if !starts || !head.iter().all(|&b| in_class(class, b)) || stand_in(head) {
+            return None;
+        }
+        v.matches(text, i + len).map(|end| (v, i, end))
+    })
+}
+
 impl Vendor {
     /// Whether this rule may start right after a `-`.
     pub(crate) fn after_dash(&self) -> bool {
@@ -252,7 +303,7 @@ impl Vendor {
         let bytes = text.as_bytes();
         // Most candidates differ in their first two bytes: compare those inline.
         let (p0, p1) = (self.prefix[0], self.prefix[1]);
-        let (b0, b1) = (bytes[i], *bytes.get(i + 1)?);
+        let (b0, b1) = (*bytes.get(i)?, *bytes.get(i + 1)?);
         let same = |a: u8, b: u8| a == b || self.ci && a.eq_ignore_ascii_case(&b);
         if !same(b0, p0) || !same(b1, p1) {
             return None;
@@ -444,7 +495,14 @@ mod tests {
     /// A random token of the rule's shape: each class run at a random length within its bounds
     /// (at most 24 past its minimum), mixing the class's letters and digits as generated tokens do.
     fn token(v: &Vendor, rng: &mut Rng) -> String {
-        let mut out = String::from_utf8(v.prefix.to_vec()).expect("ascii");
+        let mut out = String::new();
+        if v.head.1 > 0 {
+            let alphabet: Vec<u8> = (0..=127u8)
+                .filter(|&b| in_class(v.head.0, b) && b.is_ascii_alphanumeric())
+                .collect();
+            out.extend((0..v.head.1).map(|_| char::from(alphabet[rng.below(alphabet.len())])));
+        }
+        out.push_str(std::str::from_utf8(v.prefix).expect("ascii"));
         for seg in &SEGMENTS[v.segs.0..v.segs.1] {
             if seg.class == u8::MAX {
                 out.push(char::from(seg.lit));
@@ -541,7 +599,8 @@ mod tests {
             }
             // The prefix with filler of the shape's length, or alone, is documentation.
             let tok = token(v, &mut rng);
-            let body = &tok[v.prefix.len()..];
+            let head = usize::from(v.head.1);
+            let body = &tok[head + v.prefix.len()..];
             for filler in [b'X', b'0', b'#'] {
                 let filled: String = body
                     .bytes()
@@ -554,7 +613,8 @@ mod tests {
                     })
                     .collect();
                 let prefix = std::str::from_utf8(v.prefix).expect("ascii");
-                let text = format!("e.g. {prefix}{filled} in the docs");
+                let head = char::from(filler).to_string().repeat(head);
+                let text = format!("e.g. {head}{prefix}{filled} in the docs");
                 if findings(&text)
                     .iter()
                     .any(|f| f.kind == SecretKind::Vendor(v.name))
