@@ -1952,6 +1952,11 @@ impl<'t> Scan<'t> {
         // end); code (`getPassword(cfg)`, `a.b[c]`) is told by its shape and lower entropy.
         let unquoted = || {
             let raw = run_end_max(bytes, p, 256, |b| !b.is_ascii_whitespace());
+            // An element's closing tag (`…</Generic_Key>`) is markup, not the value's.
+            let raw = bytes[p..raw]
+                .windows(2)
+                .position(|w| w == b"</")
+                .map_or(raw, |k| p + k);
             let v = trim_end_of(&bytes[p..raw], |b| matches!(b, b',' | b';' | b'"' | b'\'' | b'`'));
             let symbols = v.iter().filter(|b| b.is_ascii_punctuation()).count();
             let code = code_expression(v) || v.windows(2).any(|w| w == b"()") || v.contains(&b'\\');
@@ -2317,7 +2322,8 @@ impl<'t> Scan<'t> {
             self.short_flag_at(i, kend, name[0], glued);
             return;
         }
-        if name.eq_ignore_ascii_case(b"user") {
+        // `--proxy-user user:password` is curl's `-U`, the proxy's credentials.
+        if name.eq_ignore_ascii_case(b"user") || name.eq_ignore_ascii_case(b"proxy-user") {
             self.short_flag_at(i, kend, b'u', false);
             return;
         }
@@ -2364,7 +2370,9 @@ impl<'t> Scan<'t> {
             b'a' => (has(REDIS), false, None),
             b'u' if has(LFTP) => (true, false, Some(b',')),
             b'u' => (has(CURL), false, Some(b':')),
-            b'U' => (has(SMB), false, Some(b'%')),
+            b'U' if has(SMB) => (true, false, Some(b'%')),
+            // curl's `-U user:password` names the proxy's user and password.
+            b'U' => (has(CURL), false, Some(b':')),
             _ => return,
         };
         let start = if glued && glued_ok {
@@ -3121,6 +3129,8 @@ impl<'t> Scan<'t> {
                     && hash_len.contains(&(end - start))
                     && !token_continues_at(self.text, end)
                     && looks_random(&bytes[start..end], 12)
+                    // A hash that says it is made up (`$2a$10$fakefn2U…fake9…`) is a stand-in.
+                    && !fake_words(&bytes[i..end])
                 {
                     self.push(SecretKind::PasswordHash, i, end);
                 }
@@ -4179,6 +4189,8 @@ fn unquoted_end(bytes: &[u8], pos: usize, limit: usize, stop: Stop) -> usize {
             || (matches!(b, b'&' | b';') && next_field(raw_end))
             || (stop == Stop::Code && b == b',' && next_field(raw_end))
             || (stop == Stop::Code && matches!(b, b',' | b';') && closes(raw_end))
+            // An element's closing tag (`…</password>`): markup, not the value's.
+            || (b == b'<' && bytes.get(raw_end + 1) == Some(&b'/'))
             || (bytes[pos].is_ascii() && cjk_at(bytes, raw_end));
         if ends {
             break;
@@ -5439,7 +5451,7 @@ fn templated(v: &[u8]) -> bool {
         // A reference cut at the value's end (code ends a value before a closing bracket).
         let len = match v[from..].windows(close.len()).position(|w| w == close) {
             Some(len) => len,
-            None if close == b"}" || close == b")" => v.len() - from,
+            None if close == b"}" || close == b")" || close == b"}}" => v.len() - from,
             None => return false,
         };
         let body = &v[from..from + len];
@@ -5679,7 +5691,10 @@ fn format_slot(v: &[u8]) -> bool {
         let name = run_end(v, open + 1, |b| {
             b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.')
         });
-        if name > open + 1 && v.get(name) == Some(&b'}') && v[open + 1].is_ascii_alphabetic() {
+        // `{name}`, and Python's positional `{}`, `{0}` (`"prefix_{}".format(…)`).
+        let positional = v[open + 1..name].iter().all(u8::is_ascii_digit) && name - open <= 3;
+        if v.get(name) == Some(&b'}') && (name > open + 1 && v[open + 1].is_ascii_alphabetic() || positional)
+        {
             return true;
         }
         at = open + 1;
@@ -5813,7 +5828,14 @@ fn camel_type(key: &[u8]) -> bool {
 /// (`"…_password = " + new Buffer(…)`, `'password = '.$p[…]`, `"Password:",rememberMe…`).
 fn code_continuation(v: &[u8]) -> bool {
     let operand = |b: &u8| b.is_ascii_alphabetic() || matches!(b, b'$' | b'_' | b' ' | b'"' | b'\'' | b'(');
-    v.starts_with(b"$(")
+    // A call with no arguments quoted as code (`"obj.aFunctionCall()"`, `'getSecret()'`).
+    let call = v.len() > 4
+        && v.ends_with(b"()")
+        && v[0].is_ascii_alphabetic()
+        && v[..v.len() - 2]
+            .iter()
+            .all(|&b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'$'));
+    call || v.starts_with(b"$(")
         || v.starts_with(b"#{")
         || v.starts_with(b"&lt;")
         || v.starts_with(b"arn:")
@@ -6077,13 +6099,19 @@ fn line_start_of(bytes: &[u8], i: usize) -> usize {
     bytes[..i].iter().rposition(|&b| b == b'\n').map_or(0, |p| p + 1)
 }
 
-/// The text of the current line before `i` (at most 256 bytes).
+/// The text of the current line before `i` (at most 256 bytes). A quoting reply's or Markdown
+/// quote's leading `>` markers are layout, not part of the line (`> password=…` is the quoted
+/// line `password=…`).
 fn line_before(bytes: &[u8], i: usize) -> &[u8] {
     let floor = i.saturating_sub(256);
-    let start = bytes[floor..i]
+    let mut start = bytes[floor..i]
         .iter()
         .rposition(|&b| b == b'\n')
         .map_or(floor, |p| floor + p + 1);
+    let quoted = run_end(&bytes[..i], start, |b| matches!(b, b'>' | b' ' | b'\t'));
+    if quoted > start && bytes[start] == b'>' {
+        start = quoted;
+    }
     &bytes[start..i]
 }
 
@@ -9720,5 +9748,104 @@ mod tests {
         // Random letters stay a password.
         assert!(find_secret("password = ImOIVBfPhQYm").is_some());
         assert!(find_secret("password = TbHvQkRmWxZn").is_some());
+    }
+
+    #[test]
+    fn a_quoted_replys_markers_leave_its_lines_as_they_were() {
+        for text in [
+            "> SSHpassword=swordfish",
+            "> > DB_PASSWORD=marmalade",
+            "On Tue, ops wrote:\n> password: Tq7vLm2pZx\n\nthanks",
+            ">\tpassword = open_sesame",
+        ] {
+            assert!(find_secret(text).is_some(), "{text}");
+        }
+        assert_clean(&[
+            "> password=$DB_PASSWORD",
+            "> the password field is required",
+            "> password: ${{ secrets.DB }}",
+        ]);
+    }
+
+    #[test]
+    fn curls_proxy_user_carries_the_proxys_password() {
+        assert_eq!(
+            spans("curl --proxy-user admin:Tq7vLm2pZx https://x.test"),
+            ["Tq7vLm2pZx"]
+        );
+        assert_eq!(
+            spans("curl -x http://proxy:3128 -U bob:Lm2p9Zx!q https://x.test"),
+            ["Lm2p9Zx!q"]
+        );
+        assert_clean(&[
+            "curl --proxy-user admin: https://x.test",
+            "curl -U $PROXY_USER:$PROXY_PASS https://x.test",
+            "curl --proxy-user \"${USER}:${PASS}\" https://x.test",
+            "tar -U -xf archive.tar",
+        ]);
+    }
+
+    #[test]
+    fn an_elements_closing_tag_ends_its_value() {
+        assert_eq!(
+            spans("<o3_db_password>Tq7vLm2pZx9</o3_db_password>"),
+            ["Tq7vLm2pZx9"]
+        );
+        assert_clean(&[
+            "<o3_variable_password>${password}</o3_variable_password>",
+            "<db2_secret_key>%env(DB_SECRET)%</db2_secret_key>",
+            "<svc9_api_token>{{ token }}</svc9_api_token>",
+        ]);
+    }
+
+    #[test]
+    fn a_reference_cut_at_a_values_end_is_still_a_reference() {
+        assert_clean(&[
+            "04_variable_password: ${{password}}",
+            "db_password: ${{ secrets.DB_PASSWORD }}",
+        ]);
+        assert!(find_secret("db_password: ${{x}}Tq7vLm2pZx").is_some());
+    }
+
+    #[test]
+    fn a_positional_format_slot_makes_a_template() {
+        assert_clean(&[
+            r#"format_password = "prefix_{}".format(dynamic_value1)"#,
+            r#"secret_key = "key_{0}_{1}".format(a, b)"#,
+        ]);
+        assert!(find_secret(r#"password = "Tq7vLm2p{Zx9""#).is_some());
+        assert!(find_secret(r#"password = "Tq7vLm2pZx9{12345}""#).is_some());
+    }
+
+    #[test]
+    fn a_quoted_call_without_arguments_is_code() {
+        assert_clean(&[
+            r#"variable_password8 = "obj.aFunctionCall()";"#,
+            r#"const secret = 'config.getSecret()';"#,
+        ]);
+        assert!(find_secret(r#"password = "Tq7v(Lm2)pZx""#).is_some());
+        assert!(find_secret(r#"password = "Tq7vLm2pZx9()!""#).is_some());
+    }
+
+    #[test]
+    fn githubs_prefixes_are_lowercase() {
+        assert_clean(&[
+            "name: GHP_THISISACONSTANTNAMEOFTHESAMELENGTHAS",
+            "GHS_TOKENDOCUMENTATIONLINKTEXTPLACEHOLDERS1",
+        ]);
+        assert_eq!(
+            spans("token ghp_nQcwYQyT2h5gMpngMc29Xzq2qL0aB7dE9kFz"),
+            ["ghp_nQcwYQyT2h5gMpngMc29Xzq2qL0aB7dE9kFz"]
+        );
+    }
+
+    #[test]
+    fn a_password_hash_that_says_it_is_made_up_is_a_stand_in() {
+        assert_clean(&[
+            "<passwordHash>#jbcrypt:$2a$10$fakefn2U3jfdByqbHc.fake9ejqu//fake9p8P222cdfwjdnMFdxS</passwordHash>",
+        ]);
+        assert!(
+            find_secret("#jbcrypt:$2a$10$Qm7vXz2pLk9RtY4wNb8sUe1cJ6hGf3dA5iK0oP7lMnB2qW9xZvE4y").is_some()
+        );
     }
 }
