@@ -1689,7 +1689,9 @@ impl<'t> Scan<'t> {
         // A declaration's label (Terraform's `variable "db_password" {`): its value is its
         // `default`.
         let declared = bytes[..p].ends_with(b"variable") && (p == 8 || !is_key_byte(bytes[p - 9]));
-        if !declared && (p == 0 || !matches!(bytes[p - 1], b':' | b'=')) {
+        // An XML entry's name element (`<key>password</key>` / `<value>…</value>`).
+        let xml = !declared && p == i && p > 0 && bytes[p - 1] == b'>' && bytes[kend..].starts_with(b"</");
+        if !declared && !xml && (p == 0 || !matches!(bytes[p - 1], b':' | b'=')) {
             return;
         }
         p -= usize::from(!declared);
@@ -1708,7 +1710,9 @@ impl<'t> Scan<'t> {
         let ends_ci = |w: &[u8], tail: &[u8]| {
             w.len() >= tail.len() && w[w.len() - tail.len()..].eq_ignore_ascii_case(tail)
         };
-        if !(declared || ends_ci(field, b"name") || ends_ci(field, b"key")) {
+        if !(declared || ends_ci(field, b"name") || ends_ci(field, b"key"))
+            || xml && (field_start == 0 || bytes[field_start - 1] != b'<')
+        {
             return;
         }
         // Forward: the value field, before the entry closes (`}`, a blank line, another name).
@@ -1725,6 +1729,15 @@ impl<'t> Scan<'t> {
             if b.is_ascii_alphabetic() && (k == 0 || !is_key_byte(bytes[k - 1])) {
                 let e = run_end_max(bytes, k, 32, |c| c.is_ascii_alphanumeric() || c == b'_');
                 let word = &bytes[k..e];
+                // A closing tag (`</key>`) ends the name's element, not the entry.
+                if xml && bytes[..k].ends_with(b"</") {
+                    k = e;
+                    continue;
+                }
+                if xml && ends_ci(word, b"value") && bytes[..k].ends_with(b"<") && bytes.get(e) == Some(&b'>')
+                {
+                    return self.element_text(e + 1, key, strength, SecretKind::Assignment);
+                }
                 if ends_ci(word, b"name") || ends_ci(word, b"key") {
                     return;
                 }
@@ -9847,5 +9860,23 @@ mod tests {
         assert!(
             find_secret("#jbcrypt:$2a$10$Qm7vXz2pLk9RtY4wNb8sUe1cJ6hGf3dA5iK0oP7lMnB2qW9xZvE4y").is_some()
         );
+    }
+
+    #[test]
+    fn an_xml_entrys_name_element_names_its_value_elements_secret() {
+        for text in [
+            "<entry>\n    <key>password</key>\n    <value>Tq7vLm2pZx</value>\n</entry>",
+            "<item><name>db.password</name><value>hunter2-blue</value></item>",
+            "<entry>\n  <key>api_token</key>\n  <value>Lm2pZx9Tq7vRk4Wb8Nc3</value>\n  <info>prod</info>\n</entry>",
+        ] {
+            assert!(find_secret(text).is_some(), "{text}");
+        }
+        assert_clean(&[
+            "<entry>\n    <key>password</key>\n    <value></value>\n</entry>",
+            "<entry>\n    <key>password</key>\n    <value>${DB_PASSWORD}</value>\n</entry>",
+            "<entry>\n    <key>username</key>\n    <value>Tq7vLm2pZx</value>\n</entry>",
+            "<entry><key>password_length</key><value>16</value></entry>",
+            "<key>password</key>\n<other>x</other>\n<key>user</key>\n<value>alice</value>",
+        ]);
     }
 }
