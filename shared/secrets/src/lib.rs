@@ -1556,6 +1556,7 @@ impl<'t> Scan<'t> {
         // A table's header may name a weak word's column too (its cells must look generated).
         self.table_header_at(i);
         self.named_value_at(i, kend, key, strength);
+        self.parameter_default_at(i, kend, key, strength);
         self.env_default_at(i, kend, key, strength);
         let header = key.len() > 2 && key[..2].eq_ignore_ascii_case(b"x-") || word.authorization;
         let kind = if header {
@@ -1758,6 +1759,71 @@ impl<'t> Scan<'t> {
                         self.push(SecretKind::Assignment, value.start, value.whole_end(bytes));
                     }
                     return;
+                }
+                k = e;
+                continue;
+            }
+            k += 1;
+        }
+    }
+
+    /// A template parameter the key names, its value the `Default` of the block the key opens:
+    /// a CloudFormation parameter (`DBPassword:` / `  Type: String` / `  Default: …`, or
+    /// `"DBPassword": {"Type": "String", "Default": "…"}`), which is the secret wherever the
+    /// stack is deployed without one. The block ends at a line no deeper than the key's, or
+    /// where its braces close.
+    fn parameter_default_at(&mut self, i: usize, kend: usize, key: &[u8], strength: Strength) {
+        let bytes = self.bytes;
+        let mut p = kend;
+        if matches!(bytes.get(p), Some(b'"' | b'\'')) {
+            p += 1;
+        }
+        if bytes.get(p) != Some(&b':') {
+            return;
+        }
+        p = skip_blank(bytes, p + 1);
+        let json = bytes.get(p) == Some(&b'{');
+        if !json && !matches!(bytes.get(p), Some(b'\n' | b'\r')) {
+            return;
+        }
+        // A quoting reply's `>` markers are layout, as blanks are.
+        let margin = |s: usize| run_end(bytes, s, |c| matches!(c, b' ' | b'\t' | b'>')) - s;
+        let indent = margin(line_start_of(bytes, i));
+        let stop = bytes.len().min(kend + 512);
+        let mut depth = 0i32;
+        let mut k = p;
+        while k < stop {
+            let b = bytes[k];
+            if json {
+                depth += i32::from(b == b'{') - i32::from(b == b'}');
+                if depth <= 0 {
+                    return;
+                }
+            } else if b == b'\n' {
+                let deeper = margin(k + 1);
+                if deeper <= indent && !matches!(bytes.get(k + 1 + deeper), Some(b'\n' | b'\r') | None) {
+                    return;
+                }
+                k += 1 + deeper;
+                continue;
+            }
+            if b.is_ascii_alphabetic() && !is_key_byte(bytes[k - 1]) {
+                let e = run_end_max(bytes, k, 32, |c| c.is_ascii_alphanumeric() || c == b'_');
+                if bytes[k..e].eq_ignore_ascii_case(b"default") {
+                    let mut v = e;
+                    if matches!(bytes.get(v), Some(b'"' | b'\'')) {
+                        v += 1;
+                    }
+                    v = skip_blank(bytes, v);
+                    if bytes.get(v) == Some(&b':') {
+                        let start = skip_blank(bytes, v + 1);
+                        if let Some(value) = Value::parse(bytes, start, Stop::Code)
+                            && value_is_secret(bytes, &value, key, strength, Mode::Code)
+                        {
+                            self.push(SecretKind::Assignment, value.start, value.whole_end(bytes));
+                        }
+                        return;
+                    }
                 }
                 k = e;
                 continue;
@@ -3661,6 +3727,12 @@ const PREFIX_QUALIFIERS: Words = words_of!(
     check verify require toggle by com sur existing socket public publishable pub"
 );
 
+/// Accounts whose word glued to `pass` names their password (`userpass`, `dbpass`, `rootpass`).
+const PASS_OWNERS: &[&[u8]] = &[
+    b"user", b"db", b"admin", b"root", b"sql", b"mysql", b"pg", b"ftp", b"smtp", b"mail", b"ldap", b"proxy",
+    b"ssh", b"redis", b"vnc",
+];
+
 /// Words glued to `key` that make it a credential's name (`apikey`, `SECRETKEY`, `masterkey`).
 const KEY_COMPOUNDS: &[&[u8]] = &[
     b"api",
@@ -3830,7 +3902,23 @@ fn secret_word_at(key: &[u8], j: usize) -> Option<(usize, Strength, bool)> {
             .or_else(|| {
                 eat_ci(key, j, b"pass").map(|e| {
                     let segment = j > 0 && matches!(key[j - 1], b'_' | b'.') && e == key.len();
-                    (e, if segment { Strength::Strong } else { Strength::Weak }, false)
+                    // `userpass`, `DBPASS`, `rootPass`: an account's word glued to `pass` ending
+                    // the key names that account's password (`bypass`, `compass` name none).
+                    let owned = e == key.len()
+                        && PASS_OWNERS.iter().any(|o| {
+                            j >= o.len()
+                                && key[j - o.len()..j].eq_ignore_ascii_case(o)
+                                && (j == o.len() || !key[j - o.len() - 1].is_ascii_alphabetic())
+                        });
+                    (
+                        e,
+                        if segment || owned {
+                            Strength::Strong
+                        } else {
+                            Strength::Weak
+                        },
+                        false,
+                    )
                 })
             }),
         b's' => eat_ci(key, j, b"secret").map(|e| (e, Strength::Strong, false)),
@@ -9877,6 +9965,41 @@ mod tests {
             "<entry>\n    <key>username</key>\n    <value>Tq7vLm2pZx</value>\n</entry>",
             "<entry><key>password_length</key><value>16</value></entry>",
             "<key>password</key>\n<other>x</other>\n<key>user</key>\n<value>alice</value>",
+        ]);
+    }
+
+    #[test]
+    fn a_template_parameters_default_is_its_value() {
+        for text in [
+            "Parameters:\n  DBPassword:\n    Description: Database password\n    Type: String\n    Default: Tq7vLm2pZx9",
+            r#""MasterUserPassword": {"Type": "String", "NoEcho": true, "Default": "Lm2p9Zx!qTk4"}"#,
+            "> AdminPassword:\n>   Type: String\n>   Default: 'Rk4Wb8Nc3Tq7'",
+        ] {
+            assert!(find_secret(text).is_some(), "{text}");
+        }
+        assert_clean(&[
+            "DBPassword:\n  Type: String\n  NoEcho: true\nDBUser:\n  Default: Tq7vLm2pZx9",
+            r#""DBPassword": {"Type": "String", "NoEcho": true}, "DBUser": {"Default": "Tq7vLm2pZx9"}"#,
+            "DBPassword:\n  Type: String\n  Default: !Ref AdminPassword",
+            "DBPassword:\n  Description: the default is set by the pipeline\n  Type: String",
+        ]);
+    }
+
+    #[test]
+    fn an_accounts_word_glued_to_pass_names_its_password() {
+        for text in [
+            "jdbc:mysql://localhost/authority?user=admin&userpass=hunter2x",
+            "DBPASS=swordfish9",
+            "rootPass: 'marmalade7'",
+        ] {
+            assert!(find_secret(text).is_some(), "{text}");
+        }
+        assert_clean(&[
+            "bypass=marmalade",
+            "compass=north",
+            "surpass: expectations",
+            "userpass=$USER_PASS",
+            "mydbpass=true",
         ]);
     }
 }
