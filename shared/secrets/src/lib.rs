@@ -1444,9 +1444,34 @@ impl<'t> Scan<'t> {
                 return Some(end);
             }
         }
+        if !bytes[payload..].starts_with(b"eyJ") {
+            return self.jwe_after(payload);
+        }
         let signature = json_segment(self, payload)?;
         let end = self.b64url_end(signature);
         (end - signature >= 8 && !token_continues_at(self.text, end)).then_some(end)
+    }
+
+    /// The rest of a JWE after its header (RFC 7516's compact form: encrypted key, IV,
+    /// ciphertext and tag, base64url, the key empty under direct encryption): an encrypted
+    /// token is as good as a signed one to whoever holds it.
+    fn jwe_after(&mut self, from: usize) -> Option<usize> {
+        let bytes = self.bytes;
+        let mut k = from;
+        for segment in 0..4 {
+            let end = self.b64url_end(k);
+            if segment > 0 && end - k < 8 {
+                return None;
+            }
+            if segment == 3 {
+                return (!token_continues_at(self.text, end) && bytes.get(end) != Some(&b'.')).then_some(end);
+            }
+            if bytes.get(end) != Some(&b'.') {
+                return None;
+            }
+            k = end + 1;
+        }
+        None
     }
 
     /// The end of the base64url run from `start` (at most [`MAX_SEGMENT`] long). The last run
@@ -10000,6 +10025,22 @@ mod tests {
             "surpass: expectations",
             "userpass=$USER_PASS",
             "mydbpass=true",
+        ]);
+    }
+
+    #[test]
+    fn a_jwes_five_segments_are_a_token() {
+        let jwe = "eyJhbGciOiJSU0EtT0FFUCIsImVuYyI6IkEyNTZHQ00ifQ.OKOawDo13gRp2ojaHV7LFpZcgV7T6DVZKTyKOMTYUmKoTCVJRgckCL9kiMT03JGeipsEdY3mx_etLbbWSrFr05kLzcSr4qKAq7YN7e9jwQRb23nfa6c9d-StnImGyFDbSv04uVuxIp5Zms1gNxKKK2Da14B8S4rzVRltdYwam_lDp5XnZAYpQdb76FdIKLaVmqgfwX7XWRxv2322i-vDxRfqNzo_tETKzpVLzfiwQyeyPGLBIO56YJ7eObdv0je81860ppamavo35UgoRdbYaBcoh9QcfylQr66oc6vFWXRcZ_ZT2LawVCWTIy3brGPi6UklfCpIMfIjf7iGdXKHzg.48V1_ALb6US04U3b.5eym8TW_c8SuK0ltJ3rpYIzOeDQz7TALvtu6UG9oMo4vpzs9tX_EFShS8iB7j6jiSdiwkIr3ajwQzaBtQD_A.XFBoMYUZodetZdvTiFvSkQ";
+        assert_eq!(
+            spans(&format!("the gateway returned {jwe} as the session")),
+            [jwe]
+        );
+        let direct = "eyJhbGciOiJkaXIiLCJlbmMiOiJBMTI4R0NNIn0..q8Zk2vLm7TpX4wRb.Nc3Tq7vLm2pZx9Rk4Wb8Nc3T.Yp1Mc9Ds5Fh2Jk7L";
+        assert_eq!(spans(&format!("cookie: {direct}")), [direct]);
+        assert_clean(&[
+            "eyJhbGciOiJSU0EtT0FFUCIsImVuYyI6IkEyNTZHQ00ifQ.abc.def",
+            "eyJhbGciOiJSU0EtT0FFUCIsImVuYyI6IkEyNTZHQ00ifQ is the header",
+            "eyJhbGciOiJkaXIiLCJlbmMiOiJBMTI4R0NNIn0..q8Zk.Nc3T.Yp1M",
         ]);
     }
 }

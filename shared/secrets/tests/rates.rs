@@ -32,6 +32,7 @@ const FLOORS: &[(&str, f64, f64)] = &[
     ("secretlint", 97.3, 0.0),
     ("trufflehog", 97.8, 0.0),
     ("kingfisher", 95.2, 0.4),
+    ("ripsecrets", 95.1, 0.0),
 ];
 
 /// What each source is, for the table.
@@ -61,6 +62,10 @@ const LABELS: &[(&str, &str)] = &[
     (
         "kingfisher",
         "Kingfisher's rule examples in seven prompt shapes (three new: a log line, a chat message, a YAML block)",
+    ),
+    (
+        "ripsecrets",
+        "ripsecrets' test inputs in four prompt shapes (two new: a quoting e-mail reply, a JSON log record)",
     ),
 ];
 
