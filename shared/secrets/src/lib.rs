@@ -291,6 +291,8 @@ pub fn findings(text: &str) -> Vec<Finding> {
 
 /// One scan of `text`: its findings sorted by start, not merged.
 fn scan_text(text: &str) -> Vec<Finding> {
+    let dequoted = dequoted(text);
+    let text = dequoted.as_deref().unwrap_or(text);
     let mut scan = Scan::new(text);
     scan.run();
     let name_words = scan.names_listed.then_some(scan.name_words);
@@ -300,6 +302,36 @@ fn scan_text(text: &str) -> Vec<Finding> {
         found.sort_by_key(|f| (f.start, f.kind.rank()));
     }
     found
+}
+
+/// `text` with the `>` markers that open its quoted lines (an e-mail reply's, Markdown's, a
+/// REPL's `>>>`) read as blanks: they are layout, and the quoted line is read as it was written
+/// (`> password=…`, `> | service | key |`). Blanks keep every offset, so spans stand. `None`
+/// when no line starts with `>` (most prompts: one search for a line break per line).
+fn dequoted(text: &str) -> Option<String> {
+    let bytes = text.as_bytes();
+    let quoted = |k: usize| bytes.get(run_end(bytes, k, |b| b == b' ' || b == b'\t')) == Some(&b'>');
+    if !quoted(0) && !memchr::memchr_iter(b'\n', bytes).any(|k| quoted(k + 1)) {
+        return None;
+    }
+    let mut out = bytes.to_vec();
+    let mut line = 0;
+    loop {
+        let mut k = line;
+        loop {
+            let s = run_end(&out, k, |b| b == b' ' || b == b'\t');
+            if out.get(s) != Some(&b'>') {
+                break;
+            }
+            out[s] = b' ';
+            k = s + 1;
+        }
+        match memchr::memchr(b'\n', &out[line..]) {
+            Some(p) => line += p + 1,
+            None => break,
+        }
+    }
+    String::from_utf8(out).ok()
 }
 
 /// `text` with the escapes inside its double-quoted strings decoded as JSON's (`\n`, `\r`, `\t`,
@@ -1811,8 +1843,7 @@ impl<'t> Scan<'t> {
         if !json && !matches!(bytes.get(p), Some(b'\n' | b'\r')) {
             return;
         }
-        // A quoting reply's `>` markers are layout, as blanks are.
-        let margin = |s: usize| run_end(bytes, s, |c| matches!(c, b' ' | b'\t' | b'>')) - s;
+        let margin = |s: usize| run_end(bytes, s, |c| matches!(c, b' ' | b'\t')) - s;
         let indent = margin(line_start_of(bytes, i));
         let stop = bytes.len().min(kend + 512);
         let mut depth = 0i32;
@@ -6225,19 +6256,13 @@ fn line_start_of(bytes: &[u8], i: usize) -> usize {
     bytes[..i].iter().rposition(|&b| b == b'\n').map_or(0, |p| p + 1)
 }
 
-/// The text of the current line before `i` (at most 256 bytes). A quoting reply's or Markdown
-/// quote's leading `>` markers are layout, not part of the line (`> password=…` is the quoted
-/// line `password=…`).
+/// The text of the current line before `i` (at most 256 bytes).
 fn line_before(bytes: &[u8], i: usize) -> &[u8] {
     let floor = i.saturating_sub(256);
-    let mut start = bytes[floor..i]
+    let start = bytes[floor..i]
         .iter()
         .rposition(|&b| b == b'\n')
         .map_or(floor, |p| floor + p + 1);
-    let quoted = run_end(&bytes[..i], start, |b| matches!(b, b'>' | b' ' | b'\t'));
-    if quoted > start && bytes[start] == b'>' {
-        start = quoted;
-    }
     &bytes[start..i]
 }
 
@@ -9886,10 +9911,20 @@ mod tests {
         ] {
             assert!(find_secret(text).is_some(), "{text}");
         }
+        // A table, a CSV row and a REPL line read inside a quote as outside it.
+        for text in [
+            "> | service | key | owner |\n> |---|---|---|\n> | numverify | aeo8h39fhjoa5txhrx633ad7t5ozankv | ops |",
+            "> service,credential,owner\n> billing,gL1LKFp8p0q7ORUybiyovqIuGUsGjx4adxMRcHPh,team-a",
+            ">>> api_key = \"Zk3n8QwL2xVb7Rt5Yp1Mc9Ds\"",
+        ] {
+            assert!(find_secret(text).is_some(), "{text}");
+        }
         assert_clean(&[
             "> password=$DB_PASSWORD",
             "> the password field is required",
             "> password: ${{ secrets.DB }}",
+            "> | service | key | owner |\n> |---|---|---|\n> | numverify | see the vault | ops |",
+            "echo done\n> out.log",
         ]);
     }
 
