@@ -304,34 +304,54 @@ fn scan_text(text: &str) -> Vec<Finding> {
     found
 }
 
-/// `text` with the `>` markers that open its quoted lines (an e-mail reply's, Markdown's, a
-/// REPL's `>>>`) read as blanks: they are layout, and the quoted line is read as it was written
-/// (`> password=…`, `> | service | key |`). Blanks keep every offset, so spans stand. `None`
-/// when no line starts with `>` (most prompts: one search for a line break per line).
+/// `text` with the layout that opens its lines read as blanks: the `>` markers of quoted lines
+/// (an e-mail reply's, Markdown's, a REPL's `>>>`), a unified diff's first column inside a hunk
+/// (after `@@ … @@` or a ```` ```diff ```` fence), and a compiler's or linter's line-number
+/// gutter (`12 | `). The line is read as it was written (`> password=…`, `+| service | key |`,
+/// `12 |     let token = "…";`); blanks keep every offset, so spans stand. `None` when no line
+/// has such layout (most prompts: one search for a line break per line).
 fn dequoted(text: &str) -> Option<String> {
     let bytes = text.as_bytes();
-    let quoted = |k: usize| bytes.get(run_end(bytes, k, |b| b == b' ' || b == b'\t')) == Some(&b'>');
-    if !quoted(0) && !memchr::memchr_iter(b'\n', bytes).any(|k| quoted(k + 1)) {
-        return None;
-    }
-    let mut out = bytes.to_vec();
+    let mut out: Option<Vec<u8>> = None;
+    let mut in_diff = false;
     let mut line = 0;
     loop {
-        let mut k = line;
-        loop {
-            let s = run_end(&out, k, |b| b == b' ' || b == b'\t');
-            if out.get(s) != Some(&b'>') {
-                break;
+        let end = memchr::memchr(b'\n', &bytes[line..]).map_or(bytes.len(), |p| line + p);
+        let l = &bytes[line..end];
+        let lead = run_end(l, 0, |b| b == b' ' || b == b'\t');
+        // What to blank on this line: `[from, to)` within it.
+        let mut blank = (0, 0);
+        if l.starts_with(b"@@ ") || l.starts_with(b"```diff") {
+            in_diff = true;
+        } else if in_diff
+            && matches!(l.first(), Some(b'+' | b'-'))
+            && !l.starts_with(b"+++")
+            && !l.starts_with(b"---")
+        {
+            blank = (0, 1);
+        } else if in_diff && !matches!(l.first(), None | Some(b' ' | b'\\' | b'\r')) {
+            in_diff = false;
+        }
+        if blank.1 == 0 && l.get(lead) == Some(&b'>') {
+            blank = (lead, run_end(l, lead, |b| matches!(b, b'>' | b' ' | b'\t')));
+        } else if blank.1 == 0 && l.get(lead).is_some_and(u8::is_ascii_digit) {
+            let digits = run_end(l, lead, |b| b.is_ascii_digit());
+            if digits - lead <= 6 && l[digits..].starts_with(b" | ") {
+                blank = (lead, digits + 3);
             }
-            out[s] = b' ';
-            k = s + 1;
         }
-        match memchr::memchr(b'\n', &out[line..]) {
-            Some(p) => line += p + 1,
-            None => break,
+        if blank.1 > blank.0 {
+            let o = out.get_or_insert_with(|| bytes.to_vec());
+            for b in &mut o[line + blank.0..line + blank.1] {
+                *b = b' ';
+            }
         }
+        if end == bytes.len() {
+            break;
+        }
+        line = end + 1;
     }
-    String::from_utf8(out).ok()
+    out.and_then(|o| String::from_utf8(o).ok())
 }
 
 /// `text` with the escapes inside its double-quoted strings decoded as JSON's (`\n`, `\r`, `\t`,
@@ -10076,6 +10096,22 @@ mod tests {
             "eyJhbGciOiJSU0EtT0FFUCIsImVuYyI6IkEyNTZHQ00ifQ.abc.def",
             "eyJhbGciOiJSU0EtT0FFUCIsImVuYyI6IkEyNTZHQ00ifQ is the header",
             "eyJhbGciOiJkaXIiLCJlbmMiOiJBMTI4R0NNIn0..q8Zk.Nc3T.Yp1M",
+        ]);
+    }
+
+    #[test]
+    fn a_diffs_first_column_and_a_line_number_gutter_are_layout() {
+        for text in [
+            "```diff\n+| service | key | owner |\n+|---|---|---|\n+| numverify | aeo8h39fhjoa5txhrx633ad7t5ozankv | ops |\n```",
+            "@@ -1,2 +1,3 @@\n user = Aladdin\n-password = hunter2\n+password = open_sesame",
+            "error: invalid config\n 11 | [SupportSite]\n 12 | Username=thisismyunsername\n 13 | Password=Tq7vLm2pZx",
+        ] {
+            assert!(find_secret(text).is_some(), "{text}");
+        }
+        assert_clean(&[
+            "error: invalid config\n 11 | -----BEGIN PRIVATE KEY-----\n 12 | xxx\n 13 | -----END PRIVATE KEY-----",
+            "```diff\n-password = $OLD_PASSWORD\n+password = ${{ secrets.DB_PASSWORD }}\n```",
+            "10 | 20 | 30 are the totals",
         ]);
     }
 }
