@@ -321,7 +321,7 @@ fn dequoted(text: &str) -> Option<String> {
         let lead = run_end(l, 0, |b| b == b' ' || b == b'\t');
         // What to blank on this line: `[from, to)` within it.
         let mut blank = (0, 0);
-        if l.starts_with(b"@@ ") || l.starts_with(b"```diff") {
+        if l.starts_with(b"@@ -") || l.starts_with(b"```diff") {
             in_diff = true;
         } else if in_diff
             && matches!(l.first(), Some(b'+' | b'-'))
