@@ -334,10 +334,17 @@ fn dequoted(text: &str) -> Option<String> {
         }
         if blank.1 == 0 && l.get(lead) == Some(&b'>') {
             blank = (lead, run_end(l, lead, |b| matches!(b, b'>' | b' ' | b'\t')));
+        } else if blank.1 == 0 && l[lead..].starts_with(b"* ") {
+            // A Markdown bullet (`* password = …`, `* ghp_…`).
+            blank = (lead, lead + 1);
         } else if blank.1 == 0 && l.get(lead).is_some_and(u8::is_ascii_digit) {
             let digits = run_end(l, lead, |b| b.is_ascii_digit());
             if digits - lead <= 6 && l[digits..].starts_with(b" | ") {
                 blank = (lead, digits + 3);
+            } else if digits - lead <= 3 && (l[digits..].starts_with(b". ") || l[digits..].starts_with(b") "))
+            {
+                // A numbered list's item (`2. token: …`).
+                blank = (lead, digits + 1);
             }
         }
         if blank.1 > blank.0 {
@@ -10112,6 +10119,22 @@ mod tests {
             "error: invalid config\n 11 | -----BEGIN PRIVATE KEY-----\n 12 | xxx\n 13 | -----END PRIVATE KEY-----",
             "```diff\n-password = $OLD_PASSWORD\n+password = ${{ secrets.DB_PASSWORD }}\n```",
             "10 | 20 | 30 are the totals",
+        ]);
+    }
+
+    #[test]
+    fn a_list_items_marker_is_layout() {
+        for text in [
+            "Notes from the call:\n* user = Aladdin\n* password = open_sesame",
+            "Steps:\n1. edit smtp.conf\n2. password = marmalade_sky",
+            "* [SupportSite]\n* Username=thisismyunsername\n* Password=thisismypassword",
+        ] {
+            assert!(find_secret(text).is_some(), "{text}");
+        }
+        assert_clean(&[
+            "* password = $DB_PASSWORD",
+            "2. set the password in the vault",
+            " * @param password the user's password",
         ]);
     }
 }
