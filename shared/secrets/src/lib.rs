@@ -367,10 +367,12 @@ fn dequoted(text: &str) -> Option<String> {
 /// Outside strings a backslash is text (`\\nas\backup`, `C:\new`).
 fn unescaped(text: &str) -> Option<(String, Vec<usize>)> {
     let bytes = text.as_bytes();
-    // Source escaped for HTML (`&quot;api_key&quot;: …`, code in `<pre><code>`): its entities
-    // are decoded and its tags inside `<pre>`/`<code>` are markup, read as line breaks.
-    const HTML: [&[u8]; 7] = [
-        b"&quot;", b"&#34;", b"&#39;", b"&#x27;", b"&apos;", b"<code>", b"<pre>",
+    // Source escaped for HTML (`&quot;api_key&quot;: …`, code in `<pre><code>`, a page's text
+    // broken by `<br>`): its entities are decoded, and its tags inside `<pre>`/`<code>` and its
+    // line-level tags (`<br>`, `<p>`, `<div>`, `<li>`) are markup, read as line breaks.
+    const HTML: [&[u8]; 10] = [
+        b"&quot;", b"&#34;", b"&#39;", b"&#x27;", b"&apos;", b"<code>", b"<pre>", b"<br>", b"<br/>",
+        b"<br />",
     ];
     let html =
         memchr::memchr2_iter(b'&', b'<', bytes).any(|k| HTML.iter().any(|e| bytes[k..].starts_with(e)));
@@ -459,7 +461,21 @@ fn unescaped(text: &str) -> Option<(String, Vec<usize>)> {
                     element + 1
                 };
             }
-            if !tag || block || element > 0 && !quoted {
+            let line_tag = [&b"br"[..], b"p", b"div", b"li"].iter().any(|w| {
+                name.len() >= w.len()
+                    && name[..w.len()].eq_ignore_ascii_case(w)
+                    && name
+                        .get(w.len())
+                        .is_none_or(|&c| matches!(c, b'>' | b' ' | b'\t' | b'/'))
+            });
+            // A line-level tag that ends its line already (`…<br>` NEWLINE) is that one break.
+            if line_tag && matches!(bytes.get(k + len), Some(b'\n' | b'\r')) {
+                plain.push(b'\n');
+                at.push(k);
+                k += len + 1 + usize::from(bytes[k + len..].starts_with(b"\r\n"));
+                continue;
+            }
+            if !tag || block || line_tag || element > 0 && !quoted {
                 plain.push(b);
                 at.push(k);
                 k += len;
@@ -10135,6 +10151,20 @@ mod tests {
             "* password = $DB_PASSWORD",
             "2. set the password in the vault",
             " * @param password the user's password",
+        ]);
+    }
+
+    #[test]
+    fn a_pages_line_level_tags_break_its_lines() {
+        assert_eq!(
+            spans("<p>I ran<br>\ncurl -u developer:yqDVtkqPECriaLRi<br>\nwhy does this fail?</p>"),
+            ["yqDVtkqPECriaLRi"]
+        );
+        assert!(find_secret("<p>config:<br>user = Aladdin<br>password = open_sesame</p>").is_some());
+        assert_clean(&[
+            "<p>curl -u &lt;user:password&gt; https://test.com/endpoint<br>\n</p>",
+            "<p>password = $DB_PASSWORD<br>\ntoken: ${{ secrets.TOKEN }}</p>",
+            "line one<br>\nline two<br>\n<li>item</li>",
         ]);
     }
 }
