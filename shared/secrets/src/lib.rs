@@ -370,9 +370,9 @@ fn unescaped(text: &str) -> Option<(String, Vec<usize>)> {
     // Source escaped for HTML (`&quot;api_key&quot;: …`, code in `<pre><code>`, a page's text
     // broken by `<br>`): its entities are decoded, and its tags inside `<pre>`/`<code>` and its
     // line-level tags (`<br>`, `<p>`, `<div>`, `<li>`) are markup, read as line breaks.
-    const HTML: [&[u8]; 10] = [
-        b"&quot;", b"&#34;", b"&#39;", b"&#x27;", b"&apos;", b"<code>", b"<pre>", b"<br>", b"<br/>",
-        b"<br />",
+    const HTML: [&[u8]; 16] = [
+        b"&quot;", b"&#34;", b"&#39;", b"&#x27;", b"&apos;", b"&lt;", b"&gt;", b"&amp;", b"<code>", b"<pre>",
+        b"<br>", b"<br/>", b"<br />", b"<p>", b"<div>", b"<li>",
     ];
     let html =
         memchr::memchr2_iter(b'&', b'<', bytes).any(|k| HTML.iter().any(|e| bytes[k..].starts_with(e)));
@@ -10161,6 +10161,13 @@ mod tests {
             ["yqDVtkqPECriaLRi"]
         );
         assert!(find_secret("<p>config:<br>user = Aladdin<br>password = open_sesame</p>").is_some());
+        // A page's paragraph, its entities decoded: `&lt;password&gt;…` is an element.
+        assert_eq!(spans("<p>my password is yjFcoHmQK52</p>"), ["yjFcoHmQK52"]);
+        assert_eq!(
+            spans("<p>&lt;password&gt;Hq8vN2pLxQ7&lt;/password&gt;</p>"),
+            ["Hq8vN2pLxQ7"]
+        );
+        assert_clean(&["<p>fn check(password: &amp;str) -&gt; bool { hash(password) == self.hash }</p>"]);
         assert_clean(&[
             "<p>curl -u &lt;user:password&gt; https://test.com/endpoint<br>\n</p>",
             "<p>password = $DB_PASSWORD<br>\ntoken: ${{ secrets.TOKEN }}</p>",
