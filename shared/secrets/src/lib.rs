@@ -2567,6 +2567,14 @@ impl<'t> Scan<'t> {
         if v.starts_with(b"-") || is_reference(v) {
             return;
         }
+        // Our own marker where a key passed as the user was (`-u "[REDACTED:…]:"`) leaves nothing.
+        if v.starts_with(b"[REDACTED:")
+            && v.iter()
+                .position(|&b| b == b']')
+                .is_some_and(|e| v[e + 1..].iter().all(|&b| Some(b) == user_sep))
+        {
+            return;
+        }
         if let Some(sep) = user_sep {
             if let Some(at) = user_password(v, sep) {
                 self.push(SecretKind::CommandLine, value.start + at, value.whole_end(bytes));
@@ -9969,6 +9977,14 @@ mod tests {
             "> | service | key | owner |\n> |---|---|---|\n> | numverify | see the vault | ops |",
             "echo done\n> out.log",
         ]);
+    }
+
+    #[test]
+    fn a_redacted_key_passed_as_curls_user_is_found_no_more() {
+        let text = "curl -u \"k7Qz2mWp9Lx!t:\" https://localhost:9200";
+        let (redacted, kind) = redact(text);
+        assert!(kind.is_some());
+        assert_eq!(find_secret(&redacted), None, "{redacted}");
     }
 
     #[test]
