@@ -295,6 +295,8 @@ pub fn findings(text: &str) -> Vec<Finding> {
 
 /// One scan of `text`: its findings sorted by start, not merged.
 fn scan_text(text: &str) -> Vec<Finding> {
+    let dequoted = dequoted(text);
+    let text = dequoted.as_deref().unwrap_or(text);
     let mut scan = Scan::new(text);
     scan.run();
     let name_words = scan.names_listed.then_some(scan.name_words);
@@ -306,16 +308,75 @@ fn scan_text(text: &str) -> Vec<Finding> {
     found
 }
 
+/// `text` with the layout that opens its lines read as blanks: the `>` markers of quoted lines
+/// (an e-mail reply's, Markdown's, a REPL's `>>>`), a unified diff's first column inside a hunk
+/// (after `@@ … @@` or a ```` ```diff ```` fence), and a compiler's or linter's line-number
+/// gutter (`12 | `). The line is read as it was written (`> password=…`, `+| service | key |`,
+/// `12 |     let token = "…";`); blanks keep every offset, so spans stand. `None` when no line
+/// has such layout (most prompts: one search for a line break per line).
+fn dequoted(text: &str) -> Option<String> {
+    let bytes = text.as_bytes();
+    let mut out: Option<Vec<u8>> = None;
+    let mut in_diff = false;
+    let mut line = 0;
+    loop {
+        let end = memchr::memchr(b'\n', &bytes[line..]).map_or(bytes.len(), |p| line + p);
+        let l = &bytes[line..end];
+        let lead = run_end(l, 0, |b| b == b' ' || b == b'\t');
+        // What to blank on this line: `[from, to)` within it.
+        let mut blank = (0, 0);
+        if l.starts_with(b"@@ -") || l.starts_with(b"```diff") {
+            in_diff = true;
+        } else if in_diff
+            && matches!(l.first(), Some(b'+' | b'-'))
+            && !l.starts_with(b"+++")
+            && !l.starts_with(b"---")
+        {
+            blank = (0, 1);
+        } else if in_diff && !matches!(l.first(), None | Some(b' ' | b'\\' | b'\r')) {
+            in_diff = false;
+        }
+        if blank.1 == 0 && l.get(lead) == Some(&b'>') {
+            blank = (lead, run_end(l, lead, |b| matches!(b, b'>' | b' ' | b'\t')));
+        } else if blank.1 == 0 && l[lead..].starts_with(b"* ") {
+            // A Markdown bullet (`* password = …`, `* ghp_…`).
+            blank = (lead, lead + 1);
+        } else if blank.1 == 0 && l.get(lead).is_some_and(u8::is_ascii_digit) {
+            let digits = run_end(l, lead, |b| b.is_ascii_digit());
+            if digits - lead <= 6 && l[digits..].starts_with(b" | ") {
+                blank = (lead, digits + 3);
+            } else if digits - lead <= 3 && (l[digits..].starts_with(b". ") || l[digits..].starts_with(b") "))
+            {
+                // A numbered list's item (`2. token: …`).
+                blank = (lead, digits + 1);
+            }
+        }
+        if blank.1 > blank.0 {
+            let o = out.get_or_insert_with(|| bytes.to_vec());
+            for b in &mut o[line + blank.0..line + blank.1] {
+                *b = b' ';
+            }
+        }
+        if end == bytes.len() {
+            break;
+        }
+        line = end + 1;
+    }
+    out.and_then(|o| String::from_utf8(o).ok())
+}
+
 /// `text` with the escapes inside its double-quoted strings decoded as JSON's (`\n`, `\r`, `\t`,
 /// `\"`, `\'`, `\\`, `\/`, `\uXXXX`), and for each of its bytes and its end the offset in `text` it
 /// came from; `None` when no string holds an escape (most prompts: one search for a backslash).
 /// Outside strings a backslash is text (`\\nas\backup`, `C:\new`).
 fn unescaped(text: &str) -> Option<(String, Vec<usize>)> {
     let bytes = text.as_bytes();
-    // Source escaped for HTML (`&quot;api_key&quot;: …`, code in `<pre><code>`): its entities
-    // are decoded and its tags inside `<pre>`/`<code>` are markup, read as line breaks.
-    const HTML: [&[u8]; 7] = [
-        b"&quot;", b"&#34;", b"&#39;", b"&#x27;", b"&apos;", b"<code>", b"<pre>",
+    // Source escaped for HTML (`&quot;api_key&quot;: …`, code in `<pre><code>`, a page's text
+    // broken by `<br>`): its entities are decoded, and its tags inside `<pre>`/`<code>` and its
+    // line-level tags (`<br>`, `<p>`, `<div>`, `<li>`) are markup, read as line breaks.
+    const HTML: [&[u8]; 16] = [
+        b"&quot;", b"&#34;", b"&#39;", b"&#x27;", b"&apos;", b"&lt;", b"&gt;", b"&amp;", b"<code>", b"<pre>",
+        b"<br>", b"<br/>", b"<br />", b"<p>", b"<div>", b"<li>",
     ];
     let html =
         memchr::memchr2_iter(b'&', b'<', bytes).any(|k| HTML.iter().any(|e| bytes[k..].starts_with(e)));
@@ -404,7 +465,21 @@ fn unescaped(text: &str) -> Option<(String, Vec<usize>)> {
                     element + 1
                 };
             }
-            if !tag || block || element > 0 && !quoted {
+            let line_tag = [&b"br"[..], b"p", b"div", b"li"].iter().any(|w| {
+                name.len() >= w.len()
+                    && name[..w.len()].eq_ignore_ascii_case(w)
+                    && name
+                        .get(w.len())
+                        .is_none_or(|&c| matches!(c, b'>' | b' ' | b'\t' | b'/'))
+            });
+            // A line-level tag that ends its line already (`…<br>` NEWLINE) is that one break.
+            if line_tag && matches!(bytes.get(k + len), Some(b'\n' | b'\r')) {
+                plain.push(b'\n');
+                at.push(k);
+                k += len + 1 + usize::from(bytes[k + len..].starts_with(b"\r\n"));
+                continue;
+            }
+            if !tag || block || line_tag || element > 0 && !quoted {
                 plain.push(b);
                 at.push(k);
                 k += len;
@@ -1549,9 +1624,34 @@ impl<'t> Scan<'t> {
                 return Some(end);
             }
         }
+        if !bytes[payload..].starts_with(b"eyJ") {
+            return self.jwe_after(payload);
+        }
         let signature = json_segment(self, payload)?;
         let end = self.b64url_end(signature);
         (end - signature >= 8 && !token_continues_at(self.text, end)).then_some(end)
+    }
+
+    /// The rest of a JWE after its header (RFC 7516's compact form: encrypted key, IV,
+    /// ciphertext and tag, base64url, the key empty under direct encryption): an encrypted
+    /// token is as good as a signed one to whoever holds it.
+    fn jwe_after(&mut self, from: usize) -> Option<usize> {
+        let bytes = self.bytes;
+        let mut k = from;
+        for segment in 0..4 {
+            let end = self.b64url_end(k);
+            if segment > 0 && end - k < 8 {
+                return None;
+            }
+            if segment == 3 {
+                return (!token_continues_at(self.text, end) && bytes.get(end) != Some(&b'.')).then_some(end);
+            }
+            if bytes.get(end) != Some(&b'.') {
+                return None;
+            }
+            k = end + 1;
+        }
+        None
     }
 
     /// The end of the base64url run from `start` (at most [`MAX_SEGMENT`] long). The last run
@@ -1635,7 +1735,7 @@ impl<'t> Scan<'t> {
         }
         // `<property name="sonar.login" value="…"/>`, `- name: SONAR_LOGIN` then `value: …`: the
         // provider's value in the pair's value field.
-        if let Some(e) = self.named_value_field(i, kend) {
+        if let Some(NamedValue::Field(e)) = self.named_value_field(i, kend) {
             self.keyword_value_at(e, key, false);
         }
         if held & KEY_DASH != 0 {
@@ -1668,6 +1768,7 @@ impl<'t> Scan<'t> {
         // A table's header may name a weak word's column too (its cells must look generated).
         self.table_header_at(i);
         self.named_value_at(i, kend, key, strength);
+        self.parameter_default_at(i, kend, key, strength);
         self.env_default_at(i, kend, key, strength);
         let header = key.len() > 2 && key[..2].eq_ignore_ascii_case(b"x-") || word.authorization;
         let kind = if header {
@@ -1789,8 +1890,12 @@ impl<'t> Scan<'t> {
     /// and stands within the next 256 bytes, before the entry closes.
     fn named_value_at(&mut self, i: usize, kend: usize, key: &[u8], strength: Strength) {
         let bytes = self.bytes;
-        let Some(e) = self.named_value_field(i, kend) else {
-            return;
+        let e = match self.named_value_field(i, kend) {
+            Some(NamedValue::Field(e)) => e,
+            Some(NamedValue::Element(at)) => {
+                return self.element_text(at, key, strength, SecretKind::Assignment);
+            }
+            None => return,
         };
         let mut v = e;
         if v < bytes.len() && matches!(bytes[v], b'"' | b'\'' | b'`') {
@@ -1812,7 +1917,7 @@ impl<'t> Scan<'t> {
     /// Where the `value` word of a name/value pair ends, when the key from `i` to `kend` is the
     /// pair's name (`- name: DB_PASSWORD` then `value: …`, `<property name="…" value="…"/>`,
     /// `{"key": "…", "value": "…"}`, or a declaration's `default`).
-    fn named_value_field(&self, i: usize, kend: usize) -> Option<usize> {
+    fn named_value_field(&self, i: usize, kend: usize) -> Option<NamedValue> {
         let bytes = self.bytes;
         let quote = |b: u8| matches!(b, b'"' | b'\'' | b'`');
         // Back from the key: an opening quote, blanks, `:` or `=`, blanks, a closing quote.
@@ -1826,7 +1931,9 @@ impl<'t> Scan<'t> {
         // A declaration's label (Terraform's `variable "db_password" {`): its value is its
         // `default`.
         let declared = bytes[..p].ends_with(b"variable") && (p == 8 || !is_key_byte(bytes[p - 9]));
-        if !declared && (p == 0 || !matches!(bytes[p - 1], b':' | b'=')) {
+        // An XML entry's name element (`<key>password</key>` / `<value>…</value>`).
+        let xml = !declared && p == i && p > 0 && bytes[p - 1] == b'>' && bytes[kend..].starts_with(b"</");
+        if !declared && !xml && (p == 0 || !matches!(bytes[p - 1], b':' | b'=')) {
             return None;
         }
         p -= usize::from(!declared);
@@ -1845,7 +1952,9 @@ impl<'t> Scan<'t> {
         let ends_ci = |w: &[u8], tail: &[u8]| {
             w.len() >= tail.len() && w[w.len() - tail.len()..].eq_ignore_ascii_case(tail)
         };
-        if !(declared || ends_ci(field, b"name") || ends_ci(field, b"key")) {
+        if !(declared || ends_ci(field, b"name") || ends_ci(field, b"key"))
+            || xml && (field_start == 0 || bytes[field_start - 1] != b'<')
+        {
             return None;
         }
         // Forward: the value field, before the entry closes (`}`, a blank line, another name).
@@ -1862,11 +1971,20 @@ impl<'t> Scan<'t> {
             if b.is_ascii_alphabetic() && (k == 0 || !is_key_byte(bytes[k - 1])) {
                 let e = run_end_max(bytes, k, 32, |c| c.is_ascii_alphanumeric() || c == b'_');
                 let word = &bytes[k..e];
+                // A closing tag (`</key>`) ends the name's element, not the entry.
+                if xml && bytes[..k].ends_with(b"</") {
+                    k = e;
+                    continue;
+                }
+                if xml && ends_ci(word, b"value") && bytes[..k].ends_with(b"<") && bytes.get(e) == Some(&b'>')
+                {
+                    return Some(NamedValue::Element(e + 1));
+                }
                 if ends_ci(word, b"name") || ends_ci(word, b"key") {
                     return None;
                 }
                 if ends_ci(word, b"value") || declared && word == b"default" {
-                    return Some(e);
+                    return Some(NamedValue::Field(e));
                 }
                 k = e;
                 continue;
@@ -1874,6 +1992,70 @@ impl<'t> Scan<'t> {
             k += 1;
         }
         None
+    }
+
+    /// A template parameter the key names, its value the `Default` of the block the key opens:
+    /// a CloudFormation parameter (`DBPassword:` / `  Type: String` / `  Default: …`, or
+    /// `"DBPassword": {"Type": "String", "Default": "…"}`), which is the secret wherever the
+    /// stack is deployed without one. The block ends at a line no deeper than the key's, or
+    /// where its braces close.
+    fn parameter_default_at(&mut self, i: usize, kend: usize, key: &[u8], strength: Strength) {
+        let bytes = self.bytes;
+        let mut p = kend;
+        if matches!(bytes.get(p), Some(b'"' | b'\'')) {
+            p += 1;
+        }
+        if bytes.get(p) != Some(&b':') {
+            return;
+        }
+        p = skip_blank(bytes, p + 1);
+        let json = bytes.get(p) == Some(&b'{');
+        if !json && !matches!(bytes.get(p), Some(b'\n' | b'\r')) {
+            return;
+        }
+        let margin = |s: usize| run_end(bytes, s, |c| matches!(c, b' ' | b'\t')) - s;
+        let indent = margin(line_start_of(bytes, i));
+        let stop = bytes.len().min(kend + 512);
+        let mut depth = 0i32;
+        let mut k = p;
+        while k < stop {
+            let b = bytes[k];
+            if json {
+                depth += i32::from(b == b'{') - i32::from(b == b'}');
+                if depth <= 0 {
+                    return;
+                }
+            } else if b == b'\n' {
+                let deeper = margin(k + 1);
+                if deeper <= indent && !matches!(bytes.get(k + 1 + deeper), Some(b'\n' | b'\r') | None) {
+                    return;
+                }
+                k += 1 + deeper;
+                continue;
+            }
+            if b.is_ascii_alphabetic() && !is_key_byte(bytes[k - 1]) {
+                let e = run_end_max(bytes, k, 32, |c| c.is_ascii_alphanumeric() || c == b'_');
+                if bytes[k..e].eq_ignore_ascii_case(b"default") {
+                    let mut v = e;
+                    if matches!(bytes.get(v), Some(b'"' | b'\'')) {
+                        v += 1;
+                    }
+                    v = skip_blank(bytes, v);
+                    if bytes.get(v) == Some(&b':') {
+                        let start = skip_blank(bytes, v + 1);
+                        if let Some(value) = Value::parse(bytes, start, Stop::Code)
+                            && value_is_secret(bytes, &value, key, strength, Mode::Code)
+                        {
+                            self.push(SecretKind::Assignment, value.start, value.whole_end(bytes));
+                        }
+                        return;
+                    }
+                }
+                k = e;
+                continue;
+            }
+            k += 1;
+        }
     }
 
     /// The literal default of an environment lookup whose variable (the key from `i` to `kend`)
@@ -2080,6 +2262,11 @@ impl<'t> Scan<'t> {
             let raw = run_end_max(bytes, p, 256, |b| {
                 !(b.is_ascii_whitespace() || element && b == b'<')
             });
+            // An element's closing tag (`…</Generic_Key>`) is markup, not the value's.
+            let raw = bytes[p..raw]
+                .windows(2)
+                .position(|w| w == b"</")
+                .map_or(raw, |k| p + k);
             let v = trim_end_of(&bytes[p..raw], |b| matches!(b, b',' | b';' | b'"' | b'\'' | b'`'));
             let symbols = v.iter().filter(|b| b.is_ascii_punctuation()).count();
             let code = code_expression(v) || v.windows(2).any(|w| w == b"()") || v.contains(&b'\\');
@@ -2445,7 +2632,8 @@ impl<'t> Scan<'t> {
             self.short_flag_at(i, kend, name[0], glued);
             return;
         }
-        if name.eq_ignore_ascii_case(b"user") {
+        // `--proxy-user user:password` is curl's `-U`, the proxy's credentials.
+        if name.eq_ignore_ascii_case(b"user") || name.eq_ignore_ascii_case(b"proxy-user") {
             self.short_flag_at(i, kend, b'u', false);
             return;
         }
@@ -2492,7 +2680,9 @@ impl<'t> Scan<'t> {
             b'a' => (has(REDIS), false, None),
             b'u' if has(LFTP) => (true, false, Some(b',')),
             b'u' => (has(CURL), false, Some(b':')),
-            b'U' => (has(SMB), false, Some(b'%')),
+            b'U' if has(SMB) => (true, false, Some(b'%')),
+            // curl's `-U user:password` names the proxy's user and password.
+            b'U' => (has(CURL), false, Some(b':')),
             _ => return,
         };
         let start = if glued && glued_ok {
@@ -2507,6 +2697,14 @@ impl<'t> Scan<'t> {
         };
         let v = value.text(bytes);
         if v.starts_with(b"-") || is_reference(v) {
+            return;
+        }
+        // Our own marker where a key passed as the user was (`-u "[REDACTED:…]:"`) leaves nothing.
+        if v.starts_with(b"[REDACTED:")
+            && v.iter()
+                .position(|&b| b == b']')
+                .is_some_and(|e| v[e + 1..].iter().all(|&b| Some(b) == user_sep))
+        {
             return;
         }
         if let Some(sep) = user_sep {
@@ -3261,6 +3459,8 @@ impl<'t> Scan<'t> {
                     && hash_len.contains(&(end - start))
                     && !token_continues_at(self.text, end)
                     && looks_random(&bytes[start..end], 12)
+                    // A hash that says it is made up (`$2a$10$fakefn2U…fake9…`) is a stand-in.
+                    && !fake_words(&bytes[i..end])
                 {
                     self.push(SecretKind::PasswordHash, i, end);
                 }
@@ -3639,6 +3839,13 @@ fn key_tail_end(bytes: &[u8], kend: usize) -> usize {
     pos
 }
 
+/// Where a name/value pair's value is: after its field's word (`value: …`, `value="…"`), or
+/// as the text of its `<value>` element.
+enum NamedValue {
+    Field(usize),
+    Element(usize),
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Mode {
     /// A quoted value, a shell/env assignment or a flag: the text is the value itself.
@@ -3777,6 +3984,12 @@ const PREFIX_QUALIFIERS: Words = words_of!(
     hide is has use no next prev last first count cached reasoning thinking context byte bypass validate \
     check verify require toggle by com sur existing socket public publishable pub"
 );
+
+/// Accounts whose word glued to `pass` names their password (`userpass`, `dbpass`, `rootpass`).
+const PASS_OWNERS: &[&[u8]] = &[
+    b"user", b"db", b"admin", b"root", b"sql", b"mysql", b"pg", b"ftp", b"smtp", b"mail", b"ldap", b"proxy",
+    b"ssh", b"redis", b"vnc",
+];
 
 /// Words glued to `key` that make it a credential's name (`apikey`, `SECRETKEY`, `masterkey`).
 const KEY_COMPOUNDS: &[&[u8]] = &[
@@ -3947,7 +4160,23 @@ fn secret_word_at(key: &[u8], j: usize) -> Option<(usize, Strength, bool)> {
             .or_else(|| {
                 eat_ci(key, j, b"pass").map(|e| {
                     let segment = j > 0 && matches!(key[j - 1], b'_' | b'.') && e == key.len();
-                    (e, if segment { Strength::Strong } else { Strength::Weak }, false)
+                    // `userpass`, `DBPASS`, `rootPass`: an account's word glued to `pass` ending
+                    // the key names that account's password (`bypass`, `compass` name none).
+                    let owned = e == key.len()
+                        && PASS_OWNERS.iter().any(|o| {
+                            j >= o.len()
+                                && key[j - o.len()..j].eq_ignore_ascii_case(o)
+                                && (j == o.len() || !key[j - o.len() - 1].is_ascii_alphabetic())
+                        });
+                    (
+                        e,
+                        if segment || owned {
+                            Strength::Strong
+                        } else {
+                            Strength::Weak
+                        },
+                        false,
+                    )
                 })
             }),
         b's' => eat_ci(key, j, b"secret").map(|e| (e, Strength::Strong, false)),
@@ -4336,6 +4565,8 @@ fn unquoted_end(bytes: &[u8], pos: usize, limit: usize, stop: Stop) -> usize {
             || next_connection_field(bytes, raw_end)
             || (stop == Stop::Code && b == b',' && next_field(raw_end))
             || (stop == Stop::Code && matches!(b, b',' | b';') && closes(raw_end))
+            // An element's closing tag (`…</password>`): markup, not the value's.
+            || (b == b'<' && bytes.get(raw_end + 1) == Some(&b'/'))
             || (bytes[pos].is_ascii() && cjk_at(bytes, raw_end));
         if ends {
             break;
@@ -5703,7 +5934,7 @@ fn templated(v: &[u8]) -> bool {
         // A reference cut at the value's end (code ends a value before a closing bracket).
         let len = match v[from..].windows(close.len()).position(|w| w == close) {
             Some(len) => len,
-            None if close == b"}" || close == b")" => v.len() - from,
+            None if close == b"}" || close == b")" || close == b"}}" => v.len() - from,
             None => return false,
         };
         let body = &v[from..from + len];
@@ -5976,7 +6207,10 @@ fn format_slot(v: &[u8]) -> bool {
         let name = run_end(v, open + 1, |b| {
             b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.')
         });
-        if name > open + 1 && v.get(name) == Some(&b'}') && v[open + 1].is_ascii_alphabetic() {
+        // `{name}`, and Python's positional `{}`, `{0}` (`"prefix_{}".format(…)`).
+        let positional = v[open + 1..name].iter().all(u8::is_ascii_digit) && name - open <= 3;
+        if v.get(name) == Some(&b'}') && (name > open + 1 && v[open + 1].is_ascii_alphabetic() || positional)
+        {
             return true;
         }
         at = open + 1;
@@ -6119,7 +6353,14 @@ fn camel_type(key: &[u8]) -> bool {
 /// (`"…_password = " + new Buffer(…)`, `'password = '.$p[…]`, `"Password:",rememberMe…`).
 fn code_continuation(v: &[u8]) -> bool {
     let operand = |b: &u8| b.is_ascii_alphabetic() || matches!(b, b'$' | b'_' | b' ' | b'"' | b'\'' | b'(');
-    v.starts_with(b"$(")
+    // A call with no arguments quoted as code (`"obj.aFunctionCall()"`, `'getSecret()'`).
+    let call = v.len() > 4
+        && v.ends_with(b"()")
+        && v[0].is_ascii_alphabetic()
+        && v[..v.len() - 2]
+            .iter()
+            .all(|&b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'$'));
+    call || v.starts_with(b"$(")
         || v.starts_with(b"#{")
         || v.starts_with(b"&lt;")
         || v.starts_with(b"arn:")
@@ -10288,5 +10529,244 @@ mod tests {
         // Random letters stay a password.
         assert!(find_secret("password = ImOIVBfPhQYm").is_some());
         assert!(find_secret("password = TbHvQkRmWxZn").is_some());
+    }
+
+    #[test]
+    fn a_quoted_replys_markers_leave_its_lines_as_they_were() {
+        for text in [
+            "> SSHpassword=swordfish",
+            "> > DB_PASSWORD=marmalade",
+            "On Tue, ops wrote:\n> password: Tq7vLm2pZx\n\nthanks",
+            ">\tpassword = open_sesame",
+        ] {
+            assert!(find_secret(text).is_some(), "{text}");
+        }
+        // A table, a CSV row and a REPL line read inside a quote as outside it.
+        for text in [
+            "> | service | key | owner |\n> |---|---|---|\n> | numverify | aeo8h39fhjoa5txhrx633ad7t5ozankv | ops |",
+            "> service,credential,owner\n> billing,gL1LKFp8p0q7ORUybiyovqIuGUsGjx4adxMRcHPh,team-a",
+            ">>> api_key = \"Zk3n8QwL2xVb7Rt5Yp1Mc9Ds\"",
+        ] {
+            assert!(find_secret(text).is_some(), "{text}");
+        }
+        assert_clean(&[
+            "> password=$DB_PASSWORD",
+            "> the password field is required",
+            "> password: ${{ secrets.DB }}",
+            "> | service | key | owner |\n> |---|---|---|\n> | numverify | see the vault | ops |",
+            "echo done\n> out.log",
+        ]);
+    }
+
+    #[test]
+    fn a_redacted_key_passed_as_curls_user_is_found_no_more() {
+        let text = "curl -u \"k7Qz2mWp9Lx!t:\" https://localhost:9200";
+        let (redacted, kind) = redact(text);
+        assert!(kind.is_some());
+        assert_eq!(find_secret(&redacted), None, "{redacted}");
+    }
+
+    #[test]
+    fn curls_proxy_user_carries_the_proxys_password() {
+        assert_eq!(
+            spans("curl --proxy-user admin:Tq7vLm2pZx https://x.test"),
+            ["Tq7vLm2pZx"]
+        );
+        assert_eq!(
+            spans("curl -x http://proxy:3128 -U bob:Lm2p9Zx!q https://x.test"),
+            ["Lm2p9Zx!q"]
+        );
+        assert_clean(&[
+            "curl --proxy-user admin: https://x.test",
+            "curl -U $PROXY_USER:$PROXY_PASS https://x.test",
+            "curl --proxy-user \"${USER}:${PASS}\" https://x.test",
+            "tar -U -xf archive.tar",
+        ]);
+    }
+
+    #[test]
+    fn an_elements_closing_tag_ends_its_value() {
+        assert_eq!(
+            spans("<o3_db_password>Tq7vLm2pZx9</o3_db_password>"),
+            ["Tq7vLm2pZx9"]
+        );
+        assert_clean(&[
+            "<o3_variable_password>${password}</o3_variable_password>",
+            "<db2_secret_key>%env(DB_SECRET)%</db2_secret_key>",
+            "<svc9_api_token>{{ token }}</svc9_api_token>",
+        ]);
+    }
+
+    #[test]
+    fn a_reference_cut_at_a_values_end_is_still_a_reference() {
+        assert_clean(&[
+            "04_variable_password: ${{password}}",
+            "db_password: ${{ secrets.DB_PASSWORD }}",
+        ]);
+        assert!(find_secret("db_password: ${{x}}Tq7vLm2pZx").is_some());
+    }
+
+    #[test]
+    fn a_positional_format_slot_makes_a_template() {
+        assert_clean(&[
+            r#"format_password = "prefix_{}".format(dynamic_value1)"#,
+            r#"secret_key = "key_{0}_{1}".format(a, b)"#,
+        ]);
+        assert!(find_secret(r#"password = "Tq7vLm2p{Zx9""#).is_some());
+        assert!(find_secret(r#"password = "Tq7vLm2pZx9{12345}""#).is_some());
+    }
+
+    #[test]
+    fn a_quoted_call_without_arguments_is_code() {
+        assert_clean(&[
+            r#"variable_password8 = "obj.aFunctionCall()";"#,
+            r#"const secret = 'config.getSecret()';"#,
+        ]);
+        assert!(find_secret(r#"password = "Tq7v(Lm2)pZx""#).is_some());
+        assert!(find_secret(r#"password = "Tq7vLm2pZx9()!""#).is_some());
+    }
+
+    #[test]
+    fn githubs_prefixes_are_lowercase() {
+        assert_clean(&[
+            "name: GHP_THISISACONSTANTNAMEOFTHESAMELENGTHAS",
+            "GHS_TOKENDOCUMENTATIONLINKTEXTPLACEHOLDERS1",
+        ]);
+        assert_eq!(
+            spans("token ghp_nQcwYQyT2h5gMpngMc29Xzq2qL0aB7dE9kFz"),
+            ["ghp_nQcwYQyT2h5gMpngMc29Xzq2qL0aB7dE9kFz"]
+        );
+    }
+
+    #[test]
+    fn a_password_hash_that_says_it_is_made_up_is_a_stand_in() {
+        assert_clean(&[
+            "<passwordHash>#jbcrypt:$2a$10$fakefn2U3jfdByqbHc.fake9ejqu//fake9p8P222cdfwjdnMFdxS</passwordHash>",
+        ]);
+        assert!(
+            find_secret("#jbcrypt:$2a$10$Qm7vXz2pLk9RtY4wNb8sUe1cJ6hGf3dA5iK0oP7lMnB2qW9xZvE4y").is_some()
+        );
+    }
+
+    #[test]
+    fn an_xml_entrys_name_element_names_its_value_elements_secret() {
+        for text in [
+            "<entry>\n    <key>password</key>\n    <value>Tq7vLm2pZx</value>\n</entry>",
+            "<item><name>db.password</name><value>hunter2-blue</value></item>",
+            "<entry>\n  <key>api_token</key>\n  <value>Lm2pZx9Tq7vRk4Wb8Nc3</value>\n  <info>prod</info>\n</entry>",
+        ] {
+            assert!(find_secret(text).is_some(), "{text}");
+        }
+        assert_clean(&[
+            "<entry>\n    <key>password</key>\n    <value></value>\n</entry>",
+            "<entry>\n    <key>password</key>\n    <value>${DB_PASSWORD}</value>\n</entry>",
+            "<entry>\n    <key>username</key>\n    <value>Tq7vLm2pZx</value>\n</entry>",
+            "<entry><key>password_length</key><value>16</value></entry>",
+            "<key>password</key>\n<other>x</other>\n<key>user</key>\n<value>alice</value>",
+        ]);
+    }
+
+    #[test]
+    fn a_template_parameters_default_is_its_value() {
+        for text in [
+            "Parameters:\n  DBPassword:\n    Description: Database password\n    Type: String\n    Default: Tq7vLm2pZx9",
+            r#""MasterUserPassword": {"Type": "String", "NoEcho": true, "Default": "Lm2p9Zx!qTk4"}"#,
+            "> AdminPassword:\n>   Type: String\n>   Default: 'Rk4Wb8Nc3Tq7'",
+        ] {
+            assert!(find_secret(text).is_some(), "{text}");
+        }
+        assert_clean(&[
+            "DBPassword:\n  Type: String\n  NoEcho: true\nDBUser:\n  Default: Tq7vLm2pZx9",
+            r#""DBPassword": {"Type": "String", "NoEcho": true}, "DBUser": {"Default": "Tq7vLm2pZx9"}"#,
+            "DBPassword:\n  Type: String\n  Default: !Ref AdminPassword",
+            "DBPassword:\n  Description: the default is set by the pipeline\n  Type: String",
+        ]);
+    }
+
+    #[test]
+    fn an_accounts_word_glued_to_pass_names_its_password() {
+        for text in [
+            "jdbc:mysql://localhost/authority?user=admin&userpass=hunter2x",
+            "DBPASS=swordfish9",
+            "rootPass: 'marmalade7'",
+        ] {
+            assert!(find_secret(text).is_some(), "{text}");
+        }
+        assert_clean(&[
+            "bypass=marmalade",
+            "compass=north",
+            "surpass: expectations",
+            "userpass=$USER_PASS",
+            "mydbpass=true",
+        ]);
+    }
+
+    #[test]
+    fn a_jwes_five_segments_are_a_token() {
+        let jwe = "eyJhbGciOiJSU0EtT0FFUCIsImVuYyI6IkEyNTZHQ00ifQ.OKOawDo13gRp2ojaHV7LFpZcgV7T6DVZKTyKOMTYUmKoTCVJRgckCL9kiMT03JGeipsEdY3mx_etLbbWSrFr05kLzcSr4qKAq7YN7e9jwQRb23nfa6c9d-StnImGyFDbSv04uVuxIp5Zms1gNxKKK2Da14B8S4rzVRltdYwam_lDp5XnZAYpQdb76FdIKLaVmqgfwX7XWRxv2322i-vDxRfqNzo_tETKzpVLzfiwQyeyPGLBIO56YJ7eObdv0je81860ppamavo35UgoRdbYaBcoh9QcfylQr66oc6vFWXRcZ_ZT2LawVCWTIy3brGPi6UklfCpIMfIjf7iGdXKHzg.48V1_ALb6US04U3b.5eym8TW_c8SuK0ltJ3rpYIzOeDQz7TALvtu6UG9oMo4vpzs9tX_EFShS8iB7j6jiSdiwkIr3ajwQzaBtQD_A.XFBoMYUZodetZdvTiFvSkQ";
+        assert_eq!(
+            spans(&format!("the gateway returned {jwe} as the session")),
+            [jwe]
+        );
+        let direct = "eyJhbGciOiJkaXIiLCJlbmMiOiJBMTI4R0NNIn0..q8Zk2vLm7TpX4wRb.Nc3Tq7vLm2pZx9Rk4Wb8Nc3T.Yp1Mc9Ds5Fh2Jk7L";
+        assert_eq!(spans(&format!("cookie: {direct}")), [direct]);
+        assert_clean(&[
+            "eyJhbGciOiJSU0EtT0FFUCIsImVuYyI6IkEyNTZHQ00ifQ.abc.def",
+            "eyJhbGciOiJSU0EtT0FFUCIsImVuYyI6IkEyNTZHQ00ifQ is the header",
+            "eyJhbGciOiJkaXIiLCJlbmMiOiJBMTI4R0NNIn0..q8Zk.Nc3T.Yp1M",
+        ]);
+    }
+
+    #[test]
+    fn a_diffs_first_column_and_a_line_number_gutter_are_layout() {
+        for text in [
+            "```diff\n+| service | key | owner |\n+|---|---|---|\n+| numverify | aeo8h39fhjoa5txhrx633ad7t5ozankv | ops |\n```",
+            "@@ -1,2 +1,3 @@\n user = Aladdin\n-password = hunter2\n+password = open_sesame",
+            "error: invalid config\n 11 | [SupportSite]\n 12 | Username=thisismyunsername\n 13 | Password=Tq7vLm2pZx",
+        ] {
+            assert!(find_secret(text).is_some(), "{text}");
+        }
+        assert_clean(&[
+            "error: invalid config\n 11 | -----BEGIN PRIVATE KEY-----\n 12 | xxx\n 13 | -----END PRIVATE KEY-----",
+            "```diff\n-password = $OLD_PASSWORD\n+password = ${{ secrets.DB_PASSWORD }}\n```",
+            "10 | 20 | 30 are the totals",
+        ]);
+    }
+
+    #[test]
+    fn a_list_items_marker_is_layout() {
+        for text in [
+            "Notes from the call:\n* user = Aladdin\n* password = open_sesame",
+            "Steps:\n1. edit smtp.conf\n2. password = marmalade_sky",
+            "* [SupportSite]\n* Username=thisismyunsername\n* Password=thisismypassword",
+        ] {
+            assert!(find_secret(text).is_some(), "{text}");
+        }
+        assert_clean(&[
+            "* password = $DB_PASSWORD",
+            "2. set the password in the vault",
+            " * @param password the user's password",
+        ]);
+    }
+
+    #[test]
+    fn a_pages_line_level_tags_break_its_lines() {
+        assert_eq!(
+            spans("<p>I ran<br>\ncurl -u developer:yqDVtkqPECriaLRi<br>\nwhy does this fail?</p>"),
+            ["yqDVtkqPECriaLRi"]
+        );
+        assert!(find_secret("<p>config:<br>user = Aladdin<br>password = open_sesame</p>").is_some());
+        // A page's paragraph, its entities decoded: `&lt;password&gt;…` is an element.
+        assert_eq!(spans("<p>my password is yjFcoHmQK52</p>"), ["yjFcoHmQK52"]);
+        assert_eq!(
+            spans("<p>&lt;password&gt;Hq8vN2pLxQ7&lt;/password&gt;</p>"),
+            ["Hq8vN2pLxQ7"]
+        );
+        assert_clean(&["<p>fn check(password: &amp;str) -&gt; bool { hash(password) == self.hash }</p>"]);
+        assert_clean(&[
+            "<p>curl -u &lt;user:password&gt; https://test.com/endpoint<br>\n</p>",
+            "<p>password = $DB_PASSWORD<br>\ntoken: ${{ secrets.TOKEN }}</p>",
+            "line one<br>\nline two<br>\n<li>item</li>",
+        ]);
     }
 }

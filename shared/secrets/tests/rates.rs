@@ -33,6 +33,7 @@ const FLOORS: &[(&str, f64, f64)] = &[
     ("trufflehog", 97.8, 0.0),
     ("kingfisher", 95.2, 0.4),
     ("trivy", 95.6, 0.0),
+    ("ripsecrets", 95.1, 0.0),
 ];
 
 /// What each source is, for the table.
@@ -66,6 +67,10 @@ const LABELS: &[(&str, &str)] = &[
     (
         "trivy",
         "trivy's secret-scanner test data in seven prompt shapes (three new: a Dockerfile, a CI step, a Go test failure)",
+    ),
+    (
+        "ripsecrets",
+        "ripsecrets' test inputs in four prompt shapes (two new: a quoting e-mail reply, a JSON log record)",
     ),
 ];
 
