@@ -3418,9 +3418,21 @@ pub(crate) fn credential_word(w: &[u8]) -> bool {
     const WORDS: &[&[u8]] = &[
         b"access", b"secret", b"private", b"token", b"apikey", b"api", b"key", b"auth",
     ];
+    // The first letter of each word, in either case: most segments start with none of them,
+    // and the words are not compared.
+    static FIRST: [bool; 256] = {
+        let mut t = [false; 256];
+        let mut k = 0;
+        while k < WORDS.len() {
+            t[WORDS[k][0].to_ascii_lowercase() as usize] = true;
+            t[WORDS[k][0].to_ascii_uppercase() as usize] = true;
+            k += 1;
+        }
+        t
+    };
     fn made_of(seg: &[u8]) -> bool {
         seg.is_empty()
-            || WORDS.iter().any(|w| {
+            || FIRST[usize::from(seg[0])] && WORDS.iter().any(|w| {
                 seg.len() >= w.len() && seg[..w.len()].eq_ignore_ascii_case(w) && made_of(&seg[w.len()..])
             })
     }
