@@ -3418,25 +3418,37 @@ pub(crate) fn credential_word(w: &[u8]) -> bool {
     const WORDS: &[&[u8]] = &[
         b"access", b"secret", b"private", b"token", b"apikey", b"api", b"key", b"auth",
     ];
-    // The first letter of each word, in either case: most segments start with none of them,
-    // and the words are not compared.
-    static FIRST: [bool; 256] = {
-        let mut t = [false; 256];
+    // The first two letters of each word, in either case (a bit per `(first & 31, second &
+    // 31)`; a one-letter word sets its whole row): most words start with none of them, and are
+    // neither split nor compared. Other bytes may share a bit, which only costs the comparison.
+    static PAIRS: [u32; 32] = {
+        let mut t = [0u32; 32];
         let mut k = 0;
         while k < WORDS.len() {
-            t[WORDS[k][0].to_ascii_lowercase() as usize] = true;
-            t[WORDS[k][0].to_ascii_uppercase() as usize] = true;
+            let w = WORDS[k];
+            t[(w[0] & 31) as usize] |= if w.len() < 2 { u32::MAX } else { 1 << (w[1] & 31) };
             k += 1;
         }
         t
     };
+    fn may_start(seg: &[u8]) -> bool {
+        match seg {
+            [a, b, ..] => PAIRS[usize::from(a & 31)] & (1 << (b & 31)) != 0,
+            _ => true,
+        }
+    }
     fn made_of(seg: &[u8]) -> bool {
         seg.is_empty()
-            || FIRST[usize::from(seg[0])] && WORDS.iter().any(|w| {
-                seg.len() >= w.len() && seg[..w.len()].eq_ignore_ascii_case(w) && made_of(&seg[w.len()..])
-            })
+            || may_start(seg)
+                && WORDS.iter().any(|w| {
+                    seg.len() >= w.len() && seg[..w.len()].eq_ignore_ascii_case(w) && made_of(&seg[w.len()..])
+                })
     }
-    !w.is_empty() && w.len() <= 32 && w.split(|&b| matches!(b, b'_' | b'-' | b'.')).all(made_of)
+    let separator = |b: &u8| matches!(b, b'_' | b'-' | b'.');
+    !w.is_empty()
+        && w.len() <= 32
+        && (separator(&w[0]) || may_start(w))
+        && w.split(separator).all(made_of)
 }
 
 /// Whether a provider's key ends in words naming the credential (`buttercmsPRIVATEkey`,
