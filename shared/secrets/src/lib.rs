@@ -180,6 +180,8 @@
 
 use std::borrow::Cow;
 
+#[cfg(test)]
+mod prefilter_tests;
 mod rules;
 
 pub use rules::{FAMILIES, KEYWORD_INFO, RULE_INFO, RuleInfo, VENDORS, Vendor, keyword_providers};
@@ -3478,10 +3480,12 @@ fn credential_words_end(bytes: &[u8], kend: usize) -> usize {
             break;
         }
         // A word of two bytes or more that starts no credential word is not measured.
-        if let [a, b, ..] = bytes[start..] {
-            if is_key_byte(b) && !matches!(a, b'_' | b'-' | b'.') && !may_start_credential_word(&[a, b]) {
-                break;
-            }
+        if let [a, b, ..] = bytes[start..]
+            && is_key_byte(b)
+            && !matches!(a, b'_' | b'-' | b'.')
+            && !may_start_credential_word(&[a, b])
+        {
+            break;
         }
         let e = run_end_max(bytes, start, 33, |b| KEY_CLASS[usize::from(b)] != 0);
         if !credential_word(&bytes[start..e]) {
