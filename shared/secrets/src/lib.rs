@@ -184,6 +184,8 @@
 
 use std::borrow::Cow;
 
+#[cfg(test)]
+mod prefilter_tests;
 mod rules;
 
 pub use rules::{FAMILIES, KEYWORD_INFO, RULE_INFO, RuleInfo, VENDORS, Vendor, keyword_providers};
@@ -381,7 +383,7 @@ fn unescaped(text: &str) -> Option<(String, Vec<usize>)> {
     let html =
         memchr::memchr2_iter(b'&', b'<', bytes).any(|k| HTML.iter().any(|e| bytes[k..].starts_with(e)));
     if !html {
-        bytes.iter().position(|&b| b == b'\\')?;
+        memchr::memchr(b'\\', bytes)?;
     }
     // The strings on one line each, `[open, close]`, and whether each holds an escape and an
     // escaped line break or quoted words: such a string quotes a document (a prompt, a file, a
@@ -3752,19 +3754,50 @@ fn keyword_value_may_follow(bytes: &[u8], kend: usize) -> bool {
     run_end_max(bytes, r, 16, |b| KEYWORD_TOKEN[usize::from(b)]) - kend >= 16
 }
 
+/// The words [`credential_word`] builds a key of.
+const CREDENTIAL_WORDS: &[&[u8]] = &[
+    b"access", b"secret", b"private", b"token", b"apikey", b"api", b"key", b"auth",
+];
+
+/// The first two letters of each of [`CREDENTIAL_WORDS`], in either case (a bit per `(first & 31,
+/// second & 31)`; a one-letter word sets its whole row): most words start with none of them, and
+/// are neither measured, split nor compared. Other bytes may share a bit, which only costs the
+/// comparison.
+static CREDENTIAL_PAIRS: [u32; 32] = {
+    let mut t = [0u32; 32];
+    let mut k = 0;
+    while k < CREDENTIAL_WORDS.len() {
+        let w = CREDENTIAL_WORDS[k];
+        t[(w[0] & 31) as usize] |= if w.len() < 2 { u32::MAX } else { 1 << (w[1] & 31) };
+        k += 1;
+    }
+    t
+};
+
+/// Whether `seg` may start with one of [`CREDENTIAL_WORDS`] (true when it is shorter than two
+/// bytes).
+fn may_start_credential_word(seg: &[u8]) -> bool {
+    match seg {
+        [a, b, ..] => CREDENTIAL_PAIRS[usize::from(a & 31)] & (1 << (b & 31)) != 0,
+        _ => true,
+    }
+}
+
 /// Words that name a credential without naming a provider (`ACCESS`, `secret_key`, `apiToken`,
 /// `PRIVATEkey`): each segment of `w` is made of these alone.
 pub(crate) fn credential_word(w: &[u8]) -> bool {
-    const WORDS: &[&[u8]] = &[
-        b"access", b"secret", b"private", b"token", b"apikey", b"api", b"key", b"auth",
-    ];
     fn made_of(seg: &[u8]) -> bool {
         seg.is_empty()
-            || WORDS.iter().any(|w| {
-                seg.len() >= w.len() && seg[..w.len()].eq_ignore_ascii_case(w) && made_of(&seg[w.len()..])
-            })
+            || may_start_credential_word(seg)
+                && CREDENTIAL_WORDS.iter().any(|w| {
+                    seg.len() >= w.len() && seg[..w.len()].eq_ignore_ascii_case(w) && made_of(&seg[w.len()..])
+                })
     }
-    !w.is_empty() && w.len() <= 32 && w.split(|&b| matches!(b, b'_' | b'-' | b'.')).all(made_of)
+    let separator = |b: &u8| matches!(b, b'_' | b'-' | b'.');
+    !w.is_empty()
+        && w.len() <= 32
+        && (separator(&w[0]) || may_start_credential_word(w))
+        && w.split(separator).all(made_of)
 }
 
 /// Whether a provider's key ends in words naming the credential (`buttercmsPRIVATEkey`,
@@ -3784,6 +3817,14 @@ fn credential_words_end(bytes: &[u8], kend: usize) -> usize {
     for _ in 0..3 {
         let start = skip_blank(bytes, end);
         if start == end {
+            break;
+        }
+        // A word of two bytes or more that starts no credential word is not measured.
+        if let [a, b, ..] = bytes[start..]
+            && is_key_byte(b)
+            && !matches!(a, b'_' | b'-' | b'.')
+            && !may_start_credential_word(&[a, b])
+        {
             break;
         }
         let e = run_end_max(bytes, start, 33, |b| KEY_CLASS[usize::from(b)] != 0);
