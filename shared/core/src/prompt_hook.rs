@@ -309,7 +309,8 @@ fn handle(profile: &PromptHookProfile, run: &Run<'_>) -> (Protocol, Answered) {
         return nothing;
     };
     let decoded = payload::decode(&stdin);
-    drop(stdin);
+    // Its room holds the capture's copy of the prompt (see `spare`).
+    crate::spare::keep(stdin);
     let env = run.env;
     if let Some(event) = decoded.as_ref().and_then(|d| parse_lifecycle(profile, &d.value)) {
         return (

@@ -245,7 +245,10 @@ impl<'a> Turn<'a> {
             let _ = self.query_cache.set(((!as_is).then(|| text.to_owned()), query));
         }
         let skipped = match gated {
-            CaptureGate::Allowed(text) => return Some(text.into_owned()),
+            CaptureGate::Allowed(std::borrow::Cow::Borrowed(text)) => {
+                return Some(crate::spare::string_of(text));
+            }
+            CaptureGate::Allowed(std::borrow::Cow::Owned(text)) => return Some(text),
             CaptureGate::Redacted(text, kind) => {
                 emit::diagnostic(&self.diag(Stage::Capture, Outcome::CaptureRedacted).detail(kind));
                 return Some(text);
