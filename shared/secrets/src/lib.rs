@@ -1737,7 +1737,9 @@ impl<'t> Scan<'t> {
         }
         // `<property name="sonar.login" value="…"/>`, `- name: SONAR_LOGIN` then `value: …`: the
         // provider's value in the pair's value field.
-        if let Some(NamedValue::Field(e)) = self.named_value_field(i, kend) {
+        // (A name stands quoted, in its element or at its line's end, not in running code.)
+        let name_like = bytes.get(kend).is_none_or(|b| b"\"'`<\n\r,".contains(b));
+        if name_like && let Some(NamedValue::Field(e)) = self.named_value_field(i, kend) {
             self.keyword_value_at(e, key, false);
         }
         if held & KEY_DASH != 0 {
@@ -1929,6 +1931,10 @@ impl<'t> Scan<'t> {
         }
         while p > 0 && matches!(bytes[p - 1], b' ' | b'\t') {
             p -= 1;
+        }
+        // Most words stand after none of `:`, `=`, `>` or `variable`: one look says so.
+        if p == 0 || !matches!(bytes[p - 1], b':' | b'=' | b'>' | b'e') {
+            return None;
         }
         // A declaration's label (Terraform's `variable "db_password" {`): its value is its
         // `default`.
