@@ -51,6 +51,7 @@ pub mod scope_cache;
 /// The secret filter, its own crate (no I/O), re-exported where callers always found it.
 pub use powercontext_hooks_secrets as secrets;
 pub mod session;
+mod sha256;
 pub mod spool;
 pub mod start_echo;
 pub mod state;

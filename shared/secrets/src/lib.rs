@@ -180,6 +180,7 @@
 
 use std::borrow::Cow;
 
+mod log2;
 mod rules;
 
 pub use rules::{FAMILIES, KEYWORD_INFO, RULE_INFO, RuleInfo, VENDORS, Vendor, keyword_providers};
@@ -5333,7 +5334,7 @@ fn entropy(v: &[u8]) -> f64 {
         .filter(|&&c| c > 0)
         .map(|&c| {
             let p = f64::from(c) / n;
-            -p * p.log2()
+            -p * log2::log2(p)
         })
         .sum()
 }
