@@ -139,9 +139,18 @@ pub fn euid() -> u32 {
 #[must_use]
 pub fn sha256_hex(bytes: &[u8]) -> String {
     const HEX: &[u8; 16] = b"0123456789abcdef";
-    let digest = ring::digest::digest(&ring::digest::SHA256, bytes);
+    // Short inputs (file names, most prompts) skip `ring`'s CPU probe; see `sha256`.
+    let short;
+    let long;
+    let digest: &[u8] = if bytes.len() < crate::sha256::SHORT_INPUT {
+        short = crate::sha256::digest(bytes);
+        &short
+    } else {
+        long = ring::digest::digest(&ring::digest::SHA256, bytes);
+        long.as_ref()
+    };
     let mut out = String::with_capacity(64);
-    for b in digest.as_ref() {
+    for b in digest {
         out.push(char::from(HEX[usize::from(b >> 4)]));
         out.push(char::from(HEX[usize::from(b & 0x0f)]));
     }

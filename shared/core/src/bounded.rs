@@ -60,7 +60,9 @@ pub fn read(path: &Path, cap: u64, links: Links) -> Result<Option<(Vec<u8>, Meta
     if !meta.is_file() {
         return Err(Problem::NotRegular);
     }
-    let mut bytes = Vec::new();
+    // Sized from the file's length: one read and the end-of-file read, not a growing series.
+    let expected = usize::try_from(meta.len().min(cap)).unwrap_or(0);
+    let mut bytes = Vec::with_capacity(expected.saturating_add(1));
     file.take(cap + 1)
         .read_to_end(&mut bytes)
         .map_err(Problem::Unreadable)?;

@@ -17,6 +17,9 @@ use crate::outcome::{Failure, Outcome};
 /// Largest response body read, declared or not.
 pub const MAX_BODY_BYTES: u64 = 1024 * 1024;
 
+/// Largest response head (status line and headers) accepted.
+const MAX_HEAD_BYTES: usize = 16 * 1024;
+
 /// The `User-Agent` sent with every request.
 pub const USER_AGENT: &str = concat!("powercontext-hooks/", env!("CARGO_PKG_VERSION"));
 
@@ -163,6 +166,15 @@ impl Transport {
             Some((name, value)) => Some(usable_proxy(&value).ok_or(name)?),
             None => None,
         };
+        // ureq zeroes its buffers for every connection, and each fresh page is a page fault:
+        // over plain HTTP with no proxy (no TLS anywhere) the input buffer only has to hold the
+        // response head, capped below; a TLS record needs up to 16 KiB plus its overhead.
+        let plain = !base.is_https() && proxy.is_none();
+        let (input_buffer, output_buffer) = if plain {
+            (MAX_HEAD_BYTES, 8 * 1024)
+        } else {
+            (32 * 1024, 16 * 1024)
+        };
         let config = ureq::Agent::config_builder()
             .max_redirects(0)
             .http_status_as_error(false)
@@ -171,11 +183,10 @@ impl Transport {
             .proxy(proxy)
             .timeout_global(Some(deadline.cap(request_timeout)))
             // ureq zeroes 128 KiB per buffer per connection by default: most of a short hook's
-            // user-space instructions. Server answers have small headers; 32 KiB still holds a
-            // whole TLS record.
-            .max_response_header_size(16 * 1024)
-            .input_buffer_size(32 * 1024)
-            .output_buffer_size(16 * 1024)
+            // user-space instructions. Server answers have small headers.
+            .max_response_header_size(MAX_HEAD_BYTES)
+            .input_buffer_size(input_buffer)
+            .output_buffer_size(output_buffer)
             .build();
         let agent = ureq::Agent::with_parts(config, DefaultConnector::new(), LiteralFirst::default());
         Ok(Self {
@@ -646,5 +657,71 @@ mod tests {
             failure_for(&reply(503, Value::Null)).outcome,
             Outcome::ServerUnavailable
         );
+    }
+
+    /// A loopback server answering one request with `head_pad` bytes of extra headers and a JSON
+    /// body of `body_len` bytes; returns the transport's result.
+    fn one_answer(head_pad: usize, body_len: usize, post: bool) -> Result<Reply, HttpError> {
+        use std::io::{BufRead, BufReader, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let server = std::thread::spawn(move || {
+            let (conn, _) = listener.accept().unwrap();
+            let mut reader = BufReader::new(conn.try_clone().unwrap());
+            let mut length = 0;
+            loop {
+                let mut line = String::new();
+                reader.read_line(&mut line).unwrap();
+                if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                    length = v.trim().parse::<usize>().unwrap();
+                }
+                if line == "\r\n" {
+                    break;
+                }
+            }
+            let mut body = vec![0; length];
+            std::io::Read::read_exact(&mut reader, &mut body).unwrap();
+            let payload = format!(
+                "{{\"echo\":{},\"fill\":\"{}\"}}",
+                body.len(),
+                "x".repeat(body_len)
+            );
+            let pad = "a".repeat(head_pad);
+            let mut conn = conn;
+            let _ = write!(
+                conn,
+                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nX-Pad: {pad}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{payload}",
+                payload.len()
+            );
+        });
+        let transport = Transport::new(
+            BaseUrl::parse(&format!("http://127.0.0.1:{port}")).unwrap(),
+            None,
+            Duration::from_secs(5),
+            Deadline::after(Duration::from_secs(5)),
+            &Env::default(),
+        )
+        .unwrap();
+        let sent = "y".repeat(if post { 40_000 } else { 0 });
+        let result = if post {
+            transport.post_json("/v1/echo", &serde_json::json!({ "text": sent }))
+        } else {
+            transport.get("/v1/echo")
+        };
+        let _ = server.join();
+        result
+    }
+
+    #[test]
+    fn plain_http_buffers_carry_large_heads_requests_and_bodies() {
+        // A head close to the cap, a request body five times the output buffer and an answer
+        // many times the input buffer all pass through whole.
+        let reply = one_answer(15 * 1024, 300_000, true).unwrap();
+        assert_eq!(reply.status, 200);
+        assert!(reply.json);
+        assert_eq!(reply.body["echo"], 40_000 + 11);
+        assert_eq!(reply.body["fill"].as_str().map(str::len), Some(300_000));
+        // A head over the cap is refused, not read without bound.
+        assert!(one_answer(20 * 1024, 10, false).is_err());
     }
 }

@@ -10,7 +10,7 @@
 //! imports form no cycle (both held by a test that reads these sources):
 //!
 //! 1. Base values and pure parsing: `variables`, `host`, `env`, `base`, `deadline`, `endpoint`,
-//!    `wire`, `payload`, `plain`, `secrets`, `outcome`, `start_echo`, `spare`.
+//!    `wire`, `payload`, `plain`, `secrets`, `outcome`, `start_echo`, `spare`, `sha256`.
 //! 2. I/O primitives and diagnostics: `bounded`, `lock`, `state`, `http`, `workspace`,
 //!    `journal`, `emit`, `process`.
 //! 3. Server calls: `recall`, `scope`, `capture`.
@@ -51,6 +51,7 @@ pub mod scope_cache;
 /// The secret filter, its own crate (no I/O), re-exported where callers always found it.
 pub use powercontext_hooks_secrets as secrets;
 pub mod session;
+mod sha256;
 pub mod spare;
 pub mod spool;
 pub mod start_echo;

@@ -444,7 +444,15 @@ pub fn filter_seen(content: &str, seen: &[String]) -> Filtered {
     let Some((body, tail)) = rest.rsplit_once(END) else {
         return Filtered::Inject(content.to_owned(), Vec::new());
     };
-    let Ok(envelope) = serde_json::from_str::<Envelope<'_>>(body) else {
+    // A body that cannot open an envelope (a plain-text context) is passed through without a
+    // parse error: building one counts lines with `memchr`, whose first use probes the CPU.
+    let opens = body
+        .trim_start_matches([' ', '\n', '\r', '\t'])
+        .starts_with(['{', '[']);
+    let Some(envelope) = opens
+        .then(|| serde_json::from_str::<Envelope<'_>>(body).ok())
+        .flatten()
+    else {
         return Filtered::Inject(content.to_owned(), Vec::new());
     };
     let mut kept = Vec::with_capacity(envelope.items.len());

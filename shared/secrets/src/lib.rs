@@ -184,6 +184,7 @@
 
 use std::borrow::Cow;
 
+mod log2;
 #[cfg(test)]
 mod prefilter_tests;
 mod rules;
@@ -322,7 +323,7 @@ fn dequoted(text: &str) -> Option<String> {
     let mut in_diff = false;
     let mut line = 0;
     loop {
-        let end = memchr::memchr(b'\n', &bytes[line..]).map_or(bytes.len(), |p| line + p);
+        let end = find_byte(b'\n', &bytes[line..]).map_or(bytes.len(), |p| line + p);
         let l = &bytes[line..end];
         let lead = run_end(l, 0, |b| b == b' ' || b == b'\t');
         // What to blank on this line: `[from, to)` within it.
@@ -380,10 +381,11 @@ fn unescaped(text: &str) -> Option<(String, Vec<usize>)> {
         b"&quot;", b"&#34;", b"&#39;", b"&#x27;", b"&apos;", b"&lt;", b"&gt;", b"&amp;", b"<code>", b"<pre>",
         b"<br>", b"<br/>", b"<br />", b"<p>", b"<div>", b"<li>",
     ];
-    let html =
-        memchr::memchr2_iter(b'&', b'<', bytes).any(|k| HTML.iter().any(|e| bytes[k..].starts_with(e)));
+    let html = any_of_two(b'&', b'<', bytes, |k| {
+        HTML.iter().any(|e| bytes[k..].starts_with(e))
+    });
     if !html {
-        memchr::memchr(b'\\', bytes)?;
+        find_byte(b'\\', bytes)?;
     }
     // The strings on one line each, `[open, close]`, and whether each holds an escape and an
     // escaped line break or quoted words: such a string quotes a document (a prompt, a file, a
@@ -631,6 +633,31 @@ pub fn strip_private(text: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// The first `b` in `hay`. On x86-64 the SSE2 search is used directly: `memchr`'s default picks
+/// its code with a CPU probe (`cpuid`, which a virtual machine traps: about 28 µs per process),
+/// and SSE2 is part of x86-64 itself.
+fn find_byte(b: u8, hay: &[u8]) -> Option<usize> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if let Some(one) = memchr::arch::x86_64::sse2::memchr::One::new(b) {
+            return one.find(hay);
+        }
+    }
+    memchr::memchr(b, hay)
+}
+
+/// Whether `f` holds at some position of `a` or `b` in `hay` (tried in order), without the CPU
+/// probe (see [`find_byte`]).
+fn any_of_two(a: u8, b: u8, hay: &[u8], f: impl FnMut(usize) -> bool) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if let Some(two) = memchr::arch::x86_64::sse2::memchr::Two::new(a, b) {
+            return two.iter(hay).any(f);
+        }
+    }
+    memchr::memchr2_iter(a, b, hay).any(f)
+}
+
 /// The first position of `needle` (lowercase ASCII, starting with a non-letter such as `<` or
 /// `-`) at or after `from`, ignoring ASCII case.
 fn find_ci(bytes: &[u8], from: usize, needle: &[u8]) -> Option<usize> {
@@ -638,7 +665,7 @@ fn find_ci(bytes: &[u8], from: usize, needle: &[u8]) -> Option<usize> {
     let mut i = from;
     while i + needle.len() <= bytes.len() {
         // The first byte is not a letter, so a plain byte search finds the candidates.
-        let k = memchr::memchr(first, &bytes[i..=bytes.len() - needle.len()])?;
+        let k = find_byte(first, &bytes[i..=bytes.len() - needle.len()])?;
         i += k;
         if bytes[i..i + needle.len()].eq_ignore_ascii_case(needle) {
             return Some(i);
@@ -5867,7 +5894,7 @@ fn entropy(v: &[u8]) -> f64 {
         .filter(|&&c| c > 0)
         .map(|&c| {
             let p = f64::from(c) / n;
-            -p * p.log2()
+            -p * log2::log2(p)
         })
         .sum()
 }
