@@ -168,10 +168,12 @@ impl Transport {
         };
         // ureq zeroes its buffers for every connection, and each fresh page is a page fault:
         // over plain HTTP with no proxy (no TLS anywhere) the input buffer only has to hold the
-        // response head, capped below; a TLS record needs up to 16 KiB plus its overhead.
+        // response head, capped below; a TLS record needs up to 16 KiB plus its overhead. The
+        // output buffer keeps 16 KiB on every transport: each request header line must fit in it
+        // whole, and a token may be 8192 characters after `authorization: Bearer `.
         let plain = !base.is_https() && proxy.is_none();
         let (input_buffer, output_buffer) = if plain {
-            (MAX_HEAD_BYTES, 8 * 1024)
+            (MAX_HEAD_BYTES, 16 * 1024)
         } else {
             (32 * 1024, 16 * 1024)
         };
@@ -723,5 +725,53 @@ mod tests {
         assert_eq!(reply.body["fill"].as_str().map(str::len), Some(300_000));
         // A head over the cap is refused, not read without bound.
         assert!(one_answer(20 * 1024, 10, false).is_err());
+    }
+
+    #[test]
+    fn a_token_config_accepts_is_sent_whole_over_plain_http() {
+        use std::io::{BufRead, BufReader, Write};
+        // 8192 characters: the longest token `Authorization` accepts.
+        let token = "t".repeat(8192);
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let server = std::thread::spawn(move || {
+            let Ok((conn, _)) = listener.accept() else {
+                return 0;
+            };
+            let mut reader = BufReader::new(conn.try_clone().unwrap());
+            let mut seen = 0;
+            loop {
+                let mut line = String::new();
+                if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                    return seen;
+                }
+                if let Some(v) = line.to_ascii_lowercase().strip_prefix("authorization: bearer ") {
+                    seen = v.trim().len();
+                }
+                if line == "\r\n" {
+                    break;
+                }
+            }
+            let mut conn = conn;
+            let _ = write!(
+                conn,
+                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{{}}"
+            );
+            seen
+        });
+        let transport = Transport::new(
+            BaseUrl::parse(&format!("http://127.0.0.1:{port}")).unwrap(),
+            Some(Authorization::parse_token(&token).unwrap()),
+            Duration::from_secs(5),
+            Deadline::after(Duration::from_secs(5)),
+            &Env::default(),
+        )
+        .unwrap();
+        let result = transport.get("/v1/echo");
+        drop(transport);
+        // Unblocks the accept when the request never connected.
+        let _ = std::net::TcpStream::connect(("127.0.0.1", port));
+        assert_eq!(result.map(|r| r.status), Ok(200));
+        assert_eq!(server.join().unwrap(), 8192);
     }
 }

@@ -195,3 +195,22 @@ mod tests {
         }
     }
 }
+
+#[cfg(test)]
+mod review_tests {
+    #[test]
+    fn every_length_to_three_short_bounds_agrees_with_ring_through_sha256_hex() {
+        let data: Vec<u8> = (0..12_300u32)
+            .map(|i| (i.wrapping_mul(0x9e37_79b9) >> 11) as u8)
+            .collect();
+        for len in 0..=12_288 {
+            let input = &data[..len];
+            let want: String = ring::digest::digest(&ring::digest::SHA256, input)
+                .as_ref()
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect();
+            assert_eq!(crate::base::sha256_hex(input), want, "length {len}");
+        }
+    }
+}

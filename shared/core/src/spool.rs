@@ -1215,6 +1215,57 @@ mod tests {
         assert!(bytes.write_to(&mut Full(out.len())).is_ok());
     }
 
+    #[test]
+    fn review_random_texts_escape_as_serde_json_with_the_announced_length() {
+        // A writer taking a few bytes at a time, so every chunk boundary is also a write boundary.
+        struct Dribble(Vec<u8>, u64);
+        impl Write for Dribble {
+            fn write(&mut self, b: &[u8]) -> io::Result<usize> {
+                self.1 ^= self.1 << 13;
+                self.1 ^= self.1 >> 7;
+                self.1 ^= self.1 << 17;
+                let n = b.len().min(1 + (self.1 % 5000) as usize);
+                self.0.extend_from_slice(&b[..n]);
+                Ok(n)
+            }
+            fn flush(&mut self) -> io::Result<()> {
+                Ok(())
+            }
+        }
+        let alphabet: Vec<char> = ('\u{0}'..='\u{7f}')
+            .chain(['é', '中', '😀', '\u{2028}', '\u{ffff}', '\u{10ffff}'])
+            .collect();
+        let mut seed: u64 = 0x2545_f491_4f6c_dd1d;
+        let mut next = || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        for round in 0..400 {
+            let len = (next() % 70_000) as usize;
+            // Mostly plain runs with sparse escapes, or dense escapes.
+            let dense = round % 3 == 0;
+            let text: String = (0..len)
+                .map(|_| {
+                    let r = next();
+                    if dense || r % 50 == 0 {
+                        alphabet[(r >> 8) as usize % alphabet.len()]
+                    } else {
+                        'a'
+                    }
+                })
+                .collect();
+            let capture = sample(&text);
+            let bytes = EntryBytes::new(&without_text(&capture), &text).unwrap();
+            let mut out = Dribble(Vec::new(), next() | 1);
+            bytes.write_to(&mut out).unwrap();
+            let serde = versioned_struct_bytes(&capture, 0).unwrap();
+            assert_eq!(out.0.len(), bytes.len(), "round {round}");
+            assert!(out.0 == serde, "round {round}");
+        }
+    }
+
     fn sample(content: &str) -> SpooledCapture {
         SpooledCapture {
             integration: "codex".into(),

@@ -2,6 +2,7 @@
 //! measured, split or compared) never turn away a word the full comparison would take; never
 //! runs outside tests.
 
+use super::rules::Rng;
 use super::{CREDENTIAL_WORDS, KEY_CLASS, credential_word, credential_words_end, run_end_max, skip_blank};
 
 /// The definition, without any quick rejection: each segment made of the words alone.
@@ -31,22 +32,6 @@ fn credential_words_end_by_definition(bytes: &[u8], kend: usize) -> usize {
         end = e;
     }
     end
-}
-
-/// A small deterministic generator (xorshift), so a failure replays.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        usize::try_from(self.next() % n as u64).unwrap_or(0)
-    }
 }
 
 /// Each word in lower case, upper case and capitalised.

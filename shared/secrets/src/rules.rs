@@ -471,26 +471,31 @@ fn stand_in(token: &[u8]) -> bool {
     token.len() >= 16 && categories == 1 && !digit && upper
 }
 
+/// A tiny deterministic generator (xorshift) for the tests, so every run checks the same random
+/// texts and a failure replays.
+#[cfg(test)]
+pub(crate) struct Rng(pub(crate) u64);
+
+#[cfg(test)]
+impl Rng {
+    pub(crate) fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    pub(crate) fn below(&mut self, n: usize) -> usize {
+        usize::try_from(self.next() % n as u64).unwrap_or(0)
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::{KEYWORD_INFO, KEYWORD_RULES, RULE_INFO, SEGMENTS, VENDORS, Vendor, in_class};
+    use super::{KEYWORD_INFO, KEYWORD_RULES, RULE_INFO, Rng, SEGMENTS, VENDORS, Vendor, in_class};
     use crate::{SecretKind, findings};
 
     include!(concat!(env!("OUT_DIR"), "/samples.rs"));
-
-    /// A tiny deterministic generator (xorshift), so every run checks the same random tokens.
-    struct Rng(u64);
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            self.0
-        }
-        fn below(&mut self, n: usize) -> usize {
-            usize::try_from(self.next() % n as u64).expect("small")
-        }
-    }
 
     /// A random token of the rule's shape: each class run at a random length within its bounds
     /// (at most 24 past its minimum), mixing the class's letters and digits as generated tokens do.
