@@ -7326,7 +7326,14 @@ mod tests {
         eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4gRG9lIiwiaWF0IjoxNTE2MjM5MDIyfQ.\
         SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c";
 
-    fn assert_clean(texts: &[&str]) {
+    /// Each text holds a secret, whichever rule finds it.
+    pub(crate) fn assert_found(texts: &[&str]) {
+        for text in texts {
+            assert!(find_secret(text).is_some(), "expected a match for {text:?}");
+        }
+    }
+
+    pub(crate) fn assert_clean(texts: &[&str]) {
         for text in texts {
             assert_eq!(find_secret(text), None, "expected no match for {text:?}");
         }
@@ -7607,13 +7614,11 @@ mod tests {
             "<passphrase>{jSMOWnoPFgsHVpMvz5VrIt5kRbzGpI8u+9EF1iFQyJQ=}</passphrase>",
         ]);
         // Without its braces the same text is a value, in an element or on a line naming it.
-        for text in [
+        assert_found(&[
             "<passphrase>jSMOWnoPFgsHVpMvz5VrIt5kRbzGpI8u+9EF1iFQyJQ=</passphrase>",
             "the gpg passphrase is jSMOWnoPFgsHVpMvz5VrIt5kRbzGpI8u+9EF1iFQyJQ=",
             "<password>Wq3vH8kLz0pN4sB=</password>",
-        ] {
-            assert!(find_secret(text).is_some(), "{text}");
-        }
+        ]);
     }
 
     #[test]
@@ -7688,14 +7693,12 @@ mod tests {
     fn words_naming_the_credential_may_stand_between_a_provider_and_its_value() {
         // Blanks between (`pdfshift ACCESS …`), or dashes glued to the value: the value counts
         // as after the provider's word alone, and a hex value with them.
-        for text in [
+        assert_found(&[
             "pdfshift ACCESS 9f71c52d839b5cd527645e42b5134f8b",
             "nimble private access key 3mL6pHJQ7NMK3v8Z1J6n2L9F6qK2dH",
             "prospect-secret-5f4dcc3b5aa765d61d8327deb882cf91",
             "buttercmsPRIVATEkey-ab8f9c72ca483c3b6c3d4e6e8f9284ab56cd78f0",
-        ] {
-            assert!(find_secret(text).is_some(), "{text}");
-        }
+        ]);
         assert_clean(&[
             // Another word, or a hex suffix with no word naming a credential: a build's.
             "pdfshift version 9f71c52d839b5cd527645e42b5134f8b",
@@ -8162,15 +8165,13 @@ mod tests {
             "password: removed",
         ]);
         // A literal with a parenthesis, dots or marks around it is still a password.
-        for secret in [
+        assert_found(&[
             "DB_PASSWORD=Abc(d3f)Gh9x",
             "password = \"kX9(\\\"mQ2zLp\"",
             "password: my.secret.value9",
             "DB_PASSWORD=!Xk9mQ2zLp!",
             "DB_PASSWORD=SuperStrongRandomPassword",
-        ] {
-            assert!(!findings(secret).is_empty(), "{secret}");
-        }
+        ]);
     }
 
     #[test]
@@ -10048,12 +10049,10 @@ mod tests {
             "api_key = \"zyxwvutsrqponmlkjihgfedcba\"",
             "\"token1\": \"xoxp-1234567890\"",
         ]);
-        for text in [
+        assert_found(&[
             "api_key = \"k9Qm2Lx7Rv4Tz8Wp3Ny6Hb1Jd5Fs0Gc\"",
             "\"token\": \"xoxp-5028163947-7736201938475-Qm2Lx7Rv4Tz8Wp3Ny6Hb1Jd5\"",
-        ] {
-            assert!(find_secret(text).is_some(), "{text}");
-        }
+        ]);
     }
 
     /// A table's column named by a weak word (`key`) holds a key when its cell looks generated;
@@ -10373,7 +10372,7 @@ mod tests {
 
     #[test]
     fn a_digest_after_a_bare_key_word_is_an_entry_and_after_a_qualified_one_a_key() {
-        for text in [
+        assert_found(&[
             "master key: 4b9e07c2d15a8f36e7019bd42c5fa863",
             "encryption key: 9d2c4f71a08e3b56c7e1904fd2b8a635",
             "signing key = 0f7a3e91c52bd6480e1f7c93a25bd064",
@@ -10381,9 +10380,7 @@ mod tests {
             "secret key: 6e0b9d3a7f12c845e9d03a6b1f7c2e48",
             "Ocp-Apim-Subscription-Key: 06b2852c5de0abe82ca2121c21140e91",
             "the lemlist key 24203d9f149dd02d1d944ee799cfb57e stopped working",
-        ] {
-            assert!(find_secret(text).is_some(), "{text}");
-        }
+        ]);
         assert_clean(&[
             "cache key: 4b9e07c2d15a8f36e7019bd42c5fa863",
             "key: 9d2c4f71a08e3b56c7e1904fd2b8a635",
@@ -10447,26 +10444,22 @@ mod tests {
             "formcraft_key=1234567890abcdef",
             "ipinfo_secret key=abcdef12345678",
         ]);
-        for text in [
+        assert_found(&[
             "api_token = q7Wm2xR9kL4v",
             "api_key = \"Qz7pL2abcdefRw9\"",
             "password = abcdef9Qz!x",
-        ] {
-            assert!(!findings(text).is_empty(), "{text}");
-        }
+        ]);
     }
 
     /// A run of one character is filler only where nothing generated comes before it: a key padded
     /// out after 16 or more random characters is still a key, under a prefix or a key word.
     #[test]
     fn filler_only_in_part_is_no_filler() {
-        for text in [
+        assert_found(&[
             "stripe_key=sk_test_51H5Z3jGXvP5CVwYOLLllllllllllllllllllllllll",
             "why does sk_live_Qm7xR2vL9pW4kZ8nB3TtZZZZZZZZZZZZ fail?",
             "password = \"Xk9mQ2zLp7vR4wT8000000\"",
-        ] {
-            assert!(!findings(text).is_empty(), "{text}");
-        }
+        ]);
         assert_clean(&[
             "sk_test_XXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXX",
             "sk_live_51H5Zlllllllllllllllllllllllllllll",
@@ -10485,7 +10478,7 @@ mod tests {
             "client_secret = \"zY9xW8vU7tS6rQ5pO4nM3\"",
             "export DB_PASSWORD=aBcDeFgHiJkLmNoP",
         ]);
-        for text in [
+        assert_found(&[
             // Letters counting, digits not.
             "password: A7bC2dE9fH4iJ1kL6mN3oP8qR5sT0u/+",
             // Case not alternating (`bc`).
@@ -10493,9 +10486,7 @@ mod tests {
             // A count interrupted by a pair (`Xy`), as in a value that only looks like a count.
             "AccountKey=Xy9aB8cD7eF6gH5iJ4kL3mN2oP1qR0sT9uV8wX7yZ6aB5cD4eF3gH2iJ1kL0mN9oP8q==",
             "password: Xk9mQ2zLp7vR4wT8nB3hJ6cF",
-        ] {
-            assert!(!findings(text).is_empty(), "{text}");
-        }
+        ]);
     }
 
     /// Base64 of filler (a sentence calling itself an example, counts end to end) is filler;
@@ -10507,13 +10498,11 @@ mod tests {
             "instabot TOKEN:VGhpcyBpcyBhbiBpbnN0YWJvdCBhcGkgdG9rZW4gZXhhbXBsZQ==",
             "reachmailSecret=YWJjZGVmZ2hpamtsbW5vcHFyc3R1dnd4eXoxMjM0NTY3ODkwQUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVo",
         ]);
-        for text in [
+        assert_found(&[
             "api_secret = \"q8Zr3mK1vX0pL7wN2cT5yB9dF4hJ6sA1\"",
             "api_secret = \"3q9vUQ8rS0kM1Hc2yZ7bN4xJ6wT5pL0d+fA9gR2eK8o=\"",
             "fullstory_key = \"dXNlcjp7Y29uZmlybWVkOnRydWUsImt1cmEiOiJlbGVuaXZlIERlZlo6ZGJ0OnRydWU9YWJjZGVmZ2hpamtsbW5vcHFyc3R1dnd4eXo=\"",
-        ] {
-            assert!(!findings(text).is_empty(), "{text}");
-        }
+        ]);
     }
 
     /// The literal default of an environment lookup is the secret when the variable names one,
@@ -10608,22 +10597,18 @@ mod tests {
 
     #[test]
     fn a_quoted_replys_markers_leave_its_lines_as_they_were() {
-        for text in [
+        assert_found(&[
             "> SSHpassword=swordfish",
             "> > DB_PASSWORD=marmalade",
             "On Tue, ops wrote:\n> password: Tq7vLm2pZx\n\nthanks",
             ">\tpassword = open_sesame",
-        ] {
-            assert!(find_secret(text).is_some(), "{text}");
-        }
+        ]);
         // A table, a CSV row and a REPL line read inside a quote as outside it.
-        for text in [
+        assert_found(&[
             "> | service | key | owner |\n> |---|---|---|\n> | numverify | aeo8h39fhjoa5txhrx633ad7t5ozankv | ops |",
             "> service,credential,owner\n> billing,gL1LKFp8p0q7ORUybiyovqIuGUsGjx4adxMRcHPh,team-a",
             ">>> api_key = \"Zk3n8QwL2xVb7Rt5Yp1Mc9Ds\"",
-        ] {
-            assert!(find_secret(text).is_some(), "{text}");
-        }
+        ]);
         assert_clean(&[
             "> password=$DB_PASSWORD",
             "> the password field is required",
@@ -10725,13 +10710,11 @@ mod tests {
 
     #[test]
     fn an_xml_entrys_name_element_names_its_value_elements_secret() {
-        for text in [
+        assert_found(&[
             "<entry>\n    <key>password</key>\n    <value>Tq7vLm2pZx</value>\n</entry>",
             "<item><name>db.password</name><value>hunter2-blue</value></item>",
             "<entry>\n  <key>api_token</key>\n  <value>Lm2pZx9Tq7vRk4Wb8Nc3</value>\n  <info>prod</info>\n</entry>",
-        ] {
-            assert!(find_secret(text).is_some(), "{text}");
-        }
+        ]);
         assert_clean(&[
             "<entry>\n    <key>password</key>\n    <value></value>\n</entry>",
             "<entry>\n    <key>password</key>\n    <value>${DB_PASSWORD}</value>\n</entry>",
@@ -10743,13 +10726,11 @@ mod tests {
 
     #[test]
     fn a_template_parameters_default_is_its_value() {
-        for text in [
+        assert_found(&[
             "Parameters:\n  DBPassword:\n    Description: Database password\n    Type: String\n    Default: Tq7vLm2pZx9",
             r#""MasterUserPassword": {"Type": "String", "NoEcho": true, "Default": "Lm2p9Zx!qTk4"}"#,
             "> AdminPassword:\n>   Type: String\n>   Default: 'Rk4Wb8Nc3Tq7'",
-        ] {
-            assert!(find_secret(text).is_some(), "{text}");
-        }
+        ]);
         assert_clean(&[
             "DBPassword:\n  Type: String\n  NoEcho: true\nDBUser:\n  Default: Tq7vLm2pZx9",
             r#""DBPassword": {"Type": "String", "NoEcho": true}, "DBUser": {"Default": "Tq7vLm2pZx9"}"#,
@@ -10760,13 +10741,11 @@ mod tests {
 
     #[test]
     fn an_accounts_word_glued_to_pass_names_its_password() {
-        for text in [
+        assert_found(&[
             "jdbc:mysql://localhost/authority?user=admin&userpass=hunter2x",
             "DBPASS=swordfish9",
             "rootPass: 'marmalade7'",
-        ] {
-            assert!(find_secret(text).is_some(), "{text}");
-        }
+        ]);
         assert_clean(&[
             "bypass=marmalade",
             "compass=north",
@@ -10794,13 +10773,11 @@ mod tests {
 
     #[test]
     fn a_diffs_first_column_and_a_line_number_gutter_are_layout() {
-        for text in [
+        assert_found(&[
             "```diff\n+| service | key | owner |\n+|---|---|---|\n+| numverify | aeo8h39fhjoa5txhrx633ad7t5ozankv | ops |\n```",
             "@@ -1,2 +1,3 @@\n user = Aladdin\n-password = hunter2\n+password = open_sesame",
             "error: invalid config\n 11 | [SupportSite]\n 12 | Username=thisismyunsername\n 13 | Password=Tq7vLm2pZx",
-        ] {
-            assert!(find_secret(text).is_some(), "{text}");
-        }
+        ]);
         assert_clean(&[
             "error: invalid config\n 11 | -----BEGIN PRIVATE KEY-----\n 12 | xxx\n 13 | -----END PRIVATE KEY-----",
             "```diff\n-password = $OLD_PASSWORD\n+password = ${{ secrets.DB_PASSWORD }}\n```",
@@ -10810,13 +10787,11 @@ mod tests {
 
     #[test]
     fn a_list_items_marker_is_layout() {
-        for text in [
+        assert_found(&[
             "Notes from the call:\n* user = Aladdin\n* password = open_sesame",
             "Steps:\n1. edit smtp.conf\n2. password = marmalade_sky",
             "* [SupportSite]\n* Username=thisismyunsername\n* Password=thisismypassword",
-        ] {
-            assert!(find_secret(text).is_some(), "{text}");
-        }
+        ]);
         assert_clean(&[
             "* password = $DB_PASSWORD",
             "2. set the password in the vault",

@@ -493,6 +493,7 @@ impl Rng {
 #[cfg(test)]
 mod tests {
     use super::{KEYWORD_INFO, KEYWORD_RULES, RULE_INFO, Rng, SEGMENTS, VENDORS, Vendor, in_class};
+    use crate::tests::{assert_clean, assert_found};
     use crate::{SecretKind, findings};
 
     include!(concat!(env!("OUT_DIR"), "/samples.rs"));
@@ -635,28 +636,24 @@ mod tests {
     /// too (`AKIA0123456789ABCDEF`, `ghp_0123…XYZ`); a generated body after the same prefix is not.
     #[test]
     fn a_vendor_prefix_before_counts_end_to_end_is_filler() {
-        for filler in [
+        assert_clean(&[
             "AWS_ACCESS_KEY_ID=AKIA0123456789ABCDEF",
             "export AWS_ACCESS_KEY_ID=AKIAABCDEFGHI1234567",
             "GITHUB_PAT=ghp_012345678901234567890123456789abcdef",
             "export GITHUB_PAT=ghp_0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ",
             "token=ghp_abcdef1234567890ABCDEF1234567890abcd",
-        ] {
-            assert!(findings(filler).is_empty(), "{filler}");
-        }
-        for real in [
+        ]);
+        assert_found(&[
             "AWS_ACCESS_KEY_ID=AKIA2E0A8F3B244C9986",
             "export GITHUB_PAT=ghp_eifae6eigh3aeSah1shahd6oi1tague6vaey",
             "token=ghp_R7kT2mQ9xV4bN8cL1pZ6wY3sD5fH0jG2aE4u",
-        ] {
-            assert!(!findings(real).is_empty(), "{real}");
-        }
+        ]);
     }
 
     /// Counts on both sides of OpenAI's `T3BlbkFJ` marker are typed; generated parts are a key.
     #[test]
     fn counts_around_openais_marker_are_filler() {
-        for filler in [
+        assert_clean(&[
             "sk-proj-abcdefghijklmnopqrstT3BlbkFJabcdefghijklmnopqrst",
             "OPENAI_API_KEY=sk-svcacct-abcdefghijklmnopqrstT3BlbkFJabcdefghijklmnopqrst",
             "sk-abcdefghijklmnopqrstT3BlbkFJabcdefghijklmnopqrst",
@@ -664,38 +661,30 @@ mod tests {
             "sk-tooshortT3BlbkFJtooshort",
             "why does sk-Qm7xR2T3BlbkFJvL9pW4kZ fail?",
             "sk-proj-Rk29xQmT7vWp3LzN8bYcT3BlbkFJd4HsV1gKq6",
-        ] {
-            assert!(findings(filler).is_empty(), "{filler}");
-        }
-        for real in [
+        ]);
+        assert_found(&[
             "sk-proj-Rk29xQmT7vWp3LzN8bYcT3BlbkFJd4HsV1gKq6ZtE0uJ5nXa",
             "OPENAI_API_KEY=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",
             // Counts on one side only are not filler throughout.
             "sk-proj-abcdefghijklmnopqrstT3BlbkFJd4HsV1gKq6ZtE0uJ5nXa",
             // Without the marker a short `sk-` key is still judged by its characters alone.
             "OPENAI_API_KEY=sk-Qm7xR2vL9pW4kZ8nB3",
-        ] {
-            assert!(!findings(real).is_empty(), "{real}");
-        }
+        ]);
     }
 
     /// `dummy` and `notreal` inside a token of a lenient rule are a stand-in's words, as
     /// `example` and `here` already were; the same prefix before generated characters is a token.
     #[test]
     fn stand_in_words_inside_a_lenient_token_are_filler() {
-        for filler in [
+        assert_clean(&[
             "GITHUB_TOKEN=ghs_15368_eyJtestHEADERdummynotreal00.eyJtestPAYLOADdummynotreal00",
             "token: ghp_DummyTokenForTheDocsOnly1234567890ab",
             "GITHUB_TOKEN=ghp_thisIsNotRealTokenJustForTests12345678",
-        ] {
-            assert!(findings(filler).is_empty(), "{filler}");
-        }
-        for real in [
+        ]);
+        assert_found(&[
             "GITHUB_TOKEN=ghs_16C7e42F292c6912E7710c838347Ae178B4a",
             "token: ghp_R7kT2mQ9xV4bN8cL1pZ6wY3sD5fH0jG2aE4u",
-        ] {
-            assert!(!findings(real).is_empty(), "{real}");
-        }
+        ]);
     }
 
     /// Three quarters of a lenient token typed as counts is filler even with a stray tail
