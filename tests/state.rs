@@ -1646,9 +1646,7 @@ fn state_the_prompts_that_follow_are_delivered_by_the_lingering_drainer_without_
     }
     assert_eq!(s.count(CAPTURE), 3);
     let _ = std::fs::remove_dir_all(home);
-    for pid in drainers_of(&state) {
-        let _ = Command::new("kill").arg(pid.to_string()).status();
-    }
+    stop_drainers_of(&state, "TERM");
 }
 
 /// The linger lock files in `state` (one name per environment; see the drainer's linger).
@@ -1684,6 +1682,16 @@ fn signal(pid: u32, sig: &str) {
             .unwrap()
             .success()
     );
+}
+
+/// Sends `sig` to every drainer still working for `state` (one may leave meanwhile).
+fn stop_drainers_of(state: &Path, sig: &str) {
+    for pid in drainers_of(state) {
+        let _ = Command::new("kill")
+            .arg(format!("-{sig}"))
+            .arg(pid.to_string())
+            .status();
+    }
 }
 
 /// Kills a process it names when dropped (also when an assertion fails).
@@ -1966,9 +1974,7 @@ fn state_with_the_server_down_a_hook_starts_no_drainer_while_one_lingers() {
     );
     let v: Value = serde_json::from_slice(&std::fs::read(&files[0]).unwrap()).unwrap();
     assert_eq!(v["content"], "second prompt, the Server is down");
-    for pid in drainers_of(&state) {
-        let _ = Command::new("kill").arg(pid.to_string()).status();
-    }
+    stop_drainers_of(&state, "TERM");
 }
 
 #[test]
@@ -2039,9 +2045,7 @@ fn state_the_first_refused_prompt_of_a_new_state_dir_starts_a_drainer() {
         assert_eq!(spool_files(&state).len(), 1, "the capture waits for the Server");
     }
     for dir in &dirs {
-        for pid in drainers_of(&dir.path().join("state")) {
-            let _ = Command::new("kill").arg(pid.to_string()).status();
-        }
+        stop_drainers_of(&dir.path().join("state"), "TERM");
     }
 }
 
@@ -2139,9 +2143,7 @@ fn a_failed_lingering_drainer_leaves_nothing_behind(
             "third prompt".to_owned()
         ]
     );
-    for pid in drainers_of(&state) {
-        let _ = Command::new("kill").arg(pid.to_string()).status();
-    }
+    stop_drainers_of(&state, "TERM");
 }
 
 /// A Server that refuses captures (503) while prompts keep coming: the lingering drainer passes
@@ -2193,9 +2195,7 @@ fn state_a_server_refusing_captures_is_retried_once_per_pause_while_prompts_keep
         prompts,
         "every capture waits in the spool"
     );
-    for pid in drainers_of(&state) {
-        let _ = Command::new("kill").arg(pid.to_string()).status();
-    }
+    stop_drainers_of(&state, "TERM");
 }
 
 /// A drainer that cannot linger because another drainer of its environment holds the linger lock
@@ -2257,9 +2257,7 @@ fn state_a_capture_handed_over_during_a_failed_pass_is_delivered_when_the_linger
         "{:?}",
         capture_contents(&s)
     );
-    for pid in drainers_of(&state) {
-        let _ = Command::new("kill").arg("-KILL").arg(pid.to_string()).status();
-    }
+    stop_drainers_of(&state, "KILL");
 }
 
 /// A drainer started early whose tries all find another hook still holding its capture (on the
@@ -2348,9 +2346,7 @@ fn state_a_capture_handed_over_during_the_last_try_of_a_drainer_is_delivered_wit
     assert!(slow.try_wait().unwrap().is_none(), "the slow hook is done");
     slow.kill().unwrap();
     let _ = slow.wait();
-    for pid in drainers_of(&state) {
-        let _ = Command::new("kill").arg(pid.to_string()).status();
-    }
+    stop_drainers_of(&state, "TERM");
 }
 
 /// The successor of a lingering drainer whose pass could not use the state directory tries again
