@@ -510,29 +510,72 @@ fn rename_no_replace(from: &Path, to: &Path) -> io::Result<()> {
     fs::rename(from, to)
 }
 
-/// Creates `dir/name` through a fresh temp file (`O_EXCL`, 0600), locked before it becomes
-/// visible under its final name, so no drainer can ever claim it while we hold it. No fsync: a
-/// capture has to survive the process, not a power cut, and an fsync would cost milliseconds on
-/// every prompt.
-fn create_locked(dir: &Path, name: &str, bytes: &EntryBytes<'_>) -> io::Result<File> {
-    let temp = dir.join(format!("{TEMP_PREFIX}{name}"));
+/// Why [`create_locked`] made no entry.
+enum NotCreated {
+    /// The entry came out longer than `max` bytes; nothing is left behind.
+    TooLarge,
+    /// The file system's refusal (a name already taken is `AlreadyExists`).
+    Io(io::Error),
+}
+
+/// Creates entry number `seq` in `dir` through a fresh temp file (`O_EXCL`, 0600), locked before
+/// it becomes visible under its final name, so no drainer can ever claim it while we hold it. The
+/// final name carries the size, taken from the bytes written: the text is escaped once, not once
+/// to count it and again to write it. An entry longer than `max` is removed, never named. No
+/// fsync: a capture has to survive the process, not a power cut, and an fsync would cost
+/// milliseconds on every prompt.
+fn create_locked(
+    dir: &Path,
+    seq: u64,
+    created_ms: u64,
+    bytes: &EntryBytes<'_>,
+    max: u64,
+) -> Result<(File, String), NotCreated> {
+    let temp = dir.join(format!(
+        "{TEMP_PREFIX}{SEQ_MARK}{seq:019}-{created_ms}-{}.json",
+        std::process::id()
+    ));
     let result = (|| {
-        let mut f = OpenOptions::new()
+        let f = OpenOptions::new()
             .write(true)
             .create_new(true)
             .mode(0o600)
             .custom_flags(lock::no_follow_flags())
-            .open(&temp)?;
+            .open(&temp)
+            .map_err(NotCreated::Io)?;
         // Nobody else knows this name yet: the lock is always free.
-        lock::try_lock_file(&f)?;
-        bytes.write_to(&mut f)?;
-        rename_no_replace(&temp, &dir.join(name))?;
-        Ok(f)
+        lock::try_lock_file(&f).map_err(NotCreated::Io)?;
+        let mut out = Counted { file: f, written: 0 };
+        bytes.write_to(&mut out).map_err(NotCreated::Io)?;
+        if out.written > max {
+            return Err(NotCreated::TooLarge);
+        }
+        let name = entry_name(seq, out.written, created_ms);
+        rename_no_replace(&temp, &dir.join(&name)).map_err(NotCreated::Io)?;
+        Ok((out.file, name))
     })();
     if result.is_err() {
         let _ = fs::remove_file(&temp);
     }
     result
+}
+
+/// A file that counts the bytes written to it.
+struct Counted {
+    file: File,
+    written: u64,
+}
+
+impl Write for Counted {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = self.file.write(buf)?;
+        self.written += n as u64;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.file.flush()
+    }
 }
 
 /// How the bytes of an entry whose text is empty end: the text goes between the quotes.
@@ -541,7 +584,8 @@ const EMPTY_TEXT: &[u8] = b",\"content\":\"\"}\n";
 /// An entry's bytes: the versioned JSON of `entry` (its own content left out) up to where the
 /// content's string goes, then `text` escaped as a JSON string, then the closing `}`. The text is
 /// never copied into one buffer with the rest: a prompt of hundreds of KB is escaped and written
-/// a chunk at a time (see [`EntryBytes::write_to`]), so its bytes touch no fresh pages.
+/// a chunk at a time (see [`EntryBytes::write_to`]), so its bytes touch no fresh pages, and only once:
+/// the size in the entry's name is counted as it is written.
 enum EntryBytes<'t> {
     /// The head and the text, apart.
     Parts { head: Vec<u8>, text: &'t str },
@@ -564,6 +608,7 @@ impl<'t> EntryBytes<'t> {
     }
 
     /// The entry's length in bytes.
+    #[cfg(test)]
     fn len(&self) -> usize {
         match self {
             Self::Whole(bytes) => bytes.len(),
@@ -572,6 +617,14 @@ impl<'t> EntryBytes<'t> {
                 json_escape(text.as_bytes(), |run| n += run.len());
                 n
             }
+        }
+    }
+
+    /// A length the entry cannot be shorter than (an escape only ever lengthens the text).
+    fn least_len(&self) -> usize {
+        match self {
+            Self::Whole(bytes) => bytes.len(),
+            Self::Parts { head, text } => head.len() + "\"\"}\n".len() + text.len(),
         }
     }
 
@@ -742,10 +795,10 @@ fn write_ahead_text_at(
     state.ensure(Some(DIR))?;
     let dir = state.file(DIR);
     let bytes = EntryBytes::new(entry, text).map_err(StateError::from)?;
-    let size = bytes.len() as u64;
     // A drain reads an entry (and the scope line pinned to it later) up to the state-file bound:
     // one larger could never be replayed.
-    if size > limits.max_bytes || size > crate::state::MAX_FILE_BYTES - PIN_ROOM {
+    let max = limits.max_bytes.min(crate::state::MAX_FILE_BYTES - PIN_ROOM);
+    if bytes.least_len() as u64 > max {
         return Err(WriteAheadError::TooLarge);
     }
     let mut last = io::Error::from(io::ErrorKind::AlreadyExists);
@@ -753,9 +806,8 @@ fn write_ahead_text_at(
     // rebuilt from the listing) just makes us take the next number.
     for _ in 0..4 {
         let seq = next_seq(state).map_err(StateError::from)?;
-        let name = entry_name(seq, size, now);
-        match create_locked(&dir, &name, &bytes) {
-            Ok(file) => {
+        match create_locked(&dir, seq, now, &bytes, max) {
+            Ok((file, name)) => {
                 return Ok(WriteAhead {
                     dir,
                     name,
@@ -763,8 +815,9 @@ fn write_ahead_text_at(
                     query: entry.query.clone(),
                 });
             }
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => last = e,
-            Err(e) => return Err(StateError::from(e).into()),
+            Err(NotCreated::TooLarge) => return Err(WriteAheadError::TooLarge),
+            Err(NotCreated::Io(e)) if e.kind() == io::ErrorKind::AlreadyExists => last = e,
+            Err(NotCreated::Io(e)) => return Err(StateError::from(e).into()),
         }
     }
     Err(StateError::from(last).into())
@@ -1600,6 +1653,38 @@ mod tests {
         let r = write_ahead(&state, &sample(&"x".repeat(200)), &limits);
         assert!(matches!(r, Err(WriteAheadError::TooLarge)));
         assert!(list(&state).unwrap().is_empty());
+    }
+
+    /// The size in an entry's name is counted from the bytes written, escapes included, and a text
+    /// short enough raw but too long escaped is refused with nothing left behind, not even the
+    /// temp file it was written to.
+    #[test]
+    fn an_entry_is_named_with_its_written_size_and_one_too_long_escaped_leaves_nothing() {
+        let tmp = tempfile::tempdir().unwrap();
+        let state = StateDir::at(tmp.path());
+        let text = format!("{}\"\\\n{}", "\u{1}".repeat(3000), "é".repeat(500));
+        drop(write_ahead(&state, &sample(&text), &SpoolLimits::DEFAULT).unwrap());
+        let entries = list(&state).unwrap();
+        assert_eq!(entries.len(), 1);
+        let on_disk = fs::metadata(state.file(DIR).join(&entries[0].name))
+            .unwrap()
+            .len();
+        assert_eq!(entries[0].bytes, on_disk);
+        assert!(on_disk > 6 * 3000, "{on_disk}");
+
+        let limits = SpoolLimits {
+            max_bytes: on_disk - 1,
+            ..SpoolLimits::DEFAULT
+        };
+        let raw = versioned_struct_bytes(&sample(""), 0).unwrap().len() + text.len();
+        assert!((raw as u64) < limits.max_bytes);
+        let r = write_ahead(&state, &sample(&text), &limits);
+        assert!(matches!(r, Err(WriteAheadError::TooLarge)));
+        let names: Vec<_> = fs::read_dir(state.file(DIR))
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, [std::ffi::OsString::from(&entries[0].name)]);
     }
 
     /// An entry a drain could not read back (a state file is read up to a bound) is never
