@@ -1288,6 +1288,63 @@ impl<'t> Scan<'t> {
         }
     }
 
+    /// A markdown table of names and values: the key `[i, kend)` is the whole first cell of a row
+    /// (`| DB_PASSWORD | … |`, `` | `api_key` | … | ``), and the cell after it is judged as its
+    /// value, as a header's column would be (as code, so a plain word is a name, not a literal). A
+    /// header row (the next line is the `|---|` rule) names columns, not values.
+    fn key_cell_at(&mut self, i: usize, kend: usize, key: &[u8], strength: Strength) {
+        let bytes = self.bytes;
+        let line = line_before(bytes, i);
+        let open = line.iter().position(|&b| !matches!(b, b' ' | b'\t'));
+        let Some(open) = open.filter(|&o| line[o] == b'|') else {
+            return;
+        };
+        let before = &line[open + 1..];
+        let mark = |b: u8| matches!(b, b'`' | b'*' | b'"' | b'\'');
+        if !before.iter().all(|&b| b == b' ' || mark(b)) {
+            return;
+        }
+        let mut k = kend;
+        while k < bytes.len() && (bytes[k] == b' ' || mark(bytes[k])) {
+            k += 1;
+        }
+        if bytes.get(k) != Some(&b'|') {
+            return;
+        }
+        let s = k + 1;
+        let Some(end) = line_end_max(bytes, s, MAX_SPAN) else {
+            return;
+        };
+        let mut cell = (s, s);
+        for_each_cell(bytes, s, end, b'|', |n, cs, ce| {
+            if n == 0 {
+                cell = (cs, ce);
+            }
+        });
+        let next = bytes.get(end + 1..).unwrap_or_default();
+        let next = &next[..find_byte(b'\n', next).unwrap_or(next.len())];
+        let rule = next.contains(&b'-')
+            && next
+                .iter()
+                .all(|&b| matches!(b, b'|' | b'-' | b':' | b' ' | b'\t' | b'\r'));
+        if rule {
+            return;
+        }
+        let mut value = Value::cell(bytes, cell.0, cell.1);
+        let whole = value.end;
+        value.end = value.end.min(char_floor(bytes, value.start + MAX_VALUE));
+        value.raw_end = value.end;
+        let v = value.text(bytes);
+        let spaced = v.iter().any(u8::is_ascii_whitespace);
+        if v.is_empty() || !value.quoted && spaced || wordy(v) {
+            return;
+        }
+        value.quoted &= spaced;
+        if value_is_secret(bytes, &value, key, strength, Mode::Code) {
+            self.push(SecretKind::Assignment, value.start, whole);
+        }
+    }
+
     /// A row of `table` (as many cells as its header): each cell under a secret column is judged
     /// as a value of that column's key. Returns whether the row has the header's shape.
     fn table_row(&mut self, start: usize, end: usize, table: Table) -> bool {
@@ -1798,6 +1855,7 @@ impl<'t> Scan<'t> {
         }
         // A table's header may name a weak word's column too (its cells must look generated).
         self.table_header_at(i);
+        self.key_cell_at(i, kend, key, strength);
         self.named_value_at(i, kend, key, strength);
         self.parameter_default_at(i, kend, key, strength);
         self.env_default_at(i, kend, key, strength);
@@ -9349,6 +9407,30 @@ mod tests {
 
     /// A user and a password passed together to what names authentication: the second string is
     /// the password when it looks random.
+    #[test]
+    fn a_markdown_table_of_names_and_values_gives_each_secret_names_value() {
+        assert_found(&[
+            "Which of these do I still need?\n| Variable | Value |\n|---|---|\n| DB_HOST | db.internal |\n| DB_PASSWORD | Tr0ub4dor&3xyz |",
+            "| `client_secret` | `6ed3d652a092f72343b649640341d7afcf04a734` | rotated in May |",
+            "  | **Api Key** | \"q7XbN2vLp9RzT4kW8mYc\" |",
+            "| password | hunter2 |",
+        ]);
+        assert_clean(&[
+            // A header row names columns; the rows under it describe them.
+            "| password | description |\n|---|---|\n| a | b |",
+            "| `password` | The password used to log in |",
+            "| access_token | str | The OAuth token |",
+            "| password | `str` | |",
+            "| `DB_PASSWORD` | `${{ secrets.DB_PASSWORD }}` |",
+            "| token | <your token> |",
+            "| API_KEY | your-api-key-here |",
+            "| password | ******** |",
+            // Not the row's first cell, or no row at all.
+            "| db | password | Tr0ub4dor&3xyz |",
+            "see the password | Tr0ub4dor&3xyz",
+        ]);
+    }
+
     #[test]
     fn a_table_header_is_split_once_per_line() {
         let line = format!("{}password\n", "password,".repeat(55));
