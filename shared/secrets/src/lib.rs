@@ -2737,7 +2737,59 @@ impl<'t> Scan<'t> {
         let Some(word) = secret_word(name) else {
             return;
         };
+        if self.listed_argument_at(i, kend, name, word.strength) {
+            return;
+        }
         self.assignment_after(i, kend, name, word.strength, SecretKind::CommandLine, true);
+    }
+
+    /// A command's arguments written as a list (`["--password", "…"]` in JSON, Python or a
+    /// Dockerfile's exec form, `exec.Command("psql", "--token", "…")`, a YAML sequence's
+    /// `- --api-key` then `- …`): the element after the flag `[i, kend)` is its value, judged as a
+    /// literal when it is quoted (an unquoted element is a variable: `pw`, `token`). Returns
+    /// whether the flag is such an element with an element after it.
+    fn listed_argument_at(&mut self, i: usize, kend: usize, name: &[u8], strength: Strength) -> bool {
+        let bytes = self.bytes;
+        let blank_or_break = |b: u8| matches!(b, b' ' | b'\t' | b'\r' | b'\n');
+        let quote = i.checked_sub(1).map(|p| bytes[p]);
+        let value = if let Some(q @ (b'"' | b'\'')) = quote
+            && bytes.get(kend) == Some(&q)
+        {
+            let k = run_end(bytes, kend + 1, blank_or_break);
+            if bytes.get(k) != Some(&b',') {
+                return false;
+            }
+            let k = run_end(bytes, k + 1, blank_or_break);
+            if !matches!(bytes.get(k), Some(b'"' | b'\'')) {
+                return false;
+            }
+            Value::parse(bytes, k, Stop::Blank)
+        } else {
+            // A YAML sequence: `- --flag` alone on its line, the value the next line's item.
+            let line = line_before(bytes, i);
+            let item = line.iter().rposition(|&b| b != b' ' && b != b'\t');
+            if item.is_none_or(|p| line[p] != b'-' || line[..p].iter().any(|&b| b != b' ' && b != b'\t')) {
+                return false;
+            }
+            let k = run_end(bytes, kend, |b| b == b' ' || b == b'\t' || b == b'\r');
+            if bytes.get(k) != Some(&b'\n') {
+                return false;
+            }
+            let k = run_end(bytes, k + 1, |b| b == b' ' || b == b'\t');
+            if !bytes[k..].starts_with(b"- ") {
+                return false;
+            }
+            Value::parse(bytes, skip_blank(bytes, k + 2), Stop::Blank)
+        };
+        if let Some(value) = value
+            && !value.text(bytes).starts_with(b"-")
+        {
+            let mode = if value.quoted { Mode::Literal } else { Mode::Code };
+            if value_is_secret(bytes, &value, name, strength, mode) {
+                self.push(SecretKind::CommandLine, value.start, value.whole_end(bytes));
+            }
+        }
+        true
     }
 
     /// `-p` after `docker login` and friends, `sshpass` or `mongo`/`mongosh`, `-pSECRET` after
@@ -7840,6 +7892,26 @@ mod tests {
             r#"text << "Password=#{password}, ""#,
             r#"ChangePasswordPolicy = "arn:aws:iam::aws:policy/IAMUserChangePassword""#,
             "secret_oPp4m4V04lEWqgLGyh?N7b8H9JLANmyE1AYl2aG3aTN",
+        ]);
+    }
+
+    #[test]
+    fn a_flags_value_in_an_argument_list_written_as_data() {
+        assert_found(&[
+            "spec:\n  containers:\n    - name: api\n      args: [\"serve\", \"--db-password\", \"Vq7#mZ2pL9xKw\"]",
+            "CMD [\"app\", \"--api-token\", \"1lpWHnQWapOocv1fwQdYS3GcqkeAYPwE\"]",
+            "cmd := exec.Command(\"psql\", \"--password\", \"Vq7#mZ2pL9xKw\")",
+            "subprocess.run(['deploy', '--secret',\n    'q9XbN2vLp7RzT4kW8mYc3dF'])",
+            "        args:\n          - --api-key\n          - 1lpWHnQWapOocv1fwQdYS3GcqkeAYPwE\n          - --port=8080",
+        ]);
+        assert_clean(&[
+            // A variable, a reference, a stand-in or the next flag is no value.
+            "args = ['--password', pw, '--user', user]",
+            "args: [\"--password\", \"$(DB_PASSWORD)\"]",
+            "        args:\n          - --api-key\n          - $(API_KEY)",
+            "args: [\"--password\", \"--verbose\"]",
+            "['--password', '<your password>']",
+            "parser.add_argument('--password', default='', help='the database password')",
         ]);
     }
 
