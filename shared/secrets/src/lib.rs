@@ -2155,7 +2155,8 @@ impl<'t> Scan<'t> {
     /// names a secret: it is the secret wherever the variable is unset, as if assigned to it.
     /// `os.environ.get('SECRET_KEY', '…')`, `getenv("API_KEY", default="…")`, Ruby's
     /// `ENV.fetch("…") { "…" }`, Java's `getOrDefault("…", "…")`, `process.env.TOKEN || "…"`,
-    /// `?? '…'`, and the shell's `${DB_PASSWORD:-…}`. A stand-in default (`''`, `changeme`,
+    /// `?? '…'`, a lookup's fallback (`os.environ.get('TOKEN') or '…'`, `ENV['TOKEN'] || '…'`,
+    /// `getenv('TOKEN') ?: '…'`), and the shell's `${DB_PASSWORD:-…}`. A stand-in default (`''`, `changeme`,
     /// `None`) is judged as a literal after `=` is, and is none.
     fn env_default_at(&mut self, i: usize, kend: usize, key: &[u8], strength: Strength) {
         const CALLS: [&[u8]; 7] = [
@@ -2206,12 +2207,26 @@ impl<'t> Scan<'t> {
                 }
                 Some(b')') => {
                     let b = skip_blank(bytes, p + 1);
-                    if bytes.get(b) != Some(&b'{') {
+                    if bytes.get(b) == Some(&b'{') {
+                        skip_blank(bytes, b + 1)
+                    } else if let Some(e) = or_else(bytes, b) {
+                        e
+                    } else {
                         return;
                     }
-                    skip_blank(bytes, b + 1)
                 }
                 _ => return,
+            }
+        } else if quote.is_some()
+            && [&b"env["[..], b"environ["]
+                .iter()
+                .any(|m| ends_with_ci(before, m))
+            && bytes.get(after) == Some(&b']')
+        {
+            // A lookup by subscript, then its fallback: `ENV['TOKEN'] || '…'`.
+            match or_else(bytes, skip_blank(bytes, after + 1)) {
+                Some(e) => e,
+                None => return,
             }
         } else if quote.is_none()
             && [&b"process.env."[..], b"import.meta.env."].iter().any(|m| {
@@ -3018,6 +3033,10 @@ impl<'t> Scan<'t> {
             }
             // Make's `?=` and `+=`, PHP's `.=`.
             (Some(b'?' | b'+' | b'.'), Some(b'=')) => Some(2),
+            // Ruby's and JavaScript's `||=` and `&&=` (set unless set).
+            (Some(b'|'), Some(b'|')) | (Some(b'&'), Some(b'&')) if bytes.get(pos + 2) == Some(&b'=') => {
+                Some(3)
+            }
             (Some(b'='), Some(b'=')) | (Some(b'!'), Some(b'=')) => {
                 self.compared_at(pos, key, strength, kind);
                 return None;
@@ -3786,9 +3805,15 @@ fn keyword_operand(bytes: &[u8], kend: usize, generic: bool) -> Option<(usize, u
         p = eq;
     }
     let op = p;
+    // Ruby's and JavaScript's `||=` and `&&=` (set unless set) are no pipe.
+    let or_set = bytes[op..].starts_with(b"||=") || bytes[op..].starts_with(b"&&=");
+    if or_set {
+        p += 3;
+    }
     // Any run of operator bytes (`=`, `:=`, `?=`, `::=`, `:::=`, `.=`, `=>`, `<-`, `,`, `>`,
     // `==`, `!==`), or a dash between blanks (`auth token - …`).
-    while p - op < 4
+    while !or_set
+        && p - op < 4
         && matches!(
             bytes.get(p),
             Some(b'=' | b':' | b'>' | b'?' | b',' | b'.' | b'|' | b'!' | b'<')
@@ -3799,7 +3824,7 @@ fn keyword_operand(bytes: &[u8], kend: usize, generic: bool) -> Option<(usize, u
     if p == op && bytes.get(p) == Some(&b'-') && p > kend && bytes.get(p + 1).is_some_and(blank) {
         p += 1;
     }
-    if bytes[op..p].starts_with(b"<<") || bytes[op..p].starts_with(b"|") {
+    if bytes[op..p].starts_with(b"<<") || bytes[op..p].starts_with(b"|") && !or_set {
         return None; // a here-string or a pipe feeds a command, which its own rule reads
     }
     if matches!(&bytes[op..p], b"?" | b".") {
@@ -7020,6 +7045,19 @@ fn for_each_cell(
         }
         pos = k + 1;
     }
+}
+
+/// Where the fallback after an expression's `||`, `??`, `?:` or Python's `or` at `p` starts.
+fn or_else(bytes: &[u8], p: usize) -> Option<usize> {
+    let rest = bytes.get(p..)?;
+    let len = if rest.starts_with(b"||") || rest.starts_with(b"??") || rest.starts_with(b"?:") {
+        2
+    } else if rest.starts_with(b"or ") {
+        3
+    } else {
+        return None;
+    };
+    Some(skip_blank(bytes, p + len))
 }
 
 /// The span of a cell `[s, e)` without the quotes, backticks or markdown emphasis around it.
@@ -10661,6 +10699,28 @@ mod tests {
 
     /// The literal default of an environment lookup is the secret when the variable names one,
     /// in every language's lookup; a stand-in default, or a variable that names no secret, is not.
+    #[test]
+    fn a_lookups_fallback_and_a_set_unless_set_literal_are_the_secret() {
+        assert_found(&[
+            "api_key = os.environ.get('API_KEY') or 'q9XbN2vLp7RzT4kW8mYc3dF'",
+            "$token = getenv('GITLAB_TOKEN') ?: 'q9XbN2vLp7RzT4kW8mYc3dF';",
+            "token = ENV['DEPLOY_TOKEN'] || 'q9XbN2vLp7RzT4kW8mYc3dF'",
+            "secret = os.environ['SECRET_KEY'] or 'Vq7#mZ2pL9xKw'",
+            "ENV['STRIPE_SECRET'] ||= 'q9XbN2vLp7RzT4kW8mYc3dF'",
+            "@api_key ||= \"q9XbN2vLp7RzT4kW8mYc3dF\"",
+            "config.password &&= 'Vq7#mZ2pL9xKw'",
+        ]);
+        assert_clean(&[
+            "api_key = os.environ.get('API_KEY') or ''",
+            "api_key = os.environ.get('API_KEY') or None",
+            "token = ENV['TOKEN'] || 'changeme'",
+            "token = ENV['TOKEN'] || default_token",
+            "@token ||= fetch_token",
+            "password ||= ENV['DB_PASSWORD']",
+            "if password || token then retry end",
+        ]);
+    }
+
     #[test]
     fn an_environment_lookups_literal_default_is_the_secret() {
         for (text, value) in [
