@@ -2343,7 +2343,7 @@ impl<'t> Scan<'t> {
         if closed
             && !found
             && (has_operator || quoted_end.is_some())
-            && !value.contains(&b' ')
+            && (!value.contains(&b' ') || quoted_end.is_some() && spaced_random(value))
             && random
             && !is_placeholder(value)
             && !is_reference(value)
@@ -2869,6 +2869,15 @@ impl<'t> Scan<'t> {
         // `<password>…</password>`: the element's text is the value.
         if sep.is_none() && bytes.get(pos) == Some(&b'>') && kstart > 0 && bytes[kstart - 1] == b'<' {
             return self.element_text(pos + 1, key, strength, kind);
+        }
+        // `<Pass encoding="base64">…</Pass>`: the start tag's attributes come before the text.
+        if sep.is_none()
+            && spaced_before
+            && kstart > 0
+            && bytes[kstart - 1] == b'<'
+            && let Some(close) = start_tag_attributes_end(bytes, pos)
+        {
+            return self.element_text(close + 1, key, strength, kind);
         }
         let site = KeySite {
             key,
@@ -4234,6 +4243,8 @@ fn secret_word_at(key: &[u8], j: usize) -> Option<(usize, Strength, bool)> {
             .or_else(|| {
                 eat_ci(key, j, b"pass").map(|e| {
                     let segment = j > 0 && matches!(key[j - 1], b'_' | b'.') && e == key.len();
+                    // `"pass": …`, `<Pass>`: a config's field named `pass` alone is its password.
+                    let whole = j == 0 && e == key.len();
                     // `userpass`, `DBPASS`, `rootPass`: an account's word glued to `pass` ending
                     // the key names that account's password (`bypass`, `compass` name none).
                     let owned = e == key.len()
@@ -4244,7 +4255,7 @@ fn secret_word_at(key: &[u8], j: usize) -> Option<(usize, Strength, bool)> {
                         });
                     (
                         e,
-                        if segment || owned {
+                        if segment || owned || whole {
                             Strength::Strong
                         } else {
                             Strength::Weak
@@ -4600,6 +4611,36 @@ impl Value {
     }
 }
 
+/// Where a start tag's attributes (`encoding="base64" id='x'`, from `pos`) end at its `>` on
+/// the same line: `None` for anything else (a self-closing tag, text, a separator).
+fn start_tag_attributes_end(bytes: &[u8], mut pos: usize) -> Option<usize> {
+    let limit = (pos + 256).min(bytes.len());
+    loop {
+        let name = run_end(bytes, pos, |b| {
+            b.is_ascii_alphanumeric() || matches!(b, b'_' | b':' | b'-' | b'.')
+        });
+        if name == pos || bytes.get(name) != Some(&b'=') {
+            return None;
+        }
+        let q = *bytes.get(name + 1).filter(|&&q| q == b'"' || q == b'\'')?;
+        let close = name
+            + 2
+            + bytes
+                .get(name + 2..limit)?
+                .iter()
+                .position(|&b| b == q || b == b'\n')?;
+        if bytes[close] != q {
+            return None;
+        }
+        pos = skip_blank(bytes, close + 1);
+        match bytes.get(pos) {
+            Some(b'>') => return Some(pos),
+            _ if pos >= limit => return None,
+            _ => {}
+        }
+    }
+}
+
 /// A `;` at `k` followed by a connection string's next field name and its `=` (`;Database=`,
 /// `;Initial Catalog=`).
 fn next_connection_field(bytes: &[u8], k: usize) -> bool {
@@ -4676,7 +4717,12 @@ fn value_is_secret(bytes: &[u8], value: &Value, key: &[u8], strength: Strength, 
     let placeholder = is_placeholder(v)
         && !(value.quoted && unclosed_template(v))
         && !(password_key(key) && weak_literal(v));
-    if placeholder || is_reference(v) || same_as_key(v, key) || yaml_tag(bytes, value) {
+    if placeholder
+        || is_reference(v)
+        || same_as_key(v, key)
+        || stand_in_for_key(v, key)
+        || yaml_tag(bytes, value)
+    {
         return false;
     }
     // A member that holds the secret, not the secret (`pwd=instance_info.password,`).
@@ -4751,7 +4797,7 @@ fn value_is_secret(bytes: &[u8], value: &Value, key: &[u8], strength: Strength, 
     }
     if value.quoted && v.iter().any(u8::is_ascii_whitespace) {
         // A passphrase has spaces; a message has sentence words or names the secret itself.
-        return (!weak || contains_ci(key, b"passphrase")) && passphrase_like(v);
+        return (!weak || contains_ci(key, b"passphrase")) && passphrase_like(v) || spaced_random(v);
     }
     if numeric_like(v) || is_path_or_url(v) && !random_after_slash(v) || key_chord(v) {
         return false;
@@ -5151,6 +5197,20 @@ fn generated(v: &[u8]) -> bool {
             !b.is_ascii_alphanumeric() && !matches!(b, b'_' | b'-' | b'.' | b':' | b'/' | b'+' | b'@')
         })
         && !wordy(v)
+}
+
+/// A generated value whose alphabet holds the space (WordPress's salts: 64 printable characters,
+/// `'MW1pxMctoyA(>M%0Vl 2(#o0|2$cB+K|…'`): long, a space at most every sixteenth character, and
+/// as random as printable characters drawn at random, not words or code with spaces between.
+fn spaced_random(v: &[u8]) -> bool {
+    let spaces = v.iter().filter(|&&b| b == b' ').count();
+    v.len() >= 32
+        && spaces * 16 <= v.len()
+        && v.iter().all(|&b| b.is_ascii_graphic() || b == b' ')
+        && generated(v)
+        && entropy(v) >= 4.5
+        && v.split(|&b| b == b' ')
+            .all(|part| part.len() >= 2 && !wordy(part))
 }
 
 /// A quoted value with spaces that reads as a passphrase, not a message: a few words, none of
@@ -5935,6 +5995,8 @@ fn is_placeholder(v: &[u8]) -> bool {
         // An alias, a decorator, a comment: `*default`, `@Value`, `#todo` (a YAML `!tag` is told
         // by what follows it, see [`yaml_tag`]).
         || (matches!(first, b'*' | b'#' | b'@') && (v.len() == 1 || identifier_like(&v[1..])))
+        // A SQL system variable read in a list (`SET @OLD_FOREIGN_KEY_CHECKS=@@FOREIGN_KEY_CHECKS,`).
+        || v.len() > 2 && v.starts_with(b"@@") && identifier_like(trim_end_of(&v[2..], |b| matches!(b, b',' | b';' | b')')))
         || v == b"!"
     {
         return true;
@@ -6254,20 +6316,27 @@ fn encoded_filler(v: &[u8]) -> bool {
 /// Six or more of one character in a row (`000000`, `xxxxxx`, `AAAAAA`, `######`): typed, not
 /// generated (a random 64-digit hex value holds such a run once in twenty thousand). Filler only
 /// in part is not filler: a generated head of 16 or more characters before the run
-/// (`sk_test_51H5Z3jGXvP5CVwYOLLllll…`, a key padded out) is a secret's, whatever follows it.
+/// (`sk_test_51H5Z3jGXvP5CVwYOLLllll…`, a key padded out) is a secret's, whatever follows it,
+/// and so is a generated tail after it (base64 of DER, whose zero bytes encode as `AAAA…`:
+/// `MDoEEPgAAAAAAAAAAAAAAAAAAAEwFAYIKoZIhvcNAwcECBQ0N0Ef…`, an encrypted field).
 pub(crate) fn filler_run(v: &[u8]) -> bool {
+    let random = |part: &[u8]| {
+        part.len() >= 16
+            && mixed_case(part)
+            && has_digit(part)
+            && entropy(part) >= 3.5
+            && looks_random(part, 16)
+            && !fabricated(part)
+    };
     let mut run = 1;
     for (k, w) in v.windows(2).enumerate() {
         run = if w[0] == w[1] { run + 1 } else { 1 };
         if run >= 6 {
             let head = &v[..k + 2 - run];
-            let generated = head.len() >= 16
-                && mixed_case(head)
-                && has_digit(head)
-                && entropy(head) >= 3.5
-                && looks_random(head, 16)
-                && !fabricated(head);
-            return !generated;
+            let end = run_end(v, k + 2, |b| b == w[0]);
+            let tail = &v[end..];
+            return !(random(head)
+                || tail.iter().all(|&b| b64url(b) || matches!(b, b'+' | b'/' | b'=')) && random(tail));
         }
     }
     false
@@ -6458,6 +6527,42 @@ fn quoted_slot(v: &[u8]) -> bool {
 }
 
 /// `password=PASSWORD`, `TOKEN=$TOKEN` without the `$`: the key's own name is a template.
+/// Stand-in words around the words of the value's own key (`HEROKU_API_KEY='sampleHerokuKey'`,
+/// `githubToken: yourGithubToken`): a placeholder that names its slot, once the key's words
+/// (three letters or more) are taken out of it.
+fn stand_in_for_key(v: &[u8], key: &[u8]) -> bool {
+    if v.len() > 64
+        || !v
+            .iter()
+            .all(|&b| b.is_ascii_alphabetic() || matches!(b, b'_' | b'-' | b'.'))
+    {
+        return false;
+    }
+    let mut rest = v.to_ascii_lowercase();
+    let mut start = 0;
+    for k in 0..=key.len() {
+        let boundary = k == key.len()
+            || !key[k].is_ascii_alphabetic()
+            || k > start && key[k].is_ascii_uppercase() && key[k - 1].is_ascii_lowercase();
+        if !boundary {
+            continue;
+        }
+        let word = key[start..k].to_ascii_lowercase();
+        start = if k < key.len() && !key[k].is_ascii_alphabetic() {
+            k + 1
+        } else {
+            k
+        };
+        if word.len() < 3 {
+            continue;
+        }
+        while let Some(at) = rest.windows(word.len()).position(|w| w == word.as_slice()) {
+            rest.drain(at..at + word.len());
+        }
+    }
+    rest.len() < v.len() && placeholder_words(&rest)
+}
+
 fn same_as_key(v: &[u8], key: &[u8]) -> bool {
     v.eq_ignore_ascii_case(key) || all_caps_name(v) && v.len() >= 4 && contains_ci(key, &v[..v.len().min(4)])
 }
@@ -7337,6 +7442,94 @@ mod tests {
         for text in texts {
             assert_eq!(find_secret(text), None, "expected no match for {text:?}");
         }
+    }
+
+    /// A config's field named `pass` alone is its password, in any syntax; `pass` inside a word
+    /// or as a test's outcome is not.
+    #[test]
+    fn a_field_named_pass_alone_holds_a_password() {
+        assert_found(&[
+            "{\"host\": \"db01\", \"pass\": \"tr0ut-lake\"}",
+            "smtp:\n  user: ops\n  pass: 'Vel0cipede'",
+            "<Pass>quillfeather9</Pass>",
+        ]);
+        assert_clean(&[
+            "{\"pass\": true, \"fail\": false}",
+            "pass: 42",
+            "{\"bypass\": \"tr0ut-lake\"}",
+            "\"pass\": \"${SMTP_PASS}\"",
+        ]);
+    }
+
+    /// An element's start tag may carry attributes before its text (`<Pass encoding="base64">`);
+    /// a self-closing tag or an attribute alone holds no text.
+    #[test]
+    fn an_elements_attributes_come_before_its_text() {
+        assert_found(&[
+            "<Password type=\"plain\" scope='site'>Gr4nite!Lodge</Password>",
+            "\t<secret encoding=\"base64\">ZDhmMmE5YzQxYjdlNjA1Mw==</secret>",
+        ]);
+        assert_clean(&[
+            "<Password type=\"plain\" />",
+            "<Password required=\"true\">{{ vault_password }}</Password>",
+            "<Token kind=\"refresh\">see the docs</Token>",
+        ]);
+    }
+
+    /// A run of one character inside a generated value (base64 of DER, whose zero bytes encode
+    /// as `AAAA…`) is the value's own, when what follows the run is random too; filler runs
+    /// with nothing random after them, or with text after them, stay filler.
+    #[test]
+    fn a_run_inside_a_generated_encoding_is_no_filler() {
+        assert_found(&[
+            "\"encryptedPassword\": \"MEIEEPgAAAAAAAAAAAAAAAAAAAEwFAYIKoZIhvcNAwcECKq7Rm2vTz9wBBhVe3uLpQ8sNkXf4Ja6Yd1cGHt\"",
+        ]);
+        assert_clean(&[
+            "\"encryptedPassword\": \"MEIEEPgAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA\"",
+            "api_key = \"AKIA000000000000000000;Endpoint=https://Example.test:8443/Path9\"",
+        ]);
+    }
+
+    /// A generated value whose alphabet holds the space (a salt of printable characters) is one
+    /// value, quoted, in an assignment or as a call's second argument; a sentence, code or a
+    /// format with spaces is not.
+    #[test]
+    fn a_generated_value_may_hold_spaces() {
+        assert_found(&[
+            "define('SECURE_AUTH_KEY', 'p|V2+q8]Lx Tz;c$N4@hK!7mR^e_w(3G`sB0>uJ6 dY9*Fo%Za1{X');",
+            "app.secret_key = \"Qz7!vN2#kL9 pR4$wT8&mY3^bX6 cJ1*hF5(gD0)sA\"",
+        ]);
+        assert_clean(&[
+            "define('AUTH_KEY', 'put your unique phrase here');",
+            "secret_key = \"Use a long random string of at least 32 characters\"",
+            "api_key = 'SELECT id, name FROM keys WHERE owner = 42 AND kind = 7'",
+            "auth_key = '%Y-%m-%d %H:%M:%S %z (UTC) 1970-01-01T00:00:00Z'",
+        ]);
+    }
+
+    /// Stand-in words around the words of the value's own key name the slot; with a digit or
+    /// with a word the key does not hold, the value is a password.
+    #[test]
+    fn stand_in_words_around_the_keys_own_words_are_a_placeholder() {
+        assert_clean(&[
+            "export GITLAB_TOKEN='yourGitlabToken'",
+            "stripe_secret_key: sample-stripe-secret",
+            "HEROKU_API_KEY=\"exampleHerokuApiKey\"",
+        ]);
+        assert_found(&[
+            "export GITLAB_TOKEN='yourGitlabToken42'",
+            "DB_PASSWORD='sampleLighthouse'",
+        ]);
+    }
+
+    /// A SQL system variable (`@@NAME`) read into a session variable is a reference.
+    #[test]
+    fn a_sql_system_variable_is_a_reference() {
+        assert_clean(&[
+            "SET @OLD_AUTH_KEY_CACHE=@@AUTH_KEY_CACHE, AUTH_KEY_CACHE=0;",
+            "SET @saved_secret_key=@@session.secret_key;",
+        ]);
+        assert_found(&["SET @secret_key = 'Zq8#Lm2vRt9!Kx';"]);
     }
 
     fn assert_kind(expected: SecretKind, texts: &[&str]) {
