@@ -6320,10 +6320,11 @@ fn encoded_filler(v: &[u8]) -> bool {
 /// and so is a generated tail after it (base64 of DER, whose zero bytes encode as `AAAA…`:
 /// `MDoEEPgAAAAAAAAAAAAAAAAAAAEwFAYIKoZIhvcNAwcECBQ0N0Ef…`, an encrypted field).
 pub(crate) fn filler_run(v: &[u8]) -> bool {
+    // Letters alone are random too when long and varied (`EwFAYIKoZIhvcNAwcECBUufYeW…`).
     let random = |part: &[u8]| {
         part.len() >= 16
             && mixed_case(part)
-            && has_digit(part)
+            && (has_digit(part) || part.len() >= 24 && entropy(part) >= 4.0)
             && entropy(part) >= 3.5
             && looks_random(part, 16)
             && !fabricated(part)
@@ -7483,6 +7484,7 @@ mod tests {
     fn a_run_inside_a_generated_encoding_is_no_filler() {
         assert_found(&[
             "\"encryptedPassword\": \"MEIEEPgAAAAAAAAAAAAAAAAAAAEwFAYIKoZIhvcNAwcECKq7Rm2vTz9wBBhVe3uLpQ8sNkXf4Ja6Yd1cGHt\"",
+            "<EncryptedPassword>MDIEEPgAAAAAAAAAAAAAAAAAAAEwFAYIKoZIhvcNAwcECHqLwTvRbMpZsYcNgKfEuDjXa</EncryptedPassword>",
         ]);
         assert_clean(&[
             "\"encryptedPassword\": \"MEIEEPgAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA\"",
