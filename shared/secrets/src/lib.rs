@@ -2350,6 +2350,7 @@ impl<'t> Scan<'t> {
             && !code_continuation(value)
             && !quoted_slot(value)
             && !url_stand_in_userinfo(value)
+            && !ldap_dn(value)
             // An absolute path (`"/en/enterprise-server@3.0/auth"`) is no generated value.
             && (!value.starts_with(b"/") || random_after_slash(value))
             && (strong || !base64_text(value))
@@ -4195,7 +4196,7 @@ fn secret_word(key: &[u8]) -> Option<SecretWord> {
             tail = &tail[1..];
             strength = Strength::Weak;
         }
-        if !qualified_after(tail) {
+        if !qualified_after(tail) && !last_word_qualified(tail) {
             let better = match &best {
                 None => true,
                 Some(b) => b.strength == Strength::Weak && strength == Strength::Strong,
@@ -4371,6 +4372,29 @@ fn qualified_after(tail: &[u8]) -> bool {
     QUALIFIERS
         .iter()
         .any(|q| tail.len() >= q.len() && tail[..q.len()].eq_ignore_ascii_case(q))
+}
+
+/// Whether the key's last word, words after its secret word, says what the value is about the
+/// secret rather than the secret (`GUEST_TOKEN_JWT_ALGO`, `API_KEY_HEADER_NAME`,
+/// `secretValueMaxLength`).
+fn last_word_qualified(tail: &[u8]) -> bool {
+    const LAST: Words = words_of!(
+        b"algo algorithm alg type kind name names url uri endpoint header prefix suffix length len count \
+        ttl timeout expiry expires expiration time file path dir format version issuer audience size limit"
+    );
+    let mut start = tail.len();
+    while start > 0 {
+        let b = tail[start - 1];
+        if !b.is_ascii_alphabetic()
+            || start < tail.len() && tail[start].is_ascii_uppercase() && b.is_ascii_lowercase()
+        {
+            break;
+        }
+        start -= 1;
+    }
+    let word = &tail[start..];
+    // The tail holds words beyond the last one (`_JWT_ALGO`), the first is read by [`qualified_after`].
+    start > 0 && LAST.iter().any(|w| word.eq_ignore_ascii_case(w))
 }
 
 /// Whether the part of a key before its secret word ends with a qualifier (`max_`, `is`).
@@ -4716,6 +4740,7 @@ fn value_is_secret(bytes: &[u8], value: &Value, key: &[u8], strength: Strength, 
     // (`"Hx7${q2Lm9"`), not a reference cut at the value's end.
     let placeholder = is_placeholder(v)
         && !(value.quoted && unclosed_template(v))
+        && !(value.quote == b'\'' && dollar_literal(v))
         && !(password_key(key) && weak_literal(v));
     if placeholder
         || is_reference(v)
@@ -4729,7 +4754,10 @@ fn value_is_secret(bytes: &[u8], value: &Value, key: &[u8], strength: Strength, 
     if !value.quoted && secret_member(v) {
         return false;
     }
-    if code_continuation(v) || quoted_slot(v) || url_stand_in_userinfo(v) {
+    if code_continuation(v) || quoted_slot(v) || url_stand_in_userinfo(v) || ldap_dn(v) {
+        return false;
+    }
+    if value.quoted && secret_field_name(v) {
         return false;
     }
     // A weak key's base64 of plain words (`ANY_KEY = ZHVtbXkgdGV4dCBkYXRh…`) encodes no key.
@@ -6528,6 +6556,74 @@ fn quoted_slot(v: &[u8]) -> bool {
 }
 
 /// `password=PASSWORD`, `TOKEN=$TOKEN` without the `$`: the key's own name is a template.
+/// An LDAP distinguished name (`ou=users,dc=example,dc=us`, `uid=reader,ou=services,…`): where a
+/// directory's entries are, never a secret.
+fn ldap_dn(v: &[u8]) -> bool {
+    const ATTRIBUTES: Words = words_of!(b"dc ou cn uid o c l st");
+    let mut parts = 0;
+    let mut named = false;
+    for part in v.split(|&b| b == b',') {
+        let Some(eq) = part.iter().position(|&b| b == b'=') else {
+            return false;
+        };
+        let attr = part[..eq].trim_ascii();
+        if attr.is_empty()
+            || attr.len() > 24
+            || !attr.iter().all(u8::is_ascii_alphabetic)
+            || eq + 1 == part.len()
+        {
+            return false;
+        }
+        named |= ATTRIBUTES.iter().any(|a| attr.eq_ignore_ascii_case(a));
+        parts += 1;
+    }
+    parts >= 2 && named
+}
+
+/// A quoted name of where a secret is kept, not the secret: an identifier in lower camelCase that
+/// ends with a secret word after the word of whose secret it is (`'userPassword'`, `'ntPassword'`,
+/// `'radiusClientSecret'`: a directory attribute, a field's name); other words before it
+/// (`plainSecret`) or a capital first (`SuperSecretPassword`) are typed as a password is.
+fn secret_field_name(v: &[u8]) -> bool {
+    const ENDS: &[&[u8]] = &[b"Password", b"Passwd", b"Secret", b"Token", b"Key", b"Pwd"];
+    const OWNERS: &[&[u8]] = &[
+        b"user",
+        b"nt",
+        b"lm",
+        b"client",
+        b"app",
+        b"admin",
+        b"root",
+        b"db",
+        b"service",
+        b"account",
+        b"bind",
+        b"api",
+        b"access",
+        b"consumer",
+    ];
+    let humps = v.iter().filter(|b| b.is_ascii_uppercase()).count();
+    let Some(head) = ENDS
+        .iter()
+        .find(|e| v.len() > e.len() + 1 && v.ends_with(e))
+        .map(|e| &v[..v.len() - e.len()])
+    else {
+        return false;
+    };
+    // The word right before the secret word: after the head's last capital, or all of it.
+    let owner = &head[head.iter().rposition(u8::is_ascii_uppercase).unwrap_or(0)..];
+    v.first().is_some_and(u8::is_ascii_lowercase)
+        && v.iter().all(u8::is_ascii_alphabetic)
+        && (1..=3).contains(&humps)
+        && OWNERS.iter().any(|o| owner.eq_ignore_ascii_case(o))
+}
+
+/// A `$` before letters of both cases and digits, in single quotes (`'$ecRetT0F1nD'`): shells,
+/// Python, PHP and PowerShell expand nothing there, and no variable is named so.
+fn dollar_literal(v: &[u8]) -> bool {
+    v.len() >= 8 && v[0] == b'$' && mixed_case(&v[1..]) && has_digit(&v[1..]) && !v[1..].contains(&b'_')
+}
+
 /// Stand-in words around the words of the value's own key (`HEROKU_API_KEY='sampleHerokuKey'`,
 /// `githubToken: yourGithubToken`): a placeholder that names its slot, once the key's words
 /// (three letters or more) are taken out of it.
@@ -7111,7 +7207,12 @@ fn pem_illustration(body: &[u8]) -> bool {
             encoded |= b.is_ascii_digit() || matches!(b, b'+' | b'/' | b'=');
         }
     }
-    base64 < 32 && !encoded || base64 <= text.len() && base64_text(&text[..n]) || mostly_counted(body)
+    // A pattern in the body's place (`[\S\s]{15,}?`, a rule that finds keys) holds characters no
+    // PEM body or header does.
+    let pattern = body.iter().any(|b| b"[]{}\\?()*|^$".contains(b));
+    base64 < 32 && (!encoded || pattern)
+        || base64 <= text.len() && base64_text(&text[..n])
+        || mostly_counted(body)
 }
 
 /// Three quarters or more of the letters and digits stand in counts of six or more, up or down,
@@ -7532,6 +7633,75 @@ mod tests {
             "SET @saved_secret_key=@@session.secret_key;",
         ]);
         assert_found(&["SET @secret_key = 'Zq8#Lm2vRt9!Kx';"]);
+    }
+
+    /// A key whose last word says what the value is about the secret (an algorithm, a header's
+    /// name, a time) holds no secret, whatever words stand between; its secret word alone does.
+    #[test]
+    fn a_keys_last_word_may_qualify_its_secret_word() {
+        assert_clean(&[
+            "REFRESH_TOKEN_SIGNING_ALGORITHM = 'RS512'",
+            "apiKeyHeaderName: X-Vendor-Key9",
+            "(!(pwdLastChangedTime=20240101000000Z))",
+        ]);
+        assert_found(&[
+            "REFRESH_TOKEN_SIGNING = 'Qm7#tR2vLx9!pZ4w'",
+            "apiKeyProd: Tz8qWm3vLp6xRn2kYs5d",
+        ]);
+    }
+
+    /// An LDAP distinguished name after a key holding a secret word locates entries; a password
+    /// with `=` and `,` in it is still a password.
+    #[test]
+    fn an_ldap_distinguished_name_is_no_secret() {
+        assert_clean(&[
+            "LDAP_BIND_PASSWORD_BASE = 'cn=readers,ou=groups,dc=corp,dc=test'",
+            "auth_ldap_user_dn: \"uid=svc-wiki,ou=apps,dc=corp,dc=test\"",
+        ]);
+        assert_found(&["ldap_password = 'k3=Vq9,Lm2=Zx7'"]);
+    }
+
+    /// The quoted name of an account's secret field (`'userPassword'`, a directory attribute) is
+    /// a name; words typed as a password are not.
+    #[test]
+    fn a_quoted_name_of_an_accounts_secret_field_is_a_name() {
+        assert_clean(&[
+            "ldap_password_attribute = 'userPassword'",
+            "secret: \"consumerSecret\"",
+            "mapping[\"token\"] = 'accessToken'",
+        ]);
+        assert_found(&[
+            "secret: \"hiddenSecret\"",
+            "password = 'SuperSecretPassword'",
+            "password = 'userPassword7'",
+        ]);
+    }
+
+    /// A pattern in a PEM body's place (a rule that finds keys) is no key.
+    #[test]
+    fn a_pattern_in_a_pem_bodys_place_is_no_key() {
+        assert_clean(&[
+            "rule: '-----BEGIN EC PRIVATE KEY-----(?s).{20,}?-----END EC PRIVATE KEY-----'",
+            "-----BEGIN OPENSSH PRIVATE KEY-----\n[A-Za-z0-9+/=\\n]+\n-----END OPENSSH PRIVATE KEY-----",
+        ]);
+        assert_kind(
+            SecretKind::PrivateKey,
+            &[
+                "-----BEGIN EC PRIVATE KEY-----\nMHcCAQEEIBkg4LVWM9nuwNSk3yByxZpYRTBnVJk5oqEhf+I2lH8v\n-----END EC PRIVATE KEY-----",
+            ],
+        );
+    }
+
+    /// Single quotes expand no `$`: a `$` before letters of both cases and digits there is a
+    /// password's first character; `$NAME` and `$snake_name` stay references.
+    #[test]
+    fn a_dollar_in_single_quotes_may_start_a_password() {
+        assert_found(&["db_password: '$uP3rDuP3r'", "connect(password='$kYw4lk3r9')"]);
+        assert_clean(&[
+            "db_password: '$DB_PASSWORD'",
+            "password='$db_password_2'",
+            "db_password: \"$dbPassword2\"",
+        ]);
     }
 
     fn assert_kind(expected: SecretKind, texts: &[&str]) {
