@@ -2852,6 +2852,9 @@ impl<'t> Scan<'t> {
     ) {
         let bytes = self.bytes;
         self.compared_before(kstart, key, strength, kind);
+        if password_key(key) {
+            self.typed_password_element(kstart, kend, kind);
+        }
         let pos = key_tail_end(bytes, kend);
         let mut blank_before = skip_blank(bytes, pos);
         // French typography puts a no-break space before a colon (`Mot de passe\u{a0}: …`).
@@ -2894,6 +2897,57 @@ impl<'t> Scan<'t> {
             return;
         };
         self.assigned_value(pos, mode, &site);
+    }
+
+    /// An element whose `type` or `spec` attribute declares it a password (`<input
+    /// type="password" value="…">`, a CI server's `<param … value="…" spec="password …">`, the
+    /// key at `kstart..kend` being that attribute's first word): its `value` attribute, on the
+    /// same line in the same tag, is the password.
+    fn typed_password_element(&mut self, kstart: usize, kend: usize, kind: SecretKind) {
+        let bytes = self.bytes;
+        let before = line_before(bytes, kstart);
+        let Some((&q, head)) = before.split_last() else {
+            return;
+        };
+        if !matches!(q, b'"' | b'\'') {
+            return;
+        }
+        let Some(head) = head.strip_suffix(b"=") else {
+            return;
+        };
+        let attr = &head[head
+            .iter()
+            .rposition(|b| !b.is_ascii_alphabetic())
+            .map_or(0, |k| k + 1)..];
+        if !(attr.eq_ignore_ascii_case(b"type") || attr.eq_ignore_ascii_case(b"spec")) {
+            return;
+        }
+        // The tag around the attribute: from its `<` to its `>`, on this line.
+        let Some(open) = before.iter().rposition(|&b| b == b'<') else {
+            return;
+        };
+        if before[open..].contains(&b'>') {
+            return;
+        }
+        let tag_start = kstart - before.len() + open;
+        let close = run_end_max(bytes, kend, 512, |b| b != b'>' && b != b'\n');
+        if bytes.get(close) != Some(&b'>') {
+            return;
+        }
+        let tag = &bytes[tag_start..close];
+        let attribute = tag
+            .windows(7)
+            .position(|w| w[0].is_ascii_whitespace() && w[1..].eq_ignore_ascii_case(b"value="));
+        if let Some(k) = attribute {
+            let start = tag_start + k + 7;
+            if let Some(value) = Value::parse(bytes, start, Stop::Code)
+                && value.quoted
+                && value.end <= close
+                && value_is_secret(bytes, &value, b"password", Strength::Strong, Mode::Literal)
+            {
+                self.push(kind, value.start, value.end);
+            }
+        }
     }
 
     /// The assignment operator at `pos` after a key: `Some(Some(len))` for an operator of `len`
@@ -4817,7 +4871,7 @@ fn value_is_secret(bytes: &[u8], value: &Value, key: &[u8], strength: Strength, 
         let code = if mode == Mode::Literal {
             code_expression(raw)
         } else {
-            raw.contains(&b'(') || raw.contains(&b'[') || v.contains(&b'<')
+            raw.contains(&b'(') || raw.contains(&b'[') || v.contains(&b'<') || namespace_path(v)
         };
         if code {
             return false;
@@ -4891,7 +4945,38 @@ fn letters_password(bytes: &[u8], value: &Value, key: &[u8]) -> bool {
 fn statement_start(line: &[u8]) -> bool {
     let before = trim_ascii(line);
     let before = trim_ascii(before.strip_suffix(b"$").unwrap_or(before));
-    before.is_empty() || before.ends_with(b";")
+    before.is_empty() || before.ends_with(b";") || location_prefix(before)
+}
+
+/// Whether `before` ends with a file's location as grep, compilers and log lines quote one
+/// (`config/app.ini:3:`, `src/settings.py:12:4:`): what follows is that file's line.
+fn location_prefix(before: &[u8]) -> bool {
+    let Some(mut rest) = before.strip_suffix(b":") else {
+        return false;
+    };
+    let mut numbers = 0;
+    loop {
+        let digits = rest.iter().rev().take_while(|b| b.is_ascii_digit()).count();
+        if digits == 0 || digits > 7 {
+            break;
+        }
+        let head = &rest[..rest.len() - digits];
+        let Some(head) = head.strip_suffix(b":") else {
+            return false;
+        };
+        rest = head;
+        numbers += 1;
+        if numbers == 2 {
+            break;
+        }
+    }
+    let path = rest.rsplit(|b| b.is_ascii_whitespace()).next().unwrap_or(rest);
+    numbers > 0
+        && path.len() > 2
+        && path.contains(&b'.')
+        && path
+            .iter()
+            .all(|&b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'/' | b'\\' | b'_' | b'-'))
 }
 
 /// An unquoted lowercase word ending a `password = …` line that is a literal, not a name in
@@ -6419,7 +6504,7 @@ fn masked(v: &[u8]) -> bool {
 fn placeholder_words(v: &[u8]) -> bool {
     const MARKERS: Words = words_of!(
         b"example examples placeholder changeme changeit change your dummy redacted \
-        replace insert sample fake todo fixme please obfuscated censored omitted elided scrubbed \
+        replace insert sample fake todo fixme please plz pls obfuscated censored omitted elided scrubbed \
         sanitized removed"
     );
     const FILLERS: Words = words_of!(
@@ -6556,6 +6641,21 @@ fn quoted_slot(v: &[u8]) -> bool {
 }
 
 /// `password=PASSWORD`, `TOKEN=$TOKEN` without the `$`: the key's own name is a template.
+/// A name path of code (`Digest::SHA1.hexdigest`, `std::env::var`): identifiers joined by `::`,
+/// a method after a `.`; Ruby calls one without parentheses (`= Digest::SHA1.hexdigest [a, b]`).
+fn namespace_path(v: &[u8]) -> bool {
+    let ident = |s: &[u8]| {
+        s.first().is_some_and(|b| b.is_ascii_alphabetic() || *b == b'_')
+            && s.iter().all(|&b| b.is_ascii_alphanumeric() || b == b'_')
+    };
+    v.windows(2).any(|w| w == b"::")
+        && v.split(|&b| b == b'.').all(|part| {
+            part.split(|&b| b == b':')
+                .enumerate()
+                .all(|(k, s)| ident(s) || k % 2 == 1 && s.is_empty())
+        })
+}
+
 /// An LDAP distinguished name (`ou=users,dc=example,dc=us`, `uid=reader,ou=services,…`): where a
 /// directory's entries are, never a secret.
 fn ldap_dn(v: &[u8]) -> bool {
@@ -7701,6 +7801,55 @@ mod tests {
             "db_password: '$DB_PASSWORD'",
             "password='$db_password_2'",
             "db_password: \"$dbPassword2\"",
+        ]);
+    }
+
+    /// A file's location as grep, a compiler or a log quotes it (`path:line:`) starts that file's
+    /// line: a config literal after it is read as on the line itself; after prose it is not.
+    #[test]
+    fn a_quoted_files_location_starts_its_line() {
+        assert_found(&[
+            "$ grep -rn password etc/\netc/mail.cf:14: password = qzvmkrtwplsd",
+            "WARN loader: deploy/app.ini:7:3: passwd = wrdlbrmpft",
+        ]);
+        assert_clean(&[
+            "he said: password = qzvmkrtwplsd",
+            "etc/mail.cf:14: password = ${MAIL_PASSWORD}",
+            "note 3: password = required",
+        ]);
+    }
+
+    /// `plz`/`pls` are `please`: a stand-in's words; a password holding them with digits is not.
+    #[test]
+    fn plz_is_a_stand_ins_word() {
+        assert_clean(&["JWT_SECRET='replace me pls'", "api_token: \"CHANGE-THIS-PLZ\""]);
+        assert_found(&["JWT_SECRET='plz4Xq9!vRt2'"]);
+    }
+
+    /// A name path of code (`Digest::SHA1.hexdigest`) after a secret's key is code, called
+    /// without parentheses as Ruby does; a password with colons is still a password.
+    #[test]
+    fn a_name_path_of_code_is_no_secret() {
+        assert_clean(&[
+            "token = SecureRandom::Base64.urlsafe [32, nil].first",
+            "let secret = crypto::hmac::derive_key(&salt);",
+        ]);
+        assert_found(&["secret = Zk9::mQ2!zLp7"]);
+    }
+
+    /// An element typed as a password (`type="password"`, a CI parameter's `spec="password …"`)
+    /// holds its password in its `value`; an empty or templated value, or another type, holds none.
+    #[test]
+    fn an_element_typed_password_holds_its_value() {
+        assert_found(&[
+            "<input class=\"form\" type=\"password\" value=\"Sn0wdr1ft-44\" name=\"pw\">",
+            "<param name=\"env.DEPLOY_KEY\" value=\"q7Lm2vZx9\" spec=\"password display='hidden'\" />",
+            "<input value=\"trombone77\" type=\"password\" name=\"pw\">",
+        ]);
+        assert_clean(&[
+            "<input type=\"password\" value=\"\" name=\"pw\">",
+            "<input type=\"password\" value=\"<%= @pw %>\">",
+            "<input type=\"email\" value=\"ops@corp.test\" placeholder=\"password\">",
         ]);
     }
 
