@@ -36,6 +36,7 @@ const FLOORS: &[(&str, f64, f64)] = &[
     ("ripsecrets", 95.1, 0.0),
     ("leaky-repo", 95.7, 0.0),
     ("devskim", 95.0, 0.0),
+    ("deepsecrets", 97.0, 0.0),
 ];
 
 /// What each source is, for the table.
@@ -81,6 +82,10 @@ const LABELS: &[(&str, &str)] = &[
     (
         "devskim",
         "DevSkim's rule samples (code, none a credential) in two of those shapes",
+    ),
+    (
+        "deepsecrets",
+        "DeepSecrets' test fixtures (code and config files, lines and long excerpts) in those six shapes",
     ),
 ];
 
