@@ -354,6 +354,12 @@ fn dequoted(text: &str) -> Option<String> {
                 blank = (lead, digits + 1);
             }
         }
+        if blank.1 == 0
+            && let Some(at) = location_end(l)
+        {
+            // A log's or grep's prefix up to the quoted file's location (`… app.ini:3: `).
+            blank = (0, at);
+        }
         if blank.1 > blank.0 {
             let o = out.get_or_insert_with(|| bytes.to_vec());
             for b in &mut o[line + blank.0..line + blank.1] {
@@ -4948,6 +4954,26 @@ fn statement_start(line: &[u8]) -> bool {
     before.is_empty() || before.ends_with(b";") || location_prefix(before)
 }
 
+/// Where the text of a line quoting a file starts, after the file's location and the prefix
+/// before it (`2024-03-02T10:14:07Z DEBUG sync[22]: etc/app.ini:3: `, `src/a.py:12:4: `): `None`
+/// when the line's first 200 bytes hold no `path:line: `.
+fn location_end(l: &[u8]) -> Option<usize> {
+    let head = &l[..l.len().min(200)];
+    let mut from = 0;
+    while let Some(k) = find_byte(b':', &head[from..]) {
+        let c = from + k;
+        if head.get(c + 1) == Some(&b' ')
+            && c > 0
+            && head[c - 1].is_ascii_digit()
+            && location_prefix(&head[..=c])
+        {
+            return Some(c + 2);
+        }
+        from = c + 1;
+    }
+    None
+}
+
 /// Whether `before` ends with a file's location as grep, compilers and log lines quote one
 /// (`config/app.ini:3:`, `src/settings.py:12:4:`): what follows is that file's line.
 fn location_prefix(before: &[u8]) -> bool {
@@ -7817,6 +7843,22 @@ mod tests {
             "etc/mail.cf:14: password = ${MAIL_PASSWORD}",
             "note 3: password = required",
         ]);
+    }
+
+    /// Lines quoting a file after its location (a log's or grep's `… path:line: `) are read as the
+    /// file's lines: a PEM block spread over them is a key, an illustration is not.
+    #[test]
+    fn a_files_lines_quoted_in_a_log_read_as_the_file() {
+        let key = "MHcCAQEEIBkg4LVWM9nuwNSk3yByxZpYRTBnVJk5oqEhf+I2lH8voAoGCCqGSM49";
+        let log = |body: &str| {
+            format!(
+                "12:00:01 INFO loader[7]: keys/ec.pem:1: -----BEGIN EC PRIVATE KEY-----\n\
+                 12:00:01 INFO loader[7]: keys/ec.pem:2: {body}\n\
+                 12:00:01 INFO loader[7]: keys/ec.pem:3: -----END EC PRIVATE KEY-----"
+            )
+        };
+        assert_kind(SecretKind::PrivateKey, &[log(key).as_str()]);
+        assert_clean(&[log("<your key here>").as_str(), log("anything").as_str()]);
     }
 
     /// `plz`/`pls` are `please`: a stand-in's words; a password holding them with digits is not.
