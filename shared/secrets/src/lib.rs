@@ -354,6 +354,12 @@ fn dequoted(text: &str) -> Option<String> {
                 blank = (lead, digits + 1);
             }
         }
+        if blank.1 == 0
+            && let Some(at) = location_end(l)
+        {
+            // A log's or grep's prefix up to the quoted file's location (`… app.ini:3: `).
+            blank = (0, at);
+        }
         if blank.1 > blank.0 {
             let o = out.get_or_insert_with(|| bytes.to_vec());
             for b in &mut o[line + blank.0..line + blank.1] {
@@ -2416,13 +2422,14 @@ impl<'t> Scan<'t> {
         if closed
             && !found
             && (has_operator || quoted_end.is_some())
-            && !value.contains(&b' ')
+            && (!value.contains(&b' ') || quoted_end.is_some() && spaced_random(value))
             && random
             && !is_placeholder(value)
             && !is_reference(value)
             && !code_continuation(value)
             && !quoted_slot(value)
             && !url_stand_in_userinfo(value)
+            && !ldap_dn(value)
             // An absolute path (`"/en/enterprise-server@3.0/auth"`) is no generated value.
             && (!value.starts_with(b"/") || random_after_slash(value))
             && (strong || !base64_text(value))
@@ -2976,6 +2983,9 @@ impl<'t> Scan<'t> {
     ) {
         let bytes = self.bytes;
         self.compared_before(kstart, key, strength, kind);
+        if password_key(key) {
+            self.typed_password_element(kstart, kend, kind);
+        }
         let pos = key_tail_end(bytes, kend);
         let mut blank_before = skip_blank(bytes, pos);
         // French typography puts a no-break space before a colon (`Mot de passe\u{a0}: …`).
@@ -2995,6 +3005,15 @@ impl<'t> Scan<'t> {
         if sep.is_none() && bytes.get(pos) == Some(&b'>') && kstart > 0 && bytes[kstart - 1] == b'<' {
             return self.element_text(pos + 1, key, strength, kind);
         }
+        // `<Pass encoding="base64">…</Pass>`: the start tag's attributes come before the text.
+        if sep.is_none()
+            && spaced_before
+            && kstart > 0
+            && bytes[kstart - 1] == b'<'
+            && let Some(close) = start_tag_attributes_end(bytes, pos)
+        {
+            return self.element_text(close + 1, key, strength, kind);
+        }
         let site = KeySite {
             key,
             strength,
@@ -3009,6 +3028,57 @@ impl<'t> Scan<'t> {
             return;
         };
         self.assigned_value(pos, mode, &site);
+    }
+
+    /// An element whose `type` or `spec` attribute declares it a password (`<input
+    /// type="password" value="…">`, a CI server's `<param … value="…" spec="password …">`, the
+    /// key at `kstart..kend` being that attribute's first word): its `value` attribute, on the
+    /// same line in the same tag, is the password.
+    fn typed_password_element(&mut self, kstart: usize, kend: usize, kind: SecretKind) {
+        let bytes = self.bytes;
+        let before = line_before(bytes, kstart);
+        let Some((&q, head)) = before.split_last() else {
+            return;
+        };
+        if !matches!(q, b'"' | b'\'') {
+            return;
+        }
+        let Some(head) = head.strip_suffix(b"=") else {
+            return;
+        };
+        let attr = &head[head
+            .iter()
+            .rposition(|b| !b.is_ascii_alphabetic())
+            .map_or(0, |k| k + 1)..];
+        if !(attr.eq_ignore_ascii_case(b"type") || attr.eq_ignore_ascii_case(b"spec")) {
+            return;
+        }
+        // The tag around the attribute: from its `<` to its `>`, on this line.
+        let Some(open) = before.iter().rposition(|&b| b == b'<') else {
+            return;
+        };
+        if before[open..].contains(&b'>') {
+            return;
+        }
+        let tag_start = kstart - before.len() + open;
+        let close = run_end_max(bytes, kend, 512, |b| b != b'>' && b != b'\n');
+        if bytes.get(close) != Some(&b'>') {
+            return;
+        }
+        let tag = &bytes[tag_start..close];
+        let attribute = tag
+            .windows(7)
+            .position(|w| w[0].is_ascii_whitespace() && w[1..].eq_ignore_ascii_case(b"value="));
+        if let Some(k) = attribute {
+            let start = tag_start + k + 7;
+            if let Some(value) = Value::parse(bytes, start, Stop::Code)
+                && value.quoted
+                && value.end <= close
+                && value_is_secret(bytes, &value, b"password", Strength::Strong, Mode::Literal)
+            {
+                self.push(kind, value.start, value.end);
+            }
+        }
     }
 
     /// The assignment operator at `pos` after a key: `Some(Some(len))` for an operator of `len`
@@ -4321,7 +4391,7 @@ fn secret_word(key: &[u8]) -> Option<SecretWord> {
             tail = &tail[1..];
             strength = Strength::Weak;
         }
-        if !qualified_after(tail) {
+        if !qualified_after(tail) && !last_word_qualified(tail) {
             let better = match &best {
                 None => true,
                 Some(b) => b.strength == Strength::Weak && strength == Strength::Strong,
@@ -4369,6 +4439,8 @@ fn secret_word_at(key: &[u8], j: usize) -> Option<(usize, Strength, bool)> {
             .or_else(|| {
                 eat_ci(key, j, b"pass").map(|e| {
                     let segment = j > 0 && matches!(key[j - 1], b'_' | b'.') && e == key.len();
+                    // `"pass": …`, `<Pass>`: a config's field named `pass` alone is its password.
+                    let whole = j == 0 && e == key.len();
                     // `userpass`, `DBPASS`, `rootPass`: an account's word glued to `pass` ending
                     // the key names that account's password (`bypass`, `compass` name none).
                     let owned = e == key.len()
@@ -4379,7 +4451,7 @@ fn secret_word_at(key: &[u8], j: usize) -> Option<(usize, Strength, bool)> {
                         });
                     (
                         e,
-                        if segment || owned {
+                        if segment || owned || whole {
                             Strength::Strong
                         } else {
                             Strength::Weak
@@ -4495,6 +4567,29 @@ fn qualified_after(tail: &[u8]) -> bool {
     QUALIFIERS
         .iter()
         .any(|q| tail.len() >= q.len() && tail[..q.len()].eq_ignore_ascii_case(q))
+}
+
+/// Whether the key's last word, words after its secret word, says what the value is about the
+/// secret rather than the secret (`GUEST_TOKEN_JWT_ALGO`, `API_KEY_HEADER_NAME`,
+/// `secretValueMaxLength`).
+fn last_word_qualified(tail: &[u8]) -> bool {
+    const LAST: Words = words_of!(
+        b"algo algorithm alg type kind name names url uri endpoint header prefix suffix length len count \
+        ttl timeout expiry expires expiration time file path dir format version issuer audience size limit"
+    );
+    let mut start = tail.len();
+    while start > 0 {
+        let b = tail[start - 1];
+        if !b.is_ascii_alphabetic()
+            || start < tail.len() && tail[start].is_ascii_uppercase() && b.is_ascii_lowercase()
+        {
+            break;
+        }
+        start -= 1;
+    }
+    let word = &tail[start..];
+    // The tail holds words beyond the last one (`_JWT_ALGO`), the first is read by [`qualified_after`].
+    start > 0 && LAST.iter().any(|w| word.eq_ignore_ascii_case(w))
 }
 
 /// Whether the part of a key before its secret word ends with a qualifier (`max_`, `is`).
@@ -4735,6 +4830,36 @@ impl Value {
     }
 }
 
+/// Where a start tag's attributes (`encoding="base64" id='x'`, from `pos`) end at its `>` on
+/// the same line: `None` for anything else (a self-closing tag, text, a separator).
+fn start_tag_attributes_end(bytes: &[u8], mut pos: usize) -> Option<usize> {
+    let limit = (pos + 256).min(bytes.len());
+    loop {
+        let name = run_end(bytes, pos, |b| {
+            b.is_ascii_alphanumeric() || matches!(b, b'_' | b':' | b'-' | b'.')
+        });
+        if name == pos || bytes.get(name) != Some(&b'=') {
+            return None;
+        }
+        let q = *bytes.get(name + 1).filter(|&&q| q == b'"' || q == b'\'')?;
+        let close = name
+            + 2
+            + bytes
+                .get(name + 2..limit)?
+                .iter()
+                .position(|&b| b == q || b == b'\n')?;
+        if bytes[close] != q {
+            return None;
+        }
+        pos = skip_blank(bytes, close + 1);
+        match bytes.get(pos) {
+            Some(b'>') => return Some(pos),
+            _ if pos >= limit => return None,
+            _ => {}
+        }
+    }
+}
+
 /// A `;` at `k` followed by a connection string's next field name and its `=` (`;Database=`,
 /// `;Initial Catalog=`).
 fn next_connection_field(bytes: &[u8], k: usize) -> bool {
@@ -4810,15 +4935,24 @@ fn value_is_secret(bytes: &[u8], value: &Value, key: &[u8], strength: Strength, 
     // (`"Hx7${q2Lm9"`), not a reference cut at the value's end.
     let placeholder = is_placeholder(v)
         && !(value.quoted && unclosed_template(v))
+        && !(value.quote == b'\'' && dollar_literal(v))
         && !(password_key(key) && weak_literal(v));
-    if placeholder || is_reference(v) || same_as_key(v, key) || yaml_tag(bytes, value) {
+    if placeholder
+        || is_reference(v)
+        || same_as_key(v, key)
+        || stand_in_for_key(v, key)
+        || yaml_tag(bytes, value)
+    {
         return false;
     }
     // A member that holds the secret, not the secret (`pwd=instance_info.password,`).
     if !value.quoted && secret_member(v) {
         return false;
     }
-    if code_continuation(v) || quoted_slot(v) || url_stand_in_userinfo(v) {
+    if code_continuation(v) || quoted_slot(v) || url_stand_in_userinfo(v) || ldap_dn(v) {
+        return false;
+    }
+    if value.quoted && secret_field_name(v) {
         return false;
     }
     // A weak key's base64 of plain words (`ANY_KEY = ZHVtbXkgdGV4dCBkYXRh…`) encodes no key.
@@ -4878,7 +5012,7 @@ fn value_is_secret(bytes: &[u8], value: &Value, key: &[u8], strength: Strength, 
         let code = if mode == Mode::Literal {
             code_expression(raw)
         } else {
-            raw.contains(&b'(') || raw.contains(&b'[') || v.contains(&b'<')
+            raw.contains(&b'(') || raw.contains(&b'[') || v.contains(&b'<') || namespace_path(v)
         };
         if code {
             return false;
@@ -4886,7 +5020,7 @@ fn value_is_secret(bytes: &[u8], value: &Value, key: &[u8], strength: Strength, 
     }
     if value.quoted && v.iter().any(u8::is_ascii_whitespace) {
         // A passphrase has spaces; a message has sentence words or names the secret itself.
-        return (!weak || contains_ci(key, b"passphrase")) && passphrase_like(v);
+        return (!weak || contains_ci(key, b"passphrase")) && passphrase_like(v) || spaced_random(v);
     }
     if numeric_like(v) || is_path_or_url(v) && !random_after_slash(v) || key_chord(v) {
         return false;
@@ -4952,7 +5086,58 @@ fn letters_password(bytes: &[u8], value: &Value, key: &[u8]) -> bool {
 fn statement_start(line: &[u8]) -> bool {
     let before = trim_ascii(line);
     let before = trim_ascii(before.strip_suffix(b"$").unwrap_or(before));
-    before.is_empty() || before.ends_with(b";")
+    before.is_empty() || before.ends_with(b";") || location_prefix(before)
+}
+
+/// Where the text of a line quoting a file starts, after the file's location and the prefix
+/// before it (`2024-03-02T10:14:07Z DEBUG sync[22]: etc/app.ini:3: `, `src/a.py:12:4: `): `None`
+/// when the line's first 200 bytes hold no `path:line: `.
+fn location_end(l: &[u8]) -> Option<usize> {
+    let head = &l[..l.len().min(200)];
+    let mut from = 0;
+    while let Some(k) = find_byte(b':', &head[from..]) {
+        let c = from + k;
+        if head.get(c + 1) == Some(&b' ')
+            && c > 0
+            && head[c - 1].is_ascii_digit()
+            && location_prefix(&head[..=c])
+        {
+            return Some(c + 2);
+        }
+        from = c + 1;
+    }
+    None
+}
+
+/// Whether `before` ends with a file's location as grep, compilers and log lines quote one
+/// (`config/app.ini:3:`, `src/settings.py:12:4:`): what follows is that file's line.
+fn location_prefix(before: &[u8]) -> bool {
+    let Some(mut rest) = before.strip_suffix(b":") else {
+        return false;
+    };
+    let mut numbers = 0;
+    loop {
+        let digits = rest.iter().rev().take_while(|b| b.is_ascii_digit()).count();
+        if digits == 0 || digits > 7 {
+            break;
+        }
+        let head = &rest[..rest.len() - digits];
+        let Some(head) = head.strip_suffix(b":") else {
+            return false;
+        };
+        rest = head;
+        numbers += 1;
+        if numbers == 2 {
+            break;
+        }
+    }
+    let path = rest.rsplit(|b| b.is_ascii_whitespace()).next().unwrap_or(rest);
+    numbers > 0
+        && path.len() > 2
+        && path.contains(&b'.')
+        && path
+            .iter()
+            .all(|&b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'/' | b'\\' | b'_' | b'-'))
 }
 
 /// An unquoted lowercase word ending a `password = …` line that is a literal, not a name in
@@ -5286,6 +5471,20 @@ fn generated(v: &[u8]) -> bool {
             !b.is_ascii_alphanumeric() && !matches!(b, b'_' | b'-' | b'.' | b':' | b'/' | b'+' | b'@')
         })
         && !wordy(v)
+}
+
+/// A generated value whose alphabet holds the space (WordPress's salts: 64 printable characters,
+/// `'MW1pxMctoyA(>M%0Vl 2(#o0|2$cB+K|…'`): long, a space at most every sixteenth character, and
+/// as random as printable characters drawn at random, not words or code with spaces between.
+fn spaced_random(v: &[u8]) -> bool {
+    let spaces = v.iter().filter(|&&b| b == b' ').count();
+    v.len() >= 32
+        && spaces * 16 <= v.len()
+        && v.iter().all(|&b| b.is_ascii_graphic() || b == b' ')
+        && generated(v)
+        && entropy(v) >= 4.5
+        && v.split(|&b| b == b' ')
+            .all(|part| part.len() >= 2 && !wordy(part))
 }
 
 /// A quoted value with spaces that reads as a passphrase, not a message: a few words, none of
@@ -6070,6 +6269,8 @@ fn is_placeholder(v: &[u8]) -> bool {
         // An alias, a decorator, a comment: `*default`, `@Value`, `#todo` (a YAML `!tag` is told
         // by what follows it, see [`yaml_tag`]).
         || (matches!(first, b'*' | b'#' | b'@') && (v.len() == 1 || identifier_like(&v[1..])))
+        // A SQL system variable read in a list (`SET @OLD_FOREIGN_KEY_CHECKS=@@FOREIGN_KEY_CHECKS,`).
+        || v.len() > 2 && v.starts_with(b"@@") && identifier_like(trim_end_of(&v[2..], |b| matches!(b, b',' | b';' | b')')))
         || v == b"!"
     {
         return true;
@@ -6389,20 +6590,28 @@ fn encoded_filler(v: &[u8]) -> bool {
 /// Six or more of one character in a row (`000000`, `xxxxxx`, `AAAAAA`, `######`): typed, not
 /// generated (a random 64-digit hex value holds such a run once in twenty thousand). Filler only
 /// in part is not filler: a generated head of 16 or more characters before the run
-/// (`sk_test_51H5Z3jGXvP5CVwYOLLllll…`, a key padded out) is a secret's, whatever follows it.
+/// (`sk_test_51H5Z3jGXvP5CVwYOLLllll…`, a key padded out) is a secret's, whatever follows it,
+/// and so is a generated tail after it (base64 of DER, whose zero bytes encode as `AAAA…`:
+/// `MDoEEPgAAAAAAAAAAAAAAAAAAAEwFAYIKoZIhvcNAwcECBQ0N0Ef…`, an encrypted field).
 pub(crate) fn filler_run(v: &[u8]) -> bool {
+    // Letters alone are random too when long and varied (`EwFAYIKoZIhvcNAwcECBUufYeW…`).
+    let random = |part: &[u8]| {
+        part.len() >= 16
+            && mixed_case(part)
+            && (has_digit(part) || part.len() >= 24 && entropy(part) >= 4.0)
+            && entropy(part) >= 3.5
+            && looks_random(part, 16)
+            && !fabricated(part)
+    };
     let mut run = 1;
     for (k, w) in v.windows(2).enumerate() {
         run = if w[0] == w[1] { run + 1 } else { 1 };
         if run >= 6 {
             let head = &v[..k + 2 - run];
-            let generated = head.len() >= 16
-                && mixed_case(head)
-                && has_digit(head)
-                && entropy(head) >= 3.5
-                && looks_random(head, 16)
-                && !fabricated(head);
-            return !generated;
+            let end = run_end(v, k + 2, |b| b == w[0]);
+            let tail = &v[end..];
+            return !(random(head)
+                || tail.iter().all(|&b| b64url(b) || matches!(b, b'+' | b'/' | b'=')) && random(tail));
         }
     }
     false
@@ -6456,7 +6665,7 @@ fn masked(v: &[u8]) -> bool {
 fn placeholder_words(v: &[u8]) -> bool {
     const MARKERS: Words = words_of!(
         b"example examples placeholder changeme changeit change your dummy redacted \
-        replace insert sample fake todo fixme please obfuscated censored omitted elided scrubbed \
+        replace insert sample fake todo fixme please plz pls obfuscated censored omitted elided scrubbed \
         sanitized removed"
     );
     const FILLERS: Words = words_of!(
@@ -6593,6 +6802,125 @@ fn quoted_slot(v: &[u8]) -> bool {
 }
 
 /// `password=PASSWORD`, `TOKEN=$TOKEN` without the `$`: the key's own name is a template.
+/// A name path of code (`Digest::SHA1.hexdigest`, `std::env::var`): identifiers joined by `::`,
+/// a method after a `.`; Ruby calls one without parentheses (`= Digest::SHA1.hexdigest [a, b]`).
+fn namespace_path(v: &[u8]) -> bool {
+    let ident = |s: &[u8]| {
+        s.first().is_some_and(|b| b.is_ascii_alphabetic() || *b == b'_')
+            && s.iter().all(|&b| b.is_ascii_alphanumeric() || b == b'_')
+    };
+    v.windows(2).any(|w| w == b"::")
+        && v.split(|&b| b == b'.').all(|part| {
+            part.split(|&b| b == b':')
+                .enumerate()
+                .all(|(k, s)| ident(s) || k % 2 == 1 && s.is_empty())
+        })
+}
+
+/// An LDAP distinguished name (`ou=users,dc=example,dc=us`, `uid=reader,ou=services,…`): where a
+/// directory's entries are, never a secret.
+fn ldap_dn(v: &[u8]) -> bool {
+    const ATTRIBUTES: Words = words_of!(b"dc ou cn uid o c l st");
+    let mut parts = 0;
+    let mut named = false;
+    for part in v.split(|&b| b == b',') {
+        let Some(eq) = part.iter().position(|&b| b == b'=') else {
+            return false;
+        };
+        let attr = part[..eq].trim_ascii();
+        if attr.is_empty()
+            || attr.len() > 24
+            || !attr.iter().all(u8::is_ascii_alphabetic)
+            || eq + 1 == part.len()
+        {
+            return false;
+        }
+        named |= ATTRIBUTES.iter().any(|a| attr.eq_ignore_ascii_case(a));
+        parts += 1;
+    }
+    parts >= 2 && named
+}
+
+/// A quoted name of where a secret is kept, not the secret: an identifier in lower camelCase that
+/// ends with a secret word after the word of whose secret it is (`'userPassword'`, `'ntPassword'`,
+/// `'radiusClientSecret'`: a directory attribute, a field's name); other words before it
+/// (`plainSecret`) or a capital first (`SuperSecretPassword`) are typed as a password is.
+fn secret_field_name(v: &[u8]) -> bool {
+    const ENDS: &[&[u8]] = &[b"Password", b"Passwd", b"Secret", b"Token", b"Key", b"Pwd"];
+    const OWNERS: &[&[u8]] = &[
+        b"user",
+        b"nt",
+        b"lm",
+        b"client",
+        b"app",
+        b"admin",
+        b"root",
+        b"db",
+        b"service",
+        b"account",
+        b"bind",
+        b"api",
+        b"access",
+        b"consumer",
+    ];
+    let humps = v.iter().filter(|b| b.is_ascii_uppercase()).count();
+    let Some(head) = ENDS
+        .iter()
+        .find(|e| v.len() > e.len() + 1 && v.ends_with(e))
+        .map(|e| &v[..v.len() - e.len()])
+    else {
+        return false;
+    };
+    // The word right before the secret word: after the head's last capital, or all of it.
+    let owner = &head[head.iter().rposition(u8::is_ascii_uppercase).unwrap_or(0)..];
+    v.first().is_some_and(u8::is_ascii_lowercase)
+        && v.iter().all(u8::is_ascii_alphabetic)
+        && (1..=3).contains(&humps)
+        && OWNERS.iter().any(|o| owner.eq_ignore_ascii_case(o))
+}
+
+/// A `$` before letters of both cases and digits, in single quotes (`'$ecRetT0F1nD'`): shells,
+/// Python, PHP and PowerShell expand nothing there, and no variable is named so.
+fn dollar_literal(v: &[u8]) -> bool {
+    v.len() >= 8 && v[0] == b'$' && mixed_case(&v[1..]) && has_digit(&v[1..]) && !v[1..].contains(&b'_')
+}
+
+/// Stand-in words around the words of the value's own key (`HEROKU_API_KEY='sampleHerokuKey'`,
+/// `githubToken: yourGithubToken`): a placeholder that names its slot, once the key's words
+/// (three letters or more) are taken out of it.
+fn stand_in_for_key(v: &[u8], key: &[u8]) -> bool {
+    if v.len() > 64
+        || !v
+            .iter()
+            .all(|&b| b.is_ascii_alphabetic() || matches!(b, b'_' | b'-' | b'.'))
+    {
+        return false;
+    }
+    let mut rest = v.to_ascii_lowercase();
+    let mut start = 0;
+    for k in 0..=key.len() {
+        let boundary = k == key.len()
+            || !key[k].is_ascii_alphabetic()
+            || k > start && key[k].is_ascii_uppercase() && key[k - 1].is_ascii_lowercase();
+        if !boundary {
+            continue;
+        }
+        let word = key[start..k].to_ascii_lowercase();
+        start = if k < key.len() && !key[k].is_ascii_alphabetic() {
+            k + 1
+        } else {
+            k
+        };
+        if word.len() < 3 {
+            continue;
+        }
+        while let Some(at) = rest.windows(word.len()).position(|w| w == word.as_slice()) {
+            rest.drain(at..at + word.len());
+        }
+    }
+    rest.len() < v.len() && placeholder_words(&rest)
+}
+
 fn same_as_key(v: &[u8], key: &[u8]) -> bool {
     v.eq_ignore_ascii_case(key) || all_caps_name(v) && v.len() >= 4 && contains_ci(key, &v[..v.len().min(4)])
 }
@@ -7153,7 +7481,12 @@ fn pem_illustration(body: &[u8]) -> bool {
             encoded |= b.is_ascii_digit() || matches!(b, b'+' | b'/' | b'=');
         }
     }
-    base64 < 32 && !encoded || base64 <= text.len() && base64_text(&text[..n]) || mostly_counted(body)
+    // A pattern in the body's place (`[\S\s]{15,}?`, a rule that finds keys) holds characters no
+    // PEM body or header does.
+    let pattern = body.iter().any(|b| b"[]{}\\?()*|^$".contains(b));
+    base64 < 32 && (!encoded || pattern)
+        || base64 <= text.len() && base64_text(&text[..n])
+        || mostly_counted(body)
 }
 
 /// Three quarters or more of the letters and digits stand in counts of six or more, up or down,
@@ -7485,6 +7818,229 @@ mod tests {
         for text in texts {
             assert_eq!(find_secret(text), None, "expected no match for {text:?}");
         }
+    }
+
+    /// A config's field named `pass` alone is its password, in any syntax; `pass` inside a word
+    /// or as a test's outcome is not.
+    #[test]
+    fn a_field_named_pass_alone_holds_a_password() {
+        assert_found(&[
+            "{\"host\": \"db01\", \"pass\": \"tr0ut-lake\"}",
+            "smtp:\n  user: ops\n  pass: 'Vel0cipede'",
+            "<Pass>quillfeather9</Pass>",
+        ]);
+        assert_clean(&[
+            "{\"pass\": true, \"fail\": false}",
+            "pass: 42",
+            "{\"bypass\": \"tr0ut-lake\"}",
+            "\"pass\": \"${SMTP_PASS}\"",
+        ]);
+    }
+
+    /// An element's start tag may carry attributes before its text (`<Pass encoding="base64">`);
+    /// a self-closing tag or an attribute alone holds no text.
+    #[test]
+    fn an_elements_attributes_come_before_its_text() {
+        assert_found(&[
+            "<Password type=\"plain\" scope='site'>Gr4nite!Lodge</Password>",
+            "\t<secret encoding=\"base64\">ZDhmMmE5YzQxYjdlNjA1Mw==</secret>",
+        ]);
+        assert_clean(&[
+            "<Password type=\"plain\" />",
+            "<Password required=\"true\">{{ vault_password }}</Password>",
+            "<Token kind=\"refresh\">see the docs</Token>",
+        ]);
+    }
+
+    /// A run of one character inside a generated value (base64 of DER, whose zero bytes encode
+    /// as `AAAA…`) is the value's own, when what follows the run is random too; filler runs
+    /// with nothing random after them, or with text after them, stay filler.
+    #[test]
+    fn a_run_inside_a_generated_encoding_is_no_filler() {
+        assert_found(&[
+            "\"encryptedPassword\": \"MEIEEPgAAAAAAAAAAAAAAAAAAAEwFAYIKoZIhvcNAwcECKq7Rm2vTz9wBBhVe3uLpQ8sNkXf4Ja6Yd1cGHt\"",
+            "<EncryptedPassword>MDIEEPgAAAAAAAAAAAAAAAAAAAEwFAYIKoZIhvcNAwcECHqLwTvRbMpZsYcNgKfEuDjXa</EncryptedPassword>",
+        ]);
+        assert_clean(&[
+            "\"encryptedPassword\": \"MEIEEPgAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA\"",
+            "api_key = \"AKIA000000000000000000;Endpoint=https://Example.test:8443/Path9\"",
+        ]);
+    }
+
+    /// A generated value whose alphabet holds the space (a salt of printable characters) is one
+    /// value, quoted, in an assignment or as a call's second argument; a sentence, code or a
+    /// format with spaces is not.
+    #[test]
+    fn a_generated_value_may_hold_spaces() {
+        assert_found(&[
+            "define('SECURE_AUTH_KEY', 'p|V2+q8]Lx Tz;c$N4@hK!7mR^e_w(3G`sB0>uJ6 dY9*Fo%Za1{X');",
+            "app.secret_key = \"Qz7!vN2#kL9 pR4$wT8&mY3^bX6 cJ1*hF5(gD0)sA\"",
+        ]);
+        assert_clean(&[
+            "define('AUTH_KEY', 'put your unique phrase here');",
+            "secret_key = \"Use a long random string of at least 32 characters\"",
+            "api_key = 'SELECT id, name FROM keys WHERE owner = 42 AND kind = 7'",
+            "auth_key = '%Y-%m-%d %H:%M:%S %z (UTC) 1970-01-01T00:00:00Z'",
+        ]);
+    }
+
+    /// Stand-in words around the words of the value's own key name the slot; with a digit or
+    /// with a word the key does not hold, the value is a password.
+    #[test]
+    fn stand_in_words_around_the_keys_own_words_are_a_placeholder() {
+        assert_clean(&[
+            "export GITLAB_TOKEN='yourGitlabToken'",
+            "stripe_secret_key: sample-stripe-secret",
+            "HEROKU_API_KEY=\"exampleHerokuApiKey\"",
+        ]);
+        assert_found(&[
+            "export GITLAB_TOKEN='yourGitlabToken42'",
+            "DB_PASSWORD='sampleLighthouse'",
+        ]);
+    }
+
+    /// A SQL system variable (`@@NAME`) read into a session variable is a reference.
+    #[test]
+    fn a_sql_system_variable_is_a_reference() {
+        assert_clean(&[
+            "SET @OLD_AUTH_KEY_CACHE=@@AUTH_KEY_CACHE, AUTH_KEY_CACHE=0;",
+            "SET @saved_secret_key=@@session.secret_key;",
+        ]);
+        assert_found(&["SET @secret_key = 'Zq8#Lm2vRt9!Kx';"]);
+    }
+
+    /// A key whose last word says what the value is about the secret (an algorithm, a header's
+    /// name, a time) holds no secret, whatever words stand between; its secret word alone does.
+    #[test]
+    fn a_keys_last_word_may_qualify_its_secret_word() {
+        assert_clean(&[
+            "REFRESH_TOKEN_SIGNING_ALGORITHM = 'RS512'",
+            "apiKeyHeaderName: X-Vendor-Key9",
+            "(!(pwdLastChangedTime=20240101000000Z))",
+        ]);
+        assert_found(&[
+            "REFRESH_TOKEN_SIGNING = 'Qm7#tR2vLx9!pZ4w'",
+            "apiKeyProd: Tz8qWm3vLp6xRn2kYs5d",
+        ]);
+    }
+
+    /// An LDAP distinguished name after a key holding a secret word locates entries; a password
+    /// with `=` and `,` in it is still a password.
+    #[test]
+    fn an_ldap_distinguished_name_is_no_secret() {
+        assert_clean(&[
+            "LDAP_BIND_PASSWORD_BASE = 'cn=readers,ou=groups,dc=corp,dc=test'",
+            "auth_ldap_user_dn: \"uid=svc-wiki,ou=apps,dc=corp,dc=test\"",
+        ]);
+        assert_found(&["ldap_password = 'k3=Vq9,Lm2=Zx7'"]);
+    }
+
+    /// The quoted name of an account's secret field (`'userPassword'`, a directory attribute) is
+    /// a name; words typed as a password are not.
+    #[test]
+    fn a_quoted_name_of_an_accounts_secret_field_is_a_name() {
+        assert_clean(&[
+            "ldap_password_attribute = 'userPassword'",
+            "secret: \"consumerSecret\"",
+            "mapping[\"token\"] = 'accessToken'",
+        ]);
+        assert_found(&[
+            "secret: \"hiddenSecret\"",
+            "password = 'SuperSecretPassword'",
+            "password = 'userPassword7'",
+        ]);
+    }
+
+    /// A pattern in a PEM body's place (a rule that finds keys) is no key.
+    #[test]
+    fn a_pattern_in_a_pem_bodys_place_is_no_key() {
+        assert_clean(&[
+            "rule: '-----BEGIN EC PRIVATE KEY-----(?s).{20,}?-----END EC PRIVATE KEY-----'",
+            "-----BEGIN OPENSSH PRIVATE KEY-----\n[A-Za-z0-9+/=\\n]+\n-----END OPENSSH PRIVATE KEY-----",
+        ]);
+        assert_kind(
+            SecretKind::PrivateKey,
+            &[
+                "-----BEGIN EC PRIVATE KEY-----\nMHcCAQEEIBkg4LVWM9nuwNSk3yByxZpYRTBnVJk5oqEhf+I2lH8v\n-----END EC PRIVATE KEY-----",
+            ],
+        );
+    }
+
+    /// Single quotes expand no `$`: a `$` before letters of both cases and digits there is a
+    /// password's first character; `$NAME` and `$snake_name` stay references.
+    #[test]
+    fn a_dollar_in_single_quotes_may_start_a_password() {
+        assert_found(&["db_password: '$uP3rDuP3r'", "connect(password='$kYw4lk3r9')"]);
+        assert_clean(&[
+            "db_password: '$DB_PASSWORD'",
+            "password='$db_password_2'",
+            "db_password: \"$dbPassword2\"",
+        ]);
+    }
+
+    /// A file's location as grep, a compiler or a log quotes it (`path:line:`) starts that file's
+    /// line: a config literal after it is read as on the line itself; after prose it is not.
+    #[test]
+    fn a_quoted_files_location_starts_its_line() {
+        assert_found(&[
+            "$ grep -rn password etc/\netc/mail.cf:14: password = qzvmkrtwplsd",
+            "WARN loader: deploy/app.ini:7:3: passwd = wrdlbrmpft",
+        ]);
+        assert_clean(&[
+            "he said: password = qzvmkrtwplsd",
+            "etc/mail.cf:14: password = ${MAIL_PASSWORD}",
+            "note 3: password = required",
+        ]);
+    }
+
+    /// Lines quoting a file after its location (a log's or grep's `… path:line: `) are read as the
+    /// file's lines: a PEM block spread over them is a key, an illustration is not.
+    #[test]
+    fn a_files_lines_quoted_in_a_log_read_as_the_file() {
+        let key = "MHcCAQEEIBkg4LVWM9nuwNSk3yByxZpYRTBnVJk5oqEhf+I2lH8voAoGCCqGSM49";
+        let log = |body: &str| {
+            format!(
+                "12:00:01 INFO loader[7]: keys/ec.pem:1: -----BEGIN EC PRIVATE KEY-----\n\
+                 12:00:01 INFO loader[7]: keys/ec.pem:2: {body}\n\
+                 12:00:01 INFO loader[7]: keys/ec.pem:3: -----END EC PRIVATE KEY-----"
+            )
+        };
+        assert_kind(SecretKind::PrivateKey, &[log(key).as_str()]);
+        assert_clean(&[log("<your key here>").as_str(), log("anything").as_str()]);
+    }
+
+    /// `plz`/`pls` are `please`: a stand-in's words; a password holding them with digits is not.
+    #[test]
+    fn plz_is_a_stand_ins_word() {
+        assert_clean(&["JWT_SECRET='replace me pls'", "api_token: \"CHANGE-THIS-PLZ\""]);
+        assert_found(&["JWT_SECRET='plz4Xq9!vRt2'"]);
+    }
+
+    /// A name path of code (`Digest::SHA1.hexdigest`) after a secret's key is code, called
+    /// without parentheses as Ruby does; a password with colons is still a password.
+    #[test]
+    fn a_name_path_of_code_is_no_secret() {
+        assert_clean(&[
+            "token = SecureRandom::Base64.urlsafe [32, nil].first",
+            "let secret = crypto::hmac::derive_key(&salt);",
+        ]);
+        assert_found(&["secret = Zk9::mQ2!zLp7"]);
+    }
+
+    /// An element typed as a password (`type="password"`, a CI parameter's `spec="password …"`)
+    /// holds its password in its `value`; an empty or templated value, or another type, holds none.
+    #[test]
+    fn an_element_typed_password_holds_its_value() {
+        assert_found(&[
+            "<input class=\"form\" type=\"password\" value=\"Sn0wdr1ft-44\" name=\"pw\">",
+            "<param name=\"env.DEPLOY_KEY\" value=\"q7Lm2vZx9\" spec=\"password display='hidden'\" />",
+            "<input value=\"trombone77\" type=\"password\" name=\"pw\">",
+        ]);
+        assert_clean(&[
+            "<input type=\"password\" value=\"\" name=\"pw\">",
+            "<input type=\"password\" value=\"<%= @pw %>\">",
+            "<input type=\"email\" value=\"ops@corp.test\" placeholder=\"password\">",
+        ]);
     }
 
     fn assert_kind(expected: SecretKind, texts: &[&str]) {

@@ -34,6 +34,9 @@ const FLOORS: &[(&str, f64, f64)] = &[
     ("kingfisher", 95.2, 0.4),
     ("trivy", 95.6, 0.0),
     ("ripsecrets", 95.1, 0.0),
+    ("leaky-repo", 95.7, 0.0),
+    ("devskim", 95.0, 0.0),
+    ("deepsecrets", 97.0, 0.0),
 ];
 
 /// What each source is, for the table.
@@ -71,6 +74,18 @@ const LABELS: &[(&str, &str)] = &[
     (
         "ripsecrets",
         "ripsecrets' test inputs in four prompt shapes (two new: a quoting e-mail reply, a JSON log record)",
+    ),
+    (
+        "leaky-repo",
+        "leaky-repo's config files, dotfiles and keys, alone and whole, in six new prompt shapes (a pasted file, a stack trace, a debug log, a review comment, a terminal, a diff)",
+    ),
+    (
+        "devskim",
+        "DevSkim's rule samples (code, none a credential) in two of those shapes",
+    ),
+    (
+        "deepsecrets",
+        "DeepSecrets' test fixtures (code and config files, lines and long excerpts) in those six shapes",
     ),
 ];
 
