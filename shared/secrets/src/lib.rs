@@ -2215,7 +2215,7 @@ impl<'t> Scan<'t> {
                     let b = skip_blank(bytes, p + 1);
                     if bytes.get(b) == Some(&b'{') {
                         skip_blank(bytes, b + 1)
-                    } else if let Some(e) = or_else(bytes, b) {
+                    } else if let Some(e) = fallback_after(bytes, b) {
                         e
                     } else {
                         return;
@@ -2230,7 +2230,7 @@ impl<'t> Scan<'t> {
             && bytes.get(after) == Some(&b']')
         {
             // A lookup by subscript, then its fallback: `ENV['TOKEN'] || '…'`.
-            match or_else(bytes, skip_blank(bytes, after + 1)) {
+            match fallback_after(bytes, skip_blank(bytes, after + 1)) {
                 Some(e) => e,
                 None => return,
             }
@@ -7376,7 +7376,7 @@ fn for_each_cell(
 }
 
 /// Where the fallback after an expression's `||`, `??`, `?:` or Python's `or` at `p` starts.
-fn or_else(bytes: &[u8], p: usize) -> Option<usize> {
+fn fallback_after(bytes: &[u8], p: usize) -> Option<usize> {
     let rest = bytes.get(p..)?;
     let len = if rest.starts_with(b"||") || rest.starts_with(b"??") || rest.starts_with(b"?:") {
         2
