@@ -490,7 +490,7 @@ fn main() {
         .unwrap_or(u16::MAX);
     let _ = writeln!(
         out,
-        "/// Where the rules with a head start in [`VENDORS`] (their marker sits inside the token).\nstatic HEADED_FROM: usize = {plain};\n/// Their shortest head.\nstatic HEADED_SHORTEST: usize = {shortest};"
+        "/// Where the rules with a head start in [`VENDORS`] (their marker sits inside the token).\nstatic HEADED_FROM: usize = {plain};\n/// Their shortest head.\npub(crate) static HEADED_SHORTEST: usize = {shortest};"
     );
     emit_examples(&mut out, &examples);
     let _ = writeln!(out, "/// The rule files: stem, family, number of rules.");
@@ -511,6 +511,43 @@ fn main() {
     std::fs::write(Path::new(&out_dir).join("rules.rs"), out).expect("write rules.rs");
     let samples = samples_source(&keyword_rules, &rules);
     std::fs::write(Path::new(&out_dir).join("samples.rs"), samples).expect("write samples.rs");
+    let filters = filters_source(&keyword_rules);
+    std::fs::write(Path::new(&out_dir).join("filters.rs"), filters).expect("write filters.rs");
+}
+
+/// The source of the scan's quick rejections over the keyword rules' words: `KEYWORD_QUADS`, a
+/// 32768-bit filter of each keyword's first four bytes (folded, hashed), and `KEYWORD_PAIRS`, a
+/// 4096-bit filter of the first two bytes of the keywords shorter than four. A key in which no
+/// segment starts with a set bit holds no keyword.
+fn filters_source(keyword_rules: &[Keyword]) -> String {
+    let mut quads = vec![0u64; 512];
+    let mut pairs = vec![0u64; 64];
+    for w in keyword_rules.iter().flat_map(|r| &r.keywords) {
+        let w = w.as_bytes();
+        if let [a, b, c, d, ..] = *w {
+            let h = quad_hash([a, b, c, d]);
+            quads[h / 64] |= 1 << (h % 64);
+        } else {
+            let h = short_pair_hash(w[0], w[1]);
+            pairs[h / 64] |= 1 << (h % 64);
+        }
+    }
+    format!(
+        "/// Each keyword's first four bytes, folded and hashed ([`quad_hash`]).\nstatic KEYWORD_QUADS: [u64; 512] = {quads:?};\n/// The first two bytes of each keyword shorter than four, folded and hashed ([`short_pair_hash`]).\nstatic KEYWORD_PAIRS: [u64; 64] = {pairs:?};\n"
+    )
+}
+
+/// The bit of four bytes in `KEYWORD_QUADS`, each folded with `| 0x20` (the matcher computes the
+/// same).
+fn quad_hash(q: [u8; 4]) -> usize {
+    let w = u32::from_le_bytes(q) | 0x2020_2020;
+    (w.wrapping_mul(0x9e37_79b1) >> 17) as usize
+}
+
+/// The bit of two bytes in `KEYWORD_PAIRS`, each folded with `| 0x20` (the matcher computes the
+/// same).
+fn short_pair_hash(a: u8, b: u8) -> usize {
+    ((usize::from(a | 0x20) << 5) ^ usize::from(b | 0x20)) & 4095
 }
 
 /// The keyword rules: names and keywords in one string each (a rule costs eight bytes, a keyword

@@ -185,6 +185,7 @@
 use std::borrow::Cow;
 
 mod log2;
+mod prefilter;
 #[cfg(test)]
 mod prefilter_tests;
 mod rules;
@@ -905,7 +906,7 @@ impl<'t> Scan<'t> {
                     && bytes.get(i + 2).is_some_and(|&c| hex(c))
                     && bytes.get(i + 3).is_some_and(u8::is_ascii_alphanumeric) =>
                 {
-                    self.word_at(i + 3, b'%');
+                    self.word_at(i + 3, b'%', 0);
                 }
                 _ => {}
             }
@@ -916,7 +917,7 @@ impl<'t> Scan<'t> {
                 plain_end = self.plain_key_end;
             }
             if b.is_ascii_alphanumeric() && !(prev.is_ascii_alphanumeric() || prev == b'_') {
-                self.word_at(i, prev);
+                self.word_at(i, prev, plain_end);
             }
             // A word of letters and digits: its inside would take the first branch byte by byte.
             if plain_end > i + 1 {
@@ -931,8 +932,10 @@ impl<'t> Scan<'t> {
 
     // --- rules anchored at the start of a word -------------------------------------------------
 
-    /// Vendor shapes, JWTs and auth schemes at a word start; `prev` is what came before.
-    fn word_at(&mut self, i: usize, prev: u8) {
+    /// Vendor shapes, JWTs and auth schemes at a word start; `prev` is what came before, `run`
+    /// the end of the word when it is letters and digits up to a byte no key holds (`0`: not
+    /// known).
+    fn word_at(&mut self, i: usize, prev: u8, run: usize) {
         let bytes = self.bytes;
         let after_hyphen = prev == b'-';
         // The original filter's short shapes never start inside a dashed or dotted word
@@ -968,14 +971,16 @@ impl<'t> Scan<'t> {
             return;
         }
         // A key whose marker sits after a random head (Microsoft's identifiable keys).
-        if let Some((v, start, end)) = rules::headed_at(self.text, i) {
+        if !prefilter::shorter_than_a_head(bytes, i, run)
+            && let Some((v, start, end)) = rules::headed_at(self.text, i)
+        {
             self.push(SecretKind::Vendor(v.name), start, end);
             return;
         }
         if self.separated_key.0 == i && self.glued_vendor_at(i) {
             return;
         }
-        if bytes.get(i + 32..i + 35) == Some(b"-us") {
+        if bytes.get(i + 32) == Some(&b'-') && bytes.get(i + 32..i + 35) == Some(b"-us") {
             self.mailchimp_at(i);
         }
         match bytes[i] {
@@ -1710,7 +1715,7 @@ impl<'t> Scan<'t> {
         // One pass over the key: its end, the separators and dashes it holds, and whether two
         // of its letters may start a secret word. Most keys hold none, and the rules that need
         // them are not tried (each would read the key again).
-        let (mut run, mut held, mut pair) = (i, 0u8, 0u8);
+        let (mut run, mut held, mut pair, mut inner) = (i, 0u8, 0u8, 0u8);
         let mut before = 0usize;
         while let Some(&b) = bytes.get(run) {
             let class = KEY_CLASS[usize::from(b)];
@@ -1719,6 +1724,8 @@ impl<'t> Scan<'t> {
             }
             held |= class;
             pair |= SECRET_WORD_PAIRS[0][before] & SECRET_WORD_PAIRS[1][usize::from(b)];
+            // Whether a segment starts past the key's first byte (see [`prefilter::may_hold_keyword`]).
+            inner |= prefilter::SEGMENT_START[0][before] & prefilter::SEGMENT_START[1][usize::from(b)];
             before = usize::from(b);
             run += 1;
         }
@@ -1758,15 +1765,24 @@ impl<'t> Scan<'t> {
         }
         // `pdfshift ACCESS …`, `upcdatabase access key: …`: words that name the credential stand
         // between the provider's word and its value.
-        let vend = credential_words_end(bytes, kend);
-        if keyword_value_may_follow(bytes, vend) {
+        // Most keys hold no provider's keyword, and no value is looked for after them.
+        let keyword = prefilter::may_hold_keyword(key, inner != 0);
+        let vend = if keyword {
+            credential_words_end(bytes, kend)
+        } else {
+            kend
+        };
+        if keyword && keyword_value_may_follow(bytes, vend) {
             self.keyword_value_at(vend, key, false);
         }
         // `<property name="sonar.login" value="…"/>`, `- name: SONAR_LOGIN` then `value: …`: the
         // provider's value in the pair's value field.
         // (A name stands quoted, in its element or at its line's end, not in running code.)
         let name_like = bytes.get(kend).is_none_or(|b| b"\"'`<\n\r,".contains(b));
-        if name_like && let Some(NamedValue::Field(e)) = self.named_value_field(i, kend) {
+        if keyword
+            && name_like
+            && let Some(NamedValue::Field(e)) = self.named_value_field(i, kend)
+        {
             self.keyword_value_at(e, key, false);
         }
         if held & KEY_DASH != 0 {

@@ -1,0 +1,106 @@
+//! The scan's quick rejections over tables `build.rs` compiles from the rule data: a few lookups
+//! that tell a word needs no further reading. Each must only ever turn away what the full rule
+//! would turn away (the tests in `prefilter_tests.rs` compare them with their definitions); it
+//! must never decide a finding.
+
+use super::rules::{HEADED_SHORTEST, segment_start};
+
+include!(concat!(env!("OUT_DIR"), "/filters.rs"));
+
+/// The bit of four bytes in [`KEYWORD_QUADS`] (as `build.rs` computes it): ASCII case folded
+/// with `| 0x20`, which maps a letter and its capital to one value.
+#[inline]
+fn quad_hash(q: [u8; 4]) -> usize {
+    let w = u32::from_le_bytes(q) | 0x2020_2020;
+    (w.wrapping_mul(0x9e37_79b1) >> 17) as usize
+}
+
+/// The bit of two bytes in [`KEYWORD_PAIRS`] (as `build.rs` computes it).
+#[inline]
+fn short_pair_hash(a: u8, b: u8) -> usize {
+    ((usize::from(a | 0x20) << 5) ^ usize::from(b | 0x20)) & 4095
+}
+
+/// Whether a keyword rule's word may start at `j` of `key` and end inside it.
+#[inline]
+fn keyword_may_start(key: &[u8], j: usize) -> bool {
+    if let Some(&[a, b, c, d]) = key.get(j..j + 4) {
+        let h = quad_hash([a, b, c, d]);
+        if KEYWORD_QUADS[h / 64] & (1 << (h % 64)) != 0 {
+            return true;
+        }
+    }
+    if let Some(&[a, b]) = key.get(j..j + 2) {
+        let h = short_pair_hash(a, b);
+        return KEYWORD_PAIRS[h / 64] & (1 << (h % 64)) != 0;
+    }
+    false
+}
+
+/// Where a segment of a key may start past its first byte, as two bit sets: a byte's bits in
+/// the first array are the byte before, in the second the byte at the start (a key byte that is
+/// no letter before any; a lowercase letter before a capital). A segment starts where one bit is
+/// in both.
+pub(crate) static SEGMENT_START: [[u8; 256]; 2] = {
+    let mut t = [[0u8; 256]; 2];
+    let mut b = 0;
+    while b < 128 {
+        let c = b as u8;
+        if c.is_ascii_digit() || matches!(c, b'_' | b'-' | b'.') {
+            t[0][b] = 1;
+        }
+        if c.is_ascii_lowercase() {
+            t[0][b] = 2;
+        }
+        t[1][b] = if c.is_ascii_uppercase() { 3 } else { 1 };
+        b += 1;
+    }
+    t
+};
+
+/// Whether a keyword rule's word may be a segment of `key` (see [`segment_start`]); `inner`
+/// tells that a segment may start past its first byte ([`SEGMENT_START`] over the key's bytes).
+/// False means no provider's keyword is in the key, so no value after it is a provider's.
+#[inline]
+pub(crate) fn may_hold_keyword(key: &[u8], inner: bool) -> bool {
+    if !enabled() {
+        return true;
+    }
+    keyword_may_start(key, 0)
+        || inner && (1..key.len()).any(|j| segment_start(key, j) && keyword_may_start(key, j))
+}
+
+/// Whether the word at `i`, letters and digits up to `run` (`0`: not known), is too short to
+/// hold a head (see [`super::rules::headed_at`]): the byte after it is no token's (`+`, `/` or a
+/// key's), so the token run from `i` ends before the shortest head would.
+#[inline]
+pub(crate) fn shorter_than_a_head(bytes: &[u8], i: usize, run: usize) -> bool {
+    enabled() && run > i && run - i < HEADED_SHORTEST && !matches!(bytes.get(run), Some(b'+' | b'/'))
+}
+
+/// The quick rejections are always on outside the tests.
+#[cfg(not(test))]
+#[inline(always)]
+fn enabled() -> bool {
+    true
+}
+
+#[cfg(test)]
+thread_local! {
+    static DISABLED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// In the tests, a thread may turn the quick rejections off to compare the scan without them.
+#[cfg(test)]
+fn enabled() -> bool {
+    !DISABLED.with(std::cell::Cell::get)
+}
+
+/// Runs `f` with this thread's quick rejections off.
+#[cfg(test)]
+pub(crate) fn without<T>(f: impl FnOnce() -> T) -> T {
+    DISABLED.with(|d| d.set(true));
+    let out = f();
+    DISABLED.with(|d| d.set(false));
+    out
+}
