@@ -1715,26 +1715,30 @@ impl<'t> Scan<'t> {
         // One pass over the key: its end, the separators and dashes it holds, and whether two
         // of its letters may start a secret word. Most keys hold none, and the rules that need
         // them are not tried (each would read the key again).
-        let (mut run, mut held, mut pair, mut inner) = (i, 0u8, 0u8, 0u8);
-        let mut before = 0usize;
+        // (One lookup per byte: [`prefilter::KEY_BYTE_BITS`] holds the byte's class and its bits
+        // for a pair with the byte before, which also tell whether a segment starts past the
+        // key's first byte, see [`prefilter::may_hold_keyword`].)
+        let (mut run, mut classes, mut pairs, mut before) = (i, 0u64, 0u64, 0u64);
         while let Some(&b) = bytes.get(run) {
-            let class = KEY_CLASS[usize::from(b)];
-            if class == 0 {
+            let bits = prefilter::KEY_BYTE_BITS[usize::from(b)];
+            if bits & 0xff == 0 {
                 break;
             }
-            held |= class;
-            pair |= SECRET_WORD_PAIRS[0][before] & SECRET_WORD_PAIRS[1][usize::from(b)];
-            // Whether a segment starts past the key's first byte (see [`prefilter::may_hold_keyword`]).
-            inner |= prefilter::SEGMENT_START[0][before] & prefilter::SEGMENT_START[1][usize::from(b)];
-            before = usize::from(b);
+            classes |= bits;
+            pairs |= (before >> 16) & bits;
+            before = bits;
             run += 1;
         }
+        let (held, pair, inner) = (classes as u8, (pairs >> 8) as u8, (pairs >> 16) as u8 & 3);
         if held == KEY_BYTE {
             self.plain_key_end = run;
         } else if held & KEY_SEPARATOR != 0 && run - i >= 24 {
             self.separated_key = (i, run);
         }
-        if pair != 0 && may_name_secret(&bytes[i..run.min(i + 12)]) {
+        // Whether a secret word may start in the key, read once (its trailing dots and dashes
+        // start none): a key without one names no secret, and its rules are not tried.
+        let hold = pair != 0 && may_hold_secret_word(&bytes[i..run]);
+        if hold && may_name_secret(&bytes[i..run.min(i + 12)]) {
             self.name_words.push(i);
         }
         // Trailing dots and dashes end a sentence or a flag, they are not part of the key.
@@ -1788,11 +1792,7 @@ impl<'t> Scan<'t> {
         if held & KEY_DASH != 0 {
             self.glued_keyword_value(i, kend, key);
         }
-        let word = if pair == 0 || !may_hold_secret_word(key) {
-            None
-        } else {
-            secret_word(key)
-        };
+        let word = if !hold { None } else { secret_word(key) };
         let Some(word) = word else {
             if held & KEY_SEPARATOR == 0 {
                 return;

@@ -4,6 +4,7 @@
 //! must never decide a finding.
 
 use super::rules::{HEADED_SHORTEST, segment_start};
+use super::{KEY_CLASS, SECRET_WORD_PAIRS};
 
 include!(concat!(env!("OUT_DIR"), "/filters.rs"));
 
@@ -53,6 +54,26 @@ pub(crate) static SEGMENT_START: [[u8; 256]; 2] = {
             t[0][b] = 2;
         }
         t[1][b] = if c.is_ascii_uppercase() { 3 } else { 1 };
+        b += 1;
+    }
+    t
+};
+
+/// What the scan's key loop reads of each byte, in one lookup: its [`KEY_CLASS`] (bits 0–7), its
+/// bits as the second byte of a secret word's first two ([`SECRET_WORD_PAIRS`]`[1]`, bits 8–15)
+/// and of a segment's start ([`SEGMENT_START`]`[1]`, bits 16–17), and the same as the byte before
+/// them (`[0]`, bits 24–31 and 32–33). The entry of the byte before, shifted right by 16, ANDed
+/// with the byte's, holds in bits 8–15 the secret-word pair bits and in bits 16–17 the segment
+/// bits of the two.
+pub(crate) static KEY_BYTE_BITS: [u64; 256] = {
+    let mut t = [0u64; 256];
+    let mut b = 0;
+    while b < 256 {
+        t[b] = KEY_CLASS[b] as u64
+            | (SECRET_WORD_PAIRS[1][b] as u64) << 8
+            | (SEGMENT_START[1][b] as u64) << 16
+            | (SECRET_WORD_PAIRS[0][b] as u64) << 24
+            | (SEGMENT_START[0][b] as u64) << 32;
         b += 1;
     }
     t

@@ -2,11 +2,11 @@
 //! measured, split or compared; a key's keyword filter; a word too short for a head) never turn
 //! away a word the full comparison would take; never runs outside tests.
 
-use super::prefilter::{SEGMENT_START, may_hold_keyword, shorter_than_a_head, without};
+use super::prefilter::{KEY_BYTE_BITS, SEGMENT_START, may_hold_keyword, shorter_than_a_head, without};
 use super::rules::{Rng, headed_at, keywords, prefixes, segment_start, tokens_of_every_shape};
 use super::{
-    CREDENTIAL_WORDS, KEY_CLASS, credential_word, credential_words_end, findings, run_end, run_end_max,
-    skip_blank,
+    CREDENTIAL_WORDS, KEY_CLASS, SECRET_WORD_PAIRS, credential_word, credential_words_end, findings, run_end,
+    run_end_max, skip_blank,
 };
 
 /// The definition, without any quick rejection: each segment made of the words alone.
@@ -177,6 +177,29 @@ fn the_segment_table_agrees_with_the_matcher_on_every_pair_of_key_bytes() {
     }
     for key in [&b"aB"[..], b"a1b", b"a_b", b"x.y", b"a-b", b"9a"] {
         assert!(inner_starts(key), "{key:?}");
+    }
+}
+
+#[test]
+fn the_key_loops_one_lookup_holds_every_table_it_stands_for() {
+    // Every byte's class, and for every pair of bytes the secret-word and segment bits, as the
+    // key loop reads them (the entry before shifted right by 16, ANDed with the byte's).
+    for a in 0..=255usize {
+        let bits = KEY_BYTE_BITS[a];
+        assert_eq!(bits & 0xff, u64::from(KEY_CLASS[a]), "{a}");
+        for b in 0..=255usize {
+            let both = (KEY_BYTE_BITS[a] >> 16) & KEY_BYTE_BITS[b];
+            assert_eq!(
+                (both >> 8) as u8,
+                SECRET_WORD_PAIRS[0][a] & SECRET_WORD_PAIRS[1][b],
+                "{a} {b}"
+            );
+            assert_eq!(
+                (both >> 16) as u8 & 3,
+                SEGMENT_START[0][a] & SEGMENT_START[1][b],
+                "{a} {b}"
+            );
+        }
     }
 }
 
