@@ -516,24 +516,23 @@ fn main() {
 }
 
 /// The source of the scan's quick rejections over the keyword rules' words: `KEYWORD_QUADS`, a
-/// 32768-bit filter of each keyword's first four bytes (folded, hashed), and `KEYWORD_PAIRS`, a
-/// 4096-bit filter of the first two bytes of the keywords shorter than four. A key in which no
-/// segment starts with a set bit holds no keyword.
+/// 32768-bit filter of each keyword's first four bytes (folded, hashed), and `KEYWORD_PAIRS`, the
+/// first two bytes of the keywords shorter than four (a bit per `(first & 31, second & 31)`). A
+/// key in which no segment starts with a set bit holds no keyword.
 fn filters_source(keyword_rules: &[Keyword]) -> String {
     let mut quads = vec![0u64; 512];
-    let mut pairs = vec![0u64; 64];
+    let mut pairs = [0u32; 32];
     for w in keyword_rules.iter().flat_map(|r| &r.keywords) {
         let w = w.as_bytes();
         if let [a, b, c, d, ..] = *w {
             let h = quad_hash([a, b, c, d]);
             quads[h / 64] |= 1 << (h % 64);
         } else {
-            let h = short_pair_hash(w[0], w[1]);
-            pairs[h / 64] |= 1 << (h % 64);
+            pairs[usize::from(w[0] & 31)] |= 1 << (w[1] & 31);
         }
     }
     format!(
-        "/// Each keyword's first four bytes, folded and hashed ([`quad_hash`]).\nstatic KEYWORD_QUADS: [u64; 512] = {quads:?};\n/// The first two bytes of each keyword shorter than four, folded and hashed ([`short_pair_hash`]).\nstatic KEYWORD_PAIRS: [u64; 64] = {pairs:?};\n"
+        "/// Each keyword's first four bytes, folded and hashed ([`quad_hash`]).\nstatic KEYWORD_QUADS: [u64; 512] = {quads:?};\n/// The first two bytes of each keyword shorter than four, a bit per `(first & 31, second & 31)`.\nstatic KEYWORD_PAIRS: [u32; 32] = {pairs:?};\n"
     )
 }
 
@@ -542,12 +541,6 @@ fn filters_source(keyword_rules: &[Keyword]) -> String {
 fn quad_hash(q: [u8; 4]) -> usize {
     let w = u32::from_le_bytes(q) | 0x2020_2020;
     (w.wrapping_mul(0x9e37_79b1) >> 17) as usize
-}
-
-/// The bit of two bytes in `KEYWORD_PAIRS`, each folded with `| 0x20` (the matcher computes the
-/// same).
-fn short_pair_hash(a: u8, b: u8) -> usize {
-    ((usize::from(a | 0x20) << 5) ^ usize::from(b | 0x20)) & 4095
 }
 
 /// The keyword rules: names and keywords in one string each (a rule costs eight bytes, a keyword

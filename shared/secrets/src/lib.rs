@@ -846,7 +846,8 @@ impl<'t> Scan<'t> {
                 continue;
             }
             // The inside of a word starts no rule: most bytes of a prompt take only this branch.
-            if b.is_ascii_alphanumeric() && (prev.is_ascii_alphanumeric() || prev == b'_') {
+            let inside = prefilter::WORD_BYTE[usize::from(b)] & prefilter::WORD_BEFORE[usize::from(prev)];
+            if inside {
                 // The rest of the word too: each of its bytes would take this branch.
                 let end = run_end(bytes, i + 1, |c| c.is_ascii_alphanumeric());
                 prev = bytes[end - 1];
@@ -916,7 +917,7 @@ impl<'t> Scan<'t> {
                 self.key_at(i);
                 plain_end = self.plain_key_end;
             }
-            if b.is_ascii_alphanumeric() && !(prev.is_ascii_alphanumeric() || prev == b'_') {
+            if prefilter::WORD_BYTE[usize::from(b)] && !inside {
                 self.word_at(i, prev, plain_end);
             }
             // A word of letters and digits: its inside would take the first branch byte by byte.

@@ -3,7 +3,7 @@
 //! would turn away (the tests in `prefilter_tests.rs` compare them with their definitions); it
 //! must never decide a finding.
 
-use super::rules::{HEADED_SHORTEST, segment_start};
+use super::rules::HEADED_SHORTEST;
 use super::{KEY_CLASS, SECRET_WORD_PAIRS};
 
 include!(concat!(env!("OUT_DIR"), "/filters.rs"));
@@ -16,12 +16,6 @@ fn quad_hash(q: [u8; 4]) -> usize {
     (w.wrapping_mul(0x9e37_79b1) >> 17) as usize
 }
 
-/// The bit of two bytes in [`KEYWORD_PAIRS`] (as `build.rs` computes it).
-#[inline]
-fn short_pair_hash(a: u8, b: u8) -> usize {
-    ((usize::from(a | 0x20) << 5) ^ usize::from(b | 0x20)) & 4095
-}
-
 /// Whether a keyword rule's word may start at `j` of `key` and end inside it.
 #[inline]
 fn keyword_may_start(key: &[u8], j: usize) -> bool {
@@ -31,11 +25,9 @@ fn keyword_may_start(key: &[u8], j: usize) -> bool {
             return true;
         }
     }
-    if let Some(&[a, b]) = key.get(j..j + 2) {
-        let h = short_pair_hash(a, b);
-        return KEYWORD_PAIRS[h / 64] & (1 << (h % 64)) != 0;
-    }
-    false
+    // `& 31` maps a letter and its capital to one value.
+    key.get(j..j + 2)
+        .is_some_and(|p| KEYWORD_PAIRS[usize::from(p[0] & 31)] & (1 << (p[1] & 31)) != 0)
 }
 
 /// Where a segment of a key may start past its first byte, as two bit sets: a byte's bits in
@@ -79,16 +71,51 @@ pub(crate) static KEY_BYTE_BITS: [u64; 256] = {
     t
 };
 
-/// Whether a keyword rule's word may be a segment of `key` (see [`segment_start`]); `inner`
-/// tells that a segment may start past its first byte ([`SEGMENT_START`] over the key's bytes).
-/// False means no provider's keyword is in the key, so no value after it is a provider's.
+/// The bytes of a word (ASCII letters and digits), and (second table) what a word's inside
+/// follows (those and `_`): one lookup each in the scan's loop.
+pub(crate) static WORD_BYTE: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut b = 0;
+    while b < 256 {
+        t[b] = (b as u8).is_ascii_alphanumeric();
+        b += 1;
+    }
+    t
+};
+
+/// See [`WORD_BYTE`].
+pub(crate) static WORD_BEFORE: [bool; 256] = {
+    let mut t = WORD_BYTE;
+    t[b'_' as usize] = true;
+    t
+};
+
+/// Whether a keyword rule's word may be a segment of `key` (see
+/// [`super::rules::segment_start`]); `inner` tells that a segment may start past its first byte
+/// ([`SEGMENT_START`] over the key's bytes). False means no provider's keyword is in the key, so
+/// no value after it is a provider's. `key` is made of key bytes ([`KEY_CLASS`]).
 #[inline]
 pub(crate) fn may_hold_keyword(key: &[u8], inner: bool) -> bool {
     if !enabled() {
         return true;
     }
-    keyword_may_start(key, 0)
-        || inner && (1..key.len()).any(|j| segment_start(key, j) && keyword_may_start(key, j))
+    if keyword_may_start(key, 0) {
+        return true;
+    }
+    if !inner || key.len() < 3 {
+        return false;
+    }
+    // Past the first byte, where [`KEY_BYTE_BITS`] says a segment starts (as the matcher's
+    // `segment_start` does for key bytes), up to the last start a keyword of two bytes fits after.
+    let mut before = KEY_BYTE_BITS[usize::from(key[0])];
+    for j in 1..key.len() - 1 {
+        let bits = KEY_BYTE_BITS[usize::from(key[j])];
+        if (before >> 16) & bits & 0x3_0000 != 0 && keyword_may_start(key, j) {
+            return true;
+        }
+        before = bits;
+    }
+    false
 }
 
 /// Whether the word at `i`, letters and digits up to `run` (`0`: not known), is too short to

@@ -2,7 +2,9 @@
 //! measured, split or compared; a key's keyword filter; a word too short for a head) never turn
 //! away a word the full comparison would take; never runs outside tests.
 
-use super::prefilter::{KEY_BYTE_BITS, SEGMENT_START, may_hold_keyword, shorter_than_a_head, without};
+use super::prefilter::{
+    KEY_BYTE_BITS, SEGMENT_START, WORD_BEFORE, WORD_BYTE, may_hold_keyword, shorter_than_a_head, without,
+};
 use super::rules::{Rng, headed_at, keywords, prefixes, segment_start, tokens_of_every_shape};
 use super::{
     CREDENTIAL_WORDS, KEY_CLASS, SECRET_WORD_PAIRS, credential_word, credential_words_end, findings, run_end,
@@ -200,6 +202,18 @@ fn the_key_loops_one_lookup_holds_every_table_it_stands_for() {
                 "{a} {b}"
             );
         }
+    }
+}
+
+#[test]
+fn the_scans_word_tables_hold_letters_and_digits_and_what_a_words_inside_follows() {
+    for b in 0..=255u8 {
+        assert_eq!(WORD_BYTE[usize::from(b)], b.is_ascii_alphanumeric(), "{b}");
+        assert_eq!(
+            WORD_BEFORE[usize::from(b)],
+            b.is_ascii_alphanumeric() || b == b'_',
+            "{b}"
+        );
     }
 }
 
