@@ -1720,7 +1720,7 @@ impl<'t> Scan<'t> {
         // for a pair with the byte before, which also tell whether a segment starts past the
         // key's first byte, see [`prefilter::may_hold_keyword`].)
         let (mut run, mut classes, mut pairs, mut before) = (i, 0u64, 0u64, 0u64);
-        while let Some(&b) = bytes.get(run) {
+        for &b in &bytes[i..] {
             let bits = prefilter::KEY_BYTE_BITS[usize::from(b)];
             if bits & 0xff == 0 {
                 break;
@@ -2384,7 +2384,12 @@ impl<'t> Scan<'t> {
         // Two lookups rule out most words.
         let second = self.bytes.get(i + 1).map_or(0, |&b| usize::from(b));
         let mask = PASSWORD_WORD_INDEX[0][usize::from(self.bytes[i])] & PASSWORD_WORD_INDEX[1][second];
-        mask != 0 && self.password_word(kstart, i, mask)
+        mask != 0 && {
+            // A third for the words that start as one does (`consumer`, `service`, `keep`).
+            let third = self.bytes.get(i + 2).map_or(0, |&b| usize::from(b));
+            let mask = mask & prefilter::PASSWORD_WORD_THIRD[third];
+            mask != 0 && self.password_word(kstart, i, mask)
+        }
     }
 
     /// [`Scan::password_word_at`] for the words of `mask`, those that may start at `i`.

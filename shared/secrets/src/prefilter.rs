@@ -4,7 +4,7 @@
 //! must never decide a finding.
 
 use super::rules::HEADED_SHORTEST;
-use super::{KEY_CLASS, SECRET_WORD_PAIRS};
+use super::{KEY_CLASS, PASSWORD_WORDS, SECRET_WORD_PAIRS};
 
 include!(concat!(env!("OUT_DIR"), "/filters.rs"));
 
@@ -88,6 +88,29 @@ pub(crate) static WORD_BEFORE: [bool; 256] = {
     let mut t = WORD_BYTE;
     t[b'_' as usize] = true;
     t
+};
+
+/// For each byte, the bit set of [`PASSWORD_WORDS`] that have it third (either ASCII case; a word
+/// shorter than three bytes sets its bit everywhere): with `PASSWORD_WORD_INDEX`'s first two, a
+/// third lookup rules out most words that start as one does.
+pub(crate) static PASSWORD_WORD_THIRD: [u16; 256] = {
+    let mut index = [0u16; 256];
+    let mut k = 0;
+    while k < PASSWORD_WORDS.len() {
+        let w = PASSWORD_WORDS[k].as_bytes();
+        if w.len() < 3 {
+            let mut b = 0;
+            while b < 256 {
+                index[b] |= 1 << k;
+                b += 1;
+            }
+        } else {
+            index[w[2].to_ascii_lowercase() as usize] |= 1 << k;
+            index[w[2].to_ascii_uppercase() as usize] |= 1 << k;
+        }
+        k += 1;
+    }
+    index
 };
 
 /// Whether a keyword rule's word may be a segment of `key` (see

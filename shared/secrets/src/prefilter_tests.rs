@@ -3,12 +3,13 @@
 //! away a word the full comparison would take; never runs outside tests.
 
 use super::prefilter::{
-    KEY_BYTE_BITS, SEGMENT_START, WORD_BEFORE, WORD_BYTE, may_hold_keyword, shorter_than_a_head, without,
+    KEY_BYTE_BITS, PASSWORD_WORD_THIRD, SEGMENT_START, WORD_BEFORE, WORD_BYTE, may_hold_keyword,
+    shorter_than_a_head, without,
 };
 use super::rules::{Rng, headed_at, keywords, prefixes, segment_start, tokens_of_every_shape};
 use super::{
-    CREDENTIAL_WORDS, KEY_CLASS, SECRET_WORD_PAIRS, credential_word, credential_words_end, findings, run_end,
-    run_end_max, skip_blank,
+    CREDENTIAL_WORDS, KEY_CLASS, PASSWORD_WORDS, SECRET_WORD_PAIRS, credential_word, credential_words_end,
+    findings, run_end, run_end_max, skip_blank,
 };
 
 /// The definition, without any quick rejection: each segment made of the words alone.
@@ -214,6 +215,22 @@ fn the_scans_word_tables_hold_letters_and_digits_and_what_a_words_inside_follows
             b.is_ascii_alphanumeric() || b == b'_',
             "{b}"
         );
+    }
+}
+
+#[test]
+fn the_password_words_third_bytes_are_indexed_as_the_comparison_reads_them() {
+    // A word's bit is set for a byte exactly when the comparison (ASCII case ignored) would
+    // take that byte third.
+    for (k, w) in PASSWORD_WORDS.iter().enumerate() {
+        let third = w.as_bytes()[2];
+        for b in 0..=255u8 {
+            assert_eq!(
+                PASSWORD_WORD_THIRD[usize::from(b)] & (1 << k) != 0,
+                b.eq_ignore_ascii_case(&third),
+                "{w} {b}"
+            );
+        }
     }
 }
 
