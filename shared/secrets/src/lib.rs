@@ -942,14 +942,18 @@ impl<'t> Scan<'t> {
         // The original filter's short shapes never start inside a dashed or dotted word
         // (`xoxe.xoxp-1-…` is the longer prefix's, judged by its own rule).
         let inside_word = after_hyphen || prev == b'.';
-        let (b1, b2) = (
-            bytes.get(i + 1).copied().unwrap_or(0),
-            bytes.get(i + 2).copied().unwrap_or(0),
-        );
-        let vendors = if rules::may_start(bytes[i], b1, b2) {
-            rules::candidates(bytes[i], b1)
-        } else {
+        let vendors = if prefilter::shorter_than_a_token(bytes, i, run) {
             &[]
+        } else {
+            let (b1, b2) = (
+                bytes.get(i + 1).copied().unwrap_or(0),
+                bytes.get(i + 2).copied().unwrap_or(0),
+            );
+            if rules::may_start(bytes[i], b1, b2) {
+                rules::candidates(bytes[i], b1)
+            } else {
+                &[]
+            }
         };
         for v in vendors {
             if inside_word && !v.after_dash() {
@@ -1716,21 +1720,9 @@ impl<'t> Scan<'t> {
         // One pass over the key: its end, the separators and dashes it holds, and whether two
         // of its letters may start a secret word. Most keys hold none, and the rules that need
         // them are not tried (each would read the key again).
-        // (One lookup per byte: [`prefilter::KEY_BYTE_BITS`] holds the byte's class and its bits
-        // for a pair with the byte before, which also tell whether a segment starts past the
-        // key's first byte, see [`prefilter::may_hold_keyword`].)
-        let (mut run, mut classes, mut pairs, mut before) = (i, 0u64, 0u64, 0u64);
-        for &b in &bytes[i..] {
-            let bits = prefilter::KEY_BYTE_BITS[usize::from(b)];
-            if bits & 0xff == 0 {
-                break;
-            }
-            classes |= bits;
-            pairs |= (before >> 16) & bits;
-            before = bits;
-            run += 1;
-        }
-        let (held, pair, inner) = (classes as u8, (pairs >> 8) as u8, (pairs >> 16) as u8 & 3);
+        // (`inner`: whether a segment starts past the key's first byte, see
+        // [`prefilter::may_hold_keyword`].)
+        let (run, held, pair, inner) = prefilter::measure_key(bytes, i);
         if held == KEY_BYTE {
             self.plain_key_end = run;
         } else if held & KEY_SEPARATOR != 0 && run - i >= 24 {
@@ -2381,15 +2373,8 @@ impl<'t> Scan<'t> {
     /// starts at `kstart` before `i` holds the word as a segment (`DB_KENNWORT_PROD`).
     #[inline(always)]
     fn password_word_at(&mut self, kstart: usize, i: usize) -> bool {
-        // Two lookups rule out most words.
-        let second = self.bytes.get(i + 1).map_or(0, |&b| usize::from(b));
-        let mask = PASSWORD_WORD_INDEX[0][usize::from(self.bytes[i])] & PASSWORD_WORD_INDEX[1][second];
-        mask != 0 && {
-            // A third for the words that start as one does (`consumer`, `service`, `keep`).
-            let third = self.bytes.get(i + 2).map_or(0, |&b| usize::from(b));
-            let mask = mask & prefilter::PASSWORD_WORD_THIRD[third];
-            mask != 0 && self.password_word(kstart, i, mask)
-        }
+        let mask = prefilter::password_words_at(self.bytes, i);
+        mask != 0 && self.password_word(kstart, i, mask)
     }
 
     /// [`Scan::password_word_at`] for the words of `mask`, those that may start at `i`.
@@ -3845,7 +3830,11 @@ pub(crate) fn credential_word(w: &[u8]) -> bool {
         seg.is_empty()
             || may_start_credential_word(seg)
                 && CREDENTIAL_WORDS.iter().any(|w| {
-                    seg.len() >= w.len() && seg[..w.len()].eq_ignore_ascii_case(w) && made_of(&seg[w.len()..])
+                    // (The words are lowercase: one byte rules out most before they are compared.)
+                    seg.len() >= w.len()
+                        && seg[0] | 0x20 == w[0]
+                        && seg[..w.len()].eq_ignore_ascii_case(w)
+                        && made_of(&seg[w.len()..])
                 })
     }
     let separator = |b: &u8| matches!(b, b'_' | b'-' | b'.');
@@ -4172,9 +4161,9 @@ fn secret_word_start(key: &[u8], j: usize) -> bool {
 
 /// Whether a secret word may start somewhere in `key` (see [`secret_word`]'s first test).
 fn may_hold_secret_word(key: &[u8]) -> bool {
-    (0..key.len()).any(|j| {
-        let next = key.get(j + 1).map_or(0, |&b| usize::from(b));
-        SECRET_WORD_PAIRS[0][usize::from(key[j])] & SECRET_WORD_PAIRS[1][next] != 0
+    // (No word starts at the last byte: nothing is its second.)
+    key.windows(2).enumerate().any(|(j, w)| {
+        SECRET_WORD_PAIRS[0][usize::from(w[0])] & SECRET_WORD_PAIRS[1][usize::from(w[1])] != 0
             && secret_word_start(key, j)
     })
 }

@@ -4,7 +4,7 @@
 //! must never decide a finding.
 
 use super::rules::HEADED_SHORTEST;
-use super::{KEY_CLASS, PASSWORD_WORDS, SECRET_WORD_PAIRS};
+use super::{KEY_CLASS, PASSWORD_WORD_INDEX, PASSWORD_WORDS, SECRET_WORD_PAIRS};
 
 include!(concat!(env!("OUT_DIR"), "/filters.rs"));
 
@@ -113,6 +113,38 @@ pub(crate) static PASSWORD_WORD_THIRD: [u16; 256] = {
     index
 };
 
+/// The bit set of [`PASSWORD_WORDS`] that may start at `i` (by its first three bytes, either
+/// ASCII case): `0` for most words. Two lookups rule out most words; a third, those that start
+/// as one does (`consumer`, `service`, `keep`).
+#[inline]
+pub(crate) fn password_words_at(bytes: &[u8], i: usize) -> u16 {
+    let second = bytes.get(i + 1).map_or(0, |&b| usize::from(b));
+    let mask = PASSWORD_WORD_INDEX[0][usize::from(bytes[i])] & PASSWORD_WORD_INDEX[1][second];
+    if mask == 0 {
+        return 0;
+    }
+    mask & PASSWORD_WORD_THIRD[bytes.get(i + 2).map_or(0, |&b| usize::from(b))]
+}
+
+/// The key at `i` measured in one pass: its end, the [`KEY_CLASS`] bits it holds, the
+/// [`SECRET_WORD_PAIRS`] bits of its byte pairs, and whether a segment starts past its first
+/// byte (non-zero). One lookup per byte: [`KEY_BYTE_BITS`].
+#[inline(always)]
+pub(crate) fn measure_key(bytes: &[u8], i: usize) -> (usize, u8, u8, u8) {
+    let (mut run, mut classes, mut pairs, mut before) = (i, 0u64, 0u64, 0u64);
+    for &b in &bytes[i..] {
+        let bits = KEY_BYTE_BITS[usize::from(b)];
+        if bits & 0xff == 0 {
+            break;
+        }
+        classes |= bits;
+        pairs |= (before >> 16) & bits;
+        before = bits;
+        run += 1;
+    }
+    (run, classes as u8, (pairs >> 8) as u8, (pairs >> 16) as u8 & 3)
+}
+
 /// Whether a keyword rule's word may be a segment of `key` (see
 /// [`super::rules::segment_start`]); `inner` tells that a segment may start past its first byte
 /// ([`SEGMENT_START`] over the key's bytes). False means no provider's keyword is in the key, so
@@ -147,6 +179,19 @@ pub(crate) fn may_hold_keyword(key: &[u8], inner: bool) -> bool {
 #[inline]
 pub(crate) fn shorter_than_a_head(bytes: &[u8], i: usize, run: usize) -> bool {
     enabled() && run > i && run - i < HEADED_SHORTEST && !matches!(bytes.get(run), Some(b'+' | b'/'))
+}
+
+/// Whether the word at `i`, letters and digits up to `run` (`0`: not known), is too short for a
+/// token of any vendor rule without a head: the byte after it is in no such token
+/// ([`VENDOR_BYTES`]), so a token from `i` would end before the shortest one does.
+#[inline]
+pub(crate) fn shorter_than_a_token(bytes: &[u8], i: usize, run: usize) -> bool {
+    enabled()
+        && run > i
+        && run - i < VENDOR_SHORTEST
+        && bytes
+            .get(run)
+            .is_none_or(|&b| VENDOR_BYTES[usize::from(b >> 6)] & (1 << (b & 63)) == 0)
 }
 
 /// The quick rejections are always on outside the tests.

@@ -3,10 +3,12 @@
 //! away a word the full comparison would take; never runs outside tests.
 
 use super::prefilter::{
-    KEY_BYTE_BITS, PASSWORD_WORD_THIRD, SEGMENT_START, WORD_BEFORE, WORD_BYTE, may_hold_keyword,
-    shorter_than_a_head, without,
+    KEY_BYTE_BITS, PASSWORD_WORD_THIRD, SEGMENT_START, VENDOR_BYTES, VENDOR_SHORTEST, WORD_BEFORE, WORD_BYTE,
+    may_hold_keyword, shorter_than_a_head, shorter_than_a_token, without,
 };
-use super::rules::{Rng, headed_at, keywords, prefixes, segment_start, tokens_of_every_shape};
+use super::rules::{
+    Rng, VENDORS, candidates, headed_at, keywords, prefixes, segment_start, tokens_of_every_shape,
+};
 use super::{
     CREDENTIAL_WORDS, KEY_CLASS, PASSWORD_WORDS, SECRET_WORD_PAIRS, credential_word, credential_words_end,
     findings, run_end, run_end_max, skip_blank,
@@ -510,4 +512,70 @@ fn a_word_shorter_than_a_head_holds_none() {
     }
     // Both kinds of word were met: short ones, and tokens with a head.
     assert!(ruled_out > 10_000 && headed > 40, "{ruled_out} {headed}");
+}
+
+#[test]
+fn every_token_a_word_may_start_is_as_long_as_the_shortest_and_of_its_bytes() {
+    // Random tokens of each rule a word start is matched against (those without a head).
+    let mut rng = Rng(0x1405_7b7e_f767_814f);
+    let mut checked = 0;
+    for _ in 0..20 {
+        for (v, token) in VENDORS.iter().zip(tokens_of_every_shape(&mut rng)) {
+            let t = token.as_bytes();
+            if !candidates(v.prefix[0], v.prefix[1])
+                .iter()
+                .any(|c| std::ptr::eq(c, v))
+            {
+                continue;
+            }
+            assert!(t.len() >= VENDOR_SHORTEST, "{token}");
+            for &b in t {
+                assert!(
+                    VENDOR_BYTES[usize::from(b >> 6)] & (1 << (b & 63)) != 0,
+                    "{token} {b}"
+                );
+            }
+            checked += 1;
+        }
+    }
+    assert!(checked > 2_000, "{checked}");
+}
+
+#[test]
+fn a_word_shorter_than_any_token_starts_none() {
+    let words: Vec<&[u8]> = keywords().collect();
+    let prefixes: Vec<&[u8]> = prefixes().collect();
+    let mut rng = Rng(0x2127_599b_f432_5c37);
+    let (mut ruled_out, mut matched) = (0, 0);
+    let mut tokens = Vec::new();
+    for n in 0..10_000 {
+        if n % 100 == 0 {
+            tokens = tokens_of_every_shape(&mut rng);
+        }
+        let text = random_text(&mut rng, &words, &prefixes, &tokens);
+        let bytes = text.as_bytes();
+        for i in 0..bytes.len() {
+            if !bytes[i].is_ascii_alphanumeric() {
+                continue;
+            }
+            let run = run_end(bytes, i, |b| b.is_ascii_alphanumeric());
+            let run = if KEY_CLASS[usize::from(bytes.get(run).copied().unwrap_or(b' '))] == 0 {
+                run
+            } else {
+                0
+            };
+            // Every rule the scan matches at a word start with these two bytes.
+            let b1 = bytes.get(i + 1).copied().unwrap_or(0);
+            let found = candidates(bytes[i], b1)
+                .iter()
+                .any(|v| v.matches(&text, i).is_some());
+            matched += usize::from(found);
+            if shorter_than_a_token(bytes, i, run) {
+                ruled_out += 1;
+                assert!(!found, "{text:?} at {i}");
+            }
+        }
+    }
+    // Both kinds of word were met: short ones, and tokens.
+    assert!(ruled_out > 10_000 && matched > 1_000, "{ruled_out} {matched}");
 }
