@@ -1775,7 +1775,7 @@ impl<'t> Scan<'t> {
         // `<property name="sonar.login" value="…"/>`, `- name: SONAR_LOGIN` then `value: …`: the
         // provider's value in the pair's value field.
         // (A name stands quoted, in its element or at its line's end, not in running code.)
-        let name_like = bytes.get(kend).is_none_or(|b| b"\"'`<\n\r,".contains(b));
+        let name_like = keyword && bytes.get(kend).is_none_or(|b| b"\"'`<\n\r,".contains(b));
         if keyword
             && name_like
             && let Some(NamedValue::Field(e)) = self.named_value_field(i, kend)
