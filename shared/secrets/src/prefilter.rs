@@ -131,18 +131,39 @@ pub(crate) fn password_words_at(bytes: &[u8], i: usize) -> u16 {
 /// byte (non-zero). One lookup per byte: [`KEY_BYTE_BITS`].
 #[inline(always)]
 pub(crate) fn measure_key(bytes: &[u8], i: usize) -> (usize, u8, u8, u8) {
-    let (mut run, mut classes, mut pairs, mut before) = (i, 0u64, 0u64, 0u64);
-    for &b in &bytes[i..] {
-        let bits = KEY_BYTE_BITS[usize::from(b)];
-        if bits & 0xff == 0 {
-            break;
+    let rest = &bytes[i..];
+    let (mut n, mut classes, mut pairs, mut before) = (0usize, 0u64, 0u64, 0u64);
+    // Two bytes a step: most keys are a few bytes long, and the loop's own steps cost as much
+    // as the work.
+    let stopped = loop {
+        let Some(&[a, b]) = rest.get(n..n + 2) else {
+            break false;
+        };
+        let x = KEY_BYTE_BITS[usize::from(a)];
+        if x & 0xff == 0 {
+            break true;
         }
-        classes |= bits;
-        pairs |= (before >> 16) & bits;
-        before = bits;
-        run += 1;
+        classes |= x;
+        pairs |= (before >> 16) & x;
+        let y = KEY_BYTE_BITS[usize::from(b)];
+        if y & 0xff == 0 {
+            n += 1;
+            break true;
+        }
+        classes |= y;
+        pairs |= (x >> 16) & y;
+        before = y;
+        n += 2;
+    };
+    if !stopped && let Some(&c) = rest.get(n) {
+        let x = KEY_BYTE_BITS[usize::from(c)];
+        if x & 0xff != 0 {
+            classes |= x;
+            pairs |= (before >> 16) & x;
+            n += 1;
+        }
     }
-    (run, classes as u8, (pairs >> 8) as u8, (pairs >> 16) as u8 & 3)
+    (i + n, classes as u8, (pairs >> 8) as u8, (pairs >> 16) as u8 & 3)
 }
 
 /// Whether a keyword rule's word may be a segment of `key` (see

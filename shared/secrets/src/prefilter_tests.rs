@@ -4,7 +4,7 @@
 
 use super::prefilter::{
     KEY_BYTE_BITS, PASSWORD_WORD_THIRD, SEGMENT_START, VENDOR_BYTES, VENDOR_SHORTEST, WORD_BEFORE, WORD_BYTE,
-    may_hold_keyword, shorter_than_a_head, shorter_than_a_token, without,
+    may_hold_keyword, measure_key, shorter_than_a_head, shorter_than_a_token, without,
 };
 use super::rules::{
     Rng, VENDORS, candidates, headed_at, keywords, prefixes, segment_start, tokens_of_every_shape,
@@ -578,4 +578,28 @@ fn a_word_shorter_than_any_token_starts_none() {
     }
     // Both kinds of word were met: short ones, and tokens.
     assert!(ruled_out > 10_000 && matched > 1_000, "{ruled_out} {matched}");
+}
+
+#[test]
+fn a_key_is_measured_as_byte_by_byte() {
+    // Keys of every length up to 12 (odd and even, to the text's end or before a blank), of
+    // letters, digits and separators in any case, from every offset.
+    const BYTES: &[u8] = b"aApPsSeEkKtToOcCrRwWuUzZ09_-. \n=";
+    let mut rng = Rng(0x6a09_e667_f3bc_c909);
+    for _ in 0..20_000 {
+        let text: Vec<u8> = (0..rng.below(14))
+            .map(|_| BYTES[rng.below(BYTES.len())])
+            .collect();
+        for i in 0..text.len() {
+            let end = run_end(&text, i, |b| KEY_CLASS[usize::from(b)] != 0);
+            let held = text[i..end].iter().fold(0, |h, &b| h | KEY_CLASS[usize::from(b)]);
+            let (mut pair, mut inner) = (0, 0);
+            for w in text[i..end].windows(2) {
+                let (a, b) = (usize::from(w[0]), usize::from(w[1]));
+                pair |= SECRET_WORD_PAIRS[0][a] & SECRET_WORD_PAIRS[1][b];
+                inner |= SEGMENT_START[0][a] & SEGMENT_START[1][b];
+            }
+            assert_eq!(measure_key(&text, i), (end, held, pair, inner), "{text:?} at {i}");
+        }
+    }
 }
