@@ -490,7 +490,7 @@ fn main() {
         .unwrap_or(u16::MAX);
     let _ = writeln!(
         out,
-        "/// Where the rules with a head start in [`VENDORS`] (their marker sits inside the token).\nstatic HEADED_FROM: usize = {plain};\n/// Their shortest head.\nstatic HEADED_SHORTEST: usize = {shortest};"
+        "/// Where the rules with a head start in [`VENDORS`] (their marker sits inside the token).\nstatic HEADED_FROM: usize = {plain};\n/// Their shortest head.\npub(crate) const HEADED_SHORTEST: usize = {shortest};"
     );
     emit_examples(&mut out, &examples);
     let _ = writeln!(out, "/// The rule files: stem, family, number of rules.");
@@ -511,6 +511,70 @@ fn main() {
     std::fs::write(Path::new(&out_dir).join("rules.rs"), out).expect("write rules.rs");
     let samples = samples_source(&keyword_rules, &rules);
     std::fs::write(Path::new(&out_dir).join("samples.rs"), samples).expect("write samples.rs");
+    let mut filters = filters_source(&keyword_rules);
+    filters.push_str(&vendor_filter_source(&rules[..plain], &mut classes));
+    std::fs::write(Path::new(&out_dir).join("filters.rs"), filters).expect("write filters.rs");
+}
+
+/// The source of the scan's quick rejections over the keyword rules' words: `KEYWORD_QUADS`, a
+/// 32768-bit filter of each keyword's first four bytes (folded, hashed), and `KEYWORD_PAIRS`, the
+/// first two bytes of the keywords shorter than four (a bit per `(first & 31, second & 31)`). A
+/// key in which no segment starts with a set bit holds no keyword.
+fn filters_source(keyword_rules: &[Keyword]) -> String {
+    let mut quads = vec![0u64; 512];
+    let mut pairs = [0u32; 32];
+    for w in keyword_rules.iter().flat_map(|r| &r.keywords) {
+        let w = w.as_bytes();
+        if let [a, b, c, d, ..] = *w {
+            let h = quad_hash([a, b, c, d]);
+            quads[h / 64] |= 1 << (h % 64);
+        } else {
+            pairs[usize::from(w[0] & 31)] |= 1 << (w[1] & 31);
+        }
+    }
+    format!(
+        "/// Each keyword's first four bytes, folded and hashed ([`quad_hash`]).\nstatic KEYWORD_QUADS: [u64; 512] = {quads:?};\n/// The first two bytes of each keyword shorter than four, a bit per `(first & 31, second & 31)`.\nstatic KEYWORD_PAIRS: [u32; 32] = {pairs:?};\n"
+    )
+}
+
+/// The source of the scan's quick rejection of a word no plain vendor rule (no head) can match
+/// at: `VENDOR_SHORTEST`, the fewest bytes a token of theirs has (prefix, literals and each class
+/// run's least length), and `VENDOR_BYTES`, every byte one may hold (a prefix's in either case,
+/// a literal, a class's). A token at a word is made of such bytes only, so a word shorter than
+/// the shortest token, after which stands a byte no token holds, starts none.
+fn vendor_filter_source(rules: &[(String, Rule)], classes: &mut Vec<[u64; 4]>) -> String {
+    let mut bytes = [0u64; 4];
+    let set = |bytes: &mut [u64; 4], b: u8| bytes[usize::from(b >> 6)] |= 1 << (b & 63);
+    let mut shortest = usize::MAX;
+    for (_, r) in rules {
+        for b in r.prefix.bytes() {
+            set(&mut bytes, b.to_ascii_lowercase());
+            set(&mut bytes, b.to_ascii_uppercase());
+        }
+        let mut len = r.prefix.len();
+        for seg in parse_body(&r.body, &r.id, classes) {
+            len += usize::from(seg.min);
+            match seg.class {
+                Some(c) => {
+                    for (w, bits) in classes[c].iter().enumerate() {
+                        bytes[w] |= bits;
+                    }
+                }
+                None => set(&mut bytes, seg.lit),
+            }
+        }
+        shortest = shortest.min(len);
+    }
+    format!(
+        "/// The fewest bytes a token of a vendor rule without a head has.\npub(crate) const VENDOR_SHORTEST: usize = {shortest};\n/// Every byte such a token may hold, a bit per byte.\npub(crate) static VENDOR_BYTES: [u64; 4] = {bytes:?};\n"
+    )
+}
+
+/// The bit of four bytes in `KEYWORD_QUADS`, each folded with `| 0x20` (the matcher computes the
+/// same).
+fn quad_hash(q: [u8; 4]) -> usize {
+    let w = u32::from_le_bytes(q) | 0x2020_2020;
+    (w.wrapping_mul(0x9e37_79b1) >> 17) as usize
 }
 
 /// The keyword rules: names and keywords in one string each (a rule costs eight bytes, a keyword

@@ -185,6 +185,7 @@
 use std::borrow::Cow;
 
 mod log2;
+mod prefilter;
 #[cfg(test)]
 mod prefilter_tests;
 mod rules;
@@ -851,7 +852,8 @@ impl<'t> Scan<'t> {
                 continue;
             }
             // The inside of a word starts no rule: most bytes of a prompt take only this branch.
-            if b.is_ascii_alphanumeric() && (prev.is_ascii_alphanumeric() || prev == b'_') {
+            let inside = prefilter::WORD_BYTE[usize::from(b)] & prefilter::WORD_BEFORE[usize::from(prev)];
+            if inside {
                 // The rest of the word too: each of its bytes would take this branch.
                 let end = run_end(bytes, i + 1, |c| c.is_ascii_alphanumeric());
                 prev = bytes[end - 1];
@@ -911,7 +913,7 @@ impl<'t> Scan<'t> {
                     && bytes.get(i + 2).is_some_and(|&c| hex(c))
                     && bytes.get(i + 3).is_some_and(u8::is_ascii_alphanumeric) =>
                 {
-                    self.word_at(i + 3, b'%');
+                    self.word_at(i + 3, b'%', 0);
                 }
                 _ => {}
             }
@@ -921,8 +923,8 @@ impl<'t> Scan<'t> {
                 self.key_at(i);
                 plain_end = self.plain_key_end;
             }
-            if b.is_ascii_alphanumeric() && !(prev.is_ascii_alphanumeric() || prev == b'_') {
-                self.word_at(i, prev);
+            if prefilter::WORD_BYTE[usize::from(b)] && !inside {
+                self.word_at(i, prev, plain_end);
             }
             // A word of letters and digits: its inside would take the first branch byte by byte.
             if plain_end > i + 1 {
@@ -937,21 +939,27 @@ impl<'t> Scan<'t> {
 
     // --- rules anchored at the start of a word -------------------------------------------------
 
-    /// Vendor shapes, JWTs and auth schemes at a word start; `prev` is what came before.
-    fn word_at(&mut self, i: usize, prev: u8) {
+    /// Vendor shapes, JWTs and auth schemes at a word start; `prev` is what came before, `run`
+    /// the end of the word when it is letters and digits up to a byte no key holds (`0`: not
+    /// known).
+    fn word_at(&mut self, i: usize, prev: u8, run: usize) {
         let bytes = self.bytes;
         let after_hyphen = prev == b'-';
         // The original filter's short shapes never start inside a dashed or dotted word
         // (`xoxe.xoxp-1-…` is the longer prefix's, judged by its own rule).
         let inside_word = after_hyphen || prev == b'.';
-        let (b1, b2) = (
-            bytes.get(i + 1).copied().unwrap_or(0),
-            bytes.get(i + 2).copied().unwrap_or(0),
-        );
-        let vendors = if rules::may_start(bytes[i], b1, b2) {
-            rules::candidates(bytes[i], b1)
-        } else {
+        let vendors = if prefilter::shorter_than_a_token(bytes, i, run) {
             &[]
+        } else {
+            let (b1, b2) = (
+                bytes.get(i + 1).copied().unwrap_or(0),
+                bytes.get(i + 2).copied().unwrap_or(0),
+            );
+            if rules::may_start(bytes[i], b1, b2) {
+                rules::candidates(bytes[i], b1)
+            } else {
+                &[]
+            }
         };
         for v in vendors {
             if inside_word && !v.after_dash() {
@@ -974,14 +982,16 @@ impl<'t> Scan<'t> {
             return;
         }
         // A key whose marker sits after a random head (Microsoft's identifiable keys).
-        if let Some((v, start, end)) = rules::headed_at(self.text, i) {
+        if !prefilter::shorter_than_a_head(bytes, i, run)
+            && let Some((v, start, end)) = rules::headed_at(self.text, i)
+        {
             self.push(SecretKind::Vendor(v.name), start, end);
             return;
         }
         if self.separated_key.0 == i && self.glued_vendor_at(i) {
             return;
         }
-        if bytes.get(i + 32..i + 35) == Some(b"-us") {
+        if bytes.get(i + 32) == Some(&b'-') && bytes.get(i + 32..i + 35) == Some(b"-us") {
             self.mailchimp_at(i);
         }
         match bytes[i] {
@@ -1773,24 +1783,18 @@ impl<'t> Scan<'t> {
         // One pass over the key: its end, the separators and dashes it holds, and whether two
         // of its letters may start a secret word. Most keys hold none, and the rules that need
         // them are not tried (each would read the key again).
-        let (mut run, mut held, mut pair) = (i, 0u8, 0u8);
-        let mut before = 0usize;
-        while let Some(&b) = bytes.get(run) {
-            let class = KEY_CLASS[usize::from(b)];
-            if class == 0 {
-                break;
-            }
-            held |= class;
-            pair |= SECRET_WORD_PAIRS[0][before] & SECRET_WORD_PAIRS[1][usize::from(b)];
-            before = usize::from(b);
-            run += 1;
-        }
+        // (`inner`: whether a segment starts past the key's first byte, see
+        // [`prefilter::may_hold_keyword`].)
+        let (run, held, pair, inner) = prefilter::measure_key(bytes, i);
         if held == KEY_BYTE {
             self.plain_key_end = run;
         } else if held & KEY_SEPARATOR != 0 && run - i >= 24 {
             self.separated_key = (i, run);
         }
-        if pair != 0 && may_name_secret(&bytes[i..run.min(i + 12)]) {
+        // Whether a secret word may start in the key, read once (its trailing dots and dashes
+        // start none): a key without one names no secret, and its rules are not tried.
+        let hold = pair != 0 && may_hold_secret_word(&bytes[i..run]);
+        if hold && may_name_secret(&bytes[i..run.min(i + 12)]) {
             self.name_words.push(i);
         }
         // Trailing dots and dashes end a sentence or a flag, they are not part of the key.
@@ -1821,25 +1825,30 @@ impl<'t> Scan<'t> {
         }
         // `pdfshift ACCESS …`, `upcdatabase access key: …`: words that name the credential stand
         // between the provider's word and its value.
-        let vend = credential_words_end(bytes, kend);
-        if keyword_value_may_follow(bytes, vend) {
+        // Most keys hold no provider's keyword, and no value is looked for after them.
+        let keyword = prefilter::may_hold_keyword(key, inner != 0);
+        let vend = if keyword {
+            credential_words_end(bytes, kend)
+        } else {
+            kend
+        };
+        if keyword && keyword_value_may_follow(bytes, vend) {
             self.keyword_value_at(vend, key, false);
         }
         // `<property name="sonar.login" value="…"/>`, `- name: SONAR_LOGIN` then `value: …`: the
         // provider's value in the pair's value field.
         // (A name stands quoted, in its element or at its line's end, not in running code.)
-        let name_like = bytes.get(kend).is_none_or(|b| b"\"'`<\n\r,".contains(b));
-        if name_like && let Some(NamedValue::Field(e)) = self.named_value_field(i, kend) {
+        let name_like = keyword && bytes.get(kend).is_none_or(|b| b"\"'`<\n\r,".contains(b));
+        if keyword
+            && name_like
+            && let Some(NamedValue::Field(e)) = self.named_value_field(i, kend)
+        {
             self.keyword_value_at(e, key, false);
         }
         if held & KEY_DASH != 0 {
             self.glued_keyword_value(i, kend, key);
         }
-        let word = if pair == 0 || !may_hold_secret_word(key) {
-            None
-        } else {
-            secret_word(key)
-        };
+        let word = if !hold { None } else { secret_word(key) };
         let Some(word) = word else {
             if held & KEY_SEPARATOR == 0 {
                 return;
@@ -2444,9 +2453,7 @@ impl<'t> Scan<'t> {
     /// starts at `kstart` before `i` holds the word as a segment (`DB_KENNWORT_PROD`).
     #[inline(always)]
     fn password_word_at(&mut self, kstart: usize, i: usize) -> bool {
-        // Two lookups rule out most words.
-        let second = self.bytes.get(i + 1).map_or(0, |&b| usize::from(b));
-        let mask = PASSWORD_WORD_INDEX[0][usize::from(self.bytes[i])] & PASSWORD_WORD_INDEX[1][second];
+        let mask = prefilter::password_words_at(self.bytes, i);
         mask != 0 && self.password_word(kstart, i, mask)
     }
 
@@ -4028,7 +4035,11 @@ pub(crate) fn credential_word(w: &[u8]) -> bool {
         seg.is_empty()
             || may_start_credential_word(seg)
                 && CREDENTIAL_WORDS.iter().any(|w| {
-                    seg.len() >= w.len() && seg[..w.len()].eq_ignore_ascii_case(w) && made_of(&seg[w.len()..])
+                    // (The words are lowercase: one byte rules out most before they are compared.)
+                    seg.len() >= w.len()
+                        && seg[0] | 0x20 == w[0]
+                        && seg[..w.len()].eq_ignore_ascii_case(w)
+                        && made_of(&seg[w.len()..])
                 })
     }
     let separator = |b: &u8| matches!(b, b'_' | b'-' | b'.');
@@ -4355,9 +4366,9 @@ fn secret_word_start(key: &[u8], j: usize) -> bool {
 
 /// Whether a secret word may start somewhere in `key` (see [`secret_word`]'s first test).
 fn may_hold_secret_word(key: &[u8]) -> bool {
-    (0..key.len()).any(|j| {
-        let next = key.get(j + 1).map_or(0, |&b| usize::from(b));
-        SECRET_WORD_PAIRS[0][usize::from(key[j])] & SECRET_WORD_PAIRS[1][next] != 0
+    // (No word starts at the last byte: nothing is its second.)
+    key.windows(2).enumerate().any(|(j, w)| {
+        SECRET_WORD_PAIRS[0][usize::from(w[0])] & SECRET_WORD_PAIRS[1][usize::from(w[1])] != 0
             && secret_word_start(key, j)
     })
 }

@@ -1,9 +1,18 @@
 //! Proves that the scan's quick rejections (a word's first two letters checked before it is
-//! measured, split or compared) never turn away a word the full comparison would take; never
-//! runs outside tests.
+//! measured, split or compared; a key's keyword filter; a word too short for a head) never turn
+//! away a word the full comparison would take; never runs outside tests.
 
-use super::rules::Rng;
-use super::{CREDENTIAL_WORDS, KEY_CLASS, credential_word, credential_words_end, run_end_max, skip_blank};
+use super::prefilter::{
+    KEY_BYTE_BITS, PASSWORD_WORD_THIRD, SEGMENT_START, VENDOR_BYTES, VENDOR_SHORTEST, WORD_BEFORE, WORD_BYTE,
+    may_hold_keyword, measure_key, shorter_than_a_head, shorter_than_a_token, without,
+};
+use super::rules::{
+    Rng, VENDORS, candidates, headed_at, keywords, prefixes, segment_start, tokens_of_every_shape,
+};
+use super::{
+    CREDENTIAL_WORDS, KEY_CLASS, PASSWORD_WORDS, SECRET_WORD_PAIRS, credential_word, credential_words_end,
+    findings, run_end, run_end_max, skip_blank,
+};
 
 /// The definition, without any quick rejection: each segment made of the words alone.
 fn credential_word_by_definition(w: &[u8]) -> bool {
@@ -129,6 +138,468 @@ fn the_words_after_a_key_end_where_the_definition_ends_them() {
                 "{:?} at {kend}",
                 String::from_utf8_lossy(&text)
             );
+        }
+    }
+}
+
+/// Whether a segment starts past the key's first byte, as the scan's key loop computes it from
+/// [`SEGMENT_START`].
+fn inner_starts(key: &[u8]) -> bool {
+    let mut before = 0usize;
+    let mut inner = 0u8;
+    for &b in key {
+        inner |= SEGMENT_START[0][before] & SEGMENT_START[1][usize::from(b)];
+        before = usize::from(b);
+    }
+    inner != 0
+}
+
+/// The definition: some keyword rule's word is the key's text at a segment start, any case.
+fn holds_keyword_by_definition(key: &[u8]) -> bool {
+    (0..key.len()).any(|j| {
+        segment_start(key, j)
+            && keywords().any(|w| key.get(j..j + w.len()).is_some_and(|k| k.eq_ignore_ascii_case(w)))
+    })
+}
+
+#[test]
+fn the_segment_table_agrees_with_the_matcher_on_every_pair_of_key_bytes() {
+    let key_bytes: Vec<u8> = (0..=255u8).filter(|&b| KEY_CLASS[usize::from(b)] != 0).collect();
+    for &a in &key_bytes {
+        for &b in &key_bytes {
+            assert_eq!(
+                SEGMENT_START[0][usize::from(a)] & SEGMENT_START[1][usize::from(b)] != 0,
+                segment_start(&[a, b], 1),
+                "{:?}",
+                [char::from(a), char::from(b)]
+            );
+        }
+    }
+    // The key loop starts with `before = 0`: its first byte starts nothing past the first.
+    assert!(SEGMENT_START[0][0] == 0);
+    for key in [&b"abc"[..], b"ABC", b"Abc", b"a"] {
+        assert!(!inner_starts(key), "{key:?}");
+    }
+    for key in [&b"aB"[..], b"a1b", b"a_b", b"x.y", b"a-b", b"9a"] {
+        assert!(inner_starts(key), "{key:?}");
+    }
+}
+
+#[test]
+fn the_key_loops_one_lookup_holds_every_table_it_stands_for() {
+    // Every byte's class, and for every pair of bytes the secret-word and segment bits, as the
+    // key loop reads them (the entry before shifted right by 16, ANDed with the byte's).
+    for a in 0..=255usize {
+        let bits = KEY_BYTE_BITS[a];
+        assert_eq!(bits & 0xff, u64::from(KEY_CLASS[a]), "{a}");
+        for b in 0..=255usize {
+            let both = (KEY_BYTE_BITS[a] >> 16) & KEY_BYTE_BITS[b];
+            assert_eq!(
+                (both >> 8) as u8,
+                SECRET_WORD_PAIRS[0][a] & SECRET_WORD_PAIRS[1][b],
+                "{a} {b}"
+            );
+            assert_eq!(
+                (both >> 16) as u8 & 3,
+                SEGMENT_START[0][a] & SEGMENT_START[1][b],
+                "{a} {b}"
+            );
+        }
+    }
+}
+
+#[test]
+fn the_scans_word_tables_hold_letters_and_digits_and_what_a_words_inside_follows() {
+    for b in 0..=255u8 {
+        assert_eq!(WORD_BYTE[usize::from(b)], b.is_ascii_alphanumeric(), "{b}");
+        assert_eq!(
+            WORD_BEFORE[usize::from(b)],
+            b.is_ascii_alphanumeric() || b == b'_',
+            "{b}"
+        );
+    }
+}
+
+#[test]
+fn the_password_words_third_bytes_are_indexed_as_the_comparison_reads_them() {
+    // A word's bit is set for a byte exactly when the comparison (ASCII case ignored) would
+    // take that byte third.
+    for (k, w) in PASSWORD_WORDS.iter().enumerate() {
+        let third = w.as_bytes()[2];
+        for b in 0..=255u8 {
+            assert_eq!(
+                PASSWORD_WORD_THIRD[usize::from(b)] & (1 << k) != 0,
+                b.eq_ignore_ascii_case(&third),
+                "{w} {b}"
+            );
+        }
+    }
+}
+
+#[test]
+fn every_keyword_at_any_segment_start_passes_the_keyword_filter() {
+    let mut tried = 0;
+    for w in keywords() {
+        for sw in spellings(w) {
+            let camel = {
+                let mut c = w.to_ascii_lowercase();
+                c[0] = c[0].to_ascii_uppercase();
+                c
+            };
+            for key in [
+                sw.clone(),
+                [&sw[..], b"_key"].concat(),
+                [&sw[..], b"Key"].concat(),
+                [&sw[..], b"2"].concat(),
+                [&b"my_"[..], &sw].concat(),
+                [&b"MY-"[..], &sw, b"-TOKEN"].concat(),
+                [&b"a.b."[..], &sw].concat(),
+                [&b"x9"[..], &sw].concat(),
+                [&b"my"[..], &camel, b"Secret"].concat(),
+                [&b"getMy"[..], &camel].concat(),
+            ] {
+                assert!(
+                    holds_keyword_by_definition(&key),
+                    "{:?}",
+                    String::from_utf8_lossy(&key)
+                );
+                assert!(
+                    may_hold_keyword(&key, inner_starts(&key)),
+                    "{:?}",
+                    String::from_utf8_lossy(&key)
+                );
+                tried += 1;
+            }
+        }
+    }
+    assert!(tried > 10_000, "{tried}");
+}
+
+#[test]
+fn the_keyword_filter_turns_away_only_keys_holding_no_keyword() {
+    // Keys made of keywords' heads and tails, whole keywords, ordinary words, digits and
+    // separators in any case: every key holding a keyword passes, and most without one do not.
+    let words: Vec<&[u8]> = keywords().collect();
+    const PLAIN: &[&[u8]] = &[
+        b"the", b"order", b"request", b"limits", b"service", b"Error", b"id", b"key", b"Token", b"x", b"9",
+        b"_", b"-", b".", b"dd", b"DD", b"api", b"secret", b"access", b"Auth",
+    ];
+    let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+    let (mut held, mut turned_away, mut without) = (0, 0, 0);
+    for _ in 0..100_000 {
+        let mut key = Vec::new();
+        for _ in 0..1 + rng.below(4) {
+            let piece: Vec<u8> = match rng.below(4) {
+                0 => words[rng.below(words.len())].to_vec(),
+                1 => {
+                    let w = words[rng.below(words.len())];
+                    let cut = rng.below(w.len() + 1);
+                    if rng.below(2) == 0 {
+                        w[..cut].to_vec()
+                    } else {
+                        w[cut..].to_vec()
+                    }
+                }
+                _ => PLAIN[rng.below(PLAIN.len())].to_vec(),
+            };
+            let piece = match rng.below(4) {
+                0 => piece.to_ascii_uppercase(),
+                1 if !piece.is_empty() => {
+                    let mut p = piece;
+                    p[0] = p[0].to_ascii_uppercase();
+                    p
+                }
+                _ => piece,
+            };
+            key.extend_from_slice(&piece);
+        }
+        if key.is_empty() {
+            continue;
+        }
+        let passes = may_hold_keyword(&key, inner_starts(&key));
+        if holds_keyword_by_definition(&key) {
+            held += 1;
+            assert!(passes, "{:?}", String::from_utf8_lossy(&key));
+        } else {
+            without += 1;
+            turned_away += usize::from(!passes);
+        }
+    }
+    assert!(held > 10_000 && without > 10_000, "{held} {without}");
+    assert!(turned_away * 2 > without, "{turned_away} of {without}");
+}
+
+/// A random text of words, keys, keywords, vendor prefixes, vendors' tokens, random tokens,
+/// operators and blanks.
+fn random_text(rng: &mut Rng, words: &[&[u8]], prefixes: &[&[u8]], tokens: &[String]) -> String {
+    const PIECES: &[&str] = &[
+        " ",
+        " ",
+        " ",
+        "  ",
+        "\t",
+        "\n",
+        "\n\n",
+        ", ",
+        ". ",
+        ": ",
+        ":",
+        "=",
+        " = ",
+        "=\"",
+        "\"",
+        "'",
+        "`",
+        "(",
+        ")",
+        "{",
+        "}",
+        "[",
+        "]",
+        "<",
+        ">",
+        "</",
+        "/",
+        "+",
+        "-",
+        "_",
+        ".",
+        "|",
+        ";",
+        "%3D",
+        "é",
+        "中",
+        "the",
+        "payment",
+        "service",
+        "Request",
+        "limits",
+        "ServiceError",
+        "order_id",
+        "o.id",
+        "mid-batch",
+        "password",
+        "Passwort",
+        "secret",
+        "token",
+        "api_key",
+        "apiKey",
+        "AUTH",
+        "key",
+        "Key",
+        "sig",
+        "bot",
+        "Bearer",
+        "Basic",
+        "mysql",
+        "curl",
+        "-p",
+        "--password",
+        "identified by",
+        "insert",
+        "export",
+        "access",
+        "private",
+        "ACCESS",
+        "value",
+        "name: ",
+        "- name: ",
+        "value: ",
+        "default",
+    ];
+    const ALPHABETS: &[&[u8]] = &[
+        b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789",
+        b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+/",
+        b"0123456789abcdef",
+        b"abcdefghijklmnopqrstuvwxyz0123456789_-",
+    ];
+    let token = |rng: &mut Rng, n: usize| -> String {
+        let a = ALPHABETS[rng.below(ALPHABETS.len())];
+        (0..n).map(|_| char::from(a[rng.below(a.len())])).collect()
+    };
+    let mut text = String::new();
+    for _ in 0..1 + rng.below(24) {
+        match rng.below(9) {
+            0 | 1 => text.push_str(PIECES[rng.below(PIECES.len())]),
+            8 => text.push_str(&tokens[rng.below(tokens.len())]),
+            2 => {
+                let w = String::from_utf8_lossy(words[rng.below(words.len())]).into_owned();
+                let w = match rng.below(3) {
+                    0 => w.to_ascii_uppercase(),
+                    1 => w[..1].to_ascii_uppercase() + &w[1..],
+                    _ => w,
+                };
+                text.push_str(&w);
+            }
+            3 => {
+                text.push_str(&String::from_utf8_lossy(prefixes[rng.below(prefixes.len())]));
+                let n = rng.below(60);
+                text.push_str(&token(rng, n));
+            }
+            4 => {
+                let n = 1 + rng.below(80);
+                text.push_str(&token(rng, n));
+            }
+            5 => {
+                // A head-sized run with a vendor marker inside.
+                let n = 20 + rng.below(50);
+                text.push_str(&token(rng, n));
+                text.push_str(&String::from_utf8_lossy(prefixes[rng.below(prefixes.len())]));
+                let n = rng.below(20);
+                text.push_str(&token(rng, n));
+            }
+            _ => {
+                text.push_str(PIECES[rng.below(PIECES.len())]);
+                text.push(' ');
+            }
+        }
+    }
+    text
+}
+
+#[test]
+fn the_quick_rejections_change_no_finding() {
+    let words: Vec<&[u8]> = keywords().collect();
+    let prefixes: Vec<&[u8]> = prefixes().collect();
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let mut found = 0;
+    let mut tokens = Vec::new();
+    for n in 0..20_000 {
+        if n % 500 == 0 {
+            tokens = tokens_of_every_shape(&mut rng);
+        }
+        let text = random_text(&mut rng, &words, &prefixes, &tokens);
+        let quick = findings(&text);
+        let full = without(|| findings(&text));
+        assert_eq!(quick, full, "{text:?}");
+        found += quick.len();
+    }
+    // The texts hold findings of many kinds, not only clean prose.
+    assert!(found > 2_000, "{found}");
+}
+
+#[test]
+fn a_word_shorter_than_a_head_holds_none() {
+    let words: Vec<&[u8]> = keywords().collect();
+    let prefixes: Vec<&[u8]> = prefixes().collect();
+    let mut rng = Rng(0x5851_f42d_4c95_7f2d);
+    let (mut ruled_out, mut headed) = (0, 0);
+    let mut tokens = Vec::new();
+    for n in 0..10_000 {
+        if n % 100 == 0 {
+            tokens = tokens_of_every_shape(&mut rng);
+        }
+        let text = random_text(&mut rng, &words, &prefixes, &tokens);
+        let bytes = text.as_bytes();
+        for i in 0..bytes.len() {
+            if !bytes[i].is_ascii_alphanumeric() {
+                continue;
+            }
+            // As the scan knows it: letters and digits up to a byte no key holds.
+            let run = run_end(bytes, i, |b| b.is_ascii_alphanumeric());
+            let run = if KEY_CLASS[usize::from(bytes.get(run).copied().unwrap_or(b' '))] == 0 {
+                run
+            } else {
+                0
+            };
+            let head = headed_at(&text, i);
+            headed += usize::from(head.is_some());
+            if shorter_than_a_head(bytes, i, run) {
+                ruled_out += 1;
+                assert!(head.is_none(), "{text:?} at {i}");
+            }
+        }
+    }
+    // Both kinds of word were met: short ones, and tokens with a head.
+    assert!(ruled_out > 10_000 && headed > 40, "{ruled_out} {headed}");
+}
+
+#[test]
+fn every_token_a_word_may_start_is_as_long_as_the_shortest_and_of_its_bytes() {
+    // Random tokens of each rule a word start is matched against (those without a head).
+    let mut rng = Rng(0x1405_7b7e_f767_814f);
+    let mut checked = 0;
+    for _ in 0..20 {
+        for (v, token) in VENDORS.iter().zip(tokens_of_every_shape(&mut rng)) {
+            let t = token.as_bytes();
+            if !candidates(v.prefix[0], v.prefix[1])
+                .iter()
+                .any(|c| std::ptr::eq(c, v))
+            {
+                continue;
+            }
+            assert!(t.len() >= VENDOR_SHORTEST, "{token}");
+            for &b in t {
+                assert!(
+                    VENDOR_BYTES[usize::from(b >> 6)] & (1 << (b & 63)) != 0,
+                    "{token} {b}"
+                );
+            }
+            checked += 1;
+        }
+    }
+    assert!(checked > 2_000, "{checked}");
+}
+
+#[test]
+fn a_word_shorter_than_any_token_starts_none() {
+    let words: Vec<&[u8]> = keywords().collect();
+    let prefixes: Vec<&[u8]> = prefixes().collect();
+    let mut rng = Rng(0x2127_599b_f432_5c37);
+    let (mut ruled_out, mut matched) = (0, 0);
+    let mut tokens = Vec::new();
+    for n in 0..10_000 {
+        if n % 100 == 0 {
+            tokens = tokens_of_every_shape(&mut rng);
+        }
+        let text = random_text(&mut rng, &words, &prefixes, &tokens);
+        let bytes = text.as_bytes();
+        for i in 0..bytes.len() {
+            if !bytes[i].is_ascii_alphanumeric() {
+                continue;
+            }
+            let run = run_end(bytes, i, |b| b.is_ascii_alphanumeric());
+            let run = if KEY_CLASS[usize::from(bytes.get(run).copied().unwrap_or(b' '))] == 0 {
+                run
+            } else {
+                0
+            };
+            // Every rule the scan matches at a word start with these two bytes.
+            let b1 = bytes.get(i + 1).copied().unwrap_or(0);
+            let found = candidates(bytes[i], b1)
+                .iter()
+                .any(|v| v.matches(&text, i).is_some());
+            matched += usize::from(found);
+            if shorter_than_a_token(bytes, i, run) {
+                ruled_out += 1;
+                assert!(!found, "{text:?} at {i}");
+            }
+        }
+    }
+    // Both kinds of word were met: short ones, and tokens.
+    assert!(ruled_out > 10_000 && matched > 1_000, "{ruled_out} {matched}");
+}
+
+#[test]
+fn a_key_is_measured_as_byte_by_byte() {
+    // Keys of every length up to 12 (odd and even, to the text's end or before a blank), of
+    // letters, digits and separators in any case, from every offset.
+    const BYTES: &[u8] = b"aApPsSeEkKtToOcCrRwWuUzZ09_-. \n=";
+    let mut rng = Rng(0x6a09_e667_f3bc_c909);
+    for _ in 0..20_000 {
+        let text: Vec<u8> = (0..rng.below(14))
+            .map(|_| BYTES[rng.below(BYTES.len())])
+            .collect();
+        for i in 0..text.len() {
+            let end = run_end(&text, i, |b| KEY_CLASS[usize::from(b)] != 0);
+            let held = text[i..end].iter().fold(0, |h, &b| h | KEY_CLASS[usize::from(b)]);
+            let (mut pair, mut inner) = (0, 0);
+            for w in text[i..end].windows(2) {
+                let (a, b) = (usize::from(w[0]), usize::from(w[1]));
+                pair |= SECRET_WORD_PAIRS[0][a] & SECRET_WORD_PAIRS[1][b];
+                inner |= SEGMENT_START[0][a] & SEGMENT_START[1][b];
+            }
+            assert_eq!(measure_key(&text, i), (end, held, pair, inner), "{text:?} at {i}");
         }
     }
 }

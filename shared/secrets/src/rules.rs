@@ -91,6 +91,26 @@ pub fn keyword_providers() -> Vec<&'static str> {
     names
 }
 
+/// Every keyword rule's words (for the tests of the scan's quick rejections).
+#[cfg(test)]
+pub(crate) fn keywords() -> impl Iterator<Item = &'static [u8]> {
+    KEYWORDS
+        .iter()
+        .map(|&(off, len, _)| &KEYWORD_BLOB.as_bytes()[off as usize..off as usize + usize::from(len)])
+}
+
+/// Every vendor rule's prefix (for the tests of the scan's quick rejections).
+#[cfg(test)]
+pub(crate) fn prefixes() -> impl Iterator<Item = &'static [u8]> {
+    VENDORS.iter().map(|v| v.prefix)
+}
+
+/// A random token of each vendor rule's shape (for the tests of the scan's quick rejections).
+#[cfg(test)]
+pub(crate) fn tokens_of_every_shape(rng: &mut Rng) -> Vec<String> {
+    VENDORS.iter().map(|v| tests::token(v, rng)).collect()
+}
+
 /// Key words that make a key metadata about a provider rather than its credential.
 const METADATA: &[&[u8]] = &[
     b"sha",
@@ -118,7 +138,7 @@ const METADATA: &[&[u8]] = &[
 
 /// Whether a keyword may start at `j` of `key`: at its start, after a non-letter, or where a
 /// CamelCase word starts.
-fn segment_start(key: &[u8], j: usize) -> bool {
+pub(crate) fn segment_start(key: &[u8], j: usize) -> bool {
     j == 0
         || !key[j - 1].is_ascii_alphabetic()
         || key[j - 1].is_ascii_lowercase() && key[j].is_ascii_uppercase()
@@ -500,7 +520,7 @@ mod tests {
 
     /// A random token of the rule's shape: each class run at a random length within its bounds
     /// (at most 24 past its minimum), mixing the class's letters and digits as generated tokens do.
-    fn token(v: &Vendor, rng: &mut Rng) -> String {
+    pub(super) fn token(v: &Vendor, rng: &mut Rng) -> String {
         let mut out = String::new();
         if v.head.1 > 0 {
             let alphabet: Vec<u8> = (0..=127u8)

@@ -1,0 +1,243 @@
+//! The scan's quick rejections over tables `build.rs` compiles from the rule data: a few lookups
+//! that tell a word needs no further reading. Each must only ever turn away what the full rule
+//! would turn away (the tests in `prefilter_tests.rs` compare them with their definitions); it
+//! must never decide a finding.
+
+use super::rules::HEADED_SHORTEST;
+use super::{KEY_CLASS, PASSWORD_WORD_INDEX, PASSWORD_WORDS, SECRET_WORD_PAIRS};
+
+include!(concat!(env!("OUT_DIR"), "/filters.rs"));
+
+/// The bit of four bytes in [`KEYWORD_QUADS`] (as `build.rs` computes it): ASCII case folded
+/// with `| 0x20`, which maps a letter and its capital to one value.
+#[inline]
+fn quad_hash(q: [u8; 4]) -> usize {
+    let w = u32::from_le_bytes(q) | 0x2020_2020;
+    (w.wrapping_mul(0x9e37_79b1) >> 17) as usize
+}
+
+/// Whether a keyword rule's word may start at `j` of `key` and end inside it.
+#[inline]
+fn keyword_may_start(key: &[u8], j: usize) -> bool {
+    if let Some(&[a, b, c, d]) = key.get(j..j + 4) {
+        let h = quad_hash([a, b, c, d]);
+        if KEYWORD_QUADS[h / 64] & (1 << (h % 64)) != 0 {
+            return true;
+        }
+    }
+    // `& 31` maps a letter and its capital to one value.
+    key.get(j..j + 2)
+        .is_some_and(|p| KEYWORD_PAIRS[usize::from(p[0] & 31)] & (1 << (p[1] & 31)) != 0)
+}
+
+/// Where a segment of a key may start past its first byte, as two bit sets: a byte's bits in
+/// the first array are the byte before, in the second the byte at the start (a key byte that is
+/// no letter before any; a lowercase letter before a capital). A segment starts where one bit is
+/// in both.
+pub(crate) static SEGMENT_START: [[u8; 256]; 2] = {
+    let mut t = [[0u8; 256]; 2];
+    let mut b = 0;
+    while b < 128 {
+        let c = b as u8;
+        if c.is_ascii_digit() || matches!(c, b'_' | b'-' | b'.') {
+            t[0][b] = 1;
+        }
+        if c.is_ascii_lowercase() {
+            t[0][b] = 2;
+        }
+        t[1][b] = if c.is_ascii_uppercase() { 3 } else { 1 };
+        b += 1;
+    }
+    t
+};
+
+/// What the scan's key loop reads of each byte, in one lookup: its [`KEY_CLASS`] (bits 0–7), its
+/// bits as the second byte of a secret word's first two ([`SECRET_WORD_PAIRS`]`[1]`, bits 8–15)
+/// and of a segment's start ([`SEGMENT_START`]`[1]`, bits 16–17), and the same as the byte before
+/// them (`[0]`, bits 24–31 and 32–33). The entry of the byte before, shifted right by 16, ANDed
+/// with the byte's, holds in bits 8–15 the secret-word pair bits and in bits 16–17 the segment
+/// bits of the two.
+pub(crate) static KEY_BYTE_BITS: [u64; 256] = {
+    let mut t = [0u64; 256];
+    let mut b = 0;
+    while b < 256 {
+        t[b] = KEY_CLASS[b] as u64
+            | (SECRET_WORD_PAIRS[1][b] as u64) << 8
+            | (SEGMENT_START[1][b] as u64) << 16
+            | (SECRET_WORD_PAIRS[0][b] as u64) << 24
+            | (SEGMENT_START[0][b] as u64) << 32;
+        b += 1;
+    }
+    t
+};
+
+/// The bytes of a word (ASCII letters and digits), and (second table) what a word's inside
+/// follows (those and `_`): one lookup each in the scan's loop.
+pub(crate) static WORD_BYTE: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut b = 0;
+    while b < 256 {
+        t[b] = (b as u8).is_ascii_alphanumeric();
+        b += 1;
+    }
+    t
+};
+
+/// See [`WORD_BYTE`].
+pub(crate) static WORD_BEFORE: [bool; 256] = {
+    let mut t = WORD_BYTE;
+    t[b'_' as usize] = true;
+    t
+};
+
+/// For each byte, the bit set of [`PASSWORD_WORDS`] that have it third (either ASCII case; a word
+/// shorter than three bytes sets its bit everywhere): with `PASSWORD_WORD_INDEX`'s first two, a
+/// third lookup rules out most words that start as one does.
+pub(crate) static PASSWORD_WORD_THIRD: [u16; 256] = {
+    let mut index = [0u16; 256];
+    let mut k = 0;
+    while k < PASSWORD_WORDS.len() {
+        let w = PASSWORD_WORDS[k].as_bytes();
+        if w.len() < 3 {
+            let mut b = 0;
+            while b < 256 {
+                index[b] |= 1 << k;
+                b += 1;
+            }
+        } else {
+            index[w[2].to_ascii_lowercase() as usize] |= 1 << k;
+            index[w[2].to_ascii_uppercase() as usize] |= 1 << k;
+        }
+        k += 1;
+    }
+    index
+};
+
+/// The bit set of [`PASSWORD_WORDS`] that may start at `i` (by its first three bytes, either
+/// ASCII case): `0` for most words. Two lookups rule out most words; a third, those that start
+/// as one does (`consumer`, `service`, `keep`).
+#[inline]
+pub(crate) fn password_words_at(bytes: &[u8], i: usize) -> u16 {
+    let second = bytes.get(i + 1).map_or(0, |&b| usize::from(b));
+    let mask = PASSWORD_WORD_INDEX[0][usize::from(bytes[i])] & PASSWORD_WORD_INDEX[1][second];
+    if mask == 0 {
+        return 0;
+    }
+    mask & PASSWORD_WORD_THIRD[bytes.get(i + 2).map_or(0, |&b| usize::from(b))]
+}
+
+/// The key at `i` measured in one pass: its end, the [`KEY_CLASS`] bits it holds, the
+/// [`SECRET_WORD_PAIRS`] bits of its byte pairs, and whether a segment starts past its first
+/// byte (non-zero). One lookup per byte: [`KEY_BYTE_BITS`].
+#[inline(always)]
+pub(crate) fn measure_key(bytes: &[u8], i: usize) -> (usize, u8, u8, u8) {
+    let rest = &bytes[i..];
+    let (mut n, mut classes, mut pairs, mut before) = (0usize, 0u64, 0u64, 0u64);
+    // Two bytes a step: most keys are a few bytes long, and the loop's own steps cost as much
+    // as the work.
+    let stopped = loop {
+        let Some(&[a, b]) = rest.get(n..n + 2) else {
+            break false;
+        };
+        let x = KEY_BYTE_BITS[usize::from(a)];
+        if x & 0xff == 0 {
+            break true;
+        }
+        classes |= x;
+        pairs |= (before >> 16) & x;
+        let y = KEY_BYTE_BITS[usize::from(b)];
+        if y & 0xff == 0 {
+            n += 1;
+            break true;
+        }
+        classes |= y;
+        pairs |= (x >> 16) & y;
+        before = y;
+        n += 2;
+    };
+    if !stopped && let Some(&c) = rest.get(n) {
+        let x = KEY_BYTE_BITS[usize::from(c)];
+        if x & 0xff != 0 {
+            classes |= x;
+            pairs |= (before >> 16) & x;
+            n += 1;
+        }
+    }
+    (i + n, classes as u8, (pairs >> 8) as u8, (pairs >> 16) as u8 & 3)
+}
+
+/// Whether a keyword rule's word may be a segment of `key` (see
+/// [`super::rules::segment_start`]); `inner` tells that a segment may start past its first byte
+/// ([`SEGMENT_START`] over the key's bytes). False means no provider's keyword is in the key, so
+/// no value after it is a provider's. `key` is made of key bytes ([`KEY_CLASS`]).
+#[inline]
+pub(crate) fn may_hold_keyword(key: &[u8], inner: bool) -> bool {
+    if !enabled() {
+        return true;
+    }
+    if keyword_may_start(key, 0) {
+        return true;
+    }
+    if !inner || key.len() < 3 {
+        return false;
+    }
+    // Past the first byte, where [`KEY_BYTE_BITS`] says a segment starts (as the matcher's
+    // `segment_start` does for key bytes), up to the last start a keyword of two bytes fits after.
+    let mut before = KEY_BYTE_BITS[usize::from(key[0])];
+    for j in 1..key.len() - 1 {
+        let bits = KEY_BYTE_BITS[usize::from(key[j])];
+        if (before >> 16) & bits & 0x3_0000 != 0 && keyword_may_start(key, j) {
+            return true;
+        }
+        before = bits;
+    }
+    false
+}
+
+/// Whether the word at `i`, letters and digits up to `run` (`0`: not known), is too short to
+/// hold a head (see [`super::rules::headed_at`]): the byte after it is no token's (`+`, `/` or a
+/// key's), so the token run from `i` ends before the shortest head would.
+#[inline]
+pub(crate) fn shorter_than_a_head(bytes: &[u8], i: usize, run: usize) -> bool {
+    enabled() && run > i && run - i < HEADED_SHORTEST && !matches!(bytes.get(run), Some(b'+' | b'/'))
+}
+
+/// Whether the word at `i`, letters and digits up to `run` (`0`: not known), is too short for a
+/// token of any vendor rule without a head: the byte after it is in no such token
+/// ([`VENDOR_BYTES`]), so a token from `i` would end before the shortest one does.
+#[inline]
+pub(crate) fn shorter_than_a_token(bytes: &[u8], i: usize, run: usize) -> bool {
+    enabled()
+        && run > i
+        && run - i < VENDOR_SHORTEST
+        && bytes
+            .get(run)
+            .is_none_or(|&b| VENDOR_BYTES[usize::from(b >> 6)] & (1 << (b & 63)) == 0)
+}
+
+/// The quick rejections are always on outside the tests.
+#[cfg(not(test))]
+#[inline(always)]
+fn enabled() -> bool {
+    true
+}
+
+#[cfg(test)]
+thread_local! {
+    static DISABLED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// In the tests, a thread may turn the quick rejections off to compare the scan without them.
+#[cfg(test)]
+fn enabled() -> bool {
+    !DISABLED.with(std::cell::Cell::get)
+}
+
+/// Runs `f` with this thread's quick rejections off.
+#[cfg(test)]
+pub(crate) fn without<T>(f: impl FnOnce() -> T) -> T {
+    DISABLED.with(|d| d.set(true));
+    let out = f();
+    DISABLED.with(|d| d.set(false));
+    out
+}
