@@ -186,6 +186,8 @@ use std::borrow::Cow;
 
 mod log2;
 #[cfg(test)]
+mod ordinary_tests;
+#[cfg(test)]
 mod prefilter_tests;
 mod rules;
 
@@ -1611,7 +1613,7 @@ impl<'t> Scan<'t> {
         }
         let token = &bytes[start..end];
         let secret = if basic {
-            base64_has_colon(token)
+            base64_has_colon(token) && !basic_filler(token)
         } else {
             !is_placeholder(token)
                 && !next_field_pair(token)
@@ -2304,7 +2306,8 @@ impl<'t> Scan<'t> {
                 .map_or(raw, |k| p + k);
             let v = trim_end_of(&bytes[p..raw], |b| matches!(b, b',' | b';' | b'"' | b'\'' | b'`'));
             let symbols = v.iter().filter(|b| b.is_ascii_punctuation()).count();
-            let code = code_expression(v) || v.windows(2).any(|w| w == b"()") || v.contains(&b'\\');
+            let code =
+                code_expression(v) || v.windows(2).any(|w| w == b"()") || v.contains(&b'\\') || sigil_code(v);
             (symbols >= 4 && !code && entropy(v) >= 4.0).then_some(p + v.len())
         };
         // After a comma the value is the next argument: only a literal is a value there
@@ -2340,13 +2343,20 @@ impl<'t> Scan<'t> {
             .rev()
             .take(8)
             .any(|f| f.start < end && p < f.end);
+        // A quoted entry of its own (`'JWT_SECRET=…'` after `'# Auth',`): its own key judges it.
+        let entry = quoted_end.is_some() && {
+            let name = run_end(value, 0, |b| b.is_ascii_alphanumeric() || b == b'_');
+            name >= 2 && value.get(name) == Some(&b'=') && value[0].is_ascii_alphabetic()
+        };
         if closed
             && !found
+            && !entry
             && (has_operator || quoted_end.is_some())
             && !value.contains(&b' ')
             && random
             && !is_placeholder(value)
             && !is_reference(value)
+            && !names_no_secret(value)
             && !code_continuation(value)
             && !quoted_slot(value)
             && !url_stand_in_userinfo(value)
@@ -3298,7 +3308,18 @@ impl<'t> Scan<'t> {
                     }
                     line_end(bytes, e)
                 }
-                None => base64_block_end(bytes, eol),
+                None => {
+                    // A header quoted in code or a message (`startsWith("-----BEGIN RSA
+                    // PRIVATE KEY-----")`) with no body after it: a key's body is lines of
+                    // base64. A header alone on its line may be a key cut short, and stays one.
+                    let end = base64_block_end(bytes, eol);
+                    let quoted = matches!(bytes.get(words + armor.len()), Some(b'"' | b'\'' | b'`'));
+                    if quoted && !base64_run(&bytes[words + armor.len()..end], 24) {
+                        self.covered = self.covered.max(eol);
+                        return;
+                    }
+                    end
+                }
             };
             self.push(SecretKind::PrivateKey, i, end);
         } else {
@@ -4049,7 +4070,8 @@ const QUALIFIERS: Words = words_of!(
     command usage budget rate stream lifetime age created updated location loc exists set present error \
     message msg text placeholder schema class style visible show hide mask changed per used total window \
     list ize ization ing less ary ive bucket estimat counter confirm_field algorithm algo issuer \
-    audience backend scope engine rounds iterations cost"
+    audience backend scope engine rounds iterations cost enforc state status extract encoder decoder \
+    hasher generator validator verifier parser serializer factory loader resolver storage"
 );
 
 /// Prefixes before a secret word that make the key metadata (`max_tokens`, `is_secret`).
@@ -4641,6 +4663,9 @@ fn unquoted_end(bytes: &[u8], pos: usize, limit: usize, stop: Stop) -> usize {
             || (stop == Stop::Code && matches!(b, b',' | b';') && closes(raw_end))
             // An element's closing tag (`…</password>`): markup, not the value's.
             || (b == b'<' && bytes.get(raw_end + 1) == Some(&b'/'))
+            // A line break written as an escape inside a string (`'…PASSWORD=password\rDB=tests'`):
+            // the next line is another entry.
+            || (raw_end > pos && b == b'\\' && escaped_line_break(bytes, raw_end))
             || (bytes[pos].is_ascii() && cjk_at(bytes, raw_end));
         if ends {
             break;
@@ -4648,6 +4673,22 @@ fn unquoted_end(bytes: &[u8], pos: usize, limit: usize, stop: Stop) -> usize {
         raw_end += 1;
     }
     raw_end
+}
+
+/// Whether the backslashes at `k` write a line break inside a string (`\\r`, `\\\\n`) that ends an
+/// entry: the string's end or the next `name=`/`name:` follows (`PASSWORD=password\\rDB=tests`),
+/// not more of a path (`\\\\nas\\backup`).
+fn escaped_line_break(bytes: &[u8], k: usize) -> bool {
+    let e = run_end(bytes, k, |c| c == b'\\');
+    if !matches!(bytes.get(e), Some(b'n' | b'r' | b't')) {
+        return false;
+    }
+    let name = run_end(bytes, e + 1, |c| c.is_ascii_alphanumeric() || c == b'_');
+    match bytes.get(name) {
+        None | Some(b'"' | b'\'' | b'`' | b'\n' | b'\\') => name == e + 1,
+        Some(b'=' | b':') => name > e + 1,
+        _ => false,
+    }
 }
 
 /// The end of what is redacted of an unquoted run: in code, closing brackets and a `,`/`;` after
@@ -4679,8 +4720,21 @@ fn value_is_secret(bytes: &[u8], value: &Value, key: &[u8], strength: Strength, 
     if placeholder || is_reference(v) || same_as_key(v, key) || yaml_tag(bytes, value) {
         return false;
     }
-    // A member that holds the secret, not the secret (`pwd=instance_info.password,`).
-    if !value.quoted && secret_member(v) {
+    // A member that holds the secret, not the secret (`pwd=instance_info.password,`), and code
+    // around a name (`$this->accessToken`, `&api.Secret{`, `@password).tap(…)`).
+    if !value.quoted && (secret_member(v) || sigil_code(raw) || secret_argument(raw)) {
+        return false;
+    }
+    if names_no_secret(v) {
+        return false;
+    }
+    // A name where a value goes (`"access_token": "facebook_token"`, `'db-password'`): lowercase
+    // words that end with the secret's own word.
+    if value.quoted && named_slot(v, key) {
+        return false;
+    }
+    // A sentence in Chinese or Japanese after the key (`… `password` 的功能就可以了。`), not a value.
+    if mode == Mode::Prose && cjk_at(bytes, value.start) {
         return false;
     }
     if code_continuation(v) || quoted_slot(v) || url_stand_in_userinfo(v) {
@@ -4750,10 +4804,24 @@ fn value_is_secret(bytes: &[u8], value: &Value, key: &[u8], strength: Strength, 
         }
     }
     if value.quoted && v.iter().any(u8::is_ascii_whitespace) {
+        // A scheme or a word before a stand-in (`"Authorization": "Other foobar"`) is no phrase.
+        let mut words = v.split(u8::is_ascii_whitespace).filter(|w| !w.is_empty());
+        if let (Some(_), Some(last), None) = (words.next(), words.next(), words.next())
+            && is_placeholder(last)
+        {
+            return false;
+        }
         // A passphrase has spaces; a message has sentence words or names the secret itself.
         return (!weak || contains_ci(key, b"passphrase")) && passphrase_like(v);
     }
-    if numeric_like(v) || is_path_or_url(v) && !random_after_slash(v) || key_chord(v) {
+    if numeric_like(v) || version_like(v) || is_path_or_url(v) && !random_after_slash(v) || key_chord(v) {
+        return false;
+    }
+    // A constant's name where code or prose names a value (`static Filter CAS_AUTH_FILTER;`, the
+    // secret `GITHUB_REGISTRY_TOKEN` in a code span); a literal, quoted or in a shell or config
+    // line, may still be one in capitals.
+    let named = !value.quoted || value.quote == b'`';
+    if constant_like(v) && named && matches!(mode, Mode::Prose | Mode::Code) {
         return false;
     }
     match mode {
@@ -5111,6 +5179,190 @@ fn secret_member(v: &[u8]) -> bool {
         .any(|w| contains_ci(last, w))
 }
 
+/// A sigil's name with code after it, not a value: PHP's member access (`$this->accessToken`),
+/// Go's address of a composite literal (`&api.Secret{`, `&Config{`), a Ruby instance variable
+/// closing a call or an argument (`@password).tap(&:confirm)`). A password may start with a
+/// sigil (`$uP3r-S3cret!9`, `@dm1n!x`), but not go on as code does.
+fn sigil_code(raw: &[u8]) -> bool {
+    let ident = |b: &u8| b.is_ascii_alphanumeric() || *b == b'_';
+    let Some((&sigil, rest)) = raw.split_first() else {
+        return false;
+    };
+    if !rest
+        .first()
+        .is_some_and(|&b| b.is_ascii_alphabetic() || b == b'_')
+    {
+        return false;
+    }
+    let after = &rest[rest.iter().take_while(|b| ident(b)).count()..];
+    match sigil {
+        b'$' => {
+            after.starts_with(b"->")
+                && after
+                    .get(2)
+                    .is_some_and(|&b| b.is_ascii_alphabetic() || b == b'_')
+        }
+        b'&' => after.get(after.iter().take_while(|b| ident(b) || **b == b'.').count()) == Some(&b'{'),
+        b'@' => matches!(after.first(), Some(b')' | b',')) && after.len() > 1,
+        // A nullable type (`): ?Response`), a dereference stepped (`*tokenCount++`).
+        b'?' => after.is_empty() && rest[0].is_ascii_uppercase(),
+        b'*' => matches!(after, b"++" | b"--" | b"++;" | b"--;"),
+        _ => false,
+    }
+}
+
+/// A variable passed on in an argument list (`secret_key=auth_token,`, `password=db_password)`):
+/// a lowercase name with a `_` that names a secret, with the list going on after it.
+fn secret_argument(raw: &[u8]) -> bool {
+    let Some((&last, name)) = raw.split_last() else {
+        return false;
+    };
+    matches!(last, b',' | b')')
+        && name.contains(&b'_')
+        && name.first().is_some_and(u8::is_ascii_lowercase)
+        && name
+            .iter()
+            .all(|&b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+        && names_secret_field(name)
+}
+
+/// Whether a field's name says it holds a secret (`private_key`, `db_password`, `authToken`).
+fn names_secret_field(name: &[u8]) -> bool {
+    [
+        b"password".as_slice(),
+        b"passwd",
+        b"passphrase",
+        b"secret",
+        b"token",
+        b"key",
+        b"credential",
+    ]
+    .iter()
+    .any(|w| contains_ci(name, w))
+}
+
+/// Where a secret store keeps the value, not the value: `helm-chart-signing-key:private_key`,
+/// `prod/db:password`, `kv/app/api#token` name an entry and its field. Every part is a name and
+/// the last one, a lowercase field name, names a secret.
+fn secret_field_reference(v: &[u8]) -> bool {
+    let Some(sep) = v.iter().rposition(|&b| matches!(b, b':' | b'/' | b'#')) else {
+        return false;
+    };
+    let (path, field) = (&v[..sep], &v[sep + 1..]);
+    let name = |b: &u8| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.' | b'/' | b':');
+    !path.is_empty()
+        && path[0].is_ascii_alphabetic()
+        && path.iter().all(name)
+        && field.len() >= 3
+        && field.first().is_some_and(u8::is_ascii_lowercase)
+        && field.iter().all(|&b| b.is_ascii_lowercase() || b == b'_')
+        && names_secret_field(field)
+}
+
+/// What a value's shape says is no secret wherever it stands: a field of a secret store, a
+/// Markdown link, a labelled digest, escaped text, Basic credentials of filler.
+fn names_no_secret(v: &[u8]) -> bool {
+    secret_field_reference(v)
+        || markdown_link(v)
+        || labelled_digest(v)
+        || unicode_escaped_text(v)
+        || v.len() >= 8 && v.iter().all(|&b| b64(b)) && basic_filler(v)
+}
+
+/// A Markdown link (`[PassTLSClientCert](passtlsclientcert.md)`): text and where it points.
+fn markdown_link(v: &[u8]) -> bool {
+    v.first() == Some(&b'[')
+        && v.windows(2).position(|w| w == b"](").is_some_and(|k| k > 1)
+        && matches!(v.last(), Some(b')' | b'd' | b'l' | b'/' | b'm'))
+        && !v[1..].contains(&b'[')
+}
+
+/// A digest named by its algorithm (`jwk-thumbprint:sha-256:NzbLsXh8…`, `sha1=0beec7b5…`,
+/// `md5:9e107d9d…`): a hash of something, published to compare with.
+fn labelled_digest(v: &[u8]) -> bool {
+    const ALGORITHMS: [&[u8]; 8] = [
+        b"sha-512", b"sha-384", b"sha-256", b"sha512", b"sha384", b"sha256", b"sha1", b"md5",
+    ];
+    ALGORITHMS.iter().any(|alg| {
+        let Some(at) = find_ci(v, 0, alg) else {
+            return false;
+        };
+        let sep = at + alg.len();
+        let digest = v.get(sep + 1..).unwrap_or_default();
+        (at == 0 || !v[at - 1].is_ascii_alphanumeric())
+            && matches!(v.get(sep), Some(b':' | b'=' | b'-'))
+            && digest.len() >= 16
+            && digest
+                .iter()
+                .all(|&b| b64url(b) || matches!(b, b'+' | b'/' | b'='))
+    })
+}
+
+/// Text written as `\uXXXX` escapes of letters outside ASCII (Java properties:
+/// `Password=\u30d1\u30b9\u30ef…`, the label in Japanese).
+fn unicode_escaped_text(v: &[u8]) -> bool {
+    v.len() >= 12
+        && v.chunks(6).all(|c| {
+            c.len() == 6
+                && c.starts_with(b"\\u")
+                && c[2..].iter().all(u8::is_ascii_hexdigit)
+                && !c[2..4].eq(b"00")
+        })
+}
+
+/// Lowercase words joined by `_` or `-` ending with the key's own secret word (`"access_token":
+/// "facebook_token"`, `password: db-password`): the slot's name, not a value typed into it.
+fn named_slot(v: &[u8], key: &[u8]) -> bool {
+    let Some(sep) = v.iter().rposition(|&b| matches!(b, b'_' | b'-')) else {
+        return false;
+    };
+    let last = &v[sep + 1..];
+    sep > 0
+        && v.iter()
+            .all(|&b| b.is_ascii_lowercase() || matches!(b, b'_' | b'-'))
+        && [
+            &b"token"[..],
+            b"secret",
+            b"password",
+            b"passwd",
+            b"pass",
+            b"key",
+            b"apikey",
+            b"credential",
+            b"credentials",
+        ]
+        .contains(&last)
+        && contains_ci(key, last)
+}
+
+/// A version with a pre-release or build part (`v0.0.0-20230304212654-82a0ddb27589`, Go's
+/// pseudo-version with its commit id, `1.4.0-rc.1+5114f85`, `v1.2.3/go.mod`): three dotted
+/// numbers first, then names and ids.
+fn version_like(v: &[u8]) -> bool {
+    let body = v.strip_prefix(b"v").unwrap_or(v);
+    let mut k = 0;
+    for part in 0..3 {
+        let d = run_end(body, k, |b| b.is_ascii_digit());
+        if d == k {
+            return false;
+        }
+        k = d;
+        if part < 2 {
+            if body.get(k) != Some(&b'.') {
+                return false;
+            }
+            k += 1;
+        }
+    }
+    match body.get(k) {
+        None => true,
+        Some(b'-' | b'+' | b'/') => body[k..]
+            .iter()
+            .all(|&b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'+' | b'/' | b'.' | b'_')),
+        _ => false,
+    }
+}
+
 /// `name(…)`, `name[…]`, `Name<…>`: an identifier applied to something, closed at the end.
 fn code_expression(raw: &[u8]) -> bool {
     let Some(open) = raw.iter().position(|&b| matches!(b, b'(' | b'[' | b'<')) else {
@@ -5200,10 +5452,11 @@ fn passphrase_word(bytes: &[u8], value: &Value) -> bool {
 /// A value standing alone in a sentence, not glued to a quote (`name="password"`), not `Name=word`.
 fn prose_word(bytes: &[u8], value: &Value) -> bool {
     let v = value.text(bytes);
-    let named = v
-        .iter()
-        .position(|&b| b == b'=')
-        .is_some_and(|eq| eq >= 3 && v[..eq].iter().all(u8::is_ascii_alphabetic));
+    let named = v.iter().position(|&b| b == b'=').is_some_and(|eq| {
+        // `Name=word`, or a short attribute with its quote (`id="password`).
+        (eq >= 3 || eq >= 1 && matches!(v.get(eq + 1), Some(b'"' | b'\'')))
+            && v[..eq].iter().all(u8::is_ascii_alphabetic)
+    });
     let end = string_close_end(bytes, value.raw_end);
     !value.quoted
         && !named
@@ -5952,6 +6205,7 @@ fn is_placeholder(v: &[u8]) -> bool {
         || encoded_filler(v)
         || rules::prefix_then_filler(v)
         || rules::documented_example(v)
+        || jwt_sketch(v)
     {
         return true;
     }
@@ -6043,6 +6297,21 @@ fn fake_words(v: &[u8]) -> bool {
         .any(|w| contains_ci(v, w))
         // Nothing but punctuation is not a value (`,.:-¨@*¿?!`).
         || std::str::from_utf8(v).is_ok_and(|t| !t.is_empty() && !t.chars().any(char::is_alphanumeric))
+}
+
+/// A JWT's header with the rest typed in (`eyJhbGciOi….badz.sig`, `eyJhbGciOi….e30.sig`): a
+/// token's signature is tens of characters, and a payload of a few is base64 of JSON (`e30`).
+fn jwt_sketch(v: &[u8]) -> bool {
+    if !v.starts_with(b"eyJ") {
+        return false;
+    }
+    let mut parts = v.split(|&b| b == b'.');
+    let (Some(header), Some(payload), Some(signature), None) =
+        (parts.next(), parts.next(), parts.next(), parts.next())
+    else {
+        return false;
+    };
+    jwt_header(header) && (signature.len() < 8 || payload.len() < 8 && !b64url_json(payload, b"{"))
 }
 
 /// Whether a JWT's first segment decodes to a JSON object naming its algorithm (`{"alg":…}`):
@@ -6322,13 +6591,14 @@ fn placeholder_words(v: &[u8]) -> bool {
     const MARKERS: Words = words_of!(
         b"example examples placeholder changeme changeit change your dummy redacted \
         replace insert sample fake todo fixme please obfuscated censored omitted elided scrubbed \
-        sanitized removed"
+        sanitized removed random something whatever"
     );
     const FILLERS: Words = words_of!(
         b"me it my the a an with real actual own here goes this value secret password \
         passwd pass pwd token key api access auth client app db database user name id string test demo \
         com org net for of to new default private public sk pk live prod dev and or credentials \
-        credential strong secure random complex long admin root"
+        credential strong secure complex long admin root thing really very that looks like is \
+        shared across service services generated some"
     );
     // `!ChangeMe!`, `**change-this**`: marks around the words change nothing.
     let v = v.trim_ascii();
@@ -6459,7 +6729,43 @@ fn quoted_slot(v: &[u8]) -> bool {
 
 /// `password=PASSWORD`, `TOKEN=$TOKEN` without the `$`: the key's own name is a template.
 fn same_as_key(v: &[u8], key: &[u8]) -> bool {
-    v.eq_ignore_ascii_case(key) || all_caps_name(v) && v.len() >= 4 && contains_ci(key, &v[..v.len().min(4)])
+    v.eq_ignore_ascii_case(key)
+        || all_caps_name(v) && v.len() >= 4 && contains_ci(key, &v[..v.len().min(4)])
+        || v.len() >= 6 && same_letters(v, key)
+}
+
+/// The key's name in another casing (`"client_secret": "clientSecret"`, `apiKey = API_KEY`),
+/// perhaps owned (`'aws-secret-access-key': 'MYAWSSECRETACCESSKEY'`, `yourApiKey`): the same
+/// letters and digits, separators and case aside.
+fn same_letters(v: &[u8], key: &[u8]) -> bool {
+    let letters = |t: &[u8], skip: usize| -> Vec<u8> {
+        t.iter()
+            .filter(|b| b.is_ascii_alphanumeric())
+            .skip(skip)
+            .map(u8::to_ascii_lowercase)
+            .collect()
+    };
+    // An owner before a one-word key is a weak password (`Password=myPassword`); before a name of
+    // several words, a stand-in.
+    let words = key.windows(2).any(|w| {
+        matches!(w[0], b'_' | b'-' | b'.') || w[0].is_ascii_lowercase() && w[1].is_ascii_uppercase()
+    });
+    let (v, key) = (letters(v, 0), letters(key, 0));
+    v == key
+        || words
+            && [
+                &b"my"[..],
+                b"your",
+                b"the",
+                b"test",
+                b"some",
+                b"fake",
+                b"dummy",
+                b"sample",
+                b"example",
+            ]
+            .iter()
+            .any(|w| v.strip_prefix(*w) == Some(key.as_slice()))
 }
 
 /// `USER`, `DB_PASSWORD`, `PASSWORD`: an all-caps name, used as a template slot. A name has a
@@ -7005,7 +7311,20 @@ fn pem_illustration(body: &[u8]) -> bool {
             encoded |= b.is_ascii_digit() || matches!(b, b'+' | b'/' | b'=');
         }
     }
-    base64 < 32 && !encoded || base64 <= text.len() && base64_text(&text[..n]) || mostly_counted(body)
+    base64 < 32 && !encoded
+        || base64 <= text.len() && base64_text(&text[..n])
+        || mostly_counted(body)
+        // Elided (`...`, `…`) with no whole line of a key left: a format's sketch.
+        || (contains_ci(body, b"...") || contains_ci(body, "\u{2026}".as_bytes())) && !base64_run(body, 40)
+}
+
+/// Whether `v` holds `min` or more base64 bytes in a row, as a key's body lines do.
+fn base64_run(v: &[u8], min: usize) -> bool {
+    let mut run = 0;
+    v.iter().any(|&b| {
+        run = if is_base64_byte(b) { run + 1 } else { 0 };
+        run >= min
+    })
 }
 
 /// Three quarters or more of the letters and digits stand in counts of six or more, up or down,
@@ -7133,6 +7452,28 @@ fn line_end(bytes: &[u8], pos: usize) -> usize {
         .iter()
         .position(|&b| b == b'\n')
         .map_or(bytes.len(), |p| pos + p)
+}
+
+/// Whether base64 `token` decodes to `user:password` typed as filler (`aaa:bbb`, `xxxx:1234`): a
+/// password of one or two characters repeated, or a count.
+fn basic_filler(token: &[u8]) -> bool {
+    let mut out = [0u8; 96];
+    let trimmed = trim_end_of(token, |b| b == b'=');
+    let Some(text) = base64_decode(trimmed, &mut out) else {
+        return false;
+    };
+    let Some(colon) = text.iter().position(|&b| b == b':') else {
+        return false;
+    };
+    let pw = &text[colon + 1..];
+    let mut distinct = [false; 256];
+    let n = pw
+        .iter()
+        .filter(|&&b| !std::mem::replace(&mut distinct[usize::from(b)], true))
+        .count();
+    // Typed text (`aaa:bbb`), not bytes of a random value that hold a `:`.
+    let typed = colon > 0 && text.iter().all(|b| b.is_ascii_graphic());
+    typed && pw.len() >= 3 && (n <= 2 || counted_through(pw))
 }
 
 /// Whether base64 `token` decodes to text holding a `:` (HTTP Basic `user:password`).

@@ -1,0 +1,98 @@
+//! Ordinary text that handles credentials without holding one (code, configs, docs, lockfiles)
+//! stays clean, and the same shapes holding a credential are still caught: each judgment both ways.
+
+use crate::findings;
+use crate::tests::{assert_clean, assert_found};
+
+#[test]
+fn code_around_a_name_is_no_value() {
+    assert_clean(&[
+        "        $this->refreshToken = $refreshToken;\n        return ['refresh_token' => $this->refreshToken];",
+        "\tsecret := &corev1.Secret{\n\t\tType: corev1.SecretTypeOpaque,\n\t}",
+        "    @account = create_account(secret: @secret, secret_confirmation: @secret).tap(&:confirm)",
+        "\t\tcase \"/oauth/access_token\":\n\t\t\t*tokenCount++",
+        "    public function onLogout(Request $request, TokenInterface $token, string $firewall): ?Response",
+        "            secret_key=auth_token,",
+    ]);
+    assert_found(&[
+        "password: $uP3r-S3cret!9",
+        "    token = \"&Zq8{pLm2x7Qw\"",
+        "    $this->token = 'Zq8pLm2x7RtK4vWn';",
+        "    secret_key=Zq8pLm2x7RtK4vWnB3cD5eF,",
+        "client = Client(api_key=\"sk-proj-Zq8pLm2x7RtK4vWnB3cD5eF7gH9jK1lM2nP4qR6sT8uV0wX\", timeout=30)",
+    ]);
+}
+
+#[test]
+fn versions_constants_and_links_are_no_values() {
+    assert_clean(&[
+        "github.com/acme/docker-credential-gcr v0.0.0-20240117184556-1e3ab4c7d3f2/go.mod \
+         h1:OuDyvmLnMCwa2ep4Jkm6nyA0ocJuZlGyk2gGseVzERM=",
+        "\t\tstatic CasAuthenticationFilter CAS_AUTHENTICATION_FILTER;",
+        "Looks like it is empty. Have you created the secret `DOCKERHUB_REGISTRY_TOKEN`?",
+        "| <a id=\"opt-Auth\" href=\"#opt-Auth\">[PassTLSClientCert](passtlsclientcert.md)</a> | Adds certificates |",
+        "    key: 'urn:ietf:params:oauth:jwk-thumbprint:sha-256:q1Xk9mRt3aZbYc7dLpE2vWnH0sJfGuT6iOy5KwMxA4B'",
+        "Password=\\u30d1\\u30b9\\u30ef\\u30fc\\u30c9\nToken=\\u30c8\\u30fc\\u30af\\u30f3",
+        "<input type=\"password\" name=\"password\" id=\"password\" autocomplete=\"current-password\">",
+        "请在 `token` 的设置页面里生成新的令牌。",
+        "    passwordResetState: 'PENDING',\n    token_extractor: 'cookie',",
+    ]);
+    assert_found(&[
+        "go.sum says v1.2.3 but my token is v1Zq8pLm2x7RtK4vWnB3cD5eF7",
+        "Did you add the secret `NPM_PUBLISH_TOKEN`? I set it to npm_Zq8pLm2x7RtK4vWnB3cD5eF7gH9jK1lM2nP4",
+        "    password_confirmation: Zq8!pLm2x7",
+    ]);
+}
+
+#[test]
+fn the_slots_own_name_or_a_stand_in_is_no_value() {
+    assert_clean(&[
+        "{\"client_secret\": \"clientSecret\", \"refresh_token\": \"refreshToken\"}",
+        "    'github-access-token': 'YOURGITHUBACCESSTOKEN',",
+        "export MAILGUN_API_KEY=SomeRandomKeyString",
+        "SESSION_SECRET=averyrandomstringthatlookslikeasecret",
+        "    client = WebClient(token=\"xoxp-invalid\")",
+        "    mock.respond({\"access_token\": \"github_token\", \"token_type\": \"bearer\"})",
+        "    headers={\"Authorization\": \"Custom foobar\"}",
+        "    headers = {\"Authorization\": \"Basic eHh4Onl5eQ==\"}",
+        "DB_PASSWORD=prod-db-creds:password",
+        "    api_token: ci/deploy#token",
+        "    token = \"eyJhbGciOiJIUzI1NiJ9.payload.sig\"",
+    ]);
+    assert_found(&[
+        "{\"client_secret\": \"clientSecret9Xq2\"}",
+        // An owner before a one-word key is a weak password, not the slot's name.
+        "Password=myPassword",
+        "export MAILGUN_API_KEY=Xk9mRandomQ2zLp7",
+        "    client = WebClient(token=\"xoxp-2345678901-3456789012-Zq8pLm2x7RtK4vWnB3cD5eF7\")",
+        "    mock.respond({\"access_token\": \"ya29_Zq8pLm2x7RtK4vWnB3\", \"token_type\": \"bearer\"})",
+        "    headers={\"Authorization\": \"Custom Zq8pLm2x7RtK4vWnB3cD\"}",
+        "    headers = {\"Authorization\": \"Basic YWRtaW46WnE4IXBMbTJ4Nw==\"}",
+        "DB_PASSWORD=Zq8:pLm2x7!",
+        "    token = \"eyJhbGciOiJIUzI1NiJ9.e30.Zq8pLm2x7RtK4vWnB3cD5eF7gH9jK1lM2nP4qR6sT8u\"",
+    ]);
+}
+
+#[test]
+fn a_pem_header_quoted_in_code_or_sketched_is_no_key() {
+    assert_clean(&[
+        "if (pem.startsWith(\"-----BEGIN EC PRIVATE KEY-----\")) { return parseEc(pem) }",
+        "-----BEGIN OPENSSH PRIVATE KEY-----\n...\nb3BlbnNzaC1rZXktdjE...\n...\n-----END OPENSSH PRIVATE KEY-----",
+    ]);
+    assert_found(&[
+        "if (pem.startsWith(\"-----BEGIN EC PRIVATE KEY-----\\nMHcCAQEEIBkZ7Qf3mXr9Lq2WvYt8Np4Kc6Hs1Jd0Ge5Fb3Ax7\
+         ZmoAoGCCqGSM49\\nAwEHoUQDQgAEq8Lm2Nx4Pv6Rz8Tb0Wd2Yf4Hh6Jj8Ll0Nn2Pp4Rr6Tt8Vv0Xx2Z\\n-----END EC PRIVATE KEY-----\")) {",
+        // Alone on its line, a header may be a key cut short.
+        "-----BEGIN PRIVATE KEY-----",
+    ]);
+}
+
+#[test]
+fn an_escaped_line_break_ends_a_value() {
+    assert_clean(&["env = load(StringIO('USER=app\\rPASSWORD=password\\rHOST=db\\r'))"]);
+    let text = "env = load(StringIO('USER=app\\rPASSWORD=Zq8!pLm2x7\\rHOST=db\\r'))";
+    let spans: Vec<&str> = findings(text).iter().map(|f| &text[f.start..f.end]).collect();
+    assert_eq!(spans, ["Zq8!pLm2x7"]);
+    // A UNC path's backslashes are no escapes.
+    assert_found(&["NET USE Z: \\\\nas01\\backup 2R97qvvnWk6b5 /USER:CORP\\backup"]);
+}
