@@ -13,6 +13,7 @@ use powercontext_hooks_secrets::{KEYWORD_INFO, VENDORS, find_secret, keyword_pro
 
 const CORPUS: &str = include_str!("../../../tests/fixtures/secrets_corpus.txt");
 const HELDOUT: &str = include_str!("../../../tests/fixtures/secrets_heldout.txt");
+const ORDINARY_REAL: &str = include_str!("../../../tests/fixtures/secrets_ordinary_real.txt");
 const DOC: &str = include_str!("../../../docs/secret-filter.md");
 const README: &str = include_str!("../../../README.md");
 const BEGIN: &str = "<!-- rates: computed by shared/secrets/tests/rates.rs -->\n";
@@ -34,6 +35,8 @@ const FLOORS: &[(&str, f64, f64)] = &[
     ("kingfisher", 95.2, 0.4),
     ("trivy", 95.6, 0.0),
     ("ripsecrets", 95.1, 0.0),
+    ("ordinary-real", 100.0, 0.0),
+    ("planted-real", 100.0, 0.0),
 ];
 
 /// What each source is, for the table.
@@ -71,6 +74,14 @@ const LABELS: &[(&str, &str)] = &[
     (
         "ripsecrets",
         "ripsecrets' test inputs in four prompt shapes (two new: a quoting e-mail reply, a JSON log record)",
+    ),
+    (
+        "ordinary-real",
+        "excerpts of 52 projects' code, configs, docs and lockfiles around credentials, `tests/fixtures/secrets_ordinary_real.txt`",
+    ),
+    (
+        "planted-real",
+        "the same excerpts with a random credential planted in the file's own syntax",
     ),
 ];
 
@@ -136,11 +147,13 @@ fn unescape(text: &str) -> String {
 fn rates() -> BTreeMap<String, Rates> {
     let mut all = BTreeMap::new();
     score(CORPUS, |_| "ours".to_owned(), &mut all);
-    score(
-        HELDOUT,
-        |category| category.split(':').next().unwrap_or("?").to_owned(),
-        &mut all,
-    );
+    for fixture in [HELDOUT, ORDINARY_REAL] {
+        score(
+            fixture,
+            |category| category.split(':').next().unwrap_or("?").to_owned(),
+            &mut all,
+        );
+    }
     all
 }
 
