@@ -1616,6 +1616,7 @@ impl<'t> Scan<'t> {
             base64_has_colon(token) && !basic_filler(token)
         } else {
             !is_placeholder(token)
+                && !constant_like(token)
                 && !next_field_pair(token)
                 && (token.iter().any(u8::is_ascii_digit) || (token.len() >= 20 && mixed_case(token)))
         };
@@ -2357,11 +2358,14 @@ impl<'t> Scan<'t> {
             && !is_placeholder(value)
             && !is_reference(value)
             && !names_no_secret(value)
+            && !(quote.is_none() && (constant_like(value) || member_path(trim_end_of(value, |b| matches!(b, b';' | b',' | b')')))))
             && !code_continuation(value)
             && !quoted_slot(value)
             && !url_stand_in_userinfo(value)
-            // An absolute path (`"/en/enterprise-server@3.0/auth"`) is no generated value.
+            // An absolute path (`"/en/enterprise-server@3.0/auth"`) or a URL of words is no
+            // generated value.
             && (!value.starts_with(b"/") || random_after_slash(value))
+            && !readable_url(value)
             && (strong || !base64_text(value))
         {
             self.push(SecretKind::Assignment, p, end);
@@ -3081,6 +3085,10 @@ impl<'t> Scan<'t> {
             value = v;
             kind = SecretKind::AuthHeader;
             mode = Mode::Literal;
+        }
+        // `Authorization: Bearer ACCESS_TOKEN`: the credential's name where it goes.
+        if kind == SecretKind::AuthHeader && constant_like(value.text(bytes)) {
+            return;
         }
         if mode == Mode::Prose {
             kind = SecretKind::Prose;
@@ -4299,7 +4307,12 @@ fn secret_word_at(key: &[u8], j: usize) -> Option<(usize, Strength, bool)> {
             .or_else(|| two_part(key, j, b"access", b"key"))
             .map(|e| (e, Strength::Strong, false))
             .or_else(|| longest(key, j, &[b"authorization"]).map(|e| (e, Strength::Strong, true)))
-            .or_else(|| eat_ci(key, j, b"auth").map(|e| (e, Strength::Weak, false))),
+            // Not `author`, `authority` nor `authorizer`: a person, an issuer, a function.
+            .or_else(|| {
+                eat_ci(key, j, b"auth")
+                    .filter(|&e| eat_ci(key, e, b"or").is_none())
+                    .map(|e| (e, Strength::Weak, false))
+            }),
         b'c' => longest(key, j, &[b"credential", b"creds", b"cookie"]).map(|e| (e, Strength::Strong, false)),
         _ => None,
     }
@@ -4737,6 +4750,17 @@ fn value_is_secret(bytes: &[u8], value: &Value, key: &[u8], strength: Strength, 
     if mode == Mode::Prose && cjk_at(bytes, value.start) {
         return false;
     }
+    // A word closing emphasis or a docstring (`**token endpoint**`, `… to SSLConnection"""`).
+    if mode == Mode::Prose && !value.quoted {
+        let word = trim_end_of(v, |b| matches!(b, b'*' | b'_' | b'"' | b'\'' | b'`'));
+        if word.len() < v.len() && !word.is_empty() && word.iter().all(u8::is_ascii_alphabetic) {
+            return false;
+        }
+    }
+    // A member of a type or an object in code (`= TestConstants.AuthorityUtid2Tenant;`).
+    if mode == Mode::Code && !value.quoted && member_path(v) {
+        return false;
+    }
     if code_continuation(v) || quoted_slot(v) || url_stand_in_userinfo(v) {
         return false;
     }
@@ -4814,7 +4838,12 @@ fn value_is_secret(bytes: &[u8], value: &Value, key: &[u8], strength: Strength, 
         // A passphrase has spaces; a message has sentence words or names the secret itself.
         return (!weak || contains_ci(key, b"passphrase")) && passphrase_like(v);
     }
-    if numeric_like(v) || version_like(v) || is_path_or_url(v) && !random_after_slash(v) || key_chord(v) {
+    if numeric_like(v)
+        || version_like(v)
+        || is_path_or_url(v) && !random_after_slash(v)
+        || readable_url(v)
+        || key_chord(v)
+    {
         return false;
     }
     // A constant's name where code or prose names a value (`static Filter CAS_AUTH_FILTER;`, the
@@ -5202,7 +5231,15 @@ fn sigil_code(raw: &[u8]) -> bool {
                     .get(2)
                     .is_some_and(|&b| b.is_ascii_alphabetic() || b == b'_')
         }
-        b'&' => after.get(after.iter().take_while(|b| ident(b) || **b == b'.').count()) == Some(&b'{'),
+        // `&pkg.Type{`, and Elixir's capture of a function (`&MyApp.Secrets.for_conn/1`).
+        b'&' => {
+            let path = after.iter().take_while(|b| ident(b) || **b == b'.').count();
+            let arity = trim_end_of(&after[(path + 1).min(after.len())..], |b| {
+                matches!(b, b']' | b')' | b'}' | b',')
+            });
+            after.get(path) == Some(&b'{')
+                || after.get(path) == Some(&b'/') && !arity.is_empty() && arity.iter().all(u8::is_ascii_digit)
+        }
         b'@' => matches!(after.first(), Some(b')' | b',')) && after.len() > 1,
         // A nullable type (`): ?Response`), a dereference stepped (`*tokenCount++`).
         b'?' => after.is_empty() && rest[0].is_ascii_uppercase(),
@@ -5262,11 +5299,67 @@ fn secret_field_reference(v: &[u8]) -> bool {
 /// What a value's shape says is no secret wherever it stands: a field of a secret store, a
 /// Markdown link, a labelled digest, escaped text, Basic credentials of filler.
 fn names_no_secret(v: &[u8]) -> bool {
-    secret_field_reference(v)
+    interpolation(v)
+        || secret_field_reference(v)
         || markdown_link(v)
         || labelled_digest(v)
         || unicode_escaped_text(v)
         || v.len() >= 8 && v.iter().all(|&b| b64(b)) && basic_filler(v)
+}
+
+/// A member path of names (`TestConstants.AuthorityUtid2Tenant`, `Settings.Default.ApiKeyName`):
+/// each part a name of words (a capital or a digit starts the next, and words average three
+/// letters or more) with at most three digits, where a token's parts are runs of mixed case and
+/// digits (`hvs.JGbZZaCkOSgsZ56uhGlTK2zy…`).
+fn member_path(v: &[u8]) -> bool {
+    let name = |p: &[u8]| {
+        let digits = p.iter().filter(|b| b.is_ascii_digit()).count();
+        let words = 1 + p
+            .windows(2)
+            .filter(|w| w[1].is_ascii_uppercase() && !w[0].is_ascii_uppercase() || w[1] == b'_')
+            .count();
+        p.len() >= 2
+            && p[0].is_ascii_alphabetic()
+            && p.iter().all(|&b| b.is_ascii_alphanumeric() || b == b'_')
+            && digits <= 3
+            && p.len() - digits >= 3 * words
+    };
+    v.contains(&b'.') && v.split(|&b| b == b'.').all(name)
+}
+
+/// A string interpolated in Swift (`\(PasskeyCredentialDeviceType)`) or C# (`$"{cfg.ClientId}__Cache"`):
+/// code that builds the value.
+fn interpolation(v: &[u8]) -> bool {
+    let path = |t: &[u8]| {
+        !t.is_empty()
+            && t.iter()
+                .all(|&b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.'))
+    };
+    if let Some(rest) = v.strip_prefix(b"\\(") {
+        return path(rest.strip_suffix(b")").unwrap_or(rest));
+    }
+    v.strip_prefix(b"$\"{")
+        .and_then(|rest| rest.iter().position(|&b| b == b'}').map(|close| &rest[..close]))
+        .is_some_and(path)
+}
+
+/// A URL with no credentials before its host whose every long part is a word, a number or a
+/// date (`http://schemas.xmlsoap.org/ws/2005/07/securitypolicy/IncludeToken/AlwaysToRecipient`):
+/// a webhook's or a signed link's key is a long run of letters and digits mixed.
+fn readable_url(v: &[u8]) -> bool {
+    // Credentials sit before the host (`https://user:pw@host`); an `@` further on is the path's
+    // or the fragment's (`…/#@tenant.onmicrosoft.com/…`).
+    let no_userinfo = find_ci(v, 0, b"://").is_some_and(|s| {
+        let authority = &v[s + 3..];
+        let host_end = authority
+            .iter()
+            .position(|&b| matches!(b, b'/' | b'?' | b'#'))
+            .unwrap_or(authority.len());
+        !authority[..host_end].contains(&b'@')
+    });
+    no_userinfo
+        && v.split(|b| !b.is_ascii_alphanumeric())
+            .all(|part| part.len() < 12 || !has_digit(part) || part.iter().all(u8::is_ascii_digit))
 }
 
 /// A Markdown link (`[PassTLSClientCert](passtlsclientcert.md)`): text and where it points.
@@ -6280,7 +6373,8 @@ fn templated(v: &[u8]) -> bool {
     !(opened && rest.len() >= 4 && letters && (has_digit(rest) || mixed_case(rest)))
 }
 
-/// A value that says it is made up (`somefakekey`, `a-fake-tooshort-key`, `dummy_secret`).
+/// A value that says it is made up or unusable (`somefakekey`, `a-fake-tooshort-key`, `dummy_secret`,
+/// `invalid`, `expired-token`).
 fn fake_words(v: &[u8]) -> bool {
     [
         b"fake".as_slice(),
@@ -6291,6 +6385,9 @@ fn fake_words(v: &[u8]) -> bool {
         b"not_a_real",
         b"not-a-real",
         b"notareal",
+        b"invalid",
+        b"expired",
+        b"revoked",
         b"[REDACTED:",
     ]
         .iter()

@@ -96,3 +96,45 @@ fn an_escaped_line_break_ends_a_value() {
     // A UNC path's backslashes are no escapes.
     assert_found(&["NET USE Z: \\\\nas01\\backup 2R97qvvnWk6b5 /USER:CORP\\backup"]);
 }
+
+#[test]
+fn names_urls_and_interpolations_in_code_are_no_values() {
+    assert_clean(&[
+        "authorAvatar: 'https://avatars0.githubusercontent.com/u/8188?v=4&s=140'",
+        "    authority = TestConstants.AuthorityUtid2Tenant;",
+        "                    msalTokenResponse.AuthorityUrl = TestConstants.AuthorityUtid2Tenant;",
+        "<sp:IncludeToken>http://schemas.xmlsoap.org/ws/2005/07/securitypolicy/IncludeToken/AlwaysToRecipient\
+         </sp:IncludeToken>",
+        "// token: https://ms.portal.azure.com/#@microsoft.onmicrosoft.com/asset/Microsoft_Azure_KeyVault/Secret/\
+         https://msidlabs.vault.azure.net/secrets/ID4SLAB1",
+        "                    \"credential_device_type\": \"\\(PasskeyCredentialDeviceType)\",",
+        "            var cacheKey = $\"{_serviceBundle.Config.ClientId}__AppTokenCache\";",
+        "  refresh_from_cookie: [secret: &MyApp.Secrets.for_conn/1]",
+    ]);
+    assert_found(&[
+        "authToken: 'Zq8pLm2x7RtK4vWnB3cD5eF7'",
+        "    authority_token = Zq8pLm2x7RtK4vWnB3cD5eF7;",
+        // A dotted token is no member path: its parts are runs of mixed case and digits.
+        "apikey: hvs.JGbZZaCkOSgsZ56uhGlTK2zyC1j2mwhy0VLp4",
+        // A webhook's URL holds its key in the path.
+        "    teams_hook_token: https://acme.webhook.office.com/webhookb2/8IoQDUDl-eqlp-q0zl@b4infsZa/IncomingWebhook/\
+         SnuHwf1vaX7oNK32hSnCcLSNYFD8qtf",
+        "token = https://user:Zq8pLm2x7Rt@api.example.com/v1",
+    ]);
+}
+
+#[test]
+fn prose_and_headers_that_name_a_credential_hold_none() {
+    assert_clean(&[
+        "        \"\"\"Test that ssl_password parameter is properly passed to SSLConnection\"\"\"",
+        "5. Call the **token endpoint** from IMDS over **mTLS**:",
+        "Authorization: Bearer ACCESS_TOKEN",
+        "                            accessToken: 'invalid'",
+    ]);
+    assert_found(&[
+        "        \"\"\"the ssl_password is Zq8!pLm2x7Rt\"\"\"",
+        "5. Call it with the **token Zq8pLm2x7RtK4vWnB3cD5eF7**:",
+        "Authorization: Bearer Zq8pLm2x7RtK4vWnB3cD5eF7",
+        "                            accessToken: 'Zq8pLm2x7RtK4vWnB3cD5eF7'",
+    ]);
+}
