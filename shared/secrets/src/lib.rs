@@ -6835,20 +6835,19 @@ fn same_as_key(v: &[u8], key: &[u8]) -> bool {
 /// perhaps owned (`'aws-secret-access-key': 'MYAWSSECRETACCESSKEY'`, `yourApiKey`): the same
 /// letters and digits, separators and case aside.
 fn same_letters(v: &[u8], key: &[u8]) -> bool {
-    let letters = |t: &[u8], skip: usize| -> Vec<u8> {
+    fn letters(t: &[u8]) -> impl Iterator<Item = u8> + '_ {
         t.iter()
             .filter(|b| b.is_ascii_alphanumeric())
-            .skip(skip)
             .map(u8::to_ascii_lowercase)
-            .collect()
-    };
+    }
+    // Whether `v`'s letters less `skip` of them are the key's.
+    let same = |skip: usize| letters(v).skip(skip).eq(letters(key));
     // An owner before a one-word key is a weak password (`Password=myPassword`); before a name of
     // several words, a stand-in.
     let words = key.windows(2).any(|w| {
         matches!(w[0], b'_' | b'-' | b'.') || w[0].is_ascii_lowercase() && w[1].is_ascii_uppercase()
     });
-    let (v, key) = (letters(v, 0), letters(key, 0));
-    v == key
+    same(0)
         || words
             && [
                 &b"my"[..],
@@ -6862,7 +6861,7 @@ fn same_letters(v: &[u8], key: &[u8]) -> bool {
                 b"example",
             ]
             .iter()
-            .any(|w| v.strip_prefix(*w) == Some(key.as_slice()))
+            .any(|w| letters(v).take(w.len()).eq(w.iter().copied()) && same(w.len()))
 }
 
 /// `USER`, `DB_PASSWORD`, `PASSWORD`: an all-caps name, used as a template slot. A name has a
