@@ -2307,8 +2307,12 @@ impl<'t> Scan<'t> {
                 .map_or(raw, |k| p + k);
             let v = trim_end_of(&bytes[p..raw], |b| matches!(b, b',' | b';' | b'"' | b'\'' | b'`'));
             let symbols = v.iter().filter(|b| b.is_ascii_punctuation()).count();
-            let code =
-                code_expression(v) || v.windows(2).any(|w| w == b"()") || v.contains(&b'\\') || sigil_code(v);
+            let code = code_expression(v)
+                || v.windows(2).any(|w| w == b"()")
+                || v.contains(&b'\\')
+                || sigil_code(v)
+                || composite_literal(v)
+                || cmdlet(v);
             (symbols >= 4 && !code && entropy(v) >= 4.0).then_some(p + v.len())
         };
         // After a comma the value is the next argument: only a literal is a value there
@@ -2358,7 +2362,11 @@ impl<'t> Scan<'t> {
             && !is_placeholder(value)
             && !is_reference(value)
             && !names_no_secret(value)
-            && !(quote.is_none() && (constant_like(value) || member_path(trim_end_of(value, |b| matches!(b, b';' | b',' | b')')))))
+            && !(quote.is_none()
+                && (constant_like(value)
+                    || member_path(trim_end_of(value, |b| matches!(b, b';' | b',' | b')')))
+                    || composite_literal(value)
+                    || cmdlet(value)))
             && !code_continuation(value)
             && !quoted_slot(value)
             && !url_stand_in_userinfo(value)
@@ -4735,7 +4743,13 @@ fn value_is_secret(bytes: &[u8], value: &Value, key: &[u8], strength: Strength, 
     }
     // A member that holds the secret, not the secret (`pwd=instance_info.password,`), and code
     // around a name (`$this->accessToken`, `&api.Secret{`, `@password).tap(…)`).
-    if !value.quoted && (secret_member(v) || sigil_code(raw) || secret_argument(raw)) {
+    if !value.quoted
+        && (secret_member(v)
+            || sigil_code(raw)
+            || secret_argument(raw)
+            || composite_literal(raw)
+            || cmdlet(v))
+    {
         return false;
     }
     if names_no_secret(v) {
@@ -5248,6 +5262,51 @@ fn sigil_code(raw: &[u8]) -> bool {
     }
 }
 
+/// A composite literal opened after its type (`storage.DeviceToken{`, `&Config{`): Go builds the
+/// value there.
+fn composite_literal(raw: &[u8]) -> bool {
+    let body = raw.strip_prefix(b"&").unwrap_or(raw);
+    body.strip_suffix(b"{").is_some_and(|path| {
+        let ty = path.rsplit(|&b| b == b'.').next().unwrap_or(path);
+        ty.first().is_some_and(u8::is_ascii_uppercase) && path.split(|&b| b == b'.').all(name_of_words)
+    })
+}
+
+/// A PowerShell command (`ConvertTo-SecureString`, `Read-Host`, `Get-Credential`): an approved
+/// verb, a dash and a capitalised noun, where the value is what the command returns.
+fn cmdlet(v: &[u8]) -> bool {
+    const VERBS: &[&[u8]] = &[
+        b"Get",
+        b"Set",
+        b"New",
+        b"Read",
+        b"ConvertTo",
+        b"ConvertFrom",
+        b"Import",
+        b"Export",
+        b"Invoke",
+        b"Add",
+        b"Remove",
+        b"Select",
+        b"Out",
+        b"Write",
+        b"Test",
+        b"Start",
+        b"Connect",
+        b"Protect",
+        b"Unprotect",
+    ];
+    let Some(dash) = v.iter().position(|&b| b == b'-') else {
+        return false;
+    };
+    let noun = &v[dash + 1..];
+    VERBS.contains(&&v[..dash])
+        && noun.len() >= 3
+        && noun[0].is_ascii_uppercase()
+        && noun.iter().any(u8::is_ascii_lowercase)
+        && noun.iter().all(u8::is_ascii_alphabetic)
+}
+
 /// A variable passed on in an argument list (`secret_key=auth_token,`, `password=db_password)`):
 /// a lowercase name with a `_` that names a secret, with the list going on after it.
 fn secret_argument(raw: &[u8]) -> bool {
@@ -5312,19 +5371,22 @@ fn names_no_secret(v: &[u8]) -> bool {
 /// letters or more) with at most three digits, where a token's parts are runs of mixed case and
 /// digits (`hvs.JGbZZaCkOSgsZ56uhGlTK2zy…`).
 fn member_path(v: &[u8]) -> bool {
-    let name = |p: &[u8]| {
-        let digits = p.iter().filter(|b| b.is_ascii_digit()).count();
-        let words = 1 + p
-            .windows(2)
-            .filter(|w| w[1].is_ascii_uppercase() && !w[0].is_ascii_uppercase() || w[1] == b'_')
-            .count();
-        p.len() >= 2
-            && p[0].is_ascii_alphabetic()
-            && p.iter().all(|&b| b.is_ascii_alphanumeric() || b == b'_')
-            && digits <= 3
-            && p.len() - digits >= 3 * words
-    };
-    v.contains(&b'.') && v.split(|&b| b == b'.').all(name)
+    v.contains(&b'.') && v.split(|&b| b == b'.').all(name_of_words)
+}
+
+/// A name of words (`AuthorityUtid2Tenant`, `storage`, `Device_Token`): a capital, a `_` or a
+/// digit starts the next word, words average three letters or more, three digits at most.
+fn name_of_words(p: &[u8]) -> bool {
+    let digits = p.iter().filter(|b| b.is_ascii_digit()).count();
+    let words = 1 + p
+        .windows(2)
+        .filter(|w| w[1].is_ascii_uppercase() && !w[0].is_ascii_uppercase() || w[1] == b'_')
+        .count();
+    p.len() >= 2
+        && p[0].is_ascii_alphabetic()
+        && p.iter().all(|&b| b.is_ascii_alphanumeric() || b == b'_')
+        && digits <= 3
+        && p.len() - digits >= 3 * words
 }
 
 /// A string interpolated in Swift (`\(PasskeyCredentialDeviceType)`) or C# (`$"{cfg.ClientId}__Cache"`):
@@ -6252,7 +6314,8 @@ fn is_placeholder(v: &[u8]) -> bool {
         b"secret password passwd pass pwd token key apikey api_key none null nil \
         undefined true false yes no on off empty hidden required optional string str text default test \
         testing foo bar baz foobar abc abc123 123456 12345678 value username user secretkey mysecret \
-        mypassword mytoken todo tbd na n/a unset not-set not_set notset masked sensitive private public auto"
+        mypassword mytoken todo tbd na n/a unset not-set not_set notset masked sensitive private public auto \
+        read write readonly read-only readwrite read-write"
     );
     // Templating and elision: the value is a slot, not a value, wherever these stand.
     const TEMPLATED: &[&[u8]] = &[b"...", b"${", b"{{", b"$(", b"#{", b"\xe2\x80\xa6"];
@@ -6688,10 +6751,10 @@ fn placeholder_words(v: &[u8]) -> bool {
     const MARKERS: Words = words_of!(
         b"example examples placeholder changeme changeit change your dummy redacted \
         replace insert sample fake todo fixme please obfuscated censored omitted elided scrubbed \
-        sanitized removed random something whatever"
+        sanitized removed random something whatever value"
     );
     const FILLERS: Words = words_of!(
-        b"me it my the a an with real actual own here goes this value secret password \
+        b"me it my the a an with real actual own here goes this secret password \
         passwd pass pwd token key api access auth client app db database user name id string test demo \
         com org net for of to new default private public sk pk live prod dev and or credentials \
         credential strong secure complex long admin root thing really very that looks like is \
@@ -6734,7 +6797,27 @@ fn placeholder_words(v: &[u8]) -> bool {
             None => return false,
         }
     }
-    marker
+    // Lowercase naming words joined by `-` or `_` that end with the secret's word
+    // (`client-secret`, `db_password`, `my-api-key`): the slot's name, typed where it goes.
+    // One that calls itself real (`real_key`) claims to be the value.
+    let named = v
+        .iter()
+        .all(|&b| b.is_ascii_lowercase() || matches!(b, b'-' | b'_'))
+        && v.iter().any(|&b| matches!(b, b'-' | b'_'))
+        && !v.starts_with(b"real")
+        && !v.starts_with(b"actual")
+        && [
+            &b"secret"[..],
+            b"password",
+            b"passwd",
+            b"pwd",
+            b"token",
+            b"key",
+            b"credentials",
+        ]
+        .iter()
+        .any(|w| v.ends_with(w));
+    marker || named
 }
 
 /// Whether `part` is stand-in words run together (`yourpassword`, `changemeplease`): `None` if
@@ -6826,7 +6909,10 @@ fn quoted_slot(v: &[u8]) -> bool {
 
 /// `password=PASSWORD`, `TOKEN=$TOKEN` without the `$`: the key's own name is a template.
 fn same_as_key(v: &[u8], key: &[u8]) -> bool {
+    // `loginConfig.servicePrincipalSecret = "servicePrincipalSecret"`: the member's own name.
+    let member = key.rsplit(|&b| b == b'.').next().unwrap_or(key);
     v.eq_ignore_ascii_case(key)
+        || member.len() < key.len() && v.len() >= 6 && same_letters(v, member)
         || all_caps_name(v) && v.len() >= 4 && contains_ci(key, &v[..v.len().min(4)])
         || v.len() >= 6 && same_letters(v, key)
 }

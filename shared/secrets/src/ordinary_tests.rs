@@ -138,3 +138,23 @@ fn prose_and_headers_that_name_a_credential_hold_none() {
         "                            accessToken: 'Zq8pLm2x7RtK4vWnB3cD5eF7'",
     ]);
 }
+
+#[test]
+fn permissions_commands_and_slot_names_are_no_values() {
+    assert_clean(&[
+        "permissions:\n  contents: 'read'\n  id-token: 'write'",
+        "\t\t\ttestDeviceToken: storage.DeviceToken{",
+        "$psLoginSecrets = ConvertTo-SecureString $env:CLIENT_SECRET -AsPlainText -Force",
+        "    loginConfig.servicePrincipalSecret = \"servicePrincipalSecret\";",
+        "    $cred = ConvertTo-SecureString 'client-secret' -AsPlainText -Force",
+    ]);
+    assert_found(&[
+        "permissions:\n  contents: 'read'\n  id-token: 'Zq8pLm2x7RtK4vWn'",
+        "\t\t\ttestDeviceToken: Zq8pLm2x7RtK4vWn{",
+        "$psLoginSecrets = 'Zq8!pLm2x7Rt'",
+        "    loginConfig.servicePrincipalSecret = \"Zq8pLm2x7RtK4vWnB3cD\";",
+        "    $cred = ConvertTo-SecureString 'Zq8!pLm2x7Rt' -AsPlainText -Force",
+        // A value that calls itself real claims to be one.
+        "password: \"real_key\"",
+    ]);
+}
