@@ -2971,8 +2971,10 @@ impl<'t> Scan<'t> {
             quote: 0,
             stop: Stop::Code,
         };
+        // Closed by a tag (`</password>`), not by the next slot (`<password>&scope=… <client_id>`).
         if end > start
             && bytes.get(close) == Some(&b'<')
+            && bytes.get(close + 1) == Some(&b'/')
             && value_is_secret(bytes, &value, key, strength, Mode::Literal)
         {
             self.push(kind, start, end);
@@ -5308,13 +5310,12 @@ fn cmdlet(v: &[u8]) -> bool {
 }
 
 /// A variable passed on in an argument list (`secret_key=auth_token,`, `password=db_password)`):
-/// a lowercase name with a `_` that names a secret, with the list going on after it.
+/// a lowercase name that names a secret (`auth)`), with the list going on after it.
 fn secret_argument(raw: &[u8]) -> bool {
     let Some((&last, name)) = raw.split_last() else {
         return false;
     };
     matches!(last, b',' | b')')
-        && name.contains(&b'_')
         && name.first().is_some_and(u8::is_ascii_lowercase)
         && name
             .iter()
@@ -5326,6 +5327,7 @@ fn secret_argument(raw: &[u8]) -> bool {
 fn names_secret_field(name: &[u8]) -> bool {
     [
         b"password".as_slice(),
+        b"auth",
         b"passwd",
         b"passphrase",
         b"secret",
@@ -5359,6 +5361,14 @@ fn secret_field_reference(v: &[u8]) -> bool {
 /// Markdown link, a labelled digest, escaped text, Basic credentials of filler.
 fn names_no_secret(v: &[u8]) -> bool {
     interpolation(v)
+        || certificate(v)
+        || timestamp(v)
+        || jose_algorithm(v)
+        || method_call(v)
+        || elided(v)
+        || sops_ciphertext(v)
+        // A JSON object's start (`{"signature_methods":`), cut where the value was read.
+        || v.starts_with(b"{\"") && v.ends_with(b"\":")
         || secret_field_reference(v)
         || markdown_link(v)
         || labelled_digest(v)
@@ -5387,6 +5397,71 @@ fn name_of_words(p: &[u8]) -> bool {
         && p.iter().all(|&b| b.is_ascii_alphanumeric() || b == b'_')
         && digits <= 3
         && p.len() - digits >= 3 * words
+}
+
+/// A certificate's DER in base64 (`MIIDtTCCAp2gAwIBAgIJ…`, after markup such as
+/// `<ds:X509Certificate>`): X.509's version field `AwIBAgI` follows its first bytes. Public.
+fn certificate(v: &[u8]) -> bool {
+    let Some(at) = v.windows(3).position(|w| w == b"MII") else {
+        return false;
+    };
+    let head = &v[at..v.len().min(at + 24)];
+    head.windows(7).any(|w| w == b"AwIBAgI")
+}
+
+/// An ISO 8601 time (`2020-09-25T16:00:00+00:00`, `2015-08-31 08:54:05Z`).
+fn timestamp(v: &[u8]) -> bool {
+    let digit = |k: usize| v.get(k).is_some_and(u8::is_ascii_digit);
+    v.len() >= 16
+        && (0..4).all(digit)
+        && v[4] == b'-'
+        && digit(5)
+        && digit(6)
+        && v[7] == b'-'
+        && digit(8)
+        && digit(9)
+        && matches!(v[10], b'T' | b' ')
+        && v[11..]
+            .iter()
+            .all(|&b| b.is_ascii_digit() || matches!(b, b':' | b'.' | b'+' | b'-' | b'Z'))
+}
+
+/// A JOSE algorithm's name (`HS384`, `RS256`, `ES512`, `PS256`, `EdDSA`): what signs, not the key.
+fn jose_algorithm(v: &[u8]) -> bool {
+    v == b"EdDSA"
+        || v.len() == 5
+            && matches!(&v[..2], b"HS" | b"RS" | b"ES" | b"PS")
+            && matches!(&v[2..], b"256" | b"384" | b"512")
+}
+
+/// A method called with named arguments, cut at a comma (`models.CharField(max_length=84`).
+fn method_call(v: &[u8]) -> bool {
+    let Some(open) = v.iter().position(|&b| b == b'(') else {
+        return false;
+    };
+    let head = &v[..open];
+    head.contains(&b'.')
+        && head.first().is_some_and(u8::is_ascii_alphabetic)
+        && head
+            .iter()
+            .all(|&b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.'))
+        && v.get(open + 1)
+            .is_some_and(|&b| b.is_ascii_alphabetic() || b == b'_')
+        && v[open + 1..].contains(&b'=')
+}
+
+/// A short value elided in its middle (`gA..H`, `lp..X`): documentation shortening a token.
+fn elided(v: &[u8]) -> bool {
+    v.len() <= 16
+        && v.windows(2)
+            .position(|w| w == b"..")
+            .is_some_and(|k| k > 0 && k + 2 < v.len())
+}
+
+/// A value sops encrypted (`ENC[AES256_GCM,data:…,iv:…,tag:…,type:str]`): ciphertext whose key
+/// is kept in a key service, as Maven's `{…}` is.
+fn sops_ciphertext(v: &[u8]) -> bool {
+    v.starts_with(b"ENC[") && contains_ci(v, b",iv:") && contains_ci(v, b",tag:")
 }
 
 /// A string interpolated in Swift (`\(PasskeyCredentialDeviceType)`) or C# (`$"{cfg.ClientId}__Cache"`):

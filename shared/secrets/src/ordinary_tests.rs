@@ -158,3 +158,32 @@ fn permissions_commands_and_slot_names_are_no_values() {
         "password: \"real_key\"",
     ]);
 }
+
+#[test]
+fn certificates_times_algorithms_and_ciphertext_are_no_secrets() {
+    assert_clean(&[
+        "<ds:KeyInfo><ds:X509Data><ds:X509Certificate>MIIDtTCCAp2gAwIBAgIJAKg4VeVcIDz1MA0GCSqGSIb3DQEBBQUAMEUxCzAJBgNV\
+         BAYTAlVTMRMwEQYDVQQIEwpTb21lLVN0YXRlMSEwHwYDVQQKExhJbnRlcm5ldCBXaWRnaXRz</ds:X509Certificate></ds:X509Data>",
+        "    session_token: \"2020-09-25T16:00:00+00:00\"",
+        "            \"id_token_signed_response_alg\": \"HS384\",",
+        "    settings.AUTHLIB_OAUTH1_PROVIDER = {\"signature_methods\": [\"RSA-SHA1\"]}",
+        "    {'oauth_token': 'gA..H', 'oauth_token_secret': 'lp..X', 'oauth_callback_confirmed': 'true'}",
+        "        response = self.client.post(\"/oauth2-read-write-test/\", HTTP_AUTHORIZATION=auth)",
+        "    curl -X POST -d \"grant_type=password&username=<user_name>&password=<password>&scope=read\" \
+         -u\"<client_id>:<client_secret>\" http://localhost:8000/o/token/",
+        "\t\"github_oauth_token\": \"ENC[AES256_GCM,data:lVe1fLoILE8e/jiah90=,iv:6g350p9Id8+ssrV5lVEF4TWEnR+JfY84iUsh92/9XIQ=,\
+         tag:2qojKddpx5lO1iR2dqLZJg==,type:str]\",",
+        "        oauth_token = models.CharField(max_length=84, unique=True, db_index=True)",
+    ]);
+    assert_found(&[
+        // A private key's DER has no certificate's version field.
+        "<PrivateKey>MIIEvAIBADANBgkqhkiG9w0BAQEFAASCBKYwggSiAgEAAoIBAQDSqF1QwmVuTf27UDYzIWw7Fe2k5hC6LuIrusr5</PrivateKey>",
+        "    session_token: \"2020-09-25T16:00:00+00:00Zq8pLm2x7RtK4\"",
+        "            \"id_token_secret\": \"HS384Zq8pLm2x7RtK4vWn\",",
+        "    {'oauth_token': 'gA8pLm2x7RtK4vWnB3cD', 'oauth_token_secret': 'lp8pLm2x7RtK4vWnB3cD'}",
+        "        response = self.client.post(\"/oauth2-read-write-test/\", HTTP_AUTHORIZATION=\"Bearer Zq8pLm2x7RtK4vWn\")",
+        "    curl -d \"grant_type=password&username=ops&password=Zq8!pLm2x7Rt&scope=read\" http://localhost:8000/o/token/",
+        "        oauth_token = \"models.Zq8pLm2x7RtK4vWn\"",
+        "<password>Zq8!pLm2x7Rt</password>",
+    ]);
+}
