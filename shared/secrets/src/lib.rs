@@ -4089,7 +4089,7 @@ const QUALIFIERS: Words = words_of!(
     message msg text placeholder schema class style visible show hide mask changed per used total window \
     list ize ization ing less ary ive bucket estimat counter confirm_field algorithm algo issuer \
     audience backend scope engine rounds iterations cost enforc state status extract encoder decoder \
-    hasher generator validator verifier parser serializer factory loader resolver storage"
+    hasher generator validator verifier parser serializer factory loader resolver storage method"
 );
 
 /// Prefixes before a secret word that make the key metadata (`max_tokens`, `is_secret`).
@@ -5566,9 +5566,13 @@ fn named_slot(v: &[u8], key: &[u8]) -> bool {
 }
 
 /// A version with a pre-release or build part (`v0.0.0-20230304212654-82a0ddb27589`, Go's
-/// pseudo-version with its commit id, `1.4.0-rc.1+5114f85`, `v1.2.3/go.mod`): three dotted
-/// numbers first, then names and ids.
+/// pseudo-version with its commit id, `1.4.0-rc.1+5114f85`, `v1.2.3/go.mod`) or a range of
+/// them (`^3.0.1`, `~1.2.3`, `>=2.0.0`): three dotted numbers first, then names and ids.
 fn version_like(v: &[u8]) -> bool {
+    let v = &v[v
+        .iter()
+        .take_while(|b| matches!(b, b'^' | b'~' | b'>' | b'<' | b'='))
+        .count()..];
     let body = v.strip_prefix(b"v").unwrap_or(v);
     let mut k = 0;
     for part in 0..3 {
@@ -6848,6 +6852,22 @@ fn placeholder_words(v: &[u8]) -> bool {
         .all(|&b| b.is_ascii_alphabetic() || matches!(b, b'_' | b'-' | b'.' | b' '))
     {
         return false;
+    }
+    // `django-insecure-change-me-in-production`: words around a request to replace them.
+    if [
+        "change-me",
+        "change_me",
+        "changeme",
+        "replace-me",
+        "replace_me",
+        "replaceme",
+    ]
+    .iter()
+    .any(|w| contains_ci(v, w.as_bytes()))
+        && v.iter()
+            .all(|&b| b.is_ascii_alphabetic() || matches!(b, b'-' | b'_'))
+    {
+        return true;
     }
     let mut marker = false;
     let mut start = 0;

@@ -187,3 +187,19 @@ fn certificates_times_algorithms_and_ciphertext_are_no_secrets() {
         "<password>Zq8!pLm2x7Rt</password>",
     ]);
 }
+
+#[test]
+fn documented_keys_version_ranges_and_change_me_phrases_are_no_secrets() {
+    assert_clean(&[
+        "\t\toption.WithAPIKey(\"144c9defac04969c7bfad8efaa8ea194\"),\n\t\toption.WithAPIEmail(\"user@example.com\"),",
+        "  \"devDependencies\": {\n    \"@types/js-cookie\": \"^3.0.1\",",
+        "SECRET_KEY = os.environ.get(\"DJANGO_SECRET_KEY\", \"django-insecure-change-me-in-production\")",
+        "    private $accessTokenMethod = 'POST';",
+    ]);
+    assert_found(&[
+        "\t\toption.WithAPIKey(\"8a67639f74080f56c5aa328f676226e2\"),",
+        "  \"session_cookie\": \"^Zq8pLm2x7RtK4vWn\",",
+        "SECRET_KEY = os.environ.get(\"DJANGO_SECRET_KEY\", \"django-insecure-5k#x9!q2zLp7rT4vWnB3cD5eF7gH9\")",
+        "    private $accessToken = 'Zq8pLm2x7RtK4vWnB3cD';",
+    ]);
+}
