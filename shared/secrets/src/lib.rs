@@ -4902,7 +4902,7 @@ fn letters_password(bytes: &[u8], value: &Value, key: &[u8]) -> bool {
     );
     const SUFFIXES: &[&[u8]] = &[
         b"Field", b"Type", b"Input", b"Str", b"String", b"Schema", b"Column", b"Ref", b"Name", b"Key",
-        b"Hash", b"Value", b"Secret",
+        b"Hash", b"Value", b"Secret", b"Token",
     ];
     let v = value.text(bytes);
     let ends_line = matches!(
@@ -5367,6 +5367,7 @@ fn names_no_secret(v: &[u8]) -> bool {
         || method_call(v)
         || elided(v)
         || sops_ciphertext(v)
+        || namespace_path(v)
         // A JSON object's start (`{"signature_methods":`), cut where the value was read.
         || v.starts_with(b"{\"") && v.ends_with(b"\":")
         || secret_field_reference(v)
@@ -5456,6 +5457,17 @@ fn elided(v: &[u8]) -> bool {
         && v.windows(2)
             .position(|w| w == b"..")
             .is_some_and(|k| k > 0 && k + 2 < v.len())
+}
+
+/// A PHP class's namespaced name (`OAuth2\\Storage\\AccessTokenInterface`, `App\\Models\\User`,
+/// its backslashes doubled inside a string or not): names of words joined by `\\`.
+fn namespace_path(v: &[u8]) -> bool {
+    let mut parts = 0;
+    let all = v.split(|&b| b == b'\\').filter(|p| !p.is_empty()).all(|p| {
+        parts += 1;
+        p[0].is_ascii_uppercase() && name_of_words(p)
+    });
+    all && parts >= 2 && v.contains(&b'\\')
 }
 
 /// A value sops encrypted (`ENC[AES256_GCM,data:…,iv:…,tag:…,type:str]`): ciphertext whose key
@@ -6274,8 +6286,13 @@ fn digest_after_key_word(before: &[u8], token: &[u8]) -> bool {
 /// An id the word before a token names (`request 01HZX3…`, `trace-id: …`, `build …`), `before`
 /// being the line up to the token.
 fn named_id(before: &[u8]) -> bool {
-    let head = before.trim_ascii_end();
+    // The name's own quotes and the pair's punctuation (`('ETag', '"…`, `"etag": "\"…`), and an
+    // ETag's weak mark (`W/"…`), stand between it and the token.
+    let punctuation = |c: u8| c.is_ascii_whitespace() || matches!(c, b'"' | b'\'' | b',' | b'=' | b'\\');
+    let head = trim_end_of(before, punctuation);
+    let head = trim_end_of(head.strip_suffix(b"W/").unwrap_or(head), punctuation);
     let head = head.strip_suffix(b":").unwrap_or(head).trim_ascii_end();
+    let head = trim_end_of(head, |c| matches!(c, b'"' | b'\''));
     let w = head.len()
         - head
             .iter()
@@ -6389,6 +6406,17 @@ fn entropy(v: &[u8]) -> f64 {
 /// A placeholder, not a value: `<…>`, `$VAR`, `${…}`, `{{…}}`, `%VAR%`, `xxxx`, `****`, `…`,
 /// `changeme`, `example`, our own `[REDACTED:…]`, a repeated character, a common stand-in word.
 fn is_placeholder(v: &[u8]) -> bool {
+    // A cookie's or a field's name before its slot (`appSession=${signedCookieValue}`,
+    // `sid=<id>`): the slot decides.
+    if let Some(eq) = v.iter().position(|&b| b == b'=')
+        && eq >= 2
+        && eq + 1 < v.len()
+        && v[..eq].iter().all(|&b| b.is_ascii_alphanumeric() || b == b'_')
+        && matches!(v[eq + 1], b'$' | b'{' | b'<' | b'%')
+        && is_placeholder(&v[eq + 1..])
+    {
+        return true;
+    }
     const EXACT: Words = words_of!(
         b"secret password passwd pass pwd token key apikey api_key none null nil \
         undefined true false yes no on off empty hidden required optional string str text default test \

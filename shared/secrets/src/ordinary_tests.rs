@@ -203,3 +203,20 @@ fn documented_keys_version_ranges_and_change_me_phrases_are_no_secrets() {
         "    private $accessToken = 'Zq8pLm2x7RtK4vWnB3cD';",
     ]);
 }
+
+#[test]
+fn etags_namespaces_and_named_cookies_are_no_secrets() {
+    assert_clean(&[
+        "[('Vary', 'Accept, Authorization, Cookie, X-GitHub-OTP'), ('ETag', 'W/\"4539c5ec1d602de328c3b20478b62ed1\"'), \
+         ('Last-Modified', 'Mon, 13 Aug 2018 17:17:09 GMT')]",
+        "        cookie: `appSession=${signedCookieValue}`,",
+        "    password: jiraToken",
+        "        'user_credentials' => 'OAuth2\\\\Storage\\\\UserCredentialsInterface',",
+    ]);
+    assert_found(&[
+        "[('Vary', 'Accept, Authorization, Cookie, X-GitHub-OTP'), ('X-Token', '4539c5ec1d602de328c3b20478b62ed1')]",
+        "        cookie: `appSession=Zq8pLm2x7RtK4vWnB3cD`,",
+        "    password: SuperSecretPassword",
+        "        'user_credentials' => 'OAuth2\\\\Zq8pLm2x7RtK4vWnB3cD',",
+    ]);
+}
