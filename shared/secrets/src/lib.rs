@@ -5374,7 +5374,7 @@ fn names_no_secret(v: &[u8]) -> bool {
         || markdown_link(v)
         || labelled_digest(v)
         || unicode_escaped_text(v)
-        || v.len() >= 8 && v.iter().all(|&b| b64(b)) && basic_filler(v)
+        || (8..=128).contains(&v.len()) && v.iter().all(|&b| b64(b)) && basic_filler(v)
 }
 
 /// A member path of names (`TestConstants.AuthorityUtid2Tenant`, `Settings.Default.ApiKeyName`):
@@ -5403,6 +5403,9 @@ fn name_of_words(p: &[u8]) -> bool {
 /// A certificate's DER in base64 (`MIIDtTCCAp2gAwIBAgIJ…`, after markup such as
 /// `<ds:X509Certificate>`): X.509's version field `AwIBAgI` follows its first bytes. Public.
 fn certificate(v: &[u8]) -> bool {
+    if v.len() < 32 {
+        return false;
+    }
     let Some(at) = v.windows(3).position(|w| w == b"MII") else {
         return false;
     };
@@ -5462,6 +5465,9 @@ fn elided(v: &[u8]) -> bool {
 /// A PHP class's namespaced name (`OAuth2\\Storage\\AccessTokenInterface`, `App\\Models\\User`,
 /// its backslashes doubled inside a string or not): names of words joined by `\\`.
 fn namespace_path(v: &[u8]) -> bool {
+    if !v.contains(&b'\\') {
+        return false;
+    }
     let mut parts = 0;
     let all = v.split(|&b| b == b'\\').filter(|p| !p.is_empty()).all(|p| {
         parts += 1;
@@ -5525,10 +5531,14 @@ fn labelled_digest(v: &[u8]) -> bool {
     const ALGORITHMS: [&[u8]; 8] = [
         b"sha-512", b"sha-384", b"sha-256", b"sha512", b"sha384", b"sha256", b"sha1", b"md5",
     ];
+    // One search for where an algorithm's name can start, then its names read there.
+    let Some(at) = find_ci(v, 0, b"sha").or_else(|| find_ci(v, 0, b"md5")) else {
+        return false;
+    };
     ALGORITHMS.iter().any(|alg| {
-        let Some(at) = find_ci(v, 0, alg) else {
+        if eat_ci(v, at, alg).is_none() {
             return false;
-        };
+        }
         let sep = at + alg.len();
         let digest = v.get(sep + 1..).unwrap_or_default();
         (at == 0 || !v[at - 1].is_ascii_alphanumeric())
@@ -6555,13 +6565,13 @@ fn fake_words(v: &[u8]) -> bool {
         b"not_a_real",
         b"not-a-real",
         b"notareal",
-        b"invalid",
-        b"expired",
-        b"revoked",
         b"[REDACTED:",
     ]
         .iter()
         .any(|w| contains_ci(v, w))
+        // Words saying it is unusable (`invalid`, `expired-token`): a token is no such word.
+        || v.iter().all(|&b| b.is_ascii_alphabetic() || matches!(b, b'-' | b'_'))
+            && [b"invalid".as_slice(), b"expired", b"revoked"].iter().any(|w| contains_ci(v, w))
         // Nothing but punctuation is not a value (`,.:-¨@*¿?!`).
         || std::str::from_utf8(v).is_ok_and(|t| !t.is_empty() && !t.chars().any(char::is_alphanumeric))
 }
@@ -6882,18 +6892,19 @@ fn placeholder_words(v: &[u8]) -> bool {
         return false;
     }
     // `django-insecure-change-me-in-production`: words around a request to replace them.
-    if [
-        "change-me",
-        "change_me",
-        "changeme",
-        "replace-me",
-        "replace_me",
-        "replaceme",
-    ]
-    .iter()
-    .any(|w| contains_ci(v, w.as_bytes()))
-        && v.iter()
-            .all(|&b| b.is_ascii_alphabetic() || matches!(b, b'-' | b'_'))
+    let asks = |word: &[u8]| {
+        find_ci(v, 0, word).is_some_and(|at| {
+            let rest = &v[at + word.len()..];
+            let rest = rest
+                .strip_prefix(b"-")
+                .or_else(|| rest.strip_prefix(b"_"))
+                .unwrap_or(rest);
+            rest.len() >= 2 && rest[..2].eq_ignore_ascii_case(b"me")
+        })
+    };
+    if v.iter()
+        .all(|&b| b.is_ascii_alphabetic() || matches!(b, b'-' | b'_'))
+        && (asks(b"change") || asks(b"replace"))
     {
         return true;
     }
