@@ -185,6 +185,8 @@
 use std::borrow::Cow;
 
 mod log2;
+#[cfg(test)]
+mod ordinary_tests;
 mod prefilter;
 #[cfg(test)]
 mod prefilter_tests;
@@ -1684,9 +1686,10 @@ impl<'t> Scan<'t> {
         }
         let token = &bytes[start..end];
         let secret = if basic {
-            base64_has_colon(token)
+            base64_has_colon(token) && !basic_filler(token)
         } else {
             !is_placeholder(token)
+                && !constant_like(token)
                 && !next_field_pair(token)
                 && (token.iter().any(u8::is_ascii_digit) || (token.len() >= 20 && mixed_case(token)))
         };
@@ -2392,7 +2395,12 @@ impl<'t> Scan<'t> {
                 .map_or(raw, |k| p + k);
             let v = trim_end_of(&bytes[p..raw], |b| matches!(b, b',' | b';' | b'"' | b'\'' | b'`'));
             let symbols = v.iter().filter(|b| b.is_ascii_punctuation()).count();
-            let code = code_expression(v) || v.windows(2).any(|w| w == b"()") || v.contains(&b'\\');
+            let code = code_expression(v)
+                || v.windows(2).any(|w| w == b"()")
+                || v.contains(&b'\\')
+                || sigil_code(v)
+                || composite_literal(v)
+                || cmdlet(v);
             (symbols >= 4 && !code && entropy(v) >= 4.0).then_some(p + v.len())
         };
         // After a comma the value is the next argument: only a literal is a value there
@@ -2428,19 +2436,33 @@ impl<'t> Scan<'t> {
             .rev()
             .take(8)
             .any(|f| f.start < end && p < f.end);
+        // A quoted entry of its own (`'JWT_SECRET=…'` after `'# Auth',`): its own key judges it.
+        let entry = quoted_end.is_some() && {
+            let name = run_end(value, 0, |b| b.is_ascii_alphanumeric() || b == b'_');
+            name >= 2 && value.get(name) == Some(&b'=') && value[0].is_ascii_alphabetic()
+        };
         if closed
             && !found
+            && !entry
             && (has_operator || quoted_end.is_some())
             && (!value.contains(&b' ') || quoted_end.is_some() && spaced_random(value))
             && random
             && !is_placeholder(value)
             && !is_reference(value)
+            && !names_no_secret(value)
+            && !(quote.is_none()
+                && (constant_like(value)
+                    || member_path(trim_end_of(value, |b| matches!(b, b';' | b',' | b')')))
+                    || composite_literal(value)
+                    || cmdlet(value)))
             && !code_continuation(value)
             && !quoted_slot(value)
             && !url_stand_in_userinfo(value)
             && !ldap_dn(value)
-            // An absolute path (`"/en/enterprise-server@3.0/auth"`) is no generated value.
+            // An absolute path (`"/en/enterprise-server@3.0/auth"`) or a URL of words is no
+            // generated value.
             && (!value.starts_with(b"/") || random_after_slash(value))
+            && !readable_url(value)
             && (strong || !base64_text(value))
         {
             self.push(SecretKind::Assignment, p, end);
@@ -3155,8 +3177,10 @@ impl<'t> Scan<'t> {
             quote: 0,
             stop: Stop::Code,
         };
+        // Closed by a tag (`</password>`), not by the next slot (`<password>&scope=… <client_id>`).
         if end > start
             && bytes.get(close) == Some(&b'<')
+            && bytes.get(close + 1) == Some(&b'/')
             && value_is_secret(bytes, &value, key, strength, Mode::Literal)
         {
             self.push(kind, start, end);
@@ -3277,6 +3301,10 @@ impl<'t> Scan<'t> {
             value = v;
             kind = SecretKind::AuthHeader;
             mode = Mode::Literal;
+        }
+        // `Authorization: Bearer ACCESS_TOKEN`: the credential's name where it goes.
+        if kind == SecretKind::AuthHeader && constant_like(value.text(bytes)) {
+            return;
         }
         if mode == Mode::Prose {
             kind = SecretKind::Prose;
@@ -3504,7 +3532,18 @@ impl<'t> Scan<'t> {
                     }
                     line_end(bytes, e)
                 }
-                None => base64_block_end(bytes, eol),
+                None => {
+                    // A header quoted in code or a message (`startsWith("-----BEGIN RSA
+                    // PRIVATE KEY-----")`) with no body after it: a key's body is lines of
+                    // base64. A header alone on its line may be a key cut short, and stays one.
+                    let end = base64_block_end(bytes, eol);
+                    let quoted = matches!(bytes.get(words + armor.len()), Some(b'"' | b'\'' | b'`'));
+                    if quoted && !base64_run(&bytes[words + armor.len()..end], 24) {
+                        self.covered = self.covered.max(eol);
+                        return;
+                    }
+                    end
+                }
             };
             self.push(SecretKind::PrivateKey, i, end);
         } else {
@@ -4265,7 +4304,8 @@ const QUALIFIERS: Words = words_of!(
     command usage budget rate stream lifetime age created updated location loc exists set present error \
     message msg text placeholder schema class style visible show hide mask changed per used total window \
     list ize ization ing less ary ive bucket estimat counter confirm_field algorithm algo issuer \
-    audience backend scope engine rounds iterations cost"
+    audience backend scope engine rounds iterations cost enforc state status extract encoder decoder \
+    hasher generator validator verifier parser serializer factory loader resolver storage method"
 );
 
 /// Prefixes before a secret word that make the key metadata (`max_tokens`, `is_secret`).
@@ -4495,7 +4535,12 @@ fn secret_word_at(key: &[u8], j: usize) -> Option<(usize, Strength, bool)> {
             .or_else(|| two_part(key, j, b"access", b"key"))
             .map(|e| (e, Strength::Strong, false))
             .or_else(|| longest(key, j, &[b"authorization"]).map(|e| (e, Strength::Strong, true)))
-            .or_else(|| eat_ci(key, j, b"auth").map(|e| (e, Strength::Weak, false))),
+            // Not `author`, `authority` nor `authorizer`: a person, an issuer, a function.
+            .or_else(|| {
+                eat_ci(key, j, b"auth")
+                    .filter(|&e| eat_ci(key, e, b"or").is_none())
+                    .map(|e| (e, Strength::Weak, false))
+            }),
         b'c' => longest(key, j, &[b"credential", b"creds", b"cookie"]).map(|e| (e, Strength::Strong, false)),
         _ => None,
     }
@@ -4912,6 +4957,9 @@ fn unquoted_end(bytes: &[u8], pos: usize, limit: usize, stop: Stop) -> usize {
             || (stop == Stop::Code && matches!(b, b',' | b';') && closes(raw_end))
             // An element's closing tag (`…</password>`): markup, not the value's.
             || (b == b'<' && bytes.get(raw_end + 1) == Some(&b'/'))
+            // A line break written as an escape inside a string (`'…PASSWORD=password\rDB=tests'`):
+            // the next line is another entry.
+            || (raw_end > pos && b == b'\\' && escaped_line_break(bytes, raw_end))
             || (bytes[pos].is_ascii() && cjk_at(bytes, raw_end));
         if ends {
             break;
@@ -4919,6 +4967,22 @@ fn unquoted_end(bytes: &[u8], pos: usize, limit: usize, stop: Stop) -> usize {
         raw_end += 1;
     }
     raw_end
+}
+
+/// Whether the backslashes at `k` write a line break inside a string (`\\r`, `\\\\n`) that ends an
+/// entry: the string's end or the next `name=`/`name:` follows (`PASSWORD=password\\rDB=tests`),
+/// not more of a path (`\\\\nas\\backup`).
+fn escaped_line_break(bytes: &[u8], k: usize) -> bool {
+    let e = run_end(bytes, k, |c| c == b'\\');
+    if !matches!(bytes.get(e), Some(b'n' | b'r' | b't')) {
+        return false;
+    }
+    let name = run_end(bytes, e + 1, |c| c.is_ascii_alphanumeric() || c == b'_');
+    match bytes.get(name) {
+        None | Some(b'"' | b'\'' | b'`' | b'\n' | b'\\') => name == e + 1,
+        Some(b'=' | b':') => name > e + 1,
+        _ => false,
+    }
 }
 
 /// The end of what is redacted of an unquoted run: in code, closing brackets and a `,`/`;` after
@@ -4956,8 +5020,38 @@ fn value_is_secret(bytes: &[u8], value: &Value, key: &[u8], strength: Strength, 
     {
         return false;
     }
-    // A member that holds the secret, not the secret (`pwd=instance_info.password,`).
-    if !value.quoted && secret_member(v) {
+    // A member that holds the secret, not the secret (`pwd=instance_info.password,`), and code
+    // around a name (`$this->accessToken`, `&api.Secret{`, `@password).tap(…)`).
+    if !value.quoted
+        && (secret_member(v)
+            || sigil_code(raw)
+            || secret_argument(raw)
+            || composite_literal(raw)
+            || cmdlet(v))
+    {
+        return false;
+    }
+    if names_no_secret(v) {
+        return false;
+    }
+    // A name where a value goes (`"access_token": "facebook_token"`, `'db-password'`): lowercase
+    // words that end with the secret's own word.
+    if value.quoted && named_slot(v, key) {
+        return false;
+    }
+    // A sentence in Chinese or Japanese after the key (`… `password` 的功能就可以了。`), not a value.
+    if mode == Mode::Prose && cjk_at(bytes, value.start) {
+        return false;
+    }
+    // A word closing emphasis or a docstring (`**token endpoint**`, `… to SSLConnection"""`).
+    if mode == Mode::Prose && !value.quoted {
+        let word = trim_end_of(v, |b| matches!(b, b'*' | b'_' | b'"' | b'\'' | b'`'));
+        if word.len() < v.len() && !word.is_empty() && word.iter().all(u8::is_ascii_alphabetic) {
+            return false;
+        }
+    }
+    // A member of a type or an object in code (`= TestConstants.AuthorityUtid2Tenant;`).
+    if mode == Mode::Code && !value.quoted && member_path(v) {
         return false;
     }
     if code_continuation(v) || quoted_slot(v) || url_stand_in_userinfo(v) || ldap_dn(v) {
@@ -5023,17 +5117,36 @@ fn value_is_secret(bytes: &[u8], value: &Value, key: &[u8], strength: Strength, 
         let code = if mode == Mode::Literal {
             code_expression(raw)
         } else {
-            raw.contains(&b'(') || raw.contains(&b'[') || v.contains(&b'<') || namespace_path(v)
+            raw.contains(&b'(') || raw.contains(&b'[') || v.contains(&b'<') || code_name_path(v)
         };
         if code {
             return false;
         }
     }
     if value.quoted && v.iter().any(u8::is_ascii_whitespace) {
+        // A scheme or a word before a stand-in (`"Authorization": "Other foobar"`) is no phrase.
+        let mut words = v.split(u8::is_ascii_whitespace).filter(|w| !w.is_empty());
+        if let (Some(_), Some(last), None) = (words.next(), words.next(), words.next())
+            && is_placeholder(last)
+        {
+            return false;
+        }
         // A passphrase has spaces; a message has sentence words or names the secret itself.
         return (!weak || contains_ci(key, b"passphrase")) && passphrase_like(v) || spaced_random(v);
     }
-    if numeric_like(v) || is_path_or_url(v) && !random_after_slash(v) || key_chord(v) {
+    if numeric_like(v)
+        || version_like(v)
+        || is_path_or_url(v) && !random_after_slash(v)
+        || readable_url(v)
+        || key_chord(v)
+    {
+        return false;
+    }
+    // A constant's name where code or prose names a value (`static Filter CAS_AUTH_FILTER;`, the
+    // secret `GITHUB_REGISTRY_TOKEN` in a code span); a literal, quoted or in a shell or config
+    // line, may still be one in capitals.
+    let named = !value.quoted || value.quote == b'`';
+    if constant_like(v) && named && matches!(mode, Mode::Prose | Mode::Code) {
         return false;
     }
     match mode {
@@ -5069,7 +5182,7 @@ fn letters_password(bytes: &[u8], value: &Value, key: &[u8]) -> bool {
     );
     const SUFFIXES: &[&[u8]] = &[
         b"Field", b"Type", b"Input", b"Str", b"String", b"Schema", b"Column", b"Ref", b"Name", b"Key",
-        b"Hash", b"Value", b"Secret",
+        b"Hash", b"Value", b"Secret", b"Token",
     ];
     let v = value.text(bytes);
     let ends_line = matches!(
@@ -5442,6 +5555,401 @@ fn secret_member(v: &[u8]) -> bool {
         .any(|w| contains_ci(last, w))
 }
 
+/// A sigil's name with code after it, not a value: PHP's member access (`$this->accessToken`),
+/// Go's address of a composite literal (`&api.Secret{`, `&Config{`), a Ruby instance variable
+/// closing a call or an argument (`@password).tap(&:confirm)`). A password may start with a
+/// sigil (`$uP3r-S3cret!9`, `@dm1n!x`), but not go on as code does.
+fn sigil_code(raw: &[u8]) -> bool {
+    let ident = |b: &u8| b.is_ascii_alphanumeric() || *b == b'_';
+    let Some((&sigil, rest)) = raw.split_first() else {
+        return false;
+    };
+    if !rest
+        .first()
+        .is_some_and(|&b| b.is_ascii_alphabetic() || b == b'_')
+    {
+        return false;
+    }
+    let after = &rest[rest.iter().take_while(|b| ident(b)).count()..];
+    match sigil {
+        b'$' => {
+            after.starts_with(b"->")
+                && after
+                    .get(2)
+                    .is_some_and(|&b| b.is_ascii_alphabetic() || b == b'_')
+        }
+        // `&pkg.Type{`, and Elixir's capture of a function (`&MyApp.Secrets.for_conn/1`).
+        b'&' => {
+            let path = after.iter().take_while(|b| ident(b) || **b == b'.').count();
+            let arity = trim_end_of(&after[(path + 1).min(after.len())..], |b| {
+                matches!(b, b']' | b')' | b'}' | b',')
+            });
+            after.get(path) == Some(&b'{')
+                || after.get(path) == Some(&b'/') && !arity.is_empty() && arity.iter().all(u8::is_ascii_digit)
+        }
+        b'@' => matches!(after.first(), Some(b')' | b',')) && after.len() > 1,
+        // A nullable type (`): ?Response`), a dereference stepped (`*tokenCount++`).
+        b'?' => after.is_empty() && rest[0].is_ascii_uppercase(),
+        b'*' => matches!(after, b"++" | b"--" | b"++;" | b"--;"),
+        _ => false,
+    }
+}
+
+/// A composite literal opened after its type (`storage.DeviceToken{`, `&Config{`): Go builds the
+/// value there.
+fn composite_literal(raw: &[u8]) -> bool {
+    let body = raw.strip_prefix(b"&").unwrap_or(raw);
+    body.strip_suffix(b"{").is_some_and(|path| {
+        let ty = path.rsplit(|&b| b == b'.').next().unwrap_or(path);
+        ty.first().is_some_and(u8::is_ascii_uppercase) && path.split(|&b| b == b'.').all(name_of_words)
+    })
+}
+
+/// A PowerShell command (`ConvertTo-SecureString`, `Read-Host`, `Get-Credential`): an approved
+/// verb, a dash and a capitalised noun, where the value is what the command returns.
+fn cmdlet(v: &[u8]) -> bool {
+    const VERBS: &[&[u8]] = &[
+        b"Get",
+        b"Set",
+        b"New",
+        b"Read",
+        b"ConvertTo",
+        b"ConvertFrom",
+        b"Import",
+        b"Export",
+        b"Invoke",
+        b"Add",
+        b"Remove",
+        b"Select",
+        b"Out",
+        b"Write",
+        b"Test",
+        b"Start",
+        b"Connect",
+        b"Protect",
+        b"Unprotect",
+    ];
+    let Some(dash) = v.iter().position(|&b| b == b'-') else {
+        return false;
+    };
+    let noun = &v[dash + 1..];
+    VERBS.contains(&&v[..dash])
+        && noun.len() >= 3
+        && noun[0].is_ascii_uppercase()
+        && noun.iter().any(u8::is_ascii_lowercase)
+        && noun.iter().all(u8::is_ascii_alphabetic)
+}
+
+/// A variable passed on in an argument list (`secret_key=auth_token,`, `password=db_password)`):
+/// a lowercase name that names a secret (`auth)`), with the list going on after it.
+fn secret_argument(raw: &[u8]) -> bool {
+    let Some((&last, name)) = raw.split_last() else {
+        return false;
+    };
+    matches!(last, b',' | b')')
+        && name.first().is_some_and(u8::is_ascii_lowercase)
+        && name
+            .iter()
+            .all(|&b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+        && names_secret_field(name)
+}
+
+/// Whether a field's name says it holds a secret (`private_key`, `db_password`, `authToken`).
+fn names_secret_field(name: &[u8]) -> bool {
+    [
+        b"password".as_slice(),
+        b"auth",
+        b"passwd",
+        b"passphrase",
+        b"secret",
+        b"token",
+        b"key",
+        b"credential",
+    ]
+    .iter()
+    .any(|w| contains_ci(name, w))
+}
+
+/// Where a secret store keeps the value, not the value: `helm-chart-signing-key:private_key`,
+/// `prod/db:password`, `kv/app/api#token` name an entry and its field. Every part is a name and
+/// the last one, a lowercase field name, names a secret.
+fn secret_field_reference(v: &[u8]) -> bool {
+    let Some(sep) = v.iter().rposition(|&b| matches!(b, b':' | b'/' | b'#')) else {
+        return false;
+    };
+    let (path, field) = (&v[..sep], &v[sep + 1..]);
+    let name = |b: &u8| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.' | b'/' | b':');
+    !path.is_empty()
+        && path[0].is_ascii_alphabetic()
+        && path.iter().all(name)
+        && field.len() >= 3
+        && field.first().is_some_and(u8::is_ascii_lowercase)
+        && field.iter().all(|&b| b.is_ascii_lowercase() || b == b'_')
+        && names_secret_field(field)
+}
+
+/// What a value's shape says is no secret wherever it stands: a field of a secret store, a
+/// Markdown link, a labelled digest, escaped text, Basic credentials of filler.
+fn names_no_secret(v: &[u8]) -> bool {
+    interpolation(v)
+        || certificate(v)
+        || timestamp(v)
+        || jose_algorithm(v)
+        || method_call(v)
+        || elided(v)
+        || sops_ciphertext(v)
+        || namespace_path(v)
+        // A JSON object's start (`{"signature_methods":`), cut where the value was read.
+        || v.starts_with(b"{\"") && v.ends_with(b"\":")
+        || secret_field_reference(v)
+        || markdown_link(v)
+        || labelled_digest(v)
+        || unicode_escaped_text(v)
+        || (8..=128).contains(&v.len()) && v.iter().all(|&b| b64(b)) && basic_filler(v)
+}
+
+/// A member path of names (`TestConstants.AuthorityUtid2Tenant`, `Settings.Default.ApiKeyName`):
+/// each part a name of words (a capital or a digit starts the next, and words average three
+/// letters or more) with at most three digits, where a token's parts are runs of mixed case and
+/// digits (`hvs.JGbZZaCkOSgsZ56uhGlTK2zy…`).
+fn member_path(v: &[u8]) -> bool {
+    v.contains(&b'.') && v.split(|&b| b == b'.').all(name_of_words)
+}
+
+/// A name of words (`AuthorityUtid2Tenant`, `storage`, `Device_Token`): a capital, a `_` or a
+/// digit starts the next word, words average three letters or more, three digits at most.
+fn name_of_words(p: &[u8]) -> bool {
+    let digits = p.iter().filter(|b| b.is_ascii_digit()).count();
+    let words = 1 + p
+        .windows(2)
+        .filter(|w| w[1].is_ascii_uppercase() && !w[0].is_ascii_uppercase() || w[1] == b'_')
+        .count();
+    p.len() >= 2
+        && p[0].is_ascii_alphabetic()
+        && p.iter().all(|&b| b.is_ascii_alphanumeric() || b == b'_')
+        && digits <= 3
+        && p.len() - digits >= 3 * words
+}
+
+/// A certificate's DER in base64 (`MIIDtTCCAp2gAwIBAgIJ…`, after markup such as
+/// `<ds:X509Certificate>`): X.509's version field `AwIBAgI` follows its first bytes. Public.
+fn certificate(v: &[u8]) -> bool {
+    if v.len() < 32 {
+        return false;
+    }
+    let Some(at) = v.windows(3).position(|w| w == b"MII") else {
+        return false;
+    };
+    let head = &v[at..v.len().min(at + 24)];
+    head.windows(7).any(|w| w == b"AwIBAgI")
+}
+
+/// An ISO 8601 time (`2020-09-25T16:00:00+00:00`, `2015-08-31 08:54:05Z`).
+fn timestamp(v: &[u8]) -> bool {
+    let digit = |k: usize| v.get(k).is_some_and(u8::is_ascii_digit);
+    v.len() >= 16
+        && (0..4).all(digit)
+        && v[4] == b'-'
+        && digit(5)
+        && digit(6)
+        && v[7] == b'-'
+        && digit(8)
+        && digit(9)
+        && matches!(v[10], b'T' | b' ')
+        && v[11..]
+            .iter()
+            .all(|&b| b.is_ascii_digit() || matches!(b, b':' | b'.' | b'+' | b'-' | b'Z'))
+}
+
+/// A JOSE algorithm's name (`HS384`, `RS256`, `ES512`, `PS256`, `EdDSA`): what signs, not the key.
+fn jose_algorithm(v: &[u8]) -> bool {
+    v == b"EdDSA"
+        || v.len() == 5
+            && matches!(&v[..2], b"HS" | b"RS" | b"ES" | b"PS")
+            && matches!(&v[2..], b"256" | b"384" | b"512")
+}
+
+/// A method called with named arguments, cut at a comma (`models.CharField(max_length=84`).
+fn method_call(v: &[u8]) -> bool {
+    let Some(open) = v.iter().position(|&b| b == b'(') else {
+        return false;
+    };
+    let head = &v[..open];
+    head.contains(&b'.')
+        && head.first().is_some_and(u8::is_ascii_alphabetic)
+        && head
+            .iter()
+            .all(|&b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.'))
+        && v.get(open + 1)
+            .is_some_and(|&b| b.is_ascii_alphabetic() || b == b'_')
+        && v[open + 1..].contains(&b'=')
+}
+
+/// A short value elided in its middle (`gA..H`, `lp..X`): documentation shortening a token.
+fn elided(v: &[u8]) -> bool {
+    v.len() <= 16
+        && v.windows(2)
+            .position(|w| w == b"..")
+            .is_some_and(|k| k > 0 && k + 2 < v.len())
+}
+
+/// A PHP class's namespaced name (`OAuth2\\Storage\\AccessTokenInterface`, `App\\Models\\User`,
+/// its backslashes doubled inside a string or not): names of words joined by `\\`.
+fn namespace_path(v: &[u8]) -> bool {
+    if !v.contains(&b'\\') {
+        return false;
+    }
+    let mut parts = 0;
+    let all = v.split(|&b| b == b'\\').filter(|p| !p.is_empty()).all(|p| {
+        parts += 1;
+        p[0].is_ascii_uppercase() && name_of_words(p)
+    });
+    all && parts >= 2 && v.contains(&b'\\')
+}
+
+/// A value sops encrypted (`ENC[AES256_GCM,data:…,iv:…,tag:…,type:str]`): ciphertext whose key
+/// is kept in a key service, as Maven's `{…}` is.
+fn sops_ciphertext(v: &[u8]) -> bool {
+    v.starts_with(b"ENC[") && contains_ci(v, b",iv:") && contains_ci(v, b",tag:")
+}
+
+/// A string interpolated in Swift (`\(PasskeyCredentialDeviceType)`) or C# (`$"{cfg.ClientId}__Cache"`):
+/// code that builds the value.
+fn interpolation(v: &[u8]) -> bool {
+    let path = |t: &[u8]| {
+        !t.is_empty()
+            && t.iter()
+                .all(|&b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.'))
+    };
+    if let Some(rest) = v.strip_prefix(b"\\(") {
+        return path(rest.strip_suffix(b")").unwrap_or(rest));
+    }
+    v.strip_prefix(b"$\"{")
+        .and_then(|rest| rest.iter().position(|&b| b == b'}').map(|close| &rest[..close]))
+        .is_some_and(path)
+}
+
+/// A URL with no credentials before its host whose every long part is a word, a number or a
+/// date (`http://schemas.xmlsoap.org/ws/2005/07/securitypolicy/IncludeToken/AlwaysToRecipient`):
+/// a webhook's or a signed link's key is a long run of letters and digits mixed.
+fn readable_url(v: &[u8]) -> bool {
+    // Credentials sit before the host (`https://user:pw@host`); an `@` further on is the path's
+    // or the fragment's (`…/#@tenant.onmicrosoft.com/…`).
+    let no_userinfo = find_ci(v, 0, b"://").is_some_and(|s| {
+        let authority = &v[s + 3..];
+        let host_end = authority
+            .iter()
+            .position(|&b| matches!(b, b'/' | b'?' | b'#'))
+            .unwrap_or(authority.len());
+        !authority[..host_end].contains(&b'@')
+    });
+    no_userinfo
+        && v.split(|b| !b.is_ascii_alphanumeric())
+            .all(|part| part.len() < 12 || !has_digit(part) || part.iter().all(u8::is_ascii_digit))
+}
+
+/// A Markdown link (`[PassTLSClientCert](passtlsclientcert.md)`): text and where it points.
+fn markdown_link(v: &[u8]) -> bool {
+    v.first() == Some(&b'[')
+        && v.windows(2).position(|w| w == b"](").is_some_and(|k| k > 1)
+        && matches!(v.last(), Some(b')' | b'd' | b'l' | b'/' | b'm'))
+        && !v[1..].contains(&b'[')
+}
+
+/// A digest named by its algorithm (`jwk-thumbprint:sha-256:NzbLsXh8…`, `sha1=0beec7b5…`,
+/// `md5:9e107d9d…`): a hash of something, published to compare with.
+fn labelled_digest(v: &[u8]) -> bool {
+    const ALGORITHMS: [&[u8]; 8] = [
+        b"sha-512", b"sha-384", b"sha-256", b"sha512", b"sha384", b"sha256", b"sha1", b"md5",
+    ];
+    // One search for where an algorithm's name can start, then its names read there.
+    let Some(at) = find_ci(v, 0, b"sha").or_else(|| find_ci(v, 0, b"md5")) else {
+        return false;
+    };
+    ALGORITHMS.iter().any(|alg| {
+        if eat_ci(v, at, alg).is_none() {
+            return false;
+        }
+        let sep = at + alg.len();
+        let digest = v.get(sep + 1..).unwrap_or_default();
+        (at == 0 || !v[at - 1].is_ascii_alphanumeric())
+            && matches!(v.get(sep), Some(b':' | b'=' | b'-'))
+            && digest.len() >= 16
+            && digest
+                .iter()
+                .all(|&b| b64url(b) || matches!(b, b'+' | b'/' | b'='))
+    })
+}
+
+/// Text written as `\uXXXX` escapes of letters outside ASCII (Java properties:
+/// `Password=\u30d1\u30b9\u30ef…`, the label in Japanese).
+fn unicode_escaped_text(v: &[u8]) -> bool {
+    v.len() >= 12
+        && v.chunks(6).all(|c| {
+            c.len() == 6
+                && c.starts_with(b"\\u")
+                && c[2..].iter().all(u8::is_ascii_hexdigit)
+                && !c[2..4].eq(b"00")
+        })
+}
+
+/// Lowercase words joined by `_` or `-` ending with the key's own secret word (`"access_token":
+/// "facebook_token"`, `password: db-password`): the slot's name, not a value typed into it.
+fn named_slot(v: &[u8], key: &[u8]) -> bool {
+    let Some(sep) = v.iter().rposition(|&b| matches!(b, b'_' | b'-')) else {
+        return false;
+    };
+    let last = &v[sep + 1..];
+    sep > 0
+        && v.iter()
+            .all(|&b| b.is_ascii_lowercase() || matches!(b, b'_' | b'-'))
+        && [
+            &b"token"[..],
+            b"secret",
+            b"password",
+            b"passwd",
+            b"pass",
+            b"key",
+            b"apikey",
+            b"credential",
+            b"credentials",
+        ]
+        .contains(&last)
+        && contains_ci(key, last)
+}
+
+/// A version with a pre-release or build part (`v0.0.0-20230304212654-82a0ddb27589`, Go's
+/// pseudo-version with its commit id, `1.4.0-rc.1+5114f85`, `v1.2.3/go.mod`) or a range of
+/// them (`^3.0.1`, `~1.2.3`, `>=2.0.0`): three dotted numbers first, then names and ids.
+fn version_like(v: &[u8]) -> bool {
+    let v = &v[v
+        .iter()
+        .take_while(|b| matches!(b, b'^' | b'~' | b'>' | b'<' | b'='))
+        .count()..];
+    let body = v.strip_prefix(b"v").unwrap_or(v);
+    let mut k = 0;
+    for part in 0..3 {
+        let d = run_end(body, k, |b| b.is_ascii_digit());
+        if d == k {
+            return false;
+        }
+        k = d;
+        if part < 2 {
+            if body.get(k) != Some(&b'.') {
+                return false;
+            }
+            k += 1;
+        }
+    }
+    match body.get(k) {
+        None => true,
+        Some(b'-' | b'+' | b'/') => body[k..]
+            .iter()
+            .all(|&b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'+' | b'/' | b'.' | b'_')),
+        _ => false,
+    }
+}
+
 /// `name(…)`, `name[…]`, `Name<…>`: an identifier applied to something, closed at the end.
 fn code_expression(raw: &[u8]) -> bool {
     let Some(open) = raw.iter().position(|&b| matches!(b, b'(' | b'[' | b'<')) else {
@@ -5545,10 +6053,11 @@ fn passphrase_word(bytes: &[u8], value: &Value) -> bool {
 /// A value standing alone in a sentence, not glued to a quote (`name="password"`), not `Name=word`.
 fn prose_word(bytes: &[u8], value: &Value) -> bool {
     let v = value.text(bytes);
-    let named = v
-        .iter()
-        .position(|&b| b == b'=')
-        .is_some_and(|eq| eq >= 3 && v[..eq].iter().all(u8::is_ascii_alphabetic));
+    let named = v.iter().position(|&b| b == b'=').is_some_and(|eq| {
+        // `Name=word`, or a short attribute with its quote (`id="password`).
+        (eq >= 3 || eq >= 1 && matches!(v.get(eq + 1), Some(b'"' | b'\'')))
+            && v[..eq].iter().all(u8::is_ascii_alphabetic)
+    });
     let end = string_close_end(bytes, value.raw_end);
     !value.quoted
         && !named
@@ -6132,8 +6641,13 @@ fn digest_after_key_word(before: &[u8], token: &[u8]) -> bool {
 /// An id the word before a token names (`request 01HZX3…`, `trace-id: …`, `build …`), `before`
 /// being the line up to the token.
 fn named_id(before: &[u8]) -> bool {
-    let head = before.trim_ascii_end();
+    // The name's own quotes and the pair's punctuation (`('ETag', '"…`, `"etag": "\"…`), and an
+    // ETag's weak mark (`W/"…`), stand between it and the token.
+    let punctuation = |c: u8| c.is_ascii_whitespace() || matches!(c, b'"' | b'\'' | b',' | b'=' | b'\\');
+    let head = trim_end_of(before, punctuation);
+    let head = trim_end_of(head.strip_suffix(b"W/").unwrap_or(head), punctuation);
     let head = head.strip_suffix(b":").unwrap_or(head).trim_ascii_end();
+    let head = trim_end_of(head, |c| matches!(c, b'"' | b'\''));
     let w = head.len()
         - head
             .iter()
@@ -6247,11 +6761,23 @@ fn entropy(v: &[u8]) -> f64 {
 /// A placeholder, not a value: `<…>`, `$VAR`, `${…}`, `{{…}}`, `%VAR%`, `xxxx`, `****`, `…`,
 /// `changeme`, `example`, our own `[REDACTED:…]`, a repeated character, a common stand-in word.
 fn is_placeholder(v: &[u8]) -> bool {
+    // A cookie's or a field's name before its slot (`appSession=${signedCookieValue}`,
+    // `sid=<id>`): the slot decides.
+    if let Some(eq) = v.iter().position(|&b| b == b'=')
+        && eq >= 2
+        && eq + 1 < v.len()
+        && v[..eq].iter().all(|&b| b.is_ascii_alphanumeric() || b == b'_')
+        && matches!(v[eq + 1], b'$' | b'{' | b'<' | b'%')
+        && is_placeholder(&v[eq + 1..])
+    {
+        return true;
+    }
     const EXACT: Words = words_of!(
         b"secret password passwd pass pwd token key apikey api_key none null nil \
         undefined true false yes no on off empty hidden required optional string str text default test \
         testing foo bar baz foobar abc abc123 123456 12345678 value username user secretkey mysecret \
-        mypassword mytoken todo tbd na n/a unset not-set not_set notset masked sensitive private public auto"
+        mypassword mytoken todo tbd na n/a unset not-set not_set notset masked sensitive private public auto \
+        read write readonly read-only readwrite read-write"
     );
     // Templating and elision: the value is a slot, not a value, wherever these stand.
     const TEMPLATED: &[&[u8]] = &[b"...", b"${", b"{{", b"$(", b"#{", b"\xe2\x80\xa6"];
@@ -6299,6 +6825,7 @@ fn is_placeholder(v: &[u8]) -> bool {
         || encoded_filler(v)
         || rules::prefix_then_filler(v)
         || rules::documented_example(v)
+        || jwt_sketch(v)
     {
         return true;
     }
@@ -6373,7 +6900,8 @@ fn templated(v: &[u8]) -> bool {
     !(opened && rest.len() >= 4 && letters && (has_digit(rest) || mixed_case(rest)))
 }
 
-/// A value that says it is made up (`somefakekey`, `a-fake-tooshort-key`, `dummy_secret`).
+/// A value that says it is made up or unusable (`somefakekey`, `a-fake-tooshort-key`, `dummy_secret`,
+/// `invalid`, `expired-token`).
 fn fake_words(v: &[u8]) -> bool {
     [
         b"fake".as_slice(),
@@ -6388,8 +6916,26 @@ fn fake_words(v: &[u8]) -> bool {
     ]
         .iter()
         .any(|w| contains_ci(v, w))
+        // Words saying it is unusable (`invalid`, `expired-token`): a token is no such word.
+        || v.iter().all(|&b| b.is_ascii_alphabetic() || matches!(b, b'-' | b'_'))
+            && [b"invalid".as_slice(), b"expired", b"revoked"].iter().any(|w| contains_ci(v, w))
         // Nothing but punctuation is not a value (`,.:-¨@*¿?!`).
         || std::str::from_utf8(v).is_ok_and(|t| !t.is_empty() && !t.chars().any(char::is_alphanumeric))
+}
+
+/// A JWT's header with the rest typed in (`eyJhbGciOi….badz.sig`, `eyJhbGciOi….e30.sig`): a
+/// token's signature is tens of characters, and a payload of a few is base64 of JSON (`e30`).
+fn jwt_sketch(v: &[u8]) -> bool {
+    if !v.starts_with(b"eyJ") {
+        return false;
+    }
+    let mut parts = v.split(|&b| b == b'.');
+    let (Some(header), Some(payload), Some(signature), None) =
+        (parts.next(), parts.next(), parts.next(), parts.next())
+    else {
+        return false;
+    };
+    jwt_header(header) && (signature.len() < 8 || payload.len() < 8 && !b64url_json(payload, b"{"))
 }
 
 /// Whether a JWT's first segment decodes to a JSON object naming its algorithm (`{"alg":…}`):
@@ -6677,13 +7223,14 @@ fn placeholder_words(v: &[u8]) -> bool {
     const MARKERS: Words = words_of!(
         b"example examples placeholder changeme changeit change your dummy redacted \
         replace insert sample fake todo fixme please plz pls obfuscated censored omitted elided scrubbed \
-        sanitized removed"
+        sanitized removed random something whatever value"
     );
     const FILLERS: Words = words_of!(
-        b"me it my the a an with real actual own here goes this value secret password \
+        b"me it my the a an with real actual own here goes this secret password \
         passwd pass pwd token key api access auth client app db database user name id string test demo \
         com org net for of to new default private public sk pk live prod dev and or credentials \
-        credential strong secure random complex long admin root"
+        credential strong secure complex long admin root thing really very that looks like is \
+        shared across service services generated some"
     );
     // `!ChangeMe!`, `**change-this**`: marks around the words change nothing.
     let v = v.trim_ascii();
@@ -6698,6 +7245,23 @@ fn placeholder_words(v: &[u8]) -> bool {
         .all(|&b| b.is_ascii_alphabetic() || matches!(b, b'_' | b'-' | b'.' | b' '))
     {
         return false;
+    }
+    // `django-insecure-change-me-in-production`: words around a request to replace them.
+    let asks = |word: &[u8]| {
+        find_ci(v, 0, word).is_some_and(|at| {
+            let rest = &v[at + word.len()..];
+            let rest = rest
+                .strip_prefix(b"-")
+                .or_else(|| rest.strip_prefix(b"_"))
+                .unwrap_or(rest);
+            rest.len() >= 2 && rest[..2].eq_ignore_ascii_case(b"me")
+        })
+    };
+    if v.iter()
+        .all(|&b| b.is_ascii_alphabetic() || matches!(b, b'-' | b'_'))
+        && (asks(b"change") || asks(b"replace"))
+    {
+        return true;
     }
     let mut marker = false;
     let mut start = 0;
@@ -6722,7 +7286,27 @@ fn placeholder_words(v: &[u8]) -> bool {
             None => return false,
         }
     }
-    marker
+    // Lowercase naming words joined by `-` or `_` that end with the secret's word
+    // (`client-secret`, `db_password`, `my-api-key`): the slot's name, typed where it goes.
+    // One that calls itself real (`real_key`) claims to be the value.
+    let named = v
+        .iter()
+        .all(|&b| b.is_ascii_lowercase() || matches!(b, b'-' | b'_'))
+        && v.iter().any(|&b| matches!(b, b'-' | b'_'))
+        && !v.starts_with(b"real")
+        && !v.starts_with(b"actual")
+        && [
+            &b"secret"[..],
+            b"password",
+            b"passwd",
+            b"pwd",
+            b"token",
+            b"key",
+            b"credentials",
+        ]
+        .iter()
+        .any(|w| v.ends_with(w));
+    marker || named
 }
 
 /// Whether `part` is stand-in words run together (`yourpassword`, `changemeplease`): `None` if
@@ -6812,10 +7396,9 @@ fn quoted_slot(v: &[u8]) -> bool {
     !inner.is_empty() && (is_placeholder(inner) || is_reference(inner) || code_continuation(inner))
 }
 
-/// `password=PASSWORD`, `TOKEN=$TOKEN` without the `$`: the key's own name is a template.
 /// A name path of code (`Digest::SHA1.hexdigest`, `std::env::var`): identifiers joined by `::`,
 /// a method after a `.`; Ruby calls one without parentheses (`= Digest::SHA1.hexdigest [a, b]`).
-fn namespace_path(v: &[u8]) -> bool {
+fn code_name_path(v: &[u8]) -> bool {
     let ident = |s: &[u8]| {
         s.first().is_some_and(|b| b.is_ascii_alphabetic() || *b == b'_')
             && s.iter().all(|&b| b.is_ascii_alphanumeric() || b == b'_')
@@ -6932,8 +7515,47 @@ fn stand_in_for_key(v: &[u8], key: &[u8]) -> bool {
     rest.len() < v.len() && placeholder_words(&rest)
 }
 
+/// `password=PASSWORD`, `TOKEN=$TOKEN` without the `$`: the key's own name is a template.
 fn same_as_key(v: &[u8], key: &[u8]) -> bool {
-    v.eq_ignore_ascii_case(key) || all_caps_name(v) && v.len() >= 4 && contains_ci(key, &v[..v.len().min(4)])
+    // `loginConfig.servicePrincipalSecret = "servicePrincipalSecret"`: the member's own name.
+    let member = key.rsplit(|&b| b == b'.').next().unwrap_or(key);
+    v.eq_ignore_ascii_case(key)
+        || member.len() < key.len() && v.len() >= 6 && same_letters(v, member)
+        || all_caps_name(v) && v.len() >= 4 && contains_ci(key, &v[..v.len().min(4)])
+        || v.len() >= 6 && same_letters(v, key)
+}
+
+/// The key's name in another casing (`"client_secret": "clientSecret"`, `apiKey = API_KEY`),
+/// perhaps owned (`'aws-secret-access-key': 'MYAWSSECRETACCESSKEY'`, `yourApiKey`): the same
+/// letters and digits, separators and case aside.
+fn same_letters(v: &[u8], key: &[u8]) -> bool {
+    fn letters(t: &[u8]) -> impl Iterator<Item = u8> + '_ {
+        t.iter()
+            .filter(|b| b.is_ascii_alphanumeric())
+            .map(u8::to_ascii_lowercase)
+    }
+    // Whether `v`'s letters less `skip` of them are the key's.
+    let same = |skip: usize| letters(v).skip(skip).eq(letters(key));
+    // An owner before a one-word key is a weak password (`Password=myPassword`); before a name of
+    // several words, a stand-in.
+    let words = key.windows(2).any(|w| {
+        matches!(w[0], b'_' | b'-' | b'.') || w[0].is_ascii_lowercase() && w[1].is_ascii_uppercase()
+    });
+    same(0)
+        || words
+            && [
+                &b"my"[..],
+                b"your",
+                b"the",
+                b"test",
+                b"some",
+                b"fake",
+                b"dummy",
+                b"sample",
+                b"example",
+            ]
+            .iter()
+            .any(|w| letters(v).take(w.len()).eq(w.iter().copied()) && same(w.len()))
 }
 
 /// `USER`, `DB_PASSWORD`, `PASSWORD`: an all-caps name, used as a template slot. A name has a
@@ -7498,6 +8120,17 @@ fn pem_illustration(body: &[u8]) -> bool {
     base64 < 32 && (!encoded || pattern)
         || base64 <= text.len() && base64_text(&text[..n])
         || mostly_counted(body)
+        // Elided (`...`, `…`) with no whole line of a key left: a format's sketch.
+        || (contains_ci(body, b"...") || contains_ci(body, "\u{2026}".as_bytes())) && !base64_run(body, 40)
+}
+
+/// Whether `v` holds `min` or more base64 bytes in a row, as a key's body lines do.
+fn base64_run(v: &[u8], min: usize) -> bool {
+    let mut run = 0;
+    v.iter().any(|&b| {
+        run = if is_base64_byte(b) { run + 1 } else { 0 };
+        run >= min
+    })
 }
 
 /// Three quarters or more of the letters and digits stand in counts of six or more, up or down,
@@ -7625,6 +8258,28 @@ fn line_end(bytes: &[u8], pos: usize) -> usize {
         .iter()
         .position(|&b| b == b'\n')
         .map_or(bytes.len(), |p| pos + p)
+}
+
+/// Whether base64 `token` decodes to `user:password` typed as filler (`aaa:bbb`, `xxxx:1234`): a
+/// password of one or two characters repeated, or a count.
+fn basic_filler(token: &[u8]) -> bool {
+    let mut out = [0u8; 96];
+    let trimmed = trim_end_of(token, |b| b == b'=');
+    let Some(text) = base64_decode(trimmed, &mut out) else {
+        return false;
+    };
+    let Some(colon) = text.iter().position(|&b| b == b':') else {
+        return false;
+    };
+    let pw = &text[colon + 1..];
+    let mut distinct = [false; 256];
+    let n = pw
+        .iter()
+        .filter(|&&b| !std::mem::replace(&mut distinct[usize::from(b)], true))
+        .count();
+    // Typed text (`aaa:bbb`), not bytes of a random value that hold a `:`.
+    let typed = colon > 0 && text.iter().all(|b| b.is_ascii_graphic());
+    typed && pw.len() >= 3 && (n <= 2 || counted_through(pw))
 }
 
 /// Whether base64 `token` decodes to text holding a `:` (HTTP Basic `user:password`).

@@ -487,6 +487,11 @@ fn stand_in(token: &[u8]) -> bool {
     if token.len() >= 8 && !digit && !(lower && upper) && token.iter().any(|b| matches!(b, b'-' | b'_')) {
         return true;
     }
+    // A short lowercase word (`xoxb-valid`, `ghp_token`): a generated token this short mixes cases or
+    // digits.
+    if token.len() < 12 && lower && !upper && !digit && token.iter().all(u8::is_ascii_lowercase) {
+        return true;
+    }
     let categories = u8::from(lower) + u8::from(upper) + u8::from(digit);
     token.len() >= 16 && categories == 1 && !digit && upper
 }

@@ -13,6 +13,7 @@ use powercontext_hooks_secrets::{KEYWORD_INFO, VENDORS, find_secret, keyword_pro
 
 const CORPUS: &str = include_str!("../../../tests/fixtures/secrets_corpus.txt");
 const HELDOUT: &str = include_str!("../../../tests/fixtures/secrets_heldout.txt");
+const ORDINARY_REAL: &str = include_str!("../../../tests/fixtures/secrets_ordinary_real.txt");
 const DOC: &str = include_str!("../../../docs/secret-filter.md");
 const README: &str = include_str!("../../../README.md");
 const BEGIN: &str = "<!-- rates: computed by shared/secrets/tests/rates.rs -->\n";
@@ -37,6 +38,8 @@ const FLOORS: &[(&str, f64, f64)] = &[
     ("leaky-repo", 95.7, 0.0),
     ("devskim", 95.0, 0.0),
     ("deepsecrets", 97.0, 0.0),
+    ("ordinary-real", 100.0, 0.2),
+    ("planted-real", 100.0, 0.0),
 ];
 
 /// What each source is, for the table.
@@ -86,6 +89,14 @@ const LABELS: &[(&str, &str)] = &[
     (
         "deepsecrets",
         "DeepSecrets' test fixtures (code and config files, lines and long excerpts) in those six shapes",
+    ),
+    (
+        "ordinary-real",
+        "excerpts of 102 projects' code, configs, docs and lockfiles around credentials, `tests/fixtures/secrets_ordinary_real.txt`",
+    ),
+    (
+        "planted-real",
+        "the same excerpts with a random credential planted in the file's own syntax",
     ),
 ];
 
@@ -151,11 +162,13 @@ fn unescape(text: &str) -> String {
 fn rates() -> BTreeMap<String, Rates> {
     let mut all = BTreeMap::new();
     score(CORPUS, |_| "ours".to_owned(), &mut all);
-    score(
-        HELDOUT,
-        |category| category.split(':').next().unwrap_or("?").to_owned(),
-        &mut all,
-    );
+    for fixture in [HELDOUT, ORDINARY_REAL] {
+        score(
+            fixture,
+            |category| category.split(':').next().unwrap_or("?").to_owned(),
+            &mut all,
+        );
+    }
     all
 }
 

@@ -1,0 +1,222 @@
+//! Ordinary text that handles credentials without holding one (code, configs, docs, lockfiles)
+//! stays clean, and the same shapes holding a credential are still caught: each judgment both ways.
+
+use crate::findings;
+use crate::tests::{assert_clean, assert_found};
+
+#[test]
+fn code_around_a_name_is_no_value() {
+    assert_clean(&[
+        "        $this->refreshToken = $refreshToken;\n        return ['refresh_token' => $this->refreshToken];",
+        "\tsecret := &corev1.Secret{\n\t\tType: corev1.SecretTypeOpaque,\n\t}",
+        "    @account = create_account(secret: @secret, secret_confirmation: @secret).tap(&:confirm)",
+        "\t\tcase \"/oauth/access_token\":\n\t\t\t*tokenCount++",
+        "    public function onLogout(Request $request, TokenInterface $token, string $firewall): ?Response",
+        "            secret_key=auth_token,",
+    ]);
+    assert_found(&[
+        "password: $uP3r-S3cret!9",
+        "    token = \"&Zq8{pLm2x7Qw\"",
+        "    $this->token = 'Zq8pLm2x7RtK4vWn';",
+        "    secret_key=Zq8pLm2x7RtK4vWnB3cD5eF,",
+        "client = Client(api_key=\"sk-proj-Zq8pLm2x7RtK4vWnB3cD5eF7gH9jK1lM2nP4qR6sT8uV0wX\", timeout=30)",
+    ]);
+}
+
+#[test]
+fn versions_constants_and_links_are_no_values() {
+    assert_clean(&[
+        "github.com/acme/docker-credential-gcr v0.0.0-20240117184556-1e3ab4c7d3f2/go.mod \
+         h1:OuDyvmLnMCwa2ep4Jkm6nyA0ocJuZlGyk2gGseVzERM=",
+        "\t\tstatic CasAuthenticationFilter CAS_AUTHENTICATION_FILTER;",
+        "Looks like it is empty. Have you created the secret `DOCKERHUB_REGISTRY_TOKEN`?",
+        "| <a id=\"opt-Auth\" href=\"#opt-Auth\">[PassTLSClientCert](passtlsclientcert.md)</a> | Adds certificates |",
+        "    key: 'urn:ietf:params:oauth:jwk-thumbprint:sha-256:q1Xk9mRt3aZbYc7dLpE2vWnH0sJfGuT6iOy5KwMxA4B'",
+        "Password=\\u30d1\\u30b9\\u30ef\\u30fc\\u30c9\nToken=\\u30c8\\u30fc\\u30af\\u30f3",
+        "<input type=\"password\" name=\"password\" id=\"password\" autocomplete=\"current-password\">",
+        "请在 `token` 的设置页面里生成新的令牌。",
+        "    passwordResetState: 'PENDING',\n    token_extractor: 'cookie',",
+    ]);
+    assert_found(&[
+        "go.sum says v1.2.3 but my token is v1Zq8pLm2x7RtK4vWnB3cD5eF7",
+        "Did you add the secret `NPM_PUBLISH_TOKEN`? I set it to npm_Zq8pLm2x7RtK4vWnB3cD5eF7gH9jK1lM2nP4",
+        "    password_confirmation: Zq8!pLm2x7",
+    ]);
+}
+
+#[test]
+fn the_slots_own_name_or_a_stand_in_is_no_value() {
+    assert_clean(&[
+        "{\"client_secret\": \"clientSecret\", \"refresh_token\": \"refreshToken\"}",
+        "    'github-access-token': 'YOURGITHUBACCESSTOKEN',",
+        "export MAILGUN_API_KEY=SomeRandomKeyString",
+        "SESSION_SECRET=averyrandomstringthatlookslikeasecret",
+        "    client = WebClient(token=\"xoxp-invalid\")",
+        "    mock.respond({\"access_token\": \"github_token\", \"token_type\": \"bearer\"})",
+        "    headers={\"Authorization\": \"Custom foobar\"}",
+        "    headers = {\"Authorization\": \"Basic eHh4Onl5eQ==\"}",
+        "DB_PASSWORD=prod-db-creds:password",
+        "    api_token: ci/deploy#token",
+        "    token = \"eyJhbGciOiJIUzI1NiJ9.payload.sig\"",
+    ]);
+    assert_found(&[
+        "{\"client_secret\": \"clientSecret9Xq2\"}",
+        // An owner before a one-word key is a weak password, not the slot's name.
+        "Password=myPassword",
+        "export MAILGUN_API_KEY=Xk9mRandomQ2zLp7",
+        "    client = WebClient(token=\"xoxp-2345678901-3456789012-Zq8pLm2x7RtK4vWnB3cD5eF7\")",
+        "    mock.respond({\"access_token\": \"ya29_Zq8pLm2x7RtK4vWnB3\", \"token_type\": \"bearer\"})",
+        "    headers={\"Authorization\": \"Custom Zq8pLm2x7RtK4vWnB3cD\"}",
+        "    headers = {\"Authorization\": \"Basic YWRtaW46WnE4IXBMbTJ4Nw==\"}",
+        "DB_PASSWORD=Zq8:pLm2x7!",
+        "    token = \"eyJhbGciOiJIUzI1NiJ9.e30.Zq8pLm2x7RtK4vWnB3cD5eF7gH9jK1lM2nP4qR6sT8u\"",
+    ]);
+}
+
+#[test]
+fn a_pem_header_quoted_in_code_or_sketched_is_no_key() {
+    assert_clean(&[
+        "if (pem.startsWith(\"-----BEGIN EC PRIVATE KEY-----\")) { return parseEc(pem) }",
+        "-----BEGIN OPENSSH PRIVATE KEY-----\n...\nb3BlbnNzaC1rZXktdjE...\n...\n-----END OPENSSH PRIVATE KEY-----",
+    ]);
+    assert_found(&[
+        "if (pem.startsWith(\"-----BEGIN EC PRIVATE KEY-----\\nMHcCAQEEIBkZ7Qf3mXr9Lq2WvYt8Np4Kc6Hs1Jd0Ge5Fb3Ax7\
+         ZmoAoGCCqGSM49\\nAwEHoUQDQgAEq8Lm2Nx4Pv6Rz8Tb0Wd2Yf4Hh6Jj8Ll0Nn2Pp4Rr6Tt8Vv0Xx2Z\\n-----END EC PRIVATE KEY-----\")) {",
+        // Alone on its line, a header may be a key cut short.
+        "-----BEGIN PRIVATE KEY-----",
+    ]);
+}
+
+#[test]
+fn an_escaped_line_break_ends_a_value() {
+    assert_clean(&["env = load(StringIO('USER=app\\rPASSWORD=password\\rHOST=db\\r'))"]);
+    let text = "env = load(StringIO('USER=app\\rPASSWORD=Zq8!pLm2x7\\rHOST=db\\r'))";
+    let spans: Vec<&str> = findings(text).iter().map(|f| &text[f.start..f.end]).collect();
+    assert_eq!(spans, ["Zq8!pLm2x7"]);
+    // A UNC path's backslashes are no escapes.
+    assert_found(&["NET USE Z: \\\\nas01\\backup 2R97qvvnWk6b5 /USER:CORP\\backup"]);
+}
+
+#[test]
+fn names_urls_and_interpolations_in_code_are_no_values() {
+    assert_clean(&[
+        "authorAvatar: 'https://avatars0.githubusercontent.com/u/8188?v=4&s=140'",
+        "    authority = TestConstants.AuthorityUtid2Tenant;",
+        "                    msalTokenResponse.AuthorityUrl = TestConstants.AuthorityUtid2Tenant;",
+        "<sp:IncludeToken>http://schemas.xmlsoap.org/ws/2005/07/securitypolicy/IncludeToken/AlwaysToRecipient\
+         </sp:IncludeToken>",
+        "// token: https://ms.portal.azure.com/#@microsoft.onmicrosoft.com/asset/Microsoft_Azure_KeyVault/Secret/\
+         https://msidlabs.vault.azure.net/secrets/ID4SLAB1",
+        "                    \"credential_device_type\": \"\\(PasskeyCredentialDeviceType)\",",
+        "            var cacheKey = $\"{_serviceBundle.Config.ClientId}__AppTokenCache\";",
+        "  refresh_from_cookie: [secret: &MyApp.Secrets.for_conn/1]",
+    ]);
+    assert_found(&[
+        "authToken: 'Zq8pLm2x7RtK4vWnB3cD5eF7'",
+        "    authority_token = Zq8pLm2x7RtK4vWnB3cD5eF7;",
+        // A dotted token is no member path: its parts are runs of mixed case and digits.
+        "apikey: hvs.JGbZZaCkOSgsZ56uhGlTK2zyC1j2mwhy0VLp4",
+        // A webhook's URL holds its key in the path.
+        "    teams_hook_token: https://acme.webhook.office.com/webhookb2/8IoQDUDl-eqlp-q0zl@b4infsZa/IncomingWebhook/\
+         SnuHwf1vaX7oNK32hSnCcLSNYFD8qtf",
+        "token = https://user:Zq8pLm2x7Rt@api.example.com/v1",
+    ]);
+}
+
+#[test]
+fn prose_and_headers_that_name_a_credential_hold_none() {
+    assert_clean(&[
+        "        \"\"\"Test that ssl_password parameter is properly passed to SSLConnection\"\"\"",
+        "5. Call the **token endpoint** from IMDS over **mTLS**:",
+        "Authorization: Bearer ACCESS_TOKEN",
+        "                            accessToken: 'invalid'",
+    ]);
+    assert_found(&[
+        "        \"\"\"the ssl_password is Zq8!pLm2x7Rt\"\"\"",
+        "5. Call it with the **token Zq8pLm2x7RtK4vWnB3cD5eF7**:",
+        "Authorization: Bearer Zq8pLm2x7RtK4vWnB3cD5eF7",
+        "                            accessToken: 'Zq8pLm2x7RtK4vWnB3cD5eF7'",
+    ]);
+}
+
+#[test]
+fn permissions_commands_and_slot_names_are_no_values() {
+    assert_clean(&[
+        "permissions:\n  contents: 'read'\n  id-token: 'write'",
+        "\t\t\ttestDeviceToken: storage.DeviceToken{",
+        "$psLoginSecrets = ConvertTo-SecureString $env:CLIENT_SECRET -AsPlainText -Force",
+        "    loginConfig.servicePrincipalSecret = \"servicePrincipalSecret\";",
+        "    $cred = ConvertTo-SecureString 'client-secret' -AsPlainText -Force",
+    ]);
+    assert_found(&[
+        "permissions:\n  contents: 'read'\n  id-token: 'Zq8pLm2x7RtK4vWn'",
+        "\t\t\ttestDeviceToken: Zq8pLm2x7RtK4vWn{",
+        "$psLoginSecrets = 'Zq8!pLm2x7Rt'",
+        "    loginConfig.servicePrincipalSecret = \"Zq8pLm2x7RtK4vWnB3cD\";",
+        "    $cred = ConvertTo-SecureString 'Zq8!pLm2x7Rt' -AsPlainText -Force",
+        // A value that calls itself real claims to be one.
+        "password: \"real_key\"",
+    ]);
+}
+
+#[test]
+fn certificates_times_algorithms_and_ciphertext_are_no_secrets() {
+    assert_clean(&[
+        "<ds:KeyInfo><ds:X509Data><ds:X509Certificate>MIIDtTCCAp2gAwIBAgIJAKg4VeVcIDz1MA0GCSqGSIb3DQEBBQUAMEUxCzAJBgNV\
+         BAYTAlVTMRMwEQYDVQQIEwpTb21lLVN0YXRlMSEwHwYDVQQKExhJbnRlcm5ldCBXaWRnaXRz</ds:X509Certificate></ds:X509Data>",
+        "    session_token: \"2020-09-25T16:00:00+00:00\"",
+        "            \"id_token_signed_response_alg\": \"HS384\",",
+        "    settings.AUTHLIB_OAUTH1_PROVIDER = {\"signature_methods\": [\"RSA-SHA1\"]}",
+        "    {'oauth_token': 'gA..H', 'oauth_token_secret': 'lp..X', 'oauth_callback_confirmed': 'true'}",
+        "        response = self.client.post(\"/oauth2-read-write-test/\", HTTP_AUTHORIZATION=auth)",
+        "    curl -X POST -d \"grant_type=password&username=<user_name>&password=<password>&scope=read\" \
+         -u\"<client_id>:<client_secret>\" http://localhost:8000/o/token/",
+        "\t\"github_oauth_token\": \"ENC[AES256_GCM,data:lVe1fLoILE8e/jiah90=,iv:6g350p9Id8+ssrV5lVEF4TWEnR+JfY84iUsh92/9XIQ=,\
+         tag:2qojKddpx5lO1iR2dqLZJg==,type:str]\",",
+        "        oauth_token = models.CharField(max_length=84, unique=True, db_index=True)",
+    ]);
+    assert_found(&[
+        // A private key's DER has no certificate's version field.
+        "<PrivateKey>MIIEvAIBADANBgkqhkiG9w0BAQEFAASCBKYwggSiAgEAAoIBAQDSqF1QwmVuTf27UDYzIWw7Fe2k5hC6LuIrusr5</PrivateKey>",
+        "    session_token: \"2020-09-25T16:00:00+00:00Zq8pLm2x7RtK4\"",
+        "            \"id_token_secret\": \"HS384Zq8pLm2x7RtK4vWn\",",
+        "    {'oauth_token': 'gA8pLm2x7RtK4vWnB3cD', 'oauth_token_secret': 'lp8pLm2x7RtK4vWnB3cD'}",
+        "        response = self.client.post(\"/oauth2-read-write-test/\", HTTP_AUTHORIZATION=\"Bearer Zq8pLm2x7RtK4vWn\")",
+        "    curl -d \"grant_type=password&username=ops&password=Zq8!pLm2x7Rt&scope=read\" http://localhost:8000/o/token/",
+        "        oauth_token = \"models.Zq8pLm2x7RtK4vWn\"",
+        "<password>Zq8!pLm2x7Rt</password>",
+    ]);
+}
+
+#[test]
+fn documented_keys_version_ranges_and_change_me_phrases_are_no_secrets() {
+    assert_clean(&[
+        "\t\toption.WithAPIKey(\"144c9defac04969c7bfad8efaa8ea194\"),\n\t\toption.WithAPIEmail(\"user@example.com\"),",
+        "  \"devDependencies\": {\n    \"@types/js-cookie\": \"^3.0.1\",",
+        "SECRET_KEY = os.environ.get(\"DJANGO_SECRET_KEY\", \"django-insecure-change-me-in-production\")",
+        "    private $accessTokenMethod = 'POST';",
+    ]);
+    assert_found(&[
+        "\t\toption.WithAPIKey(\"8a67639f74080f56c5aa328f676226e2\"),",
+        "  \"session_cookie\": \"^Zq8pLm2x7RtK4vWn\",",
+        "SECRET_KEY = os.environ.get(\"DJANGO_SECRET_KEY\", \"django-insecure-5k#x9!q2zLp7rT4vWnB3cD5eF7gH9\")",
+        "    private $accessToken = 'Zq8pLm2x7RtK4vWnB3cD';",
+    ]);
+}
+
+#[test]
+fn etags_namespaces_and_named_cookies_are_no_secrets() {
+    assert_clean(&[
+        "[('Vary', 'Accept, Authorization, Cookie, X-GitHub-OTP'), ('ETag', 'W/\"4539c5ec1d602de328c3b20478b62ed1\"'), \
+         ('Last-Modified', 'Mon, 13 Aug 2018 17:17:09 GMT')]",
+        "        cookie: `appSession=${signedCookieValue}`,",
+        "    password: jiraToken",
+        "        'user_credentials' => 'OAuth2\\\\Storage\\\\UserCredentialsInterface',",
+    ]);
+    assert_found(&[
+        "[('Vary', 'Accept, Authorization, Cookie, X-GitHub-OTP'), ('X-Token', '4539c5ec1d602de328c3b20478b62ed1')]",
+        "        cookie: `appSession=Zq8pLm2x7RtK4vWnB3cD`,",
+        "    password: SuperSecretPassword",
+        "        'user_credentials' => 'OAuth2\\\\Zq8pLm2x7RtK4vWnB3cD',",
+    ]);
+}
