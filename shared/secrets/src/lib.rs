@@ -3197,7 +3197,7 @@ impl<'t> Scan<'t> {
                     || (bytes[pos - 1] == b'='
                         && !site.spaced_before
                         && !spaced_after
-                        && (shell_line(line) || all_caps(key)))
+                        && (shell_line(line) || all_caps(key) || npm_scope(trim_ascii(line))))
                 {
                     Mode::Literal
                 } else {
@@ -4949,6 +4949,9 @@ fn value_is_secret(bytes: &[u8], value: &Value, key: &[u8], strength: Strength, 
     if !value.quoted && secret_member(v) {
         return false;
     }
+    if names_where_secret_lives(bytes, value, v, key, strength) {
+        return false;
+    }
     if code_continuation(v) || quoted_slot(v) || url_stand_in_userinfo(v) || ldap_dn(v) {
         return false;
     }
@@ -5044,6 +5047,60 @@ fn value_is_secret(bytes: &[u8], value: &Value, key: &[u8], strength: Strength, 
     }
 }
 
+/// A value that names what a secret is, not the secret: a string prefix the parser left on a
+/// slot's own name (C#'s `@"Password"`, `$"…"`); a variable
+/// naming the secret handed on in an argument list (`aws_secret_access_key=ok_secret,`); a
+/// package name and its version under a weak key (`cache-key: flutter-3.3.x`).
+fn names_where_secret_lives(bytes: &[u8], value: &Value, v: &[u8], key: &[u8], strength: Strength) -> bool {
+    if let Some(inner) = v
+        .strip_prefix(b"@\"")
+        .or_else(|| v.strip_prefix(b"$\""))
+        .or_else(|| v.strip_prefix(b"@'"))
+    {
+        let inner = inner.strip_suffix(b"\"").unwrap_or(inner);
+        if is_placeholder(inner) || same_as_key(inner, key) || stand_in_for_key(inner, key) {
+            return true;
+        }
+    }
+    let raw = &bytes[value.start..value.raw_end];
+    if !value.quoted
+        && raw.ends_with(b",")
+        && line_end(bytes, value.raw_end) == value.raw_end
+        && secret_variable(v)
+    {
+        return true;
+    }
+    strength == Strength::Weak && name_version(v)
+}
+
+/// A snake-case variable whose last word names a secret (`ok_secret`, `db_password`,
+/// `uhoh_token`): lower-case words joined by `_`, none of them digits.
+fn secret_variable(v: &[u8]) -> bool {
+    const LAST: Words = words_of!(b"secret password passwd pwd token key apikey credential credentials pass");
+    let Some(k) = v.iter().rposition(|&b| b == b'_') else {
+        return false;
+    };
+    k > 0 && v.iter().all(|&b| b.is_ascii_lowercase() || b == b'_') && LAST.iter().any(|w| &v[k + 1..] == w)
+}
+
+/// A package or tool name and its version (`flutter-3.3.x`, `node@18.2.0`, `go1.21`): a name of
+/// letters, a separator, then numbers joined by dots with at least one dot, `x` or `*` standing
+/// for any.
+fn name_version(v: &[u8]) -> bool {
+    let Some(sep) = v.iter().rposition(|&b| matches!(b, b'-' | b'@' | b'_')) else {
+        return false;
+    };
+    let (name, version) = (&v[..sep], &v[sep + 1..]);
+    let version = version.strip_prefix(b"v").unwrap_or(version);
+    name.len() >= 2
+        && name.iter().all(|&b| b.is_ascii_alphabetic() || b == b'-')
+        && version.first().is_some_and(u8::is_ascii_digit)
+        && version.contains(&b'.')
+        && version
+            .split(|&b| b == b'.')
+            .all(|p| !p.is_empty() && (p.iter().all(u8::is_ascii_digit) || p == b"x" || p == b"*"))
+}
+
 /// An unquoted value of letters (and `-`) ending its line that is not a type or schema word:
 /// `SuperSecretPassword`, `trustno-one-ever`, `qwertyuiop`; not `str`, `SecretStr`, `PasswordField`,
 /// `required`, nor a word shorter than eight letters (`Bcrypt`, `Rosebud`).
@@ -5087,6 +5144,16 @@ fn statement_start(line: &[u8]) -> bool {
     let before = trim_ascii(line);
     let before = trim_ascii(before.strip_suffix(b"$").unwrap_or(before));
     before.is_empty() || before.ends_with(b";") || location_prefix(before)
+}
+
+/// An `.npmrc` line's registry scope before its key (`//registry.example.com/releases:` in
+/// `//…:_password=…`, the path's last segment read with the key or not): what follows `=` is
+/// the setting's literal text, as in a shell's or an env file's assignment.
+fn npm_scope(before: &[u8]) -> bool {
+    before.len() > 3
+        && before.starts_with(b"//")
+        && matches!(before.last(), Some(b':' | b'/'))
+        && !before.iter().any(u8::is_ascii_whitespace)
 }
 
 /// Where the text of a line quoting a file starts, after the file's location and the prefix
@@ -6480,6 +6547,9 @@ pub(crate) fn fabricated(v: &[u8]) -> bool {
         || counts(2, false)
         || counts(2, true)
         || v.windows(7).any(|w| w == b"EXAMPLE")
+        // The same documentation marker in its other spelling (`SAMPLEIvYXdz…`, `…CYESAMPLEKEY`):
+        // six capitals a generated value holds about once in a billion.
+        || v.windows(6).any(|w| w == b"SAMPLE")
         || filler_run(v)
 }
 
@@ -6668,6 +6738,9 @@ fn placeholder_words(v: &[u8]) -> bool {
         replace insert sample fake todo fixme please plz pls obfuscated censored omitted elided scrubbed \
         sanitized removed"
     );
+    // Sentence words: a value of four or more words with a verb among them says what it is
+    // (`this-is-a-secret`, `this-is-probably-a-test`) rather than being one.
+    const SENTENCE: Words = words_of!(b"is isnt are was be probably not just only");
     const FILLERS: Words = words_of!(
         b"me it my the a an with real actual own here goes this value secret password \
         passwd pass pwd token key api access auth client app db database user name id string test demo \
@@ -6689,6 +6762,7 @@ fn placeholder_words(v: &[u8]) -> bool {
         return false;
     }
     let mut marker = false;
+    let (mut parts, mut verb) = (0, false);
     let mut start = 0;
     for k in 0..=v.len() {
         let boundary = k == v.len()
@@ -6706,12 +6780,17 @@ fn placeholder_words(v: &[u8]) -> bool {
         if part.is_empty() {
             continue;
         }
+        parts += 1;
+        if SENTENCE.iter().any(|w| part.eq_ignore_ascii_case(w)) {
+            verb = true;
+            continue;
+        }
         match stand_in_words(part, &MARKERS, &FILLERS) {
             Some(m) => marker |= m,
             None => return false,
         }
     }
-    marker
+    marker || verb && parts >= 4
 }
 
 /// Whether `part` is stand-in words run together (`yourpassword`, `changemeplease`): `None` if
@@ -11587,6 +11666,92 @@ mod tests {
             "<p>curl -u &lt;user:password&gt; https://test.com/endpoint<br>\n</p>",
             "<p>password = $DB_PASSWORD<br>\ntoken: ${{ secrets.TOKEN }}</p>",
             "line one<br>\nline two<br>\n<li>item</li>",
+        ]);
+    }
+
+    /// C#'s verbatim and interpolated strings (`@"…"`, `$"…"`) around a slot's own name are the
+    /// name; around a random literal they hold the secret.
+    #[test]
+    fn a_string_prefix_around_a_slots_name_is_no_secret() {
+        assert_clean(&[
+            "private const string ServicePasswordSecretKey = @\"Password\";",
+            "static readonly string ApiTokenSecretKey = $\"Token\";",
+        ]);
+        assert_found(&["public const string SmtpPassword = @\"r9T!vQ2#mZ8pL4wX\";"]);
+    }
+
+    /// A lower-case variable naming the secret, handed on in a call's argument list split over
+    /// lines, holds the secret; the literal in the same place is one.
+    #[test]
+    fn a_variable_naming_the_secret_in_an_argument_list_is_no_secret() {
+        assert_clean(&[
+            "conn = connect(\n    host=db_host,\n    password=db_password,\n    port=5432,\n)",
+            "client = Client(\n    api_key=staging_api_key,\n    timeout=30,\n)",
+        ]);
+        assert_found(&[
+            "conn = connect(\n    host=db_host,\n    password=\"Wq8!zL3vR6tY\",\n    port=5432,\n)",
+            "client = Client(\n    api_key=\"c4Tz9QmW2xLp7VbN8rKs\",\n    timeout=30,\n)",
+        ]);
+    }
+
+    /// A tool's name and its version under a weak key (a cache key, a lock key) is a label.
+    #[test]
+    fn a_name_and_its_version_under_a_weak_key_is_a_label() {
+        assert_clean(&[
+            "    cache-key: node-20.11.x",
+            "lock_key = terraform-1.7.5",
+            "key: gradle@8.6",
+        ]);
+        assert_found(&["    cache-key: nV7qZ2xL9mT4wK8p"]);
+    }
+
+    /// A value that is a sentence about itself (`this-is-my-token`) stands in for the secret; a
+    /// passphrase of words without a verb among them is one.
+    #[test]
+    fn a_sentence_in_the_secrets_place_stands_in_for_it() {
+        assert_clean(&[
+            "token: \"this-is-my-token\"",
+            "API_SECRET=\"it_is_not_a_real_secret\"",
+            "password = 'this.is.just.a.test'",
+        ]);
+        assert_found(&[
+            "password = \"lantern-orbit-mossy-quartz\"",
+            "API_SECRET=\"tundra_Falcon_Orbit_97\"",
+        ]);
+    }
+
+    /// `SAMPLE` in capitals inside a value marks it as documentation, as `EXAMPLE` does; the
+    /// same value without it is a key.
+    #[test]
+    fn the_sample_marker_makes_a_value_a_stand_in() {
+        assert_clean(&[
+            "AWS_SECRET_ACCESS_KEY=SAMPLEq8Zr2LmVx5Tk9Wb3Yn7Hc1Pf4Dj6Gs0A",
+            "aws_session_token = \"Fq8Zr2LmVx5Tk9Wb3SAMPLEYn7Hc1Pf4Dj6Gs0A2Bb4Cc\"",
+        ]);
+        assert_found(&["AWS_SECRET_ACCESS_KEY=Wq8Zr2LmVx5Tk9Wb3Yn7Hc1Pf4Dj6Gs0A2Bb4Cc"]);
+    }
+
+    /// After a vendor's prefix, two characters in turn are typed filler, as one repeated is.
+    #[test]
+    fn two_characters_in_turn_after_a_prefix_are_filler() {
+        assert_clean(&[
+            "GH_TOKEN=ghp_cdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcd",
+            "the format is ghp_1z1z1z1z1z1z1z1z1z1z1z1z1z1z1z1z1z1z",
+        ]);
+        assert_found(&["GH_TOKEN=ghp_Zq8Lm2Vx9Tk4Wb8Yn3Hc6Pf1Dj7Gs5Aa0Qe"]);
+    }
+
+    /// An `.npmrc` setting scoped to a registry (`//host/path:_password=…`) holds its literal
+    /// text as an env file does; a reference there is none.
+    #[test]
+    fn an_npmrc_scoped_password_is_its_literal_text() {
+        assert_found(&[
+            "//npm.pkg.example.net/team:_password=TroubadorQuietlyJumps",
+            "//registry.corp.example/:_password=MarbleOtterHarbor",
+        ]);
+        assert_clean(&[
+            "//npm.pkg.example.net/team:_password=${NPM_PASSWORD}",
+            "//registry.corp.example/:_authToken=$NPM_TOKEN",
         ]);
     }
 }
