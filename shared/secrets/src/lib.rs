@@ -2433,6 +2433,8 @@ impl<'t> Scan<'t> {
             // An absolute path (`"/en/enterprise-server@3.0/auth"`) is no generated value.
             && (!value.starts_with(b"/") || random_after_slash(value))
             && (strong || !base64_text(value))
+            && !digest_of_secret(bytes, key, value)
+            && !within_arn(bytes, p)
         {
             self.push(SecretKind::Assignment, p, end);
         }
@@ -3270,6 +3272,14 @@ impl<'t> Scan<'t> {
             value = v;
             kind = SecretKind::AuthHeader;
             mode = Mode::Literal;
+        }
+        // `key: !!binary <base64>`: YAML's tag says how the value is written; the value follows.
+        if !value.quoted
+            && value.text(bytes) == b"!!binary"
+            && matches!(bytes.get(value.raw_end), Some(b' ' | b'\t'))
+            && let Some(v) = Value::parse(bytes, skip_blank(bytes, value.raw_end), Stop::Blank)
+        {
+            value = v;
         }
         if mode == Mode::Prose {
             kind = SecretKind::Prose;
@@ -5047,8 +5057,8 @@ fn value_is_secret(bytes: &[u8], value: &Value, key: &[u8], strength: Strength, 
     }
 }
 
-/// A value that names what a secret is, not the secret: a string prefix the parser left on a
-/// slot's own name (C#'s `@"Password"`, `$"…"`); a variable
+/// A value that names what a secret is, not the secret: a digest of it under a `hashed…` key; a
+/// part of an AWS resource name (`arn:aws:secretsmanager:…:secret:<name>`); a string prefix the parser left on a slot's own name (C#'s `@"Password"`, `$"…"`); a variable
 /// naming the secret handed on in an argument list (`aws_secret_access_key=ok_secret,`); a
 /// package name and its version under a weak key (`cache-key: flutter-3.3.x`).
 fn names_where_secret_lives(bytes: &[u8], value: &Value, v: &[u8], key: &[u8], strength: Strength) -> bool {
@@ -5070,7 +5080,31 @@ fn names_where_secret_lives(bytes: &[u8], value: &Value, v: &[u8], key: &[u8], s
     {
         return true;
     }
-    strength == Strength::Weak && name_version(v)
+    digest_of_secret(bytes, key, v)
+        || within_arn(bytes, value.start)
+        || strength == Strength::Weak && name_version(v)
+}
+
+/// A digest of the secret kept to recognise it, not the secret: a hex digest under a `hashed…`
+/// key (a scanner's baseline `"hashed_secret": "…"`, `hashedPassword`).
+fn digest_of_secret(bytes: &[u8], key: &[u8], v: &[u8]) -> bool {
+    let before = text_before(bytes, key);
+    let hashed = key.len() > 6 && key[..6].eq_ignore_ascii_case(b"hashed")
+        || ends_with_ci(before, b"hashed_")
+        || ends_with_ci(before, b"hashed");
+    hashed && hex_digest(v)
+}
+
+/// Whether the text at `p` is inside an AWS resource name (`arn:aws:secretsmanager:…:secret:…`):
+/// its words name a secret's home, not the secret.
+fn within_arn(bytes: &[u8], p: usize) -> bool {
+    let before = line_before(bytes, p);
+    let start = before
+        .iter()
+        .rposition(|&b| b.is_ascii_whitespace() || b"\"'`=(,[{".contains(&b))
+        .map_or(0, |k| k + 1);
+    let token = &before[start..];
+    token.starts_with(b"arn:aws:") || token.starts_with(b"arn:aws-")
 }
 
 /// A snake-case variable whose last word names a secret (`ok_secret`, `db_password`,
@@ -7563,7 +7597,10 @@ fn pem_illustration(body: &[u8]) -> bool {
     // A pattern in the body's place (`[\S\s]{15,}?`, a rule that finds keys) holds characters no
     // PEM body or header does.
     let pattern = body.iter().any(|b| b"[]{}\\?()*|^$".contains(b));
+    // Letters alone, no digit nor `+/=` in sixty-odd base64 bytes, is a sentence in camel case
+    // (`somethingSuperRandomAndSecretHere…`): a key's body holds one in a few bytes.
     base64 < 32 && (!encoded || pattern)
+        || !encoded && base64 < 128
         || base64 <= text.len() && base64_text(&text[..n])
         || mostly_counted(body)
 }
@@ -11752,6 +11789,53 @@ mod tests {
         assert_clean(&[
             "//npm.pkg.example.net/team:_password=${NPM_PASSWORD}",
             "//registry.corp.example/:_authToken=$NPM_TOKEN",
+        ]);
+    }
+
+    /// YAML's `!!binary` tag says how the value is written: the base64 after it is the value.
+    #[test]
+    fn a_yaml_binary_tag_is_followed_by_the_value() {
+        assert_eq!(
+            spans("signing_secret: !!binary cTdMbTJWeDlUazRXYjhZbjNIYzZQZjFEajdHcw=="),
+            ["cTdMbTJWeDlUazRXYjhZbjNIYzZQZjFEajdHcw=="]
+        );
+        assert_clean(&["signing_secret: !!binary ${SIGNING_SECRET_B64}"]);
+    }
+
+    /// An AWS resource name holds words that name a secret (`:secret:BillingWebhookSecret-…`):
+    /// it says where the secret lives, not what it is.
+    #[test]
+    fn an_aws_resource_name_names_where_a_secret_lives() {
+        assert_clean(&[
+            "  webhookSecret: 'arn:aws:secretsmanager:ap-south-1:210987654321:secret:BillingWebhookSigningSecret-55128830',",
+            "PAYMENT_SECRET=arn:aws:secretsmanager:eu-west-1:210987654321:secret:PaymentsSharedSecret-90817263",
+        ]);
+        assert_found(&["  webhookSecret: 'Bq8vK2mQ5tL9wX3pN7bJ55128830',"]);
+    }
+
+    /// A hex digest under a `hashed…` key is kept to recognise the secret, not the secret; a
+    /// random value there, or a digest under the secret's own name, still is one.
+    #[test]
+    fn a_hex_digest_under_a_hashed_key_is_no_secret() {
+        assert_clean(&[
+            "\"hashed_password\": \"9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08\"",
+            "hashedToken = \"5baa61e4c9b93f3f0682250b6cf8331b7ee68fd8\"",
+        ]);
+        assert_found(&[
+            "hashedToken = \"q8Zr2LmVx5Tk9Wb3Yn7Hc1Pf4Dj6\"",
+            "api_token = \"5baa61e4c9b93f3f0682250b6cf8331b7ee68fd8\"",
+        ]);
+    }
+
+    /// A PEM block whose body is a sentence in camel case, no digit nor `+/=` in it, is a
+    /// format's illustration; a base64 body is a key.
+    #[test]
+    fn a_pem_body_of_camel_case_words_is_an_illustration() {
+        assert_clean(&[
+            "-----BEGIN RSA PRIVATE KEY-----\nputTheWholeKeyBodyOfTheDeployUserHereBeforeRunningTheScript\n-----END RSA PRIVATE KEY-----",
+        ]);
+        assert_found(&[
+            "-----BEGIN RSA PRIVATE KEY-----\nputTheWholeKeyBodyOfTheDeployUser7HereBefore+RunningTheScript/\n-----END RSA PRIVATE KEY-----",
         ]);
     }
 }
