@@ -6385,6 +6385,8 @@ fn is_placeholder(v: &[u8]) -> bool {
         || placeholder_words(v)
         || fabricated(v)
         || counted_through(v)
+        || mostly_one_count(v)
+        || negated_phrase(v)
         || alternating_count(v)
         || encoded_filler(v)
         || rules::prefix_then_filler(v)
@@ -6612,6 +6614,57 @@ pub(crate) fn counted_through(v: &[u8]) -> bool {
     let even = count_chain(&mut p.iter().step_by(2).copied());
     let odd = count_chain(&mut p.iter().skip(1).step_by(2).copied());
     n >= 8 && matches!((even, odd), (Some(a), Some(b)) if a.max(b) >= 6 && a.min(b) >= 4)
+}
+
+/// A phrase of three or more words opening with a negation (`notHighEnoughEntropy`,
+/// `not_a_real_key`, `NoSecretsHere`): the value says what it is not, as a stand-in does.
+fn negated_phrase(v: &[u8]) -> bool {
+    if !(8..=64).contains(&v.len())
+        || !v
+            .iter()
+            .all(|&b| b.is_ascii_alphabetic() || matches!(b, b'_' | b'-' | b'.'))
+    {
+        return false;
+    }
+    let mut words = 0;
+    let mut first_end = v.len();
+    for k in 1..v.len() {
+        let starts = v[k].is_ascii_uppercase() && v[k - 1].is_ascii_lowercase()
+            || v[k].is_ascii_alphabetic() && !v[k - 1].is_ascii_alphabetic();
+        if starts {
+            words += 1;
+            first_end = first_end.min(k);
+        }
+    }
+    let first = trim_end_of(&v[..first_end], |b| matches!(b, b'_' | b'-' | b'.'));
+    words >= 2 && (first.eq_ignore_ascii_case(b"not") || first.eq_ignore_ascii_case(b"no"))
+}
+
+/// One count of six or more, up or down, is most of a short value (`123456789a1234`,
+/// `23456789a1`): typed to fill a slot around a counted run, not drawn at random.
+fn mostly_one_count(v: &[u8]) -> bool {
+    if !(8..=32).contains(&v.len()) || !v.iter().all(u8::is_ascii_alphanumeric) {
+        return false;
+    }
+    let (mut best, mut run, mut dir) = (1usize, 1usize, 0i8);
+    for w in v.windows(2) {
+        let step = if w[1] == w[0].wrapping_add(1) || w[0] == b'9' && w[1] == b'0' {
+            1
+        } else if w[1] == w[0].wrapping_sub(1) || w[0] == b'0' && w[1] == b'9' {
+            -1
+        } else {
+            0
+        };
+        if step != 0 && (run == 1 || step == dir) {
+            run += 1;
+            dir = step;
+        } else {
+            run = 1;
+            dir = 0;
+        }
+        best = best.max(run);
+    }
+    best >= 6 && best * 5 >= v.len() * 3
 }
 
 /// The runs of `seq` (each stepping by one, up or down, `9` to `0` and back counting too): the
@@ -11837,5 +11890,28 @@ mod tests {
         assert_found(&[
             "-----BEGIN RSA PRIVATE KEY-----\nputTheWholeKeyBodyOfTheDeployUser7HereBefore+RunningTheScript/\n-----END RSA PRIVATE KEY-----",
         ]);
+    }
+
+    /// One count of six or more making most of a short value is filler typed around a run; a
+    /// word with a shorter count, or a random value, is a password.
+    #[test]
+    fn a_short_value_mostly_one_count_is_filler() {
+        assert_clean(&[
+            "db_pass = 3456789012b7",
+            "API_SECRET=98765432zq1",
+            "auth_token: \"k345678901\"",
+        ]);
+        assert_found(&["db_pass = 7Qm2x9Lk4Tz8", "API_SECRET=Summer123456"]);
+    }
+
+    /// A phrase opening with a negation says what the value is not: a stand-in.
+    #[test]
+    fn a_phrase_opening_with_a_negation_is_a_stand_in() {
+        assert_clean(&[
+            "api_secret = 'notTheProductionValue'",
+            "DB_PASSWORD=no_password_set_yet",
+            "token: \"not-a-real-token\"",
+        ]);
+        assert_found(&["api_secret = 'nottinghamForestFan'", "DB_PASSWORD=Nq8vR2mXz7"]);
     }
 }
