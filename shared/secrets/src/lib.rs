@@ -2318,6 +2318,29 @@ impl<'t> Scan<'t> {
         }
         let token_end = run_end_max(bytes, p, 256, |b| KEYWORD_TOKEN[usize::from(b)]);
         let token = &bytes[p..token_end];
+        // `Facebook = 294790898041575 | ce3f…`: an app's numeric id, a separator, then its secret.
+        if !generic && token.len() >= 6 && token.iter().all(u8::is_ascii_digit) {
+            let sep = skip_blank(bytes, token_end);
+            if matches!(bytes.get(sep), Some(b'|' | b'/' | b',' | b':')) {
+                let q = skip_blank(bytes, sep + 1);
+                let e = run_end_max(bytes, q, 256, |b| KEYWORD_TOKEN[usize::from(b)]);
+                let t = &bytes[q..e];
+                let closed = bytes
+                    .get(e)
+                    .is_none_or(|&b| b.is_ascii_whitespace() || b"\"'`;,<)]}|".contains(&b));
+                if closed
+                    && t.len() >= 16
+                    && has_digit(t)
+                    && t.iter().any(u8::is_ascii_alphabetic)
+                    && entropy(t) >= 3.0
+                    && !is_placeholder(t)
+                    && let Some(name) = rules::keyword_match(key, t)
+                {
+                    self.push(SecretKind::Vendor(name), q, e);
+                    return;
+                }
+            }
+        }
         // Too short for a provider's value, and a key with no secret word reads nothing more.
         if !generic && token.len() < 16 {
             return;
@@ -5086,13 +5109,30 @@ fn names_where_secret_lives(bytes: &[u8], value: &Value, v: &[u8], key: &[u8], s
 }
 
 /// A digest of the secret kept to recognise it, not the secret: a hex digest under a `hashed…`
-/// key (a scanner's baseline `"hashed_secret": "…"`, `hashedPassword`).
+/// key (a scanner's baseline `"hashed_secret": "…"`, `hashedPassword`) or one whose last word
+/// names a digest (`VALID_TOKEN_IGNORE_SHA`).
 fn digest_of_secret(bytes: &[u8], key: &[u8], v: &[u8]) -> bool {
     let before = text_before(bytes, key);
     let hashed = key.len() > 6 && key[..6].eq_ignore_ascii_case(b"hashed")
         || ends_with_ci(before, b"hashed_")
         || ends_with_ci(before, b"hashed");
-    hashed && hex_digest(v)
+    // A key whose last word names a digest (`TOKEN_IGNORE_SHA`, `api_key_hash`) holds one.
+    let last = &key[key
+        .iter()
+        .rposition(|&b| matches!(b, b'_' | b'-' | b'.'))
+        .map_or(0, |k| k + 1)..];
+    let digest_named = [
+        &b"sha"[..],
+        b"sha1",
+        b"sha256",
+        b"sha512",
+        b"hash",
+        b"digest",
+        b"checksum",
+    ]
+    .iter()
+    .any(|w| last.eq_ignore_ascii_case(w));
+    (hashed || digest_named) && hex_digest(v)
 }
 
 /// Whether the text at `p` is inside an AWS resource name (`arn:aws:secretsmanager:…:secret:…`):
@@ -11874,8 +11914,12 @@ mod tests {
             "\"hashed_password\": \"9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08\"",
             "hashedToken = \"5baa61e4c9b93f3f0682250b6cf8331b7ee68fd8\"",
         ]);
+        assert_clean(&[
+            "IGNORED_TOKEN_SHA = os.getenv(\"IGNORED_TOKEN_SHA\", \"9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08\")",
+        ]);
         assert_found(&[
             "hashedToken = \"q8Zr2LmVx5Tk9Wb3Yn7Hc1Pf4Dj6\"",
+            "SERVICE_TOKEN = os.getenv(\"SERVICE_TOKEN\", \"9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08\")",
             "api_token = \"5baa61e4c9b93f3f0682250b6cf8331b7ee68fd8\"",
         ]);
     }
@@ -11913,5 +11957,18 @@ mod tests {
             "token: \"not-a-real-token\"",
         ]);
         assert_found(&["api_secret = 'nottinghamForestFan'", "DB_PASSWORD=Nq8vR2mXz7"]);
+    }
+
+    /// A provider's word, an app's numeric id, a separator, then the app's secret: the secret.
+    #[test]
+    fn a_providers_id_then_a_separated_secret_is_its_secret() {
+        assert_found(&[
+            "Facebook = 518236470912358 | 7d2c94e1b08af35c6e917d40a2b8f1c3;",
+            "facebook: 518236470912358 / 7d2c94e1b08af35c6e917d40a2b8f1c3",
+        ]);
+        assert_clean(&[
+            "Facebook = 518236470912358 | 00000000000000000000000000000000;",
+            "facebook: 518236470912358 / likes-and-comments-per-day",
+        ]);
     }
 }

@@ -37,6 +37,7 @@ const FLOORS: &[(&str, f64, f64)] = &[
     ("leaky-repo", 95.7, 0.0),
     ("devskim", 95.0, 0.0),
     ("deepsecrets", 97.0, 0.0),
+    ("ggshield", 100.0, 0.0),
 ];
 
 /// What each source is, for the table.
@@ -86,6 +87,10 @@ const LABELS: &[(&str, &str)] = &[
     (
         "deepsecrets",
         "DeepSecrets' test fixtures (code and config files, lines and long excerpts) in those six shapes",
+    ),
+    (
+        "ggshield",
+        "ggshield's scanned patches and files (commit headers, added, moved and deleted lines) in four new shapes",
     ),
 ];
 
