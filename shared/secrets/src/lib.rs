@@ -2318,7 +2318,7 @@ impl<'t> Scan<'t> {
         }
         let token_end = run_end_max(bytes, p, 256, |b| KEYWORD_TOKEN[usize::from(b)]);
         let token = &bytes[p..token_end];
-        // `Facebook = 294790898041575 | ce3f…`: an app's numeric id, a separator, then its secret.
+        // `Facebook = 518236470912358 | 7d2c…`: an app's numeric id, a separator, then its secret.
         if !generic && token.len() >= 6 && token.iter().all(u8::is_ascii_digit) {
             let sep = skip_blank(bytes, token_end);
             if matches!(bytes.get(sep), Some(b'|' | b'/' | b',' | b':')) {
@@ -5081,9 +5081,10 @@ fn value_is_secret(bytes: &[u8], value: &Value, key: &[u8], strength: Strength, 
 }
 
 /// A value that names what a secret is, not the secret: a digest of it under a `hashed…` key; a
-/// part of an AWS resource name (`arn:aws:secretsmanager:…:secret:<name>`); a string prefix the parser left on a slot's own name (C#'s `@"Password"`, `$"…"`); a variable
-/// naming the secret handed on in an argument list (`aws_secret_access_key=ok_secret,`); a
-/// package name and its version under a weak key (`cache-key: flutter-3.3.x`).
+/// part of an AWS resource name (`arn:aws:secretsmanager:…:secret:<name>`); a string prefix the
+/// parser left on a slot's own name (C#'s `@"Token"`, `$"…"`); a variable naming the secret
+/// handed on in an argument list (`api_key=staging_api_key,`); a package name and its version
+/// under a weak key (`cache-key: node-20.11.x`).
 fn names_where_secret_lives(bytes: &[u8], value: &Value, v: &[u8], key: &[u8], strength: Strength) -> bool {
     if let Some(inner) = v
         .strip_prefix(b"@\"")
@@ -5147,8 +5148,8 @@ fn within_arn(bytes: &[u8], p: usize) -> bool {
     token.starts_with(b"arn:aws:") || token.starts_with(b"arn:aws-")
 }
 
-/// A snake-case variable whose last word names a secret (`ok_secret`, `db_password`,
-/// `uhoh_token`): lower-case words joined by `_`, none of them digits.
+/// A snake-case variable whose last word names a secret (`staging_api_key`, `db_password`,
+/// `old_token`): lower-case words joined by `_`, none of them digits.
 fn secret_variable(v: &[u8]) -> bool {
     const LAST: Words = words_of!(b"secret password passwd pwd token key apikey credential credentials pass");
     let Some(k) = v.iter().rposition(|&b| b == b'_') else {
@@ -5157,7 +5158,7 @@ fn secret_variable(v: &[u8]) -> bool {
     k > 0 && v.iter().all(|&b| b.is_ascii_lowercase() || b == b'_') && LAST.iter().any(|w| &v[k + 1..] == w)
 }
 
-/// A package or tool name and its version (`flutter-3.3.x`, `node@18.2.0`, `go1.21`): a name of
+/// A package or tool name and its version (`node-20.11.x`, `gradle@8.6`, `go1.21`): a name of
 /// letters, a separator, then numbers joined by dots with at least one dot, `x` or `*` standing
 /// for any.
 fn name_version(v: &[u8]) -> bool {
@@ -6623,7 +6624,7 @@ pub(crate) fn fabricated(v: &[u8]) -> bool {
         || counts(2, false)
         || counts(2, true)
         || v.windows(7).any(|w| w == b"EXAMPLE")
-        // The same documentation marker in its other spelling (`SAMPLEIvYXdz…`, `…CYESAMPLEKEY`):
+        // The same documentation marker in its other spelling (`SAMPLEq8Zr2…`, `…Tk9SAMPLEYn7…`):
         // six capitals a generated value holds about once in a billion.
         || v.windows(6).any(|w| w == b"SAMPLE")
         || filler_run(v)
@@ -6866,7 +6867,7 @@ fn placeholder_words(v: &[u8]) -> bool {
         sanitized removed"
     );
     // Sentence words: a value of four or more words with a verb among them says what it is
-    // (`this-is-a-secret`, `this-is-probably-a-test`) rather than being one.
+    // (`this-is-my-token`, `it_is_not_a_real_secret`) rather than being one.
     const SENTENCE: Words = words_of!(b"is isnt are was be probably not just only");
     const FILLERS: Words = words_of!(
         b"me it my the a an with real actual own here goes this value secret password \
