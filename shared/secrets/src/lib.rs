@@ -308,7 +308,69 @@ fn scan_text(text: &str) -> Vec<Finding> {
     if same_line_tokens(text.as_bytes(), &mut found, name_words.as_deref()) {
         found.sort_by_key(|f| (f.start, f.kind.rank()));
     }
+    if keyed_call_literals(text.as_bytes(), &mut found) {
+        found.sort_by_key(|f| (f.start, f.kind.rank()));
+    }
     found
+}
+
+/// A keyed hash's or a signed token's key passed as a literal (`createHmac('sha256', '…')`,
+/// `hmac.new(b'…', msg, sha256)`, `Algorithm.HMAC256("…")`, `jwt.sign(payload, '…')`): the key,
+/// when it looks generated; a stand-in (`'secret'`, `'shhhhh'`) or a variable is none. Whether
+/// any such call is there is one byte search per `(`.
+fn keyed_call_literals(bytes: &[u8], found: &mut Vec<Finding>) -> bool {
+    // The callee's name (its end, any case) and which argument holds the key.
+    const CALLS: [(&[u8], usize); 9] = [
+        (b"createhmac", 1),
+        (b"hmac.new", 0),
+        (b"hmac256", 0),
+        (b"hmac384", 0),
+        (b"hmac512", 0),
+        (b"jwt.sign", 1),
+        (b"jwt.verify", 1),
+        (b"jwt.encode", 1),
+        (b"jwt.decode", 1),
+    ];
+    let before = found.len();
+    let mut at = 0;
+    while let Some(k) = find_byte(b'(', &bytes[at..]) {
+        let open = at + k;
+        at = open + 1;
+        let name = &bytes[open
+            - run_back(&bytes[..open], |b| {
+                b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_')
+            })..open];
+        let Some(&(_, arg)) = CALLS.iter().find(|(c, _)| {
+            ends_with_ci(name, c)
+                && (name.len() == c.len() || matches!(name[name.len() - c.len() - 1], b'.' | b'_'))
+        }) else {
+            continue;
+        };
+        let mut p = open + 1;
+        for _ in 0..arg {
+            match top_level(bytes, p, b",", 512) {
+                Some(comma) => p = comma + 1,
+                None => break,
+            }
+        }
+        let mut p = run_end_max(bytes, p, 64, |b| b.is_ascii_whitespace());
+        // Python's bytes literal (`b'…'`).
+        if matches!(bytes.get(p), Some(b'b' | b'B')) && matches!(bytes.get(p + 1), Some(b'"' | b'\'')) {
+            p += 1;
+        }
+        let Some(value) = Value::parse(bytes, p, Stop::Code).filter(|v| v.quoted) else {
+            continue;
+        };
+        let v = value.text(bytes);
+        if looks_random(v, 12) && has_digit(v) && !is_placeholder(v) {
+            found.push(Finding {
+                kind: SecretKind::Assignment,
+                start: value.start,
+                end: value.end,
+            });
+        }
+    }
+    found.len() > before
 }
 
 /// `text` with the layout that opens its lines read as blanks: the `>` markers of quoted lines
@@ -11970,6 +12032,24 @@ mod tests {
         assert_clean(&[
             "Facebook = 518236470912358 | 00000000000000000000000000000000;",
             "facebook: 518236470912358 / likes-and-comments-per-day",
+        ]);
+    }
+
+    /// A keyed hash's or a signed token's key passed as a literal is the key when it looks
+    /// generated; a stand-in or a variable there is none.
+    #[test]
+    fn a_keyed_calls_literal_key_is_a_secret() {
+        assert_found(&[
+            "const sig = crypto.createHmac('sha256', 'Tz4mQ8vLx2Wp9Kd7Rb3N').update(body).digest('hex');",
+            "mac = hmac.new(b'Lq7Zx2Vm9Tk4Wb8Yn3Hc', msg, hashlib.sha256)",
+            "Algorithm alg = Algorithm.HMAC256(\"Pq8Wn2Zx5Lm9Tk3Vb7Rc\");",
+            "const t = jwt.sign({ sub: user.id }, 'Hx9Lm2Qw7Zt4Vk8Np3Rb', { expiresIn: '1h' });",
+        ]);
+        assert_clean(&[
+            "const sig = crypto.createHmac('sha256', process.env.WEBHOOK_KEY).update(body).digest('hex');",
+            "mac = hmac.new(b'secret', msg, hashlib.sha256)",
+            "const t = jwt.sign({ sub: user.id }, 'keyboard cat');",
+            "Algorithm alg = Algorithm.HMAC256(\"changeme\");",
         ]);
     }
 }
