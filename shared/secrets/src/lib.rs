@@ -311,7 +311,69 @@ fn scan_text(text: &str) -> Vec<Finding> {
     if same_line_tokens(text.as_bytes(), &mut found, name_words.as_deref()) {
         found.sort_by_key(|f| (f.start, f.kind.rank()));
     }
+    if keyed_call_literals(text.as_bytes(), &mut found) {
+        found.sort_by_key(|f| (f.start, f.kind.rank()));
+    }
     found
+}
+
+/// A keyed hash's or a signed token's key passed as a literal (`createHmac('sha256', '…')`,
+/// `hmac.new(b'…', msg, sha256)`, `Algorithm.HMAC256("…")`, `jwt.sign(payload, '…')`): the key,
+/// when it looks generated; a stand-in (`'secret'`, `'shhhhh'`) or a variable is none. Whether
+/// any such call is there is one byte search per `(`.
+fn keyed_call_literals(bytes: &[u8], found: &mut Vec<Finding>) -> bool {
+    // The callee's name (its end, any case) and which argument holds the key.
+    const CALLS: [(&[u8], usize); 9] = [
+        (b"createhmac", 1),
+        (b"hmac.new", 0),
+        (b"hmac256", 0),
+        (b"hmac384", 0),
+        (b"hmac512", 0),
+        (b"jwt.sign", 1),
+        (b"jwt.verify", 1),
+        (b"jwt.encode", 1),
+        (b"jwt.decode", 1),
+    ];
+    let before = found.len();
+    let mut at = 0;
+    while let Some(k) = find_byte(b'(', &bytes[at..]) {
+        let open = at + k;
+        at = open + 1;
+        let name = &bytes[open
+            - run_back(&bytes[..open], |b| {
+                b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_')
+            })..open];
+        let Some(&(_, arg)) = CALLS.iter().find(|(c, _)| {
+            ends_with_ci(name, c)
+                && (name.len() == c.len() || matches!(name[name.len() - c.len() - 1], b'.' | b'_'))
+        }) else {
+            continue;
+        };
+        let mut p = open + 1;
+        for _ in 0..arg {
+            match top_level(bytes, p, b",", 512) {
+                Some(comma) => p = comma + 1,
+                None => break,
+            }
+        }
+        let mut p = run_end_max(bytes, p, 64, |b| b.is_ascii_whitespace());
+        // Python's bytes literal (`b'…'`).
+        if matches!(bytes.get(p), Some(b'b' | b'B')) && matches!(bytes.get(p + 1), Some(b'"' | b'\'')) {
+            p += 1;
+        }
+        let Some(value) = Value::parse(bytes, p, Stop::Code).filter(|v| v.quoted) else {
+            continue;
+        };
+        let v = value.text(bytes);
+        if looks_random(v, 12) && has_digit(v) && !is_placeholder(v) {
+            found.push(Finding {
+                kind: SecretKind::Assignment,
+                start: value.start,
+                end: value.end,
+            });
+        }
+    }
+    found.len() > before
 }
 
 /// `text` with the layout that opens its lines read as blanks: the `>` markers of quoted lines
@@ -2330,6 +2392,29 @@ impl<'t> Scan<'t> {
         }
         let token_end = run_end_max(bytes, p, 256, |b| KEYWORD_TOKEN[usize::from(b)]);
         let token = &bytes[p..token_end];
+        // `Facebook = 518236470912358 | 7d2c…`: an app's numeric id, a separator, then its secret.
+        if !generic && token.len() >= 6 && token.iter().all(u8::is_ascii_digit) {
+            let sep = skip_blank(bytes, token_end);
+            if matches!(bytes.get(sep), Some(b'|' | b'/' | b',' | b':')) {
+                let q = skip_blank(bytes, sep + 1);
+                let e = run_end_max(bytes, q, 256, |b| KEYWORD_TOKEN[usize::from(b)]);
+                let t = &bytes[q..e];
+                let closed = bytes
+                    .get(e)
+                    .is_none_or(|&b| b.is_ascii_whitespace() || b"\"'`;,<)]}|".contains(&b));
+                if closed
+                    && t.len() >= 16
+                    && has_digit(t)
+                    && t.iter().any(u8::is_ascii_alphabetic)
+                    && entropy(t) >= 3.0
+                    && !is_placeholder(t)
+                    && let Some(name) = rules::keyword_match(key, t)
+                {
+                    self.push(SecretKind::Vendor(name), q, e);
+                    return;
+                }
+            }
+        }
         // Too short for a provider's value, and a key with no secret word reads nothing more.
         if !generic && token.len() < 16 {
             return;
@@ -2464,6 +2549,8 @@ impl<'t> Scan<'t> {
             && (!value.starts_with(b"/") || random_after_slash(value))
             && !readable_url(value)
             && (strong || !base64_text(value))
+            && !digest_of_secret(bytes, key, value)
+            && !within_arn(bytes, p)
         {
             self.push(SecretKind::Assignment, p, end);
         }
@@ -3228,7 +3315,7 @@ impl<'t> Scan<'t> {
                     || (bytes[pos - 1] == b'='
                         && !site.spaced_before
                         && !spaced_after
-                        && (shell_line(line) || all_caps(key)))
+                        && (shell_line(line) || all_caps(key) || npm_scope(trim_ascii(line))))
                 {
                     Mode::Literal
                 } else {
@@ -3305,6 +3392,14 @@ impl<'t> Scan<'t> {
         // `Authorization: Bearer ACCESS_TOKEN`: the credential's name where it goes.
         if kind == SecretKind::AuthHeader && constant_like(value.text(bytes)) {
             return;
+        }
+        // `key: !!binary <base64>`: YAML's tag says how the value is written; the value follows.
+        if !value.quoted
+            && value.text(bytes) == b"!!binary"
+            && matches!(bytes.get(value.raw_end), Some(b' ' | b'\t'))
+            && let Some(v) = Value::parse(bytes, skip_blank(bytes, value.raw_end), Stop::Blank)
+        {
+            value = v;
         }
         if mode == Mode::Prose {
             kind = SecretKind::Prose;
@@ -5054,6 +5149,9 @@ fn value_is_secret(bytes: &[u8], value: &Value, key: &[u8], strength: Strength, 
     if mode == Mode::Code && !value.quoted && member_path(v) {
         return false;
     }
+    if names_where_secret_lives(bytes, value, v, key, strength) {
+        return false;
+    }
     if code_continuation(v) || quoted_slot(v) || url_stand_in_userinfo(v) || ldap_dn(v) {
         return false;
     }
@@ -5168,6 +5266,102 @@ fn value_is_secret(bytes: &[u8], value: &Value, key: &[u8], strength: Strength, 
     }
 }
 
+/// A value that names what a secret is, not the secret: a digest of it under a `hashed…` key; a
+/// part of an AWS resource name (`arn:aws:secretsmanager:…:secret:<name>`); a string prefix the
+/// parser left on a slot's own name (C#'s `@"Token"`, `$"…"`); a variable naming the secret
+/// handed on in an argument list (`api_key=staging_api_key,`); a package name and its version
+/// under a weak key (`cache-key: node-20.11.x`).
+fn names_where_secret_lives(bytes: &[u8], value: &Value, v: &[u8], key: &[u8], strength: Strength) -> bool {
+    if let Some(inner) = v
+        .strip_prefix(b"@\"")
+        .or_else(|| v.strip_prefix(b"$\""))
+        .or_else(|| v.strip_prefix(b"@'"))
+    {
+        let inner = inner.strip_suffix(b"\"").unwrap_or(inner);
+        if is_placeholder(inner) || same_as_key(inner, key) || stand_in_for_key(inner, key) {
+            return true;
+        }
+    }
+    let raw = &bytes[value.start..value.raw_end];
+    if !value.quoted
+        && raw.ends_with(b",")
+        && line_end(bytes, value.raw_end) == value.raw_end
+        && secret_variable(v)
+    {
+        return true;
+    }
+    digest_of_secret(bytes, key, v)
+        || within_arn(bytes, value.start)
+        || strength == Strength::Weak && name_version(v)
+}
+
+/// A digest of the secret kept to recognise it, not the secret: a hex digest under a `hashed…`
+/// key (a scanner's baseline `"hashed_secret": "…"`, `hashedPassword`) or one whose last word
+/// names a digest (`VALID_TOKEN_IGNORE_SHA`).
+fn digest_of_secret(bytes: &[u8], key: &[u8], v: &[u8]) -> bool {
+    let before = text_before(bytes, key);
+    let hashed = key.len() > 6 && key[..6].eq_ignore_ascii_case(b"hashed")
+        || ends_with_ci(before, b"hashed_")
+        || ends_with_ci(before, b"hashed");
+    // A key whose last word names a digest (`TOKEN_IGNORE_SHA`, `api_key_hash`) holds one.
+    let last = &key[key
+        .iter()
+        .rposition(|&b| matches!(b, b'_' | b'-' | b'.'))
+        .map_or(0, |k| k + 1)..];
+    let digest_named = [
+        &b"sha"[..],
+        b"sha1",
+        b"sha256",
+        b"sha512",
+        b"hash",
+        b"digest",
+        b"checksum",
+    ]
+    .iter()
+    .any(|w| last.eq_ignore_ascii_case(w));
+    (hashed || digest_named) && hex_digest(v)
+}
+
+/// Whether the text at `p` is inside an AWS resource name (`arn:aws:secretsmanager:…:secret:…`):
+/// its words name a secret's home, not the secret.
+fn within_arn(bytes: &[u8], p: usize) -> bool {
+    let before = line_before(bytes, p);
+    let start = before
+        .iter()
+        .rposition(|&b| b.is_ascii_whitespace() || b"\"'`=(,[{".contains(&b))
+        .map_or(0, |k| k + 1);
+    let token = &before[start..];
+    token.starts_with(b"arn:aws:") || token.starts_with(b"arn:aws-")
+}
+
+/// A snake-case variable whose last word names a secret (`staging_api_key`, `db_password`,
+/// `old_token`): lower-case words joined by `_`, none of them digits.
+fn secret_variable(v: &[u8]) -> bool {
+    const LAST: Words = words_of!(b"secret password passwd pwd token key apikey credential credentials pass");
+    let Some(k) = v.iter().rposition(|&b| b == b'_') else {
+        return false;
+    };
+    k > 0 && v.iter().all(|&b| b.is_ascii_lowercase() || b == b'_') && LAST.iter().any(|w| &v[k + 1..] == w)
+}
+
+/// A package or tool name and its version (`node-20.11.x`, `gradle@8.6`, `go1.21`): a name of
+/// letters, a separator, then numbers joined by dots with at least one dot, `x` or `*` standing
+/// for any.
+fn name_version(v: &[u8]) -> bool {
+    let Some(sep) = v.iter().rposition(|&b| matches!(b, b'-' | b'@' | b'_')) else {
+        return false;
+    };
+    let (name, version) = (&v[..sep], &v[sep + 1..]);
+    let version = version.strip_prefix(b"v").unwrap_or(version);
+    name.len() >= 2
+        && name.iter().all(|&b| b.is_ascii_alphabetic() || b == b'-')
+        && version.first().is_some_and(u8::is_ascii_digit)
+        && version.contains(&b'.')
+        && version
+            .split(|&b| b == b'.')
+            .all(|p| !p.is_empty() && (p.iter().all(u8::is_ascii_digit) || p == b"x" || p == b"*"))
+}
+
 /// An unquoted value of letters (and `-`) ending its line that is not a type or schema word:
 /// `SuperSecretPassword`, `trustno-one-ever`, `qwertyuiop`; not `str`, `SecretStr`, `PasswordField`,
 /// `required`, nor a word shorter than eight letters (`Bcrypt`, `Rosebud`).
@@ -5211,6 +5405,16 @@ fn statement_start(line: &[u8]) -> bool {
     let before = trim_ascii(line);
     let before = trim_ascii(before.strip_suffix(b"$").unwrap_or(before));
     before.is_empty() || before.ends_with(b";") || location_prefix(before)
+}
+
+/// An `.npmrc` line's registry scope before its key (`//registry.example.com/releases:` in
+/// `//…:_password=…`, the path's last segment read with the key or not): what follows `=` is
+/// the setting's literal text, as in a shell's or an env file's assignment.
+fn npm_scope(before: &[u8]) -> bool {
+    before.len() > 3
+        && before.starts_with(b"//")
+        && matches!(before.last(), Some(b':' | b'/'))
+        && !before.iter().any(u8::is_ascii_whitespace)
 }
 
 /// Where the text of a line quoting a file starts, after the file's location and the prefix
@@ -6821,6 +7025,8 @@ fn is_placeholder(v: &[u8]) -> bool {
         || placeholder_words(v)
         || fabricated(v)
         || counted_through(v)
+        || mostly_one_count(v)
+        || negated_phrase(v)
         || alternating_count(v)
         || encoded_filler(v)
         || rules::prefix_then_filler(v)
@@ -7037,6 +7243,9 @@ pub(crate) fn fabricated(v: &[u8]) -> bool {
         || counts(2, false)
         || counts(2, true)
         || v.windows(7).any(|w| w == b"EXAMPLE")
+        // The same documentation marker in its other spelling (`SAMPLEq8Zr2…`, `…Tk9SAMPLEYn7…`):
+        // six capitals a generated value holds about once in a billion.
+        || v.windows(6).any(|w| w == b"SAMPLE")
         || filler_run(v)
 }
 
@@ -7065,6 +7274,57 @@ pub(crate) fn counted_through(v: &[u8]) -> bool {
     let even = count_chain(&mut p.iter().step_by(2).copied());
     let odd = count_chain(&mut p.iter().skip(1).step_by(2).copied());
     n >= 8 && matches!((even, odd), (Some(a), Some(b)) if a.max(b) >= 6 && a.min(b) >= 4)
+}
+
+/// A phrase of three or more words opening with a negation (`notHighEnoughEntropy`,
+/// `not_a_real_key`, `NoSecretsHere`): the value says what it is not, as a stand-in does.
+fn negated_phrase(v: &[u8]) -> bool {
+    if !(8..=64).contains(&v.len())
+        || !v
+            .iter()
+            .all(|&b| b.is_ascii_alphabetic() || matches!(b, b'_' | b'-' | b'.'))
+    {
+        return false;
+    }
+    let mut words = 0;
+    let mut first_end = v.len();
+    for k in 1..v.len() {
+        let starts = v[k].is_ascii_uppercase() && v[k - 1].is_ascii_lowercase()
+            || v[k].is_ascii_alphabetic() && !v[k - 1].is_ascii_alphabetic();
+        if starts {
+            words += 1;
+            first_end = first_end.min(k);
+        }
+    }
+    let first = trim_end_of(&v[..first_end], |b| matches!(b, b'_' | b'-' | b'.'));
+    words >= 2 && (first.eq_ignore_ascii_case(b"not") || first.eq_ignore_ascii_case(b"no"))
+}
+
+/// One count of six or more, up or down, is most of a short value (`123456789a1234`,
+/// `23456789a1`): typed to fill a slot around a counted run, not drawn at random.
+fn mostly_one_count(v: &[u8]) -> bool {
+    if !(8..=32).contains(&v.len()) || !v.iter().all(u8::is_ascii_alphanumeric) {
+        return false;
+    }
+    let (mut best, mut run, mut dir) = (1usize, 1usize, 0i8);
+    for w in v.windows(2) {
+        let step = if w[1] == w[0].wrapping_add(1) || w[0] == b'9' && w[1] == b'0' {
+            1
+        } else if w[1] == w[0].wrapping_sub(1) || w[0] == b'0' && w[1] == b'9' {
+            -1
+        } else {
+            0
+        };
+        if step != 0 && (run == 1 || step == dir) {
+            run += 1;
+            dir = step;
+        } else {
+            run = 1;
+            dir = 0;
+        }
+        best = best.max(run);
+    }
+    best >= 6 && best * 5 >= v.len() * 3
 }
 
 /// The runs of `seq` (each stepping by one, up or down, `9` to `0` and back counting too): the
@@ -7225,6 +7485,9 @@ fn placeholder_words(v: &[u8]) -> bool {
         replace insert sample fake todo fixme please plz pls obfuscated censored omitted elided scrubbed \
         sanitized removed random something whatever value"
     );
+    // Sentence words: a value of four or more words with a verb among them says what it is
+    // (`this-is-my-token`, `it_is_not_a_real_secret`) rather than being one.
+    const SENTENCE: Words = words_of!(b"is isnt are was be probably not just only");
     const FILLERS: Words = words_of!(
         b"me it my the a an with real actual own here goes this secret password \
         passwd pass pwd token key api access auth client app db database user name id string test demo \
@@ -7264,6 +7527,7 @@ fn placeholder_words(v: &[u8]) -> bool {
         return true;
     }
     let mut marker = false;
+    let (mut parts, mut verb) = (0, false);
     let mut start = 0;
     for k in 0..=v.len() {
         let boundary = k == v.len()
@@ -7279,6 +7543,11 @@ fn placeholder_words(v: &[u8]) -> bool {
             k
         };
         if part.is_empty() {
+            continue;
+        }
+        parts += 1;
+        if SENTENCE.iter().any(|w| part.eq_ignore_ascii_case(w)) {
+            verb = true;
             continue;
         }
         match stand_in_words(part, &MARKERS, &FILLERS) {
@@ -7306,7 +7575,7 @@ fn placeholder_words(v: &[u8]) -> bool {
         ]
         .iter()
         .any(|w| v.ends_with(w));
-    marker || named
+    marker || named || verb && parts >= 4
 }
 
 /// Whether `part` is stand-in words run together (`yourpassword`, `changemeplease`): `None` if
@@ -8117,7 +8386,10 @@ fn pem_illustration(body: &[u8]) -> bool {
     // A pattern in the body's place (`[\S\s]{15,}?`, a rule that finds keys) holds characters no
     // PEM body or header does.
     let pattern = body.iter().any(|b| b"[]{}\\?()*|^$".contains(b));
+    // Letters alone, no digit nor `+/=` in sixty-odd base64 bytes, is a sentence in camel case
+    // (`somethingSuperRandomAndSecretHere…`): a key's body holds one in a few bytes.
     base64 < 32 && (!encoded || pattern)
+        || !encoded && base64 < 128
         || base64 <= text.len() && base64_text(&text[..n])
         || mostly_counted(body)
         // Elided (`...`, `…`) with no whole line of a key left: a format's sketch.
@@ -12253,6 +12525,197 @@ mod tests {
             "<p>curl -u &lt;user:password&gt; https://test.com/endpoint<br>\n</p>",
             "<p>password = $DB_PASSWORD<br>\ntoken: ${{ secrets.TOKEN }}</p>",
             "line one<br>\nline two<br>\n<li>item</li>",
+        ]);
+    }
+
+    /// C#'s verbatim and interpolated strings (`@"…"`, `$"…"`) around a slot's own name are the
+    /// name; around a random literal they hold the secret.
+    #[test]
+    fn a_string_prefix_around_a_slots_name_is_no_secret() {
+        assert_clean(&[
+            "private const string ServicePasswordSecretKey = @\"Password\";",
+            "static readonly string ApiTokenSecretKey = $\"Token\";",
+        ]);
+        assert_found(&["public const string SmtpPassword = @\"r9T!vQ2#mZ8pL4wX\";"]);
+    }
+
+    /// A lower-case variable naming the secret, handed on in a call's argument list split over
+    /// lines, holds the secret; the literal in the same place is one.
+    #[test]
+    fn a_variable_naming_the_secret_in_an_argument_list_is_no_secret() {
+        assert_clean(&[
+            "conn = connect(\n    host=db_host,\n    password=db_password,\n    port=5432,\n)",
+            "client = Client(\n    api_key=staging_api_key,\n    timeout=30,\n)",
+        ]);
+        assert_found(&[
+            "conn = connect(\n    host=db_host,\n    password=\"Wq8!zL3vR6tY\",\n    port=5432,\n)",
+            "client = Client(\n    api_key=\"c4Tz9QmW2xLp7VbN8rKs\",\n    timeout=30,\n)",
+        ]);
+    }
+
+    /// A tool's name and its version under a weak key (a cache key, a lock key) is a label.
+    #[test]
+    fn a_name_and_its_version_under_a_weak_key_is_a_label() {
+        assert_clean(&[
+            "    cache-key: node-20.11.x",
+            "lock_key = terraform-1.7.5",
+            "key: gradle@8.6",
+        ]);
+        assert_found(&["    cache-key: nV7qZ2xL9mT4wK8p"]);
+    }
+
+    /// A value that is a sentence about itself (`this-is-my-token`) stands in for the secret; a
+    /// passphrase of words without a verb among them is one.
+    #[test]
+    fn a_sentence_in_the_secrets_place_stands_in_for_it() {
+        assert_clean(&[
+            "token: \"this-is-my-token\"",
+            "API_SECRET=\"it_is_not_a_real_secret\"",
+            "password = 'this.is.just.a.test'",
+        ]);
+        assert_found(&[
+            "password = \"lantern-orbit-mossy-quartz\"",
+            "API_SECRET=\"tundra_Falcon_Orbit_97\"",
+        ]);
+    }
+
+    /// `SAMPLE` in capitals inside a value marks it as documentation, as `EXAMPLE` does; the
+    /// same value without it is a key.
+    #[test]
+    fn the_sample_marker_makes_a_value_a_stand_in() {
+        assert_clean(&[
+            "AWS_SECRET_ACCESS_KEY=SAMPLEq8Zr2LmVx5Tk9Wb3Yn7Hc1Pf4Dj6Gs0A",
+            "aws_session_token = \"Fq8Zr2LmVx5Tk9Wb3SAMPLEYn7Hc1Pf4Dj6Gs0A2Bb4Cc\"",
+        ]);
+        assert_found(&["AWS_SECRET_ACCESS_KEY=Wq8Zr2LmVx5Tk9Wb3Yn7Hc1Pf4Dj6Gs0A2Bb4Cc"]);
+    }
+
+    /// After a vendor's prefix, two characters in turn are typed filler, as one repeated is.
+    #[test]
+    fn two_characters_in_turn_after_a_prefix_are_filler() {
+        assert_clean(&[
+            "GH_TOKEN=ghp_cdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcd",
+            "the format is ghp_1z1z1z1z1z1z1z1z1z1z1z1z1z1z1z1z1z1z",
+        ]);
+        assert_found(&["GH_TOKEN=ghp_Zq8Lm2Vx9Tk4Wb8Yn3Hc6Pf1Dj7Gs5Aa0Qe"]);
+    }
+
+    /// An `.npmrc` setting scoped to a registry (`//host/path:_password=…`) holds its literal
+    /// text as an env file does; a reference there is none.
+    #[test]
+    fn an_npmrc_scoped_password_is_its_literal_text() {
+        assert_found(&[
+            "//npm.pkg.example.net/team:_password=TroubadorQuietlyJumps",
+            "//registry.corp.example/:_password=MarbleOtterHarbor",
+        ]);
+        assert_clean(&[
+            "//npm.pkg.example.net/team:_password=${NPM_PASSWORD}",
+            "//registry.corp.example/:_authToken=$NPM_TOKEN",
+        ]);
+    }
+
+    /// YAML's `!!binary` tag says how the value is written: the base64 after it is the value.
+    #[test]
+    fn a_yaml_binary_tag_is_followed_by_the_value() {
+        assert_eq!(
+            spans("signing_secret: !!binary cTdMbTJWeDlUazRXYjhZbjNIYzZQZjFEajdHcw=="),
+            ["cTdMbTJWeDlUazRXYjhZbjNIYzZQZjFEajdHcw=="]
+        );
+        assert_clean(&["signing_secret: !!binary ${SIGNING_SECRET_B64}"]);
+    }
+
+    /// An AWS resource name holds words that name a secret (`:secret:BillingWebhookSecret-…`):
+    /// it says where the secret lives, not what it is.
+    #[test]
+    fn an_aws_resource_name_names_where_a_secret_lives() {
+        assert_clean(&[
+            "  webhookSecret: 'arn:aws:secretsmanager:ap-south-1:210987654321:secret:BillingWebhookSigningSecret-55128830',",
+            "PAYMENT_SECRET=arn:aws:secretsmanager:eu-west-1:210987654321:secret:PaymentsSharedSecret-90817263",
+        ]);
+        assert_found(&["  webhookSecret: 'Bq8vK2mQ5tL9wX3pN7bJ55128830',"]);
+    }
+
+    /// A hex digest under a `hashed…` key is kept to recognise the secret, not the secret; a
+    /// random value there, or a digest under the secret's own name, still is one.
+    #[test]
+    fn a_hex_digest_under_a_hashed_key_is_no_secret() {
+        assert_clean(&[
+            "\"hashed_password\": \"9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08\"",
+            "hashedToken = \"5baa61e4c9b93f3f0682250b6cf8331b7ee68fd8\"",
+        ]);
+        assert_clean(&[
+            "IGNORED_TOKEN_SHA = os.getenv(\"IGNORED_TOKEN_SHA\", \"9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08\")",
+        ]);
+        assert_found(&[
+            "hashedToken = \"q8Zr2LmVx5Tk9Wb3Yn7Hc1Pf4Dj6\"",
+            "SERVICE_TOKEN = os.getenv(\"SERVICE_TOKEN\", \"9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08\")",
+            "api_token = \"5baa61e4c9b93f3f0682250b6cf8331b7ee68fd8\"",
+        ]);
+    }
+
+    /// A PEM block whose body is a sentence in camel case, no digit nor `+/=` in it, is a
+    /// format's illustration; a base64 body is a key.
+    #[test]
+    fn a_pem_body_of_camel_case_words_is_an_illustration() {
+        assert_clean(&[
+            "-----BEGIN RSA PRIVATE KEY-----\nputTheWholeKeyBodyOfTheDeployUserHereBeforeRunningTheScript\n-----END RSA PRIVATE KEY-----",
+        ]);
+        assert_found(&[
+            "-----BEGIN RSA PRIVATE KEY-----\nputTheWholeKeyBodyOfTheDeployUser7HereBefore+RunningTheScript/\n-----END RSA PRIVATE KEY-----",
+        ]);
+    }
+
+    /// One count of six or more making most of a short value is filler typed around a run; a
+    /// word with a shorter count, or a random value, is a password.
+    #[test]
+    fn a_short_value_mostly_one_count_is_filler() {
+        assert_clean(&[
+            "db_pass = 3456789012b7",
+            "API_SECRET=98765432zq1",
+            "auth_token: \"k345678901\"",
+        ]);
+        assert_found(&["db_pass = 7Qm2x9Lk4Tz8", "API_SECRET=Summer123456"]);
+    }
+
+    /// A phrase opening with a negation says what the value is not: a stand-in.
+    #[test]
+    fn a_phrase_opening_with_a_negation_is_a_stand_in() {
+        assert_clean(&[
+            "api_secret = 'notTheProductionValue'",
+            "DB_PASSWORD=no_password_set_yet",
+            "token: \"not-a-real-token\"",
+        ]);
+        assert_found(&["api_secret = 'nottinghamForestFan'", "DB_PASSWORD=Nq8vR2mXz7"]);
+    }
+
+    /// A provider's word, an app's numeric id, a separator, then the app's secret: the secret.
+    #[test]
+    fn a_providers_id_then_a_separated_secret_is_its_secret() {
+        assert_found(&[
+            "Facebook = 518236470912358 | 7d2c94e1b08af35c6e917d40a2b8f1c3;",
+            "facebook: 518236470912358 / 7d2c94e1b08af35c6e917d40a2b8f1c3",
+        ]);
+        assert_clean(&[
+            "Facebook = 518236470912358 | 00000000000000000000000000000000;",
+            "facebook: 518236470912358 / likes-and-comments-per-day",
+        ]);
+    }
+
+    /// A keyed hash's or a signed token's key passed as a literal is the key when it looks
+    /// generated; a stand-in or a variable there is none.
+    #[test]
+    fn a_keyed_calls_literal_key_is_a_secret() {
+        assert_found(&[
+            "const sig = crypto.createHmac('sha256', 'Tz4mQ8vLx2Wp9Kd7Rb3N').update(body).digest('hex');",
+            "mac = hmac.new(b'Lq7Zx2Vm9Tk4Wb8Yn3Hc', msg, hashlib.sha256)",
+            "Algorithm alg = Algorithm.HMAC256(\"Pq8Wn2Zx5Lm9Tk3Vb7Rc\");",
+            "const t = jwt.sign({ sub: user.id }, 'Hx9Lm2Qw7Zt4Vk8Np3Rb', { expiresIn: '1h' });",
+        ]);
+        assert_clean(&[
+            "const sig = crypto.createHmac('sha256', process.env.WEBHOOK_KEY).update(body).digest('hex');",
+            "mac = hmac.new(b'secret', msg, hashlib.sha256)",
+            "const t = jwt.sign({ sub: user.id }, 'keyboard cat');",
+            "Algorithm alg = Algorithm.HMAC256(\"changeme\");",
         ]);
     }
 }

@@ -372,6 +372,8 @@ impl Vendor {
         let token = &bytes[body..pos];
         let filler = if self.lenient {
             token.len() >= 8 && token.iter().all(|&b| b == token[0])
+                // Two characters in turn (`ghp_cdcdcdcd…`, `1212…`): typed, as one repeated is.
+                || token.len() >= 8 && token.iter().enumerate().all(|(k, &b)| b == token[k % 2])
                 || contains_ci(token, b"xxxx")
                 || contains_ci(token, b"example")
                 || contains_ci(token, b"here")

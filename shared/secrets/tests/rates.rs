@@ -40,6 +40,7 @@ const FLOORS: &[(&str, f64, f64)] = &[
     ("deepsecrets", 97.0, 0.0),
     ("ordinary-real", 100.0, 0.2),
     ("planted-real", 100.0, 0.0),
+    ("ggshield", 100.0, 0.0),
 ];
 
 /// What each source is, for the table.
@@ -97,6 +98,10 @@ const LABELS: &[(&str, &str)] = &[
     (
         "planted-real",
         "the same excerpts with a random credential planted in the file's own syntax",
+    ),
+    (
+        "ggshield",
+        "ggshield's scanned patches and files (commit headers, added, moved and deleted lines) in four new shapes",
     ),
 ];
 
