@@ -556,6 +556,11 @@ fn core_modules_import_only_downward_without_cycles() {
 }
 
 #[test]
+fn secret_filter_modules_import_only_downward_without_cycles() {
+    check_layers("shared/secrets/src", &[]);
+}
+
+#[test]
 fn the_layer_check_reads_declarations_and_imports() {
     let lib = "//! Doc.\n//!\n//! # Layers\n//!\n//! 1. Base: `a`,\n//!    `b`.\n//! 2. Top: `c`.\n";
     assert_eq!(
@@ -662,6 +667,17 @@ fn drawn_layers(heading: &str) -> Vec<(usize, Vec<String>)> {
         .collect();
     drawn.sort_by_key(|(n, _)| *n);
     drawn
+}
+
+#[test]
+fn the_architecture_page_draws_the_declared_secret_filter_layers() {
+    let lib_rs = std::fs::read_to_string(root().join("shared/secrets/src/lib.rs")).unwrap();
+    let declared = declared_layers(&lib_rs);
+    let drawn = drawn_layers("## Secret filter layers");
+    assert_eq!(drawn.len(), declared.len(), "{drawn:?}");
+    for ((n, words), layer) in drawn.iter().zip(&declared) {
+        assert_eq!(words, layer, "layer {n} of docs/architecture.md");
+    }
 }
 
 #[test]

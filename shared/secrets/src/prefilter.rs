@@ -4,7 +4,7 @@
 //! must never decide a finding.
 
 use super::rules::HEADED_SHORTEST;
-use super::{KEY_CLASS, PASSWORD_WORD_INDEX, PASSWORD_WORDS, SECRET_WORD_PAIRS};
+use crate::words::{KEY_CLASS, PASSWORD_WORD_INDEX, PASSWORD_WORDS, SECRET_WORD_PAIRS};
 
 include!(concat!(env!("OUT_DIR"), "/filters.rs"));
 

@@ -2,6 +2,7 @@
 //! measured, split or compared; a key's keyword filter; a word too short for a head) never turn
 //! away a word the full comparison would take; never runs outside tests.
 
+use super::findings;
 use super::prefilter::{
     KEY_BYTE_BITS, PASSWORD_WORD_THIRD, SEGMENT_START, VENDOR_BYTES, VENDOR_SHORTEST, WORD_BEFORE, WORD_BYTE,
     may_hold_keyword, measure_key, shorter_than_a_head, shorter_than_a_token, without,
@@ -9,9 +10,9 @@ use super::prefilter::{
 use super::rules::{
     Rng, VENDORS, candidates, headed_at, keywords, prefixes, segment_start, tokens_of_every_shape,
 };
-use super::{
+use crate::bytes::{run_end, run_end_max, skip_blank};
+use crate::words::{
     CREDENTIAL_WORDS, KEY_CLASS, PASSWORD_WORDS, SECRET_WORD_PAIRS, credential_word, credential_words_end,
-    findings, run_end, run_end_max, skip_blank,
 };
 
 /// The definition, without any quick rejection: each segment made of the words alone.

@@ -1,7 +1,8 @@
 //! The vendor rules as data: the tables `build.rs` compiles from `rules/*.toml` and the one
 //! matcher that reads them. It must never hold a provider in code: a provider is a data entry.
 
-use super::{contains_ci, has_digit, mixed_case, run_end_max, token_continues_at};
+use crate::bytes::{contains_ci, run_end_max, token_continues_at};
+use crate::chars::{has_digit, mixed_case};
 
 /// A provider's token: a literal prefix and a body of character-class runs and literals (facts
 /// from the public rule sets of gitleaks, trufflehog and detect-secrets and vendor docs, cited
@@ -181,7 +182,7 @@ pub(crate) fn keyword_match(key: &[u8], value: &[u8]) -> Option<&'static str> {
                 let next = rest
                     .get(1..)
                     .map(|r| &r[..r.iter().position(sep).unwrap_or(r.len())]);
-                if !(rest.first().is_some_and(sep) && next.is_some_and(super::credential_word)) {
+                if !(rest.first().is_some_and(sep) && next.is_some_and(crate::words::credential_word)) {
                     continue;
                 }
             }
@@ -379,17 +380,17 @@ impl Vendor {
                 || contains_ci(token, b"here")
                 || contains_ci(token, b"dummy")
                 || contains_ci(token, b"notreal")
-                || super::filler_run(token)
-                || super::counted_through(token)
-                || super::mostly_counted(token)
+                || crate::chars::filler_run(token)
+                || crate::chars::counted_through(token)
+                || crate::chars::mostly_counted(token)
                 || marked_filler(token)
         } else {
-            stand_in(token) || super::counted_through(token)
+            stand_in(token) || crate::chars::counted_through(token)
         };
         if self.digit && !has_digit(token) || filler {
             return None;
         }
-        if self.entropy > 0.0 && super::entropy(token) < f64::from(self.entropy) {
+        if self.entropy > 0.0 && crate::chars::entropy(token) < f64::from(self.entropy) {
             return None;
         }
         if self.stopwords.iter().any(|w| contains_ci(token, w.as_bytes()))
@@ -441,7 +442,7 @@ fn marked_filler(token: &[u8]) -> bool {
     let head = &token[..k];
     // The key's kind (`proj-`, `svcacct-`, `admin-`) is a word before the generated part.
     let head = head.rsplit(|&b| b == b'-').next().unwrap_or(head);
-    super::counted_through(head) && super::counted_through(&token[k + MARKER.len()..])
+    crate::chars::counted_through(head) && crate::chars::counted_through(&token[k + MARKER.len()..])
 }
 
 /// A value that starts with a vendor prefix and goes on with filler (`glc_1111…`,
@@ -480,8 +481,8 @@ fn stand_in(token: &[u8]) -> bool {
         return true;
     }
     if FILLERS.iter().any(|f| contains_ci(token, f))
-        || token.len() >= 20 && super::fabricated(token)
-        || token.len() >= 12 && super::filler_run(token)
+        || token.len() >= 20 && crate::chars::fabricated(token)
+        || token.len() >= 12 && crate::chars::filler_run(token)
     {
         return true;
     }
@@ -554,7 +555,7 @@ mod tests {
                 let wanted = if n >= 12 { all } else { all.min(2) };
                 let got = kinds.iter().filter(|&&f| has(&run, f)).count();
                 // A run that spells masking by chance (`XXXx`) is no sample of the shape.
-                if n < 3 || got >= wanted && !super::contains_ci(&run, b"xxxx") {
+                if n < 3 || got >= wanted && !crate::bytes::contains_ci(&run, b"xxxx") {
                     out.push_str(std::str::from_utf8(&run).expect("ascii"));
                     break;
                 }

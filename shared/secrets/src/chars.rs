@@ -1,0 +1,354 @@
+//! A run's characters: entropy, letters and digits mixed, typed filler and counts, and whether it
+//! looks generated. It judges characters alone, never a name or the text around them.
+
+use crate::bytes::{b64url, run_end};
+use crate::words::{Words, words_of};
+
+/// A random-looking word of at least `min` bytes: digits and letters mixed, or symbols, or a long
+/// high-entropy run; not a technical word (`sha256`) nor words joined by dashes.
+pub(crate) fn looks_random(v: &[u8], min: usize) -> bool {
+    // Mixed-case letters alone are told by their words (see [`camel_word_share`]): random
+    // (`ImOIVBfPhQYm`) under half, words run together (`someVeryLongIdentifierName`) two thirds
+    // or more, however long.
+    let share = camel_word_share(v);
+    let random_case = v.len() >= 8 && share.is_some_and(|w| 2 * w < v.len());
+    let compound = share.is_some_and(|w| 3 * w >= 2 * v.len());
+    if v.len() < min
+        || identifier_like(v) && (v.len() < 20 && !random_case || compound)
+        || wordy(v)
+        || tech_word(v)
+        || alphabet(v)
+    {
+        return false;
+    }
+    let letters = v.iter().any(u8::is_ascii_alphabetic);
+    (letters && (has_digit(v) || has_symbol(v))) || (v.len() >= 16 && entropy(v) >= 3.5) || random_case
+}
+
+/// How many letters of `v`, ASCII letters of both cases alone, stand in words when it is split
+/// as camelCase is (`XMLHttpRequest`: `XML`, `Http`, `Request`; a capital run's last letter starts
+/// the word its lowercase letters end): a word is two or more lowercase letters, after a capital
+/// or not, with a vowel (`y` counts), or an [`abbreviation`]. `None` for anything else. Identifiers are words run
+/// together; random letters (`ImOIVBfPhQYm`: `Im`, `OIV`, `Bf`, `Ph`, `QY`, `m`) change case
+/// every other letter or so, and their lowercase runs are short or have no vowel.
+pub(crate) fn camel_word_share(v: &[u8]) -> Option<usize> {
+    if v.is_empty() || !v.iter().all(u8::is_ascii_alphabetic) || !mixed_case(v) {
+        return None;
+    }
+    let vowel = |b: &u8| matches!(b.to_ascii_lowercase(), b'a' | b'e' | b'i' | b'o' | b'u' | b'y');
+    let mut share = 0;
+    let mut k = 0;
+    while k < v.len() {
+        let upper = run_end(v, k, |b| b.is_ascii_uppercase());
+        let lower = run_end(v, upper, |b| b.is_ascii_lowercase());
+        let start = if upper > k && lower > upper {
+            upper - 1
+        } else {
+            upper
+        };
+        if lower - upper >= 2 && v[start..lower].iter().any(vowel) || abbreviation(&v[start..lower]) {
+            share += lower - start;
+        }
+        k = lower;
+    }
+    Some(share)
+}
+
+/// A word programmers shorten to consonants (`Pwd`, `Cfg`, `Db`, `Str`, `Txt`): a name's part
+/// in camelCase (`userPwdTxt`, `cfgDbPwd`) as much as a word with vowels.
+pub(crate) fn abbreviation(seg: &[u8]) -> bool {
+    const SHORT: Words = words_of!(
+        b"pwd pw pswd passwd cfg conf db str txt msg btn ctx src dst tmp mgr svc ptr cnt rnd sql xml \
+        html http cmd pkg tbl fn cb hdr ts dt tz nbr qty crt jwt ssh ssl tls dns grp std dflt lst \
+        bkp prd stg lcl nxt prv frm lbl chk dlg pnl wnd hst srv cln clnt rsp rslt"
+    );
+    (2..=5).contains(&seg.len())
+        && seg[1..].iter().all(u8::is_ascii_lowercase)
+        && SHORT.iter().any(|w| seg.eq_ignore_ascii_case(w))
+}
+
+/// An alphabet or a run of one (`abcdefghijklmnopqrstuvwxyz`, `A-Za-z0-9`): each byte mostly the
+/// one after the byte before it. Every character once gives it a high entropy, not a random order.
+pub(crate) fn alphabet(v: &[u8]) -> bool {
+    let next = v.windows(2).filter(|w| w[1] == w[0].wrapping_add(1)).count();
+    v.len() >= 8 && next * 4 >= (v.len() - 1) * 3
+}
+
+pub(crate) fn has_digit(v: &[u8]) -> bool {
+    v.iter().any(u8::is_ascii_digit)
+}
+
+/// A character that identifiers and words do not use (a letter of any script is not one:
+/// `ändern` is a word).
+pub(crate) fn has_symbol(v: &[u8]) -> bool {
+    v.utf8_chunks().any(|chunk| {
+        !chunk.invalid().is_empty()
+            || chunk
+                .valid()
+                .chars()
+                .any(|c| !c.is_alphanumeric() && !matches!(c, '_' | '-' | '.' | ':' | '/'))
+    })
+}
+
+pub(crate) fn mixed_case(v: &[u8]) -> bool {
+    v.iter().any(u8::is_ascii_uppercase) && v.iter().any(u8::is_ascii_lowercase)
+}
+
+/// An identifier, a dotted or `::` path, a reference or a type: letters, `_`, `.`, `:`, `&`, `'`,
+/// `?`, `|`, no digits (so `hunter2` is not one).
+pub(crate) fn identifier_like(v: &[u8]) -> bool {
+    v.first()
+        .is_some_and(|&b| b.is_ascii_alphabetic() || matches!(b, b'_' | b'&'))
+        && v.iter().all(|&b| {
+            b.is_ascii_alphabetic() || matches!(b, b'_' | b'.' | b':' | b'&' | b'\'' | b'?' | b'|' | b'-')
+        })
+}
+
+/// Words joined by `-`, `_`, `.` or `/` (`base64url-encoded`, `my-tls-secret`).
+pub(crate) fn wordy(v: &[u8]) -> bool {
+    let parts = v.split(|&b| matches!(b, b'-' | b'_' | b'.' | b'/'));
+    let mut total = 0;
+    let mut words = 0;
+    for p in parts {
+        if p.is_empty() {
+            continue;
+        }
+        total += 1;
+        let word = p.len() >= 3
+            && p.iter().all(u8::is_ascii_alphabetic)
+            && (p.iter().all(u8::is_ascii_lowercase) || p[1..].iter().all(u8::is_ascii_lowercase));
+        words += usize::from(word);
+    }
+    total >= 2 && words * 2 >= total
+}
+
+/// Technical words that mix letters and digits without being secrets, also written with `-`
+/// or `_` between their parts and a key size (`AES-256`, `SHA-256`, `RSA-2048`, `PBKDF2-SHA256`):
+/// what a sentence about a password says it is hashed or encrypted with.
+pub(crate) fn tech_word(v: &[u8]) -> bool {
+    let mut named = false;
+    let all_tech = v.split(|&b| matches!(b, b'-' | b'_')).all(|part| {
+        if !part.is_empty() && part.iter().all(u8::is_ascii_digit) {
+            return KEY_SIZES.contains(&part);
+        }
+        named = true;
+        let stem = &part[..part.len() - part.iter().rev().take_while(|b| b.is_ascii_digit()).count()];
+        tech_part(part) || tech_part(stem) && KEY_SIZES.iter().any(|size| part[stem.len()..] == **size)
+    });
+    all_tech && named
+}
+
+/// Bit and key sizes written after an algorithm's name.
+pub(crate) const KEY_SIZES: &[&[u8]] = &[
+    b"1", b"2", b"3", b"5", b"128", b"160", b"192", b"224", b"256", b"384", b"512", b"1024", b"2048",
+    b"3072", b"4096", b"8192",
+];
+
+pub(crate) fn tech_part(v: &[u8]) -> bool {
+    const WORDS: Words = words_of!(
+        b"sha1 sha256 sha384 sha512 base64 base64url base32 utf8 utf-8 md5 x509 ipv4 \
+        ipv6 http2 http3 oauth2 hs256 hs512 rs256 rs512 es256 aes128 aes256 pbkdf2 argon2 argon2id \
+        argon2i argon2d bcrypt scrypt yescrypt aes sha rsa hmac ecdsa pbkdf k8s ed25519 secp256k1 \
+        rsa2048 rsa4096 p256 blake3 sha3-256 x25519 chacha20 s3 ec2 gpt-4 gpt4 gpt-4o o200k cl100k \
+        cl100k_base o200k_base bpe wordpiece"
+    );
+    WORDS.iter().any(|w| v.eq_ignore_ascii_case(w))
+}
+
+/// Shannon entropy in bits per byte.
+pub(crate) fn entropy(v: &[u8]) -> f64 {
+    let mut counts = [0u32; 256];
+    for &b in v {
+        counts[usize::from(b)] += 1;
+    }
+    #[allow(clippy::cast_precision_loss)]
+    let n = v.len() as f64;
+    counts
+        .iter()
+        .filter(|&&c| c > 0)
+        .map(|&c| {
+            let p = f64::from(c) / n;
+            -p * crate::log2::log2(p)
+        })
+        .sum()
+}
+
+/// Made up by hand rather than generated: a long value holding a run of six consecutive
+/// characters counting up or down (`abcdef`, `123456`, `TUVWXYZ`, `987654`), side by side or
+/// every other character with separators skipped (`a1b2c3d4e5f6`, `d4c3b2a1-f6e5`,
+/// `…-p5o0n5m3l2k1`), or the documentation marker `EXAMPLE`. A random value of this length
+/// holds none of them but once in millions.
+pub(crate) fn fabricated(v: &[u8]) -> bool {
+    if v.len() < 20 {
+        return false;
+    }
+    // Letters and digits only, at most 512 of them: `-`, `_`, `.` separate the groups of a
+    // hand-made token without breaking its count.
+    let mut p = [0u8; 512];
+    let mut n = 0;
+    for &b in v {
+        if b.is_ascii_alphanumeric() && n < p.len() {
+            p[n] = b;
+            n += 1;
+        }
+    }
+    let counts = |stride: usize, down: bool| {
+        // run[k]: how long the count is that ends at `k`, stepping back by `stride`.
+        let mut run = [1u16; 512];
+        for k in stride..n {
+            let (a, b) = (p[k - stride], p[k]);
+            let next = if down {
+                a.wrapping_sub(1)
+            } else {
+                a.wrapping_add(1)
+            };
+            if b == next && b.is_ascii_alphanumeric() {
+                run[k] = run[k - stride] + 1;
+                if run[k] >= 6 {
+                    return true;
+                }
+            }
+        }
+        false
+    };
+    // Side by side the count is on the value itself, so a separator breaks it as before.
+    let mut run = 1;
+    for w in v.windows(2) {
+        if w[0].is_ascii_alphanumeric() && w[1] == w[0].wrapping_add(1) && w[1].is_ascii_alphanumeric() {
+            run += 1;
+            if run >= 6 {
+                return true;
+            }
+        } else {
+            run = 1;
+        }
+    }
+    counts(1, true)
+        || counts(2, false)
+        || counts(2, true)
+        || v.windows(7).any(|w| w == b"EXAMPLE")
+        // The same documentation marker in its other spelling (`SAMPLEq8Zr2…`, `…Tk9SAMPLEYn7…`):
+        // six capitals a generated value holds about once in a billion.
+        || v.windows(6).any(|w| w == b"SAMPLE")
+        || filler_run(v)
+}
+
+/// Counts end to end, however short: every letter and digit belongs to a count of three or more,
+/// one of them six or more long, side by side (`abcdef12345`, `1234567890abcdef`) or every other
+/// character (`b1c2d3e4f5g6h7i8`, `z9y8x7w6v5u`). Typed to fill a slot; a generated value of
+/// eight or more characters is such a chain about once in a billion.
+pub(crate) fn counted_through(v: &[u8]) -> bool {
+    if !(8..=64).contains(&v.len())
+        || !v
+            .iter()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+    {
+        return false;
+    }
+    let mut p = [0u8; 64];
+    let mut n = 0;
+    for &b in v.iter().filter(|b| b.is_ascii_alphanumeric()) {
+        p[n] = b;
+        n += 1;
+    }
+    let p = &p[..n];
+    if n >= 8 && count_chain(&mut p.iter().copied()).is_some_and(|best| best >= 6) {
+        return true;
+    }
+    let even = count_chain(&mut p.iter().step_by(2).copied());
+    let odd = count_chain(&mut p.iter().skip(1).step_by(2).copied());
+    n >= 8 && matches!((even, odd), (Some(a), Some(b)) if a.max(b) >= 6 && a.min(b) >= 4)
+}
+
+/// The runs of `seq` (each stepping by one, up or down, `9` to `0` and back counting too): the
+/// longest, or `None` if one is shorter than three.
+pub(crate) fn count_chain(seq: &mut dyn Iterator<Item = u8>) -> Option<usize> {
+    let (mut prev, mut run, mut dir, mut best) = (None::<u8>, 0usize, 0i8, 0usize);
+    for b in seq {
+        let step = prev.map_or(0, |a| {
+            if b == a.wrapping_add(1) || a == b'9' && b == b'0' {
+                1
+            } else if b == a.wrapping_sub(1) || a == b'0' && b == b'9' {
+                -1
+            } else {
+                0
+            }
+        });
+        if run > 0 && step != 0 && (run == 1 || step == dir) {
+            run += 1;
+            dir = step;
+        } else {
+            if run > 0 && run < 3 {
+                return None;
+            }
+            run = 1;
+            dir = 0;
+        }
+        best = best.max(run);
+        prev = Some(b);
+    }
+    (run >= 3).then_some(best)
+}
+
+/// Six or more of one character in a row (`000000`, `xxxxxx`, `AAAAAA`, `######`): typed, not
+/// generated (a random 64-digit hex value holds such a run once in twenty thousand). Filler only
+/// in part is not filler: a generated head of 16 or more characters before the run
+/// (`sk_test_51H5Z3jGXvP5CVwYOLLllll…`, a key padded out) is a secret's, whatever follows it,
+/// and so is a generated tail after it (base64 of DER, whose zero bytes encode as `AAAA…`:
+/// `MDoEEPgAAAAAAAAAAAAAAAAAAAEwFAYIKoZIhvcNAwcECBQ0N0Ef…`, an encrypted field).
+pub(crate) fn filler_run(v: &[u8]) -> bool {
+    // Letters alone are random too when long and varied (`EwFAYIKoZIhvcNAwcECBUufYeW…`).
+    let random = |part: &[u8]| {
+        part.len() >= 16
+            && mixed_case(part)
+            && (has_digit(part) || part.len() >= 24 && entropy(part) >= 4.0)
+            && entropy(part) >= 3.5
+            && looks_random(part, 16)
+            && !fabricated(part)
+    };
+    let mut run = 1;
+    for (k, w) in v.windows(2).enumerate() {
+        run = if w[0] == w[1] { run + 1 } else { 1 };
+        if run >= 6 {
+            let head = &v[..k + 2 - run];
+            let end = run_end(v, k + 2, |b| b == w[0]);
+            let tail = &v[end..];
+            return !(random(head)
+                || tail.iter().all(|&b| b64url(b) || matches!(b, b'+' | b'/' | b'=')) && random(tail));
+        }
+    }
+    false
+}
+
+/// Three quarters or more of the letters and digits stand in counts of six or more, up or down,
+/// case aside (`MIIEpAIBAAKCAQEA1234567890abcdef…ABCDEF…`): typed to fill a key's place. A
+/// generated body holds such a count about once in a billion characters.
+pub(crate) fn mostly_counted(v: &[u8]) -> bool {
+    let (mut counted, mut total, mut run, mut prev, mut dir) = (0usize, 0usize, 0usize, 0u8, 0i8);
+    let close = |run: usize| if run >= 6 { run } else { 0 };
+    for b in v
+        .iter()
+        .filter(|b| b.is_ascii_alphanumeric())
+        .map(u8::to_ascii_lowercase)
+    {
+        total += 1;
+        let step = if b == prev.wrapping_add(1) || prev == b'9' && b == b'0' {
+            1
+        } else if b == prev.wrapping_sub(1) || prev == b'0' && b == b'9' {
+            -1
+        } else {
+            0
+        };
+        if run > 0 && step != 0 && (run == 1 || step == dir) {
+            run += 1;
+            dir = step;
+        } else {
+            counted += close(run);
+            run = 1;
+            dir = 0;
+        }
+        prev = b;
+    }
+    counted += close(run);
+    total >= 32 && counted * 4 >= total * 3
+}

@@ -1,0 +1,214 @@
+//! Command lines and credential files: the commands that take a password (and which flag), netrc,
+//! pgpass and shadow lines. It reads a command's arguments; a value is judged by the judging layer.
+
+use crate::bytes::{contains_ci, line_before, skip_blank, trim_ascii};
+use crate::judge::{Stop, Value, is_placeholder, numeric_like, password_key, quoted_word};
+
+/// Commands whose short flag takes a password (`-p`: logins, `sshpass` and mongo, glued for
+/// `mysql`; `-P`: `sqlcmd`, `ssh-keygen`; `-N`: `ssh-keygen`; `-k`: `openssl`; `-w`: ldap tools;
+/// `-a`: `redis-cli`, httpie; `-u`: `curl`, `lftp`; `-U`: `smbclient`), and the commands whose
+/// `-storepass`/`-keypass` does (`keytool`, `jarsigner`).
+pub(crate) const LOGIN: u16 = 1;
+
+pub(crate) const MYSQL: u16 = 2;
+
+pub(crate) const REDIS: u16 = 4;
+
+pub(crate) const CURL: u16 = 8;
+
+pub(crate) const MONGO: u16 = 16;
+
+pub(crate) const SQLCMD: u16 = 32;
+
+pub(crate) const LDAP: u16 = 64;
+
+pub(crate) const SMB: u16 = 128;
+
+pub(crate) const LFTP: u16 = 256;
+
+pub(crate) const HTTPIE: u16 = 512;
+
+pub(crate) const SSH_KEYGEN: u16 = 1024;
+
+pub(crate) const OPENSSL: u16 = 2048;
+
+pub(crate) const KEYTOOL: u16 = 4096;
+
+/// Whether the argument before the flag at `i` is a user's (`-u NAME -p …`, `--user NAME -p …`,
+/// `-l NAME -p …`): then `-p` is that user's password on any command (`psexec`, `mysql`, …).
+pub(crate) fn after_user_flag(bytes: &[u8], i: usize) -> bool {
+    let line = line_before(bytes, i);
+    let mut args = line
+        .rsplit(|&b| b == b' ' || b == b'\t')
+        .filter(|a| !a.is_empty());
+    let (Some(user), Some(flag)) = (args.next(), args.next()) else {
+        return false;
+    };
+    !user.starts_with(b"-")
+        && !numeric_like(user)
+        && [
+            &b"-u"[..],
+            b"-U",
+            b"-l",
+            b"--user",
+            b"--username",
+            b"-user",
+            b"-User",
+            b"-Username",
+        ]
+        .contains(&flag)
+}
+
+/// A word typed as the password a comparison checks (`password == 'logmein'`,
+/// `creds.Secret != "open-sesame"`): lowercase letters, perhaps joined by `-`/`_`, against a key
+/// naming a password or a bare secret (a `client_secret` is generated, a word there names a
+/// client); not a word describing one (`"wrong"`, `"expired"`), which [`quoted_word`] rules out,
+/// nor a stand-in, which the value's own judgment does.
+pub(crate) fn compared_word(v: &[u8], key: &[u8]) -> bool {
+    let bare = key.rsplit(|&b| b == b'.').next().unwrap_or(key);
+    let secret = bare.eq_ignore_ascii_case(b"secret");
+    (password_key(key) || secret)
+        && (6..=32).contains(&v.len())
+        && v[0].is_ascii_lowercase()
+        && v.iter()
+            .all(|&b| b.is_ascii_lowercase() || matches!(b, b'-' | b'_'))
+        && quoted_word(v)
+}
+
+/// The shell argument at or after `pos` and where the next one starts; `None` where the command
+/// ends (the line's end, `|`, `;`, `&`, a redirection, a comment).
+pub(crate) fn next_arg(bytes: &[u8], pos: usize) -> Option<(Value, usize)> {
+    let start = skip_blank(bytes, pos);
+    if bytes
+        .get(start)
+        .is_none_or(|&b| matches!(b, b'\n' | b'\r' | b'|' | b';' | b'&' | b'<' | b'>' | b'#'))
+    {
+        return None;
+    }
+    let value = Value::parse(bytes, start, Stop::Blank)?;
+    let next = if value.quote != 0 {
+        value.raw_end + 1
+    } else {
+        value.raw_end
+    };
+    Some((value, next))
+}
+
+/// A line where `KEY=value` is a shell or env-file assignment: the key starts it, or follows
+/// `export`, `set`, `ENV`, `-e`, `--env`, a YAML list dash, `;` or `&&`.
+pub(crate) fn shell_line(line: &[u8]) -> bool {
+    let t = trim_ascii(line);
+    if t.is_empty() {
+        return true;
+    }
+    let last = t.rsplit(|&b| b == b' ' || b == b'\t').next().unwrap_or(t);
+    const STARTERS: &[&[u8]] = &[
+        b"export",
+        b"set",
+        b"ENV",
+        b"ARG",
+        b"-e",
+        b"--env",
+        b"--build-arg",
+        b"env",
+        b"declare",
+        b"readonly",
+        b"-",
+        b";",
+        b"&&",
+        b"--set",
+        b"SET",
+        b"local",
+    ];
+    STARTERS.contains(&last) || t.ends_with(b";")
+}
+
+/// `set -x KEY value` (fish), `setenv KEY value` (csh), `ENV KEY value` (Dockerfile).
+pub(crate) fn env_command_line(line: &[u8]) -> bool {
+    let t = trim_ascii(line);
+    const COMMANDS: &[&[u8]] = &[b"set -x", b"set -gx", b"set -Ux", b"setenv", b"ENV", b"export"];
+    COMMANDS.contains(&t)
+}
+
+/// A `.netrc` line: `machine <host> login <user> password <secret>`.
+pub(crate) fn netrc_line(line: &[u8]) -> bool {
+    let t = trim_ascii(line);
+    (t.starts_with(b"machine ") || t.starts_with(b"default")) && contains_ci(t, b"login")
+}
+
+/// The spans of the `:`-separated fields of the line at `s` (at most nine) and how many there are,
+/// when it has no blank and at most 512 bytes (a `.pgpass` or `/etc/shadow` line): most lines of a
+/// prompt fail on their first word.
+pub(crate) fn colon_fields(bytes: &[u8], s: usize) -> Option<([(usize, usize); 9], usize)> {
+    let mut fields = [(s, s); 9];
+    let mut n = 0;
+    let mut k = s;
+    while k < bytes.len() && bytes[k] != b'\n' {
+        match bytes[k] {
+            b':' if n == 8 => return None,
+            b':' => {
+                fields[n].1 = k;
+                n += 1;
+                fields[n] = (k + 1, k + 1);
+            }
+            b if b.is_ascii_whitespace() => return None,
+            _ => {}
+        }
+        k += 1;
+        if k - s > 512 {
+            return None;
+        }
+    }
+    fields[n].1 = k;
+    Some((fields, n + 1))
+}
+
+/// A `.pgpass` line `host:port:database:user:password`: returns the password's span.
+pub(crate) fn pgpass(bytes: &[u8], fields: &[(usize, usize); 9]) -> Option<(usize, usize)> {
+    let [host, port, db, user, pw, ..] = fields.map(|(a, b)| &bytes[a..b]);
+    let (start, end) = (fields[0].0, fields[4].1);
+    let host_ok = host == b"*"
+        || !host.is_empty()
+            && host
+                .iter()
+                .all(|&b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b'_'))
+            && host.iter().any(|&b| b.is_ascii_alphabetic() || b == b'.');
+    let port_ok = port == b"*" || !port.is_empty() && port.len() <= 5 && port.iter().all(u8::is_ascii_digit);
+    if end - start < 9
+        || !host_ok
+        || !port_ok
+        || db.is_empty()
+        || user.is_empty()
+        || pw.len() < 3
+        || is_placeholder(pw)
+    {
+        return None;
+    }
+    Some((end - pw.len(), end))
+}
+
+/// An `/etc/shadow` line `user:hash:lastchange:min:max:warn:inactive:expire:`: returns the hash's
+/// span (a locked account's `!` before it is not part of it; `*` or `!` alone is no password).
+pub(crate) fn shadow(bytes: &[u8], fields: &[(usize, usize); 9]) -> Option<(usize, usize)> {
+    let [user, _, changed, ..] = fields.map(|(a, b)| &bytes[a..b]);
+    let (mut start, end) = fields[1];
+    start += bytes[start..end].iter().take_while(|&&b| b == b'!').count();
+    let hash = &bytes[start..end];
+    let numbers = fields[2..]
+        .iter()
+        .all(|&(a, b)| bytes[a..b].iter().all(u8::is_ascii_digit));
+    (!user.is_empty()
+        && user
+            .iter()
+            .all(|&b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
+        && !changed.is_empty()
+        && numbers
+        && hash.len() >= 13
+        && hash.iter().all(|&b| crypt_byte(b) || b == b'$'))
+    .then_some((start, end))
+}
+
+/// A byte of a crypt hash or its parameters (`./0-9A-Za-z`, argon2's base64 and `m=…,t=…`).
+pub(crate) fn crypt_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || matches!(b, b'.' | b'/' | b'+' | b'=' | b',')
+}

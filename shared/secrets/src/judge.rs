@@ -1,0 +1,2588 @@
+//! Whether a value is a secret: a parsed value, its characters and entropy against placeholders,
+//! references, code and filler. It judges one value at a time and must never search the text.
+
+use crate::bytes::{
+    b64, b64url, char_floor, contains_ci, eat_ci, ends_with_ci, find_byte, find_ci, line_before, line_end,
+    lower, run_back, run_end, run_end_max, skip_blank, trim_ascii, trim_end_of,
+};
+use crate::chars::{
+    camel_word_share, count_chain, counted_through, entropy, fabricated, has_digit, has_symbol,
+    identifier_like, looks_random, mixed_case, wordy,
+};
+use crate::kinds::{Finding, SecretKind};
+use crate::layout::location_prefix;
+use crate::pem::base64_text;
+use crate::tables::{top_level, unquoted};
+use crate::words::{Mode, NO_WORDS, Strength, Words, is_key_byte, secret_word, words_of};
+
+/// A keyed hash's or a signed token's key passed as a literal (`createHmac('sha256', '…')`,
+/// `hmac.new(b'…', msg, sha256)`, `Algorithm.HMAC256("…")`, `jwt.sign(payload, '…')`): the key,
+/// when it looks generated; a stand-in (`'secret'`, `'shhhhh'`) or a variable is none. Whether
+/// any such call is there is one byte search per `(`.
+pub(crate) fn keyed_call_literals(bytes: &[u8], found: &mut Vec<Finding>) -> bool {
+    // The callee's name (its end, any case) and which argument holds the key.
+    const CALLS: [(&[u8], usize); 9] = [
+        (b"createhmac", 1),
+        (b"hmac.new", 0),
+        (b"hmac256", 0),
+        (b"hmac384", 0),
+        (b"hmac512", 0),
+        (b"jwt.sign", 1),
+        (b"jwt.verify", 1),
+        (b"jwt.encode", 1),
+        (b"jwt.decode", 1),
+    ];
+    let before = found.len();
+    let mut at = 0;
+    while let Some(k) = find_byte(b'(', &bytes[at..]) {
+        let open = at + k;
+        at = open + 1;
+        let name = &bytes[open
+            - run_back(&bytes[..open], |b| {
+                b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_')
+            })..open];
+        let Some(&(_, arg)) = CALLS.iter().find(|(c, _)| {
+            ends_with_ci(name, c)
+                && (name.len() == c.len() || matches!(name[name.len() - c.len() - 1], b'.' | b'_'))
+        }) else {
+            continue;
+        };
+        let mut p = open + 1;
+        for _ in 0..arg {
+            match top_level(bytes, p, b",", 512) {
+                Some(comma) => p = comma + 1,
+                None => break,
+            }
+        }
+        let mut p = run_end_max(bytes, p, 64, |b| b.is_ascii_whitespace());
+        // Python's bytes literal (`b'…'`).
+        if matches!(bytes.get(p), Some(b'b' | b'B')) && matches!(bytes.get(p + 1), Some(b'"' | b'\'')) {
+            p += 1;
+        }
+        let Some(value) = Value::parse(bytes, p, Stop::Code).filter(|v| v.quoted) else {
+            continue;
+        };
+        let v = value.text(bytes);
+        if looks_random(v, 12) && has_digit(v) && !is_placeholder(v) {
+            found.push(Finding {
+                kind: SecretKind::Assignment,
+                start: value.start,
+                end: value.end,
+            });
+        }
+    }
+    found.len() > before
+}
+
+/// The longest value looked at: longer runs are cut there (a secret's head is enough to tell, and
+/// the checks on a value then cost a bounded amount however often a key repeats).
+pub(crate) const MAX_VALUE: usize = 512;
+
+/// Where an unquoted value stops.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Stop {
+    /// A shell/env literal, a flag or a file entry: the value is the whole run up to a blank
+    /// (`Abcd3fGh,Xyz12Q`, `R00tP4ss!`), a quote that closes an enclosing string, or the next
+    /// `;Name=` / `&name=` of a connection string or URL query.
+    Blank,
+    /// `key: value` in code, config or prose: additionally a `,` or `;` before a blank (or a
+    /// `,name=`) ends it, and closing brackets after it are structure, not value.
+    Code,
+}
+
+/// The furthest a value judged a secret is extended past its head: a pasted token or key can be
+/// kilobytes long, and all of it must go; past this, everything up to it goes.
+pub(crate) const MAX_SPAN: usize = 64 * 1024;
+
+/// A parsed value: its span (without quotes) and how it was written.
+pub(crate) struct Value {
+    pub(crate) start: usize,
+    /// The end of the value as the checks see it (trailing punctuation trimmed).
+    pub(crate) end: usize,
+    pub(crate) quoted: bool,
+    /// The unquoted run before trailing punctuation was trimmed (for code detection).
+    pub(crate) raw_end: usize,
+    /// The end of what is redacted: the whole run, trailing punctuation included, less
+    /// structural closers in code.
+    pub(crate) span_end: usize,
+    /// Cut at [`MAX_VALUE`]: the checks saw the head only, [`Value::whole_end`] finds the rest.
+    pub(crate) cut: bool,
+    /// The quote that closes a quoted value (0 when unquoted).
+    pub(crate) quote: u8,
+    pub(crate) stop: Stop,
+}
+
+impl Value {
+    pub(crate) fn parse(bytes: &[u8], pos: usize, stop: Stop) -> Option<Self> {
+        let mut pos = pos;
+        // Python byte/raw/format string prefixes.
+        if matches!(
+            bytes.get(pos),
+            Some(b'b' | b'r' | b'B' | b'R' | b'f' | b'F' | b'u' | b'U')
+        ) && matches!(bytes.get(pos + 1), Some(b'"' | b'\''))
+        {
+            pos += 1;
+        }
+        let first = *bytes.get(pos)?;
+        if matches!(first, b'"' | b'\'' | b'`') {
+            // A quoted value runs to its closing quote, whatever it holds (a double quote escaped
+            // by an odd run of backslashes is one of its characters); a long one is judged on its
+            // head.
+            let start = pos + 1;
+            let limit = char_floor(bytes, bytes.len().min(start + MAX_VALUE));
+            let escaped = |k: usize| {
+                first == b'"' && bytes[start..k].iter().rev().take_while(|&&b| b == b'\\').count() % 2 == 1
+            };
+            let (end, cut) =
+                match (start..limit).find(|&k| bytes[k] == first && !escaped(k) || bytes[k] == b'\n') {
+                    Some(end) if bytes[end] == first => (end, false),
+                    Some(_) => return None,
+                    None if limit < bytes.len() => (limit, true),
+                    None => return None,
+                };
+            return Some(Self {
+                start,
+                end,
+                quoted: true,
+                raw_end: end,
+                span_end: end,
+                cut,
+                quote: first,
+                stop,
+            });
+        }
+        if first.is_ascii_whitespace()
+            || matches!(first, b',' | b';' | b'}' | b']' | b')' | b'{' | b'[' | b'(')
+        {
+            return None;
+        }
+        let limit = char_floor(bytes, bytes.len().min(pos + MAX_VALUE));
+        let raw_end = unquoted_end(bytes, pos, limit, stop);
+        let mut end = raw_end;
+        while end > pos
+            && matches!(
+                bytes[end - 1],
+                b')' | b']' | b'}' | b'.' | b':' | b'!' | b'?' | b'>' | b',' | b';'
+            )
+        {
+            end -= 1;
+        }
+        let span_end = code_span_end(bytes, pos, raw_end, stop);
+        (end > pos).then_some(Self {
+            start: pos,
+            end,
+            quoted: false,
+            raw_end,
+            span_end: span_end.max(end),
+            cut: raw_end == limit && limit < bytes.len(),
+            quote: 0,
+            stop,
+        })
+    }
+
+    /// A table cell `[s, e)`, quoted when `"` or `'` enclose it (markdown's backticks and
+    /// emphasis are not quotes).
+    pub(crate) fn cell(bytes: &[u8], s: usize, e: usize) -> Self {
+        let (start, end) = unquoted(bytes, s, e);
+        Self {
+            start,
+            end,
+            quoted: start > s && matches!(bytes[start - 1], b'"' | b'\''),
+            raw_end: end,
+            span_end: end,
+            cut: false,
+            quote: 0,
+            stop: Stop::Code,
+        }
+    }
+
+    /// The end of the whole value, once it is judged a secret: a value cut at [`MAX_VALUE`] runs
+    /// on by the same stop rules (its closing quote, a blank, …), at most [`MAX_SPAN`] bytes.
+    /// The scan then covers the extension, so no rule reads it again.
+    pub(crate) fn whole_end(&self, bytes: &[u8]) -> usize {
+        if !self.cut {
+            return self.span_end;
+        }
+        let limit = char_floor(bytes, bytes.len().min(self.start + MAX_SPAN));
+        if self.quote != 0 {
+            return (self.raw_end..limit)
+                .find(|&k| bytes[k] == self.quote || bytes[k] == b'\n')
+                .unwrap_or(limit);
+        }
+        let raw_end = unquoted_end(bytes, self.raw_end, limit, self.stop);
+        code_span_end(bytes, self.start, raw_end, self.stop).max(self.end)
+    }
+
+    pub(crate) fn text<'b>(&self, bytes: &'b [u8]) -> &'b [u8] {
+        &bytes[self.start..self.end]
+    }
+}
+
+/// Where a start tag's attributes (`encoding="base64" id='x'`, from `pos`) end at its `>` on
+/// the same line: `None` for anything else (a self-closing tag, text, a separator).
+pub(crate) fn start_tag_attributes_end(bytes: &[u8], mut pos: usize) -> Option<usize> {
+    let limit = (pos + 256).min(bytes.len());
+    loop {
+        let name = run_end(bytes, pos, |b| {
+            b.is_ascii_alphanumeric() || matches!(b, b'_' | b':' | b'-' | b'.')
+        });
+        if name == pos || bytes.get(name) != Some(&b'=') {
+            return None;
+        }
+        let q = *bytes.get(name + 1).filter(|&&q| q == b'"' || q == b'\'')?;
+        let close = name
+            + 2
+            + bytes
+                .get(name + 2..limit)?
+                .iter()
+                .position(|&b| b == q || b == b'\n')?;
+        if bytes[close] != q {
+            return None;
+        }
+        pos = skip_blank(bytes, close + 1);
+        match bytes.get(pos) {
+            Some(b'>') => return Some(pos),
+            _ if pos >= limit => return None,
+            _ => {}
+        }
+    }
+}
+
+/// A `;` at `k` followed by a connection string's next field name and its `=` (`;Database=`,
+/// `;Initial Catalog=`).
+pub(crate) fn next_connection_field(bytes: &[u8], k: usize) -> bool {
+    if bytes.get(k) != Some(&b';') {
+        return false;
+    }
+    let name = run_end_max(bytes, k + 1, 64, |c| {
+        c.is_ascii_alphanumeric() || c == b'_' || c == b' '
+    });
+    bytes.get(k + 1).is_some_and(u8::is_ascii_alphabetic)
+        && bytes.get(name) == Some(&b'=')
+        && bytes[k + 1..name].windows(2).all(|w| w != b"  ")
+}
+
+/// Where an unquoted value from `pos` stops, looking no further than `limit`.
+pub(crate) fn unquoted_end(bytes: &[u8], pos: usize, limit: usize, stop: Stop) -> usize {
+    // What follows byte `k` ends a token there: a blank, the end, or structure.
+    let closes = |k: usize| {
+        bytes
+            .get(k + 1)
+            .is_none_or(|&c| c.is_ascii_whitespace() || matches!(c, b',' | b';' | b')' | b']' | b'}' | b'>'))
+    };
+    // `;Name=`, `&name=` (and in code `,name=`): the next field of a connection string,
+    // URL query or argument list.
+    let next_field = |k: usize| {
+        let name = run_end_max(bytes, k + 1, 64, |c| c.is_ascii_alphanumeric() || c == b'_');
+        name > k + 1 && bytes.get(name) == Some(&b'=')
+    };
+
+    let mut raw_end = pos;
+    while raw_end < limit {
+        let b = bytes[raw_end];
+        let ends = b.is_ascii_whitespace()
+            || (matches!(b, b'"' | b'\'' | b'`') && closes(raw_end))
+            || (matches!(b, b'&' | b';') && next_field(raw_end))
+            // A connection string's field names may hold spaces (`;Max Pool Size=`).
+            || next_connection_field(bytes, raw_end)
+            || (stop == Stop::Code && b == b',' && next_field(raw_end))
+            || (stop == Stop::Code && matches!(b, b',' | b';') && closes(raw_end))
+            // An element's closing tag (`…</password>`): markup, not the value's.
+            || (b == b'<' && bytes.get(raw_end + 1) == Some(&b'/'))
+            // A line break written as an escape inside a string (`'…PASSWORD=password\rDB=tests'`):
+            // the next line is another entry.
+            || (raw_end > pos && b == b'\\' && escaped_line_break(bytes, raw_end))
+            || (bytes[pos].is_ascii() && cjk_at(bytes, raw_end));
+        if ends {
+            break;
+        }
+        raw_end += 1;
+    }
+    raw_end
+}
+
+/// Whether the backslashes at `k` write a line break inside a string (`\\r`, `\\\\n`) that ends an
+/// entry: the string's end or the next `name=`/`name:` follows (`PASSWORD=password\\rDB=tests`),
+/// not more of a path (`\\\\nas\\backup`).
+pub(crate) fn escaped_line_break(bytes: &[u8], k: usize) -> bool {
+    let e = run_end(bytes, k, |c| c == b'\\');
+    if !matches!(bytes.get(e), Some(b'n' | b'r' | b't')) {
+        return false;
+    }
+    let name = run_end(bytes, e + 1, |c| c.is_ascii_alphanumeric() || c == b'_');
+    match bytes.get(name) {
+        None | Some(b'"' | b'\'' | b'`' | b'\n' | b'\\') => name == e + 1,
+        Some(b'=' | b':') => name > e + 1,
+        _ => false,
+    }
+}
+
+/// The end of what is redacted of an unquoted run: in code, closing brackets and a `,`/`;` after
+/// the value are structure.
+pub(crate) fn code_span_end(bytes: &[u8], pos: usize, raw_end: usize, stop: Stop) -> usize {
+    let mut span_end = raw_end;
+    if stop == Stop::Code {
+        while span_end > pos && matches!(bytes[span_end - 1], b')' | b']' | b'}' | b',' | b';') {
+            span_end -= 1;
+        }
+    }
+    span_end
+}
+
+pub(crate) fn value_is_secret(
+    bytes: &[u8],
+    value: &Value,
+    key: &[u8],
+    strength: Strength,
+    mode: Mode,
+) -> bool {
+    let v = value.text(bytes);
+    let raw = &bytes[value.start..value.raw_end];
+    // A personal access token is one base64url run (`AZURE_DEVOPS_PAT=…`); a `…_PAT` holding a
+    // regex or an alphabet is a pattern.
+    let pat = key.len() >= 3 && key[key.len() - 3..].eq_ignore_ascii_case(b"pat");
+    if strength == Strength::Weak && pat && !v.iter().all(|&b| b64url(b)) {
+        return false;
+    }
+    // A quoted value is whole: an opening `${` or `$(` it never closes is part of a password
+    // (`"Hx7${q2Lm9"`), not a reference cut at the value's end.
+    let placeholder = is_placeholder(v)
+        && !(value.quoted && unclosed_template(v))
+        && !(value.quote == b'\'' && dollar_literal(v))
+        && !(password_key(key) && weak_literal(v));
+    if placeholder
+        || is_reference(v)
+        || same_as_key(v, key)
+        || stand_in_for_key(v, key)
+        || yaml_tag(bytes, value)
+    {
+        return false;
+    }
+    // A member that holds the secret, not the secret (`pwd=instance_info.password,`), and code
+    // around a name (`$this->accessToken`, `&api.Secret{`, `@password).tap(…)`).
+    if !value.quoted
+        && (secret_member(v)
+            || sigil_code(raw)
+            || secret_argument(raw)
+            || composite_literal(raw)
+            || cmdlet(v))
+    {
+        return false;
+    }
+    if names_no_secret(v) {
+        return false;
+    }
+    // A name where a value goes (`"access_token": "facebook_token"`, `'db-password'`): lowercase
+    // words that end with the secret's own word.
+    if value.quoted && named_slot(v, key) {
+        return false;
+    }
+    // A sentence in Chinese or Japanese after the key (`… `password` 的功能就可以了。`), not a value.
+    if mode == Mode::Prose && cjk_at(bytes, value.start) {
+        return false;
+    }
+    // A word closing emphasis or a docstring (`**token endpoint**`, `… to SSLConnection"""`).
+    if mode == Mode::Prose && !value.quoted {
+        let word = trim_end_of(v, |b| matches!(b, b'*' | b'_' | b'"' | b'\'' | b'`'));
+        if word.len() < v.len() && !word.is_empty() && word.iter().all(u8::is_ascii_alphabetic) {
+            return false;
+        }
+    }
+    // A member of a type or an object in code (`= TestConstants.AuthorityUtid2Tenant;`).
+    if mode == Mode::Code && !value.quoted && member_path(v) {
+        return false;
+    }
+    if names_where_secret_lives(bytes, value, v, key, strength) {
+        return false;
+    }
+    if code_continuation(v) || quoted_slot(v) || url_stand_in_userinfo(v) || ldap_dn(v) {
+        return false;
+    }
+    if value.quoted && secret_field_name(v) {
+        return false;
+    }
+    // A weak key's base64 of plain words (`ANY_KEY = ZHVtbXkgdGV4dCBkYXRh…`) encodes no key.
+    if strength == Strength::Weak && base64_text(v) {
+        return false;
+    }
+    // Cut short on purpose (`ops_eyJzaWdu...`, `sk-…`): an elided value is not the secret.
+    let run = run_end_max(bytes, value.start, MAX_VALUE, |b| {
+        !b.is_ascii_whitespace() && !b"\"'`".contains(&b)
+    });
+    let head = &bytes[value.start..run];
+    if head.ends_with(b"...") || head.ends_with("\u{2026}".as_bytes()) {
+        return false;
+    }
+    // A leading `-` is a flag or a negative number, except in a glued shell literal
+    // (`DB_PASSWORD=-h4ck3rPw!9`) whose text is not a flag's.
+    let glued_literal = mode == Mode::Literal && !value.quoted;
+    if v.starts_with(b"-") && (!glued_literal || flag_like(v) || !generated(&v[1..])) {
+        return false;
+    }
+    if strength == Strength::Weak
+        && hex_key_id(v)
+        && (public_key_id_key(key) || key_algorithm_before(bytes, key))
+    {
+        return false;
+    }
+    if cookie_attributes(v, key) || secret_name(bytes, value, key, mode) {
+        return false;
+    }
+    if plain_cookie(v, key) {
+        return false;
+    }
+    // A bare `key` word names a store's entry as often as a secret: a key path or a digest there
+    // is the entry's name.
+    if strength == Strength::Weak
+        && (key_path(v) || hex_digest(v) && bare_key_word(text_before(bytes, key), key))
+    {
+        return false;
+    }
+    // A PIN or an all-digit password (`DB_PASSWORD=84619273`), not a count or a date; a strong
+    // key's long run of digits (`secret = "9734741337193905126710251"`) is no number either.
+    let digits_secret = password_key(key) && v.len() >= 4 || strength == Strength::Strong && v.len() >= 16;
+    if mode != Mode::Prose && digits_secret && v.iter().all(u8::is_ascii_digit) {
+        return true;
+    }
+    // A quoted value is a literal wherever it stands, and so is a connection string's field
+    // (`…;Password=specialbill_user;Initial Catalog=…`): its text is the value itself.
+    let mode = if (value.quoted || next_connection_field(bytes, value.raw_end)) && mode == Mode::Code {
+        Mode::Literal
+    } else {
+        mode
+    };
+    let weak = strength == Strength::Weak;
+    if !value.quoted {
+        // A call, an index or a generic type. A shell/env literal is the text itself, so there
+        // only a whole expression (`get_password()`) counts, not a `(` inside `Abc(d3f)Gh`.
+        let code = if mode == Mode::Literal {
+            code_expression(raw)
+        } else {
+            raw.contains(&b'(') || raw.contains(&b'[') || v.contains(&b'<') || code_name_path(v)
+        };
+        if code {
+            return false;
+        }
+    }
+    if value.quoted && v.iter().any(u8::is_ascii_whitespace) {
+        // A scheme or a word before a stand-in (`"Authorization": "Other foobar"`) is no phrase.
+        let mut words = v.split(u8::is_ascii_whitespace).filter(|w| !w.is_empty());
+        if let (Some(_), Some(last), None) = (words.next(), words.next(), words.next())
+            && is_placeholder(last)
+        {
+            return false;
+        }
+        // A passphrase has spaces; a message has sentence words or names the secret itself.
+        return (!weak || contains_ci(key, b"passphrase")) && passphrase_like(v) || spaced_random(v);
+    }
+    if numeric_like(v)
+        || version_like(v)
+        || is_path_or_url(v) && !random_after_slash(v)
+        || readable_url(v)
+        || key_chord(v)
+    {
+        return false;
+    }
+    // A constant's name where code or prose names a value (`static Filter CAS_AUTH_FILTER;`, the
+    // secret `GITHUB_REGISTRY_TOKEN` in a code span); a literal, quoted or in a shell or config
+    // line, may still be one in capitals.
+    let named = !value.quoted || value.quote == b'`';
+    if constant_like(v) && named && matches!(mode, Mode::Prose | Mode::Code) {
+        return false;
+    }
+    match mode {
+        Mode::Literal if !weak => v.len() >= 4,
+        // Random letters unquoted in code: unless code goes on after them (`= rndPwdStr;`) or
+        // they name what the text uses again (a variable).
+        Mode::Code if !weak && random_letters(v) => {
+            value.raw_end == value.end
+                && bytes.get(value.end) != Some(&b';')
+                && !named_nearby(bytes, value.start, value.end)
+        }
+        Mode::Code if !weak => v.len() >= 6 && !identifier_like(v) && (has_digit(v) || has_symbol(v)),
+        Mode::Prose if value.quoted => v.len() >= 4 && looks_random(v, if weak { 12 } else { 6 }),
+        Mode::Prose if !prose_word(bytes, value) => false,
+        Mode::Prose if !weak => looks_random(v, 6),
+        // A short generated value of a weak key: letters, digits and symbols together.
+        Mode::Literal | Mode::Code if v.len() >= 8 && generated(v) => true,
+        _ => looks_random(v, 12),
+    }
+}
+
+/// A value that names what a secret is, not the secret: a digest of it under a `hashed…` key; a
+/// part of an AWS resource name (`arn:aws:secretsmanager:…:secret:<name>`); a string prefix the
+/// parser left on a slot's own name (C#'s `@"Token"`, `$"…"`); a variable naming the secret
+/// handed on in an argument list (`api_key=staging_api_key,`); a package name and its version
+/// under a weak key (`cache-key: node-20.11.x`).
+pub(crate) fn names_where_secret_lives(
+    bytes: &[u8],
+    value: &Value,
+    v: &[u8],
+    key: &[u8],
+    strength: Strength,
+) -> bool {
+    if let Some(inner) = v
+        .strip_prefix(b"@\"")
+        .or_else(|| v.strip_prefix(b"$\""))
+        .or_else(|| v.strip_prefix(b"@'"))
+    {
+        let inner = inner.strip_suffix(b"\"").unwrap_or(inner);
+        if is_placeholder(inner) || same_as_key(inner, key) || stand_in_for_key(inner, key) {
+            return true;
+        }
+    }
+    let raw = &bytes[value.start..value.raw_end];
+    if !value.quoted
+        && raw.ends_with(b",")
+        && line_end(bytes, value.raw_end) == value.raw_end
+        && secret_variable(v)
+    {
+        return true;
+    }
+    digest_of_secret(bytes, key, v)
+        || within_arn(bytes, value.start)
+        || strength == Strength::Weak && name_version(v)
+}
+
+/// A digest of the secret kept to recognise it, not the secret: a hex digest under a `hashed…`
+/// key (a scanner's baseline `"hashed_secret": "…"`, `hashedPassword`) or one whose last word
+/// names a digest (`VALID_TOKEN_IGNORE_SHA`).
+pub(crate) fn digest_of_secret(bytes: &[u8], key: &[u8], v: &[u8]) -> bool {
+    let before = text_before(bytes, key);
+    let hashed = key.len() > 6 && key[..6].eq_ignore_ascii_case(b"hashed")
+        || ends_with_ci(before, b"hashed_")
+        || ends_with_ci(before, b"hashed");
+    // A key whose last word names a digest (`TOKEN_IGNORE_SHA`, `api_key_hash`) holds one.
+    let last = &key[key
+        .iter()
+        .rposition(|&b| matches!(b, b'_' | b'-' | b'.'))
+        .map_or(0, |k| k + 1)..];
+    let digest_named = [
+        &b"sha"[..],
+        b"sha1",
+        b"sha256",
+        b"sha512",
+        b"hash",
+        b"digest",
+        b"checksum",
+    ]
+    .iter()
+    .any(|w| last.eq_ignore_ascii_case(w));
+    (hashed || digest_named) && hex_digest(v)
+}
+
+/// Whether the text at `p` is inside an AWS resource name (`arn:aws:secretsmanager:…:secret:…`):
+/// its words name a secret's home, not the secret.
+pub(crate) fn within_arn(bytes: &[u8], p: usize) -> bool {
+    let before = line_before(bytes, p);
+    let start = before
+        .iter()
+        .rposition(|&b| b.is_ascii_whitespace() || b"\"'`=(,[{".contains(&b))
+        .map_or(0, |k| k + 1);
+    let token = &before[start..];
+    token.starts_with(b"arn:aws:") || token.starts_with(b"arn:aws-")
+}
+
+/// A snake-case variable whose last word names a secret (`staging_api_key`, `db_password`,
+/// `old_token`): lower-case words joined by `_`, none of them digits.
+pub(crate) fn secret_variable(v: &[u8]) -> bool {
+    const LAST: Words = words_of!(b"secret password passwd pwd token key apikey credential credentials pass");
+    let Some(k) = v.iter().rposition(|&b| b == b'_') else {
+        return false;
+    };
+    k > 0 && v.iter().all(|&b| b.is_ascii_lowercase() || b == b'_') && LAST.iter().any(|w| &v[k + 1..] == w)
+}
+
+/// A package or tool name and its version (`node-20.11.x`, `gradle@8.6`, `go1.21`): a name of
+/// letters, a separator, then numbers joined by dots with at least one dot, `x` or `*` standing
+/// for any.
+pub(crate) fn name_version(v: &[u8]) -> bool {
+    let Some(sep) = v.iter().rposition(|&b| matches!(b, b'-' | b'@' | b'_')) else {
+        return false;
+    };
+    let (name, version) = (&v[..sep], &v[sep + 1..]);
+    let version = version.strip_prefix(b"v").unwrap_or(version);
+    name.len() >= 2
+        && name.iter().all(|&b| b.is_ascii_alphabetic() || b == b'-')
+        && version.first().is_some_and(u8::is_ascii_digit)
+        && version.contains(&b'.')
+        && version
+            .split(|&b| b == b'.')
+            .all(|p| !p.is_empty() && (p.iter().all(u8::is_ascii_digit) || p == b"x" || p == b"*"))
+}
+
+/// An unquoted value of letters (and `-`) ending its line that is not a type or schema word:
+/// `SuperSecretPassword`, `trustno-one-ever`, `qwertyuiop`; not `str`, `SecretStr`, `PasswordField`,
+/// `required`, nor a word shorter than eight letters (`Bcrypt`, `Rosebud`).
+pub(crate) fn letters_password(bytes: &[u8], value: &Value, key: &[u8]) -> bool {
+    const SCHEMA: Words = words_of!(
+        b"bool boolean int integer number object any bytes char secretstr secretstring \
+        securestring plaintext plain hashed encrypted env vault prompt ask disabled enabled ignore omit \
+        keep unique nullable blank varchar sensitive writeonly readonly text none void never unknown \
+        secret random generated required optional confirmed sometimes string str default hidden masked \
+        redacted bcrypt argon native inherit inherited scram trust peer ident true false null anonymous \
+        keychain keyring external internal database standard security"
+    );
+    const SUFFIXES: &[&[u8]] = &[
+        b"Field", b"Type", b"Input", b"Str", b"String", b"Schema", b"Column", b"Ref", b"Name", b"Key",
+        b"Hash", b"Value", b"Secret", b"Token",
+    ];
+    let v = value.text(bytes);
+    let ends_line = matches!(
+        bytes.get(skip_blank(bytes, value.raw_end)),
+        None | Some(b'\n' | b'\r')
+    );
+    // A short word (`Bcrypt`, `Native`, `Inherit`) names a setting's choice more often than it is
+    // a password: a letters-only password has at least eight letters.
+    let password_shaped = v.len() >= 8;
+    !value.quoted
+        && value.raw_end == value.end
+        && ends_line
+        && password_shaped
+        && v.first().is_some_and(u8::is_ascii_alphabetic)
+        && v.iter().all(|&b| b.is_ascii_alphabetic() || b == b'-')
+        && !is_placeholder(v)
+        && !same_as_key(v, key)
+        && !contains_ci(key, v)
+        && !SCHEMA.iter().any(|w| v.eq_ignore_ascii_case(w))
+        && !SUFFIXES.iter().any(|w| v.len() > w.len() && v.ends_with(w))
+}
+
+/// Whether what precedes a key on its line starts a statement: nothing, PHP's `$`, or an
+/// earlier statement ended by `;`.
+pub(crate) fn statement_start(line: &[u8]) -> bool {
+    let before = trim_ascii(line);
+    let before = trim_ascii(before.strip_suffix(b"$").unwrap_or(before));
+    before.is_empty() || before.ends_with(b";") || location_prefix(before)
+}
+
+/// An `.npmrc` line's registry scope before its key (`//registry.example.com/releases:` in
+/// `//…:_password=…`, the path's last segment read with the key or not): what follows `=` is
+/// the setting's literal text, as in a shell's or an env file's assignment.
+pub(crate) fn npm_scope(before: &[u8]) -> bool {
+    before.len() > 3
+        && before.starts_with(b"//")
+        && matches!(before.last(), Some(b':' | b'/'))
+        && !before.iter().any(u8::is_ascii_whitespace)
+}
+
+/// An unquoted lowercase word ending a `password = …` line that is a literal, not a name in
+/// code: `open_sesame`; not a word that names what code holds (`new_password`,
+/// `user_input`, `hashed`, `none`), nor a name the text uses again within 256 bytes (`password = payload`
+/// after `payload = read()`): a literal is typed once, a variable is defined and used.
+pub(crate) fn config_literal(bytes: &[u8], value: &Value, key: &[u8]) -> bool {
+    const NAMES: Words = words_of!(
+        b"pass pwd pw secret token key cred auth hash input value text data field param arg env conf \
+        setting request form user login salt str byte none null nil true false undefined self \
+        this crypt prompt random generat default required optional hidden mask result response \
+        entry option environ read get load fetch plain cipher digest vault keyring keychain sha \
+        md5 argon pbkdf payload message content buffer stdin answer reply temp tmp cache store \
+        current new old saved given expected actual confirm candidate attempt guess entered typed \
+        original previous next first second local global other empty blank enabl disabl allow \
+        deny denied strict"
+    );
+    const NEARBY: usize = 256;
+    let v = value.text(bytes);
+    // A `;` after it makes the line code, where a bare word names a variable or a constant
+    // (`password = decoded;`): only a line that ends with the word itself is a config literal.
+    let after = skip_blank(bytes, string_close_end(bytes, value.raw_end));
+    let ends = matches!(bytes.get(after), None | Some(b'\n' | b'\r'));
+    if value.quoted
+        || !ends
+        || value.raw_end != value.end
+        || !(6..=32).contains(&v.len())
+        || !v[0].is_ascii_lowercase()
+        // Kebab-case names a resource or a version (`tls-cert-2024`, `shorter-version`).
+        || !v.iter().all(|&b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+        // `v` is lowercase already: a first-byte test, then the word.
+        || NAMES.iter().any(|w| {
+            w.len() <= v.len() && (0..=v.len() - w.len()).any(|k| v[k] == w[0] && v[k..].starts_with(w))
+        })
+        || same_as_key(v, key)
+        // The key names the password itself (`db_password`), not a setting about passwords
+        // (`password_auth = disabled`, `password_rotation = quarterly`).
+        || !PASSWORD_KEYS
+            .iter()
+            .any(|w| key.len() >= w.len() && key[key.len() - w.len()..].eq_ignore_ascii_case(w))
+    {
+        return false;
+    }
+    let from = value.start.saturating_sub(NEARBY);
+    let to = bytes.len().min(value.end + NEARBY);
+    // The name again as a whole word: a first-byte scan, then a comparison where it starts.
+    let around = |s: usize, e: usize| {
+        let mut k = s;
+        while let Some(off) = bytes[k..e].iter().position(|&b| b == v[0]) {
+            let at = k + off;
+            if bytes[at..e].starts_with(v)
+                && !bytes.get(at + v.len()).is_some_and(|&b| is_key_byte(b))
+                && (at == 0 || !is_key_byte(bytes[at - 1]))
+            {
+                return true;
+            }
+            k = at + 1;
+        }
+        false
+    };
+    !around(from, value.start) && !around(value.end, to) && !is_placeholder(v)
+}
+
+/// A YAML tag: `!name` followed on its line by what it tags (`password: !vault |`); `!Welcome`
+/// alone is a password.
+pub(crate) fn yaml_tag(bytes: &[u8], value: &Value) -> bool {
+    let v = value.text(bytes);
+    if value.quoted || v.first() != Some(&b'!') || !identifier_like(&v[1..]) && !v[1..].starts_with(b"!") {
+        return false;
+    }
+    let after = skip_blank(bytes, value.raw_end);
+    after > value.raw_end && bytes.get(after).is_some_and(|&b| b != b'\n' && b != b'\r')
+}
+
+/// `Set-Cookie: Path=/; HttpOnly`: a cookie's attributes without a cookie.
+pub(crate) fn cookie_attributes(v: &[u8], key: &[u8]) -> bool {
+    const ATTRIBUTES: &[&[u8]] = &[
+        b"path",
+        b"domain",
+        b"expires",
+        b"max-age",
+        b"samesite",
+        b"secure",
+        b"httponly",
+        b"partitioned",
+        b"priority",
+    ];
+    let name = &v[..run_end(v, 0, |b| b.is_ascii_alphanumeric() || b == b'-')];
+    contains_ci(key, b"cookie") && ATTRIBUTES.iter().any(|a| name.eq_ignore_ascii_case(a))
+}
+
+/// `tls:\n  secret: tls-cert-2024`: a bare `secret` key in YAML, under a mapping that names what
+/// refers to a secret (`tls`, `volumes`), whose value is a Kubernetes object's name (three or more
+/// lowercase parts, mostly words, joined by `-`). Elsewhere such a value is a memorable password
+/// (`secret: blue-river-42-sky`).
+pub(crate) fn secret_name(bytes: &[u8], value: &Value, key: &[u8], mode: Mode) -> bool {
+    let v = value.text(bytes);
+    mode == Mode::Code
+        && !value.quoted
+        && key.eq_ignore_ascii_case(b"secret")
+        && v.iter().filter(|&&b| b == b'-').count() >= 2
+        && v.iter()
+            .all(|&b| b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'-' | b'.'))
+        && wordy(v)
+        && under_secret_reference(bytes, value.start)
+}
+
+/// Whether the YAML line holding `pos` is nested under a key that refers to a secret by name:
+/// the line above, less indented, is `tls:`, `ingress:`, `volumes:` or the like.
+pub(crate) fn under_secret_reference(bytes: &[u8], pos: usize) -> bool {
+    const PARENTS: &[&[u8]] = &[b"tls", b"ingress", b"certificate", b"cert", b"volumes", b"volume"];
+    let line = line_before(bytes, pos);
+    let start = pos - line.len();
+    if start == 0 || bytes[start - 1] != b'\n' {
+        return false;
+    }
+    let indent = |l: &[u8]| l.iter().take_while(|&&b| b == b' ' || b == b'-').count();
+    let parent = line_before(bytes, start - 1);
+    let name = trim_ascii(&parent[indent(parent)..]);
+    indent(parent) < indent(line)
+        && name
+            .strip_suffix(b":")
+            .is_some_and(|n| PARENTS.iter().any(|p| n.eq_ignore_ascii_case(p)))
+}
+
+/// A canonical UUID (8-4-4-4-12 hex digits): an identifier.
+pub(crate) fn uuid(v: &[u8]) -> bool {
+    v.len() == 36
+        && v.iter().enumerate().all(|(k, &b)| {
+            if matches!(k, 8 | 13 | 18 | 23) {
+                b == b'-'
+            } else {
+                b.is_ascii_hexdigit()
+            }
+        })
+}
+
+/// `-x`, `--flag`, `--flag-name`: a dash and a word.
+pub(crate) fn flag_like(v: &[u8]) -> bool {
+    let body = &v[run_end(v, 0, |b| b == b'-')..];
+    !body.is_empty() && body.iter().all(|&b| b.is_ascii_alphanumeric() || b == b'-')
+}
+
+/// The words of a key naming a password (not a token or an API key).
+pub(crate) const PASSWORD_KEYS: &[&[u8]] = &[b"password", b"passwd", b"pwd", b"passphrase", b"passcode"];
+
+/// A key naming a password (not a token or an API key): an all-digit value of it is a PIN.
+pub(crate) fn password_key(key: &[u8]) -> bool {
+    PASSWORD_KEYS.iter().any(|w| contains_ci(key, w))
+}
+
+/// A public key id (`3AA5C34371567BD2`, `0x3AA5C34371567BD2`, a 40-digit fingerprint): 8, 16 or
+/// 40 hex digits in one case.
+pub(crate) fn hex_key_id(v: &[u8]) -> bool {
+    let body = v.strip_prefix(b"0x").unwrap_or(v);
+    matches!(body.len(), 8 | 16 | 40)
+        && body.iter().all(u8::is_ascii_hexdigit)
+        && !(body.iter().any(u8::is_ascii_uppercase) && body.iter().any(u8::is_ascii_lowercase))
+}
+
+/// Keys that take a public key's id (gpg's `--recv-keys`, `--default-key`, git's
+/// `user.signingkey`), not a key.
+pub(crate) fn public_key_id_key(key: &[u8]) -> bool {
+    [
+        &b"recv-key"[..],
+        b"default-key",
+        b"signingkey",
+        b"local-user",
+        b"trusted-key",
+        b"keyid",
+        b"key-id",
+    ]
+    .iter()
+    .any(|w| contains_ci(key, w))
+}
+
+/// `expires_in=3600`: a name, `=` and a value is the next field of a log line or a query, not a
+/// token after a scheme word (a token's base64 padding `=` ends it).
+pub(crate) fn next_field_pair(t: &[u8]) -> bool {
+    let name = t
+        .iter()
+        .take_while(|&&b| b.is_ascii_alphanumeric() || b == b'_')
+        .count();
+    name > 0
+        && t[0].is_ascii_alphabetic()
+        && t.get(name) == Some(&b'=')
+        && t.get(name + 1).is_some_and(|&b| b != b'=')
+}
+
+/// `RSA key 4AEE18F83AFDEB23`, `gpg key ABCD1234`: a bare `key` after a public-key algorithm or
+/// a keyring's name takes the key's id, as gpg prints it.
+pub(crate) fn key_algorithm_before(bytes: &[u8], key: &[u8]) -> bool {
+    if !key.eq_ignore_ascii_case(b"key") {
+        return false;
+    }
+    let before = text_before(bytes, key).trim_ascii_end();
+    let word = &before[before.len() - run_back(before, |b| b.is_ascii_alphanumeric())..];
+    [
+        &b"rsa"[..],
+        b"dsa",
+        b"ecdsa",
+        b"ed25519",
+        b"eddsa",
+        b"gpg",
+        b"pgp",
+        b"gnupg",
+        b"signing",
+        b"public",
+    ]
+    .iter()
+    .any(|w| word.eq_ignore_ascii_case(w))
+}
+
+/// `/k9Fz2LqP8sT1vXyR4wN7mB0cD3eH6jU=`, `/K7MDENG/bPxRfiCYzq8k2Lm3…`: a leading `/` before a
+/// random run, a base64 value rather than a path. A path is made of readable segments (`usr`,
+/// `Documents`, `id_rsa.pub`); base64's `/` splits a random run into random pieces.
+pub(crate) fn random_after_slash(v: &[u8]) -> bool {
+    let Some(rest) = v.strip_prefix(b"/") else {
+        return false;
+    };
+    // A segment of letters in one case or capitalised is a name.
+    let readable = |seg: &[u8]| {
+        seg.iter().all(u8::is_ascii_alphabetic)
+            && (seg[1..].iter().all(u8::is_ascii_lowercase) || seg.iter().all(u8::is_ascii_uppercase))
+    };
+    let pieces_random = !rest.contains(&b'/')
+        || rest
+            .iter()
+            .all(|&b| b.is_ascii_alphanumeric() || matches!(b, b'/' | b'+' | b'='))
+            && rest
+                .split(|&b| b == b'/')
+                .all(|seg| !seg.is_empty() && !readable(seg))
+            && rest.split(|&b| b == b'/').any(|seg| seg.len() >= 16);
+    rest.len() >= 16 && pieces_random && mixed_case(rest) && has_digit(rest) && entropy(rest) >= 3.5
+}
+
+/// A keyboard shortcut (`ctrl+shift+1`, `Cmd+K`): modifiers joined by `+`.
+pub(crate) fn key_chord(v: &[u8]) -> bool {
+    v.iter().rposition(|&b| b == b'+').is_some_and(|last| {
+        v[..last].split(|&b| b == b'+').all(|p| {
+            matches!(
+                lower(p, &mut [0; 16]),
+                b"ctrl" | b"control" | b"shift" | b"alt" | b"cmd" | b"meta" | b"option" | b"super" | b"win"
+            )
+        })
+    })
+}
+
+/// `name("…`, `obj.get('…`, `Name(#{…`, `name(` at the end: a call whose first argument is a
+/// string, however the value was cut. A password does not open with an identifier, a `(` and a
+/// quote.
+pub(crate) fn opens_a_call(v: &[u8]) -> bool {
+    let Some(open) = v.iter().position(|&b| b == b'(') else {
+        return false;
+    };
+    let head = &v[..open];
+    let ident = |b: &u8| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'$' | b':');
+    // A generic type's path (`Aes256Gcm>::from_slice(&key_bytes)`): `::` joins its names.
+    let generic = |b: &u8| ident(b) || matches!(b, b'<' | b'>');
+    let path_call = head.windows(2).any(|w| w == b"::") && head.iter().all(generic);
+    head.len() >= 2
+        && (head[0].is_ascii_alphabetic() || matches!(head[0], b'_' | b'$'))
+        && (head.iter().all(ident) || path_call)
+        && (matches!(v.get(open + 1), None | Some(b'"' | b'\'' | b'`'))
+            || path_call && matches!(v.get(open + 1), Some(b'&' | b'*' | b')')))
+}
+
+/// `instance_info.password`, `cfg.db_secret,`: a member path whose last name is a secret word
+/// holds the secret; it is not its value.
+pub(crate) fn secret_member(v: &[u8]) -> bool {
+    let v = trim_end_of(v, |b| matches!(b, b',' | b';' | b')'));
+    let mut parts = v.split(|&b| b == b'.');
+    let names = v.split(|&b| b == b'.').all(|p| {
+        p.first().is_some_and(|&b| b.is_ascii_alphabetic() || b == b'_')
+            && p.iter().all(|&b| b.is_ascii_alphanumeric() || b == b'_')
+    });
+    let last = parts.next_back().unwrap_or_default();
+    names
+        && v.contains(&b'.')
+        && [
+            b"password".as_slice(),
+            b"passwd",
+            b"pwd",
+            b"secret",
+            b"token",
+            b"apikey",
+            b"api_key",
+            b"credential",
+        ]
+        .iter()
+        .any(|w| contains_ci(last, w))
+}
+
+/// A sigil's name with code after it, not a value: PHP's member access (`$this->accessToken`),
+/// Go's address of a composite literal (`&api.Secret{`, `&Config{`), a Ruby instance variable
+/// closing a call or an argument (`@password).tap(&:confirm)`). A password may start with a
+/// sigil (`$uP3r-S3cret!9`, `@dm1n!x`), but not go on as code does.
+pub(crate) fn sigil_code(raw: &[u8]) -> bool {
+    let ident = |b: &u8| b.is_ascii_alphanumeric() || *b == b'_';
+    let Some((&sigil, rest)) = raw.split_first() else {
+        return false;
+    };
+    if !rest
+        .first()
+        .is_some_and(|&b| b.is_ascii_alphabetic() || b == b'_')
+    {
+        return false;
+    }
+    let after = &rest[rest.iter().take_while(|b| ident(b)).count()..];
+    match sigil {
+        b'$' => {
+            after.starts_with(b"->")
+                && after
+                    .get(2)
+                    .is_some_and(|&b| b.is_ascii_alphabetic() || b == b'_')
+        }
+        // `&pkg.Type{`, and Elixir's capture of a function (`&MyApp.Secrets.for_conn/1`).
+        b'&' => {
+            let path = after.iter().take_while(|b| ident(b) || **b == b'.').count();
+            let arity = trim_end_of(&after[(path + 1).min(after.len())..], |b| {
+                matches!(b, b']' | b')' | b'}' | b',')
+            });
+            after.get(path) == Some(&b'{')
+                || after.get(path) == Some(&b'/') && !arity.is_empty() && arity.iter().all(u8::is_ascii_digit)
+        }
+        b'@' => matches!(after.first(), Some(b')' | b',')) && after.len() > 1,
+        // A nullable type (`): ?Response`), a dereference stepped (`*tokenCount++`).
+        b'?' => after.is_empty() && rest[0].is_ascii_uppercase(),
+        b'*' => matches!(after, b"++" | b"--" | b"++;" | b"--;"),
+        _ => false,
+    }
+}
+
+/// A composite literal opened after its type (`storage.DeviceToken{`, `&Config{`): Go builds the
+/// value there.
+pub(crate) fn composite_literal(raw: &[u8]) -> bool {
+    let body = raw.strip_prefix(b"&").unwrap_or(raw);
+    body.strip_suffix(b"{").is_some_and(|path| {
+        let ty = path.rsplit(|&b| b == b'.').next().unwrap_or(path);
+        ty.first().is_some_and(u8::is_ascii_uppercase) && path.split(|&b| b == b'.').all(name_of_words)
+    })
+}
+
+/// A PowerShell command (`ConvertTo-SecureString`, `Read-Host`, `Get-Credential`): an approved
+/// verb, a dash and a capitalised noun, where the value is what the command returns.
+pub(crate) fn cmdlet(v: &[u8]) -> bool {
+    const VERBS: &[&[u8]] = &[
+        b"Get",
+        b"Set",
+        b"New",
+        b"Read",
+        b"ConvertTo",
+        b"ConvertFrom",
+        b"Import",
+        b"Export",
+        b"Invoke",
+        b"Add",
+        b"Remove",
+        b"Select",
+        b"Out",
+        b"Write",
+        b"Test",
+        b"Start",
+        b"Connect",
+        b"Protect",
+        b"Unprotect",
+    ];
+    let Some(dash) = v.iter().position(|&b| b == b'-') else {
+        return false;
+    };
+    let noun = &v[dash + 1..];
+    VERBS.contains(&&v[..dash])
+        && noun.len() >= 3
+        && noun[0].is_ascii_uppercase()
+        && noun.iter().any(u8::is_ascii_lowercase)
+        && noun.iter().all(u8::is_ascii_alphabetic)
+}
+
+/// A variable passed on in an argument list (`secret_key=auth_token,`, `password=db_password)`):
+/// a lowercase name that names a secret (`auth)`), with the list going on after it.
+pub(crate) fn secret_argument(raw: &[u8]) -> bool {
+    let Some((&last, name)) = raw.split_last() else {
+        return false;
+    };
+    matches!(last, b',' | b')')
+        && name.first().is_some_and(u8::is_ascii_lowercase)
+        && name
+            .iter()
+            .all(|&b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+        && names_secret_field(name)
+}
+
+/// Whether a field's name says it holds a secret (`private_key`, `db_password`, `authToken`).
+pub(crate) fn names_secret_field(name: &[u8]) -> bool {
+    [
+        b"password".as_slice(),
+        b"auth",
+        b"passwd",
+        b"passphrase",
+        b"secret",
+        b"token",
+        b"key",
+        b"credential",
+    ]
+    .iter()
+    .any(|w| contains_ci(name, w))
+}
+
+/// Where a secret store keeps the value, not the value: `helm-chart-signing-key:private_key`,
+/// `prod/db:password`, `kv/app/api#token` name an entry and its field. Every part is a name and
+/// the last one, a lowercase field name, names a secret.
+pub(crate) fn secret_field_reference(v: &[u8]) -> bool {
+    let Some(sep) = v.iter().rposition(|&b| matches!(b, b':' | b'/' | b'#')) else {
+        return false;
+    };
+    let (path, field) = (&v[..sep], &v[sep + 1..]);
+    let name = |b: &u8| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.' | b'/' | b':');
+    !path.is_empty()
+        && path[0].is_ascii_alphabetic()
+        && path.iter().all(name)
+        && field.len() >= 3
+        && field.first().is_some_and(u8::is_ascii_lowercase)
+        && field.iter().all(|&b| b.is_ascii_lowercase() || b == b'_')
+        && names_secret_field(field)
+}
+
+/// What a value's shape says is no secret wherever it stands: a field of a secret store, a
+/// Markdown link, a labelled digest, escaped text, Basic credentials of filler.
+pub(crate) fn names_no_secret(v: &[u8]) -> bool {
+    interpolation(v)
+        || certificate(v)
+        || timestamp(v)
+        || jose_algorithm(v)
+        || method_call(v)
+        || elided(v)
+        || sops_ciphertext(v)
+        || namespace_path(v)
+        // A JSON object's start (`{"signature_methods":`), cut where the value was read.
+        || v.starts_with(b"{\"") && v.ends_with(b"\":")
+        || secret_field_reference(v)
+        || markdown_link(v)
+        || labelled_digest(v)
+        || unicode_escaped_text(v)
+        || (8..=128).contains(&v.len()) && v.iter().all(|&b| b64(b)) && basic_filler(v)
+}
+
+/// A member path of names (`TestConstants.AuthorityUtid2Tenant`, `Settings.Default.ApiKeyName`):
+/// each part a name of words (a capital or a digit starts the next, and words average three
+/// letters or more) with at most three digits, where a token's parts are runs of mixed case and
+/// digits (`hvs.JGbZZaCkOSgsZ56uhGlTK2zy…`).
+pub(crate) fn member_path(v: &[u8]) -> bool {
+    v.contains(&b'.') && v.split(|&b| b == b'.').all(name_of_words)
+}
+
+/// A name of words (`AuthorityUtid2Tenant`, `storage`, `Device_Token`): a capital, a `_` or a
+/// digit starts the next word, words average three letters or more, three digits at most.
+pub(crate) fn name_of_words(p: &[u8]) -> bool {
+    let digits = p.iter().filter(|b| b.is_ascii_digit()).count();
+    let words = 1 + p
+        .windows(2)
+        .filter(|w| w[1].is_ascii_uppercase() && !w[0].is_ascii_uppercase() || w[1] == b'_')
+        .count();
+    p.len() >= 2
+        && p[0].is_ascii_alphabetic()
+        && p.iter().all(|&b| b.is_ascii_alphanumeric() || b == b'_')
+        && digits <= 3
+        && p.len() - digits >= 3 * words
+}
+
+/// A certificate's DER in base64 (`MIIDtTCCAp2gAwIBAgIJ…`, after markup such as
+/// `<ds:X509Certificate>`): X.509's version field `AwIBAgI` follows its first bytes. Public.
+pub(crate) fn certificate(v: &[u8]) -> bool {
+    if v.len() < 32 {
+        return false;
+    }
+    let Some(at) = v.windows(3).position(|w| w == b"MII") else {
+        return false;
+    };
+    let head = &v[at..v.len().min(at + 24)];
+    head.windows(7).any(|w| w == b"AwIBAgI")
+}
+
+/// An ISO 8601 time (`2020-09-25T16:00:00+00:00`, `2015-08-31 08:54:05Z`).
+pub(crate) fn timestamp(v: &[u8]) -> bool {
+    let digit = |k: usize| v.get(k).is_some_and(u8::is_ascii_digit);
+    v.len() >= 16
+        && (0..4).all(digit)
+        && v[4] == b'-'
+        && digit(5)
+        && digit(6)
+        && v[7] == b'-'
+        && digit(8)
+        && digit(9)
+        && matches!(v[10], b'T' | b' ')
+        && v[11..]
+            .iter()
+            .all(|&b| b.is_ascii_digit() || matches!(b, b':' | b'.' | b'+' | b'-' | b'Z'))
+}
+
+/// A JOSE algorithm's name (`HS384`, `RS256`, `ES512`, `PS256`, `EdDSA`): what signs, not the key.
+pub(crate) fn jose_algorithm(v: &[u8]) -> bool {
+    v == b"EdDSA"
+        || v.len() == 5
+            && matches!(&v[..2], b"HS" | b"RS" | b"ES" | b"PS")
+            && matches!(&v[2..], b"256" | b"384" | b"512")
+}
+
+/// A method called with named arguments, cut at a comma (`models.CharField(max_length=84`).
+pub(crate) fn method_call(v: &[u8]) -> bool {
+    let Some(open) = v.iter().position(|&b| b == b'(') else {
+        return false;
+    };
+    let head = &v[..open];
+    head.contains(&b'.')
+        && head.first().is_some_and(u8::is_ascii_alphabetic)
+        && head
+            .iter()
+            .all(|&b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.'))
+        && v.get(open + 1)
+            .is_some_and(|&b| b.is_ascii_alphabetic() || b == b'_')
+        && v[open + 1..].contains(&b'=')
+}
+
+/// A short value elided in its middle (`gA..H`, `lp..X`): documentation shortening a token.
+pub(crate) fn elided(v: &[u8]) -> bool {
+    v.len() <= 16
+        && v.windows(2)
+            .position(|w| w == b"..")
+            .is_some_and(|k| k > 0 && k + 2 < v.len())
+}
+
+/// A PHP class's namespaced name (`OAuth2\\Storage\\AccessTokenInterface`, `App\\Models\\User`,
+/// its backslashes doubled inside a string or not): names of words joined by `\\`.
+pub(crate) fn namespace_path(v: &[u8]) -> bool {
+    if !v.contains(&b'\\') {
+        return false;
+    }
+    let mut parts = 0;
+    let all = v.split(|&b| b == b'\\').filter(|p| !p.is_empty()).all(|p| {
+        parts += 1;
+        p[0].is_ascii_uppercase() && name_of_words(p)
+    });
+    all && parts >= 2 && v.contains(&b'\\')
+}
+
+/// A value sops encrypted (`ENC[AES256_GCM,data:…,iv:…,tag:…,type:str]`): ciphertext whose key
+/// is kept in a key service, as Maven's `{…}` is.
+pub(crate) fn sops_ciphertext(v: &[u8]) -> bool {
+    v.starts_with(b"ENC[") && contains_ci(v, b",iv:") && contains_ci(v, b",tag:")
+}
+
+/// A string interpolated in Swift (`\(PasskeyCredentialDeviceType)`) or C# (`$"{cfg.ClientId}__Cache"`):
+/// code that builds the value.
+pub(crate) fn interpolation(v: &[u8]) -> bool {
+    let path = |t: &[u8]| {
+        !t.is_empty()
+            && t.iter()
+                .all(|&b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.'))
+    };
+    if let Some(rest) = v.strip_prefix(b"\\(") {
+        return path(rest.strip_suffix(b")").unwrap_or(rest));
+    }
+    v.strip_prefix(b"$\"{")
+        .and_then(|rest| rest.iter().position(|&b| b == b'}').map(|close| &rest[..close]))
+        .is_some_and(path)
+}
+
+/// A URL with no credentials before its host whose every long part is a word, a number or a
+/// date (`http://schemas.xmlsoap.org/ws/2005/07/securitypolicy/IncludeToken/AlwaysToRecipient`):
+/// a webhook's or a signed link's key is a long run of letters and digits mixed.
+pub(crate) fn readable_url(v: &[u8]) -> bool {
+    // Credentials sit before the host (`https://user:pw@host`); an `@` further on is the path's
+    // or the fragment's (`…/#@tenant.onmicrosoft.com/…`).
+    let no_userinfo = find_ci(v, 0, b"://").is_some_and(|s| {
+        let authority = &v[s + 3..];
+        let host_end = authority
+            .iter()
+            .position(|&b| matches!(b, b'/' | b'?' | b'#'))
+            .unwrap_or(authority.len());
+        !authority[..host_end].contains(&b'@')
+    });
+    no_userinfo
+        && v.split(|b| !b.is_ascii_alphanumeric())
+            .all(|part| part.len() < 12 || !has_digit(part) || part.iter().all(u8::is_ascii_digit))
+}
+
+/// A Markdown link (`[PassTLSClientCert](passtlsclientcert.md)`): text and where it points.
+pub(crate) fn markdown_link(v: &[u8]) -> bool {
+    v.first() == Some(&b'[')
+        && v.windows(2).position(|w| w == b"](").is_some_and(|k| k > 1)
+        && matches!(v.last(), Some(b')' | b'd' | b'l' | b'/' | b'm'))
+        && !v[1..].contains(&b'[')
+}
+
+/// A digest named by its algorithm (`jwk-thumbprint:sha-256:NzbLsXh8…`, `sha1=0beec7b5…`,
+/// `md5:9e107d9d…`): a hash of something, published to compare with.
+pub(crate) fn labelled_digest(v: &[u8]) -> bool {
+    const ALGORITHMS: [&[u8]; 8] = [
+        b"sha-512", b"sha-384", b"sha-256", b"sha512", b"sha384", b"sha256", b"sha1", b"md5",
+    ];
+    // One search for where an algorithm's name can start, then its names read there.
+    let Some(at) = find_ci(v, 0, b"sha").or_else(|| find_ci(v, 0, b"md5")) else {
+        return false;
+    };
+    ALGORITHMS.iter().any(|alg| {
+        if eat_ci(v, at, alg).is_none() {
+            return false;
+        }
+        let sep = at + alg.len();
+        let digest = v.get(sep + 1..).unwrap_or_default();
+        (at == 0 || !v[at - 1].is_ascii_alphanumeric())
+            && matches!(v.get(sep), Some(b':' | b'=' | b'-'))
+            && digest.len() >= 16
+            && digest
+                .iter()
+                .all(|&b| b64url(b) || matches!(b, b'+' | b'/' | b'='))
+    })
+}
+
+/// Text written as `\uXXXX` escapes of letters outside ASCII (Java properties:
+/// `Password=\u30d1\u30b9\u30ef…`, the label in Japanese).
+pub(crate) fn unicode_escaped_text(v: &[u8]) -> bool {
+    v.len() >= 12
+        && v.chunks(6).all(|c| {
+            c.len() == 6
+                && c.starts_with(b"\\u")
+                && c[2..].iter().all(u8::is_ascii_hexdigit)
+                && !c[2..4].eq(b"00")
+        })
+}
+
+/// Lowercase words joined by `_` or `-` ending with the key's own secret word (`"access_token":
+/// "facebook_token"`, `password: db-password`): the slot's name, not a value typed into it.
+pub(crate) fn named_slot(v: &[u8], key: &[u8]) -> bool {
+    let Some(sep) = v.iter().rposition(|&b| matches!(b, b'_' | b'-')) else {
+        return false;
+    };
+    let last = &v[sep + 1..];
+    sep > 0
+        && v.iter()
+            .all(|&b| b.is_ascii_lowercase() || matches!(b, b'_' | b'-'))
+        && [
+            &b"token"[..],
+            b"secret",
+            b"password",
+            b"passwd",
+            b"pass",
+            b"key",
+            b"apikey",
+            b"credential",
+            b"credentials",
+        ]
+        .contains(&last)
+        && contains_ci(key, last)
+}
+
+/// A version with a pre-release or build part (`v0.0.0-20230304212654-82a0ddb27589`, Go's
+/// pseudo-version with its commit id, `1.4.0-rc.1+5114f85`, `v1.2.3/go.mod`) or a range of
+/// them (`^3.0.1`, `~1.2.3`, `>=2.0.0`): three dotted numbers first, then names and ids.
+pub(crate) fn version_like(v: &[u8]) -> bool {
+    let v = &v[v
+        .iter()
+        .take_while(|b| matches!(b, b'^' | b'~' | b'>' | b'<' | b'='))
+        .count()..];
+    let body = v.strip_prefix(b"v").unwrap_or(v);
+    let mut k = 0;
+    for part in 0..3 {
+        let d = run_end(body, k, |b| b.is_ascii_digit());
+        if d == k {
+            return false;
+        }
+        k = d;
+        if part < 2 {
+            if body.get(k) != Some(&b'.') {
+                return false;
+            }
+            k += 1;
+        }
+    }
+    match body.get(k) {
+        None => true,
+        Some(b'-' | b'+' | b'/') => body[k..]
+            .iter()
+            .all(|&b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'+' | b'/' | b'.' | b'_')),
+        _ => false,
+    }
+}
+
+/// `name(…)`, `name[…]`, `Name<…>`: an identifier applied to something, closed at the end.
+pub(crate) fn code_expression(raw: &[u8]) -> bool {
+    let Some(open) = raw.iter().position(|&b| matches!(b, b'(' | b'[' | b'<')) else {
+        return false;
+    };
+    let head = &raw[..open];
+    let body = trim_end_of(raw, |b| matches!(b, b';' | b',' | b'.'));
+    let ident = |b: &u8| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b':');
+    // A composite literal or a closure opens a brace after its type (`map[string]string{…`,
+    // `[]byte{…`, `Vec<u8> {`).
+    let composite = || {
+        raw[open..]
+            .iter()
+            .position(|&b| matches!(b, b')' | b']' | b'>'))
+            .is_some_and(|c| {
+                let rest = &raw[open + c + 1..];
+                rest.iter()
+                    .position(|&b| b == b'{')
+                    .is_some_and(|q| rest[..q].iter().all(|b| ident(b) || b.is_ascii_whitespace()))
+            })
+    };
+    !head.is_empty()
+        && head.iter().all(ident)
+        && (matches!(body.last(), Some(b')' | b']' | b'>')) || composite())
+}
+
+/// Letters of both cases, digits and a symbol together, not words joined by separators: a
+/// generated value. Mixed case, so that key chords (`ctrl+shift+1`) and `user@host1` are not one.
+pub(crate) fn generated(v: &[u8]) -> bool {
+    mixed_case(v)
+        && has_digit(v)
+        && v.iter().any(|&b| {
+            !b.is_ascii_alphanumeric() && !matches!(b, b'_' | b'-' | b'.' | b':' | b'/' | b'+' | b'@')
+        })
+        && !wordy(v)
+}
+
+/// A generated value whose alphabet holds the space (WordPress's salts: 64 printable characters,
+/// `'MW1pxMctoyA(>M%0Vl 2(#o0|2$cB+K|…'`): long, a space at most every sixteenth character, and
+/// as random as printable characters drawn at random, not words or code with spaces between.
+pub(crate) fn spaced_random(v: &[u8]) -> bool {
+    let spaces = v.iter().filter(|&&b| b == b' ').count();
+    v.len() >= 32
+        && spaces * 16 <= v.len()
+        && v.iter().all(|&b| b.is_ascii_graphic() || b == b' ')
+        && generated(v)
+        && entropy(v) >= 4.5
+        && v.split(|&b| b == b' ')
+            .all(|part| part.len() >= 2 && !wordy(part))
+}
+
+/// A quoted value with spaces that reads as a passphrase, not a message: a few words, none of
+/// them a sentence word or a secret word (`"Password must be at least 8 characters"`).
+pub(crate) fn passphrase_like(v: &[u8]) -> bool {
+    const MESSAGE_WORDS: Words = words_of!(
+        b"a an the is are be must should at least please enter your invalid \
+        required not of to for or characters chars field missing wrong incorrect match cannot \
+        can't does do this that you in on if it was expired empty too short long here new old"
+    );
+    let parts = || v.split(u8::is_ascii_whitespace).filter(|w| !w.is_empty());
+    (2..=8).contains(&parts().count())
+        && v.len() >= 10
+        && parts().all(|w| {
+            let w = trim_end_of(w, |b| matches!(b, b'.' | b',' | b'!' | b'?' | b':'));
+            !MESSAGE_WORDS.iter().any(|m| w.eq_ignore_ascii_case(m)) && secret_word(w).is_none()
+        })
+}
+
+/// One word quoted in a sentence about a password (`"centipede"`, `'blooberry'`), not a word
+/// that describes one (`"wrong"`, `"required"`, `"hidden"`).
+pub(crate) fn quoted_word(v: &[u8]) -> bool {
+    const DESCRIBING: Words = words_of!(
+        b"wrong incorrect invalid correct right weak strong short long expired empty blank missing \
+        set unset changed reset same different secure insecure"
+    );
+    v.iter()
+        .all(|&b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'!' | b'@' | b'#'))
+        && !DESCRIBING.iter().any(|w| v.eq_ignore_ascii_case(w))
+}
+
+/// `my`, `our`, `the`… right before the key: the colon after it is a sentence's, not a mapping's.
+pub(crate) fn owned_in_prose(line: &[u8]) -> bool {
+    let t = trim_ascii(line);
+    let last = t.rsplit(|&b| b == b' ' || b == b'\t').next().unwrap_or(t);
+    [&b"my"[..], b"our", b"the", b"his", b"her", b"their"]
+        .iter()
+        .any(|w| last.eq_ignore_ascii_case(w))
+}
+
+/// A long run of lowercase letters standing alone: words run together as a passphrase.
+pub(crate) fn passphrase_word(bytes: &[u8], value: &Value) -> bool {
+    let v = value.text(bytes);
+    !value.quoted && v.len() >= 16 && v.iter().all(u8::is_ascii_lowercase) && prose_word(bytes, value)
+}
+
+/// A value standing alone in a sentence, not glued to a quote (`name="password"`), not `Name=word`.
+pub(crate) fn prose_word(bytes: &[u8], value: &Value) -> bool {
+    let v = value.text(bytes);
+    let named = v.iter().position(|&b| b == b'=').is_some_and(|eq| {
+        // `Name=word`, or a short attribute with its quote (`id="password`).
+        (eq >= 3 || eq >= 1 && matches!(v.get(eq + 1), Some(b'"' | b'\'')))
+            && v[..eq].iter().all(u8::is_ascii_alphabetic)
+    });
+    let end = string_close_end(bytes, value.raw_end);
+    !value.quoted
+        && !named
+        && (bytes
+            .get(end)
+            .is_none_or(|&b| b.is_ascii_whitespace() || matches!(b, b',' | b';'))
+            || cjk_at(bytes, end))
+}
+
+/// Past the quote that closes a string the text sits in, and the brackets that close around it
+/// (`{"prompt": "my password is …"}`): the string's end is the text's. `pos` itself otherwise.
+pub(crate) fn string_close_end(bytes: &[u8], pos: usize) -> usize {
+    if !matches!(bytes.get(pos), Some(b'"' | b'\'')) {
+        return pos;
+    }
+    let end = run_end_max(bytes, pos + 1, 8, |b| matches!(b, b'}' | b']' | b')'));
+    if bytes
+        .get(end)
+        .is_none_or(|&b| b.is_ascii_whitespace() || b == b',')
+    {
+        end
+    } else {
+        pos
+    }
+}
+
+/// Whether the text within 256 bytes of `value` holds its text again as a word of its own: a
+/// variable is defined and used, a literal is typed once.
+pub(crate) fn named_nearby(bytes: &[u8], start: usize, end: usize) -> bool {
+    let v = &bytes[start..end];
+    let from = start.saturating_sub(256);
+    let to = bytes.len().min(end + 256);
+    let standalone = |at: usize| {
+        (at == 0 || !is_key_byte(bytes[at - 1])) && !bytes.get(at + v.len()).is_some_and(|&b| is_key_byte(b))
+    };
+    let mut k = from;
+    while let Some(off) = bytes[k..to].windows(v.len()).position(|w| w == v) {
+        let at = k + off;
+        if at != start && standalone(at) {
+            return true;
+        }
+        k = at + 1;
+    }
+    false
+}
+
+/// Random mixed-case letters (`ImOIVBfPhQYm`), not an identifier (`getUserName`,
+/// `PasswordField`): eight or more, under half of them in words (see [`camel_word_share`]).
+pub(crate) fn random_letters(v: &[u8]) -> bool {
+    v.len() >= 8 && camel_word_share(v).is_some_and(|w| 2 * w < v.len())
+}
+
+/// A key path (`user:1234:profile:v2`, `session:9f3a2b:cart`, `orders#2024-05#eu`,
+/// `app.cache.ttl`): parts joined by `:`, `/`, `#` or `|` (or by `.` where none of those
+/// stands: `rate:203.0.113.7:minute` holds an address), at least half of them words (letters,
+/// `_`, `-`), the others short ids (twelve bytes at most, a UUID, a number, an address or a
+/// date). What a weak key word (`cache key:`) names there is an entry of a store; a random
+/// part of its own is a secret's.
+pub(crate) fn key_path(v: &[u8]) -> bool {
+    let outer = |b: &u8| matches!(b, b':' | b'/' | b'#' | b'|');
+    let dotted = !v.iter().any(outer);
+    let (mut parts, mut words) = (0usize, 0usize);
+    for part in v.split(|b| outer(b) || dotted && *b == b'.') {
+        if part.is_empty() {
+            continue;
+        }
+        parts += 1;
+        let letters = part.iter().filter(|b| b.is_ascii_alphabetic()).count();
+        let word = letters >= 3
+            && part
+                .iter()
+                .all(|&b| b.is_ascii_alphabetic() || matches!(b, b'_' | b'-'))
+            && !random_letters(part);
+        if word {
+            words += 1;
+        } else if part.len() > 12 && !uuid(part) && !numeric_like(part) {
+            return false;
+        }
+    }
+    parts >= 2 && 2 * words >= parts
+}
+
+/// A hex digest's length in one case (an MD5, a SHA-1, a SHA-224, a SHA-256, a SHA-384, a
+/// SHA-512): after a bare `key` word (`cache key:`, `md5 key`), an entry's hash or an object's
+/// id; a key word with a qualifier (`master key:`, `secret key:`) holds a key.
+pub(crate) fn hex_digest(v: &[u8]) -> bool {
+    matches!(v.len(), 32 | 40 | 56 | 64 | 96 | 128)
+        && v.iter().all(u8::is_ascii_hexdigit)
+        && !(v.iter().any(u8::is_ascii_uppercase) && v.iter().any(u8::is_ascii_lowercase))
+}
+
+/// `key` alone, or after a word naming what a store or an index keys its entries by
+/// (`cache_key`, `partitionKey`, `etag-key`, `cache key`); `before` is the text before the key
+/// (a qualifier written with a space stands there). `Subscription-Key`, `license_key`,
+/// `lemlist key` and `api key` name credentials.
+pub(crate) fn bare_key_word(before: &[u8], key: &[u8]) -> bool {
+    const INDEX: Words = words_of!(
+        b"cache redis memcache memcached partition sort range row primary foreign hash md5 sha1 \
+        sha256 etag idempotency dedup lookup object map dict index the a an this that same its each"
+    );
+    if key.len() < 3 || !key[key.len() - 3..].eq_ignore_ascii_case(b"key") {
+        return false;
+    }
+    // A URL's query parameter (`?key=`, `&key=`) is where an API takes its key, not an index.
+    if key.len() == 3 && matches!(before.last(), Some(b'?' | b'&')) {
+        return false;
+    }
+    let index = |w: &[u8]| INDEX.iter().any(|x| w.eq_ignore_ascii_case(x));
+    let head = trim_end_of(&key[..key.len() - 3], |b| matches!(b, b'_' | b'-' | b'.'));
+    if !head.is_empty() {
+        return index(head);
+    }
+    let spaced = trim_end_of(before, |b| b == b' ' || b == b'\t');
+    let word = &spaced[spaced.len()
+        - spaced
+            .iter()
+            .rev()
+            .take_while(|b| b.is_ascii_alphanumeric())
+            .count()..];
+    spaced.len() == before.len() || word.is_empty() || index(word)
+}
+
+/// The text of the line before `key` (at most 256 bytes: it is read once per key) when `key`
+/// is a part of `bytes` (a key the scan read), else nothing.
+pub(crate) fn text_before<'b>(bytes: &'b [u8], key: &[u8]) -> &'b [u8] {
+    if bytes.as_ptr_range().contains(&key.as_ptr()) {
+        let at = key.as_ptr() as usize - bytes.as_ptr() as usize;
+        line_before(bytes, at)
+    } else {
+        &[]
+    }
+}
+
+/// A cookie (`Set-Cookie: lang=en-US`, `Cookie: consent=accepted`) whose value is plain: a
+/// setting, a locale, a choice; in a quoted header (`"theme=dark; path=/"`) every pair is. A
+/// cookie named for a session or a credential (`session`, `connect.sid`, `PHPSESSID`,
+/// `auth_token`, `remember_me`) holds one whatever it looks like; any other holds a secret only
+/// when its value looks generated (`uid=q8f3kz0v9w2m…`).
+pub(crate) fn plain_cookie(v: &[u8], key: &[u8]) -> bool {
+    let plain_pair = |pair: &[u8]| {
+        let pair = trim_ascii(pair);
+        let Some(eq) = pair.iter().position(|&b| b == b'=') else {
+            // An attribute alone (`HttpOnly`, `Secure`).
+            return pair.iter().all(u8::is_ascii_alphabetic);
+        };
+        let value = &pair[eq + 1..];
+        let value = value.strip_prefix(b"\"").unwrap_or(value);
+        let value = value.strip_suffix(b"\"").unwrap_or(value);
+        plain_cookie_pair(&pair[..eq], value)
+    };
+    contains_ci(key, b"cookie") && v.contains(&b'=') && v.split(|&b| b == b';').all(plain_pair)
+}
+
+/// A cookie's `name` and `value` that hold no secret (see [`plain_cookie`]).
+pub(crate) fn plain_cookie_pair(name: &[u8], value: &[u8]) -> bool {
+    const SESSION: &[&[u8]] = &[
+        b"sess",
+        b"auth",
+        b"token",
+        b"jwt",
+        b"login",
+        b"remember",
+        b"secret",
+        b"cred",
+        b"csrf",
+        b"xsrf",
+        b"passw",
+        b"pwd",
+        b"passphrase",
+        b"private",
+        b"apikey",
+    ];
+    // `sid` ends a part (`PHPSESSID`, `connect.sid`); `key` is one (`private_key`, `key`), not a
+    // word's end (`hotkey`).
+    let session = SESSION.iter().any(|w| contains_ci(name, w))
+        || name.split(|&b| matches!(b, b'_' | b'-' | b'.')).any(|part| {
+            part.len() >= 3 && part[part.len() - 3..].eq_ignore_ascii_case(b"sid")
+                || part.eq_ignore_ascii_case(b"key")
+        });
+    !name.is_empty()
+        && name
+            .iter()
+            .all(|&b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
+        && !session
+        && !looks_random(value, 8)
+        && (value.len() < 16 || entropy(value) < 3.0)
+}
+
+/// Mostly capitalised words run together (`ThisIsNotAHash…`): at least two thirds of `v` are
+/// capitals followed by two or more lowercase letters, which random base64 almost never is.
+pub(crate) fn camel_words(v: &[u8]) -> bool {
+    let mut words = 0;
+    let mut k = 0;
+    while k < v.len() {
+        let e = run_end(v, k + 1, |b| b.is_ascii_lowercase());
+        if v[k].is_ascii_uppercase() && e - k >= 3 {
+            words += e - k;
+        }
+        k = e;
+    }
+    3 * words >= 2 * v.len()
+}
+
+/// A Chinese, Japanese or Korean character or full-width punctuation (U+3000–U+9FFF,
+/// U+AC00–U+D7FF, U+FF00–U+FFEF) at byte `k`: prose glued to a value, not part of it
+/// (`密码：Xy7!kq9Lm，谢谢`, `비밀번호는 Xy7!kq9Lm입니다`).
+pub(crate) fn cjk_at(bytes: &[u8], k: usize) -> bool {
+    match bytes.get(k) {
+        Some(0xE3..=0xE9 | 0xEB..=0xED) => true,
+        Some(0xEA) => bytes.get(k + 1).is_some_and(|&b| b >= 0xB0),
+        Some(0xEF) => matches!(bytes.get(k + 1), Some(0xBC..=0xBF)),
+        _ => false,
+    }
+}
+
+/// Numbers, dates, times, versions and IP addresses.
+pub(crate) fn numeric_like(v: &[u8]) -> bool {
+    let body = v.strip_prefix(b"v").unwrap_or(v);
+    !body.is_empty()
+        && body[0].is_ascii_digit()
+        && body
+            .iter()
+            .all(|&b| b.is_ascii_digit() || matches!(b, b'.' | b'-' | b':' | b'/' | b'_' | b'+'))
+        || (v.len() <= 5
+            && v.iter()
+                .all(|&b| b.is_ascii_digit() || matches!(b, b'k' | b'K' | b'm' | b'M')))
+}
+
+pub(crate) fn is_path_or_url(v: &[u8]) -> bool {
+    v.starts_with(b"/")
+        || v.starts_with(b"./")
+        || v.starts_with(b"../")
+        || v.starts_with(b"~/")
+        || (v.len() > 2 && v[1] == b':' && v[2] == b'\\')
+        || contains_ci(v, b"://") && !v.contains(&b'@')
+}
+
+/// A placeholder, not a value: `<…>`, `$VAR`, `${…}`, `{{…}}`, `%VAR%`, `xxxx`, `****`, `…`,
+/// `changeme`, `example`, our own `[REDACTED:…]`, a repeated character, a common stand-in word.
+pub(crate) fn is_placeholder(v: &[u8]) -> bool {
+    // A cookie's or a field's name before its slot (`appSession=${signedCookieValue}`,
+    // `sid=<id>`): the slot decides.
+    if let Some(eq) = v.iter().position(|&b| b == b'=')
+        && eq >= 2
+        && eq + 1 < v.len()
+        && v[..eq].iter().all(|&b| b.is_ascii_alphanumeric() || b == b'_')
+        && matches!(v[eq + 1], b'$' | b'{' | b'<' | b'%')
+        && is_placeholder(&v[eq + 1..])
+    {
+        return true;
+    }
+    const EXACT: Words = words_of!(
+        b"secret password passwd pass pwd token key apikey api_key none null nil \
+        undefined true false yes no on off empty hidden required optional string str text default test \
+        testing foo bar baz foobar abc abc123 123456 12345678 value username user secretkey mysecret \
+        mypassword mytoken todo tbd na n/a unset not-set not_set notset masked sensitive private public auto \
+        read write readonly read-only readwrite read-write"
+    );
+    // Templating and elision: the value is a slot, not a value, wherever these stand.
+    const TEMPLATED: &[&[u8]] = &[b"...", b"${", b"{{", b"$(", b"#{", b"\xe2\x80\xa6"];
+    let Some(&first) = v.first() else { return true };
+    // A slot fills the whole value: `{name}`, `[REDACTED:…]`, `$NAME`, `$USER:$PASS`; `{Xk9#mQ2z`
+    // and `$uP3r-S3cret!9` are passwords that start with a symbol.
+    let closed = |close: u8| v.len() > 1 && v.last() == Some(&close);
+    // `$NAME`, `$USER:$PASS`, `$API_URL/$COMMIT`: references joined by separators; `\$NAME` is
+    // one escaped for the shell that expands it later (a command quoted inside a script).
+    let var = v
+        .strip_prefix(b"\\")
+        .filter(|r| r.first() == Some(&b'$'))
+        .unwrap_or(v);
+    let variable = var[0] == b'$'
+        && var.len() > 1
+        && var[1..]
+            .iter()
+            .all(|&b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b':' | b'$' | b'/' | b'@' | b'.'));
+    if first == b'<'
+        || variable
+        || first == b'{' && closed(b'}')
+        || first == b'[' && (closed(b']') || v.starts_with(b"[REDACTED:"))
+        // `[PASSWORD` cut before its bracket: a capitalised slot name.
+        || first == b'[' && v.len() > 3 && v[1..].iter().all(|&b| b.is_ascii_uppercase() || matches!(b, b'_' | b']'))
+        || (first == b'%' && v.len() > 2 && v.last() == Some(&b'%'))
+        // An alias, a decorator, a comment: `*default`, `@Value`, `#todo` (a YAML `!tag` is told
+        // by what follows it, see [`yaml_tag`]).
+        || (matches!(first, b'*' | b'#' | b'@') && (v.len() == 1 || identifier_like(&v[1..])))
+        // A SQL system variable read in a list (`SET @OLD_FOREIGN_KEY_CHECKS=@@FOREIGN_KEY_CHECKS,`).
+        || v.len() > 2 && v.starts_with(b"@@") && identifier_like(trim_end_of(&v[2..], |b| matches!(b, b',' | b';' | b')')))
+        || v == b"!"
+    {
+        return true;
+    }
+    if EXACT.iter().any(|w| v.eq_ignore_ascii_case(w))
+        || TEMPLATED.iter().any(|w| contains_ci(v, w)) && templated(v)
+        || fake_words(v)
+        || format_slot(v) && templated(v)
+        || printf_slot(v)
+        || masked(v)
+        || placeholder_words(v)
+        || fabricated(v)
+        || counted_through(v)
+        || mostly_one_count(v)
+        || negated_phrase(v)
+        || alternating_count(v)
+        || encoded_filler(v)
+        || crate::rules::prefix_then_filler(v)
+        || crate::rules::documented_example(v)
+        || jwt_sketch(v)
+    {
+        return true;
+    }
+    let mut distinct = [false; 256];
+    let mut n = 0;
+    for &b in v {
+        if !distinct[usize::from(b.to_ascii_lowercase())] {
+            distinct[usize::from(b.to_ascii_lowercase())] = true;
+            n += 1;
+        }
+    }
+    n <= 2 || (v.len() >= 6 && n <= 3)
+}
+
+/// Whether every template opening in `v` (`${`, `#{`, `{{`, `$(`) is a well-formed reference
+/// (`${DB_PASS}`, `{{ .Values.password }}`, `$(cat /run/secrets/db)`), or `v` elides (`...`):
+/// a password may hold these characters too (`m{{h}o)p${e]nob(ody…`), and then it is one.
+pub(crate) fn templated(v: &[u8]) -> bool {
+    if contains_ci(v, b"...") || contains_ci(v, "\u{2026}".as_bytes()) {
+        return true;
+    }
+    // What stands outside the references: a password's own characters around them
+    // (`ab${c}d9Xz`) make the whole a literal, not a reference.
+    let mut rest = [0u8; 64];
+    let mut n = 0;
+    let mut keep = |b: u8| {
+        if b.is_ascii_alphanumeric() && n < rest.len() {
+            rest[n] = b;
+            n += 1;
+        }
+    };
+    let mut opened = false;
+    let mut k = 0;
+    while k + 1 < v.len() {
+        let three = v.get(k..k + 3) == Some(b"${{".as_slice());
+        let close: &[u8] = match &v[k..k + 2] {
+            b"${" if three => {
+                k += 1;
+                b"}}"
+            }
+            b"${" => b"}",
+            // Ruby's interpolation, and release pipelines' token slots (`#{DbPassword}#`).
+            b"#{" => b"}",
+            b"{{" => b"}}",
+            b"$(" => b")",
+            _ => {
+                keep(v[k]);
+                k += 1;
+                continue;
+            }
+        };
+        opened = true;
+        let from = k + 2;
+        // A reference cut at the value's end (code ends a value before a closing bracket).
+        let len = match v[from..].windows(close.len()).position(|w| w == close) {
+            Some(len) => len,
+            None if close == b"}" || close == b")" || close == b"}}" => v.len() - from,
+            None => return false,
+        };
+        let body = &v[from..from + len];
+        let name_like = |b: &u8| b.is_ascii_alphanumeric() || b" _.:-|\"'/[],=?$".contains(b);
+        if body.trim_ascii().is_empty() || !body.iter().all(name_like) {
+            return false;
+        }
+        k = (from + len + close.len()).min(v.len());
+    }
+    if k < v.len() {
+        keep(v[k]);
+    }
+    let rest = &rest[..n];
+    let letters = rest.iter().any(u8::is_ascii_alphabetic);
+    !(opened && rest.len() >= 4 && letters && (has_digit(rest) || mixed_case(rest)))
+}
+
+/// A value that says it is made up or unusable (`somefakekey`, `a-fake-tooshort-key`, `dummy_secret`,
+/// `invalid`, `expired-token`).
+pub(crate) fn fake_words(v: &[u8]) -> bool {
+    [
+        b"fake".as_slice(),
+        b"dummy",
+        b"notreal",
+        b"not_real",
+        b"not-real",
+        b"not_a_real",
+        b"not-a-real",
+        b"notareal",
+        b"[REDACTED:",
+    ]
+        .iter()
+        .any(|w| contains_ci(v, w))
+        // Words saying it is unusable (`invalid`, `expired-token`): a token is no such word.
+        || v.iter().all(|&b| b.is_ascii_alphabetic() || matches!(b, b'-' | b'_'))
+            && [b"invalid".as_slice(), b"expired", b"revoked"].iter().any(|w| contains_ci(v, w))
+        // Nothing but punctuation is not a value (`,.:-¨@*¿?!`).
+        || std::str::from_utf8(v).is_ok_and(|t| !t.is_empty() && !t.chars().any(char::is_alphanumeric))
+}
+
+/// A JWT's header with the rest typed in (`eyJhbGciOi….badz.sig`, `eyJhbGciOi….e30.sig`): a
+/// token's signature is tens of characters, and a payload of a few is base64 of JSON (`e30`).
+pub(crate) fn jwt_sketch(v: &[u8]) -> bool {
+    if !v.starts_with(b"eyJ") {
+        return false;
+    }
+    let mut parts = v.split(|&b| b == b'.');
+    let (Some(header), Some(payload), Some(signature), None) =
+        (parts.next(), parts.next(), parts.next(), parts.next())
+    else {
+        return false;
+    };
+    jwt_header(header) && (signature.len() < 8 || payload.len() < 8 && !b64url_json(payload, b"{"))
+}
+
+/// Whether a JWT's first segment decodes to a JSON object naming its algorithm (`{"alg":…}`):
+/// `eyJhbasdGciOi…` with letters typed into it decodes to neither. A header longer than 2 KiB
+/// is not decoded, and passes.
+pub(crate) fn jwt_header(seg: &[u8]) -> bool {
+    b64url_json(seg, b"\"alg\"")
+}
+
+/// Decodes unpadded base64 of either alphabet (`+/` or `-_`) into `out`: `None` for a byte
+/// outside both alphabets or for more bytes than `out` holds.
+pub(crate) fn base64_decode<'o>(input: &[u8], out: &'o mut [u8]) -> Option<&'o [u8]> {
+    let (mut acc, mut bits, mut n) = (0u32, 0u32, 0usize);
+    for &b in input {
+        let d = match b {
+            b'A'..=b'Z' => b - b'A',
+            b'a'..=b'z' => b - b'a' + 26,
+            b'0'..=b'9' => b - b'0' + 52,
+            b'+' | b'-' => 62,
+            b'/' | b'_' => 63,
+            _ => return None,
+        };
+        acc = (acc << 6) | u32::from(d);
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            *out.get_mut(n)? = (acc >> bits) as u8;
+            n += 1;
+        }
+    }
+    Some(&out[..n])
+}
+
+/// Whether a base64url segment decodes to a JSON object holding `needle`. A segment longer than
+/// 2 KiB is not decoded, and passes.
+pub(crate) fn b64url_json(seg: &[u8], needle: &[u8]) -> bool {
+    if seg.len() > 2048 {
+        return true;
+    }
+    let mut out = [0u8; 1536];
+    let Some(json) = base64_decode(seg, &mut out) else {
+        return false;
+    };
+    let json = json.trim_ascii();
+    json.starts_with(b"{") && json.ends_with(b"}") && json.windows(needle.len()).any(|w| w == needle)
+}
+
+/// A phrase of three or more words opening with a negation (`notHighEnoughEntropy`,
+/// `not_a_real_key`, `NoSecretsHere`): the value says what it is not, as a stand-in does.
+pub(crate) fn negated_phrase(v: &[u8]) -> bool {
+    if !(8..=64).contains(&v.len())
+        || !v
+            .iter()
+            .all(|&b| b.is_ascii_alphabetic() || matches!(b, b'_' | b'-' | b'.'))
+    {
+        return false;
+    }
+    let mut words = 0;
+    let mut first_end = v.len();
+    for k in 1..v.len() {
+        let starts = v[k].is_ascii_uppercase() && v[k - 1].is_ascii_lowercase()
+            || v[k].is_ascii_alphabetic() && !v[k - 1].is_ascii_alphabetic();
+        if starts {
+            words += 1;
+            first_end = first_end.min(k);
+        }
+    }
+    let first = trim_end_of(&v[..first_end], |b| matches!(b, b'_' | b'-' | b'.'));
+    words >= 2 && (first.eq_ignore_ascii_case(b"not") || first.eq_ignore_ascii_case(b"no"))
+}
+
+/// One count of six or more, up or down, is most of a short value (`123456789a1234`,
+/// `23456789a1`): typed to fill a slot around a counted run, not drawn at random.
+pub(crate) fn mostly_one_count(v: &[u8]) -> bool {
+    if !(8..=32).contains(&v.len()) || !v.iter().all(u8::is_ascii_alphanumeric) {
+        return false;
+    }
+    let (mut best, mut run, mut dir) = (1usize, 1usize, 0i8);
+    for w in v.windows(2) {
+        let step = if w[1] == w[0].wrapping_add(1) || w[0] == b'9' && w[1] == b'0' {
+            1
+        } else if w[1] == w[0].wrapping_sub(1) || w[0] == b'0' && w[1] == b'9' {
+            -1
+        } else {
+            0
+        };
+        if step != 0 && (run == 1 || step == dir) {
+            run += 1;
+            dir = step;
+        } else {
+            run = 1;
+            dir = 0;
+        }
+        best = best.max(run);
+    }
+    best >= 6 && best * 5 >= v.len() * 3
+}
+
+/// Counts end to end typed in alternating case (`A1bC2dE3fH4iJ5kL6…/+`, `Q1rS2tU3vW4xY5zA6bC7…`):
+/// the letters, case aside, run in counts of three or more, one of them six or more, each letter's
+/// case the other of the one before it, and the digits between them count too. Alternating case
+/// by hand makes a typed count look mixed; a generated value is such a chain about once in a
+/// billion billion.
+pub(crate) fn alternating_count(v: &[u8]) -> bool {
+    if !(16..=512).contains(&v.len())
+        || !v
+            .iter()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'+' | b'/' | b'='))
+    {
+        return false;
+    }
+    let letters = || v.iter().filter(|b| b.is_ascii_alphabetic());
+    let alternating = letters()
+        .zip(letters().skip(1))
+        .all(|(a, b)| a.is_ascii_uppercase() != b.is_ascii_uppercase());
+    let digits = v.iter().any(u8::is_ascii_digit);
+    alternating
+        && count_chain(&mut letters().map(u8::to_ascii_lowercase)).is_some_and(|best| best >= 6)
+        && (!digits || count_chain(&mut v.iter().copied().filter(u8::is_ascii_digit)).is_some())
+}
+
+/// Base64 of filler: text of words with a documentation marker (`…ZXhhbXBsZQ==` ends in
+/// `example`) or counts end to end (`YWJjZGVm…` is `abcdef…`). A generated key decodes to bytes
+/// that are no text.
+pub(crate) fn encoded_filler(v: &[u8]) -> bool {
+    let body = v
+        .strip_suffix(b"==")
+        .or_else(|| v.strip_suffix(b"="))
+        .unwrap_or(v);
+    if !(16..=1024).contains(&v.len()) {
+        return false;
+    }
+    let mut out = [0u8; 768];
+    let Some(text) = base64_decode(body, &mut out) else {
+        return false;
+    };
+    if !text.iter().all(|&b| b.is_ascii_graphic() || b == b' ') {
+        return false;
+    }
+    let words = text.iter().all(|&b| b.is_ascii_alphanumeric() || b == b' ')
+        && text.split(|&b| b == b' ').filter(|w| !w.is_empty()).count() >= 3;
+    const MARKERS: [&[u8]; 5] = [b"example", b"sample", b"placeholder", b"dummy", b"fake"];
+    words && MARKERS.iter().any(|m| contains_ci(text, m)) || counted_through(text)
+}
+
+/// A `{name}` format slot inside the value (`user:{user_id}`).
+pub(crate) fn format_slot(v: &[u8]) -> bool {
+    let mut at = 0;
+    while let Some(k) = v[at..].iter().position(|&b| b == b'{') {
+        let open = at + k;
+        let name = run_end(v, open + 1, |b| {
+            b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.')
+        });
+        // `{name}`, and Python's positional `{}`, `{0}` (`"prefix_{}".format(…)`).
+        let positional = v[open + 1..name].iter().all(u8::is_ascii_digit) && name - open <= 3;
+        if v.get(name) == Some(&b'}') && (name > open + 1 && v[open + 1].is_ascii_alphabetic() || positional)
+        {
+            return true;
+        }
+        at = open + 1;
+    }
+    false
+}
+
+/// A printf `%s` slot inside the value (`user:%s`, `%s_pass`): one not glued to a letter or
+/// digit after it, which a random password's `…%sLm2…` is.
+pub(crate) fn printf_slot(v: &[u8]) -> bool {
+    v.windows(2)
+        .enumerate()
+        .any(|(k, w)| w == b"%s" && v.get(k + 2).is_none_or(|b| !b.is_ascii_alphanumeric()))
+}
+
+/// Masked: runs of four or more `x` or `*` make up at least half of the value
+/// (`sk_live_xxxxxxxxxxxx`, `****`), not a password that happens to hold `xxxx`.
+pub(crate) fn masked(v: &[u8]) -> bool {
+    let mut masked = 0;
+    let mut k = 0;
+    while k < v.len() {
+        let run = run_end(v, k, |b| matches!(b, b'x' | b'X' | b'*'));
+        if run - k >= 4 {
+            masked += run - k;
+        }
+        k = run.max(k + 1);
+    }
+    masked > 0 && masked * 2 >= v.len()
+}
+
+/// The whole value is made of stand-in words (`YOUR_API_KEY`, `change-me`, `your-token-here`,
+/// `example`, `<placeholder>`): at least one marker word and nothing else but filler words. A value
+/// with a digit or symbol (`Example123!`) is a real-looking password, not a placeholder.
+pub(crate) fn placeholder_words(v: &[u8]) -> bool {
+    const MARKERS: Words = words_of!(
+        b"example examples placeholder changeme changeit change your dummy redacted \
+        replace insert sample fake todo fixme please plz pls obfuscated censored omitted elided scrubbed \
+        sanitized removed random something whatever value"
+    );
+    // Sentence words: a value of four or more words with a verb among them says what it is
+    // (`this-is-my-token`, `it_is_not_a_real_secret`) rather than being one.
+    const SENTENCE: Words = words_of!(b"is isnt are was be probably not just only");
+    const FILLERS: Words = words_of!(
+        b"me it my the a an with real actual own here goes this secret password \
+        passwd pass pwd token key api access auth client app db database user name id string test demo \
+        com org net for of to new default private public sk pk live prod dev and or credentials \
+        credential strong secure complex long admin root thing really very that looks like is \
+        shared across service services generated some"
+    );
+    // `!ChangeMe!`, `**change-this**`: marks around the words change nothing.
+    let v = v.trim_ascii();
+    let edge = |b: &u8| matches!(b, b'!' | b'*' | b'#' | b'?' | b'~' | b'^');
+    let v = &v[v.iter().take_while(|b| edge(b)).count()..];
+    let v = &v[..v.len() - v.iter().rev().take_while(|b| edge(b)).count()];
+    if v.is_empty() {
+        return false;
+    }
+    if !v
+        .iter()
+        .all(|&b| b.is_ascii_alphabetic() || matches!(b, b'_' | b'-' | b'.' | b' '))
+    {
+        return false;
+    }
+    // `django-insecure-change-me-in-production`: words around a request to replace them.
+    let asks = |word: &[u8]| {
+        find_ci(v, 0, word).is_some_and(|at| {
+            let rest = &v[at + word.len()..];
+            let rest = rest
+                .strip_prefix(b"-")
+                .or_else(|| rest.strip_prefix(b"_"))
+                .unwrap_or(rest);
+            rest.len() >= 2 && rest[..2].eq_ignore_ascii_case(b"me")
+        })
+    };
+    if v.iter()
+        .all(|&b| b.is_ascii_alphabetic() || matches!(b, b'-' | b'_'))
+        && (asks(b"change") || asks(b"replace"))
+    {
+        return true;
+    }
+    let mut marker = false;
+    let (mut parts, mut verb) = (0, false);
+    let mut start = 0;
+    for k in 0..=v.len() {
+        let boundary = k == v.len()
+            || matches!(v[k], b'_' | b'-' | b'.' | b' ')
+            || (k > start && v[k].is_ascii_uppercase() && v[k - 1].is_ascii_lowercase());
+        if !boundary {
+            continue;
+        }
+        let part = &v[start..k];
+        start = if k < v.len() && !v[k].is_ascii_alphabetic() {
+            k + 1
+        } else {
+            k
+        };
+        if part.is_empty() {
+            continue;
+        }
+        parts += 1;
+        if SENTENCE.iter().any(|w| part.eq_ignore_ascii_case(w)) {
+            verb = true;
+            continue;
+        }
+        match stand_in_words(part, &MARKERS, &FILLERS) {
+            Some(m) => marker |= m,
+            None => return false,
+        }
+    }
+    // Lowercase naming words joined by `-` or `_` that end with the secret's word
+    // (`client-secret`, `db_password`, `my-api-key`): the slot's name, typed where it goes.
+    // One that calls itself real (`real_key`) claims to be the value.
+    let named = v
+        .iter()
+        .all(|&b| b.is_ascii_lowercase() || matches!(b, b'-' | b'_'))
+        && v.iter().any(|&b| matches!(b, b'-' | b'_'))
+        && !v.starts_with(b"real")
+        && !v.starts_with(b"actual")
+        && [
+            &b"secret"[..],
+            b"password",
+            b"passwd",
+            b"pwd",
+            b"token",
+            b"key",
+            b"credentials",
+        ]
+        .iter()
+        .any(|w| v.ends_with(w));
+    marker || named || verb && parts >= 4
+}
+
+/// Whether `part` is stand-in words run together (`yourpassword`, `changemeplease`): `None` if
+/// not, else whether a marker word is among them.
+pub(crate) fn stand_in_words(part: &[u8], markers: &Words, fillers: &Words) -> Option<bool> {
+    if part.len() > 64 {
+        return None;
+    }
+    // reach[k]: `part[..k]` splits into words; `Some(true)` if one of them is a marker.
+    let mut reach: [Option<bool>; 65] = [None; 65];
+    reach[0] = Some(false);
+    for k in 0..part.len() {
+        let Some(seen) = reach[k] else { continue };
+        for (list, marker) in [(markers, true), (fillers, false)] {
+            for w in list.iter() {
+                if eat_ci(part, k, w).is_some() {
+                    let e = k + w.len();
+                    reach[e] = Some(reach[e].unwrap_or(false) | seen | marker);
+                }
+            }
+        }
+    }
+    reach[part.len()]
+}
+
+/// A reference to where the secret lives, not the secret: environment and config lookups.
+pub(crate) fn is_reference(v: &[u8]) -> bool {
+    const PREFIXES: Words = words_of!(
+        b"os.environ os.getenv process.env import.meta.env env. env( env[ ENV[ ENV. \
+        System.getenv getenv Deno.env std::env env! secrets. vault: ref+ config. settings. self. this. \
+        cfg. conf. args. opts. options. params. props. req. request. ctx. context. credentials. data. \
+        user. auth. Environment. Config. Settings."
+    );
+    PREFIXES.iter().any(|p| v.starts_with(p))
+}
+
+/// A `${`, `{{` or `$(` in `v` with no closing bracket after it.
+pub(crate) fn unclosed_template(v: &[u8]) -> bool {
+    [(&b"${"[..], &b"}"[..]), (b"{{", b"}}"), (b"$(", b")")]
+        .iter()
+        .any(|(open, close)| {
+            v.windows(2)
+                .position(|w| w == *open)
+                .is_some_and(|at| !v[at + 2..].windows(close.len()).any(|w| w == *close))
+        })
+}
+
+/// A capitalised name with lowercase letters in it is a type (`ClientSecretCredential`); an
+/// all-capitals one is a function of SQL (`PASSWORD('…')`) or a constant.
+pub(crate) fn camel_type(key: &[u8]) -> bool {
+    key[0].is_ascii_uppercase() && key.iter().any(u8::is_ascii_lowercase)
+}
+
+/// What follows the key is code around a value, not a value: a command substitution (`$(…)`),
+/// an interpolation (`#{password}`), an HTML-escaped slot (`&lt;YOUR_PASSWORD&gt;`), a resource
+/// name (`arn:aws:iam::…`), or a concatenation or the next field after a string that held the key
+/// (`"…_password = " + new Buffer(…)`, `'password = '.$p[…]`, `"Password:",rememberMe…`).
+pub(crate) fn code_continuation(v: &[u8]) -> bool {
+    let operand = |b: &u8| b.is_ascii_alphabetic() || matches!(b, b'$' | b'_' | b' ' | b'"' | b'\'' | b'(');
+    // A call with no arguments quoted as code (`"obj.aFunctionCall()"`, `'getSecret()'`).
+    let call = v.len() > 4
+        && v.ends_with(b"()")
+        && v[0].is_ascii_alphabetic()
+        && v[..v.len() - 2]
+            .iter()
+            .all(|&b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'$'));
+    call || v.starts_with(b"$(")
+        || v.starts_with(b"#{")
+        || v.starts_with(b"&lt;")
+        || v.starts_with(b"arn:")
+        || matches!(v.first(), Some(b'+' | b'.' | b',')) && v.get(1).is_some_and(operand) && !base64_key(v)
+}
+
+/// One base64 run of 16 or more with a digit (`+grqXYZ40BXQaeH9…==`): a key that starts with
+/// `+`, not `+` joining code to a string.
+pub(crate) fn base64_key(v: &[u8]) -> bool {
+    v.len() >= 16 && v.iter().all(|&b| b64(b)) && has_digit(v)
+}
+
+/// A value in a second pair of quotes that is itself a slot (`"'$PRECOMPILE_PASSWORD'"`,
+/// `'"${DB_PASS}"'`).
+pub(crate) fn quoted_slot(v: &[u8]) -> bool {
+    let inner = match v {
+        [q @ (b'"' | b'\''), inner @ .., last] if last == q => inner,
+        _ => return false,
+    };
+    !inner.is_empty() && (is_placeholder(inner) || is_reference(inner) || code_continuation(inner))
+}
+
+/// A name path of code (`Digest::SHA1.hexdigest`, `std::env::var`): identifiers joined by `::`,
+/// a method after a `.`; Ruby calls one without parentheses (`= Digest::SHA1.hexdigest [a, b]`).
+pub(crate) fn code_name_path(v: &[u8]) -> bool {
+    let ident = |s: &[u8]| {
+        s.first().is_some_and(|b| b.is_ascii_alphabetic() || *b == b'_')
+            && s.iter().all(|&b| b.is_ascii_alphanumeric() || b == b'_')
+    };
+    v.windows(2).any(|w| w == b"::")
+        && v.split(|&b| b == b'.').all(|part| {
+            part.split(|&b| b == b':')
+                .enumerate()
+                .all(|(k, s)| ident(s) || k % 2 == 1 && s.is_empty())
+        })
+}
+
+/// An LDAP distinguished name (`ou=users,dc=example,dc=us`, `uid=reader,ou=services,…`): where a
+/// directory's entries are, never a secret.
+pub(crate) fn ldap_dn(v: &[u8]) -> bool {
+    const ATTRIBUTES: Words = words_of!(b"dc ou cn uid o c l st");
+    let mut parts = 0;
+    let mut named = false;
+    for part in v.split(|&b| b == b',') {
+        let Some(eq) = part.iter().position(|&b| b == b'=') else {
+            return false;
+        };
+        let attr = part[..eq].trim_ascii();
+        if attr.is_empty()
+            || attr.len() > 24
+            || !attr.iter().all(u8::is_ascii_alphabetic)
+            || eq + 1 == part.len()
+        {
+            return false;
+        }
+        named |= ATTRIBUTES.iter().any(|a| attr.eq_ignore_ascii_case(a));
+        parts += 1;
+    }
+    parts >= 2 && named
+}
+
+/// A quoted name of where a secret is kept, not the secret: an identifier in lower camelCase that
+/// ends with a secret word after the word of whose secret it is (`'userPassword'`, `'ntPassword'`,
+/// `'radiusClientSecret'`: a directory attribute, a field's name); other words before it
+/// (`plainSecret`) or a capital first (`SuperSecretPassword`) are typed as a password is.
+pub(crate) fn secret_field_name(v: &[u8]) -> bool {
+    const ENDS: &[&[u8]] = &[b"Password", b"Passwd", b"Secret", b"Token", b"Key", b"Pwd"];
+    const OWNERS: &[&[u8]] = &[
+        b"user",
+        b"nt",
+        b"lm",
+        b"client",
+        b"app",
+        b"admin",
+        b"root",
+        b"db",
+        b"service",
+        b"account",
+        b"bind",
+        b"api",
+        b"access",
+        b"consumer",
+    ];
+    let humps = v.iter().filter(|b| b.is_ascii_uppercase()).count();
+    let Some(head) = ENDS
+        .iter()
+        .find(|e| v.len() > e.len() + 1 && v.ends_with(e))
+        .map(|e| &v[..v.len() - e.len()])
+    else {
+        return false;
+    };
+    // The word right before the secret word: after the head's last capital, or all of it.
+    let owner = &head[head.iter().rposition(u8::is_ascii_uppercase).unwrap_or(0)..];
+    v.first().is_some_and(u8::is_ascii_lowercase)
+        && v.iter().all(u8::is_ascii_alphabetic)
+        && (1..=3).contains(&humps)
+        && OWNERS.iter().any(|o| owner.eq_ignore_ascii_case(o))
+}
+
+/// A `$` before letters of both cases and digits, in single quotes (`'$ecRetT0F1nD'`): shells,
+/// Python, PHP and PowerShell expand nothing there, and no variable is named so.
+pub(crate) fn dollar_literal(v: &[u8]) -> bool {
+    v.len() >= 8 && v[0] == b'$' && mixed_case(&v[1..]) && has_digit(&v[1..]) && !v[1..].contains(&b'_')
+}
+
+/// Stand-in words around the words of the value's own key (`HEROKU_API_KEY='sampleHerokuKey'`,
+/// `githubToken: yourGithubToken`): a placeholder that names its slot, once the key's words
+/// (three letters or more) are taken out of it.
+pub(crate) fn stand_in_for_key(v: &[u8], key: &[u8]) -> bool {
+    if v.len() > 64
+        || !v
+            .iter()
+            .all(|&b| b.is_ascii_alphabetic() || matches!(b, b'_' | b'-' | b'.'))
+    {
+        return false;
+    }
+    let mut rest = v.to_ascii_lowercase();
+    let mut start = 0;
+    for k in 0..=key.len() {
+        let boundary = k == key.len()
+            || !key[k].is_ascii_alphabetic()
+            || k > start && key[k].is_ascii_uppercase() && key[k - 1].is_ascii_lowercase();
+        if !boundary {
+            continue;
+        }
+        let word = key[start..k].to_ascii_lowercase();
+        start = if k < key.len() && !key[k].is_ascii_alphabetic() {
+            k + 1
+        } else {
+            k
+        };
+        if word.len() < 3 {
+            continue;
+        }
+        while let Some(at) = rest.windows(word.len()).position(|w| w == word.as_slice()) {
+            rest.drain(at..at + word.len());
+        }
+    }
+    rest.len() < v.len() && placeholder_words(&rest)
+}
+
+/// `password=PASSWORD`, `TOKEN=$TOKEN` without the `$`: the key's own name is a template.
+pub(crate) fn same_as_key(v: &[u8], key: &[u8]) -> bool {
+    // `loginConfig.servicePrincipalSecret = "servicePrincipalSecret"`: the member's own name.
+    let member = key.rsplit(|&b| b == b'.').next().unwrap_or(key);
+    v.eq_ignore_ascii_case(key)
+        || member.len() < key.len() && v.len() >= 6 && same_letters(v, member)
+        || all_caps_name(v) && v.len() >= 4 && contains_ci(key, &v[..v.len().min(4)])
+        || v.len() >= 6 && same_letters(v, key)
+}
+
+/// The key's name in another casing (`"client_secret": "clientSecret"`, `apiKey = API_KEY`),
+/// perhaps owned (`'aws-secret-access-key': 'MYAWSSECRETACCESSKEY'`, `yourApiKey`): the same
+/// letters and digits, separators and case aside.
+pub(crate) fn same_letters(v: &[u8], key: &[u8]) -> bool {
+    fn letters(t: &[u8]) -> impl Iterator<Item = u8> + '_ {
+        t.iter()
+            .filter(|b| b.is_ascii_alphanumeric())
+            .map(u8::to_ascii_lowercase)
+    }
+    // Whether `v`'s letters less `skip` of them are the key's.
+    let same = |skip: usize| letters(v).skip(skip).eq(letters(key));
+    // An owner before a one-word key is a weak password (`Password=myPassword`); before a name of
+    // several words, a stand-in.
+    let words = key.windows(2).any(|w| {
+        matches!(w[0], b'_' | b'-' | b'.') || w[0].is_ascii_lowercase() && w[1].is_ascii_uppercase()
+    });
+    same(0)
+        || words
+            && [
+                &b"my"[..],
+                b"your",
+                b"the",
+                b"test",
+                b"some",
+                b"fake",
+                b"dummy",
+                b"sample",
+                b"example",
+            ]
+            .iter()
+            .any(|w| letters(v).take(w.len()).eq(w.iter().copied()) && same(w.len()))
+}
+
+/// `USER`, `DB_PASSWORD`, `PASSWORD`: an all-caps name, used as a template slot. A name has a
+/// `_` or is made of stand-in words (`DBPASSWORD`); `SUPERSECRETPASS` is a password in capitals.
+pub(crate) fn constant_like(v: &[u8]) -> bool {
+    const WORDS: Words = words_of!(
+        b"password passwd pass pwd pw secret token key api user username name host \
+        hostname port db database value your my the auth access client app admin root login id"
+    );
+    all_caps_name(v) && (v.contains(&b'_') || stand_in_words(v, &WORDS, &NO_WORDS).is_some())
+}
+
+/// Capitals and `_` only.
+pub(crate) fn all_caps_name(v: &[u8]) -> bool {
+    v.len() >= 2 && v.iter().all(|&b| b.is_ascii_uppercase() || b == b'_')
+}
+
+pub(crate) fn all_caps(key: &[u8]) -> bool {
+    key.iter().any(u8::is_ascii_uppercase) && !key.iter().any(u8::is_ascii_lowercase)
+}
+
+pub(crate) fn is_auth_scheme(v: &[u8]) -> bool {
+    matches!(
+        lower(v, &mut [0; 16]),
+        b"bearer"
+            | b"basic"
+            | b"token"
+            | b"digest"
+            | b"apikey"
+            | b"key"
+            | b"bot"
+            | b"ssws"
+            | b"api-token"
+            | b"api-key"
+            | b"apitoken"
+            | b"dsn"
+            | b"hmac"
+            | b"otoken"
+            | b"sharedaccesssignature"
+    )
+}
+
+/// Skips `is`, `was`, `to`, `:` and similar words between a secret word and its value in prose,
+/// or a short phrase ending with `:` (`password for staging: …`).
+pub(crate) fn skip_fillers(bytes: &[u8], start: usize) -> usize {
+    // `is` in English, German, French, Spanish, Portuguese, Dutch and Italian (`é`, `è`).
+    let is = |w: &[u8]| {
+        matches!(
+            w,
+            b"is" | b"was" | b"=" | b"ist" | b"lautet" | b"est" | b"es" | b"\xc3\xa9" | b"\xc3\xa8"
+        )
+    };
+    // `for prod`, `on staging`, `in CI`, `für prod`, `do banco`, `voor prod`: a phrase naming
+    // where the secret is used.
+    // Its first word is letters, of any script (`für`): `on-prem` starts with `on`.
+    let first = &bytes[start..run_end_max(bytes, start, 8, |b| b.is_ascii_alphabetic() || !b.is_ascii())];
+    let scoped = matches!(
+        lower(first, &mut [0; 16]),
+        b"for"
+            | b"on"
+            | b"in"
+            | b"at"
+            | b"of"
+            | b"f\xc3\xbcr"
+            | b"de"
+            | b"do"
+            | b"da"
+            | b"del"
+            | b"du"
+            | b"voor"
+    );
+    let mut pos = start;
+    // `password for the user "bob" is …`: up to five words name whose it is.
+    for _ in 0..6 {
+        let end = run_end_max(bytes, pos, 256, |b| !b.is_ascii_whitespace());
+        if end == pos || end >= bytes.len() || bytes[end] == b'\n' {
+            break;
+        }
+        let word = &bytes[pos..end];
+        // `password for staging: …`, `password for prod is …`
+        if bytes[end - 1] == b':' || pos > start && scoped && is(word) {
+            return skip_blank(bytes, end);
+        }
+        pos = skip_blank(bytes, end);
+    }
+    let mut pos = start;
+    for _ in 0..2 {
+        let end = run_end_max(bytes, pos, 256, |b| !b.is_ascii_whitespace());
+        let mut buf = [0; 16];
+        let word = lower(&bytes[pos..end], &mut buf);
+        let filler = is(word)
+            || matches!(
+                word,
+                b"are"
+                    | b"be"
+                    | b"to"
+                    | b"as"
+                    | b"now"
+                    | b"currently"
+                    | b"set"
+                    | b"equals"
+                    | b":"
+                    | b"is:"
+                    | b"of"
+                    | b"here:"
+                    | b"value"
+            );
+        if end < bytes.len() && filler {
+            pos = skip_blank(bytes, end);
+        } else {
+            break;
+        }
+    }
+    pos
+}
+
+/// A URL whose userinfo holds no password (`mongodb://mongodb:mongodb@…`,
+/// `https://username:password@…`): judged as the URL rule judges it, not as a value.
+pub(crate) fn url_stand_in_userinfo(v: &[u8]) -> bool {
+    let Some(scheme) = find_ci(v, 0, b"://") else {
+        return false;
+    };
+    let authority = &v[scheme + 3..];
+    let authority = &authority[..authority
+        .iter()
+        .position(|&b| b == b'/')
+        .unwrap_or(authority.len())];
+    let Some(at) = authority.iter().rposition(|&b| b == b'@') else {
+        return false;
+    };
+    let userinfo = &authority[..at];
+    userinfo.contains(&b':') && user_password(userinfo, b':').is_none()
+}
+
+/// Where the password of `user<sep>password` starts in `v`, when it is one: not a placeholder, a
+/// template name, nor the user again (`guest:guest`, `admin:admin` are documented defaults).
+pub(crate) fn user_password(v: &[u8], sep: u8) -> Option<usize> {
+    let at = v.iter().position(|&b| b == sep)?;
+    let pw = &v[at + 1..];
+    // `https://<token>:x-oauth-basic@github.com`: GitHub's fixed word where the password goes
+    // when the token is the user (judged as the user's own value).
+    let stand_in = is_placeholder(pw) && !weak_literal(pw) || pw.eq_ignore_ascii_case(b"x-oauth-basic");
+    (pw.len() >= 3 && !stand_in && !constant_like(pw) && !pw.eq_ignore_ascii_case(&v[..at])).then_some(at + 1)
+}
+
+/// A weak password typed as one (`secret`, `myPassword`, `abc123`, `letmein`): where a password
+/// stands (a URL's userinfo, a password key's value) it is a literal, however weak, unlike the
+/// slot's own name (`password`, `pass`), an empty marker (`none`, `null`), a tutorial's stand-in
+/// (`test`, `foobar`, `123456`) or a template.
+pub(crate) fn weak_literal(v: &[u8]) -> bool {
+    const LITERALS: Words = words_of!(
+        b"secret mysecret mypassword mypass mypwd abc123 letmein qwerty admin123 password1 \
+        password123 passw0rd p@ssw0rd"
+    );
+    LITERALS.iter().any(|w| v.eq_ignore_ascii_case(w))
+}
+
+/// Whether base64 `token` decodes to `user:password` typed as filler (`aaa:bbb`, `xxxx:1234`): a
+/// password of one or two characters repeated, or a count.
+pub(crate) fn basic_filler(token: &[u8]) -> bool {
+    let mut out = [0u8; 96];
+    let trimmed = trim_end_of(token, |b| b == b'=');
+    let Some(text) = base64_decode(trimmed, &mut out) else {
+        return false;
+    };
+    let Some(colon) = text.iter().position(|&b| b == b':') else {
+        return false;
+    };
+    let pw = &text[colon + 1..];
+    let mut distinct = [false; 256];
+    let n = pw
+        .iter()
+        .filter(|&&b| !std::mem::replace(&mut distinct[usize::from(b)], true))
+        .count();
+    // Typed text (`aaa:bbb`), not bytes of a random value that hold a `:`.
+    let typed = colon > 0 && text.iter().all(|b| b.is_ascii_graphic());
+    typed && pw.len() >= 3 && (n <= 2 || counted_through(pw))
+}

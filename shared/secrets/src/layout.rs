@@ -1,0 +1,318 @@
+//! The layout a prompt's text is written in, read before the scan: quoted replies, diffs, gutters,
+//! file locations, JSON and HTML escapes. It maps offsets back and must never drop or reorder a byte.
+
+use crate::bytes::{any_of_two, find_byte, run_end, run_end_max};
+
+/// `text` with the layout that opens its lines read as blanks: the `>` markers of quoted lines
+/// (an e-mail reply's, Markdown's, a REPL's `>>>`), a unified diff's first column inside a hunk
+/// (after `@@ … @@` or a ```` ```diff ```` fence), and a compiler's or linter's line-number
+/// gutter (`12 | `). The line is read as it was written (`> password=…`, `+| service | key |`,
+/// `12 |     let token = "…";`); blanks keep every offset, so spans stand. `None` when no line
+/// has such layout (most prompts: one search for a line break per line).
+pub(crate) fn dequoted(text: &str) -> Option<String> {
+    let bytes = text.as_bytes();
+    let mut out: Option<Vec<u8>> = None;
+    let mut in_diff = false;
+    let mut line = 0;
+    loop {
+        let end = find_byte(b'\n', &bytes[line..]).map_or(bytes.len(), |p| line + p);
+        let l = &bytes[line..end];
+        let lead = run_end(l, 0, |b| b == b' ' || b == b'\t');
+        // What to blank on this line: `[from, to)` within it.
+        let mut blank = (0, 0);
+        if l.starts_with(b"@@ -") || l.starts_with(b"```diff") {
+            in_diff = true;
+        } else if in_diff
+            && matches!(l.first(), Some(b'+' | b'-'))
+            && !l.starts_with(b"+++")
+            && !l.starts_with(b"---")
+        {
+            blank = (0, 1);
+        } else if in_diff && !matches!(l.first(), None | Some(b' ' | b'\\' | b'\r')) {
+            in_diff = false;
+        }
+        if blank.1 == 0 && l.get(lead) == Some(&b'>') {
+            blank = (lead, run_end(l, lead, |b| matches!(b, b'>' | b' ' | b'\t')));
+        } else if blank.1 == 0 && l[lead..].starts_with(b"* ") {
+            // A Markdown bullet (`* password = …`, `* ghp_…`).
+            blank = (lead, lead + 1);
+        } else if blank.1 == 0 && l.get(lead).is_some_and(u8::is_ascii_digit) {
+            let digits = run_end(l, lead, |b| b.is_ascii_digit());
+            if digits - lead <= 6 && l[digits..].starts_with(b" | ") {
+                blank = (lead, digits + 3);
+            } else if digits - lead <= 3 && (l[digits..].starts_with(b". ") || l[digits..].starts_with(b") "))
+            {
+                // A numbered list's item (`2. token: …`).
+                blank = (lead, digits + 1);
+            }
+        }
+        if blank.1 == 0
+            && let Some(at) = location_end(l)
+        {
+            // A log's or grep's prefix up to the quoted file's location (`… app.ini:3: `).
+            blank = (0, at);
+        }
+        if blank.1 > blank.0 {
+            let o = out.get_or_insert_with(|| bytes.to_vec());
+            for b in &mut o[line + blank.0..line + blank.1] {
+                *b = b' ';
+            }
+        }
+        if end == bytes.len() {
+            break;
+        }
+        line = end + 1;
+    }
+    out.and_then(|o| String::from_utf8(o).ok())
+}
+
+/// `text` with the escapes inside its double-quoted strings decoded as JSON's (`\n`, `\r`, `\t`,
+/// `\"`, `\'`, `\\`, `\/`, `\uXXXX`), and for each of its bytes and its end the offset in `text` it
+/// came from; `None` when no string holds an escape (most prompts: one search for a backslash).
+/// Outside strings a backslash is text (`\\nas\backup`, `C:\new`).
+pub(crate) fn unescaped(text: &str) -> Option<(String, Vec<usize>)> {
+    let bytes = text.as_bytes();
+    // Source escaped for HTML (`&quot;api_key&quot;: …`, code in `<pre><code>`, a page's text
+    // broken by `<br>`): its entities are decoded, and its tags inside `<pre>`/`<code>` and its
+    // line-level tags (`<br>`, `<p>`, `<div>`, `<li>`) are markup, read as line breaks.
+    const HTML: [&[u8]; 16] = [
+        b"&quot;", b"&#34;", b"&#39;", b"&#x27;", b"&apos;", b"&lt;", b"&gt;", b"&amp;", b"<code>", b"<pre>",
+        b"<br>", b"<br/>", b"<br />", b"<p>", b"<div>", b"<li>",
+    ];
+    let html = any_of_two(b'&', b'<', bytes, |k| {
+        HTML.iter().any(|e| bytes[k..].starts_with(e))
+    });
+    if !html {
+        find_byte(b'\\', bytes)?;
+    }
+    // The strings on one line each, `[open, close]`, and whether each holds an escape and an
+    // escaped line break or quoted words: such a string quotes a document (a prompt, a file, a
+    // log), and its quotes become line breaks, so its first and last lines read as lines. An
+    // escaped quote inside a token (`"Tr0ub4dor\"3xyzQ"`), or one alone, is a character of a
+    // value: the string stays the value's.
+    let mut strings: Vec<(usize, usize, bool)> = Vec::new();
+    let (mut open, mut escape, mut document, mut k) = (None, false, false, 0);
+    // The escaped quotes of the open string, and whether one opened a word (after no letter).
+    let (mut quotes, mut words) = (0usize, false);
+    while k < bytes.len() {
+        match bytes[k] {
+            b'\\' if open.is_some() => {
+                escape = true;
+                match bytes.get(k + 1) {
+                    Some(b'n') => document = true,
+                    Some(b'"') => {
+                        words |= quotes % 2 == 0 && (k == 0 || !bytes[k - 1].is_ascii_alphanumeric());
+                        quotes += 1;
+                    }
+                    _ => {}
+                }
+                k += 1;
+            }
+            b'"' => match open.take() {
+                Some(o) if escape => strings.push((o, k, document || words && quotes % 2 == 0)),
+                Some(_) => {}
+                None => (open, escape, document, quotes, words) = (Some(k), false, false, 0, false),
+            },
+            b'\n' => open = None,
+            _ => {}
+        }
+        k += 1;
+    }
+    if strings.is_empty() && !html {
+        return None;
+    }
+    let mut plain = Vec::with_capacity(bytes.len());
+    let mut at = Vec::with_capacity(bytes.len() + 1);
+    let mut string = strings.iter().peekable();
+    // HTML tags are line breaks inside a `<pre>`/`<code>` element only, and not inside a quoted
+    // value there (`"Xk9mQ2<i>zLp7vR4"` is one value): how deep the elements nest, whether the
+    // text read on this line is inside quotes, and how much of it was read.
+    let (mut element, mut quoted, mut seen) = (0usize, false, 0);
+    let mut k = 0;
+    while k < bytes.len() {
+        for &b in &plain[seen..] {
+            match b {
+                b'"' => quoted = !quoted,
+                b'\n' => quoted = false,
+                _ => {}
+            }
+        }
+        seen = plain.len();
+        while string.next_if(|&&(_, close, _)| close < k).is_some() {}
+        let (inside, quote, document) = match string.peek() {
+            Some(&&(o, c, doc)) if o <= k && k <= c => (o < k && k < c, doc && (k == o || k == c), doc),
+            _ => (false, false, false),
+        };
+        if quote {
+            plain.push(b'\n');
+            at.push(k);
+            k += 1;
+            continue;
+        }
+        if html && let Some((b, len)) = html_markup(bytes, k) {
+            let tag = bytes[k] == b'<';
+            let close = bytes.get(k + 1) == Some(&b'/');
+            let name = &bytes[k + 1 + usize::from(close)..k + len];
+            let block = [&b"pre"[..], b"code"].iter().any(|w| {
+                name.len() >= w.len()
+                    && name[..w.len()].eq_ignore_ascii_case(w)
+                    && name
+                        .get(w.len())
+                        .is_none_or(|&c| matches!(c, b'>' | b' ' | b'\t'))
+            });
+            if tag && block {
+                element = if close {
+                    element.saturating_sub(1)
+                } else {
+                    element + 1
+                };
+            }
+            let line_tag = [&b"br"[..], b"p", b"div", b"li"].iter().any(|w| {
+                name.len() >= w.len()
+                    && name[..w.len()].eq_ignore_ascii_case(w)
+                    && name
+                        .get(w.len())
+                        .is_none_or(|&c| matches!(c, b'>' | b' ' | b'\t' | b'/'))
+            });
+            // A line-level tag that ends its line already (`…<br>` NEWLINE) is that one break.
+            if line_tag && matches!(bytes.get(k + len), Some(b'\n' | b'\r')) {
+                plain.push(b'\n');
+                at.push(k);
+                k += len + 1 + usize::from(bytes[k + len..].starts_with(b"\r\n"));
+                continue;
+            }
+            if !tag || block || line_tag || element > 0 && !quoted {
+                plain.push(b);
+                at.push(k);
+                k += len;
+                continue;
+            }
+        }
+        // `\u00e9`, `\ud83d\ude00`: JSON's escape of any other character.
+        if let Some((c, len)) = unicode_escape(bytes, k).filter(|_| inside) {
+            let mut utf8 = [0u8; 4];
+            for &b in c.encode_utf8(&mut utf8).as_bytes() {
+                plain.push(b);
+                at.push(k);
+            }
+            k += len;
+            continue;
+        }
+        let decoded = match (bytes[k], bytes.get(k + 1)) {
+            _ if !inside => None,
+            (b'\\', Some(b'n')) => Some(b'\n'),
+            (b'\\', Some(b'r')) => Some(b'\r'),
+            (b'\\', Some(b't')) => Some(b'\t'),
+            // A value's own escaped quote stays escaped: decoded, it would close the value.
+            (b'\\', Some(b'"')) if !document => None,
+            (b'\\', Some(&c @ (b'"' | b'\'' | b'\\' | b'/'))) => Some(c),
+            _ => None,
+        };
+        at.push(k);
+        if let Some(c) = decoded {
+            plain.push(c);
+            k += 2;
+        } else {
+            plain.push(bytes[k]);
+            k += 1;
+        }
+    }
+    at.push(bytes.len());
+    // Escapes decode to whole characters and every other byte is copied: still UTF-8.
+    String::from_utf8(plain).ok().map(|p| (p, at))
+}
+
+/// What HTML markup at `k` reads as, and its length: an entity its character (`&quot;`, `&#39;`,
+/// `&lt;`, `&gt;`, `&amp;`), a tag (`<code>`, `</pre>`) a line break.
+pub(crate) fn html_markup(bytes: &[u8], k: usize) -> Option<(u8, usize)> {
+    const ENTITIES: [(&[u8], u8); 8] = [
+        (b"&quot;", b'"'),
+        (b"&#34;", b'"'),
+        (b"&#39;", b'\''),
+        (b"&#x27;", b'\''),
+        (b"&apos;", b'\''),
+        (b"&lt;", b'<'),
+        (b"&gt;", b'>'),
+        (b"&amp;", b'&'),
+    ];
+    match bytes[k] {
+        b'&' => ENTITIES
+            .iter()
+            .find(|(e, _)| bytes[k..].starts_with(e))
+            .map(|&(e, c)| (c, e.len())),
+        b'<' => {
+            let name = k + 1 + usize::from(bytes.get(k + 1) == Some(&b'/'));
+            let end = run_end_max(bytes, name, 64, |b| b != b'>' && b != b'<' && b != b'\n');
+            (bytes.get(name).is_some_and(u8::is_ascii_alphabetic) && bytes.get(end) == Some(&b'>'))
+                .then_some((b'\n', end + 1 - k))
+        }
+        _ => None,
+    }
+}
+
+/// The character a JSON `\uXXXX` escape at `k` stands for (a surrogate pair read as one), and
+/// the escape's length.
+pub(crate) fn unicode_escape(bytes: &[u8], k: usize) -> Option<(char, usize)> {
+    let unit = |k: usize| {
+        let hex = bytes.get(k..k + 6).filter(|h| h.starts_with(b"\\u"))?;
+        u32::from_str_radix(std::str::from_utf8(&hex[2..]).ok()?, 16).ok()
+    };
+    let high = unit(k)?;
+    if (0xD800..0xDC00).contains(&high) {
+        let low = unit(k + 6).filter(|l| (0xDC00..0xE000).contains(l))?;
+        let c = char::from_u32(0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00))?;
+        return Some((c, 12));
+    }
+    Some((char::from_u32(high)?, 6))
+}
+
+/// Where the text of a line quoting a file starts, after the file's location and the prefix
+/// before it (`2024-03-02T10:14:07Z DEBUG sync[22]: etc/app.ini:3: `, `src/a.py:12:4: `): `None`
+/// when the line's first 200 bytes hold no `path:line: `.
+pub(crate) fn location_end(l: &[u8]) -> Option<usize> {
+    let head = &l[..l.len().min(200)];
+    let mut from = 0;
+    while let Some(k) = find_byte(b':', &head[from..]) {
+        let c = from + k;
+        if head.get(c + 1) == Some(&b' ')
+            && c > 0
+            && head[c - 1].is_ascii_digit()
+            && location_prefix(&head[..=c])
+        {
+            return Some(c + 2);
+        }
+        from = c + 1;
+    }
+    None
+}
+
+/// Whether `before` ends with a file's location as grep, compilers and log lines quote one
+/// (`config/app.ini:3:`, `src/settings.py:12:4:`): what follows is that file's line.
+pub(crate) fn location_prefix(before: &[u8]) -> bool {
+    let Some(mut rest) = before.strip_suffix(b":") else {
+        return false;
+    };
+    let mut numbers = 0;
+    loop {
+        let digits = rest.iter().rev().take_while(|b| b.is_ascii_digit()).count();
+        if digits == 0 || digits > 7 {
+            break;
+        }
+        let head = &rest[..rest.len() - digits];
+        let Some(head) = head.strip_suffix(b":") else {
+            return false;
+        };
+        rest = head;
+        numbers += 1;
+        if numbers == 2 {
+            break;
+        }
+    }
+    let path = rest.rsplit(|b| b.is_ascii_whitespace()).next().unwrap_or(rest);
+    numbers > 0
+        && path.len() > 2
+        && path.contains(&b'.')
+        && path
+            .iter()
+            .all(|&b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'/' | b'\\' | b'_' | b'-'))
+}

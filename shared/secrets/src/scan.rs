@@ -1,0 +1,3713 @@
+//! The scan: one pass over the text that finds keys, providers' tokens, commands and tables, and
+//! hands each value to the judging layer. It holds the only state of a scan and must never do I/O.
+
+use crate::bytes::{
+    MAX_SEGMENT, b64, b64url, char_at, char_ceil, char_floor, contains_ci, eat_ci, ends_with_ci,
+    fallback_after, find_byte, find_ci, hex, is_js_space, is_word, line_before, line_end, line_end_max,
+    line_start_of, lower, run_back, run_end, run_end_max, skip_blank, skip_space, token_continues_at,
+    trim_ascii, trim_end_of, word_at, word_class,
+};
+use crate::chars::{
+    alphabet, entropy, fabricated, has_digit, has_symbol, identifier_like, looks_random, mixed_case, wordy,
+};
+use crate::commands::{
+    CURL, HTTPIE, KEYTOOL, LDAP, LFTP, LOGIN, MONGO, MYSQL, OPENSSL, REDIS, SMB, SQLCMD, SSH_KEYGEN,
+    after_user_flag, colon_fields, compared_word, crypt_byte, env_command_line, netrc_line, next_arg, pgpass,
+    shadow, shell_line,
+};
+use crate::judge::{
+    MAX_SPAN, MAX_VALUE, PASSWORD_KEYS, Stop, Value, all_caps, b64url_json, bare_key_word, basic_filler,
+    camel_type, camel_words, cmdlet, code_continuation, code_expression, composite_literal, config_literal,
+    constant_like, cookie_attributes, digest_of_secret, fake_words, generated, hex_digest, is_auth_scheme,
+    is_path_or_url, is_placeholder, is_reference, jwt_header, key_path, keyed_call_literals, ldap_dn,
+    letters_password, member_path, named_nearby, names_no_secret, next_field_pair, npm_scope, numeric_like,
+    opens_a_call, owned_in_prose, passphrase_word, password_key, plain_cookie, plain_cookie_pair,
+    quoted_slot, quoted_word, random_after_slash, random_letters, readable_url, sigil_code, skip_fillers,
+    spaced_random, start_tag_attributes_end, statement_start, text_before, url_stand_in_userinfo,
+    user_password, uuid, value_is_secret, within_arn,
+};
+use crate::kinds::{Finding, SecretKind};
+use crate::layout::dequoted;
+use crate::pem::{
+    MAX_PEM, base64_block_end, base64_block_start, base64_has_colon, base64_run, base64_text, pem_body_at,
+    pem_illustration,
+};
+use crate::tables::{Table, for_each_cell, table_header, top_level};
+use crate::words::{
+    KEY_BYTE, KEY_DASH, KEY_SEPARATOR, KEYWORD_TOKEN, Mode, NON_ASCII_WORD, PASSIVE_BYTE, PASSWORD_WORDS,
+    STARTS_BYTE_RULE, Strength, Words, args_end, case_particle, command_position, command_segment,
+    credential_word, credential_word_tail, credential_words_end, declared_type_end, foreign_qualified,
+    is_key_byte, may_hold_secret_word, public_word_before, qualified_after, qualified_before, secret_word,
+    strong_word_before, words_of,
+};
+
+/// One scan of `text`: its findings sorted by start, not merged.
+pub(crate) fn scan_text(text: &str) -> Vec<Finding> {
+    let dequoted = dequoted(text);
+    let text = dequoted.as_deref().unwrap_or(text);
+    let mut scan = Scan::new(text);
+    scan.run();
+    let name_words = scan.names_listed.then_some(scan.name_words);
+    let mut found = scan.found;
+    found.sort_by_key(|f| (f.start, f.kind.rank()));
+    if same_line_tokens(text.as_bytes(), &mut found, name_words.as_deref()) {
+        found.sort_by_key(|f| (f.start, f.kind.rank()));
+    }
+    if keyed_call_literals(text.as_bytes(), &mut found) {
+        found.sort_by_key(|f| (f.start, f.kind.rank()));
+    }
+    found
+}
+
+pub(crate) struct Scan<'t> {
+    pub(crate) text: &'t str,
+    pub(crate) bytes: &'t [u8],
+    pub(crate) found: Vec<Finding>,
+    /// The end of the furthest finding: rules starting before it are not tried again (the span
+    /// is withheld or redacted anyway), which keeps a repeated `token=` linear.
+    pub(crate) covered: usize,
+    /// The start of the current line and which password-taking commands it names (bit set,
+    /// computed once per line on the first short flag).
+    pub(crate) line: (usize, Option<u16>),
+    /// The start of the current line and the commands the line above carries onto it when it
+    /// ends with a continuation.
+    pub(crate) carry: (usize, u16),
+    /// The last search for a PEM END line, reused by the next BEGIN line.
+    pub(crate) pem_end: PemEnd,
+    /// Bytes the END-line searches looked at (the work a prompt of BEGIN lines costs).
+    pub(crate) pem_searched: usize,
+    /// The last base64url run measured by the JWT rule, `[start, end)`.
+    pub(crate) b64url_run: (usize, usize),
+    /// The table whose rows the current line may continue (its header named a secret column).
+    pub(crate) table: Option<Table>,
+    /// The start of the last line tried as a table header: every secret word on it would
+    /// otherwise parse the whole line again.
+    pub(crate) header_tried: usize,
+    /// Bytes of table headers and rows split into cells (the work a prompt of tables costs).
+    pub(crate) table_read: usize,
+    /// The end of the last SQL `INSERT` read: one that starts inside it is inside its strings.
+    pub(crate) insert_end: usize,
+    /// The end of the key [`Scan::key_at`] last measured when it is all letters and digits (`0`
+    /// otherwise): the inside of that word starts nothing, and the scan goes on after it.
+    pub(crate) plain_key_end: usize,
+    /// The start and end of the key [`Scan::key_at`] last measured when it holds a separator
+    /// and is long enough for a glued vendor prefix and its body (see [`Scan::glued_vendor_at`]).
+    pub(crate) separated_key: (usize, usize),
+    /// Where a key starts that may name a secret for [`same_line_tokens`] (its test before
+    /// [`names_secret`]), in order, while `names_listed`: that pass then reads these words only.
+    pub(crate) name_words: Vec<usize>,
+    /// No key start went unlisted: no non-ASCII byte, no foreign password word.
+    pub(crate) names_listed: bool,
+}
+
+/// What is known about `-----end ` after a position: searched `[from, to)`, first hit `found`.
+#[derive(Default)]
+pub(crate) struct PemEnd {
+    pub(crate) from: usize,
+    pub(crate) to: usize,
+    pub(crate) found: Option<usize>,
+}
+
+impl<'t> Scan<'t> {
+    pub(crate) fn new(text: &'t str) -> Self {
+        Scan {
+            text,
+            bytes: text.as_bytes(),
+            found: Vec::new(),
+            covered: 0,
+            line: (0, None),
+            carry: (0, 0),
+            pem_end: PemEnd::default(),
+            pem_searched: 0,
+            b64url_run: (0, 0),
+            table: None,
+            header_tried: usize::MAX,
+            table_read: 0,
+            insert_end: 0,
+            plain_key_end: 0,
+            separated_key: (usize::MAX, 0),
+            name_words: Vec::new(),
+            names_listed: true,
+        }
+    }
+
+    pub(crate) fn push(&mut self, kind: SecretKind, start: usize, end: usize) {
+        // Rules measure in bytes; a span that ended inside a character would make `redact`
+        // slice it, so it is widened to whole characters.
+        let (start, end) = (char_floor(self.bytes, start), char_ceil(self.bytes, end));
+        // A key a vendor publishes as an example is no secret, whatever rule found it (a
+        // connection string's field may run on past it: `…GMGw==;BlobEndpoint=…`); a value
+        // that goes on with a random part (`<example UUID>.xK9mQ2…`) merely starts with one.
+        if end >= start + 16
+            && crate::rules::documented_example_at(&self.bytes[start..end]).is_some_and(|n| {
+                !self.bytes[start + n..end]
+                    .split(|&b| !(b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'_' | b'-')))
+                    .find(|t| !t.is_empty())
+                    .is_some_and(|t| looks_random(t, 8))
+            })
+        {
+            return;
+        }
+        // Code that fetches the secret (`c.Get("UPLOAD_KEY", "")`), whichever key rule read it as
+        // the value.
+        let generic = matches!(
+            kind,
+            SecretKind::Assignment | SecretKind::CommandLine | SecretKind::AuthHeader | SecretKind::Prose
+        );
+        if generic && opens_a_call(&self.bytes[start..end]) {
+            return;
+        }
+        if end > start {
+            self.found.push(Finding { kind, start, end });
+            self.covered = self.covered.max(end);
+        }
+    }
+
+    pub(crate) fn run(&mut self) {
+        let bytes = self.bytes;
+        // What came before `i`: an ASCII byte, or a stand-in for a non-ASCII character
+        // ([`NON_ASCII_WORD`] for a letter or digit, space otherwise).
+        let mut prev = b'\n';
+        let mut i = 0;
+        while i < bytes.len() {
+            let b = bytes[i];
+            // A blank or a punctuation mark no rule starts with, inside a line, starts nothing.
+            if PASSIVE_BYTE[usize::from(b)] && prev != b'\n' {
+                prev = b;
+                i += 1;
+                continue;
+            }
+            // The inside of a word starts no rule: most bytes of a prompt take only this branch.
+            let inside = crate::prefilter::WORD_BYTE[usize::from(b)]
+                & crate::prefilter::WORD_BEFORE[usize::from(prev)];
+            if inside {
+                // The rest of the word too: each of its bytes would take this branch.
+                let end = run_end(bytes, i + 1, |c| c.is_ascii_alphanumeric());
+                prev = bytes[end - 1];
+                i = end;
+                continue;
+            }
+            if !b.is_ascii() {
+                self.names_listed = false;
+                // A line may start with any character (`Émile,…` under a table's header).
+                if prev == b'\n' {
+                    self.new_line(i);
+                    if i >= self.covered {
+                        self.line_start(i);
+                    }
+                }
+                if i >= self.covered {
+                    self.password_word_at(i, i);
+                }
+                let (word, len) = match char_at(self.text, i) {
+                    Some(c) => (is_word(c), c.len_utf8()),
+                    None => (false, 1),
+                };
+                prev = if word { NON_ASCII_WORD } else { b' ' };
+                i += len;
+                continue;
+            }
+            if prev == b'\n' {
+                self.new_line(i);
+            }
+            if i < self.covered {
+                // A key inside what was found is not read, but may still name a secret for the
+                // same-line pass.
+                if is_key_byte(b) && !is_key_byte(prev) {
+                    let word = &bytes[i..run_end_max(bytes, i, 12, is_key_byte)];
+                    if may_name_secret(word) {
+                        self.name_words.push(i);
+                    }
+                }
+                prev = b;
+                i += 1;
+                continue;
+            }
+            if prev == b'\n' {
+                self.line_start(i);
+            }
+            match b {
+                // One lookup for the bytes no rule below starts with.
+                _ if !STARTS_BYTE_RULE[usize::from(b)] => {}
+                b'-' if bytes[i..].starts_with(b"----") => self.pem_at(i),
+                b':' if bytes[i..].starts_with(b"://") => self.url_credentials_at(i),
+                b'.' if bytes[i..].starts_with(b".atlasv1.") => self.terraform_at(i),
+                b'~' => self.azure_ad_at(i),
+                b'$' => self.crypt_hash_at(i),
+                b'{' => self.ldap_hash_at(i),
+                // `%3D`, `%20`: a URL-encoded separator, so a word starts after it.
+                b'%' if bytes.get(i + 1).is_some_and(|&c| hex(c))
+                    && bytes.get(i + 2).is_some_and(|&c| hex(c))
+                    && bytes.get(i + 3).is_some_and(u8::is_ascii_alphanumeric) =>
+                {
+                    self.word_at(i + 3, b'%', 0);
+                }
+                _ => {}
+            }
+            let mut plain_end = 0;
+            if is_key_byte(b) && !is_key_byte(prev) && prev != NON_ASCII_WORD {
+                self.plain_key_end = 0;
+                self.key_at(i);
+                plain_end = self.plain_key_end;
+            }
+            if crate::prefilter::WORD_BYTE[usize::from(b)] && !inside {
+                self.word_at(i, prev, plain_end);
+            }
+            // A word of letters and digits: its inside would take the first branch byte by byte.
+            if plain_end > i + 1 {
+                prev = bytes[plain_end - 1];
+                i = plain_end;
+                continue;
+            }
+            prev = b;
+            i += 1;
+        }
+    }
+
+    // --- rules anchored at the start of a word -------------------------------------------------
+
+    /// Vendor shapes, JWTs and auth schemes at a word start; `prev` is what came before, `run`
+    /// the end of the word when it is letters and digits up to a byte no key holds (`0`: not
+    /// known).
+    pub(crate) fn word_at(&mut self, i: usize, prev: u8, run: usize) {
+        let bytes = self.bytes;
+        let after_hyphen = prev == b'-';
+        // The original filter's short shapes never start inside a dashed or dotted word
+        // (`xoxe.xoxp-1-…` is the longer prefix's, judged by its own rule).
+        let inside_word = after_hyphen || prev == b'.';
+        let vendors = if crate::prefilter::shorter_than_a_token(bytes, i, run) {
+            &[]
+        } else {
+            let (b1, b2) = (
+                bytes.get(i + 1).copied().unwrap_or(0),
+                bytes.get(i + 2).copied().unwrap_or(0),
+            );
+            if crate::rules::may_start(bytes[i], b1, b2) {
+                crate::rules::candidates(bytes[i], b1)
+            } else {
+                &[]
+            }
+        };
+        for v in vendors {
+            if inside_word && !v.after_dash() {
+                continue;
+            }
+            if let Some(end) = v.matches(self.text, i) {
+                // A segment of a dotted name (`video_box.ico-7a38….png`), not a token.
+                if prev == b'.' && bytes.get(end) == Some(&b'.') {
+                    continue;
+                }
+                let end = v.wrapped_end(bytes, i, end);
+                self.push(SecretKind::Vendor(v.name), i, end);
+                if v.name == "aws_access_key" {
+                    self.aws_secret_near(end);
+                }
+                return;
+            }
+        }
+        if after_hyphen {
+            return;
+        }
+        // A key whose marker sits after a random head (Microsoft's identifiable keys).
+        if !crate::prefilter::shorter_than_a_head(bytes, i, run)
+            && let Some((v, start, end)) = crate::rules::headed_at(self.text, i)
+        {
+            self.push(SecretKind::Vendor(v.name), start, end);
+            return;
+        }
+        if self.separated_key.0 == i && self.glued_vendor_at(i) {
+            return;
+        }
+        if bytes.get(i + 32) == Some(&b'-') && bytes.get(i + 32..i + 35) == Some(b"-us") {
+            self.mailchimp_at(i);
+        }
+        match bytes[i] {
+            // A scheme word is English: glued to other text it is not one.
+            b'b' | b'B' if prev != NON_ASCII_WORD => {
+                self.auth_scheme_at(i);
+                self.crypt_word_at(i);
+                // `api.telegram.org/bot<token>/sendMessage`: the token glued to its path word.
+                if bytes[i..].starts_with(b"bot") {
+                    self.telegram_at(i + 3);
+                }
+            }
+            b'i' | b'I' => {
+                self.identified_by_at(i);
+                self.insert_at(i);
+            }
+            b'0'..=b'9' => self.telegram_at(i),
+            b'p' | b's' | b'a' => self.crypt_word_at(i),
+            b'M' | b'O' => self.discord_at(i),
+            // Windows commands ignore case (`NET USE`).
+            b'N' => {
+                self.discord_at(i);
+                self.command_at(i);
+            }
+            b'm' => {
+                self.crypt_word_at(i);
+                if prev == b'<' {
+                    self.maven_master_at(i);
+                }
+            }
+            b'c' | b'C'
+                if bytes.get(i + 9) == Some(&b'-')
+                    && eat_ci(bytes, i, b"convertto-securestring").is_some() =>
+            {
+                self.secure_string_at(i);
+            }
+            b'h' | b'w' | b'n' | b'c' | b'v' => self.command_at(i),
+            b'e' => {
+                if let Some(end) = self.jwt_at(i) {
+                    self.push(SecretKind::Jwt, i, end);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Maven's master password: the `<master>` element of a `<settingsSecurity>` document
+    /// (`settings-security.xml`, which holds nothing else), its text judged as a password's.
+    /// Encrypted (`{…}`, Maven's `--encrypt-master-password`) it fills a slot, as in `<password>`.
+    pub(crate) fn maven_master_at(&mut self, i: usize) {
+        const OPEN: &[u8] = b"<settingsSecurity";
+        let bytes = self.bytes;
+        if !bytes[i..].starts_with(b"master>") {
+            return;
+        }
+        let before = &bytes[i.saturating_sub(1024)..i];
+        let opened = before.windows(OPEN.len()).rposition(|w| w == OPEN);
+        let closed = before
+            .windows(OPEN.len() + 1)
+            .rposition(|w| w == b"</settingsSecurity");
+        if opened.is_some_and(|o| closed.is_none_or(|c| c < o)) {
+            self.element_text(
+                i + b"master>".len(),
+                b"password",
+                Strength::Strong,
+                SecretKind::Assignment,
+            );
+        }
+    }
+
+    /// A long vendor prefix glued after other letters (`ourgithub_pat_…`, `mysk_live_…`): a prefix
+    /// of eight or more bytes with a separator in it, whose part before the separator ends the
+    /// word starting at `i`, then that vendor's shape with a body of 20 or more characters that
+    /// looks generated on its own (`ask_live_superlive1` is words). Short prefixes (`ghp_`, `sk-`)
+    /// are read at a word's start only: glued to a word they are its letters more often than a
+    /// token.
+    pub(crate) fn glued_vendor_at(&mut self, i: usize) -> bool {
+        let bytes = self.bytes;
+        let end = run_end_max(bytes, i, 24, |b| b.is_ascii_alphanumeric());
+        if !matches!(bytes.get(end), Some(b'_' | b'-')) || end - i < 3 {
+            return false;
+        }
+        // The prefix's rest and a body of 20 follow unbroken (most `snake_case`, `dashed-words`
+        // stop sooner, and are not looked at further).
+        let tail = run_end_max(bytes, end + 1, 20, |b| {
+            b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-')
+        });
+        if tail - end - 1 < 20 {
+            return false;
+        }
+        for j in i + 1..end - 1 {
+            let vendors =
+                if crate::rules::may_start(bytes[j], bytes[j + 1], bytes.get(j + 2).copied().unwrap_or(0)) {
+                    crate::rules::candidates(bytes[j], bytes[j + 1])
+                } else {
+                    continue;
+                };
+            for v in vendors {
+                let sep = v.prefix.iter().position(|&b| matches!(b, b'_' | b'-'));
+                if v.prefix.len() >= 8
+                    && sep == Some(end - j)
+                    && let Some(e) = v.matches(self.text, j)
+                    && e >= j + v.prefix.len() + 20
+                    && looks_random(&bytes[j + v.prefix.len()..e], 16)
+                {
+                    let e = v.wrapped_end(bytes, j, e);
+                    self.push(SecretKind::Vendor(v.name), j, e);
+                    return true;
+                }
+            }
+        }
+        false
+    }
+
+    /// A Mailchimp API key: 32 lowercase hex characters, `-us` and the data center's number (gitleaks:
+    /// mailchimp-api-key; detect-secrets: MailchimpDetector). The suffix is its own keyword.
+    pub(crate) fn mailchimp_at(&mut self, i: usize) {
+        let bytes = self.bytes;
+        let key = &bytes[i..i + 32];
+        let dc = run_end_max(bytes, i + 35, 3, |b| b.is_ascii_digit());
+        if key
+            .iter()
+            .all(|&b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+            && (1..=2).contains(&(dc - i - 35))
+            && has_digit(key)
+            && key.iter().any(u8::is_ascii_alphabetic)
+            && !crate::rules::filler_like(key)
+            && !token_continues_at(self.text, dc)
+        {
+            self.push(SecretKind::Vendor("mailchimp_key"), i, dc);
+        }
+    }
+
+    /// The 40-character secret access key pasted near an access key id (a credentials file, a
+    /// console export): alone it has no shape of its own, next to its id it is the secret.
+    pub(crate) fn aws_secret_near(&mut self, from: usize) {
+        let bytes = self.bytes;
+        let class = |b: u8| b.is_ascii_alphanumeric() || b == b'/' || b == b'+';
+        let stop = bytes.len().min(from + 256);
+        let mut k = from;
+        while k < stop {
+            if !class(bytes[k]) {
+                k += 1;
+                continue;
+            }
+            let end = run_end(bytes, k, class);
+            let run = &bytes[k..end];
+            let bounded = bytes.get(end).is_none_or(|&b| !matches!(b, b'=' | b'_' | b'-'))
+                && (k == 0 || !matches!(bytes[k - 1], b'_' | b'-'));
+            if run.len() == 40 && bounded && mixed_case(run) && has_digit(run) {
+                self.push(SecretKind::Vendor("aws_access_key"), k, end);
+                return;
+            }
+            k = end;
+        }
+    }
+
+    /// Telegram bot token: the bot's 8–10 digit id, `:`, 35 base64url characters (`AA` and 33
+    /// today, 32 after `AA` in some older ones; trufflehog's shape allows any 35 that look
+    /// generated).
+    pub(crate) fn telegram_at(&mut self, i: usize) {
+        let bytes = self.bytes;
+        let digits = run_end_max(bytes, i, 11, |b| b.is_ascii_digit());
+        if !(8..=10).contains(&(digits - i)) || bytes.get(digits) != Some(&b':') {
+            return;
+        }
+        let body = digits + 1;
+        let end = run_end_max(bytes, body, 36, b64url);
+        let secret = &bytes[body..end];
+        let shaped = if secret.starts_with(b"AA") {
+            (34..=35).contains(&secret.len())
+        } else {
+            secret.len() == 35 && mixed_case(secret) && has_digit(secret) && entropy(secret) >= 4.0
+        };
+        // `5555555555:AAAAAAAA…`: filler where the token goes.
+        let filler = is_placeholder(secret.strip_prefix(b"AA").unwrap_or(secret));
+        if shaped
+            && !filler
+            && !token_continues_at(self.text, end)
+            && !crate::rules::documented_example(&bytes[i..end])
+        {
+            self.push(SecretKind::Vendor("telegram_token"), i, end);
+        }
+    }
+
+    /// Discord bot token: the base64 bot id (`M`/`N`/`O` + 23–25), `.`, 6, `.`, 27–38 base64url.
+    pub(crate) fn discord_at(&mut self, i: usize) {
+        let bytes = self.bytes;
+        let id = run_end_max(bytes, i, 26, b64url);
+        if !(24..=26).contains(&(id - i)) || bytes.get(id) != Some(&b'.') {
+            return;
+        }
+        let stamp = run_end_max(bytes, id + 1, 7, b64url);
+        if stamp - id - 1 != 6 || bytes.get(stamp) != Some(&b'.') {
+            return;
+        }
+        let end = run_end_max(bytes, stamp + 1, 39, b64url);
+        let token = &bytes[i..end];
+        if (27..=38).contains(&(end - stamp - 1))
+            && !token_continues_at(self.text, end)
+            && mixed_case(token)
+            && has_digit(token)
+        {
+            self.push(SecretKind::Vendor("discord_token"), i, end);
+        }
+    }
+
+    /// SQL `IDENTIFIED BY 'password'` (`ALTER USER`, `CREATE USER`, `GRANT`), also with
+    /// `WITH <plugin>` between; `BY PASSWORD '*…'` is a hash, unquoted, and not read.
+    pub(crate) fn identified_by_at(&mut self, i: usize) {
+        let bytes = self.bytes;
+        let Some(e) = eat_ci(bytes, i, b"identified ") else {
+            return;
+        };
+        let mut pos = skip_blank(bytes, e);
+        if let Some(w) = eat_ci(bytes, pos, b"with ") {
+            let plugin = skip_blank(bytes, w);
+            pos = skip_blank(
+                bytes,
+                run_end_max(bytes, plugin, 64, |b| b.is_ascii_alphanumeric() || b == b'_'),
+            );
+        }
+        let Some(e) = eat_ci(bytes, pos, b"by ") else {
+            return;
+        };
+        let Some(value) = Value::parse(bytes, skip_blank(bytes, e), Stop::Code) else {
+            return;
+        };
+        if value.quoted && value_is_secret(bytes, &value, b"password", Strength::Strong, Mode::Literal) {
+            self.push(SecretKind::Assignment, value.start, value.whole_end(bytes));
+        }
+    }
+
+    /// SQL `INSERT INTO t (name, password) VALUES ('bob', '…'), …`: the value in the position of
+    /// a secret column, in every row.
+    pub(crate) fn insert_at(&mut self, i: usize) {
+        let bytes = self.bytes;
+        let space = |p: usize| run_end_max(bytes, p, 64, |b| b.is_ascii_whitespace());
+        if i < self.insert_end {
+            return;
+        }
+        let Some(p) = eat_ci(bytes, i, b"insert").and_then(|p| eat_ci(bytes, space(p), b"into")) else {
+            return;
+        };
+        let name = space(p);
+        let open = space(run_end_max(bytes, name, 128, |b| {
+            is_key_byte(b) || matches!(b, b'"' | b'`' | b'[' | b']')
+        }));
+        if open == name || bytes.get(open) != Some(&b'(') {
+            return;
+        }
+        let Some(close) = bytes[open..bytes.len().min(open + 512)]
+            .iter()
+            .position(|&b| b == b')')
+        else {
+            return;
+        };
+        let close = open + close;
+        let Some(table) = table_header(bytes, open + 1, close, b',') else {
+            return;
+        };
+        let Some(mut p) = eat_ci(bytes, space(close + 1), b"values") else {
+            return;
+        };
+        for _ in 0..64 {
+            p = space(p);
+            if bytes.get(p) != Some(&b'(') {
+                break;
+            }
+            let Some(close) = top_level(bytes, p + 1, b")", 2 * MAX_VALUE) else {
+                break;
+            };
+            self.table_row(p + 1, close, table);
+            p = space(close + 1);
+            self.insert_end = p;
+            if bytes.get(p) != Some(&b',') {
+                break;
+            }
+            p += 1;
+        }
+    }
+
+    /// The header of a CSV, TSV or markdown table on the line of the secret word at `i`
+    /// (`user,password`, `| user | password |`): the rows below are read at their line starts.
+    pub(crate) fn table_header_at(&mut self, i: usize) {
+        let bytes = self.bytes;
+        let start = i - line_before(bytes, i).len();
+        let stop = bytes.len().min(i + 512);
+        let end = bytes[i..stop]
+            .iter()
+            .position(|&b| b == b'\n')
+            .map_or(stop, |p| i + p);
+        // No header is longer than 512 bytes.
+        if start > 0 && bytes[start - 1] != b'\n' || end == stop && stop < bytes.len() {
+            return;
+        }
+        if start == self.header_tried {
+            return;
+        }
+        self.header_tried = start;
+        self.table_read += end - start;
+        let start = skip_blank(bytes, start);
+        let delim = match bytes[start] {
+            b'|' => b'|',
+            _ if bytes[start..end].contains(&b'\t') => b'\t',
+            _ => b',',
+        };
+        if let Some(table) = table_header(bytes, start, end, delim) {
+            self.table = Some(table);
+        }
+    }
+
+    /// A markdown table of names and values: the key `[i, kend)` is the whole first cell of a row
+    /// (`| DB_PASSWORD | … |`, `` | `api_key` | … | ``), and the cell after it is judged as its
+    /// value, as a header's column would be (as code, so a plain word is a name, not a literal). A
+    /// header row (the next line is the `|---|` rule) names columns, not values.
+    pub(crate) fn key_cell_at(&mut self, i: usize, kend: usize, key: &[u8], strength: Strength) {
+        let bytes = self.bytes;
+        let line = line_before(bytes, i);
+        let open = line.iter().position(|&b| !matches!(b, b' ' | b'\t'));
+        let Some(open) = open.filter(|&o| line[o] == b'|') else {
+            return;
+        };
+        let before = &line[open + 1..];
+        let mark = |b: u8| matches!(b, b'`' | b'*' | b'"' | b'\'');
+        if !before.iter().all(|&b| b == b' ' || mark(b)) {
+            return;
+        }
+        let mut k = kend;
+        while k < bytes.len() && (bytes[k] == b' ' || mark(bytes[k])) {
+            k += 1;
+        }
+        if bytes.get(k) != Some(&b'|') {
+            return;
+        }
+        let s = k + 1;
+        let Some(end) = line_end_max(bytes, s, MAX_SPAN) else {
+            return;
+        };
+        let mut cell = (s, s);
+        for_each_cell(bytes, s, end, b'|', |n, cs, ce| {
+            if n == 0 {
+                cell = (cs, ce);
+            }
+        });
+        let next = bytes.get(end + 1..).unwrap_or_default();
+        let next = &next[..find_byte(b'\n', next).unwrap_or(next.len())];
+        let rule = next.contains(&b'-')
+            && next
+                .iter()
+                .all(|&b| matches!(b, b'|' | b'-' | b':' | b' ' | b'\t' | b'\r'));
+        if rule {
+            return;
+        }
+        let mut value = Value::cell(bytes, cell.0, cell.1);
+        let whole = value.end;
+        value.end = value.end.min(char_floor(bytes, value.start + MAX_VALUE));
+        value.raw_end = value.end;
+        let v = value.text(bytes);
+        let spaced = v.iter().any(u8::is_ascii_whitespace);
+        if v.is_empty() || !value.quoted && spaced || wordy(v) {
+            return;
+        }
+        value.quoted &= spaced;
+        if value_is_secret(bytes, &value, key, strength, Mode::Code) {
+            self.push(SecretKind::Assignment, value.start, whole);
+        }
+    }
+
+    /// A row of `table` (as many cells as its header): each cell under a secret column is judged
+    /// as a value of that column's key. Returns whether the row has the header's shape.
+    pub(crate) fn table_row(&mut self, start: usize, end: usize, table: Table) -> bool {
+        let bytes = self.bytes;
+        self.table_read += end.saturating_sub(start);
+        if for_each_cell(bytes, start, end, table.delim, |_, _, _| {}) != table.cells {
+            return false;
+        }
+        for_each_cell(bytes, start, end, table.delim, |k, s, e| {
+            if k >= 64 || table.secret & (1 << k) == 0 {
+                return;
+            }
+            let (h, he) = table.names[k];
+            let key = &bytes[h..he];
+            let mut value = Value::cell(bytes, s, e);
+            // Judged on its head like any value, redacted whole.
+            let whole = value.end;
+            value.end = value.end.min(char_floor(bytes, value.start + MAX_VALUE));
+            value.raw_end = value.end;
+            let v = value.text(bytes);
+            let spaced = v.iter().any(u8::is_ascii_whitespace);
+            // An unquoted cell with words in it is a note (`see vault`), not a value. Quotes are
+            // the CSV's or SQL's, not the writer's: a cell is judged as code, not as a literal.
+            if !value.quoted && spaced || wordy(v) {
+                return;
+            }
+            value.quoted &= spaced;
+            let strength = if table.weak & (1 << k) != 0 {
+                Strength::Weak
+            } else {
+                Strength::Strong
+            };
+            if value_is_secret(bytes, &value, key, strength, Mode::Code) {
+                self.push(SecretKind::Assignment, value.start, whole);
+            }
+        });
+        true
+    }
+
+    /// Commands that take a password as an argument: `htpasswd -b file user PASS` (`-nb user
+    /// PASS`), `wpa_passphrase SSID PASS`, `net user NAME PASS`, `net use [Z:] \\srv\share PASS`;
+    /// and `chpasswd`, whose input is `user:PASS` lines (echoed into it on its line, or a
+    /// here-document below it).
+    pub(crate) fn command_at(&mut self, i: usize) {
+        let bytes = self.bytes;
+        // Each command's first three letters rule out most words.
+        if !bytes.get(i..i + 3).is_some_and(|head| {
+            [b"htp", b"wpa", b"net", b"chp", b"vau"]
+                .iter()
+                .any(|c| head.eq_ignore_ascii_case(*c))
+        }) {
+            return;
+        }
+        let word_end = run_end_max(bytes, i, 16, |b| b.is_ascii_alphanumeric() || b == b'_');
+        let (mut pos, mut wanted) = match lower(&bytes[i..word_end], &mut [0; 16]) {
+            b"htpasswd" => (word_end, 0),
+            b"wpa_passphrase" => (word_end, 2),
+            // `net use` takes the password after the share: `wanted` is set there.
+            b"net" => {
+                let p = skip_blank(bytes, word_end);
+                let e = run_end_max(bytes, p, 5, |b| b.is_ascii_alphabetic());
+                if !matches!(bytes.get(e), Some(b' ' | b'\t')) {
+                    return;
+                }
+                match lower(&bytes[p..e], &mut [0; 16]) {
+                    b"user" => (e, 2),
+                    b"use" => (e, 9),
+                    _ => return,
+                }
+            }
+            b"chpasswd" => return self.chpasswd_at(i),
+            // `vault operator unseal KEY` (`vault unseal KEY` before Vault 0.10): a key share
+            // of the master key.
+            b"vault" => {
+                let mut p = word_end;
+                loop {
+                    let s = skip_blank(bytes, p);
+                    let e = run_end_max(bytes, s, 9, |b| b.is_ascii_lowercase());
+                    match &bytes[s..e] {
+                        b"operator" if p == word_end => p = e,
+                        b"unseal" if matches!(bytes.get(e), Some(b' ' | b'\t')) => break (e, 1),
+                        _ => return,
+                    }
+                }
+            }
+            _ => return,
+        };
+        // htpasswd takes the password only in batch mode, third after a file or second with
+        // `-n`; `-C`/`-r` take a number. `net user NAME /add` has options, no password; `net use`
+        // options (`/user:NAME`, `/persistent:no`) go before or after it.
+        let htpasswd = wanted == 0;
+        let vault = bytes[i] | 0x20 == b'v';
+        let net = bytes[i] | 0x20 == b'n';
+        let net_use = wanted == 9;
+        let mut option_value = false;
+        for _ in 0..8 {
+            let Some((arg, next)) = next_arg(bytes, pos) else {
+                return;
+            };
+            pos = next;
+            let a = arg.text(bytes);
+            if option_value {
+                option_value = false;
+            } else if htpasswd && !arg.quoted && a.starts_with(b"-") {
+                if a.contains(&b'b') {
+                    wanted = if a.contains(&b'n') { 2 } else { 3 };
+                }
+                option_value = matches!(a.last(), Some(b'C' | b'r'));
+            } else if vault && !arg.quoted && a.starts_with(b"-") {
+                // `-migrate`, `-reset`, `-address=…`: options, not the key.
+            } else if net && !arg.quoted && a.starts_with(b"/") {
+                if !net_use {
+                    return;
+                }
+            } else if net_use && a.starts_with(b"\\\\") {
+                wanted = 1;
+            } else if wanted > 1 {
+                wanted -= 1;
+            } else {
+                // In a sentence, a plain word is prose; a quoted or code-like one still counts.
+                // A command line starts where commands start and ends after its arguments
+                // (`htpasswd -b is insecure because the …` goes on as a sentence).
+                let mode = if arg.quoted || command_position(bytes, i) && args_end(bytes, pos) {
+                    Mode::Literal
+                } else {
+                    Mode::Code
+                };
+                if wanted == 1 && value_is_secret(bytes, &arg, b"password", Strength::Strong, mode) {
+                    self.push(SecretKind::CommandLine, arg.start, arg.whole_end(bytes));
+                }
+                return;
+            }
+        }
+    }
+
+    /// `user:password` pairs fed to `chpasswd`: on its line (`echo 'bob:…' | chpasswd`,
+    /// `chpasswd <<< 'bob:…'`) and, after `<<`, on the lines below it.
+    pub(crate) fn chpasswd_at(&mut self, i: usize) {
+        let bytes = self.bytes;
+        // Its line, 128 bytes either side at most.
+        let stop = bytes.len().min(i + 128);
+        let end = bytes[i..stop]
+            .iter()
+            .position(|&b| b == b'\n')
+            .map_or(stop, |p| i + p);
+        let mut k = i - line_before(bytes, i).len().min(128);
+        while k < end {
+            let token = char_floor(
+                bytes,
+                run_end_max(bytes, k, MAX_VALUE, |b| {
+                    !b.is_ascii_whitespace() && !matches!(b, b'\'' | b'"' | b'|' | b';' | b'<' | b'>')
+                }),
+            );
+            self.chpasswd_pair(k, token);
+            k = token + 1;
+        }
+        if end == stop || !bytes[i..end].windows(2).any(|w| w == b"<<") {
+            return;
+        }
+        let mut line = end + 1;
+        for _ in 0..64 {
+            let s = skip_blank(bytes, line);
+            let Some(e) = line_end_max(bytes, s, MAX_SPAN) else {
+                return;
+            };
+            if s >= bytes.len()
+                || !self.chpasswd_pair(
+                    s,
+                    trim_end_of(&bytes[s..e], |b| b.is_ascii_whitespace()).len() + s,
+                )
+            {
+                return;
+            }
+            line = e + 1;
+        }
+    }
+
+    /// One `user:password` of `chpasswd`'s input at `[s, e)`; whether it has that shape.
+    pub(crate) fn chpasswd_pair(&mut self, s: usize, e: usize) -> bool {
+        let bytes = self.bytes;
+        // Judged on its head like any value, redacted whole.
+        let whole = e;
+        let e = e.min(char_floor(bytes, s + MAX_VALUE));
+        let user = run_end_max(bytes, s, e - s, |b| {
+            b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-')
+        });
+        if user == s
+            || user >= e
+            || bytes[user] != b':'
+            || !bytes[s].is_ascii_alphabetic() && bytes[s] != b'_'
+        {
+            return false;
+        }
+        if let Some(at) = user_password(&bytes[s..e], b':')
+            && value_is_secret(
+                bytes,
+                &Value::cell(bytes, s + at, e),
+                b"password",
+                Strength::Strong,
+                Mode::Literal,
+            )
+        {
+            self.push(SecretKind::CommandLine, s + at, whole);
+        }
+        true
+    }
+
+    /// A literal a command reads its password from: `echo "…" | docker login --password-stdin`
+    /// (`printf '%s' "…" |`, `<<< "…"` after the flag, `| sudo -S`), the flag at `i`. A reference
+    /// (`echo "$TOKEN"`) or a file (`cat token.txt |`) holds no password.
+    pub(crate) fn stdin_password_at(&mut self, i: usize, kend: usize) {
+        let bytes = self.bytes;
+        let after = skip_blank(bytes, kend);
+        let value = if bytes[after..].starts_with(b"<<<") {
+            next_arg(bytes, after + 3).map(|(v, _)| v)
+        } else {
+            let line = line_before(bytes, i);
+            let start = i - line.len();
+            // The command before the last pipe (not `||`) on the line.
+            let Some(pipe) = line
+                .iter()
+                .rposition(|&b| b == b'|')
+                .filter(|&p| p > 0 && line[p - 1] != b'|' && line.get(p + 1) != Some(&b'|'))
+            else {
+                return;
+            };
+            let head = line[..pipe]
+                .iter()
+                .rposition(|&b| matches!(b, b';' | b'&' | b'|' | b'(' | b'$'))
+                .map_or(0, |p| p + 1);
+            let mut pos = skip_blank(bytes, start + head);
+            let printf = if let Some(e) = eat_ci(bytes, pos, b"printf ") {
+                pos = e;
+                true
+            } else if let Some(e) = eat_ci(bytes, pos, b"echo ") {
+                pos = e;
+                false
+            } else {
+                return;
+            };
+            let mut found = None;
+            for _ in 0..4 {
+                let Some((arg, next)) = next_arg(bytes, pos) else {
+                    break;
+                };
+                pos = next;
+                let a = arg.text(bytes);
+                // `echo -n`, `printf '%s\n'`: an option or the format, then the literal.
+                if !arg.quoted && a.starts_with(b"-") || printf && a.contains(&b'%') {
+                    continue;
+                }
+                found = Some(arg);
+                break;
+            }
+            if skip_blank(bytes, pos) != start + pipe {
+                return;
+            }
+            found
+        };
+        if let Some(value) = value
+            && value_is_secret(bytes, &value, b"password", Strength::Strong, Mode::Literal)
+        {
+            self.push(SecretKind::CommandLine, value.start, value.whole_end(bytes));
+        }
+    }
+
+    /// PowerShell's `ConvertTo-SecureString "…" -AsPlainText` (at `i`): the literal made into a
+    /// credential (positional or after `-String`); a variable (`$plain`, `$env:X`) is none.
+    pub(crate) fn secure_string_at(&mut self, i: usize) {
+        let bytes = self.bytes;
+        let mut pos = i + b"convertto-securestring".len();
+        // The switch stands within the command's next 512 bytes: a window, not the rest of the
+        // line, so a line repeating the cmdlet is not read once per occurrence.
+        let end = line_end_max(bytes, i, 512).unwrap_or(bytes.len().min(i + 512));
+        if !contains_ci(&bytes[i..end], b"-asplaintext") {
+            return;
+        }
+        for _ in 0..6 {
+            let Some((arg, next)) = next_arg(bytes, pos) else {
+                return;
+            };
+            pos = next;
+            let a = arg.text(bytes);
+            // `-String`, `-AsPlainText`, `-Force`: switches, or the name of the literal that
+            // follows.
+            if !arg.quoted && a.starts_with(b"-") {
+                continue;
+            }
+            // `(Get-Content …)`: an expression, read from elsewhere.
+            if !arg.quoted && a.contains(&b'(') {
+                return;
+            }
+            if value_is_secret(bytes, &arg, b"password", Strength::Strong, Mode::Literal) {
+                self.push(SecretKind::CommandLine, arg.start, arg.whole_end(bytes));
+            }
+            return;
+        }
+    }
+
+    /// `Bearer <token>` and `Basic <base64 of user:password>` anywhere.
+    pub(crate) fn auth_scheme_at(&mut self, i: usize) {
+        let bytes = self.bytes;
+        let (scheme_end, basic) = if let Some(e) = eat_ci(bytes, i, b"bearer") {
+            (e, false)
+        } else if let Some(e) = eat_ci(bytes, i, b"basic") {
+            (e, true)
+        } else {
+            return;
+        };
+        let start = skip_blank(bytes, scheme_end);
+        if start == scheme_end || start >= bytes.len() {
+            return;
+        }
+        let class =
+            |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'~' | b'+' | b'/' | b'=' | b'-');
+        // Judged on its head; a token cut there runs on to its real end once it is a secret.
+        let end = run_end_max(bytes, start, MAX_VALUE, class);
+        let cut = end - start == MAX_VALUE;
+        if end - start < 8 || !cut && word_at(self.text, end) {
+            return;
+        }
+        let token = &bytes[start..end];
+        let secret = if basic {
+            base64_has_colon(token) && !basic_filler(token)
+        } else {
+            !is_placeholder(token)
+                && !constant_like(token)
+                && !next_field_pair(token)
+                && (token.iter().any(u8::is_ascii_digit) || (token.len() >= 20 && mixed_case(token)))
+        };
+        if secret {
+            let end = if cut {
+                run_end_max(bytes, end, MAX_SPAN - MAX_VALUE, class)
+            } else {
+                end
+            };
+            self.push(SecretKind::AuthHeader, start, end);
+        }
+    }
+
+    /// `eyJ…` header (≥ 10) `.` `eyJ…` payload (≥ 10) `.` signature (≥ 8), base64url.
+    pub(crate) fn jwt_at(&mut self, i: usize) -> Option<usize> {
+        let bytes = self.bytes;
+        let json_segment = |scan: &mut Self, start: usize| {
+            if !bytes[start..].starts_with(b"eyJ") {
+                return None;
+            }
+            let end = scan.b64url_end(start);
+            (end - start >= 10 && bytes.get(end) == Some(&b'.')).then_some(end + 1)
+        };
+        let payload = json_segment(self, i)?;
+        if !jwt_header(&bytes[i..payload - 1]) {
+            return None;
+        }
+        // An unsecured or unsigned token (`alg: none`, the signature cut off) still carries its
+        // claims: a header and a payload that both decode to JSON objects.
+        if bytes[payload..].starts_with(b"eyJ") {
+            let end = self.b64url_end(payload);
+            if bytes.get(end) != Some(&b'.')
+                && end - payload >= 16
+                && !token_continues_at(self.text, end)
+                && b64url_json(&bytes[payload..end], b"\":")
+            {
+                return Some(end);
+            }
+        }
+        if !bytes[payload..].starts_with(b"eyJ") {
+            return self.jwe_after(payload);
+        }
+        let signature = json_segment(self, payload)?;
+        let end = self.b64url_end(signature);
+        (end - signature >= 8 && !token_continues_at(self.text, end)).then_some(end)
+    }
+
+    /// The rest of a JWE after its header (RFC 7516's compact form: encrypted key, IV,
+    /// ciphertext and tag, base64url, the key empty under direct encryption): an encrypted
+    /// token is as good as a signed one to whoever holds it.
+    pub(crate) fn jwe_after(&mut self, from: usize) -> Option<usize> {
+        let bytes = self.bytes;
+        let mut k = from;
+        for segment in 0..4 {
+            let end = self.b64url_end(k);
+            if segment > 0 && end - k < 8 {
+                return None;
+            }
+            if segment == 3 {
+                return (!token_continues_at(self.text, end) && bytes.get(end) != Some(&b'.')).then_some(end);
+            }
+            if bytes.get(end) != Some(&b'.') {
+                return None;
+            }
+            k = end + 1;
+        }
+        None
+    }
+
+    /// The end of the base64url run from `start` (at most [`MAX_SEGMENT`] long). The last run
+    /// that ended by itself is remembered: any start inside it has the same end, so a prompt of
+    /// `eyJ` repeated inside one run reads the run once.
+    pub(crate) fn b64url_end(&mut self, start: usize) -> usize {
+        let (from, to) = self.b64url_run;
+        if from <= start && start < to {
+            return to;
+        }
+        let end = run_end_max(self.bytes, start, MAX_SEGMENT, b64url);
+        if end - start < MAX_SEGMENT {
+            self.b64url_run = (start, end);
+        }
+        end
+    }
+
+    // --- keys --------------------------------------------------------------------------------
+
+    /// A key run starting at `i`: if it holds a secret word, what follows decides.
+    pub(crate) fn key_at(&mut self, i: usize) {
+        if self.password_word_at(i, i) {
+            self.names_listed = false;
+            return;
+        }
+        let bytes = self.bytes;
+        // One pass over the key: its end, the separators and dashes it holds, and whether two
+        // of its letters may start a secret word. Most keys hold none, and the rules that need
+        // them are not tried (each would read the key again).
+        // (`inner`: whether a segment starts past the key's first byte, see
+        // [`crate::prefilter::may_hold_keyword`].)
+        let (run, held, pair, inner) = crate::prefilter::measure_key(bytes, i);
+        if held == KEY_BYTE {
+            self.plain_key_end = run;
+        } else if held & KEY_SEPARATOR != 0 && run - i >= 24 {
+            self.separated_key = (i, run);
+        }
+        // Whether a secret word may start in the key, read once (its trailing dots and dashes
+        // start none): a key without one names no secret, and its rules are not tried.
+        let hold = pair != 0 && may_hold_secret_word(&bytes[i..run]);
+        if hold && may_name_secret(&bytes[i..run.min(i + 12)]) {
+            self.name_words.push(i);
+        }
+        // Trailing dots and dashes end a sentence or a flag, they are not part of the key.
+        let mut kend = run;
+        while held & KEY_SEPARATOR != 0 && kend > i && matches!(bytes[kend - 1], b'.' | b'-') {
+            kend -= 1;
+        }
+        // No key is this long; not looking keeps a run of repeated key words linear.
+        if kend - i < 2 || kend - i > 128 {
+            return;
+        }
+        let key = &bytes[i..kend];
+        if key[0] == b'-' {
+            self.flag_at(i, kend);
+            return;
+        }
+        if key == b"sig" {
+            self.sas_signature_at(i, kend);
+            return;
+        }
+        // A call (`login(`, `NetworkCredential(`) opens after blanks and an optional `=`.
+        if matches!(bytes.get(skip_blank(bytes, kend)), Some(b'=' | b'(')) {
+            self.credential_pair_at(key, kend);
+        }
+        // A key that calls itself public (`public key: MIIBIj…`, `publishable key pk_live_…`).
+        if key.eq_ignore_ascii_case(b"key") && public_word_before(bytes, i) {
+            return;
+        }
+        // `pdfshift ACCESS …`, `upcdatabase access key: …`: words that name the credential stand
+        // between the provider's word and its value.
+        // Most keys hold no provider's keyword, and no value is looked for after them.
+        let keyword = crate::prefilter::may_hold_keyword(key, inner != 0);
+        let vend = if keyword {
+            credential_words_end(bytes, kend)
+        } else {
+            kend
+        };
+        if keyword && keyword_value_may_follow(bytes, vend) {
+            self.keyword_value_at(vend, key, false);
+        }
+        // `<property name="sonar.login" value="…"/>`, `- name: SONAR_LOGIN` then `value: …`: the
+        // provider's value in the pair's value field.
+        // (A name stands quoted, in its element or at its line's end, not in running code.)
+        let name_like = keyword && bytes.get(kend).is_none_or(|b| b"\"'`<\n\r,".contains(b));
+        if keyword
+            && name_like
+            && let Some(NamedValue::Field(e)) = self.named_value_field(i, kend)
+        {
+            self.keyword_value_at(e, key, false);
+        }
+        if held & KEY_DASH != 0 {
+            self.glued_keyword_value(i, kend, key);
+        }
+        let word = if !hold { None } else { secret_word(key) };
+        let Some(word) = word else {
+            if held & KEY_SEPARATOR == 0 {
+                return;
+            }
+            // `DB_KENNWORT`, `db_contraseña`, `db_пароль`: the word of another language as a
+            // segment.
+            for (k, &b) in key.iter().enumerate() {
+                let j = i + k + 1;
+                if matches!(b, b'_' | b'-' | b'.') && j < bytes.len() && self.password_word_at(i, j) {
+                    return;
+                }
+            }
+            return;
+        };
+        let mut strength = word.strength;
+        // `api key`, `secret key`, `client secret` written with a space.
+        if strength == Strength::Weak && key.eq_ignore_ascii_case(b"key") && strong_word_before(bytes, i) {
+            strength = Strength::Strong;
+        }
+        // A table's header may name a weak word's column too (its cells must look generated).
+        self.table_header_at(i);
+        self.key_cell_at(i, kend, key, strength);
+        self.named_value_at(i, kend, key, strength);
+        self.parameter_default_at(i, kend, key, strength);
+        self.env_default_at(i, kend, key, strength);
+        let header = key.len() > 2 && key[..2].eq_ignore_ascii_case(b"x-") || word.authorization;
+        let kind = if header {
+            SecretKind::AuthHeader
+        } else {
+            SecretKind::Assignment
+        };
+        self.assignment_after(i, kend, key, strength, kind, false);
+        if contains_ci(key, b"cookie") {
+            self.cookie_pairs_at(kend);
+        }
+        self.keyword_value_at(kend, key, true);
+    }
+
+    /// The cookies of a `Cookie:`/`Set-Cookie:` line after the key ending at `kend`: each
+    /// `name=value` pair's value when it looks generated (a session id), not a plain setting
+    /// (`lang=en-US`, `theme=dark`) nor an attribute (`Path=/`).
+    pub(crate) fn cookie_pairs_at(&mut self, kend: usize) {
+        let bytes = self.bytes;
+        let mut p = kend;
+        if matches!(bytes.get(p), Some(b'"' | b'\'')) {
+            p += 1;
+        }
+        p = skip_blank(bytes, p);
+        if !matches!(bytes.get(p), Some(b':' | b'=')) {
+            return;
+        }
+        // A longer line is read up to its first 4 KB (never a window that ends before it starts).
+        let end = line_end_max(bytes, p, 4096).unwrap_or(bytes.len().min(p + 4096));
+        let open = skip_blank(bytes, p + 1);
+        if bytes.get(open) == Some(&b'{') {
+            return self.cookie_map_in(open + 1, end);
+        }
+        self.cookie_pairs_in(p + 1, end);
+    }
+
+    /// A map of cookies (`cookies={"session": "…", "lang": "en"}`, `"cookies": {…}`) between
+    /// `from` and `end`: each quoted value that is a secret as a cookie's (see [`plain_cookie`]).
+    pub(crate) fn cookie_map_in(&mut self, from: usize, end: usize) {
+        let bytes = self.bytes;
+        if from >= end {
+            return;
+        }
+        let close = bytes[from..end]
+            .iter()
+            .position(|&b| b == b'}')
+            .map_or(end, |c| from + c);
+        let mut k = from;
+        for _ in 0..32 {
+            let Some(name) = Value::parse(bytes, skip_blank(bytes, k), Stop::Code).filter(|v| v.quoted)
+            else {
+                return;
+            };
+            let colon = skip_blank(bytes, name.end + 1);
+            if bytes.get(colon) != Some(&b':') {
+                return;
+            }
+            let Some(value) =
+                Value::parse(bytes, skip_blank(bytes, colon + 1), Stop::Code).filter(|v| v.quoted)
+            else {
+                return;
+            };
+            if value.end >= close {
+                return;
+            }
+            let v = value.text(bytes);
+            if !plain_cookie_pair(name.text(bytes), v) && !is_placeholder(v) && !is_reference(v) {
+                self.push(SecretKind::Assignment, value.start, value.end);
+            }
+            let Some(comma) = bytes[value.end + 1..close].iter().position(|&b| b == b',') else {
+                return;
+            };
+            k = value.end + 2 + comma;
+        }
+    }
+
+    /// Each `name=value` cookie between `from` and `end` whose value is a secret (see
+    /// [`plain_cookie`]).
+    pub(crate) fn cookie_pairs_in(&mut self, from: usize, end: usize) {
+        let bytes = self.bytes;
+        let mut k = from;
+        while k < end {
+            let s = skip_blank(bytes, k);
+            // The quote that closes the argument may stand at `end`: never step past it.
+            let s = (s + usize::from(matches!(bytes.get(s), Some(b'"' | b'\'')))).min(end);
+            let e = bytes[s..end]
+                .iter()
+                .position(|&b| b == b';')
+                .map_or(end, |q| s + q);
+            k = e + 1;
+            let pair = trim_ascii(&bytes[s..e]);
+            let Some(eq) = pair.iter().position(|&b| b == b'=') else {
+                continue;
+            };
+            let name = &pair[..eq];
+            let value = trim_end_of(&pair[eq + 1..], |b| matches!(b, b'"' | b'\'' | b','));
+            let value = value.strip_prefix(b"\"").unwrap_or(value);
+            if name.is_empty()
+                || !name
+                    .iter()
+                    .all(|&b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
+                || value.iter().any(u8::is_ascii_whitespace)
+                || is_placeholder(value)
+                || is_reference(value)
+                || cookie_attributes(name, b"cookie")
+                || plain_cookie(pair, b"cookie")
+            {
+                continue;
+            }
+            let start = value.as_ptr() as usize - bytes.as_ptr() as usize;
+            self.push(SecretKind::Assignment, start, start + value.len());
+        }
+    }
+
+    /// A key given as the value of a name field, its value in the value field after it: a
+    /// Kubernetes or ECS `env` entry (`- name: DB_PASSWORD` / `value: …`), a CloudFormation
+    /// parameter (`"ParameterKey": "ApiToken", "ParameterValue": "…"`), `Key: api_token, Value:
+    /// …`. The name field's word ends in `name` or `key`; the value field's ends in `value`
+    /// and stands within the next 256 bytes, before the entry closes.
+    pub(crate) fn named_value_at(&mut self, i: usize, kend: usize, key: &[u8], strength: Strength) {
+        let bytes = self.bytes;
+        let e = match self.named_value_field(i, kend) {
+            Some(NamedValue::Field(e)) => e,
+            Some(NamedValue::Element(at)) => {
+                return self.element_text(at, key, strength, SecretKind::Assignment);
+            }
+            None => return,
+        };
+        let mut v = e;
+        if v < bytes.len() && matches!(bytes[v], b'"' | b'\'' | b'`') {
+            v += 1;
+        }
+        v = skip_blank(bytes, v);
+        if !matches!(bytes.get(v), Some(b':' | b'=')) {
+            return;
+        }
+        let start = skip_blank(bytes, v + 1);
+        let Some(value) = Value::parse(bytes, start, Stop::Code) else {
+            return;
+        };
+        if value_is_secret(bytes, &value, key, strength, Mode::Code) {
+            self.push(SecretKind::Assignment, value.start, value.whole_end(bytes));
+        }
+    }
+
+    /// Where the `value` word of a name/value pair ends, when the key from `i` to `kend` is the
+    /// pair's name (`- name: DB_PASSWORD` then `value: …`, `<property name="…" value="…"/>`,
+    /// `{"key": "…", "value": "…"}`, or a declaration's `default`).
+    pub(crate) fn named_value_field(&self, i: usize, kend: usize) -> Option<NamedValue> {
+        let bytes = self.bytes;
+        let quote = |b: u8| matches!(b, b'"' | b'\'' | b'`');
+        // Back from the key: an opening quote, blanks, `:` or `=`, blanks, a closing quote.
+        let mut p = i;
+        if p > 0 && quote(bytes[p - 1]) {
+            p -= 1;
+        }
+        while p > 0 && matches!(bytes[p - 1], b' ' | b'\t') {
+            p -= 1;
+        }
+        // Most words stand after none of `:`, `=`, `>` or `variable`: one look says so.
+        if p == 0 || !matches!(bytes[p - 1], b':' | b'=' | b'>' | b'e') {
+            return None;
+        }
+        // A declaration's label (Terraform's `variable "db_password" {`): its value is its
+        // `default`.
+        let declared = bytes[..p].ends_with(b"variable") && (p == 8 || !is_key_byte(bytes[p - 9]));
+        // An XML entry's name element (`<key>password</key>` / `<value>…</value>`).
+        let xml = !declared && p == i && p > 0 && bytes[p - 1] == b'>' && bytes[kend..].starts_with(b"</");
+        if !declared && !xml && (p == 0 || !matches!(bytes[p - 1], b':' | b'=')) {
+            return None;
+        }
+        p -= usize::from(!declared);
+        while p > 0 && matches!(bytes[p - 1], b' ' | b'\t') {
+            p -= 1;
+        }
+        if p > 0 && quote(bytes[p - 1]) {
+            p -= 1;
+        }
+        let field_start = p - bytes[p.saturating_sub(32)..p]
+            .iter()
+            .rev()
+            .take_while(|&&b| b.is_ascii_alphanumeric() || b == b'_')
+            .count();
+        let field = &bytes[field_start..p];
+        let ends_ci = |w: &[u8], tail: &[u8]| {
+            w.len() >= tail.len() && w[w.len() - tail.len()..].eq_ignore_ascii_case(tail)
+        };
+        if !(declared || ends_ci(field, b"name") || ends_ci(field, b"key"))
+            || xml && (field_start == 0 || bytes[field_start - 1] != b'<')
+        {
+            return None;
+        }
+        // Forward: the value field, before the entry closes (`}`, a blank line, another name).
+        let stop = bytes.len().min(kend + 256);
+        let mut k = kend;
+        let mut depth = 0i32;
+        while k < stop {
+            let b = bytes[k];
+            // A declaration's block closes where its braces balance (`{}` holds no default).
+            depth += i32::from(b == b'{') - i32::from(b == b'}');
+            if (!declared || depth <= 0) && (b == b'}' || b == b']') || bytes[k..].starts_with(b"\n\n") {
+                return None;
+            }
+            if b.is_ascii_alphabetic() && (k == 0 || !is_key_byte(bytes[k - 1])) {
+                let e = run_end_max(bytes, k, 32, |c| c.is_ascii_alphanumeric() || c == b'_');
+                let word = &bytes[k..e];
+                // A closing tag (`</key>`) ends the name's element, not the entry.
+                if xml && bytes[..k].ends_with(b"</") {
+                    k = e;
+                    continue;
+                }
+                if xml && ends_ci(word, b"value") && bytes[..k].ends_with(b"<") && bytes.get(e) == Some(&b'>')
+                {
+                    return Some(NamedValue::Element(e + 1));
+                }
+                if ends_ci(word, b"name") || ends_ci(word, b"key") {
+                    return None;
+                }
+                if ends_ci(word, b"value") || declared && word == b"default" {
+                    return Some(NamedValue::Field(e));
+                }
+                k = e;
+                continue;
+            }
+            k += 1;
+        }
+        None
+    }
+
+    /// A template parameter the key names, its value the `Default` of the block the key opens:
+    /// a CloudFormation parameter (`DBPassword:` / `  Type: String` / `  Default: …`, or
+    /// `"DBPassword": {"Type": "String", "Default": "…"}`), which is the secret wherever the
+    /// stack is deployed without one. The block ends at a line no deeper than the key's, or
+    /// where its braces close.
+    pub(crate) fn parameter_default_at(&mut self, i: usize, kend: usize, key: &[u8], strength: Strength) {
+        let bytes = self.bytes;
+        let mut p = kend;
+        if matches!(bytes.get(p), Some(b'"' | b'\'')) {
+            p += 1;
+        }
+        if bytes.get(p) != Some(&b':') {
+            return;
+        }
+        p = skip_blank(bytes, p + 1);
+        let json = bytes.get(p) == Some(&b'{');
+        if !json && !matches!(bytes.get(p), Some(b'\n' | b'\r')) {
+            return;
+        }
+        let margin = |s: usize| run_end(bytes, s, |c| matches!(c, b' ' | b'\t')) - s;
+        let indent = margin(line_start_of(bytes, i));
+        let stop = bytes.len().min(kend + 512);
+        let mut depth = 0i32;
+        let mut k = p;
+        while k < stop {
+            let b = bytes[k];
+            if json {
+                depth += i32::from(b == b'{') - i32::from(b == b'}');
+                if depth <= 0 {
+                    return;
+                }
+            } else if b == b'\n' {
+                let deeper = margin(k + 1);
+                if deeper <= indent && !matches!(bytes.get(k + 1 + deeper), Some(b'\n' | b'\r') | None) {
+                    return;
+                }
+                k += 1 + deeper;
+                continue;
+            }
+            if b.is_ascii_alphabetic() && !is_key_byte(bytes[k - 1]) {
+                let e = run_end_max(bytes, k, 32, |c| c.is_ascii_alphanumeric() || c == b'_');
+                if bytes[k..e].eq_ignore_ascii_case(b"default") {
+                    let mut v = e;
+                    if matches!(bytes.get(v), Some(b'"' | b'\'')) {
+                        v += 1;
+                    }
+                    v = skip_blank(bytes, v);
+                    if bytes.get(v) == Some(&b':') {
+                        let start = skip_blank(bytes, v + 1);
+                        if let Some(value) = Value::parse(bytes, start, Stop::Code)
+                            && value_is_secret(bytes, &value, key, strength, Mode::Code)
+                        {
+                            self.push(SecretKind::Assignment, value.start, value.whole_end(bytes));
+                        }
+                        return;
+                    }
+                }
+                k = e;
+                continue;
+            }
+            k += 1;
+        }
+    }
+
+    /// The literal default of an environment lookup whose variable (the key from `i` to `kend`)
+    /// names a secret: it is the secret wherever the variable is unset, as if assigned to it.
+    /// `os.environ.get('SECRET_KEY', '…')`, `getenv("API_KEY", default="…")`, Ruby's
+    /// `ENV.fetch("…") { "…" }`, Java's `getOrDefault("…", "…")`, `process.env.TOKEN || "…"`,
+    /// `?? '…'`, a lookup's fallback (`os.environ.get('TOKEN') or '…'`, `ENV['TOKEN'] || '…'`,
+    /// `getenv('TOKEN') ?: '…'`), and the shell's `${DB_PASSWORD:-…}`. A stand-in default (`''`, `changeme`,
+    /// `None`) is judged as a literal after `=` is, and is none.
+    pub(crate) fn env_default_at(&mut self, i: usize, kend: usize, key: &[u8], strength: Strength) {
+        const CALLS: [&[u8]; 7] = [
+            b"getenv",
+            b"environ.get",
+            b"environ.setdefault",
+            b"env.fetch",
+            b"env.get",
+            b"getordefault",
+            b"env",
+        ];
+        let bytes = self.bytes;
+        let mut before = &bytes[..i];
+        let quote = before
+            .last()
+            .copied()
+            .filter(|b| matches!(b, b'"' | b'\'' | b'`'));
+        if let Some(q) = quote {
+            if bytes.get(kend) != Some(&q) {
+                return;
+            }
+            before = &before[..before.len() - 1];
+        }
+        let after = kend + usize::from(quote.is_some());
+        let callee = |before: &[u8]| {
+            let name = &before[before.len()
+                - run_back(before, |b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_'))..];
+            CALLS.iter().any(|c| {
+                ends_with_ci(name, c)
+                    && (name.len() == c.len() || !name[name.len() - c.len() - 1].is_ascii_alphanumeric())
+            })
+        };
+        let shell = quote.is_none() && before.ends_with(b"${") && bytes[after..].starts_with(b":-");
+        let start = if quote.is_some() && before.last() == Some(&b'(') && callee(&before[..before.len() - 1])
+        {
+            // A call: `,` and the default (`default=` by name), or `) { … }` (Ruby's block).
+            let p = skip_blank(bytes, after);
+            match bytes.get(p) {
+                Some(b',') => {
+                    let p = skip_blank(bytes, p + 1);
+                    match eat_ci(bytes, p, b"default") {
+                        Some(e) if bytes.get(skip_blank(bytes, e)) == Some(&b'=') => {
+                            skip_blank(bytes, skip_blank(bytes, e) + 1)
+                        }
+                        Some(_) => return,
+                        None => p,
+                    }
+                }
+                Some(b')') => {
+                    let b = skip_blank(bytes, p + 1);
+                    if bytes.get(b) == Some(&b'{') {
+                        skip_blank(bytes, b + 1)
+                    } else if let Some(e) = fallback_after(bytes, b) {
+                        e
+                    } else {
+                        return;
+                    }
+                }
+                _ => return,
+            }
+        } else if quote.is_some()
+            && [&b"env["[..], b"environ["]
+                .iter()
+                .any(|m| ends_with_ci(before, m))
+            && bytes.get(after) == Some(&b']')
+        {
+            // A lookup by subscript, then its fallback: `ENV['TOKEN'] || '…'`.
+            match fallback_after(bytes, skip_blank(bytes, after + 1)) {
+                Some(e) => e,
+                None => return,
+            }
+        } else if quote.is_none()
+            && [&b"process.env."[..], b"import.meta.env."].iter().any(|m| {
+                ends_with_ci(before, m) || key.len() > m.len() && key[..m.len()].eq_ignore_ascii_case(m)
+            })
+        {
+            let p = skip_blank(bytes, after);
+            if !(bytes[p..].starts_with(b"||") || bytes[p..].starts_with(b"??")) {
+                return;
+            }
+            skip_blank(bytes, p + 2)
+        } else if shell {
+            after + 2
+        } else {
+            return;
+        };
+        // Only a literal is a default here; a shell default runs to its closing brace.
+        let value = if shell {
+            let end = run_end_max(bytes, start, 256, |b| b != b'}' && !b.is_ascii_whitespace());
+            if end == start || bytes.get(end) != Some(&b'}') {
+                return;
+            }
+            Value::parse(&bytes[..end], start, Stop::Blank)
+        } else if matches!(bytes.get(start), Some(b'"' | b'\'' | b'`')) {
+            Value::parse(bytes, start, Stop::Code)
+        } else {
+            None
+        };
+        if let Some(value) = value
+            && value_is_secret(bytes, &value, key, strength, Mode::Literal)
+        {
+            self.push(SecretKind::Assignment, value.start, value.whole_end(bytes));
+        }
+    }
+
+    /// A provider's word glued to its value by a dash (`abyssale-ffCQ…`): the value, when it has
+    /// that provider's shape exactly and looks generated, as after any other separator. A hex
+    /// suffix is a build's or a commit's (`agora-4f3c…`), not read here.
+    pub(crate) fn glued_keyword_value(&mut self, i: usize, kend: usize, key: &[u8]) {
+        let Some(mut d) = key.iter().position(|&b| b == b'-') else {
+            return;
+        };
+        let word = &key[..d];
+        // Words naming the credential may follow, glued by dashes too (`prospect-secret-…`,
+        // `hellosign-PRIVATE-key-…`, `buttercmsPRIVATEkey-…`); then a hex value is the secret.
+        let mut named = credential_word_tail(word);
+        while let Some(e) = key[d + 1..].iter().position(|&b| b == b'-')
+            && credential_word(&key[d + 1..d + 1 + e])
+        {
+            d += 1 + e;
+            named = true;
+        }
+        let token = &key[d + 1..];
+        // The provider's word with the credential words after it (`dd-apikey`): an abbreviation
+        // names its provider only before them.
+        let word = &key[..d];
+        if word.len() >= 2
+            && token.len() >= 16
+            && has_digit(token)
+            && token.iter().any(u8::is_ascii_alphabetic)
+            && entropy(token) >= 3.0
+            && !is_placeholder(token)
+            && (named || !token.iter().all(u8::is_ascii_hexdigit))
+            && !token_continues_at(self.text, kend)
+            && let Some(name) = crate::rules::keyword_match(word, token)
+        {
+            self.push(SecretKind::Vendor(name), i + d + 1, kend);
+        }
+    }
+
+    /// A provider's word in a key that names no secret (`sourcegraph: …`, `TWITCH_CLIENT=…`,
+    /// `set("algolia", "…")`, `<datadog>…</datadog>`, `facebook …`), then any assignment or
+    /// argument syntax, then a random-looking value of that provider's shape (see the keyword
+    /// rules in `rules/keyword.toml`).
+    pub(crate) fn keyword_value_at(&mut self, kend: usize, key: &[u8], generic: bool) {
+        let bytes = self.bytes;
+        let Some((op, mut p, has_operator)) = keyword_operand(bytes, kend, generic) else {
+            return;
+        };
+        let quote = bytes.get(p).copied().filter(|b| matches!(b, b'"' | b'\'' | b'`'));
+        if quote.is_some() {
+            p += 1;
+        }
+        let token_end = run_end_max(bytes, p, 256, |b| KEYWORD_TOKEN[usize::from(b)]);
+        let token = &bytes[p..token_end];
+        // `Facebook = 518236470912358 | 7d2c…`: an app's numeric id, a separator, then its secret.
+        if !generic && token.len() >= 6 && token.iter().all(u8::is_ascii_digit) {
+            let sep = skip_blank(bytes, token_end);
+            if matches!(bytes.get(sep), Some(b'|' | b'/' | b',' | b':')) {
+                let q = skip_blank(bytes, sep + 1);
+                let e = run_end_max(bytes, q, 256, |b| KEYWORD_TOKEN[usize::from(b)]);
+                let t = &bytes[q..e];
+                let closed = bytes
+                    .get(e)
+                    .is_none_or(|&b| b.is_ascii_whitespace() || b"\"'`;,<)]}|".contains(&b));
+                if closed
+                    && t.len() >= 16
+                    && has_digit(t)
+                    && t.iter().any(u8::is_ascii_alphabetic)
+                    && entropy(t) >= 3.0
+                    && !is_placeholder(t)
+                    && let Some(name) = crate::rules::keyword_match(key, t)
+                {
+                    self.push(SecretKind::Vendor(name), q, e);
+                    return;
+                }
+            }
+        }
+        // Too short for a provider's value, and a key with no secret word reads nothing more.
+        if !generic && token.len() < 16 {
+            return;
+        }
+        let token_closed = bytes
+            .get(token_end)
+            .is_none_or(|&b| b.is_ascii_whitespace() || b"\"'`;,<)]}|".contains(&b));
+        if token_closed
+            && token.len() >= 16
+            && has_digit(token)
+            && token.iter().any(u8::is_ascii_alphabetic)
+            && entropy(token) >= 3.0
+            && !is_placeholder(token)
+            && !generic
+            && let Some(name) = crate::rules::keyword_match(key, token)
+        {
+            self.push(SecretKind::Vendor(name), p, token_end);
+            return;
+        }
+        if !generic || secret_word(key).is_none() {
+            return;
+        }
+        let operand = KeywordOperand {
+            op,
+            start: p,
+            has_operator,
+            quote,
+        };
+        self.generic_keyword_value(key, &operand, token_end, token_closed);
+    }
+
+    /// A secret word's key followed by a generated value (`operand`), the value running to
+    /// `token_end` when it is neither quoted nor a password with symbols.
+    pub(crate) fn generic_keyword_value(
+        &mut self,
+        key: &[u8],
+        operand: &KeywordOperand,
+        token_end: usize,
+        token_closed: bool,
+    ) {
+        let bytes = self.bytes;
+        let (op, p, has_operator, quote) = (operand.op, operand.start, operand.has_operator, operand.quote);
+        // A secret word's key with a generated value, whatever joins them (`access_token
+        // <value>`, `set("api_key", "<value>")`, `<secret>…</secret>`, `if (pw == "<value>")`):
+        // quoted, the value runs to its closing quote on the line and may hold any symbol.
+        // An element's text (`<secret>…</secret>`) ends where a tag starts: the value never
+        // runs into its closing tag.
+        let element = bytes[op..p].trim_ascii() == b">";
+        let quoted_end = quote.and_then(|q| {
+            let line = run_end_max(bytes, p, 256, |b| b != q && b != b'\n' && !(element && b == b'<'));
+            (bytes.get(line) == Some(&q)).then_some(line)
+        });
+        // Unquoted, a password with symbols runs to the next blank (structure trimmed off its
+        // end); code (`getPassword(cfg)`, `a.b[c]`) is told by its shape and lower entropy.
+        let unquoted = || {
+            let raw = run_end_max(bytes, p, 256, |b| {
+                !(b.is_ascii_whitespace() || element && b == b'<')
+            });
+            // An element's closing tag (`…</Generic_Key>`) is markup, not the value's.
+            let raw = bytes[p..raw]
+                .windows(2)
+                .position(|w| w == b"</")
+                .map_or(raw, |k| p + k);
+            let v = trim_end_of(&bytes[p..raw], |b| matches!(b, b',' | b';' | b'"' | b'\'' | b'`'));
+            let symbols = v.iter().filter(|b| b.is_ascii_punctuation()).count();
+            let code = code_expression(v)
+                || v.windows(2).any(|w| w == b"()")
+                || v.contains(&b'\\')
+                || sigil_code(v)
+                || composite_literal(v)
+                || cmdlet(v);
+            (symbols >= 4 && !code && entropy(v) >= 4.0).then_some(p + v.len())
+        };
+        // After a comma the value is the next argument: only a literal is a value there
+        // (`decode(token, options={…})` passes an expression).
+        let argument = bytes[op..p].trim_ascii() == b",";
+        let (end, closed) = match quoted_end {
+            Some(e) => (e, true),
+            None if argument => return,
+            None if quote.is_none() && has_operator => {
+                unquoted().map_or((token_end, token_closed), |e| (e, true))
+            }
+            None => (token_end, token_closed),
+        };
+        let value = &bytes[p..end];
+        // A strong word's value may be a short password; a weak word's must look generated.
+        let strong = secret_word(key).is_some_and(|w| w.strength == Strength::Strong);
+        let random = if strong {
+            looks_random(value, 8)
+                && (!identifier_like(value)
+                    || random_letters(value)
+                        && (quote.is_some() || bytes.get(end) != Some(&b';') && !named_nearby(bytes, p, end)))
+                && !numeric_like(value)
+        } else {
+            looks_random(value, 16)
+                && entropy(value) >= 3.5
+                && !key_path(value)
+                && !(hex_digest(value) && bare_key_word(text_before(bytes, key), key))
+        };
+        // What the rules for this key's syntax found stands (their span and kind are finer).
+        let found = self
+            .found
+            .iter()
+            .rev()
+            .take(8)
+            .any(|f| f.start < end && p < f.end);
+        // A quoted entry of its own (`'JWT_SECRET=…'` after `'# Auth',`): its own key judges it.
+        let entry = quoted_end.is_some() && {
+            let name = run_end(value, 0, |b| b.is_ascii_alphanumeric() || b == b'_');
+            name >= 2 && value.get(name) == Some(&b'=') && value[0].is_ascii_alphabetic()
+        };
+        if closed
+            && !found
+            && !entry
+            && (has_operator || quoted_end.is_some())
+            && (!value.contains(&b' ') || quoted_end.is_some() && spaced_random(value))
+            && random
+            && !is_placeholder(value)
+            && !is_reference(value)
+            && !names_no_secret(value)
+            && !(quote.is_none()
+                && (constant_like(value)
+                    || member_path(trim_end_of(value, |b| matches!(b, b';' | b',' | b')')))
+                    || composite_literal(value)
+                    || cmdlet(value)))
+            && !code_continuation(value)
+            && !quoted_slot(value)
+            && !url_stand_in_userinfo(value)
+            && !ldap_dn(value)
+            // An absolute path (`"/en/enterprise-server@3.0/auth"`) or a URL of words is no
+            // generated value.
+            && (!value.starts_with(b"/") || random_after_slash(value))
+            && !readable_url(value)
+            && (strong || !base64_text(value))
+            && !digest_of_secret(bytes, key, value)
+            && !within_arn(bytes, p)
+        {
+            self.push(SecretKind::Assignment, p, end);
+        }
+    }
+
+    /// The word for password in another language (see [`PASSWORD_WORDS`]), judged as `password`
+    /// is: `Passwort: …` as a mapping, `mein Passwort ist …` as prose, `密码：…`, and `密码是…`,
+    /// `パスワードは…` or `비밀번호는…`, where a particle glued to the word reads `is`. A key that
+    /// starts at `kstart` before `i` holds the word as a segment (`DB_KENNWORT_PROD`).
+    #[inline(always)]
+    pub(crate) fn password_word_at(&mut self, kstart: usize, i: usize) -> bool {
+        let mask = crate::prefilter::password_words_at(self.bytes, i);
+        mask != 0 && self.password_word(kstart, i, mask)
+    }
+
+    /// [`Scan::password_word_at`] for the words of `mask`, those that may start at `i`.
+    pub(crate) fn password_word(&mut self, kstart: usize, i: usize, mut mask: u16) -> bool {
+        let bytes = self.bytes;
+        let (mut end, word) = loop {
+            if mask == 0 {
+                return false;
+            }
+            let k = mask.trailing_zeros() as usize;
+            mask &= mask - 1;
+            if let Some(end) = eat_ci(bytes, i, PASSWORD_WORDS[k].as_bytes()) {
+                break (end, PASSWORD_WORDS[k]);
+            }
+        };
+        // Spanish `clave` is any key (`clave primaria`, `{"clave": "valor"}`): a password only
+        // as `clave de acceso`/`clave secreta`, otherwise its value must look generated.
+        let mut strength = Strength::Strong;
+        if word == "clave" {
+            match [&b" de acceso"[..], b" secreta"]
+                .iter()
+                .find_map(|w| eat_ci(bytes, end, w))
+            {
+                Some(e) => end = e,
+                None => strength = Strength::Weak,
+            }
+        }
+        let key: &[u8] = if strength == Strength::Weak {
+            b"clave"
+        } else {
+            b"password"
+        };
+        // A segment of a longer key (`DB_KENNWORT`, `KENNWORT2`, `KENNWORT_PROD`, `Пароль_БД`,
+        // `비밀번호_확인`), not its metadata (`KENNWORT_FILE`, `MAX_KENNWORT`). Chinese, Japanese
+        // and Korean glue particles to the word; other scripts' words stand alone
+        // (`Passwortlänge` is a length, `пароля` another case).
+        let mut kend = end;
+        while kend < end + 128 {
+            match char_at(self.text, kend) {
+                Some(c) if c.is_ascii() && is_key_byte(c as u8) => kend += 1,
+                Some(c) if kend > end && !c.is_ascii() && is_word(c) => kend += c.len_utf8(),
+                _ => break,
+            }
+        }
+        while kend > end && matches!(bytes[kend - 1], b'.' | b'-') {
+            kend -= 1;
+        }
+        let glued_before = kstart == i && self.text[..i].chars().next_back().is_some_and(is_word);
+        if kstart < i || kend > end {
+            if bytes.get(end).is_some_and(u8::is_ascii_alphabetic)
+                || word_at(self.text, kend)
+                || glued_before
+                || qualified_before(&bytes[kstart..i])
+            {
+                return false;
+            }
+            // Metadata about a password, or a compound whose head is not the word: the word
+            // before a `-` is not (`Passwort-Richtlinie` is a policy), so that key needs a `:` or
+            // `=`; in prose it is none, nor is its `Pass` an English key.
+            if qualified_after(&bytes[end..kend])
+                || foreign_qualified(&bytes[end..kend])
+                || kend > end
+                    && bytes[end] == b'-'
+                    && !matches!(
+                        bytes.get(skip_blank(bytes, kend)),
+                        Some(b':' | b'=' | b'"' | b'\'')
+                    )
+            {
+                return true;
+            }
+            self.assignment_after(kstart, kend, key, strength, SecretKind::Assignment, false);
+            return true;
+        }
+        if bytes[i] < 0xE3 && (word_at(self.text, end) || glued_before) {
+            return false;
+        }
+        match ["是", "为", "為", "は", "는", "가"]
+            .iter()
+            .find_map(|p| eat_ci(bytes, end, p.as_bytes()))
+        {
+            Some(pos) => {
+                let pos = skip_blank(bytes, pos);
+                if matches!(bytes.get(pos), Some(b':' | b'=')) {
+                    // `비밀번호는: …`: a mapping after all.
+                    self.assignment_after(i, pos, key, strength, SecretKind::Assignment, false);
+                } else if bytes.get(pos).is_some_and(u8::is_ascii)
+                    // What follows in Chinese or Japanese is the sentence, not a value.
+                    && let Some(value) = Value::parse(bytes, pos, Stop::Code)
+                    && !case_particle(self.text, value.raw_end + usize::from(value.quoted))
+                    && value_is_secret(bytes, &value, key, strength, Mode::Prose)
+                {
+                    self.push(SecretKind::Prose, value.start, value.whole_end(bytes));
+                }
+            }
+            None => self.assignment_after(i, end, key, strength, SecretKind::Assignment, false),
+        }
+        true
+    }
+
+    /// `auth=("admin", "…")`, `HTTPBasicAuth("admin", "…")`, `smtp.login(user, "…")`,
+    /// `NetworkCredential("admin", "…")`, `PasswordAuthentication("admin", "…".toCharArray())`: a
+    /// user and a password passed together to what names authentication. The second argument and
+    /// the third (`keyring.set_password(service, user, "…")`) are each a password when they are
+    /// random-looking strings.
+    pub(crate) fn credential_pair_at(&mut self, key: &[u8], kend: usize) {
+        let bytes = self.bytes;
+        let mut open = skip_blank(bytes, kend);
+        if bytes.get(open) == Some(&b'=') {
+            open = skip_blank(bytes, open + 1);
+        }
+        if bytes.get(open) != Some(&b'(') {
+            return;
+        }
+        // What is called: `…Auth`, `login`, `authenticate`, `…_password` (not `AuthError`), or a
+        // class made of a user and a password (`NetworkCredential`, `PasswordAuthentication`;
+        // `get_credential(service, user)` and `GetCredentials` read one).
+        let name = key.rsplit(|&b| b == b'.').next().unwrap_or(key);
+        let names_auth = [
+            &b"auth"[..],
+            b"login",
+            b"log_in",
+            b"signin",
+            b"sign_in",
+            b"authenticate",
+        ]
+        .iter()
+        .chain(PASSWORD_KEYS)
+        .any(|w| name.len() >= w.len() && name[name.len() - w.len()..].eq_ignore_ascii_case(w));
+        // A verb before the class name reads or configures one (`GetCredential`,
+        // `AddAuthentication("Cookies", …)`), it is not given a user and a password.
+        let verb = name.starts_with(b"Add")
+            || name.starts_with(b"Use")
+            || name.starts_with(b"Get")
+            || name.starts_with(b"With")
+            || name.starts_with(b"Configure");
+        let ldap = name.ends_with(b"DirectoryEntry") || name == b"OpenDSObject";
+        let class = name.first().is_some_and(u8::is_ascii_uppercase)
+            && !verb
+            && (name.ends_with(b"Credential")
+                || name.ends_with(b"Credentials")
+                || name.ends_with(b"Authentication")
+                // An LDAP bind: the path, then the user and the password.
+                || ldap);
+        if !names_auth && !class {
+            return;
+        }
+        // A class made of a user and a password (`NetworkCredential`, `PasswordAuthentication`,
+        // an LDAP bind) holds a password literal however weak in its password's place
+        // (`NetworkCredential("u", "vzihlaquknriqlht")`); elsewhere, and in what only names
+        // authentication (`login(…)`), a password is a random-looking one.
+        let literal_arg = if ldap {
+            Some(1)
+        } else if class && (name.ends_with(b"NetworkCredential") || contains_ci(name, b"password")) {
+            Some(0)
+        } else {
+            None
+        };
+        let pair_mode = |arg| {
+            if literal_arg == Some(arg) {
+                Mode::Literal
+            } else {
+                Mode::Prose
+            }
+        };
+        let mut from = open + 1;
+        for arg in 0..2 {
+            let Some(comma) = top_level(bytes, from, b",)", 256).filter(|&c| bytes[c] == b',') else {
+                return;
+            };
+            // Arguments may stand one per line.
+            from = run_end_max(bytes, comma + 1, 64, |b| b.is_ascii_whitespace());
+            if ldap && arg == 0 {
+                continue; // the user
+            }
+            let Some(value) = Value::parse(bytes, from, Stop::Code) else {
+                return;
+            };
+            // Java passes a `char[]`: `"…".toCharArray()`.
+            let after = skip_blank(bytes, value.end + 1);
+            let after = eat_ci(bytes, after, b".tochararray()").unwrap_or(after);
+            // A client or tenant id (`ClientSecretCredential(tenant, "<uuid>", secret)`) is
+            // an identifier: a UUID is never the password.
+            if value.quoted
+                && !value.cut
+                && !uuid(value.text(bytes))
+                && matches!(bytes.get(skip_blank(bytes, after)), Some(b')' | b','))
+                && value_is_secret(bytes, &value, b"password", Strength::Strong, pair_mode(arg))
+            {
+                self.push(SecretKind::Assignment, value.start, value.end);
+            }
+        }
+    }
+
+    /// An Azure SAS signature, `?…&sig=<base64>` in a URL query: the signature grants the access.
+    pub(crate) fn sas_signature_at(&mut self, i: usize, kend: usize) {
+        let bytes = self.bytes;
+        if i == 0 || !matches!(bytes[i - 1], b'?' | b'&') || bytes.get(kend) != Some(&b'=') {
+            return;
+        }
+        let start = kend + 1;
+        let end = run_end_max(bytes, start, MAX_VALUE, |b| b64(b) || b == b'%');
+        let sig = &bytes[start..end];
+        if sig.len() >= 20 && mixed_case(sig) && has_digit(sig) {
+            self.push(SecretKind::Assignment, start, end);
+        }
+    }
+
+    /// `--password=…`, `--token …` and the short flags of the commands that take a password.
+    pub(crate) fn flag_at(&mut self, i: usize, kend: usize) {
+        let bytes = self.bytes;
+        let key = &bytes[i..kend];
+        let dashes = run_end(key, 0, |b| b == b'-');
+        let name = &key[dashes..];
+        if name.is_empty() {
+            return;
+        }
+        if dashes == 1 && [&b"pass"[..], b"passin", b"passout"].contains(&name) {
+            // openssl's `-passin pass:…` (`env:`, `file:`, `fd:` and `stdin` say where it is).
+            if let Some(p) = eat_ci(bytes, skip_blank(bytes, kend), b"pass:")
+                && let Some(value) = Value::parse(bytes, p, Stop::Blank)
+                && value_is_secret(bytes, &value, b"password", Strength::Strong, Mode::Literal)
+            {
+                self.push(SecretKind::CommandLine, value.start, value.whole_end(bytes));
+            }
+            return;
+        }
+        // keytool's and jarsigner's store and key passwords (`-storepass:env NAME` says where it
+        // is); a plain word only where the command's arguments go on or end.
+        if dashes == 1
+            && matches!(
+                name,
+                b"storepass"
+                    | b"keypass"
+                    | b"srcstorepass"
+                    | b"deststorepass"
+                    | b"srckeypass"
+                    | b"destkeypass"
+            )
+        {
+            if self.line_commands(i) & KEYTOOL != 0
+                && matches!(bytes.get(kend), Some(b' ' | b'\t'))
+                && let Some((value, next)) = next_arg(bytes, kend)
+            {
+                let mode = if value.quoted || args_end(bytes, next) {
+                    Mode::Literal
+                } else {
+                    Mode::Code
+                };
+                if value_is_secret(bytes, &value, b"password", Strength::Strong, mode) {
+                    self.push(SecretKind::CommandLine, value.start, value.whole_end(bytes));
+                }
+            }
+            return;
+        }
+        // A Java system property (`-Dsonar.login=…`, `-Dspring.datasource.password=…`): the
+        // property is the key.
+        if dashes == 1 && name.len() > 2 && name[0] == b'D' && bytes.get(kend) == Some(&b'=') {
+            let key = &name[1..];
+            self.keyword_value_at(kend, key, false);
+            if let Some(word) = secret_word(key) {
+                self.assignment_after(i + 2, kend, key, word.strength, SecretKind::CommandLine, true);
+            }
+            return;
+        }
+        // PowerShell's and Windows tools' named parameters (`Connect-VIServer … -Password …`,
+        // `-ClientSecret …`): a value after a blank, judged as prose is (random-looking).
+        if dashes == 1
+            && name.len() > 2
+            && matches!(bytes.get(kend), Some(b' ' | b'\t'))
+            && secret_word(name).is_some_and(|w| w.strength == Strength::Strong)
+        {
+            self.assignment_after(i, kend, name, Strength::Strong, SecretKind::CommandLine, false);
+            return;
+        }
+        // curl's `-b 'name=value; …'` sends cookies (a word without `=` names a cookie file).
+        if dashes == 1
+            && name == b"b"
+            && self.line_commands(i) & CURL != 0
+            && let Some((arg, _)) = next_arg(bytes, kend)
+        {
+            self.cookie_pairs_in(arg.start, arg.end);
+            return;
+        }
+        // `echo "…" | sudo -S …`, `… | passwd --stdin bob`: the password comes through the pipe.
+        if (dashes == 1 && name == b"S" || dashes == 2 && name.eq_ignore_ascii_case(b"stdin"))
+            && piped_to_password_reader(line_before(bytes, i))
+        {
+            self.stdin_password_at(i, kend);
+            return;
+        }
+        if dashes == 1 {
+            // `-pSECRET`, or `-p*SECRET` where the run stopped at a symbol.
+            let glued = name.len() > 1
+                || bytes
+                    .get(kend)
+                    .is_some_and(|&b| !b.is_ascii_whitespace() && b != b'=');
+            self.short_flag_at(i, kend, name[0], glued);
+            return;
+        }
+        // `--proxy-user user:password` is curl's `-U`, the proxy's credentials.
+        if name.eq_ignore_ascii_case(b"user") || name.eq_ignore_ascii_case(b"proxy-user") {
+            self.short_flag_at(i, kend, b'u', false);
+            return;
+        }
+        if name.eq_ignore_ascii_case(b"password-stdin") {
+            self.stdin_password_at(i, kend);
+            return;
+        }
+        let Some(word) = secret_word(name) else {
+            return;
+        };
+        if self.listed_argument_at(i, kend, name, word.strength) {
+            return;
+        }
+        self.assignment_after(i, kend, name, word.strength, SecretKind::CommandLine, true);
+    }
+
+    /// A command's arguments written as a list (`["--password", "…"]` in JSON, Python or a
+    /// Dockerfile's exec form, `exec.Command("psql", "--token", "…")`, a YAML sequence's
+    /// `- --api-key` then `- …`): the element after the flag `[i, kend)` is its value, judged as a
+    /// literal when it is quoted (an unquoted element is a variable: `pw`, `token`). Returns
+    /// whether the flag is such an element with an element after it.
+    pub(crate) fn listed_argument_at(
+        &mut self,
+        i: usize,
+        kend: usize,
+        name: &[u8],
+        strength: Strength,
+    ) -> bool {
+        let bytes = self.bytes;
+        let blank_or_break = |b: u8| matches!(b, b' ' | b'\t' | b'\r' | b'\n');
+        let quote = i.checked_sub(1).map(|p| bytes[p]);
+        let value = if let Some(q @ (b'"' | b'\'')) = quote
+            && bytes.get(kend) == Some(&q)
+        {
+            let k = run_end(bytes, kend + 1, blank_or_break);
+            if bytes.get(k) != Some(&b',') {
+                return false;
+            }
+            let k = run_end(bytes, k + 1, blank_or_break);
+            if !matches!(bytes.get(k), Some(b'"' | b'\'')) {
+                return false;
+            }
+            Value::parse(bytes, k, Stop::Blank)
+        } else {
+            // A YAML sequence: `- --flag` alone on its line, the value the next line's item.
+            let line = line_before(bytes, i);
+            let item = line.iter().rposition(|&b| b != b' ' && b != b'\t');
+            if item.is_none_or(|p| line[p] != b'-' || line[..p].iter().any(|&b| b != b' ' && b != b'\t')) {
+                return false;
+            }
+            let k = run_end(bytes, kend, |b| b == b' ' || b == b'\t' || b == b'\r');
+            if bytes.get(k) != Some(&b'\n') {
+                return false;
+            }
+            let k = run_end(bytes, k + 1, |b| b == b' ' || b == b'\t');
+            if !bytes[k..].starts_with(b"- ") {
+                return false;
+            }
+            Value::parse(bytes, skip_blank(bytes, k + 2), Stop::Blank)
+        };
+        if let Some(value) = value
+            && !value.text(bytes).starts_with(b"-")
+        {
+            let mode = if value.quoted { Mode::Literal } else { Mode::Code };
+            if value_is_secret(bytes, &value, name, strength, mode) {
+                self.push(SecretKind::CommandLine, value.start, value.whole_end(bytes));
+            }
+        }
+        true
+    }
+
+    /// `-p` after `docker login` and friends, `sshpass` or `mongo`/`mongosh`, `-pSECRET` after
+    /// `mysql`, `-P` after `sqlcmd`, `-N`/`-P` after `ssh-keygen`, `-k` after `openssl`, `-w`
+    /// after the `ldap…` tools, `-a` after `redis-cli`,
+    /// `-a user:password` after httpie, `-u user:password` / `--user` after `curl`,
+    /// `-u user,password` after `lftp`, `-U user%password` after `smbclient`.
+    pub(crate) fn short_flag_at(&mut self, i: usize, kend: usize, flag: u8, glued: bool) {
+        let bytes = self.bytes;
+        let commands = self.line_commands(i);
+        let has = |set: u16| commands & set != 0;
+        // `-k`, `-N` and `-P` are common flags: the command they belong to must be theirs
+        // (`openssl s_client … ; curl -k …` is curl's).
+        let in_segment = |name: &[u8]| contains_ci(command_segment(bytes, i), name);
+        // Whether the flag takes a password after a blank, glued, and what separates a user
+        // before it.
+        let (spaced_ok, glued_ok, user_sep) = match flag {
+            // mysql's spaced `-p` prompts, and the database name follows it.
+            b'p' => (
+                has(LOGIN | MONGO) || !has(MYSQL) && after_user_flag(bytes, i),
+                has(MYSQL),
+                None,
+            ),
+            b'P' => (
+                has(SQLCMD) || has(SSH_KEYGEN) && in_segment(b"ssh-keygen"),
+                false,
+                None,
+            ),
+            b'N' => (has(SSH_KEYGEN) && in_segment(b"ssh-keygen"), false, None),
+            b'k' => (has(OPENSSL) && in_segment(b"openssl"), false, None),
+            b'w' => (has(LDAP), false, None),
+            b'a' if has(HTTPIE) => (true, false, Some(b':')),
+            b'a' => (has(REDIS), false, None),
+            b'u' if has(LFTP) => (true, false, Some(b',')),
+            b'u' => (has(CURL), false, Some(b':')),
+            b'U' if has(SMB) => (true, false, Some(b'%')),
+            // curl's `-U user:password` names the proxy's user and password.
+            b'U' => (has(CURL), false, Some(b':')),
+            _ => return,
+        };
+        let start = if glued && glued_ok {
+            i + 2
+        } else if !glued && spaced_ok && matches!(bytes.get(kend), Some(b' ' | b'\t' | b'=')) {
+            skip_blank(bytes, kend + 1)
+        } else {
+            return;
+        };
+        let Some(value) = Value::parse(bytes, start, Stop::Blank) else {
+            return;
+        };
+        let v = value.text(bytes);
+        if v.starts_with(b"-") || is_reference(v) {
+            return;
+        }
+        // Our own marker where a key passed as the user was (`-u "[REDACTED:…]:"`) leaves nothing.
+        if v.starts_with(b"[REDACTED:")
+            && v.iter()
+                .position(|&b| b == b']')
+                .is_some_and(|e| v[e + 1..].iter().all(|&b| Some(b) == user_sep))
+        {
+            return;
+        }
+        if let Some(sep) = user_sep {
+            if let Some(at) = user_password(v, sep) {
+                self.push(SecretKind::CommandLine, value.start + at, value.whole_end(bytes));
+            } else if v.len() > 1 && v.last() == Some(&sep) && looks_random(&v[..v.len() - 1], 10) {
+                // `-u sk_live_…:` with no password: an API key passed as the user is the secret.
+                self.push(SecretKind::CommandLine, value.start, value.start + v.len() - 1);
+            }
+            return;
+        }
+        // A port (`-p 27017:27017` on a line naming mongo) is not a password, nor a URL.
+        if v.len() >= 3 && !is_placeholder(v) && !numeric_like(v) && !is_path_or_url(v) {
+            self.push(SecretKind::CommandLine, value.start, value.whole_end(bytes));
+        }
+    }
+
+    /// A line starts at `i`. One continued onto it (`\`, PowerShell's `` ` ``, cmd's `^` before
+    /// the newline) carries its commands (`keytool … \` NEWLINE `-storepass …`): looked up once
+    /// for that line, so a run of continued lines stays linear.
+    pub(crate) fn new_line(&mut self, i: usize) {
+        let before = &self.bytes[..i];
+        let before = before.strip_suffix(b"\n").unwrap_or(before);
+        let before = before.strip_suffix(b"\r").unwrap_or(before);
+        let set = if matches!(before.last(), Some(b'\\' | b'`' | b'^')) {
+            self.line_commands(i - 1)
+        } else {
+            0
+        };
+        self.line = (i, None);
+        self.carry = (i, set);
+    }
+
+    /// Which password-taking commands the line holding `i` names (or a line continued onto it),
+    /// computed once per line.
+    pub(crate) fn line_commands(&mut self, i: usize) -> u16 {
+        let bytes = self.bytes;
+        let (start, cached) = self.line;
+        if let Some(set) = cached.filter(|_| start <= i) {
+            return set;
+        }
+        let start = if start <= i {
+            start
+        } else {
+            line_start_of(bytes, i)
+        };
+        let line = &bytes[start..line_end(bytes, i)];
+        let mut set = 0;
+        for (bit, names) in [
+            (
+                LOGIN,
+                &[
+                    &b"docker login"[..],
+                    b"podman login",
+                    b"buildah login",
+                    b"registry login",
+                    b"nerdctl login",
+                    b"sshpass",
+                ][..],
+            ),
+            (MYSQL, &[&b"mysql"[..], b"mariadb"][..]),
+            (REDIS, &[&b"redis-cli"[..]][..]),
+            (CURL, &[&b"curl"[..]][..]),
+            (MONGO, &[&b"mongosh"[..], b"mongo "][..]),
+            (SQLCMD, &[&b"sqlcmd"[..]][..]),
+            (
+                LDAP,
+                &[
+                    &b"ldapsearch"[..],
+                    b"ldapadd",
+                    b"ldapmodify",
+                    b"ldapdelete",
+                    b"ldappasswd",
+                    b"ldapwhoami",
+                ][..],
+            ),
+            (SMB, &[&b"smbclient"[..]][..]),
+            (LFTP, &[&b"lftp"[..]][..]),
+            (SSH_KEYGEN, &[&b"ssh-keygen"[..]][..]),
+            (OPENSSL, &[&b"openssl"[..]][..]),
+            (KEYTOOL, &[&b"keytool"[..], b"jarsigner"][..]),
+        ] {
+            if names.iter().any(|n| contains_ci(line, n)) {
+                set |= bit;
+            }
+        }
+        // httpie's `http`/`https` is a command only where a command starts.
+        let t = trim_ascii(line);
+        let t = t.strip_prefix(b"$ ").unwrap_or(t);
+        if t.starts_with(b"http ") || t.starts_with(b"https ") {
+            set |= HTTPIE;
+        }
+        if self.carry.0 == start {
+            set |= self.carry.1;
+        }
+        self.line = (start, Some(set));
+        set
+    }
+
+    /// What follows a key ending at `kend`: separator, value, and whether the value is a secret.
+    pub(crate) fn assignment_after(
+        &mut self,
+        kstart: usize,
+        kend: usize,
+        key: &[u8],
+        strength: Strength,
+        kind: SecretKind,
+        flag: bool,
+    ) {
+        let bytes = self.bytes;
+        self.compared_before(kstart, key, strength, kind);
+        if password_key(key) {
+            self.typed_password_element(kstart, kend, kind);
+        }
+        let pos = key_tail_end(bytes, kend);
+        let mut blank_before = skip_blank(bytes, pos);
+        // French typography puts a no-break space before a colon (`Mot de passe\u{a0}: …`).
+        let nbsp = skip_space(bytes, pos);
+        if bytes.get(nbsp) == Some(&b':') {
+            blank_before = nbsp;
+        }
+        let spaced_before = blank_before > pos;
+        let pos = blank_before;
+        let Some(sep) = self.separator_at(pos, key, strength, kind, spaced_before) else {
+            return;
+        };
+        let line = line_before(bytes, kstart);
+        let colon = sep == Some(1) && bytes[pos] == b':';
+        let quoted_key = pos > kend;
+        // `<password>…</password>`: the element's text is the value.
+        if sep.is_none() && bytes.get(pos) == Some(&b'>') && kstart > 0 && bytes[kstart - 1] == b'<' {
+            return self.element_text(pos + 1, key, strength, kind);
+        }
+        // `<Pass encoding="base64">…</Pass>`: the start tag's attributes come before the text.
+        if sep.is_none()
+            && spaced_before
+            && kstart > 0
+            && bytes[kstart - 1] == b'<'
+            && let Some(close) = start_tag_attributes_end(bytes, pos)
+        {
+            return self.element_text(close + 1, key, strength, kind);
+        }
+        let site = KeySite {
+            key,
+            strength,
+            kind,
+            flag,
+            line,
+            spaced_before,
+            quoted_key,
+            colon,
+        };
+        let Some((pos, mode)) = self.assignment_mode(pos, sep, &site) else {
+            return;
+        };
+        self.assigned_value(pos, mode, &site);
+    }
+
+    /// An element whose `type` or `spec` attribute declares it a password (`<input
+    /// type="password" value="…">`, a CI server's `<param … value="…" spec="password …">`, the
+    /// key at `kstart..kend` being that attribute's first word): its `value` attribute, on the
+    /// same line in the same tag, is the password.
+    pub(crate) fn typed_password_element(&mut self, kstart: usize, kend: usize, kind: SecretKind) {
+        let bytes = self.bytes;
+        let before = line_before(bytes, kstart);
+        let Some((&q, head)) = before.split_last() else {
+            return;
+        };
+        if !matches!(q, b'"' | b'\'') {
+            return;
+        }
+        let Some(head) = head.strip_suffix(b"=") else {
+            return;
+        };
+        let attr = &head[head
+            .iter()
+            .rposition(|b| !b.is_ascii_alphabetic())
+            .map_or(0, |k| k + 1)..];
+        if !(attr.eq_ignore_ascii_case(b"type") || attr.eq_ignore_ascii_case(b"spec")) {
+            return;
+        }
+        // The tag around the attribute: from its `<` to its `>`, on this line.
+        let Some(open) = before.iter().rposition(|&b| b == b'<') else {
+            return;
+        };
+        if before[open..].contains(&b'>') {
+            return;
+        }
+        let tag_start = kstart - before.len() + open;
+        let close = run_end_max(bytes, kend, 512, |b| b != b'>' && b != b'\n');
+        if bytes.get(close) != Some(&b'>') {
+            return;
+        }
+        let tag = &bytes[tag_start..close];
+        let attribute = tag
+            .windows(7)
+            .position(|w| w[0].is_ascii_whitespace() && w[1..].eq_ignore_ascii_case(b"value="));
+        if let Some(k) = attribute {
+            let start = tag_start + k + 7;
+            if let Some(value) = Value::parse(bytes, start, Stop::Code)
+                && value.quoted
+                && value.end <= close
+                && value_is_secret(bytes, &value, b"password", Strength::Strong, Mode::Literal)
+            {
+                self.push(kind, value.start, value.end);
+            }
+        }
+    }
+
+    /// The assignment operator at `pos` after a key: `Some(Some(len))` for an operator of `len`
+    /// bytes, `Some(None)` for none, `None` when what follows was judged here (a comparison, a
+    /// call, an LDIF value) or is a type.
+    pub(crate) fn separator_at(
+        &mut self,
+        pos: usize,
+        key: &[u8],
+        strength: Strength,
+        kind: SecretKind,
+        spaced_before: bool,
+    ) -> Option<Option<usize>> {
+        let bytes = self.bytes;
+        let sep = match (bytes.get(pos), bytes.get(pos + 1)) {
+            // Make's `::=` and `:::=` (an LDIF `::` has no `=` after it).
+            (Some(b':'), Some(b':')) if bytes.get(pos + 2) == Some(&b'=') => Some(3),
+            (Some(b':'), Some(b':')) if bytes.get(pos + 2..pos + 4) == Some(b":=") => Some(4),
+            (Some(b':'), Some(b':')) => {
+                self.ldif_base64_at(pos + 2, key, kind);
+                return None;
+            }
+            // Make's `?=` and `+=`, PHP's `.=`.
+            (Some(b'?' | b'+' | b'.'), Some(b'=')) => Some(2),
+            // Ruby's and JavaScript's `||=` and `&&=` (set unless set).
+            (Some(b'|'), Some(b'|')) | (Some(b'&'), Some(b'&')) if bytes.get(pos + 2) == Some(&b'=') => {
+                Some(3)
+            }
+            (Some(b'='), Some(b'=')) | (Some(b'!'), Some(b'=')) => {
+                self.compared_at(pos, key, strength, kind);
+                return None;
+            }
+            // `std::string secret("…")`: a literal passed to what the key names.
+            // A capitalised name is a type (`new ClientSecretCredential("<tenant>", …)`).
+            (Some(b'('), Some(b'"' | b'\'')) if !spaced_before && !camel_type(key) => {
+                self.compared_at(pos, key, strength, kind);
+                return None;
+            }
+            (Some(b':'), Some(b'=')) => Some(2),
+            (Some(b'='), Some(b'>')) => Some(2),
+            (Some(b'?'), Some(b':')) => return None, // a TypeScript optional field: a type follows
+            (Some(b':' | b'='), _) => Some(1),
+            _ if bytes[pos..].starts_with("：".as_bytes()) => Some(3),
+            _ => None,
+        };
+        Some(sep)
+    }
+
+    /// The text of an element opened by the key (`<password>…</password>`, from `start`): a
+    /// secret when the element closes on the same line. Blanks around the text are layout, not
+    /// part of it (Maven's `<password>  s3cret  </password>` is `s3cret`).
+    pub(crate) fn element_text(&mut self, start: usize, key: &[u8], strength: Strength, kind: SecretKind) {
+        let bytes = self.bytes;
+        let close = run_end_max(bytes, start, MAX_VALUE, |b| b != b'<' && b != b'\n');
+        let start = run_end(bytes, start, |b| matches!(b, b' ' | b'\t')).min(close);
+        let mut end = close;
+        while end > start && matches!(bytes[end - 1], b' ' | b'\t') {
+            end -= 1;
+        }
+        let value = Value {
+            start,
+            end,
+            quoted: true,
+            raw_end: end,
+            span_end: end,
+            cut: false,
+            quote: 0,
+            stop: Stop::Code,
+        };
+        // Closed by a tag (`</password>`), not by the next slot (`<password>&scope=… <client_id>`).
+        if end > start
+            && bytes.get(close) == Some(&b'<')
+            && bytes.get(close + 1) == Some(&b'/')
+            && value_is_secret(bytes, &value, key, strength, Mode::Literal)
+        {
+            self.push(kind, start, end);
+        }
+    }
+
+    /// Where the value after the separator (`sep` at `pos`) starts and how it is read; `None`
+    /// when there is no value or it was judged here (a glued `key:value`, a netrc line).
+    pub(crate) fn assignment_mode(
+        &mut self,
+        mut pos: usize,
+        sep: Option<usize>,
+        site: &KeySite,
+    ) -> Option<(usize, Mode)> {
+        let bytes = self.bytes;
+        let (key, strength, kind, line) = (site.key, site.strength, site.kind, site.line);
+        let mode = match sep {
+            Some(len) => {
+                let after = pos + len;
+                pos = skip_space(bytes, after);
+                // An INI value continued on the next, indented line (`password =` NEWLINE
+                // `    …`).
+                let next = match bytes.get(pos..) {
+                    Some([b'\n', ..]) => pos + 1,
+                    Some([b'\r', b'\n', ..]) => pos + 2,
+                    _ => pos,
+                };
+                if next > pos && matches!(bytes.get(next), Some(b' ' | b'\t')) {
+                    pos = skip_space(bytes, next);
+                }
+                let spaced_after = pos > after;
+                let glued_colon =
+                    bytes[after - 1] == b':' && !site.spaced_before && !spaced_after && !site.quoted_key;
+                if glued_colon && !matches!(bytes.get(pos), Some(b'"' | b'\'' | b'`')) {
+                    // `key:value` glued is an ARN, URN or path segment more often than a
+                    // mapping: only a random-looking value without further colons counts.
+                    let value = Value::parse(bytes, pos, Stop::Code)?;
+                    let v = value.text(bytes);
+                    if !v.contains(&b':') && value_is_secret(bytes, &value, key, strength, Mode::Prose) {
+                        self.push(kind, value.start, value.whole_end(bytes));
+                    }
+                    return None;
+                }
+                if site.flag
+                    || (bytes[pos - 1] == b'='
+                        && !site.spaced_before
+                        && !spaced_after
+                        && (shell_line(line) || all_caps(key) || npm_scope(trim_ascii(line))))
+                {
+                    Mode::Literal
+                } else {
+                    Mode::Code
+                }
+            }
+            // `<add key="ApiSecret" value="…" />`
+            None if site.spaced_before && bytes[pos..].starts_with(b"value=") => {
+                pos += b"value=".len();
+                Mode::Code
+            }
+            None if site.spaced_before && pos < bytes.len() && bytes[pos] != b'\n' => {
+                if site.flag || env_command_line(line) {
+                    Mode::Literal
+                } else if netrc_line(line) {
+                    if let Some(v) = Value::parse(bytes, pos, Stop::Blank)
+                        && !is_placeholder(v.text(bytes))
+                    {
+                        self.push(SecretKind::CredentialFile, v.start, v.whole_end(bytes));
+                    }
+                    return None;
+                } else {
+                    pos = skip_fillers(bytes, pos);
+                    Mode::Prose
+                }
+            }
+            None => return None,
+        };
+        Some((pos, mode))
+    }
+
+    /// The value starting at `pos`, read in `mode`, and whether it is the key's secret.
+    pub(crate) fn assigned_value(&mut self, pos: usize, mode: Mode, site: &KeySite) {
+        let bytes = self.bytes;
+        let (key, strength, line, colon) = (site.key, site.strength, site.line, site.colon);
+        let stop = if mode == Mode::Literal {
+            Stop::Blank
+        } else {
+            Stop::Code
+        };
+        let Some(mut value) = Value::parse(bytes, pos, stop) else {
+            return;
+        };
+        let mut kind = site.kind;
+        let mut mode = mode;
+        // `"Authorization": "token …"`: the scheme word inside the quotes is not the secret.
+        if value.quoted {
+            let v = value.text(bytes);
+            if let Some(space) = v.iter().position(|&b| b == b' ')
+                && is_auth_scheme(&v[..space])
+            {
+                value.start += space + 1;
+                kind = SecretKind::AuthHeader;
+            }
+        }
+        // `Authorization: Bearer <token>`: the scheme word is not the secret. In a sentence
+        // there is no header (`the secret key used in production`: `key` is no scheme there).
+        if !value.quoted
+            && mode != Mode::Prose
+            && is_auth_scheme(value.text(bytes))
+            && matches!(bytes.get(value.end), Some(b' '))
+        {
+            let Some(v) = Value::parse(bytes, skip_blank(bytes, value.end), Stop::Blank) else {
+                return;
+            };
+            // `token_type=Bearer expires_in=3600`: the next field, not a token.
+            if next_field_pair(v.text(bytes)) {
+                return;
+            }
+            value = v;
+            kind = SecretKind::AuthHeader;
+            mode = Mode::Literal;
+        }
+        // `Authorization: Bearer ACCESS_TOKEN`: the credential's name where it goes.
+        if kind == SecretKind::AuthHeader && constant_like(value.text(bytes)) {
+            return;
+        }
+        // `key: !!binary <base64>`: YAML's tag says how the value is written; the value follows.
+        if !value.quoted
+            && value.text(bytes) == b"!!binary"
+            && matches!(bytes.get(value.raw_end), Some(b' ' | b'\t'))
+            && let Some(v) = Value::parse(bytes, skip_blank(bytes, value.raw_end), Stop::Blank)
+        {
+            value = v;
+        }
+        if mode == Mode::Prose {
+            kind = SecretKind::Prose;
+        }
+        if value_is_secret(bytes, &value, key, strength, mode) {
+            self.push(kind, value.start, value.whole_end(bytes));
+        } else if mode == Mode::Prose
+            && value.quoted
+            && strength == Strength::Strong
+            && password_key(key)
+            && value.text(bytes).len() >= 4
+            && quoted_word(value.text(bytes))
+            && !is_placeholder(value.text(bytes))
+        {
+            // `the password is "centipede"`: quoting in a sentence marks the literal password.
+            self.push(kind, value.start, value.whole_end(bytes));
+        } else if mode == Mode::Code
+            && strength == Strength::Strong
+            && colon
+            && owned_in_prose(line)
+            && passphrase_word(bytes, &value)
+        {
+            // `my password: correcthorsebatterystaple`: a sentence names its owner's secret.
+            self.push(SecretKind::Prose, value.start, value.whole_end(bytes));
+        } else if mode == Mode::Code
+            && strength == Strength::Strong
+            && colon
+            && password_key(key)
+            && trim_ascii(line).iter().all(|&b| b == b'-')
+            && letters_password(bytes, &value, key)
+        {
+            // `password: SuperSecretPassword` on a line of its own: YAML config, not a schema.
+            self.push(kind, value.start, value.whole_end(bytes));
+        } else if mode == Mode::Code
+            && strength == Strength::Strong
+            && !colon
+            && password_key(key)
+            && statement_start(line)
+            && config_literal(bytes, &value, key)
+        {
+            // `password = open_sesame`: a config line's literal.
+            self.push(kind, value.start, value.whole_end(bytes));
+        }
+    }
+
+    /// A literal compared with or passed to the key (`password == "…"`, `secret !== '…'`,
+    /// `secret("…")`, the operator at `pos`): the literal is what the secret must be. Only a
+    /// quoted literal counts; a variable compared with another is code.
+    pub(crate) fn compared_at(&mut self, pos: usize, key: &[u8], strength: Strength, kind: SecretKind) {
+        let bytes = self.bytes;
+        let call = bytes[pos] == b'(';
+        let ops = run_end_max(bytes, pos, 3, |b| matches!(b, b'=' | b'!' | b'('));
+        let at = skip_blank(bytes, ops);
+        if !matches!(bytes.get(at), Some(b'"' | b'\'')) {
+            return;
+        }
+        let Some(value) = Value::parse(bytes, at, Stop::Code) else {
+            return;
+        };
+        let closed = matches!(bytes.get(value.end + 1), Some(b')' | b',' | b';'));
+        if call && !closed {
+            return;
+        }
+        self.compared_literal(&value, key, strength, kind);
+    }
+
+    /// `"…" == password`, `'…' !== secret`: the quoted literal before a comparison with the key.
+    pub(crate) fn compared_before(
+        &mut self,
+        kstart: usize,
+        key: &[u8],
+        strength: Strength,
+        kind: SecretKind,
+    ) {
+        let bytes = self.bytes;
+        let mut p = kstart;
+        while p > 0 && bytes[p - 1] == b' ' {
+            p -= 1;
+        }
+        let op_end = p;
+        while p > 0 && op_end - p < 3 && matches!(bytes[p - 1], b'=' | b'!') {
+            p -= 1;
+        }
+        if !matches!(&bytes[p..op_end], b"==" | b"===" | b"!=" | b"!==") {
+            return;
+        }
+        while p > 0 && bytes[p - 1] == b' ' {
+            p -= 1;
+        }
+        let Some(&quote) = p.checked_sub(1).and_then(|k| bytes.get(k)) else {
+            return;
+        };
+        if !matches!(quote, b'"' | b'\'') {
+            return;
+        }
+        let close = p - 1;
+        let from = close.saturating_sub(MAX_VALUE);
+        let Some(open) = bytes[from..close].iter().rposition(|&b| b == quote || b == b'\n') else {
+            return;
+        };
+        let open = from + open;
+        if bytes[open] != quote {
+            return;
+        }
+        let value = Value {
+            start: open + 1,
+            end: close,
+            quoted: true,
+            raw_end: close,
+            span_end: close,
+            cut: false,
+            quote,
+            stop: Stop::Code,
+        };
+        self.compared_literal(&value, key, strength, kind);
+    }
+
+    pub(crate) fn compared_literal(
+        &mut self,
+        value: &Value,
+        key: &[u8],
+        strength: Strength,
+        kind: SecretKind,
+    ) {
+        let bytes = self.bytes;
+        let v = value.text(bytes);
+        // A comparison's literal must look like a secret of its own: `password == "admin"` is
+        // a test of a default, `token != "undefined"` a guard.
+        let shaped = v.len() >= 6
+            && !uuid(v)
+            && (generated(v) || looks_random(v, 8) || has_digit(v) || has_symbol(v) || compared_word(v, key));
+        if shaped && value_is_secret(bytes, value, key, strength, Mode::Code) {
+            self.push(kind, value.start, value.whole_end(bytes));
+        }
+    }
+
+    /// An LDIF value in base64 after `::` (`userPassword:: e1NTSEF9…`, `olcRootPW:: …`, as
+    /// ldapsearch and slapcat print a password or its hash) of a key naming a password: the base64
+    /// is the secret, with the lines it wraps onto (each starts with a space).
+    pub(crate) fn ldif_base64_at(&mut self, pos: usize, key: &[u8], kind: SecretKind) {
+        let bytes = self.bytes;
+        let pw = key.len() >= 2 && key[key.len() - 2..].eq_ignore_ascii_case(b"pw");
+        if !(pw || password_key(key)) || bytes.get(pos) != Some(&b' ') {
+            return;
+        }
+        let start = skip_blank(bytes, pos);
+        let ends = |e: usize| bytes.get(e).is_none_or(u8::is_ascii_whitespace);
+        let mut end = run_end_max(bytes, start, MAX_VALUE, b64);
+        let mut len = end - start;
+        if len < 8 || !ends(end) || !mixed_case(&bytes[start..end]) || is_placeholder(&bytes[start..end]) {
+            return;
+        }
+        for _ in 0..64 {
+            let next = match bytes.get(end..) {
+                Some([b'\n', b' ', ..]) => end + 2,
+                Some([b'\r', b'\n', b' ', ..]) => end + 3,
+                _ => break,
+            };
+            let e = run_end_max(bytes, next, MAX_VALUE, b64);
+            if e == next || !ends(e) {
+                break;
+            }
+            len += e - next;
+            end = e;
+        }
+        // Base64 is padded to whole quadruples: prose after `password::` is not.
+        if len.is_multiple_of(4) {
+            self.push(kind, start, end);
+        }
+    }
+
+    // --- anchored on punctuation ---------------------------------------------------------------
+
+    /// `-----BEGIN … PRIVATE KEY-----` through its END line, or an END line with the body above.
+    /// The four-dash armors of older tools (`----BEGIN RSA PRIVATE KEY----`, SSH2's
+    /// `---- BEGIN SSH2 ENCRYPTED PRIVATE KEY ----`) run to the end of their body.
+    pub(crate) fn pem_at(&mut self, i: usize) {
+        let bytes = self.bytes;
+        if i > 0 && bytes[i - 1] == b'-' {
+            return; // only the first dash of a run starts a line
+        }
+        let dashes = run_end_max(bytes, i, 16, |b| b == b'-');
+        let four = dashes - i == 4;
+        let armor: &[u8] = if four { b"----" } else { b"-----" };
+        let open = if four && bytes.get(dashes) == Some(&b' ') {
+            dashes + 1
+        } else {
+            dashes
+        };
+        let (begin, after) = if let Some(e) = eat_ci(bytes, open, b"begin ") {
+            (true, e)
+        } else if let Some(e) = eat_ci(bytes, open, b"end ") {
+            (false, e)
+        } else {
+            return;
+        };
+        let words = run_end_max(bytes, after, 64, |b| b.is_ascii_alphanumeric() || b == b' ');
+        let mut label = &bytes[after..words];
+        if four {
+            label = label.strip_suffix(b" ").unwrap_or(label);
+        }
+        let label = label.strip_suffix(b" BLOCK").unwrap_or(label);
+        if label.len() < 11 || !label[label.len() - 11..].eq_ignore_ascii_case(b"private key") {
+            return;
+        }
+        if !bytes[words..].starts_with(armor) || four && bytes.get(words + 4) == Some(&b'-') {
+            return;
+        }
+        let mut eol = line_end(bytes, words);
+        // A block written on one line (a JSON string with `\n` escapes) ends on it.
+        if begin && !four {
+            let from = words + armor.len();
+            if self.pem_end_after(from).is_some_and(|k| k < eol) {
+                eol = from;
+            }
+        }
+        if begin && eat_ci(bytes, words + armor.len(), b"-----end ").is_some() {
+            self.covered = self.covered.max(eol);
+            return; // BEGIN glued to END: an empty block
+        }
+        if begin && four {
+            let mut end = base64_block_end(bytes, eol);
+            let next = skip_blank(bytes, end + 1);
+            if bytes[end.min(bytes.len())..].starts_with(b"\n") && bytes[next..].starts_with(b"----") {
+                end = line_end(bytes, next);
+            }
+            self.push(SecretKind::PrivateKey, i, end);
+        } else if begin {
+            let end = match self.pem_end_after(eol) {
+                Some(e) => {
+                    // A block with no key in it (`BEGIN … anything … END`, `… <key> …`) is a
+                    // format's illustration: a key's body is hundreds of base64 bytes, and
+                    // even a fragment of one (a PGP checksum line, `=8xQN`) has digits or `+/=`.
+                    if pem_illustration(&bytes[eol.min(e)..e]) {
+                        self.covered = self.covered.max(line_end(bytes, e));
+                        return;
+                    }
+                    line_end(bytes, e)
+                }
+                None => {
+                    // A header quoted in code or a message (`startsWith("-----BEGIN RSA
+                    // PRIVATE KEY-----")`) with no body after it: a key's body is lines of
+                    // base64. A header alone on its line may be a key cut short, and stays one.
+                    let end = base64_block_end(bytes, eol);
+                    let quoted = matches!(bytes.get(words + armor.len()), Some(b'"' | b'\'' | b'`'));
+                    if quoted && !base64_run(&bytes[words + armor.len()..end], 24) {
+                        self.covered = self.covered.max(eol);
+                        return;
+                    }
+                    end
+                }
+            };
+            self.push(SecretKind::PrivateKey, i, end);
+        } else {
+            let start = base64_block_start(bytes, i);
+            self.push(SecretKind::PrivateKey, start, eol);
+        }
+    }
+
+    /// The first `-----end ` within [`MAX_PEM`] bytes after `from`. A prompt of BEGIN lines asks
+    /// this once per line: the last answer is kept, so the text is searched once, not once per
+    /// line.
+    pub(crate) fn pem_end_after(&mut self, from: usize) -> Option<usize> {
+        const NEEDLE: &[u8] = b"-----end ";
+        let limit = self.bytes.len().min(from + MAX_PEM);
+        let known = (self.pem_end.from, self.pem_end.to, self.pem_end.found);
+        if known.0 <= from && from <= known.1 {
+            match known.2 {
+                Some(e) if e >= from => return (e + NEEDLE.len() <= limit).then_some(e),
+                None if known.1 >= limit => return None,
+                None => {
+                    // Nothing in `[from, to)`: only the rest of the window is new (less the
+                    // needle's length, so a match across `to` is not missed).
+                    let resume = known.1.saturating_sub(NEEDLE.len() - 1).max(from);
+                    return self.pem_search(from, resume, limit);
+                }
+                Some(_) => {}
+            }
+        }
+        self.pem_search(from, from, limit)
+    }
+
+    pub(crate) fn pem_search(&mut self, from: usize, resume: usize, limit: usize) -> Option<usize> {
+        let found = find_ci(&self.bytes[..limit], resume, b"-----end ");
+        let to = found.map_or(limit, |e| e + b"-----end ".len());
+        self.pem_searched += to.saturating_sub(resume);
+        self.pem_end = PemEnd { from, to, found };
+        found
+    }
+
+    /// `scheme://user:password@host`: the password is the span. The userinfo ends at the last `@`
+    /// of the authority (`admin:P@ss@db`), and a `/` after `user:` that does not end a port
+    /// (`default:ab/Cd9+@redis`) is part of a password. A token alone as the user
+    /// (`https://<token>@github.com`) is a credential too.
+    pub(crate) fn url_credentials_at(&mut self, i: usize) {
+        let bytes = self.bytes;
+        let scheme_end = i.checked_sub(1).and_then(|p| bytes.get(p));
+        if !scheme_end.is_some_and(|&b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'.' | b'-')) {
+            return;
+        }
+        let start = i + 3;
+        let mut pos = start;
+        let mut colon = None;
+        let mut at = None;
+        loop {
+            if pos - i > 512 {
+                break; // no userinfo is this long
+            }
+            let Some(c) = char_at(self.text, pos) else { break };
+            match c {
+                '@' => at = Some(pos),
+                // A path starts, unless `user:` is followed by what is not a port: then the
+                // `/` is inside a password, up to its `@`.
+                '/' => {
+                    let in_password = at.is_none()
+                        && colon.is_some_and(|c: usize| {
+                            let after = &bytes[c + 1..pos];
+                            !after.is_empty() && !after.iter().all(u8::is_ascii_digit)
+                        });
+                    if !in_password {
+                        break;
+                    }
+                }
+                // Characters that cannot appear in a URL end it, so `"http://h:1","u":"a@b"` in
+                // JSON is not read as one userinfo.
+                '"' | '<' | '>' | '`' | '\'' => break,
+                ':' if colon.is_none() => colon = Some(pos),
+                _ if is_js_space(c) => break,
+                _ => {}
+            }
+            pos += c.len_utf8();
+        }
+        let Some(at) = at else { return };
+        let host_follows =
+            char_at(self.text, at + 1).is_some_and(|c| c.is_alphanumeric() || c == '[' || c == '_');
+        // Our own marker in place of a token user is not a `user:password`.
+        if !host_follows || bytes[start..at].starts_with(b"[REDACTED:") {
+            return;
+        }
+        match colon.filter(|&c| c < at) {
+            Some(c) => {
+                if let Some(p) = user_password(&bytes[start..at], b':') {
+                    self.push(SecretKind::UrlCredentials, start + p, at);
+                } else if bytes[c + 1..at].eq_ignore_ascii_case(b"x-oauth-basic") {
+                    // GitHub's fixed password word: the token is the user.
+                    self.token_user(start, c);
+                }
+            }
+            None => self.token_user(start, at),
+        }
+    }
+
+    /// A URL's user that is a token (`https://<token>@host`): long and random.
+    pub(crate) fn token_user(&mut self, start: usize, end: usize) {
+        let user = &self.bytes[start..end];
+        if user.len() >= 20 && user.iter().all(|&b| word_class(b) || b == b'-') && looks_random(user, 20) {
+            self.push(SecretKind::UrlCredentials, start, end);
+        }
+    }
+
+    /// A password hash in crypt's `$id$[params$]salt$hash` form, as good as the password to an
+    /// offline attack: bcrypt (`$2b$12$` + 53), md5-crypt (`$1$`, Apache's `$apr1$`), sha256- and
+    /// sha512-crypt (`$5$`, `$6$`), yescrypt (`$y$`), scrypt (`$7$`), argon2 (`$argon2id$v=19$…`).
+    pub(crate) fn crypt_hash_at(&mut self, i: usize) {
+        let bytes = self.bytes;
+        let id_end = run_end_max(bytes, i + 1, 9, |b| b.is_ascii_alphanumeric());
+        let hash_len = match &bytes[i + 1..id_end] {
+            b"1" | b"apr1" => 22..=22,
+            b"5" | b"y" | b"gy" | b"7" => 43..=43,
+            b"6" => 86..=86,
+            b"2a" | b"2b" | b"2y" | b"2x" => 53..=53,
+            b"argon2i" | b"argon2d" | b"argon2id" => 22..=128,
+            // Cisco's type 8 (PBKDF2-SHA256) and type 9 (scrypt) secrets.
+            b"8" | b"9" => 43..=43,
+            b"krb5asrep" | b"krb5tgs" => return self.kerberos_hash_at(i, id_end),
+            _ => return,
+        };
+        self.crypt_fields(i, id_end, hash_len);
+    }
+
+    /// A Kerberos AS-REP or TGS-REP hash as cracking tools print it
+    /// (`$krb5asrep$23$user@realm:<checksum hex>$<encrypted hex>`): the password is one offline
+    /// attack away. The span runs through the last hex field.
+    pub(crate) fn kerberos_hash_at(&mut self, i: usize, id_end: usize) {
+        let bytes = self.bytes;
+        let line = line_end_max(bytes, id_end, 1024).unwrap_or(bytes.len().min(id_end + 1024));
+        let Some(last) = bytes[id_end..line].iter().rposition(|&b| b == b'$') else {
+            return;
+        };
+        let start = id_end + last + 1;
+        let end = run_end_max(bytes, start, MAX_SPAN, hex);
+        if end - start >= 64 && !token_continues_at(self.text, end) {
+            self.push(SecretKind::PasswordHash, i, end);
+        }
+    }
+
+    /// Django's and Werkzeug's `algorithm[:params]$…$hash`: `pbkdf2_sha256$600000$salt$…`,
+    /// `pbkdf2:sha256:600000$salt$…`, `scrypt:32768:8:1$salt$…`, `argon2$argon2id$…`,
+    /// `bcrypt_sha256$$2b$…`, the hash at least a SHA-1's length; Django's legacy
+    /// `sha1$salt$<40 hex>` and `md5$salt$<32 hex>`.
+    pub(crate) fn crypt_word_at(&mut self, i: usize) {
+        let bytes = self.bytes;
+        // Each id's head rules out most words.
+        let head = &bytes[i..];
+        if ![&b"sha1"[..], b"md5", b"pbkdf2", b"scrypt", b"argon2", b"bcrypt"]
+            .iter()
+            .any(|id| head.starts_with(id))
+        {
+            return;
+        }
+        let id_end = run_end_max(bytes, i, 24, |b| {
+            b.is_ascii_alphanumeric() || b == b'_' || b == b':'
+        });
+        let id = &bytes[i..id_end];
+        let hash_len = match id {
+            b"sha1" => 40..=40,
+            b"md5" => 32..=32,
+            _ if id
+                .get(..6)
+                .is_some_and(|id| matches!(id, b"pbkdf2" | b"scrypt" | b"argon2" | b"bcrypt")) =>
+            {
+                27..=128
+            }
+            _ => return,
+        };
+        self.crypt_fields(i, id_end, hash_len);
+    }
+
+    /// The `$`-separated fields of a hash from `i` whose id ends at `id_end`: at least two, the
+    /// last the hash, random-looking (`…$xxxx…` is a stand-in) and of a length in `hash_len` (a
+    /// docker-compose `$$` doubles each `$`).
+    pub(crate) fn crypt_fields(
+        &mut self,
+        i: usize,
+        id_end: usize,
+        hash_len: std::ops::RangeInclusive<usize>,
+    ) {
+        let bytes = self.bytes;
+        let mut field = id_end;
+        let mut fields = 0;
+        while bytes.get(field) == Some(&b'$') && fields < 8 {
+            let start = run_end_max(bytes, field, 2, |b| b == b'$');
+            let end = run_end_max(bytes, start, 128, crypt_byte);
+            fields += 1;
+            if bytes.get(end) != Some(&b'$') {
+                // A `,` is argon2's parameters' and a sentence's, never the hash's last byte.
+                let end = start + trim_end_of(&bytes[start..end], |b| b == b',').len();
+                if fields >= 2
+                    && hash_len.contains(&(end - start))
+                    && !token_continues_at(self.text, end)
+                    && looks_random(&bytes[start..end], 12)
+                    // A hash that says it is made up (`$2a$10$fakefn2U…fake9…`) is a stand-in.
+                    && !fake_words(&bytes[i..end])
+                {
+                    self.push(SecretKind::PasswordHash, i, end);
+                }
+                return;
+            }
+            field = end;
+        }
+    }
+
+    /// An LDAP `userPassword` hash: `{SHA}`, `{SSHA}`, `{SHA256}` … `{SSHA512}`, `{MD5}`, `{SMD5}`
+    /// and the base64 of a digest (and a 4–16 byte salt) of its length, or `{CRYPT}` and a DES
+    /// crypt (`{CRYPT}$6$…` is crypt's own form, found at its `$`). The span is the hash.
+    pub(crate) fn ldap_hash_at(&mut self, i: usize) {
+        let bytes = self.bytes;
+        let name_end = run_end_max(bytes, i + 1, 8, |b| b.is_ascii_alphanumeric());
+        if bytes.get(name_end) != Some(&b'}') {
+            return;
+        }
+        let mut buf = [0; 16];
+        let name = lower(&bytes[i + 1..name_end], &mut buf);
+        let salted = name.starts_with(b"ss") || name.starts_with(b"smd");
+        let digest = match &name[usize::from(salted)..] {
+            b"md5" => 16,
+            b"sha" => 20,
+            b"sha256" => 32,
+            b"sha384" => 48,
+            b"sha512" => 64,
+            b"crypt" if !salted => 0,
+            _ => return,
+        };
+        // Base64 of `n` bytes, without and with its padding; DES crypt is 13 characters.
+        let len = |n: usize| (4 * n).div_ceil(3)..=n.div_ceil(3) * 4;
+        let range = match (digest, salted) {
+            (0, _) => 13..=13,
+            (n, false) => len(n),
+            (n, true) => *len(n + 4).start()..=*len(n + 16).end(),
+        };
+        let start = name_end + 1;
+        let end = run_end_max(bytes, start, 128, |b| b64(b) || b == b'.');
+        let hash = &bytes[start..end];
+        // A digest's base64 has a digit, `+` or `/` somewhere and no run of words in it
+        // (`{SSHA}ThisIsNotAHashJustSomeLongerText`, `{MD5}PlaceholderValueHere12==`).
+        let base64 = digest == 0
+            || hash.iter().any(|&b| b.is_ascii_digit() || b == b'+' || b == b'/') && !camel_words(hash);
+        if range.contains(&(end - start))
+            && !token_continues_at(self.text, end)
+            && base64
+            && looks_random(hash, 12)
+        {
+            self.push(SecretKind::PasswordHash, start, end);
+        }
+    }
+
+    /// Terraform Cloud: 14 alphanumerics, `.atlasv1.`, 60–70 base64url characters.
+    pub(crate) fn terraform_at(&mut self, i: usize) {
+        let bytes = self.bytes;
+        let Some(start) = i.checked_sub(14) else { return };
+        if !bytes[start..i].iter().all(u8::is_ascii_alphanumeric)
+            || start > 0 && bytes[start - 1].is_ascii_alphanumeric()
+        {
+            return;
+        }
+        let body = i + ".atlasv1.".len();
+        let end = run_end_max(bytes, body, 71, b64url);
+        if (60..=70).contains(&(end - body)) && !word_at(self.text, end) && !fabricated(&bytes[body..end]) {
+            self.push(SecretKind::Vendor("terraform_token"), start, end);
+        }
+    }
+
+    /// Azure AD client secret: 3 characters, a digit, `Q~`, then 31–34 characters.
+    pub(crate) fn azure_ad_at(&mut self, i: usize) {
+        let bytes = self.bytes;
+        if i < 5 || bytes[i - 1] != b'Q' || !bytes[i - 2].is_ascii_digit() {
+            return;
+        }
+        let class = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'~' | b'.' | b'-');
+        let start = i - 5;
+        if !bytes[start..i - 2].iter().all(|&b| class(b)) || start > 0 && class(bytes[start - 1]) {
+            return;
+        }
+        let end = run_end_max(bytes, i + 1, 35, class);
+        if (31..=34).contains(&(end - i - 1)) && !fabricated(&bytes[i + 1..end]) {
+            self.push(SecretKind::Vendor("azure_client_secret"), start, end);
+        }
+    }
+
+    // --- anchored at the start of a line -------------------------------------------------------
+
+    pub(crate) fn line_start(&mut self, i: usize) {
+        let bytes = self.bytes;
+        let s = skip_blank(bytes, i);
+        if matches!(bytes.get(s), Some(b'M' | b'b')) && pem_body_at(bytes, s) {
+            let end = base64_block_end(bytes, s);
+            self.push(SecretKind::PrivateKey, s, end);
+        }
+        // A PuTTY `.ppk` file: the private lines and their MAC (the public lines are public).
+        if bytes[s..].starts_with(b"Private-Lines:") {
+            let body = line_end(bytes, s);
+            let mut end = base64_block_end(bytes, body);
+            if end < bytes.len() && bytes[end + 1..].starts_with(b"Private-MAC:") {
+                end = line_end(bytes, end + 1);
+            }
+            self.push(SecretKind::PrivateKey, s, end);
+        }
+        // `.pgpass` and `/etc/shadow` lines: five or nine `:`-separated fields.
+        if let Some((fields, n)) = colon_fields(bytes, s) {
+            let found = match n {
+                5 => pgpass(bytes, &fields).map(|span| (SecretKind::CredentialFile, span)),
+                9 => shadow(bytes, &fields).map(|span| (SecretKind::PasswordHash, span)),
+                _ => None,
+            };
+            if let Some((kind, (start, end))) = found {
+                self.push(kind, start, end);
+            }
+        }
+        // A row of a CSV, TSV or markdown table whose header named a secret column.
+        if let Some(table) = self.table
+            && !line_end_max(bytes, s, MAX_SPAN).is_some_and(|e| self.table_row(s, e, table))
+        {
+            self.table = None;
+        }
+    }
+}
+
+/// A key found by the scan and what surrounds it, carried from reading its separator to judging
+/// its value.
+pub(crate) struct KeySite<'a> {
+    pub(crate) key: &'a [u8],
+    pub(crate) strength: Strength,
+    pub(crate) kind: SecretKind,
+    /// Read after a command's flag: the value is a literal.
+    pub(crate) flag: bool,
+    /// The line before the key.
+    pub(crate) line: &'a [u8],
+    /// Blanks between the key and its separator.
+    pub(crate) spaced_before: bool,
+    /// The key was quoted (`"password": …`).
+    pub(crate) quoted_key: bool,
+    /// The separator is a lone `:`.
+    pub(crate) colon: bool,
+}
+
+/// Where a keyword's value starts after the key ending at `kend`: the operator's start, the
+/// value's start and whether an operator stands between; `None` when what follows is no value.
+pub(crate) fn keyword_operand(bytes: &[u8], kend: usize, generic: bool) -> Option<(usize, usize, bool)> {
+    let mut p = kend;
+    // A quoted key's closing quote, then blanks, an operator of up to three bytes (`=`, `:`,
+    // `:=`, `=>`, `?=`, `::=`, `.=`, `,`, `>`), blanks and an opening quote.
+    if matches!(bytes.get(p), Some(b'"' | b'\'' | b'`')) {
+        p += 1;
+    }
+    // `secret[] = …`, `char secret[25] = …`: an array's size is part of the declaration.
+    if bytes.get(p) == Some(&b'[') {
+        let close = run_end_max(bytes, p + 1, 6, |b| b.is_ascii_digit());
+        if bytes.get(close) == Some(&b']') {
+            p = close + 1;
+        }
+    }
+    let blank = |b: &u8| matches!(b, b' ' | b'\t');
+    while bytes.get(p).is_some_and(blank) {
+        p += 1;
+    }
+    // A typed declaration's type (`dbPassword string = …`, `password: &str = …`,
+    // `secretKey: String = …`) stands between the key and its `=`.
+    if generic && let Some(eq) = declared_type_end(bytes, p) {
+        p = eq;
+    }
+    let op = p;
+    // Ruby's and JavaScript's `||=` and `&&=` (set unless set) are no pipe.
+    let or_set = bytes[op..].starts_with(b"||=") || bytes[op..].starts_with(b"&&=");
+    if or_set {
+        p += 3;
+    }
+    // Any run of operator bytes (`=`, `:=`, `?=`, `::=`, `:::=`, `.=`, `=>`, `<-`, `,`, `>`,
+    // `==`, `!==`), or a dash between blanks (`auth token - …`).
+    while !or_set
+        && p - op < 4
+        && matches!(
+            bytes.get(p),
+            Some(b'=' | b':' | b'>' | b'?' | b',' | b'.' | b'|' | b'!' | b'<')
+        )
+    {
+        p += 1;
+    }
+    if p == op && bytes.get(p) == Some(&b'-') && p > kend && bytes.get(p + 1).is_some_and(blank) {
+        p += 1;
+    }
+    if bytes[op..p].starts_with(b"<<") || bytes[op..p].starts_with(b"|") && !or_set {
+        return None; // a here-string or a pipe feeds a command, which its own rule reads
+    }
+    if matches!(&bytes[op..p], b"?" | b".") {
+        return None; // a query string's or a member's separator, not an operator
+    }
+    if bytes.get(op..op + 2) == Some(b"<-") {
+        p = op + 2;
+    } else if bytes[op..p] == *b"<" {
+        p = op; // an opening tag's `<` is not an operator
+    }
+    let has_operator = p > op;
+    if p == kend {
+        return None; // glued to the key: part of a word
+    }
+    while bytes.get(p).is_some_and(blank) {
+        p += 1;
+    }
+    // An INI value continued on the next, indented line (`password =\n    …`).
+    if has_operator {
+        let next = match bytes.get(p..) {
+            Some([b'\n', ..]) => p + 1,
+            Some([b'\r', b'\n', ..]) => p + 2,
+            _ => p,
+        };
+        if next > p && bytes.get(next).is_some_and(blank) {
+            p = next;
+            while bytes.get(p).is_some_and(blank) {
+                p += 1;
+            }
+        }
+    }
+    Some((op, p, has_operator))
+}
+
+/// Whether a keyword's value of a provider's least length (16) may follow the key ending at
+/// `kend` ([`keyword_operand`], then [`KEYWORD_TOKEN`] bytes): only quotes, blanks, line breaks,
+/// operator bytes and dashes stand between a key and its value, so the value cannot reach 16
+/// bytes past `kend` unless the run of value bytes after those does. Most words are followed by a
+/// short word, and no operand is read.
+pub(crate) fn keyword_value_may_follow(bytes: &[u8], kend: usize) -> bool {
+    const LIMIT: usize = 64;
+    static BETWEEN: [bool; 256] = {
+        let mut t = [false; 256];
+        let mut k = 0;
+        let bytes = b"\"'` \t\n\r=:>?,.|!<-";
+        while k < bytes.len() {
+            t[bytes[k] as usize] = true;
+            k += 1;
+        }
+        t
+    };
+    let r = run_end_max(bytes, kend, LIMIT, |b| BETWEEN[usize::from(b)]);
+    if r - kend >= 16 {
+        return true;
+    }
+    // Most often a blank ends the next word. The 16 bytes from `kend` read as one number, each
+    // byte below `!` gets a mark (the subtraction's borrow may also mark a `!` right after a
+    // marked byte; neither is a value byte): a mark at or after `r` rules the value out.
+    if let Some(window) = bytes.get(kend..kend + 16) {
+        const ONES: u128 = u128::MAX / 255;
+        let w = u128::from_le_bytes(window.try_into().unwrap_or_default());
+        let blank = w.wrapping_sub(ONES * 0x21) & !w & (ONES * 0x80);
+        if blank & (u128::MAX << (8 * (r - kend))) != 0 {
+            return false;
+        }
+    }
+    run_end_max(bytes, r, 16, |b| KEYWORD_TOKEN[usize::from(b)]) - kend >= 16
+}
+
+/// Where a keyword's value starts, carried from reading the operator to reading the value.
+pub(crate) struct KeywordOperand {
+    /// The operator's start.
+    pub(crate) op: usize,
+    /// The value's start (past an opening quote).
+    pub(crate) start: usize,
+    pub(crate) has_operator: bool,
+    /// The value's opening quote.
+    pub(crate) quote: Option<u8>,
+}
+
+/// Where a key's text ends: past a closing quote (and the `]` of `config['SECRET_KEY']`) and
+/// an array's size (`secret[25]`).
+pub(crate) fn key_tail_end(bytes: &[u8], kend: usize) -> usize {
+    let mut pos = kend;
+    if matches!(bytes.get(pos), Some(b'"' | b'\'' | b'`')) {
+        pos += 1;
+        // `config['SECRET_KEY'] = …`
+        if bytes.get(pos) == Some(&b']') {
+            pos += 1;
+        }
+    }
+    // `char secret[25] = "…"`, `secret[] = "…"`: an array's size is part of the declaration.
+    if bytes.get(pos) == Some(&b'[') {
+        let close = run_end_max(bytes, pos + 1, 6, |b| b.is_ascii_digit());
+        if bytes.get(close) == Some(&b']') {
+            pos = close + 1;
+        }
+    }
+    pos
+}
+
+/// Where a name/value pair's value is: after its field's word (`value: …`, `value="…"`), or
+/// as the text of its `<value>` element.
+pub(crate) enum NamedValue {
+    Field(usize),
+    Element(usize),
+}
+
+/// A generated token on a line that speaks of a key, token, password, secret or credential with
+/// no syntax tying them together (`the new one for oopspam is a9Px…7t — does the SDK cache the
+/// old key?`). Only lines no other rule found anything on are read, each at most 4 KiB, and only
+/// tokens that look generated count: letters and digits mixed, 20 to 256 long, high entropy, not
+/// a hex digest of a commit or a SHA-256, not a UUID, not in a path, URL or file name, not on a
+/// line about public keys, fingerprints, hashes or integrity.
+///
+/// `name_words`, when given, are the only word starts that may name a secret (see
+/// [`may_name_secret`]): the pass reads those instead of every byte.
+pub(crate) fn same_line_tokens(bytes: &[u8], found: &mut Vec<Finding>, name_words: Option<&[usize]>) -> bool {
+    const NOT: Words = words_of!(
+        b"public publishable fingerprint commit sha sha1 sha256 sha512 checksum digest hash hashes integrity \
+        ssh-rsa ssh-ed25519 ecdsa-sha2-nistp256 gpg pgp"
+    );
+    // `_` and `.` join a key's parts: `access_token_version` is a key (judged by the key rules),
+    // not the word `token`.
+    let word_byte = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.');
+    // `found` is sorted by start: `reach` is the furthest end of those that start before a line
+    // ends, so a line is taken when it reaches past the line's start.
+    let before = found.len();
+    let (mut next, mut reach) = (0, 0);
+    // One pass: most words start no name, one byte decides; a line holding a name is read
+    // once, and the pass goes on after it.
+    // Per byte: 1 for a word's byte, 2 for a name's first letter (a table: this pass reads
+    // every byte of every prompt).
+    const CLASS: [u8; 256] = {
+        let mut t = [0u8; 256];
+        let mut b = 0;
+        while b < 256 {
+            let c = b as u8;
+            if c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.') {
+                t[b] = 1;
+            }
+            if matches!(c | 0x20, b'k' | b't' | b'p' | b's' | b'c' | b'a') {
+                t[b] |= 2;
+            }
+            b += 1;
+        }
+        t
+    };
+    let mut k = 0;
+    let mut listed = name_words.map(|w| w.iter());
+    while k < bytes.len() {
+        if let Some(words) = &mut listed {
+            match words.find(|&&w| w >= k) {
+                Some(&w) => k = w,
+                None => break,
+            }
+        }
+        let class = CLASS[usize::from(bytes[k])];
+        if class & 1 == 0 {
+            k = run_end(bytes, k + 1, |c| CLASS[usize::from(c)] & 1 == 0);
+            continue;
+        }
+        // A word starts at `k` (the pass goes from word to word): its first 12 bytes are the
+        // word a name is looked for in, and the rest of it starts nothing.
+        let run = run_end(bytes, k + 1, |c| CLASS[usize::from(c)] & 1 == 1);
+        let word = &bytes[k..run.min(k + 12)];
+        if class != 3 || !may_name_secret(word) || !names_secret(word) {
+            k = run;
+            continue;
+        }
+        let start = bytes[..k].iter().rposition(|&c| c == b'\n').map_or(0, |p| p + 1);
+        let end = bytes[k..]
+            .iter()
+            .position(|&c| c == b'\n')
+            .map_or(bytes.len(), |p| k + p);
+        while next < before && found[next].start < end {
+            reach = reach.max(found[next].end);
+            next += 1;
+        }
+        let line = &bytes[start..end];
+        let about_public = || {
+            line.split(|&c| !word_byte(c))
+                .any(|w| NOT.iter().any(|n| w.eq_ignore_ascii_case(n)))
+        };
+        if reach <= start && line.len() <= 4096 && !about_public() {
+            line_tokens(line, start, found);
+            if line.trim_ascii_end().ends_with(b":") {
+                labelled_value(bytes, end, found);
+            }
+        }
+        k = end;
+    }
+    found.len() > before
+}
+
+/// A generated token alone on its line below a label line that names a secret (an installer's
+/// banner: `Please use the following password to proceed to installation:`, a blank line, the
+/// password), the label ending at `end`; at most two blank lines between them.
+pub(crate) fn labelled_value(bytes: &[u8], end: usize, found: &mut Vec<Finding>) {
+    let mut s = end;
+    for _ in 0..3 {
+        if bytes.get(s) != Some(&b'\n') {
+            return;
+        }
+        let e = bytes[s + 1..]
+            .iter()
+            .position(|&c| c == b'\n')
+            .map_or(bytes.len(), |p| s + 1 + p);
+        let line = &bytes[s + 1..e];
+        let token = line.trim_ascii();
+        if !token.is_empty() {
+            // One token of the same-line pass's alphabet: a URL, a path or a sentence is not one.
+            let one_token = token
+                .iter()
+                .all(|&c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-'));
+            if one_token && token.len() <= 256 && generated_token(token) {
+                let at = s + 1 + line.len() - line.trim_ascii_start().len();
+                found.push(Finding {
+                    kind: SecretKind::Prose,
+                    start: at,
+                    end: at + token.len(),
+                });
+            }
+            return;
+        }
+        s = e;
+    }
+}
+
+/// The generated tokens on a line starting at `start` that names a secret, pushed to `found`.
+pub(crate) fn line_tokens(line: &[u8], start: usize, found: &mut Vec<Finding>) {
+    let mut t = 0;
+    while t < line.len() {
+        // A value that fills braces (`{COQLCE6DU6GtcS5P=}`) is a slot or Maven's encrypted form,
+        // ciphertext under a master password kept elsewhere: its inside is not read.
+        if line[t] == b'{' {
+            let close = run_end(line, t + 1, |c| b64(c) || c == b'=');
+            if close > t + 1 && line.get(close) == Some(&b'}') {
+                t = close + 1;
+                continue;
+            }
+        }
+        let te = run_end(line, t, |c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-'));
+        if te == t {
+            t += 1;
+            continue;
+        }
+        let before_ok = t == 0
+            || !matches!(
+                line[t - 1],
+                b'/' | b'.' | b'@' | b'=' | b':' | b'$' | b'%' | b'&' | b'?' | b'#'
+            );
+        let after_ok = line.get(te).is_none_or(|c| {
+            !(matches!(c, b'/' | b'@' | b'(' | b'[')
+                || *c == b'.' && line.get(te + 1).is_some_and(u8::is_ascii_alphanumeric))
+        });
+        if before_ok
+            && after_ok
+            && generated_token(&line[t..te])
+            && !named_id(&line[..t])
+            && !digest_after_key_word(&line[..t], &line[t..te])
+        {
+            found.push(Finding {
+                kind: SecretKind::Prose,
+                start: start + t,
+                end: start + te,
+            });
+        }
+        t = te;
+    }
+}
+
+/// Whether the command after the last pipe of `line` (which ends at a flag) is one that reads a
+/// password from stdin with that flag: `sudo` (`-S`, `--stdin`) or `passwd` (`--stdin`).
+pub(crate) fn piped_to_password_reader(line: &[u8]) -> bool {
+    let Some(pipe) = line.iter().rposition(|&b| b == b'|') else {
+        return false;
+    };
+    let command = trim_ascii(&line[pipe + 1..]);
+    let word = &command[..run_end(command, 0, |b| b.is_ascii_alphanumeric())];
+    word.eq_ignore_ascii_case(b"sudo") || word.eq_ignore_ascii_case(b"passwd")
+}
+
+/// A hex digest right after a bare `key` word (`cache key: <md5>`, `etag key <sha1>`): the key's
+/// own value, which the key rules judged (a digest is an entry's name there), not a token on a
+/// line about keys.
+pub(crate) fn digest_after_key_word(before: &[u8], token: &[u8]) -> bool {
+    let head = trim_end_of(before, |b| matches!(b, b' ' | b'\t' | b':' | b'=' | b'"' | b'\''));
+    let at = head.len()
+        - head
+            .iter()
+            .rev()
+            .take_while(|b| b.is_ascii_alphanumeric() || **b == b'_')
+            .count();
+    let word = &head[at..];
+    hex_digest(token)
+        && bare_key_word(&head[..at], word)
+        && secret_word(word).is_some_and(|w| w.strength == Strength::Weak)
+}
+
+/// An id the word before a token names (`request 01HZX3…`, `trace-id: …`, `build …`), `before`
+/// being the line up to the token.
+pub(crate) fn named_id(before: &[u8]) -> bool {
+    // The name's own quotes and the pair's punctuation (`('ETag', '"…`, `"etag": "\"…`), and an
+    // ETag's weak mark (`W/"…`), stand between it and the token.
+    let punctuation = |c: u8| c.is_ascii_whitespace() || matches!(c, b'"' | b'\'' | b',' | b'=' | b'\\');
+    let head = trim_end_of(before, punctuation);
+    let head = trim_end_of(head.strip_suffix(b"W/").unwrap_or(head), punctuation);
+    let head = head.strip_suffix(b":").unwrap_or(head).trim_ascii_end();
+    let head = trim_end_of(head, |c| matches!(c, b'"' | b'\''));
+    let w = head.len()
+        - head
+            .iter()
+            .rev()
+            .take_while(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_'))
+            .count();
+    let prev = &head[w..];
+    let last = prev.rsplit(|&c| matches!(c, b'-' | b'_')).next().unwrap_or(prev);
+    matches!(
+        lower(last, &mut [0; 16]),
+        b"id"
+            | b"ids"
+            | b"request"
+            | b"trace"
+            | b"span"
+            | b"build"
+            | b"job"
+            | b"run"
+            | b"order"
+            | b"commit"
+            | b"revision"
+            | b"ticket"
+            | b"issue"
+            | b"correlation"
+            | b"uuid"
+            | b"ulid"
+            | b"etag"
+            | b"digest"
+    )
+}
+
+/// Whether a word may name a secret (see [`names_secret`]): it starts with a name's first letter
+/// and is letters holding a secret word's first letters. Most words are ruled out without
+/// folding their case.
+pub(crate) fn may_name_secret(word: &[u8]) -> bool {
+    word.first()
+        .is_some_and(|&b| matches!(b | 0x20, b'k' | b't' | b'p' | b's' | b'c' | b'a'))
+        && word.iter().all(u8::is_ascii_alphabetic)
+        && may_hold_secret_word(word)
+}
+
+/// Whether a word on a line names a secret (`key`, `token`, `password`, a strong secret word):
+/// a line holding one is read by [`same_line_tokens`].
+pub(crate) fn names_secret(word: &[u8]) -> bool {
+    matches!(
+        lower(word, &mut [0; 16]),
+        b"key"
+            | b"keys"
+            | b"token"
+            | b"tokens"
+            | b"password"
+            | b"passwords"
+            | b"secret"
+            | b"secrets"
+            | b"credential"
+            | b"credentials"
+            | b"apikey"
+            | b"passphrase"
+    ) || word.iter().all(u8::is_ascii_alphabetic)
+        && secret_word(word).is_some_and(|w| w.strength == Strength::Strong)
+}
+
+/// A token that looks generated on its own: see [`same_line_tokens`].
+pub(crate) fn generated_token(t: &[u8]) -> bool {
+    if !(20..=256).contains(&t.len()) || t.starts_with(b"AAAA") {
+        return false;
+    }
+    let letters = t.iter().any(u8::is_ascii_alphabetic);
+    let (lower, upper) = (
+        t.iter().any(u8::is_ascii_lowercase),
+        t.iter().any(u8::is_ascii_uppercase),
+    );
+    let hex = t.iter().all(u8::is_ascii_hexdigit);
+    if !letters || !has_digit(t) || uuid(t) || hex && matches!(t.len(), 40 | 64 | 128) {
+        return false;
+    }
+    if wordy(t)
+        || camel_words(t)
+        || alphabet(t)
+        || is_placeholder(t)
+        || t.iter().filter(|&&b| b == b'-' || b == b'_').count() > 4
+    {
+        return false;
+    }
+    let e = entropy(t);
+    if lower && upper {
+        e >= 3.8
+    } else {
+        e >= 3.6 && t.len() >= 24 || hex && t.len() == 32
+    }
+}

@@ -1,0 +1,3977 @@
+//! The filter's unit tests through its whole pass: each judgment both ways, on texts written for it
+//! (the rates per corpus source are in `tests/rates.rs`). Test code only; nothing here ships.
+
+use super::{find_secret, findings, is_secret_like, redact, strip_private};
+use crate::kinds::SecretKind;
+use crate::words::words_of;
+use crate::words::{NO_WORDS, PREFIX_QUALIFIERS, QUALIFIERS, Words};
+use std::time::{Duration, Instant};
+
+const JWT: &str = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.\
+        eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4gRG9lIiwiaWF0IjoxNTE2MjM5MDIyfQ.\
+        SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c";
+
+/// Each text holds a secret, whichever rule finds it.
+pub(crate) fn assert_found(texts: &[&str]) {
+    for text in texts {
+        assert!(find_secret(text).is_some(), "expected a match for {text:?}");
+    }
+}
+
+pub(crate) fn assert_clean(texts: &[&str]) {
+    for text in texts {
+        assert_eq!(find_secret(text), None, "expected no match for {text:?}");
+    }
+}
+
+/// A config's field named `pass` alone is its password, in any syntax; `pass` inside a word
+/// or as a test's outcome is not.
+#[test]
+fn a_field_named_pass_alone_holds_a_password() {
+    assert_found(&[
+        "{\"host\": \"db01\", \"pass\": \"tr0ut-lake\"}",
+        "smtp:\n  user: ops\n  pass: 'Vel0cipede'",
+        "<Pass>quillfeather9</Pass>",
+    ]);
+    assert_clean(&[
+        "{\"pass\": true, \"fail\": false}",
+        "pass: 42",
+        "{\"bypass\": \"tr0ut-lake\"}",
+        "\"pass\": \"${SMTP_PASS}\"",
+    ]);
+}
+
+/// An element's start tag may carry attributes before its text (`<Pass encoding="base64">`);
+/// a self-closing tag or an attribute alone holds no text.
+#[test]
+fn an_elements_attributes_come_before_its_text() {
+    assert_found(&[
+        "<Password type=\"plain\" scope='site'>Gr4nite!Lodge</Password>",
+        "\t<secret encoding=\"base64\">ZDhmMmE5YzQxYjdlNjA1Mw==</secret>",
+    ]);
+    assert_clean(&[
+        "<Password type=\"plain\" />",
+        "<Password required=\"true\">{{ vault_password }}</Password>",
+        "<Token kind=\"refresh\">see the docs</Token>",
+    ]);
+}
+
+/// A run of one character inside a generated value (base64 of DER, whose zero bytes encode
+/// as `AAAA…`) is the value's own, when what follows the run is random too; filler runs
+/// with nothing random after them, or with text after them, stay filler.
+#[test]
+fn a_run_inside_a_generated_encoding_is_no_filler() {
+    assert_found(&[
+        "\"encryptedPassword\": \"MEIEEPgAAAAAAAAAAAAAAAAAAAEwFAYIKoZIhvcNAwcECKq7Rm2vTz9wBBhVe3uLpQ8sNkXf4Ja6Yd1cGHt\"",
+        "<EncryptedPassword>MDIEEPgAAAAAAAAAAAAAAAAAAAEwFAYIKoZIhvcNAwcECHqLwTvRbMpZsYcNgKfEuDjXa</EncryptedPassword>",
+    ]);
+    assert_clean(&[
+        "\"encryptedPassword\": \"MEIEEPgAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA\"",
+        "api_key = \"AKIA000000000000000000;Endpoint=https://Example.test:8443/Path9\"",
+    ]);
+}
+
+/// A generated value whose alphabet holds the space (a salt of printable characters) is one
+/// value, quoted, in an assignment or as a call's second argument; a sentence, code or a
+/// format with spaces is not.
+#[test]
+fn a_generated_value_may_hold_spaces() {
+    assert_found(&[
+        "define('SECURE_AUTH_KEY', 'p|V2+q8]Lx Tz;c$N4@hK!7mR^e_w(3G`sB0>uJ6 dY9*Fo%Za1{X');",
+        "app.secret_key = \"Qz7!vN2#kL9 pR4$wT8&mY3^bX6 cJ1*hF5(gD0)sA\"",
+    ]);
+    assert_clean(&[
+        "define('AUTH_KEY', 'put your unique phrase here');",
+        "secret_key = \"Use a long random string of at least 32 characters\"",
+        "api_key = 'SELECT id, name FROM keys WHERE owner = 42 AND kind = 7'",
+        "auth_key = '%Y-%m-%d %H:%M:%S %z (UTC) 1970-01-01T00:00:00Z'",
+    ]);
+}
+
+/// Stand-in words around the words of the value's own key name the slot; with a digit or
+/// with a word the key does not hold, the value is a password.
+#[test]
+fn stand_in_words_around_the_keys_own_words_are_a_placeholder() {
+    assert_clean(&[
+        "export GITLAB_TOKEN='yourGitlabToken'",
+        "stripe_secret_key: sample-stripe-secret",
+        "HEROKU_API_KEY=\"exampleHerokuApiKey\"",
+    ]);
+    assert_found(&[
+        "export GITLAB_TOKEN='yourGitlabToken42'",
+        "DB_PASSWORD='sampleLighthouse'",
+    ]);
+}
+
+/// A SQL system variable (`@@NAME`) read into a session variable is a reference.
+#[test]
+fn a_sql_system_variable_is_a_reference() {
+    assert_clean(&[
+        "SET @OLD_AUTH_KEY_CACHE=@@AUTH_KEY_CACHE, AUTH_KEY_CACHE=0;",
+        "SET @saved_secret_key=@@session.secret_key;",
+    ]);
+    assert_found(&["SET @secret_key = 'Zq8#Lm2vRt9!Kx';"]);
+}
+
+/// A key whose last word says what the value is about the secret (an algorithm, a header's
+/// name, a time) holds no secret, whatever words stand between; its secret word alone does.
+#[test]
+fn a_keys_last_word_may_qualify_its_secret_word() {
+    assert_clean(&[
+        "REFRESH_TOKEN_SIGNING_ALGORITHM = 'RS512'",
+        "apiKeyHeaderName: X-Vendor-Key9",
+        "(!(pwdLastChangedTime=20240101000000Z))",
+    ]);
+    assert_found(&[
+        "REFRESH_TOKEN_SIGNING = 'Qm7#tR2vLx9!pZ4w'",
+        "apiKeyProd: Tz8qWm3vLp6xRn2kYs5d",
+    ]);
+}
+
+/// An LDAP distinguished name after a key holding a secret word locates entries; a password
+/// with `=` and `,` in it is still a password.
+#[test]
+fn an_ldap_distinguished_name_is_no_secret() {
+    assert_clean(&[
+        "LDAP_BIND_PASSWORD_BASE = 'cn=readers,ou=groups,dc=corp,dc=test'",
+        "auth_ldap_user_dn: \"uid=svc-wiki,ou=apps,dc=corp,dc=test\"",
+    ]);
+    assert_found(&["ldap_password = 'k3=Vq9,Lm2=Zx7'"]);
+}
+
+/// The quoted name of an account's secret field (`'userPassword'`, a directory attribute) is
+/// a name; words typed as a password are not.
+#[test]
+fn a_quoted_name_of_an_accounts_secret_field_is_a_name() {
+    assert_clean(&[
+        "ldap_password_attribute = 'userPassword'",
+        "secret: \"consumerSecret\"",
+        "mapping[\"token\"] = 'accessToken'",
+    ]);
+    assert_found(&[
+        "secret: \"hiddenSecret\"",
+        "password = 'SuperSecretPassword'",
+        "password = 'userPassword7'",
+    ]);
+}
+
+/// A pattern in a PEM body's place (a rule that finds keys) is no key.
+#[test]
+fn a_pattern_in_a_pem_bodys_place_is_no_key() {
+    assert_clean(&[
+        "rule: '-----BEGIN EC PRIVATE KEY-----(?s).{20,}?-----END EC PRIVATE KEY-----'",
+        "-----BEGIN OPENSSH PRIVATE KEY-----\n[A-Za-z0-9+/=\\n]+\n-----END OPENSSH PRIVATE KEY-----",
+    ]);
+    assert_kind(
+        SecretKind::PrivateKey,
+        &[
+            "-----BEGIN EC PRIVATE KEY-----\nMHcCAQEEIBkg4LVWM9nuwNSk3yByxZpYRTBnVJk5oqEhf+I2lH8v\n-----END EC PRIVATE KEY-----",
+        ],
+    );
+}
+
+/// Single quotes expand no `$`: a `$` before letters of both cases and digits there is a
+/// password's first character; `$NAME` and `$snake_name` stay references.
+#[test]
+fn a_dollar_in_single_quotes_may_start_a_password() {
+    assert_found(&["db_password: '$uP3rDuP3r'", "connect(password='$kYw4lk3r9')"]);
+    assert_clean(&[
+        "db_password: '$DB_PASSWORD'",
+        "password='$db_password_2'",
+        "db_password: \"$dbPassword2\"",
+    ]);
+}
+
+/// A file's location as grep, a compiler or a log quotes it (`path:line:`) starts that file's
+/// line: a config literal after it is read as on the line itself; after prose it is not.
+#[test]
+fn a_quoted_files_location_starts_its_line() {
+    assert_found(&[
+        "$ grep -rn password etc/\netc/mail.cf:14: password = qzvmkrtwplsd",
+        "WARN loader: deploy/app.ini:7:3: passwd = wrdlbrmpft",
+    ]);
+    assert_clean(&[
+        "he said: password = qzvmkrtwplsd",
+        "etc/mail.cf:14: password = ${MAIL_PASSWORD}",
+        "note 3: password = required",
+    ]);
+}
+
+/// Lines quoting a file after its location (a log's or grep's `… path:line: `) are read as the
+/// file's lines: a PEM block spread over them is a key, an illustration is not.
+#[test]
+fn a_files_lines_quoted_in_a_log_read_as_the_file() {
+    let key = "MHcCAQEEIBkg4LVWM9nuwNSk3yByxZpYRTBnVJk5oqEhf+I2lH8voAoGCCqGSM49";
+    let log = |body: &str| {
+        format!(
+            "12:00:01 INFO loader[7]: keys/ec.pem:1: -----BEGIN EC PRIVATE KEY-----\n\
+                 12:00:01 INFO loader[7]: keys/ec.pem:2: {body}\n\
+                 12:00:01 INFO loader[7]: keys/ec.pem:3: -----END EC PRIVATE KEY-----"
+        )
+    };
+    assert_kind(SecretKind::PrivateKey, &[log(key).as_str()]);
+    assert_clean(&[log("<your key here>").as_str(), log("anything").as_str()]);
+}
+
+/// `plz`/`pls` are `please`: a stand-in's words; a password holding them with digits is not.
+#[test]
+fn plz_is_a_stand_ins_word() {
+    assert_clean(&["JWT_SECRET='replace me pls'", "api_token: \"CHANGE-THIS-PLZ\""]);
+    assert_found(&["JWT_SECRET='plz4Xq9!vRt2'"]);
+}
+
+/// A name path of code (`Digest::SHA1.hexdigest`) after a secret's key is code, called
+/// without parentheses as Ruby does; a password with colons is still a password.
+#[test]
+fn a_name_path_of_code_is_no_secret() {
+    assert_clean(&[
+        "token = SecureRandom::Base64.urlsafe [32, nil].first",
+        "let secret = crypto::hmac::derive_key(&salt);",
+    ]);
+    assert_found(&["secret = Zk9::mQ2!zLp7"]);
+}
+
+/// An element typed as a password (`type="password"`, a CI parameter's `spec="password …"`)
+/// holds its password in its `value`; an empty or templated value, or another type, holds none.
+#[test]
+fn an_element_typed_password_holds_its_value() {
+    assert_found(&[
+        "<input class=\"form\" type=\"password\" value=\"Sn0wdr1ft-44\" name=\"pw\">",
+        "<param name=\"env.DEPLOY_KEY\" value=\"q7Lm2vZx9\" spec=\"password display='hidden'\" />",
+        "<input value=\"trombone77\" type=\"password\" name=\"pw\">",
+    ]);
+    assert_clean(&[
+        "<input type=\"password\" value=\"\" name=\"pw\">",
+        "<input type=\"password\" value=\"<%= @pw %>\">",
+        "<input type=\"email\" value=\"ops@corp.test\" placeholder=\"password\">",
+    ]);
+}
+
+fn assert_kind(expected: SecretKind, texts: &[&str]) {
+    for text in texts {
+        assert_eq!(
+            find_secret(text),
+            Some(expected),
+            "expected {expected:?} for {text:?}"
+        );
+        assert!(is_secret_like(text));
+    }
+}
+
+/// The text of each finding, for span assertions.
+fn spans(text: &str) -> Vec<&str> {
+    findings(text).iter().map(|f| &text[f.start..f.end]).collect()
+}
+
+#[test]
+fn comparisons_declarations_and_literal_arguments_are_assignments() {
+    assert_eq!(spans(r#"if (pw == "Qx7#vLm2!pR9") {"#), ["Qx7#vLm2!pR9"]);
+    assert_eq!(
+        spans(r#"if ("Qx7#vLm2!pR9" !== db_password) {"#),
+        ["Qx7#vLm2!pR9"]
+    );
+    assert_eq!(spans(r#"if creds.Secret != 'k9Vt-2mQx!Lr' {"#), ["k9Vt-2mQx!Lr"]);
+    assert_eq!(
+        spans(r#"char api_secret[25] = "Qx7#vLm2!pR9";"#),
+        ["Qx7#vLm2!pR9"]
+    );
+    assert_eq!(spans(r#"std::string secret("Qx7#vLm2!pR9");"#), ["Qx7#vLm2!pR9"]);
+    assert_clean(&[
+        r#"if (password == "") {"#,
+        r#"if token != "undefined" {"#,
+        r#"if password == other_password:"#,
+        r#"if (password === "admin") {"#,
+        r#"var c = new ClientSecretCredential("72f9d8bf-86f1-41af-91ab-2d7cd011db47", id, secret);"#,
+        r#"secret("name")"#,
+    ]);
+}
+
+#[test]
+fn a_typed_word_compared_with_a_password_or_a_bare_secret_is_the_password() {
+    assert_eq!(
+        spans("if username == 'bob' and password =='logmein':"),
+        ["logmein"]
+    );
+    assert_eq!(spans(r#"if creds.Secret != "open-sesame" {"#), ["open-sesame"]);
+    assert_clean(&[
+        r#"if password != "expired":"#,
+        r#"if password == "password":"#,
+        r#"if password == "changeme":"#,
+        r#"if secret_type == "generic":"#,
+        r#"if client_secret == "sandbox-client":"#,
+        r#"if token != "undefined" {"#,
+    ]);
+}
+
+#[test]
+fn the_key_of_vault_operator_unseal_is_a_secret() {
+    let key = "98m+o2ylRhVbOi+3o5ub6PbP343ocFUVORgSYeypMDjh";
+    assert_eq!(
+        spans(&format!("oc exec -ti vault-0 -- vault operator unseal {key}")),
+        [key]
+    );
+    assert_eq!(spans(&format!("vault unseal -migrate {key}")), [key]);
+    assert_kind(
+        SecretKind::CommandLine,
+        &[&format!("vault operator unseal {key}")],
+    );
+    assert_clean(&[
+        "vault operator unseal",
+        "vault operator unseal -reset",
+        "vault operator unseal $UNSEAL_KEY",
+        "vault operator init -key-shares=5 -key-threshold=3",
+        "run vault operator unseal three times",
+    ]);
+}
+
+#[test]
+fn a_token_alone_below_a_label_line_naming_a_secret_is_one() {
+    let banner = "Jenkins initial setup is required.\nPlease use the following password to proceed \
+            to installation:\n\nbd9627decc6346d780b3b6ab6ea8fe1f\n\nThis may also be found at: \
+            $JENKINS_HOME/secrets/initialAdminPassword";
+    assert_eq!(spans(banner), ["bd9627decc6346d780b3b6ab6ea8fe1f"]);
+    assert_eq!(
+        spans("Your new API key:\r\n\r\n  Zk3n8QwL2xVb7Rt5Yp1Mc9Ds\r\n"),
+        ["Zk3n8QwL2xVb7Rt5Yp1Mc9Ds"]
+    );
+    assert_clean(&[
+        "Steps to reset your password:\n\n1. open the settings",
+        "The token was:\n\nmy_access_token_refresh_handler_v2",
+        "The commit sha is:\n\n1f2e3d4c5b6a79881f2e3d4c5b6a79881f2e3d4c",
+        "the key fingerprint:\n\nSHA256:Zk3n8QwL2xVb7Rt5Yp1Mc9Ds",
+        "Token endpoint:\n\nhttps://auth.example.com/oauth2/v1/Zk3n8QwL2xVb7Rt5Yp1Mc9Ds",
+        "Where do I put the token:\n\nsrc/config/Zk3n8QwL2xVb7Rt5Yp1Mc9Ds.json",
+        "Please use the following password:\n\n\n\nZk3n8QwL2xVb7Rt5Yp1Mc9Ds",
+    ]);
+}
+
+#[test]
+fn an_absolute_path_after_a_secret_word_is_no_value_but_an_array_literal_is() {
+    assert_clean(&[
+        r#""/en/enterprise/3.0/creating-a-strong-password":"/en/enterprise-server@3.0/auth""#,
+        r#""password":"/en/enterprise-server@3.0/auth""#,
+    ]);
+    assert_eq!(
+        spans(r#""password":"/Xk9mQ2zLp7vR4tB8nW3c""#),
+        ["/Xk9mQ2zLp7vR4tB8nW3c"]
+    );
+    assert_eq!(
+        spans("secret[] = m{{h}o)p${e]nob(ody[finds>-_$#thisone}};"),
+        ["m{{h}o)p${e]nob(ody[finds>-_$#thisone}}"]
+    );
+    assert_clean(&["char secret[25] = {0};", "secret[] = getSecret(name);"]);
+}
+
+#[test]
+fn a_quoted_word_in_a_sentence_about_a_password_is_the_password() {
+    assert_eq!(spans(r#"the default password is "marmalade""#), ["marmalade"]);
+    assert_eq!(
+        spans("the password for user 'deploy' is 'tangerine' here"),
+        ["tangerine"]
+    );
+    assert_eq!(spans(r#"password = "lemon curd pie""#), ["lemon curd pie"]);
+    assert_clean(&[
+        r#"if the password is "wrong" we retry"#,
+        r#"the password field is "required""#,
+        r#"password = "Enter your password""#,
+        r#"error = "Passwords do not match""#,
+    ]);
+}
+
+#[test]
+fn make_php_sql_and_ini_continuation_syntaxes() {
+    for text in [
+        "DB_PASSWORD ?= Hx7!kq2Lm9",
+        "DB_PASSWORD ::= Hx7!kq2Lm9",
+        "DB_PASSWORD += Hx7!kq2Lm9",
+        "$password .= \"Hx7!kq2Lm9\";",
+        "SET PASSWORD FOR 'root'@'localhost' = PASSWORD('Hx7!kq2Lm9');",
+        "[database]\npassword =\n    Hx7!kq2Lm9",
+    ] {
+        assert_eq!(spans(text), ["Hx7!kq2Lm9"], "{text:?}");
+    }
+    assert_clean(&[
+        "DB_PASSWORD ?= $(shell cat .pw)",
+        "[database]\npassword =\n\n[cache]",
+        "secretKeyRef:\n  name: db-credentials\n  key: password",
+    ]);
+}
+
+#[test]
+fn a_quoted_password_may_open_a_template_it_never_closes() {
+    assert_eq!(spans(r#"password := "Hx7${q2Lm9""#), ["Hx7${q2Lm9"]);
+    assert_eq!(spans(r#"password: "{{Hx7!kq2Lm9""#), ["{{Hx7!kq2Lm9"]);
+    // A reference inside a password's own characters is part of the literal: only a value
+    // that is references (and separators, a plain word) is a template.
+    assert_eq!(spans(r#"password: "ab${c}d9Xz""#), ["ab${c}d9Xz"]);
+    assert_eq!(spans("db_pass = q{{w}}8Rt!x"), ["q{{w}}8Rt!x"]);
+    assert_clean(&[
+        r#"password: "${DB_PASSWORD}""#,
+        r#"password = "{{ .Values.db.password }}""#,
+        r#"DB_PASSWORD="${DB_USER}:${DB_PASS}""#,
+        r#"secret: "${PREFIX}_secret""#,
+    ]);
+}
+
+#[test]
+fn telegram_bot_tokens_with_and_without_their_usual_head() {
+    assert_kind(
+        SecretKind::Vendor("telegram_token"),
+        &[
+            "bot 5829104736:AAGq3vX9LmZ2pR8tK1wN6yB4cD7fH0jS5eU",
+            "bot 869511423:Qw7tOM4-oZANUkq653PAPbo4HLs3DCd9NCX",
+        ],
+    );
+    assert_clean(&[
+        "1700000000:abcdefghijklmnopqrstuvwxyzabcdefghi",
+        "12345678:short",
+        "api_key: '5555555555:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA'",
+        "TELEGRAM_TOKEN=123456789:AAxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
+    ]);
+}
+
+#[test]
+fn a_vendors_documented_example_key_is_no_secret() {
+    assert_clean(&[
+        "firebase: AIzaSyAnLA7NfeLquW1tJFpx_eQCxoX-oo6YyIs",
+        "curl https://api.stripe.com/v1/charges -u sk_test_4eC39HqLyjWDarjtT1zdp7dc:",
+    ]);
+    // One character off is a key like any other.
+    assert_kind(
+        SecretKind::Vendor("google_api_key"),
+        &["firebase: AIzaSyAnLA7NfeLquW1tJFpx_eQCxoX-oo6YyIt"],
+    );
+}
+
+#[test]
+fn text_escaped_for_json_is_read_as_its_writer_meant_it() {
+    // A document in a JSON string: its lines, its quotes and its `\u` escapes, and the span
+    // is the escaped text's.
+    let log = r#"{"role": "user", "content": "please check:\n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"}"#;
+    assert_eq!(spans(log), ["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"]);
+    let config = r#"{"prompt": "```\n{\n  \"client_secret\": \"p8e-ibndcvsmAp9ZgPBZ606FSlYIZVlsZ-g5\"\n}"}"#;
+    assert_eq!(spans(config), ["p8e-ibndcvsmAp9ZgPBZ606FSlYIZVlsZ-g5"]);
+    let unicode = r#"{"prompt": "\u5bc6\u7801\uff1aTQjz2PL0TqOVVB\uff0c\u5e2e\u6211\u770b\u770b"}"#;
+    assert_eq!(spans(unicode), ["TQjz2PL0TqOVVB"]);
+    // A sentence that ends where the string does.
+    assert_eq!(
+        spans(r#"{"prompt": "my password is yjFcoHmQK52"}"#),
+        ["yjFcoHmQK52"]
+    );
+    let (redacted, _) = redact(config);
+    assert!(
+        redacted.contains(r#"\"client_secret\": \"[REDACTED:"#),
+        "{redacted}"
+    );
+    assert_clean(&[
+        r#"{"prompt": "Passwort: \u00e4ndern, dann neu anmelden"}"#,
+        r#"{"prompt": "let apiKey = settings.apiKey ?? ProcessInfo.processInfo.environment[\"API_KEY\"]"}"#,
+        r#"{"log": "token refreshed\n  expires_in: 3600\n  token_type: \"Bearer\""}"#,
+        r#"{"prompt": "why is my password expired"}"#,
+    ]);
+}
+
+#[test]
+fn code_escaped_for_html_is_read_as_its_source() {
+    let page = "<pre><code>{\n  &quot;client_secret&quot;: &quot;p8e-ibndcvsmAp9ZgPBZ606FSlYIZVlsZ-g5&quot;\n}</code></pre>";
+    assert_eq!(spans(page), ["p8e-ibndcvsmAp9ZgPBZ606FSlYIZVlsZ-g5"]);
+    assert_clean(&[
+        // The tag around a documented example is not part of it.
+        "<pre><code>snyk_token = 123e4567-e89b-12d3-a456-426614174000</code></pre>",
+        "<pre><code>String password = &quot;password&quot;;</code></pre>",
+    ]);
+    // Markup in a prompt that is not escaped HTML is its text (an XML element's value).
+    assert_eq!(spans("<password>Qx7#vLm2!pR9</password>"), ["Qx7#vLm2!pR9"]);
+}
+
+#[test]
+fn blanks_around_an_elements_text_are_layout() {
+    assert_eq!(spans("<password>  hunter2  </password>"), ["hunter2"]);
+    assert_eq!(
+        spans("<settings>\n<passphrase>\tgpgPassphrase\t</passphrase>\n</settings>"),
+        ["gpgPassphrase"]
+    );
+    assert_clean(&[
+        "<password>   </password>",
+        "<password>  ${env.MAVEN_REPO_PASS}  </password>",
+        "<password>  password  </password>",
+    ]);
+}
+
+#[test]
+fn an_elements_value_never_runs_into_its_closing_tag() {
+    // Whichever rule reads the element's text, the span ends where the closing tag starts,
+    // symbols in the value (`=`, `}`, `#`) or not, quoted or not.
+    for (key, value) in [
+        ("password", "Xk9#mQ2z$!pL@7="),
+        ("secret", "Xk9#mQ2z$!pL@7="),
+        ("apiKey", "vR4}zLp7=Qx7#mQ2"),
+        ("passphrase", "n7$Kq2=Wx!9pLz"),
+        ("client_secret", "Hj7kQ2mZp9Xw4Rt8Vb3N"),
+        ("token", "\"Xk9#mQ2z$!pL@7=\""),
+    ] {
+        let text = format!("<settings>\n<{key}>{value}</{key}> next\n</settings>");
+        assert_eq!(spans(&text), [value], "{text}");
+    }
+    // Maven's encrypted form (`{…}`, ciphertext under a master password kept elsewhere) fills
+    // the element as a slot does, and is not the password.
+    assert_clean(&[
+        "<password>{COQLCE6DU6GtcS5P=}</password>",
+        "<settings>\n<server>\n<password>{Wq3vH8kLz0pN4sB=}</password>\n</server>\n</settings>",
+        "<passphrase>{jSMOWnoPFgsHVpMvz5VrIt5kRbzGpI8u+9EF1iFQyJQ=}</passphrase>",
+    ]);
+    // Without its braces the same text is a value, in an element or on a line naming it.
+    assert_found(&[
+        "<passphrase>jSMOWnoPFgsHVpMvz5VrIt5kRbzGpI8u+9EF1iFQyJQ=</passphrase>",
+        "the gpg passphrase is jSMOWnoPFgsHVpMvz5VrIt5kRbzGpI8u+9EF1iFQyJQ=",
+        "<password>Wq3vH8kLz0pN4sB=</password>",
+    ]);
+}
+
+#[test]
+fn mavens_master_password_is_a_password() {
+    for (text, value) in [
+        (
+            "<settingsSecurity>\n<master>plainMaster</master>\n</settingsSecurity>",
+            "plainMaster",
+        ),
+        (
+            "<settingsSecurity><master>  Tr0ub4dor&3  </master></settingsSecurity>",
+            "Tr0ub4dor&3",
+        ),
+        (
+            "<?xml version=\"1.0\"?>\n<settingsSecurity>\n  <relocation>x</relocation>\n  <master>hunter2hunter</master>\n</settingsSecurity>",
+            "hunter2hunter",
+        ),
+    ] {
+        assert_eq!(spans(text), [value], "{text}");
+    }
+    assert_clean(&[
+        // Encrypted, a reference, empty; or a `<master>` of another document.
+        "<settingsSecurity>\n<master>{jSMOWnoPFgsHVpMvz5VrIt5kRbzGpI8u+9EF1iFQyJQ=}</master>\n</settingsSecurity>",
+        "<settingsSecurity>\n<master>${env.MAVEN_MASTER}</master>\n</settingsSecurity>",
+        "<settingsSecurity>\n<master>  </master>\n</settingsSecurity>",
+        "<branches>\n<master>plainMaster</master>\n</branches>",
+        "<settingsSecurity>\n</settingsSecurity>\n<config><master>plainMaster</master></config>",
+    ]);
+}
+
+#[test]
+fn a_long_vendor_prefix_glued_after_letters_is_read() {
+    for (text, token) in [
+        (
+            "our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",
+            "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",
+        ),
+        (
+            "set mysk_live_Xk9mQ2zLp7vR4wT8nB3hJ6cFq then",
+            "sk_live_Xk9mQ2zLp7vR4wT8nB3hJ6cFq",
+        ),
+        (
+            "prodpscale_tkn_q7Wm2xR9kL4vZp8TnB3hJ6cFqXk9mQ2zLp7vR4wT8",
+            "pscale_tkn_q7Wm2xR9kL4vZp8TnB3hJ6cFqXk9mQ2zLp7vR4wT8",
+        ),
+    ] {
+        assert_eq!(spans(text), [token], "{text}");
+    }
+    assert_clean(&[
+        // Words, or filler, after a glued prefix; a short prefix glued to a word is its letters.
+        "ask_live_superlive1",
+        "ourgithub_pat_XXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXX",
+        "risk_live_reporting_dashboard_enabled",
+        "ourghp_Xk9mQ2zLp7vR4wT8nB3hJ6cFqLp7vR4wT8nB",
+    ]);
+}
+
+#[test]
+fn the_rfc_example_uuid_is_no_secret_wherever_it_stands() {
+    assert_clean(&[
+        "snyk_token = 123e4567-e89b-12d3-a456-426614174000",
+        "bugsnag secret 123e4567-e89b-12d3-a456-426614174000",
+        "holidayapiKEY-123e4567-e89b-12d3-a456-426614174000",
+    ]);
+    assert_eq!(
+        spans("snyk_token = 0f3c9a71-5b2e-4d8c-a6f1-93e2b7c40d5a"),
+        ["0f3c9a71-5b2e-4d8c-a6f1-93e2b7c40d5a"]
+    );
+}
+
+#[test]
+fn words_naming_the_credential_may_stand_between_a_provider_and_its_value() {
+    // Blanks between (`pdfshift ACCESS …`), or dashes glued to the value: the value counts
+    // as after the provider's word alone, and a hex value with them.
+    assert_found(&[
+        "pdfshift ACCESS 9f71c52d839b5cd527645e42b5134f8b",
+        "nimble private access key 3mL6pHJQ7NMK3v8Z1J6n2L9F6qK2dH",
+        "prospect-secret-5f4dcc3b5aa765d61d8327deb882cf91",
+        "buttercmsPRIVATEkey-ab8f9c72ca483c3b6c3d4e6e8f9284ab56cd78f0",
+    ]);
+    assert_clean(&[
+        // Another word, or a hex suffix with no word naming a credential: a build's.
+        "pdfshift version 9f71c52d839b5cd527645e42b5134f8b",
+        "prospect-4d9f1e2b6ac3fd80e162b12f8a9c45f1",
+        "pdfshift ACCESS 00000000000000000000000000000000",
+    ]);
+}
+
+#[test]
+fn pass_as_a_config_keys_last_segment_names_a_password() {
+    assert_eq!(spans("REACT_APP_AUTH_PASS=marmalade"), ["marmalade"]);
+    assert_eq!(spans("smtp.pass = tangerine7"), ["tangerine7"]);
+    assert_clean(&[
+        "TEST_PASS=true",
+        "CHECKS_PASS=3",
+        "DB_PASS=$DB_PASSWORD",
+        "bypass=marmalade",
+    ]);
+}
+
+#[test]
+fn an_api_key_passed_as_curls_user_is_the_secret() {
+    assert_eq!(
+        spans(r#"curl -u "k7Qz2mWp9Lx!t:" https://api.example.test"#),
+        ["k7Qz2mWp9Lx!t"]
+    );
+    assert_clean(&[
+        "curl -u admin: https://localhost:9200",
+        "curl -u $API_KEY: https://api.example.test",
+    ]);
+}
+
+#[test]
+fn a_mailchimp_key_is_told_by_its_data_center_suffix() {
+    assert_kind(
+        SecretKind::Vendor("mailchimp_key"),
+        &["the newsletter job printed 5d1f0b8e93a27c46e0d9b13f7a2c8e64-us21 and stopped"],
+    );
+    assert_clean(&[
+        "00000000000000000000000000000000-us21",
+        "5d1f0b8e93a27c46e0d9b13f7a2c8e64-used",
+        "x5d1f0b8e93a27c46e0d9b13f7a2c8e6-us21",
+        "5D1F0B8E93A27C46E0D9B13F7A2C8E64-us21",
+    ]);
+}
+
+#[test]
+fn a_java_system_property_is_a_key() {
+    assert_eq!(
+        spans("java -Dspring.datasource.password=Vq3!xLm9Tz -jar app.jar"),
+        ["Vq3!xLm9Tz"]
+    );
+    assert_clean(&["java -Dspring.profiles.active=prod -Dfile.encoding=UTF-8 -jar app.jar"]);
+}
+
+#[test]
+fn an_ldap_bind_gives_its_third_argument() {
+    assert_eq!(
+        spans("new DirectoryEntry(\"LDAP://corp.example\",\n    \"svc@corp.example\",\n    \"Tq8mZx31\");"),
+        ["Tq8mZx31"]
+    );
+    // A weak literal in the password's place is still the password; the slot's name is not.
+    assert_eq!(
+        spans(r#"DirectoryEntry("LDAP://10.0.0.1", "corp\\svc", "secret")"#),
+        ["secret"]
+    );
+    assert_clean(&[r#"DirectoryEntry("LDAP://10.0.0.1", "corp\\svc", "password")"#]);
+}
+
+#[test]
+fn code_around_a_value_is_no_value() {
+    assert_clean(&[
+        r#"PASSWORD=$($(dirname $0)/bin/get-setting DB_PASSWORD)"#,
+        r#""//localhost:1337/:_password = "+new Buffer("feast").toString("base64")"#,
+        r#"echo 'password = '.$p['config']['daemon_password']."\n";"#,
+        r#"usernameLabel:"Username:",passwordLabel:"Password:",rememberMeLabel:"Remember me:""#,
+        r#"- echo 'export DATABASE_PASSWORD="'$PRECOMPILE_PASSWORD'"' >> .env"#,
+        r#""password": "&lt;YOURPASSWORD&gt;""#,
+        r#"text << "Password=#{password}, ""#,
+        r#"ChangePasswordPolicy = "arn:aws:iam::aws:policy/IAMUserChangePassword""#,
+        "secret_oPp4m4V04lEWqgLGyh?N7b8H9JLANmyE1AYl2aG3aTN",
+    ]);
+}
+
+#[test]
+fn a_flags_value_in_an_argument_list_written_as_data() {
+    assert_found(&[
+        "spec:\n  containers:\n    - name: api\n      args: [\"serve\", \"--db-password\", \"Vq7#mZ2pL9xKw\"]",
+        "CMD [\"app\", \"--api-token\", \"1lpWHnQWapOocv1fwQdYS3GcqkeAYPwE\"]",
+        "cmd := exec.Command(\"psql\", \"--password\", \"Vq7#mZ2pL9xKw\")",
+        "subprocess.run(['deploy', '--secret',\n    'q9XbN2vLp7RzT4kW8mYc3dF'])",
+        "        args:\n          - --api-key\n          - 1lpWHnQWapOocv1fwQdYS3GcqkeAYPwE\n          - --port=8080",
+    ]);
+    assert_clean(&[
+        // A variable, a reference, a stand-in or the next flag is no value.
+        "args = ['--password', pw, '--user', user]",
+        "args: [\"--password\", \"$(DB_PASSWORD)\"]",
+        "        args:\n          - --api-key\n          - $(API_KEY)",
+        "args: [\"--password\", \"--verbose\"]",
+        "['--password', '<your password>']",
+        "parser.add_argument('--password', default='', help='the database password')",
+    ]);
+}
+
+#[test]
+fn user_then_password_flags_and_named_parameters() {
+    assert_eq!(
+        spans(r"psexec \\10.0.0.5 -u Administrator -p Kx9vRt2q cmd"),
+        ["Kx9vRt2q"]
+    );
+    assert_eq!(
+        spans("Connect-VIServer -Server vc01 -User admin -Password Vm9!wXr2"),
+        ["Vm9!wXr2"]
+    );
+    assert_clean(&[
+        "mysql -u root -p shop_db",
+        "psexec \\\\host -u Administrator -p $Password cmd",
+        "Connect-VIServer $host -User $user -Password $password",
+        "docker run -u 1000 -p 8080:80 nginx",
+    ]);
+}
+
+#[test]
+fn kerberos_and_cisco_hashes_and_unsigned_jwts() {
+    let krb = format!(
+        "$krb5asrep$23$bob@corp.example:{}${}",
+        "3e15".repeat(8),
+        "9d07c1a2".repeat(24)
+    );
+    assert_kind(
+        SecretKind::PasswordHash,
+        &[
+            &krb,
+            "$8$Tq2X/fE4KGHOzU$pEhnEvxrZaynpi8j4f.EMHr6M.FzU8xnZnBr/tJdFWk",
+        ],
+    );
+    let header = "eyJhbGciOiJub25lIiwidHlwIjoiSldUIn0";
+    let claims = "eyJzdWIiOiJ1c2VyLTQyIiwicm9sZSI6ImFkbWluIn0";
+    assert_kind(
+        SecretKind::Jwt,
+        &[&format!("the claims are in {header}.{claims} here")],
+    );
+    assert_clean(&[&format!("the header {header} alone"), "$krb5asrep$23$x$abc"]);
+}
+
+#[test]
+fn pem_blocks_without_a_body_are_illustrations() {
+    assert_clean(&[
+        "-----BEGIN PRIVATE KEY-----\nanything\n-----END PRIVATE KEY-----",
+        "-----BEGIN OPENSSH PRIVATE KEY----------END OPENSSH PRIVATE KEY-----",
+        "-----BEGIN RSA PRIVATE KEY-----\n<your key here>\n-----END RSA PRIVATE KEY-----",
+    ]);
+    assert_kind(
+        SecretKind::PrivateKey,
+        &["-----BEGIN PGP PRIVATE KEY BLOCK-----\n=8xQN\n-----END PGP PRIVATE KEY BLOCK-----"],
+    );
+}
+
+/// Illustrations in other clothes: a block on one line of JSON (`\n` escapes) with `...` for
+/// its body, a diff's `+` before `xxx`, base64 that decodes to words; a key in the same
+/// clothes is still a key.
+#[test]
+fn pem_bodies_typed_as_counts_are_illustrations() {
+    let typed = "-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA1234567890abcdefghijklmnopqrstuvwxyz\n\
+            ABCDEFGHIJKLMNOPQRSTUVWXYZ1234567890abcdefghijklmnop\n\
+            qrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ12345678\n-----END RSA PRIVATE KEY-----";
+    assert_clean(&[typed]);
+    // A generated body, and one with a count in part only, are keys.
+    let real = "-----BEGIN RSA PRIVATE KEY-----\nYObVAoGAGsWtK3K2Q4OSf6Z1az3AuDfo8xj9/UBuBQe1Op9RFTXps84foAqEgFwj\n\
+            7eUHc9npsdql24xsVK8huo9VKPu/mrDStv8JYRWP4cSUXWWBx5oGpPBP7uaMgQCx\n-----END RSA PRIVATE KEY-----";
+    let part = "-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA1234567890abcdefYObVAoGAGsWtK3K2Q4OSf6Z1az3AuDfo8xj9\n\
+            7eUHc9npsdql24xsVK8huo9VKPu/mrDStv8JYRWP4cSUXWWBx5oGpPBP7uaMgQCx\n-----END RSA PRIVATE KEY-----";
+    assert_kind(SecretKind::PrivateKey, &[real, part]);
+}
+
+#[test]
+fn pem_illustrations_in_json_diffs_and_encoded_words_are_not_keys() {
+    assert_clean(&[
+        r#"SA={"private_key":"-----BEGIN PRIVATE KEY-----\n...\n-----END PRIVATE KEY-----\n","client_email":"a@b.example"}"#,
+        "```diff\n+-----BEGIN PRIVATE KEY-----\n+xxx\n+-----END PRIVATE KEY-----\n```",
+        "-----BEGIN PRIVATE KEY-----\nYWJjZGVmZ2hpamtsbW5vcHFyc3R1dnd4eXo=\n-----END PRIVATE KEY-----",
+    ]);
+    assert_kind(
+        SecretKind::PrivateKey,
+        &[
+            r#""key": "-----BEGIN PRIVATE KEY-----\nzFMgU9qbVUy7Rh5N9oU6Y2xUaMeJuCNrqjdoo+d9YgIYr9mDGfMpS9JJl0mOGeEE\n-----END PRIVATE KEY-----\n""#,
+            "```diff\n+-----BEGIN PRIVATE KEY-----\n+zFMgU9qbVUy7Rh5N9oU6Y2xUaMeJuCNrqjdoo+d9YgIYr9mDGfMpS9JJl0mOGeEE\n+-----END PRIVATE KEY-----\n```",
+        ],
+    );
+}
+
+/// A value judged as what it is: a URL whose userinfo is the user again or a stand-in, a weak
+/// key's base64 of plain words, a token that says it is made up.
+#[test]
+fn urls_encoded_words_and_made_up_tokens_under_a_key_are_not_secrets() {
+    assert_clean(&[
+        r#"const MYSQL_IDENTICAL_CREDENTIALS = "mysql://mysql:mysql@localhost:3306/database";"#,
+        "DB_CREDENTIALS=postgres://username:password@localhost/db",
+        "ANY_KEY = ZHVtbXkgdGV4dCBkYXRhIGRhdGEgZGF0YQ==",
+        "DOCKER_TOKEN=not_a_real_token",
+        "hf_FakeFakeFakeFakeFakeFakeFakeFakeFa",
+    ]);
+    assert_kind(
+        SecretKind::Assignment,
+        &[
+            "DB_CREDENTIALS=postgres://app:Xk9mQ2vL7pR4@localhost/db",
+            "ANY_KEY = Xk9mQ2vL7pR4wT6yZ1nB8cD3fG5hJ0kM",
+        ],
+    );
+}
+
+#[test]
+fn word_lists_index_every_word_exactly() {
+    let split =
+        |w: &Words| -> Vec<&[u8]> { w.text.split(|&b| b == b' ').filter(|w| !w.is_empty()).collect() };
+    for list in [
+        &QUALIFIERS,
+        &PREFIX_QUALIFIERS,
+        &NO_WORDS,
+        &words_of!(b"  a bb  ccc "),
+    ] {
+        assert_eq!(list.iter().collect::<Vec<_>>(), split(list));
+    }
+    assert_eq!(words_of!(b"  a bb  ccc ").iter().count(), 3);
+}
+
+#[test]
+fn rule_names_are_snake_case() {
+    for (kind, name) in [
+        (SecretKind::PrivateKey, "private_key"),
+        (SecretKind::Assignment, "assignment"),
+        (SecretKind::CommandLine, "command_line"),
+        (SecretKind::AuthHeader, "auth_header"),
+        (SecretKind::UrlCredentials, "url_credentials"),
+        (SecretKind::CredentialFile, "credential_file"),
+        (SecretKind::PasswordHash, "password_hash"),
+        (SecretKind::Vendor("stripe_key"), "stripe_key"),
+        (SecretKind::Jwt, "jwt"),
+        (SecretKind::Prose, "prose"),
+    ] {
+        assert_eq!(kind.as_str(), name);
+    }
+    for v in &super::VENDORS {
+        assert!(
+            v.name
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_'),
+            "{}",
+            v.name
+        );
+    }
+}
+
+#[test]
+fn pem_blocks_are_private_keys_whole() {
+    let block =
+        "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAq7Bz\nab+/cd==\n-----END RSA PRIVATE KEY-----";
+    let text = format!("key:\n{block}\nthanks");
+    assert_eq!(spans(&text), [block]);
+    assert_kind(
+        SecretKind::PrivateKey,
+        &[
+            "-----BEGIN PRIVATE KEY-----",
+            "-----begin openssh private key-----",
+            "-----BEGIN PGP PRIVATE KEY BLOCK-----",
+            "-----BEGIN ENCRYPTED PRIVATE KEY----- then password = x",
+        ],
+    );
+}
+
+#[test]
+fn pem_bodies_without_armor_are_private_keys_but_certificates_are_not() {
+    let line = "MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7VJTUt9Us8cKj";
+    assert_kind(SecretKind::PrivateKey, &[&format!("{line}\n{line}\n{line}")]);
+    let cert = "MIIDdzCCAl+gAwIBAgIEAgAAuTANBgkqhkiG9w0BAQUFADBaMQswCQYDVQQGEwJJ";
+    assert_clean(&[
+        &format!("{cert}\n{cert}"),
+        "-----BEGIN PUBLIC KEY-----",
+        "-----BEGIN CERTIFICATE-----",
+        "-----BEGIN PRIVATE KEY----",
+        line,
+    ]);
+}
+
+#[test]
+fn keys_containing_a_secret_word_match_with_any_affix_case_and_separator() {
+    assert_kind(
+        SecretKind::Assignment,
+        &[
+            "password = hunter2",
+            r#"{"api_key": "abc9"}"#,
+            "export AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMIK7MDENGbPxRfiCYzzKEY",
+            "DB_PASSWORD=s3cr3t docker compose up",
+            "PGPASSWORD=pw4d psql",
+            "mysqlRootPassword: 'Qz9!xw'",
+            "spring.datasource.password=Zq7kLm2p",
+            "client-secret: q8Zk!2",
+            "Secret_Key = 'v4lue'",
+            "passphrase = \"correct horse battery staple\"",
+            "cookie: session=abc123",
+            "app.config['SECRET_KEY'] = 'k3yv4l'",
+            "set GITHUB_TOKEN=t0kenv4lue",
+            "mypassword = hunter2",
+            "<password>Hq8vN2pLxQ7</password>",
+            "password:Hq8vN2pLxQ7",
+        ],
+    );
+}
+
+#[test]
+fn the_value_is_the_span_not_the_key() {
+    assert_eq!(spans("DB_PASSWORD=s3cr3t docker compose up"), ["s3cr3t"]);
+    assert_eq!(spans(r#"{"token": "abc9xyz", "n": 1}"#), ["abc9xyz"]);
+    assert_eq!(spans("Password=hunter2;Encrypt=true"), ["hunter2"]);
+    assert_eq!(spans("https://ci/x?token=Zk3n8QwL2x&page=2"), ["Zk3n8QwL2x"]);
+}
+
+#[test]
+fn metadata_keys_types_code_and_placeholders_are_not_secrets() {
+    assert_clean(&[
+        "password: String",
+        "api_key: Option<String>",
+        "token: string",
+        "token?: string",
+        "fn f(password: &str)",
+        "let token = lexer.next_token();",
+        "Client(api_key=os.environ[\"KEY\"])",
+        "Client(api_key=api_key)",
+        "const token = process.env.TOKEN;",
+        "use crate::token::Token;",
+        "if token == expected { ok }",
+        "token_count = 3",
+        "max_tokens: 4096",
+        "tokenizer: bpe",
+        "password_file = /run/secrets/db",
+        "password = None",
+        "password: ${DB_PASSWORD}",
+        "password: {{ .Values.db.password }}",
+        "password = \"****\"",
+        "api_key = \"xxxxxxxxxxxxxxxx\"",
+        "SECRET_KEY=changeme",
+        "set DB_PASSWORD=%DB_PASSWORD%",
+        "password: !vault |",
+        "password = [REDACTED:assignment]",
+        "password: \"Password must be at least 8 characters\"",
+        "PWD=/home/dev/project",
+        "password=password",
+        "arn:aws:secretsmanager:eu-west-1:123456789012:secret:prod/db",
+        "the session cookie SameSite=Strict and Secure",
+        "<password></password>",
+    ]);
+}
+
+#[test]
+fn prose_needs_a_random_looking_word_after_the_secret_word() {
+    assert_kind(
+        SecretKind::Prose,
+        &[
+            "my password is hunter2",
+            "the api key is 4693954bdee012a93791",
+            "the db password for staging: KmNk7wV5",
+            // The scope's first word ends at a `-` (`on-prem`), not only at a blank.
+            "the password on-prem is Xy7!kq9Lm",
+            "the password for prod-eu is Xy7!kq9Lm",
+            "das Passwort für prod ist Xy7!kq9Lm",
+        ],
+    );
+    assert_clean(&[
+        "the token is here",
+        "Use the token bucket algorithm",
+        "password reset flow",
+        "the api key rotation doc",
+        "Is the token base64url-encoded or hex?",
+        "Use sha256 for the token hash",
+        "a secret, kept",
+    ]);
+}
+
+#[test]
+fn command_line_credentials() {
+    assert_kind(
+        SecretKind::CommandLine,
+        &[
+            "mysqldump --password=Zq7kLm2p shop",
+            "docker login -u bot -p Zq7kLm2p registry",
+            "sshpass -p 'Zq7kLm2p' ssh host",
+            "mysql -u root -pZq7kLm2p",
+            "redis-cli -a Zq7kLm2p ping",
+            "curl -u admin:Zq7kLm2p https://ci",
+            "curl --user admin:Zq7kLm2p https://ci",
+        ],
+    );
+    assert_eq!(spans("curl -u admin:Zq7kLm2p https://ci"), ["Zq7kLm2p"]);
+    assert_clean(&[
+        "mysql -u root -p shop",
+        "psql -h db -p 5432",
+        "docker login --password-stdin",
+        "curl -u \"$USER:$PASS\" https://ci",
+        "tar -p -x file",
+    ]);
+}
+
+#[test]
+fn auth_headers() {
+    assert_kind(
+        SecretKind::AuthHeader,
+        &[
+            "Authorization: Bearer k7Qz2mWp12345",
+            "Authorization: Basic dXNlcjpwYXNz",
+            "X-Api-Key: 3f9a8b7c6d5e",
+            "send it with Bearer k7Qz2mWp12345 please",
+            "curl -H 'Basic dXNlcjpwYXNz'",
+        ],
+    );
+    assert_clean(&[
+        "Bearer <your-token>",
+        "Authorization: Bearer $TOKEN",
+        "bearer of bad news",
+        "Use Bearer authentication everywhere",
+        "Basic authentication is off",
+        "pall-bearer k7Qz2mWp12345",
+        "Bearerk7Qz2mWp12345",
+    ]);
+}
+
+#[test]
+fn a_scheme_word_in_a_sentence_is_no_authorization_header() {
+    // `secret key used`: the secret word's value would be `key`, a scheme word of headers,
+    // and the word after it the token; in prose it is just the next word.
+    assert_clean(&[
+        "# SECURITY WARNING: keep the secret key used in production secret!",
+        "the secret key stored in vault is rotated weekly",
+        "which secret key rotated last night?",
+        "the api token used by the worker",
+    ]);
+    assert_kind(
+        SecretKind::AuthHeader,
+        &[
+            "Authorization: Key k7Qz2mWp12345xq",
+            "x-api-key: Key k7Qz2mWp12345xq",
+            "\"Authorization\": \"Key k7Qz2mWp12345xq\"",
+        ],
+    );
+}
+
+#[test]
+fn references_in_the_password_slot_are_not_passwords() {
+    // Ruby interpolation and release pipelines' token slots; a variable escaped for the
+    // shell that expands it later; GitHub's fixed word where the password goes.
+    assert_clean(&[
+        "mongodb://user:#{db-password}@localhost/db",
+        "CONNECTION_STRING=mongodb://user:#{azure-replacement-token}#@mongo.local:27017/db",
+        "password: \"#{DbPassword}#\"",
+        "echo mongo --host localhost --username root --password \\$PASSWORD",
+        "echo mysql -u user -h127.0.0.1 \"--password=\\$ENVVAR\"",
+        "git clone https://$GITHUB_TOKEN:x-oauth-basic@github.com/acme/repo.git",
+    ]);
+    // A password's own characters around a slot, an escaped-looking literal, and the token
+    // in the user's place are still secrets.
+    assert_kind(
+        SecretKind::UrlCredentials,
+        &[
+            "mongodb://user:#{x}Kq9mZ2pLw@localhost/db",
+            "git clone https://3f9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c4d3e2f1a:x-oauth-basic@github.com/a/r.git",
+        ],
+    );
+    assert!(!findings("password=\\$uP3r-S3cret!9").is_empty());
+    assert!(!findings("password=ab#{cd}ef9Xz2").is_empty());
+}
+
+#[test]
+fn code_that_fetches_a_secret_and_words_that_stand_in_for_one_are_not_secrets() {
+    assert_clean(&[
+        "c.S3SecretAccessKey = c.Get(\"UPLOAD_SECRET_ACCESS_KEY\", \"\", \"An AWS key\")",
+        "PG_PASSWORD=get_setting('PG_PASSWORD')",
+        "pass    = CGI.escape(\"#{$env.db_password}\").gsub('+', '%20')",
+        "  pwd=instance_info.password,",
+        "db_pass = settings.database.db_password;",
+        "MYSQL_PASSWORD=CHANGE_THIS_STRONG_PASSWORD_ADMIN",
+        "DATABASE_URL=\"mysql://app:!ChangeMe!@127.0.0.1:3306/app\"",
+        "SqlSettingsDefaultDataSource = \"mysql://mmuser:obfuscated@localhost/test\"",
+        "password: removed",
+    ]);
+    // A literal with a parenthesis, dots or marks around it is still a password.
+    assert_found(&[
+        "DB_PASSWORD=Abc(d3f)Gh9x",
+        "password = \"kX9(\\\"mQ2zLp\"",
+        "password: my.secret.value9",
+        "DB_PASSWORD=!Xk9mQ2zLp!",
+        "DB_PASSWORD=SuperStrongRandomPassword",
+    ]);
+}
+
+#[test]
+fn a_providers_value_in_a_name_value_pair_is_found() {
+    assert_kind(
+        SecretKind::Vendor("sonarqube_token"),
+        &[
+            "params:\n- name: SONAR_LOGIN\n  value: 9acf34ff1e738bcd6d5daf102a8cfcb8a158e44e",
+            "<property name=\"sonar.login\" value=\"9acf34ff1e738bcd6d5daf102a8cfcb8a158e44e\" />",
+        ],
+    );
+    assert_clean(&[
+        "params:\n- name: SONAR_PROJECT_KEY\n  value: my_project_key",
+        "- name: SONAR_HOST_URL\n  value: https://sonar.example.com",
+        "<property name=\"sonar.projectVersion\" value=\"9acf34ff\" />",
+    ]);
+}
+
+#[test]
+fn a_connection_string_value_ends_before_the_next_field_even_one_with_spaces() {
+    for (text, value) in [
+        (
+            "Server=db;User ID=sa;Password=YourStr0ng@Pass;Initial Catalog=Ports;",
+            "YourStr0ng@Pass",
+        ),
+        (
+            "user id=app;password=3GGb62XfnnlbKpHr;Max Pool Size=100",
+            "3GGb62XfnnlbKpHr",
+        ),
+        // A connection string's field is its text: a word there is the password.
+        (
+            "Provider=SQLOLEDB.1;User ID=bill; Password =specialbill_user;Initial Catalog=Bills;",
+            "specialbill_user",
+        ),
+        // No field follows: the `;` is the password's own.
+        ("Password=Xk9;mQ2zLp", "Xk9;mQ2zLp"),
+    ] {
+        let found: Vec<&str> = findings(text).iter().map(|f| &text[f.start..f.end]).collect();
+        assert_eq!(found, [value], "{text}");
+    }
+}
+
+#[test]
+fn key_ids_log_fields_and_generic_paths_are_not_secrets() {
+    assert_clean(&[
+        "gpg: Signature made Mon 01 Jan 2026, using RSA key 4AEE18F83AFDEB23 Good signature",
+        "signed with the GPG key 3AA5C34371567BD2",
+        "INFO auth: user=alice token_type=Bearer expires_in=3600 scope=\"read write\"",
+        "let key = Key::<Aes256Gcm>::from_slice(&key_bytes); let cipher = Aes256Gcm::new(key);",
+    ]);
+    // The same hex run as an API key, and a token after the scheme, are still secrets.
+    assert!(!findings("my api key 4aee18f83afdeb23").is_empty());
+    assert_kind(
+        SecretKind::AuthHeader,
+        &["Authorization: Bearer k7Qz2mWp12345xq=="],
+    );
+}
+
+#[test]
+fn vendor_shapes_have_prefix_alphabet_and_length() {
+    let cases = [
+        ("sk-proj-k7Qz2mWp1234", "openai_style_key"),
+        ("ghp_k7Qz2mWp1234", "github_token"),
+        ("xoxb-12345678-abcD3fgh", "slack_token"),
+        ("AKIAQ3EGRUPXZ7N4K2WB", "aws_access_key"),
+        ("sk_live_4eC39HqLyjWDarjtT1zdp7dc", "stripe_key"),
+        ("AIzaSyDaGmWKa4JsXZ-HjGw7ISLn_3namBGewQe", "google_api_key"),
+        ("glpat-Zk3n8QwL2xVb7Rt5Yp1M", "gitlab_token"),
+        ("npm_Zk3n8QwL2xVb7Rt5Yp1Mc9Ds4Fh6Jg0Ae2Ku", "npm_token"),
+        (
+            "dop_v1_7f3a9c1e5b2d80647f3a9c1e5b2d80647f3a9c1e5b2d80647f3a9c1e5b2d8064",
+            "digitalocean_token",
+        ),
+        ("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", "shopify_token"),
+    ];
+    for (token, name) in cases {
+        assert_eq!(
+            find_secret(&format!("use {token} now")),
+            Some(SecretKind::Vendor(name)),
+            "{token}"
+        );
+    }
+    assert_clean(&[
+        "risk-based task-list on the desk-top",
+        "sk-short",
+        "ghp_abcdefg",
+        "ghp_k7Qz2mWp1234-more",
+        "my_ghp_k7Qz2mWp1234",
+        "AKIAIOSFODNN7EXAMPLE",
+        "AKIAQ3EGRUPXZ7N4K2W",
+        "sk_live_xxxxxxxxxxxxxxxxxxxxxxxx",
+        "npm_Zk3n8QwL2xVb7Rt5Yp1Mc9Ds4Fh6Jg0Ae2K",
+        "中sk-abc",
+        "sk-abc中defgh",
+    ]);
+}
+
+/// Non-ASCII text and URL-encoding are word boundaries for a token: a token glued to a
+/// Chinese or Japanese sentence, or to `%3D`, is still found and redacted whole.
+#[test]
+fn tokens_glued_to_non_ascii_or_url_encoded_text_are_found() {
+    let token = "ghp_pP2BpvLpyOcHYJZtrEXTEDadQyDoMNlXM1EJ";
+    for text in [
+        format!("这是我的令牌{token}请帮我检查"),
+        format!("APIキーは{token}です"),
+        format!("clé{token}"),
+        format!("/cb?next=%2Fhome%3Ftoken%3D{token}%26x%3D1"),
+        format!("q=hello%20{token}"),
+    ] {
+        assert_eq!(spans(&text), [token], "{text}");
+    }
+    assert_eq!(spans(&format!("令牌{JWT}。")), [JWT]);
+    assert_clean(&["中文Bearer k7Qz2mWp12345", "100%ABCDEF done"]);
+}
+
+/// A value longer than [`crate::judge::MAX_VALUE`] is judged on its head and redacted whole.
+#[test]
+fn long_values_are_redacted_to_their_end() {
+    let long: String = "Zk3n8QwL2xVb7Rt5Yp1M+/".repeat(60);
+    for (text, secret) in [
+        (format!("{{\"token\": \"{long}\"}}"), long.as_str()),
+        (format!("export AWS_SESSION_TOKEN={long} next"), long.as_str()),
+        (format!("Authorization: Bearer {long}"), long.as_str()),
+        (format!("curl -H 'x' Bearer {long} x"), long.as_str()),
+        (format!("client-key-data: {long}\nnext: 1"), long.as_str()),
+    ] {
+        assert_eq!(spans(&text), [secret], "{}", &text[..40]);
+    }
+    // Past the cap, everything up to it goes.
+    let huge = "Zk3n8QwL2xVb7Rt5".repeat(5000);
+    let text = format!("token=\"{huge}");
+    assert_eq!(findings(&text)[0].end, "token=\"".len() + crate::judge::MAX_SPAN);
+}
+
+/// Long JWT segments (ID tokens with kilobytes of claims, RS512 signatures) are whole.
+/// A table cell and a line fed to `chpasswd` are values too: judged on their first
+/// [`crate::judge::MAX_VALUE`] bytes like any other, what follows does not change the verdict.
+#[test]
+fn long_cells_and_here_document_lines_are_judged_on_their_head() {
+    let long = format!("{}...", "Zq8!pLm2xQ".repeat(60));
+    for text in [
+        format!("password={long}"),
+        format!("user,password\nbob,{long}"),
+        format!("| user | password |\n|---|---|\n| bob | {long} |"),
+        format!("chpasswd <<EOF\nbob:{long}\nEOF"),
+    ] {
+        assert_eq!(spans(&text), [long.as_str()], "{}", &text[..40]);
+    }
+}
+
+#[test]
+fn jwts_with_long_segments_are_found_whole() {
+    let payload = format!("eyJ{}", "aXNzIjoiaHR0cHM6Ly9zZWN1cmV0b2tlbi".repeat(40));
+    let jwt = format!(
+        "eyJhbGciOiJSUzUxMiJ9.{payload}.{}",
+        "Sfl-Kxw_RJSMeKKF2QT4fwpMeJf36P".repeat(23)
+    );
+    assert_eq!(spans(&format!("id_token {jwt} ok")), [jwt.as_str()]);
+}
+
+#[test]
+fn url_userinfo_runs_to_the_last_at_and_over_a_slash_in_a_password() {
+    assert_eq!(
+        spans("postgresql://admin:P@ssw0rd123@db.prod:5432/app"),
+        ["P@ssw0rd123"]
+    );
+    assert_eq!(
+        spans("redis://default:ab/Cd9+xYz12=@redis.internal:6379"),
+        ["ab/Cd9+xYz12="]
+    );
+    assert_eq!(spans("mysql://root:SUPERSECRETPASS@db/app"), ["SUPERSECRETPASS"]);
+    assert_eq!(
+        spans("https://fa6eb9eb2b67d8b081abd1d97aaf35f3b68f14ad@github.com/org/repo"),
+        ["fa6eb9eb2b67d8b081abd1d97aaf35f3b68f14ad"]
+    );
+    assert_clean(&[
+        "mysql://root:DB_PASS@db/app",
+        "mysql://root:YOURPASSWORD@db/app",
+        "https://host:8080/a@b",
+        "ssh://git@github.com:22/org/repo",
+        "https://deploy-bot@github.com/org/repo",
+    ]);
+}
+
+/// Redaction covers what made the finding: a token wrapped onto the next line, and an AWS
+/// secret access key next to its key id.
+#[test]
+fn wrapped_tokens_and_aws_secrets_near_their_id_are_redacted() {
+    let (text, _) = redact("ghp_zymMlopiWfqUyHRS\nIf8NFmAUNLnY5Yx0y3Rn\nthanks");
+    assert_eq!(text, "[REDACTED:github_token]\nthanks");
+    let (text, _) = redact("ghp_zymMlopiWfqUyHRSIf8NFmAUNLnY5Yx0y3Rn\nThanks, bye");
+    assert_eq!(text, "[REDACTED:github_token]\nThanks, bye");
+    let (text, _) = redact(
+        "aws_access_key_id = AKIAQ3EGRUPXZ7N4K2WB\naws_secret_access_key: kNtaU4i5GpIpatEJc2vPj/eJeRvtQRxFAoCRIsBh",
+    );
+    assert!(!text.contains("kNtaU4i5"), "{text}");
+    let (text, _) = redact("AKIAQ3EGRUPXZ7N4K2WB\nkNtaU4i5GpIpatEJc2vPj+eJeRvtQRxFAoCRIsBh");
+    assert!(!text.contains("kNtaU4i5"), "{text}");
+}
+
+#[test]
+fn jwts_and_url_credentials() {
+    assert_kind(SecretKind::Jwt, &[JWT]);
+    assert_kind(
+        SecretKind::UrlCredentials,
+        &[
+            "https://bob:s3cret@example.com/x",
+            "redis://:Zk3n8QwL@cache:6379",
+            "连接 https://bob:密码密码@例子.com 吧",
+        ],
+    );
+    assert_eq!(spans("postgres://app:Zk3n8QwL@db/prod"), ["Zk3n8QwL"]);
+    assert_clean(&[
+        "postgres://USER:PASSWORD@HOST:5432/DB",
+        "https://user:${PASS}@host",
+        "git@github.com:org/repo.git",
+        "https://example.com/a@b",
+        r#"{"url":"http://host:8000","owner":"a@b.c"}"#,
+    ]);
+}
+
+#[test]
+fn credential_files() {
+    assert_kind(
+        SecretKind::CredentialFile,
+        &[
+            "machine api.example.com login me password Zq7kLm2p",
+            "db.internal:5432:prod:app:Zq7kLm2p",
+        ],
+    );
+    assert_clean(&[
+        "host:port:database:username:password is the format",
+        "12:30:00 on 2024-01-05",
+    ]);
+}
+
+#[test]
+fn redaction_replaces_each_span_with_its_rule() {
+    let (text, top) = redact("DB_PASSWORD=s3cr3t and ghp_k7Qz2mWp1234 done");
+    assert_eq!(
+        text,
+        "DB_PASSWORD=[REDACTED:assignment] and [REDACTED:github_token] done"
+    );
+    assert_eq!(top, Some(SecretKind::Assignment));
+    let (text, top) = redact("nothing here");
+    assert!(matches!(text, std::borrow::Cow::Borrowed("nothing here")));
+    assert_eq!(top, None);
+}
+
+#[test]
+fn private_blocks_are_stripped_unclosed_ones_to_the_end() {
+    assert_eq!(
+        strip_private("a<private>b</private>c<PRIVATE>d</Private>e"),
+        "ace"
+    );
+    assert_eq!(strip_private("keep <private>drop all of this"), "keep ");
+    assert_eq!(
+        strip_private("no tags </private> here"),
+        "no tags </private> here"
+    );
+}
+
+/// One of each kind of finding, for the panic tests below.
+const SCAN_SAMPLES: [&str; 35] = [
+    "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAq7Bz\n-----END RSA PRIVATE KEY-----",
+    "\"client secret\" :\u{3000}\"v4lue9\"",
+    "Bearer k7Qz2mWp.ijk9",
+    "github_pat_k7Qz2mWp1234",
+    "AKIAQ3EGRUPXZ7N4K2WB",
+    JWT,
+    "postgres://u:pw9@db:5432/x",
+    "curl -u a:b9cdef https://x",
+    "db:5432:p:u:Zq7kLm2p",
+    "k7Qz2mWpijklmn.atlasv1.x",
+    "abc8Q~xyz",
+    "password=Zq8!pLm2x",
+    "密码是Zq8!pLm2x",
+    "user,password\nbob,Zq8!pLm2x",
+    "echo 'bob:Zq8!pLm2x' | chpasswd",
+    "htpasswd -b f bob Zq8!pLm2x",
+    "keytool -list -storepass Zq8!pLm2x",
+    "net use Z: \\\\s\\x Zq8!pLm2x /user:bob",
+    "pbkdf2_sha256$1$ab$ROJmJLOC3sZjQbCoA8HuEry+yDc=",
+    "{SSHA}Lfv8HinZ/FSwhf/wQEdr2R7jSQ3MVv+f",
+    "{crypt}7fg8LEGAKRwpC",
+    "new NetworkCredential(\"a\", \"Zq8!pLm2x\".toCharArray())",
+    "keyring.set_password(\"s\", \"u\", \"Zq8!pLm2x\")",
+    "비밀번호는 Zq8!pLm2x입니다",
+    "DB_KENNWORT_PROD=Zq8!pLm2x",
+    "db_contraseña=Zq8!pLm2x",
+    "mot de passe\u{202f}: Zq8!pLm2x",
+    "mot de passe\u{a0}:\u{202f}Zq8!pLm2x",
+    "userPassword:: e1NTSEF9TGZ2OEhp\n blovRlN3aGYvd1FF",
+    "keytool -list \\\r\n -storepass Zq8!pLm2x `\n -v",
+    "NET USE Z: \\\\s\\x Zq8!pLm2x",
+    "비밀번호는 Zq8!pLm2x으로",
+    "パスワードはZq8!pLm2xです",
+    "Пароль_БД=Zq8!pLm2x",
+    "비밀번호_확인: Zq8!pLm2x",
+];
+
+#[test]
+fn every_prefix_of_every_sample_is_scanned_without_panicking() {
+    for sample in SCAN_SAMPLES {
+        for (cut, _) in sample.char_indices() {
+            for tail in ["", "é", "🎉", "密", "\n"] {
+                let _ = redact(&format!("{}{tail}", &sample[..cut]));
+                let _ = redact(&format!("{tail}{}", &sample[cut..]));
+            }
+            let _ = redact(&format!("{}密{}", &sample[..cut], &sample[cut..]));
+        }
+    }
+}
+
+/// A rule that cuts a run at a byte count must not cut a character: `redact` slices the
+/// text at every finding's ends.
+#[test]
+fn findings_never_split_a_character() {
+    let cjk = "这是一个没有空格的很长的中文句子".repeat(12);
+    let long = [
+        format!("chpasswd <<< 'bob:{cjk}'"),
+        format!("chpasswd <<E\nbob:{cjk}\nE"),
+        format!("password=\"Zq8!{cjk}\""),
+        format!("password=Zq8!{cjk}"),
+        format!("<password>Zq8!{cjk}</password>"),
+        format!("token=\"Zq8!{}", "é".repeat(40_000)),
+        format!("token=Zq8!{}", "🎉".repeat(20_000)),
+        format!("비밀번호: Zq8!{}", "비밀번호".repeat(200)),
+        format!("db_contraseña=Zq8!{cjk}"),
+    ];
+    let glue = ["", "é", "🎉", "密码", "e\u{301}", "👩‍💻", "\n"];
+    for sample in SCAN_SAMPLES
+        .iter()
+        .copied()
+        .chain(long.iter().map(String::as_str))
+    {
+        for before in glue {
+            for after in glue {
+                let _ = redact(&format!("{before}{sample}{after}"));
+                let _ = redact(&format!("{before} {sample} {after}"));
+            }
+        }
+    }
+}
+
+#[test]
+fn a_200000_character_prompt_without_secrets_is_clean() {
+    let paragraph = "Refactor the risk-based task-list 中文 🎉 so the token bucket keeps \
+            password reset flow working; let token = lexer.next_token(); password: String, \
+            see https://example.com/a@b and git@github.com:o/r.git. ";
+    let mut prompt = String::new();
+    while prompt.chars().count() < 200_000 {
+        prompt.push_str(paragraph);
+    }
+    assert_eq!(find_secret(&prompt), None);
+    prompt.push_str(" password=hunter2");
+    assert_eq!(find_secret(&prompt), Some(SecretKind::Assignment));
+}
+
+/// The shortcut that rules out a provider's value after a key agrees with reading the
+/// operand and the value byte by byte, on every mix of value bytes, blanks, `!`, operators,
+/// quotes, control and non-ASCII bytes.
+#[test]
+fn a_keyword_value_is_ruled_out_only_where_none_follows() {
+    let by_bytes = |bytes: &[u8], kend: usize| {
+        let r = crate::bytes::run_end_max(bytes, kend, 64, |b| b" \t\n\r\"'`=:>?,.|!<-".contains(&b));
+        r - kend == 64
+            || crate::bytes::run_end_max(bytes, r, 16, |b| crate::words::KEYWORD_TOKEN[usize::from(b)]) - kend
+                >= 16
+    };
+    let alphabet = b"aZ9 =!\"-.|\t\n\x01:+/_~\xc3";
+    let mut seed = 0x9e37_79b9_u32;
+    for _ in 0..200_000 {
+        let len = 10 + (seed % 30) as usize;
+        let bytes: Vec<u8> = (0..len)
+            .map(|_| {
+                seed ^= seed << 13;
+                seed ^= seed >> 17;
+                seed ^= seed << 5;
+                // Mostly value bytes, so that some values reach 16.
+                if seed.is_multiple_of(3) {
+                    alphabet[(seed / 3) as usize % alphabet.len()]
+                } else {
+                    b'k'
+                }
+            })
+            .collect();
+        for kend in 0..bytes.len() {
+            assert_eq!(
+                crate::scan::keyword_value_may_follow(&bytes, kend),
+                by_bytes(&bytes, kend),
+                "{:?} at {kend}",
+                String::from_utf8_lossy(&bytes)
+            );
+        }
+    }
+}
+
+/// The pass for tokens on a line about a key, reading only the words the scan listed, finds
+/// what reading every byte finds, on every prompt of the corpora and on those prompts run
+/// together.
+#[test]
+fn the_listed_name_words_find_what_reading_every_byte_finds() {
+    let corpus = include_str!("../../../tests/fixtures/secrets_corpus.txt");
+    let heldout = include_str!("../../../tests/fixtures/secrets_heldout.txt");
+    let prompts: Vec<String> = corpus
+        .lines()
+        .chain(heldout.lines())
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| l.split_once(" | "))
+        .map(|(_, text)| text.replace("\\n", "\n"))
+        .collect();
+    let joined = prompts.join(" ");
+    let (mut listed, mut found_by_pass) = (0, 0);
+    for text in prompts.iter().chain([&joined]) {
+        let mut scan = crate::scan::Scan::new(text);
+        scan.run();
+        if !scan.names_listed {
+            continue;
+        }
+        let mut found = scan.found;
+        found.sort_by_key(|f| (f.start, f.kind.rank()));
+        let mut every_byte = found.clone();
+        let by_list = crate::scan::same_line_tokens(text.as_bytes(), &mut found, Some(&scan.name_words));
+        let by_bytes = crate::scan::same_line_tokens(text.as_bytes(), &mut every_byte, None);
+        assert_eq!((by_list, &found), (by_bytes, &every_byte), "{text:?}");
+        listed += 1;
+        found_by_pass += usize::from(by_list);
+    }
+    assert!(
+        listed > 500 && found_by_pass >= 5,
+        "{listed} listed, {found_by_pass} found"
+    );
+}
+
+#[test]
+fn adversarial_repetitions_scan_in_linear_time() {
+    let units = [
+        "bearer ",
+        "bearer a.",
+        "-----BEGIN ",
+        "-----END ",
+        "a://",
+        "://a:",
+        "sk-",
+        "eyJ.",
+        "eyJ-",
+        "eyJaaaaaaaaaa.",
+        "令牌eyJaaaaaaaaaa.eyJaaaaaaaaaa.",
+        "%3D",
+        "://a:b/",
+        "token ",
+        "token=",
+        "password ",
+        "AKIA",
+        "xoxb-",
+        "-",
+        "密",
+        "\n",
+        "a:",
+        "-p ",
+        "MIIEowIBAAKCAQEAq7Bz\n",
+        "~",
+        "Q~",
+        ".atlasv1.",
+        "key",
+        "<private>",
+        "token=\"",
+        "AKIAQ3EGRUPXZ7N4K2WB ",
+        "identified by ",
+        "----BEGIN RSA PRIVATE KEY----\n",
+        "---- END SSH2 PRIVATE KEY ----\n",
+        "Private-Lines: 1\n",
+        "12345678:AA",
+        "MTAJMlA4JahKDNl9sW7W6zCJ.",
+        "&sig=",
+        "ghp_zymMlopiWfqUyHRS\n",
+        "密码",
+        "密码是",
+        "密码是AES-256-SHA-256-RSA-2048-",
+        "パスワード：",
+        "mot de passe ",
+        "Passwort ist ",
+        "пароль ",
+        "user,password\n",
+        "a,Zq8!pLm2x\n",
+        "password,password,password,password,password,password,password,password\n",
+        "| password | x |\n",
+        "insert into t (a, password) values ('x', ",
+        "insert into t (password) values ('Zq8!pLm2x'),",
+        "login(",
+        "auth=(\"a\", ",
+        "HTTPBasicAuth(\"a\", \"Zq8!pLm2x\"",
+        "htpasswd -b ",
+        "Run htpasswd -b a b c d ",
+        "openssl x ; curl -k y ",
+        "ssh-keygen | -N ",
+        "wpa_passphrase a ",
+        "net user a ",
+        "chpasswd ",
+        "chpasswd <<E\n",
+        "bob:Zq8pLm2xQ\n",
+        "chpasswd <<E\nb:Zq8pLm2xQ",
+        "|password|\n|Zq8pLm2xQ",
+        "openssl -passin pass:",
+        "ssh-keygen -N ",
+        "$",
+        "$6$",
+        "$2b$12$",
+        "$argon2id$v=19$m=1,t=1,p=1$",
+        "root:x:1:0:0:0:0:0:\n",
+        "bot12345678:AA",
+        "rnd_",
+        "A_PAT=",
+        "tls:\n  secret: tls-cert-2024\n",
+        "  secret: a-b-c-d ",
+        "é\n",
+        "user,password\nÉ,Zq8!pLm2x\n",
+        "keytool -storepass ",
+        "-storepass ",
+        "keytool -keypass a -storepass ",
+        "net use ",
+        "net use \\\\a\\b ",
+        "net use Z: \\\\a\\b /user:x ",
+        "{SSHA}",
+        "{SSHA}Lfv8HinZ/FSwhf/wQEdr2R7jSQ3MVv+f ",
+        "{CRYPT}$6$",
+        "pbkdf2:sha256:1$",
+        "pbkdf2_sha256$1$ab$",
+        "bcrypt_sha256$$2b$12$",
+        "NetworkCredential(\"a\", ",
+        "set_password(\"a\", \"b\", ",
+        "\"x\".toCharArray(), ",
+        "비밀번호",
+        "비밀번호는 ",
+        "비밀번호: ",
+        "DB_KENNWORT=",
+        "a_kennwort_",
+        "_wachtwoord",
+        "db_contraseña",
+        "CONTRASEÑA ",
+        "mot de passe\u{a0}: ",
+        "keytool \\\n",
+        "-storepass a \\\n",
+        "userPassword:: ",
+        "userPassword:: e1NTSEF9\n ",
+        "NET USE ",
+        "NET USE Z: \\\\a\\b ",
+        "비밀번호_",
+        "Пароль_БД",
+        "비밀번호는 A으",
+        "password:\u{a0}",
+        "sha1$a$",
+        "{SSHA}ThisIsNotAHashJustSomeLongerText",
+    ];
+    let (small, large) = scaling(|size| {
+        let started = Instant::now();
+        for unit in &units {
+            let prompt = unit.repeat(size / unit.len());
+            let _ = findings(&prompt);
+            let _ = strip_private(&prompt);
+        }
+        started.elapsed()
+    });
+    assert!(large < small * 40, "20 KB took {small:?}, 200 KB took {large:?}");
+}
+
+/// The cost of 20 KB and of 200 KB, each the least of three runs. Scaling, not wall time (the
+/// machine may be loaded): ten times the input costs about ten times the time when linear, a
+/// hundred times when quadratic; one run may wait for a CPU, the least of three is the work.
+fn scaling(cost: impl Fn(usize) -> Duration) -> (Duration, Duration) {
+    let least = |size| (0..3).map(|_| cost(size)).min().unwrap_or_default();
+    (least(20_000).max(Duration::from_millis(1)), least(200_000))
+}
+
+#[test]
+fn a_base64_value_starting_with_a_slash_is_no_path_when_its_pieces_are_random() {
+    assert_eq!(
+        spans("aws_secret_access_key = /K7MDENG/bPxRfiCYzq8k2Lm3NpwJalrXUtnFEMI"),
+        ["/K7MDENG/bPxRfiCYzq8k2Lm3NpwJalrXUtnFEMI"]
+    );
+    assert_eq!(
+        spans(r#""client_secret": "/k9Xm2Pq7Rt4Lw8Zn3Vb6Yc1Hd5Fg0Js/Ae9Ui2Ow""#),
+        ["/k9Xm2Pq7Rt4Lw8Zn3Vb6Yc1Hd5Fg0Js/Ae9Ui2Ow"]
+    );
+    // Paths: readable segments, a file's name, a version.
+    assert_clean(&[
+        r#""client_secret": "/etc/app/Secrets/client2024Secret.json""#,
+        "secret_file = /home/Alice2/Projects/x9Kq3mZ7Lp2Rt8Vn4Bw/config",
+        r#"token_path: "/var/run/secrets/kubernetes.io/serviceaccount/token""#,
+        r#""secret": "/en/enterprise-server@3.0/auth""#,
+    ]);
+}
+
+#[test]
+fn a_hex_key_in_a_urls_query_is_an_api_key_not_a_digest() {
+    assert!(
+        find_secret("https://api.trello.com/1/members/me/boards?key=9649bea0a24c623e0745006b40ce7b3a")
+            .is_some()
+    );
+    assert!(
+            find_secret(
+                "GET https://api.steampowered.com/ISteamUser/GetPlayerSummaries/v2/?key=5A1F0C3E9B7D2468ACE13579BDF02468&steamids=1"
+            )
+            .is_some()
+        );
+    assert!(
+        find_secret("curl 'https://example.com/v1/list?page=2&key=9649bea0a24c623e0745006b40ce7b3a'")
+            .is_some()
+    );
+    // An index's key holds an entry's digest.
+    assert_clean(&[
+        "cache key: 9649bea0a24c623e0745006b40ce7b3a",
+        "the key 9649bea0a24c623e0745006b40ce7b3a was evicted",
+        "key=9649bea0a24c623e0745006b40ce7b3a",
+    ]);
+}
+
+#[test]
+fn a_value_that_merely_starts_with_a_documented_example_is_a_secret() {
+    assert!(find_secret("token: 123e4567-e89b-12d3-a456-426614174000.xK9mQ2zLp7vR4tB8nW3c").is_some());
+    // The example alone, or before a plain field, stays clean.
+    assert_clean(&[
+        "token: 123e4567-e89b-12d3-a456-426614174000",
+        "token: 123e4567-e89b-12d3-a456-426614174000. Is that right?",
+    ]);
+}
+
+#[test]
+fn a_cookie_named_for_a_password_or_a_key_holds_a_secret() {
+    for (prompt, secret) in [
+        ("Set-Cookie: password=peMXWuCybEek; Path=/", "peMXWuCybEek"),
+        (
+            "Cookie: lang=en; private_key=wqpLmzTxkvRb; theme=dark",
+            "wqpLmzTxkvRb",
+        ),
+        ("Cookie: api_key=hjkqwrtzpxvm", "hjkqwrtzpxvm"),
+    ] {
+        let (redacted, kind) = redact(prompt);
+        assert!(
+            kind.is_some() && !redacted.contains(secret),
+            "{prompt} => {redacted}"
+        );
+    }
+    // A cookie whose name merely ends like one is a setting.
+    assert_clean(&[
+        "Set-Cookie: hotkeys=enabled; Path=/",
+        "Cookie: monkey=banana",
+        "Set-Cookie: passport_country=DE; Path=/",
+    ]);
+}
+
+#[test]
+fn an_escaped_quote_inside_a_value_keeps_the_value_whole() {
+    for (prompt, secret) in [
+        (r#"{"password": "Tr0ub4dor\"3xyzQ"}"#, "3xyzQ"),
+        (r#"password="Xk9\"mQ2zLp7vR4""#, "mQ2zLp7vR4"),
+        (r#"my password is "Xk9mQ2\"zLp7vR4""#, "zLp7vR4"),
+    ] {
+        let (redacted, kind) = redact(prompt);
+        assert!(
+            kind.is_some() && !redacted.contains(secret),
+            "{prompt} => {redacted}"
+        );
+    }
+    // Quoted words in a string are a quoted document's (see the escaped-JSON test).
+    assert_eq!(
+        spans(r#"{"prompt": "set it: {\"client_secret\": \"p8e-ibndcvsmAp9ZgPBZ606FSlYIZVlsZ-g5\"}"}"#),
+        ["p8e-ibndcvsmAp9ZgPBZ606FSlYIZVlsZ-g5"]
+    );
+}
+
+#[test]
+fn a_tag_inside_a_quoted_value_or_outside_a_code_element_is_text() {
+    for (prompt, secret) in [
+        (r#"<pre>password = "Xk9mQ2<i>zLp7vR4"</pre>"#, "zLp7vR4"),
+        (r#"&quot;x&quot; then password = "Xk9mQ2<b>zLp7vR4""#, "zLp7vR4"),
+    ] {
+        let (redacted, kind) = redact(prompt);
+        assert!(
+            kind.is_some() && !redacted.contains(secret),
+            "{prompt} => {redacted}"
+        );
+    }
+    // Markup between code lines still splits them.
+    assert_eq!(
+        spans("<pre><code><span>client_secret = p8e-ibndcvsmAp9ZgPBZ606FSlYIZVlsZ-g5</span></code></pre>"),
+        ["p8e-ibndcvsmAp9ZgPBZ606FSlYIZVlsZ-g5"]
+    );
+}
+
+#[test]
+fn a_line_repeating_a_weak_key_or_a_cmdlet_is_scanned_in_linear_time() {
+    // Each occurrence once looked back to its line's start (a weak key's qualifier) or
+    // forward to its end (`-AsPlainText`): quadratic on one long line.
+    for unit in ["key: abcdefgh ", "ConvertTo-SecureString "] {
+        let (small, large) = scaling(|size| {
+            let started = Instant::now();
+            let prompt = unit.repeat(size / unit.len());
+            let _ = findings(&prompt);
+            let _ = strip_private(&prompt);
+            started.elapsed()
+        });
+        assert!(
+            large < small * 40,
+            "{unit:?}: 20 KB took {small:?}, 200 KB took {large:?}"
+        );
+    }
+    // The look-back still reads a qualifier: an index word's digest is no secret, a key is.
+    assert_clean(&["cache key: 9649bea0a24c623e0745006b40ce7b3a"]);
+    assert!(find_secret(r#"$p = ConvertTo-SecureString "Zq8!pLm2xQ" -AsPlainText -Force"#).is_some());
+}
+
+/// Review findings: a value the filter recognised must be redacted whole, so that neither a
+/// redacted capture nor the recall query carries the rest of it.
+#[test]
+fn review_a_recognised_value_is_redacted_whole() {
+    let mut leaks = Vec::new();
+    for (prompt, tail) in [
+        ("DB_PASSWORD=Abcd3fGh,Xyz12Q", "Xyz12Q"),
+        ("db_password: Abcd3fGh,Xyz12Q", "Xyz12Q"),
+        ("spring.datasource.password=Abcd3fGh,Xyz12Q", "Xyz12Q"),
+        ("DB_PASSWORD=Abcd3fGh'Xyz12Q", "Xyz12Q"),
+    ] {
+        let (redacted, kind) = redact(prompt);
+        if kind.is_none() || redacted.contains(tail) {
+            leaks.push(format!("{prompt} => {redacted}"));
+        }
+    }
+    assert!(leaks.is_empty(), "part of a secret survives: {leaks:#?}");
+}
+
+/// Review findings: a quoted value of a strong key is the user's password whatever it contains
+/// (a passphrase has spaces; a generated password has `,`, `(` or `<`).
+#[test]
+fn review_quoted_and_punctuated_passwords_are_found() {
+    let mut missed = Vec::new();
+    for prompt in [
+        r#"{"password": "correct horse battery staple"}"#,
+        r#"DB_PASSWORD="correct horse battery staple""#,
+        "export DB_PASSWORD='Abc!d3f Gh Xyz'",
+        "DB_PASSWORD=Abc(d3f)GhXyz",
+        "DB_PASSWORD=Abc<d3fGhXyz",
+        "DB_PASSWORD=Abc,d3fGhXyz",
+        // `%s` glued to what follows is part of a random password, not a printf slot.
+        "DB_PASSWORD=Zq8%sLm2x!",
+        r#"{"password": "Xy7%sKq9Lm"}"#,
+    ] {
+        if find_secret(prompt).is_none() {
+            missed.push(prompt);
+        }
+    }
+    assert!(missed.is_empty(), "not detected: {missed:#?}");
+    assert_clean(&[
+        "password = \"%s\" % pw",
+        "DB_PASSWORD=user_%s",
+        "token: \"Bearer %s\"",
+        "auth_token = \"%s:%s\" % (a, b)",
+    ]);
+}
+
+/// The span of a recognised value covers all of it: to the blank for an env literal, to the
+/// closing quote for a quoted one, to the next `;Name=` in a connection string; structure
+/// around a value in code stays outside.
+#[test]
+fn spans_cover_the_whole_value() {
+    assert_eq!(spans("DB_PASSWORD=Abcd3fGh;Xyz12Q"), ["Abcd3fGh;Xyz12Q"]);
+    assert_eq!(spans("export DB_PASSWORD=R00tP4ss! && make"), ["R00tP4ss!"]);
+    assert_eq!(spans("db_password: R00tP4ss!"), ["R00tP4ss!"]);
+    assert_eq!(spans("export DB_PASSWORD='Abc!d3f Gh Xyz'"), ["Abc!d3f Gh Xyz"]);
+    assert_eq!(
+        spans(r#"{"password": "correct horse battery staple"}"#),
+        ["correct horse battery staple"]
+    );
+    assert_eq!(
+        spans("Server=db;Password=Abc,d3fGhXyz;Database=x"),
+        ["Abc,d3fGhXyz"]
+    );
+    assert_eq!(spans("f(password=Zq7kLm2p)"), ["Zq7kLm2p"]);
+    assert_eq!(spans("{password: Zq7kLm2p}, next"), ["Zq7kLm2p"]);
+    assert_eq!(spans("docker run -e 'DB_PASSWORD=Zq7kLm2p' x"), ["Zq7kLm2p"]);
+    let (text, _) = redact("DB_PASSWORD=R00tP4ss!");
+    assert_eq!(text, "DB_PASSWORD=[REDACTED:assignment]");
+}
+
+#[test]
+fn short_weak_key_values_prose_phrasings_and_real_looking_example_values_are_found() {
+    for text in [
+        "DB_PASS=Xk9#mQ2$vL",
+        "auth=Xk9#mQ2$vL",
+        "the password for prod is Zq7kLm2p",
+        "my pw is Zq7kLm2p",
+        "use password \"hunter2\"",
+        "my password: correcthorsebatterystaple",
+        "password=Example123!",
+        "DB_PASSWORD=Chang3me!xxxx",
+    ] {
+        assert!(find_secret(text).is_some(), "not detected: {text:?}");
+    }
+    assert_clean(&[
+        "password=example",
+        "API_KEY=YOUR_API_KEY",
+        "token: your-token-here",
+        "SECRET_KEY=change-me",
+        "password = \"<placeholder>\"",
+        "cache_key = f\"user:{user_id}\"",
+        "password = get_password()",
+        "password: \"Please enter your password\"",
+        "the password for prod is in the vault",
+        "my pw is weak",
+        "the token: authentication",
+        "upward=Zq7kLm2p",
+        "auth=enabled-by-default",
+        "PASSWORD=yourpassword",
+        "token = changemeplease",
+        r#"{"key": "ctrl+shift+1"}"#,
+        "auth=Dep@Host12",
+    ]);
+}
+
+/// A secret word that qualifies the key (`PASSWORD_ALGORITHM`, `existingSecret`) makes it
+/// metadata; public key ids and WebSocket nonces are not secrets.
+#[test]
+fn qualified_keys_and_public_key_ids_are_not_secrets() {
+    assert_clean(&[
+        "PASSWORD_ALGORITHM=argon2id",
+        "TOKEN_ISSUER=auth0",
+        "SECRET_BACKEND=vault",
+        "GITHUB_TOKEN_SCOPE=repo",
+        "existingSecret: postgres-credentials-v2",
+        "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==",
+        "gpg --keyserver keys.openpgp.org --recv-keys 3AA5C34371567BD2",
+        "gpg --default-key 0x3AA5C34371567BD2 --sign file",
+        "git config --global user.signingkey 3AA5C34371567BD2",
+        "PASSWORD_MIN_LENGTH=12",
+        "PASSWORD_ROUNDS=10000",
+    ]);
+}
+
+/// Values that start like a reference or a placeholder but are not one, all-digit passwords
+/// and letters-only YAML passwords are secrets; type and schema words are not.
+#[test]
+fn symbol_led_digit_and_letter_passwords_are_found_but_schema_words_are_not() {
+    for text in [
+        "DB_PASSWORD=$uP3r-S3cret!9",
+        r#""password": "{Xk9#mQ2z""#,
+        "password = '[Zt8!pq4Lm'",
+        "DB_PASSWORD=-h4ck3rPw!9",
+        "SECRET_KEY=/k9Fz2LqP8sT1vXyR4wN7mB0cD3eH6jU=",
+        "password=!Welcome",
+        "DB_PASSWORD=84619273",
+        "password: 20240315",
+        "password: SuperSecretPassword",
+        "password: qwertyuiop",
+        "  adminPassword: RoseBudGarden\n  user: admin",
+        "- password: trustno-one-ever",
+    ] {
+        assert_eq!(findings(text).len(), 1, "not detected: {text:?}");
+    }
+    assert_clean(&[
+        "password: $DB_PASSWORD",
+        "curl -u \"$USER:$PASS\" https://ci",
+        "password: !vault |",
+        "password: !!binary |",
+        "DB_PASSWORD=--from-env",
+        "password: 2024-03-15",
+        "SECRET_KEY=/etc/app/secret.key",
+        "password: str",
+        "password: String",
+        "password: SecretStr",
+        "password: string;",
+        "password: required",
+        "password: true",
+        "password: null",
+        "password: hidden",
+        "password: PasswordField",
+        "password: PasswordInput",
+        "password: password",
+        "the password: qwertyuiop is weak",
+        "password: Secret",
+        "password: secretRef",
+        // A short word names a choice (a hashing scheme, an auth method).
+        "validation:\n  password: required\n  password_confirm: confirmed",
+        "hash:\n  password: Bcrypt",
+        "mysql:\n  password: Native",
+        "env:\n  password: Inherit",
+        "fixture: AAAAAAAAAAAAAAAAAAAAAL4r7TNjQ8mZp2Vx9KcW3bF6hR1tY5uE0oI7sD4gA2jL8nM3qX6vB9wC1zP5kJ0hG4fT7yU2iO8eR3wQ6aS1dF9gH5jK+lZ0xC3vB7nM==",
+        "Rosebud",
+    ]);
+}
+
+#[test]
+fn more_commands_and_sql_take_passwords() {
+    for (text, secret) in [
+        ("mongosh mongodb://db:27017 -u admin -p Tq8vRw2zLp", "Tq8vRw2zLp"),
+        (
+            "mongo -u admin -p Tq8vRw2zLp --authenticationDatabase admin",
+            "Tq8vRw2zLp",
+        ),
+        ("sqlcmd -S srv -U sa -P Tq8vRw2zLp -Q \"select 1\"", "Tq8vRw2zLp"),
+        (
+            "ldapsearch -x -D cn=admin,dc=ex -w Tq8vRw2zLp -b dc=ex",
+            "Tq8vRw2zLp",
+        ),
+        ("ldapmodify -D cn=admin -w Tq8vRw2zLp -f x.ldif", "Tq8vRw2zLp"),
+        ("smbclient //srv/share -U bob%Tq8vRw2zLp", "Tq8vRw2zLp"),
+        ("lftp -u bob,Tq8vRw2zLp ftp.example.org", "Tq8vRw2zLp"),
+        ("http -a bob:Tq8vRw2zLp https://api.example.org/me", "Tq8vRw2zLp"),
+        (
+            "ALTER USER 'root'@'localhost' IDENTIFIED BY 'Tq8vRw2zLp';",
+            "Tq8vRw2zLp",
+        ),
+        (
+            "CREATE USER app IDENTIFIED WITH caching_sha2_password BY 'Tq8vRw2zLp';",
+            "Tq8vRw2zLp",
+        ),
+        ("CREATE USER app WITH PASSWORD 'Tq8vRw2zLp';", "Tq8vRw2zLp"),
+    ] {
+        assert_eq!(spans(text), [secret], "{text}");
+    }
+    assert_clean(&[
+        "docker run -p 27017:27017 mongo:7",
+        "sqlcmd -S srv -U sa -P",
+        "smbclient //srv/share -U bob",
+        "ldapsearch -x -W -b dc=ex",
+        "see the http -a flag docs",
+        "users identified by email",
+    ]);
+}
+
+/// Provider shapes with a structure of their own (ids, separators, fixed parts).
+#[test]
+fn more_provider_shapes_are_found_whole() {
+    for (token, name) in [
+        ("4533314789:AAEsaJd_wyXxQPplH8ACyjkz4jmBQlm7knI", "telegram_token"),
+        (
+            "MTA4pShZFC8ZrXbeg_fT3pG-.h8msMl.c-T1ah9sdbEl7oX8nrEHAluvtdgDW1-In81LJK",
+            "discord_token",
+        ),
+        (
+            "sk.eyJ1Ijo6yc-jecsblnAk2vnXK6-Zy2GKlPOyJV9YZGWNkJnsrUgBhcpqIuRhWlMkU6a.g5t_Zj3aoeWqeHGwlifXjw",
+            "mapbox_token",
+        ),
+        (
+            "patVEnIKXVuuEomFK.dc6c369aad6b68b75b48e99f73f289509dddc3ebffc5ccd8099ee02cab83bb43",
+            "airtable_token",
+        ),
+        (
+            "AAAAAAAAAAAAAAAAAAAAACS6jkdFKsvw8f46QqXYilvBSbELgGOBomUOLc877%3DEgNB6bfbdUwFDrzIe3mGxHoL43ScQQYK8TUkl1JYnrw8tdVIIf",
+            "twitter_token",
+        ),
+        (
+            "EAAHmxOCTQE8phIECUyUALDgxkhOFosZYG9uVqv8ExVuo5Zbcb99JpX9M02bB3f8nUVRBoMFTXptvp7WhPvFMKFl8zE8Ajlb0cdkbx9ZFqJDGf1rB853IgN95Dc",
+            "facebook_token",
+        ),
+        (
+            "CCIPAT_i7xD93lgWk7J6rWs77hSx9_80598e7d8a50f510dc6c4393a96e78c3403049d3",
+            "circleci_token",
+        ),
+        (
+            "pcsk_CrNip_R0HjXFZfTvMUHoXTBzyTzbmncNnz5BhgJjH3LZ7wM6GKHVjk9tCSi5eIeeaAXZY",
+            "pinecone_key",
+        ),
+        ("fo1_IYLsD6c060ZGUfpDNhmMLm43B3OjdK2OLMdNJTkzc_8", "flyio_token"),
+        (
+            "fm2_pRXhWNEuCbY+e3ZVMkfcDWKbFYV6RZc123ybgnl8LzRRIC7wQqVThu1r2WZxfm2rBvqZptcSyEXcg+8+8oeNu9Jchmw9pUNlWbDrio9ToGG1/ONo64osfMnadO70l5EEM43Onetvxr/BkuSzwPMg2eXVVwnDeV3yQjVPhfafwTfg+uWMvnH+iG9te7WmA9i7w8QJUr4Z",
+            "flyio_token",
+        ),
+        ("nfp_FHCRQ44IHJ5lByNt5TPiKEuor5ClFKHu6MUb", "netlify_token"),
+        ("aio_gXOsHzoMp7BKOHNfEkalT2ib0Z8v", "adafruit_key"),
+        (
+            "dp.st.prd.oX2D86ByvkNx5MYjCPC1zaPLvaLO7ZOE8JV45sXq",
+            "doppler_token",
+        ),
+        (
+            "dp.sa.GwpFOB1edmZ9AZnSgYWGB3c5pjdrDkfAIfAalRM8rUw",
+            "doppler_token",
+        ),
+    ] {
+        let text = format!("use {token}, thanks");
+        assert_eq!(find_secret(&text), Some(SecretKind::Vendor(name)), "{token}");
+        assert_eq!(spans(&text), [token]);
+    }
+    assert_eq!(
+        spans(
+            "https://a.blob.core.windows.net/c/b?sv=2022-11-02&sp=r&sig=sP2Cpfk%2BPeZJV5DIx7xu6SrYiyMUJEm%3D&x=1"
+        ),
+        ["sP2Cpfk%2BPeZJV5DIx7xu6SrYiyMUJEm%3D"]
+    );
+    assert_kind(
+        SecretKind::AuthHeader,
+        &["Authorization: SSWS 00DWzP9WYJof5Hzt4XJUtv2tIEpc1ke4M4innZMcWU"],
+    );
+    assert_clean(&[
+        "the pattern and path modules",
+        "sig=SIGTERM",
+        "Order 1234567890:AAB shipped",
+        "MTAJMlA4JahKDNl9sW7W6zCJ.IFrNYf",
+        "pathlib.Path.home.joinpath.with.many.segments.that.run.on.and.on.forever.k7Qz2mWpi",
+    ]);
+}
+
+/// Four-dash and SSH2 armors and PuTTY's private lines are private keys, whole.
+#[test]
+fn older_private_key_armors_and_putty_files_are_private_keys() {
+    let block = "----BEGIN RSA PRIVATE KEY----\nMIIEowIBAAKCAQEAq7Bz\nab+/cd==\n----END RSA PRIVATE KEY----";
+    assert_eq!(spans(&format!("key:\n{block}\nthanks")), [block]);
+    let ssh2 = "---- BEGIN SSH2 ENCRYPTED PRIVATE KEY ----\nComment: \"k\"\nP2/56wAAAtw\n---- END SSH2 ENCRYPTED PRIVATE KEY ----";
+    assert_eq!(spans(ssh2), [ssh2]);
+    let private = "Private-Lines: 1\nAAAAIGq7BzQ2zLp9Xk\nPrivate-MAC: 5f2a9c";
+    let ppk = format!("PuTTY-User-Key-File-3: ssh-ed25519\nPublic-Lines: 1\nAAAAC3NzaC1lZDI1\n{private}");
+    assert_eq!(spans(&ppk), [private]);
+    assert_clean(&[
+        "---- BEGIN SSH2 PUBLIC KEY ----",
+        "----BEGIN PRIVATE KEY-----",
+        "-----BEGIN PRIVATE KEY----",
+        "---BEGIN PRIVATE KEY---",
+    ]);
+}
+
+/// A prompt of BEGIN lines without an END line: the END search is done once over the text,
+/// not once per line over a 16 KiB window.
+#[test]
+fn begin_lines_without_an_end_search_the_text_once() {
+    let prompt = "-----BEGIN RSA PRIVATE KEY-----\n".repeat(200_000 / 32);
+    let mut scan = crate::scan::Scan::new(&prompt);
+    scan.run();
+    assert_eq!(scan.found.len(), 200_000 / 32);
+    assert!(
+        scan.pem_searched <= 2 * prompt.len(),
+        "searched {} bytes for a {}-byte prompt",
+        scan.pem_searched,
+        prompt.len()
+    );
+    // An END line further on still closes the block.
+    let block = "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAq7Bz\n-----END RSA PRIVATE KEY-----";
+    let text = format!("{}{block}", "-----BEGIN RSA PRIVATE KEY-----\n".repeat(3));
+    assert_eq!(findings(&text).last().map(|f| f.end), Some(text.len()));
+}
+
+/// The word for password in other languages is a key as `password` is, with the same value
+/// rules: a mapping needs a digit or symbol, prose a random-looking word.
+#[test]
+fn password_words_of_other_languages_take_the_same_values() {
+    for text in [
+        "mein Passwort ist Xy7!kq9Lm",
+        "Passwort: Xy7!kq9Lm",
+        "Kennwort: Xy7!kq9Lm",
+        "mot de passe : Xy7!kq9Lm",
+        "le mot de passe est Xy7!kq9Lm",
+        "contraseña: Xy7!kq9Lm",
+        "mi contraseña es Xy7!kq9Lm",
+        "clave: Xy7!kq9Lm",
+        "senha: Xy7!kq9Lm",
+        "minha senha é Xy7!kq9Lm",
+        "la password è Xy7!kq9Lm",
+        "密码：Xy7!kq9Lm，谢谢",
+        "我的密码是Xy7!kq9Lm。",
+        "パスワード：Xy7!kq9Lm",
+        "パスワードはXy7!kq9Lmです",
+        "пароль: Xy7!kq9Lm",
+        "мой пароль Xy7!kq9Lm",
+        "das Passwort für prod ist Xy7!kq9Lm",
+        "a senha do banco é Xy7!kq9Lm",
+    ] {
+        assert_eq!(spans(text), ["Xy7!kq9Lm"], "{text}");
+    }
+    assert_eq!(spans("clave de acceso: hunter22"), ["hunter22"]);
+    assert_eq!(spans("clave secreta = \"hunter22\""), ["hunter22"]);
+    assert_clean(&[
+        "Passwort: ändern",
+        "Das Passwort ist zu kurz.",
+        "Passwortlänge: 12",
+        "mot de passe oublié",
+        "Le mot de passe est incorrect.",
+        "la contraseña es obligatoria",
+        "clave primaria: id_usuario",
+        "enclave: sgx-enclave-01",
+        // A bare `clave` is any key in Spanish.
+        "{\"clave\": \"valor\"}",
+        "clave = \"nombre\"",
+        "la clave es nombre_usuario",
+        "a senha é obrigatória",
+        "密码：请输入",
+        "密码错误，请重试",
+        "密码学是一门科学",
+        "密码长度：8-16位",
+        "パスワードは8文字以上",
+        "Пароль: обязательно",
+        "пароля нет",
+        "the password is Größe",
+        // Hashing and encryption named after the word, in any language.
+        "パスワードはAES-256で暗号化",
+        "パスワードはPBKDF2-SHA256でハッシュ化",
+        "密码是SHA-256哈希",
+        "密码是RSA-2048加密",
+        "密碼為SHA-512",
+        "the password is PBKDF2-SHA256 hashed",
+        "das Passwort ist SHA-256 gehasht",
+        "la contraseña es AES-256",
+        "a senha é argon2id",
+        "пароль RSA-4096",
+    ]);
+    // A password that merely starts like an algorithm is still one.
+    assert_eq!(spans("密码是AES-Xy7!kq9Lm"), ["AES-Xy7!kq9Lm"]);
+    assert_eq!(spans("the password is sha-256-Zq8!pLm2x"), ["sha-256-Zq8!pLm2x"]);
+}
+
+/// A table whose header names a secret column, and a SQL `INSERT` column list: the cell in
+/// that column of each row is the column's value, judged as `password: …` is.
+#[test]
+fn table_cells_under_a_secret_column_are_values() {
+    for (text, secret) in [
+        ("user,password\nadmin,Zq8!pLm2x", &["Zq8!pLm2x"][..]),
+        (
+            "name,url,username,password\nmail,https://mail.example.org,bob,Zq8!pLm2x\nbank,https://bank.example.org,bob,Xy7!kq9Lm",
+            &["Zq8!pLm2x", "Xy7!kq9Lm"],
+        ),
+        ("\"user\",\"password\"\n\"admin\",\"Zq8!pLm2x\"", &["Zq8!pLm2x"]),
+        ("username\tpassword\nadmin\tZq8!pLm2x", &["Zq8!pLm2x"]),
+        ("user,password\nÉmile,Zq8!pLm2x", &["Zq8!pLm2x"]),
+        (
+            "user,password\nbob,Xy7!kq9Lm\n张伟,Zq8!pLm2x",
+            &["Xy7!kq9Lm", "Zq8!pLm2x"],
+        ),
+        (
+            "| user | password |\n|---|---|\n| admin | Zq8!pLm2x |",
+            &["Zq8!pLm2x"],
+        ),
+        (
+            "| User | API key |\n| --- | --- |\n| ci | `Qm3xT8wPz1Lk9` |",
+            &["Qm3xT8wPz1Lk9"],
+        ),
+        (
+            "INSERT INTO users (name, password) VALUES ('bob', 'S3cr3t!pw')",
+            &["S3cr3t!pw"],
+        ),
+        (
+            "insert into `users` (`name`, `password`)\nvalues ('bob', 'S3cr3t!pw'), ('al', 'Xy7!kq9Lm');",
+            &["S3cr3t!pw", "Xy7!kq9Lm"],
+        ),
+    ] {
+        assert_eq!(spans(text), secret, "{text}");
+    }
+    assert_clean(&[
+        "user,password\nadmin,changeme",
+        "user,password\nadmin,Rosebud",
+        "| user | password |\n|---|---|\n| ops | see vault |",
+        "| Name | Description | Secret |\n|---|---|---|\n| DB_PASSWORD | The database password | yes |",
+        "| Token | Meaning |\n|---|---|\n| IDENT | identifier |\n| `->` | arrow |",
+        "text,tokens\nhello,5",
+        "\"password\",\n\"und-PY\",",
+        "return user, token\nyield from self.tokenize(var.base, VARIABLE)",
+        "SELECT user,password\nFROM users WHERE id = 1",
+        "INSERT INTO users (name, password) VALUES ($1, $2)",
+        "INSERT INTO users (name, password) VALUES ('test', 'test')",
+        "INSERT INTO users (name, password_hash) VALUES ('bob', 'abcdef123456')",
+        // A token column holds lexer, design or model tokens as often as credentials.
+        "| Token | Value |\n|---|---|\n| color-blue-500 | #3b82f6 |",
+        "\"id\",\"token\"\n\"1\",\"hello\"",
+        "INSERT INTO lexer_tokens (token, kind) VALUES ('SELECT','keyword')",
+        "| Token | Count |\n|---|---|\n| ▁world | 3 |",
+        // A quoted cell is judged as an unquoted one: a word is not a password.
+        "\"user\",\"password\"\n\"admin\",\"Rosebud\"",
+        "user,password\nadmin,correct-horse-battery",
+    ]);
+    assert_eq!(spans("id,token\n1,Zq8kLm2xPq7RtY4w"), ["Zq8kLm2xPq7RtY4w"]);
+    assert_eq!(
+        spans("| Token | Owner |\n|---|---|\n| `Qm3xT8wPz1Lk9vB2` | ci |"),
+        ["Qm3xT8wPz1Lk9vB2"]
+    );
+}
+
+/// A user and a password passed together to what names authentication: the second string is
+/// the password when it looks random.
+#[test]
+fn a_markdown_table_of_names_and_values_gives_each_secret_names_value() {
+    assert_found(&[
+        "Which of these do I still need?\n| Variable | Value |\n|---|---|\n| DB_HOST | db.internal |\n| DB_PASSWORD | Tr0ub4dor&3xyz |",
+        "| `client_secret` | `6ed3d652a092f72343b649640341d7afcf04a734` | rotated in May |",
+        "  | **Api Key** | \"q7XbN2vLp9RzT4kW8mYc\" |",
+        "| password | hunter2 |",
+    ]);
+    assert_clean(&[
+        // A header row names columns; the rows under it describe them.
+        "| password | description |\n|---|---|\n| a | b |",
+        "| `password` | The password used to log in |",
+        "| access_token | str | The OAuth token |",
+        "| password | `str` | |",
+        "| `DB_PASSWORD` | `${{ secrets.DB_PASSWORD }}` |",
+        "| token | <your token> |",
+        "| API_KEY | your-api-key-here |",
+        "| password | ******** |",
+        // Not the row's first cell, or no row at all.
+        "| db | password | Tr0ub4dor&3xyz |",
+        "see the password | Tr0ub4dor&3xyz",
+    ]);
+}
+
+#[test]
+fn a_table_header_is_split_once_per_line() {
+    let line = format!("{}password\n", "password,".repeat(55));
+    let prompt = line.repeat(200_000 / line.len());
+    let mut scan = crate::scan::Scan::new(&prompt);
+    scan.run();
+    assert!(
+        scan.table_read <= 2 * prompt.len(),
+        "split {} bytes of a {}-byte prompt",
+        scan.table_read,
+        prompt.len()
+    );
+}
+
+#[test]
+fn a_password_passed_with_its_user_is_found() {
+    for text in [
+        r#"auth=("admin", "Zq8!pLm2x")"#,
+        r#"r = requests.get(url, auth=("admin", "Zq8!pLm2x"), timeout=5)"#,
+        r#"requests.auth.HTTPBasicAuth("admin", "Zq8!pLm2x")"#,
+        r#"aiohttp.BasicAuth(user, 'Zq8!pLm2x')"#,
+        r#"client.login("user", "Zq8!pLm2x")"#,
+        r#"server.login(os.environ["SMTP_USER"], "Zq8!pLm2x")"#,
+        r#"db.check_password("bob", "Zq8!pLm2x")"#,
+    ] {
+        assert_eq!(spans(text), ["Zq8!pLm2x"], "{text}");
+    }
+    assert_clean(&[
+        "auth = HTTPBasicAuth(user, password)",
+        r#"auth=("admin", os.environ["PW"])"#,
+        r#"login("user", "test")"#,
+        r#"ftp.login('anonymous', 'guest@example.com')"#,
+        r#"author("Jane", "Austen1")"#,
+        r#"raise AuthenticationError(self.buffer, "Unexpected data received")"#,
+        r#"keyring.get_credential(service, "nobody!")"#,
+    ]);
+}
+
+/// Commands that take a password as an argument or on their input.
+#[test]
+fn password_arguments_of_more_commands_are_found() {
+    for (text, secret) in [
+        ("htpasswd -b .htpasswd admin Zq8!pLm2x", &["Zq8!pLm2x"][..]),
+        (
+            "sudo htpasswd -bc /etc/nginx/.htpasswd admin Zq8!pLm2x",
+            &["Zq8!pLm2x"],
+        ),
+        ("htpasswd -nbBC 12 admin Zq8!pLm2x", &["Zq8!pLm2x"]),
+        ("ssh-keygen -t ed25519 -N 'Zq8!pLm2x' -f key", &["Zq8!pLm2x"]),
+        (
+            "ssh-keygen -p -P 'Xy7!kq9Lm' -N 'Zq8!pLm2x' -f key",
+            &["Xy7!kq9Lm", "Zq8!pLm2x"],
+        ),
+        ("wpa_passphrase MyWifi Zq8pLm2xQ", &["Zq8pLm2xQ"]),
+        ("openssl rsa -in k.pem -passout pass:Zq8pLm2xQ", &["Zq8pLm2xQ"]),
+        (
+            "openssl pkcs12 -export -passin pass:Zq8pLm2xQ -out c.p12",
+            &["Zq8pLm2xQ"],
+        ),
+        ("openssl enc -aes-256-cbc -k Zq8pLm2xQ -in f", &["Zq8pLm2xQ"]),
+        ("mysqladmin -u root -pZq8pLm2xQ status", &["Zq8pLm2xQ"]),
+        ("echo 'bob:Zq8pLm2xQ' | sudo chpasswd", &["Zq8pLm2xQ"]),
+        ("chpasswd <<< 'bob:Zq8pLm2xQ'", &["Zq8pLm2xQ"]),
+        (
+            "chpasswd <<EOF\nbob:Zq8pLm2xQ\nalice:Xy7!kq9Lm\nEOF",
+            &["Zq8pLm2xQ", "Xy7!kq9Lm"],
+        ),
+        ("net user bob Zq8pLm2xQ /add", &["Zq8pLm2xQ"]),
+        ("C:\\> net user bob Zq8pLm2xQ /add", &["Zq8pLm2xQ"]),
+        ("$ sudo htpasswd -b f bob hunterpass", &["hunterpass"]),
+        ("cd /etc && htpasswd -b f bob hunterpass", &["hunterpass"]),
+        ("Run `wpa_passphrase MyWifi hunterpass` once", &["hunterpass"]),
+        ("then run wpa_passphrase MyWifi Zq8pLm2xQ", &["Zq8pLm2xQ"]),
+        ("then run net user bob 'hunterpass'", &["hunterpass"]),
+        (
+            "openssl enc -k Zq8pLm2xQ -in f ; curl -k localhost:8443/health",
+            &["Zq8pLm2xQ"],
+        ),
+    ] {
+        assert_eq!(spans(text), secret, "{text}");
+    }
+    assert_clean(&[
+        "sudo htpasswd -c /etc/nginx/.htpasswd admin",
+        "htpasswd -b .htpasswd admin \"$PASSWORD\"",
+        "htpasswd -D .htpasswd admin",
+        "ssh-keygen -t ed25519 -N '' -f key",
+        "wpa_passphrase MyWifi > /etc/wpa_supplicant.conf",
+        "openssl rsa -in k.pem -passin env:KEY_PASS",
+        "openssl rsa -in k.pem -passin file:pw.txt",
+        "openssl s_client -connect host:443 | curl -k https://host/x",
+        "printf 'bob:%s\\n' \"$PW\" | chpasswd",
+        "echo \"$USER:$PASS\" | chpasswd",
+        "run chpasswd at 12:30, see http://wiki/x",
+        "net user bob * /add",
+        "net user bob /delete",
+        // Prose about the commands, not a command line.
+        "Run net user to list accounts",
+        "Run wpa_passphrase to generate the PSK",
+        "htpasswd -b is insecure because the password shows in ps",
+        "the net user output shows Guest",
+        // A flag of the next command in the pipeline is not openssl's or ssh-keygen's.
+        "openssl s_client -connect x:443 ; curl -k localhost:8443/health",
+        "openssl s_client -connect x:443 && curl -k localhost:8443/health",
+        "ssh-keygen -l -f key.pub | head -N foobarbaz",
+    ]);
+}
+
+/// Password hashes: crypt's `$id$…` forms and `/etc/shadow` lines, whole.
+#[test]
+fn password_hashes_are_found_whole() {
+    let hashes = [
+        "$2b$12$xLh40/TtNxbVOzjwNGRt4k/ByGnYT64twED0L.Ut.KoxgOZfN9c.Z",
+        "$2y$10$a.4FAY0uf9YJ0vCEJHCPq1gSYup6RPoGDIW6rRUOw9SLiHExHbCgU",
+        "$6$Qw3rTy7u$DmHGlwkf3S8FDkOV3QRHzVHVAr3Es030RIfSmZzv4Sxzit/5V52iMbrNYh1XOZDgHnCDm6aeTRO7mBUbrMjyd0",
+        "$6$rounds=5000$Qw3rTy7u$DmHGlwkf3S8FDkOV3QRHzVHVAr3Es030RIfSmZzv4Sxzit/5V52iMbrNYh1XOZDgHnCDm6aeTRO7mBUbrMjyd0",
+        "$5$Qw3rTy7u$zaUsoEFj7C8ueSgHIo06cZQ8O8Mzwnv486q79jJcu53",
+        "$1$Qw3rTy7u$ddlMnLC6ydCDHhc9XAnLp0",
+        "$apr1$Qw3rTy7u$XcPWfs9Q5DEj5ROsgPY/I1",
+        "$y$j9T$8xjH3PxySlT46Q1eIYJ0q1$4TDtY.DjumUlZJrLH.2BoGV4cD9g9257kGyXTNAXtu4",
+        "$argon2id$v=19$m=65536,t=3,p=4$YhbfQBwcs5v3+LegT48zgg$kN12xFma/L/yHYktx3h6yG8XSPZ51cnkjxn9qPJJBm0",
+    ];
+    for hash in hashes {
+        let text = format!("the users table stores {hash} for bob");
+        assert_eq!(find_secret(&text), Some(SecretKind::PasswordHash), "{hash}");
+        assert_eq!(spans(&text), [hash]);
+    }
+    assert_eq!(
+        spans("admin:$$apr1$$Qw3rTy7u$$XcPWfs9Q5DEj5ROsgPY/I1"),
+        ["$apr1$$Qw3rTy7u$$XcPWfs9Q5DEj5ROsgPY/I1"]
+    );
+    let shadow = format!(
+        "root:{}:19000:0:99999:7:::\nbob:7fg8LEGAKRwpC:19000::::::",
+        hashes[2]
+    );
+    assert_eq!(spans(&shadow), [hashes[2], "7fg8LEGAKRwpC"]);
+    assert_kind(
+        SecretKind::PasswordHash,
+        &["bob:!7fg8LEGAKRwpC:19000:0:99999:7:::"],
+    );
+    assert_clean(&[
+        "daemon:*:19000:0:99999:7:::",
+        "bob:!:19000:0:99999:7:::",
+        "root:x:0:0:root:/root:/bin/bash",
+        "echo $1$2 and $6$ costs",
+        "awk '{print $1$2$3}'",
+        "$2b$12$ is the bcrypt prefix",
+        "$1$Qw3rTy7u$ddlMnLC6ydCDHhc9XAnLp",
+    ]);
+}
+
+/// keytool's and jarsigner's store and key passwords, and the password argument of `net
+/// use` (after the share, before or after `/user:`), plain only on a command line.
+#[test]
+fn keytool_store_passwords_and_net_use_passwords_are_found() {
+    for (text, secret) in [
+        (
+            "keytool -list -keystore app.jks -storepass Zq8pLm2xQ",
+            &["Zq8pLm2xQ"][..],
+        ),
+        (
+            "keytool -genkeypair -alias app -keystore app.jks -storepass 'Xy7!kq9Lm' -keypass Zq8pLm2xQ -dname CN=app",
+            &["Xy7!kq9Lm", "Zq8pLm2xQ"],
+        ),
+        (
+            "keytool -importkeystore -srckeystore a.p12 -srcstorepass Zq8pLm2xQ -destkeystore b.jks -deststorepass Xy7!kq9Lm",
+            &["Zq8pLm2xQ", "Xy7!kq9Lm"],
+        ),
+        (
+            "keytool -keypasswd -alias a -srckeypass hunterpass -destkeypass Zq8pLm2xQ",
+            &["hunterpass", "Zq8pLm2xQ"],
+        ),
+        (
+            "jarsigner -keystore k.jks -storepass Zq8pLm2xQ app.jar app",
+            &["Zq8pLm2xQ"],
+        ),
+        (
+            "net use \\\\fs01\\share Zq8pLm2xQ /user:CORP\\bob",
+            &["Zq8pLm2xQ"],
+        ),
+        ("net use Z: \\\\srv\\s /user:bob Zq8pLm2xQ", &["Zq8pLm2xQ"]),
+        (
+            "C:\\> net use Z: \\\\srv\\s hunterpass /persistent:no",
+            &["hunterpass"],
+        ),
+        ("then run net use Z: \\\\srv\\s 'hunterpass'", &["hunterpass"]),
+    ] {
+        assert_eq!(spans(text), secret, "{text}");
+        assert_eq!(find_secret(text), Some(SecretKind::CommandLine), "{text}");
+        let (redacted, _) = redact(text);
+        assert!(secret.iter().all(|s| !redacted.contains(s)), "{redacted}");
+    }
+    assert_clean(&[
+        "keytool -list -keystore x.jks",
+        "keytool -list -keystore x.jks -storepass changeit",
+        "keytool -list -keystore x.jks -storepass:env STORE_PASS",
+        "keytool -list -keystore x.jks -storepass $STORE_PASS",
+        "keytool asks for -storepass with every command",
+        "net use Z: \\\\srv\\share /persistent:yes",
+        "net use Z: \\\\srv\\share * /user:CORP\\bob",
+        "net use Z: /delete",
+        "run net use Z: \\\\srv\\share with your password",
+    ]);
+}
+
+/// Werkzeug's and Django's stored hashes (`algorithm[:params]$…$hash`) and LDAP's
+/// `{SCHEME}` hashes, whole, of their real lengths.
+#[test]
+fn werkzeug_django_and_ldap_password_hashes_are_found() {
+    for hash in [
+        "pbkdf2:sha256:600000$Ab3dEf6hIj9kLm2n$5e884898da28047151d0e56f8dc6292773603d0d6aabbdd62a11ef721d1542d8",
+        "scrypt:32768:8:1$Ab3dEf6hIj9kLm2n$51772ae082ed5f28cf9b0d74ba3df8384a076c529ebc1e68a7e9aeca2b155fde41cad2fcdfb211fb5c0e09ff985c5e5f2a678644681b3651d192faebda190e81",
+        "pbkdf2_sha256$600000$Xk3mQ9zR2pLw8vT1nB4cHy$0s3yQm2kP9xLr7vT4nB1cWz8dF5gH6jK3lM9pQ2rS0u=",
+        "argon2$argon2id$v=19$m=102400,t=2,p=8$dGhpc2lzYXNhbHQxMg$2BbvhuD4mWclbPJYNTOpT+T6hlDkUGjhSszFleLV1lQ",
+        "bcrypt_sha256$$2b$12$xLh40/TtNxbVOzjwNGRt4k/ByGnYT64twED0L.Ut.KoxgOZfN9c.Z",
+    ] {
+        let text = format!("the auth_user row holds {hash} for bob");
+        assert_eq!(find_secret(&text), Some(SecretKind::PasswordHash), "{hash}");
+        assert_eq!(spans(&text), [hash]);
+    }
+    for (text, hash) in [
+        (
+            "userPassword: {SSHA}Lfv8HinZ/FSwhf/wQEdr2R7jSQ3MVv+f",
+            "Lfv8HinZ/FSwhf/wQEdr2R7jSQ3MVv+f",
+        ),
+        (
+            "userPassword: {SHA}ROJmJLOC3sZjQbCoA8HuEry+yDc=",
+            "ROJmJLOC3sZjQbCoA8HuEry+yDc=",
+        ),
+        (
+            "{SSHA512}1RVM/j520oLI8eKwwo+cFyflSQoeBsVlViNIze2fq4c1g1MUZMiINuVd6Zt40R60X/r3Zu2pw4oqMCzo5pCe/6MI1D9pTaKa",
+            "1RVM/j520oLI8eKwwo+cFyflSQoeBsVlViNIze2fq4c1g1MUZMiINuVd6Zt40R60X/r3Zu2pw4oqMCzo5pCe/6MI1D9pTaKa",
+        ),
+        ("userPassword: {crypt}7fg8LEGAKRwpC", "7fg8LEGAKRwpC"),
+        (
+            "userPassword: {CRYPT}$6$Qw3rTy7u$DmHGlwkf3S8FDkOV3QRHzVHVAr3Es030RIfSmZzv4Sxzit/5V52iMbrNYh1XOZDgHnCDm6aeTRO7mBUbrMjyd0",
+            "$6$Qw3rTy7u$DmHGlwkf3S8FDkOV3QRHzVHVAr3Es030RIfSmZzv4Sxzit/5V52iMbrNYh1XOZDgHnCDm6aeTRO7mBUbrMjyd0",
+        ),
+    ] {
+        assert_eq!(find_secret(text), Some(SecretKind::PasswordHash), "{text}");
+        assert_eq!(spans(text), [hash]);
+        assert!(!redact(text).0.contains(hash));
+    }
+    assert_clean(&[
+        "the {SHA} scheme is weak",
+        "{SHA}abc123",
+        // Words run together, of a salted SHA-1's length, are not its base64.
+        "{SSHA}ThisIsNotAHashJustSomeLongerText",
+        "olcPasswordHash: {SSHA}",
+        "Django uses pbkdf2_sha256 by default",
+        "the format is pbkdf2_sha256$<iterations>$<salt>$<hash>",
+        "pbkdf2:sha256:600000$salt$hash",
+        "PASSWORD_HASHERS = [\"django.contrib.auth.hashers.ScryptPasswordHasher\"]",
+        "scrypt:32768:8:1 is werkzeug's default method",
+    ]);
+}
+
+/// C#'s `NetworkCredential`, Java's `PasswordAuthentication` (its `char[]` from a string),
+/// and keyring's `set_password`, whose password is the third argument.
+#[test]
+fn credential_constructors_and_keyring_passwords_are_found() {
+    for text in [
+        r#"var cred = new NetworkCredential("svc", "Zq8!pLm2x");"#,
+        r#"client.Credentials = new System.Net.NetworkCredential("svc", "Zq8!pLm2x", "CORP");"#,
+        r#"return new PasswordAuthentication("svc", "Zq8!pLm2x".toCharArray());"#,
+        r#"keyring.set_password("smtp", "svc", "Zq8!pLm2x")"#,
+    ] {
+        assert_eq!(spans(text), ["Zq8!pLm2x"], "{text}");
+    }
+    // A client id (a UUID) before the secret is an identifier, and does not hide the secret.
+    assert_eq!(
+        spans(r#"new ClientSecretCredential(tenant, "04b07795-8ddb-461a-bbee-02f9e1bf7b46", "Zq8!pLm2x")"#),
+        ["Zq8!pLm2x"]
+    );
+    assert_clean(&[
+        "new NetworkCredential(user, password)",
+        r#"new NetworkCredential("svc", Environment.GetEnvironmentVariable("PW"))"#,
+        r#"new PasswordAuthentication(user, pw.toCharArray())"#,
+        r#"keyring.set_password("smtp", "svc", password)"#,
+        r#"keyring.get_password("smtp", "svc")"#,
+        r#"CredentialCache.GetCredential(uri, "Basic")"#,
+        r#"store.GetCredentials("svc", "nobody!")"#,
+        // A tenant and a client id are identifiers, a certificate's path is not a secret.
+        r#"new ClientSecretCredential("72f988bf-86f1-41af-91ab-2d7cd011db47", "04b07795-8ddb-461a-bbee-02f9e1bf7b46", secret)"#,
+        r#"new ClientCertificateCredential(tenantId, "04b07795-8ddb-461a-bbee-02f9e1bf7b46", "certs/app-cert.pem")"#,
+        // A call that configures authentication is given a scheme, not a user and password.
+        r#"services.AddAuthentication("Cookies", "Zq8!pLm2xQ7")"#,
+        r#"app.UseAuthentication("Bearer", "Zq8!pLm2xQ7")"#,
+        r#"builder.WithAuthentication("Basic", "Zq8!pLm2xQ7")"#,
+        r#"ConfigureAuthentication("Oidc", "Zq8!pLm2xQ7")"#,
+    ]);
+}
+
+/// The foreign words for password in capitals, French's no-break space before its colon,
+/// Korean and Dutch, and a foreign word as a segment of a longer key.
+#[test]
+fn more_languages_capitals_and_foreign_words_inside_keys_are_found() {
+    for text in [
+        "CONTRASEÑA: Xy7!kq9Lm",
+        "PASSWORT: Xy7!kq9Lm",
+        "KENNWORT=Xy7!kq9Lm",
+        "MOT DE PASSE : Xy7!kq9Lm",
+        "SENHA: Xy7!kq9Lm",
+        "ПАРОЛЬ: Xy7!kq9Lm",
+        "Mot de passe\u{a0}: Xy7!kq9Lm",
+        "mot de passe\u{202f}: Xy7!kq9Lm",
+        "비밀번호: Xy7!kq9Lm",
+        "비밀번호=Xy7!kq9Lm",
+        "비밀번호는 Xy7!kq9Lm입니다",
+        "새 비밀번호가 Xy7!kq9Lm 입니다",
+        "wachtwoord: Xy7!kq9Lm",
+        "mijn wachtwoord is Xy7!kq9Lm",
+        "DB_KENNWORT=Xy7!kq9Lm",
+        "db_contraseña=Xy7!kq9Lm",
+        "APP_WACHTWOORD=Xy7!kq9Lm",
+        "db_пароль=Xy7!kq9Lm",
+        "DB_비밀번호=Xy7!kq9Lm",
+        "export SMTP_PASSWORT_PROD=Xy7!kq9Lm",
+    ] {
+        assert_eq!(spans(text), ["Xy7!kq9Lm"], "{text}");
+    }
+    assert_clean(&[
+        "mijn wachtwoord vergeten",
+        "비밀번호를 재설정하는 방법",
+        "비밀번호는 8자 이상이어야 합니다",
+        "비밀번호는 SHA-256으로 암호화됩니다",
+        "비밀번호가 틀렸습니다",
+        "Mot de passe\u{a0}: oublié",
+        "CONTRASEÑA: <tu contraseña>",
+        "KENNWORTLÄNGE=12",
+        "DB_KENNWORT_FILE=/run/secrets/db",
+        "wachtwoordbeleid: sterk",
+    ]);
+}
+
+/// Tokens without a prefix of their own next to the word that names them: a `PAT` key, Render's
+/// `rnd_` keys, a Telegram bot token glued to `bot` in its API URL.
+#[test]
+fn pat_keys_render_keys_and_telegram_urls_are_found() {
+    for (text, secret) in [
+        (
+            "AZURE_DEVOPS_PAT=laygowxn7lzdwcw2fklp3uzukryx5qgdvjj2b6v6ppl7zlkvpsc4",
+            "laygowxn7lzdwcw2fklp3uzukryx5qgdvjj2b6v6ppl7zlkvpsc4",
+        ),
+        (
+            "azure_devops_pat: 4rd6x73hquzoqm63p3p25vsrcqf2xxeu6i5yjzgur2shznyrlr7x",
+            "4rd6x73hquzoqm63p3p25vsrcqf2xxeu6i5yjzgur2shznyrlr7x",
+        ),
+        (
+            "the render key is rnd_CJVdlUPVL83Ly16QoA3jYSRO9wUvqywL",
+            "rnd_CJVdlUPVL83Ly16QoA3jYSRO9wUvqywL",
+        ),
+        (
+            "curl https://api.telegram.org/bot7312345678:AAszJCy5YY3-1-_sAeHib8jz6jZfhY56y12/sendMessage",
+            "7312345678:AAszJCy5YY3-1-_sAeHib8jz6jZfhY56y12",
+        ),
+    ] {
+        assert_eq!(spans(text), [secret], "{text}");
+    }
+    assert_eq!(
+        find_secret("RENDER_API_KEY=rnd_CJVdlUPVL83Ly16QoA3jYSRO9wUvqywL rest"),
+        Some(SecretKind::Assignment)
+    );
+    assert_clean(&[
+        r#"_IPV4_PAT = r"(?:[0-9]{1,3}\.){3}[0-9]{1,3}""#,
+        r#"_UNRESERVED_PAT = r"ABCDEFGHIJKLMNOPQRSTUVWXYZk7Qz2mWpijklmnopqrstuvwxyz0123456789._\-~""#,
+        r#"date_pat = r"\d{4}-\d{2}-\d{2}""#,
+        "echo \"$CR_PAT\" | docker login ghcr.io -u USERNAME --password-stdin",
+        "path = pathlib.Path(pat)",
+        "rnd_seed = 42",
+        "rnd_generator_for_the_benchmark_suite",
+        "https://api.telegram.org/bot<token>/sendMessage",
+        "the robot12345678:AAH arm",
+        // An alphabet has every letter once: high entropy, no randomness.
+        r#"let pat = "k7Qz2mWpijklmnopqrstuvwxyz";"#,
+        r#"ALPHABET_PAT = "ABCDEFGHIJKLMNOPQRSTUVWXYZk7Qz2mWpijklmnopqrstuvwxyz0123456789""#,
+        "the api key is k7Qz2mWpijklmnopqrstuvwxyz0123456789",
+    ]);
+    assert_eq!(spans(r#"let pat = "qZ8mTk3LwP9xRv2N""#), ["qZ8mTk3LwP9xRv2N"]);
+}
+
+/// Withheld for nothing before: a cookie's attributes alone, a Kubernetes secret's name, and a
+/// documented default where the password is the user again.
+#[test]
+fn cookie_attributes_secret_names_and_user_as_password_are_not_secrets() {
+    assert_clean(&[
+        "Set-Cookie: Path=/; HttpOnly; SameSite=Lax",
+        r#"response.headers["Set-Cookie"] = "Path=/; HttpOnly; SameSite=Lax""#,
+        "tls:\n  secret: tls-cert-2024",
+        "amqp://guest:guest@localhost:5672/",
+        "postgres://postgres:postgres@localhost/db",
+        "curl -u admin:admin http://localhost:8080",
+    ]);
+    for text in [
+        "Set-Cookie: __Host-session=Zq8pLm2xQ7; Path=/; Secure; HttpOnly",
+        "secret: hunter-2",
+        "secret: Zq8-pLm2x-Qw3",
+        // A memorable password under a bare key is not an object's name.
+        "secret: blue-river-42-sky",
+        "app:\n  secret: blue-river-42-sky",
+        "amqp://guest:Zq8pLm2x@rabbit:5672/",
+        "curl -u admin:Zq8pLm2x http://localhost:8080",
+    ] {
+        assert_eq!(findings(text).len(), 1, "not detected: {text:?}");
+    }
+}
+
+/// A short letters-only password counts where `key=value` is a literal (an env or properties
+/// line, a shell assignment, a flag); in code, INI-style `key = value` and YAML the same word
+/// is a variable or a setting's choice (`password = hashed`, `password: Bcrypt`), so it does
+/// not, and stand-ins never do.
+#[test]
+fn short_letters_only_passwords_count_as_literals_only() {
+    assert_kind(
+        SecretKind::Assignment,
+        &[
+            "password=Rosebud",
+            "export DB_PASSWORD=Rosebud",
+            "spring.datasource.password=Rosebud",
+            // Weak, but typed as the password: a literal, not a slot.
+            "password=secret",
+            "Password=myPassword;",
+        ],
+    );
+    assert_kind(SecretKind::CommandLine, &["mysqldump --password Rosebud shop"]);
+    assert_clean(&[
+        "password=changeme",
+        "password=password",
+        "password=your_password",
+        "password: required",
+        "password = hashed",
+    ]);
+}
+
+/// A weak literal where a password stands is the password (a config line's word, a URL's
+/// userinfo, a credential class's argument); a name in code, the slot's own name and the user
+/// again are not.
+#[test]
+fn weak_literals_in_a_passwords_place_count_and_references_do_not() {
+    assert_kind(
+        SecretKind::Assignment,
+        &[
+            "user = Aladdin\npassword = open_sesame",
+            r#"sender.Credentials = new NetworkCredential("ops@example.com", "vzihlaquknriqlht");"#,
+        ],
+    );
+    assert_kind(
+        SecretKind::UrlCredentials,
+        &[
+            "postgresql://user:secret@localhost/db",
+            "mysql://app:myPassword@db:3306/shop",
+        ],
+    );
+    assert_clean(&[
+        "password = new_password",
+        "password = user_input",
+        "payload = read_line()\npassword = payload",
+        "password = none",
+        "password = decoded;",
+        "$password = goodspec;",
+        "password_auth = disabled",
+        "password_rotation = quarterly",
+        "password_auth_method = kerberos",
+        "password = enabled",
+        "docker run -e POSTGRES_PASSWORD=test postgres:16",
+        "postgresql://user:password@localhost/db",
+        "mongodb://mongodb:mongodb@localhost:27017/db",
+        r#"new NetworkCredential("svc", "password")"#,
+    ]);
+}
+
+/// A value followed by a Korean or Japanese case particle is a means or an object, not the
+/// password; a copula or the end after it still makes it one. A particle before a colon is a
+/// mapping.
+#[test]
+fn cjk_case_particles_after_a_value_say_it_is_not_the_password() {
+    assert_clean(&[
+        "비밀번호는 AES256-GCM으로 암호화됩니다",
+        "비밀번호는 Argon2id로 해시됩니다",
+        "비밀번호는 Xk3mQ9zR2pLw7을 포함할 수 없습니다",
+        "비밀번호는 KeyVault2에서 가져옵니다",
+        "パスワードはAES256-GCMで暗号化されます",
+        "パスワードはVault2を使って保存します",
+    ]);
+    for text in [
+        "비밀번호는 Xk3mQ9zR2pLw7입니다",
+        "비밀번호는 Xk3mQ9zR2pLw7",
+        "パスワードはXk3mQ9zR2pLw7です",
+        "パスワードはXk3mQ9zR2pLw7でした",
+        "パスワードはXk3mQ9zR2pLw7。",
+        "비밀번호는: Xk3mQ9zR2pLw7",
+    ] {
+        assert_eq!(spans(text), ["Xk3mQ9zR2pLw7"], "{text}");
+    }
+}
+
+/// ldapsearch and slapcat print a password attribute's value in base64 after `::`.
+#[test]
+fn ldif_base64_password_values_are_found() {
+    let b64 = "e1NTSEF9TGZ2OEhpblovRlN3aGYvd1FFZHIyUjdqU1EzTVZ2K2Y=";
+    for text in [
+        format!("userPassword:: {b64}"),
+        format!("dn: uid=bob,ou=people,dc=example,dc=org\nuserPassword:: {b64}\nmail: bob@example.org"),
+        format!("olcRootPW:: {b64}"),
+    ] {
+        assert_eq!(spans(&text), [b64], "{text}");
+        assert_eq!(find_secret(&text), Some(SecretKind::Assignment), "{text}");
+    }
+    // A value wrapped onto continuation lines is redacted with them.
+    let text = format!(
+        "userPassword:: {}\n {}\nmail: bob@example.org",
+        &b64[..30],
+        &b64[30..]
+    );
+    let (redacted, _) = redact(&text);
+    assert_eq!(
+        redacted,
+        "userPassword:: [REDACTED:assignment]\nmail: bob@example.org"
+    );
+    assert_clean(&[
+        "description:: VGhpcyBpcyBhIGRlc2NyaXB0aW9u",
+        "userPassword:: xxxxxxxxxxxx",
+        "let h = password::hash(input);",
+        "use crate::password::Hasher;",
+    ]);
+}
+
+/// A command continued onto the next line (`\`, PowerShell's backtick, cmd's `^`) still names
+/// the command on its next lines.
+#[test]
+fn keytool_passwords_on_continued_lines_are_found() {
+    for (text, secret) in [
+        (
+            "keytool -genkey -keystore k.jks \\\n  -storepass Xk3mQ9zR2pLw7 \\\n  -keypass Zq8pLm2xQ",
+            &["Xk3mQ9zR2pLw7", "Zq8pLm2xQ"][..],
+        ),
+        (
+            "keytool \\\n  -list -keystore k.jks \\\n  -storepass hunterpass",
+            &["hunterpass"],
+        ),
+        (
+            "keytool -importkeystore `\r\n  -srcstorepass Xk3mQ9zR2pLw7 `\r\n  -destkeystore b.jks",
+            &["Xk3mQ9zR2pLw7"],
+        ),
+        (
+            "keytool -list ^\n  -storepass hunterpass ^\n  -v",
+            &["hunterpass"],
+        ),
+    ] {
+        assert_eq!(spans(text), secret, "{text}");
+    }
+    // A line that ends without a continuation ends the command.
+    assert_clean(&["keytool -list -keystore k.jks\n-storepass Xk3mQ9zR2pLw7 goes on the next one"]);
+}
+
+/// Django's and Werkzeug's hash forms with a stand-in where the hash goes are not hashes;
+/// Django's legacy salted SHA-1 and MD5 are.
+#[test]
+fn stand_in_django_hashes_are_clean_and_legacy_ones_are_found() {
+    assert_clean(&[
+        "pbkdf2_sha256$600000$salt$xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
+        "scrypt$dollars$aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+        "md5$salt$00000000000000000000000000000000",
+        "the legacy format is sha1$<salt>$<hash>",
+    ]);
+    for hash in [
+        "sha1$Xk3mQ9zR$2fd4e1c67a2d28fced849ee1bb76e7391b93eb12",
+        "md5$Xk3mQ9zR$9e107d9d372bb6826bd81d3542a419d6",
+    ] {
+        let text = format!("auth_user.password = {hash}");
+        assert_eq!(spans(&text), [hash], "{text}");
+        let text = format!("the row has {hash}, is it still read?");
+        assert_eq!(spans(&text), [hash], "{text}");
+        assert_eq!(find_secret(hash), Some(SecretKind::PasswordHash), "{hash}");
+    }
+}
+
+/// An LDAP scheme before readable words of a hash's length is not a hash.
+#[test]
+fn ldap_schemes_before_words_are_not_hashes() {
+    assert_clean(&[
+        "{SSHA}ThisIsNotAHashJustSomeLongerText",
+        "{SHA}ThisIsNotAHashJustSomeTextX",
+        "{MD5}PlaceholderValueHere12==",
+    ]);
+    assert_kind(SecretKind::PasswordHash, &["{MD5}CY9rzUYh03PK3k6DJie09g=="]);
+}
+
+/// A foreign word for password before a `-` is not the compound's head: a policy, a length.
+#[test]
+fn foreign_hyphen_compounds_and_policies_are_not_keys() {
+    assert_clean(&[
+        "Die Passwort-Richtlinie ist NIST800-63b",
+        "Die Passwort-Regel lautet NIST800-63b",
+        "Die Passwort-Richtlinie ist NIST-800-63b-rev2",
+        "Die Passwort-Richtlinie: NIST-800-63b-rev2",
+        "het wachtwoord_beleid: NIST800-63b",
+        "la contraseña_política: NIST800-63b",
+        "비밀번호_정책: NIST800-63b",
+    ]);
+    for text in [
+        "Das WLAN-Passwort ist Xk3mQ9zR2pLw7",
+        "passwort-prod: Xk3mQ9zR2pLw7",
+        "DB_KENNWORT=Xk3mQ9zR2pLw7",
+    ] {
+        assert_eq!(spans(text), ["Xk3mQ9zR2pLw7"], "{text}");
+    }
+}
+
+/// No-break spaces after a colon are spaces: never part of a value or its span.
+#[test]
+fn no_break_spaces_after_a_colon_are_not_part_of_the_value() {
+    assert_clean(&[
+        "Mot de passe\u{a0}:\u{a0}oublié",
+        "mot de passe\u{202f}:\u{202f}oublié ?",
+    ]);
+    for text in [
+        "Mot de passe\u{a0}:\u{a0}Xk3mQ9zR2pLw7",
+        "mot de passe\u{202f}:\u{202f}Xk3mQ9zR2pLw7",
+        "password:\u{a0}Xk3mQ9zR2pLw7",
+    ] {
+        assert_eq!(spans(text), ["Xk3mQ9zR2pLw7"], "{text:?}");
+    }
+}
+
+/// Windows commands in capitals or with a tab, a digit after a foreign key word, and foreign
+/// words as key segments in their own script.
+#[test]
+fn capitals_tabs_digits_and_foreign_segments_are_found() {
+    for text in [
+        "NET USE Z: \\\\srv\\share Xk3mQ9zR2pLw7",
+        "NET USER bob Xk3mQ9zR2pLw7",
+        "Net User bob Xk3mQ9zR2pLw7 /add",
+        "net use\tZ: \\\\srv\\share Xk3mQ9zR2pLw7",
+        "DB_KENNWORT2=Xk3mQ9zR2pLw7",
+        "Пароль_БД=Xk3mQ9zR2pLw7",
+        "비밀번호_확인: Xk3mQ9zR2pLw7",
+        "비밀번호는: Xk3mQ9zR2pLw7",
+    ] {
+        assert_eq!(spans(text), ["Xk3mQ9zR2pLw7"], "{text}");
+    }
+    assert_clean(&[
+        "NET USER bob /DELETE",
+        "NET USE Z: /DELETE",
+        "Net user growth was 12% this quarter",
+        "Passwortänderung: Xk3mQ9zR2pLw7 ist alt",
+    ]);
+}
+
+#[test]
+fn any_assignment_or_argument_syntax_carries_a_secret_words_value() {
+    for text in [
+        "DB_PASSWORD ?= Xk9mQ2zLp4Rt",
+        "API_TOKEN ::= Xk9mQ2zLp4Rt7Hw",
+        "API_TOKEN :::= Xk9mQ2zLp4Rt7Hw",
+        "$password .= \"Xk9mQ2zLp4Rt\";",
+        "var dbPassword string = \"Xk9mQ2zLp4Rt\"",
+        "const apiKey string = \"Xk9mQ2zLp4RtWq8e\"",
+        "let password: &str = \"Xk9mQ2zLp4Rt\";",
+        "val secretKey: String = \"Xk9mQ2zLp4RtWq8e\"",
+        "config.put(\"password\", \"Xk9mQ2zLp4Rt\");",
+        "set(\"api_key\", \"Xk9mQ2zLp4RtWq8eYt5u\")",
+        "<password>Xk9mQ2zLp4Rt</password>",
+        "[database]\npassword =\n    Xk9mQ2zLp4Rt",
+        "twilio auth token - b156d7585e022bc2495105450aac4272",
+        "password <- \"Xk9mQ2zLp4Rt\"",
+        "if (apikey == \"m{{h}o)p${e]nob(ody[finds>-_$#thisone}}\") {",
+        "sourcegraph: 9c3Fa81bD4e07aC2f5B96d1E8a3c0F7b2D4e6A91",
+        "facebook 4718293640512837|Qm7vT2xLp9RkWc4ZyN8bHd3sFj6",
+    ] {
+        assert!(find_secret(text).is_some(), "not detected: {text:?}");
+    }
+    assert_clean(&[
+        "var dbPassword string = os.Getenv(\"DB_PASSWORD\")",
+        "let password: &str = \"\";",
+        "password ?= $(DB_PASSWORD)",
+        "config.put(\"password\", password);",
+        "<password>${DB_PASSWORD}</password>",
+        "curl -u \"${{ env.ELK_ID }}:${{ env.ELK_PASS }}\" https://elk.test",
+        "keycloak realm public key: MIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEA7G3BRtoMRxoN1alJou8",
+        "The publishable key pk_live_w1O4bH4mSLmepCUL09W35IOg is safe in the browser",
+        "sumOfExposures = 3Kof2VffNQ0QgYIhXUPJosVlCaQKm2hfpWE6F1fT9YGY74blQBIPsrkCcf1TwKE5;",
+        "password := \"somefakekey\"",
+        "client_secret=bP88Q~xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
+        "oktaKey = 00000000000000000000000000000000000TUVWXYZ",
+        "export OP_SERVICE_ACCOUNT_TOKEN=ops_eyJzaWduSW5BZGRyZXNzIjoiaHR0cHM6...",
+    ]);
+}
+
+/// Hand-made values count down or every other character as well as up: filler, not keys;
+/// a prefix followed by one count alone is filler however short.
+#[test]
+fn counting_down_or_interleaved_is_hand_made() {
+    assert_clean(&[
+        "--set global.licenseKey=a1b2c3d4e5f6g7h8i9j0k1l2m3n4o5p6q7r8NRAL",
+        "--set chart.deployKey=px-dep-d4c3b2a1-f6e5-h8g7-j1i8-p5o0n5m3l2k1",
+        "api_key = \"zyxwvutsrqponmlkjihgfedcba\"",
+        "\"token1\": \"xoxp-1234567890\"",
+    ]);
+    assert_found(&[
+        "api_key = \"k9Qm2Lx7Rv4Tz8Wp3Ny6Hb1Jd5Fs0Gc\"",
+        "\"token\": \"xoxp-5028163947-7736201938475-Qm2Lx7Rv4Tz8Wp3Ny6Hb1Jd5\"",
+    ]);
+}
+
+/// A table's column named by a weak word (`key`) holds a key when its cell looks generated;
+/// a Go composite literal after a key is code.
+#[test]
+fn weak_table_columns_and_composite_literals() {
+    let text = "| service | key | owner |\n|---|---|---|\n| wit | 1ZLU5OXGEYX56K3IOL1Z88Y5YU5CC1KK | ops |";
+    assert_eq!(spans(text), ["1ZLU5OXGEYX56K3IOL1Z88Y5YU5CC1KK"], "{text}");
+    assert_clean(&[
+        "| name | key | note |\n|---|---|---|\n| retries | max_retries | how often |",
+        "SecretParts:  map[string]string{\"key\": resMatch},",
+        "Token: []byte{0x01, 0x02},",
+    ]);
+}
+
+/// A key named in a name field has its value in the value field after it.
+#[test]
+fn a_name_fields_key_takes_the_value_fields_value() {
+    for text in [
+        "env:\n- name: DB_PASSWORD\n  value: Zk3n8QwL2xVb7Rt5Yp1Mc9Ds",
+        "{\"name\":\"API_TOKEN\",\"value\":\"Zk3n8QwL2xVb7Rt5Yp1Mc9Ds\"}",
+        "{\"ParameterKey\": \"ApiSecret\", \"ParameterValue\": \"Zk3n8QwL2xVb7Rt5Yp1Mc9Ds\"}",
+        "Key: api_token, Value: Zk3n8QwL2xVb7Rt5Yp1Mc9Ds",
+        "variable \"db_password\" {\n  type    = string\n  default = \"Zk3n8QwL2xVb7Rt5Yp1Mc9Ds\"\n}",
+    ] {
+        assert_eq!(spans(text), ["Zk3n8QwL2xVb7Rt5Yp1Mc9Ds"], "{text}");
+    }
+    assert_clean(&[
+        "- name: DB_PASSWORD\n  valueFrom:\n    secretKeyRef:\n      name: db\n      key: password",
+        "{\"name\":\"API_TOKEN\",\"value\":\"${API_TOKEN}\"}",
+        "- name: TOKEN_TTL\n  value: \"3600\"",
+        "- name: SECRET_NAME\n  value: my-app-secret",
+        "variable \"api_token\" {}\nvariable \"region\" {\n  default = \"eu-west-1b7\"\n}",
+        "{\"name\":\"API_TOKEN\"}, {\"label\": \"x\", \"value\": \"Zk3n8QwL2xVb7Rt5Yp1Mc9Ds\"}",
+    ]);
+}
+
+/// A generated token on a line that speaks of a key with no syntax between them is found;
+/// digests, ids, public keys and words on such lines are not.
+#[test]
+fn a_generated_token_on_a_line_about_a_key() {
+    for (text, token) in [
+        (
+            "the new one for oopspam is a9PxCUoI7bCKQogm47qpznV3hu49kO0Qduc4025t, does the SDK cache the old key?",
+            "a9PxCUoI7bCKQogm47qpznV3hu49kO0Qduc4025t",
+        ),
+        (
+            "rotated the token yesterday: xyclb6zdiq9hyexe74ah4lvp3ea02sbv works now",
+            "xyclb6zdiq9hyexe74ah4lvp3ea02sbv",
+        ),
+        (
+            "heads up: the staging creds are kARx6uGgPqBkho0jzPNfgnAduN3hDjBY until Friday",
+            "kARx6uGgPqBkho0jzPNfgnAduN3hDjBY",
+        ),
+    ] {
+        assert_eq!(spans(text), [token], "{text}");
+    }
+    assert_clean(&[
+        "the token refresh was fixed in 3f2a9c1e8b7d6a5f4e3d2c1b0a9f8e7d6c5b4a39, see the key rotation doc",
+        "key id 550e8400-e29b-41d4-a716-446655440000 belongs to the staging tenant",
+        "The token endpoint returns 400 for request 01HZX3K9N4QW7E2R5T8Y6U1I0P, see the trace",
+        "token refresh failed for trace-id 4bf92f3577b34da6a3ce929d0e0e4736 twice",
+        "add this public key: ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl",
+        "the token lives in https://vault.example.com/v1/secret/data/Xk9mQ2zR7pLw4vBn8cTy",
+        "the key is generated by createHmacSha256SigningKeyFromSecretMaterial in the SDK",
+        "the sha256 of the token bundle is 9b74c9897bac770ffc029102a200c5de0a1b2c3d4e5f60718293a4b5c6d7e8f9",
+    ]);
+}
+
+/// A provider's word glued to its value by a dash names it as a separator would; a slug or
+/// a hex build suffix does not.
+#[test]
+fn a_provider_word_glued_by_a_dash() {
+    let text = "see abyssale-ffCQRQ5V0FxJOZTOWs5iXCfRP15Ea8s6YchSx9KY in the log";
+    assert_eq!(
+        spans(text),
+        ["ffCQRQ5V0FxJOZTOWs5iXCfRP15Ea8s6YchSx9KY"],
+        "{text}"
+    );
+    assert_clean(&[
+        "abyssale-docs-for-the-v2-api-released",
+        "the image adobe-4f3c2a1b9e8d7c6b5a4f3e2d1c0b9a8f is stale",
+    ]);
+}
+
+/// A strong key's long run of digits is its secret; a count or a timestamp's key is no key.
+#[test]
+fn a_strong_keys_long_digits_are_a_secret() {
+    assert_eq!(
+        spans("secret = \"9734741337193905126710251\""),
+        ["9734741337193905126710251"]
+    );
+    assert_clean(&[
+        "token_expiry = 1700000000000000000",
+        "max_tokens = 1000000000000000000",
+    ]);
+}
+
+#[test]
+fn a_weak_keys_identifier_or_key_path_is_a_name() {
+    assert_clean(&[
+        "cache key: user:1234:profile:v2",
+        "redis key: session:9f3a2b:cart",
+        "key: someVeryLongCamelCaseIdentifierName",
+        "key: SomeConfigurationValueForTheService",
+        "hash key: userIdTimestampComposite",
+        "key: tenant/42/settings/theme",
+        "the memcached key: catalog:item:88231:price",
+        "partition key: orders#2024-05#eu-west",
+        "sort key: createdAt#order:7731",
+        r#"redis key = "rate_limit:api:203.0.113.7:minute""#,
+        "key: ShoppingCartCheckoutSessionState",
+        "primary key: OrderLineItemIdentifier",
+    ]);
+    // Generated, however it is written, it is still a key.
+    assert_eq!(
+        spans("key: Xk9mQ2zLp4RtWq8eYt5u7vB3nM6c"),
+        ["Xk9mQ2zLp4RtWq8eYt5u7vB3nM6c"]
+    );
+    assert_eq!(
+        spans("cache key: Zr8Qm2Lx9Tp4Wv7Nc3Kb6Hd1Fg5J"),
+        ["Zr8Qm2Lx9Tp4Wv7Nc3Kb6Hd1Fg5J"]
+    );
+    assert_eq!(
+        spans("key: abc:Zr8Qm2Lx9Tp4Wv7Nc3Kb6Hd1Fg5J"),
+        ["abc:Zr8Qm2Lx9Tp4Wv7Nc3Kb6Hd1Fg5J"]
+    );
+    assert!(find_secret("key: hTqPwZmXvKcRbNfLgYdJsAeUoWiQ").is_some());
+}
+
+#[test]
+fn a_cookies_plain_value_is_a_setting_and_a_generated_one_a_session() {
+    assert_clean(&[
+        "Set-Cookie: lang=en-US; Path=/",
+        "cookie: consent=accepted",
+        "Set-Cookie: theme=dark; Path=/; SameSite=Lax",
+        "Set-Cookie: locale=fr-FR; Path=/; Secure",
+        "Cookie: currency=EUR",
+        "set-cookie: sidebar=collapsed; Max-Age=31536000",
+        "Cookie: tz=Europe/Berlin",
+        "request had Cookie: view=grid; density=compact",
+        r#"document.cookie = "theme=dark; path=/";"#,
+        r#""cookie": "lang=en-US; consent=yes""#,
+        "curl -b 'lang=en; theme=dark' https://example.com",
+        "curl -b cookies.txt https://example.com",
+    ]);
+    assert_eq!(
+        spans(r#"curl -s -b "sid=Zr8Qm2Lx9Tp4Wv7Nc3Kb6Hd1; lang=en" https://example.com"#),
+        ["Zr8Qm2Lx9Tp4Wv7Nc3Kb6Hd1"]
+    );
+    assert!(find_secret(r#""cookie": "lang=en-US; session=Zr8Qm2Lx9Tp4Wv7Nc3Kb6Hd1""#).is_some());
+    assert_eq!(
+        spans(r#"requests.get(url, cookies={"lang": "en", "session": "Zr8Qm2Lx9Tp4Wv7Nc3Kb6Hd1"})"#),
+        ["Zr8Qm2Lx9Tp4Wv7Nc3Kb6Hd1"]
+    );
+    assert_clean(&[
+        r#"requests.get(url, cookies={"lang": "en-US", "theme": "dark"})"#,
+        r#"cookies = {"session": session_id}"#,
+    ]);
+    assert!(find_secret("Cookie: sessionid=q8f3kz0v9w2mx7pl4rt6yb1nc5").is_some());
+    assert!(find_secret("Set-Cookie: PHPSESSID=el4ukv0kqbvoirg7nkp4dncpk3; path=/").is_some());
+    assert!(
+            find_secret(
+                "Set-Cookie: connect.sid=s%3AqW9xL2mT8vR4nK7pZ1cY5bH3.Fj6dG0sA9eU2iO8wQ4rT7yN1mK5lP3; Path=/; HttpOnly"
+            )
+            .is_some()
+        );
+    // A session among plain cookies is found, and only it is redacted.
+    assert_eq!(
+        spans("Cookie: theme=dark; session=Zr8Qm2Lx9Tp4Wv7Nc3Kb6Hd1; lang=de"),
+        ["Zr8Qm2Lx9Tp4Wv7Nc3Kb6Hd1"]
+    );
+}
+
+#[test]
+fn a_cookie_line_over_4_kb_or_ending_in_blanks_before_its_quote_does_not_panic() {
+    // A `Cookie:` line longer than the 4 KB window, a map opened on it.
+    assert_eq!(find_secret(&format!("Cookie: {{{}", "x".repeat(4100))), None);
+    assert_eq!(find_secret(&format!("Cookie: a=b; {}", "x".repeat(4100))), None);
+    // A session at the head of a long line is still read.
+    assert!(
+        find_secret(&format!(
+            "Cookie: theme=dark; sid=Zr8Qm2Lx9Tp4Wv7Nc3Kb6Hd1; {}",
+            "x ".repeat(2100)
+        ))
+        .is_some()
+    );
+    // A quoted cookie argument whose last pair is followed by blanks before its quote.
+    assert_eq!(
+        spans("curl -b 'sid=Zr8Qm2Lx9Tp4Wv7Nc3Kb6Hd1; ' https://example.com"),
+        ["Zr8Qm2Lx9Tp4Wv7Nc3Kb6Hd1"]
+    );
+    assert_clean(&["curl -b ' ' x", r#"curl -b "a=b; " x"#, "curl -b ''"]);
+}
+
+#[test]
+fn a_vendors_documented_emulator_and_example_keys_are_no_secret() {
+    const AZURITE: &str =
+        "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==";
+    assert_clean(&[
+        &format!("AccountName=devstoreaccount1;AccountKey={AZURITE}"),
+        &format!(
+            "DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey={AZURITE};BlobEndpoint=http://127.0.0.1:10000/devstoreaccount1;"
+        ),
+        &format!("AZURE_STORAGE_KEY={AZURITE}"),
+        &format!(r#"azurite account key is "{AZURITE}""#),
+        "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+        "export AWS_ACCESS_KEY_ID=AKIAIOSFODNN7EXAMPLE",
+    ]);
+    // One character off, or another account's key, is a key like any other.
+    let changed = AZURITE.replace("GMGw==", "GMGx==");
+    assert!(find_secret(&format!("AccountKey={changed}")).is_some());
+    assert!(
+            find_secret(
+                "AccountName=prod;AccountKey=Qm7vT2xL9pR4wK8zN3cY6bH1fJ5dG0sA9eU2iO8wQ4rT7yN1mK5lP3zX6cV0bB9qW2eR4tY6uI8oP0aS1dF3gH5jK7lZ9xC=="
+            )
+            .is_some()
+        );
+}
+
+#[test]
+fn random_mixed_case_letters_are_a_password_and_words_run_together_are_names() {
+    for text in [
+        r#"config.setPassword("ImOIVBfPhQYm");"#,
+        r#"conn.set_password("ImOIVBfPhQYm")"#,
+        r#"props.put("password", "ImOIVBfPhQYm");"#,
+        r#"System.setProperty("javax.net.ssl.keyStorePassword", "ImOIVBfPhQYm");"#,
+        r#"auth = HTTPBasicAuth("deploy", "ImOIVBfPhQYm")"#,
+        r#"ds.setPassword("qWeRtYzXmKpL");"#,
+        r#"client.set_password("TbHvQkRmWxZn")"#,
+        r#"settings.put("db.password", "GhJkLzXcVbNm");"#,
+        r#"requests.get(url, auth=HTTPBasicAuth("svc", "PqRsTuVwXyZa"))"#,
+        r#"props.setProperty("mail.smtp.password", "NdFgHjKlQwEr");"#,
+    ] {
+        let value = text.split('"').rev().nth(1).unwrap();
+        assert_eq!(spans(text), [value], "{text}");
+    }
+    assert_clean(&[
+        "config.setPassword(password);",
+        "config.setPassword(getPassword());",
+        r#"props.put("password", pwd);"#,
+        r#"props.setProperty("password", "PasswordField");"#,
+        r#"builder.setPassword("DefaultPassword")"#,
+        r#"settings.put("db.password", "ChangeMePlease");"#,
+        r#"auth = HTTPBasicAuth("deploy", "XMLHttpRequest")"#,
+        // Unquoted in code, a name code goes on after or uses again is a variable.
+        "password = rndPwdStr;",
+        "password = rndPwdStr\nconnect(user, rndPwdStr)",
+    ]);
+    assert_eq!(spans("password: KqWzRtYhNbVm"), ["KqWzRtYhNbVm"]);
+}
+
+#[test]
+fn a_letters_only_password_in_prose_or_piped_to_a_login_is_found() {
+    assert_eq!(
+        spans("the staging db password is ImOIVBfPhQYm, can you connect?"),
+        ["ImOIVBfPhQYm"]
+    );
+    assert_eq!(
+        spans("the prod redis password is TbHvQkRmWxZn, rotate it tomorrow"),
+        ["TbHvQkRmWxZn"]
+    );
+    assert_eq!(spans("密码：ImOIVBfPhQYm"), ["ImOIVBfPhQYm"]);
+    assert_eq!(spans("密码: qWeRtYzXmKpL"), ["qWeRtYzXmKpL"]);
+    assert_eq!(
+        spans(r#"echo "Xk29fLmQp3" | docker login --username deploy --password-stdin"#),
+        ["Xk29fLmQp3"]
+    );
+    assert_eq!(
+        spans("echo 'Qm7vT2xL9p' | docker login ghcr.io -u bot --password-stdin"),
+        ["Qm7vT2xL9p"]
+    );
+    assert_eq!(
+        spans(r#"printf '%s' "Zr8Qm2Lx9Tp4" | podman login --username ci --password-stdin quay.io"#),
+        ["Zr8Qm2Lx9Tp4"]
+    );
+    assert_eq!(
+        spans(r#"docker login -u ci --password-stdin <<< "Hq7vLm2Rx9""#),
+        ["Hq7vLm2Rx9"]
+    );
+    assert_eq!(
+        spans(r#"ConvertTo-SecureString "Xk29fLmQp3" -AsPlainText -Force"#),
+        ["Xk29fLmQp3"]
+    );
+    assert_eq!(
+        spans("$secure = ConvertTo-SecureString 'Hq7!vLm2Rx' -AsPlainText -Force"),
+        ["Hq7!vLm2Rx"]
+    );
+    assert_eq!(
+        spans(r#"convertto-securestring -String "Pw9zKq4Lx2" -AsPlainText -Force"#),
+        ["Pw9zKq4Lx2"]
+    );
+    assert_eq!(
+        spans("$ echo KqWzRtYhNbVm | sudo -S systemctl restart nginx"),
+        ["KqWzRtYhNbVm"]
+    );
+    assert_eq!(
+        spans(r#"echo "Hq7vLm2Rx9" | passwd --stdin deploy"#),
+        ["Hq7vLm2Rx9"]
+    );
+    assert_clean(&[
+        "echo $PW | sudo -S true",
+        "cat pw.txt | sudo -S ls",
+        r#"echo "Hq7vLm2Rx9" | ssh -S /tmp/sock host"#,
+        r#"echo "$REGISTRY_TOKEN" | docker login ghcr.io -u bot --password-stdin"#,
+        "cat token.txt | docker login --username deploy --password-stdin",
+        "aws ecr get-login-password | docker login --username AWS --password-stdin 1234.dkr.ecr.aws",
+        "ConvertTo-SecureString $plain -AsPlainText -Force",
+        "ConvertTo-SecureString -String $env:DB_PASS -AsPlainText -Force",
+        "ConvertTo-SecureString (Get-Content .\\pw.txt) -AsPlainText -Force",
+        r#"ConvertTo-SecureString "Xk29fLmQp3""#,
+        "the prod redis password is RotatedWeekly, ask ops",
+        r#"echo "Xk29fLmQp3" | grep Xk"#,
+    ]);
+}
+
+#[test]
+fn a_digest_after_a_bare_key_word_is_an_entry_and_after_a_qualified_one_a_key() {
+    assert_found(&[
+        "master key: 4b9e07c2d15a8f36e7019bd42c5fa863",
+        "encryption key: 9d2c4f71a08e3b56c7e1904fd2b8a635",
+        "signing key = 0f7a3e91c52bd6480e1f7c93a25bd064",
+        "private key: c81f04a9e7d23b65f0a19c4e8d72b360",
+        "secret key: 6e0b9d3a7f12c845e9d03a6b1f7c2e48",
+        "Ocp-Apim-Subscription-Key: 06b2852c5de0abe82ca2121c21140e91",
+        "the lemlist key 24203d9f149dd02d1d944ee799cfb57e stopped working",
+    ]);
+    assert_clean(&[
+        "cache key: 4b9e07c2d15a8f36e7019bd42c5fa863",
+        "key: 9d2c4f71a08e3b56c7e1904fd2b8a635",
+        "md5 key: 0f7a3e91c52bd6480e1f7c93a25bd064",
+        "etag key c81f04a9e7d23b65f0a19c4e8d72b360",
+        "object key: 6e0b9d3a7f12c845e9d03a6b1f7c2e48",
+        "cache_key = 2fd4e1c67a2d28fced849ee1bb76e7391b93eb12",
+    ]);
+}
+
+#[test]
+fn a_base64_key_may_start_with_a_plus() {
+    assert_eq!(
+        spans(
+            "AccountName=prod;AccountKey=+grqXYZ40BXQaeH9aAJ0M1M++388u7C3e+s8BvfGGMl5CoO/Iqqz1hJVRrzam/WWLKFoGQFvFmLKe0/X4ageHo==;EndpointSuffix=core.windows.net"
+        ),
+        ["+grqXYZ40BXQaeH9aAJ0M1M++388u7C3e+s8BvfGGMl5CoO/Iqqz1hJVRrzam/WWLKFoGQFvFmLKe0/X4ageHo=="]
+    );
+    assert_eq!(
+        spans("DB_PASSWORD=+Vq9LmZ2xR7tK4wP8nB3"),
+        ["+Vq9LmZ2xR7tK4wP8nB3"]
+    );
+    assert_clean(&[
+        "var q = 'password = '+password;",
+        r#"msg = "token: "+tokenValue2"#,
+    ]);
+}
+
+#[test]
+fn camel_word_share_tells_random_letters_from_identifiers() {
+    use crate::judge::random_letters;
+    for random in ["ImOIVBfPhQYm", "qWeRtYzXmKpL", "TbHvQkRmWxZn", "hYtReWqAsDfG"] {
+        assert!(random_letters(random.as_bytes()), "{random}");
+    }
+    for name in [
+        "getUserName",
+        "PasswordField",
+        "XMLHttpRequest",
+        "PostgreSQL",
+        "phpMyAdmin",
+        "KeePassXC",
+        "MSAppHost",
+        "userIdTimestampComposite",
+        "JavaScript",
+        "userPwdTxt",
+        "cfgDbPwd",
+        "rndPwdStrVal",
+    ] {
+        assert!(!random_letters(name.as_bytes()), "{name}");
+    }
+}
+
+/// Counts end to end are filler however short, side by side or every other character; a
+/// random value of that length, or one with a count only in part, is still a secret.
+#[test]
+fn short_counts_end_to_end_are_filler() {
+    assert_clean(&[
+        "myintervals_key = abcdef12345",
+        "myintervals_token = z9y8x7w6v5u",
+        "COINLIB_ACCESS_TOKEN=b1c2d3e4f5g6h7i8",
+        "formcraft_key=1234567890abcdef",
+        "ipinfo_secret key=abcdef12345678",
+    ]);
+    assert_found(&[
+        "api_token = q7Wm2xR9kL4v",
+        "api_key = \"Qz7pL2abcdefRw9\"",
+        "password = abcdef9Qz!x",
+    ]);
+}
+
+/// A run of one character is filler only where nothing generated comes before it: a key padded
+/// out after 16 or more random characters is still a key, under a prefix or a key word.
+#[test]
+fn filler_only_in_part_is_no_filler() {
+    assert_found(&[
+        "stripe_key=sk_test_51H5Z3jGXvP5CVwYOLLllllllllllllllllllllllll",
+        "why does sk_live_Qm7xR2vL9pW4kZ8nB3TtZZZZZZZZZZZZ fail?",
+        "password = \"Xk9mQ2zLp7vR4wT8000000\"",
+    ]);
+    assert_clean(&[
+        "sk_test_XXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXX",
+        "sk_live_51H5Zlllllllllllllllllllllllllllll",
+        "ghp_abcdefghijklmnop000000000000000000000",
+        "password = \"abcdefghijklmnopqr000000\"",
+    ]);
+}
+
+/// A count typed in alternating case, the digits between its letters counting too, is filler
+/// wherever it stands; one break in the alternation or in the count makes it a value again.
+#[test]
+fn counts_typed_in_alternating_case_are_filler() {
+    assert_clean(&[
+        "myregistry.azurecr.io password: A1bC2dE3fH4iJ5kL6mN7oP8qR9sT0u/+",
+        "password: Q1rS2tU3vW4xY5zA6bC7dE8f",
+        "client_secret = \"zY9xW8vU7tS6rQ5pO4nM3\"",
+        "export DB_PASSWORD=aBcDeFgHiJkLmNoP",
+    ]);
+    assert_found(&[
+        // Letters counting, digits not.
+        "password: A7bC2dE9fH4iJ1kL6mN3oP8qR5sT0u/+",
+        // Case not alternating (`bc`).
+        "password: A1bc2dE3fH4iJ5kL6mN7oP8qR9sT0u",
+        // A count interrupted by a pair (`Xy`), as in a value that only looks like a count.
+        "AccountKey=Xy9aB8cD7eF6gH5iJ4kL3mN2oP1qR0sT9uV8wX7yZ6aB5cD4eF3gH2iJ1kL0mN9oP8q==",
+        "password: Xk9mQ2zLp7vR4wT8nB3hJ6cF",
+    ]);
+}
+
+/// Base64 of filler (a sentence calling itself an example, counts end to end) is filler;
+/// base64 of random bytes, or of structured text with a count in part, is still a secret.
+#[test]
+fn base64_of_filler_is_filler() {
+    assert_clean(&[
+        "instabot SECRET_KEY=Ym9va21hcmsgZXhhbXBsZSBpbnN0YWJvdCBrZXkgMDE=",
+        "instabot TOKEN:VGhpcyBpcyBhbiBpbnN0YWJvdCBhcGkgdG9rZW4gZXhhbXBsZQ==",
+        "reachmailSecret=YWJjZGVmZ2hpamtsbW5vcHFyc3R1dnd4eXoxMjM0NTY3ODkwQUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVo",
+    ]);
+    assert_found(&[
+        "api_secret = \"q8Zr3mK1vX0pL7wN2cT5yB9dF4hJ6sA1\"",
+        "api_secret = \"3q9vUQ8rS0kM1Hc2yZ7bN4xJ6wT5pL0d+fA9gR2eK8o=\"",
+        "fullstory_key = \"dXNlcjp7Y29uZmlybWVkOnRydWUsImt1cmEiOiJlbGVuaXZlIERlZlo6ZGJ0OnRydWU9YWJjZGVmZ2hpamtsbW5vcHFyc3R1dnd4eXo=\"",
+    ]);
+}
+
+/// The literal default of an environment lookup is the secret when the variable names one,
+/// in every language's lookup; a stand-in default, or a variable that names no secret, is not.
+#[test]
+fn a_lookups_fallback_and_a_set_unless_set_literal_are_the_secret() {
+    assert_found(&[
+        "api_key = os.environ.get('API_KEY') or 'q9XbN2vLp7RzT4kW8mYc3dF'",
+        "$token = getenv('GITLAB_TOKEN') ?: 'q9XbN2vLp7RzT4kW8mYc3dF';",
+        "token = ENV['DEPLOY_TOKEN'] || 'q9XbN2vLp7RzT4kW8mYc3dF'",
+        "secret = os.environ['SECRET_KEY'] or 'Vq7#mZ2pL9xKw'",
+        "ENV['STRIPE_SECRET'] ||= 'q9XbN2vLp7RzT4kW8mYc3dF'",
+        "@api_key ||= \"q9XbN2vLp7RzT4kW8mYc3dF\"",
+        "config.password &&= 'Vq7#mZ2pL9xKw'",
+    ]);
+    assert_clean(&[
+        "api_key = os.environ.get('API_KEY') or ''",
+        "api_key = os.environ.get('API_KEY') or None",
+        "token = ENV['TOKEN'] || 'changeme'",
+        "token = ENV['TOKEN'] || default_token",
+        "@token ||= fetch_token",
+        "password ||= ENV['DB_PASSWORD']",
+        "if password || token then retry end",
+    ]);
+}
+
+#[test]
+fn an_environment_lookups_literal_default_is_the_secret() {
+    for (text, value) in [
+        (
+            "os.environ.get('DJANGO_SECRET_KEY','wwf*2#86t64!fgh6yav$aoeuo@u2o@fy&*gg76q!&%6x_wbduad')",
+            "wwf*2#86t64!fgh6yav$aoeuo@u2o@fy&*gg76q!&%6x_wbduad",
+        ),
+        (
+            "os.getenv(\"API_KEY\", \"Zq8pLm2xW7vR4tK9bN3c\")",
+            "Zq8pLm2xW7vR4tK9bN3c",
+        ),
+        (
+            "x = os.environ.get(\"X_TOKEN\", default=\"Zq8pLm2xW7vR4tK9bN3c\")",
+            "Zq8pLm2xW7vR4tK9bN3c",
+        ),
+        (
+            "foo(process.env.API_KEY || \"Zq8pLm2xW7vR4tK9bN3c\")",
+            "Zq8pLm2xW7vR4tK9bN3c",
+        ),
+        (
+            "foo(process.env.SECRET ?? 'Zq8pLm2xW7vR4tK9bN3c')",
+            "Zq8pLm2xW7vR4tK9bN3c",
+        ),
+        (
+            "psql -W ${DB_PASSWORD:-Zq8pLm2xW7vR4tK9bN3c}",
+            "Zq8pLm2xW7vR4tK9bN3c",
+        ),
+        (
+            "x = ENV.fetch(\"SECRET_KEY_BASE\") { \"Zq8pLm2xW7vR4tK9bN3cQ1\" }",
+            "Zq8pLm2xW7vR4tK9bN3cQ1",
+        ),
+        (
+            "x = System.getenv().getOrDefault(\"API_KEY\", \"Zq8pLm2xW7vR4tK9bN3c\");",
+            "Zq8pLm2xW7vR4tK9bN3c",
+        ),
+    ] {
+        assert_eq!(spans(text), [value], "{text}");
+    }
+    assert_clean(&[
+        "SECRET_KEY = os.environ.get('DJANGO_SECRET_KEY', '')",
+        "SECRET_KEY = os.environ.get('DJANGO_SECRET_KEY', 'changeme')",
+        "SECRET_KEY = os.environ.get('DJANGO_SECRET_KEY', None)",
+        "x = os.environ.get('SECRET_KEY', default=None)",
+        "x = os.getenv('DB_PASSWORD', 'your-password-here')",
+        "const password = process.env.FIREBASE_DEV_PASSWORD || \"not-set\"",
+        "x = process.env.API_TOKEN || ''",
+        "debug = os.environ.get('DEBUG_MODE', 'wwf*2#86t64!fgh6yav$aoeuo')",
+        "psql -W ${DB_PASSWORD:-}",
+    ]);
+}
+
+/// A provider's two-letter abbreviation glued to a credential word and a value names the
+/// provider (`dd-apikey-…`, `dd_secret_key-…`); alone, or before any other word, it is text.
+#[test]
+fn a_providers_abbreviation_before_a_credential_word_names_it() {
+    for (text, value) in [
+        (
+            "dd-apikey-dd52c29224affe29d163c6bf99e5c34f",
+            "dd52c29224affe29d163c6bf99e5c34f",
+        ),
+        (
+            "dd_secret_key-3c0c3965368a6b10f7640dbda46abfdca981c2d3",
+            "3c0c3965368a6b10f7640dbda46abfdca981c2d3",
+        ),
+    ] {
+        assert_eq!(spans(text), [value], "{text}");
+    }
+    assert_clean(&[
+        "dd-trace-0e536995152fe074ce4b97c5d430cb39",
+        "dd_build-75a693efd01bcc1fd177842cfc0add33cae7197f",
+        "dd-mm-yyyy is the format, then dd if=/dev/zero of=disk.img bs=1M count=64",
+        "dd: 3cbc7223133d327a52638de8947bd196",
+    ]);
+}
+
+#[test]
+fn an_identifier_of_abbreviated_words_is_a_name_not_a_password() {
+    assert_clean(&[
+        "const password = userPwdTxt",
+        "password = cfgDbPwd",
+        "password = rndPwdStrVal",
+        "let secret = appCfgStr;",
+    ]);
+    // Random letters stay a password.
+    assert!(find_secret("password = ImOIVBfPhQYm").is_some());
+    assert!(find_secret("password = TbHvQkRmWxZn").is_some());
+}
+
+#[test]
+fn a_quoted_replys_markers_leave_its_lines_as_they_were() {
+    assert_found(&[
+        "> SSHpassword=swordfish",
+        "> > DB_PASSWORD=marmalade",
+        "On Tue, ops wrote:\n> password: Tq7vLm2pZx\n\nthanks",
+        ">\tpassword = open_sesame",
+    ]);
+    // A table, a CSV row and a REPL line read inside a quote as outside it.
+    assert_found(&[
+        "> | service | key | owner |\n> |---|---|---|\n> | numverify | aeo8h39fhjoa5txhrx633ad7t5ozankv | ops |",
+        "> service,credential,owner\n> billing,gL1LKFp8p0q7ORUybiyovqIuGUsGjx4adxMRcHPh,team-a",
+        ">>> api_key = \"Zk3n8QwL2xVb7Rt5Yp1Mc9Ds\"",
+    ]);
+    assert_clean(&[
+        "> password=$DB_PASSWORD",
+        "> the password field is required",
+        "> password: ${{ secrets.DB }}",
+        "> | service | key | owner |\n> |---|---|---|\n> | numverify | see the vault | ops |",
+        "echo done\n> out.log",
+    ]);
+}
+
+#[test]
+fn a_redacted_key_passed_as_curls_user_is_found_no_more() {
+    let text = "curl -u \"k7Qz2mWp9Lx!t:\" https://localhost:9200";
+    let (redacted, kind) = redact(text);
+    assert!(kind.is_some());
+    assert_eq!(find_secret(&redacted), None, "{redacted}");
+}
+
+#[test]
+fn curls_proxy_user_carries_the_proxys_password() {
+    assert_eq!(
+        spans("curl --proxy-user admin:Tq7vLm2pZx https://x.test"),
+        ["Tq7vLm2pZx"]
+    );
+    assert_eq!(
+        spans("curl -x http://proxy:3128 -U bob:Lm2p9Zx!q https://x.test"),
+        ["Lm2p9Zx!q"]
+    );
+    assert_clean(&[
+        "curl --proxy-user admin: https://x.test",
+        "curl -U $PROXY_USER:$PROXY_PASS https://x.test",
+        "curl --proxy-user \"${USER}:${PASS}\" https://x.test",
+        "tar -U -xf archive.tar",
+    ]);
+}
+
+#[test]
+fn an_elements_closing_tag_ends_its_value() {
+    assert_eq!(
+        spans("<o3_db_password>Tq7vLm2pZx9</o3_db_password>"),
+        ["Tq7vLm2pZx9"]
+    );
+    assert_clean(&[
+        "<o3_variable_password>${password}</o3_variable_password>",
+        "<db2_secret_key>%env(DB_SECRET)%</db2_secret_key>",
+        "<svc9_api_token>{{ token }}</svc9_api_token>",
+    ]);
+}
+
+#[test]
+fn a_reference_cut_at_a_values_end_is_still_a_reference() {
+    assert_clean(&[
+        "04_variable_password: ${{password}}",
+        "db_password: ${{ secrets.DB_PASSWORD }}",
+    ]);
+    assert!(find_secret("db_password: ${{x}}Tq7vLm2pZx").is_some());
+}
+
+#[test]
+fn a_positional_format_slot_makes_a_template() {
+    assert_clean(&[
+        r#"format_password = "prefix_{}".format(dynamic_value1)"#,
+        r#"secret_key = "key_{0}_{1}".format(a, b)"#,
+    ]);
+    assert!(find_secret(r#"password = "Tq7vLm2p{Zx9""#).is_some());
+    assert!(find_secret(r#"password = "Tq7vLm2pZx9{12345}""#).is_some());
+}
+
+#[test]
+fn a_quoted_call_without_arguments_is_code() {
+    assert_clean(&[
+        r#"variable_password8 = "obj.aFunctionCall()";"#,
+        r#"const secret = 'config.getSecret()';"#,
+    ]);
+    assert!(find_secret(r#"password = "Tq7v(Lm2)pZx""#).is_some());
+    assert!(find_secret(r#"password = "Tq7vLm2pZx9()!""#).is_some());
+}
+
+#[test]
+fn githubs_prefixes_are_lowercase() {
+    assert_clean(&[
+        "name: GHP_THISISACONSTANTNAMEOFTHESAMELENGTHAS",
+        "GHS_TOKENDOCUMENTATIONLINKTEXTPLACEHOLDERS1",
+    ]);
+    assert_eq!(
+        spans("token ghp_nQcwYQyT2h5gMpngMc29Xzq2qL0aB7dE9kFz"),
+        ["ghp_nQcwYQyT2h5gMpngMc29Xzq2qL0aB7dE9kFz"]
+    );
+}
+
+#[test]
+fn a_password_hash_that_says_it_is_made_up_is_a_stand_in() {
+    assert_clean(&[
+        "<passwordHash>#jbcrypt:$2a$10$fakefn2U3jfdByqbHc.fake9ejqu//fake9p8P222cdfwjdnMFdxS</passwordHash>",
+    ]);
+    assert!(find_secret("#jbcrypt:$2a$10$Qm7vXz2pLk9RtY4wNb8sUe1cJ6hGf3dA5iK0oP7lMnB2qW9xZvE4y").is_some());
+}
+
+#[test]
+fn an_xml_entrys_name_element_names_its_value_elements_secret() {
+    assert_found(&[
+        "<entry>\n    <key>password</key>\n    <value>Tq7vLm2pZx</value>\n</entry>",
+        "<item><name>db.password</name><value>hunter2-blue</value></item>",
+        "<entry>\n  <key>api_token</key>\n  <value>Lm2pZx9Tq7vRk4Wb8Nc3</value>\n  <info>prod</info>\n</entry>",
+    ]);
+    assert_clean(&[
+        "<entry>\n    <key>password</key>\n    <value></value>\n</entry>",
+        "<entry>\n    <key>password</key>\n    <value>${DB_PASSWORD}</value>\n</entry>",
+        "<entry>\n    <key>username</key>\n    <value>Tq7vLm2pZx</value>\n</entry>",
+        "<entry><key>password_length</key><value>16</value></entry>",
+        "<key>password</key>\n<other>x</other>\n<key>user</key>\n<value>alice</value>",
+    ]);
+}
+
+#[test]
+fn a_template_parameters_default_is_its_value() {
+    assert_found(&[
+        "Parameters:\n  DBPassword:\n    Description: Database password\n    Type: String\n    Default: Tq7vLm2pZx9",
+        r#""MasterUserPassword": {"Type": "String", "NoEcho": true, "Default": "Lm2p9Zx!qTk4"}"#,
+        "> AdminPassword:\n>   Type: String\n>   Default: 'Rk4Wb8Nc3Tq7'",
+    ]);
+    assert_clean(&[
+        "DBPassword:\n  Type: String\n  NoEcho: true\nDBUser:\n  Default: Tq7vLm2pZx9",
+        r#""DBPassword": {"Type": "String", "NoEcho": true}, "DBUser": {"Default": "Tq7vLm2pZx9"}"#,
+        "DBPassword:\n  Type: String\n  Default: !Ref AdminPassword",
+        "DBPassword:\n  Description: the default is set by the pipeline\n  Type: String",
+    ]);
+}
+
+#[test]
+fn an_accounts_word_glued_to_pass_names_its_password() {
+    assert_found(&[
+        "jdbc:mysql://localhost/authority?user=admin&userpass=hunter2x",
+        "DBPASS=swordfish9",
+        "rootPass: 'marmalade7'",
+    ]);
+    assert_clean(&[
+        "bypass=marmalade",
+        "compass=north",
+        "surpass: expectations",
+        "userpass=$USER_PASS",
+        "mydbpass=true",
+    ]);
+}
+
+#[test]
+fn a_jwes_five_segments_are_a_token() {
+    let jwe = "eyJhbGciOiJSU0EtT0FFUCIsImVuYyI6IkEyNTZHQ00ifQ.OKOawDo13gRp2ojaHV7LFpZcgV7T6DVZKTyKOMTYUmKoTCVJRgckCL9kiMT03JGeipsEdY3mx_etLbbWSrFr05kLzcSr4qKAq7YN7e9jwQRb23nfa6c9d-StnImGyFDbSv04uVuxIp5Zms1gNxKKK2Da14B8S4rzVRltdYwam_lDp5XnZAYpQdb76FdIKLaVmqgfwX7XWRxv2322i-vDxRfqNzo_tETKzpVLzfiwQyeyPGLBIO56YJ7eObdv0je81860ppamavo35UgoRdbYaBcoh9QcfylQr66oc6vFWXRcZ_ZT2LawVCWTIy3brGPi6UklfCpIMfIjf7iGdXKHzg.48V1_ALb6US04U3b.5eym8TW_c8SuK0ltJ3rpYIzOeDQz7TALvtu6UG9oMo4vpzs9tX_EFShS8iB7j6jiSdiwkIr3ajwQzaBtQD_A.XFBoMYUZodetZdvTiFvSkQ";
+    assert_eq!(
+        spans(&format!("the gateway returned {jwe} as the session")),
+        [jwe]
+    );
+    let direct =
+        "eyJhbGciOiJkaXIiLCJlbmMiOiJBMTI4R0NNIn0..q8Zk2vLm7TpX4wRb.Nc3Tq7vLm2pZx9Rk4Wb8Nc3T.Yp1Mc9Ds5Fh2Jk7L";
+    assert_eq!(spans(&format!("cookie: {direct}")), [direct]);
+    assert_clean(&[
+        "eyJhbGciOiJSU0EtT0FFUCIsImVuYyI6IkEyNTZHQ00ifQ.abc.def",
+        "eyJhbGciOiJSU0EtT0FFUCIsImVuYyI6IkEyNTZHQ00ifQ is the header",
+        "eyJhbGciOiJkaXIiLCJlbmMiOiJBMTI4R0NNIn0..q8Zk.Nc3T.Yp1M",
+    ]);
+}
+
+#[test]
+fn a_diffs_first_column_and_a_line_number_gutter_are_layout() {
+    assert_found(&[
+        "```diff\n+| service | key | owner |\n+|---|---|---|\n+| numverify | aeo8h39fhjoa5txhrx633ad7t5ozankv | ops |\n```",
+        "@@ -1,2 +1,3 @@\n user = Aladdin\n-password = hunter2\n+password = open_sesame",
+        "error: invalid config\n 11 | [SupportSite]\n 12 | Username=thisismyunsername\n 13 | Password=Tq7vLm2pZx",
+    ]);
+    assert_clean(&[
+        "error: invalid config\n 11 | -----BEGIN PRIVATE KEY-----\n 12 | xxx\n 13 | -----END PRIVATE KEY-----",
+        "```diff\n-password = $OLD_PASSWORD\n+password = ${{ secrets.DB_PASSWORD }}\n```",
+        "10 | 20 | 30 are the totals",
+    ]);
+}
+
+#[test]
+fn a_list_items_marker_is_layout() {
+    assert_found(&[
+        "Notes from the call:\n* user = Aladdin\n* password = open_sesame",
+        "Steps:\n1. edit smtp.conf\n2. password = marmalade_sky",
+        "* [SupportSite]\n* Username=thisismyunsername\n* Password=thisismypassword",
+    ]);
+    assert_clean(&[
+        "* password = $DB_PASSWORD",
+        "2. set the password in the vault",
+        " * @param password the user's password",
+    ]);
+}
+
+#[test]
+fn a_pages_line_level_tags_break_its_lines() {
+    assert_eq!(
+        spans("<p>I ran<br>\ncurl -u developer:yqDVtkqPECriaLRi<br>\nwhy does this fail?</p>"),
+        ["yqDVtkqPECriaLRi"]
+    );
+    assert!(find_secret("<p>config:<br>user = Aladdin<br>password = open_sesame</p>").is_some());
+    // A page's paragraph, its entities decoded: `&lt;password&gt;…` is an element.
+    assert_eq!(spans("<p>my password is yjFcoHmQK52</p>"), ["yjFcoHmQK52"]);
+    assert_eq!(
+        spans("<p>&lt;password&gt;Hq8vN2pLxQ7&lt;/password&gt;</p>"),
+        ["Hq8vN2pLxQ7"]
+    );
+    assert_clean(&["<p>fn check(password: &amp;str) -&gt; bool { hash(password) == self.hash }</p>"]);
+    assert_clean(&[
+        "<p>curl -u &lt;user:password&gt; https://test.com/endpoint<br>\n</p>",
+        "<p>password = $DB_PASSWORD<br>\ntoken: ${{ secrets.TOKEN }}</p>",
+        "line one<br>\nline two<br>\n<li>item</li>",
+    ]);
+}
+
+/// C#'s verbatim and interpolated strings (`@"…"`, `$"…"`) around a slot's own name are the
+/// name; around a random literal they hold the secret.
+#[test]
+fn a_string_prefix_around_a_slots_name_is_no_secret() {
+    assert_clean(&[
+        "private const string ServicePasswordSecretKey = @\"Password\";",
+        "static readonly string ApiTokenSecretKey = $\"Token\";",
+    ]);
+    assert_found(&["public const string SmtpPassword = @\"r9T!vQ2#mZ8pL4wX\";"]);
+}
+
+/// A lower-case variable naming the secret, handed on in a call's argument list split over
+/// lines, holds the secret; the literal in the same place is one.
+#[test]
+fn a_variable_naming_the_secret_in_an_argument_list_is_no_secret() {
+    assert_clean(&[
+        "conn = connect(\n    host=db_host,\n    password=db_password,\n    port=5432,\n)",
+        "client = Client(\n    api_key=staging_api_key,\n    timeout=30,\n)",
+    ]);
+    assert_found(&[
+        "conn = connect(\n    host=db_host,\n    password=\"Wq8!zL3vR6tY\",\n    port=5432,\n)",
+        "client = Client(\n    api_key=\"c4Tz9QmW2xLp7VbN8rKs\",\n    timeout=30,\n)",
+    ]);
+}
+
+/// A tool's name and its version under a weak key (a cache key, a lock key) is a label.
+#[test]
+fn a_name_and_its_version_under_a_weak_key_is_a_label() {
+    assert_clean(&[
+        "    cache-key: node-20.11.x",
+        "lock_key = terraform-1.7.5",
+        "key: gradle@8.6",
+    ]);
+    assert_found(&["    cache-key: nV7qZ2xL9mT4wK8p"]);
+}
+
+/// A value that is a sentence about itself (`this-is-my-token`) stands in for the secret; a
+/// passphrase of words without a verb among them is one.
+#[test]
+fn a_sentence_in_the_secrets_place_stands_in_for_it() {
+    assert_clean(&[
+        "token: \"this-is-my-token\"",
+        "API_SECRET=\"it_is_not_a_real_secret\"",
+        "password = 'this.is.just.a.test'",
+    ]);
+    assert_found(&[
+        "password = \"lantern-orbit-mossy-quartz\"",
+        "API_SECRET=\"tundra_Falcon_Orbit_97\"",
+    ]);
+}
+
+/// `SAMPLE` in capitals inside a value marks it as documentation, as `EXAMPLE` does; the
+/// same value without it is a key.
+#[test]
+fn the_sample_marker_makes_a_value_a_stand_in() {
+    assert_clean(&[
+        "AWS_SECRET_ACCESS_KEY=SAMPLEq8Zr2LmVx5Tk9Wb3Yn7Hc1Pf4Dj6Gs0A",
+        "aws_session_token = \"Fq8Zr2LmVx5Tk9Wb3SAMPLEYn7Hc1Pf4Dj6Gs0A2Bb4Cc\"",
+    ]);
+    assert_found(&["AWS_SECRET_ACCESS_KEY=Wq8Zr2LmVx5Tk9Wb3Yn7Hc1Pf4Dj6Gs0A2Bb4Cc"]);
+}
+
+/// After a vendor's prefix, two characters in turn are typed filler, as one repeated is.
+#[test]
+fn two_characters_in_turn_after_a_prefix_are_filler() {
+    assert_clean(&[
+        "GH_TOKEN=ghp_cdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcd",
+        "the format is ghp_1z1z1z1z1z1z1z1z1z1z1z1z1z1z1z1z1z1z",
+    ]);
+    assert_found(&["GH_TOKEN=ghp_Zq8Lm2Vx9Tk4Wb8Yn3Hc6Pf1Dj7Gs5Aa0Qe"]);
+}
+
+/// An `.npmrc` setting scoped to a registry (`//host/path:_password=…`) holds its literal
+/// text as an env file does; a reference there is none.
+#[test]
+fn an_npmrc_scoped_password_is_its_literal_text() {
+    assert_found(&[
+        "//npm.pkg.example.net/team:_password=TroubadorQuietlyJumps",
+        "//registry.corp.example/:_password=MarbleOtterHarbor",
+    ]);
+    assert_clean(&[
+        "//npm.pkg.example.net/team:_password=${NPM_PASSWORD}",
+        "//registry.corp.example/:_authToken=$NPM_TOKEN",
+    ]);
+}
+
+/// YAML's `!!binary` tag says how the value is written: the base64 after it is the value.
+#[test]
+fn a_yaml_binary_tag_is_followed_by_the_value() {
+    assert_eq!(
+        spans("signing_secret: !!binary cTdMbTJWeDlUazRXYjhZbjNIYzZQZjFEajdHcw=="),
+        ["cTdMbTJWeDlUazRXYjhZbjNIYzZQZjFEajdHcw=="]
+    );
+    assert_clean(&["signing_secret: !!binary ${SIGNING_SECRET_B64}"]);
+}
+
+/// An AWS resource name holds words that name a secret (`:secret:BillingWebhookSecret-…`):
+/// it says where the secret lives, not what it is.
+#[test]
+fn an_aws_resource_name_names_where_a_secret_lives() {
+    assert_clean(&[
+        "  webhookSecret: 'arn:aws:secretsmanager:ap-south-1:210987654321:secret:BillingWebhookSigningSecret-55128830',",
+        "PAYMENT_SECRET=arn:aws:secretsmanager:eu-west-1:210987654321:secret:PaymentsSharedSecret-90817263",
+    ]);
+    assert_found(&["  webhookSecret: 'Bq8vK2mQ5tL9wX3pN7bJ55128830',"]);
+}
+
+/// A hex digest under a `hashed…` key is kept to recognise the secret, not the secret; a
+/// random value there, or a digest under the secret's own name, still is one.
+#[test]
+fn a_hex_digest_under_a_hashed_key_is_no_secret() {
+    assert_clean(&[
+        "\"hashed_password\": \"9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08\"",
+        "hashedToken = \"5baa61e4c9b93f3f0682250b6cf8331b7ee68fd8\"",
+    ]);
+    assert_clean(&[
+        "IGNORED_TOKEN_SHA = os.getenv(\"IGNORED_TOKEN_SHA\", \"9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08\")",
+    ]);
+    assert_found(&[
+        "hashedToken = \"q8Zr2LmVx5Tk9Wb3Yn7Hc1Pf4Dj6\"",
+        "SERVICE_TOKEN = os.getenv(\"SERVICE_TOKEN\", \"9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08\")",
+        "api_token = \"5baa61e4c9b93f3f0682250b6cf8331b7ee68fd8\"",
+    ]);
+}
+
+/// A PEM block whose body is a sentence in camel case, no digit nor `+/=` in it, is a
+/// format's illustration; a base64 body is a key.
+#[test]
+fn a_pem_body_of_camel_case_words_is_an_illustration() {
+    assert_clean(&[
+        "-----BEGIN RSA PRIVATE KEY-----\nputTheWholeKeyBodyOfTheDeployUserHereBeforeRunningTheScript\n-----END RSA PRIVATE KEY-----",
+    ]);
+    assert_found(&[
+        "-----BEGIN RSA PRIVATE KEY-----\nputTheWholeKeyBodyOfTheDeployUser7HereBefore+RunningTheScript/\n-----END RSA PRIVATE KEY-----",
+    ]);
+}
+
+/// One count of six or more making most of a short value is filler typed around a run; a
+/// word with a shorter count, or a random value, is a password.
+#[test]
+fn a_short_value_mostly_one_count_is_filler() {
+    assert_clean(&[
+        "db_pass = 3456789012b7",
+        "API_SECRET=98765432zq1",
+        "auth_token: \"k345678901\"",
+    ]);
+    assert_found(&["db_pass = 7Qm2x9Lk4Tz8", "API_SECRET=Summer123456"]);
+}
+
+/// A phrase opening with a negation says what the value is not: a stand-in.
+#[test]
+fn a_phrase_opening_with_a_negation_is_a_stand_in() {
+    assert_clean(&[
+        "api_secret = 'notTheProductionValue'",
+        "DB_PASSWORD=no_password_set_yet",
+        "token: \"not-a-real-token\"",
+    ]);
+    assert_found(&["api_secret = 'nottinghamForestFan'", "DB_PASSWORD=Nq8vR2mXz7"]);
+}
+
+/// A provider's word, an app's numeric id, a separator, then the app's secret: the secret.
+#[test]
+fn a_providers_id_then_a_separated_secret_is_its_secret() {
+    assert_found(&[
+        "Facebook = 518236470912358 | 7d2c94e1b08af35c6e917d40a2b8f1c3;",
+        "facebook: 518236470912358 / 7d2c94e1b08af35c6e917d40a2b8f1c3",
+    ]);
+    assert_clean(&[
+        "Facebook = 518236470912358 | 00000000000000000000000000000000;",
+        "facebook: 518236470912358 / likes-and-comments-per-day",
+    ]);
+}
+
+/// A keyed hash's or a signed token's key passed as a literal is the key when it looks
+/// generated; a stand-in or a variable there is none.
+#[test]
+fn a_keyed_calls_literal_key_is_a_secret() {
+    assert_found(&[
+        "const sig = crypto.createHmac('sha256', 'Tz4mQ8vLx2Wp9Kd7Rb3N').update(body).digest('hex');",
+        "mac = hmac.new(b'Lq7Zx2Vm9Tk4Wb8Yn3Hc', msg, hashlib.sha256)",
+        "Algorithm alg = Algorithm.HMAC256(\"Pq8Wn2Zx5Lm9Tk3Vb7Rc\");",
+        "const t = jwt.sign({ sub: user.id }, 'Hx9Lm2Qw7Zt4Vk8Np3Rb', { expiresIn: '1h' });",
+    ]);
+    assert_clean(&[
+        "const sig = crypto.createHmac('sha256', process.env.WEBHOOK_KEY).update(body).digest('hex');",
+        "mac = hmac.new(b'secret', msg, hashlib.sha256)",
+        "const t = jwt.sign({ sub: user.id }, 'keyboard cat');",
+        "Algorithm alg = Algorithm.HMAC256(\"changeme\");",
+    ]);
+}

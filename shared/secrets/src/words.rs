@@ -1,0 +1,740 @@
+//! The words that name a secret in a key (`password`, `token`, `api_key`, their qualifiers and other
+//! languages' words) and the tables that find them fast. It judges names only, never a value.
+
+use crate::bytes::{eat_ci, line_before, lower, run_end, run_end_max, skip_blank, trim_end_of};
+
+/// Bytes a key may be made of (identifiers, dotted paths, header names, flags).
+/// The scan's stand-in for a non-ASCII letter or digit before a byte: not a key boundary (a key
+/// glued to other text is not one), but a token boundary (a token glued to it is still one).
+pub(crate) const NON_ASCII_WORD: u8 = 0x80;
+
+pub(crate) fn is_key_byte(b: u8) -> bool {
+    KEY_CLASS[usize::from(b)] != 0
+}
+
+/// ASCII bytes that are neither a key's byte nor a byte rule's start (see [`Scan::run`]).
+pub(crate) static PASSIVE_BYTE: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut b = 0;
+    while b < 128 {
+        t[b] = KEY_CLASS[b] == 0 && !STARTS_BYTE_RULE[b];
+        b += 1;
+    }
+    t
+};
+
+/// The bytes a rule of [`Scan::run`]'s byte dispatch starts with.
+pub(crate) static STARTS_BYTE_RULE: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut k = 0;
+    let bytes = b"-:.~${%";
+    while k < bytes.len() {
+        t[bytes[k] as usize] = true;
+        k += 1;
+    }
+    t
+};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Strength {
+    /// Any non-placeholder value is a secret.
+    Strong,
+    /// Only a random-looking value is (`key`, `auth`, `pass`, plurals).
+    Weak,
+}
+
+/// [`KEY_CLASS`]: a byte of a key.
+pub(crate) const KEY_BYTE: u8 = 1;
+
+/// [`KEY_CLASS`]: a separator of a key's segments (`_`, `-`, `.`).
+pub(crate) const KEY_SEPARATOR: u8 = 2;
+
+/// [`KEY_CLASS`]: a dash.
+pub(crate) const KEY_DASH: u8 = 4;
+
+/// What each byte is to a key (see [`is_key_byte`]), as bits, so one lookup per byte measures a
+/// key and what it holds.
+pub(crate) static KEY_CLASS: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut b = 0;
+    while b < 256 {
+        let c = b as u8;
+        if c.is_ascii_alphanumeric() {
+            t[b] = KEY_BYTE;
+        }
+        if matches!(c, b'_' | b'-' | b'.') {
+            t[b] = KEY_BYTE | KEY_SEPARATOR;
+        }
+        if c == b'-' {
+            t[b] |= KEY_DASH;
+        }
+        b += 1;
+    }
+    t
+};
+
+/// The words [`credential_word`] builds a key of.
+pub(crate) const CREDENTIAL_WORDS: &[&[u8]] = &[
+    b"access", b"secret", b"private", b"token", b"apikey", b"api", b"key", b"auth",
+];
+
+/// The first two letters of each of [`CREDENTIAL_WORDS`], in either case (a bit per `(first & 31,
+/// second & 31)`; a one-letter word sets its whole row): most words start with none of them, and
+/// are neither measured, split nor compared. Other bytes may share a bit, which only costs the
+/// comparison.
+pub(crate) static CREDENTIAL_PAIRS: [u32; 32] = {
+    let mut t = [0u32; 32];
+    let mut k = 0;
+    while k < CREDENTIAL_WORDS.len() {
+        let w = CREDENTIAL_WORDS[k];
+        t[(w[0] & 31) as usize] |= if w.len() < 2 { u32::MAX } else { 1 << (w[1] & 31) };
+        k += 1;
+    }
+    t
+};
+
+/// Whether `seg` may start with one of [`CREDENTIAL_WORDS`] (true when it is shorter than two
+/// bytes).
+pub(crate) fn may_start_credential_word(seg: &[u8]) -> bool {
+    match seg {
+        [a, b, ..] => CREDENTIAL_PAIRS[usize::from(a & 31)] & (1 << (b & 31)) != 0,
+        _ => true,
+    }
+}
+
+/// Words that name a credential without naming a provider (`ACCESS`, `secret_key`, `apiToken`,
+/// `PRIVATEkey`): each segment of `w` is made of these alone.
+pub(crate) fn credential_word(w: &[u8]) -> bool {
+    fn made_of(seg: &[u8]) -> bool {
+        seg.is_empty()
+            || may_start_credential_word(seg)
+                && CREDENTIAL_WORDS.iter().any(|w| {
+                    // (The words are lowercase: one byte rules out most before they are compared.)
+                    seg.len() >= w.len()
+                        && seg[0] | 0x20 == w[0]
+                        && seg[..w.len()].eq_ignore_ascii_case(w)
+                        && made_of(&seg[w.len()..])
+                })
+    }
+    let separator = |b: &u8| matches!(b, b'_' | b'-' | b'.');
+    !w.is_empty()
+        && w.len() <= 32
+        && (separator(&w[0]) || may_start_credential_word(w))
+        && w.split(separator).all(made_of)
+}
+
+/// Whether a provider's key ends in words naming the credential (`buttercmsPRIVATEkey`,
+/// `datadog_secrettoken`): its last segment, or its last CamelCase or capitalised run.
+pub(crate) fn credential_word_tail(key: &[u8]) -> bool {
+    let last = key.rsplit(|&b| matches!(b, b'_' | b'.')).next().unwrap_or(key);
+    (1..last.len()).any(|k| {
+        let (a, b) = (last[k - 1], last[k]);
+        a.is_ascii_lowercase() && b.is_ascii_uppercase() && credential_word(&last[k..])
+    }) || last.len() < key.len() && credential_word(last)
+}
+
+/// Past up to three words that name a credential after a key ending at `kend`, each after blanks
+/// (`pdfshift ACCESS …`, `eventbrite private access key …`); `kend` itself when none follows.
+pub(crate) fn credential_words_end(bytes: &[u8], kend: usize) -> usize {
+    let mut end = kend;
+    for _ in 0..3 {
+        let start = skip_blank(bytes, end);
+        if start == end {
+            break;
+        }
+        // A word of two bytes or more that starts no credential word is not measured.
+        if let [a, b, ..] = bytes[start..]
+            && is_key_byte(b)
+            && !matches!(a, b'_' | b'-' | b'.')
+            && !may_start_credential_word(&[a, b])
+        {
+            break;
+        }
+        let e = run_end_max(bytes, start, 33, |b| KEY_CLASS[usize::from(b)] != 0);
+        if !credential_word(&bytes[start..e]) {
+            break;
+        }
+        end = e;
+    }
+    end
+}
+
+/// The bytes of a keyword's value: ASCII letters and digits and `-_+/=.~|`.
+pub(crate) static KEYWORD_TOKEN: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut b = 0;
+    while b < 256 {
+        t[b] = (b as u8).is_ascii_alphanumeric()
+            || matches!(b as u8, b'-' | b'_' | b'+' | b'/' | b'=' | b'.' | b'~' | b'|');
+        b += 1;
+    }
+    t
+};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Mode {
+    /// A quoted value, a shell/env assignment or a flag: the text is the value itself.
+    Literal,
+    /// `key: value` / `key = value` in code or config: identifiers and types are not values.
+    Code,
+    /// The secret word in a sentence: only a random-looking word counts.
+    Prose,
+}
+
+pub(crate) struct SecretWord {
+    pub(crate) strength: Strength,
+    pub(crate) authorization: bool,
+}
+
+/// The word for password in German, French, Spanish, Portuguese, Dutch, Chinese, Japanese,
+/// Korean and Russian (Italian writes `password`): a key of its own, judged as `password` is.
+/// ASCII case is ignored; other capitals are entries of their own (at most 16: a `u16` mask).
+pub(crate) const PASSWORD_WORDS: &[&str] = &[
+    "passwort",
+    "kennwort",
+    "mot de passe",
+    "contraseña",
+    "contrasena",
+    "clave",
+    "senha",
+    "密码",
+    "密碼",
+    "パスワード",
+    "пароль",
+    "Пароль",
+    "ПАРОЛЬ",
+    "CONTRASEÑA",
+    "wachtwoord",
+    "비밀번호",
+];
+
+/// For each byte, the bit set of [`PASSWORD_WORDS`] that start with it (either ASCII case), and
+/// (second array) that have it second: most words are ruled out by two lookups and an AND.
+pub(crate) static PASSWORD_WORD_INDEX: [[u16; 256]; 2] = {
+    let mut index = [[0u16; 256]; 2];
+    let mut k = 0;
+    while k < PASSWORD_WORDS.len() {
+        let mut at = 0;
+        while at < 2 {
+            let b = PASSWORD_WORDS[k].as_bytes()[at];
+            index[at][b.to_ascii_lowercase() as usize] |= 1 << k;
+            index[at][b.to_ascii_uppercase() as usize] |= 1 << k;
+            at += 1;
+        }
+        k += 1;
+    }
+    index
+};
+
+/// A word list: one space-separated string, and where each word starts and how long it is,
+/// computed at compile time. Not a table of slices: in a position-independent executable each
+/// slice of a table costs a relocation besides itself. Not split on use either: a lookup
+/// compares lengths first, as a table would, instead of scanning the whole string each time.
+pub(crate) struct Words {
+    pub(crate) text: &'static [u8],
+    pub(crate) at: &'static [(u16, u8)],
+}
+
+impl Words {
+    /// The words, in order.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &'static [u8]> {
+        let text = self.text;
+        self.at
+            .iter()
+            .map(move |&(start, len)| &text[usize::from(start)..usize::from(start) + usize::from(len)])
+    }
+}
+
+/// How many words a space-separated list holds.
+pub(crate) const fn word_count(text: &[u8]) -> usize {
+    let (mut i, mut n) = (0, 0);
+    while i < text.len() {
+        if text[i] != b' ' && (i == 0 || text[i - 1] == b' ') {
+            n += 1;
+        }
+        i += 1;
+    }
+    n
+}
+
+/// Where each word of a space-separated list starts, and its length (at most 255 bytes, the
+/// list at most 64 KiB: compilation fails otherwise).
+pub(crate) const fn word_index<const N: usize>(text: &[u8]) -> [(u16, u8); N] {
+    assert!(text.len() <= u16::MAX as usize, "word list too long");
+    let mut at = [(0u16, 0u8); N];
+    let (mut i, mut k) = (0, 0);
+    while i < text.len() {
+        if text[i] != b' ' && (i == 0 || text[i - 1] == b' ') {
+            let mut e = i;
+            while e < text.len() && text[e] != b' ' {
+                e += 1;
+            }
+            assert!(e - i <= u8::MAX as usize, "word too long");
+            // Both fit: checked above.
+            at[k] = (i as u16, (e - i) as u8);
+            k += 1;
+        }
+        i += 1;
+    }
+    at
+}
+
+/// A [`Words`] list from a space-separated string literal.
+macro_rules! words_of {
+    ($text:expr) => {{
+        const TEXT: &[u8] = $text;
+        const AT: [(u16, u8); $crate::words::word_count(TEXT)] = $crate::words::word_index(TEXT);
+        $crate::words::Words { text: TEXT, at: &AT }
+    }};
+}
+pub(crate) use words_of;
+
+/// No words.
+pub(crate) const NO_WORDS: Words = words_of!(b"");
+
+/// Suffixes after a secret word that make the key metadata about a secret, not the secret.
+pub(crate) const QUALIFIERS: Words = words_of!(
+    b"count len limit max min size ttl expir timeout type kind name file path dir \
+    url uri endpoint id field header prefix suffix env var hint policy pattern regex rule label input \
+    prompt reset required enabled strategy provider manager store service cache valid strength format \
+    encod helper handler mode version index idx pos offset iz hash digest stdin from source ref cmd \
+    command usage budget rate stream lifetime age created updated location loc exists set present error \
+    message msg text placeholder schema class style visible show hide mask changed per used total window \
+    list ize ization ing less ary ive bucket estimat counter confirm_field algorithm algo issuer \
+    audience backend scope engine rounds iterations cost enforc state status extract encoder decoder \
+    hasher generator validator verifier parser serializer factory loader resolver storage method"
+);
+
+/// Prefixes before a secret word that make the key metadata (`max_tokens`, `is_secret`).
+pub(crate) const PREFIX_QUALIFIERS: Words = words_of!(
+    b"max min num n total prompt input output completion forgot reset show \
+    hide is has use no next prev last first count cached reasoning thinking context byte bypass validate \
+    check verify require toggle by com sur existing socket public publishable pub"
+);
+
+/// Accounts whose word glued to `pass` names their password (`userpass`, `dbpass`, `rootpass`).
+pub(crate) const PASS_OWNERS: &[&[u8]] = &[
+    b"user", b"db", b"admin", b"root", b"sql", b"mysql", b"pg", b"ftp", b"smtp", b"mail", b"ldap", b"proxy",
+    b"ssh", b"redis", b"vnc",
+];
+
+/// Words glued to `key` that make it a credential's name (`apikey`, `SECRETKEY`, `masterkey`).
+pub(crate) const KEY_COMPOUNDS: &[&[u8]] = &[
+    b"api",
+    b"secret",
+    b"access",
+    b"private",
+    b"master",
+    b"signing",
+    b"encryption",
+    b"client",
+    b"license",
+    b"licence",
+    b"app",
+    b"auth",
+    b"service",
+    b"session",
+    b"hmac",
+    b"crypto",
+    b"cipher",
+    b"sign",
+    b"root",
+    b"admin",
+    b"account",
+    b"enc",
+    b"server",
+    b"storage",
+    b"shared",
+    b"sdk",
+    b"dev",
+    b"prod",
+];
+
+/// The first two letters a secret word may start with (either ASCII case), as two bit sets: a
+/// byte's bits in the first array are the words it may start, in the second those it may follow
+/// as their second letter (`p` then `a`, `w` or `r`; `s` or `k` then `e`; `t` then `o`; `a` then
+/// `p`, `c` or `u`; `c` then `r` or `o`).
+pub(crate) static SECRET_WORD_PAIRS: [[u8; 256]; 2] = {
+    const PAIRS: [(&[u8], &[u8]); 5] = [
+        (b"p", b"awr"),
+        (b"sk", b"e"),
+        (b"t", b"o"),
+        (b"a", b"pcu"),
+        (b"c", b"ro"),
+    ];
+    let mut index = [[0u8; 256]; 2];
+    let mut k = 0;
+    while k < PAIRS.len() {
+        let mut at = 0;
+        while at < 2 {
+            let letters = if at == 0 { PAIRS[k].0 } else { PAIRS[k].1 };
+            let mut l = 0;
+            while l < letters.len() {
+                index[at][letters[l] as usize] |= 1 << k;
+                index[at][letters[l].to_ascii_uppercase() as usize] |= 1 << k;
+                l += 1;
+            }
+            at += 1;
+        }
+        k += 1;
+    }
+    index
+};
+
+/// Whether the first three letters at `j` (a candidate by its first two) may start a secret
+/// word: every word [`secret_word_at`] reads but `pw` has three letters.
+pub(crate) fn secret_word_start(key: &[u8], j: usize) -> bool {
+    let at = |k: usize| key.get(k).map_or(0, |b| b | 0x20);
+    matches!(
+        (at(j), at(j + 1), at(j + 2)),
+        (b'p', b'a', b's' | b't')
+            | (b'p', b'w', _)
+            | (b'p', b'r', b'i')
+            | (b's', b'e', b'c')
+            | (b't', b'o', b'k')
+            | (b'k', b'e', b'y')
+            | (b'a', b'p', b'i')
+            | (b'a', b'c', b'c')
+            | (b'a', b'u', b't')
+            | (b'c', b'r', b'e')
+            | (b'c', b'o', b'o')
+    )
+}
+
+/// Whether a secret word may start somewhere in `key` (see [`secret_word`]'s first test).
+pub(crate) fn may_hold_secret_word(key: &[u8]) -> bool {
+    // (No word starts at the last byte: nothing is its second.)
+    key.windows(2).enumerate().any(|(j, w)| {
+        SECRET_WORD_PAIRS[0][usize::from(w[0])] & SECRET_WORD_PAIRS[1][usize::from(w[1])] != 0
+            && secret_word_start(key, j)
+    })
+}
+
+/// The strongest secret word in `key`, unless a qualifier makes the key metadata.
+pub(crate) fn secret_word(key: &[u8]) -> Option<SecretWord> {
+    let mut best: Option<SecretWord> = None;
+    let mut j = 0;
+    while j < key.len() {
+        // Most words hold no secret word: look at two bytes before trying any.
+        let next = key.get(j + 1).map_or(0, |&b| usize::from(b));
+        if SECRET_WORD_PAIRS[0][usize::from(key[j])] & SECRET_WORD_PAIRS[1][next] == 0
+            || !secret_word_start(key, j)
+        {
+            j += 1;
+            continue;
+        }
+        let Some((end, mut strength, authorization)) = secret_word_at(key, j) else {
+            j += 1;
+            continue;
+        };
+        if qualified_before(&key[..j]) {
+            j = end;
+            continue;
+        }
+        let mut tail = &key[end..];
+        // A plural is about several secrets or a count of them: only random values count.
+        if tail.first().is_some_and(|b| b | 0x20 == b's')
+            && tail.get(1).is_none_or(|b| !b.is_ascii_lowercase())
+        {
+            tail = &tail[1..];
+            strength = Strength::Weak;
+        }
+        if !qualified_after(tail) && !last_word_qualified(tail) {
+            let better = match &best {
+                None => true,
+                Some(b) => b.strength == Strength::Weak && strength == Strength::Strong,
+            };
+            if better {
+                best = Some(SecretWord {
+                    strength,
+                    authorization,
+                });
+            }
+        }
+        j = end;
+    }
+    best
+}
+
+/// The secret word starting at `j` in `key` (a candidate by its first two bytes): its end, its
+/// strength and whether it is `authorization`.
+pub(crate) fn secret_word_at(key: &[u8], j: usize) -> Option<(usize, Strength, bool)> {
+    // A word from `j` to `e` that is a segment of its own.
+    let alone = |e: usize| {
+        (j == 0 || !key[j - 1].is_ascii_alphabetic()) && key.get(e).is_none_or(|b| !b.is_ascii_alphabetic())
+    };
+    match key[j] | 0x20 {
+        b'p' => longest(key, j, &[b"password", b"passwd", b"passphrase", b"passcode"])
+            .map(|e| (e, Strength::Strong, false))
+            .or_else(|| two_part(key, j, b"private", b"key").map(|e| (e, Strength::Strong, false)))
+            .or_else(|| eat_ci(key, j, b"pwd").map(|e| (e, Strength::Strong, false)))
+            // `pw` only as a segment of its own (`my pw is`, `DB_PW`), not in `upward`.
+            .or_else(|| {
+                eat_ci(key, j, b"pw")
+                    // `olcRootPW`: capitals end a CamelCase key.
+                    .filter(|&e| {
+                        alone(e) || e == key.len() && key[j..e] == *b"PW" && key[j - 1].is_ascii_lowercase()
+                    })
+                    .map(|e| (e, Strength::Strong, false))
+            })
+            // A personal access token (`AZURE_DEVOPS_PAT`), a segment of its own.
+            .or_else(|| {
+                eat_ci(key, j, b"pat")
+                    .filter(|&e| alone(e))
+                    .map(|e| (e, Strength::Weak, false))
+            })
+            // `DB_PASS`, `smtp.pass`: the last segment of a config key names a password.
+            .or_else(|| {
+                eat_ci(key, j, b"pass").map(|e| {
+                    let segment = j > 0 && matches!(key[j - 1], b'_' | b'.') && e == key.len();
+                    // `"pass": …`, `<Pass>`: a config's field named `pass` alone is its password.
+                    let whole = j == 0 && e == key.len();
+                    // `userpass`, `DBPASS`, `rootPass`: an account's word glued to `pass` ending
+                    // the key names that account's password (`bypass`, `compass` name none).
+                    let owned = e == key.len()
+                        && PASS_OWNERS.iter().any(|o| {
+                            j >= o.len()
+                                && key[j - o.len()..j].eq_ignore_ascii_case(o)
+                                && (j == o.len() || !key[j - o.len() - 1].is_ascii_alphabetic())
+                        });
+                    (
+                        e,
+                        if segment || owned || whole {
+                            Strength::Strong
+                        } else {
+                            Strength::Weak
+                        },
+                        false,
+                    )
+                })
+            }),
+        b's' => eat_ci(key, j, b"secret").map(|e| (e, Strength::Strong, false)),
+        b't' => eat_ci(key, j, b"token").map(|e| (e, Strength::Strong, false)),
+        // `key` as a word of its own or glued to a word that makes it one (`apikey`,
+        // `masterKey`), not inside another word (`keycloak`, `monkey`, `hotkey`).
+        b'k' => eat_ci(key, j, b"key")
+            .filter(|&e| {
+                let after = key.get(e).copied();
+                let plural = after.is_some_and(|b| b | 0x20 == b's')
+                    && key.get(e + 1).is_none_or(|b| !b.is_ascii_lowercase());
+                let word_ends = after.is_none_or(|b| !b.is_ascii_lowercase()) || plural;
+                let glued = j > 0
+                    && key[j - 1].is_ascii_alphabetic()
+                    && !(key[j - 1].is_ascii_lowercase() && key[j].is_ascii_uppercase());
+                word_ends
+                    && (!glued
+                        || KEY_COMPOUNDS.iter().any(|c| {
+                            key[..j].len() >= c.len() && key[j - c.len()..j].eq_ignore_ascii_case(c)
+                        }))
+            })
+            .map(|e| (e, Strength::Weak, false)),
+        b'a' => two_part(key, j, b"api", b"key")
+            .or_else(|| two_part(key, j, b"access", b"key"))
+            .map(|e| (e, Strength::Strong, false))
+            .or_else(|| longest(key, j, &[b"authorization"]).map(|e| (e, Strength::Strong, true)))
+            // Not `author`, `authority` nor `authorizer`: a person, an issuer, a function.
+            .or_else(|| {
+                eat_ci(key, j, b"auth")
+                    .filter(|&e| eat_ci(key, e, b"or").is_none())
+                    .map(|e| (e, Strength::Weak, false))
+            }),
+        b'c' => longest(key, j, &[b"credential", b"creds", b"cookie"]).map(|e| (e, Strength::Strong, false)),
+        _ => None,
+    }
+}
+
+/// The command of a shell line that `i` is part of: what follows its last `;`, `|` or `&` (a
+/// `&&` or `||` too), at most [`line_before`]'s 256 bytes.
+pub(crate) fn command_segment(bytes: &[u8], i: usize) -> &[u8] {
+    let before = line_before(bytes, i);
+    let start = before
+        .iter()
+        .rposition(|&b| matches!(b, b';' | b'|' | b'&'))
+        .map_or(0, |p| p + 1);
+    &before[start..]
+}
+
+/// Whether a command's arguments end or go on with an option at `pos`, as on a command line, not
+/// in a sentence (`htpasswd -b is insecure because the …`).
+pub(crate) fn args_end(bytes: &[u8], pos: usize) -> bool {
+    let p = skip_blank(bytes, pos);
+    bytes.get(p).is_none_or(|&b| {
+        matches!(
+            b,
+            b'\n' | b'\r' | b';' | b'|' | b'&' | b'<' | b'>' | b'`' | b')' | b'/' | b'-' | b'#'
+        ) || matches!(b, b'\\' | b'^') && matches!(bytes.get(p + 1), None | Some(b'\n' | b'\r'))
+    })
+}
+
+/// Whether a command word at `i` stands where a command starts: the line's start, after a
+/// prompt (`$ `, `# `, `C:\> `), `sudo`, a pipe, `;`, `&&`, `(` or a backtick. Elsewhere it is a
+/// word of a sentence (`run net user to list accounts`).
+pub(crate) fn command_position(bytes: &[u8], i: usize) -> bool {
+    let before = trim_end_of(line_before(bytes, i), |b| b == b' ' || b == b'\t');
+    let Some(&last) = before.last() else {
+        return line_before(bytes, i).len() < 256;
+    };
+    matches!(last, b'$' | b'#' | b'>' | b'|' | b';' | b'&' | b'(' | b'`')
+        || before.len() >= 4
+            && before[before.len() - 4..].eq_ignore_ascii_case(b"sudo")
+            && before
+                .len()
+                .checked_sub(5)
+                .is_none_or(|p| !before[p].is_ascii_alphanumeric())
+}
+
+/// A Korean or Japanese case particle at `pos` (`으로`, `를`, `에서`, `で`, `を`…): the word
+/// before it is a means or an object (`AES256-GCM으로 암호화됩니다`), not what the password is;
+/// a copula (`입니다`, `です`), punctuation or the end is.
+pub(crate) fn case_particle(text: &str, pos: usize) -> bool {
+    let mut chars = text.get(pos..).unwrap_or("").chars();
+    match chars.next() {
+        Some('으' | '로' | '를' | '을' | '에' | '와' | '과' | '의' | 'を' | 'に' | 'と' | 'の') => {
+            true
+        }
+        Some('で') => !matches!(chars.next(), Some('す' | 'し')),
+        _ => false,
+    }
+}
+
+/// Words after a foreign word for password that make the key a rule about passwords:
+/// `Passwort-Richtlinie`, `wachtwoord_beleid`, `contraseña_política`, `비밀번호_정책`.
+pub(crate) fn foreign_qualified(tail: &[u8]) -> bool {
+    let tail = &tail[run_end(tail, 0, |b| matches!(b, b'_' | b'-' | b'.'))..];
+    let word = &tail[..run_end(tail, 0, |b| !matches!(b, b'_' | b'-' | b'.'))];
+    matches!(
+        lower(word, &mut [0; 16]),
+        b"richtlinie"
+            | b"regel"
+            | b"regeln"
+            | b"beleid"
+            | b"l\xc3\xa4nge"
+            | b"pol\xc3\xadtica"
+            | b"\xec\xa0\x95\xec\xb1\x85"
+    )
+}
+
+/// Whether the part of a key after its secret word starts with a qualifier (`_count`, `File`).
+pub(crate) fn qualified_after(tail: &[u8]) -> bool {
+    let tail = &tail[run_end(tail, 0, |b| matches!(b, b'_' | b'-' | b'.'))..];
+    QUALIFIERS
+        .iter()
+        .any(|q| tail.len() >= q.len() && tail[..q.len()].eq_ignore_ascii_case(q))
+}
+
+/// Whether the key's last word, words after its secret word, says what the value is about the
+/// secret rather than the secret (`GUEST_TOKEN_JWT_ALGO`, `API_KEY_HEADER_NAME`,
+/// `secretValueMaxLength`).
+pub(crate) fn last_word_qualified(tail: &[u8]) -> bool {
+    const LAST: Words = words_of!(
+        b"algo algorithm alg type kind name names url uri endpoint header prefix suffix length len count \
+        ttl timeout expiry expires expiration time file path dir format version issuer audience size limit"
+    );
+    let mut start = tail.len();
+    while start > 0 {
+        let b = tail[start - 1];
+        if !b.is_ascii_alphabetic()
+            || start < tail.len() && tail[start].is_ascii_uppercase() && b.is_ascii_lowercase()
+        {
+            break;
+        }
+        start -= 1;
+    }
+    let word = &tail[start..];
+    // The tail holds words beyond the last one (`_JWT_ALGO`), the first is read by [`qualified_after`].
+    start > 0 && LAST.iter().any(|w| word.eq_ignore_ascii_case(w))
+}
+
+/// Whether the part of a key before its secret word ends with a qualifier (`max_`, `is`).
+pub(crate) fn qualified_before(before: &[u8]) -> bool {
+    let trimmed = &before[..before.len()
+        - before
+            .iter()
+            .rev()
+            .take_while(|b| matches!(b, b'_' | b'-' | b'.'))
+            .count()];
+    if trimmed.is_empty() {
+        return false;
+    }
+    // The last segment: after the last separator or at the last lower→upper change.
+    let mut seg_start = 0;
+    for (k, w) in trimmed.windows(2).enumerate() {
+        if matches!(w[0], b'_' | b'-' | b'.') || (w[0].is_ascii_lowercase() && w[1].is_ascii_uppercase()) {
+            seg_start = k + 1;
+        }
+    }
+    let seg = &trimmed[seg_start..];
+    let seg = seg.strip_prefix(b"_").unwrap_or(seg);
+    PREFIX_QUALIFIERS.iter().any(|q| seg.eq_ignore_ascii_case(q))
+}
+
+pub(crate) fn longest(key: &[u8], j: usize, words: &[&[u8]]) -> Option<usize> {
+    words.iter().filter_map(|w| eat_ci(key, j, w)).max()
+}
+
+/// `first[_-. ]?second` at `j`.
+pub(crate) fn two_part(bytes: &[u8], j: usize, first: &[u8], second: &[u8]) -> Option<usize> {
+    let mut pos = eat_ci(bytes, j, first)?;
+    if matches!(bytes.get(pos), Some(b'_' | b'-' | b'.' | b' ')) {
+        pos += 1;
+    }
+    eat_ci(bytes, pos, second)
+}
+
+/// `api key`, `secret key`, `access key`, `private key`, … written with a space before `key`.
+pub(crate) fn strong_word_before(bytes: &[u8], i: usize) -> bool {
+    let Some(before) = i.checked_sub(1).filter(|&p| bytes[p] == b' ') else {
+        return false;
+    };
+    let start = before
+        - bytes[..before]
+            .iter()
+            .rev()
+            .take_while(|b| b.is_ascii_alphabetic())
+            .count();
+    matches!(
+        lower(&bytes[start..before], &mut [0; 16]),
+        b"api" | b"secret" | b"access" | b"private" | b"signing" | b"encryption" | b"master" | b"client"
+    )
+}
+
+/// Where a declared type after a key ends at its `=` (`dbPassword string = …`, `password:
+/// &str = …`, `val secretKey: String = …`), if one does.
+pub(crate) fn declared_type_end(bytes: &[u8], p: usize) -> Option<usize> {
+    let mut q = p;
+    if bytes.get(q) == Some(&b':') {
+        q += 1;
+        while matches!(bytes.get(q), Some(b' ' | b'\t')) {
+            q += 1;
+        }
+    }
+    let ty = run_end_max(bytes, q, 40, |b| {
+        b.is_ascii_alphanumeric() || b"_&<>[]'.".contains(&b)
+    });
+    if ty == q || !bytes[q..ty].iter().any(u8::is_ascii_alphabetic) {
+        return None;
+    }
+    let mut e = ty;
+    while matches!(bytes.get(e), Some(b' ' | b'\t')) {
+        e += 1;
+    }
+    (bytes.get(e) == Some(&b'=') && bytes.get(e + 1) != Some(&b'=') && (e > ty || q > p)).then_some(e)
+}
+
+/// `public key`, `publishable key`, `Public Key`: the word before `key` (at `i`) says it is not
+/// a secret.
+pub(crate) fn public_word_before(bytes: &[u8], i: usize) -> bool {
+    let Some(before) = i.checked_sub(1).filter(|&p| bytes[p] == b' ') else {
+        return false;
+    };
+    let start = before
+        - bytes[..before]
+            .iter()
+            .rev()
+            .take_while(|b| b.is_ascii_alphabetic())
+            .count();
+    matches!(
+        lower(&bytes[start..before], &mut [0; 16]),
+        b"public" | b"publishable"
+    )
+}
