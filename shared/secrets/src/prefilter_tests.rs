@@ -479,12 +479,13 @@ fn the_quick_rejections_change_no_finding() {
     assert!(found > 2_000, "{found}");
 }
 
-#[test]
-fn a_word_shorter_than_a_head_holds_none() {
+/// Calls `f` with each of 10,000 random texts (words, keywords, prefixes and tokens of every
+/// shape) and each start of a run of letters and digits in it, with the run's end as the scan
+/// knows it: the end, when the byte after the run is no key's, else 0.
+fn each_word_start(seed: u64, mut f: impl FnMut(&str, usize, usize)) {
     let words: Vec<&[u8]> = keywords().collect();
     let prefixes: Vec<&[u8]> = prefixes().collect();
-    let mut rng = Rng(0x5851_f42d_4c95_7f2d);
-    let (mut ruled_out, mut headed) = (0, 0);
+    let mut rng = Rng(seed);
     let mut tokens = Vec::new();
     for n in 0..10_000 {
         if n % 100 == 0 {
@@ -496,21 +497,28 @@ fn a_word_shorter_than_a_head_holds_none() {
             if !bytes[i].is_ascii_alphanumeric() {
                 continue;
             }
-            // As the scan knows it: letters and digits up to a byte no key holds.
             let run = run_end(bytes, i, |b| b.is_ascii_alphanumeric());
             let run = if KEY_CLASS[usize::from(bytes.get(run).copied().unwrap_or(b' '))] == 0 {
                 run
             } else {
                 0
             };
-            let head = headed_at(&text, i);
-            headed += usize::from(head.is_some());
-            if shorter_than_a_head(bytes, i, run) {
-                ruled_out += 1;
-                assert!(head.is_none(), "{text:?} at {i}");
-            }
+            f(&text, i, run);
         }
     }
+}
+
+#[test]
+fn a_word_shorter_than_a_head_holds_none() {
+    let (mut ruled_out, mut headed) = (0, 0);
+    each_word_start(0x5851_f42d_4c95_7f2d, |text, i, run| {
+        let head = headed_at(text, i);
+        headed += usize::from(head.is_some());
+        if shorter_than_a_head(text.as_bytes(), i, run) {
+            ruled_out += 1;
+            assert!(head.is_none(), "{text:?} at {i}");
+        }
+    });
     // Both kinds of word were met: short ones, and tokens with a head.
     assert!(ruled_out > 10_000 && headed > 40, "{ruled_out} {headed}");
 }
@@ -544,39 +552,20 @@ fn every_token_a_word_may_start_is_as_long_as_the_shortest_and_of_its_bytes() {
 
 #[test]
 fn a_word_shorter_than_any_token_starts_none() {
-    let words: Vec<&[u8]> = keywords().collect();
-    let prefixes: Vec<&[u8]> = prefixes().collect();
-    let mut rng = Rng(0x2127_599b_f432_5c37);
     let (mut ruled_out, mut matched) = (0, 0);
-    let mut tokens = Vec::new();
-    for n in 0..10_000 {
-        if n % 100 == 0 {
-            tokens = tokens_of_every_shape(&mut rng);
-        }
-        let text = random_text(&mut rng, &words, &prefixes, &tokens);
+    each_word_start(0x2127_599b_f432_5c37, |text, i, run| {
         let bytes = text.as_bytes();
-        for i in 0..bytes.len() {
-            if !bytes[i].is_ascii_alphanumeric() {
-                continue;
-            }
-            let run = run_end(bytes, i, |b| b.is_ascii_alphanumeric());
-            let run = if KEY_CLASS[usize::from(bytes.get(run).copied().unwrap_or(b' '))] == 0 {
-                run
-            } else {
-                0
-            };
-            // Every rule the scan matches at a word start with these two bytes.
-            let b1 = bytes.get(i + 1).copied().unwrap_or(0);
-            let found = candidates(bytes[i], b1)
-                .iter()
-                .any(|v| v.matches(&text, i).is_some());
-            matched += usize::from(found);
-            if shorter_than_a_token(bytes, i, run) {
-                ruled_out += 1;
-                assert!(!found, "{text:?} at {i}");
-            }
+        // Every rule the scan matches at a word start with these two bytes.
+        let b1 = bytes.get(i + 1).copied().unwrap_or(0);
+        let found = candidates(bytes[i], b1)
+            .iter()
+            .any(|v| v.matches(text, i).is_some());
+        matched += usize::from(found);
+        if shorter_than_a_token(bytes, i, run) {
+            ruled_out += 1;
+            assert!(!found, "{text:?} at {i}");
         }
-    }
+    });
     // Both kinds of word were met: short ones, and tokens.
     assert!(ruled_out > 10_000 && matched > 1_000, "{ruled_out} {matched}");
 }

@@ -683,8 +683,17 @@ pub(crate) fn two_part(bytes: &[u8], j: usize, first: &[u8], second: &[u8]) -> O
 
 /// `api key`, `secret key`, `access key`, `private key`, … written with a space before `key`.
 pub(crate) fn strong_word_before(bytes: &[u8], i: usize) -> bool {
+    matches!(
+        word_before(bytes, i, &mut [0; 16]),
+        b"api" | b"secret" | b"access" | b"private" | b"signing" | b"encryption" | b"master" | b"client"
+    )
+}
+
+/// The word of letters before the blank before `i`, lowercased into `buf` (empty when no blank
+/// comes just before `i`).
+fn word_before<'b>(bytes: &[u8], i: usize, buf: &'b mut [u8; 16]) -> &'b [u8] {
     let Some(before) = i.checked_sub(1).filter(|&p| bytes[p] == b' ') else {
-        return false;
+        return &[];
     };
     let start = before
         - bytes[..before]
@@ -692,10 +701,7 @@ pub(crate) fn strong_word_before(bytes: &[u8], i: usize) -> bool {
             .rev()
             .take_while(|b| b.is_ascii_alphabetic())
             .count();
-    matches!(
-        lower(&bytes[start..before], &mut [0; 16]),
-        b"api" | b"secret" | b"access" | b"private" | b"signing" | b"encryption" | b"master" | b"client"
-    )
+    lower(&bytes[start..before], buf)
 }
 
 /// Where a declared type after a key ends at its `=` (`dbPassword string = …`, `password:
@@ -724,17 +730,5 @@ pub(crate) fn declared_type_end(bytes: &[u8], p: usize) -> Option<usize> {
 /// `public key`, `publishable key`, `Public Key`: the word before `key` (at `i`) says it is not
 /// a secret.
 pub(crate) fn public_word_before(bytes: &[u8], i: usize) -> bool {
-    let Some(before) = i.checked_sub(1).filter(|&p| bytes[p] == b' ') else {
-        return false;
-    };
-    let start = before
-        - bytes[..before]
-            .iter()
-            .rev()
-            .take_while(|b| b.is_ascii_alphabetic())
-            .count();
-    matches!(
-        lower(&bytes[start..before], &mut [0; 16]),
-        b"public" | b"publishable"
-    )
+    matches!(word_before(bytes, i, &mut [0; 16]), b"public" | b"publishable")
 }
