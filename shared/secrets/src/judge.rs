@@ -338,6 +338,15 @@ pub(crate) fn value_is_secret(
 ) -> bool {
     let v = value.text(bytes);
     let raw = &bytes[value.start..value.raw_end];
+    // A field named `pass` alone holds a password that looks like one (a digit or a symbol in
+    // it); a word there is a verdict (`"pass": "Passed"`), a render pass or a label.
+    if key.eq_ignore_ascii_case(b"pass")
+        && !v
+            .iter()
+            .any(|b| b.is_ascii_digit() || b"!@#$%^&*+=?~/|<>{}[]".contains(b))
+    {
+        return false;
+    }
     // A personal access token is one base64url run (`AZURE_DEVOPS_PAT=…`); a `…_PAT` holding a
     // regex or an alphabet is a pattern.
     let pat = key.len() >= 3 && key[key.len() - 3..].eq_ignore_ascii_case(b"pat");
@@ -351,6 +360,7 @@ pub(crate) fn value_is_secret(
         && !(value.quote == b'\'' && dollar_literal(v))
         && !(password_key(key) && weak_literal(v));
     if placeholder
+        || !password_key(key) && crate::rules::prefix_then_word(v)
         || is_reference(v)
         || same_as_key(v, key)
         || stand_in_for_key(v, key)

@@ -184,3 +184,24 @@ pub(crate) fn base64_has_colon(token: &[u8]) -> bool {
     }
     false
 }
+
+/// The end of a key's body written as quoted strings on the lines after `eol` (its header's
+/// line end): each such line holds a run of 32 or more base64 bytes and, besides base64, only
+/// quotes, `+`, `,`, `;`, brackets, backslashes and blanks (`"MIIEow…" +`, `'MIIEow…\n'`). `eol`
+/// when no line does.
+pub(crate) fn quoted_body_end(bytes: &[u8], eol: usize) -> usize {
+    let mut end = eol;
+    let mut pos = eol;
+    while bytes.get(pos) == Some(&b'\n') {
+        let start = pos + 1;
+        let stop = line_end(bytes, start);
+        let line = &bytes[start..stop];
+        let framing = |b: &u8| is_base64_byte(*b) || b" \t\r\"'`+,;()[]\\".contains(b);
+        if !base64_run(line, 32) || !line.iter().all(framing) {
+            break;
+        }
+        end = stop;
+        pos = stop;
+    }
+    end
+}

@@ -446,20 +446,44 @@ fn marked_filler(token: &[u8]) -> bool {
 }
 
 /// A value that starts with a vendor prefix and goes on with filler (`glc_1111…`,
-/// `sha256~XXXX_PUT_YOUR_TOKEN_HERE`): a stand-in under any key.
+/// `sha256~XXXX_PUT_YOUR_TOKEN_HERE`): a stand-in under any key. A word after the prefix is not
+/// filler here (`skywalker`, `keystone` start with `sk` and `key`): see [`prefix_then_word`].
 pub(crate) fn prefix_then_filler(v: &[u8]) -> bool {
     let Some(&first) = v.first() else { return false };
     candidates(first, v.get(1).copied().unwrap_or(0)).iter().any(|r| {
         v.len() > r.prefix.len() + 4
             && v[..r.prefix.len()].eq_ignore_ascii_case(r.prefix)
-            && stand_in(&v[r.prefix.len()..])
+            && typed_filler(&v[r.prefix.len()..])
     })
+}
+
+/// A vendor prefix that ends with its separator, then a short lowercase word (`xoxb-valid`,
+/// `ghp_token`): a token's name, typed where a token goes. Only where the slot wants a token: in
+/// a password's slot any word is a password (`secret_sauce`).
+pub(crate) fn prefix_then_word(v: &[u8]) -> bool {
+    let Some(&first) = v.first() else { return false };
+    candidates(first, v.get(1).copied().unwrap_or(0)).iter().any(|r| {
+        v.len() > r.prefix.len()
+            && r.prefix.last().is_some_and(|b| matches!(b, b'-' | b'_'))
+            && v[..r.prefix.len()].eq_ignore_ascii_case(r.prefix)
+            && short_word(&v[r.prefix.len()..])
+    })
+}
+
+/// A short lowercase word: a generated token this short mixes cases or digits.
+fn short_word(token: &[u8]) -> bool {
+    !token.is_empty() && token.len() < 12 && token.iter().all(u8::is_ascii_lowercase)
+}
+
+/// Filler after a real prefix, or a short lowercase word in a token's place (`xoxb-valid`).
+fn stand_in(token: &[u8]) -> bool {
+    typed_filler(token) || short_word(token)
 }
 
 /// Filler after a real prefix (`XXXX…`, `0000…`, `EXAMPLE`, `RANDOMSTRINGHERE`): few distinct
 /// characters, a documentation word, or one character category where a generated token mixes
 /// them.
-fn stand_in(token: &[u8]) -> bool {
+fn typed_filler(token: &[u8]) -> bool {
     let mut seen = [false; 256];
     let mut distinct = 0;
     let (mut lower, mut upper, mut digit) = (false, false, false);
@@ -488,11 +512,6 @@ fn stand_in(token: &[u8]) -> bool {
     }
     // Words joined by separators (`my-bot-token`): a generated token has digits or mixed case.
     if token.len() >= 8 && !digit && !(lower && upper) && token.iter().any(|b| matches!(b, b'-' | b'_')) {
-        return true;
-    }
-    // A short lowercase word (`xoxb-valid`, `ghp_token`): a generated token this short mixes cases or
-    // digits.
-    if token.len() < 12 && lower && !upper && !digit && token.iter().all(u8::is_ascii_lowercase) {
         return true;
     }
     let categories = u8::from(lower) + u8::from(upper) + u8::from(digit);

@@ -30,7 +30,7 @@ use crate::kinds::{Finding, SecretKind};
 use crate::layout::dequoted;
 use crate::pem::{
     MAX_PEM, base64_block_end, base64_block_start, base64_has_colon, base64_run, base64_text, pem_body_at,
-    pem_illustration,
+    pem_illustration, quoted_body_end,
 };
 use crate::tables::{Table, for_each_cell, table_header, top_level};
 use crate::words::{
@@ -2915,10 +2915,17 @@ impl<'t> Scan<'t> {
                     let end = base64_block_end(bytes, eol);
                     let quoted = matches!(bytes.get(words + armor.len()), Some(b'"' | b'\'' | b'`'));
                     if quoted && !base64_run(&bytes[words + armor.len()..end], 24) {
-                        self.covered = self.covered.max(eol);
-                        return;
+                        // Its body may follow as quoted strings (Go's `"…" +`, C's adjacent
+                        // strings, a Python tuple): then the key goes on to their end.
+                        let body = quoted_body_end(bytes, eol);
+                        if body == eol {
+                            self.covered = self.covered.max(eol);
+                            return;
+                        }
+                        body
+                    } else {
+                        end
                     }
-                    end
                 }
             };
             self.push(SecretKind::PrivateKey, i, end);

@@ -3975,3 +3975,50 @@ fn a_keyed_calls_literal_key_is_a_secret() {
         "Algorithm alg = Algorithm.HMAC256(\"changeme\");",
     ]);
 }
+
+/// A word after a vendor's prefix is a token's name only where a token goes: in a password's
+/// slot it is the password (`skywalker` starts with `sk`, `keystone` with `key`).
+#[test]
+fn a_word_starting_with_a_vendors_prefix_in_a_passwords_slot_is_the_password() {
+    assert_found(&[
+        "DB_PASSWORD=skywalker",
+        "password: keystone",
+        "Password: Patagonia",
+        "RABBITMQ_DEFAULT_PASS=keymaster",
+        "mysql -u root -ppatriots app",
+        "git clone https://deploy:skimboard@git.corp.test/app.git",
+        "docker login -u ci -p patriots registry.corp.test",
+    ]);
+    assert_clean(&[
+        "client = WebClient(token=\"xoxb-valid\")",
+        "headers = {\"token\": \"ghp_token\"}",
+    ]);
+}
+
+/// A field named `pass` alone holds a password that looks like one; a word there is a verdict,
+/// a render pass or a label.
+#[test]
+fn a_word_under_a_bare_pass_field_is_no_password() {
+    assert_clean(&[
+        "{\"pass\": \"Passed\", \"fail\": \"Failed\", \"skip\": \"Skipped\"}",
+        "const t = { pass: 'passed', fail: 'failed' };",
+        "shader: { pass: \"ForwardBase\", queue: \"Geometry\" }",
+        "render_passes:\n  - pass: \"gbuffer\"",
+    ]);
+    assert_found(&[
+        "{\"host\": \"db01\", \"pass\": \"tr0ut-lake\"}",
+        "smtp:\n  user: ops\n  pass: 'Vel0cipede'",
+        "<Pass>Kx8#vQ2mLp</Pass>",
+    ]);
+}
+
+/// A key's header quoted in code is a key when its body follows as quoted strings, whether or
+/// not the END line made it into the prompt; a header alone in a call is a pattern.
+#[test]
+fn a_quoted_header_with_its_body_in_quoted_strings_is_a_key() {
+    assert_found(&[
+        "PRIVATE_KEY = (\n    \"-----BEGIN RSA PRIVATE KEY-----\\n\"\n    \"ayEh6lxKRYYGKTfDXuFMbnrUMs/OVqePUUQsXQL7FJgvxJc/OQRsXqAvIzbl0aP2\"\n    \"hQ1nKMdqiOEPwG5sNZiquoH6FlvkZM6LaVG5cSQUkR/rTZ19PLAfSwYmaVmGmuOd\"\n)",
+        "const key = \"-----BEGIN PRIVATE KEY-----\\n\" +\n\t\"ayEh6lxKRYYGKTfDXuFMbnrUMs/OVqePUUQsXQL7FJgvxJc/OQRsXqAvIzbl0aP2\\n\" +\n\t\"hQ1nKMdqiOEPwG5sNZiquoH6FlvkZM6LaVG5cSQUkR/rTZ19PLAfSwYmaVmGmuOd\\n\" +",
+    ]);
+    assert_clean(&["if pem.startsWith(\"-----BEGIN RSA PRIVATE KEY-----\") {\n    return parse(pem)\n}"]);
+}
