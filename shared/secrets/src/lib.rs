@@ -65,10 +65,14 @@
 //!   (`password: SuperSecretPassword`, `password: trustno-one-ever`) count. Also SQL `IDENTIFIED BY '…'`, an Azure SAS `&sig=…`,
 //!   and the base64 after an LDIF `::` of a password key (`userPassword:: e1NTSEF9…`,
 //!   `olcRootPW:: …`, with its continuation lines).
-//!   The word for password in German, French, Spanish, Portuguese, Dutch, Chinese, Japanese,
-//!   Korean and Russian (`Passwort`, `Kennwort`, `mot de passe`, `contraseña`, `clave`, `senha`,
-//!   `wachtwoord`, `密码`, `パスワード`, `비밀번호`, `пароль`, in capitals too; Italian writes
-//!   `password`) is a key as `password` is, alone, with no-break spaces around its colon
+//!   The word for password in German, French, Spanish, Portuguese, Dutch, Polish, Czech,
+//!   Hungarian, Swedish, Norwegian, Danish, Finnish, Turkish, Chinese, Japanese, Korean and
+//!   Russian (`Passwort`, `Kennwort`, `mot de passe`, `contraseña`, `clave`, `senha`,
+//!   `wachtwoord`, `hasło`, `lösenord`, `şifre`, `密码`, `口令`, `パスワード`, `비밀번호`,
+//!   `пароль`, in capitals too; Italian writes `password`), and those for token, secret key and
+//!   private key in Chinese, Japanese, Korean and Russian (`令牌`, `密钥`, `私钥`, `トークン`,
+//!   `秘密鍵`, `토큰`, `токен`: judged as `token`, `secret_key`, `private_key` are), is a key as
+//!   `password` is, alone, with no-break spaces around its colon
 //!   (`Mot de passe\u{a0}: …`; they are never part of a value), as `密码：…`, or as a segment of a
 //!   longer key (`DB_KENNWORT`, `KENNWORT2`, `db_contraseña`, `Пароль_БД`, `비밀번호_확인`; a bare
 //!   `clave` is any key in Spanish: its value must look generated, unlike `clave de acceso`). Before

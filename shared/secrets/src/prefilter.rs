@@ -4,7 +4,7 @@
 //! must never decide a finding.
 
 use super::rules::HEADED_SHORTEST;
-use crate::words::{KEY_CLASS, PASSWORD_WORD_INDEX, PASSWORD_WORDS, SECRET_WORD_PAIRS};
+use crate::words::{ForeignMask, KEY_CLASS, PASSWORD_WORD_INDEX, PASSWORD_WORDS, SECRET_WORD_PAIRS};
 
 include!(concat!(env!("OUT_DIR"), "/filters.rs"));
 
@@ -93,8 +93,8 @@ pub(crate) static WORD_BEFORE: [bool; 256] = {
 /// For each byte, the bit set of [`PASSWORD_WORDS`] that have it third (either ASCII case; a word
 /// shorter than three bytes sets its bit everywhere): with `PASSWORD_WORD_INDEX`'s first two, a
 /// third lookup rules out most words that start as one does.
-pub(crate) static PASSWORD_WORD_THIRD: [u16; 256] = {
-    let mut index = [0u16; 256];
+pub(crate) static PASSWORD_WORD_THIRD: [ForeignMask; 256] = {
+    let mut index = [0; 256];
     let mut k = 0;
     while k < PASSWORD_WORDS.len() {
         let w = PASSWORD_WORDS[k].as_bytes();
@@ -117,7 +117,7 @@ pub(crate) static PASSWORD_WORD_THIRD: [u16; 256] = {
 /// ASCII case): `0` for most words. Two lookups rule out most words; a third, those that start
 /// as one does (`consumer`, `service`, `keep`).
 #[inline]
-pub(crate) fn password_words_at(bytes: &[u8], i: usize) -> u16 {
+pub(crate) fn password_words_at(bytes: &[u8], i: usize) -> ForeignMask {
     let second = bytes.get(i + 1).map_or(0, |&b| usize::from(b));
     let mask = PASSWORD_WORD_INDEX[0][usize::from(bytes[i])] & PASSWORD_WORD_INDEX[1][second];
     if mask == 0 {

@@ -34,11 +34,11 @@ use crate::pem::{
 };
 use crate::tables::{Table, for_each_cell, table_header, top_level};
 use crate::words::{
-    KEY_BYTE, KEY_DASH, KEY_SEPARATOR, KEYWORD_TOKEN, Mode, NON_ASCII_WORD, PASSIVE_BYTE, PASSWORD_WORDS,
-    STARTS_BYTE_RULE, Strength, Words, args_end, case_particle, command_position, command_segment,
-    credential_word, credential_word_tail, credential_words_end, declared_type_end, foreign_qualified,
-    is_key_byte, may_hold_secret_word, public_word_before, qualified_after, qualified_before, secret_word,
-    strong_word_before, words_of,
+    ForeignMask, KEY_BYTE, KEY_DASH, KEY_SEPARATOR, KEYWORD_TOKEN, Mode, NON_ASCII_WORD, PASSIVE_BYTE,
+    PASSWORD_WORDS, STARTS_BYTE_RULE, Strength, Words, args_end, case_particle, command_position,
+    command_segment, credential_word, credential_word_tail, credential_words_end, declared_type_end,
+    foreign_qualified, foreign_word_means, is_key_byte, may_hold_secret_word, public_word_before,
+    qualified_after, qualified_before, secret_word, strong_word_before, words_of,
 };
 
 /// One scan of `text`: its findings sorted by start, not merged.
@@ -1830,7 +1830,7 @@ impl<'t> Scan<'t> {
     }
 
     /// [`Scan::password_word_at`] for the words of `mask`, those that may start at `i`.
-    pub(crate) fn password_word(&mut self, kstart: usize, i: usize, mut mask: u16) -> bool {
+    pub(crate) fn password_word(&mut self, kstart: usize, i: usize, mut mask: ForeignMask) -> bool {
         let bytes = self.bytes;
         let (mut end, word) = loop {
             if mask == 0 {
@@ -1857,14 +1857,19 @@ impl<'t> Scan<'t> {
         let key: &[u8] = if strength == Strength::Weak {
             b"clave"
         } else {
-            b"password"
+            foreign_word_means(word)
         };
         // A segment of a longer key (`DB_KENNWORT`, `KENNWORT2`, `KENNWORT_PROD`, `Пароль_БД`,
         // `비밀번호_확인`), not its metadata (`KENNWORT_FILE`, `MAX_KENNWORT`). Chinese, Japanese
         // and Korean glue particles to the word; other scripts' words stand alone
         // (`Passwortlänge` is a length, `пароля` another case).
+        // A long ASCII run glued to a word of another script is what follows it (`令牌82jb…`),
+        // not its key, which a short one continues (`密码2`, `пароль_db`).
+        let glued_ascii = !word.is_ascii()
+            && bytes.get(end).is_some_and(u8::is_ascii_alphanumeric)
+            && run_end_max(bytes, end, 13, |b| b.is_ascii_alphanumeric()) - end > 12;
         let mut kend = end;
-        while kend < end + 128 {
+        while !glued_ascii && kend < end + 128 {
             match char_at(self.text, kend) {
                 Some(c) if c.is_ascii() && is_key_byte(c as u8) => kend += 1,
                 Some(c) if kend > end && !c.is_ascii() && is_word(c) => kend += c.len_utf8(),
@@ -1902,6 +1907,11 @@ impl<'t> Scan<'t> {
         }
         if bytes[i] < 0xE3 && (word_at(self.text, end) || glued_before) {
             return false;
+        }
+        // What is glued on is no value of this word's (`密钥AES256GCM加密`): a vendor's prefix
+        // still finds its token there.
+        if glued_ascii {
+            return true;
         }
         match ["是", "为", "為", "は", "는", "가"]
             .iter()

@@ -2630,6 +2630,80 @@ fn more_languages_capitals_and_foreign_words_inside_keys_are_found() {
     ]);
 }
 
+/// The words for password of more languages, and those for token, secret key and private key,
+/// are keys judged as the English word is: a random value is a secret, a sentence about one, a
+/// stand-in, a path or a length is not.
+#[test]
+fn secret_words_of_more_languages_name_their_values() {
+    for text in [
+        "hasło: Xy7!kq9Lm",
+        "HASŁO=Xy7!kq9Lm",
+        "heslo: Xy7!kq9Lm",
+        "jelszó = Xy7!kq9Lm",
+        "lösenord: Xy7!kq9Lm",
+        "passord: Xy7!kq9Lm",
+        "adgangskode: Xy7!kq9Lm",
+        "salasana: Xy7!kq9Lm",
+        "şifre: Xy7!kq9Lm",
+        "Şifre: Xy7!kq9Lm",
+        "口令：Xy7!kq9Lm",
+        "DB_HASŁO=Xy7!kq9Lm",
+    ] {
+        assert_eq!(spans(text), ["Xy7!kq9Lm"], "{text}");
+    }
+    let token = "r4Tq9ZkW2mXv7LpB8nYc3Hd";
+    for text in [
+        format!("令牌：{token}"),
+        format!("访问令牌 = \"{token}\""),
+        format!("我的令牌是 {token}，先别用"),
+        format!("アクセストークン: {token}"),
+        format!("トークンは {token} です"),
+        format!("토큰: {token}"),
+        format!("токен: {token}"),
+        format!("Токен бота: {token}"),
+        format!("API密钥：{token}"),
+        format!("秘钥={token}"),
+        format!("金鑰: {token}"),
+        format!("シークレット: {token}"),
+        format!("비밀키: {token}"),
+        format!("私钥: \"{token}\""),
+        format!("秘密鍵 = '{token}'"),
+    ] {
+        assert_eq!(spans(&text), [token], "{text}");
+    }
+    assert_clean(&[
+        "Hasło musi mieć co najmniej 8 znaków",
+        "lösenordet är för kort",
+        "heslo: tajne",
+        "Şifre: şifreniz",
+        "令牌过期了怎么办？",
+        "如何轮换密钥？密钥管理服务 (KMS) 的文档在哪里",
+        "使用 JWT 令牌进行认证，令牌有效期为 3600 秒",
+        "令牌桶算法的速率是 100/s",
+        "トークンの有効期限はどこで設定しますか",
+        "토큰이 만료되었습니다. 어떻게 갱신하나요?",
+        "токен истёк, как обновить?",
+        "密钥: <your-key>",
+        "令牌: ${TOKEN}",
+        "トークン: YOUR_TOKEN_HERE",
+        "токен: <ваш токен>",
+        "秘密鍵: ~/.ssh/id_rsa",
+        "私钥文件: server.key",
+        "密钥长度: 2048",
+        "令牌类型: Bearer",
+        "密钥: 请在控制台获取",
+        "密钥ID: AKIAIOSFODNN7EXAMPLE",
+        "密码=请检查",
+        "令牌=请检查",
+        "пароль: секрет",
+    ]);
+    // A short ASCII run glued to the word continues its key; a long one is no key.
+    for text in ["密码2=Xy7!kq9Lm", "пароль2=Xy7!kq9Lm"] {
+        assert_eq!(spans(text), ["Xy7!kq9Lm"], "{text}");
+    }
+    assert_clean(&["密钥AES256GCMMODE加密", "用令牌abcdefghijklmnop调用"]);
+}
+
 /// Tokens without a prefix of their own next to the word that names them: a `PAT` key, Render's
 /// `rnd_` keys, a Telegram bot token glued to `bot` in its API URL.
 #[test]

@@ -186,9 +186,12 @@ pub(crate) struct SecretWord {
     pub(crate) authorization: bool,
 }
 
-/// The word for password in German, French, Spanish, Portuguese, Dutch, Chinese, Japanese,
-/// Korean and Russian (Italian writes `password`): a key of its own, judged as `password` is.
-/// ASCII case is ignored; other capitals are entries of their own (at most 16: a `u16` mask).
+/// Secret words of other languages, each a key of its own, judged as the English word it stands
+/// for (see [`foreign_word_means`]): password in German, French, Spanish, Portuguese, Dutch,
+/// Polish, Czech, Hungarian, Swedish, Norwegian, Danish, Finnish, Turkish, Chinese, Japanese,
+/// Korean and Russian (Italian writes `password`), and token, secret key and private key in
+/// Chinese, Japanese, Korean and Russian. ASCII case is ignored; other capitals are entries of
+/// their own (at most 64: a [`ForeignMask`]).
 pub(crate) const PASSWORD_WORDS: &[&str] = &[
     "passwort",
     "kennwort",
@@ -206,12 +209,53 @@ pub(crate) const PASSWORD_WORDS: &[&str] = &[
     "CONTRASEÑA",
     "wachtwoord",
     "비밀번호",
+    "hasło",
+    "HASŁO",
+    "heslo",
+    "jelszó",
+    "lösenord",
+    "passord",
+    "adgangskode",
+    "salasana",
+    "şifre",
+    "Şifre",
+    "口令",
+    "令牌",
+    "トークン",
+    "토큰",
+    "токен",
+    "Токен",
+    "密钥",
+    "秘钥",
+    "密鑰",
+    "金鑰",
+    "シークレット",
+    "비밀키",
+    "私钥",
+    "私鑰",
+    "秘密鍵",
 ];
+
+/// A bit set of [`PASSWORD_WORDS`].
+pub(crate) type ForeignMask = u64;
+
+const _: () = assert!(PASSWORD_WORDS.len() <= ForeignMask::BITS as usize);
+
+/// The English key a word of [`PASSWORD_WORDS`] stands for, judged as that key is: most mean
+/// password; these mean token, secret key or private key.
+pub(crate) fn foreign_word_means(word: &str) -> &'static [u8] {
+    match word {
+        "令牌" | "トークン" | "토큰" | "токен" | "Токен" => b"token",
+        "密钥" | "秘钥" | "密鑰" | "金鑰" | "シークレット" | "비밀키" => b"secret_key",
+        "私钥" | "私鑰" | "秘密鍵" => b"private_key",
+        _ => b"password",
+    }
+}
 
 /// For each byte, the bit set of [`PASSWORD_WORDS`] that start with it (either ASCII case), and
 /// (second array) that have it second: most words are ruled out by two lookups and an AND.
-pub(crate) static PASSWORD_WORD_INDEX: [[u16; 256]; 2] = {
-    let mut index = [[0u16; 256]; 2];
+pub(crate) static PASSWORD_WORD_INDEX: [[ForeignMask; 256]; 2] = {
+    let mut index = [[0; 256]; 2];
     let mut k = 0;
     while k < PASSWORD_WORDS.len() {
         let mut at = 0;
