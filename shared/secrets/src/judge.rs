@@ -124,6 +124,26 @@ impl Value {
             pos += 1;
         }
         let first = *bytes.get(pos)?;
+        // A triple-quoted string (Python, Kotlin, Swift) closed on its own line is a value;
+        // one that runs on is a docstring or a block of text.
+        if matches!(first, b'"' | b'\'')
+            && bytes.get(pos + 1) == Some(&first)
+            && bytes.get(pos + 2) == Some(&first)
+        {
+            let start = pos + 3;
+            let limit = char_floor(bytes, bytes.len().min(start + MAX_VALUE));
+            let end = (start..limit).find(|&k| bytes[k] == b'\n' || bytes[k..].starts_with(&[first; 3]))?;
+            return (bytes[end] == first).then_some(Self {
+                start,
+                end,
+                quoted: true,
+                raw_end: end,
+                span_end: end,
+                cut: false,
+                quote: first,
+                stop,
+            });
+        }
         if matches!(first, b'"' | b'\'' | b'`') {
             // A quoted value runs to its closing quote, whatever it holds (a double quote escaped
             // by an odd run of backslashes is one of its characters); a long one is judged on its

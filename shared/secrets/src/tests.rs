@@ -2704,6 +2704,25 @@ fn secret_words_of_more_languages_name_their_values() {
     assert_clean(&["密钥AES256GCMMODE加密", "用令牌abcdefghijklmnop调用"]);
 }
 
+/// A triple-quoted string closed on its line is a value like any quoted one; one that runs on
+/// is a docstring or a block of text.
+#[test]
+fn triple_quoted_values_are_values() {
+    for text in [
+        r#"password = """Qm7vR2xLk9pZ4tW8""""#,
+        "API_KEY = '''Qm7vR2xLk9pZ4tW8aB3c'''",
+        r#"val token = """Qm7vR2xLk9pZ4tW8aB3c""".trimIndent()"#,
+    ] {
+        assert_eq!(spans(text).len(), 1, "{text}");
+    }
+    assert_clean(&[
+        "password = \"\"\"\nQm7vR2xLk9pZ4tW8 is what the docs show\n\"\"\"",
+        "def password():\n    \"\"\"Return the password.\"\"\"",
+        r#"secret = """the secret is kept in vault""""#,
+        r#"password = """""""#,
+    ]);
+}
+
 /// Tokens without a prefix of their own next to the word that names them: a `PAT` key, Render's
 /// `rnd_` keys, a Telegram bot token glued to `bot` in its API URL.
 #[test]
