@@ -393,6 +393,7 @@ pub(crate) fn value_is_secret(
         || same_as_key(v, key)
         || stand_in_for_key(v, key)
         || yaml_tag(bytes, value)
+        || !password_key(key) && auth_scheme(v)
     {
         return false;
     }
@@ -774,6 +775,25 @@ pub(crate) fn yaml_tag(bytes: &[u8], value: &Value) -> bool {
     }
     let after = skip_blank(bytes, value.raw_end);
     after > value.raw_end && bytes.get(after).is_some_and(|&b| b != b'\n' && b != b'\r')
+}
+
+/// The name of an authentication scheme (`<Token>Bearer</Token>`, `token_kind = "JWT"`): what
+/// kind of token, never one.
+pub(crate) fn auth_scheme(v: &[u8]) -> bool {
+    const SCHEMES: &[&[u8]] = &[
+        b"bearer",
+        b"basic",
+        b"digest",
+        b"jwt",
+        b"oauth",
+        b"oauth2",
+        b"negotiate",
+        b"ntlm",
+        b"kerberos",
+        b"hmac",
+        b"mac",
+    ];
+    SCHEMES.iter().any(|s| v.eq_ignore_ascii_case(s))
 }
 
 /// `Set-Cookie: Path=/; HttpOnly`: a cookie's attributes without a cookie.

@@ -2723,6 +2723,25 @@ fn triple_quoted_values_are_values() {
     ]);
 }
 
+/// An authentication scheme's name under a token's key says what kind of token it is; a
+/// generated value there is still one.
+#[test]
+fn an_auth_scheme_name_is_no_token() {
+    assert_clean(&[
+        r#"token = "Bearer""#,
+        r#"<Token expires="3600">Bearer</Token>"#,
+        "<AccessToken type=\"jwt\">bearer</AccessToken>",
+        r#"{"auth_token": "JWT"}"#,
+        "api_secret: 'HMAC'",
+    ]);
+    for text in [
+        r#"<Token expires="3600">Zq8pLm2xWv4Rt6Yk9Bn3</Token>"#,
+        r#"token = "Bearer2x9Lq7Zk4Wm""#,
+    ] {
+        assert_eq!(spans(text).len(), 1, "{text}");
+    }
+}
+
 /// Tokens without a prefix of their own next to the word that names them: a `PAT` key, Render's
 /// `rnd_` keys, a Telegram bot token glued to `bot` in its API URL.
 #[test]
