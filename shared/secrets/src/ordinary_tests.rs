@@ -220,3 +220,93 @@ fn etags_namespaces_and_named_cookies_are_no_secrets() {
         "        'user_credentials' => 'OAuth2\\\\Zq8pLm2x7RtK4vWnB3cD',",
     ]);
 }
+
+#[test]
+fn an_id_a_log_line_labels_is_no_secret() {
+    assert_clean(&[
+        "The app secret was rejected. Request ID: 3f2b9c1e-7a4d-4e21-9b8f-0c5d6e7f8a9b, please retry",
+        "refresh token issued for subject: 7c9e6679-7425-40de-944b-e07fc1f90ae7",
+        "client secret invalid. Trace ID: b2c4e6g8-1a3b-5c7d-9e0f-a1b2c3d4e5f6g7",
+    ]);
+    assert_found(&[
+        "my api key: 7c9e6679-7425-40de-944b-e07fc1f90ae7",
+        "the client secret for tenant: Zq8pLm2x7RtK4vWnB3cD5eF7",
+    ]);
+}
+
+#[test]
+fn a_property_list_key_names_the_entry_after_it() {
+    assert_clean(&[
+        "<dict>\n\t<key>NSAppTransportSecurityKey2Enabled</key>\n\t<false/>\n</dict>",
+        "\t<key>CFBundleURLSchemesKey~iphone</key>\n\t<array>\n\t\t<string>myapp</string>",
+    ]);
+    assert_found(&["<key>Zq8p~Lm2x7RtK4vWnB3cD5eF7gH9j</key>"]);
+}
+
+#[test]
+fn json_members_after_a_bare_literal_stay_apart() {
+    assert_clean(&[r#"{"Token":null,"Scope":"read","TenantId":"00000000-0000-0000-0000-000000000000"}"#]);
+    assert_found(&[
+        r#"{"Token":"Zq8pLm2x7RtK4vWnB3cD5eF7","Scope":"read"}"#,
+        r#"{"secret":Zq8p!Lm2x7Rt,"x":1}"#,
+    ]);
+}
+
+#[test]
+fn code_spans_in_sentences_name_headers_and_flags() {
+    assert_clean(&[
+        "Set the header `X-Auth-Token: yourtoken`. Then retry.",
+        "Pass the `--token` flag or set it in the config file.",
+    ]);
+    assert_found(&[
+        "Set the header `X-Auth-Token: Zq8pLm2x7RtK4vWnB3cD5eF7`. Then retry.",
+        "run `deploy --token Zq8pLm2x7RtK4vWnB3cD5eF7` to push",
+    ]);
+}
+
+#[test]
+fn locale_messages_are_no_values() {
+    assert_clean(&[
+        "  reset_token: パスワードをリセットするためのリンクを送信しました",
+        "  api_key_hint: 您的密钥已经生成，请妥善保管",
+    ]);
+    assert_found(&["  api_key: Zq8pLm2x7RtK4vWnB3cD5eF7", "密码：Hx7q2Lm9Rt"]);
+}
+
+#[test]
+fn an_elided_token_or_a_jwt_header_alone_is_no_token() {
+    assert_clean(&[
+        "The access token looks like eyJhbGciOiJSUzI1NiIsImtpZCI6IjEyMyJ9... in the log",
+        "the token header eyJhbGciOiJFUzI1NiIsInR5cCI6IkpXVCJ9 names the algorithm",
+    ]);
+    assert_found(&[
+        "the token is eyJhbGciOiJFUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiJ1c2VyLTQyIiwiZXhwIjoxNzAwMDAwMDAwfQ.\
+         c2lnbmF0dXJlLWJ5dGVzLWhlcmUtMTIzNDU2Nzg5MA",
+    ]);
+}
+
+#[test]
+fn method_chains_interpolations_and_dereferences_are_code() {
+    assert_clean(&[
+        r#"val secret = (prefix("sk").orElse(any).rep ~ end).string"#,
+        "  foreach my $k (keys %{$self->{tokens}}) {",
+        r#"return token.StartsWith("Bearer ") ? token : $"Bearer {token}";"#,
+    ]);
+    assert_found(&[
+        r#"val secret = "Zq8p(Lm2x7)RtK4vWn""#,
+        r#"return token.StartsWith("Bearer ") ? token : $"Bearer Zq8pLm2x7RtK4vWnB3cD5eF7";"#,
+    ]);
+}
+
+#[test]
+fn a_credential_type_written_where_it_goes_is_a_stand_in() {
+    assert_clean(&[
+        "git clone https://octocat:personal-access-token@github.com/octo/repo.git",
+        r#"{"token": "accesstoken"}"#,
+    ]);
+    assert_found(&[
+        "git clone https://octocat:Zq8pLm2x7RtK4vWn@github.com/octo/repo.git",
+        r#"{"password": "adminpassword"}"#,
+        r#"{"token": "acc3sst0ken9Xq"}"#,
+    ]);
+}
