@@ -226,7 +226,8 @@ fn an_id_a_log_line_labels_is_no_secret() {
     assert_clean(&[
         "The app secret was rejected. Request ID: 3f2b9c1e-7a4d-4e21-9b8f-0c5d6e7f8a9b, please retry",
         "refresh token issued for subject: 7c9e6679-7425-40de-944b-e07fc1f90ae7",
-        "client secret invalid. Trace ID: b2c4e6g8-1a3b-5c7d-9e0f-a1b2c3d4e5f6g7",
+        "Invalid client secret is provided. Trace ID: c3eebhh9-6158-5d6a-281f-dfhfhf6360131 Correlation ID: \
+         478482h5-40d1-56ad-c617-72e3a7edd8a6",
     ]);
     assert_found(&[
         "my api key: 7c9e6679-7425-40de-944b-e07fc1f90ae7",
@@ -241,6 +242,21 @@ fn a_property_list_key_names_the_entry_after_it() {
         "\t<key>CFBundleURLSchemesKey~iphone</key>\n\t<array>\n\t\t<string>myapp</string>",
     ]);
     assert_found(&["<key>Zq8p~Lm2x7RtK4vWnB3cD5eF7gH9j</key>"]);
+}
+
+#[test]
+fn a_property_list_entry_named_for_a_secret_holds_it_in_its_string() {
+    assert_clean(&[
+        "	<key>API_KEY</key>
+	<string>$(API_KEY)</string>",
+        "	<key>TokenCacheEnabled</key>
+	<string>YES</string>",
+    ]);
+    assert_found(&[
+        "	<key>FirebaseAuthToken</key>
+	<string>Zq8pLm2x7RtK4vWnB3cD5eF7</string>",
+        "<key>API_SECRET</key><string>f6b41becf60d68dc061993a4f199d517d709b27f</string>",
+    ]);
 }
 
 #[test]
@@ -268,7 +284,7 @@ fn code_spans_in_sentences_name_headers_and_flags() {
 fn locale_messages_are_no_values() {
     assert_clean(&[
         "  reset_token: パスワードをリセットするためのリンクを送信しました",
-        "  api_key_hint: 您的密钥已经生成，请妥善保管",
+        "  regenerate_key: 重新生成后旧的密钥将立即失效，请及时更新您的配置",
     ]);
     assert_found(&["  api_key: Zq8pLm2x7RtK4vWnB3cD5eF7", "密码：Hx7q2Lm9Rt"]);
 }

@@ -1412,7 +1412,12 @@ impl<'t> Scan<'t> {
                     k = e;
                     continue;
                 }
-                if xml && ends_ci(word, b"value") && bytes[..k].ends_with(b"<") && bytes.get(e) == Some(&b'>')
+                // A property list's `<key>NAME</key>` then `<string>…</string>`.
+                let plist = word == b"string" && ends_ci(field, b"key");
+                if xml
+                    && (ends_ci(word, b"value") || plist)
+                    && bytes[..k].ends_with(b"<")
+                    && bytes.get(e) == Some(&b'>')
                 {
                     return Some(NamedValue::Element(e + 1));
                 }
