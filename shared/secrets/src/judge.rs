@@ -2187,7 +2187,7 @@ pub(crate) fn placeholder_words(v: &[u8]) -> bool {
     const MARKERS: Words = words_of!(
         b"example examples placeholder changeme changeit change your dummy redacted \
         replace insert sample fake todo fixme please plz pls obfuscated censored omitted elided scrubbed \
-        sanitized removed random something whatever value"
+        sanitized removed random something whatever value put paste enter"
     );
     // Sentence words: a value of four or more words with a verb among them says what it is
     // (`this-is-my-token`, `it_is_not_a_real_secret`) rather than being one.
@@ -2223,7 +2223,12 @@ pub(crate) fn placeholder_words(v: &[u8]) -> bool {
     {
         return true;
     }
-    let mut marker = false;
+    // `real-token-here`, `put_your_key_here`: stand-in words ending where the value goes.
+    let last = v
+        .rsplit(|&b| matches!(b, b'_' | b'-' | b'.' | b' '))
+        .next()
+        .unwrap_or(v);
+    let mut marker = last.len() < v.len() && last.eq_ignore_ascii_case(b"here");
     let (mut parts, mut verb) = (0, false);
     let mut start = 0;
     for k in 0..=v.len() {

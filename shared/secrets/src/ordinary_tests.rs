@@ -326,3 +326,17 @@ fn a_credential_type_written_where_it_goes_is_a_stand_in() {
         r#"{"token": "acc3sst0ken9Xq"}"#,
     ]);
 }
+
+#[test]
+fn a_json_null_or_a_slot_asking_for_the_value_is_no_secret() {
+    assert_clean(&[
+        r#"{"secret":null,"data":{"error":"permission denied"},"redirect":""}"#,
+        r#"new TokenAuthMethodInfo(vaultToken: "real-token-here");"#,
+        r#"client = Client(api_token="put_your_token_here")"#,
+    ]);
+    assert_found(&[
+        r#"{"secret":Zq8p!Lm2x7Rt,"data":{}}"#,
+        r#"new TokenAuthMethodInfo(vaultToken: "s3cr3tTokenHere9Xq");"#,
+        r#"curl -H "X-Vault-Token:9b67f103-c54e-2ed7-ce43-83ac891ead16" https://vault:8200/v1/auth/token/lookup-self"#,
+    ]);
+}

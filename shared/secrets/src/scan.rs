@@ -1741,11 +1741,16 @@ impl<'t> Scan<'t> {
             let raw = run_end_max(bytes, p, 256, |b| {
                 !(b.is_ascii_whitespace() || element && b == b'<')
             });
-            // An element's closing tag (`…</Generic_Key>`) is markup, not the value's.
+            // An element's closing tag (`…</Generic_Key>`) is markup, not the value's; so is
+            // JSON's next member (`"secret":null,"data":…`).
             let raw = bytes[p..raw]
                 .windows(2)
-                .position(|w| w == b"</")
+                .position(|w| w == b"</" || w == b",\"")
                 .map_or(raw, |k| p + k);
+            // An object or a list opens (`"auth":{"display_name":…`): structure, not a value.
+            if matches!(bytes.get(p), Some(b'{' | b'[')) {
+                return None;
+            }
             let v = trim_end_of(&bytes[p..raw], |b| matches!(b, b',' | b';' | b'"' | b'\'' | b'`'));
             let symbols = v.iter().filter(|b| b.is_ascii_punctuation()).count();
             let code = code_expression(v)
