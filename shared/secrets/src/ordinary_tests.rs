@@ -340,3 +340,14 @@ fn a_json_null_or_a_slot_asking_for_the_value_is_no_secret() {
         r#"curl -H "X-Vault-Token:9b67f103-c54e-2ed7-ce43-83ac891ead16" https://vault:8200/v1/auth/token/lookup-self"#,
     ]);
 }
+
+#[test]
+fn a_source_map_cut_before_its_string_closes_reads_as_lines() {
+    assert_clean(&[
+        r#"{"version":3,"sourcesContent":["/**\n * let channel = socket.channel(\"room:42\", {token: roomToken})\n * channel.join()\n *   .receive(\"ok\", resp => console.log(\"joined\", resp) )"#,
+    ]);
+    assert_found(&[
+        r#"{"version":3,"sourcesContent":["const client = init({\n  token: \"Zq8pLm2x7RtK4vWnB3cD5eF7\",\n  retries: 3\n})\nexport default client"#,
+        r#"{"version":3,"sourcesContent":["export const config = {\n  apiKey: \"sk_live_4eC39HqLyjWDarjtT1zdp7dc9Xq\",\n"#,
+    ]);
+}
