@@ -556,6 +556,16 @@ pub(crate) fn value_is_secret(
     }
 }
 
+/// An environment variable naming where a secret is kept (`DATABASE_PASSWORD_FILE`,
+/// `GH_TOKEN_PATH`): its last word says it names a file, a path or a variable.
+pub(crate) fn secret_location(v: &[u8]) -> bool {
+    let mut segments = v.split(|&b| b == b'_');
+    let last = segments.next_back().unwrap_or_default();
+    all_caps_name(v)
+        && matches!(last, b"FILE" | b"PATH" | b"DIR" | b"ENV" | b"VAR" | b"NAME")
+        && segments.any(|w| secret_word(w).is_some())
+}
+
 /// A value that names what a secret is, not the secret: a digest of it under a `hashed…` key; a
 /// part of an AWS resource name (`arn:aws:secretsmanager:…:secret:<name>`); a string prefix the
 /// parser left on a slot's own name (C#'s `@"Token"`, `$"…"`); a variable naming the secret
@@ -589,6 +599,9 @@ pub(crate) fn names_where_secret_lives(
         && line_end(bytes, value.raw_end) == value.raw_end
         && secret_variable(v)
     {
+        return true;
+    }
+    if secret_location(v) {
         return true;
     }
     digest_of_secret(bytes, key, v)

@@ -351,3 +351,16 @@ fn a_source_map_cut_before_its_string_closes_reads_as_lines() {
         r#"{"version":3,"sourcesContent":["export const config = {\n  apiKey: \"sk_live_4eC39HqLyjWDarjtT1zdp7dc9Xq\",\n"#,
     ]);
 }
+
+#[test]
+fn a_variable_naming_where_the_secret_is_kept_is_no_secret() {
+    assert_clean(&[
+        r#"let dbPassword = try await Environment.secret(key: "POSTGRES_PASSWORD_FILE")"#,
+        r#"secret = "DB_PASSWORD_FILE""#,
+        r#"token_env = "GH_TOKEN_VAR""#,
+    ]);
+    assert_found(&[
+        r#"password = "Zq8pLm2x7RtK_FILE""#,
+        r#"let dbPassword = try await Environment.secret(key: "Zq8pLm2x7RtK4vWnB3cD5eF7")"#,
+    ]);
+}
