@@ -268,6 +268,32 @@ pub(crate) fn start_tag_attributes_end(bytes: &[u8], mut pos: usize) -> Option<u
     }
 }
 
+/// Whether a property list's value element (`<string>`, `<true/>`, `<array>`, `<dict>`, …)
+/// follows the closing tag at `close` (`</key>`), after blanks and line breaks: the element before
+/// it was the entry's name.
+pub(crate) fn plist_value_follows(bytes: &[u8], close: usize) -> bool {
+    const VALUES: Words = words_of!(b"string true false array dict integer real data date");
+    let Some(gt) = bytes
+        .get(close..)
+        .and_then(|t| t.iter().take(64).position(|&b| b == b'>'))
+    else {
+        return false;
+    };
+    let next = close
+        + gt
+        + 1
+        + bytes[close + gt + 1..]
+            .iter()
+            .take(256)
+            .take_while(|b| b.is_ascii_whitespace())
+            .count();
+    let Some(rest) = bytes.get(next..).and_then(|t| t.strip_prefix(b"<")) else {
+        return false;
+    };
+    let name = &rest[..rest.iter().take_while(|b| b.is_ascii_alphabetic()).count()];
+    VALUES.iter().any(|w| name == w) && matches!(rest.get(name.len()), Some(b'>' | b'/' | b' '))
+}
+
 /// A `;` at `k` followed by a connection string's next field name and its `=` (`;Database=`,
 /// `;Initial Catalog=`).
 pub(crate) fn next_connection_field(bytes: &[u8], k: usize) -> bool {
@@ -285,10 +311,13 @@ pub(crate) fn next_connection_field(bytes: &[u8], k: usize) -> bool {
 /// Where an unquoted value from `pos` stops, looking no further than `limit`.
 pub(crate) fn unquoted_end(bytes: &[u8], pos: usize, limit: usize, stop: Stop) -> usize {
     // What follows byte `k` ends a token there: a blank, the end, or structure.
+    // (A `:` or `.` before a blank closes a sentence's code span: `` `x-apikey: yourapikey`: ``.)
     let closes = |k: usize| {
-        bytes
-            .get(k + 1)
-            .is_none_or(|&c| c.is_ascii_whitespace() || matches!(c, b',' | b';' | b')' | b']' | b'}' | b'>'))
+        bytes.get(k + 1).is_none_or(|&c| {
+            c.is_ascii_whitespace()
+                || matches!(c, b',' | b';' | b')' | b']' | b'}' | b'>')
+                || matches!(c, b':' | b'.') && bytes.get(k + 2).is_none_or(u8::is_ascii_whitespace)
+        })
     };
     // `;Name=`, `&name=` (and in code `,name=`): the next field of a connection string,
     // URL query or argument list.
@@ -306,6 +335,8 @@ pub(crate) fn unquoted_end(bytes: &[u8], pos: usize, limit: usize, stop: Stop) -
             // A connection string's field names may hold spaces (`;Max Pool Size=`).
             || next_connection_field(bytes, raw_end)
             || (stop == Stop::Code && b == b',' && next_field(raw_end))
+            // JSON's next member or element (`"Token":null,"Scope":…`): a quoted string follows.
+            || (stop == Stop::Code && b == b',' && bytes.get(raw_end + 1) == Some(&b'"'))
             || (stop == Stop::Code && matches!(b, b',' | b';') && closes(raw_end))
             // An element's closing tag (`…</password>`): markup, not the value's.
             || (b == b'<' && bytes.get(raw_end + 1) == Some(&b'/'))
@@ -416,8 +447,14 @@ pub(crate) fn value_is_secret(
     if value.quoted && named_slot(v, key) {
         return false;
     }
-    // A sentence in Chinese or Japanese after the key (`… `password` 的功能就可以了。`), not a value.
-    if mode == Mode::Prose && cjk_at(bytes, value.start) {
+    // A sentence in Chinese or Japanese after the key (`… `password` 的功能就可以了。`), not a value;
+    // in a locale file too (`save_key: 请注意…`, `no_webauthn_devices: 有効な…`): a message.
+    if mode == Mode::Prose && cjk_at(bytes, value.start) || cjk_text(v) {
+        return false;
+    }
+    // An id a label names in a sentence (`… client secret is provided. Trace ID: 149ce21c-…`,
+    // `access token for client: 9f597b0b-…`): the label, not the secret word, names the UUID.
+    if mode == Mode::Prose && uuid_shaped(v) && labelled_by_other(bytes, value.start) {
         return false;
     }
     // A word closing emphasis or a docstring (`**token endpoint**`, `… to SSLConnection"""`).
@@ -548,6 +585,16 @@ pub(crate) fn value_is_secret(
     }
 }
 
+/// An environment variable naming where a secret is kept (`DATABASE_PASSWORD_FILE`,
+/// `GH_TOKEN_PATH`): its last word says it names a file, a path or a variable.
+pub(crate) fn secret_location(v: &[u8]) -> bool {
+    let mut segments = v.split(|&b| b == b'_');
+    let last = segments.next_back().unwrap_or_default();
+    all_caps_name(v)
+        && matches!(last, b"FILE" | b"PATH" | b"DIR" | b"ENV" | b"VAR" | b"NAME")
+        && segments.any(|w| secret_word(w).is_some())
+}
+
 /// A value that names what a secret is, not the secret: a digest of it under a `hashed…` key; a
 /// part of an AWS resource name (`arn:aws:secretsmanager:…:secret:<name>`); a string prefix the
 /// parser left on a slot's own name (C#'s `@"Token"`, `$"…"`); a variable naming the secret
@@ -566,7 +613,12 @@ pub(crate) fn names_where_secret_lives(
         .or_else(|| v.strip_prefix(b"@'"))
     {
         let inner = inner.strip_suffix(b"\"").unwrap_or(inner);
-        if is_placeholder(inner) || same_as_key(inner, key) || stand_in_for_key(inner, key) {
+        // `? token : $"Bearer {token}"`: a scheme word before an interpolation.
+        if is_placeholder(inner)
+            || same_as_key(inner, key)
+            || stand_in_for_key(inner, key)
+            || is_auth_scheme(inner)
+        {
             return true;
         }
     }
@@ -576,6 +628,9 @@ pub(crate) fn names_where_secret_lives(
         && line_end(bytes, value.raw_end) == value.raw_end
         && secret_variable(v)
     {
+        return true;
+    }
+    if secret_location(v) {
         return true;
     }
     digest_of_secret(bytes, key, v)
@@ -859,6 +914,51 @@ pub(crate) fn uuid(v: &[u8]) -> bool {
         })
 }
 
+/// A UUID's shape typed or garbled (8-4-4-4-12 letters and digits in one case, the last group
+/// one or two long, `a1daagbb-5047-4c59-170e-ceegeg52590200`): an identifier in a log line.
+pub(crate) fn uuid_shaped(v: &[u8]) -> bool {
+    let groups = v.split(|&b| b == b'-').map(<[u8]>::len);
+    let lengths = [8, 4, 4, 4];
+    let mut n = 0;
+    for (k, len) in groups.enumerate() {
+        let fits = match k {
+            0..=3 => len == lengths[k],
+            4 => (12..=14).contains(&len),
+            _ => false,
+        };
+        if !fits {
+            return false;
+        }
+        n += 1;
+    }
+    n == 5
+        && v.iter().all(|&b| b.is_ascii_alphanumeric() || b == b'-')
+        && !(v.iter().any(u8::is_ascii_lowercase) && v.iter().any(u8::is_ascii_uppercase))
+}
+
+/// Whether the value at `start` follows a label of its own (`Trace ID:`, `client:`) that names
+/// no secret: the sentence's secret word came earlier and names something else.
+pub(crate) fn labelled_by_other(bytes: &[u8], start: usize) -> bool {
+    let before = bytes[..start].trim_ascii_end();
+    let Some(head) = before.strip_suffix(b":") else {
+        return false;
+    };
+    let w = head.len()
+        - head
+            .iter()
+            .rev()
+            .take_while(|&&b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-'))
+            .count();
+    let label = &head[w..];
+    !label.is_empty() && secret_word(label).is_none()
+}
+
+/// Text in Chinese, Japanese or Korean (four characters or more from the value's start): a
+/// message, never a generated secret.
+pub(crate) fn cjk_text(v: &[u8]) -> bool {
+    cjk_at(v, 0) && (0..v.len()).filter(|&k| cjk_at(v, k)).count() >= 4
+}
+
 /// `-x`, `--flag`, `--flag-name`: a dash and a word.
 pub(crate) fn flag_like(v: &[u8]) -> bool {
     let body = &v[run_end(v, 0, |b| b == b'-')..];
@@ -1024,6 +1124,10 @@ pub(crate) fn sigil_code(raw: &[u8]) -> bool {
     let Some((&sigil, rest)) = raw.split_first() else {
         return false;
     };
+    // Perl's dereference of an expression (`keys %{$self->{pool}}`, `@{$args{keys}}`).
+    if matches!(sigil, b'%' | b'@') && rest.starts_with(b"{$") {
+        return true;
+    }
     if !rest
         .first()
         .is_some_and(|&b| b.is_ascii_alphabetic() || b == b'_')
@@ -1412,6 +1516,17 @@ pub(crate) fn version_like(v: &[u8]) -> bool {
 
 /// `name(…)`, `name[…]`, `Name<…>`: an identifier applied to something, closed at the end.
 pub(crate) fn code_expression(raw: &[u8]) -> bool {
+    // A method called on a call's result (`(charIn("+/").orElse(digit).rep`): a chain.
+    let called = raw
+        .windows(2)
+        .any(|w| w[0].is_ascii_alphanumeric() && w[1] == b'(');
+    if called
+        && raw
+            .windows(3)
+            .any(|w| w[0] == b')' && w[1] == b'.' && (w[2].is_ascii_alphabetic() || w[2] == b'_'))
+    {
+        return true;
+    }
     let Some(open) = raw.iter().position(|&b| matches!(b, b'(' | b'[' | b'<')) else {
         return false;
     };
@@ -2120,22 +2235,24 @@ pub(crate) fn masked(v: &[u8]) -> bool {
 /// The whole value is made of stand-in words (`YOUR_API_KEY`, `change-me`, `your-token-here`,
 /// `example`, `<placeholder>`): at least one marker word and nothing else but filler words. A value
 /// with a digit or symbol (`Example123!`) is a real-looking password, not a placeholder.
+/// Words that fill a stand-in's name around its marker (`your-api-key-here`, `my_secret_token`).
+const STAND_IN_FILLERS: Words = words_of!(
+    b"me it my the a an with real actual own here goes this secret password \
+    passwd pass pwd token key api access auth client app db database user name id string test demo \
+    com org net for of to new default private public sk pk live prod dev and or credentials \
+    credential strong secure complex long admin root thing really very that looks like is \
+    shared across service services generated some personal"
+);
+
 pub(crate) fn placeholder_words(v: &[u8]) -> bool {
     const MARKERS: Words = words_of!(
         b"example examples placeholder changeme changeit change your dummy redacted \
         replace insert sample fake todo fixme please plz pls obfuscated censored omitted elided scrubbed \
-        sanitized removed random something whatever value"
+        sanitized removed random something whatever value put paste enter"
     );
     // Sentence words: a value of four or more words with a verb among them says what it is
     // (`this-is-my-token`, `it_is_not_a_real_secret`) rather than being one.
     const SENTENCE: Words = words_of!(b"is isnt are was be probably not just only");
-    const FILLERS: Words = words_of!(
-        b"me it my the a an with real actual own here goes this secret password \
-        passwd pass pwd token key api access auth client app db database user name id string test demo \
-        com org net for of to new default private public sk pk live prod dev and or credentials \
-        credential strong secure complex long admin root thing really very that looks like is \
-        shared across service services generated some"
-    );
     // `!ChangeMe!`, `**change-this**`: marks around the words change nothing.
     let v = v.trim_ascii();
     let edge = |b: &u8| matches!(b, b'!' | b'*' | b'#' | b'?' | b'~' | b'^');
@@ -2167,7 +2284,12 @@ pub(crate) fn placeholder_words(v: &[u8]) -> bool {
     {
         return true;
     }
-    let mut marker = false;
+    // `real-token-here`, `put_your_key_here`: stand-in words ending where the value goes.
+    let last = v
+        .rsplit(|&b| matches!(b, b'_' | b'-' | b'.' | b' '))
+        .next()
+        .unwrap_or(v);
+    let mut marker = last.len() < v.len() && last.eq_ignore_ascii_case(b"here");
     let (mut parts, mut verb) = (0, false);
     let mut start = 0;
     for k in 0..=v.len() {
@@ -2191,7 +2313,7 @@ pub(crate) fn placeholder_words(v: &[u8]) -> bool {
             verb = true;
             continue;
         }
-        match stand_in_words(part, &MARKERS, &FILLERS) {
+        match stand_in_words(part, &MARKERS, &STAND_IN_FILLERS) {
             Some(m) => marker |= m,
             None => return false,
         }
@@ -2422,7 +2544,12 @@ pub(crate) fn stand_in_for_key(v: &[u8], key: &[u8]) -> bool {
             rest.drain(at..at + word.len());
         }
     }
-    rest.len() < v.len() && placeholder_words(&rest)
+    // Naming words glued to the key's own word (`"token": "privatetoken"`): the slot's name. A
+    // password's value may be such words (`adminpassword`), typed as the password.
+    let glued_name = !password_key(key)
+        && v.iter().all(u8::is_ascii_lowercase)
+        && stand_in_words(&rest, &NO_WORDS, &STAND_IN_FILLERS).is_some();
+    rest.len() < v.len() && (placeholder_words(&rest) || !rest.is_empty() && glued_name)
 }
 
 /// `password=PASSWORD`, `TOKEN=$TOKEN` without the `$`: the key's own name is a template.

@@ -113,10 +113,25 @@ pub(crate) fn unescaped(text: &str) -> Option<(String, Vec<usize>)> {
                 Some(_) => {}
                 None => (open, escape, document, quotes, words) = (Some(k), false, false, 0, false),
             },
-            b'\n' => open = None,
+            // A document cut before its closing quote (a source map's `sourcesContent` pasted in
+            // part) is one still: its escaped line breaks are lines to the end of the line.
+            b'\n' => {
+                if let Some(o) = open.take()
+                    && escape
+                    && document
+                {
+                    strings.push((o, k, true));
+                }
+            }
             _ => {}
         }
         k += 1;
+    }
+    if let Some(o) = open
+        && escape
+        && document
+    {
+        strings.push((o, bytes.len(), true));
     }
     if strings.is_empty() && !html {
         return None;

@@ -220,3 +220,147 @@ fn etags_namespaces_and_named_cookies_are_no_secrets() {
         "        'user_credentials' => 'OAuth2\\\\Zq8pLm2x7RtK4vWnB3cD',",
     ]);
 }
+
+#[test]
+fn an_id_a_log_line_labels_is_no_secret() {
+    assert_clean(&[
+        "The app secret was rejected. Request ID: 3f2b9c1e-7a4d-4e21-9b8f-0c5d6e7f8a9b, please retry",
+        "refresh token issued for subject: 7c9e6679-7425-40de-944b-e07fc1f90ae7",
+        "Invalid client secret is provided. Trace ID: c3eebhh9-6158-5d6a-281f-dfhfhf6360131 Correlation ID: \
+         478482h5-40d1-56ad-c617-72e3a7edd8a6",
+    ]);
+    assert_found(&[
+        "my api key: 7c9e6679-7425-40de-944b-e07fc1f90ae7",
+        "the client secret for tenant: Zq8pLm2x7RtK4vWnB3cD5eF7",
+    ]);
+}
+
+#[test]
+fn a_property_list_key_names_the_entry_after_it() {
+    assert_clean(&[
+        "<dict>\n\t<key>NSAppTransportSecurityKey2Enabled</key>\n\t<false/>\n</dict>",
+        "\t<key>CFBundleURLSchemesKey~iphone</key>\n\t<array>\n\t\t<string>myapp</string>",
+    ]);
+    assert_found(&["<key>Zq8p~Lm2x7RtK4vWnB3cD5eF7gH9j</key>"]);
+}
+
+#[test]
+fn a_property_list_entry_named_for_a_secret_holds_it_in_its_string() {
+    assert_clean(&[
+        "	<key>API_KEY</key>
+	<string>$(API_KEY)</string>",
+        "	<key>TokenCacheEnabled</key>
+	<string>YES</string>",
+    ]);
+    assert_found(&[
+        "	<key>FirebaseAuthToken</key>
+	<string>Zq8pLm2x7RtK4vWnB3cD5eF7</string>",
+        "<key>API_SECRET</key><string>f6b41becf60d68dc061993a4f199d517d709b27f</string>",
+    ]);
+}
+
+#[test]
+fn json_members_after_a_bare_literal_stay_apart() {
+    assert_clean(&[r#"{"Token":null,"Scope":"read","TenantId":"00000000-0000-0000-0000-000000000000"}"#]);
+    assert_found(&[
+        r#"{"Token":"Zq8pLm2x7RtK4vWnB3cD5eF7","Scope":"read"}"#,
+        r#"{"secret":Zq8p!Lm2x7Rt,"x":1}"#,
+    ]);
+}
+
+#[test]
+fn code_spans_in_sentences_name_headers_and_flags() {
+    assert_clean(&[
+        "Set the header `X-Auth-Token: yourtoken`. Then retry.",
+        "Pass the `--token` flag or set it in the config file.",
+    ]);
+    assert_found(&[
+        "Set the header `X-Auth-Token: Zq8pLm2x7RtK4vWnB3cD5eF7`. Then retry.",
+        "run `deploy --token Zq8pLm2x7RtK4vWnB3cD5eF7` to push",
+    ]);
+}
+
+#[test]
+fn locale_messages_are_no_values() {
+    assert_clean(&[
+        "  reset_token: パスワードをリセットするためのリンクを送信しました",
+        "  regenerate_key: 重新生成后旧的密钥将立即失效，请及时更新您的配置",
+    ]);
+    assert_found(&["  api_key: Zq8pLm2x7RtK4vWnB3cD5eF7", "密码：Hx7q2Lm9Rt"]);
+}
+
+#[test]
+fn an_elided_token_or_a_jwt_header_alone_is_no_token() {
+    assert_clean(&[
+        "The access token looks like eyJhbGciOiJSUzI1NiIsImtpZCI6IjEyMyJ9... in the log",
+        "the token header eyJhbGciOiJFUzI1NiIsInR5cCI6IkpXVCJ9 names the algorithm",
+    ]);
+    assert_found(&[
+        "the token is eyJhbGciOiJFUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiJ1c2VyLTQyIiwiZXhwIjoxNzAwMDAwMDAwfQ.\
+         c2lnbmF0dXJlLWJ5dGVzLWhlcmUtMTIzNDU2Nzg5MA",
+    ]);
+}
+
+#[test]
+fn method_chains_interpolations_and_dereferences_are_code() {
+    assert_clean(&[
+        r#"val secret = (prefix("sk").orElse(any).rep ~ end).string"#,
+        "  foreach my $k (keys %{$self->{tokens}}) {",
+        r#"return token.StartsWith("Bearer ") ? token : $"Bearer {token}";"#,
+    ]);
+    assert_found(&[
+        r#"val secret = "Zq8p(Lm2x7)RtK4vWn""#,
+        r#"return token.StartsWith("Bearer ") ? token : $"Bearer Zq8pLm2x7RtK4vWnB3cD5eF7";"#,
+    ]);
+}
+
+#[test]
+fn a_credential_type_written_where_it_goes_is_a_stand_in() {
+    assert_clean(&[
+        "git clone https://octocat:personal-access-token@github.com/octo/repo.git",
+        r#"{"token": "accesstoken"}"#,
+    ]);
+    assert_found(&[
+        "git clone https://octocat:Zq8pLm2x7RtK4vWn@github.com/octo/repo.git",
+        r#"{"password": "adminpassword"}"#,
+        r#"{"token": "acc3sst0ken9Xq"}"#,
+    ]);
+}
+
+#[test]
+fn a_json_null_or_a_slot_asking_for_the_value_is_no_secret() {
+    assert_clean(&[
+        r#"{"secret":null,"data":{"error":"permission denied"},"redirect":""}"#,
+        r#"new TokenAuthMethodInfo(vaultToken: "real-token-here");"#,
+        r#"client = Client(api_token="put_your_token_here")"#,
+    ]);
+    assert_found(&[
+        r#"{"secret":Zq8p!Lm2x7Rt,"data":{}}"#,
+        r#"new TokenAuthMethodInfo(vaultToken: "s3cr3tTokenHere9Xq");"#,
+        r#"curl -H "X-Vault-Token:9b67f103-c54e-2ed7-ce43-83ac891ead16" https://vault:8200/v1/auth/token/lookup-self"#,
+    ]);
+}
+
+#[test]
+fn a_source_map_cut_before_its_string_closes_reads_as_lines() {
+    assert_clean(&[
+        r#"{"version":3,"sourcesContent":["/**\n * let channel = socket.channel(\"room:42\", {token: roomToken})\n * channel.join()\n *   .receive(\"ok\", resp => console.log(\"joined\", resp) )"#,
+    ]);
+    assert_found(&[
+        r#"{"version":3,"sourcesContent":["const client = init({\n  token: \"Zq8pLm2x7RtK4vWnB3cD5eF7\",\n  retries: 3\n})\nexport default client"#,
+        r#"{"version":3,"sourcesContent":["export const config = {\n  apiKey: \"sk_live_4eC39HqLyjWDarjtT1zdp7dc9Xq\",\n"#,
+    ]);
+}
+
+#[test]
+fn a_variable_naming_where_the_secret_is_kept_is_no_secret() {
+    assert_clean(&[
+        r#"let dbPassword = try await Environment.secret(key: "POSTGRES_PASSWORD_FILE")"#,
+        r#"secret = "DB_PASSWORD_FILE""#,
+        r#"token_env = "GH_TOKEN_VAR""#,
+    ]);
+    assert_found(&[
+        r#"password = "Zq8pLm2x7RtK_FILE""#,
+        r#"let dbPassword = try await Environment.secret(key: "Zq8pLm2x7RtK4vWnB3cD5eF7")"#,
+    ]);
+}

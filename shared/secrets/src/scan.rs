@@ -22,9 +22,9 @@ use crate::judge::{
     is_path_or_url, is_placeholder, is_reference, jwt_header, key_path, keyed_call_literals, ldap_dn,
     letters_password, member_path, named_nearby, names_no_secret, next_field_pair, npm_scope, numeric_like,
     opens_a_call, owned_in_prose, passphrase_word, password_key, plain_cookie, plain_cookie_pair,
-    quoted_slot, quoted_word, random_after_slash, random_letters, readable_url, sigil_code, skip_fillers,
-    spaced_random, start_tag_attributes_end, statement_start, text_before, url_stand_in_userinfo,
-    user_password, uuid, value_is_secret, within_arn,
+    plist_value_follows, quoted_slot, quoted_word, random_after_slash, random_letters, readable_url,
+    secret_location, sigil_code, skip_fillers, spaced_random, start_tag_attributes_end, statement_start,
+    text_before, url_stand_in_userinfo, user_password, uuid, value_is_secret, within_arn,
 };
 use crate::kinds::{Finding, SecretKind};
 use crate::layout::dequoted;
@@ -1412,7 +1412,12 @@ impl<'t> Scan<'t> {
                     k = e;
                     continue;
                 }
-                if xml && ends_ci(word, b"value") && bytes[..k].ends_with(b"<") && bytes.get(e) == Some(&b'>')
+                // A property list's `<key>NAME</key>` then `<string>…</string>`.
+                let plist = word == b"string" && ends_ci(field, b"key");
+                if xml
+                    && (ends_ci(word, b"value") || plist)
+                    && bytes[..k].ends_with(b"<")
+                    && bytes.get(e) == Some(&b'>')
                 {
                     return Some(NamedValue::Element(e + 1));
                 }
@@ -1736,11 +1741,16 @@ impl<'t> Scan<'t> {
             let raw = run_end_max(bytes, p, 256, |b| {
                 !(b.is_ascii_whitespace() || element && b == b'<')
             });
-            // An element's closing tag (`…</Generic_Key>`) is markup, not the value's.
+            // An element's closing tag (`…</Generic_Key>`) is markup, not the value's; so is
+            // JSON's next member (`"secret":null,"data":…`).
             let raw = bytes[p..raw]
                 .windows(2)
-                .position(|w| w == b"</")
+                .position(|w| w == b"</" || w == b",\"")
                 .map_or(raw, |k| p + k);
+            // An object or a list opens (`"auth":{"display_name":…`): structure, not a value.
+            if matches!(bytes.get(p), Some(b'{' | b'[')) {
+                return None;
+            }
             let v = trim_end_of(&bytes[p..raw], |b| matches!(b, b',' | b';' | b'"' | b'\'' | b'`'));
             let symbols = v.iter().filter(|b| b.is_ascii_punctuation()).count();
             let code = code_expression(v)
@@ -1813,7 +1823,10 @@ impl<'t> Scan<'t> {
             && !readable_url(value)
             && (strong || !base64_text(value))
             && !digest_of_secret(bytes, key, value)
+            && !secret_location(value)
             && !within_arn(bytes, p)
+            // A property list's `<key>` names the entry whose value element follows.
+            && !(element && key.eq_ignore_ascii_case(b"key") && plist_value_follows(bytes, end))
         {
             self.push(SecretKind::Assignment, p, end);
         }
@@ -2143,6 +2156,10 @@ impl<'t> Scan<'t> {
         }
         if name.eq_ignore_ascii_case(b"password-stdin") {
             self.stdin_password_at(i, kend);
+            return;
+        }
+        // `` with the `--username` and `--password` options ``: a flag named in a code span, not used.
+        if i > 0 && bytes[i - 1] == b'`' && bytes.get(kend) == Some(&b'`') {
             return;
         }
         let Some(word) = secret_word(name) else {
@@ -2544,9 +2561,11 @@ impl<'t> Scan<'t> {
             stop: Stop::Code,
         };
         // Closed by a tag (`</password>`), not by the next slot (`<password>&scope=… <client_id>`).
+        // A property list's `<key>` names the entry whose value element follows.
         if end > start
             && bytes.get(close) == Some(&b'<')
             && bytes.get(close + 1) == Some(&b'/')
+            && !(key.eq_ignore_ascii_case(b"key") && plist_value_follows(bytes, close))
             && value_is_secret(bytes, &value, key, strength, Mode::Literal)
         {
             self.push(kind, start, end);
@@ -3583,8 +3602,13 @@ pub(crate) fn line_tokens(line: &[u8], start: usize, found: &mut Vec<Finding>) {
             !(matches!(c, b'/' | b'@' | b'(' | b'[')
                 || *c == b'.' && line.get(te + 1).is_some_and(u8::is_ascii_alphanumeric))
         });
+        // Cut short on purpose (`"eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9..."`), or a JWT's header
+        // alone (it names an algorithm, nothing secret): no token.
+        let elided = line[te..].starts_with(b"...") || line[te..].starts_with("\u{2026}".as_bytes());
         if before_ok
             && after_ok
+            && !elided
+            && !jwt_header(&line[t..te])
             && generated_token(&line[t..te])
             && !named_id(&line[..t])
             && !digest_after_key_word(&line[..t], &line[t..te])

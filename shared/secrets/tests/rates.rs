@@ -93,7 +93,7 @@ const LABELS: &[(&str, &str)] = &[
     ),
     (
         "ordinary-real",
-        "excerpts of 102 projects' code, configs, docs and lockfiles around credentials, `tests/fixtures/secrets_ordinary_real.txt`",
+        "excerpts of 128 projects' code, configs, docs and lockfiles around credentials, `tests/fixtures/secrets_ordinary_real.txt`",
     ),
     (
         "planted-real",
