@@ -4,7 +4,11 @@
 //! must never decide a finding.
 
 use super::rules::HEADED_SHORTEST;
-use crate::words::{KEY_CLASS, PASSWORD_WORD_INDEX, PASSWORD_WORDS, SECRET_WORD_PAIRS};
+use crate::bytes::skip_blank;
+use crate::words::{
+    KEY_BYTE, KEY_CLASS, KEY_DASH, KEY_SEPARATOR, PASSWORD_WORD_INDEX, PASSWORD_WORDS, SECRET_WORD_PAIRS,
+    may_hold_secret_word,
+};
 
 include!(concat!(env!("OUT_DIR"), "/filters.rs"));
 
@@ -170,7 +174,7 @@ pub(crate) fn measure_key(bytes: &[u8], i: usize) -> (usize, u8, u8, u8) {
 /// [`super::rules::segment_start`]); `inner` tells that a segment may start past its first byte
 /// ([`SEGMENT_START`] over the key's bytes). False means no provider's keyword is in the key, so
 /// no value after it is a provider's. `key` is made of key bytes ([`KEY_CLASS`]).
-#[inline]
+#[inline(always)]
 pub(crate) fn may_hold_keyword(key: &[u8], inner: bool) -> bool {
     if !enabled() {
         return true;
@@ -213,6 +217,96 @@ pub(crate) fn shorter_than_a_token(bytes: &[u8], i: usize, run: usize) -> bool {
         && bytes
             .get(run)
             .is_none_or(|&b| VENDOR_BYTES[usize::from(b >> 6)] & (1 << (b & 63)) == 0)
+}
+
+/// Whether the scan's `key_at` would do nothing at `i` but note where a word of letters and
+/// digits ends, and that end (`0` when the key holds a separator): the slow path's conditions, in
+/// its order, read in one place so that most words are passed over without the call. No password
+/// word starts the key or a segment of it, none of the two letters of a secret word start one,
+/// it is no flag, not `sig`, holds no dash and no keyword, and neither `=` nor `(` follows it
+/// after blanks; a key with a separator is shorter than a glued vendor prefix and its body.
+/// `None`: the key is read in full.
+#[inline(always)]
+pub(crate) fn inert_key(bytes: &[u8], i: usize) -> Option<usize> {
+    if !enabled() || password_words_at(bytes, i) != 0 {
+        return None;
+    }
+    let (run, held, pair, inner) = measure_key(bytes, i);
+    let separated = held & KEY_SEPARATOR != 0;
+    if separated && run - i >= 24 || pair != 0 && may_hold_secret_word(&bytes[i..run]) {
+        return None;
+    }
+    let plain = if held == KEY_BYTE { run } else { 0 };
+    let mut kend = run;
+    while separated && kend > i && matches!(bytes[kend - 1], b'.' | b'-') {
+        kend -= 1;
+    }
+    if kend - i < 2 || kend - i > 128 {
+        return Some(plain);
+    }
+    let key = &bytes[i..kend];
+    if key[0] == b'-'
+        || key == b"sig"
+        || matches!(bytes.get(skip_blank(bytes, kend)), Some(b'=' | b'('))
+        || may_hold_keyword(key, inner != 0)
+        || held & KEY_DASH != 0
+    {
+        return None;
+    }
+    // A word for password in another language as a segment (`DB_KENNWORT`).
+    if separated
+        && (1..=key.len()).any(|k| {
+            matches!(key[k - 1], b'_' | b'-' | b'.')
+                && i + k < bytes.len()
+                && password_words_at(bytes, i + k) != 0
+        })
+    {
+        return None;
+    }
+    Some(plain)
+}
+
+/// Whether the scan's `word_at` finds nothing at `i` whatever the scan's state (but
+/// `glued_vendor_at`'s, which the caller checks), known from the word alone:
+/// letters and digits up to `run` (a byte no key holds after it; `0`: not known, and the word is
+/// read), too short for any token or starting none by its first three bytes, too short for a
+/// head, no `-` where a Mailchimp key's suffix would be, and first two bytes that none of the
+/// word rules dispatched on its first byte starts with (each compares its own head at once).
+#[inline(always)]
+pub(crate) fn inert_word(bytes: &[u8], i: usize, prev: u8, run: usize) -> bool {
+    if !enabled() || run <= i {
+        return false;
+    }
+    let (b0, b1) = (bytes[i], bytes.get(i + 1).copied().unwrap_or(0));
+    let len = run - i;
+    // As `word_at` dispatches on `b0`: `bearer`, `basic` (either case), `bcrypt`, `bot`;
+    // `identified `, `insert`; a Telegram bot id (8 digits or more); `pbkdf2`, `sha1`,
+    // `scrypt`, `argon2`, `md5`; a Discord id (24 bytes or more; the run is all of it, the byte
+    // after it no base64url's); `net`, `htp…`, `wpa…`, `chp…`, `vau…` (either case);
+    // `ConvertTo-SecureString`; Maven's `<master>`; a JWT's `eyJ`.
+    let dispatched = match b0 {
+        b'b' | b'B' => matches!(b1, b'e' | b'E' | b'a' | b'A' | b'c' | b'o'),
+        b'i' | b'I' => matches!(b1, b'd' | b'D' | b'n' | b'N'),
+        b'0'..=b'9' => len >= 8,
+        b'p' => b1 == b'b',
+        b's' => matches!(b1, b'h' | b'c'),
+        b'a' => b1 == b'r',
+        b'M' | b'O' => len >= 24,
+        b'N' => len >= 24 || matches!(b1, b'e' | b'E'),
+        b'm' => b1 == b'd' || prev == b'<',
+        b'c' | b'C' => matches!(b1, b'h' | b'H') || bytes.get(i + 9) == Some(&b'-'),
+        b'h' => matches!(b1, b't' | b'T'),
+        b'w' => matches!(b1, b'p' | b'P'),
+        b'n' => matches!(b1, b'e' | b'E'),
+        b'v' => matches!(b1, b'a' | b'A'),
+        b'e' => b1 == b'y',
+        _ => false,
+    };
+    !dispatched
+        && (shorter_than_a_token(bytes, i, run)
+            || !super::rules::may_start(b0, b1, bytes.get(i + 2).copied().unwrap_or(0)))
+        && shorter_than_a_head(bytes, i, run)
+        && bytes.get(i + 32) != Some(&b'-')
 }
 
 /// The quick rejections are always on outside the tests.

@@ -246,11 +246,19 @@ impl<'t> Scan<'t> {
             }
             let mut plain_end = 0;
             if is_key_byte(b) && !is_key_byte(prev) && prev != NON_ASCII_WORD {
-                self.plain_key_end = 0;
-                self.key_at(i);
-                plain_end = self.plain_key_end;
+                // Most words hold nothing a key rule reads: known without the call.
+                if let Some(end) = crate::prefilter::inert_key(bytes, i) {
+                    plain_end = end;
+                } else {
+                    self.plain_key_end = 0;
+                    self.key_at(i);
+                    plain_end = self.plain_key_end;
+                }
             }
-            if crate::prefilter::WORD_BYTE[usize::from(b)] && !inside {
+            if crate::prefilter::WORD_BYTE[usize::from(b)]
+                && !inside
+                && (self.separated_key.0 == i || !crate::prefilter::inert_word(bytes, i, prev, plain_end))
+            {
                 self.word_at(i, prev, plain_end);
             }
             // A word of letters and digits: its inside would take the first branch byte by byte.
