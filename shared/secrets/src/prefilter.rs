@@ -2,6 +2,16 @@
 //! that tell a word needs no further reading. Each must only ever turn away what the full rule
 //! would turn away (the tests in `prefilter_tests.rs` compare them with their definitions); it
 //! must never decide a finding.
+//!
+//! A word the scan passes over: [`inert_key`] and [`inert_word`] state in one place when the
+//! scan's key rule and its word rules would do nothing at a word's start, so its loop passes
+//! over most words of prose and code without either call (the tests run both rules at every
+//! start passed over, and compare whole scans with these checks off). Counted with callgrind
+//! inside `findings` on the benchmark's clean prose-and-code prompt: 200 KB 16.9 M → 16.1 M
+//! instructions, 10 KB 0.85 M → 0.81 M. Of 27,000 word starts in 200 KB, 5,400 are still read by
+//! the key rule (a keyword's or a secret word's first letters, a `=` or `(` after them, a
+//! separator) and 6,600 by the word rules. What remains is per word, not per call: the one pass
+//! measuring each key (about 11 instructions a byte) and the dozen lookups of each start.
 
 use super::rules::HEADED_SHORTEST;
 use crate::bytes::skip_blank;
