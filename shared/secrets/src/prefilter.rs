@@ -4,14 +4,15 @@
 //! must never decide a finding.
 //!
 //! A word the scan passes over: [`inert_key`] and [`inert_word`] state in one place when the
-//! scan's key rule and its word rules would do nothing at a word's start, so its loop passes
-//! over most words of prose and code without either call (the tests run both rules at every
-//! start passed over, and compare whole scans with these checks off). Counted with callgrind
-//! inside `findings` on the benchmark's clean prose-and-code prompt: 200 KB 16.9 M → 16.1 M
-//! instructions, 10 KB 0.85 M → 0.81 M. Of 27,000 word starts in 200 KB, 5,400 are still read by
-//! the key rule (a keyword's or a secret word's first letters, a `=` or `(` after them, a
-//! separator) and 6,600 by the word rules. What remains is per word, not per call: the one pass
-//! measuring each key (about 11 instructions a byte) and the dozen lookups of each start.
+//! scan's key rule and its word rules would do nothing at a word's start (a key that may hold a
+//! provider's keyword: unless the key rule's own test of what follows says a value may), so its
+//! loop passes over most words of prose and code without either call (the tests run both rules
+//! at every start passed over, and compare whole scans with these checks off). Counted with
+//! callgrind inside `findings` on the benchmark's clean prose-and-code prompt: 200 KB 16.9 M →
+//! 15.7 M instructions, 10 KB 0.85 M → 0.79 M. Of 27,000 word starts in 200 KB, 3,700 are still
+//! read by the key rule (a secret word's first letters, a `=` or `(` after them, a separator)
+//! and 6,600 by the word rules. What remains is per word, not per call: the one pass measuring
+//! each key (about 11 instructions a byte) and the dozen lookups of each start.
 
 use super::rules::HEADED_SHORTEST;
 use crate::bytes::skip_blank;
@@ -229,22 +230,33 @@ pub(crate) fn shorter_than_a_token(bytes: &[u8], i: usize, run: usize) -> bool {
             .is_none_or(|&b| VENDOR_BYTES[usize::from(b >> 6)] & (1 << (b & 63)) == 0)
 }
 
-/// Whether the scan's `key_at` would do nothing at `i` but note where a word of letters and
-/// digits ends, and that end (`0` when the key holds a separator): the slow path's conditions, in
-/// its order, read in one place so that most words are passed over without the call. No password
-/// word starts the key or a segment of it, none of the two letters of a secret word start one,
-/// it is no flag, not `sig`, holds no dash and no keyword, and neither `=` nor `(` follows it
-/// after blanks; a key with a separator is shorter than a glued vendor prefix and its body.
-/// `None`: the key is read in full.
+/// What the scan's `key_at` would do at a key's start, as far as [`inert_key`] tells.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum KeyStart {
+    /// Nothing but note where a word of letters and digits ends (`0`: the key holds a separator).
+    Inert(usize),
+    /// The same, unless a provider's value may follow the key ending at `kend` (it may hold a
+    /// keyword: the scan tests what follows as the key rule would).
+    Keyword { plain: usize, kend: usize },
+    /// Something: the key is read in full.
+    Read,
+}
+
+/// What the scan's `key_at` would do at `i`: the slow path's conditions, in its order, read in
+/// one place so that most words are passed over without the call. Nothing when no password word
+/// starts the key or a segment of it, none of the two letters of a secret word start one, it is
+/// no flag, not `sig`, holds no dash, and neither `=` nor `(` follows it after blanks, and a key
+/// with a separator is shorter than a glued vendor prefix and its body; nothing either, if no
+/// provider's value follows, when it may hold a keyword.
 #[inline(always)]
-pub(crate) fn inert_key(bytes: &[u8], i: usize) -> Option<usize> {
+pub(crate) fn inert_key(bytes: &[u8], i: usize) -> KeyStart {
     if !enabled() || password_words_at(bytes, i) != 0 {
-        return None;
+        return KeyStart::Read;
     }
     let (run, held, pair, inner) = measure_key(bytes, i);
     let separated = held & KEY_SEPARATOR != 0;
     if separated && run - i >= 24 || pair != 0 && may_hold_secret_word(&bytes[i..run]) {
-        return None;
+        return KeyStart::Read;
     }
     let plain = if held == KEY_BYTE { run } else { 0 };
     let mut kend = run;
@@ -252,16 +264,15 @@ pub(crate) fn inert_key(bytes: &[u8], i: usize) -> Option<usize> {
         kend -= 1;
     }
     if kend - i < 2 || kend - i > 128 {
-        return Some(plain);
+        return KeyStart::Inert(plain);
     }
     let key = &bytes[i..kend];
     if key[0] == b'-'
         || key == b"sig"
         || matches!(bytes.get(skip_blank(bytes, kend)), Some(b'=' | b'('))
-        || may_hold_keyword(key, inner != 0)
         || held & KEY_DASH != 0
     {
-        return None;
+        return KeyStart::Read;
     }
     // A word for password in another language as a segment (`DB_KENNWORT`).
     if separated
@@ -271,9 +282,13 @@ pub(crate) fn inert_key(bytes: &[u8], i: usize) -> Option<usize> {
                 && password_words_at(bytes, i + k) != 0
         })
     {
-        return None;
+        return KeyStart::Read;
     }
-    Some(plain)
+    if may_hold_keyword(key, inner != 0) {
+        KeyStart::Keyword { plain, kend }
+    } else {
+        KeyStart::Inert(plain)
+    }
 }
 
 /// Whether the scan's `word_at` finds nothing at `i` whatever the scan's state (but

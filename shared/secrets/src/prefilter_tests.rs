@@ -5,13 +5,13 @@
 use super::findings;
 use super::prefilter::{
     KEY_BYTE_BITS, PASSWORD_WORD_THIRD, SEGMENT_START, VENDOR_BYTES, VENDOR_SHORTEST, WORD_BEFORE, WORD_BYTE,
-    inert_key, inert_word, may_hold_keyword, measure_key, shorter_than_a_head, shorter_than_a_token, without,
+    inert_word, may_hold_keyword, measure_key, shorter_than_a_head, shorter_than_a_token, without,
 };
 use super::rules::{
     Rng, VENDORS, candidates, headed_at, keywords, prefixes, segment_start, tokens_of_every_shape,
 };
 use crate::bytes::{run_end, run_end_max, skip_blank};
-use crate::scan::Scan;
+use crate::scan::{Scan, key_passed_over};
 use crate::words::{
     CREDENTIAL_WORDS, KEY_CLASS, NON_ASCII_WORD, PASSWORD_WORDS, SECRET_WORD_PAIRS, credential_word,
     credential_words_end, is_key_byte,
@@ -636,6 +636,10 @@ const RULE_PIECES: &[&str] = &[
     " signin (\"admin\", \"Xk9mQ2vL7pR4\")",
     " new DirectoryEntry(\"LDAP://dc=example\", \"admin\", \"hunter2\")",
     "NetworkCredential (\"admin\", \"Xk9mQ2vL7pR4\")",
+    "\n- name: SONAR_LOGIN\n  value: 9acf34ff1e738bcd6d5daf102a8cfcb8a158e44e\n",
+    "<property name=\"sonar.login\" value=\"9acf34ff1e738bcd6d5daf102a8cfcb8a158e44e\" />",
+    " pdfshift: 57f4eca61ae05e203d29490c5afe9211",
+    " pdfshift ACCESS 57f4eca61ae05e203d29490c5afe9211 ",
     "= ",
     "sig=",
     "DB_KENNWORT=",
@@ -683,7 +687,7 @@ fn a_key_the_scan_passes_over_is_one_the_key_rule_leaves_alone() {
                 continue;
             }
             let mut scan = Scan::new(text);
-            let quick = inert_key(bytes, i);
+            let quick = key_passed_over(bytes, i);
             scan.key_at(i);
             let Some(end) = quick else {
                 read += 1;

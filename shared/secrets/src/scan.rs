@@ -32,6 +32,7 @@ use crate::pem::{
     MAX_PEM, base64_block_end, base64_block_start, base64_has_colon, base64_run, base64_text, pem_body_at,
     pem_illustration, quoted_body_end,
 };
+use crate::prefilter::KeyStart;
 use crate::tables::{Table, for_each_cell, table_header, top_level};
 use crate::words::{
     KEY_BYTE, KEY_DASH, KEY_SEPARATOR, KEYWORD_TOKEN, Mode, NON_ASCII_WORD, PASSIVE_BYTE, PASSWORD_WORDS,
@@ -247,7 +248,7 @@ impl<'t> Scan<'t> {
             let mut plain_end = 0;
             if is_key_byte(b) && !is_key_byte(prev) && prev != NON_ASCII_WORD {
                 // Most words hold nothing a key rule reads: known without the call.
-                if let Some(end) = crate::prefilter::inert_key(bytes, i) {
+                if let Some(end) = key_passed_over(bytes, i) {
                     plain_end = end;
                 } else {
                     self.plain_key_end = 0;
@@ -1174,7 +1175,7 @@ impl<'t> Scan<'t> {
         // `<property name="sonar.login" value="…"/>`, `- name: SONAR_LOGIN` then `value: …`: the
         // provider's value in the pair's value field.
         // (A name stands quoted, in its element or at its line's end, not in running code.)
-        let name_like = keyword && bytes.get(kend).is_none_or(|b| b"\"'`<\n\r,".contains(b));
+        let name_like = keyword && name_like_at(bytes, kend);
         if keyword
             && name_like
             && let Some(NamedValue::Field(e)) = self.named_value_field(i, kend)
@@ -3442,6 +3443,27 @@ pub(crate) enum NamedValue {
 ///
 /// `name_words`, when given, are the only word starts that may name a secret (see
 /// [`may_name_secret`]): the pass reads those instead of every byte.
+/// Whether a key ending at `kend` stands as a pair's name may: quoted, in its element, in a
+/// list or at its line's end (not in running code).
+pub(crate) fn name_like_at(bytes: &[u8], kend: usize) -> bool {
+    bytes.get(kend).is_none_or(|b| b"\"'`<\n\r,".contains(b))
+}
+
+/// The end the scan notes at a key's start `i` when [`Scan::key_at`] would do nothing there
+/// (see [`crate::prefilter::inert_key`]), `None` when the key is read: one that may hold a
+/// provider's keyword is passed over when, as the key rule tests, no provider's value may follow
+/// it and it stands where no pair's name does.
+#[inline(always)]
+pub(crate) fn key_passed_over(bytes: &[u8], i: usize) -> Option<usize> {
+    match crate::prefilter::inert_key(bytes, i) {
+        KeyStart::Inert(end) => Some(end),
+        KeyStart::Keyword { plain, kend } => (!name_like_at(bytes, kend)
+            && !keyword_value_may_follow(bytes, credential_words_end(bytes, kend)))
+        .then_some(plain),
+        KeyStart::Read => None,
+    }
+}
+
 pub(crate) fn same_line_tokens(bytes: &[u8], found: &mut Vec<Finding>, name_words: Option<&[usize]>) -> bool {
     const NOT: Words = words_of!(
         b"public publishable fingerprint commit sha sha1 sha256 sha512 checksum digest hash hashes integrity \
