@@ -5,14 +5,15 @@
 //!
 //! A word the scan passes over: [`inert_key`] and [`inert_word`] state in one place when the
 //! scan's key rule and its word rules would do nothing at a word's start (a key that may hold a
-//! provider's keyword: unless the key rule's own test of what follows says a value may), so its
-//! loop passes over most words of prose and code without either call (the tests run both rules
-//! at every start passed over, and compare whole scans with these checks off). Counted with
-//! callgrind inside `findings` on the benchmark's clean prose-and-code prompt: 200 KB 16.9 M →
-//! 15.7 M instructions, 10 KB 0.85 M → 0.79 M. Of 27,000 word starts in 200 KB, 3,700 are still
-//! read by the key rule (a secret word's first letters, a `=` or `(` after them, a separator)
-//! and 6,600 by the word rules. What remains is per word, not per call: the one pass measuring
-//! each key (about 11 instructions a byte) and the dozen lookups of each start.
+//! provider's keyword: unless the key rule's own test of what follows says a value may; a key
+//! before a `=` or `(`: but read a call's arguments), so its loop passes over most words of
+//! prose and code without either call (the tests run the full rules at every start, and compare
+//! whole scans with these checks off). Counted with callgrind inside `findings` on the
+//! benchmark's clean prose-and-code prompt: 200 KB 16.9 M → 15.5 M instructions, 10 KB 0.85 M →
+//! 0.78 M. Of 27,000 word starts in 200 KB, 1,250 are still read by the key rule in full (a
+//! secret word's first letters, a dash) and 6,600 by the word rules. What remains is per word,
+//! not per call: the one pass measuring each key (about 11 instructions a byte) and the dozen
+//! lookups of each start.
 
 use super::rules::HEADED_SHORTEST;
 use crate::bytes::skip_blank;
@@ -238,6 +239,9 @@ pub(crate) enum KeyStart {
     /// The same, unless a provider's value may follow the key ending at `kend` (it may hold a
     /// keyword: the scan tests what follows as the key rule would).
     Keyword { plain: usize, kend: usize },
+    /// The same, but for the call's arguments or the value after a `=` or `(` that follows the
+    /// key ending at `kend` (a user and a password passed together): the scan reads those alone.
+    Call { plain: usize, kend: usize },
     /// Something: the key is read in full.
     Read,
 }
@@ -245,9 +249,9 @@ pub(crate) enum KeyStart {
 /// What the scan's `key_at` would do at `i`: the slow path's conditions, in its order, read in
 /// one place so that most words are passed over without the call. Nothing when no password word
 /// starts the key or a segment of it, none of the two letters of a secret word start one, it is
-/// no flag, not `sig`, holds no dash, and neither `=` nor `(` follows it after blanks, and a key
-/// with a separator is shorter than a glued vendor prefix and its body; nothing either, if no
-/// provider's value follows, when it may hold a keyword.
+/// no flag, not `sig` and holds no dash, and a key with a separator is shorter than a glued
+/// vendor prefix and its body; nothing either, if no provider's value follows, when it may hold
+/// a keyword; only a call's reading when a `=` or `(` follows it after blanks.
 #[inline(always)]
 pub(crate) fn inert_key(bytes: &[u8], i: usize) -> KeyStart {
     if !enabled() || password_words_at(bytes, i) != 0 {
@@ -267,13 +271,10 @@ pub(crate) fn inert_key(bytes: &[u8], i: usize) -> KeyStart {
         return KeyStart::Inert(plain);
     }
     let key = &bytes[i..kend];
-    if key[0] == b'-'
-        || key == b"sig"
-        || matches!(bytes.get(skip_blank(bytes, kend)), Some(b'=' | b'('))
-        || held & KEY_DASH != 0
-    {
+    if key[0] == b'-' || key == b"sig" || held & KEY_DASH != 0 {
         return KeyStart::Read;
     }
+    let call = matches!(bytes.get(skip_blank(bytes, kend)), Some(b'=' | b'('));
     // A word for password in another language as a segment (`DB_KENNWORT`).
     if separated
         && (1..=key.len()).any(|k| {
@@ -284,10 +285,11 @@ pub(crate) fn inert_key(bytes: &[u8], i: usize) -> KeyStart {
     {
         return KeyStart::Read;
     }
-    if may_hold_keyword(key, inner != 0) {
-        KeyStart::Keyword { plain, kend }
-    } else {
-        KeyStart::Inert(plain)
+    match (may_hold_keyword(key, inner != 0), call) {
+        (false, false) => KeyStart::Inert(plain),
+        (true, false) => KeyStart::Keyword { plain, kend },
+        (false, true) => KeyStart::Call { plain, kend },
+        (true, true) => KeyStart::Read,
     }
 }
 

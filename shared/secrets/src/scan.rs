@@ -247,14 +247,7 @@ impl<'t> Scan<'t> {
             }
             let mut plain_end = 0;
             if is_key_byte(b) && !is_key_byte(prev) && prev != NON_ASCII_WORD {
-                // Most words hold nothing a key rule reads: known without the call.
-                if let Some(end) = key_passed_over(bytes, i) {
-                    plain_end = end;
-                } else {
-                    self.plain_key_end = 0;
-                    self.key_at(i);
-                    plain_end = self.plain_key_end;
-                }
+                plain_end = self.key_start(i);
             }
             if crate::prefilter::WORD_BYTE[usize::from(b)]
                 && !inside
@@ -1109,6 +1102,33 @@ impl<'t> Scan<'t> {
     }
 
     // --- keys --------------------------------------------------------------------------------
+
+    /// A key's start `i`, read as [`Scan::key_at`] reads it but passing over what that would do
+    /// nothing with (see [`crate::prefilter::inert_key`]; most words of prose and code hold
+    /// nothing a key rule reads): the end of the word of letters and digits it measured (`0`:
+    /// none). A key that may hold a provider's keyword is passed over when, as the key rule
+    /// tests, no provider's value may follow it and it stands where no pair's name does.
+    #[inline(always)]
+    pub(crate) fn key_start(&mut self, i: usize) -> usize {
+        let bytes = self.bytes;
+        match crate::prefilter::inert_key(bytes, i) {
+            KeyStart::Inert(end) => return end,
+            KeyStart::Keyword { plain, kend }
+                if !name_like_at(bytes, kend)
+                    && !keyword_value_may_follow(bytes, credential_words_end(bytes, kend)) =>
+            {
+                return plain;
+            }
+            KeyStart::Call { plain, kend } => {
+                self.credential_pair_at(&bytes[i..kend], kend);
+                return plain;
+            }
+            KeyStart::Keyword { .. } | KeyStart::Read => {}
+        }
+        self.plain_key_end = 0;
+        self.key_at(i);
+        self.plain_key_end
+    }
 
     /// A key run starting at `i`: if it holds a secret word, what follows decides.
     pub(crate) fn key_at(&mut self, i: usize) {
@@ -3447,21 +3467,6 @@ pub(crate) enum NamedValue {
 /// list or at its line's end (not in running code).
 pub(crate) fn name_like_at(bytes: &[u8], kend: usize) -> bool {
     bytes.get(kend).is_none_or(|b| b"\"'`<\n\r,".contains(b))
-}
-
-/// The end the scan notes at a key's start `i` when [`Scan::key_at`] would do nothing there
-/// (see [`crate::prefilter::inert_key`]), `None` when the key is read: one that may hold a
-/// provider's keyword is passed over when, as the key rule tests, no provider's value may follow
-/// it and it stands where no pair's name does.
-#[inline(always)]
-pub(crate) fn key_passed_over(bytes: &[u8], i: usize) -> Option<usize> {
-    match crate::prefilter::inert_key(bytes, i) {
-        KeyStart::Inert(end) => Some(end),
-        KeyStart::Keyword { plain, kend } => (!name_like_at(bytes, kend)
-            && !keyword_value_may_follow(bytes, credential_words_end(bytes, kend)))
-        .then_some(plain),
-        KeyStart::Read => None,
-    }
 }
 
 pub(crate) fn same_line_tokens(bytes: &[u8], found: &mut Vec<Finding>, name_words: Option<&[usize]>) -> bool {
