@@ -9,9 +9,9 @@
 //! before a `=` or `(`: but read a call's arguments), so its loop passes over most words of
 //! prose and code without either call (the tests run the full rules at every start, and compare
 //! whole scans with these checks off). Counted with callgrind inside `findings` on the
-//! benchmark's clean prose-and-code prompt: 200 KB 16.9 M → 15.4 M instructions, 10 KB 0.85 M →
-//! 0.77 M. Of 27,000 word starts in 200 KB, 1,250 are still read by the key rule in full (a
-//! secret word's first letters, a dash) and 6,600 by the word rules. What remains is per word,
+//! benchmark's clean prose-and-code prompt: 200 KB 16.9 M → 15.2 M instructions, 10 KB 0.85 M →
+//! 0.76 M. Of 27,000 word starts in 200 KB, 1,250 are still read by the key rule in full (a
+//! secret word's first letters, a dash) and 5,000 by the word rules. What remains is per word,
 //! not per call: the one pass measuring each key (a lookup a byte) and the dozen
 //! lookups of each start.
 
@@ -288,27 +288,32 @@ pub(crate) fn inert_word(bytes: &[u8], i: usize, prev: u8, run: usize) -> bool {
     }
     let (b0, b1) = (bytes[i], bytes.get(i + 1).copied().unwrap_or(0));
     let len = run - i;
-    // As `word_at` dispatches on `b0`: `bearer`, `basic` (either case), `bcrypt`, `bot`;
-    // `identified `, `insert`; a Telegram bot id (8 digits or more); `pbkdf2`, `sha1`,
-    // `scrypt`, `argon2`, `md5`; a Discord id (24 bytes or more; the run is all of it, the byte
-    // after it no base64url's); `net`, `htp…`, `wpa…`, `chp…`, `vau…` (either case);
-    // `ConvertTo-SecureString`; Maven's `<master>`; a JWT's `eyJ`.
+    // As `word_at` dispatches on `b0`, each rule's head by its first three bytes (folded, a
+    // superset of the rules' own comparisons): `bearer`, `basic`, `bcrypt`, `bot`; `identified `,
+    // `insert`; a Telegram bot id (8 digits or more); `pbkdf2`, `sha1`, `scrypt`, `argon2`,
+    // `md5`; a Discord id (24 bytes or more; the run is all of it, the byte after it no
+    // base64url's); `net`, `htp…`, `wpa…`, `chp…`, `vau…`; `ConvertTo-SecureString`; Maven's
+    // `<master>`; a JWT's `eyJ`.
+    let head = (b0 | 0x20, b1 | 0x20, bytes.get(i + 2).map_or(0, |&b| b | 0x20));
     let dispatched = match b0 {
-        b'b' | b'B' => matches!(b1, b'e' | b'E' | b'a' | b'A' | b'c' | b'o'),
-        b'i' | b'I' => matches!(b1, b'd' | b'D' | b'n' | b'N'),
+        b'b' | b'B' => matches!(
+            head,
+            (b'b', b'e', b'a') | (b'b', b'a', b's') | (b'b', b'c', b'r') | (b'b', b'o', b't')
+        ),
+        b'i' | b'I' => matches!(head, (b'i', b'd', b'e') | (b'i', b'n', b's')),
         b'0'..=b'9' => len >= 8,
-        b'p' => b1 == b'b',
-        b's' => matches!(b1, b'h' | b'c'),
-        b'a' => b1 == b'r',
+        b'p' => head == (b'p', b'b', b'k'),
+        b's' => matches!(head, (b's', b'h', b'a') | (b's', b'c', b'r')),
+        b'a' => head == (b'a', b'r', b'g'),
         b'M' | b'O' => len >= 24,
-        b'N' => len >= 24 || matches!(b1, b'e' | b'E'),
-        b'm' => b1 == b'd' || prev == b'<',
-        b'c' | b'C' => matches!(b1, b'h' | b'H') || bytes.get(i + 9) == Some(&b'-'),
-        b'h' => matches!(b1, b't' | b'T'),
-        b'w' => matches!(b1, b'p' | b'P'),
-        b'n' => matches!(b1, b'e' | b'E'),
-        b'v' => matches!(b1, b'a' | b'A'),
-        b'e' => b1 == b'y',
+        b'N' => len >= 24 || head == (b'n', b'e', b't'),
+        b'm' => head == (b'm', b'd', b'5') || prev == b'<',
+        b'c' | b'C' => head == (b'c', b'h', b'p') || bytes.get(i + 9) == Some(&b'-'),
+        b'h' => head == (b'h', b't', b'p'),
+        b'w' => head == (b'w', b'p', b'a'),
+        b'n' => head == (b'n', b'e', b't'),
+        b'v' => head == (b'v', b'a', b'u'),
+        b'e' => head == (b'e', b'y', b'j'),
         _ => false,
     };
     !dispatched
