@@ -4,15 +4,18 @@
 
 use super::findings;
 use super::prefilter::{
-    KEY_BYTE_BITS, PASSWORD_WORD_THIRD, SEGMENT_START, VENDOR_BYTES, VENDOR_SHORTEST, WORD_BEFORE, WORD_BYTE,
-    may_hold_keyword, measure_key, shorter_than_a_head, shorter_than_a_token, without,
+    KEY_BYTE_BITS, KeyStart, PASSWORD_WORD_THIRD, SEGMENT_START, VENDOR_BYTES, VENDOR_SHORTEST, WORD_BEFORE,
+    WORD_BYTE, inert_key, inert_word, may_hold_keyword, measure_key, shorter_than_a_head,
+    shorter_than_a_token, without,
 };
 use super::rules::{
     Rng, VENDORS, candidates, headed_at, keywords, prefixes, segment_start, tokens_of_every_shape,
 };
 use crate::bytes::{run_end, run_end_max, skip_blank};
+use crate::scan::Scan;
 use crate::words::{
-    CREDENTIAL_WORDS, KEY_CLASS, PASSWORD_WORDS, SECRET_WORD_PAIRS, credential_word, credential_words_end,
+    CREDENTIAL_WORDS, KEY_CLASS, NON_ASCII_WORD, PASSWORD_WORDS, SECRET_WORD_PAIRS, credential_word,
+    credential_words_end, is_key_byte,
 };
 
 /// The definition, without any quick rejection: each segment made of the words alone.
@@ -592,4 +595,165 @@ fn a_key_is_measured_as_byte_by_byte() {
             assert_eq!(measure_key(&text, i), (end, held, pair, inner), "{text:?} at {i}");
         }
     }
+}
+
+/// Heads of the rules the scan's word rules dispatch on a word's first bytes, and what the key
+/// rules read after a key (`=`, `(`, a flag, a segment in another language), mixed into the
+/// pass-over tests' texts so that both gates meet the words they must not pass over.
+const RULE_PIECES: &[&str] = &[
+    "Bearer ",
+    "basic ",
+    "Authorization: Basic dXNlcjpodW50ZXIy",
+    "bcrypt$2b$12$",
+    "$2y$10$",
+    "api.telegram.org/bot",
+    "bot1234567890:AAHkq9sT2xV7bN4mP8rL1cZ6wQ3yE5uJ0oIa",
+    "1234567890:AAHkq9sT2xV7bN4mP8rL1cZ6wQ3yE5uJ0oI",
+    "MTE0NzQ4MzY0NzI1NDI3NjE2MA.GhX7aQ.k9Lm2Nq8Rs4Tv6Wx1Yz3Ab5Cd7Ef9Gh0IjKlMn",
+    "identified by 'Xk9mQ2vL7pR4'",
+    "IDENTIFIED WITH mysql_native_password BY ",
+    "INSERT INTO users (name, password) VALUES ('bob', 'Xk9mQ2vL7pR4');",
+    " sha1$Xk9mQ2$2fd4e1c67a2d28fced849ee1bb76e7391b93eb12 ",
+    " scrypt$16384$8$1$kYdqsEtVhbvS9cSbTr4G1A$Hb8s1b2V3qYk9Lm7xQ2pR4tZ6wE0uI8oA5sD3fG1hJk ",
+    "pbkdf2_sha256$260000$",
+    "argon2id$v=19$",
+    " md5$Xk9mQ2$9e107d9d372bb6826bd81d3542a419d6 ",
+    "htpasswd -b .htpasswd admin ",
+    "wpa_passphrase home ",
+    "net use \\\\srv\\share ",
+    "NET USER admin ",
+    "chpasswd",
+    "vault login ",
+    "ConvertTo-SecureString 'Xk9mQ2vL7pR4' -AsPlainText",
+    " eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N ",
+    "<master>{Xk9mQ2vL7pR4=}</master>",
+    "0123456789abcdef0123456789abcdef-us12",
+    "(",
+    " (",
+    "auth=(\"admin\", \"Xk9mQ2vL7pR4\")",
+    "HTTPBasicAuth(\"admin\", \"Xk9mQ2vL7pR4\")",
+    "smtp.login(user, \"Xk9mQ2vL7pR4\")",
+    " login(\"admin\", \"Xk9mQ2vL7pR4\")",
+    " signin (\"admin\", \"Xk9mQ2vL7pR4\")",
+    " new DirectoryEntry(\"LDAP://dc=example\", \"admin\", \"hunter2\")",
+    "NetworkCredential (\"admin\", \"Xk9mQ2vL7pR4\")",
+    "\n- name: SONAR_LOGIN\n  value: 9acf34ff1e738bcd6d5daf102a8cfcb8a158e44e\n",
+    "<property name=\"sonar.login\" value=\"9acf34ff1e738bcd6d5daf102a8cfcb8a158e44e\" />",
+    " pdfshift: 57f4eca61ae05e203d29490c5afe9211",
+    " pdfshift ACCESS 57f4eca61ae05e203d29490c5afe9211 ",
+    "= ",
+    "sig=",
+    "DB_KENNWORT=",
+    "db_пароль=",
+    "Passwort: ",
+    "-p",
+    "--password ",
+    "access key ",
+    "…",
+    "é",
+];
+
+/// Calls `f` with each of 4,000 random texts: [`random_text`]'s words, keywords, prefixes and
+/// tokens, with [`RULE_PIECES`] between them.
+fn each_rule_text(seed: u64, mut f: impl FnMut(&str)) {
+    let words: Vec<&[u8]> = keywords().collect();
+    let prefixes: Vec<&[u8]> = prefixes().collect();
+    let mut rng = Rng(seed);
+    let mut tokens = Vec::new();
+    for n in 0..4_000 {
+        if n % 100 == 0 {
+            tokens = tokens_of_every_shape(&mut rng);
+        }
+        let mut text = random_text(&mut rng, &words, &prefixes, &tokens);
+        for _ in 0..rng.below(6) {
+            text.push_str(RULE_PIECES[rng.below(RULE_PIECES.len())]);
+            if rng.below(2) == 0 {
+                text.push_str(&random_text(&mut rng, &words, &prefixes, &tokens));
+            }
+        }
+        f(&text);
+    }
+}
+
+#[test]
+fn a_key_start_is_read_as_the_key_rule_reads_it() {
+    // Every position the scan tries a key at (a key byte after none): what the scan does there,
+    // passing over what the quick test says the key rule would do nothing with, is what the key
+    // rule does, run in full on another fresh scan: the same findings, the same words listed for
+    // the same-line pass, the same glued prefix noted, the same plain word measured.
+    let (mut passed, mut read, mut found) = (0, 0, 0);
+    each_rule_text(0x3c6e_f372_fe94_f82b, |text| {
+        let bytes = text.as_bytes();
+        for i in 0..bytes.len() {
+            if !is_key_byte(bytes[i]) || i > 0 && (is_key_byte(bytes[i - 1]) || bytes[i - 1] >= 0x80) {
+                continue;
+            }
+            let (mut quick, mut full) = (Scan::new(text), Scan::new(text));
+            let end = quick.key_start(i);
+            full.key_at(i);
+            assert_eq!(quick.found, full.found, "{text:?} at {i}");
+            assert_eq!(
+                (end, &quick.name_words, quick.names_listed, quick.separated_key),
+                (
+                    full.plain_key_end,
+                    &full.name_words,
+                    full.names_listed,
+                    full.separated_key
+                ),
+                "{text:?} at {i}"
+            );
+            if inert_key(bytes, i) == KeyStart::Read {
+                read += 1;
+            } else {
+                passed += 1;
+            }
+            found += usize::from(!full.found.is_empty());
+        }
+    });
+    // Both ways met often, and keys that hold something.
+    assert!(
+        passed > 20_000 && read > 2_000 && found > 500,
+        "{passed} {read} {found}"
+    );
+}
+
+#[test]
+fn a_word_the_scan_passes_over_is_one_the_word_rules_leave_alone() {
+    // Every word start the scan reads (letters and digits after a byte no word's inside
+    // follows), with the word's end as the scan knows it: where the quick test says the word
+    // rules would find nothing, they find nothing there on a fresh scan.
+    let (mut passed, mut read, mut found) = (0, 0, 0);
+    each_rule_text(0xa54f_f53a_5f1d_36f1, |text| {
+        let bytes = text.as_bytes();
+        for i in 0..bytes.len() {
+            let prev = match i.checked_sub(1).map(|p| bytes[p]) {
+                None => b'\n',
+                Some(b) if b >= 0x80 => NON_ASCII_WORD,
+                Some(b) => b,
+            };
+            if !WORD_BYTE[usize::from(bytes[i])] || WORD_BEFORE[usize::from(prev)] {
+                continue;
+            }
+            let run = run_end(bytes, i, |b| b.is_ascii_alphanumeric());
+            let run = if bytes.get(run).is_some_and(|&b| KEY_CLASS[usize::from(b)] != 0) {
+                0
+            } else {
+                run
+            };
+            let mut scan = Scan::new(text);
+            let quick = inert_word(bytes, i, prev, run);
+            scan.word_at(i, prev, run);
+            if quick {
+                passed += 1;
+                assert!(scan.found.is_empty(), "{text:?} at {i}");
+            } else {
+                read += 1;
+                found += usize::from(!scan.found.is_empty());
+            }
+        }
+    });
+    assert!(
+        passed > 20_000 && read > 5_000 && found > 500,
+        "{passed} {read} {found}"
+    );
 }

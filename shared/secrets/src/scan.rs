@@ -32,6 +32,7 @@ use crate::pem::{
     MAX_PEM, base64_block_end, base64_block_start, base64_has_colon, base64_run, base64_text, pem_body_at,
     pem_illustration, quoted_body_end,
 };
+use crate::prefilter::KeyStart;
 use crate::tables::{Table, for_each_cell, table_header, top_level};
 use crate::words::{
     ForeignMask, KEY_BYTE, KEY_DASH, KEY_SEPARATOR, KEYWORD_TOKEN, Mode, NON_ASCII_WORD, PASSIVE_BYTE,
@@ -246,11 +247,12 @@ impl<'t> Scan<'t> {
             }
             let mut plain_end = 0;
             if is_key_byte(b) && !is_key_byte(prev) && prev != NON_ASCII_WORD {
-                self.plain_key_end = 0;
-                self.key_at(i);
-                plain_end = self.plain_key_end;
+                plain_end = self.key_start(i);
             }
-            if crate::prefilter::WORD_BYTE[usize::from(b)] && !inside {
+            if crate::prefilter::WORD_BYTE[usize::from(b)]
+                && !inside
+                && (self.separated_key.0 == i || !crate::prefilter::inert_word(bytes, i, prev, plain_end))
+            {
                 self.word_at(i, prev, plain_end);
             }
             // A word of letters and digits: its inside would take the first branch byte by byte.
@@ -1101,6 +1103,33 @@ impl<'t> Scan<'t> {
 
     // --- keys --------------------------------------------------------------------------------
 
+    /// A key's start `i`, read as [`Scan::key_at`] reads it but passing over what that would do
+    /// nothing with (see [`crate::prefilter::inert_key`]; most words of prose and code hold
+    /// nothing a key rule reads): the end of the word of letters and digits it measured (`0`:
+    /// none). A key that may hold a provider's keyword is passed over when, as the key rule
+    /// tests, no provider's value may follow it and it stands where no pair's name does.
+    #[inline(always)]
+    pub(crate) fn key_start(&mut self, i: usize) -> usize {
+        let bytes = self.bytes;
+        match crate::prefilter::inert_key(bytes, i) {
+            KeyStart::Inert(end) => return end,
+            KeyStart::Keyword { plain, kend }
+                if !name_like_at(bytes, kend)
+                    && !keyword_value_may_follow(bytes, credential_words_end(bytes, kend)) =>
+            {
+                return plain;
+            }
+            KeyStart::Call { plain, kend } => {
+                self.credential_pair_at(&bytes[i..kend], kend);
+                return plain;
+            }
+            KeyStart::Keyword { .. } | KeyStart::Read => {}
+        }
+        self.plain_key_end = 0;
+        self.key_at(i);
+        self.plain_key_end
+    }
+
     /// A key run starting at `i`: if it holds a secret word, what follows decides.
     pub(crate) fn key_at(&mut self, i: usize) {
         if self.password_word_at(i, i) {
@@ -1166,7 +1195,7 @@ impl<'t> Scan<'t> {
         // `<property name="sonar.login" value="…"/>`, `- name: SONAR_LOGIN` then `value: …`: the
         // provider's value in the pair's value field.
         // (A name stands quoted, in its element or at its line's end, not in running code.)
-        let name_like = keyword && bytes.get(kend).is_none_or(|b| b"\"'`<\n\r,".contains(b));
+        let name_like = keyword && name_like_at(bytes, kend);
         if keyword
             && name_like
             && let Some(NamedValue::Field(e)) = self.named_value_field(i, kend)
@@ -3463,6 +3492,12 @@ pub(crate) enum NamedValue {
 ///
 /// `name_words`, when given, are the only word starts that may name a secret (see
 /// [`may_name_secret`]): the pass reads those instead of every byte.
+/// Whether a key ending at `kend` stands as a pair's name may: quoted, in its element, in a
+/// list or at its line's end (not in running code).
+pub(crate) fn name_like_at(bytes: &[u8], kend: usize) -> bool {
+    bytes.get(kend).is_none_or(|b| b"\"'`<\n\r,".contains(b))
+}
+
 pub(crate) fn same_line_tokens(bytes: &[u8], found: &mut Vec<Finding>, name_words: Option<&[usize]>) -> bool {
     const NOT: Words = words_of!(
         b"public publishable fingerprint commit sha sha1 sha256 sha512 checksum digest hash hashes integrity \
