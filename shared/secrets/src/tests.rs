@@ -817,6 +817,88 @@ fn urls_encoded_words_and_made_up_tokens_under_a_key_are_not_secrets() {
     );
 }
 
+/// `com` and `sur` qualify a secret word only glued to it (`compass`, `surpass`); apart they are
+/// a host's segment, as in Bundler's per-host credential keys.
+#[test]
+fn a_hosts_segment_before_a_secret_word_is_no_qualifier() {
+    assert_found(&[
+        "export BUNDLE_PKGS__ACME__COM_TOKEN=\"c41d9e07:5ab3f2e8\"",
+        "PYPI__INTERNAL__COM_PASSWORD: Tq7vR2xL9mW4",
+        "REGISTRY_SUR_TOKEN = 'h7Kq2mZ9xR4vL8pW3nT6'",
+    ]);
+    assert_clean(&[
+        "compass = \"Tq7vR2xL9mW4\"",
+        "surpass_count = 'h7Kq2mZ9xR4vL8pW3nT6'",
+    ]);
+}
+
+/// A form's anti-forgery token is a nonce the page hands every visitor; the key that signs
+/// such tokens, and any other token, is a credential.
+#[test]
+fn a_forms_anti_forgery_token_is_no_credential() {
+    assert_clean(&[
+        "<input type=\"hidden\" name=\"authenticity_token\" value=\"q8Vn2-Lk_r7TzW0pXc4yHb6uJd1sFm9gAe3oNi5vKw\" />",
+        "headers['X-CSRF-Token'] = 'Rk7wP2nZ9qL4xV8mT3bY6cJ1'",
+        "<input name=\"__RequestVerificationToken\" type=\"hidden\" value=\"CfDJ8Nk3pQ2vZx7LmW9aB4cR1tY6uE0sH5gJ\">",
+        "authenticity = 'q8Vn2Lkr7TzW0pXc4yHb6uJd1sFm9gAe'",
+    ]);
+    assert_found(&[
+        "WTF_CSRF_SECRET_KEY = 'Rk7wP2nZ9qL4xV8mT3bY6cJ1'",
+        "refresh_token = 'q8Vn2Lkr7TzW0pXc4yHb6uJd1sFm9gAe'",
+        "auth_token: q8Vn2Lkr7TzW0pXc4yHb6uJd1sFm9gAe",
+    ]);
+}
+
+/// A key whose word after the secret's names its user (`SecretsUser`, `token_user`) holds an
+/// account or a role's id, not the secret; a password named after the user is one.
+#[test]
+fn a_key_naming_a_secrets_user_holds_an_account() {
+    assert_clean(&[
+        "StorageSecretsUser: '4b7e0c1a-93d2-4f6e-8a15-2c9b7d3e6f01'",
+        "vault_token_user = \"Xk29dLq8Zm3Pw7Rt\"",
+        "ci_secret_user: svc-9f3k2x7q",
+    ]);
+    assert_found(&[
+        "SECRET_USER_PASSWORD = 'Xk29dLq8Zm3Pw7Rt'",
+        "user_token = 'Xk29dLq8Zm3Pw7RtLq8Zm3Pw'",
+        "vault_token = \"hvs.Xk29dLq8Zm3Pw7RtLq8Zm3Pw\"",
+    ]);
+}
+
+/// A JSON Web Token encoded once more in base64 (a Kubernetes Secret's `data`) is a token.
+#[test]
+fn a_jwt_encoded_in_base64_is_a_token() {
+    use base64_of_jwt as b64;
+    fn base64_of_jwt() -> String {
+        let table = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+        let mut out = String::new();
+        for chunk in JWT.as_bytes().chunks(3) {
+            let n = chunk
+                .iter()
+                .enumerate()
+                .fold(0u32, |n, (k, &b)| n | u32::from(b) << (16 - 8 * k));
+            for k in 0..4 {
+                if k <= chunk.len() {
+                    out.push(char::from(table[(n >> (18 - 6 * k) & 63) as usize]));
+                } else {
+                    out.push('=');
+                }
+            }
+        }
+        out
+    }
+    let encoded = b64();
+    assert!(encoded.starts_with("ZXlK"));
+    assert_found(&[
+        &format!("apiVersion: v1\nkind: Secret\ndata:\n  id-token: {encoded}\n"),
+        &format!("echo {encoded} | base64 -d"),
+    ]);
+    assert_clean(&[
+        "ZXlK is how eyJ reads once more in base64",
+        "ZXlKXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXX",
+    ]);
+}
+
 #[test]
 fn word_lists_index_every_word_exactly() {
     let split =
