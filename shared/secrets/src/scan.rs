@@ -2913,7 +2913,9 @@ impl<'t> Scan<'t> {
                     // PRIVATE KEY-----")`) with no body after it: a key's body is lines of
                     // base64. A header alone on its line may be a key cut short, and stays one.
                     let end = base64_block_end(bytes, eol);
-                    let quoted = matches!(bytes.get(words + armor.len()), Some(b'"' | b'\'' | b'`'));
+                    // A quote escaped inside a string (`regexReplaceAll \"-----BEGIN …-----\"`) too.
+                    let quoted = matches!(bytes.get(words + armor.len()), Some(b'"' | b'\'' | b'`'))
+                        || bytes[words + armor.len()..].starts_with(b"\\\"");
                     if quoted && !base64_run(&bytes[words + armor.len()..end], 24) {
                         // Its body may follow as quoted strings (Go's `"…" +`, C's adjacent
                         // strings, a Python tuple): then the key goes on to their end.

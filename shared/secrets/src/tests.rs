@@ -899,6 +899,77 @@ fn a_jwt_encoded_in_base64_is_a_token() {
     ]);
 }
 
+/// A value that says in words it is a stand-in (`do_not_use_this_in_production`, a test's
+/// `valid_password`) is none; a password that merely holds such words is one.
+#[test]
+fn a_value_saying_it_is_for_no_real_use_is_a_stand_in() {
+    assert_clean(&[
+        "api_secret: do-not-use-in-production",
+        "\"signing_secret\": \"dont_use_this_in_production\"",
+        "DB_PASSWORD=invalid_password",
+        "auth_token = 'wrong-token'",
+    ]);
+    assert_found(&[
+        "api_secret: do-not-use-9Xq2Lw7Rk",
+        "DB_PASSWORD=Production2024!",
+        "auth_token = 'inProd_7Gk2Qx9Lm4Zw'",
+    ]);
+}
+
+/// A label written with HTML's numeric character references (`S&#228;kerhet`, CJK as `&#NNNNN;`)
+/// is text; a value with other symbols among them is judged as any other.
+#[test]
+fn a_label_written_as_html_character_references_is_text() {
+    assert_clean(&[
+        "\"passwordLabel\": \"Kenn&#252;bersicht\", \"password\": \"Mot de passe &#224; changer\"",
+        "secret_hint = '&#31192;&#23494;&#30340;'",
+        "\"password\": \"&#x30D1;&#x30B9;&#x30EF;\"",
+    ]);
+    assert_found(&[
+        "\"password\": \"Gr4n&#246;te!Lodge\"",
+        "\"password\": \"&#65;&#66;x9Qv2Lw7\"",
+    ]);
+}
+
+/// The word for password in a language, where the password goes, is the field's label in a
+/// translation file; a password built on such a word is a password.
+#[test]
+fn the_word_for_password_in_a_language_is_a_label() {
+    assert_clean(&[
+        "\"Password\": \"Salasana\",\n\"Username\": \"Käyttäjätunnus\"",
+        "password: Hasło",
+        "login.password = Adgangskode",
+    ]);
+    assert_found(&["password: Salasana2024", "\"Password\": \"Lösenord!9xQ\""]);
+}
+
+/// A setting's dotted name typed where its secret goes (`app.oauth.client.secret`) names the
+/// setting; a random value with dots does not.
+#[test]
+fn a_settings_dotted_name_in_its_secrets_place_names_it() {
+    assert_clean(&[
+        "client_secret: \"app.oauth.client.secret\"",
+        "\"api_key\": \"v2.billing.api.key\"",
+    ]);
+    assert_found(&[
+        "client_secret: \"q7.Xk2L9.mW4RtZ8.secret\"",
+        "\"api_key\": \"v2.Bq8xLm3Zr7Tw.key.k9\"",
+    ]);
+}
+
+/// A PEM header inside a string whose quotes are escaped (a template in JSON, a Go string) is
+/// named in code, not a key; a header with its body after it is a key.
+#[test]
+fn a_pem_header_between_escaped_quotes_is_code() {
+    assert_clean(&[
+        "{\"tpl\": \"{{ .key | trimPrefix \\\"-----BEGIN EC PRIVATE KEY-----\\\" }}\"}",
+        "value: \"{{ .Data.key | regexReplaceAll \\\"-----BEGIN EC PRIVATE KEY-----\\\"\nrest: 1",
+    ]);
+    assert_found(&[
+        "{\"key\": \"-----BEGIN EC PRIVATE KEY-----\\nMHcCAQEEIBkFq2vX8mT3pLw9Rz7Yc4Nd1Hs6Ja0Ke5Uf2Gi3Lb8oAoGCCqGSM49\\nAwEHoUQDQgAEx7Pq2Lm9Zr4Tw8Vb3Nc6Hd1Ks5Jf0Ge7Ua2Yi9Ro4Xq1Wt3Pz8M\\n-----END EC PRIVATE KEY-----\"}",
+    ]);
+}
+
 #[test]
 fn word_lists_index_every_word_exactly() {
     let split =

@@ -106,7 +106,7 @@ const LABELS: &[(&str, &str)] = &[
     ),
     (
         "2ms",
-        "2ms' rule tests and rule files in four new shapes (a Python traceback, a notebook cell, an issue form, a logcat)",
+        "2ms' rule tests and rule files in four prompt shapes (three new: a notebook cell, an issue form, a logcat)",
     ),
 ];
 
