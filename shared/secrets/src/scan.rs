@@ -30,7 +30,7 @@ use crate::kinds::{Finding, SecretKind};
 use crate::layout::dequoted;
 use crate::pem::{
     MAX_PEM, base64_block_end, base64_block_start, base64_has_colon, base64_run, base64_text, pem_body_at,
-    pem_illustration, quoted_body_end,
+    pem_illustration, prefixed_pem_illustration, quoted_body_end,
 };
 use crate::tables::{Table, for_each_cell, table_header, top_level};
 use crate::words::{
@@ -2902,7 +2902,10 @@ impl<'t> Scan<'t> {
                     // A block with no key in it (`BEGIN … anything … END`, `… <key> …`) is a
                     // format's illustration: a key's body is hundreds of base64 bytes, and
                     // even a fragment of one (a PGP checksum line, `=8xQN`) has digits or `+/=`.
-                    if pem_illustration(&bytes[eol.min(e)..e]) {
+                    let prefix = &bytes[line_start_of(bytes, i)..i];
+                    if pem_illustration(&bytes[eol.min(e)..e])
+                        || prefixed_pem_illustration(&bytes[eol.min(e)..e], prefix)
+                    {
                         self.covered = self.covered.max(line_end(bytes, e));
                         return;
                     }

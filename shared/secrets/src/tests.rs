@@ -970,6 +970,21 @@ fn a_pem_header_between_escaped_quotes_is_code() {
     ]);
 }
 
+/// A PEM block with no key in it behind a log's prefix on every line is an illustration, as it is
+/// at the margin; a key's body behind the same prefix, or at the margin under a header that
+/// stands after other text, is a key.
+#[test]
+fn a_pem_illustration_behind_a_log_prefix_is_no_key() {
+    assert_clean(&[
+        "Jan 12 10:22:31 web01 sshd-keygen[311]: -----BEGIN EC PRIVATE KEY-----\nJan 12 10:22:32 web01 sshd-keygen[311]: <paste the key of the deploy user here>\nJan 12 10:22:33 web01 sshd-keygen[311]: -----END EC PRIVATE KEY-----",
+        "# -----BEGIN RSA PRIVATE KEY-----\n# (the deploy key goes here)\n# -----END RSA PRIVATE KEY-----",
+    ]);
+    assert_found(&[
+        "Jan 12 10:22:31 web01 sshd-keygen[311]: -----BEGIN EC PRIVATE KEY-----\nJan 12 10:22:32 web01 sshd-keygen[311]: EqV8ib8HDy88YtDtXbiufMdI8X2Y4rUmer/BH3M1XS0DRdJuPnBIKpi99lSi0tcL\nJan 12 10:22:33 web01 sshd-keygen[311]: 21pffWQJEeNajnez0LHtfROUrWW6XnI3EM3HMRb1OcWrhQ7TTJ+chcVG6MOwUxOV\nJan 12 10:22:34 web01 sshd-keygen[311]: HMWndqNCIEPx3mnPQC4vkRB5ICpeyOxJRkSq1LI7S1L10e0tza93Ce6KRDiKpFfe\nJan 12 10:22:35 web01 sshd-keygen[311]: -----END EC PRIVATE KEY-----",
+        "note: -----BEGIN EC PRIVATE KEY-----\nEqV8ib8HDy88YtDtXbiufMdI8X2Y4rUmer/BH3M1XS0DRdJuPnBIKpi99lSi0tcL\n21pffWQJEeNajnez0LHtfROUrWW6XnI3EM3HMRb1OcWrhQ7TTJ+chcVG6MOwUxOV\nHMWndqNCIEPx3mnPQC4vkRB5ICpeyOxJRkSq1LI7S1L10e0tza93Ce6KRDiKpFfe\n-----END EC PRIVATE KEY-----",
+    ]);
+}
+
 #[test]
 fn word_lists_index_every_word_exactly() {
     let split =
