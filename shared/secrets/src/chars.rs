@@ -237,7 +237,15 @@ pub(crate) fn fabricated(v: &[u8]) -> bool {
 /// one of them six or more long, side by side (`abcdef12345`, `1234567890abcdef`) or every other
 /// character (`b1c2d3e4f5g6h7i8`, `z9y8x7w6v5u`). Typed to fill a slot; a generated value of
 /// eight or more characters is such a chain about once in a billion.
+/// Six or seven characters that are one count end to end (`abcdefg`, `1234567`, `zyxwvu`) are one
+/// too: the count is the whole value.
 pub(crate) fn counted_through(v: &[u8]) -> bool {
+    if (6..8).contains(&v.len())
+        && v.iter().all(u8::is_ascii_alphanumeric)
+        && count_chain(&mut v.iter().copied()) == Some(v.len())
+    {
+        return true;
+    }
     if !(8..=64).contains(&v.len())
         || !v
             .iter()

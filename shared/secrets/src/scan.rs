@@ -1720,6 +1720,11 @@ impl<'t> Scan<'t> {
     ) {
         let bytes = self.bytes;
         let (op, p, has_operator, quote) = (operand.op, operand.start, operand.has_operator, operand.quote);
+        // A name, a dash between blanks, then a UUID: a list's or a title's entry and its id
+        // (`"Generic Password" - 487f4be7-…`, a rule catalogue), not a key and its value.
+        if bytes[op..p].trim_ascii() == b"-" && uuid(&bytes[p..token_end]) {
+            return;
+        }
         // A secret word's key with a generated value, whatever joins them (`access_token
         // <value>`, `set("api_key", "<value>")`, `<secret>…</secret>`, `if (pw == "<value>")`):
         // quoted, the value runs to its closing quote on the line and may hold any symbol.

@@ -985,6 +985,37 @@ fn a_pem_illustration_behind_a_log_prefix_is_no_key() {
     ]);
 }
 
+/// A name, a dash between blanks, then a UUID is a catalogue's entry and its id (a rule list, a
+/// test's title); a random value after that dash, or a UUID after a key's own operator, is a
+/// secret.
+#[test]
+fn a_uuid_after_a_spaced_dash_is_an_entrys_id() {
+    assert_clean(&[
+        "// \"Hardcoded Secret\" - 5f0c2a9e-7b1d-4c3e-9a8f-2d6e1b0c4a7f  allow-rule-test",
+        "* Service token - 0b6f4e2a-91c3-4d7e-8f25-6a1c3e9b7d40 (deprecated)",
+    ]);
+    assert_found(&[
+        "service token - Qm7xL2vR9kT4wZ8nB3cY6pD1",
+        "SERVICE_TOKEN: 0b6f4e2a-91c3-4d7e-8f25-6a1c3e9b7d40",
+    ]);
+}
+
+/// Six or seven characters that are one count end to end are filler, as a longer count is; a
+/// short value that only starts like one, or counts in two parts, is typed as a password.
+#[test]
+fn a_short_value_that_is_one_count_is_filler() {
+    assert_clean(&[
+        "\"password\": \"abcdefg\"",
+        "db_secret = '7654321'",
+        "token: \"uvwxyz\"",
+    ]);
+    assert_found(&[
+        "\"password\": \"abcdfeg\"",
+        "db_password = 'abc123'",
+        "password = \"uvwxy9\"",
+    ]);
+}
+
 #[test]
 fn word_lists_index_every_word_exactly() {
     let split =
