@@ -1862,6 +1862,7 @@ pub(crate) fn is_placeholder(v: &[u8]) -> bool {
         || mostly_one_count(v)
         || negated_phrase(v)
         || alternating_count(v)
+        || crate::chars::two_in_turn(v)
         || encoded_filler(v)
         || crate::rules::prefix_then_filler(v)
         || crate::rules::documented_example(v)

@@ -1016,6 +1016,20 @@ fn a_short_value_that_is_one_count_is_filler() {
     ]);
 }
 
+/// Two characters in turn making most of a value are typed filler, as one character repeated
+/// is; a unit of three or more repeated, or a short alternation inside a random value, is not.
+#[test]
+fn two_characters_in_turn_making_most_of_a_value_are_filler() {
+    assert_clean(&[
+        "deploy_key = \"7F2B-3C3C-3C3C-3C3C-3C3C3C3C\"",
+        "\"client_secret\": \"k4545454545\"",
+    ]);
+    assert_found(&[
+        "auth_token = \"Zx9Zx9Zx9Zx9Lm2Q\"",
+        "\"client_secret\": \"Qm7xL2vR9kT4wZ8nB3cY6pD1abab\"",
+    ]);
+}
+
 #[test]
 fn word_lists_index_every_word_exactly() {
     let split =
