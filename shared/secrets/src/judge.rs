@@ -1119,6 +1119,7 @@ pub(crate) fn names_no_secret(v: &[u8]) -> bool {
         || unicode_escaped_text(v)
         || entity_escaped_text(v)
         || password_translated(v)
+        || host_with_address(v)
         || (8..=128).contains(&v.len()) && v.iter().all(|&b| b64(b)) && basic_filler(v)
 }
 
@@ -1305,6 +1306,30 @@ pub(crate) fn unicode_escaped_text(v: &[u8]) -> bool {
                 && c[2..].iter().all(u8::is_ascii_hexdigit)
                 && !c[2..4].eq(b"00")
         })
+}
+
+/// A host's name built around its IPv4 address (`node-10.0.12.7-east`, `x-someval-127.0.0.1`):
+/// the address and lowercase words around it, nothing generated.
+pub(crate) fn host_with_address(v: &[u8]) -> bool {
+    if v.len() > 64 {
+        return false;
+    }
+    let octet = |t: &[u8]| (1..=3).contains(&t.len()) && t.iter().all(u8::is_ascii_digit);
+    let parts: Vec<&[u8]> = v.split(|&b| matches!(b, b'-' | b'_' | b'.')).collect();
+    let Some(at) = parts.windows(4).position(|w| w.iter().all(|t| octet(t))) else {
+        return false;
+    };
+    let address = parts[at..at + 4].iter().all(|t| {
+        std::str::from_utf8(t)
+            .ok()
+            .and_then(|d| d.parse::<u16>().ok())
+            .is_some_and(|n| n < 256)
+    });
+    address
+        && parts[..at]
+            .iter()
+            .chain(&parts[at + 4..])
+            .all(|t| t.len() <= 12 && t.iter().all(u8::is_ascii_lowercase))
 }
 
 /// The word for password in a language (`Lösenord`, `Passwort`, `hasło`, `Contraseña`): a

@@ -1030,6 +1030,20 @@ fn two_characters_in_turn_making_most_of_a_value_are_filler() {
     ]);
 }
 
+/// A host's name built around its IPv4 address names the host, under any key; a generated value
+/// beside an address is a secret.
+#[test]
+fn a_hosts_name_around_its_address_is_no_secret() {
+    assert_clean(&[
+        "\"shard_key\": \"db-192.168.40.12-primary\"",
+        "routing_key = 'edge.10.8.0.1.west'",
+    ]);
+    assert_found(&[
+        "\"shard_key\": \"Qm7xL2vR9kT4wZ8n-192.168.40.12\"",
+        "api_secret = 'edge-10.8.0.1-Zt4Lq9Wx2Rm7Kp3N'",
+    ]);
+}
+
 #[test]
 fn word_lists_index_every_word_exactly() {
     let split =
