@@ -237,7 +237,46 @@ pub(crate) fn fabricated(v: &[u8]) -> bool {
 /// one of them six or more long, side by side (`abcdef12345`, `1234567890abcdef`) or every other
 /// character (`b1c2d3e4f5g6h7i8`, `z9y8x7w6v5u`). Typed to fill a slot; a generated value of
 /// eight or more characters is such a chain about once in a billion.
+/// Two characters in turn making most of a value (`C71AAAAE-1D1D-1D1D-1D1D-1D1D1D1D1D1D`,
+/// `j2323232324`): runs of eight or more letters and digits alternating two characters hold two
+/// thirds of them. Typed, as one character repeated is; a unit of three or more repeated
+/// (`aSaDsEaSaDsE…`) is not this.
+pub(crate) fn two_in_turn(v: &[u8]) -> bool {
+    if !(8..=128).contains(&v.len()) {
+        return false;
+    }
+    let mut p = [0u8; 128];
+    let mut n = 0;
+    for &b in v.iter().filter(|b| b.is_ascii_alphanumeric()) {
+        p[n] = b;
+        n += 1;
+    }
+    let p = &p[..n];
+    let (mut covered, mut run) = (0, 0);
+    for k in 0..n {
+        run = if k >= 2 && p[k] == p[k - 2] && p[k] != p[k - 1] {
+            if run == 0 { 3 } else { run + 1 }
+        } else {
+            0
+        };
+        if run == 8 {
+            covered += 8;
+        } else if run > 8 {
+            covered += 1;
+        }
+    }
+    n >= 8 && 3 * covered >= 2 * n
+}
+
+/// Six or seven characters that are one count end to end (`abcdefg`, `1234567`, `zyxwvu`) are one
+/// too: the count is the whole value.
 pub(crate) fn counted_through(v: &[u8]) -> bool {
+    if (6..8).contains(&v.len())
+        && v.iter().all(u8::is_ascii_alphanumeric)
+        && count_chain(&mut v.iter().copied()) == Some(v.len())
+    {
+        return true;
+    }
     if !(8..=64).contains(&v.len())
         || !v
             .iter()

@@ -1269,6 +1269,9 @@ pub(crate) fn names_no_secret(v: &[u8]) -> bool {
         || markdown_link(v)
         || labelled_digest(v)
         || unicode_escaped_text(v)
+        || entity_escaped_text(v)
+        || password_translated(v)
+        || host_with_address(v)
         || (8..=128).contains(&v.len()) && v.iter().all(|&b| b64(b)) && basic_filler(v)
 }
 
@@ -1457,16 +1460,132 @@ pub(crate) fn unicode_escaped_text(v: &[u8]) -> bool {
         })
 }
 
+/// A host's name built around its IPv4 address (`node-10.0.12.7-east`, `x-someval-127.0.0.1`):
+/// the address and lowercase words around it, nothing generated.
+pub(crate) fn host_with_address(v: &[u8]) -> bool {
+    if v.len() > 64 {
+        return false;
+    }
+    let octet = |t: &[u8]| (1..=3).contains(&t.len()) && t.iter().all(u8::is_ascii_digit);
+    let parts: Vec<&[u8]> = v.split(|&b| matches!(b, b'-' | b'_' | b'.')).collect();
+    let Some(at) = parts.windows(4).position(|w| w.iter().all(|t| octet(t))) else {
+        return false;
+    };
+    let address = parts[at..at + 4].iter().all(|t| {
+        std::str::from_utf8(t)
+            .ok()
+            .and_then(|d| d.parse::<u16>().ok())
+            .is_some_and(|n| n < 256)
+    });
+    address
+        && parts[..at]
+            .iter()
+            .chain(&parts[at + 4..])
+            .all(|t| t.len() <= 12 && t.iter().all(u8::is_ascii_lowercase))
+}
+
+/// The word for password in a language (`Lösenord`, `Passwort`, `hasło`, `Contraseña`): a
+/// translation file's label for the field, the slot's own name in another language, not a
+/// password typed into it.
+pub(crate) fn password_translated(v: &[u8]) -> bool {
+    const WORDS: &[&str] = &[
+        "password",
+        "passwort",
+        "kennwort",
+        "mot de passe",
+        "contraseña",
+        "contrasena",
+        "senha",
+        "wachtwoord",
+        "lösenord",
+        "losenord",
+        "salasana",
+        "hasło",
+        "haslo",
+        "heslo",
+        "adgangskode",
+        "passord",
+        "parola",
+        "parolă",
+        "şifre",
+        "sifre",
+        "jelszó",
+        "jelszo",
+        "geslo",
+        "lozinka",
+        "kata sandi",
+        "mật khẩu",
+        "пароль",
+        "κωδικός",
+        "סיסמה",
+        "كلمة المرور",
+        "密码",
+        "密碼",
+        "パスワード",
+        "비밀번호",
+    ];
+    if v.len() > 32 || v.iter().any(u8::is_ascii_digit) {
+        return false;
+    }
+    let Ok(text) = std::str::from_utf8(v) else {
+        return false;
+    };
+    let lower = text.trim().to_lowercase();
+    WORDS.iter().any(|w| *w == lower)
+}
+
+/// Text with letters outside ASCII written as HTML's numeric character references (an HTML
+/// page's or a translation's label: `L&#246;senord`, `&#12497;&#12473;&#12527;…`): each reference
+/// names a letter beyond ASCII, and between them stand letters and spaces only.
+pub(crate) fn entity_escaped_text(v: &[u8]) -> bool {
+    let mut k = 0;
+    let mut references = 0;
+    while k < v.len() {
+        if v[k..].starts_with(b"&#") {
+            let hex = v.get(k + 2).is_some_and(|&b| b | 0x20 == b'x');
+            let from = k + 2 + usize::from(hex);
+            let digits = v[from..]
+                .iter()
+                .take_while(|b| {
+                    if hex {
+                        b.is_ascii_hexdigit()
+                    } else {
+                        b.is_ascii_digit()
+                    }
+                })
+                .count();
+            let code = std::str::from_utf8(&v[from..from + digits])
+                .ok()
+                .and_then(|d| u32::from_str_radix(d, if hex { 16 } else { 10 }).ok());
+            if !(1..=7).contains(&digits) || code.is_none_or(|c| c < 0x80) {
+                return false;
+            }
+            references += 1;
+            k = from + digits;
+            k += usize::from(v.get(k) == Some(&b';'));
+        } else if v[k].is_ascii_alphabetic() || v[k] == b' ' {
+            k += 1;
+        } else {
+            return false;
+        }
+    }
+    references > 0
+}
+
 /// Lowercase words joined by `_` or `-` ending with the key's own secret word (`"access_token":
 /// "facebook_token"`, `password: db-password`): the slot's name, not a value typed into it.
+/// A property's dotted name (`e2.api.client.secret.key`) is the setting's name the same way.
 pub(crate) fn named_slot(v: &[u8], key: &[u8]) -> bool {
-    let Some(sep) = v.iter().rposition(|&b| matches!(b, b'_' | b'-')) else {
+    let Some(sep) = v.iter().rposition(|&b| matches!(b, b'_' | b'-' | b'.')) else {
         return false;
     };
     let last = &v[sep + 1..];
+    let dotted = v.contains(&b'.');
     sep > 0
-        && v.iter()
-            .all(|&b| b.is_ascii_lowercase() || matches!(b, b'_' | b'-'))
+        && v.iter().all(|&b| {
+            b.is_ascii_lowercase() || matches!(b, b'_' | b'-' | b'.') || dotted && b.is_ascii_digit()
+        })
+        && v[0].is_ascii_lowercase()
         && [
             &b"token"[..],
             b"secret",
@@ -1931,6 +2050,7 @@ pub(crate) fn is_placeholder(v: &[u8]) -> bool {
         || mostly_one_count(v)
         || negated_phrase(v)
         || alternating_count(v)
+        || crate::chars::two_in_turn(v)
         || encoded_filler(v)
         || crate::rules::prefix_then_filler(v)
         || crate::rules::documented_example(v)
@@ -2241,7 +2361,7 @@ const STAND_IN_FILLERS: Words = words_of!(
     passwd pass pwd token key api access auth client app db database user name id string test demo \
     com org net for of to new default private public sk pk live prod dev and or credentials \
     credential strong secure complex long admin root thing really very that looks like is \
-    shared across service services generated some personal"
+    shared across service services generated some personal in production valid invalid wrong bad"
 );
 
 pub(crate) fn placeholder_words(v: &[u8]) -> bool {
@@ -2252,7 +2372,7 @@ pub(crate) fn placeholder_words(v: &[u8]) -> bool {
     );
     // Sentence words: a value of four or more words with a verb among them says what it is
     // (`this-is-my-token`, `it_is_not_a_real_secret`) rather than being one.
-    const SENTENCE: Words = words_of!(b"is isnt are was be probably not just only");
+    const SENTENCE: Words = words_of!(b"is isnt are was be probably not just only do dont use");
     // `!ChangeMe!`, `**change-this**`: marks around the words change nothing.
     let v = v.trim_ascii();
     let edge = |b: &u8| matches!(b, b'!' | b'*' | b'#' | b'?' | b'~' | b'^');

@@ -73,6 +73,36 @@ pub(crate) fn pem_illustration(body: &[u8]) -> bool {
         || (contains_ci(body, b"...") || contains_ci(body, "\u{2026}".as_bytes())) && !base64_run(body, 40)
 }
 
+/// A PEM body with no key in it behind the prefix its BEGIN line has (`prefix`: a log line's
+/// timestamp and logger, a quoting mark) on every line: the body judged without that column.
+/// Each line must open as the prefix does (a log's date, the same mark), so a key pasted at the
+/// margin under a header that stands after other text keeps every byte of its body.
+pub(crate) fn prefixed_pem_illustration(body: &[u8], prefix: &[u8]) -> bool {
+    let column = prefix.len();
+    let opening = &prefix[..column.min(4)];
+    if prefix.iter().all(u8::is_ascii_whitespace) {
+        return false;
+    }
+    let mut stripped = Vec::with_capacity(body.len());
+    let mut lines = body.split(|&b| b == b'\n').peekable();
+    while let Some(line) = lines.next() {
+        let last = lines.peek().is_none();
+        if line.is_empty() && !last {
+            continue;
+        }
+        // The END line's own prefix ends the body.
+        if last && line.len() <= column {
+            break;
+        }
+        if line.len() < column || !line.starts_with(opening) {
+            return false;
+        }
+        stripped.extend_from_slice(&line[column..]);
+        stripped.push(b'\n');
+    }
+    pem_illustration(&stripped)
+}
+
 /// Whether `v` holds `min` or more base64 bytes in a row, as a key's body lines do.
 pub(crate) fn base64_run(v: &[u8], min: usize) -> bool {
     let mut run = 0;

@@ -30,7 +30,7 @@ use crate::kinds::{Finding, SecretKind};
 use crate::layout::dequoted;
 use crate::pem::{
     MAX_PEM, base64_block_end, base64_block_start, base64_has_colon, base64_run, base64_text, pem_body_at,
-    pem_illustration, quoted_body_end,
+    pem_illustration, prefixed_pem_illustration, quoted_body_end,
 };
 use crate::prefilter::KeyStart;
 use crate::tables::{Table, for_each_cell, table_header, top_level};
@@ -1754,6 +1754,11 @@ impl<'t> Scan<'t> {
     ) {
         let bytes = self.bytes;
         let (op, p, has_operator, quote) = (operand.op, operand.start, operand.has_operator, operand.quote);
+        // A name, a dash between blanks, then a UUID: a list's or a title's entry and its id
+        // (`"Generic Password" - 487f4be7-…`, a rule catalogue), not a key and its value.
+        if bytes[op..p].trim_ascii() == b"-" && uuid(&bytes[p..token_end]) {
+            return;
+        }
         // A secret word's key with a generated value, whatever joins them (`access_token
         // <value>`, `set("api_key", "<value>")`, `<secret>…</secret>`, `if (pw == "<value>")`):
         // quoted, the value runs to its closing quote on the line and may hold any symbol.
@@ -2960,7 +2965,10 @@ impl<'t> Scan<'t> {
                     // A block with no key in it (`BEGIN … anything … END`, `… <key> …`) is a
                     // format's illustration: a key's body is hundreds of base64 bytes, and
                     // even a fragment of one (a PGP checksum line, `=8xQN`) has digits or `+/=`.
-                    if pem_illustration(&bytes[eol.min(e)..e]) {
+                    let prefix = &bytes[line_start_of(bytes, i)..i];
+                    if pem_illustration(&bytes[eol.min(e)..e])
+                        || prefixed_pem_illustration(&bytes[eol.min(e)..e], prefix)
+                    {
                         self.covered = self.covered.max(line_end(bytes, e));
                         return;
                     }
@@ -2971,7 +2979,9 @@ impl<'t> Scan<'t> {
                     // PRIVATE KEY-----")`) with no body after it: a key's body is lines of
                     // base64. A header alone on its line may be a key cut short, and stays one.
                     let end = base64_block_end(bytes, eol);
-                    let quoted = matches!(bytes.get(words + armor.len()), Some(b'"' | b'\'' | b'`'));
+                    // A quote escaped inside a string (`regexReplaceAll \"-----BEGIN …-----\"`) too.
+                    let quoted = matches!(bytes.get(words + armor.len()), Some(b'"' | b'\'' | b'`'))
+                        || bytes[words + armor.len()..].starts_with(b"\\\"");
                     if quoted && !base64_run(&bytes[words + armor.len()..end], 24) {
                         // Its body may follow as quoted strings (Go's `"…" +`, C's adjacent
                         // strings, a Python tuple): then the key goes on to their end.

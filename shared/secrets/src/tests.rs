@@ -817,6 +817,233 @@ fn urls_encoded_words_and_made_up_tokens_under_a_key_are_not_secrets() {
     );
 }
 
+/// `com` and `sur` qualify a secret word only glued to it (`compass`, `surpass`); apart they are
+/// a host's segment, as in Bundler's per-host credential keys.
+#[test]
+fn a_hosts_segment_before_a_secret_word_is_no_qualifier() {
+    assert_found(&[
+        "export BUNDLE_PKGS__ACME__COM_TOKEN=\"c41d9e07:5ab3f2e8\"",
+        "PYPI__INTERNAL__COM_PASSWORD: Tq7vR2xL9mW4",
+        "REGISTRY_SUR_TOKEN = 'h7Kq2mZ9xR4vL8pW3nT6'",
+    ]);
+    assert_clean(&[
+        "compass = \"Tq7vR2xL9mW4\"",
+        "surpass_count = 'h7Kq2mZ9xR4vL8pW3nT6'",
+    ]);
+}
+
+/// A form's anti-forgery token is a nonce the page hands every visitor; the key that signs
+/// such tokens, and any other token, is a credential.
+#[test]
+fn a_forms_anti_forgery_token_is_no_credential() {
+    assert_clean(&[
+        "<input type=\"hidden\" name=\"authenticity_token\" value=\"q8Vn2-Lk_r7TzW0pXc4yHb6uJd1sFm9gAe3oNi5vKw\" />",
+        "headers['X-CSRF-Token'] = 'Rk7wP2nZ9qL4xV8mT3bY6cJ1'",
+        "<input name=\"__RequestVerificationToken\" type=\"hidden\" value=\"CfDJ8Nk3pQ2vZx7LmW9aB4cR1tY6uE0sH5gJ\">",
+        "authenticity = 'q8Vn2Lkr7TzW0pXc4yHb6uJd1sFm9gAe'",
+    ]);
+    assert_found(&[
+        "WTF_CSRF_SECRET_KEY = 'Rk7wP2nZ9qL4xV8mT3bY6cJ1'",
+        "refresh_token = 'q8Vn2Lkr7TzW0pXc4yHb6uJd1sFm9gAe'",
+        "auth_token: q8Vn2Lkr7TzW0pXc4yHb6uJd1sFm9gAe",
+    ]);
+}
+
+/// A key whose word after the secret's names its user (`SecretsUser`, `token_user`) holds an
+/// account or a role's id, not the secret; a password named after the user is one.
+#[test]
+fn a_key_naming_a_secrets_user_holds_an_account() {
+    assert_clean(&[
+        "StorageSecretsUser: '4b7e0c1a-93d2-4f6e-8a15-2c9b7d3e6f01'",
+        "vault_token_user = \"Xk29dLq8Zm3Pw7Rt\"",
+        "ci_secret_user: svc-9f3k2x7q",
+    ]);
+    assert_found(&[
+        "SECRET_USER_PASSWORD = 'Xk29dLq8Zm3Pw7Rt'",
+        "user_token = 'Xk29dLq8Zm3Pw7RtLq8Zm3Pw'",
+        "vault_token = \"hvs.Xk29dLq8Zm3Pw7RtLq8Zm3Pw\"",
+    ]);
+}
+
+/// A JSON Web Token encoded once more in base64 (a Kubernetes Secret's `data`) is a token.
+#[test]
+fn a_jwt_encoded_in_base64_is_a_token() {
+    use base64_of_jwt as b64;
+    fn base64_of_jwt() -> String {
+        let table = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+        let mut out = String::new();
+        for chunk in JWT.as_bytes().chunks(3) {
+            let n = chunk
+                .iter()
+                .enumerate()
+                .fold(0u32, |n, (k, &b)| n | u32::from(b) << (16 - 8 * k));
+            for k in 0..4 {
+                if k <= chunk.len() {
+                    out.push(char::from(table[(n >> (18 - 6 * k) & 63) as usize]));
+                } else {
+                    out.push('=');
+                }
+            }
+        }
+        out
+    }
+    let encoded = b64();
+    assert!(encoded.starts_with("ZXlK"));
+    assert_found(&[
+        &format!("apiVersion: v1\nkind: Secret\ndata:\n  id-token: {encoded}\n"),
+        &format!("echo {encoded} | base64 -d"),
+    ]);
+    assert_clean(&[
+        "ZXlK is how eyJ reads once more in base64",
+        "ZXlKXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXX",
+    ]);
+}
+
+/// A value that says in words it is a stand-in (`do_not_use_this_in_production`, a test's
+/// `valid_password`) is none; a password that merely holds such words is one.
+#[test]
+fn a_value_saying_it_is_for_no_real_use_is_a_stand_in() {
+    assert_clean(&[
+        "api_secret: do-not-use-in-production",
+        "\"signing_secret\": \"dont_use_this_in_production\"",
+        "DB_PASSWORD=invalid_password",
+        "auth_token = 'wrong-token'",
+    ]);
+    assert_found(&[
+        "api_secret: do-not-use-9Xq2Lw7Rk",
+        "DB_PASSWORD=Production2024!",
+        "auth_token = 'inProd_7Gk2Qx9Lm4Zw'",
+    ]);
+}
+
+/// A label written with HTML's numeric character references (`S&#228;kerhet`, CJK as `&#NNNNN;`)
+/// is text; a value with other symbols among them is judged as any other.
+#[test]
+fn a_label_written_as_html_character_references_is_text() {
+    assert_clean(&[
+        "\"passwordLabel\": \"Kenn&#252;bersicht\", \"password\": \"Mot de passe &#224; changer\"",
+        "secret_hint = '&#31192;&#23494;&#30340;'",
+        "\"password\": \"&#x30D1;&#x30B9;&#x30EF;\"",
+    ]);
+    assert_found(&[
+        "\"password\": \"Gr4n&#246;te!Lodge\"",
+        "\"password\": \"&#65;&#66;x9Qv2Lw7\"",
+    ]);
+}
+
+/// The word for password in a language, where the password goes, is the field's label in a
+/// translation file; a password built on such a word is a password.
+#[test]
+fn the_word_for_password_in_a_language_is_a_label() {
+    assert_clean(&[
+        "\"Password\": \"Salasana\",\n\"Username\": \"Käyttäjätunnus\"",
+        "password: Hasło",
+        "login.password = Adgangskode",
+    ]);
+    assert_found(&["password: Salasana2024", "\"Password\": \"Lösenord!9xQ\""]);
+}
+
+/// A setting's dotted name typed where its secret goes (`app.oauth.client.secret`) names the
+/// setting; a random value with dots does not.
+#[test]
+fn a_settings_dotted_name_in_its_secrets_place_names_it() {
+    assert_clean(&[
+        "client_secret: \"app.oauth.client.secret\"",
+        "\"api_key\": \"v2.billing.api.key\"",
+    ]);
+    assert_found(&[
+        "client_secret: \"q7.Xk2L9.mW4RtZ8.secret\"",
+        "\"api_key\": \"v2.Bq8xLm3Zr7Tw.key.k9\"",
+    ]);
+}
+
+/// A PEM header inside a string whose quotes are escaped (a template in JSON, a Go string) is
+/// named in code, not a key; a header with its body after it is a key.
+#[test]
+fn a_pem_header_between_escaped_quotes_is_code() {
+    assert_clean(&[
+        "{\"tpl\": \"{{ .key | trimPrefix \\\"-----BEGIN EC PRIVATE KEY-----\\\" }}\"}",
+        "value: \"{{ .Data.key | regexReplaceAll \\\"-----BEGIN EC PRIVATE KEY-----\\\"\nrest: 1",
+    ]);
+    assert_found(&[
+        "{\"key\": \"-----BEGIN EC PRIVATE KEY-----\\nMHcCAQEEIBkFq2vX8mT3pLw9Rz7Yc4Nd1Hs6Ja0Ke5Uf2Gi3Lb8oAoGCCqGSM49\\nAwEHoUQDQgAEx7Pq2Lm9Zr4Tw8Vb3Nc6Hd1Ks5Jf0Ge7Ua2Yi9Ro4Xq1Wt3Pz8M\\n-----END EC PRIVATE KEY-----\"}",
+    ]);
+}
+
+/// A PEM block with no key in it behind a log's prefix on every line is an illustration, as it is
+/// at the margin; a key's body behind the same prefix, or at the margin under a header that
+/// stands after other text, is a key.
+#[test]
+fn a_pem_illustration_behind_a_log_prefix_is_no_key() {
+    assert_clean(&[
+        "Jan 12 10:22:31 web01 sshd-keygen[311]: -----BEGIN EC PRIVATE KEY-----\nJan 12 10:22:32 web01 sshd-keygen[311]: <paste the key of the deploy user here>\nJan 12 10:22:33 web01 sshd-keygen[311]: -----END EC PRIVATE KEY-----",
+        "# -----BEGIN RSA PRIVATE KEY-----\n# (the deploy key goes here)\n# -----END RSA PRIVATE KEY-----",
+    ]);
+    assert_found(&[
+        "Jan 12 10:22:31 web01 sshd-keygen[311]: -----BEGIN EC PRIVATE KEY-----\nJan 12 10:22:32 web01 sshd-keygen[311]: EqV8ib8HDy88YtDtXbiufMdI8X2Y4rUmer/BH3M1XS0DRdJuPnBIKpi99lSi0tcL\nJan 12 10:22:33 web01 sshd-keygen[311]: 21pffWQJEeNajnez0LHtfROUrWW6XnI3EM3HMRb1OcWrhQ7TTJ+chcVG6MOwUxOV\nJan 12 10:22:34 web01 sshd-keygen[311]: HMWndqNCIEPx3mnPQC4vkRB5ICpeyOxJRkSq1LI7S1L10e0tza93Ce6KRDiKpFfe\nJan 12 10:22:35 web01 sshd-keygen[311]: -----END EC PRIVATE KEY-----",
+        "note: -----BEGIN EC PRIVATE KEY-----\nEqV8ib8HDy88YtDtXbiufMdI8X2Y4rUmer/BH3M1XS0DRdJuPnBIKpi99lSi0tcL\n21pffWQJEeNajnez0LHtfROUrWW6XnI3EM3HMRb1OcWrhQ7TTJ+chcVG6MOwUxOV\nHMWndqNCIEPx3mnPQC4vkRB5ICpeyOxJRkSq1LI7S1L10e0tza93Ce6KRDiKpFfe\n-----END EC PRIVATE KEY-----",
+    ]);
+}
+
+/// A name, a dash between blanks, then a UUID is a catalogue's entry and its id (a rule list, a
+/// test's title); a random value after that dash, or a UUID after a key's own operator, is a
+/// secret.
+#[test]
+fn a_uuid_after_a_spaced_dash_is_an_entrys_id() {
+    assert_clean(&[
+        "// \"Hardcoded Secret\" - 5f0c2a9e-7b1d-4c3e-9a8f-2d6e1b0c4a7f  allow-rule-test",
+        "* Service token - 0b6f4e2a-91c3-4d7e-8f25-6a1c3e9b7d40 (deprecated)",
+    ]);
+    assert_found(&[
+        "service token - Qm7xL2vR9kT4wZ8nB3cY6pD1",
+        "SERVICE_TOKEN: 0b6f4e2a-91c3-4d7e-8f25-6a1c3e9b7d40",
+    ]);
+}
+
+/// Six or seven characters that are one count end to end are filler, as a longer count is; a
+/// short value that only starts like one, or counts in two parts, is typed as a password.
+#[test]
+fn a_short_value_that_is_one_count_is_filler() {
+    assert_clean(&[
+        "\"password\": \"abcdefg\"",
+        "db_secret = '7654321'",
+        "token: \"uvwxyz\"",
+    ]);
+    assert_found(&[
+        "\"password\": \"abcdfeg\"",
+        "db_password = 'abc123'",
+        "password = \"uvwxy9\"",
+    ]);
+}
+
+/// Two characters in turn making most of a value are typed filler, as one character repeated
+/// is; a unit of three or more repeated, or a short alternation inside a random value, is not.
+#[test]
+fn two_characters_in_turn_making_most_of_a_value_are_filler() {
+    assert_clean(&[
+        "deploy_key = \"7F2B-3C3C-3C3C-3C3C-3C3C3C3C\"",
+        "\"client_secret\": \"k4545454545\"",
+    ]);
+    assert_found(&[
+        "auth_token = \"Zx9Zx9Zx9Zx9Lm2Q\"",
+        "\"client_secret\": \"Qm7xL2vR9kT4wZ8nB3cY6pD1abab\"",
+    ]);
+}
+
+/// A host's name built around its IPv4 address names the host, under any key; a generated value
+/// beside an address is a secret.
+#[test]
+fn a_hosts_name_around_its_address_is_no_secret() {
+    assert_clean(&[
+        "\"shard_key\": \"db-192.168.40.12-primary\"",
+        "routing_key = 'edge.10.8.0.1.west'",
+    ]);
+    assert_found(&[
+        "\"shard_key\": \"Qm7xL2vR9kT4wZ8n-192.168.40.12\"",
+        "api_secret = 'edge-10.8.0.1-Zt4Lq9Wx2Rm7Kp3N'",
+    ]);
+}
+
 #[test]
 fn word_lists_index_every_word_exactly() {
     let split =

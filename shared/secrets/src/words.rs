@@ -346,7 +346,7 @@ pub(crate) const QUALIFIERS: Words = words_of!(
     message msg text placeholder schema class style visible show hide mask changed per used total window \
     list ize ization ing less ary ive bucket estimat counter confirm_field algorithm algo issuer \
     audience backend scope engine rounds iterations cost enforc state status extract encoder decoder \
-    hasher generator validator verifier parser serializer factory loader resolver storage method"
+    hasher generator validator verifier parser serializer factory loader resolver storage method user"
 );
 
 /// Prefixes before a secret word that make the key metadata (`max_tokens`, `is_secret`).
@@ -471,7 +471,7 @@ pub(crate) fn secret_word(key: &[u8]) -> Option<SecretWord> {
             j += 1;
             continue;
         };
-        if qualified_before(&key[..j]) {
+        if qualified_before(&key[..j]) || form_nonce(&key[..j], &key[j..end]) {
             j = end;
             continue;
         }
@@ -576,10 +576,11 @@ pub(crate) fn secret_word_at(key: &[u8], j: usize) -> Option<(usize, Strength, b
             .or_else(|| two_part(key, j, b"access", b"key"))
             .map(|e| (e, Strength::Strong, false))
             .or_else(|| longest(key, j, &[b"authorization"]).map(|e| (e, Strength::Strong, true)))
-            // Not `author`, `authority` nor `authorizer`: a person, an issuer, a function.
+            // Not `author`, `authority` nor `authorizer`: a person, an issuer, a function; nor
+            // `authenticity`, a quality (Rails' `authenticity_token` is a form's nonce).
             .or_else(|| {
                 eat_ci(key, j, b"auth")
-                    .filter(|&e| eat_ci(key, e, b"or").is_none())
+                    .filter(|&e| eat_ci(key, e, b"or").is_none() && eat_ci(key, e, b"enticity").is_none())
                     .map(|e| (e, Strength::Weak, false))
             }),
         b'c' => longest(key, j, &[b"credential", b"creds", b"cookie"]).map(|e| (e, Strength::Strong, false)),
@@ -672,7 +673,7 @@ pub(crate) fn qualified_after(tail: &[u8]) -> bool {
 pub(crate) fn last_word_qualified(tail: &[u8]) -> bool {
     const LAST: Words = words_of!(
         b"algo algorithm alg type kind name names url uri endpoint header prefix suffix length len count \
-        ttl timeout expiry expires expiration time file path dir format version issuer audience size limit"
+        ttl timeout expiry expires expiration time file path dir format version issuer audience size limit user"
     );
     let mut start = tail.len();
     while start > 0 {
@@ -709,7 +710,35 @@ pub(crate) fn qualified_before(before: &[u8]) -> bool {
     }
     let seg = &trimmed[seg_start..];
     let seg = seg.strip_prefix(b"_").unwrap_or(seg);
-    PREFIX_QUALIFIERS.iter().any(|q| seg.eq_ignore_ascii_case(q))
+    // `com` and `sur` make a word only glued (`compass`, `surpass`); apart they are a host's
+    // segment (`BUNDLE_GEMS__EXAMPLE__COM_TOKEN`, Bundler's key for `gems.example.com`).
+    let glued = trimmed.len() == before.len();
+    (glued || !(seg.eq_ignore_ascii_case(b"com") || seg.eq_ignore_ascii_case(b"sur")))
+        && PREFIX_QUALIFIERS.iter().any(|q| seg.eq_ignore_ascii_case(q))
+}
+
+/// Whether `word` is a form's anti-forgery token (`authenticity_token`, `csrf_token`,
+/// `X-XSRF-TOKEN`, `__RequestVerificationToken`, `csrfmiddlewaretoken`): a nonce the page hands
+/// every visitor in its HTML, not a credential. The key that signs them (`CSRF_SECRET_KEY`) is.
+pub(crate) fn form_nonce(before: &[u8], word: &[u8]) -> bool {
+    if !word.eq_ignore_ascii_case(b"token") {
+        return false;
+    }
+    let trimmed = before
+        .strip_suffix(b"_")
+        .or_else(|| before.strip_suffix(b"-"))
+        .unwrap_or(before);
+    let ends =
+        |w: &[u8]| trimmed.len() >= w.len() && trimmed[trimmed.len() - w.len()..].eq_ignore_ascii_case(w);
+    [
+        "csrf",
+        "xsrf",
+        "authenticity",
+        "requestverification",
+        "csrfmiddleware",
+    ]
+    .iter()
+    .any(|w| ends(w.as_bytes()))
 }
 
 pub(crate) fn longest(key: &[u8], j: usize, words: &[&[u8]]) -> Option<usize> {

@@ -41,6 +41,7 @@ const FLOORS: &[(&str, f64, f64)] = &[
     ("ordinary-real", 100.0, 0.2),
     ("planted-real", 100.0, 0.0),
     ("ggshield", 100.0, 0.0),
+    ("2ms", 97.8, 1.3),
 ];
 
 /// What each source is, for the table.
@@ -102,6 +103,10 @@ const LABELS: &[(&str, &str)] = &[
     (
         "ggshield",
         "ggshield's scanned patches and files (commit headers, added, moved and deleted lines) in four new shapes",
+    ),
+    (
+        "2ms",
+        "2ms' rule tests and rule files in four prompt shapes (three new: a notebook cell, an issue form, a logcat)",
     ),
 ];
 
