@@ -113,6 +113,20 @@ pub(crate) struct Value {
 }
 
 impl Value {
+    /// The whole text `[start, end)` between delimiters (`quote`, or `0` for a tag's body).
+    pub(crate) fn enclosed(start: usize, end: usize, quote: u8, stop: Stop) -> Self {
+        Self {
+            start,
+            end,
+            quoted: true,
+            raw_end: end,
+            span_end: end,
+            cut: false,
+            quote,
+            stop,
+        }
+    }
+
     pub(crate) fn parse(bytes: &[u8], pos: usize, stop: Stop) -> Option<Self> {
         let mut pos = pos;
         // Python byte/raw/format string prefixes.
@@ -133,16 +147,7 @@ impl Value {
             let start = pos + 3;
             let limit = char_floor(bytes, bytes.len().min(start + MAX_VALUE));
             let end = (start..limit).find(|&k| bytes[k] == b'\n' || bytes[k..].starts_with(&[first; 3]))?;
-            return (bytes[end] == first).then_some(Self {
-                start,
-                end,
-                quoted: true,
-                raw_end: end,
-                span_end: end,
-                cut: false,
-                quote: first,
-                stop,
-            });
+            return (bytes[end] == first).then_some(Self::enclosed(start, end, first, stop));
         }
         if matches!(first, b'"' | b'\'' | b'`') {
             // A quoted value runs to its closing quote, whatever it holds (a double quote escaped
@@ -161,14 +166,8 @@ impl Value {
                     None => return None,
                 };
             return Some(Self {
-                start,
-                end,
-                quoted: true,
-                raw_end: end,
-                span_end: end,
                 cut,
-                quote: first,
-                stop,
+                ..Self::enclosed(start, end, first, stop)
             });
         }
         if first.is_ascii_whitespace()

@@ -2584,16 +2584,7 @@ impl<'t> Scan<'t> {
         while end > start && matches!(bytes[end - 1], b' ' | b'\t') {
             end -= 1;
         }
-        let value = Value {
-            start,
-            end,
-            quoted: true,
-            raw_end: end,
-            span_end: end,
-            cut: false,
-            quote: 0,
-            stop: Stop::Code,
-        };
+        let value = Value::enclosed(start, end, 0, Stop::Code);
         // Closed by a tag (`</password>`), not by the next slot (`<password>&scope=… <client_id>`).
         // A property list's `<key>` names the entry whose value element follows.
         if end > start
@@ -2836,16 +2827,7 @@ impl<'t> Scan<'t> {
         if bytes[open] != quote {
             return;
         }
-        let value = Value {
-            start: open + 1,
-            end: close,
-            quoted: true,
-            raw_end: close,
-            span_end: close,
-            cut: false,
-            quote,
-            stop: Stop::Code,
-        };
+        let value = Value::enclosed(open + 1, close, quote, Stop::Code);
         self.compared_literal(&value, key, strength, kind);
     }
 
