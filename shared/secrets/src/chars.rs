@@ -391,3 +391,14 @@ pub(crate) fn mostly_counted(v: &[u8]) -> bool {
     counted += close(run);
     total >= 32 && counted * 4 >= total * 3
 }
+
+/// A last segment of three or more mask characters (`tsn_live_xxx`, `sk-proj-XXX`,
+/// `myapp-prod-***`): the rest of the value is elided, whatever stands before it.
+pub(crate) fn mask_segment_last(v: &[u8]) -> bool {
+    let tail = v.len()
+        - v.iter()
+            .rev()
+            .take_while(|b| matches!(b, b'x' | b'X' | b'*'))
+            .count();
+    v.len() - tail >= 3 && tail > 1 && matches!(v[tail - 1], b'_' | b'-' | b'.')
+}

@@ -2339,6 +2339,9 @@ pub(crate) fn printf_slot(v: &[u8]) -> bool {
 /// Masked: runs of four or more `x` or `*` make up at least half of the value
 /// (`sk_live_xxxxxxxxxxxx`, `****`), not a password that happens to hold `xxxx`.
 pub(crate) fn masked(v: &[u8]) -> bool {
+    if crate::chars::mask_segment_last(v) {
+        return true;
+    }
     let mut masked = 0;
     let mut k = 0;
     while k < v.len() {

@@ -381,6 +381,7 @@ impl Vendor {
                 || contains_ci(token, b"dummy")
                 || contains_ci(token, b"notreal")
                 || crate::chars::filler_run(token)
+                || crate::chars::mask_segment_last(token)
                 || crate::chars::counted_through(token)
                 || crate::chars::mostly_counted(token)
                 || marked_filler(token)

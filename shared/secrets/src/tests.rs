@@ -2969,6 +2969,25 @@ fn an_auth_scheme_name_is_no_token() {
     }
 }
 
+/// A last segment of mask characters elides what stands before it, a vendor's prefix or an
+/// app's own words (`tsn_live_xxx`, `sk-proj-XXX`); a generated value stays one.
+#[test]
+fn a_last_segment_of_mask_characters_is_an_elision() {
+    assert_clean(&[
+        r#"client = OpenAI(api_key="tsn_live_xxx", base_url=BASE)"#,
+        "OPENAI_API_KEY=sk-proj-XXX",
+        r#"secret = "myapp-prod-***""#,
+        "use sk-proj-xxx here",
+    ]);
+    for text in [
+        "OPENAI_API_KEY=sk-proj-Zq8pLm2xWv4Rt6Yk9Bn3aB",
+        r#"api_key = "tsn_live_Zq8pLm2xWv4Rt6Yk""#,
+        r#"password = "xxx-Zq8!pLm2""#,
+    ] {
+        assert_eq!(spans(text).len(), 1, "{text}");
+    }
+}
+
 /// Tokens without a prefix of their own next to the word that names them: a `PAT` key, Render's
 /// `rnd_` keys, a Telegram bot token glued to `bot` in its API URL.
 #[test]
