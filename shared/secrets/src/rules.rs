@@ -454,7 +454,7 @@ pub(crate) fn prefix_then_filler(v: &[u8]) -> bool {
     candidates(first, v.get(1).copied().unwrap_or(0)).iter().any(|r| {
         v.len() > r.prefix.len() + 4
             && v[..r.prefix.len()].eq_ignore_ascii_case(r.prefix)
-            && typed_filler(&v[r.prefix.len()..])
+            && (typed_filler(&v[r.prefix.len()..]) || crate::chars::counted_through(&v[r.prefix.len()..]))
     })
 }
 

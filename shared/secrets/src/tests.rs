@@ -2988,6 +2988,17 @@ fn a_last_segment_of_mask_characters_is_an_elision() {
     }
 }
 
+/// A count after a vendor's prefix under a key is typed, as it is alone (`sk-1234567890abcdef`
+/// in a tutorial's `.env`); a generated body is a key.
+#[test]
+fn a_count_after_a_vendors_prefix_under_a_key_is_typed() {
+    assert_clean(&[
+        "API_KEY=sk-1234567890abcdef",
+        "OPENAI_API_KEY='sk-0123456789abcdefgh'",
+    ]);
+    assert_eq!(spans("API_KEY=sk-9f8a7c6b5d4e3f2a").len(), 1);
+}
+
 /// Tokens without a prefix of their own next to the word that names them: a `PAT` key, Render's
 /// `rnd_` keys, a Telegram bot token glued to `bot` in its API URL.
 #[test]
