@@ -402,3 +402,16 @@ pub(crate) fn mask_segment_last(v: &[u8]) -> bool {
             .count();
     v.len() - tail >= 3 && tail > 1 && matches!(v[tail - 1], b'_' | b'-' | b'.')
 }
+
+/// Words of a script without ASCII (`请替换为你的令牌`, `여기에_인증키`, `пароль_здесь`): a
+/// sentence or a stand-in in the writer's language, never a generated value, however many distinct
+/// bytes its characters take.
+pub(crate) fn script_words(v: &[u8]) -> bool {
+    !v.is_empty()
+        && !v.iter().any(u8::is_ascii_alphanumeric)
+        && std::str::from_utf8(v).is_ok_and(|w| {
+            w.chars().any(char::is_alphabetic)
+                && w.chars()
+                    .all(|c| c.is_alphabetic() || matches!(c, '_' | '-' | '.' | ' '))
+        })
+}

@@ -399,10 +399,7 @@ pub(crate) fn value_is_secret(
     }
     // Words of a script without ASCII (`密码=请检查`, `пароль: секрет`) are the sentence going
     // on, not a generated value.
-    if !v.is_empty()
-        && !v.is_ascii()
-        && std::str::from_utf8(v).is_ok_and(|w| w.chars().all(|c| !c.is_ascii() && c.is_alphabetic()))
-    {
+    if crate::chars::script_words(v) {
         return false;
     }
     // A personal access token is one base64url run (`AZURE_DEVOPS_PAT=…`); a `…_PAT` holding a

@@ -1842,6 +1842,7 @@ impl<'t> Scan<'t> {
             && !is_placeholder(value)
             && !is_reference(value)
             && !names_no_secret(value)
+            && !crate::chars::script_words(value)
             && !(quote.is_none()
                 && (constant_like(value)
                     || member_path(trim_end_of(value, |b| matches!(b, b';' | b',' | b')')))

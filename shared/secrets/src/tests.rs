@@ -2923,7 +2923,12 @@ fn secret_words_of_more_languages_name_their_values() {
         "密码=请检查",
         "令牌=请检查",
         "пароль: секрет",
+        "export API_KEY=\"여기에_인증키\"",
+        "token: \"请替换为你的令牌\"",
+        "DB_PASSWORD=\"пароль_здесь\"",
+        "password: \"비밀번호입력\"",
     ]);
+    assert_eq!(spans("password: \"пароль123\""), ["пароль123"]);
     // A short ASCII run glued to the word continues its key; a long one is no key.
     for text in ["密码2=Xy7!kq9Lm", "пароль2=Xy7!kq9Lm"] {
         assert_eq!(spans(text), ["Xy7!kq9Lm"], "{text}");
