@@ -403,14 +403,18 @@ pub(crate) fn mask_segment_last(v: &[u8]) -> bool {
     v.len() - tail >= 3 && tail > 1 && matches!(v[tail - 1], b'_' | b'-' | b'.')
 }
 
-/// Words of a script without ASCII (`请替换为你的令牌`, `여기에_인증키`, `пароль_здесь`): a
-/// sentence or a stand-in in the writer's language, never a generated value, however many distinct
-/// bytes its characters take.
+/// Words of a script without ASCII, alone or around English words (`请替换为你的令牌`,
+/// `填入你的OpenAI密钥`, `여기에_인증키`, `ваш_api_ключ`): a sentence or a stand-in in the writer's
+/// language, never a generated value, however many distinct bytes its characters take. A digit
+/// makes it a password (`密码123`).
 pub(crate) fn script_words(v: &[u8]) -> bool {
     !v.is_empty()
-        && !v.iter().any(u8::is_ascii_alphanumeric)
+        && !v.iter().any(u8::is_ascii_digit)
         && std::str::from_utf8(v).is_ok_and(|w| {
-            w.chars().any(char::is_alphabetic)
+            w.chars()
+                .filter(|c| !c.is_ascii() && c.is_alphabetic())
+                .nth(1)
+                .is_some()
                 && w.chars()
                     .all(|c| c.is_alphabetic() || matches!(c, '_' | '-' | '.' | ' '))
         })

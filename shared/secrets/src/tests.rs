@@ -2927,7 +2927,11 @@ fn secret_words_of_more_languages_name_their_values() {
         "token: \"请替换为你的令牌\"",
         "DB_PASSWORD=\"пароль_здесь\"",
         "password: \"비밀번호입력\"",
+        "OPENAI_API_KEY=\"填入你的OpenAI密钥\"",
+        "api_key = \"ваш_api_ключ\"",
+        "API_KEY=你的key",
     ]);
+    assert_eq!(spans("password: \"Zq8pLm密码\""), ["Zq8pLm密码"]);
     assert_eq!(spans("password: \"пароль123\""), ["пароль123"]);
     // A short ASCII run glued to the word continues its key; a long one is no key.
     for text in ["密码2=Xy7!kq9Lm", "пароль2=Xy7!kq9Lm"] {
