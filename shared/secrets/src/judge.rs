@@ -2360,14 +2360,22 @@ const STAND_IN_FILLERS: Words = words_of!(
     passwd pass pwd token key api access auth client app db database user name id string test demo \
     com org net for of to new default private public sk pk live prod dev and or credentials \
     credential strong secure complex long admin root thing really very that looks like is \
-    shared across service services generated some personal in production valid invalid wrong bad"
+    shared across service services generated some personal in production valid invalid wrong bad \
+    clave chave schluessel schl\xc3\xbcssel cle cl\xc3\xa9 chiave sleutel contrase\xc3\xb1a contrasena senha \
+    passwort kennwort mot passe secreta secreto segredo geheim geheimer geheimes el la los las le les \
+    de del da do das der die den il lo di du des acceso acesso zugang acces acc\xc3\xa8s accesso usuario \
+    utilizador benutzer utilisateur utente"
 );
 
 pub(crate) fn placeholder_words(v: &[u8]) -> bool {
     const MARKERS: Words = words_of!(
         b"example examples placeholder changeme changeit change your dummy redacted \
         replace insert sample fake todo fixme please plz pls obfuscated censored omitted elided scrubbed \
-        sanitized removed random something whatever value put paste enter"
+        sanitized removed random something whatever value put paste enter \
+        tu tus su aqui aqu\xc3\xad ejemplo reemplazar reemplaza reemplace inserta insertar introduce ingresa \
+        ingrese pon coloca sua seu teu tua exemplo substitua substituir insira coloque dein deine deinen \
+        ihr ihre ihren hier beispiel ersetzen ersetze eintragen votre vos ton ici exemple remplacer \
+        remplacez tuo esempio sostituisci inserisci qui jouw voorbeeld vervang"
     );
     // Sentence words: a value of four or more words with a verb among them says what it is
     // (`this-is-my-token`, `it_is_not_a_real_secret`) rather than being one.
@@ -2380,10 +2388,14 @@ pub(crate) fn placeholder_words(v: &[u8]) -> bool {
     if v.is_empty() {
         return false;
     }
-    if !v
-        .iter()
-        .all(|&b| b.is_ascii_alphabetic() || matches!(b, b'_' | b'-' | b'.' | b' '))
-    {
+    // Letters of any language (`tu_contraseña_aquí`) and the separators between words.
+    if !std::str::from_utf8(v).is_ok_and(|w| {
+        w.chars().all(|c| {
+            c.is_ascii_alphabetic()
+                || !c.is_ascii() && c.is_alphabetic()
+                || matches!(c, '_' | '-' | '.' | ' ')
+        })
+    }) {
         return false;
     }
     // `django-insecure-change-me-in-production`: words around a request to replace them.

@@ -3008,6 +3008,27 @@ fn a_count_after_a_vendors_prefix_under_a_key_is_typed() {
     assert_eq!(spans("API_KEY=sk-9f8a7c6b5d4e3f2a").len(), 1);
 }
 
+/// Stand-ins written in Spanish, Portuguese, German, French, Italian or Dutch (`tu_clave_aqui`,
+/// `sua_chave_api`, `dein-api-schluessel`, `mot_de_passe_ici`) are stand-ins as English ones are;
+/// a generated part among the words is still a secret.
+#[test]
+fn stand_ins_in_other_languages_are_stand_ins() {
+    assert_clean(&[
+        r#"API_KEY="tu_clave_api_aqui""#,
+        "API_KEY=SUA_CHAVE_API",
+        r#"OPENAI_API_KEY="dein-api-schluessel""#,
+        r#"api_key = "votre_cle_api""#,
+        r#"password: "tu_contraseña""#,
+        r#"DB_PASSWORD="mot_de_passe_ici""#,
+        r#"token = "ihr-token-hier""#,
+        r#"TOKEN="inserisci_il_tuo_token""#,
+        r#"secret: "jouw-geheim-hier""#,
+    ]);
+    for text in [r#"API_KEY="tu_clave_Xq9LmPz2""#, r#"password: "Xq9LmTuPz""#] {
+        assert_eq!(spans(text).len(), 1, "{text}");
+    }
+}
+
 /// Tokens without a prefix of their own next to the word that names them: a `PAT` key, Render's
 /// `rnd_` keys, a Telegram bot token glued to `bot` in its API URL.
 #[test]
