@@ -450,11 +450,29 @@ fn marked_filler(token: &[u8]) -> bool {
 /// filler here (`skywalker`, `keystone` start with `sk` and `key`): see [`prefix_then_word`].
 pub(crate) fn prefix_then_filler(v: &[u8]) -> bool {
     let Some(&first) = v.first() else { return false };
+    // A prefix and a wildcard (`sk_test_*`, `ghp_…`): a pattern naming a kind of token, not one.
+    let glob = v
+        .strip_suffix(b"*")
+        .or_else(|| v.strip_suffix("\u{2026}".as_bytes()))
+        .map(trim_end_of_stars);
+    if let Some(head) = glob
+        && !head.is_empty()
+        && candidates(first, v.get(1).copied().unwrap_or(0))
+            .iter()
+            .any(|r| head.eq_ignore_ascii_case(r.prefix))
+    {
+        return true;
+    }
     candidates(first, v.get(1).copied().unwrap_or(0)).iter().any(|r| {
         v.len() > r.prefix.len() + 4
             && v[..r.prefix.len()].eq_ignore_ascii_case(r.prefix)
             && typed_filler(&v[r.prefix.len()..])
     })
+}
+
+/// `head` without the `*` that end it (`sk_live_**`).
+fn trim_end_of_stars(head: &[u8]) -> &[u8] {
+    &head[..head.len() - head.iter().rev().take_while(|&&b| b == b'*').count()]
 }
 
 /// A vendor prefix that ends with its separator, then a short lowercase word (`xoxb-valid`,
@@ -505,6 +523,8 @@ fn typed_filler(token: &[u8]) -> bool {
         return true;
     }
     if FILLERS.iter().any(|f| contains_ci(token, f))
+        // Shorter than any generated body and counted (`sk_live_abc123def456`): a tutorial's.
+        || token.len() <= 12 && crate::chars::two_counts(token)
         || token.len() >= 20 && crate::chars::fabricated(token)
         || token.len() >= 12 && crate::chars::filler_run(token)
     {
