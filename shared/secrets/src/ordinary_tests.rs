@@ -371,12 +371,14 @@ fn a_vendor_prefix_before_counted_filler_or_a_wildcard_is_no_key() {
         "# sample .env for the guide\nSTRIPE_API_KEY=sk_test_abc123def456\nPORT=3000",
         "GITHUB_TOKEN=ghp_* works here, a fine-grained one (github_pat_…) does not",
         "set STRIPE_WEBHOOK_SECRET=whsec_* from the dashboard, not sk_live_*",
+        "# .env\nOPENAI_API_KEY=sk-proj-abc123\nMODEL=gpt-4o",
     ]);
     assert_found(&[
         "# sample .env for the guide\nSTRIPE_API_KEY=sk_test_Zq8pLm2x7RtK4vWnB3cD5eF7\nPORT=3000",
         "set STRIPE_WEBHOOK_SECRET=whsec_Zq8pLm2x7RtK4vWnB3cD5eF7gH9jK1lM from the dashboard",
         // Counts again from the start: a repeated unit, no pair of counts.
         "STRIPE_API_KEY=sk_test_abc123abc123",
+        "# .env\nOPENAI_API_KEY=sk-proj-Zq8pLm2x7RtK4vWnB3cD5eF7gH9jK1lM\nMODEL=gpt-4o",
     ]);
 }
 
