@@ -491,9 +491,12 @@ pub(crate) fn value_is_secret(
     if v.starts_with(b"-") && (!glued_literal || flag_like(v) || !generated(&v[1..])) {
         return false;
     }
+    // A key's id or fingerprint as GnuPG prints it in a log line (`KEY_CONSIDERED 57BE…D1CF`):
+    // capital hex in a sentence; a generated hex secret is written in lowercase.
+    let printed_id = mode == Mode::Prose && !v.iter().any(u8::is_ascii_lowercase);
     if strength == Strength::Weak
         && hex_key_id(v)
-        && (public_key_id_key(key) || key_algorithm_before(bytes, key))
+        && (public_key_id_key(key) || key_algorithm_before(bytes, key) || printed_id)
     {
         return false;
     }
@@ -571,14 +574,35 @@ pub(crate) fn value_is_secret(
                 && bytes.get(value.end) != Some(&b';')
                 && !named_nearby(bytes, value.start, value.end)
         }
-        Mode::Code if !weak => v.len() >= 6 && !identifier_like(v) && (has_digit(v) || has_symbol(v)),
+        Mode::Code if !weak => {
+            v.len() >= 6
+                && (!identifier_like(v) || password_key(key) && amp_joined_random(v))
+                && (has_digit(v) || has_symbol(v))
+        }
         Mode::Prose if value.quoted => v.len() >= 4 && looks_random(v, if weak { 12 } else { 6 }),
         Mode::Prose if !prose_word(bytes, value) => false,
+        Mode::Prose if word_list(v) => false,
         Mode::Prose if !weak => looks_random(v, 6),
         // A short generated value of a weak key: letters, digits and symbols together.
         Mode::Literal | Mode::Code if v.len() >= 8 && generated(v) => true,
         _ => looks_random(v, 12),
     }
+}
+
+/// Letters of both cases on each side of an `&` with no blank (`eDkhO&pToPbF`): no reference
+/// (`&self`) nor a conjunction (`a && b`, `isSet&mask`), but a password's symbol between random
+/// letters, each side changing case within itself.
+pub(crate) fn amp_joined_random(v: &[u8]) -> bool {
+    let mut sides = v.split(|&b| b == b'&');
+    let (Some(a), Some(b), None) = (sides.next(), sides.next(), sides.next()) else {
+        return false;
+    };
+    let random = |s: &[u8]| {
+        s.len() >= 4
+            && s.iter().all(u8::is_ascii_alphabetic)
+            && camel_word_share(s).is_some_and(|w| 2 * w < s.len())
+    };
+    random(a) && random(b)
 }
 
 /// An environment variable naming where a secret is kept (`DATABASE_PASSWORD_FILE`,
@@ -1661,9 +1685,19 @@ pub(crate) fn code_expression(raw: &[u8]) -> bool {
                     .is_some_and(|q| rest[..q].iter().all(|b| ident(b) || b.is_ascii_whitespace()))
             })
     };
+    // A call whose arguments go on below (`Json.Deserialize<Params>(` at a line's end): a
+    // dotted path, perhaps with its type arguments, then the open parenthesis alone.
+    let continued = || {
+        raw.last() == Some(&b'(')
+            && head.contains(&b'.')
+            && head.first().is_some_and(u8::is_ascii_alphabetic)
+            && raw[open..raw.len() - 1]
+                .iter()
+                .all(|&b| ident(&b) || matches!(b, b'<' | b'>' | b',' | b' '))
+    };
     !head.is_empty()
         && head.iter().all(ident)
-        && (matches!(body.last(), Some(b')' | b']' | b'>')) || composite())
+        && (matches!(body.last(), Some(b')' | b']' | b'>')) || composite() || continued())
 }
 
 /// Letters of both cases, digits and a symbol together, not words joined by separators: a
@@ -1736,6 +1770,36 @@ pub(crate) fn passphrase_word(bytes: &[u8], value: &Value) -> bool {
 }
 
 /// A value standing alone in a sentence, not glued to a quote (`name="password"`), not `Name=word`.
+/// Lowercase words in a list (`publickey,keyboard-interactive,password`) or one word a comment's
+/// or a bracket's close ends (`variable*/`, `header)`): the sentence's words, read on past its
+/// punctuation. A generated value mixes cases or digits, or runs letters with no vowel.
+pub(crate) fn word_list(v: &[u8]) -> bool {
+    let mut body = v;
+    for close in [&b"*/"[..], b"-->", b")", b"]", b"}"] {
+        body = body.strip_suffix(close).unwrap_or(body);
+    }
+    let closed = body.len() < v.len();
+    let vowel = |b: &u8| matches!(b, b'a' | b'e' | b'i' | b'o' | b'u' | b'y');
+    let mut parts = 0;
+    let mut listed = false;
+    for part in body.split(|&b| matches!(b, b',' | b'-' | b'_' | b'.' | b'/')) {
+        if part.is_empty() {
+            continue;
+        }
+        if !(2..=16).contains(&part.len())
+            || !part.iter().all(u8::is_ascii_lowercase)
+            || !part.iter().any(vowel)
+        {
+            return false;
+        }
+        parts += 1;
+    }
+    if body.contains(&b',') {
+        listed = true;
+    }
+    parts >= 1 && (closed || listed && parts >= 2)
+}
+
 pub(crate) fn prose_word(bytes: &[u8], value: &Value) -> bool {
     let v = value.text(bytes);
     let named = v.iter().position(|&b| b == b'=').is_some_and(|eq| {
@@ -2138,6 +2202,10 @@ pub(crate) fn fake_words(v: &[u8]) -> bool {
         b"not-a-real",
         b"notareal",
         b"[REDACTED:",
+        // A redaction's word glued to what is left of a value (`gcthyRedactedToken`).
+        b"redacted",
+        b"censored",
+        b"obfuscated",
     ]
         .iter()
         .any(|w| contains_ci(v, w))
@@ -2361,6 +2429,7 @@ const STAND_IN_FILLERS: Words = words_of!(
     com org net for of to new default private public sk pk live prod dev and or credentials \
     credential strong secure complex long admin root thing really very that looks like is \
     shared across service services generated some personal in production valid invalid wrong bad \
+    account session bearer bit bits \
     clave chave schluessel schl\xc3\xbcssel cle cl\xc3\xa9 chiave sleutel contrase\xc3\xb1a contrasena senha \
     passwort kennwort mot passe secreta secreto segredo geheim geheimer geheimes el la los las le les \
     de del da do das der die den il lo di du des acceso acesso zugang acces acc\xc3\xa8s accesso usuario \
@@ -2371,7 +2440,7 @@ pub(crate) fn placeholder_words(v: &[u8]) -> bool {
     const MARKERS: Words = words_of!(
         b"example examples placeholder changeme changeit change your dummy redacted \
         replace insert sample fake todo fixme please plz pls obfuscated censored omitted elided scrubbed \
-        sanitized removed random something whatever value put paste enter \
+        sanitized removed random something whatever value put paste enter insecure \
         tu tus su aqui aqu\xc3\xad ejemplo reemplazar reemplaza reemplace inserta insertar introduce ingresa \
         ingrese pon coloca sua seu teu tua exemplo substitua substituir insira coloque dein deine deinen \
         ihr ihre ihren hier beispiel ersetzen ersetze eintragen votre vos ton ici exemple remplacer \
@@ -2388,10 +2457,13 @@ pub(crate) fn placeholder_words(v: &[u8]) -> bool {
     if v.is_empty() {
         return false;
     }
-    // Letters of any language (`tu_contraseña_aquí`) and the separators between words.
+    // A number standing as a word of its own (`your-256-bit-secret`): it counts as a filler word
+    // once a marker is among the others; glued to a word (`Example123`) it makes a password.
+    let numbered = v.iter().any(u8::is_ascii_digit);
+    // Letters of any language (`tu_contraseña_aquí`), digits, and the separators between words.
     if !std::str::from_utf8(v).is_ok_and(|w| {
         w.chars().all(|c| {
-            c.is_ascii_alphabetic()
+            c.is_ascii_alphanumeric()
                 || !c.is_ascii() && c.is_alphabetic()
                 || matches!(c, '_' | '-' | '.' | ' ')
         })
@@ -2440,6 +2512,9 @@ pub(crate) fn placeholder_words(v: &[u8]) -> bool {
             continue;
         }
         parts += 1;
+        if part.iter().all(u8::is_ascii_digit) {
+            continue;
+        }
         if SENTENCE.iter().any(|w| part.eq_ignore_ascii_case(w)) {
             verb = true;
             continue;
@@ -2448,6 +2523,9 @@ pub(crate) fn placeholder_words(v: &[u8]) -> bool {
             Some(m) => marker |= m,
             None => return false,
         }
+    }
+    if numbered {
+        return marker;
     }
     // Lowercase naming words joined by `-` or `_` that end with the secret's word
     // (`client-secret`, `db_password`, `my-api-key`): the slot's name, typed where it goes.

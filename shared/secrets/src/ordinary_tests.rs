@@ -364,3 +364,73 @@ fn a_variable_naming_where_the_secret_is_kept_is_no_secret() {
         r#"let dbPassword = try await Environment.secret(key: "Zq8pLm2x7RtK4vWnB3cD5eF7")"#,
     ]);
 }
+
+#[test]
+fn a_vendor_prefix_before_counted_filler_or_a_wildcard_is_no_key() {
+    assert_clean(&[
+        "# sample .env for the guide\nSTRIPE_API_KEY=sk_test_abc123def456\nPORT=3000",
+        "GITHUB_TOKEN=ghp_* works here, a fine-grained one (github_pat_…) does not",
+        "set STRIPE_WEBHOOK_SECRET=whsec_* from the dashboard, not sk_live_*",
+        "# .env\nOPENAI_API_KEY=sk-proj-abc123\nMODEL=gpt-4o",
+    ]);
+    assert_found(&[
+        "# sample .env for the guide\nSTRIPE_API_KEY=sk_test_Zq8pLm2x7RtK4vWnB3cD5eF7\nPORT=3000",
+        "set STRIPE_WEBHOOK_SECRET=whsec_Zq8pLm2x7RtK4vWnB3cD5eF7gH9jK1lM from the dashboard",
+        // Counts again from the start: a repeated unit, no pair of counts.
+        "STRIPE_API_KEY=sk_test_abc123abc123",
+        "# .env\nOPENAI_API_KEY=sk-proj-Zq8pLm2x7RtK4vWnB3cD5eF7gH9jK1lM\nMODEL=gpt-4o",
+    ]);
+}
+
+#[test]
+fn a_stand_in_with_a_number_of_its_own_or_a_redaction_glued_is_no_value() {
+    assert_clean(&[
+        "JWT_SECRET=your-512-bit-secret\nJWT_TTL=3600",
+        "curl -u 'account-SID:account-token' https://api.example.org/v1/calls",
+        "-H \"Authorization: Bearer q8ZkWm3nRedactedToken\" is what I send",
+        "access_token=Lm2x7CENSORED in the log line above",
+        "never commit a line like SECRET_KEY = 'an-insecure-key-42' to the repository",
+    ]);
+    assert_found(&[
+        // Glued to a word, a number makes a password; no marker word, no stand-in.
+        "JWT_SECRET=Secret512bit\nJWT_TTL=3600",
+        "JWT_SECRET=purple-512-monkey\nJWT_TTL=3600",
+        "SECRET_KEY = 'django-insecure-q8zk3mx7w2p9rt4v6b1n0c5j8hLm2x7Rt'",
+        "curl -u 'account-SID:Zq8pLm2x7RtK4vWn' https://api.example.org/v1/calls",
+        "-H \"Authorization: Bearer q8ZkWm3nRtK4vWnB3cD5eF7gH9\" is what I send",
+    ]);
+}
+
+#[test]
+fn a_call_opened_at_the_end_of_a_line_is_code() {
+    assert_clean(&[
+        "var apiToken = JsonConvert.DeserializeObject<TokenSettings>(\n    File.ReadAllText(path));",
+    ]);
+    assert_found(&["var apiToken = Zq8pLm2x7RtK4vWnB3cD5eF7gH9;\nvar tokenSettings = Load(path);"]);
+}
+
+#[test]
+fn words_listed_or_closed_in_a_sentence_and_printed_key_ids_are_no_values() {
+    assert_clean(&[
+        "    Host build\n        PreferredAuthentications publickey,keyboard-interactive,password\n        User ci",
+        "/* read the token value*/\nconst t = store.get();",
+        "gpg: using key KEY_CONSIDERED 3F2A9C41D07E5B86A1C4E9F20B7D36A58E1C4F92 0\ngpg: signing failed",
+    ]);
+    assert_found(&[
+        "    Host build\n        PreferredAuthentications Zq8pLm2x7Rt,K4vWnB3cD5eF\n        User ci",
+        "/* read the token Zq8pLm2x7RtK4vWn*/\nconst t = store.get();",
+        "gpg: using key KEY_CONSIDERED 3f2a9c41d07e5b86a1c4e9f20b7d36a58e1c4f92 0\ngpg: signing failed",
+    ]);
+}
+
+#[test]
+fn random_letters_joined_by_an_ampersand_are_a_password_and_a_conjunction_is_not() {
+    assert_found(&[
+        "database:\n  user: app\n  password: qWkhO&pToPbF\n  host: db",
+        "[db]\npassword: RzTqW&mKpLbN",
+    ]);
+    assert_clean(&[
+        "database:\n  user: app\n  password: &defaultPassword\n  host: db",
+        "database:\n  user: app\n  password: userName&mask\n  host: db",
+    ]);
+}

@@ -384,6 +384,7 @@ impl Vendor {
                 || crate::chars::mask_segment_last(token)
                 || crate::chars::counted_through(token)
                 || crate::chars::mostly_counted(token)
+                || counted_tail(token)
                 || marked_filler(token)
         } else {
             stand_in(token) || crate::chars::counted_through(token)
@@ -451,11 +452,29 @@ fn marked_filler(token: &[u8]) -> bool {
 /// filler here (`skywalker`, `keystone` start with `sk` and `key`): see [`prefix_then_word`].
 pub(crate) fn prefix_then_filler(v: &[u8]) -> bool {
     let Some(&first) = v.first() else { return false };
+    // A prefix and a wildcard (`sk_test_*`, `ghp_…`): a pattern naming a kind of token, not one.
+    let glob = v
+        .strip_suffix(b"*")
+        .or_else(|| v.strip_suffix("\u{2026}".as_bytes()))
+        .map(trim_end_of_stars);
+    if let Some(head) = glob
+        && !head.is_empty()
+        && candidates(first, v.get(1).copied().unwrap_or(0))
+            .iter()
+            .any(|r| head.eq_ignore_ascii_case(r.prefix))
+    {
+        return true;
+    }
     candidates(first, v.get(1).copied().unwrap_or(0)).iter().any(|r| {
         v.len() > r.prefix.len() + 4
             && v[..r.prefix.len()].eq_ignore_ascii_case(r.prefix)
             && (typed_filler(&v[r.prefix.len()..]) || crate::chars::counted_through(&v[r.prefix.len()..]))
     })
+}
+
+/// `head` without the `*` that end it (`sk_live_**`).
+fn trim_end_of_stars(head: &[u8]) -> &[u8] {
+    &head[..head.len() - head.iter().rev().take_while(|&&b| b == b'*').count()]
 }
 
 /// A vendor prefix that ends with its separator, then a short lowercase word (`xoxb-valid`,
@@ -506,6 +525,9 @@ fn typed_filler(token: &[u8]) -> bool {
         return true;
     }
     if FILLERS.iter().any(|f| contains_ci(token, f))
+        // Shorter than any generated body and counted (`sk_live_abc123def456`): a tutorial's, also
+        // after a lowercase word of the vendor's own (`sk-proj-abc123`).
+        || counted_tail(token)
         || token.len() >= 20 && crate::chars::fabricated(token)
         || token.len() >= 12 && crate::chars::filler_run(token)
     {
@@ -517,6 +539,21 @@ fn typed_filler(token: &[u8]) -> bool {
     }
     let categories = u8::from(lower) + u8::from(upper) + u8::from(digit);
     token.len() >= 16 && categories == 1 && !digit && upper
+}
+
+/// `token`, or its last part after lowercase words and `-`/`_` (`proj-abc123`), is short and
+/// counted (see [`crate::chars::two_counts`]).
+fn counted_tail(token: &[u8]) -> bool {
+    let cut = token
+        .iter()
+        .rposition(|&b| matches!(b, b'-' | b'_'))
+        .map_or(0, |k| k + 1);
+    let (head, tail) = token.split_at(cut);
+    head.iter()
+        .all(|&b| b.is_ascii_lowercase() || matches!(b, b'-' | b'_'))
+        && head.len() <= 12
+        && tail.len() <= 12
+        && crate::chars::two_counts(tail)
 }
 
 /// A tiny deterministic generator (xorshift) for the tests, so every run checks the same random
