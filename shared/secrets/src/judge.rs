@@ -950,7 +950,35 @@ pub(crate) fn labelled_by_other(bytes: &[u8], start: usize) -> bool {
             .take_while(|&&b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-'))
             .count();
     let label = &head[w..];
-    !label.is_empty() && secret_word(label).is_none()
+    // `api key for the app:`, `client secret for staging:`: a label right after a secret word
+    // and its scope says which secret it is, so the value is that secret (an `…_id` label or
+    // `ID` still names an id).
+    let names_id = label.len() >= 2
+        && label[label.len() - 2..].eq_ignore_ascii_case(b"id")
+        && (label.len() == 2
+            || matches!(label[label.len() - 3], b'_' | b'-')
+            || label[label.len() - 2] == b'I');
+    !label.is_empty() && secret_word(label).is_none() && (names_id || !scopes_a_secret_word(&head[..w]))
+}
+
+/// Whether `before` ends with a secret word and the start of its scope (`api key for the`,
+/// `password on`): what follows names which secret, not something else.
+pub(crate) fn scopes_a_secret_word(before: &[u8]) -> bool {
+    let mut words = before.rsplit(u8::is_ascii_whitespace).filter(|w| !w.is_empty());
+    let mut word = words.next();
+    if word.is_some_and(|w| {
+        matches!(
+            lower(w, &mut [0; 16]),
+            b"the" | b"a" | b"an" | b"my" | b"our" | b"your" | b"its"
+        )
+    }) {
+        word = words.next();
+    }
+    word.is_some_and(|w| matches!(lower(w, &mut [0; 16]), b"for" | b"on" | b"in" | b"at" | b"of"))
+        && words.next().is_some_and(|w| {
+            let w = trim_end_of(w, |b| !b.is_ascii_alphanumeric());
+            secret_word(w).is_some()
+        })
 }
 
 /// Text in Chinese, Japanese or Korean (four characters or more from the value's start): a

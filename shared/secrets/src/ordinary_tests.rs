@@ -301,6 +301,36 @@ fn an_elided_token_or_a_jwt_header_alone_is_no_token() {
     ]);
 }
 
+/// Only a token's JSON header is cut short to show its shape; a generated run before an
+/// ellipsis is a token's own characters, and no fewer of them than a token holds.
+#[test]
+fn a_generated_run_before_an_ellipsis_is_still_a_token() {
+    assert_clean(&[
+        "The access token looks like eyJhbGciOiJSUzI1NiIsImtpZCI6Ij... in the log",
+        "the token eyJ0eXAiOiJKV1QiLCJhbGciOiJIUzI1NiJ9\u{2026} was cut",
+    ]);
+    assert_found(&[
+        "my api token is Hq7vN2xR9kLm4TzW8pYc3BdF... and it fails",
+        "the token 5fK2qW9xZ7mR3vT8nB4yH6jL1cP0\u{2026} was rejected",
+    ]);
+}
+
+/// A UUID labelled right after a secret word and its scope (`api key for the app:`) is that
+/// secret; one a log line labels apart from it (`Request ID:`, `issued for subject:`) an id.
+#[test]
+fn a_uuid_after_a_secrets_scope_is_the_secret() {
+    assert_clean(&[
+        "The app secret was rejected. Request ID: 3f2b9c1e-7a4d-4e21-9b8f-0c5d6e7f8a9b, please retry",
+        "refresh token issued for subject: 7c9e6679-7425-40de-944b-e07fc1f90ae7",
+        "the api key for tenant_id: 7c9e6679-7425-40de-944b-e07fc1f90ae7 was revoked",
+    ]);
+    assert_found(&[
+        "my heroku api key for the app: 3f2a9c1e-7b4d-4e8a-9c2f-1a6b8d0e5f73",
+        "here is the client secret for staging: 3f2a9c1e-7b4d-4e8a-9c2f-1a6b8d0e5f73",
+        "the `HEROKU_API_KEY` on prod: 3f2a9c1e-7b4d-4e8a-9c2f-1a6b8d0e5f73",
+    ]);
+}
+
 #[test]
 fn method_chains_interpolations_and_dereferences_are_code() {
     assert_clean(&[

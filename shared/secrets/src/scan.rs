@@ -3647,9 +3647,11 @@ pub(crate) fn line_tokens(line: &[u8], start: usize, found: &mut Vec<Finding>) {
             !(matches!(c, b'/' | b'@' | b'(' | b'[')
                 || *c == b'.' && line.get(te + 1).is_some_and(u8::is_ascii_alphanumeric))
         });
-        // Cut short on purpose (`"eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9..."`), or a JWT's header
-        // alone (it names an algorithm, nothing secret): no token.
-        let elided = line[te..].starts_with(b"...") || line[te..].starts_with("\u{2026}".as_bytes());
+        // A token's JSON header cut short on purpose (`"eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9..."`),
+        // or a JWT's header alone (it names an algorithm, nothing secret): no token. Any other
+        // generated run before an ellipsis is a token's first characters, a secret still.
+        let elided = line[t..te].starts_with(b"eyJ")
+            && (line[te..].starts_with(b"...") || line[te..].starts_with("\u{2026}".as_bytes()));
         if before_ok
             && after_ok
             && !elided
