@@ -982,9 +982,13 @@ pub(crate) fn scopes_a_secret_word(before: &[u8]) -> bool {
 }
 
 /// Text in Chinese, Japanese or Korean (four characters or more from the value's start): a
-/// message, never a generated secret.
+/// message, never a generated secret. A long run of ASCII letters with digits in it
+/// (`测试环境密钥Xq9mL2vR7pZ4kT8sW3nB`) is a token the words label, not a word of the message.
 pub(crate) fn cjk_text(v: &[u8]) -> bool {
-    cjk_at(v, 0) && (0..v.len()).filter(|&k| cjk_at(v, k)).count() >= 4
+    let token = v
+        .split(|b| !b.is_ascii_alphanumeric())
+        .any(|run| run.len() >= 16 && has_digit(run) && run.iter().any(u8::is_ascii_alphabetic));
+    cjk_at(v, 0) && (0..v.len()).filter(|&k| cjk_at(v, k)).count() >= 4 && !token
 }
 
 /// `-x`, `--flag`, `--flag-name`: a dash and a word.

@@ -289,6 +289,17 @@ fn locale_messages_are_no_values() {
     assert_found(&["  api_key: Zq8pLm2x7RtK4vWnB3cD5eF7", "密码：Hx7q2Lm9Rt"]);
 }
 
+/// Words of a message glued before a generated run (`测试环境密钥` then the key) label it: the
+/// value holds a token still.
+#[test]
+fn a_token_after_words_in_cjk_is_still_a_value() {
+    assert_clean(&["  api_key: 请在控制台生成新的密钥，然后粘贴到这里（OAuth2 客户端）"]);
+    assert_found(&[
+        "api_key: 测试环境密钥Xq9mL2vR7pZ4kT8sW3nB",
+        "  secret: 生产环境的密钥 hQ7vN2xR9kLm4TzW8pYc",
+    ]);
+}
+
 #[test]
 fn an_elided_token_or_a_jwt_header_alone_is_no_token() {
     assert_clean(&[
