@@ -2361,12 +2361,22 @@ pub(crate) fn format_slot(v: &[u8]) -> bool {
     false
 }
 
-/// A printf `%s` slot inside the value (`user:%s`, `%s_pass`): one not glued to a letter or
-/// digit after it, which a random password's `…%sLm2…` is.
+/// A printf `%s` slot inside the value (`user:%s`, `%s_pass`), or Python's named one
+/// (`%(password)s`): one not glued to a letter or digit after it, which a random password's
+/// `…%sLm2…` is.
 pub(crate) fn printf_slot(v: &[u8]) -> bool {
-    v.windows(2)
-        .enumerate()
-        .any(|(k, w)| w == b"%s" && v.get(k + 2).is_none_or(|b| !b.is_ascii_alphanumeric()))
+    let free = |k: usize| v.get(k).is_none_or(|b| !b.is_ascii_alphanumeric());
+    v.windows(2).enumerate().any(|(k, w)| {
+        w == b"%s" && free(k + 2)
+            || w == b"%(" && {
+                let name = run_end(v, k + 2, |b| b.is_ascii_alphanumeric() || b == b'_');
+                name > k + 2
+                    && v.get(name) == Some(&b')')
+                    && v.get(name + 1)
+                        .is_some_and(|b| matches!(b, b's' | b'd' | b'r' | b'i' | b'f'))
+                    && free(name + 2)
+            }
+    })
 }
 
 /// Masked: runs of four or more `x` or `*` make up at least half of the value

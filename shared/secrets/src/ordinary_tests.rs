@@ -342,6 +342,18 @@ fn a_uuid_after_a_secrets_scope_is_the_secret() {
     ]);
 }
 
+/// Python's named format slot (`%(password)s`) is a template in any quoting, as `%s` is; a
+/// password that only holds `%(` is typed.
+#[test]
+fn a_named_format_slot_is_a_template() {
+    assert_clean(&[
+        "password = '%(password)s'",
+        "    password = \"\"\"%(db_password)s\"\"\"",
+        "dsn = 'postgresql://%(user)s:%(password)s@%(host)s:%(port)d/app'",
+    ]);
+    assert_found(&["password = 'Zq8%(Lm2x)sRt4'", "password = '%(Zq8pLm2x7Rt'"]);
+}
+
 #[test]
 fn method_chains_interpolations_and_dereferences_are_code() {
     assert_clean(&[
