@@ -970,13 +970,45 @@ pub(crate) fn labelled_by_other(bytes: &[u8], start: usize) -> bool {
             .take_while(|&&b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-'))
             .count();
     let label = &head[w..];
-    !label.is_empty() && secret_word(label).is_none()
+    // `api key for the app:`, `client secret for staging:`: a label right after a secret word
+    // and its scope says which secret it is, so the value is that secret (an `…_id` label or
+    // `ID` still names an id).
+    let names_id = label.len() >= 2
+        && label[label.len() - 2..].eq_ignore_ascii_case(b"id")
+        && (label.len() == 2
+            || matches!(label[label.len() - 3], b'_' | b'-')
+            || label[label.len() - 2] == b'I');
+    !label.is_empty() && secret_word(label).is_none() && (names_id || !scopes_a_secret_word(&head[..w]))
+}
+
+/// Whether `before` ends with a secret word and the start of its scope (`api key for the`,
+/// `password on`): what follows names which secret, not something else.
+pub(crate) fn scopes_a_secret_word(before: &[u8]) -> bool {
+    let mut words = before.rsplit(u8::is_ascii_whitespace).filter(|w| !w.is_empty());
+    let mut word = words.next();
+    if word.is_some_and(|w| {
+        matches!(
+            lower(w, &mut [0; 16]),
+            b"the" | b"a" | b"an" | b"my" | b"our" | b"your" | b"its"
+        )
+    }) {
+        word = words.next();
+    }
+    word.is_some_and(|w| matches!(lower(w, &mut [0; 16]), b"for" | b"on" | b"in" | b"at" | b"of"))
+        && words.next().is_some_and(|w| {
+            let w = trim_end_of(w, |b| !b.is_ascii_alphanumeric());
+            secret_word(w).is_some()
+        })
 }
 
 /// Text in Chinese, Japanese or Korean (four characters or more from the value's start): a
-/// message, never a generated secret.
+/// message, never a generated secret. A long run of ASCII letters with digits in it
+/// (`测试环境密钥Xq9mL2vR7pZ4kT8sW3nB`) is a token the words label, not a word of the message.
 pub(crate) fn cjk_text(v: &[u8]) -> bool {
-    cjk_at(v, 0) && (0..v.len()).filter(|&k| cjk_at(v, k)).count() >= 4
+    let token = v
+        .split(|b| !b.is_ascii_alphanumeric())
+        .any(|run| run.len() >= 16 && has_digit(run) && run.iter().any(u8::is_ascii_alphabetic));
+    cjk_at(v, 0) && (0..v.len()).filter(|&k| cjk_at(v, k)).count() >= 4 && !token
 }
 
 /// `-x`, `--flag`, `--flag-name`: a dash and a word.
@@ -2393,12 +2425,22 @@ pub(crate) fn format_slot(v: &[u8]) -> bool {
     false
 }
 
-/// A printf `%s` slot inside the value (`user:%s`, `%s_pass`): one not glued to a letter or
-/// digit after it, which a random password's `…%sLm2…` is.
+/// A printf `%s` slot inside the value (`user:%s`, `%s_pass`), or Python's named one
+/// (`%(password)s`): one not glued to a letter or digit after it, which a random password's
+/// `…%sLm2…` is.
 pub(crate) fn printf_slot(v: &[u8]) -> bool {
-    v.windows(2)
-        .enumerate()
-        .any(|(k, w)| w == b"%s" && v.get(k + 2).is_none_or(|b| !b.is_ascii_alphanumeric()))
+    let free = |k: usize| v.get(k).is_none_or(|b| !b.is_ascii_alphanumeric());
+    v.windows(2).enumerate().any(|(k, w)| {
+        w == b"%s" && free(k + 2)
+            || w == b"%(" && {
+                let name = run_end(v, k + 2, |b| b.is_ascii_alphanumeric() || b == b'_');
+                name > k + 2
+                    && v.get(name) == Some(&b')')
+                    && v.get(name + 1)
+                        .is_some_and(|b| matches!(b, b's' | b'd' | b'r' | b'i' | b'f'))
+                    && free(name + 2)
+            }
+    })
 }
 
 /// Masked: runs of four or more `x` or `*` make up at least half of the value

@@ -289,6 +289,17 @@ fn locale_messages_are_no_values() {
     assert_found(&["  api_key: Zq8pLm2x7RtK4vWnB3cD5eF7", "密码：Hx7q2Lm9Rt"]);
 }
 
+/// Words of a message glued before a generated run (`测试环境密钥` then the key) label it: the
+/// value holds a token still.
+#[test]
+fn a_token_after_words_in_cjk_is_still_a_value() {
+    assert_clean(&["  api_key: 请在控制台生成新的密钥，然后粘贴到这里（OAuth2 客户端）"]);
+    assert_found(&[
+        "api_key: 测试环境密钥Xq9mL2vR7pZ4kT8sW3nB",
+        "  secret: 生产环境的密钥 hQ7vN2xR9kLm4TzW8pYc",
+    ]);
+}
+
 #[test]
 fn an_elided_token_or_a_jwt_header_alone_is_no_token() {
     assert_clean(&[
@@ -299,6 +310,48 @@ fn an_elided_token_or_a_jwt_header_alone_is_no_token() {
         "the token is eyJhbGciOiJFUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiJ1c2VyLTQyIiwiZXhwIjoxNzAwMDAwMDAwfQ.\
          c2lnbmF0dXJlLWJ5dGVzLWhlcmUtMTIzNDU2Nzg5MA",
     ]);
+}
+
+/// Only a token's JSON header is cut short to show its shape; a generated run before an
+/// ellipsis is a token's own characters, and no fewer of them than a token holds.
+#[test]
+fn a_generated_run_before_an_ellipsis_is_still_a_token() {
+    assert_clean(&[
+        "The access token looks like eyJhbGciOiJSUzI1NiIsImtpZCI6Ij... in the log",
+        "the token eyJ0eXAiOiJKV1QiLCJhbGciOiJIUzI1NiJ9\u{2026} was cut",
+    ]);
+    assert_found(&[
+        "my api token is Hq7vN2xR9kLm4TzW8pYc3BdF... and it fails",
+        "the token 5fK2qW9xZ7mR3vT8nB4yH6jL1cP0\u{2026} was rejected",
+    ]);
+}
+
+/// A UUID labelled right after a secret word and its scope (`api key for the app:`) is that
+/// secret; one a log line labels apart from it (`Request ID:`, `issued for subject:`) an id.
+#[test]
+fn a_uuid_after_a_secrets_scope_is_the_secret() {
+    assert_clean(&[
+        "The app secret was rejected. Request ID: 3f2b9c1e-7a4d-4e21-9b8f-0c5d6e7f8a9b, please retry",
+        "refresh token issued for subject: 7c9e6679-7425-40de-944b-e07fc1f90ae7",
+        "the api key for tenant_id: 7c9e6679-7425-40de-944b-e07fc1f90ae7 was revoked",
+    ]);
+    assert_found(&[
+        "my heroku api key for the app: 3f2a9c1e-7b4d-4e8a-9c2f-1a6b8d0e5f73",
+        "here is the client secret for staging: 3f2a9c1e-7b4d-4e8a-9c2f-1a6b8d0e5f73",
+        "the `HEROKU_API_KEY` on prod: 3f2a9c1e-7b4d-4e8a-9c2f-1a6b8d0e5f73",
+    ]);
+}
+
+/// Python's named format slot (`%(password)s`) is a template in any quoting, as `%s` is; a
+/// password that only holds `%(` is typed.
+#[test]
+fn a_named_format_slot_is_a_template() {
+    assert_clean(&[
+        "password = '%(password)s'",
+        "    password = \"\"\"%(db_password)s\"\"\"",
+        "dsn = 'postgresql://%(user)s:%(password)s@%(host)s:%(port)d/app'",
+    ]);
+    assert_found(&["password = 'Zq8%(Lm2x)sRt4'", "password = '%(Zq8pLm2x7Rt'"]);
 }
 
 #[test]

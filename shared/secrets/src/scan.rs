@@ -1755,8 +1755,9 @@ impl<'t> Scan<'t> {
         let bytes = self.bytes;
         let (op, p, has_operator, quote) = (operand.op, operand.start, operand.has_operator, operand.quote);
         // A name, a dash between blanks, then a UUID: a list's or a title's entry and its id
-        // (`"Generic Password" - 487f4be7-…`, a rule catalogue), not a key and its value.
-        if bytes[op..p].trim_ascii() == b"-" && uuid(&bytes[p..token_end]) {
+        // (`"Generic Password" - 487f4be7-…`, a rule catalogue), not a key and its value. A key
+        // written as one (`HEROKU_API_KEY - <uuid>`, `my api key - <uuid>`) labels its value.
+        if bytes[op..p].trim_ascii() == b"-" && entry_title_before(bytes, op) && uuid(&bytes[p..token_end]) {
             return;
         }
         // A secret word's key with a generated value, whatever joins them (`access_token
@@ -3485,6 +3486,29 @@ pub(crate) enum NamedValue {
 ///
 /// `name_words`, when given, are the only word starts that may name a secret (see
 /// [`may_name_secret`]): the pass reads those instead of every byte.
+/// Whether the line before `op` is an entry's title: quoted (`"Generic Password"`), or words
+/// opening the line behind list or comment marks, the first capitalised (`* Service token`), not
+/// an identifier (`HEROKU_API_KEY`) nor words inside a sentence (`my api key`).
+pub(crate) fn entry_title_before(bytes: &[u8], op: usize) -> bool {
+    let line = bytes[line_start_of(bytes, op)..op].trim_ascii_end();
+    if matches!(line.last(), Some(b'"' | b'\'')) {
+        return true;
+    }
+    let start = line.len()
+        - line
+            .iter()
+            .rev()
+            .take_while(|b| b.is_ascii_alphanumeric() || **b == b' ')
+            .count();
+    let (marks, name) = line.split_at(start);
+    let name = name.trim_ascii_start();
+    name.first().is_some_and(u8::is_ascii_uppercase)
+        && name.get(1).is_some_and(u8::is_ascii_lowercase)
+        && marks
+            .iter()
+            .all(|b| b.is_ascii_whitespace() || matches!(b, b'#' | b'/' | b'*' | b'-' | b'+' | b';'))
+}
+
 /// Whether a key ending at `kend` stands as a pair's name may: quoted, in its element, in a
 /// list or at its line's end (not in running code).
 pub(crate) fn name_like_at(bytes: &[u8], kend: usize) -> bool {
@@ -3630,9 +3654,11 @@ pub(crate) fn line_tokens(line: &[u8], start: usize, found: &mut Vec<Finding>) {
             !(matches!(c, b'/' | b'@' | b'(' | b'[')
                 || *c == b'.' && line.get(te + 1).is_some_and(u8::is_ascii_alphanumeric))
         });
-        // Cut short on purpose (`"eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9..."`), or a JWT's header
-        // alone (it names an algorithm, nothing secret): no token.
-        let elided = line[te..].starts_with(b"...") || line[te..].starts_with("\u{2026}".as_bytes());
+        // A token's JSON header cut short on purpose (`"eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9..."`),
+        // or a JWT's header alone (it names an algorithm, nothing secret): no token. Any other
+        // generated run before an ellipsis is a token's first characters, a secret still.
+        let elided = line[t..te].starts_with(b"eyJ")
+            && (line[te..].starts_with(b"...") || line[te..].starts_with("\u{2026}".as_bytes()));
         if before_ok
             && after_ok
             && !elided

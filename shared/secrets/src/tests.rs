@@ -1000,6 +1000,18 @@ fn a_uuid_after_a_spaced_dash_is_an_entrys_id() {
     ]);
 }
 
+/// A key written as one before the spaced dash (an identifier, words inside a sentence) labels
+/// the UUID after it: Heroku's API keys are UUIDs.
+#[test]
+fn a_uuid_after_a_keys_spaced_dash_is_its_value() {
+    assert_clean(&["# Generic Password - 487f4be7-3fd9-4506-a07a-eae252180c08  positive-test"]);
+    assert_found(&[
+        "HEROKU_API_KEY - 3f2a9c1e-7b4d-4e8a-9c2f-1a6b8d0e5f73",
+        "here is my heroku api key - 3f2a9c1e-7b4d-4e8a-9c2f-1a6b8d0e5f73",
+        "- client_secret - 3f2a9c1e-7b4d-4e8a-9c2f-1a6b8d0e5f73",
+    ]);
+}
+
 /// Six or seven characters that are one count end to end are filler, as a longer count is; a
 /// short value that only starts like one, or counts in two parts, is typed as a password.
 #[test]
