@@ -3374,6 +3374,28 @@ fn a_name_fields_key_takes_the_value_fields_value() {
     ]);
 }
 
+/// A name/value pair written value first, numbered (`name2`/`value2`), or with a log line's
+/// prefix (`app[311]:`) before each of its lines holds its value as a pair written name first
+/// does; a value belongs to its own entry only.
+#[test]
+fn a_pair_written_value_first_or_numbered_holds_its_value() {
+    for text in [
+        "containers:\n  - value: Q7mZt2Rk9xWv4LpN8cYd3Hs6\n    name: SMTP_PASSWORD",
+        "[{\"Value\": \"Q7mZt2Rk9xWv4LpN8cYd3Hs6\", \"Name\": \"smtp-password\"}]",
+        "headers {\n  name2  = \"X-Api-Key\"\n  value2 = \"Q7mZt2Rk9xWv4LpN8cYd3Hs6\"\n}",
+        "worker[311]: - name: SMTP_PASSWORD\nworker[311]:   value: Q7mZt2Rk9xWv4LpN8cYd3Hs6",
+    ] {
+        assert_eq!(spans(text), ["Q7mZt2Rk9xWv4LpN8cYd3Hs6"], "{text}");
+    }
+    assert_clean(&[
+        "env:\n  - name: REGION\n    value: Q7mZt2Rk9xWv4LpN8cYd3Hs6\n  - name: SMTP_PASSWORD\n    valueFrom: vault",
+        "[{\"name\": \"region\", \"value\": \"Q7mZt2Rk9xWv4LpN8cYd3Hs6\"}, {\"name\": \"smtp_password\"}]",
+        "- value: Q7mZt2Rk9xWv4LpN8cYd3Hs6\n  name: build_label\n- name: SMTP_PASSWORD",
+        "{\"value\": \"Q7mZt2Rk9xWv4LpN8cYd3Hs6\",\n\n \"name\": \"smtp_password\"}",
+        "{\"value\": \"${SMTP_PASSWORD}\", \"name\": \"smtp_password\"}",
+    ]);
+}
+
 /// A generated token on a line that speaks of a key with no syntax between them is found;
 /// digests, ids, public keys and words on such lines are not.
 #[test]
