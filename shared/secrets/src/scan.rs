@@ -2695,6 +2695,17 @@ impl<'t> Scan<'t> {
             && value_is_secret(bytes, &value, key, strength, Mode::Literal)
         {
             self.push(kind, start, end);
+        } else if let Some((start, end)) = framed_element_text(bytes, value.start, key) {
+            let value = Value {
+                start,
+                end,
+                raw_end: end,
+                span_end: end,
+                ..value
+            };
+            if value_is_secret(bytes, &value, key, strength, Mode::Literal) {
+                self.push(kind, start, end);
+            }
         }
     }
 
@@ -3676,6 +3687,80 @@ pub(crate) fn same_line_tokens(bytes: &[u8], found: &mut Vec<Finding>, name_word
         k = end;
     }
     found.len() > before
+}
+
+/// The text of an element whose end tag (`</key>`) stands on a later line than its start tag,
+/// each line framed alike (`<token>` / `    abc…` / `</token>`; each line a JSON string of a
+/// notebook cell, `", "    abc…\n", "</token>`; or behind a log line's prefix): the one token
+/// among the lines after the framing the end tag's line has, where the framings have the same
+/// shape (digits for digits, letters for letters, the rest the same). Every other line is
+/// blank or framing only.
+pub(crate) fn framed_element_text(bytes: &[u8], start: usize, key: &[u8]) -> Option<(usize, usize)> {
+    let limit = bytes.len().min(start + 512);
+    // The lines (real ones, or `\n` escapes in a string) up to the end tag, at most eight.
+    let mut pieces = [(start, start); 8];
+    let (mut n, mut from, mut j) = (0, start, start);
+    loop {
+        if j >= limit {
+            return None;
+        }
+        let brk = match bytes[j] {
+            b'\n' => 1,
+            b'\\' if bytes.get(j + 1) == Some(&b'n') => 2,
+            b'<' => {
+                let closes = bytes.get(j + 1) == Some(&b'/')
+                    && bytes[j + 2..].starts_with(key)
+                    && bytes.get(j + 2 + key.len()) == Some(&b'>');
+                if !closes || n < 2 {
+                    return None;
+                }
+                break;
+            }
+            _ => 0,
+        };
+        if brk > 0 {
+            if n == pieces.len() {
+                return None;
+            }
+            pieces[n] = (from, j);
+            n += 1;
+            from = j + brk;
+            j = from;
+            continue;
+        }
+        j += 1;
+    }
+    let frame = &bytes[from..j];
+    let shape = |b: u8| {
+        if b.is_ascii_digit() {
+            b'0'
+        } else if b.is_ascii_alphabetic() {
+            b'a'
+        } else {
+            b
+        }
+    };
+    let framed = |p: &[u8]| p.iter().zip(frame).all(|(&a, &b)| shape(a) == shape(b));
+    let mut token = None;
+    for &(ps, pe) in &pieces[..n] {
+        let piece = &bytes[ps..pe];
+        if piece.trim_ascii().is_empty() || piece.len() <= frame.len() && framed(piece) {
+            continue;
+        }
+        let skip = if framed(piece) { frame.len() } else { 0 };
+        let text = &bytes[ps + skip..pe];
+        let t = text.trim_ascii();
+        if token.is_some()
+            || t.is_empty()
+            || t.iter()
+                .any(|b| b.is_ascii_whitespace() || matches!(b, b'"' | b'\'' | b'<' | b'>'))
+        {
+            return None;
+        }
+        let s = ps + skip + text.len() - text.trim_ascii_start().len();
+        token = Some((s, s + t.len()));
+    }
+    token
 }
 
 /// A generated token alone on its line below a label line that names a secret (an installer's

@@ -3396,6 +3396,25 @@ fn a_pair_written_value_first_or_numbered_holds_its_value() {
     ]);
 }
 
+/// An element's text on the line between its start and end tags is its value, the lines framed
+/// alike (a log line's prefix, a notebook cell's JSON strings, a quote); a slot, a reference or
+/// another element there is none.
+#[test]
+fn an_elements_text_on_its_own_line_between_framed_lines_is_its_value() {
+    for text in [
+        "I/Sync( 812): <authToken>\nI/Sync( 812):   Jq8vR2nX5tLm9KwC4zHp7Ye3\nI/Sync( 812): </authToken>",
+        "{\"lines\": [\"<AuthToken>\\n\", \"  Jq8vR2nX5tLm9KwC4zHp7Ye3\\n\", \"</AuthToken>\"]}",
+        "| <authToken>\n|     Jq8vR2nX5tLm9KwC4zHp7Ye3\n| </authToken>",
+    ] {
+        assert_eq!(spans(text), ["Jq8vR2nX5tLm9KwC4zHp7Ye3"], "{text}");
+    }
+    assert_clean(&[
+        "I/Sync( 812): <authToken>\nI/Sync( 812):   ${SYNC_AUTH_TOKEN}\nI/Sync( 812): </authToken>",
+        "<authToken>\n  <value>Jq8vR2nX5tLm9KwC4zHp7Ye3</value>\n</authToken>",
+        "{\"lines\": [\"<AuthToken>\\n\", \"  read from the vault\\n\", \"</AuthToken>\"]}",
+    ]);
+}
+
 /// A generated token on a line that speaks of a key with no syntax between them is found;
 /// digests, ids, public keys and words on such lines are not.
 #[test]
