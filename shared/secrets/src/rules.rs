@@ -506,6 +506,7 @@ fn typed_filler(token: &[u8]) -> bool {
     }
     if FILLERS.iter().any(|f| contains_ci(token, f))
         || token.len() >= 20 && crate::chars::fabricated(token)
+        || crate::chars::spells_a_marker(token)
         || token.len() >= 12 && crate::chars::filler_run(token)
     {
         return true;

@@ -3415,6 +3415,30 @@ fn an_elements_text_on_its_own_line_between_framed_lines_is_its_value() {
     ]);
 }
 
+/// The documentation marker spelt with a look-alike digit (`EXAMPL3`, `3XAMPLE`, `SAMP1E`) is the
+/// marker: filler where the credential goes, under a provider's prefix or a key; a value that
+/// holds no such spelling is no filler.
+#[test]
+fn the_documentation_marker_spelt_with_digits_is_filler() {
+    assert_clean(&[
+        "export AWS_ACCESS_KEY_ID=AKIAQ7TZ2WRN3XAMPLEK",
+        "client_secret: \"Vq8Lm2Rt7Kx9EX4MPLEwZ4pHn6Yc3Bd5Fg\"",
+        "api_key = \"Tq7Wm2Xr9Lk4Vn8Z5AMP1EcB3yHd6\"",
+    ]);
+    for (text, value) in [
+        (
+            "export AWS_ACCESS_KEY_ID=AKIAQ7TZ2WRN3XAMPQEK",
+            "AKIAQ7TZ2WRN3XAMPQEK",
+        ),
+        (
+            "client_secret: \"Vq8Lm2Rt7Kx9EX4MPwZ4pHn6Yc3Bd5Fg\"",
+            "Vq8Lm2Rt7Kx9EX4MPwZ4pHn6Yc3Bd5Fg",
+        ),
+    ] {
+        assert_eq!(spans(text), [value], "{text}");
+    }
+}
+
 /// A generated token on a line that speaks of a key with no syntax between them is found;
 /// digests, ids, public keys and words on such lines are not.
 #[test]
