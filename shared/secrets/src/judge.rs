@@ -2680,6 +2680,22 @@ pub(crate) fn same_as_key(v: &[u8], key: &[u8]) -> bool {
         || member.len() < key.len() && v.len() >= 6 && same_letters(v, member)
         || all_caps_name(v) && v.len() >= 4 && contains_ci(key, &v[..v.len().min(4)])
         || v.len() >= 6 && same_letters(v, key)
+        || v.len() >= 6
+            && v.iter().all(|&b| b.is_ascii_alphabetic() || b == b'_')
+            && key_head(key).is_some_and(|h| same_letters(v, h))
+}
+
+/// The words of a key before its last word, when they are two or more
+/// (`IAM_ROLE_STATEMENTS_TOKEN` → `IAM_ROLE_STATEMENTS`, `sessionCacheKey` → `sessionCache`): a
+/// value spelling them names what the secret is for (`'iamRoleStatements'`), not the secret.
+fn key_head(key: &[u8]) -> Option<&[u8]> {
+    let boundary = |k: usize| {
+        matches!(key[k], b'_' | b'-' | b'.')
+            || k > 0 && key[k].is_ascii_uppercase() && key[k - 1].is_ascii_lowercase()
+    };
+    let last = (1..key.len()).rev().find(|&k| boundary(k))?;
+    let head = &key[..last];
+    (1..head.len()).any(boundary).then_some(head)
 }
 
 /// The key's name in another casing (`"client_secret": "clientSecret"`, `apiKey = API_KEY`),

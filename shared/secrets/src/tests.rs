@@ -3439,6 +3439,29 @@ fn the_documentation_marker_spelt_with_digits_is_filler() {
     }
 }
 
+/// A value spelling the key's words before its secret word (two or more) names what the secret
+/// is for; one word, or a value with digits or mixed in, stays a literal.
+#[test]
+fn a_value_spelling_the_keys_other_words_names_the_slot() {
+    assert_clean(&[
+        "const BUILD_CACHE_UPLOAD_TOKEN = 'buildCacheUpload';",
+        "\"queueWorkerSecret\": \"queue_worker\"",
+    ]);
+    for (text, value) in [
+        ("const UPLOAD_TOKEN = 'uploadxyz';", "uploadxyz"),
+        (
+            "const BUILD_CACHE_UPLOAD_TOKEN = 'buildCacheUpload9';",
+            "buildCacheUpload9",
+        ),
+        (
+            "\"queueWorkerSecret\": \"queue_worker_Zq7rT2\"",
+            "queue_worker_Zq7rT2",
+        ),
+    ] {
+        assert_eq!(spans(text), [value], "{text}");
+    }
+}
+
 /// A generated token on a line that speaks of a key with no syntax between them is found;
 /// digests, ids, public keys and words on such lines are not.
 #[test]
