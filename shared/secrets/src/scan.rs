@@ -1225,6 +1225,11 @@ impl<'t> Scan<'t> {
         if strength == Strength::Weak && key.eq_ignore_ascii_case(b"key") && strong_word_before(bytes, i) {
             strength = Strength::Strong;
         }
+        // A file's name (`my-secret.yml:` in a log line, a Secret's `secrets.env:` entry): what
+        // follows is the file's content or a message, a secret only when it looks generated.
+        if file_name_key(key) {
+            strength = Strength::Weak;
+        }
         // A table's header may name a weak word's column too (its cells must look generated).
         self.table_header_at(i);
         self.key_cell_at(i, kend, key, strength);
@@ -3761,6 +3766,15 @@ pub(crate) fn framed_element_text(bytes: &[u8], start: usize, key: &[u8]) -> Opt
         token = Some((s, s + t.len()));
     }
     token
+}
+
+/// Whether a key ends with a file name's extension (`deploy-secret.yml`, `app_secrets.json`).
+pub(crate) fn file_name_key(key: &[u8]) -> bool {
+    const EXTENSIONS: Words = words_of!(b"yml yaml json txt ini toml xml cfg conf properties log");
+    let Some(dot) = key.iter().rposition(|&b| b == b'.') else {
+        return false;
+    };
+    dot > 0 && EXTENSIONS.iter().any(|e| key[dot + 1..].eq_ignore_ascii_case(e))
 }
 
 /// A generated token alone on its line below a label line that names a secret (an installer's

@@ -3462,6 +3462,25 @@ fn a_value_spelling_the_keys_other_words_names_the_slot() {
     }
 }
 
+/// A key that is a file's name (`deploy-secret.yml:` in a log line) is followed by the file's
+/// content or a message: a secret there only when it looks generated.
+#[test]
+fn a_file_names_key_holds_only_a_generated_value() {
+    assert_clean(&[
+        "worker 12 loading deploy-secret.yml: retry2 = {}",
+        "parse failed in app_secrets.json: line3",
+    ]);
+    for (text, value) in [
+        (
+            "data:\n  app_secrets.json: Zk3n8QwL2xVb7Rt5Yp1Mc9Ds",
+            "Zk3n8QwL2xVb7Rt5Yp1Mc9Ds",
+        ),
+        ("deploy_secret: retry2x", "retry2x"),
+    ] {
+        assert_eq!(spans(text), [value], "{text}");
+    }
+}
+
 /// A generated token on a line that speaks of a key with no syntax between them is found;
 /// digests, ids, public keys and words on such lines are not.
 #[test]
