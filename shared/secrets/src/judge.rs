@@ -548,8 +548,10 @@ pub(crate) fn value_is_secret(
         {
             return false;
         }
-        // A passphrase has spaces; a message has sentence words or names the secret itself.
-        return (!weak || contains_ci(key, b"passphrase")) && passphrase_like(v) || spaced_random(v);
+        // A passphrase has spaces; a message has sentence words or names the secret itself, or
+        // its key names it a message (`invalid_one_time_password`, `sendOneTimePassword`).
+        return (!weak || contains_ci(key, b"passphrase")) && passphrase_like(v) && !message_key(key)
+            || spaced_random(v);
     }
     if numeric_like(v)
         || version_like(v)
@@ -1710,6 +1712,19 @@ pub(crate) fn passphrase_like(v: &[u8]) -> bool {
             let w = trim_end_of(w, |b| matches!(b, b'.' | b',' | b'!' | b'?' | b':'));
             !MESSAGE_WORDS.iter().any(|m| w.eq_ignore_ascii_case(m)) && secret_word(w).is_none()
         })
+}
+
+/// A key whose first word says it names a message about the secret, not the secret: a
+/// translation's id (`invalid_one_time_password`, `sendOneTimePassword`, `wrongPin`).
+pub(crate) fn message_key(key: &[u8]) -> bool {
+    const FIRST: Words =
+        words_of!(b"invalid wrong incorrect send resend forgot forgotten missing show hide error");
+    // The first word: up to a separator or a capital after small letters (`send|OneTime…`).
+    let first = run_end(key, 1, |b| {
+        b.is_ascii_lowercase()
+            || b.is_ascii_uppercase() && key[0].is_ascii_uppercase() && key[1].is_ascii_uppercase()
+    });
+    first < key.len() && FIRST.iter().any(|w| key[..first].eq_ignore_ascii_case(w))
 }
 
 /// One word quoted in a sentence about a password (`"centipede"`, `'blooberry'`), not a word

@@ -3481,6 +3481,30 @@ fn a_file_names_key_holds_only_a_generated_value() {
     }
 }
 
+/// A translation's message under a key naming it a message about the secret (`invalid_…`,
+/// `send…`, `wrong…`) is no passphrase, in any language; the same words under a key naming the
+/// secret itself are one.
+#[test]
+fn a_phrase_under_a_message_key_is_no_passphrase() {
+    assert_clean(&[
+        "\"invalidClientSecret\": \"Ogiltig klienthemlighet angiven\",",
+        "\"resend_verification_token\": \"Skicka koden igen\"",
+        "WRONG_API_KEY=\"Fel nyckel angiven nu\"",
+    ]);
+    for (text, value) in [
+        (
+            "\"pin_passphrase\": \"Ogiltig pinkod angiven\",",
+            "Ogiltig pinkod angiven",
+        ),
+        (
+            "\"verification_passphrase\": \"Skicka koden igen\"",
+            "Skicka koden igen",
+        ),
+    ] {
+        assert_eq!(spans(text), [value], "{text}");
+    }
+}
+
 /// A generated token on a line that speaks of a key with no syntax between them is found;
 /// digests, ids, public keys and words on such lines are not.
 #[test]
