@@ -597,6 +597,21 @@ pub(crate) fn secret_location(v: &[u8]) -> bool {
         && segments.any(|w| secret_word(w).is_some())
 }
 
+/// A constant's name in capitals with a secret word among its segments and another word
+/// (`GITHUB_TOKEN`, `CKV_SECRET`, a variable's or a check's id): it names a secret, quoted or
+/// not; digits stand only as a whole last segment.
+pub(crate) fn secret_constant_name(v: &[u8]) -> bool {
+    let segments = || v.split(|&b| b == b'_');
+    let n = segments().count();
+    n >= 2
+        && segments().enumerate().all(|(k, w)| {
+            !w.is_empty()
+                && (w.iter().all(u8::is_ascii_uppercase) || k == n - 1 && w.iter().all(u8::is_ascii_digit))
+        })
+        && segments().any(|w| secret_word(w).is_some())
+        && segments().any(|w| w.iter().all(u8::is_ascii_uppercase) && secret_word(w).is_none())
+}
+
 /// A value that names what a secret is, not the secret: a digest of it under a `hashed…` key; a
 /// part of an AWS resource name (`arn:aws:secretsmanager:…:secret:<name>`); a string prefix the
 /// parser left on a slot's own name (C#'s `@"Token"`, `$"…"`); a variable naming the secret
@@ -632,7 +647,7 @@ pub(crate) fn names_where_secret_lives(
     {
         return true;
     }
-    if secret_location(v) {
+    if secret_location(v) || secret_constant_name(v) {
         return true;
     }
     digest_of_secret(bytes, key, v)

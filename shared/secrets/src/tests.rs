@@ -3505,6 +3505,20 @@ fn a_phrase_under_a_message_key_is_no_passphrase() {
     }
 }
 
+/// A quoted constant's name holding a secret word and another word names a secret (an
+/// environment variable, a check's id); capitals with no such segments, or mixed with small
+/// letters, stay a literal.
+#[test]
+fn a_quoted_constant_name_with_a_secret_word_names_a_secret() {
+    assert_clean(&["token = 'GITLAB_DEPLOY_TOKEN'", "{\"api_key\": \"MAPS_API_KEY\"}"]);
+    for (text, value) in [
+        ("token = 'GITLABDEPLOYTOKEN'", "GITLABDEPLOYTOKEN"),
+        ("{\"api_key\": \"MAPS_API_KEY_x7Qz\"}", "MAPS_API_KEY_x7Qz"),
+    ] {
+        assert_eq!(spans(text), [value], "{text}");
+    }
+}
+
 /// A generated token on a line that speaks of a key with no syntax between them is found;
 /// digests, ids, public keys and words on such lines are not.
 #[test]
