@@ -223,14 +223,28 @@ pub(crate) fn fabricated(v: &[u8]) -> bool {
             run = 1;
         }
     }
-    counts(1, true)
-        || counts(2, false)
-        || counts(2, true)
-        || v.windows(7).any(|w| w == b"EXAMPLE")
-        // The same documentation marker in its other spelling (`SAMPLEq8Zr2…`, `…Tk9SAMPLEYn7…`):
-        // six capitals a generated value holds about once in a billion.
-        || v.windows(6).any(|w| w == b"SAMPLE")
-        || filler_run(v)
+    counts(1, true) || counts(2, false) || counts(2, true) || spells_a_marker(v) || filler_run(v)
+}
+
+/// Whether `v` holds the documentation marker `EXAMPLE`, or its other spelling `SAMPLE`
+/// (`SAMPLEq8Zr2…`, `…Tk9SAMPLEYn7…`: six capitals a generated value holds about once in a
+/// billion), each letter as itself or as the digit that looks like it.
+pub(crate) fn spells_a_marker(v: &[u8]) -> bool {
+    v.windows(7).any(|w| spells_marker(w, b"EXAMPLE")) || v.windows(6).any(|w| spells_marker(w, b"SAMPLE"))
+}
+
+/// Whether `w` spells the capitals of `marker`, each letter as itself or as the digit that
+/// looks like it (`EXAMPL3`, `3XAMPLE`, `EX4MP1E`: a documentation marker typed past a scanner's
+/// allow-list is the marker still).
+fn spells_marker(w: &[u8], marker: &[u8]) -> bool {
+    let alike = |c: u8| match c {
+        b'E' => b'3',
+        b'A' => b'4',
+        b'L' => b'1',
+        b'S' => b'5',
+        _ => c,
+    };
+    w.len() == marker.len() && w.iter().zip(marker).all(|(&b, &c)| b == c || b == alike(c))
 }
 
 /// Counts end to end, however short: every letter and digit belongs to a count of three or more,

@@ -547,8 +547,10 @@ pub(crate) fn value_is_secret(
         {
             return false;
         }
-        // A passphrase has spaces; a message has sentence words or names the secret itself.
-        return (!weak || contains_ci(key, b"passphrase")) && passphrase_like(v) || spaced_random(v);
+        // A passphrase has spaces; a message has sentence words or names the secret itself, or
+        // its key names it a message (`invalid_one_time_password`, `sendOneTimePassword`).
+        return (!weak || contains_ci(key, b"passphrase")) && passphrase_like(v) && !message_key(key)
+            || spaced_random(v);
     }
     if numeric_like(v)
         || version_like(v)
@@ -615,6 +617,21 @@ pub(crate) fn secret_location(v: &[u8]) -> bool {
         && segments.any(|w| secret_word(w).is_some())
 }
 
+/// A constant's name in capitals with a secret word among its segments and another word
+/// (`GITHUB_TOKEN`, `CKV_SECRET`, a variable's or a check's id): it names a secret, quoted or
+/// not; digits stand only as a whole last segment.
+pub(crate) fn secret_constant_name(v: &[u8]) -> bool {
+    let segments = || v.split(|&b| b == b'_');
+    let n = segments().count();
+    n >= 2
+        && segments().enumerate().all(|(k, w)| {
+            !w.is_empty()
+                && (w.iter().all(u8::is_ascii_uppercase) || k == n - 1 && w.iter().all(u8::is_ascii_digit))
+        })
+        && segments().any(|w| secret_word(w).is_some())
+        && segments().any(|w| w.iter().all(u8::is_ascii_uppercase) && secret_word(w).is_none())
+}
+
 /// A value that names what a secret is, not the secret: a digest of it under a `hashed…` key; a
 /// part of an AWS resource name (`arn:aws:secretsmanager:…:secret:<name>`); a string prefix the
 /// parser left on a slot's own name (C#'s `@"Token"`, `$"…"`); a variable naming the secret
@@ -650,7 +667,7 @@ pub(crate) fn names_where_secret_lives(
     {
         return true;
     }
-    if secret_location(v) {
+    if secret_location(v) || secret_constant_name(v) {
         return true;
     }
     digest_of_secret(bytes, key, v)
@@ -1774,6 +1791,19 @@ pub(crate) fn passphrase_like(v: &[u8]) -> bool {
         })
 }
 
+/// A key whose first word says it names a message about the secret, not the secret: a
+/// translation's id (`invalid_one_time_password`, `sendOneTimePassword`, `wrongPin`).
+pub(crate) fn message_key(key: &[u8]) -> bool {
+    const FIRST: Words =
+        words_of!(b"invalid wrong incorrect send resend forgot forgotten missing show hide error");
+    // The first word: up to a separator or a capital after small letters (`send|OneTime…`).
+    let first = run_end(key, 1, |b| {
+        b.is_ascii_lowercase()
+            || b.is_ascii_uppercase() && key[0].is_ascii_uppercase() && key[1].is_ascii_uppercase()
+    });
+    first < key.len() && FIRST.iter().any(|w| key[..first].eq_ignore_ascii_case(w))
+}
+
 /// One word quoted in a sentence about a password (`"centipede"`, `'blooberry'`), not a word
 /// that describes one (`"wrong"`, `"required"`, `"hidden"`).
 pub(crate) fn quoted_word(v: &[u8]) -> bool {
@@ -2811,6 +2841,22 @@ pub(crate) fn same_as_key(v: &[u8], key: &[u8]) -> bool {
         || member.len() < key.len() && v.len() >= 6 && same_letters(v, member)
         || all_caps_name(v) && v.len() >= 4 && contains_ci(key, &v[..v.len().min(4)])
         || v.len() >= 6 && same_letters(v, key)
+        || v.len() >= 6
+            && v.iter().all(|&b| b.is_ascii_alphabetic() || b == b'_')
+            && key_head(key).is_some_and(|h| same_letters(v, h))
+}
+
+/// The words of a key before its last word, when they are two or more
+/// (`IAM_ROLE_STATEMENTS_TOKEN` → `IAM_ROLE_STATEMENTS`, `sessionCacheKey` → `sessionCache`): a
+/// value spelling them names what the secret is for (`'iamRoleStatements'`), not the secret.
+fn key_head(key: &[u8]) -> Option<&[u8]> {
+    let boundary = |k: usize| {
+        matches!(key[k], b'_' | b'-' | b'.')
+            || k > 0 && key[k].is_ascii_uppercase() && key[k - 1].is_ascii_lowercase()
+    };
+    let last = (1..key.len()).rev().find(|&k| boundary(k))?;
+    let head = &key[..last];
+    (1..head.len()).any(boundary).then_some(head)
 }
 
 /// The key's name in another casing (`"client_secret": "clientSecret"`, `apiKey = API_KEY`),

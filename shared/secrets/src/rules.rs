@@ -529,6 +529,7 @@ fn typed_filler(token: &[u8]) -> bool {
         // after a lowercase word of the vendor's own (`sk-proj-abc123`).
         || counted_tail(token)
         || token.len() >= 20 && crate::chars::fabricated(token)
+        || crate::chars::spells_a_marker(token)
         || token.len() >= 12 && crate::chars::filler_run(token)
     {
         return true;

@@ -1225,6 +1225,11 @@ impl<'t> Scan<'t> {
         if strength == Strength::Weak && key.eq_ignore_ascii_case(b"key") && strong_word_before(bytes, i) {
             strength = Strength::Strong;
         }
+        // A file's name (`my-secret.yml:` in a log line, a Secret's `secrets.env:` entry): what
+        // follows is the file's content or a message, a secret only when it looks generated.
+        if file_name_key(key) {
+            strength = Strength::Weak;
+        }
         // A table's header may name a weak word's column too (its cells must look generated).
         self.table_header_at(i);
         self.key_cell_at(i, kend, key, strength);
@@ -1414,7 +1419,9 @@ impl<'t> Scan<'t> {
             .take_while(|&&b| b.is_ascii_alphanumeric() || b == b'_')
             .count();
         let field = &bytes[field_start..p];
+        // A numbered pair (`name1` / `value1`) is a pair as `name` / `value` is.
         let ends_ci = |w: &[u8], tail: &[u8]| {
+            let w = &w[..w.len() - w.iter().rev().take_while(|b| b.is_ascii_digit()).count()];
             w.len() >= tail.len() && w[w.len() - tail.len()..].eq_ignore_ascii_case(tail)
         };
         if !(declared || ends_ci(field, b"name") || ends_ci(field, b"key"))
@@ -1426,12 +1433,22 @@ impl<'t> Scan<'t> {
         let stop = bytes.len().min(kend + 256);
         let mut k = kend;
         let mut depth = 0i32;
+        // Brackets opened after the name (a log line's `app[4211]:` before each line) close
+        // nothing of the entry's.
+        let mut square = 0u32;
         while k < stop {
             let b = bytes[k];
             // A declaration's block closes where its braces balance (`{}` holds no default).
             depth += i32::from(b == b'{') - i32::from(b == b'}');
+            if b == b'[' {
+                square += 1;
+            } else if b == b']' && square > 0 {
+                square -= 1;
+                k += 1;
+                continue;
+            }
             if (!declared || depth <= 0) && (b == b'}' || b == b']') || bytes[k..].starts_with(b"\n\n") {
-                return None;
+                return self.value_before_name(field_start, declared || xml);
             }
             if b.is_ascii_alphabetic() && (k == 0 || !is_key_byte(bytes[k - 1])) {
                 let e = run_end_max(bytes, k, 32, |c| c.is_ascii_alphanumeric() || c == b'_');
@@ -1451,7 +1468,7 @@ impl<'t> Scan<'t> {
                     return Some(NamedValue::Element(e + 1));
                 }
                 if ends_ci(word, b"name") || ends_ci(word, b"key") {
-                    return None;
+                    return self.value_before_name(field_start, declared || xml);
                 }
                 if ends_ci(word, b"value") || declared && word == b"default" {
                     return Some(NamedValue::Field(e));
@@ -1460,6 +1477,86 @@ impl<'t> Scan<'t> {
                 continue;
             }
             k += 1;
+        }
+        self.value_before_name(field_start, declared || xml)
+    }
+
+    /// The value field of a name/value pair written value first (`{"value": "…", "name":
+    /// "DB_PASSWORD"}`, `- value: …` then `  name: DB_PASSWORD`), the name's field starting at
+    /// `field_start`: back to where the entry opens (`{`, `[`, a YAML item's `- `), never past
+    /// another entry's end, a blank line or another name.
+    pub(crate) fn value_before_name(&self, field_start: usize, skip: bool) -> Option<NamedValue> {
+        let bytes = self.bytes;
+        let line_start = bytes[..field_start]
+            .iter()
+            .rposition(|&b| b == b'\n')
+            .map_or(0, |p| p + 1);
+        let item = |from: usize, to: usize| {
+            let lead = bytes[from..to].trim_ascii_start();
+            lead.starts_with(b"- ") || lead == b"-"
+        };
+        // The name opens its YAML item (`- name:`, after a log line's prefix too): what stands
+        // before it is another item's.
+        let lead = bytes[line_start..field_start].trim_ascii_end();
+        let lead = lead.strip_suffix(b"\"").unwrap_or(lead).trim_ascii_end();
+        let dash = lead
+            .strip_suffix(b"-")
+            .is_some_and(|l| l.last().is_none_or(u8::is_ascii_whitespace));
+        if skip || dash {
+            return None;
+        }
+        let ends_ci = |w: &[u8], tail: &[u8]| {
+            let w = &w[..w.len() - w.iter().rev().take_while(|b| b.is_ascii_digit()).count()];
+            w.len() >= tail.len() && w[w.len() - tail.len()..].eq_ignore_ascii_case(tail)
+        };
+        // A field's word: followed by an optional quote, blanks and `:` or `=`.
+        let field_at = |e: usize| {
+            let mut v = e;
+            if matches!(bytes.get(v), Some(b'"' | b'\'' | b'`')) {
+                v += 1;
+            }
+            v = skip_blank(bytes, v);
+            matches!(bytes.get(v), Some(b':' | b'='))
+        };
+        let lo = field_start.saturating_sub(256);
+        let mut k = field_start;
+        let mut square = 0u32;
+        let mut line_end = line_start;
+        while k > lo {
+            let b = bytes[k - 1];
+            match b {
+                b'{' | b'}' => return None,
+                b']' => square += 1,
+                b'[' if square > 0 => square -= 1,
+                b'[' => return None,
+                b'\n' => {
+                    // A blank line ends the entry; a YAML item's first line is its start.
+                    if k < line_end && item(k, line_end) || bytes[..k].ends_with(b"\n\n") {
+                        return None;
+                    }
+                    line_end = k - 1;
+                }
+                _ => {}
+            }
+            if b.is_ascii_alphanumeric() && !bytes.get(k).copied().is_some_and(is_key_byte) {
+                let ws = k - bytes[lo..k]
+                    .iter()
+                    .rev()
+                    .take_while(|&&c| c.is_ascii_alphanumeric() || c == b'_')
+                    .count();
+                let word = &bytes[ws..k];
+                if (ws == 0 || !is_key_byte(bytes[ws - 1])) && field_at(k) {
+                    if ends_ci(word, b"value") {
+                        return Some(NamedValue::Field(k));
+                    }
+                    if ends_ci(word, b"name") || ends_ci(word, b"key") {
+                        return None;
+                    }
+                }
+                k = ws;
+                continue;
+            }
+            k -= 1;
         }
         None
     }
@@ -2596,6 +2693,17 @@ impl<'t> Scan<'t> {
             && value_is_secret(bytes, &value, key, strength, Mode::Literal)
         {
             self.push(kind, start, end);
+        } else if let Some((start, end)) = framed_element_text(bytes, value.start, key) {
+            let value = Value {
+                start,
+                end,
+                raw_end: end,
+                span_end: end,
+                ..value
+            };
+            if value_is_secret(bytes, &value, key, strength, Mode::Literal) {
+                self.push(kind, start, end);
+            }
         }
     }
 
@@ -3591,6 +3699,89 @@ pub(crate) fn same_line_tokens(bytes: &[u8], found: &mut Vec<Finding>, name_word
         k = end;
     }
     found.len() > before
+}
+
+/// The text of an element whose end tag (`</key>`) stands on a later line than its start tag,
+/// each line framed alike (`<token>` / `    abc…` / `</token>`; each line a JSON string of a
+/// notebook cell, `", "    abc…\n", "</token>`; or behind a log line's prefix): the one token
+/// among the lines after the framing the end tag's line has, where the framings have the same
+/// shape (digits for digits, letters for letters, the rest the same). Every other line is
+/// blank or framing only.
+pub(crate) fn framed_element_text(bytes: &[u8], start: usize, key: &[u8]) -> Option<(usize, usize)> {
+    let limit = bytes.len().min(start + 512);
+    // The lines (real ones, or `\n` escapes in a string) up to the end tag, at most eight.
+    let mut pieces = [(start, start); 8];
+    let (mut n, mut from, mut j) = (0, start, start);
+    loop {
+        if j >= limit {
+            return None;
+        }
+        let brk = match bytes[j] {
+            b'\n' => 1,
+            b'\\' if bytes.get(j + 1) == Some(&b'n') => 2,
+            b'<' => {
+                let closes = bytes.get(j + 1) == Some(&b'/')
+                    && bytes[j + 2..].starts_with(key)
+                    && bytes.get(j + 2 + key.len()) == Some(&b'>');
+                if !closes || n < 2 {
+                    return None;
+                }
+                break;
+            }
+            _ => 0,
+        };
+        if brk > 0 {
+            if n == pieces.len() {
+                return None;
+            }
+            pieces[n] = (from, j);
+            n += 1;
+            from = j + brk;
+            j = from;
+            continue;
+        }
+        j += 1;
+    }
+    let frame = &bytes[from..j];
+    let shape = |b: u8| {
+        if b.is_ascii_digit() {
+            b'0'
+        } else if b.is_ascii_alphabetic() {
+            b'a'
+        } else {
+            b
+        }
+    };
+    let framed = |p: &[u8]| p.iter().zip(frame).all(|(&a, &b)| shape(a) == shape(b));
+    let mut token = None;
+    for &(ps, pe) in &pieces[..n] {
+        let piece = &bytes[ps..pe];
+        if piece.trim_ascii().is_empty() || piece.len() <= frame.len() && framed(piece) {
+            continue;
+        }
+        let skip = if framed(piece) { frame.len() } else { 0 };
+        let text = &bytes[ps + skip..pe];
+        let t = text.trim_ascii();
+        if token.is_some()
+            || t.is_empty()
+            || t.iter()
+                .any(|b| b.is_ascii_whitespace() || matches!(b, b'"' | b'\'' | b'<' | b'>'))
+        {
+            return None;
+        }
+        let s = ps + skip + text.len() - text.trim_ascii_start().len();
+        token = Some((s, s + t.len()));
+    }
+    token
+}
+
+/// Whether a key ends with a file name's extension (`deploy-secret.yml`, `app_secrets.json`).
+pub(crate) fn file_name_key(key: &[u8]) -> bool {
+    const EXTENSIONS: Words = words_of!(b"yml yaml json txt ini toml xml cfg conf properties log");
+    let Some(dot) = key.iter().rposition(|&b| b == b'.') else {
+        return false;
+    };
+    dot > 0 && EXTENSIONS.iter().any(|e| key[dot + 1..].eq_ignore_ascii_case(e))
 }
 
 /// A generated token alone on its line below a label line that names a secret (an installer's

@@ -3446,6 +3446,151 @@ fn a_name_fields_key_takes_the_value_fields_value() {
     ]);
 }
 
+/// A name/value pair written value first, numbered (`name2`/`value2`), or with a log line's
+/// prefix (`app[311]:`) before each of its lines holds its value as a pair written name first
+/// does; a value belongs to its own entry only.
+#[test]
+fn a_pair_written_value_first_or_numbered_holds_its_value() {
+    for text in [
+        "containers:\n  - value: Q7mZt2Rk9xWv4LpN8cYd3Hs6\n    name: SMTP_PASSWORD",
+        "[{\"Value\": \"Q7mZt2Rk9xWv4LpN8cYd3Hs6\", \"Name\": \"smtp-password\"}]",
+        "headers {\n  name2  = \"X-Api-Key\"\n  value2 = \"Q7mZt2Rk9xWv4LpN8cYd3Hs6\"\n}",
+        "worker[311]: - name: SMTP_PASSWORD\nworker[311]:   value: Q7mZt2Rk9xWv4LpN8cYd3Hs6",
+    ] {
+        assert_eq!(spans(text), ["Q7mZt2Rk9xWv4LpN8cYd3Hs6"], "{text}");
+    }
+    assert_clean(&[
+        "env:\n  - name: REGION\n    value: Q7mZt2Rk9xWv4LpN8cYd3Hs6\n  - name: SMTP_PASSWORD\n    valueFrom: vault",
+        "[{\"name\": \"region\", \"value\": \"Q7mZt2Rk9xWv4LpN8cYd3Hs6\"}, {\"name\": \"smtp_password\"}]",
+        "- value: Q7mZt2Rk9xWv4LpN8cYd3Hs6\n  name: build_label\n- name: SMTP_PASSWORD",
+        "{\"value\": \"Q7mZt2Rk9xWv4LpN8cYd3Hs6\",\n\n \"name\": \"smtp_password\"}",
+        "{\"value\": \"${SMTP_PASSWORD}\", \"name\": \"smtp_password\"}",
+    ]);
+}
+
+/// An element's text on the line between its start and end tags is its value, the lines framed
+/// alike (a log line's prefix, a notebook cell's JSON strings, a quote); a slot, a reference or
+/// another element there is none.
+#[test]
+fn an_elements_text_on_its_own_line_between_framed_lines_is_its_value() {
+    for text in [
+        "I/Sync( 812): <authToken>\nI/Sync( 812):   Jq8vR2nX5tLm9KwC4zHp7Ye3\nI/Sync( 812): </authToken>",
+        "{\"lines\": [\"<AuthToken>\\n\", \"  Jq8vR2nX5tLm9KwC4zHp7Ye3\\n\", \"</AuthToken>\"]}",
+        "| <authToken>\n|     Jq8vR2nX5tLm9KwC4zHp7Ye3\n| </authToken>",
+    ] {
+        assert_eq!(spans(text), ["Jq8vR2nX5tLm9KwC4zHp7Ye3"], "{text}");
+    }
+    assert_clean(&[
+        "I/Sync( 812): <authToken>\nI/Sync( 812):   ${SYNC_AUTH_TOKEN}\nI/Sync( 812): </authToken>",
+        "<authToken>\n  <value>Jq8vR2nX5tLm9KwC4zHp7Ye3</value>\n</authToken>",
+        "{\"lines\": [\"<AuthToken>\\n\", \"  read from the vault\\n\", \"</AuthToken>\"]}",
+    ]);
+}
+
+/// The documentation marker spelt with a look-alike digit (`EXAMPL3`, `3XAMPLE`, `SAMP1E`) is the
+/// marker: filler where the credential goes, under a provider's prefix or a key; a value that
+/// holds no such spelling is no filler.
+#[test]
+fn the_documentation_marker_spelt_with_digits_is_filler() {
+    assert_clean(&[
+        "export AWS_ACCESS_KEY_ID=AKIAQ7TZ2WRN3XAMPLEK",
+        "client_secret: \"Vq8Lm2Rt7Kx9EX4MPLEwZ4pHn6Yc3Bd5Fg\"",
+        "api_key = \"Tq7Wm2Xr9Lk4Vn8Z5AMP1EcB3yHd6\"",
+    ]);
+    for (text, value) in [
+        (
+            "export AWS_ACCESS_KEY_ID=AKIAQ7TZ2WRN3XAMPQEK",
+            "AKIAQ7TZ2WRN3XAMPQEK",
+        ),
+        (
+            "client_secret: \"Vq8Lm2Rt7Kx9EX4MPwZ4pHn6Yc3Bd5Fg\"",
+            "Vq8Lm2Rt7Kx9EX4MPwZ4pHn6Yc3Bd5Fg",
+        ),
+    ] {
+        assert_eq!(spans(text), [value], "{text}");
+    }
+}
+
+/// A value spelling the key's words before its secret word (two or more) names what the secret
+/// is for; one word, or a value with digits or mixed in, stays a literal.
+#[test]
+fn a_value_spelling_the_keys_other_words_names_the_slot() {
+    assert_clean(&[
+        "const BUILD_CACHE_UPLOAD_TOKEN = 'buildCacheUpload';",
+        "\"queueWorkerSecret\": \"queue_worker\"",
+    ]);
+    for (text, value) in [
+        ("const UPLOAD_TOKEN = 'uploadxyz';", "uploadxyz"),
+        (
+            "const BUILD_CACHE_UPLOAD_TOKEN = 'buildCacheUpload9';",
+            "buildCacheUpload9",
+        ),
+        (
+            "\"queueWorkerSecret\": \"queue_worker_Zq7rT2\"",
+            "queue_worker_Zq7rT2",
+        ),
+    ] {
+        assert_eq!(spans(text), [value], "{text}");
+    }
+}
+
+/// A key that is a file's name (`deploy-secret.yml:` in a log line) is followed by the file's
+/// content or a message: a secret there only when it looks generated.
+#[test]
+fn a_file_names_key_holds_only_a_generated_value() {
+    assert_clean(&[
+        "worker 12 loading deploy-secret.yml: retry2 = {}",
+        "parse failed in app_secrets.json: line3",
+    ]);
+    for (text, value) in [
+        (
+            "data:\n  app_secrets.json: Zk3n8QwL2xVb7Rt5Yp1Mc9Ds",
+            "Zk3n8QwL2xVb7Rt5Yp1Mc9Ds",
+        ),
+        ("deploy_secret: retry2x", "retry2x"),
+    ] {
+        assert_eq!(spans(text), [value], "{text}");
+    }
+}
+
+/// A translation's message under a key naming it a message about the secret (`invalid_…`,
+/// `send…`, `wrong…`) is no passphrase, in any language; the same words under a key naming the
+/// secret itself are one.
+#[test]
+fn a_phrase_under_a_message_key_is_no_passphrase() {
+    assert_clean(&[
+        "\"invalidClientSecret\": \"Ogiltig klienthemlighet angiven\",",
+        "\"resend_verification_token\": \"Skicka koden igen\"",
+        "WRONG_API_KEY=\"Fel nyckel angiven nu\"",
+    ]);
+    for (text, value) in [
+        (
+            "\"pin_passphrase\": \"Ogiltig pinkod angiven\",",
+            "Ogiltig pinkod angiven",
+        ),
+        (
+            "\"verification_passphrase\": \"Skicka koden igen\"",
+            "Skicka koden igen",
+        ),
+    ] {
+        assert_eq!(spans(text), [value], "{text}");
+    }
+}
+
+/// A quoted constant's name holding a secret word and another word names a secret (an
+/// environment variable, a check's id); capitals with no such segments, or mixed with small
+/// letters, stay a literal.
+#[test]
+fn a_quoted_constant_name_with_a_secret_word_names_a_secret() {
+    assert_clean(&["token = 'GITLAB_DEPLOY_TOKEN'", "{\"api_key\": \"MAPS_API_KEY\"}"]);
+    for (text, value) in [
+        ("token = 'GITLABDEPLOYTOKEN'", "GITLABDEPLOYTOKEN"),
+        ("{\"api_key\": \"MAPS_API_KEY_x7Qz\"}", "MAPS_API_KEY_x7Qz"),
+    ] {
+        assert_eq!(spans(text), [value], "{text}");
+    }
+}
+
 /// A generated token on a line that speaks of a key with no syntax between them is found;
 /// digests, ids, public keys and words on such lines are not.
 #[test]
