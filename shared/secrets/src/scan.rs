@@ -23,8 +23,8 @@ use crate::judge::{
     letters_password, member_path, named_nearby, names_no_secret, next_field_pair, npm_scope, numeric_like,
     opens_a_call, owned_in_prose, passphrase_word, password_key, plain_cookie, plain_cookie_pair,
     plist_value_follows, quoted_slot, quoted_word, random_after_slash, random_letters, readable_url,
-    secret_location, sigil_code, skip_fillers, spaced_random, start_tag_attributes_end, statement_start,
-    text_before, url_stand_in_userinfo, user_password, uuid, value_is_secret, within_arn,
+    secret_constant_name, secret_location, sigil_code, skip_fillers, spaced_random, start_tag_attributes_end,
+    statement_start, text_before, url_stand_in_userinfo, user_password, uuid, value_is_secret, within_arn,
 };
 use crate::kinds::{Finding, SecretKind};
 use crate::layout::dequoted;
@@ -1957,6 +1957,7 @@ impl<'t> Scan<'t> {
             && (strong || !base64_text(value))
             && !digest_of_secret(bytes, key, value)
             && !secret_location(value)
+            && !secret_constant_name(value)
             && !within_arn(bytes, p)
             // A property list's `<key>` names the entry whose value element follows.
             && !(element && key.eq_ignore_ascii_case(b"key") && plist_value_follows(bytes, end))

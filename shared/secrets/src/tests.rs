@@ -3591,6 +3591,23 @@ fn a_quoted_constant_name_with_a_secret_word_names_a_secret() {
     }
 }
 
+/// A constant's name with a secret word and a numbered last segment (a check's or a rule's id,
+/// `VAULT_SECRET_12`) names a secret under any key, a spaced label's too; letters after the
+/// number or small letters make it a literal again.
+#[test]
+fn a_numbered_constant_name_under_a_label_names_a_secret() {
+    assert_clean(&[
+        "'Deploy Key': 'ACME_TOKEN_3',",
+        "rules = {'Vault secret': 'VAULT_SECRET_12'}",
+    ]);
+    for (text, value) in [
+        ("'Deploy Key': 'ACME_TOKEN_3x9Q',", "ACME_TOKEN_3x9Q"),
+        ("secret: 'Vault_Secret_12'", "Vault_Secret_12"),
+    ] {
+        assert_eq!(spans(text), [value], "{text}");
+    }
+}
+
 /// A generated token on a line that speaks of a key with no syntax between them is found;
 /// digests, ids, public keys and words on such lines are not.
 #[test]

@@ -14,6 +14,7 @@ use powercontext_hooks_secrets::{KEYWORD_INFO, VENDORS, find_secret, keyword_pro
 const CORPUS: &str = include_str!("../../../tests/fixtures/secrets_corpus.txt");
 const HELDOUT: &str = include_str!("../../../tests/fixtures/secrets_heldout.txt");
 const ORDINARY_REAL: &str = include_str!("../../../tests/fixtures/secrets_ordinary_real.txt");
+const CHECKOV: &str = include_str!("../../../tests/fixtures/secrets_probe_checkov.txt");
 const DOC: &str = include_str!("../../../docs/secret-filter.md");
 const README: &str = include_str!("../../../README.md");
 const BEGIN: &str = "<!-- rates: computed by shared/secrets/tests/rates.rs -->\n";
@@ -42,6 +43,7 @@ const FLOORS: &[(&str, f64, f64)] = &[
     ("planted-real", 100.0, 0.0),
     ("ggshield", 100.0, 0.0),
     ("2ms", 98.9, 1.3),
+    ("checkov", 100.0, 1.3),
 ];
 
 /// What each source is, for the table.
@@ -108,6 +110,10 @@ const LABELS: &[(&str, &str)] = &[
         "2ms",
         "2ms' rule tests and rule files in four prompt shapes (three new: a notebook cell, an issue form, a logcat)",
     ),
+    (
+        "checkov",
+        "checkov's secret-scanner test data in five new prompt shapes (a traceback, a deploy log, a quoted review, a diff, a question), `tests/fixtures/secrets_probe_checkov.txt`",
+    ),
 ];
 
 #[derive(Default)]
@@ -172,7 +178,7 @@ fn unescape(text: &str) -> String {
 fn rates() -> BTreeMap<String, Rates> {
     let mut all = BTreeMap::new();
     score(CORPUS, |_| "ours".to_owned(), &mut all);
-    for fixture in [HELDOUT, ORDINARY_REAL] {
+    for fixture in [HELDOUT, ORDINARY_REAL, CHECKOV] {
         score(
             fixture,
             |category| category.split(':').next().unwrap_or("?").to_owned(),
