@@ -3591,6 +3591,29 @@ fn a_quoted_constant_name_with_a_secret_word_names_a_secret() {
     }
 }
 
+/// German's word for key and French's for token name the random value after them in a sentence,
+/// as `key` and `token` do in English; the same words about a lock, a table or an expiry do not.
+#[test]
+fn key_in_german_and_token_in_french_name_a_random_value() {
+    for (text, value) in [
+        (
+            "Hier ist mein Schlüssel Wq8vNt3pXz6LmR2kBy7Hc4Jd, bitte testen",
+            "Wq8vNt3pXz6LmR2kBy7Hc4Jd",
+        ),
+        (
+            "Mon jeton Wq8vNt3pXz6LmR2kBy7Hc4Jd ne passe plus",
+            "Wq8vNt3pXz6LmR2kBy7Hc4Jd",
+        ),
+    ] {
+        assert_eq!(spans(text), [value], "{text}");
+    }
+    assert_clean(&[
+        "Den Schlüssel für den Keller hat Jonas, er kommt um 18 Uhr.",
+        "Der Fremdschlüssel zeigt auf orders.customer_id.",
+        "Le jeton de rafraîchissement expire au bout de 30 jours.",
+    ]);
+}
+
 /// A constant's name with a secret word and a numbered last segment (a check's or a rule's id,
 /// `VAULT_SECRET_12`) names a secret under any key, a spaced label's too; letters after the
 /// number or small letters make it a literal again.

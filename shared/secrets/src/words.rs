@@ -190,7 +190,8 @@ pub(crate) struct SecretWord {
 /// for (see [`foreign_word_means`]): password in German, French, Spanish, Portuguese, Dutch,
 /// Polish, Czech, Hungarian, Swedish, Norwegian, Danish, Finnish, Turkish, Chinese, Japanese,
 /// Korean and Russian (Italian writes `password`), and token, secret key and private key in
-/// Chinese, Japanese, Korean and Russian. ASCII case is ignored; other capitals are entries of
+/// Chinese, Japanese, Korean and Russian; key in German and token in French, as weak as `key` and
+/// `token` are in English. ASCII case is ignored; other capitals are entries of
 /// their own (at most 64: a [`ForeignMask`]).
 pub(crate) const PASSWORD_WORDS: &[&str] = &[
     "passwort",
@@ -234,6 +235,8 @@ pub(crate) const PASSWORD_WORDS: &[&str] = &[
     "私钥",
     "私鑰",
     "秘密鍵",
+    "schlüssel",
+    "jeton",
 ];
 
 /// A bit set of [`PASSWORD_WORDS`].
@@ -248,6 +251,8 @@ pub(crate) fn foreign_word_means(word: &str) -> &'static [u8] {
         "令牌" | "トークン" | "토큰" | "токен" | "Токен" => b"token",
         "密钥" | "秘钥" | "密鑰" | "金鑰" | "シークレット" | "비밀키" => b"secret_key",
         "私钥" | "私鑰" | "秘密鍵" => b"private_key",
+        "jeton" => b"token",
+        "schlüssel" => b"key",
         _ => b"password",
     }
 }

@@ -15,6 +15,7 @@ const CORPUS: &str = include_str!("../../../tests/fixtures/secrets_corpus.txt");
 const HELDOUT: &str = include_str!("../../../tests/fixtures/secrets_heldout.txt");
 const ORDINARY_REAL: &str = include_str!("../../../tests/fixtures/secrets_ordinary_real.txt");
 const CHECKOV: &str = include_str!("../../../tests/fixtures/secrets_probe_checkov.txt");
+const HANDWRITTEN: &str = include_str!("../../../tests/fixtures/secrets_probe_handwritten.txt");
 const DOC: &str = include_str!("../../../docs/secret-filter.md");
 const README: &str = include_str!("../../../README.md");
 const BEGIN: &str = "<!-- rates: computed by shared/secrets/tests/rates.rs -->\n";
@@ -44,6 +45,7 @@ const FLOORS: &[(&str, f64, f64)] = &[
     ("ggshield", 100.0, 0.0),
     ("2ms", 98.9, 1.3),
     ("checkov", 100.0, 1.3),
+    ("handwritten", 99.5, 0.0),
 ];
 
 /// What each source is, for the table.
@@ -114,6 +116,10 @@ const LABELS: &[(&str, &str)] = &[
         "checkov",
         "checkov's secret-scanner test data in five new prompt shapes (a traceback, a deploy log, a quoted review, a diff, a question), `tests/fixtures/secrets_probe_checkov.txt`",
     ),
+    (
+        "handwritten",
+        "random tokens of 84 documented provider formats written by hand in 24 prompt shapes (code in twelve languages, configs, CI, Kubernetes, logs, chat, three other languages), `tests/fixtures/secrets_probe_handwritten.txt`",
+    ),
 ];
 
 #[derive(Default)]
@@ -178,7 +184,7 @@ fn unescape(text: &str) -> String {
 fn rates() -> BTreeMap<String, Rates> {
     let mut all = BTreeMap::new();
     score(CORPUS, |_| "ours".to_owned(), &mut all);
-    for fixture in [HELDOUT, ORDINARY_REAL, CHECKOV] {
+    for fixture in [HELDOUT, ORDINARY_REAL, CHECKOV, HANDWRITTEN] {
         score(
             fixture,
             |category| category.split(':').next().unwrap_or("?").to_owned(),
