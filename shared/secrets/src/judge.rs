@@ -448,6 +448,27 @@ pub(crate) fn value_is_secret(
     if mode == Mode::Prose && cjk_at(bytes, value.start) || cjk_text(v) {
         return false;
     }
+    // A digest or an id a command line prints in a table's column (`fly secrets list`: `NAME
+    // DIGEST …` over `SECRET_KEY_BASE  7c1e9d2a4b6f8031  …`): the column's title names it.
+    if mode == Mode::Prose
+        && crate::layout::column_title(bytes, value.start).is_some_and(|t| {
+            [
+                &b"DIGEST"[..],
+                b"HASH",
+                b"ID",
+                b"SHA",
+                b"CHECKSUM",
+                b"FINGERPRINT",
+                b"VERSION",
+                b"REVISION",
+                b"COMMIT",
+                b"UUID",
+            ]
+            .contains(&t)
+        })
+    {
+        return false;
+    }
     // An id a label names in a sentence (`… client secret is provided. Trace ID: 149ce21c-…`,
     // `access token for client: 9f597b0b-…`): the label, not the secret word, names the UUID.
     if mode == Mode::Prose && uuid_shaped(v) && labelled_by_other(bytes, value.start) {

@@ -519,3 +519,18 @@ fn some_before_the_key_s_own_word_is_a_stand_in() {
         "{\"signing_secret\": \"someSigningSecret9Zq8pLm2x\"}",
     ]);
 }
+
+#[test]
+fn a_digest_in_a_printed_table_s_digest_column_is_no_value() {
+    assert_clean(&[
+        "$ fly secrets list\nNAME                DIGEST              CREATED AT\n\
+         DATABASE_URL        a9f3c2e1b7d04e5f    2024-01-15T10:00:00Z\n\
+         SECRET_KEY_BASE     7c1e9d2a4b6f8031    2024-01-15T10:00:00Z",
+    ]);
+    assert_found(&[
+        "$ fly secrets list\nNAME                VALUE               CREATED AT\n\
+         DATABASE_URL        a9f3c2e1b7d04e5f    2024-01-15T10:00:00Z\n\
+         SECRET_KEY_BASE     7c1e9d2a4b6f8031    2024-01-15T10:00:00Z",
+        "SECRET_KEY_BASE     7c1e9d2a4b6f8031    2024-01-15T10:00:00Z",
+    ]);
+}
