@@ -448,6 +448,27 @@ pub(crate) fn value_is_secret(
     if mode == Mode::Prose && cjk_at(bytes, value.start) || cjk_text(v) {
         return false;
     }
+    // A digest or an id a command line prints in a table's column (`fly secrets list`: `NAME
+    // DIGEST …` over `SECRET_KEY_BASE  7c1e9d2a4b6f8031  …`): the column's title names it.
+    if mode == Mode::Prose
+        && crate::layout::column_title(bytes, value.start).is_some_and(|t| {
+            [
+                &b"DIGEST"[..],
+                b"HASH",
+                b"ID",
+                b"SHA",
+                b"CHECKSUM",
+                b"FINGERPRINT",
+                b"VERSION",
+                b"REVISION",
+                b"COMMIT",
+                b"UUID",
+            ]
+            .contains(&t)
+        })
+    {
+        return false;
+    }
     // An id a label names in a sentence (`… client secret is provided. Trace ID: 149ce21c-…`,
     // `access token for client: 9f597b0b-…`): the label, not the secret word, names the UUID.
     if mode == Mode::Prose && uuid_shaped(v) && labelled_by_other(bytes, value.start) {
@@ -554,6 +575,7 @@ pub(crate) fn value_is_secret(
     }
     if numeric_like(v)
         || version_like(v)
+        || protocol_version(v)
         || is_path_or_url(v) && !random_after_slash(v)
         || readable_url(v)
         || key_chord(v)
@@ -1449,8 +1471,8 @@ pub(crate) fn sops_ciphertext(v: &[u8]) -> bool {
     v.starts_with(b"ENC[") && contains_ci(v, b",iv:") && contains_ci(v, b",tag:")
 }
 
-/// A string interpolated in Swift (`\(PasskeyCredentialDeviceType)`) or C# (`$"{cfg.ClientId}__Cache"`):
-/// code that builds the value.
+/// A string interpolated in Swift (`\(PasskeyCredentialDeviceType)`, a call `\(Keychain.read("t"))`
+/// whose quotes cut the value) or C# (`$"{cfg.ClientId}__Cache"`): code that builds the value.
 pub(crate) fn interpolation(v: &[u8]) -> bool {
     let path = |t: &[u8]| {
         !t.is_empty()
@@ -1458,7 +1480,8 @@ pub(crate) fn interpolation(v: &[u8]) -> bool {
                 .all(|&b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.'))
     };
     if let Some(rest) = v.strip_prefix(b"\\(") {
-        return path(rest.strip_suffix(b")").unwrap_or(rest));
+        let name = run_end(rest, 0, |b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.'));
+        return path(rest.strip_suffix(b")").unwrap_or(rest)) || name > 0 && rest.get(name) == Some(&b'(');
     }
     v.strip_prefix(b"$\"{")
         .and_then(|rest| rest.iter().position(|&b| b == b'}').map(|close| &rest[..close]))
@@ -1668,6 +1691,20 @@ pub(crate) fn named_slot(v: &[u8], key: &[u8]) -> bool {
         ]
         .contains(&last)
         && contains_ci(key, last)
+}
+
+/// A protocol and its version as a request or status line names them (`HTTP/1.1`, `HTTP/2`,
+/// `RTSP/1.0`): capitals, a slash, then a dotted number.
+pub(crate) fn protocol_version(v: &[u8]) -> bool {
+    let Some(slash) = v.iter().position(|&b| b == b'/') else {
+        return false;
+    };
+    let (name, number) = (&v[..slash], &v[slash + 1..]);
+    name.len() >= 2
+        && name.iter().all(u8::is_ascii_uppercase)
+        && number.first().is_some_and(u8::is_ascii_digit)
+        && number.len() <= 5
+        && number.iter().all(|&b| b.is_ascii_digit() || b == b'.')
 }
 
 /// A version with a pre-release or build part (`v0.0.0-20230304212654-82a0ddb27589`, Go's
@@ -2686,7 +2723,21 @@ pub(crate) fn code_continuation(v: &[u8]) -> bool {
         && v[..v.len() - 2]
             .iter()
             .all(|&b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'$'));
-    call || v.starts_with(b"$(")
+    // A lookup a program expands (`$__file{/run/secrets/admin}`, `$__env{DB_PASS}`): a lowercase
+    // name after `$`, its argument in braces closing the value (unquoted, the value's end may
+    // cut the closing brace).
+    let expansion = v.len() > 4 && v[0] == b'$' && {
+        let name = run_end(v, 1, |b| b.is_ascii_lowercase() || b == b'_');
+        let arg = v.get(name + 1..).unwrap_or_default();
+        name > 1
+            && v.get(name) == Some(&b'{')
+            && arg
+                .iter()
+                .position(|&b| b == b'}')
+                .is_none_or(|c| c + 1 == arg.len())
+    };
+    call || expansion
+        || v.starts_with(b"$(")
         || v.starts_with(b"#{")
         || v.starts_with(b"&lt;")
         || v.starts_with(b"arn:")
@@ -2830,7 +2881,10 @@ pub(crate) fn stand_in_for_key(v: &[u8], key: &[u8]) -> bool {
     let glued_name = !password_key(key)
         && v.iter().all(u8::is_ascii_lowercase)
         && stand_in_words(&rest, &NO_WORDS, &STAND_IN_FILLERS).is_some();
-    rest.len() < v.len() && (placeholder_words(&rest) || !rest.is_empty() && glued_name)
+    // `some_passphrase`, `someSigningSecret`: "some" before the slot's name stands for a value, as
+    // "your" does; in capitals (`"SOME_PASSWORD"`) it is typed as the password itself.
+    let some = !all_caps_name(v) && trim_end_of(&rest, |b| matches!(b, b'_' | b'-' | b'.')) == b"some";
+    rest.len() < v.len() && (placeholder_words(&rest) || some || !rest.is_empty() && glued_name)
 }
 
 /// `password=PASSWORD`, `TOKEN=$TOKEN` without the `$`: the key's own name is a template.

@@ -331,3 +331,44 @@ pub(crate) fn location_prefix(before: &[u8]) -> bool {
             .iter()
             .all(|&b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'/' | b'\\' | b'_' | b'-'))
 }
+
+/// The title of the column `at` stands in, when lines are a table aligned with blanks as command
+/// lines print them (`NAME   DIGEST   CREATED AT` over its rows): the word of the nearest header
+/// line above (capitals, words apart by two blanks or more) that starts at `at`'s column, where
+/// `at` follows a gap of two blanks. Looks back over a bounded window only.
+pub(crate) fn column_title(bytes: &[u8], at: usize) -> Option<&[u8]> {
+    let floor = at.saturating_sub(4096);
+    let line_start = |end: usize| {
+        bytes[floor..end]
+            .iter()
+            .rposition(|&b| b == b'\n')
+            .map_or(floor, |p| floor + p + 1)
+    };
+    let start = line_start(at);
+    let col = at - start;
+    if col < 3 || &bytes[at - 2..at] != b"  " {
+        return None;
+    }
+    let mut end = start;
+    for _ in 0..32 {
+        if end <= floor {
+            return None;
+        }
+        let ls = line_start(end - 1);
+        let line = &bytes[ls..end - 1];
+        end = ls;
+        let header = line.iter().any(u8::is_ascii_uppercase)
+            && line
+                .iter()
+                .all(|&b| b.is_ascii_uppercase() || b.is_ascii_digit() || matches!(b, b' ' | b'_' | b'-'))
+            && line.windows(2).any(|w| w == b"  ");
+        if !header {
+            continue;
+        }
+        if line.len() <= col || line[col] == b' ' || &line[col - 2..col] != b"  " {
+            return None;
+        }
+        return Some(&line[col..run_end(line, col, |b| b != b' ')]);
+    }
+    None
+}

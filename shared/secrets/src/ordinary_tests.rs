@@ -487,3 +487,50 @@ fn random_letters_joined_by_an_ampersand_are_a_password_and_a_conjunction_is_not
         "database:\n  user: app\n  password: userName&mask\n  host: db",
     ]);
 }
+
+#[test]
+fn a_request_line_a_program_expansion_and_a_swift_call_are_no_values() {
+    assert_clean(&[
+        "POST /oauth/token HTTP/1.1\nHost: auth.example.com\nContent-Type: application/json",
+        "GET /v2/token RTSP/1.0\nCSeq: 2",
+        "    settings.security.admin_password = \"$__file{/run/secrets/grafana-admin}\";",
+        "[security]\nadmin_password = $__env{GF_ADMIN_PASS}",
+        "request.allHTTPHeaderFields = [\"Authorization\": \"Bearer \\(Keychain.read(\"accessToken\") ?? \"\")\"]",
+    ]);
+    assert_found(&[
+        "POST /oauth/token Zq8pLm2x7RtK4vWnB3cD5eF\nHost: auth.example.com\nContent-Type: application/json",
+        "GET /v2/token Xq7/1.0Zq8pLm2x7RtK4vWn\nCSeq: 2",
+        "    settings.security.admin_password = \"Zq8pLm2x7RtK4vWn\";",
+        "[security]\nadmin_password = $__Zq8pLm2x7{RtK4vWn9}",
+        "request.allHTTPHeaderFields = [\"Authorization\": \"Bearer Zq8pLm2x7RtK4vWnB3cD5eF7gH9\"]",
+    ]);
+}
+
+#[test]
+fn some_before_the_key_s_own_word_is_a_stand_in() {
+    assert_clean(&[
+        "<server>\n  <id>server001</id>\n  <passphrase>some_passphrase</passphrase>\n</server>",
+        "PASSPHRASE=some_passphrase\nKEY_FILE=~/.ssh/id_ed25519",
+        "{\"signing_secret\": \"someSigningSecret\"}",
+    ]);
+    assert_found(&[
+        "<server>\n  <id>server001</id>\n  <passphrase>my_passphrase</passphrase>\n</server>",
+        "PASSPHRASE=some_Zq8pLm2x7Rt\nKEY_FILE=~/.ssh/id_ed25519",
+        "{\"signing_secret\": \"someSigningSecret9Zq8pLm2x\"}",
+    ]);
+}
+
+#[test]
+fn a_digest_in_a_printed_table_s_digest_column_is_no_value() {
+    assert_clean(&[
+        "$ fly secrets list\nNAME                DIGEST              CREATED AT\n\
+         DATABASE_URL        a9f3c2e1b7d04e5f    2024-01-15T10:00:00Z\n\
+         SECRET_KEY_BASE     7c1e9d2a4b6f8031    2024-01-15T10:00:00Z",
+    ]);
+    assert_found(&[
+        "$ fly secrets list\nNAME                VALUE               CREATED AT\n\
+         DATABASE_URL        a9f3c2e1b7d04e5f    2024-01-15T10:00:00Z\n\
+         SECRET_KEY_BASE     7c1e9d2a4b6f8031    2024-01-15T10:00:00Z",
+        "SECRET_KEY_BASE     7c1e9d2a4b6f8031    2024-01-15T10:00:00Z",
+    ]);
+}
