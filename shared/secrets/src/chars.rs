@@ -282,40 +282,6 @@ pub(crate) fn two_in_turn(v: &[u8]) -> bool {
     n >= 8 && 3 * covered >= 2 * n
 }
 
-/// Letters that count on and digits that count on, in runs of three or more in turn
-/// (`abc123def456`, `abc123`, `123abc456def`): the alphabet and the digits typed in order, a
-/// tutorial's stand-in. A repeated unit (`abcd1234abcd1234`) starts its count again and is not
-/// one; a generated value is such a pair of counts about once in 62 to the power of its length.
-pub(crate) fn two_counts(v: &[u8]) -> bool {
-    if !(6..=64).contains(&v.len()) || !v.iter().all(u8::is_ascii_alphanumeric) {
-        return false;
-    }
-    let letters = v.iter().filter(|b| b.is_ascii_alphabetic()).count();
-    let digits = v.len() - letters;
-    // Each run of one class is three or more long: `a1b2c3` is no count of either.
-    let mut k = 0;
-    while k < v.len() {
-        let alpha = v[k].is_ascii_alphabetic();
-        let run = v[k..]
-            .iter()
-            .take_while(|b| b.is_ascii_alphabetic() == alpha)
-            .count();
-        if run < 3 {
-            return false;
-        }
-        k += run;
-    }
-    let whole = |seq: &mut dyn Iterator<Item = u8>, n: usize| n >= 3 && count_chain(seq) == Some(n);
-    whole(
-        &mut v
-            .iter()
-            .copied()
-            .filter(u8::is_ascii_alphabetic)
-            .map(|b| b.to_ascii_lowercase()),
-        letters,
-    ) && whole(&mut v.iter().copied().filter(u8::is_ascii_digit), digits)
-}
-
 /// Six or seven characters that are one count end to end (`abcdefg`, `1234567`, `zyxwvu`) are one
 /// too: the count is the whole value.
 pub(crate) fn counted_through(v: &[u8]) -> bool {

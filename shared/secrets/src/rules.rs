@@ -384,7 +384,6 @@ impl Vendor {
                 || crate::chars::mask_segment_last(token)
                 || crate::chars::counted_through(token)
                 || crate::chars::mostly_counted(token)
-                || counted_tail(token)
                 || marked_filler(token)
         } else {
             stand_in(token) || crate::chars::counted_through(token)
@@ -525,9 +524,6 @@ fn typed_filler(token: &[u8]) -> bool {
         return true;
     }
     if FILLERS.iter().any(|f| contains_ci(token, f))
-        // Shorter than any generated body and counted (`sk_live_abc123def456`): a tutorial's, also
-        // after a lowercase word of the vendor's own (`sk-proj-abc123`).
-        || counted_tail(token)
         || token.len() >= 20 && crate::chars::fabricated(token)
         || crate::chars::spells_a_marker(token)
         || token.len() >= 12 && crate::chars::filler_run(token)
@@ -540,21 +536,6 @@ fn typed_filler(token: &[u8]) -> bool {
     }
     let categories = u8::from(lower) + u8::from(upper) + u8::from(digit);
     token.len() >= 16 && categories == 1 && !digit && upper
-}
-
-/// `token`, or its last part after lowercase words and `-`/`_` (`proj-abc123`), is short and
-/// counted (see [`crate::chars::two_counts`]).
-fn counted_tail(token: &[u8]) -> bool {
-    let cut = token
-        .iter()
-        .rposition(|&b| matches!(b, b'-' | b'_'))
-        .map_or(0, |k| k + 1);
-    let (head, tail) = token.split_at(cut);
-    head.iter()
-        .all(|&b| b.is_ascii_lowercase() || matches!(b, b'-' | b'_'))
-        && head.len() <= 12
-        && tail.len() <= 12
-        && crate::chars::two_counts(tail)
 }
 
 /// A tiny deterministic generator (xorshift) for the tests, so every run checks the same random
