@@ -259,13 +259,9 @@ pub(crate) fn two_in_turn(v: &[u8]) -> bool {
     if !(8..=128).contains(&v.len()) {
         return false;
     }
-    let mut p = [0u8; 128];
-    let mut n = 0;
-    for &b in v.iter().filter(|b| b.is_ascii_alphanumeric()) {
-        p[n] = b;
-        n += 1;
-    }
-    let p = &p[..n];
+    let mut buf = [0u8; 128];
+    let p = alphanumerics(v, &mut buf);
+    let n = p.len();
     let (mut covered, mut run) = (0, 0);
     for k in 0..n {
         run = if k >= 2 && p[k] == p[k - 2] && p[k] != p[k - 1] {
@@ -298,13 +294,9 @@ pub(crate) fn counted_through(v: &[u8]) -> bool {
     {
         return false;
     }
-    let mut p = [0u8; 64];
-    let mut n = 0;
-    for &b in v.iter().filter(|b| b.is_ascii_alphanumeric()) {
-        p[n] = b;
-        n += 1;
-    }
-    let p = &p[..n];
+    let mut buf = [0u8; 64];
+    let p = alphanumerics(v, &mut buf);
+    let n = p.len();
     if n >= 8 && count_chain(&mut p.iter().copied()).is_some_and(|best| best >= 6) {
         return true;
     }
@@ -432,4 +424,15 @@ pub(crate) fn script_words(v: &[u8]) -> bool {
                 && w.chars()
                     .all(|c| c.is_alphabetic() || matches!(c, '_' | '-' | '.' | ' '))
         })
+}
+
+/// `v`'s ASCII letters and digits, in order, copied into `buf` (which `v` never outgrows: its
+/// callers bound its length first).
+fn alphanumerics<'a>(v: &[u8], buf: &'a mut [u8]) -> &'a [u8] {
+    let mut n = 0;
+    for &b in v.iter().filter(|b| b.is_ascii_alphanumeric()).take(buf.len()) {
+        buf[n] = b;
+        n += 1;
+    }
+    &buf[..n]
 }

@@ -3603,12 +3603,7 @@ pub(crate) fn entry_title_before(bytes: &[u8], op: usize) -> bool {
     if matches!(line.last(), Some(b'"' | b'\'')) {
         return true;
     }
-    let start = line.len()
-        - line
-            .iter()
-            .rev()
-            .take_while(|b| b.is_ascii_alphanumeric() || **b == b' ')
-            .count();
+    let start = line.len() - run_back(line, |b| b.is_ascii_alphanumeric() || b == b' ');
     let (marks, name) = line.split_at(start);
     let name = name.trim_ascii_start();
     name.first().is_some_and(u8::is_ascii_uppercase)
@@ -3885,12 +3880,7 @@ pub(crate) fn piped_to_password_reader(line: &[u8]) -> bool {
 /// line about keys.
 pub(crate) fn digest_after_key_word(before: &[u8], token: &[u8]) -> bool {
     let head = trim_end_of(before, |b| matches!(b, b' ' | b'\t' | b':' | b'=' | b'"' | b'\''));
-    let at = head.len()
-        - head
-            .iter()
-            .rev()
-            .take_while(|b| b.is_ascii_alphanumeric() || **b == b'_')
-            .count();
+    let at = head.len() - run_back(head, |b| b.is_ascii_alphanumeric() || b == b'_');
     let word = &head[at..];
     hex_digest(token)
         && bare_key_word(&head[..at], word)
