@@ -799,6 +799,8 @@ pub(crate) fn letters_password(bytes: &[u8], value: &Value, key: &[u8]) -> bool 
         && !contains_ci(key, v)
         && !SCHEMA.iter().any(|w| v.eq_ignore_ascii_case(w))
         && !SUFFIXES.iter().any(|w| v.len() > w.len() && v.ends_with(w))
+        // A chart's `adminPasswordKey: postgres-password` names the Secret's entry.
+        && !named_slot(v, key)
 }
 
 /// Whether what precedes a key on its line starts a statement: nothing, PHP's `$`, or an
@@ -3076,6 +3078,27 @@ pub(crate) fn url_stand_in_userinfo(v: &[u8]) -> bool {
     };
     let userinfo = &authority[..at];
     userinfo.contains(&b':') && user_password(userinfo, b':').is_none()
+}
+
+/// The rest of a URL after a stand-in for its password in angle brackets
+/// (`mongodb+srv://jane:<db_password>@cluster0.example.net/?w=majority`): read from the
+/// stand-in's closing bracket, the value is `@` and the host, never the password.
+pub(crate) fn host_after_stand_in(bytes: &[u8], p: usize, value: &[u8]) -> bool {
+    let Some(host) = value.strip_prefix(b"@") else {
+        return false;
+    };
+    let name = host
+        .iter()
+        .position(|&b| !(b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.')))
+        .unwrap_or(host.len());
+    p > 0
+        && bytes[p - 1] == b'>'
+        && host.first().is_some_and(u8::is_ascii_alphanumeric)
+        && match host.get(name) {
+            None => host.contains(&b'.'),
+            Some(b':' | b'/' | b'?') => true,
+            Some(_) => false,
+        }
 }
 
 /// Where the password of `user<sep>password` starts in `v`, when it is one: not a placeholder, a

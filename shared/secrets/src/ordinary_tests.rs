@@ -537,3 +537,33 @@ fn a_digest_in_a_printed_table_s_digest_column_is_no_value() {
         "SECRET_KEY_BASE     7c1e9d2a4b6f8031    2024-01-15T10:00:00Z",
     ]);
 }
+
+/// A connection string's template with its password in angle brackets goes on with `@` and the
+/// host; read from the stand-in's bracket, that rest is no value. A password there is found.
+#[test]
+fn the_host_after_a_stand_in_password_is_no_value() {
+    assert_clean(&[
+        "MONGODB_URI=mongodb+srv://ana:<db_password>@cluster7.q2w3e.mongodb.net/?retryWrites=true&w=majority",
+        "CACHE_URL=\"redis://default:<password>@cache-20411.c9.eu-west-1-3.ec2.example.com:20411\"",
+        "url = \"postgresql://app:<your_password>@localhost:5432/shop?schema=public\"",
+        "broker: amqps://svc:<secret>@b-77aa.mq.eu-central-1.example.com:5671?heartbeat=60",
+    ]);
+    assert_found(&[
+        "MONGODB_URI=mongodb+srv://ana:Qv8rT2mLx9Kp4Wz@cluster7.q2w3e.mongodb.net/?retryWrites=true&w=majority",
+        "<password>Qv8rT2mLx9Kp4Wz@cluster7</password>",
+    ]);
+}
+
+/// A chart's values name the entry of a Kubernetes Secret that holds each password, in lower
+/// case words ending in the key's own secret word; a password on that line is still found.
+#[test]
+fn a_charts_secret_entry_name_is_no_password() {
+    assert_clean(&[
+        "auth:\n  existingSecret: shop-db\n  secretKeys:\n    adminPasswordKey: postgres-password\n    replicationPasswordKey: replication-password",
+        "redis:\n  auth:\n    existingSecretPasswordKey: redis-password",
+    ]);
+    assert_found(&[
+        "auth:\n  secretKeys:\n    adminPasswordKey: postgres-password\n  password: Wq8zLm2vRt5x",
+        "redis:\n  auth:\n    password: StormyHarbourLantern",
+    ]);
+}

@@ -18,13 +18,14 @@ use crate::commands::{
 use crate::judge::{
     MAX_SPAN, MAX_VALUE, PASSWORD_KEYS, Stop, Value, all_caps, b64url_json, bare_key_word, basic_filler,
     camel_type, camel_words, cmdlet, code_continuation, code_expression, composite_literal, config_literal,
-    constant_like, cookie_attributes, digest_of_secret, fake_words, generated, hex_digest, is_auth_scheme,
-    is_path_or_url, is_placeholder, is_reference, jwt_header, key_path, keyed_call_literals, ldap_dn,
-    letters_password, member_path, named_nearby, names_no_secret, next_field_pair, npm_scope, numeric_like,
-    opens_a_call, owned_in_prose, passphrase_word, password_key, plain_cookie, plain_cookie_pair,
-    plist_value_follows, quoted_slot, quoted_word, random_after_slash, random_letters, readable_url,
-    secret_constant_name, secret_location, sigil_code, skip_fillers, spaced_random, start_tag_attributes_end,
-    statement_start, text_before, url_stand_in_userinfo, user_password, uuid, value_is_secret, within_arn,
+    constant_like, cookie_attributes, digest_of_secret, fake_words, generated, hex_digest,
+    host_after_stand_in, is_auth_scheme, is_path_or_url, is_placeholder, is_reference, jwt_header, key_path,
+    keyed_call_literals, ldap_dn, letters_password, member_path, named_nearby, names_no_secret,
+    next_field_pair, npm_scope, numeric_like, opens_a_call, owned_in_prose, passphrase_word, password_key,
+    plain_cookie, plain_cookie_pair, plist_value_follows, quoted_slot, quoted_word, random_after_slash,
+    random_letters, readable_url, secret_constant_name, secret_location, sigil_code, skip_fillers,
+    spaced_random, start_tag_attributes_end, statement_start, text_before, url_stand_in_userinfo,
+    user_password, uuid, value_is_secret, within_arn,
 };
 use crate::kinds::{Finding, SecretKind};
 use crate::layout::dequoted;
@@ -232,6 +233,7 @@ impl<'t> Scan<'t> {
                 _ if !STARTS_BYTE_RULE[usize::from(b)] => {}
                 b'-' if bytes[i..].starts_with(b"----") => self.pem_at(i),
                 b':' if bytes[i..].starts_with(b"://") => self.url_credentials_at(i),
+                b'@' => self.dsn_credentials_at(i),
                 b'.' if bytes[i..].starts_with(b".atlasv1.") => self.terraform_at(i),
                 b'~' => self.azure_ad_at(i),
                 b'$' => self.crypt_hash_at(i),
@@ -1949,6 +1951,7 @@ impl<'t> Scan<'t> {
             && !code_continuation(value)
             && !quoted_slot(value)
             && !url_stand_in_userinfo(value)
+            && !host_after_stand_in(bytes, p, value)
             && !ldap_dn(value)
             // An absolute path (`"/en/enterprise-server@3.0/auth"`) or a URL of words is no
             // generated value.
@@ -3186,6 +3189,37 @@ impl<'t> Scan<'t> {
                 }
             }
             None => self.token_user(start, at),
+        }
+    }
+
+    /// A data source name with no scheme, as Go's MySQL driver writes it
+    /// (`app:password@tcp(db:3306)/shop`, `root:password@unix(/run/mysqld.sock)/`): the password
+    /// between the user's colon and the `@` before the protocol is the span, judged as a URL's
+    /// userinfo is.
+    pub(crate) fn dsn_credentials_at(&mut self, at: usize) {
+        let bytes = self.bytes;
+        let rest = &bytes[at + 1..];
+        if ![&b"tcp("[..], b"tcp6(", b"udp(", b"unix("]
+            .iter()
+            .any(|p| rest.starts_with(p))
+        {
+            return;
+        }
+        // No userinfo is longer than this.
+        let window = &bytes[at.saturating_sub(256)..at];
+        let start = at
+            - run_back(window, |b| {
+                !(b.is_ascii_whitespace() || matches!(b, b'"' | b'\'' | b'`' | b'=' | b'(' | b',' | b'>'))
+            });
+        let userinfo = &bytes[start..at];
+        let user = userinfo.iter().position(|&b| b == b':').map(|c| &userinfo[..c]);
+        if !user
+            .is_some_and(|u| !u.is_empty() && u.iter().all(|&b| word_class(b) || matches!(b, b'.' | b'-')))
+        {
+            return;
+        }
+        if let Some(p) = user_password(userinfo, b':') {
+            self.push(SecretKind::UrlCredentials, start + p, at);
         }
     }
 

@@ -4618,3 +4618,21 @@ fn a_quoted_header_with_its_body_in_quoted_strings_is_a_key() {
     ]);
     assert_clean(&["if pem.startsWith(\"-----BEGIN RSA PRIVATE KEY-----\") {\n    return parse(pem)\n}"]);
 }
+
+/// A data source name with no scheme (Go's MySQL driver: `user:password@tcp(host)/db`) holds its
+/// password as a URL's userinfo does; a stand-in, a format string or an empty password does not.
+#[test]
+fn a_data_source_name_without_a_scheme_holds_its_password() {
+    assert_found(&[
+        "dsn := \"orders:Hq7#vLp2Zx9m@tcp(10.2.0.8:3306)/orders?parseTime=true\"",
+        "sql.Open(\"mysql\", \"report:w8Kd!r4TqZ@unix(/run/mysqld/mysqld.sock)/stats\")",
+        "MYSQL_DSN=etl:Pz5mQ2vX8wLr@tcp6([::1]:3306)/warehouse",
+    ]);
+    assert_clean(&[
+        "dsn := fmt.Sprintf(\"%s:%s@tcp(%s)/orders\", user, pass, addr)",
+        "MYSQL_DSN=etl:${MYSQL_PASSWORD}@tcp(db:3306)/warehouse",
+        "dsn := \"root:@tcp(localhost:3306)/test\"",
+        "dsn := \"user:password@tcp(127.0.0.1:3306)/dbname\"",
+        "mail jane@tcp(ops) about the outage",
+    ]);
+}

@@ -27,7 +27,7 @@ pub(crate) static PASSIVE_BYTE: [bool; 256] = {
 pub(crate) static STARTS_BYTE_RULE: [bool; 256] = {
     let mut t = [false; 256];
     let mut k = 0;
-    let bytes = b"-:.~${%";
+    let bytes = b"-:.~${%@";
     while k < bytes.len() {
         t[bytes[k] as usize] = true;
         k += 1;
