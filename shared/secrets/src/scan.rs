@@ -3085,6 +3085,16 @@ impl<'t> Scan<'t> {
                         }
                         body
                     } else {
+                        // Lines below with no key in them (`abab…`, `anything`): the format's
+                        // illustration cut before its END line, as an ended one is.
+                        let body = &bytes[eol.min(end)..end];
+                        let prefix = &bytes[line_start_of(bytes, i)..i];
+                        if body.iter().any(u8::is_ascii_alphanumeric)
+                            && (pem_illustration(body) || prefixed_pem_illustration(body, prefix))
+                        {
+                            self.covered = self.covered.max(end);
+                            return;
+                        }
                         end
                     }
                 }
@@ -3371,7 +3381,8 @@ impl<'t> Scan<'t> {
             return;
         }
         let end = run_end_max(bytes, i + 1, 35, class);
-        if (31..=34).contains(&(end - i - 1)) && !fabricated(&bytes[i + 1..end]) {
+        let body = &bytes[i + 1..end];
+        if (31..=34).contains(&(end - i - 1)) && !fabricated(body) && !crate::chars::few_kinds(body) {
             self.push(SecretKind::Vendor("azure_client_secret"), start, end);
         }
     }

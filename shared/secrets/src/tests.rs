@@ -4618,3 +4618,50 @@ fn a_quoted_header_with_its_body_in_quoted_strings_is_a_key() {
     ]);
     assert_clean(&["if pem.startsWith(\"-----BEGIN RSA PRIVATE KEY-----\") {\n    return parse(pem)\n}"]);
 }
+
+/// A key with a generated head before its marker is judged whole: a run its body opens with
+/// (a random `A` before the format's fixed `AAAAA`) is no filler after 52 random characters, and
+/// the version and padded tail Microsoft's unclassified pattern allows are the key still; a head
+/// of filler stays a format's illustration.
+#[test]
+fn an_annotated_key_is_judged_whole_with_its_head() {
+    assert_found(&[
+        "the maps call returns 401 with WSDCwCYBmT5QTAA8paVbrKU5OmRUEmsYTAov1AAd6IW9pOL1BahHJQQJ99vCpzOGkGzCNCDAAAAAAZMPbhmi as subscription",
+        "rotated: igseMWt7OuODetEdwKk32ybMyICCKoLgWdFHWeDgp7wYkKResMWTJQQJ9HNFacueDyDncRCXKgXl2s2c1odgVc==",
+    ]);
+    assert_clean(&[
+        "format: AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAJQQJ9HnF0viQrs37n2DUB3qxfdfNzI7S",
+        "the version marker JQQJ9H alone names no key",
+    ]);
+}
+
+/// One short unit typed over and over where a generated token goes (`dead.dead.DEAD-…`) is a
+/// stand-in, case and separators aside; a random body of that shape is a secret. In a password's
+/// slot a typed word is still the password.
+#[test]
+fn a_short_unit_repeated_in_a_tokens_place_is_filler() {
+    assert_clean(&[
+        "the portal showed xyz7Q~beef.beef.BEEF-BEEF-beef~beefbeef under Certificates",
+        "copied from the wiki: abc8Q~cafe_cafe_CAFE_cafe_cafe_cafe_cafe",
+        "the sample ghp_ababABABababABABababABABababABAB1212 was rejected",
+    ]);
+    assert_found(&[
+        "client_secret = \"Xe47Q~Y1QLCbKGkrr3JQCtfeaF7ERpGbiOYO8LV\"",
+        "db_password = \"qwerqwerqwerqwerqwerqwer\"",
+    ]);
+}
+
+/// A private key's header with lines below that hold no key (`abab…`, a sentence in camel case)
+/// is the format's illustration even when the END line was cut off; a body fragment of base64
+/// with digits, or the header alone, may be a key cut short and stays one.
+#[test]
+fn a_key_header_over_illustration_lines_without_end_is_no_key() {
+    assert_clean(&[
+        "the loader wants\n-----BEGIN EC PRIVATE KEY-----\nxyxyxyxyxyxyxyxyxyxyxyxyxyxyxyxyxyxy\nand nothing else?",
+        "-----BEGIN OPENSSH PRIVATE KEY-----\nputTheWholeKeyFileContentsRightHere\n",
+    ]);
+    assert_found(&[
+        "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASCLfgViXFeO7leaonhioWkUp9vfo+27zo8\n",
+        "-----BEGIN DSA PRIVATE KEY-----",
+    ]);
+}
