@@ -1958,6 +1958,7 @@ impl<'t> Scan<'t> {
             && !digest_of_secret(bytes, key, value)
             && !secret_location(value)
             && !secret_constant_name(value)
+            && !crate::judge::public_by_prefix(value)
             && !within_arn(bytes, p)
             // A property list's `<key>` names the entry whose value element follows.
             && !(element && key.eq_ignore_ascii_case(b"key") && plist_value_follows(bytes, end))
@@ -3988,6 +3989,7 @@ pub(crate) fn generated_token(t: &[u8]) -> bool {
         || camel_words(t)
         || alphabet(t)
         || is_placeholder(t)
+        || crate::judge::public_by_prefix(t)
         || t.iter().filter(|&&b| b == b'-' || b == b'_').count() > 4
     {
         return false;

@@ -4665,3 +4665,19 @@ fn a_key_header_over_illustration_lines_without_end_is_no_key() {
         "-----BEGIN DSA PRIVATE KEY-----",
     ]);
 }
+
+/// An export's CSV header titles its columns in words (`App name,Client secret,Expires`): a
+/// generated cell under the secret's column is read as a lowercase header's is; a note or a
+/// reference there is not, and a line of code with a space in a cell names no column.
+#[test]
+fn a_csv_headers_titled_columns_name_their_cells() {
+    assert_found(&[
+        "App name,Client secret,Expires\nbilling-sync,Vb3R~k9QmT2xLp7WzN4sYh8D,2027-01-31",
+        "Service\tSigning key\tOwner\nwebhooks\tc8e1f0a93b7d4e62a1f5c09d8b3e7a46\tplatform",
+    ]);
+    assert_clean(&[
+        "App name,Client secret,Expires\nbilling-sync,stored in the vault,2027-01-31",
+        "App name,Client secret,Expires\nbilling-sync,${BILLING_SECRET},2027-01-31",
+        "return user, token\nprint(user, token)",
+    ]);
+}
