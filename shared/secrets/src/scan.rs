@@ -1225,6 +1225,15 @@ impl<'t> Scan<'t> {
         if strength == Strength::Weak && key.eq_ignore_ascii_case(b"key") && strong_word_before(bytes, i) {
             strength = Strength::Strong;
         }
+        // `.npmrc`'s `_auth` under a registry's scope (`//host/:_auth=…`) holds `user:password` in
+        // base64, or a literal typed there: a password's slot, not a word about authentication.
+        let before = line_before(bytes, i);
+        if strength == Strength::Weak
+            && matches!(key, [b'_', rest @ ..] if rest.eq_ignore_ascii_case(b"auth"))
+            && npm_scope(trim_ascii(before))
+        {
+            strength = Strength::Strong;
+        }
         // A file's name (`my-secret.yml:` in a log line, a Secret's `secrets.env:` entry): what
         // follows is the file's content or a message, a secret only when it looks generated.
         if file_name_key(key) {

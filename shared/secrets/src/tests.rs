@@ -4467,6 +4467,21 @@ fn an_npmrc_scoped_password_is_its_literal_text() {
     ]);
 }
 
+/// `_auth` under a registry's scope is `.npmrc`'s `user:password` slot: a passphrase typed there
+/// is the password; a reference, a flag (`always-auth`) or `_auth` outside a scope is not read so.
+#[test]
+fn an_npmrc_scoped_auth_is_a_passwords_slot() {
+    assert_found(&[
+        "//npm.pkg.example.net/team:_auth=LanternWaffleOrbit",
+        "; mirror\n//mirror.internal.test/npm/:_auth=QuietHarborMaple",
+    ]);
+    assert_clean(&[
+        "//npm.pkg.example.net/team:_auth=${NPM_AUTH}",
+        "//npm.pkg.example.net/team:always-auth=true",
+        "auth_mode=LanternWaffleOrbit",
+    ]);
+}
+
 /// YAML's `!!binary` tag says how the value is written: the base64 after it is the value.
 #[test]
 fn a_yaml_binary_tag_is_followed_by_the_value() {
