@@ -226,6 +226,22 @@ pub(crate) fn fabricated(v: &[u8]) -> bool {
     counts(1, true) || counts(2, false) || counts(2, true) || spells_a_marker(v) || filler_run(v)
 }
 
+/// Four kinds of letter or digit or fewer, case aside, in 20 or more (`dead.dead.DEAD-DEAD-dead`,
+/// `abababab…`, `1212…`): one short unit typed over and over where a generated token goes. A
+/// generated token this long holds more kinds but once in a million (hex) or far less. Only
+/// where a token goes: in a password's slot a typed word is the password (`asdfasdf…`).
+pub(crate) fn few_kinds(v: &[u8]) -> bool {
+    let mut seen = [false; 256];
+    let (mut kinds, mut len) = (0, 0);
+    for b in v.iter().filter(|b| b.is_ascii_alphanumeric()) {
+        let b = usize::from(b.to_ascii_lowercase());
+        kinds += usize::from(!seen[b]);
+        seen[b] = true;
+        len += 1;
+    }
+    len >= 20 && kinds <= 4
+}
+
 /// Whether `v` holds the documentation marker `EXAMPLE`, or its other spelling `SAMPLE`
 /// (`SAMPLEq8Zr2…`, `…Tk9SAMPLEYn7…`: six capitals a generated value holds about once in a
 /// billion), each letter as itself or as the digit that looks like it.

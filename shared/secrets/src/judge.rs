@@ -491,7 +491,7 @@ pub(crate) fn value_is_secret(
     if code_continuation(v) || quoted_slot(v) || url_stand_in_userinfo(v) || ldap_dn(v) {
         return false;
     }
-    if value.quoted && secret_field_name(v) {
+    if value.quoted && secret_field_name(v) || public_by_prefix(v) {
         return false;
     }
     // A weak key's base64 of plain words (`ANY_KEY = ZHVtbXkgdGV4dCBkYXRh…`) encodes no key.
@@ -1873,30 +1873,33 @@ pub(crate) fn passphrase_word(bytes: &[u8], value: &Value) -> bool {
 /// A value standing alone in a sentence, not glued to a quote (`name="password"`), not `Name=word`.
 /// Lowercase words in a list (`publickey,keyboard-interactive,password`) or one word a comment's
 /// or a bracket's close ends (`variable*/`, `header)`): the sentence's words, read on past its
-/// punctuation. A generated value mixes cases or digits, or runs letters with no vowel.
+/// punctuation. A generated value mixes cases or digits, or runs letters with no vowel. Listed by
+/// commas or semicolons, a word may be capitalised or a short abbreviation (a CSV header's cells:
+/// `Access key ID,Secret access key` reads `ID,Secret` after `key`).
 pub(crate) fn word_list(v: &[u8]) -> bool {
     let mut body = v;
     for close in [&b"*/"[..], b"-->", b")", b"]", b"}"] {
         body = body.strip_suffix(close).unwrap_or(body);
     }
     let closed = body.len() < v.len();
-    let vowel = |b: &u8| matches!(b, b'a' | b'e' | b'i' | b'o' | b'u' | b'y');
+    let listed = body.iter().any(|&b| matches!(b, b',' | b';'));
+    let vowel = |b: &u8| matches!(b.to_ascii_lowercase(), b'a' | b'e' | b'i' | b'o' | b'u' | b'y');
+    let word = |part: &[u8]| {
+        let tail = &part[1..];
+        let lower = part.iter().all(u8::is_ascii_lowercase)
+            || listed && part[0].is_ascii_uppercase() && tail.iter().all(u8::is_ascii_lowercase);
+        lower && part.iter().any(vowel)
+            || listed && part.len() <= 4 && part.iter().all(u8::is_ascii_uppercase)
+    };
     let mut parts = 0;
-    let mut listed = false;
-    for part in body.split(|&b| matches!(b, b',' | b'-' | b'_' | b'.' | b'/')) {
+    for part in body.split(|&b| matches!(b, b',' | b';' | b'-' | b'_' | b'.' | b'/')) {
         if part.is_empty() {
             continue;
         }
-        if !(2..=16).contains(&part.len())
-            || !part.iter().all(u8::is_ascii_lowercase)
-            || !part.iter().any(vowel)
-        {
+        if !(2..=16).contains(&part.len()) || !word(part) {
             return false;
         }
         parts += 1;
-    }
-    if body.contains(&b',') {
-        listed = true;
     }
     parts >= 1 && (closed || listed && parts >= 2)
 }
@@ -1952,6 +1955,15 @@ pub(crate) fn named_nearby(bytes: &[u8], start: usize, end: usize) -> bool {
         k = at + 1;
     }
     false
+}
+
+/// A value its vendor's prefix calls public, shipped to browsers by design under any key:
+/// Supabase's publishable keys (`sb_publishable_…`) and Datadog's client tokens for browser and
+/// mobile SDKs (`pub` and 32 lowercase hex). Their secret kinds (`sb_secret_…`, a Datadog API
+/// key's bare hex) stay secrets.
+pub(crate) fn public_by_prefix(v: &[u8]) -> bool {
+    let hex = |b: &u8| b.is_ascii_digit() || (b'a'..=b'f').contains(b);
+    v.starts_with(b"sb_publishable_") || v.len() == 35 && v.starts_with(b"pub") && v[3..].iter().all(hex)
 }
 
 /// Random mixed-case letters (`ImOIVBfPhQYm`), not an identifier (`getUserName`,

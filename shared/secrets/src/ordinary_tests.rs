@@ -567,3 +567,35 @@ fn a_charts_secret_entry_name_is_no_password() {
         "redis:\n  auth:\n    password: StormyHarbourLantern",
     ]);
 }
+
+/// Words a sentence lists with commas or semicolons after a secret word, capitalised or
+/// abbreviated (a CSV header's cells: `… key ID,Secret access key`), are words; a generated
+/// value in the same place, or the row of values under that header, is a secret.
+#[test]
+fn capitalised_words_listed_after_a_secret_word_are_words() {
+    assert_clean(&[
+        "Columns: Tenant,Client ID,Client secret,Expiry date",
+        "the export has these fields: Token Name;Scope;Created",
+        "rename the api key Label,Owner columns before the import",
+    ]);
+    assert_found(&[
+        "Access key ID,Secret access key\nAKIA4P5OOXRPTIGOD6FE,iI1gIucQorgKgEuCkK+nIzFC5b+rcdfq1xa9nFR6",
+        "the api key Kx9mQ2,vW7pLz was rotated",
+        "my password is Zq8,pLm2x7",
+    ]);
+}
+
+/// A value its vendor's prefix calls public (a Supabase publishable key, a Datadog browser
+/// client token) is no secret under any key; the same vendors' secret kinds are.
+#[test]
+fn a_value_public_by_its_prefix_is_no_secret() {
+    assert_clean(&[
+        "datadogRum.init({ applicationId: 'web', clientToken: 'pub7d3f9a1c0b2e4d6f8a9c1b3e5d7f9a0c' })",
+        "SUPABASE_ANON_KEY=sb_publishable_Rk2vT9qLm4Xw8ZpN3cJ6hF1s",
+    ]);
+    assert_found(&[
+        "DD_API_KEY=7d3f9a1c0b2e4d6f8a9c1b3e5d7f9a0c",
+        "clientToken: 'tok7d3f9a1c0b2e4d6f8a9c1b3e5d7f9a0c'",
+        "SUPABASE_SERVICE_KEY=sb_secret_Rk2vT9qLm4Xw8ZpN3cJ6hF1s",
+    ]);
+}

@@ -380,13 +380,21 @@ impl Vendor {
                 || contains_ci(token, b"here")
                 || contains_ci(token, b"dummy")
                 || contains_ci(token, b"notreal")
+                || crate::chars::few_kinds(token)
                 || crate::chars::filler_run(token)
                 || crate::chars::mask_segment_last(token)
                 || crate::chars::counted_through(token)
                 || crate::chars::mostly_counted(token)
                 || marked_filler(token)
         } else {
-            stand_in(token) || crate::chars::counted_through(token)
+            // A key with a generated head before its marker is judged whole: a run the body
+            // opens with (`…QjAAAAAAZFR…`, a random `A` before a format's fixed `AAAAA`) follows
+            // the head's random characters, as a padded key's run does.
+            let whole = i
+                .checked_sub(usize::from(self.head.1))
+                .filter(|_| self.head.1 > 0)
+                .map_or(token, |start| &bytes[start..pos]);
+            stand_in(whole) || crate::chars::counted_through(token)
         };
         if self.digit && !has_digit(token) || filler {
             return None;
@@ -515,7 +523,7 @@ fn typed_filler(token: &[u8]) -> bool {
         upper |= b.is_ascii_uppercase();
         digit |= b.is_ascii_digit();
     }
-    if token.len() >= 8 && distinct <= 3 {
+    if token.len() >= 8 && distinct <= 3 || crate::chars::few_kinds(token) {
         return true;
     }
     // One count from end to end (`xoxp-1234567890`, `sk_abcdefgh`): typed, however short.

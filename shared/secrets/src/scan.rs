@@ -1227,6 +1227,15 @@ impl<'t> Scan<'t> {
         if strength == Strength::Weak && key.eq_ignore_ascii_case(b"key") && strong_word_before(bytes, i) {
             strength = Strength::Strong;
         }
+        // `.npmrc`'s `_auth` under a registry's scope (`//host/:_auth=…`) holds `user:password` in
+        // base64, or a literal typed there: a password's slot, not a word about authentication.
+        let before = line_before(bytes, i);
+        if strength == Strength::Weak
+            && matches!(key, [b'_', rest @ ..] if rest.eq_ignore_ascii_case(b"auth"))
+            && npm_scope(trim_ascii(before))
+        {
+            strength = Strength::Strong;
+        }
         // A file's name (`my-secret.yml:` in a log line, a Secret's `secrets.env:` entry): what
         // follows is the file's content or a message, a secret only when it looks generated.
         if file_name_key(key) {
@@ -1961,6 +1970,7 @@ impl<'t> Scan<'t> {
             && !digest_of_secret(bytes, key, value)
             && !secret_location(value)
             && !secret_constant_name(value)
+            && !crate::judge::public_by_prefix(value)
             && !within_arn(bytes, p)
             // A property list's `<key>` names the entry whose value element follows.
             && !(element && key.eq_ignore_ascii_case(b"key") && plist_value_follows(bytes, end))
@@ -3088,6 +3098,16 @@ impl<'t> Scan<'t> {
                         }
                         body
                     } else {
+                        // Lines below with no key in them (`abab…`, `anything`): the format's
+                        // illustration cut before its END line, as an ended one is.
+                        let body = &bytes[eol.min(end)..end];
+                        let prefix = &bytes[line_start_of(bytes, i)..i];
+                        if body.iter().any(u8::is_ascii_alphanumeric)
+                            && (pem_illustration(body) || prefixed_pem_illustration(body, prefix))
+                        {
+                            self.covered = self.covered.max(end);
+                            return;
+                        }
                         end
                     }
                 }
@@ -3405,7 +3425,8 @@ impl<'t> Scan<'t> {
             return;
         }
         let end = run_end_max(bytes, i + 1, 35, class);
-        if (31..=34).contains(&(end - i - 1)) && !fabricated(&bytes[i + 1..end]) {
+        let body = &bytes[i + 1..end];
+        if (31..=34).contains(&(end - i - 1)) && !fabricated(body) && !crate::chars::few_kinds(body) {
             self.push(SecretKind::Vendor("azure_client_secret"), start, end);
         }
     }
@@ -4011,6 +4032,7 @@ pub(crate) fn generated_token(t: &[u8]) -> bool {
         || camel_words(t)
         || alphabet(t)
         || is_placeholder(t)
+        || crate::judge::public_by_prefix(t)
         || t.iter().filter(|&&b| b == b'-' || b == b'_').count() > 4
     {
         return false;

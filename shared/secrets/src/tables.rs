@@ -44,11 +44,13 @@ pub(crate) fn table_header(bytes: &[u8], start: usize, end: usize, delim: u8) ->
         let name = &bytes[s..e];
         named += usize::from(!name.is_empty());
         // A markdown header may say `API key`; a CSV line with a space in a cell is code or prose
-        // (`return user, token`).
+        // (`return user, token`) unless the cell opens with a capital, as an export's column
+        // titles do (`Client ID,Client secret`, `Secret access key`).
         let spaces = name.iter().filter(|&&b| b == b' ').count();
+        let titled = name.first().is_some_and(u8::is_ascii_uppercase) && spaces <= 3;
         let name_like = name.len() <= 64
             && name.iter().all(|&b| is_key_byte(b) || b == b' ')
-            && spaces <= usize::from(delim == b'|');
+            && (spaces <= usize::from(delim == b'|') || titled);
         names &= name_like;
         // A weak word's column (`key`, `auth`) is judged as a weak key's value: it must look
         // generated (`| service | key |` over `| stripe | sk_… |`), as a `token` column's must.

@@ -4467,6 +4467,21 @@ fn an_npmrc_scoped_password_is_its_literal_text() {
     ]);
 }
 
+/// `_auth` under a registry's scope is `.npmrc`'s `user:password` slot: a passphrase typed there
+/// is the password; a reference, a flag (`always-auth`) or `_auth` outside a scope is not read so.
+#[test]
+fn an_npmrc_scoped_auth_is_a_passwords_slot() {
+    assert_found(&[
+        "//npm.pkg.example.net/team:_auth=LanternWaffleOrbit",
+        "; mirror\n//mirror.internal.test/npm/:_auth=QuietHarborMaple",
+    ]);
+    assert_clean(&[
+        "//npm.pkg.example.net/team:_auth=${NPM_AUTH}",
+        "//npm.pkg.example.net/team:always-auth=true",
+        "auth_mode=LanternWaffleOrbit",
+    ]);
+}
+
 /// YAML's `!!binary` tag says how the value is written: the base64 after it is the value.
 #[test]
 fn a_yaml_binary_tag_is_followed_by_the_value() {
@@ -4634,5 +4649,68 @@ fn a_data_source_name_without_a_scheme_holds_its_password() {
         "dsn := \"root:@tcp(localhost:3306)/test\"",
         "dsn := \"user:password@tcp(127.0.0.1:3306)/dbname\"",
         "mail jane@tcp(ops) about the outage",
+    ]);
+}
+
+/// A key with a generated head before its marker is judged whole: a run its body opens with
+/// (a random `A` before the format's fixed `AAAAA`) is no filler after 52 random characters, and
+/// the version and padded tail Microsoft's unclassified pattern allows are the key still; a head
+/// of filler stays a format's illustration.
+#[test]
+fn an_annotated_key_is_judged_whole_with_its_head() {
+    assert_found(&[
+        "the maps call returns 401 with WSDCwCYBmT5QTAA8paVbrKU5OmRUEmsYTAov1AAd6IW9pOL1BahHJQQJ99vCpzOGkGzCNCDAAAAAAZMPbhmi as subscription",
+        "rotated: igseMWt7OuODetEdwKk32ybMyICCKoLgWdFHWeDgp7wYkKResMWTJQQJ9HNFacueDyDncRCXKgXl2s2c1odgVc==",
+    ]);
+    assert_clean(&[
+        "format: AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAJQQJ9HnF0viQrs37n2DUB3qxfdfNzI7S",
+        "the version marker JQQJ9H alone names no key",
+    ]);
+}
+
+/// One short unit typed over and over where a generated token goes (`dead.dead.DEAD-…`) is a
+/// stand-in, case and separators aside; a random body of that shape is a secret. In a password's
+/// slot a typed word is still the password.
+#[test]
+fn a_short_unit_repeated_in_a_tokens_place_is_filler() {
+    assert_clean(&[
+        "the portal showed xyz7Q~beef.beef.BEEF-BEEF-beef~beefbeef under Certificates",
+        "copied from the wiki: abc8Q~cafe_cafe_CAFE_cafe_cafe_cafe_cafe",
+        "the sample ghp_ababABABababABABababABABababABAB1212 was rejected",
+    ]);
+    assert_found(&[
+        "client_secret = \"Xe47Q~Y1QLCbKGkrr3JQCtfeaF7ERpGbiOYO8LV\"",
+        "db_password = \"qwerqwerqwerqwerqwerqwer\"",
+    ]);
+}
+
+/// A private key's header with lines below that hold no key (`abab…`, a sentence in camel case)
+/// is the format's illustration even when the END line was cut off; a body fragment of base64
+/// with digits, or the header alone, may be a key cut short and stays one.
+#[test]
+fn a_key_header_over_illustration_lines_without_end_is_no_key() {
+    assert_clean(&[
+        "the loader wants\n-----BEGIN EC PRIVATE KEY-----\nxyxyxyxyxyxyxyxyxyxyxyxyxyxyxyxyxyxy\nand nothing else?",
+        "-----BEGIN OPENSSH PRIVATE KEY-----\nputTheWholeKeyFileContentsRightHere\n",
+    ]);
+    assert_found(&[
+        "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASCLfgViXFeO7leaonhioWkUp9vfo+27zo8\n",
+        "-----BEGIN DSA PRIVATE KEY-----",
+    ]);
+}
+
+/// An export's CSV header titles its columns in words (`App name,Client secret,Expires`): a
+/// generated cell under the secret's column is read as a lowercase header's is; a note or a
+/// reference there is not, and a line of code with a space in a cell names no column.
+#[test]
+fn a_csv_headers_titled_columns_name_their_cells() {
+    assert_found(&[
+        "App name,Client secret,Expires\nbilling-sync,Vb3R~k9QmT2xLp7WzN4sYh8D,2027-01-31",
+        "Service\tSigning key\tOwner\nwebhooks\tc8e1f0a93b7d4e62a1f5c09d8b3e7a46\tplatform",
+    ]);
+    assert_clean(&[
+        "App name,Client secret,Expires\nbilling-sync,stored in the vault,2027-01-31",
+        "App name,Client secret,Expires\nbilling-sync,${BILLING_SECRET},2027-01-31",
+        "return user, token\nprint(user, token)",
     ]);
 }

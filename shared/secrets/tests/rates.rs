@@ -16,6 +16,7 @@ const HELDOUT: &str = include_str!("../../../tests/fixtures/secrets_heldout.txt"
 const ORDINARY_REAL: &str = include_str!("../../../tests/fixtures/secrets_ordinary_real.txt");
 const CHECKOV: &str = include_str!("../../../tests/fixtures/secrets_probe_checkov.txt");
 const HANDWRITTEN: &str = include_str!("../../../tests/fixtures/secrets_probe_handwritten.txt");
+const SECURITY_UTILITIES: &str = include_str!("../../../tests/fixtures/secrets_probe_security_utilities.txt");
 const DOC: &str = include_str!("../../../docs/secret-filter.md");
 const README: &str = include_str!("../../../README.md");
 const BEGIN: &str = "<!-- rates: computed by shared/secrets/tests/rates.rs -->\n";
@@ -46,6 +47,7 @@ const FLOORS: &[(&str, f64, f64)] = &[
     ("2ms", 98.9, 1.3),
     ("checkov", 100.0, 1.3),
     ("handwritten", 99.5, 0.0),
+    ("security-utilities", 98.1, 0.0),
 ];
 
 /// What each source is, for the table.
@@ -120,6 +122,10 @@ const LABELS: &[(&str, &str)] = &[
         "handwritten",
         "random tokens of 84 documented provider formats written by hand in 24 prompt shapes (code in twelve languages, configs, CI, Kubernetes, logs, chat, three other languages), `tests/fixtures/secrets_probe_handwritten.txt`",
     ),
+    (
+        "security-utilities",
+        "random keys of Microsoft security-utilities' identifiable and legacy key patterns, and its examples, in six new prompt shapes (a chat message, a notebook cell, a CI script, a Markdown table, a German question, a bug report), `tests/fixtures/secrets_probe_security_utilities.txt`",
+    ),
 ];
 
 #[derive(Default)]
@@ -184,7 +190,7 @@ fn unescape(text: &str) -> String {
 fn rates() -> BTreeMap<String, Rates> {
     let mut all = BTreeMap::new();
     score(CORPUS, |_| "ours".to_owned(), &mut all);
-    for fixture in [HELDOUT, ORDINARY_REAL, CHECKOV, HANDWRITTEN] {
+    for fixture in [HELDOUT, ORDINARY_REAL, CHECKOV, HANDWRITTEN, SECURITY_UTILITIES] {
         score(
             fixture,
             |category| category.split(':').next().unwrap_or("?").to_owned(),
