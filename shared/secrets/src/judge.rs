@@ -397,10 +397,7 @@ pub(crate) fn unquoted_end(bytes: &[u8], pos: usize, limit: usize, stop: Stop) -
     };
     // `;Name=`, `&name=` (and in code `,name=`): the next field of a connection string,
     // URL query or argument list.
-    let next_field = |k: usize| {
-        let name = run_end_max(bytes, k + 1, 64, |c| c.is_ascii_alphanumeric() || c == b'_');
-        name > k + 1 && bytes.get(name) == Some(&b'=')
-    };
+    let next_field = |k: usize| field_name_after(bytes, k);
 
     let mut raw_end = pos;
     while raw_end < limit {
@@ -426,6 +423,12 @@ pub(crate) fn unquoted_end(bytes: &[u8], pos: usize, limit: usize, stop: Stop) -
         raw_end += 1;
     }
     raw_end
+}
+
+/// Whether a field's name and `=` follow the separator at `k` (`&name=`, `;Name=`, `,name=`).
+pub(crate) fn field_name_after(bytes: &[u8], k: usize) -> bool {
+    let name = run_end_max(bytes, k + 1, 64, |c| c.is_ascii_alphanumeric() || c == b'_');
+    name > k + 1 && bytes.get(name) == Some(&b'=')
 }
 
 /// Whether the backslashes at `k` write a line break inside a string (`\\r`, `\\\\n`) that ends an

@@ -396,9 +396,10 @@ impl Vendor {
         } else {
             typed_filler(token, self.capitals()) || short_word(token) || crate::chars::counted_through(token)
         };
-        // A digit tells a generated token from a word; a long run of random mixed-case letters
-        // (`secret_` + 43 of them lacks a digit once in two thousand) is generated without one.
-        let random_letters = token.len() >= 20 && crate::judge::random_letters(token);
+        // A digit tells a generated token from a word; a run of 16 or more random mixed-case
+        // letters is generated without one (`sm_pat_` + 16 alphanumerics lacks a digit one time
+        // in sixteen, `secret_` + 43 once in two thousand).
+        let random_letters = token.len() >= 16 && crate::judge::random_letters(token);
         if self.digit && !has_digit(token) && !random_letters || filler {
             return None;
         }

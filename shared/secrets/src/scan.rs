@@ -1879,6 +1879,10 @@ impl<'t> Scan<'t> {
                 .windows(2)
                 .position(|w| w == b"</" || w == b",\"")
                 .map_or(raw, |k| p + k);
+            // A URL query's next parameter (`&page_size=`) is the query's, not the value's.
+            let raw = (p..raw)
+                .find(|&k| bytes[k] == b'&' && crate::judge::field_name_after(bytes, k))
+                .unwrap_or(raw);
             // An object or a list opens (`"auth":{"display_name":…`): structure, not a value.
             if matches!(bytes.get(p), Some(b'{' | b'[')) {
                 return None;

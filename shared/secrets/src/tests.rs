@@ -4653,6 +4653,11 @@ fn a_long_body_of_random_mixed_case_letters_needs_no_digit() {
             "{\"auth\": \"secret_BxVnMqWzRtYpLkJhGfDsAzXcVbNmQwErTyUiOpAsDfG\"}",
         ],
     );
+    assert_kind(
+        SecretKind::Vendor("settlemint_token"),
+        &["deploy failed: sm_pat_QzWvTkLpRmXbNcYd was revoked"],
+    );
+    assert_clean(&["set sm_pat_ProjectTokenName in the vault"]);
     assert_clean(&[
         "see secret_ThisIsTheNameOfTheSettingThatHoldsTheKeyVal in the docs",
         "the field secret_accessTokenForTheIntegrationWorkspaceOwners is empty",
@@ -4771,5 +4776,23 @@ fn a_single_quoted_dollar_name_is_a_reference_and_mixed_digits_are_a_literal() {
     assert_found(&[
         "MYSQL_ROOT_PASSWORD: '$R0otPa55w0rd'",
         "db_password = '$k9Lm2Vx7Qp'",
+    ]);
+}
+
+/// A URL query's value ends at the next `&name=`, however many parameters follow: a secret
+/// there is the value alone, and a reference or a word there does not run on into the
+/// parameters after it as one unquoted password.
+#[test]
+fn a_query_value_ends_at_the_next_parameter() {
+    assert_eq!(
+        spans(
+            "curl \"https://api.test/v2/items?api_key=Vd8Lq3Zx9Tm2Kw7Rb4Np&page_size=50&sort_by=name&include_meta=true\""
+        ),
+        ["Vd8Lq3Zx9Tm2Kw7Rb4Np"]
+    );
+    assert_found(&["open https://hooks.test/in?token=Hx2Qm9Zt4Lk7Vb3Wn8Rc&a_b=1&c_d=2&e_f=3 in the browser"]);
+    assert_clean(&[
+        "const url = `https://api.test/v2/items?auth_token=${authToken}&page_size=50&sort_by=name&include_meta=true`;",
+        "https://idp.test/authorize?secret=none&oauth_state=Vd8Lq3Zx9Tm2Kw7Rb4Np&code_challenge=Hx2Qm9Zt4Lk7Vb3Wn8Rc&response_type=code",
     ]);
 }
