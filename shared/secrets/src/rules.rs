@@ -399,7 +399,10 @@ impl Vendor {
         // A digit tells a generated token from a word; a run of 16 or more random mixed-case
         // letters is generated without one (`sm_pat_` + 16 alphanumerics lacks a digit one time
         // in sixteen, `secret_` + 43 once in two thousand).
-        let random_letters = token.len() >= 16 && crate::judge::random_letters(token);
+        // From 32 on, words run together are told by their low entropy (about 4 bits a letter,
+        // random letters near 5), as random letters fall into short words now and then.
+        let random_letters = token.len() >= 16 && crate::judge::random_letters(token)
+            || token.len() >= 32 && crate::chars::mixed_case(token) && crate::chars::entropy(token) >= 4.4;
         if self.digit && !has_digit(token) && !random_letters || filler {
             return None;
         }

@@ -4657,6 +4657,11 @@ fn a_long_body_of_random_mixed_case_letters_needs_no_digit() {
         SecretKind::Vendor("settlemint_token"),
         &["deploy failed: sm_pat_QzWvTkLpRmXbNcYd was revoked"],
     );
+    // Random letters that split into short words now and then are told by their entropy.
+    assert_kind(
+        SecretKind::Vendor("notion_token"),
+        &["my notion key is secret_MpVbglWsXUwowoMAiIiyfVlFAjzfJbMsZXzmbuClelm"],
+    );
     assert_clean(&["set sm_pat_ProjectTokenName in the vault"]);
     assert_clean(&[
         "see secret_ThisIsTheNameOfTheSettingThatHoldsTheKeyVal in the docs",
