@@ -3,7 +3,7 @@
 
 use crate::bytes::{
     b64, b64url, char_floor, contains_ci, eat_ci, ends_with_ci, find_byte, find_ci, line_before, line_end,
-    lower, run_back, run_end, run_end_max, skip_blank, trim_ascii, trim_end_of,
+    line_end_max, lower, run_back, run_end, run_end_max, skip_blank, trim_ascii, trim_end_of,
 };
 use crate::chars::{
     camel_word_share, count_chain, counted_through, entropy, fabricated, has_digit, has_symbol,
@@ -41,11 +41,15 @@ pub(crate) fn keyed_call_literals(bytes: &[u8], found: &mut Vec<Finding>) -> boo
             - run_back(&bytes[..open], |b| {
                 b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_')
             })..open];
-        let Some(&(_, arg)) = CALLS.iter().find(|(c, _)| {
+        let keyed = CALLS.iter().find(|(c, _)| {
             ends_with_ci(name, c)
                 && (name.len() == c.len() || matches!(name[name.len() - c.len() - 1], b'.' | b'_'))
-        }) else {
-            continue;
+        });
+        let client = keyed.is_none() && client_call(name);
+        let arg = match keyed {
+            Some(&(_, arg)) => arg,
+            None if client => 0,
+            None => continue,
         };
         let mut p = open + 1;
         for _ in 0..arg {
@@ -63,7 +67,21 @@ pub(crate) fn keyed_call_literals(bytes: &[u8], found: &mut Vec<Finding>) -> boo
             continue;
         };
         let v = value.text(bytes);
-        if looks_random(v, 12) && has_digit(v) && !is_placeholder(v) {
+        // A client's sole argument: a generated literal alone is how it authenticates; an
+        // address, a file, a DSN or an identifier there is none.
+        let sole = || {
+            let close = skip_blank(bytes, value.end + 1);
+            bytes.get(close) == Some(&b')')
+                && looks_random(v, 16)
+                && !v.iter().any(|b| matches!(b, b'.' | b'/' | b':' | b'@' | b' '))
+                && !uuid_shaped(v)
+        };
+        if if client {
+            sole()
+        } else {
+            looks_random(v, 12) && has_digit(v)
+        } && !is_placeholder(v)
+        {
             found.push(Finding {
                 kind: SecretKind::Assignment,
                 start: value.start,
@@ -72,6 +90,28 @@ pub(crate) fn keyed_call_literals(bytes: &[u8], found: &mut Vec<Finding>) -> boo
         }
     }
     found.len() > before
+}
+
+/// A call that makes or connects a client (`new ApiClient(…)`, `NewClient(…)`, `Client.new(…)`,
+/// `connect(…)`, `bot.login(…)`): given one literal alone, that literal is its credential.
+fn client_call(name: &[u8]) -> bool {
+    let mut parts = name.rsplit(|&b| b == b'.');
+    let last = match parts.next() {
+        Some(b"new") => parts.next().unwrap_or_default(),
+        Some(last) => last,
+        None => return false,
+    };
+    // `Client` alone, or as a name's last word (`ApiClient`, `api_client`), not inside one; a
+    // lookup (`getClient("…")`, `find_client`) is given the client's id.
+    const LOOKUPS: [&[u8]; 6] = [b"get", b"find", b"fetch", b"load", b"lookup", b"remove"];
+    let lookup = LOOKUPS
+        .iter()
+        .any(|w| last.len() > w.len() && last[..w.len()].eq_ignore_ascii_case(w));
+    let client = !lookup && last.len() >= 6 && ends_with_ci(last, b"client") && {
+        let k = last.len() - 6;
+        k == 0 || last[k] == b'C' || last[k - 1] == b'_'
+    };
+    client || last.eq_ignore_ascii_case(b"connect") || last.eq_ignore_ascii_case(b"login")
 }
 
 /// The longest value looked at: longer runs are cut there (a secret's head is enough to tell, and
@@ -147,7 +187,10 @@ impl Value {
             let start = pos + 3;
             let limit = char_floor(bytes, bytes.len().min(start + MAX_VALUE));
             let end = (start..limit).find(|&k| bytes[k] == b'\n' || bytes[k..].starts_with(&[first; 3]))?;
-            return (bytes[end] == first).then_some(Self::enclosed(start, end, first, stop));
+            if bytes[end] == first {
+                return Some(Self::enclosed(start, end, first, stop));
+            }
+            return Self::block_line(bytes, start, end, first, stop);
         }
         if matches!(first, b'"' | b'\'' | b'`') {
             // A quoted value runs to its closing quote, whatever it holds (a double quote escaped
@@ -170,9 +213,10 @@ impl Value {
                 ..Self::enclosed(start, end, first, stop)
             });
         }
-        if first.is_ascii_whitespace()
-            || matches!(first, b',' | b';' | b'}' | b']' | b')' | b'{' | b'[' | b'(')
-        {
+        if first == b'{' {
+            return Self::braced(bytes, pos, stop);
+        }
+        if first.is_ascii_whitespace() || matches!(first, b',' | b';' | b'}' | b']' | b')' | b'[' | b'(') {
             return None;
         }
         let limit = char_floor(bytes, bytes.len().min(pos + MAX_VALUE));
@@ -197,6 +241,39 @@ impl Value {
             quote: 0,
             stop,
         })
+    }
+
+    /// A triple-quoted block whose one line stands between the opening quotes' line and the
+    /// closing quotes' (`"""` / `    value` / `""".trimIndent()`): that line, trimmed. Opened
+    /// at `start`, its first line ending at `newline`; a block of more lines is text.
+    fn block_line(bytes: &[u8], start: usize, newline: usize, quote: u8, stop: Stop) -> Option<Self> {
+        if !bytes[start..newline].trim_ascii().is_empty() {
+            return None;
+        }
+        let from = newline + 1;
+        let end = line_end_max(bytes, from, MAX_VALUE).filter(|&e| e < bytes.len())?;
+        if !bytes[skip_blank(bytes, end + 1)..].starts_with(&[quote; 3]) {
+            return None;
+        }
+        let line = &bytes[from..end];
+        let s = from + line.len() - line.trim_ascii_start().len();
+        let e = from + line.trim_ascii_end().len();
+        (e > s).then_some(Self::enclosed(s, e, quote, stop))
+    }
+
+    /// A generated literal in braces filling the value (`DB_PASSWORD={Xq9…}`): the literal.
+    /// A template's or JSX's braces hold a name or an expression (`{{ pass }}`, `{apiKey}`,
+    /// `{process.env.KEY}`), which is no literal, so only a random run with a digit counts.
+    fn braced(bytes: &[u8], open: usize, stop: Stop) -> Option<Self> {
+        let s = open + 1;
+        let e = run_end_max(bytes, s, MAX_VALUE, |b| {
+            b.is_ascii_graphic() && !matches!(b, b'{' | b'}' | b'.' | b'$')
+        });
+        let after = bytes.get(e + 1);
+        let alone = after.is_none_or(|b| b.is_ascii_whitespace() || matches!(b, b';' | b',' | b'"' | b'\''));
+        let v = &bytes[s..e];
+        (bytes.get(e) == Some(&b'}') && alone && has_digit(v) && looks_random(v, 12))
+            .then(|| Self::enclosed(s, e, b'}', stop))
     }
 
     /// A table cell `[s, e)`, quoted when `"` or `'` enclose it (markdown's backticks and
@@ -320,10 +397,7 @@ pub(crate) fn unquoted_end(bytes: &[u8], pos: usize, limit: usize, stop: Stop) -
     };
     // `;Name=`, `&name=` (and in code `,name=`): the next field of a connection string,
     // URL query or argument list.
-    let next_field = |k: usize| {
-        let name = run_end_max(bytes, k + 1, 64, |c| c.is_ascii_alphanumeric() || c == b'_');
-        name > k + 1 && bytes.get(name) == Some(&b'=')
-    };
+    let next_field = |k: usize| field_name_after(bytes, k);
 
     let mut raw_end = pos;
     while raw_end < limit {
@@ -349,6 +423,12 @@ pub(crate) fn unquoted_end(bytes: &[u8], pos: usize, limit: usize, stop: Stop) -
         raw_end += 1;
     }
     raw_end
+}
+
+/// Whether a field's name and `=` follow the separator at `k` (`&name=`, `;Name=`, `,name=`).
+pub(crate) fn field_name_after(bytes: &[u8], k: usize) -> bool {
+    let name = run_end_max(bytes, k + 1, 64, |c| c.is_ascii_alphanumeric() || c == b'_');
+    name > k + 1 && bytes.get(name) == Some(&b'=')
 }
 
 /// Whether the backslashes at `k` write a line break inside a string (`\\r`, `\\\\n`) that ends an
@@ -2853,8 +2933,13 @@ pub(crate) fn secret_field_name(v: &[u8]) -> bool {
 
 /// A `$` before letters of both cases and digits, in single quotes (`'$ecRetT0F1nD'`): shells,
 /// Python, PHP and PowerShell expand nothing there, and no variable is named so.
+/// A variable's name is words with a number after them (`'$DbPass2'`: Compose expands it even in
+/// single quotes), not digits among its letters.
 pub(crate) fn dollar_literal(v: &[u8]) -> bool {
-    v.len() >= 8 && v[0] == b'$' && mixed_case(&v[1..]) && has_digit(&v[1..]) && !v[1..].contains(&b'_')
+    let name = &v[1.min(v.len())..];
+    let letters = trim_end_of(name, |b| b.is_ascii_digit());
+    let named = camel_word_share(letters).is_some_and(|w| 3 * w >= 2 * letters.len());
+    v.len() >= 8 && v[0] == b'$' && mixed_case(name) && has_digit(name) && !name.contains(&b'_') && !named
 }
 
 /// Stand-in words around the words of the value's own key (`HEROKU_API_KEY='sampleHerokuKey'`,

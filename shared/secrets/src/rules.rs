@@ -319,6 +319,14 @@ impl Vendor {
         &SEGMENTS[self.segs.0..self.segs.1]
     }
 
+    /// Whether the body's alphabet has capitals and no lowercase letter (`AKIA` + `[A-Z0-9]{16}`):
+    /// all capitals is then how a generated body looks about once in thirty, not a sign of typing.
+    fn capitals(&self) -> bool {
+        let classes = || self.segments().iter().filter(|s| s.class != u8::MAX);
+        classes().any(|s| (b'A'..=b'Z').any(|b| in_class(s.class, b)))
+            && classes().all(|s| !(b'a'..=b'z').any(|b| in_class(s.class, b)))
+    }
+
     /// The end of this token if it starts at `i`.
     pub(crate) fn matches(&self, text: &str, i: usize) -> Option<usize> {
         let bytes = text.as_bytes();
@@ -394,9 +402,16 @@ impl Vendor {
                 .checked_sub(usize::from(self.head.1))
                 .filter(|_| self.head.1 > 0)
                 .map_or(token, |start| &bytes[start..pos]);
-            stand_in(whole) || crate::chars::counted_through(token)
+            typed_filler(whole, self.capitals()) || short_word(whole) || crate::chars::counted_through(token)
         };
-        if self.digit && !has_digit(token) || filler {
+        // A digit tells a generated token from a word; a run of 16 or more random mixed-case
+        // letters is generated without one (`sm_pat_` + 16 alphanumerics lacks a digit one time
+        // in sixteen, `secret_` + 43 once in two thousand).
+        // From 32 on, words run together are told by their low entropy (about 4 bits a letter,
+        // random letters near 5), as random letters fall into short words now and then.
+        let random_letters = token.len() >= 16 && crate::judge::random_letters(token)
+            || token.len() >= 32 && crate::chars::mixed_case(token) && crate::chars::entropy(token) >= 4.4;
+        if self.digit && !has_digit(token) && !random_letters || filler {
             return None;
         }
         if self.entropy > 0.0 && crate::chars::entropy(token) < f64::from(self.entropy) {
@@ -475,7 +490,8 @@ pub(crate) fn prefix_then_filler(v: &[u8]) -> bool {
     candidates(first, v.get(1).copied().unwrap_or(0)).iter().any(|r| {
         v.len() > r.prefix.len() + 4
             && v[..r.prefix.len()].eq_ignore_ascii_case(r.prefix)
-            && (typed_filler(&v[r.prefix.len()..]) || crate::chars::counted_through(&v[r.prefix.len()..]))
+            && (typed_filler(&v[r.prefix.len()..], r.capitals())
+                || crate::chars::counted_through(&v[r.prefix.len()..]))
     })
 }
 
@@ -504,13 +520,14 @@ fn short_word(token: &[u8]) -> bool {
 
 /// Filler after a real prefix, or a short lowercase word in a token's place (`xoxb-valid`).
 fn stand_in(token: &[u8]) -> bool {
-    typed_filler(token) || short_word(token)
+    typed_filler(token, false) || short_word(token)
 }
 
 /// Filler after a real prefix (`XXXX…`, `0000…`, `EXAMPLE`, `RANDOMSTRINGHERE`): few distinct
 /// characters, a documentation word, or one character category where a generated token mixes
-/// them.
-fn typed_filler(token: &[u8]) -> bool {
+/// them. Where the alphabet is `capitals` alone, all capitals is filler only when it reads as
+/// words (see [`shouted_words`]).
+fn typed_filler(token: &[u8], capitals: bool) -> bool {
     let mut seen = [false; 256];
     let mut distinct = 0;
     let (mut lower, mut upper, mut digit) = (false, false, false);
@@ -543,7 +560,20 @@ fn typed_filler(token: &[u8]) -> bool {
         return true;
     }
     let categories = u8::from(lower) + u8::from(upper) + u8::from(digit);
-    token.len() >= 16 && categories == 1 && !digit && upper
+    token.len() >= 16 && categories == 1 && !digit && upper && (!capitals || shouted_words(token))
+}
+
+/// Capitals typed as words (`ACCESSKEYIDVALUE`, `PASSWORDSECRETKEY`): a credential's or a
+/// demo's word in them, or vowels (`y` counts) half or more with no four consonants
+/// running, where random capitals hold about one in four.
+fn shouted_words(token: &[u8]) -> bool {
+    const WORDS: &[&[u8]] = &[
+        b"KEY", b"AWS", b"SECRET", b"TOKEN", b"ACCESS", b"PASS", b"TEST", b"DEMO",
+    ];
+    let vowel = |b: &u8| matches!(b, b'A' | b'E' | b'I' | b'O' | b'U' | b'Y');
+    let vowels = token.iter().filter(|b| vowel(b)).count();
+    let consonants = token.split(vowel).map(<[u8]>::len).max().unwrap_or(0);
+    WORDS.iter().any(|w| contains_ci(token, w)) || 2 * vowels >= token.len() && consonants <= 3
 }
 
 /// A tiny deterministic generator (xorshift) for the tests, so every run checks the same random

@@ -1890,6 +1890,10 @@ impl<'t> Scan<'t> {
                 .windows(2)
                 .position(|w| w == b"</" || w == b",\"")
                 .map_or(raw, |k| p + k);
+            // A URL query's next parameter (`&page_size=`) is the query's, not the value's.
+            let raw = (p..raw)
+                .find(|&k| bytes[k] == b'&' && crate::judge::field_name_after(bytes, k))
+                .unwrap_or(raw);
             // An object or a list opens (`"auth":{"display_name":…`): structure, not a value.
             if matches!(bytes.get(p), Some(b'{' | b'[')) {
                 return None;
@@ -2068,9 +2072,30 @@ impl<'t> Scan<'t> {
         if bytes[i] < 0xE3 && (word_at(self.text, end) || glued_before) {
             return false;
         }
-        // What is glued on is no value of this word's (`密钥AES256GCM加密`): a vendor's prefix
-        // still finds its token there.
+        // A long ASCII run glued on, then the sentence again (`我的密码Xq9…不能用`), is the
+        // password when it mixes cases and digits (`密钥AES256GCM加密` names an algorithm); a
+        // vendor's token or a dotted or encoded one (a JWT, a base64 key) there is left to its own
+        // rule, so it keeps its name and its whole span.
         if glued_ascii {
+            let e = run_end_max(bytes, end, MAX_VALUE, |b| {
+                b.is_ascii_alphanumeric()
+                    || matches!(b, b'!' | b'@' | b'#' | b'%' | b'^' | b'&' | b'*' | b'_' | b'-')
+            });
+            let ends = bytes.get(e).is_none_or(|&b| b >= 0x80 || b.is_ascii_whitespace());
+            let vendor = crate::rules::candidates(bytes[end], bytes.get(end + 1).copied().unwrap_or(0))
+                .iter()
+                .any(|v| v.matches(self.text, end).is_some())
+                || crate::rules::headed_at(self.text, end).is_some();
+            let value = Value::enclosed(end, e, 0, Stop::Code);
+            let v = value.text(bytes);
+            if ends
+                && !vendor
+                && mixed_case(v)
+                && has_digit(v)
+                && value_is_secret(bytes, &value, key, strength, Mode::Prose)
+            {
+                self.push(SecretKind::Prose, end, e);
+            }
             return true;
         }
         match ["是", "为", "為", "は", "는", "가"]
@@ -2691,6 +2716,7 @@ impl<'t> Scan<'t> {
     /// part of it (Maven's `<password>  s3cret  </password>` is `s3cret`).
     pub(crate) fn element_text(&mut self, start: usize, key: &[u8], strength: Strength, kind: SecretKind) {
         let bytes = self.bytes;
+        let tag = open_tag(bytes, start).unwrap_or(key);
         let close = run_end_max(bytes, start, MAX_VALUE, |b| b != b'<' && b != b'\n');
         let start = run_end(bytes, start, |b| matches!(b, b' ' | b'\t')).min(close);
         let mut end = close;
@@ -2707,7 +2733,7 @@ impl<'t> Scan<'t> {
             && value_is_secret(bytes, &value, key, strength, Mode::Literal)
         {
             self.push(kind, start, end);
-        } else if let Some((start, end)) = framed_element_text(bytes, value.start, key) {
+        } else if let Some((start, end)) = framed_element_text(bytes, value.start, tag) {
             let value = Value {
                 start,
                 end,
@@ -3676,9 +3702,17 @@ pub(crate) fn name_like_at(bytes: &[u8], kend: usize) -> bool {
 
 pub(crate) fn same_line_tokens(bytes: &[u8], found: &mut Vec<Finding>, name_words: Option<&[usize]>) -> bool {
     const NOT: Words = words_of!(
-        b"public publishable fingerprint commit sha sha1 sha256 sha512 checksum digest hash hashes integrity \
+        b"public publishable fingerprint commit sha sha1 sha256 sha384 sha512 checksum digest hash hashes integrity \
         ssh-rsa ssh-ed25519 ecdsa-sha2-nistp256 gpg pgp"
     );
+    // A digest labelled by its algorithm (`sha384-oqVu…`, a subresource integrity value) speaks
+    // of a hash as the word does.
+    let named = |w: &[u8]| NOT.iter().any(|n| w.eq_ignore_ascii_case(n));
+    let labelled = |w: &[u8]| {
+        w.split(|&b| b == b'-')
+            .next()
+            .is_some_and(|h| h.len() < w.len() && named(h))
+    };
     // `_` and `.` join a key's parts: `access_token_version` is a key (judged by the key rules),
     // not the word `token`.
     let word_byte = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.');
@@ -3737,10 +3771,7 @@ pub(crate) fn same_line_tokens(bytes: &[u8], found: &mut Vec<Finding>, name_word
             next += 1;
         }
         let line = &bytes[start..end];
-        let about_public = || {
-            line.split(|&c| !word_byte(c))
-                .any(|w| NOT.iter().any(|n| w.eq_ignore_ascii_case(n)))
-        };
+        let about_public = || line.split(|&c| !word_byte(c)).any(|w| named(w) || labelled(w));
         if reach <= start && line.len() <= 4096 && !about_public() {
             line_tokens(line, start, found);
             if line.trim_ascii_end().ends_with(b":") {
@@ -3824,6 +3855,16 @@ pub(crate) fn framed_element_text(bytes: &[u8], start: usize, key: &[u8]) -> Opt
         token = Some((s, s + t.len()));
     }
     token
+}
+
+/// The name of the start tag that ends right before `pos` (`<string>`, `<password id="x">`): the
+/// element a value's end tag closes, which a property list's `<key>` does not name.
+fn open_tag(bytes: &[u8], pos: usize) -> Option<&[u8]> {
+    let head = &bytes[pos.saturating_sub(128)..pos].strip_suffix(b">")?;
+    let lt = head.iter().rposition(|&b| b == b'<')?;
+    let tag = &head[lt + 1..];
+    let name = &tag[..tag.iter().position(u8::is_ascii_whitespace).unwrap_or(tag.len())];
+    (!name.is_empty() && name.iter().all(|&b| is_key_byte(b) || b == b':')).then_some(name)
 }
 
 /// Whether a key ends with a file name's extension (`deploy-secret.yml`, `app_secrets.json`).

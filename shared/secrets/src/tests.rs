@@ -4714,3 +4714,186 @@ fn a_csv_headers_titled_columns_name_their_cells() {
         "return user, token\nprint(user, token)",
     ]);
 }
+
+/// A vendor whose alphabet is capitals and digits issues a body of capitals alone about once in
+/// thirty: that is its key, in prose, a config or a header; capitals typed as words, one
+/// repeated, a count or the documentation marker stay stand-ins.
+#[test]
+fn a_body_of_capitals_alone_is_a_key_where_the_alphabet_has_no_lowercase() {
+    assert_kind(
+        SecretKind::Vendor("aws_access_key"),
+        &[
+            "the job died with AKIAWQRTZPMLKJHGBVCN in its log",
+            "[default]\naws_access_key_id = ASIAPLMNKJHGTRFDCXSW",
+            "{\"AccessKeyId\": \"AKIAZRTPQMWNBVCXLKJH\", \"Expiration\": null}",
+        ],
+    );
+    assert_clean(&[
+        "the docs show AKIAQQQQQQQQQQQQQQQQ as the format",
+        "aws_access_key_id = AKIAACCESSKEYIDVALUE",
+        "aws_access_key_id: AKIAMYAWSKEYIDGOESIN",
+        "use AKIAKLMNOPQRSTUVWXYZ as a stand-in",
+        "key AKIAIOSFODNN7EXAMPLE in the docs",
+    ]);
+}
+
+/// A digit tells a vendor's generated body from a word where the rule asks for one; a long run
+/// of random mixed-case letters is generated without one, an identifier is not.
+#[test]
+fn a_long_body_of_random_mixed_case_letters_needs_no_digit() {
+    assert_kind(
+        SecretKind::Vendor("notion_token"),
+        &[
+            "why is secret_QzWvTkLpRmXbNcYdHsJfGaKeUtBoIqPlZxCvBnMrTgW rejected?",
+            "NOTION_KEY=\"secret_hRtKwQzPmLvXbNjYcFdGsAeUoIkTrWqZxCbVnMlPkJh\"",
+            "{\"auth\": \"secret_BxVnMqWzRtYpLkJhGfDsAzXcVbNmQwErTyUiOpAsDfG\"}",
+        ],
+    );
+    assert_kind(
+        SecretKind::Vendor("settlemint_token"),
+        &["deploy failed: sm_pat_QzWvTkLpRmXbNcYd was revoked"],
+    );
+    // Random letters that split into short words now and then are told by their entropy.
+    assert_kind(
+        SecretKind::Vendor("notion_token"),
+        &["my notion key is secret_MpVbglWsXUwowoMAiIiyfVlFAjzfJbMsZXzmbuClelm"],
+    );
+    assert_clean(&["set sm_pat_ProjectTokenName in the vault"]);
+    assert_clean(&[
+        "see secret_ThisIsTheNameOfTheSettingThatHoldsTheKeyVal in the docs",
+        "the field secret_accessTokenForTheIntegrationWorkspaceOwners is empty",
+    ]);
+}
+
+/// A generated literal alone in a call that makes or connects a client is its credential, in
+/// any language; an address, a file, an id looked up, a UUID, or a random literal in a call
+/// that makes no client is none.
+#[test]
+fn a_clients_sole_random_literal_is_its_credential() {
+    assert_found(&[
+        "var svc = new BillingClient(\"Rk4vQ9mZ2xL7pT3wN8bY5cJ1\");",
+        "c, err := search.NewClient(\"hT6pW2qZ9vK4mR8xL3nB7yD5\")",
+        "api = Payments::Client.new('Zq8Lm3Vx7Tp2Wk9Rb4Nd6Hs1')",
+        "ws = pusher.connect('Mx5Qb8Rt2Lz7Wv4Kp9Yn3Jd6')",
+        "bot.login(\"Yp3Nw8Kq5Zr2Vm7Tx4Lb9Hd6F\")",
+    ]);
+    assert_clean(&[
+        "var http = new HttpClient(\"https://api.corp.test/v2\");",
+        "es = Elasticsearch.Client(\"node-3.corp.test:9200\")",
+        "c = storage.Client(\"d3f1a2b4-5c6e-4f70-8a9b-0c1d2e3f4a5b\")",
+        "c = registry.getClient(\"Rk4vQ9mZ2xL7pT3wN8bY5cJ1\")",
+        "digest = hashlib.sha256(\"Rk4vQ9mZ2xL7pT3wN8bY5cJ1\")",
+        "img = open(\"Rk4vQ9mZ2xL7pT3wN8bY5cJ1.png\")",
+    ]);
+}
+
+/// A secret alone on the one line of a triple-quoted block (Python, TOML, Kotlin, Swift) under a
+/// secret key is the value; a block of text, a sentence there or a metadata key's block is not.
+#[test]
+fn a_secret_on_a_triple_quoted_blocks_one_line_is_the_value() {
+    assert_found(&[
+        "WEBHOOK_SECRET = \"\"\"\nHq4vZ8mTx2Lp9Rk3Wb7N\n\"\"\"",
+        "[smtp]\npassword = '''\n  Tz5nQ9xLm2Vb8Kp4\n'''",
+        "val apiToken = \"\"\"\n        Pw7cR3kZx9Lm2Tq6Vb4N\n    \"\"\".trimIndent()",
+        "let clientSecret = \"\"\"\nNb6Kq2Wz8Tx4Lm9Pr3Vh\n\"\"\"",
+    ]);
+    assert_clean(&[
+        "api_token = \"\"\"\nThe token used by the nightly export job.\n\"\"\"",
+        "password_hint = \"\"\"\nHq4vZ8mTx2Lp9Rk3Wb7N\n\"\"\"",
+        "SECRET_DOC = \"\"\"\nfirst step\nsecond step\n\"\"\"",
+    ]);
+}
+
+/// A property list's value element may hold its text on a line of its own, as any element may:
+/// under a secret `<key>` it is the secret; a version or a reference there is not.
+#[test]
+fn a_plist_string_on_its_own_line_after_a_secret_key_is_the_secret() {
+    assert_found(&[
+        "<key>ClientSecret</key>\n<string>\n  Rv8Kx3Qm7Zt2Lp9Wn4Hb\n</string>",
+        "<dict>\n\t<key>api_token</key>\n\t<string>\n\t\tMz4Tq8Vx2Kp7Rn3Lw9Yc\n\t</string>\n</dict>",
+    ]);
+    assert_clean(&[
+        "<key>CFBundleShortVersionString</key>\n<string>\n  4.12.0\n</string>",
+        "<key>ClientSecret</key>\n<string>\n  $(CLIENT_SECRET)\n</string>",
+    ]);
+}
+
+/// A generated literal in braces filling a secret's value is the literal; a template's or
+/// JSX's braces hold a name or an expression.
+#[test]
+fn a_random_literal_in_braces_is_the_value_and_an_expression_is_not() {
+    assert_found(&[
+        "API_SECRET={Wd5Lq9Zx3Tm7Kv2Rb8Np}",
+        "export DB_PASS={Gh7Tz2Xq9Lm4Vk8R} && ./migrate",
+    ]);
+    assert_clean(&[
+        "<Checkout apiKey={stripeKey} token={session.token} />",
+        "API_SECRET={{ vault_api_secret }}",
+        "<Form password={passwordValue} />",
+    ]);
+}
+
+/// A password glued to the sentence in Chinese or Japanese, without a blank or a particle, is
+/// the password; a vendor's token glued so keeps its vendor's name; words or an algorithm's
+/// name glued there are the sentence.
+#[test]
+fn a_password_glued_to_cjk_text_is_found_and_a_vendor_token_keeps_its_kind() {
+    assert_found(&[
+        "新的密码Lk7Qz2Wx9Tm4Vb8R已经发给你了",
+        "パスワードRt6Mq9Xz2Lk8Wv3Nが違う",
+    ]);
+    assert_kind(
+        SecretKind::Vendor("github_token"),
+        &["我的令牌ghp_Zq8Lm3Vx7Tp2Wk9Rb4Nd6Hs1Jc5Fg0Ya2Ke不能用"],
+    );
+    assert_clean(&[
+        "密码算法PBKDF2WithHmacSHA512要换",
+        "我的密码ManagerForTheWholeTeam不好用",
+    ]);
+}
+
+/// An integrity value labelled by its algorithm (`sha384-…`) on a line naming a token is a hash;
+/// a random value there without the label is not.
+#[test]
+fn an_algorithm_labelled_digest_is_no_secret_on_a_line_naming_a_token() {
+    assert_clean(&[
+        "token: \"sha384-Wk3vQ8mZ2xL7pT+/wN8bY5cJ1qR4sD6fG9hK0aE3uI7oP2lM5nB8v\"",
+        "the cdn token is sha512-Rk4vQ9mZ2xL7pT3wN8bY5cJ1Xz6Lm0Qa== now",
+    ]);
+    assert_found(&[
+        "token: \"Wk3vQ8mZ2xL7pT3wN8bY5cJ1qR4sD6fG9hK\"",
+        "the cdn token is Rk4vQ9mZ2xL7pT3wN8bY5cJ1Xz6Lm0Qa now",
+    ]);
+}
+
+/// A `$` before a variable's name in single quotes is a reference (Compose expands it there);
+/// a `$` before letters and digits mixed is a literal that shells expand nothing in.
+#[test]
+fn a_single_quoted_dollar_name_is_a_reference_and_mixed_digits_are_a_literal() {
+    assert_clean(&[
+        "services:\n  db:\n    environment:\n      POSTGRES_PASSWORD: '$PgAdminPass3'",
+        "MYSQL_ROOT_PASSWORD: '$RootPassword12'",
+    ]);
+    assert_found(&[
+        "MYSQL_ROOT_PASSWORD: '$R0otPa55w0rd'",
+        "db_password = '$k9Lm2Vx7Qp'",
+    ]);
+}
+
+/// A URL query's value ends at the next `&name=`, however many parameters follow: a secret
+/// there is the value alone, and a reference or a word there does not run on into the
+/// parameters after it as one unquoted password.
+#[test]
+fn a_query_value_ends_at_the_next_parameter() {
+    assert_eq!(
+        spans(
+            "curl \"https://api.test/v2/items?api_key=Vd8Lq3Zx9Tm2Kw7Rb4Np&page_size=50&sort_by=name&include_meta=true\""
+        ),
+        ["Vd8Lq3Zx9Tm2Kw7Rb4Np"]
+    );
+    assert_found(&["open https://hooks.test/in?token=Hx2Qm9Zt4Lk7Vb3Wn8Rc&a_b=1&c_d=2&e_f=3 in the browser"]);
+    assert_clean(&[
+        "const url = `https://api.test/v2/items?auth_token=${authToken}&page_size=50&sort_by=name&include_meta=true`;",
+        "https://idp.test/authorize?secret=none&oauth_state=Vd8Lq3Zx9Tm2Kw7Rb4Np&code_challenge=Hx2Qm9Zt4Lk7Vb3Wn8Rc&response_type=code",
+    ]);
+}
