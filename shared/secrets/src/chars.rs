@@ -37,6 +37,20 @@ pub(crate) fn camel_word_share(v: &[u8]) -> Option<usize> {
     }
     let vowel = |b: &u8| matches!(b.to_ascii_lowercase(), b'a' | b'e' | b'i' | b'o' | b'u' | b'y');
     let mut share = 0;
+    camel_parts(v, |_, start, lower| {
+        // The word's capital is `v[start]` when it has one: `lower - start` letters.
+        let upper = start + usize::from(v[start..lower].first().is_some_and(u8::is_ascii_uppercase));
+        if lower - upper >= 2 && v[start..lower].iter().any(vowel) || abbreviation(&v[start..lower]) {
+            share += lower - start;
+        }
+    });
+    Some(share)
+}
+
+/// Splits `v` as camelCase is: for each part, `f(k, start, end)` with `v[k..start]` the capitals
+/// before a word (an acronym: `XML` of `XMLHttp`) and `v[start..end]` the word, a capital run's
+/// last letter starting the word its lowercase letters end.
+fn camel_parts(v: &[u8], mut f: impl FnMut(usize, usize, usize)) {
     let mut k = 0;
     while k < v.len() {
         let upper = run_end(v, k, |b| b.is_ascii_uppercase());
@@ -46,12 +60,66 @@ pub(crate) fn camel_word_share(v: &[u8]) -> Option<usize> {
         } else {
             upper
         };
-        if lower - upper >= 2 && v[start..lower].iter().any(vowel) || abbreviation(&v[start..lower]) {
-            share += lower - start;
-        }
+        f(k, start, lower);
         k = lower;
     }
-    Some(share)
+}
+
+/// How many words a name runs together, numbers and `_` or `-` between them (`DbPass2`,
+/// `apiKeyV2Prod`, `TOKEN_2024_PROD`, `SHA256withRSA`): `None` unless words and abbreviations
+/// hold all its letters but one, and numbers stand in two places at most. A word has a vowel in
+/// four letters or more and no four consonants running (`ecee` of hex is none); random characters
+/// change case every other letter and scatter digits, so about one in a thousand passes.
+pub(crate) fn name_words(v: &[u8]) -> Option<usize> {
+    if !v
+        .iter()
+        .all(|&b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-'))
+    {
+        return None;
+    }
+    let vowel = |b: &u8| matches!(b.to_ascii_lowercase(), b'a' | b'e' | b'i' | b'o' | b'u' | b'y');
+    let word = |seg: &[u8]| {
+        let vowels = seg.iter().filter(|b| vowel(b)).count();
+        let consonants = seg.split(vowel).map(<[u8]>::len).max().unwrap_or(0);
+        let hex = seg.iter().all(|b| matches!(b.to_ascii_lowercase(), b'a'..=b'f'));
+        let mut low = [0u8; 5];
+        for (l, b) in low.iter_mut().zip(seg) {
+            *l = b.to_ascii_lowercase();
+        }
+        seg.len() >= 3 && 4 * vowels >= seg.len() && consonants <= 3 && !hex
+            || seg.len() <= 5 && abbreviation(&low[..seg.len().min(5)])
+    };
+    // Among lowercase letters, capitals alone are an acronym's few (`RSA`, `PROD`); a longer run
+    // of them is how random characters look.
+    let lowercase = v.iter().any(u8::is_ascii_lowercase);
+    let (mut letters, mut covered, mut words) = (0, 0, 0);
+    let mut count = |seg: &[u8]| {
+        let shouted = lowercase && seg.len() > 4 && seg.iter().all(u8::is_ascii_uppercase);
+        if !seg.is_empty() && !shouted && word(seg) {
+            covered += seg.len();
+            words += 1;
+        }
+    };
+    for run in v.split(|b| !b.is_ascii_alphabetic()).filter(|r| !r.is_empty()) {
+        letters += run.len();
+        if !mixed_case(run) {
+            count(run);
+            continue;
+        }
+        // The capitals before a word are an acronym (`XMLHttp`, `withRSA`).
+        camel_parts(run, |k, start, end| {
+            count(&run[k..start]);
+            count(&run[start..end]);
+        });
+    }
+    let numbers = v.split(|b| !b.is_ascii_digit()).filter(|r| !r.is_empty()).count();
+    (letters >= 3 && covered + 1 >= letters && numbers <= 2).then_some(words)
+}
+
+/// Two words or more run together with numbers (`SHA256withRSA`, `AppDbPwd3`): a name, where one
+/// word and a number (`Summer2024`) may be a weak password.
+pub(crate) fn compound_name(v: &[u8]) -> bool {
+    name_words(v).is_some_and(|w| w >= 2)
 }
 
 /// A word programmers shorten to consonants (`Pwd`, `Cfg`, `Db`, `Str`, `Txt`): a name's part

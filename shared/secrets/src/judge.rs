@@ -6,8 +6,8 @@ use crate::bytes::{
     line_end_max, lower, run_back, run_end, run_end_max, skip_blank, trim_ascii, trim_end_of,
 };
 use crate::chars::{
-    camel_word_share, count_chain, counted_through, entropy, fabricated, has_digit, has_symbol,
-    identifier_like, looks_random, mixed_case, wordy,
+    camel_word_share, compound_name, count_chain, counted_through, entropy, fabricated, has_digit,
+    has_symbol, identifier_like, looks_random, mixed_case, name_words, wordy,
 };
 use crate::kinds::{Finding, SecretKind};
 use crate::layout::location_prefix;
@@ -75,6 +75,10 @@ pub(crate) fn keyed_call_literals(bytes: &[u8], found: &mut Vec<Finding>) -> boo
                 && looks_random(v, 16)
                 && !v.iter().any(|b| matches!(b, b'.' | b'/' | b':' | b'@' | b' '))
                 && !uuid_shaped(v)
+                // An app's or a user's name of words (`MyShopApp2024`) is no credential.
+                && !compound_name(v)
+                // `0x` and hex: an address or a number (a wallet's, a contract's), public.
+                && !(v.len() > 2 && v[..2].eq_ignore_ascii_case(b"0x") && v[2..].iter().all(u8::is_ascii_hexdigit))
         };
         if if client {
             sole()
@@ -272,7 +276,9 @@ impl Value {
         let after = bytes.get(e + 1);
         let alone = after.is_none_or(|b| b.is_ascii_whitespace() || matches!(b, b';' | b',' | b'"' | b'\''));
         let v = &bytes[s..e];
-        (bytes.get(e) == Some(&b'}') && alone && has_digit(v) && looks_random(v, 12))
+        // A name of words and numbers there (`{apiKeyV2}`, `{TOKEN_2024_PROD}`) is a variable.
+        let name = v.first().is_some_and(u8::is_ascii_alphabetic) && name_words(v).is_some();
+        (bytes.get(e) == Some(&b'}') && alone && has_digit(v) && looks_random(v, 12) && !name)
             .then(|| Self::enclosed(s, e, b'}', stop))
     }
 
@@ -2933,12 +2939,15 @@ pub(crate) fn secret_field_name(v: &[u8]) -> bool {
 
 /// A `$` before letters of both cases and digits, in single quotes (`'$ecRetT0F1nD'`): shells,
 /// Python, PHP and PowerShell expand nothing there, and no variable is named so.
-/// A variable's name is words with a number after them (`'$DbPass2'`: Compose expands it even in
-/// single quotes), not digits among its letters.
+/// A variable's name is two words or more with a number after them (`'$DbPass2'`: Compose
+/// expands it even in single quotes), not digits among its letters.
 pub(crate) fn dollar_literal(v: &[u8]) -> bool {
     let name = &v[1.min(v.len())..];
     let letters = trim_end_of(name, |b| b.is_ascii_digit());
-    let named = camel_word_share(letters).is_some_and(|w| 3 * w >= 2 * letters.len());
+    // Two words or more (`DbPass`): one capitalised word and a number (`'$Summer2024'`) is how a
+    // weak password is typed with a symbol in front.
+    let capitals = letters.iter().filter(|b| b.is_ascii_uppercase()).count();
+    let named = capitals >= 2 && camel_word_share(letters).is_some_and(|w| 3 * w >= 2 * letters.len());
     v.len() >= 8 && v[0] == b'$' && mixed_case(name) && has_digit(name) && !name.contains(&b'_') && !named
 }
 

@@ -2088,8 +2088,12 @@ impl<'t> Scan<'t> {
                 || crate::rules::headed_at(self.text, end).is_some();
             let value = Value::enclosed(end, e, 0, Stop::Code);
             let v = value.text(bytes);
+            // Two words or more run together with a number (`SHA256withRSA`, `MySQL8`) name an
+            // algorithm or a product; one word and a number (`Summer2024`) is a weak password.
+            let name = crate::chars::compound_name(v);
             if ends
                 && !vendor
+                && !name
                 && mixed_case(v)
                 && has_digit(v)
                 && value_is_secret(bytes, &value, key, strength, Mode::Prose)
@@ -3708,10 +3712,16 @@ pub(crate) fn same_line_tokens(bytes: &[u8], found: &mut Vec<Finding>, name_word
     // A digest labelled by its algorithm (`sha384-oqVu…`, a subresource integrity value) speaks
     // of a hash as the word does.
     let named = |w: &[u8]| NOT.iter().any(|n| w.eq_ignore_ascii_case(n));
+    // Only a digest's algorithm labels it so, and a digest follows, not a word (`public-api`,
+    // `hash-router` name a service, and a token on their line is still a token); the digest's
+    // base64 may open with `+` or `/`, which end the word.
     let labelled = |w: &[u8]| {
-        w.split(|&b| b == b'-')
-            .next()
-            .is_some_and(|h| h.len() < w.len() && named(h))
+        let mut parts = w.splitn(2, |&b| b == b'-');
+        let (head, rest) = (parts.next().unwrap_or_default(), parts.next().unwrap_or_default());
+        head.len() >= 3
+            && head[..3].eq_ignore_ascii_case(b"sha")
+            && named(head)
+            && !(rest.len() >= 3 && rest.iter().all(|b| b.is_ascii_lowercase() || *b == b'-'))
     };
     // `_` and `.` join a key's parts: `access_token_version` is a key (judged by the key rules),
     // not the word `token`.

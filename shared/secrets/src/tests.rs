@@ -4897,3 +4897,96 @@ fn a_query_value_ends_at_the_next_parameter() {
         "https://idp.test/authorize?secret=none&oauth_state=Vd8Lq3Zx9Tm2Kw7Rb4Np&code_challenge=Hx2Qm9Zt4Lk7Vb3Wn8Rc&response_type=code",
     ]);
 }
+
+/// A digest's algorithm before a dash (`sha384-…`) makes its line about a hash; a service's name
+/// that opens with a word of that list (`public-api`, `hash-router`) does not, and a generated
+/// token on its line is still one.
+#[test]
+fn a_service_named_with_a_hash_word_leaves_its_line_about_tokens() {
+    assert_found(&[
+        "public-api deploy uses Tq4Wz8nK2vLr7YbXc3Hm as the token",
+        "digest-proxy now wants the key Jm5Rk9Pw2Xs7Vd4Nq8Lt on every call",
+    ]);
+    assert_clean(&[
+        "<link rel=\"stylesheet\" href=\"x.css\" integrity=\"sha512-Q8vLzW3kN7pXr2Ym5Tc9Bd4Hj6Fs1Ga0\"> and the token check fails",
+        "the digest sha256-Kp7Wm2Xq9Lr4Vt8Nz3Yb5Hc6Jd1Fs0Ga needs a new key",
+    ]);
+}
+
+/// `'$` and one capitalised word with a number (`'$Autumn1987'`) is a weak password typed with a
+/// symbol in front; two words or more run together (`'$AppDbPwd3'`) name a variable.
+#[test]
+fn one_word_and_a_number_after_a_dollar_is_a_password() {
+    assert_found(&[
+        "MARIADB_PASSWORD='$Autumn1987'",
+        "$cred = New-Object PSCredential('svc', (ConvertTo-SecureString '$Falcon42' -AsPlainText -Force))\npassword = '$Falcon42'",
+    ]);
+    assert_clean(&["MARIADB_PASSWORD='$AppDbPwd3'", "password = '$ReportUserPass7'"]);
+}
+
+/// Braces after a secret key around a name of words and numbers are an expression (JSX's
+/// `secret={clientSecret2}`, `{API_TOKEN_V2}`): a variable, however many digits; a generated
+/// literal in braces is still the value.
+#[test]
+fn a_name_of_words_in_braces_is_a_variable() {
+    assert_clean(&[
+        "<Checkout publicKey={pk} secret={clientSecret2} />",
+        "<Uploader token={API_TOKEN_V2} retries={3} />",
+    ]);
+    assert_found(&[
+        "REDIS_PASSWORD={Vx7qLm2Rz9Kw4Tb}",
+        "<Uploader token={bQ8xZr3Lw6Nm1Kv} />",
+    ]);
+}
+
+/// Given to a client alone, an address written in hex (`0x…`, a wallet's or a contract's) or an
+/// app's name of words is no credential; a generated literal there still is.
+#[test]
+fn a_clients_sole_address_or_name_is_no_credential() {
+    assert_clean(&[
+        "const wallet = new WalletClient(\"0x5b2e9c71d0a84f36e1b7c59a2d08f4e6b3a1c7d9\")",
+        "const c = new AnalyticsClient(\"StorefrontCheckout2024\")",
+    ]);
+    assert_found(&[
+        "const c = new BillingClient(\"Rz8kQ2mXv5Lp9Wt3Nb7Yc4Hd\")",
+        "await relay.connect(\"hT6vN1qZ8xK3mR5wP2sL9bYc\")",
+    ]);
+}
+
+/// Glued to Chinese or Japanese words, words and numbers run together name an algorithm or a
+/// product (`HmacSHA256Token`, `SHA384withRSA`); random characters there are the password.
+#[test]
+fn a_name_glued_to_cjk_words_is_no_password() {
+    assert_clean(&["令牌HmacSHA256Token生成", "秘密鍵SHA384withRSAを使って"]);
+    assert_found(&["我的密码Wq7Zt2Lx9Kp4Rm不对", "パスワードNd5Vy8Qc3Hj6Xbを忘れた"]);
+}
+
+/// Names run together read as two words or more (`DbPass`, `SHA256withRSA`, `TOKEN_2024_PROD`);
+/// random letters and digits of a token's alphabet do about once in a thousand.
+#[test]
+fn a_name_of_words_is_told_from_random_characters() {
+    use crate::chars::compound_name;
+    for name in [
+        "DbPass2",
+        "SHA256withRSA",
+        "TOKEN_2024_PROD",
+        "apiKeyV2Prod",
+        "MariaDB11",
+    ] {
+        assert!(compound_name(name.as_bytes()), "{name}");
+    }
+    for name in ["Summer2024", "Xq9Lm2Pz7Rt4", "Autumn"] {
+        assert!(!compound_name(name.as_bytes()), "{name}");
+    }
+    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+    let mut rng = crate::rules::Rng(0x9e37_79b9_7f4a_7c15);
+    let named = (0..10_000)
+        .filter(|_| {
+            let token: Vec<u8> = (0..16)
+                .map(|_| ALPHABET[usize::try_from(rng.next() % 62).unwrap_or(0)])
+                .collect();
+            compound_name(&token)
+        })
+        .count();
+    assert!(named < 25, "{named} of 10000 random tokens read as names");
+}
