@@ -4990,3 +4990,17 @@ fn a_name_of_words_is_told_from_random_characters() {
         .count();
     assert!(named < 25, "{named} of 10000 random tokens read as names");
 }
+
+/// English typed in capitals where AWS's capitals go (`AKIA` + `MYSTAGINGROUTERS`) is a stand-in:
+/// a vowel in three letters and mostly English's common letters; random capitals there are a key.
+#[test]
+fn english_in_capitals_after_an_aws_prefix_is_a_stand_in() {
+    assert_clean(&[
+        "aws_access_key_id = AKIAMYSTAGINGROUTERS",
+        "export AWS_ACCESS_KEY_ID=ASIALOCALDEVMACHINEA",
+    ]);
+    assert_found(&[
+        "aws_access_key_id = AKIAWQZPKJXVBMRTLHGD",
+        "export AWS_ACCESS_KEY_ID=ASIAQPVKZMWXBTRJDLHN",
+    ]);
+}
