@@ -1890,9 +1890,19 @@ impl<'t> Scan<'t> {
                 .windows(2)
                 .position(|w| w == b"</" || w == b",\"")
                 .map_or(raw, |k| p + k);
-            // A URL query's next parameter (`&page_size=`) is the query's, not the value's.
+            // A URL query's next parameter (`&page_size=`) is the query's, not the value's, when
+            // the key or the value holds the query (`?api_key=…`, `url: https://…?a=…&b=…`);
+            // elsewhere `&x=` may be a password's symbols (`password: Tq4&d=Lm9…`).
+            let before = bytes[..op].trim_ascii_end();
+            let in_query = before.len() > key.len()
+                && ends_with_ci(before, key)
+                && matches!(before[before.len() - key.len() - 1], b'?' | b'&');
             let raw = (p..raw)
-                .find(|&k| bytes[k] == b'&' && crate::judge::field_name_after(bytes, k))
+                .find(|&k| {
+                    bytes[k] == b'&'
+                        && (in_query || bytes[p..k].contains(&b'?'))
+                        && crate::judge::field_name_after(bytes, k)
+                })
                 .unwrap_or(raw);
             // An object or a list opens (`"auth":{"display_name":…`): structure, not a value.
             if matches!(bytes.get(p), Some(b'{' | b'[')) {

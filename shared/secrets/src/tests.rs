@@ -5004,3 +5004,18 @@ fn english_in_capitals_after_an_aws_prefix_is_a_stand_in() {
         "export AWS_ACCESS_KEY_ID=ASIAQPVKZMWXBTRJDLHN",
     ]);
 }
+
+/// Outside a URL's query, `&x=` inside a value is a password's symbols: the value runs on past
+/// it. A query's value still ends at the next parameter (see above).
+#[test]
+fn an_ampersand_and_equals_sign_outside_a_query_stay_in_the_password() {
+    assert_found(&[
+        "<password>Rk3vW9pZ#tQy*7&m=xfa for staging",
+        "secret=&qWtZ8m=#PLVr*dN",
+    ]);
+    assert_eq!(
+        spans("<password>Rk3vW9pZ#tQy*7&m=xfa for staging"),
+        ["Rk3vW9pZ#tQy*7&m=xfa"]
+    );
+    assert_clean(&["webhook: https://hooks.test/in?sig=none&page=2&sort=asc&lang=en"]);
+}
