@@ -73,7 +73,8 @@ pub(crate) fn keyed_call_literals(bytes: &[u8], found: &mut Vec<Finding>) -> boo
             let close = skip_blank(bytes, value.end + 1);
             bytes.get(close) == Some(&b')')
                 && looks_random(v, 16)
-                && !v.iter().any(|b| matches!(b, b'.' | b'/' | b':' | b'@' | b' '))
+                // A list (`"node1,node2"`, `"ID,Secret,Name"`) names things, as these do.
+                && !v.iter().any(|b| matches!(b, b'.' | b'/' | b':' | b'@' | b' ' | b',' | b';'))
                 && !uuid_shaped(v)
                 // An app's or a user's name of words (`MyShopApp2024`) is no credential.
                 && !compound_name(v)

@@ -4939,13 +4939,14 @@ fn a_name_of_words_in_braces_is_a_variable() {
     ]);
 }
 
-/// Given to a client alone, an address written in hex (`0x…`, a wallet's or a contract's) or an
-/// app's name of words is no credential; a generated literal there still is.
+/// Given to a client alone, an address written in hex (`0x…`, a wallet's or a contract's), an
+/// app's name of words or a list of nodes is no credential; a generated literal there still is.
 #[test]
 fn a_clients_sole_address_or_name_is_no_credential() {
     assert_clean(&[
         "const wallet = new WalletClient(\"0x5b2e9c71d0a84f36e1b7c59a2d08f4e6b3a1c7d9\")",
         "const c = new AnalyticsClient(\"StorefrontCheckout2024\")",
+        "const c = new ClusterClient(\"node7,node8,node9\")",
     ]);
     assert_found(&[
         "const c = new BillingClient(\"Rz8kQ2mXv5Lp9Wt3Nb7Yc4Hd\")",
