@@ -3722,16 +3722,16 @@ pub(crate) fn same_line_tokens(bytes: &[u8], found: &mut Vec<Finding>, name_word
     // A digest labelled by its algorithm (`sha384-oqVu…`, a subresource integrity value) speaks
     // of a hash as the word does.
     let named = |w: &[u8]| NOT.iter().any(|n| w.eq_ignore_ascii_case(n));
-    // Only a digest's algorithm labels it so, and a digest follows, not a word (`public-api`,
-    // `hash-router` name a service, and a token on their line is still a token); the digest's
-    // base64 may open with `+` or `/`, which end the word.
+    // Only a digest's algorithm labels it so, and a digest follows, not a word of four letters or
+    // more (`public-api`, `hash-router` name a service, and a token on their line is still a
+    // token); the digest's base64 may open with `+`, `/` or a few letters before one.
     let labelled = |w: &[u8]| {
         let mut parts = w.splitn(2, |&b| b == b'-');
         let (head, rest) = (parts.next().unwrap_or_default(), parts.next().unwrap_or_default());
         head.len() >= 3
             && head[..3].eq_ignore_ascii_case(b"sha")
             && named(head)
-            && !(rest.len() >= 3 && rest.iter().all(|b| b.is_ascii_lowercase() || *b == b'-'))
+            && !(rest.len() >= 4 && rest.iter().all(|b| b.is_ascii_lowercase() || *b == b'-'))
     };
     // `_` and `.` join a key's parts: `access_token_version` is a key (judged by the key rules),
     // not the word `token`.

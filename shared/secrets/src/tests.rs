@@ -4910,6 +4910,7 @@ fn a_service_named_with_a_hash_word_leaves_its_line_about_tokens() {
     assert_clean(&[
         "<link rel=\"stylesheet\" href=\"x.css\" integrity=\"sha512-Q8vLzW3kN7pXr2Ym5Tc9Bd4Hj6Fs1Ga0\"> and the token check fails",
         "the digest sha256-Kp7Wm2Xq9Lr4Vt8Nz3Yb5Hc6Jd1Fs0Ga needs a new key",
+        "token: sha384-qw+Lr4Vt8Nz3Yb5Hc6Jd1Fs0GaKp7Wm2Xq9Tz5Rb8Mn",
     ]);
 }
 
