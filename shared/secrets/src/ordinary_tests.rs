@@ -599,3 +599,36 @@ fn a_value_public_by_its_prefix_is_no_secret() {
         "SUPABASE_SERVICE_KEY=sb_secret_Rk2vT9qLm4Xw8ZpN3cJ6hF1s",
     ]);
 }
+
+/// A token that marks a place in a listing or a stream (`nextPageToken`, `$deltatoken`, a resume
+/// or continuation token) or a request's idempotency key is no credential; the same API's
+/// access token is.
+#[test]
+fn a_token_marking_a_place_in_a_listing_is_no_credential() {
+    assert_clean(&[
+        "{\"files\": [], \"nextPageToken\": \"Zk3-pQ9xLm2_vT8wRc4NbY7d\"}",
+        "drive.files().list(pageToken=\"b7Qz-Lk2xPm9_Wv4Tn8RcJ3d\", pageSize=50)",
+        "GET /me/messages/delta?$deltatoken=Xq8vLm2_Tz9pKw4-Rb7NcY3dHf6J",
+        "resume_token: 8260Bz4KLm2QxT9vPw7RnC3dYf",
+        "Idempotency-Key: 0b8f2c4e-7d1a-4e93-b6a5-2f9c8d7e1a30",
+    ]);
+    assert_found(&[
+        "{\"files\": [], \"accessToken\": \"Zk3-pQ9xLm2_vT8wRc4NbY7d\"}",
+        "AUTH_TOKEN=b7Qz-Lk2xPm9_Wv4Tn8RcJ3d",
+    ]);
+}
+
+/// An id the word before it names (Sentry's `event …`, a message's, a deployment's) is no
+/// token, even in a line about tokens; the token a sentence names is.
+#[test]
+fn an_event_or_message_id_in_a_line_about_tokens_is_an_id() {
+    assert_clean(&[
+        "event 9c2e7a41d0b83f56e1a4c7d92b0f6e38 failed to refresh the token",
+        "message 7f3a9c1e5b2d8046a9e1c3b5d7f90214 was rejected: token expired",
+        "deployment 4e8b2d6f0a1c3e5b7d9f1a3c5e7b9d02 rolled back after the token rotation",
+    ]);
+    assert_found(&[
+        "the token 9c2e7a41d0b83f56e1a4c7d92b0f6e38 expired",
+        "my api token is 7f3a9c1e5b2d8046a9e1c3b5d7f90214",
+    ]);
+}

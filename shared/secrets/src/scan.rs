@@ -3983,7 +3983,8 @@ pub(crate) fn digest_after_key_word(before: &[u8], token: &[u8]) -> bool {
         && secret_word(word).is_some_and(|w| w.strength == Strength::Weak)
 }
 
-/// An id the word before a token names (`request 01HZX3…`, `trace-id: …`, `build …`), `before`
+/// An id the word before a token names (`request 01HZX3…`, `trace-id: …`, `build …`, Sentry's
+/// `event …`), `before`
 /// being the line up to the token.
 pub(crate) fn named_id(before: &[u8]) -> bool {
     // The name's own quotes and the pair's punctuation (`('ETag', '"…`, `"etag": "\"…`), and an
@@ -4021,6 +4022,33 @@ pub(crate) fn named_id(before: &[u8]) -> bool {
             | b"ulid"
             | b"etag"
             | b"digest"
+            | b"event"
+            | b"message"
+            | b"transaction"
+            | b"txn"
+            | b"task"
+            | b"pipeline"
+            | b"deployment"
+            | b"incident"
+            | b"alert"
+            | b"crash"
+            | b"report"
+            | b"record"
+            | b"object"
+            | b"document"
+            | b"invoice"
+            | b"tenant"
+            | b"device"
+            | b"instance"
+            | b"container"
+            | b"execution"
+            | b"workflow"
+            | b"batch"
+            | b"upload"
+            | b"attempt"
+            | b"operation"
+            | b"snapshot"
+            | b"release"
     )
 }
 

@@ -354,11 +354,13 @@ pub(crate) const QUALIFIERS: Words = words_of!(
     hasher generator validator verifier parser serializer factory loader resolver storage method user"
 );
 
-/// Prefixes before a secret word that make the key metadata (`max_tokens`, `is_secret`).
+/// Prefixes before a secret word that make the key metadata (`max_tokens`, `is_secret`), or name
+/// a position in a listing or a stream (`nextPageToken`, `continuation_token`, `Idempotency-Key`).
 pub(crate) const PREFIX_QUALIFIERS: Words = words_of!(
     b"max min num n total prompt input output completion forgot reset show \
     hide is has use no next prev last first count cached reasoning thinking context byte bypass validate \
-    check verify require toggle by com sur existing socket public publishable pub"
+    check verify require toggle by com sur existing socket public publishable pub page paging \
+    pagination continuation delta sync resume cursor skip idempotency"
 );
 
 /// Accounts whose word glued to `pass` names their password (`userpass`, `dbpass`, `rootpass`).
