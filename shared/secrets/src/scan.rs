@@ -2122,8 +2122,9 @@ impl<'t> Scan<'t> {
     }
 
     /// `auth=("admin", "…")`, `HTTPBasicAuth("admin", "…")`, `smtp.login(user, "…")`,
-    /// `NetworkCredential("admin", "…")`, `PasswordAuthentication("admin", "…".toCharArray())`: a
-    /// user and a password passed together to what names authentication. The second argument and
+    /// `NetworkCredential("admin", "…")`, `PasswordAuthentication("admin", "…".toCharArray())`,
+    /// `mysqli_connect("db", "app", "…")`: a user and a password passed together to what names
+    /// authentication or a connection. The second argument and
     /// the third (`keyring.set_password(service, user, "…")`) are each a password when they are
     /// random-looking strings.
     pub(crate) fn credential_pair_at(&mut self, key: &[u8], kend: usize) {
@@ -2146,6 +2147,10 @@ impl<'t> Scan<'t> {
             b"signin",
             b"sign_in",
             b"authenticate",
+            // A database's connection made from a host, a user and a password
+            // (`mysqli_connect("db", "app", "…")`, `DriverManager.getConnection(url, "app", "…")`).
+            b"connect",
+            b"connection",
         ]
         .iter()
         .chain(PASSWORD_KEYS)

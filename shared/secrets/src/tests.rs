@@ -4897,3 +4897,25 @@ fn a_query_value_ends_at_the_next_parameter() {
         "https://idp.test/authorize?secret=none&oauth_state=Vd8Lq3Zx9Tm2Kw7Rb4Np&code_challenge=Hx2Qm9Zt4Lk7Vb3Wn8Rc&response_type=code",
     ]);
 }
+
+/// Visual Basic declares a variable's type with `As` before its value; a connection made from a
+/// host, a user and a password (`mysqli_connect`, `getConnection`, Perl's `DBI->connect`) holds
+/// the password in its third argument. References, empty and weak stand-ins, and connections
+/// of other arguments stay ordinary.
+#[test]
+fn a_basic_declaration_and_a_connections_password_argument_are_read() {
+    assert_found(&[
+        "Dim smtpPassword As String = \"Rq7!vLm2Zx8k\"",
+        "Private Const ApiSecret As String = \"Hw3nQ8zLp5Xv2Tk9Rm4Yc7Bd\"",
+        "$link = mysqli_connect('db.internal', 'shop', 'Rq7!vLm2Zx8k', 'orders');",
+        "Connection c = DriverManager.getConnection(DB_URL, \"report\", \"Rq7!vLm2Zx8k\");",
+    ]);
+    assert_clean(&[
+        "Dim smtpPassword As String = ConfigurationManager.AppSettings(\"SmtpPassword\")",
+        "Dim passwordPrompt As String = \"Enter your password\"",
+        "$link = mysqli_connect('db.internal', 'shop', '', 'orders');",
+        "Connection c = DriverManager.getConnection(DB_URL, user, password);",
+        "mqtt.connect(\"broker.local\", 1883, 60)",
+        "conn = sqlite3.connect(\"orders.db\")",
+    ]);
+}

@@ -788,8 +788,12 @@ fn word_before<'b>(bytes: &[u8], i: usize, buf: &'b mut [u8; 16]) -> &'b [u8] {
 /// &str = …`, `val secretKey: String = …`), if one does.
 pub(crate) fn declared_type_end(bytes: &[u8], p: usize) -> Option<usize> {
     let mut q = p;
-    if bytes.get(q) == Some(&b':') {
-        q += 1;
+    // `: Type` (Rust, Kotlin, TypeScript, Swift) or Visual Basic's `As Type`.
+    let visual_basic = bytes
+        .get(q..q + 3)
+        .is_some_and(|w| w.eq_ignore_ascii_case(b"as "));
+    if bytes.get(q) == Some(&b':') || visual_basic {
+        q += if visual_basic { 3 } else { 1 };
         while matches!(bytes.get(q), Some(b' ' | b'\t')) {
             q += 1;
         }
