@@ -438,9 +438,16 @@ pub(crate) fn value_is_secret(
     if names_no_secret(v) {
         return false;
     }
+    // A translation file's entry: an interface's sentence as its key, its translation as its
+    // value (`"Incorrect password": "Contraseña incorrecta"`).
+    if value.quoted && locale_entry(bytes, value.start, v)
+        || mode == Mode::Prose && in_locale_entry(bytes, value.start)
+    {
+        return false;
+    }
     // A name where a value goes (`"access_token": "facebook_token"`, `'db-password'`): lowercase
     // words that end with the secret's own word.
-    if value.quoted && named_slot(v, key) {
+    if (value.quoted || password_entry_key(key)) && named_slot(v, key) {
         return false;
     }
     // A sentence in Chinese or Japanese after the key (`… `password` 的功能就可以了。`), not a value;
@@ -923,8 +930,10 @@ pub(crate) fn cookie_attributes(v: &[u8], key: &[u8]) -> bool {
         b"partitioned",
         b"priority",
     ];
-    let name = &v[..run_end(v, 0, |b| b.is_ascii_alphanumeric() || b == b'-')];
-    contains_ci(key, b"cookie") && ATTRIBUTES.iter().any(|a| name.eq_ignore_ascii_case(a))
+    let name = &v[..run_end(v, 0, |b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')];
+    // A cookie's name and nothing after its `=` (`oauth_state=; Max-Age=0`): the cookie cleared.
+    let cleared = !name.is_empty() && v.len() == name.len() + 1 && v.ends_with(b"=");
+    contains_ci(key, b"cookie") && (cleared || ATTRIBUTES.iter().any(|a| name.eq_ignore_ascii_case(a)))
 }
 
 /// `tls:\n  secret: tls-cert-2024`: a bare `secret` key in YAML, under a mapping that names what
@@ -1626,6 +1635,131 @@ pub(crate) fn password_translated(v: &[u8]) -> bool {
     WORDS.iter().any(|w| *w == lower)
 }
 
+/// A translation file's entry (`"Incorrect password": "Contraseña incorrecta"`, `"Client secret -
+/// Tooltip": "Verifizierungsschlüssel für …"`, `"Secret": "Секрет"`): the key, quoted, is an
+/// interface's text (a capital, then words; a phrase unless the value is in a script beyond
+/// ASCII), and the value is words in a language: a capital or a letter beyond ASCII first, no run
+/// of letters and digits a generator makes, no word in random case. A passphrase is typed in
+/// lowercase (`"Admin Password": "correct horse battery staple"` stays a password).
+pub(crate) fn locale_entry(bytes: &[u8], start: usize, v: &[u8]) -> bool {
+    let Some(key) = quoted_key_before(bytes, start) else {
+        return false;
+    };
+    let (Ok(key), Ok(text)) = (std::str::from_utf8(key), std::str::from_utf8(v)) else {
+        return false;
+    };
+    let phrase = key.contains(' ');
+    let beyond_ascii = text.chars().any(|c| !c.is_ascii() && c.is_alphabetic());
+    let interface_text = (phrase || key.starts_with(|c: char| c.is_ascii_uppercase()))
+        && key.starts_with(|c: char| c.is_ascii_alphabetic())
+        && key
+            .chars()
+            .all(|c| c.is_alphanumeric() || " -.,?!'/():&".contains(c));
+    let first_letter = text.chars().find(|c| c.is_alphabetic());
+    // Each word is letters (parts joined by `-`, `/`, `.` or an apostrophe may be a number:
+    // `OAuth 2.0-Bereiche`), sentence punctuation around it; a digit or a symbol inside a word
+    // (`Lösenord!9xQ`) or a word in random case (`ImOIVBfPhQYm`) is typed, not translated.
+    let words = text.split_whitespace().all(|w| {
+        let w = w.trim_start_matches(['¿', '¡', '(', '「', '（', '"', '\'']);
+        let w = w.trim_end_matches([
+            '.', ',', ';', ':', '!', '?', '…', '。', '、', '，', '！', '？', ')', '」', '）', '"', '\'',
+        ]);
+        w.split(['-', '/', '.', '\'', '’']).all(|part| {
+            let upper = part.chars().skip(1).filter(char::is_ascii_uppercase).count();
+            part.chars().all(char::is_alphabetic)
+                && (upper <= 2 || !part.chars().any(|c| c.is_ascii_lowercase()))
+                || part.chars().all(|c| c.is_ascii_digit())
+                // A script without case writes numbers inside its words (`2つのパスワード`).
+                || part.chars().filter(|c| c.is_alphabetic() && !c.is_uppercase() && !c.is_lowercase()).nth(1).is_some()
+                    && part.chars().all(char::is_alphanumeric)
+        })
+    });
+    // One word under an interface's sentence is its label when it names the credential in a
+    // language (`"Default password": "Standardpasswort"`); a digit makes it a password.
+    let label = phrase && !text.bytes().any(|b| b.is_ascii_digit()) && names_credential(text);
+    interface_text
+        && (phrase || beyond_ascii)
+        && (text.contains(' ') || beyond_ascii || text.contains('-') || label)
+        && first_letter.is_some_and(|c| c.is_uppercase() || !c.is_ascii())
+        && words
+}
+
+/// Whether a word names a credential in one of the languages a translation file is written in
+/// (`Hauptpasswort`, `Geheimnis`, `Segredo`, `Zugriffsschlüssel`).
+fn names_credential(text: &str) -> bool {
+    const STEMS: &[&str] = &[
+        "passw",
+        "kennwort",
+        "schlüssel",
+        "geheim",
+        "secret",
+        "token",
+        "senha",
+        "clave",
+        "chave",
+        "segred",
+        "contrase",
+        "parol",
+        "hasło",
+        "heslo",
+        "wachtwoord",
+        "lösenord",
+        "salasana",
+        "şifre",
+        "jelszó",
+        "lozinka",
+        "sleutel",
+        "nyckel",
+        "nøgle",
+        "nøkkel",
+    ];
+    let lower = text.to_lowercase();
+    STEMS.iter().any(|s| lower.contains(s))
+}
+
+/// Whether `at` stands inside the value of a translation file's entry (`"Show the token again":
+/// "Token erneut anzeigen"`): a sentence read from its middle is that entry's text still.
+pub(crate) fn in_locale_entry(bytes: &[u8], at: usize) -> bool {
+    let line = bytes[..at].iter().rposition(|&b| b == b'\n').map_or(0, |k| k + 1);
+    let Some(open) = bytes[line..at].iter().rposition(|&b| b == b'"').map(|k| line + k) else {
+        return false;
+    };
+    let Some(close) = bytes[at..]
+        .iter()
+        .position(|&b| b == b'"' || b == b'\n')
+        .map(|k| at + k)
+    else {
+        return false;
+    };
+    bytes[close] == b'"' && locale_entry(bytes, open + 1, &bytes[open + 1..close])
+}
+
+/// The quoted key a quoted value at `start` is assigned to (`"Secret": "…"` → `Secret`), on the
+/// same line.
+fn quoted_key_before(bytes: &[u8], start: usize) -> Option<&[u8]> {
+    let mut k = start.checked_sub(1)?;
+    if !matches!(bytes[k], b'"' | b'\'') {
+        return None;
+    }
+    while k > 0 && bytes[k - 1] == b' ' {
+        k -= 1;
+    }
+    k = k.checked_sub(1)?;
+    if !matches!(bytes[k], b':' | b'=') {
+        return None;
+    }
+    while k > 0 && bytes[k - 1] == b' ' {
+        k -= 1;
+    }
+    let close = k.checked_sub(1)?;
+    let quote = bytes[close];
+    if !matches!(quote, b'"' | b'\'') {
+        return None;
+    }
+    let open = bytes[..close].iter().rposition(|&b| b == quote || b == b'\n')?;
+    (bytes[open] == quote && open + 1 < close).then(|| &bytes[open + 1..close])
+}
+
 /// Text with letters outside ASCII written as HTML's numeric character references (an HTML
 /// page's or a translation's label: `L&#246;senord`, `&#12497;&#12473;&#12527;…`): each reference
 /// names a letter beyond ASCII, and between them stand letters and spaces only.
@@ -1690,7 +1824,19 @@ pub(crate) fn named_slot(v: &[u8], key: &[u8]) -> bool {
             b"credentials",
         ]
         .contains(&last)
-        && contains_ci(key, last)
+        // A password's place may be given a token's name (`"password": "forge-access-token"`, as
+        // Git over HTTPS takes one).
+        && (contains_ci(key, last)
+            || password_key(key)
+                && matches!(last, b"token" | b"key" | b"apikey")
+                && !v.starts_with(b"real")
+                && !v.starts_with(b"actual"))
+}
+
+/// A key naming the entry that holds a password (`adminPasswordKey`, `existingSecretPasswordKey`,
+/// `password_key`): its value is that entry's name (`postgres-password`), quoted or not.
+pub(crate) fn password_entry_key(key: &[u8]) -> bool {
+    key.len() > 3 && key[key.len() - 3..].eq_ignore_ascii_case(b"key") && password_key(&key[..key.len() - 3])
 }
 
 /// A protocol and its version as a request or status line names them (`HTTP/1.1`, `HTTP/2`,
@@ -2603,6 +2749,7 @@ pub(crate) fn placeholder_words(v: &[u8]) -> bool {
         .unwrap_or(v);
     let mut marker = last.len() < v.len() && last.eq_ignore_ascii_case(b"here");
     let (mut parts, mut verb) = (0, false);
+    let (mut other, mut opens_with_marker) = (0, false);
     let mut start = 0;
     for k in 0..=v.len() {
         let boundary = k == v.len()
@@ -2629,12 +2776,27 @@ pub(crate) fn placeholder_words(v: &[u8]) -> bool {
             continue;
         }
         match stand_in_words(part, &MARKERS, &STAND_IN_FILLERS) {
-            Some(m) => marker |= m,
+            Some(m) => {
+                marker |= m;
+                opens_with_marker |= parts == 1 && part.eq_ignore_ascii_case(b"your");
+            }
+            // Another word of a sentence (`min`, `chars`, `used`, `hs256`): lowercase letters,
+            // perhaps a short number glued to them as an algorithm's name is.
+            None if plain_word(part) => other += 1,
             None => return false,
         }
     }
+    // Words beside the stand-in's own are a sentence about the value when `your` opens it
+    // (`your-session-secret-min-16-chars`), or when the stand-in's words are most of it and it
+    // runs on for six words or more (`a-long-and-secure-password-used-for-local-dev`); a
+    // passphrase of words (`blue-river-sky-42`) has few of them.
+    if other > 0 && !opens_with_marker && (other * 2 >= parts || parts < 6) {
+        return false;
+    }
+    // What passed above with words of its own is a sentence.
+    let sentence = other > 0 && (marker || parts >= 6);
     if numbered {
-        return marker;
+        return marker || sentence;
     }
     // Lowercase naming words joined by `-` or `_` that end with the secret's word
     // (`client-secret`, `db_password`, `my-api-key`): the slot's name, typed where it goes.
@@ -2656,7 +2818,17 @@ pub(crate) fn placeholder_words(v: &[u8]) -> bool {
         ]
         .iter()
         .any(|w| v.ends_with(w));
-    marker || named || verb && parts >= 4
+    marker || named || verb && parts >= 4 || sentence
+}
+
+/// A word of a sentence in lowercase (`used`, `chars`), or a name with a short number glued to its
+/// end (`hs256`, `sha1`, `v2`): no part a generator makes.
+fn plain_word(part: &[u8]) -> bool {
+    let letters = run_end(part, 0, |b| b.is_ascii_lowercase());
+    let digits = part.len() - letters;
+    (2..=12).contains(&letters)
+        && part[letters..].iter().all(u8::is_ascii_digit)
+        && (digits == 0 || part.len() <= 6)
 }
 
 /// Whether `part` is stand-in words run together (`yourpassword`, `changemeplease`): `None` if

@@ -537,3 +537,63 @@ fn a_digest_in_a_printed_table_s_digest_column_is_no_value() {
         "SECRET_KEY_BASE     7c1e9d2a4b6f8031    2024-01-15T10:00:00Z",
     ]);
 }
+
+/// A translation file's entry: an interface's sentence as the key, its translation as the value,
+/// a phrase in any language or one word naming the credential; a passphrase typed in lowercase, a
+/// word with a digit or a generated run under such a key is still a value.
+#[test]
+fn translated_interface_text_is_no_value() {
+    assert_clean(&[
+        "\"Wrong passphrase\": \"Frase de contraseña errónea\"",
+        "\"Show the token again\": \"Token erneut anzeigen\",\n\"Signing key\": \"Clé de signature\"",
+        "\"Paste the webhook secret - Hint\": \"Вставьте секрет вебхука сюда\"",
+        "\"Recovery password\": \"Wiederherstellungspasswort\"",
+        "\"Token revoked\": \"令牌已撤销，请重新登录。\"",
+        "\"Your session key expired\": \"セッションキーの有効期限が切れました、再度ログインしてください\"",
+    ]);
+    assert_found(&[
+        "\"Admin Password\": \"violet meadow lantern drift\"",
+        "\"Recovery password\": \"Wiederherstellung42\"",
+        "\"Signing key\": \"Qm7vR2xK9pLw4TzN8cYd\"",
+        "\"Webhook secret\": \"Hz4Kq9mW Lp2xR7vT\"",
+    ]);
+}
+
+/// A value addressed to the reader (`your-…`) or a sentence about itself of six words or more,
+/// perhaps holding a count or an algorithm's name, is a stand-in; a passphrase of a few words, or
+/// random parts after `your`, is a value.
+#[test]
+fn sentences_in_a_value_are_stand_ins() {
+    assert_clean(&[
+        "password: your-db-pass-goes-in-vault",
+        "\"secret\": \"your-hmac-secret-at-least-32-chars\"",
+        "SIGNING_SECRET=a-throwaway-secret-only-for-the-demo-stack",
+        "  secret: alice-hs512-secret-that-is-long-enough",
+    ]);
+    assert_found(&[
+        "password: tulip-orbit-canyon-57",
+        "password: your-Qm7v-Rx2K9",
+        "SIGNING_SECRET=Qm7vR2xK9pLw4TzN8cYd",
+    ]);
+}
+
+/// A name where the value goes: a token's name in a password's place, an entry's name under a key
+/// naming where a password is kept; a cleared cookie; a secret store's path passed inside a
+/// call's string; an empty value before the next entry at the same depth.
+#[test]
+fn names_paths_and_empty_entries_are_no_values() {
+    assert_clean(&[
+        "{\"login\": \"ci\", \"password\": \"registry-deploy-token\"}",
+        "  secretKeys:\n    userPasswordKey: app-user-password",
+        "Set-Cookie: csrf_state=; Path=/; Max-Age=0",
+        "  token: \"{{ lookup('hashi_vault', 'secret=kv/data/shop:deploy_token') }}\"",
+        "@@ -2,3 +2,3 @@\n APP_ENV=dev\n-MAILER_KEY=\n+MAILER_API_KEY=mk_demo_replace_me",
+    ]);
+    assert_found(&[
+        "{\"login\": \"ci\", \"password\": \"real-deploy-token\"}",
+        "  secretKeys:\n    userPasswordKey: Qm7vR2xK9pLw4TzN8cYd",
+        "Set-Cookie: sid=Qm7vR2xK9pLw4TzN8cYdH3; Path=/",
+        "  run('token=Qm7v/R2xK9:pLw4+TzN8')",
+        "mailer_key =\n    Qm7vR2xK9pLw4TzN8cYd",
+    ]);
+}

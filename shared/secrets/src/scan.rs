@@ -1884,6 +1884,18 @@ impl<'t> Scan<'t> {
                 return None;
             }
             let v = trim_end_of(&bytes[p..raw], |b| matches!(b, b',' | b';' | b'"' | b'\'' | b'`'));
+            // The string the value stands in closes, then the call it is passed to
+            // (`lookup('vault', 'secret=kv/data/app:api_key')`): neither is the value's.
+            let closers = trim_end_of(v, |b| matches!(b, b')' | b']' | b'}'));
+            let v = match closers.last() {
+                Some(b'"' | b'\'')
+                    if closers.len() < v.len()
+                        && !closers[..closers.len() - 1].iter().any(|b| b"([{\"'".contains(b)) =>
+                {
+                    &closers[..closers.len() - 1]
+                }
+                _ => v,
+            };
             let symbols = v.iter().filter(|b| b.is_ascii_punctuation()).count();
             let code = code_expression(v)
                 || v.windows(2).any(|w| w == b"()")
@@ -1941,6 +1953,8 @@ impl<'t> Scan<'t> {
             && !is_reference(value)
             && !names_no_secret(value)
             && !crate::chars::script_words(value)
+            && !(quoted_end.is_some() && crate::judge::locale_entry(bytes, p, value))
+            && !(crate::judge::password_entry_key(key) && crate::judge::named_slot(value, key))
             && !(quote.is_none()
                 && (constant_like(value)
                     || member_path(trim_end_of(value, |b| matches!(b, b';' | b',' | b')')))
@@ -2729,7 +2743,10 @@ impl<'t> Scan<'t> {
                     Some([b'\r', b'\n', ..]) => pos + 2,
                     _ => pos,
                 };
-                if next > pos && matches!(bytes.get(next), Some(b' ' | b'\t')) {
+                if next > pos
+                    && matches!(bytes.get(next), Some(b' ' | b'\t'))
+                    && indented_deeper(bytes, after, next)
+                {
                     pos = skip_space(bytes, next);
                 }
                 let spaced_after = pos > after;
@@ -3502,7 +3519,7 @@ pub(crate) fn keyword_operand(bytes: &[u8], kend: usize, generic: bool) -> Optio
             Some([b'\r', b'\n', ..]) => p + 2,
             _ => p,
         };
-        if next > p && bytes.get(next).is_some_and(blank) {
+        if next > p && bytes.get(next).is_some_and(blank) && indented_deeper(bytes, op, next) {
             p = next;
             while bytes.get(p).is_some_and(blank) {
                 p += 1;
@@ -3510,6 +3527,15 @@ pub(crate) fn keyword_operand(bytes: &[u8], kend: usize, generic: bool) -> Optio
         }
     }
     Some((op, p, has_operator))
+}
+
+/// Whether the line starting at `next` is indented deeper than the line holding `at`: an INI
+/// value continued there, not the next entry at the same depth (a diff's ` KEY=` lines, whose
+/// first column is read as a blank).
+fn indented_deeper(bytes: &[u8], at: usize, next: usize) -> bool {
+    let start = bytes[..at].iter().rposition(|&b| b == b'\n').map_or(0, |k| k + 1);
+    let indent = |k: usize| run_end(bytes, k, |b| b == b' ' || b == b'\t') - k;
+    indent(next) > indent(start)
 }
 
 /// Whether a keyword's value of a provider's least length (16) may follow the key ending at
