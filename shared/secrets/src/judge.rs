@@ -1359,6 +1359,9 @@ pub(crate) fn names_no_secret(v: &[u8]) -> bool {
         || certificate(v)
         || timestamp(v)
         || jose_algorithm(v)
+        || oauth_registered_name(v)
+        || emphasised_word(v)
+        || env_name(v)
         || method_call(v)
         || elided(v)
         || sops_ciphertext(v)
@@ -1430,10 +1433,57 @@ pub(crate) fn timestamp(v: &[u8]) -> bool {
 
 /// A JOSE algorithm's name (`HS384`, `RS256`, `ES512`, `PS256`, `EdDSA`): what signs, not the key.
 pub(crate) fn jose_algorithm(v: &[u8]) -> bool {
+    let bits = |t: &[u8]| matches!(t, b"128" | b"192" | b"256");
     v == b"EdDSA"
         || v.len() == 5
             && matches!(&v[..2], b"HS" | b"RS" | b"ES" | b"PS")
             && matches!(&v[2..], b"256" | b"384" | b"512")
+        // JWE's content encryption and key wrapping (`A128CBC-HS256`, `A256GCM`, `A128KW`,
+        // `ECDH-ES+A256KW`, `RSA-OAEP-256`).
+        || v.len() >= 6 && v[0] == b'A' && bits(&v[1..4]) && {
+            let rest = &v[4..];
+            matches!(rest, b"GCM" | b"KW" | b"GCMKW")
+                || rest.strip_prefix(b"CBC-HS").is_some_and(|h| matches!(h, b"256" | b"384" | b"512"))
+        }
+        || matches!(v, b"RSA-OAEP" | b"RSA-OAEP-256" | b"RSA1_5" | b"ECDH-ES" | b"ES256K")
+        || v.strip_prefix(b"ECDH-ES+").is_some_and(jose_algorithm)
+}
+
+/// A value OAuth and OpenID Connect register by name (`client_secret_basic`, `private_key_jwt`,
+/// a scope list opening with `openid`): the method or the scopes, not a credential.
+pub(crate) fn oauth_registered_name(v: &[u8]) -> bool {
+    matches!(
+        v,
+        b"client_secret_basic"
+            | b"client_secret_post"
+            | b"client_secret_jwt"
+            | b"private_key_jwt"
+            | b"tls_client_auth"
+            | b"self_signed_tls_client_auth"
+    ) || v.starts_with(b"openid ")
+        && v.iter()
+            .all(|&b| b.is_ascii_lowercase() || matches!(b, b' ' | b'_' | b':' | b'.' | b'/'))
+}
+
+/// A word in Markdown's emphasis (`**and**`, `__not__`): prose, not a value.
+pub(crate) fn emphasised_word(v: &[u8]) -> bool {
+    [&b"**"[..], b"__"].iter().any(|m| {
+        v.len() > 4
+            && v.starts_with(m)
+            && v.ends_with(m)
+            && v[2..v.len() - 2].iter().all(u8::is_ascii_alphabetic)
+    })
+}
+
+/// An environment variable's name of three words or more, a word perhaps holding a digit
+/// (`RUNNER_BACKEND_K8S_NAMESPACE`, `AWS_S3_BUCKET_NAME`): a setting named in prose.
+pub(crate) fn env_name(v: &[u8]) -> bool {
+    v.split(|&b| b == b'_').count() >= 3
+        && v.split(|&b| b == b'_').all(|w| {
+            w.first().is_some_and(u8::is_ascii_uppercase)
+                && w.iter().all(|&b| b.is_ascii_uppercase() || b.is_ascii_digit())
+                && w.iter().filter(|b| b.is_ascii_digit()).count() <= 2
+        })
 }
 
 /// A method called with named arguments, cut at a comma (`models.CharField(max_length=84`).
@@ -1585,7 +1635,7 @@ pub(crate) fn host_with_address(v: &[u8]) -> bool {
             .all(|t| t.len() <= 12 && t.iter().all(u8::is_ascii_lowercase))
 }
 
-/// The word for password in a language (`Lösenord`, `Passwort`, `hasło`, `Contraseña`): a
+/// The word for password or secret in a language (`Lösenord`, `Passwort`, `Geheimnis`): a
 /// translation file's label for the field, the slot's own name in another language, not a
 /// password typed into it.
 pub(crate) fn password_translated(v: &[u8]) -> bool {
@@ -1624,6 +1674,17 @@ pub(crate) fn password_translated(v: &[u8]) -> bool {
         "密碼",
         "パスワード",
         "비밀번호",
+        // The word for secret, a translation's label for the field as the word for password is.
+        "geheimnis",
+        "secreto",
+        "segredo",
+        "segreto",
+        "sekret",
+        "hemlighet",
+        "salaisuus",
+        "секрет",
+        "秘密",
+        "シークレット",
     ];
     if v.len() > 32 || v.iter().any(u8::is_ascii_digit) {
         return false;
@@ -1717,14 +1778,25 @@ fn names_credential(text: &str) -> bool {
     STEMS.iter().any(|s| lower.contains(s))
 }
 
+/// The longest interface text, key or value, a translation file's entry is read in (bytes).
+const LOCALE_TEXT: usize = 512;
+
 /// Whether `at` stands inside the value of a translation file's entry (`"Show the token again":
 /// "Token erneut anzeigen"`): a sentence read from its middle is that entry's text still.
 pub(crate) fn in_locale_entry(bytes: &[u8], at: usize) -> bool {
-    let line = bytes[..at].iter().rposition(|&b| b == b'\n').map_or(0, |k| k + 1);
-    let Some(open) = bytes[line..at].iter().rposition(|&b| b == b'"').map(|k| line + k) else {
+    // An interface's text is short: the string's quotes are looked for within a bound, so a long
+    // line of many findings is read once, not once per finding.
+    let from = at.saturating_sub(LOCALE_TEXT);
+    let Some(open) = bytes[from..at]
+        .iter()
+        .rposition(|&b| b == b'"' || b == b'\n')
+        .map(|k| from + k)
+        .filter(|&k| bytes[k] == b'"')
+    else {
         return false;
     };
-    let Some(close) = bytes[at..]
+    let to = bytes.len().min(at + LOCALE_TEXT);
+    let Some(close) = bytes[at..to]
         .iter()
         .position(|&b| b == b'"' || b == b'\n')
         .map(|k| at + k)
@@ -1756,7 +1828,11 @@ fn quoted_key_before(bytes: &[u8], start: usize) -> Option<&[u8]> {
     if !matches!(quote, b'"' | b'\'') {
         return None;
     }
-    let open = bytes[..close].iter().rposition(|&b| b == quote || b == b'\n')?;
+    let from = close.saturating_sub(LOCALE_TEXT);
+    let open = from
+        + bytes[from..close]
+            .iter()
+            .rposition(|&b| b == quote || b == b'\n')?;
     (bytes[open] == quote && open + 1 < close).then(|| &bytes[open + 1..close])
 }
 

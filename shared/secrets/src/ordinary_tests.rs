@@ -597,3 +597,47 @@ fn names_paths_and_empty_entries_are_no_values() {
         "mailer_key =\n    Qm7vR2xK9pLw4TzN8cYd",
     ]);
 }
+
+/// Names OAuth, OpenID Connect and JOSE register (an encryption's or a key wrap's algorithm, a
+/// client's authentication method, a scope list), a word in Markdown's emphasis and an environment
+/// variable's name with a digit in a word are no values; a generated value in the same places is.
+#[test]
+fn registered_names_emphasis_and_setting_names_are_no_values() {
+    assert_clean(&[
+        "        id_token_encrypted_response_enc: 'A256GCM'\n        userinfo_encrypted_response_alg: 'ECDH-ES+A128KW'",
+        "  \"token_endpoint_auth_method\": \"private_key_jwt\"",
+        "- Token scope: `openid offline_access profile`",
+        "The runner sends its token **only** once, then its id.",
+        "Keep the token in `RUNNER_S3_CACHE_KEY_ID` and the bucket in the same namespace.",
+    ]);
+    assert_found(&[
+        "  \"client_secret\": \"Qm7vR2xK9pLw4TzN8cYd\"",
+        "- Token: `Qm7vR2xK9pLw4TzN8cYdH3sL`",
+        "Keep the token Qm7vR2xK9pLw4TzN8cYdH3sL in the same namespace.",
+    ]);
+}
+
+/// The word for secret in a language under a one-word key is a translation's label, and any
+/// rule's reading of a word inside a translation's text (a scheme's word opening it) is none; a
+/// generated value there, or a word with a digit, is a value.
+#[test]
+fn translated_labels_hold_no_value() {
+    assert_clean(&[
+        "\"Secret\": \"Segreto\"",
+        "\"Token copied\": \"Token kopiert, bitte sicher aufbewahren\"",
+        "\"Password kind\": \"Passworttyp\"",
+    ]);
+    assert_found(&[
+        "\"Secret\": \"Segreto2024\"",
+        "\"Token\": \"Token Qm7vR2xK9pLw4TzN8cYdH3sL\"",
+        "Authorization: Token Qm7vR2xK9pLw4TzN8cYdH3sL",
+    ]);
+}
+
+/// A password's entry named under a key that says where the password is kept, in a YAML block of
+/// its own; the same name under the password's own key is a weak literal still.
+#[test]
+fn an_entry_name_under_a_password_entry_key_is_a_name() {
+    assert_clean(&["auth:\n  existingSecret: shop-db\n  rootPasswordKey: mariadb-root-password"]);
+    assert_found(&["auth:\n  rootPassword: mariadb-root-password"]);
+}

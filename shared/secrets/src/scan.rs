@@ -158,6 +158,11 @@ impl<'t> Scan<'t> {
         if generic && opens_a_call(&self.bytes[start..end]) {
             return;
         }
+        // A translation file's text, whichever rule read a word of it as a value (`"Successfully
+        // revoked the Token": "Token erfolgreich widerrufen"` after a scheme's word).
+        if generic && crate::judge::in_locale_entry(self.bytes, start) {
+            return;
+        }
         if end > start {
             self.found.push(Finding { kind, start, end });
             self.covered = self.covered.max(end);
@@ -2864,6 +2869,7 @@ impl<'t> Scan<'t> {
             && value.text(bytes).len() >= 4
             && quoted_word(value.text(bytes))
             && !is_placeholder(value.text(bytes))
+            && !crate::judge::in_locale_entry(bytes, value.start)
         {
             // `the password is "centipede"`: quoting in a sentence marks the literal password.
             self.push(kind, value.start, value.whole_end(bytes));
@@ -2881,6 +2887,7 @@ impl<'t> Scan<'t> {
             && password_key(key)
             && trim_ascii(line).iter().all(|&b| b == b'-')
             && letters_password(bytes, &value, key)
+            && !(crate::judge::password_entry_key(key) && crate::judge::named_slot(value.text(bytes), key))
         {
             // `password: SuperSecretPassword` on a line of its own: YAML config, not a schema.
             self.push(kind, value.start, value.whole_end(bytes));
@@ -3533,7 +3540,11 @@ pub(crate) fn keyword_operand(bytes: &[u8], kend: usize, generic: bool) -> Optio
 /// value continued there, not the next entry at the same depth (a diff's ` KEY=` lines, whose
 /// first column is read as a blank).
 fn indented_deeper(bytes: &[u8], at: usize, next: usize) -> bool {
-    let start = bytes[..at].iter().rposition(|&b| b == b'\n').map_or(0, |k| k + 1);
+    let from = at.saturating_sub(256);
+    let start = bytes[from..at]
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .map_or(from, |k| from + k + 1);
     let indent = |k: usize| run_end(bytes, k, |b| b == b' ' || b == b'\t') - k;
     indent(next) > indent(start)
 }
@@ -3996,7 +4007,12 @@ pub(crate) fn generated_token(t: &[u8]) -> bool {
         t.iter().any(u8::is_ascii_uppercase),
     );
     let hex = t.iter().all(u8::is_ascii_hexdigit);
-    if !letters || !has_digit(t) || uuid(t) || hex && matches!(t.len(), 40 | 64 | 128) {
+    if !letters
+        || !has_digit(t)
+        || uuid(t)
+        || hex && matches!(t.len(), 40 | 64 | 128)
+        || crate::judge::env_name(t)
+    {
         return false;
     }
     if wordy(t)

@@ -16,6 +16,7 @@ const HELDOUT: &str = include_str!("../../../tests/fixtures/secrets_heldout.txt"
 const ORDINARY_REAL: &str = include_str!("../../../tests/fixtures/secrets_ordinary_real.txt");
 const CHECKOV: &str = include_str!("../../../tests/fixtures/secrets_probe_checkov.txt");
 const HANDWRITTEN: &str = include_str!("../../../tests/fixtures/secrets_probe_handwritten.txt");
+const AGENT: &str = include_str!("../../../tests/fixtures/secrets_probe_agent.txt");
 const DOC: &str = include_str!("../../../docs/secret-filter.md");
 const README: &str = include_str!("../../../README.md");
 const BEGIN: &str = "<!-- rates: computed by shared/secrets/tests/rates.rs -->\n";
@@ -43,9 +44,10 @@ const FLOORS: &[(&str, f64, f64)] = &[
     ("ordinary-real", 100.0, 0.2),
     ("planted-real", 100.0, 0.0),
     ("ggshield", 100.0, 0.0),
-    ("2ms", 98.9, 1.3),
+    ("2ms", 98.9, 1.0),
     ("checkov", 100.0, 1.3),
     ("handwritten", 99.5, 0.0),
+    ("agent", 98.0, 0.0),
 ];
 
 /// What each source is, for the table.
@@ -120,6 +122,10 @@ const LABELS: &[(&str, &str)] = &[
         "handwritten",
         "random tokens of 84 documented provider formats written by hand in 24 prompt shapes (code in twelve languages, configs, CI, Kubernetes, logs, chat, three other languages), `tests/fixtures/secrets_probe_handwritten.txt`",
     ),
+    (
+        "agent",
+        "terminal sessions, stack traces, test output, migrations, plans, Helm values, OpenAPI, HTTP traces, diffs and shell history written by hand as pasted to a coding agent, `tests/fixtures/secrets_probe_agent.txt`",
+    ),
 ];
 
 #[derive(Default)]
@@ -184,7 +190,7 @@ fn unescape(text: &str) -> String {
 fn rates() -> BTreeMap<String, Rates> {
     let mut all = BTreeMap::new();
     score(CORPUS, |_| "ours".to_owned(), &mut all);
-    for fixture in [HELDOUT, ORDINARY_REAL, CHECKOV, HANDWRITTEN] {
+    for fixture in [HELDOUT, ORDINARY_REAL, CHECKOV, HANDWRITTEN, AGENT] {
         score(
             fixture,
             |category| category.split(':').next().unwrap_or("?").to_owned(),
