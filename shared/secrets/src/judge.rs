@@ -514,9 +514,11 @@ pub(crate) fn value_is_secret(
         return false;
     }
     // A leading `-` is a flag or a negative number, except in a glued shell literal
-    // (`DB_PASSWORD=-h4ck3rPw!9`) whose text is not a flag's.
+    // (`DB_PASSWORD=-h4ck3rPw!9`) or a quoted string (`-a '-C+p6iCAQ…'`) whose text is not a
+    // flag's.
     let glued_literal = mode == Mode::Literal && !value.quoted;
-    if v.starts_with(b"-") && (!glued_literal || flag_like(v) || !generated(&v[1..])) {
+    let literal = glued_literal || value.quoted;
+    if v.starts_with(b"-") && (!literal || flag_like(v) || !generated(&v[1..])) {
         return false;
     }
     // A key's id or fingerprint as GnuPG prints it in a log line (`KEY_CONSIDERED 57BE…D1CF`):

@@ -2428,7 +2428,8 @@ impl<'t> Scan<'t> {
             return;
         };
         let v = value.text(bytes);
-        if v.starts_with(b"-") || is_reference(v) {
+        // An unquoted `-` opens the next flag; a quoted one is the password's own (`-a '-C+p6…'`).
+        if v.starts_with(b"-") && (!value.quoted || crate::judge::flag_like(v)) || is_reference(v) {
             return;
         }
         // Our own marker where a key passed as the user was (`-u "[REDACTED:…]:"`) leaves nothing.

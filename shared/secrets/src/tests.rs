@@ -4618,3 +4618,18 @@ fn a_quoted_header_with_its_body_in_quoted_strings_is_a_key() {
     ]);
     assert_clean(&["if pem.startsWith(\"-----BEGIN RSA PRIVATE KEY-----\") {\n    return parse(pem)\n}"]);
 }
+
+/// A quoted password may open with `-` (a command line's or a config's): its quotes say it is no
+/// flag; a flag quoted after the password's option, or a negative number, is none.
+#[test]
+fn a_quoted_password_opening_with_a_dash_is_a_password() {
+    assert_found(&[
+        "redis-cli --tls -a \"-Wq7+Lm2xR9pT4vZ\" -n 2 DBSIZE",
+        "db_password: \"-Wq7+Lm2xR9pT4vZ\"",
+    ]);
+    assert_clean(&[
+        "redis-cli --tls -a '--user' DBSIZE",
+        "db_password_retries: \"-1\"",
+        "JAVA_OPTS: \"-Xms256m\"",
+    ]);
+}
