@@ -1361,6 +1361,8 @@ pub(crate) fn names_no_secret(v: &[u8]) -> bool {
         || certificate(v)
         || timestamp(v)
         || jose_algorithm(v)
+        // Words joined by a typographic dash (`securely—you'll`): a sentence's.
+        || v.windows(3).any(|w| w == "\u{2014}".as_bytes() || w == "\u{2013}".as_bytes())
         || oauth_registered_name(v)
         || emphasised_word(v)
         || env_name(v)
@@ -1732,6 +1734,10 @@ pub(crate) fn locale_entry(bytes: &[u8], start: usize, v: &[u8]) -> bool {
             part.chars().all(char::is_alphabetic)
                 && (upper <= 2 || !part.chars().any(|c| c.is_ascii_lowercase()))
                 || part.chars().all(|c| c.is_ascii_digit())
+                // A name with a version's digit (`Web3`, `OAuth2`).
+                || part.strip_suffix(|c: char| c.is_ascii_digit()).is_some_and(|name| {
+                    name.len() >= 2 && name.chars().all(|c| c.is_ascii_alphabetic())
+                })
                 // A script without case writes numbers inside its words (`2つのパスワード`).
                 || part.chars().filter(|c| c.is_alphabetic() && !c.is_uppercase() && !c.is_lowercase()).nth(1).is_some()
                     && part.chars().all(char::is_alphanumeric)
@@ -2376,8 +2382,17 @@ pub(crate) fn is_placeholder(v: &[u8]) -> bool {
         && eq >= 2
         && eq + 1 < v.len()
         && v[..eq].iter().all(|&b| b.is_ascii_alphanumeric() || b == b'_')
-        && matches!(v[eq + 1], b'$' | b'{' | b'<' | b'%')
-        && is_placeholder(&v[eq + 1..])
+        && {
+            // The slot may be quoted (`deploy_token="$DEPLOY_TOKEN"`).
+            let slot = trim_end_of(&v[eq + 1..], |b| matches!(b, b'"' | b'\''));
+            let slot = slot
+                .strip_prefix(b"\"")
+                .or_else(|| slot.strip_prefix(b"'"))
+                .unwrap_or(slot);
+            slot.first()
+                .is_some_and(|b| matches!(b, b'$' | b'{' | b'<' | b'%'))
+                && is_placeholder(slot)
+        }
     {
         return true;
     }
@@ -2737,6 +2752,12 @@ pub(crate) fn printf_slot(v: &[u8]) -> bool {
 /// Masked: runs of four or more `x` or `*` make up at least half of the value
 /// (`sk_live_xxxxxxxxxxxx`, `****`), not a password that happens to hold `xxxx`.
 pub(crate) fn masked(v: &[u8]) -> bool {
+    // A token's tail typed over (`eyJhbGciOiJSUzI1NiIsImtpZCI6Ixxxxxxxxxxxxxx`): eight or more
+    // `x` end it, no generator's output.
+    let tail = v.len() - trim_end_of(v, |b| matches!(b, b'x' | b'X' | b'*')).len();
+    if tail >= 8 && tail < v.len() {
+        return true;
+    }
     if crate::chars::mask_segment_last(v) {
         return true;
     }

@@ -641,3 +641,22 @@ fn an_entry_name_under_a_password_entry_key_is_a_name() {
     assert_clean(&["auth:\n  existingSecret: shop-db\n  rootPasswordKey: mariadb-root-password"]);
     assert_found(&["auth:\n  rootPassword: mariadb-root-password"]);
 }
+
+/// A token's tail typed over with `x`, a name before a quoted reference on a command line, a word
+/// joined to the next by a typographic dash and a translation naming a versioned product are no
+/// values; a generated value in each place is.
+#[test]
+fn typed_over_tails_quoted_references_and_dashes_are_no_values() {
+    assert_clean(&[
+        "\"id_token\": \"eyJhbGciOiJFUzI1NiIsImtpZCI6Ixxxxxxxxxxxxxxxxx\"",
+        "ci-runner exec --secret registry_token=\"$REGISTRY_TOKEN\" job.yaml",
+        "Keep the webhook secret safe—you'll need it again when rotating.",
+        "\"Failed to connect the Web3 wallet\": \"Web3-Wallet konnte nicht verbunden werden\"",
+    ]);
+    assert_found(&[
+        "\"id_token\": \"eyJhbGciOiJFUzI1NiIsImtpZCI6IkQ5eHJ2In0.eyJzdWIiOiIxMjM0In0.Qm7vR2xK9pLw4TzN8cYdH3sL\"",
+        "ci-runner exec --secret registry_token=Qm7vR2xK9pLw4TzN8cYdH3sL job.yaml",
+        "Keep the webhook secret Qm7vR2xK9pLw4TzN8cYdH3sL safe.",
+        "\"Wallet secret\": \"Web3Qm7vR2xK9pLw4TzN8cYd\"",
+    ]);
+}
