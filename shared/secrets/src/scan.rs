@@ -159,6 +159,11 @@ impl<'t> Scan<'t> {
         if generic && opens_a_call(&self.bytes[start..end]) {
             return;
         }
+        // A translation file's text, whichever rule read a word of it as a value (`"Successfully
+        // revoked the Token": "Token erfolgreich widerrufen"` after a scheme's word).
+        if generic && crate::judge::in_locale_entry(self.bytes, start) {
+            return;
+        }
         if end > start {
             self.found.push(Finding { kind, start, end });
             self.covered = self.covered.max(end);
@@ -1899,6 +1904,18 @@ impl<'t> Scan<'t> {
                 return None;
             }
             let v = trim_end_of(&bytes[p..raw], |b| matches!(b, b',' | b';' | b'"' | b'\'' | b'`'));
+            // The string the value stands in closes, then the call it is passed to
+            // (`lookup('vault', 'secret=kv/data/app:api_key')`): neither is the value's.
+            let closers = trim_end_of(v, |b| matches!(b, b')' | b']' | b'}'));
+            let v = match closers.last() {
+                Some(b'"' | b'\'')
+                    if closers.len() < v.len()
+                        && !closers[..closers.len() - 1].iter().any(|b| b"([{\"'".contains(b)) =>
+                {
+                    &closers[..closers.len() - 1]
+                }
+                _ => v,
+            };
             let symbols = v.iter().filter(|b| b.is_ascii_punctuation()).count();
             let code = code_expression(v)
                 || v.windows(2).any(|w| w == b"()")
@@ -1956,6 +1973,8 @@ impl<'t> Scan<'t> {
             && !is_reference(value)
             && !names_no_secret(value)
             && !crate::chars::script_words(value)
+            && !(quoted_end.is_some() && crate::judge::locale_entry(bytes, p, value))
+            && !(crate::judge::password_entry_key(key) && crate::judge::named_slot(value, key))
             && !(quote.is_none()
                 && (constant_like(value)
                     || member_path(trim_end_of(value, |b| matches!(b, b';' | b',' | b')')))
@@ -2452,7 +2471,8 @@ impl<'t> Scan<'t> {
             return;
         };
         let v = value.text(bytes);
-        if v.starts_with(b"-") || is_reference(v) {
+        // An unquoted `-` opens the next flag; a quoted one is the password's own (`-a '-C+p6…'`).
+        if v.starts_with(b"-") && (!value.quoted || crate::judge::flag_like(v)) || is_reference(v) {
             return;
         }
         // Our own marker where a key passed as the user was (`-u "[REDACTED:…]:"`) leaves nothing.
@@ -2773,7 +2793,10 @@ impl<'t> Scan<'t> {
                     Some([b'\r', b'\n', ..]) => pos + 2,
                     _ => pos,
                 };
-                if next > pos && matches!(bytes.get(next), Some(b' ' | b'\t')) {
+                if next > pos
+                    && matches!(bytes.get(next), Some(b' ' | b'\t'))
+                    && indented_deeper(bytes, after, next)
+                {
                     pos = skip_space(bytes, next);
                 }
                 let spaced_after = pos > after;
@@ -2891,6 +2914,7 @@ impl<'t> Scan<'t> {
             && value.text(bytes).len() >= 4
             && quoted_word(value.text(bytes))
             && !is_placeholder(value.text(bytes))
+            && !crate::judge::in_locale_entry(bytes, value.start)
         {
             // `the password is "centipede"`: quoting in a sentence marks the literal password.
             self.push(kind, value.start, value.whole_end(bytes));
@@ -2908,6 +2932,7 @@ impl<'t> Scan<'t> {
             && password_key(key)
             && trim_ascii(line).iter().all(|&b| b == b'-')
             && letters_password(bytes, &value, key)
+            && !(crate::judge::password_entry_key(key) && crate::judge::named_slot(value.text(bytes), key))
         {
             // `password: SuperSecretPassword` on a line of its own: YAML config, not a schema.
             self.push(kind, value.start, value.whole_end(bytes));
@@ -3588,7 +3613,7 @@ pub(crate) fn keyword_operand(bytes: &[u8], kend: usize, generic: bool) -> Optio
             Some([b'\r', b'\n', ..]) => p + 2,
             _ => p,
         };
-        if next > p && bytes.get(next).is_some_and(blank) {
+        if next > p && bytes.get(next).is_some_and(blank) && indented_deeper(bytes, op, next) {
             p = next;
             while bytes.get(p).is_some_and(blank) {
                 p += 1;
@@ -3596,6 +3621,19 @@ pub(crate) fn keyword_operand(bytes: &[u8], kend: usize, generic: bool) -> Optio
         }
     }
     Some((op, p, has_operator))
+}
+
+/// Whether the line starting at `next` is indented deeper than the line holding `at`: an INI
+/// value continued there, not the next entry at the same depth (a diff's ` KEY=` lines, whose
+/// first column is read as a blank).
+fn indented_deeper(bytes: &[u8], at: usize, next: usize) -> bool {
+    let from = at.saturating_sub(256);
+    let start = bytes[from..at]
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .map_or(from, |k| from + k + 1);
+    let indent = |k: usize| run_end(bytes, k, |b| b == b' ' || b == b'\t') - k;
+    indent(next) > indent(start)
 }
 
 /// Whether a keyword's value of a provider's least length (16) may follow the key ending at
@@ -4099,7 +4137,12 @@ pub(crate) fn generated_token(t: &[u8]) -> bool {
         t.iter().any(u8::is_ascii_uppercase),
     );
     let hex = t.iter().all(u8::is_ascii_hexdigit);
-    if !letters || !has_digit(t) || uuid(t) || hex && matches!(t.len(), 40 | 64 | 128) {
+    if !letters
+        || !has_digit(t)
+        || uuid(t)
+        || hex && matches!(t.len(), 40 | 64 | 128)
+        || crate::judge::env_name(t)
+    {
         return false;
     }
     if wordy(t)

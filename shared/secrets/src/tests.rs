@@ -4919,3 +4919,18 @@ fn a_basic_declaration_and_a_connections_password_argument_are_read() {
         "conn = sqlite3.connect(\"orders.db\")",
     ]);
 }
+
+/// A quoted password may open with `-` (a command line's or a config's): its quotes say it is no
+/// flag; a flag quoted after the password's option, or a negative number, is none.
+#[test]
+fn a_quoted_password_opening_with_a_dash_is_a_password() {
+    assert_found(&[
+        "redis-cli --tls -a \"-Wq7+Lm2xR9pT4vZ\" -n 2 DBSIZE",
+        "db_password: \"-Wq7+Lm2xR9pT4vZ\"",
+    ]);
+    assert_clean(&[
+        "redis-cli --tls -a '--user' DBSIZE",
+        "db_password_retries: \"-1\"",
+        "JAVA_OPTS: \"-Xms256m\"",
+    ]);
+}
