@@ -2696,7 +2696,7 @@ pub(crate) fn placeholder_words(v: &[u8]) -> bool {
         .next()
         .unwrap_or(v);
     let mut marker = last.len() < v.len() && last.eq_ignore_ascii_case(b"here");
-    let (mut parts, mut verb) = (0, false);
+    let (mut parts, mut verb, mut slot, mut names) = (0, false, false, 0);
     let mut start = 0;
     for k in 0..=v.len() {
         let boundary = k == v.len()
@@ -2722,10 +2722,19 @@ pub(crate) fn placeholder_words(v: &[u8]) -> bool {
             verb = true;
             continue;
         }
+        slot |= [&b"key"[..], b"token", b"secret", b"password"]
+            .iter()
+            .any(|w| part.eq_ignore_ascii_case(w));
         match stand_in_words(part, &MARKERS, &STAND_IN_FILLERS) {
             Some(m) => marker |= m,
+            None if product_name(part) => names += 1,
             None => return false,
         }
+    }
+    // One word that is no stand-in's may be the product the slot is for (`YOUR_MEM0_API_KEY`,
+    // `your-acme-token`) when a marker and the slot's own word are around it.
+    if names > 0 {
+        return names == 1 && marker && slot;
     }
     if numbered {
         return marker;
@@ -2751,6 +2760,19 @@ pub(crate) fn placeholder_words(v: &[u8]) -> bool {
         .iter()
         .any(|w| v.ends_with(w));
     marker || named || verb && parts >= 4
+}
+
+/// A product's name as a constant's word: letters of one case, perhaps a version's digits after
+/// them (`ACME`, `mem0`, `AI21`), not a password's mix (`Hunter2x`, `pa55word`).
+fn product_name(part: &[u8]) -> bool {
+    let letters = part.iter().take_while(|b| b.is_ascii_alphabetic()).count();
+    let digits = &part[letters..];
+    (2..=12).contains(&part.len())
+        && letters >= 2
+        && digits.len() <= 2
+        && digits.iter().all(u8::is_ascii_digit)
+        && (part[..letters].iter().all(u8::is_ascii_uppercase)
+            || part[..letters].iter().all(u8::is_ascii_lowercase))
 }
 
 /// Whether `part` is stand-in words run together (`yourpassword`, `changemeplease`): `None` if

@@ -146,7 +146,8 @@
 //!   word there is the password (`the default password is "marmalade"`, `the password for user
 //!   'deploy' is 'tangerine'`) unless it describes one (`"wrong"`, `"required"`). On a line
 //!   no other rule found anything on, a generated token anywhere, when the line speaks of a key,
-//!   token, password, secret or creds as a word of its own and not of public keys, fingerprints,
+//!   token, password, secret or creds as a word of its own (a key in ten other languages too, or a
+//!   credential rotated or revoked) and not of public keys, fingerprints,
 //!   hashes or integrity (see `same_line_tokens`); and one alone on a line below such a line
 //!   ending with `:` (an installer's banner, a console's `Your API key:`), blank lines between.
 //! - `assignment` also reads a key named in a name field with its value in the value field after

@@ -4897,3 +4897,83 @@ fn a_query_value_ends_at_the_next_parameter() {
         "https://idp.test/authorize?secret=none&oauth_state=Vd8Lq3Zx9Tm2Kw7Rb4Np&code_challenge=Hx2Qm9Zt4Lk7Vb3Wn8Rc&response_type=code",
     ]);
 }
+
+/// A line naming a key in Portuguese, Italian, Spanish, Dutch, French, German, Japanese,
+/// Chinese, Korean or Russian, or saying the credential is rotated or revoked, is read as one
+/// naming `key` is: a generated token on it is a secret, a word or an id is not.
+#[test]
+fn a_line_naming_a_key_in_another_language_or_its_rotation_holds_its_token() {
+    for (text, token) in [
+        (
+            "a chave nova do bucket de staging: o1TxdFuvQmNsf7Fr22uQjEYYhCIP (não partilhes)",
+            "o1TxdFuvQmNsf7Fr22uQjEYYhCIP",
+        ),
+        (
+            "ecco la chiavi del servizio RHA1vABeIauuhG5ZPyeqzMeB8pE0sjet per domani",
+            "RHA1vABeIauuhG5ZPyeqzMeB8pE0sjet",
+        ),
+        (
+            "de sleutel van de testomgeving staat hier IAjkFeH5K5IxEjPdcF1N9k5VtrhKr0 tot vrijdag",
+            "IAjkFeH5K5IxEjPdcF1N9k5VtrhKr0",
+        ),
+        (
+            "voici la clé du bucket pour ce soir OM3LUxwBoS8C4oXnfpYHU1qbXM merci",
+            "OM3LUxwBoS8C4oXnfpYHU1qbXM",
+        ),
+        (
+            "der Schlüssel für das Staging lautet F5f1nr3PWpa7MaIRCfw5eq9mmwesv7SAspDa",
+            "F5f1nr3PWpa7MaIRCfw5eq9mmwesv7SAspDa",
+        ),
+        (
+            "本番環境のAPIキー A4jPxeNoxDfL7xXL6bvR5Iq6 を共有します",
+            "A4jPxeNoxDfL7xXL6bvR5Iq6",
+        ),
+        (
+            "新的密钥 o1TxdFuvQmNsf7Fr22uQjEYYhCIP 已经生效",
+            "o1TxdFuvQmNsf7Fr22uQjEYYhCIP",
+        ),
+        (
+            "스테이징 토큰 RHA1vABeIauuhG5ZPyeqzMeB8pE0sjet 공유합니다",
+            "RHA1vABeIauuhG5ZPyeqzMeB8pE0sjet",
+        ),
+        (
+            "новый ключ для стенда IAjkFeH5K5IxEjPdcF1N9k5VtrhKr0",
+            "IAjkFeH5K5IxEjPdcF1N9k5VtrhKr0",
+        ),
+        (
+            "ok, use OM3LUxwBoS8C4oXnfpYHU1qbXM for the sandbox, I'll rotate it on Monday",
+            "OM3LUxwBoS8C4oXnfpYHU1qbXM",
+        ),
+        (
+            "the old one is revoked, F5f1nr3PWpa7MaIRCfw5eq9mmwesv7SAspDa works from now on",
+            "F5f1nr3PWpa7MaIRCfw5eq9mmwesv7SAspDa",
+        ),
+    ] {
+        assert_eq!(spans(text), [token], "{text}");
+    }
+    assert_clean(&[
+        "a chave primária da tabela é user_id, e a estrangeira é order_id",
+        "la chiave del dizionario è nome_utente",
+        "rotate the image by 90 degrees and save it as img_2024_03_11_final.png",
+        "revoked certificates are listed in crl-2024.pem on the share",
+        "公開鍵 A4jPxeNoxDfL7xXL6bvR5Iq6 を登録してください",
+        "rotated the logs of request 550e8400-e29b-41d4-a716-446655440000 at midnight",
+        "la clé primaire est composite (tenant_id, user_id)",
+    ]);
+}
+
+/// A stand-in may carry the product's name, digits of a version and all (`YOUR_MEM0_API_KEY`,
+/// `your-zeta9-token`), when a marker and the slot's word are around it; a generated value or a
+/// password's mix of cases there is no stand-in.
+#[test]
+fn a_stand_in_may_name_its_product() {
+    assert_clean(&[
+        "api_key = \"YOUR_ZETA9_API_KEY\"",
+        "QUORA2_TOKEN: your-quora2-token",
+        "settings = {\"secret\": \"YOUR_ACME_SECRET\"}",
+    ]);
+    assert_found(&[
+        "api_key = \"ZETA9_o1TxdFuvQmNsf7Fr22uQjEYYhCIP\"",
+        "password = \"your_Hunter22_password\"",
+    ]);
+}
