@@ -2014,6 +2014,8 @@ impl<'t> Scan<'t> {
         };
         // Spanish `clave` is any key (`clave primaria`, `{"clave": "valor"}`): a password only
         // as `clave de acceso`/`clave secreta`, otherwise its value must look generated.
+        // So is `key` in Portuguese, Italian, Dutch, French and Japanese (`chave`, `chiave`,
+        // `sleutel`, `clé`, `キー`): its value must look generated.
         let mut strength = Strength::Strong;
         if word == "clave" {
             match [&b" de acceso"[..], b" secreta"]
@@ -2023,6 +2025,8 @@ impl<'t> Scan<'t> {
                 Some(e) => end = e,
                 None => strength = Strength::Weak,
             }
+        } else if matches!(word, "chave" | "chiave" | "sleutel" | "clé" | "キー") {
+            strength = Strength::Weak;
         }
         let key: &[u8] = if strength == Strength::Weak {
             b"clave"

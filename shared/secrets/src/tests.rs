@@ -4977,3 +4977,43 @@ fn a_stand_in_may_name_its_product() {
         "password = \"your_Hunter22_password\"",
     ]);
 }
+
+/// `key` in Portuguese, Italian, Dutch, French and Japanese (`chave`, `chiave`, `sleutel`,
+/// `clé`, `キー`) is read as Spanish `clave` is: a generated value after it, words between or a
+/// particle glued, is a key (an id's shape too, as after English `key is`); a field's name, a
+/// shortcut or a weak word there is not.
+#[test]
+fn key_in_another_language_takes_a_generated_value() {
+    for (text, token) in [
+        (
+            "a chave do sandbox é 3f6cface-b9f4-4612-9d74-fd99e36a2732",
+            "3f6cface-b9f4-4612-9d74-fd99e36a2732",
+        ),
+        (
+            "la chiave per lo staging è A4jPxeNoxDfL7xXL6bvR5Iq6",
+            "A4jPxeNoxDfL7xXL6bvR5Iq6",
+        ),
+        (
+            "mijn sleutel is o1TxdFuvQmNsf7Fr22uQjEYYhCIP",
+            "o1TxdFuvQmNsf7Fr22uQjEYYhCIP",
+        ),
+        (
+            "ta clé d'accès est OM3LUxwBoS8C4oXnfpYHU1qbXM",
+            "OM3LUxwBoS8C4oXnfpYHU1qbXM",
+        ),
+        (
+            "検証用のキーは 7c9a98cc-9040-430a-b56e-cb4f591aa59f です",
+            "7c9a98cc-9040-430a-b56e-cb4f591aa59f",
+        ),
+    ] {
+        assert_eq!(spans(text), [token], "{text}");
+    }
+    assert_clean(&[
+        "a chave estrangeira é pedido_id",
+        "la chiave è hunter2",
+        "de sleutel is de kolom klant_id",
+        "la clé étrangère pointe vers commande.id",
+        "キーは Enter です",
+        "ショートカットキー: Ctrl+Shift+P",
+    ]);
+}
