@@ -45,7 +45,16 @@ pub(crate) fn keyed_call_literals(bytes: &[u8], found: &mut Vec<Finding>) -> boo
             ends_with_ci(name, c)
                 && (name.len() == c.len() || matches!(name[name.len() - c.len() - 1], b'.' | b'_'))
         });
-        let client = keyed.is_none() && client_call(name);
+        // Rust's path (`openai::Client::new(…)`): the name before `::` is the type's.
+        let path = run_back(&bytes[..open - name.len()], |b| {
+            b.is_ascii_alphanumeric() || matches!(b, b':' | b'_')
+        });
+        let client = keyed.is_none()
+            && (client_call(name)
+                || name == b"new"
+                    && path > 2
+                    && bytes[..open - name.len()].ends_with(b"::")
+                    && client_call(&bytes[open - name.len() - path..open - name.len() - 2]));
         let arg = match keyed {
             Some(&(_, arg)) => arg,
             None if client => 0,

@@ -5017,3 +5017,22 @@ fn key_in_another_language_takes_a_generated_value() {
         "ショートカットキー: Ctrl+Shift+P",
     ]);
 }
+
+/// Rust's `Client::new("…")` makes a client as `new Client("…")` does: a generated literal alone
+/// there is its credential, through a path too (`openai::Client::new`); another type's `new`,
+/// an address or no argument is none.
+#[test]
+fn a_rust_client_given_a_generated_literal_holds_its_key() {
+    assert_found(&[
+        "let api = Arc::new(Client::new(\"A4jPxeNoxDfL7xXL6bvR5Iq6o1Txd\"));",
+        "let api = openai::Client::new(\"RHA1vABeIauuhG5ZPyeqzMeB8pE0sjet\");",
+        "spawn(ApiClient::new(\"IAjkFeH5K5IxEjPdcF1N9k5VtrhKr0\"))",
+    ]);
+    assert_clean(&[
+        "let re = Regex::new(\"OM3LUxwBoS8C4oXnfpYHU1qbXM\");",
+        "let id = Id::new(\"01HZX3K9N4QW7E2R5T8Y6U1I0P\");",
+        "let api = Client::new();",
+        "let api = Client::new(\"https://api.example.com\");",
+        "let api = Client::new(\"7c9a98cc-9040-430a-b56e-cb4f591aa59f\");",
+    ]);
+}
