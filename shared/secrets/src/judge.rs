@@ -49,8 +49,10 @@ pub(crate) fn keyed_call_literals(bytes: &[u8], found: &mut Vec<Finding>) -> boo
         let path = run_back(&bytes[..open - name.len()], |b| {
             b.is_ascii_alphanumeric() || matches!(b, b':' | b'_')
         });
+        let callee = open - name.len() - if path > 2 { path } else { 0 };
         let client = keyed.is_none()
             && (client_call(name)
+                || assigned_to_client(&bytes[..callee])
                 || name == b"new"
                     && path > 2
                     && bytes[..open - name.len()].ends_with(b"::")
@@ -99,6 +101,30 @@ pub(crate) fn keyed_call_literals(bytes: &[u8], found: &mut Vec<Finding>) -> boo
         }
     }
     found.len() > before
+}
+
+/// A call whose result is assigned to a client's name (`let client = Acme::new(…)`,
+/// `var client = new Acme(…)`, `api_client = acme.Api(…)`): it makes that client. `before` ends
+/// where the callee's name starts.
+fn assigned_to_client(before: &[u8]) -> bool {
+    let mut end = before.trim_ascii_end().len();
+    if before[..end].ends_with(b"new")
+        && before
+            .get(end.wrapping_sub(4))
+            .is_some_and(u8::is_ascii_whitespace)
+    {
+        end = before[..end - 3].trim_ascii_end().len();
+    }
+    let lhs = &before[..end];
+    let Some(lhs) = lhs.strip_suffix(b"=") else {
+        return false;
+    };
+    if matches!(lhs.last(), Some(b'=' | b'!' | b'<' | b'>')) {
+        return false;
+    }
+    let lhs = lhs.trim_ascii_end();
+    let name = &lhs[lhs.len() - run_back(lhs, |b| b.is_ascii_alphanumeric() || b == b'_')..];
+    !name.is_empty() && client_call(name)
 }
 
 /// A call that makes or connects a client (`new ApiClient(…)`, `NewClient(…)`, `Client.new(…)`,

@@ -5036,3 +5036,22 @@ fn a_rust_client_given_a_generated_literal_holds_its_key() {
         "let api = Client::new(\"7c9a98cc-9040-430a-b56e-cb4f591aa59f\");",
     ]);
 }
+
+/// A call whose result is assigned to a client's name makes that client, whatever the type is
+/// called (`let client = Acme::new("…")`, `var client = new Acme("…")`): a generated literal
+/// alone there is its credential; another name, a comparison, a UUID or no argument is none.
+#[test]
+fn a_call_assigned_to_a_client_takes_its_key() {
+    assert_found(&[
+        "let client = Zephyr::new(\"o1TxdFuvQmNsf7Fr22uQjEYYhCIP\");",
+        "var client = new Zephyr(\"A4jPxeNoxDfL7xXL6bvR5Iq6o1Txd\");",
+        "search_client = zephyr.Search(\"RHA1vABeIauuhG5ZPyeqzMeB8pE0sjet\")",
+    ]);
+    assert_clean(&[
+        "let parser = Zephyr::new(\"OM3LUxwBoS8C4oXnfpYHU1qbXM\");",
+        "if client == lookup(\"F5f1nr3PWpa7MaIRCfw5eq9mmwesv7SAspDa\") {",
+        "let client = Zephyr::new(\"7c9a98cc-9040-430a-b56e-cb4f591aa59f\");",
+        "client = Zephyr()",
+        "client_id = parse(\"IAjkFeH5K5IxEjPdcF1N9k5VtrhKr0\")",
+    ]);
+}
