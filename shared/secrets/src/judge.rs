@@ -45,7 +45,18 @@ pub(crate) fn keyed_call_literals(bytes: &[u8], found: &mut Vec<Finding>) -> boo
             ends_with_ci(name, c)
                 && (name.len() == c.len() || matches!(name[name.len() - c.len() - 1], b'.' | b'_'))
         });
-        let client = keyed.is_none() && client_call(name);
+        // Rust's path (`openai::Client::new(…)`): the name before `::` is the type's.
+        let path = run_back(&bytes[..open - name.len()], |b| {
+            b.is_ascii_alphanumeric() || matches!(b, b':' | b'_')
+        });
+        let callee = open - name.len() - if path > 2 { path } else { 0 };
+        let client = keyed.is_none()
+            && (client_call(name)
+                || assigned_to_client(&bytes[..callee])
+                || name == b"new"
+                    && path > 2
+                    && bytes[..open - name.len()].ends_with(b"::")
+                    && client_call(&bytes[open - name.len() - path..open - name.len() - 2]));
         let arg = match keyed {
             Some(&(_, arg)) => arg,
             None if client => 0,
@@ -90,6 +101,30 @@ pub(crate) fn keyed_call_literals(bytes: &[u8], found: &mut Vec<Finding>) -> boo
         }
     }
     found.len() > before
+}
+
+/// A call whose result is assigned to a client's name (`let client = Acme::new(…)`,
+/// `var client = new Acme(…)`, `api_client = acme.Api(…)`): it makes that client. `before` ends
+/// where the callee's name starts.
+fn assigned_to_client(before: &[u8]) -> bool {
+    let mut end = before.trim_ascii_end().len();
+    if before[..end].ends_with(b"new")
+        && before
+            .get(end.wrapping_sub(4))
+            .is_some_and(u8::is_ascii_whitespace)
+    {
+        end = before[..end - 3].trim_ascii_end().len();
+    }
+    let lhs = &before[..end];
+    let Some(lhs) = lhs.strip_suffix(b"=") else {
+        return false;
+    };
+    if matches!(lhs.last(), Some(b'=' | b'!' | b'<' | b'>')) {
+        return false;
+    }
+    let lhs = lhs.trim_ascii_end();
+    let name = &lhs[lhs.len() - run_back(lhs, |b| b.is_ascii_alphanumeric() || b == b'_')..];
+    !name.is_empty() && client_call(name)
 }
 
 /// A call that makes or connects a client (`new ApiClient(…)`, `NewClient(…)`, `Client.new(…)`,
@@ -2939,7 +2974,7 @@ pub(crate) fn placeholder_words(v: &[u8]) -> bool {
         .next()
         .unwrap_or(v);
     let mut marker = last.len() < v.len() && last.eq_ignore_ascii_case(b"here");
-    let (mut parts, mut verb) = (0, false);
+    let (mut parts, mut verb, mut slot, mut names) = (0, false, false, 0);
     let (mut other, mut opens_with_marker) = (0, false);
     let mut start = 0;
     for k in 0..=v.len() {
@@ -2966,6 +3001,9 @@ pub(crate) fn placeholder_words(v: &[u8]) -> bool {
             verb = true;
             continue;
         }
+        slot |= [&b"key"[..], b"token", b"secret", b"password"]
+            .iter()
+            .any(|w| part.eq_ignore_ascii_case(w));
         match stand_in_words(part, &MARKERS, &STAND_IN_FILLERS) {
             Some(m) => {
                 marker |= m;
@@ -2974,13 +3012,20 @@ pub(crate) fn placeholder_words(v: &[u8]) -> bool {
             // Another word of a sentence (`min`, `chars`, `used`, `hs256`): lowercase letters,
             // perhaps a short number glued to them as an algorithm's name is.
             None if plain_word(part) => other += 1,
+            None if product_name(part) => names += 1,
             None => return false,
         }
     }
+    // One word in capitals that is no stand-in's may be the product the slot is for
+    // (`YOUR_MEM0_API_KEY`) when a marker and the slot's own word are around it.
+    if names > 0 {
+        return names == 1 && other == 0 && marker && slot;
+    }
     // Words beside the stand-in's own are a sentence about the value when `your` opens it
-    // (`your-session-secret-min-16-chars`), or when the stand-in's words are most of it and it
-    // runs on for six words or more (`a-long-and-secure-password-used-for-local-dev`); a
-    // passphrase of words (`blue-river-sky-42`) has few of them.
+    // (`your-session-secret-min-16-chars`, `your-acme-token`), or when the stand-in's words are
+    // most of it and it runs on for six words or more
+    // (`a-long-and-secure-password-used-for-local-dev`); a passphrase of words
+    // (`blue-river-sky-42`) has few of them.
     if other > 0 && !opens_with_marker && (other * 2 >= parts || parts < 6) {
         return false;
     }
@@ -3020,6 +3065,19 @@ fn plain_word(part: &[u8]) -> bool {
     (2..=12).contains(&letters)
         && part[letters..].iter().all(u8::is_ascii_digit)
         && (digits == 0 || part.len() <= 6)
+}
+
+/// A product's name as a constant's word: letters of one case, perhaps a version's digits after
+/// them (`ACME`, `mem0`, `AI21`), not a password's mix (`Hunter2x`, `pa55word`).
+fn product_name(part: &[u8]) -> bool {
+    let letters = part.iter().take_while(|b| b.is_ascii_alphabetic()).count();
+    let digits = &part[letters..];
+    (2..=12).contains(&part.len())
+        && letters >= 2
+        && digits.len() <= 2
+        && digits.iter().all(u8::is_ascii_digit)
+        && (part[..letters].iter().all(u8::is_ascii_uppercase)
+            || part[..letters].iter().all(u8::is_ascii_lowercase))
 }
 
 /// Whether `part` is stand-in words run together (`yourpassword`, `changemeplease`): `None` if

@@ -222,7 +222,7 @@ impl<'t> Scan<'t> {
                 // same-line pass.
                 if is_key_byte(b) && !is_key_byte(prev) {
                     let word = &bytes[i..run_end_max(bytes, i, 12, is_key_byte)];
-                    if may_name_secret(word) {
+                    if may_name_secret(word) || other_name(word) {
                         self.name_words.push(i);
                     }
                 }
@@ -1118,6 +1118,12 @@ impl<'t> Scan<'t> {
     #[inline(always)]
     pub(crate) fn key_start(&mut self, i: usize) -> usize {
         let bytes = self.bytes;
+        // A word the key rules pass over may still name a credential for the same-line pass.
+        if matches!(bytes[i] | 0x20, b'c' | b's' | b'r')
+            && other_name(&bytes[i..run_end_max(bytes, i, 12, is_key_byte)])
+        {
+            self.name_words.push(i);
+        }
         match crate::prefilter::inert_key(bytes, i) {
             KeyStart::Inert(end) => return end,
             KeyStart::Keyword { plain, kend }
@@ -2027,6 +2033,8 @@ impl<'t> Scan<'t> {
         };
         // Spanish `clave` is any key (`clave primaria`, `{"clave": "valor"}`): a password only
         // as `clave de acceso`/`clave secreta`, otherwise its value must look generated.
+        // So is `key` in Portuguese, Italian, Dutch, French and Japanese (`chave`, `chiave`,
+        // `sleutel`, `clé`, `キー`): its value must look generated.
         let mut strength = Strength::Strong;
         if word == "clave" {
             match [&b" de acceso"[..], b" secreta"]
@@ -2036,6 +2044,8 @@ impl<'t> Scan<'t> {
                 Some(e) => end = e,
                 None => strength = Strength::Weak,
             }
+        } else if matches!(word, "chave" | "chiave" | "sleutel" | "clé" | "キー") {
+            strength = Strength::Weak;
         }
         let key: &[u8] = if strength == Strength::Weak {
             b"clave"
@@ -3775,7 +3785,7 @@ pub(crate) fn same_line_tokens(bytes: &[u8], found: &mut Vec<Finding>, name_word
             if c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.') {
                 t[b] = 1;
             }
-            if matches!(c | 0x20, b'k' | b't' | b'p' | b's' | b'c' | b'a') {
+            if matches!(c | 0x20, b'k' | b't' | b'p' | b's' | b'c' | b'a' | b'r') {
                 t[b] |= 2;
             }
             b += 1;
@@ -3793,14 +3803,25 @@ pub(crate) fn same_line_tokens(bytes: &[u8], found: &mut Vec<Finding>, name_word
         }
         let class = CLASS[usize::from(bytes[k])];
         if class & 1 == 0 {
-            k = run_end(bytes, k + 1, |c| CLASS[usize::from(c)] & 1 == 0);
-            continue;
+            let name = bytes[k] >= 0x80 && foreign_name_at(bytes, k);
+            if !name {
+                // Character by character through other scripts: a name may start at any.
+                k = if bytes[k] >= 0x80 {
+                    run_end(bytes, k + 1, |c| (0x80..0xc0).contains(&c))
+                } else {
+                    run_end(bytes, k + 1, |c| c < 0x80 && CLASS[usize::from(c)] & 1 == 0)
+                };
+                continue;
+            }
         }
         // A word starts at `k` (the pass goes from word to word): its first 12 bytes are the
         // word a name is looked for in, and the rest of it starts nothing.
         let run = run_end(bytes, k + 1, |c| CLASS[usize::from(c)] & 1 == 1);
         let word = &bytes[k..run.min(k + 12)];
-        if class != 3 || !may_name_secret(word) || !names_secret(word) {
+        let names = class & 1 == 0
+            || class == 3 && (may_name_secret(word) && names_secret(word) || other_name(word))
+            || accented_name(bytes, k, run);
+        if !names {
             k = run;
             continue;
         }
@@ -4093,6 +4114,70 @@ pub(crate) fn named_id(before: &[u8]) -> bool {
             | b"snapshot"
             | b"release"
     )
+}
+
+/// Words that name a credential on a line without being a key's secret word: `key` in
+/// Portuguese, Italian, Spanish and Dutch (`minha chave do Bugsnag é …`), and what is done to a
+/// credential (`rotate it`, `revoked`). A line holding one is read by [`same_line_tokens`] as
+/// one naming `key` is: only a generated token on it counts.
+pub(crate) fn other_name(word: &[u8]) -> bool {
+    word.len() >= 5
+        && word.len() <= 8
+        && matches!(word[0] | 0x20, b'c' | b's' | b'r')
+        && matches!(
+            lower(word, &mut [0; 16]),
+            b"chave"
+                | b"chaves"
+                | b"chiave"
+                | b"chiavi"
+                | b"clave"
+                | b"claves"
+                | b"sleutel"
+                | b"sleutels"
+                | b"rotate"
+                | b"rotated"
+                | b"revoke"
+                | b"revoked"
+        )
+}
+
+/// `clé`/`clés` (French) and `Schlüssel` (German): a word for `key` whose ASCII head `word`
+/// (`bytes[k..run]`) stops at an accented letter.
+fn accented_name(bytes: &[u8], k: usize, run: usize) -> bool {
+    let tail = &bytes[run..];
+    let ends = |n: usize| tail.get(n).is_none_or(|b| !b.is_ascii_alphanumeric());
+    let head = &bytes[k..run];
+    if head.eq_ignore_ascii_case(b"cl") {
+        let n = ["\u{e9}", "\u{c9}"]
+            .iter()
+            .find(|e| tail.starts_with(e.as_bytes()))
+            .map(|e| e.len());
+        return n.is_some_and(|n| ends(n) || tail.get(n) == Some(&b's') && ends(n + 1));
+    }
+    head.eq_ignore_ascii_case(b"schl")
+        && ["\u{fc}ssel", "\u{dc}SSEL"]
+            .iter()
+            .any(|e| tail.starts_with(e.as_bytes()) && ends(e.len()))
+}
+
+/// A word for a key or token in a script other than Latin at `k` (`APIキーは…`, `密钥`, `令牌`,
+/// `ключ`, `토큰`); Japanese `公開鍵` is a public key and names none.
+fn foreign_name_at(bytes: &[u8], k: usize) -> bool {
+    const NAMES: [&str; 11] = [
+        "\u{30ad}\u{30fc}",                    // キー
+        "\u{30c8}\u{30fc}\u{30af}\u{30f3}",    // トークン
+        "\u{5bc6}\u{94a5}",                    // 密钥
+        "\u{79c1}\u{94a5}",                    // 私钥
+        "\u{79d8}\u{94a5}",                    // 秘钥
+        "\u{4ee4}\u{724c}",                    // 令牌
+        "\u{79d8}\u{5bc6}\u{9375}",            // 秘密鍵
+        "\u{d1a0}\u{d070}",                    // 토큰
+        "\u{d0a4}",                            // 키
+        "\u{43a}\u{43b}\u{44e}\u{447}",        // ключ
+        "\u{442}\u{43e}\u{43a}\u{435}\u{43d}", // токен
+    ];
+    let rest = &bytes[k..];
+    NAMES.iter().any(|n| rest.starts_with(n.as_bytes()))
 }
 
 /// Whether a word may name a secret (see [`names_secret`]): it starts with a name's first letter

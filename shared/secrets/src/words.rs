@@ -237,6 +237,11 @@ pub(crate) const PASSWORD_WORDS: &[&str] = &[
     "秘密鍵",
     "schlüssel",
     "jeton",
+    "chave",
+    "chiave",
+    "sleutel",
+    "clé",
+    "キー",
 ];
 
 /// A bit set of [`PASSWORD_WORDS`].

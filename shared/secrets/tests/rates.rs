@@ -18,6 +18,7 @@ const CHECKOV: &str = include_str!("../../../tests/fixtures/secrets_probe_checko
 const HANDWRITTEN: &str = include_str!("../../../tests/fixtures/secrets_probe_handwritten.txt");
 const SECURITY_UTILITIES: &str = include_str!("../../../tests/fixtures/secrets_probe_security_utilities.txt");
 const AGENT: &str = include_str!("../../../tests/fixtures/secrets_probe_agent.txt");
+const DETECTOR_DOCS: &str = include_str!("../../../tests/fixtures/secrets_probe_detectors.txt");
 const DOC: &str = include_str!("../../../docs/secret-filter.md");
 const README: &str = include_str!("../../../README.md");
 const BEGIN: &str = "<!-- rates: computed by shared/secrets/tests/rates.rs -->\n";
@@ -50,6 +51,7 @@ const FLOORS: &[(&str, f64, f64)] = &[
     ("handwritten", 99.5, 0.0),
     ("security-utilities", 98.1, 0.0),
     ("agent", 99.0, 0.0),
+    ("detector-docs", 96.6, 0.0),
 ];
 
 /// What each source is, for the table.
@@ -132,6 +134,10 @@ const LABELS: &[(&str, &str)] = &[
         "agent",
         "terminal sessions, stack traces, test output, migrations, plans, Helm values, OpenAPI, HTTP traces, diffs and shell history written by hand as pasted to a coding agent, `tests/fixtures/secrets_probe_agent.txt`",
     ),
+    (
+        "detector-docs",
+        "random credentials of 211 providers' documented formats (202 named by no rule before), each with an ordinary twin, in sixteen prompt shapes (six languages), `tests/fixtures/secrets_probe_detectors.txt`",
+    ),
 ];
 
 #[derive(Default)]
@@ -203,6 +209,7 @@ fn rates() -> BTreeMap<String, Rates> {
         HANDWRITTEN,
         SECURITY_UTILITIES,
         AGENT,
+        DETECTOR_DOCS,
     ] {
         score(
             fixture,
