@@ -495,8 +495,9 @@ pub(crate) fn mask_segment_last(v: &[u8]) -> bool {
 
 /// Words of a script without ASCII, alone or around English words (`请替换为你的令牌`,
 /// `填入你的OpenAI密钥`, `여기에_인증키`, `ваш_api_ключ`): a sentence or a stand-in in the writer's
-/// language, never a generated value, however many distinct bytes its characters take. A digit
-/// makes it a password (`密码123`).
+/// language, never a generated value, however many distinct bytes its characters take; its own
+/// script's punctuation (`，`, `。`, `、`) is the sentence's too. A digit makes it a password
+/// (`密码123`).
 pub(crate) fn script_words(v: &[u8]) -> bool {
     !v.is_empty()
         && !v.iter().any(u8::is_ascii_digit)
@@ -505,8 +506,11 @@ pub(crate) fn script_words(v: &[u8]) -> bool {
                 .filter(|c| !c.is_ascii() && c.is_alphabetic())
                 .nth(1)
                 .is_some()
-                && w.chars()
-                    .all(|c| c.is_alphabetic() || matches!(c, '_' | '-' | '.' | ' '))
+                && w.chars().all(|c| {
+                    c.is_alphabetic()
+                        || matches!(c, '_' | '-' | '.' | ' ')
+                        || !c.is_ascii() && !c.is_alphanumeric() && !c.is_whitespace()
+                })
         })
 }
 

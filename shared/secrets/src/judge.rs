@@ -45,7 +45,18 @@ pub(crate) fn keyed_call_literals(bytes: &[u8], found: &mut Vec<Finding>) -> boo
             ends_with_ci(name, c)
                 && (name.len() == c.len() || matches!(name[name.len() - c.len() - 1], b'.' | b'_'))
         });
-        let client = keyed.is_none() && client_call(name);
+        // Rust's path (`openai::Client::new(…)`): the name before `::` is the type's.
+        let path = run_back(&bytes[..open - name.len()], |b| {
+            b.is_ascii_alphanumeric() || matches!(b, b':' | b'_')
+        });
+        let callee = open - name.len() - if path > 2 { path } else { 0 };
+        let client = keyed.is_none()
+            && (client_call(name)
+                || assigned_to_client(&bytes[..callee])
+                || name == b"new"
+                    && path > 2
+                    && bytes[..open - name.len()].ends_with(b"::")
+                    && client_call(&bytes[open - name.len() - path..open - name.len() - 2]));
         let arg = match keyed {
             Some(&(_, arg)) => arg,
             None if client => 0,
@@ -95,6 +106,30 @@ pub(crate) fn keyed_call_literals(bytes: &[u8], found: &mut Vec<Finding>) -> boo
         }
     }
     found.len() > before
+}
+
+/// A call whose result is assigned to a client's name (`let client = Acme::new(…)`,
+/// `var client = new Acme(…)`, `api_client = acme.Api(…)`): it makes that client. `before` ends
+/// where the callee's name starts.
+fn assigned_to_client(before: &[u8]) -> bool {
+    let mut end = before.trim_ascii_end().len();
+    if before[..end].ends_with(b"new")
+        && before
+            .get(end.wrapping_sub(4))
+            .is_some_and(u8::is_ascii_whitespace)
+    {
+        end = before[..end - 3].trim_ascii_end().len();
+    }
+    let lhs = &before[..end];
+    let Some(lhs) = lhs.strip_suffix(b"=") else {
+        return false;
+    };
+    if matches!(lhs.last(), Some(b'=' | b'!' | b'<' | b'>')) {
+        return false;
+    }
+    let lhs = lhs.trim_ascii_end();
+    let name = &lhs[lhs.len() - run_back(lhs, |b| b.is_ascii_alphanumeric() || b == b'_')..];
+    !name.is_empty() && client_call(name)
 }
 
 /// A call that makes or connects a client (`new ApiClient(…)`, `NewClient(…)`, `Client.new(…)`,
@@ -525,9 +560,16 @@ pub(crate) fn value_is_secret(
     if names_no_secret(v) {
         return false;
     }
+    // A translation file's entry: an interface's sentence as its key, its translation as its
+    // value (`"Incorrect password": "Contraseña incorrecta"`).
+    if value.quoted && locale_entry(bytes, value.start, v)
+        || mode == Mode::Prose && in_locale_entry(bytes, value.start)
+    {
+        return false;
+    }
     // A name where a value goes (`"access_token": "facebook_token"`, `'db-password'`): lowercase
     // words that end with the secret's own word.
-    if value.quoted && named_slot(v, key) {
+    if (value.quoted || password_entry_key(key)) && named_slot(v, key) {
         return false;
     }
     // A sentence in Chinese or Japanese after the key (`… `password` 的功能就可以了。`), not a value;
@@ -594,9 +636,11 @@ pub(crate) fn value_is_secret(
         return false;
     }
     // A leading `-` is a flag or a negative number, except in a glued shell literal
-    // (`DB_PASSWORD=-h4ck3rPw!9`) whose text is not a flag's.
+    // (`DB_PASSWORD=-h4ck3rPw!9`) or a quoted string (`-a '-C+p6iCAQ…'`) whose text is not a
+    // flag's.
     let glued_literal = mode == Mode::Literal && !value.quoted;
-    if v.starts_with(b"-") && (!glued_literal || flag_like(v) || !generated(&v[1..])) {
+    let literal = glued_literal || value.quoted;
+    if v.starts_with(b"-") && (!literal || flag_like(v) || !generated(&v[1..])) {
         return false;
     }
     // A key's id or fingerprint as GnuPG prints it in a log line (`KEY_CONSIDERED 57BE…D1CF`):
@@ -886,8 +930,6 @@ pub(crate) fn letters_password(bytes: &[u8], value: &Value, key: &[u8]) -> bool 
         && !contains_ci(key, v)
         && !SCHEMA.iter().any(|w| v.eq_ignore_ascii_case(w))
         && !SUFFIXES.iter().any(|w| v.len() > w.len() && v.ends_with(w))
-        // A chart's `adminPasswordKey: postgres-password` names the Secret's entry.
-        && !named_slot(v, key)
 }
 
 /// Whether what precedes a key on its line starts a statement: nothing, PHP's `$`, or an
@@ -1012,8 +1054,10 @@ pub(crate) fn cookie_attributes(v: &[u8], key: &[u8]) -> bool {
         b"partitioned",
         b"priority",
     ];
-    let name = &v[..run_end(v, 0, |b| b.is_ascii_alphanumeric() || b == b'-')];
-    contains_ci(key, b"cookie") && ATTRIBUTES.iter().any(|a| name.eq_ignore_ascii_case(a))
+    let name = &v[..run_end(v, 0, |b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')];
+    // A cookie's name and nothing after its `=` (`oauth_state=; Max-Age=0`): the cookie cleared.
+    let cleared = !name.is_empty() && v.len() == name.len() + 1 && v.ends_with(b"=");
+    contains_ci(key, b"cookie") && (cleared || ATTRIBUTES.iter().any(|a| name.eq_ignore_ascii_case(a)))
 }
 
 /// `tls:\n  secret: tls-cert-2024`: a bare `secret` key in YAML, under a mapping that names what
@@ -1439,6 +1483,11 @@ pub(crate) fn names_no_secret(v: &[u8]) -> bool {
         || certificate(v)
         || timestamp(v)
         || jose_algorithm(v)
+        // Words joined by a typographic dash (`securely—you'll`): a sentence's.
+        || v.windows(3).any(|w| w == "\u{2014}".as_bytes() || w == "\u{2013}".as_bytes())
+        || oauth_registered_name(v)
+        || emphasised_word(v)
+        || env_name(v)
         || method_call(v)
         || elided(v)
         || sops_ciphertext(v)
@@ -1510,10 +1559,57 @@ pub(crate) fn timestamp(v: &[u8]) -> bool {
 
 /// A JOSE algorithm's name (`HS384`, `RS256`, `ES512`, `PS256`, `EdDSA`): what signs, not the key.
 pub(crate) fn jose_algorithm(v: &[u8]) -> bool {
+    let bits = |t: &[u8]| matches!(t, b"128" | b"192" | b"256");
     v == b"EdDSA"
         || v.len() == 5
             && matches!(&v[..2], b"HS" | b"RS" | b"ES" | b"PS")
             && matches!(&v[2..], b"256" | b"384" | b"512")
+        // JWE's content encryption and key wrapping (`A128CBC-HS256`, `A256GCM`, `A128KW`,
+        // `ECDH-ES+A256KW`, `RSA-OAEP-256`).
+        || v.len() >= 6 && v[0] == b'A' && bits(&v[1..4]) && {
+            let rest = &v[4..];
+            matches!(rest, b"GCM" | b"KW" | b"GCMKW")
+                || rest.strip_prefix(b"CBC-HS").is_some_and(|h| matches!(h, b"256" | b"384" | b"512"))
+        }
+        || matches!(v, b"RSA-OAEP" | b"RSA-OAEP-256" | b"RSA1_5" | b"ECDH-ES" | b"ES256K")
+        || v.strip_prefix(b"ECDH-ES+").is_some_and(jose_algorithm)
+}
+
+/// A value OAuth and OpenID Connect register by name (`client_secret_basic`, `private_key_jwt`,
+/// a scope list opening with `openid`): the method or the scopes, not a credential.
+pub(crate) fn oauth_registered_name(v: &[u8]) -> bool {
+    matches!(
+        v,
+        b"client_secret_basic"
+            | b"client_secret_post"
+            | b"client_secret_jwt"
+            | b"private_key_jwt"
+            | b"tls_client_auth"
+            | b"self_signed_tls_client_auth"
+    ) || v.starts_with(b"openid ")
+        && v.iter()
+            .all(|&b| b.is_ascii_lowercase() || matches!(b, b' ' | b'_' | b':' | b'.' | b'/'))
+}
+
+/// A word in Markdown's emphasis (`**and**`, `__not__`): prose, not a value.
+pub(crate) fn emphasised_word(v: &[u8]) -> bool {
+    [&b"**"[..], b"__"].iter().any(|m| {
+        v.len() > 4
+            && v.starts_with(m)
+            && v.ends_with(m)
+            && v[2..v.len() - 2].iter().all(u8::is_ascii_alphabetic)
+    })
+}
+
+/// An environment variable's name of three words or more, a word perhaps holding a digit
+/// (`RUNNER_BACKEND_K8S_NAMESPACE`, `AWS_S3_BUCKET_NAME`): a setting named in prose.
+pub(crate) fn env_name(v: &[u8]) -> bool {
+    v.split(|&b| b == b'_').count() >= 3
+        && v.split(|&b| b == b'_').all(|w| {
+            w.first().is_some_and(u8::is_ascii_uppercase)
+                && w.iter().all(|&b| b.is_ascii_uppercase() || b.is_ascii_digit())
+                && w.iter().filter(|b| b.is_ascii_digit()).count() <= 2
+        })
 }
 
 /// A method called with named arguments, cut at a comma (`models.CharField(max_length=84`).
@@ -1665,7 +1761,7 @@ pub(crate) fn host_with_address(v: &[u8]) -> bool {
             .all(|t| t.len() <= 12 && t.iter().all(u8::is_ascii_lowercase))
 }
 
-/// The word for password in a language (`Lösenord`, `Passwort`, `hasło`, `Contraseña`): a
+/// The word for password or secret in a language (`Lösenord`, `Passwort`, `Geheimnis`): a
 /// translation file's label for the field, the slot's own name in another language, not a
 /// password typed into it.
 pub(crate) fn password_translated(v: &[u8]) -> bool {
@@ -1704,6 +1800,17 @@ pub(crate) fn password_translated(v: &[u8]) -> bool {
         "密碼",
         "パスワード",
         "비밀번호",
+        // The word for secret, a translation's label for the field as the word for password is.
+        "geheimnis",
+        "secreto",
+        "segredo",
+        "segreto",
+        "sekret",
+        "hemlighet",
+        "salaisuus",
+        "секрет",
+        "秘密",
+        "シークレット",
     ];
     if v.len() > 32 || v.iter().any(u8::is_ascii_digit) {
         return false;
@@ -1713,6 +1820,150 @@ pub(crate) fn password_translated(v: &[u8]) -> bool {
     };
     let lower = text.trim().to_lowercase();
     WORDS.iter().any(|w| *w == lower)
+}
+
+/// A translation file's entry (`"Incorrect password": "Contraseña incorrecta"`, `"Client secret -
+/// Tooltip": "Verifizierungsschlüssel für …"`, `"Secret": "Секрет"`): the key, quoted, is an
+/// interface's text (a capital, then words; a phrase unless the value is in a script beyond
+/// ASCII), and the value is words in a language: a capital or a letter beyond ASCII first, no run
+/// of letters and digits a generator makes, no word in random case. A passphrase is typed in
+/// lowercase (`"Admin Password": "correct horse battery staple"` stays a password).
+pub(crate) fn locale_entry(bytes: &[u8], start: usize, v: &[u8]) -> bool {
+    let Some(key) = quoted_key_before(bytes, start) else {
+        return false;
+    };
+    let (Ok(key), Ok(text)) = (std::str::from_utf8(key), std::str::from_utf8(v)) else {
+        return false;
+    };
+    let phrase = key.contains(' ');
+    let beyond_ascii = text.chars().any(|c| !c.is_ascii() && c.is_alphabetic());
+    let interface_text = (phrase || key.starts_with(|c: char| c.is_ascii_uppercase()))
+        && key.starts_with(|c: char| c.is_ascii_alphabetic())
+        && key
+            .chars()
+            .all(|c| c.is_alphanumeric() || " -.,?!'/():&".contains(c));
+    let first_letter = text.chars().find(|c| c.is_alphabetic());
+    // Each word is letters (parts joined by `-`, `/`, `.` or an apostrophe may be a number:
+    // `OAuth 2.0-Bereiche`), sentence punctuation around it; a digit or a symbol inside a word
+    // (`Lösenord!9xQ`) or a word in random case (`ImOIVBfPhQYm`) is typed, not translated.
+    let words = text.split_whitespace().all(|w| {
+        let w = w.trim_start_matches(['¿', '¡', '(', '「', '（', '"', '\'']);
+        let w = w.trim_end_matches([
+            '.', ',', ';', ':', '!', '?', '…', '。', '、', '，', '！', '？', ')', '」', '）', '"', '\'',
+        ]);
+        w.split(['-', '/', '.', '\'', '’']).all(|part| {
+            let upper = part.chars().skip(1).filter(char::is_ascii_uppercase).count();
+            part.chars().all(char::is_alphabetic)
+                && (upper <= 2 || !part.chars().any(|c| c.is_ascii_lowercase()))
+                || part.chars().all(|c| c.is_ascii_digit())
+                // A name with a version's digit (`Web3`, `OAuth2`).
+                || part.strip_suffix(|c: char| c.is_ascii_digit()).is_some_and(|name| {
+                    name.len() >= 2 && name.chars().all(|c| c.is_ascii_alphabetic())
+                })
+                // A script without case writes numbers inside its words (`2つのパスワード`).
+                || part.chars().filter(|c| c.is_alphabetic() && !c.is_uppercase() && !c.is_lowercase()).nth(1).is_some()
+                    && part.chars().all(char::is_alphanumeric)
+        })
+    });
+    // One word under an interface's sentence is its label when it names the credential in a
+    // language (`"Default password": "Standardpasswort"`); a digit makes it a password.
+    let label = phrase && !text.bytes().any(|b| b.is_ascii_digit()) && names_credential(text);
+    interface_text
+        && (phrase || beyond_ascii)
+        && (text.contains(' ') || beyond_ascii || text.contains('-') || label)
+        && first_letter.is_some_and(|c| c.is_uppercase() || !c.is_ascii())
+        && words
+}
+
+/// Whether a word names a credential in one of the languages a translation file is written in
+/// (`Hauptpasswort`, `Geheimnis`, `Segredo`, `Zugriffsschlüssel`).
+fn names_credential(text: &str) -> bool {
+    const STEMS: &[&str] = &[
+        "passw",
+        "kennwort",
+        "schlüssel",
+        "geheim",
+        "secret",
+        "token",
+        "senha",
+        "clave",
+        "chave",
+        "segred",
+        "contrase",
+        "parol",
+        "hasło",
+        "heslo",
+        "wachtwoord",
+        "lösenord",
+        "salasana",
+        "şifre",
+        "jelszó",
+        "lozinka",
+        "sleutel",
+        "nyckel",
+        "nøgle",
+        "nøkkel",
+    ];
+    let lower = text.to_lowercase();
+    STEMS.iter().any(|s| lower.contains(s))
+}
+
+/// The longest interface text, key or value, a translation file's entry is read in (bytes).
+const LOCALE_TEXT: usize = 512;
+
+/// Whether `at` stands inside the value of a translation file's entry (`"Show the token again":
+/// "Token erneut anzeigen"`): a sentence read from its middle is that entry's text still.
+pub(crate) fn in_locale_entry(bytes: &[u8], at: usize) -> bool {
+    // An interface's text is short: the string's quotes are looked for within a bound, so a long
+    // line of many findings is read once, not once per finding.
+    let from = at.saturating_sub(LOCALE_TEXT);
+    let Some(open) = bytes[from..at]
+        .iter()
+        .rposition(|&b| b == b'"' || b == b'\n')
+        .map(|k| from + k)
+        .filter(|&k| bytes[k] == b'"')
+    else {
+        return false;
+    };
+    let to = bytes.len().min(at + LOCALE_TEXT);
+    let Some(close) = bytes[at..to]
+        .iter()
+        .position(|&b| b == b'"' || b == b'\n')
+        .map(|k| at + k)
+    else {
+        return false;
+    };
+    bytes[close] == b'"' && locale_entry(bytes, open + 1, &bytes[open + 1..close])
+}
+
+/// The quoted key a quoted value at `start` is assigned to (`"Secret": "…"` → `Secret`), on the
+/// same line.
+fn quoted_key_before(bytes: &[u8], start: usize) -> Option<&[u8]> {
+    let mut k = start.checked_sub(1)?;
+    if !matches!(bytes[k], b'"' | b'\'') {
+        return None;
+    }
+    while k > 0 && bytes[k - 1] == b' ' {
+        k -= 1;
+    }
+    k = k.checked_sub(1)?;
+    if !matches!(bytes[k], b':' | b'=') {
+        return None;
+    }
+    while k > 0 && bytes[k - 1] == b' ' {
+        k -= 1;
+    }
+    let close = k.checked_sub(1)?;
+    let quote = bytes[close];
+    if !matches!(quote, b'"' | b'\'') {
+        return None;
+    }
+    let from = close.saturating_sub(LOCALE_TEXT);
+    let open = from
+        + bytes[from..close]
+            .iter()
+            .rposition(|&b| b == quote || b == b'\n')?;
+    (bytes[open] == quote && open + 1 < close).then(|| &bytes[open + 1..close])
 }
 
 /// Text with letters outside ASCII written as HTML's numeric character references (an HTML
@@ -1779,7 +2030,19 @@ pub(crate) fn named_slot(v: &[u8], key: &[u8]) -> bool {
             b"credentials",
         ]
         .contains(&last)
-        && contains_ci(key, last)
+        // A password's place may be given a token's name (`"password": "forge-access-token"`, as
+        // Git over HTTPS takes one).
+        && (contains_ci(key, last)
+            || password_key(key)
+                && matches!(last, b"token" | b"key" | b"apikey")
+                && !v.starts_with(b"real")
+                && !v.starts_with(b"actual"))
+}
+
+/// A key naming the entry that holds a password (`adminPasswordKey`, `existingSecretPasswordKey`,
+/// `password_key`): its value is that entry's name (`postgres-password`), quoted or not.
+pub(crate) fn password_entry_key(key: &[u8]) -> bool {
+    key.len() > 3 && key[key.len() - 3..].eq_ignore_ascii_case(b"key") && password_key(&key[..key.len() - 3])
 }
 
 /// A protocol and its version as a request or status line names them (`HTTP/1.1`, `HTTP/2`,
@@ -2253,8 +2516,17 @@ pub(crate) fn is_placeholder(v: &[u8]) -> bool {
         && eq >= 2
         && eq + 1 < v.len()
         && v[..eq].iter().all(|&b| b.is_ascii_alphanumeric() || b == b'_')
-        && matches!(v[eq + 1], b'$' | b'{' | b'<' | b'%')
-        && is_placeholder(&v[eq + 1..])
+        && {
+            // The slot may be quoted (`deploy_token="$DEPLOY_TOKEN"`).
+            let slot = trim_end_of(&v[eq + 1..], |b| matches!(b, b'"' | b'\''));
+            let slot = slot
+                .strip_prefix(b"\"")
+                .or_else(|| slot.strip_prefix(b"'"))
+                .unwrap_or(slot);
+            slot.first()
+                .is_some_and(|b| matches!(b, b'$' | b'{' | b'<' | b'%'))
+                && is_placeholder(slot)
+        }
     {
         return true;
     }
@@ -2614,6 +2886,12 @@ pub(crate) fn printf_slot(v: &[u8]) -> bool {
 /// Masked: runs of four or more `x` or `*` make up at least half of the value
 /// (`sk_live_xxxxxxxxxxxx`, `****`), not a password that happens to hold `xxxx`.
 pub(crate) fn masked(v: &[u8]) -> bool {
+    // A token's tail typed over (`eyJhbGciOiJSUzI1NiIsImtpZCI6Ixxxxxxxxxxxxxx`): eight or more
+    // `x` end it, no generator's output.
+    let tail = v.len() - trim_end_of(v, |b| matches!(b, b'x' | b'X' | b'*')).len();
+    if tail >= 8 && tail < v.len() {
+        return true;
+    }
     if crate::chars::mask_segment_last(v) {
         return true;
     }
@@ -2703,7 +2981,8 @@ pub(crate) fn placeholder_words(v: &[u8]) -> bool {
         .next()
         .unwrap_or(v);
     let mut marker = last.len() < v.len() && last.eq_ignore_ascii_case(b"here");
-    let (mut parts, mut verb) = (0, false);
+    let (mut parts, mut verb, mut slot, mut names) = (0, false, false, 0);
+    let (mut other, mut opens_with_marker) = (0, false);
     let mut start = 0;
     for k in 0..=v.len() {
         let boundary = k == v.len()
@@ -2729,13 +3008,38 @@ pub(crate) fn placeholder_words(v: &[u8]) -> bool {
             verb = true;
             continue;
         }
+        slot |= [&b"key"[..], b"token", b"secret", b"password"]
+            .iter()
+            .any(|w| part.eq_ignore_ascii_case(w));
         match stand_in_words(part, &MARKERS, &STAND_IN_FILLERS) {
-            Some(m) => marker |= m,
+            Some(m) => {
+                marker |= m;
+                opens_with_marker |= parts == 1 && part.eq_ignore_ascii_case(b"your");
+            }
+            // Another word of a sentence (`min`, `chars`, `used`, `hs256`): lowercase letters,
+            // perhaps a short number glued to them as an algorithm's name is.
+            None if plain_word(part) => other += 1,
+            None if product_name(part) => names += 1,
             None => return false,
         }
     }
+    // One word in capitals that is no stand-in's may be the product the slot is for
+    // (`YOUR_MEM0_API_KEY`) when a marker and the slot's own word are around it.
+    if names > 0 {
+        return names == 1 && other == 0 && marker && slot;
+    }
+    // Words beside the stand-in's own are a sentence about the value when `your` opens it
+    // (`your-session-secret-min-16-chars`, `your-acme-token`), or when the stand-in's words are
+    // most of it and it runs on for six words or more
+    // (`a-long-and-secure-password-used-for-local-dev`); a passphrase of words
+    // (`blue-river-sky-42`) has few of them.
+    if other > 0 && !opens_with_marker && (other * 2 >= parts || parts < 6) {
+        return false;
+    }
+    // What passed above with words of its own is a sentence.
+    let sentence = other > 0 && (marker || parts >= 6);
     if numbered {
-        return marker;
+        return marker || sentence;
     }
     // Lowercase naming words joined by `-` or `_` that end with the secret's word
     // (`client-secret`, `db_password`, `my-api-key`): the slot's name, typed where it goes.
@@ -2757,7 +3061,30 @@ pub(crate) fn placeholder_words(v: &[u8]) -> bool {
         ]
         .iter()
         .any(|w| v.ends_with(w));
-    marker || named || verb && parts >= 4
+    marker || named || verb && parts >= 4 || sentence
+}
+
+/// A word of a sentence in lowercase (`used`, `chars`), or a name with a short number glued to its
+/// end (`hs256`, `sha1`, `v2`): no part a generator makes.
+fn plain_word(part: &[u8]) -> bool {
+    let letters = run_end(part, 0, |b| b.is_ascii_lowercase());
+    let digits = part.len() - letters;
+    (2..=12).contains(&letters)
+        && part[letters..].iter().all(u8::is_ascii_digit)
+        && (digits == 0 || part.len() <= 6)
+}
+
+/// A product's name as a constant's word: letters of one case, perhaps a version's digits after
+/// them (`ACME`, `mem0`, `AI21`), not a password's mix (`Hunter2x`, `pa55word`).
+fn product_name(part: &[u8]) -> bool {
+    let letters = part.iter().take_while(|b| b.is_ascii_alphabetic()).count();
+    let digits = &part[letters..];
+    (2..=12).contains(&part.len())
+        && letters >= 2
+        && digits.len() <= 2
+        && digits.iter().all(u8::is_ascii_digit)
+        && (part[..letters].iter().all(u8::is_ascii_uppercase)
+            || part[..letters].iter().all(u8::is_ascii_lowercase))
 }
 
 /// Whether `part` is stand-in words run together (`yourpassword`, `changemeplease`): `None` if

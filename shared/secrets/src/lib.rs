@@ -76,7 +76,8 @@
 //!   `password` is, alone, with no-break spaces around its colon
 //!   (`Mot de passe\u{a0}: …`; they are never part of a value), as `密码：…`, or as a segment of a
 //!   longer key (`DB_KENNWORT`, `KENNWORT2`, `db_contraseña`, `Пароль_БД`, `비밀번호_확인`; a bare
-//!   `clave` is any key in Spanish: its value must look generated, unlike `clave de acceso`). Before
+//!   `clave` is any key in Spanish, as `chave`, `chiave`, `sleutel`, `clé` and `キー` are in Portuguese,
+//!   Italian, Dutch, French and Japanese: its value must look generated, unlike `clave de acceso`). Before
 //!   a `-` the word is not a compound's head (`Passwort-Richtlinie` is a policy): that key needs a
 //!   `:` or `=`, and `…_Richtlinie`, `…_beleid`, `…_política`, `…_정책` are rules, not passwords. A CSV, TSV or markdown table whose header names a secret column
 //!   (`user,password`, `| user | password |`) and a SQL `INSERT INTO t (name, password) VALUES
@@ -146,7 +147,8 @@
 //!   word there is the password (`the default password is "marmalade"`, `the password for user
 //!   'deploy' is 'tangerine'`) unless it describes one (`"wrong"`, `"required"`). On a line
 //!   no other rule found anything on, a generated token anywhere, when the line speaks of a key,
-//!   token, password, secret or creds as a word of its own and not of public keys, fingerprints,
+//!   token, password, secret or creds as a word of its own (a key in ten other languages too, or a
+//!   credential rotated or revoked) and not of public keys, fingerprints,
 //!   hashes or integrity (see `same_line_tokens`); and one alone on a line below such a line
 //!   ending with `:` (an installer's banner, a console's `Your API key:`), blank lines between.
 //! - `assignment` also reads a key named in a name field with its value in the value field after

@@ -599,3 +599,159 @@ fn a_value_public_by_its_prefix_is_no_secret() {
         "SUPABASE_SERVICE_KEY=sb_secret_Rk2vT9qLm4Xw8ZpN3cJ6hF1s",
     ]);
 }
+
+/// A token that marks a place in a listing or a stream (`nextPageToken`, `$deltatoken`, a resume
+/// or continuation token) or a request's idempotency key is no credential; the same API's
+/// access token is.
+#[test]
+fn a_token_marking_a_place_in_a_listing_is_no_credential() {
+    assert_clean(&[
+        "{\"files\": [], \"nextPageToken\": \"Zk3-pQ9xLm2_vT8wRc4NbY7d\"}",
+        "drive.files().list(pageToken=\"b7Qz-Lk2xPm9_Wv4Tn8RcJ3d\", pageSize=50)",
+        "GET /me/messages/delta?$deltatoken=Xq8vLm2_Tz9pKw4-Rb7NcY3dHf6J",
+        "resume_token: 8260Bz4KLm2QxT9vPw7RnC3dYf",
+        "Idempotency-Key: 0b8f2c4e-7d1a-4e93-b6a5-2f9c8d7e1a30",
+    ]);
+    assert_found(&[
+        "{\"files\": [], \"accessToken\": \"Zk3-pQ9xLm2_vT8wRc4NbY7d\"}",
+        "AUTH_TOKEN=b7Qz-Lk2xPm9_Wv4Tn8RcJ3d",
+    ]);
+}
+
+/// An id the word before it names (Sentry's `event …`, a message's, a deployment's) is no
+/// token, even in a line about tokens; the token a sentence names is.
+#[test]
+fn an_event_or_message_id_in_a_line_about_tokens_is_an_id() {
+    assert_clean(&[
+        "event 9c2e7a41d0b83f56e1a4c7d92b0f6e38 failed to refresh the token",
+        "message 7f3a9c1e5b2d8046a9e1c3b5d7f90214 was rejected: token expired",
+        "deployment 4e8b2d6f0a1c3e5b7d9f1a3c5e7b9d02 rolled back after the token rotation",
+    ]);
+    assert_found(&[
+        "the token 9c2e7a41d0b83f56e1a4c7d92b0f6e38 expired",
+        "my api token is 7f3a9c1e5b2d8046a9e1c3b5d7f90214",
+    ]);
+}
+
+/// A translation file's entry: an interface's sentence as the key, its translation as the value,
+/// a phrase in any language or one word naming the credential; a passphrase typed in lowercase, a
+/// word with a digit or a generated run under such a key is still a value.
+#[test]
+fn translated_interface_text_is_no_value() {
+    assert_clean(&[
+        "\"Wrong passphrase\": \"Frase de contraseña errónea\"",
+        "\"Show the token again\": \"Token erneut anzeigen\",\n\"Signing key\": \"Clé de signature\"",
+        "\"Paste the webhook secret - Hint\": \"Вставьте секрет вебхука сюда\"",
+        "\"Recovery password\": \"Wiederherstellungspasswort\"",
+        "\"Token revoked\": \"令牌已撤销，请重新登录。\"",
+        "\"Your session key expired\": \"セッションキーの有効期限が切れました、再度ログインしてください\"",
+    ]);
+    assert_found(&[
+        "\"Admin Password\": \"violet meadow lantern drift\"",
+        "\"Recovery password\": \"Wiederherstellung42\"",
+        "\"Signing key\": \"Qm7vR2xK9pLw4TzN8cYd\"",
+        "\"Webhook secret\": \"Hz4Kq9mW Lp2xR7vT\"",
+    ]);
+}
+
+/// A value addressed to the reader (`your-…`) or a sentence about itself of six words or more,
+/// perhaps holding a count or an algorithm's name, is a stand-in; a passphrase of a few words, or
+/// random parts after `your`, is a value.
+#[test]
+fn sentences_in_a_value_are_stand_ins() {
+    assert_clean(&[
+        "password: your-db-pass-goes-in-vault",
+        "\"secret\": \"your-hmac-secret-at-least-32-chars\"",
+        "SIGNING_SECRET=a-throwaway-secret-only-for-the-demo-stack",
+        "  secret: alice-hs512-secret-that-is-long-enough",
+    ]);
+    assert_found(&[
+        "password: tulip-orbit-canyon-57",
+        "password: your-Qm7v-Rx2K9",
+        "SIGNING_SECRET=Qm7vR2xK9pLw4TzN8cYd",
+    ]);
+}
+
+/// A name where the value goes: a token's name in a password's place, an entry's name under a key
+/// naming where a password is kept; a cleared cookie; a secret store's path passed inside a
+/// call's string; an empty value before the next entry at the same depth.
+#[test]
+fn names_paths_and_empty_entries_are_no_values() {
+    assert_clean(&[
+        "{\"login\": \"ci\", \"password\": \"registry-deploy-token\"}",
+        "  secretKeys:\n    userPasswordKey: app-user-password",
+        "Set-Cookie: csrf_state=; Path=/; Max-Age=0",
+        "  token: \"{{ lookup('hashi_vault', 'secret=kv/data/shop:deploy_token') }}\"",
+        "@@ -2,3 +2,3 @@\n APP_ENV=dev\n-MAILER_KEY=\n+MAILER_API_KEY=mk_demo_replace_me",
+    ]);
+    assert_found(&[
+        "{\"login\": \"ci\", \"password\": \"real-deploy-token\"}",
+        "  secretKeys:\n    userPasswordKey: Qm7vR2xK9pLw4TzN8cYd",
+        "Set-Cookie: sid=Qm7vR2xK9pLw4TzN8cYdH3; Path=/",
+        "  run('token=Qm7v/R2xK9:pLw4+TzN8')",
+        "mailer_key =\n    Qm7vR2xK9pLw4TzN8cYd",
+    ]);
+}
+
+/// Names OAuth, OpenID Connect and JOSE register (an encryption's or a key wrap's algorithm, a
+/// client's authentication method, a scope list), a word in Markdown's emphasis and an environment
+/// variable's name with a digit in a word are no values; a generated value in the same places is.
+#[test]
+fn registered_names_emphasis_and_setting_names_are_no_values() {
+    assert_clean(&[
+        "        id_token_encrypted_response_enc: 'A256GCM'\n        userinfo_encrypted_response_alg: 'ECDH-ES+A128KW'",
+        "  \"token_endpoint_auth_method\": \"private_key_jwt\"",
+        "- Token scope: `openid offline_access profile`",
+        "The runner sends its token **only** once, then its id.",
+        "Keep the token in `RUNNER_S3_CACHE_KEY_ID` and the bucket in the same namespace.",
+    ]);
+    assert_found(&[
+        "  \"client_secret\": \"Qm7vR2xK9pLw4TzN8cYd\"",
+        "- Token: `Qm7vR2xK9pLw4TzN8cYdH3sL`",
+        "Keep the token Qm7vR2xK9pLw4TzN8cYdH3sL in the same namespace.",
+    ]);
+}
+
+/// The word for secret in a language under a one-word key is a translation's label, and any
+/// rule's reading of a word inside a translation's text (a scheme's word opening it) is none; a
+/// generated value there, or a word with a digit, is a value.
+#[test]
+fn translated_labels_hold_no_value() {
+    assert_clean(&[
+        "\"Secret\": \"Segreto\"",
+        "\"Token copied\": \"Token kopiert, bitte sicher aufbewahren\"",
+        "\"Password kind\": \"Passworttyp\"",
+    ]);
+    assert_found(&[
+        "\"Secret\": \"Segreto2024\"",
+        "\"Token\": \"Token Qm7vR2xK9pLw4TzN8cYdH3sL\"",
+        "Authorization: Token Qm7vR2xK9pLw4TzN8cYdH3sL",
+    ]);
+}
+
+/// A password's entry named under a key that says where the password is kept, in a YAML block of
+/// its own; the same name under the password's own key is a weak literal still.
+#[test]
+fn an_entry_name_under_a_password_entry_key_is_a_name() {
+    assert_clean(&["auth:\n  existingSecret: shop-db\n  rootPasswordKey: mariadb-root-password"]);
+    assert_found(&["auth:\n  rootPassword: mariadb-root-password"]);
+}
+
+/// A token's tail typed over with `x`, a name before a quoted reference on a command line, a word
+/// joined to the next by a typographic dash and a translation naming a versioned product are no
+/// values; a generated value in each place is.
+#[test]
+fn typed_over_tails_quoted_references_and_dashes_are_no_values() {
+    assert_clean(&[
+        "\"id_token\": \"eyJhbGciOiJFUzI1NiIsImtpZCI6Ixxxxxxxxxxxxxxxxx\"",
+        "ci-runner exec --secret registry_token=\"$REGISTRY_TOKEN\" job.yaml",
+        "Keep the webhook secret safe—you'll need it again when rotating.",
+        "\"Failed to connect the Web3 wallet\": \"Web3-Wallet konnte nicht verbunden werden\"",
+    ]);
+    assert_found(&[
+        "\"id_token\": \"eyJhbGciOiJFUzI1NiIsImtpZCI6IkQ5eHJ2In0.eyJzdWIiOiIxMjM0In0.Qm7vR2xK9pLw4TzN8cYdH3sL\"",
+        "ci-runner exec --secret registry_token=Qm7vR2xK9pLw4TzN8cYdH3sL job.yaml",
+        "Keep the webhook secret Qm7vR2xK9pLw4TzN8cYdH3sL safe.",
+        "\"Wallet secret\": \"Web3Qm7vR2xK9pLw4TzN8cYd\"",
+    ]);
+}

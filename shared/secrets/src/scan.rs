@@ -159,6 +159,11 @@ impl<'t> Scan<'t> {
         if generic && opens_a_call(&self.bytes[start..end]) {
             return;
         }
+        // A translation file's text, whichever rule read a word of it as a value (`"Successfully
+        // revoked the Token": "Token erfolgreich widerrufen"` after a scheme's word).
+        if generic && crate::judge::in_locale_entry(self.bytes, start) {
+            return;
+        }
         if end > start {
             self.found.push(Finding { kind, start, end });
             self.covered = self.covered.max(end);
@@ -217,7 +222,7 @@ impl<'t> Scan<'t> {
                 // same-line pass.
                 if is_key_byte(b) && !is_key_byte(prev) {
                     let word = &bytes[i..run_end_max(bytes, i, 12, is_key_byte)];
-                    if may_name_secret(word) {
+                    if may_name_secret(word) || other_name(word) {
                         self.name_words.push(i);
                     }
                 }
@@ -1113,6 +1118,12 @@ impl<'t> Scan<'t> {
     #[inline(always)]
     pub(crate) fn key_start(&mut self, i: usize) -> usize {
         let bytes = self.bytes;
+        // A word the key rules pass over may still name a credential for the same-line pass.
+        if matches!(bytes[i] | 0x20, b'c' | b's' | b'r')
+            && other_name(&bytes[i..run_end_max(bytes, i, 12, is_key_byte)])
+        {
+            self.name_words.push(i);
+        }
         match crate::prefilter::inert_key(bytes, i) {
             KeyStart::Inert(end) => return end,
             KeyStart::Keyword { plain, kend }
@@ -1909,6 +1920,18 @@ impl<'t> Scan<'t> {
                 return None;
             }
             let v = trim_end_of(&bytes[p..raw], |b| matches!(b, b',' | b';' | b'"' | b'\'' | b'`'));
+            // The string the value stands in closes, then the call it is passed to
+            // (`lookup('vault', 'secret=kv/data/app:api_key')`): neither is the value's.
+            let closers = trim_end_of(v, |b| matches!(b, b')' | b']' | b'}'));
+            let v = match closers.last() {
+                Some(b'"' | b'\'')
+                    if closers.len() < v.len()
+                        && !closers[..closers.len() - 1].iter().any(|b| b"([{\"'".contains(b)) =>
+                {
+                    &closers[..closers.len() - 1]
+                }
+                _ => v,
+            };
             let symbols = v.iter().filter(|b| b.is_ascii_punctuation()).count();
             let code = code_expression(v)
                 || v.windows(2).any(|w| w == b"()")
@@ -1966,6 +1989,8 @@ impl<'t> Scan<'t> {
             && !is_reference(value)
             && !names_no_secret(value)
             && !crate::chars::script_words(value)
+            && !(quoted_end.is_some() && crate::judge::locale_entry(bytes, p, value))
+            && !(crate::judge::password_entry_key(key) && crate::judge::named_slot(value, key))
             && !(quote.is_none()
                 && (constant_like(value)
                     || member_path(trim_end_of(value, |b| matches!(b, b';' | b',' | b')')))
@@ -2018,6 +2043,8 @@ impl<'t> Scan<'t> {
         };
         // Spanish `clave` is any key (`clave primaria`, `{"clave": "valor"}`): a password only
         // as `clave de acceso`/`clave secreta`, otherwise its value must look generated.
+        // So is `key` in Portuguese, Italian, Dutch, French and Japanese (`chave`, `chiave`,
+        // `sleutel`, `clé`, `キー`): its value must look generated.
         let mut strength = Strength::Strong;
         if word == "clave" {
             match [&b" de acceso"[..], b" secreta"]
@@ -2027,6 +2054,8 @@ impl<'t> Scan<'t> {
                 Some(e) => end = e,
                 None => strength = Strength::Weak,
             }
+        } else if matches!(word, "chave" | "chiave" | "sleutel" | "clé" | "キー") {
+            strength = Strength::Weak;
         }
         let key: &[u8] = if strength == Strength::Weak {
             b"clave"
@@ -2136,8 +2165,9 @@ impl<'t> Scan<'t> {
     }
 
     /// `auth=("admin", "…")`, `HTTPBasicAuth("admin", "…")`, `smtp.login(user, "…")`,
-    /// `NetworkCredential("admin", "…")`, `PasswordAuthentication("admin", "…".toCharArray())`: a
-    /// user and a password passed together to what names authentication. The second argument and
+    /// `NetworkCredential("admin", "…")`, `PasswordAuthentication("admin", "…".toCharArray())`,
+    /// `mysqli_connect("db", "app", "…")`: a user and a password passed together to what names
+    /// authentication or a connection. The second argument and
     /// the third (`keyring.set_password(service, user, "…")`) are each a password when they are
     /// random-looking strings.
     pub(crate) fn credential_pair_at(&mut self, key: &[u8], kend: usize) {
@@ -2160,6 +2190,10 @@ impl<'t> Scan<'t> {
             b"signin",
             b"sign_in",
             b"authenticate",
+            // A database's connection made from a host, a user and a password
+            // (`mysqli_connect("db", "app", "…")`, `DriverManager.getConnection(url, "app", "…")`).
+            b"connect",
+            b"connection",
         ]
         .iter()
         .chain(PASSWORD_KEYS)
@@ -2461,7 +2495,8 @@ impl<'t> Scan<'t> {
             return;
         };
         let v = value.text(bytes);
-        if v.starts_with(b"-") || is_reference(v) {
+        // An unquoted `-` opens the next flag; a quoted one is the password's own (`-a '-C+p6…'`).
+        if v.starts_with(b"-") && (!value.quoted || crate::judge::flag_like(v)) || is_reference(v) {
             return;
         }
         // Our own marker where a key passed as the user was (`-u "[REDACTED:…]:"`) leaves nothing.
@@ -2782,7 +2817,10 @@ impl<'t> Scan<'t> {
                     Some([b'\r', b'\n', ..]) => pos + 2,
                     _ => pos,
                 };
-                if next > pos && matches!(bytes.get(next), Some(b' ' | b'\t')) {
+                if next > pos
+                    && matches!(bytes.get(next), Some(b' ' | b'\t'))
+                    && indented_deeper(bytes, after, next)
+                {
                     pos = skip_space(bytes, next);
                 }
                 let spaced_after = pos > after;
@@ -2900,6 +2938,7 @@ impl<'t> Scan<'t> {
             && value.text(bytes).len() >= 4
             && quoted_word(value.text(bytes))
             && !is_placeholder(value.text(bytes))
+            && !crate::judge::in_locale_entry(bytes, value.start)
         {
             // `the password is "centipede"`: quoting in a sentence marks the literal password.
             self.push(kind, value.start, value.whole_end(bytes));
@@ -2917,6 +2956,7 @@ impl<'t> Scan<'t> {
             && password_key(key)
             && trim_ascii(line).iter().all(|&b| b == b'-')
             && letters_password(bytes, &value, key)
+            && !(crate::judge::password_entry_key(key) && crate::judge::named_slot(value.text(bytes), key))
         {
             // `password: SuperSecretPassword` on a line of its own: YAML config, not a schema.
             self.push(kind, value.start, value.whole_end(bytes));
@@ -3597,7 +3637,7 @@ pub(crate) fn keyword_operand(bytes: &[u8], kend: usize, generic: bool) -> Optio
             Some([b'\r', b'\n', ..]) => p + 2,
             _ => p,
         };
-        if next > p && bytes.get(next).is_some_and(blank) {
+        if next > p && bytes.get(next).is_some_and(blank) && indented_deeper(bytes, op, next) {
             p = next;
             while bytes.get(p).is_some_and(blank) {
                 p += 1;
@@ -3605,6 +3645,19 @@ pub(crate) fn keyword_operand(bytes: &[u8], kend: usize, generic: bool) -> Optio
         }
     }
     Some((op, p, has_operator))
+}
+
+/// Whether the line starting at `next` is indented deeper than the line holding `at`: an INI
+/// value continued there, not the next entry at the same depth (a diff's ` KEY=` lines, whose
+/// first column is read as a blank).
+fn indented_deeper(bytes: &[u8], at: usize, next: usize) -> bool {
+    let from = at.saturating_sub(256);
+    let start = bytes[from..at]
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .map_or(from, |k| from + k + 1);
+    let indent = |k: usize| run_end(bytes, k, |b| b == b' ' || b == b'\t') - k;
+    indent(next) > indent(start)
 }
 
 /// Whether a keyword's value of a provider's least length (16) may follow the key ending at
@@ -3752,7 +3805,7 @@ pub(crate) fn same_line_tokens(bytes: &[u8], found: &mut Vec<Finding>, name_word
             if c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.') {
                 t[b] = 1;
             }
-            if matches!(c | 0x20, b'k' | b't' | b'p' | b's' | b'c' | b'a') {
+            if matches!(c | 0x20, b'k' | b't' | b'p' | b's' | b'c' | b'a' | b'r') {
                 t[b] |= 2;
             }
             b += 1;
@@ -3770,14 +3823,25 @@ pub(crate) fn same_line_tokens(bytes: &[u8], found: &mut Vec<Finding>, name_word
         }
         let class = CLASS[usize::from(bytes[k])];
         if class & 1 == 0 {
-            k = run_end(bytes, k + 1, |c| CLASS[usize::from(c)] & 1 == 0);
-            continue;
+            let name = bytes[k] >= 0x80 && foreign_name_at(bytes, k);
+            if !name {
+                // Character by character through other scripts: a name may start at any.
+                k = if bytes[k] >= 0x80 {
+                    run_end(bytes, k + 1, |c| (0x80..0xc0).contains(&c))
+                } else {
+                    run_end(bytes, k + 1, |c| c < 0x80 && CLASS[usize::from(c)] & 1 == 0)
+                };
+                continue;
+            }
         }
         // A word starts at `k` (the pass goes from word to word): its first 12 bytes are the
         // word a name is looked for in, and the rest of it starts nothing.
         let run = run_end(bytes, k + 1, |c| CLASS[usize::from(c)] & 1 == 1);
         let word = &bytes[k..run.min(k + 12)];
-        if class != 3 || !may_name_secret(word) || !names_secret(word) {
+        let names = class & 1 == 0
+            || class == 3 && (may_name_secret(word) && names_secret(word) || other_name(word))
+            || accented_name(bytes, k, run);
+        if !names {
             k = run;
             continue;
         }
@@ -4003,7 +4067,8 @@ pub(crate) fn digest_after_key_word(before: &[u8], token: &[u8]) -> bool {
         && secret_word(word).is_some_and(|w| w.strength == Strength::Weak)
 }
 
-/// An id the word before a token names (`request 01HZX3…`, `trace-id: …`, `build …`), `before`
+/// An id the word before a token names (`request 01HZX3…`, `trace-id: …`, `build …`, Sentry's
+/// `event …`), `before`
 /// being the line up to the token.
 pub(crate) fn named_id(before: &[u8]) -> bool {
     // The name's own quotes and the pair's punctuation (`('ETag', '"…`, `"etag": "\"…`), and an
@@ -4041,7 +4106,98 @@ pub(crate) fn named_id(before: &[u8]) -> bool {
             | b"ulid"
             | b"etag"
             | b"digest"
+            | b"event"
+            | b"message"
+            | b"transaction"
+            | b"txn"
+            | b"task"
+            | b"pipeline"
+            | b"deployment"
+            | b"incident"
+            | b"alert"
+            | b"crash"
+            | b"report"
+            | b"record"
+            | b"object"
+            | b"document"
+            | b"invoice"
+            | b"tenant"
+            | b"device"
+            | b"instance"
+            | b"container"
+            | b"execution"
+            | b"workflow"
+            | b"batch"
+            | b"upload"
+            | b"attempt"
+            | b"operation"
+            | b"snapshot"
+            | b"release"
     )
+}
+
+/// Words that name a credential on a line without being a key's secret word: `key` in
+/// Portuguese, Italian, Spanish and Dutch (`minha chave do Bugsnag é …`), and what is done to a
+/// credential (`rotate it`, `revoked`). A line holding one is read by [`same_line_tokens`] as
+/// one naming `key` is: only a generated token on it counts.
+pub(crate) fn other_name(word: &[u8]) -> bool {
+    word.len() >= 5
+        && word.len() <= 8
+        && matches!(word[0] | 0x20, b'c' | b's' | b'r')
+        && matches!(
+            lower(word, &mut [0; 16]),
+            b"chave"
+                | b"chaves"
+                | b"chiave"
+                | b"chiavi"
+                | b"clave"
+                | b"claves"
+                | b"sleutel"
+                | b"sleutels"
+                | b"rotate"
+                | b"rotated"
+                | b"revoke"
+                | b"revoked"
+        )
+}
+
+/// `clé`/`clés` (French) and `Schlüssel` (German): a word for `key` whose ASCII head `word`
+/// (`bytes[k..run]`) stops at an accented letter.
+fn accented_name(bytes: &[u8], k: usize, run: usize) -> bool {
+    let tail = &bytes[run..];
+    let ends = |n: usize| tail.get(n).is_none_or(|b| !b.is_ascii_alphanumeric());
+    let head = &bytes[k..run];
+    if head.eq_ignore_ascii_case(b"cl") {
+        let n = ["\u{e9}", "\u{c9}"]
+            .iter()
+            .find(|e| tail.starts_with(e.as_bytes()))
+            .map(|e| e.len());
+        return n.is_some_and(|n| ends(n) || tail.get(n) == Some(&b's') && ends(n + 1));
+    }
+    head.eq_ignore_ascii_case(b"schl")
+        && ["\u{fc}ssel", "\u{dc}SSEL"]
+            .iter()
+            .any(|e| tail.starts_with(e.as_bytes()) && ends(e.len()))
+}
+
+/// A word for a key or token in a script other than Latin at `k` (`APIキーは…`, `密钥`, `令牌`,
+/// `ключ`, `토큰`); Japanese `公開鍵` is a public key and names none.
+fn foreign_name_at(bytes: &[u8], k: usize) -> bool {
+    const NAMES: [&str; 11] = [
+        "\u{30ad}\u{30fc}",                    // キー
+        "\u{30c8}\u{30fc}\u{30af}\u{30f3}",    // トークン
+        "\u{5bc6}\u{94a5}",                    // 密钥
+        "\u{79c1}\u{94a5}",                    // 私钥
+        "\u{79d8}\u{94a5}",                    // 秘钥
+        "\u{4ee4}\u{724c}",                    // 令牌
+        "\u{79d8}\u{5bc6}\u{9375}",            // 秘密鍵
+        "\u{d1a0}\u{d070}",                    // 토큰
+        "\u{d0a4}",                            // 키
+        "\u{43a}\u{43b}\u{44e}\u{447}",        // ключ
+        "\u{442}\u{43e}\u{43a}\u{435}\u{43d}", // токен
+    ];
+    let rest = &bytes[k..];
+    NAMES.iter().any(|n| rest.starts_with(n.as_bytes()))
 }
 
 /// Whether a word may name a secret (see [`names_secret`]): it starts with a name's first letter
@@ -4086,7 +4242,12 @@ pub(crate) fn generated_token(t: &[u8]) -> bool {
         t.iter().any(u8::is_ascii_uppercase),
     );
     let hex = t.iter().all(u8::is_ascii_hexdigit);
-    if !letters || !has_digit(t) || uuid(t) || hex && matches!(t.len(), 40 | 64 | 128) {
+    if !letters
+        || !has_digit(t)
+        || uuid(t)
+        || hex && matches!(t.len(), 40 | 64 | 128)
+        || crate::judge::env_name(t)
+    {
         return false;
     }
     if wordy(t)

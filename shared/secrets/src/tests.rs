@@ -5021,3 +5021,198 @@ fn an_ampersand_and_equals_sign_outside_a_query_stay_in_the_password() {
     );
     assert_clean(&["webhook: https://hooks.test/in?sig=none&page=2&sort=asc&lang=en"]);
 }
+
+/// Visual Basic declares a variable's type with `As` before its value; a connection made from a
+/// host, a user and a password (`mysqli_connect`, `getConnection`, Perl's `DBI->connect`) holds
+/// the password in its third argument. References, empty and weak stand-ins, and connections
+/// of other arguments stay ordinary.
+#[test]
+fn a_basic_declaration_and_a_connections_password_argument_are_read() {
+    assert_found(&[
+        "Dim smtpPassword As String = \"Rq7!vLm2Zx8k\"",
+        "Private Const ApiSecret As String = \"Hw3nQ8zLp5Xv2Tk9Rm4Yc7Bd\"",
+        "$link = mysqli_connect('db.internal', 'shop', 'Rq7!vLm2Zx8k', 'orders');",
+        "Connection c = DriverManager.getConnection(DB_URL, \"report\", \"Rq7!vLm2Zx8k\");",
+    ]);
+    assert_clean(&[
+        "Dim smtpPassword As String = ConfigurationManager.AppSettings(\"SmtpPassword\")",
+        "Dim passwordPrompt As String = \"Enter your password\"",
+        "$link = mysqli_connect('db.internal', 'shop', '', 'orders');",
+        "Connection c = DriverManager.getConnection(DB_URL, user, password);",
+        "mqtt.connect(\"broker.local\", 1883, 60)",
+        "conn = sqlite3.connect(\"orders.db\")",
+    ]);
+}
+
+/// A quoted password may open with `-` (a command line's or a config's): its quotes say it is no
+/// flag; a flag quoted after the password's option, or a negative number, is none.
+#[test]
+fn a_quoted_password_opening_with_a_dash_is_a_password() {
+    assert_found(&[
+        "redis-cli --tls -a \"-Wq7+Lm2xR9pT4vZ\" -n 2 DBSIZE",
+        "db_password: \"-Wq7+Lm2xR9pT4vZ\"",
+    ]);
+    assert_clean(&[
+        "redis-cli --tls -a '--user' DBSIZE",
+        "db_password_retries: \"-1\"",
+        "JAVA_OPTS: \"-Xms256m\"",
+    ]);
+}
+
+/// A line naming a key in Portuguese, Italian, Spanish, Dutch, French, German, Japanese,
+/// Chinese, Korean or Russian, or saying the credential is rotated or revoked, is read as one
+/// naming `key` is: a generated token on it is a secret, a word or an id is not.
+#[test]
+fn a_line_naming_a_key_in_another_language_or_its_rotation_holds_its_token() {
+    for (text, token) in [
+        (
+            "a chave nova do bucket de staging: o1TxdFuvQmNsf7Fr22uQjEYYhCIP (não partilhes)",
+            "o1TxdFuvQmNsf7Fr22uQjEYYhCIP",
+        ),
+        (
+            "ecco la chiavi del servizio RHA1vABeIauuhG5ZPyeqzMeB8pE0sjet per domani",
+            "RHA1vABeIauuhG5ZPyeqzMeB8pE0sjet",
+        ),
+        (
+            "de sleutel van de testomgeving staat hier IAjkFeH5K5IxEjPdcF1N9k5VtrhKr0 tot vrijdag",
+            "IAjkFeH5K5IxEjPdcF1N9k5VtrhKr0",
+        ),
+        (
+            "voici la clé du bucket pour ce soir OM3LUxwBoS8C4oXnfpYHU1qbXM merci",
+            "OM3LUxwBoS8C4oXnfpYHU1qbXM",
+        ),
+        (
+            "der Schlüssel für das Staging lautet F5f1nr3PWpa7MaIRCfw5eq9mmwesv7SAspDa",
+            "F5f1nr3PWpa7MaIRCfw5eq9mmwesv7SAspDa",
+        ),
+        (
+            "本番環境のAPIキー A4jPxeNoxDfL7xXL6bvR5Iq6 を共有します",
+            "A4jPxeNoxDfL7xXL6bvR5Iq6",
+        ),
+        (
+            "新的密钥 o1TxdFuvQmNsf7Fr22uQjEYYhCIP 已经生效",
+            "o1TxdFuvQmNsf7Fr22uQjEYYhCIP",
+        ),
+        (
+            "스테이징 토큰 RHA1vABeIauuhG5ZPyeqzMeB8pE0sjet 공유합니다",
+            "RHA1vABeIauuhG5ZPyeqzMeB8pE0sjet",
+        ),
+        (
+            "новый ключ для стенда IAjkFeH5K5IxEjPdcF1N9k5VtrhKr0",
+            "IAjkFeH5K5IxEjPdcF1N9k5VtrhKr0",
+        ),
+        (
+            "ok, use OM3LUxwBoS8C4oXnfpYHU1qbXM for the sandbox, I'll rotate it on Monday",
+            "OM3LUxwBoS8C4oXnfpYHU1qbXM",
+        ),
+        (
+            "the old one is revoked, F5f1nr3PWpa7MaIRCfw5eq9mmwesv7SAspDa works from now on",
+            "F5f1nr3PWpa7MaIRCfw5eq9mmwesv7SAspDa",
+        ),
+    ] {
+        assert_eq!(spans(text), [token], "{text}");
+    }
+    assert_clean(&[
+        "a chave primária da tabela é user_id, e a estrangeira é order_id",
+        "la chiave del dizionario è nome_utente",
+        "rotate the image by 90 degrees and save it as img_2024_03_11_final.png",
+        "revoked certificates are listed in crl-2024.pem on the share",
+        "公開鍵 A4jPxeNoxDfL7xXL6bvR5Iq6 を登録してください",
+        "rotated the logs of request 550e8400-e29b-41d4-a716-446655440000 at midnight",
+        "la clé primaire est composite (tenant_id, user_id)",
+    ]);
+}
+
+/// A stand-in may carry the product's name, digits of a version and all (`YOUR_MEM0_API_KEY`,
+/// `your-zeta9-token`), when a marker and the slot's word are around it; a generated value or a
+/// password's mix of cases there is no stand-in.
+#[test]
+fn a_stand_in_may_name_its_product() {
+    assert_clean(&[
+        "api_key = \"YOUR_ZETA9_API_KEY\"",
+        "QUORA2_TOKEN: your-quora2-token",
+        "settings = {\"secret\": \"YOUR_ACME_SECRET\"}",
+    ]);
+    assert_found(&[
+        "api_key = \"ZETA9_o1TxdFuvQmNsf7Fr22uQjEYYhCIP\"",
+        "password = \"your_Hunter22_password\"",
+    ]);
+}
+
+/// `key` in Portuguese, Italian, Dutch, French and Japanese (`chave`, `chiave`, `sleutel`,
+/// `clé`, `キー`) is read as Spanish `clave` is: a generated value after it, words between or a
+/// particle glued, is a key (an id's shape too, as after English `key is`); a field's name, a
+/// shortcut or a weak word there is not.
+#[test]
+fn key_in_another_language_takes_a_generated_value() {
+    for (text, token) in [
+        (
+            "a chave do sandbox é 3f6cface-b9f4-4612-9d74-fd99e36a2732",
+            "3f6cface-b9f4-4612-9d74-fd99e36a2732",
+        ),
+        (
+            "la chiave per lo staging è A4jPxeNoxDfL7xXL6bvR5Iq6",
+            "A4jPxeNoxDfL7xXL6bvR5Iq6",
+        ),
+        (
+            "mijn sleutel is o1TxdFuvQmNsf7Fr22uQjEYYhCIP",
+            "o1TxdFuvQmNsf7Fr22uQjEYYhCIP",
+        ),
+        (
+            "ta clé d'accès est OM3LUxwBoS8C4oXnfpYHU1qbXM",
+            "OM3LUxwBoS8C4oXnfpYHU1qbXM",
+        ),
+        (
+            "検証用のキーは 7c9a98cc-9040-430a-b56e-cb4f591aa59f です",
+            "7c9a98cc-9040-430a-b56e-cb4f591aa59f",
+        ),
+    ] {
+        assert_eq!(spans(text), [token], "{text}");
+    }
+    assert_clean(&[
+        "a chave estrangeira é pedido_id",
+        "la chiave è hunter2",
+        "de sleutel is de kolom klant_id",
+        "la clé étrangère pointe vers commande.id",
+        "キーは Enter です",
+        "ショートカットキー: Ctrl+Shift+P",
+    ]);
+}
+
+/// Rust's `Client::new("…")` makes a client as `new Client("…")` does: a generated literal alone
+/// there is its credential, through a path too (`openai::Client::new`); another type's `new`,
+/// an address or no argument is none.
+#[test]
+fn a_rust_client_given_a_generated_literal_holds_its_key() {
+    assert_found(&[
+        "let api = Arc::new(Client::new(\"A4jPxeNoxDfL7xXL6bvR5Iq6o1Txd\"));",
+        "let api = openai::Client::new(\"RHA1vABeIauuhG5ZPyeqzMeB8pE0sjet\");",
+        "spawn(ApiClient::new(\"IAjkFeH5K5IxEjPdcF1N9k5VtrhKr0\"))",
+    ]);
+    assert_clean(&[
+        "let re = Regex::new(\"OM3LUxwBoS8C4oXnfpYHU1qbXM\");",
+        "let id = Id::new(\"01HZX3K9N4QW7E2R5T8Y6U1I0P\");",
+        "let api = Client::new();",
+        "let api = Client::new(\"https://api.example.com\");",
+        "let api = Client::new(\"7c9a98cc-9040-430a-b56e-cb4f591aa59f\");",
+    ]);
+}
+
+/// A call whose result is assigned to a client's name makes that client, whatever the type is
+/// called (`let client = Acme::new("…")`, `var client = new Acme("…")`): a generated literal
+/// alone there is its credential; another name, a comparison, a UUID or no argument is none.
+#[test]
+fn a_call_assigned_to_a_client_takes_its_key() {
+    assert_found(&[
+        "let client = Zephyr::new(\"o1TxdFuvQmNsf7Fr22uQjEYYhCIP\");",
+        "var client = new Zephyr(\"A4jPxeNoxDfL7xXL6bvR5Iq6o1Txd\");",
+        "search_client = zephyr.Search(\"RHA1vABeIauuhG5ZPyeqzMeB8pE0sjet\")",
+    ]);
+    assert_clean(&[
+        "let parser = Zephyr::new(\"OM3LUxwBoS8C4oXnfpYHU1qbXM\");",
+        "if client == lookup(\"F5f1nr3PWpa7MaIRCfw5eq9mmwesv7SAspDa\") {",
+        "let client = Zephyr::new(\"7c9a98cc-9040-430a-b56e-cb4f591aa59f\");",
+        "client = Zephyr()",
+        "client_id = parse(\"IAjkFeH5K5IxEjPdcF1N9k5VtrhKr0\")",
+    ]);
+}

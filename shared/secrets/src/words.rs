@@ -237,6 +237,11 @@ pub(crate) const PASSWORD_WORDS: &[&str] = &[
     "秘密鍵",
     "schlüssel",
     "jeton",
+    "chave",
+    "chiave",
+    "sleutel",
+    "clé",
+    "キー",
 ];
 
 /// A bit set of [`PASSWORD_WORDS`].
@@ -354,11 +359,13 @@ pub(crate) const QUALIFIERS: Words = words_of!(
     hasher generator validator verifier parser serializer factory loader resolver storage method user"
 );
 
-/// Prefixes before a secret word that make the key metadata (`max_tokens`, `is_secret`).
+/// Prefixes before a secret word that make the key metadata (`max_tokens`, `is_secret`), or name
+/// a position in a listing or a stream (`nextPageToken`, `continuation_token`, `Idempotency-Key`).
 pub(crate) const PREFIX_QUALIFIERS: Words = words_of!(
     b"max min num n total prompt input output completion forgot reset show \
     hide is has use no next prev last first count cached reasoning thinking context byte bypass validate \
-    check verify require toggle by com sur existing socket public publishable pub"
+    check verify require toggle by com sur existing socket public publishable pub page paging \
+    pagination continuation delta sync resume cursor skip idempotency"
 );
 
 /// Accounts whose word glued to `pass` names their password (`userpass`, `dbpass`, `rootpass`).
@@ -786,8 +793,12 @@ fn word_before<'b>(bytes: &[u8], i: usize, buf: &'b mut [u8; 16]) -> &'b [u8] {
 /// &str = …`, `val secretKey: String = …`), if one does.
 pub(crate) fn declared_type_end(bytes: &[u8], p: usize) -> Option<usize> {
     let mut q = p;
-    if bytes.get(q) == Some(&b':') {
-        q += 1;
+    // `: Type` (Rust, Kotlin, TypeScript, Swift) or Visual Basic's `As Type`.
+    let visual_basic = bytes
+        .get(q..q + 3)
+        .is_some_and(|w| w.eq_ignore_ascii_case(b"as "));
+    if bytes.get(q) == Some(&b':') || visual_basic {
+        q += if visual_basic { 3 } else { 1 };
         while matches!(bytes.get(q), Some(b' ' | b'\t')) {
             q += 1;
         }

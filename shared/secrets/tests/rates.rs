@@ -17,6 +17,8 @@ const ORDINARY_REAL: &str = include_str!("../../../tests/fixtures/secrets_ordina
 const CHECKOV: &str = include_str!("../../../tests/fixtures/secrets_probe_checkov.txt");
 const HANDWRITTEN: &str = include_str!("../../../tests/fixtures/secrets_probe_handwritten.txt");
 const SECURITY_UTILITIES: &str = include_str!("../../../tests/fixtures/secrets_probe_security_utilities.txt");
+const AGENT: &str = include_str!("../../../tests/fixtures/secrets_probe_agent.txt");
+const DETECTOR_DOCS: &str = include_str!("../../../tests/fixtures/secrets_probe_detectors.txt");
 const DOC: &str = include_str!("../../../docs/secret-filter.md");
 const README: &str = include_str!("../../../README.md");
 const BEGIN: &str = "<!-- rates: computed by shared/secrets/tests/rates.rs -->\n";
@@ -44,10 +46,12 @@ const FLOORS: &[(&str, f64, f64)] = &[
     ("ordinary-real", 100.0, 0.2),
     ("planted-real", 100.0, 0.0),
     ("ggshield", 100.0, 0.0),
-    ("2ms", 98.9, 1.3),
+    ("2ms", 98.9, 1.0),
     ("checkov", 100.0, 1.3),
     ("handwritten", 99.5, 0.0),
     ("security-utilities", 98.1, 0.0),
+    ("agent", 99.0, 0.0),
+    ("detector-docs", 96.6, 0.0),
 ];
 
 /// What each source is, for the table.
@@ -126,6 +130,14 @@ const LABELS: &[(&str, &str)] = &[
         "security-utilities",
         "random keys of Microsoft security-utilities' identifiable and legacy key patterns, and its examples, in six new prompt shapes (a chat message, a notebook cell, a CI script, a Markdown table, a German question, a bug report), `tests/fixtures/secrets_probe_security_utilities.txt`",
     ),
+    (
+        "agent",
+        "terminal sessions, stack traces, test output, migrations, plans, Helm values, OpenAPI, HTTP traces, diffs and shell history written by hand as pasted to a coding agent, `tests/fixtures/secrets_probe_agent.txt`",
+    ),
+    (
+        "detector-docs",
+        "random credentials of 211 providers' documented formats (202 named by no rule before), each with an ordinary twin, in sixteen prompt shapes (six languages), `tests/fixtures/secrets_probe_detectors.txt`",
+    ),
 ];
 
 #[derive(Default)]
@@ -190,7 +202,15 @@ fn unescape(text: &str) -> String {
 fn rates() -> BTreeMap<String, Rates> {
     let mut all = BTreeMap::new();
     score(CORPUS, |_| "ours".to_owned(), &mut all);
-    for fixture in [HELDOUT, ORDINARY_REAL, CHECKOV, HANDWRITTEN, SECURITY_UTILITIES] {
+    for fixture in [
+        HELDOUT,
+        ORDINARY_REAL,
+        CHECKOV,
+        HANDWRITTEN,
+        SECURITY_UTILITIES,
+        AGENT,
+        DETECTOR_DOCS,
+    ] {
         score(
             fixture,
             |category| category.split(':').next().unwrap_or("?").to_owned(),
