@@ -1477,7 +1477,7 @@ pub(crate) fn names_no_secret(v: &[u8]) -> bool {
         || timestamp(v)
         || jose_algorithm(v)
         // Words joined by a typographic dash (`securely—you'll`): a sentence's.
-        || v.windows(3).any(|w| w == "\u{2014}".as_bytes() || w == "\u{2013}".as_bytes())
+        || dashed_words(v)
         || oauth_registered_name(v)
         || emphasised_word(v)
         || env_name(v)
@@ -1590,8 +1590,31 @@ pub(crate) fn emphasised_word(v: &[u8]) -> bool {
         v.len() > 4
             && v.starts_with(m)
             && v.ends_with(m)
-            && v[2..v.len() - 2].iter().all(u8::is_ascii_alphabetic)
+            && std::str::from_utf8(&v[2..v.len() - 2]).is_ok_and(|w| w.is_ascii() && written_word(w))
     })
+}
+
+/// Words or numbers joined by an em or an en dash (`securely—you'll`, `2019–2024`): a piece
+/// mixing digits, symbols or cases (`Sommer—kjcb11%7kwjS`) is a value's, not a sentence's.
+fn dashed_words(v: &[u8]) -> bool {
+    let Ok(text) = std::str::from_utf8(v) else {
+        return false;
+    };
+    text.contains(['\u{2014}', '\u{2013}'])
+        && text.split(['\u{2014}', '\u{2013}']).all(|piece| {
+            let piece = piece.trim_matches(|c: char| c.is_whitespace() || ".,;:!?\"'()".contains(c));
+            piece.is_empty()
+                || piece
+                    .split([' ', '\'', '\u{2019}', '-'])
+                    .all(|w| w.is_empty() || written_word(w) || w.bytes().all(|b| b.is_ascii_digit()))
+        })
+}
+
+/// A word as it is written: letters, capitalised or all in capitals at most (`you`, `Sommer`,
+/// `NOTE`), never a generated run's mixed case (`qTdrOJRBRYHq`).
+fn written_word(w: &str) -> bool {
+    w.chars().all(char::is_alphabetic)
+        && (w.chars().skip(1).all(|c| !c.is_uppercase()) || w.chars().all(|c| !c.is_lowercase()))
 }
 
 /// An environment variable's name of three words or more, a word perhaps holding a digit

@@ -618,6 +618,40 @@ fn a_token_marking_a_place_in_a_listing_is_no_credential() {
     ]);
 }
 
+/// A listing's or a stream's word marks a place only before a token or a key: a password, a
+/// secret or an API key that syncs, pages or resumes is still a credential.
+#[test]
+fn a_position_word_before_a_password_or_an_api_key_keeps_it_a_credential() {
+    assert_clean(&[
+        "sync_key: zymMlopiWfqUyHRSIf8NFmAUNLnY",
+        "{\"cursorToken\": \"5Yx0y3RnjDQl2Kvf8THRXfEuzcrJaB\"}",
+    ]);
+    assert_found(&[
+        "REPLICA_SYNC_PASSWORD=nx7IfDH5mMDdwin86TkVYCM7l8",
+        "cursor_secret: \"GQlchbkER0Af7BOfjtNayviHzm5YdOnC\"",
+        "export CURSOR_API_KEY=qIz0Wiw8SE7diV3TMXVjM8AhghjsllAj7n4JuXFZ",
+        "paging_apikey = 'o2qh20xlReGsaL1dvnyzv0ZzyA0xIf'",
+    ]);
+}
+
+/// Emphasis or a typographic dash makes words prose only when what they hold is written words or
+/// numbers: a generated run in them (mixed case, digits among letters, symbols) is a password.
+#[test]
+fn emphasis_or_a_typographic_dash_around_a_generated_run_is_no_prose() {
+    assert_clean(&[
+        "password: __Mandatory__",
+        "DB_PASSWORD: **UNSET**",
+        "token: issued 2021–2025—rotated yearly",
+        "secret: Store it in the vault—do not paste it",
+    ]);
+    assert_found(&[
+        "password: **YodAczSbvWcdY**",
+        "DB_PASSWORD=__LhaAzaLutPtoEcf__",
+        "password: \"Winter—Th2aGF9#49peQ\"",
+        "api_key: I6DeMRfGLcr0JePtE2wrpP–7mD4HQb8G7",
+    ]);
+}
+
 /// An id the word before it names (Sentry's `event …`, a message's, a deployment's) is no
 /// token, even in a line about tokens; the token a sentence names is.
 #[test]

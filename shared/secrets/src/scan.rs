@@ -2077,7 +2077,7 @@ impl<'t> Scan<'t> {
             if bytes.get(end).is_some_and(u8::is_ascii_alphabetic)
                 || word_at(self.text, kend)
                 || glued_before
-                || qualified_before(&bytes[kstart..i])
+                || qualified_before(&bytes[kstart..i], &bytes[i..end])
             {
                 return false;
             }
