@@ -1884,7 +1884,11 @@ pub(crate) fn locale_entry(bytes: &[u8], start: usize, v: &[u8]) -> bool {
     // One word under an interface's sentence is its label when it names the credential in a
     // language (`"Default password": "Standardpasswort"`); a digit makes it a password.
     let label = phrase && !text.bytes().any(|b| b.is_ascii_digit()) && names_credential(text);
+    // Under a password's label one word holding a number is the password (`"Server Passwort":
+    // "Sommer-Regen-2684"`), unless it names the credential itself (`Passwort-2FA`).
+    let numbered_word = !text.contains(char::is_whitespace) && text.bytes().any(|b| b.is_ascii_digit());
     interface_text
+        && !(numbered_word && names_credential(key) && !names_credential(text))
         && (phrase || beyond_ascii)
         && (text.contains(' ') || beyond_ascii || text.contains('-') || label)
         && first_letter.is_some_and(|c| c.is_uppercase() || !c.is_ascii())

@@ -652,6 +652,21 @@ fn emphasis_or_a_typographic_dash_around_a_generated_run_is_no_prose() {
     ]);
 }
 
+/// Under a password's label in a translation file, one word holding a number is the password,
+/// not the label's translation; a translation in words, or one naming the credential, is text.
+#[test]
+fn one_numbered_word_under_a_password_label_is_a_password() {
+    assert_clean(&[
+        "{\"Step 2 Password\": \"Passwort Schritt 2\", \"Password Hint\": \"Passwort-Hinweis\"}",
+        "{\"Confirm Password\": \"Passwort bestätigen\", \"Password 2\": \"Passwort-Schritt-2\"}",
+        "{\"Token Expired\": \"Token-abgelaufen-401\"}",
+    ]);
+    assert_found(&[
+        "{\"Admin Passwort\": \"Herbst-Wald-7391\"}",
+        "\"Wifi Password\" = \"Żaba-5820-Las\";",
+    ]);
+}
+
 /// An id the word before it names (Sentry's `event …`, a message's, a deployment's) is no
 /// token, even in a line about tokens; the token a sentence names is.
 #[test]
