@@ -667,6 +667,20 @@ fn one_numbered_word_under_a_password_label_is_a_password() {
     ]);
 }
 
+/// The id an event's, an object's or a release's word names is in one case; a run mixing both
+/// cases after such a word, on a line about tokens, is the token.
+#[test]
+fn a_mixed_case_run_after_an_object_word_is_a_token() {
+    assert_clean(&[
+        "token rotation broke release 81d25b3151f9, see object d7cde5e034e786ad7f697bdc32a866b7",
+        "instance 01J4KSWQV7KY65K23CH43SVN6C rejected the API token",
+    ]);
+    assert_found(&[
+        "release mO6TIrZefQ1LVJ48ZCA32LY6JgkNZU5dsy8rpIiK is my token, keep it safe",
+        "the object Ey15tvP3PPdmvuHnMb1szqbO8hWcnonuJhKF is the access token for the bucket",
+    ]);
+}
+
 /// An id the word before it names (Sentry's `event …`, a message's, a deployment's) is no
 /// token, even in a line about tokens; the token a sentence names is.
 #[test]

@@ -4011,7 +4011,7 @@ pub(crate) fn line_tokens(line: &[u8], start: usize, found: &mut Vec<Finding>) {
             && !elided
             && !jwt_header(&line[t..te])
             && generated_token(&line[t..te])
-            && !named_id(&line[..t])
+            && !named_id(&line[..t], &line[t..te])
             && !digest_after_key_word(&line[..t], &line[t..te])
         {
             found.push(Finding {
@@ -4050,7 +4050,7 @@ pub(crate) fn digest_after_key_word(before: &[u8], token: &[u8]) -> bool {
 /// An id the word before a token names (`request 01HZX3…`, `trace-id: …`, `build …`, Sentry's
 /// `event …`), `before`
 /// being the line up to the token.
-pub(crate) fn named_id(before: &[u8]) -> bool {
+pub(crate) fn named_id(before: &[u8], token: &[u8]) -> bool {
     // The name's own quotes and the pair's punctuation (`('ETag', '"…`, `"etag": "\"…`), and an
     // ETag's weak mark (`W/"…`), stand between it and the token.
     let punctuation = |c: u8| c.is_ascii_whitespace() || matches!(c, b'"' | b'\'' | b',' | b'=' | b'\\');
@@ -4086,7 +4086,9 @@ pub(crate) fn named_id(before: &[u8]) -> bool {
             | b"ulid"
             | b"etag"
             | b"digest"
-            | b"event"
+    ) || matches!(
+        lower(last, &mut [0; 16]),
+        b"event"
             | b"message"
             | b"transaction"
             | b"txn"
@@ -4112,8 +4114,9 @@ pub(crate) fn named_id(before: &[u8]) -> bool {
             | b"attempt"
             | b"operation"
             | b"snapshot"
-            | b"release"
-    )
+            | b"release" // The ids these words name are in one case (hex, a UUID, a ULID, `ins-7f3a…`): a run
+                         // mixing both after them (`release 2A8Yb3FKaNQy… is my token`) is a generated token.
+    ) && !crate::chars::mixed_case(token)
 }
 
 /// Words that name a credential on a line without being a key's secret word: `key` in
