@@ -681,6 +681,26 @@ fn a_mixed_case_run_after_an_object_word_is_a_token() {
     ]);
 }
 
+/// Secret in German, Portuguese, Italian, Spanish, Polish, Swedish and Russian names a
+/// credential when a generated value follows; as a sentence's noun (`the secret of success`) it
+/// takes a path, a name or an id its own word names.
+#[test]
+fn secret_in_another_language_takes_a_generated_value() {
+    assert_clean(&[
+        "O segredo do sucesso é o commit 3f9a2c7e1b4d8f60a5c2e9b7d1f3a6c8e0b2d4f6",
+        "Das Geheimnis liegt in der Datei config/app.yml",
+        "Il segreto è usare la cache con la chiave user:42",
+        "Los secretos de Kubernetes se guardan en etcd",
+    ]);
+    assert_found(&[
+        "Geheimnis: oCCxKr1vIWc7C6QNJyMs4h7hSe4vg2V7",
+        "{\"segredo\": \"6a1PKvsLrgOQ3ntGi0Z0ALZcwNjKHe\"}",
+        "el secreto del webhook es IIQr3XSFgJCkaCqnQKyfylZ8EVeI",
+        "секрет = \"z4J7utmglhJ1LcaEL4qPr0akShZ5PFyh\"",
+        "hemlighet=PQF0zBzCvLROOJwRIMGdNZd40x",
+    ]);
+}
+
 /// An id the word before it names (Sentry's `event …`, a message's, a deployment's) is no
 /// token, even in a line about tokens; the token a sentence names is.
 #[test]

@@ -2034,7 +2034,9 @@ impl<'t> Scan<'t> {
         // Spanish `clave` is any key (`clave primaria`, `{"clave": "valor"}`): a password only
         // as `clave de acceso`/`clave secreta`, otherwise its value must look generated.
         // So is `key` in Portuguese, Italian, Dutch, French and Japanese (`chave`, `chiave`,
-        // `sleutel`, `clé`, `キー`): its value must look generated.
+        // `sleutel`, `clé`, `キー`), and secret in German, Portuguese, Italian, Spanish, Polish,
+        // Swedish and Russian (`Geheimnis`, `segredo`, `секрет`, also a sentence's noun): its
+        // value must look generated.
         let mut strength = Strength::Strong;
         if word == "clave" {
             match [&b" de acceso"[..], b" secreta"]
@@ -2044,7 +2046,22 @@ impl<'t> Scan<'t> {
                 Some(e) => end = e,
                 None => strength = Strength::Weak,
             }
-        } else if matches!(word, "chave" | "chiave" | "sleutel" | "clé" | "キー") {
+        } else if matches!(
+            word,
+            "chave"
+                | "chiave"
+                | "sleutel"
+                | "clé"
+                | "キー"
+                | "geheimnis"
+                | "segredo"
+                | "segreto"
+                | "secreto"
+                | "sekret"
+                | "hemlighet"
+                | "секрет"
+                | "Секрет"
+        ) {
             strength = Strength::Weak;
         }
         let key: &[u8] = if strength == Strength::Weak {

@@ -242,6 +242,14 @@ pub(crate) const PASSWORD_WORDS: &[&str] = &[
     "sleutel",
     "clé",
     "キー",
+    "geheimnis",
+    "segredo",
+    "segreto",
+    "secreto",
+    "sekret",
+    "hemlighet",
+    "секрет",
+    "Секрет",
 ];
 
 /// A bit set of [`PASSWORD_WORDS`].
