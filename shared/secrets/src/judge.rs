@@ -2409,7 +2409,23 @@ pub(crate) fn bare_key_word(before: &[u8], key: &[u8]) -> bool {
             .rev()
             .take_while(|b| b.is_ascii_alphanumeric())
             .count()..];
-    spaced.len() == before.len() || word.is_empty() || index(word)
+    // A declaration's keyword or type (`string key = …`, `Dim key As String = …`, `let key = …`)
+    // stands where the line's start does.
+    let declared = |w: &[u8]| {
+        [
+            &b"string"[..],
+            b"var",
+            b"let",
+            b"const",
+            b"val",
+            b"dim",
+            b"auto",
+            b"final",
+        ]
+        .iter()
+        .any(|d| w.eq_ignore_ascii_case(d))
+    };
+    spaced.len() == before.len() || word.is_empty() || index(word) || declared(word)
 }
 
 /// The text of the line before `key` (at most 256 bytes: it is read once per key) when `key`

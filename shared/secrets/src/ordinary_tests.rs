@@ -701,6 +701,23 @@ fn secret_in_another_language_takes_a_generated_value() {
     ]);
 }
 
+/// A bare `key` declared with its type or keyword (`string key`, `Dim key As String`, `const
+/// key`) names an entry as a bare `key` at a line's start does: a digest there is the entry's
+/// name; a generated value is still a key.
+#[test]
+fn a_declared_bare_key_holding_a_digest_names_an_entry() {
+    assert_clean(&[
+        "string key = \"5e0b7c2d9a4f1e8b3c6d0a7f2e9b4c1d8a5f3e60\";",
+        "Dim key As String = \"a41c9e7f2b0d8c3e6f1a5b9d4e7c2f08d3b6e1a9\"",
+        "const key = \"e83b2f0c7d1a9e4f6b3c8d2a0f5e7b19\";",
+    ]);
+    assert_found(&[
+        "Dim key As String = \"Rk4mT9vQ2xLp7WnZ3cYb8HdJ\"",
+        "string key = \"Hq7Lw2Zp9Xk4Tm8Rv3Nc6Yb1\";",
+        "Dim apiKey As String = \"a41c9e7f2b0d8c3e6f1a5b9d4e7c2f08\"",
+    ]);
+}
+
 /// An id the word before it names (Sentry's `event …`, a message's, a deployment's) is no
 /// token, even in a line about tokens; the token a sentence names is.
 #[test]
