@@ -1484,7 +1484,7 @@ pub(crate) fn names_no_secret(v: &[u8]) -> bool {
         || timestamp(v)
         || jose_algorithm(v)
         // Words joined by a typographic dash (`securely—you'll`): a sentence's.
-        || v.windows(3).any(|w| w == "\u{2014}".as_bytes() || w == "\u{2013}".as_bytes())
+        || dashed_words(v)
         || oauth_registered_name(v)
         || emphasised_word(v)
         || env_name(v)
@@ -1597,8 +1597,31 @@ pub(crate) fn emphasised_word(v: &[u8]) -> bool {
         v.len() > 4
             && v.starts_with(m)
             && v.ends_with(m)
-            && v[2..v.len() - 2].iter().all(u8::is_ascii_alphabetic)
+            && std::str::from_utf8(&v[2..v.len() - 2]).is_ok_and(|w| w.is_ascii() && written_word(w))
     })
+}
+
+/// Words or numbers joined by an em or an en dash (`securely—you'll`, `2019–2024`): a piece
+/// mixing digits, symbols or cases (`Sommer—kjcb11%7kwjS`) is a value's, not a sentence's.
+fn dashed_words(v: &[u8]) -> bool {
+    let Ok(text) = std::str::from_utf8(v) else {
+        return false;
+    };
+    text.contains(['\u{2014}', '\u{2013}'])
+        && text.split(['\u{2014}', '\u{2013}']).all(|piece| {
+            let piece = piece.trim_matches(|c: char| c.is_whitespace() || ".,;:!?\"'()".contains(c));
+            piece.is_empty()
+                || piece
+                    .split([' ', '\'', '\u{2019}', '-'])
+                    .all(|w| w.is_empty() || written_word(w) || w.bytes().all(|b| b.is_ascii_digit()))
+        })
+}
+
+/// A word as it is written: letters, capitalised or all in capitals at most (`you`, `Sommer`,
+/// `NOTE`), never a generated run's mixed case (`qTdrOJRBRYHq`).
+fn written_word(w: &str) -> bool {
+    w.chars().all(char::is_alphabetic)
+        && (w.chars().skip(1).all(|c| !c.is_uppercase()) || w.chars().all(|c| !c.is_lowercase()))
 }
 
 /// An environment variable's name of three words or more, a word perhaps holding a digit
@@ -1868,7 +1891,11 @@ pub(crate) fn locale_entry(bytes: &[u8], start: usize, v: &[u8]) -> bool {
     // One word under an interface's sentence is its label when it names the credential in a
     // language (`"Default password": "Standardpasswort"`); a digit makes it a password.
     let label = phrase && !text.bytes().any(|b| b.is_ascii_digit()) && names_credential(text);
+    // Under a password's label one word holding a number is the password (`"Server Passwort":
+    // "Sommer-Regen-2684"`), unless it names the credential itself (`Passwort-2FA`).
+    let numbered_word = !text.contains(char::is_whitespace) && text.bytes().any(|b| b.is_ascii_digit());
     interface_text
+        && !(numbered_word && names_credential(key) && !names_credential(text))
         && (phrase || beyond_ascii)
         && (text.contains(' ') || beyond_ascii || text.contains('-') || label)
         && first_letter.is_some_and(|c| c.is_uppercase() || !c.is_ascii())
@@ -2389,7 +2416,23 @@ pub(crate) fn bare_key_word(before: &[u8], key: &[u8]) -> bool {
             .rev()
             .take_while(|b| b.is_ascii_alphanumeric())
             .count()..];
-    spaced.len() == before.len() || word.is_empty() || index(word)
+    // A declaration's keyword or type (`string key = …`, `Dim key As String = …`, `let key = …`)
+    // stands where the line's start does.
+    let declared = |w: &[u8]| {
+        [
+            &b"string"[..],
+            b"var",
+            b"let",
+            b"const",
+            b"val",
+            b"dim",
+            b"auto",
+            b"final",
+        ]
+        .iter()
+        .any(|d| w.eq_ignore_ascii_case(d))
+    };
+    spaced.len() == before.len() || word.is_empty() || index(word) || declared(word)
 }
 
 /// The text of the line before `key` (at most 256 bytes: it is read once per key) when `key`

@@ -77,7 +77,9 @@
 //!   (`Mot de passe\u{a0}: …`; they are never part of a value), as `密码：…`, or as a segment of a
 //!   longer key (`DB_KENNWORT`, `KENNWORT2`, `db_contraseña`, `Пароль_БД`, `비밀번호_확인`; a bare
 //!   `clave` is any key in Spanish, as `chave`, `chiave`, `sleutel`, `clé` and `キー` are in Portuguese,
-//!   Italian, Dutch, French and Japanese: its value must look generated, unlike `clave de acceso`). Before
+//!   Italian, Dutch, French and Japanese, and secret in German, Portuguese, Italian, Spanish, Polish,
+//!   Swedish and Russian (`Geheimnis`, `segredo`, `секрет`): its value must look generated, unlike
+//!   `clave de acceso`). Before
 //!   a `-` the word is not a compound's head (`Passwort-Richtlinie` is a policy): that key needs a
 //!   `:` or `=`, and `…_Richtlinie`, `…_beleid`, `…_política`, `…_정책` are rules, not passwords. A CSV, TSV or markdown table whose header names a secret column
 //!   (`user,password`, `| user | password |`) and a SQL `INSERT INTO t (name, password) VALUES

@@ -618,6 +618,106 @@ fn a_token_marking_a_place_in_a_listing_is_no_credential() {
     ]);
 }
 
+/// A listing's or a stream's word marks a place only before a token or a key: a password, a
+/// secret or an API key that syncs, pages or resumes is still a credential.
+#[test]
+fn a_position_word_before_a_password_or_an_api_key_keeps_it_a_credential() {
+    assert_clean(&[
+        "sync_key: zymMlopiWfqUyHRSIf8NFmAUNLnY",
+        "{\"cursorToken\": \"5Yx0y3RnjDQl2Kvf8THRXfEuzcrJaB\"}",
+    ]);
+    assert_found(&[
+        "REPLICA_SYNC_PASSWORD=nx7IfDH5mMDdwin86TkVYCM7l8",
+        "cursor_secret: \"GQlchbkER0Af7BOfjtNayviHzm5YdOnC\"",
+        "export CURSOR_API_KEY=qIz0Wiw8SE7diV3TMXVjM8AhghjsllAj7n4JuXFZ",
+        "paging_apikey = 'o2qh20xlReGsaL1dvnyzv0ZzyA0xIf'",
+    ]);
+}
+
+/// Emphasis or a typographic dash makes words prose only when what they hold is written words or
+/// numbers: a generated run in them (mixed case, digits among letters, symbols) is a password.
+#[test]
+fn emphasis_or_a_typographic_dash_around_a_generated_run_is_no_prose() {
+    assert_clean(&[
+        "password: __Mandatory__",
+        "DB_PASSWORD: **UNSET**",
+        "token: issued 2021–2025—rotated yearly",
+        "secret: Store it in the vault—do not paste it",
+    ]);
+    assert_found(&[
+        "password: **YodAczSbvWcdY**",
+        "DB_PASSWORD=__LhaAzaLutPtoEcf__",
+        "password: \"Winter—Th2aGF9#49peQ\"",
+        "api_key: I6DeMRfGLcr0JePtE2wrpP–7mD4HQb8G7",
+    ]);
+}
+
+/// Under a password's label in a translation file, one word holding a number is the password,
+/// not the label's translation; a translation in words, or one naming the credential, is text.
+#[test]
+fn one_numbered_word_under_a_password_label_is_a_password() {
+    assert_clean(&[
+        "{\"Step 2 Password\": \"Passwort Schritt 2\", \"Password Hint\": \"Passwort-Hinweis\"}",
+        "{\"Confirm Password\": \"Passwort bestätigen\", \"Password 2\": \"Passwort-Schritt-2\"}",
+        "{\"Token Expired\": \"Token-abgelaufen-401\"}",
+    ]);
+    assert_found(&[
+        "{\"Admin Passwort\": \"Herbst-Wald-7391\"}",
+        "\"Wifi Password\" = \"Żaba-5820-Las\";",
+    ]);
+}
+
+/// The id an event's, an object's or a release's word names is in one case; a run mixing both
+/// cases after such a word, on a line about tokens, is the token.
+#[test]
+fn a_mixed_case_run_after_an_object_word_is_a_token() {
+    assert_clean(&[
+        "token rotation broke release 81d25b3151f9, see object d7cde5e034e786ad7f697bdc32a866b7",
+        "instance 01J4KSWQV7KY65K23CH43SVN6C rejected the API token",
+    ]);
+    assert_found(&[
+        "release mO6TIrZefQ1LVJ48ZCA32LY6JgkNZU5dsy8rpIiK is my token, keep it safe",
+        "the object Ey15tvP3PPdmvuHnMb1szqbO8hWcnonuJhKF is the access token for the bucket",
+    ]);
+}
+
+/// Secret in German, Portuguese, Italian, Spanish, Polish, Swedish and Russian names a
+/// credential when a generated value follows; as a sentence's noun (`the secret of success`) it
+/// takes a path, a name or an id its own word names.
+#[test]
+fn secret_in_another_language_takes_a_generated_value() {
+    assert_clean(&[
+        "O segredo do sucesso é o commit 3f9a2c7e1b4d8f60a5c2e9b7d1f3a6c8e0b2d4f6",
+        "Das Geheimnis liegt in der Datei config/app.yml",
+        "Il segreto è usare la cache con la chiave user:42",
+        "Los secretos de Kubernetes se guardan en etcd",
+    ]);
+    assert_found(&[
+        "Geheimnis: oCCxKr1vIWc7C6QNJyMs4h7hSe4vg2V7",
+        "{\"segredo\": \"6a1PKvsLrgOQ3ntGi0Z0ALZcwNjKHe\"}",
+        "el secreto del webhook es IIQr3XSFgJCkaCqnQKyfylZ8EVeI",
+        "секрет = \"z4J7utmglhJ1LcaEL4qPr0akShZ5PFyh\"",
+        "hemlighet=PQF0zBzCvLROOJwRIMGdNZd40x",
+    ]);
+}
+
+/// A bare `key` declared with its type or keyword (`string key`, `Dim key As String`, `const
+/// key`) names an entry as a bare `key` at a line's start does: a digest there is the entry's
+/// name; a generated value is still a key.
+#[test]
+fn a_declared_bare_key_holding_a_digest_names_an_entry() {
+    assert_clean(&[
+        "string key = \"5e0b7c2d9a4f1e8b3c6d0a7f2e9b4c1d8a5f3e60\";",
+        "Dim key As String = \"a41c9e7f2b0d8c3e6f1a5b9d4e7c2f08d3b6e1a9\"",
+        "const key = \"e83b2f0c7d1a9e4f6b3c8d2a0f5e7b19\";",
+    ]);
+    assert_found(&[
+        "Dim key As String = \"Rk4mT9vQ2xLp7WnZ3cYb8HdJ\"",
+        "string key = \"Hq7Lw2Zp9Xk4Tm8Rv3Nc6Yb1\";",
+        "Dim apiKey As String = \"a41c9e7f2b0d8c3e6f1a5b9d4e7c2f08\"",
+    ]);
+}
+
 /// An id the word before it names (Sentry's `event …`, a message's, a deployment's) is no
 /// token, even in a line about tokens; the token a sentence names is.
 #[test]

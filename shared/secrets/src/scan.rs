@@ -2044,7 +2044,9 @@ impl<'t> Scan<'t> {
         // Spanish `clave` is any key (`clave primaria`, `{"clave": "valor"}`): a password only
         // as `clave de acceso`/`clave secreta`, otherwise its value must look generated.
         // So is `key` in Portuguese, Italian, Dutch, French and Japanese (`chave`, `chiave`,
-        // `sleutel`, `clé`, `キー`): its value must look generated.
+        // `sleutel`, `clé`, `キー`), and secret in German, Portuguese, Italian, Spanish, Polish,
+        // Swedish and Russian (`Geheimnis`, `segredo`, `секрет`, also a sentence's noun): its
+        // value must look generated.
         let mut strength = Strength::Strong;
         if word == "clave" {
             match [&b" de acceso"[..], b" secreta"]
@@ -2054,7 +2056,22 @@ impl<'t> Scan<'t> {
                 Some(e) => end = e,
                 None => strength = Strength::Weak,
             }
-        } else if matches!(word, "chave" | "chiave" | "sleutel" | "clé" | "キー") {
+        } else if matches!(
+            word,
+            "chave"
+                | "chiave"
+                | "sleutel"
+                | "clé"
+                | "キー"
+                | "geheimnis"
+                | "segredo"
+                | "segreto"
+                | "secreto"
+                | "sekret"
+                | "hemlighet"
+                | "секрет"
+                | "Секрет"
+        ) {
             strength = Strength::Weak;
         }
         let key: &[u8] = if strength == Strength::Weak {
@@ -2087,7 +2104,7 @@ impl<'t> Scan<'t> {
             if bytes.get(end).is_some_and(u8::is_ascii_alphabetic)
                 || word_at(self.text, kend)
                 || glued_before
-                || qualified_before(&bytes[kstart..i])
+                || qualified_before(&bytes[kstart..i], &bytes[i..end])
             {
                 return false;
             }
@@ -4031,7 +4048,7 @@ pub(crate) fn line_tokens(line: &[u8], start: usize, found: &mut Vec<Finding>) {
             && !elided
             && !jwt_header(&line[t..te])
             && generated_token(&line[t..te])
-            && !named_id(&line[..t])
+            && !named_id(&line[..t], &line[t..te])
             && !digest_after_key_word(&line[..t], &line[t..te])
         {
             found.push(Finding {
@@ -4070,7 +4087,7 @@ pub(crate) fn digest_after_key_word(before: &[u8], token: &[u8]) -> bool {
 /// An id the word before a token names (`request 01HZX3…`, `trace-id: …`, `build …`, Sentry's
 /// `event …`), `before`
 /// being the line up to the token.
-pub(crate) fn named_id(before: &[u8]) -> bool {
+pub(crate) fn named_id(before: &[u8], token: &[u8]) -> bool {
     // The name's own quotes and the pair's punctuation (`('ETag', '"…`, `"etag": "\"…`), and an
     // ETag's weak mark (`W/"…`), stand between it and the token.
     let punctuation = |c: u8| c.is_ascii_whitespace() || matches!(c, b'"' | b'\'' | b',' | b'=' | b'\\');
@@ -4106,7 +4123,9 @@ pub(crate) fn named_id(before: &[u8]) -> bool {
             | b"ulid"
             | b"etag"
             | b"digest"
-            | b"event"
+    ) || matches!(
+        lower(last, &mut [0; 16]),
+        b"event"
             | b"message"
             | b"transaction"
             | b"txn"
@@ -4132,8 +4151,9 @@ pub(crate) fn named_id(before: &[u8]) -> bool {
             | b"attempt"
             | b"operation"
             | b"snapshot"
-            | b"release"
-    )
+            | b"release" // The ids these words name are in one case (hex, a UUID, a ULID, `ins-7f3a…`): a run
+                         // mixing both after them (`release 2A8Yb3FKaNQy… is my token`) is a generated token.
+    ) && !crate::chars::mixed_case(token)
 }
 
 /// Words that name a credential on a line without being a key's secret word: `key` in

@@ -4,7 +4,7 @@
 use super::{find_secret, findings, is_secret_like, redact, strip_private};
 use crate::kinds::SecretKind;
 use crate::words::words_of;
-use crate::words::{NO_WORDS, PREFIX_QUALIFIERS, QUALIFIERS, Words};
+use crate::words::{NO_WORDS, POSITION_QUALIFIERS, PREFIX_QUALIFIERS, QUALIFIERS, Words};
 use std::time::{Duration, Instant};
 
 const JWT: &str = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.\
@@ -1063,6 +1063,7 @@ fn word_lists_index_every_word_exactly() {
     for list in [
         &QUALIFIERS,
         &PREFIX_QUALIFIERS,
+        &POSITION_QUALIFIERS,
         &NO_WORDS,
         &words_of!(b"  a bb  ccc "),
     ] {

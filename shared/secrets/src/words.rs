@@ -242,6 +242,14 @@ pub(crate) const PASSWORD_WORDS: &[&str] = &[
     "sleutel",
     "clé",
     "キー",
+    "geheimnis",
+    "segredo",
+    "segreto",
+    "secreto",
+    "sekret",
+    "hemlighet",
+    "секрет",
+    "Секрет",
 ];
 
 /// A bit set of [`PASSWORD_WORDS`].
@@ -359,14 +367,19 @@ pub(crate) const QUALIFIERS: Words = words_of!(
     hasher generator validator verifier parser serializer factory loader resolver storage method user"
 );
 
-/// Prefixes before a secret word that make the key metadata (`max_tokens`, `is_secret`), or name
-/// a position in a listing or a stream (`nextPageToken`, `continuation_token`, `Idempotency-Key`).
+/// Prefixes before a secret word that make the key metadata (`max_tokens`, `is_secret`).
 pub(crate) const PREFIX_QUALIFIERS: Words = words_of!(
     b"max min num n total prompt input output completion forgot reset show \
     hide is has use no next prev last first count cached reasoning thinking context byte bypass validate \
-    check verify require toggle by com sur existing socket public publishable pub page paging \
-    pagination continuation delta sync resume cursor skip idempotency"
+    check verify require toggle by com sur existing socket public publishable pub"
 );
+
+/// Prefixes that make a token or a key a position in a listing or a stream (`nextPageToken`,
+/// `continuation_token`, `Idempotency-Key`). Only those two words: a password, a secret or an API
+/// key is a credential whatever it syncs or pages (`SYNC_PASSWORD`, `cursor_secret`, and
+/// `CURSOR_API_KEY` is the Cursor editor's key).
+pub(crate) const POSITION_QUALIFIERS: Words =
+    words_of!(b"page paging pagination continuation delta sync resume cursor skip idempotency");
 
 /// Accounts whose word glued to `pass` names their password (`userpass`, `dbpass`, `rootpass`).
 pub(crate) const PASS_OWNERS: &[&[u8]] = &[
@@ -483,7 +496,7 @@ pub(crate) fn secret_word(key: &[u8]) -> Option<SecretWord> {
             j += 1;
             continue;
         };
-        if qualified_before(&key[..j]) || form_nonce(&key[..j], &key[j..end]) {
+        if qualified_before(&key[..j], &key[j..end]) || form_nonce(&key[..j], &key[j..end]) {
             j = end;
             continue;
         }
@@ -702,8 +715,9 @@ pub(crate) fn last_word_qualified(tail: &[u8]) -> bool {
     start > 0 && LAST.iter().any(|w| word.eq_ignore_ascii_case(w))
 }
 
-/// Whether the part of a key before its secret word ends with a qualifier (`max_`, `is`).
-pub(crate) fn qualified_before(before: &[u8]) -> bool {
+/// Whether the part of a key before its secret word `word` ends with a qualifier (`max_`, `is`,
+/// and before a token or a key `page`, `sync`).
+pub(crate) fn qualified_before(before: &[u8], word: &[u8]) -> bool {
     let trimmed = &before[..before.len()
         - before
             .iter()
@@ -726,7 +740,17 @@ pub(crate) fn qualified_before(before: &[u8]) -> bool {
     // segment (`BUNDLE_GEMS__EXAMPLE__COM_TOKEN`, Bundler's key for `gems.example.com`).
     let glued = trimmed.len() == before.len();
     (glued || !(seg.eq_ignore_ascii_case(b"com") || seg.eq_ignore_ascii_case(b"sur")))
-        && PREFIX_QUALIFIERS.iter().any(|q| seg.eq_ignore_ascii_case(q))
+        && (PREFIX_QUALIFIERS.iter().any(|q| seg.eq_ignore_ascii_case(q))
+            || position_word(word) && POSITION_QUALIFIERS.iter().any(|q| seg.eq_ignore_ascii_case(q)))
+}
+
+/// A token or a key, alone (`Token`, `keys`): not a password, a secret nor an API key.
+fn position_word(word: &[u8]) -> bool {
+    let word = word
+        .strip_suffix(b"s")
+        .or_else(|| word.strip_suffix(b"S"))
+        .unwrap_or(word);
+    word.eq_ignore_ascii_case(b"token") || word.eq_ignore_ascii_case(b"key")
 }
 
 /// Whether `word` is a form's anti-forgery token (`authenticity_token`, `csrf_token`,
