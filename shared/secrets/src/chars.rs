@@ -524,3 +524,9 @@ fn alphanumerics<'a>(v: &[u8], buf: &'a mut [u8]) -> &'a [u8] {
     }
     &buf[..n]
 }
+
+/// Random mixed-case letters (`ImOIVBfPhQYm`), not an identifier (`getUserName`,
+/// `PasswordField`): eight or more, under half of them in words (see [`camel_word_share`]).
+pub(crate) fn random_letters(v: &[u8]) -> bool {
+    v.len() >= 8 && camel_word_share(v).is_some_and(|w| 2 * w < v.len())
+}

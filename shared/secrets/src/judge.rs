@@ -5,6 +5,7 @@ use crate::bytes::{
     b64, b64url, char_floor, contains_ci, eat_ci, ends_with_ci, find_byte, find_ci, line_before, line_end,
     line_end_max, lower, run_back, run_end, run_end_max, skip_blank, trim_ascii, trim_end_of,
 };
+pub(crate) use crate::chars::random_letters;
 use crate::chars::{
     camel_word_share, compound_name, count_chain, counted_through, entropy, fabricated, has_digit,
     has_symbol, identifier_like, looks_random, mixed_case, name_words, wordy,
@@ -2341,12 +2342,6 @@ pub(crate) fn named_nearby(bytes: &[u8], start: usize, end: usize) -> bool {
 pub(crate) fn public_by_prefix(v: &[u8]) -> bool {
     let hex = |b: &u8| b.is_ascii_digit() || (b'a'..=b'f').contains(b);
     v.starts_with(b"sb_publishable_") || v.len() == 35 && v.starts_with(b"pub") && v[3..].iter().all(hex)
-}
-
-/// Random mixed-case letters (`ImOIVBfPhQYm`), not an identifier (`getUserName`,
-/// `PasswordField`): eight or more, under half of them in words (see [`camel_word_share`]).
-pub(crate) fn random_letters(v: &[u8]) -> bool {
-    v.len() >= 8 && camel_word_share(v).is_some_and(|w| 2 * w < v.len())
 }
 
 /// A key path (`user:1234:profile:v2`, `session:9f3a2b:cart`, `orders#2024-05#eu`,

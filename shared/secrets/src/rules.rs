@@ -409,7 +409,7 @@ impl Vendor {
         // in sixteen, `secret_` + 43 once in two thousand).
         // From 32 on, words run together are told by their low entropy (about 4 bits a letter,
         // random letters near 5), as random letters fall into short words now and then.
-        let random_letters = token.len() >= 16 && crate::judge::random_letters(token)
+        let random_letters = token.len() >= 16 && crate::chars::random_letters(token)
             || token.len() >= 32 && crate::chars::mixed_case(token) && crate::chars::entropy(token) >= 4.4;
         if self.digit && !has_digit(token) && !random_letters || filler {
             return None;
