@@ -1119,9 +1119,7 @@ impl<'t> Scan<'t> {
     pub(crate) fn key_start(&mut self, i: usize) -> usize {
         let bytes = self.bytes;
         // A word the key rules pass over may still name a credential for the same-line pass.
-        if matches!(bytes[i] | 0x20, b'c' | b's' | b'r')
-            && other_name(&bytes[i..run_end_max(bytes, i, 12, is_key_byte)])
-        {
+        if may_be_other_name(&bytes[i..]) && other_name(&bytes[i..run_end_max(bytes, i, 12, is_key_byte)]) {
             self.name_words.push(i);
         }
         match crate::prefilter::inert_key(bytes, i) {
@@ -4163,7 +4161,7 @@ pub(crate) fn named_id(before: &[u8], token: &[u8]) -> bool {
 pub(crate) fn other_name(word: &[u8]) -> bool {
     word.len() >= 5
         && word.len() <= 8
-        && matches!(word[0] | 0x20, b'c' | b's' | b'r')
+        && may_be_other_name(word)
         && matches!(
             lower(word, &mut [0; 16]),
             b"chave"
@@ -4179,6 +4177,15 @@ pub(crate) fn other_name(word: &[u8]) -> bool {
                 | b"revoke"
                 | b"revoked"
         )
+}
+
+/// Whether `word`'s first two letters are those of one of [`other_name`]'s words (`ch`, `cl`, `sl`,
+/// `ro`, `re`): most words of a prompt are ruled out before they are measured or folded.
+pub(crate) fn may_be_other_name(word: &[u8]) -> bool {
+    matches!(
+        (word.first().map(|b| b | 0x20), word.get(1).map(|b| b | 0x20)),
+        (Some(b'c'), Some(b'h' | b'l')) | (Some(b's'), Some(b'l')) | (Some(b'r'), Some(b'o' | b'e'))
+    )
 }
 
 /// `clé`/`clés` (French) and `Schlüssel` (German): a word for `key` whose ASCII head `word`
