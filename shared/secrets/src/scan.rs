@@ -4158,29 +4158,30 @@ pub(crate) fn named_id(before: &[u8], token: &[u8]) -> bool {
 /// Portuguese, Italian, Spanish and Dutch (`minha chave do Bugsnag é …`), and what is done to a
 /// credential (`rotate it`, `revoked`). A line holding one is read by [`same_line_tokens`] as
 /// one naming `key` is: only a generated token on it counts.
+pub(crate) const OTHER_NAMES: [&[u8]; 12] = [
+    b"chave",
+    b"chaves",
+    b"chiave",
+    b"chiavi",
+    b"clave",
+    b"claves",
+    b"sleutel",
+    b"sleutels",
+    b"rotate",
+    b"rotated",
+    b"revoke",
+    b"revoked",
+];
+
+/// Whether `word` is one of [`OTHER_NAMES`], in any case.
 pub(crate) fn other_name(word: &[u8]) -> bool {
-    word.len() >= 5
-        && word.len() <= 8
+    (5..=8).contains(&word.len())
         && may_be_other_name(word)
-        && matches!(
-            lower(word, &mut [0; 16]),
-            b"chave"
-                | b"chaves"
-                | b"chiave"
-                | b"chiavi"
-                | b"clave"
-                | b"claves"
-                | b"sleutel"
-                | b"sleutels"
-                | b"rotate"
-                | b"rotated"
-                | b"revoke"
-                | b"revoked"
-        )
+        && OTHER_NAMES.contains(&lower(word, &mut [0; 16]))
 }
 
-/// Whether `word`'s first two letters are those of one of [`other_name`]'s words (`ch`, `cl`, `sl`,
-/// `ro`, `re`): most words of a prompt are ruled out before they are measured or folded.
+/// Whether `word` opens as one of [`OTHER_NAMES`] does (`ch`, `cl`, `sl`, `ro`, `re`; a test holds
+/// the pairs to the list): most words of a prompt are ruled out before they are measured or folded.
 pub(crate) fn may_be_other_name(word: &[u8]) -> bool {
     matches!(
         (word.first().map(|b| b | 0x20), word.get(1).map(|b| b | 0x20)),

@@ -5217,3 +5217,19 @@ fn a_call_assigned_to_a_client_takes_its_key() {
         "client_id = parse(\"IAjkFeH5K5IxEjPdcF1N9k5VtrhKr0\")",
     ]);
 }
+
+/// The quick rejection before the words that name a credential on a line lets each of them
+/// through, in any case, and rules out words that only open like one.
+#[test]
+fn the_quick_rejection_lets_every_other_name_through() {
+    use crate::scan::{OTHER_NAMES, may_be_other_name, other_name};
+    for w in OTHER_NAMES {
+        assert!(
+            may_be_other_name(w) && other_name(w),
+            "{}",
+            String::from_utf8_lossy(w)
+        );
+        assert!(other_name(&w.to_ascii_uppercase()));
+    }
+    assert!(!other_name(b"chavez") && !other_name(b"restart"));
+}
