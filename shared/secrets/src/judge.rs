@@ -2299,16 +2299,15 @@ pub(crate) fn prose_word(bytes: &[u8], value: &Value) -> bool {
 }
 
 /// Past the quote that closes a string the text sits in, and the brackets that close around it
-/// (`{"prompt": "my password is …"}`): the string's end is the text's. `pos` itself otherwise.
+/// (`{"prompt": "my password is …"}`, a statement's `log("…");`, a sentence's `said "…".`): the
+/// string's end is the text's. `pos` itself otherwise.
 pub(crate) fn string_close_end(bytes: &[u8], pos: usize) -> usize {
     if !matches!(bytes.get(pos), Some(b'"' | b'\'')) {
         return pos;
     }
     let end = run_end_max(bytes, pos + 1, 8, |b| matches!(b, b'}' | b']' | b')'));
-    if bytes
-        .get(end)
-        .is_none_or(|&b| b.is_ascii_whitespace() || b == b',')
-    {
+    let closes = |at: usize| bytes.get(at).is_none_or(u8::is_ascii_whitespace);
+    if closes(end) || bytes[end] == b',' || matches!(bytes[end], b';' | b'.') && closes(end + 1) {
         end
     } else {
         pos

@@ -5,8 +5,8 @@ use crate::bytes::{any_of_two, find_byte, run_end, run_end_max};
 
 /// `text` with the layout that opens its lines read as blanks: the `>` markers of quoted lines
 /// (an e-mail reply's, Markdown's, a REPL's `>>>`), a unified diff's first column inside a hunk
-/// (after `@@ … @@` or a ```` ```diff ```` fence), and a compiler's or linter's line-number
-/// gutter (`12 | `). The line is read as it was written (`> password=…`, `+| service | key |`,
+/// (after `@@ … @@` or a ```` ```diff ```` fence), a compiler's or linter's line-number
+/// gutter (`12 | `), and a comment's or a box's marker (`# `, `// `, `-- `, `│ `). The line is read as it was written (`> password=…`, `+| service | key |`,
 /// `12 |     let token = "…";`); blanks keep every offset, so spans stand. `None` when no line
 /// has such layout (most prompts: one search for a line break per line).
 pub(crate) fn dequoted(text: &str) -> Option<String> {
@@ -36,6 +36,15 @@ pub(crate) fn dequoted(text: &str) -> Option<String> {
         } else if blank.1 == 0 && l[lead..].starts_with(b"* ") {
             // A Markdown bullet (`* password = …`, `* ghp_…`).
             blank = (lead, lead + 1);
+        } else if blank.1 == 0
+            && matches!(l.get(lead), Some(b'#' | b'/' | b'-' | 0xE2))
+            && let Some(marker) = [&b"# "[..], b"// ", b"-- ", "│ ".as_bytes()]
+                .into_iter()
+                .find(|m| l[lead..].starts_with(m))
+        {
+            // A block commented out line by line (`# `, `// `, SQL's `-- `) or framed by a box's
+            // side (`│ `): the text after the marker is the line.
+            blank = (lead, lead + marker.len() - 1);
         } else if blank.1 == 0 && l.get(lead).is_some_and(u8::is_ascii_digit) {
             let digits = run_end(l, lead, |b| b.is_ascii_digit());
             if digits - lead <= 6 && l[digits..].starts_with(b" | ") {
@@ -66,7 +75,8 @@ pub(crate) fn dequoted(text: &str) -> Option<String> {
     out.and_then(|o| String::from_utf8(o).ok())
 }
 
-/// `text` with the escapes inside its double-quoted strings decoded as JSON's (`\n`, `\r`, `\t`,
+/// `text` with the escapes inside its double-quoted strings (and its single-quoted documents)
+/// decoded as JSON's (`\n`, `\r`, `\t`,
 /// `\"`, `\'`, `\\`, `\/`, `\uXXXX`), and for each of its bytes and its end the offset in `text` it
 /// came from; `None` when no string holds an escape (most prompts: one search for a backslash).
 /// Outside strings a backslash is text (`\\nas\backup`, `C:\new`).
@@ -90,6 +100,10 @@ pub(crate) fn unescaped(text: &str) -> Option<(String, Vec<usize>)> {
     // log), and its quotes become line breaks, so its first and last lines read as lines. An
     // escaped quote inside a token (`"Tr0ub4dor\"3xyzQ"`), or one alone, is a character of a
     // value: the string stays the value's.
+    //
+    // A single-quoted string (Python's repr, a shell's or SQL's literal) is read so only when it
+    // holds an escaped line break: it opens after no letter or digit (`it's` opens none), and its
+    // `\'` is its escaped quote.
     let mut strings: Vec<(usize, usize, bool)> = Vec::new();
     let (mut open, mut escape, mut document, mut k) = (None, false, false, 0);
     // The escaped quotes of the open string, and whether one opened a word (after no letter).
@@ -100,7 +114,7 @@ pub(crate) fn unescaped(text: &str) -> Option<(String, Vec<usize>)> {
                 escape = true;
                 match bytes.get(k + 1) {
                     Some(b'n') => document = true,
-                    Some(b'"') => {
+                    Some(&q) if open.is_some_and(|(_, open_q)| q == open_q) => {
                         words |= quotes % 2 == 0 && (k == 0 || !bytes[k - 1].is_ascii_alphanumeric());
                         quotes += 1;
                     }
@@ -108,15 +122,28 @@ pub(crate) fn unescaped(text: &str) -> Option<(String, Vec<usize>)> {
                 }
                 k += 1;
             }
-            b'"' => match open.take() {
-                Some(o) if escape => strings.push((o, k, document || words && quotes % 2 == 0)),
+            q @ (b'"' | b'\'') => match open {
+                Some((o, open_q)) if open_q == q => {
+                    open = None;
+                    // The next item of an array of a document's lines (a notebook's `source`,
+                    // `["line one\n", "line two"]`) is that document's too, escaped or not.
+                    let item = strings
+                        .last()
+                        .is_some_and(|&(_, close, doc)| doc && array_items(bytes, close, o));
+                    if escape && (q == b'"' || document) || item {
+                        strings.push((o, k, document || item || words && quotes % 2 == 0));
+                    }
+                }
                 Some(_) => {}
-                None => (open, escape, document, quotes, words) = (Some(k), false, false, 0, false),
+                None if q == b'"' || k == 0 || !bytes[k - 1].is_ascii_alphanumeric() => {
+                    (open, escape, document, quotes, words) = (Some((k, q)), false, false, 0, false);
+                }
+                None => {}
             },
             // A document cut before its closing quote (a source map's `sourcesContent` pasted in
             // part) is one still: its escaped line breaks are lines to the end of the line.
             b'\n' => {
-                if let Some(o) = open.take()
+                if let Some((o, _)) = open.take()
                     && escape
                     && document
                 {
@@ -127,7 +154,7 @@ pub(crate) fn unescaped(text: &str) -> Option<(String, Vec<usize>)> {
         }
         k += 1;
     }
-    if let Some(o) = open
+    if let Some((o, _)) = open
         && escape
         && document
     {
@@ -158,6 +185,21 @@ pub(crate) fn unescaped(text: &str) -> Option<(String, Vec<usize>)> {
             Some(&&(o, c, doc)) if o <= k && k <= c => (o < k && k < c, doc && (k == o || k == c), doc),
             _ => (false, false, false),
         };
+        // Between two items of an array of a document's lines, the quotes and the comma are no
+        // text: the lines follow one another, one break between them.
+        if quote
+            && let Some(&&(o, c, _)) = string.peek()
+            && k == c
+            && let Some(&(next, _, true)) = strings.get(strings.partition_point(|s| s.0 <= o))
+            && array_items(bytes, c, next)
+        {
+            if plain.last() != Some(&b'\n') {
+                plain.push(b'\n');
+                at.push(k);
+            }
+            k = next + 1;
+            continue;
+        }
         if quote {
             plain.push(b'\n');
             at.push(k);
@@ -235,6 +277,14 @@ pub(crate) fn unescaped(text: &str) -> Option<(String, Vec<usize>)> {
     at.push(bytes.len());
     // Escapes decode to whole characters and every other byte is copied: still UTF-8.
     String::from_utf8(plain).ok().map(|p| (p, at))
+}
+
+/// Whether only a comma and blanks stand between a string closing at `close` and one opening at
+/// `open`: two items of one array.
+fn array_items(bytes: &[u8], close: usize, open: usize) -> bool {
+    let between = &bytes[close + 1..open];
+    between.iter().filter(|&&b| b == b',').count() == 1
+        && between.iter().all(|&b| b == b',' || b.is_ascii_whitespace())
 }
 
 /// What HTML markup at `k` reads as, and its length: an entity its character (`&quot;`, `&#39;`,

@@ -224,7 +224,7 @@ mod scan;
 mod tables;
 mod words;
 
-use crate::bytes::find_ci;
+use crate::bytes::{find_byte, find_ci};
 use crate::layout::unescaped;
 use crate::scan::scan_text;
 pub use kinds::{Finding, SecretKind};
@@ -237,15 +237,29 @@ pub fn findings(text: &str) -> Vec<Finding> {
     // Text escaped for JSON or a log (`\"api_key\": \"…\"`, `…\nTOKEN=…`) or for HTML is read
     // unescaped, as its writer meant it, and what is found there is mapped back onto the
     // escaped bytes.
+    // A string escaped twice (a notebook's JSON quoted in a JSON log record, `\\\"api_key\\\"`)
+    // is read once more, at most twice more, each map composed onto the one before.
     let found = match unescaped(text) {
-        Some((plain, at)) => scan_text(&plain)
-            .into_iter()
-            .map(|f| Finding {
-                kind: f.kind,
-                start: at[f.start],
-                end: at[f.end],
-            })
-            .collect(),
+        Some((mut plain, mut at)) => {
+            for _ in 0..2 {
+                if !escaped_backslash(&plain, &at) {
+                    break;
+                }
+                let Some((again, inner)) = unescaped(&plain) else {
+                    break;
+                };
+                at = inner.into_iter().map(|k| at[k]).collect();
+                plain = again;
+            }
+            scan_text(&plain)
+                .into_iter()
+                .map(|f| Finding {
+                    kind: f.kind,
+                    start: at[f.start],
+                    end: at[f.end],
+                })
+                .collect()
+        }
         None => scan_text(text),
     };
     let mut merged: Vec<Finding> = Vec::with_capacity(found.len());
@@ -261,6 +275,21 @@ pub fn findings(text: &str) -> Vec<Finding> {
         }
     }
     merged
+}
+
+/// Whether a backslash of `plain` was decoded from an escaped one (`\\`): only then can it hold
+/// escapes of a string escaped twice (most texts: one search for a backslash).
+fn escaped_backslash(plain: &str, at: &[usize]) -> bool {
+    let bytes = plain.as_bytes();
+    let mut from = 0;
+    while let Some(p) = find_byte(b'\\', &bytes[from..]) {
+        let k = from + p;
+        if at[k + 1] == at[k] + 2 {
+            return true;
+        }
+        from = k + 1;
+    }
+    false
 }
 
 /// The highest-priority rule (in [`SecretKind`] declaration order) that matches anywhere in `text`.

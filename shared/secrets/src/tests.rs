@@ -4362,6 +4362,70 @@ fn a_list_items_marker_is_layout() {
 }
 
 #[test]
+fn a_single_quoted_document_is_read_unescaped() {
+    // Python's repr of a prompt: `\n` breaks its lines, `\'` is its quote.
+    assert_found(&[
+        ">>> row\n'[billing]\\nsecret =\\n    Zx8Qw3Lm7Rt2Vk9Np4\\n'",
+        ">>> row\n'It\\'s this one:\\ndb.internal:5432:prod:app:Vq3Lm8Zt2Rw9\\n'",
+    ]);
+    assert_clean(&[
+        ">>> row\n'It\\'s this one:\\ndb.internal:5432:prod:app:*\\n'",
+        "print('first line\\nsecond line\\ntoken refreshed at 10:42, it\\'s ok')",
+        // An apostrophe opens no string.
+        "don't split on '\\n' here, it's a Windows file with id 7f3a9c2e4b1d",
+    ]);
+}
+
+#[test]
+fn the_items_of_an_array_of_lines_are_one_document() {
+    // A notebook's `source`: a table's header and its rows stand in separate items.
+    assert_found(&[
+        "{\"source\": [\n  \"service,credential,owner\\n\",\n  \"billing,q8Zt3Lw9Xv2Kp7Rm4Nc6Hs1Jd5Fg0Yb,team-a\\n\",\n  \"which column?\"\n ]}",
+        "{\"source\": [\"service,credential,owner\\n\", \"billing,q8Zt3Lw9Xv2Kp7Rm4Nc6Hs1Jd5Fg0Yb,team-a\"]}",
+    ]);
+    assert_clean(&[
+        "{\"source\": [\n  \"service,credential,owner\\n\",\n  \"billing,${BILLING_CREDENTIAL},team-a\\n\",\n  \"which column?\"\n ]}",
+        "{\"ids\": [\"7f3a9c2e-4b1d-4e8a-9c2f-1a2b3c4d5e6f\\n\", \"8c1f2e3d4a5b6c7d8e9f0a1b2c3d4e5f\"]}",
+    ]);
+}
+
+#[test]
+fn a_string_escaped_twice_is_read_twice_unescaped() {
+    // A notebook's JSON quoted in a JSON log record.
+    let inner = r#"{"level":"info","msg":"cell: {\"source\": [\"os.environ[\\\"SERVICE_TOKEN\\\"] = \\\"Hd83kfLq0Zp2Wm7Xv5Nc\\\"\\n\"]}"}"#;
+    assert_eq!(spans(inner), ["Hd83kfLq0Zp2Wm7Xv5Nc"]);
+    assert_clean(&[
+        r#"{"level":"info","msg":"cell: {\"source\": [\"os.environ[\\\"SERVICE_TOKEN\\\"] = os.getenv(\\\"SERVICE_TOKEN\\\")\\n\"]}"}"#,
+        r#"{"level":"debug","msg":"request 7f3a9c2e-4b1d-4e8a-9c2f-1a2b3c4d5e6f done\nretries: 3\nsession id: 8c1f2e3d4a5b6c7d\npath: C:\\new\\tokens\n"}"#,
+    ]);
+}
+
+#[test]
+fn a_sentence_may_end_where_a_statements_string_does() {
+    assert_eq!(
+        spans(r#"console.log("my password is Rw8LkQ3zTn");"#),
+        ["Rw8LkQ3zTn"]
+    );
+    assert_clean(&[
+        r#"console.log("my password is expired");"#,
+        r#"log("my password is {}");"#,
+    ]);
+}
+
+#[test]
+fn a_comments_or_a_boxs_marker_is_layout() {
+    assert_found(&[
+        "# | service | key | owner |\n# |---|---|---|\n# | acme | Zx8Qw3Lm7Rt2Vk9Np4Hs6Jd1Fg5Yb0Cu | ops |",
+        "-- service,credential,owner\n-- billing,q8Zt3Lw9Xv2Kp7Rm4Nc6Hs1Jd5Fg0Yb,team-a",
+        "│ service,credential,owner\n│ billing,q8Zt3Lw9Xv2Kp7Rm4Nc6Hs1Jd5Fg0Yb,team-a",
+    ]);
+    assert_clean(&[
+        "# | service | key | owner |\n# |---|---|---|\n# | acme | $ACME_KEY | ops |",
+        "// password = getenv(\"DB_PASSWORD\")\n// -- see the password policy\n# Password reset\n│ token: <redacted>",
+    ]);
+}
+
+#[test]
 fn a_pages_line_level_tags_break_its_lines() {
     assert_eq!(
         spans("<p>I ran<br>\ncurl -u developer:yqDVtkqPECriaLRi<br>\nwhy does this fail?</p>"),
