@@ -2,11 +2,12 @@
 //! file locations, JSON and HTML escapes. It maps offsets back and must never drop or reorder a byte.
 
 use crate::bytes::{any_of_two, find_byte, run_end, run_end_max};
+use crate::words::may_hold_secret_word;
 
 /// `text` with the layout that opens its lines read as blanks: the `>` markers of quoted lines
 /// (an e-mail reply's, Markdown's, a REPL's `>>>`), a unified diff's first column inside a hunk
 /// (after `@@ … @@` or a ```` ```diff ```` fence), a compiler's or linter's line-number
-/// gutter (`12 | `), and a comment's or a box's marker (`# `, `// `, `-- `, `│ `). The line is read as it was written (`> password=…`, `+| service | key |`,
+/// gutter (`12 | `), and a comment's, a box's or a prompt's marker (`# `, `// `, `-- `, `│ `, `$ `). The line is read as it was written (`> password=…`, `+| service | key |`,
 /// `12 |     let token = "…";`); blanks keep every offset, so spans stand. `None` when no line
 /// has such layout (most prompts: one search for a line break per line).
 pub(crate) fn dequoted(text: &str) -> Option<String> {
@@ -37,13 +38,14 @@ pub(crate) fn dequoted(text: &str) -> Option<String> {
             // A Markdown bullet (`* password = …`, `* ghp_…`).
             blank = (lead, lead + 1);
         } else if blank.1 == 0
-            && matches!(l.get(lead), Some(b'#' | b'/' | b'-' | 0xE2))
-            && let Some(marker) = [&b"# "[..], b"// ", b"-- ", "│ ".as_bytes()]
+            && matches!(l.get(lead), Some(b'#' | b'/' | b'-' | b'$' | 0xE2))
+            && let Some(marker) = [&b"# "[..], b"// ", b"-- ", b"$ ", "│ ".as_bytes()]
                 .into_iter()
                 .find(|m| l[lead..].starts_with(m))
         {
-            // A block commented out line by line (`# `, `// `, SQL's `-- `) or framed by a box's
-            // side (`│ `): the text after the marker is the line.
+            // A block commented out line by line (`# `, `// `, SQL's `-- `), framed by a box's
+            // side (`│ `) or typed after a terminal's prompt (`$ `): the text after the marker is
+            // the line.
             blank = (lead, lead + marker.len() - 1);
         } else if blank.1 == 0 && l.get(lead).is_some_and(u8::is_ascii_digit) {
             let digits = run_end(l, lead, |b| b.is_ascii_digit());
@@ -59,6 +61,11 @@ pub(crate) fn dequoted(text: &str) -> Option<String> {
             && let Some(at) = location_end(l)
         {
             // A log's or grep's prefix up to the quoted file's location (`… app.ini:3: `).
+            blank = (0, at);
+        } else if blank.1 == 0
+            && matches!(l.first(), Some(b'0'..=b'9' | b'['))
+            && let Some(at) = log_prefix_end(l)
+        {
             blank = (0, at);
         }
         if blank.1 > blank.0 {
@@ -85,9 +92,9 @@ pub(crate) fn unescaped(text: &str) -> Option<(String, Vec<usize>)> {
     // Source escaped for HTML (`&quot;api_key&quot;: …`, code in `<pre><code>`, a page's text
     // broken by `<br>`): its entities are decoded, and its tags inside `<pre>`/`<code>` and its
     // line-level tags (`<br>`, `<p>`, `<div>`, `<li>`) are markup, read as line breaks.
-    const HTML: [&[u8]; 16] = [
+    const HTML: [&[u8]; 17] = [
         b"&quot;", b"&#34;", b"&#39;", b"&#x27;", b"&apos;", b"&lt;", b"&gt;", b"&amp;", b"<code>", b"<pre>",
-        b"<br>", b"<br/>", b"<br />", b"<p>", b"<div>", b"<li>",
+        b"<br>", b"<br/>", b"<br />", b"<p>", b"<div>", b"<li>", CDATA,
     ];
     let html = any_of_two(b'&', b'<', bytes, |k| {
         HTML.iter().any(|e| bytes[k..].starts_with(e))
@@ -206,6 +213,13 @@ pub(crate) fn unescaped(text: &str) -> Option<(String, Vec<usize>)> {
             k += 1;
             continue;
         }
+        // An XML CDATA section's markers are no text: its content is read as its own lines.
+        if html && (bytes[k..].starts_with(CDATA) || bytes[k..].starts_with(b"]]>")) {
+            plain.push(b'\n');
+            at.push(k);
+            k += if bytes[k] == b'<' { CDATA.len() } else { 3 };
+            continue;
+        }
         if html && let Some((b, len)) = html_markup(bytes, k) {
             let tag = bytes[k] == b'<';
             let close = bytes.get(k + 1) == Some(&b'/');
@@ -287,6 +301,9 @@ fn array_items(bytes: &[u8], close: usize, open: usize) -> bool {
         && between.iter().all(|&b| b == b',' || b.is_ascii_whitespace())
 }
 
+/// The opening of an XML CDATA section (`]]>` closes it).
+const CDATA: &[u8] = b"<![CDATA[";
+
 /// What HTML markup at `k` reads as, and its length: an entity its character (`&quot;`, `&#39;`,
 /// `&lt;`, `&gt;`, `&amp;`), a tag (`<code>`, `</pre>`) a line break.
 pub(crate) fn html_markup(bytes: &[u8], k: usize) -> Option<(u8, usize)> {
@@ -329,6 +346,71 @@ pub(crate) fn unicode_escape(bytes: &[u8], k: usize) -> Option<(char, usize)> {
         return Some((c, 12));
     }
     Some((char::from_u32(high)?, 6))
+}
+
+/// Where a log line's message starts, after its time, its level and its logger
+/// (`2026-12-07 10:42:01,037 INFO  [main] c.a.Loader - `, `2026-12-07T10:42:01Z DEBUG `, Android's
+/// `06-12 10:22:31.000  4312  4330 D ConfigLoader: `): `None` when the line opens with no time
+/// and level. A logger is read as one only when it names no secret (`password: …` is the message).
+pub(crate) fn log_prefix_end(l: &[u8]) -> Option<usize> {
+    let digits = |k: usize, n: usize| l.get(k..k + n).is_some_and(|d| d.iter().all(u8::is_ascii_digit));
+    let mut k = usize::from(l.first() == Some(&b'['));
+    if !digits(k, 2) {
+        return None;
+    }
+    // The date: `2026-12-07`, `2026/12/07` or a month and a day (`06-12`), then `T` or a blank.
+    if digits(k, 4) && matches!(l.get(k + 4), Some(b'-' | b'/')) && digits(k + 5, 2) && digits(k + 8, 2) {
+        k += 10;
+    } else if l.get(k + 2) == Some(&b'-') && digits(k + 3, 2) {
+        k += 5;
+    }
+    if k > 1 && matches!(l.get(k), Some(b'T' | b' ')) {
+        k += 1;
+    }
+    // The time: `10:42:01`, a fraction, a zone.
+    if !(digits(k, 2) && l.get(k + 2) == Some(&b':') && digits(k + 3, 2) && l.get(k + 5) == Some(&b':')) {
+        return None;
+    }
+    k = run_end(l, k + 6, |b| {
+        b.is_ascii_digit() || matches!(b, b'.' | b',' | b'Z' | b'+' | b':')
+    });
+    if l[0] == b'[' {
+        k += usize::from(l.get(k) == Some(&b']'));
+    }
+    // Process and thread numbers (Android's), then the level, perhaps in brackets.
+    k = run_end(l, k, |b| b == b' ' || b == b'\t' || b.is_ascii_digit());
+    let open = usize::from(l.get(k) == Some(&b'['));
+    let word = run_end(l, k + open, |b| b.is_ascii_uppercase());
+    let level = &l[k + open..word];
+    const LEVELS: [&[u8]; 13] = [
+        b"TRACE", b"DEBUG", b"INFO", b"NOTICE", b"WARN", b"WARNING", b"ERROR", b"FATAL", b"V", b"D", b"I",
+        b"W", b"E",
+    ];
+    if !LEVELS.contains(&level) {
+        return None;
+    }
+    k = word + usize::from(open == 1 && l.get(word) == Some(&b']'));
+    if !matches!(l.get(k), Some(b' ' | b'\t' | b':')) {
+        return None;
+    }
+    k = run_end(l, k, |b| matches!(b, b' ' | b'\t' | b':'));
+    // A thread in brackets, then a logger ending with `: ` or followed by ` - `.
+    if l.get(k) == Some(&b'[') {
+        k = run_end_max(l, k, 64, |b| b != b']') + 1;
+        k = run_end(l, k.min(l.len()), |b| b == b' ');
+    }
+    let name = run_end_max(l, k, 96, |b| !b.is_ascii_whitespace());
+    let logger = if l[k..name].ends_with(b":") && l.get(name) == Some(&b' ') {
+        Some(name + 1)
+    } else if l[name..].starts_with(b" - ") {
+        Some(name + 3)
+    } else {
+        None
+    };
+    Some(match logger {
+        Some(end) if !may_hold_secret_word(&l[k..name]) => end,
+        _ => k,
+    })
 }
 
 /// Where the text of a line quoting a file starts, after the file's location and the prefix

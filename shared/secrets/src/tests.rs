@@ -4426,6 +4426,35 @@ fn a_comments_or_a_boxs_marker_is_layout() {
 }
 
 #[test]
+fn a_log_lines_time_level_and_logger_are_layout() {
+    assert_found(&[
+        "2026-12-07 10:42:00,113 INFO  [main] c.a.Loader - service,credential,owner\n2026-12-07 10:42:00,114 INFO  [main] c.a.Loader - billing,q8Zt3Lw9Xv2Kp7Rm4Nc6Hs1Jd5Fg0Yb,team-a",
+        "[2026-12-07 10:42:00] WARN: [deploy]\n[2026-12-07 10:42:00] WARN: secret =\n[2026-12-07 10:42:00] WARN:     Zx8Qw3Lm7Rt2Vk9Np4",
+        "11-03 08:15:02.221  812  840 E Sync: db.internal:5432:prod:app:Vq3Lm8Zt2Rw9",
+    ]);
+    assert_clean(&[
+        "2026-12-07 10:42:00,113 INFO  [main] c.a.Loader - service,credential,owner\n2026-12-07 10:42:00,114 INFO  [main] c.a.Loader - billing,${BILLING_CREDENTIAL},team-a",
+        // A secret word after the level is the message's, not a logger's name.
+        "2026-12-07T10:42:00Z DEBUG password: reset requested for user 1842\n2026-12-07T10:42:01Z INFO token: refreshed, expires in 3600s",
+        "11-03 08:15:02.221  812  840 E Sync: db.internal:5432:prod:app:*",
+    ]);
+}
+
+#[test]
+fn a_cdata_sections_markers_and_a_terminals_prompt_are_layout() {
+    assert_found(&[
+        "<note><![CDATA[db.internal:5432:prod:app:Vq3Lm8Zt2Rw9]]></note>",
+        "<cfg><![CDATA[the vault password is Tq8wLm3zXr]]></cfg>",
+        "$ service,credential,owner\nbilling,q8Zt3Lw9Xv2Kp7Rm4Nc6Hs1Jd5Fg0Yb,team-a",
+    ]);
+    assert_clean(&[
+        "<cfg><![CDATA[the vault password is rotated monthly]]></cfg>",
+        "<script><![CDATA[if (a[b[0]]> 1) { token = next(); }]]></script>",
+        "$ service,credential,owner\nbilling,$BILLING_CREDENTIAL,team-a\n$ echo $DB_PASSWORD",
+    ]);
+}
+
+#[test]
 fn a_pages_line_level_tags_break_its_lines() {
     assert_eq!(
         spans("<p>I ran<br>\ncurl -u developer:yqDVtkqPECriaLRi<br>\nwhy does this fail?</p>"),
