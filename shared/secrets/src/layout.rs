@@ -99,7 +99,10 @@ pub(crate) fn unescaped(text: &str) -> Option<(String, Vec<usize>)> {
     let html = any_of_two(b'&', b'<', bytes, |k| {
         HTML.iter().any(|e| bytes[k..].starts_with(e))
     });
-    if !html {
+    // A prompt that is one JSON document (a chat export, a log record) is read for its strings
+    // even when none holds an escape: a message's text or an array's items are lines.
+    let json = json_document(bytes);
+    if !html && !json {
         find_byte(b'\\', bytes)?;
     }
     // The strings on one line each, `[open, close]`, and whether each holds an escape and an
@@ -115,6 +118,8 @@ pub(crate) fn unescaped(text: &str) -> Option<(String, Vec<usize>)> {
     let (mut open, mut escape, mut document, mut k) = (None, false, false, 0);
     // The escaped quotes of the open string, and whether one opened a word (after no letter).
     let (mut quotes, mut words) = (0usize, false);
+    // The last double-quoted string closed, `[open, close]`: a member's key when a value follows.
+    let mut last = (0, 0);
     while k < bytes.len() {
         match bytes[k] {
             b'\\' if open.is_some() => {
@@ -136,9 +141,13 @@ pub(crate) fn unescaped(text: &str) -> Option<(String, Vec<usize>)> {
                     // `["line one\n", "line two"]`) is that document's too, escaped or not.
                     let item = strings
                         .last()
-                        .is_some_and(|&(_, close, doc)| doc && array_items(bytes, close, o));
+                        .is_some_and(|&(_, close, doc)| doc && array_items(bytes, close, o))
+                        || json && q == b'"' && json_text(bytes, last, o, k);
                     if escape && (q == b'"' || document) || item {
                         strings.push((o, k, document || item || words && quotes % 2 == 0));
+                    }
+                    if q == b'"' {
+                        last = (o, k);
                     }
                 }
                 Some(_) => {}
@@ -291,6 +300,33 @@ pub(crate) fn unescaped(text: &str) -> Option<(String, Vec<usize>)> {
     at.push(bytes.len());
     // Escapes decode to whole characters and every other byte is copied: still UTF-8.
     String::from_utf8(plain).ok().map(|p| (p, at))
+}
+
+/// Whether `bytes` is one JSON object or array, blanks around it.
+fn json_document(bytes: &[u8]) -> bool {
+    let t = bytes.trim_ascii();
+    matches!(
+        (t.first(), t.last()),
+        (Some(b'{'), Some(b'}')) | (Some(b'['), Some(b']'))
+    )
+}
+
+/// Whether the string `[open, close]` of a JSON document holds text of its own lines: an item of
+/// an array (`["line one", "line two"]`), or a member's value holding a blank under a key that
+/// names no secret (`"msg": "my password: …"`; under `"password"` it is that key's value).
+fn json_text(bytes: &[u8], key: (usize, usize), open: usize, close: usize) -> bool {
+    let before = bytes[..open].trim_ascii_end();
+    let after = bytes[close + 1..].trim_ascii_start();
+    match before.last() {
+        Some(b'[' | b',') => matches!(after.first(), Some(b',' | b']')),
+        Some(b':') => {
+            before[..before.len() - 1].trim_ascii_end().len() == key.1 + 1
+                && key.1 > key.0
+                && !may_hold_secret_word(&bytes[key.0 + 1..key.1])
+                && bytes[open + 1..close].contains(&b' ')
+        }
+        _ => false,
+    }
 }
 
 /// Whether only a comma and blanks stand between a string closing at `close` and one opening at

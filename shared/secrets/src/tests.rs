@@ -4455,6 +4455,24 @@ fn a_cdata_sections_markers_and_a_terminals_prompt_are_layout() {
 }
 
 #[test]
+fn a_json_documents_message_and_array_items_are_lines() {
+    // No escape in them: a prompt that is one JSON document is read for its strings all the same.
+    assert_found(&[
+        r#"{"role": "user", "content": "my password: plumtigerlanternharbor"}"#,
+        r#"["[deploy]", "secret =", "    Zx8Qw3Lm7Rt2Vk9Np4"]"#,
+        r#"{"level": "info", "msg": "echo 'Rt5wQz8LmX' | sudo -S systemctl restart app"}"#,
+        // Under a secret's key the string is that key's value.
+        r#"{"password": "correct horse battery staple"}"#,
+    ]);
+    assert_clean(&[
+        r#"{"level": "info", "msg": "- password: ${DB_PASSWORD}"}"#,
+        r#"["[deploy]", "secret =", "    ${DEPLOY_SECRET}"]"#,
+        r#"{"ts": "2026-12-07T10:42:00Z", "trace_id": "7f3a9c2e4b1d4e8a9c2f1a2b3c4d5e6f", "msg": "token refreshed for session 8c1f2e3d"}"#,
+        r#"["read", "write", "admin:token", "7f3a9c2e4b1d4e8a9c2f1a2b3c4d5e6f"]"#,
+    ]);
+}
+
+#[test]
 fn a_pages_line_level_tags_break_its_lines() {
     assert_eq!(
         spans("<p>I ran<br>\ncurl -u developer:yqDVtkqPECriaLRi<br>\nwhy does this fail?</p>"),
