@@ -302,6 +302,47 @@ pub(crate) fn unescaped(text: &str) -> Option<(String, Vec<usize>)> {
     String::from_utf8(plain).ok().map(|p| (p, at))
 }
 
+/// `text` read from the CSV field it is when a spreadsheet's cell is copied whole
+/// (`"line one\nuse ""Tq8…"" here"`: quotes around it, each quote inside doubled), its quotes as
+/// line breaks and each doubled quote as one, with each byte's offset in `text` as
+/// [`unescaped`] gives it; `None` for any other text (most: a look at its first and last bytes).
+pub(crate) fn csv_cell(text: &str) -> Option<(String, Vec<usize>)> {
+    let bytes = text.as_bytes();
+    let open = bytes.iter().position(|b| !b.is_ascii_whitespace())?;
+    let close = bytes.iter().rposition(|b| !b.is_ascii_whitespace())?;
+    if close < open + 2 || bytes[open] != b'"' || bytes[close] != b'"' {
+        return None;
+    }
+    let inside = &bytes[open + 1..close];
+    // Every quote inside doubled, and one at least (or a line break): a field, not a quotation.
+    let mut k = 0;
+    let mut doubled = find_byte(b'\n', inside).is_some();
+    while let Some(p) = find_byte(b'"', &inside[k..]) {
+        if inside.get(k + p + 1) != Some(&b'"') {
+            return None;
+        }
+        doubled = true;
+        k += p + 2;
+    }
+    if !doubled {
+        return None;
+    }
+    let mut plain = Vec::with_capacity(bytes.len());
+    let mut at = Vec::with_capacity(bytes.len() + 1);
+    let mut k = 0;
+    while k < bytes.len() {
+        plain.push(if k == open || k == close { b'\n' } else { bytes[k] });
+        at.push(k);
+        k += if open < k && k < close && bytes[k] == b'"' {
+            2
+        } else {
+            1
+        };
+    }
+    at.push(bytes.len());
+    String::from_utf8(plain).ok().map(|p| (p, at))
+}
+
 /// Whether `bytes` is one JSON object or array, blanks around it.
 fn json_document(bytes: &[u8]) -> bool {
     let t = bytes.trim_ascii();

@@ -225,7 +225,7 @@ mod tables;
 mod words;
 
 use crate::bytes::{find_byte, find_ci};
-use crate::layout::unescaped;
+use crate::layout::{csv_cell, unescaped};
 use crate::scan::scan_text;
 pub use kinds::{Finding, SecretKind};
 pub use rules::{FAMILIES, KEYWORD_INFO, RULE_INFO, RuleInfo, VENDORS, Vendor, keyword_providers};
@@ -236,10 +236,18 @@ pub use rules::{FAMILIES, KEYWORD_INFO, RULE_INFO, RuleInfo, VENDORS, Vendor, ke
 pub fn findings(text: &str) -> Vec<Finding> {
     // Text escaped for JSON or a log (`\"api_key\": \"…\"`, `…\nTOKEN=…`) or for HTML is read
     // unescaped, as its writer meant it, and what is found there is mapped back onto the
-    // escaped bytes.
-    // A string escaped twice (a notebook's JSON quoted in a JSON log record, `\\\"api_key\\\"`)
-    // is read once more, at most twice more, each map composed onto the one before.
-    let found = match unescaped(text) {
+    // escaped bytes. A spreadsheet's cell copied whole is read as its text first, and a string
+    // escaped twice (a notebook's JSON quoted in a JSON log record, `\\\"api_key\\\"`) is read
+    // once more, at most twice more, each map composed onto the one before.
+    let cell = csv_cell(text);
+    let decoded = match &cell {
+        Some((field, field_at)) => match unescaped(field) {
+            Some((plain, at)) => Some((plain, at.into_iter().map(|k| field_at[k]).collect())),
+            None => cell.clone(),
+        },
+        None => unescaped(text),
+    };
+    let found = match decoded {
         Some((mut plain, mut at)) => {
             for _ in 0..2 {
                 if !escaped_backslash(&plain, &at) {

@@ -4473,6 +4473,24 @@ fn a_json_documents_message_and_array_items_are_lines() {
 }
 
 #[test]
+fn a_spreadsheet_cell_copied_whole_is_read_as_its_text() {
+    // Quotes around it, each quote inside doubled.
+    assert_eq!(
+        spans("\"config:\napi_key = \"\"Hd83kfLq0Zp2Wm7Xv5Nc\"\"\nthanks\""),
+        ["Hd83kfLq0Zp2Wm7Xv5Nc"]
+    );
+    assert_found(&[
+        "\"It fails here:\n\"\"db_password\"\": \"\"Tq8wLm3zXrK9\"\",\n\"\"user\"\": \"\"ops\"\"\"",
+    ]);
+    assert_clean(&[
+        "\"config:\napi_key = \"\"${API_KEY}\"\"\nthanks\"",
+        "\"He said \"\"the token expired\"\" and left\"",
+        // A lone quote inside: quotations, not a cell.
+        "\"password\" and \"token\" are the words we mask",
+    ]);
+}
+
+#[test]
 fn a_pages_line_level_tags_break_its_lines() {
     assert_eq!(
         spans("<p>I ran<br>\ncurl -u developer:yqDVtkqPECriaLRi<br>\nwhy does this fail?</p>"),
