@@ -250,7 +250,7 @@ pub fn findings(text: &str) -> Vec<Finding> {
     let found = match decoded {
         Some((mut plain, mut at)) => {
             for _ in 0..2 {
-                if !escaped_backslash(&plain, &at) {
+                if !escaped_twice(&plain, &at) {
                     break;
                 }
                 let Some((again, inner)) = unescaped(&plain) else {
@@ -285,14 +285,15 @@ pub fn findings(text: &str) -> Vec<Finding> {
     merged
 }
 
-/// Whether a backslash of `plain` was decoded from an escaped one (`\\`): only then can it hold
-/// escapes of a string escaped twice (most texts: one search for a backslash).
-fn escaped_backslash(plain: &str, at: &[usize]) -> bool {
+/// Whether `plain` holds a quote escaped twice: an escaped backslash before a quote (`\\\"`
+/// decoded to `\"`), as a JSON document quoted in a JSON string has around its keys. A path's
+/// escaped backslashes (`\\\\nas\\backup`) are no reason to read it again.
+fn escaped_twice(plain: &str, at: &[usize]) -> bool {
     let bytes = plain.as_bytes();
     let mut from = 0;
     while let Some(p) = find_byte(b'\\', &bytes[from..]) {
         let k = from + p;
-        if at[k + 1] == at[k] + 2 {
+        if at[k + 1] == at[k] + 2 && bytes.get(k + 1) == Some(&b'"') {
             return true;
         }
         from = k + 1;

@@ -4397,7 +4397,10 @@ fn a_string_escaped_twice_is_read_twice_unescaped() {
     assert_clean(&[
         r#"{"level":"info","msg":"cell: {\"source\": [\"os.environ[\\\"SERVICE_TOKEN\\\"] = os.getenv(\\\"SERVICE_TOKEN\\\")\\n\"]}"}"#,
         r#"{"level":"debug","msg":"request 7f3a9c2e-4b1d-4e8a-9c2f-1a2b3c4d5e6f done\nretries: 3\nsession id: 8c1f2e3d4a5b6c7d\npath: C:\\new\\tokens\n"}"#,
+        r#"{"msg": "net use \\\\fs07.corp.example\\builds /user:CORP\\ci_agent"}"#,
     ]);
+    // A path's escaped backslashes are read once: the share keeps its two.
+    assert_found(&[r#"{"msg": "net use \\\\fs07.corp.example\\builds Qz7#vLm2Rt /user:CORP\\ci_agent"}"#]);
 }
 
 #[test]
