@@ -1,7 +1,7 @@
 //! The layout a prompt's text is written in, read before the scan: quoted replies, diffs, gutters,
 //! file locations, JSON and HTML escapes. It maps offsets back and must never drop or reorder a byte.
 
-use crate::bytes::{any_of_two, find_byte, run_end, run_end_max};
+use crate::bytes::{any_of_two, find_byte, find_ci, run_end, run_end_max};
 use crate::words::may_hold_secret_word;
 
 /// `text` with the layout that opens its lines read as blanks: the `>` markers of quoted lines
@@ -104,6 +104,13 @@ pub(crate) fn unescaped(text: &str) -> Option<(String, Vec<usize>)> {
     let json = json_document(bytes);
     if !html && !json {
         find_byte(b'\\', bytes)?;
+    }
+    // A table's cells broken by `<br>` are read as lines first, the maps composed.
+    if html && let Some((cells, cells_at)) = table_cells(bytes) {
+        let Some((plain, at)) = unescaped(&cells) else {
+            return Some((cells, cells_at));
+        };
+        return Some((plain, at.into_iter().map(|k| cells_at[k]).collect()));
     }
     // The strings on one line each, `[open, close]`, and whether each holds an escape and an
     // escaped line break or quoted words: such a string quotes a document (a prompt, a file, a
@@ -338,6 +345,68 @@ pub(crate) fn csv_cell(text: &str) -> Option<(String, Vec<usize>)> {
         } else {
             1
         };
+    }
+    at.push(bytes.len());
+    String::from_utf8(plain).ok().map(|p| (p, at))
+}
+
+/// `bytes` with each Markdown table cell that a `<br>` breaks (a config pasted in an issue's
+/// table: `| 2 | [db]<br>password = … |`) read as lines of its own: its bars line breaks and its
+/// escaped bars (`\|`) bars, with each byte's offset; `None` when no row has such a cell.
+fn table_cells(bytes: &[u8]) -> Option<(String, Vec<usize>)> {
+    find_ci(bytes, 0, b"<br")?;
+    // The bars to read as line breaks and the escaping backslashes to drop, in order.
+    let (mut breaks, mut drops) = (Vec::new(), Vec::new());
+    let mut line = 0;
+    while line < bytes.len() {
+        let end = find_byte(b'\n', &bytes[line..]).map_or(bytes.len(), |p| line + p);
+        let l = &bytes[line..end];
+        let lead = run_end(l, 0, |b| b == b' ' || b == b'\t');
+        if l.get(lead) == Some(&b'|') && find_ci(l, lead, b"<br").is_some() {
+            let mut bar = lead;
+            let mut k = lead + 1;
+            let mut escaped = Vec::new();
+            while k < l.len() {
+                match l[k] {
+                    b'\\' if l.get(k + 1) == Some(&b'|') => {
+                        escaped.push(line + k);
+                        k += 2;
+                        continue;
+                    }
+                    b'|' => {
+                        if find_ci(&l[..k], bar, b"<br").is_some() {
+                            breaks.extend([line + bar, line + k]);
+                            drops.append(&mut escaped);
+                        }
+                        (bar, k) = (k, k + 1);
+                        escaped.clear();
+                        continue;
+                    }
+                    _ => {}
+                }
+                k += 1;
+            }
+        }
+        line = end + 1;
+    }
+    if breaks.is_empty() {
+        return None;
+    }
+    // A bar between two broken cells closes one and opens the next.
+    breaks.dedup();
+    let mut plain = Vec::with_capacity(bytes.len());
+    let mut at = Vec::with_capacity(bytes.len() + 1);
+    let (mut b, mut d) = (breaks.iter().peekable(), drops.iter().peekable());
+    for (k, &c) in bytes.iter().enumerate() {
+        if d.next_if(|&&p| p == k).is_some() {
+            continue;
+        }
+        plain.push(if b.next_if(|&&p| p == k).is_some() {
+            b'\n'
+        } else {
+            c
+        });
+        at.push(k);
     }
     at.push(bytes.len());
     String::from_utf8(plain).ok().map(|p| (p, at))

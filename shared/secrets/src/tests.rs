@@ -4494,6 +4494,19 @@ fn a_spreadsheet_cell_copied_whole_is_read_as_its_text() {
 }
 
 #[test]
+fn a_table_cell_broken_by_br_holds_lines_of_its_own() {
+    assert_found(&[
+        "| step | note |\n| --- | --- |\n| 1 | the config:<br>\\| service \\| key \\|<br>\\|---\\|---\\|<br>\\| acme \\| Zx8Qw3Lm7Rt2Vk9Np4Hs6Jd1Fg5Yb0Cu \\| |\n| 2 | retry |",
+        "| host | line |\n|---|---|\n| db | db.internal:5432:prod:app:Vq3Lm8Zt2Rw9<br>from the wiki |",
+    ]);
+    assert_clean(&[
+        "| step | note |\n| --- | --- |\n| 1 | the config:<br>\\| service \\| key \\|<br>\\|---\\|---\\|<br>\\| acme \\| $ACME_KEY \\| |\n| 2 | retry |",
+        "| host | line |\n|---|---|\n| db | db.internal:5432:prod:app:*<br>from the wiki |",
+        "| name | notes |\n|---|---|\n| token | expires<br>after 1h |\n| session | 7f3a9c2e4b1d<br>8c1f2e3d |",
+    ]);
+}
+
+#[test]
 fn a_pages_line_level_tags_break_its_lines() {
     assert_eq!(
         spans("<p>I ran<br>\ncurl -u developer:yqDVtkqPECriaLRi<br>\nwhy does this fail?</p>"),
