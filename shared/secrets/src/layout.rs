@@ -68,6 +68,13 @@ pub(crate) fn dequoted(text: &str) -> Option<String> {
         {
             blank = (0, at);
         }
+        // A quoting reply's `>` after other layout (`# > …`, ` * > …`, a log's prefix) is layout.
+        if blank.1 > blank.0 {
+            let next = run_end(l, blank.1, |b| b == b' ' || b == b'\t');
+            if l.get(next) == Some(&b'>') {
+                blank.1 = run_end(l, next, |b| matches!(b, b'>' | b' ' | b'\t'));
+            }
+        }
         if blank.1 > blank.0 {
             let o = out.get_or_insert_with(|| bytes.to_vec());
             for b in &mut o[line + blank.0..line + blank.1] {

@@ -4422,7 +4422,11 @@ fn a_comments_or_a_boxs_marker_is_layout() {
         "-- service,credential,owner\n-- billing,q8Zt3Lw9Xv2Kp7Rm4Nc6Hs1Jd5Fg0Yb,team-a",
         "│ service,credential,owner\n│ billing,q8Zt3Lw9Xv2Kp7Rm4Nc6Hs1Jd5Fg0Yb,team-a",
     ]);
+    // A reply quoted inside the comment: its `>` is layout too.
+    assert_found(&["# On Monday, Ana wrote:\n# > [billing]\n# > secret =\n# >     Zx8Qw3Lm7Rt2Vk9Np4"]);
     assert_clean(&[
+        "# On Monday, Ana wrote:\n# > <dict>\n# > \t<key>IDEShowPrebuildLogs</key>\n# > \t<true/>\n# > </dict>",
+        "# On Monday, Ana wrote:\n# > [billing]\n# > secret =\n# >     ${BILLING_SECRET}",
         "# | service | key | owner |\n# |---|---|---|\n# | acme | $ACME_KEY | ops |",
         "// password = getenv(\"DB_PASSWORD\")\n// -- see the password policy\n# Password reset\n│ token: <redacted>",
     ]);
