@@ -7,9 +7,10 @@ use crate::words::may_hold_secret_word;
 /// `text` with the layout that opens its lines read as blanks: the `>` markers of quoted lines
 /// (an e-mail reply's, Markdown's, a REPL's `>>>`), a unified diff's first column inside a hunk
 /// (after `@@ … @@` or a ```` ```diff ```` fence), a compiler's or linter's line-number
-/// gutter (`12 | `), and a comment's, a box's or a prompt's marker (`# `, `// `, `-- `, `│ `, `$ `). The line is read as it was written (`> password=…`, `+| service | key |`,
-/// `12 |     let token = "…";`); blanks keep every offset, so spans stand. `None` when no line
-/// has such layout (most prompts: one search for a line break per line).
+/// gutter (`12 | `), a comment's, a box's or a prompt's marker (`# `, `// `, `-- `, `│ `, `$ `)
+/// and a log line's time, level and logger. The line is read as it was written (`> password=…`,
+/// `+| service | key |`, `12 |     let token = "…";`); blanks keep every offset, so spans stand.
+/// `None` when no line has such layout (most prompts: one search for a line break per line).
 pub(crate) fn dequoted(text: &str) -> Option<String> {
     let bytes = text.as_bytes();
     let mut out: Option<Vec<u8>> = None;
@@ -39,14 +40,9 @@ pub(crate) fn dequoted(text: &str) -> Option<String> {
             blank = (lead, lead + 1);
         } else if blank.1 == 0
             && matches!(l.get(lead), Some(b'#' | b'/' | b'-' | b'$' | 0xE2))
-            && let Some(marker) = [&b"# "[..], b"// ", b"-- ", b"$ ", "│ ".as_bytes()]
-                .into_iter()
-                .find(|m| l[lead..].starts_with(m))
+            && let Some(end) = marker_end(&l[lead..])
         {
-            // A block commented out line by line (`# `, `// `, SQL's `-- `), framed by a box's
-            // side (`│ `) or typed after a terminal's prompt (`$ `): the text after the marker is
-            // the line.
-            blank = (lead, lead + marker.len() - 1);
+            blank = (lead, lead + end);
         } else if blank.1 == 0 && l.get(lead).is_some_and(u8::is_ascii_digit) {
             let digits = run_end(l, lead, |b| b.is_ascii_digit());
             if digits - lead <= 6 && l[digits..].starts_with(b" | ") {
@@ -68,14 +64,13 @@ pub(crate) fn dequoted(text: &str) -> Option<String> {
         {
             blank = (0, at);
         }
-        // A quoting reply's `>` after other layout (`# > …`, ` * > …`, a log's prefix) is layout.
         if blank.1 > blank.0 {
+            // A quoting reply's `>` after other layout (`# > …`, ` * > …`, a log's prefix) is
+            // layout too.
             let next = run_end(l, blank.1, |b| b == b' ' || b == b'\t');
             if l.get(next) == Some(&b'>') {
                 blank.1 = run_end(l, next, |b| matches!(b, b'>' | b' ' | b'\t'));
             }
-        }
-        if blank.1 > blank.0 {
             let o = out.get_or_insert_with(|| bytes.to_vec());
             for b in &mut o[line + blank.0..line + blank.1] {
                 *b = b' ';
@@ -90,10 +85,10 @@ pub(crate) fn dequoted(text: &str) -> Option<String> {
 }
 
 /// `text` with the escapes inside its double-quoted strings (and its single-quoted documents)
-/// decoded as JSON's (`\n`, `\r`, `\t`,
-/// `\"`, `\'`, `\\`, `\/`, `\uXXXX`), and for each of its bytes and its end the offset in `text` it
-/// came from; `None` when no string holds an escape (most prompts: one search for a backslash).
-/// Outside strings a backslash is text (`\\nas\backup`, `C:\new`).
+/// decoded as JSON's (`\n`, `\r`, `\t`, `\"`, `\'`, `\\`, `\/`, `\uXXXX`), and for each of its bytes
+/// and its end the offset in `text` it came from; `None` when no string holds an escape (most
+/// prompts: one search for a backslash). Outside strings a backslash is text (`\\nas\backup`,
+/// `C:\new`).
 pub(crate) fn unescaped(text: &str) -> Option<(String, Vec<usize>)> {
     let bytes = text.as_bytes();
     // Source escaped for HTML (`&quot;api_key&quot;: …`, code in `<pre><code>`, a page's text
@@ -499,6 +494,17 @@ pub(crate) fn unicode_escape(bytes: &[u8], k: usize) -> Option<(char, usize)> {
         return Some((c, 12));
     }
     Some((char::from_u32(high)?, 6))
+}
+
+/// Where the text after a line's marker starts (`None` for no marker): a block commented out
+/// line by line (`# `, `// `, SQL's `-- `), framed by a box's side (`│ `) or typed after a
+/// terminal's prompt (`$ `). Out of the per-line loop: most lines open with none.
+#[inline(never)]
+fn marker_end(l: &[u8]) -> Option<usize> {
+    [&b"# "[..], b"// ", b"-- ", b"$ ", "│ ".as_bytes()]
+        .into_iter()
+        .find(|m| l.starts_with(m))
+        .map(|m| m.len() - 1)
 }
 
 /// Where a log line's message starts, after its time, its level and its logger
