@@ -573,8 +573,9 @@ pub(crate) fn log_prefix_end(l: &[u8]) -> Option<usize> {
 }
 
 /// Where the text of a line quoting a file starts, after the file's location and the prefix
-/// before it (`2024-03-02T10:14:07Z DEBUG sync[22]: etc/app.ini:3: `, `src/a.py:12:4: `): `None`
-/// when the line's first 200 bytes hold no `path:line: `.
+/// before it (`2024-03-02T10:14:07Z DEBUG sync[22]: etc/app.ini:3: `, `src/a.py:12:4: `), or
+/// the message of an error after its name (`ValueError: `): `None` when the line's first 200
+/// bytes hold neither.
 pub(crate) fn location_end(l: &[u8]) -> Option<usize> {
     let head = &l[..l.len().min(200)];
     let mut from = 0;
@@ -582,14 +583,34 @@ pub(crate) fn location_end(l: &[u8]) -> Option<usize> {
         let c = from + k;
         if head.get(c + 1) == Some(&b' ')
             && c > 0
-            && head[c - 1].is_ascii_digit()
-            && location_prefix(&head[..=c])
+            && match head[c - 1] {
+                b'0'..=b'9' => location_prefix(&head[..=c]),
+                b'n' | b'r' => error_name(&head[..c]),
+                _ => false,
+            }
         {
             return Some(c + 2);
         }
         from = c + 1;
     }
     None
+}
+
+/// Whether `before` ends with the name of an error whose message follows (`ValueError`,
+/// `java.lang.IllegalStateException`, `Caused by: …Exception`): the message is a line's text, as
+/// a stack trace prints it.
+fn error_name(before: &[u8]) -> bool {
+    if !before.ends_with(b"Exception") && !before.ends_with(b"Error") {
+        return false;
+    }
+    let name = before
+        .rsplit(|&b| b == b' ' || b == b'\t')
+        .next()
+        .unwrap_or(before);
+    name.first().is_some_and(u8::is_ascii_alphabetic)
+        && name
+            .iter()
+            .all(|&b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'$'))
 }
 
 /// Whether `before` ends with a file's location as grep, compilers and log lines quote one

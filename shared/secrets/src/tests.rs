@@ -4511,6 +4511,19 @@ fn a_table_cell_broken_by_br_holds_lines_of_its_own() {
 }
 
 #[test]
+fn an_errors_message_after_its_name_is_a_lines_text() {
+    assert_found(&[
+        "Exception in thread \"main\" java.lang.IllegalStateException: db.internal:5432:prod:app:Vq3Lm8Zt2Rw9\n\tat com.acme.Db.open(Db.java:42)",
+        "Traceback (most recent call last):\n  File \"deploy.py\", line 3, in <module>\nValueError: - password: qzvbx-tlmrk-wyhse",
+    ]);
+    assert_clean(&[
+        "Exception in thread \"main\" java.lang.IllegalStateException: db.internal:5432:prod:app:*\n\tat com.acme.Db.open(Db.java:42)",
+        "Traceback (most recent call last):\n  File \"deploy.py\", line 3, in <module>\nValueError: - password: ${DEPLOY_PASSWORD}",
+        "TypeError: token is undefined\nKeyError: 'api_key'",
+    ]);
+}
+
+#[test]
 fn a_pages_line_level_tags_break_its_lines() {
     assert_eq!(
         spans("<p>I ran<br>\ncurl -u developer:yqDVtkqPECriaLRi<br>\nwhy does this fail?</p>"),
