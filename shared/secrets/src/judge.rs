@@ -451,6 +451,9 @@ pub(crate) fn unquoted_end(bytes: &[u8], pos: usize, limit: usize, stop: Stop) -
             // A connection string's field names may hold spaces (`;Max Pool Size=`).
             || next_connection_field(bytes, raw_end)
             || (stop == Stop::Code && b == b',' && next_field(raw_end))
+            // A list of settings on one line (`keys=1842,expires=12`, `a=1,b=2`): the next
+            // setting's lowercase name, not more of the value.
+            || (b == b',' && raw_end > pos && next_setting(bytes, raw_end))
             // JSON's next member or element (`"Token":null,"Scope":…`): a quoted string follows.
             || (stop == Stop::Code && b == b',' && bytes.get(raw_end + 1) == Some(&b'"'))
             || (stop == Stop::Code && matches!(b, b',' | b';') && closes(raw_end))
@@ -466,6 +469,14 @@ pub(crate) fn unquoted_end(bytes: &[u8], pos: usize, limit: usize, stop: Stop) -
         raw_end += 1;
     }
     raw_end
+}
+
+/// Whether a setting's lowercase name (two or more characters) and `=` follow the `,` at `k`.
+pub(crate) fn next_setting(bytes: &[u8], k: usize) -> bool {
+    let name = run_end_max(bytes, k + 1, 64, |c| {
+        c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'_'
+    });
+    bytes.get(k + 1).is_some_and(u8::is_ascii_lowercase) && name > k + 2 && bytes.get(name) == Some(&b'=')
 }
 
 /// Whether a field's name and `=` follow the separator at `k` (`&name=`, `;Name=`, `,name=`).

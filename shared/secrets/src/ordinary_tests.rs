@@ -855,3 +855,20 @@ fn typed_over_tails_quoted_references_and_dashes_are_no_values() {
         "\"Wallet secret\": \"Web3Qm7vR2xK9pLw4TzN8cYd\"",
     ]);
 }
+
+/// A line of settings joined by commas (a server's statistics, metric labels): the next lowercase
+/// `name=` ends the value before it, so a count is judged as a count; a password before such a
+/// setting, or one holding a comma, is still one.
+#[test]
+fn a_line_of_comma_joined_settings_is_no_password() {
+    assert_clean(&[
+        "db3:keys=90210,expires=4,avg_ttl=86400000",
+        "shard stats: tokens=311,evicted=2,hit_ratio=0.97",
+        "cache_keys=7731,misses=19,max_entries=10000",
+    ]);
+    assert_found(&[
+        "db_password=Tq4#vLm9!zR2wQ,retries=3",
+        "password=Tq4#vLm9!zR2,wQp8&xK",
+        "api_token=Qm7vR2xK9pLw4TzN8cYdH3sL,region=eu",
+    ]);
+}

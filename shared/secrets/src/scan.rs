@@ -1913,6 +1913,10 @@ impl<'t> Scan<'t> {
                         && crate::judge::field_name_after(bytes, k)
                 })
                 .unwrap_or(raw);
+            // The next of a line's settings (`keys=1842,expires=12`) is not the value's either.
+            let raw = (p..raw)
+                .find(|&k| bytes[k] == b',' && crate::judge::next_setting(bytes, k))
+                .unwrap_or(raw);
             // An object or a list opens (`"auth":{"display_name":…`): structure, not a value.
             if matches!(bytes.get(p), Some(b'{' | b'[')) {
                 return None;
