@@ -479,6 +479,23 @@ pub(crate) fn next_setting(bytes: &[u8], k: usize) -> bool {
     bytes.get(k + 1).is_some_and(u8::is_ascii_lowercase) && name > k + 2 && bytes.get(name) == Some(&b'=')
 }
 
+/// Whether a setting's name in one case (`id`, `src`, `DB_PASS`) and its `=` start at `k`, a value
+/// after it: a list of settings, not a value (a base64 value's `=` pads its end).
+pub(crate) fn setting_name_at(bytes: &[u8], k: usize) -> bool {
+    let end = run_end_max(bytes, k, 33, |c| {
+        c.is_ascii_alphanumeric() || matches!(c, b'_' | b'.' | b'-')
+    });
+    let name = &bytes[k..end];
+    let one_case = !name.iter().any(u8::is_ascii_lowercase) || !name.iter().any(u8::is_ascii_uppercase);
+    (1..=32).contains(&name.len())
+        && name[0].is_ascii_alphabetic()
+        && one_case
+        && bytes.get(end) == Some(&b'=')
+        && bytes
+            .get(end + 1)
+            .is_some_and(|&c| c != b'=' && !c.is_ascii_whitespace())
+}
+
 /// Whether a field's name and `=` follow the separator at `k` (`&name=`, `;Name=`, `,name=`).
 pub(crate) fn field_name_after(bytes: &[u8], k: usize) -> bool {
     let name = run_end_max(bytes, k + 1, 64, |c| c.is_ascii_alphanumeric() || c == b'_');

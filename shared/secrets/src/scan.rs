@@ -11,9 +11,9 @@ use crate::chars::{
     alphabet, entropy, fabricated, has_digit, has_symbol, identifier_like, looks_random, mixed_case, wordy,
 };
 use crate::commands::{
-    CURL, HTTPIE, KEYTOOL, LDAP, LFTP, LOGIN, MONGO, MYSQL, OPENSSL, REDIS, SMB, SQLCMD, SSH_KEYGEN,
+    CURL, HTTPIE, KEYTOOL, LDAP, LFTP, LOGIN, MONGO, MYSQL, OPENSSL, Printed, REDIS, SMB, SQLCMD, SSH_KEYGEN,
     after_user_flag, colon_fields, compared_word, crypt_byte, env_command_line, netrc_line, next_arg, pgpass,
-    shadow, shell_line,
+    secret_printer, shadow, shell_line,
 };
 use crate::judge::{
     MAX_SPAN, MAX_VALUE, PASSWORD_KEYS, Stop, Value, all_caps, b64url_json, bare_key_word, basic_filler,
@@ -23,9 +23,9 @@ use crate::judge::{
     keyed_call_literals, ldap_dn, letters_password, member_path, named_nearby, names_no_secret,
     next_field_pair, npm_scope, numeric_like, opens_a_call, owned_in_prose, passphrase_word, password_key,
     plain_cookie, plain_cookie_pair, plist_value_follows, quoted_slot, quoted_word, random_after_slash,
-    random_letters, readable_url, secret_constant_name, secret_location, sigil_code, skip_fillers,
-    spaced_random, start_tag_attributes_end, statement_start, text_before, url_stand_in_userinfo,
-    user_password, uuid, value_is_secret, within_arn,
+    random_letters, readable_url, secret_constant_name, secret_location, setting_name_at, sigil_code,
+    skip_fillers, spaced_random, start_tag_attributes_end, statement_start, text_before,
+    url_stand_in_userinfo, user_password, uuid, value_is_secret, within_arn,
 };
 use crate::kinds::{Finding, SecretKind};
 use crate::layout::dequoted;
@@ -100,6 +100,9 @@ pub(crate) struct Scan<'t> {
     pub(crate) name_words: Vec<usize>,
     /// No key start went unlisted: no non-ASCII byte, no foreign password word.
     pub(crate) names_listed: bool,
+    /// Under a command that prints a stored secret: where the next line starts, how the secret
+    /// is printed and how many more lines a JSON document's `"value"` is looked for in.
+    pub(crate) printed: Option<(usize, Printed, Strength, u8)>,
 }
 
 /// What is known about `-----end ` after a position: searched `[from, to)`, first hit `found`.
@@ -130,6 +133,7 @@ impl<'t> Scan<'t> {
             separated_key: (usize::MAX, 0),
             name_words: Vec::new(),
             names_listed: true,
+            printed: None,
         }
     }
 
@@ -2407,6 +2411,30 @@ impl<'t> Scan<'t> {
         if self.listed_argument_at(i, kend, name, word.strength) {
             return;
         }
+        // A flag whose value lists settings (`--secret id=npmrc,src=.npmrc`): each setting's key
+        // is read where it starts.
+        let v = skip_blank(bytes, kend + usize::from(bytes.get(kend) == Some(&b'=')));
+        // `--secret=smtp-relay`, `--secret-id prod/db`: a secret named by lowercase words.
+        let secret_name = |n: &[u8]| {
+            let n = n.to_ascii_lowercase();
+            let n = n.strip_prefix(b"secret").unwrap_or(&[]);
+            matches!(n, b"" | b"s" | b"-id" | b"_id" | b"-name" | b"_name")
+        };
+        if name.len() >= 6 && secret_name(name) {
+            let arg = run_end_max(bytes, v, 256, |c| {
+                !c.is_ascii_whitespace() && !matches!(c, b'"' | b'\'')
+            });
+            let value = &bytes[v..arg];
+            if wordy(value) && !value.iter().any(u8::is_ascii_uppercase) && !has_digit(value) {
+                return;
+            }
+        }
+        if setting_name_at(bytes, v) {
+            let arg = run_end_max(bytes, v, 256, |c| !c.is_ascii_whitespace());
+            if (v..arg).any(|k| bytes[k] == b',' && setting_name_at(bytes, k + 1)) {
+                return;
+            }
+        }
         self.assignment_after(i, kend, name, word.strength, SecretKind::CommandLine, true);
     }
 
@@ -3532,9 +3560,68 @@ impl<'t> Scan<'t> {
 
     // --- anchored at the start of a line -------------------------------------------------------
 
+    /// The line at `s` (its start `i`) under a command that prints a stored secret (see
+    /// [`secret_printer`]): the secret alone on the line right after the command, or the
+    /// `"value"` member of the JSON document it prints.
+    fn printed_at(
+        &mut self,
+        i: usize,
+        s: usize,
+        at: usize,
+        (printed, strength): (Printed, Strength),
+        left: u8,
+    ) {
+        let bytes = self.bytes;
+        let end = line_end(bytes, s);
+        let t = trim_ascii(&bytes[s..end]);
+        match printed {
+            Printed::Line if i == at => {
+                // One token: a message, a document or the next prompt is not the secret.
+                let token = (6..=256).contains(&t.len())
+                    && !t.iter().any(u8::is_ascii_whitespace)
+                    && !matches!(t[0], b'{' | b'[' | b'<' | b'"' | b'\'' | b'$');
+                if token
+                    && let Some(value) = Value::parse(bytes, s, Stop::Blank)
+                    && value_is_secret(bytes, &value, b"password", strength, Mode::Literal)
+                {
+                    self.push(SecretKind::CommandLine, value.start, value.whole_end(bytes));
+                }
+            }
+            Printed::JsonValue if left > 0 => {
+                // The document closes at its line's start.
+                if s == i && t.starts_with(b"}") {
+                    return;
+                }
+                if let Some(name) = [&b"\"value\""[..], b"\"Value\""]
+                    .into_iter()
+                    .find(|m| t.starts_with(m))
+                    && let colon = skip_blank(bytes, s + name.len())
+                    && bytes.get(colon) == Some(&b':')
+                {
+                    if let Some(value) = Value::parse(bytes, skip_blank(bytes, colon + 1), Stop::Code)
+                        && value.quoted
+                        && value_is_secret(bytes, &value, b"password", strength, Mode::Literal)
+                    {
+                        self.push(SecretKind::CommandLine, value.start, value.whole_end(bytes));
+                    }
+                    return;
+                }
+                self.printed = Some((end + 1, printed, strength, left - 1));
+            }
+            _ => {}
+        }
+    }
+
     pub(crate) fn line_start(&mut self, i: usize) {
         let bytes = self.bytes;
         let s = skip_blank(bytes, i);
+        // What a command that reads a stored secret printed under it.
+        if let Some((at, printed, strength, left)) = self.printed.take() {
+            self.printed_at(i, s, at, (printed, strength), left);
+        }
+        if let Some((printed, strength)) = secret_printer(bytes, s) {
+            self.printed = Some((line_end(bytes, s) + 1, printed, strength, 40));
+        }
         if matches!(bytes.get(s), Some(b'M' | b'b')) && pem_body_at(bytes, s) {
             let end = base64_block_end(bytes, s);
             self.push(SecretKind::PrivateKey, s, end);
