@@ -5233,3 +5233,38 @@ fn the_quick_rejection_lets_every_other_name_through() {
     }
     assert!(!other_name(b"chavez") && !other_name(b"restart"));
 }
+
+/// Shapes of a password's slot the line readers once passed over: a user and its password glued
+/// to a password's word by a colon (`PWD:user/…`), `password` spelt short (`PSWRD`, `paswd`),
+/// Oracle's unquoted `IDENTIFIED BY` inside a host language's string, PowerShell's
+/// `-Param:value`, and a JSON Web Key's private members. Their look-alikes stay clean.
+#[test]
+fn glued_pairs_short_spellings_and_key_members_are_found() {
+    for (text, secret) in [
+        ("the box is up, PWD:deploy/9eI7XfsyFs", "deploy/9eI7XfsyFs"),
+        ("staging Pass:ops.admin/7fYZUbXe1P", "ops.admin/7fYZUbXe1P"),
+        ("export APP_PSWRD=ukd5nBUOm2", "ukd5nBUOm2"),
+        ("paswd: HOlycjkzX8", "HOlycjkzX8"),
+        (
+            "cur.execute(\"CREATE USER etl IDENTIFIED BY K8mXheIHBu\")",
+            "K8mXheIHBu",
+        ),
+        ("New-LocalUser -Name svc -Password:AcCemVkpD7", "AcCemVkpD7"),
+        (
+            "{\"kty\": \"EC\", \"crv\": \"P-256\", \"d\": \"9xgDE72faowx_scPc1MztFMc5Ep7PUii39nHBMA5peG\"}",
+            "9xgDE72faowx_scPc1MztFMc5Ep7PUii39nHBMA5peG",
+        ),
+    ] {
+        assert_eq!(spans(text), [secret], "{text}");
+    }
+    assert_clean(&[
+        "cd there first, pwd:src/components shows where you are",
+        "the route is password:reset/confirm",
+        "PSWD_MIN_LENGTH=12",
+        "paswd: ${PASWD}",
+        "CREATE USER etl IDENTIFIED BY :new_password;",
+        "the grantees were identified by their badge",
+        "New-LocalUser -Name svc -Password:$securePass",
+        "{\"kty\": \"RSA\", \"e\": \"AQAB\", \"n\": \"fR0Y1mKkIHDL6uR9k1O9Nwgd8PF8SucGkSHmynpJfNwrOd9iK7rk_FcCHMLvvJy-zbgK7iaLrOO7G9qsKnmY6R\"}",
+    ]);
+}
