@@ -5268,3 +5268,43 @@ fn glued_pairs_short_spellings_and_key_members_are_found() {
         "{\"kty\": \"RSA\", \"e\": \"AQAB\", \"n\": \"fR0Y1mKkIHDL6uR9k1O9Nwgd8PF8SucGkSHmynpJfNwrOd9iK7rk_FcCHMLvvJy-zbgK7iaLrOO7G9qsKnmY6R\"}",
     ]);
 }
+
+/// A token after a terminal colour code whose escape byte was lost (`[32m`), PuTTY's `-pw`, the
+/// NTLM and Negotiate schemes' tokens, and a Twitter bearer token whose base64 tail is
+/// URL-encoded after its run of `A`s; their look-alikes stay clean.
+#[test]
+fn colour_codes_putty_windows_schemes_and_encoded_tails_are_read() {
+    for (text, secret) in [
+        (
+            "build.log: [32mghp_nMGFvCxfG3y9ahvZTSNvQJjHU9Ru3lgaVYHP[0m",
+            "ghp_nMGFvCxfG3y9ahvZTSNvQJjHU9Ru3lgaVYHP",
+        ),
+        (
+            "\u{1b}[1;33mghp_nMGFvCxfG3y9ahvZTSNvQJjHU9Ru3lgaVYHP\u{1b}[0m",
+            "ghp_nMGFvCxfG3y9ahvZTSNvQJjHU9Ru3lgaVYHP",
+        ),
+        (
+            "plink -batch -ssh ops@10.0.0.7 -pw 2X1Gwm9Kvy uptime",
+            "2X1Gwm9Kvy",
+        ),
+        (
+            "Authorization: NTLM TlRMTVNTUAADAAAA780e90jOCRaIrcWj6DhTl83Nvtl2AvFc5B7w9qdjORQtQW9Zice/kTkVzSoamCXctYooiAgtXZyC4tqe",
+            "TlRMTVNTUAADAAAA780e90jOCRaIrcWj6DhTl83Nvtl2AvFc5B7w9qdjORQtQW9Zice/kTkVzSoamCXctYooiAgtXZyC4tqe",
+        ),
+        (
+            "the curl call sent AAAAAAAAAAAAAAAAAAAAAk2JjAAAAAAAJl%2FR6n3ZbK9D2TOLDs8TAazW86CJHR1T2SXyTmaf%2BrFtbKuwTUU1JS05n3%2BnMNuK8I9jV2z17HFb0d0m",
+            "AAAAAAAAAAAAAAAAAAAAAk2JjAAAAAAAJl%2FR6n3ZbK9D2TOLDs8TAazW86CJHR1T2SXyTmaf%2BrFtbKuwTUU1JS05n3%2BnMNuK8I9jV2z17HFb0d0m",
+        ),
+    ] {
+        assert_eq!(spans(text), [secret], "{text}");
+    }
+    assert_clean(&[
+        "[5min] waiting for the runner",
+        "[93mWARNING[0m the build is slow",
+        "pscp -pw is unsafe, use a key",
+        "plink -pw %PW% ops@host",
+        "WWW-Authenticate: NTLM",
+        "WWW-Authenticate: Negotiate",
+        "the curl call sent AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA%2BAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
+    ]);
+}
