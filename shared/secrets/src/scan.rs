@@ -2936,7 +2936,7 @@ impl<'t> Scan<'t> {
                     let v = value.text(bytes);
                     if !v.contains(&b':')
                         && (value_is_secret(bytes, &value, key, strength, Mode::Prose)
-                            || self.glued_user_password(&value, key, strength))
+                            || self.user_slash_password(&value, key, strength))
                     {
                         self.push(kind, value.start, value.whole_end(bytes));
                     }
@@ -2978,10 +2978,10 @@ impl<'t> Scan<'t> {
         Some((pos, mode))
     }
 
-    /// `PW:admin/Xq9…`, `Password:admin/Xq9…`: a user and its password after a password's word
-    /// glued by a colon, as notes write them; the password after the one slash is judged (a
-    /// path's last segment is a word or a file name, no password).
-    fn glued_user_password(&self, value: &Value, key: &[u8], strength: Strength) -> bool {
+    /// `PW:admin/Xq9…`, `User/Password admin/Xq9…`: a user and its password after a password's
+    /// word, glued by a colon or in prose, as notes write them; the password after the one slash
+    /// is judged (a path's last segment is a word or a file name, no password).
+    fn user_slash_password(&self, value: &Value, key: &[u8], strength: Strength) -> bool {
         let v = value.text(self.bytes);
         let names_password = password_key(key)
             || key.eq_ignore_ascii_case(b"pass")
@@ -3064,7 +3064,12 @@ impl<'t> Scan<'t> {
         if mode == Mode::Prose {
             kind = SecretKind::Prose;
         }
-        if value_is_secret(bytes, &value, key, strength, mode) {
+        if value_is_secret(bytes, &value, key, strength, mode)
+            // (`pwd` in prose is the shell's command more often: `pwd src/app`.)
+            || mode == Mode::Prose
+                && !key.eq_ignore_ascii_case(b"pwd")
+                && self.user_slash_password(&value, key, strength)
+        {
             self.push(kind, value.start, value.whole_end(bytes));
         } else if mode == Mode::Prose
             && value.quoted

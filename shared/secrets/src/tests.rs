@@ -5243,6 +5243,7 @@ fn glued_pairs_short_spellings_and_key_members_are_found() {
     for (text, secret) in [
         ("the box is up, PWD:deploy/9eI7XfsyFs", "deploy/9eI7XfsyFs"),
         ("staging Pass:ops.admin/7fYZUbXe1P", "ops.admin/7fYZUbXe1P"),
+        ("Login/Password ops/ZbvNhlZy7r for the VPN", "ops/ZbvNhlZy7r"),
         ("export APP_PSWRD=ukd5nBUOm2", "ukd5nBUOm2"),
         ("paswd: HOlycjkzX8", "HOlycjkzX8"),
         (
@@ -5260,6 +5261,8 @@ fn glued_pairs_short_spellings_and_key_members_are_found() {
     assert_clean(&[
         "cd there first, pwd:src/components shows where you are",
         "the route is password:reset/confirm",
+        "the password reset/confirm flow is broken",
+        "run pwd src/Components2 first",
         "PSWD_MIN_LENGTH=12",
         "paswd: ${PASWD}",
         "CREATE USER etl IDENTIFIED BY :new_password;",
