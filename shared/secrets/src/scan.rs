@@ -395,20 +395,19 @@ impl<'t> Scan<'t> {
         if !bytes[i..].starts_with(b"kty\"") {
             return;
         }
-        // A key's members are flat: its object runs from the last `{` before to the first `}`
-        // after, with no brace between.
+        // A key's members are flat: its object runs from the last `{` before (or the text's
+        // start, when its members are pasted alone) to the first `}` after, with no brace between.
         let from = i.saturating_sub(4096);
-        let Some(open) = bytes[from..i].iter().rposition(|&b| b == b'{').map(|p| from + p) else {
-            return;
-        };
+        let open = bytes[from..i]
+            .iter()
+            .rposition(|&b| b == b'{')
+            .map_or(from, |p| from + p);
         if bytes[open..i].contains(&b'}') {
             return;
         }
         let to = bytes.len().min(i + 16 * 1024);
-        let Some(close) = bytes[i..to].iter().position(|&b| b == b'}').map(|p| i + p) else {
-            return;
-        };
-        let mut q = open + 1;
+        let close = bytes[i..to].iter().position(|&b| b == b'}').map_or(to, |p| i + p);
+        let mut q = open + usize::from(bytes[open] == b'{');
         while let Some(at) = find_byte(b'"', &bytes[q..close]) {
             let name_start = q + at + 1;
             let Some(len) = find_byte(b'"', &bytes[name_start..close]) else {

@@ -5255,6 +5255,10 @@ fn glued_pairs_short_spellings_and_key_members_are_found() {
             "{\"kty\": \"EC\", \"crv\": \"P-256\", \"d\": \"9xgDE72faowx_scPc1MztFMc5Ep7PUii39nHBMA5peG\"}",
             "9xgDE72faowx_scPc1MztFMc5Ep7PUii39nHBMA5peG",
         ),
+        (
+            "the members I pasted:\n  \"kty\": \"EC\",\n  \"d\": \"fgVFGYLQ535fKd7KXKz8DSzqwNTpWF6W3i_zOX5U5GI\"",
+            "fgVFGYLQ535fKd7KXKz8DSzqwNTpWF6W3i_zOX5U5GI",
+        ),
     ] {
         assert_eq!(spans(text), [secret], "{text}");
     }
