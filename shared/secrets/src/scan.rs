@@ -381,7 +381,39 @@ impl<'t> Scan<'t> {
                 }
             }
             b'k' if prev == b'"' => self.jwk_at(i),
+            b'R' if prev == b'<' => self.rsa_key_value_at(i),
             _ => {}
+        }
+    }
+
+    /// .NET's `RSA.ToXmlString(true)`: the private parameters of an `<RSAKeyValue>` element
+    /// (`<D>`, `<P>`, `<Q>`, `<DP>`, `<DQ>`, `<InverseQ>`), each random base64 text; the public
+    /// `<Modulus>` and `<Exponent>` are not read, nor a text cut short (`6T6DLbUs…`).
+    pub(crate) fn rsa_key_value_at(&mut self, i: usize) {
+        const PRIVATE: &[&[u8]] = &[b"D", b"P", b"Q", b"DP", b"DQ", b"InverseQ"];
+        let bytes = self.bytes;
+        if !bytes[i..].starts_with(b"RSAKeyValue>") {
+            return;
+        }
+        let to = bytes.len().min(i + 16 * 1024);
+        let end = find_ci(&bytes[..to], i, b"</rsakeyvalue>").unwrap_or(to);
+        let mut q = i;
+        while let Some(at) = find_byte(b'<', &bytes[q..end]) {
+            let name_start = q + at + 1;
+            let Some(len) = find_byte(b'>', &bytes[name_start..end]) else {
+                return;
+            };
+            let text = name_start + len + 1;
+            let text_end = find_byte(b'<', &bytes[text..end]).map_or(end, |p| text + p);
+            q = text;
+            if !PRIVATE.contains(&&bytes[name_start..text - 1]) {
+                continue;
+            }
+            let v = &bytes[text..text_end];
+            if v.iter().all(|&b| b64(b)) && looks_random(v, 16) && !crate::rules::filler_like(v) {
+                self.push(SecretKind::PrivateKey, text, text_end);
+            }
+            q = text_end;
         }
     }
 

@@ -5237,7 +5237,8 @@ fn the_quick_rejection_lets_every_other_name_through() {
 /// Shapes of a password's slot the line readers once passed over: a user and its password glued
 /// to a password's word by a colon (`PWD:user/…`), `password` spelt short (`PSWRD`, `paswd`),
 /// Oracle's unquoted `IDENTIFIED BY` inside a host language's string, PowerShell's
-/// `-Param:value`, and a JSON Web Key's private members. Their look-alikes stay clean.
+/// `-Param:value`, and a JSON Web Key's or .NET `<RSAKeyValue>`'s private members. Their
+/// look-alikes stay clean.
 #[test]
 fn glued_pairs_short_spellings_and_key_members_are_found() {
     for (text, secret) in [
@@ -5256,6 +5257,10 @@ fn glued_pairs_short_spellings_and_key_members_are_found() {
             "9xgDE72faowx_scPc1MztFMc5Ep7PUii39nHBMA5peG",
         ),
         (
+            "<RSAKeyValue><Modulus>fR0Y1mKkIHDL6uR9k1O9Nwgd8PF8</Modulus><Exponent>AQAB</Exponent><D>tWq7Vb2mKp9Lx4NcR8sZ3fHj6YdE1gUo</D></RSAKeyValue>",
+            "tWq7Vb2mKp9Lx4NcR8sZ3fHj6YdE1gUo",
+        ),
+        (
             "the members I pasted:\n  \"kty\": \"EC\",\n  \"d\": \"fgVFGYLQ535fKd7KXKz8DSzqwNTpWF6W3i_zOX5U5GI\"",
             "fgVFGYLQ535fKd7KXKz8DSzqwNTpWF6W3i_zOX5U5GI",
         ),
@@ -5272,6 +5277,8 @@ fn glued_pairs_short_spellings_and_key_members_are_found() {
         "CREATE USER etl IDENTIFIED BY :new_password;",
         "the grantees were identified by their badge",
         "New-LocalUser -Name svc -Password:$securePass",
+        "<RSAKeyValue><Modulus>fR0Y1mKkIHDL6uR9k1O9Nwgd8PF8SucGkSHmynpJfNwrOd9iK7rk</Modulus><Exponent>AQAB</Exponent></RSAKeyValue>",
+        "<RSAKeyValue><Modulus>r2Xv9vSG…</Modulus><D>PXFqRIqY…</D></RSAKeyValue>",
         "{\"kty\": \"RSA\", \"e\": \"AQAB\", \"n\": \"fR0Y1mKkIHDL6uR9k1O9Nwgd8PF8SucGkSHmynpJfNwrOd9iK7rk_FcCHMLvvJy-zbgK7iaLrOO7G9qsKnmY6R\"}",
     ]);
 }
