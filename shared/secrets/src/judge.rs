@@ -3485,6 +3485,9 @@ pub(crate) fn is_auth_scheme(v: &[u8]) -> bool {
             | b"hmac"
             | b"otoken"
             | b"sharedaccesssignature"
+            // Windows' challenge-response schemes: the token is the client's answer.
+            | b"ntlm"
+            | b"negotiate"
     )
 }
 

@@ -198,6 +198,16 @@ impl<'t> Scan<'t> {
                 i = end;
                 continue;
             }
+            // A terminal's colour code whose escape byte was lost (`[93m`, `[1;31m`) ends at its
+            // `m`: the word after it starts there (`[93msk-…` is a key after the code).
+            if prev == b'['
+                && b.is_ascii_digit()
+                && let Some(m) = colour_code_end(bytes, i)
+            {
+                prev = b' ';
+                i = m;
+                continue;
+            }
             if !b.is_ascii() {
                 self.names_listed = false;
                 // A line may start with any character (`Émile,…` under a table's header).
@@ -374,7 +384,89 @@ impl<'t> Scan<'t> {
                     self.push(SecretKind::Jwt, i, end);
                 }
             }
+            b'k' if prev == b'"' => self.jwk_at(i),
+            b'R' if prev == b'<' => self.rsa_key_value_at(i),
             _ => {}
+        }
+    }
+
+    /// .NET's `RSA.ToXmlString(true)`: the private parameters of an `<RSAKeyValue>` element
+    /// (`<D>`, `<P>`, `<Q>`, `<DP>`, `<DQ>`, `<InverseQ>`), each random base64 text; the public
+    /// `<Modulus>` and `<Exponent>` are not read, nor a text cut short (`6T6DLbUs…`).
+    pub(crate) fn rsa_key_value_at(&mut self, i: usize) {
+        const PRIVATE: &[&[u8]] = &[b"D", b"P", b"Q", b"DP", b"DQ", b"InverseQ"];
+        let bytes = self.bytes;
+        if !bytes[i..].starts_with(b"RSAKeyValue>") {
+            return;
+        }
+        let to = bytes.len().min(i + 16 * 1024);
+        let end = find_ci(&bytes[..to], i, b"</rsakeyvalue>").unwrap_or(to);
+        let mut q = i;
+        while let Some(at) = find_byte(b'<', &bytes[q..end]) {
+            let name_start = q + at + 1;
+            let Some(len) = find_byte(b'>', &bytes[name_start..end]) else {
+                return;
+            };
+            let text = name_start + len + 1;
+            let text_end = find_byte(b'<', &bytes[text..end]).map_or(end, |p| text + p);
+            q = text;
+            if !PRIVATE.contains(&&bytes[name_start..text - 1]) {
+                continue;
+            }
+            let v = &bytes[text..text_end];
+            if v.iter().all(|&b| b64(b)) && looks_random(v, 16) && !crate::rules::filler_like(v) {
+                self.push(SecretKind::PrivateKey, text, text_end);
+            }
+            q = text_end;
+        }
+    }
+
+    /// A JSON Web Key's private members (RFC 7518: `"d"`, `"p"`, `"q"`, `"dp"`, `"dq"`, `"qi"`),
+    /// in the object whose `"kty"` name starts at `i`: each random base64url value. The public
+    /// members (`"n"`, `"e"`, `"x"`, `"y"`) are not read, nor a symmetric key's `"k"`: the
+    /// one-line `{"kty":"oct","k":…}` is a library example's fixture more often than a secret.
+    pub(crate) fn jwk_at(&mut self, i: usize) {
+        const PRIVATE: &[&[u8]] = &[b"d", b"p", b"q", b"dp", b"dq", b"qi"];
+        let bytes = self.bytes;
+        if !bytes[i..].starts_with(b"kty\"") {
+            return;
+        }
+        // A key's members are flat: its object runs from the last `{` before (or the text's
+        // start, when its members are pasted alone) to the first `}` after, with no brace between.
+        let from = i.saturating_sub(4096);
+        let open = bytes[from..i]
+            .iter()
+            .rposition(|&b| b == b'{')
+            .map_or(from, |p| from + p);
+        if bytes[open..i].contains(&b'}') {
+            return;
+        }
+        let to = bytes.len().min(i + 16 * 1024);
+        let close = bytes[i..to].iter().position(|&b| b == b'}').map_or(to, |p| i + p);
+        let mut q = open + usize::from(bytes[open] == b'{');
+        while let Some(at) = find_byte(b'"', &bytes[q..close]) {
+            let name_start = q + at + 1;
+            let Some(len) = find_byte(b'"', &bytes[name_start..close]) else {
+                return;
+            };
+            let name = &bytes[name_start..name_start + len];
+            q = name_start + len + 1;
+            let colon = skip_space(bytes, q);
+            if !PRIVATE.contains(&name) || bytes.get(colon) != Some(&b':') {
+                continue;
+            }
+            let Some(value) = Value::parse(bytes, skip_space(bytes, colon + 1), Stop::Code) else {
+                continue;
+            };
+            let v = value.text(bytes);
+            if value.quoted
+                && v.iter().all(|&b| b64url(b))
+                && looks_random(v, 16)
+                && !crate::rules::filler_like(v)
+            {
+                self.push(SecretKind::PrivateKey, value.start, value.whole_end(bytes));
+            }
+            q = value.whole_end(bytes).max(q);
         }
     }
 
@@ -540,7 +632,8 @@ impl<'t> Scan<'t> {
     }
 
     /// SQL `IDENTIFIED BY 'password'` (`ALTER USER`, `CREATE USER`, `GRANT`), also with
-    /// `WITH <plugin>` between; `BY PASSWORD '*…'` is a hash, unquoted, and not read.
+    /// `WITH <plugin>` between, and Oracle's unquoted identifier (below); `BY PASSWORD '*…'` is a
+    /// hash, and the word `PASSWORD` no password.
     pub(crate) fn identified_by_at(&mut self, i: usize) {
         let bytes = self.bytes;
         let Some(e) = eat_ci(bytes, i, b"identified ") else {
@@ -560,8 +653,32 @@ impl<'t> Scan<'t> {
         let Some(value) = Value::parse(bytes, skip_blank(bytes, e), Stop::Code) else {
             return;
         };
-        if value.quoted && value_is_secret(bytes, &value, b"password", Strength::Strong, Mode::Literal) {
-            self.push(SecretKind::Assignment, value.start, value.whole_end(bytes));
+        if value.quoted {
+            if value_is_secret(bytes, &value, b"password", Strength::Strong, Mode::Literal) {
+                self.push(SecretKind::Assignment, value.start, value.whole_end(bytes));
+            }
+            return;
+        }
+        // Oracle's password is an identifier, unquoted (`CREATE USER app IDENTIFIED BY Xq9…;`),
+        // also inside a host language's string (`exec("… BY Xq9…");`): a random-looking one
+        // after a statement about a user or role counts, not a sentence's word (`users
+        // identified by email`).
+        let v = value.text(bytes);
+        let end = value.start
+            + v.iter()
+                .position(|&b| matches!(b, b';' | b'"' | b'\'' | b'`' | b')'))
+                .unwrap_or(v.len());
+        let password = Value {
+            end,
+            raw_end: end,
+            span_end: end,
+            ..value
+        };
+        let before = line_before(bytes, i);
+        if (contains_ci(before, b"user ") || contains_ci(before, b"role "))
+            && value_is_secret(bytes, &password, b"password", Strength::Strong, Mode::Prose)
+        {
+            self.push(SecretKind::Assignment, password.start, end);
         }
     }
 
@@ -2358,10 +2475,12 @@ impl<'t> Scan<'t> {
             return;
         }
         // PowerShell's and Windows tools' named parameters (`Connect-VIServer … -Password …`,
-        // `-ClientSecret …`): a value after a blank, judged as prose is (random-looking).
+        // `-ClientSecret …`): a value after a blank, or after PowerShell's colon
+        // (`-Password:…`), judged as prose is (random-looking).
+        // PuTTY's `plink`/`pscp`/`psftp` take theirs as `-pw …`.
         if dashes == 1
-            && name.len() > 2
-            && matches!(bytes.get(kend), Some(b' ' | b'\t'))
+            && (name.len() > 2 || name.eq_ignore_ascii_case(b"pw"))
+            && matches!(bytes.get(kend), Some(b' ' | b'\t' | b':'))
             && secret_word(name).is_some_and(|w| w.strength == Strength::Strong)
         {
             self.assignment_after(i, kend, name, Strength::Strong, SecretKind::CommandLine, false);
@@ -2878,7 +2997,10 @@ impl<'t> Scan<'t> {
                     // mapping: only a random-looking value without further colons counts.
                     let value = Value::parse(bytes, pos, Stop::Code)?;
                     let v = value.text(bytes);
-                    if !v.contains(&b':') && value_is_secret(bytes, &value, key, strength, Mode::Prose) {
+                    if !v.contains(&b':')
+                        && (value_is_secret(bytes, &value, key, strength, Mode::Prose)
+                            || self.user_slash_password(&value, key, strength))
+                    {
                         self.push(kind, value.start, value.whole_end(bytes));
                     }
                     return None;
@@ -2917,6 +3039,35 @@ impl<'t> Scan<'t> {
             None => return None,
         };
         Some((pos, mode))
+    }
+
+    /// `PW:admin/Xq9…`, `User/Password admin/Xq9…`: a user and its password after a password's
+    /// word, glued by a colon or in prose, as notes write them; the password after the one slash
+    /// is judged (a path's last segment is a word or a file name, no password).
+    fn user_slash_password(&self, value: &Value, key: &[u8], strength: Strength) -> bool {
+        let v = value.text(self.bytes);
+        let names_password = password_key(key)
+            || key.eq_ignore_ascii_case(b"pass")
+            || key.len() >= 2 && key[key.len() - 2..].eq_ignore_ascii_case(b"pw");
+        let Some(at) = user_password(v, b'/') else {
+            return false;
+        };
+        let user = &v[..at - 1];
+        if !names_password
+            || strength != Strength::Strong
+            || v[at..].contains(&b'/')
+            || user.is_empty()
+            || !user
+                .iter()
+                .all(|&b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+        {
+            return false;
+        }
+        let password = Value {
+            start: value.start + at,
+            ..*value
+        };
+        value_is_secret(self.bytes, &password, key, strength, Mode::Prose)
     }
 
     /// The value starting at `pos`, read in `mode`, and whether it is the key's secret.
@@ -2976,7 +3127,12 @@ impl<'t> Scan<'t> {
         if mode == Mode::Prose {
             kind = SecretKind::Prose;
         }
-        if value_is_secret(bytes, &value, key, strength, mode) {
+        if value_is_secret(bytes, &value, key, strength, mode)
+            // (`pwd` in prose is the shell's command more often: `pwd src/app`.)
+            || mode == Mode::Prose
+                && !key.eq_ignore_ascii_case(b"pwd")
+                && self.user_slash_password(&value, key, strength)
+        {
             self.push(kind, value.start, value.whole_end(bytes));
         } else if mode == Mode::Prose
             && value.quoted
@@ -4384,4 +4540,11 @@ pub(crate) fn generated_token(t: &[u8]) -> bool {
     } else {
         e >= 3.6 && t.len() >= 24 || hex && t.len() == 32
     }
+}
+
+/// The end of an ANSI colour code's parameters and `m` starting at `i` (`93m`, `1;31m`), when a
+/// letter or digit follows it.
+fn colour_code_end(bytes: &[u8], i: usize) -> Option<usize> {
+    let m = run_end_max(bytes, i, 12, |b| b.is_ascii_digit() || b == b';');
+    (bytes.get(m) == Some(&b'm') && bytes.get(m + 1).is_some_and(u8::is_ascii_alphanumeric)).then_some(m + 1)
 }
