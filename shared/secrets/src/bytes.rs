@@ -26,6 +26,28 @@ pub(crate) fn any_of_two(a: u8, b: u8, hay: &[u8], f: impl FnMut(usize) -> bool)
     memchr::memchr2_iter(a, b, hay).any(f)
 }
 
+/// The first `a` or `b` in `hay`, without the CPU probe (see [`find_byte`]).
+pub(crate) fn find_any_of_two(a: u8, b: u8, hay: &[u8]) -> Option<usize> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if let Some(two) = memchr::arch::x86_64::sse2::memchr::Two::new(a, b) {
+            return two.find(hay);
+        }
+    }
+    memchr::memchr2(a, b, hay)
+}
+
+/// The first of `a`, `b` or `c` in `hay`, without the CPU probe (see [`find_byte`]).
+pub(crate) fn find_any_of_three(a: u8, b: u8, c: u8, hay: &[u8]) -> Option<usize> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if let Some(three) = memchr::arch::x86_64::sse2::memchr::Three::new(a, b, c) {
+            return three.find(hay);
+        }
+    }
+    memchr::memchr3(a, b, c, hay)
+}
+
 /// The first position of `needle` (lowercase ASCII, starting with a non-letter such as `<` or
 /// `-`) at or after `from`, ignoring ASCII case.
 pub(crate) fn find_ci(bytes: &[u8], from: usize, needle: &[u8]) -> Option<usize> {
