@@ -12,8 +12,8 @@ use crate::chars::{
 };
 use crate::commands::{
     CURL, HTTPIE, KEYTOOL, LDAP, LFTP, LOGIN, MONGO, MYSQL, OPENSSL, REDIS, SMB, SQLCMD, SSH_KEYGEN,
-    after_user_flag, colon_fields, compared_word, crypt_byte, env_command_line, netrc_line, next_arg, pgpass,
-    shadow, shell_line,
+    after_user_flag, colon_fields, compared_word, crypt_byte, env_command_line, named_commands, netrc_line,
+    next_arg, pgpass, shadow, shell_line,
 };
 use crate::judge::{
     MAX_SPAN, MAX_VALUE, PASSWORD_KEYS, Stop, Value, all_caps, b64url_json, bare_key_word, basic_filler,
@@ -2567,45 +2567,7 @@ impl<'t> Scan<'t> {
             line_start_of(bytes, i)
         };
         let line = &bytes[start..line_end(bytes, i)];
-        let mut set = 0;
-        for (bit, names) in [
-            (
-                LOGIN,
-                &[
-                    &b"docker login"[..],
-                    b"podman login",
-                    b"buildah login",
-                    b"registry login",
-                    b"nerdctl login",
-                    b"sshpass",
-                ][..],
-            ),
-            (MYSQL, &[&b"mysql"[..], b"mariadb"][..]),
-            (REDIS, &[&b"redis-cli"[..]][..]),
-            (CURL, &[&b"curl"[..]][..]),
-            (MONGO, &[&b"mongosh"[..], b"mongo "][..]),
-            (SQLCMD, &[&b"sqlcmd"[..]][..]),
-            (
-                LDAP,
-                &[
-                    &b"ldapsearch"[..],
-                    b"ldapadd",
-                    b"ldapmodify",
-                    b"ldapdelete",
-                    b"ldappasswd",
-                    b"ldapwhoami",
-                ][..],
-            ),
-            (SMB, &[&b"smbclient"[..]][..]),
-            (LFTP, &[&b"lftp"[..]][..]),
-            (SSH_KEYGEN, &[&b"ssh-keygen"[..]][..]),
-            (OPENSSL, &[&b"openssl"[..]][..]),
-            (KEYTOOL, &[&b"keytool"[..], b"jarsigner"][..]),
-        ] {
-            if names.iter().any(|n| contains_ci(line, n)) {
-                set |= bit;
-            }
-        }
+        let mut set = named_commands(line);
         // httpie's `http`/`https` is a command only where a command starts.
         let t = trim_ascii(line);
         let t = t.strip_prefix(b"$ ").unwrap_or(t);
