@@ -4139,7 +4139,9 @@ pub(crate) const OTHER_NAMES: [&[u8]; 12] = [
 pub(crate) fn other_name(word: &[u8]) -> bool {
     (5..=8).contains(&word.len())
         && may_be_other_name(word)
-        && OTHER_NAMES.contains(&lower(word, &mut [0; 16]))
+        // Compared in place: most words that open as a name does have another length, and the
+        // comparison stops there (folding a copy first cost more than the whole test).
+        && OTHER_NAMES.iter().any(|n| n.eq_ignore_ascii_case(word))
 }
 
 /// Whether `word` opens as one of [`OTHER_NAMES`] does (`ch`, `cl`, `sl`, `ro`, `re`; a test holds
