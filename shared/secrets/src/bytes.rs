@@ -164,11 +164,21 @@ pub(crate) fn eat_ci(bytes: &[u8], pos: usize, lit: &[u8]) -> Option<usize> {
 
 pub(crate) fn contains_ci(hay: &[u8], needle: &[u8]) -> bool {
     let Some(&first) = needle.first() else { return true };
-    let first = first.to_ascii_lowercase();
-    needle.len() <= hay.len()
-        && (0..=hay.len() - needle.len()).any(|k| {
-            hay[k].to_ascii_lowercase() == first && hay[k..k + needle.len()].eq_ignore_ascii_case(needle)
-        })
+    let Some(last) = hay.len().checked_sub(needle.len()) else {
+        return false;
+    };
+    let (lower, upper) = (first.to_ascii_lowercase(), first.to_ascii_uppercase());
+    // The first byte in either case is found by a vectorised search, and the needle compared
+    // only there (lines and values are read for a dozen words each).
+    let mut from = 0;
+    while let Some(p) = find_any_of_two(lower, upper, &hay[from..=last]) {
+        let k = from + p;
+        if hay[k..k + needle.len()].eq_ignore_ascii_case(needle) {
+            return true;
+        }
+        from = k + 1;
+    }
+    false
 }
 
 /// The end of the longest run of `class` bytes from `pos`.
