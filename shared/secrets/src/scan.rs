@@ -98,7 +98,7 @@ pub(crate) struct Scan<'t> {
     /// Where a key starts that may name a secret for [`same_line_tokens`] (its test before
     /// [`names_secret`]), in order, while `names_listed`: that pass then reads these words only.
     pub(crate) name_words: Vec<usize>,
-    /// No key start went unlisted: no non-ASCII byte, no foreign password word.
+    /// No key start went unlisted: no foreign password word.
     pub(crate) names_listed: bool,
 }
 
@@ -195,23 +195,7 @@ impl<'t> Scan<'t> {
                 continue;
             }
             if !b.is_ascii() {
-                self.names_listed = false;
-                // A line may start with any character (`Émile,…` under a table's header).
-                if prev == b'\n' {
-                    self.new_line(i);
-                    if i >= self.covered {
-                        self.line_start(i);
-                    }
-                }
-                if i >= self.covered {
-                    self.password_word_at(i, i);
-                }
-                let (word, len) = match char_at(self.text, i) {
-                    Some(c) => (is_word(c), c.len_utf8()),
-                    None => (false, 1),
-                };
-                prev = if word { NON_ASCII_WORD } else { b' ' };
-                i += len;
+                (prev, i) = self.non_ascii_at(i, prev);
                 continue;
             }
             if prev == b'\n' {
@@ -271,6 +255,49 @@ impl<'t> Scan<'t> {
             prev = b;
             i += 1;
         }
+    }
+
+    /// A character outside ASCII at `i` after `prev` (see [`Scan::run`]): what stands for it as
+    /// the byte before the next, and where the next starts. Out of the scan's loop, which most
+    /// prompts never bring here: its code would crowd the loop's own.
+    #[inline(never)]
+    pub(crate) fn non_ascii_at(&mut self, i: usize, prev: u8) -> (u8, usize) {
+        let bytes = self.bytes;
+        // The same-line pass reads a character of another script as a name's start (`令牌`,
+        // `ключ`) and a word for key whose ASCII head stops here (`clé`): both are listed, so a
+        // prompt with a non-ASCII character is not read twice whole.
+        if foreign_name_at(bytes, i) {
+            self.name_words.push(i);
+        }
+        // (Its head is `cl` or `schl`: five key bytes before are a longer word.)
+        let head = run_back(&bytes[i.saturating_sub(5)..i], is_key_byte);
+        if (1..5).contains(&head) && accented_name(bytes, i - head, i) {
+            self.name_words.push(i - head);
+        }
+        // A line may start with any character (`Émile,…` under a table's header).
+        if prev == b'\n' {
+            self.new_line(i);
+            if i >= self.covered {
+                self.line_start(i);
+            }
+        }
+        if i >= self.covered {
+            self.password_word_at(i, i);
+        }
+        let (word, len) = match char_at(self.text, i) {
+            Some(c) => (is_word(c), c.len_utf8()),
+            None => (false, 1),
+        };
+        let next = i + len;
+        // A word glued after a letter of another script starts no key (`キーtoken`), but the
+        // same-line pass reads it as a word.
+        if word && bytes.get(next).is_some_and(|&c| is_key_byte(c)) {
+            let glued = &bytes[next..run_end_max(bytes, next, 12, is_key_byte)];
+            if may_name_secret(glued) || other_name(glued) {
+                self.name_words.push(next);
+            }
+        }
+        (if word { NON_ASCII_WORD } else { b' ' }, next)
     }
 
     // --- rules anchored at the start of a word -------------------------------------------------
