@@ -35,6 +35,71 @@ pub(crate) const OPENSSL: u16 = 2048;
 
 pub(crate) const KEYTOOL: u16 = 4096;
 
+/// The names of the commands that take a password, each with its bit, as a line names them
+/// (any ASCII case, anywhere on the line); httpie's `http` only where a command starts.
+const COMMAND_NAMES: [(&[u8], u16); 25] = [
+    (b"docker login", LOGIN),
+    (b"podman login", LOGIN),
+    (b"buildah login", LOGIN),
+    (b"registry login", LOGIN),
+    (b"nerdctl login", LOGIN),
+    (b"sshpass", LOGIN),
+    (b"mysql", MYSQL),
+    (b"mariadb", MYSQL),
+    (b"redis-cli", REDIS),
+    (b"curl", CURL),
+    (b"mongosh", MONGO),
+    (b"mongo ", MONGO),
+    (b"sqlcmd", SQLCMD),
+    (b"ldapsearch", LDAP),
+    (b"ldapadd", LDAP),
+    (b"ldapmodify", LDAP),
+    (b"ldapdelete", LDAP),
+    (b"ldappasswd", LDAP),
+    (b"ldapwhoami", LDAP),
+    (b"smbclient", SMB),
+    (b"lftp", LFTP),
+    (b"ssh-keygen", SSH_KEYGEN),
+    (b"openssl", OPENSSL),
+    (b"keytool", KEYTOOL),
+    (b"jarsigner", KEYTOOL),
+];
+
+/// For each byte, the [`COMMAND_NAMES`] that have it first (`[0]`) or second (`[1]`), either
+/// ASCII case, as bit sets.
+static COMMAND_HEADS: [[u32; 256]; 2] = {
+    let mut t = [[0u32; 256]; 2];
+    let mut k = 0;
+    while k < COMMAND_NAMES.len() {
+        let mut j = 0;
+        while j < 2 {
+            let b = COMMAND_NAMES[k].0[j];
+            t[j][b.to_ascii_lowercase() as usize] |= 1 << k;
+            t[j][b.to_ascii_uppercase() as usize] |= 1 << k;
+            j += 1;
+        }
+        k += 1;
+    }
+    t
+};
+
+/// The bits of the [`COMMAND_NAMES`] that `line` holds. One pass: two lookups rule out most
+/// positions, where a search for each name would read the whole line 25 times.
+pub(crate) fn named_commands(line: &[u8]) -> u16 {
+    let mut set = 0;
+    for k in 0..line.len().saturating_sub(1) {
+        let mut mask = COMMAND_HEADS[0][usize::from(line[k])] & COMMAND_HEADS[1][usize::from(line[k + 1])];
+        while mask != 0 {
+            let (name, bit) = COMMAND_NAMES[mask.trailing_zeros() as usize];
+            mask &= mask - 1;
+            if line[k..].len() >= name.len() && line[k..k + name.len()].eq_ignore_ascii_case(name) {
+                set |= bit;
+            }
+        }
+    }
+    set
+}
+
 /// Whether the argument before the flag at `i` is a user's (`-u NAME -p …`, `--user NAME -p …`,
 /// `-l NAME -p …`): then `-p` is that user's password on any command (`psexec`, `mysql`, …).
 pub(crate) fn after_user_flag(bytes: &[u8], i: usize) -> bool {

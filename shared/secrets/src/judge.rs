@@ -3165,11 +3165,9 @@ pub(crate) fn stand_in_words(part: &[u8], markers: &Words, fillers: &Words) -> O
     for k in 0..part.len() {
         let Some(seen) = reach[k] else { continue };
         for (list, marker) in [(markers, true), (fillers, false)] {
-            for w in list.iter() {
-                if eat_ci(part, k, w).is_some() {
-                    let e = k + w.len();
-                    reach[e] = Some(reach[e].unwrap_or(false) | seen | marker);
-                }
+            for len in list.lengths_at(part, k) {
+                let e = k + len;
+                reach[e] = Some(reach[e].unwrap_or(false) | seen | marker);
             }
         }
     }

@@ -1,7 +1,7 @@
 //! The layout a prompt's text is written in, read before the scan: quoted replies, diffs, gutters,
 //! file locations, JSON and HTML escapes. It maps offsets back and must never drop or reorder a byte.
 
-use crate::bytes::{any_of_two, find_byte, run_end, run_end_max};
+use crate::bytes::{any_of_two, find_any_of_three, find_any_of_two, find_byte, run_end, run_end_max};
 
 /// `text` with the layout that opens its lines read as blanks: the `>` markers of quoted lines
 /// (an e-mail reply's, Markdown's, a REPL's `>>>`), a unified diff's first column inside a hunk
@@ -94,7 +94,12 @@ pub(crate) fn unescaped(text: &str) -> Option<(String, Vec<usize>)> {
     let (mut open, mut escape, mut document, mut k) = (None, false, false, 0);
     // The escaped quotes of the open string, and whether one opened a word (after no letter).
     let (mut quotes, mut words) = (0usize, false);
-    while k < bytes.len() {
+    // Only a backslash, a quote or a line break changes what is known: the bytes between are
+    // passed over by a vectorised search.
+    while k < bytes.len()
+        && let Some(n) = find_any_of_three(b'\\', b'"', b'\n', &bytes[k..])
+    {
+        k += n;
         match bytes[k] {
             b'\\' if open.is_some() => {
                 escape = true;
@@ -145,19 +150,29 @@ pub(crate) fn unescaped(text: &str) -> Option<(String, Vec<usize>)> {
     let (mut element, mut quoted, mut seen) = (0usize, false, 0);
     let mut k = 0;
     while k < bytes.len() {
-        for &b in &plain[seen..] {
-            match b {
-                b'"' => quoted = !quoted,
-                b'\n' => quoted = false,
-                _ => {}
-            }
-        }
-        seen = plain.len();
         while string.next_if(|&&(_, close, _)| close < k).is_some() {}
         let (inside, quote, document) = match string.peek() {
             Some(&&(o, c, doc)) if o <= k && k <= c => (o < k && k < c, doc && (k == o || k == c), doc),
             _ => (false, false, false),
         };
+        // A run that holds no string's quote, no backslash and no markup is copied as it is, at
+        // once (most of a text): only those bytes are read one by one below.
+        let next = string
+            .peek()
+            .map_or(bytes.len(), |&&(o, c, _)| if k <= o { o } else { c });
+        let run = match (inside, html) {
+            (true, true) => find_any_of_three(b'\\', b'&', b'<', &bytes[k..next]),
+            (true, false) => find_byte(b'\\', &bytes[k..next]),
+            (false, true) => find_any_of_two(b'&', b'<', &bytes[k..next]),
+            (false, false) => None,
+        };
+        let run = run.unwrap_or(next - k);
+        if run > 0 {
+            plain.extend_from_slice(&bytes[k..k + run]);
+            at.extend(k..k + run);
+            k += run;
+            continue;
+        }
         if quote {
             plain.push(b'\n');
             at.push(k);
@@ -165,6 +180,16 @@ pub(crate) fn unescaped(text: &str) -> Option<(String, Vec<usize>)> {
             continue;
         }
         if html && let Some((b, len)) = html_markup(bytes, k) {
+            // Whether the text read on this line is inside quotes, brought up to date here, the
+            // one place it is read.
+            for &b in &plain[seen..] {
+                match b {
+                    b'"' => quoted = !quoted,
+                    b'\n' => quoted = false,
+                    _ => {}
+                }
+            }
+            seen = plain.len();
             let tag = bytes[k] == b'<';
             let close = bytes.get(k + 1) == Some(&b'/');
             let name = &bytes[k + 1 + usize::from(close)..k + len];

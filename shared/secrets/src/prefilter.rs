@@ -32,8 +32,9 @@ fn quad_hash(q: [u8; 4]) -> usize {
     (w.wrapping_mul(0x9e37_79b1) >> 17) as usize
 }
 
-/// Whether a keyword rule's word may start at `j` of `key` and end inside it.
-#[inline]
+/// Whether a keyword rule's word may start at `j` of `key` and end inside it. (Inlined: it is
+/// tested at most word starts, where a call costs a third of the test.)
+#[inline(always)]
 fn keyword_may_start(key: &[u8], j: usize) -> bool {
     if let Some(&[a, b, c, d]) = key.get(j..j + 4) {
         let h = quad_hash([a, b, c, d]);

@@ -12,8 +12,8 @@ use crate::chars::{
 };
 use crate::commands::{
     CURL, HTTPIE, KEYTOOL, LDAP, LFTP, LOGIN, MONGO, MYSQL, OPENSSL, Printed, REDIS, SMB, SQLCMD, SSH_KEYGEN,
-    after_user_flag, colon_fields, compared_word, crypt_byte, env_command_line, netrc_line, next_arg, pgpass,
-    secret_printer, shadow, shell_line,
+    after_user_flag, colon_fields, compared_word, crypt_byte, env_command_line, named_commands, netrc_line,
+    next_arg, pgpass, secret_printer, shadow, shell_line,
 };
 use crate::judge::{
     MAX_SPAN, MAX_VALUE, PASSWORD_KEYS, Stop, Value, all_caps, b64url_json, bare_key_word, basic_filler,
@@ -98,7 +98,7 @@ pub(crate) struct Scan<'t> {
     /// Where a key starts that may name a secret for [`same_line_tokens`] (its test before
     /// [`names_secret`]), in order, while `names_listed`: that pass then reads these words only.
     pub(crate) name_words: Vec<usize>,
-    /// No key start went unlisted: no non-ASCII byte, no foreign password word.
+    /// No key start went unlisted: no foreign password word.
     pub(crate) names_listed: bool,
     /// Under a command that prints a stored secret: where the next line starts, how the secret
     /// is printed and how many more lines a JSON document's `"value"` is looked for in.
@@ -209,23 +209,7 @@ impl<'t> Scan<'t> {
                 continue;
             }
             if !b.is_ascii() {
-                self.names_listed = false;
-                // A line may start with any character (`Émile,…` under a table's header).
-                if prev == b'\n' {
-                    self.new_line(i);
-                    if i >= self.covered {
-                        self.line_start(i);
-                    }
-                }
-                if i >= self.covered {
-                    self.password_word_at(i, i);
-                }
-                let (word, len) = match char_at(self.text, i) {
-                    Some(c) => (is_word(c), c.len_utf8()),
-                    None => (false, 1),
-                };
-                prev = if word { NON_ASCII_WORD } else { b' ' };
-                i += len;
+                (prev, i) = self.non_ascii_at(i, prev);
                 continue;
             }
             if prev == b'\n' {
@@ -285,6 +269,49 @@ impl<'t> Scan<'t> {
             prev = b;
             i += 1;
         }
+    }
+
+    /// A character outside ASCII at `i` after `prev` (see [`Scan::run`]): what stands for it as
+    /// the byte before the next, and where the next starts. Out of the scan's loop, which most
+    /// prompts never bring here: its code would crowd the loop's own.
+    #[inline(never)]
+    pub(crate) fn non_ascii_at(&mut self, i: usize, prev: u8) -> (u8, usize) {
+        let bytes = self.bytes;
+        // The same-line pass reads a character of another script as a name's start (`令牌`,
+        // `ключ`) and a word for key whose ASCII head stops here (`clé`): both are listed, so a
+        // prompt with a non-ASCII character is not read twice whole.
+        if foreign_name_at(bytes, i) {
+            self.name_words.push(i);
+        }
+        // (Its head is `cl` or `schl`: five key bytes before are a longer word.)
+        let head = run_back(&bytes[i.saturating_sub(5)..i], is_key_byte);
+        if (1..5).contains(&head) && accented_name(bytes, i - head, i) {
+            self.name_words.push(i - head);
+        }
+        // A line may start with any character (`Émile,…` under a table's header).
+        if prev == b'\n' {
+            self.new_line(i);
+            if i >= self.covered {
+                self.line_start(i);
+            }
+        }
+        if i >= self.covered {
+            self.password_word_at(i, i);
+        }
+        let (word, len) = match char_at(self.text, i) {
+            Some(c) => (is_word(c), c.len_utf8()),
+            None => (false, 1),
+        };
+        let next = i + len;
+        // A word glued after a letter of another script starts no key (`キーtoken`), but the
+        // same-line pass reads it as a word.
+        if word && bytes.get(next).is_some_and(|&c| is_key_byte(c)) {
+            let glued = &bytes[next..run_end_max(bytes, next, 12, is_key_byte)];
+            if may_name_secret(glued) || other_name(glued) {
+                self.name_words.push(next);
+            }
+        }
+        (if word { NON_ASCII_WORD } else { b' ' }, next)
     }
 
     // --- rules anchored at the start of a word -------------------------------------------------
@@ -2718,45 +2745,7 @@ impl<'t> Scan<'t> {
             line_start_of(bytes, i)
         };
         let line = &bytes[start..line_end(bytes, i)];
-        let mut set = 0;
-        for (bit, names) in [
-            (
-                LOGIN,
-                &[
-                    &b"docker login"[..],
-                    b"podman login",
-                    b"buildah login",
-                    b"registry login",
-                    b"nerdctl login",
-                    b"sshpass",
-                ][..],
-            ),
-            (MYSQL, &[&b"mysql"[..], b"mariadb"][..]),
-            (REDIS, &[&b"redis-cli"[..]][..]),
-            (CURL, &[&b"curl"[..]][..]),
-            (MONGO, &[&b"mongosh"[..], b"mongo "][..]),
-            (SQLCMD, &[&b"sqlcmd"[..]][..]),
-            (
-                LDAP,
-                &[
-                    &b"ldapsearch"[..],
-                    b"ldapadd",
-                    b"ldapmodify",
-                    b"ldapdelete",
-                    b"ldappasswd",
-                    b"ldapwhoami",
-                ][..],
-            ),
-            (SMB, &[&b"smbclient"[..]][..]),
-            (LFTP, &[&b"lftp"[..]][..]),
-            (SSH_KEYGEN, &[&b"ssh-keygen"[..]][..]),
-            (OPENSSL, &[&b"openssl"[..]][..]),
-            (KEYTOOL, &[&b"keytool"[..], b"jarsigner"][..]),
-        ] {
-            if names.iter().any(|n| contains_ci(line, n)) {
-                set |= bit;
-            }
-        }
+        let mut set = named_commands(line);
         // httpie's `http`/`https` is a command only where a command starts.
         let t = trim_ascii(line);
         let t = t.strip_prefix(b"$ ").unwrap_or(t);
@@ -4424,7 +4413,9 @@ pub(crate) const OTHER_NAMES: [&[u8]; 12] = [
 pub(crate) fn other_name(word: &[u8]) -> bool {
     (5..=8).contains(&word.len())
         && may_be_other_name(word)
-        && OTHER_NAMES.contains(&lower(word, &mut [0; 16]))
+        // Compared in place: most words that open as a name does have another length, and the
+        // comparison stops there (folding a copy first cost more than the whole test).
+        && OTHER_NAMES.iter().any(|n| n.eq_ignore_ascii_case(word))
 }
 
 /// Whether `word` opens as one of [`OTHER_NAMES`] does (`ch`, `cl`, `sl`, `ro`, `re`; a test holds

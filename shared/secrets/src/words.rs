@@ -305,6 +305,21 @@ impl Words {
             .iter()
             .map(move |&(start, len)| &text[usize::from(start)..usize::from(start) + usize::from(len)])
     }
+
+    /// The lengths of the words `hay` holds at `k`, any ASCII case, in order. Each word's first
+    /// byte is compared before the word is cut from the list: most words differ there, and the
+    /// lookups of long lists (qualifiers, stand-ins) cost half as much.
+    pub(crate) fn lengths_at<'h>(&self, hay: &'h [u8], k: usize) -> impl Iterator<Item = usize> + 'h {
+        let text = self.text;
+        let first = hay.get(k).map(u8::to_ascii_lowercase);
+        self.at.iter().filter_map(move |&(start, len)| {
+            let (start, len) = (usize::from(start), usize::from(len));
+            (Some(text[start].to_ascii_lowercase()) == first
+                && hay.len() - k >= len
+                && hay[k..k + len].eq_ignore_ascii_case(&text[start..start + len]))
+            .then_some(len)
+        })
+    }
 }
 
 /// How many words a space-separated list holds.
@@ -696,9 +711,7 @@ pub(crate) fn foreign_qualified(tail: &[u8]) -> bool {
 /// Whether the part of a key after its secret word starts with a qualifier (`_count`, `File`).
 pub(crate) fn qualified_after(tail: &[u8]) -> bool {
     let tail = &tail[run_end(tail, 0, |b| matches!(b, b'_' | b'-' | b'.'))..];
-    QUALIFIERS
-        .iter()
-        .any(|q| tail.len() >= q.len() && tail[..q.len()].eq_ignore_ascii_case(q))
+    QUALIFIERS.lengths_at(tail, 0).next().is_some()
 }
 
 /// Whether the key's last word, words after its secret word, says what the value is about the
