@@ -63,7 +63,29 @@ pub(crate) fn dequoted(text: &str) -> Option<String> {
         }
         line = end + 1;
     }
+    // A terminal's colour code whose escape byte was lost (`[93m`, `[1;31m`) is layout: the word
+    // glued after it starts there (`[93msk-…` is a key after the code). Found by one search for
+    // `[`, not in the scan's loop.
+    let mut k = 0;
+    while let Some(p) = find_byte(b'[', &bytes[k..]) {
+        let open = k + p;
+        k = open + 1;
+        if let Some(m) = colour_code_end(bytes, k) {
+            let o = out.get_or_insert_with(|| bytes.to_vec());
+            o[open..m].fill(b' ');
+            k = m;
+        }
+    }
     out.and_then(|o| String::from_utf8(o).ok())
+}
+
+/// The end of an ANSI colour code's parameters and `m` starting at `i` (`93m`, `1;31m`), when a
+/// letter or digit follows it.
+fn colour_code_end(bytes: &[u8], i: usize) -> Option<usize> {
+    let m = run_end_max(bytes, i, 12, |b| b.is_ascii_digit() || b == b';');
+    let params = m > i && bytes[i].is_ascii_digit();
+    (params && bytes.get(m) == Some(&b'm') && bytes.get(m + 1).is_some_and(u8::is_ascii_alphanumeric))
+        .then_some(m + 1)
 }
 
 /// `text` with the escapes inside its double-quoted strings decoded as JSON's (`\n`, `\r`, `\t`,

@@ -198,16 +198,6 @@ impl<'t> Scan<'t> {
                 i = end;
                 continue;
             }
-            // A terminal's colour code whose escape byte was lost (`[93m`, `[1;31m`) ends at its
-            // `m`: the word after it starts there (`[93msk-…` is a key after the code).
-            if prev == b'['
-                && b.is_ascii_digit()
-                && let Some(m) = colour_code_end(bytes, i)
-            {
-                prev = b' ';
-                i = m;
-                continue;
-            }
             if !b.is_ascii() {
                 (prev, i) = self.non_ascii_at(i, prev);
                 continue;
@@ -4531,11 +4521,4 @@ pub(crate) fn generated_token(t: &[u8]) -> bool {
     } else {
         e >= 3.6 && t.len() >= 24 || hex && t.len() == 32
     }
-}
-
-/// The end of an ANSI colour code's parameters and `m` starting at `i` (`93m`, `1;31m`), when a
-/// letter or digit follows it.
-fn colour_code_end(bytes: &[u8], i: usize) -> Option<usize> {
-    let m = run_end_max(bytes, i, 12, |b| b.is_ascii_digit() || b == b';');
-    (bytes.get(m) == Some(&b'm') && bytes.get(m + 1).is_some_and(u8::is_ascii_alphanumeric)).then_some(m + 1)
 }
