@@ -26,6 +26,28 @@ pub(crate) fn any_of_two(a: u8, b: u8, hay: &[u8], f: impl FnMut(usize) -> bool)
     memchr::memchr2_iter(a, b, hay).any(f)
 }
 
+/// The first `a` or `b` in `hay`, without the CPU probe (see [`find_byte`]).
+pub(crate) fn find_any_of_two(a: u8, b: u8, hay: &[u8]) -> Option<usize> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if let Some(two) = memchr::arch::x86_64::sse2::memchr::Two::new(a, b) {
+            return two.find(hay);
+        }
+    }
+    memchr::memchr2(a, b, hay)
+}
+
+/// The first of `a`, `b` or `c` in `hay`, without the CPU probe (see [`find_byte`]).
+pub(crate) fn find_any_of_three(a: u8, b: u8, c: u8, hay: &[u8]) -> Option<usize> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if let Some(three) = memchr::arch::x86_64::sse2::memchr::Three::new(a, b, c) {
+            return three.find(hay);
+        }
+    }
+    memchr::memchr3(a, b, c, hay)
+}
+
 /// The first position of `needle` (lowercase ASCII, starting with a non-letter such as `<` or
 /// `-`) at or after `from`, ignoring ASCII case.
 pub(crate) fn find_ci(bytes: &[u8], from: usize, needle: &[u8]) -> Option<usize> {
@@ -142,11 +164,21 @@ pub(crate) fn eat_ci(bytes: &[u8], pos: usize, lit: &[u8]) -> Option<usize> {
 
 pub(crate) fn contains_ci(hay: &[u8], needle: &[u8]) -> bool {
     let Some(&first) = needle.first() else { return true };
-    let first = first.to_ascii_lowercase();
-    needle.len() <= hay.len()
-        && (0..=hay.len() - needle.len()).any(|k| {
-            hay[k].to_ascii_lowercase() == first && hay[k..k + needle.len()].eq_ignore_ascii_case(needle)
-        })
+    let Some(last) = hay.len().checked_sub(needle.len()) else {
+        return false;
+    };
+    let (lower, upper) = (first.to_ascii_lowercase(), first.to_ascii_uppercase());
+    // The first byte in either case is found by a vectorised search, and the needle compared
+    // only there (lines and values are read for a dozen words each).
+    let mut from = 0;
+    while let Some(p) = find_any_of_two(lower, upper, &hay[from..=last]) {
+        let k = from + p;
+        if hay[k..k + needle.len()].eq_ignore_ascii_case(needle) {
+            return true;
+        }
+        from = k + 1;
+    }
+    false
 }
 
 /// The end of the longest run of `class` bytes from `pos`.

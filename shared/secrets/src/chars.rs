@@ -442,8 +442,12 @@ pub(crate) fn filler_run(v: &[u8]) -> bool {
             let head = &v[..k + 2 - run];
             let end = run_end(v, k + 2, |b| b == w[0]);
             let tail = &v[end..];
+            // Its `+`, `/` and `=` may be URL-encoded (`%2B`): a Twitter bearer token's tail.
             return !(random(head)
-                || tail.iter().all(|&b| b64url(b) || matches!(b, b'+' | b'/' | b'=')) && random(tail));
+                || tail
+                    .iter()
+                    .all(|&b| b64url(b) || matches!(b, b'+' | b'/' | b'=' | b'%'))
+                    && random(tail));
         }
     }
     false

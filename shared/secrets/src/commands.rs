@@ -3,6 +3,7 @@
 
 use crate::bytes::{contains_ci, line_before, skip_blank, trim_ascii};
 use crate::judge::{Stop, Value, is_placeholder, numeric_like, password_key, quoted_word};
+use crate::words::Strength;
 
 /// Commands whose short flag takes a password (`-p`: logins, `sshpass` and mongo, glued for
 /// `mysql`; `-P`: `sqlcmd`, `ssh-keygen`; `-N`: `ssh-keygen`; `-k`: `openssl`; `-w`: ldap tools;
@@ -33,6 +34,71 @@ pub(crate) const SSH_KEYGEN: u16 = 1024;
 pub(crate) const OPENSSL: u16 = 2048;
 
 pub(crate) const KEYTOOL: u16 = 4096;
+
+/// The names of the commands that take a password, each with its bit, as a line names them
+/// (any ASCII case, anywhere on the line); httpie's `http` only where a command starts.
+const COMMAND_NAMES: [(&[u8], u16); 25] = [
+    (b"docker login", LOGIN),
+    (b"podman login", LOGIN),
+    (b"buildah login", LOGIN),
+    (b"registry login", LOGIN),
+    (b"nerdctl login", LOGIN),
+    (b"sshpass", LOGIN),
+    (b"mysql", MYSQL),
+    (b"mariadb", MYSQL),
+    (b"redis-cli", REDIS),
+    (b"curl", CURL),
+    (b"mongosh", MONGO),
+    (b"mongo ", MONGO),
+    (b"sqlcmd", SQLCMD),
+    (b"ldapsearch", LDAP),
+    (b"ldapadd", LDAP),
+    (b"ldapmodify", LDAP),
+    (b"ldapdelete", LDAP),
+    (b"ldappasswd", LDAP),
+    (b"ldapwhoami", LDAP),
+    (b"smbclient", SMB),
+    (b"lftp", LFTP),
+    (b"ssh-keygen", SSH_KEYGEN),
+    (b"openssl", OPENSSL),
+    (b"keytool", KEYTOOL),
+    (b"jarsigner", KEYTOOL),
+];
+
+/// For each byte, the [`COMMAND_NAMES`] that have it first (`[0]`) or second (`[1]`), either
+/// ASCII case, as bit sets.
+static COMMAND_HEADS: [[u32; 256]; 2] = {
+    let mut t = [[0u32; 256]; 2];
+    let mut k = 0;
+    while k < COMMAND_NAMES.len() {
+        let mut j = 0;
+        while j < 2 {
+            let b = COMMAND_NAMES[k].0[j];
+            t[j][b.to_ascii_lowercase() as usize] |= 1 << k;
+            t[j][b.to_ascii_uppercase() as usize] |= 1 << k;
+            j += 1;
+        }
+        k += 1;
+    }
+    t
+};
+
+/// The bits of the [`COMMAND_NAMES`] that `line` holds. One pass: two lookups rule out most
+/// positions, where a search for each name would read the whole line 25 times.
+pub(crate) fn named_commands(line: &[u8]) -> u16 {
+    let mut set = 0;
+    for k in 0..line.len().saturating_sub(1) {
+        let mut mask = COMMAND_HEADS[0][usize::from(line[k])] & COMMAND_HEADS[1][usize::from(line[k + 1])];
+        while mask != 0 {
+            let (name, bit) = COMMAND_NAMES[mask.trailing_zeros() as usize];
+            mask &= mask - 1;
+            if line[k..].len() >= name.len() && line[k..k + name.len()].eq_ignore_ascii_case(name) {
+                set |= bit;
+            }
+        }
+    }
+    set
+}
 
 /// Whether the argument before the flag at `i` is a user's (`-u NAME -p …`, `--user NAME -p …`,
 /// `-l NAME -p …`): then `-p` is that user's password on any command (`psexec`, `mysql`, …).
@@ -211,4 +277,210 @@ pub(crate) fn shadow(bytes: &[u8], fields: &[(usize, usize); 9]) -> Option<(usiz
 /// A byte of a crypt hash or its parameters (`./0-9A-Za-z`, argon2's base64 and `m=…,t=…`).
 pub(crate) fn crypt_byte(b: u8) -> bool {
     b.is_ascii_alphanumeric() || matches!(b, b'.' | b'/' | b'+' | b'=' | b',')
+}
+
+/// How a command that reads a stored secret prints it.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Printed {
+    /// Alone on the next line (`vault kv get -field=password …`, `op read …`).
+    Line,
+    /// As the `"value"` (or `"Value"`) member of the JSON document that follows.
+    JsonValue,
+}
+
+/// Commands that print a stored secret as plain text: the command's words, the flags of which
+/// the line must hold one (none: the command always prints it), how it is printed, and whether
+/// what it prints is always a secret (a password store, a secret manager's secret) rather than
+/// the entry or field the line names (`op read op://vault/db/username`, `{.data.host}`).
+/// The first entry whose command and flag the line holds decides.
+/// A command that prints a stored secret (see [`PRINTERS`]).
+struct Printer {
+    command: &'static [u8],
+    flags: &'static [&'static [u8]],
+    printed: Printed,
+    always: bool,
+}
+
+const fn printer(
+    command: &'static [u8],
+    flags: &'static [&'static [u8]],
+    printed: Printed,
+    always: bool,
+) -> Printer {
+    Printer {
+        command,
+        flags,
+        printed,
+        always,
+    }
+}
+
+const PRINTERS: &[Printer] = &[
+    printer(b"vault kv get", &[b"-field"], Printed::Line, false),
+    printer(b"vault read", &[b"-field"], Printed::Line, false),
+    printer(b"gcloud secrets versions access", &[], Printed::Line, true),
+    printer(b"op read", &[], Printed::Line, false),
+    printer(b"op item get", &[b"--reveal"], Printed::Line, false),
+    printer(
+        b"kubectl get secret",
+        &[b"base64 -d", b"base64 --decode", b"base64 -D"],
+        Printed::Line,
+        false,
+    ),
+    printer(b"security find-generic-password", &[b" -w"], Printed::Line, true),
+    printer(b"security find-internet-password", &[b" -w"], Printed::Line, true),
+    printer(b"Get-Secret", &[b"-AsPlainText"], Printed::Line, true),
+    printer(b"pass show", &[], Printed::Line, true),
+    printer(b"gopass show", &[], Printed::Line, true),
+    printer(b"doppler secrets get", &[b"--plain"], Printed::Line, false),
+    printer(b"infisical secrets get", &[b"--plain"], Printed::Line, false),
+    printer(b"bw get password", &[], Printed::Line, true),
+    printer(b"heroku config:get", &[], Printed::Line, false),
+    printer(b"credstash get", &[], Printed::Line, true),
+    printer(b"az keyvault secret show", &[b"tsv"], Printed::Line, true),
+    printer(b"az keyvault secret show", &[], Printed::JsonValue, true),
+    printer(
+        b"aws ssm get-parameter",
+        &[b"--with-decryption"],
+        Printed::JsonValue,
+        true,
+    ),
+    printer(
+        b"aws secretsmanager get-secret-value",
+        &[b"--output text"],
+        Printed::Line,
+        true,
+    ),
+];
+
+/// The first words of [`PRINTERS`]: a line is measured only when its command is one of them.
+const PRINTER_WORDS: &[&[u8]] = &[
+    b"vault",
+    b"gcloud",
+    b"op",
+    b"kubectl",
+    b"security",
+    b"Get-Secret",
+    b"pass",
+    b"gopass",
+    b"doppler",
+    b"infisical",
+    b"bw",
+    b"heroku",
+    b"credstash",
+    b"az",
+    b"aws",
+];
+
+/// Whether the line starting at `s` (blanks skipped) runs a command that prints a stored secret,
+/// how it prints it and how strongly the line says it is one: a password's when the command
+/// always prints a secret or the line names one (`-field=password`, `{.data.api_token}`), else
+/// only a generated value counts. The command starts the line or follows a shell's prompt (`$ `,
+/// `% `, `> `, `# `, `dev@box:~/app$ `, `PS C:\app> `).
+pub(crate) fn secret_printer(bytes: &[u8], s: usize) -> Option<(Printed, Strength)> {
+    // Every line comes here: its first byte rules most out (a capital starts a sentence; a
+    // prompt's user or a command starts lowercase).
+    let opens = |b: u8| b.is_ascii_lowercase() || matches!(b, b'$' | b'%' | b'>' | b'#' | b'G');
+    if !bytes.get(s).is_some_and(|&b| opens(b)) && !bytes[s..].starts_with(b"PS ") {
+        return None;
+    }
+    let word_end = |from: usize| {
+        from + bytes[from..]
+            .iter()
+            .take(64)
+            .take_while(|&&b| b != b' ' && b != b'\n')
+            .count()
+    };
+    let e = word_end(s);
+    let first = &bytes[s..e];
+    let (c, e) = match first.last() {
+        Some(b'$' | b'%' | b'>' | b'#') if bytes.get(e) == Some(&b' ') => {
+            let c = skip_blank(bytes, e);
+            (c, word_end(c))
+        }
+        _ if first == b"PS" => {
+            let head = &bytes[e..bytes.len().min(e + 96)];
+            let head = &head[..head.iter().position(|&b| b == b'\n').unwrap_or(head.len())];
+            let k = head.windows(2).position(|w| w == b"> ")?;
+            let c = skip_blank(bytes, e + k + 2);
+            (c, word_end(c))
+        }
+        _ => (s, e),
+    };
+    if !PRINTER_WORDS.contains(&&bytes[c..e]) {
+        return None;
+    }
+    let line = &bytes[c..crate::bytes::line_end(bytes, c)];
+    PRINTERS
+        .iter()
+        .find_map(|p| {
+            let rest = command_words(line, p.command)?;
+            (p.flags.is_empty() || p.flags.iter().any(|f| contains_ci(line, f)))
+                .then_some((rest, p.printed, p.always))
+        })
+        .map(|(rest, printed, always)| {
+            let field = printed_field(rest);
+            let named = [
+                &b"pass"[..],
+                b"pwd",
+                b"secret",
+                b"token",
+                b"key",
+                b"credential",
+                b"auth",
+            ]
+            .iter()
+            .any(|w| contains_ci(field, w));
+            (
+                printed,
+                if always || named {
+                    Strength::Strong
+                } else {
+                    Strength::Weak
+                },
+            )
+        })
+}
+
+/// What follows a command's words `name` in `line`: its first word starts the line and each next
+/// one follows in order as a whole word (options may stand between: `kubectl -n shop get secret`).
+fn command_words<'a>(line: &'a [u8], name: &[u8]) -> Option<&'a [u8]> {
+    let mut words = name.split(|&b| b == b' ');
+    let first = words.next()?;
+    if !line.starts_with(first) {
+        return None;
+    }
+    let ends = |k: usize| line.get(k).is_none_or(|&b| b == b' ' || b == b'\r');
+    let mut at = first.len();
+    for word in words {
+        let k = (at..line.len())
+            .find(|&k| line[k] == b' ' && line[k + 1..].starts_with(word) && ends(k + 1 + word.len()))?;
+        at = k + 1 + word.len();
+    }
+    ends(at).then(|| &line[at..])
+}
+
+/// The name of the field or entry a command's arguments `rest` print: `-field=NAME`, the member
+/// after `.data.`, the last segment of an `op://` reference, else the first argument.
+fn printed_field(rest: &[u8]) -> &[u8] {
+    let name_end = |from: usize| {
+        from + rest[from..]
+            .iter()
+            .take_while(|&&b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
+            .count()
+    };
+    for marker in [&b"-field="[..], b".data."] {
+        if let Some(k) = rest.windows(marker.len()).position(|w| w == marker) {
+            let from = k + marker.len();
+            return &rest[from..name_end(from)];
+        }
+    }
+    let mut args = rest
+        .split(|&b| b == b' ')
+        .filter(|a| !a.is_empty() && !a.starts_with(b"-"));
+    let first = args.next().unwrap_or_default();
+    match first.strip_prefix(b"op://") {
+        Some(reference) => reference.rsplit(|&b| b == b'/').next().unwrap_or_default(),
+        None => first,
+    }
 }

@@ -451,6 +451,9 @@ pub(crate) fn unquoted_end(bytes: &[u8], pos: usize, limit: usize, stop: Stop) -
             // A connection string's field names may hold spaces (`;Max Pool Size=`).
             || next_connection_field(bytes, raw_end)
             || (stop == Stop::Code && b == b',' && next_field(raw_end))
+            // A list of settings on one line (`keys=1842,expires=12`, `a=1,b=2`): the next
+            // setting's lowercase name, not more of the value.
+            || (b == b',' && raw_end > pos && next_setting(bytes, raw_end))
             // JSON's next member or element (`"Token":null,"Scope":…`): a quoted string follows.
             || (stop == Stop::Code && b == b',' && bytes.get(raw_end + 1) == Some(&b'"'))
             || (stop == Stop::Code && matches!(b, b',' | b';') && closes(raw_end))
@@ -466,6 +469,31 @@ pub(crate) fn unquoted_end(bytes: &[u8], pos: usize, limit: usize, stop: Stop) -
         raw_end += 1;
     }
     raw_end
+}
+
+/// Whether a setting's lowercase name (two or more characters) and `=` follow the `,` at `k`.
+pub(crate) fn next_setting(bytes: &[u8], k: usize) -> bool {
+    let name = run_end_max(bytes, k + 1, 64, |c| {
+        c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'_'
+    });
+    bytes.get(k + 1).is_some_and(u8::is_ascii_lowercase) && name > k + 2 && bytes.get(name) == Some(&b'=')
+}
+
+/// Whether a setting's name in one case (`id`, `src`, `DB_PASS`) and its `=` start at `k`, a value
+/// after it: a list of settings, not a value (a base64 value's `=` pads its end).
+pub(crate) fn setting_name_at(bytes: &[u8], k: usize) -> bool {
+    let end = run_end_max(bytes, k, 33, |c| {
+        c.is_ascii_alphanumeric() || matches!(c, b'_' | b'.' | b'-')
+    });
+    let name = &bytes[k..end];
+    let one_case = !name.iter().any(u8::is_ascii_lowercase) || !name.iter().any(u8::is_ascii_uppercase);
+    (1..=32).contains(&name.len())
+        && name[0].is_ascii_alphabetic()
+        && one_case
+        && bytes.get(end) == Some(&b'=')
+        && bytes
+            .get(end + 1)
+            .is_some_and(|&c| c != b'=' && !c.is_ascii_whitespace())
 }
 
 /// Whether a field's name and `=` follow the separator at `k` (`&name=`, `;Name=`, `,name=`).
@@ -3136,11 +3164,9 @@ pub(crate) fn stand_in_words(part: &[u8], markers: &Words, fillers: &Words) -> O
     for k in 0..part.len() {
         let Some(seen) = reach[k] else { continue };
         for (list, marker) in [(markers, true), (fillers, false)] {
-            for w in list.iter() {
-                if eat_ci(part, k, w).is_some() {
-                    let e = k + w.len();
-                    reach[e] = Some(reach[e].unwrap_or(false) | seen | marker);
-                }
+            for len in list.lengths_at(part, k) {
+                let e = k + len;
+                reach[e] = Some(reach[e].unwrap_or(false) | seen | marker);
             }
         }
     }
@@ -3456,6 +3482,9 @@ pub(crate) fn is_auth_scheme(v: &[u8]) -> bool {
             | b"hmac"
             | b"otoken"
             | b"sharedaccesssignature"
+            // Windows' challenge-response schemes: the token is the client's answer.
+            | b"ntlm"
+            | b"negotiate"
     )
 }
 

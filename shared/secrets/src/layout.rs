@@ -1,7 +1,9 @@
 //! The layout a prompt's text is written in, read before the scan: quoted replies, diffs, gutters,
 //! file locations, JSON and HTML escapes. It maps offsets back and must never drop or reorder a byte.
 
-use crate::bytes::{any_of_two, find_byte, find_ci, run_end, run_end_max};
+use crate::bytes::{
+    any_of_two, find_any_of_three, find_any_of_two, find_byte, find_ci, run_end, run_end_max,
+};
 use crate::words::may_hold_secret_word;
 
 /// `text` with the layout that opens its lines read as blanks: the `>` markers of quoted lines
@@ -81,7 +83,29 @@ pub(crate) fn dequoted(text: &str) -> Option<String> {
         }
         line = end + 1;
     }
+    // A terminal's colour code whose escape byte was lost (`[93m`, `[1;31m`) is layout: the word
+    // glued after it starts there (`[93msk-…` is a key after the code). Found by one search for
+    // `[`, not in the scan's loop.
+    let mut k = 0;
+    while let Some(p) = find_byte(b'[', &bytes[k..]) {
+        let open = k + p;
+        k = open + 1;
+        if let Some(m) = colour_code_end(bytes, k) {
+            let o = out.get_or_insert_with(|| bytes.to_vec());
+            o[open..m].fill(b' ');
+            k = m;
+        }
+    }
     out.and_then(|o| String::from_utf8(o).ok())
+}
+
+/// The end of an ANSI colour code's parameters and `m` starting at `i` (`93m`, `1;31m`), when a
+/// letter or digit follows it.
+fn colour_code_end(bytes: &[u8], i: usize) -> Option<usize> {
+    let m = run_end_max(bytes, i, 12, |b| b.is_ascii_digit() || b == b';');
+    let params = m > i && bytes[i].is_ascii_digit();
+    (params && bytes.get(m) == Some(&b'm') && bytes.get(m + 1).is_some_and(u8::is_ascii_alphanumeric))
+        .then_some(m + 1)
 }
 
 /// `text` with the escapes inside its double-quoted strings (and its single-quoted documents)
@@ -129,7 +153,15 @@ pub(crate) fn unescaped(text: &str) -> Option<(String, Vec<usize>)> {
     let (mut quotes, mut words) = (0usize, false);
     // The last double-quoted string closed, `[open, close]`: a member's key when a value follows.
     let mut last = (0, 0);
-    while k < bytes.len() {
+    // Only a quote, and inside a string a backslash or a line break, changes what is known: the
+    // bytes between are passed over by a vectorised search.
+    while k < bytes.len()
+        && let Some(n) = match open {
+            Some((_, q)) => find_any_of_three(b'\\', q, b'\n', &bytes[k..]),
+            None => find_any_of_two(b'"', b'\'', &bytes[k..]),
+        }
+    {
+        k += n;
         match bytes[k] {
             b'\\' if open.is_some() => {
                 escape = true;
@@ -195,16 +227,10 @@ pub(crate) fn unescaped(text: &str) -> Option<(String, Vec<usize>)> {
     // value there (`"Xk9mQ2<i>zLp7vR4"` is one value): how deep the elements nest, whether the
     // text read on this line is inside quotes, and how much of it was read.
     let (mut element, mut quoted, mut seen) = (0usize, false, 0);
+    // Where the open CDATA section ends (`]]>`).
+    let mut cdata_end: Option<usize> = None;
     let mut k = 0;
     while k < bytes.len() {
-        for &b in &plain[seen..] {
-            match b {
-                b'"' => quoted = !quoted,
-                b'\n' => quoted = false,
-                _ => {}
-            }
-        }
-        seen = plain.len();
         while string.next_if(|&&(_, close, _)| close < k).is_some() {}
         let (inside, quote, document) = match string.peek() {
             Some(&&(o, c, doc)) if o <= k && k <= c => (o < k && k < c, doc && (k == o || k == c), doc),
@@ -225,20 +251,57 @@ pub(crate) fn unescaped(text: &str) -> Option<(String, Vec<usize>)> {
             k = next + 1;
             continue;
         }
+        // A run that holds no string's quote, no backslash and no markup is copied as it is, at
+        // once (most of a text): only those bytes are read one by one below.
+        let next = string
+            .peek()
+            .map_or(bytes.len(), |&&(o, c, _)| if k <= o { o } else { c })
+            .min(cdata_end.unwrap_or(usize::MAX));
+        let run = match (inside, html) {
+            (true, true) => find_any_of_three(b'\\', b'&', b'<', &bytes[k..next]),
+            (true, false) => find_byte(b'\\', &bytes[k..next]),
+            (false, true) => find_any_of_two(b'&', b'<', &bytes[k..next]),
+            (false, false) => None,
+        };
+        let run = run.unwrap_or(next - k);
+        if run > 0 {
+            plain.extend_from_slice(&bytes[k..k + run]);
+            at.extend(k..k + run);
+            k += run;
+            continue;
+        }
         if quote {
             plain.push(b'\n');
             at.push(k);
             k += 1;
             continue;
         }
-        // An XML CDATA section's markers are no text: its content is read as its own lines.
-        if html && (bytes[k..].starts_with(CDATA) || bytes[k..].starts_with(b"]]>")) {
+        // An XML CDATA section's markers are no text: its content is read as its own lines (the
+        // runs copied at once stop at its end).
+        if html && cdata_end == Some(k) {
             plain.push(b'\n');
             at.push(k);
-            k += if bytes[k] == b'<' { CDATA.len() } else { 3 };
+            (k, cdata_end) = (k + 3, None);
+            continue;
+        }
+        if html && bytes[k..].starts_with(CDATA) {
+            plain.push(b'\n');
+            at.push(k);
+            k += CDATA.len();
+            cdata_end = find_ci(bytes, k, b"]]>");
             continue;
         }
         if html && let Some((b, len)) = html_markup(bytes, k) {
+            // Whether the text read on this line is inside quotes, brought up to date here, the
+            // one place it is read.
+            for &b in &plain[seen..] {
+                match b {
+                    b'"' => quoted = !quoted,
+                    b'\n' => quoted = false,
+                    _ => {}
+                }
+            }
+            seen = plain.len();
             let tag = bytes[k] == b'<';
             let close = bytes.get(k + 1) == Some(&b'/');
             let name = &bytes[k + 1 + usize::from(close)..k + len];

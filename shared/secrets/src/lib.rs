@@ -12,23 +12,30 @@
 //! source, samples), compiled by `build.rs` into static tables indexed by the prefix's first byte
 //! (see [`VENDORS`] and `src/rules.rs`); adding a provider is one entry there; keyword rules
 //! (`rules/keyword.toml`) name a provider by a word in the key instead. Measured with the `scan`
-//! example on the benchmark's prompt text (release, loaded 2-core machine, p50): 10 KB in 0.042 ms,
-//! 200 KB in 0.83 ms, 15.2 M instructions counted for one 200 KB scan (`scan --once`; 16.9 M before
-//! a word was passed over without the calls of the rules that would do nothing there, 22.7 M before
-//! the quick rejections of `prefilter`, tables compiled from the rule data); 0.12 ms, 2.4
-//! ms and 43.0 M before a plain word was made cheap (the hand-written filter before the rule data:
-//! 0.06 ms, 1.25 ms, 25 M). A plain word is cheap because one pass over a key measures it and what
-//! it holds (separators, dashes, two letters a secret word may start with) and the rules that need
-//! those are not tried; a vendor prefix's first three bytes are a bit filter; a provider's value is
-//! looked for only where 16 value bytes may follow (a blank within them, read as one number, rules
-//! it out); the scan goes on after a word of letters and digits at once, and blanks and punctuation
-//! no rule starts with take one lookup; the pass for tokens on a line about a key reads only the
-//! words the scan listed as possibly naming a secret, unless a key start went unlisted (non-ASCII
-//! text, a foreign word for password). Adversarial repetitions scan in linear time (the tests check the
-//! scaling); nothing is parsed at run time. Every run a rule scans is bounded (a value's head at
-//! 512 bytes, its redacted whole, a table row or a here-document line at 64 KiB), a line's command
-//! words are looked up once per line, and a span already found is not scanned again, so repetitive
-//! prompts stay linear.
+//! example on the benchmark's prompt text (release, loaded 2-core machine, p50): 200 KB in 0.97 ms,
+//! 17.2 M instructions counted inside `findings` for one 200 KB scan (`scan --once`; the rules
+//! grew it from 15.2 M, 16.9 M before a word was passed over without the calls of the rules that
+//! would do nothing there, 22.7 M before the quick rejections of `prefilter`, tables compiled from
+//! the rule data); 0.12 ms, 2.4 ms and 43.0 M before a plain word was made cheap (the
+//! hand-written filter before the rule data: 0.06 ms, 1.25 ms, 25 M). A plain word is cheap
+//! because one pass over a key measures it and what it holds (separators, dashes, two letters a
+//! secret word may start with) and the rules that need those are not tried; a vendor prefix's
+//! first three bytes are a bit filter; a provider's value is looked for only where 16 value bytes
+//! may follow (a blank within them, read as one number, rules it out); the scan goes on after a
+//! word of letters and digits at once, and blanks and punctuation no rule starts with take one
+//! lookup; the pass for tokens on a line about a key reads only the words the scan listed as
+//! possibly naming a secret (at a character outside ASCII too: a word of another script, `clé`, a
+//! word glued after a letter of another script), unless a key start went unlisted (a foreign word
+//! for password); text escaped for JSON or HTML is decoded by copying the runs between quotes,
+//! backslashes and markup whole; a line's password-taking commands are found in one pass over it;
+//! word lists compare each word's first byte before the rest. These took 200 KB of this
+//! repository's Rust sources from 53.1 M to 24.0 M instructions, of its Markdown docs from 62.6 M
+//! to 33.6 M and of the fixtures' ordinary prompts joined from 77.3 M to 50.2 M (the benchmark's
+//! prompt, plain ASCII with no backslash: 17.5 M to 17.2 M). Adversarial repetitions scan in linear
+//! time (the tests check the scaling); nothing is parsed at run time. Every run a rule scans is
+//! bounded (a value's head at 512 bytes, its redacted whole, a table row or a here-document line at
+//! 64 KiB), a line's command words are looked up once per line, and a span already found is not
+//! scanned again, so repetitive prompts stay linear.
 //!
 //! Size: the release profile (root `Cargo.toml`) optimizes the dependencies (TLS, JSON, TOML) for
 //! size (`opt-level = "s"`) and the workspace's crates, this one among them, for speed: every hook

@@ -855,3 +855,64 @@ fn typed_over_tails_quoted_references_and_dashes_are_no_values() {
         "\"Wallet secret\": \"Web3Qm7vR2xK9pLw4TzN8cYd\"",
     ]);
 }
+
+/// A line of settings joined by commas (a server's statistics, metric labels): the next lowercase
+/// `name=` ends the value before it, so a count is judged as a count; a password before such a
+/// setting, or one holding a comma, is still one.
+#[test]
+fn a_line_of_comma_joined_settings_is_no_password() {
+    assert_clean(&[
+        "db3:keys=90210,expires=4,avg_ttl=86400000",
+        "shard stats: tokens=311,evicted=2,hit_ratio=0.97",
+        "cache_keys=7731,misses=19,max_entries=10000",
+    ]);
+    assert_found(&[
+        "db_password=Tq4#vLm9!zR2wQ,retries=3",
+        "password=Tq4#vLm9!zR2,wQp8&xK",
+        "api_token=Qm7vR2xK9pLw4TzN8cYdH3sL,region=eu",
+    ]);
+}
+
+/// What a command that reads a stored secret prints under it: the secret alone on the next line
+/// (a password store, a secret manager, a field the command names as a password) or a JSON
+/// document's `"value"`; a field the command names as something else prints a secret only when
+/// it looks generated, and an error message, a document or the next prompt is no secret.
+#[test]
+fn what_a_secret_reading_command_prints_is_judged_as_its_secret() {
+    assert_found(&[
+        "$ vault kv get -field=db_password kv/shop\nWq7!rT2mZk9Lx",
+        "dev@ci:~/infra$ gcloud secrets versions access 3 --secret=smtp-relay\nVb4#nQ8sLm2Tz",
+        "PS C:\\ops> Get-Secret -Name Smtp -AsPlainText\nVb4#nQ8sLm2Tz",
+        "# bw get password mail.example.org\nVb4#nQ8sLm2Tz",
+        "$ kubectl -n shop get secret api -o jsonpath='{.data.signing_key}' | base64 -d\nVb4#nQ8sLm2Tz",
+        "$ op read op://Ops/smtp/hostname\nq7Wm2XkLr9TzN4vP8cYdH3sLqQ",
+        "$ az keyvault secret show --vault-name ops-kv -n smtp\n{\n  \"attributes\": {},\n  \"value\": \"Vb4#nQ8sLm2Tz\"\n}",
+    ]);
+    assert_clean(&[
+        "$ vault kv get -field=db_user kv/shop\nshop_reporting",
+        "$ op read op://Ops/smtp/hostname\nsmtp-relay.ops.internal",
+        "$ gcloud secrets versions access 3 --secret=smtp-relay\nERROR: (gcloud.secrets.versions.access) PERMISSION_DENIED",
+        "$ gopass show ops/smtp\n$ gopass ls",
+        "$ heroku config:get WEB_CONCURRENCY\n4",
+        "$ az keyvault secret show --vault-name ops-kv -n smtp\n{\n  \"value\": \"${SMTP_PASSWORD}\"\n}",
+        "vault read -field=lease_duration sys/leases\n768h",
+    ]);
+}
+
+/// A secret flag whose value lists settings (BuildKit's `--secret id=…,src=…`) or is a name of
+/// lowercase words (`--secret-id shop/db/primary`) names where the secret is, not the secret; a
+/// password flag's value holding `=`, or a password after `--secret`, is still the password.
+#[test]
+fn a_secret_flag_listing_settings_names_no_secret() {
+    assert_clean(&[
+        "docker buildx build --secret id=pip,src=$HOME/.config/pip/pip.conf -t app .",
+        "podman build --secret=id=gh,env=GH_TOKEN .",
+        "gcloud secrets versions add --secret smtp-relay --data-file=-",
+        "aws secretsmanager describe-secret --secret-id shop/db/primary",
+    ]);
+    assert_found(&[
+        "deploy --password=ab=Wq7rT2mZk9Lx",
+        "deploy --secret=hunter22",
+        "deploy --secret Wq7rT2mZk9Lx,id=x",
+    ]);
+}

@@ -32,8 +32,9 @@ fn quad_hash(q: [u8; 4]) -> usize {
     (w.wrapping_mul(0x9e37_79b1) >> 17) as usize
 }
 
-/// Whether a keyword rule's word may start at `j` of `key` and end inside it.
-#[inline]
+/// Whether a keyword rule's word may start at `j` of `key` and end inside it. (Inlined: it is
+/// tested at most word starts, where a call costs a third of the test.)
+#[inline(always)]
 fn keyword_may_start(key: &[u8], j: usize) -> bool {
     if let Some(&[a, b, c, d]) = key.get(j..j + 4) {
         let h = quad_hash([a, b, c, d]);
@@ -293,7 +294,7 @@ pub(crate) fn inert_word(bytes: &[u8], i: usize, prev: u8, run: usize) -> bool {
     // `insert`; a Telegram bot id (8 digits or more); `pbkdf2`, `sha1`, `scrypt`, `argon2`,
     // `md5`; a Discord id (24 bytes or more; the run is all of it, the byte after it no
     // base64url's); `net`, `htp…`, `wpa…`, `chp…`, `vau…`; `ConvertTo-SecureString`; Maven's
-    // `<master>`; a JWT's `eyJ`.
+    // `<master>`; a JWT's `eyJ`; a JSON Web Key's `"kty"`; .NET's `<RSAKeyValue>`.
     let head = (b0 | 0x20, b1 | 0x20, bytes.get(i + 2).map_or(0, |&b| b | 0x20));
     let dispatched = match b0 {
         b'b' | b'B' => matches!(
@@ -314,6 +315,8 @@ pub(crate) fn inert_word(bytes: &[u8], i: usize, prev: u8, run: usize) -> bool {
         b'n' => head == (b'n', b'e', b't'),
         b'v' => head == (b'v', b'a', b'u'),
         b'e' => head == (b'e', b'y', b'j'),
+        b'k' => head == (b'k', b't', b'y') && prev == b'"',
+        b'R' => head == (b'r', b's', b'a') && prev == b'<',
         _ => false,
     };
     !dispatched

@@ -11,9 +11,9 @@ use crate::chars::{
     alphabet, entropy, fabricated, has_digit, has_symbol, identifier_like, looks_random, mixed_case, wordy,
 };
 use crate::commands::{
-    CURL, HTTPIE, KEYTOOL, LDAP, LFTP, LOGIN, MONGO, MYSQL, OPENSSL, REDIS, SMB, SQLCMD, SSH_KEYGEN,
-    after_user_flag, colon_fields, compared_word, crypt_byte, env_command_line, netrc_line, next_arg, pgpass,
-    shadow, shell_line,
+    CURL, HTTPIE, KEYTOOL, LDAP, LFTP, LOGIN, MONGO, MYSQL, OPENSSL, Printed, REDIS, SMB, SQLCMD, SSH_KEYGEN,
+    after_user_flag, colon_fields, compared_word, crypt_byte, env_command_line, named_commands, netrc_line,
+    next_arg, pgpass, secret_printer, shadow, shell_line,
 };
 use crate::judge::{
     MAX_SPAN, MAX_VALUE, PASSWORD_KEYS, Stop, Value, all_caps, b64url_json, bare_key_word, basic_filler,
@@ -23,9 +23,9 @@ use crate::judge::{
     keyed_call_literals, ldap_dn, letters_password, member_path, named_nearby, names_no_secret,
     next_field_pair, npm_scope, numeric_like, opens_a_call, owned_in_prose, passphrase_word, password_key,
     plain_cookie, plain_cookie_pair, plist_value_follows, quoted_slot, quoted_word, random_after_slash,
-    random_letters, readable_url, secret_constant_name, secret_location, sigil_code, skip_fillers,
-    spaced_random, start_tag_attributes_end, statement_start, text_before, url_stand_in_userinfo,
-    user_password, uuid, value_is_secret, within_arn,
+    random_letters, readable_url, secret_constant_name, secret_location, setting_name_at, sigil_code,
+    skip_fillers, spaced_random, start_tag_attributes_end, statement_start, text_before,
+    url_stand_in_userinfo, user_password, uuid, value_is_secret, within_arn,
 };
 use crate::kinds::{Finding, SecretKind};
 use crate::layout::dequoted;
@@ -98,8 +98,11 @@ pub(crate) struct Scan<'t> {
     /// Where a key starts that may name a secret for [`same_line_tokens`] (its test before
     /// [`names_secret`]), in order, while `names_listed`: that pass then reads these words only.
     pub(crate) name_words: Vec<usize>,
-    /// No key start went unlisted: no non-ASCII byte, no foreign password word.
+    /// No key start went unlisted: no foreign password word.
     pub(crate) names_listed: bool,
+    /// Under a command that prints a stored secret: where the next line starts, how the secret
+    /// is printed and how many more lines a JSON document's `"value"` is looked for in.
+    pub(crate) printed: Option<(usize, Printed, Strength, u8)>,
 }
 
 /// What is known about `-----end ` after a position: searched `[from, to)`, first hit `found`.
@@ -130,6 +133,7 @@ impl<'t> Scan<'t> {
             separated_key: (usize::MAX, 0),
             name_words: Vec::new(),
             names_listed: true,
+            printed: None,
         }
     }
 
@@ -195,23 +199,7 @@ impl<'t> Scan<'t> {
                 continue;
             }
             if !b.is_ascii() {
-                self.names_listed = false;
-                // A line may start with any character (`Émile,…` under a table's header).
-                if prev == b'\n' {
-                    self.new_line(i);
-                    if i >= self.covered {
-                        self.line_start(i);
-                    }
-                }
-                if i >= self.covered {
-                    self.password_word_at(i, i);
-                }
-                let (word, len) = match char_at(self.text, i) {
-                    Some(c) => (is_word(c), c.len_utf8()),
-                    None => (false, 1),
-                };
-                prev = if word { NON_ASCII_WORD } else { b' ' };
-                i += len;
+                (prev, i) = self.non_ascii_at(i, prev);
                 continue;
             }
             if prev == b'\n' {
@@ -271,6 +259,49 @@ impl<'t> Scan<'t> {
             prev = b;
             i += 1;
         }
+    }
+
+    /// A character outside ASCII at `i` after `prev` (see [`Scan::run`]): what stands for it as
+    /// the byte before the next, and where the next starts. Out of the scan's loop, which most
+    /// prompts never bring here: its code would crowd the loop's own.
+    #[inline(never)]
+    pub(crate) fn non_ascii_at(&mut self, i: usize, prev: u8) -> (u8, usize) {
+        let bytes = self.bytes;
+        // The same-line pass reads a character of another script as a name's start (`令牌`,
+        // `ключ`) and a word for key whose ASCII head stops here (`clé`): both are listed, so a
+        // prompt with a non-ASCII character is not read twice whole.
+        if foreign_name_at(bytes, i) {
+            self.name_words.push(i);
+        }
+        // (Its head is `cl` or `schl`: five key bytes before are a longer word.)
+        let head = run_back(&bytes[i.saturating_sub(5)..i], is_key_byte);
+        if (1..5).contains(&head) && accented_name(bytes, i - head, i) {
+            self.name_words.push(i - head);
+        }
+        // A line may start with any character (`Émile,…` under a table's header).
+        if prev == b'\n' {
+            self.new_line(i);
+            if i >= self.covered {
+                self.line_start(i);
+            }
+        }
+        if i >= self.covered {
+            self.password_word_at(i, i);
+        }
+        let (word, len) = match char_at(self.text, i) {
+            Some(c) => (is_word(c), c.len_utf8()),
+            None => (false, 1),
+        };
+        let next = i + len;
+        // A word glued after a letter of another script starts no key (`キーtoken`), but the
+        // same-line pass reads it as a word.
+        if word && bytes.get(next).is_some_and(|&c| is_key_byte(c)) {
+            let glued = &bytes[next..run_end_max(bytes, next, 12, is_key_byte)];
+            if may_name_secret(glued) || other_name(glued) {
+                self.name_words.push(next);
+            }
+        }
+        (if word { NON_ASCII_WORD } else { b' ' }, next)
     }
 
     // --- rules anchored at the start of a word -------------------------------------------------
@@ -370,7 +401,89 @@ impl<'t> Scan<'t> {
                     self.push(SecretKind::Jwt, i, end);
                 }
             }
+            b'k' if prev == b'"' => self.jwk_at(i),
+            b'R' if prev == b'<' => self.rsa_key_value_at(i),
             _ => {}
+        }
+    }
+
+    /// .NET's `RSA.ToXmlString(true)`: the private parameters of an `<RSAKeyValue>` element
+    /// (`<D>`, `<P>`, `<Q>`, `<DP>`, `<DQ>`, `<InverseQ>`), each random base64 text; the public
+    /// `<Modulus>` and `<Exponent>` are not read, nor a text cut short (`6T6DLbUs…`).
+    pub(crate) fn rsa_key_value_at(&mut self, i: usize) {
+        const PRIVATE: &[&[u8]] = &[b"D", b"P", b"Q", b"DP", b"DQ", b"InverseQ"];
+        let bytes = self.bytes;
+        if !bytes[i..].starts_with(b"RSAKeyValue>") {
+            return;
+        }
+        let to = bytes.len().min(i + 16 * 1024);
+        let end = find_ci(&bytes[..to], i, b"</rsakeyvalue>").unwrap_or(to);
+        let mut q = i;
+        while let Some(at) = find_byte(b'<', &bytes[q..end]) {
+            let name_start = q + at + 1;
+            let Some(len) = find_byte(b'>', &bytes[name_start..end]) else {
+                return;
+            };
+            let text = name_start + len + 1;
+            let text_end = find_byte(b'<', &bytes[text..end]).map_or(end, |p| text + p);
+            q = text;
+            if !PRIVATE.contains(&&bytes[name_start..text - 1]) {
+                continue;
+            }
+            let v = &bytes[text..text_end];
+            if v.iter().all(|&b| b64(b)) && looks_random(v, 16) && !crate::rules::filler_like(v) {
+                self.push(SecretKind::PrivateKey, text, text_end);
+            }
+            q = text_end;
+        }
+    }
+
+    /// A JSON Web Key's private members (RFC 7518: `"d"`, `"p"`, `"q"`, `"dp"`, `"dq"`, `"qi"`),
+    /// in the object whose `"kty"` name starts at `i`: each random base64url value. The public
+    /// members (`"n"`, `"e"`, `"x"`, `"y"`) are not read, nor a symmetric key's `"k"`: the
+    /// one-line `{"kty":"oct","k":…}` is a library example's fixture more often than a secret.
+    pub(crate) fn jwk_at(&mut self, i: usize) {
+        const PRIVATE: &[&[u8]] = &[b"d", b"p", b"q", b"dp", b"dq", b"qi"];
+        let bytes = self.bytes;
+        if !bytes[i..].starts_with(b"kty\"") {
+            return;
+        }
+        // A key's members are flat: its object runs from the last `{` before (or the text's
+        // start, when its members are pasted alone) to the first `}` after, with no brace between.
+        let from = i.saturating_sub(4096);
+        let open = bytes[from..i]
+            .iter()
+            .rposition(|&b| b == b'{')
+            .map_or(from, |p| from + p);
+        if bytes[open..i].contains(&b'}') {
+            return;
+        }
+        let to = bytes.len().min(i + 16 * 1024);
+        let close = bytes[i..to].iter().position(|&b| b == b'}').map_or(to, |p| i + p);
+        let mut q = open + usize::from(bytes[open] == b'{');
+        while let Some(at) = find_byte(b'"', &bytes[q..close]) {
+            let name_start = q + at + 1;
+            let Some(len) = find_byte(b'"', &bytes[name_start..close]) else {
+                return;
+            };
+            let name = &bytes[name_start..name_start + len];
+            q = name_start + len + 1;
+            let colon = skip_space(bytes, q);
+            if !PRIVATE.contains(&name) || bytes.get(colon) != Some(&b':') {
+                continue;
+            }
+            let Some(value) = Value::parse(bytes, skip_space(bytes, colon + 1), Stop::Code) else {
+                continue;
+            };
+            let v = value.text(bytes);
+            if value.quoted
+                && v.iter().all(|&b| b64url(b))
+                && looks_random(v, 16)
+                && !crate::rules::filler_like(v)
+            {
+                self.push(SecretKind::PrivateKey, value.start, value.whole_end(bytes));
+            }
+            q = value.whole_end(bytes).max(q);
         }
     }
 
@@ -536,7 +649,8 @@ impl<'t> Scan<'t> {
     }
 
     /// SQL `IDENTIFIED BY 'password'` (`ALTER USER`, `CREATE USER`, `GRANT`), also with
-    /// `WITH <plugin>` between; `BY PASSWORD '*…'` is a hash, unquoted, and not read.
+    /// `WITH <plugin>` between, and Oracle's unquoted identifier (below); `BY PASSWORD '*…'` is a
+    /// hash, and the word `PASSWORD` no password.
     pub(crate) fn identified_by_at(&mut self, i: usize) {
         let bytes = self.bytes;
         let Some(e) = eat_ci(bytes, i, b"identified ") else {
@@ -556,8 +670,32 @@ impl<'t> Scan<'t> {
         let Some(value) = Value::parse(bytes, skip_blank(bytes, e), Stop::Code) else {
             return;
         };
-        if value.quoted && value_is_secret(bytes, &value, b"password", Strength::Strong, Mode::Literal) {
-            self.push(SecretKind::Assignment, value.start, value.whole_end(bytes));
+        if value.quoted {
+            if value_is_secret(bytes, &value, b"password", Strength::Strong, Mode::Literal) {
+                self.push(SecretKind::Assignment, value.start, value.whole_end(bytes));
+            }
+            return;
+        }
+        // Oracle's password is an identifier, unquoted (`CREATE USER app IDENTIFIED BY Xq9…;`),
+        // also inside a host language's string (`exec("… BY Xq9…");`): a random-looking one
+        // after a statement about a user or role counts, not a sentence's word (`users
+        // identified by email`).
+        let v = value.text(bytes);
+        let end = value.start
+            + v.iter()
+                .position(|&b| matches!(b, b';' | b'"' | b'\'' | b'`' | b')'))
+                .unwrap_or(v.len());
+        let password = Value {
+            end,
+            raw_end: end,
+            span_end: end,
+            ..value
+        };
+        let before = line_before(bytes, i);
+        if (contains_ci(before, b"user ") || contains_ci(before, b"role "))
+            && value_is_secret(bytes, &password, b"password", Strength::Strong, Mode::Prose)
+        {
+            self.push(SecretKind::Assignment, password.start, end);
         }
     }
 
@@ -1913,6 +2051,10 @@ impl<'t> Scan<'t> {
                         && crate::judge::field_name_after(bytes, k)
                 })
                 .unwrap_or(raw);
+            // The next of a line's settings (`keys=1842,expires=12`) is not the value's either.
+            let raw = (p..raw)
+                .find(|&k| bytes[k] == b',' && crate::judge::next_setting(bytes, k))
+                .unwrap_or(raw);
             // An object or a list opens (`"auth":{"display_name":…`): structure, not a value.
             if matches!(bytes.get(p), Some(b'{' | b'[')) {
                 return None;
@@ -2350,10 +2492,12 @@ impl<'t> Scan<'t> {
             return;
         }
         // PowerShell's and Windows tools' named parameters (`Connect-VIServer … -Password …`,
-        // `-ClientSecret …`): a value after a blank, judged as prose is (random-looking).
+        // `-ClientSecret …`): a value after a blank, or after PowerShell's colon
+        // (`-Password:…`), judged as prose is (random-looking).
+        // PuTTY's `plink`/`pscp`/`psftp` take theirs as `-pw …`.
         if dashes == 1
-            && name.len() > 2
-            && matches!(bytes.get(kend), Some(b' ' | b'\t'))
+            && (name.len() > 2 || name.eq_ignore_ascii_case(b"pw"))
+            && matches!(bytes.get(kend), Some(b' ' | b'\t' | b':'))
             && secret_word(name).is_some_and(|w| w.strength == Strength::Strong)
         {
             self.assignment_after(i, kend, name, Strength::Strong, SecretKind::CommandLine, false);
@@ -2402,6 +2546,30 @@ impl<'t> Scan<'t> {
         };
         if self.listed_argument_at(i, kend, name, word.strength) {
             return;
+        }
+        // A flag whose value lists settings (`--secret id=npmrc,src=.npmrc`): each setting's key
+        // is read where it starts.
+        let v = skip_blank(bytes, kend + usize::from(bytes.get(kend) == Some(&b'=')));
+        // `--secret=smtp-relay`, `--secret-id prod/db`: a secret named by lowercase words.
+        let secret_name = |n: &[u8]| {
+            let n = n.to_ascii_lowercase();
+            let n = n.strip_prefix(b"secret").unwrap_or(&[]);
+            matches!(n, b"" | b"s" | b"-id" | b"_id" | b"-name" | b"_name")
+        };
+        if name.len() >= 6 && secret_name(name) {
+            let arg = run_end_max(bytes, v, 256, |c| {
+                !c.is_ascii_whitespace() && !matches!(c, b'"' | b'\'')
+            });
+            let value = &bytes[v..arg];
+            if wordy(value) && !value.iter().any(u8::is_ascii_uppercase) && !has_digit(value) {
+                return;
+            }
+        }
+        if setting_name_at(bytes, v) {
+            let arg = run_end_max(bytes, v, 256, |c| !c.is_ascii_whitespace());
+            if (v..arg).any(|k| bytes[k] == b',' && setting_name_at(bytes, k + 1)) {
+                return;
+            }
         }
         self.assignment_after(i, kend, name, word.strength, SecretKind::CommandLine, true);
     }
@@ -2567,45 +2735,7 @@ impl<'t> Scan<'t> {
             line_start_of(bytes, i)
         };
         let line = &bytes[start..line_end(bytes, i)];
-        let mut set = 0;
-        for (bit, names) in [
-            (
-                LOGIN,
-                &[
-                    &b"docker login"[..],
-                    b"podman login",
-                    b"buildah login",
-                    b"registry login",
-                    b"nerdctl login",
-                    b"sshpass",
-                ][..],
-            ),
-            (MYSQL, &[&b"mysql"[..], b"mariadb"][..]),
-            (REDIS, &[&b"redis-cli"[..]][..]),
-            (CURL, &[&b"curl"[..]][..]),
-            (MONGO, &[&b"mongosh"[..], b"mongo "][..]),
-            (SQLCMD, &[&b"sqlcmd"[..]][..]),
-            (
-                LDAP,
-                &[
-                    &b"ldapsearch"[..],
-                    b"ldapadd",
-                    b"ldapmodify",
-                    b"ldapdelete",
-                    b"ldappasswd",
-                    b"ldapwhoami",
-                ][..],
-            ),
-            (SMB, &[&b"smbclient"[..]][..]),
-            (LFTP, &[&b"lftp"[..]][..]),
-            (SSH_KEYGEN, &[&b"ssh-keygen"[..]][..]),
-            (OPENSSL, &[&b"openssl"[..]][..]),
-            (KEYTOOL, &[&b"keytool"[..], b"jarsigner"][..]),
-        ] {
-            if names.iter().any(|n| contains_ci(line, n)) {
-                set |= bit;
-            }
-        }
+        let mut set = named_commands(line);
         // httpie's `http`/`https` is a command only where a command starts.
         let t = trim_ascii(line);
         let t = t.strip_prefix(b"$ ").unwrap_or(t);
@@ -2846,7 +2976,10 @@ impl<'t> Scan<'t> {
                     // mapping: only a random-looking value without further colons counts.
                     let value = Value::parse(bytes, pos, Stop::Code)?;
                     let v = value.text(bytes);
-                    if !v.contains(&b':') && value_is_secret(bytes, &value, key, strength, Mode::Prose) {
+                    if !v.contains(&b':')
+                        && (value_is_secret(bytes, &value, key, strength, Mode::Prose)
+                            || self.user_slash_password(&value, key, strength))
+                    {
                         self.push(kind, value.start, value.whole_end(bytes));
                     }
                     return None;
@@ -2885,6 +3018,35 @@ impl<'t> Scan<'t> {
             None => return None,
         };
         Some((pos, mode))
+    }
+
+    /// `PW:admin/Xq9…`, `User/Password admin/Xq9…`: a user and its password after a password's
+    /// word, glued by a colon or in prose, as notes write them; the password after the one slash
+    /// is judged (a path's last segment is a word or a file name, no password).
+    fn user_slash_password(&self, value: &Value, key: &[u8], strength: Strength) -> bool {
+        let v = value.text(self.bytes);
+        let names_password = password_key(key)
+            || key.eq_ignore_ascii_case(b"pass")
+            || key.len() >= 2 && key[key.len() - 2..].eq_ignore_ascii_case(b"pw");
+        let Some(at) = user_password(v, b'/') else {
+            return false;
+        };
+        let user = &v[..at - 1];
+        if !names_password
+            || strength != Strength::Strong
+            || v[at..].contains(&b'/')
+            || user.is_empty()
+            || !user
+                .iter()
+                .all(|&b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+        {
+            return false;
+        }
+        let password = Value {
+            start: value.start + at,
+            ..*value
+        };
+        value_is_secret(self.bytes, &password, key, strength, Mode::Prose)
     }
 
     /// The value starting at `pos`, read in `mode`, and whether it is the key's secret.
@@ -2944,7 +3106,12 @@ impl<'t> Scan<'t> {
         if mode == Mode::Prose {
             kind = SecretKind::Prose;
         }
-        if value_is_secret(bytes, &value, key, strength, mode) {
+        if value_is_secret(bytes, &value, key, strength, mode)
+            // (`pwd` in prose is the shell's command more often: `pwd src/app`.)
+            || mode == Mode::Prose
+                && !key.eq_ignore_ascii_case(b"pwd")
+                && self.user_slash_password(&value, key, strength)
+        {
             self.push(kind, value.start, value.whole_end(bytes));
         } else if mode == Mode::Prose
             && value.quoted
@@ -3528,9 +3695,68 @@ impl<'t> Scan<'t> {
 
     // --- anchored at the start of a line -------------------------------------------------------
 
+    /// The line at `s` (its start `i`) under a command that prints a stored secret (see
+    /// [`secret_printer`]): the secret alone on the line right after the command, or the
+    /// `"value"` member of the JSON document it prints.
+    fn printed_at(
+        &mut self,
+        i: usize,
+        s: usize,
+        at: usize,
+        (printed, strength): (Printed, Strength),
+        left: u8,
+    ) {
+        let bytes = self.bytes;
+        let end = line_end(bytes, s);
+        let t = trim_ascii(&bytes[s..end]);
+        match printed {
+            Printed::Line if i == at => {
+                // One token: a message, a document or the next prompt is not the secret.
+                let token = (6..=256).contains(&t.len())
+                    && !t.iter().any(u8::is_ascii_whitespace)
+                    && !matches!(t[0], b'{' | b'[' | b'<' | b'"' | b'\'' | b'$');
+                if token
+                    && let Some(value) = Value::parse(bytes, s, Stop::Blank)
+                    && value_is_secret(bytes, &value, b"password", strength, Mode::Literal)
+                {
+                    self.push(SecretKind::CommandLine, value.start, value.whole_end(bytes));
+                }
+            }
+            Printed::JsonValue if left > 0 => {
+                // The document closes at its line's start.
+                if s == i && t.starts_with(b"}") {
+                    return;
+                }
+                if let Some(name) = [&b"\"value\""[..], b"\"Value\""]
+                    .into_iter()
+                    .find(|m| t.starts_with(m))
+                    && let colon = skip_blank(bytes, s + name.len())
+                    && bytes.get(colon) == Some(&b':')
+                {
+                    if let Some(value) = Value::parse(bytes, skip_blank(bytes, colon + 1), Stop::Code)
+                        && value.quoted
+                        && value_is_secret(bytes, &value, b"password", strength, Mode::Literal)
+                    {
+                        self.push(SecretKind::CommandLine, value.start, value.whole_end(bytes));
+                    }
+                    return;
+                }
+                self.printed = Some((end + 1, printed, strength, left - 1));
+            }
+            _ => {}
+        }
+    }
+
     pub(crate) fn line_start(&mut self, i: usize) {
         let bytes = self.bytes;
         let s = skip_blank(bytes, i);
+        // What a command that reads a stored secret printed under it.
+        if let Some((at, printed, strength, left)) = self.printed.take() {
+            self.printed_at(i, s, at, (printed, strength), left);
+        }
+        if let Some((printed, strength)) = secret_printer(bytes, s) {
+            self.printed = Some((line_end(bytes, s) + 1, printed, strength, 40));
+        }
         if matches!(bytes.get(s), Some(b'M' | b'b')) && pem_body_at(bytes, s) {
             let end = base64_block_end(bytes, s);
             self.push(SecretKind::PrivateKey, s, end);
@@ -4177,7 +4403,9 @@ pub(crate) const OTHER_NAMES: [&[u8]; 12] = [
 pub(crate) fn other_name(word: &[u8]) -> bool {
     (5..=8).contains(&word.len())
         && may_be_other_name(word)
-        && OTHER_NAMES.contains(&lower(word, &mut [0; 16]))
+        // Compared in place: most words that open as a name does have another length, and the
+        // comparison stops there (folding a copy first cost more than the whole test).
+        && OTHER_NAMES.iter().any(|n| n.eq_ignore_ascii_case(word))
 }
 
 /// Whether `word` opens as one of [`OTHER_NAMES`] does (`ch`, `cl`, `sl`, `ro`, `re`; a test holds

@@ -5395,3 +5395,92 @@ fn the_quick_rejection_lets_every_other_name_through() {
     }
     assert!(!other_name(b"chavez") && !other_name(b"restart"));
 }
+
+/// Shapes of a password's slot the line readers once passed over: a user and its password glued
+/// to a password's word by a colon (`PWD:user/…`), `password` spelt short (`PSWRD`, `paswd`),
+/// Oracle's unquoted `IDENTIFIED BY` inside a host language's string, PowerShell's
+/// `-Param:value`, and a JSON Web Key's or .NET `<RSAKeyValue>`'s private members. Their
+/// look-alikes stay clean.
+#[test]
+fn glued_pairs_short_spellings_and_key_members_are_found() {
+    for (text, secret) in [
+        ("the box is up, PWD:deploy/9eI7XfsyFs", "deploy/9eI7XfsyFs"),
+        ("staging Pass:ops.admin/7fYZUbXe1P", "ops.admin/7fYZUbXe1P"),
+        ("Login/Password ops/ZbvNhlZy7r for the VPN", "ops/ZbvNhlZy7r"),
+        ("export APP_PSWRD=ukd5nBUOm2", "ukd5nBUOm2"),
+        ("paswd: HOlycjkzX8", "HOlycjkzX8"),
+        (
+            "cur.execute(\"CREATE USER etl IDENTIFIED BY K8mXheIHBu\")",
+            "K8mXheIHBu",
+        ),
+        ("New-LocalUser -Name svc -Password:AcCemVkpD7", "AcCemVkpD7"),
+        (
+            "{\"kty\": \"EC\", \"crv\": \"P-256\", \"d\": \"9xgDE72faowx_scPc1MztFMc5Ep7PUii39nHBMA5peG\"}",
+            "9xgDE72faowx_scPc1MztFMc5Ep7PUii39nHBMA5peG",
+        ),
+        (
+            "<RSAKeyValue><Modulus>fR0Y1mKkIHDL6uR9k1O9Nwgd8PF8</Modulus><Exponent>AQAB</Exponent><D>tWq7Vb2mKp9Lx4NcR8sZ3fHj6YdE1gUo</D></RSAKeyValue>",
+            "tWq7Vb2mKp9Lx4NcR8sZ3fHj6YdE1gUo",
+        ),
+        (
+            "the members I pasted:\n  \"kty\": \"EC\",\n  \"d\": \"fgVFGYLQ535fKd7KXKz8DSzqwNTpWF6W3i_zOX5U5GI\"",
+            "fgVFGYLQ535fKd7KXKz8DSzqwNTpWF6W3i_zOX5U5GI",
+        ),
+    ] {
+        assert_eq!(spans(text), [secret], "{text}");
+    }
+    assert_clean(&[
+        "cd there first, pwd:src/components shows where you are",
+        "the route is password:reset/confirm",
+        "the password reset/confirm flow is broken",
+        "run pwd src/Components2 first",
+        "PSWD_MIN_LENGTH=12",
+        "paswd: ${PASWD}",
+        "CREATE USER etl IDENTIFIED BY :new_password;",
+        "the grantees were identified by their badge",
+        "New-LocalUser -Name svc -Password:$securePass",
+        "<RSAKeyValue><Modulus>fR0Y1mKkIHDL6uR9k1O9Nwgd8PF8SucGkSHmynpJfNwrOd9iK7rk</Modulus><Exponent>AQAB</Exponent></RSAKeyValue>",
+        "<RSAKeyValue><Modulus>r2Xv9vSG…</Modulus><D>PXFqRIqY…</D></RSAKeyValue>",
+        "{\"kty\": \"RSA\", \"e\": \"AQAB\", \"n\": \"fR0Y1mKkIHDL6uR9k1O9Nwgd8PF8SucGkSHmynpJfNwrOd9iK7rk_FcCHMLvvJy-zbgK7iaLrOO7G9qsKnmY6R\"}",
+    ]);
+}
+
+/// A token after a terminal colour code whose escape byte was lost (`[32m`), PuTTY's `-pw`, the
+/// NTLM and Negotiate schemes' tokens, and a Twitter bearer token whose base64 tail is
+/// URL-encoded after its run of `A`s; their look-alikes stay clean.
+#[test]
+fn colour_codes_putty_windows_schemes_and_encoded_tails_are_read() {
+    for (text, secret) in [
+        (
+            "build.log: [32mghp_nMGFvCxfG3y9ahvZTSNvQJjHU9Ru3lgaVYHP[0m",
+            "ghp_nMGFvCxfG3y9ahvZTSNvQJjHU9Ru3lgaVYHP",
+        ),
+        (
+            "\u{1b}[1;33mghp_nMGFvCxfG3y9ahvZTSNvQJjHU9Ru3lgaVYHP\u{1b}[0m",
+            "ghp_nMGFvCxfG3y9ahvZTSNvQJjHU9Ru3lgaVYHP",
+        ),
+        (
+            "plink -batch -ssh ops@10.0.0.7 -pw 2X1Gwm9Kvy uptime",
+            "2X1Gwm9Kvy",
+        ),
+        (
+            "Authorization: NTLM TlRMTVNTUAADAAAA780e90jOCRaIrcWj6DhTl83Nvtl2AvFc5B7w9qdjORQtQW9Zice/kTkVzSoamCXctYooiAgtXZyC4tqe",
+            "TlRMTVNTUAADAAAA780e90jOCRaIrcWj6DhTl83Nvtl2AvFc5B7w9qdjORQtQW9Zice/kTkVzSoamCXctYooiAgtXZyC4tqe",
+        ),
+        (
+            "the curl call sent AAAAAAAAAAAAAAAAAAAAAk2JjAAAAAAAJl%2FR6n3ZbK9D2TOLDs8TAazW86CJHR1T2SXyTmaf%2BrFtbKuwTUU1JS05n3%2BnMNuK8I9jV2z17HFb0d0m",
+            "AAAAAAAAAAAAAAAAAAAAAk2JjAAAAAAAJl%2FR6n3ZbK9D2TOLDs8TAazW86CJHR1T2SXyTmaf%2BrFtbKuwTUU1JS05n3%2BnMNuK8I9jV2z17HFb0d0m",
+        ),
+    ] {
+        assert_eq!(spans(text), [secret], "{text}");
+    }
+    assert_clean(&[
+        "[5min] waiting for the runner",
+        "[93mWARNING[0m the build is slow",
+        "pscp -pw is unsafe, use a key",
+        "plink -pw %PW% ops@host",
+        "WWW-Authenticate: NTLM",
+        "WWW-Authenticate: Negotiate",
+        "the curl call sent AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA%2BAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
+    ]);
+}

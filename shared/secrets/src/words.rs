@@ -305,6 +305,21 @@ impl Words {
             .iter()
             .map(move |&(start, len)| &text[usize::from(start)..usize::from(start) + usize::from(len)])
     }
+
+    /// The lengths of the words `hay` holds at `k`, any ASCII case, in order. Each word's first
+    /// byte is compared before the word is cut from the list: most words differ there, and the
+    /// lookups of long lists (qualifiers, stand-ins) cost half as much.
+    pub(crate) fn lengths_at<'h>(&self, hay: &'h [u8], k: usize) -> impl Iterator<Item = usize> + 'h {
+        let text = self.text;
+        let first = hay.get(k).map(u8::to_ascii_lowercase);
+        self.at.iter().filter_map(move |&(start, len)| {
+            let (start, len) = (usize::from(start), usize::from(len));
+            (Some(text[start].to_ascii_lowercase()) == first
+                && hay.len() - k >= len
+                && hay[k..k + len].eq_ignore_ascii_case(&text[start..start + len]))
+            .then_some(len)
+        })
+    }
 }
 
 /// How many words a space-separated list holds.
@@ -387,6 +402,11 @@ pub(crate) const PASS_OWNERS: &[&[u8]] = &[
     b"ssh", b"redis", b"vnc",
 ];
 
+/// `password` shortened by dropping vowels or a doubled `s`, as people write it in keys.
+pub(crate) const SHORT_PASSWORDS: &[&[u8]] = &[
+    b"pswd", b"psswd", b"pswrd", b"psswrd", b"psword", b"pssword", b"paswd", b"paswrd", b"pasword",
+];
+
 /// Words glued to `key` that make it a credential's name (`apikey`, `SECRETKEY`, `masterkey`).
 pub(crate) const KEY_COMPOUNDS: &[&[u8]] = &[
     b"api",
@@ -421,11 +441,11 @@ pub(crate) const KEY_COMPOUNDS: &[&[u8]] = &[
 
 /// The first two letters a secret word may start with (either ASCII case), as two bit sets: a
 /// byte's bits in the first array are the words it may start, in the second those it may follow
-/// as their second letter (`p` then `a`, `w` or `r`; `s` or `k` then `e`; `t` then `o`; `a` then
+/// as their second letter (`p` then `a`, `w`, `r` or `s`; `s` or `k` then `e`; `t` then `o`; `a` then
 /// `p`, `c` or `u`; `c` then `r` or `o`).
 pub(crate) static SECRET_WORD_PAIRS: [[u8; 256]; 2] = {
     const PAIRS: [(&[u8], &[u8]); 5] = [
-        (b"p", b"awr"),
+        (b"p", b"awrs"),
         (b"sk", b"e"),
         (b"t", b"o"),
         (b"a", b"pcu"),
@@ -458,6 +478,7 @@ pub(crate) fn secret_word_start(key: &[u8], j: usize) -> bool {
         (at(j), at(j + 1), at(j + 2)),
         (b'p', b'a', b's' | b't')
             | (b'p', b'w', _)
+            | (b'p', b's', b's' | b'w')
             | (b'p', b'r', b'i')
             | (b's', b'e', b'c')
             | (b't', b'o', b'k')
@@ -534,6 +555,9 @@ pub(crate) fn secret_word_at(key: &[u8], j: usize) -> Option<(usize, Strength, b
     };
     match key[j] | 0x20 {
         b'p' => longest(key, j, &[b"password", b"passwd", b"passphrase", b"passcode"])
+            // Spellings that drop a vowel or a doubled `s` (`PSWD`, `PASWRD`, `PSSWORD`): a
+            // password's name as people shorten it, found in no other word.
+            .or_else(|| longest(key, j, SHORT_PASSWORDS))
             .map(|e| (e, Strength::Strong, false))
             .or_else(|| two_part(key, j, b"private", b"key").map(|e| (e, Strength::Strong, false)))
             .or_else(|| eat_ci(key, j, b"pwd").map(|e| (e, Strength::Strong, false)))
@@ -687,9 +711,7 @@ pub(crate) fn foreign_qualified(tail: &[u8]) -> bool {
 /// Whether the part of a key after its secret word starts with a qualifier (`_count`, `File`).
 pub(crate) fn qualified_after(tail: &[u8]) -> bool {
     let tail = &tail[run_end(tail, 0, |b| matches!(b, b'_' | b'-' | b'.'))..];
-    QUALIFIERS
-        .iter()
-        .any(|q| tail.len() >= q.len() && tail[..q.len()].eq_ignore_ascii_case(q))
+    QUALIFIERS.lengths_at(tail, 0).next().is_some()
 }
 
 /// Whether the key's last word, words after its secret word, says what the value is about the
