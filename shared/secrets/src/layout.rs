@@ -227,8 +227,10 @@ pub(crate) fn unescaped(text: &str) -> Option<(String, Vec<usize>)> {
     // value there (`"Xk9mQ2<i>zLp7vR4"` is one value): how deep the elements nest, whether the
     // text read on this line is inside quotes, and how much of it was read.
     let (mut element, mut quoted, mut seen) = (0usize, false, 0);
-    // Where the open CDATA section ends (`]]>`).
+    // Where the open CDATA section ends (`]]>`), and the last search for one: where it started
+    // and what it found, reused while it lies ahead (openings with no close stay linear).
     let mut cdata_end: Option<usize> = None;
+    let mut cdata_search: Option<(usize, Option<usize>)> = None;
     let mut k = 0;
     while k < bytes.len() {
         while string.next_if(|&&(_, close, _)| close < k).is_some() {}
@@ -288,7 +290,14 @@ pub(crate) fn unescaped(text: &str) -> Option<(String, Vec<usize>)> {
             plain.push(b'\n');
             at.push(k);
             k += CDATA.len();
-            cdata_end = find_ci(bytes, k, b"]]>");
+            cdata_end = match cdata_search {
+                Some((from, found)) if from <= k && found.is_none_or(|f| f >= k) => found,
+                _ => {
+                    let found = find_ci(bytes, k, b"]]>");
+                    cdata_search = Some((k, found));
+                    found
+                }
+            };
             continue;
         }
         if html && let Some((b, len)) = html_markup(bytes, k) {
@@ -508,8 +517,9 @@ fn json_text(bytes: &[u8], key: (usize, usize), open: usize, close: usize) -> bo
 /// `open`: two items of one array.
 fn array_items(bytes: &[u8], close: usize, open: usize) -> bool {
     let between = &bytes[close + 1..open];
-    between.iter().filter(|&&b| b == b',').count() == 1
-        && between.iter().all(|&b| b == b',' || b.is_ascii_whitespace())
+    // The test that stops at the first other byte comes first: the next string may be far.
+    between.iter().all(|&b| b == b',' || b.is_ascii_whitespace())
+        && between.iter().filter(|&&b| b == b',').count() == 1
 }
 
 /// The opening of an XML CDATA section (`]]>` closes it).
