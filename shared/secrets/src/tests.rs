@@ -5484,3 +5484,21 @@ fn colour_codes_putty_windows_schemes_and_encoded_tails_are_read() {
         "the curl call sent AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA%2BAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
     ]);
 }
+
+/// A document's string early in a prompt of many short strings (each string's end looks back for
+/// an array's comma after the document), and CDATA openings with no end (each looks ahead for
+/// one): both read in linear time.
+#[test]
+fn strings_after_a_document_and_unclosed_cdata_scan_in_linear_time() {
+    let (small, large) = scaling(|size| {
+        let started = Instant::now();
+        for prompt in [
+            format!("\"line one\\nline two\" {}", "\"x\" ".repeat(size / 4)),
+            "<![CDATA[ x ".repeat(size / 12),
+        ] {
+            let _ = findings(&prompt);
+        }
+        started.elapsed()
+    });
+    assert!(large < small * 40, "20 KB took {small:?}, 200 KB took {large:?}");
+}
