@@ -909,10 +909,13 @@ fn a_secret_flag_listing_settings_names_no_secret() {
         "podman build --secret=id=gh,env=GH_TOKEN .",
         "gcloud secrets versions add --secret smtp-relay --data-file=-",
         "aws secretsmanager describe-secret --secret-id shop/db/primary",
+        // A version ending a name of joined words.
+        "docker run --secret=pip_conf_v2 --rm app",
     ]);
     assert_found(&[
         "deploy --password=ab=Wq7rT2mZk9Lx",
         "deploy --secret=hunter22",
+        "deploy --secret=x9_Qm7vR2xK9pLw",
         "deploy --secret Wq7rT2mZk9Lx,id=x",
     ]);
 }

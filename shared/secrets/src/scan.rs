@@ -2571,7 +2571,10 @@ impl<'t> Scan<'t> {
                 !c.is_ascii_whitespace() && !matches!(c, b'"' | b'\'')
             });
             let value = &bytes[v..arg];
-            if wordy(value) && !value.iter().any(u8::is_ascii_uppercase) && !has_digit(value) {
+            // A version may end a name of joined words (`npmrc_v3`, `db-pass-2`); a lone word with
+            // digits (`hunter22`) is a password.
+            let joined = value.iter().any(|&b| matches!(b, b'_' | b'-' | b'/' | b'.'));
+            if wordy(value) && !value.iter().any(u8::is_ascii_uppercase) && (joined || !has_digit(value)) {
                 return;
             }
         }
