@@ -2,8 +2,9 @@
 //! pgpass and shadow lines. It reads a command's arguments; a value is judged by the judging layer.
 
 use crate::bytes::{contains_ci, line_before, skip_blank, trim_ascii};
+use crate::judge::uuid;
 use crate::judge::{Stop, Value, is_placeholder, numeric_like, password_key, quoted_word};
-use crate::words::Strength;
+use crate::words::{Strength, secret_word};
 
 /// Commands whose short flag takes a password (`-p`: logins, `sshpass` and mongo, glued for
 /// `mysql`; `-P`: `sqlcmd`, `ssh-keygen`; `-N`: `ssh-keygen`; `-k`: `openssl`; `-w`: ldap tools;
@@ -317,13 +318,16 @@ const fn printer(
 
 const PRINTERS: &[Printer] = &[
     printer(b"vault kv get", &[b"-field"], Printed::Line, false),
+    printer(b"terraform output", &[b"-raw"], Printed::Line, false),
+    printer(b"secret-tool lookup", &[], Printed::Line, true),
+    printer(b"lpass show", &[b"--password"], Printed::Line, true),
     printer(b"vault read", &[b"-field"], Printed::Line, false),
     printer(b"gcloud secrets versions access", &[], Printed::Line, true),
     printer(b"op read", &[], Printed::Line, false),
     printer(b"op item get", &[b"--reveal"], Printed::Line, false),
     printer(
         b"kubectl get secret",
-        &[b"base64 -d", b"base64 --decode", b"base64 -D"],
+        &[b"base64 -d", b"base64 --decode", b"base64 -D", b"base64decode"],
         Printed::Line,
         false,
     ),
@@ -341,9 +345,16 @@ const PRINTERS: &[Printer] = &[
     printer(b"az keyvault secret show", &[], Printed::JsonValue, true),
     printer(
         b"aws ssm get-parameter",
+        &[b"--output text"],
+        Printed::Line,
+        false,
+    ),
+    // A parameter may be a plain string (`/aws/service/ami-…`): its name says whether a secret.
+    printer(
+        b"aws ssm get-parameter",
         &[b"--with-decryption"],
         Printed::JsonValue,
-        true,
+        false,
     ),
     printer(
         b"aws secretsmanager get-secret-value",
@@ -370,6 +381,9 @@ const PRINTER_WORDS: &[&[u8]] = &[
     b"credstash",
     b"az",
     b"aws",
+    b"terraform",
+    b"secret-tool",
+    b"lpass",
 ];
 
 /// Whether the line starting at `s` (blanks skipped) runs a command that prints a stored secret,
@@ -380,10 +394,14 @@ const PRINTER_WORDS: &[&[u8]] = &[
 pub(crate) fn secret_printer(bytes: &[u8], s: usize) -> Option<(Printed, Strength)> {
     // Every line comes here: its first byte rules most out (a capital starts a sentence; a
     // prompt's user or a command starts lowercase).
-    let opens = |b: u8| b.is_ascii_lowercase() || matches!(b, b'$' | b'%' | b'>' | b'#' | b'G');
+    // (`[dev@web01 app]$ `, `(venv) $ ` and zsh's `❯ ` open prompts too.)
+    let opens =
+        |b: u8| b.is_ascii_lowercase() || matches!(b, b'$' | b'%' | b'>' | b'#' | b'G' | b'[' | b'(' | 0xE2);
     if !bytes.get(s).is_some_and(|&b| opens(b)) && !bytes[s..].starts_with(b"PS ") {
         return None;
     }
+    let start = s;
+    let s = prompt_prefix_end(bytes, s);
     let word_end = |from: usize| {
         from + bytes[from..]
             .iter()
@@ -411,35 +429,112 @@ pub(crate) fn secret_printer(bytes: &[u8], s: usize) -> Option<(Printed, Strengt
         return None;
     }
     let line = &bytes[c..crate::bytes::line_end(bytes, c)];
-    PRINTERS
+    // Piped on (`| base64 -d | sha256sum`, `| pbcopy`), it prints something else: the last stage
+    // must be the command or its decoding flag.
+    let last_stage = line.iter().rposition(|&b| b == b'|').map_or(line, |k| &line[k..]);
+    let (p, rest) = PRINTERS.iter().find_map(|p| {
+        let rest = command_words(line, p.command)?;
+        (p.flags.is_empty() || p.flags.iter().any(|f| contains_ci(line, f))).then_some((p, rest))
+    })?;
+    if last_stage.len() < line.len() && !p.flags.iter().any(|f| contains_ci(last_stage, f)) {
+        return None;
+    }
+    // Written to a file (`> /tmp/pw`, `--out-file=tls.key`), it prints nothing.
+    let redirected = last_stage
+        .windows(2)
+        .any(|w| w[1] == b'>' && matches!(w[0], b' ' | b'1' | b'&' | b'>'))
+        || contains_ci(last_stage, b"--out-file")
+        || contains_ci(last_stage, b"--outfile");
+    if redirected {
+        return None;
+    }
+    let (printed, always) = (p.printed, p.always);
+    // A JMESPath query (`--query ARN`, `--query Parameter.Value`) picks what is printed: the
+    // value itself, a secret's field, or metadata (an id, a version, a date), which is no secret.
+    let query = query_field(rest);
+    let field = match query {
+        Some(q) if VALUE_FIELDS.iter().any(|f| q.eq_ignore_ascii_case(f)) => printed_field(rest),
+        Some(q) if secret_word(q).is_some() => q,
+        Some(_) => return None,
+        None => printed_field(rest),
+    };
+    // Listing a store's entries (`pass show`, `credstash get` with no name) prints no secret.
+    if field.is_empty() {
+        return None;
+    }
+    // A secret's word, not qualified as metadata (`password`, `api_token`; not `key_id`).
+    let named = secret_word(field).is_some();
+    // With no prompt before it, the line is a script's or a document's, and the next line is
+    // as likely the next command (`deactivate`, `set_env_from_secret`): only a generated value
+    // is taken for the secret there.
+    let prompted = c != start;
+    Some((
+        printed,
+        if prompted && (always || named) {
+            Strength::Strong
+        } else {
+            Strength::Weak
+        },
+    ))
+}
+
+/// The members a query names when it prints a stored secret's value itself.
+const VALUE_FIELDS: &[&[u8]] = &[b"value", b"secretstring", b"secretbinary"];
+
+/// The last segment of a `--query` argument (`Parameter.Value` → `Value`), quotes dropped.
+fn query_field(rest: &[u8]) -> Option<&[u8]> {
+    let k = rest.windows(8).position(|w| w == b"--query ")?;
+    let q = &rest[k + 8..];
+    let q = &q[..q.iter().position(|&b| b == b' ').unwrap_or(q.len())];
+    let q = trim_quotes(q);
+    Some(q.rsplit(|&b| b == b'.').next().unwrap_or_default())
+}
+
+fn trim_quotes(v: &[u8]) -> &[u8] {
+    let v = v
+        .strip_prefix(b"\"")
+        .or_else(|| v.strip_prefix(b"'"))
+        .unwrap_or(v);
+    v.strip_suffix(b"\"")
+        .or_else(|| v.strip_suffix(b"'"))
+        .unwrap_or(v)
+}
+
+/// Where the command starts after a prompt's decoration opening the line at `s`: a bracketed
+/// `[user@host dir]$ `, a virtual environment's `(venv) ` or zsh's `❯ `; else `s`.
+fn prompt_prefix_end(bytes: &[u8], s: usize) -> usize {
+    let head = &bytes[s..bytes.len().min(s + 96)];
+    let head = &head[..head.iter().position(|&b| b == b'\n').unwrap_or(head.len())];
+    match head.first() {
+        Some(b'[') => head
+            .windows(3)
+            .position(|w| w[0] == b']' && matches!(w[1], b'$' | b'#' | b'%') && w[2] == b' ')
+            .map_or(s, |k| skip_blank(bytes, s + k + 3)),
+        Some(b'(') => head
+            .windows(2)
+            .position(|w| w == b") ")
+            .filter(|&k| !head[1..k].contains(&b' '))
+            .map_or(s, |k| skip_blank(bytes, s + k + 2)),
+        Some(0xE2) if head.starts_with("❯ ".as_bytes()) => skip_blank(bytes, s + 4),
+        _ => s,
+    }
+}
+
+/// A value a command printed that is an identifier or a digest, not a generated secret: a UUID,
+/// hex digits (a commit, a hash, a serial's `57:44:…`), an id or a label before hex (`ami-0…`,
+/// `serial=…`).
+pub(crate) fn printed_id(v: &[u8]) -> bool {
+    let hex = |t: &[u8]| !t.is_empty() && t.iter().all(|&b| b.is_ascii_hexdigit() || b == b':');
+    let label = v
         .iter()
-        .find_map(|p| {
-            let rest = command_words(line, p.command)?;
-            (p.flags.is_empty() || p.flags.iter().any(|f| contains_ci(line, f)))
-                .then_some((rest, p.printed, p.always))
-        })
-        .map(|(rest, printed, always)| {
-            let field = printed_field(rest);
-            let named = [
-                &b"pass"[..],
-                b"pwd",
-                b"secret",
-                b"token",
-                b"key",
-                b"credential",
-                b"auth",
-            ]
-            .iter()
-            .any(|w| contains_ci(field, w));
-            (
-                printed,
-                if always || named {
-                    Strength::Strong
-                } else {
-                    Strength::Weak
-                },
-            )
-        })
+        .take(12)
+        .take_while(|b| b.is_ascii_alphabetic() || **b == b'_')
+        .count();
+    uuid(v)
+        || hex(v)
+        || label > 0
+            && matches!(v.get(label), Some(b'-' | b'='))
+            && (hex(&v[label + 1..]) || uuid(&v[label + 1..]))
 }
 
 /// What follows a command's words `name` in `line`: its first word starts the line and each next

@@ -909,10 +909,47 @@ fn a_secret_flag_listing_settings_names_no_secret() {
         "podman build --secret=id=gh,env=GH_TOKEN .",
         "gcloud secrets versions add --secret smtp-relay --data-file=-",
         "aws secretsmanager describe-secret --secret-id shop/db/primary",
+        // A version ending a name of joined words.
+        "docker run --secret=pip_conf_v2 --rm app",
     ]);
     assert_found(&[
         "deploy --password=ab=Wq7rT2mZk9Lx",
         "deploy --secret=hunter22",
+        "deploy --secret=x9_Qm7vR2xK9pLw",
         "deploy --secret Wq7rT2mZk9Lx,id=x",
+    ]);
+}
+
+/// A secret-reading command whose output is piped on (`| base64 -d | sha256sum`), written to a
+/// file, queried for metadata (`--query VersionId`) or run with no entry prints no secret; with no
+/// prompt before it only a generated value under it counts (a script's next command does not),
+/// nor is an id or a digest
+/// under a field that names none (a commit, a UUID, a serial, `ami-…`); the same commands behind
+/// a bracketed or a virtual environment's prompt, and `terraform output -raw`, `secret-tool
+/// lookup`, `--query Parameter.Value --output text`, print their secret.
+#[test]
+fn a_printed_id_digest_or_piped_output_is_no_secret() {
+    assert_clean(&[
+        "$ kubectl get secret edge-tls -o jsonpath='{.data.tls\\.key}' | base64 -d | openssl rsa -noout -modulus | md5sum\n3b1f0c9e2d7a4b8c6e5f1a0d9c8b7e6f  -",
+        "$ op read op://Ops/api/password | wc -c\n      25",
+        "$ aws secretsmanager get-secret-value --secret-id shop/api --query CreatedDate --output text\n2024-03-11T09:14:52.118000+00:00",
+        "$ aws secretsmanager get-secret-value --secret-id shop/api --query VersionId --output text\n8c41e7d2-5b9a-4f03-a6e1-3d7c0b2f9e54",
+        "$ pass show\nPassword_Store",
+        "$ heroku config:get BUILD_COMMIT\n9a4e1c7b3f20d8e6a5c4b1f0e9d8c7b6a5f4e3d2",
+        "$ doppler secrets get RELEASE_ID --plain\n2f7d9e4c-18ab-4c5e-9f31-7a6b5c4d3e2f",
+        "$ vault read -field=serial_number pki_int/cert/ca\n3c:9f:1a:77:b2:04:e5:8d:6c:21:0f:93:5a:e8:4b:17",
+        "$ aws ssm get-parameter --name /aws/service/ecs/optimized-ami/amazon-linux-2/recommended/image_id --with-decryption\n{\n  \"Parameter\": {\n    \"Value\": \"ami-07d2c1b9f4a3e6850\"\n  }\n}",
+        "vault kv get -field=password kv/billing\nset_env_from_secret",
+        "gcloud secrets versions access latest --secret=billing-db > /tmp/pw\nResourceNotFoundException",
+        "$ gcloud secrets versions access latest --secret=billing-db --out-file=db.txt\nUpdatedSecretVersion",
+    ]);
+    assert_found(&[
+        "[ops@bastion infra]$ vault kv get -field=password kv/billing\nGf8!wNq2Lz7Rk",
+        "(.venv) $ op read op://Ops/billing/credential\nGf8wNq2Lz7RkP4sX",
+        "$ terraform output -raw admin_password\nGf8!wNq2Lz7Rk",
+        "$ secret-tool lookup service billing account ops\nGf8!wNq2Lz7Rk",
+        "$ aws ssm get-parameter --name /billing/db --with-decryption --query Parameter.Value --output text\nGf8wNq2Lz7RkP4sXc9Tm",
+        "$ kubectl get secret billing -o go-template='{{.data.token | base64decode}}'\nGf8wNq2Lz7RkP4sXc9Tm",
+        "vault kv get -field=password kv/billing\nGf8wNq2Lz7RkP4sXc9Tm",
     ]);
 }

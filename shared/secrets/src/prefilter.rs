@@ -315,7 +315,7 @@ pub(crate) fn inert_word(bytes: &[u8], i: usize, prev: u8, run: usize) -> bool {
         b'n' => head == (b'n', b'e', b't'),
         b'v' => head == (b'v', b'a', b'u'),
         b'e' => head == (b'e', b'y', b'j'),
-        b'k' => head == (b'k', b't', b'y') && prev == b'"',
+        b'k' => head == (b'k', b't', b'y') && matches!(prev, b'"' | b'\''),
         b'R' => head == (b'r', b's', b'a') && prev == b'<',
         _ => false,
     };

@@ -401,7 +401,7 @@ impl<'t> Scan<'t> {
                     self.push(SecretKind::Jwt, i, end);
                 }
             }
-            b'k' if prev == b'"' => self.jwk_at(i),
+            b'k' if matches!(prev, b'"' | b'\'') => self.jwk_at(i, prev),
             b'R' if prev == b'<' => self.rsa_key_value_at(i),
             _ => {}
         }
@@ -442,10 +442,11 @@ impl<'t> Scan<'t> {
     /// in the object whose `"kty"` name starts at `i`: each random base64url value. The public
     /// members (`"n"`, `"e"`, `"x"`, `"y"`) are not read, nor a symmetric key's `"k"`: the
     /// one-line `{"kty":"oct","k":…}` is a library example's fixture more often than a secret.
-    pub(crate) fn jwk_at(&mut self, i: usize) {
+    /// Its names are in `quote`: JSON's `"`, or `'` as Python prints a dict (`{'kty': 'EC', …}`).
+    pub(crate) fn jwk_at(&mut self, i: usize, quote: u8) {
         const PRIVATE: &[&[u8]] = &[b"d", b"p", b"q", b"dp", b"dq", b"qi"];
         let bytes = self.bytes;
-        if !bytes[i..].starts_with(b"kty\"") {
+        if !bytes[i..].starts_with(b"kty") || bytes.get(i + 3) != Some(&quote) {
             return;
         }
         // A key's members are flat: its object runs from the last `{` before (or the text's
@@ -461,21 +462,36 @@ impl<'t> Scan<'t> {
         let to = bytes.len().min(i + 16 * 1024);
         let close = bytes[i..to].iter().position(|&b| b == b'}').map_or(to, |p| i + p);
         let mut q = open + usize::from(bytes[open] == b'{');
-        while let Some(at) = find_byte(b'"', &bytes[q..close]) {
+        let found = self.found.len();
+        while let Some(at) = find_byte(quote, &bytes[q..close]) {
             let name_start = q + at + 1;
-            let Some(len) = find_byte(b'"', &bytes[name_start..close]) else {
+            let Some(len) = find_byte(quote, &bytes[name_start..close]) else {
                 return;
             };
             let name = &bytes[name_start..name_start + len];
             q = name_start + len + 1;
             let colon = skip_space(bytes, q);
-            if !PRIVATE.contains(&name) || bytes.get(colon) != Some(&b':') {
+            if bytes.get(colon) != Some(&b':') {
+                continue;
+            }
+            let private = PRIVATE.contains(&name);
+            // The public members are read only to know a documented example's key.
+            if !private && !matches!(name, b"n" | b"x") {
                 continue;
             }
             let Some(value) = Value::parse(bytes, skip_space(bytes, colon + 1), Stop::Code) else {
                 continue;
             };
             let v = value.text(bytes);
+            // An RFC's example key (RFC 7517's, pasted into many test suites) is no secret: its
+            // public modulus or point says so, wherever it stands among the members.
+            if !private {
+                if crate::rules::documented_example(v) {
+                    self.found.truncate(found);
+                    return;
+                }
+                continue;
+            }
             if value.quoted
                 && v.iter().all(|&b| b64url(b))
                 && looks_random(v, 16)
@@ -483,7 +499,9 @@ impl<'t> Scan<'t> {
             {
                 self.push(SecretKind::PrivateKey, value.start, value.whole_end(bytes));
             }
-            q = value.whole_end(bytes).max(q);
+            // (A long value cut short ends at its closing quote: past it, names start again.)
+            let end = value.whole_end(bytes);
+            q = (end + usize::from(bytes.get(end) == Some(&quote))).max(q);
         }
     }
 
@@ -691,10 +709,19 @@ impl<'t> Scan<'t> {
             span_end: end,
             ..value
         };
-        let before = line_before(bytes, i);
-        if (contains_ci(before, b"user ") || contains_ci(before, b"role "))
-            && value_is_secret(bytes, &password, b"password", Strength::Strong, Mode::Prose)
-        {
+        // The statement may open on the line before (`CREATE USER app` / `  IDENTIFIED BY …`).
+        let mut before = line_before(bytes, i);
+        if trim_ascii(before).is_empty() && i > before.len() {
+            before = line_before(bytes, i - before.len() - 1);
+        }
+        // A statement that makes a user or role (`CREATE USER`, `ALTER ROLE`, Oracle's old
+        // `GRANT … TO app IDENTIFIED BY …`), not a sentence (`each user is identified by …`).
+        let statement = [&b"create "[..], b"alter "]
+            .iter()
+            .any(|w| contains_ci(before, w))
+            && (contains_ci(before, b"user ") || contains_ci(before, b"role "))
+            || contains_ci(before, b"grant ") && contains_ci(before, b" to ");
+        if statement && value_is_secret(bytes, &password, b"password", Strength::Strong, Mode::Prose) {
             self.push(SecretKind::Assignment, password.start, end);
         }
     }
@@ -2561,7 +2588,10 @@ impl<'t> Scan<'t> {
                 !c.is_ascii_whitespace() && !matches!(c, b'"' | b'\'')
             });
             let value = &bytes[v..arg];
-            if wordy(value) && !value.iter().any(u8::is_ascii_uppercase) && !has_digit(value) {
+            // A version may end a name of joined words (`npmrc_v3`, `db-pass-2`); a lone word with
+            // digits (`hunter22`) is a password.
+            let joined = value.iter().any(|&b| matches!(b, b'_' | b'-' | b'/' | b'.'));
+            if wordy(value) && !value.iter().any(u8::is_ascii_uppercase) && (joined || !has_digit(value)) {
                 return;
             }
         }
@@ -3716,6 +3746,7 @@ impl<'t> Scan<'t> {
                     && !t.iter().any(u8::is_ascii_whitespace)
                     && !matches!(t[0], b'{' | b'[' | b'<' | b'"' | b'\'' | b'$');
                 if token
+                    && !(strength == Strength::Weak && crate::commands::printed_id(t))
                     && let Some(value) = Value::parse(bytes, s, Stop::Blank)
                     && value_is_secret(bytes, &value, b"password", strength, Mode::Literal)
                 {
@@ -3735,6 +3766,7 @@ impl<'t> Scan<'t> {
                 {
                     if let Some(value) = Value::parse(bytes, skip_blank(bytes, colon + 1), Stop::Code)
                         && value.quoted
+                        && !(strength == Strength::Weak && crate::commands::printed_id(value.text(bytes)))
                         && value_is_secret(bytes, &value, b"password", strength, Mode::Literal)
                     {
                         self.push(SecretKind::CommandLine, value.start, value.whole_end(bytes));

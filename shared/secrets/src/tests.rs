@@ -5502,3 +5502,45 @@ fn strings_after_a_document_and_unclosed_cdata_scan_in_linear_time() {
     });
     assert!(large < small * 40, "20 KB took {small:?}, 200 KB took {large:?}");
 }
+
+/// Oracle's unquoted `IDENTIFIED BY` when the statement opens on the line before or is the old
+/// `GRANT … TO … IDENTIFIED BY`, and a JSON Web Key printed as a Python dict; a sentence about
+/// users identified by something, a key's public members in Python's quotes, and RFC 7517's
+/// example key stay clean.
+#[test]
+fn oracle_statements_over_two_lines_and_python_printed_keys_are_found() {
+    for (text, secret) in [
+        (
+            "CREATE USER billing_app\n    IDENTIFIED BY Hq3vT8wLp2Zk\n    QUOTA 50M ON users;",
+            "Hq3vT8wLp2Zk",
+        ),
+        (
+            "GRANT CREATE SESSION TO rpt IDENTIFIED BY Nw5xR9cJm4Tq;",
+            "Nw5xR9cJm4Tq",
+        ),
+        (
+            ">>> key.export(as_dict=True, private_key=True)\n{'kty': 'OKP', 'crv': 'Ed25519', 'x': 'Qz4Lm8VtR2yK7pWn3XcB9fHs6DjA1uGe5NoT0iYwE2r', 'd': 'Wb7Fq2Ks9Tz4Nx8Lr3Pm6Vh1Jc5Yd0Ge7Ua2Io9Xn4'}",
+            "Wb7Fq2Ks9Tz4Nx8Lr3Pm6Vh1Jc5Yd0Ge7Ua2Io9Xn4",
+        ),
+    ] {
+        assert_eq!(spans(text), [secret], "{text}");
+    }
+    assert_clean(&[
+        "In this app every user is identified by DeviceToken7 rather than by email.",
+        "the role table: each role identified by RoleKey42 in the cache",
+        "{'kty': 'OKP', 'crv': 'Ed25519', 'x': 'Qz4Lm8VtR2yK7pWn3XcB9fHs6DjA1uGe5NoT0iYwE2r'}",
+        // RFC 7517's example key, its private exponent before its modulus.
+        "const rfcKey = {\"kty\":\"RSA\",\"d\":\"X4cTteJY_gn4FYPsXB8rdXix5vwsg1FLN5E3EaG6RJoVH-HLLKD9M7dx5oo7GURknchnrRweUkC7hT5fJLM0WbFAKNLWY2vv7B6NqXSzUvxT0_YSfqijwp3RTzlBaCxWp4doFk5N2o8Gy_nHNKroADIkJ46pRUohsXywbReAdYaMwFs9tv8d_cPVY3i07a3t8MN6TNwm0dSawm9v47UiCl3Sk5ZiG7xojPLu4sbg1U2jx4IBTNBznbJSzFHK66jT8bgkuqsk0GjskDJk19Z4qwjwbsnn4j2WBii3RL-Us2lGVkY8fkFzme1z0HbIkfz0Y6mqnOYtqc0X4jfcKoAC8Q\",\"e\":\"AQAB\",\"n\":\"0vx7agoebGcQSuuPiLJXZptN9nndrQmbXEps2aiAFbWhM78LhWx4cbbfAAtVT86zwu1RK7aPFFxuhDR1L6tSoc_BJECPebWKRXjBZCiFV4n3oknjhMstn64tZ_2W-5JsGY4Hc5n9yBXArwl93lqt7_RN5w6Cf0h4QyQ5v-65YGjQR0_FDW2QvzqY368QQMicAtaSqzs8KJZgnYb9c7d0zgdAZHzu6qMQvRL5hajrn1n91CbOpbISD08qNLyrdkt-bFTWhAI4vMQFh6WeZu0fM4lFd2NcRwr3XPksINHaQ-G_xBniIqbw0Ls1jF44-csFCur-kEgU8awapJzKnqDKgw\"};",
+    ]);
+    // The same members around another modulus are a key.
+    let other = format!(
+        "{{\"kty\":\"RSA\",\"d\":\"X4cTteJY_gn4FYPsXB8rdXix5vwsg1FLN5E3EaG6RJoVH-HLLKD9M7dx5oo7GURknchnrRweUkC7hT5fJLM0WbFAKNLWY2vv7B6NqXSzUvxT0_YSfqijwp3RTzlBaCxWp4doFk5N2o8Gy_nHNKroADIkJ46pRUohsXywbReAdYaMwFs9tv8d_cPVY3i07a3t8MN6TNwm0dSawm9v47UiCl3Sk5ZiG7xojPLu4sbg1U2jx4IBTNBznbJSzFHK66jT8bgkuqsk0GjskDJk19Z4qwjwbsnn4j2WBii3RL-Us2lGVkY8fkFzme1z0HbIkfz0Y6mqnOYtqc0X4jfcKoAC8Q\",\"n\":\"{}\"}}",
+        "0vx7agoebGcQSuuPiLJXZptN9nndrQmbXEps2aiAFbWhM78LhWx4cbbfAAtVT86zwu1RK7aPFFxuhDR1L6tSoc_BJECPebWKRXjBZCiFV4n3oknjhMstn64tZ_2W-5JsGY4Hc5n9yBXArwl93lqt7_RN5w6Cf0h4QyQ5v-65YGjQR0_FDW2QvzqY368QQMicAtaSqzs8KJZgnYb9c7d0zgdAZHzu6qMQvRL5hajrn1n91CbOpbISD08qNLyrdkt-bFTWhAI4vMQFh6WeZu0fM4lFd2NcRwr3XPksINHaQ-G_xBniIqbw0Ls1jF44-csFCur-kEgU8awapJzKnqDKgw".replace("0vx7", "Qm7v")
+    );
+    assert_eq!(
+        spans(&other),
+        [
+            "X4cTteJY_gn4FYPsXB8rdXix5vwsg1FLN5E3EaG6RJoVH-HLLKD9M7dx5oo7GURknchnrRweUkC7hT5fJLM0WbFAKNLWY2vv7B6NqXSzUvxT0_YSfqijwp3RTzlBaCxWp4doFk5N2o8Gy_nHNKroADIkJ46pRUohsXywbReAdYaMwFs9tv8d_cPVY3i07a3t8MN6TNwm0dSawm9v47UiCl3Sk5ZiG7xojPLu4sbg1U2jx4IBTNBznbJSzFHK66jT8bgkuqsk0GjskDJk19Z4qwjwbsnn4j2WBii3RL-Us2lGVkY8fkFzme1z0HbIkfz0Y6mqnOYtqc0X4jfcKoAC8Q"
+        ]
+    );
+}
