@@ -259,13 +259,7 @@ pub(crate) fn inert_key(bytes: &[u8], i: usize) -> KeyStart {
     }
     let call = matches!(bytes.get(skip_blank(bytes, kend)), Some(b'=' | b'('));
     // A word for password in another language as a segment (`DB_KENNWORT`).
-    if separated
-        && (1..=key.len()).any(|k| {
-            matches!(key[k - 1], b'_' | b'-' | b'.')
-                && i + k < bytes.len()
-                && password_words_at(bytes, i + k) != 0
-        })
-    {
+    if separated && password_word_segment(bytes, i, kend) {
         return KeyStart::Read;
     }
     match (may_hold_keyword(key, inner != 0), call) {
@@ -274,6 +268,22 @@ pub(crate) fn inert_key(bytes: &[u8], i: usize) -> KeyStart {
         (false, true) => KeyStart::Call { plain, kend },
         (true, true) => KeyStart::Read,
     }
+}
+
+/// Whether a word of [`PASSWORD_WORDS`] starts after a separator of the key `[i, kend)`. Out of
+/// the scan's loop, which most keys (no separator) pass by, and one byte a step: an inclusive
+/// range of indices here cost twice the instructions.
+#[inline(never)]
+fn password_word_segment(bytes: &[u8], i: usize, kend: usize) -> bool {
+    let mut j = i;
+    while j < kend {
+        let c = bytes[j];
+        j += 1;
+        if matches!(c, b'_' | b'-' | b'.') && j < bytes.len() && password_words_at(bytes, j) != 0 {
+            return true;
+        }
+    }
+    false
 }
 
 /// Whether the scan's `word_at` finds nothing at `i` whatever the scan's state (but

@@ -253,12 +253,27 @@ pub(crate) fn candidates(b0: u8, b1: u8) -> &'static [Vendor] {
         return &[];
     }
     let (lo, hi) = FIRST[usize::from(b0.to_ascii_lowercase())];
-    let bucket = &VENDORS[usize::from(lo)..usize::from(hi)];
+    let (lo, hi) = (usize::from(lo), usize::from(hi));
+    let seconds = &SECOND[lo..hi];
     let b1 = b1.to_ascii_lowercase();
-    let from = bucket.partition_point(|v| v.prefix[1].to_ascii_lowercase() < b1);
-    let to = bucket.partition_point(|v| v.prefix[1].to_ascii_lowercase() <= b1);
-    &bucket[from..to]
+    let from = seconds.partition_point(|&c| c < b1);
+    let to = seconds.partition_point(|&c| c <= b1);
+    &VENDORS[lo + from..lo + to]
 }
+
+/// Each rule's second prefix byte, lowercased, as [`VENDORS`] holds it: [`candidates`] searches
+/// these bytes rather than the rules (one load a step instead of two and a bounds check).
+static SECOND: [u8; VENDORS.len()] = {
+    let mut t = [0u8; VENDORS.len()];
+    let mut k = 0;
+    while k < t.len() {
+        if let [_, b1, ..] = VENDORS[k].prefix {
+            t[k] = b1.to_ascii_lowercase();
+        }
+        k += 1;
+    }
+    t
+};
 
 /// The bytes of a base64 or base64url token.
 static TOKEN_BYTE: [bool; 256] = {
@@ -647,6 +662,23 @@ mod tests {
 
     fn caught_as(text: &str, name: &str) -> bool {
         findings(text).iter().any(|f| f.kind.as_str() == name)
+    }
+
+    /// [`super::candidates`] searches [`super::SECOND`], derived from the rules: it must narrow
+    /// a bucket to the rules whose prefix starts with the two bytes, as a search over the rules
+    /// themselves does.
+    #[test]
+    fn candidates_are_the_rules_starting_with_two_bytes() {
+        for b0 in 0..=255u8 {
+            for b1 in 0..=255u8 {
+                let got = super::candidates(b0, b1);
+                let (lo, hi) = super::FIRST[usize::from(b0.to_ascii_lowercase())];
+                let bucket = &VENDORS[usize::from(lo)..usize::from(hi)];
+                let hit = |v: &&Vendor| v.prefix[1].eq_ignore_ascii_case(&b1);
+                assert!(got.iter().all(|v| hit(&v)), "{b0} {b1}");
+                assert_eq!(got.len(), bucket.iter().filter(hit).count(), "{b0} {b1}");
+            }
+        }
     }
 
     #[test]

@@ -4447,7 +4447,20 @@ pub(crate) fn may_be_other_name(word: &[u8]) -> bool {
         (word.first().map(|b| b | 0x20), word.get(1).map(|b| b | 0x20)),
         (Some(b'c'), Some(b'h' | b'l')) | (Some(b's'), Some(b'l')) | (Some(b'r'), Some(b'o' | b'e'))
     )
+    // The third byte too: most words that open so go on otherwise (`request`, `Response`).
+    && word.get(2).is_some_and(|&b| OTHER_THIRDS & (1 << (b & 31)) != 0)
 }
+
+/// The third bytes of [`OTHER_NAMES`], as bits of the byte's low five (either case).
+const OTHER_THIRDS: u32 = {
+    let mut bits = 0;
+    let mut k = 0;
+    while k < OTHER_NAMES.len() {
+        bits |= 1 << (OTHER_NAMES[k][2] & 31);
+        k += 1;
+    }
+    bits
+};
 
 /// `clé`/`clés` (French) and `Schlüssel` (German): a word for `key` whose ASCII head `word`
 /// (`bytes[k..run]`) stops at an accented letter.
