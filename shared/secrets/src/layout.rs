@@ -114,6 +114,13 @@ fn colour_code_end(bytes: &[u8], i: usize) -> Option<usize> {
 /// prompts: one search for a backslash). Outside strings a backslash is text (`\\nas\backup`,
 /// `C:\new`).
 pub(crate) fn unescaped(text: &str) -> Option<(String, Vec<usize>)> {
+    unescaped_text(text, true)
+}
+
+/// [`unescaped`], reading a table's cells broken by `<br>` when `cells`: their text is read once
+/// only, not again for the cells within (a cell's escaped bars nested level in level would make
+/// each level a pass over the whole text).
+fn unescaped_text(text: &str, cells: bool) -> Option<(String, Vec<usize>)> {
     let bytes = text.as_bytes();
     // Source escaped for HTML (`&quot;api_key&quot;: …`, code in `<pre><code>`, a page's text
     // broken by `<br>`): its entities are decoded, and its tags inside `<pre>`/`<code>` and its
@@ -132,8 +139,11 @@ pub(crate) fn unescaped(text: &str) -> Option<(String, Vec<usize>)> {
         find_byte(b'\\', bytes)?;
     }
     // A table's cells broken by `<br>` are read as lines first, the maps composed.
-    if html && let Some((cells, cells_at)) = table_cells(bytes) {
-        let Some((plain, at)) = unescaped(&cells) else {
+    if html
+        && cells
+        && let Some((cells, cells_at)) = table_cells(bytes)
+    {
+        let Some((plain, at)) = unescaped_text(&cells, false) else {
             return Some((cells, cells_at));
         };
         return Some((plain, at.into_iter().map(|k| cells_at[k]).collect()));
@@ -153,6 +163,9 @@ pub(crate) fn unescaped(text: &str) -> Option<(String, Vec<usize>)> {
     let (mut quotes, mut words) = (0usize, false);
     // The last double-quoted string closed, `[open, close]`: a member's key when a value follows.
     let mut last = (0, 0);
+    // The last string kept and where the blanks and commas after it end, found once: a string
+    // far after it is tested for being its array's next item in constant time.
+    let mut tail = (usize::MAX, 0);
     // Only a quote, and inside a string a backslash or a line break, changes what is known: the
     // bytes between are passed over by a vectorised search.
     while k < bytes.len()
@@ -180,10 +193,13 @@ pub(crate) fn unescaped(text: &str) -> Option<(String, Vec<usize>)> {
                     open = None;
                     // The next item of an array of a document's lines (a notebook's `source`,
                     // `["line one\n", "line two"]`) is that document's too, escaped or not.
-                    let item = strings
-                        .last()
-                        .is_some_and(|&(_, close, doc)| doc && array_items(bytes, close, o))
-                        || json && q == b'"' && json_text(bytes, last, o, k);
+                    let item = strings.last().is_some_and(|&(_, close, doc)| {
+                        if doc && tail.0 != close {
+                            let end = run_end(bytes, close + 1, |b| b == b',' || b.is_ascii_whitespace());
+                            tail = (close, end);
+                        }
+                        doc && tail.1 == o && array_items(bytes, close, o)
+                    }) || json && q == b'"' && json_text(bytes, last, o, k);
                     if escape && (q == b'"' || document) || item {
                         strings.push((o, k, document || item || words && quotes % 2 == 0));
                     }
