@@ -953,3 +953,19 @@ fn a_printed_id_digest_or_piped_output_is_no_secret() {
         "vault kv get -field=password kv/billing\nGf8wNq2Lz7RkP4sXc9Tm",
     ]);
 }
+
+/// The shell's previous directory (`OLDPWD`, in `env` output) is a path, relative too; a password
+/// under a key holding `pwd` is still one.
+#[test]
+fn the_shells_previous_directory_is_no_password() {
+    assert_clean(&[
+        "OLDPWD=repos/shop-api",
+        "export OLDPWD=src/lib",
+        "PWD=/home/dev/shop\nOLDPWD=shop-web",
+    ]);
+    assert_found(&[
+        "OLD_DB_PWD=repos/Xk29mWq1",
+        "OLDPWD_BACKUP=Xk29mWq1zPo",
+        "pwd=Xk29mWq1zPo",
+    ]);
+}

@@ -560,7 +560,12 @@ pub(crate) fn secret_word_at(key: &[u8], j: usize) -> Option<(usize, Strength, b
             .or_else(|| longest(key, j, SHORT_PASSWORDS))
             .map(|e| (e, Strength::Strong, false))
             .or_else(|| two_part(key, j, b"private", b"key").map(|e| (e, Strength::Strong, false)))
-            .or_else(|| eat_ci(key, j, b"pwd").map(|e| (e, Strength::Strong, false)))
+            // (`OLDPWD` is the shell's previous directory, as `PWD` its current one.)
+            .or_else(|| {
+                eat_ci(key, j, b"pwd")
+                    .filter(|_| !key.eq_ignore_ascii_case(b"oldpwd"))
+                    .map(|e| (e, Strength::Strong, false))
+            })
             // `pw` only as a segment of its own (`my pw is`, `DB_PW`), not in `upward`.
             .or_else(|| {
                 eat_ci(key, j, b"pw")
