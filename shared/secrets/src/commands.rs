@@ -289,11 +289,6 @@ pub(crate) enum Printed {
     JsonValue,
 }
 
-/// Commands that print a stored secret as plain text: the command's words, the flags of which
-/// the line must hold one (none: the command always prints it), how it is printed, and whether
-/// what it prints is always a secret (a password store, a secret manager's secret) rather than
-/// the entry or field the line names (`op read op://vault/db/username`, `{.data.host}`).
-/// The first entry whose command and flag the line holds decides.
 /// A command that prints a stored secret (see [`PRINTERS`]).
 struct Printer {
     command: &'static [u8],
@@ -316,6 +311,11 @@ const fn printer(
     }
 }
 
+/// Commands that print a stored secret as plain text: the command's words, the flags of which
+/// the line must hold one (none: the command always prints it), how it is printed, and whether
+/// what it prints is always a secret (a password store, a secret manager's secret) rather than
+/// the entry or field the line names (`op read op://vault/db/username`, `{.data.host}`).
+/// The first entry whose command and flag the line holds decides.
 const PRINTERS: &[Printer] = &[
     printer(b"vault kv get", &[b"-field"], Printed::Line, false),
     printer(b"terraform output", &[b"-raw"], Printed::Line, false),
@@ -364,28 +364,6 @@ const PRINTERS: &[Printer] = &[
     ),
 ];
 
-/// The first words of [`PRINTERS`]: a line is measured only when its command is one of them.
-const PRINTER_WORDS: &[&[u8]] = &[
-    b"vault",
-    b"gcloud",
-    b"op",
-    b"kubectl",
-    b"security",
-    b"Get-Secret",
-    b"pass",
-    b"gopass",
-    b"doppler",
-    b"infisical",
-    b"bw",
-    b"heroku",
-    b"credstash",
-    b"az",
-    b"aws",
-    b"terraform",
-    b"secret-tool",
-    b"lpass",
-];
-
 /// Whether the line starting at `s` (blanks skipped) runs a command that prints a stored secret,
 /// how it prints it and how strongly the line says it is one: a password's when the command
 /// always prints a secret or the line names one (`-field=password`, `{.data.api_token}`), else
@@ -400,32 +378,12 @@ pub(crate) fn secret_printer(bytes: &[u8], s: usize) -> Option<(Printed, Strengt
     if !bytes.get(s).is_some_and(|&b| opens(b)) && !bytes[s..].starts_with(b"PS ") {
         return None;
     }
-    let start = s;
-    let s = prompt_prefix_end(bytes, s);
-    let word_end = |from: usize| {
-        from + bytes[from..]
-            .iter()
-            .take(64)
-            .take_while(|&&b| b != b' ' && b != b'\n')
-            .count()
-    };
-    let e = word_end(s);
-    let first = &bytes[s..e];
-    let (c, e) = match first.last() {
-        Some(b'$' | b'%' | b'>' | b'#') if bytes.get(e) == Some(&b' ') => {
-            let c = skip_blank(bytes, e);
-            (c, word_end(c))
-        }
-        _ if first == b"PS" => {
-            let head = &bytes[e..bytes.len().min(e + 96)];
-            let head = &head[..head.iter().position(|&b| b == b'\n').unwrap_or(head.len())];
-            let k = head.windows(2).position(|w| w == b"> ")?;
-            let c = skip_blank(bytes, e + k + 2);
-            (c, word_end(c))
-        }
-        _ => (s, e),
-    };
-    if !PRINTER_WORDS.contains(&&bytes[c..e]) {
+    let (c, word) = command_start(bytes, s);
+    // Only a line whose command is one of the table's is measured further.
+    let first = &bytes[c..word];
+    let named =
+        |p: &Printer| p.command.get(first.len()).is_none_or(|&b| b == b' ') && p.command.starts_with(first);
+    if !PRINTERS.iter().any(named) {
         return None;
     }
     let line = &bytes[c..crate::bytes::line_end(bytes, c)];
@@ -467,7 +425,7 @@ pub(crate) fn secret_printer(bytes: &[u8], s: usize) -> Option<(Printed, Strengt
     // With no prompt before it, the line is a script's or a document's, and the next line is
     // as likely the next command (`deactivate`, `set_env_from_secret`): only a generated value
     // is taken for the secret there.
-    let prompted = c != start;
+    let prompted = c != s;
     Some((
         printed,
         if prompted && (always || named) {
@@ -486,38 +444,52 @@ fn query_field(rest: &[u8]) -> Option<&[u8]> {
     let k = rest.windows(8).position(|w| w == b"--query ")?;
     let q = &rest[k + 8..];
     let q = &q[..q.iter().position(|&b| b == b' ').unwrap_or(q.len())];
-    let q = trim_quotes(q);
+    let (from, to) = crate::tables::unquoted(q, 0, q.len());
+    let q = &q[from..to];
     Some(q.rsplit(|&b| b == b'.').next().unwrap_or_default())
 }
 
-fn trim_quotes(v: &[u8]) -> &[u8] {
-    let v = v
-        .strip_prefix(b"\"")
-        .or_else(|| v.strip_prefix(b"'"))
-        .unwrap_or(v);
-    v.strip_suffix(b"\"")
-        .or_else(|| v.strip_suffix(b"'"))
-        .unwrap_or(v)
-}
-
-/// Where the command starts after a prompt's decoration opening the line at `s`: a bracketed
-/// `[user@host dir]$ `, a virtual environment's `(venv) ` or zsh's `❯ `; else `s`.
-fn prompt_prefix_end(bytes: &[u8], s: usize) -> usize {
-    let head = &bytes[s..bytes.len().min(s + 96)];
-    let head = &head[..head.iter().position(|&b| b == b'\n').unwrap_or(head.len())];
-    match head.first() {
-        Some(b'[') => head
+/// Where the command of the line at `s` and its first word start and end: after a shell's prompt when one opens the line
+/// (`$ `, `% `, `> `, `# `, `dev@box:~/app$ `, `PS C:\app> `, a bracketed `[user@host dir]$ `, a
+/// virtual environment's `(venv) `, zsh's `❯ `, or one of these after another), else at `s`.
+fn command_start(bytes: &[u8], s: usize) -> (usize, usize) {
+    let line = |from: usize| {
+        let head = &bytes[from..bytes.len().min(from + 96)];
+        &head[..head.iter().position(|&b| b == b'\n').unwrap_or(head.len())]
+    };
+    let word_end = |from: usize| {
+        from + bytes[from..]
+            .iter()
+            .take(64)
+            .take_while(|&&b| b != b' ' && b != b'\n')
+            .count()
+    };
+    let s = match bytes.get(s) {
+        Some(b'[') => line(s)
             .windows(3)
             .position(|w| w[0] == b']' && matches!(w[1], b'$' | b'#' | b'%') && w[2] == b' ')
             .map_or(s, |k| skip_blank(bytes, s + k + 3)),
-        Some(b'(') => head
-            .windows(2)
-            .position(|w| w == b") ")
-            .filter(|&k| !head[1..k].contains(&b' '))
-            .map_or(s, |k| skip_blank(bytes, s + k + 2)),
-        Some(0xE2) if head.starts_with("❯ ".as_bytes()) => skip_blank(bytes, s + 4),
+        Some(b'(') => {
+            let head = line(s);
+            head.windows(2)
+                .position(|w| w == b") ")
+                .filter(|&k| !head[1..k].contains(&b' '))
+                .map_or(s, |k| skip_blank(bytes, s + k + 2))
+        }
+        Some(0xE2) if bytes[s..].starts_with("❯ ".as_bytes()) => skip_blank(bytes, s + 4),
         _ => s,
-    }
+    };
+    let e = word_end(s);
+    let first = &bytes[s..e];
+    let c = match first.last() {
+        Some(b'$' | b'%' | b'>' | b'#') if bytes.get(e) == Some(&b' ') => skip_blank(bytes, e),
+        _ if first == b"PS" => line(e)
+            .windows(2)
+            .position(|w| w == b"> ")
+            .map_or(s, |k| skip_blank(bytes, e + k + 2)),
+        _ => return (s, e),
+    };
+    (c, word_end(c))
 }
 
 /// A value a command printed that is an identifier or a digest, not a generated secret: a UUID,
