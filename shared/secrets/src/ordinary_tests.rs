@@ -914,6 +914,8 @@ fn a_secret_flag_listing_settings_names_no_secret() {
     ]);
     assert_found(&[
         "deploy --password=ab=Wq7rT2mZk9Lx",
+        // Words joined name a secret after a secret's flag only: after a password's, a passphrase.
+        "deploy --password=correct-horse-battery-staple",
         "deploy --secret=hunter22",
         "deploy --secret=x9_Qm7vR2xK9pLw",
         "deploy --secret Wq7rT2mZk9Lx,id=x",

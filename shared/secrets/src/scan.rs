@@ -2579,11 +2579,13 @@ impl<'t> Scan<'t> {
         let v = skip_blank(bytes, kend + usize::from(bytes.get(kend) == Some(&b'=')));
         // `--secret=smtp-relay`, `--secret-id prod/db`: a secret named by lowercase words.
         let secret_name = |n: &[u8]| {
-            let n = n.to_ascii_lowercase();
-            let n = n.strip_prefix(b"secret").unwrap_or(&[]);
-            matches!(n, b"" | b"s" | b"-id" | b"_id" | b"-name" | b"_name")
+            n.len() >= 6
+                && n[..6].eq_ignore_ascii_case(b"secret")
+                && [&b""[..], b"s", b"-id", b"_id", b"-name", b"_name"]
+                    .iter()
+                    .any(|t| n[6..].eq_ignore_ascii_case(t))
         };
-        if name.len() >= 6 && secret_name(name) {
+        if secret_name(name) {
             let arg = run_end_max(bytes, v, 256, |c| {
                 !c.is_ascii_whitespace() && !matches!(c, b'"' | b'\'')
             });
