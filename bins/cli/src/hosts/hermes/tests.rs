@@ -1,3 +1,6 @@
+//! Unit tests of the Hermes installer: the `hooks:` block added, extended and removed byte for byte
+//! around the user's own lines, and the consent allowlist; files only in temporary directories.
+
 use super::*;
 
 const CMD: &str = "/s/installs/hermes/bin/powercontext-hook-hermes";
