@@ -703,3 +703,41 @@ fn the_architecture_page_draws_the_declared_core_layers() {
         assert_eq!(words, layer, "layer {n} of docs/architecture.md");
     }
 }
+
+/// Every Rust file the repository tracks under its source folders, relative to the root.
+fn every_rust_file() -> Vec<String> {
+    fn walk(dir: &Path, out: &mut Vec<String>) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for e in entries.flatten() {
+            let p = e.path();
+            let name = e.file_name();
+            if p.is_dir() && name != "node_modules" && name != "target" {
+                walk(&p, out);
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                out.push(p.strip_prefix(root()).unwrap().to_string_lossy().into_owned());
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for top in ["bins", "shared", "src", "tests", "benches", "installers"] {
+        walk(&root().join(top), &mut out);
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn every_module_opens_with_a_line_on_what_it_owns() {
+    let files = every_rust_file();
+    assert!(files.len() > 60, "found only {} Rust files", files.len());
+    let bare: Vec<&String> = files
+        .iter()
+        .filter(|f| {
+            let text = std::fs::read_to_string(root().join(f)).unwrap();
+            !text.starts_with("//!")
+        })
+        .collect();
+    assert!(bare.is_empty(), "modules without a `//!` line first: {bare:?}");
+}
