@@ -1233,7 +1233,11 @@ impl<'t> Scan<'t> {
         }
         let signature = json_segment(self, payload)?;
         let end = self.b64url_end(signature);
-        (end - signature >= 8 && !token_continues_at(self.text, end)).then_some(end)
+        // A signature spelling the documentation marker (`…v1F3EXAMPLE`) signs no real token.
+        (end - signature >= 8
+            && !token_continues_at(self.text, end)
+            && !crate::chars::spells_a_marker(&bytes[signature..end]))
+        .then_some(end)
     }
 
     /// The rest of a JWE after its header (RFC 7516's compact form: encrypted key, IV,
@@ -2168,9 +2172,10 @@ impl<'t> Scan<'t> {
             && !url_stand_in_userinfo(value)
             && !host_after_stand_in(bytes, p, value)
             && !ldap_dn(value)
-            // An absolute path (`"/en/enterprise-server@3.0/auth"`) or a URL of words is no
-            // generated value.
-            && (!value.starts_with(b"/") || random_after_slash(value))
+            // A path, absolute, in the home directory or relative (`"/en/enterprise-server@3.0/auth"`,
+            // `~/.ssh/id_ed25519`, `./certs/id_rsa4096`), or a URL of words is no generated value.
+            && (![&b"/"[..], b"~/", b"./", b"../"].iter().any(|p| value.starts_with(p))
+                || random_after_slash(value))
             && !readable_url(value)
             && (strong || !base64_text(value))
             && !digest_of_secret(bytes, key, value)
@@ -3137,6 +3142,11 @@ impl<'t> Scan<'t> {
         }
         if mode == Mode::Prose {
             kind = SecretKind::Prose;
+        }
+        // A value longer than the judged window is judged by its head; a JWT's example marker
+        // ends its signature (`…2K19EXAMPLE`), past the window: the whole token tells.
+        if value.cut && crate::judge::jwt_sketch(&bytes[value.start..value.whole_end(bytes)]) {
+            return;
         }
         if value_is_secret(bytes, &value, key, strength, mode)
             // (`pwd` in prose is the shell's command more often: `pwd src/app`.)
