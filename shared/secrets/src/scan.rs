@@ -2842,7 +2842,7 @@ impl<'t> Scan<'t> {
         let Some((pos, mode)) = self.assignment_mode(pos, sep, &site) else {
             return;
         };
-        self.assigned_value(pos, mode, &site);
+        self.assigned_value(returned_literal(bytes, pos).unwrap_or(pos), mode, &site);
     }
 
     /// An element whose `type` or `spec` attribute declares it a password (`<input
@@ -4578,4 +4578,19 @@ pub(crate) fn generated_token(t: &[u8]) -> bool {
     } else {
         e >= 3.6 && t.len() >= 24 || hex && t.len() == 32
     }
+}
+
+/// A function of no arguments returning a quoted literal (`() => '…'`, Python's `lambda: '…'`):
+/// under a key naming a secret (`getSecret: () => '…'`) the literal is what the key holds. The
+/// literal's quote, or `None` for anything else (`() => process.env.TOKEN`).
+fn returned_literal(bytes: &[u8], pos: usize) -> Option<usize> {
+    let rest = &bytes[pos..];
+    let body = if rest.starts_with(b"()") {
+        let arrow = skip_space(bytes, pos + 2);
+        bytes[arrow..].starts_with(b"=>").then_some(arrow + 2)?
+    } else {
+        rest.starts_with(b"lambda:").then_some(pos + 7)?
+    };
+    let quote = skip_space(bytes, body);
+    matches!(bytes.get(quote), Some(b'\'' | b'"' | b'`')).then_some(quote)
 }

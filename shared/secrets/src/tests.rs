@@ -263,6 +263,13 @@ fn spans(text: &str) -> Vec<&str> {
     findings(text).iter().map(|f| &text[f.start..f.end]).collect()
 }
 
+/// Each text's findings are the spans given with it (none for an ordinary look-alike).
+fn assert_spans(cases: &[(&str, &[&str])]) {
+    for &(text, found) in cases {
+        assert_eq!(spans(text), found, "{text}");
+    }
+}
+
 #[test]
 fn comparisons_declarations_and_literal_arguments_are_assignments() {
     assert_eq!(spans(r#"if (pw == "Qx7#vLm2!pR9") {"#), ["Qx7#vLm2!pR9"]);
@@ -5670,12 +5677,30 @@ fn a_home_or_relative_path_under_a_key_word_is_a_file() {
 /// password (`CRATEPW`, `ORACLEPW`); a reference there is none.
 #[test]
 fn pw_glued_to_a_capitalised_name_is_a_password() {
-    for (text, found) in [
+    assert_spans(&[
         ("REDISPW=c7Hq2Lm9Xz4Rt8", &["c7Hq2Lm9Xz4Rt8"][..]),
         ("export ORACLEPW=w3Rt9Kq2Xm7Lz", &["w3Rt9Kq2Xm7Lz"]),
         ("REDISPW=${REDIS_PASSWORD}", &[]),
         ("export ORACLEPW=\"$ORACLE_PASSWORD\"", &[]),
-    ] {
-        assert_eq!(spans(text), found, "{text}");
-    }
+    ]);
+}
+
+/// A function of no arguments returning a literal under a key naming a secret (`() => '…'`,
+/// Python's `lambda: '…'`) holds that literal; one returning a lookup or an expression holds none.
+#[test]
+fn a_function_returning_a_literal_holds_it() {
+    assert_spans(&[
+        (
+            "  fetchToken: () => \"Rk4vQ9zL2mXw7Tp3Nc8Jy\",",
+            &["Rk4vQ9zL2mXw7Tp3Nc8Jy"][..],
+        ),
+        (
+            "const getApiKey = () => `Hq7Lm2Xz9Vw4Rt8Kp3Ny6`;",
+            &["Hq7Lm2Xz9Vw4Rt8Kp3Ny6"],
+        ),
+        ("db_password = lambda: 'Tz8#qLm2Vx9!'", &["Tz8#qLm2Vx9!"]),
+        ("  fetchToken: () => process.env.FETCH_TOKEN,", &[]),
+        ("const getApiKey = () => config.get('api_key');", &[]),
+        ("db_password = lambda: os.environ['DB_PASSWORD']", &[]),
+    ]);
 }
