@@ -291,7 +291,20 @@ pub(crate) fn fabricated(v: &[u8]) -> bool {
             run = 1;
         }
     }
-    counts(1, true) || counts(2, false) || counts(2, true) || spells_a_marker(v) || filler_run(v)
+    counts(1, true)
+        || counts(2, false)
+        || counts(2, true)
+        || spells_a_marker(v)
+        || closed_by_example(v)
+        || filler_run(v)
+}
+
+/// Whether a long value ends in the word `example` in any case (`…k2n8example`, `…_Example`):
+/// the marker that example generators put after a random body whose alphabet has no capitals.
+/// A generated value ends so about once in 10^10.
+fn closed_by_example(v: &[u8]) -> bool {
+    const WORD: &[u8] = b"example";
+    v.len() >= 20 && v[v.len() - WORD.len()..].eq_ignore_ascii_case(WORD)
 }
 
 /// Four kinds of letter or digit or fewer, case aside, in 20 or more (`dead.dead.DEAD-DEAD-dead`,

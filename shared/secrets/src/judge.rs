@@ -2643,6 +2643,8 @@ pub(crate) fn is_placeholder(v: &[u8]) -> bool {
         || masked(v)
         || placeholder_words(v)
         || fabricated(v)
+        // The marker in a shorter value (`EXAMPLEEXPOTOKEN123`): typed, as in a longer one.
+        || v.len() >= 12 && crate::chars::spells_a_marker(v)
         || counted_through(v)
         || mostly_one_count(v)
         || negated_phrase(v)
@@ -2765,7 +2767,11 @@ pub(crate) fn jwt_sketch(v: &[u8]) -> bool {
     else {
         return false;
     };
-    jwt_header(header) && (signature.len() < 8 || payload.len() < 8 && !b64url_json(payload, b"{"))
+    // A signature spelling the documentation marker (`…v1F3EXAMPLE`) signs no real token.
+    jwt_header(header)
+        && (signature.len() < 8
+            || payload.len() < 8 && !b64url_json(payload, b"{")
+            || crate::chars::spells_a_marker(signature))
 }
 
 /// Whether a JWT's first segment decodes to a JSON object naming its algorithm (`{"alg":…}`):

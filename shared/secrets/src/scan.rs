@@ -1233,7 +1233,11 @@ impl<'t> Scan<'t> {
         }
         let signature = json_segment(self, payload)?;
         let end = self.b64url_end(signature);
-        (end - signature >= 8 && !token_continues_at(self.text, end)).then_some(end)
+        // A signature spelling the documentation marker (`…v1F3EXAMPLE`) signs no real token.
+        (end - signature >= 8
+            && !token_continues_at(self.text, end)
+            && !crate::chars::spells_a_marker(&bytes[signature..end]))
+        .then_some(end)
     }
 
     /// The rest of a JWE after its header (RFC 7516's compact form: encrypted key, IV,
@@ -2168,9 +2172,10 @@ impl<'t> Scan<'t> {
             && !url_stand_in_userinfo(value)
             && !host_after_stand_in(bytes, p, value)
             && !ldap_dn(value)
-            // An absolute path (`"/en/enterprise-server@3.0/auth"`) or a URL of words is no
-            // generated value.
-            && (!value.starts_with(b"/") || random_after_slash(value))
+            // A path, absolute, in the home directory or relative (`"/en/enterprise-server@3.0/auth"`,
+            // `~/.ssh/id_ed25519`, `./certs/id_rsa4096`), or a URL of words is no generated value.
+            && (![&b"/"[..], b"~/", b"./", b"../"].iter().any(|p| value.starts_with(p))
+                || random_after_slash(value))
             && !readable_url(value)
             && (strong || !base64_text(value))
             && !digest_of_secret(bytes, key, value)
@@ -2837,7 +2842,7 @@ impl<'t> Scan<'t> {
         let Some((pos, mode)) = self.assignment_mode(pos, sep, &site) else {
             return;
         };
-        self.assigned_value(pos, mode, &site);
+        self.assigned_value(returned_literal(bytes, pos).unwrap_or(pos), mode, &site);
     }
 
     /// An element whose `type` or `spec` attribute declares it a password (`<input
@@ -3137,6 +3142,11 @@ impl<'t> Scan<'t> {
         }
         if mode == Mode::Prose {
             kind = SecretKind::Prose;
+        }
+        // A value longer than the judged window is judged by its head; a JWT's example marker
+        // ends its signature (`…2K19EXAMPLE`), past the window: the whole token tells.
+        if value.cut && crate::judge::jwt_sketch(&bytes[value.start..value.whole_end(bytes)]) {
+            return;
         }
         if value_is_secret(bytes, &value, key, strength, mode)
             // (`pwd` in prose is the shell's command more often: `pwd src/app`.)
@@ -4568,4 +4578,19 @@ pub(crate) fn generated_token(t: &[u8]) -> bool {
     } else {
         e >= 3.6 && t.len() >= 24 || hex && t.len() == 32
     }
+}
+
+/// A function of no arguments returning a quoted literal (`() => '…'`, Python's `lambda: '…'`):
+/// under a key naming a secret (`getSecret: () => '…'`) the literal is what the key holds. The
+/// literal's quote, or `None` for anything else (`() => process.env.TOKEN`).
+fn returned_literal(bytes: &[u8], pos: usize) -> Option<usize> {
+    let rest = &bytes[pos..];
+    let body = if rest.starts_with(b"()") {
+        let arrow = skip_space(bytes, pos + 2);
+        bytes[arrow..].starts_with(b"=>").then_some(arrow + 2)?
+    } else {
+        rest.starts_with(b"lambda:").then_some(pos + 7)?
+    };
+    let quote = skip_space(bytes, body);
+    matches!(bytes.get(quote), Some(b'\'' | b'"' | b'`')).then_some(quote)
 }

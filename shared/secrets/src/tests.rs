@@ -263,6 +263,13 @@ fn spans(text: &str) -> Vec<&str> {
     findings(text).iter().map(|f| &text[f.start..f.end]).collect()
 }
 
+/// Each text's findings are the spans given with it (none for an ordinary look-alike).
+fn assert_spans(cases: &[(&str, &[&str])]) {
+    for &(text, found) in cases {
+        assert_eq!(spans(text), found, "{text}");
+    }
+}
+
 #[test]
 fn comparisons_declarations_and_literal_arguments_are_assignments() {
     assert_eq!(spans(r#"if (pw == "Qx7#vLm2!pR9") {"#), ["Qx7#vLm2!pR9"]);
@@ -5601,4 +5608,99 @@ fn a_table_cell_broken_by_br_is_read_as_lines_once() {
         ["Vq7#mZ2xLp9Rt4"]
     );
     assert!(spans("| step | note |\n| 1 | \\| a<br>b \\| c<br>d \\| |").is_empty());
+}
+
+/// A JSON Web Token whose signature ends in the documentation marker (`…EXAMPLE`, as example
+/// generators write one) signs nothing, alone or under a key, and also when the token is longer
+/// than the window a value is judged in; the same token with a signature of its own is caught.
+#[test]
+fn a_jwt_signed_with_the_documentation_marker_is_an_example() {
+    let head = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiJjaS1ydW5uZXIiLCJpYXQiOjE3NjAwMDAwMDB9.gpZeYOl8eSAjD_WYxXqpPLh8acYJKZ4JMbqL";
+    let payload = concat!(
+        "eyJzdWIiOiJjaS1ydW5uZXIiLCJpYXQiOjE3NjAwMDAwMDAsInNjb3BlcyI6WyJyZXBvOnJlYWQiLCJyZXBvOndyaX",
+        "RlIiwicGFja2FnZXM6cmVhZCIsInBhY2thZ2VzOndyaXRlIiwiZGVwbG95bWVudHM6d3JpdGUiLCJpc3N1ZXM6d3Jp",
+        "dGUiXSwiYXVkIjoiaHR0cHM6Ly9idWlsZC5pbnRlcm5hbC50ZXN0L2FwaSIsImp0aSI6IjNlMjM4ZTNiMWM3N2ZjNG",
+        "MwMTFmMWJkMzhmMWYzNDkyMGZiZDAxZjQwMDcyZTNjZjM0Nzg2MjU1NDAxN2NkZjgifQ",
+    );
+    let signature = concat!(
+        "N81ljk6YC-JECSBLNaK2VNxk6-zY2gkLpoYjv9yzgwnKjNSRuGbHCPQiUrHwLmKu6AG5T_zJ3AOEwQEhgWLIFxJW9a",
+        "pp8dY-3xZzMbnqr2YtbgtcUsSh5lm_eM9IjlWBl132zN4t8-wVxx2hDnk44CJxqviOstSP5SVG_lrtLgRWq2D8M3dZ",
+        "E9N2CLDHt-7jzJYudEVWbjsmGLYu59fO95x07MvVP_dkohq9uodDFDfD2La2d-fnqeOq-_Xz90TXDEGVCu-g7Lj2M7",
+        "ERv7XNUilOvgBUli4c0grWA9XED3xbyQPnNrnb7fiyNQDODRn1O5jQeT_Lrc",
+    );
+    let long = format!("eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.{payload}.{signature}");
+    for (tail, caught) in [("EXAMPLE", false), ("Qv3Lk9w", true)] {
+        for text in [
+            format!("curl -H 'X-Session: {head}{tail}' https://build.internal.test"),
+            format!("SESSION_TOKEN={head}{tail}"),
+            format!("SESSION_TOKEN={long}{tail}"),
+        ] {
+            assert_eq!(!findings(&text).is_empty(), caught, "{text}");
+        }
+    }
+}
+
+/// The marker word in lowercase closing a long value (`…v5y0nexample`, `…_Example`: what
+/// example generators write after a body without capitals), or spelt in capitals in a value
+/// shorter than twenty (`SAMPLEDEPLOYKEY42`), is filler; a value that only nears it is not.
+#[test]
+fn the_marker_word_closing_a_value_or_in_a_short_one_is_filler() {
+    assert_clean(&[
+        "signing_token: \"t7k2m9x4q1z8w3r6v5y0nexample\"",
+        "signing_token: \"t7k2m9x4q1z8w3r6v5y0n_Example\"",
+        "DEPLOY_KEY=SAMPLEDEPLOYKEY42",
+        "NETLIFY_TOKEN=EXAMPLENETLIFY7",
+    ]);
+    assert_eq!(
+        spans("signing_token: \"t7k2m9x4q1z8w3r6v5y0nexamqle\""),
+        ["t7k2m9x4q1z8w3r6v5y0nexamqle"]
+    );
+    assert_eq!(spans("NETLIFY_TOKEN=Q7xTk2NETLIFY7"), ["Q7xTk2NETLIFY7"]);
+}
+
+/// A path from the home directory or a relative one where a key goes (`~/.ssh/id_ed25519`,
+/// `../certs/build01_ecdsa384`) names the key's file; a random value that only starts with `~`
+/// is the key.
+#[test]
+fn a_home_or_relative_path_under_a_key_word_is_a_file() {
+    for (text, caught) in [
+        ("ssh_key: ~/.ssh/id_ed25519", false),
+        ("key: ../certs/build01_ecdsa384", false),
+        ("signing_key = ./keys/release_rsa4096", false),
+        ("ssh_key: ~q2Lm8Rt4Vw7Yz3Bx6Nc", true),
+    ] {
+        assert_eq!(!findings(text).is_empty(), caught, "{text}");
+    }
+}
+
+/// `PW` glued to a tool's name in capitals ends an environment variable that holds its
+/// password (`CRATEPW`, `ORACLEPW`); a reference there is none.
+#[test]
+fn pw_glued_to_a_capitalised_name_is_a_password() {
+    assert_spans(&[
+        ("REDISPW=c7Hq2Lm9Xz4Rt8", &["c7Hq2Lm9Xz4Rt8"][..]),
+        ("export ORACLEPW=w3Rt9Kq2Xm7Lz", &["w3Rt9Kq2Xm7Lz"]),
+        ("REDISPW=${REDIS_PASSWORD}", &[]),
+        ("export ORACLEPW=\"$ORACLE_PASSWORD\"", &[]),
+    ]);
+}
+
+/// A function of no arguments returning a literal under a key naming a secret (`() => '…'`,
+/// Python's `lambda: '…'`) holds that literal; one returning a lookup or an expression holds none.
+#[test]
+fn a_function_returning_a_literal_holds_it() {
+    assert_spans(&[
+        (
+            "  fetchToken: () => \"Rk4vQ9zL2mXw7Tp3Nc8Jy\",",
+            &["Rk4vQ9zL2mXw7Tp3Nc8Jy"][..],
+        ),
+        (
+            "const getApiKey = () => `Hq7Lm2Xz9Vw4Rt8Kp3Ny6`;",
+            &["Hq7Lm2Xz9Vw4Rt8Kp3Ny6"],
+        ),
+        ("db_password = lambda: 'Tz8#qLm2Vx9!'", &["Tz8#qLm2Vx9!"]),
+        ("  fetchToken: () => process.env.FETCH_TOKEN,", &[]),
+        ("const getApiKey = () => config.get('api_key');", &[]),
+        ("db_password = lambda: os.environ['DB_PASSWORD']", &[]),
+    ]);
 }

@@ -569,9 +569,15 @@ pub(crate) fn secret_word_at(key: &[u8], j: usize) -> Option<(usize, Strength, b
             // `pw` only as a segment of its own (`my pw is`, `DB_PW`), not in `upward`.
             .or_else(|| {
                 eat_ci(key, j, b"pw")
-                    // `olcRootPW`: capitals end a CamelCase key.
+                    // `olcRootPW`: capitals end a CamelCase key; `CRATEPW`, `MYSQLPW`: a tool's
+                    // name in capitals glued to it ends an environment variable's.
                     .filter(|&e| {
-                        alone(e) || e == key.len() && key[j..e] == *b"PW" && key[j - 1].is_ascii_lowercase()
+                        alone(e)
+                            || e == key.len()
+                                && key[j..e] == *b"PW"
+                                && (key[j - 1].is_ascii_lowercase()
+                                    || j >= 2
+                                        && key[..j].iter().all(|b| b.is_ascii_uppercase() || *b == b'_'))
                     })
                     .map(|e| (e, Strength::Strong, false))
             })

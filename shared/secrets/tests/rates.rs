@@ -19,6 +19,7 @@ const HANDWRITTEN: &str = include_str!("../../../tests/fixtures/secrets_probe_ha
 const SECURITY_UTILITIES: &str = include_str!("../../../tests/fixtures/secrets_probe_security_utilities.txt");
 const AGENT: &str = include_str!("../../../tests/fixtures/secrets_probe_agent.txt");
 const DETECTOR_DOCS: &str = include_str!("../../../tests/fixtures/secrets_probe_detectors.txt");
+const SHELL_PLUGINS: &str = include_str!("../../../tests/fixtures/secrets_probe_shell_plugins.txt");
 const DOC: &str = include_str!("../../../docs/secret-filter.md");
 const README: &str = include_str!("../../../README.md");
 const BEGIN: &str = "<!-- rates: computed by shared/secrets/tests/rates.rs -->\n";
@@ -52,6 +53,7 @@ const FLOORS: &[(&str, f64, f64)] = &[
     ("security-utilities", 98.1, 0.0),
     ("agent", 99.0, 0.0),
     ("detector-docs", 96.6, 0.0),
+    ("shell-plugins", 96.8, 1.6),
 ];
 
 /// What each source is, for the table.
@@ -138,6 +140,10 @@ const LABELS: &[(&str, &str)] = &[
         "detector-docs",
         "random credentials of 211 providers' documented formats (202 named by no rule before), each with an ordinary twin, in sixteen prompt shapes (six languages), `tests/fixtures/secrets_probe_detectors.txt`",
     ),
+    (
+        "shell-plugins",
+        "79 CLIs' credential files and env variables from 1Password's shell plugins, random, as-written examples, `op://` references, stand-ins and plain config, in four shapes (a question, a terminal, a bug report, a diff), `tests/fixtures/secrets_probe_shell_plugins.txt`",
+    ),
 ];
 
 #[derive(Default)]
@@ -210,6 +216,7 @@ fn rates() -> BTreeMap<String, Rates> {
         SECURITY_UTILITIES,
         AGENT,
         DETECTOR_DOCS,
+        SHELL_PLUGINS,
     ] {
         score(
             fixture,
