@@ -456,8 +456,9 @@ fn unescaped_text(text: &str, cells: bool) -> Option<(String, Vec<usize>)> {
 /// one holding a percent escape of punctuation, a blank or a character outside ASCII; its `+` a
 /// blank and its own `&` a line break between fields), and the text of each field quoted with
 /// its quotes doubled inside (a CSV file's field, SQL's, C#'s verbatim and PowerShell's strings:
-/// `7,"token = ""Tq8…""",x`, each doubled quote read as one) or of a CSV field that spans lines.
-/// A field opens after a line's start, a blank or a separator (`,` `;` `(` `=` `@`), not at a
+/// `7,"token = ""Tq8…""",x`, each doubled quote read as one) or spanning lines (a CSV cell, PHP's
+/// serialized `s:9:"…"`). A field opens after a line's start, a blank or a separator (`,` `;`
+/// `:` `(` `=` `@`), not at a
 /// triple quote (a docstring), and closes at a lone quote before a separator or a blank. One
 /// search finds the quotes and the `%`; only the parts found are read again.
 pub(crate) fn second_readings(text: &str) -> Vec<(String, Vec<usize>)> {
@@ -491,15 +492,15 @@ pub(crate) fn second_readings(text: &str) -> Vec<(String, Vec<usize>)> {
                 let closes = bytes
                     .get(at + 1)
                     .is_none_or(|&b| matches!(b, b',' | b';' | b')' | b'\t' | b'\n' | b'\r' | b' '));
-                // A field of a CSV row that spans lines, doubled quotes or not.
-                let row = || {
-                    matches!(bytes[o - 1], b',' | b'\t' | b';')
-                        && bytes
-                            .get(at + 1)
-                            .is_none_or(|&b| matches!(b, b',' | b'\t' | b';' | b'\n' | b'\r'))
+                // A string that spans lines after a separator (a CSV row's cell, an argument, C#'s
+                // verbatim `@"`, PHP's serialized `s:9:"`) quotes a document: its first line
+                // starts after the quote. One after a blank is more often prose's quotation.
+                let document = || {
+                    (matches!(bytes[o - 1], b',' | b'\t' | b';' | b'(' | b'@')
+                        || bytes[o - 1] == b':' && o > 1 && bytes[o - 2].is_ascii_digit())
                         && find_byte(b'\n', &bytes[o..at]).is_some()
                 };
-                if closes && (seen || o > 0 && row()) {
+                if closes && (seen || o > 0 && document()) {
                     out.push(field_text(bytes, o, at));
                 }
             }
@@ -511,7 +512,7 @@ pub(crate) fn second_readings(text: &str) -> Vec<(String, Vec<usize>)> {
                 let opens = at == 0
                     || matches!(
                         bytes[at - 1],
-                        b',' | b';' | b'(' | b'=' | b'@' | b'\t' | b'\n' | b' '
+                        b',' | b';' | b':' | b'(' | b'=' | b'@' | b'\t' | b'\n' | b' '
                     );
                 if opens {
                     *open = Some((at, false));

@@ -5643,12 +5643,19 @@ fn a_field_with_doubled_quotes_is_read_as_its_text() {
         spans("var note = @\"the key: \"\"sk_test_ZQ8vLx3Tm9Rk2Wn7Pq4Hc6Yd\"\"\";"),
         ["sk_test_ZQ8vLx3Tm9Rk2Wn7Pq4Hc6Yd"]
     );
-    assert_found(&["id,prompt,tag\n4,\"first line\nSECRET_KEY=Vq8Lz3Nx6Tm2Wk9Pr5Hc\",x"]);
+    assert_found(&[
+        "id,prompt,tag\n4,\"first line\nSECRET_KEY=Vq8Lz3Nx6Tm2Wk9Pr5Hc\",x",
+        // A document quoted after a separator: its first line starts after the quote.
+        "var doc = @\"host,login,secret\nbuild,ci,Wv3Lq8Tz2Xm7Rk9Np4Hc\nwhich one is stale?\";",
+        "a:1:{s:4:\"note\";s:60:\"- password: kvqz-trml-wxnp\nthat is the staging one\";}",
+    ]);
     assert_clean(&[
         "id,body,when\n12,\"the \"\"password\"\" field is required\",2026-01-02",
         "INSERT INTO notes VALUES (3, 'it''s the token''s name, see ''docs''');",
         "id,prompt,tag\n4,\"first line\nSECRET_KEY=changeme\",x",
         "def f():\n    \"\"\"Return the token \"\"\"\n    return \"\"",
+        "var doc = @\"host,login,secret\nbuild,ci,see-vault\nwhich one is stale?\";",
+        "a:1:{s:4:\"note\";s:60:\"- password: required\nthat is the staging one\";}",
     ]);
 }
 
@@ -5694,6 +5701,16 @@ fn typography_and_colour_codes_read_as_ascii() {
     ] {
         assert_eq!(spans(text), [secret], "{text:?}");
     }
+    // A PEM block whose label's spaces are no-break ones (copied from a wiki page).
+    let body = "MIIEowIBAAKCAQEAq7Lm2Vx9Tk4Rz8Nw3Hc6Yd5Fb1Gs0JaPq4Wz7Xn2Kv8Tm3Lr9\nRz5Yb2Nc7Hd4Jf6Kg8Lh1Mj3Np5Qr7St9Uv2Wx4Yz6Ab8Cd0Ef2Gh4Ij6Kl8Mn0";
+    let nbsp = |label: &str| label.replace(' ', "\u{a0}");
+    let (begin, end) = (
+        nbsp("-----BEGIN RSA PRIVATE KEY-----"),
+        nbsp("-----END RSA PRIVATE KEY-----"),
+    );
+    let block = format!("{begin}\n{body}\n{end}");
+    assert_eq!(spans(&block), [block.as_str()]);
+    assert_clean(&[&format!("{begin}\n...\n{end}")]);
     assert_clean(&[
         "password：required",
         "client_secret = “client-secret-here”",
