@@ -551,18 +551,38 @@ fn percent_escape(bytes: &[u8], k: usize) -> Option<u8> {
 }
 
 /// `bytes[start..end]` decoded, and each byte's offset and the end: percent escapes and a form's
-/// `+` and `&` when `escape` is `%`; quoted-printable's `=XX` (upper-case hex) and soft line breaks
-/// (`=` ending a line) when it is `=`.
+/// `+` and `&` (and the `=` naming a field that holds lines) when `escape` is `%`;
+/// quoted-printable's `=XX` (upper-case hex) and soft line breaks (`=` ending a line) when it is
+/// `=`.
 fn decoded(bytes: &[u8], start: usize, end: usize, escape: u8) -> (Vec<u8>, Vec<usize>) {
     let upper_hex = |b: u8| b.is_ascii_digit() || (b'A'..=b'F').contains(&b);
     let mut plain = Vec::with_capacity(end - start);
     let mut at = Vec::with_capacity(end - start + 1);
     let mut i = start;
+    // Whether the current field of a query or form has had its name's `=`.
+    let mut named = false;
     while i < end {
         let (b, len) = match bytes[i] {
             b'%' if escape == b'%' => percent_escape(&bytes[..end], i).map_or((b'%', 1), |b| (b, 3)),
             b'+' if escape == b'%' => (b' ', 1),
-            b'&' if escape == b'%' => (b'\n', 1),
+            b'&' if escape == b'%' => {
+                named = false;
+                (b'\n', 1)
+            }
+            b'?' if escape == b'%' => {
+                named = false;
+                (b'?', 1)
+            }
+            // A field whose value holds an encoded line break is a document (`q=line%0Aline`):
+            // its first line starts after the name.
+            b'=' if escape == b'%' && !named => {
+                named = true;
+                let field = find_byte(b'&', &bytes[i..end]).map_or(end, |p| i + p);
+                let document = bytes[i..field]
+                    .windows(3)
+                    .any(|w| w[0] == b'%' && w[1] == b'0' && matches!(w[2] | 0x20, b'a' | b'd'));
+                (if document { b'\n' } else { b'=' }, 1)
+            }
             b'=' if escape == b'=' => {
                 let soft = [&b"=\n"[..], b"=\r\n"]
                     .into_iter()

@@ -5617,7 +5617,12 @@ fn a_percent_encoded_word_is_read_decoded() {
         ),
         ["Zx8Qw3Lm7Np2Rt5Vb9Kc"]
     );
+    // A field holding lines is a document: its first line starts after the field's name.
+    assert_found(&[
+        "https://chat.example.com/new?q=host%2Clogin%2Csecret%0Abuild%2Cci%2CWv3Lq8Tz2Xm7Rk9Np4Hc%0Awhich+one+is+stale%3F&lang=en",
+    ]);
     assert_clean(&[
+        "https://chat.example.com/new?q=host%2Clogin%2Csecret%0Abuild%2Cci%2Csee-vault%0Awhich+one+is+stale%3F&lang=en",
         "https://docs.example.org/search?q=how+to+rotate+the+password%3F&page=2",
         "https://login.example.com/cb?redirect=https%3A%2F%2Fapp.example.com%2F%3Fapi_key%3Dyour-api-key&state=af31",
         "the discount is 50%25 off, the password policy is 100% enforced",
