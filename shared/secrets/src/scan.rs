@@ -2950,9 +2950,14 @@ impl<'t> Scan<'t> {
                 self.compared_at(pos, key, strength, kind);
                 return None;
             }
-            // `std::string secret("…")`: a literal passed to what the key names.
-            // A capitalised name is a type (`new ClientSecretCredential("<tenant>", …)`).
-            (Some(b'('), Some(b'"' | b'\'')) if !spaced_before && !camel_type(key) => {
+            // `std::string secret("…")`: a literal passed to what the key names, blanks around it
+            // or not (`setPassword( "…" )`). A capitalised name is a type
+            // (`new ClientSecretCredential("<tenant>", …)`).
+            (Some(b'('), _)
+                if matches!(bytes.get(skip_blank(bytes, pos + 1)), Some(b'"' | b'\''))
+                    && !spaced_before
+                    && !camel_type(key) =>
+            {
                 self.compared_at(pos, key, strength, kind);
                 return None;
             }
@@ -3229,7 +3234,10 @@ impl<'t> Scan<'t> {
         let Some(value) = Value::parse(bytes, at, Stop::Code) else {
             return;
         };
-        let closed = matches!(bytes.get(value.end + 1), Some(b')' | b',' | b';'));
+        let closed = matches!(
+            bytes.get(skip_blank(bytes, value.end + 1)),
+            Some(b')' | b',' | b';')
+        );
         if call && !closed {
             return;
         }

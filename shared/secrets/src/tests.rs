@@ -5699,6 +5699,9 @@ fn typography_and_colour_codes_read_as_ascii() {
         ("client_secret = “Nv6Kq2Xm9Lt4Rz8W”", "Nv6Kq2Xm9Lt4Rz8W"),
         ("export\u{a0}DB_PASSWORD=Lm7Qx2Vt9Kr4Wz8N", "Lm7Qx2Vt9Kr4Wz8N"),
         ("\u{200b}token=Pm4Xq9Lv2Tk7Rz3N", "Pm4Xq9Lv2Tk7Rz3N"),
+        // A literal passed to what the key names, curly-quoted or with blanks inside the call.
+        ("pool.setPassword(“Wn4Kq8Lx2Tz7”);", "Wn4Kq8Lx2Tz7"),
+        ("pool.setPassword( \"Wn4Kq8Lx2Tz7\" );", "Wn4Kq8Lx2Tz7"),
         (
             "\u{1b}[32mAPI_KEY=Gx7Lm2Qv9Tk4Rz8Nw\u{1b}[0m",
             "Gx7Lm2Qv9Tk4Rz8Nw",
@@ -5718,6 +5721,8 @@ fn typography_and_colour_codes_read_as_ascii() {
     assert_clean(&[&format!("{begin}\n...\n{end}")]);
     assert_clean(&[
         "password：required",
+        "pool.setPassword( \"changeme\" );",
+        "pool.setPassword(“your-password”);",
         "client_secret = “client-secret-here”",
         "it’s a token＝based login",
         "\u{1b}[32mAPI_KEY=changeme\u{1b}[0m",
