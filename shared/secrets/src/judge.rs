@@ -436,6 +436,8 @@ pub(crate) fn unquoted_end(bytes: &[u8], pos: usize, limit: usize, stop: Stop) -
             c.is_ascii_whitespace()
                 || matches!(c, b',' | b';' | b')' | b']' | b'}' | b'>')
                 || matches!(c, b':' | b'.') && bytes.get(k + 2).is_none_or(u8::is_ascii_whitespace)
+                // An XML attribute's end (`text="token=None"/>`).
+                || c == b'/' && bytes.get(k + 2) == Some(&b'>')
         })
     };
     // `;Name=`, `&name=` (and in code `,name=`): the next field of a connection string,
@@ -446,7 +448,8 @@ pub(crate) fn unquoted_end(bytes: &[u8], pos: usize, limit: usize, stop: Stop) -
     while raw_end < limit {
         let b = bytes[raw_end];
         let ends = b.is_ascii_whitespace()
-            || (matches!(b, b'"' | b'\'' | b'`') && closes(raw_end))
+            // A fence's backticks (`…PROJECT_ALIAS``` thanks`) close as one quote does.
+            || (matches!(b, b'"' | b'\'' | b'`') && closes(run_end(bytes, raw_end, |c| c == b) - 1))
             || (matches!(b, b'&' | b';') && next_field(raw_end))
             // A connection string's field names may hold spaces (`;Max Pool Size=`).
             || next_connection_field(bytes, raw_end)
@@ -2330,12 +2333,15 @@ pub(crate) fn prose_word(bytes: &[u8], value: &Value) -> bool {
 /// (`{"prompt": "my password is …"}`, a statement's `log("…");`, a sentence's `said "…".`): the
 /// string's end is the text's. `pos` itself otherwise.
 pub(crate) fn string_close_end(bytes: &[u8], pos: usize) -> usize {
-    if !matches!(bytes.get(pos), Some(b'"' | b'\'')) {
+    if !matches!(bytes.get(pos), Some(b'"' | b'\'' | b'`')) {
         return pos;
     }
-    let end = run_end_max(bytes, pos + 1, 8, |b| matches!(b, b'}' | b']' | b')'));
+    let closers = |b: u8| matches!(b, b'}' | b']' | b')');
+    let end = run_end_max(bytes, pos + 1, 8, closers);
     let closes = |at: usize| bytes.get(at).is_none_or(u8::is_ascii_whitespace);
-    if closes(end) || bytes[end] == b',' || matches!(bytes[end], b';' | b'.') && closes(end + 1) {
+    // A statement's `;` may close a structure too (PHP's serialized `s:9:"…";}`).
+    let statement = |at: usize| closes(run_end_max(bytes, at, 8, closers));
+    if closes(end) || bytes[end] == b',' || matches!(bytes[end], b';' | b'.') && statement(end + 1) {
         end
     } else {
         pos

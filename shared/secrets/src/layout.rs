@@ -2,7 +2,7 @@
 //! file locations, JSON and HTML escapes. It maps offsets back and must never drop or reorder a byte.
 
 use crate::bytes::{
-    any_of_two, find_any_of_three, find_any_of_two, find_byte, find_ci, run_end, run_end_max,
+    any_of_two, find_any_of_three, find_any_of_two, find_byte, find_ci, run_back, run_end, run_end_max,
 };
 use crate::words::may_hold_secret_word;
 
@@ -12,11 +12,14 @@ use crate::words::may_hold_secret_word;
 /// gutter (`12 | `), a comment's, a box's or a prompt's marker (`# `, `// `, `-- `, `│ `, `$ `)
 /// and a log line's time, level and logger. The line is read as it was written (`> password=…`,
 /// `+| service | key |`, `12 |     let token = "…";`); blanks keep every offset, so spans stand.
-/// `None` when no line has such layout (most prompts: one search for a line break per line).
-pub(crate) fn dequoted(text: &str) -> Option<String> {
+/// `None` when no line has such layout (most prompts: one search for a line break per line); and
+/// whether a line says the text is quoted-printable (a mail part's header: see
+/// [`quoted_printable_header`]).
+pub(crate) fn dequoted(text: &str) -> (Option<String>, bool) {
     let bytes = text.as_bytes();
     let mut out: Option<Vec<u8>> = None;
     let mut in_diff = false;
+    let mut mail = false;
     let mut line = 0;
     loop {
         let end = find_byte(b'\n', &bytes[line..]).map_or(bytes.len(), |p| line + p);
@@ -24,7 +27,9 @@ pub(crate) fn dequoted(text: &str) -> Option<String> {
         let lead = run_end(l, 0, |b| b == b' ' || b == b'\t');
         // What to blank on this line: `[from, to)` within it.
         let mut blank = (0, 0);
-        if l.starts_with(b"@@ -") || l.starts_with(b"```diff") {
+        if matches!(l.first(), Some(b'C' | b'c')) && quoted_printable_header(l) {
+            mail = true;
+        } else if l.starts_with(b"@@ -") || l.starts_with(b"```diff") {
             in_diff = true;
         } else if in_diff
             && matches!(l.first(), Some(b'+' | b'-'))
@@ -90,22 +95,61 @@ pub(crate) fn dequoted(text: &str) -> Option<String> {
     while let Some(p) = find_byte(b'[', &bytes[k..]) {
         let open = k + p;
         k = open + 1;
-        if let Some(m) = colour_code_end(bytes, k) {
+        // With its escape byte the code is layout wherever it stands (`ESC[0m` after a value).
+        let escaped = open > 0 && bytes[open - 1] == 0x1B;
+        if let Some(m) = colour_code_end(bytes, k, escaped) {
             let o = out.get_or_insert_with(|| bytes.to_vec());
-            o[open..m].fill(b' ');
+            o[open - usize::from(escaped)..m].fill(b' ');
             k = m;
         }
     }
-    out.and_then(|o| String::from_utf8(o).ok())
+    // Typography a chat app, a word processor or an input method puts in (no-break and
+    // zero-width spaces, curly quotes, a full-width colon or equals sign) is read as the ASCII it
+    // stands for, padded with blanks to its length: `password：…` as `password:  …`, `“…”`. Only
+    // text outside ASCII is searched, and an apostrophe inside a word (`it’s`) stays.
+    let mut k = 0;
+    while let Some(p) = find_any_of_three(0xC2, 0xE2, 0xEF, &bytes[k..]) {
+        let at = k + p;
+        k = at + 1;
+        let Some(ascii) = typography(bytes, at) else {
+            continue;
+        };
+        let o = out.get_or_insert_with(|| bytes.to_vec());
+        o[at..at + ascii.len()].copy_from_slice(ascii);
+        k = at + ascii.len();
+    }
+    (out.and_then(|o| String::from_utf8(o).ok()), mail)
+}
+
+/// The ASCII, as long as the character, that the typographic character at `at` stands for.
+fn typography(bytes: &[u8], at: usize) -> Option<&'static [u8]> {
+    let c = bytes.get(at..at + 3).unwrap_or(&bytes[at..]);
+    let letter_around = |len: usize| {
+        at > 0
+            && bytes[at - 1].is_ascii_alphanumeric()
+            && bytes.get(at + len).is_some_and(u8::is_ascii_alphanumeric)
+    };
+    Some(match c {
+        [0xC2, 0xA0, ..] => b"  ",
+        // Zero-width space, non-joiner, joiner; the byte-order mark.
+        [0xE2, 0x80, 0x8B..=0x8D] | [0xEF, 0xBB, 0xBF] => b"   ",
+        [0xE2, 0x80, 0x9C | 0x9E] => b"  \"",
+        [0xE2, 0x80, 0x9D] => b"\"  ",
+        [0xE2, 0x80, 0x98] => b"  '",
+        [0xE2, 0x80, 0x99] if !letter_around(3) => b"'  ",
+        [0xEF, 0xBC, 0x9A] => b":  ",
+        [0xEF, 0xBC, 0x9D] => b"=  ",
+        _ => return None,
+    })
 }
 
 /// The end of an ANSI colour code's parameters and `m` starting at `i` (`93m`, `1;31m`), when a
-/// letter or digit follows it.
-fn colour_code_end(bytes: &[u8], i: usize) -> Option<usize> {
+/// letter or digit follows it or its escape byte came before it (`escaped`: `ESC[0m` too).
+fn colour_code_end(bytes: &[u8], i: usize, escaped: bool) -> Option<usize> {
     let m = run_end_max(bytes, i, 12, |b| b.is_ascii_digit() || b == b';');
-    let params = m > i && bytes[i].is_ascii_digit();
-    (params && bytes.get(m) == Some(&b'm') && bytes.get(m + 1).is_some_and(u8::is_ascii_alphanumeric))
-        .then_some(m + 1)
+    let params = m > i && bytes[i].is_ascii_digit() || escaped;
+    let after = escaped || bytes.get(m + 1).is_some_and(u8::is_ascii_alphanumeric);
+    (params && bytes.get(m) == Some(&b'm') && after).then_some(m + 1)
 }
 
 /// `text` with the escapes inside its double-quoted strings (and its single-quoted documents)
@@ -125,12 +169,20 @@ fn unescaped_text(text: &str, cells: bool) -> Option<(String, Vec<usize>)> {
     // Source escaped for HTML (`&quot;api_key&quot;: …`, code in `<pre><code>`, a page's text
     // broken by `<br>`): its entities are decoded, and its tags inside `<pre>`/`<code>` and its
     // line-level tags (`<br>`, `<p>`, `<div>`, `<li>`) are markup, read as line breaks.
-    const HTML: [&[u8]; 17] = [
-        b"&quot;", b"&#34;", b"&#39;", b"&#x27;", b"&apos;", b"&lt;", b"&gt;", b"&amp;", b"<code>", b"<pre>",
-        b"<br>", b"<br/>", b"<br />", b"<p>", b"<div>", b"<li>", CDATA,
+    // An entity is compared only at a `&` and a tag at a `<`.
+    const ENTITIES: [&[u8]; 12] = [
+        b"&quot;", b"&#34;", b"&#x22;", b"&#39;", b"&#x27;", b"&apos;", b"&lt;", b"&gt;", b"&amp;", b"&#10;",
+        b"&#xA;", b"&#xa;",
+    ];
+    const TAGS: [&[u8]; 9] = [
+        b"<code>", b"<pre>", b"<br>", b"<br/>", b"<br />", b"<p>", b"<div>", b"<li>", CDATA,
     ];
     let html = any_of_two(b'&', b'<', bytes, |k| {
-        HTML.iter().any(|e| bytes[k..].starts_with(e))
+        if bytes[k] == b'&' {
+            ENTITIES.iter().any(|e| bytes[k..].starts_with(e))
+        } else {
+            TAGS.iter().any(|e| bytes[k..].starts_with(e))
+        }
     });
     // A prompt that is one JSON document (a chat export, a log record) is read for its strings
     // even when none holds an escape: a message's text or an array's items are lines.
@@ -399,6 +451,180 @@ fn unescaped_text(text: &str, cells: bool) -> Option<(String, Vec<usize>)> {
     String::from_utf8(plain).ok().map(|p| (p, at))
 }
 
+/// The parts of `text` to read a second time, decoded, each with its bytes' offsets in `text`
+/// and its end: each word encoded for a URL or a form body (`note=my+token%3A+…%0Apassword%3D…`:
+/// one holding a percent escape of punctuation, a blank or a character outside ASCII; its `+` a
+/// blank and its own `&` a line break between fields), and the text of each field quoted with
+/// its quotes doubled inside (a CSV file's field, SQL's, C#'s verbatim and PowerShell's strings:
+/// `7,"token = ""Tq8…""",x`, each doubled quote read as one) or spanning lines (a CSV cell, PHP's
+/// serialized `s:9:"…"`). A field opens after a line's start, a blank or a separator (`,` `;`
+/// `:` `(` `=` `@`), not at a
+/// triple quote (a docstring), and closes at a lone quote before a separator or a blank. One
+/// search finds the quotes and the `%`; only the parts found are read again.
+pub(crate) fn second_readings(text: &str) -> Vec<(String, Vec<usize>)> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::new();
+    // The open field of each quote (`"`, `'`): where it opened and whether a doubled quote was
+    // seen in it; each kind is read on its own.
+    let mut open: [Option<(usize, bool)>; 2] = [None, None];
+    let mut k = 0;
+    while let Some(p) = find_any_of_three(b'"', b'\'', b'%', &bytes[k..]) {
+        let at = k + p;
+        let q = bytes[at];
+        k = at + 1;
+        if q == b'%' {
+            if percent_escape(bytes, at).is_some() {
+                let start = at - run_back(&bytes[..at], |b| !b.is_ascii_whitespace());
+                k = run_end(bytes, at, |b| !b.is_ascii_whitespace());
+                out.push(decoded(bytes, start, k, b'%'));
+            }
+            continue;
+        }
+        let open = &mut open[usize::from(q == b'\'')];
+        let doubled = bytes.get(at + 1) == Some(&q);
+        match *open {
+            Some((o, _)) if doubled => {
+                *open = Some((o, true));
+                k = at + 2;
+            }
+            Some((o, seen)) => {
+                *open = None;
+                let closes = bytes
+                    .get(at + 1)
+                    .is_none_or(|&b| matches!(b, b',' | b';' | b')' | b'\t' | b'\n' | b'\r' | b' '));
+                // A string that spans lines after a separator (a CSV row's cell, an argument, C#'s
+                // verbatim `@"`, PHP's serialized `s:9:"`) quotes a document: its first line
+                // starts after the quote. One after a blank is more often prose's quotation.
+                let document = || {
+                    (matches!(bytes[o - 1], b',' | b'\t' | b';' | b'(' | b'@')
+                        || bytes[o - 1] == b':' && o > 1 && bytes[o - 2].is_ascii_digit())
+                        && find_byte(b'\n', &bytes[o..at]).is_some()
+                };
+                if closes && (seen || o > 0 && document()) {
+                    out.push(field_text(bytes, o, at));
+                }
+            }
+            None if doubled => {
+                // An empty string or a triple quote: nothing opens.
+                k = run_end(bytes, at, |b| b == q);
+            }
+            None => {
+                let opens = at == 0
+                    || matches!(
+                        bytes[at - 1],
+                        b',' | b';' | b':' | b'(' | b'=' | b'@' | b'\t' | b'\n' | b' '
+                    );
+                if opens {
+                    *open = Some((at, false));
+                }
+            }
+        }
+    }
+    out.into_iter()
+        .filter_map(|(plain, at)| String::from_utf8(plain).ok().map(|p| (p, at)))
+        .collect()
+}
+
+/// `text` decoded from MIME's quoted-printable (`password=3D…`, `=C3=A9`, a line cut by a soft
+/// break `=` at its end), with each byte's offset in `text` and its end; `None` when that is no
+/// UTF-8 text.
+pub(crate) fn quoted_printable(text: &str) -> Option<(String, Vec<usize>)> {
+    let (plain, at) = decoded(text.as_bytes(), 0, text.len(), b'=');
+    String::from_utf8(plain).ok().map(|p| (p, at))
+}
+
+/// Whether the line `l` says the text below it is quoted-printable (a mail part's
+/// `Content-Transfer-Encoding: quoted-printable`).
+pub(crate) fn quoted_printable_header(l: &[u8]) -> bool {
+    const HEADER: &[u8] = b"content-transfer-encoding: quoted-printable";
+    l.get(..HEADER.len())
+        .is_some_and(|h| h.eq_ignore_ascii_case(HEADER))
+}
+
+/// The byte a percent escape at `k` encodes when an encoder would have escaped it (punctuation,
+/// a blank, a control or a byte outside ASCII: `%3D`, `%20`, `%0A`, `%E5`), not a letter or digit.
+fn percent_escape(bytes: &[u8], k: usize) -> Option<u8> {
+    let h = bytes.get(k + 1..k + 3)?;
+    let digit = |b: u8| (b as char).to_digit(16);
+    let b = u8::try_from(digit(h[0])? * 16 + digit(h[1])?).ok()?;
+    (!b.is_ascii_alphanumeric()).then_some(b)
+}
+
+/// `bytes[start..end]` decoded, and each byte's offset and the end: percent escapes and a form's
+/// `+` and `&` (and the `=` naming a field that holds lines) when `escape` is `%`;
+/// quoted-printable's `=XX` (upper-case hex) and soft line breaks (`=` ending a line) when it is
+/// `=`.
+fn decoded(bytes: &[u8], start: usize, end: usize, escape: u8) -> (Vec<u8>, Vec<usize>) {
+    let upper_hex = |b: u8| b.is_ascii_digit() || (b'A'..=b'F').contains(&b);
+    let mut plain = Vec::with_capacity(end - start);
+    let mut at = Vec::with_capacity(end - start + 1);
+    let mut i = start;
+    // Whether the current field of a query or form has had its name's `=`.
+    let mut named = false;
+    while i < end {
+        let (b, len) = match bytes[i] {
+            b'%' if escape == b'%' => percent_escape(&bytes[..end], i).map_or((b'%', 1), |b| (b, 3)),
+            b'+' if escape == b'%' => (b' ', 1),
+            b'&' if escape == b'%' => {
+                named = false;
+                (b'\n', 1)
+            }
+            b'?' if escape == b'%' => {
+                named = false;
+                (b'?', 1)
+            }
+            // A field whose value holds an encoded line break is a document (`q=line%0Aline`):
+            // its first line starts after the name.
+            b'=' if escape == b'%' && !named => {
+                named = true;
+                let field = find_byte(b'&', &bytes[i..end]).map_or(end, |p| i + p);
+                let document = bytes[i..field]
+                    .windows(3)
+                    .any(|w| w[0] == b'%' && w[1] == b'0' && matches!(w[2] | 0x20, b'a' | b'd'));
+                (if document { b'\n' } else { b'=' }, 1)
+            }
+            b'=' if escape == b'=' => {
+                let soft = [&b"=\n"[..], b"=\r\n"]
+                    .into_iter()
+                    .find(|s| bytes[i..end].starts_with(s));
+                if let Some(s) = soft {
+                    i += s.len();
+                    continue;
+                }
+                match bytes.get(i + 1..i + 3).filter(|_| i + 3 <= end) {
+                    Some(&[h, l]) if upper_hex(h) && upper_hex(l) => {
+                        let digit = |b: u8| (b as char).to_digit(16).unwrap_or(0) as u8;
+                        (digit(h) * 16 + digit(l), 3)
+                    }
+                    _ => (b'=', 1),
+                }
+            }
+            b => (b, 1),
+        };
+        plain.push(b);
+        at.push(i);
+        i += len;
+    }
+    at.push(end);
+    (plain, at)
+}
+
+/// The text between the quotes at `open` and `close`, each doubled quote read as one, and each
+/// byte's offset and its end.
+fn field_text(bytes: &[u8], open: usize, close: usize) -> (Vec<u8>, Vec<usize>) {
+    let q = bytes[open];
+    let mut plain = Vec::with_capacity(close - open);
+    let mut at = Vec::with_capacity(close - open + 1);
+    let mut i = open + 1;
+    while i < close {
+        plain.push(bytes[i]);
+        at.push(i);
+        i += if bytes[i] == q { 2 } else { 1 };
+    }
+    at.push(close);
+    (plain, at)
+}
+
 /// `text` read from the CSV field it is when a spreadsheet's cell is copied whole
 /// (`"line one\nuse ""Tq8…"" here"`: quotes around it, each quote inside doubled), its quotes as
 /// line breaks and each doubled quote as one, with each byte's offset in `text` as
@@ -542,11 +768,19 @@ fn array_items(bytes: &[u8], close: usize, open: usize) -> bool {
 const CDATA: &[u8] = b"<![CDATA[";
 
 /// What HTML markup at `k` reads as, and its length: an entity its character (`&quot;`, `&#39;`,
-/// `&lt;`, `&gt;`, `&amp;`), a tag (`<code>`, `</pre>`) a line break.
+/// `&lt;`, `&gt;`, `&amp;`, `&#10;`), a tag (`<code>`, `</pre>`) a line break.
 pub(crate) fn html_markup(bytes: &[u8], k: usize) -> Option<(u8, usize)> {
-    const ENTITIES: [(&[u8], u8); 8] = [
+    // A line break written as a character reference is one (an attribute's value holding a
+    // document: `value="[db]&#10;password = …"`).
+    const ENTITIES: [(&[u8], u8); 14] = [
         (b"&quot;", b'"'),
         (b"&#34;", b'"'),
+        (b"&#x22;", b'"'),
+        (b"&#10;", b'\n'),
+        (b"&#xA;", b'\n'),
+        (b"&#xa;", b'\n'),
+        (b"&#13;", b'\r'),
+        (b"&#xD;", b'\r'),
         (b"&#39;", b'\''),
         (b"&#x27;", b'\''),
         (b"&apos;", b'\''),
@@ -612,6 +846,9 @@ pub(crate) fn log_prefix_end(l: &[u8]) -> Option<usize> {
     } else if l.get(k + 2) == Some(&b'-') && digits(k + 3, 2) {
         k += 5;
     }
+    // A whole date and time in ISO's form (`2026-12-07T10:42:01.1234567Z`) may stand alone
+    // before the message, as a CI runner's or `docker logs --timestamps`' lines do.
+    let iso = k == 10 && l.get(k) == Some(&b'T');
     if k > 1 && matches!(l.get(k), Some(b'T' | b' ')) {
         k += 1;
     }
@@ -625,6 +862,7 @@ pub(crate) fn log_prefix_end(l: &[u8]) -> Option<usize> {
     if l[0] == b'[' {
         k += usize::from(l.get(k) == Some(&b']'));
     }
+    let time_end = k;
     // Process and thread numbers (Android's), then the level, perhaps in brackets.
     k = run_end(l, k, |b| b == b' ' || b == b'\t' || b.is_ascii_digit());
     let open = usize::from(l.get(k) == Some(&b'['));
@@ -635,7 +873,7 @@ pub(crate) fn log_prefix_end(l: &[u8]) -> Option<usize> {
         b"W", b"E",
     ];
     if !LEVELS.contains(&level) {
-        return None;
+        return (iso && l.get(time_end) == Some(&b' ')).then(|| time_end + 1);
     }
     k = word + usize::from(open == 1 && l.get(word) == Some(&b']'));
     if !matches!(l.get(k), Some(b' ' | b'\t' | b':')) {

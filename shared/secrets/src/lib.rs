@@ -232,7 +232,7 @@ mod tables;
 mod words;
 
 use crate::bytes::{find_byte, find_ci};
-use crate::layout::{csv_cell, unescaped};
+use crate::layout::{csv_cell, second_readings, unescaped};
 use crate::scan::scan_text;
 pub use kinds::{Finding, SecretKind};
 pub use rules::{FAMILIES, KEYWORD_INFO, RULE_INFO, RuleInfo, VENDORS, Vendor, keyword_providers};
@@ -241,6 +241,44 @@ pub use rules::{FAMILIES, KEYWORD_INFO, RULE_INFO, RuleInfo, VENDORS, Vendor, ke
 /// rule names the merged span).
 #[must_use]
 pub fn findings(text: &str) -> Vec<Finding> {
+    // A word encoded for a URL or a form (`password%3D…`) and a field quoted with its quotes
+    // doubled (a CSV file's field, SQL's string) are read again decoded, each on its own, and
+    // what is found there is added: the text as it stands is read too, for a password may hold a
+    // `%` or a quote of its own.
+    let mut found = read(text);
+    let again = second_readings(text);
+    for (plain, at) in &again {
+        found.extend(mapped(read(plain), at));
+    }
+    if !again.is_empty() {
+        found.sort_by_key(|f| (f.start, f.kind.rank()));
+    }
+    let mut merged: Vec<Finding> = Vec::with_capacity(found.len());
+    for f in found {
+        match merged.last_mut() {
+            Some(last) if f.start < last.end => {
+                last.end = last.end.max(f.end);
+                if f.kind.rank() < last.kind.rank() {
+                    last.kind = f.kind;
+                }
+            }
+            _ => merged.push(f),
+        }
+    }
+    merged
+}
+
+/// `found` in a decoded text, mapped back through `at` (each decoded byte's offset, and the end).
+fn mapped(found: Vec<Finding>, at: &[usize]) -> impl Iterator<Item = Finding> + '_ {
+    found.into_iter().map(|f| Finding {
+        kind: f.kind,
+        start: at[f.start],
+        end: at[f.end],
+    })
+}
+
+/// Every secret in `text` as it is written, sorted by start, not merged.
+fn read(text: &str) -> Vec<Finding> {
     // Text escaped for JSON or a log (`\"api_key\": \"…\"`, `…\nTOKEN=…`) or for HTML is read
     // unescaped, as its writer meant it, and what is found there is mapped back onto the
     // escaped bytes. A spreadsheet's cell copied whole is read as its text first, and a string
@@ -254,7 +292,7 @@ pub fn findings(text: &str) -> Vec<Finding> {
         },
         None => unescaped(text),
     };
-    let found = match decoded {
+    match decoded {
         Some((mut plain, mut at)) => {
             for _ in 0..2 {
                 if !escaped_twice(&plain, &at) {
@@ -276,20 +314,7 @@ pub fn findings(text: &str) -> Vec<Finding> {
                 .collect()
         }
         None => scan_text(text),
-    };
-    let mut merged: Vec<Finding> = Vec::with_capacity(found.len());
-    for f in found {
-        match merged.last_mut() {
-            Some(last) if f.start < last.end => {
-                last.end = last.end.max(f.end);
-                if f.kind.rank() < last.kind.rank() {
-                    last.kind = f.kind;
-                }
-            }
-            _ => merged.push(f),
-        }
     }
-    merged
 }
 
 /// Whether `plain` holds a quote escaped twice: an escaped backslash before a quote (`\\\"`

@@ -28,7 +28,7 @@ use crate::judge::{
     url_stand_in_userinfo, user_password, uuid, value_is_secret, within_arn,
 };
 use crate::kinds::{Finding, SecretKind};
-use crate::layout::dequoted;
+use crate::layout::{dequoted, quoted_printable};
 use crate::pem::{
     MAX_PEM, base64_block_end, base64_block_start, base64_has_colon, base64_run, base64_text, pem_body_at,
     pem_illustration, prefixed_pem_illustration, quoted_body_end,
@@ -45,8 +45,37 @@ use crate::words::{
 
 /// One scan of `text`: its findings sorted by start, not merged.
 pub(crate) fn scan_text(text: &str) -> Vec<Finding> {
-    let dequoted = dequoted(text);
-    let text = dequoted.as_deref().unwrap_or(text);
+    scan_layout(text, true)
+}
+
+/// [`scan_text`]; a mail's part that says it is quoted-printable is read decoded instead when
+/// `mail` (the decoded text says so too, and is not decoded again).
+fn scan_layout(text: &str, mail: bool) -> Vec<Finding> {
+    let (dequoted, quoted_printable_text) = dequoted(text);
+    if mail
+        && quoted_printable_text
+        && let Some((plain, at)) = quoted_printable(text)
+    {
+        let mut found = scan_layout(&plain, false);
+        for f in &mut found {
+            (f.start, f.end) = (at[f.start], at[f.end]);
+        }
+        return found;
+    }
+    let mut found = scan_read(dequoted.as_deref().unwrap_or(text));
+    if dequoted.is_some() {
+        // A character read as ASCII padded with blanks (`：` as `:  `) may hold a span's end: the
+        // span takes the whole character.
+        for f in &mut found {
+            f.start = char_floor(text.as_bytes(), f.start);
+            f.end = char_ceil(text.as_bytes(), f.end);
+        }
+    }
+    found
+}
+
+/// [`scan_text`] of the text with its layout read as blanks.
+fn scan_read(text: &str) -> Vec<Finding> {
     let mut scan = Scan::new(text);
     scan.run();
     let name_words = scan.names_listed.then_some(scan.name_words);
@@ -2926,9 +2955,14 @@ impl<'t> Scan<'t> {
                 self.compared_at(pos, key, strength, kind);
                 return None;
             }
-            // `std::string secret("…")`: a literal passed to what the key names.
-            // A capitalised name is a type (`new ClientSecretCredential("<tenant>", …)`).
-            (Some(b'('), Some(b'"' | b'\'')) if !spaced_before && !camel_type(key) => {
+            // `std::string secret("…")`: a literal passed to what the key names, blanks around it
+            // or not (`setPassword( "…" )`). A capitalised name is a type
+            // (`new ClientSecretCredential("<tenant>", …)`).
+            (Some(b'('), _)
+                if matches!(bytes.get(skip_blank(bytes, pos + 1)), Some(b'"' | b'\''))
+                    && !spaced_before
+                    && !camel_type(key) =>
+            {
                 self.compared_at(pos, key, strength, kind);
                 return None;
             }
@@ -3210,7 +3244,10 @@ impl<'t> Scan<'t> {
         let Some(value) = Value::parse(bytes, at, Stop::Code) else {
             return;
         };
-        let closed = matches!(bytes.get(value.end + 1), Some(b')' | b',' | b';'));
+        let closed = matches!(
+            bytes.get(skip_blank(bytes, value.end + 1)),
+            Some(b')' | b',' | b';')
+        );
         if call && !closed {
             return;
         }
@@ -3339,12 +3376,16 @@ impl<'t> Scan<'t> {
             return;
         };
         let words = run_end_max(bytes, after, 64, |b| b.is_ascii_alphanumeric() || b == b' ');
+        // Its words may stand a blank or more apart (no-break spaces copied from a page).
+        let trim = |l: &'t [u8]| trim_end_of(l, |b| b == b' ');
         let mut label = &bytes[after..words];
         if four {
             label = label.strip_suffix(b" ").unwrap_or(label);
         }
-        let label = label.strip_suffix(b" BLOCK").unwrap_or(label);
-        if label.len() < 11 || !label[label.len() - 11..].eq_ignore_ascii_case(b"private key") {
+        let label = label.strip_suffix(b" BLOCK").map_or(label, trim);
+        let head = &label[..label.len().saturating_sub(3)];
+        if !ends_with_ci(label, b"key") || head.last() != Some(&b' ') || !ends_with_ci(trim(head), b"private")
+        {
             return;
         }
         if !bytes[words..].starts_with(armor) || four && bytes.get(words + 4) == Some(&b'-') {

@@ -5704,3 +5704,188 @@ fn a_function_returning_a_literal_holds_it() {
         ("db_password = lambda: os.environ['DB_PASSWORD']", &[]),
     ]);
 }
+
+/// Text encoded for a URL or a form body is read decoded (a form's fields, a redirect's encoded
+/// query); a search for the word password, or a stand-in there, is not a password.
+#[test]
+fn a_percent_encoded_word_is_read_decoded() {
+    assert_eq!(
+        spans("action=save&notes=deploy+notes%3A%0Adb_password%3DqT7vLm2xR9wK4pZs&lang=de"),
+        ["qT7vLm2xR9wK4pZs"]
+    );
+    assert_eq!(
+        spans(
+            "https://login.example.com/cb?redirect=https%3A%2F%2Fapp.example.com%2F%3Fapi_key%3DZx8Qw3Lm7Np2Rt5Vb9Kc&state=af31"
+        ),
+        ["Zx8Qw3Lm7Np2Rt5Vb9Kc"]
+    );
+    // A field holding lines is a document: its first line starts after the field's name.
+    assert_found(&[
+        "https://chat.example.com/new?q=host%2Clogin%2Csecret%0Abuild%2Cci%2CWv3Lq8Tz2Xm7Rk9Np4Hc%0Awhich+one+is+stale%3F&lang=en",
+    ]);
+    assert_clean(&[
+        "https://chat.example.com/new?q=host%2Clogin%2Csecret%0Abuild%2Cci%2Csee-vault%0Awhich+one+is+stale%3F&lang=en",
+        "https://docs.example.org/search?q=how+to+rotate+the+password%3F&page=2",
+        "https://login.example.com/cb?redirect=https%3A%2F%2Fapp.example.com%2F%3Fapi_key%3Dyour-api-key&state=af31",
+        "the discount is 50%25 off, the password policy is 100% enforced",
+    ]);
+}
+
+/// A field quoted with its quotes doubled inside (a CSV file's cell, SQL's string) and a CSV
+/// cell spanning lines are read as their text; the same fields holding a field's name, an
+/// apostrophe or a stand-in are not.
+#[test]
+fn a_field_with_doubled_quotes_is_read_as_its_text() {
+    assert_eq!(
+        spans(
+            "id,body,when\n12,\"use \"\"client_secret\"\": \"\"Fq9Lx2Vm7Tz4Qw8Rn3Kc\"\" in the call\",2026-01-02"
+        ),
+        ["Fq9Lx2Vm7Tz4Qw8Rn3Kc"]
+    );
+    assert_eq!(
+        spans("INSERT INTO notes VALUES (3, 'set api_token=''Hx7Pk2Wq9Lm4Tz8Vn3Rb'' then retry');"),
+        ["Hx7Pk2Wq9Lm4Tz8Vn3Rb"]
+    );
+    assert_eq!(
+        spans("var note = @\"the key: \"\"sk_test_ZQ8vLx3Tm9Rk2Wn7Pq4Hc6Yd\"\"\";"),
+        ["sk_test_ZQ8vLx3Tm9Rk2Wn7Pq4Hc6Yd"]
+    );
+    assert_found(&[
+        "id,prompt,tag\n4,\"first line\nSECRET_KEY=Vq8Lz3Nx6Tm2Wk9Pr5Hc\",x",
+        // A document quoted after a separator: its first line starts after the quote.
+        "var doc = @\"host,login,secret\nbuild,ci,Wv3Lq8Tz2Xm7Rk9Np4Hc\nwhich one is stale?\";",
+        "a:1:{s:4:\"note\";s:60:\"- password: kvqz-trml-wxnp\nthat is the staging one\";}",
+    ]);
+    assert_clean(&[
+        "id,body,when\n12,\"the \"\"password\"\" field is required\",2026-01-02",
+        "INSERT INTO notes VALUES (3, 'it''s the token''s name, see ''docs''');",
+        "id,prompt,tag\n4,\"first line\nSECRET_KEY=changeme\",x",
+        "def f():\n    \"\"\"Return the token \"\"\"\n    return \"\"",
+        "var doc = @\"host,login,secret\nbuild,ci,see-vault\nwhich one is stale?\";",
+        "a:1:{s:4:\"note\";s:60:\"- password: required\nthat is the staging one\";}",
+    ]);
+}
+
+/// A mail's part in quoted-printable is read decoded (its `=3D`, its soft line breaks); a
+/// stand-in there is no password.
+#[test]
+fn a_quoted_printable_mail_part_is_read_decoded() {
+    let head = "Content-Type: text/plain; charset=utf-8\nContent-Transfer-Encoding: quoted-printable\n\n";
+    assert_eq!(
+        spans(&format!(
+            "{head}the new db_password=3DRk4Tn8Vq2Lx7Mz9Pw please update the vault to match=\n it"
+        )),
+        ["Rk4Tn8Vq2Lx7Mz9Pw"]
+    );
+    assert_eq!(
+        spans(&format!(
+            "{head}please rotate it, the old api key was Wq7Lx2Tm9Rk4Vz8Nc3Hp5Yd, it is now r=\nevoked"
+        )),
+        ["Wq7Lx2Tm9Rk4Vz8Nc3Hp5Yd"]
+    );
+    assert_clean(&[
+        &format!(
+            "{head}the new db_password=3Dchangeme please update the vault to match the new one=\n today"
+        ),
+        &format!("{head}caf=C3=A9 password reset page: the token expires after 10 minutes"),
+    ]);
+}
+
+/// Typography an input method or a chat app puts in (a full-width colon or equals sign, curly
+/// quotes, no-break and zero-width spaces) and a terminal's colour codes are read as the ASCII
+/// they stand for; the same around a stand-in or in a sentence is not a secret.
+#[test]
+fn typography_and_colour_codes_read_as_ascii() {
+    for (text, secret) in [
+        ("API_TOKEN＝Hq3Vx8Lm2Tz7Kw9R", "Hq3Vx8Lm2Tz7Kw9R"),
+        ("client_secret = “Nv6Kq2Xm9Lt4Rz8W”", "Nv6Kq2Xm9Lt4Rz8W"),
+        ("export\u{a0}DB_PASSWORD=Lm7Qx2Vt9Kr4Wz8N", "Lm7Qx2Vt9Kr4Wz8N"),
+        ("\u{200b}token=Pm4Xq9Lv2Tk7Rz3N", "Pm4Xq9Lv2Tk7Rz3N"),
+        // A literal passed to what the key names, curly-quoted or with blanks inside the call.
+        ("pool.setPassword(“Wn4Kq8Lx2Tz7”);", "Wn4Kq8Lx2Tz7"),
+        ("pool.setPassword( \"Wn4Kq8Lx2Tz7\" );", "Wn4Kq8Lx2Tz7"),
+        (
+            "\u{1b}[32mAPI_KEY=Gx7Lm2Qv9Tk4Rz8Nw\u{1b}[0m",
+            "Gx7Lm2Qv9Tk4Rz8Nw",
+        ),
+    ] {
+        assert_eq!(spans(text), [secret], "{text:?}");
+    }
+    // A PEM block whose label's spaces are no-break ones (copied from a wiki page).
+    let body = "MIIEowIBAAKCAQEAq7Lm2Vx9Tk4Rz8Nw3Hc6Yd5Fb1Gs0JaPq4Wz7Xn2Kv8Tm3Lr9\nRz5Yb2Nc7Hd4Jf6Kg8Lh1Mj3Np5Qr7St9Uv2Wx4Yz6Ab8Cd0Ef2Gh4Ij6Kl8Mn0";
+    let nbsp = |label: &str| label.replace(' ', "\u{a0}");
+    let (begin, end) = (
+        nbsp("-----BEGIN RSA PRIVATE KEY-----"),
+        nbsp("-----END RSA PRIVATE KEY-----"),
+    );
+    let block = format!("{begin}\n{body}\n{end}");
+    assert_eq!(spans(&block), [block.as_str()]);
+    assert_clean(&[&format!("{begin}\n...\n{end}")]);
+    assert_clean(&[
+        "password：required",
+        "pool.setPassword( \"changeme\" );",
+        "pool.setPassword(“your-password”);",
+        "client_secret = “client-secret-here”",
+        "it’s a token＝based login",
+        "\u{1b}[32mAPI_KEY=changeme\u{1b}[0m",
+        "the\u{a0}password\u{a0}field\u{a0}is\u{a0}required",
+    ]);
+}
+
+/// A line break written as a character reference inside an attribute, a CI runner's ISO time
+/// before each line, an XML attribute's end, a serialized string's `";}` and a chat's backticks
+/// frame a value as the text's own layout; a stand-in in the same frame is none.
+#[test]
+fn values_framed_by_attributes_logs_and_backticks() {
+    for (text, secret) in [
+        (
+            "<input value=\"[db]&#10;password = Kv8Tq3Lm7Xz2Rw9N&#10;\">",
+            "Kv8Tq3Lm7Xz2Rw9N",
+        ),
+        (
+            "2026-05-01T08:00:01.5000000Z   - password: wrkl-qzpv-mtnx\n",
+            "wrkl-qzpv-mtnx",
+        ),
+        ("<entry note=\"token=Zq8Lm3Vx7Tk2Rw9N\"/>", "Zq8Lm3Vx7Tk2Rw9N"),
+        (
+            "a:1:{s:6:\"prompt\";s:33:\"my password is Jk8Vq3Lx9Tm2Rz7W\";}",
+            "Jk8Vq3Lx9Tm2Rz7W",
+        ),
+        (
+            "hey, can you check `my password is Hv7Tq2Lx9Km4Rz8W` thanks",
+            "Hv7Tq2Lx9Km4Rz8W",
+        ),
+    ] {
+        assert_eq!(spans(text), [secret], "{text:?}");
+    }
+    assert_clean(&[
+        "<input value=\"[db]&#10;password = &#10;user = admin\">",
+        "2026-05-01T08:00:01.5000000Z   password: required",
+        "<entry note=\"token=None\"/>",
+        "a:1:{s:6:\"prompt\";s:20:\"my password is weak\";}",
+        "hey, can you check ```api_key = YOUR_KEY_HERE``` thanks",
+    ]);
+}
+
+/// The second readings' openings repeated (percent escapes, doubled quotes, quotes after
+/// separators, quoted-printable escapes, typography) read in linear time.
+#[test]
+fn second_readings_scan_in_linear_time() {
+    let head = "Content-Transfer-Encoding: quoted-printable\n\n";
+    let (small, large) = scaling(|size| {
+        let started = Instant::now();
+        for prompt in [
+            "%3D".repeat(size / 3),
+            "a%3Db ".repeat(size / 6),
+            ",\"".repeat(size / 2),
+            ",\"a\"\"b\" ".repeat(size / 9),
+            "''".repeat(size / 2),
+            format!("{head}{}", "=3D=\n".repeat(size / 5)),
+            "“：＝\u{a0}".repeat(size / 11),
+        ] {
+            let _ = findings(&prompt);
+        }
+        started.elapsed()
+    });
+    assert!(large < small * 40, "20 KB took {small:?}, 200 KB took {large:?}");
+}
