@@ -449,7 +449,8 @@ pub(crate) fn unquoted_end(bytes: &[u8], pos: usize, limit: usize, stop: Stop) -
         let b = bytes[raw_end];
         let ends = b.is_ascii_whitespace()
             // A fence's backticks (`…PROJECT_ALIAS``` thanks`) close as one quote does.
-            || (matches!(b, b'"' | b'\'' | b'`') && closes(run_end(bytes, raw_end, |c| c == b) - 1))
+            || (matches!(b, b'"' | b'\'') && closes(raw_end))
+            || (b == b'`' && closes(run_end(bytes, raw_end, |c| c == b'`') - 1))
             || (matches!(b, b'&' | b';') && next_field(raw_end))
             // A connection string's field names may hold spaces (`;Max Pool Size=`).
             || next_connection_field(bytes, raw_end)

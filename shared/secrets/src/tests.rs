@@ -5867,6 +5867,21 @@ fn values_framed_by_attributes_logs_and_backticks() {
     ]);
 }
 
+/// Only a fence's run of backticks closes as one quote: an escaped quote before a string's own
+/// closing quote (`\"…\""`) still ends the value where it did, so a C define written into a
+/// string keeps its password; an empty or numeric one there is none.
+#[test]
+fn a_run_of_quotes_other_than_backticks_is_not_one_closing_quote() {
+    assert_eq!(
+        spans(r##"out.write("#define\tDB_PASSWORD\t\"Zq4Wm8Lr2Tx\"")"##),
+        [r##"\"Zq4Wm8Lr2Tx\""##]
+    );
+    assert_clean(&[
+        r##""#define\tpassword\t\"\"","##,
+        r##""#define\tpassword_len\t\"16\"""##,
+    ]);
+}
+
 /// The second readings' openings repeated (percent escapes, doubled quotes, quotes after
 /// separators, quoted-printable escapes, typography) read in linear time.
 #[test]
