@@ -402,22 +402,30 @@ impl<'t> Scan<'t> {
                 }
             }
             b'k' if matches!(prev, b'"' | b'\'') => self.jwk_at(i, prev),
-            b'R' if prev == b'<' => self.rsa_key_value_at(i),
+            b'k' if bytes.get(i + 3) == Some(&b':') => self.jwk_yaml_at(i),
+            b'R' | b'D' if prev == b'<' => self.xml_key_value_at(i),
             _ => {}
         }
     }
 
-    /// .NET's `RSA.ToXmlString(true)`: the private parameters of an `<RSAKeyValue>` element
-    /// (`<D>`, `<P>`, `<Q>`, `<DP>`, `<DQ>`, `<InverseQ>`), each random base64 text; the public
-    /// `<Modulus>` and `<Exponent>` are not read, nor a text cut short (`6T6DLbUs…`).
-    pub(crate) fn rsa_key_value_at(&mut self, i: usize) {
-        const PRIVATE: &[&[u8]] = &[b"D", b"P", b"Q", b"DP", b"DQ", b"InverseQ"];
+    /// .NET's `RSA.ToXmlString(true)` and `DSA.ToXmlString(true)`: the private parameters of an
+    /// `<RSAKeyValue>` element (`<D>`, `<P>`, `<Q>`, `<DP>`, `<DQ>`, `<InverseQ>`) or of a
+    /// `<DSAKeyValue>` (`<X>`; its `<P>`, `<Q>`, `<G>`, `<Y>` are the public key), each random
+    /// base64 text; the public `<Modulus>` and `<Exponent>` are not read, nor a text cut short
+    /// (`6T6DLbUs…`).
+    pub(crate) fn xml_key_value_at(&mut self, i: usize) {
+        const RSA: &[&[u8]] = &[b"D", b"P", b"Q", b"DP", b"DQ", b"InverseQ"];
+        const DSA: &[&[u8]] = &[b"X"];
         let bytes = self.bytes;
-        if !bytes[i..].starts_with(b"RSAKeyValue>") {
+        let (private, close): (&[&[u8]], &[u8]) = if bytes[i..].starts_with(b"RSAKeyValue>") {
+            (RSA, b"</rsakeyvalue>")
+        } else if bytes[i..].starts_with(b"DSAKeyValue>") {
+            (DSA, b"</dsakeyvalue>")
+        } else {
             return;
-        }
+        };
         let to = bytes.len().min(i + 16 * 1024);
-        let end = find_ci(&bytes[..to], i, b"</rsakeyvalue>").unwrap_or(to);
+        let end = find_ci(&bytes[..to], i, close).unwrap_or(to);
         let mut q = i;
         while let Some(at) = find_byte(b'<', &bytes[q..end]) {
             let name_start = q + at + 1;
@@ -427,7 +435,7 @@ impl<'t> Scan<'t> {
             let text = name_start + len + 1;
             let text_end = find_byte(b'<', &bytes[text..end]).map_or(end, |p| text + p);
             q = text;
-            if !PRIVATE.contains(&&bytes[name_start..text - 1]) {
+            if !private.contains(&&bytes[name_start..text - 1]) {
                 continue;
             }
             let v = &bytes[text..text_end];
@@ -502,6 +510,95 @@ impl<'t> Scan<'t> {
             // (A long value cut short ends at its closing quote: past it, names start again.)
             let end = value.whole_end(bytes);
             q = (end + usize::from(bytes.get(end) == Some(&quote))).max(q);
+        }
+    }
+
+    /// A JSON Web Key written as YAML (a `kty:` line, its members on the lines of the same
+    /// mapping: `d: …`, `p: …`), as a Helm value or a Kubernetes manifest holds one: each private
+    /// member's random base64url value, as in JSON (see [`Scan::jwk_at`]).
+    pub(crate) fn jwk_yaml_at(&mut self, i: usize) {
+        const PRIVATE: &[&[u8]] = &[b"d", b"p", b"q", b"dp", b"dq", b"qi"];
+        // A mapping's members read around the `kty:` line, each way (a bound: a key has nine).
+        const MEMBERS: usize = 16;
+        let bytes = self.bytes;
+        if !bytes[i..].starts_with(b"kty:") {
+            return;
+        }
+        let start = line_start_of(bytes, i);
+        // The key's column: blanks before it, or a list item's `- ` opening the mapping.
+        let lead = &bytes[start..i];
+        let item = lead.ends_with(b"- ") && lead[..lead.len() - 2].iter().all(|&b| b == b' ');
+        if !item && !lead.iter().all(|&b| b == b' ') {
+            return;
+        }
+        let col = i - start;
+        // A member's line: `col` blanks (or, for the mapping's first line, a list item's `- `)
+        // then its name, a colon and its value.
+        let member = |ls: usize| -> Option<(usize, bool)> {
+            let line = &bytes[ls..line_end(bytes, ls)];
+            let head = line.get(..col)?;
+            let first = head.ends_with(b"- ") && head[..col - 2].iter().all(|&b| b == b' ');
+            (first || head.iter().all(|&b| b == b' '))
+                .then_some((ls + col, first))
+                .filter(|&(k, _)| bytes.get(k).is_some_and(u8::is_ascii_alphabetic))
+        };
+        let mut names = Vec::new();
+        let mut ls = start;
+        for _ in 0..MEMBERS {
+            if ls == 0 || item {
+                break;
+            }
+            ls = line_start_of(bytes, ls - 1);
+            let Some((k, first)) = member(ls) else {
+                break;
+            };
+            names.push(k);
+            if first {
+                break;
+            }
+        }
+        let mut le = line_end(bytes, i);
+        for _ in 0..MEMBERS {
+            if le >= bytes.len() {
+                break;
+            }
+            match member(le + 1) {
+                Some((k, false)) => names.push(k),
+                _ => break,
+            }
+            le = line_end(bytes, le + 1);
+        }
+        let found = self.found.len();
+        for k in names {
+            let colon = run_end(bytes, k, |b| b.is_ascii_alphabetic());
+            if bytes.get(colon) != Some(&b':') {
+                continue;
+            }
+            let name = &bytes[k..colon];
+            let private = PRIVATE.contains(&name);
+            if !private && !matches!(name, b"n" | b"x") {
+                continue;
+            }
+            let at = skip_blank(bytes, colon + 1);
+            let quote = usize::from(matches!(bytes.get(at), Some(b'"' | b'\'')));
+            let end = run_end(bytes, at + quote, b64url);
+            let v = &bytes[at + quote..end];
+            // An RFC's example key is no secret: its public modulus or point says so.
+            if !private {
+                if crate::rules::documented_example(v) {
+                    self.found.truncate(found);
+                    return;
+                }
+                continue;
+            }
+            // The value fills its line (a YAML value; a sentence's `d:` goes on in words).
+            let rest = skip_blank(bytes, end + quote);
+            if matches!(bytes.get(rest), None | Some(b'\n' | b'\r'))
+                && looks_random(v, 16)
+                && !crate::rules::filler_like(v)
+            {
+                self.push(SecretKind::PrivateKey, at + quote, end);
+            }
         }
     }
 
@@ -3081,6 +3178,37 @@ impl<'t> Scan<'t> {
         value_is_secret(self.bytes, &password, key, strength, Mode::Prose)
     }
 
+    /// `creds: admin / Xq9…`, `password: deploy / Xq9…`: a user, a slash between blanks and its
+    /// password after a password's or credentials' word, as notes and chats write them; the
+    /// password after the slash, judged as a word after a password's (`read / write` are words).
+    fn spaced_user_slash_password(&self, value: &Value, key: &[u8], strength: Strength) -> Option<Value> {
+        let bytes = self.bytes;
+        let user = value.text(bytes);
+        // (`credentials` is weak as a plural is, but names one account's pair as often.)
+        let creds = contains_ci(key, b"cred");
+        let names_account = password_key(key)
+            || key.eq_ignore_ascii_case(b"pass")
+            || key.len() >= 2 && key[key.len() - 2..].eq_ignore_ascii_case(b"pw");
+        if !(creds || names_account && strength == Strength::Strong)
+            || value.quoted
+            || value.raw_end != value.end
+            || user.is_empty()
+            || !user
+                .iter()
+                .all(|&b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-' | b'@'))
+            || bytes.get(value.end..value.end + 3) != Some(b" / ")
+        {
+            return None;
+        }
+        let password = Value::parse(bytes, skip_blank(bytes, value.end + 3), Stop::Blank)?;
+        let pw = password.text(bytes);
+        (!password.quoted
+            && pw != user
+            && !pw.contains(&b'/')
+            && value_is_secret(bytes, &password, key, Strength::Strong, Mode::Prose))
+        .then_some(password)
+    }
+
     /// The value starting at `pos`, read in `mode`, and whether it is the key's secret.
     pub(crate) fn assigned_value(&mut self, pos: usize, mode: Mode, site: &KeySite) {
         let bytes = self.bytes;
@@ -3183,6 +3311,10 @@ impl<'t> Scan<'t> {
         {
             // `password = open_sesame`: a config line's literal.
             self.push(kind, value.start, value.whole_end(bytes));
+        } else if mode != Mode::Literal
+            && let Some(password) = self.spaced_user_slash_password(&value, key, strength)
+        {
+            self.push(kind, password.start, password.whole_end(bytes));
         }
     }
 

@@ -5490,13 +5490,21 @@ fn colour_codes_putty_windows_schemes_and_encoded_tails_are_read() {
 /// one): both read in linear time.
 #[test]
 fn strings_after_a_document_and_unclosed_cdata_scan_in_linear_time() {
-    let (small, large) = scaling(|size| {
-        let started = Instant::now();
-        for prompt in [
+    assert_findings_linear(|size| {
+        vec![
             format!("\"line one\\nline two\" {}", "\"x\" ".repeat(size / 4)),
             "<![CDATA[ x ".repeat(size / 12),
-        ] {
-            let _ = findings(&prompt);
+        ]
+    });
+}
+
+/// Finding the secrets of the prompts `make` writes at a size scales linearly with it.
+fn assert_findings_linear(make: impl Fn(usize) -> Vec<String>) {
+    let (small, large) = scaling(|size| {
+        let prompts = make(size);
+        let started = Instant::now();
+        for prompt in &prompts {
+            let _ = findings(prompt);
         }
         started.elapsed()
     });
@@ -5601,4 +5609,66 @@ fn a_table_cell_broken_by_br_is_read_as_lines_once() {
         ["Vq7#mZ2xLp9Rt4"]
     );
     assert!(spans("| step | note |\n| 1 | \\| a<br>b \\| c<br>d \\| |").is_empty());
+}
+
+/// Slots the key readers once passed over: `psw` as a key's segment, a secret id that is a UUID
+/// (Vault's AppRole login), a user and its password split by a spaced slash after a
+/// credentials' word, a JSON Web Key written as YAML, and a .NET `<DSAKeyValue>`'s private `<X>`.
+/// Their look-alikes stay clean: a word holding `psw`, a request's or a stored secret's id, words
+/// either side of a slash, a YAML key's public members, a sentence naming `d:`, a DSA key's public
+/// parameters.
+#[test]
+fn short_password_keys_secret_ids_spaced_pairs_and_key_documents_are_found() {
+    for (text, secret) in [
+        ("export MAIL_PSW=XG4LcLlkyWDh", "XG4LcLlkyWDh"),
+        ("psw: QwI1dEvVkvk7", "QwI1dEvVkvk7"),
+        (
+            "vault write auth/approle/login role_id=74563f19-54e1-4316-9482-4b4bf0c571df secret_id=b6a7fc55-cff0-4fbb-b73f-b3ef0f3e0d78",
+            "b6a7fc55-cff0-4fbb-b73f-b3ef0f3e0d78",
+        ),
+        (
+            "{\"roleId\": \"74563f19-54e1-4316-9482-4b4bf0c571df\", \"secretId\": \"b6a7fc55-cff0-4fbb-b73f-b3ef0f3e0d78\"}",
+            "b6a7fc55-cff0-4fbb-b73f-b3ef0f3e0d78",
+        ),
+        ("staging creds: ops / Y2v-7iBEiU (rotate monthly)", "Y2v-7iBEiU"),
+        ("credentials: deploy / XG4LcLlkyWDh", "XG4LcLlkyWDh"),
+        (
+            "signing:\n  kty: OKP\n  crv: Ed25519\n  x: nAQT4CJgGBC7pnUlkn3cY1b5dsR2\n  d: 8ZXfRPYJk6VYKrjyN4tclev56efYriBCSjkCrYuMQg8",
+            "8ZXfRPYJk6VYKrjyN4tclev56efYriBCSjkCrYuMQg8",
+        ),
+        (
+            "keys:\n  - kty: EC\n    crv: P-256\n    d: 'w7OfRx8bMeQsNf4nu5X70CqoCj_19aZroSUXKy7jUJ3'\n  - kty: oct",
+            "w7OfRx8bMeQsNf4nu5X70CqoCj_19aZroSUXKy7jUJ3",
+        ),
+        (
+            "<DSAKeyValue><P>wh+gb2D3b15nvq4jRUuJErNM4tQ=</P><Y>nAQT4CJgGBC7pnUlkn3cY1b5dsR2</Y><X>wh+gb2D3b15nvq4jRUuJErNM4tQ=</X></DSAKeyValue>",
+            "wh+gb2D3b15nvq4jRUuJErNM4tQ=",
+        ),
+    ] {
+        assert_eq!(spans(text), [secret], "{text}");
+    }
+    assert_clean(&[
+        "the upswing=XG4LcLlkyWDh was measured",
+        "request_id: b6a7fc55-cff0-4fbb-b73f-b3ef0f3e0d78",
+        "secret_id_accessor: b6a7fc55-cff0-4fbb-b73f-b3ef0f3e0d78",
+        "secret_id = \"prod/billing/db-password\"",
+        "creds: read / write",
+        "credentials: see the vault / ask ops",
+        "creds: admin / $ADMIN_PASSWORD",
+        "jwk:\n  kty: EC\n  crv: P-256\n  x: nAQT4CJgGBC7pnUlkn3cY1b5dsR2\n  y: w7OfRx8bMeQsNf4nu5X70CqoCj_19aZroSUXKy7jUJ3",
+        "the members are kty: the family\nd: the private exponent, 8ZXfRPYJk6VYKrjyN4tclev56efYriBCSjkCrYuMQg8 for example",
+        "<DSAKeyValue><P>wh+gb2D3b15nvq4jRUuJErNM4tQ=</P><Y>nAQT4CJgGBC7pnUlkn3cY1b5dsR2</Y></DSAKeyValue>",
+    ]);
+}
+
+/// A long run of `kty:` lines, each a mapping's first line, reads each line's neighbours a bounded
+/// number of times.
+#[test]
+fn repeated_yaml_key_members_scan_in_linear_time() {
+    assert_findings_linear(|size| {
+        vec![
+            "  kty: EC\n".repeat(size / 10),
+            "- kty: EC\n  d: 8ZXfRPYJk6VYKrjyN4tclev56efYriBCSjkCrYuMQg8\n".repeat(size / 56),
+        ]
+    });
 }

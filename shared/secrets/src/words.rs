@@ -522,6 +522,13 @@ pub(crate) fn secret_word(key: &[u8]) -> Option<SecretWord> {
             continue;
         }
         let mut tail = &key[end..];
+        // `secret_id`, `secretId`: a secret id is a credential (Vault's AppRole hands one out as
+        // a password with its role id), but the name of a stored secret in other tools: only a
+        // generated value counts, as after a weak word.
+        if key[j..end].eq_ignore_ascii_case(b"secret") && id_segment(tail) {
+            strength = Strength::Weak;
+            tail = &[];
+        }
         // A plural is about several secrets or a count of them: only random values count.
         if tail.first().is_some_and(|b| b | 0x20 == b's')
             && tail.get(1).is_none_or(|b| !b.is_ascii_lowercase())
@@ -564,6 +571,13 @@ pub(crate) fn secret_word_at(key: &[u8], j: usize) -> Option<(usize, Strength, b
             .or_else(|| {
                 eat_ci(key, j, b"pwd")
                     .filter(|_| !key.eq_ignore_ascii_case(b"oldpwd"))
+                    .map(|e| (e, Strength::Strong, false))
+            })
+            // `psw` (as `pswd` without its `d`) only as a segment of its own (`DB_PSW`), not in
+            // `upswing`.
+            .or_else(|| {
+                eat_ci(key, j, b"psw")
+                    .filter(|&e| alone(e))
                     .map(|e| (e, Strength::Strong, false))
             })
             // `pw` only as a segment of its own (`my pw is`, `DB_PW`), not in `upward`.
@@ -711,6 +725,16 @@ pub(crate) fn foreign_qualified(tail: &[u8]) -> bool {
             | b"pol\xc3\xadtica"
             | b"\xec\xa0\x95\xec\xb1\x85"
     )
+}
+
+/// Whether the part of a key after its secret word is one `id` segment and nothing more (`_id`,
+/// `Id`, `-ID`; not `_identity`, `_id_accessor`).
+fn id_segment(tail: &[u8]) -> bool {
+    match tail {
+        [b'_' | b'-' | b'.', i, d] => [*i, *d].eq_ignore_ascii_case(b"id"),
+        [b'I', d] => matches!(d, b'd' | b'D'),
+        _ => false,
+    }
 }
 
 /// Whether the part of a key after its secret word starts with a qualifier (`_count`, `File`).
