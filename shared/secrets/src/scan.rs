@@ -3019,8 +3019,9 @@ impl<'t> Scan<'t> {
                 return None;
             }
             // `std::string secret("…")`: a literal passed to what the key names.
-            // A capitalised name is a type (`new ClientSecretCredential("<tenant>", …)`).
-            (Some(b'('), Some(b'"' | b'\'')) if !spaced_before && !camel_type(key) => {
+            // A capitalised name is a type (`new ClientSecretCredential("<tenant>", …)`). SQL's
+            // functions in capitals may stand apart from their parenthesis (`PASSWORD ('…')`).
+            (Some(b'('), Some(b'"' | b'\'')) if (!spaced_before || all_caps(key)) && !camel_type(key) => {
                 self.compared_at(pos, key, strength, kind);
                 return None;
             }

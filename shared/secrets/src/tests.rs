@@ -18,6 +18,13 @@ pub(crate) fn assert_found(texts: &[&str]) {
     }
 }
 
+/// Each text's findings are the one span given.
+fn assert_spans(cases: &[(&str, &str)]) {
+    for &(text, secret) in cases {
+        assert_eq!(spans(text), [secret], "{text}");
+    }
+}
+
 pub(crate) fn assert_clean(texts: &[&str]) {
     for text in texts {
         assert_eq!(find_secret(text), None, "expected no match for {text:?}");
@@ -5619,7 +5626,7 @@ fn a_table_cell_broken_by_br_is_read_as_lines_once() {
 /// parameters.
 #[test]
 fn short_password_keys_secret_ids_spaced_pairs_and_key_documents_are_found() {
-    for (text, secret) in [
+    assert_spans(&[
         ("export MAIL_PSW=XG4LcLlkyWDh", "XG4LcLlkyWDh"),
         ("psw: QwI1dEvVkvk7", "QwI1dEvVkvk7"),
         (
@@ -5644,9 +5651,7 @@ fn short_password_keys_secret_ids_spaced_pairs_and_key_documents_are_found() {
             "<DSAKeyValue><P>wh+gb2D3b15nvq4jRUuJErNM4tQ=</P><Y>nAQT4CJgGBC7pnUlkn3cY1b5dsR2</Y><X>wh+gb2D3b15nvq4jRUuJErNM4tQ=</X></DSAKeyValue>",
             "wh+gb2D3b15nvq4jRUuJErNM4tQ=",
         ),
-    ] {
-        assert_eq!(spans(text), [secret], "{text}");
-    }
+    ]);
     assert_clean(&[
         "the upswing=XG4LcLlkyWDh was measured",
         "request_id: b6a7fc55-cff0-4fbb-b73f-b3ef0f3e0d78",
@@ -5671,4 +5676,50 @@ fn repeated_yaml_key_members_scan_in_linear_time() {
             "- kty: EC\n  d: 8ZXfRPYJk6VYKrjyN4tclev56efYriBCSjkCrYuMQg8\n".repeat(size / 56),
         ]
     });
+}
+
+/// Password slots spelt as notes and SQL write them: an account's word glued to `PW` (`DBPW`,
+/// `ADMINPW`), Korean's short word for password (`비번`), and SQL's `PASSWORD` function with a
+/// blank before its parenthesis. A word that starts with `pwd` (`pwdump`), `PW` inside another
+/// word and a function's name in lowercase prose stay clean.
+#[test]
+fn owned_pw_keys_korean_short_words_and_spaced_sql_functions_are_found() {
+    assert_spans(&[
+        ("ADMINPW=QwI1dEvVkvk7", "QwI1dEvVkvk7"),
+        ("set rootPw: XG4LcLlkyWDh in the chart", "XG4LcLlkyWDh"),
+        ("서버 비번: Y2v-7iBEiU", "Y2v-7iBEiU"),
+        (
+            "ALTER USER report SET PASSWORD = PASSWORD ('XG4LcLlkyWDh');",
+            "XG4LcLlkyWDh",
+        ),
+    ]);
+    assert_clean(&[
+        "pwdump=QwI1dEvVkvk7",
+        "PWDUMP_ARGS=QwI1dEvVkvk7",
+        "UPWIND=QwI1dEvVkvk7",
+        "call the reset password ('forgot') endpoint",
+        "서버 비번: ${SERVER_PASSWORD}",
+    ]);
+}
+
+/// NATS seeds and New Relic license keys have no prefix before their random part: a seed opens
+/// with its kind's three letters (`SUA`, `SAA`, `SOA`), a license key ends with `NRAL`. Words
+/// in capitals that open so, and filler, stay clean.
+#[test]
+fn nats_seeds_and_new_relic_license_keys_are_found() {
+    assert_spans(&[
+        (
+            "nkey: SUAK6MBS2XQXNIRTA4PEZ3QQ5TF3JLVGSCF2Z6DQMSU3FFUNYP5KUU7FLY",
+            "SUAK6MBS2XQXNIRTA4PEZ3QQ5TF3JLVGSCF2Z6DQMSU3FFUNYP5KUU7FLY",
+        ),
+        (
+            "the agent sent fe4ab5325e06b5b3872662e0e252f676e1c8NRAL and got 403",
+            "fe4ab5325e06b5b3872662e0e252f676e1c8NRAL",
+        ),
+    ]);
+    assert_clean(&[
+        "SOAP_PASSWORD_FIELD_IS_NOT_USED_IN_THIS_SERVICE_ANY_MORE_OK",
+        "the NRAL suffix marks a license key",
+        "0000000000000000000000000000000000000000NRAL",
+    ]);
 }

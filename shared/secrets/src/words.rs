@@ -210,6 +210,8 @@ pub(crate) const PASSWORD_WORDS: &[&str] = &[
     "CONTRASEÑA",
     "wachtwoord",
     "비밀번호",
+    // Korean's everyday short form of 비밀번호.
+    "비번",
     "hasło",
     "HASŁO",
     "heslo",
@@ -396,11 +398,22 @@ pub(crate) const PREFIX_QUALIFIERS: Words = words_of!(
 pub(crate) const POSITION_QUALIFIERS: Words =
     words_of!(b"page paging pagination continuation delta sync resume cursor skip idempotency");
 
-/// Accounts whose word glued to `pass` names their password (`userpass`, `dbpass`, `rootpass`).
+/// Accounts whose word glued to `pass` or `pw` names their password (`userpass`, `dbpass`,
+/// `ROOTPW`).
 pub(crate) const PASS_OWNERS: &[&[u8]] = &[
     b"user", b"db", b"admin", b"root", b"sql", b"mysql", b"pg", b"ftp", b"smtp", b"mail", b"ldap", b"proxy",
     b"ssh", b"redis", b"vnc",
 ];
+
+/// Whether an account's word ([`PASS_OWNERS`]) is glued before `j` in `key`, as a segment's start
+/// (`DBPASS`, `rootPw`, `ADMINPW`; not `bypass`).
+fn owner_before(key: &[u8], j: usize) -> bool {
+    PASS_OWNERS.iter().any(|o| {
+        j >= o.len()
+            && key[j - o.len()..j].eq_ignore_ascii_case(o)
+            && (j == o.len() || !key[j - o.len() - 1].is_ascii_alphabetic())
+    })
+}
 
 /// `password` shortened by dropping vowels or a doubled `s`, as people write it in keys.
 pub(crate) const SHORT_PASSWORDS: &[&[u8]] = &[
@@ -571,6 +584,14 @@ pub(crate) fn secret_word_at(key: &[u8], j: usize) -> Option<(usize, Strength, b
             .or_else(|| {
                 eat_ci(key, j, b"pwd")
                     .filter(|_| !key.eq_ignore_ascii_case(b"oldpwd"))
+                    // Ending its word (`DB_PWD`, `pwdHash`), not the start of another
+                    // (`pwdump`, a tool that dumps password hashes).
+                    .filter(|&e| {
+                        key.get(e).is_none_or(|b| {
+                            !b.is_ascii_alphabetic()
+                                || b.is_ascii_lowercase() != key[e - 1].is_ascii_lowercase()
+                        })
+                    })
                     .map(|e| (e, Strength::Strong, false))
             })
             // `psw` (as `pswd` without its `d`) only as a segment of its own (`DB_PSW`), not in
@@ -585,7 +606,9 @@ pub(crate) fn secret_word_at(key: &[u8], j: usize) -> Option<(usize, Strength, b
                 eat_ci(key, j, b"pw")
                     // `olcRootPW`: capitals end a CamelCase key.
                     .filter(|&e| {
-                        alone(e) || e == key.len() && key[j..e] == *b"PW" && key[j - 1].is_ascii_lowercase()
+                        alone(e)
+                            || e == key.len() && key[j..e] == *b"PW" && key[j - 1].is_ascii_lowercase()
+                            || e == key.len() && owner_before(key, j)
                     })
                     .map(|e| (e, Strength::Strong, false))
             })
@@ -603,12 +626,7 @@ pub(crate) fn secret_word_at(key: &[u8], j: usize) -> Option<(usize, Strength, b
                     let whole = j == 0 && e == key.len();
                     // `userpass`, `DBPASS`, `rootPass`: an account's word glued to `pass` ending
                     // the key names that account's password (`bypass`, `compass` name none).
-                    let owned = e == key.len()
-                        && PASS_OWNERS.iter().any(|o| {
-                            j >= o.len()
-                                && key[j - o.len()..j].eq_ignore_ascii_case(o)
-                                && (j == o.len() || !key[j - o.len() - 1].is_ascii_alphabetic())
-                        });
+                    let owned = e == key.len() && owner_before(key, j);
                     (
                         e,
                         if segment || owned || whole {
