@@ -3092,11 +3092,17 @@ impl<'t> Scan<'t> {
                     Some([b'\r', b'\n', ..]) => pos + 2,
                     _ => pos,
                 };
+                if next > pos {
+                    self.yaml_items_at(after, next, site);
+                }
                 if next > pos
                     && matches!(bytes.get(next), Some(b' ' | b'\t'))
                     && indented_deeper(bytes, after, next)
                 {
                     pos = skip_space(bytes, next);
+                }
+                if bytes.get(pos) == Some(&b'[') {
+                    self.array_items_at(pos, site);
                 }
                 let spaced_after = pos > after;
                 let glued_colon =
@@ -3177,6 +3183,127 @@ impl<'t> Scan<'t> {
             ..*value
         };
         value_is_secret(self.bytes, &password, key, strength, Mode::Prose)
+    }
+
+    /// The key and strength a list's items are judged under, when the key ends with its secret
+    /// word (`password`, `api_keys`; `PRIVATE_KEY_OPS` lists operations): under a password's
+    /// plural each item is a password (`passwords:`); under other plurals (`secrets`, `tokens`,
+    /// `imagePullSecrets`) items often name secrets, and count only when generated.
+    fn item_key<'k>(site: &KeySite<'k>) -> Option<(&'k [u8], Strength)> {
+        const WORDS: &[&[u8]] = &[
+            b"password",
+            b"passwd",
+            b"passphrase",
+            b"pwd",
+            b"secret",
+            b"token",
+            b"key",
+            b"credential",
+            b"creds",
+        ];
+        // A list of weak, common or banned passwords (a validator's dictionary) or of samples
+        // names no one's credentials.
+        const DICTIONARY: &[&[u8]] = &[
+            b"common",
+            b"weak",
+            b"banned",
+            b"blocked",
+            b"blacklist",
+            b"blocklist",
+            b"forbidden",
+            b"leaked",
+            b"breached",
+            b"compromised",
+            b"known",
+            b"popular",
+            b"bad",
+            b"disallowed",
+            b"invalid",
+            b"sample",
+            b"example",
+            b"test",
+            b"dummy",
+            b"fake",
+        ];
+        let key = site.key;
+        let one = key
+            .strip_suffix(b"s")
+            .or_else(|| key.strip_suffix(b"S"))
+            .unwrap_or(key);
+        let ends = |k: &[u8]| WORDS.iter().any(|w| ends_with_ci(k, w));
+        if !ends(key) && !ends(one) || DICTIONARY.iter().any(|w| contains_ci(key, w)) {
+            return None;
+        }
+        if one.len() < key.len() && password_key(one) {
+            return Some((one, Strength::Strong));
+        }
+        Some((key, site.strength))
+    }
+
+    /// A YAML sequence under the key whose separator ends at `after` (`passwords:` NEWLINE `  -
+    /// "…"`), its first item's line at `next`: each plain item, up to [`LIST_ITEMS`], is a value of
+    /// the key (an item that opens a mapping, `- name: …`, is none).
+    fn yaml_items_at(&mut self, after: usize, next: usize, site: &KeySite) {
+        let bytes = self.bytes;
+        let indent = |k: usize| run_end(bytes, k, |b| b == b' ' || b == b'\t') - k;
+        let key_indent = indent(line_start_of(bytes, after));
+        let column = indent(next);
+        if bytes[after - 1] != b':' || column < key_indent || !bytes[next + column..].starts_with(b"- ") {
+            return;
+        }
+        let Some((key, strength)) = Self::item_key(site) else {
+            return;
+        };
+        let mut line = next;
+        for _ in 0..LIST_ITEMS {
+            if indent(line) != column || !bytes[line + column..].starts_with(b"- ") {
+                return;
+            }
+            let at = skip_blank(bytes, line + column + 2);
+            if let Some(value) = Value::parse(bytes, at, Stop::Code)
+                && !matches!(bytes.get(value.whole_end(bytes)), Some(b':'))
+                && !value.text(bytes).ends_with(b":")
+                && value_is_secret(bytes, &value, key, strength, Mode::Code)
+            {
+                self.push(site.kind, value.start, value.whole_end(bytes));
+            }
+            line = line_end(bytes, line) + 1;
+            if line >= bytes.len() {
+                return;
+            }
+        }
+    }
+
+    /// An array of strings under the key, its `[` at `open` (`"passwords": ["…", "…"]`, on one
+    /// line or many): each quoted item, up to [`LIST_ITEMS`], is a value of the key.
+    fn array_items_at(&mut self, open: usize, site: &KeySite) {
+        let bytes = self.bytes;
+        let Some((key, strength)) = Self::item_key(site) else {
+            return;
+        };
+        let mut q = open + 1;
+        for _ in 0..LIST_ITEMS {
+            q = run_end(bytes, q, |b| b.is_ascii_whitespace());
+            if !matches!(bytes.get(q), Some(b'"' | b'\'')) {
+                return;
+            }
+            let Some(value) = Value::parse(bytes, q, Stop::Code) else {
+                return;
+            };
+            if value_is_secret(bytes, &value, key, strength, Mode::Code) {
+                self.push(site.kind, value.start, value.whole_end(bytes));
+            }
+            let end = value.whole_end(bytes);
+            q = run_end(
+                bytes,
+                end + usize::from(bytes.get(end) == Some(&value.quote)),
+                |b| b.is_ascii_whitespace(),
+            );
+            if bytes.get(q) != Some(&b',') {
+                return;
+            }
+            q += 1;
+        }
     }
 
     /// `creds: admin / Xq9…`, `password: deploy / Xq9…`: a user, a slash between blanks and its
@@ -4067,6 +4194,10 @@ fn indented_deeper(bytes: &[u8], at: usize, next: usize) -> bool {
     let indent = |k: usize| run_end(bytes, k, |b| b == b' ' || b == b'\t') - k;
     indent(next) > indent(start)
 }
+
+/// The most items of a list under a secret's key that are read: a key lists a few values, not a
+/// document.
+const LIST_ITEMS: usize = 16;
 
 /// Whether a keyword's value of a provider's least length (16) may follow the key ending at
 /// `kend` ([`keyword_operand`], then [`KEYWORD_TOKEN`] bytes): only quotes, blanks, line breaks,

@@ -5723,3 +5723,36 @@ fn nats_seeds_and_new_relic_license_keys_are_found() {
         "0000000000000000000000000000000000000000NRAL",
     ]);
 }
+
+/// A list under a key ending with its secret word holds that key's values: a YAML sequence or an
+/// array of strings under `passwords` holds passwords, under `tokens` or `api_keys` generated
+/// items. A list of a validator's weak or banned passwords, names of secrets under `secrets`, a
+/// key's operations, and the next line's setting after an empty `KEY=` stay clean.
+#[test]
+fn list_items_under_a_secret_key_are_its_values() {
+    assert_spans(&[
+        ("smtp_passwords:\n  - Marmot7harbor", "Marmot7harbor"),
+        ("\"ftpPasswords\": [\n  \"Quillon42rest\"\n]", "Quillon42rest"),
+        ("deploy_tokens = ['Y2v-7iBEiU4xQmZ8', 'dev']", "Y2v-7iBEiU4xQmZ8"),
+        ("api_keys:\n- QwI1dEvVkvk7XG4LcLlk", "QwI1dEvVkvk7XG4LcLlk"),
+    ]);
+    assert_clean(&[
+        "BANNED_PASSWORDS = [\"sunshine\", \"trustno1\", \"iloveyou\"]",
+        "secrets:\n  - billing-db-credentials\n  - mailer-api-token",
+        "SIGNING_KEY_USES = [\"sign\", \"verify\"]",
+        "environment:\n  - SMTP_PASSWORD=\n  - SMTP_HOST=mail.internal",
+        "tokens: []",
+    ]);
+}
+
+/// A run of list items after secret keys is read a bounded number of items per key.
+#[test]
+fn list_items_under_secret_keys_scan_in_linear_time() {
+    assert_findings_linear(|size| {
+        vec![
+            "passwords:\n".to_string() + &"  - Marmot7harbor\n".repeat(size / 18),
+            "passwords:\n- a\n".repeat(size / 16),
+            format!("tokens = [{}]", "\"x\", ".repeat(size / 5)),
+        ]
+    });
+}
