@@ -58,6 +58,14 @@ pub(crate) fn scan_text(text: &str) -> Vec<Finding> {
     if keyed_call_literals(text.as_bytes(), &mut found) {
         found.sort_by_key(|f| (f.start, f.kind.rank()));
     }
+    // A SealedSecret's encrypted values, whichever key or line rule read them (one search of
+    // the text for the kind first: most prompts hold none).
+    if !found.is_empty() && memchr::memmem::find(text.as_bytes(), b"kind: SealedSecret").is_some() {
+        found.retain(|f| {
+            !(matches!(f.kind, SecretKind::Assignment | SecretKind::Prose)
+                && sealed_data(text.as_bytes(), f.start))
+        });
+    }
     found
 }
 
@@ -4193,6 +4201,41 @@ fn indented_deeper(bytes: &[u8], at: usize, next: usize) -> bool {
         .map_or(from, |k| from + k + 1);
     let indent = |k: usize| run_end(bytes, k, |b| b == b' ' || b == b'\t') - k;
     indent(next) > indent(start)
+}
+
+/// Whether `at` is in the `encryptedData` mapping of a Bitnami SealedSecret (`kind:
+/// SealedSecret` in the 8 KB around): each value there is encrypted with the cluster
+/// controller's public key, made to be committed, and no credential.
+fn sealed_data(bytes: &[u8], at: usize) -> bool {
+    const MAPPING: &[u8] = b"encryptedData:";
+    let from = at.saturating_sub(8192);
+    let Some(p) = bytes[from..at]
+        .windows(MAPPING.len())
+        .rposition(|w| w == MAPPING)
+        .map(|p| from + p)
+    else {
+        return false;
+    };
+    let indent = |k: usize| run_end(bytes, k, |b| b == b' ') - k;
+    let mapping_start = line_start_of(bytes, p);
+    let column = indent(mapping_start);
+    if p != mapping_start + column {
+        return false;
+    }
+    // Every line from the mapping's to the value's is inside it (indented deeper, or blank).
+    let mut line = line_end(bytes, p) + 1;
+    while line <= at && line < bytes.len() {
+        let text = line + indent(line);
+        if text > at {
+            break;
+        }
+        if !matches!(bytes.get(text), None | Some(b'\n' | b'\r')) && text - line <= column {
+            return false;
+        }
+        line = line_end(bytes, line) + 1;
+    }
+    let around = &bytes[from..bytes.len().min(at + 8192)];
+    around.windows(18).any(|w| w == b"kind: SealedSecret")
 }
 
 /// The most items of a list under a secret's key that are read: a key lists a few values, not a

@@ -5756,3 +5756,30 @@ fn list_items_under_secret_keys_scan_in_linear_time() {
         ]
     });
 }
+
+/// Values judged wrongly by their shape: a generated password that starts with `+` is a literal,
+/// not a concatenation; a session cookie holding a stand-in, digits between runs of `x` and a
+/// SealedSecret's encrypted values (made to be committed) are no credentials. Their look-alikes
+/// stay as they were: a concatenation, a session cookie's generated value, a password with `x`s
+/// in it, and a plain Secret's values.
+#[test]
+fn plus_led_passwords_stand_in_cookies_masks_and_sealed_values_are_judged_by_class() {
+    assert_spans(&[
+        ("db_password: \"+Qw7vLm2#Zk9-xR4tNp\"", "+Qw7vLm2#Zk9-xR4tNp"),
+        (
+            "Cookie: session_id=Y2v7iBEiU4xQmZ8n",
+            "session_id=Y2v7iBEiU4xQmZ8n",
+        ),
+        ("api_token = 'x7xx9x3x4x5x6x1k'", "x7xx9x3x4x5x6x1k"),
+        (
+            "kind: Secret\nmetadata:\n  name: encryptedData-demo\nstringData:\n  password: Marmot7harbor",
+            "Marmot7harbor",
+        ),
+    ]);
+    assert_clean(&[
+        "String url = \"/login?password=\"+pwField+\"&remember=1\";",
+        "Cookie: session_id=dummy",
+        "auth_token: xxx20xxx48xxx9",
+        "kind: SealedSecret\nmetadata:\n  name: db\nspec:\n  encryptedData:\n    password: AgCx0Fh7Lq2vNw9RtYb3ZpKm8sJd4GeUoW1iXn6TyHc5VrAl+QfE/uBkSzP7Mg==\n    token: AgB4nR8wLm2Qv7Xk9Zt3Yp6Hc1Jd5Fs0GeUoWiTyNbVrAlQfEuBkSzPMgxCh==",
+    ]);
+}
