@@ -1234,16 +1234,18 @@ impl<'t> Scan<'t> {
     }
 
     /// PowerShell's `ConvertTo-SecureString "…" -AsPlainText` (at `i`): the literal made into a
-    /// credential (positional or after `-String`); a variable (`$plain`, `$env:X`) is none.
+    /// credential (positional or after `-String`, with or without the switch); a variable
+    /// (`$plain`, `$env:X`) or, without the switch, an encrypted standard string (hex) is none.
     pub(crate) fn secure_string_at(&mut self, i: usize) {
         let bytes = self.bytes;
         let mut pos = i + b"convertto-securestring".len();
         // The switch stands within the command's next 512 bytes: a window, not the rest of the
         // line, so a line repeating the cmdlet is not read once per occurrence.
         let end = line_end_max(bytes, i, 512).unwrap_or(bytes.len().min(i + 512));
-        if !contains_ci(&bytes[i..end], b"-asplaintext") {
-            return;
-        }
+        // Without the switch the literal should be an encrypted standard string (DPAPI's hex
+        // blob, readable only by its user on its machine): that is no password, but a password
+        // typed there is one.
+        let plain = contains_ci(&bytes[i..end], b"-asplaintext");
         for _ in 0..6 {
             let Some((arg, next)) = next_arg(bytes, pos) else {
                 return;
@@ -1257,6 +1259,14 @@ impl<'t> Scan<'t> {
             }
             // `(Get-Content …)`: an expression, read from elsewhere.
             if !arg.quoted && a.contains(&b'(') {
+                return;
+            }
+            // (DPAPI's blob is hex; one encrypted with `-Key` opens with PowerShell's fixed
+            // header, then base64.)
+            if !plain
+                && a.len() >= 32
+                && (a.iter().all(u8::is_ascii_hexdigit) || a.starts_with(b"76492d1116743f0423413b16050a5345"))
+            {
                 return;
             }
             if value_is_secret(bytes, &arg, b"password", Strength::Strong, Mode::Literal) {
@@ -3602,7 +3612,16 @@ impl<'t> Scan<'t> {
             label = label.strip_suffix(b" ").unwrap_or(label);
         }
         let label = label.strip_suffix(b" BLOCK").unwrap_or(label);
-        if label.len() < 11 || !label[label.len() - 11..].eq_ignore_ascii_case(b"private key") {
+        // `PRIVATE KEY` in any flavour; a key's label with no standard form (`RSA KEY`, `EC KEY`)
+        // names the private half unless it says public.
+        let private = ends_with_ci(label, b"private key")
+            || label.len() >= 6
+                && ends_with_ci(label, b" key")
+                && !contains_ci(label, b"public")
+                && label[..label.len() - 4]
+                    .iter()
+                    .all(|&b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b' ');
+        if !private {
             return;
         }
         if !bytes[words..].starts_with(armor) || four && bytes.get(words + 4) == Some(&b'-') {

@@ -3912,7 +3912,8 @@ fn a_letters_only_password_in_prose_or_piped_to_a_login_is_found() {
         "ConvertTo-SecureString $plain -AsPlainText -Force",
         "ConvertTo-SecureString -String $env:DB_PASS -AsPlainText -Force",
         "ConvertTo-SecureString (Get-Content .\\pw.txt) -AsPlainText -Force",
-        r#"ConvertTo-SecureString "Xk29fLmQp3""#,
+        // An encrypted standard string (without `-AsPlainText` a literal should be one).
+        r#"ConvertTo-SecureString "76492d1116743f0423413b16050a5345MgB8AGoAUQBkAHYAVwBjAGQA""#,
         "the prod redis password is RotatedWeekly, ask ops",
         r#"echo "Xk29fLmQp3" | grep Xk"#,
     ]);
@@ -5781,5 +5782,26 @@ fn plus_led_passwords_stand_in_cookies_masks_and_sealed_values_are_judged_by_cla
         "Cookie: session_id=dummy",
         "auth_token: xxx20xxx48xxx9",
         "kind: SealedSecret\nmetadata:\n  name: db\nspec:\n  encryptedData:\n    password: AgCx0Fh7Lq2vNw9RtYb3ZpKm8sJd4GeUoW1iXn6TyHc5VrAl+QfE/uBkSzP7Mg==\n    token: AgB4nR8wLm2Qv7Xk9Zt3Yp6Hc1Jd5Fs0GeUoWiTyNbVrAlQfEuBkSzPMgxCh==",
+    ]);
+}
+
+/// A password given to `ConvertTo-SecureString` without `-AsPlainText` is still typed there, and
+/// a PEM block labelled as a key with no standard label (`RSA KEY`, `EC KEY`) holds a private
+/// key. An encrypted standard string (DPAPI's hex), a variable, a public key's block and a
+/// sentence naming the markers stay clean.
+#[test]
+fn secure_strings_without_the_switch_and_unlabelled_key_blocks_are_found() {
+    assert_spans(&[
+        ("$pw = ConvertTo-SecureString 'Marmot7harbor!'", "Marmot7harbor!"),
+        (
+            "-----BEGIN EC KEY-----\nMHcCAQEEIBkg4LVWM9nuwNSk3yByxZpYRTBnVJk5xkDcO6BwJ2T1oAoGCCqGSM49\nAwEHoUQDQgAEZ7vLsr1w9D3Oe4AYQMBkIkyeMWk7qrRLQrwpF8sAnCEpf4qU3tVY\n-----END EC KEY-----",
+            "-----BEGIN EC KEY-----\nMHcCAQEEIBkg4LVWM9nuwNSk3yByxZpYRTBnVJk5xkDcO6BwJ2T1oAoGCCqGSM49\nAwEHoUQDQgAEZ7vLsr1w9D3Oe4AYQMBkIkyeMWk7qrRLQrwpF8sAnCEpf4qU3tVY\n-----END EC KEY-----",
+        ),
+    ]);
+    assert_clean(&[
+        "$pw = ConvertTo-SecureString '01000000d08c9ddf0115d1118c7a00c04fc297eb0100000054a5e4d1c1b3f78a'",
+        "$pw = ConvertTo-SecureString $encrypted -Key $aesKey",
+        "-----BEGIN RSA PUBLIC KEY-----\nMEgCQQCo9+BpMRYQ/dL3DS2CyJxRF+j6ctbT3/Qp84+KeFhnii7NT7fELilKUSnx\n-----END RSA PUBLIC KEY-----",
+        "a block opens with -----BEGIN EC KEY----- and closes with -----END EC KEY-----",
     ]);
 }
