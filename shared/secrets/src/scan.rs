@@ -345,6 +345,15 @@ impl<'t> Scan<'t> {
                 if prev == b'.' && bytes.get(end) == Some(&b'.') {
                     continue;
                 }
+                // A file named by a digest after a word (`cache/cosmo_<md5>.json`): a path's
+                // last segment whose body is hex, before an extension, names a file.
+                if matches!(prev, b'/' | b'\\')
+                    && bytes.get(end) == Some(&b'.')
+                    && bytes.get(end + 1).is_some_and(u8::is_ascii_alphabetic)
+                    && bytes[i + v.prefix.len()..end].iter().all(u8::is_ascii_hexdigit)
+                {
+                    continue;
+                }
                 let end = v.wrapped_end(bytes, i, end);
                 self.push(SecretKind::Vendor(v.name), i, end);
                 if v.name == "aws_access_key" {

@@ -5805,3 +5805,21 @@ fn secure_strings_without_the_switch_and_unlabelled_key_blocks_are_found() {
         "a block opens with -----BEGIN EC KEY----- and closes with -----END EC KEY-----",
     ]);
 }
+
+/// A vendor's prefix before a hex body that names a file in a path (`cache/cosmo_<md5>.json`) is
+/// a digest naming the file; the same token in a sentence or a generated body in a file's name
+/// is still a key.
+#[test]
+fn a_prefixed_digest_naming_a_file_is_no_key() {
+    assert_clean(&["ls out/cosmo_3f1a9c0e7b2d4f6a8c1e3b5d7f9a0c2e.log"]);
+    assert_spans(&[
+        (
+            "the key was cosmo_3f1a9c0e7b2d4f6a8c1e3b5d7f9a0c2e all along",
+            "cosmo_3f1a9c0e7b2d4f6a8c1e3b5d7f9a0c2e",
+        ),
+        (
+            "cat /tmp/ghp_nMGFvCxfG3y9ahvZTSNvQJjHU9Ru3lgaVYHP.txt",
+            "ghp_nMGFvCxfG3y9ahvZTSNvQJjHU9Ru3lgaVYHP",
+        ),
+    ]);
+}
