@@ -1520,6 +1520,9 @@ impl<'t> Scan<'t> {
             }
             return;
         };
+        if word.strength == Strength::Strong {
+            self.id_password_pair_at(i, kend, key);
+        }
         let mut strength = word.strength;
         // `api key`, `secret key`, `client secret` written with a space.
         if strength == Strength::Weak && key.eq_ignore_ascii_case(b"key") && strong_word_before(bytes, i) {
@@ -3330,6 +3333,54 @@ impl<'t> Scan<'t> {
                 return;
             }
             q += 1;
+        }
+    }
+
+    /// `ID/PW(admin/Xq9…)`, `ID PW admin Xq9…`, `(ID&PWD):admin/Xq9…`: after a label naming an id
+    /// and a password together (the password's key at `kstart..kend`, `ID` and one of `/`, `&`,
+    /// a blank before it), a user and its password, as notes write an account; the password
+    /// judged as a word after a password's.
+    fn id_password_pair_at(&mut self, kstart: usize, kend: usize, key: &[u8]) {
+        let bytes = self.bytes;
+        let before = &bytes[kstart.saturating_sub(4)..kstart];
+        let labelled = matches!(before, [.., i, d, b'/' | b'&' | b' '] if [*i, *d].eq_ignore_ascii_case(b"id"))
+            && (before.len() == 3 || !before[0].is_ascii_alphanumeric());
+        if !labelled
+            || !(password_key(key) || key.eq_ignore_ascii_case(b"pass") || key.eq_ignore_ascii_case(b"pw"))
+        {
+            return;
+        }
+        // Between the label and the user: `:`, `(`, `)`, `->`, `=`, blanks.
+        let user_start = run_end_max(bytes, kend, 4, |b| {
+            matches!(b, b':' | b'(' | b')' | b'-' | b'>' | b'=' | b' ')
+        });
+        let user_end = run_end(bytes, user_start, |b| {
+            b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'@')
+        });
+        if user_end == user_start || user_end - user_start > 64 {
+            return;
+        }
+        // Between the user and the password: `/`, `//` or `:`, blanks around, or one blank.
+        let sep_end = run_end_max(bytes, user_end, 4, |b| matches!(b, b'/' | b':' | b' '));
+        if sep_end == user_end {
+            return;
+        }
+        let Some(password) = Value::parse(bytes, sep_end, Stop::Blank) else {
+            return;
+        };
+        // The whole run, less the parenthesis or comma that closes the pair.
+        let pw = trim_end_of(&bytes[password.start..password.whole_end(bytes)], |b| {
+            matches!(b, b')' | b',')
+        });
+        let password = Value {
+            end: password.start + pw.len(),
+            ..password
+        };
+        if !pw.is_empty()
+            && pw != &bytes[user_start..user_end]
+            && value_is_secret(bytes, &password, b"password", Strength::Strong, Mode::Prose)
+        {
+            self.push(SecretKind::Assignment, password.start, password.end);
         }
     }
 

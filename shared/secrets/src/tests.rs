@@ -5823,3 +5823,21 @@ fn a_prefixed_digest_naming_a_file_is_no_key() {
         ),
     ]);
 }
+
+/// After a label naming an id and a password together (`ID/PW`, `ID PW`, `ID&PWD`), a user and
+/// its password, split by a slash, a colon or blanks, or in parentheses. The label in a
+/// sentence, a word that ends in `id`, and a user with a stand-in stay clean.
+#[test]
+fn a_user_and_password_after_an_id_and_password_label_are_found() {
+    assert_spans(&[
+        ("staging box ID/PW: ops.admin / Rk7#vLq2wZ", "Rk7#vLq2wZ"),
+        ("- jenkins (ID&PW) builder:Marmot7harbor!", "Marmot7harbor!"),
+        ("id pw deploy Y2v-7iBEiU", "Y2v-7iBEiU"),
+    ]);
+    assert_clean(&[
+        "ID/PW are checked against LDAP",
+        "please type your id/pw in the form below",
+        "paid PW deploy Y2v-7iBEiU",
+        "ID/PW: admin / ${ADMIN_PASSWORD}",
+    ]);
+}
