@@ -2938,8 +2938,15 @@ impl<'t> Scan<'t> {
         let line = line_before(bytes, kstart);
         let colon = sep == Some(1) && bytes[pos] == b':';
         let quoted_key = pos > kend;
-        // `<password>…</password>`: the element's text is the value.
+        // `<password>…</password>`: the element's text is the value. An element holds one text:
+        // named by a password's plural (`<db_passwords>`) it is one password.
         if sep.is_none() && bytes.get(pos) == Some(&b'>') && kstart > 0 && bytes[kstart - 1] == b'<' {
+            let one = key.strip_suffix(b"s").or_else(|| key.strip_suffix(b"S"));
+            let strength = if one.is_some_and(password_key) {
+                Strength::Strong
+            } else {
+                strength
+            };
             return self.element_text(pos + 1, key, strength, kind);
         }
         // `<Pass encoding="base64">…</Pass>`: the start tag's attributes come before the text.

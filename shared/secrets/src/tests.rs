@@ -5841,3 +5841,14 @@ fn a_user_and_password_after_an_id_and_password_label_are_found() {
         "ID/PW: admin / ${ADMIN_PASSWORD}",
     ]);
 }
+
+/// An element holds one text: named by a password's plural (`<smtp_passwords>`) it holds one
+/// password, a weak literal too. A count there and a word naming a setting stay clean.
+#[test]
+fn an_element_named_by_a_passwords_plural_holds_one_password() {
+    assert_spans(&[("<smtp_passwords>Harbor2024</smtp_passwords>", "Harbor2024")]);
+    assert_clean(&[
+        "<passwords>3</passwords>",
+        "<min_passwords>required</min_passwords>",
+    ]);
+}
