@@ -2546,7 +2546,9 @@ impl<'t> Scan<'t> {
             }
         };
         let mut from = open + 1;
-        for arg in 0..2 {
+        // The second to the fourth argument: sbt's `Credentials(realm, host, user, password)`
+        // puts the password fourth.
+        for arg in 0..3 {
             let Some(comma) = top_level(bytes, from, b",)", 256).filter(|&c| bytes[c] == b',') else {
                 return;
             };

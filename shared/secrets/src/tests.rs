@@ -5852,3 +5852,17 @@ fn an_element_named_by_a_passwords_plural_holds_one_password() {
         "<min_passwords>required</min_passwords>",
     ]);
 }
+
+/// A credential class's password may stand fourth (sbt's `Credentials(realm, host, user,
+/// password)`); a fourth argument that is a name or a reference stays clean.
+#[test]
+fn a_credential_classes_fourth_argument_may_be_its_password() {
+    assert_spans(&[(
+        "credentials += Credentials(\"Artifactory Realm\", \"repo.corp\", \"ci\", \"Y2v-7iBEiU4xQ\")",
+        "Y2v-7iBEiU4xQ",
+    )]);
+    assert_clean(&[
+        "credentials += Credentials(\"Artifactory Realm\", \"repo.corp\", \"ci\", sys.env(\"REPO_PASS\"))",
+        "new NetworkCredential(user, password, \"CORP\")",
+    ]);
+}
