@@ -5866,3 +5866,13 @@ fn a_credential_classes_fourth_argument_may_be_its_password() {
         "new NetworkCredential(user, password, \"CORP\")",
     ]);
 }
+
+/// A creation token is AWS's idempotency string for creating a resource, no credential; a
+/// password or a secret named for creation still is one.
+#[test]
+fn a_creation_token_is_an_idempotency_string() {
+    assert_clean(&[
+        "resource \"aws_efs_file_system\" \"logs\" {\n  creation_token = \"logs-fs-Q7v2Lm9x\"\n}",
+    ]);
+    assert_spans(&[("creation_secret = \"Y2v-7iBEiU4xQ\"", "Y2v-7iBEiU4xQ")]);
+}

@@ -392,11 +392,12 @@ pub(crate) const PREFIX_QUALIFIERS: Words = words_of!(
 );
 
 /// Prefixes that make a token or a key a position in a listing or a stream (`nextPageToken`,
-/// `continuation_token`, `Idempotency-Key`). Only those two words: a password, a secret or an API
-/// key is a credential whatever it syncs or pages (`SYNC_PASSWORD`, `cursor_secret`, and
-/// `CURSOR_API_KEY` is the Cursor editor's key).
+/// `continuation_token`, `Idempotency-Key`, and a creation token: AWS's idempotency string for
+/// creating a file system). Only those two words: a password, a secret or an API key is a
+/// credential whatever it syncs or pages (`SYNC_PASSWORD`, `cursor_secret`, and `CURSOR_API_KEY` is
+/// the Cursor editor's key).
 pub(crate) const POSITION_QUALIFIERS: Words =
-    words_of!(b"page paging pagination continuation delta sync resume cursor skip idempotency");
+    words_of!(b"page paging pagination continuation delta sync resume cursor skip idempotency creation");
 
 /// Accounts whose word glued to `pass` or `pw` names their password (`userpass`, `dbpass`,
 /// `ROOTPW`).
