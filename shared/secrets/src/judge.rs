@@ -2521,11 +2521,14 @@ pub(crate) fn plain_cookie_pair(name: &[u8], value: &[u8]) -> bool {
             part.len() >= 3 && part[part.len() - 3..].eq_ignore_ascii_case(b"sid")
                 || part.eq_ignore_ascii_case(b"key")
         });
+    // A session's cookie holding a stand-in word (`appSession=foo`, `sid=test`) holds no
+    // session; one with digits (`abc123`) is typed as a value.
+    let stand_in = is_placeholder(value) && !has_digit(value);
     !name.is_empty()
         && name
             .iter()
             .all(|&b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
-        && !session
+        && (!session || stand_in)
         && !looks_random(value, 8)
         && (value.len() < 16 || entropy(value) < 3.0)
 }
@@ -2982,7 +2985,21 @@ pub(crate) fn masked(v: &[u8]) -> bool {
         }
         k = run.max(k + 1);
     }
-    masked > 0 && masked * 2 >= v.len()
+    masked > 0 && masked * 2 >= v.len() || digits_between_masks(v)
+}
+
+/// Digits between runs of three `x` (`xxx123xxx456`, `XXX-1234`'s kin): a number typed over,
+/// when the `x` runs make at least half of the value and nothing else is in it.
+fn digits_between_masks(v: &[u8]) -> bool {
+    let x = v.iter().filter(|&&b| b | 0x20 == b'x').count();
+    let mut runs = 0;
+    let mut k = 0;
+    while k < v.len() {
+        let run = run_end(v, k, |b| b | 0x20 == b'x');
+        runs += usize::from(run - k >= 3);
+        k = run.max(k + 1);
+    }
+    runs >= 2 && x * 2 >= v.len() && v.iter().all(|&b| b | 0x20 == b'x' || b.is_ascii_digit())
 }
 
 /// The whole value is made of stand-in words (`YOUR_API_KEY`, `change-me`, `your-token-here`,
@@ -3245,7 +3262,16 @@ pub(crate) fn code_continuation(v: &[u8]) -> bool {
         || v.starts_with(b"#{")
         || v.starts_with(b"&lt;")
         || v.starts_with(b"arn:")
-        || matches!(v.first(), Some(b'+' | b'.' | b',')) && v.get(1).is_some_and(operand) && !base64_key(v)
+        || matches!(v.first(), Some(b'+' | b'.' | b','))
+            && v.get(1).is_some_and(operand)
+            && !base64_key(v)
+            && !plus_led_password(v)
+}
+
+/// A generated password that starts with `+` (`+bZ0YJt7#5d-88rFJbMx`): one random run, no blank
+/// and no `+` closing it as a concatenation does (`+name+`, `+ new Buffer(…)`).
+fn plus_led_password(v: &[u8]) -> bool {
+    v.len() >= 13 && v[0] == b'+' && !v.contains(&b' ') && !v.ends_with(b"+") && looks_random(&v[1..], 12)
 }
 
 /// One base64 run of 16 or more with a digit (`+grqXYZ40BXQaeH9…==`): a key that starts with

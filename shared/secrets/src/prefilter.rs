@@ -304,7 +304,7 @@ pub(crate) fn inert_word(bytes: &[u8], i: usize, prev: u8, run: usize) -> bool {
     // `insert`; a Telegram bot id (8 digits or more); `pbkdf2`, `sha1`, `scrypt`, `argon2`,
     // `md5`; a Discord id (24 bytes or more; the run is all of it, the byte after it no
     // base64url's); `net`, `htp…`, `wpa…`, `chp…`, `vau…`; `ConvertTo-SecureString`; Maven's
-    // `<master>`; a JWT's `eyJ`; a JSON Web Key's `"kty"`; .NET's `<RSAKeyValue>`.
+    // `<master>`; a JWT's `eyJ`; a JSON Web Key's `"kty"` or YAML's `kty:`; .NET's `<RSAKeyValue>` and `<DSAKeyValue>`.
     let head = (b0 | 0x20, b1 | 0x20, bytes.get(i + 2).map_or(0, |&b| b | 0x20));
     let dispatched = match b0 {
         b'b' | b'B' => matches!(
@@ -325,8 +325,11 @@ pub(crate) fn inert_word(bytes: &[u8], i: usize, prev: u8, run: usize) -> bool {
         b'n' => head == (b'n', b'e', b't'),
         b'v' => head == (b'v', b'a', b'u'),
         b'e' => head == (b'e', b'y', b'j'),
-        b'k' => head == (b'k', b't', b'y') && matches!(prev, b'"' | b'\''),
+        b'k' => {
+            head == (b'k', b't', b'y') && (matches!(prev, b'"' | b'\'') || bytes.get(i + 3) == Some(&b':'))
+        }
         b'R' => head == (b'r', b's', b'a') && prev == b'<',
+        b'D' => head == (b'd', b's', b'a') && prev == b'<',
         _ => false,
     };
     !dispatched

@@ -87,6 +87,14 @@ fn scan_read(text: &str) -> Vec<Finding> {
     if keyed_call_literals(text.as_bytes(), &mut found) {
         found.sort_by_key(|f| (f.start, f.kind.rank()));
     }
+    // A SealedSecret's encrypted values, whichever key or line rule read them (one search of
+    // the text for the kind first: most prompts hold none).
+    if !found.is_empty() && memchr::memmem::find(text.as_bytes(), b"kind: SealedSecret").is_some() {
+        found.retain(|f| {
+            !(matches!(f.kind, SecretKind::Assignment | SecretKind::Prose)
+                && sealed_data(text.as_bytes(), f.start))
+        });
+    }
     found
 }
 
@@ -366,6 +374,15 @@ impl<'t> Scan<'t> {
                 if prev == b'.' && bytes.get(end) == Some(&b'.') {
                     continue;
                 }
+                // A file named by a digest after a word (`cache/cosmo_<md5>.json`): a path's
+                // last segment whose body is hex, before an extension, names a file.
+                if matches!(prev, b'/' | b'\\')
+                    && bytes.get(end) == Some(&b'.')
+                    && bytes.get(end + 1).is_some_and(u8::is_ascii_alphabetic)
+                    && bytes[i + v.prefix.len()..end].iter().all(u8::is_ascii_hexdigit)
+                {
+                    continue;
+                }
                 let end = v.wrapped_end(bytes, i, end);
                 self.push(SecretKind::Vendor(v.name), i, end);
                 if v.name == "aws_access_key" {
@@ -431,22 +448,30 @@ impl<'t> Scan<'t> {
                 }
             }
             b'k' if matches!(prev, b'"' | b'\'') => self.jwk_at(i, prev),
-            b'R' if prev == b'<' => self.rsa_key_value_at(i),
+            b'k' if bytes.get(i + 3) == Some(&b':') => self.jwk_yaml_at(i),
+            b'R' | b'D' if prev == b'<' => self.xml_key_value_at(i),
             _ => {}
         }
     }
 
-    /// .NET's `RSA.ToXmlString(true)`: the private parameters of an `<RSAKeyValue>` element
-    /// (`<D>`, `<P>`, `<Q>`, `<DP>`, `<DQ>`, `<InverseQ>`), each random base64 text; the public
-    /// `<Modulus>` and `<Exponent>` are not read, nor a text cut short (`6T6DLbUs…`).
-    pub(crate) fn rsa_key_value_at(&mut self, i: usize) {
-        const PRIVATE: &[&[u8]] = &[b"D", b"P", b"Q", b"DP", b"DQ", b"InverseQ"];
+    /// .NET's `RSA.ToXmlString(true)` and `DSA.ToXmlString(true)`: the private parameters of an
+    /// `<RSAKeyValue>` element (`<D>`, `<P>`, `<Q>`, `<DP>`, `<DQ>`, `<InverseQ>`) or of a
+    /// `<DSAKeyValue>` (`<X>`; its `<P>`, `<Q>`, `<G>`, `<Y>` are the public key), each random
+    /// base64 text; the public `<Modulus>` and `<Exponent>` are not read, nor a text cut short
+    /// (`6T6DLbUs…`).
+    pub(crate) fn xml_key_value_at(&mut self, i: usize) {
+        const RSA: &[&[u8]] = &[b"D", b"P", b"Q", b"DP", b"DQ", b"InverseQ"];
+        const DSA: &[&[u8]] = &[b"X"];
         let bytes = self.bytes;
-        if !bytes[i..].starts_with(b"RSAKeyValue>") {
+        let (private, close): (&[&[u8]], &[u8]) = if bytes[i..].starts_with(b"RSAKeyValue>") {
+            (RSA, b"</rsakeyvalue>")
+        } else if bytes[i..].starts_with(b"DSAKeyValue>") {
+            (DSA, b"</dsakeyvalue>")
+        } else {
             return;
-        }
+        };
         let to = bytes.len().min(i + 16 * 1024);
-        let end = find_ci(&bytes[..to], i, b"</rsakeyvalue>").unwrap_or(to);
+        let end = find_ci(&bytes[..to], i, close).unwrap_or(to);
         let mut q = i;
         while let Some(at) = find_byte(b'<', &bytes[q..end]) {
             let name_start = q + at + 1;
@@ -456,7 +481,7 @@ impl<'t> Scan<'t> {
             let text = name_start + len + 1;
             let text_end = find_byte(b'<', &bytes[text..end]).map_or(end, |p| text + p);
             q = text;
-            if !PRIVATE.contains(&&bytes[name_start..text - 1]) {
+            if !private.contains(&&bytes[name_start..text - 1]) {
                 continue;
             }
             let v = &bytes[text..text_end];
@@ -531,6 +556,95 @@ impl<'t> Scan<'t> {
             // (A long value cut short ends at its closing quote: past it, names start again.)
             let end = value.whole_end(bytes);
             q = (end + usize::from(bytes.get(end) == Some(&quote))).max(q);
+        }
+    }
+
+    /// A JSON Web Key written as YAML (a `kty:` line, its members on the lines of the same
+    /// mapping: `d: …`, `p: …`), as a Helm value or a Kubernetes manifest holds one: each private
+    /// member's random base64url value, as in JSON (see [`Scan::jwk_at`]).
+    pub(crate) fn jwk_yaml_at(&mut self, i: usize) {
+        const PRIVATE: &[&[u8]] = &[b"d", b"p", b"q", b"dp", b"dq", b"qi"];
+        // A mapping's members read around the `kty:` line, each way (a bound: a key has nine).
+        const MEMBERS: usize = 16;
+        let bytes = self.bytes;
+        if !bytes[i..].starts_with(b"kty:") {
+            return;
+        }
+        let start = line_start_of(bytes, i);
+        // The key's column: blanks before it, or a list item's `- ` opening the mapping.
+        let lead = &bytes[start..i];
+        let item = lead.ends_with(b"- ") && lead[..lead.len() - 2].iter().all(|&b| b == b' ');
+        if !item && !lead.iter().all(|&b| b == b' ') {
+            return;
+        }
+        let col = i - start;
+        // A member's line: `col` blanks (or, for the mapping's first line, a list item's `- `)
+        // then its name, a colon and its value.
+        let member = |ls: usize| -> Option<(usize, bool)> {
+            let line = &bytes[ls..line_end(bytes, ls)];
+            let head = line.get(..col)?;
+            let first = head.ends_with(b"- ") && head[..col - 2].iter().all(|&b| b == b' ');
+            (first || head.iter().all(|&b| b == b' '))
+                .then_some((ls + col, first))
+                .filter(|&(k, _)| bytes.get(k).is_some_and(u8::is_ascii_alphabetic))
+        };
+        let mut names = Vec::new();
+        let mut ls = start;
+        for _ in 0..MEMBERS {
+            if ls == 0 || item {
+                break;
+            }
+            ls = line_start_of(bytes, ls - 1);
+            let Some((k, first)) = member(ls) else {
+                break;
+            };
+            names.push(k);
+            if first {
+                break;
+            }
+        }
+        let mut le = line_end(bytes, i);
+        for _ in 0..MEMBERS {
+            if le >= bytes.len() {
+                break;
+            }
+            match member(le + 1) {
+                Some((k, false)) => names.push(k),
+                _ => break,
+            }
+            le = line_end(bytes, le + 1);
+        }
+        let found = self.found.len();
+        for k in names {
+            let colon = run_end(bytes, k, |b| b.is_ascii_alphabetic());
+            if bytes.get(colon) != Some(&b':') {
+                continue;
+            }
+            let name = &bytes[k..colon];
+            let private = PRIVATE.contains(&name);
+            if !private && !matches!(name, b"n" | b"x") {
+                continue;
+            }
+            let at = skip_blank(bytes, colon + 1);
+            let quote = usize::from(matches!(bytes.get(at), Some(b'"' | b'\'')));
+            let end = run_end(bytes, at + quote, b64url);
+            let v = &bytes[at + quote..end];
+            // An RFC's example key is no secret: its public modulus or point says so.
+            if !private {
+                if crate::rules::documented_example(v) {
+                    self.found.truncate(found);
+                    return;
+                }
+                continue;
+            }
+            // The value fills its line (a YAML value; a sentence's `d:` goes on in words).
+            let rest = skip_blank(bytes, end + quote);
+            if matches!(bytes.get(rest), None | Some(b'\n' | b'\r'))
+                && looks_random(v, 16)
+                && !crate::rules::filler_like(v)
+            {
+                self.push(SecretKind::PrivateKey, at + quote, end);
+            }
         }
     }
 
@@ -1158,16 +1272,18 @@ impl<'t> Scan<'t> {
     }
 
     /// PowerShell's `ConvertTo-SecureString "…" -AsPlainText` (at `i`): the literal made into a
-    /// credential (positional or after `-String`); a variable (`$plain`, `$env:X`) is none.
+    /// credential (positional or after `-String`, with or without the switch); a variable
+    /// (`$plain`, `$env:X`) or, without the switch, an encrypted standard string (hex) is none.
     pub(crate) fn secure_string_at(&mut self, i: usize) {
         let bytes = self.bytes;
         let mut pos = i + b"convertto-securestring".len();
         // The switch stands within the command's next 512 bytes: a window, not the rest of the
         // line, so a line repeating the cmdlet is not read once per occurrence.
         let end = line_end_max(bytes, i, 512).unwrap_or(bytes.len().min(i + 512));
-        if !contains_ci(&bytes[i..end], b"-asplaintext") {
-            return;
-        }
+        // Without the switch the literal should be an encrypted standard string (DPAPI's hex
+        // blob, readable only by its user on its machine): that is no password, but a password
+        // typed there is one.
+        let plain = contains_ci(&bytes[i..end], b"-asplaintext");
         for _ in 0..6 {
             let Some((arg, next)) = next_arg(bytes, pos) else {
                 return;
@@ -1181,6 +1297,14 @@ impl<'t> Scan<'t> {
             }
             // `(Get-Content …)`: an expression, read from elsewhere.
             if !arg.quoted && a.contains(&b'(') {
+                return;
+            }
+            // (DPAPI's blob is hex; one encrypted with `-Key` opens with PowerShell's fixed
+            // header, then base64.)
+            if !plain
+                && a.len() >= 32
+                && (a.iter().all(u8::is_ascii_hexdigit) || a.starts_with(b"76492d1116743f0423413b16050a5345"))
+            {
                 return;
             }
             if value_is_secret(bytes, &arg, b"password", Strength::Strong, Mode::Literal) {
@@ -1429,6 +1553,9 @@ impl<'t> Scan<'t> {
             }
             return;
         };
+        if word.strength == Strength::Strong {
+            self.id_password_pair_at(i, kend, key);
+        }
         let mut strength = word.strength;
         // `api key`, `secret key`, `client secret` written with a space.
         if strength == Strength::Weak && key.eq_ignore_ascii_case(b"key") && strong_word_before(bytes, i) {
@@ -2453,7 +2580,9 @@ impl<'t> Scan<'t> {
             }
         };
         let mut from = open + 1;
-        for arg in 0..2 {
+        // The second to the fourth argument: sbt's `Credentials(realm, host, user, password)`
+        // puts the password fourth.
+        for arg in 0..3 {
             let Some(comma) = top_level(bytes, from, b",)", 256).filter(|&c| bytes[c] == b',') else {
                 return;
             };
@@ -2845,8 +2974,15 @@ impl<'t> Scan<'t> {
         let line = line_before(bytes, kstart);
         let colon = sep == Some(1) && bytes[pos] == b':';
         let quoted_key = pos > kend;
-        // `<password>…</password>`: the element's text is the value.
+        // `<password>…</password>`: the element's text is the value. An element holds one text:
+        // named by a password's plural (`<db_passwords>`) it is one password.
         if sep.is_none() && bytes.get(pos) == Some(&b'>') && kstart > 0 && bytes[kstart - 1] == b'<' {
+            let one = key.strip_suffix(b"s").or_else(|| key.strip_suffix(b"S"));
+            let strength = if one.is_some_and(password_key) {
+                Strength::Strong
+            } else {
+                strength
+            };
             return self.element_text(pos + 1, key, strength, kind);
         }
         // `<Pass encoding="base64">…</Pass>`: the start tag's attributes come before the text.
@@ -2957,10 +3093,11 @@ impl<'t> Scan<'t> {
             }
             // `std::string secret("…")`: a literal passed to what the key names, blanks around it
             // or not (`setPassword( "…" )`). A capitalised name is a type
-            // (`new ClientSecretCredential("<tenant>", …)`).
+            // (`new ClientSecretCredential("<tenant>", …)`). SQL's functions in capitals may stand
+            // apart from their parenthesis (`PASSWORD ('…')`).
             (Some(b'('), _)
                 if matches!(bytes.get(skip_blank(bytes, pos + 1)), Some(b'"' | b'\''))
-                    && !spaced_before
+                    && (!spaced_before || all_caps(key))
                     && !camel_type(key) =>
             {
                 self.compared_at(pos, key, strength, kind);
@@ -3033,11 +3170,17 @@ impl<'t> Scan<'t> {
                     Some([b'\r', b'\n', ..]) => pos + 2,
                     _ => pos,
                 };
+                if next > pos {
+                    self.yaml_items_at(after, next, site);
+                }
                 if next > pos
                     && matches!(bytes.get(next), Some(b' ' | b'\t'))
                     && indented_deeper(bytes, after, next)
                 {
                     pos = skip_space(bytes, next);
+                }
+                if bytes.get(pos) == Some(&b'[') {
+                    self.array_items_at(pos, site);
                 }
                 let spaced_after = pos > after;
                 let glued_colon =
@@ -3118,6 +3261,206 @@ impl<'t> Scan<'t> {
             ..*value
         };
         value_is_secret(self.bytes, &password, key, strength, Mode::Prose)
+    }
+
+    /// The key and strength a list's items are judged under, when the key ends with its secret
+    /// word (`password`, `api_keys`; `PRIVATE_KEY_OPS` lists operations): under a password's
+    /// plural each item is a password (`passwords:`); under other plurals (`secrets`, `tokens`,
+    /// `imagePullSecrets`) items often name secrets, and count only when generated.
+    fn item_key<'k>(site: &KeySite<'k>) -> Option<(&'k [u8], Strength)> {
+        const WORDS: &[&[u8]] = &[
+            b"password",
+            b"passwd",
+            b"passphrase",
+            b"pwd",
+            b"secret",
+            b"token",
+            b"key",
+            b"credential",
+            b"creds",
+        ];
+        // A list of weak, common or banned passwords (a validator's dictionary) or of samples
+        // names no one's credentials.
+        const DICTIONARY: &[&[u8]] = &[
+            b"common",
+            b"weak",
+            b"banned",
+            b"blocked",
+            b"blacklist",
+            b"blocklist",
+            b"forbidden",
+            b"leaked",
+            b"breached",
+            b"compromised",
+            b"known",
+            b"popular",
+            b"bad",
+            b"disallowed",
+            b"invalid",
+            b"sample",
+            b"example",
+            b"test",
+            b"dummy",
+            b"fake",
+        ];
+        let key = site.key;
+        let one = key
+            .strip_suffix(b"s")
+            .or_else(|| key.strip_suffix(b"S"))
+            .unwrap_or(key);
+        let ends = |k: &[u8]| WORDS.iter().any(|w| ends_with_ci(k, w));
+        if !ends(key) && !ends(one) || DICTIONARY.iter().any(|w| contains_ci(key, w)) {
+            return None;
+        }
+        if one.len() < key.len() && password_key(one) {
+            return Some((one, Strength::Strong));
+        }
+        Some((key, site.strength))
+    }
+
+    /// A YAML sequence under the key whose separator ends at `after` (`passwords:` NEWLINE `  -
+    /// "…"`), its first item's line at `next`: each plain item, up to [`LIST_ITEMS`], is a value of
+    /// the key (an item that opens a mapping, `- name: …`, is none).
+    fn yaml_items_at(&mut self, after: usize, next: usize, site: &KeySite) {
+        let bytes = self.bytes;
+        let indent = |k: usize| run_end(bytes, k, |b| b == b' ' || b == b'\t') - k;
+        let key_indent = indent(line_start_of(bytes, after));
+        let column = indent(next);
+        if bytes[after - 1] != b':' || column < key_indent || !bytes[next + column..].starts_with(b"- ") {
+            return;
+        }
+        let Some((key, strength)) = Self::item_key(site) else {
+            return;
+        };
+        let mut line = next;
+        for _ in 0..LIST_ITEMS {
+            if indent(line) != column || !bytes[line + column..].starts_with(b"- ") {
+                return;
+            }
+            let at = skip_blank(bytes, line + column + 2);
+            if let Some(value) = Value::parse(bytes, at, Stop::Code)
+                && !matches!(bytes.get(value.whole_end(bytes)), Some(b':'))
+                && !value.text(bytes).ends_with(b":")
+                && value_is_secret(bytes, &value, key, strength, Mode::Code)
+            {
+                self.push(site.kind, value.start, value.whole_end(bytes));
+            }
+            line = line_end(bytes, line) + 1;
+            if line >= bytes.len() {
+                return;
+            }
+        }
+    }
+
+    /// An array of strings under the key, its `[` at `open` (`"passwords": ["…", "…"]`, on one
+    /// line or many): each quoted item, up to [`LIST_ITEMS`], is a value of the key.
+    fn array_items_at(&mut self, open: usize, site: &KeySite) {
+        let bytes = self.bytes;
+        let Some((key, strength)) = Self::item_key(site) else {
+            return;
+        };
+        let mut q = open + 1;
+        for _ in 0..LIST_ITEMS {
+            q = run_end(bytes, q, |b| b.is_ascii_whitespace());
+            if !matches!(bytes.get(q), Some(b'"' | b'\'')) {
+                return;
+            }
+            let Some(value) = Value::parse(bytes, q, Stop::Code) else {
+                return;
+            };
+            if value_is_secret(bytes, &value, key, strength, Mode::Code) {
+                self.push(site.kind, value.start, value.whole_end(bytes));
+            }
+            let end = value.whole_end(bytes);
+            q = run_end(
+                bytes,
+                end + usize::from(bytes.get(end) == Some(&value.quote)),
+                |b| b.is_ascii_whitespace(),
+            );
+            if bytes.get(q) != Some(&b',') {
+                return;
+            }
+            q += 1;
+        }
+    }
+
+    /// `ID/PW(admin/Xq9…)`, `ID PW admin Xq9…`, `(ID&PWD):admin/Xq9…`: after a label naming an id
+    /// and a password together (the password's key at `kstart..kend`, `ID` and one of `/`, `&`,
+    /// a blank before it), a user and its password, as notes write an account; the password
+    /// judged as a word after a password's.
+    fn id_password_pair_at(&mut self, kstart: usize, kend: usize, key: &[u8]) {
+        let bytes = self.bytes;
+        let before = &bytes[kstart.saturating_sub(4)..kstart];
+        let labelled = matches!(before, [.., i, d, b'/' | b'&' | b' '] if [*i, *d].eq_ignore_ascii_case(b"id"))
+            && (before.len() == 3 || !before[0].is_ascii_alphanumeric());
+        if !labelled
+            || !(password_key(key) || key.eq_ignore_ascii_case(b"pass") || key.eq_ignore_ascii_case(b"pw"))
+        {
+            return;
+        }
+        // Between the label and the user: `:`, `(`, `)`, `->`, `=`, blanks.
+        let user_start = run_end_max(bytes, kend, 4, |b| {
+            matches!(b, b':' | b'(' | b')' | b'-' | b'>' | b'=' | b' ')
+        });
+        let user_end = run_end(bytes, user_start, |b| {
+            b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'@')
+        });
+        if user_end == user_start || user_end - user_start > 64 {
+            return;
+        }
+        // Between the user and the password: `/`, `//` or `:`, blanks around, or one blank.
+        let sep_end = run_end_max(bytes, user_end, 4, |b| matches!(b, b'/' | b':' | b' '));
+        if sep_end == user_end {
+            return;
+        }
+        let Some(password) = Value::parse(bytes, sep_end, Stop::Blank) else {
+            return;
+        };
+        // The whole run, less the parenthesis or comma that closes the pair.
+        let pw = trim_end_of(&bytes[password.start..password.whole_end(bytes)], |b| {
+            matches!(b, b')' | b',')
+        });
+        let password = Value {
+            end: password.start + pw.len(),
+            ..password
+        };
+        if !pw.is_empty()
+            && pw != &bytes[user_start..user_end]
+            && value_is_secret(bytes, &password, b"password", Strength::Strong, Mode::Prose)
+        {
+            self.push(SecretKind::Assignment, password.start, password.end);
+        }
+    }
+
+    /// `creds: admin / Xq9…`, `password: deploy / Xq9…`: a user, a slash between blanks and its
+    /// password after a password's or credentials' word, as notes and chats write them; the
+    /// password after the slash, judged as a word after a password's (`read / write` are words).
+    fn spaced_user_slash_password(&self, value: &Value, key: &[u8], strength: Strength) -> Option<Value> {
+        let bytes = self.bytes;
+        let user = value.text(bytes);
+        // (`credentials` is weak as a plural is, but names one account's pair as often.)
+        let creds = contains_ci(key, b"cred");
+        let names_account = password_key(key)
+            || key.eq_ignore_ascii_case(b"pass")
+            || key.len() >= 2 && key[key.len() - 2..].eq_ignore_ascii_case(b"pw");
+        if !(creds || names_account && strength == Strength::Strong)
+            || value.quoted
+            || value.raw_end != value.end
+            || user.is_empty()
+            || !user
+                .iter()
+                .all(|&b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-' | b'@'))
+            || bytes.get(value.end..value.end + 3) != Some(b" / ")
+        {
+            return None;
+        }
+        let password = Value::parse(bytes, skip_blank(bytes, value.end + 3), Stop::Blank)?;
+        let pw = password.text(bytes);
+        (!password.quoted
+            && pw != user
+            && !pw.contains(&b'/')
+            && value_is_secret(bytes, &password, key, Strength::Strong, Mode::Prose))
+        .then_some(password)
     }
 
     /// The value starting at `pos`, read in `mode`, and whether it is the key's secret.
@@ -3227,6 +3570,10 @@ impl<'t> Scan<'t> {
         {
             // `password = open_sesame`: a config line's literal.
             self.push(kind, value.start, value.whole_end(bytes));
+        } else if mode != Mode::Literal
+            && let Some(password) = self.spaced_user_slash_password(&value, key, strength)
+        {
+            self.push(kind, password.start, password.whole_end(bytes));
         }
     }
 
@@ -3384,8 +3731,17 @@ impl<'t> Scan<'t> {
         }
         let label = label.strip_suffix(b" BLOCK").map_or(label, trim);
         let head = &label[..label.len().saturating_sub(3)];
-        if !ends_with_ci(label, b"key") || head.last() != Some(&b' ') || !ends_with_ci(trim(head), b"private")
-        {
+        // `PRIVATE KEY` in any flavour; a key's label with no standard form (`RSA KEY`, `EC KEY`)
+        // names the private half unless it says public.
+        let private = ends_with_ci(label, b"key")
+            && head.last() == Some(&b' ')
+            && (ends_with_ci(trim(head), b"private")
+                || label.len() >= 6
+                    && !contains_ci(label, b"public")
+                    && head
+                        .iter()
+                        .all(|&b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b' '));
+        if !private {
             return;
         }
         if !bytes[words..].starts_with(armor) || four && bytes.get(words + 4) == Some(&b'-') {
@@ -3985,6 +4341,45 @@ fn indented_deeper(bytes: &[u8], at: usize, next: usize) -> bool {
     let indent = |k: usize| run_end(bytes, k, |b| b == b' ' || b == b'\t') - k;
     indent(next) > indent(start)
 }
+
+/// Whether `at` is in the `encryptedData` mapping of a Bitnami SealedSecret (`kind:
+/// SealedSecret` in the 8 KB around): each value there is encrypted with the cluster
+/// controller's public key, made to be committed, and no credential.
+fn sealed_data(bytes: &[u8], at: usize) -> bool {
+    const MAPPING: &[u8] = b"encryptedData:";
+    let from = at.saturating_sub(8192);
+    let Some(p) = bytes[from..at]
+        .windows(MAPPING.len())
+        .rposition(|w| w == MAPPING)
+        .map(|p| from + p)
+    else {
+        return false;
+    };
+    let indent = |k: usize| run_end(bytes, k, |b| b == b' ') - k;
+    let mapping_start = line_start_of(bytes, p);
+    let column = indent(mapping_start);
+    if p != mapping_start + column {
+        return false;
+    }
+    // Every line from the mapping's to the value's is inside it (indented deeper, or blank).
+    let mut line = line_end(bytes, p) + 1;
+    while line <= at && line < bytes.len() {
+        let text = line + indent(line);
+        if text > at {
+            break;
+        }
+        if !matches!(bytes.get(text), None | Some(b'\n' | b'\r')) && text - line <= column {
+            return false;
+        }
+        line = line_end(bytes, line) + 1;
+    }
+    let around = &bytes[from..bytes.len().min(at + 8192)];
+    around.windows(18).any(|w| w == b"kind: SealedSecret")
+}
+
+/// The most items of a list under a secret's key that are read: a key lists a few values, not a
+/// document.
+const LIST_ITEMS: usize = 16;
 
 /// Whether a keyword's value of a provider's least length (16) may follow the key ending at
 /// `kend` ([`keyword_operand`], then [`KEYWORD_TOKEN`] bytes): only quotes, blanks, line breaks,

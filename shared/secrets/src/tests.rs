@@ -18,6 +18,13 @@ pub(crate) fn assert_found(texts: &[&str]) {
     }
 }
 
+/// Each text's findings are the one span given.
+fn assert_spans(cases: &[(&str, &str)]) {
+    for &(text, secret) in cases {
+        assert_eq!(spans(text), [secret], "{text}");
+    }
+}
+
 pub(crate) fn assert_clean(texts: &[&str]) {
     for text in texts {
         assert_eq!(find_secret(text), None, "expected no match for {text:?}");
@@ -3912,7 +3919,8 @@ fn a_letters_only_password_in_prose_or_piped_to_a_login_is_found() {
         "ConvertTo-SecureString $plain -AsPlainText -Force",
         "ConvertTo-SecureString -String $env:DB_PASS -AsPlainText -Force",
         "ConvertTo-SecureString (Get-Content .\\pw.txt) -AsPlainText -Force",
-        r#"ConvertTo-SecureString "Xk29fLmQp3""#,
+        // An encrypted standard string (without `-AsPlainText` a literal should be one).
+        r#"ConvertTo-SecureString "76492d1116743f0423413b16050a5345MgB8AGoAUQBkAHYAVwBjAGQA""#,
         "the prod redis password is RotatedWeekly, ask ops",
         r#"echo "Xk29fLmQp3" | grep Xk"#,
     ]);
@@ -5497,13 +5505,21 @@ fn colour_codes_putty_windows_schemes_and_encoded_tails_are_read() {
 /// one): both read in linear time.
 #[test]
 fn strings_after_a_document_and_unclosed_cdata_scan_in_linear_time() {
-    let (small, large) = scaling(|size| {
-        let started = Instant::now();
-        for prompt in [
+    assert_findings_linear(|size| {
+        vec![
             format!("\"line one\\nline two\" {}", "\"x\" ".repeat(size / 4)),
             "<![CDATA[ x ".repeat(size / 12),
-        ] {
-            let _ = findings(&prompt);
+        ]
+    });
+}
+
+/// Finding the secrets of the prompts `make` writes at a size scales linearly with it.
+fn assert_findings_linear(make: impl Fn(usize) -> Vec<String>) {
+    let (small, large) = scaling(|size| {
+        let prompts = make(size);
+        let started = Instant::now();
+        for prompt in &prompts {
+            let _ = findings(prompt);
         }
         started.elapsed()
     });
@@ -5903,4 +5919,262 @@ fn second_readings_scan_in_linear_time() {
         started.elapsed()
     });
     assert!(large < small * 40, "20 KB took {small:?}, 200 KB took {large:?}");
+}
+
+/// Slots the key readers once passed over: `psw` as a key's segment, a secret id that is a UUID
+/// (Vault's AppRole login), a user and its password split by a spaced slash after a
+/// credentials' word, a JSON Web Key written as YAML, and a .NET `<DSAKeyValue>`'s private `<X>`.
+/// Their look-alikes stay clean: a word holding `psw`, a request's or a stored secret's id, words
+/// either side of a slash, a YAML key's public members, a sentence naming `d:`, a DSA key's public
+/// parameters.
+#[test]
+fn short_password_keys_secret_ids_spaced_pairs_and_key_documents_are_found() {
+    assert_spans(&[
+        ("export MAIL_PSW=XG4LcLlkyWDh", "XG4LcLlkyWDh"),
+        ("psw: QwI1dEvVkvk7", "QwI1dEvVkvk7"),
+        (
+            "vault write auth/approle/login role_id=74563f19-54e1-4316-9482-4b4bf0c571df secret_id=b6a7fc55-cff0-4fbb-b73f-b3ef0f3e0d78",
+            "b6a7fc55-cff0-4fbb-b73f-b3ef0f3e0d78",
+        ),
+        (
+            "{\"roleId\": \"74563f19-54e1-4316-9482-4b4bf0c571df\", \"secretId\": \"b6a7fc55-cff0-4fbb-b73f-b3ef0f3e0d78\"}",
+            "b6a7fc55-cff0-4fbb-b73f-b3ef0f3e0d78",
+        ),
+        ("staging creds: ops / Y2v-7iBEiU (rotate monthly)", "Y2v-7iBEiU"),
+        ("credentials: deploy / XG4LcLlkyWDh", "XG4LcLlkyWDh"),
+        (
+            "signing:\n  kty: OKP\n  crv: Ed25519\n  x: nAQT4CJgGBC7pnUlkn3cY1b5dsR2\n  d: 8ZXfRPYJk6VYKrjyN4tclev56efYriBCSjkCrYuMQg8",
+            "8ZXfRPYJk6VYKrjyN4tclev56efYriBCSjkCrYuMQg8",
+        ),
+        (
+            "keys:\n  - kty: EC\n    crv: P-256\n    d: 'w7OfRx8bMeQsNf4nu5X70CqoCj_19aZroSUXKy7jUJ3'\n  - kty: oct",
+            "w7OfRx8bMeQsNf4nu5X70CqoCj_19aZroSUXKy7jUJ3",
+        ),
+        (
+            "<DSAKeyValue><P>wh+gb2D3b15nvq4jRUuJErNM4tQ=</P><Y>nAQT4CJgGBC7pnUlkn3cY1b5dsR2</Y><X>wh+gb2D3b15nvq4jRUuJErNM4tQ=</X></DSAKeyValue>",
+            "wh+gb2D3b15nvq4jRUuJErNM4tQ=",
+        ),
+    ]);
+    assert_clean(&[
+        "the upswing=XG4LcLlkyWDh was measured",
+        "request_id: b6a7fc55-cff0-4fbb-b73f-b3ef0f3e0d78",
+        "secret_id_accessor: b6a7fc55-cff0-4fbb-b73f-b3ef0f3e0d78",
+        "secret_id = \"prod/billing/db-password\"",
+        "creds: read / write",
+        "credentials: see the vault / ask ops",
+        "creds: admin / $ADMIN_PASSWORD",
+        "jwk:\n  kty: EC\n  crv: P-256\n  x: nAQT4CJgGBC7pnUlkn3cY1b5dsR2\n  y: w7OfRx8bMeQsNf4nu5X70CqoCj_19aZroSUXKy7jUJ3",
+        "the members are kty: the family\nd: the private exponent, 8ZXfRPYJk6VYKrjyN4tclev56efYriBCSjkCrYuMQg8 for example",
+        "<DSAKeyValue><P>wh+gb2D3b15nvq4jRUuJErNM4tQ=</P><Y>nAQT4CJgGBC7pnUlkn3cY1b5dsR2</Y></DSAKeyValue>",
+    ]);
+}
+
+/// A long run of `kty:` lines, each a mapping's first line, reads each line's neighbours a bounded
+/// number of times.
+#[test]
+fn repeated_yaml_key_members_scan_in_linear_time() {
+    assert_findings_linear(|size| {
+        vec![
+            "  kty: EC\n".repeat(size / 10),
+            "- kty: EC\n  d: 8ZXfRPYJk6VYKrjyN4tclev56efYriBCSjkCrYuMQg8\n".repeat(size / 56),
+        ]
+    });
+}
+
+/// Password slots spelt as notes and SQL write them: an account's word glued to `PW` (`DBPW`,
+/// `ADMINPW`), Korean's short word for password (`비번`), and SQL's `PASSWORD` function with a
+/// blank before its parenthesis. A word that starts with `pwd` (`pwdump`), `PW` inside another
+/// word and a function's name in lowercase prose stay clean.
+#[test]
+fn owned_pw_keys_korean_short_words_and_spaced_sql_functions_are_found() {
+    assert_spans(&[
+        ("ADMINPW=QwI1dEvVkvk7", "QwI1dEvVkvk7"),
+        ("set rootPw: XG4LcLlkyWDh in the chart", "XG4LcLlkyWDh"),
+        ("서버 비번: Y2v-7iBEiU", "Y2v-7iBEiU"),
+        (
+            "ALTER USER report SET PASSWORD = PASSWORD ('XG4LcLlkyWDh');",
+            "XG4LcLlkyWDh",
+        ),
+    ]);
+    assert_clean(&[
+        "pwdump=QwI1dEvVkvk7",
+        "PWDUMP_ARGS=QwI1dEvVkvk7",
+        "UPWIND=QwI1dEvVkvk7",
+        "call the reset password ('forgot') endpoint",
+        "서버 비번: ${SERVER_PASSWORD}",
+    ]);
+}
+
+/// NATS seeds and New Relic license keys have no prefix before their random part: a seed opens
+/// with its kind's three letters (`SUA`, `SAA`, `SOA`), a license key ends with `NRAL`. Words
+/// in capitals that open so, and filler, stay clean.
+#[test]
+fn nats_seeds_and_new_relic_license_keys_are_found() {
+    assert_spans(&[
+        (
+            "nkey: SUAK6MBS2XQXNIRTA4PEZ3QQ5TF3JLVGSCF2Z6DQMSU3FFUNYP5KUU7FLY",
+            "SUAK6MBS2XQXNIRTA4PEZ3QQ5TF3JLVGSCF2Z6DQMSU3FFUNYP5KUU7FLY",
+        ),
+        (
+            "the agent sent fe4ab5325e06b5b3872662e0e252f676e1c8NRAL and got 403",
+            "fe4ab5325e06b5b3872662e0e252f676e1c8NRAL",
+        ),
+    ]);
+    assert_clean(&[
+        "SOAP_PASSWORD_FIELD_IS_NOT_USED_IN_THIS_SERVICE_ANY_MORE_OK",
+        "the NRAL suffix marks a license key",
+        "0000000000000000000000000000000000000000NRAL",
+    ]);
+}
+
+/// A list under a key ending with its secret word holds that key's values: a YAML sequence or an
+/// array of strings under `passwords` holds passwords, under `tokens` or `api_keys` generated
+/// items. A list of a validator's weak or banned passwords, names of secrets under `secrets`, a
+/// key's operations, and the next line's setting after an empty `KEY=` stay clean.
+#[test]
+fn list_items_under_a_secret_key_are_its_values() {
+    assert_spans(&[
+        ("smtp_passwords:\n  - Marmot7harbor", "Marmot7harbor"),
+        ("\"ftpPasswords\": [\n  \"Quillon42rest\"\n]", "Quillon42rest"),
+        ("deploy_tokens = ['Y2v-7iBEiU4xQmZ8', 'dev']", "Y2v-7iBEiU4xQmZ8"),
+        ("api_keys:\n- QwI1dEvVkvk7XG4LcLlk", "QwI1dEvVkvk7XG4LcLlk"),
+    ]);
+    assert_clean(&[
+        "BANNED_PASSWORDS = [\"sunshine\", \"trustno1\", \"iloveyou\"]",
+        "secrets:\n  - billing-db-credentials\n  - mailer-api-token",
+        "SIGNING_KEY_USES = [\"sign\", \"verify\"]",
+        "environment:\n  - SMTP_PASSWORD=\n  - SMTP_HOST=mail.internal",
+        "tokens: []",
+    ]);
+}
+
+/// A run of list items after secret keys is read a bounded number of items per key.
+#[test]
+fn list_items_under_secret_keys_scan_in_linear_time() {
+    assert_findings_linear(|size| {
+        vec![
+            "passwords:\n".to_string() + &"  - Marmot7harbor\n".repeat(size / 18),
+            "passwords:\n- a\n".repeat(size / 16),
+            format!("tokens = [{}]", "\"x\", ".repeat(size / 5)),
+        ]
+    });
+}
+
+/// Values judged wrongly by their shape: a generated password that starts with `+` is a literal,
+/// not a concatenation; a session cookie holding a stand-in, digits between runs of `x` and a
+/// SealedSecret's encrypted values (made to be committed) are no credentials. Their look-alikes
+/// stay as they were: a concatenation, a session cookie's generated value, a password with `x`s
+/// in it, and a plain Secret's values.
+#[test]
+fn plus_led_passwords_stand_in_cookies_masks_and_sealed_values_are_judged_by_class() {
+    assert_spans(&[
+        ("db_password: \"+Qw7vLm2#Zk9-xR4tNp\"", "+Qw7vLm2#Zk9-xR4tNp"),
+        (
+            "Cookie: session_id=Y2v7iBEiU4xQmZ8n",
+            "session_id=Y2v7iBEiU4xQmZ8n",
+        ),
+        ("api_token = 'x7xx9x3x4x5x6x1k'", "x7xx9x3x4x5x6x1k"),
+        (
+            "kind: Secret\nmetadata:\n  name: encryptedData-demo\nstringData:\n  password: Marmot7harbor",
+            "Marmot7harbor",
+        ),
+    ]);
+    assert_clean(&[
+        "String url = \"/login?password=\"+pwField+\"&remember=1\";",
+        "Cookie: session_id=dummy",
+        "auth_token: xxx20xxx48xxx9",
+        "kind: SealedSecret\nmetadata:\n  name: db\nspec:\n  encryptedData:\n    password: AgCx0Fh7Lq2vNw9RtYb3ZpKm8sJd4GeUoW1iXn6TyHc5VrAl+QfE/uBkSzP7Mg==\n    token: AgB4nR8wLm2Qv7Xk9Zt3Yp6Hc1Jd5Fs0GeUoWiTyNbVrAlQfEuBkSzPMgxCh==",
+    ]);
+}
+
+/// A password given to `ConvertTo-SecureString` without `-AsPlainText` is still typed there, and
+/// a PEM block labelled as a key with no standard label (`RSA KEY`, `EC KEY`) holds a private
+/// key. An encrypted standard string (DPAPI's hex), a variable, a public key's block and a
+/// sentence naming the markers stay clean.
+#[test]
+fn secure_strings_without_the_switch_and_unlabelled_key_blocks_are_found() {
+    assert_spans(&[
+        ("$pw = ConvertTo-SecureString 'Marmot7harbor!'", "Marmot7harbor!"),
+        (
+            "-----BEGIN EC KEY-----\nMHcCAQEEIBkg4LVWM9nuwNSk3yByxZpYRTBnVJk5xkDcO6BwJ2T1oAoGCCqGSM49\nAwEHoUQDQgAEZ7vLsr1w9D3Oe4AYQMBkIkyeMWk7qrRLQrwpF8sAnCEpf4qU3tVY\n-----END EC KEY-----",
+            "-----BEGIN EC KEY-----\nMHcCAQEEIBkg4LVWM9nuwNSk3yByxZpYRTBnVJk5xkDcO6BwJ2T1oAoGCCqGSM49\nAwEHoUQDQgAEZ7vLsr1w9D3Oe4AYQMBkIkyeMWk7qrRLQrwpF8sAnCEpf4qU3tVY\n-----END EC KEY-----",
+        ),
+    ]);
+    assert_clean(&[
+        "$pw = ConvertTo-SecureString '01000000d08c9ddf0115d1118c7a00c04fc297eb0100000054a5e4d1c1b3f78a'",
+        "$pw = ConvertTo-SecureString $encrypted -Key $aesKey",
+        "-----BEGIN RSA PUBLIC KEY-----\nMEgCQQCo9+BpMRYQ/dL3DS2CyJxRF+j6ctbT3/Qp84+KeFhnii7NT7fELilKUSnx\n-----END RSA PUBLIC KEY-----",
+        "a block opens with -----BEGIN EC KEY----- and closes with -----END EC KEY-----",
+    ]);
+}
+
+/// A vendor's prefix before a hex body that names a file in a path (`cache/cosmo_<md5>.json`) is
+/// a digest naming the file; the same token in a sentence or a generated body in a file's name
+/// is still a key.
+#[test]
+fn a_prefixed_digest_naming_a_file_is_no_key() {
+    assert_clean(&["ls out/cosmo_3f1a9c0e7b2d4f6a8c1e3b5d7f9a0c2e.log"]);
+    assert_spans(&[
+        (
+            "the key was cosmo_3f1a9c0e7b2d4f6a8c1e3b5d7f9a0c2e all along",
+            "cosmo_3f1a9c0e7b2d4f6a8c1e3b5d7f9a0c2e",
+        ),
+        (
+            "cat /tmp/ghp_nMGFvCxfG3y9ahvZTSNvQJjHU9Ru3lgaVYHP.txt",
+            "ghp_nMGFvCxfG3y9ahvZTSNvQJjHU9Ru3lgaVYHP",
+        ),
+    ]);
+}
+
+/// After a label naming an id and a password together (`ID/PW`, `ID PW`, `ID&PWD`), a user and
+/// its password, split by a slash, a colon or blanks, or in parentheses. The label in a
+/// sentence, a word that ends in `id`, and a user with a stand-in stay clean.
+#[test]
+fn a_user_and_password_after_an_id_and_password_label_are_found() {
+    assert_spans(&[
+        ("staging box ID/PW: ops.admin / Rk7#vLq2wZ", "Rk7#vLq2wZ"),
+        ("- jenkins (ID&PW) builder:Marmot7harbor!", "Marmot7harbor!"),
+        ("id pw deploy Y2v-7iBEiU", "Y2v-7iBEiU"),
+    ]);
+    assert_clean(&[
+        "ID/PW are checked against LDAP",
+        "please type your id/pw in the form below",
+        "paid PW deploy Y2v-7iBEiU",
+        "ID/PW: admin / ${ADMIN_PASSWORD}",
+    ]);
+}
+
+/// An element holds one text: named by a password's plural (`<smtp_passwords>`) it holds one
+/// password, a weak literal too. A count there and a word naming a setting stay clean.
+#[test]
+fn an_element_named_by_a_passwords_plural_holds_one_password() {
+    assert_spans(&[("<smtp_passwords>Harbor2024</smtp_passwords>", "Harbor2024")]);
+    assert_clean(&[
+        "<passwords>3</passwords>",
+        "<min_passwords>required</min_passwords>",
+    ]);
+}
+
+/// A credential class's password may stand fourth (sbt's `Credentials(realm, host, user,
+/// password)`); a fourth argument that is a name or a reference stays clean.
+#[test]
+fn a_credential_classes_fourth_argument_may_be_its_password() {
+    assert_spans(&[(
+        "credentials += Credentials(\"Artifactory Realm\", \"repo.corp\", \"ci\", \"Y2v-7iBEiU4xQ\")",
+        "Y2v-7iBEiU4xQ",
+    )]);
+    assert_clean(&[
+        "credentials += Credentials(\"Artifactory Realm\", \"repo.corp\", \"ci\", sys.env(\"REPO_PASS\"))",
+        "new NetworkCredential(user, password, \"CORP\")",
+    ]);
+}
+
+/// A creation token is AWS's idempotency string for creating a resource, no credential; a
+/// password or a secret named for creation still is one.
+#[test]
+fn a_creation_token_is_an_idempotency_string() {
+    assert_clean(&[
+        "resource \"aws_efs_file_system\" \"logs\" {\n  creation_token = \"logs-fs-Q7v2Lm9x\"\n}",
+    ]);
+    assert_spans(&[("creation_secret = \"Y2v-7iBEiU4xQ\"", "Y2v-7iBEiU4xQ")]);
 }

@@ -210,6 +210,8 @@ pub(crate) const PASSWORD_WORDS: &[&str] = &[
     "CONTRASEÑA",
     "wachtwoord",
     "비밀번호",
+    // Korean's everyday short form of 비밀번호.
+    "비번",
     "hasło",
     "HASŁO",
     "heslo",
@@ -390,17 +392,29 @@ pub(crate) const PREFIX_QUALIFIERS: Words = words_of!(
 );
 
 /// Prefixes that make a token or a key a position in a listing or a stream (`nextPageToken`,
-/// `continuation_token`, `Idempotency-Key`). Only those two words: a password, a secret or an API
-/// key is a credential whatever it syncs or pages (`SYNC_PASSWORD`, `cursor_secret`, and
-/// `CURSOR_API_KEY` is the Cursor editor's key).
+/// `continuation_token`, `Idempotency-Key`, and a creation token: AWS's idempotency string for
+/// creating a file system). Only those two words: a password, a secret or an API key is a
+/// credential whatever it syncs or pages (`SYNC_PASSWORD`, `cursor_secret`, and `CURSOR_API_KEY` is
+/// the Cursor editor's key).
 pub(crate) const POSITION_QUALIFIERS: Words =
-    words_of!(b"page paging pagination continuation delta sync resume cursor skip idempotency");
+    words_of!(b"page paging pagination continuation delta sync resume cursor skip idempotency creation");
 
-/// Accounts whose word glued to `pass` names their password (`userpass`, `dbpass`, `rootpass`).
+/// Accounts whose word glued to `pass` or `pw` names their password (`userpass`, `dbpass`,
+/// `ROOTPW`).
 pub(crate) const PASS_OWNERS: &[&[u8]] = &[
     b"user", b"db", b"admin", b"root", b"sql", b"mysql", b"pg", b"ftp", b"smtp", b"mail", b"ldap", b"proxy",
     b"ssh", b"redis", b"vnc",
 ];
+
+/// Whether an account's word ([`PASS_OWNERS`]) is glued before `j` in `key`, as a segment's start
+/// (`DBPASS`, `rootPw`, `ADMINPW`; not `bypass`).
+fn owner_before(key: &[u8], j: usize) -> bool {
+    PASS_OWNERS.iter().any(|o| {
+        j >= o.len()
+            && key[j - o.len()..j].eq_ignore_ascii_case(o)
+            && (j == o.len() || !key[j - o.len() - 1].is_ascii_alphabetic())
+    })
+}
 
 /// `password` shortened by dropping vowels or a doubled `s`, as people write it in keys.
 pub(crate) const SHORT_PASSWORDS: &[&[u8]] = &[
@@ -522,6 +536,13 @@ pub(crate) fn secret_word(key: &[u8]) -> Option<SecretWord> {
             continue;
         }
         let mut tail = &key[end..];
+        // `secret_id`, `secretId`: a secret id is a credential (Vault's AppRole hands one out as
+        // a password with its role id), but the name of a stored secret in other tools: only a
+        // generated value counts, as after a weak word.
+        if key[j..end].eq_ignore_ascii_case(b"secret") && id_segment(tail) {
+            strength = Strength::Weak;
+            tail = &[];
+        }
         // A plural is about several secrets or a count of them: only random values count.
         if tail.first().is_some_and(|b| b | 0x20 == b's')
             && tail.get(1).is_none_or(|b| !b.is_ascii_lowercase())
@@ -564,13 +585,29 @@ pub(crate) fn secret_word_at(key: &[u8], j: usize) -> Option<(usize, Strength, b
             .or_else(|| {
                 eat_ci(key, j, b"pwd")
                     .filter(|_| !key.eq_ignore_ascii_case(b"oldpwd"))
+                    // Ending its word (`DB_PWD`, `pwdHash`), not the start of another
+                    // (`pwdump`, a tool that dumps password hashes).
+                    .filter(|&e| {
+                        key.get(e).is_none_or(|b| {
+                            !b.is_ascii_alphabetic()
+                                || b.is_ascii_lowercase() != key[e - 1].is_ascii_lowercase()
+                        })
+                    })
+                    .map(|e| (e, Strength::Strong, false))
+            })
+            // `psw` (as `pswd` without its `d`) only as a segment of its own (`DB_PSW`), not in
+            // `upswing`.
+            .or_else(|| {
+                eat_ci(key, j, b"psw")
+                    .filter(|&e| alone(e))
                     .map(|e| (e, Strength::Strong, false))
             })
             // `pw` only as a segment of its own (`my pw is`, `DB_PW`), not in `upward`.
             .or_else(|| {
                 eat_ci(key, j, b"pw")
                     // `olcRootPW`: capitals end a CamelCase key; `CRATEPW`, `MYSQLPW`: a tool's
-                    // name in capitals glued to it ends an environment variable's.
+                    // name in capitals glued to it ends an environment variable's; `dbpw`: an
+                    // account's word glued to it, in any case.
                     .filter(|&e| {
                         alone(e)
                             || e == key.len()
@@ -578,6 +615,7 @@ pub(crate) fn secret_word_at(key: &[u8], j: usize) -> Option<(usize, Strength, b
                                 && (key[j - 1].is_ascii_lowercase()
                                     || j >= 2
                                         && key[..j].iter().all(|b| b.is_ascii_uppercase() || *b == b'_'))
+                            || e == key.len() && owner_before(key, j)
                     })
                     .map(|e| (e, Strength::Strong, false))
             })
@@ -595,12 +633,7 @@ pub(crate) fn secret_word_at(key: &[u8], j: usize) -> Option<(usize, Strength, b
                     let whole = j == 0 && e == key.len();
                     // `userpass`, `DBPASS`, `rootPass`: an account's word glued to `pass` ending
                     // the key names that account's password (`bypass`, `compass` name none).
-                    let owned = e == key.len()
-                        && PASS_OWNERS.iter().any(|o| {
-                            j >= o.len()
-                                && key[j - o.len()..j].eq_ignore_ascii_case(o)
-                                && (j == o.len() || !key[j - o.len() - 1].is_ascii_alphabetic())
-                        });
+                    let owned = e == key.len() && owner_before(key, j);
                     (
                         e,
                         if segment || owned || whole {
@@ -717,6 +750,16 @@ pub(crate) fn foreign_qualified(tail: &[u8]) -> bool {
             | b"pol\xc3\xadtica"
             | b"\xec\xa0\x95\xec\xb1\x85"
     )
+}
+
+/// Whether the part of a key after its secret word is one `id` segment and nothing more (`_id`,
+/// `Id`, `-ID`; not `_identity`, `_id_accessor`).
+fn id_segment(tail: &[u8]) -> bool {
+    match tail {
+        [b'_' | b'-' | b'.', i, d] => [*i, *d].eq_ignore_ascii_case(b"id"),
+        [b'I', d] => matches!(d, b'd' | b'D'),
+        _ => false,
+    }
 }
 
 /// Whether the part of a key after its secret word starts with a qualifier (`_count`, `File`).
