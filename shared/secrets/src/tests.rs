@@ -271,7 +271,7 @@ fn spans(text: &str) -> Vec<&str> {
 }
 
 /// Each text's findings are the spans given with it (none for an ordinary look-alike).
-fn assert_spans(cases: &[(&str, &[&str])]) {
+fn assert_each_spans(cases: &[(&str, &[&str])]) {
     for &(text, found) in cases {
         assert_eq!(spans(text), found, "{text}");
     }
@@ -5693,7 +5693,7 @@ fn a_home_or_relative_path_under_a_key_word_is_a_file() {
 /// password (`CRATEPW`, `ORACLEPW`); a reference there is none.
 #[test]
 fn pw_glued_to_a_capitalised_name_is_a_password() {
-    assert_spans(&[
+    assert_each_spans(&[
         ("REDISPW=c7Hq2Lm9Xz4Rt8", &["c7Hq2Lm9Xz4Rt8"][..]),
         ("export ORACLEPW=w3Rt9Kq2Xm7Lz", &["w3Rt9Kq2Xm7Lz"]),
         ("REDISPW=${REDIS_PASSWORD}", &[]),
@@ -5705,7 +5705,7 @@ fn pw_glued_to_a_capitalised_name_is_a_password() {
 /// Python's `lambda: '…'`) holds that literal; one returning a lookup or an expression holds none.
 #[test]
 fn a_function_returning_a_literal_holds_it() {
-    assert_spans(&[
+    assert_each_spans(&[
         (
             "  fetchToken: () => \"Rk4vQ9zL2mXw7Tp3Nc8Jy\",",
             &["Rk4vQ9zL2mXw7Tp3Nc8Jy"][..],
