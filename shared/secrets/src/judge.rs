@@ -908,8 +908,9 @@ pub(crate) fn digest_of_secret(bytes: &[u8], key: &[u8], v: &[u8]) -> bool {
     (hashed || digest_named) && hex_digest(v)
 }
 
-/// Whether the text at `p` is inside an AWS resource name (`arn:aws:secretsmanager:…:secret:…`):
-/// its words name a secret's home, not the secret.
+/// Whether the text at `p` is inside an AWS resource name (`arn:aws:secretsmanager:…:secret:…`)
+/// or a URN (`urn:ietf:params:oauth:grant-type:…`): its words name a secret's home or a
+/// namespace, not the secret.
 pub(crate) fn within_arn(bytes: &[u8], p: usize) -> bool {
     let before = line_before(bytes, p);
     let start = before
@@ -917,7 +918,7 @@ pub(crate) fn within_arn(bytes: &[u8], p: usize) -> bool {
         .rposition(|&b| b.is_ascii_whitespace() || b"\"'`=(,[{".contains(&b))
         .map_or(0, |k| k + 1);
     let token = &before[start..];
-    token.starts_with(b"arn:aws:") || token.starts_with(b"arn:aws-")
+    token.starts_with(b"arn:aws:") || token.starts_with(b"arn:aws-") || token.starts_with(b"urn:")
 }
 
 /// A snake-case variable whose last word names a secret (`staging_api_key`, `db_password`,

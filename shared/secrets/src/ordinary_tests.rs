@@ -1010,3 +1010,12 @@ fn a_sops_encrypted_comment_is_no_assignment() {
         "#ENC[AES256_GCM,data:q8Zr0pWD7Lk2Vb9xNc4T,iv:W9ZtQx3LmR7vYp2KsN8cBd6HfJ1gUe5aXo4iTr0wEyk=,tag:Pn3Xk9Lq2Vz7Rt5Wm1Yb8A==,type:comment]",
     ]);
 }
+
+/// A secret word that is a segment of a URN (`urn:ietf:params:oauth:…`) names a namespace, and
+/// what follows it in an interpolated string is code, not its value.
+#[test]
+fn a_secret_word_in_a_urn_is_no_key() {
+    assert_clean(&[
+        "const t = `${base}?assertion_type=${enc(\"urn:ietf:params:oauth:client-assertion-type:jwt-bearer\")}&id=${enc(clientId)}`",
+    ]);
+}

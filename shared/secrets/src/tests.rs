@@ -6216,3 +6216,12 @@ fn a_password_after_a_sops_comment_is_caught() {
         "#ENC[AES256_GCM,data:q8Zr0pWD7Lk2Vb9xNc4T,iv:W9ZtQx3LmR7vYp2KsN8cBd6HfJ1gUe5aXo4iTr0wEyk=,tag:Pn3Xk9Lq2Vz7Rt5Wm1Yb8A==,type:comment]\npassword: Kx9mQ2zLp7Rw",
     ]);
 }
+
+/// A credential after a URN in the same form body is still one.
+#[test]
+fn a_secret_after_a_urn_is_caught() {
+    assert_found(&[
+        "curl -d \"grant_type=urn:ietf:params:oauth:grant-type:token-exchange&subject_token=Kx9mQ2zLp7RwT4vBq8Zs\" https://idp/token",
+        "body := \"grant_type=urn:ietf:params:oauth:grant-type:jwt-bearer&client_secret=Hq7Vz2Lm9XwRt4KpYc3N\"",
+    ]);
+}
