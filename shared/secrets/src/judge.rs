@@ -642,9 +642,29 @@ pub(crate) fn value_is_secret(
         if word.len() < v.len() && !word.is_empty() && word.iter().all(u8::is_ascii_alphabetic) {
             return false;
         }
+        // A word glued to a template's tag (`{% trans %}Password Changed{% endtrans %}`): the
+        // template's text.
+        let text = v
+            .strip_suffix(b"{%")
+            .or_else(|| v.strip_suffix(b"{{"))
+            .unwrap_or(v);
+        if text.len() < v.len() && !text.is_empty() && text.iter().all(u8::is_ascii_alphabetic) {
+            return false;
+        }
     }
-    // A member of a type or an object in code (`= TestConstants.AuthorityUtid2Tenant;`).
-    if mode == Mode::Code && !value.quoted && member_path(v) {
+    // A member of a type or an object in code (`= TestConstants.AuthorityUtid2Tenant;`), or a
+    // variable of camel-case words (`Key: testX5CKeyPath,`): lowercase first, its letters mostly
+    // words; a generated value's humps are short runs (`aB3xKpQ9mZtW8vYe`).
+    let camel_variable = || {
+        v.first().is_some_and(u8::is_ascii_lowercase)
+            && v.iter().all(u8::is_ascii_alphanumeric)
+            && name_of_words(v)
+            && {
+                let letters: Vec<u8> = v.iter().copied().filter(u8::is_ascii_alphabetic).collect();
+                crate::chars::camel_word_share(&letters).is_some_and(|w| 3 * w >= 2 * letters.len())
+            }
+    };
+    if mode == Mode::Code && !value.quoted && (member_path(v) || camel_variable()) {
         return false;
     }
     if names_where_secret_lives(bytes, value, v, key, strength) {
@@ -888,8 +908,9 @@ pub(crate) fn digest_of_secret(bytes: &[u8], key: &[u8], v: &[u8]) -> bool {
     (hashed || digest_named) && hex_digest(v)
 }
 
-/// Whether the text at `p` is inside an AWS resource name (`arn:aws:secretsmanager:…:secret:…`):
-/// its words name a secret's home, not the secret.
+/// Whether the text at `p` is inside an AWS resource name (`arn:aws:secretsmanager:…:secret:…`)
+/// or a URN (`urn:ietf:params:oauth:grant-type:…`): its words name a secret's home or a
+/// namespace, not the secret.
 pub(crate) fn within_arn(bytes: &[u8], p: usize) -> bool {
     let before = line_before(bytes, p);
     let start = before
@@ -897,7 +918,7 @@ pub(crate) fn within_arn(bytes: &[u8], p: usize) -> bool {
         .rposition(|&b| b.is_ascii_whitespace() || b"\"'`=(,[{".contains(&b))
         .map_or(0, |k| k + 1);
     let token = &before[start..];
-    token.starts_with(b"arn:aws:") || token.starts_with(b"arn:aws-")
+    token.starts_with(b"arn:aws:") || token.starts_with(b"arn:aws-") || token.starts_with(b"urn:")
 }
 
 /// A snake-case variable whose last word names a secret (`staging_api_key`, `db_password`,
@@ -1660,11 +1681,17 @@ fn written_word(w: &str) -> bool {
 /// An environment variable's name of three words or more, a word perhaps holding a digit
 /// (`RUNNER_BACKEND_K8S_NAMESPACE`, `AWS_S3_BUCKET_NAME`): a setting named in prose.
 pub(crate) fn env_name(v: &[u8]) -> bool {
-    v.split(|&b| b == b'_').count() >= 3
-        && v.split(|&b| b == b'_').all(|w| {
-            w.first().is_some_and(u8::is_ascii_uppercase)
-                && w.iter().all(|&b| b.is_ascii_uppercase() || b.is_ascii_digit())
-                && w.iter().filter(|b| b.is_ascii_digit()).count() <= 2
+    // A count may stand as a word of its own (`LAST_8_DIGITS_OF_KEY_ID`), between capital words.
+    let words = v.split(|&b| b == b'_').count();
+    let count = |i: usize, w: &[u8]| {
+        i > 0 && i + 1 < words && (1..=2).contains(&w.len()) && w.iter().all(u8::is_ascii_digit)
+    };
+    words >= 3
+        && v.split(|&b| b == b'_').enumerate().all(|(i, w)| {
+            count(i, w)
+                || w.first().is_some_and(u8::is_ascii_uppercase)
+                    && w.iter().all(|&b| b.is_ascii_uppercase() || b.is_ascii_digit())
+                    && w.iter().filter(|b| b.is_ascii_digit()).count() <= 2
         })
 }
 
@@ -1710,6 +1737,15 @@ pub(crate) fn namespace_path(v: &[u8]) -> bool {
 /// is kept in a key service, as Maven's `{…}` is.
 pub(crate) fn sops_ciphertext(v: &[u8]) -> bool {
     v.starts_with(b"ENC[") && contains_ci(v, b",iv:") && contains_ci(v, b",tag:")
+}
+
+/// Whether `at` is inside sops' ciphertext (`#ENC[AES256_GCM,data:…pWD4…,iv:…,tag:…]`, an
+/// encrypted comment): a secret word read inside its base64 names nothing.
+pub(crate) fn within_sops_ciphertext(bytes: &[u8], at: usize) -> bool {
+    let line = crate::bytes::line_before(bytes, at);
+    line.windows(4).rposition(|w| w == b"ENC[").is_some_and(|open| {
+        !line[open..].contains(&b']') && line[open..].starts_with(b"ENC[AES256_GCM,data:")
+    })
 }
 
 /// A string interpolated in Swift (`\(PasskeyCredentialDeviceType)`, a call `\(Keychain.read("t"))`

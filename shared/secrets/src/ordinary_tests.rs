@@ -971,3 +971,51 @@ fn the_shells_previous_directory_is_no_password() {
         "pwd=Xk29mWq1zPo",
     ]);
 }
+
+/// A key whose last word is `mode` or `class` names a setting or a type, not the secret its
+/// first word names.
+#[test]
+fn a_mode_or_a_class_of_a_secret_is_no_secret() {
+    assert_clean(&[
+        "  \"auth_token_delivery_mode\": \"push\",",
+        "credential_store_class = VaultBackedStore2",
+    ]);
+}
+
+/// A placeholder in capitals may hold a count as a word of its own (`FIRST_16_CHARS_OF_KEY_ID`).
+#[test]
+fn a_capital_placeholder_with_a_count_is_no_value() {
+    assert_clean(&["$ gpg --recv-keys FIRST_16_CHARS_OF_KEY_ID\nnow what"]);
+}
+
+/// A variable of camel-case words with a digit, unquoted in code (`Key: hmacKeyV2Bytes`).
+#[test]
+fn a_camel_case_variable_in_code_is_no_value() {
+    assert_clean(&["\topts := Options{Key: hmacKeyV2Bytes}"]);
+}
+
+/// A word glued to a template's tag is the template's text.
+#[test]
+fn a_word_before_a_template_tag_is_no_value() {
+    assert_clean(&[
+        "{% blocktrans %}Token Expired{% endblocktrans %}",
+        "<h2>{% trans \"Reset\" %}Password Forgotten{% endtrans %}</h2>",
+    ]);
+}
+
+/// A secret word read inside sops' encrypted comment's base64 names nothing.
+#[test]
+fn a_sops_encrypted_comment_is_no_assignment() {
+    assert_clean(&[
+        "#ENC[AES256_GCM,data:q8Zr0pWD7Lk2Vb9xNc4T,iv:W9ZtQx3LmR7vYp2KsN8cBd6HfJ1gUe5aXo4iTr0wEyk=,tag:Pn3Xk9Lq2Vz7Rt5Wm1Yb8A==,type:comment]",
+    ]);
+}
+
+/// A secret word that is a segment of a URN (`urn:ietf:params:oauth:…`) names a namespace, and
+/// what follows it in an interpolated string is code, not its value.
+#[test]
+fn a_secret_word_in_a_urn_is_no_key() {
+    assert_clean(&[
+        "const t = `${base}?assertion_type=${enc(\"urn:ietf:params:oauth:client-assertion-type:jwt-bearer\")}&id=${enc(clientId)}`",
+    ]);
+}

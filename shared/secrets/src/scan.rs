@@ -2339,6 +2339,7 @@ impl<'t> Scan<'t> {
             && !secret_constant_name(value)
             && !crate::judge::public_by_prefix(value)
             && !within_arn(bytes, p)
+            && !crate::judge::within_sops_ciphertext(bytes, p)
             // A property list's `<key>` names the entry whose value element follows.
             && !(element && key.eq_ignore_ascii_case(b"key") && plist_value_follows(bytes, end))
         {

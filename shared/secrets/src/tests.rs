@@ -6178,3 +6178,50 @@ fn a_creation_token_is_an_idempotency_string() {
     ]);
     assert_spans(&[("creation_secret = \"Y2v-7iBEiU4xQ\"", "Y2v-7iBEiU4xQ")]);
 }
+
+/// A key with `mode` or `class` before its secret word still names the secret.
+#[test]
+fn a_secret_after_a_mode_or_a_class_word_is_caught() {
+    assert_found(&[
+        "  \"delivery_mode_token\": \"Gf8wNq2Lz7RkP4sXc9Tm\",",
+        "oauth2_class_secret = Hq7Vz2Lm9XwRt4Kp",
+    ]);
+}
+
+/// A count between words is a placeholder's only in capitals; mixed case is a password's.
+#[test]
+fn a_password_of_words_and_a_count_is_caught() {
+    assert_found(&["$ mysql -u root --password Spring_24_Rollout"]);
+}
+
+/// Random letters unquoted in code have short humps, not words: still a value.
+#[test]
+fn random_camel_humps_unquoted_in_code_are_caught() {
+    assert_found(&[
+        "\tsrv := Server{Token: xkR4mPq9ZtLw2Nc7, Addr: \":8080\"}",
+        "\topts := Options{Key: aB3xKpQ9mZtW8vYe}",
+    ]);
+}
+
+/// A generated password glued to a template's tag is still one.
+#[test]
+fn a_password_before_a_template_tag_is_caught() {
+    assert_found(&["{% comment %}password Kx9mQ2zLp7{% endcomment %}"]);
+}
+
+/// A password on the line after sops' encrypted comment is still one.
+#[test]
+fn a_password_after_a_sops_comment_is_caught() {
+    assert_found(&[
+        "#ENC[AES256_GCM,data:q8Zr0pWD7Lk2Vb9xNc4T,iv:W9ZtQx3LmR7vYp2KsN8cBd6HfJ1gUe5aXo4iTr0wEyk=,tag:Pn3Xk9Lq2Vz7Rt5Wm1Yb8A==,type:comment]\npassword: Kx9mQ2zLp7Rw",
+    ]);
+}
+
+/// A credential after a URN in the same form body is still one.
+#[test]
+fn a_secret_after_a_urn_is_caught() {
+    assert_found(&[
+        "curl -d \"grant_type=urn:ietf:params:oauth:grant-type:token-exchange&subject_token=Kx9mQ2zLp7RwT4vBq8Zs\" https://idp/token",
+        "body := \"grant_type=urn:ietf:params:oauth:grant-type:jwt-bearer&client_secret=Hq7Vz2Lm9XwRt4KpYc3N\"",
+    ]);
+}

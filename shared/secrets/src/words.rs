@@ -770,11 +770,12 @@ pub(crate) fn qualified_after(tail: &[u8]) -> bool {
 
 /// Whether the key's last word, words after its secret word, says what the value is about the
 /// secret rather than the secret (`GUEST_TOKEN_JWT_ALGO`, `API_KEY_HEADER_NAME`,
-/// `secretValueMaxLength`).
+/// `secretValueMaxLength`; a setting's `…_delivery_mode` or a type's `…_adapter_class`).
 pub(crate) fn last_word_qualified(tail: &[u8]) -> bool {
     const LAST: Words = words_of!(
         b"algo algorithm alg type kind name names url uri endpoint header prefix suffix length len count \
-        ttl timeout expiry expires expiration time file path dir format version issuer audience size limit user"
+        ttl timeout expiry expires expiration time file path dir format version issuer audience size limit user \
+        mode class"
     );
     let mut start = tail.len();
     while start > 0 {
