@@ -3076,6 +3076,21 @@ pub(crate) fn placeholder_words(v: &[u8]) -> bool {
     if v.is_empty() {
         return false;
     }
+    // `ex@mplepassword`, `ch@ngeme`: a marker's `a` typed as `@` (past a scanner's allow-list)
+    // is the marker still. Only a marker's: `P@ssword` is a password, as is one with a digit.
+    if v.len() <= 64
+        && !v.iter().any(u8::is_ascii_digit)
+        && v.windows(3)
+            .any(|w| w[1] == b'@' && w[0].is_ascii_alphabetic() && w[2].is_ascii_alphabetic())
+    {
+        let mut buf = [0u8; 64];
+        for (o, &b) in buf.iter_mut().zip(v) {
+            *o = if b == b'@' { b'a' } else { b };
+        }
+        let plain = &buf[..v.len()];
+        const A_MARKERS: [&[u8]; 5] = [b"example", b"sample", b"placeholder", b"change", b"replace"];
+        return A_MARKERS.iter().any(|m| contains_ci(plain, m)) && placeholder_words(plain);
+    }
     // A number standing as a word of its own (`your-256-bit-secret`): it counts as a filler word
     // once a marker is among the others; glued to a word (`Example123`) it makes a password.
     let numbered = v.iter().any(u8::is_ascii_digit);

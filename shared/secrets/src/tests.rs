@@ -227,6 +227,22 @@ fn plz_is_a_stand_ins_word() {
     assert_found(&["JWT_SECRET='plz4Xq9!vRt2'"]);
 }
 
+/// A stand-in's marker with its `a` typed as `@` is the stand-in still; a password with an `@`
+/// for an `a` but no marker, or with a digit, is a password.
+#[test]
+fn a_marker_spelt_with_an_at_sign_is_a_stand_in() {
+    assert_clean(&[
+        "\"api_token\": \"s@mple-token\"",
+        "SESSION_SECRET=repl@ce_this_secret",
+        "db:\n  passwd: ch@nge-me",
+    ]);
+    assert_found(&[
+        "\"api_token\": \"Gr@pefruit-Lantern\"",
+        "SESSION_SECRET=s@mple_Secret7",
+        "db:\n  passwd: P@sswordx",
+    ]);
+}
+
 /// A name path of code (`Digest::SHA1.hexdigest`) after a secret's key is code, called
 /// without parentheses as Ruby does; a password with colons is still a password.
 #[test]

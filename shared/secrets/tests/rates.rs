@@ -20,6 +20,7 @@ const SECURITY_UTILITIES: &str = include_str!("../../../tests/fixtures/secrets_p
 const AGENT: &str = include_str!("../../../tests/fixtures/secrets_probe_agent.txt");
 const DETECTOR_DOCS: &str = include_str!("../../../tests/fixtures/secrets_probe_detectors.txt");
 const SHELL_PLUGINS: &str = include_str!("../../../tests/fixtures/secrets_probe_shell_plugins.txt");
+const SCANNERS: &str = include_str!("../../../tests/fixtures/secrets_probe_scanners.txt");
 const DOC: &str = include_str!("../../../docs/secret-filter.md");
 const README: &str = include_str!("../../../README.md");
 const BEGIN: &str = "<!-- rates: computed by shared/secrets/tests/rates.rs -->\n";
@@ -54,6 +55,9 @@ const FLOORS: &[(&str, f64, f64)] = &[
     ("agent", 99.0, 0.0),
     ("detector-docs", 96.6, 0.0),
     ("shell-plugins", 96.8, 1.6),
+    ("rusty-hog", 97.9, 0.0),
+    ("git-secrets", 100.0, 0.0),
+    ("secretscanner", 96.7, 0.0),
 ];
 
 /// What each source is, for the table.
@@ -144,6 +148,18 @@ const LABELS: &[(&str, &str)] = &[
         "shell-plugins",
         "79 CLIs' credential files and env variables from 1Password's shell plugins, random, as-written examples, `op://` references, stand-ins and plain config, in four shapes (a question, a terminal, a bug report, a diff), `tests/fixtures/secrets_probe_shell_plugins.txt`",
     ),
+    (
+        "rusty-hog",
+        "New Relic's rusty-hog: random credentials of its rules' shapes, its allow-list and entropy tests, in ten prompt shapes (three languages), `tests/fixtures/secrets_probe_scanners.txt`",
+    ),
+    (
+        "git-secrets",
+        "AWS Labs' git-secrets: random keys of its AWS patterns, its allowed examples, test-suite and README lines, in those ten shapes",
+    ),
+    (
+        "secretscanner",
+        "deepfence SecretScanner: its test keys and random credentials of its signatures' shapes, in those ten shapes",
+    ),
 ];
 
 #[derive(Default)]
@@ -217,6 +233,7 @@ fn rates() -> BTreeMap<String, Rates> {
         AGENT,
         DETECTOR_DOCS,
         SHELL_PLUGINS,
+        SCANNERS,
     ] {
         score(
             fixture,
