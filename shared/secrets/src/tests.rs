@@ -5897,10 +5897,31 @@ fn second_readings_scan_in_linear_time() {
             "''".repeat(size / 2),
             format!("{head}{}", "=3D=\n".repeat(size / 5)),
             "“：＝\u{a0}".repeat(size / 11),
+            // One field of a query holding many names' `=` and one escape.
+            format!("{}%20", "?=".repeat(size / 2)),
+            "%2C ".repeat(size / 4),
         ] {
             let _ = findings(&prompt);
         }
         started.elapsed()
     });
     assert!(large < small * 40, "20 KB took {small:?}, 200 KB took {large:?}");
+}
+
+/// Past the first few parts read again, the rest are read together: an encoded credential or a
+/// quoted one far down a long export is still found, where it stands, and ordinary parts stay
+/// ordinary however many there are.
+#[test]
+fn many_second_readings_read_together() {
+    let rows: String = (0..40)
+        .map(|i| format!("{i},\"say \"\"hi\"\" to row {i}\",ok\n"))
+        .collect();
+    let secret = "Vt3Qm8Lx2Rk7Wz4N";
+    let text = format!("id,note,state\n{rows}41,\"{{\"\"api_key\"\": \"\"{secret}\"\"}}\",ok\n");
+    assert_eq!(spans(&text), [secret]);
+    assert_clean(&[&format!("id,note,state\n{rows}")]);
+    let words: String = (0..40).map(|i| format!("q{i}=a%2Cb ")).collect();
+    let text = format!("{words}next=%2Fcb%3Fapi_key%3D{secret} done");
+    assert_eq!(spans(&text), [secret]);
+    assert_clean(&[&words]);
 }
