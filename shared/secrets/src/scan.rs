@@ -2203,8 +2203,14 @@ impl<'t> Scan<'t> {
             && !ldap_dn(value)
             // A path, absolute, in the home directory or relative (`"/en/enterprise-server@3.0/auth"`,
             // `~/.ssh/id_ed25519`, `./certs/id_rsa4096`), or a URL of words is no generated value.
-            && (![&b"/"[..], b"~/", b"./", b"../"].iter().any(|p| value.starts_with(p))
-                || random_after_slash(value))
+            // A random value after a relative path's dot (`./kR4…`) is still judged as one.
+            && {
+                let from = [&b"~/"[..], b"./", b"../"]
+                    .iter()
+                    .find(|p| value.starts_with(p))
+                    .map_or(0, |p| p.len() - 1);
+                !value[from..].starts_with(b"/") || random_after_slash(&value[from..])
+            }
             && !readable_url(value)
             && (strong || !base64_text(value))
             && !digest_of_secret(bytes, key, value)
@@ -4626,11 +4632,16 @@ pub(crate) fn generated_token(t: &[u8]) -> bool {
 /// literal's quote, or `None` for anything else (`() => process.env.TOKEN`).
 fn returned_literal(bytes: &[u8], pos: usize) -> Option<usize> {
     let rest = &bytes[pos..];
+    // An `async` function (`async () => '…'`) and a Java or Kotlin one (`() -> "…"`) too, and a
+    // blank before Python's colon (`lambda : '…'`).
+    let rest = rest.strip_prefix(b"async ").unwrap_or(rest);
+    let pos = bytes.len() - rest.len();
     let body = if rest.starts_with(b"()") {
         let arrow = skip_space(bytes, pos + 2);
-        bytes[arrow..].starts_with(b"=>").then_some(arrow + 2)?
+        (bytes[arrow..].starts_with(b"=>") || bytes[arrow..].starts_with(b"->")).then_some(arrow + 2)?
     } else {
-        rest.starts_with(b"lambda:").then_some(pos + 7)?
+        let colon = skip_space(bytes, pos + rest.starts_with(b"lambda").then_some(6)?);
+        (bytes.get(colon) == Some(&b':')).then_some(colon + 1)?
     };
     let quote = skip_space(bytes, body);
     matches!(bytes.get(quote), Some(b'\'' | b'"' | b'`')).then_some(quote)

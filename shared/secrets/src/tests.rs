@@ -5925,3 +5925,44 @@ fn many_second_readings_read_together() {
     assert_eq!(spans(&text), [secret]);
     assert_clean(&[&words]);
 }
+
+/// A relative path's dot before a random value does not make it a path (`./kR4…` is still
+/// judged), and a design system's token holding a CSS colour or function is a style, however it
+/// is written (`primaryToken: () => '#1f2937'`).
+#[test]
+fn relative_random_values_and_css_token_values() {
+    assert_found(&[
+        "signing_secret = ./Hq7Lm2Xz9Vw4Rt8Kp3Ny6Bd",
+        "api_token: ../Zr5Tq8Wm2Lx7Vk4Np9Hc3Jf",
+    ]);
+    assert_clean(&[
+        "signing_secret = ./config/keys/signing.pem",
+        "api_token: ../shared/tokens/ci_token.txt",
+        "  accentToken: () => '#0ea5e9',",
+        "borderToken = 'rgba(15, 23, 42, 0.08)'",
+        "const focusRingToken = () => 'var(--ring-color-primary)';",
+        "token_overlay: hsl(220 14% 96%)",
+    ]);
+    assert_eq!(spans("primaryToken: '#Qx8vLm2Tz9Rk'"), ["#Qx8vLm2Tz9Rk"]);
+    assert_eq!(spans("password: '#abc123'"), ["#abc123"]);
+}
+
+/// A function of no arguments returning a literal holds it whatever the language writes it as:
+/// `async` in JavaScript, an arrow `->` in Java or Kotlin, a blank before Python's colon.
+#[test]
+fn returned_literals_in_more_languages() {
+    assert_spans(&[
+        (
+            "const getToken = async () => 'Wp4Rt8Kq2Lx7Vz3N';",
+            &["Wp4Rt8Kq2Lx7Vz3N"][..],
+        ),
+        (
+            "Supplier<String> apiKey = () -> \"Tz9Hq3Lm8Xv2Rk7W\";",
+            &["Tz9Hq3Lm8Xv2Rk7W"],
+        ),
+        ("DB_PASSWORD = lambda : 'Nc4Vz8Qt2Lm7'", &["Nc4Vz8Qt2Lm7"]),
+        ("const getToken = async () => 'Bearer';", &[]),
+        ("Supplier<String> apiKey = () -> System.getenv(\"API_KEY\");", &[]),
+        ("DB_PASSWORD = lambda : os.environ['DB_PASSWORD']", &[]),
+    ]);
+}
