@@ -569,13 +569,39 @@ impl Readings {
 
 /// `text` decoded from MIME's quoted-printable (`password=3D…`, `=C3=A9`, a line cut by a soft
 /// break `=` at its end), with each byte's offset in `text` and its end; `None` when that is no
-/// UTF-8 text.
+/// UTF-8 text or nothing in it is an escape.
 pub(crate) fn quoted_printable(text: &str) -> Option<(String, Vec<usize>)> {
     let mut plain = Vec::with_capacity(text.len());
     let mut at = Vec::with_capacity(text.len() + 1);
     decoded(text.as_bytes(), 0, text.len(), b'=', &mut plain, &mut at);
     at.push(text.len());
+    // Nothing decoded: the text as it stands is the reading.
+    if plain.len() == text.len() {
+        return None;
+    }
     String::from_utf8(plain).ok().map(|p| (p, at))
+}
+
+/// The byte a quoted-printable escape at `k` encodes (`=3D`, `=C3`, `=20`) when an encoder would
+/// have written it: upper-case hex, and not a letter or digit, which an encoder leaves as they
+/// are (`API_TOKEN=41x…` is no escape).
+fn qp_escape(bytes: &[u8], k: usize) -> Option<u8> {
+    let upper_hex = |b: u8| b.is_ascii_digit() || (b'A'..=b'F').contains(&b);
+    match bytes.get(k..k + 3)? {
+        &[b'=', h, l] if upper_hex(h) && upper_hex(l) => {
+            let digit = |b: u8| (b as char).to_digit(16).unwrap_or(0) as u8;
+            Some(digit(h) * 16 + digit(l)).filter(|b| !b.is_ascii_alphanumeric())
+        }
+        _ => None,
+    }
+}
+
+/// Whether `bytes[from..to]` holds a quoted-printable escape or soft line break: a value read as
+/// written there is the decoded reading's to judge (`password=3Dchangeme`).
+pub(crate) fn holds_qp_escape(bytes: &[u8], from: usize, to: usize) -> bool {
+    (from..to.min(bytes.len())).any(|k| {
+        bytes[k] == b'=' && (qp_escape(bytes, k).is_some() || matches!(bytes.get(k + 1), Some(b'\n' | b'\r')))
+    })
 }
 
 /// Whether the line `l` says the text below it is quoted-printable (a mail part's
@@ -597,10 +623,9 @@ fn percent_escape(bytes: &[u8], k: usize) -> Option<u8> {
 
 /// `bytes[start..end]` decoded, and each byte's offset and the end: percent escapes and a form's
 /// `+` and `&` (and the `=` naming a field that holds lines) when `escape` is `%`;
-/// quoted-printable's `=XX` (upper-case hex) and soft line breaks (`=` ending a line) when it is
-/// `=`.
+/// quoted-printable's `=XX` (see [`qp_escape`]) and soft line breaks (`=` ending a line) when it
+/// is `=`.
 fn decoded(bytes: &[u8], start: usize, end: usize, escape: u8, plain: &mut Vec<u8>, at: &mut Vec<usize>) {
-    let upper_hex = |b: u8| b.is_ascii_digit() || (b'A'..=b'F').contains(&b);
     let mut i = start;
     // Whether the current field of a query or form has had its name's `=`.
     let mut named = false;
@@ -642,12 +667,9 @@ fn decoded(bytes: &[u8], start: usize, end: usize, escape: u8, plain: &mut Vec<u
                     i += s.len();
                     continue;
                 }
-                match bytes.get(i + 1..i + 3).filter(|_| i + 3 <= end) {
-                    Some(&[h, l]) if upper_hex(h) && upper_hex(l) => {
-                        let digit = |b: u8| (b as char).to_digit(16).unwrap_or(0) as u8;
-                        (digit(h) * 16 + digit(l), 3)
-                    }
-                    _ => (b'=', 1),
+                match qp_escape(&bytes[..end], i) {
+                    Some(b) => (b, 3),
+                    None => (b'=', 1),
                 }
             }
             b => (b, 1),

@@ -5966,3 +5966,27 @@ fn returned_literals_in_more_languages() {
         ("DB_PASSWORD = lambda : os.environ['DB_PASSWORD']", &[]),
     ]);
 }
+
+/// A prompt holding a quoted-printable mail part is read as it stands too: a line pasted below
+/// the mail whose `=` and the two characters after it read as an escape (`API_TOKEN=41…`, a
+/// `TOKEN=` ending its line) still holds its value.
+#[test]
+fn text_around_a_quoted_printable_part_is_read_as_written() {
+    let head = "Content-Type: text/plain\nContent-Transfer-Encoding: quoted-printable\n\nfwd below\n\n";
+    assert_eq!(
+        spans(&format!(
+            "{head}my .env:\nAPI_TOKEN=41xYq8Lm2Tz9Rk4Wn7Vb3\nHOST=db1"
+        )),
+        ["41xYq8Lm2Tz9Rk4Wn7Vb3"]
+    );
+    assert_eq!(
+        spans(&format!(
+            "{head}GITHUB_TOKEN=\nAWS_SECRET_ACCESS_KEY=4FwJalrXUtnFEMIK7MDENGbPxRfiCYq8Lm2Tz9Rk"
+        )),
+        ["4FwJalrXUtnFEMIK7MDENGbPxRfiCYq8Lm2Tz9Rk"]
+    );
+    assert_clean(&[
+        &format!("{head}my .env:\nAPI_TOKEN=3D${{API_TOKEN}}\nHOST=db1"),
+        &format!("{head}<a href=3D\"https://t.example.net/c?upn=3Dq8Lm2Tz9Rk4Wn7Vb3Yc6Fd1Gs0Ja\">reset</a>"),
+    ]);
+}
