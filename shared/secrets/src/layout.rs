@@ -103,7 +103,7 @@ pub(crate) fn dequoted(text: &str) -> (Option<String>, bool) {
             k = m;
         }
     }
-    // Typography a chat app, a word processor or an input method puts in (no-break and
+    // Typography a chat app, a word processor or an input method puts in (no-break, full-width and
     // zero-width spaces, curly quotes, a full-width colon or equals sign) is read as the ASCII it
     // stands for, padded with blanks to its length: `password：…` as `password:  …`, `“…”`. Only
     // text outside ASCII is searched, and an apostrophe inside a word (`it’s`) stays.
@@ -117,6 +117,11 @@ pub(crate) fn dequoted(text: &str) -> (Option<String>, bool) {
         let o = out.get_or_insert_with(|| bytes.to_vec());
         o[at..at + ascii.len()].copy_from_slice(ascii);
         k = at + ascii.len();
+    }
+    // A full-width blank (U+3000, an input method's space: `password　…`) is one too; it is
+    // searched whole, for its first byte begins most of Japanese text.
+    for at in memchr::memmem::find_iter(bytes, "\u{3000}".as_bytes()) {
+        out.get_or_insert_with(|| bytes.to_vec())[at..at + 3].fill(b' ');
     }
     (out.and_then(|o| String::from_utf8(o).ok()), mail)
 }

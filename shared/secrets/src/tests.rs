@@ -5990,3 +5990,22 @@ fn text_around_a_quoted_printable_part_is_read_as_written() {
         &format!("{head}<a href=3D\"https://t.example.net/c?upn=3Dq8Lm2Tz9Rk4Wn7Vb3Yc6Fd1Gs0Ja\">reset</a>"),
     ]);
 }
+
+/// A full-width blank typed by an input method separates a key from its value as a blank does,
+/// and Japanese prose spaced with it stays prose.
+#[test]
+fn full_width_blanks_read_as_blanks() {
+    assert_eq!(
+        spans("パスワード\u{3000}password\u{3000}Hq4Lm8Tz2Xv7Rk"),
+        ["Hq4Lm8Tz2Xv7Rk"]
+    );
+    assert_eq!(spans("密码\u{3000}Vz6Tq2Lm9Xk4Rw"), ["Vz6Tq2Lm9Xk4Rw"]);
+    assert_eq!(
+        spans("DB_PASSWORD\u{3000}=\u{3000}Wn3Kq7Lx2Tz9"),
+        ["Wn3Kq7Lx2Tz9"]
+    );
+    assert_clean(&[
+        "パスワード\u{3000}は\u{3000}８文字以上です。\u{3000}token\u{3000}の有効期限は１時間。",
+        "password\u{3000}required",
+    ]);
+}
