@@ -557,6 +557,11 @@ pub(crate) fn value_is_secret(
     if crate::chars::script_words(v) {
         return false;
     }
+    // A design system's token holds a style (`primaryToken: '#1f2937'`); a password may still
+    // look like one.
+    if css_value(v) && !password_key(key) {
+        return false;
+    }
     // A personal access token is one base64url run (`AZURE_DEVOPS_PAT=…`); a `…_PAT` holding a
     // regex or an alphabet is a pattern.
     let pat = key.len() >= 3 && key[key.len() - 3..].eq_ignore_ascii_case(b"pat");
@@ -1763,6 +1768,29 @@ pub(crate) fn interpolation(v: &[u8]) -> bool {
     v.strip_prefix(b"$\"{")
         .and_then(|rest| rest.iter().position(|&b| b == b'}').map(|close| &rest[..close]))
         .is_some_and(path)
+}
+
+/// A style's value, not a secret: a CSS colour in hex (`#1f2937`, `#fff`, `#1f2937cc`) or a CSS
+/// function (`rgba(0,0,0,0.5)`, `hsl(…)`, `var(--color-primary-500)`, `calc(…)`), as a design
+/// system's tokens hold (`primaryToken: '#1f2937'`).
+pub(crate) fn css_value(v: &[u8]) -> bool {
+    if let Some(hex) = v.strip_prefix(b"#") {
+        return matches!(hex.len(), 3 | 4 | 6 | 8) && hex.iter().all(u8::is_ascii_hexdigit);
+    }
+    const FUNCTIONS: [&[u8]; 8] = [
+        b"rgb(",
+        b"rgba(",
+        b"hsl(",
+        b"hsla(",
+        b"var(--",
+        b"calc(",
+        b"oklch(",
+        b"color-mix(",
+    ];
+    v.last() == Some(&b')')
+        && FUNCTIONS
+            .iter()
+            .any(|f| v.len() > f.len() && v[..f.len()].eq_ignore_ascii_case(f))
 }
 
 /// A URL with no credentials before its host whose every long part is a word, a number or a

@@ -103,7 +103,7 @@ pub(crate) fn dequoted(text: &str) -> (Option<String>, bool) {
             k = m;
         }
     }
-    // Typography a chat app, a word processor or an input method puts in (no-break and
+    // Typography a chat app, a word processor or an input method puts in (no-break, full-width and
     // zero-width spaces, curly quotes, a full-width colon or equals sign) is read as the ASCII it
     // stands for, padded with blanks to its length: `password：…` as `password:  …`, `“…”`. Only
     // text outside ASCII is searched, and an apostrophe inside a word (`it’s`) stays.
@@ -117,6 +117,11 @@ pub(crate) fn dequoted(text: &str) -> (Option<String>, bool) {
         let o = out.get_or_insert_with(|| bytes.to_vec());
         o[at..at + ascii.len()].copy_from_slice(ascii);
         k = at + ascii.len();
+    }
+    // A full-width blank (U+3000, an input method's space: `password　…`) is one too; it is
+    // searched whole, for its first byte begins most of Japanese text.
+    for at in memchr::memmem::find_iter(bytes, "\u{3000}".as_bytes()) {
+        out.get_or_insert_with(|| bytes.to_vec())[at..at + 3].fill(b' ');
     }
     (out.and_then(|o| String::from_utf8(o).ok()), mail)
 }
@@ -461,9 +466,9 @@ fn unescaped_text(text: &str, cells: bool) -> Option<(String, Vec<usize>)> {
 /// `:` `(` `=` `@`), not at a
 /// triple quote (a docstring), and closes at a lone quote before a separator or a blank. One
 /// search finds the quotes and the `%`; only the parts found are read again.
-pub(crate) fn second_readings(text: &str) -> Vec<(String, Vec<usize>)> {
+pub(crate) fn second_readings(text: &str) -> Readings {
     let bytes = text.as_bytes();
-    let mut out = Vec::new();
+    let mut out = Readings::default();
     // The open field of each quote (`"`, `'`): where it opened and whether a doubled quote was
     // seen in it; each kind is read on its own.
     let mut open: [Option<(usize, bool)>; 2] = [None, None];
@@ -476,7 +481,9 @@ pub(crate) fn second_readings(text: &str) -> Vec<(String, Vec<usize>)> {
             if percent_escape(bytes, at).is_some() {
                 let start = at - run_back(&bytes[..at], |b| !b.is_ascii_whitespace());
                 k = run_end(bytes, at, |b| !b.is_ascii_whitespace());
-                out.push(decoded(bytes, start, k, b'%'));
+                let mark = out.begin(bytes, start);
+                decoded(bytes, start, k, b'%', &mut out.plain, &mut out.at);
+                out.finish(mark, k);
             }
             continue;
         }
@@ -501,7 +508,9 @@ pub(crate) fn second_readings(text: &str) -> Vec<(String, Vec<usize>)> {
                         && find_byte(b'\n', &bytes[o..at]).is_some()
                 };
                 if closes && (seen || o > 0 && document()) {
-                    out.push(field_text(bytes, o, at));
+                    let mark = out.begin(bytes, o);
+                    field_text(bytes, o, at, &mut out.plain, &mut out.at);
+                    out.finish(mark, at);
                 }
             }
             None if doubled => {
@@ -520,17 +529,84 @@ pub(crate) fn second_readings(text: &str) -> Vec<(String, Vec<usize>)> {
             }
         }
     }
-    out.into_iter()
-        .filter_map(|(plain, at)| String::from_utf8(plain).ok().map(|p| (p, at)))
-        .collect()
+    out.at.push(out.end);
+    out
+}
+
+/// The parts of a text read a second time, decoded: their bytes one after another in `plain`,
+/// each after a blank when it starts on the line where the one before it ended and after a line
+/// break otherwise; each byte's offset in the text (a separator's that of the end of the part
+/// before it), and the end; and each part's range in `plain`.
+#[derive(Default)]
+pub(crate) struct Readings {
+    pub(crate) plain: Vec<u8>,
+    pub(crate) at: Vec<usize>,
+    pub(crate) parts: Vec<std::ops::Range<usize>>,
+    /// The end in the text of the last part.
+    end: usize,
+}
+
+impl Readings {
+    /// Puts the separator before a part starting at `start` in the text; the lengths to go back
+    /// to if the part is dropped.
+    fn begin(&mut self, bytes: &[u8], start: usize) -> (usize, usize) {
+        let mark = (self.plain.len(), self.at.len());
+        if !self.parts.is_empty() {
+            let same_line = self.end <= start && find_byte(b'\n', &bytes[self.end..start]).is_none();
+            self.plain.push(if same_line { b' ' } else { b'\n' });
+            self.at.push(self.end);
+        }
+        mark
+    }
+
+    /// Keeps the part decoded since `mark`, ending at `end` in the text, when it is UTF-8 text.
+    fn finish(&mut self, mark: (usize, usize), end: usize) {
+        let from = mark.0 + usize::from(!self.parts.is_empty());
+        if std::str::from_utf8(&self.plain[from..]).is_ok() {
+            self.parts.push(from..self.plain.len());
+            self.end = end;
+        } else {
+            self.plain.truncate(mark.0);
+            self.at.truncate(mark.1);
+        }
+    }
 }
 
 /// `text` decoded from MIME's quoted-printable (`password=3D…`, `=C3=A9`, a line cut by a soft
 /// break `=` at its end), with each byte's offset in `text` and its end; `None` when that is no
-/// UTF-8 text.
+/// UTF-8 text or nothing in it is an escape.
 pub(crate) fn quoted_printable(text: &str) -> Option<(String, Vec<usize>)> {
-    let (plain, at) = decoded(text.as_bytes(), 0, text.len(), b'=');
+    let mut plain = Vec::with_capacity(text.len());
+    let mut at = Vec::with_capacity(text.len() + 1);
+    decoded(text.as_bytes(), 0, text.len(), b'=', &mut plain, &mut at);
+    at.push(text.len());
+    // Nothing decoded: the text as it stands is the reading.
+    if plain.len() == text.len() {
+        return None;
+    }
     String::from_utf8(plain).ok().map(|p| (p, at))
+}
+
+/// The byte a quoted-printable escape at `k` encodes (`=3D`, `=C3`, `=20`) when an encoder would
+/// have written it: upper-case hex, and not a letter or digit, which an encoder leaves as they
+/// are (`API_TOKEN=41x…` is no escape).
+fn qp_escape(bytes: &[u8], k: usize) -> Option<u8> {
+    let upper_hex = |b: u8| b.is_ascii_digit() || (b'A'..=b'F').contains(&b);
+    match bytes.get(k..k + 3)? {
+        &[b'=', h, l] if upper_hex(h) && upper_hex(l) => {
+            let digit = |b: u8| (b as char).to_digit(16).unwrap_or(0) as u8;
+            Some(digit(h) * 16 + digit(l)).filter(|b| !b.is_ascii_alphanumeric())
+        }
+        _ => None,
+    }
+}
+
+/// Whether `bytes[from..to]` holds a quoted-printable escape or soft line break: a value read as
+/// written there is the decoded reading's to judge (`password=3Dchangeme`).
+pub(crate) fn holds_qp_escape(bytes: &[u8], from: usize, to: usize) -> bool {
+    (from..to.min(bytes.len())).any(|k| {
+        bytes[k] == b'=' && (qp_escape(bytes, k).is_some() || matches!(bytes.get(k + 1), Some(b'\n' | b'\r')))
+    })
 }
 
 /// Whether the line `l` says the text below it is quoted-printable (a mail part's
@@ -552,21 +628,22 @@ fn percent_escape(bytes: &[u8], k: usize) -> Option<u8> {
 
 /// `bytes[start..end]` decoded, and each byte's offset and the end: percent escapes and a form's
 /// `+` and `&` (and the `=` naming a field that holds lines) when `escape` is `%`;
-/// quoted-printable's `=XX` (upper-case hex) and soft line breaks (`=` ending a line) when it is
-/// `=`.
-fn decoded(bytes: &[u8], start: usize, end: usize, escape: u8) -> (Vec<u8>, Vec<usize>) {
-    let upper_hex = |b: u8| b.is_ascii_digit() || (b'A'..=b'F').contains(&b);
-    let mut plain = Vec::with_capacity(end - start);
-    let mut at = Vec::with_capacity(end - start + 1);
+/// quoted-printable's `=XX` (see [`qp_escape`]) and soft line breaks (`=` ending a line) when it
+/// is `=`.
+fn decoded(bytes: &[u8], start: usize, end: usize, escape: u8, plain: &mut Vec<u8>, at: &mut Vec<usize>) {
     let mut i = start;
     // Whether the current field of a query or form has had its name's `=`.
     let mut named = false;
+    // Where the current `&`-delimited field's last encoded line break is, once looked for: each
+    // field is searched once however many `?` and `=` it holds.
+    let mut field: Option<Option<usize>> = None;
     while i < end {
         let (b, len) = match bytes[i] {
             b'%' if escape == b'%' => percent_escape(&bytes[..end], i).map_or((b'%', 1), |b| (b, 3)),
             b'+' if escape == b'%' => (b' ', 1),
             b'&' if escape == b'%' => {
                 named = false;
+                field = None;
                 (b'\n', 1)
             }
             b'?' if escape == b'%' => {
@@ -577,10 +654,14 @@ fn decoded(bytes: &[u8], start: usize, end: usize, escape: u8) -> (Vec<u8>, Vec<
             // its first line starts after the name.
             b'=' if escape == b'%' && !named => {
                 named = true;
-                let field = find_byte(b'&', &bytes[i..end]).map_or(end, |p| i + p);
-                let document = bytes[i..field]
-                    .windows(3)
-                    .any(|w| w[0] == b'%' && w[1] == b'0' && matches!(w[2] | 0x20, b'a' | b'd'));
+                let last_break = *field.get_or_insert_with(|| {
+                    let to = find_byte(b'&', &bytes[i..end]).map_or(end, |p| i + p);
+                    let last = bytes[i..to]
+                        .windows(3)
+                        .rposition(|w| w[0] == b'%' && w[1] == b'0' && matches!(w[2] | 0x20, b'a' | b'd'));
+                    last.map(|p| i + p)
+                });
+                let document = last_break.is_some_and(|b| b > i);
                 (if document { b'\n' } else { b'=' }, 1)
             }
             b'=' if escape == b'=' => {
@@ -591,12 +672,9 @@ fn decoded(bytes: &[u8], start: usize, end: usize, escape: u8) -> (Vec<u8>, Vec<
                     i += s.len();
                     continue;
                 }
-                match bytes.get(i + 1..i + 3).filter(|_| i + 3 <= end) {
-                    Some(&[h, l]) if upper_hex(h) && upper_hex(l) => {
-                        let digit = |b: u8| (b as char).to_digit(16).unwrap_or(0) as u8;
-                        (digit(h) * 16 + digit(l), 3)
-                    }
-                    _ => (b'=', 1),
+                match qp_escape(&bytes[..end], i) {
+                    Some(b) => (b, 3),
+                    None => (b'=', 1),
                 }
             }
             b => (b, 1),
@@ -605,24 +683,18 @@ fn decoded(bytes: &[u8], start: usize, end: usize, escape: u8) -> (Vec<u8>, Vec<
         at.push(i);
         i += len;
     }
-    at.push(end);
-    (plain, at)
 }
 
 /// The text between the quotes at `open` and `close`, each doubled quote read as one, and each
 /// byte's offset and its end.
-fn field_text(bytes: &[u8], open: usize, close: usize) -> (Vec<u8>, Vec<usize>) {
+fn field_text(bytes: &[u8], open: usize, close: usize, plain: &mut Vec<u8>, at: &mut Vec<usize>) {
     let q = bytes[open];
-    let mut plain = Vec::with_capacity(close - open);
-    let mut at = Vec::with_capacity(close - open + 1);
     let mut i = open + 1;
     while i < close {
         plain.push(bytes[i]);
         at.push(i);
         i += if bytes[i] == q { 2 } else { 1 };
     }
-    at.push(close);
-    (plain, at)
 }
 
 /// `text` read from the CSV field it is when a spreadsheet's cell is copied whole

@@ -245,12 +245,23 @@ pub fn findings(text: &str) -> Vec<Finding> {
     // doubled (a CSV file's field, SQL's string) are read again decoded, each on its own, and
     // what is found there is added: the text as it stands is read too, for a password may hold a
     // `%` or a quote of its own.
+    // Past the first few, the parts are read together in one reading, those on one line a blank
+    // apart: a prompt of thousands of encoded words or quoted fields costs one more reading, not
+    // thousands.
+    const ALONE: usize = 16;
     let mut found = read(text);
     let again = second_readings(text);
-    for (plain, at) in &again {
-        found.extend(mapped(read(plain), at));
+    if let Ok(plain) = std::str::from_utf8(&again.plain) {
+        let alone = again.parts.len().min(ALONE);
+        for r in &again.parts[..alone] {
+            found.extend(mapped(read(&plain[r.clone()]), &again.at[r.start..=r.end]));
+        }
+        if let Some(r) = again.parts.get(alone) {
+            let rest = mapped(read(&plain[r.start..]), &again.at[r.start..]);
+            found.extend(rest.filter(|f| f.start < f.end));
+        }
     }
-    if !again.is_empty() {
+    if !again.parts.is_empty() {
         found.sort_by_key(|f| (f.start, f.kind.rank()));
     }
     let mut merged: Vec<Finding> = Vec::with_capacity(found.len());

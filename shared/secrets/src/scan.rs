@@ -28,7 +28,7 @@ use crate::judge::{
     url_stand_in_userinfo, user_password, uuid, value_is_secret, within_arn,
 };
 use crate::kinds::{Finding, SecretKind};
-use crate::layout::{dequoted, quoted_printable};
+use crate::layout::{dequoted, holds_qp_escape, quoted_printable};
 use crate::pem::{
     MAX_PEM, base64_block_end, base64_block_start, base64_has_colon, base64_run, base64_text, pem_body_at,
     pem_illustration, prefixed_pem_illustration, quoted_body_end,
@@ -48,19 +48,20 @@ pub(crate) fn scan_text(text: &str) -> Vec<Finding> {
     scan_layout(text, true)
 }
 
-/// [`scan_text`]; a mail's part that says it is quoted-printable is read decoded instead when
-/// `mail` (the decoded text says so too, and is not decoded again).
+/// [`scan_text`]; a mail's part that says it is quoted-printable is read decoded too when `mail`
+/// (the decoded text says so too, and is not decoded again): the text as it stands is still read,
+/// for a prompt quoting a mail may hold more than the mail (`API_TOKEN=41…` pasted below it).
 fn scan_layout(text: &str, mail: bool) -> Vec<Finding> {
     let (dequoted, quoted_printable_text) = dequoted(text);
+    let mut decoded = None;
     if mail
         && quoted_printable_text
         && let Some((plain, at)) = quoted_printable(text)
     {
-        let mut found = scan_layout(&plain, false);
-        for f in &mut found {
+        let decoded = decoded.insert(scan_layout(&plain, false));
+        for f in decoded.iter_mut() {
             (f.start, f.end) = (at[f.start], at[f.end]);
         }
-        return found;
     }
     let mut found = scan_read(dequoted.as_deref().unwrap_or(text));
     if dequoted.is_some() {
@@ -70,6 +71,21 @@ fn scan_layout(text: &str, mail: bool) -> Vec<Finding> {
             f.start = char_floor(text.as_bytes(), f.start);
             f.end = char_ceil(text.as_bytes(), f.end);
         }
+    }
+    if let Some(mut decoded) = decoded {
+        // Where both readings find a value, the decoded one tells its span (`password=3DRk4…`
+        // holds `Rk4…`); a value read as written that holds an escape, or follows one, is the
+        // decoded reading's to judge (`password=3Dchangeme`).
+        let mut j = 0;
+        found.retain(|f| {
+            while j < decoded.len() && decoded[j].end <= f.start {
+                j += 1;
+            }
+            decoded.get(j).is_none_or(|d| d.start >= f.end)
+                && !holds_qp_escape(text.as_bytes(), f.start.saturating_sub(1), f.end)
+        });
+        found.append(&mut decoded);
+        found.sort_by_key(|f| (f.start, f.kind.rank()));
     }
     found
 }
@@ -2330,8 +2346,14 @@ impl<'t> Scan<'t> {
             && !ldap_dn(value)
             // A path, absolute, in the home directory or relative (`"/en/enterprise-server@3.0/auth"`,
             // `~/.ssh/id_ed25519`, `./certs/id_rsa4096`), or a URL of words is no generated value.
-            && (![&b"/"[..], b"~/", b"./", b"../"].iter().any(|p| value.starts_with(p))
-                || random_after_slash(value))
+            // A random value after a relative path's dot (`./kR4…`) is still judged as one.
+            && {
+                let from = [&b"~/"[..], b"./", b"../"]
+                    .iter()
+                    .find(|p| value.starts_with(p))
+                    .map_or(0, |p| p.len() - 1);
+                !value[from..].starts_with(b"/") || random_after_slash(&value[from..])
+            }
             && !readable_url(value)
             && (strong || !base64_text(value))
             && !digest_of_secret(bytes, key, value)
@@ -5022,11 +5044,16 @@ pub(crate) fn generated_token(t: &[u8]) -> bool {
 /// literal's quote, or `None` for anything else (`() => process.env.TOKEN`).
 fn returned_literal(bytes: &[u8], pos: usize) -> Option<usize> {
     let rest = &bytes[pos..];
+    // An `async` function (`async () => '…'`) and a Java or Kotlin one (`() -> "…"`) too, and a
+    // blank before Python's colon (`lambda : '…'`).
+    let rest = rest.strip_prefix(b"async ").unwrap_or(rest);
+    let pos = bytes.len() - rest.len();
     let body = if rest.starts_with(b"()") {
         let arrow = skip_space(bytes, pos + 2);
-        bytes[arrow..].starts_with(b"=>").then_some(arrow + 2)?
+        (bytes[arrow..].starts_with(b"=>") || bytes[arrow..].starts_with(b"->")).then_some(arrow + 2)?
     } else {
-        rest.starts_with(b"lambda:").then_some(pos + 7)?
+        let colon = skip_space(bytes, pos + rest.starts_with(b"lambda").then_some(6)?);
+        (bytes.get(colon) == Some(&b':')).then_some(colon + 1)?
     };
     let quote = skip_space(bytes, body);
     matches!(bytes.get(quote), Some(b'\'' | b'"' | b'`')).then_some(quote)

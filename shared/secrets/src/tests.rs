@@ -5929,6 +5929,9 @@ fn second_readings_scan_in_linear_time() {
             "''".repeat(size / 2),
             format!("{head}{}", "=3D=\n".repeat(size / 5)),
             "“：＝\u{a0}".repeat(size / 11),
+            // One field of a query holding many names' `=` and one escape.
+            format!("{}%20", "?=".repeat(size / 2)),
+            "%2C ".repeat(size / 4),
         ] {
             let _ = findings(&prompt);
         }
@@ -6239,5 +6242,107 @@ fn a_secret_after_a_urn_is_caught() {
     assert_found(&[
         "curl -d \"grant_type=urn:ietf:params:oauth:grant-type:token-exchange&subject_token=Kx9mQ2zLp7RwT4vBq8Zs\" https://idp/token",
         "body := \"grant_type=urn:ietf:params:oauth:grant-type:jwt-bearer&client_secret=Hq7Vz2Lm9XwRt4KpYc3N\"",
+    ]);
+}
+
+/// Past the first few parts read again, the rest are read together: an encoded credential or a
+/// quoted one far down a long export is still found, where it stands, and ordinary parts stay
+/// ordinary however many there are.
+#[test]
+fn many_second_readings_read_together() {
+    let rows: String = (0..40)
+        .map(|i| format!("{i},\"say \"\"hi\"\" to row {i}\",ok\n"))
+        .collect();
+    let secret = "Vt3Qm8Lx2Rk7Wz4N";
+    let text = format!("id,note,state\n{rows}41,\"{{\"\"api_key\"\": \"\"{secret}\"\"}}\",ok\n");
+    assert_eq!(spans(&text), [secret]);
+    assert_clean(&[&format!("id,note,state\n{rows}")]);
+    let words: String = (0..40).map(|i| format!("q{i}=a%2Cb ")).collect();
+    let text = format!("{words}next=%2Fcb%3Fapi_key%3D{secret} done");
+    assert_eq!(spans(&text), [secret]);
+    assert_clean(&[&words]);
+}
+
+/// A relative path's dot before a random value does not make it a path (`./kR4…` is still
+/// judged), and a design system's token holding a CSS colour or function is a style, however it
+/// is written (`primaryToken: () => '#1f2937'`).
+#[test]
+fn relative_random_values_and_css_token_values() {
+    assert_found(&[
+        "signing_secret = ./Hq7Lm2Xz9Vw4Rt8Kp3Ny6Bd",
+        "api_token: ../Zr5Tq8Wm2Lx7Vk4Np9Hc3Jf",
+    ]);
+    assert_clean(&[
+        "signing_secret = ./config/keys/signing.pem",
+        "api_token: ../shared/tokens/ci_token.txt",
+        "  accentToken: () => '#0ea5e9',",
+        "borderToken = 'rgba(15, 23, 42, 0.08)'",
+        "const focusRingToken = () => 'var(--ring-color-primary)';",
+        "token_overlay: hsl(220 14% 96%)",
+    ]);
+    assert_eq!(spans("primaryToken: '#Qx8vLm2Tz9Rk'"), ["#Qx8vLm2Tz9Rk"]);
+    assert_eq!(spans("password: '#abc123'"), ["#abc123"]);
+}
+
+/// A function of no arguments returning a literal holds it whatever the language writes it as:
+/// `async` in JavaScript, an arrow `->` in Java or Kotlin, a blank before Python's colon.
+#[test]
+fn returned_literals_in_more_languages() {
+    assert_each_spans(&[
+        (
+            "const getToken = async () => 'Wp4Rt8Kq2Lx7Vz3N';",
+            &["Wp4Rt8Kq2Lx7Vz3N"][..],
+        ),
+        (
+            "Supplier<String> apiKey = () -> \"Tz9Hq3Lm8Xv2Rk7W\";",
+            &["Tz9Hq3Lm8Xv2Rk7W"],
+        ),
+        ("DB_PASSWORD = lambda : 'Nc4Vz8Qt2Lm7'", &["Nc4Vz8Qt2Lm7"]),
+        ("const getToken = async () => 'Bearer';", &[]),
+        ("Supplier<String> apiKey = () -> System.getenv(\"API_KEY\");", &[]),
+        ("DB_PASSWORD = lambda : os.environ['DB_PASSWORD']", &[]),
+    ]);
+}
+
+/// A prompt holding a quoted-printable mail part is read as it stands too: a line pasted below
+/// the mail whose `=` and the two characters after it read as an escape (`API_TOKEN=41…`, a
+/// `TOKEN=` ending its line) still holds its value.
+#[test]
+fn text_around_a_quoted_printable_part_is_read_as_written() {
+    let head = "Content-Type: text/plain\nContent-Transfer-Encoding: quoted-printable\n\nfwd below\n\n";
+    assert_eq!(
+        spans(&format!(
+            "{head}my .env:\nAPI_TOKEN=41xYq8Lm2Tz9Rk4Wn7Vb3\nHOST=db1"
+        )),
+        ["41xYq8Lm2Tz9Rk4Wn7Vb3"]
+    );
+    assert_eq!(
+        spans(&format!(
+            "{head}GITHUB_TOKEN=\nAWS_SECRET_ACCESS_KEY=4FwJalrXUtnFEMIK7MDENGbPxRfiCYq8Lm2Tz9Rk"
+        )),
+        ["4FwJalrXUtnFEMIK7MDENGbPxRfiCYq8Lm2Tz9Rk"]
+    );
+    assert_clean(&[
+        &format!("{head}my .env:\nAPI_TOKEN=3D${{API_TOKEN}}\nHOST=db1"),
+        &format!("{head}<a href=3D\"https://t.example.net/c?upn=3Dq8Lm2Tz9Rk4Wn7Vb3Yc6Fd1Gs0Ja\">reset</a>"),
+    ]);
+}
+
+/// A full-width blank typed by an input method separates a key from its value as a blank does,
+/// and Japanese prose spaced with it stays prose.
+#[test]
+fn full_width_blanks_read_as_blanks() {
+    assert_eq!(
+        spans("パスワード\u{3000}password\u{3000}Hq4Lm8Tz2Xv7Rk"),
+        ["Hq4Lm8Tz2Xv7Rk"]
+    );
+    assert_eq!(spans("密码\u{3000}Vz6Tq2Lm9Xk4Rw"), ["Vz6Tq2Lm9Xk4Rw"]);
+    assert_eq!(
+        spans("DB_PASSWORD\u{3000}=\u{3000}Wn3Kq7Lx2Tz9"),
+        ["Wn3Kq7Lx2Tz9"]
+    );
+    assert_clean(&[
+        "パスワード\u{3000}は\u{3000}８文字以上です。\u{3000}token\u{3000}の有効期限は１時間。",
+        "password\u{3000}required",
     ]);
 }
