@@ -1315,9 +1315,13 @@ pub(crate) fn key_algorithm_before(bytes: &[u8], key: &[u8]) -> bool {
 
 /// `/k9Fz2LqP8sT1vXyR4wN7mB0cD3eH6jU=`, `/K7MDENG/bPxRfiCYzq8k2Lm3…`: a leading `/` before a
 /// random run, a base64 value rather than a path. A path is made of readable segments (`usr`,
-/// `Documents`, `id_rsa.pub`); base64's `/` splits a random run into random pieces.
+/// `Documents`, `id_rsa.pub`); base64's `/` splits a random run into random pieces. The same
+/// after a home-relative or relative start (`./Hq7Lm2…`, `~/Zp4…`): a key pasted after `./`.
 pub(crate) fn random_after_slash(v: &[u8]) -> bool {
-    let Some(rest) = v.strip_prefix(b"/") else {
+    let Some(rest) = [&b"../"[..], b"./", b"~/", b"/"]
+        .iter()
+        .find_map(|p| v.strip_prefix(*p))
+    else {
         return false;
     };
     // A segment of letters in one case or capitalised is a name.

@@ -5705,6 +5705,20 @@ fn a_home_or_relative_path_under_a_key_word_is_a_file() {
     }
 }
 
+/// A random run after `./`, `../` or `~/` where a key goes is a key pasted after a path's start,
+/// as after `/`; readable segments there name a file.
+#[test]
+fn a_random_run_after_a_relative_start_is_a_key() {
+    for (text, caught) in [
+        ("client_secret: ./Vb8Kq3Zt7Lm2Xw9Rn4Jc6Hy5", true),
+        ("TOKEN=\"~/Pz7Wq2Lk9Rt4Mx8Nc3Vb6Yh\"", true),
+        ("client_secret: ./conf/oauth_client_secret.json", false),
+        ("TOKEN=~/Library/Keychains/login.keychain-db", false),
+    ] {
+        assert_eq!(!findings(text).is_empty(), caught, "{text}");
+    }
+}
+
 /// `PW` glued to a tool's name in capitals ends an environment variable that holds its
 /// password (`CRATEPW`, `ORACLEPW`); a reference there is none.
 #[test]
