@@ -5719,6 +5719,21 @@ fn a_random_run_after_a_relative_start_is_a_key() {
     }
 }
 
+/// A block under a key label with no standard form (`BEGIN TSS2 KEY`) whose body holds no line
+/// of base64 (a sentence about the format) illustrates one; with a key's base64 body it is a key.
+#[test]
+fn a_nonstandard_key_block_of_words_is_an_illustration() {
+    assert_clean(&[
+        "-----BEGIN HSM KEY-----\nthe wrapped blob from your vendor's tool goes here\n-----END HSM KEY-----",
+    ]);
+    assert_kind(
+        SecretKind::PrivateKey,
+        &[
+            "-----BEGIN HSM KEY-----\nq8Zt3Lm7Wv2Rk9Xp4Nc6Jy1Hb5Gd0Fs+Q8Zt3Lm7Wv2Rk9Xp4Nc6Jy1Hb5Gd0Fs/a\n-----END HSM KEY-----",
+        ],
+    );
+}
+
 /// `PW` glued to a tool's name in capitals ends an environment variable that holds its
 /// password (`CRATEPW`, `ORACLEPW`); a reference there is none.
 #[test]
