@@ -1261,16 +1261,26 @@ pub(crate) fn hex_key_id(v: &[u8]) -> bool {
 }
 
 /// Keys that take a public key's id (gpg's `--recv-keys`, `--default-key`, git's
-/// `user.signingkey`), not a key.
+/// `user.signingkey`, a config's `trusted_keys` or `gpg_key`), not a key; `_` and `.` join a
+/// key's words as `-` does.
 pub(crate) fn public_key_id_key(key: &[u8]) -> bool {
+    let mut buf = [0u8; 64];
+    let n = key.len().min(buf.len());
+    for (d, &b) in buf.iter_mut().zip(&key[..n]) {
+        *d = if matches!(b, b'_' | b'.') { b'-' } else { b };
+    }
+    let key = &buf[..n];
     [
         &b"recv-key"[..],
         b"default-key",
         b"signingkey",
+        b"signing-key",
         b"local-user",
         b"trusted-key",
         b"keyid",
         b"key-id",
+        b"gpg-key",
+        b"pgp-key",
     ]
     .iter()
     .any(|w| contains_ci(key, w))

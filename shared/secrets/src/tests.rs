@@ -5734,6 +5734,17 @@ fn a_nonstandard_key_block_of_words_is_an_illustration() {
     );
 }
 
+/// A PGP key's id or fingerprint in hex under a key named for gpg or as trusted (a config's
+/// `trusted_keys` list, `gpg_key`) is public; a long random value there is still a key.
+#[test]
+fn a_key_id_under_a_gpg_or_trusted_key_is_public() {
+    assert_clean(&[
+        "trusted_keys:\n  - 9F3C21A7B04E5D68C1F2A3B4C5D6E7F809A1B2C3\n  - 0x7E2D9A41C3B85F06",
+        "gpg_key = \"0x4AEE18F83AFDEB23\"",
+    ]);
+    assert_spans(&[("gpg_key: Wq7Lm2Xz9Rt4Kp8Vb3Nc6Hy1", "Wq7Lm2Xz9Rt4Kp8Vb3Nc6Hy1")]);
+}
+
 /// `PW` glued to a tool's name in capitals ends an environment variable that holds its
 /// password (`CRATEPW`, `ORACLEPW`); a reference there is none.
 #[test]
