@@ -1807,7 +1807,8 @@ pub(crate) fn markdown_link(v: &[u8]) -> bool {
 }
 
 /// A digest named by its algorithm (`jwk-thumbprint:sha-256:NzbLsXh8…`, `sha1=0beec7b5…`,
-/// `md5:9e107d9d…`): a hash of something, published to compare with.
+/// `md5:9e107d9d…`, a certificate pin `sha256/LXEWQrcm…=`): a hash of something, published to
+/// compare with.
 pub(crate) fn labelled_digest(v: &[u8]) -> bool {
     const ALGORITHMS: [&[u8]; 8] = [
         b"sha-512", b"sha-384", b"sha-256", b"sha512", b"sha384", b"sha256", b"sha1", b"md5",
@@ -1823,7 +1824,7 @@ pub(crate) fn labelled_digest(v: &[u8]) -> bool {
         let sep = at + alg.len();
         let digest = v.get(sep + 1..).unwrap_or_default();
         (at == 0 || !v[at - 1].is_ascii_alphanumeric())
-            && matches!(v.get(sep), Some(b':' | b'=' | b'-'))
+            && matches!(v.get(sep), Some(b':' | b'=' | b'-' | b'/'))
             && digest.len() >= 16
             && digest
                 .iter()

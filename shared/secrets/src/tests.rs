@@ -5745,6 +5745,20 @@ fn a_key_id_under_a_gpg_or_trusted_key_is_public() {
     assert_spans(&[("gpg_key: Wq7Lm2Xz9Rt4Kp8Vb3Nc6Hy1", "Wq7Lm2Xz9Rt4Kp8Vb3Nc6Hy1")]);
 }
 
+/// A certificate pin (`sha256/` then a digest's base64, OkHttp's and HPKP's form) under a key
+/// word, alone or in a list, is a public key's hash; a random run after another word is a key.
+#[test]
+fn a_certificate_pin_is_a_digest() {
+    assert_clean(&[
+        "pinned_keys:\n  - sha256/q9Zt3Lm7Wv2Rk9Xp4Nc6Jy1Hb5Gd0Fs+Q8Zt3Lm7Wv2R=",
+        "secret: sha1/Rk9Xp4Nc6Jy1Hb5Gd0Fs+Q8Zt3L=",
+    ]);
+    assert_spans(&[(
+        "secret: shard/q9Zt3Lm7Wv2Rk9Xp4Nc6Jy1Hb5Gd0Fs",
+        "shard/q9Zt3Lm7Wv2Rk9Xp4Nc6Jy1Hb5Gd0Fs",
+    )]);
+}
+
 /// `PW` glued to a tool's name in capitals ends an environment variable that holds its
 /// password (`CRATEPW`, `ORACLEPW`); a reference there is none.
 #[test]
