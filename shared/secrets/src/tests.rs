@@ -5759,6 +5759,17 @@ fn a_certificate_pin_is_a_digest() {
     )]);
 }
 
+/// `example` closes an example generator's value only after a body without capitals; after a
+/// mixed-case body the letters are the token's own.
+#[test]
+fn example_closing_a_mixed_case_body_is_the_tokens_own() {
+    assert_spans(&[(
+        "deploy_token: Hq7Lm2Xz9RtK4pVb3Ncexample",
+        "Hq7Lm2Xz9RtK4pVb3Ncexample",
+    )]);
+    assert_clean(&["deploy_token: hq7lm2xz9rtk4pvb3ncexample"]);
+}
+
 /// `PW` glued to a tool's name in capitals ends an environment variable that holds its
 /// password (`CRATEPW`, `ORACLEPW`); a reference there is none.
 #[test]
