@@ -5770,6 +5770,14 @@ fn example_closing_a_mixed_case_body_is_the_tokens_own() {
     assert_clean(&["deploy_token: hq7lm2xz9rtk4pvb3ncexample"]);
 }
 
+/// `psw` ending a key after an account's word glued to it (`rootpsw`) names that account's
+/// password, as `pw` does; inside another word it names none.
+#[test]
+fn psw_glued_to_an_account_word_is_a_password() {
+    assert_spans(&[("rootpsw=Hq7Lm2Xz9Rt4", "Hq7Lm2Xz9Rt4")]);
+    assert_clean(&["upswing=Hq7Lm2Xz9Rt4"]);
+}
+
 /// `PW` glued to a tool's name in capitals ends an environment variable that holds its
 /// password (`CRATEPW`, `ORACLEPW`); a reference there is none.
 #[test]
