@@ -301,10 +301,13 @@ pub(crate) fn fabricated(v: &[u8]) -> bool {
 
 /// Whether a long value ends in the word `example` in any case (`…k2n8example`, `…_Example`):
 /// the marker that example generators put after a random body whose alphabet has no capitals.
-/// A generated value ends so about once in 10^10.
+/// A generated value ends so about once in 10^10. A body with capitals (`…Uw9xfogoEmvnexample`)
+/// is no such generator's: there the word is the value's own letters.
 fn closed_by_example(v: &[u8]) -> bool {
     const WORD: &[u8] = b"example";
-    v.len() >= 20 && v[v.len() - WORD.len()..].eq_ignore_ascii_case(WORD)
+    v.len() >= 20
+        && v[v.len() - WORD.len()..].eq_ignore_ascii_case(WORD)
+        && !v[..v.len() - WORD.len()].iter().any(u8::is_ascii_uppercase)
 }
 
 /// Four kinds of letter or digit or fewer, case aside, in 20 or more (`dead.dead.DEAD-DEAD-dead`,

@@ -1266,16 +1266,26 @@ pub(crate) fn hex_key_id(v: &[u8]) -> bool {
 }
 
 /// Keys that take a public key's id (gpg's `--recv-keys`, `--default-key`, git's
-/// `user.signingkey`), not a key.
+/// `user.signingkey`, a config's `trusted_keys` or `gpg_key`), not a key; `_` and `.` join a
+/// key's words as `-` does.
 pub(crate) fn public_key_id_key(key: &[u8]) -> bool {
+    let mut buf = [0u8; 64];
+    let n = key.len().min(buf.len());
+    for (d, &b) in buf.iter_mut().zip(&key[..n]) {
+        *d = if matches!(b, b'_' | b'.') { b'-' } else { b };
+    }
+    let key = &buf[..n];
     [
         &b"recv-key"[..],
         b"default-key",
         b"signingkey",
+        b"signing-key",
         b"local-user",
         b"trusted-key",
         b"keyid",
         b"key-id",
+        b"gpg-key",
+        b"pgp-key",
     ]
     .iter()
     .any(|w| contains_ci(key, w))
@@ -1320,9 +1330,13 @@ pub(crate) fn key_algorithm_before(bytes: &[u8], key: &[u8]) -> bool {
 
 /// `/k9Fz2LqP8sT1vXyR4wN7mB0cD3eH6jU=`, `/K7MDENG/bPxRfiCYzq8k2Lm3…`: a leading `/` before a
 /// random run, a base64 value rather than a path. A path is made of readable segments (`usr`,
-/// `Documents`, `id_rsa.pub`); base64's `/` splits a random run into random pieces.
+/// `Documents`, `id_rsa.pub`); base64's `/` splits a random run into random pieces. The same
+/// after a home-relative or relative start (`./Hq7Lm2…`, `~/Zp4…`): a key pasted after `./`.
 pub(crate) fn random_after_slash(v: &[u8]) -> bool {
-    let Some(rest) = v.strip_prefix(b"/") else {
+    let Some(rest) = [&b"../"[..], b"./", b"~/", b"/"]
+        .iter()
+        .find_map(|p| v.strip_prefix(*p))
+    else {
         return false;
     };
     // A segment of letters in one case or capitalised is a name.
@@ -1821,7 +1835,8 @@ pub(crate) fn markdown_link(v: &[u8]) -> bool {
 }
 
 /// A digest named by its algorithm (`jwk-thumbprint:sha-256:NzbLsXh8…`, `sha1=0beec7b5…`,
-/// `md5:9e107d9d…`): a hash of something, published to compare with.
+/// `md5:9e107d9d…`, a certificate pin `sha256/LXEWQrcm…=`): a hash of something, published to
+/// compare with.
 pub(crate) fn labelled_digest(v: &[u8]) -> bool {
     const ALGORITHMS: [&[u8]; 8] = [
         b"sha-512", b"sha-384", b"sha-256", b"sha512", b"sha384", b"sha256", b"sha1", b"md5",
@@ -1837,7 +1852,7 @@ pub(crate) fn labelled_digest(v: &[u8]) -> bool {
         let sep = at + alg.len();
         let digest = v.get(sep + 1..).unwrap_or_default();
         (at == 0 || !v[at - 1].is_ascii_alphanumeric())
-            && matches!(v.get(sep), Some(b':' | b'=' | b'-'))
+            && matches!(v.get(sep), Some(b':' | b'=' | b'-' | b'/'))
             && digest.len() >= 16
             && digest
                 .iter()

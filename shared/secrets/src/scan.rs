@@ -3756,9 +3756,10 @@ impl<'t> Scan<'t> {
         let head = &label[..label.len().saturating_sub(3)];
         // `PRIVATE KEY` in any flavour; a key's label with no standard form (`RSA KEY`, `EC KEY`)
         // names the private half unless it says public.
+        let named_private = ends_with_ci(trim(head), b"private");
         let private = ends_with_ci(label, b"key")
             && head.last() == Some(&b' ')
-            && (ends_with_ci(trim(head), b"private")
+            && (named_private
                 || label.len() >= 6
                     && !contains_ci(label, b"public")
                     && head
@@ -3796,8 +3797,12 @@ impl<'t> Scan<'t> {
                     // format's illustration: a key's body is hundreds of base64 bytes, and
                     // even a fragment of one (a PGP checksum line, `=8xQN`) has digits or `+/=`.
                     let prefix = &bytes[line_start_of(bytes, i)..i];
-                    if pem_illustration(&bytes[eol.min(e)..e])
-                        || prefixed_pem_illustration(&bytes[eol.min(e)..e], prefix)
+                    // Under a label with no standard form, a body with no line of a key's
+                    // base64 (words, a sentence about the format) is an illustration too.
+                    let body = &bytes[eol.min(e)..e];
+                    if pem_illustration(body)
+                        || prefixed_pem_illustration(body, prefix)
+                        || !named_private && !base64_run(body, 24)
                     {
                         self.covered = self.covered.max(line_end(bytes, e));
                         return;

@@ -5705,6 +5705,79 @@ fn a_home_or_relative_path_under_a_key_word_is_a_file() {
     }
 }
 
+/// A random run after `./`, `../` or `~/` where a key goes is a key pasted after a path's start,
+/// as after `/`; readable segments there name a file.
+#[test]
+fn a_random_run_after_a_relative_start_is_a_key() {
+    for (text, caught) in [
+        ("client_secret: ./Vb8Kq3Zt7Lm2Xw9Rn4Jc6Hy5", true),
+        ("TOKEN=\"~/Pz7Wq2Lk9Rt4Mx8Nc3Vb6Yh\"", true),
+        ("client_secret: ./conf/oauth_client_secret.json", false),
+        ("TOKEN=~/Library/Keychains/login.keychain-db", false),
+    ] {
+        assert_eq!(!findings(text).is_empty(), caught, "{text}");
+    }
+}
+
+/// A block under a key label with no standard form (`BEGIN TSS2 KEY`) whose body holds no line
+/// of base64 (a sentence about the format) illustrates one; with a key's base64 body it is a key.
+#[test]
+fn a_nonstandard_key_block_of_words_is_an_illustration() {
+    assert_clean(&[
+        "-----BEGIN HSM KEY-----\nthe wrapped blob from your vendor's tool goes here\n-----END HSM KEY-----",
+    ]);
+    assert_kind(
+        SecretKind::PrivateKey,
+        &[
+            "-----BEGIN HSM KEY-----\nq8Zt3Lm7Wv2Rk9Xp4Nc6Jy1Hb5Gd0Fs+Q8Zt3Lm7Wv2Rk9Xp4Nc6Jy1Hb5Gd0Fs/a\n-----END HSM KEY-----",
+        ],
+    );
+}
+
+/// A PGP key's id or fingerprint in hex under a key named for gpg or as trusted (a config's
+/// `trusted_keys` list, `gpg_key`) is public; a long random value there is still a key.
+#[test]
+fn a_key_id_under_a_gpg_or_trusted_key_is_public() {
+    assert_clean(&[
+        "trusted_keys:\n  - 9F3C21A7B04E5D68C1F2A3B4C5D6E7F809A1B2C3\n  - 0x7E2D9A41C3B85F06",
+        "gpg_key = \"0x4AEE18F83AFDEB23\"",
+    ]);
+    assert_spans(&[("gpg_key: Wq7Lm2Xz9Rt4Kp8Vb3Nc6Hy1", "Wq7Lm2Xz9Rt4Kp8Vb3Nc6Hy1")]);
+}
+
+/// A certificate pin (`sha256/` then a digest's base64, OkHttp's and HPKP's form) under a key
+/// word, alone or in a list, is a public key's hash; a random run after another word is a key.
+#[test]
+fn a_certificate_pin_is_a_digest() {
+    assert_clean(&[
+        "pinned_keys:\n  - sha256/q9Zt3Lm7Wv2Rk9Xp4Nc6Jy1Hb5Gd0Fs+Q8Zt3Lm7Wv2R=",
+        "secret: sha1/Rk9Xp4Nc6Jy1Hb5Gd0Fs+Q8Zt3L=",
+    ]);
+    assert_spans(&[(
+        "secret: shard/q9Zt3Lm7Wv2Rk9Xp4Nc6Jy1Hb5Gd0Fs",
+        "shard/q9Zt3Lm7Wv2Rk9Xp4Nc6Jy1Hb5Gd0Fs",
+    )]);
+}
+
+/// `example` closes an example generator's value only after a body without capitals; after a
+/// mixed-case body the letters are the token's own.
+#[test]
+fn example_closing_a_mixed_case_body_is_the_tokens_own() {
+    assert_spans(&[(
+        "deploy_token: Hq7Lm2Xz9RtK4pVb3Ncexample",
+        "Hq7Lm2Xz9RtK4pVb3Ncexample",
+    )]);
+    assert_clean(&["deploy_token: hq7lm2xz9rtk4pvb3ncexample"]);
+}
+
+/// `psw` ending a key after an account's word glued to it (`rootpsw`) names that account's
+/// password, as `pw` does; inside another word it names none.
+#[test]
+fn psw_glued_to_an_account_word_is_a_password() {
+    assert_spans(&[("rootpsw=Hq7Lm2Xz9Rt4", "Hq7Lm2Xz9Rt4")]);
+    assert_clean(&["upswing=Hq7Lm2Xz9Rt4"]);
+}
+
 /// `PW` glued to a tool's name in capitals ends an environment variable that holds its
 /// password (`CRATEPW`, `ORACLEPW`); a reference there is none.
 #[test]

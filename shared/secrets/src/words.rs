@@ -596,10 +596,10 @@ pub(crate) fn secret_word_at(key: &[u8], j: usize) -> Option<(usize, Strength, b
                     .map(|e| (e, Strength::Strong, false))
             })
             // `psw` (as `pswd` without its `d`) only as a segment of its own (`DB_PSW`), not in
-            // `upswing`.
+            // `upswing`, or ending the key after an account's word glued to it (`dbpsw`), as `pw`.
             .or_else(|| {
                 eat_ci(key, j, b"psw")
-                    .filter(|&e| alone(e))
+                    .filter(|&e| alone(e) || e == key.len() && owner_before(key, j))
                     .map(|e| (e, Strength::Strong, false))
             })
             // `pw` only as a segment of its own (`my pw is`, `DB_PW`), not in `upward`.
