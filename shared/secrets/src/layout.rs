@@ -593,12 +593,17 @@ pub(crate) fn quoted_printable(text: &str) -> Option<(String, Vec<usize>)> {
 fn qp_escape(bytes: &[u8], k: usize) -> Option<u8> {
     let upper_hex = |b: u8| b.is_ascii_digit() || (b'A'..=b'F').contains(&b);
     match bytes.get(k..k + 3)? {
-        &[b'=', h, l] if upper_hex(h) && upper_hex(l) => {
-            let digit = |b: u8| (b as char).to_digit(16).unwrap_or(0) as u8;
-            Some(digit(h) * 16 + digit(l)).filter(|b| !b.is_ascii_alphanumeric())
-        }
+        &[b'=', h, l] if upper_hex(h) && upper_hex(l) => escaped_byte(h, l),
         _ => None,
     }
+}
+
+/// The byte two hex digits encode when an encoder would have escaped it: punctuation, a blank, a
+/// control or a byte outside ASCII, not a letter or digit (which it leaves as they are).
+fn escaped_byte(high: u8, low: u8) -> Option<u8> {
+    let digit = |b: u8| (b as char).to_digit(16);
+    let b = u8::try_from(digit(high)? * 16 + digit(low)?).ok()?;
+    (!b.is_ascii_alphanumeric()).then_some(b)
 }
 
 /// Whether `bytes[from..to]` holds a quoted-printable escape or soft line break: a value read as
@@ -621,9 +626,7 @@ pub(crate) fn quoted_printable_header(l: &[u8]) -> bool {
 /// a blank, a control or a byte outside ASCII: `%3D`, `%20`, `%0A`, `%E5`), not a letter or digit.
 fn percent_escape(bytes: &[u8], k: usize) -> Option<u8> {
     let h = bytes.get(k + 1..k + 3)?;
-    let digit = |b: u8| (b as char).to_digit(16);
-    let b = u8::try_from(digit(h[0])? * 16 + digit(h[1])?).ok()?;
-    (!b.is_ascii_alphanumeric()).then_some(b)
+    escaped_byte(h[0], h[1])
 }
 
 /// `bytes[start..end]` decoded, and each byte's offset and the end: percent escapes and a form's

@@ -315,14 +315,7 @@ fn read(text: &str) -> Vec<Finding> {
                 at = inner.into_iter().map(|k| at[k]).collect();
                 plain = again;
             }
-            scan_text(&plain)
-                .into_iter()
-                .map(|f| Finding {
-                    kind: f.kind,
-                    start: at[f.start],
-                    end: at[f.end],
-                })
-                .collect()
+            mapped(scan_text(&plain), &at).collect()
         }
         None => scan_text(text),
     }
