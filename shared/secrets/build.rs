@@ -289,6 +289,23 @@ fn check_rules(rules: &[(String, Rule)]) -> BTreeMap<String, ()> {
 fn emit_vendors(out: &mut String, rules: &[(String, Rule)], classes: &mut Vec<[u64; 4]>) {
     let mut segs: Vec<Seg> = Vec::new();
     let mut table = String::new();
+    // Names, prefixes, following bytes and stopwords as slices of one text (offset and length),
+    // not as `&str` fields: in a position-independent executable each pointer of a table costs a
+    // relocation besides itself.
+    let mut text = String::new();
+    let mut stopwords = String::new();
+    let mut stopword_count = 0usize;
+    let mut slice_of = |s: &str| {
+        let off = text.find(s).unwrap_or_else(|| {
+            text.push_str(s);
+            text.len() - s.len()
+        });
+        let off = u16::try_from(off).expect("vendor text under 64 KiB");
+        (
+            off,
+            u8::try_from(s.len()).expect("a vendor string under 256 bytes"),
+        )
+    };
     for (_, r) in rules {
         let start = segs.len();
         segs.extend(parse_body(&r.body, &r.id, classes));
@@ -305,24 +322,37 @@ fn emit_vendors(out: &mut String, rules: &[(String, Rule)], classes: &mut Vec<[u
             let class = u8::try_from(h[0].class.expect("class")).expect("fewer than 255 classes");
             (class, u8::try_from(h[0].min).expect("short head"))
         };
+        let first_stopword = stopword_count;
+        for w in &r.stopwords {
+            let _ = writeln!(stopwords, "    {:?},", slice_of(&w.to_ascii_lowercase()));
+            stopword_count += 1;
+        }
+        let stop_range = (
+            u16::try_from(first_stopword).expect("fewer than 65536 stopwords"),
+            u16::try_from(stopword_count).expect("fewer than 65536 stopwords"),
+        );
         let _ = writeln!(
             table,
-            "    Vendor {{ name: {:?}, prefix: b{:?}, head: {head:?}, ci: {}, after_dash: {}, lenient: {}, segs: ({start}, {}), max: {body_max}, entropy: {:?}, digit: {}, not_before: b{:?}, stopwords: &{:?} }},",
-            r.name,
-            r.prefix,
+            "    Vendor {{ name: {:?}, prefix: {:?}, head: {head:?}, ci: {}, after_dash: {}, lenient: {}, segs: ({start}, {}), max: {body_max}, entropy: {:?}, digit: {}, not_before: {:?}, stopwords: {stop_range:?} }},",
+            slice_of(&r.name),
+            slice_of(&r.prefix),
             r.ignore_case,
             r.after_dash,
             r.lenient,
             segs.len(),
             r.entropy as f32,
             r.digit,
-            r.not_before,
-            r.stopwords
-                .iter()
-                .map(|s| s.to_ascii_lowercase())
-                .collect::<Vec<_>>(),
+            slice_of(&r.not_before),
         );
     }
+    let _ = writeln!(
+        out,
+        "/// The text [`VENDORS`]' names, prefixes, following bytes and stopwords are slices of.\nconst VENDOR_TEXT: &str = {text:?};"
+    );
+    let _ = writeln!(
+        out,
+        "/// Every rule's stopwords in [`VENDOR_TEXT`], each rule's a range of them.\nstatic VENDOR_STOPWORDS: [(u16, u8); {stopword_count}] = [\n{stopwords}];"
+    );
     let _ = writeln!(
         out,
         "/// Each rule's id, family and cited source, in the order of [`VENDORS`] (kept apart so that an\n/// executable that never reads them does not carry them).\npub static RULE_INFO: [RuleInfo; {}] = [",
@@ -416,11 +446,10 @@ fn emit_examples(out: &mut String, examples: &[Example]) {
             e.value
         );
     }
-    let values: Vec<&str> = examples.iter().map(|e| e.value.as_str()).collect();
+    let values: String = examples.iter().map(|e| format!("b{:?}, ", e.value)).collect();
     let _ = writeln!(
         out,
-        "/// Vendors' documented example keys (`rules/*.toml`, `[[example]]`).\npub(crate) static DOCUMENTED_EXAMPLES: [&str; {}] = {values:?};",
-        values.len()
+        "/// Vendors' documented example keys (`rules/*.toml`, `[[example]]`).\npub(crate) const DOCUMENTED_EXAMPLES: crate::words::Words = crate::words::words_from!(&[{values}]);"
     );
 }
 

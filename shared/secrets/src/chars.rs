@@ -2,7 +2,7 @@
 //! looks generated. It judges characters alone, never a name or the text around them.
 
 use crate::bytes::{b64url, run_end};
-use crate::words::{Words, words_of};
+use crate::words::{Words, words_from, words_of};
 
 /// A random-looking word of at least `min` bytes: digits and letters mixed, or symbols, or a long
 /// high-entropy run; not a technical word (`sha256`) nor words joined by dashes.
@@ -197,20 +197,20 @@ pub(crate) fn tech_word(v: &[u8]) -> bool {
     let mut named = false;
     let all_tech = v.split(|&b| matches!(b, b'-' | b'_')).all(|part| {
         if !part.is_empty() && part.iter().all(u8::is_ascii_digit) {
-            return KEY_SIZES.contains(&part);
+            return KEY_SIZES.contains(part);
         }
         named = true;
         let stem = &part[..part.len() - part.iter().rev().take_while(|b| b.is_ascii_digit()).count()];
-        tech_part(part) || tech_part(stem) && KEY_SIZES.iter().any(|size| part[stem.len()..] == **size)
+        tech_part(part) || tech_part(stem) && KEY_SIZES.iter().any(|size| part[stem.len()..] == *size)
     });
     all_tech && named
 }
 
 /// Bit and key sizes written after an algorithm's name.
-pub(crate) const KEY_SIZES: &[&[u8]] = &[
+pub(crate) const KEY_SIZES: Words = words_from!(&[
     b"1", b"2", b"3", b"5", b"128", b"160", b"192", b"224", b"256", b"384", b"512", b"1024", b"2048",
     b"3072", b"4096", b"8192",
-];
+]);
 
 pub(crate) fn tech_part(v: &[u8]) -> bool {
     const WORDS: Words = words_of!(

@@ -4,7 +4,7 @@
 use crate::bytes::{contains_ci, line_before, skip_blank, trim_ascii};
 use crate::judge::uuid;
 use crate::judge::{Stop, Value, is_placeholder, numeric_like, password_key, quoted_word};
-use crate::words::{Strength, secret_word};
+use crate::words::{Strength, Words, secret_word, words_from};
 
 /// Commands whose short flag takes a password (`-p`: logins, `sshpass` and mongo, glued for
 /// `mysql`; `-P`: `sqlcmd`, `ssh-keygen`; `-N`: `ssh-keygen`; `-k`: `openssl`; `-w`: ldap tools;
@@ -169,7 +169,7 @@ pub(crate) fn shell_line(line: &[u8]) -> bool {
         return true;
     }
     let last = t.rsplit(|&b| b == b' ' || b == b'\t').next().unwrap_or(t);
-    const STARTERS: &[&[u8]] = &[
+    const STARTERS: Words = words_from!(&[
         b"export",
         b"set",
         b"ENV",
@@ -186,15 +186,15 @@ pub(crate) fn shell_line(line: &[u8]) -> bool {
         b"--set",
         b"SET",
         b"local",
-    ];
-    STARTERS.contains(&last) || t.ends_with(b";")
+    ]);
+    STARTERS.contains(last) || t.ends_with(b";")
 }
 
 /// `set -x KEY value` (fish), `setenv KEY value` (csh), `ENV KEY value` (Dockerfile).
 pub(crate) fn env_command_line(line: &[u8]) -> bool {
     let t = trim_ascii(line);
-    const COMMANDS: &[&[u8]] = &[b"set -x", b"set -gx", b"set -Ux", b"setenv", b"ENV", b"export"];
-    COMMANDS.contains(&t)
+    const COMMANDS: Words = words_from!(&[b"set -x", b"set -gx", b"set -Ux", b"setenv", b"ENV", b"export"]);
+    COMMANDS.contains(t)
 }
 
 /// A `.netrc` line: `machine <host> login <user> password <secret>`.
@@ -437,7 +437,7 @@ pub(crate) fn secret_printer(bytes: &[u8], s: usize) -> Option<(Printed, Strengt
 }
 
 /// The members a query names when it prints a stored secret's value itself.
-const VALUE_FIELDS: &[&[u8]] = &[b"value", b"secretstring", b"secretbinary"];
+const VALUE_FIELDS: Words = words_from!(&[b"value", b"secretstring", b"secretbinary"]);
 
 /// The last segment of a `--query` argument (`Parameter.Value` → `Value`), quotes dropped.
 fn query_field(rest: &[u8]) -> Option<&[u8]> {

@@ -14,7 +14,7 @@ use crate::kinds::{Finding, SecretKind};
 use crate::layout::location_prefix;
 use crate::pem::base64_text;
 use crate::tables::{top_level, unquoted};
-use crate::words::{Mode, NO_WORDS, Strength, Words, is_key_byte, secret_word, words_of};
+use crate::words::{Mode, NO_WORDS, Strength, Words, is_key_byte, secret_word, words_from, words_of};
 
 /// A keyed hash's or a signed token's key passed as a literal (`createHmac('sha256', '…')`,
 /// `hmac.new(b'…', msg, sha256)`, `Algorithm.HMAC256("…")`, `jwt.sign(payload, '…')`): the key,
@@ -966,10 +966,10 @@ pub(crate) fn letters_password(bytes: &[u8], value: &Value, key: &[u8]) -> bool 
         redacted bcrypt argon native inherit inherited scram trust peer ident true false null anonymous \
         keychain keyring external internal database standard security"
     );
-    const SUFFIXES: &[&[u8]] = &[
+    const SUFFIXES: Words = words_from!(&[
         b"Field", b"Type", b"Input", b"Str", b"String", b"Schema", b"Column", b"Ref", b"Name", b"Key",
         b"Hash", b"Value", b"Secret", b"Token",
-    ];
+    ]);
     let v = value.text(bytes);
     let ends_line = matches!(
         bytes.get(skip_blank(bytes, value.raw_end)),
@@ -1084,7 +1084,7 @@ pub(crate) fn yaml_tag(bytes: &[u8], value: &Value) -> bool {
 /// The name of an authentication scheme (`<Token>Bearer</Token>`, `token_kind = "JWT"`): what
 /// kind of token, never one.
 pub(crate) fn auth_scheme(v: &[u8]) -> bool {
-    const SCHEMES: &[&[u8]] = &[
+    const SCHEMES: Words = words_from!(&[
         b"bearer",
         b"basic",
         b"digest",
@@ -1096,13 +1096,13 @@ pub(crate) fn auth_scheme(v: &[u8]) -> bool {
         b"kerberos",
         b"hmac",
         b"mac",
-    ];
+    ]);
     SCHEMES.iter().any(|s| v.eq_ignore_ascii_case(s))
 }
 
 /// `Set-Cookie: Path=/; HttpOnly`: a cookie's attributes without a cookie.
 pub(crate) fn cookie_attributes(v: &[u8], key: &[u8]) -> bool {
-    const ATTRIBUTES: &[&[u8]] = &[
+    const ATTRIBUTES: Words = words_from!(&[
         b"path",
         b"domain",
         b"expires",
@@ -1112,7 +1112,7 @@ pub(crate) fn cookie_attributes(v: &[u8], key: &[u8]) -> bool {
         b"httponly",
         b"partitioned",
         b"priority",
-    ];
+    ]);
     let name = &v[..run_end(v, 0, |b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')];
     // A cookie's name and nothing after its `=` (`oauth_state=; Max-Age=0`): the cookie cleared.
     let cleared = !name.is_empty() && v.len() == name.len() + 1 && v.ends_with(b"=");
@@ -1138,7 +1138,7 @@ pub(crate) fn secret_name(bytes: &[u8], value: &Value, key: &[u8], mode: Mode) -
 /// Whether the YAML line holding `pos` is nested under a key that refers to a secret by name:
 /// the line above, less indented, is `tls:`, `ingress:`, `volumes:` or the like.
 pub(crate) fn under_secret_reference(bytes: &[u8], pos: usize) -> bool {
-    const PARENTS: &[&[u8]] = &[b"tls", b"ingress", b"certificate", b"cert", b"volumes", b"volume"];
+    const PARENTS: Words = words_from!(&[b"tls", b"ingress", b"certificate", b"cert", b"volumes", b"volume"]);
     let line = line_before(bytes, pos);
     let start = pos - line.len();
     if start == 0 || bytes[start - 1] != b'\n' {
@@ -1249,7 +1249,8 @@ pub(crate) fn flag_like(v: &[u8]) -> bool {
 }
 
 /// The words of a key naming a password (not a token or an API key).
-pub(crate) const PASSWORD_KEYS: &[&[u8]] = &[b"password", b"passwd", b"pwd", b"passphrase", b"passcode"];
+pub(crate) const PASSWORD_KEYS: Words =
+    words_from!(&[b"password", b"passwd", b"pwd", b"passphrase", b"passcode"]);
 
 /// A key naming a password (not a token or an API key): an all-digit value of it is a PIN.
 pub(crate) fn password_key(key: &[u8]) -> bool {
@@ -1469,7 +1470,7 @@ pub(crate) fn composite_literal(raw: &[u8]) -> bool {
 /// A PowerShell command (`ConvertTo-SecureString`, `Read-Host`, `Get-Credential`): an approved
 /// verb, a dash and a capitalised noun, where the value is what the command returns.
 pub(crate) fn cmdlet(v: &[u8]) -> bool {
-    const VERBS: &[&[u8]] = &[
+    const VERBS: Words = words_from!(&[
         b"Get",
         b"Set",
         b"New",
@@ -1489,12 +1490,12 @@ pub(crate) fn cmdlet(v: &[u8]) -> bool {
         b"Connect",
         b"Protect",
         b"Unprotect",
-    ];
+    ]);
     let Some(dash) = v.iter().position(|&b| b == b'-') else {
         return false;
     };
     let noun = &v[dash + 1..];
-    VERBS.contains(&&v[..dash])
+    VERBS.contains(&v[..dash])
         && noun.len() >= 3
         && noun[0].is_ascii_uppercase()
         && noun.iter().any(u8::is_ascii_lowercase)
@@ -2576,7 +2577,7 @@ pub(crate) fn plain_cookie(v: &[u8], key: &[u8]) -> bool {
 
 /// A cookie's `name` and `value` that hold no secret (see [`plain_cookie`]).
 pub(crate) fn plain_cookie_pair(name: &[u8], value: &[u8]) -> bool {
-    const SESSION: &[&[u8]] = &[
+    const SESSION: Words = words_from!(&[
         b"sess",
         b"auth",
         b"token",
@@ -2592,7 +2593,7 @@ pub(crate) fn plain_cookie_pair(name: &[u8], value: &[u8]) -> bool {
         b"passphrase",
         b"private",
         b"apikey",
-    ];
+    ]);
     // `sid` ends a part (`PHPSESSID`, `connect.sid`); `key` is one (`private_key`, `key`), not a
     // word's end (`hotkey`).
     let session = SESSION.iter().any(|w| contains_ci(name, w))
@@ -2692,7 +2693,7 @@ pub(crate) fn is_placeholder(v: &[u8]) -> bool {
         read write readonly read-only readwrite read-write"
     );
     // Templating and elision: the value is a slot, not a value, wherever these stand.
-    const TEMPLATED: &[&[u8]] = &[b"...", b"${", b"{{", b"$(", b"#{", b"\xe2\x80\xa6"];
+    const TEMPLATED: Words = words_from!(&[b"...", b"${", b"{{", b"$(", b"#{", b"\xe2\x80\xa6"]);
     let Some(&first) = v.first() else { return true };
     // A slot fills the whole value: `{name}`, `[REDACTED:…]`, `$NAME`, `$USER:$PASS`; `{Xk9#mQ2z`
     // and `$uP3r-S3cret!9` are passwords that start with a symbol.
@@ -3428,8 +3429,8 @@ pub(crate) fn ldap_dn(v: &[u8]) -> bool {
 /// `'radiusClientSecret'`: a directory attribute, a field's name); other words before it
 /// (`plainSecret`) or a capital first (`SuperSecretPassword`) are typed as a password is.
 pub(crate) fn secret_field_name(v: &[u8]) -> bool {
-    const ENDS: &[&[u8]] = &[b"Password", b"Passwd", b"Secret", b"Token", b"Key", b"Pwd"];
-    const OWNERS: &[&[u8]] = &[
+    const ENDS: Words = words_from!(&[b"Password", b"Passwd", b"Secret", b"Token", b"Key", b"Pwd"]);
+    const OWNERS: Words = words_from!(&[
         b"user",
         b"nt",
         b"lm",
@@ -3444,7 +3445,7 @@ pub(crate) fn secret_field_name(v: &[u8]) -> bool {
         b"api",
         b"access",
         b"consumer",
-    ];
+    ]);
     let humps = v.iter().filter(|b| b.is_ascii_uppercase()).count();
     let Some(head) = ENDS
         .iter()

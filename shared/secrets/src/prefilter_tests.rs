@@ -58,13 +58,13 @@ fn spellings(w: &[u8]) -> [Vec<u8>; 3] {
 fn every_credential_word_shape_is_still_one() {
     let joins: [&[u8]; 4] = [b"", b"_", b"-", b"."];
     let mut shapes: Vec<Vec<u8>> = Vec::new();
-    for a in CREDENTIAL_WORDS {
+    for a in CREDENTIAL_WORDS.iter() {
         for sa in spellings(a) {
             shapes.push(sa.clone());
             for lead in [&b"_"[..], b"-", b"."] {
                 shapes.push([lead, &sa[..]].concat());
             }
-            for b in CREDENTIAL_WORDS {
+            for b in CREDENTIAL_WORDS.iter() {
                 for sb in spellings(b) {
                     for j in joins {
                         shapes.push([&sa[..], j, &sb[..]].concat());
@@ -97,7 +97,7 @@ fn any_first_two_bytes_are_judged_as_by_the_definition() {
     // turned away.
     for a in 0..=255u8 {
         for b in 0..=255u8 {
-            for w in CREDENTIAL_WORDS {
+            for w in CREDENTIAL_WORDS.iter() {
                 let tail = &w[2.min(w.len())..];
                 for word in [
                     [&[a, b][..], tail].concat(),
@@ -534,7 +534,7 @@ fn every_token_a_word_may_start_is_as_long_as_the_shortest_and_of_its_bytes() {
     for _ in 0..20 {
         for (v, token) in VENDORS.iter().zip(tokens_of_every_shape(&mut rng)) {
             let t = token.as_bytes();
-            if !candidates(v.prefix[0], v.prefix[1])
+            if !candidates(v.prefix()[0], v.prefix()[1])
                 .iter()
                 .any(|c| std::ptr::eq(c, v))
             {

@@ -3,15 +3,17 @@
 
 use crate::bytes::{contains_ci, run_end_max, token_continues_at};
 use crate::chars::{has_digit, mixed_case};
+use crate::words::{Words, words_from};
 
 /// A provider's token: a literal prefix and a body of character-class runs and literals (facts
 /// from the public rule sets of gitleaks, trufflehog and detect-secrets and vendor docs, cited
 /// in each entry's `source`).
 pub struct Vendor {
-    /// The rule name shown in diagnostics (one per provider).
-    pub name: &'static str,
+    /// The rule name shown in diagnostics (one per provider): a slice of `VENDOR_TEXT`, as are
+    /// `prefix` and `not_before` (offset, length).
+    name: (u16, u8),
     /// The literal the token starts with (after `head`, when it has one).
-    pub prefix: &'static [u8],
+    prefix: (u16, u8),
     /// The class and length of the random run before `prefix` (`(u8::MAX, 0)`: none).
     head: (u8, u8),
     ci: bool,
@@ -22,8 +24,9 @@ pub struct Vendor {
     max: u32,
     entropy: f32,
     digit: bool,
-    not_before: &'static [u8],
-    stopwords: &'static [&'static str],
+    not_before: (u16, u8),
+    /// A range of `VENDOR_STOPWORDS`.
+    stopwords: (u16, u16),
 }
 
 /// Where a rule of [`VENDORS`] comes from (same index).
@@ -63,7 +66,7 @@ pub(crate) fn filler_like(token: &[u8]) -> bool {
 
 /// Whether `token` is a key a vendor documents as an example (`[[example]]` in the rule data).
 pub(crate) fn documented_example(token: &[u8]) -> bool {
-    DOCUMENTED_EXAMPLES.iter().any(|e| e.as_bytes() == token)
+    DOCUMENTED_EXAMPLES.iter().any(|e| e == token)
 }
 
 /// The length of the documented example `span` starts with, when it ends there or before a byte
@@ -72,7 +75,7 @@ pub(crate) fn documented_example_at(span: &[u8]) -> Option<usize> {
     DOCUMENTED_EXAMPLES
         .iter()
         .find(|e| {
-            span.starts_with(e.as_bytes())
+            span.starts_with(e)
                 && span.get(e.len()).is_none_or(|&b| {
                     !(b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'=' | b'_' | b'-'))
                 })
@@ -103,7 +106,7 @@ pub(crate) fn keywords() -> impl Iterator<Item = &'static [u8]> {
 /// Every vendor rule's prefix (for the tests of the scan's quick rejections).
 #[cfg(test)]
 pub(crate) fn prefixes() -> impl Iterator<Item = &'static [u8]> {
-    VENDORS.iter().map(|v| v.prefix)
+    VENDORS.iter().map(Vendor::prefix)
 }
 
 /// A random token of each vendor rule's shape (for the tests of the scan's quick rejections).
@@ -113,7 +116,7 @@ pub(crate) fn tokens_of_every_shape(rng: &mut Rng) -> Vec<String> {
 }
 
 /// Key words that make a key metadata about a provider rather than its credential.
-const METADATA: &[&[u8]] = &[
+const METADATA: Words = words_from!(&[
     b"sha",
     b"hash",
     b"commit",
@@ -135,7 +138,7 @@ const METADATA: &[&[u8]] = &[
     b"file",
     b"public",
     b"pub_",
-];
+]);
 
 /// Whether a keyword may start at `j` of `key`: at its start, after a non-letter, or where a
 /// CamelCase word starts.
@@ -217,7 +220,7 @@ fn in_class(class: u8, b: u8) -> bool {
 }
 
 /// Stand-ins that documentation and templates put after a real prefix.
-const FILLERS: &[&[u8]] = &[
+const FILLERS: Words = words_from!(&[
     b"xxxx",
     b"example",
     b"0000000",
@@ -233,7 +236,7 @@ const FILLERS: &[&[u8]] = &[
     b"****",
     b"....",
     b"####",
-];
+]);
 
 /// Whether a vendor prefix may start with the bytes `b0`, `b1`, `b2` (ASCII case folded; `0`
 /// past the end): one lookup rules out most word starts before [`candidates`] is asked.
@@ -267,9 +270,8 @@ static SECOND: [u8; VENDORS.len()] = {
     let mut t = [0u8; VENDORS.len()];
     let mut k = 0;
     while k < t.len() {
-        if let [_, b1, ..] = VENDORS[k].prefix {
-            t[k] = b1.to_ascii_lowercase();
-        }
+        // Every prefix has two bytes or more (the build checks).
+        t[k] = VENDOR_TEXT.as_bytes()[VENDORS[k].prefix.0 as usize + 1].to_ascii_lowercase();
         k += 1;
     }
     t
@@ -311,7 +313,7 @@ pub(crate) fn headed_at(text: &str, word: usize) -> Option<(&'static Vendor, usi
     VENDORS[HEADED_FROM..].iter().find_map(|v| {
         let (class, len) = (v.head.0, usize::from(v.head.1));
         // The marker first: one comparison rules out nearly every long run.
-        if bytes.get(i + len..i + len + v.prefix.len()) != Some(v.prefix) {
+        if bytes.get(i + len..i + len + v.prefix().len()) != Some(v.prefix()) {
             return None;
         }
         let head = bytes.get(i..i + len)?;
@@ -324,7 +326,38 @@ pub(crate) fn headed_at(text: &str, word: usize) -> Option<(&'static Vendor, usi
     })
 }
 
+/// The slice `(offset, length)` of `VENDOR_TEXT`.
+fn text_at(at: (u16, u8)) -> &'static [u8] {
+    let start = usize::from(at.0);
+    &VENDOR_TEXT.as_bytes()[start..start + usize::from(at.1)]
+}
+
 impl Vendor {
+    /// The rule name shown in diagnostics (one per provider).
+    #[must_use]
+    pub fn name(&self) -> &'static str {
+        let start = usize::from(self.name.0);
+        &VENDOR_TEXT[start..start + usize::from(self.name.1)]
+    }
+
+    /// The literal the token starts with (after its head, when it has one).
+    #[must_use]
+    pub fn prefix(&self) -> &'static [u8] {
+        text_at(self.prefix)
+    }
+
+    /// Bytes that may not follow the token.
+    fn not_before(&self) -> &'static [u8] {
+        text_at(self.not_before)
+    }
+
+    /// A body holding one of these (any case) is a stand-in.
+    fn stopwords(&self) -> impl Iterator<Item = &'static [u8]> {
+        VENDOR_STOPWORDS[usize::from(self.stopwords.0)..usize::from(self.stopwords.1)]
+            .iter()
+            .map(|&at| text_at(at))
+    }
+
     /// Whether this rule may start right after a `-`.
     pub(crate) fn after_dash(&self) -> bool {
         self.after_dash
@@ -346,18 +379,19 @@ impl Vendor {
     pub(crate) fn matches(&self, text: &str, i: usize) -> Option<usize> {
         let bytes = text.as_bytes();
         // Most candidates differ in their first two bytes: compare those inline.
-        let (p0, p1) = (self.prefix[0], self.prefix[1]);
+        let p = usize::from(self.prefix.0);
+        let (p0, p1) = (VENDOR_TEXT.as_bytes()[p], VENDOR_TEXT.as_bytes()[p + 1]);
         let (b0, b1) = (*bytes.get(i)?, *bytes.get(i + 1)?);
         let same = |a: u8, b: u8| a == b || self.ci && a.eq_ignore_ascii_case(&b);
         if !same(b0, p0) || !same(b1, p1) {
             return None;
         }
-        let body = i + self.prefix.len();
+        let body = i + self.prefix().len();
         let head = bytes.get(i..body)?;
         let prefix_ok = if self.ci {
-            head.eq_ignore_ascii_case(self.prefix)
+            head.eq_ignore_ascii_case(self.prefix())
         } else {
-            head == self.prefix
+            head == self.prefix()
         };
         if !prefix_ok {
             return None;
@@ -389,7 +423,7 @@ impl Vendor {
             matches!(bytes.get(pos), Some(b'#' | b'*')) || bytes[pos..].starts_with("\u{2026}".as_bytes());
         if filler_after
             || token_continues_at(text, pos)
-            || bytes.get(pos).is_some_and(|b| self.not_before.contains(b))
+            || bytes.get(pos).is_some_and(|b| self.not_before().contains(b))
         {
             return None;
         }
@@ -432,9 +466,7 @@ impl Vendor {
         if self.entropy > 0.0 && crate::chars::entropy(token) < f64::from(self.entropy) {
             return None;
         }
-        if self.stopwords.iter().any(|w| contains_ci(token, w.as_bytes()))
-            || documented_example(&bytes[i..pos])
-        {
+        if self.stopwords().any(|w| contains_ci(token, w)) || documented_example(&bytes[i..pos]) {
             return None;
         }
         Some(pos)
@@ -455,7 +487,7 @@ impl Vendor {
         let tail_end = run_end_max(bytes, next, max, |b| in_class(class, b));
         let tail = &bytes[next..tail_end];
         let alone = bytes.get(tail_end).is_none_or(u8::is_ascii_whitespace);
-        let fits = tail_end - next + end - start - self.prefix.len() <= max;
+        let fits = tail_end - next + end - start - self.prefix().len() <= max;
         if alone && fits && tail.len() >= 8 && mixed_case(tail) && has_digit(tail) {
             tail_end
         } else {
@@ -498,15 +530,15 @@ pub(crate) fn prefix_then_filler(v: &[u8]) -> bool {
         && !head.is_empty()
         && candidates(first, v.get(1).copied().unwrap_or(0))
             .iter()
-            .any(|r| head.eq_ignore_ascii_case(r.prefix))
+            .any(|r| head.eq_ignore_ascii_case(r.prefix()))
     {
         return true;
     }
     candidates(first, v.get(1).copied().unwrap_or(0)).iter().any(|r| {
-        v.len() > r.prefix.len() + 4
-            && v[..r.prefix.len()].eq_ignore_ascii_case(r.prefix)
-            && (typed_filler(&v[r.prefix.len()..], r.capitals())
-                || crate::chars::counted_through(&v[r.prefix.len()..]))
+        v.len() > r.prefix().len() + 4
+            && v[..r.prefix().len()].eq_ignore_ascii_case(r.prefix())
+            && (typed_filler(&v[r.prefix().len()..], r.capitals())
+                || crate::chars::counted_through(&v[r.prefix().len()..]))
     })
 }
 
@@ -521,10 +553,10 @@ fn trim_end_of_stars(head: &[u8]) -> &[u8] {
 pub(crate) fn prefix_then_word(v: &[u8]) -> bool {
     let Some(&first) = v.first() else { return false };
     candidates(first, v.get(1).copied().unwrap_or(0)).iter().any(|r| {
-        v.len() > r.prefix.len()
-            && r.prefix.last().is_some_and(|b| matches!(b, b'-' | b'_'))
-            && v[..r.prefix.len()].eq_ignore_ascii_case(r.prefix)
-            && short_word(&v[r.prefix.len()..])
+        v.len() > r.prefix().len()
+            && r.prefix().last().is_some_and(|b| matches!(b, b'-' | b'_'))
+            && v[..r.prefix().len()].eq_ignore_ascii_case(r.prefix())
+            && short_word(&v[r.prefix().len()..])
     })
 }
 
@@ -584,9 +616,9 @@ fn typed_filler(token: &[u8], capitals: bool) -> bool {
 /// consonants running. Random capitals hold a vowel in four and common letters about half: one
 /// body in fifty with no digit reads so (and one in thirty has no digit).
 fn shouted_words(token: &[u8]) -> bool {
-    const WORDS: &[&[u8]] = &[
+    const WORDS: Words = words_from!(&[
         b"KEY", b"AWS", b"SECRET", b"TOKEN", b"ACCESS", b"PASS", b"TEST", b"DEMO",
-    ];
+    ]);
     let vowel = |b: &u8| matches!(b, b'A' | b'E' | b'I' | b'O' | b'U' | b'Y');
     let vowels = token.iter().filter(|b| vowel(b)).count();
     let consonants = token.split(vowel).map(<[u8]>::len).max().unwrap_or(0);
@@ -632,7 +664,7 @@ mod tests {
                 .collect();
             out.extend((0..v.head.1).map(|_| char::from(alphabet[rng.below(alphabet.len())])));
         }
-        out.push_str(std::str::from_utf8(v.prefix).expect("ascii"));
+        out.push_str(std::str::from_utf8(v.prefix()).expect("ascii"));
         for seg in &SEGMENTS[v.segs.0..v.segs.1] {
             if seg.class == u8::MAX {
                 out.push(char::from(seg.lit));
@@ -674,7 +706,7 @@ mod tests {
                 let got = super::candidates(b0, b1);
                 let (lo, hi) = super::FIRST[usize::from(b0.to_ascii_lowercase())];
                 let bucket = &VENDORS[usize::from(lo)..usize::from(hi)];
-                let hit = |v: &&Vendor| v.prefix[1].eq_ignore_ascii_case(&b1);
+                let hit = |v: &&Vendor| v.prefix()[1].eq_ignore_ascii_case(&b1);
                 assert!(got.iter().all(|v| hit(&v)), "{b0} {b1}");
                 assert_eq!(got.len(), bucket.iter().filter(hit).count(), "{b0} {b1}");
             }
@@ -687,7 +719,12 @@ mod tests {
             let tp = SAMPLES.iter().filter(|s| s.0 == k && s.1).count();
             let fp = SAMPLES.iter().filter(|s| s.0 == k && !s.1).count();
             let info = &RULE_INFO[k];
-            assert!(tp >= 1 && fp >= 1, "rule {} ({}) needs samples", info.id, v.name);
+            assert!(
+                tp >= 1 && fp >= 1,
+                "rule {} ({}) needs samples",
+                info.id,
+                v.name()
+            );
             assert!(!info.source.is_empty(), "rule {} cites no source", info.id);
         }
         let mut wrong = Vec::new();
@@ -712,7 +749,7 @@ mod tests {
                 continue;
             }
             let v = &VENDORS[k];
-            if positive && !caught_as(text, v.name) {
+            if positive && !caught_as(text, v.name()) {
                 wrong.push(format!("{}: missed {text:?}", RULE_INFO[k].id));
             }
             if !positive && !findings(text).is_empty() {
@@ -752,7 +789,7 @@ mod tests {
             // The prefix with filler of the shape's length, or alone, is documentation.
             let tok = token(v, &mut rng);
             let head = usize::from(v.head.1);
-            let body = &tok[head + v.prefix.len()..];
+            let body = &tok[head + v.prefix().len()..];
             for filler in [b'X', b'0', b'#'] {
                 let filled: String = body
                     .bytes()
@@ -764,12 +801,12 @@ mod tests {
                         }
                     })
                     .collect();
-                let prefix = std::str::from_utf8(v.prefix).expect("ascii");
+                let prefix = std::str::from_utf8(v.prefix()).expect("ascii");
                 let head = char::from(filler).to_string().repeat(head);
                 let text = format!("e.g. {head}{prefix}{filled} in the docs");
                 if findings(&text)
                     .iter()
-                    .any(|f| f.kind == SecretKind::Vendor(v.name))
+                    .any(|f| f.kind == SecretKind::Vendor(v.name()))
                 {
                     wrong.push(format!("{}: withheld {text:?}", info.id));
                 }
@@ -843,7 +880,7 @@ mod tests {
 
     #[test]
     fn the_rule_data_covers_many_providers() {
-        let mut names: Vec<&str> = VENDORS.iter().map(|v| v.name).collect();
+        let mut names: Vec<&str> = VENDORS.iter().map(|v| v.name()).collect();
         names.extend(KEYWORD_INFO.iter().map(|i| i.source));
         names.sort_unstable();
         names.dedup();

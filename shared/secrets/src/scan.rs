@@ -40,7 +40,7 @@ use crate::words::{
     PASSWORD_WORDS, STARTS_BYTE_RULE, Strength, Words, args_end, case_particle, command_position,
     command_segment, credential_word, credential_word_tail, credential_words_end, declared_type_end,
     foreign_qualified, foreign_word_means, is_key_byte, may_hold_secret_word, public_word_before,
-    qualified_after, qualified_before, secret_word, strong_word_before, words_of,
+    qualified_after, qualified_before, secret_word, strong_word_before, words_from, words_of,
 };
 
 /// One scan of `text`: its findings sorted by start, not merged.
@@ -395,13 +395,13 @@ impl<'t> Scan<'t> {
                 if matches!(prev, b'/' | b'\\')
                     && bytes.get(end) == Some(&b'.')
                     && bytes.get(end + 1).is_some_and(u8::is_ascii_alphabetic)
-                    && bytes[i + v.prefix.len()..end].iter().all(u8::is_ascii_hexdigit)
+                    && bytes[i + v.prefix().len()..end].iter().all(u8::is_ascii_hexdigit)
                 {
                     continue;
                 }
                 let end = v.wrapped_end(bytes, i, end);
-                self.push(SecretKind::Vendor(v.name), i, end);
-                if v.name == "aws_access_key" {
+                self.push(SecretKind::Vendor(v.name()), i, end);
+                if v.name() == "aws_access_key" {
                     self.aws_secret_near(end);
                 }
                 return;
@@ -414,7 +414,7 @@ impl<'t> Scan<'t> {
         if !crate::prefilter::shorter_than_a_head(bytes, i, run)
             && let Some((v, start, end)) = crate::rules::headed_at(self.text, i)
         {
-            self.push(SecretKind::Vendor(v.name), start, end);
+            self.push(SecretKind::Vendor(v.name()), start, end);
             return;
         }
         if self.separated_key.0 == i && self.glued_vendor_at(i) {
@@ -476,10 +476,10 @@ impl<'t> Scan<'t> {
     /// base64 text; the public `<Modulus>` and `<Exponent>` are not read, nor a text cut short
     /// (`6T6DLbUs…`).
     pub(crate) fn xml_key_value_at(&mut self, i: usize) {
-        const RSA: &[&[u8]] = &[b"D", b"P", b"Q", b"DP", b"DQ", b"InverseQ"];
-        const DSA: &[&[u8]] = &[b"X"];
+        const RSA: Words = words_from!(&[b"D", b"P", b"Q", b"DP", b"DQ", b"InverseQ"]);
+        const DSA: Words = words_from!(&[b"X"]);
         let bytes = self.bytes;
-        let (private, close): (&[&[u8]], &[u8]) = if bytes[i..].starts_with(b"RSAKeyValue>") {
+        let (private, close): (Words, &[u8]) = if bytes[i..].starts_with(b"RSAKeyValue>") {
             (RSA, b"</rsakeyvalue>")
         } else if bytes[i..].starts_with(b"DSAKeyValue>") {
             (DSA, b"</dsakeyvalue>")
@@ -497,7 +497,7 @@ impl<'t> Scan<'t> {
             let text = name_start + len + 1;
             let text_end = find_byte(b'<', &bytes[text..end]).map_or(end, |p| text + p);
             q = text;
-            if !private.contains(&&bytes[name_start..text - 1]) {
+            if !private.contains(&bytes[name_start..text - 1]) {
                 continue;
             }
             let v = &bytes[text..text_end];
@@ -514,7 +514,7 @@ impl<'t> Scan<'t> {
     /// one-line `{"kty":"oct","k":…}` is a library example's fixture more often than a secret.
     /// Its names are in `quote`: JSON's `"`, or `'` as Python prints a dict (`{'kty': 'EC', …}`).
     pub(crate) fn jwk_at(&mut self, i: usize, quote: u8) {
-        const PRIVATE: &[&[u8]] = &[b"d", b"p", b"q", b"dp", b"dq", b"qi"];
+        const PRIVATE: Words = words_from!(&[b"d", b"p", b"q", b"dp", b"dq", b"qi"]);
         let bytes = self.bytes;
         if !bytes[i..].starts_with(b"kty") || bytes.get(i + 3) != Some(&quote) {
             return;
@@ -544,7 +544,7 @@ impl<'t> Scan<'t> {
             if bytes.get(colon) != Some(&b':') {
                 continue;
             }
-            let private = PRIVATE.contains(&name);
+            let private = PRIVATE.contains(name);
             // The public members are read only to know a documented example's key.
             if !private && !matches!(name, b"n" | b"x") {
                 continue;
@@ -579,7 +579,7 @@ impl<'t> Scan<'t> {
     /// mapping: `d: …`, `p: …`), as a Helm value or a Kubernetes manifest holds one: each private
     /// member's random base64url value, as in JSON (see [`Scan::jwk_at`]).
     pub(crate) fn jwk_yaml_at(&mut self, i: usize) {
-        const PRIVATE: &[&[u8]] = &[b"d", b"p", b"q", b"dp", b"dq", b"qi"];
+        const PRIVATE: Words = words_from!(&[b"d", b"p", b"q", b"dp", b"dq", b"qi"]);
         // A mapping's members read around the `kty:` line, each way (a bound: a key has nine).
         const MEMBERS: usize = 16;
         let bytes = self.bytes;
@@ -637,7 +637,7 @@ impl<'t> Scan<'t> {
                 continue;
             }
             let name = &bytes[k..colon];
-            let private = PRIVATE.contains(&name);
+            let private = PRIVATE.contains(name);
             if !private && !matches!(name, b"n" | b"x") {
                 continue;
             }
@@ -716,15 +716,15 @@ impl<'t> Scan<'t> {
                     continue;
                 };
             for v in vendors {
-                let sep = v.prefix.iter().position(|&b| matches!(b, b'_' | b'-'));
-                if v.prefix.len() >= 8
+                let sep = v.prefix().iter().position(|&b| matches!(b, b'_' | b'-'));
+                if v.prefix().len() >= 8
                     && sep == Some(end - j)
                     && let Some(e) = v.matches(self.text, j)
-                    && e >= j + v.prefix.len() + 20
-                    && looks_random(&bytes[j + v.prefix.len()..e], 16)
+                    && e >= j + v.prefix().len() + 20
+                    && looks_random(&bytes[j + v.prefix().len()..e], 16)
                 {
                     let e = v.wrapped_end(bytes, j, e);
-                    self.push(SecretKind::Vendor(v.name), j, e);
+                    self.push(SecretKind::Vendor(v.name()), j, e);
                     return true;
                 }
             }
@@ -2564,7 +2564,8 @@ impl<'t> Scan<'t> {
             b"connection",
         ]
         .iter()
-        .chain(PASSWORD_KEYS)
+        .copied()
+        .chain(PASSWORD_KEYS.iter())
         .any(|w| name.len() >= w.len() && name[name.len() - w.len()..].eq_ignore_ascii_case(w));
         // A verb before the class name reads or configures one (`GetCredential`,
         // `AddAuthentication("Cookies", …)`), it is not given a user and a password.
@@ -3291,7 +3292,7 @@ impl<'t> Scan<'t> {
     /// plural each item is a password (`passwords:`); under other plurals (`secrets`, `tokens`,
     /// `imagePullSecrets`) items often name secrets, and count only when generated.
     fn item_key<'k>(site: &KeySite<'k>) -> Option<(&'k [u8], Strength)> {
-        const WORDS: &[&[u8]] = &[
+        const WORDS: Words = words_from!(&[
             b"password",
             b"passwd",
             b"passphrase",
@@ -3301,10 +3302,10 @@ impl<'t> Scan<'t> {
             b"key",
             b"credential",
             b"creds",
-        ];
+        ]);
         // A list of weak, common or banned passwords (a validator's dictionary) or of samples
         // names no one's credentials.
-        const DICTIONARY: &[&[u8]] = &[
+        const DICTIONARY: Words = words_from!(&[
             b"common",
             b"weak",
             b"banned",
@@ -3325,7 +3326,7 @@ impl<'t> Scan<'t> {
             b"test",
             b"dummy",
             b"fake",
-        ];
+        ]);
         let key = site.key;
         let one = key
             .strip_suffix(b"s")

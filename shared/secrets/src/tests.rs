@@ -1120,11 +1120,11 @@ fn rule_names_are_snake_case() {
     }
     for v in &super::VENDORS {
         assert!(
-            v.name
+            v.name()
                 .bytes()
                 .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_'),
             "{}",
-            v.name
+            v.name()
         );
     }
 }
@@ -6418,4 +6418,39 @@ fn full_width_blanks_read_as_blanks() {
         "パスワード\u{3000}は\u{3000}８文字以上です。\u{3000}token\u{3000}の有効期限は１時間。",
         "password\u{3000}required",
     ]);
+}
+
+/// A list packed at compile time ([`crate::words::words_from`]) reads back every entry, in
+/// order, the empty one and one with a space included; the largest tables read back whole.
+#[test]
+fn a_packed_list_reads_back_every_entry_in_order() {
+    use crate::words::{Words, words_from};
+    const LIST: Words = words_from!(&[b"first", b"", b"two words", b"\xe2\x80\xa6", b"x", b"first"]);
+    let want: [&[u8]; 6] = [b"first", b"", b"two words", b"\xe2\x80\xa6", b"x", b"first"];
+    assert_eq!(LIST.iter().collect::<Vec<_>>(), want);
+    assert_eq!(LIST.len(), want.len());
+    for (k, w) in want.iter().enumerate() {
+        assert_eq!(LIST.get(k), *w);
+        assert!(LIST.contains(w));
+    }
+    assert!(!LIST.contains(b"firs") && !LIST.contains(b"two"));
+    const NONE: Words = words_from!(&[]);
+    assert_eq!(NONE.iter().count(), 0);
+    // The vendor table: every rule's name, prefix and stopwords are whole slices of its text.
+    for v in &super::VENDORS {
+        assert!(
+            !v.name().is_empty()
+                && v.name()
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+        );
+        assert!(v.prefix().len() >= 2, "{}", v.name());
+    }
+    let examples: Vec<&[u8]> = crate::rules::DOCUMENTED_EXAMPLES.iter().collect();
+    assert!(!examples.is_empty());
+    assert!(
+        examples
+            .iter()
+            .all(|e| e.len() >= 16 && !e.iter().any(u8::is_ascii_whitespace))
+    );
 }

@@ -74,9 +74,9 @@ pub(crate) static KEY_CLASS: [u8; 256] = {
 };
 
 /// The words [`credential_word`] builds a key of.
-pub(crate) const CREDENTIAL_WORDS: &[&[u8]] = &[
+pub(crate) const CREDENTIAL_WORDS: Words = words_from!(&[
     b"access", b"secret", b"private", b"token", b"apikey", b"api", b"key", b"auth",
-];
+]);
 
 /// The first two letters of each of [`CREDENTIAL_WORDS`], in either case (a bit per `(first & 31,
 /// second & 31)`; a one-letter word sets its whole row): most words start with none of them, and
@@ -86,7 +86,7 @@ pub(crate) static CREDENTIAL_PAIRS: [u32; 32] = {
     let mut t = [0u32; 32];
     let mut k = 0;
     while k < CREDENTIAL_WORDS.len() {
-        let w = CREDENTIAL_WORDS[k];
+        let w = CREDENTIAL_WORDS.get(k);
         t[(w[0] & 31) as usize] |= if w.len() < 2 { u32::MAX } else { 1 << (w[1] & 31) };
         k += 1;
     }
@@ -296,10 +296,26 @@ pub(crate) static PASSWORD_WORD_INDEX: [[ForeignMask; 256]; 2] = {
 /// compares lengths first, as a table would, instead of scanning the whole string each time.
 pub(crate) struct Words {
     pub(crate) text: &'static [u8],
-    pub(crate) at: &'static [(u16, u8)],
+    pub(crate) at: &'static [(u16, u16)],
 }
 
 impl Words {
+    /// How many words the list holds.
+    pub(crate) const fn len(&self) -> usize {
+        self.at.len()
+    }
+
+    /// The word at `k` (a constant function: tables are built from lists at compile time).
+    pub(crate) const fn get(&self, k: usize) -> &'static [u8] {
+        let (start, len) = self.at[k];
+        self.text.split_at(start as usize).1.split_at(len as usize).0
+    }
+
+    /// Whether `w` is one of the words (exactly, case included).
+    pub(crate) fn contains(&self, w: &[u8]) -> bool {
+        self.iter().any(|x| x == w)
+    }
+
     /// The words, in order.
     pub(crate) fn iter(&self) -> impl Iterator<Item = &'static [u8]> {
         let text = self.text;
@@ -336,11 +352,11 @@ pub(crate) const fn word_count(text: &[u8]) -> usize {
     n
 }
 
-/// Where each word of a space-separated list starts, and its length (at most 255 bytes, the
-/// list at most 64 KiB: compilation fails otherwise).
-pub(crate) const fn word_index<const N: usize>(text: &[u8]) -> [(u16, u8); N] {
+/// Where each word of a space-separated list starts, and its length (the list at most 64 KiB:
+/// compilation fails otherwise).
+pub(crate) const fn word_index<const N: usize>(text: &[u8]) -> [(u16, u16); N] {
     assert!(text.len() <= u16::MAX as usize, "word list too long");
-    let mut at = [(0u16, 0u8); N];
+    let mut at = [(0u16, 0u16); N];
     let (mut i, mut k) = (0, 0);
     while i < text.len() {
         if text[i] != b' ' && (i == 0 || text[i - 1] == b' ') {
@@ -348,9 +364,8 @@ pub(crate) const fn word_index<const N: usize>(text: &[u8]) -> [(u16, u8); N] {
             while e < text.len() && text[e] != b' ' {
                 e += 1;
             }
-            assert!(e - i <= u8::MAX as usize, "word too long");
             // Both fit: checked above.
-            at[k] = (i as u16, (e - i) as u8);
+            at[k] = (i as u16, (e - i) as u16);
             k += 1;
         }
         i += 1;
@@ -362,11 +377,65 @@ pub(crate) const fn word_index<const N: usize>(text: &[u8]) -> [(u16, u8); N] {
 macro_rules! words_of {
     ($text:expr) => {{
         const TEXT: &[u8] = $text;
-        const AT: [(u16, u8); $crate::words::word_count(TEXT)] = $crate::words::word_index(TEXT);
+        const AT: [(u16, u16); $crate::words::word_count(TEXT)] = $crate::words::word_index(TEXT);
         $crate::words::Words { text: TEXT, at: &AT }
     }};
 }
 pub(crate) use words_of;
+
+/// The bytes of a list of byte strings laid end to end (the text of [`words_from`]).
+pub(crate) const fn joined<const B: usize>(list: &[&[u8]]) -> [u8; B] {
+    let mut text = [0u8; B];
+    let (mut k, mut at) = (0, 0);
+    while k < list.len() {
+        let mut i = 0;
+        while i < list[k].len() {
+            text[at] = list[k][i];
+            at += 1;
+            i += 1;
+        }
+        k += 1;
+    }
+    assert!(at == B, "joined length");
+    text
+}
+
+/// How many bytes a list of byte strings holds in all.
+pub(crate) const fn joined_len(list: &[&[u8]]) -> usize {
+    let (mut k, mut n) = (0, 0);
+    while k < list.len() {
+        n += list[k].len();
+        k += 1;
+    }
+    n
+}
+
+/// Where each entry of a list of byte strings starts in [`joined`]'s text, and its length (the
+/// list at most 64 KiB: compilation fails otherwise).
+pub(crate) const fn joined_index<const N: usize>(list: &[&[u8]]) -> [(u16, u16); N] {
+    assert!(joined_len(list) <= u16::MAX as usize, "word list too long");
+    let mut at = [(0u16, 0u16); N];
+    let (mut k, mut start) = (0, 0);
+    while k < N {
+        // Both fit: checked above.
+        at[k] = (start as u16, list[k].len() as u16);
+        start += list[k].len();
+        k += 1;
+    }
+    at
+}
+
+/// A [`Words`] list from a list of byte-string literals, one an entry (which may hold spaces):
+/// the list is read at compile time only, so its table of slices is never built.
+macro_rules! words_from {
+    ($list:expr) => {{
+        const LIST: &[&[u8]] = $list;
+        const TEXT: [u8; $crate::words::joined_len(LIST)] = $crate::words::joined(LIST);
+        const AT: [(u16, u16); LIST.len()] = $crate::words::joined_index(LIST);
+        $crate::words::Words { text: &TEXT, at: &AT }
+    }};
+}
+pub(crate) use words_from;
 
 /// No words.
 pub(crate) const NO_WORDS: Words = words_of!(b"");
@@ -401,10 +470,10 @@ pub(crate) const POSITION_QUALIFIERS: Words =
 
 /// Accounts whose word glued to `pass` or `pw` names their password (`userpass`, `dbpass`,
 /// `ROOTPW`).
-pub(crate) const PASS_OWNERS: &[&[u8]] = &[
+pub(crate) const PASS_OWNERS: Words = words_from!(&[
     b"user", b"db", b"admin", b"root", b"sql", b"mysql", b"pg", b"ftp", b"smtp", b"mail", b"ldap", b"proxy",
     b"ssh", b"redis", b"vnc",
-];
+]);
 
 /// Whether an account's word ([`PASS_OWNERS`]) is glued before `j` in `key`, as a segment's start
 /// (`DBPASS`, `rootPw`, `ADMINPW`; not `bypass`).
@@ -417,12 +486,12 @@ fn owner_before(key: &[u8], j: usize) -> bool {
 }
 
 /// `password` shortened by dropping vowels or a doubled `s`, as people write it in keys.
-pub(crate) const SHORT_PASSWORDS: &[&[u8]] = &[
+pub(crate) const SHORT_PASSWORDS: Words = words_from!(&[
     b"pswd", b"psswd", b"pswrd", b"psswrd", b"psword", b"pssword", b"paswd", b"paswrd", b"pasword",
-];
+]);
 
 /// Words glued to `key` that make it a credential's name (`apikey`, `SECRETKEY`, `masterkey`).
-pub(crate) const KEY_COMPOUNDS: &[&[u8]] = &[
+pub(crate) const KEY_COMPOUNDS: Words = words_from!(&[
     b"api",
     b"secret",
     b"access",
@@ -451,7 +520,7 @@ pub(crate) const KEY_COMPOUNDS: &[&[u8]] = &[
     b"sdk",
     b"dev",
     b"prod",
-];
+]);
 
 /// The first two letters a secret word may start with (either ASCII case), as two bit sets: a
 /// byte's bits in the first array are the words it may start, in the second those it may follow
@@ -578,7 +647,7 @@ pub(crate) fn secret_word_at(key: &[u8], j: usize) -> Option<(usize, Strength, b
         b'p' => longest(key, j, &[b"password", b"passwd", b"passphrase", b"passcode"])
             // Spellings that drop a vowel or a doubled `s` (`PSWD`, `PASWRD`, `PSSWORD`): a
             // password's name as people shorten it, found in no other word.
-            .or_else(|| longest(key, j, SHORT_PASSWORDS))
+            .or_else(|| longest_of(key, j, SHORT_PASSWORDS.iter()))
             .map(|e| (e, Strength::Strong, false))
             .or_else(|| two_part(key, j, b"private", b"key").map(|e| (e, Strength::Strong, false)))
             // (`OLDPWD` is the shell's previous directory, as `PWD` its current one.)
@@ -855,7 +924,12 @@ pub(crate) fn form_nonce(before: &[u8], word: &[u8]) -> bool {
 }
 
 pub(crate) fn longest(key: &[u8], j: usize, words: &[&[u8]]) -> Option<usize> {
-    words.iter().filter_map(|w| eat_ci(key, j, w)).max()
+    longest_of(key, j, words.iter().copied())
+}
+
+/// [`longest`] over any list of words.
+fn longest_of<'w>(key: &[u8], j: usize, words: impl Iterator<Item = &'w [u8]>) -> Option<usize> {
+    words.filter_map(|w| eat_ci(key, j, w)).max()
 }
 
 /// `first[_-. ]?second` at `j`.

@@ -360,7 +360,7 @@ fn the_table_counts_each_source_once_and_reads_its_rates() {
 /// added to the data moves them).
 #[test]
 fn the_documented_rule_counts_are_the_compiled_ones() {
-    let mut prefix_providers: Vec<&str> = VENDORS.iter().map(|v| v.name).collect();
+    let mut prefix_providers: Vec<&str> = VENDORS.iter().map(|v| v.name()).collect();
     prefix_providers.sort_unstable();
     prefix_providers.dedup();
     let keyword = keyword_providers();
