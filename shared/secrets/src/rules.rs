@@ -66,7 +66,7 @@ pub(crate) fn filler_like(token: &[u8]) -> bool {
 
 /// Whether `token` is a key a vendor documents as an example (`[[example]]` in the rule data).
 pub(crate) fn documented_example(token: &[u8]) -> bool {
-    DOCUMENTED_EXAMPLES.iter().any(|e| e == token)
+    DOCUMENTED_EXAMPLES.contains(token)
 }
 
 /// The length of the documented example `span` starts with, when it ends there or before a byte

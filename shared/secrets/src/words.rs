@@ -311,9 +311,13 @@ impl Words {
         self.text.split_at(start as usize).1.split_at(len as usize).0
     }
 
-    /// Whether `w` is one of the words (exactly, case included).
+    /// Whether `w` is one of the words (exactly, case included). Lengths are compared first,
+    /// as a table of slices would: most words differ there.
     pub(crate) fn contains(&self, w: &[u8]) -> bool {
-        self.iter().any(|x| x == w)
+        let text = self.text;
+        self.at
+            .iter()
+            .any(|&(start, len)| usize::from(len) == w.len() && text[usize::from(start)..].starts_with(w))
     }
 
     /// The words, in order.
