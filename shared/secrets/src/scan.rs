@@ -437,7 +437,10 @@ impl<'t> Scan<'t> {
                 self.identified_by_at(i);
                 self.insert_at(i);
             }
-            b'0'..=b'9' => self.telegram_at(i),
+            b'0'..=b'9' => {
+                self.telegram_at(i);
+                self.host_account_at(i);
+            }
             b'p' | b's' | b'a' => self.crypt_word_at(i),
             b'M' | b'O' => self.discord_at(i),
             // Windows commands ignore case (`NET USE`).
@@ -3425,6 +3428,33 @@ impl<'t> Scan<'t> {
         let user_start = run_end_max(bytes, kend, 4, |b| {
             matches!(b, b':' | b'(' | b')' | b'-' | b'>' | b'=' | b' ')
         });
+        self.account_at(user_start, |b| matches!(b, b'/' | b':' | b' '), false);
+    }
+
+    /// `10.0.4.12 (admin/Xq9…)`: a host's address, then an account in parentheses, a user, a
+    /// slash and its password, as notes write a box's login; the password judged as a word after
+    /// a password's (`(eth0/Gateway)` names an interface and a word).
+    fn host_account_at(&mut self, i: usize) {
+        let bytes = self.bytes;
+        let mut p = i;
+        for k in 0..4 {
+            let e = run_end_max(bytes, p, 3, |b| b.is_ascii_digit());
+            if e == p || k < 3 && bytes.get(e) != Some(&b'.') {
+                return;
+            }
+            p = e + usize::from(k < 3);
+        }
+        let open = skip_blank(bytes, p);
+        if bytes.get(open) == Some(&b'(') {
+            self.account_at(open + 1, |b| b == b'/', true);
+        }
+    }
+
+    /// A user from `user_start`, a separator of `sep`'s bytes (up to four) and its password,
+    /// pushed when the password is judged one after a password's word; `pairs`: more pairs may
+    /// follow after a comma.
+    fn account_at(&mut self, user_start: usize, sep: impl Fn(u8) -> bool, pairs: bool) {
+        let bytes = self.bytes;
         let user_end = run_end(bytes, user_start, |b| {
             b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'@')
         });
@@ -3432,17 +3462,21 @@ impl<'t> Scan<'t> {
             return;
         }
         // Between the user and the password: `/`, `//` or `:`, blanks around, or one blank.
-        let sep_end = run_end_max(bytes, user_end, 4, |b| matches!(b, b'/' | b':' | b' '));
+        let sep_end = run_end_max(bytes, user_end, 4, sep);
         if sep_end == user_end {
             return;
         }
         let Some(password) = Value::parse(bytes, sep_end, Stop::Blank) else {
             return;
         };
-        // The whole run, less the parenthesis or comma that closes the pair.
-        let pw = trim_end_of(&bytes[password.start..password.whole_end(bytes)], |b| {
-            matches!(b, b')' | b',')
-        });
+        // The whole run, less the parenthesis or comma that closes the pair; in `pairs`, up to
+        // the first (another pair may follow: `(ops/Xq9…,root/Lm4…)`).
+        let run = &bytes[password.start..password.whole_end(bytes)];
+        let closes = |b: &u8| matches!(b, b')' | b',');
+        let pw = match run.iter().position(closes) {
+            Some(k) if pairs => &run[..k],
+            _ => trim_end_of(run, |b| closes(&b)),
+        };
         let password = Value {
             end: password.start + pw.len(),
             ..password
@@ -3578,7 +3612,8 @@ impl<'t> Scan<'t> {
             && strength == Strength::Strong
             && colon
             && password_key(key)
-            && trim_ascii(line).iter().all(|&b| b == b'-')
+            // (Before the key: a list's `-`, or a diff's `+` opening an added line.)
+            && trim_ascii(line).iter().all(|&b| matches!(b, b'-' | b'+' | b' ' | b'\t'))
             && letters_password(bytes, &value, key)
             && !(crate::judge::password_entry_key(key) && crate::judge::named_slot(value.text(bytes), key))
         {

@@ -3981,6 +3981,96 @@ fn a_base64_key_may_start_with_a_plus() {
     ]);
 }
 
+/// A run of random letters joined to a word by `_` or `-` is a generated value after a strong
+/// key, where a name of words joined so is code.
+#[test]
+fn random_letters_joined_to_a_word_are_a_value_and_joined_words_are_a_name() {
+    assert_found(&[
+        "api_token: hTqWmZpLxRvK_staging",
+        "  SERVICE_SECRET: live-QmXvTbKzRwYp",
+    ]);
+    assert_clean(&[
+        "api_token: readTokenFrom_vault",
+        "  SERVICE_SECRET: XMLHttpRequest_polyfill",
+    ]);
+}
+
+/// A tool's name in capitals glued to `KEY` ends an environment variable naming its key; an
+/// English word ending in those letters names none.
+#[test]
+fn a_name_in_capitals_glued_to_key_names_a_key() {
+    assert_found(&[
+        "STRIPEKEY=Vb8nQ2xLm4Rt7Wz9Kp3s",
+        "  environment:\n    - MAPBOXKEY=Jd4kR8wQz2Xn6Lp9Tv3c",
+    ]);
+    assert_clean(&[
+        "HOTKEY=Vb8nQ2xLm4Rt7Wz9Kp3s",
+        "TURKEY=Jd4kR8wQz2Xn6Lp9Tv3c",
+        "STRIPEKEY=stripe_key_here",
+    ]);
+}
+
+/// The accounts' names default installs use as their password (`root`, `admin`, `toor`) are a
+/// password on a YAML line of their own, a comment after them or a diff's `+` before; another
+/// short word there names a setting's choice.
+#[test]
+fn a_default_install_password_in_yaml_is_a_password_and_a_short_choice_is_not() {
+    assert_found(&[
+        "  password: toor  # lab box",
+        "+    MasterPassword: admin",
+        "db:\n  password: root\n  port: 5432",
+    ]);
+    assert_clean(&[
+        "  password: auto",
+        "  password: prompt  # asked at boot",
+        "+  user: root",
+        "db:\n  password: native\n  port: 5432",
+    ]);
+}
+
+/// One group three times with the rest typed from its characters is filler, a vendor's prefix
+/// before it or not; ids repeated before a random secret leave the secret a secret.
+#[test]
+fn a_group_typed_three_times_is_filler_and_a_random_tail_after_it_is_not() {
+    assert_clean(&[
+        "token = \"Rt7-Rt7-Rt7-7tR\"",
+        "slack: xoxb-5550101-5550101-5550101-1010555",
+    ]);
+    assert_found(&[
+        "token = \"Rt7-Rt7-Rt7-Lm3Qp8Vz2RwKx\"",
+        "api_token: 4417-4417-4417-Tq8mZ3vX9kLp2wRb",
+    ]);
+}
+
+/// A host's address, then a user and its password in parentheses, is a box's login as notes
+/// write it; an interface and a word there, or a port, are not.
+#[test]
+fn a_host_then_user_slash_password_in_parentheses_is_a_login() {
+    assert_found(&[
+        "staging db 10.20.3.41 (deploy/Tq7vLm2Xk9)",
+        "- 172.16.0.9(ops/Rw4zKp8Qn3,backup/Hj6Vx2Lm9q)",
+    ]);
+    assert_clean(&[
+        "route via 10.20.3.41 (eth0/Gateway)",
+        "- 172.16.0.9(tcp/5432) is the primary",
+        "version 1.2.3.4 (beta/rc)",
+    ]);
+}
+
+/// A string broken over lines (a backslash ending its first, a triple quote running on) holds
+/// its value's head on the first line; a docstring's words or a sentence continued so do not.
+#[test]
+fn a_string_continued_on_the_next_line_holds_its_head() {
+    assert_found(&[
+        "client_secret = 'Hb7qWm2ZxLp9TkR4vNc8\\\n    Yd3Fs6Jg'",
+        "token = \"\"\"Qm3Lk8Zx2Vt7Rw9Pn4Hb6Jc\nDs5Fg1\"\"\"",
+    ]);
+    assert_clean(&[
+        "token_help = 'Paste the token you were given \\\n    here'",
+        "def token():\n    \"\"\"Returns the current token.\n    \"\"\"",
+    ]);
+}
+
 #[test]
 fn camel_word_share_tells_random_letters_from_identifiers() {
     use crate::judge::random_letters;
