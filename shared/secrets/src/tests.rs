@@ -1921,6 +1921,13 @@ fn adversarial_repetitions_scan_in_linear_time() {
         "password:\u{a0}",
         "sha1$a$",
         "{SSHA}ThisIsNotAHashJustSomeLongerText",
+        "10.0.0.1 (a/",
+        "10.0.0.1(ops/Xk9mQ2zLp7,",
+        "tokens:Wq7#Lm2$Zx9 ",
+        "DB_TOKEN=121-121-121-",
+        "k = '''Xk9mQ2zLp7\n",
+        "SECRET = getenv(\"A\", ",
+        "7affd6683c03c241a167da374696712e-",
     ];
     let (small, large) = scaling(|size| {
         let started = Instant::now();
@@ -4068,6 +4075,44 @@ fn a_string_continued_on_the_next_line_holds_its_head() {
     assert_clean(&[
         "token_help = 'Paste the token you were given \\\n    here'",
         "def token():\n    \"\"\"Returns the current token.\n    \"\"\"",
+    ]);
+}
+
+/// An environment lookup assigned to a secret's variable: its literal default is that secret,
+/// whatever name is looked up; an empty or stand-in default, or a lookup that is no environment's,
+/// is none.
+#[test]
+fn an_env_lookups_default_assigned_to_a_secret_variable_is_the_secret() {
+    assert_found(&[
+        "api_secret = os.environ.get(\"ACME_LEGACY\", \"Vn4kQz8Lw2Rx7Tp\")",
+        "if token := getenv(\"SVC_T\", \"Hq9Xw2Lm7Zk4Rt\"):",
+    ]);
+    assert_clean(&[
+        "api_secret = os.environ.get(\"ACME_LEGACY\", \"\")",
+        "api_secret = os.environ.get(\"ACME_LEGACY\", \"changeme\")",
+        "api_secret = config.get(\"acme\", \"Vn4kQz8Lw2Rx7Tp\")",
+    ]);
+}
+
+/// A generated value glued to a plural's colon (`tokens:Wq7#…`) is a secret, as after its `=`;
+/// words, a version or a call glued so are not.
+#[test]
+fn a_generated_value_glued_to_a_plurals_colon_is_a_secret() {
+    assert_found(&["tokens:Wq7#Lm2$Zx9", "service passwords:Kd8!vRq2Tz"]);
+    assert_clean(&["tokens:per-user", "keys:v2.1-Beta", "passwords:Sha256(Salt)"]);
+}
+
+/// Mailgun's private API key of today's shape (32 hex, then two groups of eight) is its key
+/// anywhere; typed filler of that shape, or a longer run of groups, is not.
+#[test]
+fn a_mailgun_key_of_three_hex_groups_is_found_and_filler_or_a_longer_run_is_not() {
+    assert_kind(
+        SecretKind::Vendor("mailgun_key"),
+        &["the worker still sends with 7affd6683c03c241a167da374696712e-51b53422-b150d429 after rotation"],
+    );
+    assert_clean(&[
+        "the worker still sends with 00000000000000000000000000000000-00000000-00000000 after rotation",
+        "build 7affd6683c03c241a167da374696712e-51b53422-b150d429-0c1d is cached",
     ]);
 }
 
