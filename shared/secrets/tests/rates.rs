@@ -23,6 +23,7 @@ const SHELL_PLUGINS: &str = include_str!("../../../tests/fixtures/secrets_probe_
 const SCANNERS: &str = include_str!("../../../tests/fixtures/secrets_probe_scanners.txt");
 const WHISPERS: &str = include_str!("../../../tests/fixtures/secrets_probe_whispers.txt");
 const KICS: &str = include_str!("../../../tests/fixtures/secrets_probe_kics.txt");
+const CREDSWEEPER: &str = include_str!("../../../tests/fixtures/secrets_probe_credsweeper.txt");
 const DOC: &str = include_str!("../../../docs/secret-filter.md");
 const README: &str = include_str!("../../../README.md");
 const BEGIN: &str = "<!-- rates: computed by shared/secrets/tests/rates.rs -->\n";
@@ -62,6 +63,7 @@ const FLOORS: &[(&str, f64, f64)] = &[
     ("secretscanner", 96.7, 0.0),
     ("whispers", 97.0, 0.0),
     ("kics", 100.0, 0.0),
+    ("credsweeper", 95.5, 0.4),
 ];
 
 /// What each source is, for the table.
@@ -172,6 +174,10 @@ const LABELS: &[(&str, &str)] = &[
         "kics",
         "Checkmarx KICS's passwords-and-secrets query tests (Terraform, CloudFormation, Kubernetes, Ansible, Dockerfiles, ARM, Bicep), each file whole in two shapes (a `git show`, a pull request's added file), `tests/fixtures/secrets_probe_kics.txt`",
     ),
+    (
+        "credsweeper",
+        "Samsung's CredSweeper: its text samples' reported and unreported lines (code in nine languages, configs, logs, patches, PEM files, vendor tokens) in five prompt shapes, `tests/fixtures/secrets_probe_credsweeper.txt`",
+    ),
 ];
 
 #[derive(Default)]
@@ -248,6 +254,7 @@ fn rates() -> BTreeMap<String, Rates> {
         SCANNERS,
         WHISPERS,
         KICS,
+        CREDSWEEPER,
     ] {
         score(
             fixture,
