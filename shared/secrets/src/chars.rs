@@ -241,6 +241,32 @@ pub(crate) fn entropy(v: &[u8]) -> f64 {
         .sum()
 }
 
+/// One group of three or more characters three times between separators, the rest typed with
+/// that group's characters alone (`xoxp-4815162342-4815162342-4815162342-15234816`,
+/// `789-789-789`): typed, as a generated token's ids and secret differ. Ids repeated before a
+/// random secret (`xoxp-1234-1234-1234-4ddbc191…`) leave the secret a secret. (A token's length
+/// at most, its first eight groups compared: a long run, judged again at each key it holds, costs
+/// no more.)
+pub(crate) fn repeated_group(v: &[u8]) -> bool {
+    if v.len() > 256 {
+        return false;
+    }
+    let groups = || {
+        v.split(|&b| matches!(b, b'-' | b'_' | b'.'))
+            .take(8)
+            .filter(|g| g.len() >= 3)
+    };
+    let Some(g) = groups().find(|g| groups().filter(|h| h == g).count() >= 3) else {
+        return false;
+    };
+    let mut used = [false; 256];
+    for &b in g {
+        used[usize::from(b)] = true;
+    }
+    v.iter()
+        .all(|&b| used[usize::from(b)] || matches!(b, b'-' | b'_' | b'.'))
+}
+
 /// Made up by hand rather than generated: a long value holding a run of six consecutive
 /// characters counting up or down (`abcdef`, `123456`, `TUVWXYZ`, `987654`), side by side or
 /// every other character with separators skipped (`a1b2c3d4e5f6`, `d4c3b2a1-f6e5`,
@@ -549,4 +575,12 @@ fn alphanumerics<'a>(v: &[u8], buf: &'a mut [u8]) -> &'a [u8] {
 /// `PasswordField`): eight or more, under half of them in words (see [`camel_word_share`]).
 pub(crate) fn random_letters(v: &[u8]) -> bool {
     v.len() >= 8 && camel_word_share(v).is_some_and(|w| 2 * w < v.len())
+}
+
+/// Letters joined by `_` or `-` where one part is random letters (`hTqWmZpLxRvK_prod`,
+/// `live-QmXvTbKzRwYp`): a name's parts are all words, so a random part makes a generated value.
+pub(crate) fn random_letters_joined(v: &[u8]) -> bool {
+    v.iter()
+        .all(|&b| b.is_ascii_alphabetic() || b == b'_' || b == b'-')
+        && v.split(|&b| b == b'_' || b == b'-').any(random_letters)
 }

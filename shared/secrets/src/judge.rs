@@ -231,6 +231,12 @@ impl Value {
             if bytes[end] == first {
                 return Some(Self::enclosed(start, end, first, stop));
             }
+            // One run on the opening line, the string going on below (`key = '''Xq9…` NEWLINE
+            // `…'''`): a long value's head, where a docstring's first line is words.
+            let head = bytes[start..end].trim_ascii_end();
+            if !head.is_empty() && !head.iter().any(u8::is_ascii_whitespace) {
+                return Some(Self::enclosed(start, start + head.len(), first, stop));
+            }
             return Self::block_line(bytes, start, end, first, stop);
         }
         if matches!(first, b'"' | b'\'' | b'`') {
@@ -245,6 +251,15 @@ impl Value {
             let (end, cut) =
                 match (start..limit).find(|&k| bytes[k] == first && !escaped(k) || bytes[k] == b'\n') {
                     Some(end) if bytes[end] == first => (end, false),
+                    // A string continued on the next line by a backslash ending this one
+                    // (`'Xq9…\` NEWLINE `…'`): its head up to the backslash, when one run.
+                    Some(end)
+                        if end > start + 1
+                            && bytes[end - 1] == b'\\'
+                            && !bytes[start..end - 1].iter().any(u8::is_ascii_whitespace) =>
+                    {
+                        (end - 1, false)
+                    }
                     Some(_) => return None,
                     None if limit < bytes.len() => (limit, true),
                     None => return None,
@@ -782,7 +797,7 @@ pub(crate) fn value_is_secret(
         Mode::Literal if !weak => v.len() >= 4,
         // Random letters unquoted in code: unless code goes on after them (`= rndPwdStr;`) or
         // they name what the text uses again (a variable).
-        Mode::Code if !weak && random_letters(v) => {
+        Mode::Code if !weak && (random_letters(v) || crate::chars::random_letters_joined(v)) => {
             value.raw_end == value.end
                 && bytes.get(value.end) != Some(&b';')
                 && !named_nearby(bytes, value.start, value.end)
@@ -971,13 +986,16 @@ pub(crate) fn letters_password(bytes: &[u8], value: &Value, key: &[u8]) -> bool 
         b"Hash", b"Value", b"Secret", b"Token",
     ]);
     let v = value.text(bytes);
-    let ends_line = matches!(
-        bytes.get(skip_blank(bytes, value.raw_end)),
-        None | Some(b'\n' | b'\r')
-    );
+    // A comment after a blank (`password: root  # staging`) still ends the value's line.
+    let after = skip_blank(bytes, value.raw_end);
+    let ends_line = matches!(bytes.get(after), None | Some(b'\n' | b'\r'))
+        || after > value.raw_end && bytes.get(after) == Some(&b'#');
     // A short word (`Bcrypt`, `Native`, `Inherit`) names a setting's choice more often than it is
-    // a password: a letters-only password has at least eight letters.
-    let password_shaped = v.len() >= 8;
+    // a password: a letters-only password has at least eight letters, but for the accounts' names
+    // default installs use as their password (`root`, `admin`, `toor`) and typed weak ones.
+    const DEFAULTS: Words = words_of!(b"root toor admin");
+    let password_shaped =
+        v.len() >= 8 || weak_literal(v) || DEFAULTS.iter().any(|w| v.eq_ignore_ascii_case(w));
     !value.quoted
         && value.raw_end == value.end
         && ends_line
@@ -2733,6 +2751,7 @@ pub(crate) fn is_placeholder(v: &[u8]) -> bool {
         || masked(v)
         || placeholder_words(v)
         || fabricated(v)
+        || crate::chars::repeated_group(v)
         // The marker in a shorter value (`EXAMPLEEXPOTOKEN123`): typed, as in a longer one.
         || v.len() >= 12 && crate::chars::spells_a_marker(v)
         || counted_through(v)

@@ -301,7 +301,7 @@ pub(crate) fn inert_word(bytes: &[u8], i: usize, prev: u8, run: usize) -> bool {
     let len = run - i;
     // As `word_at` dispatches on `b0`, each rule's head by its first three bytes (folded, a
     // superset of the rules' own comparisons): `bearer`, `basic`, `bcrypt`, `bot`; `identified `,
-    // `insert`; a Telegram bot id (8 digits or more); `pbkdf2`, `sha1`, `scrypt`, `argon2`,
+    // `insert`; a Telegram bot id (8 digits or more); a host's address (digits before a dot); `pbkdf2`, `sha1`, `scrypt`, `argon2`,
     // `md5`; a Discord id (24 bytes or more; the run is all of it, the byte after it no
     // base64url's); `net`, `htp…`, `wpa…`, `chp…`, `vau…`; `ConvertTo-SecureString`; Maven's
     // `<master>`; a JWT's `eyJ`; a JSON Web Key's `"kty"` or YAML's `kty:`; .NET's `<RSAKeyValue>` and `<DSAKeyValue>`.
@@ -312,7 +312,7 @@ pub(crate) fn inert_word(bytes: &[u8], i: usize, prev: u8, run: usize) -> bool {
             (b'b', b'e', b'a') | (b'b', b'a', b's') | (b'b', b'c', b'r') | (b'b', b'o', b't')
         ),
         b'i' | b'I' => matches!(head, (b'i', b'd', b'e') | (b'i', b'n', b's')),
-        b'0'..=b'9' => len >= 8,
+        b'0'..=b'9' => len >= 8 || bytes.get(run) == Some(&b'.'),
         b'p' => head == (b'p', b'b', b'k'),
         b's' => matches!(head, (b's', b'h', b'a') | (b's', b'c', b'r')),
         b'a' => head == (b'a', b'r', b'g'),

@@ -442,6 +442,7 @@ impl Vendor {
                 || crate::chars::mask_segment_last(token)
                 || crate::chars::counted_through(token)
                 || crate::chars::mostly_counted(token)
+                || crate::chars::repeated_group(token)
                 || marked_filler(token)
         } else {
             // A key with a generated head before its marker is judged whole: a run the body
@@ -597,6 +598,7 @@ fn typed_filler(token: &[u8], capitals: bool) -> bool {
     }
     if FILLERS.iter().any(|f| contains_ci(token, f))
         || token.len() >= 20 && crate::chars::fabricated(token)
+        || crate::chars::repeated_group(token)
         || crate::chars::spells_a_marker(token)
         || token.len() >= 12 && crate::chars::filler_run(token)
     {

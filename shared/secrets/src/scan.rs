@@ -420,8 +420,12 @@ impl<'t> Scan<'t> {
         if self.separated_key.0 == i && self.glued_vendor_at(i) {
             return;
         }
-        if bytes.get(i + 32) == Some(&b'-') && bytes.get(i + 32..i + 35) == Some(b"-us") {
-            self.mailchimp_at(i);
+        if bytes.get(i + 32) == Some(&b'-') {
+            if bytes.get(i + 32..i + 35) == Some(b"-us") {
+                self.mailchimp_at(i);
+            } else {
+                self.mailgun_at(i);
+            }
         }
         match bytes[i] {
             // A scheme word is English: glued to other text it is not one.
@@ -437,7 +441,10 @@ impl<'t> Scan<'t> {
                 self.identified_by_at(i);
                 self.insert_at(i);
             }
-            b'0'..=b'9' => self.telegram_at(i),
+            b'0'..=b'9' => {
+                self.telegram_at(i);
+                self.host_account_at(i);
+            }
             b'p' | b's' | b'a' => self.crypt_word_at(i),
             b'M' | b'O' => self.discord_at(i),
             // Windows commands ignore case (`NET USE`).
@@ -736,18 +743,32 @@ impl<'t> Scan<'t> {
     /// mailchimp-api-key; detect-secrets: MailchimpDetector). The suffix is its own keyword.
     pub(crate) fn mailchimp_at(&mut self, i: usize) {
         let bytes = self.bytes;
-        let key = &bytes[i..i + 32];
         let dc = run_end_max(bytes, i + 35, 3, |b| b.is_ascii_digit());
-        if key
-            .iter()
-            .all(|&b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+        if random_lower_hex(&bytes[i..i + 32])
             && (1..=2).contains(&(dc - i - 35))
-            && has_digit(key)
-            && key.iter().any(u8::is_ascii_alphabetic)
-            && !crate::rules::filler_like(key)
             && !token_continues_at(self.text, dc)
         {
             self.push(SecretKind::Vendor("mailchimp_key"), i, dc);
+        }
+    }
+
+    /// A Mailgun private API key of today's shape: 32 lowercase hex characters, then two groups
+    /// of eight, each after a `-` (trufflehog: mailgun).
+    pub(crate) fn mailgun_at(&mut self, i: usize) {
+        let bytes = self.bytes;
+        let end = i + 50;
+        let group = |s: usize| {
+            bytes
+                .get(s..s + 8)
+                .is_some_and(|g| g.iter().all(|&b| lower_hex(b)))
+        };
+        if random_lower_hex(&bytes[i..i + 32])
+            && group(i + 33)
+            && bytes.get(i + 41) == Some(&b'-')
+            && group(i + 42)
+            && !token_continues_at(self.text, end)
+        {
+            self.push(SecretKind::Vendor("mailgun_key"), i, end);
         }
     }
 
@@ -3211,11 +3232,20 @@ impl<'t> Scan<'t> {
                     bytes[after - 1] == b':' && !site.spaced_before && !spaced_after && !site.quoted_key;
                 if glued_colon && !matches!(bytes.get(pos), Some(b'"' | b'\'' | b'`')) {
                     // `key:value` glued is an ARN, URN or path segment more often than a
-                    // mapping: only a random-looking value without further colons counts.
+                    // mapping: only a random-looking value without further colons counts, or a
+                    // generated one (`passwords:Prl23Db#@`: both cases, digits and a symbol
+                    // no path or name holds, no bracket of a call), as after a weak key's `=`.
                     let value = Value::parse(bytes, pos, Stop::Code)?;
                     let v = value.text(bytes);
+                    let generated = v.len() >= 8
+                        && crate::judge::generated(v)
+                        && !bytes[value.start..value.raw_end]
+                            .iter()
+                            .any(|b| b"()[]{}<>".contains(b))
+                        && !is_placeholder(v);
                     if !v.contains(&b':')
                         && (value_is_secret(bytes, &value, key, strength, Mode::Prose)
+                            || generated
                             || self.user_slash_password(&value, key, strength))
                     {
                         self.push(kind, value.start, value.whole_end(bytes));
@@ -3426,6 +3456,33 @@ impl<'t> Scan<'t> {
         let user_start = run_end_max(bytes, kend, 4, |b| {
             matches!(b, b':' | b'(' | b')' | b'-' | b'>' | b'=' | b' ')
         });
+        self.account_at(user_start, |b| matches!(b, b'/' | b':' | b' '), false);
+    }
+
+    /// `10.0.4.12 (admin/Xq9…)`: a host's address, then an account in parentheses, a user, a
+    /// slash and its password, as notes write a box's login; the password judged as a word after
+    /// a password's (`(eth0/Gateway)` names an interface and a word).
+    fn host_account_at(&mut self, i: usize) {
+        let bytes = self.bytes;
+        let mut p = i;
+        for k in 0..4 {
+            let e = run_end_max(bytes, p, 3, |b| b.is_ascii_digit());
+            if e == p || k < 3 && bytes.get(e) != Some(&b'.') {
+                return;
+            }
+            p = e + usize::from(k < 3);
+        }
+        let open = skip_blank(bytes, p);
+        if bytes.get(open) == Some(&b'(') {
+            self.account_at(open + 1, |b| b == b'/', true);
+        }
+    }
+
+    /// A user from `user_start`, a separator of `sep`'s bytes (up to four) and its password,
+    /// pushed when the password is judged one after a password's word; `pairs`: more pairs may
+    /// follow after a comma.
+    fn account_at(&mut self, user_start: usize, sep: impl Fn(u8) -> bool, pairs: bool) {
+        let bytes = self.bytes;
         let user_end = run_end(bytes, user_start, |b| {
             b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'@')
         });
@@ -3433,17 +3490,21 @@ impl<'t> Scan<'t> {
             return;
         }
         // Between the user and the password: `/`, `//` or `:`, blanks around, or one blank.
-        let sep_end = run_end_max(bytes, user_end, 4, |b| matches!(b, b'/' | b':' | b' '));
+        let sep_end = run_end_max(bytes, user_end, 4, sep);
         if sep_end == user_end {
             return;
         }
         let Some(password) = Value::parse(bytes, sep_end, Stop::Blank) else {
             return;
         };
-        // The whole run, less the parenthesis or comma that closes the pair.
-        let pw = trim_end_of(&bytes[password.start..password.whole_end(bytes)], |b| {
-            matches!(b, b')' | b',')
-        });
+        // The whole run, less the parenthesis or comma that closes the pair; in `pairs`, up to
+        // the first (another pair may follow: `(ops/Xq9…,root/Lm4…)`).
+        let run = &bytes[password.start..password.whole_end(bytes)];
+        let closes = |b: &u8| matches!(b, b')' | b',');
+        let pw = match run.iter().position(closes) {
+            Some(k) if pairs => &run[..k],
+            _ => trim_end_of(run, |b| closes(&b)),
+        };
         let password = Value {
             end: password.start + pw.len(),
             ..password
@@ -3485,6 +3546,24 @@ impl<'t> Scan<'t> {
             && !pw.contains(&b'/')
             && value_is_secret(bytes, &password, key, Strength::Strong, Mode::Prose))
         .then_some(password)
+    }
+
+    /// `SECRET = os.getenv("NAME", "…")`: an environment lookup assigned to a secret's variable
+    /// (its key `key`); the lookup's literal default is that secret wherever the variable is
+    /// unset, as when the looked-up name says so (see [`Scan::env_default_at`]).
+    fn assigned_env_default(&mut self, value: &Value, key: &[u8], strength: Strength) {
+        let bytes = self.bytes;
+        let Some(open) = bytes[value.start..value.raw_end].iter().position(|&b| b == b'(') else {
+            return;
+        };
+        let name = value.start + open + 2;
+        let Some(&quote) = bytes.get(name - 1).filter(|b| matches!(b, b'"' | b'\'')) else {
+            return;
+        };
+        let end = run_end_max(bytes, name, 128, |b| b != quote && b != b'\n');
+        if bytes.get(end) == Some(&quote) {
+            self.env_default_at(name, end, key, strength);
+        }
     }
 
     /// The value starting at `pos`, read in `mode`, and whether it is the key's secret.
@@ -3541,6 +3620,9 @@ impl<'t> Scan<'t> {
         {
             value = v;
         }
+        if mode == Mode::Code && !value.quoted {
+            self.assigned_env_default(&value, key, strength);
+        }
         if mode == Mode::Prose {
             kind = SecretKind::Prose;
         }
@@ -3579,7 +3661,8 @@ impl<'t> Scan<'t> {
             && strength == Strength::Strong
             && colon
             && password_key(key)
-            && trim_ascii(line).iter().all(|&b| b == b'-')
+            // (Before the key: a list's `-`, or a diff's `+` opening an added line.)
+            && trim_ascii(line).iter().all(|&b| matches!(b, b'-' | b'+' | b' ' | b'\t'))
             && letters_password(bytes, &value, key)
             && !(crate::judge::password_entry_key(key) && crate::judge::named_slot(value.text(bytes), key))
         {
@@ -5063,4 +5146,17 @@ fn returned_literal(bytes: &[u8], pos: usize) -> Option<usize> {
     };
     let quote = skip_space(bytes, body);
     matches!(bytes.get(quote), Some(b'\'' | b'"' | b'`')).then_some(quote)
+}
+
+/// A digit or a lowercase hex letter.
+fn lower_hex(b: u8) -> bool {
+    b.is_ascii_digit() || (b'a'..=b'f').contains(&b)
+}
+
+/// Lowercase hex with digits and letters, not typed filler: a generated key's body.
+fn random_lower_hex(key: &[u8]) -> bool {
+    key.iter().all(|&b| lower_hex(b))
+        && has_digit(key)
+        && key.iter().any(u8::is_ascii_alphabetic)
+        && !crate::rules::filler_like(key)
 }

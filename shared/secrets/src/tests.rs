@@ -1921,6 +1921,13 @@ fn adversarial_repetitions_scan_in_linear_time() {
         "password:\u{a0}",
         "sha1$a$",
         "{SSHA}ThisIsNotAHashJustSomeLongerText",
+        "10.0.0.1 (a/",
+        "10.0.0.1(ops/Xk9mQ2zLp7,",
+        "tokens:Wq7#Lm2$Zx9 ",
+        "DB_TOKEN=121-121-121-",
+        "k = '''Xk9mQ2zLp7\n",
+        "SECRET = getenv(\"A\", ",
+        "7affd6683c03c241a167da374696712e-",
     ];
     let (small, large) = scaling(|size| {
         let started = Instant::now();
@@ -3978,6 +3985,134 @@ fn a_base64_key_may_start_with_a_plus() {
     assert_clean(&[
         "var q = 'password = '+password;",
         r#"msg = "token: "+tokenValue2"#,
+    ]);
+}
+
+/// A run of random letters joined to a word by `_` or `-` is a generated value after a strong
+/// key, where a name of words joined so is code.
+#[test]
+fn random_letters_joined_to_a_word_are_a_value_and_joined_words_are_a_name() {
+    assert_found(&[
+        "api_token: hTqWmZpLxRvK_staging",
+        "  SERVICE_SECRET: live-QmXvTbKzRwYp",
+    ]);
+    assert_clean(&[
+        "api_token: readTokenFrom_vault",
+        "  SERVICE_SECRET: XMLHttpRequest_polyfill",
+    ]);
+}
+
+/// A tool's name in capitals glued to `KEY` ends an environment variable naming its key; an
+/// English word ending in those letters names none.
+#[test]
+fn a_name_in_capitals_glued_to_key_names_a_key() {
+    assert_found(&[
+        "STRIPEKEY=Vb8nQ2xLm4Rt7Wz9Kp3s",
+        "  environment:\n    - MAPBOXKEY=Jd4kR8wQz2Xn6Lp9Tv3c",
+    ]);
+    assert_clean(&[
+        "HOTKEY=Vb8nQ2xLm4Rt7Wz9Kp3s",
+        "TURKEY=Jd4kR8wQz2Xn6Lp9Tv3c",
+        "STRIPEKEY=stripe_key_here",
+    ]);
+}
+
+/// The accounts' names default installs use as their password (`root`, `admin`, `toor`) are a
+/// password on a YAML line of their own, a comment after them or a diff's `+` before; another
+/// short word there names a setting's choice.
+#[test]
+fn a_default_install_password_in_yaml_is_a_password_and_a_short_choice_is_not() {
+    assert_found(&[
+        "  password: toor  # lab box",
+        "+    MasterPassword: admin",
+        "db:\n  password: root\n  port: 5432",
+    ]);
+    assert_clean(&[
+        "  password: auto",
+        "  password: prompt  # asked at boot",
+        "+  user: root",
+        "db:\n  password: native\n  port: 5432",
+    ]);
+}
+
+/// One group three times with the rest typed from its characters is filler, a vendor's prefix
+/// before it or not; ids repeated before a random secret leave the secret a secret.
+#[test]
+fn a_group_typed_three_times_is_filler_and_a_random_tail_after_it_is_not() {
+    assert_clean(&[
+        "token = \"Rt7-Rt7-Rt7-7tR\"",
+        "slack: xoxb-5550101-5550101-5550101-1010555",
+    ]);
+    assert_found(&[
+        "token = \"Rt7-Rt7-Rt7-Lm3Qp8Vz2RwKx\"",
+        "api_token: 4417-4417-4417-Tq8mZ3vX9kLp2wRb",
+    ]);
+}
+
+/// A host's address, then a user and its password in parentheses, is a box's login as notes
+/// write it; an interface and a word there, or a port, are not.
+#[test]
+fn a_host_then_user_slash_password_in_parentheses_is_a_login() {
+    assert_found(&[
+        "staging db 10.20.3.41 (deploy/Tq7vLm2Xk9)",
+        "- 172.16.0.9(ops/Rw4zKp8Qn3,backup/Hj6Vx2Lm9q)",
+    ]);
+    assert_clean(&[
+        "route via 10.20.3.41 (eth0/Gateway)",
+        "- 172.16.0.9(tcp/5432) is the primary",
+        "version 1.2.3.4 (beta/rc)",
+    ]);
+}
+
+/// A string broken over lines (a backslash ending its first, a triple quote running on) holds
+/// its value's head on the first line; a docstring's words or a sentence continued so do not.
+#[test]
+fn a_string_continued_on_the_next_line_holds_its_head() {
+    assert_found(&[
+        "client_secret = 'Hb7qWm2ZxLp9TkR4vNc8\\\n    Yd3Fs6Jg'",
+        "token = \"\"\"Qm3Lk8Zx2Vt7Rw9Pn4Hb6Jc\nDs5Fg1\"\"\"",
+    ]);
+    assert_clean(&[
+        "token_help = 'Paste the token you were given \\\n    here'",
+        "def token():\n    \"\"\"Returns the current token.\n    \"\"\"",
+    ]);
+}
+
+/// An environment lookup assigned to a secret's variable: its literal default is that secret,
+/// whatever name is looked up; an empty or stand-in default, or a lookup that is no environment's,
+/// is none.
+#[test]
+fn an_env_lookups_default_assigned_to_a_secret_variable_is_the_secret() {
+    assert_found(&[
+        "api_secret = os.environ.get(\"ACME_LEGACY\", \"Vn4kQz8Lw2Rx7Tp\")",
+        "if token := getenv(\"SVC_T\", \"Hq9Xw2Lm7Zk4Rt\"):",
+    ]);
+    assert_clean(&[
+        "api_secret = os.environ.get(\"ACME_LEGACY\", \"\")",
+        "api_secret = os.environ.get(\"ACME_LEGACY\", \"changeme\")",
+        "api_secret = config.get(\"acme\", \"Vn4kQz8Lw2Rx7Tp\")",
+    ]);
+}
+
+/// A generated value glued to a plural's colon (`tokens:Wq7#…`) is a secret, as after its `=`;
+/// words, a version or a call glued so are not.
+#[test]
+fn a_generated_value_glued_to_a_plurals_colon_is_a_secret() {
+    assert_found(&["tokens:Wq7#Lm2$Zx9", "service passwords:Kd8!vRq2Tz"]);
+    assert_clean(&["tokens:per-user", "keys:v2.1-Beta", "passwords:Sha256(Salt)"]);
+}
+
+/// Mailgun's private API key of today's shape (32 hex, then two groups of eight) is its key
+/// anywhere; typed filler of that shape, or a longer run of groups, is not.
+#[test]
+fn a_mailgun_key_of_three_hex_groups_is_found_and_filler_or_a_longer_run_is_not() {
+    assert_kind(
+        SecretKind::Vendor("mailgun_key"),
+        &["the worker still sends with 7affd6683c03c241a167da374696712e-51b53422-b150d429 after rotation"],
+    );
+    assert_clean(&[
+        "the worker still sends with 00000000000000000000000000000000-00000000-00000000 after rotation",
+        "build 7affd6683c03c241a167da374696712e-51b53422-b150d429-0c1d is cached",
     ]);
 }
 

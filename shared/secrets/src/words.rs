@@ -494,6 +494,20 @@ pub(crate) const SHORT_PASSWORDS: Words = words_from!(&[
     b"pswd", b"psswd", b"pswrd", b"psswrd", b"psword", b"pssword", b"paswd", b"paswrd", b"pasword",
 ]);
 
+/// English words ending in `KEY`, in capitals: no key's name.
+const ENDS_IN_KEY: &[&[u8]] = &[
+    b"MONKEY",
+    b"DONKEY",
+    b"TURKEY",
+    b"HOCKEY",
+    b"JOCKEY",
+    b"WHISKEY",
+    b"HOTKEY",
+    b"TURNKEY",
+    b"LACKEY",
+    b"LATCHKEY",
+];
+
 /// Words glued to `key` that make it a credential's name (`apikey`, `SECRETKEY`, `masterkey`).
 pub(crate) const KEY_COMPOUNDS: Words = words_from!(&[
     b"api",
@@ -731,8 +745,17 @@ pub(crate) fn secret_word_at(key: &[u8], j: usize) -> Option<(usize, Strength, b
                 let glued = j > 0
                     && key[j - 1].is_ascii_alphabetic()
                     && !(key[j - 1].is_ascii_lowercase() && key[j].is_ascii_uppercase());
+                // `GITHUBKEY`, `STRIPEKEY`: a name in capitals glued to it ends an environment
+                // variable's, as with `PW` (not an English word's end: `MONKEY`, `HOTKEY`).
+                let env_name = e == key.len()
+                    && j >= 2
+                    && key[..e].iter().all(|b| b.is_ascii_uppercase() || *b == b'_')
+                    && !ENDS_IN_KEY
+                        .iter()
+                        .any(|w| key.len() >= w.len() && key[key.len() - w.len()..] == **w);
                 word_ends
                     && (!glued
+                        || env_name
                         || KEY_COMPOUNDS.iter().any(|c| {
                             key[..j].len() >= c.len() && key[j - c.len()..j].eq_ignore_ascii_case(c)
                         }))

@@ -21,6 +21,9 @@ const AGENT: &str = include_str!("../../../tests/fixtures/secrets_probe_agent.tx
 const DETECTOR_DOCS: &str = include_str!("../../../tests/fixtures/secrets_probe_detectors.txt");
 const SHELL_PLUGINS: &str = include_str!("../../../tests/fixtures/secrets_probe_shell_plugins.txt");
 const SCANNERS: &str = include_str!("../../../tests/fixtures/secrets_probe_scanners.txt");
+const WHISPERS: &str = include_str!("../../../tests/fixtures/secrets_probe_whispers.txt");
+const KICS: &str = include_str!("../../../tests/fixtures/secrets_probe_kics.txt");
+const CREDSWEEPER: &str = include_str!("../../../tests/fixtures/secrets_probe_credsweeper.txt");
 const DOC: &str = include_str!("../../../docs/secret-filter.md");
 const README: &str = include_str!("../../../README.md");
 const BEGIN: &str = "<!-- rates: computed by shared/secrets/tests/rates.rs -->\n";
@@ -58,6 +61,9 @@ const FLOORS: &[(&str, f64, f64)] = &[
     ("rusty-hog", 97.9, 0.0),
     ("git-secrets", 100.0, 0.0),
     ("secretscanner", 96.7, 0.0),
+    ("whispers", 97.0, 0.0),
+    ("kics", 100.0, 0.0),
+    ("credsweeper", 95.5, 0.4),
 ];
 
 /// What each source is, for the table.
@@ -160,6 +166,18 @@ const LABELS: &[(&str, &str)] = &[
         "secretscanner",
         "deepfence SecretScanner: its test keys and random credentials of its signatures' shapes, in those ten shapes",
     ),
+    (
+        "whispers",
+        "Skyscanner's whispers: its test fixtures' value lines (YAML, JSON, XML, INI, .env, Dockerfiles, JDBC URLs, code in six languages), compliant and not, in five prompt shapes, `tests/fixtures/secrets_probe_whispers.txt`",
+    ),
+    (
+        "kics",
+        "Checkmarx KICS's passwords-and-secrets query tests (Terraform, CloudFormation, Kubernetes, Ansible, Dockerfiles, ARM, Bicep), each file whole in two shapes (a `git show`, a pull request's added file), `tests/fixtures/secrets_probe_kics.txt`",
+    ),
+    (
+        "credsweeper",
+        "Samsung's CredSweeper: its text samples' reported and unreported lines (code in nine languages, configs, logs, patches, PEM files, vendor tokens) in five prompt shapes, `tests/fixtures/secrets_probe_credsweeper.txt`",
+    ),
 ];
 
 #[derive(Default)]
@@ -234,6 +252,9 @@ fn rates() -> BTreeMap<String, Rates> {
         DETECTOR_DOCS,
         SHELL_PLUGINS,
         SCANNERS,
+        WHISPERS,
+        KICS,
+        CREDSWEEPER,
     ] {
         score(
             fixture,
