@@ -2738,6 +2738,8 @@ pub(crate) fn is_placeholder(v: &[u8]) -> bool {
         || mostly_one_count(v)
         || negated_phrase(v)
         || alternating_count(v)
+        || crate::chars::counted_by_kind(v)
+        || crate::chars::long_count(v)
         || crate::chars::two_in_turn(v)
         || encoded_filler(v)
         || crate::rules::prefix_then_filler(v)

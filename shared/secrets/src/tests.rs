@@ -6419,3 +6419,38 @@ fn full_width_blanks_read_as_blanks() {
         "password\u{3000}required",
     ]);
 }
+
+/// Counts typed kind by kind (blocks of four letters or more counting on, the digits between
+/// them counting too) are filler in any slot, and so is a long count of letters typed into a
+/// longer value; a block of three or a random stretch between the letters makes it a value again.
+#[test]
+fn counts_typed_in_blocks_of_each_kind_are_filler() {
+    assert_clean(&[
+        "export SEARCH_API_KEY=pqrs5678tuvw9012wxyz3456",
+        "webhook_secret: \"lmno0987pqrs6543tuvw2109\"",
+        "Authorization: Bearer QrStUvWxYzAbCdEf-9876-QrStUvWx",
+        "session_token = 'Zk3Pq8Rw1MnOpQrStUvWxYzA9Lk2Jh7'",
+    ]);
+    assert_found(&[
+        // Blocks of three in turn with digits: the held-out sets call these keys.
+        "export SEARCH_API_KEY=pqr567stu890vwx123yza456",
+        // A random stretch between the letters breaks the count.
+        "webhook_secret: \"lmno0987Xq7Zpqrs6543tuvw2109\"",
+        // A count of eleven letters is not yet typed filler.
+        "session_token = 'Zk3Pq8Rw1MnOpQrStUvW9Lk2Jh7Bv4'",
+    ]);
+}
+
+/// Documentation's stand-in words after a prefix are filler under a rule as lenient as the `sk-`
+/// one (`sk-svcacct-PASTE_YOUR_SERVICE_KEY`, `sk-proj-SAMPLEKEYFORDOCS1`); a random body is a key.
+#[test]
+fn stand_in_words_after_a_lenient_prefix_are_filler() {
+    assert_clean(&[
+        "docker run -e LLM_KEY=sk-svcacct-PASTE_YOUR_SERVICE_KEY agent:latest",
+        "the sample in the wiki is sk-proj-SAMPLEKEYFORDOCS1 so copy yours over it",
+    ]);
+    assert_found(&[
+        "docker run -e LLM_KEY=sk-svcacct-q7Rz2LmX9vB4nK8wT1cY6pD3 agent:latest",
+        "the sample in the wiki is sk-proj-7hQmZ2rXvL9pK4wN8tB1cYd6 so copy yours over it",
+    ]);
+}
