@@ -779,6 +779,7 @@ pub(crate) fn value_is_secret(
         return false;
     }
     match mode {
+        Mode::Literal if !weak && !value.quoted && token_slot_word(v, key) => false,
         Mode::Literal if !weak => v.len() >= 4,
         // Random letters unquoted in code: unless code goes on after them (`= rndPwdStr;`) or
         // they name what the text uses again (a variable).
@@ -800,6 +801,22 @@ pub(crate) fn value_is_secret(
         Mode::Literal | Mode::Code if v.len() >= 8 && generated(v) => true,
         _ => looks_random(v, 12),
     }
+}
+
+/// A short lowercase word, or a few joined by dashes or underscores, unquoted where a token or an
+/// API key goes (`DEPLOY_TOKEN=short`, `api_key=dev-token`, `TOKEN=staging_key_not_set_yet`): a
+/// name typed in a generated value's place, as no issued token is. Where a password or a secret
+/// goes (`APP_SECRET=dragon`) a word is one, and so is a literal code quotes (`'uploadxyz'`).
+pub(crate) fn token_slot_word(v: &[u8], key: &[u8]) -> bool {
+    let words = || v.split(|&b| matches!(b, b'-' | b'_'));
+    let n = words().count();
+    let short_word = |w: &[u8]| (2..=12).contains(&w.len()) && w.iter().all(u8::is_ascii_lowercase);
+    (3..=48).contains(&v.len())
+        && (n == 1 && v.len() <= 12 || (2..=6).contains(&n))
+        && words().all(short_word)
+        && !password_key(key)
+        && !contains_ci(key, b"secret")
+        && !contains_ci(key, b"pass")
 }
 
 /// Letters of both cases on each side of an `&` with no blank (`eDkhO&pToPbF`): no reference
@@ -2858,11 +2875,18 @@ pub(crate) fn jwt_sketch(v: &[u8]) -> bool {
     else {
         return false;
     };
-    // A signature spelling the documentation marker (`…v1F3EXAMPLE`) signs no real token.
     jwt_header(header)
         && (signature.len() < 8
             || payload.len() < 8 && !b64url_json(payload, b"{")
-            || crate::chars::spells_a_marker(signature))
+            || typed_signature(signature))
+}
+
+/// A JWT's signature typed in: one spelling the documentation marker (`…v1F3EXAMPLE`) or one
+/// lowercase word (`….signature`, `….sigvalue`). Base64 of a MAC or a signature is tens of
+/// characters of both cases.
+pub(crate) fn typed_signature(signature: &[u8]) -> bool {
+    crate::chars::spells_a_marker(signature)
+        || signature.len() <= 16 && signature.iter().all(u8::is_ascii_lowercase)
 }
 
 /// Whether a JWT's first segment decodes to a JSON object naming its algorithm (`{"alg":…}`):
@@ -3002,8 +3026,10 @@ pub(crate) fn encoded_filler(v: &[u8]) -> bool {
     if !text.iter().all(|&b| b.is_ascii_graphic() || b == b' ') {
         return false;
     }
+    // Words, or JSON typed around them (a Grafana key's `{"k":"…","n":"example",…}`).
     let words = text.iter().all(|&b| b.is_ascii_alphanumeric() || b == b' ')
-        && text.split(|&b| b == b' ').filter(|w| !w.is_empty()).count() >= 3;
+        && text.split(|&b| b == b' ').filter(|w| !w.is_empty()).count() >= 3
+        || text.starts_with(b"{\"");
     const MARKERS: [&[u8]; 5] = [b"example", b"sample", b"placeholder", b"dummy", b"fake"];
     words && MARKERS.iter().any(|m| contains_ci(text, m)) || counted_through(text)
 }

@@ -1402,10 +1402,9 @@ impl<'t> Scan<'t> {
         }
         let signature = json_segment(self, payload)?;
         let end = self.b64url_end(signature);
-        // A signature spelling the documentation marker (`…v1F3EXAMPLE`) signs no real token.
         (end - signature >= 8
             && !token_continues_at(self.text, end)
-            && !crate::chars::spells_a_marker(&bytes[signature..end]))
+            && !crate::judge::typed_signature(&bytes[signature..end]))
         .then_some(end)
     }
 

@@ -6454,3 +6454,48 @@ fn stand_in_words_after_a_lenient_prefix_are_filler() {
         "the sample in the wiki is sk-proj-7hQmZ2rXvL9pK4wN8tB1cYd6 so copy yours over it",
     ]);
 }
+
+/// A short lowercase word, or two joined by a dash, where a token or an API key goes is a name
+/// typed in its place; where a password or a secret goes the word is one, and a generated value
+/// in a token's place is a token.
+#[test]
+fn a_word_where_a_token_goes_is_a_name() {
+    assert_clean(&[
+        "export SENTRY_AUTH_TOKEN=pending",
+        "MAPS_API_KEY=local-dev\nMAPS_REGION=eu",
+        "ci:\n  env:\n    UPLOAD_TOKEN=staging_key_not_set_yet",
+    ]);
+    assert_found(&[
+        "export SENTRY_PASSWORD=pending",
+        "export APP_SECRET=lantern",
+        "export SENTRY_AUTH_TOKEN=q9Xr2LmV7kTz4Wb8",
+        "ci:\n  env:\n    UPLOAD_TOKEN=staging_Kq7zXr2m_yet9",
+        "MAPS_API_KEY=hT4kq9Zx2mVr7LpB\nMAPS_REGION=eu",
+    ]);
+}
+
+/// A JWT signed by one lowercase word (`….signature`) is a sketch of one; a signature of both
+/// cases and digits signs a token.
+#[test]
+fn a_jwt_signed_by_a_word_is_a_sketch() {
+    assert_clean(&[
+        "curl -H 'Authorization: Bearer eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJvcHMtYm90In0.sigvalue' https://api.acme.test",
+    ]);
+    assert_found(&[
+        "curl -H 'Authorization: Bearer eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJvcHMtYm90In0.Qm7vX2kLr9TzP4wB8nYc1HdF6sJa3eUg' https://api.acme.test",
+    ]);
+}
+
+/// After a vendor's prefix, base64 of a documentation marker (a Grafana key's JSON naming
+/// `example`) and a body spelling `invalid` are filler; base64 of random bytes is a key.
+#[test]
+fn encoded_markers_and_invalid_after_a_prefix_are_filler() {
+    assert_clean(&[
+        "the dashboard loads with glsa_InvalidINVALIDinvalidInvali_1a2b3c4d in the log",
+        "grafana:\n  api_key: eyJrIjoiU0FNUExFRVhBTVBMRUtFWSIsIm4iOiJleGFtcGxlIiwiaWQiOjF9",
+    ]);
+    assert_found(&[
+        "the dashboard loads with glsa_Rq7ZkX2mLv9TpW4bN8cY1dF6hJ3sA5eU_0f3c9a1b in the log",
+        "grafana:\n  api_key: eyJrIjoiWDdxUjJ6TDl2SzRwTThuQjFjVDZ5RDN3RzVoIiwibiI6Im9wcyIsImlkIjo3fQ",
+    ]);
+}
