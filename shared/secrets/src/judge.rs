@@ -3026,10 +3026,11 @@ pub(crate) fn encoded_filler(v: &[u8]) -> bool {
     if !text.iter().all(|&b| b.is_ascii_graphic() || b == b' ') {
         return false;
     }
-    // Words, or JSON typed around them (a Grafana key's `{"k":"…","n":"example",…}`).
+    // Words, or JSON members typed around them (a Grafana key's `{"k":"…","n":"example",…}`, read
+    // from its start or after a prefix of whole bytes).
     let words = text.iter().all(|&b| b.is_ascii_alphanumeric() || b == b' ')
         && text.split(|&b| b == b' ').filter(|w| !w.is_empty()).count() >= 3
-        || text.starts_with(b"{\"");
+        || contains_ci(text, b"\":\"");
     const MARKERS: [&[u8]; 5] = [b"example", b"sample", b"placeholder", b"dummy", b"fake"];
     words && MARKERS.iter().any(|m| contains_ci(text, m)) || counted_through(text)
 }
@@ -3197,7 +3198,9 @@ pub(crate) fn placeholder_words(v: &[u8]) -> bool {
         .rsplit(|&b| matches!(b, b'_' | b'-' | b'.' | b' '))
         .next()
         .unwrap_or(v);
-    let mut marker = last.len() < v.len() && last.eq_ignore_ascii_case(b"here");
+    // A number glued to it (`…_placeholder_here1234`) leaves it the stand-in's closing word.
+    let last_word = trim_end_of(last, |b| b.is_ascii_digit());
+    let mut marker = last.len() < v.len() && last_word.eq_ignore_ascii_case(b"here");
     let (mut parts, mut verb, mut slot, mut names) = (0, false, false, 0);
     let (mut other, mut opens_with_marker) = (0, false);
     let mut start = 0;
@@ -3217,6 +3220,7 @@ pub(crate) fn placeholder_words(v: &[u8]) -> bool {
         if part.is_empty() {
             continue;
         }
+        let part = if k == v.len() && marker { last_word } else { part };
         parts += 1;
         if part.iter().all(u8::is_ascii_digit) {
             continue;

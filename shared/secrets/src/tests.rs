@@ -6493,9 +6493,20 @@ fn encoded_markers_and_invalid_after_a_prefix_are_filler() {
     assert_clean(&[
         "the dashboard loads with glsa_InvalidINVALIDinvalidInvali_1a2b3c4d in the log",
         "grafana:\n  api_key: eyJrIjoiU0FNUExFRVhBTVBMRUtFWSIsIm4iOiJleGFtcGxlIiwiaWQiOjF9",
+        // Read after the prefix's whole bytes: `…","n":"example",…` is JSON members still.
+        "the panel calls eyJrIjoiUTdaWEFNUExFb3BzS0VZdGVzdFRFU1R0ZXN0MDAiLCJuIjoiZXhhbXBsZSIsImlkIjoyfQ on load",
     ]);
     assert_found(&[
         "the dashboard loads with glsa_Rq7ZkX2mLv9TpW4bN8cY1dF6hJ3sA5eU_0f3c9a1b in the log",
+        "the panel calls eyJrIjoibXFvRnFyclJRcmxnNVVUWEk1SjQ1Ym0yVlZlaGlKWlciLCJuIjoib3BzLWRhc2hib2FyZCIsImlkIjo3fQ on load",
         "grafana:\n  api_key: eyJrIjoiWDdxUjJ6TDl2SzRwTThuQjFjVDZ5RDN3RzVoIiwibiI6Im9wcyIsImlkIjo3fQ",
     ]);
+}
+
+/// A stand-in phrase closing on `here` stays one with a number glued to it
+/// (`your_deploy_token_here2`); a word of its own before `here` and a number is a password.
+#[test]
+fn a_number_glued_to_a_closing_here_leaves_the_stand_in() {
+    assert_clean(&["deploy:\n  auth_token: \"your_deploy_token_here2\""]);
+    assert_found(&["deploy:\n  db_password: \"walrus_here2\""]);
 }
