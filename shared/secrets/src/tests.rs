@@ -6510,3 +6510,23 @@ fn a_number_glued_to_a_closing_here_leaves_the_stand_in() {
     assert_clean(&["deploy:\n  auth_token: \"your_deploy_token_here2\""]);
     assert_found(&["deploy:\n  db_password: \"walrus_here2\""]);
 }
+
+/// A test asserting or stubbing the literal a secret's getter or member holds names the secret
+/// (`assertThat(…getClientSecret(), equalTo("…"))`, `expect(cfg.apiKey).toBe("…")`,
+/// `when(…getToken()).thenReturn("…")`); a guard's word, a variable, another getter, or a second
+/// argument outside an assertion is none.
+#[test]
+fn a_literal_a_test_expects_of_a_secret_getter_is_the_secret() {
+    assert_found(&[
+        "@Test void loads() {\n  assertThat(settings.getWebhookSecret(), is(\"e41c9a07d2b85f36c1a0\"));\n}",
+        "it('reads env', () => {\n  expect(env.stripeApiKey).toStrictEqual('Vq3mT8zK1xR6pL9w');\n});",
+        "given(store.getRefreshToken()).willReturn(\"Zp4Lx9Qm2Rv7Tk1B\");",
+        "Assert.AreEqual(config.getDbPassword(), \"Ru7!kq2Lm\");\n// assert the loader",
+    ]);
+    assert_clean(&[
+        "@Test void loads() {\n  assertThat(settings.getWebhookName(), is(\"e41c9a07d2b85f36c1a0\"));\n}",
+        "it('reads env', () => {\n  expect(env.stripeApiKey).toStrictEqual(undefined);\n  expect(env.stripeApiKey).toBe('null');\n});",
+        "given(store.getRefreshToken()).willReturn(cachedToken);",
+        "sig.update(signingSecret.getBytes(), \"HmacSHA512\");",
+    ]);
+}
