@@ -803,11 +803,22 @@ pub(crate) fn value_is_secret(
     }
 }
 
-/// A short lowercase word, or a few joined by dashes or underscores, unquoted where a token or an
-/// API key goes (`DEPLOY_TOKEN=short`, `api_key=dev-token`, `TOKEN=staging_key_not_set_yet`): a
-/// name typed in a generated value's place, as no issued token is. Where a password or a secret
+/// A short lowercase word, or a few joined by dashes or underscores, perhaps with a count after
+/// them, unquoted where a token or an API key goes (`DEPLOY_TOKEN=short`, `api_key=dev-token`,
+/// `TOKEN=staging_key_not_set_yet`, `API_KEY=dev-1234`): a name typed in a generated value's
+/// place, as no issued token is. Where a password or a secret
 /// goes (`APP_SECRET=dragon`) a word is one, and so is a literal code quotes (`'uploadxyz'`).
 pub(crate) fn token_slot_word(v: &[u8], key: &[u8]) -> bool {
+    // A count typed after the words (`dev-1234`, `abcd-1234`) adds nothing generated to them.
+    let digits = v.iter().rev().take_while(|b| b.is_ascii_digit()).count();
+    let v = if digits >= 3
+        && digits < v.len()
+        && crate::chars::count_chain(&mut v[v.len() - digits..].iter().copied()) == Some(digits)
+    {
+        trim_end_of(&v[..v.len() - digits], |b| matches!(b, b'-' | b'_'))
+    } else {
+        v
+    };
     let words = || v.split(|&b| matches!(b, b'-' | b'_'));
     let n = words().count();
     let short_word = |w: &[u8]| (2..=12).contains(&w.len()) && w.iter().all(u8::is_ascii_lowercase);

@@ -6464,12 +6464,14 @@ fn a_word_where_a_token_goes_is_a_name() {
         "export SENTRY_AUTH_TOKEN=pending",
         "MAPS_API_KEY=local-dev\nMAPS_REGION=eu",
         "ci:\n  env:\n    UPLOAD_TOKEN=staging_key_not_set_yet",
+        "export MAPS_API_KEY=staging-12345",
     ]);
     assert_found(&[
         "export SENTRY_PASSWORD=pending",
         "export APP_SECRET=lantern",
         "export SENTRY_AUTH_TOKEN=q9Xr2LmV7kTz4Wb8",
         "ci:\n  env:\n    UPLOAD_TOKEN=staging_Kq7zXr2m_yet9",
+        "export MAPS_API_KEY=staging-19375",
         "MAPS_API_KEY=hT4kq9Zx2mVr7LpB\nMAPS_REGION=eu",
     ]);
 }
