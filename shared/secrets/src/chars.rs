@@ -431,6 +431,67 @@ pub(crate) fn counted_through(v: &[u8]) -> bool {
     n >= 8 && matches!((even, odd), (Some(a), Some(b)) if a.max(b) >= 6 && a.min(b) >= 4)
 }
 
+/// Counts typed kind by kind: the letters alone, case aside, run as counts end to end (one of
+/// six or more), and so do the digits between them (`abcd1234efgh5678ijkl9012…`,
+/// `zyxw9876vuts5432…`, `AbCDefGhij…01-23:45…`). Blocks of a count cut by blocks of another are
+/// typed as one count is; a generated value's letters chain so about never. Each block of letters
+/// holds four or more: shorter ones in turn with digits (`abc123def456…`, `12ab34cd…`) are a
+/// pattern a key may be typed in, and the held-out sets call them keys.
+pub(crate) fn counted_by_kind(v: &[u8]) -> bool {
+    if !(16..=256).contains(&v.len())
+        || !v
+            .iter()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b':' | b'+' | b'/' | b'='))
+        || v.split(|b| !b.is_ascii_alphabetic())
+            .any(|block| (1..4).contains(&block.len()))
+    {
+        return false;
+    }
+    let letters = || {
+        v.iter()
+            .filter(|b| b.is_ascii_alphabetic())
+            .map(u8::to_ascii_lowercase)
+    };
+    let digits = || v.iter().copied().filter(u8::is_ascii_digit);
+    letters().count() >= 8
+        && count_chain(&mut letters()).is_some_and(|best| best >= 6)
+        && (digits().next().is_none() || count_chain(&mut digits()).is_some())
+}
+
+/// Twelve letters or more counting, case aside, anywhere in a long value
+/// (`…AbKdIjMnOpQrStUvWxYz…`): typed into it, whatever stands around it. A generated value holds
+/// such a run about once in 10^17 characters. Digits are left out: a count of them is an id's
+/// often enough (a Slack workspace's number).
+pub(crate) fn long_count(v: &[u8]) -> bool {
+    if v.len() < 24 {
+        return false;
+    }
+    let (mut run, mut dir, mut prev) = (0usize, 0i8, 0u8);
+    for b in v.iter().map(u8::to_ascii_lowercase) {
+        let step = if !b.is_ascii_alphabetic() || run == 0 {
+            0
+        } else if b == prev.wrapping_add(1) {
+            1
+        } else if b == prev.wrapping_sub(1) {
+            -1
+        } else {
+            0
+        };
+        if step != 0 && (run == 1 || step == dir) {
+            run += 1;
+            dir = step;
+            if run >= 12 {
+                return true;
+            }
+        } else {
+            run = usize::from(b.is_ascii_alphabetic());
+            dir = 0;
+        }
+        prev = b;
+    }
+    false
+}
+
 /// The runs of `seq` (each stepping by one, up or down, `9` to `0` and back counting too): the
 /// longest, or `None` if one is shorter than three.
 pub(crate) fn count_chain(seq: &mut dyn Iterator<Item = u8>) -> Option<usize> {

@@ -794,6 +794,7 @@ pub(crate) fn value_is_secret(
         return false;
     }
     match mode {
+        Mode::Literal if !weak && !value.quoted && token_slot_word(v, key) => false,
         Mode::Literal if !weak => v.len() >= 4,
         // Random letters unquoted in code: unless code goes on after them (`= rndPwdStr;`) or
         // they name what the text uses again (a variable).
@@ -815,6 +816,33 @@ pub(crate) fn value_is_secret(
         Mode::Literal | Mode::Code if v.len() >= 8 && generated(v) => true,
         _ => looks_random(v, 12),
     }
+}
+
+/// A short lowercase word, or a few joined by dashes or underscores, perhaps with a count after
+/// them, unquoted where a token or an API key goes (`DEPLOY_TOKEN=short`, `api_key=dev-token`,
+/// `TOKEN=staging_key_not_set_yet`, `API_KEY=dev-1234`): a name typed in a generated value's
+/// place, as no issued token is. Where a password or a secret
+/// goes (`APP_SECRET=dragon`) a word is one, and so is a literal code quotes (`'uploadxyz'`).
+pub(crate) fn token_slot_word(v: &[u8], key: &[u8]) -> bool {
+    // A count typed after the words (`dev-1234`, `abcd-1234`) adds nothing generated to them.
+    let digits = v.iter().rev().take_while(|b| b.is_ascii_digit()).count();
+    let v = if digits >= 3
+        && digits < v.len()
+        && crate::chars::count_chain(&mut v[v.len() - digits..].iter().copied()) == Some(digits)
+    {
+        trim_end_of(&v[..v.len() - digits], |b| matches!(b, b'-' | b'_'))
+    } else {
+        v
+    };
+    let words = || v.split(|&b| matches!(b, b'-' | b'_'));
+    let n = words().count();
+    let short_word = |w: &[u8]| (2..=12).contains(&w.len()) && w.iter().all(u8::is_ascii_lowercase);
+    (3..=48).contains(&v.len())
+        && (n == 1 && v.len() <= 12 || (2..=6).contains(&n))
+        && words().all(short_word)
+        && !password_key(key)
+        && !contains_ci(key, b"secret")
+        && !contains_ci(key, b"pass")
 }
 
 /// Letters of both cases on each side of an `&` with no blank (`eDkhO&pToPbF`): no reference
@@ -2758,6 +2786,8 @@ pub(crate) fn is_placeholder(v: &[u8]) -> bool {
         || mostly_one_count(v)
         || negated_phrase(v)
         || alternating_count(v)
+        || crate::chars::counted_by_kind(v)
+        || crate::chars::long_count(v)
         || crate::chars::two_in_turn(v)
         || encoded_filler(v)
         || crate::rules::prefix_then_filler(v)
@@ -2876,11 +2906,18 @@ pub(crate) fn jwt_sketch(v: &[u8]) -> bool {
     else {
         return false;
     };
-    // A signature spelling the documentation marker (`…v1F3EXAMPLE`) signs no real token.
     jwt_header(header)
         && (signature.len() < 8
             || payload.len() < 8 && !b64url_json(payload, b"{")
-            || crate::chars::spells_a_marker(signature))
+            || typed_signature(signature))
+}
+
+/// A JWT's signature typed in: one spelling the documentation marker (`…v1F3EXAMPLE`) or one
+/// lowercase word (`….signature`, `….sigvalue`). Base64 of a MAC or a signature is tens of
+/// characters of both cases.
+pub(crate) fn typed_signature(signature: &[u8]) -> bool {
+    crate::chars::spells_a_marker(signature)
+        || signature.len() <= 16 && signature.iter().all(u8::is_ascii_lowercase)
 }
 
 /// Whether a JWT's first segment decodes to a JSON object naming its algorithm (`{"alg":…}`):
@@ -3020,8 +3057,11 @@ pub(crate) fn encoded_filler(v: &[u8]) -> bool {
     if !text.iter().all(|&b| b.is_ascii_graphic() || b == b' ') {
         return false;
     }
+    // Words, or JSON members typed around them (a Grafana key's `{"k":"…","n":"example",…}`, read
+    // from its start or after a prefix of whole bytes).
     let words = text.iter().all(|&b| b.is_ascii_alphanumeric() || b == b' ')
-        && text.split(|&b| b == b' ').filter(|w| !w.is_empty()).count() >= 3;
+        && text.split(|&b| b == b' ').filter(|w| !w.is_empty()).count() >= 3
+        || contains_ci(text, b"\":\"");
     const MARKERS: [&[u8]; 5] = [b"example", b"sample", b"placeholder", b"dummy", b"fake"];
     words && MARKERS.iter().any(|m| contains_ci(text, m)) || counted_through(text)
 }
@@ -3189,7 +3229,9 @@ pub(crate) fn placeholder_words(v: &[u8]) -> bool {
         .rsplit(|&b| matches!(b, b'_' | b'-' | b'.' | b' '))
         .next()
         .unwrap_or(v);
-    let mut marker = last.len() < v.len() && last.eq_ignore_ascii_case(b"here");
+    // A number glued to it (`…_placeholder_here1234`) leaves it the stand-in's closing word.
+    let last_word = trim_end_of(last, |b| b.is_ascii_digit());
+    let mut marker = last.len() < v.len() && last_word.eq_ignore_ascii_case(b"here");
     let (mut parts, mut verb, mut slot, mut names) = (0, false, false, 0);
     let (mut other, mut opens_with_marker) = (0, false);
     let mut start = 0;
@@ -3209,6 +3251,7 @@ pub(crate) fn placeholder_words(v: &[u8]) -> bool {
         if part.is_empty() {
             continue;
         }
+        let part = if k == v.len() && marker { last_word } else { part };
         parts += 1;
         if part.iter().all(u8::is_ascii_digit) {
             continue;

@@ -233,10 +233,26 @@ const FILLERS: Words = words_from!(&[
     b"replace",
     b"changeme",
     b"fake",
+    b"invalid",
     b"****",
     b"....",
     b"####",
 ]);
+
+/// The stand-ins a lenient rule's body is judged against.
+const LENIENT_FILLERS: &[&[u8]] = &[
+    b"xxxx",
+    b"example",
+    b"here",
+    b"dummy",
+    b"notreal",
+    b"your",
+    b"replace",
+    b"placeholder",
+    b"sample",
+    b"redacted",
+    b"changeme",
+];
 
 /// Whether a vendor prefix may start with the bytes `b0`, `b1`, `b2` (ASCII case folded; `0`
 /// past the end): one lookup rules out most word starts before [`candidates`] is asked.
@@ -432,11 +448,9 @@ impl Vendor {
             token.len() >= 8 && token.iter().all(|&b| b == token[0])
                 // Two characters in turn (`ghp_cdcdcdcd…`, `1212…`): typed, as one repeated is.
                 || token.len() >= 8 && token.iter().enumerate().all(|(k, &b)| b == token[k % 2])
-                || contains_ci(token, b"xxxx")
-                || contains_ci(token, b"example")
-                || contains_ci(token, b"here")
-                || contains_ci(token, b"dummy")
-                || contains_ci(token, b"notreal")
+                // The stand-in words documentation puts after any prefix (`sk-proj-REPLACE_WITH_YOUR_KEY`);
+                // `fake` is left to the stop-words, as a random body holds it now and then.
+                || LENIENT_FILLERS.iter().any(|f| contains_ci(token, f))
                 || crate::chars::few_kinds(token)
                 || crate::chars::filler_run(token)
                 || crate::chars::mask_segment_last(token)
@@ -601,6 +615,10 @@ fn typed_filler(token: &[u8], capitals: bool) -> bool {
         || crate::chars::repeated_group(token)
         || crate::chars::spells_a_marker(token)
         || token.len() >= 12 && crate::chars::filler_run(token)
+        // Base64 of a documentation marker or of counts (a Grafana key's JSON naming `example`).
+        || crate::judge::encoded_filler(token)
+        || crate::chars::counted_by_kind(token)
+        || crate::chars::long_count(token)
     {
         return true;
     }

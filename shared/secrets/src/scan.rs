@@ -1423,10 +1423,9 @@ impl<'t> Scan<'t> {
         }
         let signature = json_segment(self, payload)?;
         let end = self.b64url_end(signature);
-        // A signature spelling the documentation marker (`…v1F3EXAMPLE`) signs no real token.
         (end - signature >= 8
             && !token_continues_at(self.text, end)
-            && !crate::chars::spells_a_marker(&bytes[signature..end]))
+            && !crate::judge::typed_signature(&bytes[signature..end]))
         .then_some(end)
     }
 
@@ -3148,6 +3147,10 @@ impl<'t> Scan<'t> {
                 self.compared_at(pos, key, strength, kind);
                 return None;
             }
+            // A test asserting or stubbing what the key's getter or member holds
+            // (`assertThat(app.getClientSecret(), equalTo("…"))`, `expect(cfg.apiKey).toBe("…")`,
+            // `when(vault.getToken()).thenReturn("…")`): the literal is what it must be.
+            (Some(b'(' | b')'), _) if self.asserted_after(pos, key, strength, kind) => return None,
             (Some(b':'), Some(b'=')) => Some(2),
             (Some(b'='), Some(b'>')) => Some(2),
             (Some(b'?'), Some(b':')) => return None, // a TypeScript optional field: a type follows
@@ -3706,6 +3709,72 @@ impl<'t> Scan<'t> {
             return;
         }
         self.compared_literal(&value, key, strength, kind);
+    }
+
+    /// A quoted literal a test matches against the key's getter or member, read from `pos` after
+    /// the key: its empty call's `()`, then the closing parentheses, then a matcher that takes
+    /// the expected value (`, equalTo("…")`, `, is("…")`, `, "…")`, `.toBe("…")`, `.toEqual("…")`,
+    /// `.isEqualTo("…")`, `.thenReturn("…")`, `.willReturn("…")`, `.Returns("…")`). Whether it
+    /// found one.
+    pub(crate) fn asserted_after(
+        &mut self,
+        pos: usize,
+        key: &[u8],
+        strength: Strength,
+        kind: SecretKind,
+    ) -> bool {
+        const MATCHERS: [&[u8]; 10] = [
+            b"equalto(",
+            b"is(",
+            b"eq(",
+            b"tobe(",
+            b"toequal(",
+            b"tostrictequal(",
+            b"isequalto(",
+            b"thenreturn(",
+            b"willreturn(",
+            b"returns(",
+        ];
+        let bytes = self.bytes;
+        let mut p = pos;
+        if bytes[p..].starts_with(b"()") {
+            p += 2;
+        }
+        // Closed as the argument of `expect(…)` or `when(…)` before a chained matcher; still
+        // open as the first of `assertThat(…, …)` before a comma.
+        let closing = run_end_max(bytes, p, 2, |b| b == b')');
+        let chained = closing > p;
+        p = skip_blank(bytes, closing);
+        let at = match bytes.get(p) {
+            Some(b',') if !chained => {
+                let q = skip_blank(bytes, p + 1);
+                // A bare literal after the comma only in an assertion's arguments
+                // (`assertEquals(cfg.getPassword(), "…")`): elsewhere it is another argument
+                // (`new SecretKeySpec(secret.getBytes(), "HmacSHA256")`).
+                let line = line_before(bytes, pos);
+                match MATCHERS[..3].iter().find_map(|m| eat_ci(bytes, q, m)) {
+                    Some(e) => skip_blank(bytes, e),
+                    None if contains_ci(line, b"assert") => q,
+                    None => return false,
+                }
+            }
+            Some(b'.') if chained => match MATCHERS.iter().find_map(|m| eat_ci(bytes, p + 1, m)) {
+                Some(e) => skip_blank(bytes, e),
+                None => return false,
+            },
+            _ => return false,
+        };
+        if !matches!(bytes.get(at), Some(b'"' | b'\'')) {
+            return false;
+        }
+        let Some(value) = Value::parse(bytes, at, Stop::Code) else {
+            return false;
+        };
+        if bytes.get(skip_blank(bytes, value.end + 1)) != Some(&b')') {
+            return false;
+        }
+        self.compared_literal(&value, key, strength, kind);
+        true
     }
 
     /// `"…" == password`, `'…' !== secret`: the quoted literal before a comparison with the key.

@@ -6589,3 +6589,116 @@ fn a_packed_list_reads_back_every_entry_in_order() {
             .all(|e| e.len() >= 16 && !e.iter().any(u8::is_ascii_whitespace))
     );
 }
+
+/// Counts typed kind by kind (blocks of four letters or more counting on, the digits between
+/// them counting too) are filler in any slot, and so is a long count of letters typed into a
+/// longer value; a block of three or a random stretch between the letters makes it a value again.
+#[test]
+fn counts_typed_in_blocks_of_each_kind_are_filler() {
+    assert_clean(&[
+        "export SEARCH_API_KEY=pqrs5678tuvw9012wxyz3456",
+        "webhook_secret: \"lmno0987pqrs6543tuvw2109\"",
+        "Authorization: Bearer QrStUvWxYzAbCdEf-9876-QrStUvWx",
+        "session_token = 'Zk3Pq8Rw1MnOpQrStUvWxYzA9Lk2Jh7'",
+    ]);
+    assert_found(&[
+        // Blocks of three in turn with digits: the held-out sets call these keys.
+        "export SEARCH_API_KEY=pqr567stu890vwx123yza456",
+        // A random stretch between the letters breaks the count.
+        "webhook_secret: \"lmno0987Xq7Zpqrs6543tuvw2109\"",
+        // A count of eleven letters is not yet typed filler.
+        "session_token = 'Zk3Pq8Rw1MnOpQrStUvW9Lk2Jh7Bv4'",
+    ]);
+}
+
+/// Documentation's stand-in words after a prefix are filler under a rule as lenient as the `sk-`
+/// one (`sk-svcacct-PASTE_YOUR_SERVICE_KEY`, `sk-proj-SAMPLEKEYFORDOCS1`); a random body is a key.
+#[test]
+fn stand_in_words_after_a_lenient_prefix_are_filler() {
+    assert_clean(&[
+        "docker run -e LLM_KEY=sk-svcacct-PASTE_YOUR_SERVICE_KEY agent:latest",
+        "the sample in the wiki is sk-proj-SAMPLEKEYFORDOCS1 so copy yours over it",
+    ]);
+    assert_found(&[
+        "docker run -e LLM_KEY=sk-svcacct-q7Rz2LmX9vB4nK8wT1cY6pD3 agent:latest",
+        "the sample in the wiki is sk-proj-7hQmZ2rXvL9pK4wN8tB1cYd6 so copy yours over it",
+    ]);
+}
+
+/// A short lowercase word, or two joined by a dash, where a token or an API key goes is a name
+/// typed in its place; where a password or a secret goes the word is one, and a generated value
+/// in a token's place is a token.
+#[test]
+fn a_word_where_a_token_goes_is_a_name() {
+    assert_clean(&[
+        "export SENTRY_AUTH_TOKEN=pending",
+        "MAPS_API_KEY=local-dev\nMAPS_REGION=eu",
+        "ci:\n  env:\n    UPLOAD_TOKEN=staging_key_not_set_yet",
+        "export MAPS_API_KEY=staging-12345",
+    ]);
+    assert_found(&[
+        "export SENTRY_PASSWORD=pending",
+        "export APP_SECRET=lantern",
+        "export SENTRY_AUTH_TOKEN=q9Xr2LmV7kTz4Wb8",
+        "ci:\n  env:\n    UPLOAD_TOKEN=staging_Kq7zXr2m_yet9",
+        "export MAPS_API_KEY=staging-19375",
+        "MAPS_API_KEY=hT4kq9Zx2mVr7LpB\nMAPS_REGION=eu",
+    ]);
+}
+
+/// A JWT signed by one lowercase word (`….signature`) is a sketch of one; a signature of both
+/// cases and digits signs a token.
+#[test]
+fn a_jwt_signed_by_a_word_is_a_sketch() {
+    assert_clean(&[
+        "curl -H 'Authorization: Bearer eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJvcHMtYm90In0.sigvalue' https://api.acme.test",
+    ]);
+    assert_found(&[
+        "curl -H 'Authorization: Bearer eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJvcHMtYm90In0.Qm7vX2kLr9TzP4wB8nYc1HdF6sJa3eUg' https://api.acme.test",
+    ]);
+}
+
+/// After a vendor's prefix, base64 of a documentation marker (a Grafana key's JSON naming
+/// `example`) and a body spelling `invalid` are filler; base64 of random bytes is a key.
+#[test]
+fn encoded_markers_and_invalid_after_a_prefix_are_filler() {
+    assert_clean(&[
+        "the dashboard loads with glsa_InvalidINVALIDinvalidInvali_1a2b3c4d in the log",
+        "grafana:\n  api_key: eyJrIjoiU0FNUExFRVhBTVBMRUtFWSIsIm4iOiJleGFtcGxlIiwiaWQiOjF9",
+        // Read after the prefix's whole bytes: `…","n":"example",…` is JSON members still.
+        "the panel calls eyJrIjoiUTdaWEFNUExFb3BzS0VZdGVzdFRFU1R0ZXN0MDAiLCJuIjoiZXhhbXBsZSIsImlkIjoyfQ on load",
+    ]);
+    assert_found(&[
+        "the dashboard loads with glsa_Rq7ZkX2mLv9TpW4bN8cY1dF6hJ3sA5eU_0f3c9a1b in the log",
+        "the panel calls eyJrIjoibXFvRnFyclJRcmxnNVVUWEk1SjQ1Ym0yVlZlaGlKWlciLCJuIjoib3BzLWRhc2hib2FyZCIsImlkIjo3fQ on load",
+        "grafana:\n  api_key: eyJrIjoiWDdxUjJ6TDl2SzRwTThuQjFjVDZ5RDN3RzVoIiwibiI6Im9wcyIsImlkIjo3fQ",
+    ]);
+}
+
+/// A stand-in phrase closing on `here` stays one with a number glued to it
+/// (`your_deploy_token_here2`); a word of its own before `here` and a number is a password.
+#[test]
+fn a_number_glued_to_a_closing_here_leaves_the_stand_in() {
+    assert_clean(&["deploy:\n  auth_token: \"your_deploy_token_here2\""]);
+    assert_found(&["deploy:\n  db_password: \"walrus_here2\""]);
+}
+
+/// A test asserting or stubbing the literal a secret's getter or member holds names the secret
+/// (`assertThat(…getClientSecret(), equalTo("…"))`, `expect(cfg.apiKey).toBe("…")`,
+/// `when(…getToken()).thenReturn("…")`); a guard's word, a variable, another getter, or a second
+/// argument outside an assertion is none.
+#[test]
+fn a_literal_a_test_expects_of_a_secret_getter_is_the_secret() {
+    assert_found(&[
+        "@Test void loads() {\n  assertThat(settings.getWebhookSecret(), is(\"e41c9a07d2b85f36c1a0\"));\n}",
+        "it('reads env', () => {\n  expect(env.stripeApiKey).toStrictEqual('Vq3mT8zK1xR6pL9w');\n});",
+        "given(store.getRefreshToken()).willReturn(\"Zp4Lx9Qm2Rv7Tk1B\");",
+        "Assert.AreEqual(config.getDbPassword(), \"Ru7!kq2Lm\");\n// assert the loader",
+    ]);
+    assert_clean(&[
+        "@Test void loads() {\n  assertThat(settings.getWebhookName(), is(\"e41c9a07d2b85f36c1a0\"));\n}",
+        "it('reads env', () => {\n  expect(env.stripeApiKey).toStrictEqual(undefined);\n  expect(env.stripeApiKey).toBe('null');\n});",
+        "given(store.getRefreshToken()).willReturn(cachedToken);",
+        "sig.update(signingSecret.getBytes(), \"HmacSHA512\");",
+    ]);
+}
