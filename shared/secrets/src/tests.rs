@@ -6419,3 +6419,122 @@ fn full_width_blanks_read_as_blanks() {
         "password\u{3000}required",
     ]);
 }
+
+/// A PowerShell double-quoted string holding escaped line breaks (`` `n ``) or escaped quotes in
+/// pairs, and a tab-separated row's cell holding `\n` (a database client's batch output), are
+/// read as their lines; the same shapes around a stand-in, a Markdown code span inside a string
+/// and code indented by a tab with its own `\n` stay clean.
+#[test]
+fn powershell_strings_and_tab_separated_cells_read_as_lines() {
+    for (text, secret) in [
+        (
+            "$cfg = \"[db]`nhost = db1`npassword = Rk7Tq2Lm9Xv4Wz`n\"",
+            "Rk7Tq2Lm9Xv4Wz",
+        ),
+        (
+            "$body = \"{`\"client_secret`\": `\"Tq8Lm2Xv7Rk4Wz9N`\"}\"",
+            "Tq8Lm2Xv7Rk4Wz9N",
+        ),
+        (
+            "$note = \"users:`n| name | password |`n|---|---|`n| ops | Wz4!qLm9Tx2Rv |`n\"",
+            "Wz4!qLm9Tx2Rv",
+        ),
+        (
+            "3\tdeploy notes:\\n[db]\\nuser = ops\\npassword = Vq9Lm2!x7Rk4\\n\tdone",
+            "Vq9Lm2!x7Rk4",
+        ),
+        (
+            "7\tmy .pgpass:\\ndb.internal:5432:prod:app:Hq3!vT8wLp2Zk\tok",
+            "Hq3!vT8wLp2Zk",
+        ),
+    ] {
+        assert_eq!(spans(text), [secret], "{text:?}");
+    }
+    assert_clean(&[
+        "$cfg = \"[db]`nhost = db1`npassword = changeme`n\"",
+        "$body = \"{`\"client_secret`\": `\"<your-secret>`\"}\"",
+        "$note = \"users:`n| name | password |`n|---|---|`n| ops | (ask the team) |`n\"",
+        "Write-Host \"see `npm ci` first, then `nginx -s reload`\"",
+        "3\tdeploy notes:\\n[db]\\nuser = ops\\npassword = <your-password>\\n\tdone",
+        "7\tmy .pgpass:\\ndb.internal:5432:prod:app:*\tok",
+        "\tfmt.Printf(\"token=%s\\n\", tok)\t// trace",
+    ]);
+}
+
+/// The prefixes tools print before each line of a file are layout: `cat -n`'s and `grep -n`'s
+/// numbers, `grep -rn`'s file, `git blame`'s commit and author, a syslog's time, host and tag, a
+/// shell's trace `+ `, IPython's and Python's prompts, a Makefile recipe's `@` and `cat -A`'s
+/// `$` ends; a table or a section read through them holds its credential, and its stand-in
+/// none.
+#[test]
+fn line_prefixes_of_tools_are_layout() {
+    let table = [
+        "Integrations:",
+        "| service | key | owner |",
+        "|---|---|---|",
+        "| acme | Zq8Lm3Vx7Tk2Rw9NpY4c | ops |",
+    ];
+    let section = ["[SupportSite]", "Username=opsadmin", "Password=thisismypassword"];
+    let prefixes: [fn(usize, &str) -> String; 10] = [
+        |k, l| format!("{:6}\t{l}", k + 1),
+        |k, l| format!("{}:{l}", k + 40),
+        |k, l| format!("config/notes.md:{}:{l}", k + 3),
+        |k, l| format!("^4e1f0c2 (Ana Lima 2026-10-02 14:03:11 +0200 {}) {l}", k + 1),
+        |k, l| format!("Nov 30 23:59:{k:02} build-7 runner[88]: {l}"),
+        |_, l| format!("+ {l}"),
+        |k, l| format!("{}{l}", if k == 0 { "In [3]: " } else { "   ...: " }),
+        |k, l| format!("{}{l}", if k == 0 { ">>> " } else { "... " }),
+        |_, l| format!("\t@{l}"),
+        |_, l| format!("{}$", l.replace('\t', "^I")),
+    ];
+    for prefix in prefixes {
+        let wrap = |lines: &[&str]| -> String {
+            lines
+                .iter()
+                .enumerate()
+                .map(|(k, l)| prefix(k, l))
+                .collect::<Vec<_>>()
+                .join("\n")
+        };
+        let text = wrap(&table);
+        assert_eq!(spans(&text), ["Zq8Lm3Vx7Tk2Rw9NpY4c"], "{text:?}");
+        let text = wrap(&section);
+        assert_eq!(spans(&text), ["thisismypassword"], "{text:?}");
+        let mut clean = table;
+        clean[3] = "| acme | see the vault | ops |";
+        let mut empty = section;
+        empty[2] = "Password=";
+        assert_clean(&[&wrap(&clean), &wrap(&empty)]);
+    }
+    // A chat's time is no line number, nor a host before a port a file's location.
+    assert_eq!(
+        spans("10:42 dana: password=Tq8Lm2Xv7Rk4\n10:43 dana: ok"),
+        ["Tq8Lm2Xv7Rk4"]
+    );
+    assert_eq!(
+        spans("db.internal:5432:prod:app:Hq3!vT8wLp2Zk"),
+        ["Hq3!vT8wLp2Zk"]
+    );
+}
+
+/// The openings of the new readings repeated (PowerShell's escapes, tab-separated cells, line
+/// numbers, blame and syslog prefixes, `cat -A` ends) read in linear time.
+#[test]
+fn tool_prefixes_and_line_escapes_scan_in_linear_time() {
+    const OPENINGS: [&str; 13] = [
+        "`n",
+        "\"`n",
+        "\"`\"",
+        "\"`$`$`$`$`$`$`$`$",
+        "a\t\\n",
+        "a\t\\n\\n\\n\\n\\n\\n\\n",
+        "1:\n",
+        "x/a.py:1:",
+        "^4e1f0c2 (",
+        "Nov 30 23:59:00 h t: \n",
+        "$\n",
+        "^I$\n",
+        "In [",
+    ];
+    assert_findings_linear(|size| OPENINGS.iter().map(|o| o.repeat(size / o.len())).collect());
+}
