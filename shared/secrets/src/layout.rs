@@ -295,6 +295,11 @@ fn unescaped_text(text: &str, cells: bool) -> Option<(String, Vec<usize>)> {
                 }
                 k += 1;
             }
+            // A shell's quote inside a single-quoted string (`'it'\''s'`): the string goes on.
+            b'\'' if open.is_some_and(|(_, q)| q == b'\'') && bytes[k + 1..].starts_with(b"\\''") => {
+                escape = true;
+                k += 3;
+            }
             q @ (b'"' | b'\'') => match open {
                 Some((o, open_q)) if open_q == q => {
                     open = None;
@@ -302,7 +307,7 @@ fn unescaped_text(text: &str, cells: bool) -> Option<(String, Vec<usize>)> {
                     // `["line one\n", "line two"]`) is that document's too, escaped or not.
                     let item = strings.last().is_some_and(|&(_, close, doc)| {
                         if doc && tail.0 != close {
-                            let end = run_end(bytes, close + 1, |b| b == b',' || b.is_ascii_whitespace());
+                            let end = run_end(bytes, close + 1, joining);
                             tail = (close, end);
                         }
                         doc && tail.1 == o && array_items(bytes, close, o)
@@ -482,8 +487,16 @@ fn unescaped_text(text: &str, cells: bool) -> Option<(String, Vec<usize>)> {
             k += len;
             continue;
         }
+        if inside && bytes[k] == b'\'' && bytes[k + 1..].starts_with(b"\\''") {
+            plain.push(b'\'');
+            at.push(k);
+            k += 4;
+            continue;
+        }
         let decoded = match (bytes[k], bytes.get(k + 1)) {
             _ if !inside => None,
+            // Helm's `--set` escapes a comma inside a value (`a\,b`).
+            (b'\\', Some(b',')) if document => Some(b','),
             (b'\\', Some(b'n')) => Some(b'\n'),
             (b'\\', Some(b'r')) => Some(b'\r'),
             (b'\\', Some(b't')) => Some(b'\t'),
@@ -1058,13 +1071,22 @@ fn json_text(bytes: &[u8], key: (usize, usize), open: usize, close: usize) -> bo
     }
 }
 
-/// Whether only a comma and blanks stand between a string closing at `close` and one opening at
-/// `open`: two items of one array.
+/// Whether only a comma (or a `+`) and blanks stand between a string closing at `close` and one
+/// opening at `open`: two items of one array, or two literals joined (`"…\n" +`); or only
+/// blanks holding a line break: two literals on lines of their own, which C and Python join.
 fn array_items(bytes: &[u8], close: usize, open: usize) -> bool {
     let between = &bytes[close + 1..open];
     // The test that stops at the first other byte comes first: the next string may be far.
-    between.iter().all(|&b| b == b',' || b.is_ascii_whitespace())
-        && between.iter().filter(|&&b| b == b',').count() == 1
+    between.iter().all(|&b| joining(b))
+        && match between.iter().filter(|&&b| matches!(b, b',' | b'+')).count() {
+            0 => between.contains(&b'\n'),
+            n => n == 1,
+        }
+}
+
+/// A byte that may stand between two items of an array of lines (see [`array_items`]).
+fn joining(b: u8) -> bool {
+    matches!(b, b',' | b'+') || b.is_ascii_whitespace()
 }
 
 /// The opening of an XML CDATA section (`]]>` closes it).

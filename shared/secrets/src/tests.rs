@@ -6518,10 +6518,11 @@ fn line_prefixes_of_tools_are_layout() {
 }
 
 /// The openings of the new readings repeated (PowerShell's escapes, tab-separated cells, line
-/// numbers, blame and syslog prefixes, `cat -A` ends) read in linear time.
+/// numbers, blame and syslog prefixes, a shell's quote in a quoted string, literals on lines of
+/// their own, `cat -A` ends) read in linear time.
 #[test]
 fn tool_prefixes_and_line_escapes_scan_in_linear_time() {
-    const OPENINGS: [&str; 13] = [
+    const OPENINGS: [&str; 15] = [
         "`n",
         "\"`n",
         "\"`\"",
@@ -6532,9 +6533,45 @@ fn tool_prefixes_and_line_escapes_scan_in_linear_time() {
         "x/a.py:1:",
         "^4e1f0c2 (",
         "Nov 30 23:59:00 h t: \n",
+        "'\\''",
+        "\"a\\n\"\n",
         "$\n",
         "^I$\n",
         "In [",
     ];
     assert_findings_linear(|size| OPENINGS.iter().map(|o| o.repeat(size / o.len())).collect());
+}
+
+/// String literals on lines of their own (C's and Python's implicit joins, Java's `+`) holding
+/// escaped line breaks follow one another as one document's lines, and a shell's quote inside a
+/// single-quoted string (`'it'\''s'`, and Helm's `\,`) keeps the string open: a table or a
+/// section written so holds its credential, and its stand-in none.
+#[test]
+fn joined_literals_and_shell_quotes_keep_a_document() {
+    for (text, secret) in [
+        (
+            "const char *help =\n    \"| service | key | owner |\\n\"\n    \"|---|---|---|\\n\"\n    \"| acme | Zq8Lm3Vx7Tk2Rw9NpY4c | ops |\\n\";",
+            "Zq8Lm3Vx7Tk2Rw9NpY4c",
+        ),
+        (
+            "String note = \"[db]\\n\" +\n    \"user = ops\\n\" +\n    \"password = Vq9Lm2!x7Rk4\\n\";",
+            "Vq9Lm2!x7Rk4",
+        ),
+        (
+            "bash -c 'echo \"it'\\''s set:\\n[db]\\npassword = Hq3!vT8wLp2Zk\\n\"'",
+            "Hq3!vT8wLp2Zk",
+        ),
+        (
+            "helm upgrade app ./chart --set-string 'notes=it'\\''s here\\, see:\\n| name | password |\\n|---|---|\\n| ops | Wz4!qLm9Tx2Rv |'",
+            "Wz4!qLm9Tx2Rv",
+        ),
+    ] {
+        assert_eq!(spans(text), [secret], "{text:?}");
+    }
+    assert_clean(&[
+        "const char *help =\n    \"| service | key | owner |\\n\"\n    \"|---|---|---|\\n\"\n    \"| acme | see the vault | ops |\\n\";",
+        "String note = \"[db]\\n\" +\n    \"user = ops\\n\" +\n    \"password = <your-password>\\n\";",
+        "bash -c 'echo \"it'\\''s set:\\n[db]\\npassword = <your-password>\\n\"'",
+        "helm upgrade app ./chart --set-string 'notes=it'\\''s here\\, see:\\n| name | password |\\n|---|---|\\n| ops | (ask the team) |'",
+    ]);
 }
