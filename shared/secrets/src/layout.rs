@@ -502,7 +502,8 @@ fn unescaped_text(text: &str, cells: bool) -> Option<(String, Vec<usize>)> {
             (b'\\', Some(b't')) => Some(b'\t'),
             // A value's own escaped quote stays escaped: decoded, it would close the value.
             (b'\\', Some(b'"')) if !document => None,
-            (b'\\', Some(&c @ (b'"' | b'\'' | b'\\' | b'/'))) => Some(c),
+            // A shell's, Kotlin's or PHP's escaped `$` (`"\$6\$salt\$…"`) is a dollar.
+            (b'\\', Some(&c @ (b'"' | b'\'' | b'\\' | b'/' | b'$'))) => Some(c),
             _ => None,
         };
         at.push(k);

@@ -6575,3 +6575,19 @@ fn joined_literals_and_shell_quotes_keep_a_document() {
         "helm upgrade app ./chart --set-string 'notes=it'\\''s here\\, see:\\n| name | password |\\n|---|---|\\n| ops | (ask the team) |'",
     ]);
 }
+
+/// A dollar escaped inside a double-quoted string (a shell's, Kotlin's, PHP's `\$`) is a dollar:
+/// a crypt hash passed so is one, and a variable or a price written so stays text.
+#[test]
+fn escaped_dollars_in_strings_are_dollars() {
+    assert_eq!(
+        spans(
+            "docker run --rm -e \"ROOT_HASH=\\$6\\$/hBKqFYY/kv5ZJr3\\$PtYgjmUhBel31iEl2hpChYgCfrL1spNxnyVmihA/2O76UMFxFkM/R5Kjp1vRt.1fjORS/6ilI8ihN5KXSc7Tvo\" app:latest"
+        )
+        .len(),
+        1
+    );
+    assert_clean(&[
+        "docker run --rm -e \"CONFIG_DIR=\\$HOME/.config/app\" -e \"PRICE=\\$5 per seat\" app:latest",
+    ]);
+}
