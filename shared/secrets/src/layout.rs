@@ -805,7 +805,8 @@ pub(crate) fn csv_cell(text: &str) -> Option<(String, Vec<usize>)> {
     String::from_utf8(plain).ok().map(|p| (p, at))
 }
 
-/// `text` with each document escaped onto one line read as its lines: a PowerShell double-quoted
+/// `text` with each document escaped onto one line read as its lines (or continued over lines: a
+/// Java properties file's value, `key=line one\n\` then `    line two`): a PowerShell double-quoted
 /// string holding an escaped line break (`"[db]`npassword = …`n"`: its escapes are backticks,
 /// `` `n ``, `` `t ``, `` `" ``, `` `$ ``) and a tab-separated row's cell holding one (a database
 /// client's batch output or `COPY`: `17<TAB>line one\nTOKEN=…<TAB>ok`, with `\n`, `\t`, `\\`).
@@ -828,8 +829,22 @@ pub(crate) fn line_escapes(text: &str) -> Option<(String, Vec<usize>)> {
         }
         // The line's start is after the last line read: only the bytes between are searched.
         let start = memchr::memrchr(b'\n', &bytes[line..at]).map_or(line, |p| line + p + 1);
-        let end = find_byte(b'\n', &bytes[at..]).map_or(bytes.len(), |e| at + e);
-        escaped_documents(bytes, start, end, &mut docs);
+        let mut end = find_byte(b'\n', &bytes[at..]).map_or(bytes.len(), |e| at + e);
+        if bytes[..end].ends_with(b"\\n\\") {
+            // A value continued over lines, each ending with an escaped line break and a `\`
+            // (a Java properties file's): one document to the last line continued.
+            while end < bytes.len() && bytes[..end].ends_with(b"\\") {
+                end = find_byte(b'\n', &bytes[end + 1..]).map_or(bytes.len(), |e| end + 1 + e);
+            }
+            docs.push(Document {
+                from: start,
+                to: end,
+                escape: b'\\',
+                lines: true,
+            });
+        } else {
+            escaped_documents(bytes, start, end, &mut docs);
+        }
         (k, line) = (end, end);
     }
     if docs.is_empty() {
@@ -855,6 +870,11 @@ pub(crate) fn line_escapes(text: &str) -> Option<(String, Vec<usize>)> {
         }
         k = from;
         while k < to {
+            if escape == b'\\' && bytes[k] == b'\\' && bytes.get(k + 1) == Some(&b'\n') {
+                // A line continued: its break and the next line's indentation are no text.
+                k = run_end(bytes, k + 2, |b| b == b' ' || b == b'\t');
+                continue;
+            }
             at.push(k);
             let decoded = match (bytes[k] == escape).then(|| bytes.get(k + 1)).flatten() {
                 Some(b'n') => Some(b'\n'),

@@ -6522,7 +6522,7 @@ fn line_prefixes_of_tools_are_layout() {
 /// their own, `cat -A` ends) read in linear time.
 #[test]
 fn tool_prefixes_and_line_escapes_scan_in_linear_time() {
-    const OPENINGS: [&str; 15] = [
+    const OPENINGS: [&str; 16] = [
         "`n",
         "\"`n",
         "\"`\"",
@@ -6535,6 +6535,7 @@ fn tool_prefixes_and_line_escapes_scan_in_linear_time() {
         "Nov 30 23:59:00 h t: \n",
         "'\\''",
         "\"a\\n\"\n",
+        "a\\n\\\n",
         "$\n",
         "^I$\n",
         "In [",
@@ -6589,5 +6590,21 @@ fn escaped_dollars_in_strings_are_dollars() {
     );
     assert_clean(&[
         "docker run --rm -e \"CONFIG_DIR=\\$HOME/.config/app\" -e \"PRICE=\\$5 per seat\" app:latest",
+    ]);
+}
+
+/// A Java properties file's value continued over lines, each ending with an escaped line break
+/// and a `\`, is read as its lines: a key's body or a section inside it holds its credential,
+/// and a stand-in there none.
+#[test]
+fn continued_property_values_read_as_lines() {
+    assert_eq!(
+        spans(
+            "server.port=8080\napp.notes=[db]\\n\\\n    user = ops\\n\\\n    password = Vq9Lm2!x7Rk4\\n\\\n    port = 5432\nlogging.level.root=INFO"
+        ),
+        ["Vq9Lm2!x7Rk4"]
+    );
+    assert_clean(&[
+        "server.port=8080\napp.notes=[db]\\n\\\n    user = ops\\n\\\n    password = <your-password>\\n\\\n    port = 5432\nlogging.level.root=INFO",
     ]);
 }
