@@ -1253,7 +1253,14 @@ fn syslog_prefix_end(l: &[u8]) -> Option<usize> {
     }
     let host = run_end_max(l, time + 9, 64, |b| !b.is_ascii_whitespace());
     let tag = run_end_max(l, host + 1, 96, |b| !b.is_ascii_whitespace());
-    (l.get(host) == Some(&b' ') && l[..tag].ends_with(b":") && l.get(tag) == Some(&b' ')).then_some(tag + 1)
+    // A tag that names a secret (`password: …`) is the message, as a logger's is.
+    (l.get(host) == Some(&b' ') && l[..tag].ends_with(b":") && l.get(tag) == Some(&b' ')).then(|| {
+        if may_hold_secret_word(&l[host + 1..tag]) {
+            host + 1
+        } else {
+            tag + 1
+        }
+    })
 }
 
 /// Where a log line's message starts, after its time, its level and its logger

@@ -6511,6 +6511,11 @@ fn line_prefixes_of_tools_are_layout() {
         spans("10:42 dana: password=Tq8Lm2Xv7Rk4\n10:43 dana: ok"),
         ["Tq8Lm2Xv7Rk4"]
     );
+    // A syslog tag that names a secret is the message.
+    assert_eq!(
+        spans("Nov 30 23:59:01 build-7 password: Wq4!rTz9LmK\nNov 30 23:59:02 build-7 sshd[12]: ok"),
+        ["Wq4!rTz9LmK"]
+    );
     assert_eq!(
         spans("db.internal:5432:prod:app:Hq3!vT8wLp2Zk"),
         ["Hq3!vT8wLp2Zk"]
