@@ -21,9 +21,28 @@ pub(crate) fn dequoted(text: &str) -> (Option<String>, bool) {
     let mut in_diff = false;
     let mut mail = false;
     let mut line = 0;
+    // Where the line before ended with a `$`: `cat -A` (or `cat -e`, `sed -n l`) marks each
+    // line's end so, and a tab as `^I`; two such lines in a row are read without the marks.
+    let mut dollar: Option<(usize, usize)> = None;
     loop {
         let end = find_byte(b'\n', &bytes[line..]).map_or(bytes.len(), |p| line + p);
         let l = &bytes[line..end];
+        if l.last() == Some(&b'$') {
+            if let Some(before) = dollar {
+                // Each mark is read as a carriage return, as a line of a CRLF file ends: a
+                // continuation's `\` or a key's body still ends its line.
+                let o = out.get_or_insert_with(|| bytes.to_vec());
+                for (from, to) in [before, (line, end)] {
+                    o[to - 1] = b'\r';
+                    for tab in memchr::memmem::find_iter(&bytes[from..to], b"^I") {
+                        o[from + tab..from + tab + 2].fill(b' ');
+                    }
+                }
+            }
+            dollar = Some((line, end));
+        } else {
+            dollar = None;
+        }
         let lead = run_end(l, 0, |b| b == b' ' || b == b'\t');
         // What to blank on this line: `[from, to)` within it.
         let mut blank = (0, 0);
@@ -42,11 +61,18 @@ pub(crate) fn dequoted(text: &str) -> (Option<String>, bool) {
         }
         if blank.1 == 0 && l.get(lead) == Some(&b'>') {
             blank = (lead, run_end(l, lead, |b| matches!(b, b'>' | b' ' | b'\t')));
-        } else if blank.1 == 0 && l[lead..].starts_with(b"* ") {
-            // A Markdown bullet (`* password = …`, `* ghp_…`).
+        } else if blank.1 == 0 && (l[lead..].starts_with(b"* ") || l[lead..].starts_with(b"+ ")) {
+            // A Markdown bullet (`* password = …`, `* ghp_…`), or a shell's trace of the command
+            // it runs (`+ export TOKEN=…`).
+            blank = (lead, lead + 1);
+        } else if blank.1 == 0 && l.first() == Some(&b'\t') && l.get(lead) == Some(&b'@') {
+            // A Makefile recipe's command run silently (`<TAB>@curl -u ci:… …`).
             blank = (lead, lead + 1);
         } else if blank.1 == 0
-            && matches!(l.get(lead), Some(b'#' | b'/' | b'-' | b'$' | 0xE2))
+            && matches!(
+                l.get(lead),
+                Some(b'#' | b'/' | b'-' | b'$' | b'.' | b'+' | b'I' | b'O' | 0xE2)
+            )
             && let Some(end) = marker_end(&l[lead..])
         {
             blank = (lead, lead + end);
@@ -58,7 +84,31 @@ pub(crate) fn dequoted(text: &str) -> (Option<String>, bool) {
             {
                 // A numbered list's item (`2. token: …`).
                 blank = (lead, digits + 1);
+            } else if digits - lead <= 6
+                && match l.get(digits) {
+                    Some(b'\t') => true,
+                    Some(b':') => !(digits - lead <= 2 && clock_minutes(&l[digits + 1..])),
+                    _ => false,
+                }
+            {
+                // A line's number as `cat -n` (`    12<TAB>`) or `grep -n` and `nl` print it
+                // (`12:`); `10:42` is a time.
+                blank = (lead, digits + 1);
             }
+        }
+        if blank.1 == 0
+            && matches!(l.first(), Some(b'a'..=b'f' | b'0'..=b'9' | b'^'))
+            && let Some(at) = blame_end(l)
+        {
+            blank = (0, at);
+        } else if blank.1 == 0
+            && matches!(
+                l.first(),
+                Some(b'A' | b'D' | b'F' | b'J' | b'M' | b'N' | b'O' | b'S')
+            )
+            && let Some(at) = syslog_prefix_end(l)
+        {
+            blank = (0, at);
         }
         if blank.1 == 0
             && let Some(at) = location_end(l)
@@ -245,6 +295,11 @@ fn unescaped_text(text: &str, cells: bool) -> Option<(String, Vec<usize>)> {
                 }
                 k += 1;
             }
+            // A shell's quote inside a single-quoted string (`'it'\''s'`): the string goes on.
+            b'\'' if open.is_some_and(|(_, q)| q == b'\'') && bytes[k + 1..].starts_with(b"\\''") => {
+                escape = true;
+                k += 3;
+            }
             q @ (b'"' | b'\'') => match open {
                 Some((o, open_q)) if open_q == q => {
                     open = None;
@@ -252,7 +307,7 @@ fn unescaped_text(text: &str, cells: bool) -> Option<(String, Vec<usize>)> {
                     // `["line one\n", "line two"]`) is that document's too, escaped or not.
                     let item = strings.last().is_some_and(|&(_, close, doc)| {
                         if doc && tail.0 != close {
-                            let end = run_end(bytes, close + 1, |b| b == b',' || b.is_ascii_whitespace());
+                            let end = run_end(bytes, close + 1, joining);
                             tail = (close, end);
                         }
                         doc && tail.1 == o && array_items(bytes, close, o)
@@ -432,14 +487,23 @@ fn unescaped_text(text: &str, cells: bool) -> Option<(String, Vec<usize>)> {
             k += len;
             continue;
         }
+        if inside && bytes[k] == b'\'' && bytes[k + 1..].starts_with(b"\\''") {
+            plain.push(b'\'');
+            at.push(k);
+            k += 4;
+            continue;
+        }
         let decoded = match (bytes[k], bytes.get(k + 1)) {
             _ if !inside => None,
+            // Helm's `--set` escapes a comma inside a value (`a\,b`).
+            (b'\\', Some(b',')) if document => Some(b','),
             (b'\\', Some(b'n')) => Some(b'\n'),
             (b'\\', Some(b'r')) => Some(b'\r'),
             (b'\\', Some(b't')) => Some(b'\t'),
             // A value's own escaped quote stays escaped: decoded, it would close the value.
             (b'\\', Some(b'"')) if !document => None,
-            (b'\\', Some(&c @ (b'"' | b'\'' | b'\\' | b'/'))) => Some(c),
+            // A shell's, Kotlin's or PHP's escaped `$` (`"\$6\$salt\$…"`) is a dollar.
+            (b'\\', Some(&c @ (b'"' | b'\'' | b'\\' | b'/' | b'$'))) => Some(c),
             _ => None,
         };
         at.push(k);
@@ -741,6 +805,204 @@ pub(crate) fn csv_cell(text: &str) -> Option<(String, Vec<usize>)> {
     String::from_utf8(plain).ok().map(|p| (p, at))
 }
 
+/// `text` with each document escaped onto one line read as its lines (or continued over lines: a
+/// Java properties file's value, `key=line one\n\` then `    line two`): a PowerShell double-quoted
+/// string holding an escaped line break (`"[db]`npassword = …`n"`: its escapes are backticks,
+/// `` `n ``, `` `t ``, `` `" ``, `` `$ ``) and a tab-separated row's cell holding one (a database
+/// client's batch output or `COPY`: `17<TAB>line one\nTOKEN=…<TAB>ok`, with `\n`, `\t`, `\\`).
+/// The string's quotes and the cell's tabs are line breaks; each byte's offset in `text`, and the
+/// end. `None` when there is none (most prompts: one search for a backtick or a backslash, each
+/// line read once, only a line where one stands before an `n`).
+pub(crate) fn line_escapes(text: &str) -> Option<(String, Vec<usize>)> {
+    let bytes = text.as_bytes();
+    let mut docs: Vec<Document> = Vec::new();
+    let (mut k, mut line) = (0, 0);
+    while let Some(p) = find_any_of_two(b'`', b'\\', &bytes[k..]) {
+        let at = k + p;
+        // A backslash escapes a line break only in a cell; a backtick a quote or a `$` too.
+        if !matches!(
+            (bytes[at], bytes.get(at + 1)),
+            (_, Some(b'n')) | (b'`', Some(b'"' | b'$'))
+        ) {
+            k = at + 1;
+            continue;
+        }
+        // The line's start is after the last line read: only the bytes between are searched.
+        let start = memchr::memrchr(b'\n', &bytes[line..at]).map_or(line, |p| line + p + 1);
+        let mut end = find_byte(b'\n', &bytes[at..]).map_or(bytes.len(), |e| at + e);
+        if bytes[..end].ends_with(b"\\n\\") {
+            // A value continued over lines, each ending with an escaped line break and a `\`
+            // (a Java properties file's): one document to the last line continued.
+            while end < bytes.len() && bytes[..end].ends_with(b"\\") {
+                end = find_byte(b'\n', &bytes[end + 1..]).map_or(bytes.len(), |e| end + 1 + e);
+            }
+            docs.push(Document {
+                from: start,
+                to: end,
+                escape: b'\\',
+                lines: true,
+            });
+        } else {
+            escaped_documents(bytes, start, end, &mut docs);
+        }
+        (k, line) = (end, end);
+    }
+    if docs.is_empty() {
+        return None;
+    }
+    let mut plain = Vec::with_capacity(bytes.len());
+    let mut at = Vec::with_capacity(bytes.len() + 1);
+    let mut k = 0;
+    for Document {
+        from,
+        to,
+        escape,
+        lines,
+    } in docs
+    {
+        // The quote or tab opening a document of lines, and the one closing it, are line breaks.
+        let open = from - usize::from(lines && from > k && matches!(bytes[from - 1], b'"' | b'\t'));
+        plain.extend_from_slice(&bytes[k..open]);
+        at.extend(k..open);
+        if open < from {
+            plain.push(b'\n');
+            at.push(open);
+        }
+        k = from;
+        while k < to {
+            if escape == b'\\' && bytes[k] == b'\\' && bytes.get(k + 1) == Some(&b'\n') {
+                // A line continued: its break and the next line's indentation are no text.
+                k = run_end(bytes, k + 2, |b| b == b' ' || b == b'\t');
+                continue;
+            }
+            at.push(k);
+            let decoded = match (bytes[k] == escape).then(|| bytes.get(k + 1)).flatten() {
+                Some(b'n') => Some(b'\n'),
+                Some(b't') => Some(b'\t'),
+                Some(b'r') => Some(b'\r'),
+                Some(&c) if c == escape => Some(c),
+                // A value's own escaped quote stays escaped: decoded, it would close the value.
+                Some(b'"') if escape == b'`' && !lines => None,
+                Some(&c @ (b'"' | b'\'' | b'$')) if escape == b'`' => Some(c),
+                _ => None,
+            };
+            plain.push(decoded.unwrap_or(bytes[k]));
+            k += if decoded.is_some() { 2 } else { 1 };
+        }
+        if lines && bytes.get(to).is_some_and(|&b| b == b'"' || b == b'\t') {
+            plain.push(b'\n');
+            at.push(to);
+            k = to + 1;
+        }
+    }
+    plain.extend_from_slice(&bytes[k..]);
+    at.extend(k..=bytes.len());
+    // Escapes decode to ASCII and every other byte is copied: still UTF-8.
+    String::from_utf8(plain).ok().map(|p| (p, at))
+}
+
+/// A string or a cell escaped onto one line: its text `[from, to)`, its escape byte, and whether
+/// it holds lines (its quotes or tabs are line breaks) or is a value (its quotes stay).
+struct Document {
+    from: usize,
+    to: usize,
+    escape: u8,
+    lines: bool,
+}
+
+/// The documents escaped onto the line `[start, end)` (see [`line_escapes`]), pushed to `docs`
+/// in order: each PowerShell double-quoted string holding a `` `n `` (a backtick escapes the byte
+/// after it, a quote too), and when the line is a tab-separated row (a tab after its text
+/// starts, not its indentation) each cell holding a `\n` (a backslash escapes the byte after it).
+fn escaped_documents(bytes: &[u8], start: usize, end: usize, docs: &mut Vec<Document>) {
+    let first = docs.len();
+    // The open string; its escaped line breaks, the backtick's and the backslash's; its escaped
+    // quotes; and whether it holds any backtick's escape at all.
+    let (mut open, mut breaks, mut quotes, mut escaped, mut i) = (None, (0, 0), 0, false, start);
+    // Only a line holding a backtick is read for PowerShell's strings, from one of its
+    // backticks, quotes or backslashes to the next.
+    if find_byte(b'`', &bytes[start..end]).is_none() {
+        i = end;
+    }
+    while let Some(p) = find_any_of_three(b'`', b'"', b'\\', &bytes[i.min(end)..end]) {
+        i += p;
+        match bytes[i] {
+            b'`' if open.is_some() => {
+                let after = bytes.get(i + 1).copied();
+                // A backtick after a blank or the string's quote opens a Markdown code span
+                // (`"run `npm ci` first"`): an escaped line break or `$` follows a word. Escaped
+                // quotes count in pairs (`` `"password`" ``), not one (`` `"msg": "…"` ``).
+                quotes += usize::from(after == Some(b'"'));
+                if !(open == Some(i - 1) || matches!(bytes[i - 1], b' ' | b'\t')) {
+                    breaks.0 += usize::from(after == Some(b'n'));
+                    escaped |= matches!(after, Some(b'n' | b'$' | b'`'));
+                }
+                i += 1;
+            }
+            // Outside a string a backtick escapes the byte after it too: `` `" `` opens no
+            // string (nor does a Markdown code span's quote: `` `"msg": "…"` ``).
+            b'`' => i += 1,
+            b'\\' if open.is_some() => breaks.1 += usize::from(bytes.get(i + 1) == Some(&b'n')),
+            b'"' => match open.take() {
+                // A string whose line breaks are escaped by backslashes is JSON's or code's
+                // (`"`${url}`\n"`), not PowerShell's. Escaped quotes in pairs quote words inside
+                // it (`"{`"password`": `"…`"}"`): it holds a document too.
+                Some(o) if (escaped || quotes >= 2 && quotes % 2 == 0) && breaks.1 <= breaks.0 => {
+                    docs.push(Document {
+                        from: o + 1,
+                        to: i,
+                        escape: b'`',
+                        lines: breaks.0 > 0 || quotes >= 2 && quotes % 2 == 0,
+                    })
+                }
+                Some(_) => {}
+                None => (open, breaks, quotes, escaped) = (Some(i), (0, 0), 0, false),
+            },
+            _ => {}
+        }
+        i += 1;
+    }
+    if let Some(o) = open.filter(|_| breaks.0 > breaks.1) {
+        docs.push(Document {
+            from: o + 1,
+            to: end,
+            escape: b'`',
+            lines: true,
+        });
+    }
+    if docs.len() > first {
+        return;
+    }
+    let text = run_end(&bytes[..end], start, |b| b == b' ' || b == b'\t');
+    if find_byte(b'\t', &bytes[text..end]).is_none() {
+        return;
+    }
+    let mut cell = text;
+    while cell < end {
+        let close = find_byte(b'\t', &bytes[cell..end]).map_or(end, |t| cell + t);
+        // A `\n` inside a double-quoted string is that string's (JSON's, code's), not the cell's.
+        let (mut quoted, mut i) = (false, cell);
+        while let Some(p) = find_any_of_two(b'\\', b'"', &bytes[i..close]) {
+            i += p;
+            if bytes[i] == b'"' {
+                quoted = !quoted;
+            } else if !quoted && bytes.get(i + 1) == Some(&b'n') {
+                docs.push(Document {
+                    from: cell,
+                    to: close,
+                    escape: b'\\',
+                    lines: true,
+                });
+                break;
+            } else {
+                i += 1;
+            }
+            i = (i + 1).min(close);
+        }
+        cell = close + 1;
+    }
+}
+
 /// `bytes` with each Markdown table cell that a `<br>` breaks (a config pasted in an issue's
 /// table: `| 2 | [db]<br>password = … |`) read as lines of its own: its bars line breaks and its
 /// escaped bars (`\|`) bars, with each byte's offset; `None` when no row has such a cell.
@@ -830,13 +1092,22 @@ fn json_text(bytes: &[u8], key: (usize, usize), open: usize, close: usize) -> bo
     }
 }
 
-/// Whether only a comma and blanks stand between a string closing at `close` and one opening at
-/// `open`: two items of one array.
+/// Whether only a comma (or a `+`) and blanks stand between a string closing at `close` and one
+/// opening at `open`: two items of one array, or two literals joined (`"…\n" +`); or only
+/// blanks holding a line break: two literals on lines of their own, which C and Python join.
 fn array_items(bytes: &[u8], close: usize, open: usize) -> bool {
     let between = &bytes[close + 1..open];
     // The test that stops at the first other byte comes first: the next string may be far.
-    between.iter().all(|&b| b == b',' || b.is_ascii_whitespace())
-        && between.iter().filter(|&&b| b == b',').count() == 1
+    between.iter().all(|&b| joining(b))
+        && match between.iter().filter(|&&b| matches!(b, b',' | b'+')).count() {
+            0 => between.contains(&b'\n'),
+            n => n == 1,
+        }
+}
+
+/// A byte that may stand between two items of an array of lines (see [`array_items`]).
+fn joining(b: u8) -> bool {
+    matches!(b, b',' | b'+') || b.is_ascii_whitespace()
 }
 
 /// The opening of an XML CDATA section (`]]>` closes it).
@@ -899,10 +1170,97 @@ pub(crate) fn unicode_escape(bytes: &[u8], k: usize) -> Option<(char, usize)> {
 /// terminal's prompt (`$ `). Out of the per-line loop: most lines open with none.
 #[inline(never)]
 fn marker_end(l: &[u8]) -> Option<usize> {
-    [&b"# "[..], b"// ", b"-- ", b"$ ", "│ ".as_bytes()]
-        .into_iter()
-        .find(|m| l.starts_with(m))
-        .map(|m| m.len() - 1)
+    if let Some(rest) = l.strip_prefix(b"In [").or_else(|| l.strip_prefix(b"Out[")) {
+        // IPython's numbered prompt (`In [7]: `, `Out[7]: `).
+        let digits = run_end(rest, 0, |b| b.is_ascii_digit());
+        return (digits > 0 && rest[digits..].starts_with(b"]: ")).then(|| l.len() - rest.len() + digits + 2);
+    }
+    // A REPL's continuation (Python's `... `, IPython's `...: `) and a shell's nested trace (`++ `).
+    [
+        &b"# "[..],
+        b"// ",
+        b"-- ",
+        b"$ ",
+        "│ ".as_bytes(),
+        b"...: ",
+        b"... ",
+        b"++ ",
+    ]
+    .into_iter()
+    .find(|m| l.starts_with(m))
+    .map(|m| m.len() - 1)
+}
+
+/// Where the line's text starts after `git blame`'s prefix: the commit (`a1b2c3d4`, `^a1b2c3d`
+/// for a boundary), perhaps a file, then the author, the date and the line's number in brackets
+/// (`a1b2c3d4 (Dana Whitfield 2026-11-30 10:12:01 +0100 12) `). `None` for any other line.
+fn blame_end(l: &[u8]) -> Option<usize> {
+    let hash = run_end(
+        l,
+        usize::from(l[0] == b'^'),
+        |b| matches!(b, b'0'..=b'9' | b'a'..=b'f'),
+    );
+    if !(7..=40).contains(&hash) || l.get(hash) != Some(&b' ') {
+        return None;
+    }
+    let head = &l[..l.len().min(hash + 160)];
+    let open = hash + find_byte(b'(', &head[hash..])?;
+    let close = open + find_byte(b')', &head[open..])?;
+    let number = run_back(&head[..close], |b| b.is_ascii_digit());
+    (number > 0 && head[..close - number].ends_with(b" ") && contains_date(&head[open..close]))
+        .then(|| close + 1 + usize::from(head.get(close + 1) == Some(&b' ')))
+}
+
+/// Whether `v` opens with a clock's minutes (`42` in `10:42`, `10:42:01`, `10:42 am`).
+fn clock_minutes(v: &[u8]) -> bool {
+    v.len() >= 2 && v[..2].iter().all(u8::is_ascii_digit) && !v.get(2).is_some_and(u8::is_ascii_alphanumeric)
+}
+
+/// Whether `v` holds an ISO date (`2026-11-30`).
+fn contains_date(v: &[u8]) -> bool {
+    v.windows(10).any(|w| {
+        w[..4].iter().all(u8::is_ascii_digit)
+            && w[4] == b'-'
+            && w[5..7].iter().all(u8::is_ascii_digit)
+            && w[7] == b'-'
+            && w[8..].iter().all(u8::is_ascii_digit)
+    })
+}
+
+/// Where a syslog line's message starts (`Dec  7 09:12:01 web-01 app[2231]: `, as journalctl
+/// and `/var/log/syslog` print it): a month, a day, a time, a host, then a tag ending with `:`.
+/// `None` for any other line.
+fn syslog_prefix_end(l: &[u8]) -> Option<usize> {
+    const MONTHS: [&[u8]; 12] = [
+        b"Jan ", b"Feb ", b"Mar ", b"Apr ", b"May ", b"Jun ", b"Jul ", b"Aug ", b"Sep ", b"Oct ", b"Nov ",
+        b"Dec ",
+    ];
+    if !MONTHS.iter().any(|m| l.starts_with(m)) {
+        return None;
+    }
+    let day = run_end(l, 4, |b| b == b' ');
+    let time = run_end(l, day, |b| b.is_ascii_digit()) + 1;
+    let clock = l.get(time..time + 8)?;
+    if !(1..=2).contains(&(time - 1 - day))
+        || l[time - 1] != b' '
+        || !clock
+            .iter()
+            .enumerate()
+            .all(|(k, &b)| if k % 3 == 2 { b == b':' } else { b.is_ascii_digit() })
+        || l.get(time + 8) != Some(&b' ')
+    {
+        return None;
+    }
+    let host = run_end_max(l, time + 9, 64, |b| !b.is_ascii_whitespace());
+    let tag = run_end_max(l, host + 1, 96, |b| !b.is_ascii_whitespace());
+    // A tag that names a secret (`password: …`) is the message, as a logger's is.
+    (l.get(host) == Some(&b' ') && l[..tag].ends_with(b":") && l.get(tag) == Some(&b' ')).then(|| {
+        if may_hold_secret_word(&l[host + 1..tag]) {
+            host + 1
+        } else {
+            tag + 1
+        }
+    })
 }
 
 /// Where a log line's message starts, after its time, its level and its logger
@@ -981,17 +1339,28 @@ pub(crate) fn log_prefix_end(l: &[u8]) -> Option<usize> {
 pub(crate) fn location_end(l: &[u8]) -> Option<usize> {
     let head = &l[..l.len().min(200)];
     let mut from = 0;
+    // grep's `-rn` glues the line to its location (`src/app/notes.txt:7:…`): a location holding
+    // a folder and no blank (a host before a port holds none: `db.internal:5432:prod:…`), its
+    // line's number not followed by a column's (`src/a.py:12:4: …` ends after the column).
+    let (mut folder, mut blank) = (false, false);
     while let Some(k) = find_byte(b':', &head[from..]) {
         let c = from + k;
-        if head.get(c + 1) == Some(&b' ')
-            && c > 0
+        folder |= head[from..c].contains(&b'/');
+        blank |= head[from..c].contains(&b' ');
+        let column = run_end(head, c + 1, |b| b.is_ascii_digit());
+        let glued = folder
+            && !blank
+            && head.get(c + 1) != Some(&b' ')
+            && !(column > c + 1 && head.get(column) == Some(&b':'));
+        if c > 0
+            && (head.get(c + 1) == Some(&b' ') || glued)
             && match head[c - 1] {
                 b'0'..=b'9' => location_prefix(&head[..=c]),
-                b'n' | b'r' => error_name(&head[..c]),
+                b'n' | b'r' => error_name(&head[..c]) && !glued,
                 _ => false,
             }
         {
-            return Some(c + 2);
+            return Some(c + 1 + usize::from(!glued));
         }
         from = c + 1;
     }

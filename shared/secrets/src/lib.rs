@@ -232,7 +232,7 @@ mod tables;
 mod words;
 
 use crate::bytes::{find_byte, find_ci};
-use crate::layout::{csv_cell, second_readings, unescaped};
+use crate::layout::{csv_cell, line_escapes, second_readings, unescaped};
 use crate::scan::scan_text;
 pub use kinds::{Finding, SecretKind};
 pub use rules::{FAMILIES, KEYWORD_INFO, RULE_INFO, RuleInfo, VENDORS, Vendor, keyword_providers};
@@ -295,14 +295,11 @@ fn read(text: &str) -> Vec<Finding> {
     // escaped bytes. A spreadsheet's cell copied whole is read as its text first, and a string
     // escaped twice (a notebook's JSON quoted in a JSON log record, `\\\"api_key\\\"`) is read
     // once more, at most twice more, each map composed onto the one before.
-    let cell = csv_cell(text);
-    let decoded = match &cell {
-        Some((field, field_at)) => match unescaped(field) {
-            Some((plain, at)) => Some((plain, at.into_iter().map(|k| field_at[k]).collect())),
-            None => cell.clone(),
-        },
-        None => unescaped(text),
-    };
+    // A PowerShell string or a tab-separated cell holding escaped line breaks is read as its
+    // lines before JSON's escapes are: a backslash inside it is its text's own.
+    let mut decoded = csv_cell(text);
+    decoded = then_read(decoded, text, line_escapes);
+    decoded = then_read(decoded, text, unescaped);
     match decoded {
         Some((mut plain, mut at)) => {
             for _ in 0..2 {
@@ -319,6 +316,21 @@ fn read(text: &str) -> Vec<Finding> {
         }
         None => scan_text(text),
     }
+}
+
+/// A text decoded, and each of its bytes' offset in the text it came from, and the end.
+type Decoded = (String, Vec<usize>);
+
+/// `decoded` (or `text` when nothing is yet) read again by `read`, its map composed onto the
+/// one before; as it was when `read` finds nothing to decode.
+fn then_read(decoded: Option<Decoded>, text: &str, read: fn(&str) -> Option<Decoded>) -> Option<Decoded> {
+    let Some((plain, at)) = read(decoded.as_ref().map_or(text, |d| d.0.as_str())) else {
+        return decoded;
+    };
+    Some(match decoded {
+        Some((_, outer)) => (plain, at.into_iter().map(|k| outer[k]).collect()),
+        None => (plain, at),
+    })
 }
 
 /// Whether `plain` holds a quote escaped twice: an escaped backslash before a quote (`\\\"`

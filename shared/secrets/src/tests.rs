@@ -6702,3 +6702,197 @@ fn a_literal_a_test_expects_of_a_secret_getter_is_the_secret() {
         "sig.update(signingSecret.getBytes(), \"HmacSHA512\");",
     ]);
 }
+
+/// A PowerShell double-quoted string holding escaped line breaks (`` `n ``) or escaped quotes in
+/// pairs, and a tab-separated row's cell holding `\n` (a database client's batch output), are
+/// read as their lines; the same shapes around a stand-in, a Markdown code span inside a string
+/// and code indented by a tab with its own `\n` stay clean.
+#[test]
+fn powershell_strings_and_tab_separated_cells_read_as_lines() {
+    for (text, secret) in [
+        (
+            "$cfg = \"[db]`nhost = db1`npassword = Rk7Tq2Lm9Xv4Wz`n\"",
+            "Rk7Tq2Lm9Xv4Wz",
+        ),
+        (
+            "$body = \"{`\"client_secret`\": `\"Tq8Lm2Xv7Rk4Wz9N`\"}\"",
+            "Tq8Lm2Xv7Rk4Wz9N",
+        ),
+        (
+            "$note = \"users:`n| name | password |`n|---|---|`n| ops | Wz4!qLm9Tx2Rv |`n\"",
+            "Wz4!qLm9Tx2Rv",
+        ),
+        (
+            "3\tdeploy notes:\\n[db]\\nuser = ops\\npassword = Vq9Lm2!x7Rk4\\n\tdone",
+            "Vq9Lm2!x7Rk4",
+        ),
+        (
+            "7\tmy .pgpass:\\ndb.internal:5432:prod:app:Hq3!vT8wLp2Zk\tok",
+            "Hq3!vT8wLp2Zk",
+        ),
+    ] {
+        assert_eq!(spans(text), [secret], "{text:?}");
+    }
+    assert_clean(&[
+        "$cfg = \"[db]`nhost = db1`npassword = changeme`n\"",
+        "$body = \"{`\"client_secret`\": `\"<your-secret>`\"}\"",
+        "$note = \"users:`n| name | password |`n|---|---|`n| ops | (ask the team) |`n\"",
+        "Write-Host \"see `npm ci` first, then `nginx -s reload`\"",
+        "3\tdeploy notes:\\n[db]\\nuser = ops\\npassword = <your-password>\\n\tdone",
+        "7\tmy .pgpass:\\ndb.internal:5432:prod:app:*\tok",
+        "\tfmt.Printf(\"token=%s\\n\", tok)\t// trace",
+    ]);
+}
+
+/// The prefixes tools print before each line of a file are layout: `cat -n`'s and `grep -n`'s
+/// numbers, `grep -rn`'s file, `git blame`'s commit and author, a syslog's time, host and tag, a
+/// shell's trace `+ `, IPython's and Python's prompts, a Makefile recipe's `@` and `cat -A`'s
+/// `$` ends; a table or a section read through them holds its credential, and its stand-in
+/// none.
+#[test]
+fn line_prefixes_of_tools_are_layout() {
+    let table = [
+        "Integrations:",
+        "| service | key | owner |",
+        "|---|---|---|",
+        "| acme | Zq8Lm3Vx7Tk2Rw9NpY4c | ops |",
+    ];
+    let section = ["[SupportSite]", "Username=opsadmin", "Password=thisismypassword"];
+    let prefixes: [fn(usize, &str) -> String; 10] = [
+        |k, l| format!("{:6}\t{l}", k + 1),
+        |k, l| format!("{}:{l}", k + 40),
+        |k, l| format!("config/notes.md:{}:{l}", k + 3),
+        |k, l| format!("^4e1f0c2 (Ana Lima 2026-10-02 14:03:11 +0200 {}) {l}", k + 1),
+        |k, l| format!("Nov 30 23:59:{k:02} build-7 runner[88]: {l}"),
+        |_, l| format!("+ {l}"),
+        |k, l| format!("{}{l}", if k == 0 { "In [3]: " } else { "   ...: " }),
+        |k, l| format!("{}{l}", if k == 0 { ">>> " } else { "... " }),
+        |_, l| format!("\t@{l}"),
+        |_, l| format!("{}$", l.replace('\t', "^I")),
+    ];
+    for prefix in prefixes {
+        let wrap = |lines: &[&str]| -> String {
+            lines
+                .iter()
+                .enumerate()
+                .map(|(k, l)| prefix(k, l))
+                .collect::<Vec<_>>()
+                .join("\n")
+        };
+        let text = wrap(&table);
+        assert_eq!(spans(&text), ["Zq8Lm3Vx7Tk2Rw9NpY4c"], "{text:?}");
+        let text = wrap(&section);
+        assert_eq!(spans(&text), ["thisismypassword"], "{text:?}");
+        let mut clean = table;
+        clean[3] = "| acme | see the vault | ops |";
+        let mut empty = section;
+        empty[2] = "Password=";
+        assert_clean(&[&wrap(&clean), &wrap(&empty)]);
+    }
+    // A chat's time is no line number, nor a host before a port a file's location.
+    assert_eq!(
+        spans("10:42 dana: password=Tq8Lm2Xv7Rk4\n10:43 dana: ok"),
+        ["Tq8Lm2Xv7Rk4"]
+    );
+    // A syslog tag that names a secret is the message.
+    assert_eq!(
+        spans("Nov 30 23:59:01 build-7 password: Wq4!rTz9LmK\nNov 30 23:59:02 build-7 sshd[12]: ok"),
+        ["Wq4!rTz9LmK"]
+    );
+    assert_eq!(
+        spans("db.internal:5432:prod:app:Hq3!vT8wLp2Zk"),
+        ["Hq3!vT8wLp2Zk"]
+    );
+}
+
+/// The openings of the new readings repeated (PowerShell's escapes, tab-separated cells, line
+/// numbers, blame and syslog prefixes, a shell's quote in a quoted string, literals on lines of
+/// their own, `cat -A` ends) read in linear time.
+#[test]
+fn tool_prefixes_and_line_escapes_scan_in_linear_time() {
+    const OPENINGS: [&str; 16] = [
+        "`n",
+        "\"`n",
+        "\"`\"",
+        "\"`$`$`$`$`$`$`$`$",
+        "a\t\\n",
+        "a\t\\n\\n\\n\\n\\n\\n\\n",
+        "1:\n",
+        "x/a.py:1:",
+        "^4e1f0c2 (",
+        "Nov 30 23:59:00 h t: \n",
+        "'\\''",
+        "\"a\\n\"\n",
+        "a\\n\\\n",
+        "$\n",
+        "^I$\n",
+        "In [",
+    ];
+    assert_findings_linear(|size| OPENINGS.iter().map(|o| o.repeat(size / o.len())).collect());
+}
+
+/// String literals on lines of their own (C's and Python's implicit joins, Java's `+`) holding
+/// escaped line breaks follow one another as one document's lines, and a shell's quote inside a
+/// single-quoted string (`'it'\''s'`, and Helm's `\,`) keeps the string open: a table or a
+/// section written so holds its credential, and its stand-in none.
+#[test]
+fn joined_literals_and_shell_quotes_keep_a_document() {
+    for (text, secret) in [
+        (
+            "const char *help =\n    \"| service | key | owner |\\n\"\n    \"|---|---|---|\\n\"\n    \"| acme | Zq8Lm3Vx7Tk2Rw9NpY4c | ops |\\n\";",
+            "Zq8Lm3Vx7Tk2Rw9NpY4c",
+        ),
+        (
+            "String note = \"[db]\\n\" +\n    \"user = ops\\n\" +\n    \"password = Vq9Lm2!x7Rk4\\n\";",
+            "Vq9Lm2!x7Rk4",
+        ),
+        (
+            "bash -c 'echo \"it'\\''s set:\\n[db]\\npassword = Hq3!vT8wLp2Zk\\n\"'",
+            "Hq3!vT8wLp2Zk",
+        ),
+        (
+            "helm upgrade app ./chart --set-string 'notes=it'\\''s here\\, see:\\n| name | password |\\n|---|---|\\n| ops | Wz4!qLm9Tx2Rv |'",
+            "Wz4!qLm9Tx2Rv",
+        ),
+    ] {
+        assert_eq!(spans(text), [secret], "{text:?}");
+    }
+    assert_clean(&[
+        "const char *help =\n    \"| service | key | owner |\\n\"\n    \"|---|---|---|\\n\"\n    \"| acme | see the vault | ops |\\n\";",
+        "String note = \"[db]\\n\" +\n    \"user = ops\\n\" +\n    \"password = <your-password>\\n\";",
+        "bash -c 'echo \"it'\\''s set:\\n[db]\\npassword = <your-password>\\n\"'",
+        "helm upgrade app ./chart --set-string 'notes=it'\\''s here\\, see:\\n| name | password |\\n|---|---|\\n| ops | (ask the team) |'",
+    ]);
+}
+
+/// A dollar escaped inside a double-quoted string (a shell's, Kotlin's, PHP's `\$`) is a dollar:
+/// a crypt hash passed so is one, and a variable or a price written so stays text.
+#[test]
+fn escaped_dollars_in_strings_are_dollars() {
+    assert_eq!(
+        spans(
+            "docker run --rm -e \"ROOT_HASH=\\$6\\$/hBKqFYY/kv5ZJr3\\$PtYgjmUhBel31iEl2hpChYgCfrL1spNxnyVmihA/2O76UMFxFkM/R5Kjp1vRt.1fjORS/6ilI8ihN5KXSc7Tvo\" app:latest"
+        )
+        .len(),
+        1
+    );
+    assert_clean(&[
+        "docker run --rm -e \"CONFIG_DIR=\\$HOME/.config/app\" -e \"PRICE=\\$5 per seat\" app:latest",
+    ]);
+}
+
+/// A Java properties file's value continued over lines, each ending with an escaped line break
+/// and a `\`, is read as its lines: a key's body or a section inside it holds its credential,
+/// and a stand-in there none.
+#[test]
+fn continued_property_values_read_as_lines() {
+    assert_eq!(
+        spans(
+            "server.port=8080\napp.notes=[db]\\n\\\n    user = ops\\n\\\n    password = Vq9Lm2!x7Rk4\\n\\\n    port = 5432\nlogging.level.root=INFO"
+        ),
+        ["Vq9Lm2!x7Rk4"]
+    );
+    assert_clean(&[
+        "server.port=8080\napp.notes=[db]\\n\\\n    user = ops\\n\\\n    password = <your-password>\\n\\\n    port = 5432\nlogging.level.root=INFO",
+    ]);
+}
