@@ -1,7 +1,7 @@
 //! A run's characters: entropy, letters and digits mixed, typed filler and counts, and whether it
 //! looks generated. It judges characters alone, never a name or the text around them.
 
-use crate::bytes::{b64url, run_end};
+use crate::bytes::{b64url, contains_ci, run_end};
 use crate::words::{Words, words_from, words_of};
 
 /// A random-looking word of at least `min` bytes: digits and letters mixed, or symbols, or a long
@@ -644,4 +644,55 @@ pub(crate) fn random_letters_joined(v: &[u8]) -> bool {
     v.iter()
         .all(|&b| b.is_ascii_alphabetic() || b == b'_' || b == b'-')
         && v.split(|&b| b == b'_' || b == b'-').any(random_letters)
+}
+
+/// Decodes unpadded base64 of either alphabet (`+/` or `-_`) into `out`: `None` for a byte
+/// outside both alphabets or for more bytes than `out` holds.
+pub(crate) fn base64_decode<'o>(input: &[u8], out: &'o mut [u8]) -> Option<&'o [u8]> {
+    let (mut acc, mut bits, mut n) = (0u32, 0u32, 0usize);
+    for &b in input {
+        let d = match b {
+            b'A'..=b'Z' => b - b'A',
+            b'a'..=b'z' => b - b'a' + 26,
+            b'0'..=b'9' => b - b'0' + 52,
+            b'+' | b'-' => 62,
+            b'/' | b'_' => 63,
+            _ => return None,
+        };
+        acc = (acc << 6) | u32::from(d);
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            *out.get_mut(n)? = (acc >> bits) as u8;
+            n += 1;
+        }
+    }
+    Some(&out[..n])
+}
+
+/// Base64 of filler: text of words with a documentation marker (`…ZXhhbXBsZQ==` ends in
+/// `example`) or counts end to end (`YWJjZGVm…` is `abcdef…`). A generated key decodes to bytes
+/// that are no text.
+pub(crate) fn encoded_filler(v: &[u8]) -> bool {
+    let body = v
+        .strip_suffix(b"==")
+        .or_else(|| v.strip_suffix(b"="))
+        .unwrap_or(v);
+    if !(16..=1024).contains(&v.len()) {
+        return false;
+    }
+    let mut out = [0u8; 768];
+    let Some(text) = base64_decode(body, &mut out) else {
+        return false;
+    };
+    if !text.iter().all(|&b| b.is_ascii_graphic() || b == b' ') {
+        return false;
+    }
+    // Words, or JSON members typed around them (a Grafana key's `{"k":"…","n":"example",…}`, read
+    // from its start or after a prefix of whole bytes).
+    let words = text.iter().all(|&b| b.is_ascii_alphanumeric() || b == b' ')
+        && text.split(|&b| b == b' ').filter(|w| !w.is_empty()).count() >= 3
+        || contains_ci(text, b"\":\"");
+    const MARKERS: [&[u8]; 5] = [b"example", b"sample", b"placeholder", b"dummy", b"fake"];
+    words && MARKERS.iter().any(|m| contains_ci(text, m)) || counted_through(text)
 }

@@ -7,8 +7,8 @@ use crate::bytes::{
 };
 pub(crate) use crate::chars::random_letters;
 use crate::chars::{
-    camel_word_share, compound_name, count_chain, counted_through, entropy, fabricated, has_digit,
-    has_symbol, identifier_like, looks_random, mixed_case, name_words, wordy,
+    base64_decode, camel_word_share, compound_name, count_chain, counted_through, encoded_filler, entropy,
+    fabricated, has_digit, has_symbol, identifier_like, looks_random, mixed_case, name_words, wordy,
 };
 use crate::kinds::{Finding, SecretKind};
 use crate::layout::location_prefix;
@@ -2927,30 +2927,6 @@ pub(crate) fn jwt_header(seg: &[u8]) -> bool {
     b64url_json(seg, b"\"alg\"")
 }
 
-/// Decodes unpadded base64 of either alphabet (`+/` or `-_`) into `out`: `None` for a byte
-/// outside both alphabets or for more bytes than `out` holds.
-pub(crate) fn base64_decode<'o>(input: &[u8], out: &'o mut [u8]) -> Option<&'o [u8]> {
-    let (mut acc, mut bits, mut n) = (0u32, 0u32, 0usize);
-    for &b in input {
-        let d = match b {
-            b'A'..=b'Z' => b - b'A',
-            b'a'..=b'z' => b - b'a' + 26,
-            b'0'..=b'9' => b - b'0' + 52,
-            b'+' | b'-' => 62,
-            b'/' | b'_' => 63,
-            _ => return None,
-        };
-        acc = (acc << 6) | u32::from(d);
-        bits += 6;
-        if bits >= 8 {
-            bits -= 8;
-            *out.get_mut(n)? = (acc >> bits) as u8;
-            n += 1;
-        }
-    }
-    Some(&out[..n])
-}
-
 /// Whether a base64url segment decodes to a JSON object holding `needle`. A segment longer than
 /// 2 KiB is not decoded, and passes.
 pub(crate) fn b64url_json(seg: &[u8], needle: &[u8]) -> bool {
@@ -3037,33 +3013,6 @@ pub(crate) fn alternating_count(v: &[u8]) -> bool {
     alternating
         && count_chain(&mut letters().map(u8::to_ascii_lowercase)).is_some_and(|best| best >= 6)
         && (!digits || count_chain(&mut v.iter().copied().filter(u8::is_ascii_digit)).is_some())
-}
-
-/// Base64 of filler: text of words with a documentation marker (`…ZXhhbXBsZQ==` ends in
-/// `example`) or counts end to end (`YWJjZGVm…` is `abcdef…`). A generated key decodes to bytes
-/// that are no text.
-pub(crate) fn encoded_filler(v: &[u8]) -> bool {
-    let body = v
-        .strip_suffix(b"==")
-        .or_else(|| v.strip_suffix(b"="))
-        .unwrap_or(v);
-    if !(16..=1024).contains(&v.len()) {
-        return false;
-    }
-    let mut out = [0u8; 768];
-    let Some(text) = base64_decode(body, &mut out) else {
-        return false;
-    };
-    if !text.iter().all(|&b| b.is_ascii_graphic() || b == b' ') {
-        return false;
-    }
-    // Words, or JSON members typed around them (a Grafana key's `{"k":"…","n":"example",…}`, read
-    // from its start or after a prefix of whole bytes).
-    let words = text.iter().all(|&b| b.is_ascii_alphanumeric() || b == b' ')
-        && text.split(|&b| b == b' ').filter(|w| !w.is_empty()).count() >= 3
-        || contains_ci(text, b"\":\"");
-    const MARKERS: [&[u8]; 5] = [b"example", b"sample", b"placeholder", b"dummy", b"fake"];
-    words && MARKERS.iter().any(|m| contains_ci(text, m)) || counted_through(text)
 }
 
 /// A `{name}` format slot inside the value (`user:{user_id}`).

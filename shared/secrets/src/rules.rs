@@ -616,7 +616,7 @@ fn typed_filler(token: &[u8], capitals: bool) -> bool {
         || crate::chars::spells_a_marker(token)
         || token.len() >= 12 && crate::chars::filler_run(token)
         // Base64 of a documentation marker or of counts (a Grafana key's JSON naming `example`).
-        || crate::judge::encoded_filler(token)
+        || crate::chars::encoded_filler(token)
         || crate::chars::counted_by_kind(token)
         || crate::chars::long_count(token)
     {
