@@ -399,6 +399,13 @@ impl<'t> Scan<'t> {
                 {
                     continue;
                 }
+                if lookup_key_digest(
+                    line_before(bytes, i),
+                    v.prefix(),
+                    &bytes[i + v.prefix().len()..end],
+                ) {
+                    continue;
+                }
                 let end = v.wrapped_end(bytes, i, end);
                 self.push(SecretKind::Vendor(v.name()), i, end);
                 if v.name() == "aws_access_key" {
@@ -757,10 +764,13 @@ impl<'t> Scan<'t> {
     pub(crate) fn mailgun_at(&mut self, i: usize) {
         let bytes = self.bytes;
         let end = i + 50;
+        // Each group random too: one byte repeated or a count (`-00000001`) ends a typed id.
         let group = |s: usize| {
-            bytes
-                .get(s..s + 8)
-                .is_some_and(|g| g.iter().all(|&b| lower_hex(b)))
+            bytes.get(s..s + 8).is_some_and(|g| {
+                g.iter().all(|&b| lower_hex(b))
+                    && !crate::rules::filler_like(g)
+                    && !crate::chars::filler_run(g)
+            })
         };
         if random_lower_hex(&bytes[i..i + 32])
             && group(i + 33)
@@ -3240,8 +3250,13 @@ impl<'t> Scan<'t> {
                     // no path or name holds, no bracket of a call), as after a weak key's `=`.
                     let value = Value::parse(bytes, pos, Stop::Code)?;
                     let v = value.text(bytes);
+                    // (Named parts around the symbol, `AppTier#Backend3`, are a label's words.)
                     let generated = v.len() >= 8
                         && crate::judge::generated(v)
+                        && !v
+                            .split(|b| !b.is_ascii_alphanumeric())
+                            .filter(|p| !p.is_empty())
+                            .all(|p| crate::chars::name_words(p).is_some())
                         && !bytes[value.start..value.raw_end]
                             .iter()
                             .any(|b| b"()[]{}<>".contains(b))
@@ -5228,4 +5243,13 @@ fn random_lower_hex(key: &[u8]) -> bool {
         && has_digit(key)
         && key.iter().any(u8::is_ascii_alphabetic)
         && !crate::rules::filler_like(key)
+}
+
+/// Hex after the bare word `key_` on a line about a cache or a store (`restored cache from
+/// key_<sha256>`, `idempotency key_<hex> already seen`): the entry's lookup key. Vendors whose
+/// keys take that shape cannot be told from it by the token alone; the line tells them apart.
+fn lookup_key_digest(line: &[u8], prefix: &[u8], body: &[u8]) -> bool {
+    const STORES: Words =
+        words_of!(b"cache idempoten dedup lookup redis memcache etag digest checksum sha1 sha256 sha512");
+    prefix == b"key_" && body.iter().all(|&b| lower_hex(b)) && STORES.iter().any(|w| contains_ci(line, w))
 }
