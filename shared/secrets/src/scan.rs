@@ -3010,6 +3010,7 @@ impl<'t> Scan<'t> {
     ) {
         let bytes = self.bytes;
         self.compared_before(kstart, key, strength, kind);
+        self.expected_before(kstart, kend, key, strength, kind);
         if password_key(key) {
             self.typed_password_element(kstart, kend, kind);
         }
@@ -3828,6 +3829,57 @@ impl<'t> Scan<'t> {
         };
         let open = from + open;
         if bytes[open] != quote {
+            return;
+        }
+        let value = Value::enclosed(open + 1, close, quote, Stop::Code);
+        self.compared_literal(&value, key, strength, kind);
+    }
+
+    /// `assertEquals("…", cfg.getPassword())`: an assertion's expected literal first, then the
+    /// key's getter as its actual value (JUnit's order; [`Scan::asserted_after`] reads the
+    /// literal after it). The key spans `[kstart, kend)`.
+    pub(crate) fn expected_before(
+        &mut self,
+        kstart: usize,
+        kend: usize,
+        key: &[u8],
+        strength: Strength,
+        kind: SecretKind,
+    ) {
+        let bytes = self.bytes;
+        // The getter called with nothing, closing the assertion.
+        if !bytes[kend..].starts_with(b"()") || bytes.get(skip_blank(bytes, kend + 2)) != Some(&b')') {
+            return;
+        }
+        // Its receiver (`cfg.`, `this.props.`), then the comma after the literal.
+        let mut p = kstart
+            - run_back(&bytes[..kstart], |b| {
+                b.is_ascii_alphanumeric() || b == b'_' || b == b'.'
+            });
+        p -= run_back(&bytes[..p], |b| b == b' ');
+        if p == 0 || bytes[p - 1] != b',' {
+            return;
+        }
+        p -= 1;
+        p -= run_back(&bytes[..p], |b| b == b' ');
+        let Some(&quote) = p.checked_sub(1).and_then(|k| bytes.get(k)) else {
+            return;
+        };
+        if !matches!(quote, b'"' | b'\'') {
+            return;
+        }
+        let close = p - 1;
+        let from = close.saturating_sub(MAX_VALUE);
+        let Some(open) = bytes[from..close].iter().rposition(|&b| b == quote || b == b'\n') else {
+            return;
+        };
+        let open = from + open;
+        // The literal opens the assertion's arguments (`assertEquals(`, `assertThat(`).
+        let head = trim_end_of(&bytes[..open], |b| b == b' ');
+        let call = head.strip_suffix(b"(").unwrap_or(b"");
+        let name =
+            &call[call.len() - run_back(call, |b| b.is_ascii_alphanumeric() || b == b'_' || b == b'.')..];
+        if bytes[open] != quote || !contains_ci(name, b"assert") {
             return;
         }
         let value = Value::enclosed(open + 1, close, quote, Stop::Code);

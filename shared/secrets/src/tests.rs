@@ -6969,3 +6969,15 @@ fn hex_after_key_on_a_cache_line_is_its_lookup_key() {
         "cache miss on key_606e7facbabd846dc2ddf9e10b165700c8b14d3d5ea2e70ad3afa129059f8458, rebuilding",
     ]);
 }
+
+/// An assertion's expected literal written before the key's getter (`assertEquals("…",
+/// client.getApiKey())`, JUnit's order) is the secret, as after it; a literal before a getter in
+/// any other call is an argument, and a stand-in stays one.
+#[test]
+fn an_expected_literal_before_a_secret_getter_is_the_secret() {
+    assert_found(&["assertEquals(\"Tq8#Lp2vXw91mKcgZA8z\", client.getApiKey());"]);
+    assert_clean(&[
+        "assertEquals(\"REDACTED\", client.getApiKey());",
+        "register(\"Tq8#Lp2vXw91mKcgZA8z\", client.getApiKey());",
+    ]);
+}
