@@ -6981,3 +6981,13 @@ fn an_expected_literal_before_a_secret_getter_is_the_secret() {
         "register(\"Tq8#Lp2vXw91mKcgZA8z\", client.getApiKey());",
     ]);
 }
+
+/// After a prefix that is also a word's or a place's (`pa-`), a body of lowercase words joined
+/// by dashes is a page's slug; a generated body of the same length is the vendor's key.
+#[test]
+fn lowercase_words_after_a_vendor_prefix_are_a_slug() {
+    assert_found(&["embeddings fail with pa-7iiTIDi2NT6oEVcMaZpu1R7fQ5hn58pVKgd3dUgoc2C since monday"]);
+    assert_clean(&[
+        "the plan is at https://roads.example.org/docs/pa-2025-county-roads-and-bridges-capital-plan1/ now",
+    ]);
+}
