@@ -3251,13 +3251,11 @@ impl<'t> Scan<'t> {
                     // no path or name holds, no bracket of a call), as after a weak key's `=`.
                     let value = Value::parse(bytes, pos, Stop::Code)?;
                     let v = value.text(bytes);
-                    // (Named parts around the symbol, `AppTier#Backend3`, are a label's words.)
+                    // (Named parts around the symbol, `AppTier#Backend3`, `UserSettings#V2`, are a
+                    // label's words and a version's few characters.)
                     let generated = v.len() >= 8
                         && crate::judge::generated(v)
-                        && !v
-                            .split(|b| !b.is_ascii_alphanumeric())
-                            .filter(|p| !p.is_empty())
-                            .all(|p| crate::chars::name_words(p).is_some())
+                        && !named_parts(v)
                         && !bytes[value.start..value.raw_end]
                             .iter()
                             .any(|b| b"()[]{}<>".contains(b))
@@ -3816,23 +3814,9 @@ impl<'t> Scan<'t> {
         while p > 0 && bytes[p - 1] == b' ' {
             p -= 1;
         }
-        let Some(&quote) = p.checked_sub(1).and_then(|k| bytes.get(k)) else {
-            return;
-        };
-        if !matches!(quote, b'"' | b'\'') {
-            return;
+        if let Some(value) = literal_ending_at(bytes, p) {
+            self.compared_literal(&value, key, strength, kind);
         }
-        let close = p - 1;
-        let from = close.saturating_sub(MAX_VALUE);
-        let Some(open) = bytes[from..close].iter().rposition(|&b| b == quote || b == b'\n') else {
-            return;
-        };
-        let open = from + open;
-        if bytes[open] != quote {
-            return;
-        }
-        let value = Value::enclosed(open + 1, close, quote, Stop::Code);
-        self.compared_literal(&value, key, strength, kind);
     }
 
     /// `assertEquals("…", cfg.getPassword())`: an assertion's expected literal first, then the
@@ -3862,27 +3846,17 @@ impl<'t> Scan<'t> {
         }
         p -= 1;
         p -= run_back(&bytes[..p], |b| b == b' ');
-        let Some(&quote) = p.checked_sub(1).and_then(|k| bytes.get(k)) else {
+        let Some(value) = literal_ending_at(bytes, p) else {
             return;
         };
-        if !matches!(quote, b'"' | b'\'') {
-            return;
-        }
-        let close = p - 1;
-        let from = close.saturating_sub(MAX_VALUE);
-        let Some(open) = bytes[from..close].iter().rposition(|&b| b == quote || b == b'\n') else {
-            return;
-        };
-        let open = from + open;
         // The literal opens the assertion's arguments (`assertEquals(`, `assertThat(`).
-        let head = trim_end_of(&bytes[..open], |b| b == b' ');
+        let head = trim_end_of(&bytes[..value.start - 1], |b| b == b' ');
         let call = head.strip_suffix(b"(").unwrap_or(b"");
         let name =
             &call[call.len() - run_back(call, |b| b.is_ascii_alphanumeric() || b == b'_' || b == b'.')..];
-        if bytes[open] != quote || !contains_ci(name, b"assert") {
+        if !contains_ci(name, b"assert") {
             return;
         }
-        let value = Value::enclosed(open + 1, close, quote, Stop::Code);
         self.compared_literal(&value, key, strength, kind);
     }
 
@@ -5304,4 +5278,27 @@ fn lookup_key_digest(line: &[u8], prefix: &[u8], body: &[u8]) -> bool {
     const STORES: Words =
         words_of!(b"cache idempoten dedup lookup redis memcache etag digest checksum sha1 sha256 sha512");
     prefix == b"key_" && body.iter().all(|&b| lower_hex(b)) && STORES.iter().any(|w| contains_ci(line, w))
+}
+
+/// Parts around symbols that are named words, with at most a version's few characters beside
+/// them (`AppTier#Backend3`, `UserSettings#V2`): a label's, not generated characters.
+fn named_parts(v: &[u8]) -> bool {
+    let parts = || v.split(|b| !b.is_ascii_alphanumeric()).filter(|p| !p.is_empty());
+    let named = |p: &[u8]| crate::chars::name_words(p).is_some();
+    parts().any(named) && parts().all(|p| p.len() <= 3 || named(p))
+}
+
+/// The single- or double-quoted literal on one line whose closing quote is the byte before `p`.
+fn literal_ending_at(bytes: &[u8], p: usize) -> Option<Value> {
+    let quote = *bytes.get(p.checked_sub(1)?)?;
+    if !matches!(quote, b'"' | b'\'') {
+        return None;
+    }
+    let close = p - 1;
+    let from = close.saturating_sub(MAX_VALUE);
+    let open = from
+        + bytes[from..close]
+            .iter()
+            .rposition(|&b| b == quote || b == b'\n')?;
+    (bytes[open] == quote).then(|| Value::enclosed(open + 1, close, quote, Stop::Code))
 }
