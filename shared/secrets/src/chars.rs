@@ -243,12 +243,15 @@ pub(crate) fn entropy(v: &[u8]) -> f64 {
 
 /// One group of three or more characters three times between separators, the rest typed with
 /// that group's characters alone (`xoxp-4815162342-4815162342-4815162342-15234816`,
-/// `789-789-789`): typed, as a generated token's ids and secret differ. Ids repeated before a
+/// `789-789-789-987`): typed, as a generated token's ids and secret differ. Ids repeated before a
 /// random secret (`xoxp-1234-1234-1234-4ddbc191…`) leave the secret a secret. (A token's length
 /// at most, its first eight groups compared: a long run, judged again at each key it holds, costs
 /// no more.)
 pub(crate) fn repeated_group(v: &[u8]) -> bool {
-    if v.len() > 256 {
+    // Short and the group alone three times (`Kx9-Kx9-Kx9`), it is a typed password's shape as
+    // often as a stand-in's.
+    let parts = v.split(|&b| matches!(b, b'-' | b'_' | b'.')).count();
+    if v.len() > 256 || v.len() < 16 && parts <= 3 {
         return false;
     }
     let groups = || {
@@ -690,9 +693,19 @@ pub(crate) fn encoded_filler(v: &[u8]) -> bool {
     }
     // Words, or JSON members typed around them (a Grafana key's `{"k":"…","n":"example",…}`, read
     // from its start or after a prefix of whole bytes).
+    // Among JSON members, a marker in a name the owner chose (`"n":"sample-app"`) leaves a
+    // generated member (`"k":"s8nn8gmX…"`) the key: only with none is the whole typed.
+    let json_typed = || {
+        contains_ci(text, b"\":\"")
+            && !text
+                .split(|&b| b == b'"')
+                .skip(1)
+                .step_by(2)
+                .any(|s| looks_random(s, 16) && !MARKERS.iter().any(|m| contains_ci(s, m)))
+    };
     let words = text.iter().all(|&b| b.is_ascii_alphanumeric() || b == b' ')
         && text.split(|&b| b == b' ').filter(|w| !w.is_empty()).count() >= 3
-        || contains_ci(text, b"\":\"");
+        || json_typed();
     const MARKERS: [&[u8]; 5] = [b"example", b"sample", b"placeholder", b"dummy", b"fake"];
     words && MARKERS.iter().any(|m| contains_ci(text, m)) || counted_through(text)
 }

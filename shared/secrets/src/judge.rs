@@ -232,9 +232,10 @@ impl Value {
                 return Some(Self::enclosed(start, end, first, stop));
             }
             // One run on the opening line, the string going on below (`key = '''Xq9…` NEWLINE
-            // `…'''`): a long value's head, where a docstring's first line is words.
+            // `…'''`): a long value's head, where a docstring's first line is words, or one short
+            // word heading the text below it (`'''Usage:`, `'''Format:`).
             let head = bytes[start..end].trim_ascii_end();
-            if !head.is_empty() && !head.iter().any(u8::is_ascii_whitespace) {
+            if head.len() >= 16 && !head.iter().any(u8::is_ascii_whitespace) {
                 return Some(Self::enclosed(start, start + head.len(), first, stop));
             }
             return Self::block_line(bytes, start, end, first, stop);
@@ -1021,9 +1022,12 @@ pub(crate) fn letters_password(bytes: &[u8], value: &Value, key: &[u8]) -> bool 
     // A short word (`Bcrypt`, `Native`, `Inherit`) names a setting's choice more often than it is
     // a password: a letters-only password has at least eight letters, but for the accounts' names
     // default installs use as their password (`root`, `admin`, `toor`) and typed weak ones.
+    // Those short ones only where the key ends on the password's word: after it, another word
+    // names a property of the password (`password_owner: root`, `password_policy: admin`).
     const DEFAULTS: Words = words_of!(b"root toor admin");
-    let password_shaped =
-        v.len() >= 8 || weak_literal(v) || DEFAULTS.iter().any(|w| v.eq_ignore_ascii_case(w));
+    let names_password = PASSWORD_KEYS.iter().any(|w| ends_with_ci(key, w));
+    let password_shaped = v.len() >= 8
+        || names_password && (weak_literal(v) || DEFAULTS.iter().any(|w| v.eq_ignore_ascii_case(w)));
     !value.quoted
         && value.raw_end == value.end
         && ends_line

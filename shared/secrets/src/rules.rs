@@ -466,7 +466,10 @@ impl Vendor {
                 .checked_sub(usize::from(self.head.1))
                 .filter(|_| self.head.1 > 0)
                 .map_or(token, |start| &bytes[start..pos]);
-            typed_filler(whole, self.capitals()) || short_word(whole) || crate::chars::counted_through(token)
+            typed_filler(whole, self.capitals())
+                || short_word(whole)
+                || crate::chars::counted_through(token)
+                || slug(token)
         };
         // A digit tells a generated token from a word; a run of 16 or more random mixed-case
         // letters is generated without one (`sm_pat_` + 16 alphanumerics lacks a digit one time
@@ -664,6 +667,16 @@ impl Rng {
     pub(crate) fn below(&mut self, n: usize) -> usize {
         usize::try_from(self.next() % n as u64).unwrap_or(0)
     }
+}
+
+/// Four or more parts joined by `-` or `_`, lowercase and words for the most part
+/// (`2024-annual-report-and-budget-tables-v2`): a page's slug after a prefix that is also a
+/// word's or a place's (`pa-`), where a generated body holds a separator or two at most and both
+/// cases. (Capitals among the words, `PREfix_helloworld380_…`, are a token typed to be one.)
+fn slug(token: &[u8]) -> bool {
+    token.split(|&b| matches!(b, b'-' | b'_')).count() >= 4
+        && !token.iter().any(u8::is_ascii_uppercase)
+        && crate::chars::wordy(token)
 }
 
 #[cfg(test)]

@@ -399,6 +399,13 @@ impl<'t> Scan<'t> {
                 {
                     continue;
                 }
+                if lookup_key_digest(
+                    line_before(bytes, i),
+                    v.prefix(),
+                    &bytes[i + v.prefix().len()..end],
+                ) {
+                    continue;
+                }
                 let end = v.wrapped_end(bytes, i, end);
                 self.push(SecretKind::Vendor(v.name()), i, end);
                 if v.name() == "aws_access_key" {
@@ -757,10 +764,13 @@ impl<'t> Scan<'t> {
     pub(crate) fn mailgun_at(&mut self, i: usize) {
         let bytes = self.bytes;
         let end = i + 50;
+        // Each group random too: one byte repeated or a count (`-00000001`) ends a typed id.
         let group = |s: usize| {
-            bytes
-                .get(s..s + 8)
-                .is_some_and(|g| g.iter().all(|&b| lower_hex(b)))
+            bytes.get(s..s + 8).is_some_and(|g| {
+                g.iter().all(|&b| lower_hex(b))
+                    && !crate::rules::filler_like(g)
+                    && !crate::chars::filler_run(g)
+            })
         };
         if random_lower_hex(&bytes[i..i + 32])
             && group(i + 33)
@@ -3000,6 +3010,7 @@ impl<'t> Scan<'t> {
     ) {
         let bytes = self.bytes;
         self.compared_before(kstart, key, strength, kind);
+        self.expected_before(kstart, kend, key, strength, kind);
         if password_key(key) {
             self.typed_password_element(kstart, kend, kind);
         }
@@ -3240,8 +3251,11 @@ impl<'t> Scan<'t> {
                     // no path or name holds, no bracket of a call), as after a weak key's `=`.
                     let value = Value::parse(bytes, pos, Stop::Code)?;
                     let v = value.text(bytes);
+                    // (Named parts around the symbol, `AppTier#Backend3`, `UserSettings#V2`, are a
+                    // label's words and a version's few characters.)
                     let generated = v.len() >= 8
                         && crate::judge::generated(v)
+                        && !named_parts(v)
                         && !bytes[value.start..value.raw_end]
                             .iter()
                             .any(|b| b"()[]{}<>".contains(b))
@@ -3800,22 +3814,49 @@ impl<'t> Scan<'t> {
         while p > 0 && bytes[p - 1] == b' ' {
             p -= 1;
         }
-        let Some(&quote) = p.checked_sub(1).and_then(|k| bytes.get(k)) else {
-            return;
-        };
-        if !matches!(quote, b'"' | b'\'') {
+        if let Some(value) = literal_ending_at(bytes, p) {
+            self.compared_literal(&value, key, strength, kind);
+        }
+    }
+
+    /// `assertEquals("…", cfg.getPassword())`: an assertion's expected literal first, then the
+    /// key's getter as its actual value (JUnit's order; [`Scan::asserted_after`] reads the
+    /// literal after it). The key spans `[kstart, kend)`.
+    pub(crate) fn expected_before(
+        &mut self,
+        kstart: usize,
+        kend: usize,
+        key: &[u8],
+        strength: Strength,
+        kind: SecretKind,
+    ) {
+        let bytes = self.bytes;
+        // The getter called with nothing, closing the assertion.
+        if !bytes[kend..].starts_with(b"()") || bytes.get(skip_blank(bytes, kend + 2)) != Some(&b')') {
             return;
         }
-        let close = p - 1;
-        let from = close.saturating_sub(MAX_VALUE);
-        let Some(open) = bytes[from..close].iter().rposition(|&b| b == quote || b == b'\n') else {
-            return;
-        };
-        let open = from + open;
-        if bytes[open] != quote {
+        // Its receiver (`cfg.`, `this.props.`), then the comma after the literal.
+        let mut p = kstart
+            - run_back(&bytes[..kstart], |b| {
+                b.is_ascii_alphanumeric() || b == b'_' || b == b'.'
+            });
+        p -= run_back(&bytes[..p], |b| b == b' ');
+        if p == 0 || bytes[p - 1] != b',' {
             return;
         }
-        let value = Value::enclosed(open + 1, close, quote, Stop::Code);
+        p -= 1;
+        p -= run_back(&bytes[..p], |b| b == b' ');
+        let Some(value) = literal_ending_at(bytes, p) else {
+            return;
+        };
+        // The literal opens the assertion's arguments (`assertEquals(`, `assertThat(`).
+        let head = trim_end_of(&bytes[..value.start - 1], |b| b == b' ');
+        let call = head.strip_suffix(b"(").unwrap_or(b"");
+        let name =
+            &call[call.len() - run_back(call, |b| b.is_ascii_alphanumeric() || b == b'_' || b == b'.')..];
+        if !contains_ci(name, b"assert") {
+            return;
+        }
         self.compared_literal(&value, key, strength, kind);
     }
 
@@ -5228,4 +5269,36 @@ fn random_lower_hex(key: &[u8]) -> bool {
         && has_digit(key)
         && key.iter().any(u8::is_ascii_alphabetic)
         && !crate::rules::filler_like(key)
+}
+
+/// Hex after the bare word `key_` on a line about a cache or a store (`restored cache from
+/// key_<sha256>`, `idempotency key_<hex> already seen`): the entry's lookup key. Vendors whose
+/// keys take that shape cannot be told from it by the token alone; the line tells them apart.
+fn lookup_key_digest(line: &[u8], prefix: &[u8], body: &[u8]) -> bool {
+    const STORES: Words =
+        words_of!(b"cache idempoten dedup lookup redis memcache etag digest checksum sha1 sha256 sha512");
+    prefix == b"key_" && body.iter().all(|&b| lower_hex(b)) && STORES.iter().any(|w| contains_ci(line, w))
+}
+
+/// Parts around symbols that are named words, with at most a version's few characters beside
+/// them (`AppTier#Backend3`, `UserSettings#V2`): a label's, not generated characters.
+fn named_parts(v: &[u8]) -> bool {
+    let parts = || v.split(|b| !b.is_ascii_alphanumeric()).filter(|p| !p.is_empty());
+    let named = |p: &[u8]| crate::chars::name_words(p).is_some();
+    parts().any(named) && parts().all(|p| p.len() <= 3 || named(p))
+}
+
+/// The single- or double-quoted literal on one line whose closing quote is the byte before `p`.
+fn literal_ending_at(bytes: &[u8], p: usize) -> Option<Value> {
+    let quote = *bytes.get(p.checked_sub(1)?)?;
+    if !matches!(quote, b'"' | b'\'') {
+        return None;
+    }
+    let close = p - 1;
+    let from = close.saturating_sub(MAX_VALUE);
+    let open = from
+        + bytes[from..close]
+            .iter()
+            .rposition(|&b| b == quote || b == b'\n')?;
+    (bytes[open] == quote).then(|| Value::enclosed(open + 1, close, quote, Stop::Code))
 }

@@ -6896,3 +6896,98 @@ fn continued_property_values_read_as_lines() {
         "server.port=8080\napp.notes=[db]\\n\\\n    user = ops\\n\\\n    password = <your-password>\\n\\\n    port = 5432\nlogging.level.root=INFO",
     ]);
 }
+
+/// A string opened on a key's line and going on below holds its head only when that head is a
+/// long run: one short word heading the text (`'''Options:`) is a docstring's.
+#[test]
+fn a_broken_string_holds_a_long_head_not_a_heading() {
+    assert_found(&["API_SECRET = '''jAS8zdGZW9iME68R3Tux\nPklDd5XdOrdM'''"]);
+    assert_clean(&["HELP_TOKEN = '''Options:\n  the token is read from a file\n'''"]);
+}
+
+/// `root`, `admin` and weak literals are a password on a YAML line whose key ends on the
+/// password's word; a word after it names a property of the password.
+#[test]
+fn default_account_words_are_a_password_only_under_its_own_key() {
+    assert_found(&["smtp:\n  smtp_password: toor\n  port: 25"]);
+    assert_clean(&["accounts:\n  password_rotation_by: root\n  interval: 90d"]);
+}
+
+/// One group typed three times is filler in a token-long value; a short one is a person's
+/// password as often.
+#[test]
+fn a_short_repeated_group_stays_a_password() {
+    assert_found(&["WIFI_PASSWORD=Qz4-Qz4-Qz4 on the guest network"]);
+    assert_clean(&["SLACK_TOKEN=xoxb-1618033988-1618033988-1618033988-16180339 in the sample"]);
+}
+
+/// A Mailgun key's two short groups are random; a count in the last one ends a typed id.
+#[test]
+fn a_mailgun_shape_ending_in_a_count_is_an_id() {
+    assert_found(&["MG_KEY=479a1b3ba33e8f6d23bb8d954f5ff261-b890d33b-5965ec57 and sends bounce"]);
+    assert_clean(&["span 606e7facbabd846dc2ddf9e10b165700-c8b14d3d-00000002 was exported twice"]);
+}
+
+/// Base64 of JSON members naming a marker is filler only when no member is generated: a key
+/// its owner named `demo-sample-reader` still carries its random member.
+#[test]
+fn encoded_json_with_a_generated_member_is_a_key_whatever_its_name() {
+    assert_found(&[
+        "LOKI_TOKEN=glc_eyJvIjoiMjIwODgxMSIsIm4iOiJkZW1vLXNhbXBsZS1yZWFkZXIiLCJrIjoieFdaeDdRQ0Y1dWxyQjBaQlVmdTJPVEVIIiwibSI6eyJyIjoicHJvZC1hcC1zb3V0aC0xIn19",
+    ]);
+    assert_clean(&[
+        "LOKI_TOKEN=glc_eyJvIjoiMjIwODgxMSIsIm4iOiJzYW1wbGUtcmVhZGVyIiwiayI6ImV4YW1wbGUta2V5LXZhbHVlLWhlcmUiLCJtIjp7InIiOiJwcm9kLWFwLXNvdXRoLTEifX0=",
+    ]);
+}
+
+/// A capitals name glued to `KEY` names a key, but not a public one (`…PUBKEY`, `…PUBLICKEY`).
+#[test]
+fn a_capitals_name_glued_to_key_is_no_public_key() {
+    assert_found(&["export DEEPLKEY=dRptDhT5snC8ABESs57uFtWhNpxeo1OC8XusPNmy"]);
+    assert_clean(&[
+        "export AGEPUBKEY=dRptDhT5snC8ABESs57uFtWhNpxeo1OC8XusPNmy",
+        "export GPGPUBLICKEY=dRptDhT5snC8ABESs57uFtWhNpxeo1OC8XusPNmy",
+    ]);
+}
+
+/// A generated value glued to a weak plural's colon is one; named words around a symbol are a
+/// label's.
+#[test]
+fn named_words_glued_to_a_plural_colon_are_a_label() {
+    assert_found(&["the dump holds tokens:Wp4#zQ9rKcL and nothing else"]);
+    assert_clean(&["the selector holds roles:PowerUser#Team2 and keys:PowerUser#Team2 or keys:PowerUser#R2"]);
+}
+
+/// Hex after the bare word `key_` is a vendor's key, but a cache's or a store's entry on a line
+/// about one.
+#[test]
+fn hex_after_key_on_a_cache_line_is_its_lookup_key() {
+    assert_found(&[
+        "the cursor cli rejects key_606e7facbabd846dc2ddf9e10b165700c8b14d3d5ea2e70ad3afa129059f8458 today",
+    ]);
+    assert_clean(&[
+        "cache miss on key_606e7facbabd846dc2ddf9e10b165700c8b14d3d5ea2e70ad3afa129059f8458, rebuilding",
+    ]);
+}
+
+/// An assertion's expected literal written before the key's getter (`assertEquals("…",
+/// client.getApiKey())`, JUnit's order) is the secret, as after it; a literal before a getter in
+/// any other call is an argument, and a stand-in stays one.
+#[test]
+fn an_expected_literal_before_a_secret_getter_is_the_secret() {
+    assert_found(&["assertEquals(\"Tq8#Lp2vXw91mKcgZA8z\", client.getApiKey());"]);
+    assert_clean(&[
+        "assertEquals(\"REDACTED\", client.getApiKey());",
+        "register(\"Tq8#Lp2vXw91mKcgZA8z\", client.getApiKey());",
+    ]);
+}
+
+/// After a prefix that is also a word's or a place's (`pa-`), a body of lowercase words joined
+/// by dashes is a page's slug; a generated body of the same length is the vendor's key.
+#[test]
+fn lowercase_words_after_a_vendor_prefix_are_a_slug() {
+    assert_found(&["embeddings fail with pa-7iiTIDi2NT6oEVcMaZpu1R7fQ5hn58pVKgd3dUgoc2C since monday"]);
+    assert_clean(&[
+        "the plan is at https://roads.example.org/docs/pa-2025-county-roads-and-bridges-capital-plan1/ now",
+    ]);
+}

@@ -752,7 +752,10 @@ pub(crate) fn secret_word_at(key: &[u8], j: usize) -> Option<(usize, Strength, b
                     && key[..e].iter().all(|b| b.is_ascii_uppercase() || *b == b'_')
                     && !ENDS_IN_KEY
                         .iter()
-                        .any(|w| key.len() >= w.len() && key[key.len() - w.len()..] == **w);
+                        .any(|w| key.len() >= w.len() && key[key.len() - w.len()..] == **w)
+                    // A public key's name (`SSHPUBKEY`, `DKIMPUBLICKEY`): the key anyone may see.
+                    && !key[..j].ends_with(b"PUB")
+                    && !key[..j].ends_with(b"PUBLIC");
                 word_ends
                     && (!glued
                         || env_name
