@@ -6896,3 +6896,115 @@ fn continued_property_values_read_as_lines() {
         "server.port=8080\napp.notes=[db]\\n\\\n    user = ops\\n\\\n    password = <your-password>\\n\\\n    port = 5432\nlogging.level.root=INFO",
     ]);
 }
+
+/// `text`'s lines cut at `width` characters, as `fold -w` does, or after the last blank before
+/// the width when there is one, as `fold -s` and a mail client do.
+fn folded(text: &str, width: usize, at_blanks: bool) -> String {
+    let mut out = Vec::new();
+    for line in text.split('\n') {
+        let mut rest: Vec<char> = line.chars().collect();
+        while rest.len() > width {
+            let cut = if at_blanks {
+                rest[..width]
+                    .iter()
+                    .rposition(|&c| c == ' ')
+                    .map_or(width, |b| b + 1)
+            } else {
+                width
+            };
+            out.push(rest[..cut].iter().collect::<String>());
+            rest.drain(..cut);
+        }
+        out.push(rest.iter().collect());
+    }
+    out.join("\n")
+}
+
+/// A prompt hard-wrapped at a fixed width (a terminal's copy, `fold`, a mail client) is read with
+/// its cut lines rejoined: a token or a password cut in two is found whole, at any width the
+/// prompt's own lines show; the same prompts with an ordinary value stay clean.
+#[test]
+fn hard_wrapped_prompts_are_read_rejoined() {
+    let note = "Our release job started failing this morning after the runner image was updated, \
+                and I cannot tell whether it is the cache or the credentials.";
+    let secret_cases = [
+        (
+            format!(
+                "{note}\nthe deploy step reads GITHUB_TOKEN=ghp_Rk3vX9qLm2Tz8Wn5Pb7Yc4Hd6Jf1Gs0Ae2Ku from the runner env, see below"
+            ),
+            "Rk3vX9qLm2Tz8Wn5Pb7Yc4Hd6Jf1Gs0Ae2Ku",
+        ),
+        (
+            format!(
+                "{note}\nafter the reset the new password is Xq7vR2pL9zKw and it expires on friday, can you update the vault"
+            ),
+            "Xq7vR2pL9zKw",
+        ),
+    ];
+    for (text, secret) in &secret_cases {
+        for width in [43, 58, 64, 71, 90] {
+            for at_blanks in [false, true] {
+                let wrapped = folded(text, width, at_blanks);
+                let found = findings(&wrapped);
+                let head = &secret[..4];
+                assert!(
+                    found.iter().any(|f| wrapped[f.start..f.end].contains(head)),
+                    "{width} {at_blanks}: {wrapped}"
+                );
+            }
+        }
+    }
+    for text in [
+        format!(
+            "{note}\nthe deploy step reads GITHUB_TOKEN=${{{{ secrets.GITHUB_TOKEN }}}} from the runner env, see below"
+        ),
+        format!(
+            "{note}\nafter the reset the new password is in the team vault and it expires on friday, can you check it"
+        ),
+        format!(
+            "{note}\nthe failing step is scripts/release/publish-artifacts-to-the-internal-registry.sh on the arm runners only"
+        ),
+    ] {
+        for width in [43, 58, 64, 71, 90] {
+            for at_blanks in [false, true] {
+                let wrapped = folded(&text, width, at_blanks);
+                assert!(findings(&wrapped).is_empty(), "{width} {at_blanks}: {wrapped}");
+            }
+        }
+    }
+}
+
+/// One line cut once (the prompt's only long line) is read rejoined for a token cut in two; a
+/// line whose last word runs into a word of its own on the next line (`FAIL`) is not a cut.
+#[test]
+fn a_token_cut_by_the_only_wrap_of_a_prompt_is_found() {
+    let line = "the mirror job failed to fetch with glpat-Vq8Lr2Xn5Tz9Kw3Pm7Yb from the internal registry";
+    let wrapped = folded(&format!("{line}\nany idea?"), 48, false);
+    assert!(
+        wrapped.lines().nth(1).is_some_and(|l| l.starts_with("Xn5")),
+        "{wrapped}"
+    );
+    assert_eq!(spans(&wrapped), ["glpat-Vq8Lr2\nXn5Tz9Kw3Pm7Yb"]);
+    assert_clean(&[
+        "    unexpected input in the fixture: glpat-abcdefghijklmnopqrst\nFAIL\nany idea?",
+        "the mirror job failed to fetch src/components/forms/ButtonGr\noup.tsx from the cache\nany idea?",
+    ]);
+}
+
+#[test]
+fn wrapped_and_repeated_lines_scan_in_linear_time() {
+    let (small, large) = scaling(|size| {
+        let started = Instant::now();
+        for prompt in [
+            // Distinct lines of one width: a wrapped text, read twice.
+            (0..size / 41).map(|i| format!("{i:040}\n")).collect::<String>(),
+            // The same line again and again, and lines ending after a blank.
+            "password = Xq7vR2pL9zKwXq7vR2pL9zKwXq7vR2pL9zKw\n".repeat(size / 46),
+            "token: a b c d e f g h i j k l m n o p q r s \n".repeat(size / 46),
+        ] {
+            let _ = findings(&prompt);
+        }
+        started.elapsed()
+    });
+    assert!(large < small * 40, "20 KB took {small:?}, 200 KB took {large:?}");
+}
