@@ -1465,7 +1465,7 @@ pub(crate) fn column_title(bytes: &[u8], at: usize) -> Option<&[u8]> {
 /// have fitted after it (`fold -s`, a mail client: the blank is kept). Two such lines at least say
 /// the text was wrapped. One pass over the line breaks; a line's characters are counted only when
 /// its bytes may reach the width.
-pub(crate) fn unwrapped(text: &str) -> Option<(String, Vec<usize>, Option<usize>)> {
+pub(crate) fn unwrapped(text: &str) -> Option<Rejoined> {
     let bytes = text.as_bytes();
     // Most prompts are one line: nothing to measure.
     find_byte(b'\n', bytes)?;
@@ -1519,7 +1519,7 @@ pub(crate) fn unwrapped(text: &str) -> Option<(String, Vec<usize>, Option<usize>
         (true, 1, Some((_, e, next)), 0)
             if !bytes[e - 1].is_ascii_whitespace() && !word_of_its_own(&bytes[next..]) =>
         {
-            Some(e)
+            Some((e, random_tail(&bytes[next..])))
         }
         (true, 1, _, 0) | (false, _, _, 0 | 1) => return None,
         _ => None,
@@ -1551,6 +1551,11 @@ pub(crate) fn unwrapped(text: &str) -> Option<(String, Vec<usize>, Option<usize>
     String::from_utf8(plain).ok().map(|p| (p, at, alone))
 }
 
+/// A text with its cut lines rejoined: its bytes, each one's offset in the text and the end,
+/// and, when only the longest line was cut, that cut's offset and whether the next line starts
+/// as a random token's tail.
+pub(crate) type Rejoined = (String, Vec<usize>, Option<(usize, bool)>);
+
 /// The length of the word starting at `at` (none past the end).
 fn word(bytes: &[u8], at: usize) -> usize {
     let at = at.min(bytes.len());
@@ -1571,6 +1576,22 @@ fn word_of_its_own(rest: &[u8]) -> bool {
     n >= 4
         && word.iter().all(u8::is_ascii_alphabetic)
         && (word[1..].iter().all(u8::is_ascii_lowercase) || word.iter().all(u8::is_ascii_uppercase))
+}
+
+/// Whether `rest` starts with what a random token's tail looks like: letters and digits mixed,
+/// or cases mixed with capitals in a row (`t5y8nb`, `YkKTFzayJU`), not a word, a name, a number,
+/// a date or a log's next field (`the`, `ValueError`, `2026-03-14T…`, `DEBUG=true`).
+fn random_tail(rest: &[u8]) -> bool {
+    let n = run_end(rest, 0, |b| b.is_ascii_alphanumeric());
+    let run = &rest[..n];
+    let digits = run.iter().any(u8::is_ascii_digit);
+    let letters = run.iter().any(u8::is_ascii_alphabetic);
+    // Words run together (`ValueError`) mix cases too, never two capitals in a row.
+    let capitals = run
+        .windows(2)
+        .any(|w| w[0].is_ascii_uppercase() && w[1].is_ascii_uppercase());
+    let cases = capitals && run.iter().any(u8::is_ascii_lowercase);
+    digits && letters || cases
 }
 
 /// The characters in `bytes` (UTF-8): the bytes that start one.

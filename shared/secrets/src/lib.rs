@@ -263,23 +263,25 @@ pub fn findings(text: &str) -> Vec<Finding> {
     }
     // A text hard-wrapped at a fixed width (a terminal's copy, `fold`, a mail client) is read
     // again with its cut lines rejoined: a token or a `key=value` cut in two is whole there.
-    // When only its longest line says so, only a token of a shape of its own found across that
-    // cut counts: a key's value glued to the next line's first word (`…=abc123` + `the`) would
-    // be read as a value it is not.
+    // When only its longest line says so, only what is found across that cut counts, and a key's
+    // or a flag's value of no shape of its own only when the next line starts as a random
+    // token's tail: a value glued to the next line's first word (`…=abc123` + `the`) would be
+    // read as a value it is not, and a prose token anywhere near a secret word is too loose.
     let rejoined = unwrapped(text);
     if let Some((plain, at, alone)) = &rejoined {
         let across = |f: &Finding| {
-            alone.is_none_or(|cut| {
+            alone.is_none_or(|(cut, random_tail)| {
                 f.start < cut
                     && f.end > cut
-                    && matches!(
-                        f.kind,
-                        SecretKind::Vendor(_)
-                            | SecretKind::Jwt
-                            | SecretKind::PasswordHash
-                            | SecretKind::UrlCredentials
-                            | SecretKind::AuthHeader
-                    )
+                    && (random_tail && matches!(f.kind, SecretKind::Assignment | SecretKind::CommandLine)
+                        || matches!(
+                            f.kind,
+                            SecretKind::Vendor(_)
+                                | SecretKind::Jwt
+                                | SecretKind::PasswordHash
+                                | SecretKind::UrlCredentials
+                                | SecretKind::AuthHeader
+                        ))
             })
         };
         found.extend(mapped(read(plain), at).filter(across));

@@ -7008,3 +7008,21 @@ fn wrapped_and_repeated_lines_scan_in_linear_time() {
     });
     assert!(large < small * 40, "20 KB took {small:?}, 200 KB took {large:?}");
 }
+
+/// A key's value cut by a prompt's only wrap is found when the next line starts as a random
+/// token's tail; a value that ends its line before a word, a name or a log's next line is not
+/// read glued to it.
+#[test]
+fn a_value_cut_by_the_only_wrap_is_found_when_its_tail_looks_random() {
+    let line = "    conn = connect(host=\"db.internal\", user=\"svc\", password=\"Lq4zRw8TnX2kVb7pYs3m\")";
+    let wrapped = folded(&format!("{line}\nwhy is it refused?"), 72, false);
+    assert!(
+        wrapped.lines().nth(1).is_some_and(|l| l.starts_with("kVb7")),
+        "{wrapped}"
+    );
+    assert_eq!(spans(&wrapped), ["Lq4zRw8TnX2\nkVb7pYs3m"]);
+    assert_clean(&[
+        "    parse(\"settings.ini\", section=\"deploy\", key=\"token\", value=cfg.api_token_name_for_deploy}\nValueError: unknown section\nany idea?",
+        "2026-01-05T10:00:00Z WARN loader could not parse the entry for the cache: secret_token=abc123\nthe worker keeps logging this on every boot",
+    ]);
+}
