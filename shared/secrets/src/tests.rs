@@ -6978,35 +6978,39 @@ fn hard_wrapped_prompts_are_read_rejoined() {
 /// line whose last word runs into a word of its own on the next line (`FAIL`) is not a cut.
 #[test]
 fn a_token_cut_by_the_only_wrap_of_a_prompt_is_found() {
-    let line = "the mirror job failed to fetch with glpat-Vq8Lr2Xn5Tz9Kw3Pm7Yb from the internal registry";
-    let wrapped = folded(&format!("{line}\nany idea?"), 48, false);
-    assert!(
-        wrapped.lines().nth(1).is_some_and(|l| l.starts_with("Xn5")),
-        "{wrapped}"
+    assert_found_across_one_cut(
+        "the mirror job failed to fetch with glpat-Vq8Lr2Xn5Tz9Kw3Pm7Yb from the internal registry\nany idea?",
+        48,
+        "glpat-Vq8Lr2\nXn5Tz9Kw3Pm7Yb",
     );
-    assert_eq!(spans(&wrapped), ["glpat-Vq8Lr2\nXn5Tz9Kw3Pm7Yb"]);
     assert_clean(&[
         "    unexpected input in the fixture: glpat-abcdefghijklmnopqrst\nFAIL\nany idea?",
         "the mirror job failed to fetch src/components/forms/ButtonGr\noup.tsx from the cache\nany idea?",
     ]);
 }
 
+/// `text` folded at `width` is cut once, and its only finding is `span`, across the cut.
+fn assert_found_across_one_cut(text: &str, width: usize, span: &str) {
+    let wrapped = folded(text, width, false);
+    assert_eq!(
+        wrapped.matches('\n').count(),
+        text.matches('\n').count() + 1,
+        "{wrapped}"
+    );
+    assert_eq!(spans(&wrapped), [span]);
+}
+
 #[test]
 fn wrapped_and_repeated_lines_scan_in_linear_time() {
-    let (small, large) = scaling(|size| {
-        let started = Instant::now();
-        for prompt in [
+    assert_findings_linear(|size| {
+        vec![
             // Distinct lines of one width: a wrapped text, read twice.
             (0..size / 41).map(|i| format!("{i:040}\n")).collect::<String>(),
             // The same line again and again, and lines ending after a blank.
             "password = Xq7vR2pL9zKwXq7vR2pL9zKwXq7vR2pL9zKw\n".repeat(size / 46),
             "token: a b c d e f g h i j k l m n o p q r s \n".repeat(size / 46),
-        ] {
-            let _ = findings(&prompt);
-        }
-        started.elapsed()
+        ]
     });
-    assert!(large < small * 40, "20 KB took {small:?}, 200 KB took {large:?}");
 }
 
 /// A key's value cut by a prompt's only wrap is found when the next line starts as a random
@@ -7014,13 +7018,11 @@ fn wrapped_and_repeated_lines_scan_in_linear_time() {
 /// read glued to it.
 #[test]
 fn a_value_cut_by_the_only_wrap_is_found_when_its_tail_looks_random() {
-    let line = "    conn = connect(host=\"db.internal\", user=\"svc\", password=\"Lq4zRw8TnX2kVb7pYs3m\")";
-    let wrapped = folded(&format!("{line}\nwhy is it refused?"), 72, false);
-    assert!(
-        wrapped.lines().nth(1).is_some_and(|l| l.starts_with("kVb7")),
-        "{wrapped}"
+    assert_found_across_one_cut(
+        "    conn = connect(host=\"db.internal\", user=\"svc\", password=\"Lq4zRw8TnX2kVb7pYs3m\")\nwhy is it refused?",
+        72,
+        "Lq4zRw8TnX2\nkVb7pYs3m",
     );
-    assert_eq!(spans(&wrapped), ["Lq4zRw8TnX2\nkVb7pYs3m"]);
     assert_clean(&[
         "    parse(\"settings.ini\", section=\"deploy\", key=\"token\", value=cfg.api_token_name_for_deploy}\nValueError: unknown section\nany idea?",
         "2026-01-05T10:00:00Z WARN loader could not parse the entry for the cache: secret_token=abc123\nthe worker keeps logging this on every boot",
