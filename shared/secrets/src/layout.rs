@@ -1455,3 +1455,149 @@ pub(crate) fn column_title(bytes: &[u8], at: usize) -> Option<&[u8]> {
     }
     None
 }
+
+/// `text` with its hard-wrapped lines rejoined, with each byte's offset in `text` and its end;
+/// `None` when no line says the text was wrapped. A prompt pasted from a terminal or an e-mail
+/// whose long lines were cut at a fixed width (`fold -w 80`, a mail client's 72) has a token or a
+/// `key=value` cut in two. The width is the text's longest line, in characters; a line was cut
+/// there when it fills it (`fold -w`, a terminal: the cut anywhere, the line joined to the next
+/// with nothing between), or when it ends after a blank and the next line's first word would not
+/// have fitted after it (`fold -s`, a mail client: the blank is kept). Two such lines at least say
+/// the text was wrapped. One pass over the line breaks; a line's characters are counted only when
+/// its bytes may reach the width.
+pub(crate) fn unwrapped(text: &str) -> Option<Rejoined> {
+    let bytes = text.as_bytes();
+    // Most prompts are one line: nothing to measure.
+    find_byte(b'\n', bytes)?;
+    // The first pass only measures: the width, the first line filling it and whether another
+    // line filling it differs from it (the same line again and again is a text repeated, not
+    // one wrapped), and the lines ending after a blank (start, end, next line's start).
+    let mut width = 0;
+    let mut full: Option<(usize, usize, usize)> = None;
+    let mut fills = 0;
+    let mut differs = false;
+    let mut blank: Vec<(usize, usize, usize)> = Vec::new();
+    let mut start = 0;
+    while start <= bytes.len() {
+        let b = find_byte(b'\n', &bytes[start..]).map_or(bytes.len(), |p| start + p);
+        let end = if b > start && bytes[b - 1] == b'\r' {
+            b - 1
+        } else {
+            b
+        };
+        if end > start && end - start >= width {
+            let n = characters(&bytes[start..end]);
+            if n > width {
+                (width, full, fills, differs) = (n, None, 0, false);
+            }
+            if n == width && word(bytes, b + 1) > 0 {
+                fills += 1;
+                match full {
+                    None => full = Some((start, end, b + 1)),
+                    Some((s, e, _)) => differs = differs || bytes[s..e] != bytes[start..end],
+                }
+            }
+        }
+        if end > start && bytes[end - 1] == b' ' {
+            blank.push((start, end, b + 1));
+        }
+        start = b + 1;
+    }
+    if width < UNWRAP_MIN_WIDTH {
+        return None;
+    }
+    let hard = width >= HARD_MIN_WIDTH && (fills == 1 || differs);
+    blank.retain(|&(s, e, next)| {
+        let w = word(bytes, next);
+        w > 0 && characters(&bytes[s..e]) + characters(&bytes[next..next + w]) >= width
+    });
+    // One line reaching the width is every text's longest line: only its cut inside a word (a
+    // token cut in two) is read, not one before a word of its own (a test's `FAIL`, a log's
+    // `ERROR` after a line ending in a token), and the caller keeps from that reading only a
+    // token found across the cut.
+    let alone = match (hard, fills, full, blank.len()) {
+        (true, 1, Some((_, e, next)), 0)
+            if !bytes[e - 1].is_ascii_whitespace() && !word_of_its_own(&bytes[next..]) =>
+        {
+            Some((e, random_tail(&bytes[next..])))
+        }
+        (true, 1, _, 0) | (false, _, _, 0 | 1) => return None,
+        _ => None,
+    };
+    // The second pass, for a wrapped text only, rejoins each cut line to the next.
+    let mut plain = Vec::with_capacity(bytes.len());
+    let mut at = Vec::with_capacity(bytes.len() + 1);
+    let mut from = 0;
+    let mut start = 0;
+    let mut soft = blank.iter().peekable();
+    while let Some(p) = find_byte(b'\n', &bytes[start..]) {
+        let b = start + p;
+        let end = if b > start && bytes[b - 1] == b'\r' {
+            b - 1
+        } else {
+            b
+        };
+        let filled = hard && end > start && characters(&bytes[start..end]) == width && word(bytes, b + 1) > 0;
+        let after_blank = soft.next_if(|&&(s, _, _)| s == start).is_some();
+        if filled || after_blank {
+            plain.extend_from_slice(&bytes[from..end]);
+            at.extend(from..end);
+            from = b + 1;
+        }
+        start = b + 1;
+    }
+    plain.extend_from_slice(&bytes[from..]);
+    at.extend(from..=bytes.len());
+    String::from_utf8(plain).ok().map(|p| (p, at, alone))
+}
+
+/// A text with its cut lines rejoined: its bytes, each one's offset in the text and the end,
+/// and, when only the longest line was cut, that cut's offset and whether the next line starts
+/// as a random token's tail.
+pub(crate) type Rejoined = (String, Vec<usize>, Option<(usize, bool)>);
+
+/// The length of the word starting at `at` (none past the end).
+fn word(bytes: &[u8], at: usize) -> usize {
+    let at = at.min(bytes.len());
+    run_end(bytes, at, |b| !b.is_ascii_whitespace()) - at
+}
+
+/// The narrowest width a wrapped text is read rejoined at: a column of short lines of one length
+/// (a table, a config's lines) is no wrapped paragraph. A line cut after a blank says more than
+/// one that only fills the width, which short lines of a config do by chance.
+const UNWRAP_MIN_WIDTH: usize = 30;
+const HARD_MIN_WIDTH: usize = 40;
+
+/// Whether `rest` starts with a word of four letters or more written as a word is (`FAIL`,
+/// `done`, `Error`), not a random token's tail, which mixes cases or holds a digit.
+fn word_of_its_own(rest: &[u8]) -> bool {
+    let n = run_end(rest, 0, |b| b.is_ascii_alphanumeric());
+    let word = &rest[..n];
+    n >= 4
+        && word.iter().all(u8::is_ascii_alphabetic)
+        && (word[1..].iter().all(u8::is_ascii_lowercase) || word.iter().all(u8::is_ascii_uppercase))
+}
+
+/// Whether `rest` starts with what a random token's tail looks like: letters and digits mixed,
+/// or cases mixed with capitals in a row (`t5y8nb`, `YkKTFzayJU`), not a word, a name, a number,
+/// a date or a log's next field (`the`, `ValueError`, `2026-03-14T…`, `DEBUG=true`).
+fn random_tail(rest: &[u8]) -> bool {
+    let n = run_end(rest, 0, |b| b.is_ascii_alphanumeric());
+    let run = &rest[..n];
+    let digits = run.iter().any(u8::is_ascii_digit);
+    let letters = run.iter().any(u8::is_ascii_alphabetic);
+    // Words run together (`ValueError`) mix cases too, never two capitals in a row.
+    let capitals = run
+        .windows(2)
+        .any(|w| w[0].is_ascii_uppercase() && w[1].is_ascii_uppercase());
+    let cases = capitals && run.iter().any(u8::is_ascii_lowercase);
+    digits && letters || cases
+}
+
+/// The characters in `bytes` (UTF-8): the bytes that start one.
+fn characters(bytes: &[u8]) -> usize {
+    if bytes.is_ascii() {
+        return bytes.len();
+    }
+    bytes.iter().filter(|&&b| b & 0xC0 != 0x80).count()
+}

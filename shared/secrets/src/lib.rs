@@ -232,7 +232,7 @@ mod tables;
 mod words;
 
 use crate::bytes::{find_byte, find_ci};
-use crate::layout::{csv_cell, line_escapes, second_readings, unescaped};
+use crate::layout::{csv_cell, line_escapes, second_readings, unescaped, unwrapped};
 use crate::scan::scan_text;
 pub use kinds::{Finding, SecretKind};
 pub use rules::{FAMILIES, KEYWORD_INFO, RULE_INFO, RuleInfo, VENDORS, Vendor, keyword_providers};
@@ -261,7 +261,32 @@ pub fn findings(text: &str) -> Vec<Finding> {
             found.extend(rest.filter(|f| f.start < f.end));
         }
     }
-    if !again.parts.is_empty() {
+    // A text hard-wrapped at a fixed width (a terminal's copy, `fold`, a mail client) is read
+    // again with its cut lines rejoined: a token or a `key=value` cut in two is whole there.
+    // When only its longest line says so, only what is found across that cut counts, and a key's
+    // or a flag's value of no shape of its own only when the next line starts as a random
+    // token's tail: a value glued to the next line's first word (`…=abc123` + `the`) would be
+    // read as a value it is not, and a prose token anywhere near a secret word is too loose.
+    let rejoined = unwrapped(text);
+    if let Some((plain, at, alone)) = &rejoined {
+        let across = |f: &Finding| {
+            alone.is_none_or(|(cut, random_tail)| {
+                f.start < cut
+                    && f.end > cut
+                    && (random_tail && matches!(f.kind, SecretKind::Assignment | SecretKind::CommandLine)
+                        || matches!(
+                            f.kind,
+                            SecretKind::Vendor(_)
+                                | SecretKind::Jwt
+                                | SecretKind::PasswordHash
+                                | SecretKind::UrlCredentials
+                                | SecretKind::AuthHeader
+                        ))
+            })
+        };
+        found.extend(mapped(read(plain), at).filter(across));
+    }
+    if !again.parts.is_empty() || rejoined.is_some() {
         found.sort_by_key(|f| (f.start, f.kind.rank()));
     }
     let mut merged: Vec<Finding> = Vec::with_capacity(found.len());

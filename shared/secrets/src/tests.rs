@@ -6991,3 +6991,135 @@ fn lowercase_words_after_a_vendor_prefix_are_a_slug() {
         "the plan is at https://roads.example.org/docs/pa-2025-county-roads-and-bridges-capital-plan1/ now",
     ]);
 }
+
+/// `text`'s lines cut at `width` characters, as `fold -w` does, or after the last blank before
+/// the width when there is one, as `fold -s` and a mail client do.
+fn folded(text: &str, width: usize, at_blanks: bool) -> String {
+    let mut out = Vec::new();
+    for line in text.split('\n') {
+        let mut rest: Vec<char> = line.chars().collect();
+        while rest.len() > width {
+            let cut = if at_blanks {
+                rest[..width]
+                    .iter()
+                    .rposition(|&c| c == ' ')
+                    .map_or(width, |b| b + 1)
+            } else {
+                width
+            };
+            out.push(rest[..cut].iter().collect::<String>());
+            rest.drain(..cut);
+        }
+        out.push(rest.iter().collect());
+    }
+    out.join("\n")
+}
+
+/// A prompt hard-wrapped at a fixed width (a terminal's copy, `fold`, a mail client) is read with
+/// its cut lines rejoined: a token or a password cut in two is found whole, at any width the
+/// prompt's own lines show; the same prompts with an ordinary value stay clean.
+#[test]
+fn hard_wrapped_prompts_are_read_rejoined() {
+    let note = "Our release job started failing this morning after the runner image was updated, \
+                and I cannot tell whether it is the cache or the credentials.";
+    let secret_cases = [
+        (
+            format!(
+                "{note}\nthe deploy step reads GITHUB_TOKEN=ghp_Rk3vX9qLm2Tz8Wn5Pb7Yc4Hd6Jf1Gs0Ae2Ku from the runner env, see below"
+            ),
+            "Rk3vX9qLm2Tz8Wn5Pb7Yc4Hd6Jf1Gs0Ae2Ku",
+        ),
+        (
+            format!(
+                "{note}\nafter the reset the new password is Xq7vR2pL9zKw and it expires on friday, can you update the vault"
+            ),
+            "Xq7vR2pL9zKw",
+        ),
+    ];
+    for (text, secret) in &secret_cases {
+        for width in [43, 58, 64, 71, 90] {
+            for at_blanks in [false, true] {
+                let wrapped = folded(text, width, at_blanks);
+                let found = findings(&wrapped);
+                let head = &secret[..4];
+                assert!(
+                    found.iter().any(|f| wrapped[f.start..f.end].contains(head)),
+                    "{width} {at_blanks}: {wrapped}"
+                );
+            }
+        }
+    }
+    for text in [
+        format!(
+            "{note}\nthe deploy step reads GITHUB_TOKEN=${{{{ secrets.GITHUB_TOKEN }}}} from the runner env, see below"
+        ),
+        format!(
+            "{note}\nafter the reset the new password is in the team vault and it expires on friday, can you check it"
+        ),
+        format!(
+            "{note}\nthe failing step is scripts/release/publish-artifacts-to-the-internal-registry.sh on the arm runners only"
+        ),
+    ] {
+        for width in [43, 58, 64, 71, 90] {
+            for at_blanks in [false, true] {
+                let wrapped = folded(&text, width, at_blanks);
+                assert!(findings(&wrapped).is_empty(), "{width} {at_blanks}: {wrapped}");
+            }
+        }
+    }
+}
+
+/// One line cut once (the prompt's only long line) is read rejoined for a token cut in two; a
+/// line whose last word runs into a word of its own on the next line (`FAIL`) is not a cut.
+#[test]
+fn a_token_cut_by_the_only_wrap_of_a_prompt_is_found() {
+    assert_found_across_one_cut(
+        "the mirror job failed to fetch with glpat-Vq8Lr2Xn5Tz9Kw3Pm7Yb from the internal registry\nany idea?",
+        48,
+        "glpat-Vq8Lr2\nXn5Tz9Kw3Pm7Yb",
+    );
+    assert_clean(&[
+        "    unexpected input in the fixture: glpat-abcdefghijklmnopqrst\nFAIL\nany idea?",
+        "the mirror job failed to fetch src/components/forms/ButtonGr\noup.tsx from the cache\nany idea?",
+    ]);
+}
+
+/// `text` folded at `width` is cut once, and its only finding is `span`, across the cut.
+fn assert_found_across_one_cut(text: &str, width: usize, span: &str) {
+    let wrapped = folded(text, width, false);
+    assert_eq!(
+        wrapped.matches('\n').count(),
+        text.matches('\n').count() + 1,
+        "{wrapped}"
+    );
+    assert_eq!(spans(&wrapped), [span]);
+}
+
+#[test]
+fn wrapped_and_repeated_lines_scan_in_linear_time() {
+    assert_findings_linear(|size| {
+        vec![
+            // Distinct lines of one width: a wrapped text, read twice.
+            (0..size / 41).map(|i| format!("{i:040}\n")).collect::<String>(),
+            // The same line again and again, and lines ending after a blank.
+            "password = Xq7vR2pL9zKwXq7vR2pL9zKwXq7vR2pL9zKw\n".repeat(size / 46),
+            "token: a b c d e f g h i j k l m n o p q r s \n".repeat(size / 46),
+        ]
+    });
+}
+
+/// A key's value cut by a prompt's only wrap is found when the next line starts as a random
+/// token's tail; a value that ends its line before a word, a name or a log's next line is not
+/// read glued to it.
+#[test]
+fn a_value_cut_by_the_only_wrap_is_found_when_its_tail_looks_random() {
+    assert_found_across_one_cut(
+        "    conn = connect(host=\"db.internal\", user=\"svc\", password=\"Lq4zRw8TnX2kVb7pYs3m\")\nwhy is it refused?",
+        72,
+        "Lq4zRw8TnX2\nkVb7pYs3m",
+    );
+    assert_clean(&[
+        "    parse(\"settings.ini\", section=\"deploy\", key=\"token\", value=cfg.api_token_name_for_deploy}\nValueError: unknown section\nany idea?",
+        "2026-01-05T10:00:00Z WARN loader could not parse the entry for the cache: secret_token=abc123\nthe worker keeps logging this on every boot",
+    ]);
+}
