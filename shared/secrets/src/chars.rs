@@ -649,19 +649,24 @@ pub(crate) fn random_letters_joined(v: &[u8]) -> bool {
         && v.split(|&b| b == b'_' || b == b'-').any(random_letters)
 }
 
+/// The six bits a base64 character of either alphabet (`+/` or `-_`) stands for.
+pub(crate) fn base64_digit(b: u8) -> Option<u8> {
+    Some(match b {
+        b'A'..=b'Z' => b - b'A',
+        b'a'..=b'z' => b - b'a' + 26,
+        b'0'..=b'9' => b - b'0' + 52,
+        b'+' | b'-' => 62,
+        b'/' | b'_' => 63,
+        _ => return None,
+    })
+}
+
 /// Decodes unpadded base64 of either alphabet (`+/` or `-_`) into `out`: `None` for a byte
 /// outside both alphabets or for more bytes than `out` holds.
 pub(crate) fn base64_decode<'o>(input: &[u8], out: &'o mut [u8]) -> Option<&'o [u8]> {
     let (mut acc, mut bits, mut n) = (0u32, 0u32, 0usize);
     for &b in input {
-        let d = match b {
-            b'A'..=b'Z' => b - b'A',
-            b'a'..=b'z' => b - b'a' + 26,
-            b'0'..=b'9' => b - b'0' + 52,
-            b'+' | b'-' => 62,
-            b'/' | b'_' => 63,
-            _ => return None,
-        };
+        let d = base64_digit(b)?;
         acc = (acc << 6) | u32::from(d);
         bits += 6;
         if bits >= 8 {

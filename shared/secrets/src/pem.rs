@@ -2,7 +2,7 @@
 //! body is an illustration. It reads armour only and must never judge a key-value pair.
 
 use crate::bytes::{contains_ci, line_end, skip_blank, trim_ascii, trim_end_of};
-use crate::chars::mostly_counted;
+use crate::chars::{base64_digit, mostly_counted};
 
 pub(crate) fn is_base64_byte(b: u8) -> bool {
     b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'=')
@@ -194,14 +194,11 @@ pub(crate) fn base64_has_colon(token: &[u8]) -> bool {
     let mut acc: u32 = 0;
     let mut bits = 0;
     for &b in token {
-        let v = match b {
-            b'A'..=b'Z' => b - b'A',
-            b'a'..=b'z' => b - b'a' + 26,
-            b'0'..=b'9' => b - b'0' + 52,
-            b'+' | b'-' => 62,
-            b'/' | b'_' => 63,
-            b'=' => break,
-            _ => return false,
+        if b == b'=' {
+            break;
+        }
+        let Some(v) = base64_digit(b) else {
+            return false;
         };
         acc = (acc << 6) | u32::from(v);
         bits += 6;
