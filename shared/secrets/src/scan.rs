@@ -1878,10 +1878,13 @@ impl<'t> Scan<'t> {
     /// another entry's end, a blank line or another name.
     pub(crate) fn value_before_name(&self, field_start: usize, skip: bool) -> Option<NamedValue> {
         let bytes = self.bytes;
-        let line_start = bytes[..field_start]
+        // The entry is looked for no further back than `lo`, and so is its line's start (a long
+        // line of names costs a bounded amount per name).
+        let lo = field_start.saturating_sub(256);
+        let line_start = bytes[lo..field_start]
             .iter()
             .rposition(|&b| b == b'\n')
-            .map_or(0, |p| p + 1);
+            .map_or(lo, |p| lo + p + 1);
         let item = |from: usize, to: usize| {
             let lead = bytes[from..to].trim_ascii_start();
             lead.starts_with(b"- ") || lead == b"-"
@@ -1909,7 +1912,6 @@ impl<'t> Scan<'t> {
             v = skip_blank(bytes, v);
             matches!(bytes.get(v), Some(b':' | b'='))
         };
-        let lo = field_start.saturating_sub(256);
         let mut k = field_start;
         let mut square = 0u32;
         let mut line_end = line_start;
@@ -3515,13 +3517,21 @@ impl<'t> Scan<'t> {
             return;
         };
         // The whole run, less the parenthesis or comma that closes the pair; in `pairs`, up to
-        // the first (another pair may follow: `(ops/Xq9…,root/Lm4…)`).
-        let run = &bytes[password.start..password.whole_end(bytes)];
+        // the first (another pair may follow: `(ops/Xq9…,root/Lm4…)`). A run longer than the
+        // judged window is judged on its head, and redacted whole.
+        let whole = if password.cut {
+            password.end
+        } else {
+            password.whole_end(bytes)
+        };
+        let run = &bytes[password.start..whole];
         let closes = |b: &u8| matches!(b, b')' | b',');
         let pw = match run.iter().position(closes) {
             Some(k) if pairs => &run[..k],
             _ => trim_end_of(run, |b| closes(&b)),
         };
+        // (A head cut with no closer in it runs on.)
+        let runs_on = password.cut && pw.len() == run.len();
         let password = Value {
             end: password.start + pw.len(),
             ..password
@@ -3530,7 +3540,12 @@ impl<'t> Scan<'t> {
             && pw != &bytes[user_start..user_end]
             && value_is_secret(bytes, &password, b"password", Strength::Strong, Mode::Prose)
         {
-            self.push(SecretKind::Assignment, password.start, password.end);
+            let end = if runs_on {
+                password.whole_end(bytes)
+            } else {
+                password.end
+            };
+            self.push(SecretKind::Assignment, password.start, end);
         }
     }
 
@@ -3644,9 +3659,14 @@ impl<'t> Scan<'t> {
             kind = SecretKind::Prose;
         }
         // A value longer than the judged window is judged by its head; a JWT's example marker
-        // ends its signature (`…2K19EXAMPLE`), past the window: the whole token tells.
-        if value.cut && crate::judge::jwt_sketch(&bytes[value.start..value.whole_end(bytes)]) {
-            return;
+        // ends its signature (`…2K19EXAMPLE`), past the window: the whole token tells. The token
+        // is its run of base64url and dots, read only after a head opening as one (`eyJ`): a key
+        // repeated with no end to its value costs no more than its head.
+        if value.cut && bytes[value.start..].starts_with(b"eyJ") {
+            let token = run_end_max(bytes, value.start, MAX_SPAN, |b| b64url(b) || b == b'.');
+            if crate::judge::jwt_sketch(&bytes[value.start..token]) {
+                return;
+            }
         }
         if value_is_secret(bytes, &value, key, strength, mode)
             // (`pwd` in prose is the shell's command more often: `pwd src/app`.)
