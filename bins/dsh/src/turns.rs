@@ -5,6 +5,7 @@
 //! deadline: when the state is unusable the caller recalls anyway (fail open). The file is
 //! rewritten in place (see [`store`]): the claim runs before the recall, on the prompt path.
 
+use std::fmt::Write as _;
 use std::fs::OpenOptions;
 use std::io;
 use std::os::unix::fs::FileExt;
@@ -16,6 +17,7 @@ use powercontext_hooks_core::lock::{LockGuard, no_follow_flags};
 use powercontext_hooks_core::state::{self, StateDir, StateError, now_secs};
 use powercontext_hooks_core::workspace::sha256_hex;
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 /// The state file.
 pub const FILE: &str = "dsh-turns.json";
@@ -40,6 +42,60 @@ pub struct TurnMark {
 struct Turns {
     #[serde(default)]
     sessions: Vec<TurnMark>,
+}
+
+// The file is read and written by hand, to the letter of the derived forms above (which the tests
+// compare it with): the derived code, built for this crate alone, made the hook larger than the
+// executable size goal allows.
+impl Turns {
+    /// The marks from the file's value, as the derived decoding reads them: `sessions` may be
+    /// missing (none); each mark is an object with all four fields (others are ignored) or an
+    /// array of the four in order. `None` where the derived decoding fails.
+    fn from_value(value: &Value) -> Option<Self> {
+        let sessions = match value.get("sessions") {
+            None => Vec::new(),
+            Some(Value::Array(marks)) => marks.iter().map(TurnMark::from_value).collect::<Option<_>>()?,
+            Some(_) => return None,
+        };
+        Some(Self { sessions })
+    }
+
+    /// The versioned file's bytes, as [`state::versioned_bytes`] writes them (fields by name).
+    fn to_bytes(&self) -> Vec<u8> {
+        let mut out = format!("{{\"format\":{},\"sessions\":[", state::FORMAT);
+        for (i, m) in self.sessions.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            let _ = write!(
+                out,
+                "{{\"at\":{},\"session\":{},\"step\":{},\"turn\":{}}}",
+                m.at,
+                Value::from(m.session.as_str()),
+                m.step,
+                m.turn
+            );
+        }
+        out.push_str("]}\n");
+        out.into_bytes()
+    }
+}
+
+impl TurnMark {
+    fn from_value(value: &Value) -> Option<Self> {
+        let field = |name: &str, i: usize| match value {
+            Value::Object(fields) => fields.get(name),
+            Value::Array(items) if items.len() == 4 => items.get(i),
+            _ => None,
+        };
+        let number = |name: &str, i: usize| field(name, i).and_then(Value::as_u64);
+        Some(Self {
+            session: field("session", 0)?.as_str()?.to_owned(),
+            turn: number("turn", 1)?,
+            step: number("step", 2)?,
+            at: number("at", 3)?,
+        })
+    }
 }
 
 /// Whether this step may recall.
@@ -98,7 +154,13 @@ pub fn claim(
     step: u64,
 ) -> Result<Claim, StateError> {
     let guard = state.lock(deadline)?;
-    let mut turns = match state.read_json::<Turns>(FILE) {
+    let read = match state.read_json_value(FILE) {
+        Ok(Some(value)) => Turns::from_value(&value)
+            .map(Some)
+            .ok_or_else(|| state::set_aside(&state.file(FILE))),
+        other => other.map(|_| None),
+    };
+    let mut turns = match read {
         Ok(t) => t.unwrap_or_default(),
         // Moved aside by the reader: start over rather than recall on every step from now on.
         Err(StateError::Corrupt) => Turns::default(),
@@ -124,11 +186,11 @@ pub fn claim(
 /// file; one torn by a crash is read as corrupt, set aside, and the next step recalls (fail open,
 /// as for a lost file). Anything else under the name (missing, a link, another user's file) is
 /// replaced the usual way, never written through.
-fn store(state: &StateDir, guard: &LockGuard, turns: &Turns) -> Result<(), StateError> {
-    let bytes = state::versioned_bytes(turns)?;
+fn store(state: &StateDir, _guard: &LockGuard, turns: &Turns) -> Result<(), StateError> {
+    let bytes = turns.to_bytes();
     match rewrite_in_place(&state.file(FILE), &bytes) {
         Ok(true) => Ok(()),
-        Ok(false) | Err(_) => state.write_cache_json(guard, FILE, turns),
+        Ok(false) | Err(_) => Ok(state::write_cache(state.path(), FILE, &bytes)?),
     }
 }
 
@@ -275,6 +337,63 @@ mod tests {
         std::fs::set_permissions(&ours, std::fs::Permissions::from_mode(0o600)).unwrap();
         assert!(rewrite_in_place(&ours, b"{}\n").unwrap());
         assert_eq!(std::fs::read_to_string(&ours).unwrap(), "{}\n");
+    }
+
+    #[test]
+    fn the_file_is_written_as_the_derived_form() {
+        let mut turns = Turns::default();
+        assert_eq!(turns.to_bytes(), state::versioned_bytes(&turns).unwrap());
+        for (i, session) in ["a", "quote \" and \\ and \u{1} and é"].into_iter().enumerate() {
+            let i = i as u64;
+            turns.sessions.push(TurnMark {
+                session: session.into(),
+                turn: u64::MAX - i,
+                step: i,
+                at: 1_700_000_000 + i,
+            });
+        }
+        assert_eq!(turns.to_bytes(), state::versioned_bytes(&turns).unwrap());
+    }
+
+    #[test]
+    fn the_file_is_read_as_the_derived_form() {
+        let cases = [
+            r#"{"format":1}"#,
+            r#"{"format":1,"sessions":[]}"#,
+            r#"{"format":1,"sessions":[{"session":"s","turn":1,"step":2,"at":3,"extra":[]}]}"#,
+            r#"{"format":1,"sessions":[["s",1,2,3]]}"#,
+            r#"{"format":1,"sessions":[["s",1,2]]}"#,
+            r#"{"format":1,"sessions":[["s",1,2,3,4]]}"#,
+            r#"{"format":1,"sessions":[{"session":"s","turn":1,"step":2}]}"#,
+            r#"{"format":1,"sessions":[{"session":5,"turn":1,"step":2,"at":3}]}"#,
+            r#"{"format":1,"sessions":[{"session":"s","turn":-1,"step":2,"at":3}]}"#,
+            r#"{"format":1,"sessions":[{"session":"s","turn":1.0,"step":2,"at":3}]}"#,
+            r#"{"format":1,"sessions":[{"session":"s","turn":"1","step":2,"at":3}]}"#,
+            r#"{"format":1,"sessions":null}"#,
+            r#"{"format":1,"sessions":{}}"#,
+            r#"{"format":1,"sessions":[null]}"#,
+        ];
+        for case in cases {
+            let value: Value = serde_json::from_str(case).unwrap();
+            let derived = serde_json::from_value::<Turns>(value.clone()).ok();
+            let by_hand = Turns::from_value(&value);
+            assert_eq!(by_hand.map(|t| t.sessions), derived.map(|t| t.sessions), "{case}");
+        }
+    }
+
+    #[test]
+    fn a_mark_the_derived_form_rejects_sets_the_file_aside() {
+        let tmp = tempfile::tempdir().unwrap();
+        let state = StateDir::at(tmp.path());
+        std::fs::write(
+            state.file(FILE),
+            r#"{"format":1,"sessions":[{"session":"x","turn":1}]}"#,
+        )
+        .unwrap();
+        let d = Deadline::after(Duration::from_secs(2));
+        assert_eq!(claim(&state, &d, "s", 1, 1).unwrap(), Claim::First);
+        assert!(tmp.path().join(format!("{FILE}.corrupt")).exists());
+        assert_eq!(claim(&state, &d, "s", 1, 2).unwrap(), Claim::AlreadyRecalled);
     }
 
     #[test]

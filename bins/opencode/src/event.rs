@@ -121,7 +121,7 @@ pub fn prompt_text(parts: &[Value], unquote: bool) -> String {
             && text.len() >= 2
             && text.starts_with('"')
             && text.ends_with('"')
-            && let Ok(inner) = serde_json::from_str::<String>(&text)
+            && let Some(Value::String(inner)) = json_string(&text)
         {
             inner.trim().clone_into(&mut text);
         }
@@ -130,6 +130,15 @@ pub fn prompt_text(parts: &[Value], unquote: bool) -> String {
         }
     }
     texts.join("\n\n")
+}
+
+/// A JSON text as the hook's payload decoder reads it, `None` when it is not JSON or had to be
+/// repaired (a lone surrogate escape): exactly what a JSON string decoder accepts, through code
+/// every hook already links.
+fn json_string(text: &str) -> Option<Value> {
+    payload::decode(text.as_bytes())
+        .filter(|d| !d.lossy)
+        .map(|d| d.value)
 }
 
 /// Decodes the `forget` payload, `{session_id}`.
@@ -175,6 +184,28 @@ mod tests {
         let escaped = [json!({"type": "text", "text": "\"tab\\there\""})];
         assert_eq!(prompt_text(&escaped, true), "tab\there");
         assert_eq!(prompt_text(&[json!({"type": "text", "text": "\"\""})], true), "");
+    }
+
+    #[test]
+    fn a_quoted_part_is_unquoted_exactly_when_it_is_one_json_string() {
+        let cases = [
+            r#""pair \ud83d\ude00 and \u00e9""#,
+            r#""lone \ud800 surrogate""#,
+            r#""raw	tab""#,
+            r#""bad \q escape""#,
+            r#""two" "strings""#,
+            r#""a\"b""#,
+        ];
+        for text in cases {
+            let parts = [json!({"type": "text", "text": text})];
+            let want = serde_json::from_str::<String>(text)
+                .map_or_else(|_| text.to_owned(), |s| s.trim().to_owned());
+            assert_eq!(prompt_text(&parts, true), want, "{text}");
+        }
+        let lone = [json!({"type": "text", "text": r#""lone \ud800 surrogate""#})];
+        assert_eq!(prompt_text(&lone, true), r#""lone \ud800 surrogate""#);
+        let pair = [json!({"type": "text", "text": r#""\ud83d\ude00""#})];
+        assert_eq!(prompt_text(&pair, true), "\u{1f600}");
     }
 
     #[test]

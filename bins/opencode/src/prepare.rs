@@ -16,6 +16,8 @@ use powercontext_hooks_core::protocol::Answer;
 use powercontext_hooks_core::state;
 use powercontext_hooks_core::turn::{Capture, Prompt, Turn};
 
+use serde::Serialize;
+
 use crate::event::PrepareEvent;
 use crate::turns::SeenSessions;
 use crate::{HOST, PREFIX};
@@ -124,18 +126,66 @@ pub fn run(
     Answered::new(answer, after)
 }
 
+/// The body of `PUT /v1/scope-bindings`. Typed rather than built as a JSON value, which linked a
+/// JSON map's code into this hook alone; the fields are in name order, as such a map wrote them,
+/// so the body is the same to the byte.
+#[derive(Serialize)]
+struct Binding<'a> {
+    key: SessionKey<'a>,
+    scope_id: &'a str,
+}
+
+/// A session's binding key.
+#[derive(Serialize)]
+struct SessionKey<'a> {
+    external_id: &'a str,
+    integration: &'a str,
+    kind: &'a str,
+}
+
 /// `PUT /v1/scope-bindings` for `opencode/session/<id>` → `scope`. A failure is reported and
 /// changes nothing else (the prompt still gets its recall and capture).
 fn pin_session(transport: &Transport, session: &str, scope: &str) {
     let _stage = powercontext_hooks_core::process::enter(Stage::Scope);
-    let body = serde_json::json!({
-        "key": {"integration": HOST.as_str(), "kind": "session", "external_id": session},
-        "scope_id": scope,
-    });
+    let body = Binding {
+        key: SessionKey {
+            external_id: session,
+            integration: HOST.as_str(),
+            kind: "session",
+        },
+        scope_id: scope,
+    };
     let failure = match transport.put_json("/v1/scope-bindings", &body) {
         Ok(reply) if reply.status == 200 => return,
         Ok(reply) => powercontext_hooks_core::http::failure_for(&reply),
         Err(e) => e.failure(),
     };
     emit::diagnostic(&failure.diagnostic(HOST.component(), Stage::Scope));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_binding_body_is_the_json_object_it_replaces() {
+        for (session, scope) in [("ses_1", "project:a"), ("quote \" é \u{1}", "")] {
+            let typed = Binding {
+                key: SessionKey {
+                    external_id: session,
+                    integration: HOST.as_str(),
+                    kind: "session",
+                },
+                scope_id: scope,
+            };
+            let map = serde_json::json!({
+                "key": {"integration": HOST.as_str(), "kind": "session", "external_id": session},
+                "scope_id": scope,
+            });
+            assert_eq!(
+                serde_json::to_vec(&typed).unwrap(),
+                serde_json::to_vec(&map).unwrap()
+            );
+        }
+    }
 }

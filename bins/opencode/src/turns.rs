@@ -23,7 +23,7 @@ use std::time::{Duration, SystemTime};
 use powercontext_hooks_core::deadline::Deadline;
 use powercontext_hooks_core::env::Env;
 use powercontext_hooks_core::lock::{self, LockGuard};
-use powercontext_hooks_core::state::{StateDir, StateError, sweep_temps, versioned_bytes, write_cache};
+use powercontext_hooks_core::state::{StateDir, StateError, sweep_temps, versioned_value_bytes, write_cache};
 use powercontext_hooks_core::workspace::sha256_hex;
 
 /// The markers' subdirectory of the state directory.
@@ -101,7 +101,7 @@ impl SeenSessions {
     /// [`StateError`] when the lock or the files cannot be used.
     pub fn remember(&self, deadline: &Deadline, session: &str) -> Result<(), StateError> {
         let guard = self.lock(deadline)?;
-        let bytes = versioned_bytes(&serde_json::Map::new())?;
+        let bytes = versioned_value_bytes(serde_json::Value::Object(serde_json::Map::new()))?;
         write_cache(&self.dir(), &Self::marker_name(session), &bytes)?;
         prune(&self.dir(), &guard, MAX_SESSIONS, MAX_AGE, SystemTime::now());
         Ok(())
@@ -142,18 +142,26 @@ pub fn prune(dir: &Path, _lock: &LockGuard, max: usize, max_age: Duration, now: 
             files.push((modified, e.path()));
         }
     }
-    files.sort();
     let expired = files
         .iter()
-        .take_while(|(t, _)| now.duration_since(*t).is_ok_and(|age| age > max_age))
+        .filter(|(t, _)| now.duration_since(*t).is_ok_and(|age| age > max_age))
         .count();
     let excess = files.len().saturating_sub(max);
-    removed
-        + files
+    // The oldest `expired.max(excess)` markers go (the expired ones are the oldest), picked one by
+    // one rather than by sorting them all: after one new session only one is over the bound.
+    for _ in 0..expired.max(excess) {
+        let Some(oldest) = files
             .iter()
-            .take(expired.max(excess))
-            .filter(|(_, p)| fs::remove_file(p).is_ok())
-            .count()
+            .enumerate()
+            .min_by(|(_, a), (_, b)| a.cmp(b))
+            .map(|(i, _)| i)
+        else {
+            break;
+        };
+        let (_, path) = files.swap_remove(oldest);
+        removed += usize::from(fs::remove_file(path).is_ok());
+    }
+    removed
 }
 
 #[cfg(test)]

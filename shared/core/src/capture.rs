@@ -120,6 +120,8 @@ pub fn recall_query(prompt: &str) -> Option<Cow<'_, str>> {
 
 /// Builds metadata (keys sorted by the map), so a replay is byte-identical and dedupes on the Server.
 #[must_use]
+// Once per prompt: kept out of line, so a host's speed-optimized code calls this size-optimized copy.
+#[inline(never)]
 pub fn metadata(origin: &str, event: &str, fields: &[(&str, Option<&str>)]) -> Map<String, Value> {
     let mut m = Map::new();
     m.insert("origin".into(), Value::String(origin.into()));

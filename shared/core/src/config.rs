@@ -881,6 +881,8 @@ impl Settings {
     ///
     /// # Errors
     /// The first [`ConfigError`].
+    // Once per process: kept out of line, so a host's speed-optimized code calls this size-optimized copy.
+    #[inline(never)]
     pub fn for_hook(host: Integration, env: &Env) -> Result<Self, ConfigError> {
         let _stage = crate::process::enter(crate::outcome::Stage::Config);
         let path = default_config_path(env);

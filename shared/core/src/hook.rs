@@ -127,6 +127,8 @@ impl Run<'_> {
 
     /// Reports a skipped payload (a content-free detail word) and answers nothing.
     #[must_use]
+    // Kept out of line: a host's speed-optimized code calls this size-optimized copy.
+    #[inline(never)]
     pub fn skip(&self, detail: &'static str) -> Answer {
         emit::diagnostic(&self.diag(Stage::Payload, Outcome::Skipped).detail(detail));
         Answer::Nothing
@@ -135,6 +137,8 @@ impl Run<'_> {
     /// The hook's settings; an invalid one is reported (`config_invalid`, naming the setting,
     /// never its value) and gives `None`.
     #[must_use]
+    // Kept out of line: a host's speed-optimized code calls this size-optimized copy.
+    #[inline(never)]
     pub fn settings(&self) -> Option<Settings> {
         Settings::for_hook(self.host, self.env)
             .inspect_err(|e| {
@@ -171,21 +175,17 @@ impl Run<'_> {
 
 /// Runs a hook process of `host` end to end: `handle` gets the parsed command and the run, and
 /// returns the reply. The exit code is always 0.
+///
+/// Only the command's parsing and the handler are generic: start-up and the answer are separate
+/// functions, built once in this crate, rather than copied into each host's instantiation.
 #[must_use]
 pub fn run_hook<C: Command>(host: Integration, handle: impl FnOnce(C, &Run<'_>) -> Reply) -> ExitCode {
-    let component = host.component();
-    if drain::is_drain_invocation() {
-        return drain::background_main(component);
-    }
-    let start = Instant::now();
-    process::begin(component, start);
-    let env = Env::from_process();
-    let args: Vec<OsString> = std::env::args_os().skip(1).collect();
+    let (start, env, args) = match start_up(host) {
+        Ok(started) => started,
+        Err(code) => return code,
+    };
     let Some(command) = C::parse(&args) else {
-        emit::diagnostic(
-            &Diagnostic::new(component, Stage::Payload, Outcome::Skipped).detail("unknown_subcommand"),
-        );
-        return ExitCode::SUCCESS;
+        return unknown_subcommand(host);
     };
     let _journal = journal::start(host, command.event(), &env, start);
     if env.text(vars::FAULT) == Some("panic") {
@@ -197,17 +197,46 @@ pub fn run_hook<C: Command>(host: Integration, handle: impl FnOnce(C, &Run<'_>) 
         start,
     };
     let reply = handle(command, &run);
+    answer(host, &env, reply)
+}
+
+/// Start-up up to the command line: the detached drainer's own entry (its exit code as the
+/// error), the start instant, the fail-open process set-up, the environment and the arguments.
+#[inline(never)]
+fn start_up(host: Integration) -> Result<(Instant, Env, Vec<OsString>), ExitCode> {
+    let component = host.component();
+    if drain::is_drain_invocation() {
+        return Err(drain::background_main(component));
+    }
+    let start = Instant::now();
+    process::begin(component, start);
+    let env = Env::from_process();
+    let args: Vec<OsString> = std::env::args_os().skip(1).collect();
+    Ok((start, env, args))
+}
+
+/// Reports arguments no command of the host accepts.
+#[inline(never)]
+fn unknown_subcommand(host: Integration) -> ExitCode {
+    emit::diagnostic(
+        &Diagnostic::new(host.component(), Stage::Payload, Outcome::Skipped).detail("unknown_subcommand"),
+    );
+    ExitCode::SUCCESS
+}
+
+/// Delivers the reply, then hands leftover work to a detached drainer, unless the capture was
+/// just handed to one.
+#[inline(never)]
+fn answer(host: Integration, env: &Env, reply: Reply) -> ExitCode {
     let done = protocol::deliver(host, reply.protocol, &reply.answer, reply.after);
-    // Only after the answer is out: leftover work goes to a detached drainer, unless the capture
-    // was just handed to one.
     if done == Done::HandedOff {
         return ExitCode::SUCCESS;
     }
     match reply.then {
-        Then::Drain => drain::spawn_if_needed(&env),
+        Then::Drain => drain::spawn_if_needed(env),
         Then::DrainCaptures => {
-            if StateDir::locate(&env).is_ok_and(|s| spool::has_work(&s)) {
-                drain::spawn_if_needed(&env);
+            if StateDir::locate(env).is_ok_and(|s| spool::has_work(&s)) {
+                drain::spawn_if_needed(env);
             }
         }
         Then::Stop => {}

@@ -263,6 +263,20 @@ impl Transport {
         accept: &str,
     ) -> Result<Reply, HttpError> {
         let bytes = serde_json::to_vec(body).map_err(|_| HttpError::Unavailable)?;
+        self.send_bytes(put, path, &bytes, if_match, accept)
+    }
+
+    /// [`Self::send_json`] of a body already serialized: the request itself is built by one
+    /// function, not copied into each body type's instantiation.
+    #[inline(never)]
+    fn send_bytes(
+        &self,
+        put: bool,
+        path: &str,
+        bytes: &[u8],
+        if_match: Option<&str>,
+        accept: &str,
+    ) -> Result<Reply, HttpError> {
         let timeout = self.deadline.cap(self.request_timeout);
         if timeout.is_zero() {
             return Err(HttpError::Timeout);
@@ -281,11 +295,7 @@ impl Transport {
         if let Some(a) = &self.authorization {
             req = req.header("Authorization", a.header_value());
         }
-        let result = req
-            .config()
-            .timeout_global(Some(timeout))
-            .build()
-            .send(&bytes[..]);
+        let result = req.config().timeout_global(Some(timeout)).build().send(bytes);
         read_reply(result)
     }
 

@@ -192,6 +192,8 @@ pub fn read_stdin() -> Result<Vec<u8>, StdinProblem> {
 /// Reads stdin up to the cap; when it cannot be used, reports `skipped` (`stdin_too_large` or
 /// `stdin_unreadable`) for `component` and returns `None`.
 #[must_use]
+// Once per process: kept out of line, so a host's speed-optimized code calls this size-optimized copy.
+#[inline(never)]
 pub fn read_payload(component: &str) -> Option<Vec<u8>> {
     let _stage = enter(Stage::Payload);
     match read_stdin() {

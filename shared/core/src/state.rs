@@ -299,6 +299,15 @@ impl StateDir {
         read_versioned(&self.file(name))
     }
 
+    /// [`Self::read_json`] as a JSON value, for a caller that decodes it itself (a file whose
+    /// typed decoding fails is the caller's to set aside, see [`set_aside`]).
+    ///
+    /// # Errors
+    /// As [`Self::read_json`].
+    pub fn read_json_value(&self, name: &str) -> Result<Option<Value>, StateError> {
+        read_versioned_value(&self.file(name))
+    }
+
     /// Writes a versioned JSON file atomically (the caller holds the state lock).
     ///
     /// # Errors
@@ -419,7 +428,17 @@ pub fn read_bounded(file: &mut File) -> io::Result<Option<Vec<u8>>> {
 /// # Errors
 /// An I/O error of kind `InvalidData` when the value is not a JSON object.
 pub fn versioned_bytes<T: Serialize>(value: &T) -> io::Result<Vec<u8>> {
-    let Value::Object(fields) = serde_json::to_value(value).map_err(io::Error::other)? else {
+    versioned_value_bytes(serde_json::to_value(value).map_err(io::Error::other)?)
+}
+
+/// [`versioned_bytes`] of a value already built (the one generic step done): built once, not
+/// per state type.
+///
+/// # Errors
+/// An I/O error when the value is not an object.
+#[inline(never)]
+pub fn versioned_value_bytes(value: Value) -> io::Result<Vec<u8>> {
+    let Value::Object(fields) = value else {
         return Err(io::Error::new(
             io::ErrorKind::InvalidData,
             "state must be an object",
@@ -464,6 +483,19 @@ pub fn versioned_struct_bytes<T: Serialize>(value: &T, capacity: usize) -> io::R
 /// # Errors
 /// As [`StateDir::read_json`].
 pub fn read_versioned<T: DeserializeOwned>(path: &Path) -> Result<Option<T>, StateError> {
+    let Some(value) = read_versioned_value(path)? else {
+        return Ok(None);
+    };
+    match serde_json::from_value::<T>(value) {
+        Ok(state) => Ok(Some(state)),
+        Err(_) => Err(set_aside(path)),
+    }
+}
+
+/// [`read_versioned`] up to the typed decoding (the file read, checked and parsed into a
+/// [`Value`]): built once, not per state type.
+#[inline(never)]
+fn read_versioned_value(path: &Path) -> Result<Option<Value>, StateError> {
     let mut file = match open_state_file(path)? {
         Opened::File(f, _) => f,
         Opened::Missing => return Ok(None),
@@ -473,7 +505,10 @@ pub fn read_versioned<T: DeserializeOwned>(path: &Path) -> Result<Option<T>, Sta
     let Some(bytes) = read_bounded(&mut file)? else {
         return Err(set_aside(path));
     };
-    parse_versioned_at(path, &bytes)
+    match versioned_value(&bytes) {
+        Err(StateError::Corrupt) => Err(set_aside(path)),
+        other => other.map(Some),
+    }
 }
 
 /// Checks and decodes the bytes of a versioned file read from `path`; an invalid one is set
@@ -494,12 +529,19 @@ pub fn parse_versioned_at<T: DeserializeOwned>(path: &Path, bytes: &[u8]) -> Res
 /// # Errors
 /// As described.
 pub fn parse_versioned<T: DeserializeOwned>(bytes: &[u8]) -> Result<Option<T>, StateError> {
+    serde_json::from_value::<T>(versioned_value(bytes)?)
+        .map(Some)
+        .map_err(|_| StateError::Corrupt)
+}
+
+/// [`parse_versioned`] up to the typed decoding: the bytes parsed into a [`Value`] whose format
+/// this build reads. Built once, not per state type.
+#[inline(never)]
+fn versioned_value(bytes: &[u8]) -> Result<Value, StateError> {
     let value: Value = serde_json::from_slice(bytes).map_err(|_| StateError::Corrupt)?;
     match value.get("format").and_then(Value::as_u64) {
         Some(f) if f > FORMAT => Err(StateError::NewerFormat),
-        Some(_) => serde_json::from_value::<T>(value)
-            .map(Some)
-            .map_err(|_| StateError::Corrupt),
+        Some(_) => Ok(value),
         None => Err(StateError::Corrupt),
     }
 }

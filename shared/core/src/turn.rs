@@ -121,6 +121,9 @@ pub struct Begun<'a> {
 
 impl Begun<'_> {
     /// One recall for `query` in the turn's scope (see [`Turn::recall`]).
+    // Called once per prompt: kept out of line so that each host's (speed-optimized) prompt
+    // path calls this size-optimized copy instead of inlining the turn machinery into itself.
+    #[inline(never)]
     #[must_use]
     pub fn recall(&self, query: &str, max_bytes: u32) -> Option<String> {
         let captured = self.capture.as_ref().map(|c| c.content.as_str());
@@ -130,6 +133,9 @@ impl Begun<'_> {
     /// Ends the prompt path: the work for after the answer, the gated capture with it (see
     /// [`Turn::defer_capture`]); nothing is sent before the answer is out. A host that drops the
     /// value instead leaves its capture in the spool, for the next drainer.
+    // Called once per prompt: kept out of line so that each host's (speed-optimized) prompt
+    // path calls this size-optimized copy instead of inlining the turn machinery into itself.
+    #[inline(never)]
     pub fn finish(self) -> AfterAnswer {
         if let Some(capture) = self.capture {
             self.turn.defer(capture);
@@ -348,6 +354,9 @@ impl<'a> Turn<'a> {
     /// The prompt path every host shares, up to recall: the turn in its session, the capture
     /// gate (before any network call), the capture written ahead, the scope. `None` (after
     /// reporting why) when there is nothing to do or no scope.
+    // Called once per prompt: kept out of line so that each host's (speed-optimized) prompt
+    // path calls this size-optimized copy instead of inlining the turn machinery into itself.
+    #[inline(never)]
     #[must_use]
     pub fn begin(
         integration: Integration,
