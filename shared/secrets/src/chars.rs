@@ -714,3 +714,13 @@ pub(crate) fn encoded_filler(v: &[u8]) -> bool {
     const MARKERS: [&[u8]; 5] = [b"example", b"sample", b"placeholder", b"dummy", b"fake"];
     words && MARKERS.iter().any(|m| contains_ci(text, m)) || counted_through(text)
 }
+
+/// Whether `v` opens with an ISO 8601 date (`2026-12-07`).
+pub(crate) fn iso_date(v: &[u8]) -> bool {
+    v.len() >= 10
+        && v[..4].iter().all(u8::is_ascii_digit)
+        && v[4] == b'-'
+        && v[5..7].iter().all(u8::is_ascii_digit)
+        && v[7] == b'-'
+        && v[8..10].iter().all(u8::is_ascii_digit)
+}

@@ -1666,15 +1666,8 @@ pub(crate) fn certificate(v: &[u8]) -> bool {
 
 /// An ISO 8601 time (`2020-09-25T16:00:00+00:00`, `2015-08-31 08:54:05Z`).
 pub(crate) fn timestamp(v: &[u8]) -> bool {
-    let digit = |k: usize| v.get(k).is_some_and(u8::is_ascii_digit);
     v.len() >= 16
-        && (0..4).all(digit)
-        && v[4] == b'-'
-        && digit(5)
-        && digit(6)
-        && v[7] == b'-'
-        && digit(8)
-        && digit(9)
+        && crate::chars::iso_date(v)
         && matches!(v[10], b'T' | b' ')
         && v[11..]
             .iter()

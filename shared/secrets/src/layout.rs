@@ -1218,13 +1218,7 @@ fn clock_minutes(v: &[u8]) -> bool {
 
 /// Whether `v` holds an ISO date (`2026-11-30`).
 fn contains_date(v: &[u8]) -> bool {
-    v.windows(10).any(|w| {
-        w[..4].iter().all(u8::is_ascii_digit)
-            && w[4] == b'-'
-            && w[5..7].iter().all(u8::is_ascii_digit)
-            && w[7] == b'-'
-            && w[8..].iter().all(u8::is_ascii_digit)
-    })
+    v.windows(10).any(crate::chars::iso_date)
 }
 
 /// Where a syslog line's message starts (`Dec  7 09:12:01 web-01 app[2231]: `, as journalctl
