@@ -142,14 +142,15 @@ pub fn prune(dir: &Path, _lock: &LockGuard, max: usize, max_age: Duration, now: 
             files.push((modified, e.path()));
         }
     }
-    let expired = files
-        .iter()
-        .filter(|(t, _)| now.duration_since(*t).is_ok_and(|age| age > max_age))
-        .count();
-    let excess = files.len().saturating_sub(max);
-    // The oldest `expired.max(excess)` markers go (the expired ones are the oldest), picked one by
-    // one rather than by sorting them all: after one new session only one is over the bound.
-    for _ in 0..expired.max(excess) {
+    // Every expired marker goes, in one pass: they are the oldest. Past that, the oldest of the
+    // rest go while more than `max` are left, picked one by one rather than by sorting them all:
+    // after one new session only one is over the bound.
+    files.retain(|(t, path)| {
+        let expired = now.duration_since(*t).is_ok_and(|age| age > max_age);
+        removed += usize::from(expired && fs::remove_file(path).is_ok());
+        !expired
+    });
+    for _ in max..files.len() {
         let Some(oldest) = files
             .iter()
             .enumerate()
