@@ -308,10 +308,12 @@ pub(crate) fn fabricated(v: &[u8]) -> bool {
         }
         false
     };
-    // Side by side the count is on the value itself, so a separator breaks it as before.
+    // Side by side the count is on the value itself, so a separator breaks it as before; digits
+    // count on past `9` to `0` as a keyboard's row does (`567890`).
     let mut run = 1;
     for w in v.windows(2) {
-        if w[0].is_ascii_alphanumeric() && w[1] == w[0].wrapping_add(1) && w[1].is_ascii_alphanumeric() {
+        let next = w[1] == w[0].wrapping_add(1) || w[0] == b'9' && w[1] == b'0';
+        if next && w[0].is_ascii_alphanumeric() && w[1].is_ascii_alphanumeric() {
             run += 1;
             if run >= 6 {
                 return true;
@@ -540,6 +542,7 @@ pub(crate) fn filler_run(v: &[u8]) -> bool {
             && entropy(part) >= 3.5
             && looks_random(part, 16)
             && !fabricated(part)
+            && !shouted_stand_in(part)
     };
     let mut run = 1;
     for (k, w) in v.windows(2).enumerate() {
@@ -557,6 +560,27 @@ pub(crate) fn filler_run(v: &[u8]) -> bool {
         }
     }
     false
+}
+
+/// Capitals that are stand-in words glued end to end, one of them a demo's (`TESTDEMOKEY`,
+/// `SAMPLETOKEN`): a documentation value's head before its padding, not a generated one; seven
+/// given capitals in a random value are about never.
+fn shouted_stand_in(part: &[u8]) -> bool {
+    const WORDS: [&[u8]; 9] = [
+        b"TEST", b"DEMO", b"SAMPLE", b"EXAMPLE", b"FAKE", b"DUMMY", b"KEY", b"TOKEN", b"SECRET",
+    ];
+    part.split(|b| !b.is_ascii_uppercase()).any(|mut run| {
+        let (mut words, mut marker) = (0, false);
+        if run.len() < 7 {
+            return false;
+        }
+        while let Some(k) = WORDS.iter().position(|w| run.starts_with(w)) {
+            run = &run[WORDS[k].len()..];
+            words += 1;
+            marker |= k < 6;
+        }
+        run.is_empty() && words >= 2 && marker
+    })
 }
 
 /// Three quarters or more of the letters and digits stand in counts of six or more, up or down,

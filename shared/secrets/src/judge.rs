@@ -759,7 +759,10 @@ pub(crate) fn value_is_secret(
         let code = if mode == Mode::Literal {
             code_expression(raw)
         } else {
-            raw.contains(&b'(') || raw.contains(&b'[') || v.contains(&b'<') || code_name_path(v)
+            raw.contains(&b'(')
+                || raw.contains(&b'[') && !bracketed_at(raw)
+                || v.contains(&b'<')
+                || code_name_path(v)
         };
         if code {
             return false;
@@ -2891,6 +2894,18 @@ pub(crate) fn fake_words(v: &[u8]) -> bool {
         || std::str::from_utf8(v).is_ok_and(|t| !t.is_empty() && !t.chars().any(char::is_alphanumeric))
 }
 
+/// An `@` opening a word inside brackets with no quote (`pa$$[@ee4@]`): no index, call or
+/// verbatim string (`dict[@"k"]`) holds one, a password's symbols do.
+fn bracketed_at(raw: &[u8]) -> bool {
+    raw.split(|&b| b == b'[').skip(1).any(|inside| {
+        let inside = &inside[..inside.iter().position(|&b| b == b']').unwrap_or(inside.len())];
+        !inside.iter().any(|b| matches!(b, b'"' | b'\'' | b'('))
+            && inside
+                .windows(2)
+                .any(|w| w[0] == b'@' && w[1].is_ascii_alphanumeric())
+    })
+}
+
 /// A JWT's header with the rest typed in (`eyJhbGciOi….badz.sig`, `eyJhbGciOi….e30.sig`): a
 /// token's signature is tens of characters, and a payload of a few is base64 of JSON (`e30`).
 pub(crate) fn jwt_sketch(v: &[u8]) -> bool {
@@ -2909,12 +2924,38 @@ pub(crate) fn jwt_sketch(v: &[u8]) -> bool {
             || typed_signature(signature))
 }
 
-/// A JWT's signature typed in: one spelling the documentation marker (`…v1F3EXAMPLE`) or one
-/// lowercase word (`….signature`, `….sigvalue`). Base64 of a MAC or a signature is tens of
-/// characters of both cases.
+/// A JWT's signature typed in: one spelling the documentation marker (`…v1F3EXAMPLE`), one
+/// lowercase word (`….signature`, `….sigvalue`) or one holding the alphabet typed in order
+/// (`…Ab1Cd2Ef3Gh4Ij5Kl6…`). Base64 of a MAC or a signature is tens of characters of both cases,
+/// in no order.
 pub(crate) fn typed_signature(signature: &[u8]) -> bool {
     crate::chars::spells_a_marker(signature)
         || signature.len() <= 16 && signature.iter().all(u8::is_ascii_lowercase)
+        || letters_count_on(signature)
+}
+
+/// Twelve letters or more in a row of a value's letters, digits between them passed over, each
+/// the one after the letter before it, case aside (`Ab1Cd2Ef3…`): the alphabet typed with digits
+/// in turn. A random value's letters do so about once in 10^15.
+fn letters_count_on(v: &[u8]) -> bool {
+    let mut run = 0;
+    let mut prev = 0u8;
+    for b in v
+        .iter()
+        .filter(|b| b.is_ascii_alphabetic())
+        .map(u8::to_ascii_lowercase)
+    {
+        run = if run > 0 && (b == prev + 1 || prev == b'z' && b == b'a') {
+            run + 1
+        } else {
+            1
+        };
+        if run >= 12 {
+            return true;
+        }
+        prev = b;
+    }
+    false
 }
 
 /// Whether a JWT's first segment decodes to a JSON object naming its algorithm (`{"alg":…}`):

@@ -622,6 +622,7 @@ fn typed_filler(token: &[u8], capitals: bool) -> bool {
         || crate::chars::encoded_filler(token)
         || crate::chars::counted_by_kind(token)
         || crate::chars::long_count(token)
+        || word_then_counts(token)
     {
         return true;
     }
@@ -631,6 +632,19 @@ fn typed_filler(token: &[u8], capitals: bool) -> bool {
     }
     let categories = u8::from(lower) + u8::from(upper) + u8::from(digit);
     token.len() >= 16 && categories == 1 && !digit && upper && (!capitals || shouted_words(token))
+}
+
+/// A short lowercase word, then counts end to end (`foo1234567890abc`, `bar9876543210`): a name
+/// and a count typed in a token's place. A generated body opens on such a word and then counts
+/// on for six or more about never.
+fn word_then_counts(token: &[u8]) -> bool {
+    let word = token.iter().take_while(|b| b.is_ascii_lowercase()).count();
+    let rest = &token[word..];
+    (2..=5).contains(&word)
+        && rest.len() >= 8
+        && rest.iter().all(u8::is_ascii_alphanumeric)
+        && crate::chars::count_chain(&mut rest.iter().map(u8::to_ascii_lowercase))
+            .is_some_and(|best| best >= 6)
 }
 
 /// Capitals typed as words (`ACCESSKEYIDVALUE`, `PASSWORDSECRETKEY`, `MYSERVICEACCOUNT`): a

@@ -7175,3 +7175,82 @@ fn a_value_cut_by_the_only_wrap_is_found_when_its_tail_looks_random() {
         "2026-01-05T10:00:00Z WARN loader could not parse the entry for the cache: secret_token=abc123\nthe worker keeps logging this on every boot",
     ]);
 }
+
+/// A JWT whose signature is the alphabet typed in order with digits between (`…aB1cD2eF3…`) is a
+/// sketch; a random signature after the same header and payload is a token.
+#[test]
+fn a_jwt_signed_by_the_alphabet_typed_in_order_is_a_sketch() {
+    assert_clean(&[
+        "x = \"eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkphbmUifQ.aB1cD2eF3gH4iJ5kL6mN7oP8qR9sT0uV1wX2yZ3\"",
+        "bearer: eyJhbGciOiJSUzI1NiJ9.eyJpc3MiOiJhY21lIn0.Mn4Op5Qr6St7Uv8Wx9Yz0Ab1Cd2Ef3Gh4Ij5",
+    ]);
+    assert_found(&[
+        "x = \"eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkphbmUifQ.Kq9ZrT2mVb7XwLp4NcYd1HsFj8GtRe3UaQo6WiEk\"",
+        "bearer: eyJhbGciOiJSUzI1NiJ9.eyJpc3MiOiJhY21lIn0.Xw4Tq9Lm2Rb7Vk3Hz8Pd5Jc1Ny6Gf0Su4Ea9",
+    ]);
+}
+
+/// Capitals of stand-in words glued (`TESTDEMOKEY`, `SAMPLETOKEN`) before a long padding run are a
+/// demo value's head, not a generated one; a random head before the padding keeps the key.
+#[test]
+fn stand_in_capitals_before_padding_are_filler() {
+    assert_clean(&[
+        "PUSH_SERVER_KEY=\"ZZZZAbc1Key:APA91bTESTDEMOKEY00000000000000000000000000000000000000000000000000\"",
+        "fcm: \"APA91bSAMPLETOKEN0000000000000000000000000000000000000000000000000000000\"",
+    ]);
+    assert_found(&[
+        "PUSH_SERVER_KEY=\"ZZZZAbc1Key:APA91bHq3ZxT9vLmW2kPe7YcRn40000000000000000000000000000000000000000000\"",
+        "fcm_key: \"AAAAx7Kp2Qz:APA91bHq3ZxT9vLmW2kPe7YcRn4BsJd8FgA1uEo5NtVw6XiCy0MrLbKhGjDfSaZqPxTe\"",
+    ]);
+}
+
+/// A short word then counts in a vendor token's body (`foo1234567890abc`) is typed in its place;
+/// the same word before a random stretch is a token.
+#[test]
+fn a_word_then_counts_after_a_prefix_is_filler() {
+    assert_clean(&[
+        "curl -H \"X-Api: endr+bar9876543210zyx\" https://api.example.test",
+        "ACME_TOKEN=endr+qux0123456789abcd",
+    ]);
+    assert_found(&[
+        "curl -H \"X-Api: endr+bar0123Kx7Q2mPz9\" https://api.example.test",
+        "ACME_TOKEN=endr+qux7Rm2Kp9ZtW4vBq",
+    ]);
+}
+
+/// A 42 app's client uid (`u-s4t2ud-…`) names the app; its `s-s4t2ud-` secret is the secret.
+#[test]
+fn an_oauth_client_uid_is_no_secret() {
+    assert_clean(&["INTRA_UID=u-s4t2ud-5b0e1c7a9d3f4e2a8c6b1d0f7e3a9c5b2d8f4a6e1c3b7d9f0a2e4c6b8d1f3a5e"]);
+    assert_found(&["INTRA_SECRET=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"]);
+}
+
+/// An unquoted password holding `[@…]` is a password's symbols, not an index (`values[index]`,
+/// `args[0]`, C#'s `dict[@"key"]`).
+#[test]
+fn brackets_around_an_at_word_are_a_passwords_symbols() {
+    assert_clean(&[
+        "String password = values[index]",
+        "String password = args[0]",
+        "var pw = dict[@\"key\"]",
+    ]);
+    assert_found(&[
+        "String password = hunt3r[@x9Lq]",
+        "  private static final String DB_PASS = s3cr$t[@Qw7@]",
+        "pwd = blue[@m00n]",
+    ]);
+}
+
+/// Digits counting on past `9` to `0` (`567890`, `901234`) are a typed count inside a long
+/// value, as `123456` is; the same value with no such run is a secret.
+#[test]
+fn digits_counting_past_nine_are_typed() {
+    assert_clean(&[
+        "search_key: \"f3a9c2e7b1d4567890e2c8a4f6b0d3e9\"",
+        "CACHE_SECRET=9e4b2d7c1a3f8901234e6c0b5a9d7f2e8c1b",
+    ]);
+    assert_found(&[
+        "search_key: \"f3a9c2e7b1d4e2c8a4f6b0d3e9a7c51d\"",
+        "CACHE_SECRET=9e4b2d7c1a3f8e6c0b5a9d7f2e8c1b3a47d0",
+    ]);
+}

@@ -24,6 +24,7 @@ const SCANNERS: &str = include_str!("../../../tests/fixtures/secrets_probe_scann
 const WHISPERS: &str = include_str!("../../../tests/fixtures/secrets_probe_whispers.txt");
 const KICS: &str = include_str!("../../../tests/fixtures/secrets_probe_kics.txt");
 const CREDSWEEPER: &str = include_str!("../../../tests/fixtures/secrets_probe_credsweeper.txt");
+const TITUS: &str = include_str!("../../../tests/fixtures/secrets_probe_titus.txt");
 const DOC: &str = include_str!("../../../docs/secret-filter.md");
 const README: &str = include_str!("../../../README.md");
 const BEGIN: &str = "<!-- rates: computed by shared/secrets/tests/rates.rs -->\n";
@@ -64,6 +65,7 @@ const FLOORS: &[(&str, f64, f64)] = &[
     ("whispers", 97.0, 0.0),
     ("kics", 100.0, 0.0),
     ("credsweeper", 95.5, 0.4),
+    ("titus", 97.6, 1.1),
 ];
 
 /// What each source is, for the table.
@@ -178,6 +180,10 @@ const LABELS: &[(&str, &str)] = &[
         "credsweeper",
         "Samsung's CredSweeper: its text samples' reported and unreported lines (code in nine languages, configs, logs, patches, PEM files, vendor tokens) in five prompt shapes, `tests/fixtures/secrets_probe_credsweeper.txt`",
     ),
+    (
+        "titus",
+        "Praetorian's Titus: its rule examples that Nosey Parker and Kingfisher do not carry, in six new prompt shapes, `tests/fixtures/secrets_probe_titus.txt`",
+    ),
 ];
 
 #[derive(Default)]
@@ -255,6 +261,7 @@ fn rates() -> BTreeMap<String, Rates> {
         WHISPERS,
         KICS,
         CREDSWEEPER,
+        TITUS,
     ] {
         score(
             fixture,
