@@ -37,6 +37,17 @@ pub(crate) fn find_any_of_two(a: u8, b: u8, hay: &[u8]) -> Option<usize> {
     memchr::memchr2(a, b, hay)
 }
 
+/// The last `a` or `b` in `hay`, without the CPU probe (see [`find_byte`]).
+pub(crate) fn rfind_any_of_two(a: u8, b: u8, hay: &[u8]) -> Option<usize> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if let Some(two) = memchr::arch::x86_64::sse2::memchr::Two::new(a, b) {
+            return two.rfind(hay);
+        }
+    }
+    memchr::memrchr2(a, b, hay)
+}
+
 /// The first of `a`, `b` or `c` in `hay`, without the CPU probe (see [`find_byte`]).
 pub(crate) fn find_any_of_three(a: u8, b: u8, c: u8, hay: &[u8]) -> Option<usize> {
     #[cfg(target_arch = "x86_64")]
@@ -271,4 +282,59 @@ pub(crate) fn is_js_space(c: char) -> bool {
         '\t' | '\n' | '\u{0B}' | '\u{0C}' | '\r' | ' ' | '\u{A0}' | '\u{1680}' | '\u{2000}'
             ..='\u{200A}' | '\u{2028}' | '\u{2029}' | '\u{202F}' | '\u{205F}' | '\u{3000}' | '\u{FEFF}'
     )
+}
+
+/// The last few short texts a pure check was asked about, and its answers: the readers of a line
+/// judge the same value more than once (as an assignment's value, then as a keyword's), and the
+/// long checks need not run again. Keyed on the text itself, never on where it lies.
+pub(crate) struct Recent {
+    texts: [[u8; Recent::MAX]; Recent::SLOTS],
+    lens: [usize; Recent::SLOTS],
+    answers: [bool; Recent::SLOTS],
+    next: usize,
+}
+
+impl Recent {
+    /// The longest text remembered; a longer one is checked each time.
+    pub(crate) const MAX: usize = 64;
+    const SLOTS: usize = 4;
+
+    pub(crate) const fn new() -> Self {
+        Self {
+            texts: [[0; Self::MAX]; Self::SLOTS],
+            // No text is this long: an empty slot matches nothing.
+            lens: [usize::MAX; Self::SLOTS],
+            answers: [false; Self::SLOTS],
+            next: 0,
+        }
+    }
+
+    /// `check(v)`, from memory when `v` was among the last texts asked about.
+    pub(crate) fn answer(
+        memo: &'static std::thread::LocalKey<std::cell::RefCell<Self>>,
+        v: &[u8],
+        check: impl FnOnce(&[u8]) -> bool,
+    ) -> bool {
+        if v.len() > Self::MAX {
+            return check(v);
+        }
+        let known = memo.with_borrow(|m| {
+            (0..Self::SLOTS)
+                .find(|&k| m.lens[k] == v.len() && &m.texts[k][..v.len()] == v)
+                .map(|k| m.answers[k])
+        });
+        if let Some(answer) = known {
+            return answer;
+        }
+        // The check runs with the memory released: it may ask again about another text.
+        let answer = check(v);
+        memo.with_borrow_mut(|m| {
+            let k = m.next;
+            m.texts[k][..v.len()].copy_from_slice(v);
+            m.lens[k] = v.len();
+            m.answers[k] = answer;
+            m.next = (k + 1) % Self::SLOTS;
+        });
+        answer
+    }
 }
