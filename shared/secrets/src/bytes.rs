@@ -14,6 +14,17 @@ pub(crate) fn find_byte(b: u8, hay: &[u8]) -> Option<usize> {
     memchr::memchr(b, hay)
 }
 
+/// The last `b` in `hay`, without the CPU probe (see [`find_byte`]).
+pub(crate) fn rfind_byte(b: u8, hay: &[u8]) -> Option<usize> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if let Some(one) = memchr::arch::x86_64::sse2::memchr::One::new(b) {
+            return one.rfind(hay);
+        }
+    }
+    memchr::memrchr(b, hay)
+}
+
 /// Whether `f` holds at some position of `a` or `b` in `hay` (tried in order), without the CPU
 /// probe (see [`find_byte`]).
 pub(crate) fn any_of_two(a: u8, b: u8, hay: &[u8], f: impl FnMut(usize) -> bool) -> bool {
@@ -83,16 +94,13 @@ pub(crate) fn trim_end_of(v: &[u8], class: impl Fn(u8) -> bool) -> &[u8] {
 
 /// The start of the line holding `i`.
 pub(crate) fn line_start_of(bytes: &[u8], i: usize) -> usize {
-    bytes[..i].iter().rposition(|&b| b == b'\n').map_or(0, |p| p + 1)
+    rfind_byte(b'\n', &bytes[..i]).map_or(0, |p| p + 1)
 }
 
 /// The text of the current line before `i` (at most 256 bytes).
 pub(crate) fn line_before(bytes: &[u8], i: usize) -> &[u8] {
     let floor = i.saturating_sub(256);
-    let start = bytes[floor..i]
-        .iter()
-        .rposition(|&b| b == b'\n')
-        .map_or(floor, |p| floor + p + 1);
+    let start = rfind_byte(b'\n', &bytes[floor..i]).map_or(floor, |p| floor + p + 1);
     &bytes[start..i]
 }
 
@@ -113,17 +121,14 @@ pub(crate) fn fallback_after(bytes: &[u8], p: usize) -> Option<usize> {
 /// [`line_end`], looking at most `limit` bytes ahead: `None` for a longer line.
 pub(crate) fn line_end_max(bytes: &[u8], pos: usize, limit: usize) -> Option<usize> {
     let stop = bytes.len().min(pos.saturating_add(limit));
-    match bytes[pos.min(stop)..stop].iter().position(|&b| b == b'\n') {
+    match find_byte(b'\n', &bytes[pos.min(stop)..stop]) {
         Some(p) => Some(pos + p),
         None => (stop == bytes.len()).then_some(stop),
     }
 }
 
 pub(crate) fn line_end(bytes: &[u8], pos: usize) -> usize {
-    bytes[pos.min(bytes.len())..]
-        .iter()
-        .position(|&b| b == b'\n')
-        .map_or(bytes.len(), |p| pos + p)
+    find_byte(b'\n', &bytes[pos.min(bytes.len())..]).map_or(bytes.len(), |p| pos + p)
 }
 
 pub(crate) fn word_class(b: u8) -> bool {

@@ -938,6 +938,10 @@ pub(crate) fn names_where_secret_lives(
 /// key (a scanner's baseline `"hashed_secret": "…"`, `hashedPassword`) or one whose last word
 /// names a digest (`VALID_TOKEN_IGNORE_SHA`).
 pub(crate) fn digest_of_secret(bytes: &[u8], key: &[u8], v: &[u8]) -> bool {
+    // The value's shape first: most values are no digest, and the key is then never read.
+    if !hex_digest(v) {
+        return false;
+    }
     let before = text_before(bytes, key);
     let hashed = key.len() > 6 && key[..6].eq_ignore_ascii_case(b"hashed")
         || ends_with_ci(before, b"hashed_")
@@ -958,7 +962,7 @@ pub(crate) fn digest_of_secret(bytes: &[u8], key: &[u8], v: &[u8]) -> bool {
     ]
     .iter()
     .any(|w| last.eq_ignore_ascii_case(w));
-    (hashed || digest_named) && hex_digest(v)
+    hashed || digest_named
 }
 
 /// Whether the text at `p` is inside an AWS resource name (`arn:aws:secretsmanager:…:secret:…`)
@@ -2014,18 +2018,32 @@ pub(crate) fn locale_entry(bytes: &[u8], start: usize, v: &[u8]) -> bool {
     let (Ok(key), Ok(text)) = (std::str::from_utf8(key), std::str::from_utf8(v)) else {
         return false;
     };
+    // Each fact is read only once those before it hold: most keys are no interface's text.
     let phrase = key.contains(' ');
-    let beyond_ascii = text.chars().any(|c| !c.is_ascii() && c.is_alphabetic());
     let interface_text = (phrase || key.starts_with(|c: char| c.is_ascii_uppercase()))
         && key.starts_with(|c: char| c.is_ascii_alphabetic())
         && key
             .chars()
             .all(|c| c.is_alphanumeric() || " -.,?!'/():&".contains(c));
-    let first_letter = text.chars().find(|c| c.is_alphabetic());
+    if !interface_text {
+        return false;
+    }
+    let beyond_ascii = text.chars().any(|c| !c.is_ascii() && c.is_alphabetic());
+    if !(phrase || beyond_ascii) {
+        return false;
+    }
+    if !text
+        .chars()
+        .find(|c| c.is_alphabetic())
+        .is_some_and(|c| c.is_uppercase() || !c.is_ascii())
+    {
+        return false;
+    }
     // Each word is letters (parts joined by `-`, `/`, `.` or an apostrophe may be a number:
     // `OAuth 2.0-Bereiche`), sentence punctuation around it; a digit or a symbol inside a word
     // (`Lösenord!9xQ`) or a word in random case (`ImOIVBfPhQYm`) is typed, not translated.
-    let words = text.split_whitespace().all(|w| {
+    let words = || {
+        text.split_whitespace().all(|w| {
         let w = w.trim_start_matches(['¿', '¡', '(', '「', '（', '"', '\'']);
         let w = w.trim_end_matches([
             '.', ',', ';', ':', '!', '?', '…', '。', '、', '，', '！', '？', ')', '」', '）', '"', '\'',
@@ -2043,19 +2061,17 @@ pub(crate) fn locale_entry(bytes: &[u8], start: usize, v: &[u8]) -> bool {
                 || part.chars().filter(|c| c.is_alphabetic() && !c.is_uppercase() && !c.is_lowercase()).nth(1).is_some()
                     && part.chars().all(char::is_alphanumeric)
         })
-    });
+    })
+    };
     // One word under an interface's sentence is its label when it names the credential in a
     // language (`"Default password": "Standardpasswort"`); a digit makes it a password.
-    let label = phrase && !text.bytes().any(|b| b.is_ascii_digit()) && names_credential(text);
+    let label = || phrase && !text.bytes().any(|b| b.is_ascii_digit()) && names_credential(text);
     // Under a password's label one word holding a number is the password (`"Server Passwort":
     // "Sommer-Regen-2684"`), unless it names the credential itself (`Passwort-2FA`).
     let numbered_word = !text.contains(char::is_whitespace) && text.bytes().any(|b| b.is_ascii_digit());
-    interface_text
+    (text.contains(' ') || beyond_ascii || text.contains('-') || label())
         && !(numbered_word && names_credential(key) && !names_credential(text))
-        && (phrase || beyond_ascii)
-        && (text.contains(' ') || beyond_ascii || text.contains('-') || label)
-        && first_letter.is_some_and(|c| c.is_uppercase() || !c.is_ascii())
-        && words
+        && words()
 }
 
 /// Whether a word names a credential in one of the languages a translation file is written in
