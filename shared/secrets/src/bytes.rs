@@ -14,6 +14,17 @@ pub(crate) fn find_byte(b: u8, hay: &[u8]) -> Option<usize> {
     memchr::memchr(b, hay)
 }
 
+/// The last `b` in `hay`, without the CPU probe (see [`find_byte`]).
+pub(crate) fn rfind_byte(b: u8, hay: &[u8]) -> Option<usize> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if let Some(one) = memchr::arch::x86_64::sse2::memchr::One::new(b) {
+            return one.rfind(hay);
+        }
+    }
+    memchr::memrchr(b, hay)
+}
+
 /// Whether `f` holds at some position of `a` or `b` in `hay` (tried in order), without the CPU
 /// probe (see [`find_byte`]).
 pub(crate) fn any_of_two(a: u8, b: u8, hay: &[u8], f: impl FnMut(usize) -> bool) -> bool {
@@ -35,6 +46,17 @@ pub(crate) fn find_any_of_two(a: u8, b: u8, hay: &[u8]) -> Option<usize> {
         }
     }
     memchr::memchr2(a, b, hay)
+}
+
+/// The last `a` or `b` in `hay`, without the CPU probe (see [`find_byte`]).
+pub(crate) fn rfind_any_of_two(a: u8, b: u8, hay: &[u8]) -> Option<usize> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if let Some(two) = memchr::arch::x86_64::sse2::memchr::Two::new(a, b) {
+            return two.rfind(hay);
+        }
+    }
+    memchr::memrchr2(a, b, hay)
 }
 
 /// The first of `a`, `b` or `c` in `hay`, without the CPU probe (see [`find_byte`]).
@@ -72,16 +94,13 @@ pub(crate) fn trim_end_of(v: &[u8], class: impl Fn(u8) -> bool) -> &[u8] {
 
 /// The start of the line holding `i`.
 pub(crate) fn line_start_of(bytes: &[u8], i: usize) -> usize {
-    bytes[..i].iter().rposition(|&b| b == b'\n').map_or(0, |p| p + 1)
+    rfind_byte(b'\n', &bytes[..i]).map_or(0, |p| p + 1)
 }
 
 /// The text of the current line before `i` (at most 256 bytes).
 pub(crate) fn line_before(bytes: &[u8], i: usize) -> &[u8] {
     let floor = i.saturating_sub(256);
-    let start = bytes[floor..i]
-        .iter()
-        .rposition(|&b| b == b'\n')
-        .map_or(floor, |p| floor + p + 1);
+    let start = rfind_byte(b'\n', &bytes[floor..i]).map_or(floor, |p| floor + p + 1);
     &bytes[start..i]
 }
 
@@ -102,17 +121,14 @@ pub(crate) fn fallback_after(bytes: &[u8], p: usize) -> Option<usize> {
 /// [`line_end`], looking at most `limit` bytes ahead: `None` for a longer line.
 pub(crate) fn line_end_max(bytes: &[u8], pos: usize, limit: usize) -> Option<usize> {
     let stop = bytes.len().min(pos.saturating_add(limit));
-    match bytes[pos.min(stop)..stop].iter().position(|&b| b == b'\n') {
+    match find_byte(b'\n', &bytes[pos.min(stop)..stop]) {
         Some(p) => Some(pos + p),
         None => (stop == bytes.len()).then_some(stop),
     }
 }
 
 pub(crate) fn line_end(bytes: &[u8], pos: usize) -> usize {
-    bytes[pos.min(bytes.len())..]
-        .iter()
-        .position(|&b| b == b'\n')
-        .map_or(bytes.len(), |p| pos + p)
+    find_byte(b'\n', &bytes[pos.min(bytes.len())..]).map_or(bytes.len(), |p| pos + p)
 }
 
 pub(crate) fn word_class(b: u8) -> bool {
@@ -271,4 +287,59 @@ pub(crate) fn is_js_space(c: char) -> bool {
         '\t' | '\n' | '\u{0B}' | '\u{0C}' | '\r' | ' ' | '\u{A0}' | '\u{1680}' | '\u{2000}'
             ..='\u{200A}' | '\u{2028}' | '\u{2029}' | '\u{202F}' | '\u{205F}' | '\u{3000}' | '\u{FEFF}'
     )
+}
+
+/// The last few short texts a pure check was asked about, and its answers: the readers of a line
+/// judge the same value more than once (as an assignment's value, then as a keyword's), and the
+/// long checks need not run again. Keyed on the text itself, never on where it lies.
+pub(crate) struct Recent {
+    texts: [[u8; Recent::MAX]; Recent::SLOTS],
+    lens: [usize; Recent::SLOTS],
+    answers: [bool; Recent::SLOTS],
+    next: usize,
+}
+
+impl Recent {
+    /// The longest text remembered; a longer one is checked each time.
+    pub(crate) const MAX: usize = 64;
+    const SLOTS: usize = 4;
+
+    pub(crate) const fn new() -> Self {
+        Self {
+            texts: [[0; Self::MAX]; Self::SLOTS],
+            // No text is this long: an empty slot matches nothing.
+            lens: [usize::MAX; Self::SLOTS],
+            answers: [false; Self::SLOTS],
+            next: 0,
+        }
+    }
+
+    /// `check(v)`, from memory when `v` was among the last texts asked about.
+    pub(crate) fn answer(
+        memo: &'static std::thread::LocalKey<std::cell::RefCell<Self>>,
+        v: &[u8],
+        check: impl FnOnce(&[u8]) -> bool,
+    ) -> bool {
+        if v.len() > Self::MAX {
+            return check(v);
+        }
+        let known = memo.with_borrow(|m| {
+            (0..Self::SLOTS)
+                .find(|&k| m.lens[k] == v.len() && &m.texts[k][..v.len()] == v)
+                .map(|k| m.answers[k])
+        });
+        if let Some(answer) = known {
+            return answer;
+        }
+        // The check runs with the memory released: it may ask again about another text.
+        let answer = check(v);
+        memo.with_borrow_mut(|m| {
+            let k = m.next;
+            m.texts[k][..v.len()].copy_from_slice(v);
+            m.lens[k] = v.len();
+            m.answers[k] = answer;
+            m.next = (k + 1) % Self::SLOTS;
+        });
+        answer
+    }
 }

@@ -130,9 +130,7 @@ pub(crate) fn abbreviation(seg: &[u8]) -> bool {
         html http cmd pkg tbl fn cb hdr ts dt tz nbr qty crt jwt ssh ssl tls dns grp std dflt lst \
         bkp prd stg lcl nxt prv frm lbl chk dlg pnl wnd hst srv cln clnt rsp rslt"
     );
-    (2..=5).contains(&seg.len())
-        && seg[1..].iter().all(u8::is_ascii_lowercase)
-        && SHORT.iter().any(|w| seg.eq_ignore_ascii_case(w))
+    (2..=5).contains(&seg.len()) && seg[1..].iter().all(u8::is_ascii_lowercase) && SHORT.contains_ci(seg)
 }
 
 /// An alphabet or a run of one (`abcdefghijklmnopqrstuvwxyz`, `A-Za-z0-9`): each byte mostly the
@@ -220,7 +218,7 @@ pub(crate) fn tech_part(v: &[u8]) -> bool {
         rsa2048 rsa4096 p256 blake3 sha3-256 x25519 chacha20 s3 ec2 gpt-4 gpt4 gpt-4o o200k cl100k \
         cl100k_base o200k_base bpe wordpiece"
     );
-    WORDS.iter().any(|w| v.eq_ignore_ascii_case(w))
+    WORDS.contains_ci(v)
 }
 
 /// Shannon entropy in bits per byte.

@@ -2,8 +2,9 @@
 //! references, code and filler. It judges one value at a time and must never search the text.
 
 use crate::bytes::{
-    b64, b64url, char_floor, contains_ci, eat_ci, ends_with_ci, find_byte, find_ci, line_before, line_end,
-    line_end_max, lower, run_back, run_end, run_end_max, skip_blank, trim_ascii, trim_end_of,
+    Recent, b64, b64url, char_floor, contains_ci, eat_ci, ends_with_ci, find_any_of_two, find_byte, find_ci,
+    line_before, line_end, line_end_max, lower, rfind_any_of_two, run_back, run_end, run_end_max, skip_blank,
+    trim_ascii, trim_end_of,
 };
 pub(crate) use crate::chars::random_letters;
 use crate::chars::{
@@ -632,8 +633,11 @@ pub(crate) fn value_is_secret(
         return false;
     }
     // A digest or an id a command line prints in a table's column (`fly secrets list`: `NAME
-    // DIGEST …` over `SECRET_KEY_BASE  7c1e9d2a4b6f8031  …`): the column's title names it.
+    // DIGEST …` over `SECRET_KEY_BASE  7c1e9d2a4b6f8031  …`): the column's title names it. A
+    // column's value stands after two spaces at least: the lines above are read for no other.
     if mode == Mode::Prose
+        && value.start >= 2
+        && bytes[value.start - 2..value.start] == *b"  "
         && crate::layout::column_title(bytes, value.start).is_some_and(|t| {
             [
                 &b"DIGEST"[..],
@@ -937,6 +941,10 @@ pub(crate) fn names_where_secret_lives(
 /// key (a scanner's baseline `"hashed_secret": "…"`, `hashedPassword`) or one whose last word
 /// names a digest (`VALID_TOKEN_IGNORE_SHA`).
 pub(crate) fn digest_of_secret(bytes: &[u8], key: &[u8], v: &[u8]) -> bool {
+    // The value's shape first: most values are no digest, and the key is then never read.
+    if !hex_digest(v) {
+        return false;
+    }
     let before = text_before(bytes, key);
     let hashed = key.len() > 6 && key[..6].eq_ignore_ascii_case(b"hashed")
         || ends_with_ci(before, b"hashed_")
@@ -957,7 +965,7 @@ pub(crate) fn digest_of_secret(bytes: &[u8], key: &[u8], v: &[u8]) -> bool {
     ]
     .iter()
     .any(|w| last.eq_ignore_ascii_case(w));
-    (hashed || digest_named) && hex_digest(v)
+    hashed || digest_named
 }
 
 /// Whether the text at `p` is inside an AWS resource name (`arn:aws:secretsmanager:…:secret:…`)
@@ -1029,8 +1037,7 @@ pub(crate) fn letters_password(bytes: &[u8], value: &Value, key: &[u8]) -> bool 
     // names a property of the password (`password_owner: root`, `password_policy: admin`).
     const DEFAULTS: Words = words_of!(b"root toor admin");
     let names_password = PASSWORD_KEYS.iter().any(|w| ends_with_ci(key, w));
-    let password_shaped = v.len() >= 8
-        || names_password && (weak_literal(v) || DEFAULTS.iter().any(|w| v.eq_ignore_ascii_case(w)));
+    let password_shaped = v.len() >= 8 || names_password && (weak_literal(v) || DEFAULTS.contains_ci(v));
     !value.quoted
         && value.raw_end == value.end
         && ends_line
@@ -1040,7 +1047,7 @@ pub(crate) fn letters_password(bytes: &[u8], value: &Value, key: &[u8]) -> bool 
         && !is_placeholder(v)
         && !same_as_key(v, key)
         && !contains_ci(key, v)
-        && !SCHEMA.iter().any(|w| v.eq_ignore_ascii_case(w))
+        && !SCHEMA.contains_ci(v)
         && !SUFFIXES.iter().any(|w| v.len() > w.len() && v.ends_with(w))
 }
 
@@ -1150,7 +1157,7 @@ pub(crate) fn auth_scheme(v: &[u8]) -> bool {
         b"hmac",
         b"mac",
     ]);
-    SCHEMES.iter().any(|s| v.eq_ignore_ascii_case(s))
+    SCHEMES.contains_ci(v)
 }
 
 /// `Set-Cookie: Path=/; HttpOnly`: a cookie's attributes without a cookie.
@@ -1169,7 +1176,7 @@ pub(crate) fn cookie_attributes(v: &[u8], key: &[u8]) -> bool {
     let name = &v[..run_end(v, 0, |b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')];
     // A cookie's name and nothing after its `=` (`oauth_state=; Max-Age=0`): the cookie cleared.
     let cleared = !name.is_empty() && v.len() == name.len() + 1 && v.ends_with(b"=");
-    contains_ci(key, b"cookie") && (cleared || ATTRIBUTES.iter().any(|a| name.eq_ignore_ascii_case(a)))
+    contains_ci(key, b"cookie") && (cleared || ATTRIBUTES.contains_ci(name))
 }
 
 /// `tls:\n  secret: tls-cert-2024`: a bare `secret` key in YAML, under a mapping that names what
@@ -1200,10 +1207,7 @@ pub(crate) fn under_secret_reference(bytes: &[u8], pos: usize) -> bool {
     let indent = |l: &[u8]| l.iter().take_while(|&&b| b == b' ' || b == b'-').count();
     let parent = line_before(bytes, start - 1);
     let name = trim_ascii(&parent[indent(parent)..]);
-    indent(parent) < indent(line)
-        && name
-            .strip_suffix(b":")
-            .is_some_and(|n| PARENTS.iter().any(|p| n.eq_ignore_ascii_case(p)))
+    indent(parent) < indent(line) && name.strip_suffix(b":").is_some_and(|n| PARENTS.contains_ci(n))
 }
 
 /// A canonical UUID (8-4-4-4-12 hex digits): an identifier.
@@ -2017,18 +2021,32 @@ pub(crate) fn locale_entry(bytes: &[u8], start: usize, v: &[u8]) -> bool {
     let (Ok(key), Ok(text)) = (std::str::from_utf8(key), std::str::from_utf8(v)) else {
         return false;
     };
+    // Each fact is read only once those before it hold: most keys are no interface's text.
     let phrase = key.contains(' ');
-    let beyond_ascii = text.chars().any(|c| !c.is_ascii() && c.is_alphabetic());
     let interface_text = (phrase || key.starts_with(|c: char| c.is_ascii_uppercase()))
         && key.starts_with(|c: char| c.is_ascii_alphabetic())
         && key
             .chars()
             .all(|c| c.is_alphanumeric() || " -.,?!'/():&".contains(c));
-    let first_letter = text.chars().find(|c| c.is_alphabetic());
+    if !interface_text {
+        return false;
+    }
+    let beyond_ascii = text.chars().any(|c| !c.is_ascii() && c.is_alphabetic());
+    if !(phrase || beyond_ascii) {
+        return false;
+    }
+    if !text
+        .chars()
+        .find(|c| c.is_alphabetic())
+        .is_some_and(|c| c.is_uppercase() || !c.is_ascii())
+    {
+        return false;
+    }
     // Each word is letters (parts joined by `-`, `/`, `.` or an apostrophe may be a number:
     // `OAuth 2.0-Bereiche`), sentence punctuation around it; a digit or a symbol inside a word
     // (`Lösenord!9xQ`) or a word in random case (`ImOIVBfPhQYm`) is typed, not translated.
-    let words = text.split_whitespace().all(|w| {
+    let words = || {
+        text.split_whitespace().all(|w| {
         let w = w.trim_start_matches(['¿', '¡', '(', '「', '（', '"', '\'']);
         let w = w.trim_end_matches([
             '.', ',', ';', ':', '!', '?', '…', '。', '、', '，', '！', '？', ')', '」', '）', '"', '\'',
@@ -2046,19 +2064,17 @@ pub(crate) fn locale_entry(bytes: &[u8], start: usize, v: &[u8]) -> bool {
                 || part.chars().filter(|c| c.is_alphabetic() && !c.is_uppercase() && !c.is_lowercase()).nth(1).is_some()
                     && part.chars().all(char::is_alphanumeric)
         })
-    });
+    })
+    };
     // One word under an interface's sentence is its label when it names the credential in a
     // language (`"Default password": "Standardpasswort"`); a digit makes it a password.
-    let label = phrase && !text.bytes().any(|b| b.is_ascii_digit()) && names_credential(text);
+    let label = || phrase && !text.bytes().any(|b| b.is_ascii_digit()) && names_credential(text);
     // Under a password's label one word holding a number is the password (`"Server Passwort":
     // "Sommer-Regen-2684"`), unless it names the credential itself (`Passwort-2FA`).
     let numbered_word = !text.contains(char::is_whitespace) && text.bytes().any(|b| b.is_ascii_digit());
-    interface_text
+    (text.contains(' ') || beyond_ascii || text.contains('-') || label())
         && !(numbered_word && names_credential(key) && !names_credential(text))
-        && (phrase || beyond_ascii)
-        && (text.contains(' ') || beyond_ascii || text.contains('-') || label)
-        && first_letter.is_some_and(|c| c.is_uppercase() || !c.is_ascii())
-        && words
+        && words()
 }
 
 /// Whether a word names a credential in one of the languages a translation file is written in
@@ -2103,20 +2119,14 @@ pub(crate) fn in_locale_entry(bytes: &[u8], at: usize) -> bool {
     // An interface's text is short: the string's quotes are looked for within a bound, so a long
     // line of many findings is read once, not once per finding.
     let from = at.saturating_sub(LOCALE_TEXT);
-    let Some(open) = bytes[from..at]
-        .iter()
-        .rposition(|&b| b == b'"' || b == b'\n')
+    let Some(open) = rfind_any_of_two(b'"', b'\n', &bytes[from..at])
         .map(|k| from + k)
         .filter(|&k| bytes[k] == b'"')
     else {
         return false;
     };
     let to = bytes.len().min(at + LOCALE_TEXT);
-    let Some(close) = bytes[at..to]
-        .iter()
-        .position(|&b| b == b'"' || b == b'\n')
-        .map(|k| at + k)
-    else {
+    let Some(close) = find_any_of_two(b'"', b'\n', &bytes[at..to]).map(|k| at + k) else {
         return false;
     };
     bytes[close] == b'"' && locale_entry(bytes, open + 1, &bytes[open + 1..close])
@@ -2362,7 +2372,7 @@ pub(crate) fn passphrase_like(v: &[u8]) -> bool {
         && v.len() >= 10
         && parts().all(|w| {
             let w = trim_end_of(w, |b| matches!(b, b'.' | b',' | b'!' | b'?' | b':'));
-            !MESSAGE_WORDS.iter().any(|m| w.eq_ignore_ascii_case(m)) && secret_word(w).is_none()
+            !MESSAGE_WORDS.contains_ci(w) && secret_word(w).is_none()
         })
 }
 
@@ -2376,7 +2386,7 @@ pub(crate) fn message_key(key: &[u8]) -> bool {
         b.is_ascii_lowercase()
             || b.is_ascii_uppercase() && key[0].is_ascii_uppercase() && key[1].is_ascii_uppercase()
     });
-    first < key.len() && FIRST.iter().any(|w| key[..first].eq_ignore_ascii_case(w))
+    first < key.len() && FIRST.contains_ci(&key[..first])
 }
 
 /// One word quoted in a sentence about a password (`"centipede"`, `'blooberry'`), not a word
@@ -2388,7 +2398,7 @@ pub(crate) fn quoted_word(v: &[u8]) -> bool {
     );
     v.iter()
         .all(|&b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'!' | b'@' | b'#'))
-        && !DESCRIBING.iter().any(|w| v.eq_ignore_ascii_case(w))
+        && !DESCRIBING.contains_ci(v)
 }
 
 /// `my`, `our`, `the`… right before the key: the colon after it is a sentence's, not a mapping's.
@@ -2559,7 +2569,7 @@ pub(crate) fn bare_key_word(before: &[u8], key: &[u8]) -> bool {
     if key.len() == 3 && matches!(before.last(), Some(b'?' | b'&')) {
         return false;
     }
-    let index = |w: &[u8]| INDEX.iter().any(|x| w.eq_ignore_ascii_case(x));
+    let index = |w: &[u8]| INDEX.contains_ci(w);
     let head = trim_end_of(&key[..key.len() - 3], |b| matches!(b, b'_' | b'-' | b'.'));
     if !head.is_empty() {
         return index(head);
@@ -2731,15 +2741,6 @@ pub(crate) fn is_placeholder(v: &[u8]) -> bool {
     {
         return true;
     }
-    const EXACT: Words = words_of!(
-        b"secret password passwd pass pwd token key apikey api_key none null nil \
-        undefined true false yes no on off empty hidden required optional string str text default test \
-        testing foo bar baz foobar abc abc123 123456 12345678 value username user secretkey mysecret \
-        mypassword mytoken todo tbd na n/a unset not-set not_set notset masked sensitive private public auto \
-        read write readonly read-only readwrite read-write"
-    );
-    // Templating and elision: the value is a slot, not a value, wherever these stand.
-    const TEMPLATED: Words = words_from!(&[b"...", b"${", b"{{", b"$(", b"#{", b"\xe2\x80\xa6"]);
     let Some(&first) = v.first() else { return true };
     // A slot fills the whole value: `{name}`, `[REDACTED:…]`, `$NAME`, `$USER:$PASS`; `{Xk9#mQ2z`
     // and `$uP3r-S3cret!9` are passwords that start with a symbol.
@@ -2771,8 +2772,25 @@ pub(crate) fn is_placeholder(v: &[u8]) -> bool {
     {
         return true;
     }
-    if EXACT.iter().any(|w| v.eq_ignore_ascii_case(w))
-        || TEMPLATED.iter().any(|w| contains_ci(v, w)) && templated(v)
+    thread_local! {
+        static SHAPES: std::cell::RefCell<Recent> = const { std::cell::RefCell::new(Recent::new()) };
+    }
+    Recent::answer(&SHAPES, v, placeholder_shape)
+}
+
+/// What of [`is_placeholder`] the value's characters alone decide beyond its first byte.
+fn placeholder_shape(v: &[u8]) -> bool {
+    const EXACT: Words = words_of!(
+        b"secret password passwd pass pwd token key apikey api_key none null nil \
+        undefined true false yes no on off empty hidden required optional string str text default test \
+        testing foo bar baz foobar abc abc123 123456 12345678 value username user secretkey mysecret \
+        mypassword mytoken todo tbd na n/a unset not-set not_set notset masked sensitive private public auto \
+        read write readonly read-only readwrite read-write"
+    );
+    // Templating and elision: the value is a slot, not a value, wherever these stand.
+    const TEMPLATED: Words = words_from!(&[b"...", b"${", b"{{", b"$(", b"#{", b"\xe2\x80\xa6"]);
+    if EXACT.contains_ci(v)
+        || TEMPLATED.found_in(v) && templated(v)
         || fake_words(v)
         || format_slot(v) && templated(v)
         || printf_slot(v)
@@ -2870,8 +2888,9 @@ pub(crate) fn templated(v: &[u8]) -> bool {
 /// A value that says it is made up or unusable (`somefakekey`, `a-fake-tooshort-key`, `dummy_secret`,
 /// `invalid`, `expired-token`).
 pub(crate) fn fake_words(v: &[u8]) -> bool {
-    [
-        b"fake".as_slice(),
+    // A redaction's word glued to what is left of a value (`gcthyRedactedToken`) too.
+    const FAKE: Words = words_from!(&[
+        b"fake",
         b"dummy",
         b"notreal",
         b"not_real",
@@ -2880,16 +2899,14 @@ pub(crate) fn fake_words(v: &[u8]) -> bool {
         b"not-a-real",
         b"notareal",
         b"[REDACTED:",
-        // A redaction's word glued to what is left of a value (`gcthyRedactedToken`).
         b"redacted",
         b"censored",
         b"obfuscated",
-    ]
-        .iter()
-        .any(|w| contains_ci(v, w))
+    ]);
+    const UNUSABLE: Words = words_of!(b"invalid expired revoked");
+    FAKE.found_in(v)
         // Words saying it is unusable (`invalid`, `expired-token`): a token is no such word.
-        || v.iter().all(|&b| b.is_ascii_alphabetic() || matches!(b, b'-' | b'_'))
-            && [b"invalid".as_slice(), b"expired", b"revoked"].iter().any(|w| contains_ci(v, w))
+        || v.iter().all(|&b| b.is_ascii_alphabetic() || matches!(b, b'-' | b'_')) && UNUSABLE.found_in(v)
         // Nothing but punctuation is not a value (`,.:-¨@*¿?!`).
         || std::str::from_utf8(v).is_ok_and(|t| !t.is_empty() && !t.chars().any(char::is_alphanumeric))
 }
@@ -3243,7 +3260,7 @@ pub(crate) fn placeholder_words(v: &[u8]) -> bool {
         if part.iter().all(u8::is_ascii_digit) {
             continue;
         }
-        if SENTENCE.iter().any(|w| part.eq_ignore_ascii_case(w)) {
+        if SENTENCE.contains_ci(part) {
             verb = true;
             continue;
         }
@@ -3467,7 +3484,7 @@ pub(crate) fn ldap_dn(v: &[u8]) -> bool {
         {
             return false;
         }
-        named |= ATTRIBUTES.iter().any(|a| attr.eq_ignore_ascii_case(a));
+        named |= ATTRIBUTES.contains_ci(attr);
         parts += 1;
     }
     parts >= 2 && named
@@ -3508,7 +3525,7 @@ pub(crate) fn secret_field_name(v: &[u8]) -> bool {
     v.first().is_some_and(u8::is_ascii_lowercase)
         && v.iter().all(u8::is_ascii_alphabetic)
         && (1..=3).contains(&humps)
-        && OWNERS.iter().any(|o| owner.eq_ignore_ascii_case(o))
+        && OWNERS.contains_ci(owner)
 }
 
 /// A `$` before letters of both cases and digits, in single quotes (`'$ecRetT0F1nD'`): shells,
@@ -3804,7 +3821,7 @@ pub(crate) fn weak_literal(v: &[u8]) -> bool {
         b"secret mysecret mypassword mypass mypwd abc123 letmein qwerty admin123 password1 \
         password123 passw0rd p@ssw0rd"
     );
-    LITERALS.iter().any(|w| v.eq_ignore_ascii_case(w))
+    LITERALS.contains_ci(v)
 }
 
 /// Whether base64 `token` decodes to `user:password` typed as filler (`aaa:bbb`, `xxxx:1234`): a

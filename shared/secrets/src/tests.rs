@@ -6611,7 +6611,7 @@ fn full_width_blanks_read_as_blanks() {
 /// order, the empty one and one with a space included; the largest tables read back whole.
 #[test]
 fn a_packed_list_reads_back_every_entry_in_order() {
-    use crate::words::{Words, words_from};
+    use crate::words::{Words, words_from, words_of};
     const LIST: Words = words_from!(&[b"first", b"", b"two words", b"\xe2\x80\xa6", b"x", b"first"]);
     let want: [&[u8]; 6] = [b"first", b"", b"two words", b"\xe2\x80\xa6", b"x", b"first"];
     assert_eq!(LIST.iter().collect::<Vec<_>>(), want);
@@ -6621,8 +6621,38 @@ fn a_packed_list_reads_back_every_entry_in_order() {
         assert!(LIST.contains(w));
     }
     assert!(!LIST.contains(b"firs") && !LIST.contains(b"two"));
+    // Looked up by first byte, any case: whole entries only, the empty one too.
+    for w in [&b"FIRST"[..], b"Two Words", b"", b"\xe2\x80\xa6", b"X"] {
+        assert!(LIST.contains_ci(w), "{w:?}");
+    }
+    for w in [&b"firsts"[..], b"two", b"y", b"\xe2\x80"] {
+        assert!(!LIST.contains_ci(w), "{w:?}");
+    }
+    // Found anywhere in a text, short (read byte by byte) or long (searched word by word).
+    const MARKS: Words = words_of!(b"fake dummy [redacted:");
+    for hay in [
+        &b"someFAKEkey"[..],
+        b"xx[REDACTED:1]",
+        b"dummy",
+        b"k9PzQ2vLx7mN4tR8wY3bH6jD1sF5gA0eC_dummy",
+    ] {
+        assert!(MARKS.found_in(hay), "{hay:?}");
+    }
+    for hay in [
+        &b"fak"[..],
+        b"dum-my",
+        b"k9PzQ2vLx7mN4tR8wY3bH6jD1sF5gA0eC_dumm",
+        b"",
+    ] {
+        assert!(!MARKS.found_in(hay), "{hay:?}");
+    }
+    // The words at a position come in the list's order.
+    const NESTED: Words = words_of!(b"pass b password pa");
+    assert_eq!(NESTED.lengths_at(b"xPassword", 1).collect::<Vec<_>>(), [4, 8, 2]);
+    assert_eq!(NESTED.lengths_at(b"xPassword", 9).count(), 0);
     const NONE: Words = words_from!(&[]);
     assert_eq!(NONE.iter().count(), 0);
+    assert!(!NONE.contains_ci(b"") && !NONE.found_in(b"any"));
     // The vendor table: every rule's name, prefix and stopwords are whole slices of its text.
     for v in &super::VENDORS {
         assert!(
@@ -7253,4 +7283,34 @@ fn digits_counting_past_nine_are_typed() {
         "search_key: \"f3a9c2e7b1d4e2c8a4f6b0d3e9a7c51d\"",
         "CACHE_SECRET=9e4b2d7c1a3f8e6c0b5a9d7f2e8c1b3a47d0",
     ]);
+}
+
+/// A check's answers remembered for the last texts asked about: the same text is answered from
+/// memory, another of the same length is checked afresh, and a long one always is.
+#[test]
+fn a_remembered_check_answers_as_the_check_does() {
+    use crate::bytes::Recent;
+    use std::cell::{Cell, RefCell};
+    thread_local! {
+        static MEMO: RefCell<Recent> = const { RefCell::new(Recent::new()) };
+    }
+    let calls = Cell::new(0);
+    let check = |v: &[u8]| {
+        calls.set(calls.get() + 1);
+        v.contains(&b'z')
+    };
+    assert!(Recent::answer(&MEMO, b"q7zk", check));
+    assert!(!Recent::answer(&MEMO, b"q7yk", check));
+    assert!(Recent::answer(&MEMO, b"q7zk", check));
+    assert!(!Recent::answer(&MEMO, b"q7yk", check));
+    assert_eq!(calls.get(), 2);
+    // Four others push a text out of memory: it is checked again, with the same answer.
+    for v in [&b"a1"[..], b"b2", b"c3", b"d4"] {
+        assert!(!Recent::answer(&MEMO, v, check));
+    }
+    assert!(Recent::answer(&MEMO, b"q7zk", check));
+    assert_eq!(calls.get(), 7);
+    let long = [b'z'; Recent::MAX + 1];
+    assert!(Recent::answer(&MEMO, &long, check) && Recent::answer(&MEMO, &long, check));
+    assert_eq!(calls.get(), 9);
 }

@@ -297,6 +297,62 @@ pub(crate) static PASSWORD_WORD_INDEX: [[ForeignMask; 256]; 2] = {
 pub(crate) struct Words {
     pub(crate) text: &'static [u8],
     pub(crate) at: &'static [(u16, u16)],
+    /// The entries of `at` grouped by their first byte's [`bucket`], list order kept within a
+    /// group: a lookup at a position reads the few words that may start there, not the list.
+    pub(crate) by_first: &'static [(u16, u16)],
+    /// Where each bucket's group starts in `by_first` (and, last, where the groups end).
+    pub(crate) starts: &'static [u16; BUCKETS + 1],
+}
+
+/// How many first-byte groups a [`Words`] list has: one per ASCII letter, case aside, and one
+/// for any other byte.
+pub(crate) const BUCKETS: usize = 27;
+
+/// The group of words that may start at byte `b`: its letter's, case aside, or the group of
+/// words that start with anything else.
+pub(crate) const fn bucket(b: u8) -> usize {
+    let l = b | 0x20;
+    if l.is_ascii_lowercase() {
+        (l - b'a') as usize + 1
+    } else {
+        0
+    }
+}
+
+/// The bucket of the entry `(start, len)` of `text`: an empty entry's is the last group's, as is
+/// the end of a text's (see [`Words::starting`]).
+const fn entry_bucket(text: &[u8], (start, len): (u16, u16)) -> usize {
+    if len == 0 { 0 } else { bucket(text[start as usize]) }
+}
+
+/// Where each bucket's group starts once `at`'s entries are grouped by their first byte.
+pub(crate) const fn bucket_starts(text: &[u8], at: &[(u16, u16)]) -> [u16; BUCKETS + 1] {
+    let mut count = [0u16; BUCKETS + 1];
+    let mut k = 0;
+    while k < at.len() {
+        count[entry_bucket(text, at[k]) + 1] += 1;
+        k += 1;
+    }
+    let mut b = 1;
+    while b <= BUCKETS {
+        count[b] += count[b - 1];
+        b += 1;
+    }
+    count
+}
+
+/// `at`'s entries grouped by their first byte's bucket, list order kept within each group.
+pub(crate) const fn grouped<const N: usize>(text: &[u8], at: &[(u16, u16)]) -> [(u16, u16); N] {
+    let mut next = bucket_starts(text, at);
+    let mut out = [(0u16, 0u16); N];
+    let mut k = 0;
+    while k < at.len() {
+        let b = entry_bucket(text, at[k]);
+        out[next[b] as usize] = at[k];
+        next[b] += 1;
+        k += 1;
+    }
+    out
 }
 
 impl Words {
@@ -334,13 +390,41 @@ impl Words {
     pub(crate) fn lengths_at<'h>(&self, hay: &'h [u8], k: usize) -> impl Iterator<Item = usize> + 'h {
         let text = self.text;
         let first = hay.get(k).map(u8::to_ascii_lowercase);
-        self.at.iter().filter_map(move |&(start, len)| {
-            let (start, len) = (usize::from(start), usize::from(len));
-            (Some(text[start].to_ascii_lowercase()) == first
-                && hay.len() - k >= len
-                && hay[k..k + len].eq_ignore_ascii_case(&text[start..start + len]))
-            .then_some(len)
+        self.starting(hay.get(k).copied())
+            .iter()
+            .filter_map(move |&(start, len)| {
+                let (start, len) = (usize::from(start), usize::from(len));
+                (Some(text[start].to_ascii_lowercase()) == first
+                    && hay.len() - k >= len
+                    && hay[k..k + len].eq_ignore_ascii_case(&text[start..start + len]))
+                .then_some(len)
+            })
+    }
+
+    /// The entries of the words that may start with `first` (at the end of a text, `None`: the
+    /// group that holds an empty entry).
+    fn starting(&self, first: Option<u8>) -> &'static [(u16, u16)] {
+        let b = first.map_or(0, bucket);
+        &self.by_first[usize::from(self.starts[b])..usize::from(self.starts[b + 1])]
+    }
+
+    /// Whether `w` is one of the words, ASCII case ignored.
+    pub(crate) fn contains_ci(&self, w: &[u8]) -> bool {
+        let text = self.text;
+        self.starting(w.first().copied()).iter().any(|&(start, len)| {
+            let start = usize::from(start);
+            usize::from(len) == w.len() && text[start..start + w.len()].eq_ignore_ascii_case(w)
         })
+    }
+
+    /// Whether one of the words stands anywhere in `hay`, ASCII case ignored. A short text is
+    /// read once, each position compared with the few words that may start there; in a long one
+    /// a vectorised search for each word's first byte skips more than a byte at a time.
+    pub(crate) fn found_in(&self, hay: &[u8]) -> bool {
+        if hay.len() > 4 * self.len() {
+            return self.iter().any(|w| crate::bytes::contains_ci(hay, w));
+        }
+        (0..hay.len()).any(|k| self.lengths_at(hay, k).next().is_some())
     }
 }
 
@@ -382,7 +466,14 @@ macro_rules! words_of {
     ($text:expr) => {{
         const TEXT: &[u8] = $text;
         const AT: [(u16, u16); $crate::words::word_count(TEXT)] = $crate::words::word_index(TEXT);
-        $crate::words::Words { text: TEXT, at: &AT }
+        const BY_FIRST: [(u16, u16); AT.len()] = $crate::words::grouped(TEXT, &AT);
+        const STARTS: [u16; $crate::words::BUCKETS + 1] = $crate::words::bucket_starts(TEXT, &AT);
+        $crate::words::Words {
+            text: TEXT,
+            at: &AT,
+            by_first: &BY_FIRST,
+            starts: &STARTS,
+        }
     }};
 }
 pub(crate) use words_of;
@@ -436,7 +527,14 @@ macro_rules! words_from {
         const LIST: &[&[u8]] = $list;
         const TEXT: [u8; $crate::words::joined_len(LIST)] = $crate::words::joined(LIST);
         const AT: [(u16, u16); LIST.len()] = $crate::words::joined_index(LIST);
-        $crate::words::Words { text: &TEXT, at: &AT }
+        const BY_FIRST: [(u16, u16); AT.len()] = $crate::words::grouped(&TEXT, &AT);
+        const STARTS: [u16; $crate::words::BUCKETS + 1] = $crate::words::bucket_starts(&TEXT, &AT);
+        $crate::words::Words {
+            text: &TEXT,
+            at: &AT,
+            by_first: &BY_FIRST,
+            starts: &STARTS,
+        }
     }};
 }
 pub(crate) use words_from;
@@ -888,7 +986,7 @@ pub(crate) fn last_word_qualified(tail: &[u8]) -> bool {
     }
     let word = &tail[start..];
     // The tail holds words beyond the last one (`_JWT_ALGO`), the first is read by [`qualified_after`].
-    start > 0 && LAST.iter().any(|w| word.eq_ignore_ascii_case(w))
+    start > 0 && LAST.contains_ci(word)
 }
 
 /// Whether the part of a key before its secret word `word` ends with a qualifier (`max_`, `is`,
@@ -916,8 +1014,7 @@ pub(crate) fn qualified_before(before: &[u8], word: &[u8]) -> bool {
     // segment (`BUNDLE_GEMS__EXAMPLE__COM_TOKEN`, Bundler's key for `gems.example.com`).
     let glued = trimmed.len() == before.len();
     (glued || !(seg.eq_ignore_ascii_case(b"com") || seg.eq_ignore_ascii_case(b"sur")))
-        && (PREFIX_QUALIFIERS.iter().any(|q| seg.eq_ignore_ascii_case(q))
-            || position_word(word) && POSITION_QUALIFIERS.iter().any(|q| seg.eq_ignore_ascii_case(q)))
+        && (PREFIX_QUALIFIERS.contains_ci(seg) || position_word(word) && POSITION_QUALIFIERS.contains_ci(seg))
 }
 
 /// A token or a key, alone (`Token`, `keys`): not a password, a secret nor an API key.
