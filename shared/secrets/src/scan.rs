@@ -1569,7 +1569,7 @@ impl<'t> Scan<'t> {
             kend
         };
         if keyword && keyword_value_may_follow(bytes, vend) {
-            self.keyword_value_at(vend, key, false);
+            self.keyword_value_at(vend, key, None);
         }
         // `<property name="sonar.login" value="…"/>`, `- name: SONAR_LOGIN` then `value: …`: the
         // provider's value in the pair's value field.
@@ -1579,7 +1579,7 @@ impl<'t> Scan<'t> {
             && name_like
             && let Some(NamedValue::Field(e)) = self.named_value_field(i, kend)
         {
-            self.keyword_value_at(e, key, false);
+            self.keyword_value_at(e, key, None);
         }
         if held & KEY_DASH != 0 {
             self.glued_keyword_value(i, kend, key);
@@ -1637,7 +1637,7 @@ impl<'t> Scan<'t> {
         if contains_ci(key, b"cookie") {
             self.cookie_pairs_at(kend);
         }
-        self.keyword_value_at(kend, key, true);
+        self.keyword_value_at(kend, key, Some(word.strength));
     }
 
     /// The cookies of a `Cookie:`/`Set-Cookie:` line after the key ending at `kend`: each
@@ -2150,15 +2150,16 @@ impl<'t> Scan<'t> {
         // The provider's word with the credential words after it (`dd-apikey`): an abbreviation
         // names its provider only before them.
         let word = &key[..d];
+        // (The provider's match, cheap where none is, comes before the judging.)
         if word.len() >= 2
             && token.len() >= 16
             && has_digit(token)
             && token.iter().any(u8::is_ascii_alphabetic)
+            && (named || !token.iter().all(u8::is_ascii_hexdigit))
+            && let Some(name) = crate::rules::keyword_match(word, token)
             && entropy(token) >= 3.0
             && !is_placeholder(token)
-            && (named || !token.iter().all(u8::is_ascii_hexdigit))
             && !token_continues_at(self.text, kend)
-            && let Some(name) = crate::rules::keyword_match(word, token)
         {
             self.push(SecretKind::Vendor(name), i + d + 1, kend);
         }
@@ -2167,9 +2168,11 @@ impl<'t> Scan<'t> {
     /// A provider's word in a key that names no secret (`sourcegraph: …`, `TWITCH_CLIENT=…`,
     /// `set("algolia", "…")`, `<datadog>…</datadog>`, `facebook …`), then any assignment or
     /// argument syntax, then a random-looking value of that provider's shape (see the keyword
-    /// rules in `rules/keyword.toml`).
-    pub(crate) fn keyword_value_at(&mut self, kend: usize, key: &[u8], generic: bool) {
+    /// rules in `rules/keyword.toml`). `word`: the strength of the secret word the key holds,
+    /// when its generic value is read too (the caller found the word: it is not looked up again).
+    pub(crate) fn keyword_value_at(&mut self, kend: usize, key: &[u8], word: Option<Strength>) {
         let bytes = self.bytes;
+        let generic = word.is_some();
         let Some((op, mut p, has_operator)) = keyword_operand(bytes, kend, generic) else {
             return;
         };
@@ -2193,9 +2196,9 @@ impl<'t> Scan<'t> {
                     && t.len() >= 16
                     && has_digit(t)
                     && t.iter().any(u8::is_ascii_alphabetic)
+                    && let Some(name) = crate::rules::keyword_match(key, t)
                     && entropy(t) >= 3.0
                     && !is_placeholder(t)
-                    && let Some(name) = crate::rules::keyword_match(key, t)
                 {
                     self.push(SecretKind::Vendor(name), q, e);
                     return;
@@ -2209,28 +2212,30 @@ impl<'t> Scan<'t> {
         let token_closed = bytes
             .get(token_end)
             .is_none_or(|&b| b.is_ascii_whitespace() || b"\"'`;,<)]}|".contains(&b));
-        if token_closed
+        // (A secret word's key reads no provider's value, and the provider's match, cheap where
+        // none is, comes before the judging.)
+        if !generic
+            && token_closed
             && token.len() >= 16
             && has_digit(token)
             && token.iter().any(u8::is_ascii_alphabetic)
+            && let Some(name) = crate::rules::keyword_match(key, token)
             && entropy(token) >= 3.0
             && !is_placeholder(token)
-            && !generic
-            && let Some(name) = crate::rules::keyword_match(key, token)
         {
             self.push(SecretKind::Vendor(name), p, token_end);
             return;
         }
-        if !generic || secret_word(key).is_none() {
+        let Some(strength) = word else {
             return;
-        }
+        };
         let operand = KeywordOperand {
             op,
             start: p,
             has_operator,
             quote,
         };
-        self.generic_keyword_value(key, &operand, token_end, token_closed);
+        self.generic_keyword_value(key, strength, &operand, token_end, token_closed);
     }
 
     /// A secret word's key followed by a generated value (`operand`), the value running to
@@ -2238,6 +2243,7 @@ impl<'t> Scan<'t> {
     pub(crate) fn generic_keyword_value(
         &mut self,
         key: &[u8],
+        strength: Strength,
         operand: &KeywordOperand,
         token_end: usize,
         token_closed: bool,
@@ -2316,6 +2322,11 @@ impl<'t> Scan<'t> {
                 || cmdlet(v);
             (symbols >= 4 && !code && entropy(v) >= 4.0).then_some(p + v.len())
         };
+        // A finding over the value's start overlaps the value wherever it ends (below): the
+        // value is not measured.
+        if self.found.iter().rev().take(8).any(|f| f.start <= p && p < f.end) {
+            return;
+        }
         // After a comma the value is the next argument: only a literal is a value there
         // (`decode(token, options={…})` passes an expression).
         let argument = bytes[op..p].trim_ascii() == b",";
@@ -2328,8 +2339,19 @@ impl<'t> Scan<'t> {
             None => (token_end, token_closed),
         };
         let value = &bytes[p..end];
+        // What the rules for this key's syntax found stands (their span and kind are finer);
+        // nor is an open value or one with no operator judged (tested before the judging).
+        let found = self
+            .found
+            .iter()
+            .rev()
+            .take(8)
+            .any(|f| f.start < end && p < f.end);
+        if found || !closed || !(has_operator || quoted_end.is_some()) {
+            return;
+        }
         // A strong word's value may be a short password; a weak word's must look generated.
-        let strong = secret_word(key).is_some_and(|w| w.strength == Strength::Strong);
+        let strong = strength == Strength::Strong;
         let random = if strong {
             looks_random(value, 8)
                 && (!identifier_like(value)
@@ -2342,22 +2364,12 @@ impl<'t> Scan<'t> {
                 && !key_path(value)
                 && !(hex_digest(value) && bare_key_word(text_before(bytes, key), key))
         };
-        // What the rules for this key's syntax found stands (their span and kind are finer).
-        let found = self
-            .found
-            .iter()
-            .rev()
-            .take(8)
-            .any(|f| f.start < end && p < f.end);
         // A quoted entry of its own (`'JWT_SECRET=…'` after `'# Auth',`): its own key judges it.
         let entry = quoted_end.is_some() && {
             let name = run_end(value, 0, |b| b.is_ascii_alphanumeric() || b == b'_');
             name >= 2 && value.get(name) == Some(&b'=') && value[0].is_ascii_alphabetic()
         };
-        if closed
-            && !found
-            && !entry
-            && (has_operator || quoted_end.is_some())
+        if !entry
             && (!value.contains(&b' ') || quoted_end.is_some() && spaced_random(value))
             && random
             && !is_placeholder(value)
@@ -2731,7 +2743,7 @@ impl<'t> Scan<'t> {
         // property is the key.
         if dashes == 1 && name.len() > 2 && name[0] == b'D' && bytes.get(kend) == Some(&b'=') {
             let key = &name[1..];
-            self.keyword_value_at(kend, key, false);
+            self.keyword_value_at(kend, key, None);
             if let Some(word) = secret_word(key) {
                 self.assignment_after(i + 2, kend, key, word.strength, SecretKind::CommandLine, true);
             }
