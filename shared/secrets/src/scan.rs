@@ -127,6 +127,9 @@ pub(crate) struct Scan<'t> {
     /// The start of the current line and the commands the line above carries onto it when it
     /// ends with a continuation.
     pub(crate) carry: (usize, u16),
+    /// The start of the line the scan is on and its end (`usize::MAX`: not yet looked for), so
+    /// that the keys of a line find its bounds without searching for them each time.
+    pub(crate) line_span: (usize, usize),
     /// The last search for a PEM END line, reused by the next BEGIN line.
     pub(crate) pem_end: PemEnd,
     /// Bytes the END-line searches looked at (the work a prompt of BEGIN lines costs).
@@ -175,6 +178,7 @@ impl<'t> Scan<'t> {
             covered: 0,
             line: (0, None),
             carry: (0, 0),
+            line_span: (0, usize::MAX),
             pem_end: PemEnd::default(),
             pem_searched: 0,
             b64url_run: (0, 0),
@@ -969,12 +973,16 @@ impl<'t> Scan<'t> {
     /// (`user,password`, `| user | password |`): the rows below are read at their line starts.
     pub(crate) fn table_header_at(&mut self, i: usize) {
         let bytes = self.bytes;
-        let start = i - line_before(bytes, i).len();
+        let start = i - self.before_on_line(i).len();
         let stop = bytes.len().min(i + 512);
-        let end = bytes[i..stop]
-            .iter()
-            .position(|&b| b == b'\n')
-            .map_or(stop, |p| i + p);
+        // (On the scan's line its end is known.)
+        let end = match self.current_line() {
+            (s, e) if s <= i && i <= e => e.min(stop),
+            _ => bytes[i..stop]
+                .iter()
+                .position(|&b| b == b'\n')
+                .map_or(stop, |p| i + p),
+        };
         // No header is longer than 512 bytes.
         if start > 0 && bytes[start - 1] != b'\n' || end == stop && stop < bytes.len() {
             return;
@@ -1001,7 +1009,7 @@ impl<'t> Scan<'t> {
     /// header row (the next line is the `|---|` rule) names columns, not values.
     pub(crate) fn key_cell_at(&mut self, i: usize, kend: usize, key: &[u8], strength: Strength) {
         let bytes = self.bytes;
-        let line = line_before(bytes, i);
+        let line = self.before_on_line(i);
         let open = line.iter().position(|&b| !matches!(b, b' ' | b'\t'));
         let Some(open) = open.filter(|&o| line[o] == b'|') else {
             return;
@@ -1609,10 +1617,9 @@ impl<'t> Scan<'t> {
         }
         // `.npmrc`'s `_auth` under a registry's scope (`//host/:_auth=…`) holds `user:password` in
         // base64, or a literal typed there: a password's slot, not a word about authentication.
-        let before = line_before(bytes, i);
         if strength == Strength::Weak
             && matches!(key, [b'_', rest @ ..] if rest.eq_ignore_ascii_case(b"auth"))
-            && npm_scope(trim_ascii(before))
+            && npm_scope(trim_ascii(self.before_on_line(i)))
         {
             strength = Strength::Strong;
         }
@@ -2982,6 +2989,29 @@ impl<'t> Scan<'t> {
         };
         self.line = (i, None);
         self.carry = (i, set);
+        self.line_span = (i, usize::MAX);
+    }
+
+    /// The start and end of the line the scan is on (its end looked for once per line).
+    pub(crate) fn current_line(&mut self) -> (usize, usize) {
+        let (start, mut end) = self.line_span;
+        if end == usize::MAX {
+            end = find_byte(b'\n', &self.bytes[start..]).map_or(self.bytes.len(), |p| start + p);
+            self.line_span.1 = end;
+        }
+        (start, end)
+    }
+
+    /// [`line_before`] of `i`: on the scan's current line (where the keys it reads stand) from
+    /// the line's start it knows, not searched back for byte by byte.
+    pub(crate) fn before_on_line(&mut self, i: usize) -> &'t [u8] {
+        let bytes = self.bytes;
+        let (start, end) = self.current_line();
+        if start <= i && i <= end {
+            &bytes[start.max(i.saturating_sub(256))..i]
+        } else {
+            line_before(bytes, i)
+        }
     }
 
     /// Which password-taking commands the line holding `i` names (or a line continued onto it),
@@ -3040,7 +3070,7 @@ impl<'t> Scan<'t> {
         let Some(sep) = self.separator_at(pos, key, strength, kind, spaced_before) else {
             return;
         };
-        let line = line_before(bytes, kstart);
+        let line = self.before_on_line(kstart);
         let colon = sep == Some(1) && bytes[pos] == b':';
         let quoted_key = pos > kend;
         // `<password>…</password>`: the element's text is the value. An element holds one text:
@@ -3085,7 +3115,7 @@ impl<'t> Scan<'t> {
     /// same line in the same tag, is the password.
     pub(crate) fn typed_password_element(&mut self, kstart: usize, kend: usize, kind: SecretKind) {
         let bytes = self.bytes;
-        let before = line_before(bytes, kstart);
+        let before = self.before_on_line(kstart);
         let Some((&q, head)) = before.split_last() else {
             return;
         };
