@@ -1981,7 +1981,7 @@ impl<'t> Scan<'t> {
             return;
         }
         let margin = |s: usize| run_end(bytes, s, |c| matches!(c, b' ' | b'\t')) - s;
-        let indent = margin(line_start_of(bytes, i));
+        let indent = margin(self.line_start_at(i));
         let stop = bytes.len().min(kend + 512);
         let mut depth = 0i32;
         let mut k = p;
@@ -2260,7 +2260,8 @@ impl<'t> Scan<'t> {
         // A name, a dash between blanks, then a UUID: a list's or a title's entry and its id
         // (`"Generic Password" - 487f4be7-…`, a rule catalogue), not a key and its value. A key
         // written as one (`HEROKU_API_KEY - <uuid>`, `my api key - <uuid>`) labels its value.
-        if bytes[op..p].trim_ascii() == b"-" && entry_title_before(bytes, op) && uuid(&bytes[p..token_end]) {
+        // (The value's shape is looked at before the line it ends.)
+        if bytes[op..p].trim_ascii() == b"-" && uuid(&bytes[p..token_end]) && entry_title_before(bytes, op) {
             return;
         }
         // A secret word's key with a generated value, whatever joins them (`access_token
@@ -2276,6 +2277,10 @@ impl<'t> Scan<'t> {
         // Unquoted, a password with symbols runs to the next blank (structure trimmed off its
         // end); code (`getPassword(cfg)`, `a.b[c]`) is told by its shape and lower entropy.
         let unquoted = || {
+            // An object or a list opens (`"auth":{"display_name":…`): structure, not a value.
+            if matches!(bytes.get(p), Some(b'{' | b'[')) {
+                return None;
+            }
             let raw = run_end_max(bytes, p, 256, |b| {
                 !(b.is_ascii_whitespace() || element && b == b'<')
             });
@@ -2303,10 +2308,6 @@ impl<'t> Scan<'t> {
             let raw = (p..raw)
                 .find(|&k| bytes[k] == b',' && crate::judge::next_setting(bytes, k))
                 .unwrap_or(raw);
-            // An object or a list opens (`"auth":{"display_name":…`): structure, not a value.
-            if matches!(bytes.get(p), Some(b'{' | b'[')) {
-                return None;
-            }
             let v = trim_end_of(&bytes[p..raw], |b| matches!(b, b',' | b';' | b'"' | b'\'' | b'`'));
             // The string the value stands in closes, then the call it is passed to
             // (`lookup('vault', 'secret=kv/data/app:api_key')`): neither is the value's.
@@ -2321,13 +2322,16 @@ impl<'t> Scan<'t> {
                 _ => v,
             };
             let symbols = v.iter().filter(|b| b.is_ascii_punctuation()).count();
-            let code = code_expression(v)
-                || v.windows(2).any(|w| w == b"()")
-                || v.contains(&b'\\')
-                || sigil_code(v)
-                || composite_literal(v)
-                || cmdlet(v);
-            (symbols >= 4 && !code && entropy(v) >= 4.0).then_some(p + v.len())
+            // (The symbols and the entropy, cheaper, are counted before code is looked for.)
+            let code = || {
+                code_expression(v)
+                    || v.windows(2).any(|w| w == b"()")
+                    || v.contains(&b'\\')
+                    || sigil_code(v)
+                    || composite_literal(v)
+                    || cmdlet(v)
+            };
+            (symbols >= 4 && entropy(v) >= 4.0 && !code()).then_some(p + v.len())
         };
         // A finding over the value's start overlaps the value wherever it ends (below): the
         // value is not measured.
@@ -3011,6 +3015,14 @@ impl<'t> Scan<'t> {
             &bytes[start.max(i.saturating_sub(256))..i]
         } else {
             line_before(bytes, i)
+        }
+    }
+
+    /// [`line_start_of`] of `i`, known without a search when `i` is on the scan's current line.
+    pub(crate) fn line_start_at(&mut self, i: usize) -> usize {
+        match self.current_line() {
+            (start, end) if start <= i && i <= end => start,
+            _ => line_start_of(self.bytes, i),
         }
     }
 

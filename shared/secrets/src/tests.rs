@@ -2004,6 +2004,16 @@ fn a_shell_starter_is_the_last_word_before_the_key_on_a_long_line() {
     assert!(spans(&format!("{pad}--build-arg db_password=opensesame")).is_empty());
 }
 
+/// A qualifier after the secret word makes the key name something about the secret, in either
+/// case; a key whose tail starts with a byte no qualifier starts with is the secret's.
+#[test]
+fn a_qualified_tail_is_told_by_its_first_letter_in_either_case() {
+    assert!(spans("db_password_Hint=Zq8pLm2xQ7").is_empty());
+    assert!(spans("db_password_hint=Zq8pLm2xQ7").is_empty());
+    assert_eq!(spans("db_password_2=Zq8pLm2xQ7"), ["Zq8pLm2xQ7"]);
+    assert_eq!(spans("db_password_yz=Zq8pLm2xQ7"), ["Zq8pLm2xQ7"]);
+}
+
 #[test]
 fn a_base64_value_starting_with_a_slash_is_no_path_when_its_pieces_are_random() {
     assert_eq!(
