@@ -168,7 +168,15 @@ pub(crate) fn shell_line(line: &[u8]) -> bool {
     if t.is_empty() {
         return true;
     }
-    let last = t.rsplit(|&b| b == b' ' || b == b'\t').next().unwrap_or(t);
+    // The last word is looked for among its last bytes only: a word longer than any starter
+    // is none (a long line without a blank is not searched back whole).
+    let tail = &t[t.len().saturating_sub(STARTER_MAX + 1)..];
+    let last = match tail.iter().rposition(|&b| b == b' ' || b == b'\t') {
+        Some(p) => &tail[p + 1..],
+        None if tail.len() == t.len() => t,
+        None => &[],
+    };
+    const STARTER_MAX: usize = 11;
     const STARTERS: Words = words_from!(&[
         b"export",
         b"set",

@@ -127,6 +127,9 @@ pub(crate) struct Scan<'t> {
     /// The start of the current line and the commands the line above carries onto it when it
     /// ends with a continuation.
     pub(crate) carry: (usize, u16),
+    /// The start of the line the scan is on and its end (`usize::MAX`: not yet looked for), so
+    /// that the keys of a line find its bounds without searching for them each time.
+    pub(crate) line_span: (usize, usize),
     /// The last search for a PEM END line, reused by the next BEGIN line.
     pub(crate) pem_end: PemEnd,
     /// Bytes the END-line searches looked at (the work a prompt of BEGIN lines costs).
@@ -175,6 +178,7 @@ impl<'t> Scan<'t> {
             covered: 0,
             line: (0, None),
             carry: (0, 0),
+            line_span: (0, usize::MAX),
             pem_end: PemEnd::default(),
             pem_searched: 0,
             b64url_run: (0, 0),
@@ -969,12 +973,16 @@ impl<'t> Scan<'t> {
     /// (`user,password`, `| user | password |`): the rows below are read at their line starts.
     pub(crate) fn table_header_at(&mut self, i: usize) {
         let bytes = self.bytes;
-        let start = i - line_before(bytes, i).len();
+        let start = i - self.before_on_line(i).len();
         let stop = bytes.len().min(i + 512);
-        let end = bytes[i..stop]
-            .iter()
-            .position(|&b| b == b'\n')
-            .map_or(stop, |p| i + p);
+        // (On the scan's line its end is known.)
+        let end = match self.current_line() {
+            (s, e) if s <= i && i <= e => e.min(stop),
+            _ => bytes[i..stop]
+                .iter()
+                .position(|&b| b == b'\n')
+                .map_or(stop, |p| i + p),
+        };
         // No header is longer than 512 bytes.
         if start > 0 && bytes[start - 1] != b'\n' || end == stop && stop < bytes.len() {
             return;
@@ -1001,7 +1009,7 @@ impl<'t> Scan<'t> {
     /// header row (the next line is the `|---|` rule) names columns, not values.
     pub(crate) fn key_cell_at(&mut self, i: usize, kend: usize, key: &[u8], strength: Strength) {
         let bytes = self.bytes;
-        let line = line_before(bytes, i);
+        let line = self.before_on_line(i);
         let open = line.iter().position(|&b| !matches!(b, b' ' | b'\t'));
         let Some(open) = open.filter(|&o| line[o] == b'|') else {
             return;
@@ -1569,7 +1577,7 @@ impl<'t> Scan<'t> {
             kend
         };
         if keyword && keyword_value_may_follow(bytes, vend) {
-            self.keyword_value_at(vend, key, false);
+            self.keyword_value_at(vend, key, None);
         }
         // `<property name="sonar.login" value="…"/>`, `- name: SONAR_LOGIN` then `value: …`: the
         // provider's value in the pair's value field.
@@ -1579,7 +1587,7 @@ impl<'t> Scan<'t> {
             && name_like
             && let Some(NamedValue::Field(e)) = self.named_value_field(i, kend)
         {
-            self.keyword_value_at(e, key, false);
+            self.keyword_value_at(e, key, None);
         }
         if held & KEY_DASH != 0 {
             self.glued_keyword_value(i, kend, key);
@@ -1609,10 +1617,9 @@ impl<'t> Scan<'t> {
         }
         // `.npmrc`'s `_auth` under a registry's scope (`//host/:_auth=…`) holds `user:password` in
         // base64, or a literal typed there: a password's slot, not a word about authentication.
-        let before = line_before(bytes, i);
         if strength == Strength::Weak
             && matches!(key, [b'_', rest @ ..] if rest.eq_ignore_ascii_case(b"auth"))
-            && npm_scope(trim_ascii(before))
+            && npm_scope(trim_ascii(self.before_on_line(i)))
         {
             strength = Strength::Strong;
         }
@@ -1637,7 +1644,7 @@ impl<'t> Scan<'t> {
         if contains_ci(key, b"cookie") {
             self.cookie_pairs_at(kend);
         }
-        self.keyword_value_at(kend, key, true);
+        self.keyword_value_at(kend, key, Some(word.strength));
     }
 
     /// The cookies of a `Cookie:`/`Set-Cookie:` line after the key ending at `kend`: each
@@ -1974,7 +1981,7 @@ impl<'t> Scan<'t> {
             return;
         }
         let margin = |s: usize| run_end(bytes, s, |c| matches!(c, b' ' | b'\t')) - s;
-        let indent = margin(line_start_of(bytes, i));
+        let indent = margin(self.line_start_at(i));
         let stop = bytes.len().min(kend + 512);
         let mut depth = 0i32;
         let mut k = p;
@@ -2150,15 +2157,16 @@ impl<'t> Scan<'t> {
         // The provider's word with the credential words after it (`dd-apikey`): an abbreviation
         // names its provider only before them.
         let word = &key[..d];
+        // (The provider's match, cheap where none is, comes before the judging.)
         if word.len() >= 2
             && token.len() >= 16
             && has_digit(token)
             && token.iter().any(u8::is_ascii_alphabetic)
+            && (named || !token.iter().all(u8::is_ascii_hexdigit))
+            && let Some(name) = crate::rules::keyword_match(word, token)
             && entropy(token) >= 3.0
             && !is_placeholder(token)
-            && (named || !token.iter().all(u8::is_ascii_hexdigit))
             && !token_continues_at(self.text, kend)
-            && let Some(name) = crate::rules::keyword_match(word, token)
         {
             self.push(SecretKind::Vendor(name), i + d + 1, kend);
         }
@@ -2167,9 +2175,11 @@ impl<'t> Scan<'t> {
     /// A provider's word in a key that names no secret (`sourcegraph: …`, `TWITCH_CLIENT=…`,
     /// `set("algolia", "…")`, `<datadog>…</datadog>`, `facebook …`), then any assignment or
     /// argument syntax, then a random-looking value of that provider's shape (see the keyword
-    /// rules in `rules/keyword.toml`).
-    pub(crate) fn keyword_value_at(&mut self, kend: usize, key: &[u8], generic: bool) {
+    /// rules in `rules/keyword.toml`). `word`: the strength of the secret word the key holds,
+    /// when its generic value is read too (the caller found the word: it is not looked up again).
+    pub(crate) fn keyword_value_at(&mut self, kend: usize, key: &[u8], word: Option<Strength>) {
         let bytes = self.bytes;
+        let generic = word.is_some();
         let Some((op, mut p, has_operator)) = keyword_operand(bytes, kend, generic) else {
             return;
         };
@@ -2193,9 +2203,9 @@ impl<'t> Scan<'t> {
                     && t.len() >= 16
                     && has_digit(t)
                     && t.iter().any(u8::is_ascii_alphabetic)
+                    && let Some(name) = crate::rules::keyword_match(key, t)
                     && entropy(t) >= 3.0
                     && !is_placeholder(t)
-                    && let Some(name) = crate::rules::keyword_match(key, t)
                 {
                     self.push(SecretKind::Vendor(name), q, e);
                     return;
@@ -2209,28 +2219,30 @@ impl<'t> Scan<'t> {
         let token_closed = bytes
             .get(token_end)
             .is_none_or(|&b| b.is_ascii_whitespace() || b"\"'`;,<)]}|".contains(&b));
-        if token_closed
+        // (A secret word's key reads no provider's value, and the provider's match, cheap where
+        // none is, comes before the judging.)
+        if !generic
+            && token_closed
             && token.len() >= 16
             && has_digit(token)
             && token.iter().any(u8::is_ascii_alphabetic)
+            && let Some(name) = crate::rules::keyword_match(key, token)
             && entropy(token) >= 3.0
             && !is_placeholder(token)
-            && !generic
-            && let Some(name) = crate::rules::keyword_match(key, token)
         {
             self.push(SecretKind::Vendor(name), p, token_end);
             return;
         }
-        if !generic || secret_word(key).is_none() {
+        let Some(strength) = word else {
             return;
-        }
+        };
         let operand = KeywordOperand {
             op,
             start: p,
             has_operator,
             quote,
         };
-        self.generic_keyword_value(key, &operand, token_end, token_closed);
+        self.generic_keyword_value(key, strength, &operand, token_end, token_closed);
     }
 
     /// A secret word's key followed by a generated value (`operand`), the value running to
@@ -2238,6 +2250,7 @@ impl<'t> Scan<'t> {
     pub(crate) fn generic_keyword_value(
         &mut self,
         key: &[u8],
+        strength: Strength,
         operand: &KeywordOperand,
         token_end: usize,
         token_closed: bool,
@@ -2247,7 +2260,8 @@ impl<'t> Scan<'t> {
         // A name, a dash between blanks, then a UUID: a list's or a title's entry and its id
         // (`"Generic Password" - 487f4be7-…`, a rule catalogue), not a key and its value. A key
         // written as one (`HEROKU_API_KEY - <uuid>`, `my api key - <uuid>`) labels its value.
-        if bytes[op..p].trim_ascii() == b"-" && entry_title_before(bytes, op) && uuid(&bytes[p..token_end]) {
+        // (The value's shape is looked at before the line it ends.)
+        if bytes[op..p].trim_ascii() == b"-" && uuid(&bytes[p..token_end]) && entry_title_before(bytes, op) {
             return;
         }
         // A secret word's key with a generated value, whatever joins them (`access_token
@@ -2263,6 +2277,10 @@ impl<'t> Scan<'t> {
         // Unquoted, a password with symbols runs to the next blank (structure trimmed off its
         // end); code (`getPassword(cfg)`, `a.b[c]`) is told by its shape and lower entropy.
         let unquoted = || {
+            // An object or a list opens (`"auth":{"display_name":…`): structure, not a value.
+            if matches!(bytes.get(p), Some(b'{' | b'[')) {
+                return None;
+            }
             let raw = run_end_max(bytes, p, 256, |b| {
                 !(b.is_ascii_whitespace() || element && b == b'<')
             });
@@ -2290,10 +2308,6 @@ impl<'t> Scan<'t> {
             let raw = (p..raw)
                 .find(|&k| bytes[k] == b',' && crate::judge::next_setting(bytes, k))
                 .unwrap_or(raw);
-            // An object or a list opens (`"auth":{"display_name":…`): structure, not a value.
-            if matches!(bytes.get(p), Some(b'{' | b'[')) {
-                return None;
-            }
             let v = trim_end_of(&bytes[p..raw], |b| matches!(b, b',' | b';' | b'"' | b'\'' | b'`'));
             // The string the value stands in closes, then the call it is passed to
             // (`lookup('vault', 'secret=kv/data/app:api_key')`): neither is the value's.
@@ -2308,14 +2322,22 @@ impl<'t> Scan<'t> {
                 _ => v,
             };
             let symbols = v.iter().filter(|b| b.is_ascii_punctuation()).count();
-            let code = code_expression(v)
-                || v.windows(2).any(|w| w == b"()")
-                || v.contains(&b'\\')
-                || sigil_code(v)
-                || composite_literal(v)
-                || cmdlet(v);
-            (symbols >= 4 && !code && entropy(v) >= 4.0).then_some(p + v.len())
+            // (The symbols and the entropy, cheaper, are counted before code is looked for.)
+            let code = || {
+                code_expression(v)
+                    || v.windows(2).any(|w| w == b"()")
+                    || v.contains(&b'\\')
+                    || sigil_code(v)
+                    || composite_literal(v)
+                    || cmdlet(v)
+            };
+            (symbols >= 4 && entropy(v) >= 4.0 && !code()).then_some(p + v.len())
         };
+        // A finding over the value's start overlaps the value wherever it ends (below): the
+        // value is not measured.
+        if self.found.iter().rev().take(8).any(|f| f.start <= p && p < f.end) {
+            return;
+        }
         // After a comma the value is the next argument: only a literal is a value there
         // (`decode(token, options={…})` passes an expression).
         let argument = bytes[op..p].trim_ascii() == b",";
@@ -2328,8 +2350,19 @@ impl<'t> Scan<'t> {
             None => (token_end, token_closed),
         };
         let value = &bytes[p..end];
+        // What the rules for this key's syntax found stands (their span and kind are finer);
+        // nor is an open value or one with no operator judged (tested before the judging).
+        let found = self
+            .found
+            .iter()
+            .rev()
+            .take(8)
+            .any(|f| f.start < end && p < f.end);
+        if found || !closed || !(has_operator || quoted_end.is_some()) {
+            return;
+        }
         // A strong word's value may be a short password; a weak word's must look generated.
-        let strong = secret_word(key).is_some_and(|w| w.strength == Strength::Strong);
+        let strong = strength == Strength::Strong;
         let random = if strong {
             looks_random(value, 8)
                 && (!identifier_like(value)
@@ -2342,22 +2375,12 @@ impl<'t> Scan<'t> {
                 && !key_path(value)
                 && !(hex_digest(value) && bare_key_word(text_before(bytes, key), key))
         };
-        // What the rules for this key's syntax found stands (their span and kind are finer).
-        let found = self
-            .found
-            .iter()
-            .rev()
-            .take(8)
-            .any(|f| f.start < end && p < f.end);
         // A quoted entry of its own (`'JWT_SECRET=…'` after `'# Auth',`): its own key judges it.
         let entry = quoted_end.is_some() && {
             let name = run_end(value, 0, |b| b.is_ascii_alphanumeric() || b == b'_');
             name >= 2 && value.get(name) == Some(&b'=') && value[0].is_ascii_alphabetic()
         };
-        if closed
-            && !found
-            && !entry
-            && (has_operator || quoted_end.is_some())
+        if !entry
             && (!value.contains(&b' ') || quoted_end.is_some() && spaced_random(value))
             && random
             && !is_placeholder(value)
@@ -2731,7 +2754,7 @@ impl<'t> Scan<'t> {
         // property is the key.
         if dashes == 1 && name.len() > 2 && name[0] == b'D' && bytes.get(kend) == Some(&b'=') {
             let key = &name[1..];
-            self.keyword_value_at(kend, key, false);
+            self.keyword_value_at(kend, key, None);
             if let Some(word) = secret_word(key) {
                 self.assignment_after(i + 2, kend, key, word.strength, SecretKind::CommandLine, true);
             }
@@ -2970,6 +2993,37 @@ impl<'t> Scan<'t> {
         };
         self.line = (i, None);
         self.carry = (i, set);
+        self.line_span = (i, usize::MAX);
+    }
+
+    /// The start and end of the line the scan is on (its end looked for once per line).
+    pub(crate) fn current_line(&mut self) -> (usize, usize) {
+        let (start, mut end) = self.line_span;
+        if end == usize::MAX {
+            end = find_byte(b'\n', &self.bytes[start..]).map_or(self.bytes.len(), |p| start + p);
+            self.line_span.1 = end;
+        }
+        (start, end)
+    }
+
+    /// [`line_before`] of `i`: on the scan's current line (where the keys it reads stand) from
+    /// the line's start it knows, not searched back for byte by byte.
+    pub(crate) fn before_on_line(&mut self, i: usize) -> &'t [u8] {
+        let bytes = self.bytes;
+        let (start, end) = self.current_line();
+        if start <= i && i <= end {
+            &bytes[start.max(i.saturating_sub(256))..i]
+        } else {
+            line_before(bytes, i)
+        }
+    }
+
+    /// [`line_start_of`] of `i`, known without a search when `i` is on the scan's current line.
+    pub(crate) fn line_start_at(&mut self, i: usize) -> usize {
+        match self.current_line() {
+            (start, end) if start <= i && i <= end => start,
+            _ => line_start_of(self.bytes, i),
+        }
     }
 
     /// Which password-taking commands the line holding `i` names (or a line continued onto it),
@@ -3028,7 +3082,7 @@ impl<'t> Scan<'t> {
         let Some(sep) = self.separator_at(pos, key, strength, kind, spaced_before) else {
             return;
         };
-        let line = line_before(bytes, kstart);
+        let line = self.before_on_line(kstart);
         let colon = sep == Some(1) && bytes[pos] == b':';
         let quoted_key = pos > kend;
         // `<password>…</password>`: the element's text is the value. An element holds one text:
@@ -3073,7 +3127,7 @@ impl<'t> Scan<'t> {
     /// same line in the same tag, is the password.
     pub(crate) fn typed_password_element(&mut self, kstart: usize, kend: usize, kind: SecretKind) {
         let bytes = self.bytes;
-        let before = line_before(bytes, kstart);
+        let before = self.before_on_line(kstart);
         let Some((&q, head)) = before.split_last() else {
             return;
         };

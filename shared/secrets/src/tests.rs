@@ -1992,6 +1992,28 @@ fn assert_units_linear(units: &[&str]) {
     assert!(slow.is_empty(), "{RUNS} x {SMALL} then {LARGE} bytes: {slow:#?}");
 }
 
+/// A glued `key=value` after a shell starter is an assignment's literal, the starter read as the
+/// last word before the key however long the line (`--build-arg`, the longest); a longer word
+/// ending the same way is no starter.
+#[test]
+fn a_shell_starter_is_the_last_word_before_the_key_on_a_long_line() {
+    let pad = "x".repeat(300);
+    let line = |before: &str| format!("docker build {pad} {before} db_password=opensesame .");
+    assert_eq!(spans(&line("--build-arg")), ["opensesame"]);
+    assert!(spans(&line("--build-argument")).is_empty());
+    assert!(spans(&format!("{pad}--build-arg db_password=opensesame")).is_empty());
+}
+
+/// A qualifier after the secret word makes the key name something about the secret, in either
+/// case; a key whose tail starts with a byte no qualifier starts with is the secret's.
+#[test]
+fn a_qualified_tail_is_told_by_its_first_letter_in_either_case() {
+    assert!(spans("db_password_Hint=Zq8pLm2xQ7").is_empty());
+    assert!(spans("db_password_hint=Zq8pLm2xQ7").is_empty());
+    assert_eq!(spans("db_password_2=Zq8pLm2xQ7"), ["Zq8pLm2xQ7"]);
+    assert_eq!(spans("db_password_yz=Zq8pLm2xQ7"), ["Zq8pLm2xQ7"]);
+}
+
 #[test]
 fn a_base64_value_starting_with_a_slash_is_no_path_when_its_pieces_are_random() {
     assert_eq!(

@@ -760,6 +760,10 @@ pub(crate) fn secret_word_at(key: &[u8], j: usize) -> Option<(usize, Strength, b
         (j == 0 || !key[j - 1].is_ascii_alphabetic()) && key.get(e).is_none_or(|b| !b.is_ascii_alphabetic())
     };
     match key[j] | 0x20 {
+        // `pr…` starts no word but `private key`: the password words are not tried in vain.
+        b'p' if key.get(j + 1).is_some_and(|b| b | 0x20 == b'r') => {
+            two_part(key, j, b"private", b"key").map(|e| (e, Strength::Strong, false))
+        }
         b'p' => longest(key, j, &[b"password", b"passwd", b"passphrase", b"passcode"])
             // Spellings that drop a vowel or a doubled `s` (`PSWD`, `PASWRD`, `PSSWORD`): a
             // password's name as people shorten it, found in no other word.
@@ -962,7 +966,26 @@ fn id_segment(tail: &[u8]) -> bool {
 /// Whether the part of a key after its secret word starts with a qualifier (`_count`, `File`).
 pub(crate) fn qualified_after(tail: &[u8]) -> bool {
     let tail = &tail[run_end(tail, 0, |b| matches!(b, b'_' | b'-' | b'.'))..];
-    QUALIFIERS.lengths_at(tail, 0).next().is_some()
+    // Most keys end with their secret word or go on with a byte no qualifier starts with: one
+    // lookup, not the whole list.
+    tail.first().is_some_and(|&b| QUALIFIER_FIRST[usize::from(b)])
+        && QUALIFIERS.lengths_at(tail, 0).next().is_some()
+}
+
+/// The bytes a word of [`QUALIFIERS`] starts with, either ASCII case.
+static QUALIFIER_FIRST: [bool; 256] = first_bytes(&QUALIFIERS);
+
+/// The bytes a word of `words` starts with, either ASCII case.
+pub(crate) const fn first_bytes(words: &Words) -> [bool; 256] {
+    let mut first = [false; 256];
+    let mut k = 0;
+    while k < words.len() {
+        let b = words.get(k)[0];
+        first[b.to_ascii_lowercase() as usize] = true;
+        first[b.to_ascii_uppercase() as usize] = true;
+        k += 1;
+    }
+    first
 }
 
 /// Whether the key's last word, words after its secret word, says what the value is about the
