@@ -127,6 +127,9 @@ pub(crate) struct Scan<'t> {
     /// The start of the current line and the commands the line above carries onto it when it
     /// ends with a continuation.
     pub(crate) carry: (usize, u16),
+    /// The last position whose line start [`Scan::line_start_at`] found, and that start: the
+    /// next look-up reads back only to it.
+    pub(crate) line_seen: (usize, usize),
     /// The last search for a PEM END line, reused by the next BEGIN line.
     pub(crate) pem_end: PemEnd,
     /// Bytes the END-line searches looked at (the work a prompt of BEGIN lines costs).
@@ -175,6 +178,7 @@ impl<'t> Scan<'t> {
             covered: 0,
             line: (0, None),
             carry: (0, 0),
+            line_seen: (0, 0),
             pem_end: PemEnd::default(),
             pem_searched: 0,
             b64url_run: (0, 0),
@@ -600,19 +604,20 @@ impl<'t> Scan<'t> {
         if !bytes[i..].starts_with(b"kty:") {
             return;
         }
-        let start = line_start_of(bytes, i);
+        let start = self.line_start_at(i);
         // The key's column: blanks before it, or a list item's `- ` opening the mapping.
         let lead = &bytes[start..i];
-        let item = lead.ends_with(b"- ") && lead[..lead.len() - 2].iter().all(|&b| b == b' ');
-        if !item && !lead.iter().all(|&b| b == b' ') {
+        // Read from the key back (the blanks right before it), not from the line's start.
+        let blanks = |v: &[u8]| run_back(v, |b| b == b' ') == v.len();
+        let item = lead.ends_with(b"- ") && blanks(&lead[..lead.len() - 2]);
+        if !item && !blanks(lead) {
             return;
         }
         let col = i - start;
         // A member's line: `col` blanks (or, for the mapping's first line, a list item's `- `)
         // then its name, a colon and its value.
         let member = |ls: usize| -> Option<(usize, bool)> {
-            let line = &bytes[ls..line_end(bytes, ls)];
-            let head = line.get(..col)?;
+            let head = bytes.get(ls..ls + col).filter(|h| !h.contains(&b'\n'))?;
             let first = head.ends_with(b"- ") && head[..col - 2].iter().all(|&b| b == b' ');
             (first || head.iter().all(|&b| b == b' '))
                 .then_some((ls + col, first))
@@ -1974,7 +1979,7 @@ impl<'t> Scan<'t> {
             return;
         }
         let margin = |s: usize| run_end(bytes, s, |c| matches!(c, b' ' | b'\t')) - s;
-        let indent = margin(line_start_of(bytes, i));
+        let indent = margin(self.line_start_at(i));
         let stop = bytes.len().min(kend + 512);
         let mut depth = 0i32;
         let mut k = p;
@@ -2959,6 +2964,19 @@ impl<'t> Scan<'t> {
     /// A line starts at `i`. One continued onto it (`\`, PowerShell's `` ` ``, cmd's `^` before
     /// the newline) carries its commands (`keytool … \` NEWLINE `-storepass …`): looked up once
     /// for that line, so a run of continued lines stays linear.
+    /// The start of the line holding `i`, read back only as far as the last look-up: keys on one
+    /// long line each asking for its start read it once, not once per key.
+    pub(crate) fn line_start_at(&mut self, i: usize) -> usize {
+        let (seen, start) = self.line_seen;
+        let start = if seen <= i {
+            memchr::memrchr(b'\n', &self.bytes[seen..i]).map_or(start, |p| seen + p + 1)
+        } else {
+            line_start_of(self.bytes, i)
+        };
+        self.line_seen = (i, start);
+        start
+    }
+
     pub(crate) fn new_line(&mut self, i: usize) {
         let before = &self.bytes[..i];
         let before = before.strip_suffix(b"\n").unwrap_or(before);
@@ -4710,18 +4728,21 @@ pub(crate) enum NamedValue {
 /// opening the line behind list or comment marks, the first capitalised (`* Service token`), not
 /// an identifier (`HEROKU_API_KEY`) nor words inside a sentence (`my api key`).
 pub(crate) fn entry_title_before(bytes: &[u8], op: usize) -> bool {
-    let line = bytes[line_start_of(bytes, op)..op].trim_ascii_end();
-    if matches!(line.last(), Some(b'"' | b'\'')) {
+    // Read back from `op` only as far as the answer needs (the blanks, the title, the marks before
+    // it), never to the line's start: a long line of `key - ` pairs would read it back per key.
+    let in_line = |class: fn(u8) -> bool| move |b: u8| b != b'\n' && class(b);
+    let end = op - run_back(&bytes[..op], in_line(|b| b.is_ascii_whitespace()));
+    if matches!(bytes[..end].last(), Some(b'"' | b'\'')) {
         return true;
     }
-    let start = line.len() - run_back(line, |b| b.is_ascii_alphanumeric() || b == b' ');
-    let (marks, name) = line.split_at(start);
-    let name = name.trim_ascii_start();
+    let start = end - run_back(&bytes[..end], in_line(|b| b.is_ascii_alphanumeric() || b == b' '));
+    let name = bytes[start..end].trim_ascii_start();
+    let marks = |b: u8| b.is_ascii_whitespace() || matches!(b, b'#' | b'/' | b'*' | b'-' | b'+' | b';');
     name.first().is_some_and(u8::is_ascii_uppercase)
         && name.get(1).is_some_and(u8::is_ascii_lowercase)
-        && marks
-            .iter()
-            .all(|b| b.is_ascii_whitespace() || matches!(b, b'#' | b'/' | b'*' | b'-' | b'+' | b';'))
+        && bytes[..start - run_back(&bytes[..start], in_line(marks))]
+            .last()
+            .is_none_or(|&b| b == b'\n')
 }
 
 /// Whether a key ending at `kend` stands as a pair's name may: quoted, in its element, in a

@@ -1802,6 +1802,37 @@ fn the_listed_name_words_find_what_reading_every_byte_finds() {
     );
 }
 
+/// What is read back to a line's start (whether an entry's title opens it, a key's indent, a JSON
+/// Web Key member's column) is read so after a long line of repeated keys too: the title behind a
+/// banner's marks is an entry's, a key's identifier is not, and a template parameter's default and
+/// a JSON Web Key's private member after such a line are found.
+#[test]
+fn line_starts_read_after_a_long_line_of_keys_as_after_a_short_one() {
+    let uuid = "8c4f1a2e-9b7d-4e3a-a1f6-2d5c8b9e0f14";
+    let banner = "/".repeat(3000);
+    let prose = "api-key - ".repeat(600);
+    let blocks = "key:{".repeat(3000);
+    let ktys = "kty:".repeat(3000);
+    let member = "w7OfRx8bMeQsNf4nu5X70CqoCj_19aZroSUXKy7jUJ3";
+    assert_spans(&[
+        (&format!("{banner} RELEASE_TOKEN - {uuid}"), uuid),
+        (&format!("{prose}Release token - {uuid}"), uuid),
+        (
+            &format!("{blocks}key: {{\"Type\": \"String\", \"Default\": \"Qx7vLm2pZ9rT4wKs\"}}"),
+            "Qx7vLm2pZ9rT4wKs",
+        ),
+        (
+            &format!("{ktys}\n- kty: EC\n  crv: P-256\n  d: '{member}'"),
+            member,
+        ),
+    ]);
+    assert_clean(&[
+        &format!("{banner} Release token - {uuid}"),
+        &format!("{blocks}key: {{\"Type\": \"String\", \"Default\": \"changeme\"}}"),
+        &format!("{ktys}\n- kty: EC\n  crv: P-256\n  x: '{member}'"),
+    ]);
+}
+
 /// Each unit repeated with nothing between scans in linear time (see [`assert_units_linear`]).
 #[test]
 fn adversarial_repetitions_scan_in_linear_time() {
@@ -1943,6 +1974,12 @@ fn adversarial_repetitions_scan_in_linear_time() {
         // A user and a password running on (read to its end before it was judged).
         "10.0.0.1(a/",
         "ID/PW(a/",
+        // Keys on one long line that each read it back to its start: a spaced dash after a key
+        // (is the key an entry's title?), a key opening a block (its indent), a JSON Web Key's
+        // `kty:` (its column).
+        "api-key - ",
+        "key:{",
+        "kty:",
     ];
     assert_units_linear(&units);
 }
