@@ -130,6 +130,8 @@ pub(crate) struct Scan<'t> {
     /// The last position whose line start [`Scan::line_start_at`] found, and that start: the
     /// next look-up reads back only to it.
     pub(crate) line_seen: (usize, usize),
+    /// The last position whose line end [`Scan::line_end_at`] found, and that end.
+    pub(crate) line_end_seen: (usize, usize),
     /// The last search for a PEM END line, reused by the next BEGIN line.
     pub(crate) pem_end: PemEnd,
     /// Bytes the END-line searches looked at (the work a prompt of BEGIN lines costs).
@@ -179,6 +181,7 @@ impl<'t> Scan<'t> {
             line: (0, None),
             carry: (0, 0),
             line_seen: (0, 0),
+            line_end_seen: (usize::MAX, 0),
             pem_end: PemEnd::default(),
             pem_searched: 0,
             b64url_run: (0, 0),
@@ -404,7 +407,7 @@ impl<'t> Scan<'t> {
                     continue;
                 }
                 if lookup_key_digest(
-                    line_before(bytes, i),
+                    self.line_before_at(i),
                     v.prefix(),
                     &bytes[i + v.prefix().len()..end],
                 ) {
@@ -604,7 +607,7 @@ impl<'t> Scan<'t> {
         if !bytes[i..].starts_with(b"kty:") {
             return;
         }
-        let start = self.line_start_at(i);
+        let start = self.line_start_at(i, 0);
         // The key's column: blanks before it, or a list item's `- ` opening the mapping.
         let lead = &bytes[start..i];
         // Read from the key back (the blanks right before it), not from the line's start.
@@ -974,12 +977,9 @@ impl<'t> Scan<'t> {
     /// (`user,password`, `| user | password |`): the rows below are read at their line starts.
     pub(crate) fn table_header_at(&mut self, i: usize) {
         let bytes = self.bytes;
-        let start = i - line_before(bytes, i).len();
+        let start = i - self.line_before_at(i).len();
         let stop = bytes.len().min(i + 512);
-        let end = bytes[i..stop]
-            .iter()
-            .position(|&b| b == b'\n')
-            .map_or(stop, |p| i + p);
+        let end = self.line_end_at(i, stop);
         // No header is longer than 512 bytes.
         if start > 0 && bytes[start - 1] != b'\n' || end == stop && stop < bytes.len() {
             return;
@@ -1006,7 +1006,7 @@ impl<'t> Scan<'t> {
     /// header row (the next line is the `|---|` rule) names columns, not values.
     pub(crate) fn key_cell_at(&mut self, i: usize, kend: usize, key: &[u8], strength: Strength) {
         let bytes = self.bytes;
-        let line = line_before(bytes, i);
+        let line = self.line_before_at(i);
         let open = line.iter().position(|&b| !matches!(b, b' ' | b'\t'));
         let Some(open) = open.filter(|&o| line[o] == b'|') else {
             return;
@@ -1614,7 +1614,7 @@ impl<'t> Scan<'t> {
         }
         // `.npmrc`'s `_auth` under a registry's scope (`//host/:_auth=…`) holds `user:password` in
         // base64, or a literal typed there: a password's slot, not a word about authentication.
-        let before = line_before(bytes, i);
+        let before = self.line_before_at(i);
         if strength == Strength::Weak
             && matches!(key, [b'_', rest @ ..] if rest.eq_ignore_ascii_case(b"auth"))
             && npm_scope(trim_ascii(before))
@@ -1979,7 +1979,7 @@ impl<'t> Scan<'t> {
             return;
         }
         let margin = |s: usize| run_end(bytes, s, |c| matches!(c, b' ' | b'\t')) - s;
-        let indent = margin(self.line_start_at(i));
+        let indent = margin(self.line_start_at(i, 0));
         let stop = bytes.len().min(kend + 512);
         let mut depth = 0i32;
         let mut k = p;
@@ -2964,17 +2964,41 @@ impl<'t> Scan<'t> {
     /// A line starts at `i`. One continued onto it (`\`, PowerShell's `` ` ``, cmd's `^` before
     /// the newline) carries its commands (`keytool … \` NEWLINE `-storepass …`): looked up once
     /// for that line, so a run of continued lines stays linear.
-    /// The start of the line holding `i`, read back only as far as the last look-up: keys on one
-    /// long line each asking for its start read it once, not once per key.
-    pub(crate) fn line_start_at(&mut self, i: usize) -> usize {
+    /// The start of the line holding `i` (`floor` when it starts before), read back only as far
+    /// as the last look-up: keys on one long line each asking for its start read it once, not
+    /// once per key. A look-up behind the last reads back to `floor` at most.
+    pub(crate) fn line_start_at(&mut self, i: usize, floor: usize) -> usize {
         let (seen, start) = self.line_seen;
-        let start = if seen <= i {
-            memchr::memrchr(b'\n', &self.bytes[seen..i]).map_or(start, |p| seen + p + 1)
-        } else {
-            line_start_of(self.bytes, i)
-        };
-        self.line_seen = (i, start);
-        start
+        if start <= i && i <= seen {
+            return start.max(floor);
+        }
+        if seen < i {
+            let start = memchr::memrchr(b'\n', &self.bytes[seen..i]).map_or(start, |p| seen + p + 1);
+            self.line_seen = (i, start);
+            return start.max(floor);
+        }
+        memchr::memrchr(b'\n', &self.bytes[floor..i]).map_or(floor, |p| floor + p + 1)
+    }
+
+    /// The end of the line holding `i` (`stop` when it ends after), read on once per line: keys
+    /// on one long line each asking for its end read it once. A look-up behind the last reads on
+    /// to `stop` at most.
+    pub(crate) fn line_end_at(&mut self, i: usize, stop: usize) -> usize {
+        let (seen, end) = self.line_end_seen;
+        if seen <= i && i <= end {
+            return end.min(stop);
+        }
+        if seen < i || seen == usize::MAX {
+            let end = find_byte(b'\n', &self.bytes[i..]).map_or(self.bytes.len(), |p| i + p);
+            self.line_end_seen = (i, end);
+            return end.min(stop);
+        }
+        find_byte(b'\n', &self.bytes[i..stop]).map_or(stop, |p| i + p)
+    }
+
+    /// [`line_before`] from the line start [`Scan::line_start_at`] remembers.
+    pub(crate) fn line_before_at(&mut self, i: usize) -> &'t [u8] {
+        &self.bytes[self.line_start_at(i, i.saturating_sub(256))..i]
     }
 
     pub(crate) fn new_line(&mut self, i: usize) {
@@ -3046,7 +3070,7 @@ impl<'t> Scan<'t> {
         let Some(sep) = self.separator_at(pos, key, strength, kind, spaced_before) else {
             return;
         };
-        let line = line_before(bytes, kstart);
+        let line = self.line_before_at(kstart);
         let colon = sep == Some(1) && bytes[pos] == b':';
         let quoted_key = pos > kend;
         // `<password>…</password>`: the element's text is the value. An element holds one text:
@@ -3091,7 +3115,7 @@ impl<'t> Scan<'t> {
     /// same line in the same tag, is the password.
     pub(crate) fn typed_password_element(&mut self, kstart: usize, kend: usize, kind: SecretKind) {
         let bytes = self.bytes;
-        let before = line_before(bytes, kstart);
+        let before = self.line_before_at(kstart);
         let Some((&q, head)) = before.split_last() else {
             return;
         };

@@ -1833,6 +1833,33 @@ fn line_starts_read_after_a_long_line_of_keys_as_after_a_short_one() {
     ]);
 }
 
+/// A table's header and rows, and an `.npmrc` scope's `_auth`, below a long line of keys read as
+/// they do alone (each key's line start and end are remembered, not read again per key): a
+/// generated value in a password column or `_auth` is found, a stand-in there is not.
+#[test]
+fn tables_and_scoped_auth_below_a_long_line_of_keys_read_as_alone() {
+    let keys = "key: 1, ".repeat(2000);
+    assert_spans(&[
+        (
+            &format!("{keys}\nuser,password\nops,Zq8pLm2xQ7vK\n"),
+            "Zq8pLm2xQ7vK",
+        ),
+        (
+            &format!("{keys}\n| user | password |\n| --- | --- |\n| ops | Zq8pLm2xQ7vK |"),
+            "Zq8pLm2xQ7vK",
+        ),
+        (
+            &format!("{keys}\n//registry.example.org/:_auth=b3BzOlpxOHBMbTJ4UTd2Sw==\n"),
+            "b3BzOlpxOHBMbTJ4UTd2Sw==",
+        ),
+    ]);
+    assert_clean(&[
+        &format!("{keys}\nuser,password\nops,changeme\n"),
+        &format!("{keys}\n| user | password |\n| --- | --- |\n| ops | ******** |"),
+        &format!("{keys}\n//registry.example.org/:_auth=changeme\n"),
+    ]);
+}
+
 /// Each unit repeated with nothing between scans in linear time (see [`assert_units_linear`]).
 #[test]
 fn adversarial_repetitions_scan_in_linear_time() {
