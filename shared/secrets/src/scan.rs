@@ -1886,10 +1886,10 @@ impl<'t> Scan<'t> {
         // The entry is looked for no further back than `lo`, and so is its line's start (a long
         // line of names costs a bounded amount per name).
         let lo = field_start.saturating_sub(256);
-        let line_start = bytes[lo..field_start]
-            .iter()
-            .rposition(|&b| b == b'\n')
-            .map_or(lo, |p| lo + p + 1);
+        if skip {
+            return None;
+        }
+        let line_start = memchr::memrchr(b'\n', &bytes[lo..field_start]).map_or(lo, |p| lo + p + 1);
         let item = |from: usize, to: usize| {
             let lead = bytes[from..to].trim_ascii_start();
             lead.starts_with(b"- ") || lead == b"-"
@@ -1901,7 +1901,7 @@ impl<'t> Scan<'t> {
         let dash = lead
             .strip_suffix(b"-")
             .is_some_and(|l| l.last().is_none_or(u8::is_ascii_whitespace));
-        if skip || dash {
+        if dash {
             return None;
         }
         let ends_ci = |w: &[u8], tail: &[u8]| {

@@ -1860,6 +1860,28 @@ fn tables_and_scoped_auth_below_a_long_line_of_keys_read_as_alone() {
     ]);
 }
 
+/// A name/value pair written value first, on the long line of keys it ends or below it, names
+/// its value as it does alone: a password's name makes the value before it a secret, a host's
+/// does not.
+#[test]
+fn a_value_before_its_name_after_a_long_line_of_keys_is_read_as_alone() {
+    let keys = "key: 1, ".repeat(2000);
+    assert_spans(&[
+        (
+            &format!("{keys}{{\"value\": \"Zq8pLm2xQ7vK\", \"name\": \"DB_PASSWORD\"}}"),
+            "Zq8pLm2xQ7vK",
+        ),
+        (
+            &format!("{keys}\nenv:\n  - value: Zq8pLm2xQ7vK\n    name: DB_PASSWORD"),
+            "Zq8pLm2xQ7vK",
+        ),
+    ]);
+    assert_clean(&[
+        &format!("{keys}{{\"value\": \"Zq8pLm2xQ7vK\", \"name\": \"DB_HOST\"}}"),
+        &format!("{keys}\nenv:\n  - value: Zq8pLm2xQ7vK\n    name: DB_USER"),
+    ]);
+}
+
 /// Each unit repeated with nothing between scans in linear time (see [`assert_units_linear`]).
 #[test]
 fn adversarial_repetitions_scan_in_linear_time() {
