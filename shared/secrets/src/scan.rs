@@ -132,6 +132,9 @@ pub(crate) struct Scan<'t> {
     pub(crate) line_seen: (usize, usize),
     /// The last position whose line end [`Scan::line_end_at`] found, and that end.
     pub(crate) line_end_seen: (usize, usize),
+    /// The last position a `default` was looked for from, and the first one there (`usize::MAX`
+    /// for none): see [`Scan::default_from`].
+    pub(crate) default_seen: (usize, usize),
     /// The last search for a PEM END line, reused by the next BEGIN line.
     pub(crate) pem_end: PemEnd,
     /// Bytes the END-line searches looked at (the work a prompt of BEGIN lines costs).
@@ -182,6 +185,7 @@ impl<'t> Scan<'t> {
             carry: (0, 0),
             line_seen: (0, 0),
             line_end_seen: (usize::MAX, 0),
+            default_seen: (usize::MAX, 0),
             pem_end: PemEnd::default(),
             pem_searched: 0,
             b64url_run: (0, 0),
@@ -1978,9 +1982,13 @@ impl<'t> Scan<'t> {
         if !json && !matches!(bytes.get(p), Some(b'\n' | b'\r')) {
             return;
         }
+        let stop = bytes.len().min(kend + 512);
+        // No `default` word starts before the block's reading stops: nothing to read.
+        if self.default_from(p) >= stop {
+            return;
+        }
         let margin = |s: usize| run_end(bytes, s, |c| matches!(c, b' ' | b'\t')) - s;
         let indent = margin(self.line_start_at(i, 0));
-        let stop = bytes.len().min(kend + 512);
         let mut depth = 0i32;
         let mut k = p;
         while k < stop {
@@ -2994,6 +3002,32 @@ impl<'t> Scan<'t> {
             return end.min(stop);
         }
         find_byte(b'\n', &self.bytes[i..stop]).map_or(stop, |p| i + p)
+    }
+
+    /// Where the first `default` (in any case) at or after `p` starts, `usize::MAX` for none, read
+    /// on once for a run of keys: each block a key opens looks for its `Default`.
+    pub(crate) fn default_from(&mut self, p: usize) -> usize {
+        let (seen, at) = self.default_seen;
+        if seen <= p && p <= at {
+            return at;
+        }
+        let bytes = self.bytes;
+        let mut i = p;
+        let at = loop {
+            match memchr::memchr2(b'd', b'D', &bytes[i..]) {
+                Some(k)
+                    if bytes[i + k..]
+                        .get(..7)
+                        .is_some_and(|w| w.eq_ignore_ascii_case(b"default")) =>
+                {
+                    break i + k;
+                }
+                Some(k) => i += k + 1,
+                None => break usize::MAX,
+            }
+        };
+        self.default_seen = (p, at);
+        at
     }
 
     /// [`line_before`] from the line start [`Scan::line_start_at`] remembers.
