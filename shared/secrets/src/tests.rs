@@ -7222,6 +7222,23 @@ fn a_token_cut_by_the_only_wrap_of_a_prompt_is_found() {
     ]);
 }
 
+/// A prompt's only wrap deep inside a long prompt (lines before and after it) is read as it is
+/// alone: the lines around the cut are read rejoined, a token cut in two is found, a path cut
+/// in two is not.
+#[test]
+fn the_only_wrap_of_a_long_prompt_is_read_around_its_cut() {
+    let before: String = (0..700).map(|i| format!("step {i} ok\n")).collect();
+    let after: String = (0..700).map(|i| format!("check {i} done\n")).collect();
+    let token = "glpat-Vq8Lr2\nXn5Tz9Kw3Pm7Yb";
+    assert_spans(&[(
+        &format!("{before}the mirror job failed to fetch with {token} from the internal registry\n{after}"),
+        token,
+    )]);
+    assert_clean(&[&format!(
+        "{before}the mirror job failed to fetch src/components/forms/ButtonGr\noup.tsx from the cache\n{after}"
+    )]);
+}
+
 /// `text` folded at `width` is cut once, and its only finding is `span`, across the cut.
 fn assert_found_across_one_cut(text: &str, width: usize, span: &str) {
     let wrapped = folded(text, width, false);
