@@ -1414,16 +1414,16 @@ pub(crate) fn location_prefix(before: &[u8]) -> bool {
 /// line above (capitals, words apart by two blanks or more) that starts at `at`'s column, where
 /// `at` follows a gap of two blanks. Looks back over a bounded window only.
 pub(crate) fn column_title(bytes: &[u8], at: usize) -> Option<&[u8]> {
+    // The gap first: a value after anything else (most values, every word of a long line of
+    // prose) costs no reading back.
+    if at < 3 || &bytes[at - 2..at] != b"  " {
+        return None;
+    }
     let floor = at.saturating_sub(4096);
-    let line_start = |end: usize| {
-        bytes[floor..end]
-            .iter()
-            .rposition(|&b| b == b'\n')
-            .map_or(floor, |p| floor + p + 1)
-    };
+    let line_start = |end: usize| memchr::memrchr(b'\n', &bytes[floor..end]).map_or(floor, |p| floor + p + 1);
     let start = line_start(at);
     let col = at - start;
-    if col < 3 || &bytes[at - 2..at] != b"  " {
+    if col < 3 {
         return None;
     }
     let mut end = start;

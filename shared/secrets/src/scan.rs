@@ -127,9 +127,14 @@ pub(crate) struct Scan<'t> {
     /// The start of the current line and the commands the line above carries onto it when it
     /// ends with a continuation.
     pub(crate) carry: (usize, u16),
-    /// The start of the line the scan is on and its end (`usize::MAX`: not yet looked for), so
-    /// that the keys of a line find its bounds without searching for them each time.
-    pub(crate) line_span: (usize, usize),
+    /// The last position whose line start [`Scan::line_start_at`] found, and that start: the
+    /// next look-up reads back only to it.
+    pub(crate) line_seen: (usize, usize),
+    /// The last position whose line end [`Scan::line_end_at`] found, and that end.
+    pub(crate) line_end_seen: (usize, usize),
+    /// The last position a `default` was looked for from, and the first one there (`usize::MAX`
+    /// for none): see [`Scan::default_from`].
+    pub(crate) default_seen: (usize, usize),
     /// The last search for a PEM END line, reused by the next BEGIN line.
     pub(crate) pem_end: PemEnd,
     /// Bytes the END-line searches looked at (the work a prompt of BEGIN lines costs).
@@ -178,7 +183,9 @@ impl<'t> Scan<'t> {
             covered: 0,
             line: (0, None),
             carry: (0, 0),
-            line_span: (0, usize::MAX),
+            line_seen: (0, 0),
+            line_end_seen: (usize::MAX, 0),
+            default_seen: (usize::MAX, 0),
             pem_end: PemEnd::default(),
             pem_searched: 0,
             b64url_run: (0, 0),
@@ -404,7 +411,7 @@ impl<'t> Scan<'t> {
                     continue;
                 }
                 if lookup_key_digest(
-                    line_before(bytes, i),
+                    self.line_before_at(i),
                     v.prefix(),
                     &bytes[i + v.prefix().len()..end],
                 ) {
@@ -604,19 +611,20 @@ impl<'t> Scan<'t> {
         if !bytes[i..].starts_with(b"kty:") {
             return;
         }
-        let start = line_start_of(bytes, i);
+        let start = self.line_start_at(i, 0);
         // The key's column: blanks before it, or a list item's `- ` opening the mapping.
         let lead = &bytes[start..i];
-        let item = lead.ends_with(b"- ") && lead[..lead.len() - 2].iter().all(|&b| b == b' ');
-        if !item && !lead.iter().all(|&b| b == b' ') {
+        // Read from the key back (the blanks right before it), not from the line's start.
+        let blanks = |v: &[u8]| run_back(v, |b| b == b' ') == v.len();
+        let item = lead.ends_with(b"- ") && blanks(&lead[..lead.len() - 2]);
+        if !item && !blanks(lead) {
             return;
         }
         let col = i - start;
         // A member's line: `col` blanks (or, for the mapping's first line, a list item's `- `)
         // then its name, a colon and its value.
         let member = |ls: usize| -> Option<(usize, bool)> {
-            let line = &bytes[ls..line_end(bytes, ls)];
-            let head = line.get(..col)?;
+            let head = bytes.get(ls..ls + col).filter(|h| !h.contains(&b'\n'))?;
             let first = head.ends_with(b"- ") && head[..col - 2].iter().all(|&b| b == b' ');
             (first || head.iter().all(|&b| b == b' '))
                 .then_some((ls + col, first))
@@ -973,16 +981,9 @@ impl<'t> Scan<'t> {
     /// (`user,password`, `| user | password |`): the rows below are read at their line starts.
     pub(crate) fn table_header_at(&mut self, i: usize) {
         let bytes = self.bytes;
-        let start = i - self.before_on_line(i).len();
+        let start = i - self.line_before_at(i).len();
         let stop = bytes.len().min(i + 512);
-        // (On the scan's line its end is known.)
-        let end = match self.current_line() {
-            (s, e) if s <= i && i <= e => e.min(stop),
-            _ => bytes[i..stop]
-                .iter()
-                .position(|&b| b == b'\n')
-                .map_or(stop, |p| i + p),
-        };
+        let end = self.line_end_at(i, stop);
         // No header is longer than 512 bytes.
         if start > 0 && bytes[start - 1] != b'\n' || end == stop && stop < bytes.len() {
             return;
@@ -1009,7 +1010,7 @@ impl<'t> Scan<'t> {
     /// header row (the next line is the `|---|` rule) names columns, not values.
     pub(crate) fn key_cell_at(&mut self, i: usize, kend: usize, key: &[u8], strength: Strength) {
         let bytes = self.bytes;
-        let line = self.before_on_line(i);
+        let line = self.line_before_at(i);
         let open = line.iter().position(|&b| !matches!(b, b' ' | b'\t'));
         let Some(open) = open.filter(|&o| line[o] == b'|') else {
             return;
@@ -1619,7 +1620,7 @@ impl<'t> Scan<'t> {
         // base64, or a literal typed there: a password's slot, not a word about authentication.
         if strength == Strength::Weak
             && matches!(key, [b'_', rest @ ..] if rest.eq_ignore_ascii_case(b"auth"))
-            && npm_scope(trim_ascii(self.before_on_line(i)))
+            && npm_scope(trim_ascii(self.line_before_at(i)))
         {
             strength = Strength::Strong;
         }
@@ -1888,10 +1889,10 @@ impl<'t> Scan<'t> {
         // The entry is looked for no further back than `lo`, and so is its line's start (a long
         // line of names costs a bounded amount per name).
         let lo = field_start.saturating_sub(256);
-        let line_start = bytes[lo..field_start]
-            .iter()
-            .rposition(|&b| b == b'\n')
-            .map_or(lo, |p| lo + p + 1);
+        if skip {
+            return None;
+        }
+        let line_start = memchr::memrchr(b'\n', &bytes[lo..field_start]).map_or(lo, |p| lo + p + 1);
         let item = |from: usize, to: usize| {
             let lead = bytes[from..to].trim_ascii_start();
             lead.starts_with(b"- ") || lead == b"-"
@@ -1903,7 +1904,7 @@ impl<'t> Scan<'t> {
         let dash = lead
             .strip_suffix(b"-")
             .is_some_and(|l| l.last().is_none_or(u8::is_ascii_whitespace));
-        if skip || dash {
+        if dash {
             return None;
         }
         let ends_ci = |w: &[u8], tail: &[u8]| {
@@ -1980,9 +1981,13 @@ impl<'t> Scan<'t> {
         if !json && !matches!(bytes.get(p), Some(b'\n' | b'\r')) {
             return;
         }
-        let margin = |s: usize| run_end(bytes, s, |c| matches!(c, b' ' | b'\t')) - s;
-        let indent = margin(self.line_start_at(i));
         let stop = bytes.len().min(kend + 512);
+        // No `default` word starts before the block's reading stops: nothing to read.
+        if self.default_from(p) >= stop {
+            return;
+        }
+        let margin = |s: usize| run_end(bytes, s, |c| matches!(c, b' ' | b'\t')) - s;
+        let indent = margin(self.line_start_at(i, 0));
         let mut depth = 0i32;
         let mut k = p;
         while k < stop {
@@ -2982,6 +2987,69 @@ impl<'t> Scan<'t> {
     /// A line starts at `i`. One continued onto it (`\`, PowerShell's `` ` ``, cmd's `^` before
     /// the newline) carries its commands (`keytool … \` NEWLINE `-storepass …`): looked up once
     /// for that line, so a run of continued lines stays linear.
+    /// The start of the line holding `i` (`floor` when it starts before), read back only as far
+    /// as the last look-up: keys on one long line each asking for its start read it once, not
+    /// once per key. A look-up behind the last reads back to `floor` at most.
+    pub(crate) fn line_start_at(&mut self, i: usize, floor: usize) -> usize {
+        let (seen, start) = self.line_seen;
+        if start <= i && i <= seen {
+            return start.max(floor);
+        }
+        if seen < i {
+            let start = memchr::memrchr(b'\n', &self.bytes[seen..i]).map_or(start, |p| seen + p + 1);
+            self.line_seen = (i, start);
+            return start.max(floor);
+        }
+        memchr::memrchr(b'\n', &self.bytes[floor..i]).map_or(floor, |p| floor + p + 1)
+    }
+
+    /// The end of the line holding `i` (`stop` when it ends after), read on once per line: keys
+    /// on one long line each asking for its end read it once. A look-up behind the last reads on
+    /// to `stop` at most.
+    pub(crate) fn line_end_at(&mut self, i: usize, stop: usize) -> usize {
+        let (seen, end) = self.line_end_seen;
+        if seen <= i && i <= end {
+            return end.min(stop);
+        }
+        if seen < i || seen == usize::MAX {
+            let end = find_byte(b'\n', &self.bytes[i..]).map_or(self.bytes.len(), |p| i + p);
+            self.line_end_seen = (i, end);
+            return end.min(stop);
+        }
+        find_byte(b'\n', &self.bytes[i..stop]).map_or(stop, |p| i + p)
+    }
+
+    /// Where the first `default` (in any case) at or after `p` starts, `usize::MAX` for none, read
+    /// on once for a run of keys: each block a key opens looks for its `Default`.
+    pub(crate) fn default_from(&mut self, p: usize) -> usize {
+        let (seen, at) = self.default_seen;
+        if seen <= p && p <= at {
+            return at;
+        }
+        let bytes = self.bytes;
+        let mut i = p;
+        let at = loop {
+            match memchr::memchr2(b'd', b'D', &bytes[i..]) {
+                Some(k)
+                    if bytes[i + k..]
+                        .get(..7)
+                        .is_some_and(|w| w.eq_ignore_ascii_case(b"default")) =>
+                {
+                    break i + k;
+                }
+                Some(k) => i += k + 1,
+                None => break usize::MAX,
+            }
+        };
+        self.default_seen = (p, at);
+        at
+    }
+
+    /// [`line_before`] from the line start [`Scan::line_start_at`] remembers.
+    pub(crate) fn line_before_at(&mut self, i: usize) -> &'t [u8] {
+        &self.bytes[self.line_start_at(i, i.saturating_sub(256))..i]
+    }
+
     pub(crate) fn new_line(&mut self, i: usize) {
         let before = &self.bytes[..i];
         let before = before.strip_suffix(b"\n").unwrap_or(before);
@@ -2993,37 +3061,6 @@ impl<'t> Scan<'t> {
         };
         self.line = (i, None);
         self.carry = (i, set);
-        self.line_span = (i, usize::MAX);
-    }
-
-    /// The start and end of the line the scan is on (its end looked for once per line).
-    pub(crate) fn current_line(&mut self) -> (usize, usize) {
-        let (start, mut end) = self.line_span;
-        if end == usize::MAX {
-            end = find_byte(b'\n', &self.bytes[start..]).map_or(self.bytes.len(), |p| start + p);
-            self.line_span.1 = end;
-        }
-        (start, end)
-    }
-
-    /// [`line_before`] of `i`: on the scan's current line (where the keys it reads stand) from
-    /// the line's start it knows, not searched back for byte by byte.
-    pub(crate) fn before_on_line(&mut self, i: usize) -> &'t [u8] {
-        let bytes = self.bytes;
-        let (start, end) = self.current_line();
-        if start <= i && i <= end {
-            &bytes[start.max(i.saturating_sub(256))..i]
-        } else {
-            line_before(bytes, i)
-        }
-    }
-
-    /// [`line_start_of`] of `i`, known without a search when `i` is on the scan's current line.
-    pub(crate) fn line_start_at(&mut self, i: usize) -> usize {
-        match self.current_line() {
-            (start, end) if start <= i && i <= end => start,
-            _ => line_start_of(self.bytes, i),
-        }
     }
 
     /// Which password-taking commands the line holding `i` names (or a line continued onto it),
@@ -3082,7 +3119,7 @@ impl<'t> Scan<'t> {
         let Some(sep) = self.separator_at(pos, key, strength, kind, spaced_before) else {
             return;
         };
-        let line = self.before_on_line(kstart);
+        let line = self.line_before_at(kstart);
         let colon = sep == Some(1) && bytes[pos] == b':';
         let quoted_key = pos > kend;
         // `<password>…</password>`: the element's text is the value. An element holds one text:
@@ -3127,7 +3164,7 @@ impl<'t> Scan<'t> {
     /// same line in the same tag, is the password.
     pub(crate) fn typed_password_element(&mut self, kstart: usize, kend: usize, kind: SecretKind) {
         let bytes = self.bytes;
-        let before = self.before_on_line(kstart);
+        let before = self.line_before_at(kstart);
         let Some((&q, head)) = before.split_last() else {
             return;
         };
@@ -4764,18 +4801,21 @@ pub(crate) enum NamedValue {
 /// opening the line behind list or comment marks, the first capitalised (`* Service token`), not
 /// an identifier (`HEROKU_API_KEY`) nor words inside a sentence (`my api key`).
 pub(crate) fn entry_title_before(bytes: &[u8], op: usize) -> bool {
-    let line = bytes[line_start_of(bytes, op)..op].trim_ascii_end();
-    if matches!(line.last(), Some(b'"' | b'\'')) {
+    // Read back from `op` only as far as the answer needs (the blanks, the title, the marks before
+    // it), never to the line's start: a long line of `key - ` pairs would read it back per key.
+    let in_line = |class: fn(u8) -> bool| move |b: u8| b != b'\n' && class(b);
+    let end = op - run_back(&bytes[..op], in_line(|b| b.is_ascii_whitespace()));
+    if matches!(bytes[..end].last(), Some(b'"' | b'\'')) {
         return true;
     }
-    let start = line.len() - run_back(line, |b| b.is_ascii_alphanumeric() || b == b' ');
-    let (marks, name) = line.split_at(start);
-    let name = name.trim_ascii_start();
+    let start = end - run_back(&bytes[..end], in_line(|b| b.is_ascii_alphanumeric() || b == b' '));
+    let name = bytes[start..end].trim_ascii_start();
+    let marks = |b: u8| b.is_ascii_whitespace() || matches!(b, b'#' | b'/' | b'*' | b'-' | b'+' | b';');
     name.first().is_some_and(u8::is_ascii_uppercase)
         && name.get(1).is_some_and(u8::is_ascii_lowercase)
-        && marks
-            .iter()
-            .all(|b| b.is_ascii_whitespace() || matches!(b, b'#' | b'/' | b'*' | b'-' | b'+' | b';'))
+        && bytes[..start - run_back(&bytes[..start], in_line(marks))]
+            .last()
+            .is_none_or(|&b| b == b'\n')
 }
 
 /// Whether a key ending at `kend` stands as a pair's name may: quoted, in its element, in a

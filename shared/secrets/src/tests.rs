@@ -1802,6 +1802,86 @@ fn the_listed_name_words_find_what_reading_every_byte_finds() {
     );
 }
 
+/// What is read back to a line's start (whether an entry's title opens it, a key's indent, a JSON
+/// Web Key member's column) is read so after a long line of repeated keys too: the title behind a
+/// banner's marks is an entry's, a key's identifier is not, and a template parameter's default and
+/// a JSON Web Key's private member after such a line are found.
+#[test]
+fn line_starts_read_after_a_long_line_of_keys_as_after_a_short_one() {
+    let uuid = "8c4f1a2e-9b7d-4e3a-a1f6-2d5c8b9e0f14";
+    let banner = "/".repeat(3000);
+    let prose = "api-key - ".repeat(600);
+    let blocks = "key:{".repeat(3000);
+    let ktys = "kty:".repeat(3000);
+    let member = "w7OfRx8bMeQsNf4nu5X70CqoCj_19aZroSUXKy7jUJ3";
+    assert_spans(&[
+        (&format!("{banner} RELEASE_TOKEN - {uuid}"), uuid),
+        (&format!("{prose}Release token - {uuid}"), uuid),
+        (
+            &format!("{blocks}key: {{\"Type\": \"String\", \"Default\": \"Qx7vLm2pZ9rT4wKs\"}}"),
+            "Qx7vLm2pZ9rT4wKs",
+        ),
+        (
+            &format!("{ktys}\n- kty: EC\n  crv: P-256\n  d: '{member}'"),
+            member,
+        ),
+    ]);
+    assert_clean(&[
+        &format!("{banner} Release token - {uuid}"),
+        &format!("{blocks}key: {{\"Type\": \"String\", \"Default\": \"changeme\"}}"),
+        &format!("{ktys}\n- kty: EC\n  crv: P-256\n  x: '{member}'"),
+    ]);
+}
+
+/// A table's header and rows, and an `.npmrc` scope's `_auth`, below a long line of keys read as
+/// they do alone (each key's line start and end are remembered, not read again per key): a
+/// generated value in a password column or `_auth` is found, a stand-in there is not.
+#[test]
+fn tables_and_scoped_auth_below_a_long_line_of_keys_read_as_alone() {
+    let keys = "key: 1, ".repeat(2000);
+    assert_spans(&[
+        (
+            &format!("{keys}\nuser,password\nops,Zq8pLm2xQ7vK\n"),
+            "Zq8pLm2xQ7vK",
+        ),
+        (
+            &format!("{keys}\n| user | password |\n| --- | --- |\n| ops | Zq8pLm2xQ7vK |"),
+            "Zq8pLm2xQ7vK",
+        ),
+        (
+            &format!("{keys}\n//registry.example.org/:_auth=b3BzOlpxOHBMbTJ4UTd2Sw==\n"),
+            "b3BzOlpxOHBMbTJ4UTd2Sw==",
+        ),
+    ]);
+    assert_clean(&[
+        &format!("{keys}\nuser,password\nops,changeme\n"),
+        &format!("{keys}\n| user | password |\n| --- | --- |\n| ops | ******** |"),
+        &format!("{keys}\n//registry.example.org/:_auth=changeme\n"),
+    ]);
+}
+
+/// A name/value pair written value first, on the long line of keys it ends or below it, names
+/// its value as it does alone: a password's name makes the value before it a secret, a host's
+/// does not.
+#[test]
+fn a_value_before_its_name_after_a_long_line_of_keys_is_read_as_alone() {
+    let keys = "key: 1, ".repeat(2000);
+    assert_spans(&[
+        (
+            &format!("{keys}{{\"value\": \"Zq8pLm2xQ7vK\", \"name\": \"DB_PASSWORD\"}}"),
+            "Zq8pLm2xQ7vK",
+        ),
+        (
+            &format!("{keys}\nenv:\n  - value: Zq8pLm2xQ7vK\n    name: DB_PASSWORD"),
+            "Zq8pLm2xQ7vK",
+        ),
+    ]);
+    assert_clean(&[
+        &format!("{keys}{{\"value\": \"Zq8pLm2xQ7vK\", \"name\": \"DB_HOST\"}}"),
+        &format!("{keys}\nenv:\n  - value: Zq8pLm2xQ7vK\n    name: DB_USER"),
+    ]);
+}
+
 /// Each unit repeated with nothing between scans in linear time (see [`assert_units_linear`]).
 #[test]
 fn adversarial_repetitions_scan_in_linear_time() {
@@ -1943,6 +2023,12 @@ fn adversarial_repetitions_scan_in_linear_time() {
         // A user and a password running on (read to its end before it was judged).
         "10.0.0.1(a/",
         "ID/PW(a/",
+        // Keys on one long line that each read it back to its start: a spaced dash after a key
+        // (is the key an entry's title?), a key opening a block (its indent), a JSON Web Key's
+        // `kty:` (its column).
+        "api-key - ",
+        "key:{",
+        "kty:",
     ];
     assert_units_linear(&units);
 }
@@ -7186,6 +7272,23 @@ fn a_token_cut_by_the_only_wrap_of_a_prompt_is_found() {
         "    unexpected input in the fixture: glpat-abcdefghijklmnopqrst\nFAIL\nany idea?",
         "the mirror job failed to fetch src/components/forms/ButtonGr\noup.tsx from the cache\nany idea?",
     ]);
+}
+
+/// A prompt's only wrap deep inside a long prompt (lines before and after it) is read as it is
+/// alone: the lines around the cut are read rejoined, a token cut in two is found, a path cut
+/// in two is not.
+#[test]
+fn the_only_wrap_of_a_long_prompt_is_read_around_its_cut() {
+    let before: String = (0..700).map(|i| format!("step {i} ok\n")).collect();
+    let after: String = (0..700).map(|i| format!("check {i} done\n")).collect();
+    let token = "glpat-Vq8Lr2\nXn5Tz9Kw3Pm7Yb";
+    assert_spans(&[(
+        &format!("{before}the mirror job failed to fetch with {token} from the internal registry\n{after}"),
+        token,
+    )]);
+    assert_clean(&[&format!(
+        "{before}the mirror job failed to fetch src/components/forms/ButtonGr\noup.tsx from the cache\n{after}"
+    )]);
 }
 
 /// `text` folded at `width` is cut once, and its only finding is `span`, across the cut.
