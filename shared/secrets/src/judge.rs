@@ -209,7 +209,16 @@ impl Value {
         }
     }
 
+    /// The value at `pos`, its reading charged to the work of the text (see [`reset_judged`]).
     pub(crate) fn parse(bytes: &[u8], pos: usize, stop: Stop) -> Option<Self> {
+        let value = Self::read(bytes, pos, stop);
+        if let Some(v) = &value {
+            let _ = charge(Site::Read, pos, v.raw_end);
+        }
+        value
+    }
+
+    fn read(bytes: &[u8], pos: usize, stop: Stop) -> Option<Self> {
         let mut pos = pos;
         // Python byte/raw/format string prefixes.
         if matches!(
@@ -551,6 +560,56 @@ pub(crate) fn code_span_end(bytes: &[u8], pos: usize, raw_end: usize, stop: Stop
     span_end
 }
 
+thread_local! {
+    /// The work of reading and judging again bytes already read or judged since
+    /// [`reset_judged`], the work its text may take, and the end of the furthest value each
+    /// [`Site`] reached in the current reading.
+    static WORK: std::cell::Cell<(usize, usize, [usize; 2])> =
+        const { std::cell::Cell::new((0, usize::MAX, [0; 2])) };
+}
+
+/// Where a value's bytes are worked on: read as a value, or judged.
+#[derive(Clone, Copy)]
+pub(crate) enum Site {
+    Read = 0,
+    Judge = 1,
+}
+
+/// Starts counting afresh for a text of `len` bytes (once per text the filter is asked about).
+/// Values read or judged one after another cost their own bytes, however many: what is counted
+/// is the bytes read or judged again, inside a value already read or judged. Real text has next
+/// to none (code, docs, lock files, the fixtures); only keys packed so densely that each one's
+/// value runs over the next ones (`key=key=key=…` on one line) go over the same bytes hundreds of
+/// times. Past the limit (half the text's length, and 16 KiB more for a short one: the fixtures'
+/// most is under 1 KiB) every value is taken for a secret without its checks and the rest of a
+/// key's line with it: the scan stays linear, and what it could not afford to judge is withheld,
+/// never persisted.
+pub(crate) fn reset_judged(len: usize) {
+    WORK.set((0, len / 2 + 16 * 1024, [0; 2]));
+}
+
+/// A new reading of the text (decoded, rejoined) starts: its values are read afresh.
+pub(crate) fn new_reading() {
+    let (work, limit, _) = WORK.get();
+    WORK.set((work, limit, [0; 2]));
+}
+
+/// Charges working on `start..end` at `site` to the text's work; whether it is now spent.
+pub(crate) fn charge(site: Site, start: usize, end: usize) -> bool {
+    let (work, limit, mut reached) = WORK.get();
+    let again = reached[site as usize].min(end).saturating_sub(start);
+    reached[site as usize] = reached[site as usize].max(end);
+    let work = work.saturating_add(again);
+    WORK.set((work, limit, reached));
+    work > limit
+}
+
+/// Whether the text's work is spent (see [`reset_judged`]).
+pub(crate) fn spent() -> bool {
+    let (work, limit, _) = WORK.get();
+    work > limit
+}
+
 pub(crate) fn value_is_secret(
     bytes: &[u8],
     value: &Value,
@@ -559,6 +618,9 @@ pub(crate) fn value_is_secret(
     mode: Mode,
 ) -> bool {
     let v = value.text(bytes);
+    if charge(Site::Judge, value.start, value.raw_end) {
+        return true;
+    }
     let raw = &bytes[value.start..value.raw_end];
     // A field named `pass` alone holds a password that looks like one (a digit or a symbol in
     // it); a word there is a verdict (`"pass": "Passed"`), a render pass or a label.

@@ -249,6 +249,7 @@ pub fn findings(text: &str) -> Vec<Finding> {
     // apart: a prompt of thousands of encoded words or quoted fields costs one more reading, not
     // thousands.
     const ALONE: usize = 16;
+    crate::judge::reset_judged(text.len());
     let mut found = read(text);
     let again = second_readings(text);
     if let Ok(plain) = std::str::from_utf8(&again.plain) {

@@ -176,6 +176,7 @@ pub(crate) struct PemEnd {
 
 impl<'t> Scan<'t> {
     pub(crate) fn new(text: &'t str) -> Self {
+        crate::judge::new_reading();
         Scan {
             text,
             bytes: text.as_bytes(),
@@ -1520,6 +1521,15 @@ impl<'t> Scan<'t> {
 
     /// A key run starting at `i`: if it holds a secret word, what follows decides.
     pub(crate) fn key_at(&mut self, i: usize) {
+        // Past the work its text may take, a key's line is withheld unread (see
+        // [`crate::judge::reset_judged`]).
+        if crate::judge::spent() {
+            let end = self.line_end_at(i, self.bytes.len());
+            if end > i {
+                self.push(SecretKind::Assignment, i, end);
+            }
+            return;
+        }
         if self.password_word_at(i, i) {
             self.names_listed = false;
             return;

@@ -7439,3 +7439,40 @@ fn a_remembered_check_answers_as_the_check_does() {
     assert!(Recent::answer(&MEMO, &long, check) && Recent::answer(&MEMO, &long, check));
     assert_eq!(calls.get(), 9);
 }
+
+/// Keys packed so densely that each one's value runs over the next ones (`key=key=…` on one line)
+/// would have the same bytes judged hundreds of times over: past a bound the rest is taken for a
+/// secret unjudged, so such a prompt costs about what plain text of its size does and is withheld;
+/// a short one, and real text of any size, is judged as ever.
+#[test]
+fn values_judged_over_and_over_are_withheld_at_the_cost_of_plain_text() {
+    let timed = |text: &str| {
+        (0..5)
+            .map(|_| {
+                let started = Instant::now();
+                let _ = findings(std::hint::black_box(text));
+                started.elapsed()
+            })
+            .min()
+            .expect("runs")
+    };
+    for unit in ["key=", "token=", "pwd:"] {
+        let packed = unit.repeat(64_000 / unit.len());
+        let plain = "Refactor the retry loop so the queue consumer keeps its place. ".repeat(1_000);
+        let (packed_time, plain_time) = (timed(&packed), timed(&plain));
+        assert!(
+            packed_time < plain_time * 30,
+            "{unit:?}: 64 KB took {packed_time:?}, plain text of that size {plain_time:?}"
+        );
+        assert!(
+            find_secret(&packed).is_some(),
+            "{unit:?} packed over 64 KB is withheld"
+        );
+    }
+    // Below the bound nothing changes: a short run is judged (and is no secret), and so is a key
+    // whose value is a credential after a long run of them.
+    assert_clean(&["key=key=key=key=", "set key=key=value in the map"]);
+    let mut text = "key=".repeat(100);
+    text.push_str(" password=Zq8pLm2xQv7T");
+    assert!(find_secret(&text).is_some());
+}
