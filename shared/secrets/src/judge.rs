@@ -594,6 +594,9 @@ pub(crate) fn value_is_secret(
         || !password_key(key) && crate::rules::prefix_then_word(v)
         || is_reference(v)
         || same_as_key(v, key)
+        // A key's value that is a count of four or five (`passphrase='1234'`) is typed where the
+        // value goes, as `123456` is (a URL's userinfo keeps its own judgment).
+        || crate::chars::one_count(v, 4)
         || stand_in_for_key(v, key)
         || yaml_tag(bytes, value)
         || !password_key(key) && auth_scheme(v)
@@ -3514,7 +3517,11 @@ pub(crate) fn stand_in_for_key(v: &[u8], key: &[u8]) -> bool {
             continue;
         }
         while let Some(at) = rest.windows(word.len()).position(|w| w == word.as_slice()) {
-            rest.drain(at..at + word.len());
+            // The word in the plural restates it too (`email_pwd = 'emails_secret'`).
+            let end = at + word.len();
+            let plural =
+                rest.get(end) == Some(&b's') && rest.get(end + 1).is_none_or(|b| !b.is_ascii_alphabetic());
+            rest.drain(at..end + usize::from(plural));
         }
     }
     // Naming words glued to the key's own word (`"token": "privatetoken"`): the slot's name. A

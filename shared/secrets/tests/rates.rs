@@ -24,6 +24,7 @@ const SCANNERS: &str = include_str!("../../../tests/fixtures/secrets_probe_scann
 const WHISPERS: &str = include_str!("../../../tests/fixtures/secrets_probe_whispers.txt");
 const KICS: &str = include_str!("../../../tests/fixtures/secrets_probe_kics.txt");
 const CREDSWEEPER: &str = include_str!("../../../tests/fixtures/secrets_probe_credsweeper.txt");
+const GOSEC: &str = include_str!("../../../tests/fixtures/secrets_probe_gosec.txt");
 const DOC: &str = include_str!("../../../docs/secret-filter.md");
 const README: &str = include_str!("../../../README.md");
 const BEGIN: &str = "<!-- rates: computed by shared/secrets/tests/rates.rs -->\n";
@@ -64,6 +65,7 @@ const FLOORS: &[(&str, f64, f64)] = &[
     ("whispers", 97.0, 0.0),
     ("kics", 100.0, 0.0),
     ("credsweeper", 95.5, 0.4),
+    ("gosec", 100.0, 0.0),
 ];
 
 /// What each source is, for the table.
@@ -178,6 +180,10 @@ const LABELS: &[(&str, &str)] = &[
         "credsweeper",
         "Samsung's CredSweeper: its text samples' reported and unreported lines (code in nine languages, configs, logs, patches, PEM files, vendor tokens) in five prompt shapes, `tests/fixtures/secrets_probe_credsweeper.txt`",
     ),
+    (
+        "gosec",
+        "gosec's test samples: its hard-coded credential rule's in five new prompt shapes (a linter report, a Spanish question), every other rule's Go code in rotation, `tests/fixtures/secrets_probe_gosec.txt`",
+    ),
 ];
 
 #[derive(Default)]
@@ -255,6 +261,7 @@ fn rates() -> BTreeMap<String, Rates> {
         WHISPERS,
         KICS,
         CREDSWEEPER,
+        GOSEC,
     ] {
         score(
             fixture,
