@@ -7205,13 +7205,13 @@ fn a_token_after_bearer_and_a_colon_is_a_secret() {
     ]);
 }
 
-/// A count of four or five under a key (`passphrase='1234'`) is typed where the value goes, as
-/// `123456` is; four random characters are a weak password and stay one.
+/// A count of four or five digits under a password's key (`passphrase='1234'`) is typed where the
+/// value goes, as `123456` is; four random characters are a weak password and stay one.
 #[test]
 fn a_short_count_under_a_key_is_no_value() {
     assert_clean(&[
         "db = connect(user=\"svc\", passcode=\"4321\")",
-        "PASSPHRASE=abcde\nmake sign",
+        "PASSPHRASE=54321\nmake sign",
     ]);
     assert_found(&["db = connect(user=\"svc\", password=\"4q!z\")"]);
 }
@@ -7232,4 +7232,17 @@ fn a_pem_header_in_a_regular_expression_is_a_pattern() {
     assert_found(&[
         "cat id_ecdsa\n-----BEGIN EC PRIVATE KEY-----\nMHcCAQEEIBq7Zr2Lx9Vk4Tm8Wn3Pb6Yc1Hd5Jf0GeUaQ2vX9kLm4oAoGCCqGSM49\n",
     ]);
+}
+
+/// A Go composite literal with its first field after the brace (`sessionKey{user: u}`, an
+/// unexported type in camel case, or `Token{Kind: k}`) builds the value in code; a random value
+/// holding a brace is still one.
+#[test]
+fn a_composite_literal_with_its_fields_is_code() {
+    assert_clean(&[
+        "\tkey := sessionKey{user: u, scope: s}\n\tcache.Put(key, v)",
+        "\tsecret := vault.Secret{Data: payload}",
+        "\tkey := lookupKey{}",
+    ]);
+    assert_found(&["\tpassword := Tq8mWz{4rN7:"]);
 }
