@@ -407,13 +407,17 @@ pub(crate) fn two_in_turn(v: &[u8]) -> bool {
     n >= 8 && 3 * covered >= 2 * n
 }
 
+/// Whether `v` is one count end to end, `min` to seven characters (`1234`, `abcdefg`, `zyxwvu`).
+pub(crate) fn one_count(v: &[u8], min: usize) -> bool {
+    (min..8).contains(&v.len())
+        && v.iter().all(u8::is_ascii_alphanumeric)
+        && count_chain(&mut v.iter().copied()) == Some(v.len())
+}
+
 /// Six or seven characters that are one count end to end (`abcdefg`, `1234567`, `zyxwvu`) are one
 /// too: the count is the whole value.
 pub(crate) fn counted_through(v: &[u8]) -> bool {
-    if (6..8).contains(&v.len())
-        && v.iter().all(u8::is_ascii_alphanumeric)
-        && count_chain(&mut v.iter().copied()) == Some(v.len())
-    {
+    if one_count(v, 6) {
         return true;
     }
     if !(8..=64).contains(&v.len())

@@ -809,7 +809,9 @@ pub(crate) fn value_is_secret(
     // key's long run of digits (`secret = "9734741337193905126710251"`) is no number either.
     let digits_secret = password_key(key) && v.len() >= 4 || strength == Strength::Strong && v.len() >= 16;
     if mode != Mode::Prose && digits_secret && v.iter().all(u8::is_ascii_digit) {
-        return true;
+        // A count of four or five (`passphrase='1234'`) is typed where the value goes, as
+        // `123456` is (a URL's userinfo keeps its own judgment).
+        return !(v.len() < 6 && crate::chars::one_count(v, 4));
     }
     // A quoted value is a literal wherever it stands, and so is a connection string's field
     // (`…;Password=specialbill_user;Initial Catalog=…`): its text is the value itself.
@@ -1577,13 +1579,29 @@ pub(crate) fn sigil_code(raw: &[u8]) -> bool {
 }
 
 /// A composite literal opened after its type (`storage.DeviceToken{`, `&Config{`): Go builds the
-/// value there.
+/// value there. Its first field may follow the brace (`Token{Kind:`, `cacheKey{block:`) or it
+/// closes empty (`cacheKey{}`); an unexported type is camel case then. (Only a value ending in
+/// `{`, `}` or `:` is searched for its brace: a token about never does.)
 pub(crate) fn composite_literal(raw: &[u8]) -> bool {
     let body = raw.strip_prefix(b"&").unwrap_or(raw);
-    body.strip_suffix(b"{").is_some_and(|path| {
-        let ty = path.rsplit(|&b| b == b'.').next().unwrap_or(path);
-        ty.first().is_some_and(u8::is_ascii_uppercase) && path.split(|&b| b == b'.').all(name_of_words)
-    })
+    let brace = match body.last() {
+        Some(b'{') => body.len() - 1,
+        Some(b'}') if body.ends_with(b"{}") => body.len() - 2,
+        Some(b':') => match crate::bytes::find_byte(b'{', body) {
+            Some(at) => at,
+            None => return false,
+        },
+        _ => return false,
+    };
+    let (path, fields) = (&body[..brace], &body[brace + 1..]);
+    let ty = path.rsplit(|&b| b == b'.').next().unwrap_or(path);
+    let exported = ty.first().is_some_and(u8::is_ascii_uppercase);
+    let camel = ty.iter().skip(1).any(u8::is_ascii_uppercase);
+    let field = fields.strip_suffix(b":").unwrap_or(fields);
+    let field_name = field.first().is_some_and(u8::is_ascii_alphabetic)
+        && field.iter().all(|&b| b.is_ascii_alphanumeric() || b == b'_');
+    path.split(|&b| b == b'.').all(name_of_words)
+        && (fields.is_empty() && exported || (fields == b"}" || field_name) && (exported || camel))
 }
 
 /// A PowerShell command (`ConvertTo-SecureString`, `Read-Host`, `Get-Credential`): an approved
@@ -3634,7 +3652,11 @@ pub(crate) fn stand_in_for_key(v: &[u8], key: &[u8]) -> bool {
             continue;
         }
         while let Some(at) = rest.windows(word.len()).position(|w| w == word.as_slice()) {
-            rest.drain(at..at + word.len());
+            // The word in the plural restates it too (`email_pwd = 'emails_secret'`).
+            let end = at + word.len();
+            let plural =
+                rest.get(end) == Some(&b's') && rest.get(end + 1).is_none_or(|b| !b.is_ascii_alphabetic());
+            rest.drain(at..end + usize::from(plural));
         }
     }
     // Naming words glued to the key's own word (`"token": "privatetoken"`): the slot's name. A

@@ -51,8 +51,8 @@
 //!   `b3BlbnNzaC1rZXktdjE…`), or the `Private-Lines:` of a PuTTY `.ppk` file through its MAC.
 //! - `assignment`: a key that *contains* a secret word (`password`, `passwd`, `pwd`,
 //!   `passphrase`, `passcode`, `secret`, `token`, `api key`, `access key`, `private key`,
-//!   `credential`, `cookie`, `pw`; weaker: `key`, `auth`, `pass`, `PAT` as a segment of its own,
-//!   whose value must be one base64url run) with any prefix or suffix,
+//!   `credential`, `cookie`, `pw`; weaker: `key`, `auth`, `pass`, `cred` ending its word, `PAT`
+//!   as a segment of its own, whose value must be one base64url run) with any prefix or suffix,
 //!   `_`/`-`/`.` separators, quoted or not, then `=`, `:`, `:=`, `=>`, Make's `?=`, `+=`, `::=`,
 //!   `:::=`, PHP's `.=`, an array declaration (`char secret[25] = …`), a comparison with a
 //!   literal either way round (`pw == "…"`, `"…" !== secret`; a typed lowercase word counts

@@ -1381,6 +1381,8 @@ impl<'t> Scan<'t> {
         } else {
             return;
         };
+        // `Bearer: <token>`: a colon typed after the scheme, as in a header's own line.
+        let scheme_end = scheme_end + usize::from(!basic && bytes.get(scheme_end) == Some(&b':'));
         let start = skip_blank(bytes, scheme_end);
         if start == scheme_end || start >= bytes.len() {
             return;
@@ -4129,8 +4131,9 @@ impl<'t> Scan<'t> {
                     // PRIVATE KEY-----")`) with no body after it: a key's body is lines of
                     // base64. A header alone on its line may be a key cut short, and stays one.
                     let end = base64_block_end(bytes, eol);
-                    // A quote escaped inside a string (`regexReplaceAll \"-----BEGIN …-----\"`) too.
-                    let quoted = matches!(bytes.get(words + armor.len()), Some(b'"' | b'\'' | b'`'))
+                    // A quote escaped inside a string (`regexReplaceAll \"-----BEGIN …-----\"`) too,
+                    // and a regular expression's closing slash (`/-----BEGIN RSA PRIVATE KEY-----/`).
+                    let quoted = matches!(bytes.get(words + armor.len()), Some(b'"' | b'\'' | b'`' | b'/'))
                         || bytes[words + armor.len()..].starts_with(b"\\\"");
                     if quoted && !base64_run(&bytes[words + armor.len()..end], 24) {
                         // Its body may follow as quoted strings (Go's `"…" +`, C's adjacent

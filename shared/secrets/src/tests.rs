@@ -7476,3 +7476,74 @@ fn values_judged_over_and_over_are_withheld_at_the_cost_of_plain_text() {
     text.push_str(" password=Zq8pLm2xQv7T");
     assert!(find_secret(&text).is_some());
 }
+
+/// `cred` ending its word names a credential as `creds` does, so a generated value under it is
+/// one; inside another word (`credit`, `CREDO`) or holding a word it names nothing.
+#[test]
+fn a_generated_value_under_cred_is_a_secret() {
+    assert_found(&[
+        "smtpCred := \"r8Vq2XmLk4TzN7pW9sYb3Hd6Jf1Ge5Ua\"",
+        "export MIRROR_CRED='Zt7pQ2vX9kLm4Rn8Wb3Yc6Hs1Jd5Fg0e'",
+    ]);
+    assert_clean(&[
+        "creditLimit = \"r8Vq2XmLk4TzN7pW9sYb3Hd6Jf1Ge5Ua\"",
+        "CREDO_VERSION='Zt7pQ2vX9kLm4Rn8Wb3Yc6Hs1Jd5Fg0e'",
+        "cred = load_from_keyring(\"mirror\")",
+    ]);
+}
+
+/// `Bearer:` with a colon, as a header's own line is typed, still carries its token; a word or
+/// a short value after it is prose.
+#[test]
+fn a_token_after_bearer_and_a_colon_is_a_secret() {
+    assert_found(&[
+        "curl -H \"X-Upstream: Bearer: q7Zr2Lx9Vk4Tm8Wn3Pb6\" https://api.internal/v2/jobs",
+        "const AUTH = \"Bearer: 5mKq2Vr8Xz7Ln4Wp9Tb3Yc\";",
+    ]);
+    assert_clean(&[
+        "the docs list two schemes, Basic: for a user and Bearer: for a token issued by the server",
+        "Bearer: required, see the auth section",
+    ]);
+}
+
+/// A count of four or five digits under a password's key (`passphrase='1234'`) is typed where the
+/// value goes, as `123456` is; four random characters are a weak password and stay one.
+#[test]
+fn a_short_count_under_a_key_is_no_value() {
+    assert_clean(&[
+        "db = connect(user=\"svc\", passcode=\"4321\")",
+        "PASSPHRASE=54321\nmake sign",
+    ]);
+    assert_found(&["db = connect(user=\"svc\", password=\"4q!z\")"]);
+}
+
+/// A value made of the key's own words is the slot's name, a word in the plural too
+/// (`queue_pwd = "queues_secret"`); other words there are a weak literal password.
+#[test]
+fn a_value_restating_its_key_in_the_plural_is_its_name() {
+    assert_clean(&["queue_pwd = \"queues_secret\"", "ROUTER_PWD='routers-secret'"]);
+    assert_found(&["queue_pwd = \"orange_secret\""]);
+}
+
+/// A PEM header inside a regular expression (`/-----BEGIN … KEY-----/`) is a pattern that finds
+/// keys; a header alone on its line may be a key cut short.
+#[test]
+fn a_pem_header_in_a_regular_expression_is_a_pattern() {
+    assert_clean(&["if (/-----BEGIN EC PRIVATE KEY-----/.test(body)) { reject(); }"]);
+    assert_found(&[
+        "cat id_ecdsa\n-----BEGIN EC PRIVATE KEY-----\nMHcCAQEEIBq7Zr2Lx9Vk4Tm8Wn3Pb6Yc1Hd5Jf0GeUaQ2vX9kLm4oAoGCCqGSM49\n",
+    ]);
+}
+
+/// A Go composite literal with its first field after the brace (`sessionKey{user: u}`, an
+/// unexported type in camel case, or `Token{Kind: k}`) builds the value in code; a random value
+/// holding a brace is still one.
+#[test]
+fn a_composite_literal_with_its_fields_is_code() {
+    assert_clean(&[
+        "\tkey := sessionKey{user: u, scope: s}\n\tcache.Put(key, v)",
+        "\tsecret := vault.Secret{Data: payload}",
+        "\tkey := lookupKey{}",
+    ]);
+    assert_found(&["\tpassword := Tq8mWz{4rN7:"]);
+}

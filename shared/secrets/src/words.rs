@@ -877,9 +877,28 @@ pub(crate) fn secret_word_at(key: &[u8], j: usize) -> Option<(usize, Strength, b
                     .filter(|&e| eat_ci(key, e, b"or").is_none() && eat_ci(key, e, b"enticity").is_none())
                     .map(|e| (e, Strength::Weak, false))
             }),
-        b'c' => longest(key, j, &[b"credential", b"creds", b"cookie"]).map(|e| (e, Strength::Strong, false)),
+        b'c' => longest(key, j, &[b"credential", b"creds", b"cookie"])
+            .map(|e| (e, Strength::Strong, false))
+            // (`create`, `secret`: no `d` after `cre`, no call.)
+            .or_else(|| {
+                key.get(j + 3)
+                    .filter(|b| *b | 0x20 == b'd')
+                    .and_then(|_| cred_alone(key, j))
+            }),
         _ => None,
     }
+}
+
+/// `cred` ending its word at `j` (`dbCred`, `DB_CRED`; not `credit`, `CREDO`), weak as `pat` is:
+/// only a generated value under it counts. Kept out of line: most words at a `c` are no `cred`.
+#[inline(never)]
+fn cred_alone(key: &[u8], j: usize) -> Option<(usize, Strength, bool)> {
+    let e = eat_ci(key, j, b"cred")?;
+    key.get(e)
+        .is_none_or(|&b| {
+            !b.is_ascii_alphabetic() || b.is_ascii_uppercase() && key[e - 1].is_ascii_lowercase()
+        })
+        .then_some((e, Strength::Weak, false))
 }
 
 /// The command of a shell line that `i` is part of: what follows its last `;`, `|` or `&` (a

@@ -25,6 +25,7 @@ const WHISPERS: &str = include_str!("../../../tests/fixtures/secrets_probe_whisp
 const KICS: &str = include_str!("../../../tests/fixtures/secrets_probe_kics.txt");
 const CREDSWEEPER: &str = include_str!("../../../tests/fixtures/secrets_probe_credsweeper.txt");
 const TITUS: &str = include_str!("../../../tests/fixtures/secrets_probe_titus.txt");
+const GOSEC: &str = include_str!("../../../tests/fixtures/secrets_probe_gosec.txt");
 const DOC: &str = include_str!("../../../docs/secret-filter.md");
 const README: &str = include_str!("../../../README.md");
 const BEGIN: &str = "<!-- rates: computed by shared/secrets/tests/rates.rs -->\n";
@@ -66,6 +67,7 @@ const FLOORS: &[(&str, f64, f64)] = &[
     ("kics", 100.0, 0.0),
     ("credsweeper", 95.5, 0.4),
     ("titus", 97.6, 1.1),
+    ("gosec", 100.0, 0.1),
 ];
 
 /// What each source is, for the table.
@@ -184,6 +186,10 @@ const LABELS: &[(&str, &str)] = &[
         "titus",
         "Praetorian's Titus: its rule examples that Nosey Parker and Kingfisher do not carry, in six new prompt shapes, `tests/fixtures/secrets_probe_titus.txt`",
     ),
+    (
+        "gosec",
+        "gosec's test samples: its hard-coded credential rule's in five new prompt shapes (a linter report, a Spanish question), every other rule's Go code in rotation, `tests/fixtures/secrets_probe_gosec.txt`",
+    ),
 ];
 
 #[derive(Default)]
@@ -262,6 +268,7 @@ fn rates() -> BTreeMap<String, Rates> {
         KICS,
         CREDSWEEPER,
         TITUS,
+        GOSEC,
     ] {
         score(
             fixture,
