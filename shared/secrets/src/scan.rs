@@ -2209,13 +2209,14 @@ impl<'t> Scan<'t> {
         let token_closed = bytes
             .get(token_end)
             .is_none_or(|&b| b.is_ascii_whitespace() || b"\"'`;,<)]}|".contains(&b));
-        if token_closed
+        // A generic reading names no provider: the token's facts are read only for a provider's.
+        if !generic
+            && token_closed
             && token.len() >= 16
             && has_digit(token)
             && token.iter().any(u8::is_ascii_alphabetic)
             && entropy(token) >= 3.0
             && !is_placeholder(token)
-            && !generic
             && let Some(name) = crate::rules::keyword_match(key, token)
         {
             self.push(SecretKind::Vendor(name), p, token_end);
@@ -2308,13 +2309,16 @@ impl<'t> Scan<'t> {
                 _ => v,
             };
             let symbols = v.iter().filter(|b| b.is_ascii_punctuation()).count();
-            let code = code_expression(v)
-                || v.windows(2).any(|w| w == b"()")
-                || v.contains(&b'\\')
-                || sigil_code(v)
-                || composite_literal(v)
-                || cmdlet(v);
-            (symbols >= 4 && !code && entropy(v) >= 4.0).then_some(p + v.len())
+            // Code is looked for only in a value with the symbols of a password.
+            let code = || {
+                code_expression(v)
+                    || v.windows(2).any(|w| w == b"()")
+                    || v.contains(&b'\\')
+                    || sigil_code(v)
+                    || composite_literal(v)
+                    || cmdlet(v)
+            };
+            (symbols >= 4 && !code() && entropy(v) >= 4.0).then_some(p + v.len())
         };
         // After a comma the value is the next argument: only a literal is a value there
         // (`decode(token, options={…})` passes an expression).
