@@ -2216,8 +2216,10 @@ impl<'t> Scan<'t> {
             && has_digit(token)
             && token.iter().any(u8::is_ascii_alphabetic)
             && entropy(token) >= 3.0
-            && !is_placeholder(token)
+            // The key names a provider before the token's shape is judged (a lock file's
+            // `checksum = "…"` names none).
             && let Some(name) = crate::rules::keyword_match(key, token)
+            && !is_placeholder(token)
         {
             self.push(SecretKind::Vendor(name), p, token_end);
             return;
