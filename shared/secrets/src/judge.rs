@@ -580,8 +580,8 @@ pub(crate) enum Site {
 /// is the bytes read or judged again, inside a value already read or judged. Real text has next
 /// to none (code, docs, lock files, the fixtures); only keys packed so densely that each one's
 /// value runs over the next ones (`key=key=key=…` on one line) go over the same bytes hundreds of
-/// times. Past the limit (half the text's length, and 16 KiB more for a short one: the fixtures'
-/// most is under 1 KiB) every value is taken for a secret without its checks and the rest of a
+/// times. Past the limit (half the text's length, and 16 KiB more for a short one: no fixture
+/// line comes near it) every value is taken for a secret without its checks and the rest of a
 /// key's line with it: the scan stays linear, and what it could not afford to judge is withheld,
 /// never persisted.
 pub(crate) fn reset_judged(len: usize) {

@@ -37,6 +37,22 @@
 //! 64 KiB), a line's command words are looked up once per line, and a span already found is not
 //! scanned again, so repetitive prompts stay linear.
 //!
+//! Real text and dense keys cost more than the benchmark's plain prompt: every word that may
+//! name a secret starts a key's reading. One 200 KB scan (`scan --once`, start-up subtracted) of
+//! code, docs, lock files and prompts full of such words took 24.6–145.3 M instructions, and shapes
+//! a user may paste (`.env` lines, JSON of keys, one long line of `key=value` pairs, secret words
+//! in prose on one line) 427–12,446 M, up to about 1.5 s. Now 23.9–81.9 M and 150–480 M: word
+//! lists are grouped by first byte at build time and the last values judged are remembered (for
+//! values up to 64 bytes; copying longer ones cost real text more than it saved); a line's start
+//! and end are found once per line and remembered across its keys, by a vectorised search; a
+//! value's cheap facts (its shape, whether a provider's keyword names the key) are read before
+//! the text around it and before its judging; a lone hard-wrap cut is read again only around the
+//! cut. What is left is spread over the readers a key runs (no one function over 15%). Keys
+//! packed so densely that each one's value runs over the next ones (`key=key=key=…`) would have
+//! the same bytes read and judged hundreds of times over (8,374 M): the bytes read or judged
+//! again are counted (`judge::reset_judged`), real text has next to none, and past half the
+//! text's length the rest of each key's line is withheld unread (40 M).
+//!
 //! Size: the release profile (root `Cargo.toml`) optimizes the dependencies (TLS, JSON, TOML) for
 //! size (`opt-level = "s"`) and the workspace's crates, this one among them, for speed: every hook
 //! executable went from 3.07–3.15 MiB to 2.69–2.77 MiB (`powercontext-hook-opencode`, the largest,
