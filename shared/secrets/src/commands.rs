@@ -176,7 +176,7 @@ pub(crate) fn shell_line(line: &[u8]) -> bool {
         None if tail.len() == t.len() => t,
         None => &[],
     };
-    const STARTER_MAX: usize = 11;
+    const STARTER_MAX: usize = STARTERS.longest();
     const STARTERS: Words = words_from!(&[
         b"export",
         b"set",

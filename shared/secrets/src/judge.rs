@@ -695,11 +695,9 @@ pub(crate) fn value_is_secret(
         return false;
     }
     // A digest or an id a command line prints in a table's column (`fly secrets list`: `NAME
-    // DIGEST …` over `SECRET_KEY_BASE  7c1e9d2a4b6f8031  …`): the column's title names it. A
-    // column's value stands after two spaces at least: the lines above are read for no other.
+    // DIGEST …` over `SECRET_KEY_BASE  7c1e9d2a4b6f8031  …`): the column's title names it (a
+    // value after anything but a two-blank gap reads nothing back).
     if mode == Mode::Prose
-        && value.start >= 2
-        && bytes[value.start - 2..value.start] == *b"  "
         && crate::layout::column_title(bytes, value.start).is_some_and(|t| {
             [
                 &b"DIGEST"[..],

@@ -2,7 +2,8 @@
 //! file locations, JSON and HTML escapes. It maps offsets back and must never drop or reorder a byte.
 
 use crate::bytes::{
-    any_of_two, find_any_of_three, find_any_of_two, find_byte, find_ci, run_back, run_end, run_end_max,
+    any_of_two, find_any_of_three, find_any_of_two, find_byte, find_ci, rfind_byte, run_back, run_end,
+    run_end_max,
 };
 use crate::words::may_hold_secret_word;
 
@@ -828,7 +829,7 @@ pub(crate) fn line_escapes(text: &str) -> Option<(String, Vec<usize>)> {
             continue;
         }
         // The line's start is after the last line read: only the bytes between are searched.
-        let start = memchr::memrchr(b'\n', &bytes[line..at]).map_or(line, |p| line + p + 1);
+        let start = rfind_byte(b'\n', &bytes[line..at]).map_or(line, |p| line + p + 1);
         let mut end = find_byte(b'\n', &bytes[at..]).map_or(bytes.len(), |e| at + e);
         if bytes[..end].ends_with(b"\\n\\") {
             // A value continued over lines, each ending with an escaped line break and a `\`
@@ -1420,7 +1421,7 @@ pub(crate) fn column_title(bytes: &[u8], at: usize) -> Option<&[u8]> {
         return None;
     }
     let floor = at.saturating_sub(4096);
-    let line_start = |end: usize| memchr::memrchr(b'\n', &bytes[floor..end]).map_or(floor, |p| floor + p + 1);
+    let line_start = |end: usize| rfind_byte(b'\n', &bytes[floor..end]).map_or(floor, |p| floor + p + 1);
     let start = line_start(at);
     let col = at - start;
     if col < 3 {

@@ -247,7 +247,7 @@ mod scan;
 mod tables;
 mod words;
 
-use crate::bytes::{find_byte, find_ci};
+use crate::bytes::{find_byte, find_ci, rfind_byte};
 use crate::layout::{csv_cell, line_escapes, second_readings, unescaped, unwrapped};
 use crate::scan::scan_text;
 pub use kinds::{Finding, SecretKind};
@@ -308,7 +308,7 @@ pub fn findings(text: &str) -> Vec<Finding> {
             Some((cut, _)) => {
                 let bytes = plain.as_bytes();
                 let j = at.partition_point(|&x| x < *cut);
-                let lo = memchr::memrchr(b'\n', &bytes[..j.saturating_sub(CUT_CONTEXT)]).map_or(0, |p| p + 1);
+                let lo = rfind_byte(b'\n', &bytes[..j.saturating_sub(CUT_CONTEXT)]).map_or(0, |p| p + 1);
                 let from = bytes.len().min(j + CUT_CONTEXT);
                 (
                     lo,

@@ -3,9 +3,9 @@
 
 use crate::bytes::{
     MAX_SEGMENT, b64, b64url, char_at, char_ceil, char_floor, contains_ci, eat_ci, ends_with_ci,
-    fallback_after, find_byte, find_ci, hex, is_js_space, is_word, line_before, line_end, line_end_max,
-    line_start_of, lower, run_back, run_end, run_end_max, skip_blank, skip_space, token_continues_at,
-    trim_ascii, trim_end_of, word_at, word_class,
+    fallback_after, find_any_of_two, find_byte, find_ci, hex, is_js_space, is_word, line_before, line_end,
+    line_end_max, line_start_of, lower, rfind_byte, run_back, run_end, run_end_max, skip_blank, skip_space,
+    token_continues_at, trim_ascii, trim_end_of, word_at, word_class,
 };
 use crate::chars::{
     alphabet, entropy, fabricated, has_digit, has_symbol, identifier_like, looks_random, mixed_case, wordy,
@@ -1904,7 +1904,7 @@ impl<'t> Scan<'t> {
         if skip {
             return None;
         }
-        let line_start = memchr::memrchr(b'\n', &bytes[lo..field_start]).map_or(lo, |p| lo + p + 1);
+        let line_start = rfind_byte(b'\n', &bytes[lo..field_start]).map_or(lo, |p| lo + p + 1);
         let item = |from: usize, to: usize| {
             let lead = bytes[from..to].trim_ascii_start();
             lead.starts_with(b"- ") || lead == b"-"
@@ -2996,9 +2996,6 @@ impl<'t> Scan<'t> {
         }
     }
 
-    /// A line starts at `i`. One continued onto it (`\`, PowerShell's `` ` ``, cmd's `^` before
-    /// the newline) carries its commands (`keytool … \` NEWLINE `-storepass …`): looked up once
-    /// for that line, so a run of continued lines stays linear.
     /// The start of the line holding `i` (`floor` when it starts before), read back only as far
     /// as the last look-up: keys on one long line each asking for its start read it once, not
     /// once per key. A look-up behind the last reads back to `floor` at most.
@@ -3008,11 +3005,11 @@ impl<'t> Scan<'t> {
             return start.max(floor);
         }
         if seen < i {
-            let start = memchr::memrchr(b'\n', &self.bytes[seen..i]).map_or(start, |p| seen + p + 1);
+            let start = rfind_byte(b'\n', &self.bytes[seen..i]).map_or(start, |p| seen + p + 1);
             self.line_seen = (i, start);
             return start.max(floor);
         }
-        memchr::memrchr(b'\n', &self.bytes[floor..i]).map_or(floor, |p| floor + p + 1)
+        rfind_byte(b'\n', &self.bytes[floor..i]).map_or(floor, |p| floor + p + 1)
     }
 
     /// The end of the line holding `i` (`stop` when it ends after), read on once per line: keys
@@ -3041,7 +3038,7 @@ impl<'t> Scan<'t> {
         let bytes = self.bytes;
         let mut i = p;
         let at = loop {
-            match memchr::memchr2(b'd', b'D', &bytes[i..]) {
+            match find_any_of_two(b'd', b'D', &bytes[i..]) {
                 Some(k)
                     if bytes[i + k..]
                         .get(..7)
@@ -3062,6 +3059,9 @@ impl<'t> Scan<'t> {
         &self.bytes[self.line_start_at(i, i.saturating_sub(256))..i]
     }
 
+    /// A line starts at `i`. One continued onto it (`\`, PowerShell's `` ` ``, cmd's `^` before
+    /// the newline) carries its commands (`keytool … \` NEWLINE `-storepass …`): looked up once
+    /// for that line, so a run of continued lines stays linear.
     pub(crate) fn new_line(&mut self, i: usize) {
         let before = &self.bytes[..i];
         let before = before.strip_suffix(b"\n").unwrap_or(before);

@@ -361,6 +361,19 @@ impl Words {
         self.at.len()
     }
 
+    /// The length of the longest word (a constant function, as [`Words::get`] is).
+    pub(crate) const fn longest(&self) -> usize {
+        let mut most = 0;
+        let mut k = 0;
+        while k < self.at.len() {
+            if self.at[k].1 as usize > most {
+                most = self.at[k].1 as usize;
+            }
+            k += 1;
+        }
+        most
+    }
+
     /// The word at `k` (a constant function: tables are built from lists at compile time).
     pub(crate) const fn get(&self, k: usize) -> &'static [u8] {
         let (start, len) = self.at[k];
