@@ -580,12 +580,13 @@ pub(crate) enum Site {
 /// is the bytes read or judged again, inside a value already read or judged. Real text has next
 /// to none (code, docs, lock files, the fixtures); only keys packed so densely that each one's
 /// value runs over the next ones (`key=key=key=…` on one line) go over the same bytes hundreds of
-/// times. Past the limit (half the text's length, and 16 KiB more for a short one: no fixture
-/// line comes near it) every value is taken for a secret without its checks and the rest of a
+/// times. Past the limit (four times the text's length, and 16 KiB more for a short one: real
+/// text reads under 0.4% of its length again, values holding `key=value` pairs of their own
+/// about 1.2 times, `key=` repeated hundreds of times) every value is taken for a secret without its checks and the rest of a
 /// key's line with it: the scan stays linear, and what it could not afford to judge is withheld,
 /// never persisted.
 pub(crate) fn reset_judged(len: usize) {
-    WORK.set((0, len / 2 + 16 * 1024, [0; 2]));
+    WORK.set((0, len.saturating_mul(4).saturating_add(16 * 1024), [0; 2]));
 }
 
 /// A new reading of the text (decoded, rejoined) starts: its values are read afresh.

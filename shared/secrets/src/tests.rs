@@ -7547,3 +7547,50 @@ fn a_composite_literal_with_its_fields_is_code() {
     ]);
     assert_found(&["\tpassword := Tq8mWz{4rN7:"]);
 }
+
+/// Values that hold `key=value` pairs of their own are read again once or so per byte, not
+/// hundreds of times: a long text of them, and the ordinary code after it, is judged as ever.
+#[test]
+fn values_holding_pairs_of_their_own_stay_under_the_bound() {
+    // Words of four to six letters, none random (a fixed sequence through the alphabet).
+    let mut seed = 7u32;
+    let mut word = || {
+        let n = 4 + (seed % 3) as usize;
+        (0..n)
+            .map(|_| {
+                seed = seed.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+                char::from(b'a' + ((seed >> 16) % 26) as u8)
+            })
+            .collect::<String>()
+    };
+    let mut text = String::new();
+    for _ in 0..1_200 {
+        let line = format!(
+            "password: \"user={} token={} secret={} key={} pass={}\"\n",
+            word(),
+            word(),
+            word(),
+            word(),
+            word()
+        );
+        text.push_str(&line);
+    }
+    for _ in 0..2_500 {
+        let row = format!(
+            "| token | {}{} | secret key: {} | password: {} |\n",
+            word(),
+            word(),
+            word(),
+            word()
+        );
+        text.push_str(&row);
+    }
+    text.push_str("\ncount = 3\nname = \"world\"\nprint(f\"hello {name}\")\n");
+    assert!(
+        find_secret(&text).is_none(),
+        "withheld: {:?}",
+        findings(&text)
+            .first()
+            .map(|f| &text[f.start..f.end.min(f.start + 80)])
+    );
+}
