@@ -741,3 +741,23 @@ fn every_module_opens_with_a_line_on_what_it_owns() {
         .collect();
     assert!(bare.is_empty(), "modules without a `//!` line first: {bare:?}");
 }
+
+/// Every hook executable of the release build (`make test` builds it first) is at most 3 MB,
+/// decimal: what a host starts on every prompt stays small, however the limit is read.
+#[test]
+fn every_release_hook_executable_is_at_most_3_mb() {
+    let hooks: Vec<&str> = powercontext_hooks_core::host::HOSTS
+        .iter()
+        .map(|h| h.hook_exe)
+        .collect();
+    assert!(hooks.len() >= 13, "{hooks:?}");
+    let over: Vec<(String, u64)> = hooks
+        .iter()
+        .map(|exe| {
+            let p = crate::support::release_exe(exe);
+            (exe.to_string(), std::fs::metadata(p).unwrap().len())
+        })
+        .filter(|(_, len)| *len > 3_000_000)
+        .collect();
+    assert!(over.is_empty(), "over 3,000,000 bytes: {over:?}");
+}

@@ -2376,9 +2376,14 @@ fn finish_targets(report: &mut Report, main: &MainFigures) {
     if let Some(big) = exes.iter().max_by_key(|s| s.1) {
         t.push(Target {
             name: "Executable size (stripped)".into(),
-            goal: "≤ 3 MB each".into(),
-            measured: format!("{:.2} MiB largest ({})", big.1 as f64 / 1024.0 / 1024.0, big.0),
-            met: Some(big.1 <= 3 * 1024 * 1024),
+            goal: "≤ 3 MB (3,000,000 bytes) each".into(),
+            measured: format!(
+                "{} bytes ({:.2} MiB) largest ({})",
+                big.1,
+                big.1 as f64 / 1024.0 / 1024.0,
+                big.0
+            ),
+            met: Some(big.1 <= 3_000_000),
         });
     }
     if let Some(big) = exes.iter().filter(|s| s.2.is_some()).max_by_key(|s| s.2) {
