@@ -3,7 +3,7 @@
 //! link and load such an executable. It must never fail a build or ship an executable that cannot
 //! start: any doubt leaves the executables linked as before.
 //!
-//! Why: every `&str` in a static table (panic locations, rule and word tables, root certificates)
+//! Why: every `&str` in a static table (panic locations, root certificates, the libraries' tables)
 //! needs a relocation, about 4,000 per hook at 24 bytes each. Packed, they take a few hundred bytes,
 //! each executable is about 95 KB smaller, and the loader has less to apply at every start.
 
