@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use powercontext_hooks_secrets::{KEYWORD_INFO, VENDORS, find_secret, keyword_providers};
+use powercontext_hooks_secrets::{FAMILIES, KEYWORD_INFO, VENDORS, find_secret, keyword_providers};
 
 const CORPUS: &str = include_str!("../../../tests/fixtures/secrets_corpus.txt");
 const HELDOUT: &str = include_str!("../../../tests/fixtures/secrets_heldout.txt");
@@ -440,5 +440,10 @@ fn the_documented_rule_counts_are_the_compiled_ones() {
     ];
     for line in &readme {
         assert!(README.contains(line.as_str()), "README.md should say: {line}");
+    }
+    // The README's table of families: every data file holding rules, with its count.
+    for (stem, family, rules) in FAMILIES.iter().filter(|f| f.2 > 0) {
+        let row = format!("| [{family}](shared/secrets/rules/{stem}.toml) | {rules} |");
+        assert!(README.contains(&row), "README.md should have the row: {row}");
     }
 }
