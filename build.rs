@@ -27,6 +27,7 @@ const FLAG: &str = "-Wl,-z,pack-relative-relocs";
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
+    println!("cargo:rerun-if-env-changed=RUSTC_LINKER");
     let var = |k: &str| std::env::var(k).unwrap_or_default();
     // Only where the probe can run (a native build) and the C library is glibc, which states its
     // support with a symbol version the linker then requires.
