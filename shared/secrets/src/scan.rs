@@ -3418,13 +3418,15 @@ impl<'t> Scan<'t> {
         let names_password = password_key(key)
             || key.eq_ignore_ascii_case(b"pass")
             || key.len() >= 2 && key[key.len() - 2..].eq_ignore_ascii_case(b"pw");
+        // (The key is asked before the value is split and its password judged.)
+        if !names_password || strength != Strength::Strong {
+            return false;
+        }
         let Some(at) = user_password(v, b'/') else {
             return false;
         };
         let user = &v[..at - 1];
-        if !names_password
-            || strength != Strength::Strong
-            || v[at..].contains(&b'/')
+        if v[at..].contains(&b'/')
             || user.is_empty()
             || !user
                 .iter()
@@ -4915,21 +4917,23 @@ pub(crate) fn same_line_tokens(bytes: &[u8], found: &mut Vec<Finding>, name_word
             k = run;
             continue;
         }
-        let start = bytes[..k].iter().rposition(|&c| c == b'\n').map_or(0, |p| p + 1);
-        let end = bytes[k..]
-            .iter()
-            .position(|&c| c == b'\n')
-            .map_or(bytes.len(), |p| k + p);
+        let start = memchr::memrchr(b'\n', &bytes[..k]).map_or(0, |p| p + 1);
+        let end = find_byte(b'\n', &bytes[k..]).map_or(bytes.len(), |p| k + p);
         while next < before && found[next].start < end {
             reach = reach.max(found[next].end);
             next += 1;
         }
         let line = &bytes[start..end];
         let about_public = || line.split(|&c| !word_byte(c)).any(|w| named(w) || labelled(w));
-        if reach <= start && line.len() <= 4096 && !about_public() {
+        // (The line's words are read for a public word's only when a token was found.)
+        if reach <= start && line.len() <= 4096 {
+            let tokens = found.len();
             line_tokens(line, start, found);
             if line.trim_ascii_end().ends_with(b":") {
                 labelled_value(bytes, end, found);
+            }
+            if found.len() > tokens && about_public() {
+                found.truncate(tokens);
             }
         }
         k = end;
