@@ -1337,18 +1337,24 @@ pub(crate) fn location_end(l: &[u8]) -> Option<usize> {
     // grep's `-rn` glues the line to its location (`src/app/notes.txt:7:…`): a location holding
     // a folder and no blank (a host before a port holds none: `db.internal:5432:prod:…`), its
     // line's number not followed by a column's (`src/a.py:12:4: …` ends after the column).
-    let (mut folder, mut blank) = (false, false);
+    // Whether a `/` and a blank stand before the colon, read up to `seen` only at a colon after
+    // a digit or an error's last letter, the only ones that may end a location.
+    let (mut folder, mut blank, mut seen) = (false, false, 0);
     while let Some(k) = find_byte(b':', &head[from..]) {
         let c = from + k;
-        folder |= head[from..c].contains(&b'/');
-        blank |= head[from..c].contains(&b' ');
+        from = c + 1;
+        if c == 0 || !matches!(head[c - 1], b'0'..=b'9' | b'n' | b'r') {
+            continue;
+        }
+        folder |= head[seen..c].contains(&b'/');
+        blank |= head[seen..c].contains(&b' ');
+        seen = c;
         let column = run_end(head, c + 1, |b| b.is_ascii_digit());
         let glued = folder
             && !blank
             && head.get(c + 1) != Some(&b' ')
             && !(column > c + 1 && head.get(column) == Some(&b':'));
-        if c > 0
-            && (head.get(c + 1) == Some(&b' ') || glued)
+        if (head.get(c + 1) == Some(&b' ') || glued)
             && match head[c - 1] {
                 b'0'..=b'9' => location_prefix(&head[..=c]),
                 b'n' | b'r' => error_name(&head[..c]) && !glued,
@@ -1357,7 +1363,6 @@ pub(crate) fn location_end(l: &[u8]) -> Option<usize> {
         {
             return Some(c + 1 + usize::from(!glued));
         }
-        from = c + 1;
     }
     None
 }
