@@ -1842,6 +1842,19 @@ impl<'t> Scan<'t> {
         }
         // Forward: the value field, before the entry closes (`}`, a blank line, another name).
         let stop = bytes.len().min(kend + 256);
+        // Only a word ending in `value` makes a pair past a declaration or an element (forward,
+        // words run up to 32 bytes past `stop`; back, [`Scan::value_before_name`] reads 256
+        // bytes): most names have none around them (a lock file's `name = "…"`), and one search
+        // says so where the walks read each byte.
+        if !declared
+            && !xml
+            && !contains_ci(
+                &bytes[field_start.saturating_sub(256)..bytes.len().min(stop + 32)],
+                b"value",
+            )
+        {
+            return None;
+        }
         let mut k = kend;
         let mut depth = 0i32;
         // Brackets opened after the name (a log line's `app[4211]:` before each line) close
