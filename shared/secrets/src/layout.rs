@@ -1464,7 +1464,8 @@ pub(crate) fn column_title(bytes: &[u8], at: usize) -> Option<&[u8]> {
 /// with nothing between), or when it ends after a blank and the next line's first word would not
 /// have fitted after it (`fold -s`, a mail client: the blank is kept). Two such lines at least say
 /// the text was wrapped. One pass over the line breaks; a line's characters are counted only when
-/// its bytes may reach the width.
+/// its bytes may reach the width. When only the longest line was cut, the text rejoined is the
+/// lines around the cut only (see [`CUT_CONTEXT`]).
 pub(crate) fn unwrapped(text: &str) -> Option<Rejoined> {
     let bytes = text.as_bytes();
     // Most prompts are one line: nothing to measure.
@@ -1524,6 +1525,19 @@ pub(crate) fn unwrapped(text: &str) -> Option<Rejoined> {
         (true, 1, _, 0) | (false, _, _, 0 | 1) => return None,
         _ => None,
     };
+    if let (Some(cut), Some((_, e, next))) = (alone, full) {
+        // The one cut joins the line ending at `e` to the next, at `next`: the lines within
+        // [`CUT_CONTEXT`] bytes of it, rejoined, are all that is read (a copy of the window,
+        // not of the whole text).
+        let lo = rfind_byte(b'\n', &bytes[..e.saturating_sub(CUT_CONTEXT)]).map_or(0, |p| p + 1);
+        let from = next + CUT_CONTEXT.min(bytes.len() - next);
+        let hi = find_byte(b'\n', &bytes[from..]).map_or(bytes.len(), |p| from + p);
+        let mut plain = String::with_capacity(e - lo + hi - next);
+        plain.push_str(&text[lo..e]);
+        plain.push_str(&text[next..hi]);
+        let at = (lo..e).chain(next..=hi).collect();
+        return Some((plain, at, Some(cut)));
+    }
     // The second pass, for a wrapped text only, rejoins each cut line to the next.
     let mut plain = Vec::with_capacity(bytes.len());
     let mut at = Vec::with_capacity(bytes.len() + 1);
@@ -1555,6 +1569,11 @@ pub(crate) fn unwrapped(text: &str) -> Option<Rejoined> {
 /// and, when only the longest line was cut, that cut's offset and whether the next line starts
 /// as a random token's tail.
 pub(crate) type Rejoined = (String, Vec<usize>, Option<(usize, bool)>);
+
+/// How far around a lone cut line (see [`unwrapped`]) the rejoined text is read, in bytes: only
+/// what is found across the cut counts, and a value that is starts and ends near it. The lines
+/// holding the bytes that far from it on each side are read whole.
+pub(crate) const CUT_CONTEXT: usize = 4096;
 
 /// The length of the word starting at `at` (none past the end).
 fn word(bytes: &[u8], at: usize) -> usize {
