@@ -432,13 +432,13 @@ fn unescaped_text(text: &str, cells: bool) -> Option<(String, Vec<usize>)> {
         if html && let Some((b, len)) = html_markup(bytes, k) {
             // Whether the text read on this line is inside quotes, brought up to date here, the
             // one place it is read.
-            for &b in &plain[seen..] {
-                match b {
-                    b'"' => quoted = !quoted,
-                    b'\n' => quoted = false,
-                    _ => {}
-                }
+            // (A line break clears it: only the quotes after the last one count, and their
+            // number's parity is all a quote changes, counted by a vectorised search.)
+            let mut unread = &plain[seen..];
+            if let Some(p) = rfind_byte(b'\n', unread) {
+                (unread, quoted) = (&unread[p + 1..], false);
             }
+            quoted ^= memchr::memchr_iter(b'"', unread).count() % 2 == 1;
             seen = plain.len();
             let tag = bytes[k] == b'<';
             let close = bytes.get(k + 1) == Some(&b'/');
