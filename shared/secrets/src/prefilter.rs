@@ -70,17 +70,23 @@ pub(crate) static SEGMENT_START: [[u8; 256]; 2] = {
 
 /// What the scan's key loop reads of each byte, in one lookup: its [`KEY_CLASS`] (bits 0–7), its
 /// bits as the second byte of a secret word's first two ([`SECRET_WORD_PAIRS`]`[1]`, bits 8–15)
-/// and of a segment's start ([`SEGMENT_START`]`[1]`, bits 16–17), and the same as the byte before
-/// them (`[0]`, bits 24–31 and 32–33). The entry of the byte before, shifted right by 16, ANDed
-/// with the byte's, holds in bits 8–15 the secret-word pair bits and in bits 16–17 the segment
-/// bits of the two.
+/// and of a segment's start ([`SEGMENT_START`]`[1]`, bits 16–17, a letter's only: every keyword
+/// starts with one, so a segment starting with a digit, as each of a hex digest's may, is no
+/// keyword's), and the same as the byte before them (`[0]`, bits 24–31 and 32–33). The entry of
+/// the byte before, shifted right by 16, ANDed with the byte's, holds in bits 8–15 the
+/// secret-word pair bits and in bits 16–17 the segment bits of the two.
 pub(crate) static KEY_BYTE_BITS: [u64; 256] = {
     let mut t = [0u64; 256];
     let mut b = 0;
     while b < 256 {
+        let segment = if (b as u8).is_ascii_alphabetic() {
+            SEGMENT_START[1][b]
+        } else {
+            0
+        };
         t[b] = KEY_CLASS[b] as u64
             | (SECRET_WORD_PAIRS[1][b] as u64) << 8
-            | (SEGMENT_START[1][b] as u64) << 16
+            | (segment as u64) << 16
             | (SECRET_WORD_PAIRS[0][b] as u64) << 24
             | (SEGMENT_START[0][b] as u64) << 32;
         b += 1;
@@ -144,8 +150,8 @@ pub(crate) fn password_words_at(bytes: &[u8], i: usize) -> ForeignMask {
 }
 
 /// The key at `i` measured in one pass: its end, the [`KEY_CLASS`] bits it holds, the
-/// [`SECRET_WORD_PAIRS`] bits of its byte pairs, and whether a segment starts past its first
-/// byte (non-zero). One lookup per byte: [`KEY_BYTE_BITS`].
+/// [`SECRET_WORD_PAIRS`] bits of its byte pairs, and whether a segment starts with a letter past
+/// its first byte (non-zero). One lookup per byte: [`KEY_BYTE_BITS`].
 #[inline(always)]
 pub(crate) fn measure_key(bytes: &[u8], i: usize) -> (usize, u8, u8, u8) {
     let rest = &bytes[i..];
@@ -166,8 +172,8 @@ pub(crate) fn measure_key(bytes: &[u8], i: usize) -> (usize, u8, u8, u8) {
 }
 
 /// Whether a keyword rule's word may be a segment of `key` (see
-/// [`super::rules::segment_start`]); `inner` tells that a segment may start past its first byte
-/// ([`SEGMENT_START`] over the key's bytes). False means no provider's keyword is in the key, so
+/// [`super::rules::segment_start`]); `inner` tells that a segment may start with a letter past
+/// its first byte ([`SEGMENT_START`] over the key's bytes, at a letter). False means no provider's keyword is in the key, so
 /// no value after it is a provider's. `key` is made of key bytes ([`KEY_CLASS`]).
 #[inline(always)]
 pub(crate) fn may_hold_keyword(key: &[u8], inner: bool) -> bool {

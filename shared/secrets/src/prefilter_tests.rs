@@ -189,6 +189,36 @@ fn the_segment_table_agrees_with_the_matcher_on_every_pair_of_key_bytes() {
     }
 }
 
+/// The segment bits of the bytes `a` then `b` as the key loop reads them: [`SEGMENT_START`]'s
+/// where `b` is a letter, none elsewhere.
+fn letter_segment(a: usize, b: usize) -> u8 {
+    if u8::try_from(b).is_ok_and(|b| b.is_ascii_alphabetic()) {
+        SEGMENT_START[0][a] & SEGMENT_START[1][b]
+    } else {
+        0
+    }
+}
+
+/// The key loop looks a segment up only where it starts with a letter: it may, for no keyword
+/// starts otherwise. A key whose only inner segments start with a digit holds a keyword only at
+/// its start (`3ca7f0e1b9d2`: none; `abyssale2fa0c1`: `abyssale`), one with a segment starting
+/// with a letter after a digit anywhere (`a94f0accuweather7e`: `accuweather`).
+#[test]
+fn the_key_loop_looks_a_keyword_up_at_a_letter_only() {
+    assert!(keywords().all(|w| w[0].is_ascii_alphabetic()));
+    for (key, holds) in [
+        (&b"3ca7f0e1b9d2"[..], false),
+        (b"0a1b2c3d4e5f", false),
+        (b"abyssale2fa0c1", true),
+        (b"a94f0accuweather7e", true),
+    ] {
+        let (end, _, _, inner) = measure_key(key, 0);
+        assert_eq!(end, key.len());
+        assert_eq!(may_hold_keyword(key, inner != 0), holds, "{key:?}");
+        assert_eq!(holds_keyword_by_definition(key), holds, "{key:?}");
+    }
+}
+
 #[test]
 fn the_key_loops_one_lookup_holds_every_table_it_stands_for() {
     // Every byte's class, and for every pair of bytes the secret-word and segment bits, as the
@@ -203,11 +233,7 @@ fn the_key_loops_one_lookup_holds_every_table_it_stands_for() {
                 SECRET_WORD_PAIRS[0][a] & SECRET_WORD_PAIRS[1][b],
                 "{a} {b}"
             );
-            assert_eq!(
-                (both >> 16) as u8 & 3,
-                SEGMENT_START[0][a] & SEGMENT_START[1][b],
-                "{a} {b}"
-            );
+            assert_eq!((both >> 16) as u8 & 3, letter_segment(a, b), "{a} {b}");
         }
     }
 }
@@ -590,7 +616,7 @@ fn a_key_is_measured_as_byte_by_byte() {
             for w in text[i..end].windows(2) {
                 let (a, b) = (usize::from(w[0]), usize::from(w[1]));
                 pair |= SECRET_WORD_PAIRS[0][a] & SECRET_WORD_PAIRS[1][b];
-                inner |= SEGMENT_START[0][a] & SEGMENT_START[1][b];
+                inner |= letter_segment(a, b);
             }
             assert_eq!(measure_key(&text, i), (end, held, pair, inner), "{text:?} at {i}");
         }
