@@ -4,9 +4,9 @@
 
 use super::findings;
 use super::prefilter::{
-    KEY_BYTE_BITS, KeyStart, PASSWORD_WORD_THIRD, SEGMENT_START, VENDOR_BYTES, VENDOR_SHORTEST, WORD_BEFORE,
-    WORD_BYTE, inert_key, inert_word, may_hold_keyword, measure_key, shorter_than_a_head,
-    shorter_than_a_token, without,
+    KEY_BYTE_BITS, KeyStart, PASSWORD_WORD_THIRD, SEGMENT_START, SEPARATED_PASSWORD, VENDOR_BYTES,
+    VENDOR_SHORTEST, WORD_BEFORE, WORD_BYTE, inert_key, inert_word, may_hold_keyword, measure_key,
+    shorter_than_a_head, shorter_than_a_token, without,
 };
 use super::rules::{
     Rng, VENDORS, candidates, headed_at, keywords, prefixes, segment_start, tokens_of_every_shape,
@@ -14,8 +14,8 @@ use super::rules::{
 use crate::bytes::{run_end, run_end_max, skip_blank};
 use crate::scan::Scan;
 use crate::words::{
-    CREDENTIAL_WORDS, KEY_CLASS, NON_ASCII_WORD, PASSWORD_WORDS, SECRET_WORD_PAIRS, credential_word,
-    credential_words_end, is_key_byte,
+    CREDENTIAL_WORDS, KEY_CLASS, KEY_SEPARATOR, NON_ASCII_WORD, PASSWORD_WORD_INDEX, PASSWORD_WORDS,
+    SECRET_WORD_PAIRS, credential_word, credential_words_end, is_key_byte,
 };
 
 /// The definition, without any quick rejection: each segment made of the words alone.
@@ -219,6 +219,27 @@ fn the_key_loop_looks_a_keyword_up_at_a_letter_only() {
     }
 }
 
+/// A password word as a key's segment is read whether its first byte is a key's (`APP_PASSWORT`,
+/// `svc.kennwort`) or not (`DB_` before `пароль`, the separator ending the key's bytes); a key
+/// whose segments start no password word (`APP_HOST`, `svc.name`) is passed over.
+#[test]
+fn a_password_word_after_a_keys_separator_is_read() {
+    for (text, read) in [
+        ("APP_PASSWORT = x", true),
+        ("svc.kennwort: x", true),
+        ("DB_пароль = x", true),
+        ("APP_HOST = x", false),
+        ("svc.name: x", false),
+    ] {
+        assert_eq!(inert_key(text.as_bytes(), 0) == KeyStart::Read, read, "{text}");
+    }
+    assert_eq!(
+        findings("DB_пароль = Vq8Lr2Xn5Tz9").len(),
+        1,
+        "a foreign password word after a separator names the value"
+    );
+}
+
 #[test]
 fn the_key_loops_one_lookup_holds_every_table_it_stands_for() {
     // Every byte's class, and for every pair of bytes the secret-word and segment bits, as the
@@ -234,6 +255,11 @@ fn the_key_loops_one_lookup_holds_every_table_it_stands_for() {
                 "{a} {b}"
             );
             assert_eq!((both >> 16) as u8 & 3, letter_segment(a, b), "{a} {b}");
+            assert_eq!(
+                both & 1 << 18 != 0,
+                KEY_CLASS[a] & KEY_SEPARATOR != 0 && PASSWORD_WORD_INDEX[0][b] != 0,
+                "{a} {b}"
+            );
         }
     }
 }
@@ -617,6 +643,9 @@ fn a_key_is_measured_as_byte_by_byte() {
                 let (a, b) = (usize::from(w[0]), usize::from(w[1]));
                 pair |= SECRET_WORD_PAIRS[0][a] & SECRET_WORD_PAIRS[1][b];
                 inner |= letter_segment(a, b);
+                if KEY_CLASS[a] & KEY_SEPARATOR != 0 && PASSWORD_WORD_INDEX[0][b] != 0 {
+                    inner |= SEPARATED_PASSWORD;
+                }
             }
             assert_eq!(measure_key(&text, i), (end, held, pair, inner), "{text:?} at {i}");
         }

@@ -1583,7 +1583,7 @@ impl<'t> Scan<'t> {
         // `pdfshift ACCESS …`, `upcdatabase access key: …`: words that name the credential stand
         // between the provider's word and its value.
         // Most keys hold no provider's keyword, and no value is looked for after them.
-        let keyword = crate::prefilter::may_hold_keyword(key, inner != 0);
+        let keyword = crate::prefilter::may_hold_keyword(key, inner & crate::prefilter::INNER_SEGMENT != 0);
         let vend = if keyword {
             credential_words_end(bytes, kend)
         } else {
