@@ -432,13 +432,13 @@ fn unescaped_text(text: &str, cells: bool) -> Option<(String, Vec<usize>)> {
         if html && let Some((b, len)) = html_markup(bytes, k) {
             // Whether the text read on this line is inside quotes, brought up to date here, the
             // one place it is read.
-            for &b in &plain[seen..] {
-                match b {
-                    b'"' => quoted = !quoted,
-                    b'\n' => quoted = false,
-                    _ => {}
-                }
+            // (A line break clears it: only the quotes after the last one count, and their
+            // number's parity is all a quote changes, counted by a vectorised search.)
+            let mut unread = &plain[seen..];
+            if let Some(p) = rfind_byte(b'\n', unread) {
+                (unread, quoted) = (&unread[p + 1..], false);
             }
+            quoted ^= memchr::memchr_iter(b'"', unread).count() % 2 == 1;
             seen = plain.len();
             let tag = bytes[k] == b'<';
             let close = bytes.get(k + 1) == Some(&b'/');
@@ -1337,18 +1337,24 @@ pub(crate) fn location_end(l: &[u8]) -> Option<usize> {
     // grep's `-rn` glues the line to its location (`src/app/notes.txt:7:…`): a location holding
     // a folder and no blank (a host before a port holds none: `db.internal:5432:prod:…`), its
     // line's number not followed by a column's (`src/a.py:12:4: …` ends after the column).
-    let (mut folder, mut blank) = (false, false);
+    // Whether a `/` and a blank stand before the colon, read up to `seen` only at a colon after
+    // a digit or an error's last letter, the only ones that may end a location.
+    let (mut folder, mut blank, mut seen) = (false, false, 0);
     while let Some(k) = find_byte(b':', &head[from..]) {
         let c = from + k;
-        folder |= head[from..c].contains(&b'/');
-        blank |= head[from..c].contains(&b' ');
+        from = c + 1;
+        if c == 0 || !matches!(head[c - 1], b'0'..=b'9' | b'n' | b'r') {
+            continue;
+        }
+        folder |= head[seen..c].contains(&b'/');
+        blank |= head[seen..c].contains(&b' ');
+        seen = c;
         let column = run_end(head, c + 1, |b| b.is_ascii_digit());
         let glued = folder
             && !blank
             && head.get(c + 1) != Some(&b' ')
             && !(column > c + 1 && head.get(column) == Some(&b':'));
-        if c > 0
-            && (head.get(c + 1) == Some(&b' ') || glued)
+        if (head.get(c + 1) == Some(&b' ') || glued)
             && match head[c - 1] {
                 b'0'..=b'9' => location_prefix(&head[..=c]),
                 b'n' | b'r' => error_name(&head[..c]) && !glued,
@@ -1357,7 +1363,6 @@ pub(crate) fn location_end(l: &[u8]) -> Option<usize> {
         {
             return Some(c + 1 + usize::from(!glued));
         }
-        from = c + 1;
     }
     None
 }
@@ -1459,7 +1464,8 @@ pub(crate) fn column_title(bytes: &[u8], at: usize) -> Option<&[u8]> {
 /// with nothing between), or when it ends after a blank and the next line's first word would not
 /// have fitted after it (`fold -s`, a mail client: the blank is kept). Two such lines at least say
 /// the text was wrapped. One pass over the line breaks; a line's characters are counted only when
-/// its bytes may reach the width.
+/// its bytes may reach the width. When only the longest line was cut, the text rejoined is the
+/// lines around the cut only (see [`CUT_CONTEXT`]).
 pub(crate) fn unwrapped(text: &str) -> Option<Rejoined> {
     let bytes = text.as_bytes();
     // Most prompts are one line: nothing to measure.
@@ -1519,6 +1525,19 @@ pub(crate) fn unwrapped(text: &str) -> Option<Rejoined> {
         (true, 1, _, 0) | (false, _, _, 0 | 1) => return None,
         _ => None,
     };
+    if let (Some(cut), Some((_, e, next))) = (alone, full) {
+        // The one cut joins the line ending at `e` to the next, at `next`: the lines within
+        // [`CUT_CONTEXT`] bytes of it, rejoined, are all that is read (a copy of the window,
+        // not of the whole text).
+        let lo = rfind_byte(b'\n', &bytes[..e.saturating_sub(CUT_CONTEXT)]).map_or(0, |p| p + 1);
+        let from = next + CUT_CONTEXT.min(bytes.len() - next);
+        let hi = find_byte(b'\n', &bytes[from..]).map_or(bytes.len(), |p| from + p);
+        let mut plain = String::with_capacity(e - lo + hi - next);
+        plain.push_str(&text[lo..e]);
+        plain.push_str(&text[next..hi]);
+        let at = (lo..e).chain(next..=hi).collect();
+        return Some((plain, at, Some(cut)));
+    }
     // The second pass, for a wrapped text only, rejoins each cut line to the next.
     let mut plain = Vec::with_capacity(bytes.len());
     let mut at = Vec::with_capacity(bytes.len() + 1);
@@ -1550,6 +1569,11 @@ pub(crate) fn unwrapped(text: &str) -> Option<Rejoined> {
 /// and, when only the longest line was cut, that cut's offset and whether the next line starts
 /// as a random token's tail.
 pub(crate) type Rejoined = (String, Vec<usize>, Option<(usize, bool)>);
+
+/// How far around a lone cut line (see [`unwrapped`]) the rejoined text is read, in bytes: only
+/// what is found across the cut counts, and a value that is starts and ends near it. The lines
+/// holding the bytes that far from it on each side are read whole.
+pub(crate) const CUT_CONTEXT: usize = 4096;
 
 /// The length of the word starting at `at` (none past the end).
 fn word(bytes: &[u8], at: usize) -> usize {

@@ -251,7 +251,7 @@ mod scan;
 mod tables;
 mod words;
 
-use crate::bytes::{find_byte, find_ci, rfind_byte};
+use crate::bytes::{find_byte, find_ci};
 use crate::layout::{csv_cell, line_escapes, second_readings, unescaped, unwrapped};
 use crate::scan::scan_text;
 pub use kinds::{Finding, SecretKind};
@@ -305,23 +305,9 @@ pub fn findings(text: &str) -> Vec<Finding> {
                         ))
             })
         };
-        // When only the longest line was cut, the lines around the cut are read, not the whole
-        // text again: only what crosses the cut counts, and a value that does starts and ends
-        // near it. Context further than [`CUT_CONTEXT`] from the cut is not read.
-        let (lo, hi) = match alone {
-            Some((cut, _)) => {
-                let bytes = plain.as_bytes();
-                let j = at.partition_point(|&x| x < *cut);
-                let lo = rfind_byte(b'\n', &bytes[..j.saturating_sub(CUT_CONTEXT)]).map_or(0, |p| p + 1);
-                let from = bytes.len().min(j + CUT_CONTEXT);
-                (
-                    lo,
-                    find_byte(b'\n', &bytes[from..]).map_or(bytes.len(), |p| from + p),
-                )
-            }
-            None => (0, plain.len()),
-        };
-        found.extend(mapped(read(&plain[lo..hi]), &at[lo..]).filter(across));
+        // When only the longest line was cut, the text rejoined is the lines around the cut
+        // (see [`unwrapped`]): only what crosses the cut counts.
+        found.extend(mapped(read(plain), at).filter(across));
     }
     if !again.parts.is_empty() || rejoined.is_some() {
         found.sort_by_key(|f| (f.start, f.kind.rank()));
@@ -340,9 +326,6 @@ pub fn findings(text: &str) -> Vec<Finding> {
     }
     merged
 }
-
-/// How far around a lone cut line (see [`unwrapped`]) the rejoined text is read, in bytes.
-const CUT_CONTEXT: usize = 4096;
 
 /// `found` in a decoded text, mapped back through `at` (each decoded byte's offset, and the end).
 fn mapped(found: Vec<Finding>, at: &[usize]) -> impl Iterator<Item = Finding> + '_ {

@@ -70,19 +70,31 @@ pub(crate) static SEGMENT_START: [[u8; 256]; 2] = {
 
 /// What the scan's key loop reads of each byte, in one lookup: its [`KEY_CLASS`] (bits 0–7), its
 /// bits as the second byte of a secret word's first two ([`SECRET_WORD_PAIRS`]`[1]`, bits 8–15)
-/// and of a segment's start ([`SEGMENT_START`]`[1]`, bits 16–17), and the same as the byte before
-/// them (`[0]`, bits 24–31 and 32–33). The entry of the byte before, shifted right by 16, ANDed
-/// with the byte's, holds in bits 8–15 the secret-word pair bits and in bits 16–17 the segment
-/// bits of the two.
+/// and of a segment's start ([`SEGMENT_START`]`[1]`, bits 16–17, a letter's only: every keyword
+/// starts with one, so a segment starting with a digit, as each of a hex digest's may, is no
+/// keyword's), and the same as the byte before them (`[0]`, bits 24–31 and 32–33). The entry of
+/// the byte before, shifted right by 16, ANDed with the byte's, holds in bits 8–15 the
+/// secret-word pair bits and in bits 16–17 the segment bits of the two. Bit 18 marks a byte a
+/// word of [`PASSWORD_WORDS`] may start with, bit 34 a separator (`_`, `-`, `.`): the two after
+/// one another, in bit 18, are where a password word may start a segment.
 pub(crate) static KEY_BYTE_BITS: [u64; 256] = {
     let mut t = [0u64; 256];
     let mut b = 0;
     while b < 256 {
+        let segment = if (b as u8).is_ascii_alphabetic() {
+            SEGMENT_START[1][b]
+        } else {
+            0
+        };
+        let password = PASSWORD_WORD_INDEX[0][b] != 0;
+        let separator = KEY_CLASS[b] & KEY_SEPARATOR != 0;
         t[b] = KEY_CLASS[b] as u64
             | (SECRET_WORD_PAIRS[1][b] as u64) << 8
-            | (SEGMENT_START[1][b] as u64) << 16
+            | (segment as u64) << 16
+            | (password as u64) << 18
             | (SECRET_WORD_PAIRS[0][b] as u64) << 24
-            | (SEGMENT_START[0][b] as u64) << 32;
+            | (SEGMENT_START[0][b] as u64) << 32
+            | (separator as u64) << 34;
         b += 1;
     }
     t
@@ -144,8 +156,10 @@ pub(crate) fn password_words_at(bytes: &[u8], i: usize) -> ForeignMask {
 }
 
 /// The key at `i` measured in one pass: its end, the [`KEY_CLASS`] bits it holds, the
-/// [`SECRET_WORD_PAIRS`] bits of its byte pairs, and whether a segment starts past its first
-/// byte (non-zero). One lookup per byte: [`KEY_BYTE_BITS`].
+/// [`SECRET_WORD_PAIRS`] bits of its byte pairs, and whether a segment starts with a letter past
+/// its first byte (bits 0–1, see [`INNER_SEGMENT`]) and whether a byte a password word may start
+/// with follows a separator in it (bit 2, [`SEPARATED_PASSWORD`]). One lookup per byte:
+/// [`KEY_BYTE_BITS`].
 #[inline(always)]
 pub(crate) fn measure_key(bytes: &[u8], i: usize) -> (usize, u8, u8, u8) {
     let rest = &bytes[i..];
@@ -162,12 +176,18 @@ pub(crate) fn measure_key(bytes: &[u8], i: usize) -> (usize, u8, u8, u8) {
         before = x;
         n += 1;
     }
-    (i + n, classes as u8, (pairs >> 8) as u8, (pairs >> 16) as u8 & 3)
+    (i + n, classes as u8, (pairs >> 8) as u8, (pairs >> 16) as u8 & 7)
 }
 
+/// [`measure_key`]'s last bits: a segment starts with a letter past the key's first byte.
+pub(crate) const INNER_SEGMENT: u8 = 3;
+
+/// [`measure_key`]'s last bits: a byte a password word may start with follows a separator.
+pub(crate) const SEPARATED_PASSWORD: u8 = 4;
+
 /// Whether a keyword rule's word may be a segment of `key` (see
-/// [`super::rules::segment_start`]); `inner` tells that a segment may start past its first byte
-/// ([`SEGMENT_START`] over the key's bytes). False means no provider's keyword is in the key, so
+/// [`super::rules::segment_start`]); `inner` tells that a segment may start with a letter past
+/// its first byte ([`SEGMENT_START`] over the key's bytes, at a letter). False means no provider's keyword is in the key, so
 /// no value after it is a provider's. `key` is made of key bytes ([`KEY_CLASS`]).
 #[inline(always)]
 pub(crate) fn may_hold_keyword(key: &[u8], inner: bool) -> bool {
@@ -258,11 +278,16 @@ pub(crate) fn inert_key(bytes: &[u8], i: usize) -> KeyStart {
         return KeyStart::Read;
     }
     let call = matches!(bytes.get(skip_blank(bytes, kend)), Some(b'=' | b'('));
-    // A word for password in another language as a segment (`DB_KENNWORT`).
-    if separated && password_word_segment(bytes, i, kend) {
+    // A word for password in another language as a segment (`DB_KENNWORT`): only where a byte
+    // one may start with follows a separator, or after a separator ending the key (`DB_` before
+    // `пароль`, whose bytes are no key's).
+    if separated
+        && (inner & SEPARATED_PASSWORD != 0 || KEY_CLASS[usize::from(bytes[kend - 1])] & KEY_SEPARATOR != 0)
+        && password_word_segment(bytes, i, kend)
+    {
         return KeyStart::Read;
     }
-    match (may_hold_keyword(key, inner != 0), call) {
+    match (may_hold_keyword(key, inner & INNER_SEGMENT != 0), call) {
         (false, false) => KeyStart::Inert(plain),
         (true, false) => KeyStart::Keyword { plain, kend },
         (false, true) => KeyStart::Call { plain, kend },

@@ -4,9 +4,9 @@
 
 use super::findings;
 use super::prefilter::{
-    KEY_BYTE_BITS, KeyStart, PASSWORD_WORD_THIRD, SEGMENT_START, VENDOR_BYTES, VENDOR_SHORTEST, WORD_BEFORE,
-    WORD_BYTE, inert_key, inert_word, may_hold_keyword, measure_key, shorter_than_a_head,
-    shorter_than_a_token, without,
+    KEY_BYTE_BITS, KeyStart, PASSWORD_WORD_THIRD, SEGMENT_START, SEPARATED_PASSWORD, VENDOR_BYTES,
+    VENDOR_SHORTEST, WORD_BEFORE, WORD_BYTE, inert_key, inert_word, may_hold_keyword, measure_key,
+    shorter_than_a_head, shorter_than_a_token, without,
 };
 use super::rules::{
     Rng, VENDORS, candidates, headed_at, keywords, prefixes, segment_start, tokens_of_every_shape,
@@ -14,8 +14,8 @@ use super::rules::{
 use crate::bytes::{run_end, run_end_max, skip_blank};
 use crate::scan::Scan;
 use crate::words::{
-    CREDENTIAL_WORDS, KEY_CLASS, NON_ASCII_WORD, PASSWORD_WORDS, SECRET_WORD_PAIRS, credential_word,
-    credential_words_end, is_key_byte,
+    CREDENTIAL_WORDS, KEY_CLASS, KEY_SEPARATOR, NON_ASCII_WORD, PASSWORD_WORD_INDEX, PASSWORD_WORDS,
+    SECRET_WORD_PAIRS, credential_word, credential_words_end, is_key_byte,
 };
 
 /// The definition, without any quick rejection: each segment made of the words alone.
@@ -189,6 +189,57 @@ fn the_segment_table_agrees_with_the_matcher_on_every_pair_of_key_bytes() {
     }
 }
 
+/// The segment bits of the bytes `a` then `b` as the key loop reads them: [`SEGMENT_START`]'s
+/// where `b` is a letter, none elsewhere.
+fn letter_segment(a: usize, b: usize) -> u8 {
+    if u8::try_from(b).is_ok_and(|b| b.is_ascii_alphabetic()) {
+        SEGMENT_START[0][a] & SEGMENT_START[1][b]
+    } else {
+        0
+    }
+}
+
+/// The key loop looks a segment up only where it starts with a letter: it may, for no keyword
+/// starts otherwise. A key whose only inner segments start with a digit holds a keyword only at
+/// its start (`3ca7f0e1b9d2`: none; `abyssale2fa0c1`: `abyssale`), one with a segment starting
+/// with a letter after a digit anywhere (`a94f0accuweather7e`: `accuweather`).
+#[test]
+fn the_key_loop_looks_a_keyword_up_at_a_letter_only() {
+    assert!(keywords().all(|w| w[0].is_ascii_alphabetic()));
+    for (key, holds) in [
+        (&b"3ca7f0e1b9d2"[..], false),
+        (b"0a1b2c3d4e5f", false),
+        (b"abyssale2fa0c1", true),
+        (b"a94f0accuweather7e", true),
+    ] {
+        let (end, _, _, inner) = measure_key(key, 0);
+        assert_eq!(end, key.len());
+        assert_eq!(may_hold_keyword(key, inner != 0), holds, "{key:?}");
+        assert_eq!(holds_keyword_by_definition(key), holds, "{key:?}");
+    }
+}
+
+/// A password word as a key's segment is read whether its first byte is a key's (`APP_PASSWORT`,
+/// `svc.kennwort`) or not (`DB_` before `пароль`, the separator ending the key's bytes); a key
+/// whose segments start no password word (`APP_HOST`, `svc.name`) is passed over.
+#[test]
+fn a_password_word_after_a_keys_separator_is_read() {
+    for (text, read) in [
+        ("APP_PASSWORT = x", true),
+        ("svc.kennwort: x", true),
+        ("DB_пароль = x", true),
+        ("APP_HOST = x", false),
+        ("svc.name: x", false),
+    ] {
+        assert_eq!(inert_key(text.as_bytes(), 0) == KeyStart::Read, read, "{text}");
+    }
+    assert_eq!(
+        findings("DB_пароль = Vq8Lr2Xn5Tz9").len(),
+        1,
+        "a foreign password word after a separator names the value"
+    );
+}
+
 #[test]
 fn the_key_loops_one_lookup_holds_every_table_it_stands_for() {
     // Every byte's class, and for every pair of bytes the secret-word and segment bits, as the
@@ -203,9 +254,10 @@ fn the_key_loops_one_lookup_holds_every_table_it_stands_for() {
                 SECRET_WORD_PAIRS[0][a] & SECRET_WORD_PAIRS[1][b],
                 "{a} {b}"
             );
+            assert_eq!((both >> 16) as u8 & 3, letter_segment(a, b), "{a} {b}");
             assert_eq!(
-                (both >> 16) as u8 & 3,
-                SEGMENT_START[0][a] & SEGMENT_START[1][b],
+                both & 1 << 18 != 0,
+                KEY_CLASS[a] & KEY_SEPARATOR != 0 && PASSWORD_WORD_INDEX[0][b] != 0,
                 "{a} {b}"
             );
         }
@@ -590,7 +642,10 @@ fn a_key_is_measured_as_byte_by_byte() {
             for w in text[i..end].windows(2) {
                 let (a, b) = (usize::from(w[0]), usize::from(w[1]));
                 pair |= SECRET_WORD_PAIRS[0][a] & SECRET_WORD_PAIRS[1][b];
-                inner |= SEGMENT_START[0][a] & SEGMENT_START[1][b];
+                inner |= letter_segment(a, b);
+                if KEY_CLASS[a] & KEY_SEPARATOR != 0 && PASSWORD_WORD_INDEX[0][b] != 0 {
+                    inner |= SEPARATED_PASSWORD;
+                }
             }
             assert_eq!(measure_key(&text, i), (end, held, pair, inner), "{text:?} at {i}");
         }

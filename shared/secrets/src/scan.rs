@@ -1583,7 +1583,7 @@ impl<'t> Scan<'t> {
         // `pdfshift ACCESS …`, `upcdatabase access key: …`: words that name the credential stand
         // between the provider's word and its value.
         // Most keys hold no provider's keyword, and no value is looked for after them.
-        let keyword = crate::prefilter::may_hold_keyword(key, inner != 0);
+        let keyword = crate::prefilter::may_hold_keyword(key, inner & crate::prefilter::INNER_SEGMENT != 0);
         let vend = if keyword {
             credential_words_end(bytes, kend)
         } else {
@@ -1842,6 +1842,19 @@ impl<'t> Scan<'t> {
         }
         // Forward: the value field, before the entry closes (`}`, a blank line, another name).
         let stop = bytes.len().min(kend + 256);
+        // Only a word ending in `value` makes a pair past a declaration or an element (forward,
+        // words run up to 32 bytes past `stop`; back, [`Scan::value_before_name`] reads 256
+        // bytes): most names have none around them (a lock file's `name = "…"`), and one search
+        // says so where the walks read each byte.
+        if !declared
+            && !xml
+            && !contains_ci(
+                &bytes[field_start.saturating_sub(256)..bytes.len().min(stop + 32)],
+                b"value",
+            )
+        {
+            return None;
+        }
         let mut k = kend;
         let mut depth = 0i32;
         // Brackets opened after the name (a log line's `app[4211]:` before each line) close
@@ -3418,13 +3431,15 @@ impl<'t> Scan<'t> {
         let names_password = password_key(key)
             || key.eq_ignore_ascii_case(b"pass")
             || key.len() >= 2 && key[key.len() - 2..].eq_ignore_ascii_case(b"pw");
+        // (The key is asked before the value is split and its password judged.)
+        if !names_password || strength != Strength::Strong {
+            return false;
+        }
         let Some(at) = user_password(v, b'/') else {
             return false;
         };
         let user = &v[..at - 1];
-        if !names_password
-            || strength != Strength::Strong
-            || v[at..].contains(&b'/')
+        if v[at..].contains(&b'/')
             || user.is_empty()
             || !user
                 .iter()
@@ -4915,21 +4930,23 @@ pub(crate) fn same_line_tokens(bytes: &[u8], found: &mut Vec<Finding>, name_word
             k = run;
             continue;
         }
-        let start = bytes[..k].iter().rposition(|&c| c == b'\n').map_or(0, |p| p + 1);
-        let end = bytes[k..]
-            .iter()
-            .position(|&c| c == b'\n')
-            .map_or(bytes.len(), |p| k + p);
+        let start = memchr::memrchr(b'\n', &bytes[..k]).map_or(0, |p| p + 1);
+        let end = find_byte(b'\n', &bytes[k..]).map_or(bytes.len(), |p| k + p);
         while next < before && found[next].start < end {
             reach = reach.max(found[next].end);
             next += 1;
         }
         let line = &bytes[start..end];
         let about_public = || line.split(|&c| !word_byte(c)).any(|w| named(w) || labelled(w));
-        if reach <= start && line.len() <= 4096 && !about_public() {
+        // (The line's words are read for a public word's only when a token was found.)
+        if reach <= start && line.len() <= 4096 {
+            let tokens = found.len();
             line_tokens(line, start, found);
             if line.trim_ascii_end().ends_with(b":") {
                 labelled_value(bytes, end, found);
+            }
+            if found.len() > tokens && about_public() {
+                found.truncate(tokens);
             }
         }
         k = end;

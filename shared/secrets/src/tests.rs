@@ -7291,6 +7291,29 @@ fn the_only_wrap_of_a_long_prompt_is_read_around_its_cut() {
     )]);
 }
 
+/// A long prompt's only wrap near its start or its end, its lines ending in CRLF: the lines
+/// around the cut, read rejoined, reach the prompt's edge; a token cut there is found, a file
+/// name cut there is not.
+#[test]
+fn the_only_wrap_near_a_long_prompts_edge_is_read_around_its_cut() {
+    let lines: String = (0..900).map(|i| format!("row {i} unchanged\r\n")).collect();
+    let token = "sk_live_4eQm9TvR2\r\nxLp7WnB3kZ8cYd";
+    let cut = format!("the billing job still signs with {token} after the rotation\r\n");
+    let path = "the billing job still reads assets/templates/invoices/Monthl\r\nyInvoiceLayout.html\r\n";
+    for (text, found) in [
+        (format!("{cut}{lines}"), true),
+        (format!("{lines}{cut}"), true),
+        (format!("{path}{lines}"), false),
+        (format!("{lines}{path}"), false),
+    ] {
+        if found {
+            assert_spans(&[(&text, token)]);
+        } else {
+            assert_clean(&[&text]);
+        }
+    }
+}
+
 /// `text` folded at `width` is cut once, and its only finding is `span`, across the cut.
 fn assert_found_across_one_cut(text: &str, width: usize, span: &str) {
     let wrapped = folded(text, width, false);
