@@ -7594,3 +7594,14 @@ fn values_holding_pairs_of_their_own_stay_under_the_bound() {
             .map(|f| &text[f.start..f.end.min(f.start + 80)])
     );
 }
+
+/// Base64 of a prefix then one character repeated (an `.npmrc`'s `_auth` of `user:TOKENzzzz…`) is
+/// filler encoded; the same slot holding base64 of a generated password is a secret.
+#[test]
+fn encoded_prefix_then_a_run_is_filler() {
+    assert_found(&["//npm.corp.test/:_auth=Y2ktcnVubmVyOlhyN0xwMlF3Wms5VnQ0TWJOOHNKM2hZYw=="]);
+    assert_clean(&[
+        "//npm.corp.test/:_auth=Y2ktcnVubmVyOk5QTXFxcXFxcXFxcXFxcQ==",
+        "registry_password: VE9LRU4tenp6enp6enp6enp6",
+    ]);
+}
