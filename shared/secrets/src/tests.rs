@@ -7605,3 +7605,20 @@ fn encoded_prefix_then_a_run_is_filler() {
         "registry_password: VE9LRU4tenp6enp6enp6enp6",
     ]);
 }
+
+/// An SDK's authenticator given one generated literal holds its key; a template, a stand-in, an
+/// environment lookup or a UUID given so is none.
+#[test]
+fn an_authenticator_given_a_literal_holds_a_key() {
+    assert_found(&[
+        "auth = BearerTokenAuthenticator(\"Zk3PqL9xVt2mWn8RbY4c\")",
+        "authenticator = IAMAuthenticator(\n    'V2hYk-9qLmT_4rPzWc8NbJx3sD6fGa1uEoRtZy7KiQvB'\n)",
+    ]);
+    assert_clean(&[
+        "authenticator = IAMAuthenticator(\"{apikey}\")",
+        "authenticator = IAMAuthenticator(os.environ[\"IBM_KEY\"])",
+        "authenticator = IAMAuthenticator(\"your-api-key\")",
+        "cred = TokenCredential(\"3f2a6c1e-8b9d-4e7a-a1b2-9c8d7e6f5a4b\")",
+        "a = NoAuthAuthenticator()",
+    ]);
+}
