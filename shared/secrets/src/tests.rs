@@ -7622,3 +7622,37 @@ fn an_authenticator_given_a_literal_holds_a_key() {
         "a = NoAuthAuthenticator()",
     ]);
 }
+
+/// A CI runner's log opens each line with its time: the longest line, filler to its end, was not
+/// cut before the next line's time; a generated token on it is still one.
+#[test]
+fn a_line_before_a_logs_time_was_not_cut() {
+    let log = |line: &str| {
+        format!(
+            "Build output:\n2026-05-11T08:14:02.5512345Z Run ./deploy.sh\n\
+             2026-05-11T08:14:03.5523456Z   {line}\n2026-05-11T08:14:04.5534567Z Done"
+        )
+    };
+    assert_found(&[&log(
+        "the key is in the env: sk-proj-Hq7vNz2LxR9pWk4mTb6Y3sJd8cT3BlbkFJuE5gQw1rA7nZk0vXy2LmP9tB",
+    )]);
+    assert_clean(&[&log(
+        "OPENAI_KEY placeholder: sk-proj-abcdefghijklmnopqrstT3BlbkFJabcdefghijklmnopqrst",
+    )]);
+}
+
+/// IPython numbers a traceback's source lines (`      2 `, `----> 3 `): the line's text starts
+/// after the number, as a line of its own.
+#[test]
+fn an_ipython_tracebacks_numbers_are_layout() {
+    let cell = |line: &str| {
+        format!(
+            "Cell In[4], line 3\n      1 import yaml\n      2 cfg = yaml.safe_load('''\n----> 3 {line}\n      4 ''')"
+        )
+    };
+    assert_found(&[&cell("- password: rzhky-pgjbo-vheei")]);
+    assert_clean(&[
+        &cell("- note: rzhky-pgjbo-vheei"),
+        "      12 retries = 3\n      13 timeout = 30",
+    ]);
+}
