@@ -738,7 +738,13 @@ pub(crate) fn encoded_filler(v: &[u8]) -> bool {
         && text.split(|&b| b == b' ').filter(|w| !w.is_empty()).count() >= 3
         || json_typed();
     const MARKERS: [&[u8]; 5] = [b"example", b"sample", b"placeholder", b"dummy", b"fake"];
-    words && MARKERS.iter().any(|m| contains_ci(text, m)) || counted_through(text)
+    words && MARKERS.iter().any(|m| contains_ci(text, m)) || counted_through(text) || ends_in_run(text)
+}
+
+/// Text ending in six or more of one character (`AKCxxxxxxxxxx`, `user@corp:AKCxxxxxx`): a prefix
+/// then filler, typed and then encoded (an `.npmrc`'s `_auth`). Decoded key bytes are no text.
+fn ends_in_run(text: &[u8]) -> bool {
+    text.len() >= 8 && text[text.len() - 6..].iter().all(|&b| b == text[text.len() - 1])
 }
 
 /// Whether `v` opens with an ISO 8601 date (`2026-12-07`).

@@ -85,6 +85,9 @@ pub(crate) fn dequoted(text: &str) -> (Option<String>, bool) {
             {
                 // A numbered list's item (`2. token: …`).
                 blank = (lead, digits + 1);
+            } else if lead >= 4 && digits <= 8 && l.get(digits) == Some(&b' ') {
+                // A traceback's source line as IPython numbers it (`      3 conn = …`).
+                blank = (lead, digits);
             } else if digits - lead <= 6
                 && match l.get(digits) {
                     Some(b'\t') => true,
@@ -1176,6 +1179,12 @@ fn marker_end(l: &[u8]) -> Option<usize> {
         let digits = run_end(rest, 0, |b| b.is_ascii_digit());
         return (digits > 0 && rest[digits..].starts_with(b"]: ")).then(|| l.len() - rest.len() + digits + 2);
     }
+    if let Some(rest) = l.strip_prefix(b"---->") {
+        // IPython's arrow at a traceback's failing line, and its number (`----> 3 conn = …`).
+        let s = run_end(rest, 0, |b| b == b' ');
+        let d = run_end(rest, s, |b| b.is_ascii_digit());
+        return (s > 0 && d > s && rest.get(d) == Some(&b' ')).then_some(5 + d);
+    }
     // A REPL's continuation (Python's `... `, IPython's `...: `) and a shell's nested trace (`++ `).
     [
         &b"# "[..],
@@ -1512,13 +1521,16 @@ pub(crate) fn unwrapped(text: &str) -> Option<Rejoined> {
         let w = word(bytes, next);
         w > 0 && characters(&bytes[s..e]) + characters(&bytes[next..next + w]) >= width
     });
+    // A log whose lines open with a time (a CI runner's `2026-03-04T10:22:05.1234567Z`, the
+    // longest line filling the width): a line before a time was not cut.
+    let timed = full.is_some_and(|(_, _, next)| crate::chars::iso_date(&bytes[next.min(bytes.len())..]));
     // One line reaching the width is every text's longest line: only its cut inside a word (a
     // token cut in two) is read, not one before a word of its own (a test's `FAIL`, a log's
     // `ERROR` after a line ending in a token), and the caller keeps from that reading only a
     // token found across the cut.
     let alone = match (hard, fills, full, blank.len()) {
         (true, 1, Some((_, e, next)), 0)
-            if !bytes[e - 1].is_ascii_whitespace() && !word_of_its_own(&bytes[next..]) =>
+            if !bytes[e - 1].is_ascii_whitespace() && !word_of_its_own(&bytes[next..]) && !timed =>
         {
             Some((e, random_tail(&bytes[next..])))
         }
@@ -1551,7 +1563,11 @@ pub(crate) fn unwrapped(text: &str) -> Option<Rejoined> {
         } else {
             b
         };
-        let filled = hard && end > start && characters(&bytes[start..end]) == width && word(bytes, b + 1) > 0;
+        let filled = hard
+            && end > start
+            && characters(&bytes[start..end]) == width
+            && word(bytes, b + 1) > 0
+            && !(timed && crate::chars::iso_date(&bytes[b + 1..]));
         let after_blank = soft.next_if(|&&(s, _, _)| s == start).is_some();
         if filled || after_blank {
             plain.extend_from_slice(&bytes[from..end]);

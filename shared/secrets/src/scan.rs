@@ -2668,6 +2668,10 @@ impl<'t> Scan<'t> {
                 // An LDAP bind: the path, then the user and the password.
                 || ldap);
         if !names_auth && !class {
+            // One byte first (`Authenticator`'s capital): this runs at every call.
+            if name.len() > 13 && name[name.len() - 13] == b'A' {
+                self.authenticator_key_at(name, open);
+            }
             return;
         }
         // A class made of a user and a password (`NetworkCredential`, `PasswordAuthentication`,
@@ -2716,6 +2720,29 @@ impl<'t> Scan<'t> {
             {
                 self.push(SecretKind::Assignment, value.start, value.end);
             }
+        }
+    }
+
+    /// `IAMAuthenticator("…")`, `BearerTokenAuthenticator("…")`: an SDK's authenticator given one
+    /// quoted literal holds its key when it looks generated (a UUID is an id), the call's `(` at
+    /// `open`.
+    #[cold]
+    fn authenticator_key_at(&mut self, name: &[u8], open: usize) {
+        if !name.ends_with(b"Authenticator") || !name[0].is_ascii_uppercase() {
+            return;
+        }
+        let bytes = self.bytes;
+        let from = run_end_max(bytes, open + 1, 64, |b| b.is_ascii_whitespace());
+        let Some(value) = Value::parse(bytes, from, Stop::Code) else {
+            return;
+        };
+        if value.quoted
+            && !value.cut
+            && !uuid(value.text(bytes))
+            && bytes.get(run_end_max(bytes, value.end + 1, 64, |b| b.is_ascii_whitespace())) == Some(&b')')
+            && value_is_secret(bytes, &value, b"token", Strength::Strong, Mode::Prose)
+        {
+            self.push(SecretKind::Assignment, value.start, value.end);
         }
     }
 

@@ -7617,3 +7617,65 @@ fn values_holding_pairs_of_their_own_stay_under_the_bound() {
             .map(|f| &text[f.start..f.end.min(f.start + 80)])
     );
 }
+
+/// Base64 of a prefix then one character repeated (an `.npmrc`'s `_auth` of `user:TOKENzzzz…`) is
+/// filler encoded; the same slot holding base64 of a generated password is a secret.
+#[test]
+fn encoded_prefix_then_a_run_is_filler() {
+    assert_found(&["//npm.corp.test/:_auth=Y2ktcnVubmVyOlhyN0xwMlF3Wms5VnQ0TWJOOHNKM2hZYw=="]);
+    assert_clean(&[
+        "//npm.corp.test/:_auth=Y2ktcnVubmVyOk5QTXFxcXFxcXFxcXFxcQ==",
+        "registry_password: VE9LRU4tenp6enp6enp6enp6",
+    ]);
+}
+
+/// An SDK's authenticator given one generated literal holds its key; a template, a stand-in, an
+/// environment lookup or a UUID given so is none.
+#[test]
+fn an_authenticator_given_a_literal_holds_a_key() {
+    assert_found(&[
+        "auth = BearerTokenAuthenticator(\"Zk3PqL9xVt2mWn8RbY4c\")",
+        "authenticator = IAMAuthenticator(\n    'V2hYk-9qLmT_4rPzWc8NbJx3sD6fGa1uEoRtZy7KiQvB'\n)",
+    ]);
+    assert_clean(&[
+        "authenticator = IAMAuthenticator(\"{apikey}\")",
+        "authenticator = IAMAuthenticator(os.environ[\"IBM_KEY\"])",
+        "authenticator = IAMAuthenticator(\"your-api-key\")",
+        "cred = TokenCredential(\"3f2a6c1e-8b9d-4e7a-a1b2-9c8d7e6f5a4b\")",
+        "a = NoAuthAuthenticator()",
+    ]);
+}
+
+/// A CI runner's log opens each line with its time: the longest line, filler to its end, was not
+/// cut before the next line's time; a generated token on it is still one.
+#[test]
+fn a_line_before_a_logs_time_was_not_cut() {
+    let log = |line: &str| {
+        format!(
+            "Build output:\n2026-05-11T08:14:02.5512345Z Run ./deploy.sh\n\
+             2026-05-11T08:14:03.5523456Z   {line}\n2026-05-11T08:14:04.5534567Z Done"
+        )
+    };
+    assert_found(&[&log(
+        "the key is in the env: sk-proj-Hq7vNz2LxR9pWk4mTb6Y3sJd8cT3BlbkFJuE5gQw1rA7nZk0vXy2LmP9tB",
+    )]);
+    assert_clean(&[&log(
+        "OPENAI_KEY placeholder: sk-proj-abcdefghijklmnopqrstT3BlbkFJabcdefghijklmnopqrst",
+    )]);
+}
+
+/// IPython numbers a traceback's source lines (`      2 `, `----> 3 `): the line's text starts
+/// after the number, as a line of its own.
+#[test]
+fn an_ipython_tracebacks_numbers_are_layout() {
+    let cell = |line: &str| {
+        format!(
+            "Cell In[4], line 3\n      1 import yaml\n      2 cfg = yaml.safe_load('''\n----> 3 {line}\n      4 ''')"
+        )
+    };
+    assert_found(&[&cell("- password: rzhky-pgjbo-vheei")]);
+    assert_clean(&[
+        &cell("- note: rzhky-pgjbo-vheei"),
+        "      12 retries = 3\n      13 timeout = 30",
+    ]);
+}

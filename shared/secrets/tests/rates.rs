@@ -26,6 +26,8 @@ const KICS: &str = include_str!("../../../tests/fixtures/secrets_probe_kics.txt"
 const CREDSWEEPER: &str = include_str!("../../../tests/fixtures/secrets_probe_credsweeper.txt");
 const TITUS: &str = include_str!("../../../tests/fixtures/secrets_probe_titus.txt");
 const GOSEC: &str = include_str!("../../../tests/fixtures/secrets_probe_gosec.txt");
+const REPO_SUPERVISOR: &str = include_str!("../../../tests/fixtures/secrets_probe_repo_supervisor.txt");
+const SHHGIT: &str = include_str!("../../../tests/fixtures/secrets_probe_shhgit.txt");
 const DOC: &str = include_str!("../../../docs/secret-filter.md");
 const README: &str = include_str!("../../../README.md");
 const BEGIN: &str = "<!-- rates: computed by shared/secrets/tests/rates.rs -->\n";
@@ -68,6 +70,8 @@ const FLOORS: &[(&str, f64, f64)] = &[
     ("credsweeper", 95.5, 0.4),
     ("titus", 97.6, 1.1),
     ("gosec", 100.0, 0.1),
+    ("repo-supervisor", 100.0, 0.0),
+    ("shhgit", 100.0, 0.0),
 ];
 
 /// What each source is, for the table.
@@ -190,6 +194,14 @@ const LABELS: &[(&str, &str)] = &[
         "gosec",
         "gosec's test samples: its hard-coded credential rule's in five new prompt shapes (a linter report, a Spanish question), every other rule's Go code in rotation, `tests/fixtures/secrets_probe_gosec.txt`",
     ),
+    (
+        "repo-supervisor",
+        "Auth0's repo-supervisor: its test fixtures' random secrets, integration files and pre-filter values in eight new prompt shapes (a Slack thread, a Jira comment, a Terraform plan, a Jupyter traceback, an Actions log, a Kubernetes event, a review suggestion, an e-mail quoted twice), `tests/fixtures/secrets_probe_repo_supervisor.txt`",
+    ),
+    (
+        "shhgit",
+        "shhgit's signatures: random values of its content patterns, its sensitive file names in questions about them, in those eight shapes, `tests/fixtures/secrets_probe_shhgit.txt`",
+    ),
 ];
 
 #[derive(Default)]
@@ -269,6 +281,8 @@ fn rates() -> BTreeMap<String, Rates> {
         CREDSWEEPER,
         TITUS,
         GOSEC,
+        REPO_SUPERVISOR,
+        SHHGIT,
     ] {
         score(
             fixture,
