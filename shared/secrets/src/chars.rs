@@ -221,6 +221,20 @@ pub(crate) fn tech_part(v: &[u8]) -> bool {
     WORDS.contains_ci(v)
 }
 
+/// Whether `v`'s [`entropy`] may be 4 bits a byte or more. It is at most the log of how many
+/// bytes differ: a text of fewer than 16 distinct bytes (a tag or a word repeated) falls short,
+/// told from a bit set before its bytes are counted.
+pub(crate) fn may_have_four_bits(v: &[u8]) -> bool {
+    if v.len() < 16 {
+        return false;
+    }
+    let mut seen = [0u64; 4];
+    for &b in v {
+        seen[usize::from(b >> 6)] |= 1 << (b & 63);
+    }
+    seen.iter().map(|w| w.count_ones()).sum::<u32>() >= 16
+}
+
 /// Shannon entropy in bits per byte.
 pub(crate) fn entropy(v: &[u8]) -> f64 {
     let mut counts = [0u32; 256];
@@ -278,31 +292,42 @@ pub(crate) fn fabricated(v: &[u8]) -> bool {
         return false;
     }
     // Letters and digits only, at most 512 of them: `-`, `_`, `.` separate the groups of a
-    // hand-made token without breaking its count.
-    let mut p = [0u8; 512];
-    let mut n = 0;
-    for &b in v {
-        if b.is_ascii_alphanumeric() && n < p.len() {
-            p[n] = b;
-            n += 1;
-        }
-    }
-    let counts = |stride: usize, down: bool| {
-        // run[k]: how long the count is that ends at `k`, stepping back by `stride`.
-        let mut run = [1u16; 512];
-        for k in stride..n {
-            let (a, b) = (p[k - stride], p[k]);
-            let next = if down {
-                a.wrapping_sub(1)
+    // hand-made token without breaking its count. Counted down side by side, and up and down
+    // every other character, in one pass: a count ending at the `k`-th of them is one longer
+    // than the one ending `stride` before it when its character steps from that one's.
+    let counts = || {
+        // The last two characters and, for each count, its length at each of them (`k % 2`).
+        let (mut last, mut down, mut up_2, mut down_2) = ([0u8; 2], 1u16, [1u16; 2], [1u16; 2]);
+        for (k, b) in v
+            .iter()
+            .copied()
+            .filter(u8::is_ascii_alphanumeric)
+            .take(512)
+            .enumerate()
+        {
+            let (one_back, two_back) = (last[(k + 1) % 2], last[k % 2]);
+            let at = k % 2;
+            down = if k >= 1 && b == one_back.wrapping_sub(1) {
+                down + 1
             } else {
-                a.wrapping_add(1)
+                1
             };
-            if b == next && b.is_ascii_alphanumeric() {
-                run[k] = run[k - stride] + 1;
-                if run[k] >= 6 {
-                    return true;
-                }
+            if k >= 2 {
+                up_2[at] = if b == two_back.wrapping_add(1) {
+                    up_2[at] + 1
+                } else {
+                    1
+                };
+                down_2[at] = if b == two_back.wrapping_sub(1) {
+                    down_2[at] + 1
+                } else {
+                    1
+                };
             }
+            if down >= 6 || up_2[at] >= 6 || down_2[at] >= 6 {
+                return true;
+            }
+            last[at] = b;
         }
         false
     };
@@ -320,12 +345,7 @@ pub(crate) fn fabricated(v: &[u8]) -> bool {
             run = 1;
         }
     }
-    counts(1, true)
-        || counts(2, false)
-        || counts(2, true)
-        || spells_a_marker(v)
-        || closed_by_example(v)
-        || filler_run(v)
+    counts() || spells_a_marker(v) || closed_by_example(v) || filler_run(v)
 }
 
 /// Whether a long value ends in the word `example` in any case (`…k2n8example`, `…_Example`):
@@ -359,6 +379,10 @@ pub(crate) fn few_kinds(v: &[u8]) -> bool {
 /// (`SAMPLEq8Zr2…`, `…Tk9SAMPLEYn7…`: six capitals a generated value holds about once in a
 /// billion), each letter as itself or as the digit that looks like it.
 pub(crate) fn spells_a_marker(v: &[u8]) -> bool {
+    // Both hold an `M`, which no digit stands for: a value without one spells neither.
+    if crate::bytes::find_byte(b'M', v).is_none() {
+        return false;
+    }
     v.windows(7).any(|w| spells_marker(w, b"EXAMPLE")) || v.windows(6).any(|w| spells_marker(w, b"SAMPLE"))
 }
 

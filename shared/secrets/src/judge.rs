@@ -637,9 +637,14 @@ pub(crate) fn value_is_secret(
     if crate::chars::script_words(v) {
         return false;
     }
+    // Whether the key names a password, asked once of a key many checks below ask it of.
+    let names_password = {
+        let known = std::cell::OnceCell::new();
+        move || *known.get_or_init(|| password_key(key))
+    };
     // A design system's token holds a style (`primaryToken: '#1f2937'`); a password may still
     // look like one.
-    if css_value(v) && !password_key(key) {
+    if css_value(v) && !names_password() {
         return false;
     }
     // A personal access token is one base64url run (`AZURE_DEVOPS_PAT=…`); a `…_PAT` holding a
@@ -653,14 +658,14 @@ pub(crate) fn value_is_secret(
     let placeholder = is_placeholder(v)
         && !(value.quoted && unclosed_template(v))
         && !(value.quote == b'\'' && dollar_literal(v))
-        && !(password_key(key) && weak_literal(v));
+        && !(names_password() && weak_literal(v));
     if placeholder
-        || !password_key(key) && crate::rules::prefix_then_word(v)
+        || !names_password() && crate::rules::prefix_then_word(v)
         || is_reference(v)
         || same_as_key(v, key)
         || stand_in_for_key(v, key)
         || yaml_tag(bytes, value)
-        || !password_key(key) && auth_scheme(v)
+        || !names_password() && auth_scheme(v)
     {
         return false;
     }
@@ -806,7 +811,7 @@ pub(crate) fn value_is_secret(
     }
     // A PIN or an all-digit password (`DB_PASSWORD=84619273`), not a count or a date; a strong
     // key's long run of digits (`secret = "9734741337193905126710251"`) is no number either.
-    let digits_secret = password_key(key) && v.len() >= 4 || strength == Strength::Strong && v.len() >= 16;
+    let digits_secret = names_password() && v.len() >= 4 || strength == Strength::Strong && v.len() >= 16;
     if mode != Mode::Prose && digits_secret && v.iter().all(u8::is_ascii_digit) {
         // A count of four or five (`passphrase='1234'`) is typed where the value goes, as
         // `123456` is (a URL's userinfo keeps its own judgment).
@@ -876,7 +881,7 @@ pub(crate) fn value_is_secret(
         }
         Mode::Code if !weak => {
             v.len() >= 6
-                && (!identifier_like(v) || password_key(key) && amp_joined_random(v))
+                && (!identifier_like(v) || names_password() && amp_joined_random(v))
                 && (has_digit(v) || has_symbol(v))
         }
         Mode::Prose if value.quoted => v.len() >= 4 && looks_random(v, if weak { 12 } else { 6 }),
@@ -1374,7 +1379,7 @@ pub(crate) const PASSWORD_KEYS: Words =
 
 /// A key naming a password (not a token or an API key): an all-digit value of it is a PIN.
 pub(crate) fn password_key(key: &[u8]) -> bool {
-    PASSWORD_KEYS.iter().any(|w| contains_ci(key, w))
+    PASSWORD_KEYS.found_in(key)
 }
 
 /// A public key id (`3AA5C34371567BD2`, `0x3AA5C34371567BD2`, a 40-digit fingerprint): 8, 16 or
@@ -2006,6 +2011,10 @@ pub(crate) fn unicode_escaped_text(v: &[u8]) -> bool {
 /// the address and lowercase words around it, nothing generated.
 pub(crate) fn host_with_address(v: &[u8]) -> bool {
     if v.len() > 64 {
+        return false;
+    }
+    // Four numbers need three separators between them (counted before the parts are listed).
+    if v.iter().filter(|b| matches!(b, b'-' | b'_' | b'.')).count() < 3 {
         return false;
     }
     let octet = |t: &[u8]| (1..=3).contains(&t.len()) && t.iter().all(u8::is_ascii_digit);

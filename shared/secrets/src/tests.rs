@@ -7594,3 +7594,64 @@ fn values_holding_pairs_of_their_own_stay_under_the_bound() {
             .map(|f| &text[f.start..f.end.min(f.start + 80)])
     );
 }
+
+/// A word list passes over a position whose first two bytes start none of its words, and finds
+/// every word whatever its case and wherever it stands: a word of one byte (which has no second),
+/// one at the text's very end, one that starts with a symbol or a byte beyond ASCII.
+#[test]
+fn a_word_list_skips_what_starts_none_of_its_words() {
+    use crate::words::words_from;
+    const MIXED: Words = words_from!(&[b"qz", b"#{", b"\xc3\xa9t\xc3\xa9", b"!"]);
+    for hay in [
+        &b"aaaaQZ"[..],
+        b"xx#{y}",
+        b"l'\xc3\xa9t\xc3\xa9",
+        b"hi!",
+        b"!",
+        b"aQzb",
+    ] {
+        assert!(MIXED.found_in(hay), "{hay:?}");
+    }
+    for hay in [&b"aaaaQ"[..], b"zq#(", b"\xc3\xa9", b"z", b"", b"q z#"] {
+        assert!(!MIXED.found_in(hay), "{hay:?}");
+    }
+    // One byte's word alone: a text's last byte is read as well as any other.
+    const ONE: Words = words_from!(&[b"k"]);
+    assert!(ONE.found_in(b"abcK") && ONE.found_in(b"Kx") && !ONE.found_in(b"abc"));
+}
+
+/// After a secret word's key, an unquoted password with symbols is read to its end however the
+/// window around it is searched; a tag or a name repeated without a blank (few distinct bytes,
+/// however many symbols) is no value.
+#[test]
+fn a_dense_window_of_few_bytes_is_no_password() {
+    assert_found(&[
+        "vault_secret => Zq7!mR2#vK9$wX4@pL6^tB",
+        "ftp_password = Rt5,Gh8*Lk2!Mn6#Pq9",
+    ]);
+    let tags = "<secret>".repeat(60);
+    let names = "<apiKey>,".repeat(50);
+    assert_clean(&[&tags, &names, "api_token -> a&b=c&d=e&f=g&h=i&j=k&l=m"]);
+}
+
+/// A token-length value whose letters and digits count down side by side, or up or down every
+/// other character, or that spells the documentation marker, was typed to fill the slot; the
+/// same value with those places random is a token. (The counts are read in one pass, the marker
+/// looked for only where an `M` stands.)
+#[test]
+fn a_count_or_a_marker_inside_a_token_is_typed() {
+    assert_found(&[
+        "SERVICE_TOKEN=Rz8Tq3Wm7Kp2Lx9Vn4Hc6Bd1",
+        "SERVICE_TOKEN=Rz8Tq3Wm7Kp2Lx9Vn4Hc6Bd1Ys",
+        "SERVICE_TOKEN=Rz8Tq3W5APL3p2Lx9Vn4Hc6Bq",
+    ]);
+    assert_clean(&[
+        "SERVICE_TOKEN=Rz8Tq3Wm7Kp2Lx9Vn4gfedcba",
+        "SERVICE_TOKEN=Rz8Tq3Wm7Kp2La1b2c3d4e5f",
+        "SERVICE_TOKEN=Rz8Tq3Wm7Kp2Lf9e8d7c6b5a",
+        "SERVICE_TOKEN=Rz8Tq3W5AMPL3p2Lx9Vn4Hc6",
+    ]);
+    // A host's name around an IPv4 address is no secret; a password holding one still is.
+    assert_clean(&["node_addr=edge-10.24.3.7-west"]);
+    assert_found(&["db_password=Qv7-10.24.3.7-Zk"]);
+}
