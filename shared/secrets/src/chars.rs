@@ -225,14 +225,25 @@ pub(crate) fn tech_part(v: &[u8]) -> bool {
 /// bytes differ: a text of fewer than 16 distinct bytes (a tag or a word repeated) falls short,
 /// told from a bit set before its bytes are counted.
 pub(crate) fn may_have_four_bits(v: &[u8]) -> bool {
-    if v.len() < 16 {
-        return false;
-    }
+    v.len() >= 16 && run_end_distinct(v, 0, v.len(), |_| true).1 >= 16
+}
+
+/// [`crate::bytes::run_end_max`]'s end of the run of `class` bytes from `pos`, and how many distinct bytes the
+/// run holds (read in the same pass: see [`may_have_four_bits`]).
+pub(crate) fn run_end_distinct(
+    bytes: &[u8],
+    pos: usize,
+    limit: usize,
+    class: impl Fn(u8) -> bool,
+) -> (usize, u32) {
+    let stop = bytes.len().min(pos.saturating_add(limit));
     let mut seen = [0u64; 4];
-    for &b in v {
-        seen[usize::from(b >> 6)] |= 1 << (b & 63);
+    let mut end = pos;
+    while end < stop && class(bytes[end]) {
+        seen[usize::from(bytes[end] >> 6)] |= 1 << (bytes[end] & 63);
+        end += 1;
     }
-    seen.iter().map(|w| w.count_ones()).sum::<u32>() >= 16
+    (end, seen.iter().map(|w| w.count_ones()).sum())
 }
 
 /// Shannon entropy in bits per byte.

@@ -593,6 +593,61 @@ pub(crate) fn reset_judged(len: usize) {
 pub(crate) fn new_reading() {
     let (work, limit, _) = WORK.get();
     WORK.set((work, limit, [0; 2]));
+    FEW_BYTES.set(NO_RUN);
+}
+
+/// A run of a reading's bytes known to hold fewer than 16 distinct ones: the reading's text (where
+/// it starts, its length), whether an element's `<` ends the run, where the run starts and ends,
+/// and the set of its bytes (see [`few_distinct_window`]).
+type FewRun = ((usize, usize, bool), usize, usize, [u64; 4]);
+
+const NO_RUN: FewRun = ((usize::MAX, 0, false), 0, 0, [0; 4]);
+
+thread_local! {
+    static FEW_BYTES: std::cell::Cell<FewRun> = const { std::cell::Cell::new(NO_RUN) };
+}
+
+/// The end of a value's window from `p` (its bytes up to a blank, or an element's `<`, at most
+/// `limit` of them) and whether it holds fewer than 16 distinct bytes. A window that starts
+/// inside the last run found with fewer is read on from that run's end, not again from its
+/// start (its bytes are among the run's): keys packed on a line without blanks, each window
+/// running over the next keys, are read once, not once a key.
+// (Out of line: it runs for few values, and the readers it sits in keep their own code.)
+#[inline(never)]
+pub(crate) fn few_distinct_window(bytes: &[u8], p: usize, limit: usize, element: bool) -> (usize, bool) {
+    let class = |b: u8| !(b.is_ascii_whitespace() || element && b == b'<');
+    let text = (bytes.as_ptr() as usize, bytes.len(), element);
+    let stop = bytes.len().min(p.saturating_add(limit));
+    let read_on = |from: usize, mut end: usize, mut seen: [u64; 4]| {
+        while end < stop && class(bytes[end]) {
+            seen[usize::from(bytes[end] >> 6)] |= 1 << (bytes[end] & 63);
+            end += 1;
+        }
+        let few = seen.iter().map(|w| w.count_ones()).sum::<u32>() < 16;
+        (from, end, seen, few)
+    };
+    // A window under 16 bytes holds fewer distinct ones: no run is looked up for it.
+    let short = run_end_max(bytes, p, 16.min(limit), class);
+    if short < stop.min(p + 16) {
+        return (short, true);
+    }
+    let (known, from, to, seen) = FEW_BYTES.get();
+    if known == text && from <= p && p <= to {
+        // Past `stop` already: the window ends there, inside the run.
+        if to >= stop {
+            return (stop, true);
+        }
+        let (from, end, seen, few) = read_on(from, to, seen);
+        if few {
+            FEW_BYTES.set((text, from, end, seen));
+            return (end, true);
+        }
+    }
+    let (from, end, seen, few) = read_on(p, p, [0; 4]);
+    if few {
+        FEW_BYTES.set((text, from, end, seen));
+    }
+    (end, few)
 }
 
 /// Charges working on `start..end` at `site` to the text's work; whether it is now spent.

@@ -2298,9 +2298,14 @@ impl<'t> Scan<'t> {
             if matches!(bytes.get(p), Some(b'{' | b'[')) {
                 return None;
             }
-            let raw = run_end_max(bytes, p, 256, |b| {
-                !(b.is_ascii_whitespace() || element && b == b'<')
-            });
+            // The value is cut from this window: with fewer than 16 distinct bytes in it (a tag or
+            // a key repeated without a blank), it cannot reach the entropy asked of it below.
+            // (Found with 16 or more, a value that is the whole window is not counted again.)
+            let (raw, few) = crate::judge::few_distinct_window(bytes, p, 256, element);
+            if few {
+                return None;
+            }
+            let window_end = raw;
             // An element's closing tag (`…</Generic_Key>`) is markup, not the value's; so is
             // JSON's next member (`"secret":null,"data":…`).
             // (Each of these cuts looks at its byte's places alone: a window is read once.)
@@ -2366,8 +2371,11 @@ impl<'t> Scan<'t> {
                     || composite_literal(v)
                     || cmdlet(v)
             };
-            (crate::chars::may_have_four_bits(v) && symbols() >= 4 && entropy(v) >= 4.0 && !code())
-                .then_some(p + v.len())
+            ((v.len() == window_end - p || crate::chars::may_have_four_bits(v))
+                && symbols() >= 4
+                && entropy(v) >= 4.0
+                && !code())
+            .then_some(p + v.len())
         };
         // A finding over the value's start overlaps the value wherever it ends (below): the
         // value is not measured.

@@ -7655,3 +7655,25 @@ fn a_count_or_a_marker_inside_a_token_is_typed() {
     assert_clean(&["node_addr=edge-10.24.3.7-west"]);
     assert_found(&["db_password=Qv7-10.24.3.7-Zk"]);
 }
+
+/// Keys packed without a blank read their windows on from one another: a password closing such a
+/// run is still read whole, and the run alone, its few bytes repeated, holds none.
+#[test]
+fn a_password_closing_a_packed_run_of_keys_is_found() {
+    let packed = "pwd=;".repeat(100);
+    let tags = "<token>".repeat(40);
+    for text in [
+        format!("{packed}pwd=Xk9#mQ2$vL7!pR4@tW8^"),
+        format!("{tags}<token>Hq8%Zt3&Wn6*Lp1#Vr5@Kd"),
+        format!("{packed} pwd=Xk9#mQ2$vL7!pR4@tW8^"),
+    ] {
+        let found = findings(&text);
+        assert!(
+            found
+                .iter()
+                .any(|f| text[f.start..f.end].ends_with("tW8^") || text[f.start..f.end].ends_with("5@Kd")),
+            "{text}"
+        );
+    }
+    assert_clean(&[&packed, &tags]);
+}
