@@ -470,9 +470,30 @@ pub(crate) fn unquoted_end(bytes: &[u8], pos: usize, limit: usize, stop: Stop) -
     // URL query or argument list.
     let next_field = |k: usize| field_name_after(bytes, k);
 
+    // The bytes any of the ends below starts at: a blank, a quote, a field's or a list's
+    // separator, a tag's `<`, an escape's `\`, a CJK character's first byte. Others (most of a
+    // value: letters, digits, `-_.+/=`) are passed over without asking.
+    const MAY_END: [bool; 256] = {
+        let mut t = [false; 256];
+        let mut b = 0;
+        while b < 256 {
+            let c = b as u8;
+            t[b] = c.is_ascii_whitespace()
+                || matches!(
+                    c,
+                    b'"' | b'\'' | b'`' | b'&' | b';' | b',' | b'<' | b'\\' | 0xE3..=0xEF
+                );
+            b += 1;
+        }
+        t
+    };
     let mut raw_end = pos;
     while raw_end < limit {
         let b = bytes[raw_end];
+        if !MAY_END[usize::from(b)] {
+            raw_end += 1;
+            continue;
+        }
         let ends = b.is_ascii_whitespace()
             // A fence's backticks (`…PROJECT_ALIAS``` thanks`) close as one quote does.
             || (matches!(b, b'"' | b'\'') && closes(raw_end))

@@ -7677,3 +7677,20 @@ fn a_password_closing_a_packed_run_of_keys_is_found() {
     }
     assert_clean(&[&packed, &tags]);
 }
+
+/// An unquoted value ends where a connection string's next field, a query's next parameter or
+/// a sentence in another script starts, whatever letters and digits run before it (they are
+/// passed over without asking); a stand-in's words before a setting's end are none.
+#[test]
+fn an_unquoted_value_ends_at_the_next_field() {
+    assert_spans(&[
+        (
+            "Server=db7;Uid=ops;Pwd=Lk4vR9qZ2mW7;Connect Timeout=30",
+            "Lk4vR9qZ2mW7",
+        ),
+        ("api_secret=Hq8Zt3Wn6Lp1Vr5Kd7Xc请保管", "Hq8Zt3Wn6Lp1Vr5Kd7Xc"),
+        ("token=Hq8Zt3Wn6Lp1Vr5Kd7Xc&page_size=20", "Hq8Zt3Wn6Lp1Vr5Kd7Xc"),
+        ("Server=db7;Uid=ops;Pwd=builder;Max Pool Size=30", "builder"),
+    ]);
+    assert_clean(&["auth_token=refresh_token_value_here,expires=3600"]);
+}
