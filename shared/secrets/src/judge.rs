@@ -1317,10 +1317,13 @@ pub(crate) fn cookie_attributes(v: &[u8], key: &[u8]) -> bool {
         b"partitioned",
         b"priority",
     ]);
+    if !contains_ci(key, b"cookie") {
+        return false;
+    }
     let name = &v[..run_end(v, 0, |b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')];
     // A cookie's name and nothing after its `=` (`oauth_state=; Max-Age=0`): the cookie cleared.
     let cleared = !name.is_empty() && v.len() == name.len() + 1 && v.ends_with(b"=");
-    contains_ci(key, b"cookie") && (cleared || ATTRIBUTES.contains_ci(name))
+    cleared || ATTRIBUTES.contains_ci(name)
 }
 
 /// `tls:\n  secret: tls-cert-2024`: a bare `secret` key in YAML, under a mapping that names what
@@ -1437,10 +1440,12 @@ pub(crate) fn scopes_a_secret_word(before: &[u8]) -> bool {
 /// message, never a generated secret. A long run of ASCII letters with digits in it
 /// (`测试环境密钥Xq9mL2vR7pZ4kT8sW3nB`) is a token the words label, not a word of the message.
 pub(crate) fn cjk_text(v: &[u8]) -> bool {
-    let token = v
-        .split(|b| !b.is_ascii_alphanumeric())
-        .any(|run| run.len() >= 16 && has_digit(run) && run.iter().any(u8::is_ascii_alphabetic));
-    cjk_at(v, 0) && (0..v.len()).filter(|&k| cjk_at(v, k)).count() >= 4 && !token
+    // (The script first: a value that opens with none is no such text, whatever its runs.)
+    let token = || {
+        v.split(|b| !b.is_ascii_alphanumeric())
+            .any(|run| run.len() >= 16 && has_digit(run) && run.iter().any(u8::is_ascii_alphabetic))
+    };
+    cjk_at(v, 0) && (0..v.len()).filter(|&k| cjk_at(v, k)).count() >= 4 && !token()
 }
 
 /// `-x`, `--flag`, `--flag-name`: a dash and a word.
@@ -1592,6 +1597,10 @@ pub(crate) fn opens_a_call(v: &[u8]) -> bool {
 /// holds the secret; it is not its value.
 pub(crate) fn secret_member(v: &[u8]) -> bool {
     let v = trim_end_of(v, |b| matches!(b, b',' | b';' | b')'));
+    // No member without a `.` (asked before its parts are read).
+    if !v.contains(&b'.') {
+        return false;
+    }
     let mut parts = v.split(|&b| b == b'.');
     let names = v.split(|&b| b == b'.').all(|p| {
         p.first().is_some_and(|&b| b.is_ascii_alphabetic() || b == b'_')
@@ -1888,6 +1897,10 @@ pub(crate) fn emphasised_word(v: &[u8]) -> bool {
 /// Words or numbers joined by an em or an en dash (`securely—you'll`, `2019–2024`): a piece
 /// mixing digits, symbols or cases (`Sommer—kjcb11%7kwjS`) is a value's, not a sentence's.
 fn dashed_words(v: &[u8]) -> bool {
+    // Both dashes start with the byte 0xE2 in UTF-8: a value without it holds neither.
+    if find_byte(0xE2, v).is_none() {
+        return false;
+    }
     let Ok(text) = std::str::from_utf8(v) else {
         return false;
     };
@@ -1911,6 +1924,15 @@ fn written_word(w: &str) -> bool {
 /// An environment variable's name of three words or more, a word perhaps holding a digit
 /// (`RUNNER_BACKEND_K8S_NAMESPACE`, `AWS_S3_BUCKET_NAME`): a setting named in prose.
 pub(crate) fn env_name(v: &[u8]) -> bool {
+    // Capitals, digits and `_` alone, a capital first (the first word is no count): asked before
+    // the words are split.
+    if !v.first().is_some_and(u8::is_ascii_uppercase)
+        || !v
+            .iter()
+            .all(|&b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_')
+    {
+        return false;
+    }
     // A count may stand as a word of its own (`LAST_8_DIGITS_OF_KEY_ID`), between capital words.
     let words = v.split(|&b| b == b'_').count();
     let count = |i: usize, w: &[u8]| {
@@ -2330,6 +2352,10 @@ fn quoted_key_before(bytes: &[u8], start: usize) -> Option<&[u8]> {
 /// page's or a translation's label: `L&#246;senord`, `&#12497;&#12473;&#12527;…`): each reference
 /// names a letter beyond ASCII, and between them stand letters and spaces only.
 pub(crate) fn entity_escaped_text(v: &[u8]) -> bool {
+    // A reference starts with `&`.
+    if find_byte(b'&', v).is_none() {
+        return false;
+    }
     let mut k = 0;
     let mut references = 0;
     while k < v.len() {
@@ -2687,6 +2713,10 @@ pub(crate) fn public_by_prefix(v: &[u8]) -> bool {
 pub(crate) fn key_path(v: &[u8]) -> bool {
     let outer = |b: &u8| matches!(b, b':' | b'/' | b'#' | b'|');
     let dotted = !v.iter().any(outer);
+    // One part alone is no path.
+    if dotted && !v.contains(&b'.') {
+        return false;
+    }
     let (mut parts, mut words) = (0usize, 0usize);
     for part in v.split(|b| outer(b) || dotted && *b == b'.') {
         if part.is_empty() {

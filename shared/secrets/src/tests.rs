@@ -7694,3 +7694,28 @@ fn an_unquoted_value_ends_at_the_next_field() {
     ]);
     assert_clean(&["auth_token=refresh_token_value_here,expires=3600"]);
 }
+
+/// The shapes that name no secret (a member path, a store's path, a constant's name, words
+/// joined by a typographic dash, entity-escaped text, a cookie's attribute, a sentence in
+/// Japanese) are told by the bytes they need before they are read; a generated value holding
+/// one of those bytes is a value still.
+#[test]
+fn shapes_naming_no_secret_need_their_own_bytes() {
+    assert_clean(&[
+        "password=config.db.password",
+        "api_key=vault/prod/billing:api_key",
+        "api_key=PROD_BILLING_API_KEY",
+        "secret=well—known",
+        "password=&#1087;&#1072;&#1088;&#1086;&#1083;&#1100;",
+        "cookie_secret=Path",
+        "secret: 秘密の値をここに入力",
+    ]);
+    assert_found(&[
+        "password=Kx7.mQ9vL2pR",
+        "api_key=Hq8Zt3Wn6Lp1:Vr5Kd7Xc9Qm2",
+        "api_key=PQ7_ZK4M_9XRT_WV2LHN8",
+        "secret=Hq8Zt3—Wn6Lp1Vr5",
+        "password=Hq8&amp;Zt3Wn6",
+        "cookie_secret=Hq8Zt3Wn6Lp1Vr5",
+    ]);
+}
