@@ -274,7 +274,8 @@ pub(crate) fn repeated_group(v: &[u8]) -> bool {
     // Short and the group alone three times (`Kx9-Kx9-Kx9`), it is a typed password's shape as
     // often as a stand-in's.
     let parts = v.split(|&b| matches!(b, b'-' | b'_' | b'.')).count();
-    if v.len() > 256 || v.len() < 16 && parts <= 3 {
+    // (Three times needs three parts at least.)
+    if parts < 3 || v.len() > 256 || v.len() < 16 && parts <= 3 {
         return false;
     }
     let groups = || {

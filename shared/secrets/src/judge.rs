@@ -3102,7 +3102,9 @@ pub(crate) fn fake_words(v: &[u8]) -> bool {
         // Words saying it is unusable (`invalid`, `expired-token`): a token is no such word.
         || v.iter().all(|&b| b.is_ascii_alphabetic() || matches!(b, b'-' | b'_')) && UNUSABLE.found_in(v)
         // Nothing but punctuation is not a value (`,.:-¨@*¿?!`).
-        || std::str::from_utf8(v).is_ok_and(|t| !t.is_empty() && !t.chars().any(char::is_alphanumeric))
+        // (An ASCII letter or digit, asked first, is one.)
+        || !v.iter().any(u8::is_ascii_alphanumeric)
+            && std::str::from_utf8(v).is_ok_and(|t| !t.is_empty() && !t.chars().any(char::is_alphanumeric))
 }
 
 /// An `@` opening a word inside brackets with no quote (`pa$$[@ee4@]`): no index, call or

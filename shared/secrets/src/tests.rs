@@ -7719,3 +7719,14 @@ fn shapes_naming_no_secret_need_their_own_bytes() {
         "cookie_secret=Hq8Zt3Wn6Lp1Vr5",
     ]);
 }
+
+/// One group typed over and over between separators is a stand-in; groups that differ, or no
+/// separators at all, make a token. Punctuation alone is no value.
+#[test]
+fn a_group_repeated_needs_three_parts() {
+    assert_clean(&["SERVICE_TOKEN=Kx9R-Kx9R-Kx9R-Kx9R-Kx9R", "db_password=¿?¡!—…»«"]);
+    assert_found(&[
+        "SERVICE_TOKEN=Kx9R-Wm4T-Zq7P-Lb2N-Hv8C",
+        "SERVICE_TOKEN=Kx9RWm4TZq7PLb2NHv8CpQ",
+    ]);
+}
