@@ -726,6 +726,17 @@ pub(crate) fn base64_digit(b: u8) -> Option<u8> {
 /// Decodes unpadded base64 of either alphabet (`+/` or `-_`) into `out`: `None` for a byte
 /// outside both alphabets or for more bytes than `out` holds.
 pub(crate) fn base64_decode<'o>(input: &[u8], out: &'o mut [u8]) -> Option<&'o [u8]> {
+    base64_decode_text(input, out, |_| true)
+}
+
+/// [`base64_decode`] of what must decode to bytes that `keep` holds for (text): `None` at the
+/// first that is not, without decoding the rest (a generated key's first bytes are no text
+/// most often).
+pub(crate) fn base64_decode_text<'o>(
+    input: &[u8],
+    out: &'o mut [u8],
+    keep: impl Fn(u8) -> bool,
+) -> Option<&'o [u8]> {
     let (mut acc, mut bits, mut n) = (0u32, 0u32, 0usize);
     for &b in input {
         let d = base64_digit(b)?;
@@ -733,7 +744,11 @@ pub(crate) fn base64_decode<'o>(input: &[u8], out: &'o mut [u8]) -> Option<&'o [
         bits += 6;
         if bits >= 8 {
             bits -= 8;
-            *out.get_mut(n)? = (acc >> bits) as u8;
+            let byte = (acc >> bits) as u8;
+            *out.get_mut(n)? = byte;
+            if !keep(byte) {
+                return None;
+            }
             n += 1;
         }
     }
@@ -752,12 +767,9 @@ pub(crate) fn encoded_filler(v: &[u8]) -> bool {
         return false;
     }
     let mut out = [0u8; 768];
-    let Some(text) = base64_decode(body, &mut out) else {
+    let Some(text) = base64_decode_text(body, &mut out, |b| b.is_ascii_graphic() || b == b' ') else {
         return false;
     };
-    if !text.iter().all(|&b| b.is_ascii_graphic() || b == b' ') {
-        return false;
-    }
     // Words, or JSON members typed around them (a Grafana key's `{"k":"…","n":"example",…}`, read
     // from its start or after a prefix of whole bytes).
     // Among JSON members, a marker in a name the owner chose (`"n":"sample-app"`) leaves a

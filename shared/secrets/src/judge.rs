@@ -4029,7 +4029,8 @@ pub(crate) fn weak_literal(v: &[u8]) -> bool {
 pub(crate) fn basic_filler(token: &[u8]) -> bool {
     let mut out = [0u8; 96];
     let trimmed = trim_end_of(token, |b| b == b'=');
-    let Some(text) = base64_decode(trimmed, &mut out) else {
+    // Typed text only (see `typed` below): a byte that is none ends the decoding.
+    let Some(text) = crate::chars::base64_decode_text(trimmed, &mut out, |b| b.is_ascii_graphic()) else {
         return false;
     };
     let Some(colon) = text.iter().position(|&b| b == b':') else {
@@ -4041,7 +4042,8 @@ pub(crate) fn basic_filler(token: &[u8]) -> bool {
         .iter()
         .filter(|&&b| !std::mem::replace(&mut distinct[usize::from(b)], true))
         .count();
-    // Typed text (`aaa:bbb`), not bytes of a random value that hold a `:`.
-    let typed = colon > 0 && text.iter().all(|b| b.is_ascii_graphic());
+    // Typed text (`aaa:bbb`, its bytes graphic: see the decoding), not bytes of a random value
+    // that hold a `:`.
+    let typed = colon > 0;
     typed && pw.len() >= 3 && (n <= 2 || counted_through(pw))
 }

@@ -7730,3 +7730,18 @@ fn a_group_repeated_needs_three_parts() {
         "SERVICE_TOKEN=Kx9RWm4TZq7PLb2NHv8CpQ",
     ]);
 }
+
+/// Base64 of typed filler (Basic credentials of one letter repeated, words around a marker) is
+/// a stand-in; base64 of a real password, or a generated key whose first bytes decode to no
+/// text, is a secret. (The decoding stops at the first byte that is no text.)
+#[test]
+fn encoded_filler_is_text_from_its_first_bytes() {
+    assert_clean(&[
+        "Authorization: Basic YWRtaW46YWFhYWFh",
+        "API_TOKEN=ZXhhbXBsZSBkZW1vIHRva2VuIHNhbXBsZQ",
+    ]);
+    assert_found(&[
+        "Authorization: Basic cm9vdDpIcTh6VDN3TjZsUDF2UjVr",
+        "API_TOKEN=q8Zr2mXv7KpL4tWn9HcB3yDf6GjQ1sRe",
+    ]);
+}
