@@ -3222,8 +3222,14 @@ pub(crate) fn mostly_one_count(v: &[u8]) -> bool {
     if !(8..=32).contains(&v.len()) || !v.iter().all(u8::is_ascii_alphanumeric) {
         return false;
     }
+    // The longest count asked for; past the point where the count going on cannot reach it (it
+    // grows by one a character at most), the rest is not read.
+    let wanted = 6.max((v.len() * 3).div_ceil(5));
     let (mut best, mut run, mut dir) = (1usize, 1usize, 0i8);
-    for w in v.windows(2) {
+    for (k, w) in v.windows(2).enumerate() {
+        if best < wanted && run + (v.len() - 1 - k) < wanted {
+            return false;
+        }
         let step = if w[1] == w[0].wrapping_add(1) || w[0] == b'9' && w[1] == b'0' {
             1
         } else if w[1] == w[0].wrapping_sub(1) || w[0] == b'0' && w[1] == b'9' {

@@ -7651,6 +7651,11 @@ fn a_count_or_a_marker_inside_a_token_is_typed() {
         "SERVICE_TOKEN=Rz8Tq3Wm7Kp2Lf9e8d7c6b5a",
         "SERVICE_TOKEN=Rz8Tq3W5AMPL3p2Lx9Vn4Hc6",
     ]);
+    // A count of digits making most of a short value, up or down (on past `9` to `0`), was
+    // typed; the same characters out of order are a secret (the count is given up on once it
+    // can no longer make most of the value).
+    assert_clean(&["client_secret=x98765432109y", "client_secret=Ab3456789012Xq"]);
+    assert_found(&["client_secret=x98715432609y", "client_secret=Ab3451789042Xq"]);
     // A host's name around an IPv4 address is no secret; a password holding one still is.
     assert_clean(&["node_addr=edge-10.24.3.7-west"]);
     assert_found(&["db_password=Qv7-10.24.3.7-Zk"]);
