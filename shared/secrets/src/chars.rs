@@ -221,6 +221,31 @@ pub(crate) fn tech_part(v: &[u8]) -> bool {
     WORDS.contains_ci(v)
 }
 
+/// Whether `v`'s [`entropy`] may be 4 bits a byte or more. It is at most the log of how many
+/// bytes differ: a text of fewer than 16 distinct bytes (a tag or a word repeated) falls short,
+/// told from a bit set before its bytes are counted.
+pub(crate) fn may_have_four_bits(v: &[u8]) -> bool {
+    v.len() >= 16 && run_end_distinct(v, 0, v.len(), |_| true).1 >= 16
+}
+
+/// [`crate::bytes::run_end_max`]'s end of the run of `class` bytes from `pos`, and how many distinct bytes the
+/// run holds (read in the same pass: see [`may_have_four_bits`]).
+pub(crate) fn run_end_distinct(
+    bytes: &[u8],
+    pos: usize,
+    limit: usize,
+    class: impl Fn(u8) -> bool,
+) -> (usize, u32) {
+    let stop = bytes.len().min(pos.saturating_add(limit));
+    let mut seen = [0u64; 4];
+    let mut end = pos;
+    while end < stop && class(bytes[end]) {
+        seen[usize::from(bytes[end] >> 6)] |= 1 << (bytes[end] & 63);
+        end += 1;
+    }
+    (end, seen.iter().map(|w| w.count_ones()).sum())
+}
+
 /// Shannon entropy in bits per byte.
 pub(crate) fn entropy(v: &[u8]) -> f64 {
     let mut counts = [0u32; 256];
@@ -249,7 +274,8 @@ pub(crate) fn repeated_group(v: &[u8]) -> bool {
     // Short and the group alone three times (`Kx9-Kx9-Kx9`), it is a typed password's shape as
     // often as a stand-in's.
     let parts = v.split(|&b| matches!(b, b'-' | b'_' | b'.')).count();
-    if v.len() > 256 || v.len() < 16 && parts <= 3 {
+    // (Three times needs three parts at least.)
+    if parts < 3 || v.len() > 256 || v.len() < 16 && parts <= 3 {
         return false;
     }
     let groups = || {
@@ -278,31 +304,42 @@ pub(crate) fn fabricated(v: &[u8]) -> bool {
         return false;
     }
     // Letters and digits only, at most 512 of them: `-`, `_`, `.` separate the groups of a
-    // hand-made token without breaking its count.
-    let mut p = [0u8; 512];
-    let mut n = 0;
-    for &b in v {
-        if b.is_ascii_alphanumeric() && n < p.len() {
-            p[n] = b;
-            n += 1;
-        }
-    }
-    let counts = |stride: usize, down: bool| {
-        // run[k]: how long the count is that ends at `k`, stepping back by `stride`.
-        let mut run = [1u16; 512];
-        for k in stride..n {
-            let (a, b) = (p[k - stride], p[k]);
-            let next = if down {
-                a.wrapping_sub(1)
+    // hand-made token without breaking its count. Counted down side by side, and up and down
+    // every other character, in one pass: a count ending at the `k`-th of them is one longer
+    // than the one ending `stride` before it when its character steps from that one's.
+    let counts = || {
+        // The last two characters and, for each count, its length at each of them (`k % 2`).
+        let (mut last, mut down, mut up_2, mut down_2) = ([0u8; 2], 1u16, [1u16; 2], [1u16; 2]);
+        for (k, b) in v
+            .iter()
+            .copied()
+            .filter(u8::is_ascii_alphanumeric)
+            .take(512)
+            .enumerate()
+        {
+            let (one_back, two_back) = (last[(k + 1) % 2], last[k % 2]);
+            let at = k % 2;
+            down = if k >= 1 && b == one_back.wrapping_sub(1) {
+                down + 1
             } else {
-                a.wrapping_add(1)
+                1
             };
-            if b == next && b.is_ascii_alphanumeric() {
-                run[k] = run[k - stride] + 1;
-                if run[k] >= 6 {
-                    return true;
-                }
+            if k >= 2 {
+                up_2[at] = if b == two_back.wrapping_add(1) {
+                    up_2[at] + 1
+                } else {
+                    1
+                };
+                down_2[at] = if b == two_back.wrapping_sub(1) {
+                    down_2[at] + 1
+                } else {
+                    1
+                };
             }
+            if down >= 6 || up_2[at] >= 6 || down_2[at] >= 6 {
+                return true;
+            }
+            last[at] = b;
         }
         false
     };
@@ -320,12 +357,7 @@ pub(crate) fn fabricated(v: &[u8]) -> bool {
             run = 1;
         }
     }
-    counts(1, true)
-        || counts(2, false)
-        || counts(2, true)
-        || spells_a_marker(v)
-        || closed_by_example(v)
-        || filler_run(v)
+    counts() || spells_a_marker(v) || closed_by_example(v) || filler_run(v)
 }
 
 /// Whether a long value ends in the word `example` in any case (`…k2n8example`, `…_Example`):
@@ -359,6 +391,10 @@ pub(crate) fn few_kinds(v: &[u8]) -> bool {
 /// (`SAMPLEq8Zr2…`, `…Tk9SAMPLEYn7…`: six capitals a generated value holds about once in a
 /// billion), each letter as itself or as the digit that looks like it.
 pub(crate) fn spells_a_marker(v: &[u8]) -> bool {
+    // Both hold an `M`, which no digit stands for: a value without one spells neither.
+    if crate::bytes::find_byte(b'M', v).is_none() {
+        return false;
+    }
     v.windows(7).any(|w| spells_marker(w, b"EXAMPLE")) || v.windows(6).any(|w| spells_marker(w, b"SAMPLE"))
 }
 
@@ -690,6 +726,17 @@ pub(crate) fn base64_digit(b: u8) -> Option<u8> {
 /// Decodes unpadded base64 of either alphabet (`+/` or `-_`) into `out`: `None` for a byte
 /// outside both alphabets or for more bytes than `out` holds.
 pub(crate) fn base64_decode<'o>(input: &[u8], out: &'o mut [u8]) -> Option<&'o [u8]> {
+    base64_decode_text(input, out, |_| true)
+}
+
+/// [`base64_decode`] of what must decode to bytes that `keep` holds for (text): `None` at the
+/// first that is not, without decoding the rest (a generated key's first bytes are no text
+/// most often).
+pub(crate) fn base64_decode_text<'o>(
+    input: &[u8],
+    out: &'o mut [u8],
+    keep: impl Fn(u8) -> bool,
+) -> Option<&'o [u8]> {
     let (mut acc, mut bits, mut n) = (0u32, 0u32, 0usize);
     for &b in input {
         let d = base64_digit(b)?;
@@ -697,7 +744,11 @@ pub(crate) fn base64_decode<'o>(input: &[u8], out: &'o mut [u8]) -> Option<&'o [
         bits += 6;
         if bits >= 8 {
             bits -= 8;
-            *out.get_mut(n)? = (acc >> bits) as u8;
+            let byte = (acc >> bits) as u8;
+            *out.get_mut(n)? = byte;
+            if !keep(byte) {
+                return None;
+            }
             n += 1;
         }
     }
@@ -716,12 +767,9 @@ pub(crate) fn encoded_filler(v: &[u8]) -> bool {
         return false;
     }
     let mut out = [0u8; 768];
-    let Some(text) = base64_decode(body, &mut out) else {
+    let Some(text) = base64_decode_text(body, &mut out, |b| b.is_ascii_graphic() || b == b' ') else {
         return false;
     };
-    if !text.iter().all(|&b| b.is_ascii_graphic() || b == b' ') {
-        return false;
-    }
     // Words, or JSON members typed around them (a Grafana key's `{"k":"…","n":"example",…}`, read
     // from its start or after a prefix of whole bytes).
     // Among JSON members, a marker in a name the owner chose (`"n":"sample-app"`) leaves a

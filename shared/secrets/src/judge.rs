@@ -470,9 +470,30 @@ pub(crate) fn unquoted_end(bytes: &[u8], pos: usize, limit: usize, stop: Stop) -
     // URL query or argument list.
     let next_field = |k: usize| field_name_after(bytes, k);
 
+    // The bytes any of the ends below starts at: a blank, a quote, a field's or a list's
+    // separator, a tag's `<`, an escape's `\`, a CJK character's first byte. Others (most of a
+    // value: letters, digits, `-_.+/=`) are passed over without asking.
+    const MAY_END: [bool; 256] = {
+        let mut t = [false; 256];
+        let mut b = 0;
+        while b < 256 {
+            let c = b as u8;
+            t[b] = c.is_ascii_whitespace()
+                || matches!(
+                    c,
+                    b'"' | b'\'' | b'`' | b'&' | b';' | b',' | b'<' | b'\\' | 0xE3..=0xEF
+                );
+            b += 1;
+        }
+        t
+    };
     let mut raw_end = pos;
     while raw_end < limit {
         let b = bytes[raw_end];
+        if !MAY_END[usize::from(b)] {
+            raw_end += 1;
+            continue;
+        }
         let ends = b.is_ascii_whitespace()
             // A fence's backticks (`…PROJECT_ALIAS``` thanks`) close as one quote does.
             || (matches!(b, b'"' | b'\'') && closes(raw_end))
@@ -593,6 +614,61 @@ pub(crate) fn reset_judged(len: usize) {
 pub(crate) fn new_reading() {
     let (work, limit, _) = WORK.get();
     WORK.set((work, limit, [0; 2]));
+    FEW_BYTES.set(NO_RUN);
+}
+
+/// A run of a reading's bytes known to hold fewer than 16 distinct ones: the reading's text (where
+/// it starts, its length), whether an element's `<` ends the run, where the run starts and ends,
+/// and the set of its bytes (see [`few_distinct_window`]).
+type FewRun = ((usize, usize, bool), usize, usize, [u64; 4]);
+
+const NO_RUN: FewRun = ((usize::MAX, 0, false), 0, 0, [0; 4]);
+
+thread_local! {
+    static FEW_BYTES: std::cell::Cell<FewRun> = const { std::cell::Cell::new(NO_RUN) };
+}
+
+/// The end of a value's window from `p` (its bytes up to a blank, or an element's `<`, at most
+/// `limit` of them) and whether it holds fewer than 16 distinct bytes. A window that starts
+/// inside the last run found with fewer is read on from that run's end, not again from its
+/// start (its bytes are among the run's): keys packed on a line without blanks, each window
+/// running over the next keys, are read once, not once a key.
+// (Out of line: it runs for few values, and the readers it sits in keep their own code.)
+#[inline(never)]
+pub(crate) fn few_distinct_window(bytes: &[u8], p: usize, limit: usize, element: bool) -> (usize, bool) {
+    let class = |b: u8| !(b.is_ascii_whitespace() || element && b == b'<');
+    let text = (bytes.as_ptr() as usize, bytes.len(), element);
+    let stop = bytes.len().min(p.saturating_add(limit));
+    let read_on = |from: usize, mut end: usize, mut seen: [u64; 4]| {
+        while end < stop && class(bytes[end]) {
+            seen[usize::from(bytes[end] >> 6)] |= 1 << (bytes[end] & 63);
+            end += 1;
+        }
+        let few = seen.iter().map(|w| w.count_ones()).sum::<u32>() < 16;
+        (from, end, seen, few)
+    };
+    // A window under 16 bytes holds fewer distinct ones: no run is looked up for it.
+    let short = run_end_max(bytes, p, 16.min(limit), class);
+    if short < stop.min(p + 16) {
+        return (short, true);
+    }
+    let (known, from, to, seen) = FEW_BYTES.get();
+    if known == text && from <= p && p <= to {
+        // Past `stop` already: the window ends there, inside the run.
+        if to >= stop {
+            return (stop, true);
+        }
+        let (from, end, seen, few) = read_on(from, to, seen);
+        if few {
+            FEW_BYTES.set((text, from, end, seen));
+            return (end, true);
+        }
+    }
+    let (from, end, seen, few) = read_on(p, p, [0; 4]);
+    if few {
+        FEW_BYTES.set((text, from, end, seen));
+    }
+    (end, few)
 }
 
 /// Charges working on `start..end` at `site` to the text's work; whether it is now spent.
@@ -637,9 +713,14 @@ pub(crate) fn value_is_secret(
     if crate::chars::script_words(v) {
         return false;
     }
+    // Whether the key names a password, asked once of a key many checks below ask it of.
+    let names_password = {
+        let known = std::cell::OnceCell::new();
+        move || *known.get_or_init(|| password_key(key))
+    };
     // A design system's token holds a style (`primaryToken: '#1f2937'`); a password may still
     // look like one.
-    if css_value(v) && !password_key(key) {
+    if css_value(v) && !names_password() {
         return false;
     }
     // A personal access token is one base64url run (`AZURE_DEVOPS_PAT=…`); a `…_PAT` holding a
@@ -653,14 +734,14 @@ pub(crate) fn value_is_secret(
     let placeholder = is_placeholder(v)
         && !(value.quoted && unclosed_template(v))
         && !(value.quote == b'\'' && dollar_literal(v))
-        && !(password_key(key) && weak_literal(v));
+        && !(names_password() && weak_literal(v));
     if placeholder
-        || !password_key(key) && crate::rules::prefix_then_word(v)
+        || !names_password() && crate::rules::prefix_then_word(v)
         || is_reference(v)
         || same_as_key(v, key)
         || stand_in_for_key(v, key)
         || yaml_tag(bytes, value)
-        || !password_key(key) && auth_scheme(v)
+        || !names_password() && auth_scheme(v)
     {
         return false;
     }
@@ -806,7 +887,7 @@ pub(crate) fn value_is_secret(
     }
     // A PIN or an all-digit password (`DB_PASSWORD=84619273`), not a count or a date; a strong
     // key's long run of digits (`secret = "9734741337193905126710251"`) is no number either.
-    let digits_secret = password_key(key) && v.len() >= 4 || strength == Strength::Strong && v.len() >= 16;
+    let digits_secret = names_password() && v.len() >= 4 || strength == Strength::Strong && v.len() >= 16;
     if mode != Mode::Prose && digits_secret && v.iter().all(u8::is_ascii_digit) {
         // A count of four or five (`passphrase='1234'`) is typed where the value goes, as
         // `123456` is (a URL's userinfo keeps its own judgment).
@@ -876,7 +957,7 @@ pub(crate) fn value_is_secret(
         }
         Mode::Code if !weak => {
             v.len() >= 6
-                && (!identifier_like(v) || password_key(key) && amp_joined_random(v))
+                && (!identifier_like(v) || names_password() && amp_joined_random(v))
                 && (has_digit(v) || has_symbol(v))
         }
         Mode::Prose if value.quoted => v.len() >= 4 && looks_random(v, if weak { 12 } else { 6 }),
@@ -1236,10 +1317,13 @@ pub(crate) fn cookie_attributes(v: &[u8], key: &[u8]) -> bool {
         b"partitioned",
         b"priority",
     ]);
+    if !contains_ci(key, b"cookie") {
+        return false;
+    }
     let name = &v[..run_end(v, 0, |b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')];
     // A cookie's name and nothing after its `=` (`oauth_state=; Max-Age=0`): the cookie cleared.
     let cleared = !name.is_empty() && v.len() == name.len() + 1 && v.ends_with(b"=");
-    contains_ci(key, b"cookie") && (cleared || ATTRIBUTES.contains_ci(name))
+    cleared || ATTRIBUTES.contains_ci(name)
 }
 
 /// `tls:\n  secret: tls-cert-2024`: a bare `secret` key in YAML, under a mapping that names what
@@ -1356,10 +1440,12 @@ pub(crate) fn scopes_a_secret_word(before: &[u8]) -> bool {
 /// message, never a generated secret. A long run of ASCII letters with digits in it
 /// (`测试环境密钥Xq9mL2vR7pZ4kT8sW3nB`) is a token the words label, not a word of the message.
 pub(crate) fn cjk_text(v: &[u8]) -> bool {
-    let token = v
-        .split(|b| !b.is_ascii_alphanumeric())
-        .any(|run| run.len() >= 16 && has_digit(run) && run.iter().any(u8::is_ascii_alphabetic));
-    cjk_at(v, 0) && (0..v.len()).filter(|&k| cjk_at(v, k)).count() >= 4 && !token
+    // (The script first: a value that opens with none is no such text, whatever its runs.)
+    let token = || {
+        v.split(|b| !b.is_ascii_alphanumeric())
+            .any(|run| run.len() >= 16 && has_digit(run) && run.iter().any(u8::is_ascii_alphabetic))
+    };
+    cjk_at(v, 0) && (0..v.len()).filter(|&k| cjk_at(v, k)).count() >= 4 && !token()
 }
 
 /// `-x`, `--flag`, `--flag-name`: a dash and a word.
@@ -1374,7 +1460,7 @@ pub(crate) const PASSWORD_KEYS: Words =
 
 /// A key naming a password (not a token or an API key): an all-digit value of it is a PIN.
 pub(crate) fn password_key(key: &[u8]) -> bool {
-    PASSWORD_KEYS.iter().any(|w| contains_ci(key, w))
+    PASSWORD_KEYS.found_in(key)
 }
 
 /// A public key id (`3AA5C34371567BD2`, `0x3AA5C34371567BD2`, a 40-digit fingerprint): 8, 16 or
@@ -1511,6 +1597,10 @@ pub(crate) fn opens_a_call(v: &[u8]) -> bool {
 /// holds the secret; it is not its value.
 pub(crate) fn secret_member(v: &[u8]) -> bool {
     let v = trim_end_of(v, |b| matches!(b, b',' | b';' | b')'));
+    // No member without a `.` (asked before its parts are read).
+    if !v.contains(&b'.') {
+        return false;
+    }
     let mut parts = v.split(|&b| b == b'.');
     let names = v.split(|&b| b == b'.').all(|p| {
         p.first().is_some_and(|&b| b.is_ascii_alphabetic() || b == b'_')
@@ -1807,6 +1897,10 @@ pub(crate) fn emphasised_word(v: &[u8]) -> bool {
 /// Words or numbers joined by an em or an en dash (`securely—you'll`, `2019–2024`): a piece
 /// mixing digits, symbols or cases (`Sommer—kjcb11%7kwjS`) is a value's, not a sentence's.
 fn dashed_words(v: &[u8]) -> bool {
+    // Both dashes start with the byte 0xE2 in UTF-8: a value without it holds neither.
+    if find_byte(0xE2, v).is_none() {
+        return false;
+    }
     let Ok(text) = std::str::from_utf8(v) else {
         return false;
     };
@@ -1830,6 +1924,15 @@ fn written_word(w: &str) -> bool {
 /// An environment variable's name of three words or more, a word perhaps holding a digit
 /// (`RUNNER_BACKEND_K8S_NAMESPACE`, `AWS_S3_BUCKET_NAME`): a setting named in prose.
 pub(crate) fn env_name(v: &[u8]) -> bool {
+    // Capitals, digits and `_` alone, a capital first (the first word is no count): asked before
+    // the words are split.
+    if !v.first().is_some_and(u8::is_ascii_uppercase)
+        || !v
+            .iter()
+            .all(|&b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_')
+    {
+        return false;
+    }
     // A count may stand as a word of its own (`LAST_8_DIGITS_OF_KEY_ID`), between capital words.
     let words = v.split(|&b| b == b'_').count();
     let count = |i: usize, w: &[u8]| {
@@ -2006,6 +2109,10 @@ pub(crate) fn unicode_escaped_text(v: &[u8]) -> bool {
 /// the address and lowercase words around it, nothing generated.
 pub(crate) fn host_with_address(v: &[u8]) -> bool {
     if v.len() > 64 {
+        return false;
+    }
+    // Four numbers need three separators between them (counted before the parts are listed).
+    if v.iter().filter(|b| matches!(b, b'-' | b'_' | b'.')).count() < 3 {
         return false;
     }
     let octet = |t: &[u8]| (1..=3).contains(&t.len()) && t.iter().all(u8::is_ascii_digit);
@@ -2245,6 +2352,10 @@ fn quoted_key_before(bytes: &[u8], start: usize) -> Option<&[u8]> {
 /// page's or a translation's label: `L&#246;senord`, `&#12497;&#12473;&#12527;…`): each reference
 /// names a letter beyond ASCII, and between them stand letters and spaces only.
 pub(crate) fn entity_escaped_text(v: &[u8]) -> bool {
+    // A reference starts with `&`.
+    if find_byte(b'&', v).is_none() {
+        return false;
+    }
     let mut k = 0;
     let mut references = 0;
     while k < v.len() {
@@ -2602,6 +2713,10 @@ pub(crate) fn public_by_prefix(v: &[u8]) -> bool {
 pub(crate) fn key_path(v: &[u8]) -> bool {
     let outer = |b: &u8| matches!(b, b':' | b'/' | b'#' | b'|');
     let dotted = !v.iter().any(outer);
+    // One part alone is no path.
+    if dotted && !v.contains(&b'.') {
+        return false;
+    }
     let (mut parts, mut words) = (0usize, 0usize);
     for part in v.split(|b| outer(b) || dotted && *b == b'.') {
         if part.is_empty() {
@@ -2987,7 +3102,9 @@ pub(crate) fn fake_words(v: &[u8]) -> bool {
         // Words saying it is unusable (`invalid`, `expired-token`): a token is no such word.
         || v.iter().all(|&b| b.is_ascii_alphabetic() || matches!(b, b'-' | b'_')) && UNUSABLE.found_in(v)
         // Nothing but punctuation is not a value (`,.:-¨@*¿?!`).
-        || std::str::from_utf8(v).is_ok_and(|t| !t.is_empty() && !t.chars().any(char::is_alphanumeric))
+        // (An ASCII letter or digit, asked first, is one.)
+        || !v.iter().any(u8::is_ascii_alphanumeric)
+            && std::str::from_utf8(v).is_ok_and(|t| !t.is_empty() && !t.chars().any(char::is_alphanumeric))
 }
 
 /// An `@` opening a word inside brackets with no quote (`pa$$[@ee4@]`): no index, call or
@@ -3105,8 +3222,14 @@ pub(crate) fn mostly_one_count(v: &[u8]) -> bool {
     if !(8..=32).contains(&v.len()) || !v.iter().all(u8::is_ascii_alphanumeric) {
         return false;
     }
+    // The longest count asked for; past the point where the count going on cannot reach it (it
+    // grows by one a character at most), the rest is not read.
+    let wanted = 6.max((v.len() * 3).div_ceil(5));
     let (mut best, mut run, mut dir) = (1usize, 1usize, 0i8);
-    for w in v.windows(2) {
+    for (k, w) in v.windows(2).enumerate() {
+        if best < wanted && run + (v.len() - 1 - k) < wanted {
+            return false;
+        }
         let step = if w[1] == w[0].wrapping_add(1) || w[0] == b'9' && w[1] == b'0' {
             1
         } else if w[1] == w[0].wrapping_sub(1) || w[0] == b'0' && w[1] == b'9' {
@@ -3912,7 +4035,8 @@ pub(crate) fn weak_literal(v: &[u8]) -> bool {
 pub(crate) fn basic_filler(token: &[u8]) -> bool {
     let mut out = [0u8; 96];
     let trimmed = trim_end_of(token, |b| b == b'=');
-    let Some(text) = base64_decode(trimmed, &mut out) else {
+    // Typed text only (see `typed` below): a byte that is none ends the decoding.
+    let Some(text) = crate::chars::base64_decode_text(trimmed, &mut out, |b| b.is_ascii_graphic()) else {
         return false;
     };
     let Some(colon) = text.iter().position(|&b| b == b':') else {
@@ -3924,7 +4048,8 @@ pub(crate) fn basic_filler(token: &[u8]) -> bool {
         .iter()
         .filter(|&&b| !std::mem::replace(&mut distinct[usize::from(b)], true))
         .count();
-    // Typed text (`aaa:bbb`), not bytes of a random value that hold a `:`.
-    let typed = colon > 0 && text.iter().all(|b| b.is_ascii_graphic());
+    // Typed text (`aaa:bbb`, its bytes graphic: see the decoding), not bytes of a random value
+    // that hold a `:`.
+    let typed = colon > 0;
     typed && pw.len() >= 3 && (n <= 2 || counted_through(pw))
 }

@@ -2311,15 +2311,28 @@ impl<'t> Scan<'t> {
             if matches!(bytes.get(p), Some(b'{' | b'[')) {
                 return None;
             }
-            let raw = run_end_max(bytes, p, 256, |b| {
-                !(b.is_ascii_whitespace() || element && b == b'<')
-            });
+            // The value is cut from this window: with fewer than 16 distinct bytes in it (a tag or
+            // a key repeated without a blank), it cannot reach the entropy asked of it below.
+            // (Found with 16 or more, a value that is the whole window is not counted again.)
+            let (raw, few) = crate::judge::few_distinct_window(bytes, p, 256, element);
+            if few {
+                return None;
+            }
+            let window_end = raw;
             // An element's closing tag (`…</Generic_Key>`) is markup, not the value's; so is
             // JSON's next member (`"secret":null,"data":…`).
-            let raw = bytes[p..raw]
-                .windows(2)
-                .position(|w| w == b"</" || w == b",\"")
-                .map_or(raw, |k| p + k);
+            // (Each of these cuts looks at its byte's places alone: a window is read once.)
+            let window = &bytes[p..raw];
+            let mut cut = raw;
+            crate::bytes::any_of_two(b'<', b',', window, |k| {
+                let next = if window[k] == b'<' { b'/' } else { b'"' };
+                let found = window.get(k + 1) == Some(&next);
+                if found {
+                    cut = p + k;
+                }
+                found
+            });
+            let raw = cut;
             // A URL query's next parameter (`&page_size=`) is the query's, not the value's, when
             // the key or the value holds the query (`?api_key=…`, `url: https://…?a=…&b=…`);
             // elsewhere `&x=` may be a password's symbols (`password: Tq4&d=Lm9…`).
@@ -2327,17 +2340,26 @@ impl<'t> Scan<'t> {
             let in_query = before.len() > key.len()
                 && ends_with_ci(before, key)
                 && matches!(before[before.len() - key.len() - 1], b'?' | b'&');
-            let raw = (p..raw)
-                .find(|&k| {
-                    bytes[k] == b'&'
-                        && (in_query || bytes[p..k].contains(&b'?'))
-                        && crate::judge::field_name_after(bytes, k)
-                })
-                .unwrap_or(raw);
+            let mut cut = raw;
+            crate::bytes::any_of_two(b'&', b'&', &bytes[p..raw], |k| {
+                let k = p + k;
+                let found =
+                    (in_query || bytes[p..k].contains(&b'?')) && crate::judge::field_name_after(bytes, k);
+                if found {
+                    cut = k;
+                }
+                found
+            });
+            let raw = cut;
             // The next of a line's settings (`keys=1842,expires=12`) is not the value's either.
-            let raw = (p..raw)
-                .find(|&k| bytes[k] == b',' && crate::judge::next_setting(bytes, k))
-                .unwrap_or(raw);
+            crate::bytes::any_of_two(b',', b',', &bytes[p..raw], |k| {
+                let found = crate::judge::next_setting(bytes, p + k);
+                if found {
+                    cut = p + k;
+                }
+                found
+            });
+            let raw = cut;
             let v = trim_end_of(&bytes[p..raw], |b| matches!(b, b',' | b';' | b'"' | b'\'' | b'`'));
             // The string the value stands in closes, then the call it is passed to
             // (`lookup('vault', 'secret=kv/data/app:api_key')`): neither is the value's.
@@ -2351,8 +2373,9 @@ impl<'t> Scan<'t> {
                 }
                 _ => v,
             };
-            let symbols = v.iter().filter(|b| b.is_ascii_punctuation()).count();
-            // (The symbols and the entropy, cheaper, are counted before code is looked for.)
+            let symbols = || v.iter().filter(|b| b.is_ascii_punctuation()).count();
+            // (How many bytes differ, then the symbols and the entropy, cheaper, are counted before
+            // code is looked for.)
             let code = || {
                 code_expression(v)
                     || v.windows(2).any(|w| w == b"()")
@@ -2361,7 +2384,11 @@ impl<'t> Scan<'t> {
                     || composite_literal(v)
                     || cmdlet(v)
             };
-            (symbols >= 4 && entropy(v) >= 4.0 && !code()).then_some(p + v.len())
+            ((v.len() == window_end - p || crate::chars::may_have_four_bits(v))
+                && symbols() >= 4
+                && entropy(v) >= 4.0
+                && !code())
+            .then_some(p + v.len())
         };
         // A finding over the value's start overlaps the value wherever it ends (below): the
         // value is not measured.

@@ -7679,3 +7679,159 @@ fn an_ipython_tracebacks_numbers_are_layout() {
         "      12 retries = 3\n      13 timeout = 30",
     ]);
 }
+
+/// A word list passes over a position whose first two bytes start none of its words, and finds
+/// every word whatever its case and wherever it stands: a word of one byte (which has no second),
+/// one at the text's very end, one that starts with a symbol or a byte beyond ASCII.
+#[test]
+fn a_word_list_skips_what_starts_none_of_its_words() {
+    use crate::words::words_from;
+    const MIXED: Words = words_from!(&[b"qz", b"#{", b"\xc3\xa9t\xc3\xa9", b"!"]);
+    for hay in [
+        &b"aaaaQZ"[..],
+        b"xx#{y}",
+        b"l'\xc3\xa9t\xc3\xa9",
+        b"hi!",
+        b"!",
+        b"aQzb",
+    ] {
+        assert!(MIXED.found_in(hay), "{hay:?}");
+    }
+    for hay in [&b"aaaaQ"[..], b"zq#(", b"\xc3\xa9", b"z", b"", b"q z#"] {
+        assert!(!MIXED.found_in(hay), "{hay:?}");
+    }
+    // One byte's word alone: a text's last byte is read as well as any other.
+    const ONE: Words = words_from!(&[b"k"]);
+    assert!(ONE.found_in(b"abcK") && ONE.found_in(b"Kx") && !ONE.found_in(b"abc"));
+}
+
+/// After a secret word's key, an unquoted password with symbols is read to its end however the
+/// window around it is searched; a tag or a name repeated without a blank (few distinct bytes,
+/// however many symbols) is no value.
+#[test]
+fn a_dense_window_of_few_bytes_is_no_password() {
+    assert_found(&[
+        "vault_secret => Zq7!mR2#vK9$wX4@pL6^tB",
+        "ftp_password = Rt5,Gh8*Lk2!Mn6#Pq9",
+    ]);
+    let tags = "<secret>".repeat(60);
+    let names = "<apiKey>,".repeat(50);
+    assert_clean(&[&tags, &names, "api_token -> a&b=c&d=e&f=g&h=i&j=k&l=m"]);
+}
+
+/// A token-length value whose letters and digits count down side by side, or up or down every
+/// other character, or that spells the documentation marker, was typed to fill the slot; the
+/// same value with those places random is a token. (The counts are read in one pass, the marker
+/// looked for only where an `M` stands.)
+#[test]
+fn a_count_or_a_marker_inside_a_token_is_typed() {
+    assert_found(&[
+        "SERVICE_TOKEN=Rz8Tq3Wm7Kp2Lx9Vn4Hc6Bd1",
+        "SERVICE_TOKEN=Rz8Tq3Wm7Kp2Lx9Vn4Hc6Bd1Ys",
+        "SERVICE_TOKEN=Rz8Tq3W5APL3p2Lx9Vn4Hc6Bq",
+    ]);
+    assert_clean(&[
+        "SERVICE_TOKEN=Rz8Tq3Wm7Kp2Lx9Vn4gfedcba",
+        "SERVICE_TOKEN=Rz8Tq3Wm7Kp2La1b2c3d4e5f",
+        "SERVICE_TOKEN=Rz8Tq3Wm7Kp2Lf9e8d7c6b5a",
+        "SERVICE_TOKEN=Rz8Tq3W5AMPL3p2Lx9Vn4Hc6",
+    ]);
+    // A count of digits making most of a short value, up or down (on past `9` to `0`), was
+    // typed; the same characters out of order are a secret (the count is given up on once it
+    // can no longer make most of the value).
+    assert_clean(&["client_secret=x98765432109y", "client_secret=Ab3456789012Xq"]);
+    assert_found(&["client_secret=x98715432609y", "client_secret=Ab3451789042Xq"]);
+    // A host's name around an IPv4 address is no secret; a password holding one still is.
+    assert_clean(&["node_addr=edge-10.24.3.7-west"]);
+    assert_found(&["db_password=Qv7-10.24.3.7-Zk"]);
+}
+
+/// Keys packed without a blank read their windows on from one another: a password closing such a
+/// run is still read whole, and the run alone, its few bytes repeated, holds none.
+#[test]
+fn a_password_closing_a_packed_run_of_keys_is_found() {
+    let packed = "pwd=;".repeat(100);
+    let tags = "<token>".repeat(40);
+    for text in [
+        format!("{packed}pwd=Xk9#mQ2$vL7!pR4@tW8^"),
+        format!("{tags}<token>Hq8%Zt3&Wn6*Lp1#Vr5@Kd"),
+        format!("{packed} pwd=Xk9#mQ2$vL7!pR4@tW8^"),
+    ] {
+        let found = findings(&text);
+        assert!(
+            found
+                .iter()
+                .any(|f| text[f.start..f.end].ends_with("tW8^") || text[f.start..f.end].ends_with("5@Kd")),
+            "{text}"
+        );
+    }
+    assert_clean(&[&packed, &tags]);
+}
+
+/// An unquoted value ends where a connection string's next field, a query's next parameter or
+/// a sentence in another script starts, whatever letters and digits run before it (they are
+/// passed over without asking); a stand-in's words before a setting's end are none.
+#[test]
+fn an_unquoted_value_ends_at_the_next_field() {
+    assert_spans(&[
+        (
+            "Server=db7;Uid=ops;Pwd=Lk4vR9qZ2mW7;Connect Timeout=30",
+            "Lk4vR9qZ2mW7",
+        ),
+        ("api_secret=Hq8Zt3Wn6Lp1Vr5Kd7Xc请保管", "Hq8Zt3Wn6Lp1Vr5Kd7Xc"),
+        ("token=Hq8Zt3Wn6Lp1Vr5Kd7Xc&page_size=20", "Hq8Zt3Wn6Lp1Vr5Kd7Xc"),
+        ("Server=db7;Uid=ops;Pwd=builder;Max Pool Size=30", "builder"),
+    ]);
+    assert_clean(&["auth_token=refresh_token_value_here,expires=3600"]);
+}
+
+/// The shapes that name no secret (a member path, a store's path, a constant's name, words
+/// joined by a typographic dash, entity-escaped text, a cookie's attribute, a sentence in
+/// Japanese) are told by the bytes they need before they are read; a generated value holding
+/// one of those bytes is a value still.
+#[test]
+fn shapes_naming_no_secret_need_their_own_bytes() {
+    assert_clean(&[
+        "password=config.db.password",
+        "api_key=vault/prod/billing:api_key",
+        "api_key=PROD_BILLING_API_KEY",
+        "secret=well—known",
+        "password=&#1087;&#1072;&#1088;&#1086;&#1083;&#1100;",
+        "cookie_secret=Path",
+        "secret: 秘密の値をここに入力",
+    ]);
+    assert_found(&[
+        "password=Kx7.mQ9vL2pR",
+        "api_key=Hq8Zt3Wn6Lp1:Vr5Kd7Xc9Qm2",
+        "api_key=PQ7_ZK4M_9XRT_WV2LHN8",
+        "secret=Hq8Zt3—Wn6Lp1Vr5",
+        "password=Hq8&amp;Zt3Wn6",
+        "cookie_secret=Hq8Zt3Wn6Lp1Vr5",
+    ]);
+}
+
+/// One group typed over and over between separators is a stand-in; groups that differ, or no
+/// separators at all, make a token. Punctuation alone is no value.
+#[test]
+fn a_group_repeated_needs_three_parts() {
+    assert_clean(&["SERVICE_TOKEN=Kx9R-Kx9R-Kx9R-Kx9R-Kx9R", "db_password=¿?¡!—…»«"]);
+    assert_found(&[
+        "SERVICE_TOKEN=Kx9R-Wm4T-Zq7P-Lb2N-Hv8C",
+        "SERVICE_TOKEN=Kx9RWm4TZq7PLb2NHv8CpQ",
+    ]);
+}
+
+/// Base64 of typed filler (Basic credentials of one letter repeated, words around a marker) is
+/// a stand-in; base64 of a real password, or a generated key whose first bytes decode to no
+/// text, is a secret. (The decoding stops at the first byte that is no text.)
+#[test]
+fn encoded_filler_is_text_from_its_first_bytes() {
+    assert_clean(&[
+        "Authorization: Basic YWRtaW46YWFhYWFh",
+        "API_TOKEN=ZXhhbXBsZSBkZW1vIHRva2VuIHNhbXBsZQ",
+    ]);
+    assert_found(&[
+        "Authorization: Basic cm9vdDpIcTh6VDN3TjZsUDF2UjVr",
+        "API_TOKEN=q8Zr2mXv7KpL4tWn9HcB3yDf6GjQ1sRe",
+    ]);
+}

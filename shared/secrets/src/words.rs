@@ -302,6 +302,41 @@ pub(crate) struct Words {
     pub(crate) by_first: &'static [(u16, u16)],
     /// Where each bucket's group starts in `by_first` (and, last, where the groups end).
     pub(crate) starts: &'static [u16; BUCKETS + 1],
+    /// The bytes a word may start with (bits 0..256) and the bytes its second may be (bits
+    /// 256..512), both ASCII cases: a search passes over a position neither fits without reading
+    /// the list (see [`heads`]).
+    pub(crate) heads: &'static [u64; 8],
+}
+
+/// The [`Words::heads`] of a list: each word's first and second byte in both ASCII cases. An
+/// empty word may start anywhere and a one-byte word has no second byte: they let every byte
+/// through.
+pub(crate) const fn heads(text: &[u8], at: &[(u16, u16)]) -> [u64; 8] {
+    const fn set(bits: &mut [u64; 8], half: usize, b: u8) {
+        let i = half * 256 + b as usize;
+        bits[i / 64] |= 1 << (i % 64);
+    }
+    let mut bits = [0u64; 8];
+    let mut k = 0;
+    while k < at.len() {
+        let (start, len) = (at[k].0 as usize, at[k].1 as usize);
+        let mut half = 0;
+        while half < 2 {
+            if len > half {
+                set(&mut bits, half, text[start + half].to_ascii_lowercase());
+                set(&mut bits, half, text[start + half].to_ascii_uppercase());
+            } else {
+                let mut w = half * 4;
+                while w < half * 4 + 4 {
+                    bits[w] = u64::MAX;
+                    w += 1;
+                }
+            }
+            half += 1;
+        }
+        k += 1;
+    }
+    bits
 }
 
 /// How many first-byte groups a [`Words`] list has: one per ASCII letter, case aside, and one
@@ -437,7 +472,15 @@ impl Words {
         if hay.len() > 4 * self.len() {
             return self.iter().any(|w| crate::bytes::contains_ci(hay, w));
         }
-        (0..hay.len()).any(|k| self.lengths_at(hay, k).next().is_some())
+        (0..hay.len()).any(|k| self.may_start_at(hay, k) && self.lengths_at(hay, k).next().is_some())
+    }
+
+    /// Whether a word may start at `k` by its first two bytes (see [`Words::heads`]): most
+    /// positions of a text fit no word's, and are passed over at the cost of two bit tests.
+    #[inline]
+    fn may_start_at(&self, hay: &[u8], k: usize) -> bool {
+        let has = |i: usize| self.heads[i / 64] & (1 << (i % 64)) != 0;
+        has(usize::from(hay[k])) && hay.get(k + 1).is_none_or(|&b| has(256 + usize::from(b)))
     }
 }
 
@@ -481,11 +524,13 @@ macro_rules! words_of {
         const AT: [(u16, u16); $crate::words::word_count(TEXT)] = $crate::words::word_index(TEXT);
         const BY_FIRST: [(u16, u16); AT.len()] = $crate::words::grouped(TEXT, &AT);
         const STARTS: [u16; $crate::words::BUCKETS + 1] = $crate::words::bucket_starts(TEXT, &AT);
+        const HEADS: [u64; 8] = $crate::words::heads(TEXT, &AT);
         $crate::words::Words {
             text: TEXT,
             at: &AT,
             by_first: &BY_FIRST,
             starts: &STARTS,
+            heads: &HEADS,
         }
     }};
 }
@@ -542,11 +587,13 @@ macro_rules! words_from {
         const AT: [(u16, u16); LIST.len()] = $crate::words::joined_index(LIST);
         const BY_FIRST: [(u16, u16); AT.len()] = $crate::words::grouped(&TEXT, &AT);
         const STARTS: [u16; $crate::words::BUCKETS + 1] = $crate::words::bucket_starts(&TEXT, &AT);
+        const HEADS: [u64; 8] = $crate::words::heads(&TEXT, &AT);
         $crate::words::Words {
             text: &TEXT,
             at: &AT,
             by_first: &BY_FIRST,
             starts: &STARTS,
+            heads: &HEADS,
         }
     }};
 }
