@@ -217,26 +217,57 @@ pub(crate) fn netrc_line(line: &[u8]) -> bool {
 pub(crate) fn colon_fields(bytes: &[u8], s: usize) -> Option<([(usize, usize); 9], usize)> {
     let mut fields = [(s, s); 9];
     let mut n = 0;
+    // One lookup a byte until a byte that is no field's: a line's first word ends at a blank,
+    // which a chain of byte tests would mispredict on every line. No line is longer than 512
+    // bytes.
+    let stop = bytes.len().min(s + 513);
     let mut k = s;
-    while k < bytes.len() && bytes[k] != b'\n' {
-        match bytes[k] {
-            b':' if n == 8 => return None,
-            b':' => {
+    while let Some(d) = bytes[k..stop]
+        .iter()
+        .position(|&b| FIELD_BYTE[usize::from(b)] != FIELD_PLAIN)
+    {
+        k += d;
+        match FIELD_BYTE[usize::from(bytes[k])] {
+            FIELD_COLON if n == 8 => return None,
+            FIELD_COLON => {
                 fields[n].1 = k;
                 n += 1;
                 fields[n] = (k + 1, k + 1);
+                k += 1;
             }
-            b if b.is_ascii_whitespace() => return None,
-            _ => {}
-        }
-        k += 1;
-        if k - s > 512 {
-            return None;
+            FIELD_NEWLINE => {
+                fields[n].1 = k;
+                return Some((fields, n + 1));
+            }
+            _ => return None,
         }
     }
-    fields[n].1 = k;
+    if stop - s > 512 {
+        return None;
+    }
+    fields[n].1 = stop;
     Some((fields, n + 1))
 }
+
+/// [`colon_fields`]' reading of a byte: part of a field, a separator, the line's end, or a blank
+/// that rules the line out.
+static FIELD_BYTE: [u8; 256] = {
+    let mut t = [FIELD_PLAIN; 256];
+    t[b':' as usize] = FIELD_COLON;
+    t[b'\n' as usize] = FIELD_NEWLINE;
+    let mut b = 0;
+    while b < 128 {
+        if b != b'\n' as usize && (b as u8).is_ascii_whitespace() {
+            t[b] = FIELD_BLANK;
+        }
+        b += 1;
+    }
+    t
+};
+const FIELD_PLAIN: u8 = 0;
+const FIELD_COLON: u8 = 1;
+const FIELD_NEWLINE: u8 = 2;
+const FIELD_BLANK: u8 = 3;
 
 /// A `.pgpass` line `host:port:database:user:password`: returns the password's span.
 pub(crate) fn pgpass(bytes: &[u8], fields: &[(usize, usize); 9]) -> Option<(usize, usize)> {

@@ -7835,3 +7835,29 @@ fn encoded_filler_is_text_from_its_first_bytes() {
         "API_TOKEN=q8Zr2mXv7KpL4tWn9HcB3yDf6GjQ1sRe",
     ]);
 }
+
+/// A `host:port:db:user:password` line is split into fields up to its end or a newline, and no
+/// further than 512 bytes; a blank or a tenth field rules the line out.
+#[test]
+fn colon_fields_end_at_the_line_and_at_512_bytes() {
+    use crate::commands::colon_fields;
+    let line = "db.example.internal:5432:orders:app:Vq7Lm2Xz9Rt4Kp8";
+    assert_found(&[line, &format!("{line}\nnext line")]);
+    assert!(find_secret(&format!("{line} trailing words")).is_none());
+    let padded = |n: usize| format!("{}:5432:orders:app:Vq7Lm2Xz9Rt4Kp8", "h".repeat(n));
+    let fits = padded(512 - line.len() + "db.example.internal".len());
+    assert_eq!(fits.len(), 512);
+    assert_eq!(colon_fields(fits.as_bytes(), 0).map(|f| f.1), Some(5));
+    assert_eq!(
+        colon_fields(format!("{fits}\n").as_bytes(), 0).map(|f| f.1),
+        Some(5)
+    );
+    let long = format!("{fits}x");
+    assert_eq!(colon_fields(long.as_bytes(), 0), None);
+    assert_eq!(colon_fields(format!("{long}\n").as_bytes(), 0), None);
+    assert_eq!(colon_fields(b"a:b:c:d:e:f:g:h:i", 0).map(|f| f.1), Some(9));
+    assert_eq!(colon_fields(b"a:b:c:d:e:f:g:h:i:j", 0), None);
+    assert_eq!(colon_fields(b"a:b\tc:d", 0), None);
+    let fields = colon_fields(b"x\na:bb:c\n", 2).expect("fields").0;
+    assert_eq!(&fields[..3], &[(2, 3), (4, 6), (7, 8)]);
+}
