@@ -47,6 +47,14 @@ fn keyword_may_start(key: &[u8], j: usize) -> bool {
         .is_some_and(|p| KEYWORD_PAIRS[usize::from(p[0] & 31)] & (1 << (p[1] & 31)) != 0)
 }
 
+/// Whether a keyword rule's word may start at `j` of `key` (false: none does), for the matcher's
+/// loop over a key's segments: most keys before a random value name no provider, and each
+/// segment would otherwise be compared with every keyword of its first letter.
+#[inline]
+pub(crate) fn keyword_may_start_at(key: &[u8], j: usize) -> bool {
+    !enabled() || keyword_may_start(key, j)
+}
+
 /// Where a segment of a key may start past its first byte, as two bit sets: a byte's bits in
 /// the first array are the byte before, in the second the byte at the start (a key byte that is
 /// no letter before any; a lowercase letter before a capital). A segment starts where one bit is

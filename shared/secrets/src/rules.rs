@@ -154,12 +154,19 @@ pub(crate) fn keyword_match(key: &[u8], value: &[u8]) -> Option<&'static str> {
     // Metadata words count outside the provider's word (`buildkite`, `userflow` are names).
     let metadata = |part: &[u8]| METADATA.iter().any(|m| contains_ci(part, m)) || id_segment(part);
     for j in 0..key.len() {
-        if !segment_start(key, j) {
+        if !segment_start(key, j) || !crate::prefilter::keyword_may_start_at(key, j) {
             continue;
         }
         let (lo, hi) = KEYWORD_FIRST[usize::from(key[j].to_ascii_lowercase())];
+        // The second byte before the length and the whole word: it turns away nearly every
+        // keyword of the first letter, where a length test against keys of every length would
+        // be mispredicted at random.
+        let second = key.get(j + 1).map_or(0, u8::to_ascii_lowercase);
         for &(off, len, rule) in &KEYWORDS[usize::from(lo)..usize::from(hi)] {
             let word = &KEYWORD_BLOB.as_bytes()[off as usize..off as usize + usize::from(len)];
+            if word.get(1).is_some_and(|&b| b.to_ascii_lowercase() != second) {
+                continue;
+            }
             let Some(span) = key
                 .get(j..j + word.len())
                 .filter(|k| k.eq_ignore_ascii_case(word))
@@ -323,13 +330,17 @@ pub(crate) fn headed_at(text: &str, word: usize) -> Option<(&'static Vendor, usi
             .rev()
             .take_while(|&&b| matches!(b, b'+' | b'/'))
             .count();
-    if run_end_max(bytes, i, HEADED_SHORTEST, token) - i < HEADED_SHORTEST {
+    // (From the word itself the run was measured above.)
+    if i < word && run_end_max(bytes, i, HEADED_SHORTEST, token) - i < HEADED_SHORTEST {
         return None;
     }
     VENDORS[HEADED_FROM..].iter().find_map(|v| {
         let (class, len) = (v.head.0, usize::from(v.head.1));
-        // The marker first: one comparison rules out nearly every long run.
-        if bytes.get(i + len..i + len + v.prefix().len()) != Some(v.prefix()) {
+        // The marker first, by its first byte: one load rules out nearly every long run, where
+        // comparing the slices would call out to compare them.
+        let marker = v.prefix();
+        if bytes.get(i + len) != marker.first() || bytes.get(i + len..i + len + marker.len()) != Some(marker)
+        {
             return None;
         }
         let head = bytes.get(i..i + len)?;

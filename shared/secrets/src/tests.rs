@@ -7861,3 +7861,25 @@ fn colon_fields_end_at_the_line_and_at_512_bytes() {
     let fields = colon_fields(b"x\na:bb:c\n", 2).expect("fields").0;
     assert_eq!(&fields[..3], &[(2, 3), (4, 6), (7, 8)]);
 }
+
+/// A provider's keyword is found as any segment of a key, whatever keywords share its first
+/// letters; a key whose segments only start like one (`checksum`, `chatty`) names no provider.
+#[test]
+fn keyword_segments_are_matched_past_keywords_sharing_their_first_letters() {
+    let value = b"twz1tlejbh45vcwhtxgntrpqm5wzk72h";
+    let keys: [(&[u8], bool); 9] = [
+        (b"checklyhq", true),
+        (b"CHECKLYHQ_TOKEN", true),
+        (b"deployChecklyhq", true),
+        (b"ci.checklyhq", true),
+        (b"checksum", false),
+        (b"checkly", false),
+        (b"deployChecksum", false),
+        (b"chatty_checklyh", false),
+        (b"c", false),
+    ];
+    for (key, names) in keys {
+        let found = crate::rules::keyword_match(key, value).is_some();
+        assert_eq!(found, names, "{}", String::from_utf8_lossy(key));
+    }
+}
