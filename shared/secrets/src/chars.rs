@@ -671,7 +671,9 @@ pub(crate) fn mask_segment_last(v: &[u8]) -> bool {
 /// script's punctuation (`，`, `。`, `、`) is the sentence's too. A digit makes it a password
 /// (`密码123`).
 pub(crate) fn script_words(v: &[u8]) -> bool {
-    !v.is_empty()
+    // Two letters without ASCII take bytes above ASCII: a value without one (most of them) is
+    // told by a word-at-a-time test, before its characters are decoded.
+    !v.is_ascii()
         && !v.iter().any(u8::is_ascii_digit)
         && std::str::from_utf8(v).is_ok_and(|w| {
             w.chars()
