@@ -246,6 +246,24 @@ pub(crate) fn run_end_distinct(
     (end, seen.iter().map(|w| w.count_ones()).sum())
 }
 
+/// How many distinct bytes `v` holds, ASCII case aside, counted up to one past `most`: a value
+/// that passes it is read no further (a generated one does within a few bytes), and a bit set
+/// on the stack costs nothing to clear, where a table of 256 flags is zeroed for every value.
+pub(crate) fn distinct_folded(v: &[u8], most: u32) -> u32 {
+    let (mut seen, mut n) = ([0u64; 4], 0);
+    for b in v.iter().map(u8::to_ascii_lowercase) {
+        let (word, bit) = (usize::from(b >> 6), 1u64 << (b & 63));
+        if seen[word] & bit == 0 {
+            seen[word] |= bit;
+            n += 1;
+            if n > most {
+                break;
+            }
+        }
+    }
+    n
+}
+
 /// Shannon entropy in bits per byte.
 pub(crate) fn entropy(v: &[u8]) -> f64 {
     let mut counts = [0u32; 256];

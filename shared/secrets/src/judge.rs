@@ -3008,14 +3008,7 @@ fn placeholder_shape(v: &[u8]) -> bool {
     {
         return true;
     }
-    let mut distinct = [false; 256];
-    let mut n = 0;
-    for &b in v {
-        if !distinct[usize::from(b.to_ascii_lowercase())] {
-            distinct[usize::from(b.to_ascii_lowercase())] = true;
-            n += 1;
-        }
-    }
+    let n = crate::chars::distinct_folded(v, 3);
     n <= 2 || (v.len() >= 6 && n <= 3)
 }
 
