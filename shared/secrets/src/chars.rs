@@ -246,6 +246,24 @@ pub(crate) fn run_end_distinct(
     (end, seen.iter().map(|w| w.count_ones()).sum())
 }
 
+/// How many distinct bytes `v` holds, ASCII case aside, counted up to one past `most`: a value
+/// that passes it is read no further (a generated one does within a few bytes), and a bit set
+/// on the stack costs nothing to clear, where a table of 256 flags is zeroed for every value.
+pub(crate) fn distinct_folded(v: &[u8], most: u32) -> u32 {
+    let (mut seen, mut n) = ([0u64; 4], 0);
+    for b in v.iter().map(u8::to_ascii_lowercase) {
+        let (word, bit) = (usize::from(b >> 6), 1u64 << (b & 63));
+        if seen[word] & bit == 0 {
+            seen[word] |= bit;
+            n += 1;
+            if n > most {
+                break;
+            }
+        }
+    }
+    n
+}
+
 /// Shannon entropy in bits per byte.
 pub(crate) fn entropy(v: &[u8]) -> f64 {
     let mut counts = [0u32; 256];
@@ -671,7 +689,9 @@ pub(crate) fn mask_segment_last(v: &[u8]) -> bool {
 /// script's punctuation (`，`, `。`, `、`) is the sentence's too. A digit makes it a password
 /// (`密码123`).
 pub(crate) fn script_words(v: &[u8]) -> bool {
-    !v.is_empty()
+    // Two letters without ASCII take bytes above ASCII: a value without one (most of them) is
+    // told by a word-at-a-time test, before its characters are decoded.
+    !v.is_ascii()
         && !v.iter().any(u8::is_ascii_digit)
         && std::str::from_utf8(v).is_ok_and(|w| {
             w.chars()

@@ -3008,14 +3008,7 @@ fn placeholder_shape(v: &[u8]) -> bool {
     {
         return true;
     }
-    let mut distinct = [false; 256];
-    let mut n = 0;
-    for &b in v {
-        if !distinct[usize::from(b.to_ascii_lowercase())] {
-            distinct[usize::from(b.to_ascii_lowercase())] = true;
-            n += 1;
-        }
-    }
+    let n = crate::chars::distinct_folded(v, 3);
     n <= 2 || (v.len() >= 6 && n <= 3)
 }
 
@@ -3404,13 +3397,18 @@ pub(crate) fn placeholder_words(v: &[u8]) -> bool {
     // once a marker is among the others; glued to a word (`Example123`) it makes a password.
     let numbered = v.iter().any(u8::is_ascii_digit);
     // Letters of any language (`tu_contraseña_aquí`), digits, and the separators between words.
-    if !std::str::from_utf8(v).is_ok_and(|w| {
-        w.chars().all(|c| {
-            c.is_ascii_alphanumeric()
-                || !c.is_ascii() && c.is_alphabetic()
-                || matches!(c, '_' | '-' | '.' | ' ')
+    // An ASCII value (most of them) is read byte by byte, without decoding its characters.
+    let separator = |c: char| matches!(c, '_' | '-' | '.' | ' ');
+    let word_chars = if v.is_ascii() {
+        v.iter()
+            .all(|&b| b.is_ascii_alphanumeric() || separator(char::from(b)))
+    } else {
+        std::str::from_utf8(v).is_ok_and(|w| {
+            w.chars()
+                .all(|c| c.is_ascii_alphanumeric() || !c.is_ascii() && c.is_alphabetic() || separator(c))
         })
-    }) {
+    };
+    if !word_chars {
         return false;
     }
     // `django-insecure-change-me-in-production`: words around a request to replace them.

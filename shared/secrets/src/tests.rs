@@ -6715,6 +6715,31 @@ fn full_width_blanks_read_as_blanks() {
     ]);
 }
 
+/// Distinct bytes are counted with case aside, and no further than one past the cap: a value
+/// of two bytes in turn is a stand-in's shape, a generated one passes the cap at once.
+#[test]
+fn distinct_bytes_are_counted_case_aside_up_to_a_cap() {
+    use crate::chars::distinct_folded;
+    assert_eq!(distinct_folded(b"qQqQzZzZ", 3), 2);
+    assert_eq!(distinct_folded(b"", 3), 0);
+    assert_eq!(distinct_folded(b"k7Mw2Rp9Xv", 3), 4);
+    assert_eq!(distinct_folded(b"k7Mw2Rp9Xv", 16), 10);
+    // The shape it decides: a stand-in of two letters in any case, not a generated value.
+    assert!(crate::judge::is_placeholder(b"qQqQzZzZqQ"));
+    assert!(!crate::judge::is_placeholder(b"k7Mw2Rp9XvT4"));
+}
+
+/// Stand-in words are told in ASCII and in other scripts alike; a byte that is neither a
+/// letter, a digit nor a separator between words (ASCII or not) makes the value no stand-in.
+#[test]
+fn stand_in_words_take_letters_of_any_script_and_nothing_else() {
+    use crate::judge::placeholder_words;
+    assert!(placeholder_words(b"put_your_key_here"));
+    assert!(placeholder_words("ingrese_su_token_aqu\u{ed}".as_bytes()));
+    assert!(!placeholder_words(b"put_your;key_here"));
+    assert!(!placeholder_words("put_your_key\u{2192}here".as_bytes()));
+}
+
 /// A list packed at compile time ([`crate::words::words_from`]) reads back every entry, in
 /// order, the empty one and one with a space included; the largest tables read back whole.
 #[test]
