@@ -3572,7 +3572,7 @@ pub(crate) fn is_reference(v: &[u8]) -> bool {
         cfg. conf. args. opts. options. params. props. req. request. ctx. context. credentials. data. \
         user. auth. Environment. Config. Settings."
     );
-    PREFIXES.iter().any(|p| v.starts_with(p))
+    PREFIXES.starts(v)
 }
 
 /// A `${`, `{{` or `$(` in `v` with no closing bracket after it.

@@ -6740,6 +6740,33 @@ fn stand_in_words_take_letters_of_any_script_and_nothing_else() {
     assert!(!placeholder_words("put_your_key\u{2192}here".as_bytes()));
 }
 
+/// A list of prefixes starts a value only with one of its words as written: the case counts,
+/// the word may be the whole value, and a word the value merely holds elsewhere starts nothing.
+#[test]
+fn a_list_of_prefixes_starts_a_value_exactly() {
+    use crate::words::{Words, words_from, words_of};
+    const HEADS: Words = words_of!(b"cfg. Cfg:: env! qz");
+    for v in [&b"cfg.db_pass"[..], b"Cfg::Secret", b"env!", b"qzX81"] {
+        assert!(HEADS.starts(v), "{v:?}");
+    }
+    for v in [
+        &b"CFG.db_pass"[..],
+        b"cfg",
+        b"my_cfg.db_pass",
+        b"env",
+        b"Qz",
+        b"q",
+        b"",
+    ] {
+        assert!(!HEADS.starts(v), "{v:?}");
+    }
+    // An empty word starts every value, the empty one too; a one-byte word starts its own.
+    const ANY: Words = words_from!(&[b"#", b""]);
+    assert!(ANY.starts(b"") && ANY.starts(b"k7") && ANY.starts(b"#"));
+    const HASH: Words = words_from!(&[b"#"]);
+    assert!(HASH.starts(b"#x") && !HASH.starts(b"x#") && !HASH.starts(b""));
+}
+
 /// A list packed at compile time ([`crate::words::words_from`]) reads back every entry, in
 /// order, the empty one and one with a space included; the largest tables read back whole.
 #[test]

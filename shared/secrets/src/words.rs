@@ -424,6 +424,25 @@ impl Words {
             .any(|&(start, len)| usize::from(len) == w.len() && text[usize::from(start)..].starts_with(w))
     }
 
+    /// Whether `hay` starts with one of the words, exactly (case included). Only the words of
+    /// its first byte's group are compared (and those of the group an empty word is in), and
+    /// none where its first two bytes start no word: a value asked of a long list of prefixes
+    /// costs a few bit tests, not a comparison a word.
+    pub(crate) fn starts(&self, hay: &[u8]) -> bool {
+        let text = self.text;
+        let first = hay.first().copied();
+        let other = if first.is_some_and(|b| bucket(b) != 0) {
+            self.starting(None)
+        } else {
+            &[]
+        };
+        (hay.is_empty() || self.may_start_at(hay, 0))
+            && self.starting(first).iter().chain(other).any(|&(start, len)| {
+                let start = usize::from(start);
+                hay.starts_with(&text[start..start + usize::from(len)])
+            })
+    }
+
     /// The words, in order.
     pub(crate) fn iter(&self) -> impl Iterator<Item = &'static [u8]> {
         let text = self.text;
