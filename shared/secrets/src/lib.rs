@@ -53,16 +53,18 @@
 //! again are counted (`judge::reset_judged`), real text has next to none, and past four times
 //! the text's length the rest of each key's line is withheld unread (183 M; values holding
 //! `key=value` pairs of their own are read again about 1.2 times over and stay well under it).
-//! A second round, with every finding kept, took real text to 21.8–68.9 M (this repository's Rust
-//! sources 30.8 to 25.6 M, its Cargo.lock 67.8 to 58.9 M) and the dense shapes to 91–208 M
+//! A second round, with every finding kept, took real text to 21.7–65.7 M (this repository's Rust
+//! sources 30.8 to 25.2 M, its Cargo.lock 67.8 to 57.1 M) and the dense shapes to 91–204 M
 //! (`"pwd=;"` repeated, whose keys each re-read a window after them, 1,282 to 197 M): a line's
-//! checks for secret-printing commands and file locations rule most lines out on one byte; a
-//! provider's keyword is looked up only where a key's segment starts with a letter; HTML's quote
-//! state is found by a search; a word list passes over a position whose first two bytes start none
-//! of its words; the window after a secret word is cut by a vectorised search, and a window or a
-//! packed run of keys with under 16 distinct bytes (too few for the entropy asked) is passed over
-//! once; an unquoted value's end is looked for only at the bytes that can end one; and a value's
-//! checks ask first for the byte each one needs.
+//! checks for secret-printing commands, file locations and `.pgpass`-like fields rule most lines
+//! out on one byte or one table lookup a byte; a provider's keyword is looked up only where a key's
+//! segment starts with a letter and the four-byte filter lets one start; HTML's quote state is
+//! found by a search; a word list passes over a position whose first two bytes start none of its
+//! words, and a value is compared only with the prefixes of its first byte's group; the window
+//! after a secret word is cut by a vectorised search, and a window or a packed run of keys with
+//! under 16 distinct bytes (too few for the entropy asked) is passed over once; an unquoted value's
+//! end is looked for only at the bytes that can end one; and a value's checks ask first for the
+//! byte each one needs (an ASCII value is not decoded as another script's).
 //!
 //! Size: the release profile (root `Cargo.toml`) optimizes the dependencies (TLS, JSON, TOML) for
 //! size (`opt-level = "s"`) and the workspace's crates, this one among them, for speed: every hook
