@@ -6740,26 +6740,35 @@ fn stand_in_words_take_letters_of_any_script_and_nothing_else() {
     assert!(!placeholder_words("put_your_key\u{2192}here".as_bytes()));
 }
 
+/// `holds` is true of every text in `yes` and of none in `no`.
+fn holds_exactly(holds: impl Fn(&[u8]) -> bool, yes: &[&[u8]], no: &[&[u8]]) {
+    for t in yes {
+        assert!(holds(t), "{:?}", String::from_utf8_lossy(t));
+    }
+    for t in no {
+        assert!(!holds(t), "{:?}", String::from_utf8_lossy(t));
+    }
+}
+
 /// A list of prefixes starts a value only with one of its words as written: the case counts,
 /// the word may be the whole value, and a word the value merely holds elsewhere starts nothing.
 #[test]
 fn a_list_of_prefixes_starts_a_value_exactly() {
     use crate::words::{Words, words_from, words_of};
     const HEADS: Words = words_of!(b"cfg. Cfg:: env! qz");
-    for v in [&b"cfg.db_pass"[..], b"Cfg::Secret", b"env!", b"qzX81"] {
-        assert!(HEADS.starts(v), "{v:?}");
-    }
-    for v in [
-        &b"CFG.db_pass"[..],
-        b"cfg",
-        b"my_cfg.db_pass",
-        b"env",
-        b"Qz",
-        b"q",
-        b"",
-    ] {
-        assert!(!HEADS.starts(v), "{v:?}");
-    }
+    holds_exactly(
+        |v| HEADS.starts(v),
+        &[b"cfg.db_pass", b"Cfg::Secret", b"env!", b"qzX81"],
+        &[
+            b"CFG.db_pass",
+            b"cfg",
+            b"my_cfg.db_pass",
+            b"env",
+            b"Qz",
+            b"q",
+            b"",
+        ],
+    );
     // An empty word starts every value, the empty one too; a one-byte word starts its own.
     const ANY: Words = words_from!(&[b"#", b""]);
     assert!(ANY.starts(b"") && ANY.starts(b"k7") && ANY.starts(b"#"));
@@ -6790,22 +6799,16 @@ fn a_packed_list_reads_back_every_entry_in_order() {
     }
     // Found anywhere in a text, short (read byte by byte) or long (searched word by word).
     const MARKS: Words = words_of!(b"fake dummy [redacted:");
-    for hay in [
-        &b"someFAKEkey"[..],
-        b"xx[REDACTED:1]",
-        b"dummy",
-        b"k9PzQ2vLx7mN4tR8wY3bH6jD1sF5gA0eC_dummy",
-    ] {
-        assert!(MARKS.found_in(hay), "{hay:?}");
-    }
-    for hay in [
-        &b"fak"[..],
-        b"dum-my",
-        b"k9PzQ2vLx7mN4tR8wY3bH6jD1sF5gA0eC_dumm",
-        b"",
-    ] {
-        assert!(!MARKS.found_in(hay), "{hay:?}");
-    }
+    holds_exactly(
+        |hay| MARKS.found_in(hay),
+        &[
+            b"someFAKEkey",
+            b"xx[REDACTED:1]",
+            b"dummy",
+            b"k9PzQ2vLx7mN4tR8wY3bH6jD1sF5gA0eC_dummy",
+        ],
+        &[b"fak", b"dum-my", b"k9PzQ2vLx7mN4tR8wY3bH6jD1sF5gA0eC_dumm", b""],
+    );
     // The words at a position come in the list's order.
     const NESTED: Words = words_of!(b"pass b password pa");
     assert_eq!(NESTED.lengths_at(b"xPassword", 1).collect::<Vec<_>>(), [4, 8, 2]);
