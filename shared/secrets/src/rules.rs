@@ -149,12 +149,18 @@ pub(crate) fn segment_start(key: &[u8], j: usize) -> bool {
 }
 
 /// The provider whose keyword is a segment of `key` and whose value shape `value` has, if any.
-/// `value` has been judged random-looking by the caller.
-pub(crate) fn keyword_match(key: &[u8], value: &[u8]) -> Option<&'static str> {
+/// `value` has been judged random-looking by the caller. `may_start` is the scan's quick filter
+/// of where a keyword may start in a key (false: none does); the scan passes it in, as the
+/// filter's tables are built beside these and import them.
+pub(crate) fn keyword_match(
+    key: &[u8],
+    value: &[u8],
+    may_start: impl Fn(&[u8], usize) -> bool,
+) -> Option<&'static str> {
     // Metadata words count outside the provider's word (`buildkite`, `userflow` are names).
     let metadata = |part: &[u8]| METADATA.iter().any(|m| contains_ci(part, m)) || id_segment(part);
     for j in 0..key.len() {
-        if !segment_start(key, j) || !crate::prefilter::keyword_may_start_at(key, j) {
+        if !segment_start(key, j) || !may_start(key, j) {
             continue;
         }
         let (lo, hi) = KEYWORD_FIRST[usize::from(key[j].to_ascii_lowercase())];

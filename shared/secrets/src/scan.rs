@@ -33,7 +33,7 @@ use crate::pem::{
     MAX_PEM, base64_block_end, base64_block_start, base64_has_colon, base64_run, base64_text, pem_body_at,
     pem_illustration, prefixed_pem_illustration, quoted_body_end,
 };
-use crate::prefilter::KeyStart;
+use crate::prefilter::{KeyStart, keyword_may_start_at};
 use crate::tables::{Table, for_each_cell, table_header, top_level};
 use crate::words::{
     ForeignMask, KEY_BYTE, KEY_DASH, KEY_SEPARATOR, KEYWORD_TOKEN, Mode, NON_ASCII_WORD, PASSIVE_BYTE,
@@ -2193,7 +2193,7 @@ impl<'t> Scan<'t> {
             && has_digit(token)
             && token.iter().any(u8::is_ascii_alphabetic)
             && (named || !token.iter().all(u8::is_ascii_hexdigit))
-            && let Some(name) = crate::rules::keyword_match(word, token)
+            && let Some(name) = crate::rules::keyword_match(word, token, keyword_may_start_at)
             && entropy(token) >= 3.0
             && !is_placeholder(token)
             && !token_continues_at(self.text, kend)
@@ -2233,7 +2233,7 @@ impl<'t> Scan<'t> {
                     && t.len() >= 16
                     && has_digit(t)
                     && t.iter().any(u8::is_ascii_alphabetic)
-                    && let Some(name) = crate::rules::keyword_match(key, t)
+                    && let Some(name) = crate::rules::keyword_match(key, t, keyword_may_start_at)
                     && entropy(t) >= 3.0
                     && !is_placeholder(t)
                 {
@@ -2256,7 +2256,7 @@ impl<'t> Scan<'t> {
             && token.len() >= 16
             && has_digit(token)
             && token.iter().any(u8::is_ascii_alphabetic)
-            && let Some(name) = crate::rules::keyword_match(key, token)
+            && let Some(name) = crate::rules::keyword_match(key, token, keyword_may_start_at)
             && entropy(token) >= 3.0
             && !is_placeholder(token)
         {
