@@ -498,7 +498,7 @@ pub(crate) fn unquoted_end(bytes: &[u8], pos: usize, limit: usize, stop: Stop) -
             // A fence's backticks (`…PROJECT_ALIAS``` thanks`) close as one quote does.
             || (matches!(b, b'"' | b'\'') && closes(raw_end))
             || (b == b'`' && closes(run_end(bytes, raw_end, |c| c == b'`') - 1))
-            || (matches!(b, b'&' | b';') && next_field(raw_end))
+            || (matches!(b, b'&' | b';') && next_field(raw_end) && (b == b';' || query_field_at(bytes, pos, raw_end)))
             // A connection string's field names may hold spaces (`;Max Pool Size=`).
             || next_connection_field(bytes, raw_end)
             || (stop == Stop::Code && b == b',' && next_field(raw_end))
@@ -520,6 +520,35 @@ pub(crate) fn unquoted_end(bytes: &[u8], pos: usize, limit: usize, stop: Stop) -
         raw_end += 1;
     }
     raw_end
+}
+
+/// Whether the `&name=` at `k`, inside a value read from `pos`, starts a URL query's or a form
+/// body's next field: the value stands in a query (a `?` or `&` before it on its line), or the
+/// field's own value is one a form encoder writes (letters, digits, `-_.*+%`). Otherwise
+/// (`password: Hf4&k=Wd8~Qx2!`) the `&` and what follows are the password's symbols.
+/// (Kept out of line: few values hold a `&name=`.)
+#[inline(never)]
+pub(crate) fn query_field_at(bytes: &[u8], pos: usize, k: usize) -> bool {
+    // (A sentence's `?` before a blank asks; a query's is followed by its first field.)
+    let before = &bytes[pos.saturating_sub(256)..pos];
+    let before = &before[before.iter().rposition(|&b| b == b'\n').map_or(0, |n| n + 1)..];
+    if before
+        .windows(2)
+        .any(|w| matches!(w[0], b'?' | b'&') && w[1].is_ascii_graphic())
+    {
+        return true;
+    }
+    let from = run_end_max(bytes, k + 1, 64, |c| c != b'=') + 1;
+    let end = run_end_max(bytes, from, 256, |c| {
+        c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.' | b'*' | b'+' | b'%')
+    });
+    bytes.get(end).is_none_or(|&c| {
+        !c.is_ascii_graphic()
+            || matches!(
+                c,
+                b'&' | b'"' | b'\'' | b'`' | b',' | b';' | b')' | b']' | b'}' | b'<'
+            )
+    })
 }
 
 /// Whether a setting's lowercase name (two or more characters) and `=` follow the `,` at `k`.
@@ -4040,14 +4069,18 @@ pub(crate) fn basic_filler(token: &[u8]) -> bool {
     let Some(colon) = text.iter().position(|&b| b == b':') else {
         return false;
     };
-    let pw = &text[colon + 1..];
+    // Typed text (`aaa:bbb`, its bytes graphic: see the decoding), not bytes of a random value
+    // that hold a `:`.
+    let typed = colon > 0;
+    typed && filler_password(&text[colon + 1..])
+}
+
+/// A password typed as filler: one or two characters repeated, or a count.
+pub(crate) fn filler_password(pw: &[u8]) -> bool {
     let mut distinct = [false; 256];
     let n = pw
         .iter()
         .filter(|&&b| !std::mem::replace(&mut distinct[usize::from(b)], true))
         .count();
-    // Typed text (`aaa:bbb`, its bytes graphic: see the decoding), not bytes of a random value
-    // that hold a `:`.
-    let typed = colon > 0;
-    typed && pw.len() >= 3 && (n <= 2 || counted_through(pw))
+    pw.len() >= 3 && (n <= 2 || counted_through(pw))
 }

@@ -1391,6 +1391,10 @@ impl<'t> Scan<'t> {
             |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'~' | b'+' | b'/' | b'=' | b'-');
         // Judged on its head; a token cut there runs on to its real end once it is a secret.
         let end = run_end_max(bytes, start, MAX_VALUE, class);
+        if basic && bytes.get(end) == Some(&b':') {
+            self.plain_basic_at(start, end);
+            return;
+        }
         let cut = end - start == MAX_VALUE;
         if end - start < 8 || !cut && word_at(self.text, end) {
             return;
@@ -1410,6 +1414,34 @@ impl<'t> Scan<'t> {
             } else {
                 end
             };
+            self.push(SecretKind::AuthHeader, start, end);
+        }
+    }
+
+    /// `Basic user:password` typed plain where its base64 goes (a header set by a call's
+    /// arguments, a template literal): the pair judged as a URL's userinfo is, so a stand-in, a
+    /// template or the user again is none.
+    #[inline(never)]
+    fn plain_basic_at(&mut self, start: usize, colon: usize) {
+        let bytes = self.bytes;
+        let user = &bytes[start..colon];
+        let end = run_end_max(bytes, colon + 1, MAX_VALUE, |b| {
+            b.is_ascii_graphic()
+                && !matches!(
+                    b,
+                    b'"' | b'\'' | b'`' | b'<' | b'>' | b'(' | b')' | b',' | b';' | b':'
+                )
+        });
+        let pair = &bytes[start..end];
+        if !user.is_empty()
+            && user
+                .iter()
+                .all(|&b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-' | b'@'))
+            && bytes.get(end) != Some(&b':')
+            && !word_at(self.text, end)
+            && user_password(pair, b':').is_some()
+            && !crate::judge::filler_password(&pair[user.len() + 1..])
+        {
             self.push(SecretKind::AuthHeader, start, end);
         }
     }

@@ -4267,6 +4267,83 @@ fn a_mailgun_key_of_three_hex_groups_is_found_and_filler_or_a_longer_run_is_not(
     ]);
 }
 
+/// Mailgun's older private keys are `key-` and 32 letters or digits of any case, not hex alone;
+/// a name of words after `key-`, a word glued before it and Mailgun's documented example are not.
+#[test]
+fn a_mailgun_key_of_any_letters_is_found_and_words_or_the_documented_example_are_not() {
+    assert_kind(
+        SecretKind::Vendor("mailgun_key"),
+        &[
+            "worker log: signing with key-Tq7vR2mXw9Lp4ZkB8nYc3HdF6sJg1QaE failed (403)",
+            "the relay still signs with key-m4x9q2vt7kz1bp8wr3ny6hc5jd0fls2e after rotation",
+        ],
+    );
+    assert_clean(&[
+        "renamed the setting to key-theSettingNameWeUseForOldRelayHosts",
+        "donkey-Tq7vR2mXw9Lp4ZkB8nYc3HdF6sJg1QaE is the build's artifact name",
+        "their quickstart shows key-3ax6xnjp29jd6fds4gc373sgvjxteol0 as the sample",
+    ]);
+}
+
+/// An API key's id (`apikeyid`, `API_KEY_ID`, `apiKeyId`) holds a generated value as the key
+/// itself (IBM Cloud's service credentials name their key so), as a secret's id does; a count or
+/// a name of words under it stay an id.
+#[test]
+fn an_api_key_id_holds_a_generated_key_but_not_a_name_or_a_uuid() {
+    assert_found(&[
+        "[service.credentials]\napikeyid = Wb3-Kq9ZtR_mx7LpV2nYc8HdF4sJg6QaE1uTo5Xi0Ny",
+        "- API_KEY_ID: \"pZ8vN3qL7xWk2RmT9bYc\"",
+    ]);
+    assert_clean(&[
+        "[service.credentials]\napikeyid = 1842",
+        "- apiKeyId: \"billing-export-reader\"",
+    ]);
+}
+
+/// Outside a query, `&name=` inside a password is its symbols when what follows is no form
+/// field's value (a symbol a form encoder would escape); in a query, or before a field's plain
+/// value, the value still ends at the `&`.
+#[test]
+fn an_ampersand_field_in_a_password_is_its_symbols_unless_a_query_surrounds_it() {
+    assert_spans(&[
+        ("smtp_pass=Zr8&mq=Yt2^Lw5#", "Zr8&mq=Yt2^Lw5#"),
+        ("  bind_password: Pn6&x=Kd3~Vb9*", "Pn6&x=Kd3~Vb9*"),
+        (
+            "GET /login?user=ana&pwd=Rt5Yq8Wz2&x=Kd3~Vb9 HTTP/1.1",
+            "Rt5Yq8Wz2",
+        ),
+        ("secret=Hq8Zt3Wn6Lp1Vr5Kd7Xc&lang=de", "Hq8Zt3Wn6Lp1Vr5Kd7Xc"),
+    ]);
+}
+
+/// `Basic` then `user:password` typed plain where its base64 goes (a header set by a call's
+/// arguments, a template literal) holds the password; the user again, a template, filler or a
+/// sentence's `Basic word:` holds none.
+#[test]
+fn a_plain_user_and_password_after_basic_is_found_but_not_a_template_or_filler() {
+    assert_found(&[
+        "req.set_header('Authorization', 'Basic deploy:Vx7#qLm2Rt')",
+        "curl_setopt($ch, CURLOPT_HTTPHEADER, [\"Authorization: \" . \"Basic ci-bot:w8Tz2QpLk5Ny\"]);",
+    ]);
+    assert_clean(&[
+        "req.set_header('Authorization', 'Basic deploy:deploy')",
+        "req.set_header('Authorization', `Basic ${login}:${secret}`)",
+        "req.set_header('Authorization', 'Basic deploy:zzzzzzzzzzzz')",
+        "the Basic scheme:user:pass pair is base64-encoded before it is sent",
+    ]);
+}
+
+/// A password's question (`passwordQuestion`, `recovery_password_question`) is the prompt shown
+/// for recovery, its text a sentence, not the password; the password beside it still is one.
+#[test]
+fn a_password_question_is_no_password_but_the_password_beside_it_is() {
+    assert_clean(&[
+        "acct = Account(login=\"ops\", password_question=\"Favourite teacher\")",
+        "<recoveryPasswordQuestion>Town of birth</recoveryPasswordQuestion>",
+    ]);
+    assert_found(&["acct = Account(password_question=\"Town of birth\", password=\"Gm4#tVq9Lx\")"]);
+}
+
 #[test]
 fn camel_word_share_tells_random_letters_from_identifiers() {
     use crate::judge::random_letters;

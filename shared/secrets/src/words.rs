@@ -624,7 +624,7 @@ pub(crate) const NO_WORDS: Words = words_of!(b"");
 /// Suffixes after a secret word that make the key metadata about a secret, not the secret.
 pub(crate) const QUALIFIERS: Words = words_of!(
     b"count len limit max min size ttl expir timeout type kind name file path dir \
-    url uri endpoint id field header prefix suffix env var hint policy pattern regex rule label input \
+    url uri endpoint id field header prefix suffix env var hint question policy pattern regex rule label input \
     prompt reset required enabled strategy provider manager store service cache valid strength format \
     encod helper handler mode version index idx pos offset iz hash digest stdin from source ref cmd \
     command usage budget rate stream lifetime age created updated location loc exists set present error \
@@ -802,8 +802,12 @@ pub(crate) fn secret_word(key: &[u8]) -> Option<SecretWord> {
         let mut tail = &key[end..];
         // `secret_id`, `secretId`: a secret id is a credential (Vault's AppRole hands one out as
         // a password with its role id), but the name of a stored secret in other tools: only a
-        // generated value counts, as after a weak word.
-        if key[j..end].eq_ignore_ascii_case(b"secret") && id_segment(tail) {
+        // generated value counts, as after a weak word. So is an API key's id (`apikeyid`,
+        // `api_key_id`: IBM Cloud's service credentials hold the key itself under it).
+        if matches!(tail.len(), 2 | 3)
+            && (id_segment(tail) || glued_id(key, tail))
+            && id_named_secret(&key[j..end])
+        {
             strength = Strength::Weak;
             tail = &[];
         }
@@ -1049,6 +1053,18 @@ pub(crate) fn foreign_qualified(tail: &[u8]) -> bool {
             | b"pol\xc3\xadtica"
             | b"\xec\xa0\x95\xec\xb1\x85"
     )
+}
+
+/// Whether a secret word's id may be the secret itself: `secret` and an API key.
+fn id_named_secret(word: &[u8]) -> bool {
+    word.eq_ignore_ascii_case(b"secret") || word.len() >= 6 && word[..3].eq_ignore_ascii_case(b"api")
+}
+
+/// Whether the part of a key after its secret word is `id` glued on in the key's one case
+/// (`apikeyid`, `SECRETID`), which no word but `id` ends so.
+fn glued_id(key: &[u8], tail: &[u8]) -> bool {
+    tail.eq_ignore_ascii_case(b"id")
+        && (key.iter().all(|b| !b.is_ascii_uppercase()) || key.iter().all(|b| !b.is_ascii_lowercase()))
 }
 
 /// Whether the part of a key after its secret word is one `id` segment and nothing more (`_id`,
