@@ -804,10 +804,7 @@ pub(crate) fn secret_word(key: &[u8]) -> Option<SecretWord> {
         // a password with its role id), but the name of a stored secret in other tools: only a
         // generated value counts, as after a weak word. So is an API key's id (`apikeyid`,
         // `api_key_id`: IBM Cloud's service credentials hold the key itself under it).
-        if matches!(tail.len(), 2 | 3)
-            && (id_segment(tail) || glued_id(key, tail))
-            && id_named_secret(&key[j..end])
-        {
+        if matches!(tail, [_, d] | [_, _, d] if d | 0x20 == b'd') && secret_id(key, &key[j..end], tail) {
             strength = Strength::Weak;
             tail = &[];
         }
@@ -1055,9 +1052,12 @@ pub(crate) fn foreign_qualified(tail: &[u8]) -> bool {
     )
 }
 
-/// Whether a secret word's id may be the secret itself: `secret` and an API key.
-fn id_named_secret(word: &[u8]) -> bool {
-    word.eq_ignore_ascii_case(b"secret") || word.len() >= 6 && word[..3].eq_ignore_ascii_case(b"api")
+/// Whether `tail` names the id of a secret word that such an id may be the secret itself of:
+/// `secret` and an API key. (Kept out of line: most keys end with their word.)
+#[inline(never)]
+fn secret_id(key: &[u8], word: &[u8], tail: &[u8]) -> bool {
+    (id_segment(tail) || glued_id(key, tail))
+        && (word.eq_ignore_ascii_case(b"secret") || word.len() >= 6 && word[..3].eq_ignore_ascii_case(b"api"))
 }
 
 /// Whether the part of a key after its secret word is `id` glued on in the key's one case
