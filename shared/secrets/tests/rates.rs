@@ -28,6 +28,7 @@ const TITUS: &str = include_str!("../../../tests/fixtures/secrets_probe_titus.tx
 const GOSEC: &str = include_str!("../../../tests/fixtures/secrets_probe_gosec.txt");
 const REPO_SUPERVISOR: &str = include_str!("../../../tests/fixtures/secrets_probe_repo_supervisor.txt");
 const SHHGIT: &str = include_str!("../../../tests/fixtures/secrets_probe_shhgit.txt");
+const HORUSEC: &str = include_str!("../../../tests/fixtures/secrets_probe_horusec.txt");
 const DOC: &str = include_str!("../../../docs/secret-filter.md");
 const README: &str = include_str!("../../../README.md");
 const BEGIN: &str = "<!-- rates: computed by shared/secrets/tests/rates.rs -->\n";
@@ -72,6 +73,7 @@ const FLOORS: &[(&str, f64, f64)] = &[
     ("gosec", 100.0, 0.1),
     ("repo-supervisor", 100.0, 0.0),
     ("shhgit", 100.0, 0.0),
+    ("horusec", 100.0, 0.0),
 ];
 
 /// What each source is, for the table.
@@ -202,6 +204,10 @@ const LABELS: &[(&str, &str)] = &[
         "shhgit",
         "shhgit's signatures: random values of its content patterns, its sensitive file names in questions about them, in those eight shapes, `tests/fixtures/secrets_probe_shhgit.txt`",
     ),
+    (
+        "horusec",
+        "horusec's leaks rules' samples (Docker Compose, Go and PHP files, vulnerable and safe) in four new prompt shapes (an Ansible diff, a Makefile's run, a `kubectl describe`, a Portuguese question), `tests/fixtures/secrets_probe_horusec.txt`",
+    ),
 ];
 
 #[derive(Default)]
@@ -283,6 +289,7 @@ fn rates() -> BTreeMap<String, Rates> {
         GOSEC,
         REPO_SUPERVISOR,
         SHHGIT,
+        HORUSEC,
     ] {
         score(
             fixture,
