@@ -2367,7 +2367,8 @@ impl<'t> Scan<'t> {
             let raw = cut;
             // A URL query's next parameter (`&page_size=`) is the query's, not the value's, when
             // the key or the value holds the query (`?api_key=…`, `url: https://…?a=…&b=…`);
-            // elsewhere `&x=` may be a password's symbols (`password: Tq4&d=Lm9…`).
+            // elsewhere `&x=` may be a password's symbols (`password: Tq4&d=Lm9…`). A form body's
+            // field holding a reference ends there too (`-d "password=$PASS&grant_type=…"`).
             let before = bytes[..op].trim_ascii_end();
             let in_query = before.len() > key.len()
                 && ends_with_ci(before, key)
@@ -2375,8 +2376,10 @@ impl<'t> Scan<'t> {
             let mut cut = raw;
             crate::bytes::any_of_two(b'&', b'&', &bytes[p..raw], |k| {
                 let k = p + k;
-                let found =
-                    (in_query || bytes[p..k].contains(&b'?')) && crate::judge::field_name_after(bytes, k);
+                let found = (in_query
+                    || bytes[p..k].contains(&b'?')
+                    || matches!(bytes[p], b'$' | b'%') && crate::judge::is_placeholder(&bytes[p..k]))
+                    && crate::judge::field_name_after(bytes, k);
                 if found {
                     cut = k;
                 }

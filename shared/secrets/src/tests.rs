@@ -4333,6 +4333,24 @@ fn a_plain_user_and_password_after_basic_is_found_but_not_a_template_or_filler()
     ]);
 }
 
+/// A form body's field that holds a reference (`$BACKUP_PASS`, `${DB_PASSWORD}`) ends at the
+/// next `&name=`: the fields after it are the body's, not a literal run on from the reference; a
+/// literal there is still the password.
+#[test]
+fn a_reference_in_a_form_body_ends_at_the_next_field() {
+    assert_clean(&[
+        "wget --post-data \"passphrase=$BACKUP_PASS&mode=full\" https://backup.test/run",
+        "form_body = 'db_password=${DB_PASSWORD}&retries=3'",
+    ]);
+    assert_spans(&[
+        (
+            "wget --post-data \"passphrase=Vz8#kQ2mTp&mode=full\" https://backup.test/run",
+            "Vz8#kQ2mTp",
+        ),
+        ("form_body = 'db_password=Vz8~kQ2mTp&retries=3'", "Vz8~kQ2mTp"),
+    ]);
+}
+
 /// A password's question (`passwordQuestion`, `recovery_password_question`) is the prompt shown
 /// for recovery, its text a sentence, not the password; the password beside it still is one.
 #[test]
