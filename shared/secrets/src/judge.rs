@@ -771,14 +771,6 @@ pub(crate) fn value_is_secret(
     if (value.quoted || password_entry_key(key)) && named_slot(v, key) {
         return false;
     }
-    if mode == Mode::Code && !value.quoted && !names_password() && type_named_for_key(v, key) {
-        return false;
-    }
-    // An entry's name behind a `$`, which a config resolves from its secret store
-    // (`token: $webex-token`, `password: $db-password`).
-    if v.strip_prefix(b"$").is_some_and(|name| named_slot(name, key)) {
-        return false;
-    }
     // A sentence in Chinese or Japanese after the key (`… `password` 的功能就可以了。`), not a value;
     // in a locale file too (`save_key: 请注意…`, `no_webauthn_devices: 有効な…`): a message.
     if mode == Mode::Prose && cjk_at(bytes, value.start) || cjk_text(v) {
@@ -954,7 +946,7 @@ pub(crate) fn value_is_secret(
     if constant_like(v) && named && matches!(mode, Mode::Prose | Mode::Code) {
         return false;
     }
-    match mode {
+    let secret = match mode {
         Mode::Literal if !weak && !value.quoted && token_slot_word(v, key) => false,
         Mode::Literal if !weak => v.len() >= 4,
         // Random letters unquoted in code: unless code goes on after them (`= rndPwdStr;`) or
@@ -976,7 +968,15 @@ pub(crate) fn value_is_secret(
         // A short generated value of a weak key: letters, digits and symbols together.
         Mode::Literal | Mode::Code if v.len() >= 8 && generated(v) => true,
         _ => looks_random(v, 12),
+    };
+    // Asked only of a value judged a secret: a type named for the key's word in code, and an
+    // entry's name behind a `$`, which a config resolves from its secret store (`token:
+    // $webex-token`, `password: $db-password`).
+    if !secret {
+        return false;
     }
+    let type_name = mode == Mode::Code && !value.quoted && type_named_for_key(v, key) && !names_password();
+    !type_name && !v.strip_prefix(b"$").is_some_and(|name| named_slot(name, key))
 }
 
 /// A short lowercase word, or a few joined by dashes or underscores, perhaps with a count after
@@ -1841,15 +1841,10 @@ pub(crate) fn names_no_secret(v: &[u8]) -> bool {
 pub(crate) fn member_path(v: &[u8]) -> bool {
     // TypeScript's non-null assertion after a member (`tokens.data!.refresh_token!`) is code too;
     // only where a member follows one, so `Hello.World!` keeps its `!`.
-    let asserted = v.windows(2).any(|w| w == b"!.");
-    let name = |p: &[u8]| {
-        name_of_words(if asserted {
-            p.strip_suffix(b"!").unwrap_or(p)
-        } else {
-            p
-        })
-    };
-    v.contains(&b'.') && v.split(|&b| b == b'.').all(name)
+    let asserted = || v.windows(2).any(|w| w == b"!.");
+    v.contains(&b'.')
+        && v.split(|&b| b == b'.')
+            .all(|p| name_of_words(p) || p.strip_suffix(b"!").is_some_and(name_of_words) && asserted())
 }
 
 /// A name of words (`AuthorityUtid2Tenant`, `storage`, `Device_Token`): a capital, a `_` or a

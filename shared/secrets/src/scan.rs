@@ -2449,11 +2449,10 @@ impl<'t> Scan<'t> {
             && !(quote.is_none()
                 && (constant_like(value)
                     || member_path(trim_end_of(value, |b| matches!(b, b';' | b',' | b')')))
-                    || !crate::judge::password_key(key)
-                        && crate::judge::type_named_for_key(
-                            trim_end_of(value, |b| matches!(b, b';' | b',' | b')')),
-                            key,
-                        )
+                    || crate::judge::type_named_for_key(
+                        trim_end_of(value, |b| matches!(b, b';' | b',' | b')')),
+                        key,
+                    ) && !crate::judge::password_key(key)
                     || composite_literal(value)
                     || cmdlet(value)))
             && !code_continuation(value)
