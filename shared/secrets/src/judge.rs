@@ -969,14 +969,17 @@ pub(crate) fn value_is_secret(
         Mode::Literal | Mode::Code if v.len() >= 8 && generated(v) => true,
         _ => looks_random(v, 12),
     };
-    // Asked only of a value judged a secret: a type named for the key's word in code, and an
-    // entry's name behind a `$`, which a config resolves from its secret store (`token:
-    // $webex-token`, `password: $db-password`).
+    // Asked only of a value judged a secret: a type named for the key's word in code, an entry's
+    // name behind a `$`, which a config resolves from its secret store (`token: $webex-token`,
+    // `password: $db-password`), and a Go struct's field tag after its type (`Keys []JsonWebKey
+    // `json:"keys,omitempty"``).
     if !secret {
         return false;
     }
     let type_name = mode == Mode::Code && !value.quoted && type_named_for_key(v, key) && !names_password();
-    !type_name && !v.strip_prefix(b"$").is_some_and(|name| named_slot(name, key))
+    !type_name
+        && !v.strip_prefix(b"$").is_some_and(|name| named_slot(name, key))
+        && (value.quote != b'`' || !struct_tag(v))
 }
 
 /// A short lowercase word, or a few joined by dashes or underscores, perhaps with a count after
@@ -1569,6 +1572,19 @@ pub(crate) fn random_after_slash(v: &[u8]) -> bool {
                 .all(|seg| !seg.is_empty() && !readable(seg))
             && rest.split(|&b| b == b'/').any(|seg| seg.len() >= 16);
     rest.len() >= 16 && pieces_random && mixed_case(rest) && has_digit(rest) && entropy(rest) >= 3.5
+}
+
+/// A Go struct field's tag: `name:"…"` pairs parted by blanks (`json:"keys,omitempty" yaml:"keys"`),
+/// each name a lowercase word.
+pub(crate) fn struct_tag(v: &[u8]) -> bool {
+    v.contains(&b':')
+        && v.split(|&b| b == b' ').filter(|p| !p.is_empty()).all(|pair| {
+            let name = pair
+                .iter()
+                .take_while(|&&b| b.is_ascii_lowercase() || b == b'_')
+                .count();
+            name > 0 && pair[name..].starts_with(b":\"") && pair.len() > name + 2 && pair.ends_with(b"\"")
+        })
 }
 
 /// A file's path relative to a directory (`certs/IT.F.s/OP-2nd.txt`, a diff's `b/src/x.go`): folders

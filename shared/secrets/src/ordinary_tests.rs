@@ -1105,3 +1105,11 @@ fn a_secret_encryption_method_is_no_value() {
     assert_clean(&["postgresql:\n  parameters:\n    password_encryption: scram-sha-256"]);
     assert_found(&["postgresql:\n  parameters:\n    password_encryption_key: twpkWZXM7obo4hcPTp62aGJM"]);
 }
+
+/// A Go struct field's tag after a secret word's type (`Keys []JsonWebKey `json:"keys"``) is a tag;
+/// a generated value in a tag's shape after a secret word is still one.
+#[test]
+fn a_go_struct_tag_is_no_value() {
+    assert_clean(&["type KeySet struct {\n\tKeys []JsonWebKey `json:\"keys,omitempty\"`\n}"]);
+    assert_found(&["my signing key `api:\"Gxzd67R5qsQEXndwOYIiHv8y\"` expired"]);
+}

@@ -2457,6 +2457,7 @@ impl<'t> Scan<'t> {
                     || cmdlet(value)))
             && !code_continuation(value)
             && !quoted_slot(value)
+            && !(quote == Some(b'`') && crate::judge::struct_tag(value))
             && !url_stand_in_userinfo(value)
             && !host_after_stand_in(bytes, p, value)
             && !ldap_dn(value)

@@ -61,7 +61,7 @@ const FLOORS: &[(&str, f64, f64)] = &[
     ("handwritten", 99.5, 0.0),
     ("security-utilities", 98.1, 0.0),
     ("agent", 99.0, 0.0),
-    ("real-text", 100.0, 0.8),
+    ("real-text", 100.0, 0.7),
     ("detector-docs", 96.6, 0.0),
     ("shell-plugins", 96.8, 1.6),
     ("rusty-hog", 97.9, 0.0),
