@@ -964,6 +964,7 @@ pub(crate) fn value_is_secret(
         || is_path_or_url(v) && !random_after_slash(v)
         || readable_url(v)
         || key_chord(v)
+        || mode == Mode::Prose && relative_file_path(v)
     {
         return false;
     }
@@ -974,7 +975,7 @@ pub(crate) fn value_is_secret(
     if constant_like(v) && named && matches!(mode, Mode::Prose | Mode::Code) {
         return false;
     }
-    match mode {
+    let secret = match mode {
         Mode::Literal if !weak && !value.quoted && token_slot_word(v, key) => false,
         Mode::Literal if !weak => v.len() >= 4,
         // Random letters unquoted in code: unless code goes on after them (`= rndPwdStr;`) or
@@ -996,7 +997,18 @@ pub(crate) fn value_is_secret(
         // A short generated value of a weak key: letters, digits and symbols together.
         Mode::Literal | Mode::Code if v.len() >= 8 && generated(v) => true,
         _ => looks_random(v, 12),
+    };
+    // Asked only of a value judged a secret: a type named for the key's word in code, an entry's
+    // name behind a `$`, which a config resolves from its secret store (`token: $webex-token`,
+    // `password: $db-password`), and a Go struct's field tag after its type (`Keys []JsonWebKey
+    // `json:"keys,omitempty"``).
+    if !secret {
+        return false;
     }
+    let type_name = mode == Mode::Code && !value.quoted && type_named_for_key(v, key) && !names_password();
+    !type_name
+        && !v.strip_prefix(b"$").is_some_and(|name| named_slot(name, key))
+        && (value.quote != b'`' || !struct_tag(v))
 }
 
 /// A short lowercase word, or a few joined by dashes or underscores, perhaps with a count after
@@ -1591,6 +1603,40 @@ pub(crate) fn random_after_slash(v: &[u8]) -> bool {
     rest.len() >= 16 && pieces_random && mixed_case(rest) && has_digit(rest) && entropy(rest) >= 3.5
 }
 
+/// A Go struct field's tag: `name:"…"` pairs parted by blanks (`json:"keys,omitempty" yaml:"keys"`),
+/// each name a lowercase word.
+pub(crate) fn struct_tag(v: &[u8]) -> bool {
+    v.contains(&b':')
+        && v.split(|&b| b == b' ').filter(|p| !p.is_empty()).all(|pair| {
+            let name = pair
+                .iter()
+                .take_while(|&&b| b.is_ascii_lowercase() || b == b'_')
+                .count();
+            name > 0 && pair[name..].starts_with(b":\"") && pair.len() > name + 2 && pair.ends_with(b"\"")
+        })
+}
+
+/// A file's path relative to a directory (`certs/IT.F.s/OP-2nd.txt`, a diff's `b/src/x.go`): folders
+/// then a file name ending with a lowercase extension, as a sentence or a diff's header names a
+/// file; a generated value seldom holds a `/` and ends so.
+pub(crate) fn relative_file_path(v: &[u8]) -> bool {
+    let Some(slash) = v.iter().rposition(|&b| b == b'/') else {
+        return false;
+    };
+    let name = &v[slash + 1..];
+    let ext = name
+        .iter()
+        .rposition(|&b| b == b'.')
+        .map_or(&b""[..], |d| &name[d + 1..]);
+    slash > 0
+        && ext.len() + 1 < name.len()
+        && (1..=5).contains(&ext.len())
+        && ext.iter().all(u8::is_ascii_lowercase)
+        && v.iter()
+            .all(|&b| b.is_ascii_alphanumeric() || matches!(b, b'/' | b'.' | b'-' | b'_'))
+        && v.split(|&b| b == b'/').all(|seg| !seg.is_empty())
+}
+
 /// A keyboard shortcut (`ctrl+shift+1`, `Cmd+K`): modifiers joined by `+`.
 pub(crate) fn key_chord(v: &[u8]) -> bool {
     v.iter().rposition(|&b| b == b'+').is_some_and(|last| {
@@ -1838,7 +1884,12 @@ pub(crate) fn names_no_secret(v: &[u8]) -> bool {
 /// letters or more) with at most three digits, where a token's parts are runs of mixed case and
 /// digits (`hvs.JGbZZaCkOSgsZ56uhGlTK2zy…`).
 pub(crate) fn member_path(v: &[u8]) -> bool {
-    v.contains(&b'.') && v.split(|&b| b == b'.').all(name_of_words)
+    // TypeScript's non-null assertion after a member (`tokens.data!.refresh_token!`) is code too;
+    // only where a member follows one, so `Hello.World!` keeps its `!`.
+    let asserted = || v.windows(2).any(|w| w == b"!.");
+    v.contains(&b'.')
+        && v.split(|&b| b == b'.')
+            .all(|p| name_of_words(p) || p.strip_suffix(b"!").is_some_and(name_of_words) && asserted())
 }
 
 /// A name of words (`AuthorityUtid2Tenant`, `storage`, `Device_Token`): a capital, a `_` or a
@@ -2452,6 +2503,23 @@ pub(crate) fn named_slot(v: &[u8], key: &[u8]) -> bool {
                 && matches!(last, b"token" | b"key" | b"apikey")
                 && !v.starts_with(b"real")
                 && !v.starts_with(b"actual"))
+}
+
+/// A type named for the key's own word, with words and a number before it, in an annotation
+/// (`tokens: OAuth2Tokens,`, `apiKey: S3ApiKey`): capitalised, a name's words, its last the key's
+/// last word. A password's key is left out: a weak password may be written so.
+pub(crate) fn type_named_for_key(v: &[u8], key: &[u8]) -> bool {
+    // The key's last word: its lowercase tail and the capital opening it (`Key` of `apiKey`).
+    let lower = key.iter().rev().take_while(|b| b.is_ascii_lowercase()).count();
+    let capital = lower < key.len() && key[key.len() - lower - 1].is_ascii_uppercase();
+    let word = &key[key.len() - lower - usize::from(capital)..];
+    word.len() >= 3
+        && v.len() > word.len()
+        && v[0].is_ascii_uppercase()
+        && v[v.len() - word.len()].is_ascii_uppercase()
+        && ends_with_ci(v, word)
+        && has_digit(v)
+        && compound_name(v)
 }
 
 /// A key naming the entry that holds a password (`adminPasswordKey`, `existingSecretPasswordKey`,
@@ -3087,7 +3155,10 @@ pub(crate) fn templated(v: &[u8]) -> bool {
             None => return false,
         };
         let body = &v[from..from + len];
-        let name_like = |b: &u8| b.is_ascii_alphanumeric() || b" _.:-|\"'/[],=?$".contains(b);
+        // A brace's body may call a function (`${JSON.stringify(options)}`): an expression.
+        let name_like = |b: &u8| {
+            b.is_ascii_alphanumeric() || b" _.:-|\"'/[],=?$".contains(b) || close != b")" && b"()".contains(b)
+        };
         if body.trim_ascii().is_empty() || !body.iter().all(name_like) {
             return false;
         }

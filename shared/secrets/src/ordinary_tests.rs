@@ -1019,3 +1019,97 @@ fn a_secret_word_in_a_urn_is_no_key() {
         "const t = `${base}?assertion_type=${enc(\"urn:ietf:params:oauth:client-assertion-type:jwt-bearer\")}&id=${enc(clientId)}`",
     ]);
 }
+
+/// A key whose last word names a duration (`…_lifespan`, `…_lifetime`) holds a time, even after
+/// `authorization`; the same keys without that word still hold the secret.
+#[test]
+fn a_key_naming_a_duration_holds_no_secret() {
+    assert_clean(&[
+        "{\n  \"client_id\": \"web\",\n  \"refresh_token_lifespan\": \"72h0m0s\",\n}",
+        "oauth:\n  authorization_code_lifetime: 1h30m0s",
+    ]);
+    assert_found(&[
+        "{\n  \"client_id\": \"web\",\n  \"refresh_token\": \"twpkWZXM7obo4hcPTp62aGJM\",\n}",
+        "oauth:\n  authorization_code: mFoJNUvayW3u0jOQtziJGBcrFfzO",
+    ]);
+}
+
+/// TypeScript's non-null assertions along a member path (`session!.tokens!.access`) are code; a
+/// literal after the key, or a password ending with `!` and no member after it, is still a value.
+#[test]
+fn a_non_null_member_path_is_no_value() {
+    assert_clean(&["  const creds = {\n    accessToken: session!.tokens!.access,\n  };"]);
+    assert_found(&[
+        "  const creds = {\n    accessToken: \"OYIiHv8yZejaJWjdoPg0\",\n  };",
+        "smtp:\n  password: Gxzd.R5qsQ!",
+    ]);
+}
+
+/// A template of references only, one of them a call (`${encodeURIComponent(path)}`), is an
+/// expression; a literal's own characters around a reference still make it a literal.
+#[test]
+fn a_template_of_calls_is_no_value() {
+    assert_clean(&["const lockKey = `${tenant}:${encodeURIComponent(path)}`;"]);
+    assert_found(&["const apiKey = `${prefix}-${fetchKey(name)}Gxzd67R5qsQEXndw`;"]);
+}
+
+/// An entry's name behind `$` that ends with the key's own word (`$smtp-password`) is resolved
+/// from a secret store; a generated value behind `$` is a value.
+#[test]
+fn a_dollar_entry_name_is_no_value() {
+    assert_clean(&["notifier:\n  password: $smtp-password\n  apiToken: $jira-api-token"]);
+    assert_found(&[
+        "notifier:\n  token: $x9Kq-TzP4mW8",
+        "notifier:\n  password: $mtp-Gxzd67R5",
+    ]);
+}
+
+/// A Go checksum line's `h1:` hash is no token, whatever its module is named; a token on a line
+/// whose `h1:` holds no hash is one.
+#[test]
+fn a_go_checksum_is_no_token() {
+    assert_clean(&[
+        "github.com/acme/securecookie v1.4.0/go.mod h1:2SIqfI+15JnBg3UtyMSfnbMR8O3BqsqR0aJu7Z02c8d=",
+    ]);
+    assert_found(&["securecookie v1.4.0 token 15JnBg3UtyMSfnbMR8O3BqsqR0aJu7Z02c8d h1:2SIqfI="]);
+}
+
+/// A type named for the key's word with words and a number before it (`tokens: OAuth2Tokens,`) is
+/// an annotation; a generated value ending with that word, or a password's, is still a value.
+#[test]
+fn a_type_named_for_the_key_is_no_value() {
+    assert_clean(&[
+        "export async function refresh(\n\ttokens: OAuth2Tokens,\n\tapiKey: S3ApiKey,\n) {",
+        "  static <T extends AuthToken> OAuth2AccessToken accessToken(Builder builder, T token) {",
+    ]);
+    assert_found(&[
+        "export const cfg = {\n\ttoken: Qm7vR2xKToken,\n};",
+        "db:\n  password: Summer2024Pass,",
+    ]);
+}
+
+/// A file's path after a secret word in a sentence or a diff's header names a file; a generated
+/// value holding a `/` is still a token.
+#[test]
+fn a_relative_file_path_in_a_sentence_is_no_value() {
+    assert_clean(&[
+        "diff --git a/conformance/IT.F.s/OP-Token-2nd.txt b/conformance/IT.F.s/OP-Token-2nd.txt",
+        "the token fixtures/RS.F.T.s/OP-3rd.json is stale",
+    ]);
+    assert_found(&["my token is Zq8pLm2x7RtK4/vWnB3cD5eF"]);
+}
+
+/// A key whose last word says how the secret is encrypted holds a method's name.
+#[test]
+fn a_secret_encryption_method_is_no_value() {
+    assert_clean(&["postgresql:\n  parameters:\n    password_encryption: scram-sha-256"]);
+    assert_found(&["postgresql:\n  parameters:\n    password_encryption_key: twpkWZXM7obo4hcPTp62aGJM"]);
+}
+
+/// A Go struct field's tag after a secret word's type (`Keys []JsonWebKey `json:"keys"``) is a tag;
+/// a generated value in a tag's shape after a secret word is still one.
+#[test]
+fn a_go_struct_tag_is_no_value() {
+    assert_clean(&["type KeySet struct {\n\tKeys []JsonWebKey `json:\"keys,omitempty\"`\n}"]);
+    assert_found(&["my signing key `api:\"Gxzd67R5qsQEXndwOYIiHv8y\"` expired"]);
+}

@@ -2484,10 +2484,15 @@ impl<'t> Scan<'t> {
             && !(quote.is_none()
                 && (constant_like(value)
                     || member_path(trim_end_of(value, |b| matches!(b, b';' | b',' | b')')))
+                    || crate::judge::type_named_for_key(
+                        trim_end_of(value, |b| matches!(b, b';' | b',' | b')')),
+                        key,
+                    ) && !crate::judge::password_key(key)
                     || composite_literal(value)
                     || cmdlet(value)))
             && !code_continuation(value)
             && !quoted_slot(value)
+            && !(quote == Some(b'`') && crate::judge::struct_tag(value))
             && !url_stand_in_userinfo(value)
             && !host_after_stand_in(bytes, p, value)
             && !ldap_dn(value)
@@ -5026,7 +5031,8 @@ pub(crate) fn same_line_tokens(bytes: &[u8], found: &mut Vec<Finding>, name_word
             next += 1;
         }
         let line = &bytes[start..end];
-        let about_public = || line.split(|&c| !word_byte(c)).any(|w| named(w) || labelled(w));
+        let about_public =
+            || line.split(|&c| !word_byte(c)).any(|w| named(w) || labelled(w)) || go_sum_hash(line);
         // (The line's words are read for a public word's only when a token was found.)
         if reach <= start && line.len() <= 4096 {
             let tokens = found.len();
@@ -5041,6 +5047,15 @@ pub(crate) fn same_line_tokens(bytes: &[u8], found: &mut Vec<Finding>, name_word
         k = end;
     }
     found.len() > before
+}
+
+/// A Go checksum line's hash (`… v1.1.2/go.mod h1:<base64 of SHA-256>=`): a module's name may
+/// hold a secret word (`securecookie`, `oauth2`), the hash after it is no token.
+fn go_sum_hash(line: &[u8]) -> bool {
+    memchr::memmem::find_iter(line, b" h1:").any(|at| {
+        let hash = &line[at + 4..];
+        hash.len() >= 44 && hash[43] == b'=' && hash[..43].iter().all(|&b| b64(b))
+    })
 }
 
 /// The text of an element whose end tag (`</key>`) stands on a later line than its start tag,

@@ -627,11 +627,12 @@ pub(crate) const QUALIFIERS: Words = words_of!(
     url uri endpoint id field header prefix suffix env var hint question policy pattern regex rule label input \
     prompt reset required enabled strategy provider manager store service cache valid strength format \
     encod helper handler mode version index idx pos offset iz hash digest stdin from source ref cmd \
-    command usage budget rate stream lifetime age created updated location loc exists set present error \
-    message msg text placeholder schema class style visible show hide mask changed per used total window \
-    list ize ization ing less ary ive bucket estimat counter confirm_field algorithm algo issuer \
-    audience backend scope engine rounds iterations cost enforc state status extract encoder decoder \
-    hasher generator validator verifier parser serializer factory loader resolver storage method user"
+    command usage budget rate stream lifetime lifespan duration encryption age created updated location \
+    loc exists set present error message msg text placeholder schema class style visible show hide mask \
+    changed per used total window list ize ization ing less ary ive bucket estimat counter confirm_field \
+    algorithm algo issuer audience backend scope engine rounds iterations cost enforc state status extract \
+    encoder decoder hasher generator validator verifier parser serializer factory loader resolver storage \
+    method user"
 );
 
 /// Prefixes before a secret word that make the key metadata (`max_tokens`, `is_secret`).
@@ -1108,8 +1109,8 @@ pub(crate) const fn first_bytes(words: &Words) -> [bool; 256] {
 pub(crate) fn last_word_qualified(tail: &[u8]) -> bool {
     const LAST: Words = words_of!(
         b"algo algorithm alg type kind name names url uri endpoint header prefix suffix length len count \
-        ttl timeout expiry expires expiration time file path dir format version issuer audience size limit user \
-        mode class"
+        ttl timeout expiry expires expiration time lifetime lifespan duration file path dir format version \
+        issuer audience size limit user mode class"
     );
     let mut start = tail.len();
     while start > 0 {

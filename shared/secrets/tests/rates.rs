@@ -18,6 +18,7 @@ const CHECKOV: &str = include_str!("../../../tests/fixtures/secrets_probe_checko
 const HANDWRITTEN: &str = include_str!("../../../tests/fixtures/secrets_probe_handwritten.txt");
 const SECURITY_UTILITIES: &str = include_str!("../../../tests/fixtures/secrets_probe_security_utilities.txt");
 const AGENT: &str = include_str!("../../../tests/fixtures/secrets_probe_agent.txt");
+const REAL_TEXT: &str = include_str!("../../../tests/fixtures/secrets_probe_real_text.txt");
 const DETECTOR_DOCS: &str = include_str!("../../../tests/fixtures/secrets_probe_detectors.txt");
 const SHELL_PLUGINS: &str = include_str!("../../../tests/fixtures/secrets_probe_shell_plugins.txt");
 const SCANNERS: &str = include_str!("../../../tests/fixtures/secrets_probe_scanners.txt");
@@ -61,6 +62,7 @@ const FLOORS: &[(&str, f64, f64)] = &[
     ("handwritten", 99.5, 0.0),
     ("security-utilities", 98.1, 0.0),
     ("agent", 99.0, 0.0),
+    ("real-text", 100.0, 0.7),
     ("detector-docs", 96.6, 0.0),
     ("shell-plugins", 96.8, 1.6),
     ("rusty-hog", 97.9, 0.0),
@@ -155,6 +157,10 @@ const LABELS: &[(&str, &str)] = &[
     (
         "agent",
         "terminal sessions, stack traces, test output, migrations, plans, Helm values, OpenAPI, HTTP traces, diffs and shell history written by hand as pasted to a coding agent, `tests/fixtures/secrets_probe_agent.txt`",
+    ),
+    (
+        "real-text",
+        "excerpts of thirteen more projects' code, docs, configs, CI, OpenAPI, lockfiles, SQL, locale files, keys, CSV and minified JS, cut anywhere, in eight prompt shapes, `tests/fixtures/secrets_probe_real_text.txt`",
     ),
     (
         "detector-docs",
@@ -279,6 +285,7 @@ fn rates() -> BTreeMap<String, Rates> {
         HANDWRITTEN,
         SECURITY_UTILITIES,
         AGENT,
+        REAL_TEXT,
         DETECTOR_DOCS,
         SHELL_PLUGINS,
         SCANNERS,
