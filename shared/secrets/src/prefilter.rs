@@ -284,11 +284,13 @@ pub(crate) enum KeyStart {
 /// What the scan's `key_at` would do at `i`: the slow path's conditions, in its order, read in
 /// one place so that most words are passed over without the call. Nothing when no password word
 /// starts the key or a segment of it, none of the two letters of a secret word start one, it is
-/// no flag, not `sig` and holds no dash, and a key with a separator is shorter than a glued
-/// vendor prefix and its body; nothing either, if no provider's value follows, when it may hold
-/// a keyword; only a call's reading when a `=` or `(` follows it after blanks.
+/// no flag, not `sig` and holds no dash with 16 bytes after it, and a key with a separator is
+/// shorter than a glued vendor prefix and its body; nothing either, if no provider's value
+/// follows, when it may hold a keyword; only a call's reading when a `=` or `(` follows it after
+/// blanks. `spent` tells that the text's work is spent (`key_at` then withholds the line of a
+/// key it reads): asked only of a key with a dash.
 #[inline(always)]
-pub(crate) fn inert_key(bytes: &[u8], i: usize) -> KeyStart {
+pub(crate) fn inert_key(bytes: &[u8], i: usize, spent: impl Fn() -> bool) -> KeyStart {
     if !enabled() || password_words_at(bytes, i) != 0 {
         return KeyStart::Read;
     }
@@ -306,7 +308,19 @@ pub(crate) fn inert_key(bytes: &[u8], i: usize) -> KeyStart {
         return KeyStart::Inert(plain);
     }
     let key = &bytes[i..kend];
-    if key[0] == b'-' || key == b"sig" || held & KEY_DASH != 0 {
+    if key[0] == b'-' || key == b"sig" {
+        return KeyStart::Read;
+    }
+    // What a dash adds to the key's reading is a provider's word glued to its value
+    // (`abyssale-ffCQ…`), 16 bytes or more after the first dash: a dashed name (`rust-lang`,
+    // `crates.io-index`, `read-only`) is read as any key is.
+    if held & KEY_DASH != 0
+        && (key
+            .iter()
+            .position(|&b| b == b'-')
+            .is_some_and(|d| key.len() - d > 16)
+            || spent())
+    {
         return KeyStart::Read;
     }
     let call = matches!(bytes.get(skip_blank(bytes, kend)), Some(b'=' | b'('));

@@ -247,6 +247,30 @@ fn a_key_before_a_call_is_read_for_a_provider_only_when_it_holds_its_word() {
     }
 }
 
+/// A dashed key is read for a provider's word glued to its value only when 16 bytes or more
+/// follow its first dash: `abyssale-<value>` is the provider's key, while `abyssale-docs` and
+/// `cache-dir = "<value>"` are names, read as any key is. The scans agree with the quick
+/// rejections off.
+#[test]
+fn a_dashed_key_is_read_for_a_glued_value_only_when_one_fits_after_its_dash() {
+    const VALUE: &str = "yCyxLJp9fAVGmTaq4OnVPUZl77r31X1ZkZJscbeR";
+    for (text, read, found) in [
+        (format!("abyssale-{VALUE}"), true, true),
+        ("see abyssale-docs for the key".to_owned(), false, false),
+        (format!("cache-dir = \"{VALUE}\""), false, false),
+    ] {
+        let at = text.find("abyssale").or_else(|| text.find("cache")).unwrap_or(0);
+        assert_eq!(
+            inert_key(text.as_bytes(), at, || false) == KeyStart::Read,
+            read,
+            "{text}"
+        );
+        let quick = findings(&text);
+        assert_eq!(quick, without(|| findings(&text)), "{text}");
+        assert_eq!(!quick.is_empty(), found, "{text}");
+    }
+}
+
 /// A password word as a key's segment is read whether its first byte is a key's (`APP_PASSWORT`,
 /// `svc.kennwort`) or not (`DB_` before `пароль`, the separator ending the key's bytes); a key
 /// whose segments start no password word (`APP_HOST`, `svc.name`) is passed over.
@@ -259,7 +283,11 @@ fn a_password_word_after_a_keys_separator_is_read() {
         ("APP_HOST = x", false),
         ("svc.name: x", false),
     ] {
-        assert_eq!(inert_key(text.as_bytes(), 0) == KeyStart::Read, read, "{text}");
+        assert_eq!(
+            inert_key(text.as_bytes(), 0, || false) == KeyStart::Read,
+            read,
+            "{text}"
+        );
     }
     assert_eq!(
         findings("DB_пароль = Vq8Lr2Xn5Tz9").len(),
@@ -793,7 +821,7 @@ fn a_key_start_is_read_as_the_key_rule_reads_it() {
                 ),
                 "{text:?} at {i}"
             );
-            if inert_key(bytes, i) == KeyStart::Read {
+            if inert_key(bytes, i, crate::judge::spent) == KeyStart::Read {
                 read += 1;
             } else {
                 passed += 1;

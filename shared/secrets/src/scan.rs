@@ -1502,7 +1502,7 @@ impl<'t> Scan<'t> {
         if may_be_other_name(&bytes[i..]) && other_name(&bytes[i..run_end_max(bytes, i, 12, is_key_byte)]) {
             self.name_words.push(i);
         }
-        match crate::prefilter::inert_key(bytes, i) {
+        match crate::prefilter::inert_key(bytes, i, crate::judge::spent) {
             KeyStart::Inert(end) => return end,
             KeyStart::Keyword { plain, kend }
                 if !name_like_at(bytes, kend)
