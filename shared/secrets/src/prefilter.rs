@@ -199,21 +199,42 @@ pub(crate) const SEPARATED_PASSWORD: u8 = 4;
 /// no value after it is a provider's. `key` is made of key bytes ([`KEY_CLASS`]).
 #[inline(always)]
 pub(crate) fn may_hold_keyword(key: &[u8], inner: bool) -> bool {
-    if !enabled() {
-        return true;
-    }
-    if keyword_may_start(key, 0) {
+    !enabled() || keyword_segment::<false>(key, inner)
+}
+
+/// Whether a keyword rule's word is a segment of `key`, any case: [`may_hold_keyword`], then the
+/// words of the key's first two letters compared where the bit filter lets one start. Asked only
+/// where a key that passes the filter would be read in full for it: a key such as `version`,
+/// `source` or `checksum` before a `=` starts as a provider's word does (`versioneye`,
+/// `sourcegraph`), but is none.
+#[inline(never)]
+pub(crate) fn holds_keyword(key: &[u8], inner: bool) -> bool {
+    !enabled() || keyword_segment::<true>(key, inner)
+}
+
+/// Whether a keyword may start at `j` of `key` by the bit filter (and, when `WORDS`, a keyword's
+/// word is there). (Inlined: [`may_hold_keyword`] tests it in the scan's loop.)
+#[inline(always)]
+fn keyword_at<const WORDS: bool>(key: &[u8], j: usize) -> bool {
+    keyword_may_start(key, j) && (!WORDS || super::rules::keyword_words_at(key, j).next().is_some())
+}
+
+/// Whether a keyword may start a segment of `key` by the bit filter (and, when `WORDS`, a
+/// keyword's word is there): at its start, and past it where [`KEY_BYTE_BITS`] says a segment
+/// starts (as the matcher's `segment_start` does for key bytes) when `inner`, up to the last
+/// start a keyword of two bytes fits after.
+#[inline(always)]
+fn keyword_segment<const WORDS: bool>(key: &[u8], inner: bool) -> bool {
+    if keyword_at::<WORDS>(key, 0) {
         return true;
     }
     if !inner || key.len() < 3 {
         return false;
     }
-    // Past the first byte, where [`KEY_BYTE_BITS`] says a segment starts (as the matcher's
-    // `segment_start` does for key bytes), up to the last start a keyword of two bytes fits after.
     let mut before = KEY_BYTE_BITS[usize::from(key[0])];
     for j in 1..key.len() - 1 {
         let bits = KEY_BYTE_BITS[usize::from(key[j])];
-        if (before >> 16) & bits & 0x3_0000 != 0 && keyword_may_start(key, j) {
+        if (before >> 16) & bits & 0x3_0000 != 0 && keyword_at::<WORDS>(key, j) {
             return true;
         }
         before = bits;
@@ -250,6 +271,9 @@ pub(crate) enum KeyStart {
     /// The same, unless a provider's value may follow the key ending at `kend` (it may hold a
     /// keyword: the scan tests what follows as the key rule would).
     Keyword { plain: usize, kend: usize },
+    /// [`KeyStart::Call`], and [`KeyStart::Keyword`]'s reading too unless the key holds no
+    /// keyword's word ([`holds_keyword`] with `inner`).
+    KeywordCall { plain: usize, kend: usize, inner: bool },
     /// The same, but for the call's arguments or the value after a `=` or `(` that follows the
     /// key ending at `kend` (a user and a password passed together): the scan reads those alone.
     Call { plain: usize, kend: usize },
@@ -260,11 +284,13 @@ pub(crate) enum KeyStart {
 /// What the scan's `key_at` would do at `i`: the slow path's conditions, in its order, read in
 /// one place so that most words are passed over without the call. Nothing when no password word
 /// starts the key or a segment of it, none of the two letters of a secret word start one, it is
-/// no flag, not `sig` and holds no dash, and a key with a separator is shorter than a glued
-/// vendor prefix and its body; nothing either, if no provider's value follows, when it may hold
-/// a keyword; only a call's reading when a `=` or `(` follows it after blanks.
+/// no flag, not `sig` and holds no dash with 16 bytes after it, and a key with a separator is
+/// shorter than a glued vendor prefix and its body; nothing either, if no provider's value
+/// follows, when it may hold a keyword; only a call's reading when a `=` or `(` follows it after
+/// blanks. `spent` tells that the text's work is spent (`key_at` then withholds the line of a
+/// key it reads): asked only of a key with a dash.
 #[inline(always)]
-pub(crate) fn inert_key(bytes: &[u8], i: usize) -> KeyStart {
+pub(crate) fn inert_key(bytes: &[u8], i: usize, spent: impl Fn() -> bool) -> KeyStart {
     if !enabled() || password_words_at(bytes, i) != 0 {
         return KeyStart::Read;
     }
@@ -282,7 +308,19 @@ pub(crate) fn inert_key(bytes: &[u8], i: usize) -> KeyStart {
         return KeyStart::Inert(plain);
     }
     let key = &bytes[i..kend];
-    if key[0] == b'-' || key == b"sig" || held & KEY_DASH != 0 {
+    if key[0] == b'-' || key == b"sig" {
+        return KeyStart::Read;
+    }
+    // What a dash adds to the key's reading is a provider's word glued to its value
+    // (`abyssale-ffCQ…`), 16 bytes or more after the first dash: a dashed name (`rust-lang`,
+    // `crates.io-index`, `read-only`) is read as any key is.
+    if held & KEY_DASH != 0
+        && (key
+            .iter()
+            .position(|&b| b == b'-')
+            .is_some_and(|d| key.len() - d > 16)
+            || spent())
+    {
         return KeyStart::Read;
     }
     let call = matches!(bytes.get(skip_blank(bytes, kend)), Some(b'=' | b'('));
@@ -295,11 +333,12 @@ pub(crate) fn inert_key(bytes: &[u8], i: usize) -> KeyStart {
     {
         return KeyStart::Read;
     }
-    match (may_hold_keyword(key, inner & INNER_SEGMENT != 0), call) {
+    let inner = inner & INNER_SEGMENT != 0;
+    match (may_hold_keyword(key, inner), call) {
         (false, false) => KeyStart::Inert(plain),
         (true, false) => KeyStart::Keyword { plain, kend },
         (false, true) => KeyStart::Call { plain, kend },
-        (true, true) => KeyStart::Read,
+        (true, true) => KeyStart::KeywordCall { plain, kend, inner },
     }
 }
 

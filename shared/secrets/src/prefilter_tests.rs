@@ -5,8 +5,8 @@
 use super::findings;
 use super::prefilter::{
     KEY_BYTE_BITS, KeyStart, PASSWORD_WORD_THIRD, SEGMENT_START, SEPARATED_PASSWORD, VENDOR_BYTES,
-    VENDOR_SHORTEST, WORD_BEFORE, WORD_BYTE, inert_key, inert_word, may_hold_keyword, measure_key,
-    shorter_than_a_head, shorter_than_a_token, without,
+    VENDOR_SHORTEST, WORD_BEFORE, WORD_BYTE, holds_keyword, inert_key, inert_word, may_hold_keyword,
+    measure_key, shorter_than_a_head, shorter_than_a_token, without,
 };
 use super::rules::{
     Rng, VENDORS, candidates, headed_at, keywords, prefixes, segment_start, tokens_of_every_shape,
@@ -215,7 +215,59 @@ fn the_key_loop_looks_a_keyword_up_at_a_letter_only() {
         let (end, _, _, inner) = measure_key(key, 0);
         assert_eq!(end, key.len());
         assert_eq!(may_hold_keyword(key, inner != 0), holds, "{key:?}");
+        assert_eq!(holds_keyword(key, inner != 0), holds, "{key:?}");
         assert_eq!(holds_keyword_by_definition(key), holds, "{key:?}");
+    }
+}
+
+/// A key before a `=` or a call that starts as a provider's word does is read for the
+/// provider's value only when it holds the word: `versioneye = "…"` and `sourcegraph = "…"` are
+/// the providers' keys, `version = "…"`, `sources = "…"` and `checksum = "…"` with the same
+/// values are not, and a call's literal after the provider's word is still the call's. The
+/// scans agree with the quick rejections off.
+#[test]
+fn a_key_before_a_call_is_read_for_a_provider_only_when_it_holds_its_word() {
+    const ALNUM: &str = "MJ83QA1aasOycNEek8vbz5ZMq4x2lictddIDjsAy";
+    const HEX: &str = "1484802af83577cc0f1257f18fd0d33562a0853f";
+    for (key, value, found) in [
+        ("versioneye", ALNUM, true),
+        ("version", ALNUM, false),
+        ("sourcegraph", HEX, true),
+        ("sources", HEX, false),
+        ("checksum", HEX, false),
+    ] {
+        for text in [
+            format!("{key} = \"{value}\""),
+            format!("let {key} = \"{value}\";"),
+        ] {
+            let quick = findings(&text);
+            assert_eq!(quick, without(|| findings(&text)), "{text}");
+            assert_eq!(!quick.is_empty(), found, "{text}");
+        }
+    }
+}
+
+/// A dashed key is read for a provider's word glued to its value only when 16 bytes or more
+/// follow its first dash: `abyssale-<value>` is the provider's key, while `abyssale-docs` and
+/// `cache-dir = "<value>"` are names, read as any key is. The scans agree with the quick
+/// rejections off.
+#[test]
+fn a_dashed_key_is_read_for_a_glued_value_only_when_one_fits_after_its_dash() {
+    const VALUE: &str = "yCyxLJp9fAVGmTaq4OnVPUZl77r31X1ZkZJscbeR";
+    for (text, read, found) in [
+        (format!("abyssale-{VALUE}"), true, true),
+        ("see abyssale-docs for the key".to_owned(), false, false),
+        (format!("cache-dir = \"{VALUE}\""), false, false),
+    ] {
+        let at = text.find("abyssale").or_else(|| text.find("cache")).unwrap_or(0);
+        assert_eq!(
+            inert_key(text.as_bytes(), at, || false) == KeyStart::Read,
+            read,
+            "{text}"
+        );
+        let quick = findings(&text);
+        assert_eq!(quick, without(|| findings(&text)), "{text}");
+        assert_eq!(!quick.is_empty(), found, "{text}");
     }
 }
 
@@ -231,7 +283,11 @@ fn a_password_word_after_a_keys_separator_is_read() {
         ("APP_HOST = x", false),
         ("svc.name: x", false),
     ] {
-        assert_eq!(inert_key(text.as_bytes(), 0) == KeyStart::Read, read, "{text}");
+        assert_eq!(
+            inert_key(text.as_bytes(), 0, || false) == KeyStart::Read,
+            read,
+            "{text}"
+        );
     }
     assert_eq!(
         findings("DB_пароль = Vq8Lr2Xn5Tz9").len(),
@@ -373,6 +429,14 @@ fn the_keyword_filter_turns_away_only_keys_holding_no_keyword() {
             continue;
         }
         let passes = may_hold_keyword(&key, inner_starts(&key));
+        // The words' own test, which the scan asks where the filter lets a key before a call
+        // through, is the definition itself.
+        assert_eq!(
+            holds_keyword(&key, inner_starts(&key)),
+            holds_keyword_by_definition(&key),
+            "{:?}",
+            String::from_utf8_lossy(&key)
+        );
         if holds_keyword_by_definition(&key) {
             held += 1;
             assert!(passes, "{:?}", String::from_utf8_lossy(&key));
@@ -757,7 +821,7 @@ fn a_key_start_is_read_as_the_key_rule_reads_it() {
                 ),
                 "{text:?} at {i}"
             );
-            if inert_key(bytes, i) == KeyStart::Read {
+            if inert_key(bytes, i, crate::judge::spent) == KeyStart::Read {
                 read += 1;
             } else {
                 passed += 1;

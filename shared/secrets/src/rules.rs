@@ -163,22 +163,8 @@ pub(crate) fn keyword_match(
         if !segment_start(key, j) || !may_start(key, j) {
             continue;
         }
-        let (lo, hi) = KEYWORD_FIRST[usize::from(key[j].to_ascii_lowercase())];
-        // The second byte before the length and the whole word: it turns away nearly every
-        // keyword of the first letter, where a length test against keys of every length would
-        // be mispredicted at random.
-        let second = key.get(j + 1).map_or(0, u8::to_ascii_lowercase);
-        for &(off, len, rule) in &KEYWORDS[usize::from(lo)..usize::from(hi)] {
-            let word = &KEYWORD_BLOB.as_bytes()[off as usize..off as usize + usize::from(len)];
-            if word.get(1).is_some_and(|&b| b.to_ascii_lowercase() != second) {
-                continue;
-            }
-            let Some(span) = key
-                .get(j..j + word.len())
-                .filter(|k| k.eq_ignore_ascii_case(word))
-            else {
-                continue;
-            };
+        for (word, rule) in keyword_words_at(key, j) {
+            let span = &key[j..j + word.len()];
             // The whole word, not a piece of another: no CamelCase boundary inside it
             // (`sumOfExposures` is not `sumo`), none of a longer word's letters after it.
             let inner_camel = span
@@ -215,6 +201,28 @@ pub(crate) fn keyword_match(
         }
     }
     None
+}
+
+/// The keyword rules' words that are the text of `key` at `j` (any case), each with its rule's
+/// index: what [`keyword_match`] reads further (the word's boundaries, metadata, the value).
+pub(crate) fn keyword_words_at(key: &[u8], j: usize) -> impl Iterator<Item = (&'static [u8], u16)> + '_ {
+    let (lo, hi) = KEYWORD_FIRST[usize::from(key[j].to_ascii_lowercase())];
+    let words = &KEYWORDS[usize::from(lo)..usize::from(hi)];
+    let word = |&(off, len, _): &(u32, u8, u16)| {
+        &KEYWORD_BLOB.as_bytes()[off as usize..off as usize + usize::from(len)]
+    };
+    // The words are sorted and of two bytes or more (`build.rs`): those of the key's second byte
+    // are one run of its first letter's, found by two binary searches, where comparing each word
+    // of the letter would cost a hundred instructions a key.
+    let second = key.get(j + 1).map_or(0, u8::to_ascii_lowercase);
+    let from = words.partition_point(|e| word(e)[1] < second);
+    let to = from + words[from..].partition_point(|e| word(e)[1] == second);
+    words[from..to].iter().filter_map(move |e| {
+        let w = word(e);
+        key.get(j..j + w.len())
+            .is_some_and(|k| k.eq_ignore_ascii_case(w))
+            .then_some((w, e.2))
+    })
 }
 
 /// `…_id`, `…Id`, `ID_…`: an identifier of the provider's, not its secret.

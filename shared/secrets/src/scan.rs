@@ -1534,7 +1534,7 @@ impl<'t> Scan<'t> {
         if may_be_other_name(&bytes[i..]) && other_name(&bytes[i..run_end_max(bytes, i, 12, is_key_byte)]) {
             self.name_words.push(i);
         }
-        match crate::prefilter::inert_key(bytes, i) {
+        match crate::prefilter::inert_key(bytes, i, crate::judge::spent) {
             KeyStart::Inert(end) => return end,
             KeyStart::Keyword { plain, kend }
                 if !name_like_at(bytes, kend)
@@ -1546,11 +1546,33 @@ impl<'t> Scan<'t> {
                 self.credential_pair_at(&bytes[i..kend], kend);
                 return plain;
             }
-            KeyStart::Keyword { .. } | KeyStart::Read => {}
+            KeyStart::KeywordCall { plain, kend, inner } if self.keyword_call_only(i, kend, inner) => {
+                return plain;
+            }
+            KeyStart::Keyword { .. } | KeyStart::KeywordCall { .. } | KeyStart::Read => {}
         }
         self.plain_key_end = 0;
         self.key_at(i);
         self.plain_key_end
+    }
+
+    /// A key `[i, kend)` before a call or a `=` that the filter let through for a provider's
+    /// keyword ([`KeyStart::KeywordCall`]): when no provider's value is read after it (none may
+    /// follow it, or a look at the words says it holds no keyword: `version = "…"`,
+    /// `checksum = "…"`), the call's reading is all `key_at` would do, and it is done here.
+    /// (Out of the scan's loop: a key read in full past the text's work withholds its line,
+    /// and is left to `key_at`.)
+    #[inline(never)]
+    pub(crate) fn keyword_call_only(&mut self, i: usize, kend: usize, inner: bool) -> bool {
+        let bytes = self.bytes;
+        let none = !name_like_at(bytes, kend)
+            && !keyword_value_may_follow(bytes, credential_words_end(bytes, kend))
+            || !crate::prefilter::holds_keyword(&bytes[i..kend], inner);
+        if !none || crate::judge::spent() {
+            return false;
+        }
+        self.credential_pair_at(&bytes[i..kend], kend);
+        true
     }
 
     /// A key run starting at `i`: if it holds a secret word, what follows decides.
