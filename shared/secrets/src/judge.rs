@@ -837,7 +837,10 @@ pub(crate) fn value_is_secret(
     if names_where_secret_lives(bytes, value, v, key, strength) {
         return false;
     }
-    if code_continuation(v) || quoted_slot(v) || url_stand_in_userinfo(v) || ldap_dn(v) {
+    // A call, a quoted slot, a URL's userinfo and a DN each need a mark letters and digits lack.
+    if !v.iter().all(u8::is_ascii_alphanumeric)
+        && (code_continuation(v) || quoted_slot(v) || url_stand_in_userinfo(v) || ldap_dn(v))
+    {
         return false;
     }
     if value.quoted && secret_field_name(v) || public_by_prefix(v) {
@@ -1779,6 +1782,15 @@ pub(crate) fn secret_field_reference(v: &[u8]) -> bool {
 /// What a value's shape says is no secret wherever it stands: a field of a secret store, a
 /// Markdown link, a labelled digest, escaped text, Basic credentials of filler.
 pub(crate) fn names_no_secret(v: &[u8]) -> bool {
+    // Letters and digits alone (a token's shape, most values) hold none of the marks the other
+    // shapes need (a `$`, a bracket, a separator, an escape, `&`, a dash beyond ASCII).
+    if v.iter().all(u8::is_ascii_alphanumeric) {
+        return certificate(v)
+            || timestamp(v)
+            || jose_algorithm(v)
+            || password_translated(v)
+            || (8..=128).contains(&v.len()) && basic_filler(v);
+    }
     interpolation(v)
         || certificate(v)
         || timestamp(v)

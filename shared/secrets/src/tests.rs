@@ -8019,3 +8019,26 @@ fn token_counts_read_once_answer_as_each_count_check() {
     }
     assert!(read > 10_000 && typed > 0, "{read} read, {typed} typed");
 }
+
+/// A value of letters and digits alone is read only for the shapes it can have that name no
+/// secret (a certificate's base64, a JOSE algorithm, Basic credentials of filler): the others
+/// need a mark it lacks. A generated token of letters and digits, or one that starts like a
+/// certificate, names a secret.
+#[test]
+fn letters_and_digits_name_no_secret_only_in_their_own_shapes() {
+    holds_exactly(
+        crate::judge::names_no_secret,
+        &[
+            b"MIIDtTCCAp2gAwIBAgIJAKf9x3y2Lm8qR4tZ7wN5vB1c",
+            b"PS384",
+            b"YWRtaW46YWFhYWFh",
+        ],
+        &[
+            b"Kx9mQ2zTb7VwR4pN8cLf3HsJ",
+            b"MIIDtTCCAp2gQx9mQ2zTb7VwR4pN8cLf3HsJ",
+            b"PS385",
+            b"YWRtaW46cTd4S3Bt",
+        ],
+    );
+    assert!(find_secret("DEPLOY_PASSWORD=Kx9mQ2zTb7VwR4pN8cLf3HsJ").is_some());
+}
