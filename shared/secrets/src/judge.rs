@@ -866,7 +866,10 @@ pub(crate) fn value_is_secret(
     if names_where_secret_lives(bytes, value, v, key, strength) {
         return false;
     }
-    if code_continuation(v) || quoted_slot(v) || url_stand_in_userinfo(v) || ldap_dn(v) {
+    // A call, a quoted slot, a URL's userinfo and a DN each need a mark letters and digits lack.
+    if !v.iter().all(u8::is_ascii_alphanumeric)
+        && (code_continuation(v) || quoted_slot(v) || url_stand_in_userinfo(v) || ldap_dn(v))
+    {
         return false;
     }
     if value.quoted && secret_field_name(v) || public_by_prefix(v) {
@@ -1854,6 +1857,15 @@ pub(crate) fn secret_field_reference(v: &[u8]) -> bool {
 /// What a value's shape says is no secret wherever it stands: a field of a secret store, a
 /// Markdown link, a labelled digest, escaped text, Basic credentials of filler.
 pub(crate) fn names_no_secret(v: &[u8]) -> bool {
+    // Letters and digits alone (a token's shape, most values) hold none of the marks the other
+    // shapes need (a `$`, a bracket, a separator, an escape, `&`, a dash beyond ASCII).
+    if v.iter().all(u8::is_ascii_alphanumeric) {
+        return certificate(v)
+            || timestamp(v)
+            || jose_algorithm(v)
+            || password_translated(v)
+            || (8..=128).contains(&v.len()) && basic_filler(v);
+    }
     interpolation(v)
         || certificate(v)
         || timestamp(v)
@@ -3069,6 +3081,97 @@ pub(crate) fn is_placeholder(v: &[u8]) -> bool {
     Recent::answer(&SHAPES, v, placeholder_shape)
 }
 
+/// The counts a value of ASCII letters and digits holds, read in one pass for the checks that
+/// look for typed counts (see [`Runs::typed_count`]). Each figure is at least what any of those
+/// checks counts (case aside, `9` and `0` next to each other, a step in a new direction starting
+/// a new count), so a check needing more is answered no.
+pub(crate) struct Runs {
+    /// The most steps by one in a row, all up or all down, between neighbours (under five).
+    side: u32,
+    /// The most characters in a row that equal the one two before and differ from the one before.
+    in_turn: u32,
+    /// Whether each letter's case is the other of the letter before it.
+    alternating: bool,
+}
+
+impl Runs {
+    /// The runs of `v` if it is a token's length, 16 to 64 bytes, of letters and digits alone: a
+    /// shorter one costs the checks less than the reading, and a longer one is most often a
+    /// filler whose first check answers.
+    #[inline]
+    pub(crate) fn of_token(v: &[u8]) -> Option<Runs> {
+        if (16..=64).contains(&v.len()) {
+            Runs::of(v)
+        } else {
+            None
+        }
+    }
+
+    /// Whether `v`, whose runs these are, holds a count typed by hand: the checks of
+    /// [`placeholder_shape`] for one, each asked only if `v` holds the count it needs. Without
+    /// five steps in a row or six characters alike, `fabricated` is left its markers (`EXAMPLE`
+    /// is asked by the caller, a closing `example` needs no count), and `counted_through`,
+    /// `mostly_one_count` and `long_count` need those five steps too.
+    pub(crate) fn typed_count(&self, v: &[u8]) -> bool {
+        ends_with_ci(v, b"example") && fabricated(v)
+            || self.alternating && alternating_count(v)
+            || self.side >= 2 && crate::chars::counted_by_kind(v)
+            || self.in_turn >= 6 && crate::chars::two_in_turn(v)
+    }
+
+    /// The runs of `v`, or `None` once a byte is no ASCII letter or digit, or once five steps
+    /// by one in a row (side by side or every other character) or five neighbours alike show
+    /// a count or a filler the checks read for themselves.
+    #[inline(never)]
+    fn of(v: &[u8]) -> Option<Runs> {
+        // Whether `b` is one up from `a` (or `0` after `9`), one down (or `9` after `0`), told by
+        // their difference: both lowercase letters or digits.
+        let step = |a: u8, b: u8| {
+            let d = b.wrapping_sub(a);
+            (d == 1 || d == 0xF7 && a == b'9', d == 0xFF || d == 9 && a == b'0')
+        };
+        // Steps up and down in a row, side by side and every other character (this character's
+        // parity first). The characters before start as a byte no letter or digit steps from.
+        let (mut up, mut down, mut up_2, mut down_2) = (0u32, 0u32, [0u32; 2], [0u32; 2]);
+        let (mut same, mut in_turn, mut side, mut turn) = (0u32, 0u32, 0u32, 0u32);
+        let (mut one, mut two, mut low_1, mut low_2) = (0u8, 0u8, 0u8, 0u8);
+        // The case of the last letter: 0 none yet, 1 lower, 2 upper.
+        let (mut case, mut alternating) = (0u8, true);
+        for &b in v {
+            if !b.is_ascii_alphanumeric() {
+                return None;
+            }
+            let low = b.to_ascii_lowercase();
+            if b > b'9' {
+                let now = if b < b'a' { 2 } else { 1 };
+                alternating &= case != now;
+                case = now;
+            }
+            let (rises, falls) = step(low_1, low);
+            up = if rises { up + 1 } else { 0 };
+            down = if falls { down + 1 } else { 0 };
+            same = if one == b { same + 1 } else { 0 };
+            let (rises, falls) = step(low_2, low);
+            up_2.swap(0, 1);
+            down_2.swap(0, 1);
+            up_2[0] = if rises { up_2[0] + 1 } else { 0 };
+            down_2[0] = if falls { down_2[0] + 1 } else { 0 };
+            if up.max(down).max(same).max(up_2[0]).max(down_2[0]) >= 5 {
+                return None;
+            }
+            side = side.max(up.max(down));
+            in_turn = if two == b && one != b { in_turn + 1 } else { 0 };
+            turn = turn.max(in_turn);
+            (two, one, low_2, low_1) = (one, b, low_1, low);
+        }
+        Some(Runs {
+            side,
+            in_turn: turn,
+            alternating,
+        })
+    }
+}
+
 /// What of [`is_placeholder`] the value's characters alone decide beyond its first byte.
 fn placeholder_shape(v: &[u8]) -> bool {
     const EXACT: Words = words_of!(
@@ -3087,17 +3190,24 @@ fn placeholder_shape(v: &[u8]) -> bool {
         || printf_slot(v)
         || masked(v)
         || placeholder_words(v)
-        || fabricated(v)
+        // Counts typed by hand; a token's letters and digits are read once for the checks
+        // whose count they reach (see [`Runs`]).
+        || match Runs::of_token(v) {
+            Some(runs) => runs.typed_count(v),
+            None => {
+                fabricated(v)
+                    || counted_through(v)
+                    || mostly_one_count(v)
+                    || alternating_count(v)
+                    || crate::chars::counted_by_kind(v)
+                    || crate::chars::long_count(v)
+                    || crate::chars::two_in_turn(v)
+            }
+        }
         || crate::chars::repeated_group(v)
         // The marker in a shorter value (`EXAMPLEEXPOTOKEN123`): typed, as in a longer one.
         || v.len() >= 12 && crate::chars::spells_a_marker(v)
-        || counted_through(v)
-        || mostly_one_count(v)
         || negated_phrase(v)
-        || alternating_count(v)
-        || crate::chars::counted_by_kind(v)
-        || crate::chars::long_count(v)
-        || crate::chars::two_in_turn(v)
         || encoded_filler(v)
         || crate::rules::prefix_then_filler(v)
         || crate::rules::documented_example(v)

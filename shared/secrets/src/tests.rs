@@ -8033,3 +8033,107 @@ fn keyword_segments_are_matched_past_keywords_sharing_their_first_letters() {
         assert_eq!(found, names, "{}", String::from_utf8_lossy(key));
     }
 }
+
+/// A token's counts read once ([`crate::judge::Runs`]) answer as the count checks asked in full:
+/// on random tokens, and on tokens with a count, a filler run, two characters in turn, a closing
+/// `example` or alternating case typed into them, the shapes that make a value typed by hand.
+#[test]
+fn token_counts_read_once_answer_as_each_count_check() {
+    use crate::chars::{counted_by_kind, counted_through, fabricated, long_count, two_in_turn};
+    use crate::judge::{Runs, alternating_count, mostly_one_count};
+    let full = |v: &[u8]| {
+        fabricated(v)
+            || counted_through(v)
+            || mostly_one_count(v)
+            || alternating_count(v)
+            || counted_by_kind(v)
+            || long_count(v)
+            || two_in_turn(v)
+    };
+    // Typed by hand, yet read once: a closing `example`, alternating case counting across digits,
+    // letter blocks counting on across digits.
+    for v in [
+        &b"q7rkp2mwz9tbn4vexample"[..],
+        b"A1b23C4d56E7f89G0h",
+        b"abcd12efgh34ijkl",
+    ] {
+        let runs = Runs::of_token(v).expect("no count of six in a row");
+        assert!(runs.typed_count(v) && full(v), "{}", String::from_utf8_lossy(v));
+    }
+    // Generated: no count.
+    for v in [&b"Qm7xT2pL9vR4kW8zN3bY"[..], b"h4XrT9wQe2LmZ7pKv3Nc8BdY"] {
+        let runs = Runs::of_token(v).expect("no count of six in a row");
+        assert!(!runs.typed_count(v) && !full(v), "{}", String::from_utf8_lossy(v));
+    }
+    // A count of six in a row, or six of one character: the checks are asked in full.
+    for v in [
+        &b"Qm7xT2pLabcdefR4kW8z"[..],
+        b"Qm7xT2pL000000R4kW8z",
+        b"Qm7xT2pL9a8b7c6d5e4f",
+    ] {
+        assert!(
+            Runs::of_token(v).is_none() && full(v),
+            "{}",
+            String::from_utf8_lossy(v)
+        );
+    }
+    let alphabet = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+    let plants: [&[u8]; 10] = [
+        b"abcd",
+        b"FEDC",
+        b"7890",
+        b"a1b2c3",
+        b"zzzz",
+        b"k7k7k7k7k7",
+        b"AbCd",
+        b"example",
+        b"Mnopq",
+        b"3c2b",
+    ];
+    let mut seed = 0x2545_f491_u32;
+    let mut next = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 17;
+        seed ^= seed << 5;
+        seed as usize
+    };
+    let (mut read, mut typed) = (0, 0);
+    for round in 0..20_000 {
+        let len = 16 + next() % 49;
+        let mut v: Vec<u8> = (0..len).map(|_| alphabet[next() % alphabet.len()]).collect();
+        for _ in 0..round % 4 {
+            let plant = plants[next() % plants.len()];
+            let at = next() % (len - plant.len());
+            v[at..at + plant.len()].copy_from_slice(plant);
+        }
+        if let Some(runs) = Runs::of_token(&v) {
+            read += 1;
+            typed += usize::from(full(&v));
+            assert_eq!(runs.typed_count(&v), full(&v), "{}", String::from_utf8_lossy(&v));
+        }
+    }
+    assert!(read > 10_000 && typed > 0, "{read} read, {typed} typed");
+}
+
+/// A value of letters and digits alone is read only for the shapes it can have that name no
+/// secret (a certificate's base64, a JOSE algorithm, Basic credentials of filler): the others
+/// need a mark it lacks. A generated token of letters and digits, or one that starts like a
+/// certificate, names a secret.
+#[test]
+fn letters_and_digits_name_no_secret_only_in_their_own_shapes() {
+    holds_exactly(
+        crate::judge::names_no_secret,
+        &[
+            b"MIIDtTCCAp2gAwIBAgIJAKf9x3y2Lm8qR4tZ7wN5vB1c",
+            b"PS384",
+            b"YWRtaW46YWFhYWFh",
+        ],
+        &[
+            b"Kx9mQ2zTb7VwR4pN8cLf3HsJ",
+            b"MIIDtTCCAp2gQx9mQ2zTb7VwR4pN8cLf3HsJ",
+            b"PS385",
+            b"YWRtaW46cTd4S3Bt",
+        ],
+    );
+    assert!(find_secret("DEPLOY_PASSWORD=Kx9mQ2zTb7VwR4pN8cLf3HsJ").is_some());
+}
