@@ -460,8 +460,10 @@ impl Vendor {
             return None;
         }
         // Cut short by filler (`xoxp-5723…-####`, `ghp_abc…`): a stand-in.
-        let filler_after =
-            matches!(bytes.get(pos), Some(b'#' | b'*')) || bytes[pos..].starts_with("\u{2026}".as_bytes());
+        // So is a kind's prefix with the rest elided by three dots (`sk-svcacct-...`).
+        let filler_after = matches!(bytes.get(pos), Some(b'#' | b'*'))
+            || bytes[pos..].starts_with("\u{2026}".as_bytes())
+            || matches!(bytes[pos - 1], b'-' | b'_') && bytes[pos..].starts_with(b"...");
         if filler_after
             || token_continues_at(text, pos)
             || bytes.get(pos).is_some_and(|b| self.not_before().contains(b))
@@ -483,6 +485,7 @@ impl Vendor {
                 || crate::chars::mostly_counted(token)
                 || crate::chars::repeated_group(token)
                 || marked_filler(token)
+                || code_name(token)
         } else {
             // A key with a generated head before its marker is judged whole: a run the body
             // opens with (`…QjAAAAAAZFR…`, a random `A` before a format's fixed `AAAAA`) follows
@@ -601,6 +604,19 @@ pub(crate) fn prefix_then_word(v: &[u8]) -> bool {
             && v[..r.prefix().len()].eq_ignore_ascii_case(r.prefix())
             && short_word(&v[r.prefix().len()..])
     })
+}
+
+/// Lower-case words joined by `_` or `-`, the last one perhaps a version (`expiry_check`,
+/// `handler_v2`): after a lenient prefix, a name in code (`github_pat_expiry_check`), not a key.
+fn code_name(token: &[u8]) -> bool {
+    let parts = || token.split(|&b| matches!(b, b'-' | b'_'));
+    let n = parts().count();
+    let word = |p: &[u8]| p.len() >= 3 && p.iter().all(u8::is_ascii_lowercase);
+    let version = |p: &[u8]| (1..=3).contains(&p.len()) && p.iter().all(u8::is_ascii_alphanumeric);
+    n >= 2
+        && parts()
+            .enumerate()
+            .all(|(k, p)| word(p) || k == n - 1 && version(p))
 }
 
 /// A short lowercase word: a generated token this short mixes cases or digits.
@@ -948,6 +964,33 @@ mod tests {
     fn a_lenient_token_mostly_typed_as_counts_is_filler() {
         assert!(findings("GitHub PAT: ghp_1234567890abcdefghijklmnopqrstuvwxyz12").is_empty());
         assert!(!findings("GitHub PAT: ghp_123456abcdefR7kT2mQ9xV4bN8cL1pZ6wY3sD5fH").is_empty());
+    }
+
+    /// A kind's prefix with the rest elided by three dots is a stand-in, as `…` was; a whole
+    /// token before the dots is still one.
+    #[test]
+    fn a_prefix_elided_by_three_dots_is_no_token() {
+        assert_clean(&[
+            "paste the service account key (it starts sk-svcacct-...) into the runner's settings",
+            "our admin keys look like sk-svcacct-... and last ninety days",
+        ]);
+        assert_found(&[
+            "paste the service account key (sk-svcacct-Wq4Zr8Tn2Lp6Yc0Vb3Xm7Kd1Hs5Jf9Ga...) into the runner's settings",
+        ]);
+    }
+
+    /// Lower-case words after a lenient prefix name code (`github_pat_rotation_job`, a module's
+    /// `handler_v2`); a lower-case body with a generated part is still a key.
+    #[test]
+    fn lower_case_words_after_a_lenient_prefix_are_a_name() {
+        assert_clean(&[
+            "the cron calls github_pat_rotation_job every night, can it log less?",
+            "rename ghp_scope_audit_v2 before the release",
+        ]);
+        assert_found(&[
+            "the cron calls github_pat_rotation_k3x9q2m7w8z4v6b1n5 every night, can it log less?",
+            "rename ghp_scope_a8k2m9x4q7w1z5n3v6b0c2d8f4g7h1j5k3l9 before the release",
+        ]);
     }
 
     #[test]
