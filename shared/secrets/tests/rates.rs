@@ -30,6 +30,7 @@ const GOSEC: &str = include_str!("../../../tests/fixtures/secrets_probe_gosec.tx
 const REPO_SUPERVISOR: &str = include_str!("../../../tests/fixtures/secrets_probe_repo_supervisor.txt");
 const SHHGIT: &str = include_str!("../../../tests/fixtures/secrets_probe_shhgit.txt");
 const HORUSEC: &str = include_str!("../../../tests/fixtures/secrets_probe_horusec.txt");
+const COMMANDS: &str = include_str!("../../../tests/fixtures/secrets_probe_commands.txt");
 const DOC: &str = include_str!("../../../docs/secret-filter.md");
 const README: &str = include_str!("../../../README.md");
 const BEGIN: &str = "<!-- rates: computed by shared/secrets/tests/rates.rs -->\n";
@@ -76,6 +77,7 @@ const FLOORS: &[(&str, f64, f64)] = &[
     ("repo-supervisor", 100.0, 0.0),
     ("shhgit", 100.0, 0.0),
     ("horusec", 100.0, 0.0),
+    ("commands", 95.3, 0.9),
 ];
 
 /// What each source is, for the table.
@@ -214,6 +216,10 @@ const LABELS: &[(&str, &str)] = &[
         "horusec",
         "horusec's leaks rules' samples (Docker Compose, Go and PHP files, vulnerable and safe) in four new prompt shapes (an Ansible diff, a Makefile's run, a `kubectl describe`, a Portuguese question), `tests/fixtures/secrets_probe_horusec.txt`",
     ),
+    (
+        "commands",
+        "passwords passed by position or by a command's own flag to 50 commands and 36 library calls, random, with look-alikes (variables, prompts, placeholders, help text, API docs) in six prompt shapes, `tests/fixtures/secrets_probe_commands.txt`",
+    ),
 ];
 
 #[derive(Default)]
@@ -297,6 +303,7 @@ fn rates() -> BTreeMap<String, Rates> {
         REPO_SUPERVISOR,
         SHHGIT,
         HORUSEC,
+        COMMANDS,
     ] {
         score(
             fixture,
