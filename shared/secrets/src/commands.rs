@@ -36,9 +36,19 @@ pub(crate) const OPENSSL: u16 = 2048;
 
 pub(crate) const KEYTOOL: u16 = 4096;
 
+/// Archivers that take the password glued to `-p` (`7z a -pPASS`, `rar a -pPASS`, and rar's
+/// `-hpPASS`, which encrypts the headers too).
+pub(crate) const ARCHIVE: u16 = 8192;
+
+/// The net-snmp tools, whose `-A` and `-X` take the SNMPv3 authentication and privacy
+/// passphrases.
+pub(crate) const SNMP: u16 = 16384;
+
 /// The names of the commands that take a password, each with its bit, as a line names them
-/// (any ASCII case, anywhere on the line); httpie's `http` only where a command starts.
-const COMMAND_NAMES: [(&[u8], u16); 25] = [
+/// (any ASCII case, anywhere on the line); httpie's `http` only where a command starts. `-P`
+/// takes a password after a blank for `sqlcmd` and the tools named with its bit: `zip` and
+/// `unzip`, `ipmitool`, Sybase's `isql`, SQL Server's `bcp`, mosquitto's clients.
+const COMMAND_NAMES: [(&[u8], u16); 33] = [
     (b"docker login", LOGIN),
     (b"podman login", LOGIN),
     (b"buildah login", LOGIN),
@@ -52,6 +62,14 @@ const COMMAND_NAMES: [(&[u8], u16); 25] = [
     (b"mongosh", MONGO),
     (b"mongo ", MONGO),
     (b"sqlcmd", SQLCMD),
+    (b"zip ", SQLCMD),
+    (b"ipmitool", SQLCMD),
+    (b"isql ", SQLCMD),
+    (b"bcp ", SQLCMD),
+    (b"mosquitto_", SQLCMD),
+    (b"7z", ARCHIVE),
+    (b"rar ", ARCHIVE),
+    (b"snmp", SNMP),
     (b"ldapsearch", LDAP),
     (b"ldapadd", LDAP),
     (b"ldapmodify", LDAP),
@@ -68,15 +86,15 @@ const COMMAND_NAMES: [(&[u8], u16); 25] = [
 
 /// For each byte, the [`COMMAND_NAMES`] that have it first (`[0]`) or second (`[1]`), either
 /// ASCII case, as bit sets.
-static COMMAND_HEADS: [[u32; 256]; 2] = {
-    let mut t = [[0u32; 256]; 2];
+static COMMAND_HEADS: [[u64; 256]; 2] = {
+    let mut t = [[0u64; 256]; 2];
     let mut k = 0;
     while k < COMMAND_NAMES.len() {
         let mut j = 0;
         while j < 2 {
             let b = COMMAND_NAMES[k].0[j];
-            t[j][b.to_ascii_lowercase() as usize] |= 1 << k;
-            t[j][b.to_ascii_uppercase() as usize] |= 1 << k;
+            t[j][b.to_ascii_lowercase() as usize] |= 1u64 << k;
+            t[j][b.to_ascii_uppercase() as usize] |= 1u64 << k;
             j += 1;
         }
         k += 1;
@@ -613,5 +631,111 @@ fn printed_field(rest: &[u8]) -> &[u8] {
     match first.strip_prefix(b"op://") {
         Some(reference) => reference.rsplit(|&b| b == b'/').next().unwrap_or_default(),
         None => first,
+    }
+}
+
+/// How a call takes its passwords (see [`password_arguments`]).
+pub(crate) struct PasswordArgs {
+    /// Which arguments: bit `n`, the `n`-th (from 0).
+    pub(crate) places: u8,
+    /// Only Java's `char[]` there (`"…".toCharArray()`), for calls whose names are common
+    /// (`ks.load(in, "…".toCharArray())`).
+    pub(crate) chars: bool,
+    /// Only a random-looking literal: a library whose examples name the slot with a word
+    /// (pysnmp's `UsmUserData("usr", "authkey1", "privkey1")`).
+    pub(crate) random: bool,
+    /// Only after an LDAP name as the first argument (`client.bind("cn=admin,dc=…", "…")`): a
+    /// common name that binds many other things (`fn.bind(this, "…")`).
+    pub(crate) dn: bool,
+}
+
+/// Library calls that take a password or a key's passphrase at a fixed place. `key` is the called
+/// name with its qualifiers (`pkcs12.Decode`), `name` its last segment. A quoted literal there is
+/// a password however it looks (unless `random`); a variable, a call or a stand-in is none.
+pub(crate) fn password_arguments(key: &[u8], name: &[u8]) -> Option<PasswordArgs> {
+    let qualified = |q: &[u8]| key.len() > name.len() && key[..key.len() - name.len() - 1].ends_with(q);
+    let (places, chars, random) = match name {
+        // .NET: `new X509Certificate2("c.pfx", "…")`.
+        b"X509Certificate2" | b"X509Certificate" => (0b10, false, false),
+        // Python's `cryptography` and pyOpenSSL, `ssl`'s `load_cert_chain(cert, key, password)`,
+        // `ftplib.FTP(host, user, passwd)`, python-ldap's binds, pysnmp's SNMPv3 user (its
+        // authentication and privacy keys), poplib's `pass_`.
+        b"load_key_and_certificates" | b"load_pem_private_key" | b"load_der_private_key" | b"load_pkcs12" => {
+            (0b10, false, false)
+        }
+        b"load_privatekey" | b"load_cert_chain" | b"FTP_TLS" | b"FTP" => (0b100, false, false),
+        b"simple_bind_s" | b"simple_bind" | b"bind_s" => (0b10, false, false),
+        b"UsmUserData" => (0b110, false, true),
+        b"pass_" => (0b1, false, false),
+        // Go's `pkcs12.Decode(data, "…")`; Ruby's `OpenSSL::PKCS12.new(der, "…")` and
+        // `OpenSSL::PKey::RSA.new(pem, "…")`.
+        b"Decode" | b"DecodeChain" if qualified(b"pkcs12") => (0b10, false, false),
+        b"new" if qualified(b"PKCS12") || qualified(b"RSA") || qualified(b"EC") => (0b10, false, false),
+        b"read" if qualified(b"PKey") => (0b10, false, false),
+        // PHP: `new PDO(dsn, user, "…")`, `ldap_bind(conn, dn, "…")`,
+        // `openssl_pkcs12_read(data, certs, "…")`, `openssl_pkey_get_private(key, "…")`.
+        b"PDO" | b"ldap_bind" | b"openssl_pkcs12_read" => (0b100, false, false),
+        b"openssl_pkey_get_private" => (0b10, false, false),
+        // Java's KeyStore and KeyManagerFactory: `load(in, pw)`, `init(ks, pw)`,
+        // `getKey(alias, pw)`, `store(out, pw)`, `setKeyEntry(alias, key, pw, chain)`.
+        b"load" | b"init" | b"getKey" | b"store" => (0b10, true, false),
+        b"setKeyEntry" => (0b100, true, false),
+        // ldapjs's and Net::LDAP's `bind(dn, "…")`.
+        b"bind" => {
+            return Some(PasswordArgs {
+                places: 0b10,
+                chars: false,
+                random: false,
+                dn: true,
+            });
+        }
+        _ => return None,
+    };
+    Some(PasswordArgs {
+        places,
+        chars,
+        random,
+        dn: false,
+    })
+}
+
+/// Flags whose names say nothing of a password but whose command takes one there: the command
+/// as its line's segment names it, and what stands before the password in the argument, if
+/// anything: sendEmail's `-xp PASS`, `gh secret set NAME --body VALUE`, curl's
+/// `--cert FILE:PASS` (a client certificate's passphrase).
+pub(crate) fn command_flag(dashes: usize, name: &[u8]) -> Option<(&'static [u8], Option<u8>)> {
+    match (dashes, name) {
+        (1, b"xp") => Some((b"sendemail", None)),
+        (2, b"body") => Some((b"gh secret set", None)),
+        (2, b"cert") => Some((b"curl", Some(b':'))),
+        _ => None,
+    }
+}
+
+/// Whether one of the commands the word reader reads after its first ones (`rabbitmqctl`,
+/// `mosquitto_passwd`, `db2`, `sqlplus`, `sqlldr`, `expdp`, `impdp`, `openssl passwd`) starts at
+/// `i`, named whole: their first letters start common words (`import`, `open`, `export`), and
+/// their three-letter heads are compared first, in line.
+#[inline(always)]
+pub(crate) fn more_commands_at(bytes: &[u8], i: usize) -> bool {
+    matches!(
+        bytes.get(i..i + 3),
+        Some(b"rab" | b"mos" | b"db2" | b"sql" | b"exp" | b"imp" | b"ope")
+    ) && more_commands_named(bytes, i)
+}
+
+/// [`more_commands_at`] past the head: the whole name.
+#[inline(never)]
+fn more_commands_named(bytes: &[u8], i: usize) -> bool {
+    let t = &bytes[i..];
+    match bytes[i] {
+        b'r' => t.starts_with(b"rabbitmqctl"),
+        b'm' => t.starts_with(b"mosquitto_passwd"),
+        b'd' => t.starts_with(b"db2 "),
+        b's' => t.starts_with(b"sqlplus") || t.starts_with(b"sqlldr"),
+        b'e' => t.starts_with(b"expdp"),
+        b'i' => t.starts_with(b"impdp"),
+        b'o' => t.starts_with(b"openssl passwd"),
+        _ => false,
     }
 }

@@ -11,9 +11,9 @@ use crate::chars::{
     alphabet, entropy, fabricated, has_digit, has_symbol, identifier_like, looks_random, mixed_case, wordy,
 };
 use crate::commands::{
-    CURL, HTTPIE, KEYTOOL, LDAP, LFTP, LOGIN, MONGO, MYSQL, OPENSSL, Printed, REDIS, SMB, SQLCMD, SSH_KEYGEN,
-    after_user_flag, colon_fields, compared_word, crypt_byte, env_command_line, named_commands, netrc_line,
-    next_arg, pgpass, secret_printer, shadow, shell_line,
+    ARCHIVE, CURL, HTTPIE, KEYTOOL, LDAP, LFTP, LOGIN, MONGO, MYSQL, OPENSSL, Printed, REDIS, SMB, SNMP,
+    SQLCMD, SSH_KEYGEN, after_user_flag, colon_fields, compared_word, crypt_byte, env_command_line,
+    named_commands, netrc_line, next_arg, pgpass, secret_printer, shadow, shell_line,
 };
 use crate::judge::{
     MAX_SPAN, MAX_VALUE, PASSWORD_KEYS, Stop, Value, all_caps, b64url_json, bare_key_word, basic_filler,
@@ -459,10 +459,17 @@ impl<'t> Scan<'t> {
             b'i' | b'I' => {
                 self.identified_by_at(i);
                 self.insert_at(i);
+                if crate::commands::more_commands_at(bytes, i) {
+                    self.command_at(i);
+                }
             }
             b'0'..=b'9' => {
                 self.telegram_at(i);
                 self.host_account_at(i);
+            }
+            b's' if crate::commands::more_commands_at(bytes, i) => {
+                self.crypt_word_at(i);
+                self.command_at(i);
             }
             b'p' | b's' | b'a' => self.crypt_word_at(i),
             b'M' | b'O' => self.discord_at(i),
@@ -473,6 +480,9 @@ impl<'t> Scan<'t> {
             }
             b'm' => {
                 self.crypt_word_at(i);
+                if crate::commands::more_commands_at(bytes, i) {
+                    self.command_at(i);
+                }
                 if prev == b'<' {
                     self.maven_master_at(i);
                 }
@@ -484,6 +494,8 @@ impl<'t> Scan<'t> {
                 self.secure_string_at(i);
             }
             b'h' | b'w' | b'n' | b'c' | b'v' => self.command_at(i),
+            // The other commands [`Scan::command_at`] reads, named whole.
+            b'r' | b'd' | b'o' | b'e' if crate::commands::more_commands_at(bytes, i) => self.command_at(i),
             b'e' => {
                 if let Some(end) = self.jwt_at(i) {
                     self.push(SecretKind::Jwt, i, end);
@@ -1102,9 +1114,11 @@ impl<'t> Scan<'t> {
     }
 
     /// Commands that take a password as an argument: `htpasswd -b file user PASS` (`-nb user
-    /// PASS`), `wpa_passphrase SSID PASS`, `net user NAME PASS`, `net use [Z:] \\srv\share PASS`;
-    /// and `chpasswd`, whose input is `user:PASS` lines (echoed into it on its line, or a
-    /// here-document below it).
+    /// PASS`, and `mosquitto_passwd -b file user PASS` alike), `wpa_passphrase SSID PASS`,
+    /// `net user NAME PASS`, `net use [Z:] \\srv\share PASS`, `rabbitmqctl add_user NAME PASS`
+    /// (`change_password`), `db2 connect to DB user NAME using PASS`, Oracle's
+    /// `sqlplus user/PASS@db` (`expdp`, `impdp`, `sqlldr`); and `chpasswd`, whose input is
+    /// `user:PASS` lines (echoed into it on its line, or a here-document below it).
     pub(crate) fn command_at(&mut self, i: usize) {
         let bytes = self.bytes;
         // Each command's first three letters rule out most words.
@@ -1112,12 +1126,33 @@ impl<'t> Scan<'t> {
             [b"htp", b"wpa", b"net", b"chp", b"vau"]
                 .iter()
                 .any(|c| head.eq_ignore_ascii_case(*c))
-        }) {
+        }) && !crate::commands::more_commands_at(bytes, i)
+        {
             return;
         }
         let word_end = run_end_max(bytes, i, 16, |b| b.is_ascii_alphanumeric() || b == b'_');
         let (mut pos, mut wanted) = match lower(&bytes[i..word_end], &mut [0; 16]) {
-            b"htpasswd" => (word_end, 0),
+            b"htpasswd" | b"mosquitto_passwd" => (word_end, 0),
+            b"rabbitmqctl" => {
+                let p = skip_blank(bytes, word_end);
+                let e = run_end_max(bytes, p, 16, |b| b.is_ascii_lowercase() || b == b'_');
+                match &bytes[p..e] {
+                    b"add_user" | b"change_password" if matches!(bytes.get(e), Some(b' ' | b'\t')) => (e, 2),
+                    _ => return,
+                }
+            }
+            // `openssl passwd [-6] [-salt S] PASS` hashes the password it is given.
+            b"openssl" => {
+                let p = skip_blank(bytes, word_end);
+                match bytes.get(p..p + 7) {
+                    Some(b"passwd ") => (p + 6, 1),
+                    _ => return,
+                }
+            }
+            // `db2 … using PASS`, `wpa_cli … set_network 0 psk '"PASS"'`: `wanted` is set at
+            // the word before the password.
+            b"db2" | b"wpa_cli" => (word_end, 9),
+            b"sqlplus" | b"expdp" | b"impdp" | b"sqlldr" => return self.connect_string_at(word_end),
             b"wpa_passphrase" => (word_end, 2),
             // `net use` takes the password after the share: `wanted` is set there.
             b"net" => {
@@ -1153,9 +1188,15 @@ impl<'t> Scan<'t> {
         // `-n`; `-C`/`-r` take a number. `net user NAME /add` has options, no password; `net use`
         // options (`/user:NAME`, `/persistent:no`) go before or after it.
         let htpasswd = wanted == 0;
-        let vault = bytes[i] | 0x20 == b'v';
+        // (openssl's options: `-1`, `-6`, `-apr1`, `-salt S`; `-stdin` and `-in FILE` read it.)
+        let vault = matches!(bytes[i] | 0x20, b'v' | b'o');
         let net = bytes[i] | 0x20 == b'n';
-        let net_use = wanted == 9;
+        let net_use = wanted == 9 && net;
+        let before: &[u8] = match bytes[i] | 0x20 {
+            b'd' => b"using",
+            _ => b"psk",
+        };
+        let keyed = wanted == 9 && !net;
         let mut option_value = false;
         for _ in 0..8 {
             let Some((arg, next)) = next_arg(bytes, pos) else {
@@ -1172,12 +1213,19 @@ impl<'t> Scan<'t> {
                 option_value = matches!(a.last(), Some(b'C' | b'r'));
             } else if vault && !arg.quoted && a.starts_with(b"-") {
                 // `-migrate`, `-reset`, `-address=…`: options, not the key.
+                if a == b"-stdin" || a == b"-in" {
+                    return;
+                }
+                option_value = a == b"-salt";
             } else if net && !arg.quoted && a.starts_with(b"/") {
                 if !net_use {
                     return;
                 }
-            } else if net_use && a.starts_with(b"\\\\") {
+            } else if net_use && a.starts_with(b"\\\\") || keyed && a.eq_ignore_ascii_case(before) {
+                // The share's path, or the word before the password.
                 wanted = 1;
+            } else if keyed && wanted > 1 {
+                // The database, the user, the network and the words before the password's.
             } else if wanted > 1 {
                 wanted -= 1;
             } else {
@@ -1189,11 +1237,64 @@ impl<'t> Scan<'t> {
                 } else {
                     Mode::Code
                 };
+                // wpa_supplicant wants a passphrase in double quotes inside the shell's quotes;
+                // a command substituted (`$(openssl passwd -6 PASS)`) ends at its `)`.
+                let arg = if arg.quoted && a.len() > 2 && a[0] == b'"' && a[a.len() - 1] == b'"' {
+                    Value::enclosed(arg.start + 1, arg.end - 1, b'"', Stop::Blank)
+                } else if !arg.quoted
+                    && bytes[..i].ends_with(b"$(")
+                    && arg.whole_end(bytes) > arg.start + 1
+                    && bytes[arg.whole_end(bytes) - 1] == b')'
+                {
+                    Value::enclosed(arg.start, arg.whole_end(bytes) - 1, 0, Stop::Blank)
+                } else {
+                    arg
+                };
                 if wanted == 1 && value_is_secret(bytes, &arg, b"password", Strength::Strong, mode) {
                     self.push(SecretKind::CommandLine, arg.start, arg.whole_end(bytes));
                 }
                 return;
             }
+        }
+    }
+
+    /// Oracle's logon `user/PASS@connect` (or `user/PASS`), the first argument after the
+    /// options of the command ending at `pos` (`sqlplus -s scott/…@orcl`); `/ as sysdba` and
+    /// `user@db` (it prompts) hold none.
+    fn connect_string_at(&mut self, pos: usize) {
+        let bytes = self.bytes;
+        let Some((arg, next)) =
+            std::iter::successors(next_arg(bytes, pos), |&(_, next)| next_arg(bytes, next))
+                .take(4)
+                .find(|(arg, _)| !arg.text(bytes).starts_with(b"-"))
+        else {
+            return;
+        };
+        let a = arg.text(bytes);
+        let Some(slash) = a.iter().position(|&b| b == b'/') else {
+            return;
+        };
+        let user = &a[..slash];
+        let end = a[slash..]
+            .iter()
+            .position(|&b| b == b'@')
+            .map_or(a.len(), |k| slash + k);
+        if user.is_empty()
+            || !user.iter().all(|&b| b.is_ascii_alphanumeric() || b == b'_')
+            || end <= slash + 1
+        {
+            return;
+        }
+        let value = Value::enclosed(arg.start + slash + 1, arg.start + end, 0, Stop::Blank);
+        let mode = if command_position(bytes, arg.start) || args_end(bytes, next) {
+            Mode::Literal
+        } else {
+            Mode::Code
+        };
+        if !is_reference(value.text(bytes))
+            && value_is_secret(bytes, &value, b"password", Strength::Strong, mode)
+        {
+            self.push(SecretKind::CommandLine, value.start, value.end);
         }
     }
 
@@ -2757,6 +2858,10 @@ impl<'t> Scan<'t> {
                 // An LDAP bind: the path, then the user and the password.
                 || ldap);
         if !names_auth && !class {
+            if let Some(args) = crate::commands::password_arguments(key, name) {
+                self.password_arguments_at(open, &args);
+                return;
+            }
             // One byte first (`Authenticator`'s capital): this runs at every call.
             if name.len() > 13 && name[name.len() - 13] == b'A' {
                 self.authenticator_key_at(name, open);
@@ -2781,6 +2886,16 @@ impl<'t> Scan<'t> {
                 Mode::Prose
             }
         };
+        // An anonymous login's password is a mail address by convention
+        // (`ftp.login('anonymous', 'guest@')`), no secret.
+        let first = run_end_max(bytes, open + 1, 64, |b| b.is_ascii_whitespace());
+        if matches!(bytes.get(first), Some(b'"' | b'\''))
+            && bytes
+                .get(first + 1..first + 11)
+                .is_some_and(|w| w[..9].eq_ignore_ascii_case(b"anonymous") && w[9] == bytes[first])
+        {
+            return;
+        }
         let mut from = open + 1;
         // The second to the fourth argument: sbt's `Credentials(realm, host, user, password)`
         // puts the password fourth.
@@ -2806,6 +2921,56 @@ impl<'t> Scan<'t> {
                 && !uuid(value.text(bytes))
                 && matches!(bytes.get(skip_blank(bytes, after)), Some(b')' | b','))
                 && value_is_secret(bytes, &value, b"password", Strength::Strong, pair_mode(arg))
+            {
+                self.push(SecretKind::Assignment, value.start, value.end);
+            }
+        }
+    }
+
+    /// The quoted literals at the argument places of the call whose `(` is at `open`, each a
+    /// password (see [`crate::commands::password_arguments`]).
+    #[cold]
+    fn password_arguments_at(&mut self, open: usize, args: &crate::commands::PasswordArgs) {
+        let bytes = self.bytes;
+        let places = args.places;
+        let mode = if args.random { Mode::Prose } else { Mode::Literal };
+        let dn = |v: &[u8]| v.contains(&b',') && v.iter().take(4).any(|&b| b == b'=');
+        let mut from = run_end_max(bytes, open + 1, 64, |b| b.is_ascii_whitespace());
+        for arg in 0..8 - places.leading_zeros() {
+            if arg == 0
+                && args.dn
+                && !Value::parse(bytes, from, Stop::Code).is_some_and(|v| v.quoted && dn(v.text(bytes)))
+            {
+                return;
+            }
+            if arg > 0 {
+                let Some(comma) = top_level(bytes, from, b",)", 256).filter(|&c| bytes[c] == b',') else {
+                    return;
+                };
+                from = run_end_max(bytes, comma + 1, 64, |b| b.is_ascii_whitespace());
+            }
+            if places & (1 << arg) == 0 {
+                continue;
+            }
+            // Python's bytes literal (`b"…"`).
+            let at = if bytes.get(from) == Some(&b'b') && matches!(bytes.get(from + 1), Some(b'"' | b'\'')) {
+                from + 1
+            } else {
+                from
+            };
+            let Some(value) = Value::parse(bytes, at, Stop::Code) else {
+                return;
+            };
+            let after = skip_blank(bytes, value.end + 1);
+            let char_array = eat_ci(bytes, after, b".tochararray()");
+            if value.quoted
+                && !value.cut
+                && (char_array.is_some() || !args.chars)
+                && matches!(
+                    bytes.get(skip_blank(bytes, char_array.unwrap_or(after))),
+                    Some(b')' | b',')
+                )
+                && value_is_secret(bytes, &value, b"password", Strength::Strong, mode)
             {
                 self.push(SecretKind::Assignment, value.start, value.end);
             }
@@ -2881,18 +3046,8 @@ impl<'t> Scan<'t> {
                     | b"destkeypass"
             )
         {
-            if self.line_commands(i) & KEYTOOL != 0
-                && matches!(bytes.get(kend), Some(b' ' | b'\t'))
-                && let Some((value, next)) = next_arg(bytes, kend)
-            {
-                let mode = if value.quoted || args_end(bytes, next) {
-                    Mode::Literal
-                } else {
-                    Mode::Code
-                };
-                if value_is_secret(bytes, &value, b"password", Strength::Strong, mode) {
-                    self.push(SecretKind::CommandLine, value.start, value.whole_end(bytes));
-                }
+            if self.line_commands(i) & KEYTOOL != 0 && matches!(bytes.get(kend), Some(b' ' | b'\t')) {
+                self.command_flag_value_at(kend, None);
             }
             return;
         }
@@ -2932,6 +3087,13 @@ impl<'t> Scan<'t> {
             && piped_to_password_reader(line_before(bytes, i))
         {
             self.stdin_password_at(i, kend);
+            return;
+        }
+        if let Some((command, after)) = crate::commands::command_flag(dashes, name)
+            && matches!(bytes.get(kend), Some(b' ' | b'\t'))
+            && contains_ci(command_segment(bytes, i), command)
+        {
+            self.command_flag_value_at(kend, after);
             return;
         }
         if dashes == 1 {
@@ -2992,6 +3154,33 @@ impl<'t> Scan<'t> {
             }
         }
         self.assignment_after(i, kend, name, word.strength, SecretKind::CommandLine, true);
+    }
+
+    /// The argument after a command's password flag ending at `kend`: a quoted literal, or a
+    /// plain word where the command's arguments go on or end (not a sentence's word); with
+    /// `after`, only what follows its last `after` (`client.p12:PASS`; none, no password).
+    fn command_flag_value_at(&mut self, kend: usize, after: Option<u8>) {
+        let bytes = self.bytes;
+        let Some((mut value, next)) = next_arg(bytes, kend) else {
+            return;
+        };
+        if let Some(sep) = after {
+            match value.text(bytes).iter().rposition(|&b| b == sep) {
+                // A Windows drive's `C:\` is a path's.
+                Some(k) if !matches!(bytes.get(value.start + k + 1), Some(b'\\' | b'/')) => {
+                    value = Value::enclosed(value.start + k + 1, value.end, 0, Stop::Blank);
+                }
+                _ => return,
+            }
+        }
+        let mode = if value.quoted || args_end(bytes, next) {
+            Mode::Literal
+        } else {
+            Mode::Code
+        };
+        if value_is_secret(bytes, &value, b"password", Strength::Strong, mode) {
+            self.push(SecretKind::CommandLine, value.start, value.whole_end(bytes));
+        }
     }
 
     /// A command's arguments written as a list (`["--password", "…"]` in JSON, Python or a
@@ -3061,15 +3250,23 @@ impl<'t> Scan<'t> {
         // `-k`, `-N` and `-P` are common flags: the command they belong to must be theirs
         // (`openssl s_client … ; curl -k …` is curl's).
         let in_segment = |name: &[u8]| contains_ci(command_segment(bytes, i), name);
+        let in_segment_archive = || in_segment(b"7z") || in_segment(b"rar ");
         // Whether the flag takes a password after a blank, glued, and what separates a user
         // before it.
         let (spaced_ok, glued_ok, user_sep) = match flag {
             // mysql's spaced `-p` prompts, and the database name follows it.
             b'p' => (
-                has(LOGIN | MONGO) || !has(MYSQL) && after_user_flag(bytes, i),
-                has(MYSQL),
+                has(LOGIN | MONGO) || !has(MYSQL | ARCHIVE) && after_user_flag(bytes, i),
+                has(MYSQL) || has(ARCHIVE) && in_segment_archive(),
                 None,
             ),
+            // rar's `-hpPASS`: the password follows `-hp`.
+            b'h' => (
+                false,
+                glued && has(ARCHIVE) && bytes.get(i + 2) == Some(&b'p') && in_segment_archive(),
+                None,
+            ),
+            b'A' | b'X' => (has(SNMP) && in_segment(b"snmp"), false, None),
             b'P' => (
                 has(SQLCMD) || has(SSH_KEYGEN) && in_segment(b"ssh-keygen"),
                 false,
@@ -3088,7 +3285,7 @@ impl<'t> Scan<'t> {
             _ => return,
         };
         let start = if glued && glued_ok {
-            i + 2
+            i + 2 + usize::from(flag == b'h')
         } else if !glued && spaced_ok && matches!(bytes.get(kend), Some(b' ' | b'\t' | b'=')) {
             skip_blank(bytes, kend + 1)
         } else {

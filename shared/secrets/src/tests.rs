@@ -8137,3 +8137,113 @@ fn letters_and_digits_name_no_secret_only_in_their_own_shapes() {
     );
     assert!(find_secret("DEPLOY_PASSWORD=Kx9mQ2zTb7VwR4pN8cLf3HsJ").is_some());
 }
+
+/// Commands that take a password by a flag of their own: archivers (`zip`/`unzip -P`, `7z -p…`,
+/// rar's `-hp…`), `ipmitool -P`, Sybase's `isql -P`, `bcp -P`, mosquitto's `-P`, SNMPv3's `-A`
+/// and `-X`, sendEmail's `-xp`, `gh secret set --body`, curl's `--cert FILE:PASS`; the same flag
+/// given a variable, asking for it, or on another command's line is none.
+#[test]
+fn a_commands_own_password_flag_holds_its_password() {
+    assert_spans(&[
+        ("cd /srv && unzip -oq -P T4vq9Lw2Rk monthly.zip", "T4vq9Lw2Rk"),
+        ("zip -9 -P T4vq9Lw2Rk -r out.zip data", "T4vq9Lw2Rk"),
+        ("7za x -pT4vq9Lw2Rk -o/tmp/x bundle.7z", "T4vq9Lw2Rk"),
+        ("unrar x -hpT4vq9Lw2Rk pack.rar", "T4vq9Lw2Rk"),
+        ("ipmitool -H bmc3 -U root -P T4vq9Lw2Rk sel list", "T4vq9Lw2Rk"),
+        ("isql -U dbo -P T4vq9Lw2Rk -S TESTSRV", "T4vq9Lw2Rk"),
+        ("mosquitto_sub -u dash -P T4vq9Lw2Rk -t '#'", "T4vq9Lw2Rk"),
+        (
+            "snmpbulkwalk -v3 -u ro -l authNoPriv -a MD5 -A T4vq9Lw2Rk sw2",
+            "T4vq9Lw2Rk",
+        ),
+        (
+            "snmpset -v3 -u rw -l authPriv -a SHA -A \"$A\" -x DES -X W8mz3Kp5Qn sw2 x s y",
+            "W8mz3Kp5Qn",
+        ),
+        (
+            "sendemail -s mx:25 -xu bot -xp T4vq9Lw2Rk -t a@b.example",
+            "T4vq9Lw2Rk",
+        ),
+        ("gh secret set SLACK_HOOK --body T4vq9Lw2Rk", "T4vq9Lw2Rk"),
+        (
+            "curl -sS --cert me.pfx:T4vq9Lw2Rk --cert-type P12 https://x.example",
+            "T4vq9Lw2Rk",
+        ),
+    ]);
+    assert_clean(&[
+        "unzip -P \"$ARCHIVE_PW\" monthly.zip",
+        "zip -e -r out.zip data",
+        "7za x -p -o/tmp/x bundle.7z",
+        "unrar x -hp pack.rar",
+        "ipmitool -H bmc3 -U root -E sel list",
+        "isql -U dbo -P \"$SYB_PW\" -S TESTSRV",
+        "snmpwalk -v3 -u ro -l authNoPriv -a MD5 -A \"$AUTH\" sw2",
+        "mysql -hprod-db.example.com -u app",
+        "tar -A -X exclude.txt -f all.tar part.tar",
+        "gh issue create --body Investigate",
+        "curl --cert C:\\certs\\me.pem https://x.example",
+        "rar: -hp[password] encrypts both file data and headers",
+    ]);
+}
+
+/// Commands that take a password by position: `rabbitmqctl add_user NAME PASS`
+/// (`change_password`), `mosquitto_passwd -b FILE NAME PASS`, `db2 … using PASS`, wpa_cli's
+/// `psk '"PASS"'`, Oracle's `user/PASS@db`, `openssl passwd [-6] [-salt S] PASS`; a variable,
+/// a placeholder, a prompt (`/ as sysdba`, no `using`) or `-stdin` holds none.
+#[test]
+fn a_commands_positional_password_is_read_where_the_command_takes_it() {
+    assert_spans(&[
+        ("sudo rabbitmqctl add_user ci T4vq9Lw2Rk", "T4vq9Lw2Rk"),
+        ("rabbitmqctl change_password ci T4vq9Lw2Rk", "T4vq9Lw2Rk"),
+        ("mosquitto_passwd -b pw.txt cam1 T4vq9Lw2Rk", "T4vq9Lw2Rk"),
+        ("db2 CONNECT TO prod USER etl USING T4vq9Lw2Rk", "T4vq9Lw2Rk"),
+        ("wpa_cli set_network 1 psk '\"T4vq9Lw2Rk\"'", "T4vq9Lw2Rk"),
+        ("sqlplus -L hr/T4vq9Lw2Rk@pdb1 @x.sql", "T4vq9Lw2Rk"),
+        ("impdp hr/T4vq9Lw2Rk directory=d dumpfile=x.dmp", "T4vq9Lw2Rk"),
+        ("HASH=$(openssl passwd -6 -salt ab12 T4vq9Lw2Rk)", "T4vq9Lw2Rk"),
+    ]);
+    assert_clean(&[
+        "rabbitmqctl add_user ci \"$MQ_PW\"",
+        "rabbitmqctl add_user <user> <password>",
+        "rabbitmqctl list_users",
+        "db2 connect to prod user etl",
+        "db2 connect to prod user etl using $DB2PW",
+        "sqlplus / as sysdba",
+        "sqlplus hr@pdb1",
+        "sqlplus hr/${HR_PW}@pdb1",
+        "openssl passwd -6 -stdin < pw.txt",
+        "wpa_cli set_network 1 ssid '\"Lab\"'",
+    ]);
+}
+
+/// Library calls that take a password at a fixed place: .NET's `X509Certificate2(file, PASS)`,
+/// Python's `load_pem_private_key(data, b"PASS")` and `FTP_TLS(host, user, PASS)`, Go's
+/// `pkcs12.Decode(data, PASS)`, PHP's `new PDO(dsn, user, PASS)`, Ruby's
+/// `OpenSSL::PKCS12.new(der, PASS)`, an LDAP `bind(dn, PASS)`, and Java's KeyStore given a
+/// `"…".toCharArray()`; a variable, `None`, a call or a common name's other use is none.
+#[test]
+fn a_library_calls_password_argument_is_a_password() {
+    assert_spans(&[
+        ("c = new X509Certificate2(bytes, \"T4vq9Lw2Rk\");", "T4vq9Lw2Rk"),
+        ("k = load_der_private_key(blob, b'T4vq9Lw2Rk')", "T4vq9Lw2Rk"),
+        ("f = FTP(\"files\", \"me\", \"T4vq9Lw2Rk\")", "T4vq9Lw2Rk"),
+        ("k, c, err := pkcs12.Decode(raw, \"T4vq9Lw2Rk\")", "T4vq9Lw2Rk"),
+        ("$db = new PDO($dsn, 'app', 'T4vq9Lw2Rk');", "T4vq9Lw2Rk"),
+        ("p = OpenSSL::PKCS12.new(der, \"T4vq9Lw2Rk\")", "T4vq9Lw2Rk"),
+        (
+            "ldap.bind(\"uid=svc,ou=apps\", \"T4vq9Lw2Rk\", done)",
+            "T4vq9Lw2Rk",
+        ),
+        ("trust.load(null, \"T4vq9Lw2Rk\".toCharArray());", "T4vq9Lw2Rk"),
+    ]);
+    assert_clean(&[
+        "c = new X509Certificate2(bytes, pfxPassword);",
+        "k = load_der_private_key(blob, None)",
+        "f = FTP(\"files\", \"me\", os.environ[\"FTP_PW\"])",
+        "$db = new PDO($dsn, 'app', getenv('DB_PW'));",
+        "handler.bind(this, \"T4vq9Lw2Rk\")",
+        "cfg.load(\"settings\", \"T4vq9Lw2Rk\")",
+        "ftp.login('anonymous', 'me@')",
+        "user = UsmUserData(\"ro\", \"authName\", \"privName\")",
+    ]);
+}

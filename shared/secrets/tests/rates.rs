@@ -31,6 +31,7 @@ const REPO_SUPERVISOR: &str = include_str!("../../../tests/fixtures/secrets_prob
 const SHHGIT: &str = include_str!("../../../tests/fixtures/secrets_probe_shhgit.txt");
 const HORUSEC: &str = include_str!("../../../tests/fixtures/secrets_probe_horusec.txt");
 const PROVIDER_FORMATS: &str = include_str!("../../../tests/fixtures/secrets_probe_provider_formats.txt");
+const COMMANDS: &str = include_str!("../../../tests/fixtures/secrets_probe_commands.txt");
 const DOC: &str = include_str!("../../../docs/secret-filter.md");
 const README: &str = include_str!("../../../README.md");
 const BEGIN: &str = "<!-- rates: computed by shared/secrets/tests/rates.rs -->\n";
@@ -78,6 +79,7 @@ const FLOORS: &[(&str, f64, f64)] = &[
     ("shhgit", 100.0, 0.0),
     ("horusec", 100.0, 0.0),
     ("provider-formats", 100.0, 1.9),
+    ("commands", 95.3, 0.9),
 ];
 
 /// What each source is, for the table.
@@ -220,6 +222,10 @@ const LABELS: &[(&str, &str)] = &[
         "provider-formats",
         "36 provider token formats (nuclei-templates, vendor docs), random, in 18 new prompt shapes (a Postman collection, a HAR header, a crontab, a systemd unit, a Jupyter cell, a Grafana datasource, Swift, Kotlin, Dart; with no key word: a sentence, a URL's query, a script's argument), `tests/fixtures/secrets_probe_provider_formats.txt`",
     ),
+    (
+        "commands",
+        "passwords passed by position or by a command's own flag to 50 commands and 36 library calls, random, with look-alikes (variables, prompts, placeholders, help text, API docs) in six prompt shapes, `tests/fixtures/secrets_probe_commands.txt`",
+    ),
 ];
 
 #[derive(Default)]
@@ -304,6 +310,7 @@ fn rates() -> BTreeMap<String, Rates> {
         SHHGIT,
         HORUSEC,
         PROVIDER_FORMATS,
+        COMMANDS,
     ] {
         score(
             fixture,
