@@ -8137,3 +8137,19 @@ fn letters_and_digits_name_no_secret_only_in_their_own_shapes() {
     );
     assert!(find_secret("DEPLOY_PASSWORD=Kx9mQ2zTb7VwR4pN8cLf3HsJ").is_some());
 }
+
+/// After a prefix as distinctive as Anthropic's `sk-ant-api0N-`, a random body of another length
+/// or ending than the documented one is still a key (the format has changed before); a body of
+/// words, filler or an illustration too short to be a key stays ordinary.
+#[test]
+fn a_distinctive_prefix_with_a_random_body_of_another_length_is_a_key() {
+    assert_found(&[
+        "export ANTHROPIC=sk-ant-api03-RLrjcwNldl_fIU909ciUcQOC_ff4ZYAbrgq_L2OyPbuGPzKuGkSBul7_1dS4vEbLofc2cdS4gRl_4o1vrChR6WToTE",
+        "it is sk-ant-api02-DxBTJhzTtIckPe51AQuvijZeFauzwYRQR1qzI_yat-W5nb8KOvjAQaVIx3Zyyeac6GWtAYrRH7sWp7VUqovJcICvKLu_Xo7pdhgCvwRJXbZ3Y6QR still works",
+    ]);
+    assert_clean(&[
+        "keys look like sk-ant-api03-aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+        "the format is sk-ant-api03-abc123-def456-ghi789 and so on",
+        "set it to sk-ant-api03-put-your-own-anthropic-api-key-in-this-place-before-you-run-the-sample-app",
+    ]);
+}
