@@ -8153,3 +8153,21 @@ fn a_distinctive_prefix_with_a_random_body_of_another_length_is_a_key() {
         "set it to sk-ant-api03-put-your-own-anthropic-api-key-in-this-place-before-you-run-the-sample-app",
     ]);
 }
+
+/// Where a noun comes before its name (Italian, French), capitalised words between the secret word
+/// and `is` name the provider: the random value after them is the secret. A word saying what
+/// about the key it is (`ID`, `URL`, `Type`) names none, and a value of words stays a sentence.
+#[test]
+fn a_provider_named_between_a_secret_word_and_is_leaves_the_value_judged() {
+    assert_found(&[
+        "il token Fastly è Qx8vLm2RtY7nKp4ZwJ6cHs9D, ma non va",
+        "la clé Mailjet Pro est 9fK2mXq7LpR4tZ8wVn3cYb6H depuis hier",
+    ]);
+    assert_clean(&[
+        "the key ID is 7d3f9a2b1c4e5f60a8b9",
+        "la chiave ID è 7d3f9a2b1c4e5f60a8b9",
+        "the token URL is https://auth.example.com/x7Gk29QpLmZ3",
+        "il token JWT è scaduto ieri",
+        "la chiave Redis è user:session:42",
+    ]);
+}
