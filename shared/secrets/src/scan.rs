@@ -760,11 +760,21 @@ impl<'t> Scan<'t> {
     }
 
     /// A Mailchimp API key: 32 lowercase hex characters, `-us` and the data center's number (gitleaks:
-    /// mailchimp-api-key; detect-secrets: MailchimpDetector). The suffix is its own keyword.
+    /// mailchimp-api-key; detect-secrets: MailchimpDetector). The suffix is its own keyword: before
+    /// it, 32 random letters and digits of both cases (a key re-encoded, or a test key of another
+    /// alphabet) are as much a key. Hex in mixed case is neither: a key's hex is lowercase.
     pub(crate) fn mailchimp_at(&mut self, i: usize) {
         let bytes = self.bytes;
         let dc = run_end_max(bytes, i + 35, 3, |b| b.is_ascii_digit());
-        if random_lower_hex(&bytes[i..i + 32])
+        let body = &bytes[i..i + 32];
+        let random_alnum = || {
+            body.iter().all(u8::is_ascii_alphanumeric)
+                && !body.iter().all(u8::is_ascii_hexdigit)
+                && crate::chars::mixed_case(body)
+                && has_digit(body)
+                && crate::chars::looks_random(body, 32)
+        };
+        if (random_lower_hex(body) || random_alnum())
             && (1..=2).contains(&(dc - i - 35))
             && !token_continues_at(self.text, dc)
         {

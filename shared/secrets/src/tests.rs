@@ -8171,3 +8171,15 @@ fn a_provider_named_between_a_secret_word_and_is_leaves_the_value_judged() {
         "la chiave Redis è user:session:42",
     ]);
 }
+
+/// Mailchimp's data-center suffix (`-us` and a number) after 32 random letters and digits of both
+/// cases marks a key as it does after lowercase hex; hex in mixed case, or a name's words before
+/// the suffix, does not.
+#[test]
+fn a_data_center_suffix_after_random_letters_and_digits_is_a_mailchimp_key() {
+    assert_found(&["newsletter client uses L8Z8UcrakRFNWWSkCqbKYhTWj31TX9Nn-us14 since May"]);
+    assert_clean(&[
+        "newsletter client uses 51AB7e09cd44F2a61b0E98c3dd7A5f26-us14 since May",
+        "the bucket is ReleaseArtifactsForMobileAppBuild2-us1 in S3",
+    ]);
+}
