@@ -4105,11 +4105,12 @@ pub(crate) fn is_auth_scheme(v: &[u8]) -> bool {
 /// Skips `is`, `was`, `to`, `:` and similar words between a secret word and its value in prose,
 /// or a short phrase ending with `:` (`password for staging: …`).
 pub(crate) fn skip_fillers(bytes: &[u8], start: usize) -> usize {
-    // `is` in English, German, French, Spanish, Portuguese, Dutch and Italian (`é`, `è`).
+    // `is` in English, German, French, Spanish, Portuguese, Dutch and Italian (`é`, `è`), and a
+    // note's `=` or `==`.
     let is = |w: &[u8]| {
         matches!(
             w,
-            b"is" | b"was" | b"=" | b"ist" | b"lautet" | b"est" | b"es" | b"\xc3\xa9" | b"\xc3\xa8"
+            b"is" | b"was" | b"=" | b"==" | b"ist" | b"lautet" | b"est" | b"es" | b"\xc3\xa9" | b"\xc3\xa8"
         )
     };
     // `for prod`, `on staging`, `in CI`, `für prod`, `do banco`, `voor prod`: a phrase naming
@@ -4148,10 +4149,13 @@ pub(crate) fn skip_fillers(bytes: &[u8], start: usize) -> usize {
         }
         // A name is a short word of letters (the value itself, `key Kx9mQ2 was …`, is none); a
         // word saying what about the key it is (`key ID is …`, `token URL is …`) names no provider.
-        named &= word[0].is_ascii_uppercase()
-            && word.len() <= 16
-            && word.iter().all(u8::is_ascii_alphabetic)
-            && !crate::words::qualified_after(word);
+        // An index of one or two digits numbers the key (`token 1 == …`, `api key 2 = …`).
+        let index = word.len() <= 2 && word.iter().all(u8::is_ascii_digit);
+        named &= index
+            || word[0].is_ascii_uppercase()
+                && word.len() <= 16
+                && word.iter().all(u8::is_ascii_alphabetic)
+                && !crate::words::qualified_after(word);
         pos = skip_blank(bytes, end);
     }
     let mut pos = start;

@@ -8183,3 +8183,19 @@ fn a_data_center_suffix_after_random_letters_and_digits_is_a_mailchimp_key() {
         "the bucket is ReleaseArtifactsForMobileAppBuild2-us1 in S3",
     ]);
 }
+
+/// An index of one or two digits after a secret word numbers the key (`token 1 == …`, `key 2 = …`
+/// in a note): the value after `=`, `==` or `is` is judged as it is without the index. A step's
+/// number, or words after the index, stay ordinary.
+#[test]
+fn an_index_between_a_secret_word_and_its_value_numbers_the_key() {
+    assert_found(&[
+        "backup token 2 == 9c41e07b5fd2a83e61c0b47d92f5ae18c3d6b470",
+        "api key 3 = Vq7Lm2XpR9tZ4wKc8Nb3",
+    ]);
+    assert_clean(&[
+        "step 2 = 9c41e07b5fd2a83e61c0b47d92f5ae18c3d6b470",
+        "the key 12 = value",
+        "password 1 == hunter",
+    ]);
+}
