@@ -5218,6 +5218,32 @@ pub(crate) fn labelled_value(bytes: &[u8], end: usize, found: &mut Vec<Finding>)
 }
 
 /// The generated tokens on a line starting at `start` that names a secret, pushed to `found`.
+/// Whether `line` says the value on it will be rotated or revoked (`I'll rotate it`, `revoke it
+/// after the demo`): only a credential is, so an id's shape on it (a UUID, bare hex) is one too.
+/// `rotate the logs` or `rotated the image` say nothing of a value.
+fn rotated_it(line: &[u8]) -> bool {
+    [&b"rotate it"[..], b"revoke it"].iter().any(|w| {
+        memchr::memmem::find_iter(line, &w[1..]).any(|at| {
+            at > 0
+                && line[at - 1] | 0x20 == w[0]
+                && line
+                    .get(at + w.len() - 1)
+                    .is_none_or(|b| !b.is_ascii_alphanumeric())
+        })
+    })
+}
+
+/// A UUID or a run of 32 to 64 hex digits: an id's shape, a credential's too where the line says
+/// so (see [`rotated_it`]).
+fn id_shaped_token(t: &[u8]) -> bool {
+    crate::judge::uuid(t)
+        || (32..=64).contains(&t.len())
+            && t.iter().all(u8::is_ascii_hexdigit)
+            && has_digit(t)
+            && t.iter().any(u8::is_ascii_alphabetic)
+            && !crate::rules::filler_like(t)
+}
+
 pub(crate) fn line_tokens(line: &[u8], start: usize, found: &mut Vec<Finding>) {
     let mut t = 0;
     while t < line.len() {
@@ -5253,7 +5279,8 @@ pub(crate) fn line_tokens(line: &[u8], start: usize, found: &mut Vec<Finding>) {
             && after_ok
             && !elided
             && !jwt_header(&line[t..te])
-            && generated_token(&line[t..te])
+            // (The line is searched for `rotate it` only when an id's shape is on it.)
+            && (generated_token(&line[t..te]) || id_shaped_token(&line[t..te]) && rotated_it(line))
             && !named_id(&line[..t], &line[t..te])
             && !digest_after_key_word(&line[..t], &line[t..te])
         {

@@ -8199,3 +8199,19 @@ fn an_index_between_a_secret_word_and_its_value_numbers_the_key() {
         "password 1 == hunter",
     ]);
 }
+
+/// A line that says its value will be rotated or revoked (`rotate it`, `revoke it`) makes a UUID
+/// or bare hex on it a credential, as only a credential is rotated; an id named as one, or a
+/// line that rotates logs or an image, stays ordinary.
+#[test]
+fn a_line_that_rotates_its_value_makes_an_ids_shape_a_credential() {
+    assert_found(&[
+        "try 0f4c2a9e-7b31-4d58-9e62-c1a8b3d07f45 on staging, then revoke it",
+        "the webhook works with 3e9a71c4d8b2f06e5a19c7d4b82e0f63 for now; rotate it Friday",
+    ]);
+    assert_clean(&[
+        "rotate the logs for 0f4c2a9e-7b31-4d58-9e62-c1a8b3d07f45 nightly",
+        "job 0f4c2a9e-7b31-4d58-9e62-c1a8b3d07f45 failed again, rotate it to the next runner",
+        "we revoke items listed in 0f4c2a9e-7b31-4d58-9e62-c1a8b3d07f45 weekly",
+    ]);
+}
