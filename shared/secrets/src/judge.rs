@@ -4151,11 +4151,12 @@ pub(crate) fn skip_fillers(bytes: &[u8], start: usize) -> usize {
         // word saying what about the key it is (`key ID is …`, `token URL is …`) names no provider.
         // An index of one or two digits numbers the key (`token 1 == …`, `api key 2 = …`).
         let index = word.len() <= 2 && word.iter().all(u8::is_ascii_digit);
-        named &= index
-            || word[0].is_ascii_uppercase()
-                && word.len() <= 16
-                && word.iter().all(u8::is_ascii_alphabetic)
-                && !crate::words::qualified_after(word);
+        named = named
+            && (index
+                || word[0].is_ascii_uppercase()
+                    && word.len() <= 16
+                    && word.iter().all(u8::is_ascii_alphabetic)
+                    && !crate::words::qualified_after(word));
         pos = skip_blank(bytes, end);
     }
     let mut pos = start;

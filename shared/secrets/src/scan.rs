@@ -5068,7 +5068,7 @@ pub(crate) fn same_line_tokens(bytes: &[u8], found: &mut Vec<Finding>, name_word
         // (The line's words are read for a public word's only when a token was found.)
         if reach <= start && line.len() <= 4096 {
             let tokens = found.len();
-            line_tokens(line, start, found);
+            line_tokens(line, start, found, rotate_it_at(bytes, k, run));
             if line.trim_ascii_end().ends_with(b":") {
                 labelled_value(bytes, end, found);
             }
@@ -5218,23 +5218,19 @@ pub(crate) fn labelled_value(bytes: &[u8], end: usize, found: &mut Vec<Finding>)
 }
 
 /// The generated tokens on a line starting at `start` that names a secret, pushed to `found`.
-/// Whether `line` says the value on it will be rotated or revoked (`I'll rotate it`, `revoke it
-/// after the demo`): only a credential is, so an id's shape on it (a UUID, bare hex) is one too.
-/// `rotate the logs` or `rotated the image` say nothing of a value.
-fn rotated_it(line: &[u8]) -> bool {
-    [&b"rotate it"[..], b"revoke it"].iter().any(|w| {
-        memchr::memmem::find_iter(line, &w[1..]).any(|at| {
-            at > 0
-                && line[at - 1] | 0x20 == w[0]
-                && line
-                    .get(at + w.len() - 1)
-                    .is_none_or(|b| !b.is_ascii_alphanumeric())
-        })
-    })
+/// Whether the word `bytes[k..run]` that names a credential on its line says the value will be
+/// rotated or revoked (`I'll rotate it`, `revoke it after the demo`): only a credential is, so
+/// an id's shape on the line (a UUID, bare hex) is one too. `rotate the logs` or `rotated the
+/// image` say nothing of a value.
+fn rotate_it_at(bytes: &[u8], k: usize, run: usize) -> bool {
+    let word = &bytes[k..run];
+    (word.eq_ignore_ascii_case(b"rotate") || word.eq_ignore_ascii_case(b"revoke"))
+        && bytes[run..].starts_with(b" it")
+        && bytes.get(run + 3).is_none_or(|b| !b.is_ascii_alphanumeric())
 }
 
 /// A UUID or a run of 32 to 64 hex digits: an id's shape, a credential's too where the line says
-/// so (see [`rotated_it`]).
+/// so (see [`rotate_it_at`]).
 fn id_shaped_token(t: &[u8]) -> bool {
     crate::judge::uuid(t)
         || (32..=64).contains(&t.len())
@@ -5244,7 +5240,9 @@ fn id_shaped_token(t: &[u8]) -> bool {
             && !crate::rules::filler_like(t)
 }
 
-pub(crate) fn line_tokens(line: &[u8], start: usize, found: &mut Vec<Finding>) {
+/// `ids`: the line says its value will be rotated (see [`rotate_it_at`]), and an id's shape on
+/// it counts.
+pub(crate) fn line_tokens(line: &[u8], start: usize, found: &mut Vec<Finding>, ids: bool) {
     let mut t = 0;
     while t < line.len() {
         // A value that fills braces (`{COQLCE6DU6GtcS5P=}`) is a slot or Maven's encrypted form,
@@ -5280,7 +5278,7 @@ pub(crate) fn line_tokens(line: &[u8], start: usize, found: &mut Vec<Finding>) {
             && !elided
             && !jwt_header(&line[t..te])
             // (The line is searched for `rotate it` only when an id's shape is on it.)
-            && (generated_token(&line[t..te]) || id_shaped_token(&line[t..te]) && rotated_it(line))
+            && (generated_token(&line[t..te]) || ids && id_shaped_token(&line[t..te]))
             && !named_id(&line[..t], &line[t..te])
             && !digest_after_key_word(&line[..t], &line[t..te])
         {
