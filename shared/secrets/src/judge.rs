@@ -4105,12 +4105,11 @@ pub(crate) fn is_auth_scheme(v: &[u8]) -> bool {
 /// Skips `is`, `was`, `to`, `:` and similar words between a secret word and its value in prose,
 /// or a short phrase ending with `:` (`password for staging: …`).
 pub(crate) fn skip_fillers(bytes: &[u8], start: usize) -> usize {
-    // `is` in English, German, French, Spanish, Portuguese, Dutch and Italian (`é`, `è`), and a
-    // note's `=` or `==`.
+    // `is` in English, German, French, Spanish, Portuguese, Dutch and Italian (`é`, `è`).
     let is = |w: &[u8]| {
         matches!(
             w,
-            b"is" | b"was" | b"=" | b"==" | b"ist" | b"lautet" | b"est" | b"es" | b"\xc3\xa9" | b"\xc3\xa8"
+            b"is" | b"was" | b"=" | b"ist" | b"lautet" | b"est" | b"es" | b"\xc3\xa9" | b"\xc3\xa8"
         )
     };
     // `for prod`, `on staging`, `in CI`, `für prod`, `do banco`, `voor prod`: a phrase naming
@@ -4144,15 +4143,16 @@ pub(crate) fn skip_fillers(bytes: &[u8], start: usize) -> usize {
         }
         let word = &bytes[pos..end];
         // `password for staging: …`, `password for prod is …`
-        if bytes[end - 1] == b':' || pos > start && (scoped || named) && is(word) {
+        // (A note's `==` too, after a name or an index: `token 1 == …`.)
+        if bytes[end - 1] == b':' || pos > start && (scoped || named) && (is(word) || named && word == b"==")
+        {
             return skip_blank(bytes, end);
         }
         // A name is a short word of letters (the value itself, `key Kx9mQ2 was …`, is none); a
         // word saying what about the key it is (`key ID is …`, `token URL is …`) names no provider.
         // An index of one or two digits numbers the key (`token 1 == …`, `api key 2 = …`).
-        let index = word.len() <= 2 && word.iter().all(u8::is_ascii_digit);
         named = named
-            && (index
+            && (word.len() <= 2 && word.iter().all(u8::is_ascii_digit)
                 || word[0].is_ascii_uppercase()
                     && word.len() <= 16
                     && word.iter().all(u8::is_ascii_alphabetic)
