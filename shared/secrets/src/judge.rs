@@ -4132,6 +4132,9 @@ pub(crate) fn skip_fillers(bytes: &[u8], start: usize) -> usize {
             | b"voor"
     );
     let mut pos = start;
+    // `chiave Ghost è …`, `clé Fastly est …`, `token Pusher Beams is …`: where a noun comes before
+    // its name, capitalised words between the secret word and `is` name the provider.
+    let mut named = true;
     // `password for the user "bob" is …`: up to five words name whose it is.
     for _ in 0..6 {
         let end = run_end_max(bytes, pos, 256, |b| !b.is_ascii_whitespace());
@@ -4140,9 +4143,20 @@ pub(crate) fn skip_fillers(bytes: &[u8], start: usize) -> usize {
         }
         let word = &bytes[pos..end];
         // `password for staging: …`, `password for prod is …`
-        if bytes[end - 1] == b':' || pos > start && scoped && is(word) {
+        // (A note's `==` too, after a name or an index: `token 1 == …`.)
+        if bytes[end - 1] == b':' || pos > start && (scoped || named) && (is(word) || named && word == b"==")
+        {
             return skip_blank(bytes, end);
         }
+        // A name is a short word of letters (the value itself, `key Kx9mQ2 was …`, is none); a
+        // word saying what about the key it is (`key ID is …`, `token URL is …`) names no provider.
+        // An index of one or two digits numbers the key (`token 1 == …`, `api key 2 = …`).
+        named = named
+            && (word.len() <= 2 && word.iter().all(u8::is_ascii_digit)
+                || word[0].is_ascii_uppercase()
+                    && word.len() <= 16
+                    && word.iter().all(u8::is_ascii_alphabetic)
+                    && !crate::words::qualified_after(word));
         pos = skip_blank(bytes, end);
     }
     let mut pos = start;

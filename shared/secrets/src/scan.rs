@@ -772,11 +772,21 @@ impl<'t> Scan<'t> {
     }
 
     /// A Mailchimp API key: 32 lowercase hex characters, `-us` and the data center's number (gitleaks:
-    /// mailchimp-api-key; detect-secrets: MailchimpDetector). The suffix is its own keyword.
+    /// mailchimp-api-key; detect-secrets: MailchimpDetector). The suffix is its own keyword: before
+    /// it, 32 random letters and digits of both cases (a key re-encoded, or a test key of another
+    /// alphabet) are as much a key. Hex in mixed case is neither: a key's hex is lowercase.
     pub(crate) fn mailchimp_at(&mut self, i: usize) {
         let bytes = self.bytes;
         let dc = run_end_max(bytes, i + 35, 3, |b| b.is_ascii_digit());
-        if random_lower_hex(&bytes[i..i + 32])
+        let body = &bytes[i..i + 32];
+        let random_alnum = || {
+            body.iter().all(u8::is_ascii_alphanumeric)
+                && !body.iter().all(u8::is_ascii_hexdigit)
+                && crate::chars::mixed_case(body)
+                && has_digit(body)
+                && crate::chars::looks_random(body, 32)
+        };
+        if (random_lower_hex(body) || random_alnum())
             && (1..=2).contains(&(dc - i - 35))
             && !token_continues_at(self.text, dc)
         {
@@ -5255,7 +5265,7 @@ pub(crate) fn same_line_tokens(bytes: &[u8], found: &mut Vec<Finding>, name_word
         // (The line's words are read for a public word's only when a token was found.)
         if reach <= start && line.len() <= 4096 {
             let tokens = found.len();
-            line_tokens(line, start, found);
+            line_tokens(line, start, found, rotate_it_at(bytes, k, run));
             if line.trim_ascii_end().ends_with(b":") {
                 labelled_value(bytes, end, found);
             }
@@ -5405,7 +5415,31 @@ pub(crate) fn labelled_value(bytes: &[u8], end: usize, found: &mut Vec<Finding>)
 }
 
 /// The generated tokens on a line starting at `start` that names a secret, pushed to `found`.
-pub(crate) fn line_tokens(line: &[u8], start: usize, found: &mut Vec<Finding>) {
+/// Whether the word `bytes[k..run]` that names a credential on its line says the value will be
+/// rotated or revoked (`I'll rotate it`, `revoke it after the demo`): only a credential is, so
+/// an id's shape on the line (a UUID, bare hex) is one too. `rotate the logs` or `rotated the
+/// image` say nothing of a value.
+fn rotate_it_at(bytes: &[u8], k: usize, run: usize) -> bool {
+    let word = &bytes[k..run];
+    (word.eq_ignore_ascii_case(b"rotate") || word.eq_ignore_ascii_case(b"revoke"))
+        && bytes[run..].starts_with(b" it")
+        && bytes.get(run + 3).is_none_or(|b| !b.is_ascii_alphanumeric())
+}
+
+/// A UUID or a run of 32 to 64 hex digits: an id's shape, a credential's too where the line says
+/// so (see [`rotate_it_at`]).
+fn id_shaped_token(t: &[u8]) -> bool {
+    crate::judge::uuid(t)
+        || (32..=64).contains(&t.len())
+            && t.iter().all(u8::is_ascii_hexdigit)
+            && has_digit(t)
+            && t.iter().any(u8::is_ascii_alphabetic)
+            && !crate::rules::filler_like(t)
+}
+
+/// `ids`: the line says its value will be rotated (see [`rotate_it_at`]), and an id's shape on
+/// it counts.
+pub(crate) fn line_tokens(line: &[u8], start: usize, found: &mut Vec<Finding>, ids: bool) {
     let mut t = 0;
     while t < line.len() {
         // A value that fills braces (`{COQLCE6DU6GtcS5P=}`) is a slot or Maven's encrypted form,
@@ -5440,7 +5474,8 @@ pub(crate) fn line_tokens(line: &[u8], start: usize, found: &mut Vec<Finding>) {
             && after_ok
             && !elided
             && !jwt_header(&line[t..te])
-            && generated_token(&line[t..te])
+            // (The line is searched for `rotate it` only when an id's shape is on it.)
+            && (generated_token(&line[t..te]) || ids && id_shaped_token(&line[t..te]))
             && !named_id(&line[..t], &line[t..te])
             && !digest_after_key_word(&line[..t], &line[t..te])
         {

@@ -8247,3 +8247,81 @@ fn a_library_calls_password_argument_is_a_password() {
         "user = UsmUserData(\"ro\", \"authName\", \"privName\")",
     ]);
 }
+
+/// After a prefix as distinctive as Anthropic's `sk-ant-api0N-`, a random body of another length
+/// or ending than the documented one is still a key (the format has changed before); a body of
+/// words, filler or an illustration too short to be a key stays ordinary.
+#[test]
+fn a_distinctive_prefix_with_a_random_body_of_another_length_is_a_key() {
+    assert_found(&[
+        "export ANTHROPIC=sk-ant-api03-RLrjcwNldl_fIU909ciUcQOC_ff4ZYAbrgq_L2OyPbuGPzKuGkSBul7_1dS4vEbLofc2cdS4gRl_4o1vrChR6WToTE",
+        "it is sk-ant-api02-DxBTJhzTtIckPe51AQuvijZeFauzwYRQR1qzI_yat-W5nb8KOvjAQaVIx3Zyyeac6GWtAYrRH7sWp7VUqovJcICvKLu_Xo7pdhgCvwRJXbZ3Y6QR still works",
+    ]);
+    assert_clean(&[
+        "keys look like sk-ant-api03-aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+        "the format is sk-ant-api03-abc123-def456-ghi789 and so on",
+        "set it to sk-ant-api03-put-your-own-anthropic-api-key-in-this-place-before-you-run-the-sample-app",
+    ]);
+}
+
+/// Where a noun comes before its name (Italian, French), capitalised words between the secret word
+/// and `is` name the provider: the random value after them is the secret. A word saying what
+/// about the key it is (`ID`, `URL`, `Type`) names none, and a value of words stays a sentence.
+#[test]
+fn a_provider_named_between_a_secret_word_and_is_leaves_the_value_judged() {
+    assert_found(&[
+        "il token Fastly è Qx8vLm2RtY7nKp4ZwJ6cHs9D, ma non va",
+        "la clé Mailjet Pro est 9fK2mXq7LpR4tZ8wVn3cYb6H depuis hier",
+    ]);
+    assert_clean(&[
+        "the key ID is 7d3f9a2b1c4e5f60a8b9",
+        "la chiave ID è 7d3f9a2b1c4e5f60a8b9",
+        "the token URL is https://auth.example.com/x7Gk29QpLmZ3",
+        "il token JWT è scaduto ieri",
+        "la chiave Redis è user:session:42",
+    ]);
+}
+
+/// Mailchimp's data-center suffix (`-us` and a number) after 32 random letters and digits of both
+/// cases marks a key as it does after lowercase hex; hex in mixed case, or a name's words before
+/// the suffix, does not.
+#[test]
+fn a_data_center_suffix_after_random_letters_and_digits_is_a_mailchimp_key() {
+    assert_found(&["newsletter client uses L8Z8UcrakRFNWWSkCqbKYhTWj31TX9Nn-us14 since May"]);
+    assert_clean(&[
+        "newsletter client uses 51AB7e09cd44F2a61b0E98c3dd7A5f26-us14 since May",
+        "the bucket is ReleaseArtifactsForMobileAppBuild2-us1 in S3",
+    ]);
+}
+
+/// An index of one or two digits after a secret word numbers the key (`token 1 == …`, `key 2 = …`
+/// in a note): the value after `=`, `==` or `is` is judged as it is without the index. A step's
+/// number, or words after the index, stay ordinary.
+#[test]
+fn an_index_between_a_secret_word_and_its_value_numbers_the_key() {
+    assert_found(&[
+        "backup token 2 == 9c41e07b5fd2a83e61c0b47d92f5ae18c3d6b470",
+        "api key 3 = Vq7Lm2XpR9tZ4wKc8Nb3",
+    ]);
+    assert_clean(&[
+        "step 2 = 9c41e07b5fd2a83e61c0b47d92f5ae18c3d6b470",
+        "the key 12 = value",
+        "password 1 == hunter",
+    ]);
+}
+
+/// A line that says its value will be rotated or revoked (`rotate it`, `revoke it`) makes a UUID
+/// or bare hex on it a credential, as only a credential is rotated; an id named as one, or a
+/// line that rotates logs or an image, stays ordinary.
+#[test]
+fn a_line_that_rotates_its_value_makes_an_ids_shape_a_credential() {
+    assert_found(&[
+        "try 0f4c2a9e-7b31-4d58-9e62-c1a8b3d07f45 on staging, then revoke it",
+        "the webhook works with 3e9a71c4d8b2f06e5a19c7d4b82e0f63 for now; rotate it Friday",
+    ]);
+    assert_clean(&[
+        "rotate the logs for 0f4c2a9e-7b31-4d58-9e62-c1a8b3d07f45 nightly",
+        "job 0f4c2a9e-7b31-4d58-9e62-c1a8b3d07f45 failed again, rotate it to the next runner",
+        "we revoke items listed in 0f4c2a9e-7b31-4d58-9e62-c1a8b3d07f45 weekly",
+    ]);
+}
