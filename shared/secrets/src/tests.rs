@@ -8137,3 +8137,24 @@ fn letters_and_digits_name_no_secret_only_in_their_own_shapes() {
     );
     assert!(find_secret("DEPLOY_PASSWORD=Kx9mQ2zTb7VwR4pN8cLf3HsJ").is_some());
 }
+
+/// A key ending in a setting's word (encryption, lifespan, duration) is read as a weak word's:
+/// a generated value under it is a secret, a method or a duration is not. A security question's
+/// answer is the secret itself.
+#[test]
+fn setting_words_after_a_secret_word_still_catch_generated_values() {
+    assert_found(&[
+        "ADMIN_SECRET_ENCRYPTION=Pw3Jr8Tz1Vb6Nk4Xm9Qc2Ls7Hd5Fg0Ye",
+        "jwt_secret_lifespan: \"Ua5Zc9Re2Wq7Mt3Ky8Lp1Hb6Nx4Dv0Gs\"",
+        "refreshTokenDuration = 'Lm7Qp2Xz8Wn4Rt9Kv3Bc6Hy1Js5Df0Ga'",
+        "sso_password_encryption: Tb6Vx2Kq9Mz4Pn7Wr3Lc8Hj1Sd5Fy0Ga",
+        "recovery_password_question_answer = Tabby1987#",
+    ]);
+    assert_clean(&[
+        "ADMIN_SECRET_ENCRYPTION=aes-128-cbc",
+        "jwt_secret_lifespan: 12h30m0s",
+        "refreshTokenDuration = 86400",
+        "sso_password_encryption: md5",
+        "recovery_password_question = 'Which street did you grow up on?'",
+    ]);
+}
