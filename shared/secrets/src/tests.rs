@@ -8158,3 +8158,21 @@ fn setting_words_after_a_secret_word_still_catch_generated_values() {
         "recovery_password_question = 'Which street did you grow up on?'",
     ]);
 }
+
+/// `Basic user:password` typed plain is the header's scheme only when spelt so and quoted or on a
+/// line about an authorization or a header; `basic` before an image's or a job's `name:tag` is
+/// an adjective.
+#[test]
+fn plain_basic_pairs_need_a_header_context() {
+    assert_found(&[
+        "conn.request(\"GET\", \"/\", headers={\"Authorization\": \"Basic deploy:Wn5vQ8xRz3Lk\"})",
+        "let auth = 'Basic svc-bot:Hf7Tq2mXw9Pa';",
+        "set the auth header to Basic ci_user:Jx4Rm8Kp2Qv7",
+    ]);
+    assert_clean(&[
+        "start from a basic redis:7.2-alpine container",
+        "the Basic Usage:Getting started section of the docs",
+        "a basic postgres:16 sidecar is enough for tests",
+        "Basic example:run the server first",
+    ]);
+}
