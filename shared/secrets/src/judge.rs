@@ -524,7 +524,8 @@ pub(crate) fn unquoted_end(bytes: &[u8], pos: usize, limit: usize, stop: Stop) -
 
 /// Whether the `&name=` at `k`, inside a value read from `pos`, starts a URL query's or a form
 /// body's next field: the value stands in a query (a `?` or `&` before it on its line), or the
-/// field's own value is one a form encoder writes (letters, digits, `-_.*+%`). Otherwise
+/// field's own value is one a form encoder writes (letters, digits, `-_.*+%`, and a path's or a
+/// URL's `/:?@` left unescaped, as in `next=/dashboard`). Otherwise
 /// (`password: Hf4&k=Wd8~Qx2!`) the `&` and what follows are the password's symbols.
 /// (Kept out of line: few values hold a `&name=`.)
 #[inline(never)]
@@ -540,7 +541,11 @@ pub(crate) fn query_field_at(bytes: &[u8], pos: usize, k: usize) -> bool {
     }
     let from = run_end_max(bytes, k + 1, 64, |c| c != b'=') + 1;
     let end = run_end_max(bytes, from, 256, |c| {
-        c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.' | b'*' | b'+' | b'%')
+        c.is_ascii_alphanumeric()
+            || matches!(
+                c,
+                b'-' | b'_' | b'.' | b'*' | b'+' | b'%' | b'/' | b':' | b'?' | b'@'
+            )
     });
     bytes.get(end).is_none_or(|&c| {
         !c.is_ascii_graphic()

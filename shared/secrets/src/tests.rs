@@ -8176,3 +8176,17 @@ fn plain_basic_pairs_need_a_header_context() {
         "Basic example:run the server first",
     ]);
 }
+
+/// A form body's next field may hold a path or a URL unescaped (`next=/home`): the password
+/// before it ends at its `&`, and is judged alone.
+#[test]
+fn form_fields_with_paths_after_a_password_are_ordinary() {
+    assert_found(&[
+        "post password=Tq8vXm2Lk9Wz&next=/account",
+        "the body is password=Hx4!rT9wKm2&redirect=/home",
+    ]);
+    assert_clean(&[
+        "the body is password=letmein&return_to=/settings/profile",
+        "login form: password=changeme&callback=https://example.com/cb",
+    ]);
+}
