@@ -1902,8 +1902,9 @@ pub(crate) fn names_no_secret(v: &[u8]) -> bool {
 /// digits (`hvs.JGbZZaCkOSgsZ56uhGlTK2zy…`).
 pub(crate) fn member_path(v: &[u8]) -> bool {
     // TypeScript's non-null assertion after a member (`tokens.data!.refresh_token!`) is code too;
-    // only where a member follows one, so `Hello.World!` keeps its `!`.
-    let asserted = || v.windows(2).any(|w| w == b"!.");
+    // only where a member follows one, so `Hello.World!` keeps its `!`, and from a variable's
+    // lowercase name: a capitalised start (`Correct.Horse!.Battery!`) is a passphrase's words.
+    let asserted = || v[0].is_ascii_lowercase() && v.windows(2).any(|w| w == b"!.");
     v.contains(&b'.')
         && v.split(|&b| b == b'.')
             .all(|p| name_of_words(p) || p.strip_suffix(b"!").is_some_and(name_of_words) && asserted())

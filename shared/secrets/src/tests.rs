@@ -8190,3 +8190,17 @@ fn form_fields_with_paths_after_a_password_are_ordinary() {
         "login form: password=changeme&callback=https://example.com/cb",
     ]);
 }
+
+/// A non-null assertion between members (`res.body!.token!`) is code from a variable's lowercase
+/// name; capitalised words joined by `!.` are a passphrase.
+#[test]
+fn asserted_member_paths_start_from_a_variable() {
+    assert_found(&[
+        "DB_PASSWORD=Purple.Monkey!.Dishwasher!",
+        "secret: \"Blue.Ocean!.Sunset!\"",
+    ]);
+    assert_clean(&[
+        "const token = res.body!.authToken!;",
+        "password: form.fields!.password!",
+    ]);
+}
