@@ -2402,7 +2402,9 @@ impl<'t> Scan<'t> {
                 let k = p + k;
                 let found = (in_query
                     || bytes[p..k].contains(&b'?')
-                    || matches!(bytes[p], b'$' | b'%') && crate::judge::is_placeholder(&bytes[p..k]))
+                    || matches!(bytes[p], b'$' | b'%')
+                        && crate::judge::is_placeholder(&bytes[p..k])
+                        && variable_name(&bytes[p + 1..k]))
                     && crate::judge::field_name_after(bytes, k);
                 if found {
                     cut = k;
@@ -5590,4 +5592,14 @@ fn basic_header_context(bytes: &[u8], i: usize) -> bool {
     let line = &bytes[line_start..i];
     line.windows(4).any(|w| w.eq_ignore_ascii_case(b"auth"))
         || line.windows(6).any(|w| w.eq_ignore_ascii_case(b"header"))
+}
+
+/// Whether the text after a `$` or a `%` names a variable as people name them (`PASS`,
+/// `db_pass`, `{pw}`, `DB_PASS%`), not a generated value that starts with the sign
+/// (`$Hq7kPz2vM9`): both cases of letters and a digit mixed is no variable's name.
+fn variable_name(name: &[u8]) -> bool {
+    matches!(name.first(), Some(b'{' | b'('))
+        || !(name.iter().any(u8::is_ascii_uppercase)
+            && name.iter().any(u8::is_ascii_lowercase)
+            && name.iter().any(u8::is_ascii_digit))
 }

@@ -8204,3 +8204,18 @@ fn asserted_member_paths_start_from_a_variable() {
         "password: form.fields!.password!",
     ]);
 }
+
+/// A form body's field holding a variable ends at its `&` (`password=$PASS&…`); a generated
+/// password that starts with `$` or `%` is the secret, not a reference.
+#[test]
+fn form_references_are_variable_names() {
+    assert_found(&[
+        "curl -d \"password=%Wq8rT3nLz5K&grant_type=password\" $URL",
+        "fetch(u, { body: \"password=$Tz4mKq9Wx2R&grant_type=password\" })",
+    ]);
+    assert_clean(&[
+        "curl -d \"password=$ADMIN_PW&grant_type=password\" $URL",
+        "body = `password=${creds.pw}&scope=openid`",
+        "set DATA=password=%svc_pass%&grant_type=password",
+    ]);
+}
