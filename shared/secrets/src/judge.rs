@@ -1612,7 +1612,8 @@ pub(crate) fn random_after_slash(v: &[u8]) -> bool {
 }
 
 /// A Go struct field's tag: `name:"…"` pairs parted by blanks (`json:"keys,omitempty" yaml:"keys"`),
-/// each name a lowercase word.
+/// each name a lowercase word and each tag's value names (`keys,omitempty`, `user_id`), not a
+/// password's symbols or a generated run (`db:"Xk9#mQ2$vL"`).
 pub(crate) fn struct_tag(v: &[u8]) -> bool {
     v.contains(&b':')
         && v.split(|&b| b == b' ').filter(|p| !p.is_empty()).all(|pair| {
@@ -1620,8 +1621,21 @@ pub(crate) fn struct_tag(v: &[u8]) -> bool {
                 .iter()
                 .take_while(|&&b| b.is_ascii_lowercase() || b == b'_')
                 .count();
-            name > 0 && pair[name..].starts_with(b":\"") && pair.len() > name + 2 && pair.ends_with(b"\"")
+            name > 0
+                && pair[name..].starts_with(b":\"")
+                && pair.len() > name + 2
+                && pair.ends_with(b"\"")
+                && names_only(&pair[name + 2..pair.len() - 1])
         })
+}
+
+/// Whether `v` is names parted by `/ . - _ ,` (`keys,omitempty`, `src/x.go`): no other symbol,
+/// and no part mixing both cases of letters with a digit, as a generated run does (`Qm2vLp`).
+fn names_only(v: &[u8]) -> bool {
+    v.iter()
+        .all(|&b| b.is_ascii_alphanumeric() || matches!(b, b'/' | b'.' | b'-' | b'_' | b','))
+        && v.split(|&b| matches!(b, b'/' | b'.' | b'-' | b'_' | b','))
+            .all(|part| !(mixed_case(part) && has_digit(part)))
 }
 
 /// A file's path relative to a directory (`certs/IT.F.s/OP-2nd.txt`, a diff's `b/src/x.go`): folders
@@ -1640,8 +1654,8 @@ pub(crate) fn relative_file_path(v: &[u8]) -> bool {
         && ext.len() + 1 < name.len()
         && (1..=5).contains(&ext.len())
         && ext.iter().all(u8::is_ascii_lowercase)
-        && v.iter()
-            .all(|&b| b.is_ascii_alphanumeric() || matches!(b, b'/' | b'.' | b'-' | b'_'))
+        && !v.contains(&b',')
+        && names_only(v)
         && v.split(|&b| b == b'/').all(|seg| !seg.is_empty())
 }
 

@@ -8219,3 +8219,17 @@ fn form_references_are_variable_names() {
         "set DATA=password=%svc_pass%&grant_type=password",
     ]);
 }
+
+/// A file's path or a struct tag names things: a part mixing both cases with digits, or a
+/// password's symbols, is the secret typed where a path or a tag could stand.
+#[test]
+fn paths_and_struct_tags_hold_names() {
+    assert_found(&[
+        "the admin password is Wq5/Lm8rTz.io",
+        "api_token: `json:\"Rt7#kW2!xP\"`",
+    ]);
+    assert_clean(&[
+        "the admin password is in deploy/prod-2nd/vault.yml",
+        "Token string `json:\"access_token,omitempty\" db:\"token\"`",
+    ]);
+}
