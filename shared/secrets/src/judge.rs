@@ -2539,7 +2539,9 @@ pub(crate) fn named_slot(v: &[u8], key: &[u8]) -> bool {
 
 /// A type named for the key's own word, with words and a number before it, in an annotation
 /// (`tokens: OAuth2Tokens,`, `apiKey: S3ApiKey`): capitalised, a name's words, its last the key's
-/// last word. A password's key is left out: a weak password may be written so.
+/// last word, its numbers a version's or a service's (`OAuth2`, `S3`; a year, as in
+/// `Acme2024Token`, dates a value). A password's key is left out: a weak password may be written
+/// so.
 pub(crate) fn type_named_for_key(v: &[u8], key: &[u8]) -> bool {
     // The key's last word: its lowercase tail and the capital opening it (`Key` of `apiKey`).
     let lower = key.iter().rev().take_while(|b| b.is_ascii_lowercase()).count();
@@ -2551,6 +2553,7 @@ pub(crate) fn type_named_for_key(v: &[u8], key: &[u8]) -> bool {
         && v[v.len() - word.len()].is_ascii_uppercase()
         && ends_with_ci(v, word)
         && has_digit(v)
+        && v.split(|b| !b.is_ascii_digit()).all(|run| run.len() <= 2)
         && compound_name(v)
 }
 

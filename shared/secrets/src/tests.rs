@@ -8233,3 +8233,17 @@ fn paths_and_struct_tags_hold_names() {
         "Token string `json:\"access_token,omitempty\" db:\"token\"`",
     ]);
 }
+
+/// A type named for the key's word carries a version's or a service's number (`OAuth2`, `S3`);
+/// a year in the name dates a value typed where a type could stand.
+#[test]
+fn types_named_for_the_key_carry_no_year() {
+    assert_found(&[
+        "auth:\n  token: Globex2025Token",
+        "client_secret = Initech2019Secret",
+    ]);
+    assert_clean(&[
+        "function load(token: Oidc2Token, next: Handler) {}",
+        "type Session = { token: Saml2Token, user: User };",
+    ]);
+}
