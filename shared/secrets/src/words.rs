@@ -809,11 +809,9 @@ pub(crate) fn secret_word(key: &[u8]) -> Option<SecretWord> {
             strength = Strength::Weak;
             tail = &[];
         }
-        if weak_last_word(tail) {
-            strength = Strength::Weak;
-            tail = &[];
-        } else if answer_last(tail) {
-            tail = &[];
+        // (Most tails are empty or short: the words below are six letters or more.)
+        if tail.len() >= 6 {
+            (tail, strength) = last_word_strength(tail, strength);
         }
         // A plural is about several secrets or a count of them: only random values count.
         if tail.first().is_some_and(|b| b | 0x20 == b's')
@@ -1145,6 +1143,19 @@ fn last_word_start(tail: &[u8]) -> usize {
 fn weak_last_word(tail: &[u8]) -> bool {
     const WEAK: Words = words_of!(b"encryption lifespan duration");
     tail.last().is_some_and(u8::is_ascii_alphabetic) && WEAK.contains_ci(&tail[last_word_start(tail)..])
+}
+
+/// The tail and the strength a key's last word leaves ([`weak_last_word`], [`answer_last`]).
+/// (Kept out of line: few keys go on past their secret word.)
+#[inline(never)]
+fn last_word_strength(tail: &[u8], strength: Strength) -> (&[u8], Strength) {
+    if weak_last_word(tail) {
+        (&[], Strength::Weak)
+    } else if answer_last(tail) {
+        (&[], strength)
+    } else {
+        (tail, strength)
+    }
 }
 
 /// Whether a key's tail ends with `answer`: a security question's answer is the secret itself
