@@ -809,10 +809,6 @@ pub(crate) fn secret_word(key: &[u8]) -> Option<SecretWord> {
             strength = Strength::Weak;
             tail = &[];
         }
-        // (Most tails are empty or short: the words below are six letters or more.)
-        if tail.len() >= 6 {
-            (tail, strength) = last_word_strength(tail, strength);
-        }
         // A plural is about several secrets or a count of them: only random values count.
         if tail.first().is_some_and(|b| b | 0x20 == b's')
             && tail.get(1).is_none_or(|b| !b.is_ascii_lowercase())
@@ -820,7 +816,14 @@ pub(crate) fn secret_word(key: &[u8]) -> Option<SecretWord> {
             tail = &tail[1..];
             strength = Strength::Weak;
         }
-        if !qualified_after(tail) && !last_word_qualified(tail) {
+        // A qualifier may be a last word that weakens the key or names an answer instead (read
+        // only then: most keys end with their word).
+        let unqualified = !(qualified_after(tail) || last_word_qualified(tail)) || {
+            let kept;
+            (kept, strength) = last_word_strength(tail, strength);
+            kept.is_empty()
+        };
+        if unqualified {
             let better = match &best {
                 None => true,
                 Some(b) => b.strength == Strength::Weak && strength == Strength::Strong,
@@ -1145,8 +1148,9 @@ fn weak_last_word(tail: &[u8]) -> bool {
     tail.last().is_some_and(u8::is_ascii_alphabetic) && WEAK.contains_ci(&tail[last_word_start(tail)..])
 }
 
-/// The tail and the strength a key's last word leaves ([`weak_last_word`], [`answer_last`]).
-/// (Kept out of line: few keys go on past their secret word.)
+/// The tail and the strength a key's last word leaves ([`weak_last_word`], [`answer_last`]): an
+/// empty tail when that word overrides the qualifier. (Kept out of line: asked of qualified keys
+/// only.)
 #[inline(never)]
 fn last_word_strength(tail: &[u8], strength: Strength) -> (&[u8], Strength) {
     if weak_last_word(tail) {
