@@ -524,7 +524,8 @@ pub(crate) fn unquoted_end(bytes: &[u8], pos: usize, limit: usize, stop: Stop) -
 
 /// Whether the `&name=` at `k`, inside a value read from `pos`, starts a URL query's or a form
 /// body's next field: the value stands in a query (a `?` or `&` before it on its line), or the
-/// field's own value is one a form encoder writes (letters, digits, `-_.*+%`). Otherwise
+/// field's own value is one a form encoder writes (letters, digits, `-_.*+%`, and a path's or a
+/// URL's `/:?@` left unescaped, as in `next=/dashboard`). Otherwise
 /// (`password: Hf4&k=Wd8~Qx2!`) the `&` and what follows are the password's symbols.
 /// (Kept out of line: few values hold a `&name=`.)
 #[inline(never)]
@@ -540,7 +541,11 @@ pub(crate) fn query_field_at(bytes: &[u8], pos: usize, k: usize) -> bool {
     }
     let from = run_end_max(bytes, k + 1, 64, |c| c != b'=') + 1;
     let end = run_end_max(bytes, from, 256, |c| {
-        c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.' | b'*' | b'+' | b'%')
+        c.is_ascii_alphanumeric()
+            || matches!(
+                c,
+                b'-' | b'_' | b'.' | b'*' | b'+' | b'%' | b'/' | b':' | b'?' | b'@'
+            )
     });
     bytes.get(end).is_none_or(|&c| {
         !c.is_ascii_graphic()
@@ -1607,7 +1612,8 @@ pub(crate) fn random_after_slash(v: &[u8]) -> bool {
 }
 
 /// A Go struct field's tag: `name:"…"` pairs parted by blanks (`json:"keys,omitempty" yaml:"keys"`),
-/// each name a lowercase word.
+/// each name a lowercase word and each tag's value names (`keys,omitempty`, `user_id`), not a
+/// password's symbols or a generated run (`db:"Xk9#mQ2$vL"`).
 pub(crate) fn struct_tag(v: &[u8]) -> bool {
     v.contains(&b':')
         && v.split(|&b| b == b' ').filter(|p| !p.is_empty()).all(|pair| {
@@ -1615,8 +1621,21 @@ pub(crate) fn struct_tag(v: &[u8]) -> bool {
                 .iter()
                 .take_while(|&&b| b.is_ascii_lowercase() || b == b'_')
                 .count();
-            name > 0 && pair[name..].starts_with(b":\"") && pair.len() > name + 2 && pair.ends_with(b"\"")
+            name > 0
+                && pair[name..].starts_with(b":\"")
+                && pair.len() > name + 2
+                && pair.ends_with(b"\"")
+                && names_only(&pair[name + 2..pair.len() - 1])
         })
+}
+
+/// Whether `v` is names parted by `/ . - _ ,` (`keys,omitempty`, `src/x.go`): no other symbol,
+/// and no part mixing both cases of letters with a digit, as a generated run does (`Qm2vLp`).
+fn names_only(v: &[u8]) -> bool {
+    v.iter()
+        .all(|&b| b.is_ascii_alphanumeric() || matches!(b, b'/' | b'.' | b'-' | b'_' | b','))
+        && v.split(|&b| matches!(b, b'/' | b'.' | b'-' | b'_' | b','))
+            .all(|part| !(mixed_case(part) && has_digit(part)))
 }
 
 /// A file's path relative to a directory (`certs/IT.F.s/OP-2nd.txt`, a diff's `b/src/x.go`): folders
@@ -1635,8 +1654,8 @@ pub(crate) fn relative_file_path(v: &[u8]) -> bool {
         && ext.len() + 1 < name.len()
         && (1..=5).contains(&ext.len())
         && ext.iter().all(u8::is_ascii_lowercase)
-        && v.iter()
-            .all(|&b| b.is_ascii_alphanumeric() || matches!(b, b'/' | b'.' | b'-' | b'_'))
+        && !v.contains(&b',')
+        && names_only(v)
         && v.split(|&b| b == b'/').all(|seg| !seg.is_empty())
 }
 
@@ -1897,8 +1916,9 @@ pub(crate) fn names_no_secret(v: &[u8]) -> bool {
 /// digits (`hvs.JGbZZaCkOSgsZ56uhGlTK2zy…`).
 pub(crate) fn member_path(v: &[u8]) -> bool {
     // TypeScript's non-null assertion after a member (`tokens.data!.refresh_token!`) is code too;
-    // only where a member follows one, so `Hello.World!` keeps its `!`.
-    let asserted = || v.windows(2).any(|w| w == b"!.");
+    // only where a member follows one, so `Hello.World!` keeps its `!`, and from a variable's
+    // lowercase name: a capitalised start (`Correct.Horse!.Battery!`) is a passphrase's words.
+    let asserted = || v[0].is_ascii_lowercase() && v.windows(2).any(|w| w == b"!.");
     v.contains(&b'.')
         && v.split(|&b| b == b'.')
             .all(|p| name_of_words(p) || p.strip_suffix(b"!").is_some_and(name_of_words) && asserted())
@@ -2519,7 +2539,9 @@ pub(crate) fn named_slot(v: &[u8], key: &[u8]) -> bool {
 
 /// A type named for the key's own word, with words and a number before it, in an annotation
 /// (`tokens: OAuth2Tokens,`, `apiKey: S3ApiKey`): capitalised, a name's words, its last the key's
-/// last word. A password's key is left out: a weak password may be written so.
+/// last word, its numbers a version's or a service's (`OAuth2`, `S3`; a year, as in
+/// `Acme2024Token`, dates a value). A password's key is left out: a weak password may be written
+/// so.
 pub(crate) fn type_named_for_key(v: &[u8], key: &[u8]) -> bool {
     // The key's last word: its lowercase tail and the capital opening it (`Key` of `apiKey`).
     let lower = key.iter().rev().take_while(|b| b.is_ascii_lowercase()).count();
@@ -2531,6 +2553,7 @@ pub(crate) fn type_named_for_key(v: &[u8], key: &[u8]) -> bool {
         && v[v.len() - word.len()].is_ascii_uppercase()
         && ends_with_ci(v, word)
         && has_digit(v)
+        && v.split(|b| !b.is_ascii_digit()).all(|run| run.len() <= 2)
         && compound_name(v)
 }
 

@@ -1503,7 +1503,9 @@ impl<'t> Scan<'t> {
         // Judged on its head; a token cut there runs on to its real end once it is a secret.
         let end = run_end_max(bytes, start, MAX_VALUE, class);
         if basic && bytes.get(end) == Some(&b':') {
-            self.plain_basic_at(start, end);
+            if basic_header_context(bytes, i) {
+                self.plain_basic_at(start, end);
+            }
             return;
         }
         let cut = end - start == MAX_VALUE;
@@ -2511,7 +2513,9 @@ impl<'t> Scan<'t> {
                 let k = p + k;
                 let found = (in_query
                     || bytes[p..k].contains(&b'?')
-                    || matches!(bytes[p], b'$' | b'%') && crate::judge::is_placeholder(&bytes[p..k]))
+                    || matches!(bytes[p], b'$' | b'%')
+                        && crate::judge::is_placeholder(&bytes[p..k])
+                        && variable_name(&bytes[p + 1..k]))
                     && crate::judge::field_name_after(bytes, k);
                 if found {
                     cut = k;
@@ -5803,4 +5807,31 @@ fn literal_ending_at(bytes: &[u8], p: usize) -> Option<Value> {
             .iter()
             .rposition(|&b| b == quote || b == b'\n')?;
     (bytes[open] == quote).then(|| Value::enclosed(open + 1, close, quote, Stop::Code))
+}
+
+/// Whether `Basic` at `i` is the scheme of a header, not the adjective before a `name:tag` pair
+/// (`basic nginx:1.25-alpine`, `Visual Basic Form1:Load`): spelt as the scheme is, and opening a
+/// quoted string or on a line that names an authorization or a header.
+#[inline(never)]
+fn basic_header_context(bytes: &[u8], i: usize) -> bool {
+    if &bytes[i..i + 5] != b"Basic" {
+        return false;
+    }
+    if i > 0 && matches!(bytes[i - 1], b'"' | b'\'' | b'`') {
+        return true;
+    }
+    let line_start = bytes[..i].iter().rposition(|&b| b == b'\n').map_or(0, |p| p + 1);
+    let line = &bytes[line_start..i];
+    line.windows(4).any(|w| w.eq_ignore_ascii_case(b"auth"))
+        || line.windows(6).any(|w| w.eq_ignore_ascii_case(b"header"))
+}
+
+/// Whether the text after a `$` or a `%` names a variable as people name them (`PASS`,
+/// `db_pass`, `{pw}`, `DB_PASS%`), not a generated value that starts with the sign
+/// (`$Hq7kPz2vM9`): both cases of letters and a digit mixed is no variable's name.
+fn variable_name(name: &[u8]) -> bool {
+    matches!(name.first(), Some(b'{' | b'('))
+        || !(name.iter().any(u8::is_ascii_uppercase)
+            && name.iter().any(u8::is_ascii_lowercase)
+            && name.iter().any(u8::is_ascii_digit))
 }

@@ -8325,3 +8325,113 @@ fn a_line_that_rotates_its_value_makes_an_ids_shape_a_credential() {
         "we revoke items listed in 0f4c2a9e-7b31-4d58-9e62-c1a8b3d07f45 weekly",
     ]);
 }
+
+/// A key ending in a setting's word (encryption, lifespan, duration) is read as a weak word's:
+/// a generated value under it is a secret, a method or a duration is not. A security question's
+/// answer is the secret itself.
+#[test]
+fn setting_words_after_a_secret_word_still_catch_generated_values() {
+    assert_found(&[
+        "ADMIN_SECRET_ENCRYPTION=Pw3Jr8Tz1Vb6Nk4Xm9Qc2Ls7Hd5Fg0Ye",
+        "jwt_secret_lifespan: \"Ua5Zc9Re2Wq7Mt3Ky8Lp1Hb6Nx4Dv0Gs\"",
+        "refreshTokenDuration = 'Lm7Qp2Xz8Wn4Rt9Kv3Bc6Hy1Js5Df0Ga'",
+        "sso_password_encryption: Tb6Vx2Kq9Mz4Pn7Wr3Lc8Hj1Sd5Fy0Ga",
+        "recovery_password_question_answer = Tabby1987#",
+    ]);
+    assert_clean(&[
+        "ADMIN_SECRET_ENCRYPTION=aes-128-cbc",
+        "jwt_secret_lifespan: 12h30m0s",
+        "refreshTokenDuration = 86400",
+        "sso_password_encryption: md5",
+        "recovery_password_question = 'Which street did you grow up on?'",
+    ]);
+}
+
+/// `Basic user:password` typed plain is the header's scheme only when spelt so and quoted or on a
+/// line about an authorization or a header; `basic` before an image's or a job's `name:tag` is
+/// an adjective.
+#[test]
+fn plain_basic_pairs_need_a_header_context() {
+    assert_found(&[
+        "conn.request(\"GET\", \"/\", headers={\"Authorization\": \"Basic deploy:Wn5vQ8xRz3Lk\"})",
+        "let auth = 'Basic svc-bot:Hf7Tq2mXw9Pa';",
+        "set the auth header to Basic ci_user:Jx4Rm8Kp2Qv7",
+    ]);
+    assert_clean(&[
+        "start from a basic redis:7.2-alpine container",
+        "the Basic Usage:Getting started section of the docs",
+        "a basic postgres:16 sidecar is enough for tests",
+        "Basic example:run the server first",
+    ]);
+}
+
+/// A form body's next field may hold a path or a URL unescaped (`next=/home`): the password
+/// before it ends at its `&`, and is judged alone.
+#[test]
+fn form_fields_with_paths_after_a_password_are_ordinary() {
+    assert_found(&[
+        "post password=Tq8vXm2Lk9Wz&next=/account",
+        "the body is password=Hx4!rT9wKm2&redirect=/home",
+    ]);
+    assert_clean(&[
+        "the body is password=letmein&return_to=/settings/profile",
+        "login form: password=changeme&callback=https://example.com/cb",
+    ]);
+}
+
+/// A non-null assertion between members (`res.body!.token!`) is code from a variable's lowercase
+/// name; capitalised words joined by `!.` are a passphrase.
+#[test]
+fn asserted_member_paths_start_from_a_variable() {
+    assert_found(&[
+        "DB_PASSWORD=Purple.Monkey!.Dishwasher!",
+        "secret: \"Blue.Ocean!.Sunset!\"",
+    ]);
+    assert_clean(&[
+        "const token = res.body!.authToken!;",
+        "password: form.fields!.password!",
+    ]);
+}
+
+/// A form body's field holding a variable ends at its `&` (`password=$PASS&…`); a generated
+/// password that starts with `$` or `%` is the secret, not a reference.
+#[test]
+fn form_references_are_variable_names() {
+    assert_found(&[
+        "curl -d \"password=%Wq8rT3nLz5K&grant_type=password\" $URL",
+        "fetch(u, { body: \"password=$Tz4mKq9Wx2R&grant_type=password\" })",
+    ]);
+    assert_clean(&[
+        "curl -d \"password=$ADMIN_PW&grant_type=password\" $URL",
+        "body = `password=${creds.pw}&scope=openid`",
+        "set DATA=password=%svc_pass%&grant_type=password",
+    ]);
+}
+
+/// A file's path or a struct tag names things: a part mixing both cases with digits, or a
+/// password's symbols, is the secret typed where a path or a tag could stand.
+#[test]
+fn paths_and_struct_tags_hold_names() {
+    assert_found(&[
+        "the admin password is Wq5/Lm8rTz.io",
+        "api_token: `json:\"Rt7#kW2!xP\"`",
+    ]);
+    assert_clean(&[
+        "the admin password is in deploy/prod-2nd/vault.yml",
+        "Token string `json:\"access_token,omitempty\" db:\"token\"`",
+    ]);
+}
+
+/// A type named for the key's word carries a version's or a service's number (`OAuth2`, `S3`);
+/// a year in the name dates a value typed where a type could stand.
+#[test]
+fn types_named_for_the_key_carry_no_year() {
+    assert_found(&[
+        "auth:\n  token: Globex2025Token",
+        "client_secret = Initech2019Secret",
+    ]);
+    assert_clean(&[
+        "function load(token: Oidc2Token, next: Handler) {}",
+        "type Session = { token: Saml2Token, user: User };",
+    ]);
+}

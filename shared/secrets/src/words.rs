@@ -816,7 +816,14 @@ pub(crate) fn secret_word(key: &[u8]) -> Option<SecretWord> {
             tail = &tail[1..];
             strength = Strength::Weak;
         }
-        if !qualified_after(tail) && !last_word_qualified(tail) {
+        // A qualifier may be a last word that weakens the key or names an answer instead (read
+        // only then: most keys end with their word).
+        let unqualified = !(qualified_after(tail) || last_word_qualified(tail)) || {
+            let kept;
+            (kept, strength) = last_word_strength(tail, strength);
+            kept.is_empty()
+        };
+        if unqualified {
             let better = match &best {
                 None => true,
                 Some(b) => b.strength == Strength::Weak && strength == Strength::Strong,
@@ -1112,6 +1119,13 @@ pub(crate) fn last_word_qualified(tail: &[u8]) -> bool {
         ttl timeout expiry expires expiration time lifetime lifespan duration file path dir format version \
         issuer audience size limit user mode class"
     );
+    let start = last_word_start(tail);
+    // The tail holds words beyond the last one (`_JWT_ALGO`), the first is read by [`qualified_after`].
+    start > 0 && LAST.contains_ci(&tail[start..])
+}
+
+/// Where the last word of a key's tail starts (a run of letters, or its last camel-case hump).
+fn last_word_start(tail: &[u8]) -> usize {
     let mut start = tail.len();
     while start > 0 {
         let b = tail[start - 1];
@@ -1122,9 +1136,36 @@ pub(crate) fn last_word_qualified(tail: &[u8]) -> bool {
         }
         start -= 1;
     }
-    let word = &tail[start..];
-    // The tail holds words beyond the last one (`_JWT_ALGO`), the first is read by [`qualified_after`].
-    start > 0 && LAST.contains_ci(word)
+    start
+}
+
+/// Whether a key's tail ends with a word that names a setting beside the secret as often as a
+/// secret of that use (`password_encryption: scram-sha-256`, `token_lifespan`, but
+/// `SESSION_SECRET_ENCRYPTION` holds a key): such a key is read as a weak word's, where only a
+/// generated value counts.
+fn weak_last_word(tail: &[u8]) -> bool {
+    const WEAK: Words = words_of!(b"encryption lifespan duration");
+    tail.last().is_some_and(u8::is_ascii_alphabetic) && WEAK.contains_ci(&tail[last_word_start(tail)..])
+}
+
+/// The tail and the strength a key's last word leaves ([`weak_last_word`], [`answer_last`]): an
+/// empty tail when that word overrides the qualifier. (Kept out of line: asked of qualified keys
+/// only.)
+#[inline(never)]
+fn last_word_strength(tail: &[u8], strength: Strength) -> (&[u8], Strength) {
+    if weak_last_word(tail) {
+        (&[], Strength::Weak)
+    } else if answer_last(tail) {
+        (&[], strength)
+    } else {
+        (tail, strength)
+    }
+}
+
+/// Whether a key's tail ends with `answer`: a security question's answer is the secret itself
+/// (`password_question_answer`), whatever qualifier comes between.
+fn answer_last(tail: &[u8]) -> bool {
+    tail.len() > 6 && tail[last_word_start(tail)..].eq_ignore_ascii_case(b"answer")
 }
 
 /// Whether the part of a key before its secret word `word` ends with a qualifier (`max_`, `is`,
