@@ -711,31 +711,3 @@ pub(crate) fn command_flag(dashes: usize, name: &[u8]) -> Option<(&'static [u8],
         _ => None,
     }
 }
-
-/// Whether one of the commands the word reader reads after its first ones (`rabbitmqctl`,
-/// `mosquitto_passwd`, `db2`, `sqlplus`, `sqlldr`, `expdp`, `impdp`, `openssl passwd`) starts at
-/// `i`, named whole: their first letters start common words (`import`, `open`, `export`), and
-/// their three-letter heads are compared first, in line.
-#[inline(always)]
-pub(crate) fn more_commands_at(bytes: &[u8], i: usize) -> bool {
-    matches!(
-        bytes.get(i..i + 3),
-        Some(b"rab" | b"mos" | b"db2" | b"sql" | b"exp" | b"imp" | b"ope")
-    ) && more_commands_named(bytes, i)
-}
-
-/// [`more_commands_at`] past the head: the whole name.
-#[inline(never)]
-fn more_commands_named(bytes: &[u8], i: usize) -> bool {
-    let t = &bytes[i..];
-    match bytes[i] {
-        b'r' => t.starts_with(b"rabbitmqctl"),
-        b'm' => t.starts_with(b"mosquitto_passwd"),
-        b'd' => t.starts_with(b"db2 "),
-        b's' => t.starts_with(b"sqlplus") || t.starts_with(b"sqlldr"),
-        b'e' => t.starts_with(b"expdp"),
-        b'i' => t.starts_with(b"impdp"),
-        b'o' => t.starts_with(b"openssl passwd"),
-        _ => false,
-    }
-}

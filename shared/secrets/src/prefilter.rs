@@ -385,13 +385,13 @@ pub(crate) fn inert_word(bytes: &[u8], i: usize, prev: u8, run: usize) -> bool {
         ),
         b'i' | b'I' => {
             matches!(head, (b'i', b'd', b'e') | (b'i', b'n', b's'))
-                || head == (b'i', b'm', b'p') && crate::commands::more_commands_at(bytes, i)
+                || head == (b'i', b'm', b'p') && crate::words::more_commands_at(bytes, i)
         }
         b'0'..=b'9' => len >= 8 || bytes.get(run) == Some(&b'.'),
         b'p' => head == (b'p', b'b', b'k'),
         b's' => {
             matches!(head, (b's', b'h', b'a') | (b's', b'c', b'r'))
-                || head == (b's', b'q', b'l') && crate::commands::more_commands_at(bytes, i)
+                || head == (b's', b'q', b'l') && crate::words::more_commands_at(bytes, i)
         }
         b'a' => head == (b'a', b'r', b'g'),
         b'M' | b'O' => len >= 24,
@@ -399,7 +399,7 @@ pub(crate) fn inert_word(bytes: &[u8], i: usize, prev: u8, run: usize) -> bool {
         b'm' => {
             head == (b'm', b'd', b'5')
                 || prev == b'<'
-                || head == (b'm', b'o', b's') && crate::commands::more_commands_at(bytes, i)
+                || head == (b'm', b'o', b's') && crate::words::more_commands_at(bytes, i)
         }
         b'c' | b'C' => head == (b'c', b'h', b'p') || bytes.get(i + 9) == Some(&b'-'),
         b'h' => head == (b'h', b't', b'p'),
@@ -408,12 +408,12 @@ pub(crate) fn inert_word(bytes: &[u8], i: usize, prev: u8, run: usize) -> bool {
         b'v' => head == (b'v', b'a', b'u'),
         b'e' => {
             head == (b'e', b'y', b'j')
-                || head == (b'e', b'x', b'p') && crate::commands::more_commands_at(bytes, i)
+                || head == (b'e', b'x', b'p') && crate::words::more_commands_at(bytes, i)
         }
         // The other commands `command_at` reads, by their heads then named whole.
         b'r' | b'd' | b'o' => {
             matches!(head, (b'r', b'a', b'b') | (b'd', b'b', b'2') | (b'o', b'p', b'e'))
-                && crate::commands::more_commands_at(bytes, i)
+                && crate::words::more_commands_at(bytes, i)
         }
         b'k' => {
             head == (b'k', b't', b'y') && (matches!(prev, b'"' | b'\'') || bytes.get(i + 3) == Some(&b':'))

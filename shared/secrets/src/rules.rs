@@ -606,14 +606,17 @@ pub(crate) fn prefix_then_word(v: &[u8]) -> bool {
     })
 }
 
-/// Lower-case words joined by `_` or `-`, the last one perhaps a version (`expiry_check`,
-/// `handler_v2`): after a lenient prefix, a name in code (`github_pat_expiry_check`), not a key.
+/// Lower-case words joined by `_` (and `-`, as in a vendor's own prefix: `sk-proj-handler_v2`), the
+/// last one perhaps a version (`expiry_check`, `handler_v2`): after a lenient prefix, a name in
+/// code (`github_pat_expiry_check`), not a key. Words joined by `-` alone are not: a stand-in key
+/// is written so (`sk-live-secret`), and is held as a key.
 fn code_name(token: &[u8]) -> bool {
     let parts = || token.split(|&b| matches!(b, b'-' | b'_'));
     let n = parts().count();
     let word = |p: &[u8]| p.len() >= 3 && p.iter().all(u8::is_ascii_lowercase);
     let version = |p: &[u8]| (1..=3).contains(&p.len()) && p.iter().all(u8::is_ascii_alphanumeric);
     n >= 2
+        && token.contains(&b'_')
         && parts()
             .enumerate()
             .all(|(k, p)| word(p) || k == n - 1 && version(p))
@@ -979,8 +982,9 @@ mod tests {
         ]);
     }
 
-    /// Lower-case words after a lenient prefix name code (`github_pat_rotation_job`, a module's
-    /// `handler_v2`); a lower-case body with a generated part is still a key.
+    /// Lower-case words joined by `_` after a lenient prefix name code (`github_pat_rotation_job`,
+    /// a module's `handler_v2`); a lower-case body with a generated part is still a key, and so is
+    /// a stand-in key of words joined by `-` (`sk-live-secret`).
     #[test]
     fn lower_case_words_after_a_lenient_prefix_are_a_name() {
         assert_clean(&[
@@ -990,6 +994,8 @@ mod tests {
         assert_found(&[
             "the cron calls github_pat_rotation_k3x9q2m7w8z4v6b1n5 every night, can it log less?",
             "rename ghp_scope_a8k2m9x4q7w1z5n3v6b0c2d8f4g7h1j5k3l9 before the release",
+            "deploy with sk-live-secret today",
+            "the staging runner still reads sk-test-apikey from its settings",
         ]);
     }
 

@@ -459,7 +459,7 @@ impl<'t> Scan<'t> {
             b'i' | b'I' => {
                 self.identified_by_at(i);
                 self.insert_at(i);
-                if crate::commands::more_commands_at(bytes, i) {
+                if crate::words::more_commands_at(bytes, i) {
                     self.command_at(i);
                 }
             }
@@ -467,7 +467,7 @@ impl<'t> Scan<'t> {
                 self.telegram_at(i);
                 self.host_account_at(i);
             }
-            b's' if crate::commands::more_commands_at(bytes, i) => {
+            b's' if crate::words::more_commands_at(bytes, i) => {
                 self.crypt_word_at(i);
                 self.command_at(i);
             }
@@ -480,7 +480,7 @@ impl<'t> Scan<'t> {
             }
             b'm' => {
                 self.crypt_word_at(i);
-                if crate::commands::more_commands_at(bytes, i) {
+                if crate::words::more_commands_at(bytes, i) {
                     self.command_at(i);
                 }
                 if prev == b'<' {
@@ -495,7 +495,7 @@ impl<'t> Scan<'t> {
             }
             b'h' | b'w' | b'n' | b'c' | b'v' => self.command_at(i),
             // The other commands [`Scan::command_at`] reads, named whole.
-            b'r' | b'd' | b'o' | b'e' if crate::commands::more_commands_at(bytes, i) => self.command_at(i),
+            b'r' | b'd' | b'o' | b'e' if crate::words::more_commands_at(bytes, i) => self.command_at(i),
             b'e' => {
                 if let Some(end) = self.jwt_at(i) {
                     self.push(SecretKind::Jwt, i, end);
@@ -1136,7 +1136,7 @@ impl<'t> Scan<'t> {
             [b"htp", b"wpa", b"net", b"chp", b"vau"]
                 .iter()
                 .any(|c| head.eq_ignore_ascii_case(*c))
-        }) && !crate::commands::more_commands_at(bytes, i)
+        }) && !crate::words::more_commands_at(bytes, i)
         {
             return;
         }

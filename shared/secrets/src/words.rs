@@ -1,5 +1,6 @@
 //! The words that name a secret in a key (`password`, `token`, `api_key`, their qualifiers and other
-//! languages' words) and the tables that find them fast. It judges names only, never a value.
+//! languages' words), the names of the commands read for a password, and the tables that find them
+//! fast. It judges names only, never a value.
 
 use crate::bytes::{eat_ci, line_before, lower, run_end, run_end_max, skip_blank, trim_end_of};
 
@@ -1301,4 +1302,32 @@ pub(crate) fn declared_type_end(bytes: &[u8], p: usize) -> Option<usize> {
 /// a secret.
 pub(crate) fn public_word_before(bytes: &[u8], i: usize) -> bool {
     matches!(word_before(bytes, i, &mut [0; 16]), b"public" | b"publishable")
+}
+
+/// Whether one of the commands the word reader reads after its first ones (`rabbitmqctl`,
+/// `mosquitto_passwd`, `db2`, `sqlplus`, `sqlldr`, `expdp`, `impdp`, `openssl passwd`) starts at
+/// `i`, named whole: their first letters start common words (`import`, `open`, `export`), and
+/// their three-letter heads are compared first, in line.
+#[inline(always)]
+pub(crate) fn more_commands_at(bytes: &[u8], i: usize) -> bool {
+    matches!(
+        bytes.get(i..i + 3),
+        Some(b"rab" | b"mos" | b"db2" | b"sql" | b"exp" | b"imp" | b"ope")
+    ) && more_commands_named(bytes, i)
+}
+
+/// [`more_commands_at`] past the head: the whole name.
+#[inline(never)]
+fn more_commands_named(bytes: &[u8], i: usize) -> bool {
+    let t = &bytes[i..];
+    match bytes[i] {
+        b'r' => t.starts_with(b"rabbitmqctl"),
+        b'm' => t.starts_with(b"mosquitto_passwd"),
+        b'd' => t.starts_with(b"db2 "),
+        b's' => t.starts_with(b"sqlplus") || t.starts_with(b"sqlldr"),
+        b'e' => t.starts_with(b"expdp"),
+        b'i' => t.starts_with(b"impdp"),
+        b'o' => t.starts_with(b"openssl passwd"),
+        _ => false,
+    }
 }
