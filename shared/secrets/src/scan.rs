@@ -13,7 +13,7 @@ use crate::chars::{
 use crate::commands::{
     ARCHIVE, CURL, HTTPIE, KEYTOOL, LDAP, LFTP, LOGIN, MONGO, MYSQL, OPENSSL, Printed, REDIS, SMB, SNMP,
     SQLCMD, SSH_KEYGEN, after_user_flag, colon_fields, compared_word, crypt_byte, env_command_line,
-    named_commands, netrc_line, next_arg, pgpass, secret_printer, shadow, shell_line,
+    named_commands, netrc_line, next_arg, pgpass, secret_printer, segment_commands, shadow, shell_line,
 };
 use crate::judge::{
     MAX_SPAN, MAX_VALUE, PASSWORD_KEYS, Stop, Value, all_caps, b64url_json, bare_key_word, basic_filler,
@@ -1503,9 +1503,7 @@ impl<'t> Scan<'t> {
         // Judged on its head; a token cut there runs on to its real end once it is a secret.
         let end = run_end_max(bytes, start, MAX_VALUE, class);
         if basic && bytes.get(end) == Some(&b':') {
-            if basic_header_context(bytes, i) {
-                self.plain_basic_at(start, end);
-            }
+            self.plain_basic_at(start, end, basic_header_context(bytes, i));
             return;
         }
         let cut = end - start == MAX_VALUE;
@@ -1535,7 +1533,7 @@ impl<'t> Scan<'t> {
     /// arguments, a template literal): the pair judged as a URL's userinfo is, so a stand-in, a
     /// template or the user again is none.
     #[inline(never)]
-    fn plain_basic_at(&mut self, start: usize, colon: usize) {
+    fn plain_basic_at(&mut self, start: usize, colon: usize, header: bool) {
         let bytes = self.bytes;
         let user = &bytes[start..colon];
         let end = run_end_max(bytes, colon + 1, MAX_VALUE, |b| {
@@ -1554,6 +1552,10 @@ impl<'t> Scan<'t> {
             && !word_at(self.text, end)
             && user_password(pair, b':').is_some()
             && !crate::judge::filler_password(&pair[user.len() + 1..])
+            // Out of a header's context (`login with Basic deploy:…`), only a password as
+            // people make strong ones: a `name:tag` pair (`nginx:1.25-alpine`, `Form1:Load`) is
+            // never symbol, digit and both cases at once.
+            && (header || strong_password(&pair[user.len() + 1..]))
         {
             self.push(SecretKind::AuthHeader, start, end);
         }
@@ -3264,13 +3266,15 @@ impl<'t> Scan<'t> {
         // `-k`, `-N` and `-P` are common flags: the command they belong to must be theirs
         // (`openssl s_client … ; curl -k …` is curl's).
         let in_segment = |name: &[u8]| contains_ci(command_segment(bytes, i), name);
-        let in_segment_archive = || in_segment(b"7z") || in_segment(b"rar ");
+        // What the flag's own segment runs (`7z x a.7z && cf login -u admin -p …` is cf's `-p`).
+        let segment_has = |set: u16| has(set) && segment_commands(command_segment(bytes, i)) & set != 0;
+        let in_segment_archive = || segment_has(ARCHIVE);
         // Whether the flag takes a password after a blank, glued, and what separates a user
         // before it.
         let (spaced_ok, glued_ok, user_sep) = match flag {
             // mysql's spaced `-p` prompts, and the database name follows it.
             b'p' => (
-                has(LOGIN | MONGO) || !has(MYSQL | ARCHIVE) && after_user_flag(bytes, i),
+                has(LOGIN | MONGO) || !has(MYSQL) && !in_segment_archive() && after_user_flag(bytes, i),
                 has(MYSQL) || has(ARCHIVE) && in_segment_archive(),
                 None,
             ),
@@ -3282,7 +3286,7 @@ impl<'t> Scan<'t> {
             ),
             b'A' | b'X' => (has(SNMP) && in_segment(b"snmp"), false, None),
             b'P' => (
-                has(SQLCMD) || has(SSH_KEYGEN) && in_segment(b"ssh-keygen"),
+                segment_has(SQLCMD) || has(SSH_KEYGEN) && in_segment(b"ssh-keygen"),
                 false,
                 None,
             ),
@@ -3311,6 +3315,10 @@ impl<'t> Scan<'t> {
         let v = value.text(bytes);
         // An unquoted `-` opens the next flag; a quoted one is the password's own (`-a '-C+p6…'`).
         if v.starts_with(b"-") && (!value.quoted || crate::judge::flag_like(v)) || is_reference(v) {
+            return;
+        }
+        // Prose about the flag: `the zip -P option is insecure`, `-A flag sets the passphrase`.
+        if !value.quoted && FLAG_NOUNS.iter().any(|n| v.eq_ignore_ascii_case(n)) {
             return;
         }
         // Our own marker where a key passed as the user was (`-u "[REDACTED:…]:"`) leaves nothing.
@@ -5069,6 +5077,9 @@ fn sealed_data(bytes: &[u8], at: usize) -> bool {
 /// document.
 const LIST_ITEMS: usize = 16;
 
+/// Nouns that name a flag in prose (`the zip -P option is insecure`): never its value.
+const FLAG_NOUNS: [&[u8]; 6] = [b"flag", b"option", b"switch", b"argument", b"parameter", b"param"];
+
 /// Whether a keyword's value of a provider's least length (16) may follow the key ending at
 /// `kend` ([`keyword_operand`], then [`KEYWORD_TOKEN`] bytes): only quotes, blanks, line breaks,
 /// operator bytes and dashes stand between a key and its value, so the value cannot reach 16
@@ -5824,6 +5835,12 @@ fn basic_header_context(bytes: &[u8], i: usize) -> bool {
     let line = &bytes[line_start..i];
     line.windows(4).any(|w| w.eq_ignore_ascii_case(b"auth"))
         || line.windows(6).any(|w| w.eq_ignore_ascii_case(b"header"))
+}
+
+/// Whether a password holds a symbol, a digit and both cases of letters, as a made-up strong
+/// password does and a version, a tag or a handler's name (`1.25-alpine`, `Load`) does not.
+fn strong_password(v: &[u8]) -> bool {
+    has_symbol(v) && has_digit(v) && mixed_case(v)
 }
 
 /// Whether the text after a `$` or a `%` names a variable as people name them (`PASS`,

@@ -8435,3 +8435,47 @@ fn types_named_for_the_key_carry_no_year() {
         "type Session = { token: Saml2Token, user: User };",
     ]);
 }
+
+/// A short password flag belongs to its own command segment: an archive named elsewhere on the
+/// line (`x.7z`, `out.zip`) neither turns off another command's spaced `-p` nor lends `-P` to
+/// `rsync` or `wget`; and a flag named in prose (`-P option`) has no value.
+#[test]
+fn a_password_flag_belongs_to_its_own_segment() {
+    assert_spans(&[
+        (
+            "7z e logs.7z -o/tmp && foo-admin -H db2 -u ops -p Zr8wq3LmV5Tx list",
+            "Zr8wq3LmV5Tx",
+        ),
+        (
+            "wget -q https://h.example/pkg.7z; tool login -u root -p Zr8wq3LmV5Tx",
+            "Zr8wq3LmV5Tx",
+        ),
+        ("tar xf a.tar && zip -P Zr8wq3LmV5Tx -r b.zip b", "Zr8wq3LmV5Tx"),
+    ]);
+    assert_clean(&[
+        "zip -r site.zip www && rsync -P site.zip mirror:/data/",
+        "wget -P dl/ https://h.example/files.zip now",
+        "the ipmitool -P option leaks the password to ps",
+        "mosquitto_sub -P flag sets the password",
+        "snmpget -X parameter sets the privacy passphrase",
+    ]);
+}
+
+/// A plain `Basic user:password` pair in a sentence, out of any header, is still one when its
+/// password is made strong (symbol, digit, both cases); a `name:tag` or `name:version` pair
+/// after the adjective is not.
+#[test]
+fn a_plain_basic_pair_with_a_strong_password_needs_no_header() {
+    assert_spans(&[
+        (
+            "sign in using Basic ops:Vb7%tQ2nW4z then retry",
+            "ops:Vb7%tQ2nW4z",
+        ),
+        ("Basic root:Hy5&kd8Pq!", "root:Hy5&kd8Pq!"),
+    ]);
+    assert_clean(&[
+        "build a basic redis:7.2-alpine image first",
+        "in Visual Basic Button2:Click runs the handler",
+        "a Basic debian:12.5 container will do",
+    ]);
+}
