@@ -3063,7 +3063,7 @@ impl<'t> Scan<'t> {
             )
         {
             if self.line_commands(i) & KEYTOOL != 0 && matches!(bytes.get(kend), Some(b' ' | b'\t')) {
-                self.command_flag_value_at(kend, None);
+                self.command_flag_value_at(kend, None, None);
             }
             return;
         }
@@ -3109,7 +3109,13 @@ impl<'t> Scan<'t> {
             && matches!(bytes.get(kend), Some(b' ' | b'\t'))
             && contains_ci(command_segment(bytes, i), command)
         {
-            self.command_flag_value_at(kend, after);
+            // `gh secret set NAME --body VALUE`: NAME is the value's key.
+            let segment = command_segment(bytes, i);
+            let name = find_ci(segment, 0, b"secret set ").map(|p| {
+                let from = skip_blank(segment, p + 11);
+                &segment[from..run_end(segment, from, |b| !b.is_ascii_whitespace())]
+            });
+            self.command_flag_value_at(kend, after, name);
             return;
         }
         if dashes == 1 {
@@ -3175,7 +3181,7 @@ impl<'t> Scan<'t> {
     /// The argument after a command's password flag ending at `kend`: a quoted literal, or a
     /// plain word where the command's arguments go on or end (not a sentence's word); with
     /// `after`, only what follows its last `after` (`client.p12:PASS`; none, no password).
-    fn command_flag_value_at(&mut self, kend: usize, after: Option<u8>) {
+    fn command_flag_value_at(&mut self, kend: usize, after: Option<u8>, name: Option<&[u8]>) {
         let bytes = self.bytes;
         let Some((mut value, next)) = next_arg(bytes, kend) else {
             return;
@@ -3194,6 +3200,11 @@ impl<'t> Scan<'t> {
         } else {
             Mode::Code
         };
+        // A value named by a setting's name (`AWS_REGION`, `DB_NAME`) is a secret only when it
+        // looks generated; a literal word is a password under a name that says so.
+        if name.is_some_and(|n| secret_word(n).is_none()) && !looks_random(value.text(bytes), 10) {
+            return;
+        }
         if value_is_secret(bytes, &value, b"password", Strength::Strong, mode) {
             self.push(SecretKind::CommandLine, value.start, value.whole_end(bytes));
         }

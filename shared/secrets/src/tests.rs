@@ -8479,3 +8479,20 @@ fn a_plain_basic_pair_with_a_strong_password_needs_no_header() {
         "a Basic debian:12.5 container will do",
     ]);
 }
+
+/// `gh secret set NAME --body VALUE` judges VALUE under NAME: a setting's name (`REGION`,
+/// `BUCKET`) holds a password only when the value looks generated; a name that says secret
+/// keeps a literal password.
+#[test]
+fn a_set_secrets_name_is_its_values_key() {
+    assert_spans(&[
+        ("gh secret set CACHE_BUCKET --body Qm4vT9xLr2Zp", "Qm4vT9xLr2Zp"),
+        ("gh secret set SMTP_PASSWORD --body hunter2024", "hunter2024"),
+    ]);
+    assert_clean(&[
+        "gh secret set CACHE_REGION --body eu-west-3",
+        "gh secret set STAGE --body staging",
+        "gh secret set API_HOST --body api.internal.example",
+        "gh secret set SCHEMA --body billing_main_db",
+    ]);
+}
