@@ -1295,6 +1295,25 @@ impl<'t> Scan<'t> {
         {
             return;
         }
+        // Without `@connect`, a logon is the argument of a command as typed (at the line's start,
+        // after a prompt or `&&`), ending its arguments or before `@script`; a sentence's
+        // `input/output` or `scripts/setup.sql` (a file's extension) is none.
+        if end == a.len() {
+            let command = pos - run_back(&bytes[..pos], |b| b.is_ascii_alphanumeric());
+            let then = skip_blank(bytes, next);
+            let file = a[slash..].iter().rposition(|&b| b == b'.').is_some_and(|d| {
+                (2..=4).contains(&(a.len() - slash - d))
+                    && a[slash + d + 1..].iter().all(u8::is_ascii_lowercase)
+            });
+            if file
+                || !command_position(bytes, command)
+                || !(args_end(bytes, next)
+                    || bytes.get(then) == Some(&b'@')
+                    || next_arg(bytes, next).is_some_and(|(o, _)| o.text(bytes).contains(&b'=')))
+            {
+                return;
+            }
+        }
         let value = Value::enclosed(arg.start + slash + 1, arg.start + end, 0, Stop::Blank);
         let mode = if command_position(bytes, arg.start) || args_end(bytes, next) {
             Mode::Literal

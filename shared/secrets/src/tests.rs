@@ -8496,3 +8496,24 @@ fn a_set_secrets_name_is_its_values_key() {
         "gh secret set SCHEMA --body billing_main_db",
     ]);
 }
+
+/// Oracle's `user/PASS` after `sqlplus`, `expdp`, `impdp`, `sqlldr` is a logon where the
+/// command is typed (line start, prompt, `&&`) and the logon ends its arguments or meets
+/// `@connect` / `@script`; the same words in a sentence (`in/out`, `a/b`, `dir/file.sql`) are not.
+#[test]
+fn an_oracle_logon_is_a_typed_commands_argument() {
+    assert_spans(&[
+        ("$ sqlplus hr/Tq7vLm2xR9 @report.sql", "Tq7vLm2xR9"),
+        (
+            "cd /u01 && impdp sys_dba/Tq7vLm2xR9 directory=d dumpfile=x.dmp",
+            "Tq7vLm2xR9",
+        ),
+        ("Run expdp app/Tq7vLm2xR9@pdb1 schemas=app", "Tq7vLm2xR9"),
+    ]);
+    assert_clean(&[
+        "Check that impdp read/write grants exist on the directory",
+        "Call sqlldr before/after the nightly load",
+        "sqlplus setup/install.sql runs only with @ in front",
+        "expdp source/target schemas differ here",
+    ]);
+}
