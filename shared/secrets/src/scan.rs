@@ -5482,6 +5482,44 @@ fn id_shaped_token(t: &[u8]) -> bool {
             && !crate::rules::filler_like(t)
 }
 
+/// Whether the word right before an id names the thing it identifies (`post 550e…`, `user
+/// 9b1d…`, `git revert 4e12…`): then `rotate it` / `revoke it` speaks of that thing (an image
+/// turned, a grant taken back), not of a credential.
+fn thing_named_before(before: &[u8]) -> bool {
+    let head = before.trim_ascii_end();
+    let word = &head[head.len() - run_back(head, |c| c.is_ascii_alphanumeric())..];
+    matches!(
+        lower(word, &mut [0; 16]),
+        b"post"
+            | b"user"
+            | b"session"
+            | b"app"
+            | b"application"
+            | b"account"
+            | b"revert"
+            | b"image"
+            | b"file"
+            | b"item"
+            | b"page"
+            | b"comment"
+            | b"group"
+            | b"project"
+            | b"role"
+            | b"member"
+            | b"customer"
+            | b"product"
+            | b"node"
+            | b"photo"
+            | b"video"
+            | b"article"
+            | b"profile"
+            | b"checkout"
+            | b"cherry"
+            | b"sha"
+            | b"hash"
+    ) || named_id(before, b"")
+}
+
 /// `ids`: the line says its value will be rotated (see [`rotate_it_at`]), and an id's shape on
 /// it counts.
 pub(crate) fn line_tokens(line: &[u8], start: usize, found: &mut Vec<Finding>, ids: bool) {
@@ -5520,7 +5558,8 @@ pub(crate) fn line_tokens(line: &[u8], start: usize, found: &mut Vec<Finding>, i
             && !elided
             && !jwt_header(&line[t..te])
             // (The line is searched for `rotate it` only when an id's shape is on it.)
-            && (generated_token(&line[t..te]) || ids && id_shaped_token(&line[t..te]))
+            && (generated_token(&line[t..te])
+                || ids && id_shaped_token(&line[t..te]) && !thing_named_before(&line[..t]))
             && !named_id(&line[..t], &line[t..te])
             && !digest_after_key_word(&line[..t], &line[t..te])
         {

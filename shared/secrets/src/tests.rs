@@ -8517,3 +8517,19 @@ fn an_oracle_logon_is_a_typed_commands_argument() {
         "expdp source/target schemas differ here",
     ]);
 }
+
+/// `rotate it` / `revoke it` makes an id's shape a credential, unless the word before the id
+/// names the thing it identifies (a photo turned, a member's grant taken back); an id given for
+/// a service, with nothing naming it, is still one.
+#[test]
+fn rotate_it_after_a_named_things_id_is_no_credential() {
+    assert_spans(&[(
+        "ok, take 7c9e6679-7425-40de-944b-e07fc1f90ae7 for the runner and revoke it Friday",
+        "7c9e6679-7425-40de-944b-e07fc1f90ae7",
+    )]);
+    assert_clean(&[
+        "photo 7c9e6679-7425-40de-944b-e07fc1f90ae7 came out upside down, rotate it",
+        "member 7c9e6679-7425-40de-944b-e07fc1f90ae7 got owner rights by accident; revoke it",
+        "after git revert 9fceb02d0ae598e95dc970b74767f19372d61af8 please rotate it",
+    ]);
+}
