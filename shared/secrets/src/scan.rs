@@ -3206,7 +3206,12 @@ impl<'t> Scan<'t> {
             return;
         };
         if let Some(sep) = after {
-            match value.text(bytes).iter().rposition(|&b| b == sep) {
+            let v = value.text(bytes);
+            // A URI or a store's name, not a file: `pkcs11:object=…;type=cert`, `store:My\…`.
+            if v.starts_with(b"pkcs11:") || v.iter().any(|&b| matches!(b, b'=' | b';' | b'\\')) {
+                return;
+            }
+            match v.iter().rposition(|&b| b == sep) {
                 // A Windows drive's `C:\` is a path's.
                 Some(k) if !matches!(bytes.get(value.start + k + 1), Some(b'\\' | b'/')) => {
                     value = Value::enclosed(value.start + k + 1, value.end, 0, Stop::Blank);

@@ -8533,3 +8533,17 @@ fn rotate_it_after_a_named_things_id_is_no_credential() {
         "after git revert 9fceb02d0ae598e95dc970b74767f19372d61af8 please rotate it",
     ]);
 }
+
+/// curl's `--cert FILE:PASS` holds a passphrase; a PKCS#11 URI or a certificate store's name
+/// (`pkcs11:…;…`, `store:…\…`) after the flag holds none.
+#[test]
+fn a_client_certificate_uri_holds_no_passphrase() {
+    assert_spans(&[(
+        "curl --cert ./client.p12:Wm3zR8qLt5Vx https://x.example",
+        "Wm3zR8qLt5Vx",
+    )]);
+    assert_clean(&[
+        "curl --cert 'pkcs11:object=edge-client;type=cert' https://x.example",
+        "curl --cert CurrentUser\\\\My:Ab3d9f0e https://x.example",
+    ]);
+}
