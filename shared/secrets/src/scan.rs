@@ -2971,6 +2971,9 @@ impl<'t> Scan<'t> {
         let mode = if args.random { Mode::Prose } else { Mode::Literal };
         let dn = |v: &[u8]| v.contains(&b',') && v.iter().take(4).any(|&b| b == b'=');
         let mut from = run_end_max(bytes, open + 1, 64, |b| b.is_ascii_whitespace());
+        // The user before a password: an anonymous login's password is a mail address by
+        // convention (`FTP(host, 'anonymous', 'me@host')`), no secret.
+        let mut anonymous = false;
         for arg in 0..8 - places.leading_zeros() {
             if arg == 0
                 && args.dn
@@ -2985,7 +2988,12 @@ impl<'t> Scan<'t> {
                 from = run_end_max(bytes, comma + 1, 64, |b| b.is_ascii_whitespace());
             }
             if places & (1 << arg) == 0 {
+                anonymous = Value::parse(bytes, from, Stop::Code)
+                    .is_some_and(|v| v.quoted && v.text(bytes).eq_ignore_ascii_case(b"anonymous"));
                 continue;
+            }
+            if anonymous {
+                return;
             }
             // Python's bytes literal (`b"…"`).
             let at = if bytes.get(from) == Some(&b'b') && matches!(bytes.get(from + 1), Some(b'"' | b'\'')) {

@@ -8547,3 +8547,17 @@ fn a_client_certificate_uri_holds_no_passphrase() {
         "curl --cert CurrentUser\\\\My:Ab3d9f0e https://x.example",
     ]);
 }
+
+/// An anonymous FTP login's password, after the host, is a mail address by convention; a
+/// named user's password in the same place is caught.
+#[test]
+fn an_anonymous_ftp_login_holds_no_password() {
+    assert_spans(&[(
+        "conn = FTP('files.example.org', 'mirror', 'Jq4vX8mT2wLz')",
+        "Jq4vX8mT2wLz",
+    )]);
+    assert_clean(&[
+        "conn = FTP('files.example.org', 'Anonymous', 'someone@example.org')",
+        "conn = ftplib.FTP(\"mirror.example.org\", \"anonymous\", \"guest\")",
+    ]);
+}
