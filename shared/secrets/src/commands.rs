@@ -114,6 +114,8 @@ pub(crate) fn segment_commands(segment: &[u8]) -> u16 {
     named_commands_of(segment, true)
 }
 
+// Inlined into each caller so the per-line scan keeps no test of the flag per byte.
+#[inline(always)]
 fn named_commands_of(line: &[u8], skip_extensions: bool) -> u16 {
     let mut set = 0;
     for k in 0..line.len().saturating_sub(1) {
