@@ -105,33 +105,33 @@ static COMMAND_HEADS: [[u64; 256]; 2] = {
 /// The bits of the [`COMMAND_NAMES`] that `line` holds. One pass: two lookups rule out most
 /// positions, where a search for each name would read the whole line 25 times.
 pub(crate) fn named_commands(line: &[u8]) -> u16 {
-    named_commands_of(line, false)
-}
-
-/// The bits of the [`COMMAND_NAMES`] that a command segment runs: a name right after a `.` is a
-/// file's extension (`out.zip`, `config.7z`), not a command.
-pub(crate) fn segment_commands(segment: &[u8]) -> u16 {
-    named_commands_of(segment, true)
-}
-
-// Inlined into each caller so the per-line scan keeps no test of the flag per byte.
-#[inline(always)]
-fn named_commands_of(line: &[u8], skip_extensions: bool) -> u16 {
     let mut set = 0;
     for k in 0..line.len().saturating_sub(1) {
         let mut mask = COMMAND_HEADS[0][usize::from(line[k])] & COMMAND_HEADS[1][usize::from(line[k + 1])];
         while mask != 0 {
             let (name, bit) = COMMAND_NAMES[mask.trailing_zeros() as usize];
             mask &= mask - 1;
-            if line[k..].len() >= name.len()
-                && line[k..k + name.len()].eq_ignore_ascii_case(name)
-                && !(skip_extensions && k > 0 && line[k - 1] == b'.')
-            {
+            if line[k..].len() >= name.len() && line[k..k + name.len()].eq_ignore_ascii_case(name) {
                 set |= bit;
             }
         }
     }
     set
+}
+
+/// The bits of the [`COMMAND_NAMES`] that a command segment runs: a name right after a `.` is a
+/// file's extension (`out.zip`, `config.7z`), not a command. Asked only at a password flag.
+#[cold]
+pub(crate) fn segment_commands(segment: &[u8]) -> u16 {
+    COMMAND_NAMES
+        .iter()
+        .filter(|(name, _)| {
+            segment
+                .windows(name.len())
+                .enumerate()
+                .any(|(k, w)| w.eq_ignore_ascii_case(name) && (k == 0 || segment[k - 1] != b'.'))
+        })
+        .fold(0, |set, (_, bit)| set | bit)
 }
 
 /// Whether the argument before the flag at `i` is a user's (`-u NAME -p …`, `--user NAME -p …`,
