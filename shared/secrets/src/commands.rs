@@ -714,15 +714,30 @@ pub(crate) fn password_arguments(key: &[u8], name: &[u8]) -> Option<PasswordArgs
     })
 }
 
-/// Flags whose names say nothing of a password but whose command takes one there: the command
-/// as its line's segment names it, and what stands before the password in the argument, if
-/// anything: sendEmail's `-xp PASS`, `gh secret set NAME --body VALUE`, curl's
-/// `--cert FILE:PASS` (a client certificate's passphrase).
-pub(crate) fn command_flag(dashes: usize, name: &[u8]) -> Option<(&'static [u8], Option<u8>)> {
-    match (dashes, name) {
-        (1, b"xp") => Some((b"sendemail", None)),
-        (2, b"body") => Some((b"gh secret set", None)),
-        (2, b"cert") => Some((b"curl", Some(b':'))),
-        _ => None,
-    }
+/// A flag whose name says nothing of a password but whose command takes one there (see
+/// [`command_flag`]).
+pub(crate) struct CommandFlag {
+    /// The command, as its line's segment names it.
+    pub(crate) command: &'static [u8],
+    /// What stands before the password in the argument, if anything (`FILE:PASS`).
+    pub(crate) after: Option<u8>,
+    /// Whether the command's next argument names the value, as a key does (`gh secret set NAME`).
+    pub(crate) named: bool,
+}
+
+/// Flags whose names say nothing of a password but whose command takes one there: sendEmail's
+/// `-xp PASS`, `gh secret set NAME --body VALUE`, curl's `--cert FILE:PASS` (a client
+/// certificate's passphrase).
+pub(crate) fn command_flag(dashes: usize, name: &[u8]) -> Option<CommandFlag> {
+    let (command, after, named): (&'static [u8], _, _) = match (dashes, name) {
+        (1, b"xp") => (b"sendemail", None, false),
+        (2, b"body") => (b"gh secret set", None, true),
+        (2, b"cert") => (b"curl", Some(b':'), false),
+        _ => return None,
+    };
+    Some(CommandFlag {
+        command,
+        after,
+        named,
+    })
 }

@@ -2921,14 +2921,10 @@ impl<'t> Scan<'t> {
                 Mode::Prose
             }
         };
-        // An anonymous login's password is a mail address by convention
-        // (`ftp.login('anonymous', 'guest@')`), no secret.
-        let first = run_end_max(bytes, open + 1, 64, |b| b.is_ascii_whitespace());
-        if matches!(bytes.get(first), Some(b'"' | b'\''))
-            && bytes
-                .get(first + 1..first + 11)
-                .is_some_and(|w| w[..9].eq_ignore_ascii_case(b"anonymous") && w[9] == bytes[first])
-        {
+        if anonymous_user_at(
+            bytes,
+            run_end_max(bytes, open + 1, 64, |b| b.is_ascii_whitespace()),
+        ) {
             return;
         }
         let mut from = open + 1;
@@ -2971,8 +2967,7 @@ impl<'t> Scan<'t> {
         let mode = if args.random { Mode::Prose } else { Mode::Literal };
         let dn = |v: &[u8]| v.contains(&b',') && v.iter().take(4).any(|&b| b == b'=');
         let mut from = run_end_max(bytes, open + 1, 64, |b| b.is_ascii_whitespace());
-        // The user before a password: an anonymous login's password is a mail address by
-        // convention (`FTP(host, 'anonymous', 'me@host')`), no secret.
+        // The user before a password (`FTP(host, 'anonymous', 'me@host')`).
         let mut anonymous = false;
         for arg in 0..8 - places.leading_zeros() {
             if arg == 0
@@ -2988,8 +2983,7 @@ impl<'t> Scan<'t> {
                 from = run_end_max(bytes, comma + 1, 64, |b| b.is_ascii_whitespace());
             }
             if places & (1 << arg) == 0 {
-                anonymous = Value::parse(bytes, from, Stop::Code)
-                    .is_some_and(|v| v.quoted && v.text(bytes).eq_ignore_ascii_case(b"anonymous"));
+                anonymous = anonymous_user_at(bytes, from);
                 continue;
             }
             if anonymous {
@@ -3132,18 +3126,19 @@ impl<'t> Scan<'t> {
             self.stdin_password_at(i, kend);
             return;
         }
-        if let Some((command, after)) = crate::commands::command_flag(dashes, name)
+        if let Some(flag) = crate::commands::command_flag(dashes, name)
             && matches!(bytes.get(kend), Some(b' ' | b'\t'))
-            && contains_ci(command_segment(bytes, i), command)
         {
-            // `gh secret set NAME --body VALUE`: NAME is the value's key.
             let segment = command_segment(bytes, i);
-            let name = find_ci(segment, 0, b"secret set ").map(|p| {
-                let from = skip_blank(segment, p + 11);
-                &segment[from..run_end(segment, from, |b| !b.is_ascii_whitespace())]
-            });
-            self.command_flag_value_at(kend, after, name);
-            return;
+            if let Some(at) = find_ci(segment, 0, flag.command) {
+                // The command's next argument, where it names the value (`gh secret set NAME`).
+                let name = flag.named.then(|| {
+                    let from = skip_blank(segment, at + flag.command.len());
+                    &segment[from..run_end(segment, from, |b| !b.is_ascii_whitespace())]
+                });
+                self.command_flag_value_at(kend, flag.after, name);
+                return;
+            }
         }
         if dashes == 1 {
             // `-pSECRET`, or `-p*SECRET` where the run stopped at a symbol.
@@ -5913,10 +5908,15 @@ fn basic_header_context(bytes: &[u8], i: usize) -> bool {
     if i > 0 && matches!(bytes[i - 1], b'"' | b'\'' | b'`') {
         return true;
     }
-    let line_start = bytes[..i].iter().rposition(|&b| b == b'\n').map_or(0, |p| p + 1);
-    let line = &bytes[line_start..i];
-    line.windows(4).any(|w| w.eq_ignore_ascii_case(b"auth"))
-        || line.windows(6).any(|w| w.eq_ignore_ascii_case(b"header"))
+    let line = &bytes[line_start_of(bytes, i)..i];
+    contains_ci(line, b"auth") || contains_ci(line, b"header")
+}
+
+/// Whether the argument at `at` is the quoted user `anonymous`: an anonymous login's password is
+/// a mail address by convention (`ftp.login('anonymous', 'guest@')`), no secret.
+fn anonymous_user_at(bytes: &[u8], at: usize) -> bool {
+    Value::parse(bytes, at, Stop::Code)
+        .is_some_and(|v| v.quoted && v.text(bytes).eq_ignore_ascii_case(b"anonymous"))
 }
 
 /// Whether a password holds a symbol, a digit and both cases of letters, as a made-up strong
